@@ -1,0 +1,69 @@
+package rmsnorm
+
+import (
+	"encoding/binary"
+	"math"
+	"testing"
+)
+
+// fuzzInput turns fuzzer bytes into a Forward call. The first byte picks how the values are
+// made: raw float32 bits (every special value and extreme exponent), or bits whose exponent is
+// folded into [2^-27, 2^27] so that most rows stay on the ordinary float32 path.
+func fuzzInput(d16 uint16, rows8 uint8, epsBits uint32, data []byte) (x, w []float32, eps float32) {
+	d := int(d16)%1100 + 1
+	rows := int(rows8)%5 + 1
+	eps = math.Float32frombits(epsBits &^ (1 << 31)) // non-negative
+	if eps != eps || math.IsInf(float64(eps), 0) {
+		eps = 0
+	}
+	raw := len(data) > 0 && data[0]&1 == 1
+	if len(data) > 0 {
+		data = data[1:]
+	}
+	value := func(i int) float32 {
+		if len(data) < 4 {
+			return float32(i%13) - 6
+		}
+		o := (4 * i) % (len(data) &^ 3)
+		b := binary.LittleEndian.Uint32(data[o:])
+		b ^= uint32(i/(len(data)/4)) * 0x9e3779b9 // vary when the bytes repeat
+		if !raw {
+			e := (b >> 23 & 0xff) % 55
+			b = b&^(0xff<<23) | (100+e)<<23
+		}
+		return math.Float32frombits(b)
+	}
+	x = make([]float32, rows*d)
+	for i := range x {
+		x[i] = value(i)
+	}
+	w = make([]float32, d)
+	for i := range w {
+		w[i] = value(len(x) + i)
+	}
+	return x, w, eps
+}
+
+func FuzzForward(f *testing.F) {
+	f.Add(uint16(1), uint8(0), math.Float32bits(1e-6), []byte{0, 0, 0, 64, 64, 0, 0, 128, 64})
+	f.Add(uint16(127), uint8(2), math.Float32bits(1e-5), []byte{0, 1, 2, 3, 4, 5, 6, 7, 8})
+	f.Add(uint16(4096), uint8(1), uint32(0), []byte{1, 0xff, 0xff, 0x7f, 0x7f, 0, 0, 0x80, 0x7f})
+	f.Add(uint16(65), uint8(3), uint32(0), []byte{1, 1, 0, 0, 0, 0, 0, 0, 0x80})
+	f.Fuzz(func(t *testing.T, d16 uint16, rows8 uint8, epsBits uint32, data []byte) {
+		x, w, eps := fuzzInput(d16, rows8, epsBits, data)
+		want := make([]float32, len(x))
+		forwardWith(kernelGeneric, want, x, w, eps)
+		for _, k := range available {
+			got := make([]float32, len(x))
+			forwardWith(k, got, x, w, eps)
+			if i := firstDiff(got, want); i >= 0 {
+				t.Fatalf("%s d=%d eps=%g: y[%d] = %v, generic gives %v", k, len(w), eps, i, got[i], want[i])
+			}
+			inPlace := append([]float32(nil), x...)
+			forwardWith(k, inPlace, inPlace, w, eps)
+			if i := firstDiff(inPlace, want); i >= 0 {
+				t.Fatalf("%s d=%d eps=%g in place: y[%d] = %v, generic gives %v", k, len(w), eps, i, inPlace[i], want[i])
+			}
+		}
+	})
+}

@@ -1,0 +1,68 @@
+// Package rmsnorm computes RMSNorm, the normalization in front of every attention and MLP block of
+// LLaMA, Qwen, DeepSeek and Gemma, on float32 rows with SIMD kernels (AVX-512, AVX2, NEON) and a
+// pure-Go kernel that all give the same bits.
+//
+// For each row x of length d and a weight w of length d,
+//
+//	y[i] = x[i] / sqrt(mean(x^2) + eps) * w[i]
+//
+// so [3 4] with w = [1 1] and eps = 1e-6 becomes [0.8485281 1.1313708].
+//
+// # Numeric contract
+//
+// Every kernel on every architecture computes exactly the following, so results never depend on
+// the CPU, the kernel, the batch size, a row's position in the batch or the alignment of the
+// slices (NaN payloads aside: where one kernel gives NaN, all do). For one row x[0..d):
+//
+//  1. Sum of squares in 64 float32 partial sums p[0..64), all starting at +0. Element i goes to
+//     p[i%64] as p = p + float32(x[i]*x[i]): the square is rounded to float32, then added, in
+//     increasing i. No fused multiply-add is used anywhere.
+//  2. The partials are combined by a fixed halving tree: for h = 32, 16, 8, 4, 2, 1,
+//     p[j] = p[j] + p[j+h] for j < h. The sum is ss = p[0].
+//  3. t = ss/float32(d) + eps and inv = 1/sqrt(t), each operation rounded to float32 (IEEE
+//     division and a correctly rounded square root).
+//  4. y[i] = (x[i]*inv)*w[i], rounded after each multiply.
+//  5. A row whose t is not in [2^-100, MaxFloat32] (that is: ss overflowed to +Inf, the row holds
+//     an Inf or a NaN, or the squares are so small that they underflowed while eps is below
+//     2^-100) is recomputed entirely in float64 by one shared Go routine: exact squares summed in
+//     increasing i, inv = 1/sqrt(ss/d + eps), y[i] = float32((x[i]*inv)*w[i]) rounded to float32
+//     once. Ordinary rows never get there: the test is one comparison per row.
+//
+// Consequences: a row of finite values with eps >= 0 always gets a finite result at least as
+// accurate as an ordinary row's, except an all-zero row with eps == 0, which gives NaN. For example
+// [3e30 4e30] (whose float32 values are 2.9999999e30 and 4.0000001e30) gives [0.8485281 1.1313709],
+// the correctly rounded result, where [3 4] gives [0.8485281 1.1313708]. An all-zero row gives zeros when eps > 0. A NaN
+// anywhere in a row makes the whole row NaN. An Inf gives NaN at its own position and signed
+// zeros elsewhere in its row.
+//
+// # Kernels
+//
+// At init the package picks the fastest kernel the CPU and the operating system support:
+// "avx512" (AVX-512F), "avx2", "neon" (arm64) or "generic" (pure Go, always present). Kernel
+// reports the choice, Kernels lists the candidates and SetKernel switches at run time. The
+// environment variable RMSNORM_KERNEL=<name> picks one at init. The build tags purego and noasm
+// compile the generic kernel only.
+package rmsnorm
+
+//go:generate go run -C asm ./amd64 -out ../rmsnorm_amd64.s -stubs ../rmsnorm_amd64.go -pkg rmsnorm
+
+// Forward normalizes the rows of x into dst: x holds len(x)/len(w) rows of d = len(w) floats
+// each, and row r of dst becomes RMSNorm(row r of x) scaled element-wise by w, as the package
+// documentation specifies bit for bit.
+//
+// dst must have the length of x and be either x itself (in place) or share no memory with x or
+// w. An empty x does nothing. Forward panics, before writing anything, when len(w) is 0 with a
+// non-empty x, len(x) is not a multiple of len(w), len(dst) != len(x), eps is negative, NaN or
+// +Inf, dst partially overlaps x, or dst overlaps w.
+func Forward(dst, x, w []float32, eps float32) {
+	j := job{
+		dst:  dst,
+		x:    x,
+		w:    w,
+		d:    len(w),
+		eps:  eps,
+		mode: weighted,
+	}
+	j.checkForward()
+	j.run()
+}

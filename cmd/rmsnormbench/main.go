@@ -1,0 +1,255 @@
+// Command rmsnormbench shows what the rmsnorm package does on this machine: the CPU and its
+// features, the kernel the package picked, and for every kernel and shape the time per row, the
+// bandwidth and the ratio to Go's copy() of the same bytes measured in the same run.
+//
+//	go run ./cmd/rmsnormbench                     # every available kernel, the standard shapes
+//	go run ./cmd/rmsnormbench -kernels avx2 -shapes 1x4096,32768x128 -duration 2s
+//	go run ./cmd/rmsnormbench -json > bench.json  # machine-readable, for CI artifacts
+//	go run ./cmd/rmsnormbench -list               # the available kernels, one per line
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"runtime"
+	"runtime/debug"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/gosimd/rmsnorm"
+	"github.com/klauspost/cpuid/v2"
+)
+
+var standardShapes = "1x128,1x1024,1x4096,1x16384,32768x128,2048x4096"
+
+func main() {
+	kernelsFlag := flag.String("kernels", "", "comma-separated kernels to measure (default: every available kernel)")
+	shapesFlag := flag.String("shapes", standardShapes, "comma-separated shapes, each ROWSxD")
+	duration := flag.Duration("duration", 300*time.Millisecond, "measuring time per kernel and shape (split into rounds; the best round counts)")
+	jsonOut := flag.Bool("json", false, "print JSON instead of a table")
+	list := flag.Bool("list", false, "print the available kernels, best first, one per line, and exit")
+	flag.Parse()
+
+	if *list {
+		for _, k := range rmsnorm.Kernels() {
+			fmt.Println(k)
+		}
+		return
+	}
+	kernels := rmsnorm.Kernels()
+	if *kernelsFlag != "" {
+		kernels = strings.Split(*kernelsFlag, ",")
+		for _, k := range kernels {
+			if !slices.Contains(rmsnorm.Kernels(), k) {
+				fatalf("kernel %q is not available here; available: %s", k, strings.Join(rmsnorm.Kernels(), ", "))
+			}
+		}
+	}
+	shapes, err := parseShapes(*shapesFlag)
+	if err != nil {
+		fatalf("%v", err)
+	}
+
+	rep := report{Machine: describeMachine()}
+	for _, s := range shapes {
+		x, w := data(s)
+		y := make([]float32, len(x))
+		bytes := float64(8 * len(x)) // x read plus y written
+		copyNs := measure(*duration, func() { copy(y, x) })
+		rep.Results = append(rep.Results, result{Shape: s.String(), Kernel: "copy()", NsPerRow: copyNs / float64(s.rows),
+			GBps: bytes / copyNs, XCopy: 1})
+		for _, k := range kernels {
+			if err := rmsnorm.SetKernel(k); err != nil {
+				fatalf("%v", err)
+			}
+			ns := measure(*duration, func() { rmsnorm.Forward(y, x, w, 1e-6) })
+			rep.Results = append(rep.Results, result{Shape: s.String(), Kernel: k, NsPerRow: ns / float64(s.rows),
+				GBps: bytes / ns, XCopy: ns / copyNs})
+		}
+	}
+	if err := rmsnorm.SetKernel(rep.Machine.Kernel); err != nil {
+		fatalf("%v", err)
+	}
+
+	if *jsonOut {
+		enc := json.NewEncoder(os.Stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(rep); err != nil {
+			fatalf("%v", err)
+		}
+		return
+	}
+	rep.print()
+}
+
+type machine struct {
+	CPU       string   `json:"cpu"`
+	Features  []string `json:"features"`
+	GOOS      string   `json:"goos"`
+	GOARCH    string   `json:"goarch"`
+	GOAMD64   string   `json:"goamd64,omitempty"`
+	GoVersion string   `json:"go_version"`
+	Module    string   `json:"module_version"`
+	Kernel    string   `json:"kernel"`
+	Kernels   []string `json:"kernels"`
+	Cores     int      `json:"cores"`
+	L1D       int      `json:"l1d_bytes"`
+	L2        int      `json:"l2_bytes"`
+	L3        int      `json:"l3_bytes"`
+}
+
+type result struct {
+	Shape    string  `json:"shape"`
+	Kernel   string  `json:"kernel"`
+	NsPerRow float64 `json:"ns_per_row"`
+	GBps     float64 `json:"gb_per_s"`
+	XCopy    float64 `json:"x_copy"`
+}
+
+type report struct {
+	Machine machine  `json:"machine"`
+	Results []result `json:"results"`
+}
+
+// relevantFeatures are the cpuid features the kernels depend on or that explain their speed.
+var relevantFeatures = []cpuid.FeatureID{
+	cpuid.SSE2, cpuid.AVX, cpuid.AVX2, cpuid.FMA3, cpuid.AVX512F, cpuid.AVX512VL, cpuid.AVX512BW,
+	cpuid.AVX512DQ, cpuid.FP128, cpuid.FP256, cpuid.AVXSLOW, cpuid.ASIMD, cpuid.SVE, cpuid.SVE2,
+}
+
+func describeMachine() machine {
+	m := machine{
+		CPU:       strings.TrimSpace(cpuid.CPU.BrandName),
+		GOOS:      runtime.GOOS,
+		GOARCH:    runtime.GOARCH,
+		GoVersion: runtime.Version(),
+		Kernel:    rmsnorm.Kernel(),
+		Kernels:   rmsnorm.Kernels(),
+		Cores:     runtime.NumCPU(),
+		L1D:       cpuid.CPU.Cache.L1D,
+		L2:        cpuid.CPU.Cache.L2,
+		L3:        cpuid.CPU.Cache.L3,
+		Module:    "(devel)",
+	}
+	if m.CPU == "" {
+		m.CPU = "unknown (" + runtime.GOARCH + ")"
+	}
+	for _, f := range relevantFeatures {
+		if cpuid.CPU.Has(f) {
+			m.Features = append(m.Features, f.String())
+		}
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, s := range bi.Settings {
+			if s.Key == "GOAMD64" {
+				m.GOAMD64 = s.Value
+			}
+		}
+		for _, dep := range bi.Deps {
+			if dep.Path == "github.com/gosimd/rmsnorm" {
+				m.Module = dep.Version
+			}
+		}
+	}
+	return m
+}
+
+func (r report) print() {
+	m := r.Machine
+	fmt.Printf("cpu:      %s (%d cores; L1d %s, L2 %s, L3 %s)\n", m.CPU, m.Cores, size(m.L1D), size(m.L2), size(m.L3))
+	fmt.Printf("features: %s\n", strings.Join(m.Features, " "))
+	goamd64 := ""
+	if m.GOAMD64 != "" {
+		goamd64 = " GOAMD64=" + m.GOAMD64
+	}
+	fmt.Printf("go:       %s %s/%s%s\n", m.GoVersion, m.GOOS, m.GOARCH, goamd64)
+	fmt.Printf("kernel:   %s (available: %s)\n\n", m.Kernel, strings.Join(m.Kernels, ", "))
+	fmt.Printf("%-12s %-8s %12s %9s %8s\n", "shape", "kernel", "ns/row", "GB/s", "x copy")
+	for _, res := range r.Results {
+		fmt.Printf("%-12s %-8s %12.1f %9.2f %8.2f\n", res.Shape, res.Kernel, res.NsPerRow, res.GBps, res.XCopy)
+	}
+	fmt.Println("\nGB/s counts x read plus y written; x copy is the time over copy() of the same bytes (lower is better).")
+}
+
+func size(b int) string {
+	switch {
+	case b <= 0:
+		return "?"
+	case b%(1<<20) == 0:
+		return fmt.Sprintf("%d MiB", b>>20)
+	default:
+		return fmt.Sprintf("%d KiB", b>>10)
+	}
+}
+
+type shape struct{ rows, d int }
+
+func (s shape) String() string { return fmt.Sprintf("%dx%d", s.rows, s.d) }
+
+func parseShapes(list string) ([]shape, error) {
+	var shapes []shape
+	for _, f := range strings.Split(list, ",") {
+		var s shape
+		if _, err := fmt.Sscanf(f, "%dx%d", &s.rows, &s.d); err != nil || s.rows < 1 || s.d < 1 {
+			return nil, fmt.Errorf("bad shape %q: want ROWSxD with both >= 1, e.g. 32768x128", f)
+		}
+		shapes = append(shapes, s)
+	}
+	return shapes, nil
+}
+
+// data returns normally distributed x and w, deterministic for a shape.
+func data(s shape) (x, w []float32) {
+	x = make([]float32, s.rows*s.d)
+	w = make([]float32, s.d)
+	var state uint64 = 0x9e3779b97f4a7c15 ^ uint64(s.rows*131+s.d)
+	next := func() float32 { // xorshift, uniform in [-1, 1)
+		state ^= state << 13
+		state ^= state >> 7
+		state ^= state << 17
+		return float32(int32(state>>32)) / (1 << 31)
+	}
+	for i := range x {
+		x[i] = next()
+	}
+	for i := range w {
+		w[i] = 1 + next()/4
+	}
+	return x, w
+}
+
+// measure returns the best nanoseconds per call of f over rounds that together last about d.
+func measure(d time.Duration, f func()) float64 {
+	f() // warm up: page in, fill caches
+	n := 1
+	for { // find a call count that takes about a tenth of d
+		t := time.Now()
+		for i := 0; i < n; i++ {
+			f()
+		}
+		if el := time.Since(t); el >= d/10 || n >= 1<<30 {
+			break
+		}
+		n *= 2
+	}
+	best := 0.0
+	for round := 0; round < 10; round++ {
+		t := time.Now()
+		for i := 0; i < n; i++ {
+			f()
+		}
+		ns := float64(time.Since(t).Nanoseconds()) / float64(n)
+		if best == 0 || ns < best {
+			best = ns
+		}
+	}
+	return best
+}
+
+func fatalf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "rmsnormbench: "+format+"\n", args...)
+	os.Exit(2)
+}

@@ -25,7 +25,8 @@ func (j *job) checkForward() {
 	if len(j.w) == 0 {
 		fail(fn, "len(w) = 0 with len(x) = %d: the row length is len(w)", len(j.x))
 	}
-	if len(j.x)%len(j.w) != 0 {
+	j.rows = quo(len(j.x), j.d)
+	if j.rows*j.d != len(j.x) {
 		fail(fn, "len(x) = %d is not a multiple of len(w) = %d", len(j.x), len(j.w))
 	}
 	if len(j.dst) != len(j.x) {
@@ -38,8 +39,16 @@ func (j *job) checkForward() {
 	if overlap(j.dst, j.w) {
 		fail(fn, "dst overlaps w")
 	}
-	j.rows = len(j.x) / j.d
 	j.stride = j.d
+}
+
+// quo returns a/b for a >= 0, b > 0. Dividing in 32 bits when both fit is several times faster
+// than a 64-bit division on many x86 cores, and Forward on a short row is mostly overhead.
+func quo(a, b int) int {
+	if uint64(a)|uint64(b) <= math.MaxUint32 {
+		return int(uint32(a) / uint32(b))
+	}
+	return a / b
 }
 
 func checkEps(fn string, eps float32) {

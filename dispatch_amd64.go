@@ -7,9 +7,11 @@ import "github.com/klauspost/cpuid/v2"
 // kernelFeatures is, for each amd64 kernel, exactly the feature set that the "// Requires:" lines
 // of its functions in rmsnorm_amd64.s list (a test holds the two equal). cpuid reports a feature
 // only when the operating system also saves its register state.
+// Avo files SFENCE under "MMX+" (AMD's MMX extensions); it is part of SSE, which every amd64 CPU
+// has, so SSE stands for it here.
 var kernelFeatures = map[kernelID][]cpuid.FeatureID{
-	kernelAVX512: {cpuid.AVX, cpuid.AVX512F},
-	kernelAVX2:   {cpuid.AVX, cpuid.AVX2},
+	kernelAVX512: {cpuid.AVX, cpuid.AVX512F, cpuid.SSE},
+	kernelAVX2:   {cpuid.AVX, cpuid.AVX2, cpuid.SSE},
 }
 
 // archKernels returns the SIMD kernels this CPU runs, best first.
@@ -38,40 +40,60 @@ func (j *job) runAsm(k kernelID, from int) int {
 		inv = &j.inv[from]
 	}
 	d, n, s, eps := j.d, j.rows-from, j.stride, j.eps
+	fd, rd, flags := asmParams(j)
 	var done int
 	switch k {
 	case kernelAVX512:
 		switch {
 		case res == nil && j.mode == weighted:
-			done = avx512Weighted(dst, x, w, res, inv, d, n, s, eps)
+			done = avx512Weighted(dst, x, w, res, inv, d, n, s, eps, fd, rd, flags)
 		case res == nil && j.mode == offset:
-			done = avx512Offset(dst, x, w, res, inv, d, n, s, eps)
+			done = avx512Offset(dst, x, w, res, inv, d, n, s, eps, fd, rd, flags)
 		case res == nil:
-			done = avx512Unweighted(dst, x, w, res, inv, d, n, s, eps)
+			done = avx512Unweighted(dst, x, w, res, inv, d, n, s, eps, fd, rd, flags)
 		case j.mode == weighted:
-			done = avx512AddWeighted(dst, x, w, res, inv, d, n, s, eps)
+			done = avx512AddWeighted(dst, x, w, res, inv, d, n, s, eps, fd, rd, flags)
 		case j.mode == offset:
-			done = avx512AddOffset(dst, x, w, res, inv, d, n, s, eps)
+			done = avx512AddOffset(dst, x, w, res, inv, d, n, s, eps, fd, rd, flags)
 		default:
-			done = avx512AddUnweighted(dst, x, w, res, inv, d, n, s, eps)
+			done = avx512AddUnweighted(dst, x, w, res, inv, d, n, s, eps, fd, rd, flags)
 		}
 	case kernelAVX2:
 		switch {
 		case res == nil && j.mode == weighted:
-			done = avx2Weighted(dst, x, w, res, inv, d, n, s, eps)
+			done = avx2Weighted(dst, x, w, res, inv, d, n, s, eps, fd, rd, flags)
 		case res == nil && j.mode == offset:
-			done = avx2Offset(dst, x, w, res, inv, d, n, s, eps)
+			done = avx2Offset(dst, x, w, res, inv, d, n, s, eps, fd, rd, flags)
 		case res == nil:
-			done = avx2Unweighted(dst, x, w, res, inv, d, n, s, eps)
+			done = avx2Unweighted(dst, x, w, res, inv, d, n, s, eps, fd, rd, flags)
 		case j.mode == weighted:
-			done = avx2AddWeighted(dst, x, w, res, inv, d, n, s, eps)
+			done = avx2AddWeighted(dst, x, w, res, inv, d, n, s, eps, fd, rd, flags)
 		case j.mode == offset:
-			done = avx2AddOffset(dst, x, w, res, inv, d, n, s, eps)
+			done = avx2AddOffset(dst, x, w, res, inv, d, n, s, eps, fd, rd, flags)
 		default:
-			done = avx2AddUnweighted(dst, x, w, res, inv, d, n, s, eps)
+			done = avx2AddUnweighted(dst, x, w, res, inv, d, n, s, eps, fd, rd, flags)
 		}
 	default:
 		return j.runGeneric(from)
 	}
 	return from + done
+}
+
+// Flag bits of the assembly kernels (asm/amd64/kernel.go).
+const (
+	flagNT = 1 // non-temporal stores
+	flagRD = 2 // rd = 1/d is exact
+)
+
+// asmParams returns float32(d), 1/d when that is exact (d a power of two), and the flags.
+func asmParams(j *job) (fd, rd float32, flags int) {
+	fd = float32(j.d)
+	if j.d&(j.d-1) == 0 {
+		rd = 1 / fd
+		flags |= flagRD
+	}
+	if streaming(j) {
+		flags |= flagNT
+	}
+	return fd, rd, flags
 }

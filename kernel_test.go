@@ -66,7 +66,7 @@ func matrix() testMatrix {
 			m.dims = append(m.dims, d)
 		}
 		m.dims = append(m.dims, 127, 128, 129, 255, 256, 257, 513, 1023, 4097)
-		m.rows = []int{1, 3}
+		m.rows = []int{1, 5} // 5 rows: one group of four short rows, then one
 		m.offsets = []int{0, 13}
 		for _, c := range valueClasses {
 			switch c.name {
@@ -122,8 +122,10 @@ func checkPlacements(t *testing.T, ctx string, k kernelID, x, w []float32, eps f
 		gw := newGuarded("w", len(w), wo)
 		copy(gw.s, w)
 		gd := newGuarded("dst", len(x), do)
-		forwardWith(k, gd.s, gx.s, gw.s, eps)
-		c := fmt.Sprintf("%s offsets x=%d w=%d dst=%d", ctx, xo, wo, do)
+		// Odd offsets stream out of place and store normally in place; even ones the reverse.
+		nt := off%2 == 1
+		withStreaming(nt, func() { forwardWith(k, gd.s, gx.s, gw.s, eps) })
+		c := fmt.Sprintf("%s offsets x=%d w=%d dst=%d stream=%v", ctx, xo, wo, do, nt)
 		if i := firstDiff(gd.s, want); i >= 0 {
 			t.Fatalf("%s: y[%d] = %v (%#08x), generic gives %v (%#08x)", c, i,
 				gd.s[i], math.Float32bits(gd.s[i]), want[i], math.Float32bits(want[i]))
@@ -140,13 +142,58 @@ func checkPlacements(t *testing.T, ctx string, k kernelID, x, w []float32, eps f
 
 		// In place: dst is x.
 		copy(gx.s, x)
-		forwardWith(k, gx.s, gx.s, gw.s, eps)
-		c = fmt.Sprintf("%s in place offsets x=%d w=%d", ctx, xo, wo)
+		withStreaming(!nt, func() { forwardWith(k, gx.s, gx.s, gw.s, eps) })
+		c = fmt.Sprintf("%s in place offsets x=%d w=%d stream=%v", ctx, xo, wo, !nt)
 		if i := firstDiff(gx.s, want); i >= 0 {
 			t.Fatalf("%s: y[%d] = %v, generic gives %v", c, i, gx.s[i], want[i])
 		}
 		gx.check(t, c)
 		gw.check(t, c)
+	}
+}
+
+// withStreaming runs f with non-temporal stores forced on or off, whatever the size.
+func withStreaming(on bool, f func()) {
+	saved := streamBytes
+	defer func() { streamBytes = saved }()
+	streamBytes = math.MaxInt
+	if on {
+		streamBytes = 0
+	}
+	f()
+}
+
+// A row that needs the float64 path, at every position of a batch: the kernels must hand it over
+// and resume after it, also when it sits inside a group of short rows.
+func TestFloat64RowPositions(t *testing.T) {
+	for _, k := range available {
+		for _, d := range []int{1, 7, 64, 128, 300, 513} {
+			for pos := 0; pos < 9; pos++ {
+				r := seedFor(d, pos)
+				x := make([]float32, 9*d)
+				fill(x, valueClasses[0], r)
+				for i := 0; i < d; i++ {
+					x[pos*d+i] *= 1e30 // the squares overflow
+				}
+				if pos == 4 {
+					x[2*d] = float32(math.NaN()) // a second one in the same group
+				}
+				w := make([]float32, d)
+				fill(w, valueClasses[0], r)
+				want := make([]float32, len(x))
+				forwardWith(kernelGeneric, want, x, w, 1e-6)
+				for _, nt := range []bool{false, true} {
+					got := make([]float32, len(x))
+					withStreaming(nt, func() { forwardWith(k, got, x, w, 1e-6) })
+					if i := firstDiff(got, want); i >= 0 {
+						t.Fatalf("%s d=%d float64 row at %d stream=%v: y[%d] = %v, generic gives %v", k, d, pos, nt, i, got[i], want[i])
+					}
+				}
+				if v := want[pos*d]; v != v || math.IsInf(float64(v), 0) {
+					t.Fatalf("d=%d: the overflowing row gave %v, want a finite value", d, v)
+				}
+			}
+		}
 	}
 }
 

@@ -6,84 +6,96 @@ package rmsnorm
 
 // avx512Weighted normalizes `rows` rows of d floats whose starts are stride floats apart:
 // y = (x*inv)*w, for each row.
+// fd is float32(d), and rd is 1/d when flags has flagRD (d a power of two).
 // It stops before the first row that needs the float64 path and returns that row's index, or rows.
 //
 //go:noescape
-func avx512Weighted(dst *float32, x *float32, w *float32, res *float32, inv *float32, d int, rows int, stride int, eps float32) int
+func avx512Weighted(dst *float32, x *float32, w *float32, res *float32, inv *float32, d int, rows int, stride int, eps float32, fd float32, rd float32, flags int) int
 
 // avx512Offset normalizes `rows` rows of d floats whose starts are stride floats apart:
 // y = (x*inv)*(1+w), for each row.
+// fd is float32(d), and rd is 1/d when flags has flagRD (d a power of two).
 // It stops before the first row that needs the float64 path and returns that row's index, or rows.
 //
 //go:noescape
-func avx512Offset(dst *float32, x *float32, w *float32, res *float32, inv *float32, d int, rows int, stride int, eps float32) int
+func avx512Offset(dst *float32, x *float32, w *float32, res *float32, inv *float32, d int, rows int, stride int, eps float32, fd float32, rd float32, flags int) int
 
 // avx512Unweighted normalizes `rows` rows of d floats whose starts are stride floats apart:
 // y = x*inv, for each row.
+// fd is float32(d), and rd is 1/d when flags has flagRD (d a power of two).
 // It stops before the first row that needs the float64 path and returns that row's index, or rows.
 //
 //go:noescape
-func avx512Unweighted(dst *float32, x *float32, w *float32, res *float32, inv *float32, d int, rows int, stride int, eps float32) int
+func avx512Unweighted(dst *float32, x *float32, w *float32, res *float32, inv *float32, d int, rows int, stride int, eps float32, fd float32, rd float32, flags int) int
 
 // avx512AddWeighted normalizes `rows` rows of d floats whose starts are stride floats apart:
 // h = x + res and res = h per element, then y = (h*inv)*w, for each row.
+// fd is float32(d), and rd is 1/d when flags has flagRD (d a power of two).
 // It stops before the first row that needs the float64 path and returns that row's index, or rows.
 //
 //go:noescape
-func avx512AddWeighted(dst *float32, x *float32, w *float32, res *float32, inv *float32, d int, rows int, stride int, eps float32) int
+func avx512AddWeighted(dst *float32, x *float32, w *float32, res *float32, inv *float32, d int, rows int, stride int, eps float32, fd float32, rd float32, flags int) int
 
 // avx512AddOffset normalizes `rows` rows of d floats whose starts are stride floats apart:
 // h = x + res and res = h per element, then y = (h*inv)*(1+w), for each row.
+// fd is float32(d), and rd is 1/d when flags has flagRD (d a power of two).
 // It stops before the first row that needs the float64 path and returns that row's index, or rows.
 //
 //go:noescape
-func avx512AddOffset(dst *float32, x *float32, w *float32, res *float32, inv *float32, d int, rows int, stride int, eps float32) int
+func avx512AddOffset(dst *float32, x *float32, w *float32, res *float32, inv *float32, d int, rows int, stride int, eps float32, fd float32, rd float32, flags int) int
 
 // avx512AddUnweighted normalizes `rows` rows of d floats whose starts are stride floats apart:
 // h = x + res and res = h per element, then y = h*inv, for each row.
+// fd is float32(d), and rd is 1/d when flags has flagRD (d a power of two).
 // It stops before the first row that needs the float64 path and returns that row's index, or rows.
 //
 //go:noescape
-func avx512AddUnweighted(dst *float32, x *float32, w *float32, res *float32, inv *float32, d int, rows int, stride int, eps float32) int
+func avx512AddUnweighted(dst *float32, x *float32, w *float32, res *float32, inv *float32, d int, rows int, stride int, eps float32, fd float32, rd float32, flags int) int
 
 // avx2Weighted normalizes `rows` rows of d floats whose starts are stride floats apart:
 // y = (x*inv)*w, for each row.
+// fd is float32(d), and rd is 1/d when flags has flagRD (d a power of two).
 // It stops before the first row that needs the float64 path and returns that row's index, or rows.
 //
 //go:noescape
-func avx2Weighted(dst *float32, x *float32, w *float32, res *float32, inv *float32, d int, rows int, stride int, eps float32) int
+func avx2Weighted(dst *float32, x *float32, w *float32, res *float32, inv *float32, d int, rows int, stride int, eps float32, fd float32, rd float32, flags int) int
 
 // avx2Offset normalizes `rows` rows of d floats whose starts are stride floats apart:
 // y = (x*inv)*(1+w), for each row.
+// fd is float32(d), and rd is 1/d when flags has flagRD (d a power of two).
 // It stops before the first row that needs the float64 path and returns that row's index, or rows.
 //
 //go:noescape
-func avx2Offset(dst *float32, x *float32, w *float32, res *float32, inv *float32, d int, rows int, stride int, eps float32) int
+func avx2Offset(dst *float32, x *float32, w *float32, res *float32, inv *float32, d int, rows int, stride int, eps float32, fd float32, rd float32, flags int) int
 
 // avx2Unweighted normalizes `rows` rows of d floats whose starts are stride floats apart:
 // y = x*inv, for each row.
+// fd is float32(d), and rd is 1/d when flags has flagRD (d a power of two).
 // It stops before the first row that needs the float64 path and returns that row's index, or rows.
 //
 //go:noescape
-func avx2Unweighted(dst *float32, x *float32, w *float32, res *float32, inv *float32, d int, rows int, stride int, eps float32) int
+func avx2Unweighted(dst *float32, x *float32, w *float32, res *float32, inv *float32, d int, rows int, stride int, eps float32, fd float32, rd float32, flags int) int
 
 // avx2AddWeighted normalizes `rows` rows of d floats whose starts are stride floats apart:
 // h = x + res and res = h per element, then y = (h*inv)*w, for each row.
+// fd is float32(d), and rd is 1/d when flags has flagRD (d a power of two).
 // It stops before the first row that needs the float64 path and returns that row's index, or rows.
 //
 //go:noescape
-func avx2AddWeighted(dst *float32, x *float32, w *float32, res *float32, inv *float32, d int, rows int, stride int, eps float32) int
+func avx2AddWeighted(dst *float32, x *float32, w *float32, res *float32, inv *float32, d int, rows int, stride int, eps float32, fd float32, rd float32, flags int) int
 
 // avx2AddOffset normalizes `rows` rows of d floats whose starts are stride floats apart:
 // h = x + res and res = h per element, then y = (h*inv)*(1+w), for each row.
+// fd is float32(d), and rd is 1/d when flags has flagRD (d a power of two).
 // It stops before the first row that needs the float64 path and returns that row's index, or rows.
 //
 //go:noescape
-func avx2AddOffset(dst *float32, x *float32, w *float32, res *float32, inv *float32, d int, rows int, stride int, eps float32) int
+func avx2AddOffset(dst *float32, x *float32, w *float32, res *float32, inv *float32, d int, rows int, stride int, eps float32, fd float32, rd float32, flags int) int
 
 // avx2AddUnweighted normalizes `rows` rows of d floats whose starts are stride floats apart:
 // h = x + res and res = h per element, then y = h*inv, for each row.
+// fd is float32(d), and rd is 1/d when flags has flagRD (d a power of two).
 // It stops before the first row that needs the float64 path and returns that row's index, or rows.
 //
 //go:noescape
-func avx2AddUnweighted(dst *float32, x *float32, w *float32, res *float32, inv *float32, d int, rows int, stride int, eps float32) int
+func avx2AddUnweighted(dst *float32, x *float32, w *float32, res *float32, inv *float32, d int, rows int, stride int, eps float32, fd float32, rd float32, flags int) int

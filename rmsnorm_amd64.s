@@ -13,6 +13,24 @@ GLOBL tlo<>(SB), RODATA|NOPTR, $4
 DATA tmax<>+0(SB)/4, $0x7f7fffff
 GLOBL tmax<>(SB), RODATA|NOPTR, $4
 
+DATA one4<>+0(SB)/4, $0x3f800000
+DATA one4<>+4(SB)/4, $0x3f800000
+DATA one4<>+8(SB)/4, $0x3f800000
+DATA one4<>+12(SB)/4, $0x3f800000
+GLOBL one4<>(SB), RODATA|NOPTR, $16
+
+DATA tlo4<>+0(SB)/4, $0x0d800000
+DATA tlo4<>+4(SB)/4, $0x0d800000
+DATA tlo4<>+8(SB)/4, $0x0d800000
+DATA tlo4<>+12(SB)/4, $0x0d800000
+GLOBL tlo4<>(SB), RODATA|NOPTR, $16
+
+DATA tmax4<>+0(SB)/4, $0x7f7fffff
+DATA tmax4<>+4(SB)/4, $0x7f7fffff
+DATA tmax4<>+8(SB)/4, $0x7f7fffff
+DATA tmax4<>+12(SB)/4, $0x7f7fffff
+GLOBL tmax4<>(SB), RODATA|NOPTR, $16
+
 DATA tailmask<>+0(SB)/4, $0xffffffff
 DATA tailmask<>+4(SB)/4, $0xffffffff
 DATA tailmask<>+8(SB)/4, $0xffffffff
@@ -50,9 +68,9 @@ DATA kmask<>+30(SB)/2, $0x7fff
 DATA kmask<>+32(SB)/2, $0xffff
 GLOBL kmask<>(SB), RODATA|NOPTR, $34
 
-// func avx512Weighted(dst *float32, x *float32, w *float32, res *float32, inv *float32, d int, rows int, stride int, eps float32) int
-// Requires: AVX, AVX512F
-TEXT ·avx512Weighted(SB), NOSPLIT, $0-80
+// func avx512Weighted(dst *float32, x *float32, w *float32, res *float32, inv *float32, d int, rows int, stride int, eps float32, fd float32, rd float32, flags int) int
+// Requires: AVX, AVX512F, MMX+
+TEXT ·avx512Weighted(SB), NOSPLIT, $0-96
 	MOVQ dst+0(FP), AX
 	MOVQ x+8(FP), CX
 	MOVQ w+16(FP), DX
@@ -62,210 +80,1404 @@ TEXT ·avx512Weighted(SB), NOSPLIT, $0-80
 	MOVQ rows+48(FP), DI
 	MOVQ stride+56(FP), R8
 	SHLQ $0x02, R8
-	XORQ R9, R9
+	MOVQ flags+80(FP), R9
+	XORQ R10, R10
+	CMPQ SI, $0x00000800
+	JA   row
 
-row:
-	CMPQ R9, DI
-	JAE  ret
+group:
+	MOVQ DI, R11
+	SUBQ R10, R11
+	CMPQ R11, $0x04
+	JL   row
+
+	// Sums of four rows, each partly reduced.
+	MOVQ CX, R11
 
 	// Sum of squares: element i goes to partial i%64.
+	MOVQ   SI, R13
+	SUBQ   $0x00000100, R13
+	JGE    g0firstblock
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
 	VPXORD Z3, Z3, Z3
-	XORQ   R10, R10
-	MOVQ   SI, R11
-	SUBQ   $0x00000100, R11
-	JL     sumtail
+	XORQ   R12, R12
+	JMP    g0sumtail
 
-sumloop:
-	VMOVUPS (CX)(R10*1), Z4
+g0firstblock:
+	// +0 + square is the square itself: the first block initializes the partials.
+	XORQ    R12, R12
+	VMOVUPS (R11)(R12*1), Z0
+	VMULPS  Z0, Z0, Z0
+	VMOVAPS Z0, Z0
+	VMOVUPS 64(R11)(R12*1), Z1
+	VMULPS  Z1, Z1, Z1
+	VMOVAPS Z1, Z1
+	VMOVUPS 128(R11)(R12*1), Z2
+	VMULPS  Z2, Z2, Z2
+	VMOVAPS Z2, Z2
+	VMOVUPS 192(R11)(R12*1), Z3
+	VMULPS  Z3, Z3, Z3
+	VMOVAPS Z3, Z3
+	MOVQ    $0x00000100, R12
+	JMP     g0sumcheck
+
+g0sumloop:
+	VMOVUPS (R11)(R12*1), Z4
 	VMULPS  Z4, Z4, Z4
 	VADDPS  Z4, Z0, Z0
-	VMOVUPS 64(CX)(R10*1), Z4
+	VMOVUPS 64(R11)(R12*1), Z4
 	VMULPS  Z4, Z4, Z4
 	VADDPS  Z4, Z1, Z1
-	VMOVUPS 128(CX)(R10*1), Z4
+	VMOVUPS 128(R11)(R12*1), Z4
 	VMULPS  Z4, Z4, Z4
 	VADDPS  Z4, Z2, Z2
-	VMOVUPS 192(CX)(R10*1), Z4
+	VMOVUPS 192(R11)(R12*1), Z4
 	VMULPS  Z4, Z4, Z4
 	VADDPS  Z4, Z3, Z3
-	ADDQ    $0x00000100, R10
-	CMPQ    R10, R11
-	JLE     sumloop
+	ADDQ    $0x00000100, R12
 
-sumtail:
+g0sumcheck:
+	CMPQ R12, R13
+	JLE  g0sumloop
+
+g0sumtail:
 	// Fewer than 64 elements remain: whole vectors first, then one masked vector.
-	MOVQ    SI, R11
-	SUBQ    R10, R11
-	CMPQ    R11, $0x00000040
-	JL      sumpart0
-	VMOVUPS (CX)(R10*1), Z4
+	MOVQ    SI, R13
+	SUBQ    R12, R13
+	CMPQ    R13, $0x00000040
+	JL      g0sumpart0
+	VMOVUPS (R11)(R12*1), Z4
 	VMULPS  Z4, Z4, Z4
 	VADDPS  Z4, Z0, Z0
-	CMPQ    R11, $0x00000080
-	JL      sumpart1
-	VMOVUPS 64(CX)(R10*1), Z4
+	CMPQ    R13, $0x00000080
+	JL      g0sumpart1
+	VMOVUPS 64(R11)(R12*1), Z4
 	VMULPS  Z4, Z4, Z4
 	VADDPS  Z4, Z1, Z1
-	CMPQ    R11, $0x000000c0
-	JL      sumpart2
-	VMOVUPS 128(CX)(R10*1), Z4
+	CMPQ    R13, $0x000000c0
+	JL      g0sumpart2
+	VMOVUPS 128(R11)(R12*1), Z4
 	VMULPS  Z4, Z4, Z4
 	VADDPS  Z4, Z2, Z2
-	CMPQ    R11, $0x00000100
-	JL      sumpart3
-	VMOVUPS 192(CX)(R10*1), Z4
+	CMPQ    R13, $0x00000100
+	JL      g0sumpart3
+	VMOVUPS 192(R11)(R12*1), Z4
 	VMULPS  Z4, Z4, Z4
 	VADDPS  Z4, Z3, Z3
-	JMP     reduce
+	JMP     g0summed
 
-sumpart0:
-	SUBQ      $0x00000000, R11
-	JZ        reduce
-	LEAQ      kmask<>+0(SB), R12
-	SHRQ      $0x01, R11
-	KMOVW     (R12)(R11*1), K1
-	VMOVUPS.Z (CX)(R10*1), K1, Z4
+g0sumpart0:
+	SUBQ      $0x00000000, R13
+	JZ        g0summed
+	LEAQ      kmask<>+0(SB), R14
+	SHRQ      $0x01, R13
+	KMOVW     (R14)(R13*1), K1
+	VMOVUPS.Z (R11)(R12*1), K1, Z4
 	VMULPS    Z4, Z4, Z4
 	VADDPS    Z4, Z0, Z0
-	JMP       reduce
+	JMP       g0summed
 
-sumpart1:
-	SUBQ      $0x00000040, R11
-	JZ        reduce
-	LEAQ      kmask<>+0(SB), R12
-	SHRQ      $0x01, R11
-	KMOVW     (R12)(R11*1), K1
-	VMOVUPS.Z 64(CX)(R10*1), K1, Z4
+g0sumpart1:
+	SUBQ      $0x00000040, R13
+	JZ        g0summed
+	LEAQ      kmask<>+0(SB), R14
+	SHRQ      $0x01, R13
+	KMOVW     (R14)(R13*1), K1
+	VMOVUPS.Z 64(R11)(R12*1), K1, Z4
 	VMULPS    Z4, Z4, Z4
 	VADDPS    Z4, Z1, Z1
-	JMP       reduce
+	JMP       g0summed
 
-sumpart2:
-	SUBQ      $0x00000080, R11
-	JZ        reduce
-	LEAQ      kmask<>+0(SB), R12
-	SHRQ      $0x01, R11
-	KMOVW     (R12)(R11*1), K1
-	VMOVUPS.Z 128(CX)(R10*1), K1, Z4
+g0sumpart2:
+	SUBQ      $0x00000080, R13
+	JZ        g0summed
+	LEAQ      kmask<>+0(SB), R14
+	SHRQ      $0x01, R13
+	KMOVW     (R14)(R13*1), K1
+	VMOVUPS.Z 128(R11)(R12*1), K1, Z4
 	VMULPS    Z4, Z4, Z4
 	VADDPS    Z4, Z2, Z2
-	JMP       reduce
+	JMP       g0summed
 
-sumpart3:
-	SUBQ      $0x000000c0, R11
-	JZ        reduce
-	LEAQ      kmask<>+0(SB), R12
-	SHRQ      $0x01, R11
-	KMOVW     (R12)(R11*1), K1
-	VMOVUPS.Z 192(CX)(R10*1), K1, Z4
+g0sumpart3:
+	SUBQ      $0x000000c0, R13
+	JZ        g0summed
+	LEAQ      kmask<>+0(SB), R14
+	SHRQ      $0x01, R13
+	KMOVW     (R14)(R13*1), K1
+	VMOVUPS.Z 192(R11)(R12*1), K1, Z4
 	VMULPS    Z4, Z4, Z4
 	VADDPS    Z4, Z3, Z3
 
-reduce:
+g0summed:
+	VADDPS Z2, Z0, Z0
+	VADDPS Z3, Z1, Z1
+	VADDPS Z1, Z0, Z0
+	ADDQ   R8, R11
+
+	// Sum of squares: element i goes to partial i%64.
+	MOVQ   SI, R13
+	SUBQ   $0x00000100, R13
+	JGE    g1firstblock
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	XORQ   R12, R12
+	JMP    g1sumtail
+
+g1firstblock:
+	// +0 + square is the square itself: the first block initializes the partials.
+	XORQ    R12, R12
+	VMOVUPS (R11)(R12*1), Z4
+	VMULPS  Z4, Z4, Z4
+	VMOVAPS Z4, Z5
+	VMOVUPS 64(R11)(R12*1), Z4
+	VMULPS  Z4, Z4, Z4
+	VMOVAPS Z4, Z6
+	VMOVUPS 128(R11)(R12*1), Z4
+	VMULPS  Z4, Z4, Z4
+	VMOVAPS Z4, Z7
+	VMOVUPS 192(R11)(R12*1), Z4
+	VMULPS  Z4, Z4, Z4
+	VMOVAPS Z4, Z8
+	MOVQ    $0x00000100, R12
+	JMP     g1sumcheck
+
+g1sumloop:
+	VMOVUPS (R11)(R12*1), Z4
+	VMULPS  Z4, Z4, Z4
+	VADDPS  Z4, Z5, Z5
+	VMOVUPS 64(R11)(R12*1), Z4
+	VMULPS  Z4, Z4, Z4
+	VADDPS  Z4, Z6, Z6
+	VMOVUPS 128(R11)(R12*1), Z4
+	VMULPS  Z4, Z4, Z4
+	VADDPS  Z4, Z7, Z7
+	VMOVUPS 192(R11)(R12*1), Z4
+	VMULPS  Z4, Z4, Z4
+	VADDPS  Z4, Z8, Z8
+	ADDQ    $0x00000100, R12
+
+g1sumcheck:
+	CMPQ R12, R13
+	JLE  g1sumloop
+
+g1sumtail:
+	// Fewer than 64 elements remain: whole vectors first, then one masked vector.
+	MOVQ    SI, R13
+	SUBQ    R12, R13
+	CMPQ    R13, $0x00000040
+	JL      g1sumpart0
+	VMOVUPS (R11)(R12*1), Z4
+	VMULPS  Z4, Z4, Z4
+	VADDPS  Z4, Z5, Z5
+	CMPQ    R13, $0x00000080
+	JL      g1sumpart1
+	VMOVUPS 64(R11)(R12*1), Z4
+	VMULPS  Z4, Z4, Z4
+	VADDPS  Z4, Z6, Z6
+	CMPQ    R13, $0x000000c0
+	JL      g1sumpart2
+	VMOVUPS 128(R11)(R12*1), Z4
+	VMULPS  Z4, Z4, Z4
+	VADDPS  Z4, Z7, Z7
+	CMPQ    R13, $0x00000100
+	JL      g1sumpart3
+	VMOVUPS 192(R11)(R12*1), Z4
+	VMULPS  Z4, Z4, Z4
+	VADDPS  Z4, Z8, Z8
+	JMP     g1summed
+
+g1sumpart0:
+	SUBQ      $0x00000000, R13
+	JZ        g1summed
+	LEAQ      kmask<>+0(SB), R14
+	SHRQ      $0x01, R13
+	KMOVW     (R14)(R13*1), K1
+	VMOVUPS.Z (R11)(R12*1), K1, Z4
+	VMULPS    Z4, Z4, Z4
+	VADDPS    Z4, Z5, Z5
+	JMP       g1summed
+
+g1sumpart1:
+	SUBQ      $0x00000040, R13
+	JZ        g1summed
+	LEAQ      kmask<>+0(SB), R14
+	SHRQ      $0x01, R13
+	KMOVW     (R14)(R13*1), K1
+	VMOVUPS.Z 64(R11)(R12*1), K1, Z4
+	VMULPS    Z4, Z4, Z4
+	VADDPS    Z4, Z6, Z6
+	JMP       g1summed
+
+g1sumpart2:
+	SUBQ      $0x00000080, R13
+	JZ        g1summed
+	LEAQ      kmask<>+0(SB), R14
+	SHRQ      $0x01, R13
+	KMOVW     (R14)(R13*1), K1
+	VMOVUPS.Z 128(R11)(R12*1), K1, Z4
+	VMULPS    Z4, Z4, Z4
+	VADDPS    Z4, Z7, Z7
+	JMP       g1summed
+
+g1sumpart3:
+	SUBQ      $0x000000c0, R13
+	JZ        g1summed
+	LEAQ      kmask<>+0(SB), R14
+	SHRQ      $0x01, R13
+	KMOVW     (R14)(R13*1), K1
+	VMOVUPS.Z 192(R11)(R12*1), K1, Z4
+	VMULPS    Z4, Z4, Z4
+	VADDPS    Z4, Z8, Z8
+
+g1summed:
+	VADDPS Z7, Z5, Z5
+	VADDPS Z8, Z6, Z6
+	VADDPS Z6, Z5, Z5
+	ADDQ   R8, R11
+
+	// Sum of squares: element i goes to partial i%64.
+	MOVQ   SI, R13
+	SUBQ   $0x00000100, R13
+	JGE    g2firstblock
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	VPXORD Z12, Z12, Z12
+	XORQ   R12, R12
+	JMP    g2sumtail
+
+g2firstblock:
+	// +0 + square is the square itself: the first block initializes the partials.
+	XORQ    R12, R12
+	VMOVUPS (R11)(R12*1), Z4
+	VMULPS  Z4, Z4, Z4
+	VMOVAPS Z4, Z9
+	VMOVUPS 64(R11)(R12*1), Z4
+	VMULPS  Z4, Z4, Z4
+	VMOVAPS Z4, Z10
+	VMOVUPS 128(R11)(R12*1), Z4
+	VMULPS  Z4, Z4, Z4
+	VMOVAPS Z4, Z11
+	VMOVUPS 192(R11)(R12*1), Z4
+	VMULPS  Z4, Z4, Z4
+	VMOVAPS Z4, Z12
+	MOVQ    $0x00000100, R12
+	JMP     g2sumcheck
+
+g2sumloop:
+	VMOVUPS (R11)(R12*1), Z4
+	VMULPS  Z4, Z4, Z4
+	VADDPS  Z4, Z9, Z9
+	VMOVUPS 64(R11)(R12*1), Z4
+	VMULPS  Z4, Z4, Z4
+	VADDPS  Z4, Z10, Z10
+	VMOVUPS 128(R11)(R12*1), Z4
+	VMULPS  Z4, Z4, Z4
+	VADDPS  Z4, Z11, Z11
+	VMOVUPS 192(R11)(R12*1), Z4
+	VMULPS  Z4, Z4, Z4
+	VADDPS  Z4, Z12, Z12
+	ADDQ    $0x00000100, R12
+
+g2sumcheck:
+	CMPQ R12, R13
+	JLE  g2sumloop
+
+g2sumtail:
+	// Fewer than 64 elements remain: whole vectors first, then one masked vector.
+	MOVQ    SI, R13
+	SUBQ    R12, R13
+	CMPQ    R13, $0x00000040
+	JL      g2sumpart0
+	VMOVUPS (R11)(R12*1), Z4
+	VMULPS  Z4, Z4, Z4
+	VADDPS  Z4, Z9, Z9
+	CMPQ    R13, $0x00000080
+	JL      g2sumpart1
+	VMOVUPS 64(R11)(R12*1), Z4
+	VMULPS  Z4, Z4, Z4
+	VADDPS  Z4, Z10, Z10
+	CMPQ    R13, $0x000000c0
+	JL      g2sumpart2
+	VMOVUPS 128(R11)(R12*1), Z4
+	VMULPS  Z4, Z4, Z4
+	VADDPS  Z4, Z11, Z11
+	CMPQ    R13, $0x00000100
+	JL      g2sumpart3
+	VMOVUPS 192(R11)(R12*1), Z4
+	VMULPS  Z4, Z4, Z4
+	VADDPS  Z4, Z12, Z12
+	JMP     g2summed
+
+g2sumpart0:
+	SUBQ      $0x00000000, R13
+	JZ        g2summed
+	LEAQ      kmask<>+0(SB), R14
+	SHRQ      $0x01, R13
+	KMOVW     (R14)(R13*1), K1
+	VMOVUPS.Z (R11)(R12*1), K1, Z4
+	VMULPS    Z4, Z4, Z4
+	VADDPS    Z4, Z9, Z9
+	JMP       g2summed
+
+g2sumpart1:
+	SUBQ      $0x00000040, R13
+	JZ        g2summed
+	LEAQ      kmask<>+0(SB), R14
+	SHRQ      $0x01, R13
+	KMOVW     (R14)(R13*1), K1
+	VMOVUPS.Z 64(R11)(R12*1), K1, Z4
+	VMULPS    Z4, Z4, Z4
+	VADDPS    Z4, Z10, Z10
+	JMP       g2summed
+
+g2sumpart2:
+	SUBQ      $0x00000080, R13
+	JZ        g2summed
+	LEAQ      kmask<>+0(SB), R14
+	SHRQ      $0x01, R13
+	KMOVW     (R14)(R13*1), K1
+	VMOVUPS.Z 128(R11)(R12*1), K1, Z4
+	VMULPS    Z4, Z4, Z4
+	VADDPS    Z4, Z11, Z11
+	JMP       g2summed
+
+g2sumpart3:
+	SUBQ      $0x000000c0, R13
+	JZ        g2summed
+	LEAQ      kmask<>+0(SB), R14
+	SHRQ      $0x01, R13
+	KMOVW     (R14)(R13*1), K1
+	VMOVUPS.Z 192(R11)(R12*1), K1, Z4
+	VMULPS    Z4, Z4, Z4
+	VADDPS    Z4, Z12, Z12
+
+g2summed:
+	VADDPS Z11, Z9, Z9
+	VADDPS Z12, Z10, Z10
+	VADDPS Z10, Z9, Z9
+	ADDQ   R8, R11
+
+	// Sum of squares: element i goes to partial i%64.
+	MOVQ   SI, R13
+	SUBQ   $0x00000100, R13
+	JGE    g3firstblock
+	VPXORD Z13, Z13, Z13
+	VPXORD Z14, Z14, Z14
+	VPXORD Z15, Z15, Z15
+	VPXORD Z16, Z16, Z16
+	XORQ   R12, R12
+	JMP    g3sumtail
+
+g3firstblock:
+	// +0 + square is the square itself: the first block initializes the partials.
+	XORQ    R12, R12
+	VMOVUPS (R11)(R12*1), Z4
+	VMULPS  Z4, Z4, Z4
+	VMOVAPS Z4, Z13
+	VMOVUPS 64(R11)(R12*1), Z4
+	VMULPS  Z4, Z4, Z4
+	VMOVAPS Z4, Z14
+	VMOVUPS 128(R11)(R12*1), Z4
+	VMULPS  Z4, Z4, Z4
+	VMOVAPS Z4, Z15
+	VMOVUPS 192(R11)(R12*1), Z4
+	VMULPS  Z4, Z4, Z4
+	VMOVAPS Z4, Z16
+	MOVQ    $0x00000100, R12
+	JMP     g3sumcheck
+
+g3sumloop:
+	VMOVUPS (R11)(R12*1), Z4
+	VMULPS  Z4, Z4, Z4
+	VADDPS  Z4, Z13, Z13
+	VMOVUPS 64(R11)(R12*1), Z4
+	VMULPS  Z4, Z4, Z4
+	VADDPS  Z4, Z14, Z14
+	VMOVUPS 128(R11)(R12*1), Z4
+	VMULPS  Z4, Z4, Z4
+	VADDPS  Z4, Z15, Z15
+	VMOVUPS 192(R11)(R12*1), Z4
+	VMULPS  Z4, Z4, Z4
+	VADDPS  Z4, Z16, Z16
+	ADDQ    $0x00000100, R12
+
+g3sumcheck:
+	CMPQ R12, R13
+	JLE  g3sumloop
+
+g3sumtail:
+	// Fewer than 64 elements remain: whole vectors first, then one masked vector.
+	MOVQ    SI, R13
+	SUBQ    R12, R13
+	CMPQ    R13, $0x00000040
+	JL      g3sumpart0
+	VMOVUPS (R11)(R12*1), Z4
+	VMULPS  Z4, Z4, Z4
+	VADDPS  Z4, Z13, Z13
+	CMPQ    R13, $0x00000080
+	JL      g3sumpart1
+	VMOVUPS 64(R11)(R12*1), Z4
+	VMULPS  Z4, Z4, Z4
+	VADDPS  Z4, Z14, Z14
+	CMPQ    R13, $0x000000c0
+	JL      g3sumpart2
+	VMOVUPS 128(R11)(R12*1), Z4
+	VMULPS  Z4, Z4, Z4
+	VADDPS  Z4, Z15, Z15
+	CMPQ    R13, $0x00000100
+	JL      g3sumpart3
+	VMOVUPS 192(R11)(R12*1), Z4
+	VMULPS  Z4, Z4, Z4
+	VADDPS  Z4, Z16, Z16
+	JMP     g3summed
+
+g3sumpart0:
+	SUBQ      $0x00000000, R13
+	JZ        g3summed
+	LEAQ      kmask<>+0(SB), R14
+	SHRQ      $0x01, R13
+	KMOVW     (R14)(R13*1), K1
+	VMOVUPS.Z (R11)(R12*1), K1, Z4
+	VMULPS    Z4, Z4, Z4
+	VADDPS    Z4, Z13, Z13
+	JMP       g3summed
+
+g3sumpart1:
+	SUBQ      $0x00000040, R13
+	JZ        g3summed
+	LEAQ      kmask<>+0(SB), R14
+	SHRQ      $0x01, R13
+	KMOVW     (R14)(R13*1), K1
+	VMOVUPS.Z 64(R11)(R12*1), K1, Z4
+	VMULPS    Z4, Z4, Z4
+	VADDPS    Z4, Z14, Z14
+	JMP       g3summed
+
+g3sumpart2:
+	SUBQ      $0x00000080, R13
+	JZ        g3summed
+	LEAQ      kmask<>+0(SB), R14
+	SHRQ      $0x01, R13
+	KMOVW     (R14)(R13*1), K1
+	VMOVUPS.Z 128(R11)(R12*1), K1, Z4
+	VMULPS    Z4, Z4, Z4
+	VADDPS    Z4, Z15, Z15
+	JMP       g3summed
+
+g3sumpart3:
+	SUBQ      $0x000000c0, R13
+	JZ        g3summed
+	LEAQ      kmask<>+0(SB), R14
+	SHRQ      $0x01, R13
+	KMOVW     (R14)(R13*1), K1
+	VMOVUPS.Z 192(R11)(R12*1), K1, Z4
+	VMULPS    Z4, Z4, Z4
+	VADDPS    Z4, Z16, Z16
+
+g3summed:
+	VADDPS Z15, Z13, Z13
+	VADDPS Z16, Z14, Z14
+	VADDPS Z14, Z13, Z13
+
+	// The rest of the halving tree, four rows at once.
+	VSHUFF64X2    $0x44, Z5, Z0, Z4
+	VSHUFF64X2    $0xee, Z5, Z0, Z21
+	VADDPS        Z21, Z4, Z4
+	VSHUFF64X2    $0x44, Z13, Z9, Z21
+	VSHUFF64X2    $0xee, Z13, Z9, Z22
+	VADDPS        Z22, Z21, Z21
+	VSHUFF32X4    $0x88, Z21, Z4, Z22
+	VSHUFF32X4    $0xdd, Z21, Z4, Z4
+	VADDPS        Z4, Z22, Z22
+	VPERMILPS     $0x4e, Z22, Z4
+	VADDPS        Z4, Z22, Z22
+	VPERMILPS     $0xb1, Z22, Z4
+	VADDPS        Z4, Z22, Z22
+	MOVL          $0x00001111, R11
+	KMOVW         R11, K1
+	VCOMPRESSPS.Z Z22, K1, Z4
+
+	// t = ss/d + eps for the four rows; any t outside [2^-100, MaxFloat32] sends the group to the one-row path.
+	TESTQ        $0x00000002, R9
+	JZ           Gdivide
+	VBROADCASTSS rd+72(FP), Z21
+	VMULPS       Z21, Z4, Z4
+	JMP          Gdivided
+
+Gdivide:
+	VBROADCASTSS fd+68(FP), Z21
+	VDIVPS       Z21, Z4, Z4
+
+Gdivided:
+	VBROADCASTSS eps+64(FP), Z21
+	VADDPS       Z21, Z4, Z4
+	MOVL         $0x0000000f, R11
+	KMOVW        R11, K1
+	VBROADCASTSS tlo<>+0(SB), Z21
+	VBROADCASTSS tmax<>+0(SB), Z22
+	VCMPPS       $0x1d, Z21, Z4, K1, K1
+	VCMPPS       $0x12, Z22, Z4, K1, K1
+	KMOVW        K1, R11
+	CMPL         R11, $0x0f
+	JE           Ginrange
+	JMP          row
+
+Ginrange:
+	VSQRTPS      Z4, Z4
+	VBROADCASTSS one<>+0(SB), Z21
+	VDIVPS       Z4, Z21, Z21
+
+	// Report 1/rms if asked.
+	TESTQ   BX, BX
+	JZ      gscale
+	MOVL    $0x0000000f, R11
+	KMOVW   R11, K1
+	VMOVUPS Z21, K1, (BX)(R10*4)
+
+gscale:
+	VBROADCASTSS X21, Z4
+	TESTQ        $0x00000001, R9
+	JNZ          g0scalent
+
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ R11, R11
+	MOVQ SI, R12
+	SUBQ $0x00000100, R12
+
+g0sloop:
+	CMPQ    R11, R12
+	JG      g0sone
+	VMULPS  (CX)(R11*1), Z4, Z22
+	VMULPS  (DX)(R11*1), Z22, Z22
+	VMOVUPS Z22, (AX)(R11*1)
+	VMULPS  64(CX)(R11*1), Z4, Z22
+	VMULPS  64(DX)(R11*1), Z22, Z22
+	VMOVUPS Z22, 64(AX)(R11*1)
+	VMULPS  128(CX)(R11*1), Z4, Z22
+	VMULPS  128(DX)(R11*1), Z22, Z22
+	VMOVUPS Z22, 128(AX)(R11*1)
+	VMULPS  192(CX)(R11*1), Z4, Z22
+	VMULPS  192(DX)(R11*1), Z22, Z22
+	VMOVUPS Z22, 192(AX)(R11*1)
+	ADDQ    $0x00000100, R11
+	JMP     g0sloop
+
+g0sone:
+	ADDQ $0x000000c0, R12
+
+g0soneloop:
+	CMPQ    R11, R12
+	JG      g0stail
+	VMULPS  (CX)(R11*1), Z4, Z22
+	VMULPS  (DX)(R11*1), Z22, Z22
+	VMOVUPS Z22, (AX)(R11*1)
+	ADDQ    $0x00000040, R11
+	JMP     g0soneloop
+
+g0stail:
+	MOVQ      SI, R12
+	SUBQ      R11, R12
+	JZ        g0sdone
+	LEAQ      kmask<>+0(SB), R13
+	SHRQ      $0x01, R12
+	KMOVW     (R13)(R12*1), K1
+	VMOVUPS.Z (CX)(R11*1), K1, Z22
+	VMULPS    Z22, Z4, Z22
+	VMOVUPS.Z (DX)(R11*1), K1, Z4
+	VMULPS    Z4, Z22, Z22
+	VMOVUPS   Z22, K1, (AX)(R11*1)
+
+g0sdone:
+	JMP g0scaled
+
+g0scalent:
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ R11, R11
+
+	// Ordinary stores up to the first vector-aligned element of dst.
+	MOVQ AX, R12
+	NEGQ R12
+	ANDQ $0x0000003f, R12
+	JZ   g0nbody
+	CMPQ R12, SI
+	JLE  g0nhead
+	MOVQ SI, R12
+
+g0nhead:
+	MOVQ      R12, R11
+	XORQ      R13, R13
+	LEAQ      kmask<>+0(SB), R14
+	SHRQ      $0x01, R12
+	KMOVW     (R14)(R12*1), K1
+	VMOVUPS.Z (CX)(R13*1), K1, Z22
+	VMULPS    Z22, Z4, Z22
+	VMOVUPS.Z (DX)(R13*1), K1, Z23
+	VMULPS    Z23, Z22, Z22
+	VMOVUPS   Z22, K1, (AX)(R13*1)
+
+g0nbody:
+	MOVQ SI, R12
+	SUBQ $0x00000100, R12
+
+g0nloop:
+	CMPQ     R11, R12
+	JG       g0none
+	VMULPS   (CX)(R11*1), Z4, Z22
+	VMULPS   (DX)(R11*1), Z22, Z22
+	VMOVNTPS Z22, (AX)(R11*1)
+	VMULPS   64(CX)(R11*1), Z4, Z22
+	VMULPS   64(DX)(R11*1), Z22, Z22
+	VMOVNTPS Z22, 64(AX)(R11*1)
+	VMULPS   128(CX)(R11*1), Z4, Z22
+	VMULPS   128(DX)(R11*1), Z22, Z22
+	VMOVNTPS Z22, 128(AX)(R11*1)
+	VMULPS   192(CX)(R11*1), Z4, Z22
+	VMULPS   192(DX)(R11*1), Z22, Z22
+	VMOVNTPS Z22, 192(AX)(R11*1)
+	ADDQ     $0x00000100, R11
+	JMP      g0nloop
+
+g0none:
+	ADDQ $0x000000c0, R12
+
+g0noneloop:
+	CMPQ     R11, R12
+	JG       g0ntail
+	VMULPS   (CX)(R11*1), Z4, Z22
+	VMULPS   (DX)(R11*1), Z22, Z22
+	VMOVNTPS Z22, (AX)(R11*1)
+	ADDQ     $0x00000040, R11
+	JMP      g0noneloop
+
+g0ntail:
+	MOVQ      SI, R12
+	SUBQ      R11, R12
+	JZ        g0ndone
+	LEAQ      kmask<>+0(SB), R13
+	SHRQ      $0x01, R12
+	KMOVW     (R13)(R12*1), K1
+	VMOVUPS.Z (CX)(R11*1), K1, Z22
+	VMULPS    Z22, Z4, Z22
+	VMOVUPS.Z (DX)(R11*1), K1, Z4
+	VMULPS    Z4, Z22, Z22
+	VMOVUPS   Z22, K1, (AX)(R11*1)
+
+g0ndone:
+g0scaled:
+	ADDQ         R8, CX
+	ADDQ         R8, AX
+	VPERMILPS    $0x01, Z21, Z4
+	VBROADCASTSS X4, Z4
+	TESTQ        $0x00000001, R9
+	JNZ          g1scalent
+
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ R11, R11
+	MOVQ SI, R12
+	SUBQ $0x00000100, R12
+
+g1sloop:
+	CMPQ    R11, R12
+	JG      g1sone
+	VMULPS  (CX)(R11*1), Z4, Z22
+	VMULPS  (DX)(R11*1), Z22, Z22
+	VMOVUPS Z22, (AX)(R11*1)
+	VMULPS  64(CX)(R11*1), Z4, Z22
+	VMULPS  64(DX)(R11*1), Z22, Z22
+	VMOVUPS Z22, 64(AX)(R11*1)
+	VMULPS  128(CX)(R11*1), Z4, Z22
+	VMULPS  128(DX)(R11*1), Z22, Z22
+	VMOVUPS Z22, 128(AX)(R11*1)
+	VMULPS  192(CX)(R11*1), Z4, Z22
+	VMULPS  192(DX)(R11*1), Z22, Z22
+	VMOVUPS Z22, 192(AX)(R11*1)
+	ADDQ    $0x00000100, R11
+	JMP     g1sloop
+
+g1sone:
+	ADDQ $0x000000c0, R12
+
+g1soneloop:
+	CMPQ    R11, R12
+	JG      g1stail
+	VMULPS  (CX)(R11*1), Z4, Z22
+	VMULPS  (DX)(R11*1), Z22, Z22
+	VMOVUPS Z22, (AX)(R11*1)
+	ADDQ    $0x00000040, R11
+	JMP     g1soneloop
+
+g1stail:
+	MOVQ      SI, R12
+	SUBQ      R11, R12
+	JZ        g1sdone
+	LEAQ      kmask<>+0(SB), R13
+	SHRQ      $0x01, R12
+	KMOVW     (R13)(R12*1), K1
+	VMOVUPS.Z (CX)(R11*1), K1, Z22
+	VMULPS    Z22, Z4, Z22
+	VMOVUPS.Z (DX)(R11*1), K1, Z4
+	VMULPS    Z4, Z22, Z22
+	VMOVUPS   Z22, K1, (AX)(R11*1)
+
+g1sdone:
+	JMP g1scaled
+
+g1scalent:
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ R11, R11
+
+	// Ordinary stores up to the first vector-aligned element of dst.
+	MOVQ AX, R12
+	NEGQ R12
+	ANDQ $0x0000003f, R12
+	JZ   g1nbody
+	CMPQ R12, SI
+	JLE  g1nhead
+	MOVQ SI, R12
+
+g1nhead:
+	MOVQ      R12, R11
+	XORQ      R13, R13
+	LEAQ      kmask<>+0(SB), R14
+	SHRQ      $0x01, R12
+	KMOVW     (R14)(R12*1), K1
+	VMOVUPS.Z (CX)(R13*1), K1, Z22
+	VMULPS    Z22, Z4, Z22
+	VMOVUPS.Z (DX)(R13*1), K1, Z23
+	VMULPS    Z23, Z22, Z22
+	VMOVUPS   Z22, K1, (AX)(R13*1)
+
+g1nbody:
+	MOVQ SI, R12
+	SUBQ $0x00000100, R12
+
+g1nloop:
+	CMPQ     R11, R12
+	JG       g1none
+	VMULPS   (CX)(R11*1), Z4, Z22
+	VMULPS   (DX)(R11*1), Z22, Z22
+	VMOVNTPS Z22, (AX)(R11*1)
+	VMULPS   64(CX)(R11*1), Z4, Z22
+	VMULPS   64(DX)(R11*1), Z22, Z22
+	VMOVNTPS Z22, 64(AX)(R11*1)
+	VMULPS   128(CX)(R11*1), Z4, Z22
+	VMULPS   128(DX)(R11*1), Z22, Z22
+	VMOVNTPS Z22, 128(AX)(R11*1)
+	VMULPS   192(CX)(R11*1), Z4, Z22
+	VMULPS   192(DX)(R11*1), Z22, Z22
+	VMOVNTPS Z22, 192(AX)(R11*1)
+	ADDQ     $0x00000100, R11
+	JMP      g1nloop
+
+g1none:
+	ADDQ $0x000000c0, R12
+
+g1noneloop:
+	CMPQ     R11, R12
+	JG       g1ntail
+	VMULPS   (CX)(R11*1), Z4, Z22
+	VMULPS   (DX)(R11*1), Z22, Z22
+	VMOVNTPS Z22, (AX)(R11*1)
+	ADDQ     $0x00000040, R11
+	JMP      g1noneloop
+
+g1ntail:
+	MOVQ      SI, R12
+	SUBQ      R11, R12
+	JZ        g1ndone
+	LEAQ      kmask<>+0(SB), R13
+	SHRQ      $0x01, R12
+	KMOVW     (R13)(R12*1), K1
+	VMOVUPS.Z (CX)(R11*1), K1, Z22
+	VMULPS    Z22, Z4, Z22
+	VMOVUPS.Z (DX)(R11*1), K1, Z4
+	VMULPS    Z4, Z22, Z22
+	VMOVUPS   Z22, K1, (AX)(R11*1)
+
+g1ndone:
+g1scaled:
+	ADDQ         R8, CX
+	ADDQ         R8, AX
+	VPERMILPS    $0x02, Z21, Z4
+	VBROADCASTSS X4, Z4
+	TESTQ        $0x00000001, R9
+	JNZ          g2scalent
+
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ R11, R11
+	MOVQ SI, R12
+	SUBQ $0x00000100, R12
+
+g2sloop:
+	CMPQ    R11, R12
+	JG      g2sone
+	VMULPS  (CX)(R11*1), Z4, Z22
+	VMULPS  (DX)(R11*1), Z22, Z22
+	VMOVUPS Z22, (AX)(R11*1)
+	VMULPS  64(CX)(R11*1), Z4, Z22
+	VMULPS  64(DX)(R11*1), Z22, Z22
+	VMOVUPS Z22, 64(AX)(R11*1)
+	VMULPS  128(CX)(R11*1), Z4, Z22
+	VMULPS  128(DX)(R11*1), Z22, Z22
+	VMOVUPS Z22, 128(AX)(R11*1)
+	VMULPS  192(CX)(R11*1), Z4, Z22
+	VMULPS  192(DX)(R11*1), Z22, Z22
+	VMOVUPS Z22, 192(AX)(R11*1)
+	ADDQ    $0x00000100, R11
+	JMP     g2sloop
+
+g2sone:
+	ADDQ $0x000000c0, R12
+
+g2soneloop:
+	CMPQ    R11, R12
+	JG      g2stail
+	VMULPS  (CX)(R11*1), Z4, Z22
+	VMULPS  (DX)(R11*1), Z22, Z22
+	VMOVUPS Z22, (AX)(R11*1)
+	ADDQ    $0x00000040, R11
+	JMP     g2soneloop
+
+g2stail:
+	MOVQ      SI, R12
+	SUBQ      R11, R12
+	JZ        g2sdone
+	LEAQ      kmask<>+0(SB), R13
+	SHRQ      $0x01, R12
+	KMOVW     (R13)(R12*1), K1
+	VMOVUPS.Z (CX)(R11*1), K1, Z22
+	VMULPS    Z22, Z4, Z22
+	VMOVUPS.Z (DX)(R11*1), K1, Z4
+	VMULPS    Z4, Z22, Z22
+	VMOVUPS   Z22, K1, (AX)(R11*1)
+
+g2sdone:
+	JMP g2scaled
+
+g2scalent:
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ R11, R11
+
+	// Ordinary stores up to the first vector-aligned element of dst.
+	MOVQ AX, R12
+	NEGQ R12
+	ANDQ $0x0000003f, R12
+	JZ   g2nbody
+	CMPQ R12, SI
+	JLE  g2nhead
+	MOVQ SI, R12
+
+g2nhead:
+	MOVQ      R12, R11
+	XORQ      R13, R13
+	LEAQ      kmask<>+0(SB), R14
+	SHRQ      $0x01, R12
+	KMOVW     (R14)(R12*1), K1
+	VMOVUPS.Z (CX)(R13*1), K1, Z22
+	VMULPS    Z22, Z4, Z22
+	VMOVUPS.Z (DX)(R13*1), K1, Z23
+	VMULPS    Z23, Z22, Z22
+	VMOVUPS   Z22, K1, (AX)(R13*1)
+
+g2nbody:
+	MOVQ SI, R12
+	SUBQ $0x00000100, R12
+
+g2nloop:
+	CMPQ     R11, R12
+	JG       g2none
+	VMULPS   (CX)(R11*1), Z4, Z22
+	VMULPS   (DX)(R11*1), Z22, Z22
+	VMOVNTPS Z22, (AX)(R11*1)
+	VMULPS   64(CX)(R11*1), Z4, Z22
+	VMULPS   64(DX)(R11*1), Z22, Z22
+	VMOVNTPS Z22, 64(AX)(R11*1)
+	VMULPS   128(CX)(R11*1), Z4, Z22
+	VMULPS   128(DX)(R11*1), Z22, Z22
+	VMOVNTPS Z22, 128(AX)(R11*1)
+	VMULPS   192(CX)(R11*1), Z4, Z22
+	VMULPS   192(DX)(R11*1), Z22, Z22
+	VMOVNTPS Z22, 192(AX)(R11*1)
+	ADDQ     $0x00000100, R11
+	JMP      g2nloop
+
+g2none:
+	ADDQ $0x000000c0, R12
+
+g2noneloop:
+	CMPQ     R11, R12
+	JG       g2ntail
+	VMULPS   (CX)(R11*1), Z4, Z22
+	VMULPS   (DX)(R11*1), Z22, Z22
+	VMOVNTPS Z22, (AX)(R11*1)
+	ADDQ     $0x00000040, R11
+	JMP      g2noneloop
+
+g2ntail:
+	MOVQ      SI, R12
+	SUBQ      R11, R12
+	JZ        g2ndone
+	LEAQ      kmask<>+0(SB), R13
+	SHRQ      $0x01, R12
+	KMOVW     (R13)(R12*1), K1
+	VMOVUPS.Z (CX)(R11*1), K1, Z22
+	VMULPS    Z22, Z4, Z22
+	VMOVUPS.Z (DX)(R11*1), K1, Z4
+	VMULPS    Z4, Z22, Z22
+	VMOVUPS   Z22, K1, (AX)(R11*1)
+
+g2ndone:
+g2scaled:
+	ADDQ         R8, CX
+	ADDQ         R8, AX
+	VPERMILPS    $0x03, Z21, Z4
+	VBROADCASTSS X4, Z4
+	TESTQ        $0x00000001, R9
+	JNZ          g3scalent
+
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ R11, R11
+	MOVQ SI, R12
+	SUBQ $0x00000100, R12
+
+g3sloop:
+	CMPQ    R11, R12
+	JG      g3sone
+	VMULPS  (CX)(R11*1), Z4, Z21
+	VMULPS  (DX)(R11*1), Z21, Z21
+	VMOVUPS Z21, (AX)(R11*1)
+	VMULPS  64(CX)(R11*1), Z4, Z21
+	VMULPS  64(DX)(R11*1), Z21, Z21
+	VMOVUPS Z21, 64(AX)(R11*1)
+	VMULPS  128(CX)(R11*1), Z4, Z21
+	VMULPS  128(DX)(R11*1), Z21, Z21
+	VMOVUPS Z21, 128(AX)(R11*1)
+	VMULPS  192(CX)(R11*1), Z4, Z21
+	VMULPS  192(DX)(R11*1), Z21, Z21
+	VMOVUPS Z21, 192(AX)(R11*1)
+	ADDQ    $0x00000100, R11
+	JMP     g3sloop
+
+g3sone:
+	ADDQ $0x000000c0, R12
+
+g3soneloop:
+	CMPQ    R11, R12
+	JG      g3stail
+	VMULPS  (CX)(R11*1), Z4, Z21
+	VMULPS  (DX)(R11*1), Z21, Z21
+	VMOVUPS Z21, (AX)(R11*1)
+	ADDQ    $0x00000040, R11
+	JMP     g3soneloop
+
+g3stail:
+	MOVQ      SI, R12
+	SUBQ      R11, R12
+	JZ        g3sdone
+	LEAQ      kmask<>+0(SB), R13
+	SHRQ      $0x01, R12
+	KMOVW     (R13)(R12*1), K1
+	VMOVUPS.Z (CX)(R11*1), K1, Z21
+	VMULPS    Z21, Z4, Z21
+	VMOVUPS.Z (DX)(R11*1), K1, Z4
+	VMULPS    Z4, Z21, Z21
+	VMOVUPS   Z21, K1, (AX)(R11*1)
+
+g3sdone:
+	JMP g3scaled
+
+g3scalent:
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ R11, R11
+
+	// Ordinary stores up to the first vector-aligned element of dst.
+	MOVQ AX, R12
+	NEGQ R12
+	ANDQ $0x0000003f, R12
+	JZ   g3nbody
+	CMPQ R12, SI
+	JLE  g3nhead
+	MOVQ SI, R12
+
+g3nhead:
+	MOVQ      R12, R11
+	XORQ      R13, R13
+	LEAQ      kmask<>+0(SB), R14
+	SHRQ      $0x01, R12
+	KMOVW     (R14)(R12*1), K1
+	VMOVUPS.Z (CX)(R13*1), K1, Z21
+	VMULPS    Z21, Z4, Z21
+	VMOVUPS.Z (DX)(R13*1), K1, Z22
+	VMULPS    Z22, Z21, Z21
+	VMOVUPS   Z21, K1, (AX)(R13*1)
+
+g3nbody:
+	MOVQ SI, R12
+	SUBQ $0x00000100, R12
+
+g3nloop:
+	CMPQ     R11, R12
+	JG       g3none
+	VMULPS   (CX)(R11*1), Z4, Z21
+	VMULPS   (DX)(R11*1), Z21, Z21
+	VMOVNTPS Z21, (AX)(R11*1)
+	VMULPS   64(CX)(R11*1), Z4, Z21
+	VMULPS   64(DX)(R11*1), Z21, Z21
+	VMOVNTPS Z21, 64(AX)(R11*1)
+	VMULPS   128(CX)(R11*1), Z4, Z21
+	VMULPS   128(DX)(R11*1), Z21, Z21
+	VMOVNTPS Z21, 128(AX)(R11*1)
+	VMULPS   192(CX)(R11*1), Z4, Z21
+	VMULPS   192(DX)(R11*1), Z21, Z21
+	VMOVNTPS Z21, 192(AX)(R11*1)
+	ADDQ     $0x00000100, R11
+	JMP      g3nloop
+
+g3none:
+	ADDQ $0x000000c0, R12
+
+g3noneloop:
+	CMPQ     R11, R12
+	JG       g3ntail
+	VMULPS   (CX)(R11*1), Z4, Z21
+	VMULPS   (DX)(R11*1), Z21, Z21
+	VMOVNTPS Z21, (AX)(R11*1)
+	ADDQ     $0x00000040, R11
+	JMP      g3noneloop
+
+g3ntail:
+	MOVQ      SI, R12
+	SUBQ      R11, R12
+	JZ        g3ndone
+	LEAQ      kmask<>+0(SB), R13
+	SHRQ      $0x01, R12
+	KMOVW     (R13)(R12*1), K1
+	VMOVUPS.Z (CX)(R11*1), K1, Z21
+	VMULPS    Z21, Z4, Z21
+	VMOVUPS.Z (DX)(R11*1), K1, Z4
+	VMULPS    Z4, Z21, Z21
+	VMOVUPS   Z21, K1, (AX)(R11*1)
+
+g3ndone:
+g3scaled:
+	ADDQ R8, CX
+	ADDQ R8, AX
+	ADDQ $0x04, R10
+	JMP  group
+
+row:
+	CMPQ R10, DI
+	JAE  ret
+
+	// Sum of squares: element i goes to partial i%64.
+	MOVQ   SI, R12
+	SUBQ   $0x00000100, R12
+	JGE    firstblock
+	VPXORD Z17, Z17, Z17
+	VPXORD Z18, Z18, Z18
+	VPXORD Z19, Z19, Z19
+	VPXORD Z20, Z20, Z20
+	XORQ   R11, R11
+	JMP    sumtail
+
+firstblock:
+	// +0 + square is the square itself: the first block initializes the partials.
+	XORQ    R11, R11
+	VMOVUPS (CX)(R11*1), Z0
+	VMULPS  Z0, Z0, Z0
+	VMOVAPS Z0, Z17
+	VMOVUPS 64(CX)(R11*1), Z0
+	VMULPS  Z0, Z0, Z0
+	VMOVAPS Z0, Z18
+	VMOVUPS 128(CX)(R11*1), Z0
+	VMULPS  Z0, Z0, Z0
+	VMOVAPS Z0, Z19
+	VMOVUPS 192(CX)(R11*1), Z0
+	VMULPS  Z0, Z0, Z0
+	VMOVAPS Z0, Z20
+	MOVQ    $0x00000100, R11
+	JMP     sumcheck
+
+sumloop:
+	VMOVUPS (CX)(R11*1), Z0
+	VMULPS  Z0, Z0, Z0
+	VADDPS  Z0, Z17, Z17
+	VMOVUPS 64(CX)(R11*1), Z0
+	VMULPS  Z0, Z0, Z0
+	VADDPS  Z0, Z18, Z18
+	VMOVUPS 128(CX)(R11*1), Z0
+	VMULPS  Z0, Z0, Z0
+	VADDPS  Z0, Z19, Z19
+	VMOVUPS 192(CX)(R11*1), Z0
+	VMULPS  Z0, Z0, Z0
+	VADDPS  Z0, Z20, Z20
+	ADDQ    $0x00000100, R11
+
+sumcheck:
+	CMPQ R11, R12
+	JLE  sumloop
+
+sumtail:
+	// Fewer than 64 elements remain: whole vectors first, then one masked vector.
+	MOVQ    SI, R12
+	SUBQ    R11, R12
+	CMPQ    R12, $0x00000040
+	JL      sumpart0
+	VMOVUPS (CX)(R11*1), Z0
+	VMULPS  Z0, Z0, Z0
+	VADDPS  Z0, Z17, Z17
+	CMPQ    R12, $0x00000080
+	JL      sumpart1
+	VMOVUPS 64(CX)(R11*1), Z0
+	VMULPS  Z0, Z0, Z0
+	VADDPS  Z0, Z18, Z18
+	CMPQ    R12, $0x000000c0
+	JL      sumpart2
+	VMOVUPS 128(CX)(R11*1), Z0
+	VMULPS  Z0, Z0, Z0
+	VADDPS  Z0, Z19, Z19
+	CMPQ    R12, $0x00000100
+	JL      sumpart3
+	VMOVUPS 192(CX)(R11*1), Z0
+	VMULPS  Z0, Z0, Z0
+	VADDPS  Z0, Z20, Z20
+	JMP     summed
+
+sumpart0:
+	SUBQ      $0x00000000, R12
+	JZ        summed
+	LEAQ      kmask<>+0(SB), R13
+	SHRQ      $0x01, R12
+	KMOVW     (R13)(R12*1), K1
+	VMOVUPS.Z (CX)(R11*1), K1, Z0
+	VMULPS    Z0, Z0, Z0
+	VADDPS    Z0, Z17, Z17
+	JMP       summed
+
+sumpart1:
+	SUBQ      $0x00000040, R12
+	JZ        summed
+	LEAQ      kmask<>+0(SB), R13
+	SHRQ      $0x01, R12
+	KMOVW     (R13)(R12*1), K1
+	VMOVUPS.Z 64(CX)(R11*1), K1, Z0
+	VMULPS    Z0, Z0, Z0
+	VADDPS    Z0, Z18, Z18
+	JMP       summed
+
+sumpart2:
+	SUBQ      $0x00000080, R12
+	JZ        summed
+	LEAQ      kmask<>+0(SB), R13
+	SHRQ      $0x01, R12
+	KMOVW     (R13)(R12*1), K1
+	VMOVUPS.Z 128(CX)(R11*1), K1, Z0
+	VMULPS    Z0, Z0, Z0
+	VADDPS    Z0, Z19, Z19
+	JMP       summed
+
+sumpart3:
+	SUBQ      $0x000000c0, R12
+	JZ        summed
+	LEAQ      kmask<>+0(SB), R13
+	SHRQ      $0x01, R12
+	KMOVW     (R13)(R12*1), K1
+	VMOVUPS.Z 192(CX)(R11*1), K1, Z0
+	VMULPS    Z0, Z0, Z0
+	VADDPS    Z0, Z20, Z20
+
+summed:
 	// Halving tree: p[j] += p[j+h] for h = 32, 16, ..., 1.
-	VADDPS        Z2, Z0, Z0
-	VADDPS        Z3, Z1, Z1
-	VADDPS        Z1, Z0, Z0
-	VEXTRACTF64X4 $0x01, Z0, Y4
-	VADDPS        Y4, Y0, Y4
-	VEXTRACTF128  $0x01, Y4, X5
-	VADDPS        X5, X4, X5
-	VMOVHLPS      X5, X5, X4
-	VADDPS        X4, X5, X5
-	VMOVSHDUP     X5, X4
-	VADDSS        X4, X5, X5
+	VADDPS     Z19, Z17, Z17
+	VADDPS     Z20, Z18, Z18
+	VADDPS     Z18, Z17, Z17
+	VSHUFF64X2 $0xee, Z17, Z17, Z0
+	VADDPS     Z0, Z17, Z17
+	VSHUFF32X4 $0x01, Z17, Z17, Z0
+	VADDPS     Z0, Z17, Z17
+	VPERMILPS  $0x4e, Z17, Z0
+	VADDPS     Z0, Z17, Z17
+	VPERMILPS  $0xb1, Z17, Z0
+	VADDPS     Z0, Z17, Z17
 
 	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
-	VXORPS     X4, X4, X4
-	VCVTSI2SSQ d+40(FP), X4, X4
-	VDIVSS     X4, X5, X4
-	VADDSS     eps+64(FP), X4, X4
-	VUCOMISS   tlo<>+0(SB), X4
-	JCS        ret
-	VUCOMISS   tmax<>+0(SB), X4
-	JHI        ret
-	VSQRTSS    X4, X4, X4
-	VMOVSS     one<>+0(SB), X5
-	VDIVSS     X4, X5, X5
+	TESTQ  $0x00000002, R9
+	JZ     divide
+	VMULSS rd+72(FP), X17, X0
+	JMP    divided
+
+divide:
+	VDIVSS fd+68(FP), X17, X0
+
+divided:
+	VADDSS   eps+64(FP), X0, X0
+	VUCOMISS tlo<>+0(SB), X0
+	JCS      ret
+	VUCOMISS tmax<>+0(SB), X0
+	JHI      ret
+	VSQRTSS  X0, X0, X0
+	VMOVSS   one<>+0(SB), X1
+	VDIVSS   X0, X1, X1
 
 	// Report 1/rms if asked.
 	TESTQ  BX, BX
 	JZ     scale
-	VMOVSS X5, (BX)(R9*4)
+	VMOVSS X1, (BX)(R10*4)
 
 scale:
+	VBROADCASTSS X1, Z0
+	TESTQ        $0x00000001, R9
+	JNZ          scalent
+
 	// y = (src*inv)*w, rounded after each multiply.
-	VBROADCASTSS X5, Z4
-	XORQ         R10, R10
-	MOVQ         SI, R11
-	SUBQ         $0x00000100, R11
-	JL           scaleone
+	XORQ R11, R11
+	MOVQ SI, R12
+	SUBQ $0x00000100, R12
 
-scaleloop:
-	VMULPS  (CX)(R10*1), Z4, Z5
-	VMOVUPS (DX)(R10*1), Z6
-	VMULPS  Z6, Z5, Z5
-	VMOVUPS Z5, (AX)(R10*1)
-	VMULPS  64(CX)(R10*1), Z4, Z5
-	VMOVUPS 64(DX)(R10*1), Z6
-	VMULPS  Z6, Z5, Z5
-	VMOVUPS Z5, 64(AX)(R10*1)
-	VMULPS  128(CX)(R10*1), Z4, Z5
-	VMOVUPS 128(DX)(R10*1), Z6
-	VMULPS  Z6, Z5, Z5
-	VMOVUPS Z5, 128(AX)(R10*1)
-	VMULPS  192(CX)(R10*1), Z4, Z5
-	VMOVUPS 192(DX)(R10*1), Z6
-	VMULPS  Z6, Z5, Z5
-	VMOVUPS Z5, 192(AX)(R10*1)
-	ADDQ    $0x00000100, R10
-	CMPQ    R10, R11
-	JLE     scaleloop
+sloop:
+	CMPQ    R11, R12
+	JG      sone
+	VMULPS  (CX)(R11*1), Z0, Z1
+	VMULPS  (DX)(R11*1), Z1, Z1
+	VMOVUPS Z1, (AX)(R11*1)
+	VMULPS  64(CX)(R11*1), Z0, Z1
+	VMULPS  64(DX)(R11*1), Z1, Z1
+	VMOVUPS Z1, 64(AX)(R11*1)
+	VMULPS  128(CX)(R11*1), Z0, Z1
+	VMULPS  128(DX)(R11*1), Z1, Z1
+	VMOVUPS Z1, 128(AX)(R11*1)
+	VMULPS  192(CX)(R11*1), Z0, Z1
+	VMULPS  192(DX)(R11*1), Z1, Z1
+	VMOVUPS Z1, 192(AX)(R11*1)
+	ADDQ    $0x00000100, R11
+	JMP     sloop
 
-scaleone:
-	MOVQ SI, R11
-	SUBQ $0x00000040, R11
+sone:
+	ADDQ $0x000000c0, R12
 
-scaleoneloop:
-	CMPQ    R10, R11
-	JG      scaletail
-	VMULPS  (CX)(R10*1), Z4, Z5
-	VMOVUPS (DX)(R10*1), Z6
-	VMULPS  Z6, Z5, Z5
-	VMOVUPS Z5, (AX)(R10*1)
-	ADDQ    $0x00000040, R10
-	JMP     scaleoneloop
+soneloop:
+	CMPQ    R11, R12
+	JG      stail
+	VMULPS  (CX)(R11*1), Z0, Z1
+	VMULPS  (DX)(R11*1), Z1, Z1
+	VMOVUPS Z1, (AX)(R11*1)
+	ADDQ    $0x00000040, R11
+	JMP     soneloop
 
-scaletail:
-	MOVQ      SI, R11
-	SUBQ      R10, R11
-	JZ        next
-	LEAQ      kmask<>+0(SB), R12
-	SHRQ      $0x01, R11
-	KMOVW     (R12)(R11*1), K1
-	VMOVUPS.Z (CX)(R10*1), K1, Z5
-	VMULPS    Z5, Z4, Z5
-	VMOVUPS.Z (DX)(R10*1), K1, Z4
-	VMULPS    Z4, Z5, Z5
-	VMOVUPS   Z5, K1, (AX)(R10*1)
+stail:
+	MOVQ      SI, R12
+	SUBQ      R11, R12
+	JZ        sdone
+	LEAQ      kmask<>+0(SB), R13
+	SHRQ      $0x01, R12
+	KMOVW     (R13)(R12*1), K1
+	VMOVUPS.Z (CX)(R11*1), K1, Z1
+	VMULPS    Z1, Z0, Z1
+	VMOVUPS.Z (DX)(R11*1), K1, Z0
+	VMULPS    Z0, Z1, Z1
+	VMOVUPS   Z1, K1, (AX)(R11*1)
 
-next:
+sdone:
+	JMP scaled
+
+scalent:
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ R11, R11
+
+	// Ordinary stores up to the first vector-aligned element of dst.
+	MOVQ AX, R12
+	NEGQ R12
+	ANDQ $0x0000003f, R12
+	JZ   nbody
+	CMPQ R12, SI
+	JLE  nhead
+	MOVQ SI, R12
+
+nhead:
+	MOVQ      R12, R11
+	XORQ      R13, R13
+	LEAQ      kmask<>+0(SB), R14
+	SHRQ      $0x01, R12
+	KMOVW     (R14)(R12*1), K1
+	VMOVUPS.Z (CX)(R13*1), K1, Z1
+	VMULPS    Z1, Z0, Z1
+	VMOVUPS.Z (DX)(R13*1), K1, Z2
+	VMULPS    Z2, Z1, Z1
+	VMOVUPS   Z1, K1, (AX)(R13*1)
+
+nbody:
+	MOVQ SI, R12
+	SUBQ $0x00000100, R12
+
+nloop:
+	CMPQ     R11, R12
+	JG       none
+	VMULPS   (CX)(R11*1), Z0, Z1
+	VMULPS   (DX)(R11*1), Z1, Z1
+	VMOVNTPS Z1, (AX)(R11*1)
+	VMULPS   64(CX)(R11*1), Z0, Z1
+	VMULPS   64(DX)(R11*1), Z1, Z1
+	VMOVNTPS Z1, 64(AX)(R11*1)
+	VMULPS   128(CX)(R11*1), Z0, Z1
+	VMULPS   128(DX)(R11*1), Z1, Z1
+	VMOVNTPS Z1, 128(AX)(R11*1)
+	VMULPS   192(CX)(R11*1), Z0, Z1
+	VMULPS   192(DX)(R11*1), Z1, Z1
+	VMOVNTPS Z1, 192(AX)(R11*1)
+	ADDQ     $0x00000100, R11
+	JMP      nloop
+
+none:
+	ADDQ $0x000000c0, R12
+
+noneloop:
+	CMPQ     R11, R12
+	JG       ntail
+	VMULPS   (CX)(R11*1), Z0, Z1
+	VMULPS   (DX)(R11*1), Z1, Z1
+	VMOVNTPS Z1, (AX)(R11*1)
+	ADDQ     $0x00000040, R11
+	JMP      noneloop
+
+ntail:
+	MOVQ      SI, R12
+	SUBQ      R11, R12
+	JZ        ndone
+	LEAQ      kmask<>+0(SB), R13
+	SHRQ      $0x01, R12
+	KMOVW     (R13)(R12*1), K1
+	VMOVUPS.Z (CX)(R11*1), K1, Z1
+	VMULPS    Z1, Z0, Z1
+	VMOVUPS.Z (DX)(R11*1), K1, Z0
+	VMULPS    Z0, Z1, Z1
+	VMOVUPS   Z1, K1, (AX)(R11*1)
+
+ndone:
+scaled:
 	ADDQ R8, AX
 	ADDQ R8, CX
-	INCQ R9
+	INCQ R10
 	JMP  row
 
 ret:
+	TESTQ $0x00000001, R9
+	JZ    vzero
+	SFENCE
+
+vzero:
 	VZEROUPPER
-	MOVQ R9, ret+72(FP)
+	MOVQ R10, ret+88(FP)
 	RET
 
-// func avx512Offset(dst *float32, x *float32, w *float32, res *float32, inv *float32, d int, rows int, stride int, eps float32) int
-// Requires: AVX, AVX512F
-TEXT ·avx512Offset(SB), NOSPLIT, $0-80
+// func avx512Offset(dst *float32, x *float32, w *float32, res *float32, inv *float32, d int, rows int, stride int, eps float32, fd float32, rd float32, flags int) int
+// Requires: AVX, AVX512F, MMX+
+TEXT ·avx512Offset(SB), NOSPLIT, $0-96
 	MOVQ dst+0(FP), AX
 	MOVQ x+8(FP), CX
 	MOVQ w+16(FP), DX
@@ -275,217 +1487,1524 @@ TEXT ·avx512Offset(SB), NOSPLIT, $0-80
 	MOVQ rows+48(FP), DI
 	MOVQ stride+56(FP), R8
 	SHLQ $0x02, R8
-	XORQ R9, R9
+	MOVQ flags+80(FP), R9
+	XORQ R10, R10
+	CMPQ SI, $0x00000800
+	JA   row
 
-row:
-	CMPQ R9, DI
-	JAE  ret
+group:
+	MOVQ DI, R11
+	SUBQ R10, R11
+	CMPQ R11, $0x04
+	JL   row
+
+	// Sums of four rows, each partly reduced.
+	MOVQ CX, R11
 
 	// Sum of squares: element i goes to partial i%64.
+	MOVQ   SI, R13
+	SUBQ   $0x00000100, R13
+	JGE    g0firstblock
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
 	VPXORD Z3, Z3, Z3
-	XORQ   R10, R10
-	MOVQ   SI, R11
-	SUBQ   $0x00000100, R11
-	JL     sumtail
+	XORQ   R12, R12
+	JMP    g0sumtail
 
-sumloop:
-	VMOVUPS (CX)(R10*1), Z4
+g0firstblock:
+	// +0 + square is the square itself: the first block initializes the partials.
+	XORQ    R12, R12
+	VMOVUPS (R11)(R12*1), Z0
+	VMULPS  Z0, Z0, Z0
+	VMOVAPS Z0, Z0
+	VMOVUPS 64(R11)(R12*1), Z1
+	VMULPS  Z1, Z1, Z1
+	VMOVAPS Z1, Z1
+	VMOVUPS 128(R11)(R12*1), Z2
+	VMULPS  Z2, Z2, Z2
+	VMOVAPS Z2, Z2
+	VMOVUPS 192(R11)(R12*1), Z3
+	VMULPS  Z3, Z3, Z3
+	VMOVAPS Z3, Z3
+	MOVQ    $0x00000100, R12
+	JMP     g0sumcheck
+
+g0sumloop:
+	VMOVUPS (R11)(R12*1), Z4
 	VMULPS  Z4, Z4, Z4
 	VADDPS  Z4, Z0, Z0
-	VMOVUPS 64(CX)(R10*1), Z4
+	VMOVUPS 64(R11)(R12*1), Z4
 	VMULPS  Z4, Z4, Z4
 	VADDPS  Z4, Z1, Z1
-	VMOVUPS 128(CX)(R10*1), Z4
+	VMOVUPS 128(R11)(R12*1), Z4
 	VMULPS  Z4, Z4, Z4
 	VADDPS  Z4, Z2, Z2
-	VMOVUPS 192(CX)(R10*1), Z4
+	VMOVUPS 192(R11)(R12*1), Z4
 	VMULPS  Z4, Z4, Z4
 	VADDPS  Z4, Z3, Z3
-	ADDQ    $0x00000100, R10
-	CMPQ    R10, R11
-	JLE     sumloop
+	ADDQ    $0x00000100, R12
 
-sumtail:
+g0sumcheck:
+	CMPQ R12, R13
+	JLE  g0sumloop
+
+g0sumtail:
 	// Fewer than 64 elements remain: whole vectors first, then one masked vector.
-	MOVQ    SI, R11
-	SUBQ    R10, R11
-	CMPQ    R11, $0x00000040
-	JL      sumpart0
-	VMOVUPS (CX)(R10*1), Z4
+	MOVQ    SI, R13
+	SUBQ    R12, R13
+	CMPQ    R13, $0x00000040
+	JL      g0sumpart0
+	VMOVUPS (R11)(R12*1), Z4
 	VMULPS  Z4, Z4, Z4
 	VADDPS  Z4, Z0, Z0
-	CMPQ    R11, $0x00000080
-	JL      sumpart1
-	VMOVUPS 64(CX)(R10*1), Z4
+	CMPQ    R13, $0x00000080
+	JL      g0sumpart1
+	VMOVUPS 64(R11)(R12*1), Z4
 	VMULPS  Z4, Z4, Z4
 	VADDPS  Z4, Z1, Z1
-	CMPQ    R11, $0x000000c0
-	JL      sumpart2
-	VMOVUPS 128(CX)(R10*1), Z4
+	CMPQ    R13, $0x000000c0
+	JL      g0sumpart2
+	VMOVUPS 128(R11)(R12*1), Z4
 	VMULPS  Z4, Z4, Z4
 	VADDPS  Z4, Z2, Z2
-	CMPQ    R11, $0x00000100
-	JL      sumpart3
-	VMOVUPS 192(CX)(R10*1), Z4
+	CMPQ    R13, $0x00000100
+	JL      g0sumpart3
+	VMOVUPS 192(R11)(R12*1), Z4
 	VMULPS  Z4, Z4, Z4
 	VADDPS  Z4, Z3, Z3
-	JMP     reduce
+	JMP     g0summed
 
-sumpart0:
-	SUBQ      $0x00000000, R11
-	JZ        reduce
-	LEAQ      kmask<>+0(SB), R12
-	SHRQ      $0x01, R11
-	KMOVW     (R12)(R11*1), K1
-	VMOVUPS.Z (CX)(R10*1), K1, Z4
+g0sumpart0:
+	SUBQ      $0x00000000, R13
+	JZ        g0summed
+	LEAQ      kmask<>+0(SB), R14
+	SHRQ      $0x01, R13
+	KMOVW     (R14)(R13*1), K1
+	VMOVUPS.Z (R11)(R12*1), K1, Z4
 	VMULPS    Z4, Z4, Z4
 	VADDPS    Z4, Z0, Z0
-	JMP       reduce
+	JMP       g0summed
 
-sumpart1:
-	SUBQ      $0x00000040, R11
-	JZ        reduce
-	LEAQ      kmask<>+0(SB), R12
-	SHRQ      $0x01, R11
-	KMOVW     (R12)(R11*1), K1
-	VMOVUPS.Z 64(CX)(R10*1), K1, Z4
+g0sumpart1:
+	SUBQ      $0x00000040, R13
+	JZ        g0summed
+	LEAQ      kmask<>+0(SB), R14
+	SHRQ      $0x01, R13
+	KMOVW     (R14)(R13*1), K1
+	VMOVUPS.Z 64(R11)(R12*1), K1, Z4
 	VMULPS    Z4, Z4, Z4
 	VADDPS    Z4, Z1, Z1
-	JMP       reduce
+	JMP       g0summed
 
-sumpart2:
-	SUBQ      $0x00000080, R11
-	JZ        reduce
-	LEAQ      kmask<>+0(SB), R12
-	SHRQ      $0x01, R11
-	KMOVW     (R12)(R11*1), K1
-	VMOVUPS.Z 128(CX)(R10*1), K1, Z4
+g0sumpart2:
+	SUBQ      $0x00000080, R13
+	JZ        g0summed
+	LEAQ      kmask<>+0(SB), R14
+	SHRQ      $0x01, R13
+	KMOVW     (R14)(R13*1), K1
+	VMOVUPS.Z 128(R11)(R12*1), K1, Z4
 	VMULPS    Z4, Z4, Z4
 	VADDPS    Z4, Z2, Z2
-	JMP       reduce
+	JMP       g0summed
 
-sumpart3:
-	SUBQ      $0x000000c0, R11
-	JZ        reduce
-	LEAQ      kmask<>+0(SB), R12
-	SHRQ      $0x01, R11
-	KMOVW     (R12)(R11*1), K1
-	VMOVUPS.Z 192(CX)(R10*1), K1, Z4
+g0sumpart3:
+	SUBQ      $0x000000c0, R13
+	JZ        g0summed
+	LEAQ      kmask<>+0(SB), R14
+	SHRQ      $0x01, R13
+	KMOVW     (R14)(R13*1), K1
+	VMOVUPS.Z 192(R11)(R12*1), K1, Z4
 	VMULPS    Z4, Z4, Z4
 	VADDPS    Z4, Z3, Z3
 
-reduce:
+g0summed:
+	VADDPS Z2, Z0, Z0
+	VADDPS Z3, Z1, Z1
+	VADDPS Z1, Z0, Z0
+	ADDQ   R8, R11
+
+	// Sum of squares: element i goes to partial i%64.
+	MOVQ   SI, R13
+	SUBQ   $0x00000100, R13
+	JGE    g1firstblock
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	XORQ   R12, R12
+	JMP    g1sumtail
+
+g1firstblock:
+	// +0 + square is the square itself: the first block initializes the partials.
+	XORQ    R12, R12
+	VMOVUPS (R11)(R12*1), Z4
+	VMULPS  Z4, Z4, Z4
+	VMOVAPS Z4, Z5
+	VMOVUPS 64(R11)(R12*1), Z4
+	VMULPS  Z4, Z4, Z4
+	VMOVAPS Z4, Z6
+	VMOVUPS 128(R11)(R12*1), Z4
+	VMULPS  Z4, Z4, Z4
+	VMOVAPS Z4, Z7
+	VMOVUPS 192(R11)(R12*1), Z4
+	VMULPS  Z4, Z4, Z4
+	VMOVAPS Z4, Z8
+	MOVQ    $0x00000100, R12
+	JMP     g1sumcheck
+
+g1sumloop:
+	VMOVUPS (R11)(R12*1), Z4
+	VMULPS  Z4, Z4, Z4
+	VADDPS  Z4, Z5, Z5
+	VMOVUPS 64(R11)(R12*1), Z4
+	VMULPS  Z4, Z4, Z4
+	VADDPS  Z4, Z6, Z6
+	VMOVUPS 128(R11)(R12*1), Z4
+	VMULPS  Z4, Z4, Z4
+	VADDPS  Z4, Z7, Z7
+	VMOVUPS 192(R11)(R12*1), Z4
+	VMULPS  Z4, Z4, Z4
+	VADDPS  Z4, Z8, Z8
+	ADDQ    $0x00000100, R12
+
+g1sumcheck:
+	CMPQ R12, R13
+	JLE  g1sumloop
+
+g1sumtail:
+	// Fewer than 64 elements remain: whole vectors first, then one masked vector.
+	MOVQ    SI, R13
+	SUBQ    R12, R13
+	CMPQ    R13, $0x00000040
+	JL      g1sumpart0
+	VMOVUPS (R11)(R12*1), Z4
+	VMULPS  Z4, Z4, Z4
+	VADDPS  Z4, Z5, Z5
+	CMPQ    R13, $0x00000080
+	JL      g1sumpart1
+	VMOVUPS 64(R11)(R12*1), Z4
+	VMULPS  Z4, Z4, Z4
+	VADDPS  Z4, Z6, Z6
+	CMPQ    R13, $0x000000c0
+	JL      g1sumpart2
+	VMOVUPS 128(R11)(R12*1), Z4
+	VMULPS  Z4, Z4, Z4
+	VADDPS  Z4, Z7, Z7
+	CMPQ    R13, $0x00000100
+	JL      g1sumpart3
+	VMOVUPS 192(R11)(R12*1), Z4
+	VMULPS  Z4, Z4, Z4
+	VADDPS  Z4, Z8, Z8
+	JMP     g1summed
+
+g1sumpart0:
+	SUBQ      $0x00000000, R13
+	JZ        g1summed
+	LEAQ      kmask<>+0(SB), R14
+	SHRQ      $0x01, R13
+	KMOVW     (R14)(R13*1), K1
+	VMOVUPS.Z (R11)(R12*1), K1, Z4
+	VMULPS    Z4, Z4, Z4
+	VADDPS    Z4, Z5, Z5
+	JMP       g1summed
+
+g1sumpart1:
+	SUBQ      $0x00000040, R13
+	JZ        g1summed
+	LEAQ      kmask<>+0(SB), R14
+	SHRQ      $0x01, R13
+	KMOVW     (R14)(R13*1), K1
+	VMOVUPS.Z 64(R11)(R12*1), K1, Z4
+	VMULPS    Z4, Z4, Z4
+	VADDPS    Z4, Z6, Z6
+	JMP       g1summed
+
+g1sumpart2:
+	SUBQ      $0x00000080, R13
+	JZ        g1summed
+	LEAQ      kmask<>+0(SB), R14
+	SHRQ      $0x01, R13
+	KMOVW     (R14)(R13*1), K1
+	VMOVUPS.Z 128(R11)(R12*1), K1, Z4
+	VMULPS    Z4, Z4, Z4
+	VADDPS    Z4, Z7, Z7
+	JMP       g1summed
+
+g1sumpart3:
+	SUBQ      $0x000000c0, R13
+	JZ        g1summed
+	LEAQ      kmask<>+0(SB), R14
+	SHRQ      $0x01, R13
+	KMOVW     (R14)(R13*1), K1
+	VMOVUPS.Z 192(R11)(R12*1), K1, Z4
+	VMULPS    Z4, Z4, Z4
+	VADDPS    Z4, Z8, Z8
+
+g1summed:
+	VADDPS Z7, Z5, Z5
+	VADDPS Z8, Z6, Z6
+	VADDPS Z6, Z5, Z5
+	ADDQ   R8, R11
+
+	// Sum of squares: element i goes to partial i%64.
+	MOVQ   SI, R13
+	SUBQ   $0x00000100, R13
+	JGE    g2firstblock
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	VPXORD Z12, Z12, Z12
+	XORQ   R12, R12
+	JMP    g2sumtail
+
+g2firstblock:
+	// +0 + square is the square itself: the first block initializes the partials.
+	XORQ    R12, R12
+	VMOVUPS (R11)(R12*1), Z4
+	VMULPS  Z4, Z4, Z4
+	VMOVAPS Z4, Z9
+	VMOVUPS 64(R11)(R12*1), Z4
+	VMULPS  Z4, Z4, Z4
+	VMOVAPS Z4, Z10
+	VMOVUPS 128(R11)(R12*1), Z4
+	VMULPS  Z4, Z4, Z4
+	VMOVAPS Z4, Z11
+	VMOVUPS 192(R11)(R12*1), Z4
+	VMULPS  Z4, Z4, Z4
+	VMOVAPS Z4, Z12
+	MOVQ    $0x00000100, R12
+	JMP     g2sumcheck
+
+g2sumloop:
+	VMOVUPS (R11)(R12*1), Z4
+	VMULPS  Z4, Z4, Z4
+	VADDPS  Z4, Z9, Z9
+	VMOVUPS 64(R11)(R12*1), Z4
+	VMULPS  Z4, Z4, Z4
+	VADDPS  Z4, Z10, Z10
+	VMOVUPS 128(R11)(R12*1), Z4
+	VMULPS  Z4, Z4, Z4
+	VADDPS  Z4, Z11, Z11
+	VMOVUPS 192(R11)(R12*1), Z4
+	VMULPS  Z4, Z4, Z4
+	VADDPS  Z4, Z12, Z12
+	ADDQ    $0x00000100, R12
+
+g2sumcheck:
+	CMPQ R12, R13
+	JLE  g2sumloop
+
+g2sumtail:
+	// Fewer than 64 elements remain: whole vectors first, then one masked vector.
+	MOVQ    SI, R13
+	SUBQ    R12, R13
+	CMPQ    R13, $0x00000040
+	JL      g2sumpart0
+	VMOVUPS (R11)(R12*1), Z4
+	VMULPS  Z4, Z4, Z4
+	VADDPS  Z4, Z9, Z9
+	CMPQ    R13, $0x00000080
+	JL      g2sumpart1
+	VMOVUPS 64(R11)(R12*1), Z4
+	VMULPS  Z4, Z4, Z4
+	VADDPS  Z4, Z10, Z10
+	CMPQ    R13, $0x000000c0
+	JL      g2sumpart2
+	VMOVUPS 128(R11)(R12*1), Z4
+	VMULPS  Z4, Z4, Z4
+	VADDPS  Z4, Z11, Z11
+	CMPQ    R13, $0x00000100
+	JL      g2sumpart3
+	VMOVUPS 192(R11)(R12*1), Z4
+	VMULPS  Z4, Z4, Z4
+	VADDPS  Z4, Z12, Z12
+	JMP     g2summed
+
+g2sumpart0:
+	SUBQ      $0x00000000, R13
+	JZ        g2summed
+	LEAQ      kmask<>+0(SB), R14
+	SHRQ      $0x01, R13
+	KMOVW     (R14)(R13*1), K1
+	VMOVUPS.Z (R11)(R12*1), K1, Z4
+	VMULPS    Z4, Z4, Z4
+	VADDPS    Z4, Z9, Z9
+	JMP       g2summed
+
+g2sumpart1:
+	SUBQ      $0x00000040, R13
+	JZ        g2summed
+	LEAQ      kmask<>+0(SB), R14
+	SHRQ      $0x01, R13
+	KMOVW     (R14)(R13*1), K1
+	VMOVUPS.Z 64(R11)(R12*1), K1, Z4
+	VMULPS    Z4, Z4, Z4
+	VADDPS    Z4, Z10, Z10
+	JMP       g2summed
+
+g2sumpart2:
+	SUBQ      $0x00000080, R13
+	JZ        g2summed
+	LEAQ      kmask<>+0(SB), R14
+	SHRQ      $0x01, R13
+	KMOVW     (R14)(R13*1), K1
+	VMOVUPS.Z 128(R11)(R12*1), K1, Z4
+	VMULPS    Z4, Z4, Z4
+	VADDPS    Z4, Z11, Z11
+	JMP       g2summed
+
+g2sumpart3:
+	SUBQ      $0x000000c0, R13
+	JZ        g2summed
+	LEAQ      kmask<>+0(SB), R14
+	SHRQ      $0x01, R13
+	KMOVW     (R14)(R13*1), K1
+	VMOVUPS.Z 192(R11)(R12*1), K1, Z4
+	VMULPS    Z4, Z4, Z4
+	VADDPS    Z4, Z12, Z12
+
+g2summed:
+	VADDPS Z11, Z9, Z9
+	VADDPS Z12, Z10, Z10
+	VADDPS Z10, Z9, Z9
+	ADDQ   R8, R11
+
+	// Sum of squares: element i goes to partial i%64.
+	MOVQ   SI, R13
+	SUBQ   $0x00000100, R13
+	JGE    g3firstblock
+	VPXORD Z13, Z13, Z13
+	VPXORD Z14, Z14, Z14
+	VPXORD Z15, Z15, Z15
+	VPXORD Z16, Z16, Z16
+	XORQ   R12, R12
+	JMP    g3sumtail
+
+g3firstblock:
+	// +0 + square is the square itself: the first block initializes the partials.
+	XORQ    R12, R12
+	VMOVUPS (R11)(R12*1), Z4
+	VMULPS  Z4, Z4, Z4
+	VMOVAPS Z4, Z13
+	VMOVUPS 64(R11)(R12*1), Z4
+	VMULPS  Z4, Z4, Z4
+	VMOVAPS Z4, Z14
+	VMOVUPS 128(R11)(R12*1), Z4
+	VMULPS  Z4, Z4, Z4
+	VMOVAPS Z4, Z15
+	VMOVUPS 192(R11)(R12*1), Z4
+	VMULPS  Z4, Z4, Z4
+	VMOVAPS Z4, Z16
+	MOVQ    $0x00000100, R12
+	JMP     g3sumcheck
+
+g3sumloop:
+	VMOVUPS (R11)(R12*1), Z4
+	VMULPS  Z4, Z4, Z4
+	VADDPS  Z4, Z13, Z13
+	VMOVUPS 64(R11)(R12*1), Z4
+	VMULPS  Z4, Z4, Z4
+	VADDPS  Z4, Z14, Z14
+	VMOVUPS 128(R11)(R12*1), Z4
+	VMULPS  Z4, Z4, Z4
+	VADDPS  Z4, Z15, Z15
+	VMOVUPS 192(R11)(R12*1), Z4
+	VMULPS  Z4, Z4, Z4
+	VADDPS  Z4, Z16, Z16
+	ADDQ    $0x00000100, R12
+
+g3sumcheck:
+	CMPQ R12, R13
+	JLE  g3sumloop
+
+g3sumtail:
+	// Fewer than 64 elements remain: whole vectors first, then one masked vector.
+	MOVQ    SI, R13
+	SUBQ    R12, R13
+	CMPQ    R13, $0x00000040
+	JL      g3sumpart0
+	VMOVUPS (R11)(R12*1), Z4
+	VMULPS  Z4, Z4, Z4
+	VADDPS  Z4, Z13, Z13
+	CMPQ    R13, $0x00000080
+	JL      g3sumpart1
+	VMOVUPS 64(R11)(R12*1), Z4
+	VMULPS  Z4, Z4, Z4
+	VADDPS  Z4, Z14, Z14
+	CMPQ    R13, $0x000000c0
+	JL      g3sumpart2
+	VMOVUPS 128(R11)(R12*1), Z4
+	VMULPS  Z4, Z4, Z4
+	VADDPS  Z4, Z15, Z15
+	CMPQ    R13, $0x00000100
+	JL      g3sumpart3
+	VMOVUPS 192(R11)(R12*1), Z4
+	VMULPS  Z4, Z4, Z4
+	VADDPS  Z4, Z16, Z16
+	JMP     g3summed
+
+g3sumpart0:
+	SUBQ      $0x00000000, R13
+	JZ        g3summed
+	LEAQ      kmask<>+0(SB), R14
+	SHRQ      $0x01, R13
+	KMOVW     (R14)(R13*1), K1
+	VMOVUPS.Z (R11)(R12*1), K1, Z4
+	VMULPS    Z4, Z4, Z4
+	VADDPS    Z4, Z13, Z13
+	JMP       g3summed
+
+g3sumpart1:
+	SUBQ      $0x00000040, R13
+	JZ        g3summed
+	LEAQ      kmask<>+0(SB), R14
+	SHRQ      $0x01, R13
+	KMOVW     (R14)(R13*1), K1
+	VMOVUPS.Z 64(R11)(R12*1), K1, Z4
+	VMULPS    Z4, Z4, Z4
+	VADDPS    Z4, Z14, Z14
+	JMP       g3summed
+
+g3sumpart2:
+	SUBQ      $0x00000080, R13
+	JZ        g3summed
+	LEAQ      kmask<>+0(SB), R14
+	SHRQ      $0x01, R13
+	KMOVW     (R14)(R13*1), K1
+	VMOVUPS.Z 128(R11)(R12*1), K1, Z4
+	VMULPS    Z4, Z4, Z4
+	VADDPS    Z4, Z15, Z15
+	JMP       g3summed
+
+g3sumpart3:
+	SUBQ      $0x000000c0, R13
+	JZ        g3summed
+	LEAQ      kmask<>+0(SB), R14
+	SHRQ      $0x01, R13
+	KMOVW     (R14)(R13*1), K1
+	VMOVUPS.Z 192(R11)(R12*1), K1, Z4
+	VMULPS    Z4, Z4, Z4
+	VADDPS    Z4, Z16, Z16
+
+g3summed:
+	VADDPS Z15, Z13, Z13
+	VADDPS Z16, Z14, Z14
+	VADDPS Z14, Z13, Z13
+
+	// The rest of the halving tree, four rows at once.
+	VSHUFF64X2    $0x44, Z5, Z0, Z4
+	VSHUFF64X2    $0xee, Z5, Z0, Z21
+	VADDPS        Z21, Z4, Z4
+	VSHUFF64X2    $0x44, Z13, Z9, Z21
+	VSHUFF64X2    $0xee, Z13, Z9, Z22
+	VADDPS        Z22, Z21, Z21
+	VSHUFF32X4    $0x88, Z21, Z4, Z22
+	VSHUFF32X4    $0xdd, Z21, Z4, Z4
+	VADDPS        Z4, Z22, Z22
+	VPERMILPS     $0x4e, Z22, Z4
+	VADDPS        Z4, Z22, Z22
+	VPERMILPS     $0xb1, Z22, Z4
+	VADDPS        Z4, Z22, Z22
+	MOVL          $0x00001111, R11
+	KMOVW         R11, K1
+	VCOMPRESSPS.Z Z22, K1, Z4
+
+	// t = ss/d + eps for the four rows; any t outside [2^-100, MaxFloat32] sends the group to the one-row path.
+	TESTQ        $0x00000002, R9
+	JZ           Gdivide
+	VBROADCASTSS rd+72(FP), Z21
+	VMULPS       Z21, Z4, Z4
+	JMP          Gdivided
+
+Gdivide:
+	VBROADCASTSS fd+68(FP), Z21
+	VDIVPS       Z21, Z4, Z4
+
+Gdivided:
+	VBROADCASTSS eps+64(FP), Z21
+	VADDPS       Z21, Z4, Z4
+	MOVL         $0x0000000f, R11
+	KMOVW        R11, K1
+	VBROADCASTSS tlo<>+0(SB), Z21
+	VBROADCASTSS tmax<>+0(SB), Z22
+	VCMPPS       $0x1d, Z21, Z4, K1, K1
+	VCMPPS       $0x12, Z22, Z4, K1, K1
+	KMOVW        K1, R11
+	CMPL         R11, $0x0f
+	JE           Ginrange
+	JMP          row
+
+Ginrange:
+	VSQRTPS      Z4, Z4
+	VBROADCASTSS one<>+0(SB), Z21
+	VDIVPS       Z4, Z21, Z21
+
+	// Report 1/rms if asked.
+	TESTQ   BX, BX
+	JZ      gscale
+	MOVL    $0x0000000f, R11
+	KMOVW   R11, K1
+	VMOVUPS Z21, K1, (BX)(R10*4)
+
+gscale:
+	VBROADCASTSS X21, Z4
+	VBROADCASTSS one<>+0(SB), Z22
+	TESTQ        $0x00000001, R9
+	JNZ          g0scalent
+
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ R11, R11
+	MOVQ SI, R12
+	SUBQ $0x00000100, R12
+
+g0sloop:
+	CMPQ    R11, R12
+	JG      g0sone
+	VMULPS  (CX)(R11*1), Z4, Z23
+	VMOVUPS (DX)(R11*1), Z24
+	VADDPS  Z22, Z24, Z24
+	VMULPS  Z24, Z23, Z23
+	VMOVUPS Z23, (AX)(R11*1)
+	VMULPS  64(CX)(R11*1), Z4, Z23
+	VMOVUPS 64(DX)(R11*1), Z24
+	VADDPS  Z22, Z24, Z24
+	VMULPS  Z24, Z23, Z23
+	VMOVUPS Z23, 64(AX)(R11*1)
+	VMULPS  128(CX)(R11*1), Z4, Z23
+	VMOVUPS 128(DX)(R11*1), Z24
+	VADDPS  Z22, Z24, Z24
+	VMULPS  Z24, Z23, Z23
+	VMOVUPS Z23, 128(AX)(R11*1)
+	VMULPS  192(CX)(R11*1), Z4, Z23
+	VMOVUPS 192(DX)(R11*1), Z24
+	VADDPS  Z22, Z24, Z24
+	VMULPS  Z24, Z23, Z23
+	VMOVUPS Z23, 192(AX)(R11*1)
+	ADDQ    $0x00000100, R11
+	JMP     g0sloop
+
+g0sone:
+	ADDQ $0x000000c0, R12
+
+g0soneloop:
+	CMPQ    R11, R12
+	JG      g0stail
+	VMULPS  (CX)(R11*1), Z4, Z23
+	VMOVUPS (DX)(R11*1), Z24
+	VADDPS  Z22, Z24, Z24
+	VMULPS  Z24, Z23, Z23
+	VMOVUPS Z23, (AX)(R11*1)
+	ADDQ    $0x00000040, R11
+	JMP     g0soneloop
+
+g0stail:
+	MOVQ      SI, R12
+	SUBQ      R11, R12
+	JZ        g0sdone
+	LEAQ      kmask<>+0(SB), R13
+	SHRQ      $0x01, R12
+	KMOVW     (R13)(R12*1), K1
+	VMOVUPS.Z (CX)(R11*1), K1, Z23
+	VMULPS    Z23, Z4, Z23
+	VMOVUPS.Z (DX)(R11*1), K1, Z4
+	VADDPS    Z22, Z4, Z4
+	VMULPS    Z4, Z23, Z23
+	VMOVUPS   Z23, K1, (AX)(R11*1)
+
+g0sdone:
+	JMP g0scaled
+
+g0scalent:
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ R11, R11
+
+	// Ordinary stores up to the first vector-aligned element of dst.
+	MOVQ AX, R12
+	NEGQ R12
+	ANDQ $0x0000003f, R12
+	JZ   g0nbody
+	CMPQ R12, SI
+	JLE  g0nhead
+	MOVQ SI, R12
+
+g0nhead:
+	MOVQ      R12, R11
+	XORQ      R13, R13
+	LEAQ      kmask<>+0(SB), R14
+	SHRQ      $0x01, R12
+	KMOVW     (R14)(R12*1), K1
+	VMOVUPS.Z (CX)(R13*1), K1, Z23
+	VMULPS    Z23, Z4, Z23
+	VMOVUPS.Z (DX)(R13*1), K1, Z24
+	VADDPS    Z22, Z24, Z24
+	VMULPS    Z24, Z23, Z23
+	VMOVUPS   Z23, K1, (AX)(R13*1)
+
+g0nbody:
+	MOVQ SI, R12
+	SUBQ $0x00000100, R12
+
+g0nloop:
+	CMPQ     R11, R12
+	JG       g0none
+	VMULPS   (CX)(R11*1), Z4, Z23
+	VMOVUPS  (DX)(R11*1), Z24
+	VADDPS   Z22, Z24, Z24
+	VMULPS   Z24, Z23, Z23
+	VMOVNTPS Z23, (AX)(R11*1)
+	VMULPS   64(CX)(R11*1), Z4, Z23
+	VMOVUPS  64(DX)(R11*1), Z24
+	VADDPS   Z22, Z24, Z24
+	VMULPS   Z24, Z23, Z23
+	VMOVNTPS Z23, 64(AX)(R11*1)
+	VMULPS   128(CX)(R11*1), Z4, Z23
+	VMOVUPS  128(DX)(R11*1), Z24
+	VADDPS   Z22, Z24, Z24
+	VMULPS   Z24, Z23, Z23
+	VMOVNTPS Z23, 128(AX)(R11*1)
+	VMULPS   192(CX)(R11*1), Z4, Z23
+	VMOVUPS  192(DX)(R11*1), Z24
+	VADDPS   Z22, Z24, Z24
+	VMULPS   Z24, Z23, Z23
+	VMOVNTPS Z23, 192(AX)(R11*1)
+	ADDQ     $0x00000100, R11
+	JMP      g0nloop
+
+g0none:
+	ADDQ $0x000000c0, R12
+
+g0noneloop:
+	CMPQ     R11, R12
+	JG       g0ntail
+	VMULPS   (CX)(R11*1), Z4, Z23
+	VMOVUPS  (DX)(R11*1), Z24
+	VADDPS   Z22, Z24, Z24
+	VMULPS   Z24, Z23, Z23
+	VMOVNTPS Z23, (AX)(R11*1)
+	ADDQ     $0x00000040, R11
+	JMP      g0noneloop
+
+g0ntail:
+	MOVQ      SI, R12
+	SUBQ      R11, R12
+	JZ        g0ndone
+	LEAQ      kmask<>+0(SB), R13
+	SHRQ      $0x01, R12
+	KMOVW     (R13)(R12*1), K1
+	VMOVUPS.Z (CX)(R11*1), K1, Z23
+	VMULPS    Z23, Z4, Z23
+	VMOVUPS.Z (DX)(R11*1), K1, Z4
+	VADDPS    Z22, Z4, Z4
+	VMULPS    Z4, Z23, Z23
+	VMOVUPS   Z23, K1, (AX)(R11*1)
+
+g0ndone:
+g0scaled:
+	ADDQ         R8, CX
+	ADDQ         R8, AX
+	VPERMILPS    $0x01, Z21, Z4
+	VBROADCASTSS X4, Z4
+	VBROADCASTSS one<>+0(SB), Z22
+	TESTQ        $0x00000001, R9
+	JNZ          g1scalent
+
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ R11, R11
+	MOVQ SI, R12
+	SUBQ $0x00000100, R12
+
+g1sloop:
+	CMPQ    R11, R12
+	JG      g1sone
+	VMULPS  (CX)(R11*1), Z4, Z23
+	VMOVUPS (DX)(R11*1), Z24
+	VADDPS  Z22, Z24, Z24
+	VMULPS  Z24, Z23, Z23
+	VMOVUPS Z23, (AX)(R11*1)
+	VMULPS  64(CX)(R11*1), Z4, Z23
+	VMOVUPS 64(DX)(R11*1), Z24
+	VADDPS  Z22, Z24, Z24
+	VMULPS  Z24, Z23, Z23
+	VMOVUPS Z23, 64(AX)(R11*1)
+	VMULPS  128(CX)(R11*1), Z4, Z23
+	VMOVUPS 128(DX)(R11*1), Z24
+	VADDPS  Z22, Z24, Z24
+	VMULPS  Z24, Z23, Z23
+	VMOVUPS Z23, 128(AX)(R11*1)
+	VMULPS  192(CX)(R11*1), Z4, Z23
+	VMOVUPS 192(DX)(R11*1), Z24
+	VADDPS  Z22, Z24, Z24
+	VMULPS  Z24, Z23, Z23
+	VMOVUPS Z23, 192(AX)(R11*1)
+	ADDQ    $0x00000100, R11
+	JMP     g1sloop
+
+g1sone:
+	ADDQ $0x000000c0, R12
+
+g1soneloop:
+	CMPQ    R11, R12
+	JG      g1stail
+	VMULPS  (CX)(R11*1), Z4, Z23
+	VMOVUPS (DX)(R11*1), Z24
+	VADDPS  Z22, Z24, Z24
+	VMULPS  Z24, Z23, Z23
+	VMOVUPS Z23, (AX)(R11*1)
+	ADDQ    $0x00000040, R11
+	JMP     g1soneloop
+
+g1stail:
+	MOVQ      SI, R12
+	SUBQ      R11, R12
+	JZ        g1sdone
+	LEAQ      kmask<>+0(SB), R13
+	SHRQ      $0x01, R12
+	KMOVW     (R13)(R12*1), K1
+	VMOVUPS.Z (CX)(R11*1), K1, Z23
+	VMULPS    Z23, Z4, Z23
+	VMOVUPS.Z (DX)(R11*1), K1, Z4
+	VADDPS    Z22, Z4, Z4
+	VMULPS    Z4, Z23, Z23
+	VMOVUPS   Z23, K1, (AX)(R11*1)
+
+g1sdone:
+	JMP g1scaled
+
+g1scalent:
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ R11, R11
+
+	// Ordinary stores up to the first vector-aligned element of dst.
+	MOVQ AX, R12
+	NEGQ R12
+	ANDQ $0x0000003f, R12
+	JZ   g1nbody
+	CMPQ R12, SI
+	JLE  g1nhead
+	MOVQ SI, R12
+
+g1nhead:
+	MOVQ      R12, R11
+	XORQ      R13, R13
+	LEAQ      kmask<>+0(SB), R14
+	SHRQ      $0x01, R12
+	KMOVW     (R14)(R12*1), K1
+	VMOVUPS.Z (CX)(R13*1), K1, Z23
+	VMULPS    Z23, Z4, Z23
+	VMOVUPS.Z (DX)(R13*1), K1, Z24
+	VADDPS    Z22, Z24, Z24
+	VMULPS    Z24, Z23, Z23
+	VMOVUPS   Z23, K1, (AX)(R13*1)
+
+g1nbody:
+	MOVQ SI, R12
+	SUBQ $0x00000100, R12
+
+g1nloop:
+	CMPQ     R11, R12
+	JG       g1none
+	VMULPS   (CX)(R11*1), Z4, Z23
+	VMOVUPS  (DX)(R11*1), Z24
+	VADDPS   Z22, Z24, Z24
+	VMULPS   Z24, Z23, Z23
+	VMOVNTPS Z23, (AX)(R11*1)
+	VMULPS   64(CX)(R11*1), Z4, Z23
+	VMOVUPS  64(DX)(R11*1), Z24
+	VADDPS   Z22, Z24, Z24
+	VMULPS   Z24, Z23, Z23
+	VMOVNTPS Z23, 64(AX)(R11*1)
+	VMULPS   128(CX)(R11*1), Z4, Z23
+	VMOVUPS  128(DX)(R11*1), Z24
+	VADDPS   Z22, Z24, Z24
+	VMULPS   Z24, Z23, Z23
+	VMOVNTPS Z23, 128(AX)(R11*1)
+	VMULPS   192(CX)(R11*1), Z4, Z23
+	VMOVUPS  192(DX)(R11*1), Z24
+	VADDPS   Z22, Z24, Z24
+	VMULPS   Z24, Z23, Z23
+	VMOVNTPS Z23, 192(AX)(R11*1)
+	ADDQ     $0x00000100, R11
+	JMP      g1nloop
+
+g1none:
+	ADDQ $0x000000c0, R12
+
+g1noneloop:
+	CMPQ     R11, R12
+	JG       g1ntail
+	VMULPS   (CX)(R11*1), Z4, Z23
+	VMOVUPS  (DX)(R11*1), Z24
+	VADDPS   Z22, Z24, Z24
+	VMULPS   Z24, Z23, Z23
+	VMOVNTPS Z23, (AX)(R11*1)
+	ADDQ     $0x00000040, R11
+	JMP      g1noneloop
+
+g1ntail:
+	MOVQ      SI, R12
+	SUBQ      R11, R12
+	JZ        g1ndone
+	LEAQ      kmask<>+0(SB), R13
+	SHRQ      $0x01, R12
+	KMOVW     (R13)(R12*1), K1
+	VMOVUPS.Z (CX)(R11*1), K1, Z23
+	VMULPS    Z23, Z4, Z23
+	VMOVUPS.Z (DX)(R11*1), K1, Z4
+	VADDPS    Z22, Z4, Z4
+	VMULPS    Z4, Z23, Z23
+	VMOVUPS   Z23, K1, (AX)(R11*1)
+
+g1ndone:
+g1scaled:
+	ADDQ         R8, CX
+	ADDQ         R8, AX
+	VPERMILPS    $0x02, Z21, Z4
+	VBROADCASTSS X4, Z4
+	VBROADCASTSS one<>+0(SB), Z22
+	TESTQ        $0x00000001, R9
+	JNZ          g2scalent
+
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ R11, R11
+	MOVQ SI, R12
+	SUBQ $0x00000100, R12
+
+g2sloop:
+	CMPQ    R11, R12
+	JG      g2sone
+	VMULPS  (CX)(R11*1), Z4, Z23
+	VMOVUPS (DX)(R11*1), Z24
+	VADDPS  Z22, Z24, Z24
+	VMULPS  Z24, Z23, Z23
+	VMOVUPS Z23, (AX)(R11*1)
+	VMULPS  64(CX)(R11*1), Z4, Z23
+	VMOVUPS 64(DX)(R11*1), Z24
+	VADDPS  Z22, Z24, Z24
+	VMULPS  Z24, Z23, Z23
+	VMOVUPS Z23, 64(AX)(R11*1)
+	VMULPS  128(CX)(R11*1), Z4, Z23
+	VMOVUPS 128(DX)(R11*1), Z24
+	VADDPS  Z22, Z24, Z24
+	VMULPS  Z24, Z23, Z23
+	VMOVUPS Z23, 128(AX)(R11*1)
+	VMULPS  192(CX)(R11*1), Z4, Z23
+	VMOVUPS 192(DX)(R11*1), Z24
+	VADDPS  Z22, Z24, Z24
+	VMULPS  Z24, Z23, Z23
+	VMOVUPS Z23, 192(AX)(R11*1)
+	ADDQ    $0x00000100, R11
+	JMP     g2sloop
+
+g2sone:
+	ADDQ $0x000000c0, R12
+
+g2soneloop:
+	CMPQ    R11, R12
+	JG      g2stail
+	VMULPS  (CX)(R11*1), Z4, Z23
+	VMOVUPS (DX)(R11*1), Z24
+	VADDPS  Z22, Z24, Z24
+	VMULPS  Z24, Z23, Z23
+	VMOVUPS Z23, (AX)(R11*1)
+	ADDQ    $0x00000040, R11
+	JMP     g2soneloop
+
+g2stail:
+	MOVQ      SI, R12
+	SUBQ      R11, R12
+	JZ        g2sdone
+	LEAQ      kmask<>+0(SB), R13
+	SHRQ      $0x01, R12
+	KMOVW     (R13)(R12*1), K1
+	VMOVUPS.Z (CX)(R11*1), K1, Z23
+	VMULPS    Z23, Z4, Z23
+	VMOVUPS.Z (DX)(R11*1), K1, Z4
+	VADDPS    Z22, Z4, Z4
+	VMULPS    Z4, Z23, Z23
+	VMOVUPS   Z23, K1, (AX)(R11*1)
+
+g2sdone:
+	JMP g2scaled
+
+g2scalent:
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ R11, R11
+
+	// Ordinary stores up to the first vector-aligned element of dst.
+	MOVQ AX, R12
+	NEGQ R12
+	ANDQ $0x0000003f, R12
+	JZ   g2nbody
+	CMPQ R12, SI
+	JLE  g2nhead
+	MOVQ SI, R12
+
+g2nhead:
+	MOVQ      R12, R11
+	XORQ      R13, R13
+	LEAQ      kmask<>+0(SB), R14
+	SHRQ      $0x01, R12
+	KMOVW     (R14)(R12*1), K1
+	VMOVUPS.Z (CX)(R13*1), K1, Z23
+	VMULPS    Z23, Z4, Z23
+	VMOVUPS.Z (DX)(R13*1), K1, Z24
+	VADDPS    Z22, Z24, Z24
+	VMULPS    Z24, Z23, Z23
+	VMOVUPS   Z23, K1, (AX)(R13*1)
+
+g2nbody:
+	MOVQ SI, R12
+	SUBQ $0x00000100, R12
+
+g2nloop:
+	CMPQ     R11, R12
+	JG       g2none
+	VMULPS   (CX)(R11*1), Z4, Z23
+	VMOVUPS  (DX)(R11*1), Z24
+	VADDPS   Z22, Z24, Z24
+	VMULPS   Z24, Z23, Z23
+	VMOVNTPS Z23, (AX)(R11*1)
+	VMULPS   64(CX)(R11*1), Z4, Z23
+	VMOVUPS  64(DX)(R11*1), Z24
+	VADDPS   Z22, Z24, Z24
+	VMULPS   Z24, Z23, Z23
+	VMOVNTPS Z23, 64(AX)(R11*1)
+	VMULPS   128(CX)(R11*1), Z4, Z23
+	VMOVUPS  128(DX)(R11*1), Z24
+	VADDPS   Z22, Z24, Z24
+	VMULPS   Z24, Z23, Z23
+	VMOVNTPS Z23, 128(AX)(R11*1)
+	VMULPS   192(CX)(R11*1), Z4, Z23
+	VMOVUPS  192(DX)(R11*1), Z24
+	VADDPS   Z22, Z24, Z24
+	VMULPS   Z24, Z23, Z23
+	VMOVNTPS Z23, 192(AX)(R11*1)
+	ADDQ     $0x00000100, R11
+	JMP      g2nloop
+
+g2none:
+	ADDQ $0x000000c0, R12
+
+g2noneloop:
+	CMPQ     R11, R12
+	JG       g2ntail
+	VMULPS   (CX)(R11*1), Z4, Z23
+	VMOVUPS  (DX)(R11*1), Z24
+	VADDPS   Z22, Z24, Z24
+	VMULPS   Z24, Z23, Z23
+	VMOVNTPS Z23, (AX)(R11*1)
+	ADDQ     $0x00000040, R11
+	JMP      g2noneloop
+
+g2ntail:
+	MOVQ      SI, R12
+	SUBQ      R11, R12
+	JZ        g2ndone
+	LEAQ      kmask<>+0(SB), R13
+	SHRQ      $0x01, R12
+	KMOVW     (R13)(R12*1), K1
+	VMOVUPS.Z (CX)(R11*1), K1, Z23
+	VMULPS    Z23, Z4, Z23
+	VMOVUPS.Z (DX)(R11*1), K1, Z4
+	VADDPS    Z22, Z4, Z4
+	VMULPS    Z4, Z23, Z23
+	VMOVUPS   Z23, K1, (AX)(R11*1)
+
+g2ndone:
+g2scaled:
+	ADDQ         R8, CX
+	ADDQ         R8, AX
+	VPERMILPS    $0x03, Z21, Z4
+	VBROADCASTSS X4, Z4
+	VBROADCASTSS one<>+0(SB), Z21
+	TESTQ        $0x00000001, R9
+	JNZ          g3scalent
+
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ R11, R11
+	MOVQ SI, R12
+	SUBQ $0x00000100, R12
+
+g3sloop:
+	CMPQ    R11, R12
+	JG      g3sone
+	VMULPS  (CX)(R11*1), Z4, Z22
+	VMOVUPS (DX)(R11*1), Z23
+	VADDPS  Z21, Z23, Z23
+	VMULPS  Z23, Z22, Z22
+	VMOVUPS Z22, (AX)(R11*1)
+	VMULPS  64(CX)(R11*1), Z4, Z22
+	VMOVUPS 64(DX)(R11*1), Z23
+	VADDPS  Z21, Z23, Z23
+	VMULPS  Z23, Z22, Z22
+	VMOVUPS Z22, 64(AX)(R11*1)
+	VMULPS  128(CX)(R11*1), Z4, Z22
+	VMOVUPS 128(DX)(R11*1), Z23
+	VADDPS  Z21, Z23, Z23
+	VMULPS  Z23, Z22, Z22
+	VMOVUPS Z22, 128(AX)(R11*1)
+	VMULPS  192(CX)(R11*1), Z4, Z22
+	VMOVUPS 192(DX)(R11*1), Z23
+	VADDPS  Z21, Z23, Z23
+	VMULPS  Z23, Z22, Z22
+	VMOVUPS Z22, 192(AX)(R11*1)
+	ADDQ    $0x00000100, R11
+	JMP     g3sloop
+
+g3sone:
+	ADDQ $0x000000c0, R12
+
+g3soneloop:
+	CMPQ    R11, R12
+	JG      g3stail
+	VMULPS  (CX)(R11*1), Z4, Z22
+	VMOVUPS (DX)(R11*1), Z23
+	VADDPS  Z21, Z23, Z23
+	VMULPS  Z23, Z22, Z22
+	VMOVUPS Z22, (AX)(R11*1)
+	ADDQ    $0x00000040, R11
+	JMP     g3soneloop
+
+g3stail:
+	MOVQ      SI, R12
+	SUBQ      R11, R12
+	JZ        g3sdone
+	LEAQ      kmask<>+0(SB), R13
+	SHRQ      $0x01, R12
+	KMOVW     (R13)(R12*1), K1
+	VMOVUPS.Z (CX)(R11*1), K1, Z22
+	VMULPS    Z22, Z4, Z22
+	VMOVUPS.Z (DX)(R11*1), K1, Z4
+	VADDPS    Z21, Z4, Z4
+	VMULPS    Z4, Z22, Z22
+	VMOVUPS   Z22, K1, (AX)(R11*1)
+
+g3sdone:
+	JMP g3scaled
+
+g3scalent:
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ R11, R11
+
+	// Ordinary stores up to the first vector-aligned element of dst.
+	MOVQ AX, R12
+	NEGQ R12
+	ANDQ $0x0000003f, R12
+	JZ   g3nbody
+	CMPQ R12, SI
+	JLE  g3nhead
+	MOVQ SI, R12
+
+g3nhead:
+	MOVQ      R12, R11
+	XORQ      R13, R13
+	LEAQ      kmask<>+0(SB), R14
+	SHRQ      $0x01, R12
+	KMOVW     (R14)(R12*1), K1
+	VMOVUPS.Z (CX)(R13*1), K1, Z22
+	VMULPS    Z22, Z4, Z22
+	VMOVUPS.Z (DX)(R13*1), K1, Z23
+	VADDPS    Z21, Z23, Z23
+	VMULPS    Z23, Z22, Z22
+	VMOVUPS   Z22, K1, (AX)(R13*1)
+
+g3nbody:
+	MOVQ SI, R12
+	SUBQ $0x00000100, R12
+
+g3nloop:
+	CMPQ     R11, R12
+	JG       g3none
+	VMULPS   (CX)(R11*1), Z4, Z22
+	VMOVUPS  (DX)(R11*1), Z23
+	VADDPS   Z21, Z23, Z23
+	VMULPS   Z23, Z22, Z22
+	VMOVNTPS Z22, (AX)(R11*1)
+	VMULPS   64(CX)(R11*1), Z4, Z22
+	VMOVUPS  64(DX)(R11*1), Z23
+	VADDPS   Z21, Z23, Z23
+	VMULPS   Z23, Z22, Z22
+	VMOVNTPS Z22, 64(AX)(R11*1)
+	VMULPS   128(CX)(R11*1), Z4, Z22
+	VMOVUPS  128(DX)(R11*1), Z23
+	VADDPS   Z21, Z23, Z23
+	VMULPS   Z23, Z22, Z22
+	VMOVNTPS Z22, 128(AX)(R11*1)
+	VMULPS   192(CX)(R11*1), Z4, Z22
+	VMOVUPS  192(DX)(R11*1), Z23
+	VADDPS   Z21, Z23, Z23
+	VMULPS   Z23, Z22, Z22
+	VMOVNTPS Z22, 192(AX)(R11*1)
+	ADDQ     $0x00000100, R11
+	JMP      g3nloop
+
+g3none:
+	ADDQ $0x000000c0, R12
+
+g3noneloop:
+	CMPQ     R11, R12
+	JG       g3ntail
+	VMULPS   (CX)(R11*1), Z4, Z22
+	VMOVUPS  (DX)(R11*1), Z23
+	VADDPS   Z21, Z23, Z23
+	VMULPS   Z23, Z22, Z22
+	VMOVNTPS Z22, (AX)(R11*1)
+	ADDQ     $0x00000040, R11
+	JMP      g3noneloop
+
+g3ntail:
+	MOVQ      SI, R12
+	SUBQ      R11, R12
+	JZ        g3ndone
+	LEAQ      kmask<>+0(SB), R13
+	SHRQ      $0x01, R12
+	KMOVW     (R13)(R12*1), K1
+	VMOVUPS.Z (CX)(R11*1), K1, Z22
+	VMULPS    Z22, Z4, Z22
+	VMOVUPS.Z (DX)(R11*1), K1, Z4
+	VADDPS    Z21, Z4, Z4
+	VMULPS    Z4, Z22, Z22
+	VMOVUPS   Z22, K1, (AX)(R11*1)
+
+g3ndone:
+g3scaled:
+	ADDQ R8, CX
+	ADDQ R8, AX
+	ADDQ $0x04, R10
+	JMP  group
+
+row:
+	CMPQ R10, DI
+	JAE  ret
+
+	// Sum of squares: element i goes to partial i%64.
+	MOVQ   SI, R12
+	SUBQ   $0x00000100, R12
+	JGE    firstblock
+	VPXORD Z17, Z17, Z17
+	VPXORD Z18, Z18, Z18
+	VPXORD Z19, Z19, Z19
+	VPXORD Z20, Z20, Z20
+	XORQ   R11, R11
+	JMP    sumtail
+
+firstblock:
+	// +0 + square is the square itself: the first block initializes the partials.
+	XORQ    R11, R11
+	VMOVUPS (CX)(R11*1), Z0
+	VMULPS  Z0, Z0, Z0
+	VMOVAPS Z0, Z17
+	VMOVUPS 64(CX)(R11*1), Z0
+	VMULPS  Z0, Z0, Z0
+	VMOVAPS Z0, Z18
+	VMOVUPS 128(CX)(R11*1), Z0
+	VMULPS  Z0, Z0, Z0
+	VMOVAPS Z0, Z19
+	VMOVUPS 192(CX)(R11*1), Z0
+	VMULPS  Z0, Z0, Z0
+	VMOVAPS Z0, Z20
+	MOVQ    $0x00000100, R11
+	JMP     sumcheck
+
+sumloop:
+	VMOVUPS (CX)(R11*1), Z0
+	VMULPS  Z0, Z0, Z0
+	VADDPS  Z0, Z17, Z17
+	VMOVUPS 64(CX)(R11*1), Z0
+	VMULPS  Z0, Z0, Z0
+	VADDPS  Z0, Z18, Z18
+	VMOVUPS 128(CX)(R11*1), Z0
+	VMULPS  Z0, Z0, Z0
+	VADDPS  Z0, Z19, Z19
+	VMOVUPS 192(CX)(R11*1), Z0
+	VMULPS  Z0, Z0, Z0
+	VADDPS  Z0, Z20, Z20
+	ADDQ    $0x00000100, R11
+
+sumcheck:
+	CMPQ R11, R12
+	JLE  sumloop
+
+sumtail:
+	// Fewer than 64 elements remain: whole vectors first, then one masked vector.
+	MOVQ    SI, R12
+	SUBQ    R11, R12
+	CMPQ    R12, $0x00000040
+	JL      sumpart0
+	VMOVUPS (CX)(R11*1), Z0
+	VMULPS  Z0, Z0, Z0
+	VADDPS  Z0, Z17, Z17
+	CMPQ    R12, $0x00000080
+	JL      sumpart1
+	VMOVUPS 64(CX)(R11*1), Z0
+	VMULPS  Z0, Z0, Z0
+	VADDPS  Z0, Z18, Z18
+	CMPQ    R12, $0x000000c0
+	JL      sumpart2
+	VMOVUPS 128(CX)(R11*1), Z0
+	VMULPS  Z0, Z0, Z0
+	VADDPS  Z0, Z19, Z19
+	CMPQ    R12, $0x00000100
+	JL      sumpart3
+	VMOVUPS 192(CX)(R11*1), Z0
+	VMULPS  Z0, Z0, Z0
+	VADDPS  Z0, Z20, Z20
+	JMP     summed
+
+sumpart0:
+	SUBQ      $0x00000000, R12
+	JZ        summed
+	LEAQ      kmask<>+0(SB), R13
+	SHRQ      $0x01, R12
+	KMOVW     (R13)(R12*1), K1
+	VMOVUPS.Z (CX)(R11*1), K1, Z0
+	VMULPS    Z0, Z0, Z0
+	VADDPS    Z0, Z17, Z17
+	JMP       summed
+
+sumpart1:
+	SUBQ      $0x00000040, R12
+	JZ        summed
+	LEAQ      kmask<>+0(SB), R13
+	SHRQ      $0x01, R12
+	KMOVW     (R13)(R12*1), K1
+	VMOVUPS.Z 64(CX)(R11*1), K1, Z0
+	VMULPS    Z0, Z0, Z0
+	VADDPS    Z0, Z18, Z18
+	JMP       summed
+
+sumpart2:
+	SUBQ      $0x00000080, R12
+	JZ        summed
+	LEAQ      kmask<>+0(SB), R13
+	SHRQ      $0x01, R12
+	KMOVW     (R13)(R12*1), K1
+	VMOVUPS.Z 128(CX)(R11*1), K1, Z0
+	VMULPS    Z0, Z0, Z0
+	VADDPS    Z0, Z19, Z19
+	JMP       summed
+
+sumpart3:
+	SUBQ      $0x000000c0, R12
+	JZ        summed
+	LEAQ      kmask<>+0(SB), R13
+	SHRQ      $0x01, R12
+	KMOVW     (R13)(R12*1), K1
+	VMOVUPS.Z 192(CX)(R11*1), K1, Z0
+	VMULPS    Z0, Z0, Z0
+	VADDPS    Z0, Z20, Z20
+
+summed:
 	// Halving tree: p[j] += p[j+h] for h = 32, 16, ..., 1.
-	VADDPS        Z2, Z0, Z0
-	VADDPS        Z3, Z1, Z1
-	VADDPS        Z1, Z0, Z0
-	VEXTRACTF64X4 $0x01, Z0, Y4
-	VADDPS        Y4, Y0, Y4
-	VEXTRACTF128  $0x01, Y4, X5
-	VADDPS        X5, X4, X5
-	VMOVHLPS      X5, X5, X4
-	VADDPS        X4, X5, X5
-	VMOVSHDUP     X5, X4
-	VADDSS        X4, X5, X5
+	VADDPS     Z19, Z17, Z17
+	VADDPS     Z20, Z18, Z18
+	VADDPS     Z18, Z17, Z17
+	VSHUFF64X2 $0xee, Z17, Z17, Z0
+	VADDPS     Z0, Z17, Z17
+	VSHUFF32X4 $0x01, Z17, Z17, Z0
+	VADDPS     Z0, Z17, Z17
+	VPERMILPS  $0x4e, Z17, Z0
+	VADDPS     Z0, Z17, Z17
+	VPERMILPS  $0xb1, Z17, Z0
+	VADDPS     Z0, Z17, Z17
 
 	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
-	VXORPS     X4, X4, X4
-	VCVTSI2SSQ d+40(FP), X4, X4
-	VDIVSS     X4, X5, X4
-	VADDSS     eps+64(FP), X4, X4
-	VUCOMISS   tlo<>+0(SB), X4
-	JCS        ret
-	VUCOMISS   tmax<>+0(SB), X4
-	JHI        ret
-	VSQRTSS    X4, X4, X4
-	VMOVSS     one<>+0(SB), X5
-	VDIVSS     X4, X5, X5
+	TESTQ  $0x00000002, R9
+	JZ     divide
+	VMULSS rd+72(FP), X17, X0
+	JMP    divided
+
+divide:
+	VDIVSS fd+68(FP), X17, X0
+
+divided:
+	VADDSS   eps+64(FP), X0, X0
+	VUCOMISS tlo<>+0(SB), X0
+	JCS      ret
+	VUCOMISS tmax<>+0(SB), X0
+	JHI      ret
+	VSQRTSS  X0, X0, X0
+	VMOVSS   one<>+0(SB), X1
+	VDIVSS   X0, X1, X1
 
 	// Report 1/rms if asked.
 	TESTQ  BX, BX
 	JZ     scale
-	VMOVSS X5, (BX)(R9*4)
+	VMOVSS X1, (BX)(R10*4)
 
 scale:
+	VBROADCASTSS X1, Z0
+	VBROADCASTSS one<>+0(SB), Z1
+	TESTQ        $0x00000001, R9
+	JNZ          scalent
+
 	// y = (src*inv)*w, rounded after each multiply.
-	VBROADCASTSS X5, Z4
-	VBROADCASTSS one<>+0(SB), Z5
-	XORQ         R10, R10
-	MOVQ         SI, R11
-	SUBQ         $0x00000100, R11
-	JL           scaleone
+	XORQ R11, R11
+	MOVQ SI, R12
+	SUBQ $0x00000100, R12
 
-scaleloop:
-	VMULPS  (CX)(R10*1), Z4, Z6
-	VMOVUPS (DX)(R10*1), Z7
-	VADDPS  Z5, Z7, Z7
-	VMULPS  Z7, Z6, Z6
-	VMOVUPS Z6, (AX)(R10*1)
-	VMULPS  64(CX)(R10*1), Z4, Z6
-	VMOVUPS 64(DX)(R10*1), Z7
-	VADDPS  Z5, Z7, Z7
-	VMULPS  Z7, Z6, Z6
-	VMOVUPS Z6, 64(AX)(R10*1)
-	VMULPS  128(CX)(R10*1), Z4, Z6
-	VMOVUPS 128(DX)(R10*1), Z7
-	VADDPS  Z5, Z7, Z7
-	VMULPS  Z7, Z6, Z6
-	VMOVUPS Z6, 128(AX)(R10*1)
-	VMULPS  192(CX)(R10*1), Z4, Z6
-	VMOVUPS 192(DX)(R10*1), Z7
-	VADDPS  Z5, Z7, Z7
-	VMULPS  Z7, Z6, Z6
-	VMOVUPS Z6, 192(AX)(R10*1)
-	ADDQ    $0x00000100, R10
-	CMPQ    R10, R11
-	JLE     scaleloop
+sloop:
+	CMPQ    R11, R12
+	JG      sone
+	VMULPS  (CX)(R11*1), Z0, Z2
+	VMOVUPS (DX)(R11*1), Z3
+	VADDPS  Z1, Z3, Z3
+	VMULPS  Z3, Z2, Z2
+	VMOVUPS Z2, (AX)(R11*1)
+	VMULPS  64(CX)(R11*1), Z0, Z2
+	VMOVUPS 64(DX)(R11*1), Z3
+	VADDPS  Z1, Z3, Z3
+	VMULPS  Z3, Z2, Z2
+	VMOVUPS Z2, 64(AX)(R11*1)
+	VMULPS  128(CX)(R11*1), Z0, Z2
+	VMOVUPS 128(DX)(R11*1), Z3
+	VADDPS  Z1, Z3, Z3
+	VMULPS  Z3, Z2, Z2
+	VMOVUPS Z2, 128(AX)(R11*1)
+	VMULPS  192(CX)(R11*1), Z0, Z2
+	VMOVUPS 192(DX)(R11*1), Z3
+	VADDPS  Z1, Z3, Z3
+	VMULPS  Z3, Z2, Z2
+	VMOVUPS Z2, 192(AX)(R11*1)
+	ADDQ    $0x00000100, R11
+	JMP     sloop
 
-scaleone:
-	MOVQ SI, R11
-	SUBQ $0x00000040, R11
+sone:
+	ADDQ $0x000000c0, R12
 
-scaleoneloop:
-	CMPQ    R10, R11
-	JG      scaletail
-	VMULPS  (CX)(R10*1), Z4, Z6
-	VMOVUPS (DX)(R10*1), Z7
-	VADDPS  Z5, Z7, Z7
-	VMULPS  Z7, Z6, Z6
-	VMOVUPS Z6, (AX)(R10*1)
-	ADDQ    $0x00000040, R10
-	JMP     scaleoneloop
+soneloop:
+	CMPQ    R11, R12
+	JG      stail
+	VMULPS  (CX)(R11*1), Z0, Z2
+	VMOVUPS (DX)(R11*1), Z3
+	VADDPS  Z1, Z3, Z3
+	VMULPS  Z3, Z2, Z2
+	VMOVUPS Z2, (AX)(R11*1)
+	ADDQ    $0x00000040, R11
+	JMP     soneloop
 
-scaletail:
-	MOVQ      SI, R11
-	SUBQ      R10, R11
-	JZ        next
-	LEAQ      kmask<>+0(SB), R12
-	SHRQ      $0x01, R11
-	KMOVW     (R12)(R11*1), K1
-	VMOVUPS.Z (CX)(R10*1), K1, Z6
-	VMULPS    Z6, Z4, Z6
-	VMOVUPS.Z (DX)(R10*1), K1, Z4
-	VADDPS    Z5, Z4, Z4
-	VMULPS    Z4, Z6, Z6
-	VMOVUPS   Z6, K1, (AX)(R10*1)
+stail:
+	MOVQ      SI, R12
+	SUBQ      R11, R12
+	JZ        sdone
+	LEAQ      kmask<>+0(SB), R13
+	SHRQ      $0x01, R12
+	KMOVW     (R13)(R12*1), K1
+	VMOVUPS.Z (CX)(R11*1), K1, Z2
+	VMULPS    Z2, Z0, Z2
+	VMOVUPS.Z (DX)(R11*1), K1, Z0
+	VADDPS    Z1, Z0, Z0
+	VMULPS    Z0, Z2, Z2
+	VMOVUPS   Z2, K1, (AX)(R11*1)
 
-next:
+sdone:
+	JMP scaled
+
+scalent:
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ R11, R11
+
+	// Ordinary stores up to the first vector-aligned element of dst.
+	MOVQ AX, R12
+	NEGQ R12
+	ANDQ $0x0000003f, R12
+	JZ   nbody
+	CMPQ R12, SI
+	JLE  nhead
+	MOVQ SI, R12
+
+nhead:
+	MOVQ      R12, R11
+	XORQ      R13, R13
+	LEAQ      kmask<>+0(SB), R14
+	SHRQ      $0x01, R12
+	KMOVW     (R14)(R12*1), K1
+	VMOVUPS.Z (CX)(R13*1), K1, Z2
+	VMULPS    Z2, Z0, Z2
+	VMOVUPS.Z (DX)(R13*1), K1, Z3
+	VADDPS    Z1, Z3, Z3
+	VMULPS    Z3, Z2, Z2
+	VMOVUPS   Z2, K1, (AX)(R13*1)
+
+nbody:
+	MOVQ SI, R12
+	SUBQ $0x00000100, R12
+
+nloop:
+	CMPQ     R11, R12
+	JG       none
+	VMULPS   (CX)(R11*1), Z0, Z2
+	VMOVUPS  (DX)(R11*1), Z3
+	VADDPS   Z1, Z3, Z3
+	VMULPS   Z3, Z2, Z2
+	VMOVNTPS Z2, (AX)(R11*1)
+	VMULPS   64(CX)(R11*1), Z0, Z2
+	VMOVUPS  64(DX)(R11*1), Z3
+	VADDPS   Z1, Z3, Z3
+	VMULPS   Z3, Z2, Z2
+	VMOVNTPS Z2, 64(AX)(R11*1)
+	VMULPS   128(CX)(R11*1), Z0, Z2
+	VMOVUPS  128(DX)(R11*1), Z3
+	VADDPS   Z1, Z3, Z3
+	VMULPS   Z3, Z2, Z2
+	VMOVNTPS Z2, 128(AX)(R11*1)
+	VMULPS   192(CX)(R11*1), Z0, Z2
+	VMOVUPS  192(DX)(R11*1), Z3
+	VADDPS   Z1, Z3, Z3
+	VMULPS   Z3, Z2, Z2
+	VMOVNTPS Z2, 192(AX)(R11*1)
+	ADDQ     $0x00000100, R11
+	JMP      nloop
+
+none:
+	ADDQ $0x000000c0, R12
+
+noneloop:
+	CMPQ     R11, R12
+	JG       ntail
+	VMULPS   (CX)(R11*1), Z0, Z2
+	VMOVUPS  (DX)(R11*1), Z3
+	VADDPS   Z1, Z3, Z3
+	VMULPS   Z3, Z2, Z2
+	VMOVNTPS Z2, (AX)(R11*1)
+	ADDQ     $0x00000040, R11
+	JMP      noneloop
+
+ntail:
+	MOVQ      SI, R12
+	SUBQ      R11, R12
+	JZ        ndone
+	LEAQ      kmask<>+0(SB), R13
+	SHRQ      $0x01, R12
+	KMOVW     (R13)(R12*1), K1
+	VMOVUPS.Z (CX)(R11*1), K1, Z2
+	VMULPS    Z2, Z0, Z2
+	VMOVUPS.Z (DX)(R11*1), K1, Z0
+	VADDPS    Z1, Z0, Z0
+	VMULPS    Z0, Z2, Z2
+	VMOVUPS   Z2, K1, (AX)(R11*1)
+
+ndone:
+scaled:
 	ADDQ R8, AX
 	ADDQ R8, CX
-	INCQ R9
+	INCQ R10
 	JMP  row
 
 ret:
+	TESTQ $0x00000001, R9
+	JZ    vzero
+	SFENCE
+
+vzero:
 	VZEROUPPER
-	MOVQ R9, ret+72(FP)
+	MOVQ R10, ret+88(FP)
 	RET
 
-// func avx512Unweighted(dst *float32, x *float32, w *float32, res *float32, inv *float32, d int, rows int, stride int, eps float32) int
-// Requires: AVX, AVX512F
-TEXT ·avx512Unweighted(SB), NOSPLIT, $0-80
+// func avx512Unweighted(dst *float32, x *float32, w *float32, res *float32, inv *float32, d int, rows int, stride int, eps float32, fd float32, rd float32, flags int) int
+// Requires: AVX, AVX512F, MMX+
+TEXT ·avx512Unweighted(SB), NOSPLIT, $0-96
 	MOVQ dst+0(FP), AX
 	MOVQ x+8(FP), CX
 	MOVQ inv+32(FP), DX
@@ -494,198 +3013,1324 @@ TEXT ·avx512Unweighted(SB), NOSPLIT, $0-80
 	MOVQ rows+48(FP), SI
 	MOVQ stride+56(FP), DI
 	SHLQ $0x02, DI
-	XORQ R8, R8
+	MOVQ flags+80(FP), R8
+	XORQ R9, R9
+	CMPQ BX, $0x00000800
+	JA   row
 
-row:
-	CMPQ R8, SI
-	JAE  ret
+group:
+	MOVQ SI, R10
+	SUBQ R9, R10
+	CMPQ R10, $0x04
+	JL   row
+
+	// Sums of four rows, each partly reduced.
+	MOVQ CX, R10
 
 	// Sum of squares: element i goes to partial i%64.
+	MOVQ   BX, R12
+	SUBQ   $0x00000100, R12
+	JGE    g0firstblock
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
 	VPXORD Z3, Z3, Z3
-	XORQ   R9, R9
-	MOVQ   BX, R10
-	SUBQ   $0x00000100, R10
-	JL     sumtail
+	XORQ   R11, R11
+	JMP    g0sumtail
 
-sumloop:
-	VMOVUPS (CX)(R9*1), Z4
+g0firstblock:
+	// +0 + square is the square itself: the first block initializes the partials.
+	XORQ    R11, R11
+	VMOVUPS (R10)(R11*1), Z0
+	VMULPS  Z0, Z0, Z0
+	VMOVAPS Z0, Z0
+	VMOVUPS 64(R10)(R11*1), Z1
+	VMULPS  Z1, Z1, Z1
+	VMOVAPS Z1, Z1
+	VMOVUPS 128(R10)(R11*1), Z2
+	VMULPS  Z2, Z2, Z2
+	VMOVAPS Z2, Z2
+	VMOVUPS 192(R10)(R11*1), Z3
+	VMULPS  Z3, Z3, Z3
+	VMOVAPS Z3, Z3
+	MOVQ    $0x00000100, R11
+	JMP     g0sumcheck
+
+g0sumloop:
+	VMOVUPS (R10)(R11*1), Z4
 	VMULPS  Z4, Z4, Z4
 	VADDPS  Z4, Z0, Z0
-	VMOVUPS 64(CX)(R9*1), Z4
+	VMOVUPS 64(R10)(R11*1), Z4
 	VMULPS  Z4, Z4, Z4
 	VADDPS  Z4, Z1, Z1
-	VMOVUPS 128(CX)(R9*1), Z4
+	VMOVUPS 128(R10)(R11*1), Z4
 	VMULPS  Z4, Z4, Z4
 	VADDPS  Z4, Z2, Z2
-	VMOVUPS 192(CX)(R9*1), Z4
+	VMOVUPS 192(R10)(R11*1), Z4
 	VMULPS  Z4, Z4, Z4
 	VADDPS  Z4, Z3, Z3
-	ADDQ    $0x00000100, R9
-	CMPQ    R9, R10
-	JLE     sumloop
+	ADDQ    $0x00000100, R11
 
-sumtail:
+g0sumcheck:
+	CMPQ R11, R12
+	JLE  g0sumloop
+
+g0sumtail:
 	// Fewer than 64 elements remain: whole vectors first, then one masked vector.
-	MOVQ    BX, R10
-	SUBQ    R9, R10
-	CMPQ    R10, $0x00000040
-	JL      sumpart0
-	VMOVUPS (CX)(R9*1), Z4
+	MOVQ    BX, R12
+	SUBQ    R11, R12
+	CMPQ    R12, $0x00000040
+	JL      g0sumpart0
+	VMOVUPS (R10)(R11*1), Z4
 	VMULPS  Z4, Z4, Z4
 	VADDPS  Z4, Z0, Z0
-	CMPQ    R10, $0x00000080
-	JL      sumpart1
-	VMOVUPS 64(CX)(R9*1), Z4
+	CMPQ    R12, $0x00000080
+	JL      g0sumpart1
+	VMOVUPS 64(R10)(R11*1), Z4
 	VMULPS  Z4, Z4, Z4
 	VADDPS  Z4, Z1, Z1
-	CMPQ    R10, $0x000000c0
-	JL      sumpart2
-	VMOVUPS 128(CX)(R9*1), Z4
+	CMPQ    R12, $0x000000c0
+	JL      g0sumpart2
+	VMOVUPS 128(R10)(R11*1), Z4
 	VMULPS  Z4, Z4, Z4
 	VADDPS  Z4, Z2, Z2
-	CMPQ    R10, $0x00000100
-	JL      sumpart3
-	VMOVUPS 192(CX)(R9*1), Z4
+	CMPQ    R12, $0x00000100
+	JL      g0sumpart3
+	VMOVUPS 192(R10)(R11*1), Z4
 	VMULPS  Z4, Z4, Z4
 	VADDPS  Z4, Z3, Z3
-	JMP     reduce
+	JMP     g0summed
 
-sumpart0:
-	SUBQ      $0x00000000, R10
-	JZ        reduce
-	LEAQ      kmask<>+0(SB), R11
-	SHRQ      $0x01, R10
-	KMOVW     (R11)(R10*1), K1
-	VMOVUPS.Z (CX)(R9*1), K1, Z4
+g0sumpart0:
+	SUBQ      $0x00000000, R12
+	JZ        g0summed
+	LEAQ      kmask<>+0(SB), R13
+	SHRQ      $0x01, R12
+	KMOVW     (R13)(R12*1), K1
+	VMOVUPS.Z (R10)(R11*1), K1, Z4
 	VMULPS    Z4, Z4, Z4
 	VADDPS    Z4, Z0, Z0
-	JMP       reduce
+	JMP       g0summed
 
-sumpart1:
-	SUBQ      $0x00000040, R10
-	JZ        reduce
-	LEAQ      kmask<>+0(SB), R11
-	SHRQ      $0x01, R10
-	KMOVW     (R11)(R10*1), K1
-	VMOVUPS.Z 64(CX)(R9*1), K1, Z4
+g0sumpart1:
+	SUBQ      $0x00000040, R12
+	JZ        g0summed
+	LEAQ      kmask<>+0(SB), R13
+	SHRQ      $0x01, R12
+	KMOVW     (R13)(R12*1), K1
+	VMOVUPS.Z 64(R10)(R11*1), K1, Z4
 	VMULPS    Z4, Z4, Z4
 	VADDPS    Z4, Z1, Z1
-	JMP       reduce
+	JMP       g0summed
 
-sumpart2:
-	SUBQ      $0x00000080, R10
-	JZ        reduce
-	LEAQ      kmask<>+0(SB), R11
-	SHRQ      $0x01, R10
-	KMOVW     (R11)(R10*1), K1
-	VMOVUPS.Z 128(CX)(R9*1), K1, Z4
+g0sumpart2:
+	SUBQ      $0x00000080, R12
+	JZ        g0summed
+	LEAQ      kmask<>+0(SB), R13
+	SHRQ      $0x01, R12
+	KMOVW     (R13)(R12*1), K1
+	VMOVUPS.Z 128(R10)(R11*1), K1, Z4
 	VMULPS    Z4, Z4, Z4
 	VADDPS    Z4, Z2, Z2
-	JMP       reduce
+	JMP       g0summed
 
-sumpart3:
-	SUBQ      $0x000000c0, R10
-	JZ        reduce
-	LEAQ      kmask<>+0(SB), R11
-	SHRQ      $0x01, R10
-	KMOVW     (R11)(R10*1), K1
-	VMOVUPS.Z 192(CX)(R9*1), K1, Z4
+g0sumpart3:
+	SUBQ      $0x000000c0, R12
+	JZ        g0summed
+	LEAQ      kmask<>+0(SB), R13
+	SHRQ      $0x01, R12
+	KMOVW     (R13)(R12*1), K1
+	VMOVUPS.Z 192(R10)(R11*1), K1, Z4
 	VMULPS    Z4, Z4, Z4
 	VADDPS    Z4, Z3, Z3
 
-reduce:
+g0summed:
+	VADDPS Z2, Z0, Z0
+	VADDPS Z3, Z1, Z1
+	VADDPS Z1, Z0, Z0
+	ADDQ   DI, R10
+
+	// Sum of squares: element i goes to partial i%64.
+	MOVQ   BX, R12
+	SUBQ   $0x00000100, R12
+	JGE    g1firstblock
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	XORQ   R11, R11
+	JMP    g1sumtail
+
+g1firstblock:
+	// +0 + square is the square itself: the first block initializes the partials.
+	XORQ    R11, R11
+	VMOVUPS (R10)(R11*1), Z4
+	VMULPS  Z4, Z4, Z4
+	VMOVAPS Z4, Z5
+	VMOVUPS 64(R10)(R11*1), Z4
+	VMULPS  Z4, Z4, Z4
+	VMOVAPS Z4, Z6
+	VMOVUPS 128(R10)(R11*1), Z4
+	VMULPS  Z4, Z4, Z4
+	VMOVAPS Z4, Z7
+	VMOVUPS 192(R10)(R11*1), Z4
+	VMULPS  Z4, Z4, Z4
+	VMOVAPS Z4, Z8
+	MOVQ    $0x00000100, R11
+	JMP     g1sumcheck
+
+g1sumloop:
+	VMOVUPS (R10)(R11*1), Z4
+	VMULPS  Z4, Z4, Z4
+	VADDPS  Z4, Z5, Z5
+	VMOVUPS 64(R10)(R11*1), Z4
+	VMULPS  Z4, Z4, Z4
+	VADDPS  Z4, Z6, Z6
+	VMOVUPS 128(R10)(R11*1), Z4
+	VMULPS  Z4, Z4, Z4
+	VADDPS  Z4, Z7, Z7
+	VMOVUPS 192(R10)(R11*1), Z4
+	VMULPS  Z4, Z4, Z4
+	VADDPS  Z4, Z8, Z8
+	ADDQ    $0x00000100, R11
+
+g1sumcheck:
+	CMPQ R11, R12
+	JLE  g1sumloop
+
+g1sumtail:
+	// Fewer than 64 elements remain: whole vectors first, then one masked vector.
+	MOVQ    BX, R12
+	SUBQ    R11, R12
+	CMPQ    R12, $0x00000040
+	JL      g1sumpart0
+	VMOVUPS (R10)(R11*1), Z4
+	VMULPS  Z4, Z4, Z4
+	VADDPS  Z4, Z5, Z5
+	CMPQ    R12, $0x00000080
+	JL      g1sumpart1
+	VMOVUPS 64(R10)(R11*1), Z4
+	VMULPS  Z4, Z4, Z4
+	VADDPS  Z4, Z6, Z6
+	CMPQ    R12, $0x000000c0
+	JL      g1sumpart2
+	VMOVUPS 128(R10)(R11*1), Z4
+	VMULPS  Z4, Z4, Z4
+	VADDPS  Z4, Z7, Z7
+	CMPQ    R12, $0x00000100
+	JL      g1sumpart3
+	VMOVUPS 192(R10)(R11*1), Z4
+	VMULPS  Z4, Z4, Z4
+	VADDPS  Z4, Z8, Z8
+	JMP     g1summed
+
+g1sumpart0:
+	SUBQ      $0x00000000, R12
+	JZ        g1summed
+	LEAQ      kmask<>+0(SB), R13
+	SHRQ      $0x01, R12
+	KMOVW     (R13)(R12*1), K1
+	VMOVUPS.Z (R10)(R11*1), K1, Z4
+	VMULPS    Z4, Z4, Z4
+	VADDPS    Z4, Z5, Z5
+	JMP       g1summed
+
+g1sumpart1:
+	SUBQ      $0x00000040, R12
+	JZ        g1summed
+	LEAQ      kmask<>+0(SB), R13
+	SHRQ      $0x01, R12
+	KMOVW     (R13)(R12*1), K1
+	VMOVUPS.Z 64(R10)(R11*1), K1, Z4
+	VMULPS    Z4, Z4, Z4
+	VADDPS    Z4, Z6, Z6
+	JMP       g1summed
+
+g1sumpart2:
+	SUBQ      $0x00000080, R12
+	JZ        g1summed
+	LEAQ      kmask<>+0(SB), R13
+	SHRQ      $0x01, R12
+	KMOVW     (R13)(R12*1), K1
+	VMOVUPS.Z 128(R10)(R11*1), K1, Z4
+	VMULPS    Z4, Z4, Z4
+	VADDPS    Z4, Z7, Z7
+	JMP       g1summed
+
+g1sumpart3:
+	SUBQ      $0x000000c0, R12
+	JZ        g1summed
+	LEAQ      kmask<>+0(SB), R13
+	SHRQ      $0x01, R12
+	KMOVW     (R13)(R12*1), K1
+	VMOVUPS.Z 192(R10)(R11*1), K1, Z4
+	VMULPS    Z4, Z4, Z4
+	VADDPS    Z4, Z8, Z8
+
+g1summed:
+	VADDPS Z7, Z5, Z5
+	VADDPS Z8, Z6, Z6
+	VADDPS Z6, Z5, Z5
+	ADDQ   DI, R10
+
+	// Sum of squares: element i goes to partial i%64.
+	MOVQ   BX, R12
+	SUBQ   $0x00000100, R12
+	JGE    g2firstblock
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	VPXORD Z12, Z12, Z12
+	XORQ   R11, R11
+	JMP    g2sumtail
+
+g2firstblock:
+	// +0 + square is the square itself: the first block initializes the partials.
+	XORQ    R11, R11
+	VMOVUPS (R10)(R11*1), Z4
+	VMULPS  Z4, Z4, Z4
+	VMOVAPS Z4, Z9
+	VMOVUPS 64(R10)(R11*1), Z4
+	VMULPS  Z4, Z4, Z4
+	VMOVAPS Z4, Z10
+	VMOVUPS 128(R10)(R11*1), Z4
+	VMULPS  Z4, Z4, Z4
+	VMOVAPS Z4, Z11
+	VMOVUPS 192(R10)(R11*1), Z4
+	VMULPS  Z4, Z4, Z4
+	VMOVAPS Z4, Z12
+	MOVQ    $0x00000100, R11
+	JMP     g2sumcheck
+
+g2sumloop:
+	VMOVUPS (R10)(R11*1), Z4
+	VMULPS  Z4, Z4, Z4
+	VADDPS  Z4, Z9, Z9
+	VMOVUPS 64(R10)(R11*1), Z4
+	VMULPS  Z4, Z4, Z4
+	VADDPS  Z4, Z10, Z10
+	VMOVUPS 128(R10)(R11*1), Z4
+	VMULPS  Z4, Z4, Z4
+	VADDPS  Z4, Z11, Z11
+	VMOVUPS 192(R10)(R11*1), Z4
+	VMULPS  Z4, Z4, Z4
+	VADDPS  Z4, Z12, Z12
+	ADDQ    $0x00000100, R11
+
+g2sumcheck:
+	CMPQ R11, R12
+	JLE  g2sumloop
+
+g2sumtail:
+	// Fewer than 64 elements remain: whole vectors first, then one masked vector.
+	MOVQ    BX, R12
+	SUBQ    R11, R12
+	CMPQ    R12, $0x00000040
+	JL      g2sumpart0
+	VMOVUPS (R10)(R11*1), Z4
+	VMULPS  Z4, Z4, Z4
+	VADDPS  Z4, Z9, Z9
+	CMPQ    R12, $0x00000080
+	JL      g2sumpart1
+	VMOVUPS 64(R10)(R11*1), Z4
+	VMULPS  Z4, Z4, Z4
+	VADDPS  Z4, Z10, Z10
+	CMPQ    R12, $0x000000c0
+	JL      g2sumpart2
+	VMOVUPS 128(R10)(R11*1), Z4
+	VMULPS  Z4, Z4, Z4
+	VADDPS  Z4, Z11, Z11
+	CMPQ    R12, $0x00000100
+	JL      g2sumpart3
+	VMOVUPS 192(R10)(R11*1), Z4
+	VMULPS  Z4, Z4, Z4
+	VADDPS  Z4, Z12, Z12
+	JMP     g2summed
+
+g2sumpart0:
+	SUBQ      $0x00000000, R12
+	JZ        g2summed
+	LEAQ      kmask<>+0(SB), R13
+	SHRQ      $0x01, R12
+	KMOVW     (R13)(R12*1), K1
+	VMOVUPS.Z (R10)(R11*1), K1, Z4
+	VMULPS    Z4, Z4, Z4
+	VADDPS    Z4, Z9, Z9
+	JMP       g2summed
+
+g2sumpart1:
+	SUBQ      $0x00000040, R12
+	JZ        g2summed
+	LEAQ      kmask<>+0(SB), R13
+	SHRQ      $0x01, R12
+	KMOVW     (R13)(R12*1), K1
+	VMOVUPS.Z 64(R10)(R11*1), K1, Z4
+	VMULPS    Z4, Z4, Z4
+	VADDPS    Z4, Z10, Z10
+	JMP       g2summed
+
+g2sumpart2:
+	SUBQ      $0x00000080, R12
+	JZ        g2summed
+	LEAQ      kmask<>+0(SB), R13
+	SHRQ      $0x01, R12
+	KMOVW     (R13)(R12*1), K1
+	VMOVUPS.Z 128(R10)(R11*1), K1, Z4
+	VMULPS    Z4, Z4, Z4
+	VADDPS    Z4, Z11, Z11
+	JMP       g2summed
+
+g2sumpart3:
+	SUBQ      $0x000000c0, R12
+	JZ        g2summed
+	LEAQ      kmask<>+0(SB), R13
+	SHRQ      $0x01, R12
+	KMOVW     (R13)(R12*1), K1
+	VMOVUPS.Z 192(R10)(R11*1), K1, Z4
+	VMULPS    Z4, Z4, Z4
+	VADDPS    Z4, Z12, Z12
+
+g2summed:
+	VADDPS Z11, Z9, Z9
+	VADDPS Z12, Z10, Z10
+	VADDPS Z10, Z9, Z9
+	ADDQ   DI, R10
+
+	// Sum of squares: element i goes to partial i%64.
+	MOVQ   BX, R12
+	SUBQ   $0x00000100, R12
+	JGE    g3firstblock
+	VPXORD Z13, Z13, Z13
+	VPXORD Z14, Z14, Z14
+	VPXORD Z15, Z15, Z15
+	VPXORD Z16, Z16, Z16
+	XORQ   R11, R11
+	JMP    g3sumtail
+
+g3firstblock:
+	// +0 + square is the square itself: the first block initializes the partials.
+	XORQ    R11, R11
+	VMOVUPS (R10)(R11*1), Z4
+	VMULPS  Z4, Z4, Z4
+	VMOVAPS Z4, Z13
+	VMOVUPS 64(R10)(R11*1), Z4
+	VMULPS  Z4, Z4, Z4
+	VMOVAPS Z4, Z14
+	VMOVUPS 128(R10)(R11*1), Z4
+	VMULPS  Z4, Z4, Z4
+	VMOVAPS Z4, Z15
+	VMOVUPS 192(R10)(R11*1), Z4
+	VMULPS  Z4, Z4, Z4
+	VMOVAPS Z4, Z16
+	MOVQ    $0x00000100, R11
+	JMP     g3sumcheck
+
+g3sumloop:
+	VMOVUPS (R10)(R11*1), Z4
+	VMULPS  Z4, Z4, Z4
+	VADDPS  Z4, Z13, Z13
+	VMOVUPS 64(R10)(R11*1), Z4
+	VMULPS  Z4, Z4, Z4
+	VADDPS  Z4, Z14, Z14
+	VMOVUPS 128(R10)(R11*1), Z4
+	VMULPS  Z4, Z4, Z4
+	VADDPS  Z4, Z15, Z15
+	VMOVUPS 192(R10)(R11*1), Z4
+	VMULPS  Z4, Z4, Z4
+	VADDPS  Z4, Z16, Z16
+	ADDQ    $0x00000100, R11
+
+g3sumcheck:
+	CMPQ R11, R12
+	JLE  g3sumloop
+
+g3sumtail:
+	// Fewer than 64 elements remain: whole vectors first, then one masked vector.
+	MOVQ    BX, R12
+	SUBQ    R11, R12
+	CMPQ    R12, $0x00000040
+	JL      g3sumpart0
+	VMOVUPS (R10)(R11*1), Z4
+	VMULPS  Z4, Z4, Z4
+	VADDPS  Z4, Z13, Z13
+	CMPQ    R12, $0x00000080
+	JL      g3sumpart1
+	VMOVUPS 64(R10)(R11*1), Z4
+	VMULPS  Z4, Z4, Z4
+	VADDPS  Z4, Z14, Z14
+	CMPQ    R12, $0x000000c0
+	JL      g3sumpart2
+	VMOVUPS 128(R10)(R11*1), Z4
+	VMULPS  Z4, Z4, Z4
+	VADDPS  Z4, Z15, Z15
+	CMPQ    R12, $0x00000100
+	JL      g3sumpart3
+	VMOVUPS 192(R10)(R11*1), Z4
+	VMULPS  Z4, Z4, Z4
+	VADDPS  Z4, Z16, Z16
+	JMP     g3summed
+
+g3sumpart0:
+	SUBQ      $0x00000000, R12
+	JZ        g3summed
+	LEAQ      kmask<>+0(SB), R13
+	SHRQ      $0x01, R12
+	KMOVW     (R13)(R12*1), K1
+	VMOVUPS.Z (R10)(R11*1), K1, Z4
+	VMULPS    Z4, Z4, Z4
+	VADDPS    Z4, Z13, Z13
+	JMP       g3summed
+
+g3sumpart1:
+	SUBQ      $0x00000040, R12
+	JZ        g3summed
+	LEAQ      kmask<>+0(SB), R13
+	SHRQ      $0x01, R12
+	KMOVW     (R13)(R12*1), K1
+	VMOVUPS.Z 64(R10)(R11*1), K1, Z4
+	VMULPS    Z4, Z4, Z4
+	VADDPS    Z4, Z14, Z14
+	JMP       g3summed
+
+g3sumpart2:
+	SUBQ      $0x00000080, R12
+	JZ        g3summed
+	LEAQ      kmask<>+0(SB), R13
+	SHRQ      $0x01, R12
+	KMOVW     (R13)(R12*1), K1
+	VMOVUPS.Z 128(R10)(R11*1), K1, Z4
+	VMULPS    Z4, Z4, Z4
+	VADDPS    Z4, Z15, Z15
+	JMP       g3summed
+
+g3sumpart3:
+	SUBQ      $0x000000c0, R12
+	JZ        g3summed
+	LEAQ      kmask<>+0(SB), R13
+	SHRQ      $0x01, R12
+	KMOVW     (R13)(R12*1), K1
+	VMOVUPS.Z 192(R10)(R11*1), K1, Z4
+	VMULPS    Z4, Z4, Z4
+	VADDPS    Z4, Z16, Z16
+
+g3summed:
+	VADDPS Z15, Z13, Z13
+	VADDPS Z16, Z14, Z14
+	VADDPS Z14, Z13, Z13
+
+	// The rest of the halving tree, four rows at once.
+	VSHUFF64X2    $0x44, Z5, Z0, Z4
+	VSHUFF64X2    $0xee, Z5, Z0, Z21
+	VADDPS        Z21, Z4, Z4
+	VSHUFF64X2    $0x44, Z13, Z9, Z21
+	VSHUFF64X2    $0xee, Z13, Z9, Z22
+	VADDPS        Z22, Z21, Z21
+	VSHUFF32X4    $0x88, Z21, Z4, Z22
+	VSHUFF32X4    $0xdd, Z21, Z4, Z4
+	VADDPS        Z4, Z22, Z22
+	VPERMILPS     $0x4e, Z22, Z4
+	VADDPS        Z4, Z22, Z22
+	VPERMILPS     $0xb1, Z22, Z4
+	VADDPS        Z4, Z22, Z22
+	MOVL          $0x00001111, R10
+	KMOVW         R10, K1
+	VCOMPRESSPS.Z Z22, K1, Z4
+
+	// t = ss/d + eps for the four rows; any t outside [2^-100, MaxFloat32] sends the group to the one-row path.
+	TESTQ        $0x00000002, R8
+	JZ           Gdivide
+	VBROADCASTSS rd+72(FP), Z21
+	VMULPS       Z21, Z4, Z4
+	JMP          Gdivided
+
+Gdivide:
+	VBROADCASTSS fd+68(FP), Z21
+	VDIVPS       Z21, Z4, Z4
+
+Gdivided:
+	VBROADCASTSS eps+64(FP), Z21
+	VADDPS       Z21, Z4, Z4
+	MOVL         $0x0000000f, R10
+	KMOVW        R10, K1
+	VBROADCASTSS tlo<>+0(SB), Z21
+	VBROADCASTSS tmax<>+0(SB), Z22
+	VCMPPS       $0x1d, Z21, Z4, K1, K1
+	VCMPPS       $0x12, Z22, Z4, K1, K1
+	KMOVW        K1, R10
+	CMPL         R10, $0x0f
+	JE           Ginrange
+	JMP          row
+
+Ginrange:
+	VSQRTPS      Z4, Z4
+	VBROADCASTSS one<>+0(SB), Z21
+	VDIVPS       Z4, Z21, Z21
+
+	// Report 1/rms if asked.
+	TESTQ   DX, DX
+	JZ      gscale
+	MOVL    $0x0000000f, R10
+	KMOVW   R10, K1
+	VMOVUPS Z21, K1, (DX)(R9*4)
+
+gscale:
+	VBROADCASTSS X21, Z4
+	TESTQ        $0x00000001, R8
+	JNZ          g0scalent
+
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ R10, R10
+	MOVQ BX, R11
+	SUBQ $0x00000100, R11
+
+g0sloop:
+	CMPQ    R10, R11
+	JG      g0sone
+	VMULPS  (CX)(R10*1), Z4, Z22
+	VMOVUPS Z22, (AX)(R10*1)
+	VMULPS  64(CX)(R10*1), Z4, Z22
+	VMOVUPS Z22, 64(AX)(R10*1)
+	VMULPS  128(CX)(R10*1), Z4, Z22
+	VMOVUPS Z22, 128(AX)(R10*1)
+	VMULPS  192(CX)(R10*1), Z4, Z22
+	VMOVUPS Z22, 192(AX)(R10*1)
+	ADDQ    $0x00000100, R10
+	JMP     g0sloop
+
+g0sone:
+	ADDQ $0x000000c0, R11
+
+g0soneloop:
+	CMPQ    R10, R11
+	JG      g0stail
+	VMULPS  (CX)(R10*1), Z4, Z22
+	VMOVUPS Z22, (AX)(R10*1)
+	ADDQ    $0x00000040, R10
+	JMP     g0soneloop
+
+g0stail:
+	MOVQ      BX, R11
+	SUBQ      R10, R11
+	JZ        g0sdone
+	LEAQ      kmask<>+0(SB), R12
+	SHRQ      $0x01, R11
+	KMOVW     (R12)(R11*1), K1
+	VMOVUPS.Z (CX)(R10*1), K1, Z22
+	VMULPS    Z22, Z4, Z22
+	VMOVUPS   Z22, K1, (AX)(R10*1)
+
+g0sdone:
+	JMP g0scaled
+
+g0scalent:
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ R10, R10
+
+	// Ordinary stores up to the first vector-aligned element of dst.
+	MOVQ AX, R11
+	NEGQ R11
+	ANDQ $0x0000003f, R11
+	JZ   g0nbody
+	CMPQ R11, BX
+	JLE  g0nhead
+	MOVQ BX, R11
+
+g0nhead:
+	MOVQ      R11, R10
+	XORQ      R12, R12
+	LEAQ      kmask<>+0(SB), R13
+	SHRQ      $0x01, R11
+	KMOVW     (R13)(R11*1), K1
+	VMOVUPS.Z (CX)(R12*1), K1, Z22
+	VMULPS    Z22, Z4, Z22
+	VMOVUPS   Z22, K1, (AX)(R12*1)
+
+g0nbody:
+	MOVQ BX, R11
+	SUBQ $0x00000100, R11
+
+g0nloop:
+	CMPQ     R10, R11
+	JG       g0none
+	VMULPS   (CX)(R10*1), Z4, Z22
+	VMOVNTPS Z22, (AX)(R10*1)
+	VMULPS   64(CX)(R10*1), Z4, Z22
+	VMOVNTPS Z22, 64(AX)(R10*1)
+	VMULPS   128(CX)(R10*1), Z4, Z22
+	VMOVNTPS Z22, 128(AX)(R10*1)
+	VMULPS   192(CX)(R10*1), Z4, Z22
+	VMOVNTPS Z22, 192(AX)(R10*1)
+	ADDQ     $0x00000100, R10
+	JMP      g0nloop
+
+g0none:
+	ADDQ $0x000000c0, R11
+
+g0noneloop:
+	CMPQ     R10, R11
+	JG       g0ntail
+	VMULPS   (CX)(R10*1), Z4, Z22
+	VMOVNTPS Z22, (AX)(R10*1)
+	ADDQ     $0x00000040, R10
+	JMP      g0noneloop
+
+g0ntail:
+	MOVQ      BX, R11
+	SUBQ      R10, R11
+	JZ        g0ndone
+	LEAQ      kmask<>+0(SB), R12
+	SHRQ      $0x01, R11
+	KMOVW     (R12)(R11*1), K1
+	VMOVUPS.Z (CX)(R10*1), K1, Z22
+	VMULPS    Z22, Z4, Z22
+	VMOVUPS   Z22, K1, (AX)(R10*1)
+
+g0ndone:
+g0scaled:
+	ADDQ         DI, CX
+	ADDQ         DI, AX
+	VPERMILPS    $0x01, Z21, Z4
+	VBROADCASTSS X4, Z4
+	TESTQ        $0x00000001, R8
+	JNZ          g1scalent
+
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ R10, R10
+	MOVQ BX, R11
+	SUBQ $0x00000100, R11
+
+g1sloop:
+	CMPQ    R10, R11
+	JG      g1sone
+	VMULPS  (CX)(R10*1), Z4, Z22
+	VMOVUPS Z22, (AX)(R10*1)
+	VMULPS  64(CX)(R10*1), Z4, Z22
+	VMOVUPS Z22, 64(AX)(R10*1)
+	VMULPS  128(CX)(R10*1), Z4, Z22
+	VMOVUPS Z22, 128(AX)(R10*1)
+	VMULPS  192(CX)(R10*1), Z4, Z22
+	VMOVUPS Z22, 192(AX)(R10*1)
+	ADDQ    $0x00000100, R10
+	JMP     g1sloop
+
+g1sone:
+	ADDQ $0x000000c0, R11
+
+g1soneloop:
+	CMPQ    R10, R11
+	JG      g1stail
+	VMULPS  (CX)(R10*1), Z4, Z22
+	VMOVUPS Z22, (AX)(R10*1)
+	ADDQ    $0x00000040, R10
+	JMP     g1soneloop
+
+g1stail:
+	MOVQ      BX, R11
+	SUBQ      R10, R11
+	JZ        g1sdone
+	LEAQ      kmask<>+0(SB), R12
+	SHRQ      $0x01, R11
+	KMOVW     (R12)(R11*1), K1
+	VMOVUPS.Z (CX)(R10*1), K1, Z22
+	VMULPS    Z22, Z4, Z22
+	VMOVUPS   Z22, K1, (AX)(R10*1)
+
+g1sdone:
+	JMP g1scaled
+
+g1scalent:
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ R10, R10
+
+	// Ordinary stores up to the first vector-aligned element of dst.
+	MOVQ AX, R11
+	NEGQ R11
+	ANDQ $0x0000003f, R11
+	JZ   g1nbody
+	CMPQ R11, BX
+	JLE  g1nhead
+	MOVQ BX, R11
+
+g1nhead:
+	MOVQ      R11, R10
+	XORQ      R12, R12
+	LEAQ      kmask<>+0(SB), R13
+	SHRQ      $0x01, R11
+	KMOVW     (R13)(R11*1), K1
+	VMOVUPS.Z (CX)(R12*1), K1, Z22
+	VMULPS    Z22, Z4, Z22
+	VMOVUPS   Z22, K1, (AX)(R12*1)
+
+g1nbody:
+	MOVQ BX, R11
+	SUBQ $0x00000100, R11
+
+g1nloop:
+	CMPQ     R10, R11
+	JG       g1none
+	VMULPS   (CX)(R10*1), Z4, Z22
+	VMOVNTPS Z22, (AX)(R10*1)
+	VMULPS   64(CX)(R10*1), Z4, Z22
+	VMOVNTPS Z22, 64(AX)(R10*1)
+	VMULPS   128(CX)(R10*1), Z4, Z22
+	VMOVNTPS Z22, 128(AX)(R10*1)
+	VMULPS   192(CX)(R10*1), Z4, Z22
+	VMOVNTPS Z22, 192(AX)(R10*1)
+	ADDQ     $0x00000100, R10
+	JMP      g1nloop
+
+g1none:
+	ADDQ $0x000000c0, R11
+
+g1noneloop:
+	CMPQ     R10, R11
+	JG       g1ntail
+	VMULPS   (CX)(R10*1), Z4, Z22
+	VMOVNTPS Z22, (AX)(R10*1)
+	ADDQ     $0x00000040, R10
+	JMP      g1noneloop
+
+g1ntail:
+	MOVQ      BX, R11
+	SUBQ      R10, R11
+	JZ        g1ndone
+	LEAQ      kmask<>+0(SB), R12
+	SHRQ      $0x01, R11
+	KMOVW     (R12)(R11*1), K1
+	VMOVUPS.Z (CX)(R10*1), K1, Z22
+	VMULPS    Z22, Z4, Z22
+	VMOVUPS   Z22, K1, (AX)(R10*1)
+
+g1ndone:
+g1scaled:
+	ADDQ         DI, CX
+	ADDQ         DI, AX
+	VPERMILPS    $0x02, Z21, Z4
+	VBROADCASTSS X4, Z4
+	TESTQ        $0x00000001, R8
+	JNZ          g2scalent
+
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ R10, R10
+	MOVQ BX, R11
+	SUBQ $0x00000100, R11
+
+g2sloop:
+	CMPQ    R10, R11
+	JG      g2sone
+	VMULPS  (CX)(R10*1), Z4, Z22
+	VMOVUPS Z22, (AX)(R10*1)
+	VMULPS  64(CX)(R10*1), Z4, Z22
+	VMOVUPS Z22, 64(AX)(R10*1)
+	VMULPS  128(CX)(R10*1), Z4, Z22
+	VMOVUPS Z22, 128(AX)(R10*1)
+	VMULPS  192(CX)(R10*1), Z4, Z22
+	VMOVUPS Z22, 192(AX)(R10*1)
+	ADDQ    $0x00000100, R10
+	JMP     g2sloop
+
+g2sone:
+	ADDQ $0x000000c0, R11
+
+g2soneloop:
+	CMPQ    R10, R11
+	JG      g2stail
+	VMULPS  (CX)(R10*1), Z4, Z22
+	VMOVUPS Z22, (AX)(R10*1)
+	ADDQ    $0x00000040, R10
+	JMP     g2soneloop
+
+g2stail:
+	MOVQ      BX, R11
+	SUBQ      R10, R11
+	JZ        g2sdone
+	LEAQ      kmask<>+0(SB), R12
+	SHRQ      $0x01, R11
+	KMOVW     (R12)(R11*1), K1
+	VMOVUPS.Z (CX)(R10*1), K1, Z22
+	VMULPS    Z22, Z4, Z22
+	VMOVUPS   Z22, K1, (AX)(R10*1)
+
+g2sdone:
+	JMP g2scaled
+
+g2scalent:
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ R10, R10
+
+	// Ordinary stores up to the first vector-aligned element of dst.
+	MOVQ AX, R11
+	NEGQ R11
+	ANDQ $0x0000003f, R11
+	JZ   g2nbody
+	CMPQ R11, BX
+	JLE  g2nhead
+	MOVQ BX, R11
+
+g2nhead:
+	MOVQ      R11, R10
+	XORQ      R12, R12
+	LEAQ      kmask<>+0(SB), R13
+	SHRQ      $0x01, R11
+	KMOVW     (R13)(R11*1), K1
+	VMOVUPS.Z (CX)(R12*1), K1, Z22
+	VMULPS    Z22, Z4, Z22
+	VMOVUPS   Z22, K1, (AX)(R12*1)
+
+g2nbody:
+	MOVQ BX, R11
+	SUBQ $0x00000100, R11
+
+g2nloop:
+	CMPQ     R10, R11
+	JG       g2none
+	VMULPS   (CX)(R10*1), Z4, Z22
+	VMOVNTPS Z22, (AX)(R10*1)
+	VMULPS   64(CX)(R10*1), Z4, Z22
+	VMOVNTPS Z22, 64(AX)(R10*1)
+	VMULPS   128(CX)(R10*1), Z4, Z22
+	VMOVNTPS Z22, 128(AX)(R10*1)
+	VMULPS   192(CX)(R10*1), Z4, Z22
+	VMOVNTPS Z22, 192(AX)(R10*1)
+	ADDQ     $0x00000100, R10
+	JMP      g2nloop
+
+g2none:
+	ADDQ $0x000000c0, R11
+
+g2noneloop:
+	CMPQ     R10, R11
+	JG       g2ntail
+	VMULPS   (CX)(R10*1), Z4, Z22
+	VMOVNTPS Z22, (AX)(R10*1)
+	ADDQ     $0x00000040, R10
+	JMP      g2noneloop
+
+g2ntail:
+	MOVQ      BX, R11
+	SUBQ      R10, R11
+	JZ        g2ndone
+	LEAQ      kmask<>+0(SB), R12
+	SHRQ      $0x01, R11
+	KMOVW     (R12)(R11*1), K1
+	VMOVUPS.Z (CX)(R10*1), K1, Z22
+	VMULPS    Z22, Z4, Z22
+	VMOVUPS   Z22, K1, (AX)(R10*1)
+
+g2ndone:
+g2scaled:
+	ADDQ         DI, CX
+	ADDQ         DI, AX
+	VPERMILPS    $0x03, Z21, Z4
+	VBROADCASTSS X4, Z4
+	TESTQ        $0x00000001, R8
+	JNZ          g3scalent
+
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ R10, R10
+	MOVQ BX, R11
+	SUBQ $0x00000100, R11
+
+g3sloop:
+	CMPQ    R10, R11
+	JG      g3sone
+	VMULPS  (CX)(R10*1), Z4, Z21
+	VMOVUPS Z21, (AX)(R10*1)
+	VMULPS  64(CX)(R10*1), Z4, Z21
+	VMOVUPS Z21, 64(AX)(R10*1)
+	VMULPS  128(CX)(R10*1), Z4, Z21
+	VMOVUPS Z21, 128(AX)(R10*1)
+	VMULPS  192(CX)(R10*1), Z4, Z21
+	VMOVUPS Z21, 192(AX)(R10*1)
+	ADDQ    $0x00000100, R10
+	JMP     g3sloop
+
+g3sone:
+	ADDQ $0x000000c0, R11
+
+g3soneloop:
+	CMPQ    R10, R11
+	JG      g3stail
+	VMULPS  (CX)(R10*1), Z4, Z21
+	VMOVUPS Z21, (AX)(R10*1)
+	ADDQ    $0x00000040, R10
+	JMP     g3soneloop
+
+g3stail:
+	MOVQ      BX, R11
+	SUBQ      R10, R11
+	JZ        g3sdone
+	LEAQ      kmask<>+0(SB), R12
+	SHRQ      $0x01, R11
+	KMOVW     (R12)(R11*1), K1
+	VMOVUPS.Z (CX)(R10*1), K1, Z21
+	VMULPS    Z21, Z4, Z21
+	VMOVUPS   Z21, K1, (AX)(R10*1)
+
+g3sdone:
+	JMP g3scaled
+
+g3scalent:
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ R10, R10
+
+	// Ordinary stores up to the first vector-aligned element of dst.
+	MOVQ AX, R11
+	NEGQ R11
+	ANDQ $0x0000003f, R11
+	JZ   g3nbody
+	CMPQ R11, BX
+	JLE  g3nhead
+	MOVQ BX, R11
+
+g3nhead:
+	MOVQ      R11, R10
+	XORQ      R12, R12
+	LEAQ      kmask<>+0(SB), R13
+	SHRQ      $0x01, R11
+	KMOVW     (R13)(R11*1), K1
+	VMOVUPS.Z (CX)(R12*1), K1, Z21
+	VMULPS    Z21, Z4, Z21
+	VMOVUPS   Z21, K1, (AX)(R12*1)
+
+g3nbody:
+	MOVQ BX, R11
+	SUBQ $0x00000100, R11
+
+g3nloop:
+	CMPQ     R10, R11
+	JG       g3none
+	VMULPS   (CX)(R10*1), Z4, Z21
+	VMOVNTPS Z21, (AX)(R10*1)
+	VMULPS   64(CX)(R10*1), Z4, Z21
+	VMOVNTPS Z21, 64(AX)(R10*1)
+	VMULPS   128(CX)(R10*1), Z4, Z21
+	VMOVNTPS Z21, 128(AX)(R10*1)
+	VMULPS   192(CX)(R10*1), Z4, Z21
+	VMOVNTPS Z21, 192(AX)(R10*1)
+	ADDQ     $0x00000100, R10
+	JMP      g3nloop
+
+g3none:
+	ADDQ $0x000000c0, R11
+
+g3noneloop:
+	CMPQ     R10, R11
+	JG       g3ntail
+	VMULPS   (CX)(R10*1), Z4, Z21
+	VMOVNTPS Z21, (AX)(R10*1)
+	ADDQ     $0x00000040, R10
+	JMP      g3noneloop
+
+g3ntail:
+	MOVQ      BX, R11
+	SUBQ      R10, R11
+	JZ        g3ndone
+	LEAQ      kmask<>+0(SB), R12
+	SHRQ      $0x01, R11
+	KMOVW     (R12)(R11*1), K1
+	VMOVUPS.Z (CX)(R10*1), K1, Z21
+	VMULPS    Z21, Z4, Z21
+	VMOVUPS   Z21, K1, (AX)(R10*1)
+
+g3ndone:
+g3scaled:
+	ADDQ DI, CX
+	ADDQ DI, AX
+	ADDQ $0x04, R9
+	JMP  group
+
+row:
+	CMPQ R9, SI
+	JAE  ret
+
+	// Sum of squares: element i goes to partial i%64.
+	MOVQ   BX, R11
+	SUBQ   $0x00000100, R11
+	JGE    firstblock
+	VPXORD Z17, Z17, Z17
+	VPXORD Z18, Z18, Z18
+	VPXORD Z19, Z19, Z19
+	VPXORD Z20, Z20, Z20
+	XORQ   R10, R10
+	JMP    sumtail
+
+firstblock:
+	// +0 + square is the square itself: the first block initializes the partials.
+	XORQ    R10, R10
+	VMOVUPS (CX)(R10*1), Z0
+	VMULPS  Z0, Z0, Z0
+	VMOVAPS Z0, Z17
+	VMOVUPS 64(CX)(R10*1), Z0
+	VMULPS  Z0, Z0, Z0
+	VMOVAPS Z0, Z18
+	VMOVUPS 128(CX)(R10*1), Z0
+	VMULPS  Z0, Z0, Z0
+	VMOVAPS Z0, Z19
+	VMOVUPS 192(CX)(R10*1), Z0
+	VMULPS  Z0, Z0, Z0
+	VMOVAPS Z0, Z20
+	MOVQ    $0x00000100, R10
+	JMP     sumcheck
+
+sumloop:
+	VMOVUPS (CX)(R10*1), Z0
+	VMULPS  Z0, Z0, Z0
+	VADDPS  Z0, Z17, Z17
+	VMOVUPS 64(CX)(R10*1), Z0
+	VMULPS  Z0, Z0, Z0
+	VADDPS  Z0, Z18, Z18
+	VMOVUPS 128(CX)(R10*1), Z0
+	VMULPS  Z0, Z0, Z0
+	VADDPS  Z0, Z19, Z19
+	VMOVUPS 192(CX)(R10*1), Z0
+	VMULPS  Z0, Z0, Z0
+	VADDPS  Z0, Z20, Z20
+	ADDQ    $0x00000100, R10
+
+sumcheck:
+	CMPQ R10, R11
+	JLE  sumloop
+
+sumtail:
+	// Fewer than 64 elements remain: whole vectors first, then one masked vector.
+	MOVQ    BX, R11
+	SUBQ    R10, R11
+	CMPQ    R11, $0x00000040
+	JL      sumpart0
+	VMOVUPS (CX)(R10*1), Z0
+	VMULPS  Z0, Z0, Z0
+	VADDPS  Z0, Z17, Z17
+	CMPQ    R11, $0x00000080
+	JL      sumpart1
+	VMOVUPS 64(CX)(R10*1), Z0
+	VMULPS  Z0, Z0, Z0
+	VADDPS  Z0, Z18, Z18
+	CMPQ    R11, $0x000000c0
+	JL      sumpart2
+	VMOVUPS 128(CX)(R10*1), Z0
+	VMULPS  Z0, Z0, Z0
+	VADDPS  Z0, Z19, Z19
+	CMPQ    R11, $0x00000100
+	JL      sumpart3
+	VMOVUPS 192(CX)(R10*1), Z0
+	VMULPS  Z0, Z0, Z0
+	VADDPS  Z0, Z20, Z20
+	JMP     summed
+
+sumpart0:
+	SUBQ      $0x00000000, R11
+	JZ        summed
+	LEAQ      kmask<>+0(SB), R12
+	SHRQ      $0x01, R11
+	KMOVW     (R12)(R11*1), K1
+	VMOVUPS.Z (CX)(R10*1), K1, Z0
+	VMULPS    Z0, Z0, Z0
+	VADDPS    Z0, Z17, Z17
+	JMP       summed
+
+sumpart1:
+	SUBQ      $0x00000040, R11
+	JZ        summed
+	LEAQ      kmask<>+0(SB), R12
+	SHRQ      $0x01, R11
+	KMOVW     (R12)(R11*1), K1
+	VMOVUPS.Z 64(CX)(R10*1), K1, Z0
+	VMULPS    Z0, Z0, Z0
+	VADDPS    Z0, Z18, Z18
+	JMP       summed
+
+sumpart2:
+	SUBQ      $0x00000080, R11
+	JZ        summed
+	LEAQ      kmask<>+0(SB), R12
+	SHRQ      $0x01, R11
+	KMOVW     (R12)(R11*1), K1
+	VMOVUPS.Z 128(CX)(R10*1), K1, Z0
+	VMULPS    Z0, Z0, Z0
+	VADDPS    Z0, Z19, Z19
+	JMP       summed
+
+sumpart3:
+	SUBQ      $0x000000c0, R11
+	JZ        summed
+	LEAQ      kmask<>+0(SB), R12
+	SHRQ      $0x01, R11
+	KMOVW     (R12)(R11*1), K1
+	VMOVUPS.Z 192(CX)(R10*1), K1, Z0
+	VMULPS    Z0, Z0, Z0
+	VADDPS    Z0, Z20, Z20
+
+summed:
 	// Halving tree: p[j] += p[j+h] for h = 32, 16, ..., 1.
-	VADDPS        Z2, Z0, Z0
-	VADDPS        Z3, Z1, Z1
-	VADDPS        Z1, Z0, Z0
-	VEXTRACTF64X4 $0x01, Z0, Y4
-	VADDPS        Y4, Y0, Y4
-	VEXTRACTF128  $0x01, Y4, X5
-	VADDPS        X5, X4, X5
-	VMOVHLPS      X5, X5, X4
-	VADDPS        X4, X5, X5
-	VMOVSHDUP     X5, X4
-	VADDSS        X4, X5, X5
+	VADDPS     Z19, Z17, Z17
+	VADDPS     Z20, Z18, Z18
+	VADDPS     Z18, Z17, Z17
+	VSHUFF64X2 $0xee, Z17, Z17, Z0
+	VADDPS     Z0, Z17, Z17
+	VSHUFF32X4 $0x01, Z17, Z17, Z0
+	VADDPS     Z0, Z17, Z17
+	VPERMILPS  $0x4e, Z17, Z0
+	VADDPS     Z0, Z17, Z17
+	VPERMILPS  $0xb1, Z17, Z0
+	VADDPS     Z0, Z17, Z17
 
 	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
-	VXORPS     X4, X4, X4
-	VCVTSI2SSQ d+40(FP), X4, X4
-	VDIVSS     X4, X5, X4
-	VADDSS     eps+64(FP), X4, X4
-	VUCOMISS   tlo<>+0(SB), X4
-	JCS        ret
-	VUCOMISS   tmax<>+0(SB), X4
-	JHI        ret
-	VSQRTSS    X4, X4, X4
-	VMOVSS     one<>+0(SB), X5
-	VDIVSS     X4, X5, X5
+	TESTQ  $0x00000002, R8
+	JZ     divide
+	VMULSS rd+72(FP), X17, X0
+	JMP    divided
+
+divide:
+	VDIVSS fd+68(FP), X17, X0
+
+divided:
+	VADDSS   eps+64(FP), X0, X0
+	VUCOMISS tlo<>+0(SB), X0
+	JCS      ret
+	VUCOMISS tmax<>+0(SB), X0
+	JHI      ret
+	VSQRTSS  X0, X0, X0
+	VMOVSS   one<>+0(SB), X1
+	VDIVSS   X0, X1, X1
 
 	// Report 1/rms if asked.
 	TESTQ  DX, DX
 	JZ     scale
-	VMOVSS X5, (DX)(R8*4)
+	VMOVSS X1, (DX)(R9*4)
 
 scale:
+	VBROADCASTSS X1, Z0
+	TESTQ        $0x00000001, R8
+	JNZ          scalent
+
 	// y = (src*inv)*w, rounded after each multiply.
-	VBROADCASTSS X5, Z4
-	XORQ         R9, R9
-	MOVQ         BX, R10
-	SUBQ         $0x00000100, R10
-	JL           scaleone
+	XORQ R10, R10
+	MOVQ BX, R11
+	SUBQ $0x00000100, R11
 
-scaleloop:
-	VMULPS  (CX)(R9*1), Z4, Z5
-	VMOVUPS Z5, (AX)(R9*1)
-	VMULPS  64(CX)(R9*1), Z4, Z5
-	VMOVUPS Z5, 64(AX)(R9*1)
-	VMULPS  128(CX)(R9*1), Z4, Z5
-	VMOVUPS Z5, 128(AX)(R9*1)
-	VMULPS  192(CX)(R9*1), Z4, Z5
-	VMOVUPS Z5, 192(AX)(R9*1)
-	ADDQ    $0x00000100, R9
-	CMPQ    R9, R10
-	JLE     scaleloop
+sloop:
+	CMPQ    R10, R11
+	JG      sone
+	VMULPS  (CX)(R10*1), Z0, Z1
+	VMOVUPS Z1, (AX)(R10*1)
+	VMULPS  64(CX)(R10*1), Z0, Z1
+	VMOVUPS Z1, 64(AX)(R10*1)
+	VMULPS  128(CX)(R10*1), Z0, Z1
+	VMOVUPS Z1, 128(AX)(R10*1)
+	VMULPS  192(CX)(R10*1), Z0, Z1
+	VMOVUPS Z1, 192(AX)(R10*1)
+	ADDQ    $0x00000100, R10
+	JMP     sloop
 
-scaleone:
-	MOVQ BX, R10
-	SUBQ $0x00000040, R10
+sone:
+	ADDQ $0x000000c0, R11
 
-scaleoneloop:
-	CMPQ    R9, R10
-	JG      scaletail
-	VMULPS  (CX)(R9*1), Z4, Z5
-	VMOVUPS Z5, (AX)(R9*1)
-	ADDQ    $0x00000040, R9
-	JMP     scaleoneloop
+soneloop:
+	CMPQ    R10, R11
+	JG      stail
+	VMULPS  (CX)(R10*1), Z0, Z1
+	VMOVUPS Z1, (AX)(R10*1)
+	ADDQ    $0x00000040, R10
+	JMP     soneloop
 
-scaletail:
-	MOVQ      BX, R10
-	SUBQ      R9, R10
-	JZ        next
-	LEAQ      kmask<>+0(SB), R11
-	SHRQ      $0x01, R10
-	KMOVW     (R11)(R10*1), K1
-	VMOVUPS.Z (CX)(R9*1), K1, Z5
-	VMULPS    Z5, Z4, Z5
-	VMOVUPS   Z5, K1, (AX)(R9*1)
+stail:
+	MOVQ      BX, R11
+	SUBQ      R10, R11
+	JZ        sdone
+	LEAQ      kmask<>+0(SB), R12
+	SHRQ      $0x01, R11
+	KMOVW     (R12)(R11*1), K1
+	VMOVUPS.Z (CX)(R10*1), K1, Z1
+	VMULPS    Z1, Z0, Z1
+	VMOVUPS   Z1, K1, (AX)(R10*1)
 
-next:
+sdone:
+	JMP scaled
+
+scalent:
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ R10, R10
+
+	// Ordinary stores up to the first vector-aligned element of dst.
+	MOVQ AX, R11
+	NEGQ R11
+	ANDQ $0x0000003f, R11
+	JZ   nbody
+	CMPQ R11, BX
+	JLE  nhead
+	MOVQ BX, R11
+
+nhead:
+	MOVQ      R11, R10
+	XORQ      R12, R12
+	LEAQ      kmask<>+0(SB), R13
+	SHRQ      $0x01, R11
+	KMOVW     (R13)(R11*1), K1
+	VMOVUPS.Z (CX)(R12*1), K1, Z1
+	VMULPS    Z1, Z0, Z1
+	VMOVUPS   Z1, K1, (AX)(R12*1)
+
+nbody:
+	MOVQ BX, R11
+	SUBQ $0x00000100, R11
+
+nloop:
+	CMPQ     R10, R11
+	JG       none
+	VMULPS   (CX)(R10*1), Z0, Z1
+	VMOVNTPS Z1, (AX)(R10*1)
+	VMULPS   64(CX)(R10*1), Z0, Z1
+	VMOVNTPS Z1, 64(AX)(R10*1)
+	VMULPS   128(CX)(R10*1), Z0, Z1
+	VMOVNTPS Z1, 128(AX)(R10*1)
+	VMULPS   192(CX)(R10*1), Z0, Z1
+	VMOVNTPS Z1, 192(AX)(R10*1)
+	ADDQ     $0x00000100, R10
+	JMP      nloop
+
+none:
+	ADDQ $0x000000c0, R11
+
+noneloop:
+	CMPQ     R10, R11
+	JG       ntail
+	VMULPS   (CX)(R10*1), Z0, Z1
+	VMOVNTPS Z1, (AX)(R10*1)
+	ADDQ     $0x00000040, R10
+	JMP      noneloop
+
+ntail:
+	MOVQ      BX, R11
+	SUBQ      R10, R11
+	JZ        ndone
+	LEAQ      kmask<>+0(SB), R12
+	SHRQ      $0x01, R11
+	KMOVW     (R12)(R11*1), K1
+	VMOVUPS.Z (CX)(R10*1), K1, Z1
+	VMULPS    Z1, Z0, Z1
+	VMOVUPS   Z1, K1, (AX)(R10*1)
+
+ndone:
+scaled:
 	ADDQ DI, AX
 	ADDQ DI, CX
-	INCQ R8
+	INCQ R9
 	JMP  row
 
 ret:
+	TESTQ $0x00000001, R8
+	JZ    vzero
+	SFENCE
+
+vzero:
 	VZEROUPPER
-	MOVQ R8, ret+72(FP)
+	MOVQ R9, ret+88(FP)
 	RET
 
-// func avx512AddWeighted(dst *float32, x *float32, w *float32, res *float32, inv *float32, d int, rows int, stride int, eps float32) int
-// Requires: AVX, AVX512F
-TEXT ·avx512AddWeighted(SB), NOSPLIT, $0-80
+// func avx512AddWeighted(dst *float32, x *float32, w *float32, res *float32, inv *float32, d int, rows int, stride int, eps float32, fd float32, rd float32, flags int) int
+// Requires: AVX, AVX512F, MMX+
+TEXT ·avx512AddWeighted(SB), NOSPLIT, $0-96
 	MOVQ dst+0(FP), AX
 	MOVQ x+8(FP), CX
 	MOVQ w+16(FP), DX
@@ -696,239 +4341,353 @@ TEXT ·avx512AddWeighted(SB), NOSPLIT, $0-80
 	MOVQ rows+48(FP), R8
 	MOVQ stride+56(FP), R9
 	SHLQ $0x02, R9
-	XORQ R10, R10
+	MOVQ flags+80(FP), R10
+	XORQ R11, R11
 
 row:
-	CMPQ R10, R8
+	CMPQ R11, R8
 	JAE  ret
 
 	// Sum of squares: element i goes to partial i%64.
+	MOVQ   DI, R13
+	SUBQ   $0x00000100, R13
+	JGE    firstblock
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
 	VPXORD Z3, Z3, Z3
-	XORQ   R11, R11
-	MOVQ   DI, R12
-	SUBQ   $0x00000100, R12
-	JL     sumtail
+	XORQ   R12, R12
+	JMP    sumtail
+
+firstblock:
+	// +0 + square is the square itself: the first block initializes the partials.
+	XORQ    R12, R12
+	VMOVUPS (CX)(R12*1), Z0
+	VADDPS  (BX)(R12*1), Z0, Z0
+	VMOVUPS Z0, (BX)(R12*1)
+	VMULPS  Z0, Z0, Z0
+	VMOVAPS Z0, Z0
+	VMOVUPS 64(CX)(R12*1), Z1
+	VADDPS  64(BX)(R12*1), Z1, Z1
+	VMOVUPS Z1, 64(BX)(R12*1)
+	VMULPS  Z1, Z1, Z1
+	VMOVAPS Z1, Z1
+	VMOVUPS 128(CX)(R12*1), Z2
+	VADDPS  128(BX)(R12*1), Z2, Z2
+	VMOVUPS Z2, 128(BX)(R12*1)
+	VMULPS  Z2, Z2, Z2
+	VMOVAPS Z2, Z2
+	VMOVUPS 192(CX)(R12*1), Z3
+	VADDPS  192(BX)(R12*1), Z3, Z3
+	VMOVUPS Z3, 192(BX)(R12*1)
+	VMULPS  Z3, Z3, Z3
+	VMOVAPS Z3, Z3
+	MOVQ    $0x00000100, R12
+	JMP     sumcheck
 
 sumloop:
-	VMOVUPS (CX)(R11*1), Z4
-	VADDPS  (BX)(R11*1), Z4, Z4
-	VMOVUPS Z4, (BX)(R11*1)
+	VMOVUPS (CX)(R12*1), Z4
+	VADDPS  (BX)(R12*1), Z4, Z4
+	VMOVUPS Z4, (BX)(R12*1)
 	VMULPS  Z4, Z4, Z4
 	VADDPS  Z4, Z0, Z0
-	VMOVUPS 64(CX)(R11*1), Z4
-	VADDPS  64(BX)(R11*1), Z4, Z4
-	VMOVUPS Z4, 64(BX)(R11*1)
+	VMOVUPS 64(CX)(R12*1), Z4
+	VADDPS  64(BX)(R12*1), Z4, Z4
+	VMOVUPS Z4, 64(BX)(R12*1)
 	VMULPS  Z4, Z4, Z4
 	VADDPS  Z4, Z1, Z1
-	VMOVUPS 128(CX)(R11*1), Z4
-	VADDPS  128(BX)(R11*1), Z4, Z4
-	VMOVUPS Z4, 128(BX)(R11*1)
+	VMOVUPS 128(CX)(R12*1), Z4
+	VADDPS  128(BX)(R12*1), Z4, Z4
+	VMOVUPS Z4, 128(BX)(R12*1)
 	VMULPS  Z4, Z4, Z4
 	VADDPS  Z4, Z2, Z2
-	VMOVUPS 192(CX)(R11*1), Z4
-	VADDPS  192(BX)(R11*1), Z4, Z4
-	VMOVUPS Z4, 192(BX)(R11*1)
+	VMOVUPS 192(CX)(R12*1), Z4
+	VADDPS  192(BX)(R12*1), Z4, Z4
+	VMOVUPS Z4, 192(BX)(R12*1)
 	VMULPS  Z4, Z4, Z4
 	VADDPS  Z4, Z3, Z3
-	ADDQ    $0x00000100, R11
-	CMPQ    R11, R12
-	JLE     sumloop
+	ADDQ    $0x00000100, R12
+
+sumcheck:
+	CMPQ R12, R13
+	JLE  sumloop
 
 sumtail:
 	// Fewer than 64 elements remain: whole vectors first, then one masked vector.
-	MOVQ    DI, R12
-	SUBQ    R11, R12
-	CMPQ    R12, $0x00000040
+	MOVQ    DI, R13
+	SUBQ    R12, R13
+	CMPQ    R13, $0x00000040
 	JL      sumpart0
-	VMOVUPS (CX)(R11*1), Z4
-	VADDPS  (BX)(R11*1), Z4, Z4
-	VMOVUPS Z4, (BX)(R11*1)
+	VMOVUPS (CX)(R12*1), Z4
+	VADDPS  (BX)(R12*1), Z4, Z4
+	VMOVUPS Z4, (BX)(R12*1)
 	VMULPS  Z4, Z4, Z4
 	VADDPS  Z4, Z0, Z0
-	CMPQ    R12, $0x00000080
+	CMPQ    R13, $0x00000080
 	JL      sumpart1
-	VMOVUPS 64(CX)(R11*1), Z4
-	VADDPS  64(BX)(R11*1), Z4, Z4
-	VMOVUPS Z4, 64(BX)(R11*1)
+	VMOVUPS 64(CX)(R12*1), Z4
+	VADDPS  64(BX)(R12*1), Z4, Z4
+	VMOVUPS Z4, 64(BX)(R12*1)
 	VMULPS  Z4, Z4, Z4
 	VADDPS  Z4, Z1, Z1
-	CMPQ    R12, $0x000000c0
+	CMPQ    R13, $0x000000c0
 	JL      sumpart2
-	VMOVUPS 128(CX)(R11*1), Z4
-	VADDPS  128(BX)(R11*1), Z4, Z4
-	VMOVUPS Z4, 128(BX)(R11*1)
+	VMOVUPS 128(CX)(R12*1), Z4
+	VADDPS  128(BX)(R12*1), Z4, Z4
+	VMOVUPS Z4, 128(BX)(R12*1)
 	VMULPS  Z4, Z4, Z4
 	VADDPS  Z4, Z2, Z2
-	CMPQ    R12, $0x00000100
+	CMPQ    R13, $0x00000100
 	JL      sumpart3
-	VMOVUPS 192(CX)(R11*1), Z4
-	VADDPS  192(BX)(R11*1), Z4, Z4
-	VMOVUPS Z4, 192(BX)(R11*1)
+	VMOVUPS 192(CX)(R12*1), Z4
+	VADDPS  192(BX)(R12*1), Z4, Z4
+	VMOVUPS Z4, 192(BX)(R12*1)
 	VMULPS  Z4, Z4, Z4
 	VADDPS  Z4, Z3, Z3
-	JMP     reduce
+	JMP     summed
 
 sumpart0:
-	SUBQ      $0x00000000, R12
-	JZ        reduce
-	LEAQ      kmask<>+0(SB), R13
-	SHRQ      $0x01, R12
-	KMOVW     (R13)(R12*1), K1
-	VMOVUPS.Z (CX)(R11*1), K1, Z4
-	VMOVUPS.Z (BX)(R11*1), K1, Z5
+	SUBQ      $0x00000000, R13
+	JZ        summed
+	LEAQ      kmask<>+0(SB), R14
+	SHRQ      $0x01, R13
+	KMOVW     (R14)(R13*1), K1
+	VMOVUPS.Z (CX)(R12*1), K1, Z4
+	VMOVUPS.Z (BX)(R12*1), K1, Z5
 	VADDPS    Z5, Z4, Z4
-	VMOVUPS   Z4, K1, (BX)(R11*1)
+	VMOVUPS   Z4, K1, (BX)(R12*1)
 	VMULPS    Z4, Z4, Z4
 	VADDPS    Z4, Z0, Z0
-	JMP       reduce
+	JMP       summed
 
 sumpart1:
-	SUBQ      $0x00000040, R12
-	JZ        reduce
-	LEAQ      kmask<>+0(SB), R13
-	SHRQ      $0x01, R12
-	KMOVW     (R13)(R12*1), K1
-	VMOVUPS.Z 64(CX)(R11*1), K1, Z4
-	VMOVUPS.Z 64(BX)(R11*1), K1, Z5
+	SUBQ      $0x00000040, R13
+	JZ        summed
+	LEAQ      kmask<>+0(SB), R14
+	SHRQ      $0x01, R13
+	KMOVW     (R14)(R13*1), K1
+	VMOVUPS.Z 64(CX)(R12*1), K1, Z4
+	VMOVUPS.Z 64(BX)(R12*1), K1, Z5
 	VADDPS    Z5, Z4, Z4
-	VMOVUPS   Z4, K1, 64(BX)(R11*1)
+	VMOVUPS   Z4, K1, 64(BX)(R12*1)
 	VMULPS    Z4, Z4, Z4
 	VADDPS    Z4, Z1, Z1
-	JMP       reduce
+	JMP       summed
 
 sumpart2:
-	SUBQ      $0x00000080, R12
-	JZ        reduce
-	LEAQ      kmask<>+0(SB), R13
-	SHRQ      $0x01, R12
-	KMOVW     (R13)(R12*1), K1
-	VMOVUPS.Z 128(CX)(R11*1), K1, Z4
-	VMOVUPS.Z 128(BX)(R11*1), K1, Z5
+	SUBQ      $0x00000080, R13
+	JZ        summed
+	LEAQ      kmask<>+0(SB), R14
+	SHRQ      $0x01, R13
+	KMOVW     (R14)(R13*1), K1
+	VMOVUPS.Z 128(CX)(R12*1), K1, Z4
+	VMOVUPS.Z 128(BX)(R12*1), K1, Z5
 	VADDPS    Z5, Z4, Z4
-	VMOVUPS   Z4, K1, 128(BX)(R11*1)
+	VMOVUPS   Z4, K1, 128(BX)(R12*1)
 	VMULPS    Z4, Z4, Z4
 	VADDPS    Z4, Z2, Z2
-	JMP       reduce
+	JMP       summed
 
 sumpart3:
-	SUBQ      $0x000000c0, R12
-	JZ        reduce
-	LEAQ      kmask<>+0(SB), R13
-	SHRQ      $0x01, R12
-	KMOVW     (R13)(R12*1), K1
-	VMOVUPS.Z 192(CX)(R11*1), K1, Z4
-	VMOVUPS.Z 192(BX)(R11*1), K1, Z5
+	SUBQ      $0x000000c0, R13
+	JZ        summed
+	LEAQ      kmask<>+0(SB), R14
+	SHRQ      $0x01, R13
+	KMOVW     (R14)(R13*1), K1
+	VMOVUPS.Z 192(CX)(R12*1), K1, Z4
+	VMOVUPS.Z 192(BX)(R12*1), K1, Z5
 	VADDPS    Z5, Z4, Z4
-	VMOVUPS   Z4, K1, 192(BX)(R11*1)
+	VMOVUPS   Z4, K1, 192(BX)(R12*1)
 	VMULPS    Z4, Z4, Z4
 	VADDPS    Z4, Z3, Z3
 
-reduce:
+summed:
 	// Halving tree: p[j] += p[j+h] for h = 32, 16, ..., 1.
-	VADDPS        Z2, Z0, Z0
-	VADDPS        Z3, Z1, Z1
-	VADDPS        Z1, Z0, Z0
-	VEXTRACTF64X4 $0x01, Z0, Y4
-	VADDPS        Y4, Y0, Y4
-	VEXTRACTF128  $0x01, Y4, X5
-	VADDPS        X5, X4, X5
-	VMOVHLPS      X5, X5, X4
-	VADDPS        X4, X5, X5
-	VMOVSHDUP     X5, X4
-	VADDSS        X4, X5, X5
+	VADDPS     Z2, Z0, Z0
+	VADDPS     Z3, Z1, Z1
+	VADDPS     Z1, Z0, Z0
+	VSHUFF64X2 $0xee, Z0, Z0, Z4
+	VADDPS     Z4, Z0, Z0
+	VSHUFF32X4 $0x01, Z0, Z0, Z4
+	VADDPS     Z4, Z0, Z0
+	VPERMILPS  $0x4e, Z0, Z4
+	VADDPS     Z4, Z0, Z0
+	VPERMILPS  $0xb1, Z0, Z4
+	VADDPS     Z4, Z0, Z0
 
 	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
-	VXORPS     X4, X4, X4
-	VCVTSI2SSQ d+40(FP), X4, X4
-	VDIVSS     X4, X5, X4
-	VADDSS     eps+64(FP), X4, X4
-	VUCOMISS   tlo<>+0(SB), X4
-	JCS        ret
-	VUCOMISS   tmax<>+0(SB), X4
-	JHI        ret
-	VSQRTSS    X4, X4, X4
-	VMOVSS     one<>+0(SB), X5
-	VDIVSS     X4, X5, X5
+	TESTQ  $0x00000002, R10
+	JZ     divide
+	VMULSS rd+72(FP), X0, X4
+	JMP    divided
+
+divide:
+	VDIVSS fd+68(FP), X0, X4
+
+divided:
+	VADDSS   eps+64(FP), X4, X4
+	VUCOMISS tlo<>+0(SB), X4
+	JCS      ret
+	VUCOMISS tmax<>+0(SB), X4
+	JHI      ret
+	VSQRTSS  X4, X4, X4
+	VMOVSS   one<>+0(SB), X5
+	VDIVSS   X4, X5, X5
 
 	// Report 1/rms if asked.
 	TESTQ  SI, SI
 	JZ     scale
-	VMOVSS X5, (SI)(R10*4)
+	VMOVSS X5, (SI)(R11*4)
 
 scale:
-	// y = (src*inv)*w, rounded after each multiply.
 	VBROADCASTSS X5, Z4
-	XORQ         R11, R11
-	MOVQ         DI, R12
-	SUBQ         $0x00000100, R12
-	JL           scaleone
+	TESTQ        $0x00000001, R10
+	JNZ          scalent
 
-scaleloop:
-	VMULPS  (BX)(R11*1), Z4, Z5
-	VMOVUPS (DX)(R11*1), Z6
-	VMULPS  Z6, Z5, Z5
-	VMOVUPS Z5, (AX)(R11*1)
-	VMULPS  64(BX)(R11*1), Z4, Z5
-	VMOVUPS 64(DX)(R11*1), Z6
-	VMULPS  Z6, Z5, Z5
-	VMOVUPS Z5, 64(AX)(R11*1)
-	VMULPS  128(BX)(R11*1), Z4, Z5
-	VMOVUPS 128(DX)(R11*1), Z6
-	VMULPS  Z6, Z5, Z5
-	VMOVUPS Z5, 128(AX)(R11*1)
-	VMULPS  192(BX)(R11*1), Z4, Z5
-	VMOVUPS 192(DX)(R11*1), Z6
-	VMULPS  Z6, Z5, Z5
-	VMOVUPS Z5, 192(AX)(R11*1)
-	ADDQ    $0x00000100, R11
-	CMPQ    R11, R12
-	JLE     scaleloop
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ R12, R12
+	MOVQ DI, R13
+	SUBQ $0x00000100, R13
 
-scaleone:
-	MOVQ DI, R12
-	SUBQ $0x00000040, R12
+sloop:
+	CMPQ    R12, R13
+	JG      sone
+	VMULPS  (BX)(R12*1), Z4, Z5
+	VMULPS  (DX)(R12*1), Z5, Z5
+	VMOVUPS Z5, (AX)(R12*1)
+	VMULPS  64(BX)(R12*1), Z4, Z5
+	VMULPS  64(DX)(R12*1), Z5, Z5
+	VMOVUPS Z5, 64(AX)(R12*1)
+	VMULPS  128(BX)(R12*1), Z4, Z5
+	VMULPS  128(DX)(R12*1), Z5, Z5
+	VMOVUPS Z5, 128(AX)(R12*1)
+	VMULPS  192(BX)(R12*1), Z4, Z5
+	VMULPS  192(DX)(R12*1), Z5, Z5
+	VMOVUPS Z5, 192(AX)(R12*1)
+	ADDQ    $0x00000100, R12
+	JMP     sloop
 
-scaleoneloop:
-	CMPQ    R11, R12
-	JG      scaletail
-	VMULPS  (BX)(R11*1), Z4, Z5
-	VMOVUPS (DX)(R11*1), Z6
-	VMULPS  Z6, Z5, Z5
-	VMOVUPS Z5, (AX)(R11*1)
-	ADDQ    $0x00000040, R11
-	JMP     scaleoneloop
+sone:
+	ADDQ $0x000000c0, R13
 
-scaletail:
-	MOVQ      DI, R12
-	SUBQ      R11, R12
-	JZ        next
-	LEAQ      kmask<>+0(SB), R13
-	SHRQ      $0x01, R12
-	KMOVW     (R13)(R12*1), K1
-	VMOVUPS.Z (BX)(R11*1), K1, Z5
+soneloop:
+	CMPQ    R12, R13
+	JG      stail
+	VMULPS  (BX)(R12*1), Z4, Z5
+	VMULPS  (DX)(R12*1), Z5, Z5
+	VMOVUPS Z5, (AX)(R12*1)
+	ADDQ    $0x00000040, R12
+	JMP     soneloop
+
+stail:
+	MOVQ      DI, R13
+	SUBQ      R12, R13
+	JZ        sdone
+	LEAQ      kmask<>+0(SB), R14
+	SHRQ      $0x01, R13
+	KMOVW     (R14)(R13*1), K1
+	VMOVUPS.Z (BX)(R12*1), K1, Z5
 	VMULPS    Z5, Z4, Z5
-	VMOVUPS.Z (DX)(R11*1), K1, Z4
+	VMOVUPS.Z (DX)(R12*1), K1, Z4
 	VMULPS    Z4, Z5, Z5
-	VMOVUPS   Z5, K1, (AX)(R11*1)
+	VMOVUPS   Z5, K1, (AX)(R12*1)
 
-next:
+sdone:
+	JMP scaled
+
+scalent:
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ R12, R12
+
+	// Ordinary stores up to the first vector-aligned element of dst.
+	MOVQ AX, R13
+	NEGQ R13
+	ANDQ $0x0000003f, R13
+	JZ   nbody
+	CMPQ R13, DI
+	JLE  nhead
+	MOVQ DI, R13
+
+nhead:
+	MOVQ      R13, R12
+	XORQ      R14, R14
+	LEAQ      kmask<>+0(SB), R15
+	SHRQ      $0x01, R13
+	KMOVW     (R15)(R13*1), K1
+	VMOVUPS.Z (BX)(R14*1), K1, Z5
+	VMULPS    Z5, Z4, Z5
+	VMOVUPS.Z (DX)(R14*1), K1, Z6
+	VMULPS    Z6, Z5, Z5
+	VMOVUPS   Z5, K1, (AX)(R14*1)
+
+nbody:
+	MOVQ DI, R13
+	SUBQ $0x00000100, R13
+
+nloop:
+	CMPQ     R12, R13
+	JG       none
+	VMULPS   (BX)(R12*1), Z4, Z5
+	VMULPS   (DX)(R12*1), Z5, Z5
+	VMOVNTPS Z5, (AX)(R12*1)
+	VMULPS   64(BX)(R12*1), Z4, Z5
+	VMULPS   64(DX)(R12*1), Z5, Z5
+	VMOVNTPS Z5, 64(AX)(R12*1)
+	VMULPS   128(BX)(R12*1), Z4, Z5
+	VMULPS   128(DX)(R12*1), Z5, Z5
+	VMOVNTPS Z5, 128(AX)(R12*1)
+	VMULPS   192(BX)(R12*1), Z4, Z5
+	VMULPS   192(DX)(R12*1), Z5, Z5
+	VMOVNTPS Z5, 192(AX)(R12*1)
+	ADDQ     $0x00000100, R12
+	JMP      nloop
+
+none:
+	ADDQ $0x000000c0, R13
+
+noneloop:
+	CMPQ     R12, R13
+	JG       ntail
+	VMULPS   (BX)(R12*1), Z4, Z5
+	VMULPS   (DX)(R12*1), Z5, Z5
+	VMOVNTPS Z5, (AX)(R12*1)
+	ADDQ     $0x00000040, R12
+	JMP      noneloop
+
+ntail:
+	MOVQ      DI, R13
+	SUBQ      R12, R13
+	JZ        ndone
+	LEAQ      kmask<>+0(SB), R14
+	SHRQ      $0x01, R13
+	KMOVW     (R14)(R13*1), K1
+	VMOVUPS.Z (BX)(R12*1), K1, Z5
+	VMULPS    Z5, Z4, Z5
+	VMOVUPS.Z (DX)(R12*1), K1, Z4
+	VMULPS    Z4, Z5, Z5
+	VMOVUPS   Z5, K1, (AX)(R12*1)
+
+ndone:
+scaled:
 	ADDQ R9, AX
 	ADDQ R9, CX
 	ADDQ R9, BX
-	INCQ R10
+	INCQ R11
 	JMP  row
 
 ret:
+	TESTQ $0x00000001, R10
+	JZ    vzero
+	SFENCE
+
+vzero:
 	VZEROUPPER
-	MOVQ R10, ret+72(FP)
+	MOVQ R11, ret+88(FP)
 	RET
 
-// func avx512AddOffset(dst *float32, x *float32, w *float32, res *float32, inv *float32, d int, rows int, stride int, eps float32) int
-// Requires: AVX, AVX512F
-TEXT ·avx512AddOffset(SB), NOSPLIT, $0-80
+// func avx512AddOffset(dst *float32, x *float32, w *float32, res *float32, inv *float32, d int, rows int, stride int, eps float32, fd float32, rd float32, flags int) int
+// Requires: AVX, AVX512F, MMX+
+TEXT ·avx512AddOffset(SB), NOSPLIT, $0-96
 	MOVQ dst+0(FP), AX
 	MOVQ x+8(FP), CX
 	MOVQ w+16(FP), DX
@@ -939,246 +4698,377 @@ TEXT ·avx512AddOffset(SB), NOSPLIT, $0-80
 	MOVQ rows+48(FP), R8
 	MOVQ stride+56(FP), R9
 	SHLQ $0x02, R9
-	XORQ R10, R10
+	MOVQ flags+80(FP), R10
+	XORQ R11, R11
 
 row:
-	CMPQ R10, R8
+	CMPQ R11, R8
 	JAE  ret
 
 	// Sum of squares: element i goes to partial i%64.
+	MOVQ   DI, R13
+	SUBQ   $0x00000100, R13
+	JGE    firstblock
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
 	VPXORD Z3, Z3, Z3
-	XORQ   R11, R11
-	MOVQ   DI, R12
-	SUBQ   $0x00000100, R12
-	JL     sumtail
+	XORQ   R12, R12
+	JMP    sumtail
+
+firstblock:
+	// +0 + square is the square itself: the first block initializes the partials.
+	XORQ    R12, R12
+	VMOVUPS (CX)(R12*1), Z0
+	VADDPS  (BX)(R12*1), Z0, Z0
+	VMOVUPS Z0, (BX)(R12*1)
+	VMULPS  Z0, Z0, Z0
+	VMOVAPS Z0, Z0
+	VMOVUPS 64(CX)(R12*1), Z1
+	VADDPS  64(BX)(R12*1), Z1, Z1
+	VMOVUPS Z1, 64(BX)(R12*1)
+	VMULPS  Z1, Z1, Z1
+	VMOVAPS Z1, Z1
+	VMOVUPS 128(CX)(R12*1), Z2
+	VADDPS  128(BX)(R12*1), Z2, Z2
+	VMOVUPS Z2, 128(BX)(R12*1)
+	VMULPS  Z2, Z2, Z2
+	VMOVAPS Z2, Z2
+	VMOVUPS 192(CX)(R12*1), Z3
+	VADDPS  192(BX)(R12*1), Z3, Z3
+	VMOVUPS Z3, 192(BX)(R12*1)
+	VMULPS  Z3, Z3, Z3
+	VMOVAPS Z3, Z3
+	MOVQ    $0x00000100, R12
+	JMP     sumcheck
 
 sumloop:
-	VMOVUPS (CX)(R11*1), Z4
-	VADDPS  (BX)(R11*1), Z4, Z4
-	VMOVUPS Z4, (BX)(R11*1)
+	VMOVUPS (CX)(R12*1), Z4
+	VADDPS  (BX)(R12*1), Z4, Z4
+	VMOVUPS Z4, (BX)(R12*1)
 	VMULPS  Z4, Z4, Z4
 	VADDPS  Z4, Z0, Z0
-	VMOVUPS 64(CX)(R11*1), Z4
-	VADDPS  64(BX)(R11*1), Z4, Z4
-	VMOVUPS Z4, 64(BX)(R11*1)
+	VMOVUPS 64(CX)(R12*1), Z4
+	VADDPS  64(BX)(R12*1), Z4, Z4
+	VMOVUPS Z4, 64(BX)(R12*1)
 	VMULPS  Z4, Z4, Z4
 	VADDPS  Z4, Z1, Z1
-	VMOVUPS 128(CX)(R11*1), Z4
-	VADDPS  128(BX)(R11*1), Z4, Z4
-	VMOVUPS Z4, 128(BX)(R11*1)
+	VMOVUPS 128(CX)(R12*1), Z4
+	VADDPS  128(BX)(R12*1), Z4, Z4
+	VMOVUPS Z4, 128(BX)(R12*1)
 	VMULPS  Z4, Z4, Z4
 	VADDPS  Z4, Z2, Z2
-	VMOVUPS 192(CX)(R11*1), Z4
-	VADDPS  192(BX)(R11*1), Z4, Z4
-	VMOVUPS Z4, 192(BX)(R11*1)
+	VMOVUPS 192(CX)(R12*1), Z4
+	VADDPS  192(BX)(R12*1), Z4, Z4
+	VMOVUPS Z4, 192(BX)(R12*1)
 	VMULPS  Z4, Z4, Z4
 	VADDPS  Z4, Z3, Z3
-	ADDQ    $0x00000100, R11
-	CMPQ    R11, R12
-	JLE     sumloop
+	ADDQ    $0x00000100, R12
+
+sumcheck:
+	CMPQ R12, R13
+	JLE  sumloop
 
 sumtail:
 	// Fewer than 64 elements remain: whole vectors first, then one masked vector.
-	MOVQ    DI, R12
-	SUBQ    R11, R12
-	CMPQ    R12, $0x00000040
+	MOVQ    DI, R13
+	SUBQ    R12, R13
+	CMPQ    R13, $0x00000040
 	JL      sumpart0
-	VMOVUPS (CX)(R11*1), Z4
-	VADDPS  (BX)(R11*1), Z4, Z4
-	VMOVUPS Z4, (BX)(R11*1)
+	VMOVUPS (CX)(R12*1), Z4
+	VADDPS  (BX)(R12*1), Z4, Z4
+	VMOVUPS Z4, (BX)(R12*1)
 	VMULPS  Z4, Z4, Z4
 	VADDPS  Z4, Z0, Z0
-	CMPQ    R12, $0x00000080
+	CMPQ    R13, $0x00000080
 	JL      sumpart1
-	VMOVUPS 64(CX)(R11*1), Z4
-	VADDPS  64(BX)(R11*1), Z4, Z4
-	VMOVUPS Z4, 64(BX)(R11*1)
+	VMOVUPS 64(CX)(R12*1), Z4
+	VADDPS  64(BX)(R12*1), Z4, Z4
+	VMOVUPS Z4, 64(BX)(R12*1)
 	VMULPS  Z4, Z4, Z4
 	VADDPS  Z4, Z1, Z1
-	CMPQ    R12, $0x000000c0
+	CMPQ    R13, $0x000000c0
 	JL      sumpart2
-	VMOVUPS 128(CX)(R11*1), Z4
-	VADDPS  128(BX)(R11*1), Z4, Z4
-	VMOVUPS Z4, 128(BX)(R11*1)
+	VMOVUPS 128(CX)(R12*1), Z4
+	VADDPS  128(BX)(R12*1), Z4, Z4
+	VMOVUPS Z4, 128(BX)(R12*1)
 	VMULPS  Z4, Z4, Z4
 	VADDPS  Z4, Z2, Z2
-	CMPQ    R12, $0x00000100
+	CMPQ    R13, $0x00000100
 	JL      sumpart3
-	VMOVUPS 192(CX)(R11*1), Z4
-	VADDPS  192(BX)(R11*1), Z4, Z4
-	VMOVUPS Z4, 192(BX)(R11*1)
+	VMOVUPS 192(CX)(R12*1), Z4
+	VADDPS  192(BX)(R12*1), Z4, Z4
+	VMOVUPS Z4, 192(BX)(R12*1)
 	VMULPS  Z4, Z4, Z4
 	VADDPS  Z4, Z3, Z3
-	JMP     reduce
+	JMP     summed
 
 sumpart0:
-	SUBQ      $0x00000000, R12
-	JZ        reduce
-	LEAQ      kmask<>+0(SB), R13
-	SHRQ      $0x01, R12
-	KMOVW     (R13)(R12*1), K1
-	VMOVUPS.Z (CX)(R11*1), K1, Z4
-	VMOVUPS.Z (BX)(R11*1), K1, Z5
+	SUBQ      $0x00000000, R13
+	JZ        summed
+	LEAQ      kmask<>+0(SB), R14
+	SHRQ      $0x01, R13
+	KMOVW     (R14)(R13*1), K1
+	VMOVUPS.Z (CX)(R12*1), K1, Z4
+	VMOVUPS.Z (BX)(R12*1), K1, Z5
 	VADDPS    Z5, Z4, Z4
-	VMOVUPS   Z4, K1, (BX)(R11*1)
+	VMOVUPS   Z4, K1, (BX)(R12*1)
 	VMULPS    Z4, Z4, Z4
 	VADDPS    Z4, Z0, Z0
-	JMP       reduce
+	JMP       summed
 
 sumpart1:
-	SUBQ      $0x00000040, R12
-	JZ        reduce
-	LEAQ      kmask<>+0(SB), R13
-	SHRQ      $0x01, R12
-	KMOVW     (R13)(R12*1), K1
-	VMOVUPS.Z 64(CX)(R11*1), K1, Z4
-	VMOVUPS.Z 64(BX)(R11*1), K1, Z5
+	SUBQ      $0x00000040, R13
+	JZ        summed
+	LEAQ      kmask<>+0(SB), R14
+	SHRQ      $0x01, R13
+	KMOVW     (R14)(R13*1), K1
+	VMOVUPS.Z 64(CX)(R12*1), K1, Z4
+	VMOVUPS.Z 64(BX)(R12*1), K1, Z5
 	VADDPS    Z5, Z4, Z4
-	VMOVUPS   Z4, K1, 64(BX)(R11*1)
+	VMOVUPS   Z4, K1, 64(BX)(R12*1)
 	VMULPS    Z4, Z4, Z4
 	VADDPS    Z4, Z1, Z1
-	JMP       reduce
+	JMP       summed
 
 sumpart2:
-	SUBQ      $0x00000080, R12
-	JZ        reduce
-	LEAQ      kmask<>+0(SB), R13
-	SHRQ      $0x01, R12
-	KMOVW     (R13)(R12*1), K1
-	VMOVUPS.Z 128(CX)(R11*1), K1, Z4
-	VMOVUPS.Z 128(BX)(R11*1), K1, Z5
+	SUBQ      $0x00000080, R13
+	JZ        summed
+	LEAQ      kmask<>+0(SB), R14
+	SHRQ      $0x01, R13
+	KMOVW     (R14)(R13*1), K1
+	VMOVUPS.Z 128(CX)(R12*1), K1, Z4
+	VMOVUPS.Z 128(BX)(R12*1), K1, Z5
 	VADDPS    Z5, Z4, Z4
-	VMOVUPS   Z4, K1, 128(BX)(R11*1)
+	VMOVUPS   Z4, K1, 128(BX)(R12*1)
 	VMULPS    Z4, Z4, Z4
 	VADDPS    Z4, Z2, Z2
-	JMP       reduce
+	JMP       summed
 
 sumpart3:
-	SUBQ      $0x000000c0, R12
-	JZ        reduce
-	LEAQ      kmask<>+0(SB), R13
-	SHRQ      $0x01, R12
-	KMOVW     (R13)(R12*1), K1
-	VMOVUPS.Z 192(CX)(R11*1), K1, Z4
-	VMOVUPS.Z 192(BX)(R11*1), K1, Z5
+	SUBQ      $0x000000c0, R13
+	JZ        summed
+	LEAQ      kmask<>+0(SB), R14
+	SHRQ      $0x01, R13
+	KMOVW     (R14)(R13*1), K1
+	VMOVUPS.Z 192(CX)(R12*1), K1, Z4
+	VMOVUPS.Z 192(BX)(R12*1), K1, Z5
 	VADDPS    Z5, Z4, Z4
-	VMOVUPS   Z4, K1, 192(BX)(R11*1)
+	VMOVUPS   Z4, K1, 192(BX)(R12*1)
 	VMULPS    Z4, Z4, Z4
 	VADDPS    Z4, Z3, Z3
 
-reduce:
+summed:
 	// Halving tree: p[j] += p[j+h] for h = 32, 16, ..., 1.
-	VADDPS        Z2, Z0, Z0
-	VADDPS        Z3, Z1, Z1
-	VADDPS        Z1, Z0, Z0
-	VEXTRACTF64X4 $0x01, Z0, Y4
-	VADDPS        Y4, Y0, Y4
-	VEXTRACTF128  $0x01, Y4, X5
-	VADDPS        X5, X4, X5
-	VMOVHLPS      X5, X5, X4
-	VADDPS        X4, X5, X5
-	VMOVSHDUP     X5, X4
-	VADDSS        X4, X5, X5
+	VADDPS     Z2, Z0, Z0
+	VADDPS     Z3, Z1, Z1
+	VADDPS     Z1, Z0, Z0
+	VSHUFF64X2 $0xee, Z0, Z0, Z4
+	VADDPS     Z4, Z0, Z0
+	VSHUFF32X4 $0x01, Z0, Z0, Z4
+	VADDPS     Z4, Z0, Z0
+	VPERMILPS  $0x4e, Z0, Z4
+	VADDPS     Z4, Z0, Z0
+	VPERMILPS  $0xb1, Z0, Z4
+	VADDPS     Z4, Z0, Z0
 
 	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
-	VXORPS     X4, X4, X4
-	VCVTSI2SSQ d+40(FP), X4, X4
-	VDIVSS     X4, X5, X4
-	VADDSS     eps+64(FP), X4, X4
-	VUCOMISS   tlo<>+0(SB), X4
-	JCS        ret
-	VUCOMISS   tmax<>+0(SB), X4
-	JHI        ret
-	VSQRTSS    X4, X4, X4
-	VMOVSS     one<>+0(SB), X5
-	VDIVSS     X4, X5, X5
+	TESTQ  $0x00000002, R10
+	JZ     divide
+	VMULSS rd+72(FP), X0, X4
+	JMP    divided
+
+divide:
+	VDIVSS fd+68(FP), X0, X4
+
+divided:
+	VADDSS   eps+64(FP), X4, X4
+	VUCOMISS tlo<>+0(SB), X4
+	JCS      ret
+	VUCOMISS tmax<>+0(SB), X4
+	JHI      ret
+	VSQRTSS  X4, X4, X4
+	VMOVSS   one<>+0(SB), X5
+	VDIVSS   X4, X5, X5
 
 	// Report 1/rms if asked.
 	TESTQ  SI, SI
 	JZ     scale
-	VMOVSS X5, (SI)(R10*4)
+	VMOVSS X5, (SI)(R11*4)
 
 scale:
-	// y = (src*inv)*w, rounded after each multiply.
 	VBROADCASTSS X5, Z4
 	VBROADCASTSS one<>+0(SB), Z5
-	XORQ         R11, R11
-	MOVQ         DI, R12
-	SUBQ         $0x00000100, R12
-	JL           scaleone
+	TESTQ        $0x00000001, R10
+	JNZ          scalent
 
-scaleloop:
-	VMULPS  (BX)(R11*1), Z4, Z6
-	VMOVUPS (DX)(R11*1), Z7
-	VADDPS  Z5, Z7, Z7
-	VMULPS  Z7, Z6, Z6
-	VMOVUPS Z6, (AX)(R11*1)
-	VMULPS  64(BX)(R11*1), Z4, Z6
-	VMOVUPS 64(DX)(R11*1), Z7
-	VADDPS  Z5, Z7, Z7
-	VMULPS  Z7, Z6, Z6
-	VMOVUPS Z6, 64(AX)(R11*1)
-	VMULPS  128(BX)(R11*1), Z4, Z6
-	VMOVUPS 128(DX)(R11*1), Z7
-	VADDPS  Z5, Z7, Z7
-	VMULPS  Z7, Z6, Z6
-	VMOVUPS Z6, 128(AX)(R11*1)
-	VMULPS  192(BX)(R11*1), Z4, Z6
-	VMOVUPS 192(DX)(R11*1), Z7
-	VADDPS  Z5, Z7, Z7
-	VMULPS  Z7, Z6, Z6
-	VMOVUPS Z6, 192(AX)(R11*1)
-	ADDQ    $0x00000100, R11
-	CMPQ    R11, R12
-	JLE     scaleloop
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ R12, R12
+	MOVQ DI, R13
+	SUBQ $0x00000100, R13
 
-scaleone:
-	MOVQ DI, R12
-	SUBQ $0x00000040, R12
-
-scaleoneloop:
-	CMPQ    R11, R12
-	JG      scaletail
-	VMULPS  (BX)(R11*1), Z4, Z6
-	VMOVUPS (DX)(R11*1), Z7
+sloop:
+	CMPQ    R12, R13
+	JG      sone
+	VMULPS  (BX)(R12*1), Z4, Z6
+	VMOVUPS (DX)(R12*1), Z7
 	VADDPS  Z5, Z7, Z7
 	VMULPS  Z7, Z6, Z6
-	VMOVUPS Z6, (AX)(R11*1)
-	ADDQ    $0x00000040, R11
-	JMP     scaleoneloop
+	VMOVUPS Z6, (AX)(R12*1)
+	VMULPS  64(BX)(R12*1), Z4, Z6
+	VMOVUPS 64(DX)(R12*1), Z7
+	VADDPS  Z5, Z7, Z7
+	VMULPS  Z7, Z6, Z6
+	VMOVUPS Z6, 64(AX)(R12*1)
+	VMULPS  128(BX)(R12*1), Z4, Z6
+	VMOVUPS 128(DX)(R12*1), Z7
+	VADDPS  Z5, Z7, Z7
+	VMULPS  Z7, Z6, Z6
+	VMOVUPS Z6, 128(AX)(R12*1)
+	VMULPS  192(BX)(R12*1), Z4, Z6
+	VMOVUPS 192(DX)(R12*1), Z7
+	VADDPS  Z5, Z7, Z7
+	VMULPS  Z7, Z6, Z6
+	VMOVUPS Z6, 192(AX)(R12*1)
+	ADDQ    $0x00000100, R12
+	JMP     sloop
 
-scaletail:
-	MOVQ      DI, R12
-	SUBQ      R11, R12
-	JZ        next
-	LEAQ      kmask<>+0(SB), R13
-	SHRQ      $0x01, R12
-	KMOVW     (R13)(R12*1), K1
-	VMOVUPS.Z (BX)(R11*1), K1, Z6
+sone:
+	ADDQ $0x000000c0, R13
+
+soneloop:
+	CMPQ    R12, R13
+	JG      stail
+	VMULPS  (BX)(R12*1), Z4, Z6
+	VMOVUPS (DX)(R12*1), Z7
+	VADDPS  Z5, Z7, Z7
+	VMULPS  Z7, Z6, Z6
+	VMOVUPS Z6, (AX)(R12*1)
+	ADDQ    $0x00000040, R12
+	JMP     soneloop
+
+stail:
+	MOVQ      DI, R13
+	SUBQ      R12, R13
+	JZ        sdone
+	LEAQ      kmask<>+0(SB), R14
+	SHRQ      $0x01, R13
+	KMOVW     (R14)(R13*1), K1
+	VMOVUPS.Z (BX)(R12*1), K1, Z6
 	VMULPS    Z6, Z4, Z6
-	VMOVUPS.Z (DX)(R11*1), K1, Z4
+	VMOVUPS.Z (DX)(R12*1), K1, Z4
 	VADDPS    Z5, Z4, Z4
 	VMULPS    Z4, Z6, Z6
-	VMOVUPS   Z6, K1, (AX)(R11*1)
+	VMOVUPS   Z6, K1, (AX)(R12*1)
 
-next:
+sdone:
+	JMP scaled
+
+scalent:
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ R12, R12
+
+	// Ordinary stores up to the first vector-aligned element of dst.
+	MOVQ AX, R13
+	NEGQ R13
+	ANDQ $0x0000003f, R13
+	JZ   nbody
+	CMPQ R13, DI
+	JLE  nhead
+	MOVQ DI, R13
+
+nhead:
+	MOVQ      R13, R12
+	XORQ      R14, R14
+	LEAQ      kmask<>+0(SB), R15
+	SHRQ      $0x01, R13
+	KMOVW     (R15)(R13*1), K1
+	VMOVUPS.Z (BX)(R14*1), K1, Z6
+	VMULPS    Z6, Z4, Z6
+	VMOVUPS.Z (DX)(R14*1), K1, Z7
+	VADDPS    Z5, Z7, Z7
+	VMULPS    Z7, Z6, Z6
+	VMOVUPS   Z6, K1, (AX)(R14*1)
+
+nbody:
+	MOVQ DI, R13
+	SUBQ $0x00000100, R13
+
+nloop:
+	CMPQ     R12, R13
+	JG       none
+	VMULPS   (BX)(R12*1), Z4, Z6
+	VMOVUPS  (DX)(R12*1), Z7
+	VADDPS   Z5, Z7, Z7
+	VMULPS   Z7, Z6, Z6
+	VMOVNTPS Z6, (AX)(R12*1)
+	VMULPS   64(BX)(R12*1), Z4, Z6
+	VMOVUPS  64(DX)(R12*1), Z7
+	VADDPS   Z5, Z7, Z7
+	VMULPS   Z7, Z6, Z6
+	VMOVNTPS Z6, 64(AX)(R12*1)
+	VMULPS   128(BX)(R12*1), Z4, Z6
+	VMOVUPS  128(DX)(R12*1), Z7
+	VADDPS   Z5, Z7, Z7
+	VMULPS   Z7, Z6, Z6
+	VMOVNTPS Z6, 128(AX)(R12*1)
+	VMULPS   192(BX)(R12*1), Z4, Z6
+	VMOVUPS  192(DX)(R12*1), Z7
+	VADDPS   Z5, Z7, Z7
+	VMULPS   Z7, Z6, Z6
+	VMOVNTPS Z6, 192(AX)(R12*1)
+	ADDQ     $0x00000100, R12
+	JMP      nloop
+
+none:
+	ADDQ $0x000000c0, R13
+
+noneloop:
+	CMPQ     R12, R13
+	JG       ntail
+	VMULPS   (BX)(R12*1), Z4, Z6
+	VMOVUPS  (DX)(R12*1), Z7
+	VADDPS   Z5, Z7, Z7
+	VMULPS   Z7, Z6, Z6
+	VMOVNTPS Z6, (AX)(R12*1)
+	ADDQ     $0x00000040, R12
+	JMP      noneloop
+
+ntail:
+	MOVQ      DI, R13
+	SUBQ      R12, R13
+	JZ        ndone
+	LEAQ      kmask<>+0(SB), R14
+	SHRQ      $0x01, R13
+	KMOVW     (R14)(R13*1), K1
+	VMOVUPS.Z (BX)(R12*1), K1, Z6
+	VMULPS    Z6, Z4, Z6
+	VMOVUPS.Z (DX)(R12*1), K1, Z4
+	VADDPS    Z5, Z4, Z4
+	VMULPS    Z4, Z6, Z6
+	VMOVUPS   Z6, K1, (AX)(R12*1)
+
+ndone:
+scaled:
 	ADDQ R9, AX
 	ADDQ R9, CX
 	ADDQ R9, BX
-	INCQ R10
+	INCQ R11
 	JMP  row
 
 ret:
+	TESTQ $0x00000001, R10
+	JZ    vzero
+	SFENCE
+
+vzero:
 	VZEROUPPER
-	MOVQ R10, ret+72(FP)
+	MOVQ R11, ret+88(FP)
 	RET
 
-// func avx512AddUnweighted(dst *float32, x *float32, w *float32, res *float32, inv *float32, d int, rows int, stride int, eps float32) int
-// Requires: AVX, AVX512F
-TEXT ·avx512AddUnweighted(SB), NOSPLIT, $0-80
+// func avx512AddUnweighted(dst *float32, x *float32, w *float32, res *float32, inv *float32, d int, rows int, stride int, eps float32, fd float32, rd float32, flags int) int
+// Requires: AVX, AVX512F, MMX+
+TEXT ·avx512AddUnweighted(SB), NOSPLIT, $0-96
 	MOVQ dst+0(FP), AX
 	MOVQ x+8(FP), CX
 	MOVQ res+24(FP), DX
@@ -1188,1472 +5078,1768 @@ TEXT ·avx512AddUnweighted(SB), NOSPLIT, $0-80
 	MOVQ rows+48(FP), DI
 	MOVQ stride+56(FP), R8
 	SHLQ $0x02, R8
-	XORQ R9, R9
+	MOVQ flags+80(FP), R9
+	XORQ R10, R10
 
 row:
-	CMPQ R9, DI
+	CMPQ R10, DI
 	JAE  ret
 
 	// Sum of squares: element i goes to partial i%64.
+	MOVQ   SI, R12
+	SUBQ   $0x00000100, R12
+	JGE    firstblock
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
 	VPXORD Z3, Z3, Z3
-	XORQ   R10, R10
-	MOVQ   SI, R11
-	SUBQ   $0x00000100, R11
-	JL     sumtail
+	XORQ   R11, R11
+	JMP    sumtail
+
+firstblock:
+	// +0 + square is the square itself: the first block initializes the partials.
+	XORQ    R11, R11
+	VMOVUPS (CX)(R11*1), Z0
+	VADDPS  (DX)(R11*1), Z0, Z0
+	VMOVUPS Z0, (DX)(R11*1)
+	VMULPS  Z0, Z0, Z0
+	VMOVAPS Z0, Z0
+	VMOVUPS 64(CX)(R11*1), Z1
+	VADDPS  64(DX)(R11*1), Z1, Z1
+	VMOVUPS Z1, 64(DX)(R11*1)
+	VMULPS  Z1, Z1, Z1
+	VMOVAPS Z1, Z1
+	VMOVUPS 128(CX)(R11*1), Z2
+	VADDPS  128(DX)(R11*1), Z2, Z2
+	VMOVUPS Z2, 128(DX)(R11*1)
+	VMULPS  Z2, Z2, Z2
+	VMOVAPS Z2, Z2
+	VMOVUPS 192(CX)(R11*1), Z3
+	VADDPS  192(DX)(R11*1), Z3, Z3
+	VMOVUPS Z3, 192(DX)(R11*1)
+	VMULPS  Z3, Z3, Z3
+	VMOVAPS Z3, Z3
+	MOVQ    $0x00000100, R11
+	JMP     sumcheck
 
 sumloop:
-	VMOVUPS (CX)(R10*1), Z4
-	VADDPS  (DX)(R10*1), Z4, Z4
-	VMOVUPS Z4, (DX)(R10*1)
+	VMOVUPS (CX)(R11*1), Z4
+	VADDPS  (DX)(R11*1), Z4, Z4
+	VMOVUPS Z4, (DX)(R11*1)
 	VMULPS  Z4, Z4, Z4
 	VADDPS  Z4, Z0, Z0
-	VMOVUPS 64(CX)(R10*1), Z4
-	VADDPS  64(DX)(R10*1), Z4, Z4
-	VMOVUPS Z4, 64(DX)(R10*1)
+	VMOVUPS 64(CX)(R11*1), Z4
+	VADDPS  64(DX)(R11*1), Z4, Z4
+	VMOVUPS Z4, 64(DX)(R11*1)
 	VMULPS  Z4, Z4, Z4
 	VADDPS  Z4, Z1, Z1
-	VMOVUPS 128(CX)(R10*1), Z4
-	VADDPS  128(DX)(R10*1), Z4, Z4
-	VMOVUPS Z4, 128(DX)(R10*1)
+	VMOVUPS 128(CX)(R11*1), Z4
+	VADDPS  128(DX)(R11*1), Z4, Z4
+	VMOVUPS Z4, 128(DX)(R11*1)
 	VMULPS  Z4, Z4, Z4
 	VADDPS  Z4, Z2, Z2
-	VMOVUPS 192(CX)(R10*1), Z4
-	VADDPS  192(DX)(R10*1), Z4, Z4
-	VMOVUPS Z4, 192(DX)(R10*1)
+	VMOVUPS 192(CX)(R11*1), Z4
+	VADDPS  192(DX)(R11*1), Z4, Z4
+	VMOVUPS Z4, 192(DX)(R11*1)
 	VMULPS  Z4, Z4, Z4
 	VADDPS  Z4, Z3, Z3
-	ADDQ    $0x00000100, R10
-	CMPQ    R10, R11
-	JLE     sumloop
+	ADDQ    $0x00000100, R11
+
+sumcheck:
+	CMPQ R11, R12
+	JLE  sumloop
 
 sumtail:
 	// Fewer than 64 elements remain: whole vectors first, then one masked vector.
-	MOVQ    SI, R11
-	SUBQ    R10, R11
-	CMPQ    R11, $0x00000040
+	MOVQ    SI, R12
+	SUBQ    R11, R12
+	CMPQ    R12, $0x00000040
 	JL      sumpart0
-	VMOVUPS (CX)(R10*1), Z4
-	VADDPS  (DX)(R10*1), Z4, Z4
-	VMOVUPS Z4, (DX)(R10*1)
+	VMOVUPS (CX)(R11*1), Z4
+	VADDPS  (DX)(R11*1), Z4, Z4
+	VMOVUPS Z4, (DX)(R11*1)
 	VMULPS  Z4, Z4, Z4
 	VADDPS  Z4, Z0, Z0
-	CMPQ    R11, $0x00000080
+	CMPQ    R12, $0x00000080
 	JL      sumpart1
-	VMOVUPS 64(CX)(R10*1), Z4
-	VADDPS  64(DX)(R10*1), Z4, Z4
-	VMOVUPS Z4, 64(DX)(R10*1)
+	VMOVUPS 64(CX)(R11*1), Z4
+	VADDPS  64(DX)(R11*1), Z4, Z4
+	VMOVUPS Z4, 64(DX)(R11*1)
 	VMULPS  Z4, Z4, Z4
 	VADDPS  Z4, Z1, Z1
-	CMPQ    R11, $0x000000c0
+	CMPQ    R12, $0x000000c0
 	JL      sumpart2
-	VMOVUPS 128(CX)(R10*1), Z4
-	VADDPS  128(DX)(R10*1), Z4, Z4
-	VMOVUPS Z4, 128(DX)(R10*1)
+	VMOVUPS 128(CX)(R11*1), Z4
+	VADDPS  128(DX)(R11*1), Z4, Z4
+	VMOVUPS Z4, 128(DX)(R11*1)
 	VMULPS  Z4, Z4, Z4
 	VADDPS  Z4, Z2, Z2
-	CMPQ    R11, $0x00000100
+	CMPQ    R12, $0x00000100
 	JL      sumpart3
-	VMOVUPS 192(CX)(R10*1), Z4
-	VADDPS  192(DX)(R10*1), Z4, Z4
-	VMOVUPS Z4, 192(DX)(R10*1)
+	VMOVUPS 192(CX)(R11*1), Z4
+	VADDPS  192(DX)(R11*1), Z4, Z4
+	VMOVUPS Z4, 192(DX)(R11*1)
 	VMULPS  Z4, Z4, Z4
 	VADDPS  Z4, Z3, Z3
-	JMP     reduce
+	JMP     summed
 
 sumpart0:
-	SUBQ      $0x00000000, R11
-	JZ        reduce
-	LEAQ      kmask<>+0(SB), R12
-	SHRQ      $0x01, R11
-	KMOVW     (R12)(R11*1), K1
-	VMOVUPS.Z (CX)(R10*1), K1, Z4
-	VMOVUPS.Z (DX)(R10*1), K1, Z5
+	SUBQ      $0x00000000, R12
+	JZ        summed
+	LEAQ      kmask<>+0(SB), R13
+	SHRQ      $0x01, R12
+	KMOVW     (R13)(R12*1), K1
+	VMOVUPS.Z (CX)(R11*1), K1, Z4
+	VMOVUPS.Z (DX)(R11*1), K1, Z5
 	VADDPS    Z5, Z4, Z4
-	VMOVUPS   Z4, K1, (DX)(R10*1)
+	VMOVUPS   Z4, K1, (DX)(R11*1)
 	VMULPS    Z4, Z4, Z4
 	VADDPS    Z4, Z0, Z0
-	JMP       reduce
+	JMP       summed
 
 sumpart1:
-	SUBQ      $0x00000040, R11
-	JZ        reduce
-	LEAQ      kmask<>+0(SB), R12
-	SHRQ      $0x01, R11
-	KMOVW     (R12)(R11*1), K1
-	VMOVUPS.Z 64(CX)(R10*1), K1, Z4
-	VMOVUPS.Z 64(DX)(R10*1), K1, Z5
+	SUBQ      $0x00000040, R12
+	JZ        summed
+	LEAQ      kmask<>+0(SB), R13
+	SHRQ      $0x01, R12
+	KMOVW     (R13)(R12*1), K1
+	VMOVUPS.Z 64(CX)(R11*1), K1, Z4
+	VMOVUPS.Z 64(DX)(R11*1), K1, Z5
 	VADDPS    Z5, Z4, Z4
-	VMOVUPS   Z4, K1, 64(DX)(R10*1)
+	VMOVUPS   Z4, K1, 64(DX)(R11*1)
 	VMULPS    Z4, Z4, Z4
 	VADDPS    Z4, Z1, Z1
-	JMP       reduce
+	JMP       summed
 
 sumpart2:
-	SUBQ      $0x00000080, R11
-	JZ        reduce
-	LEAQ      kmask<>+0(SB), R12
-	SHRQ      $0x01, R11
-	KMOVW     (R12)(R11*1), K1
-	VMOVUPS.Z 128(CX)(R10*1), K1, Z4
-	VMOVUPS.Z 128(DX)(R10*1), K1, Z5
+	SUBQ      $0x00000080, R12
+	JZ        summed
+	LEAQ      kmask<>+0(SB), R13
+	SHRQ      $0x01, R12
+	KMOVW     (R13)(R12*1), K1
+	VMOVUPS.Z 128(CX)(R11*1), K1, Z4
+	VMOVUPS.Z 128(DX)(R11*1), K1, Z5
 	VADDPS    Z5, Z4, Z4
-	VMOVUPS   Z4, K1, 128(DX)(R10*1)
+	VMOVUPS   Z4, K1, 128(DX)(R11*1)
 	VMULPS    Z4, Z4, Z4
 	VADDPS    Z4, Z2, Z2
-	JMP       reduce
+	JMP       summed
 
 sumpart3:
-	SUBQ      $0x000000c0, R11
-	JZ        reduce
-	LEAQ      kmask<>+0(SB), R12
-	SHRQ      $0x01, R11
-	KMOVW     (R12)(R11*1), K1
-	VMOVUPS.Z 192(CX)(R10*1), K1, Z4
-	VMOVUPS.Z 192(DX)(R10*1), K1, Z5
+	SUBQ      $0x000000c0, R12
+	JZ        summed
+	LEAQ      kmask<>+0(SB), R13
+	SHRQ      $0x01, R12
+	KMOVW     (R13)(R12*1), K1
+	VMOVUPS.Z 192(CX)(R11*1), K1, Z4
+	VMOVUPS.Z 192(DX)(R11*1), K1, Z5
 	VADDPS    Z5, Z4, Z4
-	VMOVUPS   Z4, K1, 192(DX)(R10*1)
+	VMOVUPS   Z4, K1, 192(DX)(R11*1)
 	VMULPS    Z4, Z4, Z4
 	VADDPS    Z4, Z3, Z3
 
-reduce:
+summed:
 	// Halving tree: p[j] += p[j+h] for h = 32, 16, ..., 1.
-	VADDPS        Z2, Z0, Z0
-	VADDPS        Z3, Z1, Z1
-	VADDPS        Z1, Z0, Z0
-	VEXTRACTF64X4 $0x01, Z0, Y4
-	VADDPS        Y4, Y0, Y4
-	VEXTRACTF128  $0x01, Y4, X5
-	VADDPS        X5, X4, X5
-	VMOVHLPS      X5, X5, X4
-	VADDPS        X4, X5, X5
-	VMOVSHDUP     X5, X4
-	VADDSS        X4, X5, X5
+	VADDPS     Z2, Z0, Z0
+	VADDPS     Z3, Z1, Z1
+	VADDPS     Z1, Z0, Z0
+	VSHUFF64X2 $0xee, Z0, Z0, Z4
+	VADDPS     Z4, Z0, Z0
+	VSHUFF32X4 $0x01, Z0, Z0, Z4
+	VADDPS     Z4, Z0, Z0
+	VPERMILPS  $0x4e, Z0, Z4
+	VADDPS     Z4, Z0, Z0
+	VPERMILPS  $0xb1, Z0, Z4
+	VADDPS     Z4, Z0, Z0
 
 	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
-	VXORPS     X4, X4, X4
-	VCVTSI2SSQ d+40(FP), X4, X4
-	VDIVSS     X4, X5, X4
-	VADDSS     eps+64(FP), X4, X4
-	VUCOMISS   tlo<>+0(SB), X4
-	JCS        ret
-	VUCOMISS   tmax<>+0(SB), X4
-	JHI        ret
-	VSQRTSS    X4, X4, X4
-	VMOVSS     one<>+0(SB), X5
-	VDIVSS     X4, X5, X5
+	TESTQ  $0x00000002, R9
+	JZ     divide
+	VMULSS rd+72(FP), X0, X4
+	JMP    divided
+
+divide:
+	VDIVSS fd+68(FP), X0, X4
+
+divided:
+	VADDSS   eps+64(FP), X4, X4
+	VUCOMISS tlo<>+0(SB), X4
+	JCS      ret
+	VUCOMISS tmax<>+0(SB), X4
+	JHI      ret
+	VSQRTSS  X4, X4, X4
+	VMOVSS   one<>+0(SB), X5
+	VDIVSS   X4, X5, X5
 
 	// Report 1/rms if asked.
 	TESTQ  BX, BX
 	JZ     scale
-	VMOVSS X5, (BX)(R9*4)
+	VMOVSS X5, (BX)(R10*4)
 
 scale:
-	// y = (src*inv)*w, rounded after each multiply.
 	VBROADCASTSS X5, Z4
-	XORQ         R10, R10
-	MOVQ         SI, R11
-	SUBQ         $0x00000100, R11
-	JL           scaleone
+	TESTQ        $0x00000001, R9
+	JNZ          scalent
 
-scaleloop:
-	VMULPS  (DX)(R10*1), Z4, Z5
-	VMOVUPS Z5, (AX)(R10*1)
-	VMULPS  64(DX)(R10*1), Z4, Z5
-	VMOVUPS Z5, 64(AX)(R10*1)
-	VMULPS  128(DX)(R10*1), Z4, Z5
-	VMOVUPS Z5, 128(AX)(R10*1)
-	VMULPS  192(DX)(R10*1), Z4, Z5
-	VMOVUPS Z5, 192(AX)(R10*1)
-	ADDQ    $0x00000100, R10
-	CMPQ    R10, R11
-	JLE     scaleloop
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ R11, R11
+	MOVQ SI, R12
+	SUBQ $0x00000100, R12
 
-scaleone:
-	MOVQ SI, R11
-	SUBQ $0x00000040, R11
+sloop:
+	CMPQ    R11, R12
+	JG      sone
+	VMULPS  (DX)(R11*1), Z4, Z5
+	VMOVUPS Z5, (AX)(R11*1)
+	VMULPS  64(DX)(R11*1), Z4, Z5
+	VMOVUPS Z5, 64(AX)(R11*1)
+	VMULPS  128(DX)(R11*1), Z4, Z5
+	VMOVUPS Z5, 128(AX)(R11*1)
+	VMULPS  192(DX)(R11*1), Z4, Z5
+	VMOVUPS Z5, 192(AX)(R11*1)
+	ADDQ    $0x00000100, R11
+	JMP     sloop
 
-scaleoneloop:
-	CMPQ    R10, R11
-	JG      scaletail
-	VMULPS  (DX)(R10*1), Z4, Z5
-	VMOVUPS Z5, (AX)(R10*1)
-	ADDQ    $0x00000040, R10
-	JMP     scaleoneloop
+sone:
+	ADDQ $0x000000c0, R12
 
-scaletail:
-	MOVQ      SI, R11
-	SUBQ      R10, R11
-	JZ        next
-	LEAQ      kmask<>+0(SB), R12
-	SHRQ      $0x01, R11
-	KMOVW     (R12)(R11*1), K1
-	VMOVUPS.Z (DX)(R10*1), K1, Z5
+soneloop:
+	CMPQ    R11, R12
+	JG      stail
+	VMULPS  (DX)(R11*1), Z4, Z5
+	VMOVUPS Z5, (AX)(R11*1)
+	ADDQ    $0x00000040, R11
+	JMP     soneloop
+
+stail:
+	MOVQ      SI, R12
+	SUBQ      R11, R12
+	JZ        sdone
+	LEAQ      kmask<>+0(SB), R13
+	SHRQ      $0x01, R12
+	KMOVW     (R13)(R12*1), K1
+	VMOVUPS.Z (DX)(R11*1), K1, Z5
 	VMULPS    Z5, Z4, Z5
-	VMOVUPS   Z5, K1, (AX)(R10*1)
+	VMOVUPS   Z5, K1, (AX)(R11*1)
 
-next:
+sdone:
+	JMP scaled
+
+scalent:
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ R11, R11
+
+	// Ordinary stores up to the first vector-aligned element of dst.
+	MOVQ AX, R12
+	NEGQ R12
+	ANDQ $0x0000003f, R12
+	JZ   nbody
+	CMPQ R12, SI
+	JLE  nhead
+	MOVQ SI, R12
+
+nhead:
+	MOVQ      R12, R11
+	XORQ      R13, R13
+	LEAQ      kmask<>+0(SB), R14
+	SHRQ      $0x01, R12
+	KMOVW     (R14)(R12*1), K1
+	VMOVUPS.Z (DX)(R13*1), K1, Z5
+	VMULPS    Z5, Z4, Z5
+	VMOVUPS   Z5, K1, (AX)(R13*1)
+
+nbody:
+	MOVQ SI, R12
+	SUBQ $0x00000100, R12
+
+nloop:
+	CMPQ     R11, R12
+	JG       none
+	VMULPS   (DX)(R11*1), Z4, Z5
+	VMOVNTPS Z5, (AX)(R11*1)
+	VMULPS   64(DX)(R11*1), Z4, Z5
+	VMOVNTPS Z5, 64(AX)(R11*1)
+	VMULPS   128(DX)(R11*1), Z4, Z5
+	VMOVNTPS Z5, 128(AX)(R11*1)
+	VMULPS   192(DX)(R11*1), Z4, Z5
+	VMOVNTPS Z5, 192(AX)(R11*1)
+	ADDQ     $0x00000100, R11
+	JMP      nloop
+
+none:
+	ADDQ $0x000000c0, R12
+
+noneloop:
+	CMPQ     R11, R12
+	JG       ntail
+	VMULPS   (DX)(R11*1), Z4, Z5
+	VMOVNTPS Z5, (AX)(R11*1)
+	ADDQ     $0x00000040, R11
+	JMP      noneloop
+
+ntail:
+	MOVQ      SI, R12
+	SUBQ      R11, R12
+	JZ        ndone
+	LEAQ      kmask<>+0(SB), R13
+	SHRQ      $0x01, R12
+	KMOVW     (R13)(R12*1), K1
+	VMOVUPS.Z (DX)(R11*1), K1, Z5
+	VMULPS    Z5, Z4, Z5
+	VMOVUPS   Z5, K1, (AX)(R11*1)
+
+ndone:
+scaled:
 	ADDQ R8, AX
 	ADDQ R8, CX
 	ADDQ R8, DX
-	INCQ R9
-	JMP  row
-
-ret:
-	VZEROUPPER
-	MOVQ R9, ret+72(FP)
-	RET
-
-// func avx2Weighted(dst *float32, x *float32, w *float32, res *float32, inv *float32, d int, rows int, stride int, eps float32) int
-// Requires: AVX, AVX2
-TEXT ·avx2Weighted(SB), NOSPLIT, $0-80
-	MOVQ dst+0(FP), AX
-	MOVQ x+8(FP), CX
-	MOVQ w+16(FP), DX
-	MOVQ inv+32(FP), BX
-	MOVQ d+40(FP), SI
-	SHLQ $0x02, SI
-	MOVQ rows+48(FP), DI
-	MOVQ stride+56(FP), R8
-	SHLQ $0x02, R8
-	XORQ R9, R9
-
-row:
-	CMPQ R9, DI
-	JAE  ret
-
-	// Sum of squares: element i goes to partial i%64.
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
-	VXORPS Y4, Y4, Y4
-	VXORPS Y5, Y5, Y5
-	VXORPS Y6, Y6, Y6
-	VXORPS Y7, Y7, Y7
-	XORQ   R10, R10
-	MOVQ   SI, R11
-	SUBQ   $0x00000100, R11
-	JL     sumtail
-
-sumloop:
-	VMOVUPS (CX)(R10*1), Y8
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y0, Y0
-	VMOVUPS 32(CX)(R10*1), Y8
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y1, Y1
-	VMOVUPS 64(CX)(R10*1), Y8
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y2, Y2
-	VMOVUPS 96(CX)(R10*1), Y8
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y3, Y3
-	VMOVUPS 128(CX)(R10*1), Y8
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y4, Y4
-	VMOVUPS 160(CX)(R10*1), Y8
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y5, Y5
-	VMOVUPS 192(CX)(R10*1), Y8
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y6, Y6
-	VMOVUPS 224(CX)(R10*1), Y8
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y7, Y7
-	ADDQ    $0x00000100, R10
-	CMPQ    R10, R11
-	JLE     sumloop
-
-sumtail:
-	// Fewer than 64 elements remain: whole vectors first, then one masked vector.
-	MOVQ    SI, R11
-	SUBQ    R10, R11
-	CMPQ    R11, $0x00000020
-	JL      sumpart0
-	VMOVUPS (CX)(R10*1), Y8
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y0, Y0
-	CMPQ    R11, $0x00000040
-	JL      sumpart1
-	VMOVUPS 32(CX)(R10*1), Y8
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y1, Y1
-	CMPQ    R11, $0x00000060
-	JL      sumpart2
-	VMOVUPS 64(CX)(R10*1), Y8
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y2, Y2
-	CMPQ    R11, $0x00000080
-	JL      sumpart3
-	VMOVUPS 96(CX)(R10*1), Y8
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y3, Y3
-	CMPQ    R11, $0x000000a0
-	JL      sumpart4
-	VMOVUPS 128(CX)(R10*1), Y8
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y4, Y4
-	CMPQ    R11, $0x000000c0
-	JL      sumpart5
-	VMOVUPS 160(CX)(R10*1), Y8
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y5, Y5
-	CMPQ    R11, $0x000000e0
-	JL      sumpart6
-	VMOVUPS 192(CX)(R10*1), Y8
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y6, Y6
-	CMPQ    R11, $0x00000100
-	JL      sumpart7
-	VMOVUPS 224(CX)(R10*1), Y8
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y7, Y7
-	JMP     reduce
-
-sumpart0:
-	SUBQ       $0x00000000, R11
-	JZ         reduce
-	LEAQ       tailmask<>+32(SB), R12
-	SUBQ       R11, R12
-	VMOVDQU    (R12), Y8
-	VMASKMOVPS (CX)(R10*1), Y8, Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y0, Y0
-	JMP        reduce
-
-sumpart1:
-	SUBQ       $0x00000020, R11
-	JZ         reduce
-	LEAQ       tailmask<>+32(SB), R12
-	SUBQ       R11, R12
-	VMOVDQU    (R12), Y8
-	VMASKMOVPS 32(CX)(R10*1), Y8, Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y1, Y1
-	JMP        reduce
-
-sumpart2:
-	SUBQ       $0x00000040, R11
-	JZ         reduce
-	LEAQ       tailmask<>+32(SB), R12
-	SUBQ       R11, R12
-	VMOVDQU    (R12), Y8
-	VMASKMOVPS 64(CX)(R10*1), Y8, Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y2, Y2
-	JMP        reduce
-
-sumpart3:
-	SUBQ       $0x00000060, R11
-	JZ         reduce
-	LEAQ       tailmask<>+32(SB), R12
-	SUBQ       R11, R12
-	VMOVDQU    (R12), Y8
-	VMASKMOVPS 96(CX)(R10*1), Y8, Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y3, Y3
-	JMP        reduce
-
-sumpart4:
-	SUBQ       $0x00000080, R11
-	JZ         reduce
-	LEAQ       tailmask<>+32(SB), R12
-	SUBQ       R11, R12
-	VMOVDQU    (R12), Y8
-	VMASKMOVPS 128(CX)(R10*1), Y8, Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y4, Y4
-	JMP        reduce
-
-sumpart5:
-	SUBQ       $0x000000a0, R11
-	JZ         reduce
-	LEAQ       tailmask<>+32(SB), R12
-	SUBQ       R11, R12
-	VMOVDQU    (R12), Y8
-	VMASKMOVPS 160(CX)(R10*1), Y8, Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y5, Y5
-	JMP        reduce
-
-sumpart6:
-	SUBQ       $0x000000c0, R11
-	JZ         reduce
-	LEAQ       tailmask<>+32(SB), R12
-	SUBQ       R11, R12
-	VMOVDQU    (R12), Y8
-	VMASKMOVPS 192(CX)(R10*1), Y8, Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y6, Y6
-	JMP        reduce
-
-sumpart7:
-	SUBQ       $0x000000e0, R11
-	JZ         reduce
-	LEAQ       tailmask<>+32(SB), R12
-	SUBQ       R11, R12
-	VMOVDQU    (R12), Y8
-	VMASKMOVPS 224(CX)(R10*1), Y8, Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y7, Y7
-
-reduce:
-	// Halving tree: p[j] += p[j+h] for h = 32, 16, ..., 1.
-	VADDPS       Y4, Y0, Y0
-	VADDPS       Y5, Y1, Y1
-	VADDPS       Y6, Y2, Y2
-	VADDPS       Y7, Y3, Y3
-	VADDPS       Y2, Y0, Y0
-	VADDPS       Y3, Y1, Y1
-	VADDPS       Y1, Y0, Y0
-	VEXTRACTF128 $0x01, Y0, X1
-	VADDPS       X1, X0, X1
-	VMOVHLPS     X1, X1, X0
-	VADDPS       X0, X1, X1
-	VMOVSHDUP    X1, X0
-	VADDSS       X0, X1, X1
-
-	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
-	VXORPS     X0, X0, X0
-	VCVTSI2SSQ d+40(FP), X0, X0
-	VDIVSS     X0, X1, X0
-	VADDSS     eps+64(FP), X0, X0
-	VUCOMISS   tlo<>+0(SB), X0
-	JCS        ret
-	VUCOMISS   tmax<>+0(SB), X0
-	JHI        ret
-	VSQRTSS    X0, X0, X0
-	VMOVSS     one<>+0(SB), X1
-	VDIVSS     X0, X1, X1
-
-	// Report 1/rms if asked.
-	TESTQ  BX, BX
-	JZ     scale
-	VMOVSS X1, (BX)(R9*4)
-
-scale:
-	// y = (src*inv)*w, rounded after each multiply.
-	VBROADCASTSS X1, Y0
-	XORQ         R10, R10
-	MOVQ         SI, R11
-	SUBQ         $0x00000080, R11
-	JL           scaleone
-
-scaleloop:
-	VMULPS  (CX)(R10*1), Y0, Y2
-	VMOVUPS (DX)(R10*1), Y3
-	VMULPS  Y3, Y2, Y2
-	VMOVUPS Y2, (AX)(R10*1)
-	VMULPS  32(CX)(R10*1), Y0, Y2
-	VMOVUPS 32(DX)(R10*1), Y3
-	VMULPS  Y3, Y2, Y2
-	VMOVUPS Y2, 32(AX)(R10*1)
-	VMULPS  64(CX)(R10*1), Y0, Y2
-	VMOVUPS 64(DX)(R10*1), Y3
-	VMULPS  Y3, Y2, Y2
-	VMOVUPS Y2, 64(AX)(R10*1)
-	VMULPS  96(CX)(R10*1), Y0, Y2
-	VMOVUPS 96(DX)(R10*1), Y3
-	VMULPS  Y3, Y2, Y2
-	VMOVUPS Y2, 96(AX)(R10*1)
-	ADDQ    $0x00000080, R10
-	CMPQ    R10, R11
-	JLE     scaleloop
-
-scaleone:
-	MOVQ SI, R11
-	SUBQ $0x00000020, R11
-
-scaleoneloop:
-	CMPQ    R10, R11
-	JG      scaletail
-	VMULPS  (CX)(R10*1), Y0, Y2
-	VMOVUPS (DX)(R10*1), Y3
-	VMULPS  Y3, Y2, Y2
-	VMOVUPS Y2, (AX)(R10*1)
-	ADDQ    $0x00000020, R10
-	JMP     scaleoneloop
-
-scaletail:
-scalarloop:
-	CMPQ   R10, SI
-	JGE    next
-	VMOVSS (CX)(R10*1), X0
-	VMULSS X1, X0, X0
-	VMOVSS (DX)(R10*1), X2
-	VMULSS X2, X0, X0
-	VMOVSS X0, (AX)(R10*1)
-	ADDQ   $0x04, R10
-	JMP    scalarloop
-
-next:
-	ADDQ R8, AX
-	ADDQ R8, CX
-	INCQ R9
-	JMP  row
-
-ret:
-	VZEROUPPER
-	MOVQ R9, ret+72(FP)
-	RET
-
-// func avx2Offset(dst *float32, x *float32, w *float32, res *float32, inv *float32, d int, rows int, stride int, eps float32) int
-// Requires: AVX, AVX2
-TEXT ·avx2Offset(SB), NOSPLIT, $0-80
-	MOVQ dst+0(FP), AX
-	MOVQ x+8(FP), CX
-	MOVQ w+16(FP), DX
-	MOVQ inv+32(FP), BX
-	MOVQ d+40(FP), SI
-	SHLQ $0x02, SI
-	MOVQ rows+48(FP), DI
-	MOVQ stride+56(FP), R8
-	SHLQ $0x02, R8
-	XORQ R9, R9
-
-row:
-	CMPQ R9, DI
-	JAE  ret
-
-	// Sum of squares: element i goes to partial i%64.
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
-	VXORPS Y4, Y4, Y4
-	VXORPS Y5, Y5, Y5
-	VXORPS Y6, Y6, Y6
-	VXORPS Y7, Y7, Y7
-	XORQ   R10, R10
-	MOVQ   SI, R11
-	SUBQ   $0x00000100, R11
-	JL     sumtail
-
-sumloop:
-	VMOVUPS (CX)(R10*1), Y8
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y0, Y0
-	VMOVUPS 32(CX)(R10*1), Y8
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y1, Y1
-	VMOVUPS 64(CX)(R10*1), Y8
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y2, Y2
-	VMOVUPS 96(CX)(R10*1), Y8
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y3, Y3
-	VMOVUPS 128(CX)(R10*1), Y8
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y4, Y4
-	VMOVUPS 160(CX)(R10*1), Y8
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y5, Y5
-	VMOVUPS 192(CX)(R10*1), Y8
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y6, Y6
-	VMOVUPS 224(CX)(R10*1), Y8
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y7, Y7
-	ADDQ    $0x00000100, R10
-	CMPQ    R10, R11
-	JLE     sumloop
-
-sumtail:
-	// Fewer than 64 elements remain: whole vectors first, then one masked vector.
-	MOVQ    SI, R11
-	SUBQ    R10, R11
-	CMPQ    R11, $0x00000020
-	JL      sumpart0
-	VMOVUPS (CX)(R10*1), Y8
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y0, Y0
-	CMPQ    R11, $0x00000040
-	JL      sumpart1
-	VMOVUPS 32(CX)(R10*1), Y8
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y1, Y1
-	CMPQ    R11, $0x00000060
-	JL      sumpart2
-	VMOVUPS 64(CX)(R10*1), Y8
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y2, Y2
-	CMPQ    R11, $0x00000080
-	JL      sumpart3
-	VMOVUPS 96(CX)(R10*1), Y8
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y3, Y3
-	CMPQ    R11, $0x000000a0
-	JL      sumpart4
-	VMOVUPS 128(CX)(R10*1), Y8
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y4, Y4
-	CMPQ    R11, $0x000000c0
-	JL      sumpart5
-	VMOVUPS 160(CX)(R10*1), Y8
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y5, Y5
-	CMPQ    R11, $0x000000e0
-	JL      sumpart6
-	VMOVUPS 192(CX)(R10*1), Y8
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y6, Y6
-	CMPQ    R11, $0x00000100
-	JL      sumpart7
-	VMOVUPS 224(CX)(R10*1), Y8
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y7, Y7
-	JMP     reduce
-
-sumpart0:
-	SUBQ       $0x00000000, R11
-	JZ         reduce
-	LEAQ       tailmask<>+32(SB), R12
-	SUBQ       R11, R12
-	VMOVDQU    (R12), Y8
-	VMASKMOVPS (CX)(R10*1), Y8, Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y0, Y0
-	JMP        reduce
-
-sumpart1:
-	SUBQ       $0x00000020, R11
-	JZ         reduce
-	LEAQ       tailmask<>+32(SB), R12
-	SUBQ       R11, R12
-	VMOVDQU    (R12), Y8
-	VMASKMOVPS 32(CX)(R10*1), Y8, Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y1, Y1
-	JMP        reduce
-
-sumpart2:
-	SUBQ       $0x00000040, R11
-	JZ         reduce
-	LEAQ       tailmask<>+32(SB), R12
-	SUBQ       R11, R12
-	VMOVDQU    (R12), Y8
-	VMASKMOVPS 64(CX)(R10*1), Y8, Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y2, Y2
-	JMP        reduce
-
-sumpart3:
-	SUBQ       $0x00000060, R11
-	JZ         reduce
-	LEAQ       tailmask<>+32(SB), R12
-	SUBQ       R11, R12
-	VMOVDQU    (R12), Y8
-	VMASKMOVPS 96(CX)(R10*1), Y8, Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y3, Y3
-	JMP        reduce
-
-sumpart4:
-	SUBQ       $0x00000080, R11
-	JZ         reduce
-	LEAQ       tailmask<>+32(SB), R12
-	SUBQ       R11, R12
-	VMOVDQU    (R12), Y8
-	VMASKMOVPS 128(CX)(R10*1), Y8, Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y4, Y4
-	JMP        reduce
-
-sumpart5:
-	SUBQ       $0x000000a0, R11
-	JZ         reduce
-	LEAQ       tailmask<>+32(SB), R12
-	SUBQ       R11, R12
-	VMOVDQU    (R12), Y8
-	VMASKMOVPS 160(CX)(R10*1), Y8, Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y5, Y5
-	JMP        reduce
-
-sumpart6:
-	SUBQ       $0x000000c0, R11
-	JZ         reduce
-	LEAQ       tailmask<>+32(SB), R12
-	SUBQ       R11, R12
-	VMOVDQU    (R12), Y8
-	VMASKMOVPS 192(CX)(R10*1), Y8, Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y6, Y6
-	JMP        reduce
-
-sumpart7:
-	SUBQ       $0x000000e0, R11
-	JZ         reduce
-	LEAQ       tailmask<>+32(SB), R12
-	SUBQ       R11, R12
-	VMOVDQU    (R12), Y8
-	VMASKMOVPS 224(CX)(R10*1), Y8, Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y7, Y7
-
-reduce:
-	// Halving tree: p[j] += p[j+h] for h = 32, 16, ..., 1.
-	VADDPS       Y4, Y0, Y0
-	VADDPS       Y5, Y1, Y1
-	VADDPS       Y6, Y2, Y2
-	VADDPS       Y7, Y3, Y3
-	VADDPS       Y2, Y0, Y0
-	VADDPS       Y3, Y1, Y1
-	VADDPS       Y1, Y0, Y0
-	VEXTRACTF128 $0x01, Y0, X1
-	VADDPS       X1, X0, X1
-	VMOVHLPS     X1, X1, X0
-	VADDPS       X0, X1, X1
-	VMOVSHDUP    X1, X0
-	VADDSS       X0, X1, X1
-
-	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
-	VXORPS     X0, X0, X0
-	VCVTSI2SSQ d+40(FP), X0, X0
-	VDIVSS     X0, X1, X0
-	VADDSS     eps+64(FP), X0, X0
-	VUCOMISS   tlo<>+0(SB), X0
-	JCS        ret
-	VUCOMISS   tmax<>+0(SB), X0
-	JHI        ret
-	VSQRTSS    X0, X0, X0
-	VMOVSS     one<>+0(SB), X1
-	VDIVSS     X0, X1, X1
-
-	// Report 1/rms if asked.
-	TESTQ  BX, BX
-	JZ     scale
-	VMOVSS X1, (BX)(R9*4)
-
-scale:
-	// y = (src*inv)*w, rounded after each multiply.
-	VBROADCASTSS X1, Y0
-	VBROADCASTSS one<>+0(SB), Y2
-	XORQ         R10, R10
-	MOVQ         SI, R11
-	SUBQ         $0x00000080, R11
-	JL           scaleone
-
-scaleloop:
-	VMULPS  (CX)(R10*1), Y0, Y3
-	VMOVUPS (DX)(R10*1), Y4
-	VADDPS  Y2, Y4, Y4
-	VMULPS  Y4, Y3, Y3
-	VMOVUPS Y3, (AX)(R10*1)
-	VMULPS  32(CX)(R10*1), Y0, Y3
-	VMOVUPS 32(DX)(R10*1), Y4
-	VADDPS  Y2, Y4, Y4
-	VMULPS  Y4, Y3, Y3
-	VMOVUPS Y3, 32(AX)(R10*1)
-	VMULPS  64(CX)(R10*1), Y0, Y3
-	VMOVUPS 64(DX)(R10*1), Y4
-	VADDPS  Y2, Y4, Y4
-	VMULPS  Y4, Y3, Y3
-	VMOVUPS Y3, 64(AX)(R10*1)
-	VMULPS  96(CX)(R10*1), Y0, Y3
-	VMOVUPS 96(DX)(R10*1), Y4
-	VADDPS  Y2, Y4, Y4
-	VMULPS  Y4, Y3, Y3
-	VMOVUPS Y3, 96(AX)(R10*1)
-	ADDQ    $0x00000080, R10
-	CMPQ    R10, R11
-	JLE     scaleloop
-
-scaleone:
-	MOVQ SI, R11
-	SUBQ $0x00000020, R11
-
-scaleoneloop:
-	CMPQ    R10, R11
-	JG      scaletail
-	VMULPS  (CX)(R10*1), Y0, Y3
-	VMOVUPS (DX)(R10*1), Y4
-	VADDPS  Y2, Y4, Y4
-	VMULPS  Y4, Y3, Y3
-	VMOVUPS Y3, (AX)(R10*1)
-	ADDQ    $0x00000020, R10
-	JMP     scaleoneloop
-
-scaletail:
-scalarloop:
-	CMPQ   R10, SI
-	JGE    next
-	VMOVSS (CX)(R10*1), X0
-	VMULSS X1, X0, X0
-	VMOVSS (DX)(R10*1), X3
-	VADDSS X2, X3, X3
-	VMULSS X3, X0, X0
-	VMOVSS X0, (AX)(R10*1)
-	ADDQ   $0x04, R10
-	JMP    scalarloop
-
-next:
-	ADDQ R8, AX
-	ADDQ R8, CX
-	INCQ R9
-	JMP  row
-
-ret:
-	VZEROUPPER
-	MOVQ R9, ret+72(FP)
-	RET
-
-// func avx2Unweighted(dst *float32, x *float32, w *float32, res *float32, inv *float32, d int, rows int, stride int, eps float32) int
-// Requires: AVX, AVX2
-TEXT ·avx2Unweighted(SB), NOSPLIT, $0-80
-	MOVQ dst+0(FP), AX
-	MOVQ x+8(FP), CX
-	MOVQ inv+32(FP), DX
-	MOVQ d+40(FP), BX
-	SHLQ $0x02, BX
-	MOVQ rows+48(FP), SI
-	MOVQ stride+56(FP), DI
-	SHLQ $0x02, DI
-	XORQ R8, R8
-
-row:
-	CMPQ R8, SI
-	JAE  ret
-
-	// Sum of squares: element i goes to partial i%64.
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
-	VXORPS Y4, Y4, Y4
-	VXORPS Y5, Y5, Y5
-	VXORPS Y6, Y6, Y6
-	VXORPS Y7, Y7, Y7
-	XORQ   R9, R9
-	MOVQ   BX, R10
-	SUBQ   $0x00000100, R10
-	JL     sumtail
-
-sumloop:
-	VMOVUPS (CX)(R9*1), Y8
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y0, Y0
-	VMOVUPS 32(CX)(R9*1), Y8
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y1, Y1
-	VMOVUPS 64(CX)(R9*1), Y8
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y2, Y2
-	VMOVUPS 96(CX)(R9*1), Y8
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y3, Y3
-	VMOVUPS 128(CX)(R9*1), Y8
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y4, Y4
-	VMOVUPS 160(CX)(R9*1), Y8
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y5, Y5
-	VMOVUPS 192(CX)(R9*1), Y8
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y6, Y6
-	VMOVUPS 224(CX)(R9*1), Y8
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y7, Y7
-	ADDQ    $0x00000100, R9
-	CMPQ    R9, R10
-	JLE     sumloop
-
-sumtail:
-	// Fewer than 64 elements remain: whole vectors first, then one masked vector.
-	MOVQ    BX, R10
-	SUBQ    R9, R10
-	CMPQ    R10, $0x00000020
-	JL      sumpart0
-	VMOVUPS (CX)(R9*1), Y8
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y0, Y0
-	CMPQ    R10, $0x00000040
-	JL      sumpart1
-	VMOVUPS 32(CX)(R9*1), Y8
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y1, Y1
-	CMPQ    R10, $0x00000060
-	JL      sumpart2
-	VMOVUPS 64(CX)(R9*1), Y8
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y2, Y2
-	CMPQ    R10, $0x00000080
-	JL      sumpart3
-	VMOVUPS 96(CX)(R9*1), Y8
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y3, Y3
-	CMPQ    R10, $0x000000a0
-	JL      sumpart4
-	VMOVUPS 128(CX)(R9*1), Y8
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y4, Y4
-	CMPQ    R10, $0x000000c0
-	JL      sumpart5
-	VMOVUPS 160(CX)(R9*1), Y8
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y5, Y5
-	CMPQ    R10, $0x000000e0
-	JL      sumpart6
-	VMOVUPS 192(CX)(R9*1), Y8
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y6, Y6
-	CMPQ    R10, $0x00000100
-	JL      sumpart7
-	VMOVUPS 224(CX)(R9*1), Y8
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y7, Y7
-	JMP     reduce
-
-sumpart0:
-	SUBQ       $0x00000000, R10
-	JZ         reduce
-	LEAQ       tailmask<>+32(SB), R11
-	SUBQ       R10, R11
-	VMOVDQU    (R11), Y8
-	VMASKMOVPS (CX)(R9*1), Y8, Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y0, Y0
-	JMP        reduce
-
-sumpart1:
-	SUBQ       $0x00000020, R10
-	JZ         reduce
-	LEAQ       tailmask<>+32(SB), R11
-	SUBQ       R10, R11
-	VMOVDQU    (R11), Y8
-	VMASKMOVPS 32(CX)(R9*1), Y8, Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y1, Y1
-	JMP        reduce
-
-sumpart2:
-	SUBQ       $0x00000040, R10
-	JZ         reduce
-	LEAQ       tailmask<>+32(SB), R11
-	SUBQ       R10, R11
-	VMOVDQU    (R11), Y8
-	VMASKMOVPS 64(CX)(R9*1), Y8, Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y2, Y2
-	JMP        reduce
-
-sumpart3:
-	SUBQ       $0x00000060, R10
-	JZ         reduce
-	LEAQ       tailmask<>+32(SB), R11
-	SUBQ       R10, R11
-	VMOVDQU    (R11), Y8
-	VMASKMOVPS 96(CX)(R9*1), Y8, Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y3, Y3
-	JMP        reduce
-
-sumpart4:
-	SUBQ       $0x00000080, R10
-	JZ         reduce
-	LEAQ       tailmask<>+32(SB), R11
-	SUBQ       R10, R11
-	VMOVDQU    (R11), Y8
-	VMASKMOVPS 128(CX)(R9*1), Y8, Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y4, Y4
-	JMP        reduce
-
-sumpart5:
-	SUBQ       $0x000000a0, R10
-	JZ         reduce
-	LEAQ       tailmask<>+32(SB), R11
-	SUBQ       R10, R11
-	VMOVDQU    (R11), Y8
-	VMASKMOVPS 160(CX)(R9*1), Y8, Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y5, Y5
-	JMP        reduce
-
-sumpart6:
-	SUBQ       $0x000000c0, R10
-	JZ         reduce
-	LEAQ       tailmask<>+32(SB), R11
-	SUBQ       R10, R11
-	VMOVDQU    (R11), Y8
-	VMASKMOVPS 192(CX)(R9*1), Y8, Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y6, Y6
-	JMP        reduce
-
-sumpart7:
-	SUBQ       $0x000000e0, R10
-	JZ         reduce
-	LEAQ       tailmask<>+32(SB), R11
-	SUBQ       R10, R11
-	VMOVDQU    (R11), Y8
-	VMASKMOVPS 224(CX)(R9*1), Y8, Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y7, Y7
-
-reduce:
-	// Halving tree: p[j] += p[j+h] for h = 32, 16, ..., 1.
-	VADDPS       Y4, Y0, Y0
-	VADDPS       Y5, Y1, Y1
-	VADDPS       Y6, Y2, Y2
-	VADDPS       Y7, Y3, Y3
-	VADDPS       Y2, Y0, Y0
-	VADDPS       Y3, Y1, Y1
-	VADDPS       Y1, Y0, Y0
-	VEXTRACTF128 $0x01, Y0, X1
-	VADDPS       X1, X0, X1
-	VMOVHLPS     X1, X1, X0
-	VADDPS       X0, X1, X1
-	VMOVSHDUP    X1, X0
-	VADDSS       X0, X1, X1
-
-	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
-	VXORPS     X0, X0, X0
-	VCVTSI2SSQ d+40(FP), X0, X0
-	VDIVSS     X0, X1, X0
-	VADDSS     eps+64(FP), X0, X0
-	VUCOMISS   tlo<>+0(SB), X0
-	JCS        ret
-	VUCOMISS   tmax<>+0(SB), X0
-	JHI        ret
-	VSQRTSS    X0, X0, X0
-	VMOVSS     one<>+0(SB), X1
-	VDIVSS     X0, X1, X1
-
-	// Report 1/rms if asked.
-	TESTQ  DX, DX
-	JZ     scale
-	VMOVSS X1, (DX)(R8*4)
-
-scale:
-	// y = (src*inv)*w, rounded after each multiply.
-	VBROADCASTSS X1, Y0
-	XORQ         R9, R9
-	MOVQ         BX, R10
-	SUBQ         $0x00000080, R10
-	JL           scaleone
-
-scaleloop:
-	VMULPS  (CX)(R9*1), Y0, Y2
-	VMOVUPS Y2, (AX)(R9*1)
-	VMULPS  32(CX)(R9*1), Y0, Y2
-	VMOVUPS Y2, 32(AX)(R9*1)
-	VMULPS  64(CX)(R9*1), Y0, Y2
-	VMOVUPS Y2, 64(AX)(R9*1)
-	VMULPS  96(CX)(R9*1), Y0, Y2
-	VMOVUPS Y2, 96(AX)(R9*1)
-	ADDQ    $0x00000080, R9
-	CMPQ    R9, R10
-	JLE     scaleloop
-
-scaleone:
-	MOVQ BX, R10
-	SUBQ $0x00000020, R10
-
-scaleoneloop:
-	CMPQ    R9, R10
-	JG      scaletail
-	VMULPS  (CX)(R9*1), Y0, Y2
-	VMOVUPS Y2, (AX)(R9*1)
-	ADDQ    $0x00000020, R9
-	JMP     scaleoneloop
-
-scaletail:
-scalarloop:
-	CMPQ   R9, BX
-	JGE    next
-	VMOVSS (CX)(R9*1), X0
-	VMULSS X1, X0, X0
-	VMOVSS X0, (AX)(R9*1)
-	ADDQ   $0x04, R9
-	JMP    scalarloop
-
-next:
-	ADDQ DI, AX
-	ADDQ DI, CX
-	INCQ R8
-	JMP  row
-
-ret:
-	VZEROUPPER
-	MOVQ R8, ret+72(FP)
-	RET
-
-// func avx2AddWeighted(dst *float32, x *float32, w *float32, res *float32, inv *float32, d int, rows int, stride int, eps float32) int
-// Requires: AVX, AVX2
-TEXT ·avx2AddWeighted(SB), NOSPLIT, $0-80
-	MOVQ dst+0(FP), AX
-	MOVQ x+8(FP), CX
-	MOVQ w+16(FP), DX
-	MOVQ res+24(FP), BX
-	MOVQ inv+32(FP), SI
-	MOVQ d+40(FP), DI
-	SHLQ $0x02, DI
-	MOVQ rows+48(FP), R8
-	MOVQ stride+56(FP), R9
-	SHLQ $0x02, R9
-	XORQ R10, R10
-
-row:
-	CMPQ R10, R8
-	JAE  ret
-
-	// Sum of squares: element i goes to partial i%64.
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
-	VXORPS Y4, Y4, Y4
-	VXORPS Y5, Y5, Y5
-	VXORPS Y6, Y6, Y6
-	VXORPS Y7, Y7, Y7
-	XORQ   R11, R11
-	MOVQ   DI, R12
-	SUBQ   $0x00000100, R12
-	JL     sumtail
-
-sumloop:
-	VMOVUPS (CX)(R11*1), Y8
-	VADDPS  (BX)(R11*1), Y8, Y8
-	VMOVUPS Y8, (BX)(R11*1)
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y0, Y0
-	VMOVUPS 32(CX)(R11*1), Y8
-	VADDPS  32(BX)(R11*1), Y8, Y8
-	VMOVUPS Y8, 32(BX)(R11*1)
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y1, Y1
-	VMOVUPS 64(CX)(R11*1), Y8
-	VADDPS  64(BX)(R11*1), Y8, Y8
-	VMOVUPS Y8, 64(BX)(R11*1)
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y2, Y2
-	VMOVUPS 96(CX)(R11*1), Y8
-	VADDPS  96(BX)(R11*1), Y8, Y8
-	VMOVUPS Y8, 96(BX)(R11*1)
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y3, Y3
-	VMOVUPS 128(CX)(R11*1), Y8
-	VADDPS  128(BX)(R11*1), Y8, Y8
-	VMOVUPS Y8, 128(BX)(R11*1)
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y4, Y4
-	VMOVUPS 160(CX)(R11*1), Y8
-	VADDPS  160(BX)(R11*1), Y8, Y8
-	VMOVUPS Y8, 160(BX)(R11*1)
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y5, Y5
-	VMOVUPS 192(CX)(R11*1), Y8
-	VADDPS  192(BX)(R11*1), Y8, Y8
-	VMOVUPS Y8, 192(BX)(R11*1)
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y6, Y6
-	VMOVUPS 224(CX)(R11*1), Y8
-	VADDPS  224(BX)(R11*1), Y8, Y8
-	VMOVUPS Y8, 224(BX)(R11*1)
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y7, Y7
-	ADDQ    $0x00000100, R11
-	CMPQ    R11, R12
-	JLE     sumloop
-
-sumtail:
-	// Fewer than 64 elements remain: whole vectors first, then one masked vector.
-	MOVQ    DI, R12
-	SUBQ    R11, R12
-	CMPQ    R12, $0x00000020
-	JL      sumpart0
-	VMOVUPS (CX)(R11*1), Y8
-	VADDPS  (BX)(R11*1), Y8, Y8
-	VMOVUPS Y8, (BX)(R11*1)
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y0, Y0
-	CMPQ    R12, $0x00000040
-	JL      sumpart1
-	VMOVUPS 32(CX)(R11*1), Y8
-	VADDPS  32(BX)(R11*1), Y8, Y8
-	VMOVUPS Y8, 32(BX)(R11*1)
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y1, Y1
-	CMPQ    R12, $0x00000060
-	JL      sumpart2
-	VMOVUPS 64(CX)(R11*1), Y8
-	VADDPS  64(BX)(R11*1), Y8, Y8
-	VMOVUPS Y8, 64(BX)(R11*1)
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y2, Y2
-	CMPQ    R12, $0x00000080
-	JL      sumpart3
-	VMOVUPS 96(CX)(R11*1), Y8
-	VADDPS  96(BX)(R11*1), Y8, Y8
-	VMOVUPS Y8, 96(BX)(R11*1)
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y3, Y3
-	CMPQ    R12, $0x000000a0
-	JL      sumpart4
-	VMOVUPS 128(CX)(R11*1), Y8
-	VADDPS  128(BX)(R11*1), Y8, Y8
-	VMOVUPS Y8, 128(BX)(R11*1)
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y4, Y4
-	CMPQ    R12, $0x000000c0
-	JL      sumpart5
-	VMOVUPS 160(CX)(R11*1), Y8
-	VADDPS  160(BX)(R11*1), Y8, Y8
-	VMOVUPS Y8, 160(BX)(R11*1)
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y5, Y5
-	CMPQ    R12, $0x000000e0
-	JL      sumpart6
-	VMOVUPS 192(CX)(R11*1), Y8
-	VADDPS  192(BX)(R11*1), Y8, Y8
-	VMOVUPS Y8, 192(BX)(R11*1)
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y6, Y6
-	CMPQ    R12, $0x00000100
-	JL      sumpart7
-	VMOVUPS 224(CX)(R11*1), Y8
-	VADDPS  224(BX)(R11*1), Y8, Y8
-	VMOVUPS Y8, 224(BX)(R11*1)
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y7, Y7
-	JMP     reduce
-
-sumpart0:
-	SUBQ       $0x00000000, R12
-	JZ         reduce
-	LEAQ       tailmask<>+32(SB), R13
-	SUBQ       R12, R13
-	VMOVDQU    (R13), Y8
-	VMASKMOVPS (CX)(R11*1), Y8, Y9
-	VMASKMOVPS (BX)(R11*1), Y8, Y10
-	VADDPS     Y10, Y9, Y9
-	VMASKMOVPS Y9, Y8, (BX)(R11*1)
-	VMULPS     Y9, Y9, Y9
-	VADDPS     Y9, Y0, Y0
-	JMP        reduce
-
-sumpart1:
-	SUBQ       $0x00000020, R12
-	JZ         reduce
-	LEAQ       tailmask<>+32(SB), R13
-	SUBQ       R12, R13
-	VMOVDQU    (R13), Y8
-	VMASKMOVPS 32(CX)(R11*1), Y8, Y9
-	VMASKMOVPS 32(BX)(R11*1), Y8, Y10
-	VADDPS     Y10, Y9, Y9
-	VMASKMOVPS Y9, Y8, 32(BX)(R11*1)
-	VMULPS     Y9, Y9, Y9
-	VADDPS     Y9, Y1, Y1
-	JMP        reduce
-
-sumpart2:
-	SUBQ       $0x00000040, R12
-	JZ         reduce
-	LEAQ       tailmask<>+32(SB), R13
-	SUBQ       R12, R13
-	VMOVDQU    (R13), Y8
-	VMASKMOVPS 64(CX)(R11*1), Y8, Y9
-	VMASKMOVPS 64(BX)(R11*1), Y8, Y10
-	VADDPS     Y10, Y9, Y9
-	VMASKMOVPS Y9, Y8, 64(BX)(R11*1)
-	VMULPS     Y9, Y9, Y9
-	VADDPS     Y9, Y2, Y2
-	JMP        reduce
-
-sumpart3:
-	SUBQ       $0x00000060, R12
-	JZ         reduce
-	LEAQ       tailmask<>+32(SB), R13
-	SUBQ       R12, R13
-	VMOVDQU    (R13), Y8
-	VMASKMOVPS 96(CX)(R11*1), Y8, Y9
-	VMASKMOVPS 96(BX)(R11*1), Y8, Y10
-	VADDPS     Y10, Y9, Y9
-	VMASKMOVPS Y9, Y8, 96(BX)(R11*1)
-	VMULPS     Y9, Y9, Y9
-	VADDPS     Y9, Y3, Y3
-	JMP        reduce
-
-sumpart4:
-	SUBQ       $0x00000080, R12
-	JZ         reduce
-	LEAQ       tailmask<>+32(SB), R13
-	SUBQ       R12, R13
-	VMOVDQU    (R13), Y8
-	VMASKMOVPS 128(CX)(R11*1), Y8, Y9
-	VMASKMOVPS 128(BX)(R11*1), Y8, Y10
-	VADDPS     Y10, Y9, Y9
-	VMASKMOVPS Y9, Y8, 128(BX)(R11*1)
-	VMULPS     Y9, Y9, Y9
-	VADDPS     Y9, Y4, Y4
-	JMP        reduce
-
-sumpart5:
-	SUBQ       $0x000000a0, R12
-	JZ         reduce
-	LEAQ       tailmask<>+32(SB), R13
-	SUBQ       R12, R13
-	VMOVDQU    (R13), Y8
-	VMASKMOVPS 160(CX)(R11*1), Y8, Y9
-	VMASKMOVPS 160(BX)(R11*1), Y8, Y10
-	VADDPS     Y10, Y9, Y9
-	VMASKMOVPS Y9, Y8, 160(BX)(R11*1)
-	VMULPS     Y9, Y9, Y9
-	VADDPS     Y9, Y5, Y5
-	JMP        reduce
-
-sumpart6:
-	SUBQ       $0x000000c0, R12
-	JZ         reduce
-	LEAQ       tailmask<>+32(SB), R13
-	SUBQ       R12, R13
-	VMOVDQU    (R13), Y8
-	VMASKMOVPS 192(CX)(R11*1), Y8, Y9
-	VMASKMOVPS 192(BX)(R11*1), Y8, Y10
-	VADDPS     Y10, Y9, Y9
-	VMASKMOVPS Y9, Y8, 192(BX)(R11*1)
-	VMULPS     Y9, Y9, Y9
-	VADDPS     Y9, Y6, Y6
-	JMP        reduce
-
-sumpart7:
-	SUBQ       $0x000000e0, R12
-	JZ         reduce
-	LEAQ       tailmask<>+32(SB), R13
-	SUBQ       R12, R13
-	VMOVDQU    (R13), Y8
-	VMASKMOVPS 224(CX)(R11*1), Y8, Y9
-	VMASKMOVPS 224(BX)(R11*1), Y8, Y10
-	VADDPS     Y10, Y9, Y9
-	VMASKMOVPS Y9, Y8, 224(BX)(R11*1)
-	VMULPS     Y9, Y9, Y9
-	VADDPS     Y9, Y7, Y7
-
-reduce:
-	// Halving tree: p[j] += p[j+h] for h = 32, 16, ..., 1.
-	VADDPS       Y4, Y0, Y0
-	VADDPS       Y5, Y1, Y1
-	VADDPS       Y6, Y2, Y2
-	VADDPS       Y7, Y3, Y3
-	VADDPS       Y2, Y0, Y0
-	VADDPS       Y3, Y1, Y1
-	VADDPS       Y1, Y0, Y0
-	VEXTRACTF128 $0x01, Y0, X1
-	VADDPS       X1, X0, X1
-	VMOVHLPS     X1, X1, X0
-	VADDPS       X0, X1, X1
-	VMOVSHDUP    X1, X0
-	VADDSS       X0, X1, X1
-
-	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
-	VXORPS     X0, X0, X0
-	VCVTSI2SSQ d+40(FP), X0, X0
-	VDIVSS     X0, X1, X0
-	VADDSS     eps+64(FP), X0, X0
-	VUCOMISS   tlo<>+0(SB), X0
-	JCS        ret
-	VUCOMISS   tmax<>+0(SB), X0
-	JHI        ret
-	VSQRTSS    X0, X0, X0
-	VMOVSS     one<>+0(SB), X1
-	VDIVSS     X0, X1, X1
-
-	// Report 1/rms if asked.
-	TESTQ  SI, SI
-	JZ     scale
-	VMOVSS X1, (SI)(R10*4)
-
-scale:
-	// y = (src*inv)*w, rounded after each multiply.
-	VBROADCASTSS X1, Y0
-	XORQ         R11, R11
-	MOVQ         DI, R12
-	SUBQ         $0x00000080, R12
-	JL           scaleone
-
-scaleloop:
-	VMULPS  (BX)(R11*1), Y0, Y2
-	VMOVUPS (DX)(R11*1), Y3
-	VMULPS  Y3, Y2, Y2
-	VMOVUPS Y2, (AX)(R11*1)
-	VMULPS  32(BX)(R11*1), Y0, Y2
-	VMOVUPS 32(DX)(R11*1), Y3
-	VMULPS  Y3, Y2, Y2
-	VMOVUPS Y2, 32(AX)(R11*1)
-	VMULPS  64(BX)(R11*1), Y0, Y2
-	VMOVUPS 64(DX)(R11*1), Y3
-	VMULPS  Y3, Y2, Y2
-	VMOVUPS Y2, 64(AX)(R11*1)
-	VMULPS  96(BX)(R11*1), Y0, Y2
-	VMOVUPS 96(DX)(R11*1), Y3
-	VMULPS  Y3, Y2, Y2
-	VMOVUPS Y2, 96(AX)(R11*1)
-	ADDQ    $0x00000080, R11
-	CMPQ    R11, R12
-	JLE     scaleloop
-
-scaleone:
-	MOVQ DI, R12
-	SUBQ $0x00000020, R12
-
-scaleoneloop:
-	CMPQ    R11, R12
-	JG      scaletail
-	VMULPS  (BX)(R11*1), Y0, Y2
-	VMOVUPS (DX)(R11*1), Y3
-	VMULPS  Y3, Y2, Y2
-	VMOVUPS Y2, (AX)(R11*1)
-	ADDQ    $0x00000020, R11
-	JMP     scaleoneloop
-
-scaletail:
-scalarloop:
-	CMPQ   R11, DI
-	JGE    next
-	VMOVSS (BX)(R11*1), X0
-	VMULSS X1, X0, X0
-	VMOVSS (DX)(R11*1), X2
-	VMULSS X2, X0, X0
-	VMOVSS X0, (AX)(R11*1)
-	ADDQ   $0x04, R11
-	JMP    scalarloop
-
-next:
-	ADDQ R9, AX
-	ADDQ R9, CX
-	ADDQ R9, BX
 	INCQ R10
 	JMP  row
 
 ret:
+	TESTQ $0x00000001, R9
+	JZ    vzero
+	SFENCE
+
+vzero:
 	VZEROUPPER
-	MOVQ R10, ret+72(FP)
+	MOVQ R10, ret+88(FP)
 	RET
 
-// func avx2AddOffset(dst *float32, x *float32, w *float32, res *float32, inv *float32, d int, rows int, stride int, eps float32) int
-// Requires: AVX, AVX2
-TEXT ·avx2AddOffset(SB), NOSPLIT, $0-80
+// func avx2Weighted(dst *float32, x *float32, w *float32, res *float32, inv *float32, d int, rows int, stride int, eps float32, fd float32, rd float32, flags int) int
+// Requires: AVX, AVX2, MMX+
+TEXT ·avx2Weighted(SB), NOSPLIT, $0-96
 	MOVQ dst+0(FP), AX
 	MOVQ x+8(FP), CX
 	MOVQ w+16(FP), DX
-	MOVQ res+24(FP), BX
-	MOVQ inv+32(FP), SI
-	MOVQ d+40(FP), DI
-	SHLQ $0x02, DI
-	MOVQ rows+48(FP), R8
-	MOVQ stride+56(FP), R9
-	SHLQ $0x02, R9
+	MOVQ inv+32(FP), BX
+	MOVQ d+40(FP), SI
+	SHLQ $0x02, SI
+	MOVQ rows+48(FP), DI
+	MOVQ stride+56(FP), R8
+	SHLQ $0x02, R8
+	MOVQ flags+80(FP), R9
 	XORQ R10, R10
+	CMPQ SI, $0x00000800
+	JA   row
+
+group:
+	MOVQ DI, R11
+	SUBQ R10, R11
+	CMPQ R11, $0x04
+	JL   row
+
+	// Sums of four rows, each partly reduced.
+	MOVQ CX, R11
+
+	// Sum of squares: element i goes to partial i%64.
+	MOVQ   SI, R13
+	SUBQ   $0x00000100, R13
+	JGE    g0firstblock
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	XORQ   R12, R12
+	JMP    g0sumtail
+
+g0firstblock:
+	// +0 + square is the square itself: the first block initializes the partials.
+	XORQ    R12, R12
+	VMOVUPS (R11)(R12*1), Y0
+	VMULPS  Y0, Y0, Y0
+	VMOVAPS Y0, Y0
+	VMOVUPS 32(R11)(R12*1), Y1
+	VMULPS  Y1, Y1, Y1
+	VMOVAPS Y1, Y1
+	VMOVUPS 64(R11)(R12*1), Y2
+	VMULPS  Y2, Y2, Y2
+	VMOVAPS Y2, Y2
+	VMOVUPS 96(R11)(R12*1), Y3
+	VMULPS  Y3, Y3, Y3
+	VMOVAPS Y3, Y3
+	VMOVUPS 128(R11)(R12*1), Y4
+	VMULPS  Y4, Y4, Y4
+	VMOVAPS Y4, Y4
+	VMOVUPS 160(R11)(R12*1), Y5
+	VMULPS  Y5, Y5, Y5
+	VMOVAPS Y5, Y5
+	VMOVUPS 192(R11)(R12*1), Y6
+	VMULPS  Y6, Y6, Y6
+	VMOVAPS Y6, Y6
+	VMOVUPS 224(R11)(R12*1), Y7
+	VMULPS  Y7, Y7, Y7
+	VMOVAPS Y7, Y7
+	MOVQ    $0x00000100, R12
+	JMP     g0sumcheck
+
+g0sumloop:
+	VMOVUPS (R11)(R12*1), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y0, Y0
+	VMOVUPS 32(R11)(R12*1), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y1, Y1
+	VMOVUPS 64(R11)(R12*1), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y2, Y2
+	VMOVUPS 96(R11)(R12*1), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y3, Y3
+	VMOVUPS 128(R11)(R12*1), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y4, Y4
+	VMOVUPS 160(R11)(R12*1), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y5, Y5
+	VMOVUPS 192(R11)(R12*1), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y6, Y6
+	VMOVUPS 224(R11)(R12*1), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y7, Y7
+	ADDQ    $0x00000100, R12
+
+g0sumcheck:
+	CMPQ R12, R13
+	JLE  g0sumloop
+
+g0sumtail:
+	// Fewer than 64 elements remain: whole vectors first, then one masked vector.
+	MOVQ    SI, R13
+	SUBQ    R12, R13
+	CMPQ    R13, $0x00000020
+	JL      g0sumpart0
+	VMOVUPS (R11)(R12*1), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y0, Y0
+	CMPQ    R13, $0x00000040
+	JL      g0sumpart1
+	VMOVUPS 32(R11)(R12*1), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y1, Y1
+	CMPQ    R13, $0x00000060
+	JL      g0sumpart2
+	VMOVUPS 64(R11)(R12*1), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y2, Y2
+	CMPQ    R13, $0x00000080
+	JL      g0sumpart3
+	VMOVUPS 96(R11)(R12*1), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y3, Y3
+	CMPQ    R13, $0x000000a0
+	JL      g0sumpart4
+	VMOVUPS 128(R11)(R12*1), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y4, Y4
+	CMPQ    R13, $0x000000c0
+	JL      g0sumpart5
+	VMOVUPS 160(R11)(R12*1), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y5, Y5
+	CMPQ    R13, $0x000000e0
+	JL      g0sumpart6
+	VMOVUPS 192(R11)(R12*1), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y6, Y6
+	CMPQ    R13, $0x00000100
+	JL      g0sumpart7
+	VMOVUPS 224(R11)(R12*1), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y7, Y7
+	JMP     g0summed
+
+g0sumpart0:
+	SUBQ       $0x00000000, R13
+	JZ         g0summed
+	LEAQ       tailmask<>+32(SB), R14
+	SUBQ       R13, R14
+	VMOVDQU    (R14), Y8
+	VMASKMOVPS (R11)(R12*1), Y8, Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y0, Y0
+	JMP        g0summed
+
+g0sumpart1:
+	SUBQ       $0x00000020, R13
+	JZ         g0summed
+	LEAQ       tailmask<>+32(SB), R14
+	SUBQ       R13, R14
+	VMOVDQU    (R14), Y8
+	VMASKMOVPS 32(R11)(R12*1), Y8, Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y1, Y1
+	JMP        g0summed
+
+g0sumpart2:
+	SUBQ       $0x00000040, R13
+	JZ         g0summed
+	LEAQ       tailmask<>+32(SB), R14
+	SUBQ       R13, R14
+	VMOVDQU    (R14), Y8
+	VMASKMOVPS 64(R11)(R12*1), Y8, Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y2, Y2
+	JMP        g0summed
+
+g0sumpart3:
+	SUBQ       $0x00000060, R13
+	JZ         g0summed
+	LEAQ       tailmask<>+32(SB), R14
+	SUBQ       R13, R14
+	VMOVDQU    (R14), Y8
+	VMASKMOVPS 96(R11)(R12*1), Y8, Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y3, Y3
+	JMP        g0summed
+
+g0sumpart4:
+	SUBQ       $0x00000080, R13
+	JZ         g0summed
+	LEAQ       tailmask<>+32(SB), R14
+	SUBQ       R13, R14
+	VMOVDQU    (R14), Y8
+	VMASKMOVPS 128(R11)(R12*1), Y8, Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y4, Y4
+	JMP        g0summed
+
+g0sumpart5:
+	SUBQ       $0x000000a0, R13
+	JZ         g0summed
+	LEAQ       tailmask<>+32(SB), R14
+	SUBQ       R13, R14
+	VMOVDQU    (R14), Y8
+	VMASKMOVPS 160(R11)(R12*1), Y8, Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y5, Y5
+	JMP        g0summed
+
+g0sumpart6:
+	SUBQ       $0x000000c0, R13
+	JZ         g0summed
+	LEAQ       tailmask<>+32(SB), R14
+	SUBQ       R13, R14
+	VMOVDQU    (R14), Y8
+	VMASKMOVPS 192(R11)(R12*1), Y8, Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y6, Y6
+	JMP        g0summed
+
+g0sumpart7:
+	SUBQ       $0x000000e0, R13
+	JZ         g0summed
+	LEAQ       tailmask<>+32(SB), R14
+	SUBQ       R13, R14
+	VMOVDQU    (R14), Y8
+	VMASKMOVPS 224(R11)(R12*1), Y8, Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y7, Y7
+
+g0summed:
+	VADDPS Y4, Y0, Y0
+	VADDPS Y5, Y1, Y1
+	VADDPS Y6, Y2, Y2
+	VADDPS Y7, Y3, Y3
+	VADDPS Y2, Y0, Y0
+	VADDPS Y3, Y1, Y1
+	VADDPS Y1, Y0, Y0
+	ADDQ   R8, R11
+
+	// Sum of squares: element i goes to partial i%64.
+	MOVQ   SI, R13
+	SUBQ   $0x00000100, R13
+	JGE    g1firstblock
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	VXORPS Y8, Y8, Y8
+	XORQ   R12, R12
+	JMP    g1sumtail
+
+g1firstblock:
+	// +0 + square is the square itself: the first block initializes the partials.
+	XORQ    R12, R12
+	VMOVUPS (R11)(R12*1), Y1
+	VMULPS  Y1, Y1, Y1
+	VMOVAPS Y1, Y1
+	VMOVUPS 32(R11)(R12*1), Y2
+	VMULPS  Y2, Y2, Y2
+	VMOVAPS Y2, Y2
+	VMOVUPS 64(R11)(R12*1), Y3
+	VMULPS  Y3, Y3, Y3
+	VMOVAPS Y3, Y3
+	VMOVUPS 96(R11)(R12*1), Y4
+	VMULPS  Y4, Y4, Y4
+	VMOVAPS Y4, Y4
+	VMOVUPS 128(R11)(R12*1), Y5
+	VMULPS  Y5, Y5, Y5
+	VMOVAPS Y5, Y5
+	VMOVUPS 160(R11)(R12*1), Y6
+	VMULPS  Y6, Y6, Y6
+	VMOVAPS Y6, Y6
+	VMOVUPS 192(R11)(R12*1), Y7
+	VMULPS  Y7, Y7, Y7
+	VMOVAPS Y7, Y7
+	VMOVUPS 224(R11)(R12*1), Y8
+	VMULPS  Y8, Y8, Y8
+	VMOVAPS Y8, Y8
+	MOVQ    $0x00000100, R12
+	JMP     g1sumcheck
+
+g1sumloop:
+	VMOVUPS (R11)(R12*1), Y9
+	VMULPS  Y9, Y9, Y9
+	VADDPS  Y9, Y1, Y1
+	VMOVUPS 32(R11)(R12*1), Y9
+	VMULPS  Y9, Y9, Y9
+	VADDPS  Y9, Y2, Y2
+	VMOVUPS 64(R11)(R12*1), Y9
+	VMULPS  Y9, Y9, Y9
+	VADDPS  Y9, Y3, Y3
+	VMOVUPS 96(R11)(R12*1), Y9
+	VMULPS  Y9, Y9, Y9
+	VADDPS  Y9, Y4, Y4
+	VMOVUPS 128(R11)(R12*1), Y9
+	VMULPS  Y9, Y9, Y9
+	VADDPS  Y9, Y5, Y5
+	VMOVUPS 160(R11)(R12*1), Y9
+	VMULPS  Y9, Y9, Y9
+	VADDPS  Y9, Y6, Y6
+	VMOVUPS 192(R11)(R12*1), Y9
+	VMULPS  Y9, Y9, Y9
+	VADDPS  Y9, Y7, Y7
+	VMOVUPS 224(R11)(R12*1), Y9
+	VMULPS  Y9, Y9, Y9
+	VADDPS  Y9, Y8, Y8
+	ADDQ    $0x00000100, R12
+
+g1sumcheck:
+	CMPQ R12, R13
+	JLE  g1sumloop
+
+g1sumtail:
+	// Fewer than 64 elements remain: whole vectors first, then one masked vector.
+	MOVQ    SI, R13
+	SUBQ    R12, R13
+	CMPQ    R13, $0x00000020
+	JL      g1sumpart0
+	VMOVUPS (R11)(R12*1), Y9
+	VMULPS  Y9, Y9, Y9
+	VADDPS  Y9, Y1, Y1
+	CMPQ    R13, $0x00000040
+	JL      g1sumpart1
+	VMOVUPS 32(R11)(R12*1), Y9
+	VMULPS  Y9, Y9, Y9
+	VADDPS  Y9, Y2, Y2
+	CMPQ    R13, $0x00000060
+	JL      g1sumpart2
+	VMOVUPS 64(R11)(R12*1), Y9
+	VMULPS  Y9, Y9, Y9
+	VADDPS  Y9, Y3, Y3
+	CMPQ    R13, $0x00000080
+	JL      g1sumpart3
+	VMOVUPS 96(R11)(R12*1), Y9
+	VMULPS  Y9, Y9, Y9
+	VADDPS  Y9, Y4, Y4
+	CMPQ    R13, $0x000000a0
+	JL      g1sumpart4
+	VMOVUPS 128(R11)(R12*1), Y9
+	VMULPS  Y9, Y9, Y9
+	VADDPS  Y9, Y5, Y5
+	CMPQ    R13, $0x000000c0
+	JL      g1sumpart5
+	VMOVUPS 160(R11)(R12*1), Y9
+	VMULPS  Y9, Y9, Y9
+	VADDPS  Y9, Y6, Y6
+	CMPQ    R13, $0x000000e0
+	JL      g1sumpart6
+	VMOVUPS 192(R11)(R12*1), Y9
+	VMULPS  Y9, Y9, Y9
+	VADDPS  Y9, Y7, Y7
+	CMPQ    R13, $0x00000100
+	JL      g1sumpart7
+	VMOVUPS 224(R11)(R12*1), Y9
+	VMULPS  Y9, Y9, Y9
+	VADDPS  Y9, Y8, Y8
+	JMP     g1summed
+
+g1sumpart0:
+	SUBQ       $0x00000000, R13
+	JZ         g1summed
+	LEAQ       tailmask<>+32(SB), R14
+	SUBQ       R13, R14
+	VMOVDQU    (R14), Y9
+	VMASKMOVPS (R11)(R12*1), Y9, Y9
+	VMULPS     Y9, Y9, Y9
+	VADDPS     Y9, Y1, Y1
+	JMP        g1summed
+
+g1sumpart1:
+	SUBQ       $0x00000020, R13
+	JZ         g1summed
+	LEAQ       tailmask<>+32(SB), R14
+	SUBQ       R13, R14
+	VMOVDQU    (R14), Y9
+	VMASKMOVPS 32(R11)(R12*1), Y9, Y9
+	VMULPS     Y9, Y9, Y9
+	VADDPS     Y9, Y2, Y2
+	JMP        g1summed
+
+g1sumpart2:
+	SUBQ       $0x00000040, R13
+	JZ         g1summed
+	LEAQ       tailmask<>+32(SB), R14
+	SUBQ       R13, R14
+	VMOVDQU    (R14), Y9
+	VMASKMOVPS 64(R11)(R12*1), Y9, Y9
+	VMULPS     Y9, Y9, Y9
+	VADDPS     Y9, Y3, Y3
+	JMP        g1summed
+
+g1sumpart3:
+	SUBQ       $0x00000060, R13
+	JZ         g1summed
+	LEAQ       tailmask<>+32(SB), R14
+	SUBQ       R13, R14
+	VMOVDQU    (R14), Y9
+	VMASKMOVPS 96(R11)(R12*1), Y9, Y9
+	VMULPS     Y9, Y9, Y9
+	VADDPS     Y9, Y4, Y4
+	JMP        g1summed
+
+g1sumpart4:
+	SUBQ       $0x00000080, R13
+	JZ         g1summed
+	LEAQ       tailmask<>+32(SB), R14
+	SUBQ       R13, R14
+	VMOVDQU    (R14), Y9
+	VMASKMOVPS 128(R11)(R12*1), Y9, Y9
+	VMULPS     Y9, Y9, Y9
+	VADDPS     Y9, Y5, Y5
+	JMP        g1summed
+
+g1sumpart5:
+	SUBQ       $0x000000a0, R13
+	JZ         g1summed
+	LEAQ       tailmask<>+32(SB), R14
+	SUBQ       R13, R14
+	VMOVDQU    (R14), Y9
+	VMASKMOVPS 160(R11)(R12*1), Y9, Y9
+	VMULPS     Y9, Y9, Y9
+	VADDPS     Y9, Y6, Y6
+	JMP        g1summed
+
+g1sumpart6:
+	SUBQ       $0x000000c0, R13
+	JZ         g1summed
+	LEAQ       tailmask<>+32(SB), R14
+	SUBQ       R13, R14
+	VMOVDQU    (R14), Y9
+	VMASKMOVPS 192(R11)(R12*1), Y9, Y9
+	VMULPS     Y9, Y9, Y9
+	VADDPS     Y9, Y7, Y7
+	JMP        g1summed
+
+g1sumpart7:
+	SUBQ       $0x000000e0, R13
+	JZ         g1summed
+	LEAQ       tailmask<>+32(SB), R14
+	SUBQ       R13, R14
+	VMOVDQU    (R14), Y9
+	VMASKMOVPS 224(R11)(R12*1), Y9, Y9
+	VMULPS     Y9, Y9, Y9
+	VADDPS     Y9, Y8, Y8
+
+g1summed:
+	VADDPS Y5, Y1, Y1
+	VADDPS Y6, Y2, Y2
+	VADDPS Y7, Y3, Y3
+	VADDPS Y8, Y4, Y4
+	VADDPS Y3, Y1, Y1
+	VADDPS Y4, Y2, Y2
+	VADDPS Y2, Y1, Y1
+	ADDQ   R8, R11
+
+	// Sum of squares: element i goes to partial i%64.
+	MOVQ   SI, R13
+	SUBQ   $0x00000100, R13
+	JGE    g2firstblock
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	VXORPS Y8, Y8, Y8
+	VXORPS Y9, Y9, Y9
+	XORQ   R12, R12
+	JMP    g2sumtail
+
+g2firstblock:
+	// +0 + square is the square itself: the first block initializes the partials.
+	XORQ    R12, R12
+	VMOVUPS (R11)(R12*1), Y2
+	VMULPS  Y2, Y2, Y2
+	VMOVAPS Y2, Y2
+	VMOVUPS 32(R11)(R12*1), Y3
+	VMULPS  Y3, Y3, Y3
+	VMOVAPS Y3, Y3
+	VMOVUPS 64(R11)(R12*1), Y4
+	VMULPS  Y4, Y4, Y4
+	VMOVAPS Y4, Y4
+	VMOVUPS 96(R11)(R12*1), Y5
+	VMULPS  Y5, Y5, Y5
+	VMOVAPS Y5, Y5
+	VMOVUPS 128(R11)(R12*1), Y6
+	VMULPS  Y6, Y6, Y6
+	VMOVAPS Y6, Y6
+	VMOVUPS 160(R11)(R12*1), Y7
+	VMULPS  Y7, Y7, Y7
+	VMOVAPS Y7, Y7
+	VMOVUPS 192(R11)(R12*1), Y8
+	VMULPS  Y8, Y8, Y8
+	VMOVAPS Y8, Y8
+	VMOVUPS 224(R11)(R12*1), Y9
+	VMULPS  Y9, Y9, Y9
+	VMOVAPS Y9, Y9
+	MOVQ    $0x00000100, R12
+	JMP     g2sumcheck
+
+g2sumloop:
+	VMOVUPS (R11)(R12*1), Y10
+	VMULPS  Y10, Y10, Y10
+	VADDPS  Y10, Y2, Y2
+	VMOVUPS 32(R11)(R12*1), Y10
+	VMULPS  Y10, Y10, Y10
+	VADDPS  Y10, Y3, Y3
+	VMOVUPS 64(R11)(R12*1), Y10
+	VMULPS  Y10, Y10, Y10
+	VADDPS  Y10, Y4, Y4
+	VMOVUPS 96(R11)(R12*1), Y10
+	VMULPS  Y10, Y10, Y10
+	VADDPS  Y10, Y5, Y5
+	VMOVUPS 128(R11)(R12*1), Y10
+	VMULPS  Y10, Y10, Y10
+	VADDPS  Y10, Y6, Y6
+	VMOVUPS 160(R11)(R12*1), Y10
+	VMULPS  Y10, Y10, Y10
+	VADDPS  Y10, Y7, Y7
+	VMOVUPS 192(R11)(R12*1), Y10
+	VMULPS  Y10, Y10, Y10
+	VADDPS  Y10, Y8, Y8
+	VMOVUPS 224(R11)(R12*1), Y10
+	VMULPS  Y10, Y10, Y10
+	VADDPS  Y10, Y9, Y9
+	ADDQ    $0x00000100, R12
+
+g2sumcheck:
+	CMPQ R12, R13
+	JLE  g2sumloop
+
+g2sumtail:
+	// Fewer than 64 elements remain: whole vectors first, then one masked vector.
+	MOVQ    SI, R13
+	SUBQ    R12, R13
+	CMPQ    R13, $0x00000020
+	JL      g2sumpart0
+	VMOVUPS (R11)(R12*1), Y10
+	VMULPS  Y10, Y10, Y10
+	VADDPS  Y10, Y2, Y2
+	CMPQ    R13, $0x00000040
+	JL      g2sumpart1
+	VMOVUPS 32(R11)(R12*1), Y10
+	VMULPS  Y10, Y10, Y10
+	VADDPS  Y10, Y3, Y3
+	CMPQ    R13, $0x00000060
+	JL      g2sumpart2
+	VMOVUPS 64(R11)(R12*1), Y10
+	VMULPS  Y10, Y10, Y10
+	VADDPS  Y10, Y4, Y4
+	CMPQ    R13, $0x00000080
+	JL      g2sumpart3
+	VMOVUPS 96(R11)(R12*1), Y10
+	VMULPS  Y10, Y10, Y10
+	VADDPS  Y10, Y5, Y5
+	CMPQ    R13, $0x000000a0
+	JL      g2sumpart4
+	VMOVUPS 128(R11)(R12*1), Y10
+	VMULPS  Y10, Y10, Y10
+	VADDPS  Y10, Y6, Y6
+	CMPQ    R13, $0x000000c0
+	JL      g2sumpart5
+	VMOVUPS 160(R11)(R12*1), Y10
+	VMULPS  Y10, Y10, Y10
+	VADDPS  Y10, Y7, Y7
+	CMPQ    R13, $0x000000e0
+	JL      g2sumpart6
+	VMOVUPS 192(R11)(R12*1), Y10
+	VMULPS  Y10, Y10, Y10
+	VADDPS  Y10, Y8, Y8
+	CMPQ    R13, $0x00000100
+	JL      g2sumpart7
+	VMOVUPS 224(R11)(R12*1), Y10
+	VMULPS  Y10, Y10, Y10
+	VADDPS  Y10, Y9, Y9
+	JMP     g2summed
+
+g2sumpart0:
+	SUBQ       $0x00000000, R13
+	JZ         g2summed
+	LEAQ       tailmask<>+32(SB), R14
+	SUBQ       R13, R14
+	VMOVDQU    (R14), Y10
+	VMASKMOVPS (R11)(R12*1), Y10, Y10
+	VMULPS     Y10, Y10, Y10
+	VADDPS     Y10, Y2, Y2
+	JMP        g2summed
+
+g2sumpart1:
+	SUBQ       $0x00000020, R13
+	JZ         g2summed
+	LEAQ       tailmask<>+32(SB), R14
+	SUBQ       R13, R14
+	VMOVDQU    (R14), Y10
+	VMASKMOVPS 32(R11)(R12*1), Y10, Y10
+	VMULPS     Y10, Y10, Y10
+	VADDPS     Y10, Y3, Y3
+	JMP        g2summed
+
+g2sumpart2:
+	SUBQ       $0x00000040, R13
+	JZ         g2summed
+	LEAQ       tailmask<>+32(SB), R14
+	SUBQ       R13, R14
+	VMOVDQU    (R14), Y10
+	VMASKMOVPS 64(R11)(R12*1), Y10, Y10
+	VMULPS     Y10, Y10, Y10
+	VADDPS     Y10, Y4, Y4
+	JMP        g2summed
+
+g2sumpart3:
+	SUBQ       $0x00000060, R13
+	JZ         g2summed
+	LEAQ       tailmask<>+32(SB), R14
+	SUBQ       R13, R14
+	VMOVDQU    (R14), Y10
+	VMASKMOVPS 96(R11)(R12*1), Y10, Y10
+	VMULPS     Y10, Y10, Y10
+	VADDPS     Y10, Y5, Y5
+	JMP        g2summed
+
+g2sumpart4:
+	SUBQ       $0x00000080, R13
+	JZ         g2summed
+	LEAQ       tailmask<>+32(SB), R14
+	SUBQ       R13, R14
+	VMOVDQU    (R14), Y10
+	VMASKMOVPS 128(R11)(R12*1), Y10, Y10
+	VMULPS     Y10, Y10, Y10
+	VADDPS     Y10, Y6, Y6
+	JMP        g2summed
+
+g2sumpart5:
+	SUBQ       $0x000000a0, R13
+	JZ         g2summed
+	LEAQ       tailmask<>+32(SB), R14
+	SUBQ       R13, R14
+	VMOVDQU    (R14), Y10
+	VMASKMOVPS 160(R11)(R12*1), Y10, Y10
+	VMULPS     Y10, Y10, Y10
+	VADDPS     Y10, Y7, Y7
+	JMP        g2summed
+
+g2sumpart6:
+	SUBQ       $0x000000c0, R13
+	JZ         g2summed
+	LEAQ       tailmask<>+32(SB), R14
+	SUBQ       R13, R14
+	VMOVDQU    (R14), Y10
+	VMASKMOVPS 192(R11)(R12*1), Y10, Y10
+	VMULPS     Y10, Y10, Y10
+	VADDPS     Y10, Y8, Y8
+	JMP        g2summed
+
+g2sumpart7:
+	SUBQ       $0x000000e0, R13
+	JZ         g2summed
+	LEAQ       tailmask<>+32(SB), R14
+	SUBQ       R13, R14
+	VMOVDQU    (R14), Y10
+	VMASKMOVPS 224(R11)(R12*1), Y10, Y10
+	VMULPS     Y10, Y10, Y10
+	VADDPS     Y10, Y9, Y9
+
+g2summed:
+	VADDPS Y6, Y2, Y2
+	VADDPS Y7, Y3, Y3
+	VADDPS Y8, Y4, Y4
+	VADDPS Y9, Y5, Y5
+	VADDPS Y4, Y2, Y2
+	VADDPS Y5, Y3, Y3
+	VADDPS Y3, Y2, Y2
+	ADDQ   R8, R11
+
+	// Sum of squares: element i goes to partial i%64.
+	MOVQ   SI, R13
+	SUBQ   $0x00000100, R13
+	JGE    g3firstblock
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	VXORPS Y8, Y8, Y8
+	VXORPS Y9, Y9, Y9
+	VXORPS Y10, Y10, Y10
+	XORQ   R12, R12
+	JMP    g3sumtail
+
+g3firstblock:
+	// +0 + square is the square itself: the first block initializes the partials.
+	XORQ    R12, R12
+	VMOVUPS (R11)(R12*1), Y3
+	VMULPS  Y3, Y3, Y3
+	VMOVAPS Y3, Y3
+	VMOVUPS 32(R11)(R12*1), Y4
+	VMULPS  Y4, Y4, Y4
+	VMOVAPS Y4, Y4
+	VMOVUPS 64(R11)(R12*1), Y5
+	VMULPS  Y5, Y5, Y5
+	VMOVAPS Y5, Y5
+	VMOVUPS 96(R11)(R12*1), Y6
+	VMULPS  Y6, Y6, Y6
+	VMOVAPS Y6, Y6
+	VMOVUPS 128(R11)(R12*1), Y7
+	VMULPS  Y7, Y7, Y7
+	VMOVAPS Y7, Y7
+	VMOVUPS 160(R11)(R12*1), Y8
+	VMULPS  Y8, Y8, Y8
+	VMOVAPS Y8, Y8
+	VMOVUPS 192(R11)(R12*1), Y9
+	VMULPS  Y9, Y9, Y9
+	VMOVAPS Y9, Y9
+	VMOVUPS 224(R11)(R12*1), Y10
+	VMULPS  Y10, Y10, Y10
+	VMOVAPS Y10, Y10
+	MOVQ    $0x00000100, R12
+	JMP     g3sumcheck
+
+g3sumloop:
+	VMOVUPS (R11)(R12*1), Y11
+	VMULPS  Y11, Y11, Y11
+	VADDPS  Y11, Y3, Y3
+	VMOVUPS 32(R11)(R12*1), Y11
+	VMULPS  Y11, Y11, Y11
+	VADDPS  Y11, Y4, Y4
+	VMOVUPS 64(R11)(R12*1), Y11
+	VMULPS  Y11, Y11, Y11
+	VADDPS  Y11, Y5, Y5
+	VMOVUPS 96(R11)(R12*1), Y11
+	VMULPS  Y11, Y11, Y11
+	VADDPS  Y11, Y6, Y6
+	VMOVUPS 128(R11)(R12*1), Y11
+	VMULPS  Y11, Y11, Y11
+	VADDPS  Y11, Y7, Y7
+	VMOVUPS 160(R11)(R12*1), Y11
+	VMULPS  Y11, Y11, Y11
+	VADDPS  Y11, Y8, Y8
+	VMOVUPS 192(R11)(R12*1), Y11
+	VMULPS  Y11, Y11, Y11
+	VADDPS  Y11, Y9, Y9
+	VMOVUPS 224(R11)(R12*1), Y11
+	VMULPS  Y11, Y11, Y11
+	VADDPS  Y11, Y10, Y10
+	ADDQ    $0x00000100, R12
+
+g3sumcheck:
+	CMPQ R12, R13
+	JLE  g3sumloop
+
+g3sumtail:
+	// Fewer than 64 elements remain: whole vectors first, then one masked vector.
+	MOVQ    SI, R13
+	SUBQ    R12, R13
+	CMPQ    R13, $0x00000020
+	JL      g3sumpart0
+	VMOVUPS (R11)(R12*1), Y11
+	VMULPS  Y11, Y11, Y11
+	VADDPS  Y11, Y3, Y3
+	CMPQ    R13, $0x00000040
+	JL      g3sumpart1
+	VMOVUPS 32(R11)(R12*1), Y11
+	VMULPS  Y11, Y11, Y11
+	VADDPS  Y11, Y4, Y4
+	CMPQ    R13, $0x00000060
+	JL      g3sumpart2
+	VMOVUPS 64(R11)(R12*1), Y11
+	VMULPS  Y11, Y11, Y11
+	VADDPS  Y11, Y5, Y5
+	CMPQ    R13, $0x00000080
+	JL      g3sumpart3
+	VMOVUPS 96(R11)(R12*1), Y11
+	VMULPS  Y11, Y11, Y11
+	VADDPS  Y11, Y6, Y6
+	CMPQ    R13, $0x000000a0
+	JL      g3sumpart4
+	VMOVUPS 128(R11)(R12*1), Y11
+	VMULPS  Y11, Y11, Y11
+	VADDPS  Y11, Y7, Y7
+	CMPQ    R13, $0x000000c0
+	JL      g3sumpart5
+	VMOVUPS 160(R11)(R12*1), Y11
+	VMULPS  Y11, Y11, Y11
+	VADDPS  Y11, Y8, Y8
+	CMPQ    R13, $0x000000e0
+	JL      g3sumpart6
+	VMOVUPS 192(R11)(R12*1), Y11
+	VMULPS  Y11, Y11, Y11
+	VADDPS  Y11, Y9, Y9
+	CMPQ    R13, $0x00000100
+	JL      g3sumpart7
+	VMOVUPS 224(R11)(R12*1), Y11
+	VMULPS  Y11, Y11, Y11
+	VADDPS  Y11, Y10, Y10
+	JMP     g3summed
+
+g3sumpart0:
+	SUBQ       $0x00000000, R13
+	JZ         g3summed
+	LEAQ       tailmask<>+32(SB), R14
+	SUBQ       R13, R14
+	VMOVDQU    (R14), Y11
+	VMASKMOVPS (R11)(R12*1), Y11, Y11
+	VMULPS     Y11, Y11, Y11
+	VADDPS     Y11, Y3, Y3
+	JMP        g3summed
+
+g3sumpart1:
+	SUBQ       $0x00000020, R13
+	JZ         g3summed
+	LEAQ       tailmask<>+32(SB), R14
+	SUBQ       R13, R14
+	VMOVDQU    (R14), Y11
+	VMASKMOVPS 32(R11)(R12*1), Y11, Y11
+	VMULPS     Y11, Y11, Y11
+	VADDPS     Y11, Y4, Y4
+	JMP        g3summed
+
+g3sumpart2:
+	SUBQ       $0x00000040, R13
+	JZ         g3summed
+	LEAQ       tailmask<>+32(SB), R14
+	SUBQ       R13, R14
+	VMOVDQU    (R14), Y11
+	VMASKMOVPS 64(R11)(R12*1), Y11, Y11
+	VMULPS     Y11, Y11, Y11
+	VADDPS     Y11, Y5, Y5
+	JMP        g3summed
+
+g3sumpart3:
+	SUBQ       $0x00000060, R13
+	JZ         g3summed
+	LEAQ       tailmask<>+32(SB), R14
+	SUBQ       R13, R14
+	VMOVDQU    (R14), Y11
+	VMASKMOVPS 96(R11)(R12*1), Y11, Y11
+	VMULPS     Y11, Y11, Y11
+	VADDPS     Y11, Y6, Y6
+	JMP        g3summed
+
+g3sumpart4:
+	SUBQ       $0x00000080, R13
+	JZ         g3summed
+	LEAQ       tailmask<>+32(SB), R14
+	SUBQ       R13, R14
+	VMOVDQU    (R14), Y11
+	VMASKMOVPS 128(R11)(R12*1), Y11, Y11
+	VMULPS     Y11, Y11, Y11
+	VADDPS     Y11, Y7, Y7
+	JMP        g3summed
+
+g3sumpart5:
+	SUBQ       $0x000000a0, R13
+	JZ         g3summed
+	LEAQ       tailmask<>+32(SB), R14
+	SUBQ       R13, R14
+	VMOVDQU    (R14), Y11
+	VMASKMOVPS 160(R11)(R12*1), Y11, Y11
+	VMULPS     Y11, Y11, Y11
+	VADDPS     Y11, Y8, Y8
+	JMP        g3summed
+
+g3sumpart6:
+	SUBQ       $0x000000c0, R13
+	JZ         g3summed
+	LEAQ       tailmask<>+32(SB), R14
+	SUBQ       R13, R14
+	VMOVDQU    (R14), Y11
+	VMASKMOVPS 192(R11)(R12*1), Y11, Y11
+	VMULPS     Y11, Y11, Y11
+	VADDPS     Y11, Y9, Y9
+	JMP        g3summed
+
+g3sumpart7:
+	SUBQ       $0x000000e0, R13
+	JZ         g3summed
+	LEAQ       tailmask<>+32(SB), R14
+	SUBQ       R13, R14
+	VMOVDQU    (R14), Y11
+	VMASKMOVPS 224(R11)(R12*1), Y11, Y11
+	VMULPS     Y11, Y11, Y11
+	VADDPS     Y11, Y10, Y10
+
+g3summed:
+	VADDPS Y7, Y3, Y3
+	VADDPS Y8, Y4, Y4
+	VADDPS Y9, Y5, Y5
+	VADDPS Y10, Y6, Y6
+	VADDPS Y5, Y3, Y3
+	VADDPS Y6, Y4, Y4
+	VADDPS Y4, Y3, Y3
+
+	// The rest of the halving tree, four rows at once.
+	VPERM2F128   $0x20, Y1, Y0, Y4
+	VPERM2F128   $0x31, Y1, Y0, Y0
+	VADDPS       Y0, Y4, Y4
+	VPERM2F128   $0x20, Y3, Y2, Y0
+	VPERM2F128   $0x31, Y3, Y2, Y1
+	VADDPS       Y1, Y0, Y0
+	VSHUFPS      $0x44, Y0, Y4, Y1
+	VSHUFPS      $0xee, Y0, Y4, Y0
+	VADDPS       Y0, Y1, Y1
+	VHADDPS      Y1, Y1, Y1
+	VEXTRACTF128 $0x01, Y1, X0
+	VUNPCKLPS    X0, X1, X0
+
+	// t = ss/d + eps for the four rows; any t outside [2^-100, MaxFloat32] sends the group to the one-row path.
+	TESTQ        $0x00000002, R9
+	JZ           Gdivide
+	VBROADCASTSS rd+72(FP), X1
+	VMULPS       X1, X0, X0
+	JMP          Gdivided
+
+Gdivide:
+	VBROADCASTSS fd+68(FP), X1
+	VDIVPS       X1, X0, X0
+
+Gdivided:
+	VBROADCASTSS eps+64(FP), X1
+	VADDPS       X1, X0, X0
+	VCMPPS       $0x1d, tlo4<>+0(SB), X0, X1
+	VCMPPS       $0x12, tmax4<>+0(SB), X0, X2
+	VANDPS       X2, X1, X1
+	VMOVMSKPS    X1, R11
+	CMPL         R11, $0x0f
+	JE           Ginrange
+	JMP          row
+
+Ginrange:
+	VSQRTPS      X0, X0
+	VBROADCASTSS one<>+0(SB), X1
+	VDIVPS       X0, X1, X1
+
+	// Report 1/rms if asked.
+	TESTQ   BX, BX
+	JZ      gscale
+	VMOVUPS X1, (BX)(R10*4)
+
+gscale:
+	VBROADCASTSS X1, Y0
+	TESTQ        $0x00000001, R9
+	JNZ          g0scalent
+
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ R11, R11
+	MOVQ SI, R12
+	SUBQ $0x00000080, R12
+
+g0sloop:
+	CMPQ    R11, R12
+	JG      g0sone
+	VMULPS  (CX)(R11*1), Y0, Y2
+	VMULPS  (DX)(R11*1), Y2, Y2
+	VMOVUPS Y2, (AX)(R11*1)
+	VMULPS  32(CX)(R11*1), Y0, Y2
+	VMULPS  32(DX)(R11*1), Y2, Y2
+	VMOVUPS Y2, 32(AX)(R11*1)
+	VMULPS  64(CX)(R11*1), Y0, Y2
+	VMULPS  64(DX)(R11*1), Y2, Y2
+	VMOVUPS Y2, 64(AX)(R11*1)
+	VMULPS  96(CX)(R11*1), Y0, Y2
+	VMULPS  96(DX)(R11*1), Y2, Y2
+	VMOVUPS Y2, 96(AX)(R11*1)
+	ADDQ    $0x00000080, R11
+	JMP     g0sloop
+
+g0sone:
+	ADDQ $0x00000060, R12
+
+g0soneloop:
+	CMPQ    R11, R12
+	JG      g0stail
+	VMULPS  (CX)(R11*1), Y0, Y2
+	VMULPS  (DX)(R11*1), Y2, Y2
+	VMOVUPS Y2, (AX)(R11*1)
+	ADDQ    $0x00000020, R11
+	JMP     g0soneloop
+
+g0stail:
+	CMPQ   R11, SI
+	JGE    g0sdone
+	VMOVSS (CX)(R11*1), X0
+	VMULSS X1, X0, X0
+	VMULSS (DX)(R11*1), X0, X0
+	VMOVSS X0, (AX)(R11*1)
+	ADDQ   $0x04, R11
+	JMP    g0stail
+
+g0sdone:
+	JMP g0scaled
+
+g0scalent:
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ R11, R11
+
+	// Ordinary stores up to the first vector-aligned element of dst.
+g0nhead:
+	LEAQ   (AX)(R11*1), R12
+	TESTQ  $0x0000001f, R12
+	JZ     g0nbody
+	CMPQ   R11, SI
+	JGE    g0ndone
+	VMOVSS (CX)(R11*1), X2
+	VMULSS X1, X2, X2
+	VMULSS (DX)(R11*1), X2, X2
+	VMOVSS X2, (AX)(R11*1)
+	ADDQ   $0x04, R11
+	JMP    g0nhead
+
+g0nbody:
+	MOVQ SI, R12
+	SUBQ $0x00000080, R12
+
+g0nloop:
+	CMPQ     R11, R12
+	JG       g0none
+	VMULPS   (CX)(R11*1), Y0, Y2
+	VMULPS   (DX)(R11*1), Y2, Y2
+	VMOVNTPS Y2, (AX)(R11*1)
+	VMULPS   32(CX)(R11*1), Y0, Y2
+	VMULPS   32(DX)(R11*1), Y2, Y2
+	VMOVNTPS Y2, 32(AX)(R11*1)
+	VMULPS   64(CX)(R11*1), Y0, Y2
+	VMULPS   64(DX)(R11*1), Y2, Y2
+	VMOVNTPS Y2, 64(AX)(R11*1)
+	VMULPS   96(CX)(R11*1), Y0, Y2
+	VMULPS   96(DX)(R11*1), Y2, Y2
+	VMOVNTPS Y2, 96(AX)(R11*1)
+	ADDQ     $0x00000080, R11
+	JMP      g0nloop
+
+g0none:
+	ADDQ $0x00000060, R12
+
+g0noneloop:
+	CMPQ     R11, R12
+	JG       g0ntail
+	VMULPS   (CX)(R11*1), Y0, Y2
+	VMULPS   (DX)(R11*1), Y2, Y2
+	VMOVNTPS Y2, (AX)(R11*1)
+	ADDQ     $0x00000020, R11
+	JMP      g0noneloop
+
+g0ntail:
+	CMPQ   R11, SI
+	JGE    g0ndone
+	VMOVSS (CX)(R11*1), X0
+	VMULSS X1, X0, X0
+	VMULSS (DX)(R11*1), X0, X0
+	VMOVSS X0, (AX)(R11*1)
+	ADDQ   $0x04, R11
+	JMP    g0ntail
+
+g0ndone:
+g0scaled:
+	ADDQ         R8, CX
+	ADDQ         R8, AX
+	VSHUFPS      $0x01, X1, X1, X0
+	VBROADCASTSS X0, Y2
+	TESTQ        $0x00000001, R9
+	JNZ          g1scalent
+
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ R11, R11
+	MOVQ SI, R12
+	SUBQ $0x00000080, R12
+
+g1sloop:
+	CMPQ    R11, R12
+	JG      g1sone
+	VMULPS  (CX)(R11*1), Y2, Y3
+	VMULPS  (DX)(R11*1), Y3, Y3
+	VMOVUPS Y3, (AX)(R11*1)
+	VMULPS  32(CX)(R11*1), Y2, Y3
+	VMULPS  32(DX)(R11*1), Y3, Y3
+	VMOVUPS Y3, 32(AX)(R11*1)
+	VMULPS  64(CX)(R11*1), Y2, Y3
+	VMULPS  64(DX)(R11*1), Y3, Y3
+	VMOVUPS Y3, 64(AX)(R11*1)
+	VMULPS  96(CX)(R11*1), Y2, Y3
+	VMULPS  96(DX)(R11*1), Y3, Y3
+	VMOVUPS Y3, 96(AX)(R11*1)
+	ADDQ    $0x00000080, R11
+	JMP     g1sloop
+
+g1sone:
+	ADDQ $0x00000060, R12
+
+g1soneloop:
+	CMPQ    R11, R12
+	JG      g1stail
+	VMULPS  (CX)(R11*1), Y2, Y3
+	VMULPS  (DX)(R11*1), Y3, Y3
+	VMOVUPS Y3, (AX)(R11*1)
+	ADDQ    $0x00000020, R11
+	JMP     g1soneloop
+
+g1stail:
+	CMPQ   R11, SI
+	JGE    g1sdone
+	VMOVSS (CX)(R11*1), X2
+	VMULSS X0, X2, X2
+	VMULSS (DX)(R11*1), X2, X2
+	VMOVSS X2, (AX)(R11*1)
+	ADDQ   $0x04, R11
+	JMP    g1stail
+
+g1sdone:
+	JMP g1scaled
+
+g1scalent:
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ R11, R11
+
+	// Ordinary stores up to the first vector-aligned element of dst.
+g1nhead:
+	LEAQ   (AX)(R11*1), R12
+	TESTQ  $0x0000001f, R12
+	JZ     g1nbody
+	CMPQ   R11, SI
+	JGE    g1ndone
+	VMOVSS (CX)(R11*1), X3
+	VMULSS X0, X3, X3
+	VMULSS (DX)(R11*1), X3, X3
+	VMOVSS X3, (AX)(R11*1)
+	ADDQ   $0x04, R11
+	JMP    g1nhead
+
+g1nbody:
+	MOVQ SI, R12
+	SUBQ $0x00000080, R12
+
+g1nloop:
+	CMPQ     R11, R12
+	JG       g1none
+	VMULPS   (CX)(R11*1), Y2, Y3
+	VMULPS   (DX)(R11*1), Y3, Y3
+	VMOVNTPS Y3, (AX)(R11*1)
+	VMULPS   32(CX)(R11*1), Y2, Y3
+	VMULPS   32(DX)(R11*1), Y3, Y3
+	VMOVNTPS Y3, 32(AX)(R11*1)
+	VMULPS   64(CX)(R11*1), Y2, Y3
+	VMULPS   64(DX)(R11*1), Y3, Y3
+	VMOVNTPS Y3, 64(AX)(R11*1)
+	VMULPS   96(CX)(R11*1), Y2, Y3
+	VMULPS   96(DX)(R11*1), Y3, Y3
+	VMOVNTPS Y3, 96(AX)(R11*1)
+	ADDQ     $0x00000080, R11
+	JMP      g1nloop
+
+g1none:
+	ADDQ $0x00000060, R12
+
+g1noneloop:
+	CMPQ     R11, R12
+	JG       g1ntail
+	VMULPS   (CX)(R11*1), Y2, Y3
+	VMULPS   (DX)(R11*1), Y3, Y3
+	VMOVNTPS Y3, (AX)(R11*1)
+	ADDQ     $0x00000020, R11
+	JMP      g1noneloop
+
+g1ntail:
+	CMPQ   R11, SI
+	JGE    g1ndone
+	VMOVSS (CX)(R11*1), X2
+	VMULSS X0, X2, X2
+	VMULSS (DX)(R11*1), X2, X2
+	VMOVSS X2, (AX)(R11*1)
+	ADDQ   $0x04, R11
+	JMP    g1ntail
+
+g1ndone:
+g1scaled:
+	ADDQ         R8, CX
+	ADDQ         R8, AX
+	VSHUFPS      $0x02, X1, X1, X0
+	VBROADCASTSS X0, Y2
+	TESTQ        $0x00000001, R9
+	JNZ          g2scalent
+
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ R11, R11
+	MOVQ SI, R12
+	SUBQ $0x00000080, R12
+
+g2sloop:
+	CMPQ    R11, R12
+	JG      g2sone
+	VMULPS  (CX)(R11*1), Y2, Y3
+	VMULPS  (DX)(R11*1), Y3, Y3
+	VMOVUPS Y3, (AX)(R11*1)
+	VMULPS  32(CX)(R11*1), Y2, Y3
+	VMULPS  32(DX)(R11*1), Y3, Y3
+	VMOVUPS Y3, 32(AX)(R11*1)
+	VMULPS  64(CX)(R11*1), Y2, Y3
+	VMULPS  64(DX)(R11*1), Y3, Y3
+	VMOVUPS Y3, 64(AX)(R11*1)
+	VMULPS  96(CX)(R11*1), Y2, Y3
+	VMULPS  96(DX)(R11*1), Y3, Y3
+	VMOVUPS Y3, 96(AX)(R11*1)
+	ADDQ    $0x00000080, R11
+	JMP     g2sloop
+
+g2sone:
+	ADDQ $0x00000060, R12
+
+g2soneloop:
+	CMPQ    R11, R12
+	JG      g2stail
+	VMULPS  (CX)(R11*1), Y2, Y3
+	VMULPS  (DX)(R11*1), Y3, Y3
+	VMOVUPS Y3, (AX)(R11*1)
+	ADDQ    $0x00000020, R11
+	JMP     g2soneloop
+
+g2stail:
+	CMPQ   R11, SI
+	JGE    g2sdone
+	VMOVSS (CX)(R11*1), X2
+	VMULSS X0, X2, X2
+	VMULSS (DX)(R11*1), X2, X2
+	VMOVSS X2, (AX)(R11*1)
+	ADDQ   $0x04, R11
+	JMP    g2stail
+
+g2sdone:
+	JMP g2scaled
+
+g2scalent:
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ R11, R11
+
+	// Ordinary stores up to the first vector-aligned element of dst.
+g2nhead:
+	LEAQ   (AX)(R11*1), R12
+	TESTQ  $0x0000001f, R12
+	JZ     g2nbody
+	CMPQ   R11, SI
+	JGE    g2ndone
+	VMOVSS (CX)(R11*1), X3
+	VMULSS X0, X3, X3
+	VMULSS (DX)(R11*1), X3, X3
+	VMOVSS X3, (AX)(R11*1)
+	ADDQ   $0x04, R11
+	JMP    g2nhead
+
+g2nbody:
+	MOVQ SI, R12
+	SUBQ $0x00000080, R12
+
+g2nloop:
+	CMPQ     R11, R12
+	JG       g2none
+	VMULPS   (CX)(R11*1), Y2, Y3
+	VMULPS   (DX)(R11*1), Y3, Y3
+	VMOVNTPS Y3, (AX)(R11*1)
+	VMULPS   32(CX)(R11*1), Y2, Y3
+	VMULPS   32(DX)(R11*1), Y3, Y3
+	VMOVNTPS Y3, 32(AX)(R11*1)
+	VMULPS   64(CX)(R11*1), Y2, Y3
+	VMULPS   64(DX)(R11*1), Y3, Y3
+	VMOVNTPS Y3, 64(AX)(R11*1)
+	VMULPS   96(CX)(R11*1), Y2, Y3
+	VMULPS   96(DX)(R11*1), Y3, Y3
+	VMOVNTPS Y3, 96(AX)(R11*1)
+	ADDQ     $0x00000080, R11
+	JMP      g2nloop
+
+g2none:
+	ADDQ $0x00000060, R12
+
+g2noneloop:
+	CMPQ     R11, R12
+	JG       g2ntail
+	VMULPS   (CX)(R11*1), Y2, Y3
+	VMULPS   (DX)(R11*1), Y3, Y3
+	VMOVNTPS Y3, (AX)(R11*1)
+	ADDQ     $0x00000020, R11
+	JMP      g2noneloop
+
+g2ntail:
+	CMPQ   R11, SI
+	JGE    g2ndone
+	VMOVSS (CX)(R11*1), X2
+	VMULSS X0, X2, X2
+	VMULSS (DX)(R11*1), X2, X2
+	VMOVSS X2, (AX)(R11*1)
+	ADDQ   $0x04, R11
+	JMP    g2ntail
+
+g2ndone:
+g2scaled:
+	ADDQ         R8, CX
+	ADDQ         R8, AX
+	VSHUFPS      $0x03, X1, X1, X0
+	VBROADCASTSS X0, Y1
+	TESTQ        $0x00000001, R9
+	JNZ          g3scalent
+
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ R11, R11
+	MOVQ SI, R12
+	SUBQ $0x00000080, R12
+
+g3sloop:
+	CMPQ    R11, R12
+	JG      g3sone
+	VMULPS  (CX)(R11*1), Y1, Y2
+	VMULPS  (DX)(R11*1), Y2, Y2
+	VMOVUPS Y2, (AX)(R11*1)
+	VMULPS  32(CX)(R11*1), Y1, Y2
+	VMULPS  32(DX)(R11*1), Y2, Y2
+	VMOVUPS Y2, 32(AX)(R11*1)
+	VMULPS  64(CX)(R11*1), Y1, Y2
+	VMULPS  64(DX)(R11*1), Y2, Y2
+	VMOVUPS Y2, 64(AX)(R11*1)
+	VMULPS  96(CX)(R11*1), Y1, Y2
+	VMULPS  96(DX)(R11*1), Y2, Y2
+	VMOVUPS Y2, 96(AX)(R11*1)
+	ADDQ    $0x00000080, R11
+	JMP     g3sloop
+
+g3sone:
+	ADDQ $0x00000060, R12
+
+g3soneloop:
+	CMPQ    R11, R12
+	JG      g3stail
+	VMULPS  (CX)(R11*1), Y1, Y2
+	VMULPS  (DX)(R11*1), Y2, Y2
+	VMOVUPS Y2, (AX)(R11*1)
+	ADDQ    $0x00000020, R11
+	JMP     g3soneloop
+
+g3stail:
+	CMPQ   R11, SI
+	JGE    g3sdone
+	VMOVSS (CX)(R11*1), X1
+	VMULSS X0, X1, X1
+	VMULSS (DX)(R11*1), X1, X1
+	VMOVSS X1, (AX)(R11*1)
+	ADDQ   $0x04, R11
+	JMP    g3stail
+
+g3sdone:
+	JMP g3scaled
+
+g3scalent:
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ R11, R11
+
+	// Ordinary stores up to the first vector-aligned element of dst.
+g3nhead:
+	LEAQ   (AX)(R11*1), R12
+	TESTQ  $0x0000001f, R12
+	JZ     g3nbody
+	CMPQ   R11, SI
+	JGE    g3ndone
+	VMOVSS (CX)(R11*1), X2
+	VMULSS X0, X2, X2
+	VMULSS (DX)(R11*1), X2, X2
+	VMOVSS X2, (AX)(R11*1)
+	ADDQ   $0x04, R11
+	JMP    g3nhead
+
+g3nbody:
+	MOVQ SI, R12
+	SUBQ $0x00000080, R12
+
+g3nloop:
+	CMPQ     R11, R12
+	JG       g3none
+	VMULPS   (CX)(R11*1), Y1, Y2
+	VMULPS   (DX)(R11*1), Y2, Y2
+	VMOVNTPS Y2, (AX)(R11*1)
+	VMULPS   32(CX)(R11*1), Y1, Y2
+	VMULPS   32(DX)(R11*1), Y2, Y2
+	VMOVNTPS Y2, 32(AX)(R11*1)
+	VMULPS   64(CX)(R11*1), Y1, Y2
+	VMULPS   64(DX)(R11*1), Y2, Y2
+	VMOVNTPS Y2, 64(AX)(R11*1)
+	VMULPS   96(CX)(R11*1), Y1, Y2
+	VMULPS   96(DX)(R11*1), Y2, Y2
+	VMOVNTPS Y2, 96(AX)(R11*1)
+	ADDQ     $0x00000080, R11
+	JMP      g3nloop
+
+g3none:
+	ADDQ $0x00000060, R12
+
+g3noneloop:
+	CMPQ     R11, R12
+	JG       g3ntail
+	VMULPS   (CX)(R11*1), Y1, Y2
+	VMULPS   (DX)(R11*1), Y2, Y2
+	VMOVNTPS Y2, (AX)(R11*1)
+	ADDQ     $0x00000020, R11
+	JMP      g3noneloop
+
+g3ntail:
+	CMPQ   R11, SI
+	JGE    g3ndone
+	VMOVSS (CX)(R11*1), X1
+	VMULSS X0, X1, X1
+	VMULSS (DX)(R11*1), X1, X1
+	VMOVSS X1, (AX)(R11*1)
+	ADDQ   $0x04, R11
+	JMP    g3ntail
+
+g3ndone:
+g3scaled:
+	ADDQ R8, CX
+	ADDQ R8, AX
+	ADDQ $0x04, R10
+	JMP  group
 
 row:
-	CMPQ R10, R8
+	CMPQ R10, DI
 	JAE  ret
 
 	// Sum of squares: element i goes to partial i%64.
+	MOVQ   SI, R12
+	SUBQ   $0x00000100, R12
+	JGE    firstblock
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
@@ -2663,229 +6849,203 @@ row:
 	VXORPS Y6, Y6, Y6
 	VXORPS Y7, Y7, Y7
 	XORQ   R11, R11
-	MOVQ   DI, R12
-	SUBQ   $0x00000100, R12
-	JL     sumtail
+	JMP    sumtail
+
+firstblock:
+	// +0 + square is the square itself: the first block initializes the partials.
+	XORQ    R11, R11
+	VMOVUPS (CX)(R11*1), Y0
+	VMULPS  Y0, Y0, Y0
+	VMOVAPS Y0, Y0
+	VMOVUPS 32(CX)(R11*1), Y1
+	VMULPS  Y1, Y1, Y1
+	VMOVAPS Y1, Y1
+	VMOVUPS 64(CX)(R11*1), Y2
+	VMULPS  Y2, Y2, Y2
+	VMOVAPS Y2, Y2
+	VMOVUPS 96(CX)(R11*1), Y3
+	VMULPS  Y3, Y3, Y3
+	VMOVAPS Y3, Y3
+	VMOVUPS 128(CX)(R11*1), Y4
+	VMULPS  Y4, Y4, Y4
+	VMOVAPS Y4, Y4
+	VMOVUPS 160(CX)(R11*1), Y5
+	VMULPS  Y5, Y5, Y5
+	VMOVAPS Y5, Y5
+	VMOVUPS 192(CX)(R11*1), Y6
+	VMULPS  Y6, Y6, Y6
+	VMOVAPS Y6, Y6
+	VMOVUPS 224(CX)(R11*1), Y7
+	VMULPS  Y7, Y7, Y7
+	VMOVAPS Y7, Y7
+	MOVQ    $0x00000100, R11
+	JMP     sumcheck
 
 sumloop:
 	VMOVUPS (CX)(R11*1), Y8
-	VADDPS  (BX)(R11*1), Y8, Y8
-	VMOVUPS Y8, (BX)(R11*1)
 	VMULPS  Y8, Y8, Y8
 	VADDPS  Y8, Y0, Y0
 	VMOVUPS 32(CX)(R11*1), Y8
-	VADDPS  32(BX)(R11*1), Y8, Y8
-	VMOVUPS Y8, 32(BX)(R11*1)
 	VMULPS  Y8, Y8, Y8
 	VADDPS  Y8, Y1, Y1
 	VMOVUPS 64(CX)(R11*1), Y8
-	VADDPS  64(BX)(R11*1), Y8, Y8
-	VMOVUPS Y8, 64(BX)(R11*1)
 	VMULPS  Y8, Y8, Y8
 	VADDPS  Y8, Y2, Y2
 	VMOVUPS 96(CX)(R11*1), Y8
-	VADDPS  96(BX)(R11*1), Y8, Y8
-	VMOVUPS Y8, 96(BX)(R11*1)
 	VMULPS  Y8, Y8, Y8
 	VADDPS  Y8, Y3, Y3
 	VMOVUPS 128(CX)(R11*1), Y8
-	VADDPS  128(BX)(R11*1), Y8, Y8
-	VMOVUPS Y8, 128(BX)(R11*1)
 	VMULPS  Y8, Y8, Y8
 	VADDPS  Y8, Y4, Y4
 	VMOVUPS 160(CX)(R11*1), Y8
-	VADDPS  160(BX)(R11*1), Y8, Y8
-	VMOVUPS Y8, 160(BX)(R11*1)
 	VMULPS  Y8, Y8, Y8
 	VADDPS  Y8, Y5, Y5
 	VMOVUPS 192(CX)(R11*1), Y8
-	VADDPS  192(BX)(R11*1), Y8, Y8
-	VMOVUPS Y8, 192(BX)(R11*1)
 	VMULPS  Y8, Y8, Y8
 	VADDPS  Y8, Y6, Y6
 	VMOVUPS 224(CX)(R11*1), Y8
-	VADDPS  224(BX)(R11*1), Y8, Y8
-	VMOVUPS Y8, 224(BX)(R11*1)
 	VMULPS  Y8, Y8, Y8
 	VADDPS  Y8, Y7, Y7
 	ADDQ    $0x00000100, R11
-	CMPQ    R11, R12
-	JLE     sumloop
+
+sumcheck:
+	CMPQ R11, R12
+	JLE  sumloop
 
 sumtail:
 	// Fewer than 64 elements remain: whole vectors first, then one masked vector.
-	MOVQ    DI, R12
+	MOVQ    SI, R12
 	SUBQ    R11, R12
 	CMPQ    R12, $0x00000020
 	JL      sumpart0
 	VMOVUPS (CX)(R11*1), Y8
-	VADDPS  (BX)(R11*1), Y8, Y8
-	VMOVUPS Y8, (BX)(R11*1)
 	VMULPS  Y8, Y8, Y8
 	VADDPS  Y8, Y0, Y0
 	CMPQ    R12, $0x00000040
 	JL      sumpart1
 	VMOVUPS 32(CX)(R11*1), Y8
-	VADDPS  32(BX)(R11*1), Y8, Y8
-	VMOVUPS Y8, 32(BX)(R11*1)
 	VMULPS  Y8, Y8, Y8
 	VADDPS  Y8, Y1, Y1
 	CMPQ    R12, $0x00000060
 	JL      sumpart2
 	VMOVUPS 64(CX)(R11*1), Y8
-	VADDPS  64(BX)(R11*1), Y8, Y8
-	VMOVUPS Y8, 64(BX)(R11*1)
 	VMULPS  Y8, Y8, Y8
 	VADDPS  Y8, Y2, Y2
 	CMPQ    R12, $0x00000080
 	JL      sumpart3
 	VMOVUPS 96(CX)(R11*1), Y8
-	VADDPS  96(BX)(R11*1), Y8, Y8
-	VMOVUPS Y8, 96(BX)(R11*1)
 	VMULPS  Y8, Y8, Y8
 	VADDPS  Y8, Y3, Y3
 	CMPQ    R12, $0x000000a0
 	JL      sumpart4
 	VMOVUPS 128(CX)(R11*1), Y8
-	VADDPS  128(BX)(R11*1), Y8, Y8
-	VMOVUPS Y8, 128(BX)(R11*1)
 	VMULPS  Y8, Y8, Y8
 	VADDPS  Y8, Y4, Y4
 	CMPQ    R12, $0x000000c0
 	JL      sumpart5
 	VMOVUPS 160(CX)(R11*1), Y8
-	VADDPS  160(BX)(R11*1), Y8, Y8
-	VMOVUPS Y8, 160(BX)(R11*1)
 	VMULPS  Y8, Y8, Y8
 	VADDPS  Y8, Y5, Y5
 	CMPQ    R12, $0x000000e0
 	JL      sumpart6
 	VMOVUPS 192(CX)(R11*1), Y8
-	VADDPS  192(BX)(R11*1), Y8, Y8
-	VMOVUPS Y8, 192(BX)(R11*1)
 	VMULPS  Y8, Y8, Y8
 	VADDPS  Y8, Y6, Y6
 	CMPQ    R12, $0x00000100
 	JL      sumpart7
 	VMOVUPS 224(CX)(R11*1), Y8
-	VADDPS  224(BX)(R11*1), Y8, Y8
-	VMOVUPS Y8, 224(BX)(R11*1)
 	VMULPS  Y8, Y8, Y8
 	VADDPS  Y8, Y7, Y7
-	JMP     reduce
+	JMP     summed
 
 sumpart0:
 	SUBQ       $0x00000000, R12
-	JZ         reduce
+	JZ         summed
 	LEAQ       tailmask<>+32(SB), R13
 	SUBQ       R12, R13
 	VMOVDQU    (R13), Y8
-	VMASKMOVPS (CX)(R11*1), Y8, Y9
-	VMASKMOVPS (BX)(R11*1), Y8, Y10
-	VADDPS     Y10, Y9, Y9
-	VMASKMOVPS Y9, Y8, (BX)(R11*1)
-	VMULPS     Y9, Y9, Y9
-	VADDPS     Y9, Y0, Y0
-	JMP        reduce
+	VMASKMOVPS (CX)(R11*1), Y8, Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y0, Y0
+	JMP        summed
 
 sumpart1:
 	SUBQ       $0x00000020, R12
-	JZ         reduce
+	JZ         summed
 	LEAQ       tailmask<>+32(SB), R13
 	SUBQ       R12, R13
 	VMOVDQU    (R13), Y8
-	VMASKMOVPS 32(CX)(R11*1), Y8, Y9
-	VMASKMOVPS 32(BX)(R11*1), Y8, Y10
-	VADDPS     Y10, Y9, Y9
-	VMASKMOVPS Y9, Y8, 32(BX)(R11*1)
-	VMULPS     Y9, Y9, Y9
-	VADDPS     Y9, Y1, Y1
-	JMP        reduce
+	VMASKMOVPS 32(CX)(R11*1), Y8, Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y1, Y1
+	JMP        summed
 
 sumpart2:
 	SUBQ       $0x00000040, R12
-	JZ         reduce
+	JZ         summed
 	LEAQ       tailmask<>+32(SB), R13
 	SUBQ       R12, R13
 	VMOVDQU    (R13), Y8
-	VMASKMOVPS 64(CX)(R11*1), Y8, Y9
-	VMASKMOVPS 64(BX)(R11*1), Y8, Y10
-	VADDPS     Y10, Y9, Y9
-	VMASKMOVPS Y9, Y8, 64(BX)(R11*1)
-	VMULPS     Y9, Y9, Y9
-	VADDPS     Y9, Y2, Y2
-	JMP        reduce
+	VMASKMOVPS 64(CX)(R11*1), Y8, Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y2, Y2
+	JMP        summed
 
 sumpart3:
 	SUBQ       $0x00000060, R12
-	JZ         reduce
+	JZ         summed
 	LEAQ       tailmask<>+32(SB), R13
 	SUBQ       R12, R13
 	VMOVDQU    (R13), Y8
-	VMASKMOVPS 96(CX)(R11*1), Y8, Y9
-	VMASKMOVPS 96(BX)(R11*1), Y8, Y10
-	VADDPS     Y10, Y9, Y9
-	VMASKMOVPS Y9, Y8, 96(BX)(R11*1)
-	VMULPS     Y9, Y9, Y9
-	VADDPS     Y9, Y3, Y3
-	JMP        reduce
+	VMASKMOVPS 96(CX)(R11*1), Y8, Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y3, Y3
+	JMP        summed
 
 sumpart4:
 	SUBQ       $0x00000080, R12
-	JZ         reduce
+	JZ         summed
 	LEAQ       tailmask<>+32(SB), R13
 	SUBQ       R12, R13
 	VMOVDQU    (R13), Y8
-	VMASKMOVPS 128(CX)(R11*1), Y8, Y9
-	VMASKMOVPS 128(BX)(R11*1), Y8, Y10
-	VADDPS     Y10, Y9, Y9
-	VMASKMOVPS Y9, Y8, 128(BX)(R11*1)
-	VMULPS     Y9, Y9, Y9
-	VADDPS     Y9, Y4, Y4
-	JMP        reduce
+	VMASKMOVPS 128(CX)(R11*1), Y8, Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y4, Y4
+	JMP        summed
 
 sumpart5:
 	SUBQ       $0x000000a0, R12
-	JZ         reduce
+	JZ         summed
 	LEAQ       tailmask<>+32(SB), R13
 	SUBQ       R12, R13
 	VMOVDQU    (R13), Y8
-	VMASKMOVPS 160(CX)(R11*1), Y8, Y9
-	VMASKMOVPS 160(BX)(R11*1), Y8, Y10
-	VADDPS     Y10, Y9, Y9
-	VMASKMOVPS Y9, Y8, 160(BX)(R11*1)
-	VMULPS     Y9, Y9, Y9
-	VADDPS     Y9, Y5, Y5
-	JMP        reduce
+	VMASKMOVPS 160(CX)(R11*1), Y8, Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y5, Y5
+	JMP        summed
 
 sumpart6:
 	SUBQ       $0x000000c0, R12
-	JZ         reduce
+	JZ         summed
 	LEAQ       tailmask<>+32(SB), R13
 	SUBQ       R12, R13
 	VMOVDQU    (R13), Y8
-	VMASKMOVPS 192(CX)(R11*1), Y8, Y9
-	VMASKMOVPS 192(BX)(R11*1), Y8, Y10
-	VADDPS     Y10, Y9, Y9
-	VMASKMOVPS Y9, Y8, 192(BX)(R11*1)
-	VMULPS     Y9, Y9, Y9
-	VADDPS     Y9, Y6, Y6
-	JMP        reduce
+	VMASKMOVPS 192(CX)(R11*1), Y8, Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y6, Y6
+	JMP        summed
 
 sumpart7:
 	SUBQ       $0x000000e0, R12
-	JZ         reduce
+	JZ         summed
 	LEAQ       tailmask<>+32(SB), R13
 	SUBQ       R12, R13
 	VMOVDQU    (R13), Y8
-	VMASKMOVPS 224(CX)(R11*1), Y8, Y9
-	VMASKMOVPS 224(BX)(R11*1), Y8, Y10
-	VADDPS     Y10, Y9, Y9
-	VMASKMOVPS Y9, Y8, 224(BX)(R11*1)
-	VMULPS     Y9, Y9, Y9
-	VADDPS     Y9, Y7, Y7
+	VMASKMOVPS 224(CX)(R11*1), Y8, Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y7, Y7
 
-reduce:
+summed:
 	// Halving tree: p[j] += p[j+h] for h = 32, 16, ..., 1.
 	VADDPS       Y4, Y0, Y0
 	VADDPS       Y5, Y1, Y1
@@ -2902,116 +7062,1703 @@ reduce:
 	VADDSS       X0, X1, X1
 
 	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
-	VXORPS     X0, X0, X0
-	VCVTSI2SSQ d+40(FP), X0, X0
-	VDIVSS     X0, X1, X0
-	VADDSS     eps+64(FP), X0, X0
-	VUCOMISS   tlo<>+0(SB), X0
-	JCS        ret
-	VUCOMISS   tmax<>+0(SB), X0
-	JHI        ret
-	VSQRTSS    X0, X0, X0
-	VMOVSS     one<>+0(SB), X1
-	VDIVSS     X0, X1, X1
+	TESTQ  $0x00000002, R9
+	JZ     divide
+	VMULSS rd+72(FP), X1, X0
+	JMP    divided
+
+divide:
+	VDIVSS fd+68(FP), X1, X0
+
+divided:
+	VADDSS   eps+64(FP), X0, X0
+	VUCOMISS tlo<>+0(SB), X0
+	JCS      ret
+	VUCOMISS tmax<>+0(SB), X0
+	JHI      ret
+	VSQRTSS  X0, X0, X0
+	VMOVSS   one<>+0(SB), X1
+	VDIVSS   X0, X1, X1
 
 	// Report 1/rms if asked.
-	TESTQ  SI, SI
+	TESTQ  BX, BX
 	JZ     scale
-	VMOVSS X1, (SI)(R10*4)
+	VMOVSS X1, (BX)(R10*4)
 
 scale:
+	VBROADCASTSS X1, Y0
+	TESTQ        $0x00000001, R9
+	JNZ          scalent
+
 	// y = (src*inv)*w, rounded after each multiply.
+	XORQ R11, R11
+	MOVQ SI, R12
+	SUBQ $0x00000080, R12
+
+sloop:
+	CMPQ    R11, R12
+	JG      sone
+	VMULPS  (CX)(R11*1), Y0, Y2
+	VMULPS  (DX)(R11*1), Y2, Y2
+	VMOVUPS Y2, (AX)(R11*1)
+	VMULPS  32(CX)(R11*1), Y0, Y2
+	VMULPS  32(DX)(R11*1), Y2, Y2
+	VMOVUPS Y2, 32(AX)(R11*1)
+	VMULPS  64(CX)(R11*1), Y0, Y2
+	VMULPS  64(DX)(R11*1), Y2, Y2
+	VMOVUPS Y2, 64(AX)(R11*1)
+	VMULPS  96(CX)(R11*1), Y0, Y2
+	VMULPS  96(DX)(R11*1), Y2, Y2
+	VMOVUPS Y2, 96(AX)(R11*1)
+	ADDQ    $0x00000080, R11
+	JMP     sloop
+
+sone:
+	ADDQ $0x00000060, R12
+
+soneloop:
+	CMPQ    R11, R12
+	JG      stail
+	VMULPS  (CX)(R11*1), Y0, Y2
+	VMULPS  (DX)(R11*1), Y2, Y2
+	VMOVUPS Y2, (AX)(R11*1)
+	ADDQ    $0x00000020, R11
+	JMP     soneloop
+
+stail:
+	CMPQ   R11, SI
+	JGE    sdone
+	VMOVSS (CX)(R11*1), X0
+	VMULSS X1, X0, X0
+	VMULSS (DX)(R11*1), X0, X0
+	VMOVSS X0, (AX)(R11*1)
+	ADDQ   $0x04, R11
+	JMP    stail
+
+sdone:
+	JMP scaled
+
+scalent:
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ R11, R11
+
+	// Ordinary stores up to the first vector-aligned element of dst.
+nhead:
+	LEAQ   (AX)(R11*1), R12
+	TESTQ  $0x0000001f, R12
+	JZ     nbody
+	CMPQ   R11, SI
+	JGE    ndone
+	VMOVSS (CX)(R11*1), X2
+	VMULSS X1, X2, X2
+	VMULSS (DX)(R11*1), X2, X2
+	VMOVSS X2, (AX)(R11*1)
+	ADDQ   $0x04, R11
+	JMP    nhead
+
+nbody:
+	MOVQ SI, R12
+	SUBQ $0x00000080, R12
+
+nloop:
+	CMPQ     R11, R12
+	JG       none
+	VMULPS   (CX)(R11*1), Y0, Y2
+	VMULPS   (DX)(R11*1), Y2, Y2
+	VMOVNTPS Y2, (AX)(R11*1)
+	VMULPS   32(CX)(R11*1), Y0, Y2
+	VMULPS   32(DX)(R11*1), Y2, Y2
+	VMOVNTPS Y2, 32(AX)(R11*1)
+	VMULPS   64(CX)(R11*1), Y0, Y2
+	VMULPS   64(DX)(R11*1), Y2, Y2
+	VMOVNTPS Y2, 64(AX)(R11*1)
+	VMULPS   96(CX)(R11*1), Y0, Y2
+	VMULPS   96(DX)(R11*1), Y2, Y2
+	VMOVNTPS Y2, 96(AX)(R11*1)
+	ADDQ     $0x00000080, R11
+	JMP      nloop
+
+none:
+	ADDQ $0x00000060, R12
+
+noneloop:
+	CMPQ     R11, R12
+	JG       ntail
+	VMULPS   (CX)(R11*1), Y0, Y2
+	VMULPS   (DX)(R11*1), Y2, Y2
+	VMOVNTPS Y2, (AX)(R11*1)
+	ADDQ     $0x00000020, R11
+	JMP      noneloop
+
+ntail:
+	CMPQ   R11, SI
+	JGE    ndone
+	VMOVSS (CX)(R11*1), X0
+	VMULSS X1, X0, X0
+	VMULSS (DX)(R11*1), X0, X0
+	VMOVSS X0, (AX)(R11*1)
+	ADDQ   $0x04, R11
+	JMP    ntail
+
+ndone:
+scaled:
+	ADDQ R8, AX
+	ADDQ R8, CX
+	INCQ R10
+	JMP  row
+
+ret:
+	TESTQ $0x00000001, R9
+	JZ    vzero
+	SFENCE
+
+vzero:
+	VZEROUPPER
+	MOVQ R10, ret+88(FP)
+	RET
+
+// func avx2Offset(dst *float32, x *float32, w *float32, res *float32, inv *float32, d int, rows int, stride int, eps float32, fd float32, rd float32, flags int) int
+// Requires: AVX, AVX2, MMX+
+TEXT ·avx2Offset(SB), NOSPLIT, $0-96
+	MOVQ dst+0(FP), AX
+	MOVQ x+8(FP), CX
+	MOVQ w+16(FP), DX
+	MOVQ inv+32(FP), BX
+	MOVQ d+40(FP), SI
+	SHLQ $0x02, SI
+	MOVQ rows+48(FP), DI
+	MOVQ stride+56(FP), R8
+	SHLQ $0x02, R8
+	MOVQ flags+80(FP), R9
+	XORQ R10, R10
+	CMPQ SI, $0x00000800
+	JA   row
+
+group:
+	MOVQ DI, R11
+	SUBQ R10, R11
+	CMPQ R11, $0x04
+	JL   row
+
+	// Sums of four rows, each partly reduced.
+	MOVQ CX, R11
+
+	// Sum of squares: element i goes to partial i%64.
+	MOVQ   SI, R13
+	SUBQ   $0x00000100, R13
+	JGE    g0firstblock
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	XORQ   R12, R12
+	JMP    g0sumtail
+
+g0firstblock:
+	// +0 + square is the square itself: the first block initializes the partials.
+	XORQ    R12, R12
+	VMOVUPS (R11)(R12*1), Y0
+	VMULPS  Y0, Y0, Y0
+	VMOVAPS Y0, Y0
+	VMOVUPS 32(R11)(R12*1), Y1
+	VMULPS  Y1, Y1, Y1
+	VMOVAPS Y1, Y1
+	VMOVUPS 64(R11)(R12*1), Y2
+	VMULPS  Y2, Y2, Y2
+	VMOVAPS Y2, Y2
+	VMOVUPS 96(R11)(R12*1), Y3
+	VMULPS  Y3, Y3, Y3
+	VMOVAPS Y3, Y3
+	VMOVUPS 128(R11)(R12*1), Y4
+	VMULPS  Y4, Y4, Y4
+	VMOVAPS Y4, Y4
+	VMOVUPS 160(R11)(R12*1), Y5
+	VMULPS  Y5, Y5, Y5
+	VMOVAPS Y5, Y5
+	VMOVUPS 192(R11)(R12*1), Y6
+	VMULPS  Y6, Y6, Y6
+	VMOVAPS Y6, Y6
+	VMOVUPS 224(R11)(R12*1), Y7
+	VMULPS  Y7, Y7, Y7
+	VMOVAPS Y7, Y7
+	MOVQ    $0x00000100, R12
+	JMP     g0sumcheck
+
+g0sumloop:
+	VMOVUPS (R11)(R12*1), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y0, Y0
+	VMOVUPS 32(R11)(R12*1), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y1, Y1
+	VMOVUPS 64(R11)(R12*1), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y2, Y2
+	VMOVUPS 96(R11)(R12*1), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y3, Y3
+	VMOVUPS 128(R11)(R12*1), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y4, Y4
+	VMOVUPS 160(R11)(R12*1), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y5, Y5
+	VMOVUPS 192(R11)(R12*1), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y6, Y6
+	VMOVUPS 224(R11)(R12*1), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y7, Y7
+	ADDQ    $0x00000100, R12
+
+g0sumcheck:
+	CMPQ R12, R13
+	JLE  g0sumloop
+
+g0sumtail:
+	// Fewer than 64 elements remain: whole vectors first, then one masked vector.
+	MOVQ    SI, R13
+	SUBQ    R12, R13
+	CMPQ    R13, $0x00000020
+	JL      g0sumpart0
+	VMOVUPS (R11)(R12*1), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y0, Y0
+	CMPQ    R13, $0x00000040
+	JL      g0sumpart1
+	VMOVUPS 32(R11)(R12*1), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y1, Y1
+	CMPQ    R13, $0x00000060
+	JL      g0sumpart2
+	VMOVUPS 64(R11)(R12*1), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y2, Y2
+	CMPQ    R13, $0x00000080
+	JL      g0sumpart3
+	VMOVUPS 96(R11)(R12*1), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y3, Y3
+	CMPQ    R13, $0x000000a0
+	JL      g0sumpart4
+	VMOVUPS 128(R11)(R12*1), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y4, Y4
+	CMPQ    R13, $0x000000c0
+	JL      g0sumpart5
+	VMOVUPS 160(R11)(R12*1), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y5, Y5
+	CMPQ    R13, $0x000000e0
+	JL      g0sumpart6
+	VMOVUPS 192(R11)(R12*1), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y6, Y6
+	CMPQ    R13, $0x00000100
+	JL      g0sumpart7
+	VMOVUPS 224(R11)(R12*1), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y7, Y7
+	JMP     g0summed
+
+g0sumpart0:
+	SUBQ       $0x00000000, R13
+	JZ         g0summed
+	LEAQ       tailmask<>+32(SB), R14
+	SUBQ       R13, R14
+	VMOVDQU    (R14), Y8
+	VMASKMOVPS (R11)(R12*1), Y8, Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y0, Y0
+	JMP        g0summed
+
+g0sumpart1:
+	SUBQ       $0x00000020, R13
+	JZ         g0summed
+	LEAQ       tailmask<>+32(SB), R14
+	SUBQ       R13, R14
+	VMOVDQU    (R14), Y8
+	VMASKMOVPS 32(R11)(R12*1), Y8, Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y1, Y1
+	JMP        g0summed
+
+g0sumpart2:
+	SUBQ       $0x00000040, R13
+	JZ         g0summed
+	LEAQ       tailmask<>+32(SB), R14
+	SUBQ       R13, R14
+	VMOVDQU    (R14), Y8
+	VMASKMOVPS 64(R11)(R12*1), Y8, Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y2, Y2
+	JMP        g0summed
+
+g0sumpart3:
+	SUBQ       $0x00000060, R13
+	JZ         g0summed
+	LEAQ       tailmask<>+32(SB), R14
+	SUBQ       R13, R14
+	VMOVDQU    (R14), Y8
+	VMASKMOVPS 96(R11)(R12*1), Y8, Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y3, Y3
+	JMP        g0summed
+
+g0sumpart4:
+	SUBQ       $0x00000080, R13
+	JZ         g0summed
+	LEAQ       tailmask<>+32(SB), R14
+	SUBQ       R13, R14
+	VMOVDQU    (R14), Y8
+	VMASKMOVPS 128(R11)(R12*1), Y8, Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y4, Y4
+	JMP        g0summed
+
+g0sumpart5:
+	SUBQ       $0x000000a0, R13
+	JZ         g0summed
+	LEAQ       tailmask<>+32(SB), R14
+	SUBQ       R13, R14
+	VMOVDQU    (R14), Y8
+	VMASKMOVPS 160(R11)(R12*1), Y8, Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y5, Y5
+	JMP        g0summed
+
+g0sumpart6:
+	SUBQ       $0x000000c0, R13
+	JZ         g0summed
+	LEAQ       tailmask<>+32(SB), R14
+	SUBQ       R13, R14
+	VMOVDQU    (R14), Y8
+	VMASKMOVPS 192(R11)(R12*1), Y8, Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y6, Y6
+	JMP        g0summed
+
+g0sumpart7:
+	SUBQ       $0x000000e0, R13
+	JZ         g0summed
+	LEAQ       tailmask<>+32(SB), R14
+	SUBQ       R13, R14
+	VMOVDQU    (R14), Y8
+	VMASKMOVPS 224(R11)(R12*1), Y8, Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y7, Y7
+
+g0summed:
+	VADDPS Y4, Y0, Y0
+	VADDPS Y5, Y1, Y1
+	VADDPS Y6, Y2, Y2
+	VADDPS Y7, Y3, Y3
+	VADDPS Y2, Y0, Y0
+	VADDPS Y3, Y1, Y1
+	VADDPS Y1, Y0, Y0
+	ADDQ   R8, R11
+
+	// Sum of squares: element i goes to partial i%64.
+	MOVQ   SI, R13
+	SUBQ   $0x00000100, R13
+	JGE    g1firstblock
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	VXORPS Y8, Y8, Y8
+	XORQ   R12, R12
+	JMP    g1sumtail
+
+g1firstblock:
+	// +0 + square is the square itself: the first block initializes the partials.
+	XORQ    R12, R12
+	VMOVUPS (R11)(R12*1), Y1
+	VMULPS  Y1, Y1, Y1
+	VMOVAPS Y1, Y1
+	VMOVUPS 32(R11)(R12*1), Y2
+	VMULPS  Y2, Y2, Y2
+	VMOVAPS Y2, Y2
+	VMOVUPS 64(R11)(R12*1), Y3
+	VMULPS  Y3, Y3, Y3
+	VMOVAPS Y3, Y3
+	VMOVUPS 96(R11)(R12*1), Y4
+	VMULPS  Y4, Y4, Y4
+	VMOVAPS Y4, Y4
+	VMOVUPS 128(R11)(R12*1), Y5
+	VMULPS  Y5, Y5, Y5
+	VMOVAPS Y5, Y5
+	VMOVUPS 160(R11)(R12*1), Y6
+	VMULPS  Y6, Y6, Y6
+	VMOVAPS Y6, Y6
+	VMOVUPS 192(R11)(R12*1), Y7
+	VMULPS  Y7, Y7, Y7
+	VMOVAPS Y7, Y7
+	VMOVUPS 224(R11)(R12*1), Y8
+	VMULPS  Y8, Y8, Y8
+	VMOVAPS Y8, Y8
+	MOVQ    $0x00000100, R12
+	JMP     g1sumcheck
+
+g1sumloop:
+	VMOVUPS (R11)(R12*1), Y9
+	VMULPS  Y9, Y9, Y9
+	VADDPS  Y9, Y1, Y1
+	VMOVUPS 32(R11)(R12*1), Y9
+	VMULPS  Y9, Y9, Y9
+	VADDPS  Y9, Y2, Y2
+	VMOVUPS 64(R11)(R12*1), Y9
+	VMULPS  Y9, Y9, Y9
+	VADDPS  Y9, Y3, Y3
+	VMOVUPS 96(R11)(R12*1), Y9
+	VMULPS  Y9, Y9, Y9
+	VADDPS  Y9, Y4, Y4
+	VMOVUPS 128(R11)(R12*1), Y9
+	VMULPS  Y9, Y9, Y9
+	VADDPS  Y9, Y5, Y5
+	VMOVUPS 160(R11)(R12*1), Y9
+	VMULPS  Y9, Y9, Y9
+	VADDPS  Y9, Y6, Y6
+	VMOVUPS 192(R11)(R12*1), Y9
+	VMULPS  Y9, Y9, Y9
+	VADDPS  Y9, Y7, Y7
+	VMOVUPS 224(R11)(R12*1), Y9
+	VMULPS  Y9, Y9, Y9
+	VADDPS  Y9, Y8, Y8
+	ADDQ    $0x00000100, R12
+
+g1sumcheck:
+	CMPQ R12, R13
+	JLE  g1sumloop
+
+g1sumtail:
+	// Fewer than 64 elements remain: whole vectors first, then one masked vector.
+	MOVQ    SI, R13
+	SUBQ    R12, R13
+	CMPQ    R13, $0x00000020
+	JL      g1sumpart0
+	VMOVUPS (R11)(R12*1), Y9
+	VMULPS  Y9, Y9, Y9
+	VADDPS  Y9, Y1, Y1
+	CMPQ    R13, $0x00000040
+	JL      g1sumpart1
+	VMOVUPS 32(R11)(R12*1), Y9
+	VMULPS  Y9, Y9, Y9
+	VADDPS  Y9, Y2, Y2
+	CMPQ    R13, $0x00000060
+	JL      g1sumpart2
+	VMOVUPS 64(R11)(R12*1), Y9
+	VMULPS  Y9, Y9, Y9
+	VADDPS  Y9, Y3, Y3
+	CMPQ    R13, $0x00000080
+	JL      g1sumpart3
+	VMOVUPS 96(R11)(R12*1), Y9
+	VMULPS  Y9, Y9, Y9
+	VADDPS  Y9, Y4, Y4
+	CMPQ    R13, $0x000000a0
+	JL      g1sumpart4
+	VMOVUPS 128(R11)(R12*1), Y9
+	VMULPS  Y9, Y9, Y9
+	VADDPS  Y9, Y5, Y5
+	CMPQ    R13, $0x000000c0
+	JL      g1sumpart5
+	VMOVUPS 160(R11)(R12*1), Y9
+	VMULPS  Y9, Y9, Y9
+	VADDPS  Y9, Y6, Y6
+	CMPQ    R13, $0x000000e0
+	JL      g1sumpart6
+	VMOVUPS 192(R11)(R12*1), Y9
+	VMULPS  Y9, Y9, Y9
+	VADDPS  Y9, Y7, Y7
+	CMPQ    R13, $0x00000100
+	JL      g1sumpart7
+	VMOVUPS 224(R11)(R12*1), Y9
+	VMULPS  Y9, Y9, Y9
+	VADDPS  Y9, Y8, Y8
+	JMP     g1summed
+
+g1sumpart0:
+	SUBQ       $0x00000000, R13
+	JZ         g1summed
+	LEAQ       tailmask<>+32(SB), R14
+	SUBQ       R13, R14
+	VMOVDQU    (R14), Y9
+	VMASKMOVPS (R11)(R12*1), Y9, Y9
+	VMULPS     Y9, Y9, Y9
+	VADDPS     Y9, Y1, Y1
+	JMP        g1summed
+
+g1sumpart1:
+	SUBQ       $0x00000020, R13
+	JZ         g1summed
+	LEAQ       tailmask<>+32(SB), R14
+	SUBQ       R13, R14
+	VMOVDQU    (R14), Y9
+	VMASKMOVPS 32(R11)(R12*1), Y9, Y9
+	VMULPS     Y9, Y9, Y9
+	VADDPS     Y9, Y2, Y2
+	JMP        g1summed
+
+g1sumpart2:
+	SUBQ       $0x00000040, R13
+	JZ         g1summed
+	LEAQ       tailmask<>+32(SB), R14
+	SUBQ       R13, R14
+	VMOVDQU    (R14), Y9
+	VMASKMOVPS 64(R11)(R12*1), Y9, Y9
+	VMULPS     Y9, Y9, Y9
+	VADDPS     Y9, Y3, Y3
+	JMP        g1summed
+
+g1sumpart3:
+	SUBQ       $0x00000060, R13
+	JZ         g1summed
+	LEAQ       tailmask<>+32(SB), R14
+	SUBQ       R13, R14
+	VMOVDQU    (R14), Y9
+	VMASKMOVPS 96(R11)(R12*1), Y9, Y9
+	VMULPS     Y9, Y9, Y9
+	VADDPS     Y9, Y4, Y4
+	JMP        g1summed
+
+g1sumpart4:
+	SUBQ       $0x00000080, R13
+	JZ         g1summed
+	LEAQ       tailmask<>+32(SB), R14
+	SUBQ       R13, R14
+	VMOVDQU    (R14), Y9
+	VMASKMOVPS 128(R11)(R12*1), Y9, Y9
+	VMULPS     Y9, Y9, Y9
+	VADDPS     Y9, Y5, Y5
+	JMP        g1summed
+
+g1sumpart5:
+	SUBQ       $0x000000a0, R13
+	JZ         g1summed
+	LEAQ       tailmask<>+32(SB), R14
+	SUBQ       R13, R14
+	VMOVDQU    (R14), Y9
+	VMASKMOVPS 160(R11)(R12*1), Y9, Y9
+	VMULPS     Y9, Y9, Y9
+	VADDPS     Y9, Y6, Y6
+	JMP        g1summed
+
+g1sumpart6:
+	SUBQ       $0x000000c0, R13
+	JZ         g1summed
+	LEAQ       tailmask<>+32(SB), R14
+	SUBQ       R13, R14
+	VMOVDQU    (R14), Y9
+	VMASKMOVPS 192(R11)(R12*1), Y9, Y9
+	VMULPS     Y9, Y9, Y9
+	VADDPS     Y9, Y7, Y7
+	JMP        g1summed
+
+g1sumpart7:
+	SUBQ       $0x000000e0, R13
+	JZ         g1summed
+	LEAQ       tailmask<>+32(SB), R14
+	SUBQ       R13, R14
+	VMOVDQU    (R14), Y9
+	VMASKMOVPS 224(R11)(R12*1), Y9, Y9
+	VMULPS     Y9, Y9, Y9
+	VADDPS     Y9, Y8, Y8
+
+g1summed:
+	VADDPS Y5, Y1, Y1
+	VADDPS Y6, Y2, Y2
+	VADDPS Y7, Y3, Y3
+	VADDPS Y8, Y4, Y4
+	VADDPS Y3, Y1, Y1
+	VADDPS Y4, Y2, Y2
+	VADDPS Y2, Y1, Y1
+	ADDQ   R8, R11
+
+	// Sum of squares: element i goes to partial i%64.
+	MOVQ   SI, R13
+	SUBQ   $0x00000100, R13
+	JGE    g2firstblock
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	VXORPS Y8, Y8, Y8
+	VXORPS Y9, Y9, Y9
+	XORQ   R12, R12
+	JMP    g2sumtail
+
+g2firstblock:
+	// +0 + square is the square itself: the first block initializes the partials.
+	XORQ    R12, R12
+	VMOVUPS (R11)(R12*1), Y2
+	VMULPS  Y2, Y2, Y2
+	VMOVAPS Y2, Y2
+	VMOVUPS 32(R11)(R12*1), Y3
+	VMULPS  Y3, Y3, Y3
+	VMOVAPS Y3, Y3
+	VMOVUPS 64(R11)(R12*1), Y4
+	VMULPS  Y4, Y4, Y4
+	VMOVAPS Y4, Y4
+	VMOVUPS 96(R11)(R12*1), Y5
+	VMULPS  Y5, Y5, Y5
+	VMOVAPS Y5, Y5
+	VMOVUPS 128(R11)(R12*1), Y6
+	VMULPS  Y6, Y6, Y6
+	VMOVAPS Y6, Y6
+	VMOVUPS 160(R11)(R12*1), Y7
+	VMULPS  Y7, Y7, Y7
+	VMOVAPS Y7, Y7
+	VMOVUPS 192(R11)(R12*1), Y8
+	VMULPS  Y8, Y8, Y8
+	VMOVAPS Y8, Y8
+	VMOVUPS 224(R11)(R12*1), Y9
+	VMULPS  Y9, Y9, Y9
+	VMOVAPS Y9, Y9
+	MOVQ    $0x00000100, R12
+	JMP     g2sumcheck
+
+g2sumloop:
+	VMOVUPS (R11)(R12*1), Y10
+	VMULPS  Y10, Y10, Y10
+	VADDPS  Y10, Y2, Y2
+	VMOVUPS 32(R11)(R12*1), Y10
+	VMULPS  Y10, Y10, Y10
+	VADDPS  Y10, Y3, Y3
+	VMOVUPS 64(R11)(R12*1), Y10
+	VMULPS  Y10, Y10, Y10
+	VADDPS  Y10, Y4, Y4
+	VMOVUPS 96(R11)(R12*1), Y10
+	VMULPS  Y10, Y10, Y10
+	VADDPS  Y10, Y5, Y5
+	VMOVUPS 128(R11)(R12*1), Y10
+	VMULPS  Y10, Y10, Y10
+	VADDPS  Y10, Y6, Y6
+	VMOVUPS 160(R11)(R12*1), Y10
+	VMULPS  Y10, Y10, Y10
+	VADDPS  Y10, Y7, Y7
+	VMOVUPS 192(R11)(R12*1), Y10
+	VMULPS  Y10, Y10, Y10
+	VADDPS  Y10, Y8, Y8
+	VMOVUPS 224(R11)(R12*1), Y10
+	VMULPS  Y10, Y10, Y10
+	VADDPS  Y10, Y9, Y9
+	ADDQ    $0x00000100, R12
+
+g2sumcheck:
+	CMPQ R12, R13
+	JLE  g2sumloop
+
+g2sumtail:
+	// Fewer than 64 elements remain: whole vectors first, then one masked vector.
+	MOVQ    SI, R13
+	SUBQ    R12, R13
+	CMPQ    R13, $0x00000020
+	JL      g2sumpart0
+	VMOVUPS (R11)(R12*1), Y10
+	VMULPS  Y10, Y10, Y10
+	VADDPS  Y10, Y2, Y2
+	CMPQ    R13, $0x00000040
+	JL      g2sumpart1
+	VMOVUPS 32(R11)(R12*1), Y10
+	VMULPS  Y10, Y10, Y10
+	VADDPS  Y10, Y3, Y3
+	CMPQ    R13, $0x00000060
+	JL      g2sumpart2
+	VMOVUPS 64(R11)(R12*1), Y10
+	VMULPS  Y10, Y10, Y10
+	VADDPS  Y10, Y4, Y4
+	CMPQ    R13, $0x00000080
+	JL      g2sumpart3
+	VMOVUPS 96(R11)(R12*1), Y10
+	VMULPS  Y10, Y10, Y10
+	VADDPS  Y10, Y5, Y5
+	CMPQ    R13, $0x000000a0
+	JL      g2sumpart4
+	VMOVUPS 128(R11)(R12*1), Y10
+	VMULPS  Y10, Y10, Y10
+	VADDPS  Y10, Y6, Y6
+	CMPQ    R13, $0x000000c0
+	JL      g2sumpart5
+	VMOVUPS 160(R11)(R12*1), Y10
+	VMULPS  Y10, Y10, Y10
+	VADDPS  Y10, Y7, Y7
+	CMPQ    R13, $0x000000e0
+	JL      g2sumpart6
+	VMOVUPS 192(R11)(R12*1), Y10
+	VMULPS  Y10, Y10, Y10
+	VADDPS  Y10, Y8, Y8
+	CMPQ    R13, $0x00000100
+	JL      g2sumpart7
+	VMOVUPS 224(R11)(R12*1), Y10
+	VMULPS  Y10, Y10, Y10
+	VADDPS  Y10, Y9, Y9
+	JMP     g2summed
+
+g2sumpart0:
+	SUBQ       $0x00000000, R13
+	JZ         g2summed
+	LEAQ       tailmask<>+32(SB), R14
+	SUBQ       R13, R14
+	VMOVDQU    (R14), Y10
+	VMASKMOVPS (R11)(R12*1), Y10, Y10
+	VMULPS     Y10, Y10, Y10
+	VADDPS     Y10, Y2, Y2
+	JMP        g2summed
+
+g2sumpart1:
+	SUBQ       $0x00000020, R13
+	JZ         g2summed
+	LEAQ       tailmask<>+32(SB), R14
+	SUBQ       R13, R14
+	VMOVDQU    (R14), Y10
+	VMASKMOVPS 32(R11)(R12*1), Y10, Y10
+	VMULPS     Y10, Y10, Y10
+	VADDPS     Y10, Y3, Y3
+	JMP        g2summed
+
+g2sumpart2:
+	SUBQ       $0x00000040, R13
+	JZ         g2summed
+	LEAQ       tailmask<>+32(SB), R14
+	SUBQ       R13, R14
+	VMOVDQU    (R14), Y10
+	VMASKMOVPS 64(R11)(R12*1), Y10, Y10
+	VMULPS     Y10, Y10, Y10
+	VADDPS     Y10, Y4, Y4
+	JMP        g2summed
+
+g2sumpart3:
+	SUBQ       $0x00000060, R13
+	JZ         g2summed
+	LEAQ       tailmask<>+32(SB), R14
+	SUBQ       R13, R14
+	VMOVDQU    (R14), Y10
+	VMASKMOVPS 96(R11)(R12*1), Y10, Y10
+	VMULPS     Y10, Y10, Y10
+	VADDPS     Y10, Y5, Y5
+	JMP        g2summed
+
+g2sumpart4:
+	SUBQ       $0x00000080, R13
+	JZ         g2summed
+	LEAQ       tailmask<>+32(SB), R14
+	SUBQ       R13, R14
+	VMOVDQU    (R14), Y10
+	VMASKMOVPS 128(R11)(R12*1), Y10, Y10
+	VMULPS     Y10, Y10, Y10
+	VADDPS     Y10, Y6, Y6
+	JMP        g2summed
+
+g2sumpart5:
+	SUBQ       $0x000000a0, R13
+	JZ         g2summed
+	LEAQ       tailmask<>+32(SB), R14
+	SUBQ       R13, R14
+	VMOVDQU    (R14), Y10
+	VMASKMOVPS 160(R11)(R12*1), Y10, Y10
+	VMULPS     Y10, Y10, Y10
+	VADDPS     Y10, Y7, Y7
+	JMP        g2summed
+
+g2sumpart6:
+	SUBQ       $0x000000c0, R13
+	JZ         g2summed
+	LEAQ       tailmask<>+32(SB), R14
+	SUBQ       R13, R14
+	VMOVDQU    (R14), Y10
+	VMASKMOVPS 192(R11)(R12*1), Y10, Y10
+	VMULPS     Y10, Y10, Y10
+	VADDPS     Y10, Y8, Y8
+	JMP        g2summed
+
+g2sumpart7:
+	SUBQ       $0x000000e0, R13
+	JZ         g2summed
+	LEAQ       tailmask<>+32(SB), R14
+	SUBQ       R13, R14
+	VMOVDQU    (R14), Y10
+	VMASKMOVPS 224(R11)(R12*1), Y10, Y10
+	VMULPS     Y10, Y10, Y10
+	VADDPS     Y10, Y9, Y9
+
+g2summed:
+	VADDPS Y6, Y2, Y2
+	VADDPS Y7, Y3, Y3
+	VADDPS Y8, Y4, Y4
+	VADDPS Y9, Y5, Y5
+	VADDPS Y4, Y2, Y2
+	VADDPS Y5, Y3, Y3
+	VADDPS Y3, Y2, Y2
+	ADDQ   R8, R11
+
+	// Sum of squares: element i goes to partial i%64.
+	MOVQ   SI, R13
+	SUBQ   $0x00000100, R13
+	JGE    g3firstblock
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	VXORPS Y8, Y8, Y8
+	VXORPS Y9, Y9, Y9
+	VXORPS Y10, Y10, Y10
+	XORQ   R12, R12
+	JMP    g3sumtail
+
+g3firstblock:
+	// +0 + square is the square itself: the first block initializes the partials.
+	XORQ    R12, R12
+	VMOVUPS (R11)(R12*1), Y3
+	VMULPS  Y3, Y3, Y3
+	VMOVAPS Y3, Y3
+	VMOVUPS 32(R11)(R12*1), Y4
+	VMULPS  Y4, Y4, Y4
+	VMOVAPS Y4, Y4
+	VMOVUPS 64(R11)(R12*1), Y5
+	VMULPS  Y5, Y5, Y5
+	VMOVAPS Y5, Y5
+	VMOVUPS 96(R11)(R12*1), Y6
+	VMULPS  Y6, Y6, Y6
+	VMOVAPS Y6, Y6
+	VMOVUPS 128(R11)(R12*1), Y7
+	VMULPS  Y7, Y7, Y7
+	VMOVAPS Y7, Y7
+	VMOVUPS 160(R11)(R12*1), Y8
+	VMULPS  Y8, Y8, Y8
+	VMOVAPS Y8, Y8
+	VMOVUPS 192(R11)(R12*1), Y9
+	VMULPS  Y9, Y9, Y9
+	VMOVAPS Y9, Y9
+	VMOVUPS 224(R11)(R12*1), Y10
+	VMULPS  Y10, Y10, Y10
+	VMOVAPS Y10, Y10
+	MOVQ    $0x00000100, R12
+	JMP     g3sumcheck
+
+g3sumloop:
+	VMOVUPS (R11)(R12*1), Y11
+	VMULPS  Y11, Y11, Y11
+	VADDPS  Y11, Y3, Y3
+	VMOVUPS 32(R11)(R12*1), Y11
+	VMULPS  Y11, Y11, Y11
+	VADDPS  Y11, Y4, Y4
+	VMOVUPS 64(R11)(R12*1), Y11
+	VMULPS  Y11, Y11, Y11
+	VADDPS  Y11, Y5, Y5
+	VMOVUPS 96(R11)(R12*1), Y11
+	VMULPS  Y11, Y11, Y11
+	VADDPS  Y11, Y6, Y6
+	VMOVUPS 128(R11)(R12*1), Y11
+	VMULPS  Y11, Y11, Y11
+	VADDPS  Y11, Y7, Y7
+	VMOVUPS 160(R11)(R12*1), Y11
+	VMULPS  Y11, Y11, Y11
+	VADDPS  Y11, Y8, Y8
+	VMOVUPS 192(R11)(R12*1), Y11
+	VMULPS  Y11, Y11, Y11
+	VADDPS  Y11, Y9, Y9
+	VMOVUPS 224(R11)(R12*1), Y11
+	VMULPS  Y11, Y11, Y11
+	VADDPS  Y11, Y10, Y10
+	ADDQ    $0x00000100, R12
+
+g3sumcheck:
+	CMPQ R12, R13
+	JLE  g3sumloop
+
+g3sumtail:
+	// Fewer than 64 elements remain: whole vectors first, then one masked vector.
+	MOVQ    SI, R13
+	SUBQ    R12, R13
+	CMPQ    R13, $0x00000020
+	JL      g3sumpart0
+	VMOVUPS (R11)(R12*1), Y11
+	VMULPS  Y11, Y11, Y11
+	VADDPS  Y11, Y3, Y3
+	CMPQ    R13, $0x00000040
+	JL      g3sumpart1
+	VMOVUPS 32(R11)(R12*1), Y11
+	VMULPS  Y11, Y11, Y11
+	VADDPS  Y11, Y4, Y4
+	CMPQ    R13, $0x00000060
+	JL      g3sumpart2
+	VMOVUPS 64(R11)(R12*1), Y11
+	VMULPS  Y11, Y11, Y11
+	VADDPS  Y11, Y5, Y5
+	CMPQ    R13, $0x00000080
+	JL      g3sumpart3
+	VMOVUPS 96(R11)(R12*1), Y11
+	VMULPS  Y11, Y11, Y11
+	VADDPS  Y11, Y6, Y6
+	CMPQ    R13, $0x000000a0
+	JL      g3sumpart4
+	VMOVUPS 128(R11)(R12*1), Y11
+	VMULPS  Y11, Y11, Y11
+	VADDPS  Y11, Y7, Y7
+	CMPQ    R13, $0x000000c0
+	JL      g3sumpart5
+	VMOVUPS 160(R11)(R12*1), Y11
+	VMULPS  Y11, Y11, Y11
+	VADDPS  Y11, Y8, Y8
+	CMPQ    R13, $0x000000e0
+	JL      g3sumpart6
+	VMOVUPS 192(R11)(R12*1), Y11
+	VMULPS  Y11, Y11, Y11
+	VADDPS  Y11, Y9, Y9
+	CMPQ    R13, $0x00000100
+	JL      g3sumpart7
+	VMOVUPS 224(R11)(R12*1), Y11
+	VMULPS  Y11, Y11, Y11
+	VADDPS  Y11, Y10, Y10
+	JMP     g3summed
+
+g3sumpart0:
+	SUBQ       $0x00000000, R13
+	JZ         g3summed
+	LEAQ       tailmask<>+32(SB), R14
+	SUBQ       R13, R14
+	VMOVDQU    (R14), Y11
+	VMASKMOVPS (R11)(R12*1), Y11, Y11
+	VMULPS     Y11, Y11, Y11
+	VADDPS     Y11, Y3, Y3
+	JMP        g3summed
+
+g3sumpart1:
+	SUBQ       $0x00000020, R13
+	JZ         g3summed
+	LEAQ       tailmask<>+32(SB), R14
+	SUBQ       R13, R14
+	VMOVDQU    (R14), Y11
+	VMASKMOVPS 32(R11)(R12*1), Y11, Y11
+	VMULPS     Y11, Y11, Y11
+	VADDPS     Y11, Y4, Y4
+	JMP        g3summed
+
+g3sumpart2:
+	SUBQ       $0x00000040, R13
+	JZ         g3summed
+	LEAQ       tailmask<>+32(SB), R14
+	SUBQ       R13, R14
+	VMOVDQU    (R14), Y11
+	VMASKMOVPS 64(R11)(R12*1), Y11, Y11
+	VMULPS     Y11, Y11, Y11
+	VADDPS     Y11, Y5, Y5
+	JMP        g3summed
+
+g3sumpart3:
+	SUBQ       $0x00000060, R13
+	JZ         g3summed
+	LEAQ       tailmask<>+32(SB), R14
+	SUBQ       R13, R14
+	VMOVDQU    (R14), Y11
+	VMASKMOVPS 96(R11)(R12*1), Y11, Y11
+	VMULPS     Y11, Y11, Y11
+	VADDPS     Y11, Y6, Y6
+	JMP        g3summed
+
+g3sumpart4:
+	SUBQ       $0x00000080, R13
+	JZ         g3summed
+	LEAQ       tailmask<>+32(SB), R14
+	SUBQ       R13, R14
+	VMOVDQU    (R14), Y11
+	VMASKMOVPS 128(R11)(R12*1), Y11, Y11
+	VMULPS     Y11, Y11, Y11
+	VADDPS     Y11, Y7, Y7
+	JMP        g3summed
+
+g3sumpart5:
+	SUBQ       $0x000000a0, R13
+	JZ         g3summed
+	LEAQ       tailmask<>+32(SB), R14
+	SUBQ       R13, R14
+	VMOVDQU    (R14), Y11
+	VMASKMOVPS 160(R11)(R12*1), Y11, Y11
+	VMULPS     Y11, Y11, Y11
+	VADDPS     Y11, Y8, Y8
+	JMP        g3summed
+
+g3sumpart6:
+	SUBQ       $0x000000c0, R13
+	JZ         g3summed
+	LEAQ       tailmask<>+32(SB), R14
+	SUBQ       R13, R14
+	VMOVDQU    (R14), Y11
+	VMASKMOVPS 192(R11)(R12*1), Y11, Y11
+	VMULPS     Y11, Y11, Y11
+	VADDPS     Y11, Y9, Y9
+	JMP        g3summed
+
+g3sumpart7:
+	SUBQ       $0x000000e0, R13
+	JZ         g3summed
+	LEAQ       tailmask<>+32(SB), R14
+	SUBQ       R13, R14
+	VMOVDQU    (R14), Y11
+	VMASKMOVPS 224(R11)(R12*1), Y11, Y11
+	VMULPS     Y11, Y11, Y11
+	VADDPS     Y11, Y10, Y10
+
+g3summed:
+	VADDPS Y7, Y3, Y3
+	VADDPS Y8, Y4, Y4
+	VADDPS Y9, Y5, Y5
+	VADDPS Y10, Y6, Y6
+	VADDPS Y5, Y3, Y3
+	VADDPS Y6, Y4, Y4
+	VADDPS Y4, Y3, Y3
+
+	// The rest of the halving tree, four rows at once.
+	VPERM2F128   $0x20, Y1, Y0, Y4
+	VPERM2F128   $0x31, Y1, Y0, Y0
+	VADDPS       Y0, Y4, Y4
+	VPERM2F128   $0x20, Y3, Y2, Y0
+	VPERM2F128   $0x31, Y3, Y2, Y1
+	VADDPS       Y1, Y0, Y0
+	VSHUFPS      $0x44, Y0, Y4, Y1
+	VSHUFPS      $0xee, Y0, Y4, Y0
+	VADDPS       Y0, Y1, Y1
+	VHADDPS      Y1, Y1, Y1
+	VEXTRACTF128 $0x01, Y1, X0
+	VUNPCKLPS    X0, X1, X0
+
+	// t = ss/d + eps for the four rows; any t outside [2^-100, MaxFloat32] sends the group to the one-row path.
+	TESTQ        $0x00000002, R9
+	JZ           Gdivide
+	VBROADCASTSS rd+72(FP), X1
+	VMULPS       X1, X0, X0
+	JMP          Gdivided
+
+Gdivide:
+	VBROADCASTSS fd+68(FP), X1
+	VDIVPS       X1, X0, X0
+
+Gdivided:
+	VBROADCASTSS eps+64(FP), X1
+	VADDPS       X1, X0, X0
+	VCMPPS       $0x1d, tlo4<>+0(SB), X0, X1
+	VCMPPS       $0x12, tmax4<>+0(SB), X0, X2
+	VANDPS       X2, X1, X1
+	VMOVMSKPS    X1, R11
+	CMPL         R11, $0x0f
+	JE           Ginrange
+	JMP          row
+
+Ginrange:
+	VSQRTPS      X0, X0
+	VBROADCASTSS one<>+0(SB), X1
+	VDIVPS       X0, X1, X1
+
+	// Report 1/rms if asked.
+	TESTQ   BX, BX
+	JZ      gscale
+	VMOVUPS X1, (BX)(R10*4)
+
+gscale:
 	VBROADCASTSS X1, Y0
 	VBROADCASTSS one<>+0(SB), Y2
-	XORQ         R11, R11
-	MOVQ         DI, R12
-	SUBQ         $0x00000080, R12
-	JL           scaleone
+	TESTQ        $0x00000001, R9
+	JNZ          g0scalent
 
-scaleloop:
-	VMULPS  (BX)(R11*1), Y0, Y3
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ R11, R11
+	MOVQ SI, R12
+	SUBQ $0x00000080, R12
+
+g0sloop:
+	CMPQ    R11, R12
+	JG      g0sone
+	VMULPS  (CX)(R11*1), Y0, Y3
 	VMOVUPS (DX)(R11*1), Y4
 	VADDPS  Y2, Y4, Y4
 	VMULPS  Y4, Y3, Y3
 	VMOVUPS Y3, (AX)(R11*1)
-	VMULPS  32(BX)(R11*1), Y0, Y3
+	VMULPS  32(CX)(R11*1), Y0, Y3
 	VMOVUPS 32(DX)(R11*1), Y4
 	VADDPS  Y2, Y4, Y4
 	VMULPS  Y4, Y3, Y3
 	VMOVUPS Y3, 32(AX)(R11*1)
-	VMULPS  64(BX)(R11*1), Y0, Y3
+	VMULPS  64(CX)(R11*1), Y0, Y3
 	VMOVUPS 64(DX)(R11*1), Y4
 	VADDPS  Y2, Y4, Y4
 	VMULPS  Y4, Y3, Y3
 	VMOVUPS Y3, 64(AX)(R11*1)
-	VMULPS  96(BX)(R11*1), Y0, Y3
+	VMULPS  96(CX)(R11*1), Y0, Y3
 	VMOVUPS 96(DX)(R11*1), Y4
 	VADDPS  Y2, Y4, Y4
 	VMULPS  Y4, Y3, Y3
 	VMOVUPS Y3, 96(AX)(R11*1)
 	ADDQ    $0x00000080, R11
-	CMPQ    R11, R12
-	JLE     scaleloop
+	JMP     g0sloop
 
-scaleone:
-	MOVQ DI, R12
-	SUBQ $0x00000020, R12
+g0sone:
+	ADDQ $0x00000060, R12
 
-scaleoneloop:
+g0soneloop:
 	CMPQ    R11, R12
-	JG      scaletail
-	VMULPS  (BX)(R11*1), Y0, Y3
+	JG      g0stail
+	VMULPS  (CX)(R11*1), Y0, Y3
 	VMOVUPS (DX)(R11*1), Y4
 	VADDPS  Y2, Y4, Y4
 	VMULPS  Y4, Y3, Y3
 	VMOVUPS Y3, (AX)(R11*1)
 	ADDQ    $0x00000020, R11
-	JMP     scaleoneloop
+	JMP     g0soneloop
 
-scaletail:
-scalarloop:
-	CMPQ   R11, DI
-	JGE    next
-	VMOVSS (BX)(R11*1), X0
+g0stail:
+	CMPQ   R11, SI
+	JGE    g0sdone
+	VMOVSS (CX)(R11*1), X0
 	VMULSS X1, X0, X0
 	VMOVSS (DX)(R11*1), X3
 	VADDSS X2, X3, X3
 	VMULSS X3, X0, X0
 	VMOVSS X0, (AX)(R11*1)
 	ADDQ   $0x04, R11
-	JMP    scalarloop
+	JMP    g0stail
 
-next:
-	ADDQ R9, AX
-	ADDQ R9, CX
-	ADDQ R9, BX
-	INCQ R10
-	JMP  row
+g0sdone:
+	JMP g0scaled
 
-ret:
-	VZEROUPPER
-	MOVQ R10, ret+72(FP)
-	RET
+g0scalent:
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ R11, R11
 
-// func avx2AddUnweighted(dst *float32, x *float32, w *float32, res *float32, inv *float32, d int, rows int, stride int, eps float32) int
-// Requires: AVX, AVX2
-TEXT ·avx2AddUnweighted(SB), NOSPLIT, $0-80
-	MOVQ dst+0(FP), AX
-	MOVQ x+8(FP), CX
-	MOVQ res+24(FP), DX
-	MOVQ inv+32(FP), BX
-	MOVQ d+40(FP), SI
-	SHLQ $0x02, SI
-	MOVQ rows+48(FP), DI
-	MOVQ stride+56(FP), R8
-	SHLQ $0x02, R8
-	XORQ R9, R9
+	// Ordinary stores up to the first vector-aligned element of dst.
+g0nhead:
+	LEAQ   (AX)(R11*1), R12
+	TESTQ  $0x0000001f, R12
+	JZ     g0nbody
+	CMPQ   R11, SI
+	JGE    g0ndone
+	VMOVSS (CX)(R11*1), X3
+	VMULSS X1, X3, X3
+	VMOVSS (DX)(R11*1), X4
+	VADDSS X2, X4, X4
+	VMULSS X4, X3, X3
+	VMOVSS X3, (AX)(R11*1)
+	ADDQ   $0x04, R11
+	JMP    g0nhead
+
+g0nbody:
+	MOVQ SI, R12
+	SUBQ $0x00000080, R12
+
+g0nloop:
+	CMPQ     R11, R12
+	JG       g0none
+	VMULPS   (CX)(R11*1), Y0, Y3
+	VMOVUPS  (DX)(R11*1), Y4
+	VADDPS   Y2, Y4, Y4
+	VMULPS   Y4, Y3, Y3
+	VMOVNTPS Y3, (AX)(R11*1)
+	VMULPS   32(CX)(R11*1), Y0, Y3
+	VMOVUPS  32(DX)(R11*1), Y4
+	VADDPS   Y2, Y4, Y4
+	VMULPS   Y4, Y3, Y3
+	VMOVNTPS Y3, 32(AX)(R11*1)
+	VMULPS   64(CX)(R11*1), Y0, Y3
+	VMOVUPS  64(DX)(R11*1), Y4
+	VADDPS   Y2, Y4, Y4
+	VMULPS   Y4, Y3, Y3
+	VMOVNTPS Y3, 64(AX)(R11*1)
+	VMULPS   96(CX)(R11*1), Y0, Y3
+	VMOVUPS  96(DX)(R11*1), Y4
+	VADDPS   Y2, Y4, Y4
+	VMULPS   Y4, Y3, Y3
+	VMOVNTPS Y3, 96(AX)(R11*1)
+	ADDQ     $0x00000080, R11
+	JMP      g0nloop
+
+g0none:
+	ADDQ $0x00000060, R12
+
+g0noneloop:
+	CMPQ     R11, R12
+	JG       g0ntail
+	VMULPS   (CX)(R11*1), Y0, Y3
+	VMOVUPS  (DX)(R11*1), Y4
+	VADDPS   Y2, Y4, Y4
+	VMULPS   Y4, Y3, Y3
+	VMOVNTPS Y3, (AX)(R11*1)
+	ADDQ     $0x00000020, R11
+	JMP      g0noneloop
+
+g0ntail:
+	CMPQ   R11, SI
+	JGE    g0ndone
+	VMOVSS (CX)(R11*1), X0
+	VMULSS X1, X0, X0
+	VMOVSS (DX)(R11*1), X3
+	VADDSS X2, X3, X3
+	VMULSS X3, X0, X0
+	VMOVSS X0, (AX)(R11*1)
+	ADDQ   $0x04, R11
+	JMP    g0ntail
+
+g0ndone:
+g0scaled:
+	ADDQ         R8, CX
+	ADDQ         R8, AX
+	VSHUFPS      $0x01, X1, X1, X0
+	VBROADCASTSS X0, Y2
+	VBROADCASTSS one<>+0(SB), Y3
+	TESTQ        $0x00000001, R9
+	JNZ          g1scalent
+
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ R11, R11
+	MOVQ SI, R12
+	SUBQ $0x00000080, R12
+
+g1sloop:
+	CMPQ    R11, R12
+	JG      g1sone
+	VMULPS  (CX)(R11*1), Y2, Y4
+	VMOVUPS (DX)(R11*1), Y5
+	VADDPS  Y3, Y5, Y5
+	VMULPS  Y5, Y4, Y4
+	VMOVUPS Y4, (AX)(R11*1)
+	VMULPS  32(CX)(R11*1), Y2, Y4
+	VMOVUPS 32(DX)(R11*1), Y5
+	VADDPS  Y3, Y5, Y5
+	VMULPS  Y5, Y4, Y4
+	VMOVUPS Y4, 32(AX)(R11*1)
+	VMULPS  64(CX)(R11*1), Y2, Y4
+	VMOVUPS 64(DX)(R11*1), Y5
+	VADDPS  Y3, Y5, Y5
+	VMULPS  Y5, Y4, Y4
+	VMOVUPS Y4, 64(AX)(R11*1)
+	VMULPS  96(CX)(R11*1), Y2, Y4
+	VMOVUPS 96(DX)(R11*1), Y5
+	VADDPS  Y3, Y5, Y5
+	VMULPS  Y5, Y4, Y4
+	VMOVUPS Y4, 96(AX)(R11*1)
+	ADDQ    $0x00000080, R11
+	JMP     g1sloop
+
+g1sone:
+	ADDQ $0x00000060, R12
+
+g1soneloop:
+	CMPQ    R11, R12
+	JG      g1stail
+	VMULPS  (CX)(R11*1), Y2, Y4
+	VMOVUPS (DX)(R11*1), Y5
+	VADDPS  Y3, Y5, Y5
+	VMULPS  Y5, Y4, Y4
+	VMOVUPS Y4, (AX)(R11*1)
+	ADDQ    $0x00000020, R11
+	JMP     g1soneloop
+
+g1stail:
+	CMPQ   R11, SI
+	JGE    g1sdone
+	VMOVSS (CX)(R11*1), X2
+	VMULSS X0, X2, X2
+	VMOVSS (DX)(R11*1), X4
+	VADDSS X3, X4, X4
+	VMULSS X4, X2, X2
+	VMOVSS X2, (AX)(R11*1)
+	ADDQ   $0x04, R11
+	JMP    g1stail
+
+g1sdone:
+	JMP g1scaled
+
+g1scalent:
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ R11, R11
+
+	// Ordinary stores up to the first vector-aligned element of dst.
+g1nhead:
+	LEAQ   (AX)(R11*1), R12
+	TESTQ  $0x0000001f, R12
+	JZ     g1nbody
+	CMPQ   R11, SI
+	JGE    g1ndone
+	VMOVSS (CX)(R11*1), X4
+	VMULSS X0, X4, X4
+	VMOVSS (DX)(R11*1), X5
+	VADDSS X3, X5, X5
+	VMULSS X5, X4, X4
+	VMOVSS X4, (AX)(R11*1)
+	ADDQ   $0x04, R11
+	JMP    g1nhead
+
+g1nbody:
+	MOVQ SI, R12
+	SUBQ $0x00000080, R12
+
+g1nloop:
+	CMPQ     R11, R12
+	JG       g1none
+	VMULPS   (CX)(R11*1), Y2, Y4
+	VMOVUPS  (DX)(R11*1), Y5
+	VADDPS   Y3, Y5, Y5
+	VMULPS   Y5, Y4, Y4
+	VMOVNTPS Y4, (AX)(R11*1)
+	VMULPS   32(CX)(R11*1), Y2, Y4
+	VMOVUPS  32(DX)(R11*1), Y5
+	VADDPS   Y3, Y5, Y5
+	VMULPS   Y5, Y4, Y4
+	VMOVNTPS Y4, 32(AX)(R11*1)
+	VMULPS   64(CX)(R11*1), Y2, Y4
+	VMOVUPS  64(DX)(R11*1), Y5
+	VADDPS   Y3, Y5, Y5
+	VMULPS   Y5, Y4, Y4
+	VMOVNTPS Y4, 64(AX)(R11*1)
+	VMULPS   96(CX)(R11*1), Y2, Y4
+	VMOVUPS  96(DX)(R11*1), Y5
+	VADDPS   Y3, Y5, Y5
+	VMULPS   Y5, Y4, Y4
+	VMOVNTPS Y4, 96(AX)(R11*1)
+	ADDQ     $0x00000080, R11
+	JMP      g1nloop
+
+g1none:
+	ADDQ $0x00000060, R12
+
+g1noneloop:
+	CMPQ     R11, R12
+	JG       g1ntail
+	VMULPS   (CX)(R11*1), Y2, Y4
+	VMOVUPS  (DX)(R11*1), Y5
+	VADDPS   Y3, Y5, Y5
+	VMULPS   Y5, Y4, Y4
+	VMOVNTPS Y4, (AX)(R11*1)
+	ADDQ     $0x00000020, R11
+	JMP      g1noneloop
+
+g1ntail:
+	CMPQ   R11, SI
+	JGE    g1ndone
+	VMOVSS (CX)(R11*1), X2
+	VMULSS X0, X2, X2
+	VMOVSS (DX)(R11*1), X4
+	VADDSS X3, X4, X4
+	VMULSS X4, X2, X2
+	VMOVSS X2, (AX)(R11*1)
+	ADDQ   $0x04, R11
+	JMP    g1ntail
+
+g1ndone:
+g1scaled:
+	ADDQ         R8, CX
+	ADDQ         R8, AX
+	VSHUFPS      $0x02, X1, X1, X0
+	VBROADCASTSS X0, Y2
+	VBROADCASTSS one<>+0(SB), Y3
+	TESTQ        $0x00000001, R9
+	JNZ          g2scalent
+
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ R11, R11
+	MOVQ SI, R12
+	SUBQ $0x00000080, R12
+
+g2sloop:
+	CMPQ    R11, R12
+	JG      g2sone
+	VMULPS  (CX)(R11*1), Y2, Y4
+	VMOVUPS (DX)(R11*1), Y5
+	VADDPS  Y3, Y5, Y5
+	VMULPS  Y5, Y4, Y4
+	VMOVUPS Y4, (AX)(R11*1)
+	VMULPS  32(CX)(R11*1), Y2, Y4
+	VMOVUPS 32(DX)(R11*1), Y5
+	VADDPS  Y3, Y5, Y5
+	VMULPS  Y5, Y4, Y4
+	VMOVUPS Y4, 32(AX)(R11*1)
+	VMULPS  64(CX)(R11*1), Y2, Y4
+	VMOVUPS 64(DX)(R11*1), Y5
+	VADDPS  Y3, Y5, Y5
+	VMULPS  Y5, Y4, Y4
+	VMOVUPS Y4, 64(AX)(R11*1)
+	VMULPS  96(CX)(R11*1), Y2, Y4
+	VMOVUPS 96(DX)(R11*1), Y5
+	VADDPS  Y3, Y5, Y5
+	VMULPS  Y5, Y4, Y4
+	VMOVUPS Y4, 96(AX)(R11*1)
+	ADDQ    $0x00000080, R11
+	JMP     g2sloop
+
+g2sone:
+	ADDQ $0x00000060, R12
+
+g2soneloop:
+	CMPQ    R11, R12
+	JG      g2stail
+	VMULPS  (CX)(R11*1), Y2, Y4
+	VMOVUPS (DX)(R11*1), Y5
+	VADDPS  Y3, Y5, Y5
+	VMULPS  Y5, Y4, Y4
+	VMOVUPS Y4, (AX)(R11*1)
+	ADDQ    $0x00000020, R11
+	JMP     g2soneloop
+
+g2stail:
+	CMPQ   R11, SI
+	JGE    g2sdone
+	VMOVSS (CX)(R11*1), X2
+	VMULSS X0, X2, X2
+	VMOVSS (DX)(R11*1), X4
+	VADDSS X3, X4, X4
+	VMULSS X4, X2, X2
+	VMOVSS X2, (AX)(R11*1)
+	ADDQ   $0x04, R11
+	JMP    g2stail
+
+g2sdone:
+	JMP g2scaled
+
+g2scalent:
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ R11, R11
+
+	// Ordinary stores up to the first vector-aligned element of dst.
+g2nhead:
+	LEAQ   (AX)(R11*1), R12
+	TESTQ  $0x0000001f, R12
+	JZ     g2nbody
+	CMPQ   R11, SI
+	JGE    g2ndone
+	VMOVSS (CX)(R11*1), X4
+	VMULSS X0, X4, X4
+	VMOVSS (DX)(R11*1), X5
+	VADDSS X3, X5, X5
+	VMULSS X5, X4, X4
+	VMOVSS X4, (AX)(R11*1)
+	ADDQ   $0x04, R11
+	JMP    g2nhead
+
+g2nbody:
+	MOVQ SI, R12
+	SUBQ $0x00000080, R12
+
+g2nloop:
+	CMPQ     R11, R12
+	JG       g2none
+	VMULPS   (CX)(R11*1), Y2, Y4
+	VMOVUPS  (DX)(R11*1), Y5
+	VADDPS   Y3, Y5, Y5
+	VMULPS   Y5, Y4, Y4
+	VMOVNTPS Y4, (AX)(R11*1)
+	VMULPS   32(CX)(R11*1), Y2, Y4
+	VMOVUPS  32(DX)(R11*1), Y5
+	VADDPS   Y3, Y5, Y5
+	VMULPS   Y5, Y4, Y4
+	VMOVNTPS Y4, 32(AX)(R11*1)
+	VMULPS   64(CX)(R11*1), Y2, Y4
+	VMOVUPS  64(DX)(R11*1), Y5
+	VADDPS   Y3, Y5, Y5
+	VMULPS   Y5, Y4, Y4
+	VMOVNTPS Y4, 64(AX)(R11*1)
+	VMULPS   96(CX)(R11*1), Y2, Y4
+	VMOVUPS  96(DX)(R11*1), Y5
+	VADDPS   Y3, Y5, Y5
+	VMULPS   Y5, Y4, Y4
+	VMOVNTPS Y4, 96(AX)(R11*1)
+	ADDQ     $0x00000080, R11
+	JMP      g2nloop
+
+g2none:
+	ADDQ $0x00000060, R12
+
+g2noneloop:
+	CMPQ     R11, R12
+	JG       g2ntail
+	VMULPS   (CX)(R11*1), Y2, Y4
+	VMOVUPS  (DX)(R11*1), Y5
+	VADDPS   Y3, Y5, Y5
+	VMULPS   Y5, Y4, Y4
+	VMOVNTPS Y4, (AX)(R11*1)
+	ADDQ     $0x00000020, R11
+	JMP      g2noneloop
+
+g2ntail:
+	CMPQ   R11, SI
+	JGE    g2ndone
+	VMOVSS (CX)(R11*1), X2
+	VMULSS X0, X2, X2
+	VMOVSS (DX)(R11*1), X4
+	VADDSS X3, X4, X4
+	VMULSS X4, X2, X2
+	VMOVSS X2, (AX)(R11*1)
+	ADDQ   $0x04, R11
+	JMP    g2ntail
+
+g2ndone:
+g2scaled:
+	ADDQ         R8, CX
+	ADDQ         R8, AX
+	VSHUFPS      $0x03, X1, X1, X0
+	VBROADCASTSS X0, Y1
+	VBROADCASTSS one<>+0(SB), Y2
+	TESTQ        $0x00000001, R9
+	JNZ          g3scalent
+
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ R11, R11
+	MOVQ SI, R12
+	SUBQ $0x00000080, R12
+
+g3sloop:
+	CMPQ    R11, R12
+	JG      g3sone
+	VMULPS  (CX)(R11*1), Y1, Y3
+	VMOVUPS (DX)(R11*1), Y4
+	VADDPS  Y2, Y4, Y4
+	VMULPS  Y4, Y3, Y3
+	VMOVUPS Y3, (AX)(R11*1)
+	VMULPS  32(CX)(R11*1), Y1, Y3
+	VMOVUPS 32(DX)(R11*1), Y4
+	VADDPS  Y2, Y4, Y4
+	VMULPS  Y4, Y3, Y3
+	VMOVUPS Y3, 32(AX)(R11*1)
+	VMULPS  64(CX)(R11*1), Y1, Y3
+	VMOVUPS 64(DX)(R11*1), Y4
+	VADDPS  Y2, Y4, Y4
+	VMULPS  Y4, Y3, Y3
+	VMOVUPS Y3, 64(AX)(R11*1)
+	VMULPS  96(CX)(R11*1), Y1, Y3
+	VMOVUPS 96(DX)(R11*1), Y4
+	VADDPS  Y2, Y4, Y4
+	VMULPS  Y4, Y3, Y3
+	VMOVUPS Y3, 96(AX)(R11*1)
+	ADDQ    $0x00000080, R11
+	JMP     g3sloop
+
+g3sone:
+	ADDQ $0x00000060, R12
+
+g3soneloop:
+	CMPQ    R11, R12
+	JG      g3stail
+	VMULPS  (CX)(R11*1), Y1, Y3
+	VMOVUPS (DX)(R11*1), Y4
+	VADDPS  Y2, Y4, Y4
+	VMULPS  Y4, Y3, Y3
+	VMOVUPS Y3, (AX)(R11*1)
+	ADDQ    $0x00000020, R11
+	JMP     g3soneloop
+
+g3stail:
+	CMPQ   R11, SI
+	JGE    g3sdone
+	VMOVSS (CX)(R11*1), X1
+	VMULSS X0, X1, X1
+	VMOVSS (DX)(R11*1), X3
+	VADDSS X2, X3, X3
+	VMULSS X3, X1, X1
+	VMOVSS X1, (AX)(R11*1)
+	ADDQ   $0x04, R11
+	JMP    g3stail
+
+g3sdone:
+	JMP g3scaled
+
+g3scalent:
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ R11, R11
+
+	// Ordinary stores up to the first vector-aligned element of dst.
+g3nhead:
+	LEAQ   (AX)(R11*1), R12
+	TESTQ  $0x0000001f, R12
+	JZ     g3nbody
+	CMPQ   R11, SI
+	JGE    g3ndone
+	VMOVSS (CX)(R11*1), X3
+	VMULSS X0, X3, X3
+	VMOVSS (DX)(R11*1), X4
+	VADDSS X2, X4, X4
+	VMULSS X4, X3, X3
+	VMOVSS X3, (AX)(R11*1)
+	ADDQ   $0x04, R11
+	JMP    g3nhead
+
+g3nbody:
+	MOVQ SI, R12
+	SUBQ $0x00000080, R12
+
+g3nloop:
+	CMPQ     R11, R12
+	JG       g3none
+	VMULPS   (CX)(R11*1), Y1, Y3
+	VMOVUPS  (DX)(R11*1), Y4
+	VADDPS   Y2, Y4, Y4
+	VMULPS   Y4, Y3, Y3
+	VMOVNTPS Y3, (AX)(R11*1)
+	VMULPS   32(CX)(R11*1), Y1, Y3
+	VMOVUPS  32(DX)(R11*1), Y4
+	VADDPS   Y2, Y4, Y4
+	VMULPS   Y4, Y3, Y3
+	VMOVNTPS Y3, 32(AX)(R11*1)
+	VMULPS   64(CX)(R11*1), Y1, Y3
+	VMOVUPS  64(DX)(R11*1), Y4
+	VADDPS   Y2, Y4, Y4
+	VMULPS   Y4, Y3, Y3
+	VMOVNTPS Y3, 64(AX)(R11*1)
+	VMULPS   96(CX)(R11*1), Y1, Y3
+	VMOVUPS  96(DX)(R11*1), Y4
+	VADDPS   Y2, Y4, Y4
+	VMULPS   Y4, Y3, Y3
+	VMOVNTPS Y3, 96(AX)(R11*1)
+	ADDQ     $0x00000080, R11
+	JMP      g3nloop
+
+g3none:
+	ADDQ $0x00000060, R12
+
+g3noneloop:
+	CMPQ     R11, R12
+	JG       g3ntail
+	VMULPS   (CX)(R11*1), Y1, Y3
+	VMOVUPS  (DX)(R11*1), Y4
+	VADDPS   Y2, Y4, Y4
+	VMULPS   Y4, Y3, Y3
+	VMOVNTPS Y3, (AX)(R11*1)
+	ADDQ     $0x00000020, R11
+	JMP      g3noneloop
+
+g3ntail:
+	CMPQ   R11, SI
+	JGE    g3ndone
+	VMOVSS (CX)(R11*1), X1
+	VMULSS X0, X1, X1
+	VMOVSS (DX)(R11*1), X3
+	VADDSS X2, X3, X3
+	VMULSS X3, X1, X1
+	VMOVSS X1, (AX)(R11*1)
+	ADDQ   $0x04, R11
+	JMP    g3ntail
+
+g3ndone:
+g3scaled:
+	ADDQ R8, CX
+	ADDQ R8, AX
+	ADDQ $0x04, R10
+	JMP  group
 
 row:
-	CMPQ R9, DI
+	CMPQ R10, DI
 	JAE  ret
 
 	// Sum of squares: element i goes to partial i%64.
+	MOVQ   SI, R12
+	SUBQ   $0x00000100, R12
+	JGE    firstblock
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
@@ -3020,230 +8767,204 @@ row:
 	VXORPS Y5, Y5, Y5
 	VXORPS Y6, Y6, Y6
 	VXORPS Y7, Y7, Y7
-	XORQ   R10, R10
-	MOVQ   SI, R11
-	SUBQ   $0x00000100, R11
-	JL     sumtail
+	XORQ   R11, R11
+	JMP    sumtail
+
+firstblock:
+	// +0 + square is the square itself: the first block initializes the partials.
+	XORQ    R11, R11
+	VMOVUPS (CX)(R11*1), Y0
+	VMULPS  Y0, Y0, Y0
+	VMOVAPS Y0, Y0
+	VMOVUPS 32(CX)(R11*1), Y1
+	VMULPS  Y1, Y1, Y1
+	VMOVAPS Y1, Y1
+	VMOVUPS 64(CX)(R11*1), Y2
+	VMULPS  Y2, Y2, Y2
+	VMOVAPS Y2, Y2
+	VMOVUPS 96(CX)(R11*1), Y3
+	VMULPS  Y3, Y3, Y3
+	VMOVAPS Y3, Y3
+	VMOVUPS 128(CX)(R11*1), Y4
+	VMULPS  Y4, Y4, Y4
+	VMOVAPS Y4, Y4
+	VMOVUPS 160(CX)(R11*1), Y5
+	VMULPS  Y5, Y5, Y5
+	VMOVAPS Y5, Y5
+	VMOVUPS 192(CX)(R11*1), Y6
+	VMULPS  Y6, Y6, Y6
+	VMOVAPS Y6, Y6
+	VMOVUPS 224(CX)(R11*1), Y7
+	VMULPS  Y7, Y7, Y7
+	VMOVAPS Y7, Y7
+	MOVQ    $0x00000100, R11
+	JMP     sumcheck
 
 sumloop:
-	VMOVUPS (CX)(R10*1), Y8
-	VADDPS  (DX)(R10*1), Y8, Y8
-	VMOVUPS Y8, (DX)(R10*1)
+	VMOVUPS (CX)(R11*1), Y8
 	VMULPS  Y8, Y8, Y8
 	VADDPS  Y8, Y0, Y0
-	VMOVUPS 32(CX)(R10*1), Y8
-	VADDPS  32(DX)(R10*1), Y8, Y8
-	VMOVUPS Y8, 32(DX)(R10*1)
+	VMOVUPS 32(CX)(R11*1), Y8
 	VMULPS  Y8, Y8, Y8
 	VADDPS  Y8, Y1, Y1
-	VMOVUPS 64(CX)(R10*1), Y8
-	VADDPS  64(DX)(R10*1), Y8, Y8
-	VMOVUPS Y8, 64(DX)(R10*1)
+	VMOVUPS 64(CX)(R11*1), Y8
 	VMULPS  Y8, Y8, Y8
 	VADDPS  Y8, Y2, Y2
-	VMOVUPS 96(CX)(R10*1), Y8
-	VADDPS  96(DX)(R10*1), Y8, Y8
-	VMOVUPS Y8, 96(DX)(R10*1)
+	VMOVUPS 96(CX)(R11*1), Y8
 	VMULPS  Y8, Y8, Y8
 	VADDPS  Y8, Y3, Y3
-	VMOVUPS 128(CX)(R10*1), Y8
-	VADDPS  128(DX)(R10*1), Y8, Y8
-	VMOVUPS Y8, 128(DX)(R10*1)
+	VMOVUPS 128(CX)(R11*1), Y8
 	VMULPS  Y8, Y8, Y8
 	VADDPS  Y8, Y4, Y4
-	VMOVUPS 160(CX)(R10*1), Y8
-	VADDPS  160(DX)(R10*1), Y8, Y8
-	VMOVUPS Y8, 160(DX)(R10*1)
+	VMOVUPS 160(CX)(R11*1), Y8
 	VMULPS  Y8, Y8, Y8
 	VADDPS  Y8, Y5, Y5
-	VMOVUPS 192(CX)(R10*1), Y8
-	VADDPS  192(DX)(R10*1), Y8, Y8
-	VMOVUPS Y8, 192(DX)(R10*1)
+	VMOVUPS 192(CX)(R11*1), Y8
 	VMULPS  Y8, Y8, Y8
 	VADDPS  Y8, Y6, Y6
-	VMOVUPS 224(CX)(R10*1), Y8
-	VADDPS  224(DX)(R10*1), Y8, Y8
-	VMOVUPS Y8, 224(DX)(R10*1)
+	VMOVUPS 224(CX)(R11*1), Y8
 	VMULPS  Y8, Y8, Y8
 	VADDPS  Y8, Y7, Y7
-	ADDQ    $0x00000100, R10
-	CMPQ    R10, R11
-	JLE     sumloop
+	ADDQ    $0x00000100, R11
+
+sumcheck:
+	CMPQ R11, R12
+	JLE  sumloop
 
 sumtail:
 	// Fewer than 64 elements remain: whole vectors first, then one masked vector.
-	MOVQ    SI, R11
-	SUBQ    R10, R11
-	CMPQ    R11, $0x00000020
+	MOVQ    SI, R12
+	SUBQ    R11, R12
+	CMPQ    R12, $0x00000020
 	JL      sumpart0
-	VMOVUPS (CX)(R10*1), Y8
-	VADDPS  (DX)(R10*1), Y8, Y8
-	VMOVUPS Y8, (DX)(R10*1)
+	VMOVUPS (CX)(R11*1), Y8
 	VMULPS  Y8, Y8, Y8
 	VADDPS  Y8, Y0, Y0
-	CMPQ    R11, $0x00000040
+	CMPQ    R12, $0x00000040
 	JL      sumpart1
-	VMOVUPS 32(CX)(R10*1), Y8
-	VADDPS  32(DX)(R10*1), Y8, Y8
-	VMOVUPS Y8, 32(DX)(R10*1)
+	VMOVUPS 32(CX)(R11*1), Y8
 	VMULPS  Y8, Y8, Y8
 	VADDPS  Y8, Y1, Y1
-	CMPQ    R11, $0x00000060
+	CMPQ    R12, $0x00000060
 	JL      sumpart2
-	VMOVUPS 64(CX)(R10*1), Y8
-	VADDPS  64(DX)(R10*1), Y8, Y8
-	VMOVUPS Y8, 64(DX)(R10*1)
+	VMOVUPS 64(CX)(R11*1), Y8
 	VMULPS  Y8, Y8, Y8
 	VADDPS  Y8, Y2, Y2
-	CMPQ    R11, $0x00000080
+	CMPQ    R12, $0x00000080
 	JL      sumpart3
-	VMOVUPS 96(CX)(R10*1), Y8
-	VADDPS  96(DX)(R10*1), Y8, Y8
-	VMOVUPS Y8, 96(DX)(R10*1)
+	VMOVUPS 96(CX)(R11*1), Y8
 	VMULPS  Y8, Y8, Y8
 	VADDPS  Y8, Y3, Y3
-	CMPQ    R11, $0x000000a0
+	CMPQ    R12, $0x000000a0
 	JL      sumpart4
-	VMOVUPS 128(CX)(R10*1), Y8
-	VADDPS  128(DX)(R10*1), Y8, Y8
-	VMOVUPS Y8, 128(DX)(R10*1)
+	VMOVUPS 128(CX)(R11*1), Y8
 	VMULPS  Y8, Y8, Y8
 	VADDPS  Y8, Y4, Y4
-	CMPQ    R11, $0x000000c0
+	CMPQ    R12, $0x000000c0
 	JL      sumpart5
-	VMOVUPS 160(CX)(R10*1), Y8
-	VADDPS  160(DX)(R10*1), Y8, Y8
-	VMOVUPS Y8, 160(DX)(R10*1)
+	VMOVUPS 160(CX)(R11*1), Y8
 	VMULPS  Y8, Y8, Y8
 	VADDPS  Y8, Y5, Y5
-	CMPQ    R11, $0x000000e0
+	CMPQ    R12, $0x000000e0
 	JL      sumpart6
-	VMOVUPS 192(CX)(R10*1), Y8
-	VADDPS  192(DX)(R10*1), Y8, Y8
-	VMOVUPS Y8, 192(DX)(R10*1)
+	VMOVUPS 192(CX)(R11*1), Y8
 	VMULPS  Y8, Y8, Y8
 	VADDPS  Y8, Y6, Y6
-	CMPQ    R11, $0x00000100
+	CMPQ    R12, $0x00000100
 	JL      sumpart7
-	VMOVUPS 224(CX)(R10*1), Y8
-	VADDPS  224(DX)(R10*1), Y8, Y8
-	VMOVUPS Y8, 224(DX)(R10*1)
+	VMOVUPS 224(CX)(R11*1), Y8
 	VMULPS  Y8, Y8, Y8
 	VADDPS  Y8, Y7, Y7
-	JMP     reduce
+	JMP     summed
 
 sumpart0:
-	SUBQ       $0x00000000, R11
-	JZ         reduce
-	LEAQ       tailmask<>+32(SB), R12
-	SUBQ       R11, R12
-	VMOVDQU    (R12), Y8
-	VMASKMOVPS (CX)(R10*1), Y8, Y9
-	VMASKMOVPS (DX)(R10*1), Y8, Y10
-	VADDPS     Y10, Y9, Y9
-	VMASKMOVPS Y9, Y8, (DX)(R10*1)
-	VMULPS     Y9, Y9, Y9
-	VADDPS     Y9, Y0, Y0
-	JMP        reduce
+	SUBQ       $0x00000000, R12
+	JZ         summed
+	LEAQ       tailmask<>+32(SB), R13
+	SUBQ       R12, R13
+	VMOVDQU    (R13), Y8
+	VMASKMOVPS (CX)(R11*1), Y8, Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y0, Y0
+	JMP        summed
 
 sumpart1:
-	SUBQ       $0x00000020, R11
-	JZ         reduce
-	LEAQ       tailmask<>+32(SB), R12
-	SUBQ       R11, R12
-	VMOVDQU    (R12), Y8
-	VMASKMOVPS 32(CX)(R10*1), Y8, Y9
-	VMASKMOVPS 32(DX)(R10*1), Y8, Y10
-	VADDPS     Y10, Y9, Y9
-	VMASKMOVPS Y9, Y8, 32(DX)(R10*1)
-	VMULPS     Y9, Y9, Y9
-	VADDPS     Y9, Y1, Y1
-	JMP        reduce
+	SUBQ       $0x00000020, R12
+	JZ         summed
+	LEAQ       tailmask<>+32(SB), R13
+	SUBQ       R12, R13
+	VMOVDQU    (R13), Y8
+	VMASKMOVPS 32(CX)(R11*1), Y8, Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y1, Y1
+	JMP        summed
 
 sumpart2:
-	SUBQ       $0x00000040, R11
-	JZ         reduce
-	LEAQ       tailmask<>+32(SB), R12
-	SUBQ       R11, R12
-	VMOVDQU    (R12), Y8
-	VMASKMOVPS 64(CX)(R10*1), Y8, Y9
-	VMASKMOVPS 64(DX)(R10*1), Y8, Y10
-	VADDPS     Y10, Y9, Y9
-	VMASKMOVPS Y9, Y8, 64(DX)(R10*1)
-	VMULPS     Y9, Y9, Y9
-	VADDPS     Y9, Y2, Y2
-	JMP        reduce
+	SUBQ       $0x00000040, R12
+	JZ         summed
+	LEAQ       tailmask<>+32(SB), R13
+	SUBQ       R12, R13
+	VMOVDQU    (R13), Y8
+	VMASKMOVPS 64(CX)(R11*1), Y8, Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y2, Y2
+	JMP        summed
 
 sumpart3:
-	SUBQ       $0x00000060, R11
-	JZ         reduce
-	LEAQ       tailmask<>+32(SB), R12
-	SUBQ       R11, R12
-	VMOVDQU    (R12), Y8
-	VMASKMOVPS 96(CX)(R10*1), Y8, Y9
-	VMASKMOVPS 96(DX)(R10*1), Y8, Y10
-	VADDPS     Y10, Y9, Y9
-	VMASKMOVPS Y9, Y8, 96(DX)(R10*1)
-	VMULPS     Y9, Y9, Y9
-	VADDPS     Y9, Y3, Y3
-	JMP        reduce
+	SUBQ       $0x00000060, R12
+	JZ         summed
+	LEAQ       tailmask<>+32(SB), R13
+	SUBQ       R12, R13
+	VMOVDQU    (R13), Y8
+	VMASKMOVPS 96(CX)(R11*1), Y8, Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y3, Y3
+	JMP        summed
 
 sumpart4:
-	SUBQ       $0x00000080, R11
-	JZ         reduce
-	LEAQ       tailmask<>+32(SB), R12
-	SUBQ       R11, R12
-	VMOVDQU    (R12), Y8
-	VMASKMOVPS 128(CX)(R10*1), Y8, Y9
-	VMASKMOVPS 128(DX)(R10*1), Y8, Y10
-	VADDPS     Y10, Y9, Y9
-	VMASKMOVPS Y9, Y8, 128(DX)(R10*1)
-	VMULPS     Y9, Y9, Y9
-	VADDPS     Y9, Y4, Y4
-	JMP        reduce
+	SUBQ       $0x00000080, R12
+	JZ         summed
+	LEAQ       tailmask<>+32(SB), R13
+	SUBQ       R12, R13
+	VMOVDQU    (R13), Y8
+	VMASKMOVPS 128(CX)(R11*1), Y8, Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y4, Y4
+	JMP        summed
 
 sumpart5:
-	SUBQ       $0x000000a0, R11
-	JZ         reduce
-	LEAQ       tailmask<>+32(SB), R12
-	SUBQ       R11, R12
-	VMOVDQU    (R12), Y8
-	VMASKMOVPS 160(CX)(R10*1), Y8, Y9
-	VMASKMOVPS 160(DX)(R10*1), Y8, Y10
-	VADDPS     Y10, Y9, Y9
-	VMASKMOVPS Y9, Y8, 160(DX)(R10*1)
-	VMULPS     Y9, Y9, Y9
-	VADDPS     Y9, Y5, Y5
-	JMP        reduce
+	SUBQ       $0x000000a0, R12
+	JZ         summed
+	LEAQ       tailmask<>+32(SB), R13
+	SUBQ       R12, R13
+	VMOVDQU    (R13), Y8
+	VMASKMOVPS 160(CX)(R11*1), Y8, Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y5, Y5
+	JMP        summed
 
 sumpart6:
-	SUBQ       $0x000000c0, R11
-	JZ         reduce
-	LEAQ       tailmask<>+32(SB), R12
-	SUBQ       R11, R12
-	VMOVDQU    (R12), Y8
-	VMASKMOVPS 192(CX)(R10*1), Y8, Y9
-	VMASKMOVPS 192(DX)(R10*1), Y8, Y10
-	VADDPS     Y10, Y9, Y9
-	VMASKMOVPS Y9, Y8, 192(DX)(R10*1)
-	VMULPS     Y9, Y9, Y9
-	VADDPS     Y9, Y6, Y6
-	JMP        reduce
+	SUBQ       $0x000000c0, R12
+	JZ         summed
+	LEAQ       tailmask<>+32(SB), R13
+	SUBQ       R12, R13
+	VMOVDQU    (R13), Y8
+	VMASKMOVPS 192(CX)(R11*1), Y8, Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y6, Y6
+	JMP        summed
 
 sumpart7:
-	SUBQ       $0x000000e0, R11
-	JZ         reduce
-	LEAQ       tailmask<>+32(SB), R12
-	SUBQ       R11, R12
-	VMOVDQU    (R12), Y8
-	VMASKMOVPS 224(CX)(R10*1), Y8, Y9
-	VMASKMOVPS 224(DX)(R10*1), Y8, Y10
-	VADDPS     Y10, Y9, Y9
-	VMASKMOVPS Y9, Y8, 224(DX)(R10*1)
-	VMULPS     Y9, Y9, Y9
-	VADDPS     Y9, Y7, Y7
+	SUBQ       $0x000000e0, R12
+	JZ         summed
+	LEAQ       tailmask<>+32(SB), R13
+	SUBQ       R12, R13
+	VMOVDQU    (R13), Y8
+	VMASKMOVPS 224(CX)(R11*1), Y8, Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y7, Y7
 
-reduce:
+summed:
 	// Halving tree: p[j] += p[j+h] for h = 32, 16, ..., 1.
 	VADDPS       Y4, Y0, Y0
 	VADDPS       Y5, Y1, Y1
@@ -3260,74 +8981,3364 @@ reduce:
 	VADDSS       X0, X1, X1
 
 	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
-	VXORPS     X0, X0, X0
-	VCVTSI2SSQ d+40(FP), X0, X0
-	VDIVSS     X0, X1, X0
-	VADDSS     eps+64(FP), X0, X0
-	VUCOMISS   tlo<>+0(SB), X0
-	JCS        ret
-	VUCOMISS   tmax<>+0(SB), X0
-	JHI        ret
-	VSQRTSS    X0, X0, X0
-	VMOVSS     one<>+0(SB), X1
-	VDIVSS     X0, X1, X1
+	TESTQ  $0x00000002, R9
+	JZ     divide
+	VMULSS rd+72(FP), X1, X0
+	JMP    divided
+
+divide:
+	VDIVSS fd+68(FP), X1, X0
+
+divided:
+	VADDSS   eps+64(FP), X0, X0
+	VUCOMISS tlo<>+0(SB), X0
+	JCS      ret
+	VUCOMISS tmax<>+0(SB), X0
+	JHI      ret
+	VSQRTSS  X0, X0, X0
+	VMOVSS   one<>+0(SB), X1
+	VDIVSS   X0, X1, X1
 
 	// Report 1/rms if asked.
 	TESTQ  BX, BX
 	JZ     scale
-	VMOVSS X1, (BX)(R9*4)
+	VMOVSS X1, (BX)(R10*4)
 
 scale:
-	// y = (src*inv)*w, rounded after each multiply.
 	VBROADCASTSS X1, Y0
-	XORQ         R10, R10
-	MOVQ         SI, R11
-	SUBQ         $0x00000080, R11
-	JL           scaleone
+	VBROADCASTSS one<>+0(SB), Y2
+	TESTQ        $0x00000001, R9
+	JNZ          scalent
 
-scaleloop:
-	VMULPS  (DX)(R10*1), Y0, Y2
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ R11, R11
+	MOVQ SI, R12
+	SUBQ $0x00000080, R12
+
+sloop:
+	CMPQ    R11, R12
+	JG      sone
+	VMULPS  (CX)(R11*1), Y0, Y3
+	VMOVUPS (DX)(R11*1), Y4
+	VADDPS  Y2, Y4, Y4
+	VMULPS  Y4, Y3, Y3
+	VMOVUPS Y3, (AX)(R11*1)
+	VMULPS  32(CX)(R11*1), Y0, Y3
+	VMOVUPS 32(DX)(R11*1), Y4
+	VADDPS  Y2, Y4, Y4
+	VMULPS  Y4, Y3, Y3
+	VMOVUPS Y3, 32(AX)(R11*1)
+	VMULPS  64(CX)(R11*1), Y0, Y3
+	VMOVUPS 64(DX)(R11*1), Y4
+	VADDPS  Y2, Y4, Y4
+	VMULPS  Y4, Y3, Y3
+	VMOVUPS Y3, 64(AX)(R11*1)
+	VMULPS  96(CX)(R11*1), Y0, Y3
+	VMOVUPS 96(DX)(R11*1), Y4
+	VADDPS  Y2, Y4, Y4
+	VMULPS  Y4, Y3, Y3
+	VMOVUPS Y3, 96(AX)(R11*1)
+	ADDQ    $0x00000080, R11
+	JMP     sloop
+
+sone:
+	ADDQ $0x00000060, R12
+
+soneloop:
+	CMPQ    R11, R12
+	JG      stail
+	VMULPS  (CX)(R11*1), Y0, Y3
+	VMOVUPS (DX)(R11*1), Y4
+	VADDPS  Y2, Y4, Y4
+	VMULPS  Y4, Y3, Y3
+	VMOVUPS Y3, (AX)(R11*1)
+	ADDQ    $0x00000020, R11
+	JMP     soneloop
+
+stail:
+	CMPQ   R11, SI
+	JGE    sdone
+	VMOVSS (CX)(R11*1), X0
+	VMULSS X1, X0, X0
+	VMOVSS (DX)(R11*1), X3
+	VADDSS X2, X3, X3
+	VMULSS X3, X0, X0
+	VMOVSS X0, (AX)(R11*1)
+	ADDQ   $0x04, R11
+	JMP    stail
+
+sdone:
+	JMP scaled
+
+scalent:
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ R11, R11
+
+	// Ordinary stores up to the first vector-aligned element of dst.
+nhead:
+	LEAQ   (AX)(R11*1), R12
+	TESTQ  $0x0000001f, R12
+	JZ     nbody
+	CMPQ   R11, SI
+	JGE    ndone
+	VMOVSS (CX)(R11*1), X3
+	VMULSS X1, X3, X3
+	VMOVSS (DX)(R11*1), X4
+	VADDSS X2, X4, X4
+	VMULSS X4, X3, X3
+	VMOVSS X3, (AX)(R11*1)
+	ADDQ   $0x04, R11
+	JMP    nhead
+
+nbody:
+	MOVQ SI, R12
+	SUBQ $0x00000080, R12
+
+nloop:
+	CMPQ     R11, R12
+	JG       none
+	VMULPS   (CX)(R11*1), Y0, Y3
+	VMOVUPS  (DX)(R11*1), Y4
+	VADDPS   Y2, Y4, Y4
+	VMULPS   Y4, Y3, Y3
+	VMOVNTPS Y3, (AX)(R11*1)
+	VMULPS   32(CX)(R11*1), Y0, Y3
+	VMOVUPS  32(DX)(R11*1), Y4
+	VADDPS   Y2, Y4, Y4
+	VMULPS   Y4, Y3, Y3
+	VMOVNTPS Y3, 32(AX)(R11*1)
+	VMULPS   64(CX)(R11*1), Y0, Y3
+	VMOVUPS  64(DX)(R11*1), Y4
+	VADDPS   Y2, Y4, Y4
+	VMULPS   Y4, Y3, Y3
+	VMOVNTPS Y3, 64(AX)(R11*1)
+	VMULPS   96(CX)(R11*1), Y0, Y3
+	VMOVUPS  96(DX)(R11*1), Y4
+	VADDPS   Y2, Y4, Y4
+	VMULPS   Y4, Y3, Y3
+	VMOVNTPS Y3, 96(AX)(R11*1)
+	ADDQ     $0x00000080, R11
+	JMP      nloop
+
+none:
+	ADDQ $0x00000060, R12
+
+noneloop:
+	CMPQ     R11, R12
+	JG       ntail
+	VMULPS   (CX)(R11*1), Y0, Y3
+	VMOVUPS  (DX)(R11*1), Y4
+	VADDPS   Y2, Y4, Y4
+	VMULPS   Y4, Y3, Y3
+	VMOVNTPS Y3, (AX)(R11*1)
+	ADDQ     $0x00000020, R11
+	JMP      noneloop
+
+ntail:
+	CMPQ   R11, SI
+	JGE    ndone
+	VMOVSS (CX)(R11*1), X0
+	VMULSS X1, X0, X0
+	VMOVSS (DX)(R11*1), X3
+	VADDSS X2, X3, X3
+	VMULSS X3, X0, X0
+	VMOVSS X0, (AX)(R11*1)
+	ADDQ   $0x04, R11
+	JMP    ntail
+
+ndone:
+scaled:
+	ADDQ R8, AX
+	ADDQ R8, CX
+	INCQ R10
+	JMP  row
+
+ret:
+	TESTQ $0x00000001, R9
+	JZ    vzero
+	SFENCE
+
+vzero:
+	VZEROUPPER
+	MOVQ R10, ret+88(FP)
+	RET
+
+// func avx2Unweighted(dst *float32, x *float32, w *float32, res *float32, inv *float32, d int, rows int, stride int, eps float32, fd float32, rd float32, flags int) int
+// Requires: AVX, AVX2, MMX+
+TEXT ·avx2Unweighted(SB), NOSPLIT, $0-96
+	MOVQ dst+0(FP), AX
+	MOVQ x+8(FP), CX
+	MOVQ inv+32(FP), DX
+	MOVQ d+40(FP), BX
+	SHLQ $0x02, BX
+	MOVQ rows+48(FP), SI
+	MOVQ stride+56(FP), DI
+	SHLQ $0x02, DI
+	MOVQ flags+80(FP), R8
+	XORQ R9, R9
+	CMPQ BX, $0x00000800
+	JA   row
+
+group:
+	MOVQ SI, R10
+	SUBQ R9, R10
+	CMPQ R10, $0x04
+	JL   row
+
+	// Sums of four rows, each partly reduced.
+	MOVQ CX, R10
+
+	// Sum of squares: element i goes to partial i%64.
+	MOVQ   BX, R12
+	SUBQ   $0x00000100, R12
+	JGE    g0firstblock
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	XORQ   R11, R11
+	JMP    g0sumtail
+
+g0firstblock:
+	// +0 + square is the square itself: the first block initializes the partials.
+	XORQ    R11, R11
+	VMOVUPS (R10)(R11*1), Y0
+	VMULPS  Y0, Y0, Y0
+	VMOVAPS Y0, Y0
+	VMOVUPS 32(R10)(R11*1), Y1
+	VMULPS  Y1, Y1, Y1
+	VMOVAPS Y1, Y1
+	VMOVUPS 64(R10)(R11*1), Y2
+	VMULPS  Y2, Y2, Y2
+	VMOVAPS Y2, Y2
+	VMOVUPS 96(R10)(R11*1), Y3
+	VMULPS  Y3, Y3, Y3
+	VMOVAPS Y3, Y3
+	VMOVUPS 128(R10)(R11*1), Y4
+	VMULPS  Y4, Y4, Y4
+	VMOVAPS Y4, Y4
+	VMOVUPS 160(R10)(R11*1), Y5
+	VMULPS  Y5, Y5, Y5
+	VMOVAPS Y5, Y5
+	VMOVUPS 192(R10)(R11*1), Y6
+	VMULPS  Y6, Y6, Y6
+	VMOVAPS Y6, Y6
+	VMOVUPS 224(R10)(R11*1), Y7
+	VMULPS  Y7, Y7, Y7
+	VMOVAPS Y7, Y7
+	MOVQ    $0x00000100, R11
+	JMP     g0sumcheck
+
+g0sumloop:
+	VMOVUPS (R10)(R11*1), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y0, Y0
+	VMOVUPS 32(R10)(R11*1), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y1, Y1
+	VMOVUPS 64(R10)(R11*1), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y2, Y2
+	VMOVUPS 96(R10)(R11*1), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y3, Y3
+	VMOVUPS 128(R10)(R11*1), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y4, Y4
+	VMOVUPS 160(R10)(R11*1), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y5, Y5
+	VMOVUPS 192(R10)(R11*1), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y6, Y6
+	VMOVUPS 224(R10)(R11*1), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y7, Y7
+	ADDQ    $0x00000100, R11
+
+g0sumcheck:
+	CMPQ R11, R12
+	JLE  g0sumloop
+
+g0sumtail:
+	// Fewer than 64 elements remain: whole vectors first, then one masked vector.
+	MOVQ    BX, R12
+	SUBQ    R11, R12
+	CMPQ    R12, $0x00000020
+	JL      g0sumpart0
+	VMOVUPS (R10)(R11*1), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y0, Y0
+	CMPQ    R12, $0x00000040
+	JL      g0sumpart1
+	VMOVUPS 32(R10)(R11*1), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y1, Y1
+	CMPQ    R12, $0x00000060
+	JL      g0sumpart2
+	VMOVUPS 64(R10)(R11*1), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y2, Y2
+	CMPQ    R12, $0x00000080
+	JL      g0sumpart3
+	VMOVUPS 96(R10)(R11*1), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y3, Y3
+	CMPQ    R12, $0x000000a0
+	JL      g0sumpart4
+	VMOVUPS 128(R10)(R11*1), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y4, Y4
+	CMPQ    R12, $0x000000c0
+	JL      g0sumpart5
+	VMOVUPS 160(R10)(R11*1), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y5, Y5
+	CMPQ    R12, $0x000000e0
+	JL      g0sumpart6
+	VMOVUPS 192(R10)(R11*1), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y6, Y6
+	CMPQ    R12, $0x00000100
+	JL      g0sumpart7
+	VMOVUPS 224(R10)(R11*1), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y7, Y7
+	JMP     g0summed
+
+g0sumpart0:
+	SUBQ       $0x00000000, R12
+	JZ         g0summed
+	LEAQ       tailmask<>+32(SB), R13
+	SUBQ       R12, R13
+	VMOVDQU    (R13), Y8
+	VMASKMOVPS (R10)(R11*1), Y8, Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y0, Y0
+	JMP        g0summed
+
+g0sumpart1:
+	SUBQ       $0x00000020, R12
+	JZ         g0summed
+	LEAQ       tailmask<>+32(SB), R13
+	SUBQ       R12, R13
+	VMOVDQU    (R13), Y8
+	VMASKMOVPS 32(R10)(R11*1), Y8, Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y1, Y1
+	JMP        g0summed
+
+g0sumpart2:
+	SUBQ       $0x00000040, R12
+	JZ         g0summed
+	LEAQ       tailmask<>+32(SB), R13
+	SUBQ       R12, R13
+	VMOVDQU    (R13), Y8
+	VMASKMOVPS 64(R10)(R11*1), Y8, Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y2, Y2
+	JMP        g0summed
+
+g0sumpart3:
+	SUBQ       $0x00000060, R12
+	JZ         g0summed
+	LEAQ       tailmask<>+32(SB), R13
+	SUBQ       R12, R13
+	VMOVDQU    (R13), Y8
+	VMASKMOVPS 96(R10)(R11*1), Y8, Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y3, Y3
+	JMP        g0summed
+
+g0sumpart4:
+	SUBQ       $0x00000080, R12
+	JZ         g0summed
+	LEAQ       tailmask<>+32(SB), R13
+	SUBQ       R12, R13
+	VMOVDQU    (R13), Y8
+	VMASKMOVPS 128(R10)(R11*1), Y8, Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y4, Y4
+	JMP        g0summed
+
+g0sumpart5:
+	SUBQ       $0x000000a0, R12
+	JZ         g0summed
+	LEAQ       tailmask<>+32(SB), R13
+	SUBQ       R12, R13
+	VMOVDQU    (R13), Y8
+	VMASKMOVPS 160(R10)(R11*1), Y8, Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y5, Y5
+	JMP        g0summed
+
+g0sumpart6:
+	SUBQ       $0x000000c0, R12
+	JZ         g0summed
+	LEAQ       tailmask<>+32(SB), R13
+	SUBQ       R12, R13
+	VMOVDQU    (R13), Y8
+	VMASKMOVPS 192(R10)(R11*1), Y8, Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y6, Y6
+	JMP        g0summed
+
+g0sumpart7:
+	SUBQ       $0x000000e0, R12
+	JZ         g0summed
+	LEAQ       tailmask<>+32(SB), R13
+	SUBQ       R12, R13
+	VMOVDQU    (R13), Y8
+	VMASKMOVPS 224(R10)(R11*1), Y8, Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y7, Y7
+
+g0summed:
+	VADDPS Y4, Y0, Y0
+	VADDPS Y5, Y1, Y1
+	VADDPS Y6, Y2, Y2
+	VADDPS Y7, Y3, Y3
+	VADDPS Y2, Y0, Y0
+	VADDPS Y3, Y1, Y1
+	VADDPS Y1, Y0, Y0
+	ADDQ   DI, R10
+
+	// Sum of squares: element i goes to partial i%64.
+	MOVQ   BX, R12
+	SUBQ   $0x00000100, R12
+	JGE    g1firstblock
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	VXORPS Y8, Y8, Y8
+	XORQ   R11, R11
+	JMP    g1sumtail
+
+g1firstblock:
+	// +0 + square is the square itself: the first block initializes the partials.
+	XORQ    R11, R11
+	VMOVUPS (R10)(R11*1), Y1
+	VMULPS  Y1, Y1, Y1
+	VMOVAPS Y1, Y1
+	VMOVUPS 32(R10)(R11*1), Y2
+	VMULPS  Y2, Y2, Y2
+	VMOVAPS Y2, Y2
+	VMOVUPS 64(R10)(R11*1), Y3
+	VMULPS  Y3, Y3, Y3
+	VMOVAPS Y3, Y3
+	VMOVUPS 96(R10)(R11*1), Y4
+	VMULPS  Y4, Y4, Y4
+	VMOVAPS Y4, Y4
+	VMOVUPS 128(R10)(R11*1), Y5
+	VMULPS  Y5, Y5, Y5
+	VMOVAPS Y5, Y5
+	VMOVUPS 160(R10)(R11*1), Y6
+	VMULPS  Y6, Y6, Y6
+	VMOVAPS Y6, Y6
+	VMOVUPS 192(R10)(R11*1), Y7
+	VMULPS  Y7, Y7, Y7
+	VMOVAPS Y7, Y7
+	VMOVUPS 224(R10)(R11*1), Y8
+	VMULPS  Y8, Y8, Y8
+	VMOVAPS Y8, Y8
+	MOVQ    $0x00000100, R11
+	JMP     g1sumcheck
+
+g1sumloop:
+	VMOVUPS (R10)(R11*1), Y9
+	VMULPS  Y9, Y9, Y9
+	VADDPS  Y9, Y1, Y1
+	VMOVUPS 32(R10)(R11*1), Y9
+	VMULPS  Y9, Y9, Y9
+	VADDPS  Y9, Y2, Y2
+	VMOVUPS 64(R10)(R11*1), Y9
+	VMULPS  Y9, Y9, Y9
+	VADDPS  Y9, Y3, Y3
+	VMOVUPS 96(R10)(R11*1), Y9
+	VMULPS  Y9, Y9, Y9
+	VADDPS  Y9, Y4, Y4
+	VMOVUPS 128(R10)(R11*1), Y9
+	VMULPS  Y9, Y9, Y9
+	VADDPS  Y9, Y5, Y5
+	VMOVUPS 160(R10)(R11*1), Y9
+	VMULPS  Y9, Y9, Y9
+	VADDPS  Y9, Y6, Y6
+	VMOVUPS 192(R10)(R11*1), Y9
+	VMULPS  Y9, Y9, Y9
+	VADDPS  Y9, Y7, Y7
+	VMOVUPS 224(R10)(R11*1), Y9
+	VMULPS  Y9, Y9, Y9
+	VADDPS  Y9, Y8, Y8
+	ADDQ    $0x00000100, R11
+
+g1sumcheck:
+	CMPQ R11, R12
+	JLE  g1sumloop
+
+g1sumtail:
+	// Fewer than 64 elements remain: whole vectors first, then one masked vector.
+	MOVQ    BX, R12
+	SUBQ    R11, R12
+	CMPQ    R12, $0x00000020
+	JL      g1sumpart0
+	VMOVUPS (R10)(R11*1), Y9
+	VMULPS  Y9, Y9, Y9
+	VADDPS  Y9, Y1, Y1
+	CMPQ    R12, $0x00000040
+	JL      g1sumpart1
+	VMOVUPS 32(R10)(R11*1), Y9
+	VMULPS  Y9, Y9, Y9
+	VADDPS  Y9, Y2, Y2
+	CMPQ    R12, $0x00000060
+	JL      g1sumpart2
+	VMOVUPS 64(R10)(R11*1), Y9
+	VMULPS  Y9, Y9, Y9
+	VADDPS  Y9, Y3, Y3
+	CMPQ    R12, $0x00000080
+	JL      g1sumpart3
+	VMOVUPS 96(R10)(R11*1), Y9
+	VMULPS  Y9, Y9, Y9
+	VADDPS  Y9, Y4, Y4
+	CMPQ    R12, $0x000000a0
+	JL      g1sumpart4
+	VMOVUPS 128(R10)(R11*1), Y9
+	VMULPS  Y9, Y9, Y9
+	VADDPS  Y9, Y5, Y5
+	CMPQ    R12, $0x000000c0
+	JL      g1sumpart5
+	VMOVUPS 160(R10)(R11*1), Y9
+	VMULPS  Y9, Y9, Y9
+	VADDPS  Y9, Y6, Y6
+	CMPQ    R12, $0x000000e0
+	JL      g1sumpart6
+	VMOVUPS 192(R10)(R11*1), Y9
+	VMULPS  Y9, Y9, Y9
+	VADDPS  Y9, Y7, Y7
+	CMPQ    R12, $0x00000100
+	JL      g1sumpart7
+	VMOVUPS 224(R10)(R11*1), Y9
+	VMULPS  Y9, Y9, Y9
+	VADDPS  Y9, Y8, Y8
+	JMP     g1summed
+
+g1sumpart0:
+	SUBQ       $0x00000000, R12
+	JZ         g1summed
+	LEAQ       tailmask<>+32(SB), R13
+	SUBQ       R12, R13
+	VMOVDQU    (R13), Y9
+	VMASKMOVPS (R10)(R11*1), Y9, Y9
+	VMULPS     Y9, Y9, Y9
+	VADDPS     Y9, Y1, Y1
+	JMP        g1summed
+
+g1sumpart1:
+	SUBQ       $0x00000020, R12
+	JZ         g1summed
+	LEAQ       tailmask<>+32(SB), R13
+	SUBQ       R12, R13
+	VMOVDQU    (R13), Y9
+	VMASKMOVPS 32(R10)(R11*1), Y9, Y9
+	VMULPS     Y9, Y9, Y9
+	VADDPS     Y9, Y2, Y2
+	JMP        g1summed
+
+g1sumpart2:
+	SUBQ       $0x00000040, R12
+	JZ         g1summed
+	LEAQ       tailmask<>+32(SB), R13
+	SUBQ       R12, R13
+	VMOVDQU    (R13), Y9
+	VMASKMOVPS 64(R10)(R11*1), Y9, Y9
+	VMULPS     Y9, Y9, Y9
+	VADDPS     Y9, Y3, Y3
+	JMP        g1summed
+
+g1sumpart3:
+	SUBQ       $0x00000060, R12
+	JZ         g1summed
+	LEAQ       tailmask<>+32(SB), R13
+	SUBQ       R12, R13
+	VMOVDQU    (R13), Y9
+	VMASKMOVPS 96(R10)(R11*1), Y9, Y9
+	VMULPS     Y9, Y9, Y9
+	VADDPS     Y9, Y4, Y4
+	JMP        g1summed
+
+g1sumpart4:
+	SUBQ       $0x00000080, R12
+	JZ         g1summed
+	LEAQ       tailmask<>+32(SB), R13
+	SUBQ       R12, R13
+	VMOVDQU    (R13), Y9
+	VMASKMOVPS 128(R10)(R11*1), Y9, Y9
+	VMULPS     Y9, Y9, Y9
+	VADDPS     Y9, Y5, Y5
+	JMP        g1summed
+
+g1sumpart5:
+	SUBQ       $0x000000a0, R12
+	JZ         g1summed
+	LEAQ       tailmask<>+32(SB), R13
+	SUBQ       R12, R13
+	VMOVDQU    (R13), Y9
+	VMASKMOVPS 160(R10)(R11*1), Y9, Y9
+	VMULPS     Y9, Y9, Y9
+	VADDPS     Y9, Y6, Y6
+	JMP        g1summed
+
+g1sumpart6:
+	SUBQ       $0x000000c0, R12
+	JZ         g1summed
+	LEAQ       tailmask<>+32(SB), R13
+	SUBQ       R12, R13
+	VMOVDQU    (R13), Y9
+	VMASKMOVPS 192(R10)(R11*1), Y9, Y9
+	VMULPS     Y9, Y9, Y9
+	VADDPS     Y9, Y7, Y7
+	JMP        g1summed
+
+g1sumpart7:
+	SUBQ       $0x000000e0, R12
+	JZ         g1summed
+	LEAQ       tailmask<>+32(SB), R13
+	SUBQ       R12, R13
+	VMOVDQU    (R13), Y9
+	VMASKMOVPS 224(R10)(R11*1), Y9, Y9
+	VMULPS     Y9, Y9, Y9
+	VADDPS     Y9, Y8, Y8
+
+g1summed:
+	VADDPS Y5, Y1, Y1
+	VADDPS Y6, Y2, Y2
+	VADDPS Y7, Y3, Y3
+	VADDPS Y8, Y4, Y4
+	VADDPS Y3, Y1, Y1
+	VADDPS Y4, Y2, Y2
+	VADDPS Y2, Y1, Y1
+	ADDQ   DI, R10
+
+	// Sum of squares: element i goes to partial i%64.
+	MOVQ   BX, R12
+	SUBQ   $0x00000100, R12
+	JGE    g2firstblock
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	VXORPS Y8, Y8, Y8
+	VXORPS Y9, Y9, Y9
+	XORQ   R11, R11
+	JMP    g2sumtail
+
+g2firstblock:
+	// +0 + square is the square itself: the first block initializes the partials.
+	XORQ    R11, R11
+	VMOVUPS (R10)(R11*1), Y2
+	VMULPS  Y2, Y2, Y2
+	VMOVAPS Y2, Y2
+	VMOVUPS 32(R10)(R11*1), Y3
+	VMULPS  Y3, Y3, Y3
+	VMOVAPS Y3, Y3
+	VMOVUPS 64(R10)(R11*1), Y4
+	VMULPS  Y4, Y4, Y4
+	VMOVAPS Y4, Y4
+	VMOVUPS 96(R10)(R11*1), Y5
+	VMULPS  Y5, Y5, Y5
+	VMOVAPS Y5, Y5
+	VMOVUPS 128(R10)(R11*1), Y6
+	VMULPS  Y6, Y6, Y6
+	VMOVAPS Y6, Y6
+	VMOVUPS 160(R10)(R11*1), Y7
+	VMULPS  Y7, Y7, Y7
+	VMOVAPS Y7, Y7
+	VMOVUPS 192(R10)(R11*1), Y8
+	VMULPS  Y8, Y8, Y8
+	VMOVAPS Y8, Y8
+	VMOVUPS 224(R10)(R11*1), Y9
+	VMULPS  Y9, Y9, Y9
+	VMOVAPS Y9, Y9
+	MOVQ    $0x00000100, R11
+	JMP     g2sumcheck
+
+g2sumloop:
+	VMOVUPS (R10)(R11*1), Y10
+	VMULPS  Y10, Y10, Y10
+	VADDPS  Y10, Y2, Y2
+	VMOVUPS 32(R10)(R11*1), Y10
+	VMULPS  Y10, Y10, Y10
+	VADDPS  Y10, Y3, Y3
+	VMOVUPS 64(R10)(R11*1), Y10
+	VMULPS  Y10, Y10, Y10
+	VADDPS  Y10, Y4, Y4
+	VMOVUPS 96(R10)(R11*1), Y10
+	VMULPS  Y10, Y10, Y10
+	VADDPS  Y10, Y5, Y5
+	VMOVUPS 128(R10)(R11*1), Y10
+	VMULPS  Y10, Y10, Y10
+	VADDPS  Y10, Y6, Y6
+	VMOVUPS 160(R10)(R11*1), Y10
+	VMULPS  Y10, Y10, Y10
+	VADDPS  Y10, Y7, Y7
+	VMOVUPS 192(R10)(R11*1), Y10
+	VMULPS  Y10, Y10, Y10
+	VADDPS  Y10, Y8, Y8
+	VMOVUPS 224(R10)(R11*1), Y10
+	VMULPS  Y10, Y10, Y10
+	VADDPS  Y10, Y9, Y9
+	ADDQ    $0x00000100, R11
+
+g2sumcheck:
+	CMPQ R11, R12
+	JLE  g2sumloop
+
+g2sumtail:
+	// Fewer than 64 elements remain: whole vectors first, then one masked vector.
+	MOVQ    BX, R12
+	SUBQ    R11, R12
+	CMPQ    R12, $0x00000020
+	JL      g2sumpart0
+	VMOVUPS (R10)(R11*1), Y10
+	VMULPS  Y10, Y10, Y10
+	VADDPS  Y10, Y2, Y2
+	CMPQ    R12, $0x00000040
+	JL      g2sumpart1
+	VMOVUPS 32(R10)(R11*1), Y10
+	VMULPS  Y10, Y10, Y10
+	VADDPS  Y10, Y3, Y3
+	CMPQ    R12, $0x00000060
+	JL      g2sumpart2
+	VMOVUPS 64(R10)(R11*1), Y10
+	VMULPS  Y10, Y10, Y10
+	VADDPS  Y10, Y4, Y4
+	CMPQ    R12, $0x00000080
+	JL      g2sumpart3
+	VMOVUPS 96(R10)(R11*1), Y10
+	VMULPS  Y10, Y10, Y10
+	VADDPS  Y10, Y5, Y5
+	CMPQ    R12, $0x000000a0
+	JL      g2sumpart4
+	VMOVUPS 128(R10)(R11*1), Y10
+	VMULPS  Y10, Y10, Y10
+	VADDPS  Y10, Y6, Y6
+	CMPQ    R12, $0x000000c0
+	JL      g2sumpart5
+	VMOVUPS 160(R10)(R11*1), Y10
+	VMULPS  Y10, Y10, Y10
+	VADDPS  Y10, Y7, Y7
+	CMPQ    R12, $0x000000e0
+	JL      g2sumpart6
+	VMOVUPS 192(R10)(R11*1), Y10
+	VMULPS  Y10, Y10, Y10
+	VADDPS  Y10, Y8, Y8
+	CMPQ    R12, $0x00000100
+	JL      g2sumpart7
+	VMOVUPS 224(R10)(R11*1), Y10
+	VMULPS  Y10, Y10, Y10
+	VADDPS  Y10, Y9, Y9
+	JMP     g2summed
+
+g2sumpart0:
+	SUBQ       $0x00000000, R12
+	JZ         g2summed
+	LEAQ       tailmask<>+32(SB), R13
+	SUBQ       R12, R13
+	VMOVDQU    (R13), Y10
+	VMASKMOVPS (R10)(R11*1), Y10, Y10
+	VMULPS     Y10, Y10, Y10
+	VADDPS     Y10, Y2, Y2
+	JMP        g2summed
+
+g2sumpart1:
+	SUBQ       $0x00000020, R12
+	JZ         g2summed
+	LEAQ       tailmask<>+32(SB), R13
+	SUBQ       R12, R13
+	VMOVDQU    (R13), Y10
+	VMASKMOVPS 32(R10)(R11*1), Y10, Y10
+	VMULPS     Y10, Y10, Y10
+	VADDPS     Y10, Y3, Y3
+	JMP        g2summed
+
+g2sumpart2:
+	SUBQ       $0x00000040, R12
+	JZ         g2summed
+	LEAQ       tailmask<>+32(SB), R13
+	SUBQ       R12, R13
+	VMOVDQU    (R13), Y10
+	VMASKMOVPS 64(R10)(R11*1), Y10, Y10
+	VMULPS     Y10, Y10, Y10
+	VADDPS     Y10, Y4, Y4
+	JMP        g2summed
+
+g2sumpart3:
+	SUBQ       $0x00000060, R12
+	JZ         g2summed
+	LEAQ       tailmask<>+32(SB), R13
+	SUBQ       R12, R13
+	VMOVDQU    (R13), Y10
+	VMASKMOVPS 96(R10)(R11*1), Y10, Y10
+	VMULPS     Y10, Y10, Y10
+	VADDPS     Y10, Y5, Y5
+	JMP        g2summed
+
+g2sumpart4:
+	SUBQ       $0x00000080, R12
+	JZ         g2summed
+	LEAQ       tailmask<>+32(SB), R13
+	SUBQ       R12, R13
+	VMOVDQU    (R13), Y10
+	VMASKMOVPS 128(R10)(R11*1), Y10, Y10
+	VMULPS     Y10, Y10, Y10
+	VADDPS     Y10, Y6, Y6
+	JMP        g2summed
+
+g2sumpart5:
+	SUBQ       $0x000000a0, R12
+	JZ         g2summed
+	LEAQ       tailmask<>+32(SB), R13
+	SUBQ       R12, R13
+	VMOVDQU    (R13), Y10
+	VMASKMOVPS 160(R10)(R11*1), Y10, Y10
+	VMULPS     Y10, Y10, Y10
+	VADDPS     Y10, Y7, Y7
+	JMP        g2summed
+
+g2sumpart6:
+	SUBQ       $0x000000c0, R12
+	JZ         g2summed
+	LEAQ       tailmask<>+32(SB), R13
+	SUBQ       R12, R13
+	VMOVDQU    (R13), Y10
+	VMASKMOVPS 192(R10)(R11*1), Y10, Y10
+	VMULPS     Y10, Y10, Y10
+	VADDPS     Y10, Y8, Y8
+	JMP        g2summed
+
+g2sumpart7:
+	SUBQ       $0x000000e0, R12
+	JZ         g2summed
+	LEAQ       tailmask<>+32(SB), R13
+	SUBQ       R12, R13
+	VMOVDQU    (R13), Y10
+	VMASKMOVPS 224(R10)(R11*1), Y10, Y10
+	VMULPS     Y10, Y10, Y10
+	VADDPS     Y10, Y9, Y9
+
+g2summed:
+	VADDPS Y6, Y2, Y2
+	VADDPS Y7, Y3, Y3
+	VADDPS Y8, Y4, Y4
+	VADDPS Y9, Y5, Y5
+	VADDPS Y4, Y2, Y2
+	VADDPS Y5, Y3, Y3
+	VADDPS Y3, Y2, Y2
+	ADDQ   DI, R10
+
+	// Sum of squares: element i goes to partial i%64.
+	MOVQ   BX, R12
+	SUBQ   $0x00000100, R12
+	JGE    g3firstblock
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	VXORPS Y8, Y8, Y8
+	VXORPS Y9, Y9, Y9
+	VXORPS Y10, Y10, Y10
+	XORQ   R11, R11
+	JMP    g3sumtail
+
+g3firstblock:
+	// +0 + square is the square itself: the first block initializes the partials.
+	XORQ    R11, R11
+	VMOVUPS (R10)(R11*1), Y3
+	VMULPS  Y3, Y3, Y3
+	VMOVAPS Y3, Y3
+	VMOVUPS 32(R10)(R11*1), Y4
+	VMULPS  Y4, Y4, Y4
+	VMOVAPS Y4, Y4
+	VMOVUPS 64(R10)(R11*1), Y5
+	VMULPS  Y5, Y5, Y5
+	VMOVAPS Y5, Y5
+	VMOVUPS 96(R10)(R11*1), Y6
+	VMULPS  Y6, Y6, Y6
+	VMOVAPS Y6, Y6
+	VMOVUPS 128(R10)(R11*1), Y7
+	VMULPS  Y7, Y7, Y7
+	VMOVAPS Y7, Y7
+	VMOVUPS 160(R10)(R11*1), Y8
+	VMULPS  Y8, Y8, Y8
+	VMOVAPS Y8, Y8
+	VMOVUPS 192(R10)(R11*1), Y9
+	VMULPS  Y9, Y9, Y9
+	VMOVAPS Y9, Y9
+	VMOVUPS 224(R10)(R11*1), Y10
+	VMULPS  Y10, Y10, Y10
+	VMOVAPS Y10, Y10
+	MOVQ    $0x00000100, R11
+	JMP     g3sumcheck
+
+g3sumloop:
+	VMOVUPS (R10)(R11*1), Y11
+	VMULPS  Y11, Y11, Y11
+	VADDPS  Y11, Y3, Y3
+	VMOVUPS 32(R10)(R11*1), Y11
+	VMULPS  Y11, Y11, Y11
+	VADDPS  Y11, Y4, Y4
+	VMOVUPS 64(R10)(R11*1), Y11
+	VMULPS  Y11, Y11, Y11
+	VADDPS  Y11, Y5, Y5
+	VMOVUPS 96(R10)(R11*1), Y11
+	VMULPS  Y11, Y11, Y11
+	VADDPS  Y11, Y6, Y6
+	VMOVUPS 128(R10)(R11*1), Y11
+	VMULPS  Y11, Y11, Y11
+	VADDPS  Y11, Y7, Y7
+	VMOVUPS 160(R10)(R11*1), Y11
+	VMULPS  Y11, Y11, Y11
+	VADDPS  Y11, Y8, Y8
+	VMOVUPS 192(R10)(R11*1), Y11
+	VMULPS  Y11, Y11, Y11
+	VADDPS  Y11, Y9, Y9
+	VMOVUPS 224(R10)(R11*1), Y11
+	VMULPS  Y11, Y11, Y11
+	VADDPS  Y11, Y10, Y10
+	ADDQ    $0x00000100, R11
+
+g3sumcheck:
+	CMPQ R11, R12
+	JLE  g3sumloop
+
+g3sumtail:
+	// Fewer than 64 elements remain: whole vectors first, then one masked vector.
+	MOVQ    BX, R12
+	SUBQ    R11, R12
+	CMPQ    R12, $0x00000020
+	JL      g3sumpart0
+	VMOVUPS (R10)(R11*1), Y11
+	VMULPS  Y11, Y11, Y11
+	VADDPS  Y11, Y3, Y3
+	CMPQ    R12, $0x00000040
+	JL      g3sumpart1
+	VMOVUPS 32(R10)(R11*1), Y11
+	VMULPS  Y11, Y11, Y11
+	VADDPS  Y11, Y4, Y4
+	CMPQ    R12, $0x00000060
+	JL      g3sumpart2
+	VMOVUPS 64(R10)(R11*1), Y11
+	VMULPS  Y11, Y11, Y11
+	VADDPS  Y11, Y5, Y5
+	CMPQ    R12, $0x00000080
+	JL      g3sumpart3
+	VMOVUPS 96(R10)(R11*1), Y11
+	VMULPS  Y11, Y11, Y11
+	VADDPS  Y11, Y6, Y6
+	CMPQ    R12, $0x000000a0
+	JL      g3sumpart4
+	VMOVUPS 128(R10)(R11*1), Y11
+	VMULPS  Y11, Y11, Y11
+	VADDPS  Y11, Y7, Y7
+	CMPQ    R12, $0x000000c0
+	JL      g3sumpart5
+	VMOVUPS 160(R10)(R11*1), Y11
+	VMULPS  Y11, Y11, Y11
+	VADDPS  Y11, Y8, Y8
+	CMPQ    R12, $0x000000e0
+	JL      g3sumpart6
+	VMOVUPS 192(R10)(R11*1), Y11
+	VMULPS  Y11, Y11, Y11
+	VADDPS  Y11, Y9, Y9
+	CMPQ    R12, $0x00000100
+	JL      g3sumpart7
+	VMOVUPS 224(R10)(R11*1), Y11
+	VMULPS  Y11, Y11, Y11
+	VADDPS  Y11, Y10, Y10
+	JMP     g3summed
+
+g3sumpart0:
+	SUBQ       $0x00000000, R12
+	JZ         g3summed
+	LEAQ       tailmask<>+32(SB), R13
+	SUBQ       R12, R13
+	VMOVDQU    (R13), Y11
+	VMASKMOVPS (R10)(R11*1), Y11, Y11
+	VMULPS     Y11, Y11, Y11
+	VADDPS     Y11, Y3, Y3
+	JMP        g3summed
+
+g3sumpart1:
+	SUBQ       $0x00000020, R12
+	JZ         g3summed
+	LEAQ       tailmask<>+32(SB), R13
+	SUBQ       R12, R13
+	VMOVDQU    (R13), Y11
+	VMASKMOVPS 32(R10)(R11*1), Y11, Y11
+	VMULPS     Y11, Y11, Y11
+	VADDPS     Y11, Y4, Y4
+	JMP        g3summed
+
+g3sumpart2:
+	SUBQ       $0x00000040, R12
+	JZ         g3summed
+	LEAQ       tailmask<>+32(SB), R13
+	SUBQ       R12, R13
+	VMOVDQU    (R13), Y11
+	VMASKMOVPS 64(R10)(R11*1), Y11, Y11
+	VMULPS     Y11, Y11, Y11
+	VADDPS     Y11, Y5, Y5
+	JMP        g3summed
+
+g3sumpart3:
+	SUBQ       $0x00000060, R12
+	JZ         g3summed
+	LEAQ       tailmask<>+32(SB), R13
+	SUBQ       R12, R13
+	VMOVDQU    (R13), Y11
+	VMASKMOVPS 96(R10)(R11*1), Y11, Y11
+	VMULPS     Y11, Y11, Y11
+	VADDPS     Y11, Y6, Y6
+	JMP        g3summed
+
+g3sumpart4:
+	SUBQ       $0x00000080, R12
+	JZ         g3summed
+	LEAQ       tailmask<>+32(SB), R13
+	SUBQ       R12, R13
+	VMOVDQU    (R13), Y11
+	VMASKMOVPS 128(R10)(R11*1), Y11, Y11
+	VMULPS     Y11, Y11, Y11
+	VADDPS     Y11, Y7, Y7
+	JMP        g3summed
+
+g3sumpart5:
+	SUBQ       $0x000000a0, R12
+	JZ         g3summed
+	LEAQ       tailmask<>+32(SB), R13
+	SUBQ       R12, R13
+	VMOVDQU    (R13), Y11
+	VMASKMOVPS 160(R10)(R11*1), Y11, Y11
+	VMULPS     Y11, Y11, Y11
+	VADDPS     Y11, Y8, Y8
+	JMP        g3summed
+
+g3sumpart6:
+	SUBQ       $0x000000c0, R12
+	JZ         g3summed
+	LEAQ       tailmask<>+32(SB), R13
+	SUBQ       R12, R13
+	VMOVDQU    (R13), Y11
+	VMASKMOVPS 192(R10)(R11*1), Y11, Y11
+	VMULPS     Y11, Y11, Y11
+	VADDPS     Y11, Y9, Y9
+	JMP        g3summed
+
+g3sumpart7:
+	SUBQ       $0x000000e0, R12
+	JZ         g3summed
+	LEAQ       tailmask<>+32(SB), R13
+	SUBQ       R12, R13
+	VMOVDQU    (R13), Y11
+	VMASKMOVPS 224(R10)(R11*1), Y11, Y11
+	VMULPS     Y11, Y11, Y11
+	VADDPS     Y11, Y10, Y10
+
+g3summed:
+	VADDPS Y7, Y3, Y3
+	VADDPS Y8, Y4, Y4
+	VADDPS Y9, Y5, Y5
+	VADDPS Y10, Y6, Y6
+	VADDPS Y5, Y3, Y3
+	VADDPS Y6, Y4, Y4
+	VADDPS Y4, Y3, Y3
+
+	// The rest of the halving tree, four rows at once.
+	VPERM2F128   $0x20, Y1, Y0, Y4
+	VPERM2F128   $0x31, Y1, Y0, Y0
+	VADDPS       Y0, Y4, Y4
+	VPERM2F128   $0x20, Y3, Y2, Y0
+	VPERM2F128   $0x31, Y3, Y2, Y1
+	VADDPS       Y1, Y0, Y0
+	VSHUFPS      $0x44, Y0, Y4, Y1
+	VSHUFPS      $0xee, Y0, Y4, Y0
+	VADDPS       Y0, Y1, Y1
+	VHADDPS      Y1, Y1, Y1
+	VEXTRACTF128 $0x01, Y1, X0
+	VUNPCKLPS    X0, X1, X0
+
+	// t = ss/d + eps for the four rows; any t outside [2^-100, MaxFloat32] sends the group to the one-row path.
+	TESTQ        $0x00000002, R8
+	JZ           Gdivide
+	VBROADCASTSS rd+72(FP), X1
+	VMULPS       X1, X0, X0
+	JMP          Gdivided
+
+Gdivide:
+	VBROADCASTSS fd+68(FP), X1
+	VDIVPS       X1, X0, X0
+
+Gdivided:
+	VBROADCASTSS eps+64(FP), X1
+	VADDPS       X1, X0, X0
+	VCMPPS       $0x1d, tlo4<>+0(SB), X0, X1
+	VCMPPS       $0x12, tmax4<>+0(SB), X0, X2
+	VANDPS       X2, X1, X1
+	VMOVMSKPS    X1, R10
+	CMPL         R10, $0x0f
+	JE           Ginrange
+	JMP          row
+
+Ginrange:
+	VSQRTPS      X0, X0
+	VBROADCASTSS one<>+0(SB), X1
+	VDIVPS       X0, X1, X1
+
+	// Report 1/rms if asked.
+	TESTQ   DX, DX
+	JZ      gscale
+	VMOVUPS X1, (DX)(R9*4)
+
+gscale:
+	VBROADCASTSS X1, Y0
+	TESTQ        $0x00000001, R8
+	JNZ          g0scalent
+
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ R10, R10
+	MOVQ BX, R11
+	SUBQ $0x00000080, R11
+
+g0sloop:
+	CMPQ    R10, R11
+	JG      g0sone
+	VMULPS  (CX)(R10*1), Y0, Y2
 	VMOVUPS Y2, (AX)(R10*1)
-	VMULPS  32(DX)(R10*1), Y0, Y2
+	VMULPS  32(CX)(R10*1), Y0, Y2
 	VMOVUPS Y2, 32(AX)(R10*1)
-	VMULPS  64(DX)(R10*1), Y0, Y2
+	VMULPS  64(CX)(R10*1), Y0, Y2
 	VMOVUPS Y2, 64(AX)(R10*1)
-	VMULPS  96(DX)(R10*1), Y0, Y2
+	VMULPS  96(CX)(R10*1), Y0, Y2
 	VMOVUPS Y2, 96(AX)(R10*1)
 	ADDQ    $0x00000080, R10
-	CMPQ    R10, R11
-	JLE     scaleloop
+	JMP     g0sloop
 
-scaleone:
-	MOVQ SI, R11
-	SUBQ $0x00000020, R11
+g0sone:
+	ADDQ $0x00000060, R11
 
-scaleoneloop:
+g0soneloop:
 	CMPQ    R10, R11
-	JG      scaletail
-	VMULPS  (DX)(R10*1), Y0, Y2
+	JG      g0stail
+	VMULPS  (CX)(R10*1), Y0, Y2
 	VMOVUPS Y2, (AX)(R10*1)
 	ADDQ    $0x00000020, R10
-	JMP     scaleoneloop
+	JMP     g0soneloop
 
-scaletail:
-scalarloop:
-	CMPQ   R10, SI
-	JGE    next
-	VMOVSS (DX)(R10*1), X0
+g0stail:
+	CMPQ   R10, BX
+	JGE    g0sdone
+	VMOVSS (CX)(R10*1), X0
 	VMULSS X1, X0, X0
 	VMOVSS X0, (AX)(R10*1)
 	ADDQ   $0x04, R10
-	JMP    scalarloop
+	JMP    g0stail
 
-next:
-	ADDQ R8, AX
-	ADDQ R8, CX
-	ADDQ R8, DX
+g0sdone:
+	JMP g0scaled
+
+g0scalent:
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ R10, R10
+
+	// Ordinary stores up to the first vector-aligned element of dst.
+g0nhead:
+	LEAQ   (AX)(R10*1), R11
+	TESTQ  $0x0000001f, R11
+	JZ     g0nbody
+	CMPQ   R10, BX
+	JGE    g0ndone
+	VMOVSS (CX)(R10*1), X2
+	VMULSS X1, X2, X2
+	VMOVSS X2, (AX)(R10*1)
+	ADDQ   $0x04, R10
+	JMP    g0nhead
+
+g0nbody:
+	MOVQ BX, R11
+	SUBQ $0x00000080, R11
+
+g0nloop:
+	CMPQ     R10, R11
+	JG       g0none
+	VMULPS   (CX)(R10*1), Y0, Y2
+	VMOVNTPS Y2, (AX)(R10*1)
+	VMULPS   32(CX)(R10*1), Y0, Y2
+	VMOVNTPS Y2, 32(AX)(R10*1)
+	VMULPS   64(CX)(R10*1), Y0, Y2
+	VMOVNTPS Y2, 64(AX)(R10*1)
+	VMULPS   96(CX)(R10*1), Y0, Y2
+	VMOVNTPS Y2, 96(AX)(R10*1)
+	ADDQ     $0x00000080, R10
+	JMP      g0nloop
+
+g0none:
+	ADDQ $0x00000060, R11
+
+g0noneloop:
+	CMPQ     R10, R11
+	JG       g0ntail
+	VMULPS   (CX)(R10*1), Y0, Y2
+	VMOVNTPS Y2, (AX)(R10*1)
+	ADDQ     $0x00000020, R10
+	JMP      g0noneloop
+
+g0ntail:
+	CMPQ   R10, BX
+	JGE    g0ndone
+	VMOVSS (CX)(R10*1), X0
+	VMULSS X1, X0, X0
+	VMOVSS X0, (AX)(R10*1)
+	ADDQ   $0x04, R10
+	JMP    g0ntail
+
+g0ndone:
+g0scaled:
+	ADDQ         DI, CX
+	ADDQ         DI, AX
+	VSHUFPS      $0x01, X1, X1, X0
+	VBROADCASTSS X0, Y2
+	TESTQ        $0x00000001, R8
+	JNZ          g1scalent
+
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ R10, R10
+	MOVQ BX, R11
+	SUBQ $0x00000080, R11
+
+g1sloop:
+	CMPQ    R10, R11
+	JG      g1sone
+	VMULPS  (CX)(R10*1), Y2, Y3
+	VMOVUPS Y3, (AX)(R10*1)
+	VMULPS  32(CX)(R10*1), Y2, Y3
+	VMOVUPS Y3, 32(AX)(R10*1)
+	VMULPS  64(CX)(R10*1), Y2, Y3
+	VMOVUPS Y3, 64(AX)(R10*1)
+	VMULPS  96(CX)(R10*1), Y2, Y3
+	VMOVUPS Y3, 96(AX)(R10*1)
+	ADDQ    $0x00000080, R10
+	JMP     g1sloop
+
+g1sone:
+	ADDQ $0x00000060, R11
+
+g1soneloop:
+	CMPQ    R10, R11
+	JG      g1stail
+	VMULPS  (CX)(R10*1), Y2, Y3
+	VMOVUPS Y3, (AX)(R10*1)
+	ADDQ    $0x00000020, R10
+	JMP     g1soneloop
+
+g1stail:
+	CMPQ   R10, BX
+	JGE    g1sdone
+	VMOVSS (CX)(R10*1), X2
+	VMULSS X0, X2, X2
+	VMOVSS X2, (AX)(R10*1)
+	ADDQ   $0x04, R10
+	JMP    g1stail
+
+g1sdone:
+	JMP g1scaled
+
+g1scalent:
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ R10, R10
+
+	// Ordinary stores up to the first vector-aligned element of dst.
+g1nhead:
+	LEAQ   (AX)(R10*1), R11
+	TESTQ  $0x0000001f, R11
+	JZ     g1nbody
+	CMPQ   R10, BX
+	JGE    g1ndone
+	VMOVSS (CX)(R10*1), X3
+	VMULSS X0, X3, X3
+	VMOVSS X3, (AX)(R10*1)
+	ADDQ   $0x04, R10
+	JMP    g1nhead
+
+g1nbody:
+	MOVQ BX, R11
+	SUBQ $0x00000080, R11
+
+g1nloop:
+	CMPQ     R10, R11
+	JG       g1none
+	VMULPS   (CX)(R10*1), Y2, Y3
+	VMOVNTPS Y3, (AX)(R10*1)
+	VMULPS   32(CX)(R10*1), Y2, Y3
+	VMOVNTPS Y3, 32(AX)(R10*1)
+	VMULPS   64(CX)(R10*1), Y2, Y3
+	VMOVNTPS Y3, 64(AX)(R10*1)
+	VMULPS   96(CX)(R10*1), Y2, Y3
+	VMOVNTPS Y3, 96(AX)(R10*1)
+	ADDQ     $0x00000080, R10
+	JMP      g1nloop
+
+g1none:
+	ADDQ $0x00000060, R11
+
+g1noneloop:
+	CMPQ     R10, R11
+	JG       g1ntail
+	VMULPS   (CX)(R10*1), Y2, Y3
+	VMOVNTPS Y3, (AX)(R10*1)
+	ADDQ     $0x00000020, R10
+	JMP      g1noneloop
+
+g1ntail:
+	CMPQ   R10, BX
+	JGE    g1ndone
+	VMOVSS (CX)(R10*1), X2
+	VMULSS X0, X2, X2
+	VMOVSS X2, (AX)(R10*1)
+	ADDQ   $0x04, R10
+	JMP    g1ntail
+
+g1ndone:
+g1scaled:
+	ADDQ         DI, CX
+	ADDQ         DI, AX
+	VSHUFPS      $0x02, X1, X1, X0
+	VBROADCASTSS X0, Y2
+	TESTQ        $0x00000001, R8
+	JNZ          g2scalent
+
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ R10, R10
+	MOVQ BX, R11
+	SUBQ $0x00000080, R11
+
+g2sloop:
+	CMPQ    R10, R11
+	JG      g2sone
+	VMULPS  (CX)(R10*1), Y2, Y3
+	VMOVUPS Y3, (AX)(R10*1)
+	VMULPS  32(CX)(R10*1), Y2, Y3
+	VMOVUPS Y3, 32(AX)(R10*1)
+	VMULPS  64(CX)(R10*1), Y2, Y3
+	VMOVUPS Y3, 64(AX)(R10*1)
+	VMULPS  96(CX)(R10*1), Y2, Y3
+	VMOVUPS Y3, 96(AX)(R10*1)
+	ADDQ    $0x00000080, R10
+	JMP     g2sloop
+
+g2sone:
+	ADDQ $0x00000060, R11
+
+g2soneloop:
+	CMPQ    R10, R11
+	JG      g2stail
+	VMULPS  (CX)(R10*1), Y2, Y3
+	VMOVUPS Y3, (AX)(R10*1)
+	ADDQ    $0x00000020, R10
+	JMP     g2soneloop
+
+g2stail:
+	CMPQ   R10, BX
+	JGE    g2sdone
+	VMOVSS (CX)(R10*1), X2
+	VMULSS X0, X2, X2
+	VMOVSS X2, (AX)(R10*1)
+	ADDQ   $0x04, R10
+	JMP    g2stail
+
+g2sdone:
+	JMP g2scaled
+
+g2scalent:
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ R10, R10
+
+	// Ordinary stores up to the first vector-aligned element of dst.
+g2nhead:
+	LEAQ   (AX)(R10*1), R11
+	TESTQ  $0x0000001f, R11
+	JZ     g2nbody
+	CMPQ   R10, BX
+	JGE    g2ndone
+	VMOVSS (CX)(R10*1), X3
+	VMULSS X0, X3, X3
+	VMOVSS X3, (AX)(R10*1)
+	ADDQ   $0x04, R10
+	JMP    g2nhead
+
+g2nbody:
+	MOVQ BX, R11
+	SUBQ $0x00000080, R11
+
+g2nloop:
+	CMPQ     R10, R11
+	JG       g2none
+	VMULPS   (CX)(R10*1), Y2, Y3
+	VMOVNTPS Y3, (AX)(R10*1)
+	VMULPS   32(CX)(R10*1), Y2, Y3
+	VMOVNTPS Y3, 32(AX)(R10*1)
+	VMULPS   64(CX)(R10*1), Y2, Y3
+	VMOVNTPS Y3, 64(AX)(R10*1)
+	VMULPS   96(CX)(R10*1), Y2, Y3
+	VMOVNTPS Y3, 96(AX)(R10*1)
+	ADDQ     $0x00000080, R10
+	JMP      g2nloop
+
+g2none:
+	ADDQ $0x00000060, R11
+
+g2noneloop:
+	CMPQ     R10, R11
+	JG       g2ntail
+	VMULPS   (CX)(R10*1), Y2, Y3
+	VMOVNTPS Y3, (AX)(R10*1)
+	ADDQ     $0x00000020, R10
+	JMP      g2noneloop
+
+g2ntail:
+	CMPQ   R10, BX
+	JGE    g2ndone
+	VMOVSS (CX)(R10*1), X2
+	VMULSS X0, X2, X2
+	VMOVSS X2, (AX)(R10*1)
+	ADDQ   $0x04, R10
+	JMP    g2ntail
+
+g2ndone:
+g2scaled:
+	ADDQ         DI, CX
+	ADDQ         DI, AX
+	VSHUFPS      $0x03, X1, X1, X0
+	VBROADCASTSS X0, Y1
+	TESTQ        $0x00000001, R8
+	JNZ          g3scalent
+
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ R10, R10
+	MOVQ BX, R11
+	SUBQ $0x00000080, R11
+
+g3sloop:
+	CMPQ    R10, R11
+	JG      g3sone
+	VMULPS  (CX)(R10*1), Y1, Y2
+	VMOVUPS Y2, (AX)(R10*1)
+	VMULPS  32(CX)(R10*1), Y1, Y2
+	VMOVUPS Y2, 32(AX)(R10*1)
+	VMULPS  64(CX)(R10*1), Y1, Y2
+	VMOVUPS Y2, 64(AX)(R10*1)
+	VMULPS  96(CX)(R10*1), Y1, Y2
+	VMOVUPS Y2, 96(AX)(R10*1)
+	ADDQ    $0x00000080, R10
+	JMP     g3sloop
+
+g3sone:
+	ADDQ $0x00000060, R11
+
+g3soneloop:
+	CMPQ    R10, R11
+	JG      g3stail
+	VMULPS  (CX)(R10*1), Y1, Y2
+	VMOVUPS Y2, (AX)(R10*1)
+	ADDQ    $0x00000020, R10
+	JMP     g3soneloop
+
+g3stail:
+	CMPQ   R10, BX
+	JGE    g3sdone
+	VMOVSS (CX)(R10*1), X1
+	VMULSS X0, X1, X1
+	VMOVSS X1, (AX)(R10*1)
+	ADDQ   $0x04, R10
+	JMP    g3stail
+
+g3sdone:
+	JMP g3scaled
+
+g3scalent:
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ R10, R10
+
+	// Ordinary stores up to the first vector-aligned element of dst.
+g3nhead:
+	LEAQ   (AX)(R10*1), R11
+	TESTQ  $0x0000001f, R11
+	JZ     g3nbody
+	CMPQ   R10, BX
+	JGE    g3ndone
+	VMOVSS (CX)(R10*1), X2
+	VMULSS X0, X2, X2
+	VMOVSS X2, (AX)(R10*1)
+	ADDQ   $0x04, R10
+	JMP    g3nhead
+
+g3nbody:
+	MOVQ BX, R11
+	SUBQ $0x00000080, R11
+
+g3nloop:
+	CMPQ     R10, R11
+	JG       g3none
+	VMULPS   (CX)(R10*1), Y1, Y2
+	VMOVNTPS Y2, (AX)(R10*1)
+	VMULPS   32(CX)(R10*1), Y1, Y2
+	VMOVNTPS Y2, 32(AX)(R10*1)
+	VMULPS   64(CX)(R10*1), Y1, Y2
+	VMOVNTPS Y2, 64(AX)(R10*1)
+	VMULPS   96(CX)(R10*1), Y1, Y2
+	VMOVNTPS Y2, 96(AX)(R10*1)
+	ADDQ     $0x00000080, R10
+	JMP      g3nloop
+
+g3none:
+	ADDQ $0x00000060, R11
+
+g3noneloop:
+	CMPQ     R10, R11
+	JG       g3ntail
+	VMULPS   (CX)(R10*1), Y1, Y2
+	VMOVNTPS Y2, (AX)(R10*1)
+	ADDQ     $0x00000020, R10
+	JMP      g3noneloop
+
+g3ntail:
+	CMPQ   R10, BX
+	JGE    g3ndone
+	VMOVSS (CX)(R10*1), X1
+	VMULSS X0, X1, X1
+	VMOVSS X1, (AX)(R10*1)
+	ADDQ   $0x04, R10
+	JMP    g3ntail
+
+g3ndone:
+g3scaled:
+	ADDQ DI, CX
+	ADDQ DI, AX
+	ADDQ $0x04, R9
+	JMP  group
+
+row:
+	CMPQ R9, SI
+	JAE  ret
+
+	// Sum of squares: element i goes to partial i%64.
+	MOVQ   BX, R11
+	SUBQ   $0x00000100, R11
+	JGE    firstblock
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	XORQ   R10, R10
+	JMP    sumtail
+
+firstblock:
+	// +0 + square is the square itself: the first block initializes the partials.
+	XORQ    R10, R10
+	VMOVUPS (CX)(R10*1), Y0
+	VMULPS  Y0, Y0, Y0
+	VMOVAPS Y0, Y0
+	VMOVUPS 32(CX)(R10*1), Y1
+	VMULPS  Y1, Y1, Y1
+	VMOVAPS Y1, Y1
+	VMOVUPS 64(CX)(R10*1), Y2
+	VMULPS  Y2, Y2, Y2
+	VMOVAPS Y2, Y2
+	VMOVUPS 96(CX)(R10*1), Y3
+	VMULPS  Y3, Y3, Y3
+	VMOVAPS Y3, Y3
+	VMOVUPS 128(CX)(R10*1), Y4
+	VMULPS  Y4, Y4, Y4
+	VMOVAPS Y4, Y4
+	VMOVUPS 160(CX)(R10*1), Y5
+	VMULPS  Y5, Y5, Y5
+	VMOVAPS Y5, Y5
+	VMOVUPS 192(CX)(R10*1), Y6
+	VMULPS  Y6, Y6, Y6
+	VMOVAPS Y6, Y6
+	VMOVUPS 224(CX)(R10*1), Y7
+	VMULPS  Y7, Y7, Y7
+	VMOVAPS Y7, Y7
+	MOVQ    $0x00000100, R10
+	JMP     sumcheck
+
+sumloop:
+	VMOVUPS (CX)(R10*1), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y0, Y0
+	VMOVUPS 32(CX)(R10*1), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y1, Y1
+	VMOVUPS 64(CX)(R10*1), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y2, Y2
+	VMOVUPS 96(CX)(R10*1), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y3, Y3
+	VMOVUPS 128(CX)(R10*1), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y4, Y4
+	VMOVUPS 160(CX)(R10*1), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y5, Y5
+	VMOVUPS 192(CX)(R10*1), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y6, Y6
+	VMOVUPS 224(CX)(R10*1), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y7, Y7
+	ADDQ    $0x00000100, R10
+
+sumcheck:
+	CMPQ R10, R11
+	JLE  sumloop
+
+sumtail:
+	// Fewer than 64 elements remain: whole vectors first, then one masked vector.
+	MOVQ    BX, R11
+	SUBQ    R10, R11
+	CMPQ    R11, $0x00000020
+	JL      sumpart0
+	VMOVUPS (CX)(R10*1), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y0, Y0
+	CMPQ    R11, $0x00000040
+	JL      sumpart1
+	VMOVUPS 32(CX)(R10*1), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y1, Y1
+	CMPQ    R11, $0x00000060
+	JL      sumpart2
+	VMOVUPS 64(CX)(R10*1), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y2, Y2
+	CMPQ    R11, $0x00000080
+	JL      sumpart3
+	VMOVUPS 96(CX)(R10*1), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y3, Y3
+	CMPQ    R11, $0x000000a0
+	JL      sumpart4
+	VMOVUPS 128(CX)(R10*1), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y4, Y4
+	CMPQ    R11, $0x000000c0
+	JL      sumpart5
+	VMOVUPS 160(CX)(R10*1), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y5, Y5
+	CMPQ    R11, $0x000000e0
+	JL      sumpart6
+	VMOVUPS 192(CX)(R10*1), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y6, Y6
+	CMPQ    R11, $0x00000100
+	JL      sumpart7
+	VMOVUPS 224(CX)(R10*1), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y7, Y7
+	JMP     summed
+
+sumpart0:
+	SUBQ       $0x00000000, R11
+	JZ         summed
+	LEAQ       tailmask<>+32(SB), R12
+	SUBQ       R11, R12
+	VMOVDQU    (R12), Y8
+	VMASKMOVPS (CX)(R10*1), Y8, Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y0, Y0
+	JMP        summed
+
+sumpart1:
+	SUBQ       $0x00000020, R11
+	JZ         summed
+	LEAQ       tailmask<>+32(SB), R12
+	SUBQ       R11, R12
+	VMOVDQU    (R12), Y8
+	VMASKMOVPS 32(CX)(R10*1), Y8, Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y1, Y1
+	JMP        summed
+
+sumpart2:
+	SUBQ       $0x00000040, R11
+	JZ         summed
+	LEAQ       tailmask<>+32(SB), R12
+	SUBQ       R11, R12
+	VMOVDQU    (R12), Y8
+	VMASKMOVPS 64(CX)(R10*1), Y8, Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y2, Y2
+	JMP        summed
+
+sumpart3:
+	SUBQ       $0x00000060, R11
+	JZ         summed
+	LEAQ       tailmask<>+32(SB), R12
+	SUBQ       R11, R12
+	VMOVDQU    (R12), Y8
+	VMASKMOVPS 96(CX)(R10*1), Y8, Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y3, Y3
+	JMP        summed
+
+sumpart4:
+	SUBQ       $0x00000080, R11
+	JZ         summed
+	LEAQ       tailmask<>+32(SB), R12
+	SUBQ       R11, R12
+	VMOVDQU    (R12), Y8
+	VMASKMOVPS 128(CX)(R10*1), Y8, Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y4, Y4
+	JMP        summed
+
+sumpart5:
+	SUBQ       $0x000000a0, R11
+	JZ         summed
+	LEAQ       tailmask<>+32(SB), R12
+	SUBQ       R11, R12
+	VMOVDQU    (R12), Y8
+	VMASKMOVPS 160(CX)(R10*1), Y8, Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y5, Y5
+	JMP        summed
+
+sumpart6:
+	SUBQ       $0x000000c0, R11
+	JZ         summed
+	LEAQ       tailmask<>+32(SB), R12
+	SUBQ       R11, R12
+	VMOVDQU    (R12), Y8
+	VMASKMOVPS 192(CX)(R10*1), Y8, Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y6, Y6
+	JMP        summed
+
+sumpart7:
+	SUBQ       $0x000000e0, R11
+	JZ         summed
+	LEAQ       tailmask<>+32(SB), R12
+	SUBQ       R11, R12
+	VMOVDQU    (R12), Y8
+	VMASKMOVPS 224(CX)(R10*1), Y8, Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y7, Y7
+
+summed:
+	// Halving tree: p[j] += p[j+h] for h = 32, 16, ..., 1.
+	VADDPS       Y4, Y0, Y0
+	VADDPS       Y5, Y1, Y1
+	VADDPS       Y6, Y2, Y2
+	VADDPS       Y7, Y3, Y3
+	VADDPS       Y2, Y0, Y0
+	VADDPS       Y3, Y1, Y1
+	VADDPS       Y1, Y0, Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X1
+	VMOVHLPS     X1, X1, X0
+	VADDPS       X0, X1, X1
+	VMOVSHDUP    X1, X0
+	VADDSS       X0, X1, X1
+
+	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
+	TESTQ  $0x00000002, R8
+	JZ     divide
+	VMULSS rd+72(FP), X1, X0
+	JMP    divided
+
+divide:
+	VDIVSS fd+68(FP), X1, X0
+
+divided:
+	VADDSS   eps+64(FP), X0, X0
+	VUCOMISS tlo<>+0(SB), X0
+	JCS      ret
+	VUCOMISS tmax<>+0(SB), X0
+	JHI      ret
+	VSQRTSS  X0, X0, X0
+	VMOVSS   one<>+0(SB), X1
+	VDIVSS   X0, X1, X1
+
+	// Report 1/rms if asked.
+	TESTQ  DX, DX
+	JZ     scale
+	VMOVSS X1, (DX)(R9*4)
+
+scale:
+	VBROADCASTSS X1, Y0
+	TESTQ        $0x00000001, R8
+	JNZ          scalent
+
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ R10, R10
+	MOVQ BX, R11
+	SUBQ $0x00000080, R11
+
+sloop:
+	CMPQ    R10, R11
+	JG      sone
+	VMULPS  (CX)(R10*1), Y0, Y2
+	VMOVUPS Y2, (AX)(R10*1)
+	VMULPS  32(CX)(R10*1), Y0, Y2
+	VMOVUPS Y2, 32(AX)(R10*1)
+	VMULPS  64(CX)(R10*1), Y0, Y2
+	VMOVUPS Y2, 64(AX)(R10*1)
+	VMULPS  96(CX)(R10*1), Y0, Y2
+	VMOVUPS Y2, 96(AX)(R10*1)
+	ADDQ    $0x00000080, R10
+	JMP     sloop
+
+sone:
+	ADDQ $0x00000060, R11
+
+soneloop:
+	CMPQ    R10, R11
+	JG      stail
+	VMULPS  (CX)(R10*1), Y0, Y2
+	VMOVUPS Y2, (AX)(R10*1)
+	ADDQ    $0x00000020, R10
+	JMP     soneloop
+
+stail:
+	CMPQ   R10, BX
+	JGE    sdone
+	VMOVSS (CX)(R10*1), X0
+	VMULSS X1, X0, X0
+	VMOVSS X0, (AX)(R10*1)
+	ADDQ   $0x04, R10
+	JMP    stail
+
+sdone:
+	JMP scaled
+
+scalent:
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ R10, R10
+
+	// Ordinary stores up to the first vector-aligned element of dst.
+nhead:
+	LEAQ   (AX)(R10*1), R11
+	TESTQ  $0x0000001f, R11
+	JZ     nbody
+	CMPQ   R10, BX
+	JGE    ndone
+	VMOVSS (CX)(R10*1), X2
+	VMULSS X1, X2, X2
+	VMOVSS X2, (AX)(R10*1)
+	ADDQ   $0x04, R10
+	JMP    nhead
+
+nbody:
+	MOVQ BX, R11
+	SUBQ $0x00000080, R11
+
+nloop:
+	CMPQ     R10, R11
+	JG       none
+	VMULPS   (CX)(R10*1), Y0, Y2
+	VMOVNTPS Y2, (AX)(R10*1)
+	VMULPS   32(CX)(R10*1), Y0, Y2
+	VMOVNTPS Y2, 32(AX)(R10*1)
+	VMULPS   64(CX)(R10*1), Y0, Y2
+	VMOVNTPS Y2, 64(AX)(R10*1)
+	VMULPS   96(CX)(R10*1), Y0, Y2
+	VMOVNTPS Y2, 96(AX)(R10*1)
+	ADDQ     $0x00000080, R10
+	JMP      nloop
+
+none:
+	ADDQ $0x00000060, R11
+
+noneloop:
+	CMPQ     R10, R11
+	JG       ntail
+	VMULPS   (CX)(R10*1), Y0, Y2
+	VMOVNTPS Y2, (AX)(R10*1)
+	ADDQ     $0x00000020, R10
+	JMP      noneloop
+
+ntail:
+	CMPQ   R10, BX
+	JGE    ndone
+	VMOVSS (CX)(R10*1), X0
+	VMULSS X1, X0, X0
+	VMOVSS X0, (AX)(R10*1)
+	ADDQ   $0x04, R10
+	JMP    ntail
+
+ndone:
+scaled:
+	ADDQ DI, AX
+	ADDQ DI, CX
 	INCQ R9
 	JMP  row
 
 ret:
+	TESTQ $0x00000001, R8
+	JZ    vzero
+	SFENCE
+
+vzero:
 	VZEROUPPER
-	MOVQ R9, ret+72(FP)
+	MOVQ R9, ret+88(FP)
+	RET
+
+// func avx2AddWeighted(dst *float32, x *float32, w *float32, res *float32, inv *float32, d int, rows int, stride int, eps float32, fd float32, rd float32, flags int) int
+// Requires: AVX, AVX2, MMX+
+TEXT ·avx2AddWeighted(SB), NOSPLIT, $0-96
+	MOVQ dst+0(FP), AX
+	MOVQ x+8(FP), CX
+	MOVQ w+16(FP), DX
+	MOVQ res+24(FP), BX
+	MOVQ inv+32(FP), SI
+	MOVQ d+40(FP), DI
+	SHLQ $0x02, DI
+	MOVQ rows+48(FP), R8
+	MOVQ stride+56(FP), R9
+	SHLQ $0x02, R9
+	MOVQ flags+80(FP), R10
+	XORQ R11, R11
+
+row:
+	CMPQ R11, R8
+	JAE  ret
+
+	// Sum of squares: element i goes to partial i%64.
+	MOVQ   DI, R13
+	SUBQ   $0x00000100, R13
+	JGE    firstblock
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	XORQ   R12, R12
+	JMP    sumtail
+
+firstblock:
+	// +0 + square is the square itself: the first block initializes the partials.
+	XORQ    R12, R12
+	VMOVUPS (CX)(R12*1), Y0
+	VADDPS  (BX)(R12*1), Y0, Y0
+	VMOVUPS Y0, (BX)(R12*1)
+	VMULPS  Y0, Y0, Y0
+	VMOVAPS Y0, Y0
+	VMOVUPS 32(CX)(R12*1), Y1
+	VADDPS  32(BX)(R12*1), Y1, Y1
+	VMOVUPS Y1, 32(BX)(R12*1)
+	VMULPS  Y1, Y1, Y1
+	VMOVAPS Y1, Y1
+	VMOVUPS 64(CX)(R12*1), Y2
+	VADDPS  64(BX)(R12*1), Y2, Y2
+	VMOVUPS Y2, 64(BX)(R12*1)
+	VMULPS  Y2, Y2, Y2
+	VMOVAPS Y2, Y2
+	VMOVUPS 96(CX)(R12*1), Y3
+	VADDPS  96(BX)(R12*1), Y3, Y3
+	VMOVUPS Y3, 96(BX)(R12*1)
+	VMULPS  Y3, Y3, Y3
+	VMOVAPS Y3, Y3
+	VMOVUPS 128(CX)(R12*1), Y4
+	VADDPS  128(BX)(R12*1), Y4, Y4
+	VMOVUPS Y4, 128(BX)(R12*1)
+	VMULPS  Y4, Y4, Y4
+	VMOVAPS Y4, Y4
+	VMOVUPS 160(CX)(R12*1), Y5
+	VADDPS  160(BX)(R12*1), Y5, Y5
+	VMOVUPS Y5, 160(BX)(R12*1)
+	VMULPS  Y5, Y5, Y5
+	VMOVAPS Y5, Y5
+	VMOVUPS 192(CX)(R12*1), Y6
+	VADDPS  192(BX)(R12*1), Y6, Y6
+	VMOVUPS Y6, 192(BX)(R12*1)
+	VMULPS  Y6, Y6, Y6
+	VMOVAPS Y6, Y6
+	VMOVUPS 224(CX)(R12*1), Y7
+	VADDPS  224(BX)(R12*1), Y7, Y7
+	VMOVUPS Y7, 224(BX)(R12*1)
+	VMULPS  Y7, Y7, Y7
+	VMOVAPS Y7, Y7
+	MOVQ    $0x00000100, R12
+	JMP     sumcheck
+
+sumloop:
+	VMOVUPS (CX)(R12*1), Y8
+	VADDPS  (BX)(R12*1), Y8, Y8
+	VMOVUPS Y8, (BX)(R12*1)
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y0, Y0
+	VMOVUPS 32(CX)(R12*1), Y8
+	VADDPS  32(BX)(R12*1), Y8, Y8
+	VMOVUPS Y8, 32(BX)(R12*1)
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y1, Y1
+	VMOVUPS 64(CX)(R12*1), Y8
+	VADDPS  64(BX)(R12*1), Y8, Y8
+	VMOVUPS Y8, 64(BX)(R12*1)
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y2, Y2
+	VMOVUPS 96(CX)(R12*1), Y8
+	VADDPS  96(BX)(R12*1), Y8, Y8
+	VMOVUPS Y8, 96(BX)(R12*1)
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y3, Y3
+	VMOVUPS 128(CX)(R12*1), Y8
+	VADDPS  128(BX)(R12*1), Y8, Y8
+	VMOVUPS Y8, 128(BX)(R12*1)
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y4, Y4
+	VMOVUPS 160(CX)(R12*1), Y8
+	VADDPS  160(BX)(R12*1), Y8, Y8
+	VMOVUPS Y8, 160(BX)(R12*1)
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y5, Y5
+	VMOVUPS 192(CX)(R12*1), Y8
+	VADDPS  192(BX)(R12*1), Y8, Y8
+	VMOVUPS Y8, 192(BX)(R12*1)
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y6, Y6
+	VMOVUPS 224(CX)(R12*1), Y8
+	VADDPS  224(BX)(R12*1), Y8, Y8
+	VMOVUPS Y8, 224(BX)(R12*1)
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y7, Y7
+	ADDQ    $0x00000100, R12
+
+sumcheck:
+	CMPQ R12, R13
+	JLE  sumloop
+
+sumtail:
+	// Fewer than 64 elements remain: whole vectors first, then one masked vector.
+	MOVQ    DI, R13
+	SUBQ    R12, R13
+	CMPQ    R13, $0x00000020
+	JL      sumpart0
+	VMOVUPS (CX)(R12*1), Y8
+	VADDPS  (BX)(R12*1), Y8, Y8
+	VMOVUPS Y8, (BX)(R12*1)
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y0, Y0
+	CMPQ    R13, $0x00000040
+	JL      sumpart1
+	VMOVUPS 32(CX)(R12*1), Y8
+	VADDPS  32(BX)(R12*1), Y8, Y8
+	VMOVUPS Y8, 32(BX)(R12*1)
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y1, Y1
+	CMPQ    R13, $0x00000060
+	JL      sumpart2
+	VMOVUPS 64(CX)(R12*1), Y8
+	VADDPS  64(BX)(R12*1), Y8, Y8
+	VMOVUPS Y8, 64(BX)(R12*1)
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y2, Y2
+	CMPQ    R13, $0x00000080
+	JL      sumpart3
+	VMOVUPS 96(CX)(R12*1), Y8
+	VADDPS  96(BX)(R12*1), Y8, Y8
+	VMOVUPS Y8, 96(BX)(R12*1)
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y3, Y3
+	CMPQ    R13, $0x000000a0
+	JL      sumpart4
+	VMOVUPS 128(CX)(R12*1), Y8
+	VADDPS  128(BX)(R12*1), Y8, Y8
+	VMOVUPS Y8, 128(BX)(R12*1)
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y4, Y4
+	CMPQ    R13, $0x000000c0
+	JL      sumpart5
+	VMOVUPS 160(CX)(R12*1), Y8
+	VADDPS  160(BX)(R12*1), Y8, Y8
+	VMOVUPS Y8, 160(BX)(R12*1)
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y5, Y5
+	CMPQ    R13, $0x000000e0
+	JL      sumpart6
+	VMOVUPS 192(CX)(R12*1), Y8
+	VADDPS  192(BX)(R12*1), Y8, Y8
+	VMOVUPS Y8, 192(BX)(R12*1)
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y6, Y6
+	CMPQ    R13, $0x00000100
+	JL      sumpart7
+	VMOVUPS 224(CX)(R12*1), Y8
+	VADDPS  224(BX)(R12*1), Y8, Y8
+	VMOVUPS Y8, 224(BX)(R12*1)
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y7, Y7
+	JMP     summed
+
+sumpart0:
+	SUBQ       $0x00000000, R13
+	JZ         summed
+	LEAQ       tailmask<>+32(SB), R14
+	SUBQ       R13, R14
+	VMOVDQU    (R14), Y8
+	VMASKMOVPS (CX)(R12*1), Y8, Y9
+	VMASKMOVPS (BX)(R12*1), Y8, Y10
+	VADDPS     Y10, Y9, Y9
+	VMASKMOVPS Y9, Y8, (BX)(R12*1)
+	VMULPS     Y9, Y9, Y9
+	VADDPS     Y9, Y0, Y0
+	JMP        summed
+
+sumpart1:
+	SUBQ       $0x00000020, R13
+	JZ         summed
+	LEAQ       tailmask<>+32(SB), R14
+	SUBQ       R13, R14
+	VMOVDQU    (R14), Y8
+	VMASKMOVPS 32(CX)(R12*1), Y8, Y9
+	VMASKMOVPS 32(BX)(R12*1), Y8, Y10
+	VADDPS     Y10, Y9, Y9
+	VMASKMOVPS Y9, Y8, 32(BX)(R12*1)
+	VMULPS     Y9, Y9, Y9
+	VADDPS     Y9, Y1, Y1
+	JMP        summed
+
+sumpart2:
+	SUBQ       $0x00000040, R13
+	JZ         summed
+	LEAQ       tailmask<>+32(SB), R14
+	SUBQ       R13, R14
+	VMOVDQU    (R14), Y8
+	VMASKMOVPS 64(CX)(R12*1), Y8, Y9
+	VMASKMOVPS 64(BX)(R12*1), Y8, Y10
+	VADDPS     Y10, Y9, Y9
+	VMASKMOVPS Y9, Y8, 64(BX)(R12*1)
+	VMULPS     Y9, Y9, Y9
+	VADDPS     Y9, Y2, Y2
+	JMP        summed
+
+sumpart3:
+	SUBQ       $0x00000060, R13
+	JZ         summed
+	LEAQ       tailmask<>+32(SB), R14
+	SUBQ       R13, R14
+	VMOVDQU    (R14), Y8
+	VMASKMOVPS 96(CX)(R12*1), Y8, Y9
+	VMASKMOVPS 96(BX)(R12*1), Y8, Y10
+	VADDPS     Y10, Y9, Y9
+	VMASKMOVPS Y9, Y8, 96(BX)(R12*1)
+	VMULPS     Y9, Y9, Y9
+	VADDPS     Y9, Y3, Y3
+	JMP        summed
+
+sumpart4:
+	SUBQ       $0x00000080, R13
+	JZ         summed
+	LEAQ       tailmask<>+32(SB), R14
+	SUBQ       R13, R14
+	VMOVDQU    (R14), Y8
+	VMASKMOVPS 128(CX)(R12*1), Y8, Y9
+	VMASKMOVPS 128(BX)(R12*1), Y8, Y10
+	VADDPS     Y10, Y9, Y9
+	VMASKMOVPS Y9, Y8, 128(BX)(R12*1)
+	VMULPS     Y9, Y9, Y9
+	VADDPS     Y9, Y4, Y4
+	JMP        summed
+
+sumpart5:
+	SUBQ       $0x000000a0, R13
+	JZ         summed
+	LEAQ       tailmask<>+32(SB), R14
+	SUBQ       R13, R14
+	VMOVDQU    (R14), Y8
+	VMASKMOVPS 160(CX)(R12*1), Y8, Y9
+	VMASKMOVPS 160(BX)(R12*1), Y8, Y10
+	VADDPS     Y10, Y9, Y9
+	VMASKMOVPS Y9, Y8, 160(BX)(R12*1)
+	VMULPS     Y9, Y9, Y9
+	VADDPS     Y9, Y5, Y5
+	JMP        summed
+
+sumpart6:
+	SUBQ       $0x000000c0, R13
+	JZ         summed
+	LEAQ       tailmask<>+32(SB), R14
+	SUBQ       R13, R14
+	VMOVDQU    (R14), Y8
+	VMASKMOVPS 192(CX)(R12*1), Y8, Y9
+	VMASKMOVPS 192(BX)(R12*1), Y8, Y10
+	VADDPS     Y10, Y9, Y9
+	VMASKMOVPS Y9, Y8, 192(BX)(R12*1)
+	VMULPS     Y9, Y9, Y9
+	VADDPS     Y9, Y6, Y6
+	JMP        summed
+
+sumpart7:
+	SUBQ       $0x000000e0, R13
+	JZ         summed
+	LEAQ       tailmask<>+32(SB), R14
+	SUBQ       R13, R14
+	VMOVDQU    (R14), Y8
+	VMASKMOVPS 224(CX)(R12*1), Y8, Y9
+	VMASKMOVPS 224(BX)(R12*1), Y8, Y10
+	VADDPS     Y10, Y9, Y9
+	VMASKMOVPS Y9, Y8, 224(BX)(R12*1)
+	VMULPS     Y9, Y9, Y9
+	VADDPS     Y9, Y7, Y7
+
+summed:
+	// Halving tree: p[j] += p[j+h] for h = 32, 16, ..., 1.
+	VADDPS       Y4, Y0, Y0
+	VADDPS       Y5, Y1, Y1
+	VADDPS       Y6, Y2, Y2
+	VADDPS       Y7, Y3, Y3
+	VADDPS       Y2, Y0, Y0
+	VADDPS       Y3, Y1, Y1
+	VADDPS       Y1, Y0, Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X1
+	VMOVHLPS     X1, X1, X0
+	VADDPS       X0, X1, X1
+	VMOVSHDUP    X1, X0
+	VADDSS       X0, X1, X1
+
+	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
+	TESTQ  $0x00000002, R10
+	JZ     divide
+	VMULSS rd+72(FP), X1, X0
+	JMP    divided
+
+divide:
+	VDIVSS fd+68(FP), X1, X0
+
+divided:
+	VADDSS   eps+64(FP), X0, X0
+	VUCOMISS tlo<>+0(SB), X0
+	JCS      ret
+	VUCOMISS tmax<>+0(SB), X0
+	JHI      ret
+	VSQRTSS  X0, X0, X0
+	VMOVSS   one<>+0(SB), X1
+	VDIVSS   X0, X1, X1
+
+	// Report 1/rms if asked.
+	TESTQ  SI, SI
+	JZ     scale
+	VMOVSS X1, (SI)(R11*4)
+
+scale:
+	VBROADCASTSS X1, Y0
+	TESTQ        $0x00000001, R10
+	JNZ          scalent
+
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ R12, R12
+	MOVQ DI, R13
+	SUBQ $0x00000080, R13
+
+sloop:
+	CMPQ    R12, R13
+	JG      sone
+	VMULPS  (BX)(R12*1), Y0, Y2
+	VMULPS  (DX)(R12*1), Y2, Y2
+	VMOVUPS Y2, (AX)(R12*1)
+	VMULPS  32(BX)(R12*1), Y0, Y2
+	VMULPS  32(DX)(R12*1), Y2, Y2
+	VMOVUPS Y2, 32(AX)(R12*1)
+	VMULPS  64(BX)(R12*1), Y0, Y2
+	VMULPS  64(DX)(R12*1), Y2, Y2
+	VMOVUPS Y2, 64(AX)(R12*1)
+	VMULPS  96(BX)(R12*1), Y0, Y2
+	VMULPS  96(DX)(R12*1), Y2, Y2
+	VMOVUPS Y2, 96(AX)(R12*1)
+	ADDQ    $0x00000080, R12
+	JMP     sloop
+
+sone:
+	ADDQ $0x00000060, R13
+
+soneloop:
+	CMPQ    R12, R13
+	JG      stail
+	VMULPS  (BX)(R12*1), Y0, Y2
+	VMULPS  (DX)(R12*1), Y2, Y2
+	VMOVUPS Y2, (AX)(R12*1)
+	ADDQ    $0x00000020, R12
+	JMP     soneloop
+
+stail:
+	CMPQ   R12, DI
+	JGE    sdone
+	VMOVSS (BX)(R12*1), X0
+	VMULSS X1, X0, X0
+	VMULSS (DX)(R12*1), X0, X0
+	VMOVSS X0, (AX)(R12*1)
+	ADDQ   $0x04, R12
+	JMP    stail
+
+sdone:
+	JMP scaled
+
+scalent:
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ R12, R12
+
+	// Ordinary stores up to the first vector-aligned element of dst.
+nhead:
+	LEAQ   (AX)(R12*1), R13
+	TESTQ  $0x0000001f, R13
+	JZ     nbody
+	CMPQ   R12, DI
+	JGE    ndone
+	VMOVSS (BX)(R12*1), X2
+	VMULSS X1, X2, X2
+	VMULSS (DX)(R12*1), X2, X2
+	VMOVSS X2, (AX)(R12*1)
+	ADDQ   $0x04, R12
+	JMP    nhead
+
+nbody:
+	MOVQ DI, R13
+	SUBQ $0x00000080, R13
+
+nloop:
+	CMPQ     R12, R13
+	JG       none
+	VMULPS   (BX)(R12*1), Y0, Y2
+	VMULPS   (DX)(R12*1), Y2, Y2
+	VMOVNTPS Y2, (AX)(R12*1)
+	VMULPS   32(BX)(R12*1), Y0, Y2
+	VMULPS   32(DX)(R12*1), Y2, Y2
+	VMOVNTPS Y2, 32(AX)(R12*1)
+	VMULPS   64(BX)(R12*1), Y0, Y2
+	VMULPS   64(DX)(R12*1), Y2, Y2
+	VMOVNTPS Y2, 64(AX)(R12*1)
+	VMULPS   96(BX)(R12*1), Y0, Y2
+	VMULPS   96(DX)(R12*1), Y2, Y2
+	VMOVNTPS Y2, 96(AX)(R12*1)
+	ADDQ     $0x00000080, R12
+	JMP      nloop
+
+none:
+	ADDQ $0x00000060, R13
+
+noneloop:
+	CMPQ     R12, R13
+	JG       ntail
+	VMULPS   (BX)(R12*1), Y0, Y2
+	VMULPS   (DX)(R12*1), Y2, Y2
+	VMOVNTPS Y2, (AX)(R12*1)
+	ADDQ     $0x00000020, R12
+	JMP      noneloop
+
+ntail:
+	CMPQ   R12, DI
+	JGE    ndone
+	VMOVSS (BX)(R12*1), X0
+	VMULSS X1, X0, X0
+	VMULSS (DX)(R12*1), X0, X0
+	VMOVSS X0, (AX)(R12*1)
+	ADDQ   $0x04, R12
+	JMP    ntail
+
+ndone:
+scaled:
+	ADDQ R9, AX
+	ADDQ R9, CX
+	ADDQ R9, BX
+	INCQ R11
+	JMP  row
+
+ret:
+	TESTQ $0x00000001, R10
+	JZ    vzero
+	SFENCE
+
+vzero:
+	VZEROUPPER
+	MOVQ R11, ret+88(FP)
+	RET
+
+// func avx2AddOffset(dst *float32, x *float32, w *float32, res *float32, inv *float32, d int, rows int, stride int, eps float32, fd float32, rd float32, flags int) int
+// Requires: AVX, AVX2, MMX+
+TEXT ·avx2AddOffset(SB), NOSPLIT, $0-96
+	MOVQ dst+0(FP), AX
+	MOVQ x+8(FP), CX
+	MOVQ w+16(FP), DX
+	MOVQ res+24(FP), BX
+	MOVQ inv+32(FP), SI
+	MOVQ d+40(FP), DI
+	SHLQ $0x02, DI
+	MOVQ rows+48(FP), R8
+	MOVQ stride+56(FP), R9
+	SHLQ $0x02, R9
+	MOVQ flags+80(FP), R10
+	XORQ R11, R11
+
+row:
+	CMPQ R11, R8
+	JAE  ret
+
+	// Sum of squares: element i goes to partial i%64.
+	MOVQ   DI, R13
+	SUBQ   $0x00000100, R13
+	JGE    firstblock
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	XORQ   R12, R12
+	JMP    sumtail
+
+firstblock:
+	// +0 + square is the square itself: the first block initializes the partials.
+	XORQ    R12, R12
+	VMOVUPS (CX)(R12*1), Y0
+	VADDPS  (BX)(R12*1), Y0, Y0
+	VMOVUPS Y0, (BX)(R12*1)
+	VMULPS  Y0, Y0, Y0
+	VMOVAPS Y0, Y0
+	VMOVUPS 32(CX)(R12*1), Y1
+	VADDPS  32(BX)(R12*1), Y1, Y1
+	VMOVUPS Y1, 32(BX)(R12*1)
+	VMULPS  Y1, Y1, Y1
+	VMOVAPS Y1, Y1
+	VMOVUPS 64(CX)(R12*1), Y2
+	VADDPS  64(BX)(R12*1), Y2, Y2
+	VMOVUPS Y2, 64(BX)(R12*1)
+	VMULPS  Y2, Y2, Y2
+	VMOVAPS Y2, Y2
+	VMOVUPS 96(CX)(R12*1), Y3
+	VADDPS  96(BX)(R12*1), Y3, Y3
+	VMOVUPS Y3, 96(BX)(R12*1)
+	VMULPS  Y3, Y3, Y3
+	VMOVAPS Y3, Y3
+	VMOVUPS 128(CX)(R12*1), Y4
+	VADDPS  128(BX)(R12*1), Y4, Y4
+	VMOVUPS Y4, 128(BX)(R12*1)
+	VMULPS  Y4, Y4, Y4
+	VMOVAPS Y4, Y4
+	VMOVUPS 160(CX)(R12*1), Y5
+	VADDPS  160(BX)(R12*1), Y5, Y5
+	VMOVUPS Y5, 160(BX)(R12*1)
+	VMULPS  Y5, Y5, Y5
+	VMOVAPS Y5, Y5
+	VMOVUPS 192(CX)(R12*1), Y6
+	VADDPS  192(BX)(R12*1), Y6, Y6
+	VMOVUPS Y6, 192(BX)(R12*1)
+	VMULPS  Y6, Y6, Y6
+	VMOVAPS Y6, Y6
+	VMOVUPS 224(CX)(R12*1), Y7
+	VADDPS  224(BX)(R12*1), Y7, Y7
+	VMOVUPS Y7, 224(BX)(R12*1)
+	VMULPS  Y7, Y7, Y7
+	VMOVAPS Y7, Y7
+	MOVQ    $0x00000100, R12
+	JMP     sumcheck
+
+sumloop:
+	VMOVUPS (CX)(R12*1), Y8
+	VADDPS  (BX)(R12*1), Y8, Y8
+	VMOVUPS Y8, (BX)(R12*1)
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y0, Y0
+	VMOVUPS 32(CX)(R12*1), Y8
+	VADDPS  32(BX)(R12*1), Y8, Y8
+	VMOVUPS Y8, 32(BX)(R12*1)
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y1, Y1
+	VMOVUPS 64(CX)(R12*1), Y8
+	VADDPS  64(BX)(R12*1), Y8, Y8
+	VMOVUPS Y8, 64(BX)(R12*1)
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y2, Y2
+	VMOVUPS 96(CX)(R12*1), Y8
+	VADDPS  96(BX)(R12*1), Y8, Y8
+	VMOVUPS Y8, 96(BX)(R12*1)
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y3, Y3
+	VMOVUPS 128(CX)(R12*1), Y8
+	VADDPS  128(BX)(R12*1), Y8, Y8
+	VMOVUPS Y8, 128(BX)(R12*1)
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y4, Y4
+	VMOVUPS 160(CX)(R12*1), Y8
+	VADDPS  160(BX)(R12*1), Y8, Y8
+	VMOVUPS Y8, 160(BX)(R12*1)
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y5, Y5
+	VMOVUPS 192(CX)(R12*1), Y8
+	VADDPS  192(BX)(R12*1), Y8, Y8
+	VMOVUPS Y8, 192(BX)(R12*1)
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y6, Y6
+	VMOVUPS 224(CX)(R12*1), Y8
+	VADDPS  224(BX)(R12*1), Y8, Y8
+	VMOVUPS Y8, 224(BX)(R12*1)
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y7, Y7
+	ADDQ    $0x00000100, R12
+
+sumcheck:
+	CMPQ R12, R13
+	JLE  sumloop
+
+sumtail:
+	// Fewer than 64 elements remain: whole vectors first, then one masked vector.
+	MOVQ    DI, R13
+	SUBQ    R12, R13
+	CMPQ    R13, $0x00000020
+	JL      sumpart0
+	VMOVUPS (CX)(R12*1), Y8
+	VADDPS  (BX)(R12*1), Y8, Y8
+	VMOVUPS Y8, (BX)(R12*1)
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y0, Y0
+	CMPQ    R13, $0x00000040
+	JL      sumpart1
+	VMOVUPS 32(CX)(R12*1), Y8
+	VADDPS  32(BX)(R12*1), Y8, Y8
+	VMOVUPS Y8, 32(BX)(R12*1)
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y1, Y1
+	CMPQ    R13, $0x00000060
+	JL      sumpart2
+	VMOVUPS 64(CX)(R12*1), Y8
+	VADDPS  64(BX)(R12*1), Y8, Y8
+	VMOVUPS Y8, 64(BX)(R12*1)
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y2, Y2
+	CMPQ    R13, $0x00000080
+	JL      sumpart3
+	VMOVUPS 96(CX)(R12*1), Y8
+	VADDPS  96(BX)(R12*1), Y8, Y8
+	VMOVUPS Y8, 96(BX)(R12*1)
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y3, Y3
+	CMPQ    R13, $0x000000a0
+	JL      sumpart4
+	VMOVUPS 128(CX)(R12*1), Y8
+	VADDPS  128(BX)(R12*1), Y8, Y8
+	VMOVUPS Y8, 128(BX)(R12*1)
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y4, Y4
+	CMPQ    R13, $0x000000c0
+	JL      sumpart5
+	VMOVUPS 160(CX)(R12*1), Y8
+	VADDPS  160(BX)(R12*1), Y8, Y8
+	VMOVUPS Y8, 160(BX)(R12*1)
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y5, Y5
+	CMPQ    R13, $0x000000e0
+	JL      sumpart6
+	VMOVUPS 192(CX)(R12*1), Y8
+	VADDPS  192(BX)(R12*1), Y8, Y8
+	VMOVUPS Y8, 192(BX)(R12*1)
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y6, Y6
+	CMPQ    R13, $0x00000100
+	JL      sumpart7
+	VMOVUPS 224(CX)(R12*1), Y8
+	VADDPS  224(BX)(R12*1), Y8, Y8
+	VMOVUPS Y8, 224(BX)(R12*1)
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y7, Y7
+	JMP     summed
+
+sumpart0:
+	SUBQ       $0x00000000, R13
+	JZ         summed
+	LEAQ       tailmask<>+32(SB), R14
+	SUBQ       R13, R14
+	VMOVDQU    (R14), Y8
+	VMASKMOVPS (CX)(R12*1), Y8, Y9
+	VMASKMOVPS (BX)(R12*1), Y8, Y10
+	VADDPS     Y10, Y9, Y9
+	VMASKMOVPS Y9, Y8, (BX)(R12*1)
+	VMULPS     Y9, Y9, Y9
+	VADDPS     Y9, Y0, Y0
+	JMP        summed
+
+sumpart1:
+	SUBQ       $0x00000020, R13
+	JZ         summed
+	LEAQ       tailmask<>+32(SB), R14
+	SUBQ       R13, R14
+	VMOVDQU    (R14), Y8
+	VMASKMOVPS 32(CX)(R12*1), Y8, Y9
+	VMASKMOVPS 32(BX)(R12*1), Y8, Y10
+	VADDPS     Y10, Y9, Y9
+	VMASKMOVPS Y9, Y8, 32(BX)(R12*1)
+	VMULPS     Y9, Y9, Y9
+	VADDPS     Y9, Y1, Y1
+	JMP        summed
+
+sumpart2:
+	SUBQ       $0x00000040, R13
+	JZ         summed
+	LEAQ       tailmask<>+32(SB), R14
+	SUBQ       R13, R14
+	VMOVDQU    (R14), Y8
+	VMASKMOVPS 64(CX)(R12*1), Y8, Y9
+	VMASKMOVPS 64(BX)(R12*1), Y8, Y10
+	VADDPS     Y10, Y9, Y9
+	VMASKMOVPS Y9, Y8, 64(BX)(R12*1)
+	VMULPS     Y9, Y9, Y9
+	VADDPS     Y9, Y2, Y2
+	JMP        summed
+
+sumpart3:
+	SUBQ       $0x00000060, R13
+	JZ         summed
+	LEAQ       tailmask<>+32(SB), R14
+	SUBQ       R13, R14
+	VMOVDQU    (R14), Y8
+	VMASKMOVPS 96(CX)(R12*1), Y8, Y9
+	VMASKMOVPS 96(BX)(R12*1), Y8, Y10
+	VADDPS     Y10, Y9, Y9
+	VMASKMOVPS Y9, Y8, 96(BX)(R12*1)
+	VMULPS     Y9, Y9, Y9
+	VADDPS     Y9, Y3, Y3
+	JMP        summed
+
+sumpart4:
+	SUBQ       $0x00000080, R13
+	JZ         summed
+	LEAQ       tailmask<>+32(SB), R14
+	SUBQ       R13, R14
+	VMOVDQU    (R14), Y8
+	VMASKMOVPS 128(CX)(R12*1), Y8, Y9
+	VMASKMOVPS 128(BX)(R12*1), Y8, Y10
+	VADDPS     Y10, Y9, Y9
+	VMASKMOVPS Y9, Y8, 128(BX)(R12*1)
+	VMULPS     Y9, Y9, Y9
+	VADDPS     Y9, Y4, Y4
+	JMP        summed
+
+sumpart5:
+	SUBQ       $0x000000a0, R13
+	JZ         summed
+	LEAQ       tailmask<>+32(SB), R14
+	SUBQ       R13, R14
+	VMOVDQU    (R14), Y8
+	VMASKMOVPS 160(CX)(R12*1), Y8, Y9
+	VMASKMOVPS 160(BX)(R12*1), Y8, Y10
+	VADDPS     Y10, Y9, Y9
+	VMASKMOVPS Y9, Y8, 160(BX)(R12*1)
+	VMULPS     Y9, Y9, Y9
+	VADDPS     Y9, Y5, Y5
+	JMP        summed
+
+sumpart6:
+	SUBQ       $0x000000c0, R13
+	JZ         summed
+	LEAQ       tailmask<>+32(SB), R14
+	SUBQ       R13, R14
+	VMOVDQU    (R14), Y8
+	VMASKMOVPS 192(CX)(R12*1), Y8, Y9
+	VMASKMOVPS 192(BX)(R12*1), Y8, Y10
+	VADDPS     Y10, Y9, Y9
+	VMASKMOVPS Y9, Y8, 192(BX)(R12*1)
+	VMULPS     Y9, Y9, Y9
+	VADDPS     Y9, Y6, Y6
+	JMP        summed
+
+sumpart7:
+	SUBQ       $0x000000e0, R13
+	JZ         summed
+	LEAQ       tailmask<>+32(SB), R14
+	SUBQ       R13, R14
+	VMOVDQU    (R14), Y8
+	VMASKMOVPS 224(CX)(R12*1), Y8, Y9
+	VMASKMOVPS 224(BX)(R12*1), Y8, Y10
+	VADDPS     Y10, Y9, Y9
+	VMASKMOVPS Y9, Y8, 224(BX)(R12*1)
+	VMULPS     Y9, Y9, Y9
+	VADDPS     Y9, Y7, Y7
+
+summed:
+	// Halving tree: p[j] += p[j+h] for h = 32, 16, ..., 1.
+	VADDPS       Y4, Y0, Y0
+	VADDPS       Y5, Y1, Y1
+	VADDPS       Y6, Y2, Y2
+	VADDPS       Y7, Y3, Y3
+	VADDPS       Y2, Y0, Y0
+	VADDPS       Y3, Y1, Y1
+	VADDPS       Y1, Y0, Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X1
+	VMOVHLPS     X1, X1, X0
+	VADDPS       X0, X1, X1
+	VMOVSHDUP    X1, X0
+	VADDSS       X0, X1, X1
+
+	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
+	TESTQ  $0x00000002, R10
+	JZ     divide
+	VMULSS rd+72(FP), X1, X0
+	JMP    divided
+
+divide:
+	VDIVSS fd+68(FP), X1, X0
+
+divided:
+	VADDSS   eps+64(FP), X0, X0
+	VUCOMISS tlo<>+0(SB), X0
+	JCS      ret
+	VUCOMISS tmax<>+0(SB), X0
+	JHI      ret
+	VSQRTSS  X0, X0, X0
+	VMOVSS   one<>+0(SB), X1
+	VDIVSS   X0, X1, X1
+
+	// Report 1/rms if asked.
+	TESTQ  SI, SI
+	JZ     scale
+	VMOVSS X1, (SI)(R11*4)
+
+scale:
+	VBROADCASTSS X1, Y0
+	VBROADCASTSS one<>+0(SB), Y2
+	TESTQ        $0x00000001, R10
+	JNZ          scalent
+
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ R12, R12
+	MOVQ DI, R13
+	SUBQ $0x00000080, R13
+
+sloop:
+	CMPQ    R12, R13
+	JG      sone
+	VMULPS  (BX)(R12*1), Y0, Y3
+	VMOVUPS (DX)(R12*1), Y4
+	VADDPS  Y2, Y4, Y4
+	VMULPS  Y4, Y3, Y3
+	VMOVUPS Y3, (AX)(R12*1)
+	VMULPS  32(BX)(R12*1), Y0, Y3
+	VMOVUPS 32(DX)(R12*1), Y4
+	VADDPS  Y2, Y4, Y4
+	VMULPS  Y4, Y3, Y3
+	VMOVUPS Y3, 32(AX)(R12*1)
+	VMULPS  64(BX)(R12*1), Y0, Y3
+	VMOVUPS 64(DX)(R12*1), Y4
+	VADDPS  Y2, Y4, Y4
+	VMULPS  Y4, Y3, Y3
+	VMOVUPS Y3, 64(AX)(R12*1)
+	VMULPS  96(BX)(R12*1), Y0, Y3
+	VMOVUPS 96(DX)(R12*1), Y4
+	VADDPS  Y2, Y4, Y4
+	VMULPS  Y4, Y3, Y3
+	VMOVUPS Y3, 96(AX)(R12*1)
+	ADDQ    $0x00000080, R12
+	JMP     sloop
+
+sone:
+	ADDQ $0x00000060, R13
+
+soneloop:
+	CMPQ    R12, R13
+	JG      stail
+	VMULPS  (BX)(R12*1), Y0, Y3
+	VMOVUPS (DX)(R12*1), Y4
+	VADDPS  Y2, Y4, Y4
+	VMULPS  Y4, Y3, Y3
+	VMOVUPS Y3, (AX)(R12*1)
+	ADDQ    $0x00000020, R12
+	JMP     soneloop
+
+stail:
+	CMPQ   R12, DI
+	JGE    sdone
+	VMOVSS (BX)(R12*1), X0
+	VMULSS X1, X0, X0
+	VMOVSS (DX)(R12*1), X3
+	VADDSS X2, X3, X3
+	VMULSS X3, X0, X0
+	VMOVSS X0, (AX)(R12*1)
+	ADDQ   $0x04, R12
+	JMP    stail
+
+sdone:
+	JMP scaled
+
+scalent:
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ R12, R12
+
+	// Ordinary stores up to the first vector-aligned element of dst.
+nhead:
+	LEAQ   (AX)(R12*1), R13
+	TESTQ  $0x0000001f, R13
+	JZ     nbody
+	CMPQ   R12, DI
+	JGE    ndone
+	VMOVSS (BX)(R12*1), X3
+	VMULSS X1, X3, X3
+	VMOVSS (DX)(R12*1), X4
+	VADDSS X2, X4, X4
+	VMULSS X4, X3, X3
+	VMOVSS X3, (AX)(R12*1)
+	ADDQ   $0x04, R12
+	JMP    nhead
+
+nbody:
+	MOVQ DI, R13
+	SUBQ $0x00000080, R13
+
+nloop:
+	CMPQ     R12, R13
+	JG       none
+	VMULPS   (BX)(R12*1), Y0, Y3
+	VMOVUPS  (DX)(R12*1), Y4
+	VADDPS   Y2, Y4, Y4
+	VMULPS   Y4, Y3, Y3
+	VMOVNTPS Y3, (AX)(R12*1)
+	VMULPS   32(BX)(R12*1), Y0, Y3
+	VMOVUPS  32(DX)(R12*1), Y4
+	VADDPS   Y2, Y4, Y4
+	VMULPS   Y4, Y3, Y3
+	VMOVNTPS Y3, 32(AX)(R12*1)
+	VMULPS   64(BX)(R12*1), Y0, Y3
+	VMOVUPS  64(DX)(R12*1), Y4
+	VADDPS   Y2, Y4, Y4
+	VMULPS   Y4, Y3, Y3
+	VMOVNTPS Y3, 64(AX)(R12*1)
+	VMULPS   96(BX)(R12*1), Y0, Y3
+	VMOVUPS  96(DX)(R12*1), Y4
+	VADDPS   Y2, Y4, Y4
+	VMULPS   Y4, Y3, Y3
+	VMOVNTPS Y3, 96(AX)(R12*1)
+	ADDQ     $0x00000080, R12
+	JMP      nloop
+
+none:
+	ADDQ $0x00000060, R13
+
+noneloop:
+	CMPQ     R12, R13
+	JG       ntail
+	VMULPS   (BX)(R12*1), Y0, Y3
+	VMOVUPS  (DX)(R12*1), Y4
+	VADDPS   Y2, Y4, Y4
+	VMULPS   Y4, Y3, Y3
+	VMOVNTPS Y3, (AX)(R12*1)
+	ADDQ     $0x00000020, R12
+	JMP      noneloop
+
+ntail:
+	CMPQ   R12, DI
+	JGE    ndone
+	VMOVSS (BX)(R12*1), X0
+	VMULSS X1, X0, X0
+	VMOVSS (DX)(R12*1), X3
+	VADDSS X2, X3, X3
+	VMULSS X3, X0, X0
+	VMOVSS X0, (AX)(R12*1)
+	ADDQ   $0x04, R12
+	JMP    ntail
+
+ndone:
+scaled:
+	ADDQ R9, AX
+	ADDQ R9, CX
+	ADDQ R9, BX
+	INCQ R11
+	JMP  row
+
+ret:
+	TESTQ $0x00000001, R10
+	JZ    vzero
+	SFENCE
+
+vzero:
+	VZEROUPPER
+	MOVQ R11, ret+88(FP)
+	RET
+
+// func avx2AddUnweighted(dst *float32, x *float32, w *float32, res *float32, inv *float32, d int, rows int, stride int, eps float32, fd float32, rd float32, flags int) int
+// Requires: AVX, AVX2, MMX+
+TEXT ·avx2AddUnweighted(SB), NOSPLIT, $0-96
+	MOVQ dst+0(FP), AX
+	MOVQ x+8(FP), CX
+	MOVQ res+24(FP), DX
+	MOVQ inv+32(FP), BX
+	MOVQ d+40(FP), SI
+	SHLQ $0x02, SI
+	MOVQ rows+48(FP), DI
+	MOVQ stride+56(FP), R8
+	SHLQ $0x02, R8
+	MOVQ flags+80(FP), R9
+	XORQ R10, R10
+
+row:
+	CMPQ R10, DI
+	JAE  ret
+
+	// Sum of squares: element i goes to partial i%64.
+	MOVQ   SI, R12
+	SUBQ   $0x00000100, R12
+	JGE    firstblock
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	XORQ   R11, R11
+	JMP    sumtail
+
+firstblock:
+	// +0 + square is the square itself: the first block initializes the partials.
+	XORQ    R11, R11
+	VMOVUPS (CX)(R11*1), Y0
+	VADDPS  (DX)(R11*1), Y0, Y0
+	VMOVUPS Y0, (DX)(R11*1)
+	VMULPS  Y0, Y0, Y0
+	VMOVAPS Y0, Y0
+	VMOVUPS 32(CX)(R11*1), Y1
+	VADDPS  32(DX)(R11*1), Y1, Y1
+	VMOVUPS Y1, 32(DX)(R11*1)
+	VMULPS  Y1, Y1, Y1
+	VMOVAPS Y1, Y1
+	VMOVUPS 64(CX)(R11*1), Y2
+	VADDPS  64(DX)(R11*1), Y2, Y2
+	VMOVUPS Y2, 64(DX)(R11*1)
+	VMULPS  Y2, Y2, Y2
+	VMOVAPS Y2, Y2
+	VMOVUPS 96(CX)(R11*1), Y3
+	VADDPS  96(DX)(R11*1), Y3, Y3
+	VMOVUPS Y3, 96(DX)(R11*1)
+	VMULPS  Y3, Y3, Y3
+	VMOVAPS Y3, Y3
+	VMOVUPS 128(CX)(R11*1), Y4
+	VADDPS  128(DX)(R11*1), Y4, Y4
+	VMOVUPS Y4, 128(DX)(R11*1)
+	VMULPS  Y4, Y4, Y4
+	VMOVAPS Y4, Y4
+	VMOVUPS 160(CX)(R11*1), Y5
+	VADDPS  160(DX)(R11*1), Y5, Y5
+	VMOVUPS Y5, 160(DX)(R11*1)
+	VMULPS  Y5, Y5, Y5
+	VMOVAPS Y5, Y5
+	VMOVUPS 192(CX)(R11*1), Y6
+	VADDPS  192(DX)(R11*1), Y6, Y6
+	VMOVUPS Y6, 192(DX)(R11*1)
+	VMULPS  Y6, Y6, Y6
+	VMOVAPS Y6, Y6
+	VMOVUPS 224(CX)(R11*1), Y7
+	VADDPS  224(DX)(R11*1), Y7, Y7
+	VMOVUPS Y7, 224(DX)(R11*1)
+	VMULPS  Y7, Y7, Y7
+	VMOVAPS Y7, Y7
+	MOVQ    $0x00000100, R11
+	JMP     sumcheck
+
+sumloop:
+	VMOVUPS (CX)(R11*1), Y8
+	VADDPS  (DX)(R11*1), Y8, Y8
+	VMOVUPS Y8, (DX)(R11*1)
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y0, Y0
+	VMOVUPS 32(CX)(R11*1), Y8
+	VADDPS  32(DX)(R11*1), Y8, Y8
+	VMOVUPS Y8, 32(DX)(R11*1)
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y1, Y1
+	VMOVUPS 64(CX)(R11*1), Y8
+	VADDPS  64(DX)(R11*1), Y8, Y8
+	VMOVUPS Y8, 64(DX)(R11*1)
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y2, Y2
+	VMOVUPS 96(CX)(R11*1), Y8
+	VADDPS  96(DX)(R11*1), Y8, Y8
+	VMOVUPS Y8, 96(DX)(R11*1)
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y3, Y3
+	VMOVUPS 128(CX)(R11*1), Y8
+	VADDPS  128(DX)(R11*1), Y8, Y8
+	VMOVUPS Y8, 128(DX)(R11*1)
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y4, Y4
+	VMOVUPS 160(CX)(R11*1), Y8
+	VADDPS  160(DX)(R11*1), Y8, Y8
+	VMOVUPS Y8, 160(DX)(R11*1)
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y5, Y5
+	VMOVUPS 192(CX)(R11*1), Y8
+	VADDPS  192(DX)(R11*1), Y8, Y8
+	VMOVUPS Y8, 192(DX)(R11*1)
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y6, Y6
+	VMOVUPS 224(CX)(R11*1), Y8
+	VADDPS  224(DX)(R11*1), Y8, Y8
+	VMOVUPS Y8, 224(DX)(R11*1)
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y7, Y7
+	ADDQ    $0x00000100, R11
+
+sumcheck:
+	CMPQ R11, R12
+	JLE  sumloop
+
+sumtail:
+	// Fewer than 64 elements remain: whole vectors first, then one masked vector.
+	MOVQ    SI, R12
+	SUBQ    R11, R12
+	CMPQ    R12, $0x00000020
+	JL      sumpart0
+	VMOVUPS (CX)(R11*1), Y8
+	VADDPS  (DX)(R11*1), Y8, Y8
+	VMOVUPS Y8, (DX)(R11*1)
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y0, Y0
+	CMPQ    R12, $0x00000040
+	JL      sumpart1
+	VMOVUPS 32(CX)(R11*1), Y8
+	VADDPS  32(DX)(R11*1), Y8, Y8
+	VMOVUPS Y8, 32(DX)(R11*1)
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y1, Y1
+	CMPQ    R12, $0x00000060
+	JL      sumpart2
+	VMOVUPS 64(CX)(R11*1), Y8
+	VADDPS  64(DX)(R11*1), Y8, Y8
+	VMOVUPS Y8, 64(DX)(R11*1)
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y2, Y2
+	CMPQ    R12, $0x00000080
+	JL      sumpart3
+	VMOVUPS 96(CX)(R11*1), Y8
+	VADDPS  96(DX)(R11*1), Y8, Y8
+	VMOVUPS Y8, 96(DX)(R11*1)
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y3, Y3
+	CMPQ    R12, $0x000000a0
+	JL      sumpart4
+	VMOVUPS 128(CX)(R11*1), Y8
+	VADDPS  128(DX)(R11*1), Y8, Y8
+	VMOVUPS Y8, 128(DX)(R11*1)
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y4, Y4
+	CMPQ    R12, $0x000000c0
+	JL      sumpart5
+	VMOVUPS 160(CX)(R11*1), Y8
+	VADDPS  160(DX)(R11*1), Y8, Y8
+	VMOVUPS Y8, 160(DX)(R11*1)
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y5, Y5
+	CMPQ    R12, $0x000000e0
+	JL      sumpart6
+	VMOVUPS 192(CX)(R11*1), Y8
+	VADDPS  192(DX)(R11*1), Y8, Y8
+	VMOVUPS Y8, 192(DX)(R11*1)
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y6, Y6
+	CMPQ    R12, $0x00000100
+	JL      sumpart7
+	VMOVUPS 224(CX)(R11*1), Y8
+	VADDPS  224(DX)(R11*1), Y8, Y8
+	VMOVUPS Y8, 224(DX)(R11*1)
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y7, Y7
+	JMP     summed
+
+sumpart0:
+	SUBQ       $0x00000000, R12
+	JZ         summed
+	LEAQ       tailmask<>+32(SB), R13
+	SUBQ       R12, R13
+	VMOVDQU    (R13), Y8
+	VMASKMOVPS (CX)(R11*1), Y8, Y9
+	VMASKMOVPS (DX)(R11*1), Y8, Y10
+	VADDPS     Y10, Y9, Y9
+	VMASKMOVPS Y9, Y8, (DX)(R11*1)
+	VMULPS     Y9, Y9, Y9
+	VADDPS     Y9, Y0, Y0
+	JMP        summed
+
+sumpart1:
+	SUBQ       $0x00000020, R12
+	JZ         summed
+	LEAQ       tailmask<>+32(SB), R13
+	SUBQ       R12, R13
+	VMOVDQU    (R13), Y8
+	VMASKMOVPS 32(CX)(R11*1), Y8, Y9
+	VMASKMOVPS 32(DX)(R11*1), Y8, Y10
+	VADDPS     Y10, Y9, Y9
+	VMASKMOVPS Y9, Y8, 32(DX)(R11*1)
+	VMULPS     Y9, Y9, Y9
+	VADDPS     Y9, Y1, Y1
+	JMP        summed
+
+sumpart2:
+	SUBQ       $0x00000040, R12
+	JZ         summed
+	LEAQ       tailmask<>+32(SB), R13
+	SUBQ       R12, R13
+	VMOVDQU    (R13), Y8
+	VMASKMOVPS 64(CX)(R11*1), Y8, Y9
+	VMASKMOVPS 64(DX)(R11*1), Y8, Y10
+	VADDPS     Y10, Y9, Y9
+	VMASKMOVPS Y9, Y8, 64(DX)(R11*1)
+	VMULPS     Y9, Y9, Y9
+	VADDPS     Y9, Y2, Y2
+	JMP        summed
+
+sumpart3:
+	SUBQ       $0x00000060, R12
+	JZ         summed
+	LEAQ       tailmask<>+32(SB), R13
+	SUBQ       R12, R13
+	VMOVDQU    (R13), Y8
+	VMASKMOVPS 96(CX)(R11*1), Y8, Y9
+	VMASKMOVPS 96(DX)(R11*1), Y8, Y10
+	VADDPS     Y10, Y9, Y9
+	VMASKMOVPS Y9, Y8, 96(DX)(R11*1)
+	VMULPS     Y9, Y9, Y9
+	VADDPS     Y9, Y3, Y3
+	JMP        summed
+
+sumpart4:
+	SUBQ       $0x00000080, R12
+	JZ         summed
+	LEAQ       tailmask<>+32(SB), R13
+	SUBQ       R12, R13
+	VMOVDQU    (R13), Y8
+	VMASKMOVPS 128(CX)(R11*1), Y8, Y9
+	VMASKMOVPS 128(DX)(R11*1), Y8, Y10
+	VADDPS     Y10, Y9, Y9
+	VMASKMOVPS Y9, Y8, 128(DX)(R11*1)
+	VMULPS     Y9, Y9, Y9
+	VADDPS     Y9, Y4, Y4
+	JMP        summed
+
+sumpart5:
+	SUBQ       $0x000000a0, R12
+	JZ         summed
+	LEAQ       tailmask<>+32(SB), R13
+	SUBQ       R12, R13
+	VMOVDQU    (R13), Y8
+	VMASKMOVPS 160(CX)(R11*1), Y8, Y9
+	VMASKMOVPS 160(DX)(R11*1), Y8, Y10
+	VADDPS     Y10, Y9, Y9
+	VMASKMOVPS Y9, Y8, 160(DX)(R11*1)
+	VMULPS     Y9, Y9, Y9
+	VADDPS     Y9, Y5, Y5
+	JMP        summed
+
+sumpart6:
+	SUBQ       $0x000000c0, R12
+	JZ         summed
+	LEAQ       tailmask<>+32(SB), R13
+	SUBQ       R12, R13
+	VMOVDQU    (R13), Y8
+	VMASKMOVPS 192(CX)(R11*1), Y8, Y9
+	VMASKMOVPS 192(DX)(R11*1), Y8, Y10
+	VADDPS     Y10, Y9, Y9
+	VMASKMOVPS Y9, Y8, 192(DX)(R11*1)
+	VMULPS     Y9, Y9, Y9
+	VADDPS     Y9, Y6, Y6
+	JMP        summed
+
+sumpart7:
+	SUBQ       $0x000000e0, R12
+	JZ         summed
+	LEAQ       tailmask<>+32(SB), R13
+	SUBQ       R12, R13
+	VMOVDQU    (R13), Y8
+	VMASKMOVPS 224(CX)(R11*1), Y8, Y9
+	VMASKMOVPS 224(DX)(R11*1), Y8, Y10
+	VADDPS     Y10, Y9, Y9
+	VMASKMOVPS Y9, Y8, 224(DX)(R11*1)
+	VMULPS     Y9, Y9, Y9
+	VADDPS     Y9, Y7, Y7
+
+summed:
+	// Halving tree: p[j] += p[j+h] for h = 32, 16, ..., 1.
+	VADDPS       Y4, Y0, Y0
+	VADDPS       Y5, Y1, Y1
+	VADDPS       Y6, Y2, Y2
+	VADDPS       Y7, Y3, Y3
+	VADDPS       Y2, Y0, Y0
+	VADDPS       Y3, Y1, Y1
+	VADDPS       Y1, Y0, Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X1
+	VMOVHLPS     X1, X1, X0
+	VADDPS       X0, X1, X1
+	VMOVSHDUP    X1, X0
+	VADDSS       X0, X1, X1
+
+	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
+	TESTQ  $0x00000002, R9
+	JZ     divide
+	VMULSS rd+72(FP), X1, X0
+	JMP    divided
+
+divide:
+	VDIVSS fd+68(FP), X1, X0
+
+divided:
+	VADDSS   eps+64(FP), X0, X0
+	VUCOMISS tlo<>+0(SB), X0
+	JCS      ret
+	VUCOMISS tmax<>+0(SB), X0
+	JHI      ret
+	VSQRTSS  X0, X0, X0
+	VMOVSS   one<>+0(SB), X1
+	VDIVSS   X0, X1, X1
+
+	// Report 1/rms if asked.
+	TESTQ  BX, BX
+	JZ     scale
+	VMOVSS X1, (BX)(R10*4)
+
+scale:
+	VBROADCASTSS X1, Y0
+	TESTQ        $0x00000001, R9
+	JNZ          scalent
+
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ R11, R11
+	MOVQ SI, R12
+	SUBQ $0x00000080, R12
+
+sloop:
+	CMPQ    R11, R12
+	JG      sone
+	VMULPS  (DX)(R11*1), Y0, Y2
+	VMOVUPS Y2, (AX)(R11*1)
+	VMULPS  32(DX)(R11*1), Y0, Y2
+	VMOVUPS Y2, 32(AX)(R11*1)
+	VMULPS  64(DX)(R11*1), Y0, Y2
+	VMOVUPS Y2, 64(AX)(R11*1)
+	VMULPS  96(DX)(R11*1), Y0, Y2
+	VMOVUPS Y2, 96(AX)(R11*1)
+	ADDQ    $0x00000080, R11
+	JMP     sloop
+
+sone:
+	ADDQ $0x00000060, R12
+
+soneloop:
+	CMPQ    R11, R12
+	JG      stail
+	VMULPS  (DX)(R11*1), Y0, Y2
+	VMOVUPS Y2, (AX)(R11*1)
+	ADDQ    $0x00000020, R11
+	JMP     soneloop
+
+stail:
+	CMPQ   R11, SI
+	JGE    sdone
+	VMOVSS (DX)(R11*1), X0
+	VMULSS X1, X0, X0
+	VMOVSS X0, (AX)(R11*1)
+	ADDQ   $0x04, R11
+	JMP    stail
+
+sdone:
+	JMP scaled
+
+scalent:
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ R11, R11
+
+	// Ordinary stores up to the first vector-aligned element of dst.
+nhead:
+	LEAQ   (AX)(R11*1), R12
+	TESTQ  $0x0000001f, R12
+	JZ     nbody
+	CMPQ   R11, SI
+	JGE    ndone
+	VMOVSS (DX)(R11*1), X2
+	VMULSS X1, X2, X2
+	VMOVSS X2, (AX)(R11*1)
+	ADDQ   $0x04, R11
+	JMP    nhead
+
+nbody:
+	MOVQ SI, R12
+	SUBQ $0x00000080, R12
+
+nloop:
+	CMPQ     R11, R12
+	JG       none
+	VMULPS   (DX)(R11*1), Y0, Y2
+	VMOVNTPS Y2, (AX)(R11*1)
+	VMULPS   32(DX)(R11*1), Y0, Y2
+	VMOVNTPS Y2, 32(AX)(R11*1)
+	VMULPS   64(DX)(R11*1), Y0, Y2
+	VMOVNTPS Y2, 64(AX)(R11*1)
+	VMULPS   96(DX)(R11*1), Y0, Y2
+	VMOVNTPS Y2, 96(AX)(R11*1)
+	ADDQ     $0x00000080, R11
+	JMP      nloop
+
+none:
+	ADDQ $0x00000060, R12
+
+noneloop:
+	CMPQ     R11, R12
+	JG       ntail
+	VMULPS   (DX)(R11*1), Y0, Y2
+	VMOVNTPS Y2, (AX)(R11*1)
+	ADDQ     $0x00000020, R11
+	JMP      noneloop
+
+ntail:
+	CMPQ   R11, SI
+	JGE    ndone
+	VMOVSS (DX)(R11*1), X0
+	VMULSS X1, X0, X0
+	VMOVSS X0, (AX)(R11*1)
+	ADDQ   $0x04, R11
+	JMP    ntail
+
+ndone:
+scaled:
+	ADDQ R8, AX
+	ADDQ R8, CX
+	ADDQ R8, DX
+	INCQ R10
+	JMP  row
+
+ret:
+	TESTQ $0x00000001, R9
+	JZ    vzero
+	SFENCE
+
+vzero:
+	VZEROUPPER
+	MOVQ R10, ret+88(FP)
 	RET

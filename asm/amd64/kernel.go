@@ -8,10 +8,21 @@ import (
 	. "github.com/mmcloughlin/avo/reg"
 )
 
-const signature = "func(dst, x, w, res, inv *float32, d, rows, stride int, eps float32) int"
+const signature = "func(dst, x, w, res, inv *float32, d, rows, stride int, eps, fd, rd float32, flags int) int"
 
-// sumBlock is the bytes of one row that fill all 64 partial sums once.
-const sumBlock = 64 * 4
+// Flag bits of the flags argument, set by the Go side (dispatch_amd64.go).
+const (
+	flagNT = 1 // write dst with non-temporal stores (the batch is larger than the cache)
+	flagRD = 2 // d is a power of two: ss/d is computed exactly as ss*rd
+)
+
+const (
+	sumBlock = 64 * 4 // bytes of a row that fill the 64 partial sums once
+	group    = 4      // rows per group on the short-row path
+	// groupMaxBytes is the longest row (in bytes) the group path takes: four rows must stay in
+	// L1 between the sum and the scale pass, and longer rows hide the latency on their own.
+	groupMaxBytes = 512 * 4
+)
 
 // gen builds one kernel function.
 type gen struct {
@@ -20,7 +31,14 @@ type gen struct {
 
 	dst, x, w, res, inv GPVirtual
 	dB                  GPVirtual // row length in bytes
+	strideB             GPVirtual // row stride in bytes
+	flags               GPVirtual
+	prefix              string // label prefix of the path being emitted
 }
+
+func (g *gen) label(name string) string { return g.prefix + name }
+func (g *gen) Label(name string)        { Label(g.label(name)) }
+func (g *gen) ref(name string) LabelRef { return LabelRef(g.label(name)) }
 
 func kernel(s *isa, v variant) {
 	name := s.name + v.name()
@@ -29,6 +47,7 @@ func kernel(s *isa, v variant) {
 	Doc(
 		name+" normalizes `rows` rows of d floats whose starts are stride floats apart:",
 		v.formula(),
+		"fd is float32(d), and rd is 1/d when flags has flagRD (d a power of two).",
 		"It stops before the first row that needs the float64 path and returns that row's index, or rows.",
 	)
 	g := &gen{s: s, v: v}
@@ -43,59 +62,139 @@ func kernel(s *isa, v variant) {
 	g.inv = Load(Param("inv"), GP64()).(GPVirtual)
 	g.dB = Load(Param("d"), GP64()).(GPVirtual)
 	SHLQ(U8(2), g.dB)
-	rows := Load(Param("rows"), GP64())
-	strideB := Load(Param("stride"), GP64())
-	SHLQ(U8(2), strideB)
+	rows := Load(Param("rows"), GP64()).(GPVirtual)
+	g.strideB = Load(Param("stride"), GP64()).(GPVirtual)
+	SHLQ(U8(2), g.strideB)
+	g.flags = Load(Param("flags"), GP64()).(GPVirtual)
 
 	done := GP64()
 	XORQ(done, done)
-	Label("row")
-	CMPQ(done, rows)
-	JAE(LabelRef("ret"))
-
-	ss := g.sumSquares()
-	invx := g.invRMS(ss)
-
-	Comment("Report 1/rms if asked.")
-	TESTQ(g.inv, g.inv)
-	JZ(LabelRef("scale"))
-	VMOVSS(invx, Mem{Base: g.inv, Index: done, Scale: 4})
-	Label("scale")
-	g.scale(invx)
-
-	ADDQ(strideB, g.dst)
-	ADDQ(strideB, g.x)
-	if v.residual {
-		ADDQ(strideB, g.res)
+	if !v.residual {
+		// The residual forms always take the one-row path: a group that meets a row needing the
+		// float64 path would have updated res for the rows after it.
+		g.groupPath(rows, done)
 	}
-	INCQ(done)
-	JMP(LabelRef("row"))
+	g.rowPath(rows, done)
 
 	Label("ret")
+	TESTQ(U32(flagNT), g.flags)
+	JZ(LabelRef("vzero"))
+	SFENCE() // order the non-temporal stores before whatever the caller does next
+	Label("vzero")
 	VZEROUPPER()
 	Store(done, ReturnIndex(0))
 	RET()
 }
 
+// rowPath normalizes one row at a time until rows are done or a row needs the float64 path.
+func (g *gen) rowPath(rows, done GPVirtual) {
+	g.prefix = ""
+	Label("row")
+	CMPQ(done, rows)
+	JAE(LabelRef("ret"))
+
+	acc := g.sumSquares(g.x)
+	Comment("Halving tree: p[j] += p[j+h] for h = 32, 16, ..., 1.")
+	ss := g.s.finish1(g.s.partial(acc))
+	inv := g.invRMS(ss)
+
+	Comment("Report 1/rms if asked.")
+	TESTQ(g.inv, g.inv)
+	JZ(LabelRef("scale"))
+	VMOVSS(inv, Mem{Base: g.inv, Index: done, Scale: 4})
+	Label("scale")
+	g.scaleBoth(g.src(g.x), g.dst, inv)
+
+	ADDQ(g.strideB, g.dst)
+	ADDQ(g.strideB, g.x)
+	if g.v.residual {
+		ADDQ(g.strideB, g.res)
+	}
+	INCQ(done)
+	JMP(LabelRef("row"))
+}
+
+// groupPath normalizes four short rows at a time: their sums are formed one after the other, the
+// last halving-tree steps and the scalar steps run on all four at once in one XMM register, so the
+// long sqrt and divide latencies are paid once per group instead of once per row. A group with a
+// row that needs the float64 path is left to the one-row path, which recomputes it and stops there.
+func (g *gen) groupPath(rows, done GPVirtual) {
+	s := g.s
+	CMPQ(g.dB, U32(groupMaxBytes))
+	JA(LabelRef("row"))
+	Label("group")
+	left := GP64()
+	MOVQ(rows, left)
+	SUBQ(done, left)
+	CMPQ(left, U8(group))
+	JL(LabelRef("row"))
+
+	Comment("Sums of four rows, each partly reduced.")
+	q := make([]VecVirtual, group)
+	xr := GP64()
+	MOVQ(g.x, xr)
+	for r := range q {
+		g.prefix = fmt.Sprintf("g%d", r)
+		q[r] = s.partial(g.sumSquares(xr))
+		if r < group-1 {
+			ADDQ(g.strideB, xr)
+		}
+	}
+	Comment("The rest of the halving tree, four rows at once.")
+	ss := s.finish4(q)
+
+	Comment("t = ss/d + eps for the four rows; any t outside [2^-100, MaxFloat32] sends the group to the one-row path.")
+	t := s.packed()
+	g.prefix = "G"
+	g.divideByD(ss, t, true)
+	e := s.packed()
+	eps, _ := Param("eps").Resolve()
+	VBROADCASTSS(eps.Addr, e)
+	VADDPS(e, t, t)
+	s.allIn(t, g.ref("inrange"))
+	JMP(LabelRef("row"))
+	g.Label("inrange")
+	g.prefix = ""
+	VSQRTPS(t, t)
+	inv4 := s.packed()
+	VBROADCASTSS(constOne, inv4)
+	VDIVPS(t, inv4, inv4)
+
+	Comment("Report 1/rms if asked.")
+	TESTQ(g.inv, g.inv)
+	JZ(LabelRef("gscale"))
+	s.storeLanes4(inv4, Mem{Base: g.inv, Index: done, Scale: 4})
+	Label("gscale")
+	for r := 0; r < group; r++ {
+		g.prefix = fmt.Sprintf("g%d", r)
+		g.scaleBoth(g.x, g.dst, s.lane(inv4, r))
+		ADDQ(g.strideB, g.x)
+		ADDQ(g.strideB, g.dst)
+	}
+	g.prefix = ""
+	ADDQ(U8(group), done)
+	JMP(LabelRef("group"))
+}
+
 // src is the row the scale pass reads: h (in res) for the residual variants, else x.
-func (g *gen) src() GPVirtual {
+func (g *gen) src(x GPVirtual) GPVirtual {
 	if g.v.residual {
 		return g.res
 	}
-	return g.x
+	return x
 }
 
 func at(base, i GPVirtual, disp int) Mem { return Mem{Base: base, Index: i, Scale: 1, Disp: disp} }
 
 // loadSquare reads one vector of the row at byte i+disp (all lanes, or the masked ones), forms
 // h = x + res and stores it back to res in the residual variants, and returns its square.
-func (g *gen) loadSquare(i GPVirtual, disp int, mask Op) VecVirtual {
+func (g *gen) loadSquare(x, i GPVirtual, disp int, mask Op) VecVirtual {
 	s := g.s
 	t := s.vec()
 	if mask == nil {
-		VMOVUPS(at(g.x, i, disp), t)
+		VMOVUPS(at(x, i, disp), t)
 	} else {
-		s.maskedLoad(at(g.x, i, disp), mask, t)
+		s.maskedLoad(at(x, i, disp), mask, t)
 	}
 	if g.v.residual {
 		if mask == nil {
@@ -112,78 +211,106 @@ func (g *gen) loadSquare(i GPVirtual, disp int, mask Op) VecVirtual {
 	return t
 }
 
-// sumSquares accumulates the row into the 64 partials and reduces them by the halving tree; the
-// sum ss is lane 0 of the returned register.
-func (g *gen) sumSquares() VecVirtual {
+// sumSquares accumulates the row at x into the 64 partials, held in 64/lanes accumulators.
+func (g *gen) sumSquares(x GPVirtual) []VecVirtual {
 	s := g.s
 	Comment("Sum of squares: element i goes to partial i%64.")
 	acc := make([]VecVirtual, sumBlock/s.vbytes)
 	for k := range acc {
 		acc[k] = s.vec()
-		s.zero(acc[k])
 	}
 	i := GP64()
-	XORQ(i, i)
 	lim := GP64()
 	MOVQ(g.dB, lim)
 	SUBQ(U32(sumBlock), lim)
-	JL(LabelRef("sumtail"))
-	Label("sumloop")
+	JGE(g.ref("firstblock"))
 	for k := range acc {
-		VADDPS(g.loadSquare(i, k*s.vbytes, nil), acc[k], acc[k])
+		s.zero(acc[k])
+	}
+	XORQ(i, i)
+	JMP(g.ref("sumtail"))
+
+	g.Label("firstblock")
+	Comment("+0 + square is the square itself: the first block initializes the partials.")
+	XORQ(i, i)
+	for k := range acc {
+		sq := g.loadSquare(x, i, k*s.vbytes, nil)
+		s.move(sq, acc[k])
+	}
+	MOVQ(U32(sumBlock), i)
+	JMP(g.ref("sumcheck"))
+
+	g.Label("sumloop")
+	for k := range acc {
+		VADDPS(g.loadSquare(x, i, k*s.vbytes, nil), acc[k], acc[k])
 	}
 	ADDQ(U32(sumBlock), i)
+	g.Label("sumcheck")
 	CMPQ(i, lim)
-	JLE(LabelRef("sumloop"))
+	JLE(g.ref("sumloop"))
 
-	Label("sumtail")
+	g.Label("sumtail")
 	Comment("Fewer than 64 elements remain: whole vectors first, then one masked vector.")
 	rem := GP64()
 	MOVQ(g.dB, rem)
 	SUBQ(i, rem)
 	for k := range acc {
 		CMPQ(rem, U32((k+1)*s.vbytes))
-		JL(LabelRef(fmt.Sprintf("sumpart%d", k)))
-		VADDPS(g.loadSquare(i, k*s.vbytes, nil), acc[k], acc[k])
+		JL(g.ref(fmt.Sprintf("sumpart%d", k)))
+		VADDPS(g.loadSquare(x, i, k*s.vbytes, nil), acc[k], acc[k])
 	}
 	// Not reached: rem < sumBlock.
-	JMP(LabelRef("reduce"))
+	JMP(g.ref("summed"))
 	for k := range acc {
-		Label(fmt.Sprintf("sumpart%d", k))
+		g.Label(fmt.Sprintf("sumpart%d", k))
 		n := GP64()
 		MOVQ(rem, n)
 		SUBQ(U32(k*s.vbytes), n)
-		JZ(LabelRef("reduce"))
+		JZ(g.ref("summed"))
 		mask := s.tailMask(n)
-		VADDPS(g.loadSquare(i, k*s.vbytes, mask), acc[k], acc[k])
-		JMP(LabelRef("reduce"))
+		VADDPS(g.loadSquare(x, i, k*s.vbytes, mask), acc[k], acc[k])
+		if k < len(acc)-1 {
+			JMP(g.ref("summed"))
+		}
 	}
+	g.Label("summed")
+	return acc
+}
 
-	Label("reduce")
-	Comment("Halving tree: p[j] += p[j+h] for h = 32, 16, ..., 1.")
-	y := s.reduceTo256(acc)
-	x := XMM()
-	VEXTRACTF128(U8(1), y, x) // h = 4
-	VADDPS(x, y.AsX(), x)
-	t := XMM()
-	VMOVHLPS(x, x, t) // h = 2
-	VADDPS(t, x, x)
-	VMOVSHDUP(x, t) // h = 1
-	VADDSS(t, x, x)
-	return x
+// divideByD sets t = ss/float32(d), exactly as a division, as ss*rd when d is a power of two.
+func (g *gen) divideByD(ss, t VecVirtual, packed bool) {
+	fd, _ := Param("fd").Resolve()
+	rd, _ := Param("rd").Resolve()
+	c := XMM()
+	if packed {
+		c = g.s.packed()
+	}
+	TESTQ(U32(flagRD), g.flags)
+	JZ(g.ref("divide"))
+	if packed {
+		VBROADCASTSS(rd.Addr, c)
+		VMULPS(c, ss, t)
+	} else {
+		VMULSS(rd.Addr, ss, t)
+	}
+	JMP(g.ref("divided"))
+	g.Label("divide")
+	if packed {
+		VBROADCASTSS(fd.Addr, c)
+		VDIVPS(c, ss, t)
+	} else {
+		VDIVSS(fd.Addr, ss, t)
+	}
+	g.Label("divided")
 }
 
 // invRMS computes t = ss/float32(d) + eps, leaves for the float64 path when t is outside
 // [2^-100, MaxFloat32] or NaN, and returns inv = 1/sqrt(t) in lane 0.
 func (g *gen) invRMS(ss VecVirtual) VecVirtual {
 	Comment("t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.")
-	d, _ := Param("d").Resolve()
 	eps, _ := Param("eps").Resolve()
-	fd := XMM()
-	VXORPS(fd, fd, fd)
-	VCVTSI2SSQ(d.Addr, fd, fd)
 	t := XMM()
-	VDIVSS(fd, ss, t)
+	g.divideByD(ss, t, false)
 	VADDSS(eps.Addr, t, t)
 	VUCOMISS(constLo, t)
 	JCS(LabelRef("ret")) // t < 2^-100 or unordered
@@ -196,117 +323,176 @@ func (g *gen) invRMS(ss VecVirtual) VecVirtual {
 	return inv
 }
 
-// scale writes y for the row from src, inv and the weight.
-func (g *gen) scale(invx VecVirtual) {
-	s := g.s
-	Comment("y = (src*inv)*w, rounded after each multiply.")
-	invv := s.vec()
+// scaleBoth emits the scale pass twice, with ordinary and with non-temporal stores, and picks one
+// by the flags.
+func (g *gen) scaleBoth(src, dst GPVirtual, invx VecVirtual) {
+	invv := g.s.vec()
 	VBROADCASTSS(invx, invv)
 	var one VecVirtual
 	if g.v.mode == offset {
-		one = s.vec()
+		one = g.s.vec()
 		VBROADCASTSS(constOne, one)
 	}
+	TESTQ(U32(flagNT), g.flags)
+	JNZ(g.ref("scalent"))
+	g.scale(src, dst, invx, invv, one, false)
+	JMP(g.ref("scaled"))
+	g.Label("scalent")
+	g.scale(src, dst, invx, invv, one, true)
+	g.Label("scaled")
+}
+
+// scale writes y = (src*inv)*w (or the variant's form) for one row. With nt, the aligned middle of
+// the row goes out with non-temporal stores and the unaligned head and the tail with ordinary ones.
+func (g *gen) scale(src, dst GPVirtual, invx, invv, one VecVirtual, nt bool) {
+	s := g.s
+	p := "s"
+	if nt {
+		p = "n"
+	}
+	Comment("y = (src*inv)*w, rounded after each multiply.")
 	// one vector of output at byte i+disp
 	out := func(i GPVirtual, disp int, mask Op) {
 		t := s.vec()
 		if mask == nil {
-			VMULPS(at(g.src(), i, disp), invv, t)
+			VMULPS(at(src, i, disp), invv, t)
 		} else {
-			s.maskedLoad(at(g.src(), i, disp), mask, t)
+			s.maskedLoad(at(src, i, disp), mask, t)
 			VMULPS(t, invv, t)
 		}
-		g.applyWeight(t, func(u VecVirtual) {
-			if mask == nil {
-				VMOVUPS(at(g.w, i, disp), u)
-			} else {
-				s.maskedLoad(at(g.w, i, disp), mask, u)
-			}
-		}, one, s.vec)
-		if mask == nil {
-			VMOVUPS(t, at(g.dst, i, disp))
-		} else {
-			s.maskedStore(t, mask, at(g.dst, i, disp))
+		g.applyWeight(t, i, disp, mask, one)
+		switch {
+		case mask != nil:
+			s.maskedStore(t, mask, at(dst, i, disp))
+		case nt:
+			VMOVNTPS(t, at(dst, i, disp))
+		default:
+			VMOVUPS(t, at(dst, i, disp))
 		}
+	}
+	// one element, for the AVX2 head and tail
+	scalar := func(i GPVirtual) {
+		t := XMM()
+		VMOVSS(at(src, i, 0), t)
+		VMULSS(invx, t, t)
+		g.applyWeight(t, i, 0, nil, one)
+		VMOVSS(t, at(dst, i, 0))
+	}
+
+	i := GP64()
+	XORQ(i, i)
+	if nt {
+		Comment("Ordinary stores up to the first vector-aligned element of dst.")
+		if s.scalarScaleTail {
+			g.Label(p + "head")
+			a := GP64()
+			LEAQ(at(dst, i, 0), a)
+			TESTQ(U32(s.vbytes-1), a)
+			JZ(g.ref(p + "body"))
+			CMPQ(i, g.dB)
+			JGE(g.ref(p + "done"))
+			scalar(i)
+			ADDQ(U8(4), i)
+			JMP(g.ref(p + "head"))
+		} else {
+			n := GP64()
+			MOVQ(dst, n)
+			NEGQ(n)
+			ANDQ(U32(s.vbytes-1), n)
+			JZ(g.ref(p + "body"))
+			CMPQ(n, g.dB)
+			JLE(g.ref(p + "head"))
+			MOVQ(g.dB, n)
+			g.Label(p + "head")
+			MOVQ(n, i)
+			out(XORself(), 0, s.tailMask(n))
+		}
+		g.Label(p + "body")
 	}
 
 	const unroll = 4
-	i := GP64()
-	XORQ(i, i)
 	lim := GP64()
 	MOVQ(g.dB, lim)
 	SUBQ(U32(unroll*s.vbytes), lim)
-	JL(LabelRef("scaleone"))
-	Label("scaleloop")
+	g.Label(p + "loop")
+	CMPQ(i, lim)
+	JG(g.ref(p + "one"))
 	for k := 0; k < unroll; k++ {
 		out(i, k*s.vbytes, nil)
 	}
 	ADDQ(U32(unroll*s.vbytes), i)
-	CMPQ(i, lim)
-	JLE(LabelRef("scaleloop"))
+	JMP(g.ref(p + "loop"))
 
-	Label("scaleone")
-	MOVQ(g.dB, lim)
-	SUBQ(U32(s.vbytes), lim)
-	Label("scaleoneloop")
+	g.Label(p + "one")
+	ADDQ(U32((unroll-1)*s.vbytes), lim)
+	g.Label(p + "oneloop")
 	CMPQ(i, lim)
-	JG(LabelRef("scaletail"))
+	JG(g.ref(p + "tail"))
 	out(i, 0, nil)
 	ADDQ(U32(s.vbytes), i)
-	JMP(LabelRef("scaleoneloop"))
+	JMP(g.ref(p + "oneloop"))
 
-	Label("scaletail")
+	g.Label(p + "tail")
 	if s.scalarScaleTail {
-		Label("scalarloop")
 		CMPQ(i, g.dB)
-		JGE(LabelRef("next"))
-		t := XMM()
-		VMOVSS(at(g.src(), i, 0), t)
-		VMULSS(invx, t, t)
-		g.applyWeight(t, func(u VecVirtual) { VMOVSS(at(g.w, i, 0), u) }, one, XMM)
-		VMOVSS(t, at(g.dst, i, 0))
+		JGE(g.ref(p + "done"))
+		scalar(i)
 		ADDQ(U8(4), i)
-		JMP(LabelRef("scalarloop"))
+		JMP(g.ref(p + "tail"))
 	} else {
 		n := GP64()
 		MOVQ(g.dB, n)
 		SUBQ(i, n)
-		JZ(LabelRef("next"))
+		JZ(g.ref(p + "done"))
 		out(i, 0, s.tailMask(n))
 	}
-	Label("next")
+	g.Label(p + "done")
 }
 
-// applyWeight multiplies t by w or by (1+w) as the variant asks; loadW reads the weight into u.
-// For scalar t (an XMM lane), one is used through its lane 0.
-func (g *gen) applyWeight(t VecVirtual, loadW func(u VecVirtual), one VecVirtual, alloc func() VecVirtual) {
-	switch g.v.mode {
-	case weighted:
-		u := alloc()
-		loadW(u)
-		mulLike(t, u)
-	case offset:
-		u := alloc()
-		loadW(u)
-		addLike(t, one, u)
-		mulLike(t, u)
-	}
+// XORself returns a fresh zeroed GP register (an index of 0).
+func XORself() GPVirtual {
+	z := GP64()
+	XORQ(z, z)
+	return z
 }
 
-// mulLike computes t = t*u with the scalar form when t is an XMM register standing for one lane.
-func mulLike(t, u VecVirtual) {
-	if t.Size() == 16 {
-		VMULSS(u, t, t)
+// applyWeight multiplies t by w or by (1+w), as the variant asks, reading the weight at byte
+// i+disp (masked like t when mask is set). A 16-byte t stands for one scalar lane.
+func (g *gen) applyWeight(t VecVirtual, i GPVirtual, disp int, mask Op, one VecVirtual) {
+	if g.v.mode == unweighted {
 		return
 	}
-	VMULPS(u, t, t)
-}
-
-// addLike computes u = u + one in the width of t.
-func addLike(t, one, u VecVirtual) {
-	if t.Size() == 16 {
-		VADDSS(one.AsX(), u, u)
-		return
+	scalar := t.Size() == 16
+	m := at(g.w, i, disp)
+	switch {
+	case g.v.mode == weighted && scalar:
+		VMULSS(m, t, t)
+	case g.v.mode == weighted && mask == nil:
+		VMULPS(m, t, t)
+	default:
+		u := XMM()
+		if !scalar {
+			u = g.s.vec()
+		}
+		switch {
+		case scalar:
+			VMOVSS(m, u)
+		case mask == nil:
+			VMOVUPS(m, u)
+		default:
+			g.s.maskedLoad(m, mask, u)
+		}
+		if g.v.mode == offset {
+			if scalar {
+				VADDSS(one.AsX(), u, u)
+			} else {
+				VADDPS(one, u, u)
+			}
+		}
+		if scalar {
+			VMULSS(u, t, t)
+		} else {
+			VMULPS(u, t, t)
+		}
 	}
-	VADDPS(one, u, u)
 }

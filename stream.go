@@ -1,0 +1,22 @@
+package rmsnorm
+
+import "github.com/klauspost/cpuid/v2"
+
+// Non-temporal stores write dst around the caches. They pay off only when the output would not
+// fit in the cache anyway; below that the next operation (usually a matmul reading dst) wants dst
+// in cache, so ordinary stores are used.
+
+// streamBytes is the size of output above which kernels stream: the last-level cache as cpuid
+// reports it, or the L2 when there is no L3, or 8 MiB when cpuid knows neither.
+var streamBytes = func() int { // a variable so that tests can force either kind of store
+	switch c := cpuid.CPU.Cache; {
+	case c.L3 > 0:
+		return c.L3
+	case c.L2 > 0:
+		return c.L2
+	}
+	return 8 << 20
+}()
+
+// streaming reports whether the job's output is larger than the cache.
+func streaming(j *job) bool { return j.rows*j.d*4 > streamBytes }

@@ -31,6 +31,9 @@ DATA tmax4<>+8(SB)/4, $0x7f7fffff
 DATA tmax4<>+12(SB)/4, $0x7f7fffff
 GLOBL tmax4<>(SB), RODATA|NOPTR, $16
 
+DATA zero64<>+56(SB)/8, $0x0000000000000000
+GLOBL zero64<>(SB), RODATA|NOPTR, $64
+
 DATA tailmask<>+0(SB)/4, $0xffffffff
 DATA tailmask<>+4(SB)/4, $0xffffffff
 DATA tailmask<>+8(SB)/4, $0xffffffff
@@ -95,15 +98,15 @@ group:
 	MOVQ CX, R11
 
 	// Sum of squares: element i goes to partial i%64.
-	MOVQ   SI, R13
-	SUBQ   $0x00000100, R13
-	JGE    g0firstblock
-	VPXORD Z0, Z0, Z0
-	VPXORD Z1, Z1, Z1
-	VPXORD Z2, Z2, Z2
-	VPXORD Z3, Z3, Z3
-	XORQ   R12, R12
-	JMP    g0sumtail
+	MOVQ    SI, R13
+	SUBQ    $0x00000100, R13
+	JGE     g0firstblock
+	VMOVUPS zero64<>+0(SB), Z0
+	VMOVUPS zero64<>+0(SB), Z1
+	VMOVUPS zero64<>+0(SB), Z2
+	VMOVUPS zero64<>+0(SB), Z3
+	XORQ    R12, R12
+	JMP     g0sumtail
 
 g0firstblock:
 	// +0 + square is the square itself: the first block initializes the partials.
@@ -218,47 +221,47 @@ g0summed:
 	ADDQ   R8, R11
 
 	// Sum of squares: element i goes to partial i%64.
-	MOVQ   SI, R13
-	SUBQ   $0x00000100, R13
-	JGE    g1firstblock
-	VPXORD Z5, Z5, Z5
-	VPXORD Z6, Z6, Z6
-	VPXORD Z7, Z7, Z7
-	VPXORD Z8, Z8, Z8
-	XORQ   R12, R12
-	JMP    g1sumtail
+	MOVQ    SI, R13
+	SUBQ    $0x00000100, R13
+	JGE     g1firstblock
+	VMOVUPS zero64<>+0(SB), Z1
+	VMOVUPS zero64<>+0(SB), Z2
+	VMOVUPS zero64<>+0(SB), Z3
+	VMOVUPS zero64<>+0(SB), Z4
+	XORQ    R12, R12
+	JMP     g1sumtail
 
 g1firstblock:
 	// +0 + square is the square itself: the first block initializes the partials.
 	XORQ    R12, R12
-	VMOVUPS (R11)(R12*1), Z4
-	VMULPS  Z4, Z4, Z4
-	VMOVAPS Z4, Z5
-	VMOVUPS 64(R11)(R12*1), Z4
-	VMULPS  Z4, Z4, Z4
-	VMOVAPS Z4, Z6
-	VMOVUPS 128(R11)(R12*1), Z4
-	VMULPS  Z4, Z4, Z4
-	VMOVAPS Z4, Z7
+	VMOVUPS (R11)(R12*1), Z1
+	VMULPS  Z1, Z1, Z1
+	VMOVAPS Z1, Z1
+	VMOVUPS 64(R11)(R12*1), Z2
+	VMULPS  Z2, Z2, Z2
+	VMOVAPS Z2, Z2
+	VMOVUPS 128(R11)(R12*1), Z3
+	VMULPS  Z3, Z3, Z3
+	VMOVAPS Z3, Z3
 	VMOVUPS 192(R11)(R12*1), Z4
 	VMULPS  Z4, Z4, Z4
-	VMOVAPS Z4, Z8
+	VMOVAPS Z4, Z4
 	MOVQ    $0x00000100, R12
 	JMP     g1sumcheck
 
 g1sumloop:
-	VMOVUPS (R11)(R12*1), Z4
-	VMULPS  Z4, Z4, Z4
-	VADDPS  Z4, Z5, Z5
-	VMOVUPS 64(R11)(R12*1), Z4
-	VMULPS  Z4, Z4, Z4
-	VADDPS  Z4, Z6, Z6
-	VMOVUPS 128(R11)(R12*1), Z4
-	VMULPS  Z4, Z4, Z4
-	VADDPS  Z4, Z7, Z7
-	VMOVUPS 192(R11)(R12*1), Z4
-	VMULPS  Z4, Z4, Z4
-	VADDPS  Z4, Z8, Z8
+	VMOVUPS (R11)(R12*1), Z5
+	VMULPS  Z5, Z5, Z5
+	VADDPS  Z5, Z1, Z1
+	VMOVUPS 64(R11)(R12*1), Z5
+	VMULPS  Z5, Z5, Z5
+	VADDPS  Z5, Z2, Z2
+	VMOVUPS 128(R11)(R12*1), Z5
+	VMULPS  Z5, Z5, Z5
+	VADDPS  Z5, Z3, Z3
+	VMOVUPS 192(R11)(R12*1), Z5
+	VMULPS  Z5, Z5, Z5
+	VADDPS  Z5, Z4, Z4
 	ADDQ    $0x00000100, R12
 
 g1sumcheck:
@@ -271,24 +274,24 @@ g1sumtail:
 	SUBQ    R12, R13
 	CMPQ    R13, $0x00000040
 	JL      g1sumpart0
-	VMOVUPS (R11)(R12*1), Z4
-	VMULPS  Z4, Z4, Z4
-	VADDPS  Z4, Z5, Z5
+	VMOVUPS (R11)(R12*1), Z5
+	VMULPS  Z5, Z5, Z5
+	VADDPS  Z5, Z1, Z1
 	CMPQ    R13, $0x00000080
 	JL      g1sumpart1
-	VMOVUPS 64(R11)(R12*1), Z4
-	VMULPS  Z4, Z4, Z4
-	VADDPS  Z4, Z6, Z6
+	VMOVUPS 64(R11)(R12*1), Z5
+	VMULPS  Z5, Z5, Z5
+	VADDPS  Z5, Z2, Z2
 	CMPQ    R13, $0x000000c0
 	JL      g1sumpart2
-	VMOVUPS 128(R11)(R12*1), Z4
-	VMULPS  Z4, Z4, Z4
-	VADDPS  Z4, Z7, Z7
+	VMOVUPS 128(R11)(R12*1), Z5
+	VMULPS  Z5, Z5, Z5
+	VADDPS  Z5, Z3, Z3
 	CMPQ    R13, $0x00000100
 	JL      g1sumpart3
-	VMOVUPS 192(R11)(R12*1), Z4
-	VMULPS  Z4, Z4, Z4
-	VADDPS  Z4, Z8, Z8
+	VMOVUPS 192(R11)(R12*1), Z5
+	VMULPS  Z5, Z5, Z5
+	VADDPS  Z5, Z4, Z4
 	JMP     g1summed
 
 g1sumpart0:
@@ -297,9 +300,9 @@ g1sumpart0:
 	LEAQ      kmask<>+0(SB), R14
 	SHRQ      $0x01, R13
 	KMOVW     (R14)(R13*1), K1
-	VMOVUPS.Z (R11)(R12*1), K1, Z4
-	VMULPS    Z4, Z4, Z4
-	VADDPS    Z4, Z5, Z5
+	VMOVUPS.Z (R11)(R12*1), K1, Z5
+	VMULPS    Z5, Z5, Z5
+	VADDPS    Z5, Z1, Z1
 	JMP       g1summed
 
 g1sumpart1:
@@ -308,9 +311,9 @@ g1sumpart1:
 	LEAQ      kmask<>+0(SB), R14
 	SHRQ      $0x01, R13
 	KMOVW     (R14)(R13*1), K1
-	VMOVUPS.Z 64(R11)(R12*1), K1, Z4
-	VMULPS    Z4, Z4, Z4
-	VADDPS    Z4, Z6, Z6
+	VMOVUPS.Z 64(R11)(R12*1), K1, Z5
+	VMULPS    Z5, Z5, Z5
+	VADDPS    Z5, Z2, Z2
 	JMP       g1summed
 
 g1sumpart2:
@@ -319,9 +322,9 @@ g1sumpart2:
 	LEAQ      kmask<>+0(SB), R14
 	SHRQ      $0x01, R13
 	KMOVW     (R14)(R13*1), K1
-	VMOVUPS.Z 128(R11)(R12*1), K1, Z4
-	VMULPS    Z4, Z4, Z4
-	VADDPS    Z4, Z7, Z7
+	VMOVUPS.Z 128(R11)(R12*1), K1, Z5
+	VMULPS    Z5, Z5, Z5
+	VADDPS    Z5, Z3, Z3
 	JMP       g1summed
 
 g1sumpart3:
@@ -330,58 +333,58 @@ g1sumpart3:
 	LEAQ      kmask<>+0(SB), R14
 	SHRQ      $0x01, R13
 	KMOVW     (R14)(R13*1), K1
-	VMOVUPS.Z 192(R11)(R12*1), K1, Z4
-	VMULPS    Z4, Z4, Z4
-	VADDPS    Z4, Z8, Z8
+	VMOVUPS.Z 192(R11)(R12*1), K1, Z5
+	VMULPS    Z5, Z5, Z5
+	VADDPS    Z5, Z4, Z4
 
 g1summed:
-	VADDPS Z7, Z5, Z5
-	VADDPS Z8, Z6, Z6
-	VADDPS Z6, Z5, Z5
+	VADDPS Z3, Z1, Z1
+	VADDPS Z4, Z2, Z2
+	VADDPS Z2, Z1, Z1
 	ADDQ   R8, R11
 
 	// Sum of squares: element i goes to partial i%64.
-	MOVQ   SI, R13
-	SUBQ   $0x00000100, R13
-	JGE    g2firstblock
-	VPXORD Z9, Z9, Z9
-	VPXORD Z10, Z10, Z10
-	VPXORD Z11, Z11, Z11
-	VPXORD Z12, Z12, Z12
-	XORQ   R12, R12
-	JMP    g2sumtail
+	MOVQ    SI, R13
+	SUBQ    $0x00000100, R13
+	JGE     g2firstblock
+	VMOVUPS zero64<>+0(SB), Z2
+	VMOVUPS zero64<>+0(SB), Z3
+	VMOVUPS zero64<>+0(SB), Z4
+	VMOVUPS zero64<>+0(SB), Z5
+	XORQ    R12, R12
+	JMP     g2sumtail
 
 g2firstblock:
 	// +0 + square is the square itself: the first block initializes the partials.
 	XORQ    R12, R12
-	VMOVUPS (R11)(R12*1), Z4
-	VMULPS  Z4, Z4, Z4
-	VMOVAPS Z4, Z9
-	VMOVUPS 64(R11)(R12*1), Z4
-	VMULPS  Z4, Z4, Z4
-	VMOVAPS Z4, Z10
+	VMOVUPS (R11)(R12*1), Z2
+	VMULPS  Z2, Z2, Z2
+	VMOVAPS Z2, Z2
+	VMOVUPS 64(R11)(R12*1), Z3
+	VMULPS  Z3, Z3, Z3
+	VMOVAPS Z3, Z3
 	VMOVUPS 128(R11)(R12*1), Z4
 	VMULPS  Z4, Z4, Z4
-	VMOVAPS Z4, Z11
-	VMOVUPS 192(R11)(R12*1), Z4
-	VMULPS  Z4, Z4, Z4
-	VMOVAPS Z4, Z12
+	VMOVAPS Z4, Z4
+	VMOVUPS 192(R11)(R12*1), Z5
+	VMULPS  Z5, Z5, Z5
+	VMOVAPS Z5, Z5
 	MOVQ    $0x00000100, R12
 	JMP     g2sumcheck
 
 g2sumloop:
-	VMOVUPS (R11)(R12*1), Z4
-	VMULPS  Z4, Z4, Z4
-	VADDPS  Z4, Z9, Z9
-	VMOVUPS 64(R11)(R12*1), Z4
-	VMULPS  Z4, Z4, Z4
-	VADDPS  Z4, Z10, Z10
-	VMOVUPS 128(R11)(R12*1), Z4
-	VMULPS  Z4, Z4, Z4
-	VADDPS  Z4, Z11, Z11
-	VMOVUPS 192(R11)(R12*1), Z4
-	VMULPS  Z4, Z4, Z4
-	VADDPS  Z4, Z12, Z12
+	VMOVUPS (R11)(R12*1), Z6
+	VMULPS  Z6, Z6, Z6
+	VADDPS  Z6, Z2, Z2
+	VMOVUPS 64(R11)(R12*1), Z6
+	VMULPS  Z6, Z6, Z6
+	VADDPS  Z6, Z3, Z3
+	VMOVUPS 128(R11)(R12*1), Z6
+	VMULPS  Z6, Z6, Z6
+	VADDPS  Z6, Z4, Z4
+	VMOVUPS 192(R11)(R12*1), Z6
+	VMULPS  Z6, Z6, Z6
+	VADDPS  Z6, Z5, Z5
 	ADDQ    $0x00000100, R12
 
 g2sumcheck:
@@ -394,24 +397,24 @@ g2sumtail:
 	SUBQ    R12, R13
 	CMPQ    R13, $0x00000040
 	JL      g2sumpart0
-	VMOVUPS (R11)(R12*1), Z4
-	VMULPS  Z4, Z4, Z4
-	VADDPS  Z4, Z9, Z9
+	VMOVUPS (R11)(R12*1), Z6
+	VMULPS  Z6, Z6, Z6
+	VADDPS  Z6, Z2, Z2
 	CMPQ    R13, $0x00000080
 	JL      g2sumpart1
-	VMOVUPS 64(R11)(R12*1), Z4
-	VMULPS  Z4, Z4, Z4
-	VADDPS  Z4, Z10, Z10
+	VMOVUPS 64(R11)(R12*1), Z6
+	VMULPS  Z6, Z6, Z6
+	VADDPS  Z6, Z3, Z3
 	CMPQ    R13, $0x000000c0
 	JL      g2sumpart2
-	VMOVUPS 128(R11)(R12*1), Z4
-	VMULPS  Z4, Z4, Z4
-	VADDPS  Z4, Z11, Z11
+	VMOVUPS 128(R11)(R12*1), Z6
+	VMULPS  Z6, Z6, Z6
+	VADDPS  Z6, Z4, Z4
 	CMPQ    R13, $0x00000100
 	JL      g2sumpart3
-	VMOVUPS 192(R11)(R12*1), Z4
-	VMULPS  Z4, Z4, Z4
-	VADDPS  Z4, Z12, Z12
+	VMOVUPS 192(R11)(R12*1), Z6
+	VMULPS  Z6, Z6, Z6
+	VADDPS  Z6, Z5, Z5
 	JMP     g2summed
 
 g2sumpart0:
@@ -420,9 +423,9 @@ g2sumpart0:
 	LEAQ      kmask<>+0(SB), R14
 	SHRQ      $0x01, R13
 	KMOVW     (R14)(R13*1), K1
-	VMOVUPS.Z (R11)(R12*1), K1, Z4
-	VMULPS    Z4, Z4, Z4
-	VADDPS    Z4, Z9, Z9
+	VMOVUPS.Z (R11)(R12*1), K1, Z6
+	VMULPS    Z6, Z6, Z6
+	VADDPS    Z6, Z2, Z2
 	JMP       g2summed
 
 g2sumpart1:
@@ -431,9 +434,9 @@ g2sumpart1:
 	LEAQ      kmask<>+0(SB), R14
 	SHRQ      $0x01, R13
 	KMOVW     (R14)(R13*1), K1
-	VMOVUPS.Z 64(R11)(R12*1), K1, Z4
-	VMULPS    Z4, Z4, Z4
-	VADDPS    Z4, Z10, Z10
+	VMOVUPS.Z 64(R11)(R12*1), K1, Z6
+	VMULPS    Z6, Z6, Z6
+	VADDPS    Z6, Z3, Z3
 	JMP       g2summed
 
 g2sumpart2:
@@ -442,9 +445,9 @@ g2sumpart2:
 	LEAQ      kmask<>+0(SB), R14
 	SHRQ      $0x01, R13
 	KMOVW     (R14)(R13*1), K1
-	VMOVUPS.Z 128(R11)(R12*1), K1, Z4
-	VMULPS    Z4, Z4, Z4
-	VADDPS    Z4, Z11, Z11
+	VMOVUPS.Z 128(R11)(R12*1), K1, Z6
+	VMULPS    Z6, Z6, Z6
+	VADDPS    Z6, Z4, Z4
 	JMP       g2summed
 
 g2sumpart3:
@@ -453,58 +456,58 @@ g2sumpart3:
 	LEAQ      kmask<>+0(SB), R14
 	SHRQ      $0x01, R13
 	KMOVW     (R14)(R13*1), K1
-	VMOVUPS.Z 192(R11)(R12*1), K1, Z4
-	VMULPS    Z4, Z4, Z4
-	VADDPS    Z4, Z12, Z12
+	VMOVUPS.Z 192(R11)(R12*1), K1, Z6
+	VMULPS    Z6, Z6, Z6
+	VADDPS    Z6, Z5, Z5
 
 g2summed:
-	VADDPS Z11, Z9, Z9
-	VADDPS Z12, Z10, Z10
-	VADDPS Z10, Z9, Z9
+	VADDPS Z4, Z2, Z2
+	VADDPS Z5, Z3, Z3
+	VADDPS Z3, Z2, Z2
 	ADDQ   R8, R11
 
 	// Sum of squares: element i goes to partial i%64.
-	MOVQ   SI, R13
-	SUBQ   $0x00000100, R13
-	JGE    g3firstblock
-	VPXORD Z13, Z13, Z13
-	VPXORD Z14, Z14, Z14
-	VPXORD Z15, Z15, Z15
-	VPXORD Z16, Z16, Z16
-	XORQ   R12, R12
-	JMP    g3sumtail
+	MOVQ    SI, R13
+	SUBQ    $0x00000100, R13
+	JGE     g3firstblock
+	VMOVUPS zero64<>+0(SB), Z3
+	VMOVUPS zero64<>+0(SB), Z4
+	VMOVUPS zero64<>+0(SB), Z5
+	VMOVUPS zero64<>+0(SB), Z6
+	XORQ    R12, R12
+	JMP     g3sumtail
 
 g3firstblock:
 	// +0 + square is the square itself: the first block initializes the partials.
 	XORQ    R12, R12
-	VMOVUPS (R11)(R12*1), Z4
-	VMULPS  Z4, Z4, Z4
-	VMOVAPS Z4, Z13
+	VMOVUPS (R11)(R12*1), Z3
+	VMULPS  Z3, Z3, Z3
+	VMOVAPS Z3, Z3
 	VMOVUPS 64(R11)(R12*1), Z4
 	VMULPS  Z4, Z4, Z4
-	VMOVAPS Z4, Z14
-	VMOVUPS 128(R11)(R12*1), Z4
-	VMULPS  Z4, Z4, Z4
-	VMOVAPS Z4, Z15
-	VMOVUPS 192(R11)(R12*1), Z4
-	VMULPS  Z4, Z4, Z4
-	VMOVAPS Z4, Z16
+	VMOVAPS Z4, Z4
+	VMOVUPS 128(R11)(R12*1), Z5
+	VMULPS  Z5, Z5, Z5
+	VMOVAPS Z5, Z5
+	VMOVUPS 192(R11)(R12*1), Z6
+	VMULPS  Z6, Z6, Z6
+	VMOVAPS Z6, Z6
 	MOVQ    $0x00000100, R12
 	JMP     g3sumcheck
 
 g3sumloop:
-	VMOVUPS (R11)(R12*1), Z4
-	VMULPS  Z4, Z4, Z4
-	VADDPS  Z4, Z13, Z13
-	VMOVUPS 64(R11)(R12*1), Z4
-	VMULPS  Z4, Z4, Z4
-	VADDPS  Z4, Z14, Z14
-	VMOVUPS 128(R11)(R12*1), Z4
-	VMULPS  Z4, Z4, Z4
-	VADDPS  Z4, Z15, Z15
-	VMOVUPS 192(R11)(R12*1), Z4
-	VMULPS  Z4, Z4, Z4
-	VADDPS  Z4, Z16, Z16
+	VMOVUPS (R11)(R12*1), Z7
+	VMULPS  Z7, Z7, Z7
+	VADDPS  Z7, Z3, Z3
+	VMOVUPS 64(R11)(R12*1), Z7
+	VMULPS  Z7, Z7, Z7
+	VADDPS  Z7, Z4, Z4
+	VMOVUPS 128(R11)(R12*1), Z7
+	VMULPS  Z7, Z7, Z7
+	VADDPS  Z7, Z5, Z5
+	VMOVUPS 192(R11)(R12*1), Z7
+	VMULPS  Z7, Z7, Z7
+	VADDPS  Z7, Z6, Z6
 	ADDQ    $0x00000100, R12
 
 g3sumcheck:
@@ -517,24 +520,24 @@ g3sumtail:
 	SUBQ    R12, R13
 	CMPQ    R13, $0x00000040
 	JL      g3sumpart0
-	VMOVUPS (R11)(R12*1), Z4
-	VMULPS  Z4, Z4, Z4
-	VADDPS  Z4, Z13, Z13
+	VMOVUPS (R11)(R12*1), Z7
+	VMULPS  Z7, Z7, Z7
+	VADDPS  Z7, Z3, Z3
 	CMPQ    R13, $0x00000080
 	JL      g3sumpart1
-	VMOVUPS 64(R11)(R12*1), Z4
-	VMULPS  Z4, Z4, Z4
-	VADDPS  Z4, Z14, Z14
+	VMOVUPS 64(R11)(R12*1), Z7
+	VMULPS  Z7, Z7, Z7
+	VADDPS  Z7, Z4, Z4
 	CMPQ    R13, $0x000000c0
 	JL      g3sumpart2
-	VMOVUPS 128(R11)(R12*1), Z4
-	VMULPS  Z4, Z4, Z4
-	VADDPS  Z4, Z15, Z15
+	VMOVUPS 128(R11)(R12*1), Z7
+	VMULPS  Z7, Z7, Z7
+	VADDPS  Z7, Z5, Z5
 	CMPQ    R13, $0x00000100
 	JL      g3sumpart3
-	VMOVUPS 192(R11)(R12*1), Z4
-	VMULPS  Z4, Z4, Z4
-	VADDPS  Z4, Z16, Z16
+	VMOVUPS 192(R11)(R12*1), Z7
+	VMULPS  Z7, Z7, Z7
+	VADDPS  Z7, Z6, Z6
 	JMP     g3summed
 
 g3sumpart0:
@@ -543,9 +546,9 @@ g3sumpart0:
 	LEAQ      kmask<>+0(SB), R14
 	SHRQ      $0x01, R13
 	KMOVW     (R14)(R13*1), K1
-	VMOVUPS.Z (R11)(R12*1), K1, Z4
-	VMULPS    Z4, Z4, Z4
-	VADDPS    Z4, Z13, Z13
+	VMOVUPS.Z (R11)(R12*1), K1, Z7
+	VMULPS    Z7, Z7, Z7
+	VADDPS    Z7, Z3, Z3
 	JMP       g3summed
 
 g3sumpart1:
@@ -554,9 +557,9 @@ g3sumpart1:
 	LEAQ      kmask<>+0(SB), R14
 	SHRQ      $0x01, R13
 	KMOVW     (R14)(R13*1), K1
-	VMOVUPS.Z 64(R11)(R12*1), K1, Z4
-	VMULPS    Z4, Z4, Z4
-	VADDPS    Z4, Z14, Z14
+	VMOVUPS.Z 64(R11)(R12*1), K1, Z7
+	VMULPS    Z7, Z7, Z7
+	VADDPS    Z7, Z4, Z4
 	JMP       g3summed
 
 g3sumpart2:
@@ -565,9 +568,9 @@ g3sumpart2:
 	LEAQ      kmask<>+0(SB), R14
 	SHRQ      $0x01, R13
 	KMOVW     (R14)(R13*1), K1
-	VMOVUPS.Z 128(R11)(R12*1), K1, Z4
-	VMULPS    Z4, Z4, Z4
-	VADDPS    Z4, Z15, Z15
+	VMOVUPS.Z 128(R11)(R12*1), K1, Z7
+	VMULPS    Z7, Z7, Z7
+	VADDPS    Z7, Z5, Z5
 	JMP       g3summed
 
 g3sumpart3:
@@ -576,72 +579,72 @@ g3sumpart3:
 	LEAQ      kmask<>+0(SB), R14
 	SHRQ      $0x01, R13
 	KMOVW     (R14)(R13*1), K1
-	VMOVUPS.Z 192(R11)(R12*1), K1, Z4
-	VMULPS    Z4, Z4, Z4
-	VADDPS    Z4, Z16, Z16
+	VMOVUPS.Z 192(R11)(R12*1), K1, Z7
+	VMULPS    Z7, Z7, Z7
+	VADDPS    Z7, Z6, Z6
 
 g3summed:
-	VADDPS Z15, Z13, Z13
-	VADDPS Z16, Z14, Z14
-	VADDPS Z14, Z13, Z13
+	VADDPS Z5, Z3, Z3
+	VADDPS Z6, Z4, Z4
+	VADDPS Z4, Z3, Z3
 
 	// The rest of the halving tree, four rows at once.
-	VSHUFF64X2    $0x44, Z5, Z0, Z4
-	VSHUFF64X2    $0xee, Z5, Z0, Z21
-	VADDPS        Z21, Z4, Z4
-	VSHUFF64X2    $0x44, Z13, Z9, Z21
-	VSHUFF64X2    $0xee, Z13, Z9, Z22
-	VADDPS        Z22, Z21, Z21
-	VSHUFF32X4    $0x88, Z21, Z4, Z22
-	VSHUFF32X4    $0xdd, Z21, Z4, Z4
-	VADDPS        Z4, Z22, Z22
-	VPERMILPS     $0x4e, Z22, Z4
-	VADDPS        Z4, Z22, Z22
-	VPERMILPS     $0xb1, Z22, Z4
-	VADDPS        Z4, Z22, Z22
+	VSHUFF64X2    $0x44, Z1, Z0, Z4
+	VSHUFF64X2    $0xee, Z1, Z0, Z0
+	VADDPS        Z0, Z4, Z4
+	VSHUFF64X2    $0x44, Z3, Z2, Z0
+	VSHUFF64X2    $0xee, Z3, Z2, Z1
+	VADDPS        Z1, Z0, Z0
+	VSHUFF32X4    $0x88, Z0, Z4, Z1
+	VSHUFF32X4    $0xdd, Z0, Z4, Z0
+	VADDPS        Z0, Z1, Z1
+	VPERMILPS     $0x4e, Z1, Z0
+	VADDPS        Z0, Z1, Z1
+	VPERMILPS     $0xb1, Z1, Z0
+	VADDPS        Z0, Z1, Z1
 	MOVL          $0x00001111, R11
 	KMOVW         R11, K1
-	VCOMPRESSPS.Z Z22, K1, Z4
+	VCOMPRESSPS.Z Z1, K1, Z0
 
 	// t = ss/d + eps for the four rows; any t outside [2^-100, MaxFloat32] sends the group to the one-row path.
 	TESTQ        $0x00000002, R9
 	JZ           Gdivide
-	VBROADCASTSS rd+72(FP), Z21
-	VMULPS       Z21, Z4, Z4
+	VBROADCASTSS rd+72(FP), Z1
+	VMULPS       Z1, Z0, Z0
 	JMP          Gdivided
 
 Gdivide:
-	VBROADCASTSS fd+68(FP), Z21
-	VDIVPS       Z21, Z4, Z4
+	VBROADCASTSS fd+68(FP), Z1
+	VDIVPS       Z1, Z0, Z0
 
 Gdivided:
-	VBROADCASTSS eps+64(FP), Z21
-	VADDPS       Z21, Z4, Z4
+	VBROADCASTSS eps+64(FP), Z1
+	VADDPS       Z1, Z0, Z0
 	MOVL         $0x0000000f, R11
 	KMOVW        R11, K1
-	VBROADCASTSS tlo<>+0(SB), Z21
-	VBROADCASTSS tmax<>+0(SB), Z22
-	VCMPPS       $0x1d, Z21, Z4, K1, K1
-	VCMPPS       $0x12, Z22, Z4, K1, K1
+	VBROADCASTSS tlo<>+0(SB), Z1
+	VBROADCASTSS tmax<>+0(SB), Z2
+	VCMPPS       $0x1d, Z1, Z0, K1, K1
+	VCMPPS       $0x12, Z2, Z0, K1, K1
 	KMOVW        K1, R11
 	CMPL         R11, $0x0f
 	JE           Ginrange
 	JMP          row
 
 Ginrange:
-	VSQRTPS      Z4, Z4
-	VBROADCASTSS one<>+0(SB), Z21
-	VDIVPS       Z4, Z21, Z21
+	VSQRTPS      Z0, Z0
+	VBROADCASTSS one<>+0(SB), Z1
+	VDIVPS       Z0, Z1, Z1
 
 	// Report 1/rms if asked.
 	TESTQ   BX, BX
 	JZ      gscale
 	MOVL    $0x0000000f, R11
 	KMOVW   R11, K1
-	VMOVUPS Z21, K1, (BX)(R10*4)
+	VMOVUPS Z1, K1, (BX)(R10*4)
 
 gscale:
-	VBROADCASTSS X21, Z4
+	VBROADCASTSS X1, Z0
 	TESTQ        $0x00000001, R9
 	JNZ          g0scalent
 
@@ -653,18 +656,18 @@ gscale:
 g0sloop:
 	CMPQ    R11, R12
 	JG      g0sone
-	VMULPS  (CX)(R11*1), Z4, Z22
-	VMULPS  (DX)(R11*1), Z22, Z22
-	VMOVUPS Z22, (AX)(R11*1)
-	VMULPS  64(CX)(R11*1), Z4, Z22
-	VMULPS  64(DX)(R11*1), Z22, Z22
-	VMOVUPS Z22, 64(AX)(R11*1)
-	VMULPS  128(CX)(R11*1), Z4, Z22
-	VMULPS  128(DX)(R11*1), Z22, Z22
-	VMOVUPS Z22, 128(AX)(R11*1)
-	VMULPS  192(CX)(R11*1), Z4, Z22
-	VMULPS  192(DX)(R11*1), Z22, Z22
-	VMOVUPS Z22, 192(AX)(R11*1)
+	VMULPS  (CX)(R11*1), Z0, Z2
+	VMULPS  (DX)(R11*1), Z2, Z2
+	VMOVUPS Z2, (AX)(R11*1)
+	VMULPS  64(CX)(R11*1), Z0, Z2
+	VMULPS  64(DX)(R11*1), Z2, Z2
+	VMOVUPS Z2, 64(AX)(R11*1)
+	VMULPS  128(CX)(R11*1), Z0, Z2
+	VMULPS  128(DX)(R11*1), Z2, Z2
+	VMOVUPS Z2, 128(AX)(R11*1)
+	VMULPS  192(CX)(R11*1), Z0, Z2
+	VMULPS  192(DX)(R11*1), Z2, Z2
+	VMOVUPS Z2, 192(AX)(R11*1)
 	ADDQ    $0x00000100, R11
 	JMP     g0sloop
 
@@ -674,9 +677,9 @@ g0sone:
 g0soneloop:
 	CMPQ    R11, R12
 	JG      g0stail
-	VMULPS  (CX)(R11*1), Z4, Z22
-	VMULPS  (DX)(R11*1), Z22, Z22
-	VMOVUPS Z22, (AX)(R11*1)
+	VMULPS  (CX)(R11*1), Z0, Z2
+	VMULPS  (DX)(R11*1), Z2, Z2
+	VMOVUPS Z2, (AX)(R11*1)
 	ADDQ    $0x00000040, R11
 	JMP     g0soneloop
 
@@ -687,93 +690,99 @@ g0stail:
 	LEAQ      kmask<>+0(SB), R13
 	SHRQ      $0x01, R12
 	KMOVW     (R13)(R12*1), K1
-	VMOVUPS.Z (CX)(R11*1), K1, Z22
-	VMULPS    Z22, Z4, Z22
-	VMOVUPS.Z (DX)(R11*1), K1, Z4
-	VMULPS    Z4, Z22, Z22
-	VMOVUPS   Z22, K1, (AX)(R11*1)
+	VMOVUPS.Z (CX)(R11*1), K1, Z2
+	VMULPS    Z2, Z0, Z2
+	VMOVUPS.Z (DX)(R11*1), K1, Z0
+	VMULPS    Z0, Z2, Z2
+	VMOVUPS   Z2, K1, (AX)(R11*1)
 
 g0sdone:
 	JMP g0scaled
 
 g0scalent:
+	LEAQ (CX)(R8*4), R11
+
 	// y = (src*inv)*w, rounded after each multiply.
-	XORQ R11, R11
+	XORQ R12, R12
 
 	// Ordinary stores up to the first vector-aligned element of dst.
-	MOVQ AX, R12
-	NEGQ R12
-	ANDQ $0x0000003f, R12
+	MOVQ AX, R13
+	NEGQ R13
+	ANDQ $0x0000003f, R13
 	JZ   g0nbody
-	CMPQ R12, SI
+	CMPQ R13, SI
 	JLE  g0nhead
-	MOVQ SI, R12
+	MOVQ SI, R13
 
 g0nhead:
-	MOVQ      R12, R11
-	XORQ      R13, R13
-	LEAQ      kmask<>+0(SB), R14
-	SHRQ      $0x01, R12
-	KMOVW     (R14)(R12*1), K1
-	VMOVUPS.Z (CX)(R13*1), K1, Z22
-	VMULPS    Z22, Z4, Z22
-	VMOVUPS.Z (DX)(R13*1), K1, Z23
-	VMULPS    Z23, Z22, Z22
-	VMOVUPS   Z22, K1, (AX)(R13*1)
+	MOVQ      R13, R12
+	XORQ      R14, R14
+	LEAQ      kmask<>+0(SB), R15
+	SHRQ      $0x01, R13
+	KMOVW     (R15)(R13*1), K1
+	VMOVUPS.Z (CX)(R14*1), K1, Z2
+	VMULPS    Z2, Z0, Z2
+	VMOVUPS.Z (DX)(R14*1), K1, Z3
+	VMULPS    Z3, Z2, Z2
+	VMOVUPS   Z2, K1, (AX)(R14*1)
 
 g0nbody:
-	MOVQ SI, R12
-	SUBQ $0x00000100, R12
+	MOVQ SI, R13
+	SUBQ $0x00000100, R13
 
 g0nloop:
-	CMPQ     R11, R12
-	JG       g0none
-	VMULPS   (CX)(R11*1), Z4, Z22
-	VMULPS   (DX)(R11*1), Z22, Z22
-	VMOVNTPS Z22, (AX)(R11*1)
-	VMULPS   64(CX)(R11*1), Z4, Z22
-	VMULPS   64(DX)(R11*1), Z22, Z22
-	VMOVNTPS Z22, 64(AX)(R11*1)
-	VMULPS   128(CX)(R11*1), Z4, Z22
-	VMULPS   128(DX)(R11*1), Z22, Z22
-	VMOVNTPS Z22, 128(AX)(R11*1)
-	VMULPS   192(CX)(R11*1), Z4, Z22
-	VMULPS   192(DX)(R11*1), Z22, Z22
-	VMOVNTPS Z22, 192(AX)(R11*1)
-	ADDQ     $0x00000100, R11
-	JMP      g0nloop
+	CMPQ       R12, R13
+	JG         g0none
+	PREFETCHT0 (R11)(R12*1)
+	PREFETCHT0 64(R11)(R12*1)
+	PREFETCHT0 128(R11)(R12*1)
+	PREFETCHT0 192(R11)(R12*1)
+	VMULPS     (CX)(R12*1), Z0, Z2
+	VMULPS     (DX)(R12*1), Z2, Z2
+	VMOVNTPS   Z2, (AX)(R12*1)
+	VMULPS     64(CX)(R12*1), Z0, Z2
+	VMULPS     64(DX)(R12*1), Z2, Z2
+	VMOVNTPS   Z2, 64(AX)(R12*1)
+	VMULPS     128(CX)(R12*1), Z0, Z2
+	VMULPS     128(DX)(R12*1), Z2, Z2
+	VMOVNTPS   Z2, 128(AX)(R12*1)
+	VMULPS     192(CX)(R12*1), Z0, Z2
+	VMULPS     192(DX)(R12*1), Z2, Z2
+	VMOVNTPS   Z2, 192(AX)(R12*1)
+	ADDQ       $0x00000100, R12
+	JMP        g0nloop
 
 g0none:
-	ADDQ $0x000000c0, R12
+	ADDQ $0x000000c0, R13
 
 g0noneloop:
-	CMPQ     R11, R12
+	CMPQ     R12, R13
 	JG       g0ntail
-	VMULPS   (CX)(R11*1), Z4, Z22
-	VMULPS   (DX)(R11*1), Z22, Z22
-	VMOVNTPS Z22, (AX)(R11*1)
-	ADDQ     $0x00000040, R11
+	VMULPS   (CX)(R12*1), Z0, Z2
+	VMULPS   (DX)(R12*1), Z2, Z2
+	VMOVNTPS Z2, (AX)(R12*1)
+	ADDQ     $0x00000040, R12
 	JMP      g0noneloop
 
 g0ntail:
-	MOVQ      SI, R12
-	SUBQ      R11, R12
+	MOVQ      SI, R11
+	SUBQ      R12, R11
 	JZ        g0ndone
 	LEAQ      kmask<>+0(SB), R13
-	SHRQ      $0x01, R12
-	KMOVW     (R13)(R12*1), K1
-	VMOVUPS.Z (CX)(R11*1), K1, Z22
-	VMULPS    Z22, Z4, Z22
-	VMOVUPS.Z (DX)(R11*1), K1, Z4
-	VMULPS    Z4, Z22, Z22
-	VMOVUPS   Z22, K1, (AX)(R11*1)
+	SHRQ      $0x01, R11
+	KMOVW     (R13)(R11*1), K1
+	VMOVUPS.Z (CX)(R12*1), K1, Z2
+	VMULPS    Z2, Z0, Z2
+	VMOVUPS.Z (DX)(R12*1), K1, Z0
+	VMULPS    Z0, Z2, Z2
+	VMOVUPS   Z2, K1, (AX)(R12*1)
 
 g0ndone:
 g0scaled:
 	ADDQ         R8, CX
 	ADDQ         R8, AX
-	VPERMILPS    $0x01, Z21, Z4
-	VBROADCASTSS X4, Z4
+	VPERMILPS    $0x01, Z1, Z0
+	VBROADCASTSS X0, Z0
 	TESTQ        $0x00000001, R9
 	JNZ          g1scalent
 
@@ -785,18 +794,18 @@ g0scaled:
 g1sloop:
 	CMPQ    R11, R12
 	JG      g1sone
-	VMULPS  (CX)(R11*1), Z4, Z22
-	VMULPS  (DX)(R11*1), Z22, Z22
-	VMOVUPS Z22, (AX)(R11*1)
-	VMULPS  64(CX)(R11*1), Z4, Z22
-	VMULPS  64(DX)(R11*1), Z22, Z22
-	VMOVUPS Z22, 64(AX)(R11*1)
-	VMULPS  128(CX)(R11*1), Z4, Z22
-	VMULPS  128(DX)(R11*1), Z22, Z22
-	VMOVUPS Z22, 128(AX)(R11*1)
-	VMULPS  192(CX)(R11*1), Z4, Z22
-	VMULPS  192(DX)(R11*1), Z22, Z22
-	VMOVUPS Z22, 192(AX)(R11*1)
+	VMULPS  (CX)(R11*1), Z0, Z2
+	VMULPS  (DX)(R11*1), Z2, Z2
+	VMOVUPS Z2, (AX)(R11*1)
+	VMULPS  64(CX)(R11*1), Z0, Z2
+	VMULPS  64(DX)(R11*1), Z2, Z2
+	VMOVUPS Z2, 64(AX)(R11*1)
+	VMULPS  128(CX)(R11*1), Z0, Z2
+	VMULPS  128(DX)(R11*1), Z2, Z2
+	VMOVUPS Z2, 128(AX)(R11*1)
+	VMULPS  192(CX)(R11*1), Z0, Z2
+	VMULPS  192(DX)(R11*1), Z2, Z2
+	VMOVUPS Z2, 192(AX)(R11*1)
 	ADDQ    $0x00000100, R11
 	JMP     g1sloop
 
@@ -806,9 +815,9 @@ g1sone:
 g1soneloop:
 	CMPQ    R11, R12
 	JG      g1stail
-	VMULPS  (CX)(R11*1), Z4, Z22
-	VMULPS  (DX)(R11*1), Z22, Z22
-	VMOVUPS Z22, (AX)(R11*1)
+	VMULPS  (CX)(R11*1), Z0, Z2
+	VMULPS  (DX)(R11*1), Z2, Z2
+	VMOVUPS Z2, (AX)(R11*1)
 	ADDQ    $0x00000040, R11
 	JMP     g1soneloop
 
@@ -819,93 +828,99 @@ g1stail:
 	LEAQ      kmask<>+0(SB), R13
 	SHRQ      $0x01, R12
 	KMOVW     (R13)(R12*1), K1
-	VMOVUPS.Z (CX)(R11*1), K1, Z22
-	VMULPS    Z22, Z4, Z22
-	VMOVUPS.Z (DX)(R11*1), K1, Z4
-	VMULPS    Z4, Z22, Z22
-	VMOVUPS   Z22, K1, (AX)(R11*1)
+	VMOVUPS.Z (CX)(R11*1), K1, Z2
+	VMULPS    Z2, Z0, Z2
+	VMOVUPS.Z (DX)(R11*1), K1, Z0
+	VMULPS    Z0, Z2, Z2
+	VMOVUPS   Z2, K1, (AX)(R11*1)
 
 g1sdone:
 	JMP g1scaled
 
 g1scalent:
+	LEAQ (CX)(R8*4), R11
+
 	// y = (src*inv)*w, rounded after each multiply.
-	XORQ R11, R11
+	XORQ R12, R12
 
 	// Ordinary stores up to the first vector-aligned element of dst.
-	MOVQ AX, R12
-	NEGQ R12
-	ANDQ $0x0000003f, R12
+	MOVQ AX, R13
+	NEGQ R13
+	ANDQ $0x0000003f, R13
 	JZ   g1nbody
-	CMPQ R12, SI
+	CMPQ R13, SI
 	JLE  g1nhead
-	MOVQ SI, R12
+	MOVQ SI, R13
 
 g1nhead:
-	MOVQ      R12, R11
-	XORQ      R13, R13
-	LEAQ      kmask<>+0(SB), R14
-	SHRQ      $0x01, R12
-	KMOVW     (R14)(R12*1), K1
-	VMOVUPS.Z (CX)(R13*1), K1, Z22
-	VMULPS    Z22, Z4, Z22
-	VMOVUPS.Z (DX)(R13*1), K1, Z23
-	VMULPS    Z23, Z22, Z22
-	VMOVUPS   Z22, K1, (AX)(R13*1)
+	MOVQ      R13, R12
+	XORQ      R14, R14
+	LEAQ      kmask<>+0(SB), R15
+	SHRQ      $0x01, R13
+	KMOVW     (R15)(R13*1), K1
+	VMOVUPS.Z (CX)(R14*1), K1, Z2
+	VMULPS    Z2, Z0, Z2
+	VMOVUPS.Z (DX)(R14*1), K1, Z3
+	VMULPS    Z3, Z2, Z2
+	VMOVUPS   Z2, K1, (AX)(R14*1)
 
 g1nbody:
-	MOVQ SI, R12
-	SUBQ $0x00000100, R12
+	MOVQ SI, R13
+	SUBQ $0x00000100, R13
 
 g1nloop:
-	CMPQ     R11, R12
-	JG       g1none
-	VMULPS   (CX)(R11*1), Z4, Z22
-	VMULPS   (DX)(R11*1), Z22, Z22
-	VMOVNTPS Z22, (AX)(R11*1)
-	VMULPS   64(CX)(R11*1), Z4, Z22
-	VMULPS   64(DX)(R11*1), Z22, Z22
-	VMOVNTPS Z22, 64(AX)(R11*1)
-	VMULPS   128(CX)(R11*1), Z4, Z22
-	VMULPS   128(DX)(R11*1), Z22, Z22
-	VMOVNTPS Z22, 128(AX)(R11*1)
-	VMULPS   192(CX)(R11*1), Z4, Z22
-	VMULPS   192(DX)(R11*1), Z22, Z22
-	VMOVNTPS Z22, 192(AX)(R11*1)
-	ADDQ     $0x00000100, R11
-	JMP      g1nloop
+	CMPQ       R12, R13
+	JG         g1none
+	PREFETCHT0 (R11)(R12*1)
+	PREFETCHT0 64(R11)(R12*1)
+	PREFETCHT0 128(R11)(R12*1)
+	PREFETCHT0 192(R11)(R12*1)
+	VMULPS     (CX)(R12*1), Z0, Z2
+	VMULPS     (DX)(R12*1), Z2, Z2
+	VMOVNTPS   Z2, (AX)(R12*1)
+	VMULPS     64(CX)(R12*1), Z0, Z2
+	VMULPS     64(DX)(R12*1), Z2, Z2
+	VMOVNTPS   Z2, 64(AX)(R12*1)
+	VMULPS     128(CX)(R12*1), Z0, Z2
+	VMULPS     128(DX)(R12*1), Z2, Z2
+	VMOVNTPS   Z2, 128(AX)(R12*1)
+	VMULPS     192(CX)(R12*1), Z0, Z2
+	VMULPS     192(DX)(R12*1), Z2, Z2
+	VMOVNTPS   Z2, 192(AX)(R12*1)
+	ADDQ       $0x00000100, R12
+	JMP        g1nloop
 
 g1none:
-	ADDQ $0x000000c0, R12
+	ADDQ $0x000000c0, R13
 
 g1noneloop:
-	CMPQ     R11, R12
+	CMPQ     R12, R13
 	JG       g1ntail
-	VMULPS   (CX)(R11*1), Z4, Z22
-	VMULPS   (DX)(R11*1), Z22, Z22
-	VMOVNTPS Z22, (AX)(R11*1)
-	ADDQ     $0x00000040, R11
+	VMULPS   (CX)(R12*1), Z0, Z2
+	VMULPS   (DX)(R12*1), Z2, Z2
+	VMOVNTPS Z2, (AX)(R12*1)
+	ADDQ     $0x00000040, R12
 	JMP      g1noneloop
 
 g1ntail:
-	MOVQ      SI, R12
-	SUBQ      R11, R12
+	MOVQ      SI, R11
+	SUBQ      R12, R11
 	JZ        g1ndone
 	LEAQ      kmask<>+0(SB), R13
-	SHRQ      $0x01, R12
-	KMOVW     (R13)(R12*1), K1
-	VMOVUPS.Z (CX)(R11*1), K1, Z22
-	VMULPS    Z22, Z4, Z22
-	VMOVUPS.Z (DX)(R11*1), K1, Z4
-	VMULPS    Z4, Z22, Z22
-	VMOVUPS   Z22, K1, (AX)(R11*1)
+	SHRQ      $0x01, R11
+	KMOVW     (R13)(R11*1), K1
+	VMOVUPS.Z (CX)(R12*1), K1, Z2
+	VMULPS    Z2, Z0, Z2
+	VMOVUPS.Z (DX)(R12*1), K1, Z0
+	VMULPS    Z0, Z2, Z2
+	VMOVUPS   Z2, K1, (AX)(R12*1)
 
 g1ndone:
 g1scaled:
 	ADDQ         R8, CX
 	ADDQ         R8, AX
-	VPERMILPS    $0x02, Z21, Z4
-	VBROADCASTSS X4, Z4
+	VPERMILPS    $0x02, Z1, Z0
+	VBROADCASTSS X0, Z0
 	TESTQ        $0x00000001, R9
 	JNZ          g2scalent
 
@@ -917,18 +932,18 @@ g1scaled:
 g2sloop:
 	CMPQ    R11, R12
 	JG      g2sone
-	VMULPS  (CX)(R11*1), Z4, Z22
-	VMULPS  (DX)(R11*1), Z22, Z22
-	VMOVUPS Z22, (AX)(R11*1)
-	VMULPS  64(CX)(R11*1), Z4, Z22
-	VMULPS  64(DX)(R11*1), Z22, Z22
-	VMOVUPS Z22, 64(AX)(R11*1)
-	VMULPS  128(CX)(R11*1), Z4, Z22
-	VMULPS  128(DX)(R11*1), Z22, Z22
-	VMOVUPS Z22, 128(AX)(R11*1)
-	VMULPS  192(CX)(R11*1), Z4, Z22
-	VMULPS  192(DX)(R11*1), Z22, Z22
-	VMOVUPS Z22, 192(AX)(R11*1)
+	VMULPS  (CX)(R11*1), Z0, Z2
+	VMULPS  (DX)(R11*1), Z2, Z2
+	VMOVUPS Z2, (AX)(R11*1)
+	VMULPS  64(CX)(R11*1), Z0, Z2
+	VMULPS  64(DX)(R11*1), Z2, Z2
+	VMOVUPS Z2, 64(AX)(R11*1)
+	VMULPS  128(CX)(R11*1), Z0, Z2
+	VMULPS  128(DX)(R11*1), Z2, Z2
+	VMOVUPS Z2, 128(AX)(R11*1)
+	VMULPS  192(CX)(R11*1), Z0, Z2
+	VMULPS  192(DX)(R11*1), Z2, Z2
+	VMOVUPS Z2, 192(AX)(R11*1)
 	ADDQ    $0x00000100, R11
 	JMP     g2sloop
 
@@ -938,9 +953,9 @@ g2sone:
 g2soneloop:
 	CMPQ    R11, R12
 	JG      g2stail
-	VMULPS  (CX)(R11*1), Z4, Z22
-	VMULPS  (DX)(R11*1), Z22, Z22
-	VMOVUPS Z22, (AX)(R11*1)
+	VMULPS  (CX)(R11*1), Z0, Z2
+	VMULPS  (DX)(R11*1), Z2, Z2
+	VMOVUPS Z2, (AX)(R11*1)
 	ADDQ    $0x00000040, R11
 	JMP     g2soneloop
 
@@ -951,93 +966,99 @@ g2stail:
 	LEAQ      kmask<>+0(SB), R13
 	SHRQ      $0x01, R12
 	KMOVW     (R13)(R12*1), K1
-	VMOVUPS.Z (CX)(R11*1), K1, Z22
-	VMULPS    Z22, Z4, Z22
-	VMOVUPS.Z (DX)(R11*1), K1, Z4
-	VMULPS    Z4, Z22, Z22
-	VMOVUPS   Z22, K1, (AX)(R11*1)
+	VMOVUPS.Z (CX)(R11*1), K1, Z2
+	VMULPS    Z2, Z0, Z2
+	VMOVUPS.Z (DX)(R11*1), K1, Z0
+	VMULPS    Z0, Z2, Z2
+	VMOVUPS   Z2, K1, (AX)(R11*1)
 
 g2sdone:
 	JMP g2scaled
 
 g2scalent:
+	LEAQ (CX)(R8*4), R11
+
 	// y = (src*inv)*w, rounded after each multiply.
-	XORQ R11, R11
+	XORQ R12, R12
 
 	// Ordinary stores up to the first vector-aligned element of dst.
-	MOVQ AX, R12
-	NEGQ R12
-	ANDQ $0x0000003f, R12
+	MOVQ AX, R13
+	NEGQ R13
+	ANDQ $0x0000003f, R13
 	JZ   g2nbody
-	CMPQ R12, SI
+	CMPQ R13, SI
 	JLE  g2nhead
-	MOVQ SI, R12
+	MOVQ SI, R13
 
 g2nhead:
-	MOVQ      R12, R11
-	XORQ      R13, R13
-	LEAQ      kmask<>+0(SB), R14
-	SHRQ      $0x01, R12
-	KMOVW     (R14)(R12*1), K1
-	VMOVUPS.Z (CX)(R13*1), K1, Z22
-	VMULPS    Z22, Z4, Z22
-	VMOVUPS.Z (DX)(R13*1), K1, Z23
-	VMULPS    Z23, Z22, Z22
-	VMOVUPS   Z22, K1, (AX)(R13*1)
+	MOVQ      R13, R12
+	XORQ      R14, R14
+	LEAQ      kmask<>+0(SB), R15
+	SHRQ      $0x01, R13
+	KMOVW     (R15)(R13*1), K1
+	VMOVUPS.Z (CX)(R14*1), K1, Z2
+	VMULPS    Z2, Z0, Z2
+	VMOVUPS.Z (DX)(R14*1), K1, Z3
+	VMULPS    Z3, Z2, Z2
+	VMOVUPS   Z2, K1, (AX)(R14*1)
 
 g2nbody:
-	MOVQ SI, R12
-	SUBQ $0x00000100, R12
+	MOVQ SI, R13
+	SUBQ $0x00000100, R13
 
 g2nloop:
-	CMPQ     R11, R12
-	JG       g2none
-	VMULPS   (CX)(R11*1), Z4, Z22
-	VMULPS   (DX)(R11*1), Z22, Z22
-	VMOVNTPS Z22, (AX)(R11*1)
-	VMULPS   64(CX)(R11*1), Z4, Z22
-	VMULPS   64(DX)(R11*1), Z22, Z22
-	VMOVNTPS Z22, 64(AX)(R11*1)
-	VMULPS   128(CX)(R11*1), Z4, Z22
-	VMULPS   128(DX)(R11*1), Z22, Z22
-	VMOVNTPS Z22, 128(AX)(R11*1)
-	VMULPS   192(CX)(R11*1), Z4, Z22
-	VMULPS   192(DX)(R11*1), Z22, Z22
-	VMOVNTPS Z22, 192(AX)(R11*1)
-	ADDQ     $0x00000100, R11
-	JMP      g2nloop
+	CMPQ       R12, R13
+	JG         g2none
+	PREFETCHT0 (R11)(R12*1)
+	PREFETCHT0 64(R11)(R12*1)
+	PREFETCHT0 128(R11)(R12*1)
+	PREFETCHT0 192(R11)(R12*1)
+	VMULPS     (CX)(R12*1), Z0, Z2
+	VMULPS     (DX)(R12*1), Z2, Z2
+	VMOVNTPS   Z2, (AX)(R12*1)
+	VMULPS     64(CX)(R12*1), Z0, Z2
+	VMULPS     64(DX)(R12*1), Z2, Z2
+	VMOVNTPS   Z2, 64(AX)(R12*1)
+	VMULPS     128(CX)(R12*1), Z0, Z2
+	VMULPS     128(DX)(R12*1), Z2, Z2
+	VMOVNTPS   Z2, 128(AX)(R12*1)
+	VMULPS     192(CX)(R12*1), Z0, Z2
+	VMULPS     192(DX)(R12*1), Z2, Z2
+	VMOVNTPS   Z2, 192(AX)(R12*1)
+	ADDQ       $0x00000100, R12
+	JMP        g2nloop
 
 g2none:
-	ADDQ $0x000000c0, R12
+	ADDQ $0x000000c0, R13
 
 g2noneloop:
-	CMPQ     R11, R12
+	CMPQ     R12, R13
 	JG       g2ntail
-	VMULPS   (CX)(R11*1), Z4, Z22
-	VMULPS   (DX)(R11*1), Z22, Z22
-	VMOVNTPS Z22, (AX)(R11*1)
-	ADDQ     $0x00000040, R11
+	VMULPS   (CX)(R12*1), Z0, Z2
+	VMULPS   (DX)(R12*1), Z2, Z2
+	VMOVNTPS Z2, (AX)(R12*1)
+	ADDQ     $0x00000040, R12
 	JMP      g2noneloop
 
 g2ntail:
-	MOVQ      SI, R12
-	SUBQ      R11, R12
+	MOVQ      SI, R11
+	SUBQ      R12, R11
 	JZ        g2ndone
 	LEAQ      kmask<>+0(SB), R13
-	SHRQ      $0x01, R12
-	KMOVW     (R13)(R12*1), K1
-	VMOVUPS.Z (CX)(R11*1), K1, Z22
-	VMULPS    Z22, Z4, Z22
-	VMOVUPS.Z (DX)(R11*1), K1, Z4
-	VMULPS    Z4, Z22, Z22
-	VMOVUPS   Z22, K1, (AX)(R11*1)
+	SHRQ      $0x01, R11
+	KMOVW     (R13)(R11*1), K1
+	VMOVUPS.Z (CX)(R12*1), K1, Z2
+	VMULPS    Z2, Z0, Z2
+	VMOVUPS.Z (DX)(R12*1), K1, Z0
+	VMULPS    Z0, Z2, Z2
+	VMOVUPS   Z2, K1, (AX)(R12*1)
 
 g2ndone:
 g2scaled:
 	ADDQ         R8, CX
 	ADDQ         R8, AX
-	VPERMILPS    $0x03, Z21, Z4
-	VBROADCASTSS X4, Z4
+	VPERMILPS    $0x03, Z1, Z0
+	VBROADCASTSS X0, Z0
 	TESTQ        $0x00000001, R9
 	JNZ          g3scalent
 
@@ -1049,18 +1070,18 @@ g2scaled:
 g3sloop:
 	CMPQ    R11, R12
 	JG      g3sone
-	VMULPS  (CX)(R11*1), Z4, Z21
-	VMULPS  (DX)(R11*1), Z21, Z21
-	VMOVUPS Z21, (AX)(R11*1)
-	VMULPS  64(CX)(R11*1), Z4, Z21
-	VMULPS  64(DX)(R11*1), Z21, Z21
-	VMOVUPS Z21, 64(AX)(R11*1)
-	VMULPS  128(CX)(R11*1), Z4, Z21
-	VMULPS  128(DX)(R11*1), Z21, Z21
-	VMOVUPS Z21, 128(AX)(R11*1)
-	VMULPS  192(CX)(R11*1), Z4, Z21
-	VMULPS  192(DX)(R11*1), Z21, Z21
-	VMOVUPS Z21, 192(AX)(R11*1)
+	VMULPS  (CX)(R11*1), Z0, Z1
+	VMULPS  (DX)(R11*1), Z1, Z1
+	VMOVUPS Z1, (AX)(R11*1)
+	VMULPS  64(CX)(R11*1), Z0, Z1
+	VMULPS  64(DX)(R11*1), Z1, Z1
+	VMOVUPS Z1, 64(AX)(R11*1)
+	VMULPS  128(CX)(R11*1), Z0, Z1
+	VMULPS  128(DX)(R11*1), Z1, Z1
+	VMOVUPS Z1, 128(AX)(R11*1)
+	VMULPS  192(CX)(R11*1), Z0, Z1
+	VMULPS  192(DX)(R11*1), Z1, Z1
+	VMOVUPS Z1, 192(AX)(R11*1)
 	ADDQ    $0x00000100, R11
 	JMP     g3sloop
 
@@ -1070,9 +1091,9 @@ g3sone:
 g3soneloop:
 	CMPQ    R11, R12
 	JG      g3stail
-	VMULPS  (CX)(R11*1), Z4, Z21
-	VMULPS  (DX)(R11*1), Z21, Z21
-	VMOVUPS Z21, (AX)(R11*1)
+	VMULPS  (CX)(R11*1), Z0, Z1
+	VMULPS  (DX)(R11*1), Z1, Z1
+	VMOVUPS Z1, (AX)(R11*1)
 	ADDQ    $0x00000040, R11
 	JMP     g3soneloop
 
@@ -1083,86 +1104,92 @@ g3stail:
 	LEAQ      kmask<>+0(SB), R13
 	SHRQ      $0x01, R12
 	KMOVW     (R13)(R12*1), K1
-	VMOVUPS.Z (CX)(R11*1), K1, Z21
-	VMULPS    Z21, Z4, Z21
-	VMOVUPS.Z (DX)(R11*1), K1, Z4
-	VMULPS    Z4, Z21, Z21
-	VMOVUPS   Z21, K1, (AX)(R11*1)
+	VMOVUPS.Z (CX)(R11*1), K1, Z1
+	VMULPS    Z1, Z0, Z1
+	VMOVUPS.Z (DX)(R11*1), K1, Z0
+	VMULPS    Z0, Z1, Z1
+	VMOVUPS   Z1, K1, (AX)(R11*1)
 
 g3sdone:
 	JMP g3scaled
 
 g3scalent:
+	LEAQ (CX)(R8*4), R11
+
 	// y = (src*inv)*w, rounded after each multiply.
-	XORQ R11, R11
+	XORQ R12, R12
 
 	// Ordinary stores up to the first vector-aligned element of dst.
-	MOVQ AX, R12
-	NEGQ R12
-	ANDQ $0x0000003f, R12
+	MOVQ AX, R13
+	NEGQ R13
+	ANDQ $0x0000003f, R13
 	JZ   g3nbody
-	CMPQ R12, SI
+	CMPQ R13, SI
 	JLE  g3nhead
-	MOVQ SI, R12
+	MOVQ SI, R13
 
 g3nhead:
-	MOVQ      R12, R11
-	XORQ      R13, R13
-	LEAQ      kmask<>+0(SB), R14
-	SHRQ      $0x01, R12
-	KMOVW     (R14)(R12*1), K1
-	VMOVUPS.Z (CX)(R13*1), K1, Z21
-	VMULPS    Z21, Z4, Z21
-	VMOVUPS.Z (DX)(R13*1), K1, Z22
-	VMULPS    Z22, Z21, Z21
-	VMOVUPS   Z21, K1, (AX)(R13*1)
+	MOVQ      R13, R12
+	XORQ      R14, R14
+	LEAQ      kmask<>+0(SB), R15
+	SHRQ      $0x01, R13
+	KMOVW     (R15)(R13*1), K1
+	VMOVUPS.Z (CX)(R14*1), K1, Z1
+	VMULPS    Z1, Z0, Z1
+	VMOVUPS.Z (DX)(R14*1), K1, Z2
+	VMULPS    Z2, Z1, Z1
+	VMOVUPS   Z1, K1, (AX)(R14*1)
 
 g3nbody:
-	MOVQ SI, R12
-	SUBQ $0x00000100, R12
+	MOVQ SI, R13
+	SUBQ $0x00000100, R13
 
 g3nloop:
-	CMPQ     R11, R12
-	JG       g3none
-	VMULPS   (CX)(R11*1), Z4, Z21
-	VMULPS   (DX)(R11*1), Z21, Z21
-	VMOVNTPS Z21, (AX)(R11*1)
-	VMULPS   64(CX)(R11*1), Z4, Z21
-	VMULPS   64(DX)(R11*1), Z21, Z21
-	VMOVNTPS Z21, 64(AX)(R11*1)
-	VMULPS   128(CX)(R11*1), Z4, Z21
-	VMULPS   128(DX)(R11*1), Z21, Z21
-	VMOVNTPS Z21, 128(AX)(R11*1)
-	VMULPS   192(CX)(R11*1), Z4, Z21
-	VMULPS   192(DX)(R11*1), Z21, Z21
-	VMOVNTPS Z21, 192(AX)(R11*1)
-	ADDQ     $0x00000100, R11
-	JMP      g3nloop
+	CMPQ       R12, R13
+	JG         g3none
+	PREFETCHT0 (R11)(R12*1)
+	PREFETCHT0 64(R11)(R12*1)
+	PREFETCHT0 128(R11)(R12*1)
+	PREFETCHT0 192(R11)(R12*1)
+	VMULPS     (CX)(R12*1), Z0, Z1
+	VMULPS     (DX)(R12*1), Z1, Z1
+	VMOVNTPS   Z1, (AX)(R12*1)
+	VMULPS     64(CX)(R12*1), Z0, Z1
+	VMULPS     64(DX)(R12*1), Z1, Z1
+	VMOVNTPS   Z1, 64(AX)(R12*1)
+	VMULPS     128(CX)(R12*1), Z0, Z1
+	VMULPS     128(DX)(R12*1), Z1, Z1
+	VMOVNTPS   Z1, 128(AX)(R12*1)
+	VMULPS     192(CX)(R12*1), Z0, Z1
+	VMULPS     192(DX)(R12*1), Z1, Z1
+	VMOVNTPS   Z1, 192(AX)(R12*1)
+	ADDQ       $0x00000100, R12
+	JMP        g3nloop
 
 g3none:
-	ADDQ $0x000000c0, R12
+	ADDQ $0x000000c0, R13
 
 g3noneloop:
-	CMPQ     R11, R12
+	CMPQ     R12, R13
 	JG       g3ntail
-	VMULPS   (CX)(R11*1), Z4, Z21
-	VMULPS   (DX)(R11*1), Z21, Z21
-	VMOVNTPS Z21, (AX)(R11*1)
-	ADDQ     $0x00000040, R11
+	VMULPS   (CX)(R12*1), Z0, Z1
+	VMULPS   (DX)(R12*1), Z1, Z1
+	VMOVNTPS Z1, (AX)(R12*1)
+	ADDQ     $0x00000040, R12
 	JMP      g3noneloop
 
 g3ntail:
-	MOVQ      SI, R12
-	SUBQ      R11, R12
+	MOVQ      SI, R11
+	SUBQ      R12, R11
 	JZ        g3ndone
 	LEAQ      kmask<>+0(SB), R13
-	SHRQ      $0x01, R12
-	KMOVW     (R13)(R12*1), K1
-	VMOVUPS.Z (CX)(R11*1), K1, Z21
-	VMULPS    Z21, Z4, Z21
-	VMOVUPS.Z (DX)(R11*1), K1, Z4
-	VMULPS    Z4, Z21, Z21
-	VMOVUPS   Z21, K1, (AX)(R11*1)
+	SHRQ      $0x01, R11
+	KMOVW     (R13)(R11*1), K1
+	VMOVUPS.Z (CX)(R12*1), K1, Z1
+	VMULPS    Z1, Z0, Z1
+	VMOVUPS.Z (DX)(R12*1), K1, Z0
+	VMULPS    Z0, Z1, Z1
+	VMOVUPS   Z1, K1, (AX)(R12*1)
 
 g3ndone:
 g3scaled:
@@ -1176,47 +1203,47 @@ row:
 	JAE  ret
 
 	// Sum of squares: element i goes to partial i%64.
-	MOVQ   SI, R12
-	SUBQ   $0x00000100, R12
-	JGE    firstblock
-	VPXORD Z17, Z17, Z17
-	VPXORD Z18, Z18, Z18
-	VPXORD Z19, Z19, Z19
-	VPXORD Z20, Z20, Z20
-	XORQ   R11, R11
-	JMP    sumtail
+	MOVQ    SI, R12
+	SUBQ    $0x00000100, R12
+	JGE     firstblock
+	VMOVUPS zero64<>+0(SB), Z0
+	VMOVUPS zero64<>+0(SB), Z1
+	VMOVUPS zero64<>+0(SB), Z2
+	VMOVUPS zero64<>+0(SB), Z3
+	XORQ    R11, R11
+	JMP     sumtail
 
 firstblock:
 	// +0 + square is the square itself: the first block initializes the partials.
 	XORQ    R11, R11
 	VMOVUPS (CX)(R11*1), Z0
 	VMULPS  Z0, Z0, Z0
-	VMOVAPS Z0, Z17
-	VMOVUPS 64(CX)(R11*1), Z0
-	VMULPS  Z0, Z0, Z0
-	VMOVAPS Z0, Z18
-	VMOVUPS 128(CX)(R11*1), Z0
-	VMULPS  Z0, Z0, Z0
-	VMOVAPS Z0, Z19
-	VMOVUPS 192(CX)(R11*1), Z0
-	VMULPS  Z0, Z0, Z0
-	VMOVAPS Z0, Z20
+	VMOVAPS Z0, Z0
+	VMOVUPS 64(CX)(R11*1), Z1
+	VMULPS  Z1, Z1, Z1
+	VMOVAPS Z1, Z1
+	VMOVUPS 128(CX)(R11*1), Z2
+	VMULPS  Z2, Z2, Z2
+	VMOVAPS Z2, Z2
+	VMOVUPS 192(CX)(R11*1), Z3
+	VMULPS  Z3, Z3, Z3
+	VMOVAPS Z3, Z3
 	MOVQ    $0x00000100, R11
 	JMP     sumcheck
 
 sumloop:
-	VMOVUPS (CX)(R11*1), Z0
-	VMULPS  Z0, Z0, Z0
-	VADDPS  Z0, Z17, Z17
-	VMOVUPS 64(CX)(R11*1), Z0
-	VMULPS  Z0, Z0, Z0
-	VADDPS  Z0, Z18, Z18
-	VMOVUPS 128(CX)(R11*1), Z0
-	VMULPS  Z0, Z0, Z0
-	VADDPS  Z0, Z19, Z19
-	VMOVUPS 192(CX)(R11*1), Z0
-	VMULPS  Z0, Z0, Z0
-	VADDPS  Z0, Z20, Z20
+	VMOVUPS (CX)(R11*1), Z4
+	VMULPS  Z4, Z4, Z4
+	VADDPS  Z4, Z0, Z0
+	VMOVUPS 64(CX)(R11*1), Z4
+	VMULPS  Z4, Z4, Z4
+	VADDPS  Z4, Z1, Z1
+	VMOVUPS 128(CX)(R11*1), Z4
+	VMULPS  Z4, Z4, Z4
+	VADDPS  Z4, Z2, Z2
+	VMOVUPS 192(CX)(R11*1), Z4
+	VMULPS  Z4, Z4, Z4
+	VADDPS  Z4, Z3, Z3
 	ADDQ    $0x00000100, R11
 
 sumcheck:
@@ -1229,24 +1256,24 @@ sumtail:
 	SUBQ    R11, R12
 	CMPQ    R12, $0x00000040
 	JL      sumpart0
-	VMOVUPS (CX)(R11*1), Z0
-	VMULPS  Z0, Z0, Z0
-	VADDPS  Z0, Z17, Z17
+	VMOVUPS (CX)(R11*1), Z4
+	VMULPS  Z4, Z4, Z4
+	VADDPS  Z4, Z0, Z0
 	CMPQ    R12, $0x00000080
 	JL      sumpart1
-	VMOVUPS 64(CX)(R11*1), Z0
-	VMULPS  Z0, Z0, Z0
-	VADDPS  Z0, Z18, Z18
+	VMOVUPS 64(CX)(R11*1), Z4
+	VMULPS  Z4, Z4, Z4
+	VADDPS  Z4, Z1, Z1
 	CMPQ    R12, $0x000000c0
 	JL      sumpart2
-	VMOVUPS 128(CX)(R11*1), Z0
-	VMULPS  Z0, Z0, Z0
-	VADDPS  Z0, Z19, Z19
+	VMOVUPS 128(CX)(R11*1), Z4
+	VMULPS  Z4, Z4, Z4
+	VADDPS  Z4, Z2, Z2
 	CMPQ    R12, $0x00000100
 	JL      sumpart3
-	VMOVUPS 192(CX)(R11*1), Z0
-	VMULPS  Z0, Z0, Z0
-	VADDPS  Z0, Z20, Z20
+	VMOVUPS 192(CX)(R11*1), Z4
+	VMULPS  Z4, Z4, Z4
+	VADDPS  Z4, Z3, Z3
 	JMP     summed
 
 sumpart0:
@@ -1255,9 +1282,9 @@ sumpart0:
 	LEAQ      kmask<>+0(SB), R13
 	SHRQ      $0x01, R12
 	KMOVW     (R13)(R12*1), K1
-	VMOVUPS.Z (CX)(R11*1), K1, Z0
-	VMULPS    Z0, Z0, Z0
-	VADDPS    Z0, Z17, Z17
+	VMOVUPS.Z (CX)(R11*1), K1, Z4
+	VMULPS    Z4, Z4, Z4
+	VADDPS    Z4, Z0, Z0
 	JMP       summed
 
 sumpart1:
@@ -1266,9 +1293,9 @@ sumpart1:
 	LEAQ      kmask<>+0(SB), R13
 	SHRQ      $0x01, R12
 	KMOVW     (R13)(R12*1), K1
-	VMOVUPS.Z 64(CX)(R11*1), K1, Z0
-	VMULPS    Z0, Z0, Z0
-	VADDPS    Z0, Z18, Z18
+	VMOVUPS.Z 64(CX)(R11*1), K1, Z4
+	VMULPS    Z4, Z4, Z4
+	VADDPS    Z4, Z1, Z1
 	JMP       summed
 
 sumpart2:
@@ -1277,9 +1304,9 @@ sumpart2:
 	LEAQ      kmask<>+0(SB), R13
 	SHRQ      $0x01, R12
 	KMOVW     (R13)(R12*1), K1
-	VMOVUPS.Z 128(CX)(R11*1), K1, Z0
-	VMULPS    Z0, Z0, Z0
-	VADDPS    Z0, Z19, Z19
+	VMOVUPS.Z 128(CX)(R11*1), K1, Z4
+	VMULPS    Z4, Z4, Z4
+	VADDPS    Z4, Z2, Z2
 	JMP       summed
 
 sumpart3:
@@ -1288,32 +1315,32 @@ sumpart3:
 	LEAQ      kmask<>+0(SB), R13
 	SHRQ      $0x01, R12
 	KMOVW     (R13)(R12*1), K1
-	VMOVUPS.Z 192(CX)(R11*1), K1, Z0
-	VMULPS    Z0, Z0, Z0
-	VADDPS    Z0, Z20, Z20
+	VMOVUPS.Z 192(CX)(R11*1), K1, Z4
+	VMULPS    Z4, Z4, Z4
+	VADDPS    Z4, Z3, Z3
 
 summed:
 	// Halving tree: p[j] += p[j+h] for h = 32, 16, ..., 1.
-	VADDPS     Z19, Z17, Z17
-	VADDPS     Z20, Z18, Z18
-	VADDPS     Z18, Z17, Z17
-	VSHUFF64X2 $0xee, Z17, Z17, Z0
-	VADDPS     Z0, Z17, Z17
-	VSHUFF32X4 $0x01, Z17, Z17, Z0
-	VADDPS     Z0, Z17, Z17
-	VPERMILPS  $0x4e, Z17, Z0
-	VADDPS     Z0, Z17, Z17
-	VPERMILPS  $0xb1, Z17, Z0
-	VADDPS     Z0, Z17, Z17
+	VADDPS     Z2, Z0, Z0
+	VADDPS     Z3, Z1, Z1
+	VADDPS     Z1, Z0, Z0
+	VSHUFF64X2 $0xee, Z0, Z0, Z1
+	VADDPS     Z1, Z0, Z0
+	VSHUFF32X4 $0x01, Z0, Z0, Z1
+	VADDPS     Z1, Z0, Z0
+	VPERMILPS  $0x4e, Z0, Z1
+	VADDPS     Z1, Z0, Z0
+	VPERMILPS  $0xb1, Z0, Z1
+	VADDPS     Z1, Z0, Z0
 
 	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
 	TESTQ  $0x00000002, R9
 	JZ     divide
-	VMULSS rd+72(FP), X17, X0
+	VMULSS rd+72(FP), X0, X0
 	JMP    divided
 
 divide:
-	VDIVSS fd+68(FP), X17, X0
+	VDIVSS fd+68(FP), X0, X0
 
 divided:
 	VADDSS   eps+64(FP), X0, X0
@@ -1387,76 +1414,82 @@ sdone:
 	JMP scaled
 
 scalent:
+	LEAQ (CX)(R8*1), R11
+
 	// y = (src*inv)*w, rounded after each multiply.
-	XORQ R11, R11
+	XORQ R12, R12
 
 	// Ordinary stores up to the first vector-aligned element of dst.
-	MOVQ AX, R12
-	NEGQ R12
-	ANDQ $0x0000003f, R12
+	MOVQ AX, R13
+	NEGQ R13
+	ANDQ $0x0000003f, R13
 	JZ   nbody
-	CMPQ R12, SI
+	CMPQ R13, SI
 	JLE  nhead
-	MOVQ SI, R12
+	MOVQ SI, R13
 
 nhead:
-	MOVQ      R12, R11
-	XORQ      R13, R13
-	LEAQ      kmask<>+0(SB), R14
-	SHRQ      $0x01, R12
-	KMOVW     (R14)(R12*1), K1
-	VMOVUPS.Z (CX)(R13*1), K1, Z1
+	MOVQ      R13, R12
+	XORQ      R14, R14
+	LEAQ      kmask<>+0(SB), R15
+	SHRQ      $0x01, R13
+	KMOVW     (R15)(R13*1), K1
+	VMOVUPS.Z (CX)(R14*1), K1, Z1
 	VMULPS    Z1, Z0, Z1
-	VMOVUPS.Z (DX)(R13*1), K1, Z2
+	VMOVUPS.Z (DX)(R14*1), K1, Z2
 	VMULPS    Z2, Z1, Z1
-	VMOVUPS   Z1, K1, (AX)(R13*1)
+	VMOVUPS   Z1, K1, (AX)(R14*1)
 
 nbody:
-	MOVQ SI, R12
-	SUBQ $0x00000100, R12
+	MOVQ SI, R13
+	SUBQ $0x00000100, R13
 
 nloop:
-	CMPQ     R11, R12
-	JG       none
-	VMULPS   (CX)(R11*1), Z0, Z1
-	VMULPS   (DX)(R11*1), Z1, Z1
-	VMOVNTPS Z1, (AX)(R11*1)
-	VMULPS   64(CX)(R11*1), Z0, Z1
-	VMULPS   64(DX)(R11*1), Z1, Z1
-	VMOVNTPS Z1, 64(AX)(R11*1)
-	VMULPS   128(CX)(R11*1), Z0, Z1
-	VMULPS   128(DX)(R11*1), Z1, Z1
-	VMOVNTPS Z1, 128(AX)(R11*1)
-	VMULPS   192(CX)(R11*1), Z0, Z1
-	VMULPS   192(DX)(R11*1), Z1, Z1
-	VMOVNTPS Z1, 192(AX)(R11*1)
-	ADDQ     $0x00000100, R11
-	JMP      nloop
+	CMPQ       R12, R13
+	JG         none
+	PREFETCHT0 (R11)(R12*1)
+	PREFETCHT0 64(R11)(R12*1)
+	PREFETCHT0 128(R11)(R12*1)
+	PREFETCHT0 192(R11)(R12*1)
+	VMULPS     (CX)(R12*1), Z0, Z1
+	VMULPS     (DX)(R12*1), Z1, Z1
+	VMOVNTPS   Z1, (AX)(R12*1)
+	VMULPS     64(CX)(R12*1), Z0, Z1
+	VMULPS     64(DX)(R12*1), Z1, Z1
+	VMOVNTPS   Z1, 64(AX)(R12*1)
+	VMULPS     128(CX)(R12*1), Z0, Z1
+	VMULPS     128(DX)(R12*1), Z1, Z1
+	VMOVNTPS   Z1, 128(AX)(R12*1)
+	VMULPS     192(CX)(R12*1), Z0, Z1
+	VMULPS     192(DX)(R12*1), Z1, Z1
+	VMOVNTPS   Z1, 192(AX)(R12*1)
+	ADDQ       $0x00000100, R12
+	JMP        nloop
 
 none:
-	ADDQ $0x000000c0, R12
+	ADDQ $0x000000c0, R13
 
 noneloop:
-	CMPQ     R11, R12
+	CMPQ     R12, R13
 	JG       ntail
-	VMULPS   (CX)(R11*1), Z0, Z1
-	VMULPS   (DX)(R11*1), Z1, Z1
-	VMOVNTPS Z1, (AX)(R11*1)
-	ADDQ     $0x00000040, R11
+	VMULPS   (CX)(R12*1), Z0, Z1
+	VMULPS   (DX)(R12*1), Z1, Z1
+	VMOVNTPS Z1, (AX)(R12*1)
+	ADDQ     $0x00000040, R12
 	JMP      noneloop
 
 ntail:
-	MOVQ      SI, R12
-	SUBQ      R11, R12
+	MOVQ      SI, R11
+	SUBQ      R12, R11
 	JZ        ndone
 	LEAQ      kmask<>+0(SB), R13
-	SHRQ      $0x01, R12
-	KMOVW     (R13)(R12*1), K1
-	VMOVUPS.Z (CX)(R11*1), K1, Z1
+	SHRQ      $0x01, R11
+	KMOVW     (R13)(R11*1), K1
+	VMOVUPS.Z (CX)(R12*1), K1, Z1
 	VMULPS    Z1, Z0, Z1
-	VMOVUPS.Z (DX)(R11*1), K1, Z0
+	VMOVUPS.Z (DX)(R12*1), K1, Z0
 	VMULPS    Z0, Z1, Z1
-	VMOVUPS   Z1, K1, (AX)(R11*1)
+	VMOVUPS   Z1, K1, (AX)(R12*1)
 
 ndone:
 scaled:
@@ -1502,15 +1535,15 @@ group:
 	MOVQ CX, R11
 
 	// Sum of squares: element i goes to partial i%64.
-	MOVQ   SI, R13
-	SUBQ   $0x00000100, R13
-	JGE    g0firstblock
-	VPXORD Z0, Z0, Z0
-	VPXORD Z1, Z1, Z1
-	VPXORD Z2, Z2, Z2
-	VPXORD Z3, Z3, Z3
-	XORQ   R12, R12
-	JMP    g0sumtail
+	MOVQ    SI, R13
+	SUBQ    $0x00000100, R13
+	JGE     g0firstblock
+	VMOVUPS zero64<>+0(SB), Z0
+	VMOVUPS zero64<>+0(SB), Z1
+	VMOVUPS zero64<>+0(SB), Z2
+	VMOVUPS zero64<>+0(SB), Z3
+	XORQ    R12, R12
+	JMP     g0sumtail
 
 g0firstblock:
 	// +0 + square is the square itself: the first block initializes the partials.
@@ -1625,47 +1658,47 @@ g0summed:
 	ADDQ   R8, R11
 
 	// Sum of squares: element i goes to partial i%64.
-	MOVQ   SI, R13
-	SUBQ   $0x00000100, R13
-	JGE    g1firstblock
-	VPXORD Z5, Z5, Z5
-	VPXORD Z6, Z6, Z6
-	VPXORD Z7, Z7, Z7
-	VPXORD Z8, Z8, Z8
-	XORQ   R12, R12
-	JMP    g1sumtail
+	MOVQ    SI, R13
+	SUBQ    $0x00000100, R13
+	JGE     g1firstblock
+	VMOVUPS zero64<>+0(SB), Z1
+	VMOVUPS zero64<>+0(SB), Z2
+	VMOVUPS zero64<>+0(SB), Z3
+	VMOVUPS zero64<>+0(SB), Z4
+	XORQ    R12, R12
+	JMP     g1sumtail
 
 g1firstblock:
 	// +0 + square is the square itself: the first block initializes the partials.
 	XORQ    R12, R12
-	VMOVUPS (R11)(R12*1), Z4
-	VMULPS  Z4, Z4, Z4
-	VMOVAPS Z4, Z5
-	VMOVUPS 64(R11)(R12*1), Z4
-	VMULPS  Z4, Z4, Z4
-	VMOVAPS Z4, Z6
-	VMOVUPS 128(R11)(R12*1), Z4
-	VMULPS  Z4, Z4, Z4
-	VMOVAPS Z4, Z7
+	VMOVUPS (R11)(R12*1), Z1
+	VMULPS  Z1, Z1, Z1
+	VMOVAPS Z1, Z1
+	VMOVUPS 64(R11)(R12*1), Z2
+	VMULPS  Z2, Z2, Z2
+	VMOVAPS Z2, Z2
+	VMOVUPS 128(R11)(R12*1), Z3
+	VMULPS  Z3, Z3, Z3
+	VMOVAPS Z3, Z3
 	VMOVUPS 192(R11)(R12*1), Z4
 	VMULPS  Z4, Z4, Z4
-	VMOVAPS Z4, Z8
+	VMOVAPS Z4, Z4
 	MOVQ    $0x00000100, R12
 	JMP     g1sumcheck
 
 g1sumloop:
-	VMOVUPS (R11)(R12*1), Z4
-	VMULPS  Z4, Z4, Z4
-	VADDPS  Z4, Z5, Z5
-	VMOVUPS 64(R11)(R12*1), Z4
-	VMULPS  Z4, Z4, Z4
-	VADDPS  Z4, Z6, Z6
-	VMOVUPS 128(R11)(R12*1), Z4
-	VMULPS  Z4, Z4, Z4
-	VADDPS  Z4, Z7, Z7
-	VMOVUPS 192(R11)(R12*1), Z4
-	VMULPS  Z4, Z4, Z4
-	VADDPS  Z4, Z8, Z8
+	VMOVUPS (R11)(R12*1), Z5
+	VMULPS  Z5, Z5, Z5
+	VADDPS  Z5, Z1, Z1
+	VMOVUPS 64(R11)(R12*1), Z5
+	VMULPS  Z5, Z5, Z5
+	VADDPS  Z5, Z2, Z2
+	VMOVUPS 128(R11)(R12*1), Z5
+	VMULPS  Z5, Z5, Z5
+	VADDPS  Z5, Z3, Z3
+	VMOVUPS 192(R11)(R12*1), Z5
+	VMULPS  Z5, Z5, Z5
+	VADDPS  Z5, Z4, Z4
 	ADDQ    $0x00000100, R12
 
 g1sumcheck:
@@ -1678,24 +1711,24 @@ g1sumtail:
 	SUBQ    R12, R13
 	CMPQ    R13, $0x00000040
 	JL      g1sumpart0
-	VMOVUPS (R11)(R12*1), Z4
-	VMULPS  Z4, Z4, Z4
-	VADDPS  Z4, Z5, Z5
+	VMOVUPS (R11)(R12*1), Z5
+	VMULPS  Z5, Z5, Z5
+	VADDPS  Z5, Z1, Z1
 	CMPQ    R13, $0x00000080
 	JL      g1sumpart1
-	VMOVUPS 64(R11)(R12*1), Z4
-	VMULPS  Z4, Z4, Z4
-	VADDPS  Z4, Z6, Z6
+	VMOVUPS 64(R11)(R12*1), Z5
+	VMULPS  Z5, Z5, Z5
+	VADDPS  Z5, Z2, Z2
 	CMPQ    R13, $0x000000c0
 	JL      g1sumpart2
-	VMOVUPS 128(R11)(R12*1), Z4
-	VMULPS  Z4, Z4, Z4
-	VADDPS  Z4, Z7, Z7
+	VMOVUPS 128(R11)(R12*1), Z5
+	VMULPS  Z5, Z5, Z5
+	VADDPS  Z5, Z3, Z3
 	CMPQ    R13, $0x00000100
 	JL      g1sumpart3
-	VMOVUPS 192(R11)(R12*1), Z4
-	VMULPS  Z4, Z4, Z4
-	VADDPS  Z4, Z8, Z8
+	VMOVUPS 192(R11)(R12*1), Z5
+	VMULPS  Z5, Z5, Z5
+	VADDPS  Z5, Z4, Z4
 	JMP     g1summed
 
 g1sumpart0:
@@ -1704,9 +1737,9 @@ g1sumpart0:
 	LEAQ      kmask<>+0(SB), R14
 	SHRQ      $0x01, R13
 	KMOVW     (R14)(R13*1), K1
-	VMOVUPS.Z (R11)(R12*1), K1, Z4
-	VMULPS    Z4, Z4, Z4
-	VADDPS    Z4, Z5, Z5
+	VMOVUPS.Z (R11)(R12*1), K1, Z5
+	VMULPS    Z5, Z5, Z5
+	VADDPS    Z5, Z1, Z1
 	JMP       g1summed
 
 g1sumpart1:
@@ -1715,9 +1748,9 @@ g1sumpart1:
 	LEAQ      kmask<>+0(SB), R14
 	SHRQ      $0x01, R13
 	KMOVW     (R14)(R13*1), K1
-	VMOVUPS.Z 64(R11)(R12*1), K1, Z4
-	VMULPS    Z4, Z4, Z4
-	VADDPS    Z4, Z6, Z6
+	VMOVUPS.Z 64(R11)(R12*1), K1, Z5
+	VMULPS    Z5, Z5, Z5
+	VADDPS    Z5, Z2, Z2
 	JMP       g1summed
 
 g1sumpart2:
@@ -1726,9 +1759,9 @@ g1sumpart2:
 	LEAQ      kmask<>+0(SB), R14
 	SHRQ      $0x01, R13
 	KMOVW     (R14)(R13*1), K1
-	VMOVUPS.Z 128(R11)(R12*1), K1, Z4
-	VMULPS    Z4, Z4, Z4
-	VADDPS    Z4, Z7, Z7
+	VMOVUPS.Z 128(R11)(R12*1), K1, Z5
+	VMULPS    Z5, Z5, Z5
+	VADDPS    Z5, Z3, Z3
 	JMP       g1summed
 
 g1sumpart3:
@@ -1737,58 +1770,58 @@ g1sumpart3:
 	LEAQ      kmask<>+0(SB), R14
 	SHRQ      $0x01, R13
 	KMOVW     (R14)(R13*1), K1
-	VMOVUPS.Z 192(R11)(R12*1), K1, Z4
-	VMULPS    Z4, Z4, Z4
-	VADDPS    Z4, Z8, Z8
+	VMOVUPS.Z 192(R11)(R12*1), K1, Z5
+	VMULPS    Z5, Z5, Z5
+	VADDPS    Z5, Z4, Z4
 
 g1summed:
-	VADDPS Z7, Z5, Z5
-	VADDPS Z8, Z6, Z6
-	VADDPS Z6, Z5, Z5
+	VADDPS Z3, Z1, Z1
+	VADDPS Z4, Z2, Z2
+	VADDPS Z2, Z1, Z1
 	ADDQ   R8, R11
 
 	// Sum of squares: element i goes to partial i%64.
-	MOVQ   SI, R13
-	SUBQ   $0x00000100, R13
-	JGE    g2firstblock
-	VPXORD Z9, Z9, Z9
-	VPXORD Z10, Z10, Z10
-	VPXORD Z11, Z11, Z11
-	VPXORD Z12, Z12, Z12
-	XORQ   R12, R12
-	JMP    g2sumtail
+	MOVQ    SI, R13
+	SUBQ    $0x00000100, R13
+	JGE     g2firstblock
+	VMOVUPS zero64<>+0(SB), Z2
+	VMOVUPS zero64<>+0(SB), Z3
+	VMOVUPS zero64<>+0(SB), Z4
+	VMOVUPS zero64<>+0(SB), Z5
+	XORQ    R12, R12
+	JMP     g2sumtail
 
 g2firstblock:
 	// +0 + square is the square itself: the first block initializes the partials.
 	XORQ    R12, R12
-	VMOVUPS (R11)(R12*1), Z4
-	VMULPS  Z4, Z4, Z4
-	VMOVAPS Z4, Z9
-	VMOVUPS 64(R11)(R12*1), Z4
-	VMULPS  Z4, Z4, Z4
-	VMOVAPS Z4, Z10
+	VMOVUPS (R11)(R12*1), Z2
+	VMULPS  Z2, Z2, Z2
+	VMOVAPS Z2, Z2
+	VMOVUPS 64(R11)(R12*1), Z3
+	VMULPS  Z3, Z3, Z3
+	VMOVAPS Z3, Z3
 	VMOVUPS 128(R11)(R12*1), Z4
 	VMULPS  Z4, Z4, Z4
-	VMOVAPS Z4, Z11
-	VMOVUPS 192(R11)(R12*1), Z4
-	VMULPS  Z4, Z4, Z4
-	VMOVAPS Z4, Z12
+	VMOVAPS Z4, Z4
+	VMOVUPS 192(R11)(R12*1), Z5
+	VMULPS  Z5, Z5, Z5
+	VMOVAPS Z5, Z5
 	MOVQ    $0x00000100, R12
 	JMP     g2sumcheck
 
 g2sumloop:
-	VMOVUPS (R11)(R12*1), Z4
-	VMULPS  Z4, Z4, Z4
-	VADDPS  Z4, Z9, Z9
-	VMOVUPS 64(R11)(R12*1), Z4
-	VMULPS  Z4, Z4, Z4
-	VADDPS  Z4, Z10, Z10
-	VMOVUPS 128(R11)(R12*1), Z4
-	VMULPS  Z4, Z4, Z4
-	VADDPS  Z4, Z11, Z11
-	VMOVUPS 192(R11)(R12*1), Z4
-	VMULPS  Z4, Z4, Z4
-	VADDPS  Z4, Z12, Z12
+	VMOVUPS (R11)(R12*1), Z6
+	VMULPS  Z6, Z6, Z6
+	VADDPS  Z6, Z2, Z2
+	VMOVUPS 64(R11)(R12*1), Z6
+	VMULPS  Z6, Z6, Z6
+	VADDPS  Z6, Z3, Z3
+	VMOVUPS 128(R11)(R12*1), Z6
+	VMULPS  Z6, Z6, Z6
+	VADDPS  Z6, Z4, Z4
+	VMOVUPS 192(R11)(R12*1), Z6
+	VMULPS  Z6, Z6, Z6
+	VADDPS  Z6, Z5, Z5
 	ADDQ    $0x00000100, R12
 
 g2sumcheck:
@@ -1801,24 +1834,24 @@ g2sumtail:
 	SUBQ    R12, R13
 	CMPQ    R13, $0x00000040
 	JL      g2sumpart0
-	VMOVUPS (R11)(R12*1), Z4
-	VMULPS  Z4, Z4, Z4
-	VADDPS  Z4, Z9, Z9
+	VMOVUPS (R11)(R12*1), Z6
+	VMULPS  Z6, Z6, Z6
+	VADDPS  Z6, Z2, Z2
 	CMPQ    R13, $0x00000080
 	JL      g2sumpart1
-	VMOVUPS 64(R11)(R12*1), Z4
-	VMULPS  Z4, Z4, Z4
-	VADDPS  Z4, Z10, Z10
+	VMOVUPS 64(R11)(R12*1), Z6
+	VMULPS  Z6, Z6, Z6
+	VADDPS  Z6, Z3, Z3
 	CMPQ    R13, $0x000000c0
 	JL      g2sumpart2
-	VMOVUPS 128(R11)(R12*1), Z4
-	VMULPS  Z4, Z4, Z4
-	VADDPS  Z4, Z11, Z11
+	VMOVUPS 128(R11)(R12*1), Z6
+	VMULPS  Z6, Z6, Z6
+	VADDPS  Z6, Z4, Z4
 	CMPQ    R13, $0x00000100
 	JL      g2sumpart3
-	VMOVUPS 192(R11)(R12*1), Z4
-	VMULPS  Z4, Z4, Z4
-	VADDPS  Z4, Z12, Z12
+	VMOVUPS 192(R11)(R12*1), Z6
+	VMULPS  Z6, Z6, Z6
+	VADDPS  Z6, Z5, Z5
 	JMP     g2summed
 
 g2sumpart0:
@@ -1827,9 +1860,9 @@ g2sumpart0:
 	LEAQ      kmask<>+0(SB), R14
 	SHRQ      $0x01, R13
 	KMOVW     (R14)(R13*1), K1
-	VMOVUPS.Z (R11)(R12*1), K1, Z4
-	VMULPS    Z4, Z4, Z4
-	VADDPS    Z4, Z9, Z9
+	VMOVUPS.Z (R11)(R12*1), K1, Z6
+	VMULPS    Z6, Z6, Z6
+	VADDPS    Z6, Z2, Z2
 	JMP       g2summed
 
 g2sumpart1:
@@ -1838,9 +1871,9 @@ g2sumpart1:
 	LEAQ      kmask<>+0(SB), R14
 	SHRQ      $0x01, R13
 	KMOVW     (R14)(R13*1), K1
-	VMOVUPS.Z 64(R11)(R12*1), K1, Z4
-	VMULPS    Z4, Z4, Z4
-	VADDPS    Z4, Z10, Z10
+	VMOVUPS.Z 64(R11)(R12*1), K1, Z6
+	VMULPS    Z6, Z6, Z6
+	VADDPS    Z6, Z3, Z3
 	JMP       g2summed
 
 g2sumpart2:
@@ -1849,9 +1882,9 @@ g2sumpart2:
 	LEAQ      kmask<>+0(SB), R14
 	SHRQ      $0x01, R13
 	KMOVW     (R14)(R13*1), K1
-	VMOVUPS.Z 128(R11)(R12*1), K1, Z4
-	VMULPS    Z4, Z4, Z4
-	VADDPS    Z4, Z11, Z11
+	VMOVUPS.Z 128(R11)(R12*1), K1, Z6
+	VMULPS    Z6, Z6, Z6
+	VADDPS    Z6, Z4, Z4
 	JMP       g2summed
 
 g2sumpart3:
@@ -1860,58 +1893,58 @@ g2sumpart3:
 	LEAQ      kmask<>+0(SB), R14
 	SHRQ      $0x01, R13
 	KMOVW     (R14)(R13*1), K1
-	VMOVUPS.Z 192(R11)(R12*1), K1, Z4
-	VMULPS    Z4, Z4, Z4
-	VADDPS    Z4, Z12, Z12
+	VMOVUPS.Z 192(R11)(R12*1), K1, Z6
+	VMULPS    Z6, Z6, Z6
+	VADDPS    Z6, Z5, Z5
 
 g2summed:
-	VADDPS Z11, Z9, Z9
-	VADDPS Z12, Z10, Z10
-	VADDPS Z10, Z9, Z9
+	VADDPS Z4, Z2, Z2
+	VADDPS Z5, Z3, Z3
+	VADDPS Z3, Z2, Z2
 	ADDQ   R8, R11
 
 	// Sum of squares: element i goes to partial i%64.
-	MOVQ   SI, R13
-	SUBQ   $0x00000100, R13
-	JGE    g3firstblock
-	VPXORD Z13, Z13, Z13
-	VPXORD Z14, Z14, Z14
-	VPXORD Z15, Z15, Z15
-	VPXORD Z16, Z16, Z16
-	XORQ   R12, R12
-	JMP    g3sumtail
+	MOVQ    SI, R13
+	SUBQ    $0x00000100, R13
+	JGE     g3firstblock
+	VMOVUPS zero64<>+0(SB), Z3
+	VMOVUPS zero64<>+0(SB), Z4
+	VMOVUPS zero64<>+0(SB), Z5
+	VMOVUPS zero64<>+0(SB), Z6
+	XORQ    R12, R12
+	JMP     g3sumtail
 
 g3firstblock:
 	// +0 + square is the square itself: the first block initializes the partials.
 	XORQ    R12, R12
-	VMOVUPS (R11)(R12*1), Z4
-	VMULPS  Z4, Z4, Z4
-	VMOVAPS Z4, Z13
+	VMOVUPS (R11)(R12*1), Z3
+	VMULPS  Z3, Z3, Z3
+	VMOVAPS Z3, Z3
 	VMOVUPS 64(R11)(R12*1), Z4
 	VMULPS  Z4, Z4, Z4
-	VMOVAPS Z4, Z14
-	VMOVUPS 128(R11)(R12*1), Z4
-	VMULPS  Z4, Z4, Z4
-	VMOVAPS Z4, Z15
-	VMOVUPS 192(R11)(R12*1), Z4
-	VMULPS  Z4, Z4, Z4
-	VMOVAPS Z4, Z16
+	VMOVAPS Z4, Z4
+	VMOVUPS 128(R11)(R12*1), Z5
+	VMULPS  Z5, Z5, Z5
+	VMOVAPS Z5, Z5
+	VMOVUPS 192(R11)(R12*1), Z6
+	VMULPS  Z6, Z6, Z6
+	VMOVAPS Z6, Z6
 	MOVQ    $0x00000100, R12
 	JMP     g3sumcheck
 
 g3sumloop:
-	VMOVUPS (R11)(R12*1), Z4
-	VMULPS  Z4, Z4, Z4
-	VADDPS  Z4, Z13, Z13
-	VMOVUPS 64(R11)(R12*1), Z4
-	VMULPS  Z4, Z4, Z4
-	VADDPS  Z4, Z14, Z14
-	VMOVUPS 128(R11)(R12*1), Z4
-	VMULPS  Z4, Z4, Z4
-	VADDPS  Z4, Z15, Z15
-	VMOVUPS 192(R11)(R12*1), Z4
-	VMULPS  Z4, Z4, Z4
-	VADDPS  Z4, Z16, Z16
+	VMOVUPS (R11)(R12*1), Z7
+	VMULPS  Z7, Z7, Z7
+	VADDPS  Z7, Z3, Z3
+	VMOVUPS 64(R11)(R12*1), Z7
+	VMULPS  Z7, Z7, Z7
+	VADDPS  Z7, Z4, Z4
+	VMOVUPS 128(R11)(R12*1), Z7
+	VMULPS  Z7, Z7, Z7
+	VADDPS  Z7, Z5, Z5
+	VMOVUPS 192(R11)(R12*1), Z7
+	VMULPS  Z7, Z7, Z7
+	VADDPS  Z7, Z6, Z6
 	ADDQ    $0x00000100, R12
 
 g3sumcheck:
@@ -1924,24 +1957,24 @@ g3sumtail:
 	SUBQ    R12, R13
 	CMPQ    R13, $0x00000040
 	JL      g3sumpart0
-	VMOVUPS (R11)(R12*1), Z4
-	VMULPS  Z4, Z4, Z4
-	VADDPS  Z4, Z13, Z13
+	VMOVUPS (R11)(R12*1), Z7
+	VMULPS  Z7, Z7, Z7
+	VADDPS  Z7, Z3, Z3
 	CMPQ    R13, $0x00000080
 	JL      g3sumpart1
-	VMOVUPS 64(R11)(R12*1), Z4
-	VMULPS  Z4, Z4, Z4
-	VADDPS  Z4, Z14, Z14
+	VMOVUPS 64(R11)(R12*1), Z7
+	VMULPS  Z7, Z7, Z7
+	VADDPS  Z7, Z4, Z4
 	CMPQ    R13, $0x000000c0
 	JL      g3sumpart2
-	VMOVUPS 128(R11)(R12*1), Z4
-	VMULPS  Z4, Z4, Z4
-	VADDPS  Z4, Z15, Z15
+	VMOVUPS 128(R11)(R12*1), Z7
+	VMULPS  Z7, Z7, Z7
+	VADDPS  Z7, Z5, Z5
 	CMPQ    R13, $0x00000100
 	JL      g3sumpart3
-	VMOVUPS 192(R11)(R12*1), Z4
-	VMULPS  Z4, Z4, Z4
-	VADDPS  Z4, Z16, Z16
+	VMOVUPS 192(R11)(R12*1), Z7
+	VMULPS  Z7, Z7, Z7
+	VADDPS  Z7, Z6, Z6
 	JMP     g3summed
 
 g3sumpart0:
@@ -1950,9 +1983,9 @@ g3sumpart0:
 	LEAQ      kmask<>+0(SB), R14
 	SHRQ      $0x01, R13
 	KMOVW     (R14)(R13*1), K1
-	VMOVUPS.Z (R11)(R12*1), K1, Z4
-	VMULPS    Z4, Z4, Z4
-	VADDPS    Z4, Z13, Z13
+	VMOVUPS.Z (R11)(R12*1), K1, Z7
+	VMULPS    Z7, Z7, Z7
+	VADDPS    Z7, Z3, Z3
 	JMP       g3summed
 
 g3sumpart1:
@@ -1961,9 +1994,9 @@ g3sumpart1:
 	LEAQ      kmask<>+0(SB), R14
 	SHRQ      $0x01, R13
 	KMOVW     (R14)(R13*1), K1
-	VMOVUPS.Z 64(R11)(R12*1), K1, Z4
-	VMULPS    Z4, Z4, Z4
-	VADDPS    Z4, Z14, Z14
+	VMOVUPS.Z 64(R11)(R12*1), K1, Z7
+	VMULPS    Z7, Z7, Z7
+	VADDPS    Z7, Z4, Z4
 	JMP       g3summed
 
 g3sumpart2:
@@ -1972,9 +2005,9 @@ g3sumpart2:
 	LEAQ      kmask<>+0(SB), R14
 	SHRQ      $0x01, R13
 	KMOVW     (R14)(R13*1), K1
-	VMOVUPS.Z 128(R11)(R12*1), K1, Z4
-	VMULPS    Z4, Z4, Z4
-	VADDPS    Z4, Z15, Z15
+	VMOVUPS.Z 128(R11)(R12*1), K1, Z7
+	VMULPS    Z7, Z7, Z7
+	VADDPS    Z7, Z5, Z5
 	JMP       g3summed
 
 g3sumpart3:
@@ -1983,73 +2016,73 @@ g3sumpart3:
 	LEAQ      kmask<>+0(SB), R14
 	SHRQ      $0x01, R13
 	KMOVW     (R14)(R13*1), K1
-	VMOVUPS.Z 192(R11)(R12*1), K1, Z4
-	VMULPS    Z4, Z4, Z4
-	VADDPS    Z4, Z16, Z16
+	VMOVUPS.Z 192(R11)(R12*1), K1, Z7
+	VMULPS    Z7, Z7, Z7
+	VADDPS    Z7, Z6, Z6
 
 g3summed:
-	VADDPS Z15, Z13, Z13
-	VADDPS Z16, Z14, Z14
-	VADDPS Z14, Z13, Z13
+	VADDPS Z5, Z3, Z3
+	VADDPS Z6, Z4, Z4
+	VADDPS Z4, Z3, Z3
 
 	// The rest of the halving tree, four rows at once.
-	VSHUFF64X2    $0x44, Z5, Z0, Z4
-	VSHUFF64X2    $0xee, Z5, Z0, Z21
-	VADDPS        Z21, Z4, Z4
-	VSHUFF64X2    $0x44, Z13, Z9, Z21
-	VSHUFF64X2    $0xee, Z13, Z9, Z22
-	VADDPS        Z22, Z21, Z21
-	VSHUFF32X4    $0x88, Z21, Z4, Z22
-	VSHUFF32X4    $0xdd, Z21, Z4, Z4
-	VADDPS        Z4, Z22, Z22
-	VPERMILPS     $0x4e, Z22, Z4
-	VADDPS        Z4, Z22, Z22
-	VPERMILPS     $0xb1, Z22, Z4
-	VADDPS        Z4, Z22, Z22
+	VSHUFF64X2    $0x44, Z1, Z0, Z4
+	VSHUFF64X2    $0xee, Z1, Z0, Z0
+	VADDPS        Z0, Z4, Z4
+	VSHUFF64X2    $0x44, Z3, Z2, Z0
+	VSHUFF64X2    $0xee, Z3, Z2, Z1
+	VADDPS        Z1, Z0, Z0
+	VSHUFF32X4    $0x88, Z0, Z4, Z1
+	VSHUFF32X4    $0xdd, Z0, Z4, Z0
+	VADDPS        Z0, Z1, Z1
+	VPERMILPS     $0x4e, Z1, Z0
+	VADDPS        Z0, Z1, Z1
+	VPERMILPS     $0xb1, Z1, Z0
+	VADDPS        Z0, Z1, Z1
 	MOVL          $0x00001111, R11
 	KMOVW         R11, K1
-	VCOMPRESSPS.Z Z22, K1, Z4
+	VCOMPRESSPS.Z Z1, K1, Z0
 
 	// t = ss/d + eps for the four rows; any t outside [2^-100, MaxFloat32] sends the group to the one-row path.
 	TESTQ        $0x00000002, R9
 	JZ           Gdivide
-	VBROADCASTSS rd+72(FP), Z21
-	VMULPS       Z21, Z4, Z4
+	VBROADCASTSS rd+72(FP), Z1
+	VMULPS       Z1, Z0, Z0
 	JMP          Gdivided
 
 Gdivide:
-	VBROADCASTSS fd+68(FP), Z21
-	VDIVPS       Z21, Z4, Z4
+	VBROADCASTSS fd+68(FP), Z1
+	VDIVPS       Z1, Z0, Z0
 
 Gdivided:
-	VBROADCASTSS eps+64(FP), Z21
-	VADDPS       Z21, Z4, Z4
+	VBROADCASTSS eps+64(FP), Z1
+	VADDPS       Z1, Z0, Z0
 	MOVL         $0x0000000f, R11
 	KMOVW        R11, K1
-	VBROADCASTSS tlo<>+0(SB), Z21
-	VBROADCASTSS tmax<>+0(SB), Z22
-	VCMPPS       $0x1d, Z21, Z4, K1, K1
-	VCMPPS       $0x12, Z22, Z4, K1, K1
+	VBROADCASTSS tlo<>+0(SB), Z1
+	VBROADCASTSS tmax<>+0(SB), Z2
+	VCMPPS       $0x1d, Z1, Z0, K1, K1
+	VCMPPS       $0x12, Z2, Z0, K1, K1
 	KMOVW        K1, R11
 	CMPL         R11, $0x0f
 	JE           Ginrange
 	JMP          row
 
 Ginrange:
-	VSQRTPS      Z4, Z4
-	VBROADCASTSS one<>+0(SB), Z21
-	VDIVPS       Z4, Z21, Z21
+	VSQRTPS      Z0, Z0
+	VBROADCASTSS one<>+0(SB), Z1
+	VDIVPS       Z0, Z1, Z1
 
 	// Report 1/rms if asked.
 	TESTQ   BX, BX
 	JZ      gscale
 	MOVL    $0x0000000f, R11
 	KMOVW   R11, K1
-	VMOVUPS Z21, K1, (BX)(R10*4)
+	VMOVUPS Z1, K1, (BX)(R10*4)
 
 gscale:
-	VBROADCASTSS X21, Z4
-	VBROADCASTSS one<>+0(SB), Z22
+	VBROADCASTSS X1, Z0
+	VBROADCASTSS one<>+0(SB), Z2
 	TESTQ        $0x00000001, R9
 	JNZ          g0scalent
 
@@ -2061,26 +2094,26 @@ gscale:
 g0sloop:
 	CMPQ    R11, R12
 	JG      g0sone
-	VMULPS  (CX)(R11*1), Z4, Z23
-	VMOVUPS (DX)(R11*1), Z24
-	VADDPS  Z22, Z24, Z24
-	VMULPS  Z24, Z23, Z23
-	VMOVUPS Z23, (AX)(R11*1)
-	VMULPS  64(CX)(R11*1), Z4, Z23
-	VMOVUPS 64(DX)(R11*1), Z24
-	VADDPS  Z22, Z24, Z24
-	VMULPS  Z24, Z23, Z23
-	VMOVUPS Z23, 64(AX)(R11*1)
-	VMULPS  128(CX)(R11*1), Z4, Z23
-	VMOVUPS 128(DX)(R11*1), Z24
-	VADDPS  Z22, Z24, Z24
-	VMULPS  Z24, Z23, Z23
-	VMOVUPS Z23, 128(AX)(R11*1)
-	VMULPS  192(CX)(R11*1), Z4, Z23
-	VMOVUPS 192(DX)(R11*1), Z24
-	VADDPS  Z22, Z24, Z24
-	VMULPS  Z24, Z23, Z23
-	VMOVUPS Z23, 192(AX)(R11*1)
+	VMULPS  (CX)(R11*1), Z0, Z3
+	VMOVUPS (DX)(R11*1), Z4
+	VADDPS  Z2, Z4, Z4
+	VMULPS  Z4, Z3, Z3
+	VMOVUPS Z3, (AX)(R11*1)
+	VMULPS  64(CX)(R11*1), Z0, Z3
+	VMOVUPS 64(DX)(R11*1), Z4
+	VADDPS  Z2, Z4, Z4
+	VMULPS  Z4, Z3, Z3
+	VMOVUPS Z3, 64(AX)(R11*1)
+	VMULPS  128(CX)(R11*1), Z0, Z3
+	VMOVUPS 128(DX)(R11*1), Z4
+	VADDPS  Z2, Z4, Z4
+	VMULPS  Z4, Z3, Z3
+	VMOVUPS Z3, 128(AX)(R11*1)
+	VMULPS  192(CX)(R11*1), Z0, Z3
+	VMOVUPS 192(DX)(R11*1), Z4
+	VADDPS  Z2, Z4, Z4
+	VMULPS  Z4, Z3, Z3
+	VMOVUPS Z3, 192(AX)(R11*1)
 	ADDQ    $0x00000100, R11
 	JMP     g0sloop
 
@@ -2090,11 +2123,11 @@ g0sone:
 g0soneloop:
 	CMPQ    R11, R12
 	JG      g0stail
-	VMULPS  (CX)(R11*1), Z4, Z23
-	VMOVUPS (DX)(R11*1), Z24
-	VADDPS  Z22, Z24, Z24
-	VMULPS  Z24, Z23, Z23
-	VMOVUPS Z23, (AX)(R11*1)
+	VMULPS  (CX)(R11*1), Z0, Z3
+	VMOVUPS (DX)(R11*1), Z4
+	VADDPS  Z2, Z4, Z4
+	VMULPS  Z4, Z3, Z3
+	VMOVUPS Z3, (AX)(R11*1)
 	ADDQ    $0x00000040, R11
 	JMP     g0soneloop
 
@@ -2105,107 +2138,113 @@ g0stail:
 	LEAQ      kmask<>+0(SB), R13
 	SHRQ      $0x01, R12
 	KMOVW     (R13)(R12*1), K1
-	VMOVUPS.Z (CX)(R11*1), K1, Z23
-	VMULPS    Z23, Z4, Z23
-	VMOVUPS.Z (DX)(R11*1), K1, Z4
-	VADDPS    Z22, Z4, Z4
-	VMULPS    Z4, Z23, Z23
-	VMOVUPS   Z23, K1, (AX)(R11*1)
+	VMOVUPS.Z (CX)(R11*1), K1, Z3
+	VMULPS    Z3, Z0, Z3
+	VMOVUPS.Z (DX)(R11*1), K1, Z0
+	VADDPS    Z2, Z0, Z0
+	VMULPS    Z0, Z3, Z3
+	VMOVUPS   Z3, K1, (AX)(R11*1)
 
 g0sdone:
 	JMP g0scaled
 
 g0scalent:
+	LEAQ (CX)(R8*4), R11
+
 	// y = (src*inv)*w, rounded after each multiply.
-	XORQ R11, R11
+	XORQ R12, R12
 
 	// Ordinary stores up to the first vector-aligned element of dst.
-	MOVQ AX, R12
-	NEGQ R12
-	ANDQ $0x0000003f, R12
+	MOVQ AX, R13
+	NEGQ R13
+	ANDQ $0x0000003f, R13
 	JZ   g0nbody
-	CMPQ R12, SI
+	CMPQ R13, SI
 	JLE  g0nhead
-	MOVQ SI, R12
+	MOVQ SI, R13
 
 g0nhead:
-	MOVQ      R12, R11
-	XORQ      R13, R13
-	LEAQ      kmask<>+0(SB), R14
-	SHRQ      $0x01, R12
-	KMOVW     (R14)(R12*1), K1
-	VMOVUPS.Z (CX)(R13*1), K1, Z23
-	VMULPS    Z23, Z4, Z23
-	VMOVUPS.Z (DX)(R13*1), K1, Z24
-	VADDPS    Z22, Z24, Z24
-	VMULPS    Z24, Z23, Z23
-	VMOVUPS   Z23, K1, (AX)(R13*1)
+	MOVQ      R13, R12
+	XORQ      R14, R14
+	LEAQ      kmask<>+0(SB), R15
+	SHRQ      $0x01, R13
+	KMOVW     (R15)(R13*1), K1
+	VMOVUPS.Z (CX)(R14*1), K1, Z3
+	VMULPS    Z3, Z0, Z3
+	VMOVUPS.Z (DX)(R14*1), K1, Z4
+	VADDPS    Z2, Z4, Z4
+	VMULPS    Z4, Z3, Z3
+	VMOVUPS   Z3, K1, (AX)(R14*1)
 
 g0nbody:
-	MOVQ SI, R12
-	SUBQ $0x00000100, R12
+	MOVQ SI, R13
+	SUBQ $0x00000100, R13
 
 g0nloop:
-	CMPQ     R11, R12
-	JG       g0none
-	VMULPS   (CX)(R11*1), Z4, Z23
-	VMOVUPS  (DX)(R11*1), Z24
-	VADDPS   Z22, Z24, Z24
-	VMULPS   Z24, Z23, Z23
-	VMOVNTPS Z23, (AX)(R11*1)
-	VMULPS   64(CX)(R11*1), Z4, Z23
-	VMOVUPS  64(DX)(R11*1), Z24
-	VADDPS   Z22, Z24, Z24
-	VMULPS   Z24, Z23, Z23
-	VMOVNTPS Z23, 64(AX)(R11*1)
-	VMULPS   128(CX)(R11*1), Z4, Z23
-	VMOVUPS  128(DX)(R11*1), Z24
-	VADDPS   Z22, Z24, Z24
-	VMULPS   Z24, Z23, Z23
-	VMOVNTPS Z23, 128(AX)(R11*1)
-	VMULPS   192(CX)(R11*1), Z4, Z23
-	VMOVUPS  192(DX)(R11*1), Z24
-	VADDPS   Z22, Z24, Z24
-	VMULPS   Z24, Z23, Z23
-	VMOVNTPS Z23, 192(AX)(R11*1)
-	ADDQ     $0x00000100, R11
-	JMP      g0nloop
+	CMPQ       R12, R13
+	JG         g0none
+	PREFETCHT0 (R11)(R12*1)
+	PREFETCHT0 64(R11)(R12*1)
+	PREFETCHT0 128(R11)(R12*1)
+	PREFETCHT0 192(R11)(R12*1)
+	VMULPS     (CX)(R12*1), Z0, Z3
+	VMOVUPS    (DX)(R12*1), Z4
+	VADDPS     Z2, Z4, Z4
+	VMULPS     Z4, Z3, Z3
+	VMOVNTPS   Z3, (AX)(R12*1)
+	VMULPS     64(CX)(R12*1), Z0, Z3
+	VMOVUPS    64(DX)(R12*1), Z4
+	VADDPS     Z2, Z4, Z4
+	VMULPS     Z4, Z3, Z3
+	VMOVNTPS   Z3, 64(AX)(R12*1)
+	VMULPS     128(CX)(R12*1), Z0, Z3
+	VMOVUPS    128(DX)(R12*1), Z4
+	VADDPS     Z2, Z4, Z4
+	VMULPS     Z4, Z3, Z3
+	VMOVNTPS   Z3, 128(AX)(R12*1)
+	VMULPS     192(CX)(R12*1), Z0, Z3
+	VMOVUPS    192(DX)(R12*1), Z4
+	VADDPS     Z2, Z4, Z4
+	VMULPS     Z4, Z3, Z3
+	VMOVNTPS   Z3, 192(AX)(R12*1)
+	ADDQ       $0x00000100, R12
+	JMP        g0nloop
 
 g0none:
-	ADDQ $0x000000c0, R12
+	ADDQ $0x000000c0, R13
 
 g0noneloop:
-	CMPQ     R11, R12
+	CMPQ     R12, R13
 	JG       g0ntail
-	VMULPS   (CX)(R11*1), Z4, Z23
-	VMOVUPS  (DX)(R11*1), Z24
-	VADDPS   Z22, Z24, Z24
-	VMULPS   Z24, Z23, Z23
-	VMOVNTPS Z23, (AX)(R11*1)
-	ADDQ     $0x00000040, R11
+	VMULPS   (CX)(R12*1), Z0, Z3
+	VMOVUPS  (DX)(R12*1), Z4
+	VADDPS   Z2, Z4, Z4
+	VMULPS   Z4, Z3, Z3
+	VMOVNTPS Z3, (AX)(R12*1)
+	ADDQ     $0x00000040, R12
 	JMP      g0noneloop
 
 g0ntail:
-	MOVQ      SI, R12
-	SUBQ      R11, R12
+	MOVQ      SI, R11
+	SUBQ      R12, R11
 	JZ        g0ndone
 	LEAQ      kmask<>+0(SB), R13
-	SHRQ      $0x01, R12
-	KMOVW     (R13)(R12*1), K1
-	VMOVUPS.Z (CX)(R11*1), K1, Z23
-	VMULPS    Z23, Z4, Z23
-	VMOVUPS.Z (DX)(R11*1), K1, Z4
-	VADDPS    Z22, Z4, Z4
-	VMULPS    Z4, Z23, Z23
-	VMOVUPS   Z23, K1, (AX)(R11*1)
+	SHRQ      $0x01, R11
+	KMOVW     (R13)(R11*1), K1
+	VMOVUPS.Z (CX)(R12*1), K1, Z3
+	VMULPS    Z3, Z0, Z3
+	VMOVUPS.Z (DX)(R12*1), K1, Z0
+	VADDPS    Z2, Z0, Z0
+	VMULPS    Z0, Z3, Z3
+	VMOVUPS   Z3, K1, (AX)(R12*1)
 
 g0ndone:
 g0scaled:
 	ADDQ         R8, CX
 	ADDQ         R8, AX
-	VPERMILPS    $0x01, Z21, Z4
-	VBROADCASTSS X4, Z4
-	VBROADCASTSS one<>+0(SB), Z22
+	VPERMILPS    $0x01, Z1, Z0
+	VBROADCASTSS X0, Z0
+	VBROADCASTSS one<>+0(SB), Z2
 	TESTQ        $0x00000001, R9
 	JNZ          g1scalent
 
@@ -2217,26 +2256,26 @@ g0scaled:
 g1sloop:
 	CMPQ    R11, R12
 	JG      g1sone
-	VMULPS  (CX)(R11*1), Z4, Z23
-	VMOVUPS (DX)(R11*1), Z24
-	VADDPS  Z22, Z24, Z24
-	VMULPS  Z24, Z23, Z23
-	VMOVUPS Z23, (AX)(R11*1)
-	VMULPS  64(CX)(R11*1), Z4, Z23
-	VMOVUPS 64(DX)(R11*1), Z24
-	VADDPS  Z22, Z24, Z24
-	VMULPS  Z24, Z23, Z23
-	VMOVUPS Z23, 64(AX)(R11*1)
-	VMULPS  128(CX)(R11*1), Z4, Z23
-	VMOVUPS 128(DX)(R11*1), Z24
-	VADDPS  Z22, Z24, Z24
-	VMULPS  Z24, Z23, Z23
-	VMOVUPS Z23, 128(AX)(R11*1)
-	VMULPS  192(CX)(R11*1), Z4, Z23
-	VMOVUPS 192(DX)(R11*1), Z24
-	VADDPS  Z22, Z24, Z24
-	VMULPS  Z24, Z23, Z23
-	VMOVUPS Z23, 192(AX)(R11*1)
+	VMULPS  (CX)(R11*1), Z0, Z3
+	VMOVUPS (DX)(R11*1), Z4
+	VADDPS  Z2, Z4, Z4
+	VMULPS  Z4, Z3, Z3
+	VMOVUPS Z3, (AX)(R11*1)
+	VMULPS  64(CX)(R11*1), Z0, Z3
+	VMOVUPS 64(DX)(R11*1), Z4
+	VADDPS  Z2, Z4, Z4
+	VMULPS  Z4, Z3, Z3
+	VMOVUPS Z3, 64(AX)(R11*1)
+	VMULPS  128(CX)(R11*1), Z0, Z3
+	VMOVUPS 128(DX)(R11*1), Z4
+	VADDPS  Z2, Z4, Z4
+	VMULPS  Z4, Z3, Z3
+	VMOVUPS Z3, 128(AX)(R11*1)
+	VMULPS  192(CX)(R11*1), Z0, Z3
+	VMOVUPS 192(DX)(R11*1), Z4
+	VADDPS  Z2, Z4, Z4
+	VMULPS  Z4, Z3, Z3
+	VMOVUPS Z3, 192(AX)(R11*1)
 	ADDQ    $0x00000100, R11
 	JMP     g1sloop
 
@@ -2246,11 +2285,11 @@ g1sone:
 g1soneloop:
 	CMPQ    R11, R12
 	JG      g1stail
-	VMULPS  (CX)(R11*1), Z4, Z23
-	VMOVUPS (DX)(R11*1), Z24
-	VADDPS  Z22, Z24, Z24
-	VMULPS  Z24, Z23, Z23
-	VMOVUPS Z23, (AX)(R11*1)
+	VMULPS  (CX)(R11*1), Z0, Z3
+	VMOVUPS (DX)(R11*1), Z4
+	VADDPS  Z2, Z4, Z4
+	VMULPS  Z4, Z3, Z3
+	VMOVUPS Z3, (AX)(R11*1)
 	ADDQ    $0x00000040, R11
 	JMP     g1soneloop
 
@@ -2261,107 +2300,113 @@ g1stail:
 	LEAQ      kmask<>+0(SB), R13
 	SHRQ      $0x01, R12
 	KMOVW     (R13)(R12*1), K1
-	VMOVUPS.Z (CX)(R11*1), K1, Z23
-	VMULPS    Z23, Z4, Z23
-	VMOVUPS.Z (DX)(R11*1), K1, Z4
-	VADDPS    Z22, Z4, Z4
-	VMULPS    Z4, Z23, Z23
-	VMOVUPS   Z23, K1, (AX)(R11*1)
+	VMOVUPS.Z (CX)(R11*1), K1, Z3
+	VMULPS    Z3, Z0, Z3
+	VMOVUPS.Z (DX)(R11*1), K1, Z0
+	VADDPS    Z2, Z0, Z0
+	VMULPS    Z0, Z3, Z3
+	VMOVUPS   Z3, K1, (AX)(R11*1)
 
 g1sdone:
 	JMP g1scaled
 
 g1scalent:
+	LEAQ (CX)(R8*4), R11
+
 	// y = (src*inv)*w, rounded after each multiply.
-	XORQ R11, R11
+	XORQ R12, R12
 
 	// Ordinary stores up to the first vector-aligned element of dst.
-	MOVQ AX, R12
-	NEGQ R12
-	ANDQ $0x0000003f, R12
+	MOVQ AX, R13
+	NEGQ R13
+	ANDQ $0x0000003f, R13
 	JZ   g1nbody
-	CMPQ R12, SI
+	CMPQ R13, SI
 	JLE  g1nhead
-	MOVQ SI, R12
+	MOVQ SI, R13
 
 g1nhead:
-	MOVQ      R12, R11
-	XORQ      R13, R13
-	LEAQ      kmask<>+0(SB), R14
-	SHRQ      $0x01, R12
-	KMOVW     (R14)(R12*1), K1
-	VMOVUPS.Z (CX)(R13*1), K1, Z23
-	VMULPS    Z23, Z4, Z23
-	VMOVUPS.Z (DX)(R13*1), K1, Z24
-	VADDPS    Z22, Z24, Z24
-	VMULPS    Z24, Z23, Z23
-	VMOVUPS   Z23, K1, (AX)(R13*1)
+	MOVQ      R13, R12
+	XORQ      R14, R14
+	LEAQ      kmask<>+0(SB), R15
+	SHRQ      $0x01, R13
+	KMOVW     (R15)(R13*1), K1
+	VMOVUPS.Z (CX)(R14*1), K1, Z3
+	VMULPS    Z3, Z0, Z3
+	VMOVUPS.Z (DX)(R14*1), K1, Z4
+	VADDPS    Z2, Z4, Z4
+	VMULPS    Z4, Z3, Z3
+	VMOVUPS   Z3, K1, (AX)(R14*1)
 
 g1nbody:
-	MOVQ SI, R12
-	SUBQ $0x00000100, R12
+	MOVQ SI, R13
+	SUBQ $0x00000100, R13
 
 g1nloop:
-	CMPQ     R11, R12
-	JG       g1none
-	VMULPS   (CX)(R11*1), Z4, Z23
-	VMOVUPS  (DX)(R11*1), Z24
-	VADDPS   Z22, Z24, Z24
-	VMULPS   Z24, Z23, Z23
-	VMOVNTPS Z23, (AX)(R11*1)
-	VMULPS   64(CX)(R11*1), Z4, Z23
-	VMOVUPS  64(DX)(R11*1), Z24
-	VADDPS   Z22, Z24, Z24
-	VMULPS   Z24, Z23, Z23
-	VMOVNTPS Z23, 64(AX)(R11*1)
-	VMULPS   128(CX)(R11*1), Z4, Z23
-	VMOVUPS  128(DX)(R11*1), Z24
-	VADDPS   Z22, Z24, Z24
-	VMULPS   Z24, Z23, Z23
-	VMOVNTPS Z23, 128(AX)(R11*1)
-	VMULPS   192(CX)(R11*1), Z4, Z23
-	VMOVUPS  192(DX)(R11*1), Z24
-	VADDPS   Z22, Z24, Z24
-	VMULPS   Z24, Z23, Z23
-	VMOVNTPS Z23, 192(AX)(R11*1)
-	ADDQ     $0x00000100, R11
-	JMP      g1nloop
+	CMPQ       R12, R13
+	JG         g1none
+	PREFETCHT0 (R11)(R12*1)
+	PREFETCHT0 64(R11)(R12*1)
+	PREFETCHT0 128(R11)(R12*1)
+	PREFETCHT0 192(R11)(R12*1)
+	VMULPS     (CX)(R12*1), Z0, Z3
+	VMOVUPS    (DX)(R12*1), Z4
+	VADDPS     Z2, Z4, Z4
+	VMULPS     Z4, Z3, Z3
+	VMOVNTPS   Z3, (AX)(R12*1)
+	VMULPS     64(CX)(R12*1), Z0, Z3
+	VMOVUPS    64(DX)(R12*1), Z4
+	VADDPS     Z2, Z4, Z4
+	VMULPS     Z4, Z3, Z3
+	VMOVNTPS   Z3, 64(AX)(R12*1)
+	VMULPS     128(CX)(R12*1), Z0, Z3
+	VMOVUPS    128(DX)(R12*1), Z4
+	VADDPS     Z2, Z4, Z4
+	VMULPS     Z4, Z3, Z3
+	VMOVNTPS   Z3, 128(AX)(R12*1)
+	VMULPS     192(CX)(R12*1), Z0, Z3
+	VMOVUPS    192(DX)(R12*1), Z4
+	VADDPS     Z2, Z4, Z4
+	VMULPS     Z4, Z3, Z3
+	VMOVNTPS   Z3, 192(AX)(R12*1)
+	ADDQ       $0x00000100, R12
+	JMP        g1nloop
 
 g1none:
-	ADDQ $0x000000c0, R12
+	ADDQ $0x000000c0, R13
 
 g1noneloop:
-	CMPQ     R11, R12
+	CMPQ     R12, R13
 	JG       g1ntail
-	VMULPS   (CX)(R11*1), Z4, Z23
-	VMOVUPS  (DX)(R11*1), Z24
-	VADDPS   Z22, Z24, Z24
-	VMULPS   Z24, Z23, Z23
-	VMOVNTPS Z23, (AX)(R11*1)
-	ADDQ     $0x00000040, R11
+	VMULPS   (CX)(R12*1), Z0, Z3
+	VMOVUPS  (DX)(R12*1), Z4
+	VADDPS   Z2, Z4, Z4
+	VMULPS   Z4, Z3, Z3
+	VMOVNTPS Z3, (AX)(R12*1)
+	ADDQ     $0x00000040, R12
 	JMP      g1noneloop
 
 g1ntail:
-	MOVQ      SI, R12
-	SUBQ      R11, R12
+	MOVQ      SI, R11
+	SUBQ      R12, R11
 	JZ        g1ndone
 	LEAQ      kmask<>+0(SB), R13
-	SHRQ      $0x01, R12
-	KMOVW     (R13)(R12*1), K1
-	VMOVUPS.Z (CX)(R11*1), K1, Z23
-	VMULPS    Z23, Z4, Z23
-	VMOVUPS.Z (DX)(R11*1), K1, Z4
-	VADDPS    Z22, Z4, Z4
-	VMULPS    Z4, Z23, Z23
-	VMOVUPS   Z23, K1, (AX)(R11*1)
+	SHRQ      $0x01, R11
+	KMOVW     (R13)(R11*1), K1
+	VMOVUPS.Z (CX)(R12*1), K1, Z3
+	VMULPS    Z3, Z0, Z3
+	VMOVUPS.Z (DX)(R12*1), K1, Z0
+	VADDPS    Z2, Z0, Z0
+	VMULPS    Z0, Z3, Z3
+	VMOVUPS   Z3, K1, (AX)(R12*1)
 
 g1ndone:
 g1scaled:
 	ADDQ         R8, CX
 	ADDQ         R8, AX
-	VPERMILPS    $0x02, Z21, Z4
-	VBROADCASTSS X4, Z4
-	VBROADCASTSS one<>+0(SB), Z22
+	VPERMILPS    $0x02, Z1, Z0
+	VBROADCASTSS X0, Z0
+	VBROADCASTSS one<>+0(SB), Z2
 	TESTQ        $0x00000001, R9
 	JNZ          g2scalent
 
@@ -2373,26 +2418,26 @@ g1scaled:
 g2sloop:
 	CMPQ    R11, R12
 	JG      g2sone
-	VMULPS  (CX)(R11*1), Z4, Z23
-	VMOVUPS (DX)(R11*1), Z24
-	VADDPS  Z22, Z24, Z24
-	VMULPS  Z24, Z23, Z23
-	VMOVUPS Z23, (AX)(R11*1)
-	VMULPS  64(CX)(R11*1), Z4, Z23
-	VMOVUPS 64(DX)(R11*1), Z24
-	VADDPS  Z22, Z24, Z24
-	VMULPS  Z24, Z23, Z23
-	VMOVUPS Z23, 64(AX)(R11*1)
-	VMULPS  128(CX)(R11*1), Z4, Z23
-	VMOVUPS 128(DX)(R11*1), Z24
-	VADDPS  Z22, Z24, Z24
-	VMULPS  Z24, Z23, Z23
-	VMOVUPS Z23, 128(AX)(R11*1)
-	VMULPS  192(CX)(R11*1), Z4, Z23
-	VMOVUPS 192(DX)(R11*1), Z24
-	VADDPS  Z22, Z24, Z24
-	VMULPS  Z24, Z23, Z23
-	VMOVUPS Z23, 192(AX)(R11*1)
+	VMULPS  (CX)(R11*1), Z0, Z3
+	VMOVUPS (DX)(R11*1), Z4
+	VADDPS  Z2, Z4, Z4
+	VMULPS  Z4, Z3, Z3
+	VMOVUPS Z3, (AX)(R11*1)
+	VMULPS  64(CX)(R11*1), Z0, Z3
+	VMOVUPS 64(DX)(R11*1), Z4
+	VADDPS  Z2, Z4, Z4
+	VMULPS  Z4, Z3, Z3
+	VMOVUPS Z3, 64(AX)(R11*1)
+	VMULPS  128(CX)(R11*1), Z0, Z3
+	VMOVUPS 128(DX)(R11*1), Z4
+	VADDPS  Z2, Z4, Z4
+	VMULPS  Z4, Z3, Z3
+	VMOVUPS Z3, 128(AX)(R11*1)
+	VMULPS  192(CX)(R11*1), Z0, Z3
+	VMOVUPS 192(DX)(R11*1), Z4
+	VADDPS  Z2, Z4, Z4
+	VMULPS  Z4, Z3, Z3
+	VMOVUPS Z3, 192(AX)(R11*1)
 	ADDQ    $0x00000100, R11
 	JMP     g2sloop
 
@@ -2402,11 +2447,11 @@ g2sone:
 g2soneloop:
 	CMPQ    R11, R12
 	JG      g2stail
-	VMULPS  (CX)(R11*1), Z4, Z23
-	VMOVUPS (DX)(R11*1), Z24
-	VADDPS  Z22, Z24, Z24
-	VMULPS  Z24, Z23, Z23
-	VMOVUPS Z23, (AX)(R11*1)
+	VMULPS  (CX)(R11*1), Z0, Z3
+	VMOVUPS (DX)(R11*1), Z4
+	VADDPS  Z2, Z4, Z4
+	VMULPS  Z4, Z3, Z3
+	VMOVUPS Z3, (AX)(R11*1)
 	ADDQ    $0x00000040, R11
 	JMP     g2soneloop
 
@@ -2417,107 +2462,113 @@ g2stail:
 	LEAQ      kmask<>+0(SB), R13
 	SHRQ      $0x01, R12
 	KMOVW     (R13)(R12*1), K1
-	VMOVUPS.Z (CX)(R11*1), K1, Z23
-	VMULPS    Z23, Z4, Z23
-	VMOVUPS.Z (DX)(R11*1), K1, Z4
-	VADDPS    Z22, Z4, Z4
-	VMULPS    Z4, Z23, Z23
-	VMOVUPS   Z23, K1, (AX)(R11*1)
+	VMOVUPS.Z (CX)(R11*1), K1, Z3
+	VMULPS    Z3, Z0, Z3
+	VMOVUPS.Z (DX)(R11*1), K1, Z0
+	VADDPS    Z2, Z0, Z0
+	VMULPS    Z0, Z3, Z3
+	VMOVUPS   Z3, K1, (AX)(R11*1)
 
 g2sdone:
 	JMP g2scaled
 
 g2scalent:
+	LEAQ (CX)(R8*4), R11
+
 	// y = (src*inv)*w, rounded after each multiply.
-	XORQ R11, R11
+	XORQ R12, R12
 
 	// Ordinary stores up to the first vector-aligned element of dst.
-	MOVQ AX, R12
-	NEGQ R12
-	ANDQ $0x0000003f, R12
+	MOVQ AX, R13
+	NEGQ R13
+	ANDQ $0x0000003f, R13
 	JZ   g2nbody
-	CMPQ R12, SI
+	CMPQ R13, SI
 	JLE  g2nhead
-	MOVQ SI, R12
+	MOVQ SI, R13
 
 g2nhead:
-	MOVQ      R12, R11
-	XORQ      R13, R13
-	LEAQ      kmask<>+0(SB), R14
-	SHRQ      $0x01, R12
-	KMOVW     (R14)(R12*1), K1
-	VMOVUPS.Z (CX)(R13*1), K1, Z23
-	VMULPS    Z23, Z4, Z23
-	VMOVUPS.Z (DX)(R13*1), K1, Z24
-	VADDPS    Z22, Z24, Z24
-	VMULPS    Z24, Z23, Z23
-	VMOVUPS   Z23, K1, (AX)(R13*1)
+	MOVQ      R13, R12
+	XORQ      R14, R14
+	LEAQ      kmask<>+0(SB), R15
+	SHRQ      $0x01, R13
+	KMOVW     (R15)(R13*1), K1
+	VMOVUPS.Z (CX)(R14*1), K1, Z3
+	VMULPS    Z3, Z0, Z3
+	VMOVUPS.Z (DX)(R14*1), K1, Z4
+	VADDPS    Z2, Z4, Z4
+	VMULPS    Z4, Z3, Z3
+	VMOVUPS   Z3, K1, (AX)(R14*1)
 
 g2nbody:
-	MOVQ SI, R12
-	SUBQ $0x00000100, R12
+	MOVQ SI, R13
+	SUBQ $0x00000100, R13
 
 g2nloop:
-	CMPQ     R11, R12
-	JG       g2none
-	VMULPS   (CX)(R11*1), Z4, Z23
-	VMOVUPS  (DX)(R11*1), Z24
-	VADDPS   Z22, Z24, Z24
-	VMULPS   Z24, Z23, Z23
-	VMOVNTPS Z23, (AX)(R11*1)
-	VMULPS   64(CX)(R11*1), Z4, Z23
-	VMOVUPS  64(DX)(R11*1), Z24
-	VADDPS   Z22, Z24, Z24
-	VMULPS   Z24, Z23, Z23
-	VMOVNTPS Z23, 64(AX)(R11*1)
-	VMULPS   128(CX)(R11*1), Z4, Z23
-	VMOVUPS  128(DX)(R11*1), Z24
-	VADDPS   Z22, Z24, Z24
-	VMULPS   Z24, Z23, Z23
-	VMOVNTPS Z23, 128(AX)(R11*1)
-	VMULPS   192(CX)(R11*1), Z4, Z23
-	VMOVUPS  192(DX)(R11*1), Z24
-	VADDPS   Z22, Z24, Z24
-	VMULPS   Z24, Z23, Z23
-	VMOVNTPS Z23, 192(AX)(R11*1)
-	ADDQ     $0x00000100, R11
-	JMP      g2nloop
+	CMPQ       R12, R13
+	JG         g2none
+	PREFETCHT0 (R11)(R12*1)
+	PREFETCHT0 64(R11)(R12*1)
+	PREFETCHT0 128(R11)(R12*1)
+	PREFETCHT0 192(R11)(R12*1)
+	VMULPS     (CX)(R12*1), Z0, Z3
+	VMOVUPS    (DX)(R12*1), Z4
+	VADDPS     Z2, Z4, Z4
+	VMULPS     Z4, Z3, Z3
+	VMOVNTPS   Z3, (AX)(R12*1)
+	VMULPS     64(CX)(R12*1), Z0, Z3
+	VMOVUPS    64(DX)(R12*1), Z4
+	VADDPS     Z2, Z4, Z4
+	VMULPS     Z4, Z3, Z3
+	VMOVNTPS   Z3, 64(AX)(R12*1)
+	VMULPS     128(CX)(R12*1), Z0, Z3
+	VMOVUPS    128(DX)(R12*1), Z4
+	VADDPS     Z2, Z4, Z4
+	VMULPS     Z4, Z3, Z3
+	VMOVNTPS   Z3, 128(AX)(R12*1)
+	VMULPS     192(CX)(R12*1), Z0, Z3
+	VMOVUPS    192(DX)(R12*1), Z4
+	VADDPS     Z2, Z4, Z4
+	VMULPS     Z4, Z3, Z3
+	VMOVNTPS   Z3, 192(AX)(R12*1)
+	ADDQ       $0x00000100, R12
+	JMP        g2nloop
 
 g2none:
-	ADDQ $0x000000c0, R12
+	ADDQ $0x000000c0, R13
 
 g2noneloop:
-	CMPQ     R11, R12
+	CMPQ     R12, R13
 	JG       g2ntail
-	VMULPS   (CX)(R11*1), Z4, Z23
-	VMOVUPS  (DX)(R11*1), Z24
-	VADDPS   Z22, Z24, Z24
-	VMULPS   Z24, Z23, Z23
-	VMOVNTPS Z23, (AX)(R11*1)
-	ADDQ     $0x00000040, R11
+	VMULPS   (CX)(R12*1), Z0, Z3
+	VMOVUPS  (DX)(R12*1), Z4
+	VADDPS   Z2, Z4, Z4
+	VMULPS   Z4, Z3, Z3
+	VMOVNTPS Z3, (AX)(R12*1)
+	ADDQ     $0x00000040, R12
 	JMP      g2noneloop
 
 g2ntail:
-	MOVQ      SI, R12
-	SUBQ      R11, R12
+	MOVQ      SI, R11
+	SUBQ      R12, R11
 	JZ        g2ndone
 	LEAQ      kmask<>+0(SB), R13
-	SHRQ      $0x01, R12
-	KMOVW     (R13)(R12*1), K1
-	VMOVUPS.Z (CX)(R11*1), K1, Z23
-	VMULPS    Z23, Z4, Z23
-	VMOVUPS.Z (DX)(R11*1), K1, Z4
-	VADDPS    Z22, Z4, Z4
-	VMULPS    Z4, Z23, Z23
-	VMOVUPS   Z23, K1, (AX)(R11*1)
+	SHRQ      $0x01, R11
+	KMOVW     (R13)(R11*1), K1
+	VMOVUPS.Z (CX)(R12*1), K1, Z3
+	VMULPS    Z3, Z0, Z3
+	VMOVUPS.Z (DX)(R12*1), K1, Z0
+	VADDPS    Z2, Z0, Z0
+	VMULPS    Z0, Z3, Z3
+	VMOVUPS   Z3, K1, (AX)(R12*1)
 
 g2ndone:
 g2scaled:
 	ADDQ         R8, CX
 	ADDQ         R8, AX
-	VPERMILPS    $0x03, Z21, Z4
-	VBROADCASTSS X4, Z4
-	VBROADCASTSS one<>+0(SB), Z21
+	VPERMILPS    $0x03, Z1, Z0
+	VBROADCASTSS X0, Z0
+	VBROADCASTSS one<>+0(SB), Z1
 	TESTQ        $0x00000001, R9
 	JNZ          g3scalent
 
@@ -2529,26 +2580,26 @@ g2scaled:
 g3sloop:
 	CMPQ    R11, R12
 	JG      g3sone
-	VMULPS  (CX)(R11*1), Z4, Z22
-	VMOVUPS (DX)(R11*1), Z23
-	VADDPS  Z21, Z23, Z23
-	VMULPS  Z23, Z22, Z22
-	VMOVUPS Z22, (AX)(R11*1)
-	VMULPS  64(CX)(R11*1), Z4, Z22
-	VMOVUPS 64(DX)(R11*1), Z23
-	VADDPS  Z21, Z23, Z23
-	VMULPS  Z23, Z22, Z22
-	VMOVUPS Z22, 64(AX)(R11*1)
-	VMULPS  128(CX)(R11*1), Z4, Z22
-	VMOVUPS 128(DX)(R11*1), Z23
-	VADDPS  Z21, Z23, Z23
-	VMULPS  Z23, Z22, Z22
-	VMOVUPS Z22, 128(AX)(R11*1)
-	VMULPS  192(CX)(R11*1), Z4, Z22
-	VMOVUPS 192(DX)(R11*1), Z23
-	VADDPS  Z21, Z23, Z23
-	VMULPS  Z23, Z22, Z22
-	VMOVUPS Z22, 192(AX)(R11*1)
+	VMULPS  (CX)(R11*1), Z0, Z2
+	VMOVUPS (DX)(R11*1), Z3
+	VADDPS  Z1, Z3, Z3
+	VMULPS  Z3, Z2, Z2
+	VMOVUPS Z2, (AX)(R11*1)
+	VMULPS  64(CX)(R11*1), Z0, Z2
+	VMOVUPS 64(DX)(R11*1), Z3
+	VADDPS  Z1, Z3, Z3
+	VMULPS  Z3, Z2, Z2
+	VMOVUPS Z2, 64(AX)(R11*1)
+	VMULPS  128(CX)(R11*1), Z0, Z2
+	VMOVUPS 128(DX)(R11*1), Z3
+	VADDPS  Z1, Z3, Z3
+	VMULPS  Z3, Z2, Z2
+	VMOVUPS Z2, 128(AX)(R11*1)
+	VMULPS  192(CX)(R11*1), Z0, Z2
+	VMOVUPS 192(DX)(R11*1), Z3
+	VADDPS  Z1, Z3, Z3
+	VMULPS  Z3, Z2, Z2
+	VMOVUPS Z2, 192(AX)(R11*1)
 	ADDQ    $0x00000100, R11
 	JMP     g3sloop
 
@@ -2558,11 +2609,11 @@ g3sone:
 g3soneloop:
 	CMPQ    R11, R12
 	JG      g3stail
-	VMULPS  (CX)(R11*1), Z4, Z22
-	VMOVUPS (DX)(R11*1), Z23
-	VADDPS  Z21, Z23, Z23
-	VMULPS  Z23, Z22, Z22
-	VMOVUPS Z22, (AX)(R11*1)
+	VMULPS  (CX)(R11*1), Z0, Z2
+	VMOVUPS (DX)(R11*1), Z3
+	VADDPS  Z1, Z3, Z3
+	VMULPS  Z3, Z2, Z2
+	VMOVUPS Z2, (AX)(R11*1)
 	ADDQ    $0x00000040, R11
 	JMP     g3soneloop
 
@@ -2573,99 +2624,105 @@ g3stail:
 	LEAQ      kmask<>+0(SB), R13
 	SHRQ      $0x01, R12
 	KMOVW     (R13)(R12*1), K1
-	VMOVUPS.Z (CX)(R11*1), K1, Z22
-	VMULPS    Z22, Z4, Z22
-	VMOVUPS.Z (DX)(R11*1), K1, Z4
-	VADDPS    Z21, Z4, Z4
-	VMULPS    Z4, Z22, Z22
-	VMOVUPS   Z22, K1, (AX)(R11*1)
+	VMOVUPS.Z (CX)(R11*1), K1, Z2
+	VMULPS    Z2, Z0, Z2
+	VMOVUPS.Z (DX)(R11*1), K1, Z0
+	VADDPS    Z1, Z0, Z0
+	VMULPS    Z0, Z2, Z2
+	VMOVUPS   Z2, K1, (AX)(R11*1)
 
 g3sdone:
 	JMP g3scaled
 
 g3scalent:
+	LEAQ (CX)(R8*4), R11
+
 	// y = (src*inv)*w, rounded after each multiply.
-	XORQ R11, R11
+	XORQ R12, R12
 
 	// Ordinary stores up to the first vector-aligned element of dst.
-	MOVQ AX, R12
-	NEGQ R12
-	ANDQ $0x0000003f, R12
+	MOVQ AX, R13
+	NEGQ R13
+	ANDQ $0x0000003f, R13
 	JZ   g3nbody
-	CMPQ R12, SI
+	CMPQ R13, SI
 	JLE  g3nhead
-	MOVQ SI, R12
+	MOVQ SI, R13
 
 g3nhead:
-	MOVQ      R12, R11
-	XORQ      R13, R13
-	LEAQ      kmask<>+0(SB), R14
-	SHRQ      $0x01, R12
-	KMOVW     (R14)(R12*1), K1
-	VMOVUPS.Z (CX)(R13*1), K1, Z22
-	VMULPS    Z22, Z4, Z22
-	VMOVUPS.Z (DX)(R13*1), K1, Z23
-	VADDPS    Z21, Z23, Z23
-	VMULPS    Z23, Z22, Z22
-	VMOVUPS   Z22, K1, (AX)(R13*1)
+	MOVQ      R13, R12
+	XORQ      R14, R14
+	LEAQ      kmask<>+0(SB), R15
+	SHRQ      $0x01, R13
+	KMOVW     (R15)(R13*1), K1
+	VMOVUPS.Z (CX)(R14*1), K1, Z2
+	VMULPS    Z2, Z0, Z2
+	VMOVUPS.Z (DX)(R14*1), K1, Z3
+	VADDPS    Z1, Z3, Z3
+	VMULPS    Z3, Z2, Z2
+	VMOVUPS   Z2, K1, (AX)(R14*1)
 
 g3nbody:
-	MOVQ SI, R12
-	SUBQ $0x00000100, R12
+	MOVQ SI, R13
+	SUBQ $0x00000100, R13
 
 g3nloop:
-	CMPQ     R11, R12
-	JG       g3none
-	VMULPS   (CX)(R11*1), Z4, Z22
-	VMOVUPS  (DX)(R11*1), Z23
-	VADDPS   Z21, Z23, Z23
-	VMULPS   Z23, Z22, Z22
-	VMOVNTPS Z22, (AX)(R11*1)
-	VMULPS   64(CX)(R11*1), Z4, Z22
-	VMOVUPS  64(DX)(R11*1), Z23
-	VADDPS   Z21, Z23, Z23
-	VMULPS   Z23, Z22, Z22
-	VMOVNTPS Z22, 64(AX)(R11*1)
-	VMULPS   128(CX)(R11*1), Z4, Z22
-	VMOVUPS  128(DX)(R11*1), Z23
-	VADDPS   Z21, Z23, Z23
-	VMULPS   Z23, Z22, Z22
-	VMOVNTPS Z22, 128(AX)(R11*1)
-	VMULPS   192(CX)(R11*1), Z4, Z22
-	VMOVUPS  192(DX)(R11*1), Z23
-	VADDPS   Z21, Z23, Z23
-	VMULPS   Z23, Z22, Z22
-	VMOVNTPS Z22, 192(AX)(R11*1)
-	ADDQ     $0x00000100, R11
-	JMP      g3nloop
+	CMPQ       R12, R13
+	JG         g3none
+	PREFETCHT0 (R11)(R12*1)
+	PREFETCHT0 64(R11)(R12*1)
+	PREFETCHT0 128(R11)(R12*1)
+	PREFETCHT0 192(R11)(R12*1)
+	VMULPS     (CX)(R12*1), Z0, Z2
+	VMOVUPS    (DX)(R12*1), Z3
+	VADDPS     Z1, Z3, Z3
+	VMULPS     Z3, Z2, Z2
+	VMOVNTPS   Z2, (AX)(R12*1)
+	VMULPS     64(CX)(R12*1), Z0, Z2
+	VMOVUPS    64(DX)(R12*1), Z3
+	VADDPS     Z1, Z3, Z3
+	VMULPS     Z3, Z2, Z2
+	VMOVNTPS   Z2, 64(AX)(R12*1)
+	VMULPS     128(CX)(R12*1), Z0, Z2
+	VMOVUPS    128(DX)(R12*1), Z3
+	VADDPS     Z1, Z3, Z3
+	VMULPS     Z3, Z2, Z2
+	VMOVNTPS   Z2, 128(AX)(R12*1)
+	VMULPS     192(CX)(R12*1), Z0, Z2
+	VMOVUPS    192(DX)(R12*1), Z3
+	VADDPS     Z1, Z3, Z3
+	VMULPS     Z3, Z2, Z2
+	VMOVNTPS   Z2, 192(AX)(R12*1)
+	ADDQ       $0x00000100, R12
+	JMP        g3nloop
 
 g3none:
-	ADDQ $0x000000c0, R12
+	ADDQ $0x000000c0, R13
 
 g3noneloop:
-	CMPQ     R11, R12
+	CMPQ     R12, R13
 	JG       g3ntail
-	VMULPS   (CX)(R11*1), Z4, Z22
-	VMOVUPS  (DX)(R11*1), Z23
-	VADDPS   Z21, Z23, Z23
-	VMULPS   Z23, Z22, Z22
-	VMOVNTPS Z22, (AX)(R11*1)
-	ADDQ     $0x00000040, R11
+	VMULPS   (CX)(R12*1), Z0, Z2
+	VMOVUPS  (DX)(R12*1), Z3
+	VADDPS   Z1, Z3, Z3
+	VMULPS   Z3, Z2, Z2
+	VMOVNTPS Z2, (AX)(R12*1)
+	ADDQ     $0x00000040, R12
 	JMP      g3noneloop
 
 g3ntail:
-	MOVQ      SI, R12
-	SUBQ      R11, R12
+	MOVQ      SI, R11
+	SUBQ      R12, R11
 	JZ        g3ndone
 	LEAQ      kmask<>+0(SB), R13
-	SHRQ      $0x01, R12
-	KMOVW     (R13)(R12*1), K1
-	VMOVUPS.Z (CX)(R11*1), K1, Z22
-	VMULPS    Z22, Z4, Z22
-	VMOVUPS.Z (DX)(R11*1), K1, Z4
-	VADDPS    Z21, Z4, Z4
-	VMULPS    Z4, Z22, Z22
-	VMOVUPS   Z22, K1, (AX)(R11*1)
+	SHRQ      $0x01, R11
+	KMOVW     (R13)(R11*1), K1
+	VMOVUPS.Z (CX)(R12*1), K1, Z2
+	VMULPS    Z2, Z0, Z2
+	VMOVUPS.Z (DX)(R12*1), K1, Z0
+	VADDPS    Z1, Z0, Z0
+	VMULPS    Z0, Z2, Z2
+	VMOVUPS   Z2, K1, (AX)(R12*1)
 
 g3ndone:
 g3scaled:
@@ -2679,47 +2736,47 @@ row:
 	JAE  ret
 
 	// Sum of squares: element i goes to partial i%64.
-	MOVQ   SI, R12
-	SUBQ   $0x00000100, R12
-	JGE    firstblock
-	VPXORD Z17, Z17, Z17
-	VPXORD Z18, Z18, Z18
-	VPXORD Z19, Z19, Z19
-	VPXORD Z20, Z20, Z20
-	XORQ   R11, R11
-	JMP    sumtail
+	MOVQ    SI, R12
+	SUBQ    $0x00000100, R12
+	JGE     firstblock
+	VMOVUPS zero64<>+0(SB), Z0
+	VMOVUPS zero64<>+0(SB), Z1
+	VMOVUPS zero64<>+0(SB), Z2
+	VMOVUPS zero64<>+0(SB), Z3
+	XORQ    R11, R11
+	JMP     sumtail
 
 firstblock:
 	// +0 + square is the square itself: the first block initializes the partials.
 	XORQ    R11, R11
 	VMOVUPS (CX)(R11*1), Z0
 	VMULPS  Z0, Z0, Z0
-	VMOVAPS Z0, Z17
-	VMOVUPS 64(CX)(R11*1), Z0
-	VMULPS  Z0, Z0, Z0
-	VMOVAPS Z0, Z18
-	VMOVUPS 128(CX)(R11*1), Z0
-	VMULPS  Z0, Z0, Z0
-	VMOVAPS Z0, Z19
-	VMOVUPS 192(CX)(R11*1), Z0
-	VMULPS  Z0, Z0, Z0
-	VMOVAPS Z0, Z20
+	VMOVAPS Z0, Z0
+	VMOVUPS 64(CX)(R11*1), Z1
+	VMULPS  Z1, Z1, Z1
+	VMOVAPS Z1, Z1
+	VMOVUPS 128(CX)(R11*1), Z2
+	VMULPS  Z2, Z2, Z2
+	VMOVAPS Z2, Z2
+	VMOVUPS 192(CX)(R11*1), Z3
+	VMULPS  Z3, Z3, Z3
+	VMOVAPS Z3, Z3
 	MOVQ    $0x00000100, R11
 	JMP     sumcheck
 
 sumloop:
-	VMOVUPS (CX)(R11*1), Z0
-	VMULPS  Z0, Z0, Z0
-	VADDPS  Z0, Z17, Z17
-	VMOVUPS 64(CX)(R11*1), Z0
-	VMULPS  Z0, Z0, Z0
-	VADDPS  Z0, Z18, Z18
-	VMOVUPS 128(CX)(R11*1), Z0
-	VMULPS  Z0, Z0, Z0
-	VADDPS  Z0, Z19, Z19
-	VMOVUPS 192(CX)(R11*1), Z0
-	VMULPS  Z0, Z0, Z0
-	VADDPS  Z0, Z20, Z20
+	VMOVUPS (CX)(R11*1), Z4
+	VMULPS  Z4, Z4, Z4
+	VADDPS  Z4, Z0, Z0
+	VMOVUPS 64(CX)(R11*1), Z4
+	VMULPS  Z4, Z4, Z4
+	VADDPS  Z4, Z1, Z1
+	VMOVUPS 128(CX)(R11*1), Z4
+	VMULPS  Z4, Z4, Z4
+	VADDPS  Z4, Z2, Z2
+	VMOVUPS 192(CX)(R11*1), Z4
+	VMULPS  Z4, Z4, Z4
+	VADDPS  Z4, Z3, Z3
 	ADDQ    $0x00000100, R11
 
 sumcheck:
@@ -2732,24 +2789,24 @@ sumtail:
 	SUBQ    R11, R12
 	CMPQ    R12, $0x00000040
 	JL      sumpart0
-	VMOVUPS (CX)(R11*1), Z0
-	VMULPS  Z0, Z0, Z0
-	VADDPS  Z0, Z17, Z17
+	VMOVUPS (CX)(R11*1), Z4
+	VMULPS  Z4, Z4, Z4
+	VADDPS  Z4, Z0, Z0
 	CMPQ    R12, $0x00000080
 	JL      sumpart1
-	VMOVUPS 64(CX)(R11*1), Z0
-	VMULPS  Z0, Z0, Z0
-	VADDPS  Z0, Z18, Z18
+	VMOVUPS 64(CX)(R11*1), Z4
+	VMULPS  Z4, Z4, Z4
+	VADDPS  Z4, Z1, Z1
 	CMPQ    R12, $0x000000c0
 	JL      sumpart2
-	VMOVUPS 128(CX)(R11*1), Z0
-	VMULPS  Z0, Z0, Z0
-	VADDPS  Z0, Z19, Z19
+	VMOVUPS 128(CX)(R11*1), Z4
+	VMULPS  Z4, Z4, Z4
+	VADDPS  Z4, Z2, Z2
 	CMPQ    R12, $0x00000100
 	JL      sumpart3
-	VMOVUPS 192(CX)(R11*1), Z0
-	VMULPS  Z0, Z0, Z0
-	VADDPS  Z0, Z20, Z20
+	VMOVUPS 192(CX)(R11*1), Z4
+	VMULPS  Z4, Z4, Z4
+	VADDPS  Z4, Z3, Z3
 	JMP     summed
 
 sumpart0:
@@ -2758,9 +2815,9 @@ sumpart0:
 	LEAQ      kmask<>+0(SB), R13
 	SHRQ      $0x01, R12
 	KMOVW     (R13)(R12*1), K1
-	VMOVUPS.Z (CX)(R11*1), K1, Z0
-	VMULPS    Z0, Z0, Z0
-	VADDPS    Z0, Z17, Z17
+	VMOVUPS.Z (CX)(R11*1), K1, Z4
+	VMULPS    Z4, Z4, Z4
+	VADDPS    Z4, Z0, Z0
 	JMP       summed
 
 sumpart1:
@@ -2769,9 +2826,9 @@ sumpart1:
 	LEAQ      kmask<>+0(SB), R13
 	SHRQ      $0x01, R12
 	KMOVW     (R13)(R12*1), K1
-	VMOVUPS.Z 64(CX)(R11*1), K1, Z0
-	VMULPS    Z0, Z0, Z0
-	VADDPS    Z0, Z18, Z18
+	VMOVUPS.Z 64(CX)(R11*1), K1, Z4
+	VMULPS    Z4, Z4, Z4
+	VADDPS    Z4, Z1, Z1
 	JMP       summed
 
 sumpart2:
@@ -2780,9 +2837,9 @@ sumpart2:
 	LEAQ      kmask<>+0(SB), R13
 	SHRQ      $0x01, R12
 	KMOVW     (R13)(R12*1), K1
-	VMOVUPS.Z 128(CX)(R11*1), K1, Z0
-	VMULPS    Z0, Z0, Z0
-	VADDPS    Z0, Z19, Z19
+	VMOVUPS.Z 128(CX)(R11*1), K1, Z4
+	VMULPS    Z4, Z4, Z4
+	VADDPS    Z4, Z2, Z2
 	JMP       summed
 
 sumpart3:
@@ -2791,32 +2848,32 @@ sumpart3:
 	LEAQ      kmask<>+0(SB), R13
 	SHRQ      $0x01, R12
 	KMOVW     (R13)(R12*1), K1
-	VMOVUPS.Z 192(CX)(R11*1), K1, Z0
-	VMULPS    Z0, Z0, Z0
-	VADDPS    Z0, Z20, Z20
+	VMOVUPS.Z 192(CX)(R11*1), K1, Z4
+	VMULPS    Z4, Z4, Z4
+	VADDPS    Z4, Z3, Z3
 
 summed:
 	// Halving tree: p[j] += p[j+h] for h = 32, 16, ..., 1.
-	VADDPS     Z19, Z17, Z17
-	VADDPS     Z20, Z18, Z18
-	VADDPS     Z18, Z17, Z17
-	VSHUFF64X2 $0xee, Z17, Z17, Z0
-	VADDPS     Z0, Z17, Z17
-	VSHUFF32X4 $0x01, Z17, Z17, Z0
-	VADDPS     Z0, Z17, Z17
-	VPERMILPS  $0x4e, Z17, Z0
-	VADDPS     Z0, Z17, Z17
-	VPERMILPS  $0xb1, Z17, Z0
-	VADDPS     Z0, Z17, Z17
+	VADDPS     Z2, Z0, Z0
+	VADDPS     Z3, Z1, Z1
+	VADDPS     Z1, Z0, Z0
+	VSHUFF64X2 $0xee, Z0, Z0, Z1
+	VADDPS     Z1, Z0, Z0
+	VSHUFF32X4 $0x01, Z0, Z0, Z1
+	VADDPS     Z1, Z0, Z0
+	VPERMILPS  $0x4e, Z0, Z1
+	VADDPS     Z1, Z0, Z0
+	VPERMILPS  $0xb1, Z0, Z1
+	VADDPS     Z1, Z0, Z0
 
 	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
 	TESTQ  $0x00000002, R9
 	JZ     divide
-	VMULSS rd+72(FP), X17, X0
+	VMULSS rd+72(FP), X0, X0
 	JMP    divided
 
 divide:
-	VDIVSS fd+68(FP), X17, X0
+	VDIVSS fd+68(FP), X0, X0
 
 divided:
 	VADDSS   eps+64(FP), X0, X0
@@ -2902,88 +2959,94 @@ sdone:
 	JMP scaled
 
 scalent:
+	LEAQ (CX)(R8*1), R11
+
 	// y = (src*inv)*w, rounded after each multiply.
-	XORQ R11, R11
+	XORQ R12, R12
 
 	// Ordinary stores up to the first vector-aligned element of dst.
-	MOVQ AX, R12
-	NEGQ R12
-	ANDQ $0x0000003f, R12
+	MOVQ AX, R13
+	NEGQ R13
+	ANDQ $0x0000003f, R13
 	JZ   nbody
-	CMPQ R12, SI
+	CMPQ R13, SI
 	JLE  nhead
-	MOVQ SI, R12
+	MOVQ SI, R13
 
 nhead:
-	MOVQ      R12, R11
-	XORQ      R13, R13
-	LEAQ      kmask<>+0(SB), R14
-	SHRQ      $0x01, R12
-	KMOVW     (R14)(R12*1), K1
-	VMOVUPS.Z (CX)(R13*1), K1, Z2
+	MOVQ      R13, R12
+	XORQ      R14, R14
+	LEAQ      kmask<>+0(SB), R15
+	SHRQ      $0x01, R13
+	KMOVW     (R15)(R13*1), K1
+	VMOVUPS.Z (CX)(R14*1), K1, Z2
 	VMULPS    Z2, Z0, Z2
-	VMOVUPS.Z (DX)(R13*1), K1, Z3
+	VMOVUPS.Z (DX)(R14*1), K1, Z3
 	VADDPS    Z1, Z3, Z3
 	VMULPS    Z3, Z2, Z2
-	VMOVUPS   Z2, K1, (AX)(R13*1)
+	VMOVUPS   Z2, K1, (AX)(R14*1)
 
 nbody:
-	MOVQ SI, R12
-	SUBQ $0x00000100, R12
+	MOVQ SI, R13
+	SUBQ $0x00000100, R13
 
 nloop:
-	CMPQ     R11, R12
-	JG       none
-	VMULPS   (CX)(R11*1), Z0, Z2
-	VMOVUPS  (DX)(R11*1), Z3
-	VADDPS   Z1, Z3, Z3
-	VMULPS   Z3, Z2, Z2
-	VMOVNTPS Z2, (AX)(R11*1)
-	VMULPS   64(CX)(R11*1), Z0, Z2
-	VMOVUPS  64(DX)(R11*1), Z3
-	VADDPS   Z1, Z3, Z3
-	VMULPS   Z3, Z2, Z2
-	VMOVNTPS Z2, 64(AX)(R11*1)
-	VMULPS   128(CX)(R11*1), Z0, Z2
-	VMOVUPS  128(DX)(R11*1), Z3
-	VADDPS   Z1, Z3, Z3
-	VMULPS   Z3, Z2, Z2
-	VMOVNTPS Z2, 128(AX)(R11*1)
-	VMULPS   192(CX)(R11*1), Z0, Z2
-	VMOVUPS  192(DX)(R11*1), Z3
-	VADDPS   Z1, Z3, Z3
-	VMULPS   Z3, Z2, Z2
-	VMOVNTPS Z2, 192(AX)(R11*1)
-	ADDQ     $0x00000100, R11
-	JMP      nloop
+	CMPQ       R12, R13
+	JG         none
+	PREFETCHT0 (R11)(R12*1)
+	PREFETCHT0 64(R11)(R12*1)
+	PREFETCHT0 128(R11)(R12*1)
+	PREFETCHT0 192(R11)(R12*1)
+	VMULPS     (CX)(R12*1), Z0, Z2
+	VMOVUPS    (DX)(R12*1), Z3
+	VADDPS     Z1, Z3, Z3
+	VMULPS     Z3, Z2, Z2
+	VMOVNTPS   Z2, (AX)(R12*1)
+	VMULPS     64(CX)(R12*1), Z0, Z2
+	VMOVUPS    64(DX)(R12*1), Z3
+	VADDPS     Z1, Z3, Z3
+	VMULPS     Z3, Z2, Z2
+	VMOVNTPS   Z2, 64(AX)(R12*1)
+	VMULPS     128(CX)(R12*1), Z0, Z2
+	VMOVUPS    128(DX)(R12*1), Z3
+	VADDPS     Z1, Z3, Z3
+	VMULPS     Z3, Z2, Z2
+	VMOVNTPS   Z2, 128(AX)(R12*1)
+	VMULPS     192(CX)(R12*1), Z0, Z2
+	VMOVUPS    192(DX)(R12*1), Z3
+	VADDPS     Z1, Z3, Z3
+	VMULPS     Z3, Z2, Z2
+	VMOVNTPS   Z2, 192(AX)(R12*1)
+	ADDQ       $0x00000100, R12
+	JMP        nloop
 
 none:
-	ADDQ $0x000000c0, R12
+	ADDQ $0x000000c0, R13
 
 noneloop:
-	CMPQ     R11, R12
+	CMPQ     R12, R13
 	JG       ntail
-	VMULPS   (CX)(R11*1), Z0, Z2
-	VMOVUPS  (DX)(R11*1), Z3
+	VMULPS   (CX)(R12*1), Z0, Z2
+	VMOVUPS  (DX)(R12*1), Z3
 	VADDPS   Z1, Z3, Z3
 	VMULPS   Z3, Z2, Z2
-	VMOVNTPS Z2, (AX)(R11*1)
-	ADDQ     $0x00000040, R11
+	VMOVNTPS Z2, (AX)(R12*1)
+	ADDQ     $0x00000040, R12
 	JMP      noneloop
 
 ntail:
-	MOVQ      SI, R12
-	SUBQ      R11, R12
+	MOVQ      SI, R11
+	SUBQ      R12, R11
 	JZ        ndone
 	LEAQ      kmask<>+0(SB), R13
-	SHRQ      $0x01, R12
-	KMOVW     (R13)(R12*1), K1
-	VMOVUPS.Z (CX)(R11*1), K1, Z2
+	SHRQ      $0x01, R11
+	KMOVW     (R13)(R11*1), K1
+	VMOVUPS.Z (CX)(R12*1), K1, Z2
 	VMULPS    Z2, Z0, Z2
-	VMOVUPS.Z (DX)(R11*1), K1, Z0
+	VMOVUPS.Z (DX)(R12*1), K1, Z0
 	VADDPS    Z1, Z0, Z0
 	VMULPS    Z0, Z2, Z2
-	VMOVUPS   Z2, K1, (AX)(R11*1)
+	VMOVUPS   Z2, K1, (AX)(R12*1)
 
 ndone:
 scaled:
@@ -3028,15 +3091,15 @@ group:
 	MOVQ CX, R10
 
 	// Sum of squares: element i goes to partial i%64.
-	MOVQ   BX, R12
-	SUBQ   $0x00000100, R12
-	JGE    g0firstblock
-	VPXORD Z0, Z0, Z0
-	VPXORD Z1, Z1, Z1
-	VPXORD Z2, Z2, Z2
-	VPXORD Z3, Z3, Z3
-	XORQ   R11, R11
-	JMP    g0sumtail
+	MOVQ    BX, R12
+	SUBQ    $0x00000100, R12
+	JGE     g0firstblock
+	VMOVUPS zero64<>+0(SB), Z0
+	VMOVUPS zero64<>+0(SB), Z1
+	VMOVUPS zero64<>+0(SB), Z2
+	VMOVUPS zero64<>+0(SB), Z3
+	XORQ    R11, R11
+	JMP     g0sumtail
 
 g0firstblock:
 	// +0 + square is the square itself: the first block initializes the partials.
@@ -3151,47 +3214,47 @@ g0summed:
 	ADDQ   DI, R10
 
 	// Sum of squares: element i goes to partial i%64.
-	MOVQ   BX, R12
-	SUBQ   $0x00000100, R12
-	JGE    g1firstblock
-	VPXORD Z5, Z5, Z5
-	VPXORD Z6, Z6, Z6
-	VPXORD Z7, Z7, Z7
-	VPXORD Z8, Z8, Z8
-	XORQ   R11, R11
-	JMP    g1sumtail
+	MOVQ    BX, R12
+	SUBQ    $0x00000100, R12
+	JGE     g1firstblock
+	VMOVUPS zero64<>+0(SB), Z1
+	VMOVUPS zero64<>+0(SB), Z2
+	VMOVUPS zero64<>+0(SB), Z3
+	VMOVUPS zero64<>+0(SB), Z4
+	XORQ    R11, R11
+	JMP     g1sumtail
 
 g1firstblock:
 	// +0 + square is the square itself: the first block initializes the partials.
 	XORQ    R11, R11
-	VMOVUPS (R10)(R11*1), Z4
-	VMULPS  Z4, Z4, Z4
-	VMOVAPS Z4, Z5
-	VMOVUPS 64(R10)(R11*1), Z4
-	VMULPS  Z4, Z4, Z4
-	VMOVAPS Z4, Z6
-	VMOVUPS 128(R10)(R11*1), Z4
-	VMULPS  Z4, Z4, Z4
-	VMOVAPS Z4, Z7
+	VMOVUPS (R10)(R11*1), Z1
+	VMULPS  Z1, Z1, Z1
+	VMOVAPS Z1, Z1
+	VMOVUPS 64(R10)(R11*1), Z2
+	VMULPS  Z2, Z2, Z2
+	VMOVAPS Z2, Z2
+	VMOVUPS 128(R10)(R11*1), Z3
+	VMULPS  Z3, Z3, Z3
+	VMOVAPS Z3, Z3
 	VMOVUPS 192(R10)(R11*1), Z4
 	VMULPS  Z4, Z4, Z4
-	VMOVAPS Z4, Z8
+	VMOVAPS Z4, Z4
 	MOVQ    $0x00000100, R11
 	JMP     g1sumcheck
 
 g1sumloop:
-	VMOVUPS (R10)(R11*1), Z4
-	VMULPS  Z4, Z4, Z4
-	VADDPS  Z4, Z5, Z5
-	VMOVUPS 64(R10)(R11*1), Z4
-	VMULPS  Z4, Z4, Z4
-	VADDPS  Z4, Z6, Z6
-	VMOVUPS 128(R10)(R11*1), Z4
-	VMULPS  Z4, Z4, Z4
-	VADDPS  Z4, Z7, Z7
-	VMOVUPS 192(R10)(R11*1), Z4
-	VMULPS  Z4, Z4, Z4
-	VADDPS  Z4, Z8, Z8
+	VMOVUPS (R10)(R11*1), Z5
+	VMULPS  Z5, Z5, Z5
+	VADDPS  Z5, Z1, Z1
+	VMOVUPS 64(R10)(R11*1), Z5
+	VMULPS  Z5, Z5, Z5
+	VADDPS  Z5, Z2, Z2
+	VMOVUPS 128(R10)(R11*1), Z5
+	VMULPS  Z5, Z5, Z5
+	VADDPS  Z5, Z3, Z3
+	VMOVUPS 192(R10)(R11*1), Z5
+	VMULPS  Z5, Z5, Z5
+	VADDPS  Z5, Z4, Z4
 	ADDQ    $0x00000100, R11
 
 g1sumcheck:
@@ -3204,24 +3267,24 @@ g1sumtail:
 	SUBQ    R11, R12
 	CMPQ    R12, $0x00000040
 	JL      g1sumpart0
-	VMOVUPS (R10)(R11*1), Z4
-	VMULPS  Z4, Z4, Z4
-	VADDPS  Z4, Z5, Z5
+	VMOVUPS (R10)(R11*1), Z5
+	VMULPS  Z5, Z5, Z5
+	VADDPS  Z5, Z1, Z1
 	CMPQ    R12, $0x00000080
 	JL      g1sumpart1
-	VMOVUPS 64(R10)(R11*1), Z4
-	VMULPS  Z4, Z4, Z4
-	VADDPS  Z4, Z6, Z6
+	VMOVUPS 64(R10)(R11*1), Z5
+	VMULPS  Z5, Z5, Z5
+	VADDPS  Z5, Z2, Z2
 	CMPQ    R12, $0x000000c0
 	JL      g1sumpart2
-	VMOVUPS 128(R10)(R11*1), Z4
-	VMULPS  Z4, Z4, Z4
-	VADDPS  Z4, Z7, Z7
+	VMOVUPS 128(R10)(R11*1), Z5
+	VMULPS  Z5, Z5, Z5
+	VADDPS  Z5, Z3, Z3
 	CMPQ    R12, $0x00000100
 	JL      g1sumpart3
-	VMOVUPS 192(R10)(R11*1), Z4
-	VMULPS  Z4, Z4, Z4
-	VADDPS  Z4, Z8, Z8
+	VMOVUPS 192(R10)(R11*1), Z5
+	VMULPS  Z5, Z5, Z5
+	VADDPS  Z5, Z4, Z4
 	JMP     g1summed
 
 g1sumpart0:
@@ -3230,9 +3293,9 @@ g1sumpart0:
 	LEAQ      kmask<>+0(SB), R13
 	SHRQ      $0x01, R12
 	KMOVW     (R13)(R12*1), K1
-	VMOVUPS.Z (R10)(R11*1), K1, Z4
-	VMULPS    Z4, Z4, Z4
-	VADDPS    Z4, Z5, Z5
+	VMOVUPS.Z (R10)(R11*1), K1, Z5
+	VMULPS    Z5, Z5, Z5
+	VADDPS    Z5, Z1, Z1
 	JMP       g1summed
 
 g1sumpart1:
@@ -3241,9 +3304,9 @@ g1sumpart1:
 	LEAQ      kmask<>+0(SB), R13
 	SHRQ      $0x01, R12
 	KMOVW     (R13)(R12*1), K1
-	VMOVUPS.Z 64(R10)(R11*1), K1, Z4
-	VMULPS    Z4, Z4, Z4
-	VADDPS    Z4, Z6, Z6
+	VMOVUPS.Z 64(R10)(R11*1), K1, Z5
+	VMULPS    Z5, Z5, Z5
+	VADDPS    Z5, Z2, Z2
 	JMP       g1summed
 
 g1sumpart2:
@@ -3252,9 +3315,9 @@ g1sumpart2:
 	LEAQ      kmask<>+0(SB), R13
 	SHRQ      $0x01, R12
 	KMOVW     (R13)(R12*1), K1
-	VMOVUPS.Z 128(R10)(R11*1), K1, Z4
-	VMULPS    Z4, Z4, Z4
-	VADDPS    Z4, Z7, Z7
+	VMOVUPS.Z 128(R10)(R11*1), K1, Z5
+	VMULPS    Z5, Z5, Z5
+	VADDPS    Z5, Z3, Z3
 	JMP       g1summed
 
 g1sumpart3:
@@ -3263,58 +3326,58 @@ g1sumpart3:
 	LEAQ      kmask<>+0(SB), R13
 	SHRQ      $0x01, R12
 	KMOVW     (R13)(R12*1), K1
-	VMOVUPS.Z 192(R10)(R11*1), K1, Z4
-	VMULPS    Z4, Z4, Z4
-	VADDPS    Z4, Z8, Z8
+	VMOVUPS.Z 192(R10)(R11*1), K1, Z5
+	VMULPS    Z5, Z5, Z5
+	VADDPS    Z5, Z4, Z4
 
 g1summed:
-	VADDPS Z7, Z5, Z5
-	VADDPS Z8, Z6, Z6
-	VADDPS Z6, Z5, Z5
+	VADDPS Z3, Z1, Z1
+	VADDPS Z4, Z2, Z2
+	VADDPS Z2, Z1, Z1
 	ADDQ   DI, R10
 
 	// Sum of squares: element i goes to partial i%64.
-	MOVQ   BX, R12
-	SUBQ   $0x00000100, R12
-	JGE    g2firstblock
-	VPXORD Z9, Z9, Z9
-	VPXORD Z10, Z10, Z10
-	VPXORD Z11, Z11, Z11
-	VPXORD Z12, Z12, Z12
-	XORQ   R11, R11
-	JMP    g2sumtail
+	MOVQ    BX, R12
+	SUBQ    $0x00000100, R12
+	JGE     g2firstblock
+	VMOVUPS zero64<>+0(SB), Z2
+	VMOVUPS zero64<>+0(SB), Z3
+	VMOVUPS zero64<>+0(SB), Z4
+	VMOVUPS zero64<>+0(SB), Z5
+	XORQ    R11, R11
+	JMP     g2sumtail
 
 g2firstblock:
 	// +0 + square is the square itself: the first block initializes the partials.
 	XORQ    R11, R11
-	VMOVUPS (R10)(R11*1), Z4
-	VMULPS  Z4, Z4, Z4
-	VMOVAPS Z4, Z9
-	VMOVUPS 64(R10)(R11*1), Z4
-	VMULPS  Z4, Z4, Z4
-	VMOVAPS Z4, Z10
+	VMOVUPS (R10)(R11*1), Z2
+	VMULPS  Z2, Z2, Z2
+	VMOVAPS Z2, Z2
+	VMOVUPS 64(R10)(R11*1), Z3
+	VMULPS  Z3, Z3, Z3
+	VMOVAPS Z3, Z3
 	VMOVUPS 128(R10)(R11*1), Z4
 	VMULPS  Z4, Z4, Z4
-	VMOVAPS Z4, Z11
-	VMOVUPS 192(R10)(R11*1), Z4
-	VMULPS  Z4, Z4, Z4
-	VMOVAPS Z4, Z12
+	VMOVAPS Z4, Z4
+	VMOVUPS 192(R10)(R11*1), Z5
+	VMULPS  Z5, Z5, Z5
+	VMOVAPS Z5, Z5
 	MOVQ    $0x00000100, R11
 	JMP     g2sumcheck
 
 g2sumloop:
-	VMOVUPS (R10)(R11*1), Z4
-	VMULPS  Z4, Z4, Z4
-	VADDPS  Z4, Z9, Z9
-	VMOVUPS 64(R10)(R11*1), Z4
-	VMULPS  Z4, Z4, Z4
-	VADDPS  Z4, Z10, Z10
-	VMOVUPS 128(R10)(R11*1), Z4
-	VMULPS  Z4, Z4, Z4
-	VADDPS  Z4, Z11, Z11
-	VMOVUPS 192(R10)(R11*1), Z4
-	VMULPS  Z4, Z4, Z4
-	VADDPS  Z4, Z12, Z12
+	VMOVUPS (R10)(R11*1), Z6
+	VMULPS  Z6, Z6, Z6
+	VADDPS  Z6, Z2, Z2
+	VMOVUPS 64(R10)(R11*1), Z6
+	VMULPS  Z6, Z6, Z6
+	VADDPS  Z6, Z3, Z3
+	VMOVUPS 128(R10)(R11*1), Z6
+	VMULPS  Z6, Z6, Z6
+	VADDPS  Z6, Z4, Z4
+	VMOVUPS 192(R10)(R11*1), Z6
+	VMULPS  Z6, Z6, Z6
+	VADDPS  Z6, Z5, Z5
 	ADDQ    $0x00000100, R11
 
 g2sumcheck:
@@ -3327,24 +3390,24 @@ g2sumtail:
 	SUBQ    R11, R12
 	CMPQ    R12, $0x00000040
 	JL      g2sumpart0
-	VMOVUPS (R10)(R11*1), Z4
-	VMULPS  Z4, Z4, Z4
-	VADDPS  Z4, Z9, Z9
+	VMOVUPS (R10)(R11*1), Z6
+	VMULPS  Z6, Z6, Z6
+	VADDPS  Z6, Z2, Z2
 	CMPQ    R12, $0x00000080
 	JL      g2sumpart1
-	VMOVUPS 64(R10)(R11*1), Z4
-	VMULPS  Z4, Z4, Z4
-	VADDPS  Z4, Z10, Z10
+	VMOVUPS 64(R10)(R11*1), Z6
+	VMULPS  Z6, Z6, Z6
+	VADDPS  Z6, Z3, Z3
 	CMPQ    R12, $0x000000c0
 	JL      g2sumpart2
-	VMOVUPS 128(R10)(R11*1), Z4
-	VMULPS  Z4, Z4, Z4
-	VADDPS  Z4, Z11, Z11
+	VMOVUPS 128(R10)(R11*1), Z6
+	VMULPS  Z6, Z6, Z6
+	VADDPS  Z6, Z4, Z4
 	CMPQ    R12, $0x00000100
 	JL      g2sumpart3
-	VMOVUPS 192(R10)(R11*1), Z4
-	VMULPS  Z4, Z4, Z4
-	VADDPS  Z4, Z12, Z12
+	VMOVUPS 192(R10)(R11*1), Z6
+	VMULPS  Z6, Z6, Z6
+	VADDPS  Z6, Z5, Z5
 	JMP     g2summed
 
 g2sumpart0:
@@ -3353,9 +3416,9 @@ g2sumpart0:
 	LEAQ      kmask<>+0(SB), R13
 	SHRQ      $0x01, R12
 	KMOVW     (R13)(R12*1), K1
-	VMOVUPS.Z (R10)(R11*1), K1, Z4
-	VMULPS    Z4, Z4, Z4
-	VADDPS    Z4, Z9, Z9
+	VMOVUPS.Z (R10)(R11*1), K1, Z6
+	VMULPS    Z6, Z6, Z6
+	VADDPS    Z6, Z2, Z2
 	JMP       g2summed
 
 g2sumpart1:
@@ -3364,9 +3427,9 @@ g2sumpart1:
 	LEAQ      kmask<>+0(SB), R13
 	SHRQ      $0x01, R12
 	KMOVW     (R13)(R12*1), K1
-	VMOVUPS.Z 64(R10)(R11*1), K1, Z4
-	VMULPS    Z4, Z4, Z4
-	VADDPS    Z4, Z10, Z10
+	VMOVUPS.Z 64(R10)(R11*1), K1, Z6
+	VMULPS    Z6, Z6, Z6
+	VADDPS    Z6, Z3, Z3
 	JMP       g2summed
 
 g2sumpart2:
@@ -3375,9 +3438,9 @@ g2sumpart2:
 	LEAQ      kmask<>+0(SB), R13
 	SHRQ      $0x01, R12
 	KMOVW     (R13)(R12*1), K1
-	VMOVUPS.Z 128(R10)(R11*1), K1, Z4
-	VMULPS    Z4, Z4, Z4
-	VADDPS    Z4, Z11, Z11
+	VMOVUPS.Z 128(R10)(R11*1), K1, Z6
+	VMULPS    Z6, Z6, Z6
+	VADDPS    Z6, Z4, Z4
 	JMP       g2summed
 
 g2sumpart3:
@@ -3386,58 +3449,58 @@ g2sumpart3:
 	LEAQ      kmask<>+0(SB), R13
 	SHRQ      $0x01, R12
 	KMOVW     (R13)(R12*1), K1
-	VMOVUPS.Z 192(R10)(R11*1), K1, Z4
-	VMULPS    Z4, Z4, Z4
-	VADDPS    Z4, Z12, Z12
+	VMOVUPS.Z 192(R10)(R11*1), K1, Z6
+	VMULPS    Z6, Z6, Z6
+	VADDPS    Z6, Z5, Z5
 
 g2summed:
-	VADDPS Z11, Z9, Z9
-	VADDPS Z12, Z10, Z10
-	VADDPS Z10, Z9, Z9
+	VADDPS Z4, Z2, Z2
+	VADDPS Z5, Z3, Z3
+	VADDPS Z3, Z2, Z2
 	ADDQ   DI, R10
 
 	// Sum of squares: element i goes to partial i%64.
-	MOVQ   BX, R12
-	SUBQ   $0x00000100, R12
-	JGE    g3firstblock
-	VPXORD Z13, Z13, Z13
-	VPXORD Z14, Z14, Z14
-	VPXORD Z15, Z15, Z15
-	VPXORD Z16, Z16, Z16
-	XORQ   R11, R11
-	JMP    g3sumtail
+	MOVQ    BX, R12
+	SUBQ    $0x00000100, R12
+	JGE     g3firstblock
+	VMOVUPS zero64<>+0(SB), Z3
+	VMOVUPS zero64<>+0(SB), Z4
+	VMOVUPS zero64<>+0(SB), Z5
+	VMOVUPS zero64<>+0(SB), Z6
+	XORQ    R11, R11
+	JMP     g3sumtail
 
 g3firstblock:
 	// +0 + square is the square itself: the first block initializes the partials.
 	XORQ    R11, R11
-	VMOVUPS (R10)(R11*1), Z4
-	VMULPS  Z4, Z4, Z4
-	VMOVAPS Z4, Z13
+	VMOVUPS (R10)(R11*1), Z3
+	VMULPS  Z3, Z3, Z3
+	VMOVAPS Z3, Z3
 	VMOVUPS 64(R10)(R11*1), Z4
 	VMULPS  Z4, Z4, Z4
-	VMOVAPS Z4, Z14
-	VMOVUPS 128(R10)(R11*1), Z4
-	VMULPS  Z4, Z4, Z4
-	VMOVAPS Z4, Z15
-	VMOVUPS 192(R10)(R11*1), Z4
-	VMULPS  Z4, Z4, Z4
-	VMOVAPS Z4, Z16
+	VMOVAPS Z4, Z4
+	VMOVUPS 128(R10)(R11*1), Z5
+	VMULPS  Z5, Z5, Z5
+	VMOVAPS Z5, Z5
+	VMOVUPS 192(R10)(R11*1), Z6
+	VMULPS  Z6, Z6, Z6
+	VMOVAPS Z6, Z6
 	MOVQ    $0x00000100, R11
 	JMP     g3sumcheck
 
 g3sumloop:
-	VMOVUPS (R10)(R11*1), Z4
-	VMULPS  Z4, Z4, Z4
-	VADDPS  Z4, Z13, Z13
-	VMOVUPS 64(R10)(R11*1), Z4
-	VMULPS  Z4, Z4, Z4
-	VADDPS  Z4, Z14, Z14
-	VMOVUPS 128(R10)(R11*1), Z4
-	VMULPS  Z4, Z4, Z4
-	VADDPS  Z4, Z15, Z15
-	VMOVUPS 192(R10)(R11*1), Z4
-	VMULPS  Z4, Z4, Z4
-	VADDPS  Z4, Z16, Z16
+	VMOVUPS (R10)(R11*1), Z7
+	VMULPS  Z7, Z7, Z7
+	VADDPS  Z7, Z3, Z3
+	VMOVUPS 64(R10)(R11*1), Z7
+	VMULPS  Z7, Z7, Z7
+	VADDPS  Z7, Z4, Z4
+	VMOVUPS 128(R10)(R11*1), Z7
+	VMULPS  Z7, Z7, Z7
+	VADDPS  Z7, Z5, Z5
+	VMOVUPS 192(R10)(R11*1), Z7
+	VMULPS  Z7, Z7, Z7
+	VADDPS  Z7, Z6, Z6
 	ADDQ    $0x00000100, R11
 
 g3sumcheck:
@@ -3450,24 +3513,24 @@ g3sumtail:
 	SUBQ    R11, R12
 	CMPQ    R12, $0x00000040
 	JL      g3sumpart0
-	VMOVUPS (R10)(R11*1), Z4
-	VMULPS  Z4, Z4, Z4
-	VADDPS  Z4, Z13, Z13
+	VMOVUPS (R10)(R11*1), Z7
+	VMULPS  Z7, Z7, Z7
+	VADDPS  Z7, Z3, Z3
 	CMPQ    R12, $0x00000080
 	JL      g3sumpart1
-	VMOVUPS 64(R10)(R11*1), Z4
-	VMULPS  Z4, Z4, Z4
-	VADDPS  Z4, Z14, Z14
+	VMOVUPS 64(R10)(R11*1), Z7
+	VMULPS  Z7, Z7, Z7
+	VADDPS  Z7, Z4, Z4
 	CMPQ    R12, $0x000000c0
 	JL      g3sumpart2
-	VMOVUPS 128(R10)(R11*1), Z4
-	VMULPS  Z4, Z4, Z4
-	VADDPS  Z4, Z15, Z15
+	VMOVUPS 128(R10)(R11*1), Z7
+	VMULPS  Z7, Z7, Z7
+	VADDPS  Z7, Z5, Z5
 	CMPQ    R12, $0x00000100
 	JL      g3sumpart3
-	VMOVUPS 192(R10)(R11*1), Z4
-	VMULPS  Z4, Z4, Z4
-	VADDPS  Z4, Z16, Z16
+	VMOVUPS 192(R10)(R11*1), Z7
+	VMULPS  Z7, Z7, Z7
+	VADDPS  Z7, Z6, Z6
 	JMP     g3summed
 
 g3sumpart0:
@@ -3476,9 +3539,9 @@ g3sumpart0:
 	LEAQ      kmask<>+0(SB), R13
 	SHRQ      $0x01, R12
 	KMOVW     (R13)(R12*1), K1
-	VMOVUPS.Z (R10)(R11*1), K1, Z4
-	VMULPS    Z4, Z4, Z4
-	VADDPS    Z4, Z13, Z13
+	VMOVUPS.Z (R10)(R11*1), K1, Z7
+	VMULPS    Z7, Z7, Z7
+	VADDPS    Z7, Z3, Z3
 	JMP       g3summed
 
 g3sumpart1:
@@ -3487,9 +3550,9 @@ g3sumpart1:
 	LEAQ      kmask<>+0(SB), R13
 	SHRQ      $0x01, R12
 	KMOVW     (R13)(R12*1), K1
-	VMOVUPS.Z 64(R10)(R11*1), K1, Z4
-	VMULPS    Z4, Z4, Z4
-	VADDPS    Z4, Z14, Z14
+	VMOVUPS.Z 64(R10)(R11*1), K1, Z7
+	VMULPS    Z7, Z7, Z7
+	VADDPS    Z7, Z4, Z4
 	JMP       g3summed
 
 g3sumpart2:
@@ -3498,9 +3561,9 @@ g3sumpart2:
 	LEAQ      kmask<>+0(SB), R13
 	SHRQ      $0x01, R12
 	KMOVW     (R13)(R12*1), K1
-	VMOVUPS.Z 128(R10)(R11*1), K1, Z4
-	VMULPS    Z4, Z4, Z4
-	VADDPS    Z4, Z15, Z15
+	VMOVUPS.Z 128(R10)(R11*1), K1, Z7
+	VMULPS    Z7, Z7, Z7
+	VADDPS    Z7, Z5, Z5
 	JMP       g3summed
 
 g3sumpart3:
@@ -3509,72 +3572,72 @@ g3sumpart3:
 	LEAQ      kmask<>+0(SB), R13
 	SHRQ      $0x01, R12
 	KMOVW     (R13)(R12*1), K1
-	VMOVUPS.Z 192(R10)(R11*1), K1, Z4
-	VMULPS    Z4, Z4, Z4
-	VADDPS    Z4, Z16, Z16
+	VMOVUPS.Z 192(R10)(R11*1), K1, Z7
+	VMULPS    Z7, Z7, Z7
+	VADDPS    Z7, Z6, Z6
 
 g3summed:
-	VADDPS Z15, Z13, Z13
-	VADDPS Z16, Z14, Z14
-	VADDPS Z14, Z13, Z13
+	VADDPS Z5, Z3, Z3
+	VADDPS Z6, Z4, Z4
+	VADDPS Z4, Z3, Z3
 
 	// The rest of the halving tree, four rows at once.
-	VSHUFF64X2    $0x44, Z5, Z0, Z4
-	VSHUFF64X2    $0xee, Z5, Z0, Z21
-	VADDPS        Z21, Z4, Z4
-	VSHUFF64X2    $0x44, Z13, Z9, Z21
-	VSHUFF64X2    $0xee, Z13, Z9, Z22
-	VADDPS        Z22, Z21, Z21
-	VSHUFF32X4    $0x88, Z21, Z4, Z22
-	VSHUFF32X4    $0xdd, Z21, Z4, Z4
-	VADDPS        Z4, Z22, Z22
-	VPERMILPS     $0x4e, Z22, Z4
-	VADDPS        Z4, Z22, Z22
-	VPERMILPS     $0xb1, Z22, Z4
-	VADDPS        Z4, Z22, Z22
+	VSHUFF64X2    $0x44, Z1, Z0, Z4
+	VSHUFF64X2    $0xee, Z1, Z0, Z0
+	VADDPS        Z0, Z4, Z4
+	VSHUFF64X2    $0x44, Z3, Z2, Z0
+	VSHUFF64X2    $0xee, Z3, Z2, Z1
+	VADDPS        Z1, Z0, Z0
+	VSHUFF32X4    $0x88, Z0, Z4, Z1
+	VSHUFF32X4    $0xdd, Z0, Z4, Z0
+	VADDPS        Z0, Z1, Z1
+	VPERMILPS     $0x4e, Z1, Z0
+	VADDPS        Z0, Z1, Z1
+	VPERMILPS     $0xb1, Z1, Z0
+	VADDPS        Z0, Z1, Z1
 	MOVL          $0x00001111, R10
 	KMOVW         R10, K1
-	VCOMPRESSPS.Z Z22, K1, Z4
+	VCOMPRESSPS.Z Z1, K1, Z0
 
 	// t = ss/d + eps for the four rows; any t outside [2^-100, MaxFloat32] sends the group to the one-row path.
 	TESTQ        $0x00000002, R8
 	JZ           Gdivide
-	VBROADCASTSS rd+72(FP), Z21
-	VMULPS       Z21, Z4, Z4
+	VBROADCASTSS rd+72(FP), Z1
+	VMULPS       Z1, Z0, Z0
 	JMP          Gdivided
 
 Gdivide:
-	VBROADCASTSS fd+68(FP), Z21
-	VDIVPS       Z21, Z4, Z4
+	VBROADCASTSS fd+68(FP), Z1
+	VDIVPS       Z1, Z0, Z0
 
 Gdivided:
-	VBROADCASTSS eps+64(FP), Z21
-	VADDPS       Z21, Z4, Z4
+	VBROADCASTSS eps+64(FP), Z1
+	VADDPS       Z1, Z0, Z0
 	MOVL         $0x0000000f, R10
 	KMOVW        R10, K1
-	VBROADCASTSS tlo<>+0(SB), Z21
-	VBROADCASTSS tmax<>+0(SB), Z22
-	VCMPPS       $0x1d, Z21, Z4, K1, K1
-	VCMPPS       $0x12, Z22, Z4, K1, K1
+	VBROADCASTSS tlo<>+0(SB), Z1
+	VBROADCASTSS tmax<>+0(SB), Z2
+	VCMPPS       $0x1d, Z1, Z0, K1, K1
+	VCMPPS       $0x12, Z2, Z0, K1, K1
 	KMOVW        K1, R10
 	CMPL         R10, $0x0f
 	JE           Ginrange
 	JMP          row
 
 Ginrange:
-	VSQRTPS      Z4, Z4
-	VBROADCASTSS one<>+0(SB), Z21
-	VDIVPS       Z4, Z21, Z21
+	VSQRTPS      Z0, Z0
+	VBROADCASTSS one<>+0(SB), Z1
+	VDIVPS       Z0, Z1, Z1
 
 	// Report 1/rms if asked.
 	TESTQ   DX, DX
 	JZ      gscale
 	MOVL    $0x0000000f, R10
 	KMOVW   R10, K1
-	VMOVUPS Z21, K1, (DX)(R9*4)
+	VMOVUPS Z1, K1, (DX)(R9*4)
 
 gscale:
-	VBROADCASTSS X21, Z4
+	VBROADCASTSS X1, Z0
 	TESTQ        $0x00000001, R8
 	JNZ          g0scalent
 
@@ -3586,14 +3649,14 @@ gscale:
 g0sloop:
 	CMPQ    R10, R11
 	JG      g0sone
-	VMULPS  (CX)(R10*1), Z4, Z22
-	VMOVUPS Z22, (AX)(R10*1)
-	VMULPS  64(CX)(R10*1), Z4, Z22
-	VMOVUPS Z22, 64(AX)(R10*1)
-	VMULPS  128(CX)(R10*1), Z4, Z22
-	VMOVUPS Z22, 128(AX)(R10*1)
-	VMULPS  192(CX)(R10*1), Z4, Z22
-	VMOVUPS Z22, 192(AX)(R10*1)
+	VMULPS  (CX)(R10*1), Z0, Z2
+	VMOVUPS Z2, (AX)(R10*1)
+	VMULPS  64(CX)(R10*1), Z0, Z2
+	VMOVUPS Z2, 64(AX)(R10*1)
+	VMULPS  128(CX)(R10*1), Z0, Z2
+	VMOVUPS Z2, 128(AX)(R10*1)
+	VMULPS  192(CX)(R10*1), Z0, Z2
+	VMOVUPS Z2, 192(AX)(R10*1)
 	ADDQ    $0x00000100, R10
 	JMP     g0sloop
 
@@ -3603,8 +3666,8 @@ g0sone:
 g0soneloop:
 	CMPQ    R10, R11
 	JG      g0stail
-	VMULPS  (CX)(R10*1), Z4, Z22
-	VMOVUPS Z22, (AX)(R10*1)
+	VMULPS  (CX)(R10*1), Z0, Z2
+	VMOVUPS Z2, (AX)(R10*1)
 	ADDQ    $0x00000040, R10
 	JMP     g0soneloop
 
@@ -3615,82 +3678,88 @@ g0stail:
 	LEAQ      kmask<>+0(SB), R12
 	SHRQ      $0x01, R11
 	KMOVW     (R12)(R11*1), K1
-	VMOVUPS.Z (CX)(R10*1), K1, Z22
-	VMULPS    Z22, Z4, Z22
-	VMOVUPS   Z22, K1, (AX)(R10*1)
+	VMOVUPS.Z (CX)(R10*1), K1, Z2
+	VMULPS    Z2, Z0, Z2
+	VMOVUPS   Z2, K1, (AX)(R10*1)
 
 g0sdone:
 	JMP g0scaled
 
 g0scalent:
+	LEAQ (CX)(DI*4), R10
+
 	// y = (src*inv)*w, rounded after each multiply.
-	XORQ R10, R10
+	XORQ R11, R11
 
 	// Ordinary stores up to the first vector-aligned element of dst.
-	MOVQ AX, R11
-	NEGQ R11
-	ANDQ $0x0000003f, R11
+	MOVQ AX, R12
+	NEGQ R12
+	ANDQ $0x0000003f, R12
 	JZ   g0nbody
-	CMPQ R11, BX
+	CMPQ R12, BX
 	JLE  g0nhead
-	MOVQ BX, R11
+	MOVQ BX, R12
 
 g0nhead:
-	MOVQ      R11, R10
-	XORQ      R12, R12
-	LEAQ      kmask<>+0(SB), R13
-	SHRQ      $0x01, R11
-	KMOVW     (R13)(R11*1), K1
-	VMOVUPS.Z (CX)(R12*1), K1, Z22
-	VMULPS    Z22, Z4, Z22
-	VMOVUPS   Z22, K1, (AX)(R12*1)
+	MOVQ      R12, R11
+	XORQ      R13, R13
+	LEAQ      kmask<>+0(SB), R14
+	SHRQ      $0x01, R12
+	KMOVW     (R14)(R12*1), K1
+	VMOVUPS.Z (CX)(R13*1), K1, Z2
+	VMULPS    Z2, Z0, Z2
+	VMOVUPS   Z2, K1, (AX)(R13*1)
 
 g0nbody:
-	MOVQ BX, R11
-	SUBQ $0x00000100, R11
+	MOVQ BX, R12
+	SUBQ $0x00000100, R12
 
 g0nloop:
-	CMPQ     R10, R11
-	JG       g0none
-	VMULPS   (CX)(R10*1), Z4, Z22
-	VMOVNTPS Z22, (AX)(R10*1)
-	VMULPS   64(CX)(R10*1), Z4, Z22
-	VMOVNTPS Z22, 64(AX)(R10*1)
-	VMULPS   128(CX)(R10*1), Z4, Z22
-	VMOVNTPS Z22, 128(AX)(R10*1)
-	VMULPS   192(CX)(R10*1), Z4, Z22
-	VMOVNTPS Z22, 192(AX)(R10*1)
-	ADDQ     $0x00000100, R10
-	JMP      g0nloop
+	CMPQ       R11, R12
+	JG         g0none
+	PREFETCHT0 (R10)(R11*1)
+	PREFETCHT0 64(R10)(R11*1)
+	PREFETCHT0 128(R10)(R11*1)
+	PREFETCHT0 192(R10)(R11*1)
+	VMULPS     (CX)(R11*1), Z0, Z2
+	VMOVNTPS   Z2, (AX)(R11*1)
+	VMULPS     64(CX)(R11*1), Z0, Z2
+	VMOVNTPS   Z2, 64(AX)(R11*1)
+	VMULPS     128(CX)(R11*1), Z0, Z2
+	VMOVNTPS   Z2, 128(AX)(R11*1)
+	VMULPS     192(CX)(R11*1), Z0, Z2
+	VMOVNTPS   Z2, 192(AX)(R11*1)
+	ADDQ       $0x00000100, R11
+	JMP        g0nloop
 
 g0none:
-	ADDQ $0x000000c0, R11
+	ADDQ $0x000000c0, R12
 
 g0noneloop:
-	CMPQ     R10, R11
+	CMPQ     R11, R12
 	JG       g0ntail
-	VMULPS   (CX)(R10*1), Z4, Z22
-	VMOVNTPS Z22, (AX)(R10*1)
-	ADDQ     $0x00000040, R10
+	VMULPS   (CX)(R11*1), Z0, Z2
+	VMOVNTPS Z2, (AX)(R11*1)
+	ADDQ     $0x00000040, R11
 	JMP      g0noneloop
 
 g0ntail:
-	MOVQ      BX, R11
-	SUBQ      R10, R11
+	MOVQ      BX, R10
+	SUBQ      R11, R10
 	JZ        g0ndone
 	LEAQ      kmask<>+0(SB), R12
-	SHRQ      $0x01, R11
-	KMOVW     (R12)(R11*1), K1
-	VMOVUPS.Z (CX)(R10*1), K1, Z22
-	VMULPS    Z22, Z4, Z22
-	VMOVUPS   Z22, K1, (AX)(R10*1)
+	SHRQ      $0x01, R10
+	KMOVW     (R12)(R10*1), K1
+	VMOVUPS.Z (CX)(R11*1), K1, Z2
+	VMULPS    Z2, Z0, Z2
+	VMOVUPS   Z2, K1, (AX)(R11*1)
 
 g0ndone:
 g0scaled:
 	ADDQ         DI, CX
 	ADDQ         DI, AX
-	VPERMILPS    $0x01, Z21, Z4
-	VBROADCASTSS X4, Z4
+	VPERMILPS    $0x01, Z1, Z0
+	VBROADCASTSS X0, Z0
 	TESTQ        $0x00000001, R8
 	JNZ          g1scalent
 
@@ -3702,14 +3771,14 @@ g0scaled:
 g1sloop:
 	CMPQ    R10, R11
 	JG      g1sone
-	VMULPS  (CX)(R10*1), Z4, Z22
-	VMOVUPS Z22, (AX)(R10*1)
-	VMULPS  64(CX)(R10*1), Z4, Z22
-	VMOVUPS Z22, 64(AX)(R10*1)
-	VMULPS  128(CX)(R10*1), Z4, Z22
-	VMOVUPS Z22, 128(AX)(R10*1)
-	VMULPS  192(CX)(R10*1), Z4, Z22
-	VMOVUPS Z22, 192(AX)(R10*1)
+	VMULPS  (CX)(R10*1), Z0, Z2
+	VMOVUPS Z2, (AX)(R10*1)
+	VMULPS  64(CX)(R10*1), Z0, Z2
+	VMOVUPS Z2, 64(AX)(R10*1)
+	VMULPS  128(CX)(R10*1), Z0, Z2
+	VMOVUPS Z2, 128(AX)(R10*1)
+	VMULPS  192(CX)(R10*1), Z0, Z2
+	VMOVUPS Z2, 192(AX)(R10*1)
 	ADDQ    $0x00000100, R10
 	JMP     g1sloop
 
@@ -3719,8 +3788,8 @@ g1sone:
 g1soneloop:
 	CMPQ    R10, R11
 	JG      g1stail
-	VMULPS  (CX)(R10*1), Z4, Z22
-	VMOVUPS Z22, (AX)(R10*1)
+	VMULPS  (CX)(R10*1), Z0, Z2
+	VMOVUPS Z2, (AX)(R10*1)
 	ADDQ    $0x00000040, R10
 	JMP     g1soneloop
 
@@ -3731,82 +3800,88 @@ g1stail:
 	LEAQ      kmask<>+0(SB), R12
 	SHRQ      $0x01, R11
 	KMOVW     (R12)(R11*1), K1
-	VMOVUPS.Z (CX)(R10*1), K1, Z22
-	VMULPS    Z22, Z4, Z22
-	VMOVUPS   Z22, K1, (AX)(R10*1)
+	VMOVUPS.Z (CX)(R10*1), K1, Z2
+	VMULPS    Z2, Z0, Z2
+	VMOVUPS   Z2, K1, (AX)(R10*1)
 
 g1sdone:
 	JMP g1scaled
 
 g1scalent:
+	LEAQ (CX)(DI*4), R10
+
 	// y = (src*inv)*w, rounded after each multiply.
-	XORQ R10, R10
+	XORQ R11, R11
 
 	// Ordinary stores up to the first vector-aligned element of dst.
-	MOVQ AX, R11
-	NEGQ R11
-	ANDQ $0x0000003f, R11
+	MOVQ AX, R12
+	NEGQ R12
+	ANDQ $0x0000003f, R12
 	JZ   g1nbody
-	CMPQ R11, BX
+	CMPQ R12, BX
 	JLE  g1nhead
-	MOVQ BX, R11
+	MOVQ BX, R12
 
 g1nhead:
-	MOVQ      R11, R10
-	XORQ      R12, R12
-	LEAQ      kmask<>+0(SB), R13
-	SHRQ      $0x01, R11
-	KMOVW     (R13)(R11*1), K1
-	VMOVUPS.Z (CX)(R12*1), K1, Z22
-	VMULPS    Z22, Z4, Z22
-	VMOVUPS   Z22, K1, (AX)(R12*1)
+	MOVQ      R12, R11
+	XORQ      R13, R13
+	LEAQ      kmask<>+0(SB), R14
+	SHRQ      $0x01, R12
+	KMOVW     (R14)(R12*1), K1
+	VMOVUPS.Z (CX)(R13*1), K1, Z2
+	VMULPS    Z2, Z0, Z2
+	VMOVUPS   Z2, K1, (AX)(R13*1)
 
 g1nbody:
-	MOVQ BX, R11
-	SUBQ $0x00000100, R11
+	MOVQ BX, R12
+	SUBQ $0x00000100, R12
 
 g1nloop:
-	CMPQ     R10, R11
-	JG       g1none
-	VMULPS   (CX)(R10*1), Z4, Z22
-	VMOVNTPS Z22, (AX)(R10*1)
-	VMULPS   64(CX)(R10*1), Z4, Z22
-	VMOVNTPS Z22, 64(AX)(R10*1)
-	VMULPS   128(CX)(R10*1), Z4, Z22
-	VMOVNTPS Z22, 128(AX)(R10*1)
-	VMULPS   192(CX)(R10*1), Z4, Z22
-	VMOVNTPS Z22, 192(AX)(R10*1)
-	ADDQ     $0x00000100, R10
-	JMP      g1nloop
+	CMPQ       R11, R12
+	JG         g1none
+	PREFETCHT0 (R10)(R11*1)
+	PREFETCHT0 64(R10)(R11*1)
+	PREFETCHT0 128(R10)(R11*1)
+	PREFETCHT0 192(R10)(R11*1)
+	VMULPS     (CX)(R11*1), Z0, Z2
+	VMOVNTPS   Z2, (AX)(R11*1)
+	VMULPS     64(CX)(R11*1), Z0, Z2
+	VMOVNTPS   Z2, 64(AX)(R11*1)
+	VMULPS     128(CX)(R11*1), Z0, Z2
+	VMOVNTPS   Z2, 128(AX)(R11*1)
+	VMULPS     192(CX)(R11*1), Z0, Z2
+	VMOVNTPS   Z2, 192(AX)(R11*1)
+	ADDQ       $0x00000100, R11
+	JMP        g1nloop
 
 g1none:
-	ADDQ $0x000000c0, R11
+	ADDQ $0x000000c0, R12
 
 g1noneloop:
-	CMPQ     R10, R11
+	CMPQ     R11, R12
 	JG       g1ntail
-	VMULPS   (CX)(R10*1), Z4, Z22
-	VMOVNTPS Z22, (AX)(R10*1)
-	ADDQ     $0x00000040, R10
+	VMULPS   (CX)(R11*1), Z0, Z2
+	VMOVNTPS Z2, (AX)(R11*1)
+	ADDQ     $0x00000040, R11
 	JMP      g1noneloop
 
 g1ntail:
-	MOVQ      BX, R11
-	SUBQ      R10, R11
+	MOVQ      BX, R10
+	SUBQ      R11, R10
 	JZ        g1ndone
 	LEAQ      kmask<>+0(SB), R12
-	SHRQ      $0x01, R11
-	KMOVW     (R12)(R11*1), K1
-	VMOVUPS.Z (CX)(R10*1), K1, Z22
-	VMULPS    Z22, Z4, Z22
-	VMOVUPS   Z22, K1, (AX)(R10*1)
+	SHRQ      $0x01, R10
+	KMOVW     (R12)(R10*1), K1
+	VMOVUPS.Z (CX)(R11*1), K1, Z2
+	VMULPS    Z2, Z0, Z2
+	VMOVUPS   Z2, K1, (AX)(R11*1)
 
 g1ndone:
 g1scaled:
 	ADDQ         DI, CX
 	ADDQ         DI, AX
-	VPERMILPS    $0x02, Z21, Z4
-	VBROADCASTSS X4, Z4
+	VPERMILPS    $0x02, Z1, Z0
+	VBROADCASTSS X0, Z0
 	TESTQ        $0x00000001, R8
 	JNZ          g2scalent
 
@@ -3818,14 +3893,14 @@ g1scaled:
 g2sloop:
 	CMPQ    R10, R11
 	JG      g2sone
-	VMULPS  (CX)(R10*1), Z4, Z22
-	VMOVUPS Z22, (AX)(R10*1)
-	VMULPS  64(CX)(R10*1), Z4, Z22
-	VMOVUPS Z22, 64(AX)(R10*1)
-	VMULPS  128(CX)(R10*1), Z4, Z22
-	VMOVUPS Z22, 128(AX)(R10*1)
-	VMULPS  192(CX)(R10*1), Z4, Z22
-	VMOVUPS Z22, 192(AX)(R10*1)
+	VMULPS  (CX)(R10*1), Z0, Z2
+	VMOVUPS Z2, (AX)(R10*1)
+	VMULPS  64(CX)(R10*1), Z0, Z2
+	VMOVUPS Z2, 64(AX)(R10*1)
+	VMULPS  128(CX)(R10*1), Z0, Z2
+	VMOVUPS Z2, 128(AX)(R10*1)
+	VMULPS  192(CX)(R10*1), Z0, Z2
+	VMOVUPS Z2, 192(AX)(R10*1)
 	ADDQ    $0x00000100, R10
 	JMP     g2sloop
 
@@ -3835,8 +3910,8 @@ g2sone:
 g2soneloop:
 	CMPQ    R10, R11
 	JG      g2stail
-	VMULPS  (CX)(R10*1), Z4, Z22
-	VMOVUPS Z22, (AX)(R10*1)
+	VMULPS  (CX)(R10*1), Z0, Z2
+	VMOVUPS Z2, (AX)(R10*1)
 	ADDQ    $0x00000040, R10
 	JMP     g2soneloop
 
@@ -3847,82 +3922,88 @@ g2stail:
 	LEAQ      kmask<>+0(SB), R12
 	SHRQ      $0x01, R11
 	KMOVW     (R12)(R11*1), K1
-	VMOVUPS.Z (CX)(R10*1), K1, Z22
-	VMULPS    Z22, Z4, Z22
-	VMOVUPS   Z22, K1, (AX)(R10*1)
+	VMOVUPS.Z (CX)(R10*1), K1, Z2
+	VMULPS    Z2, Z0, Z2
+	VMOVUPS   Z2, K1, (AX)(R10*1)
 
 g2sdone:
 	JMP g2scaled
 
 g2scalent:
+	LEAQ (CX)(DI*4), R10
+
 	// y = (src*inv)*w, rounded after each multiply.
-	XORQ R10, R10
+	XORQ R11, R11
 
 	// Ordinary stores up to the first vector-aligned element of dst.
-	MOVQ AX, R11
-	NEGQ R11
-	ANDQ $0x0000003f, R11
+	MOVQ AX, R12
+	NEGQ R12
+	ANDQ $0x0000003f, R12
 	JZ   g2nbody
-	CMPQ R11, BX
+	CMPQ R12, BX
 	JLE  g2nhead
-	MOVQ BX, R11
+	MOVQ BX, R12
 
 g2nhead:
-	MOVQ      R11, R10
-	XORQ      R12, R12
-	LEAQ      kmask<>+0(SB), R13
-	SHRQ      $0x01, R11
-	KMOVW     (R13)(R11*1), K1
-	VMOVUPS.Z (CX)(R12*1), K1, Z22
-	VMULPS    Z22, Z4, Z22
-	VMOVUPS   Z22, K1, (AX)(R12*1)
+	MOVQ      R12, R11
+	XORQ      R13, R13
+	LEAQ      kmask<>+0(SB), R14
+	SHRQ      $0x01, R12
+	KMOVW     (R14)(R12*1), K1
+	VMOVUPS.Z (CX)(R13*1), K1, Z2
+	VMULPS    Z2, Z0, Z2
+	VMOVUPS   Z2, K1, (AX)(R13*1)
 
 g2nbody:
-	MOVQ BX, R11
-	SUBQ $0x00000100, R11
+	MOVQ BX, R12
+	SUBQ $0x00000100, R12
 
 g2nloop:
-	CMPQ     R10, R11
-	JG       g2none
-	VMULPS   (CX)(R10*1), Z4, Z22
-	VMOVNTPS Z22, (AX)(R10*1)
-	VMULPS   64(CX)(R10*1), Z4, Z22
-	VMOVNTPS Z22, 64(AX)(R10*1)
-	VMULPS   128(CX)(R10*1), Z4, Z22
-	VMOVNTPS Z22, 128(AX)(R10*1)
-	VMULPS   192(CX)(R10*1), Z4, Z22
-	VMOVNTPS Z22, 192(AX)(R10*1)
-	ADDQ     $0x00000100, R10
-	JMP      g2nloop
+	CMPQ       R11, R12
+	JG         g2none
+	PREFETCHT0 (R10)(R11*1)
+	PREFETCHT0 64(R10)(R11*1)
+	PREFETCHT0 128(R10)(R11*1)
+	PREFETCHT0 192(R10)(R11*1)
+	VMULPS     (CX)(R11*1), Z0, Z2
+	VMOVNTPS   Z2, (AX)(R11*1)
+	VMULPS     64(CX)(R11*1), Z0, Z2
+	VMOVNTPS   Z2, 64(AX)(R11*1)
+	VMULPS     128(CX)(R11*1), Z0, Z2
+	VMOVNTPS   Z2, 128(AX)(R11*1)
+	VMULPS     192(CX)(R11*1), Z0, Z2
+	VMOVNTPS   Z2, 192(AX)(R11*1)
+	ADDQ       $0x00000100, R11
+	JMP        g2nloop
 
 g2none:
-	ADDQ $0x000000c0, R11
+	ADDQ $0x000000c0, R12
 
 g2noneloop:
-	CMPQ     R10, R11
+	CMPQ     R11, R12
 	JG       g2ntail
-	VMULPS   (CX)(R10*1), Z4, Z22
-	VMOVNTPS Z22, (AX)(R10*1)
-	ADDQ     $0x00000040, R10
+	VMULPS   (CX)(R11*1), Z0, Z2
+	VMOVNTPS Z2, (AX)(R11*1)
+	ADDQ     $0x00000040, R11
 	JMP      g2noneloop
 
 g2ntail:
-	MOVQ      BX, R11
-	SUBQ      R10, R11
+	MOVQ      BX, R10
+	SUBQ      R11, R10
 	JZ        g2ndone
 	LEAQ      kmask<>+0(SB), R12
-	SHRQ      $0x01, R11
-	KMOVW     (R12)(R11*1), K1
-	VMOVUPS.Z (CX)(R10*1), K1, Z22
-	VMULPS    Z22, Z4, Z22
-	VMOVUPS   Z22, K1, (AX)(R10*1)
+	SHRQ      $0x01, R10
+	KMOVW     (R12)(R10*1), K1
+	VMOVUPS.Z (CX)(R11*1), K1, Z2
+	VMULPS    Z2, Z0, Z2
+	VMOVUPS   Z2, K1, (AX)(R11*1)
 
 g2ndone:
 g2scaled:
 	ADDQ         DI, CX
 	ADDQ         DI, AX
-	VPERMILPS    $0x03, Z21, Z4
-	VBROADCASTSS X4, Z4
+	VPERMILPS    $0x03, Z1, Z0
+	VBROADCASTSS X0, Z0
 	TESTQ        $0x00000001, R8
 	JNZ          g3scalent
 
@@ -3934,14 +4015,14 @@ g2scaled:
 g3sloop:
 	CMPQ    R10, R11
 	JG      g3sone
-	VMULPS  (CX)(R10*1), Z4, Z21
-	VMOVUPS Z21, (AX)(R10*1)
-	VMULPS  64(CX)(R10*1), Z4, Z21
-	VMOVUPS Z21, 64(AX)(R10*1)
-	VMULPS  128(CX)(R10*1), Z4, Z21
-	VMOVUPS Z21, 128(AX)(R10*1)
-	VMULPS  192(CX)(R10*1), Z4, Z21
-	VMOVUPS Z21, 192(AX)(R10*1)
+	VMULPS  (CX)(R10*1), Z0, Z1
+	VMOVUPS Z1, (AX)(R10*1)
+	VMULPS  64(CX)(R10*1), Z0, Z1
+	VMOVUPS Z1, 64(AX)(R10*1)
+	VMULPS  128(CX)(R10*1), Z0, Z1
+	VMOVUPS Z1, 128(AX)(R10*1)
+	VMULPS  192(CX)(R10*1), Z0, Z1
+	VMOVUPS Z1, 192(AX)(R10*1)
 	ADDQ    $0x00000100, R10
 	JMP     g3sloop
 
@@ -3951,8 +4032,8 @@ g3sone:
 g3soneloop:
 	CMPQ    R10, R11
 	JG      g3stail
-	VMULPS  (CX)(R10*1), Z4, Z21
-	VMOVUPS Z21, (AX)(R10*1)
+	VMULPS  (CX)(R10*1), Z0, Z1
+	VMOVUPS Z1, (AX)(R10*1)
 	ADDQ    $0x00000040, R10
 	JMP     g3soneloop
 
@@ -3963,75 +4044,81 @@ g3stail:
 	LEAQ      kmask<>+0(SB), R12
 	SHRQ      $0x01, R11
 	KMOVW     (R12)(R11*1), K1
-	VMOVUPS.Z (CX)(R10*1), K1, Z21
-	VMULPS    Z21, Z4, Z21
-	VMOVUPS   Z21, K1, (AX)(R10*1)
+	VMOVUPS.Z (CX)(R10*1), K1, Z1
+	VMULPS    Z1, Z0, Z1
+	VMOVUPS   Z1, K1, (AX)(R10*1)
 
 g3sdone:
 	JMP g3scaled
 
 g3scalent:
+	LEAQ (CX)(DI*4), R10
+
 	// y = (src*inv)*w, rounded after each multiply.
-	XORQ R10, R10
+	XORQ R11, R11
 
 	// Ordinary stores up to the first vector-aligned element of dst.
-	MOVQ AX, R11
-	NEGQ R11
-	ANDQ $0x0000003f, R11
+	MOVQ AX, R12
+	NEGQ R12
+	ANDQ $0x0000003f, R12
 	JZ   g3nbody
-	CMPQ R11, BX
+	CMPQ R12, BX
 	JLE  g3nhead
-	MOVQ BX, R11
+	MOVQ BX, R12
 
 g3nhead:
-	MOVQ      R11, R10
-	XORQ      R12, R12
-	LEAQ      kmask<>+0(SB), R13
-	SHRQ      $0x01, R11
-	KMOVW     (R13)(R11*1), K1
-	VMOVUPS.Z (CX)(R12*1), K1, Z21
-	VMULPS    Z21, Z4, Z21
-	VMOVUPS   Z21, K1, (AX)(R12*1)
+	MOVQ      R12, R11
+	XORQ      R13, R13
+	LEAQ      kmask<>+0(SB), R14
+	SHRQ      $0x01, R12
+	KMOVW     (R14)(R12*1), K1
+	VMOVUPS.Z (CX)(R13*1), K1, Z1
+	VMULPS    Z1, Z0, Z1
+	VMOVUPS   Z1, K1, (AX)(R13*1)
 
 g3nbody:
-	MOVQ BX, R11
-	SUBQ $0x00000100, R11
+	MOVQ BX, R12
+	SUBQ $0x00000100, R12
 
 g3nloop:
-	CMPQ     R10, R11
-	JG       g3none
-	VMULPS   (CX)(R10*1), Z4, Z21
-	VMOVNTPS Z21, (AX)(R10*1)
-	VMULPS   64(CX)(R10*1), Z4, Z21
-	VMOVNTPS Z21, 64(AX)(R10*1)
-	VMULPS   128(CX)(R10*1), Z4, Z21
-	VMOVNTPS Z21, 128(AX)(R10*1)
-	VMULPS   192(CX)(R10*1), Z4, Z21
-	VMOVNTPS Z21, 192(AX)(R10*1)
-	ADDQ     $0x00000100, R10
-	JMP      g3nloop
+	CMPQ       R11, R12
+	JG         g3none
+	PREFETCHT0 (R10)(R11*1)
+	PREFETCHT0 64(R10)(R11*1)
+	PREFETCHT0 128(R10)(R11*1)
+	PREFETCHT0 192(R10)(R11*1)
+	VMULPS     (CX)(R11*1), Z0, Z1
+	VMOVNTPS   Z1, (AX)(R11*1)
+	VMULPS     64(CX)(R11*1), Z0, Z1
+	VMOVNTPS   Z1, 64(AX)(R11*1)
+	VMULPS     128(CX)(R11*1), Z0, Z1
+	VMOVNTPS   Z1, 128(AX)(R11*1)
+	VMULPS     192(CX)(R11*1), Z0, Z1
+	VMOVNTPS   Z1, 192(AX)(R11*1)
+	ADDQ       $0x00000100, R11
+	JMP        g3nloop
 
 g3none:
-	ADDQ $0x000000c0, R11
+	ADDQ $0x000000c0, R12
 
 g3noneloop:
-	CMPQ     R10, R11
+	CMPQ     R11, R12
 	JG       g3ntail
-	VMULPS   (CX)(R10*1), Z4, Z21
-	VMOVNTPS Z21, (AX)(R10*1)
-	ADDQ     $0x00000040, R10
+	VMULPS   (CX)(R11*1), Z0, Z1
+	VMOVNTPS Z1, (AX)(R11*1)
+	ADDQ     $0x00000040, R11
 	JMP      g3noneloop
 
 g3ntail:
-	MOVQ      BX, R11
-	SUBQ      R10, R11
+	MOVQ      BX, R10
+	SUBQ      R11, R10
 	JZ        g3ndone
 	LEAQ      kmask<>+0(SB), R12
-	SHRQ      $0x01, R11
-	KMOVW     (R12)(R11*1), K1
-	VMOVUPS.Z (CX)(R10*1), K1, Z21
-	VMULPS    Z21, Z4, Z21
-	VMOVUPS   Z21, K1, (AX)(R10*1)
+	SHRQ      $0x01, R10
+	KMOVW     (R12)(R10*1), K1
+	VMOVUPS.Z (CX)(R11*1), K1, Z1
+	VMULPS    Z1, Z0, Z1
+	VMOVUPS   Z1, K1, (AX)(R11*1)
 
 g3ndone:
 g3scaled:
@@ -4045,47 +4132,47 @@ row:
 	JAE  ret
 
 	// Sum of squares: element i goes to partial i%64.
-	MOVQ   BX, R11
-	SUBQ   $0x00000100, R11
-	JGE    firstblock
-	VPXORD Z17, Z17, Z17
-	VPXORD Z18, Z18, Z18
-	VPXORD Z19, Z19, Z19
-	VPXORD Z20, Z20, Z20
-	XORQ   R10, R10
-	JMP    sumtail
+	MOVQ    BX, R11
+	SUBQ    $0x00000100, R11
+	JGE     firstblock
+	VMOVUPS zero64<>+0(SB), Z0
+	VMOVUPS zero64<>+0(SB), Z1
+	VMOVUPS zero64<>+0(SB), Z2
+	VMOVUPS zero64<>+0(SB), Z3
+	XORQ    R10, R10
+	JMP     sumtail
 
 firstblock:
 	// +0 + square is the square itself: the first block initializes the partials.
 	XORQ    R10, R10
 	VMOVUPS (CX)(R10*1), Z0
 	VMULPS  Z0, Z0, Z0
-	VMOVAPS Z0, Z17
-	VMOVUPS 64(CX)(R10*1), Z0
-	VMULPS  Z0, Z0, Z0
-	VMOVAPS Z0, Z18
-	VMOVUPS 128(CX)(R10*1), Z0
-	VMULPS  Z0, Z0, Z0
-	VMOVAPS Z0, Z19
-	VMOVUPS 192(CX)(R10*1), Z0
-	VMULPS  Z0, Z0, Z0
-	VMOVAPS Z0, Z20
+	VMOVAPS Z0, Z0
+	VMOVUPS 64(CX)(R10*1), Z1
+	VMULPS  Z1, Z1, Z1
+	VMOVAPS Z1, Z1
+	VMOVUPS 128(CX)(R10*1), Z2
+	VMULPS  Z2, Z2, Z2
+	VMOVAPS Z2, Z2
+	VMOVUPS 192(CX)(R10*1), Z3
+	VMULPS  Z3, Z3, Z3
+	VMOVAPS Z3, Z3
 	MOVQ    $0x00000100, R10
 	JMP     sumcheck
 
 sumloop:
-	VMOVUPS (CX)(R10*1), Z0
-	VMULPS  Z0, Z0, Z0
-	VADDPS  Z0, Z17, Z17
-	VMOVUPS 64(CX)(R10*1), Z0
-	VMULPS  Z0, Z0, Z0
-	VADDPS  Z0, Z18, Z18
-	VMOVUPS 128(CX)(R10*1), Z0
-	VMULPS  Z0, Z0, Z0
-	VADDPS  Z0, Z19, Z19
-	VMOVUPS 192(CX)(R10*1), Z0
-	VMULPS  Z0, Z0, Z0
-	VADDPS  Z0, Z20, Z20
+	VMOVUPS (CX)(R10*1), Z4
+	VMULPS  Z4, Z4, Z4
+	VADDPS  Z4, Z0, Z0
+	VMOVUPS 64(CX)(R10*1), Z4
+	VMULPS  Z4, Z4, Z4
+	VADDPS  Z4, Z1, Z1
+	VMOVUPS 128(CX)(R10*1), Z4
+	VMULPS  Z4, Z4, Z4
+	VADDPS  Z4, Z2, Z2
+	VMOVUPS 192(CX)(R10*1), Z4
+	VMULPS  Z4, Z4, Z4
+	VADDPS  Z4, Z3, Z3
 	ADDQ    $0x00000100, R10
 
 sumcheck:
@@ -4098,24 +4185,24 @@ sumtail:
 	SUBQ    R10, R11
 	CMPQ    R11, $0x00000040
 	JL      sumpart0
-	VMOVUPS (CX)(R10*1), Z0
-	VMULPS  Z0, Z0, Z0
-	VADDPS  Z0, Z17, Z17
+	VMOVUPS (CX)(R10*1), Z4
+	VMULPS  Z4, Z4, Z4
+	VADDPS  Z4, Z0, Z0
 	CMPQ    R11, $0x00000080
 	JL      sumpart1
-	VMOVUPS 64(CX)(R10*1), Z0
-	VMULPS  Z0, Z0, Z0
-	VADDPS  Z0, Z18, Z18
+	VMOVUPS 64(CX)(R10*1), Z4
+	VMULPS  Z4, Z4, Z4
+	VADDPS  Z4, Z1, Z1
 	CMPQ    R11, $0x000000c0
 	JL      sumpart2
-	VMOVUPS 128(CX)(R10*1), Z0
-	VMULPS  Z0, Z0, Z0
-	VADDPS  Z0, Z19, Z19
+	VMOVUPS 128(CX)(R10*1), Z4
+	VMULPS  Z4, Z4, Z4
+	VADDPS  Z4, Z2, Z2
 	CMPQ    R11, $0x00000100
 	JL      sumpart3
-	VMOVUPS 192(CX)(R10*1), Z0
-	VMULPS  Z0, Z0, Z0
-	VADDPS  Z0, Z20, Z20
+	VMOVUPS 192(CX)(R10*1), Z4
+	VMULPS  Z4, Z4, Z4
+	VADDPS  Z4, Z3, Z3
 	JMP     summed
 
 sumpart0:
@@ -4124,9 +4211,9 @@ sumpart0:
 	LEAQ      kmask<>+0(SB), R12
 	SHRQ      $0x01, R11
 	KMOVW     (R12)(R11*1), K1
-	VMOVUPS.Z (CX)(R10*1), K1, Z0
-	VMULPS    Z0, Z0, Z0
-	VADDPS    Z0, Z17, Z17
+	VMOVUPS.Z (CX)(R10*1), K1, Z4
+	VMULPS    Z4, Z4, Z4
+	VADDPS    Z4, Z0, Z0
 	JMP       summed
 
 sumpart1:
@@ -4135,9 +4222,9 @@ sumpart1:
 	LEAQ      kmask<>+0(SB), R12
 	SHRQ      $0x01, R11
 	KMOVW     (R12)(R11*1), K1
-	VMOVUPS.Z 64(CX)(R10*1), K1, Z0
-	VMULPS    Z0, Z0, Z0
-	VADDPS    Z0, Z18, Z18
+	VMOVUPS.Z 64(CX)(R10*1), K1, Z4
+	VMULPS    Z4, Z4, Z4
+	VADDPS    Z4, Z1, Z1
 	JMP       summed
 
 sumpart2:
@@ -4146,9 +4233,9 @@ sumpart2:
 	LEAQ      kmask<>+0(SB), R12
 	SHRQ      $0x01, R11
 	KMOVW     (R12)(R11*1), K1
-	VMOVUPS.Z 128(CX)(R10*1), K1, Z0
-	VMULPS    Z0, Z0, Z0
-	VADDPS    Z0, Z19, Z19
+	VMOVUPS.Z 128(CX)(R10*1), K1, Z4
+	VMULPS    Z4, Z4, Z4
+	VADDPS    Z4, Z2, Z2
 	JMP       summed
 
 sumpart3:
@@ -4157,32 +4244,32 @@ sumpart3:
 	LEAQ      kmask<>+0(SB), R12
 	SHRQ      $0x01, R11
 	KMOVW     (R12)(R11*1), K1
-	VMOVUPS.Z 192(CX)(R10*1), K1, Z0
-	VMULPS    Z0, Z0, Z0
-	VADDPS    Z0, Z20, Z20
+	VMOVUPS.Z 192(CX)(R10*1), K1, Z4
+	VMULPS    Z4, Z4, Z4
+	VADDPS    Z4, Z3, Z3
 
 summed:
 	// Halving tree: p[j] += p[j+h] for h = 32, 16, ..., 1.
-	VADDPS     Z19, Z17, Z17
-	VADDPS     Z20, Z18, Z18
-	VADDPS     Z18, Z17, Z17
-	VSHUFF64X2 $0xee, Z17, Z17, Z0
-	VADDPS     Z0, Z17, Z17
-	VSHUFF32X4 $0x01, Z17, Z17, Z0
-	VADDPS     Z0, Z17, Z17
-	VPERMILPS  $0x4e, Z17, Z0
-	VADDPS     Z0, Z17, Z17
-	VPERMILPS  $0xb1, Z17, Z0
-	VADDPS     Z0, Z17, Z17
+	VADDPS     Z2, Z0, Z0
+	VADDPS     Z3, Z1, Z1
+	VADDPS     Z1, Z0, Z0
+	VSHUFF64X2 $0xee, Z0, Z0, Z1
+	VADDPS     Z1, Z0, Z0
+	VSHUFF32X4 $0x01, Z0, Z0, Z1
+	VADDPS     Z1, Z0, Z0
+	VPERMILPS  $0x4e, Z0, Z1
+	VADDPS     Z1, Z0, Z0
+	VPERMILPS  $0xb1, Z0, Z1
+	VADDPS     Z1, Z0, Z0
 
 	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
 	TESTQ  $0x00000002, R8
 	JZ     divide
-	VMULSS rd+72(FP), X17, X0
+	VMULSS rd+72(FP), X0, X0
 	JMP    divided
 
 divide:
-	VDIVSS fd+68(FP), X17, X0
+	VDIVSS fd+68(FP), X0, X0
 
 divided:
 	VADDSS   eps+64(FP), X0, X0
@@ -4249,67 +4336,73 @@ sdone:
 	JMP scaled
 
 scalent:
+	LEAQ (CX)(DI*1), R10
+
 	// y = (src*inv)*w, rounded after each multiply.
-	XORQ R10, R10
+	XORQ R11, R11
 
 	// Ordinary stores up to the first vector-aligned element of dst.
-	MOVQ AX, R11
-	NEGQ R11
-	ANDQ $0x0000003f, R11
+	MOVQ AX, R12
+	NEGQ R12
+	ANDQ $0x0000003f, R12
 	JZ   nbody
-	CMPQ R11, BX
+	CMPQ R12, BX
 	JLE  nhead
-	MOVQ BX, R11
+	MOVQ BX, R12
 
 nhead:
-	MOVQ      R11, R10
-	XORQ      R12, R12
-	LEAQ      kmask<>+0(SB), R13
-	SHRQ      $0x01, R11
-	KMOVW     (R13)(R11*1), K1
-	VMOVUPS.Z (CX)(R12*1), K1, Z1
+	MOVQ      R12, R11
+	XORQ      R13, R13
+	LEAQ      kmask<>+0(SB), R14
+	SHRQ      $0x01, R12
+	KMOVW     (R14)(R12*1), K1
+	VMOVUPS.Z (CX)(R13*1), K1, Z1
 	VMULPS    Z1, Z0, Z1
-	VMOVUPS   Z1, K1, (AX)(R12*1)
+	VMOVUPS   Z1, K1, (AX)(R13*1)
 
 nbody:
-	MOVQ BX, R11
-	SUBQ $0x00000100, R11
+	MOVQ BX, R12
+	SUBQ $0x00000100, R12
 
 nloop:
-	CMPQ     R10, R11
-	JG       none
-	VMULPS   (CX)(R10*1), Z0, Z1
-	VMOVNTPS Z1, (AX)(R10*1)
-	VMULPS   64(CX)(R10*1), Z0, Z1
-	VMOVNTPS Z1, 64(AX)(R10*1)
-	VMULPS   128(CX)(R10*1), Z0, Z1
-	VMOVNTPS Z1, 128(AX)(R10*1)
-	VMULPS   192(CX)(R10*1), Z0, Z1
-	VMOVNTPS Z1, 192(AX)(R10*1)
-	ADDQ     $0x00000100, R10
-	JMP      nloop
+	CMPQ       R11, R12
+	JG         none
+	PREFETCHT0 (R10)(R11*1)
+	PREFETCHT0 64(R10)(R11*1)
+	PREFETCHT0 128(R10)(R11*1)
+	PREFETCHT0 192(R10)(R11*1)
+	VMULPS     (CX)(R11*1), Z0, Z1
+	VMOVNTPS   Z1, (AX)(R11*1)
+	VMULPS     64(CX)(R11*1), Z0, Z1
+	VMOVNTPS   Z1, 64(AX)(R11*1)
+	VMULPS     128(CX)(R11*1), Z0, Z1
+	VMOVNTPS   Z1, 128(AX)(R11*1)
+	VMULPS     192(CX)(R11*1), Z0, Z1
+	VMOVNTPS   Z1, 192(AX)(R11*1)
+	ADDQ       $0x00000100, R11
+	JMP        nloop
 
 none:
-	ADDQ $0x000000c0, R11
+	ADDQ $0x000000c0, R12
 
 noneloop:
-	CMPQ     R10, R11
+	CMPQ     R11, R12
 	JG       ntail
-	VMULPS   (CX)(R10*1), Z0, Z1
-	VMOVNTPS Z1, (AX)(R10*1)
-	ADDQ     $0x00000040, R10
+	VMULPS   (CX)(R11*1), Z0, Z1
+	VMOVNTPS Z1, (AX)(R11*1)
+	ADDQ     $0x00000040, R11
 	JMP      noneloop
 
 ntail:
-	MOVQ      BX, R11
-	SUBQ      R10, R11
+	MOVQ      BX, R10
+	SUBQ      R11, R10
 	JZ        ndone
 	LEAQ      kmask<>+0(SB), R12
-	SHRQ      $0x01, R11
-	KMOVW     (R12)(R11*1), K1
-	VMOVUPS.Z (CX)(R10*1), K1, Z1
+	SHRQ      $0x01, R10
+	KMOVW     (R12)(R10*1), K1
+	VMOVUPS.Z (CX)(R11*1), K1, Z1
 	VMULPS    Z1, Z0, Z1
-	VMOVUPS   Z1, K1, (AX)(R10*1)
+	VMOVUPS   Z1, K1, (AX)(R11*1)
 
 ndone:
 scaled:
@@ -4330,7 +4423,7 @@ vzero:
 
 // func avx512AddWeighted(dst *float32, x *float32, w *float32, res *float32, inv *float32, d int, rows int, stride int, eps float32, fd float32, rd float32, flags int) int
 // Requires: AVX, AVX512F, MMX+
-TEXT ·avx512AddWeighted(SB), NOSPLIT, $0-96
+TEXT ·avx512AddWeighted(SB), NOSPLIT, $8-96
 	MOVQ dst+0(FP), AX
 	MOVQ x+8(FP), CX
 	MOVQ w+16(FP), DX
@@ -4349,15 +4442,15 @@ row:
 	JAE  ret
 
 	// Sum of squares: element i goes to partial i%64.
-	MOVQ   DI, R13
-	SUBQ   $0x00000100, R13
-	JGE    firstblock
-	VPXORD Z0, Z0, Z0
-	VPXORD Z1, Z1, Z1
-	VPXORD Z2, Z2, Z2
-	VPXORD Z3, Z3, Z3
-	XORQ   R12, R12
-	JMP    sumtail
+	MOVQ    DI, R13
+	SUBQ    $0x00000100, R13
+	JGE     firstblock
+	VMOVUPS zero64<>+0(SB), Z0
+	VMOVUPS zero64<>+0(SB), Z1
+	VMOVUPS zero64<>+0(SB), Z2
+	VMOVUPS zero64<>+0(SB), Z3
+	XORQ    R12, R12
+	JMP     sumtail
 
 firstblock:
 	// +0 + square is the square itself: the first block initializes the partials.
@@ -4506,41 +4599,41 @@ summed:
 	VADDPS     Z2, Z0, Z0
 	VADDPS     Z3, Z1, Z1
 	VADDPS     Z1, Z0, Z0
-	VSHUFF64X2 $0xee, Z0, Z0, Z4
-	VADDPS     Z4, Z0, Z0
-	VSHUFF32X4 $0x01, Z0, Z0, Z4
-	VADDPS     Z4, Z0, Z0
-	VPERMILPS  $0x4e, Z0, Z4
-	VADDPS     Z4, Z0, Z0
-	VPERMILPS  $0xb1, Z0, Z4
-	VADDPS     Z4, Z0, Z0
+	VSHUFF64X2 $0xee, Z0, Z0, Z1
+	VADDPS     Z1, Z0, Z0
+	VSHUFF32X4 $0x01, Z0, Z0, Z1
+	VADDPS     Z1, Z0, Z0
+	VPERMILPS  $0x4e, Z0, Z1
+	VADDPS     Z1, Z0, Z0
+	VPERMILPS  $0xb1, Z0, Z1
+	VADDPS     Z1, Z0, Z0
 
 	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
 	TESTQ  $0x00000002, R10
 	JZ     divide
-	VMULSS rd+72(FP), X0, X4
+	VMULSS rd+72(FP), X0, X0
 	JMP    divided
 
 divide:
-	VDIVSS fd+68(FP), X0, X4
+	VDIVSS fd+68(FP), X0, X0
 
 divided:
-	VADDSS   eps+64(FP), X4, X4
-	VUCOMISS tlo<>+0(SB), X4
+	VADDSS   eps+64(FP), X0, X0
+	VUCOMISS tlo<>+0(SB), X0
 	JCS      ret
-	VUCOMISS tmax<>+0(SB), X4
+	VUCOMISS tmax<>+0(SB), X0
 	JHI      ret
-	VSQRTSS  X4, X4, X4
-	VMOVSS   one<>+0(SB), X5
-	VDIVSS   X4, X5, X5
+	VSQRTSS  X0, X0, X0
+	VMOVSS   one<>+0(SB), X1
+	VDIVSS   X0, X1, X1
 
 	// Report 1/rms if asked.
 	TESTQ  SI, SI
 	JZ     scale
-	VMOVSS X5, (SI)(R11*4)
+	VMOVSS X1, (SI)(R11*4)
 
 scale:
-	VBROADCASTSS X5, Z4
+	VBROADCASTSS X1, Z0
 	TESTQ        $0x00000001, R10
 	JNZ          scalent
 
@@ -4552,18 +4645,18 @@ scale:
 sloop:
 	CMPQ    R12, R13
 	JG      sone
-	VMULPS  (BX)(R12*1), Z4, Z5
-	VMULPS  (DX)(R12*1), Z5, Z5
-	VMOVUPS Z5, (AX)(R12*1)
-	VMULPS  64(BX)(R12*1), Z4, Z5
-	VMULPS  64(DX)(R12*1), Z5, Z5
-	VMOVUPS Z5, 64(AX)(R12*1)
-	VMULPS  128(BX)(R12*1), Z4, Z5
-	VMULPS  128(DX)(R12*1), Z5, Z5
-	VMOVUPS Z5, 128(AX)(R12*1)
-	VMULPS  192(BX)(R12*1), Z4, Z5
-	VMULPS  192(DX)(R12*1), Z5, Z5
-	VMOVUPS Z5, 192(AX)(R12*1)
+	VMULPS  (BX)(R12*1), Z0, Z1
+	VMULPS  (DX)(R12*1), Z1, Z1
+	VMOVUPS Z1, (AX)(R12*1)
+	VMULPS  64(BX)(R12*1), Z0, Z1
+	VMULPS  64(DX)(R12*1), Z1, Z1
+	VMOVUPS Z1, 64(AX)(R12*1)
+	VMULPS  128(BX)(R12*1), Z0, Z1
+	VMULPS  128(DX)(R12*1), Z1, Z1
+	VMOVUPS Z1, 128(AX)(R12*1)
+	VMULPS  192(BX)(R12*1), Z0, Z1
+	VMULPS  192(DX)(R12*1), Z1, Z1
+	VMOVUPS Z1, 192(AX)(R12*1)
 	ADDQ    $0x00000100, R12
 	JMP     sloop
 
@@ -4573,9 +4666,9 @@ sone:
 soneloop:
 	CMPQ    R12, R13
 	JG      stail
-	VMULPS  (BX)(R12*1), Z4, Z5
-	VMULPS  (DX)(R12*1), Z5, Z5
-	VMOVUPS Z5, (AX)(R12*1)
+	VMULPS  (BX)(R12*1), Z0, Z1
+	VMULPS  (DX)(R12*1), Z1, Z1
+	VMOVUPS Z1, (AX)(R12*1)
 	ADDQ    $0x00000040, R12
 	JMP     soneloop
 
@@ -4586,86 +4679,92 @@ stail:
 	LEAQ      kmask<>+0(SB), R14
 	SHRQ      $0x01, R13
 	KMOVW     (R14)(R13*1), K1
-	VMOVUPS.Z (BX)(R12*1), K1, Z5
-	VMULPS    Z5, Z4, Z5
-	VMOVUPS.Z (DX)(R12*1), K1, Z4
-	VMULPS    Z4, Z5, Z5
-	VMOVUPS   Z5, K1, (AX)(R12*1)
+	VMOVUPS.Z (BX)(R12*1), K1, Z1
+	VMULPS    Z1, Z0, Z1
+	VMOVUPS.Z (DX)(R12*1), K1, Z0
+	VMULPS    Z0, Z1, Z1
+	VMOVUPS   Z1, K1, (AX)(R12*1)
 
 sdone:
 	JMP scaled
 
 scalent:
+	LEAQ (BX)(R9*1), R12
+
 	// y = (src*inv)*w, rounded after each multiply.
-	XORQ R12, R12
+	XORQ R13, R13
 
 	// Ordinary stores up to the first vector-aligned element of dst.
-	MOVQ AX, R13
-	NEGQ R13
-	ANDQ $0x0000003f, R13
+	MOVQ AX, R14
+	NEGQ R14
+	ANDQ $0x0000003f, R14
 	JZ   nbody
-	CMPQ R13, DI
+	CMPQ R14, DI
 	JLE  nhead
-	MOVQ DI, R13
+	MOVQ DI, R14
 
 nhead:
-	MOVQ      R13, R12
-	XORQ      R14, R14
-	LEAQ      kmask<>+0(SB), R15
-	SHRQ      $0x01, R13
-	KMOVW     (R15)(R13*1), K1
-	VMOVUPS.Z (BX)(R14*1), K1, Z5
-	VMULPS    Z5, Z4, Z5
-	VMOVUPS.Z (DX)(R14*1), K1, Z6
-	VMULPS    Z6, Z5, Z5
-	VMOVUPS   Z5, K1, (AX)(R14*1)
+	MOVQ      R14, R13
+	XORQ      R15, R15
+	LEAQ      kmask<>+0(SB), BP
+	SHRQ      $0x01, R14
+	KMOVW     (BP)(R14*1), K1
+	VMOVUPS.Z (BX)(R15*1), K1, Z1
+	VMULPS    Z1, Z0, Z1
+	VMOVUPS.Z (DX)(R15*1), K1, Z2
+	VMULPS    Z2, Z1, Z1
+	VMOVUPS   Z1, K1, (AX)(R15*1)
 
 nbody:
-	MOVQ DI, R13
-	SUBQ $0x00000100, R13
+	MOVQ DI, R14
+	SUBQ $0x00000100, R14
 
 nloop:
-	CMPQ     R12, R13
-	JG       none
-	VMULPS   (BX)(R12*1), Z4, Z5
-	VMULPS   (DX)(R12*1), Z5, Z5
-	VMOVNTPS Z5, (AX)(R12*1)
-	VMULPS   64(BX)(R12*1), Z4, Z5
-	VMULPS   64(DX)(R12*1), Z5, Z5
-	VMOVNTPS Z5, 64(AX)(R12*1)
-	VMULPS   128(BX)(R12*1), Z4, Z5
-	VMULPS   128(DX)(R12*1), Z5, Z5
-	VMOVNTPS Z5, 128(AX)(R12*1)
-	VMULPS   192(BX)(R12*1), Z4, Z5
-	VMULPS   192(DX)(R12*1), Z5, Z5
-	VMOVNTPS Z5, 192(AX)(R12*1)
-	ADDQ     $0x00000100, R12
-	JMP      nloop
+	CMPQ       R13, R14
+	JG         none
+	PREFETCHT0 (R12)(R13*1)
+	PREFETCHT0 64(R12)(R13*1)
+	PREFETCHT0 128(R12)(R13*1)
+	PREFETCHT0 192(R12)(R13*1)
+	VMULPS     (BX)(R13*1), Z0, Z1
+	VMULPS     (DX)(R13*1), Z1, Z1
+	VMOVNTPS   Z1, (AX)(R13*1)
+	VMULPS     64(BX)(R13*1), Z0, Z1
+	VMULPS     64(DX)(R13*1), Z1, Z1
+	VMOVNTPS   Z1, 64(AX)(R13*1)
+	VMULPS     128(BX)(R13*1), Z0, Z1
+	VMULPS     128(DX)(R13*1), Z1, Z1
+	VMOVNTPS   Z1, 128(AX)(R13*1)
+	VMULPS     192(BX)(R13*1), Z0, Z1
+	VMULPS     192(DX)(R13*1), Z1, Z1
+	VMOVNTPS   Z1, 192(AX)(R13*1)
+	ADDQ       $0x00000100, R13
+	JMP        nloop
 
 none:
-	ADDQ $0x000000c0, R13
+	ADDQ $0x000000c0, R14
 
 noneloop:
-	CMPQ     R12, R13
+	CMPQ     R13, R14
 	JG       ntail
-	VMULPS   (BX)(R12*1), Z4, Z5
-	VMULPS   (DX)(R12*1), Z5, Z5
-	VMOVNTPS Z5, (AX)(R12*1)
-	ADDQ     $0x00000040, R12
+	VMULPS   (BX)(R13*1), Z0, Z1
+	VMULPS   (DX)(R13*1), Z1, Z1
+	VMOVNTPS Z1, (AX)(R13*1)
+	ADDQ     $0x00000040, R13
 	JMP      noneloop
 
 ntail:
-	MOVQ      DI, R13
-	SUBQ      R12, R13
+	MOVQ      DI, R12
+	SUBQ      R13, R12
 	JZ        ndone
 	LEAQ      kmask<>+0(SB), R14
-	SHRQ      $0x01, R13
-	KMOVW     (R14)(R13*1), K1
-	VMOVUPS.Z (BX)(R12*1), K1, Z5
-	VMULPS    Z5, Z4, Z5
-	VMOVUPS.Z (DX)(R12*1), K1, Z4
-	VMULPS    Z4, Z5, Z5
-	VMOVUPS   Z5, K1, (AX)(R12*1)
+	SHRQ      $0x01, R12
+	KMOVW     (R14)(R12*1), K1
+	VMOVUPS.Z (BX)(R13*1), K1, Z1
+	VMULPS    Z1, Z0, Z1
+	VMOVUPS.Z (DX)(R13*1), K1, Z0
+	VMULPS    Z0, Z1, Z1
+	VMOVUPS   Z1, K1, (AX)(R13*1)
 
 ndone:
 scaled:
@@ -4687,7 +4786,7 @@ vzero:
 
 // func avx512AddOffset(dst *float32, x *float32, w *float32, res *float32, inv *float32, d int, rows int, stride int, eps float32, fd float32, rd float32, flags int) int
 // Requires: AVX, AVX512F, MMX+
-TEXT ·avx512AddOffset(SB), NOSPLIT, $0-96
+TEXT ·avx512AddOffset(SB), NOSPLIT, $8-96
 	MOVQ dst+0(FP), AX
 	MOVQ x+8(FP), CX
 	MOVQ w+16(FP), DX
@@ -4706,15 +4805,15 @@ row:
 	JAE  ret
 
 	// Sum of squares: element i goes to partial i%64.
-	MOVQ   DI, R13
-	SUBQ   $0x00000100, R13
-	JGE    firstblock
-	VPXORD Z0, Z0, Z0
-	VPXORD Z1, Z1, Z1
-	VPXORD Z2, Z2, Z2
-	VPXORD Z3, Z3, Z3
-	XORQ   R12, R12
-	JMP    sumtail
+	MOVQ    DI, R13
+	SUBQ    $0x00000100, R13
+	JGE     firstblock
+	VMOVUPS zero64<>+0(SB), Z0
+	VMOVUPS zero64<>+0(SB), Z1
+	VMOVUPS zero64<>+0(SB), Z2
+	VMOVUPS zero64<>+0(SB), Z3
+	XORQ    R12, R12
+	JMP     sumtail
 
 firstblock:
 	// +0 + square is the square itself: the first block initializes the partials.
@@ -4863,42 +4962,42 @@ summed:
 	VADDPS     Z2, Z0, Z0
 	VADDPS     Z3, Z1, Z1
 	VADDPS     Z1, Z0, Z0
-	VSHUFF64X2 $0xee, Z0, Z0, Z4
-	VADDPS     Z4, Z0, Z0
-	VSHUFF32X4 $0x01, Z0, Z0, Z4
-	VADDPS     Z4, Z0, Z0
-	VPERMILPS  $0x4e, Z0, Z4
-	VADDPS     Z4, Z0, Z0
-	VPERMILPS  $0xb1, Z0, Z4
-	VADDPS     Z4, Z0, Z0
+	VSHUFF64X2 $0xee, Z0, Z0, Z1
+	VADDPS     Z1, Z0, Z0
+	VSHUFF32X4 $0x01, Z0, Z0, Z1
+	VADDPS     Z1, Z0, Z0
+	VPERMILPS  $0x4e, Z0, Z1
+	VADDPS     Z1, Z0, Z0
+	VPERMILPS  $0xb1, Z0, Z1
+	VADDPS     Z1, Z0, Z0
 
 	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
 	TESTQ  $0x00000002, R10
 	JZ     divide
-	VMULSS rd+72(FP), X0, X4
+	VMULSS rd+72(FP), X0, X0
 	JMP    divided
 
 divide:
-	VDIVSS fd+68(FP), X0, X4
+	VDIVSS fd+68(FP), X0, X0
 
 divided:
-	VADDSS   eps+64(FP), X4, X4
-	VUCOMISS tlo<>+0(SB), X4
+	VADDSS   eps+64(FP), X0, X0
+	VUCOMISS tlo<>+0(SB), X0
 	JCS      ret
-	VUCOMISS tmax<>+0(SB), X4
+	VUCOMISS tmax<>+0(SB), X0
 	JHI      ret
-	VSQRTSS  X4, X4, X4
-	VMOVSS   one<>+0(SB), X5
-	VDIVSS   X4, X5, X5
+	VSQRTSS  X0, X0, X0
+	VMOVSS   one<>+0(SB), X1
+	VDIVSS   X0, X1, X1
 
 	// Report 1/rms if asked.
 	TESTQ  SI, SI
 	JZ     scale
-	VMOVSS X5, (SI)(R11*4)
+	VMOVSS X1, (SI)(R11*4)
 
 scale:
-	VBROADCASTSS X5, Z4
-	VBROADCASTSS one<>+0(SB), Z5
+	VBROADCASTSS X1, Z0
+	VBROADCASTSS one<>+0(SB), Z1
 	TESTQ        $0x00000001, R10
 	JNZ          scalent
 
@@ -4910,26 +5009,26 @@ scale:
 sloop:
 	CMPQ    R12, R13
 	JG      sone
-	VMULPS  (BX)(R12*1), Z4, Z6
-	VMOVUPS (DX)(R12*1), Z7
-	VADDPS  Z5, Z7, Z7
-	VMULPS  Z7, Z6, Z6
-	VMOVUPS Z6, (AX)(R12*1)
-	VMULPS  64(BX)(R12*1), Z4, Z6
-	VMOVUPS 64(DX)(R12*1), Z7
-	VADDPS  Z5, Z7, Z7
-	VMULPS  Z7, Z6, Z6
-	VMOVUPS Z6, 64(AX)(R12*1)
-	VMULPS  128(BX)(R12*1), Z4, Z6
-	VMOVUPS 128(DX)(R12*1), Z7
-	VADDPS  Z5, Z7, Z7
-	VMULPS  Z7, Z6, Z6
-	VMOVUPS Z6, 128(AX)(R12*1)
-	VMULPS  192(BX)(R12*1), Z4, Z6
-	VMOVUPS 192(DX)(R12*1), Z7
-	VADDPS  Z5, Z7, Z7
-	VMULPS  Z7, Z6, Z6
-	VMOVUPS Z6, 192(AX)(R12*1)
+	VMULPS  (BX)(R12*1), Z0, Z2
+	VMOVUPS (DX)(R12*1), Z3
+	VADDPS  Z1, Z3, Z3
+	VMULPS  Z3, Z2, Z2
+	VMOVUPS Z2, (AX)(R12*1)
+	VMULPS  64(BX)(R12*1), Z0, Z2
+	VMOVUPS 64(DX)(R12*1), Z3
+	VADDPS  Z1, Z3, Z3
+	VMULPS  Z3, Z2, Z2
+	VMOVUPS Z2, 64(AX)(R12*1)
+	VMULPS  128(BX)(R12*1), Z0, Z2
+	VMOVUPS 128(DX)(R12*1), Z3
+	VADDPS  Z1, Z3, Z3
+	VMULPS  Z3, Z2, Z2
+	VMOVUPS Z2, 128(AX)(R12*1)
+	VMULPS  192(BX)(R12*1), Z0, Z2
+	VMOVUPS 192(DX)(R12*1), Z3
+	VADDPS  Z1, Z3, Z3
+	VMULPS  Z3, Z2, Z2
+	VMOVUPS Z2, 192(AX)(R12*1)
 	ADDQ    $0x00000100, R12
 	JMP     sloop
 
@@ -4939,11 +5038,11 @@ sone:
 soneloop:
 	CMPQ    R12, R13
 	JG      stail
-	VMULPS  (BX)(R12*1), Z4, Z6
-	VMOVUPS (DX)(R12*1), Z7
-	VADDPS  Z5, Z7, Z7
-	VMULPS  Z7, Z6, Z6
-	VMOVUPS Z6, (AX)(R12*1)
+	VMULPS  (BX)(R12*1), Z0, Z2
+	VMOVUPS (DX)(R12*1), Z3
+	VADDPS  Z1, Z3, Z3
+	VMULPS  Z3, Z2, Z2
+	VMOVUPS Z2, (AX)(R12*1)
 	ADDQ    $0x00000040, R12
 	JMP     soneloop
 
@@ -4954,99 +5053,105 @@ stail:
 	LEAQ      kmask<>+0(SB), R14
 	SHRQ      $0x01, R13
 	KMOVW     (R14)(R13*1), K1
-	VMOVUPS.Z (BX)(R12*1), K1, Z6
-	VMULPS    Z6, Z4, Z6
-	VMOVUPS.Z (DX)(R12*1), K1, Z4
-	VADDPS    Z5, Z4, Z4
-	VMULPS    Z4, Z6, Z6
-	VMOVUPS   Z6, K1, (AX)(R12*1)
+	VMOVUPS.Z (BX)(R12*1), K1, Z2
+	VMULPS    Z2, Z0, Z2
+	VMOVUPS.Z (DX)(R12*1), K1, Z0
+	VADDPS    Z1, Z0, Z0
+	VMULPS    Z0, Z2, Z2
+	VMOVUPS   Z2, K1, (AX)(R12*1)
 
 sdone:
 	JMP scaled
 
 scalent:
+	LEAQ (BX)(R9*1), R12
+
 	// y = (src*inv)*w, rounded after each multiply.
-	XORQ R12, R12
+	XORQ R13, R13
 
 	// Ordinary stores up to the first vector-aligned element of dst.
-	MOVQ AX, R13
-	NEGQ R13
-	ANDQ $0x0000003f, R13
+	MOVQ AX, R14
+	NEGQ R14
+	ANDQ $0x0000003f, R14
 	JZ   nbody
-	CMPQ R13, DI
+	CMPQ R14, DI
 	JLE  nhead
-	MOVQ DI, R13
+	MOVQ DI, R14
 
 nhead:
-	MOVQ      R13, R12
-	XORQ      R14, R14
-	LEAQ      kmask<>+0(SB), R15
-	SHRQ      $0x01, R13
-	KMOVW     (R15)(R13*1), K1
-	VMOVUPS.Z (BX)(R14*1), K1, Z6
-	VMULPS    Z6, Z4, Z6
-	VMOVUPS.Z (DX)(R14*1), K1, Z7
-	VADDPS    Z5, Z7, Z7
-	VMULPS    Z7, Z6, Z6
-	VMOVUPS   Z6, K1, (AX)(R14*1)
+	MOVQ      R14, R13
+	XORQ      R15, R15
+	LEAQ      kmask<>+0(SB), BP
+	SHRQ      $0x01, R14
+	KMOVW     (BP)(R14*1), K1
+	VMOVUPS.Z (BX)(R15*1), K1, Z2
+	VMULPS    Z2, Z0, Z2
+	VMOVUPS.Z (DX)(R15*1), K1, Z3
+	VADDPS    Z1, Z3, Z3
+	VMULPS    Z3, Z2, Z2
+	VMOVUPS   Z2, K1, (AX)(R15*1)
 
 nbody:
-	MOVQ DI, R13
-	SUBQ $0x00000100, R13
+	MOVQ DI, R14
+	SUBQ $0x00000100, R14
 
 nloop:
-	CMPQ     R12, R13
-	JG       none
-	VMULPS   (BX)(R12*1), Z4, Z6
-	VMOVUPS  (DX)(R12*1), Z7
-	VADDPS   Z5, Z7, Z7
-	VMULPS   Z7, Z6, Z6
-	VMOVNTPS Z6, (AX)(R12*1)
-	VMULPS   64(BX)(R12*1), Z4, Z6
-	VMOVUPS  64(DX)(R12*1), Z7
-	VADDPS   Z5, Z7, Z7
-	VMULPS   Z7, Z6, Z6
-	VMOVNTPS Z6, 64(AX)(R12*1)
-	VMULPS   128(BX)(R12*1), Z4, Z6
-	VMOVUPS  128(DX)(R12*1), Z7
-	VADDPS   Z5, Z7, Z7
-	VMULPS   Z7, Z6, Z6
-	VMOVNTPS Z6, 128(AX)(R12*1)
-	VMULPS   192(BX)(R12*1), Z4, Z6
-	VMOVUPS  192(DX)(R12*1), Z7
-	VADDPS   Z5, Z7, Z7
-	VMULPS   Z7, Z6, Z6
-	VMOVNTPS Z6, 192(AX)(R12*1)
-	ADDQ     $0x00000100, R12
-	JMP      nloop
+	CMPQ       R13, R14
+	JG         none
+	PREFETCHT0 (R12)(R13*1)
+	PREFETCHT0 64(R12)(R13*1)
+	PREFETCHT0 128(R12)(R13*1)
+	PREFETCHT0 192(R12)(R13*1)
+	VMULPS     (BX)(R13*1), Z0, Z2
+	VMOVUPS    (DX)(R13*1), Z3
+	VADDPS     Z1, Z3, Z3
+	VMULPS     Z3, Z2, Z2
+	VMOVNTPS   Z2, (AX)(R13*1)
+	VMULPS     64(BX)(R13*1), Z0, Z2
+	VMOVUPS    64(DX)(R13*1), Z3
+	VADDPS     Z1, Z3, Z3
+	VMULPS     Z3, Z2, Z2
+	VMOVNTPS   Z2, 64(AX)(R13*1)
+	VMULPS     128(BX)(R13*1), Z0, Z2
+	VMOVUPS    128(DX)(R13*1), Z3
+	VADDPS     Z1, Z3, Z3
+	VMULPS     Z3, Z2, Z2
+	VMOVNTPS   Z2, 128(AX)(R13*1)
+	VMULPS     192(BX)(R13*1), Z0, Z2
+	VMOVUPS    192(DX)(R13*1), Z3
+	VADDPS     Z1, Z3, Z3
+	VMULPS     Z3, Z2, Z2
+	VMOVNTPS   Z2, 192(AX)(R13*1)
+	ADDQ       $0x00000100, R13
+	JMP        nloop
 
 none:
-	ADDQ $0x000000c0, R13
+	ADDQ $0x000000c0, R14
 
 noneloop:
-	CMPQ     R12, R13
+	CMPQ     R13, R14
 	JG       ntail
-	VMULPS   (BX)(R12*1), Z4, Z6
-	VMOVUPS  (DX)(R12*1), Z7
-	VADDPS   Z5, Z7, Z7
-	VMULPS   Z7, Z6, Z6
-	VMOVNTPS Z6, (AX)(R12*1)
-	ADDQ     $0x00000040, R12
+	VMULPS   (BX)(R13*1), Z0, Z2
+	VMOVUPS  (DX)(R13*1), Z3
+	VADDPS   Z1, Z3, Z3
+	VMULPS   Z3, Z2, Z2
+	VMOVNTPS Z2, (AX)(R13*1)
+	ADDQ     $0x00000040, R13
 	JMP      noneloop
 
 ntail:
-	MOVQ      DI, R13
-	SUBQ      R12, R13
+	MOVQ      DI, R12
+	SUBQ      R13, R12
 	JZ        ndone
 	LEAQ      kmask<>+0(SB), R14
-	SHRQ      $0x01, R13
-	KMOVW     (R14)(R13*1), K1
-	VMOVUPS.Z (BX)(R12*1), K1, Z6
-	VMULPS    Z6, Z4, Z6
-	VMOVUPS.Z (DX)(R12*1), K1, Z4
-	VADDPS    Z5, Z4, Z4
-	VMULPS    Z4, Z6, Z6
-	VMOVUPS   Z6, K1, (AX)(R12*1)
+	SHRQ      $0x01, R12
+	KMOVW     (R14)(R12*1), K1
+	VMOVUPS.Z (BX)(R13*1), K1, Z2
+	VMULPS    Z2, Z0, Z2
+	VMOVUPS.Z (DX)(R13*1), K1, Z0
+	VADDPS    Z1, Z0, Z0
+	VMULPS    Z0, Z2, Z2
+	VMOVUPS   Z2, K1, (AX)(R13*1)
 
 ndone:
 scaled:
@@ -5086,15 +5191,15 @@ row:
 	JAE  ret
 
 	// Sum of squares: element i goes to partial i%64.
-	MOVQ   SI, R12
-	SUBQ   $0x00000100, R12
-	JGE    firstblock
-	VPXORD Z0, Z0, Z0
-	VPXORD Z1, Z1, Z1
-	VPXORD Z2, Z2, Z2
-	VPXORD Z3, Z3, Z3
-	XORQ   R11, R11
-	JMP    sumtail
+	MOVQ    SI, R12
+	SUBQ    $0x00000100, R12
+	JGE     firstblock
+	VMOVUPS zero64<>+0(SB), Z0
+	VMOVUPS zero64<>+0(SB), Z1
+	VMOVUPS zero64<>+0(SB), Z2
+	VMOVUPS zero64<>+0(SB), Z3
+	XORQ    R11, R11
+	JMP     sumtail
 
 firstblock:
 	// +0 + square is the square itself: the first block initializes the partials.
@@ -5243,41 +5348,41 @@ summed:
 	VADDPS     Z2, Z0, Z0
 	VADDPS     Z3, Z1, Z1
 	VADDPS     Z1, Z0, Z0
-	VSHUFF64X2 $0xee, Z0, Z0, Z4
-	VADDPS     Z4, Z0, Z0
-	VSHUFF32X4 $0x01, Z0, Z0, Z4
-	VADDPS     Z4, Z0, Z0
-	VPERMILPS  $0x4e, Z0, Z4
-	VADDPS     Z4, Z0, Z0
-	VPERMILPS  $0xb1, Z0, Z4
-	VADDPS     Z4, Z0, Z0
+	VSHUFF64X2 $0xee, Z0, Z0, Z1
+	VADDPS     Z1, Z0, Z0
+	VSHUFF32X4 $0x01, Z0, Z0, Z1
+	VADDPS     Z1, Z0, Z0
+	VPERMILPS  $0x4e, Z0, Z1
+	VADDPS     Z1, Z0, Z0
+	VPERMILPS  $0xb1, Z0, Z1
+	VADDPS     Z1, Z0, Z0
 
 	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
 	TESTQ  $0x00000002, R9
 	JZ     divide
-	VMULSS rd+72(FP), X0, X4
+	VMULSS rd+72(FP), X0, X0
 	JMP    divided
 
 divide:
-	VDIVSS fd+68(FP), X0, X4
+	VDIVSS fd+68(FP), X0, X0
 
 divided:
-	VADDSS   eps+64(FP), X4, X4
-	VUCOMISS tlo<>+0(SB), X4
+	VADDSS   eps+64(FP), X0, X0
+	VUCOMISS tlo<>+0(SB), X0
 	JCS      ret
-	VUCOMISS tmax<>+0(SB), X4
+	VUCOMISS tmax<>+0(SB), X0
 	JHI      ret
-	VSQRTSS  X4, X4, X4
-	VMOVSS   one<>+0(SB), X5
-	VDIVSS   X4, X5, X5
+	VSQRTSS  X0, X0, X0
+	VMOVSS   one<>+0(SB), X1
+	VDIVSS   X0, X1, X1
 
 	// Report 1/rms if asked.
 	TESTQ  BX, BX
 	JZ     scale
-	VMOVSS X5, (BX)(R10*4)
+	VMOVSS X1, (BX)(R10*4)
 
 scale:
-	VBROADCASTSS X5, Z4
+	VBROADCASTSS X1, Z0
 	TESTQ        $0x00000001, R9
 	JNZ          scalent
 
@@ -5289,14 +5394,14 @@ scale:
 sloop:
 	CMPQ    R11, R12
 	JG      sone
-	VMULPS  (DX)(R11*1), Z4, Z5
-	VMOVUPS Z5, (AX)(R11*1)
-	VMULPS  64(DX)(R11*1), Z4, Z5
-	VMOVUPS Z5, 64(AX)(R11*1)
-	VMULPS  128(DX)(R11*1), Z4, Z5
-	VMOVUPS Z5, 128(AX)(R11*1)
-	VMULPS  192(DX)(R11*1), Z4, Z5
-	VMOVUPS Z5, 192(AX)(R11*1)
+	VMULPS  (DX)(R11*1), Z0, Z1
+	VMOVUPS Z1, (AX)(R11*1)
+	VMULPS  64(DX)(R11*1), Z0, Z1
+	VMOVUPS Z1, 64(AX)(R11*1)
+	VMULPS  128(DX)(R11*1), Z0, Z1
+	VMOVUPS Z1, 128(AX)(R11*1)
+	VMULPS  192(DX)(R11*1), Z0, Z1
+	VMOVUPS Z1, 192(AX)(R11*1)
 	ADDQ    $0x00000100, R11
 	JMP     sloop
 
@@ -5306,8 +5411,8 @@ sone:
 soneloop:
 	CMPQ    R11, R12
 	JG      stail
-	VMULPS  (DX)(R11*1), Z4, Z5
-	VMOVUPS Z5, (AX)(R11*1)
+	VMULPS  (DX)(R11*1), Z0, Z1
+	VMOVUPS Z1, (AX)(R11*1)
 	ADDQ    $0x00000040, R11
 	JMP     soneloop
 
@@ -5318,75 +5423,81 @@ stail:
 	LEAQ      kmask<>+0(SB), R13
 	SHRQ      $0x01, R12
 	KMOVW     (R13)(R12*1), K1
-	VMOVUPS.Z (DX)(R11*1), K1, Z5
-	VMULPS    Z5, Z4, Z5
-	VMOVUPS   Z5, K1, (AX)(R11*1)
+	VMOVUPS.Z (DX)(R11*1), K1, Z1
+	VMULPS    Z1, Z0, Z1
+	VMOVUPS   Z1, K1, (AX)(R11*1)
 
 sdone:
 	JMP scaled
 
 scalent:
+	LEAQ (DX)(R8*1), R11
+
 	// y = (src*inv)*w, rounded after each multiply.
-	XORQ R11, R11
+	XORQ R12, R12
 
 	// Ordinary stores up to the first vector-aligned element of dst.
-	MOVQ AX, R12
-	NEGQ R12
-	ANDQ $0x0000003f, R12
+	MOVQ AX, R13
+	NEGQ R13
+	ANDQ $0x0000003f, R13
 	JZ   nbody
-	CMPQ R12, SI
+	CMPQ R13, SI
 	JLE  nhead
-	MOVQ SI, R12
+	MOVQ SI, R13
 
 nhead:
-	MOVQ      R12, R11
-	XORQ      R13, R13
-	LEAQ      kmask<>+0(SB), R14
-	SHRQ      $0x01, R12
-	KMOVW     (R14)(R12*1), K1
-	VMOVUPS.Z (DX)(R13*1), K1, Z5
-	VMULPS    Z5, Z4, Z5
-	VMOVUPS   Z5, K1, (AX)(R13*1)
+	MOVQ      R13, R12
+	XORQ      R14, R14
+	LEAQ      kmask<>+0(SB), R15
+	SHRQ      $0x01, R13
+	KMOVW     (R15)(R13*1), K1
+	VMOVUPS.Z (DX)(R14*1), K1, Z1
+	VMULPS    Z1, Z0, Z1
+	VMOVUPS   Z1, K1, (AX)(R14*1)
 
 nbody:
-	MOVQ SI, R12
-	SUBQ $0x00000100, R12
+	MOVQ SI, R13
+	SUBQ $0x00000100, R13
 
 nloop:
-	CMPQ     R11, R12
-	JG       none
-	VMULPS   (DX)(R11*1), Z4, Z5
-	VMOVNTPS Z5, (AX)(R11*1)
-	VMULPS   64(DX)(R11*1), Z4, Z5
-	VMOVNTPS Z5, 64(AX)(R11*1)
-	VMULPS   128(DX)(R11*1), Z4, Z5
-	VMOVNTPS Z5, 128(AX)(R11*1)
-	VMULPS   192(DX)(R11*1), Z4, Z5
-	VMOVNTPS Z5, 192(AX)(R11*1)
-	ADDQ     $0x00000100, R11
-	JMP      nloop
+	CMPQ       R12, R13
+	JG         none
+	PREFETCHT0 (R11)(R12*1)
+	PREFETCHT0 64(R11)(R12*1)
+	PREFETCHT0 128(R11)(R12*1)
+	PREFETCHT0 192(R11)(R12*1)
+	VMULPS     (DX)(R12*1), Z0, Z1
+	VMOVNTPS   Z1, (AX)(R12*1)
+	VMULPS     64(DX)(R12*1), Z0, Z1
+	VMOVNTPS   Z1, 64(AX)(R12*1)
+	VMULPS     128(DX)(R12*1), Z0, Z1
+	VMOVNTPS   Z1, 128(AX)(R12*1)
+	VMULPS     192(DX)(R12*1), Z0, Z1
+	VMOVNTPS   Z1, 192(AX)(R12*1)
+	ADDQ       $0x00000100, R12
+	JMP        nloop
 
 none:
-	ADDQ $0x000000c0, R12
+	ADDQ $0x000000c0, R13
 
 noneloop:
-	CMPQ     R11, R12
+	CMPQ     R12, R13
 	JG       ntail
-	VMULPS   (DX)(R11*1), Z4, Z5
-	VMOVNTPS Z5, (AX)(R11*1)
-	ADDQ     $0x00000040, R11
+	VMULPS   (DX)(R12*1), Z0, Z1
+	VMOVNTPS Z1, (AX)(R12*1)
+	ADDQ     $0x00000040, R12
 	JMP      noneloop
 
 ntail:
-	MOVQ      SI, R12
-	SUBQ      R11, R12
+	MOVQ      SI, R11
+	SUBQ      R12, R11
 	JZ        ndone
 	LEAQ      kmask<>+0(SB), R13
-	SHRQ      $0x01, R12
-	KMOVW     (R13)(R12*1), K1
-	VMOVUPS.Z (DX)(R11*1), K1, Z5
-	VMULPS    Z5, Z4, Z5
-	VMOVUPS   Z5, K1, (AX)(R11*1)
+	SHRQ      $0x01, R11
+	KMOVW     (R13)(R11*1), K1
+	VMOVUPS.Z (DX)(R12*1), K1, Z1
+	VMULPS    Z1, Z0, Z1
+	VMOVUPS   Z1, K1, (AX)(R12*1)
 
 ndone:
 scaled:
@@ -6407,65 +6518,69 @@ g0sdone:
 	JMP g0scaled
 
 g0scalent:
+	LEAQ (CX)(R8*4), R11
+
 	// y = (src*inv)*w, rounded after each multiply.
-	XORQ R11, R11
+	XORQ R12, R12
 
 	// Ordinary stores up to the first vector-aligned element of dst.
 g0nhead:
-	LEAQ   (AX)(R11*1), R12
-	TESTQ  $0x0000001f, R12
+	LEAQ   (AX)(R12*1), R13
+	TESTQ  $0x0000001f, R13
 	JZ     g0nbody
-	CMPQ   R11, SI
+	CMPQ   R12, SI
 	JGE    g0ndone
-	VMOVSS (CX)(R11*1), X2
+	VMOVSS (CX)(R12*1), X2
 	VMULSS X1, X2, X2
-	VMULSS (DX)(R11*1), X2, X2
-	VMOVSS X2, (AX)(R11*1)
-	ADDQ   $0x04, R11
+	VMULSS (DX)(R12*1), X2, X2
+	VMOVSS X2, (AX)(R12*1)
+	ADDQ   $0x04, R12
 	JMP    g0nhead
 
 g0nbody:
-	MOVQ SI, R12
-	SUBQ $0x00000080, R12
+	MOVQ SI, R13
+	SUBQ $0x00000080, R13
 
 g0nloop:
-	CMPQ     R11, R12
-	JG       g0none
-	VMULPS   (CX)(R11*1), Y0, Y2
-	VMULPS   (DX)(R11*1), Y2, Y2
-	VMOVNTPS Y2, (AX)(R11*1)
-	VMULPS   32(CX)(R11*1), Y0, Y2
-	VMULPS   32(DX)(R11*1), Y2, Y2
-	VMOVNTPS Y2, 32(AX)(R11*1)
-	VMULPS   64(CX)(R11*1), Y0, Y2
-	VMULPS   64(DX)(R11*1), Y2, Y2
-	VMOVNTPS Y2, 64(AX)(R11*1)
-	VMULPS   96(CX)(R11*1), Y0, Y2
-	VMULPS   96(DX)(R11*1), Y2, Y2
-	VMOVNTPS Y2, 96(AX)(R11*1)
-	ADDQ     $0x00000080, R11
-	JMP      g0nloop
+	CMPQ       R12, R13
+	JG         g0none
+	PREFETCHT0 (R11)(R12*1)
+	PREFETCHT0 64(R11)(R12*1)
+	VMULPS     (CX)(R12*1), Y0, Y2
+	VMULPS     (DX)(R12*1), Y2, Y2
+	VMOVNTPS   Y2, (AX)(R12*1)
+	VMULPS     32(CX)(R12*1), Y0, Y2
+	VMULPS     32(DX)(R12*1), Y2, Y2
+	VMOVNTPS   Y2, 32(AX)(R12*1)
+	VMULPS     64(CX)(R12*1), Y0, Y2
+	VMULPS     64(DX)(R12*1), Y2, Y2
+	VMOVNTPS   Y2, 64(AX)(R12*1)
+	VMULPS     96(CX)(R12*1), Y0, Y2
+	VMULPS     96(DX)(R12*1), Y2, Y2
+	VMOVNTPS   Y2, 96(AX)(R12*1)
+	ADDQ       $0x00000080, R12
+	JMP        g0nloop
 
 g0none:
-	ADDQ $0x00000060, R12
+	ADDQ $0x00000060, R13
 
 g0noneloop:
-	CMPQ     R11, R12
+	CMPQ     R12, R13
 	JG       g0ntail
-	VMULPS   (CX)(R11*1), Y0, Y2
-	VMULPS   (DX)(R11*1), Y2, Y2
-	VMOVNTPS Y2, (AX)(R11*1)
-	ADDQ     $0x00000020, R11
+	VMULPS   (CX)(R12*1), Y0, Y2
+	VMULPS   (DX)(R12*1), Y2, Y2
+	VMOVNTPS Y2, (AX)(R12*1)
+	ADDQ     $0x00000020, R12
 	JMP      g0noneloop
 
 g0ntail:
-	CMPQ   R11, SI
+	CMPQ   R12, SI
 	JGE    g0ndone
-	VMOVSS (CX)(R11*1), X0
+	VMOVSS (CX)(R12*1), X0
 	VMULSS X1, X0, X0
-	VMULSS (DX)(R11*1), X0, X0
-	VMOVSS X0, (AX)(R11*1)
-	ADDQ   $0x04, R11
+	VMULSS (DX)(R12*1), X0, X0
+	VMOVSS X0, (AX)(R12*1)
+	ADDQ   $0x04, R12
 	JMP    g0ntail
 
 g0ndone:
@@ -6526,65 +6641,69 @@ g1sdone:
 	JMP g1scaled
 
 g1scalent:
+	LEAQ (CX)(R8*4), R11
+
 	// y = (src*inv)*w, rounded after each multiply.
-	XORQ R11, R11
+	XORQ R12, R12
 
 	// Ordinary stores up to the first vector-aligned element of dst.
 g1nhead:
-	LEAQ   (AX)(R11*1), R12
-	TESTQ  $0x0000001f, R12
+	LEAQ   (AX)(R12*1), R13
+	TESTQ  $0x0000001f, R13
 	JZ     g1nbody
-	CMPQ   R11, SI
+	CMPQ   R12, SI
 	JGE    g1ndone
-	VMOVSS (CX)(R11*1), X3
+	VMOVSS (CX)(R12*1), X3
 	VMULSS X0, X3, X3
-	VMULSS (DX)(R11*1), X3, X3
-	VMOVSS X3, (AX)(R11*1)
-	ADDQ   $0x04, R11
+	VMULSS (DX)(R12*1), X3, X3
+	VMOVSS X3, (AX)(R12*1)
+	ADDQ   $0x04, R12
 	JMP    g1nhead
 
 g1nbody:
-	MOVQ SI, R12
-	SUBQ $0x00000080, R12
+	MOVQ SI, R13
+	SUBQ $0x00000080, R13
 
 g1nloop:
-	CMPQ     R11, R12
-	JG       g1none
-	VMULPS   (CX)(R11*1), Y2, Y3
-	VMULPS   (DX)(R11*1), Y3, Y3
-	VMOVNTPS Y3, (AX)(R11*1)
-	VMULPS   32(CX)(R11*1), Y2, Y3
-	VMULPS   32(DX)(R11*1), Y3, Y3
-	VMOVNTPS Y3, 32(AX)(R11*1)
-	VMULPS   64(CX)(R11*1), Y2, Y3
-	VMULPS   64(DX)(R11*1), Y3, Y3
-	VMOVNTPS Y3, 64(AX)(R11*1)
-	VMULPS   96(CX)(R11*1), Y2, Y3
-	VMULPS   96(DX)(R11*1), Y3, Y3
-	VMOVNTPS Y3, 96(AX)(R11*1)
-	ADDQ     $0x00000080, R11
-	JMP      g1nloop
+	CMPQ       R12, R13
+	JG         g1none
+	PREFETCHT0 (R11)(R12*1)
+	PREFETCHT0 64(R11)(R12*1)
+	VMULPS     (CX)(R12*1), Y2, Y3
+	VMULPS     (DX)(R12*1), Y3, Y3
+	VMOVNTPS   Y3, (AX)(R12*1)
+	VMULPS     32(CX)(R12*1), Y2, Y3
+	VMULPS     32(DX)(R12*1), Y3, Y3
+	VMOVNTPS   Y3, 32(AX)(R12*1)
+	VMULPS     64(CX)(R12*1), Y2, Y3
+	VMULPS     64(DX)(R12*1), Y3, Y3
+	VMOVNTPS   Y3, 64(AX)(R12*1)
+	VMULPS     96(CX)(R12*1), Y2, Y3
+	VMULPS     96(DX)(R12*1), Y3, Y3
+	VMOVNTPS   Y3, 96(AX)(R12*1)
+	ADDQ       $0x00000080, R12
+	JMP        g1nloop
 
 g1none:
-	ADDQ $0x00000060, R12
+	ADDQ $0x00000060, R13
 
 g1noneloop:
-	CMPQ     R11, R12
+	CMPQ     R12, R13
 	JG       g1ntail
-	VMULPS   (CX)(R11*1), Y2, Y3
-	VMULPS   (DX)(R11*1), Y3, Y3
-	VMOVNTPS Y3, (AX)(R11*1)
-	ADDQ     $0x00000020, R11
+	VMULPS   (CX)(R12*1), Y2, Y3
+	VMULPS   (DX)(R12*1), Y3, Y3
+	VMOVNTPS Y3, (AX)(R12*1)
+	ADDQ     $0x00000020, R12
 	JMP      g1noneloop
 
 g1ntail:
-	CMPQ   R11, SI
+	CMPQ   R12, SI
 	JGE    g1ndone
-	VMOVSS (CX)(R11*1), X2
+	VMOVSS (CX)(R12*1), X2
 	VMULSS X0, X2, X2
-	VMULSS (DX)(R11*1), X2, X2
-	VMOVSS X2, (AX)(R11*1)
-	ADDQ   $0x04, R11
+	VMULSS (DX)(R12*1), X2, X2
+	VMOVSS X2, (AX)(R12*1)
+	ADDQ   $0x04, R12
 	JMP    g1ntail
 
 g1ndone:
@@ -6645,65 +6764,69 @@ g2sdone:
 	JMP g2scaled
 
 g2scalent:
+	LEAQ (CX)(R8*4), R11
+
 	// y = (src*inv)*w, rounded after each multiply.
-	XORQ R11, R11
+	XORQ R12, R12
 
 	// Ordinary stores up to the first vector-aligned element of dst.
 g2nhead:
-	LEAQ   (AX)(R11*1), R12
-	TESTQ  $0x0000001f, R12
+	LEAQ   (AX)(R12*1), R13
+	TESTQ  $0x0000001f, R13
 	JZ     g2nbody
-	CMPQ   R11, SI
+	CMPQ   R12, SI
 	JGE    g2ndone
-	VMOVSS (CX)(R11*1), X3
+	VMOVSS (CX)(R12*1), X3
 	VMULSS X0, X3, X3
-	VMULSS (DX)(R11*1), X3, X3
-	VMOVSS X3, (AX)(R11*1)
-	ADDQ   $0x04, R11
+	VMULSS (DX)(R12*1), X3, X3
+	VMOVSS X3, (AX)(R12*1)
+	ADDQ   $0x04, R12
 	JMP    g2nhead
 
 g2nbody:
-	MOVQ SI, R12
-	SUBQ $0x00000080, R12
+	MOVQ SI, R13
+	SUBQ $0x00000080, R13
 
 g2nloop:
-	CMPQ     R11, R12
-	JG       g2none
-	VMULPS   (CX)(R11*1), Y2, Y3
-	VMULPS   (DX)(R11*1), Y3, Y3
-	VMOVNTPS Y3, (AX)(R11*1)
-	VMULPS   32(CX)(R11*1), Y2, Y3
-	VMULPS   32(DX)(R11*1), Y3, Y3
-	VMOVNTPS Y3, 32(AX)(R11*1)
-	VMULPS   64(CX)(R11*1), Y2, Y3
-	VMULPS   64(DX)(R11*1), Y3, Y3
-	VMOVNTPS Y3, 64(AX)(R11*1)
-	VMULPS   96(CX)(R11*1), Y2, Y3
-	VMULPS   96(DX)(R11*1), Y3, Y3
-	VMOVNTPS Y3, 96(AX)(R11*1)
-	ADDQ     $0x00000080, R11
-	JMP      g2nloop
+	CMPQ       R12, R13
+	JG         g2none
+	PREFETCHT0 (R11)(R12*1)
+	PREFETCHT0 64(R11)(R12*1)
+	VMULPS     (CX)(R12*1), Y2, Y3
+	VMULPS     (DX)(R12*1), Y3, Y3
+	VMOVNTPS   Y3, (AX)(R12*1)
+	VMULPS     32(CX)(R12*1), Y2, Y3
+	VMULPS     32(DX)(R12*1), Y3, Y3
+	VMOVNTPS   Y3, 32(AX)(R12*1)
+	VMULPS     64(CX)(R12*1), Y2, Y3
+	VMULPS     64(DX)(R12*1), Y3, Y3
+	VMOVNTPS   Y3, 64(AX)(R12*1)
+	VMULPS     96(CX)(R12*1), Y2, Y3
+	VMULPS     96(DX)(R12*1), Y3, Y3
+	VMOVNTPS   Y3, 96(AX)(R12*1)
+	ADDQ       $0x00000080, R12
+	JMP        g2nloop
 
 g2none:
-	ADDQ $0x00000060, R12
+	ADDQ $0x00000060, R13
 
 g2noneloop:
-	CMPQ     R11, R12
+	CMPQ     R12, R13
 	JG       g2ntail
-	VMULPS   (CX)(R11*1), Y2, Y3
-	VMULPS   (DX)(R11*1), Y3, Y3
-	VMOVNTPS Y3, (AX)(R11*1)
-	ADDQ     $0x00000020, R11
+	VMULPS   (CX)(R12*1), Y2, Y3
+	VMULPS   (DX)(R12*1), Y3, Y3
+	VMOVNTPS Y3, (AX)(R12*1)
+	ADDQ     $0x00000020, R12
 	JMP      g2noneloop
 
 g2ntail:
-	CMPQ   R11, SI
+	CMPQ   R12, SI
 	JGE    g2ndone
-	VMOVSS (CX)(R11*1), X2
+	VMOVSS (CX)(R12*1), X2
 	VMULSS X0, X2, X2
-	VMULSS (DX)(R11*1), X2, X2
-	VMOVSS X2, (AX)(R11*1)
-	ADDQ   $0x04, R11
+	VMULSS (DX)(R12*1), X2, X2
+	VMOVSS X2, (AX)(R12*1)
+	ADDQ   $0x04, R12
 	JMP    g2ntail
 
 g2ndone:
@@ -6764,65 +6887,69 @@ g3sdone:
 	JMP g3scaled
 
 g3scalent:
+	LEAQ (CX)(R8*4), R11
+
 	// y = (src*inv)*w, rounded after each multiply.
-	XORQ R11, R11
+	XORQ R12, R12
 
 	// Ordinary stores up to the first vector-aligned element of dst.
 g3nhead:
-	LEAQ   (AX)(R11*1), R12
-	TESTQ  $0x0000001f, R12
+	LEAQ   (AX)(R12*1), R13
+	TESTQ  $0x0000001f, R13
 	JZ     g3nbody
-	CMPQ   R11, SI
+	CMPQ   R12, SI
 	JGE    g3ndone
-	VMOVSS (CX)(R11*1), X2
+	VMOVSS (CX)(R12*1), X2
 	VMULSS X0, X2, X2
-	VMULSS (DX)(R11*1), X2, X2
-	VMOVSS X2, (AX)(R11*1)
-	ADDQ   $0x04, R11
+	VMULSS (DX)(R12*1), X2, X2
+	VMOVSS X2, (AX)(R12*1)
+	ADDQ   $0x04, R12
 	JMP    g3nhead
 
 g3nbody:
-	MOVQ SI, R12
-	SUBQ $0x00000080, R12
+	MOVQ SI, R13
+	SUBQ $0x00000080, R13
 
 g3nloop:
-	CMPQ     R11, R12
-	JG       g3none
-	VMULPS   (CX)(R11*1), Y1, Y2
-	VMULPS   (DX)(R11*1), Y2, Y2
-	VMOVNTPS Y2, (AX)(R11*1)
-	VMULPS   32(CX)(R11*1), Y1, Y2
-	VMULPS   32(DX)(R11*1), Y2, Y2
-	VMOVNTPS Y2, 32(AX)(R11*1)
-	VMULPS   64(CX)(R11*1), Y1, Y2
-	VMULPS   64(DX)(R11*1), Y2, Y2
-	VMOVNTPS Y2, 64(AX)(R11*1)
-	VMULPS   96(CX)(R11*1), Y1, Y2
-	VMULPS   96(DX)(R11*1), Y2, Y2
-	VMOVNTPS Y2, 96(AX)(R11*1)
-	ADDQ     $0x00000080, R11
-	JMP      g3nloop
+	CMPQ       R12, R13
+	JG         g3none
+	PREFETCHT0 (R11)(R12*1)
+	PREFETCHT0 64(R11)(R12*1)
+	VMULPS     (CX)(R12*1), Y1, Y2
+	VMULPS     (DX)(R12*1), Y2, Y2
+	VMOVNTPS   Y2, (AX)(R12*1)
+	VMULPS     32(CX)(R12*1), Y1, Y2
+	VMULPS     32(DX)(R12*1), Y2, Y2
+	VMOVNTPS   Y2, 32(AX)(R12*1)
+	VMULPS     64(CX)(R12*1), Y1, Y2
+	VMULPS     64(DX)(R12*1), Y2, Y2
+	VMOVNTPS   Y2, 64(AX)(R12*1)
+	VMULPS     96(CX)(R12*1), Y1, Y2
+	VMULPS     96(DX)(R12*1), Y2, Y2
+	VMOVNTPS   Y2, 96(AX)(R12*1)
+	ADDQ       $0x00000080, R12
+	JMP        g3nloop
 
 g3none:
-	ADDQ $0x00000060, R12
+	ADDQ $0x00000060, R13
 
 g3noneloop:
-	CMPQ     R11, R12
+	CMPQ     R12, R13
 	JG       g3ntail
-	VMULPS   (CX)(R11*1), Y1, Y2
-	VMULPS   (DX)(R11*1), Y2, Y2
-	VMOVNTPS Y2, (AX)(R11*1)
-	ADDQ     $0x00000020, R11
+	VMULPS   (CX)(R12*1), Y1, Y2
+	VMULPS   (DX)(R12*1), Y2, Y2
+	VMOVNTPS Y2, (AX)(R12*1)
+	ADDQ     $0x00000020, R12
 	JMP      g3noneloop
 
 g3ntail:
-	CMPQ   R11, SI
+	CMPQ   R12, SI
 	JGE    g3ndone
-	VMOVSS (CX)(R11*1), X1
+	VMOVSS (CX)(R12*1), X1
 	VMULSS X0, X1, X1
-	VMULSS (DX)(R11*1), X1, X1
-	VMOVSS X1, (AX)(R11*1)
-	ADDQ   $0x04, R11
+	VMULSS (DX)(R12*1), X1, X1
+	VMOVSS X1, (AX)(R12*1)
+	ADDQ   $0x04, R12
 	JMP    g3ntail
 
 g3ndone:
@@ -7139,65 +7266,69 @@ sdone:
 	JMP scaled
 
 scalent:
+	LEAQ (CX)(R8*1), R11
+
 	// y = (src*inv)*w, rounded after each multiply.
-	XORQ R11, R11
+	XORQ R12, R12
 
 	// Ordinary stores up to the first vector-aligned element of dst.
 nhead:
-	LEAQ   (AX)(R11*1), R12
-	TESTQ  $0x0000001f, R12
+	LEAQ   (AX)(R12*1), R13
+	TESTQ  $0x0000001f, R13
 	JZ     nbody
-	CMPQ   R11, SI
+	CMPQ   R12, SI
 	JGE    ndone
-	VMOVSS (CX)(R11*1), X2
+	VMOVSS (CX)(R12*1), X2
 	VMULSS X1, X2, X2
-	VMULSS (DX)(R11*1), X2, X2
-	VMOVSS X2, (AX)(R11*1)
-	ADDQ   $0x04, R11
+	VMULSS (DX)(R12*1), X2, X2
+	VMOVSS X2, (AX)(R12*1)
+	ADDQ   $0x04, R12
 	JMP    nhead
 
 nbody:
-	MOVQ SI, R12
-	SUBQ $0x00000080, R12
+	MOVQ SI, R13
+	SUBQ $0x00000080, R13
 
 nloop:
-	CMPQ     R11, R12
-	JG       none
-	VMULPS   (CX)(R11*1), Y0, Y2
-	VMULPS   (DX)(R11*1), Y2, Y2
-	VMOVNTPS Y2, (AX)(R11*1)
-	VMULPS   32(CX)(R11*1), Y0, Y2
-	VMULPS   32(DX)(R11*1), Y2, Y2
-	VMOVNTPS Y2, 32(AX)(R11*1)
-	VMULPS   64(CX)(R11*1), Y0, Y2
-	VMULPS   64(DX)(R11*1), Y2, Y2
-	VMOVNTPS Y2, 64(AX)(R11*1)
-	VMULPS   96(CX)(R11*1), Y0, Y2
-	VMULPS   96(DX)(R11*1), Y2, Y2
-	VMOVNTPS Y2, 96(AX)(R11*1)
-	ADDQ     $0x00000080, R11
-	JMP      nloop
+	CMPQ       R12, R13
+	JG         none
+	PREFETCHT0 (R11)(R12*1)
+	PREFETCHT0 64(R11)(R12*1)
+	VMULPS     (CX)(R12*1), Y0, Y2
+	VMULPS     (DX)(R12*1), Y2, Y2
+	VMOVNTPS   Y2, (AX)(R12*1)
+	VMULPS     32(CX)(R12*1), Y0, Y2
+	VMULPS     32(DX)(R12*1), Y2, Y2
+	VMOVNTPS   Y2, 32(AX)(R12*1)
+	VMULPS     64(CX)(R12*1), Y0, Y2
+	VMULPS     64(DX)(R12*1), Y2, Y2
+	VMOVNTPS   Y2, 64(AX)(R12*1)
+	VMULPS     96(CX)(R12*1), Y0, Y2
+	VMULPS     96(DX)(R12*1), Y2, Y2
+	VMOVNTPS   Y2, 96(AX)(R12*1)
+	ADDQ       $0x00000080, R12
+	JMP        nloop
 
 none:
-	ADDQ $0x00000060, R12
+	ADDQ $0x00000060, R13
 
 noneloop:
-	CMPQ     R11, R12
+	CMPQ     R12, R13
 	JG       ntail
-	VMULPS   (CX)(R11*1), Y0, Y2
-	VMULPS   (DX)(R11*1), Y2, Y2
-	VMOVNTPS Y2, (AX)(R11*1)
-	ADDQ     $0x00000020, R11
+	VMULPS   (CX)(R12*1), Y0, Y2
+	VMULPS   (DX)(R12*1), Y2, Y2
+	VMOVNTPS Y2, (AX)(R12*1)
+	ADDQ     $0x00000020, R12
 	JMP      noneloop
 
 ntail:
-	CMPQ   R11, SI
+	CMPQ   R12, SI
 	JGE    ndone
-	VMOVSS (CX)(R11*1), X0
+	VMOVSS (CX)(R12*1), X0
 	VMULSS X1, X0, X0
-	VMULSS (DX)(R11*1), X0, X0
-	VMOVSS X0, (AX)(R11*1)
-	ADDQ   $0x04, R11
+	VMULSS (DX)(R12*1), X0, X0
+	VMOVSS X0, (AX)(R12*1)
+	ADDQ   $0x04, R12
 	JMP    ntail
 
 ndone:
@@ -8231,79 +8362,83 @@ g0sdone:
 	JMP g0scaled
 
 g0scalent:
+	LEAQ (CX)(R8*4), R11
+
 	// y = (src*inv)*w, rounded after each multiply.
-	XORQ R11, R11
+	XORQ R12, R12
 
 	// Ordinary stores up to the first vector-aligned element of dst.
 g0nhead:
-	LEAQ   (AX)(R11*1), R12
-	TESTQ  $0x0000001f, R12
+	LEAQ   (AX)(R12*1), R13
+	TESTQ  $0x0000001f, R13
 	JZ     g0nbody
-	CMPQ   R11, SI
+	CMPQ   R12, SI
 	JGE    g0ndone
-	VMOVSS (CX)(R11*1), X3
+	VMOVSS (CX)(R12*1), X3
 	VMULSS X1, X3, X3
-	VMOVSS (DX)(R11*1), X4
+	VMOVSS (DX)(R12*1), X4
 	VADDSS X2, X4, X4
 	VMULSS X4, X3, X3
-	VMOVSS X3, (AX)(R11*1)
-	ADDQ   $0x04, R11
+	VMOVSS X3, (AX)(R12*1)
+	ADDQ   $0x04, R12
 	JMP    g0nhead
 
 g0nbody:
-	MOVQ SI, R12
-	SUBQ $0x00000080, R12
+	MOVQ SI, R13
+	SUBQ $0x00000080, R13
 
 g0nloop:
-	CMPQ     R11, R12
-	JG       g0none
-	VMULPS   (CX)(R11*1), Y0, Y3
-	VMOVUPS  (DX)(R11*1), Y4
-	VADDPS   Y2, Y4, Y4
-	VMULPS   Y4, Y3, Y3
-	VMOVNTPS Y3, (AX)(R11*1)
-	VMULPS   32(CX)(R11*1), Y0, Y3
-	VMOVUPS  32(DX)(R11*1), Y4
-	VADDPS   Y2, Y4, Y4
-	VMULPS   Y4, Y3, Y3
-	VMOVNTPS Y3, 32(AX)(R11*1)
-	VMULPS   64(CX)(R11*1), Y0, Y3
-	VMOVUPS  64(DX)(R11*1), Y4
-	VADDPS   Y2, Y4, Y4
-	VMULPS   Y4, Y3, Y3
-	VMOVNTPS Y3, 64(AX)(R11*1)
-	VMULPS   96(CX)(R11*1), Y0, Y3
-	VMOVUPS  96(DX)(R11*1), Y4
-	VADDPS   Y2, Y4, Y4
-	VMULPS   Y4, Y3, Y3
-	VMOVNTPS Y3, 96(AX)(R11*1)
-	ADDQ     $0x00000080, R11
-	JMP      g0nloop
+	CMPQ       R12, R13
+	JG         g0none
+	PREFETCHT0 (R11)(R12*1)
+	PREFETCHT0 64(R11)(R12*1)
+	VMULPS     (CX)(R12*1), Y0, Y3
+	VMOVUPS    (DX)(R12*1), Y4
+	VADDPS     Y2, Y4, Y4
+	VMULPS     Y4, Y3, Y3
+	VMOVNTPS   Y3, (AX)(R12*1)
+	VMULPS     32(CX)(R12*1), Y0, Y3
+	VMOVUPS    32(DX)(R12*1), Y4
+	VADDPS     Y2, Y4, Y4
+	VMULPS     Y4, Y3, Y3
+	VMOVNTPS   Y3, 32(AX)(R12*1)
+	VMULPS     64(CX)(R12*1), Y0, Y3
+	VMOVUPS    64(DX)(R12*1), Y4
+	VADDPS     Y2, Y4, Y4
+	VMULPS     Y4, Y3, Y3
+	VMOVNTPS   Y3, 64(AX)(R12*1)
+	VMULPS     96(CX)(R12*1), Y0, Y3
+	VMOVUPS    96(DX)(R12*1), Y4
+	VADDPS     Y2, Y4, Y4
+	VMULPS     Y4, Y3, Y3
+	VMOVNTPS   Y3, 96(AX)(R12*1)
+	ADDQ       $0x00000080, R12
+	JMP        g0nloop
 
 g0none:
-	ADDQ $0x00000060, R12
+	ADDQ $0x00000060, R13
 
 g0noneloop:
-	CMPQ     R11, R12
+	CMPQ     R12, R13
 	JG       g0ntail
-	VMULPS   (CX)(R11*1), Y0, Y3
-	VMOVUPS  (DX)(R11*1), Y4
+	VMULPS   (CX)(R12*1), Y0, Y3
+	VMOVUPS  (DX)(R12*1), Y4
 	VADDPS   Y2, Y4, Y4
 	VMULPS   Y4, Y3, Y3
-	VMOVNTPS Y3, (AX)(R11*1)
-	ADDQ     $0x00000020, R11
+	VMOVNTPS Y3, (AX)(R12*1)
+	ADDQ     $0x00000020, R12
 	JMP      g0noneloop
 
 g0ntail:
-	CMPQ   R11, SI
+	CMPQ   R12, SI
 	JGE    g0ndone
-	VMOVSS (CX)(R11*1), X0
+	VMOVSS (CX)(R12*1), X0
 	VMULSS X1, X0, X0
-	VMOVSS (DX)(R11*1), X3
+	VMOVSS (DX)(R12*1), X3
 	VADDSS X2, X3, X3
 	VMULSS X3, X0, X0
-	VMOVSS X0, (AX)(R11*1)
-	ADDQ   $0x04, R11
+	VMOVSS X0, (AX)(R12*1)
+	ADDQ   $0x04, R12
 	JMP    g0ntail
 
 g0ndone:
@@ -8377,79 +8512,83 @@ g1sdone:
 	JMP g1scaled
 
 g1scalent:
+	LEAQ (CX)(R8*4), R11
+
 	// y = (src*inv)*w, rounded after each multiply.
-	XORQ R11, R11
+	XORQ R12, R12
 
 	// Ordinary stores up to the first vector-aligned element of dst.
 g1nhead:
-	LEAQ   (AX)(R11*1), R12
-	TESTQ  $0x0000001f, R12
+	LEAQ   (AX)(R12*1), R13
+	TESTQ  $0x0000001f, R13
 	JZ     g1nbody
-	CMPQ   R11, SI
+	CMPQ   R12, SI
 	JGE    g1ndone
-	VMOVSS (CX)(R11*1), X4
+	VMOVSS (CX)(R12*1), X4
 	VMULSS X0, X4, X4
-	VMOVSS (DX)(R11*1), X5
+	VMOVSS (DX)(R12*1), X5
 	VADDSS X3, X5, X5
 	VMULSS X5, X4, X4
-	VMOVSS X4, (AX)(R11*1)
-	ADDQ   $0x04, R11
+	VMOVSS X4, (AX)(R12*1)
+	ADDQ   $0x04, R12
 	JMP    g1nhead
 
 g1nbody:
-	MOVQ SI, R12
-	SUBQ $0x00000080, R12
+	MOVQ SI, R13
+	SUBQ $0x00000080, R13
 
 g1nloop:
-	CMPQ     R11, R12
-	JG       g1none
-	VMULPS   (CX)(R11*1), Y2, Y4
-	VMOVUPS  (DX)(R11*1), Y5
-	VADDPS   Y3, Y5, Y5
-	VMULPS   Y5, Y4, Y4
-	VMOVNTPS Y4, (AX)(R11*1)
-	VMULPS   32(CX)(R11*1), Y2, Y4
-	VMOVUPS  32(DX)(R11*1), Y5
-	VADDPS   Y3, Y5, Y5
-	VMULPS   Y5, Y4, Y4
-	VMOVNTPS Y4, 32(AX)(R11*1)
-	VMULPS   64(CX)(R11*1), Y2, Y4
-	VMOVUPS  64(DX)(R11*1), Y5
-	VADDPS   Y3, Y5, Y5
-	VMULPS   Y5, Y4, Y4
-	VMOVNTPS Y4, 64(AX)(R11*1)
-	VMULPS   96(CX)(R11*1), Y2, Y4
-	VMOVUPS  96(DX)(R11*1), Y5
-	VADDPS   Y3, Y5, Y5
-	VMULPS   Y5, Y4, Y4
-	VMOVNTPS Y4, 96(AX)(R11*1)
-	ADDQ     $0x00000080, R11
-	JMP      g1nloop
+	CMPQ       R12, R13
+	JG         g1none
+	PREFETCHT0 (R11)(R12*1)
+	PREFETCHT0 64(R11)(R12*1)
+	VMULPS     (CX)(R12*1), Y2, Y4
+	VMOVUPS    (DX)(R12*1), Y5
+	VADDPS     Y3, Y5, Y5
+	VMULPS     Y5, Y4, Y4
+	VMOVNTPS   Y4, (AX)(R12*1)
+	VMULPS     32(CX)(R12*1), Y2, Y4
+	VMOVUPS    32(DX)(R12*1), Y5
+	VADDPS     Y3, Y5, Y5
+	VMULPS     Y5, Y4, Y4
+	VMOVNTPS   Y4, 32(AX)(R12*1)
+	VMULPS     64(CX)(R12*1), Y2, Y4
+	VMOVUPS    64(DX)(R12*1), Y5
+	VADDPS     Y3, Y5, Y5
+	VMULPS     Y5, Y4, Y4
+	VMOVNTPS   Y4, 64(AX)(R12*1)
+	VMULPS     96(CX)(R12*1), Y2, Y4
+	VMOVUPS    96(DX)(R12*1), Y5
+	VADDPS     Y3, Y5, Y5
+	VMULPS     Y5, Y4, Y4
+	VMOVNTPS   Y4, 96(AX)(R12*1)
+	ADDQ       $0x00000080, R12
+	JMP        g1nloop
 
 g1none:
-	ADDQ $0x00000060, R12
+	ADDQ $0x00000060, R13
 
 g1noneloop:
-	CMPQ     R11, R12
+	CMPQ     R12, R13
 	JG       g1ntail
-	VMULPS   (CX)(R11*1), Y2, Y4
-	VMOVUPS  (DX)(R11*1), Y5
+	VMULPS   (CX)(R12*1), Y2, Y4
+	VMOVUPS  (DX)(R12*1), Y5
 	VADDPS   Y3, Y5, Y5
 	VMULPS   Y5, Y4, Y4
-	VMOVNTPS Y4, (AX)(R11*1)
-	ADDQ     $0x00000020, R11
+	VMOVNTPS Y4, (AX)(R12*1)
+	ADDQ     $0x00000020, R12
 	JMP      g1noneloop
 
 g1ntail:
-	CMPQ   R11, SI
+	CMPQ   R12, SI
 	JGE    g1ndone
-	VMOVSS (CX)(R11*1), X2
+	VMOVSS (CX)(R12*1), X2
 	VMULSS X0, X2, X2
-	VMOVSS (DX)(R11*1), X4
+	VMOVSS (DX)(R12*1), X4
 	VADDSS X3, X4, X4
 	VMULSS X4, X2, X2
-	VMOVSS X2, (AX)(R11*1)
-	ADDQ   $0x04, R11
+	VMOVSS X2, (AX)(R12*1)
+	ADDQ   $0x04, R12
 	JMP    g1ntail
 
 g1ndone:
@@ -8523,79 +8662,83 @@ g2sdone:
 	JMP g2scaled
 
 g2scalent:
+	LEAQ (CX)(R8*4), R11
+
 	// y = (src*inv)*w, rounded after each multiply.
-	XORQ R11, R11
+	XORQ R12, R12
 
 	// Ordinary stores up to the first vector-aligned element of dst.
 g2nhead:
-	LEAQ   (AX)(R11*1), R12
-	TESTQ  $0x0000001f, R12
+	LEAQ   (AX)(R12*1), R13
+	TESTQ  $0x0000001f, R13
 	JZ     g2nbody
-	CMPQ   R11, SI
+	CMPQ   R12, SI
 	JGE    g2ndone
-	VMOVSS (CX)(R11*1), X4
+	VMOVSS (CX)(R12*1), X4
 	VMULSS X0, X4, X4
-	VMOVSS (DX)(R11*1), X5
+	VMOVSS (DX)(R12*1), X5
 	VADDSS X3, X5, X5
 	VMULSS X5, X4, X4
-	VMOVSS X4, (AX)(R11*1)
-	ADDQ   $0x04, R11
+	VMOVSS X4, (AX)(R12*1)
+	ADDQ   $0x04, R12
 	JMP    g2nhead
 
 g2nbody:
-	MOVQ SI, R12
-	SUBQ $0x00000080, R12
+	MOVQ SI, R13
+	SUBQ $0x00000080, R13
 
 g2nloop:
-	CMPQ     R11, R12
-	JG       g2none
-	VMULPS   (CX)(R11*1), Y2, Y4
-	VMOVUPS  (DX)(R11*1), Y5
-	VADDPS   Y3, Y5, Y5
-	VMULPS   Y5, Y4, Y4
-	VMOVNTPS Y4, (AX)(R11*1)
-	VMULPS   32(CX)(R11*1), Y2, Y4
-	VMOVUPS  32(DX)(R11*1), Y5
-	VADDPS   Y3, Y5, Y5
-	VMULPS   Y5, Y4, Y4
-	VMOVNTPS Y4, 32(AX)(R11*1)
-	VMULPS   64(CX)(R11*1), Y2, Y4
-	VMOVUPS  64(DX)(R11*1), Y5
-	VADDPS   Y3, Y5, Y5
-	VMULPS   Y5, Y4, Y4
-	VMOVNTPS Y4, 64(AX)(R11*1)
-	VMULPS   96(CX)(R11*1), Y2, Y4
-	VMOVUPS  96(DX)(R11*1), Y5
-	VADDPS   Y3, Y5, Y5
-	VMULPS   Y5, Y4, Y4
-	VMOVNTPS Y4, 96(AX)(R11*1)
-	ADDQ     $0x00000080, R11
-	JMP      g2nloop
+	CMPQ       R12, R13
+	JG         g2none
+	PREFETCHT0 (R11)(R12*1)
+	PREFETCHT0 64(R11)(R12*1)
+	VMULPS     (CX)(R12*1), Y2, Y4
+	VMOVUPS    (DX)(R12*1), Y5
+	VADDPS     Y3, Y5, Y5
+	VMULPS     Y5, Y4, Y4
+	VMOVNTPS   Y4, (AX)(R12*1)
+	VMULPS     32(CX)(R12*1), Y2, Y4
+	VMOVUPS    32(DX)(R12*1), Y5
+	VADDPS     Y3, Y5, Y5
+	VMULPS     Y5, Y4, Y4
+	VMOVNTPS   Y4, 32(AX)(R12*1)
+	VMULPS     64(CX)(R12*1), Y2, Y4
+	VMOVUPS    64(DX)(R12*1), Y5
+	VADDPS     Y3, Y5, Y5
+	VMULPS     Y5, Y4, Y4
+	VMOVNTPS   Y4, 64(AX)(R12*1)
+	VMULPS     96(CX)(R12*1), Y2, Y4
+	VMOVUPS    96(DX)(R12*1), Y5
+	VADDPS     Y3, Y5, Y5
+	VMULPS     Y5, Y4, Y4
+	VMOVNTPS   Y4, 96(AX)(R12*1)
+	ADDQ       $0x00000080, R12
+	JMP        g2nloop
 
 g2none:
-	ADDQ $0x00000060, R12
+	ADDQ $0x00000060, R13
 
 g2noneloop:
-	CMPQ     R11, R12
+	CMPQ     R12, R13
 	JG       g2ntail
-	VMULPS   (CX)(R11*1), Y2, Y4
-	VMOVUPS  (DX)(R11*1), Y5
+	VMULPS   (CX)(R12*1), Y2, Y4
+	VMOVUPS  (DX)(R12*1), Y5
 	VADDPS   Y3, Y5, Y5
 	VMULPS   Y5, Y4, Y4
-	VMOVNTPS Y4, (AX)(R11*1)
-	ADDQ     $0x00000020, R11
+	VMOVNTPS Y4, (AX)(R12*1)
+	ADDQ     $0x00000020, R12
 	JMP      g2noneloop
 
 g2ntail:
-	CMPQ   R11, SI
+	CMPQ   R12, SI
 	JGE    g2ndone
-	VMOVSS (CX)(R11*1), X2
+	VMOVSS (CX)(R12*1), X2
 	VMULSS X0, X2, X2
-	VMOVSS (DX)(R11*1), X4
+	VMOVSS (DX)(R12*1), X4
 	VADDSS X3, X4, X4
 	VMULSS X4, X2, X2
-	VMOVSS X2, (AX)(R11*1)
-	ADDQ   $0x04, R11
+	VMOVSS X2, (AX)(R12*1)
+	ADDQ   $0x04, R12
 	JMP    g2ntail
 
 g2ndone:
@@ -8669,79 +8812,83 @@ g3sdone:
 	JMP g3scaled
 
 g3scalent:
+	LEAQ (CX)(R8*4), R11
+
 	// y = (src*inv)*w, rounded after each multiply.
-	XORQ R11, R11
+	XORQ R12, R12
 
 	// Ordinary stores up to the first vector-aligned element of dst.
 g3nhead:
-	LEAQ   (AX)(R11*1), R12
-	TESTQ  $0x0000001f, R12
+	LEAQ   (AX)(R12*1), R13
+	TESTQ  $0x0000001f, R13
 	JZ     g3nbody
-	CMPQ   R11, SI
+	CMPQ   R12, SI
 	JGE    g3ndone
-	VMOVSS (CX)(R11*1), X3
+	VMOVSS (CX)(R12*1), X3
 	VMULSS X0, X3, X3
-	VMOVSS (DX)(R11*1), X4
+	VMOVSS (DX)(R12*1), X4
 	VADDSS X2, X4, X4
 	VMULSS X4, X3, X3
-	VMOVSS X3, (AX)(R11*1)
-	ADDQ   $0x04, R11
+	VMOVSS X3, (AX)(R12*1)
+	ADDQ   $0x04, R12
 	JMP    g3nhead
 
 g3nbody:
-	MOVQ SI, R12
-	SUBQ $0x00000080, R12
+	MOVQ SI, R13
+	SUBQ $0x00000080, R13
 
 g3nloop:
-	CMPQ     R11, R12
-	JG       g3none
-	VMULPS   (CX)(R11*1), Y1, Y3
-	VMOVUPS  (DX)(R11*1), Y4
-	VADDPS   Y2, Y4, Y4
-	VMULPS   Y4, Y3, Y3
-	VMOVNTPS Y3, (AX)(R11*1)
-	VMULPS   32(CX)(R11*1), Y1, Y3
-	VMOVUPS  32(DX)(R11*1), Y4
-	VADDPS   Y2, Y4, Y4
-	VMULPS   Y4, Y3, Y3
-	VMOVNTPS Y3, 32(AX)(R11*1)
-	VMULPS   64(CX)(R11*1), Y1, Y3
-	VMOVUPS  64(DX)(R11*1), Y4
-	VADDPS   Y2, Y4, Y4
-	VMULPS   Y4, Y3, Y3
-	VMOVNTPS Y3, 64(AX)(R11*1)
-	VMULPS   96(CX)(R11*1), Y1, Y3
-	VMOVUPS  96(DX)(R11*1), Y4
-	VADDPS   Y2, Y4, Y4
-	VMULPS   Y4, Y3, Y3
-	VMOVNTPS Y3, 96(AX)(R11*1)
-	ADDQ     $0x00000080, R11
-	JMP      g3nloop
+	CMPQ       R12, R13
+	JG         g3none
+	PREFETCHT0 (R11)(R12*1)
+	PREFETCHT0 64(R11)(R12*1)
+	VMULPS     (CX)(R12*1), Y1, Y3
+	VMOVUPS    (DX)(R12*1), Y4
+	VADDPS     Y2, Y4, Y4
+	VMULPS     Y4, Y3, Y3
+	VMOVNTPS   Y3, (AX)(R12*1)
+	VMULPS     32(CX)(R12*1), Y1, Y3
+	VMOVUPS    32(DX)(R12*1), Y4
+	VADDPS     Y2, Y4, Y4
+	VMULPS     Y4, Y3, Y3
+	VMOVNTPS   Y3, 32(AX)(R12*1)
+	VMULPS     64(CX)(R12*1), Y1, Y3
+	VMOVUPS    64(DX)(R12*1), Y4
+	VADDPS     Y2, Y4, Y4
+	VMULPS     Y4, Y3, Y3
+	VMOVNTPS   Y3, 64(AX)(R12*1)
+	VMULPS     96(CX)(R12*1), Y1, Y3
+	VMOVUPS    96(DX)(R12*1), Y4
+	VADDPS     Y2, Y4, Y4
+	VMULPS     Y4, Y3, Y3
+	VMOVNTPS   Y3, 96(AX)(R12*1)
+	ADDQ       $0x00000080, R12
+	JMP        g3nloop
 
 g3none:
-	ADDQ $0x00000060, R12
+	ADDQ $0x00000060, R13
 
 g3noneloop:
-	CMPQ     R11, R12
+	CMPQ     R12, R13
 	JG       g3ntail
-	VMULPS   (CX)(R11*1), Y1, Y3
-	VMOVUPS  (DX)(R11*1), Y4
+	VMULPS   (CX)(R12*1), Y1, Y3
+	VMOVUPS  (DX)(R12*1), Y4
 	VADDPS   Y2, Y4, Y4
 	VMULPS   Y4, Y3, Y3
-	VMOVNTPS Y3, (AX)(R11*1)
-	ADDQ     $0x00000020, R11
+	VMOVNTPS Y3, (AX)(R12*1)
+	ADDQ     $0x00000020, R12
 	JMP      g3noneloop
 
 g3ntail:
-	CMPQ   R11, SI
+	CMPQ   R12, SI
 	JGE    g3ndone
-	VMOVSS (CX)(R11*1), X1
+	VMOVSS (CX)(R12*1), X1
 	VMULSS X0, X1, X1
-	VMOVSS (DX)(R11*1), X3
+	VMOVSS (DX)(R12*1), X3
 	VADDSS X2, X3, X3
 	VMULSS X3, X1, X1
-	VMOVSS X1, (AX)(R11*1)
-	ADDQ   $0x04, R11
+	VMOVSS X1, (AX)(R12*1)
+	ADDQ   $0x04, R12
 	JMP    g3ntail
 
 g3ndone:
@@ -9071,79 +9218,83 @@ sdone:
 	JMP scaled
 
 scalent:
+	LEAQ (CX)(R8*1), R11
+
 	// y = (src*inv)*w, rounded after each multiply.
-	XORQ R11, R11
+	XORQ R12, R12
 
 	// Ordinary stores up to the first vector-aligned element of dst.
 nhead:
-	LEAQ   (AX)(R11*1), R12
-	TESTQ  $0x0000001f, R12
+	LEAQ   (AX)(R12*1), R13
+	TESTQ  $0x0000001f, R13
 	JZ     nbody
-	CMPQ   R11, SI
+	CMPQ   R12, SI
 	JGE    ndone
-	VMOVSS (CX)(R11*1), X3
+	VMOVSS (CX)(R12*1), X3
 	VMULSS X1, X3, X3
-	VMOVSS (DX)(R11*1), X4
+	VMOVSS (DX)(R12*1), X4
 	VADDSS X2, X4, X4
 	VMULSS X4, X3, X3
-	VMOVSS X3, (AX)(R11*1)
-	ADDQ   $0x04, R11
+	VMOVSS X3, (AX)(R12*1)
+	ADDQ   $0x04, R12
 	JMP    nhead
 
 nbody:
-	MOVQ SI, R12
-	SUBQ $0x00000080, R12
+	MOVQ SI, R13
+	SUBQ $0x00000080, R13
 
 nloop:
-	CMPQ     R11, R12
-	JG       none
-	VMULPS   (CX)(R11*1), Y0, Y3
-	VMOVUPS  (DX)(R11*1), Y4
-	VADDPS   Y2, Y4, Y4
-	VMULPS   Y4, Y3, Y3
-	VMOVNTPS Y3, (AX)(R11*1)
-	VMULPS   32(CX)(R11*1), Y0, Y3
-	VMOVUPS  32(DX)(R11*1), Y4
-	VADDPS   Y2, Y4, Y4
-	VMULPS   Y4, Y3, Y3
-	VMOVNTPS Y3, 32(AX)(R11*1)
-	VMULPS   64(CX)(R11*1), Y0, Y3
-	VMOVUPS  64(DX)(R11*1), Y4
-	VADDPS   Y2, Y4, Y4
-	VMULPS   Y4, Y3, Y3
-	VMOVNTPS Y3, 64(AX)(R11*1)
-	VMULPS   96(CX)(R11*1), Y0, Y3
-	VMOVUPS  96(DX)(R11*1), Y4
-	VADDPS   Y2, Y4, Y4
-	VMULPS   Y4, Y3, Y3
-	VMOVNTPS Y3, 96(AX)(R11*1)
-	ADDQ     $0x00000080, R11
-	JMP      nloop
+	CMPQ       R12, R13
+	JG         none
+	PREFETCHT0 (R11)(R12*1)
+	PREFETCHT0 64(R11)(R12*1)
+	VMULPS     (CX)(R12*1), Y0, Y3
+	VMOVUPS    (DX)(R12*1), Y4
+	VADDPS     Y2, Y4, Y4
+	VMULPS     Y4, Y3, Y3
+	VMOVNTPS   Y3, (AX)(R12*1)
+	VMULPS     32(CX)(R12*1), Y0, Y3
+	VMOVUPS    32(DX)(R12*1), Y4
+	VADDPS     Y2, Y4, Y4
+	VMULPS     Y4, Y3, Y3
+	VMOVNTPS   Y3, 32(AX)(R12*1)
+	VMULPS     64(CX)(R12*1), Y0, Y3
+	VMOVUPS    64(DX)(R12*1), Y4
+	VADDPS     Y2, Y4, Y4
+	VMULPS     Y4, Y3, Y3
+	VMOVNTPS   Y3, 64(AX)(R12*1)
+	VMULPS     96(CX)(R12*1), Y0, Y3
+	VMOVUPS    96(DX)(R12*1), Y4
+	VADDPS     Y2, Y4, Y4
+	VMULPS     Y4, Y3, Y3
+	VMOVNTPS   Y3, 96(AX)(R12*1)
+	ADDQ       $0x00000080, R12
+	JMP        nloop
 
 none:
-	ADDQ $0x00000060, R12
+	ADDQ $0x00000060, R13
 
 noneloop:
-	CMPQ     R11, R12
+	CMPQ     R12, R13
 	JG       ntail
-	VMULPS   (CX)(R11*1), Y0, Y3
-	VMOVUPS  (DX)(R11*1), Y4
+	VMULPS   (CX)(R12*1), Y0, Y3
+	VMOVUPS  (DX)(R12*1), Y4
 	VADDPS   Y2, Y4, Y4
 	VMULPS   Y4, Y3, Y3
-	VMOVNTPS Y3, (AX)(R11*1)
-	ADDQ     $0x00000020, R11
+	VMOVNTPS Y3, (AX)(R12*1)
+	ADDQ     $0x00000020, R12
 	JMP      noneloop
 
 ntail:
-	CMPQ   R11, SI
+	CMPQ   R12, SI
 	JGE    ndone
-	VMOVSS (CX)(R11*1), X0
+	VMOVSS (CX)(R12*1), X0
 	VMULSS X1, X0, X0
-	VMOVSS (DX)(R11*1), X3
+	VMOVSS (DX)(R12*1), X3
 	VADDSS X2, X3, X3
 	VMULSS X3, X0, X0
-	VMOVSS X0, (AX)(R11*1)
-	ADDQ   $0x04, R11
+	VMOVSS X0, (AX)(R12*1)
+	ADDQ   $0x04, R12
 	JMP    ntail
 
 ndone:
@@ -10157,58 +10308,62 @@ g0sdone:
 	JMP g0scaled
 
 g0scalent:
+	LEAQ (CX)(DI*4), R10
+
 	// y = (src*inv)*w, rounded after each multiply.
-	XORQ R10, R10
+	XORQ R11, R11
 
 	// Ordinary stores up to the first vector-aligned element of dst.
 g0nhead:
-	LEAQ   (AX)(R10*1), R11
-	TESTQ  $0x0000001f, R11
+	LEAQ   (AX)(R11*1), R12
+	TESTQ  $0x0000001f, R12
 	JZ     g0nbody
-	CMPQ   R10, BX
+	CMPQ   R11, BX
 	JGE    g0ndone
-	VMOVSS (CX)(R10*1), X2
+	VMOVSS (CX)(R11*1), X2
 	VMULSS X1, X2, X2
-	VMOVSS X2, (AX)(R10*1)
-	ADDQ   $0x04, R10
+	VMOVSS X2, (AX)(R11*1)
+	ADDQ   $0x04, R11
 	JMP    g0nhead
 
 g0nbody:
-	MOVQ BX, R11
-	SUBQ $0x00000080, R11
+	MOVQ BX, R12
+	SUBQ $0x00000080, R12
 
 g0nloop:
-	CMPQ     R10, R11
-	JG       g0none
-	VMULPS   (CX)(R10*1), Y0, Y2
-	VMOVNTPS Y2, (AX)(R10*1)
-	VMULPS   32(CX)(R10*1), Y0, Y2
-	VMOVNTPS Y2, 32(AX)(R10*1)
-	VMULPS   64(CX)(R10*1), Y0, Y2
-	VMOVNTPS Y2, 64(AX)(R10*1)
-	VMULPS   96(CX)(R10*1), Y0, Y2
-	VMOVNTPS Y2, 96(AX)(R10*1)
-	ADDQ     $0x00000080, R10
-	JMP      g0nloop
+	CMPQ       R11, R12
+	JG         g0none
+	PREFETCHT0 (R10)(R11*1)
+	PREFETCHT0 64(R10)(R11*1)
+	VMULPS     (CX)(R11*1), Y0, Y2
+	VMOVNTPS   Y2, (AX)(R11*1)
+	VMULPS     32(CX)(R11*1), Y0, Y2
+	VMOVNTPS   Y2, 32(AX)(R11*1)
+	VMULPS     64(CX)(R11*1), Y0, Y2
+	VMOVNTPS   Y2, 64(AX)(R11*1)
+	VMULPS     96(CX)(R11*1), Y0, Y2
+	VMOVNTPS   Y2, 96(AX)(R11*1)
+	ADDQ       $0x00000080, R11
+	JMP        g0nloop
 
 g0none:
-	ADDQ $0x00000060, R11
+	ADDQ $0x00000060, R12
 
 g0noneloop:
-	CMPQ     R10, R11
+	CMPQ     R11, R12
 	JG       g0ntail
-	VMULPS   (CX)(R10*1), Y0, Y2
-	VMOVNTPS Y2, (AX)(R10*1)
-	ADDQ     $0x00000020, R10
+	VMULPS   (CX)(R11*1), Y0, Y2
+	VMOVNTPS Y2, (AX)(R11*1)
+	ADDQ     $0x00000020, R11
 	JMP      g0noneloop
 
 g0ntail:
-	CMPQ   R10, BX
+	CMPQ   R11, BX
 	JGE    g0ndone
-	VMOVSS (CX)(R10*1), X0
+	VMOVSS (CX)(R11*1), X0
 	VMULSS X1, X0, X0
-	VMOVSS X0, (AX)(R10*1)
-	ADDQ   $0x04, R10
+	VMOVSS X0, (AX)(R11*1)
+	ADDQ   $0x04, R11
 	JMP    g0ntail
 
 g0ndone:
@@ -10263,58 +10418,62 @@ g1sdone:
 	JMP g1scaled
 
 g1scalent:
+	LEAQ (CX)(DI*4), R10
+
 	// y = (src*inv)*w, rounded after each multiply.
-	XORQ R10, R10
+	XORQ R11, R11
 
 	// Ordinary stores up to the first vector-aligned element of dst.
 g1nhead:
-	LEAQ   (AX)(R10*1), R11
-	TESTQ  $0x0000001f, R11
+	LEAQ   (AX)(R11*1), R12
+	TESTQ  $0x0000001f, R12
 	JZ     g1nbody
-	CMPQ   R10, BX
+	CMPQ   R11, BX
 	JGE    g1ndone
-	VMOVSS (CX)(R10*1), X3
+	VMOVSS (CX)(R11*1), X3
 	VMULSS X0, X3, X3
-	VMOVSS X3, (AX)(R10*1)
-	ADDQ   $0x04, R10
+	VMOVSS X3, (AX)(R11*1)
+	ADDQ   $0x04, R11
 	JMP    g1nhead
 
 g1nbody:
-	MOVQ BX, R11
-	SUBQ $0x00000080, R11
+	MOVQ BX, R12
+	SUBQ $0x00000080, R12
 
 g1nloop:
-	CMPQ     R10, R11
-	JG       g1none
-	VMULPS   (CX)(R10*1), Y2, Y3
-	VMOVNTPS Y3, (AX)(R10*1)
-	VMULPS   32(CX)(R10*1), Y2, Y3
-	VMOVNTPS Y3, 32(AX)(R10*1)
-	VMULPS   64(CX)(R10*1), Y2, Y3
-	VMOVNTPS Y3, 64(AX)(R10*1)
-	VMULPS   96(CX)(R10*1), Y2, Y3
-	VMOVNTPS Y3, 96(AX)(R10*1)
-	ADDQ     $0x00000080, R10
-	JMP      g1nloop
+	CMPQ       R11, R12
+	JG         g1none
+	PREFETCHT0 (R10)(R11*1)
+	PREFETCHT0 64(R10)(R11*1)
+	VMULPS     (CX)(R11*1), Y2, Y3
+	VMOVNTPS   Y3, (AX)(R11*1)
+	VMULPS     32(CX)(R11*1), Y2, Y3
+	VMOVNTPS   Y3, 32(AX)(R11*1)
+	VMULPS     64(CX)(R11*1), Y2, Y3
+	VMOVNTPS   Y3, 64(AX)(R11*1)
+	VMULPS     96(CX)(R11*1), Y2, Y3
+	VMOVNTPS   Y3, 96(AX)(R11*1)
+	ADDQ       $0x00000080, R11
+	JMP        g1nloop
 
 g1none:
-	ADDQ $0x00000060, R11
+	ADDQ $0x00000060, R12
 
 g1noneloop:
-	CMPQ     R10, R11
+	CMPQ     R11, R12
 	JG       g1ntail
-	VMULPS   (CX)(R10*1), Y2, Y3
-	VMOVNTPS Y3, (AX)(R10*1)
-	ADDQ     $0x00000020, R10
+	VMULPS   (CX)(R11*1), Y2, Y3
+	VMOVNTPS Y3, (AX)(R11*1)
+	ADDQ     $0x00000020, R11
 	JMP      g1noneloop
 
 g1ntail:
-	CMPQ   R10, BX
+	CMPQ   R11, BX
 	JGE    g1ndone
-	VMOVSS (CX)(R10*1), X2
+	VMOVSS (CX)(R11*1), X2
 	VMULSS X0, X2, X2
-	VMOVSS X2, (AX)(R10*1)
-	ADDQ   $0x04, R10
+	VMOVSS X2, (AX)(R11*1)
+	ADDQ   $0x04, R11
 	JMP    g1ntail
 
 g1ndone:
@@ -10369,58 +10528,62 @@ g2sdone:
 	JMP g2scaled
 
 g2scalent:
+	LEAQ (CX)(DI*4), R10
+
 	// y = (src*inv)*w, rounded after each multiply.
-	XORQ R10, R10
+	XORQ R11, R11
 
 	// Ordinary stores up to the first vector-aligned element of dst.
 g2nhead:
-	LEAQ   (AX)(R10*1), R11
-	TESTQ  $0x0000001f, R11
+	LEAQ   (AX)(R11*1), R12
+	TESTQ  $0x0000001f, R12
 	JZ     g2nbody
-	CMPQ   R10, BX
+	CMPQ   R11, BX
 	JGE    g2ndone
-	VMOVSS (CX)(R10*1), X3
+	VMOVSS (CX)(R11*1), X3
 	VMULSS X0, X3, X3
-	VMOVSS X3, (AX)(R10*1)
-	ADDQ   $0x04, R10
+	VMOVSS X3, (AX)(R11*1)
+	ADDQ   $0x04, R11
 	JMP    g2nhead
 
 g2nbody:
-	MOVQ BX, R11
-	SUBQ $0x00000080, R11
+	MOVQ BX, R12
+	SUBQ $0x00000080, R12
 
 g2nloop:
-	CMPQ     R10, R11
-	JG       g2none
-	VMULPS   (CX)(R10*1), Y2, Y3
-	VMOVNTPS Y3, (AX)(R10*1)
-	VMULPS   32(CX)(R10*1), Y2, Y3
-	VMOVNTPS Y3, 32(AX)(R10*1)
-	VMULPS   64(CX)(R10*1), Y2, Y3
-	VMOVNTPS Y3, 64(AX)(R10*1)
-	VMULPS   96(CX)(R10*1), Y2, Y3
-	VMOVNTPS Y3, 96(AX)(R10*1)
-	ADDQ     $0x00000080, R10
-	JMP      g2nloop
+	CMPQ       R11, R12
+	JG         g2none
+	PREFETCHT0 (R10)(R11*1)
+	PREFETCHT0 64(R10)(R11*1)
+	VMULPS     (CX)(R11*1), Y2, Y3
+	VMOVNTPS   Y3, (AX)(R11*1)
+	VMULPS     32(CX)(R11*1), Y2, Y3
+	VMOVNTPS   Y3, 32(AX)(R11*1)
+	VMULPS     64(CX)(R11*1), Y2, Y3
+	VMOVNTPS   Y3, 64(AX)(R11*1)
+	VMULPS     96(CX)(R11*1), Y2, Y3
+	VMOVNTPS   Y3, 96(AX)(R11*1)
+	ADDQ       $0x00000080, R11
+	JMP        g2nloop
 
 g2none:
-	ADDQ $0x00000060, R11
+	ADDQ $0x00000060, R12
 
 g2noneloop:
-	CMPQ     R10, R11
+	CMPQ     R11, R12
 	JG       g2ntail
-	VMULPS   (CX)(R10*1), Y2, Y3
-	VMOVNTPS Y3, (AX)(R10*1)
-	ADDQ     $0x00000020, R10
+	VMULPS   (CX)(R11*1), Y2, Y3
+	VMOVNTPS Y3, (AX)(R11*1)
+	ADDQ     $0x00000020, R11
 	JMP      g2noneloop
 
 g2ntail:
-	CMPQ   R10, BX
+	CMPQ   R11, BX
 	JGE    g2ndone
-	VMOVSS (CX)(R10*1), X2
+	VMOVSS (CX)(R11*1), X2
 	VMULSS X0, X2, X2
-	VMOVSS X2, (AX)(R10*1)
-	ADDQ   $0x04, R10
+	VMOVSS X2, (AX)(R11*1)
+	ADDQ   $0x04, R11
 	JMP    g2ntail
 
 g2ndone:
@@ -10475,58 +10638,62 @@ g3sdone:
 	JMP g3scaled
 
 g3scalent:
+	LEAQ (CX)(DI*4), R10
+
 	// y = (src*inv)*w, rounded after each multiply.
-	XORQ R10, R10
+	XORQ R11, R11
 
 	// Ordinary stores up to the first vector-aligned element of dst.
 g3nhead:
-	LEAQ   (AX)(R10*1), R11
-	TESTQ  $0x0000001f, R11
+	LEAQ   (AX)(R11*1), R12
+	TESTQ  $0x0000001f, R12
 	JZ     g3nbody
-	CMPQ   R10, BX
+	CMPQ   R11, BX
 	JGE    g3ndone
-	VMOVSS (CX)(R10*1), X2
+	VMOVSS (CX)(R11*1), X2
 	VMULSS X0, X2, X2
-	VMOVSS X2, (AX)(R10*1)
-	ADDQ   $0x04, R10
+	VMOVSS X2, (AX)(R11*1)
+	ADDQ   $0x04, R11
 	JMP    g3nhead
 
 g3nbody:
-	MOVQ BX, R11
-	SUBQ $0x00000080, R11
+	MOVQ BX, R12
+	SUBQ $0x00000080, R12
 
 g3nloop:
-	CMPQ     R10, R11
-	JG       g3none
-	VMULPS   (CX)(R10*1), Y1, Y2
-	VMOVNTPS Y2, (AX)(R10*1)
-	VMULPS   32(CX)(R10*1), Y1, Y2
-	VMOVNTPS Y2, 32(AX)(R10*1)
-	VMULPS   64(CX)(R10*1), Y1, Y2
-	VMOVNTPS Y2, 64(AX)(R10*1)
-	VMULPS   96(CX)(R10*1), Y1, Y2
-	VMOVNTPS Y2, 96(AX)(R10*1)
-	ADDQ     $0x00000080, R10
-	JMP      g3nloop
+	CMPQ       R11, R12
+	JG         g3none
+	PREFETCHT0 (R10)(R11*1)
+	PREFETCHT0 64(R10)(R11*1)
+	VMULPS     (CX)(R11*1), Y1, Y2
+	VMOVNTPS   Y2, (AX)(R11*1)
+	VMULPS     32(CX)(R11*1), Y1, Y2
+	VMOVNTPS   Y2, 32(AX)(R11*1)
+	VMULPS     64(CX)(R11*1), Y1, Y2
+	VMOVNTPS   Y2, 64(AX)(R11*1)
+	VMULPS     96(CX)(R11*1), Y1, Y2
+	VMOVNTPS   Y2, 96(AX)(R11*1)
+	ADDQ       $0x00000080, R11
+	JMP        g3nloop
 
 g3none:
-	ADDQ $0x00000060, R11
+	ADDQ $0x00000060, R12
 
 g3noneloop:
-	CMPQ     R10, R11
+	CMPQ     R11, R12
 	JG       g3ntail
-	VMULPS   (CX)(R10*1), Y1, Y2
-	VMOVNTPS Y2, (AX)(R10*1)
-	ADDQ     $0x00000020, R10
+	VMULPS   (CX)(R11*1), Y1, Y2
+	VMOVNTPS Y2, (AX)(R11*1)
+	ADDQ     $0x00000020, R11
 	JMP      g3noneloop
 
 g3ntail:
-	CMPQ   R10, BX
+	CMPQ   R11, BX
 	JGE    g3ndone
-	VMOVSS (CX)(R10*1), X1
+	VMOVSS (CX)(R11*1), X1
 	VMULSS X0, X1, X1
-	VMOVSS X1, (AX)(R10*1)
-	ADDQ   $0x04, R10
+	VMOVSS X1, (AX)(R11*1)
+	ADDQ   $0x04, R11
 	JMP    g3ntail
 
 g3ndone:
@@ -10837,58 +11004,62 @@ sdone:
 	JMP scaled
 
 scalent:
+	LEAQ (CX)(DI*1), R10
+
 	// y = (src*inv)*w, rounded after each multiply.
-	XORQ R10, R10
+	XORQ R11, R11
 
 	// Ordinary stores up to the first vector-aligned element of dst.
 nhead:
-	LEAQ   (AX)(R10*1), R11
-	TESTQ  $0x0000001f, R11
+	LEAQ   (AX)(R11*1), R12
+	TESTQ  $0x0000001f, R12
 	JZ     nbody
-	CMPQ   R10, BX
+	CMPQ   R11, BX
 	JGE    ndone
-	VMOVSS (CX)(R10*1), X2
+	VMOVSS (CX)(R11*1), X2
 	VMULSS X1, X2, X2
-	VMOVSS X2, (AX)(R10*1)
-	ADDQ   $0x04, R10
+	VMOVSS X2, (AX)(R11*1)
+	ADDQ   $0x04, R11
 	JMP    nhead
 
 nbody:
-	MOVQ BX, R11
-	SUBQ $0x00000080, R11
+	MOVQ BX, R12
+	SUBQ $0x00000080, R12
 
 nloop:
-	CMPQ     R10, R11
-	JG       none
-	VMULPS   (CX)(R10*1), Y0, Y2
-	VMOVNTPS Y2, (AX)(R10*1)
-	VMULPS   32(CX)(R10*1), Y0, Y2
-	VMOVNTPS Y2, 32(AX)(R10*1)
-	VMULPS   64(CX)(R10*1), Y0, Y2
-	VMOVNTPS Y2, 64(AX)(R10*1)
-	VMULPS   96(CX)(R10*1), Y0, Y2
-	VMOVNTPS Y2, 96(AX)(R10*1)
-	ADDQ     $0x00000080, R10
-	JMP      nloop
+	CMPQ       R11, R12
+	JG         none
+	PREFETCHT0 (R10)(R11*1)
+	PREFETCHT0 64(R10)(R11*1)
+	VMULPS     (CX)(R11*1), Y0, Y2
+	VMOVNTPS   Y2, (AX)(R11*1)
+	VMULPS     32(CX)(R11*1), Y0, Y2
+	VMOVNTPS   Y2, 32(AX)(R11*1)
+	VMULPS     64(CX)(R11*1), Y0, Y2
+	VMOVNTPS   Y2, 64(AX)(R11*1)
+	VMULPS     96(CX)(R11*1), Y0, Y2
+	VMOVNTPS   Y2, 96(AX)(R11*1)
+	ADDQ       $0x00000080, R11
+	JMP        nloop
 
 none:
-	ADDQ $0x00000060, R11
+	ADDQ $0x00000060, R12
 
 noneloop:
-	CMPQ     R10, R11
+	CMPQ     R11, R12
 	JG       ntail
-	VMULPS   (CX)(R10*1), Y0, Y2
-	VMOVNTPS Y2, (AX)(R10*1)
-	ADDQ     $0x00000020, R10
+	VMULPS   (CX)(R11*1), Y0, Y2
+	VMOVNTPS Y2, (AX)(R11*1)
+	ADDQ     $0x00000020, R11
 	JMP      noneloop
 
 ntail:
-	CMPQ   R10, BX
+	CMPQ   R11, BX
 	JGE    ndone
-	VMOVSS (CX)(R10*1), X0
+	VMOVSS (CX)(R11*1), X0
 	VMULSS X1, X0, X0
-	VMOVSS X0, (AX)(R10*1)
-	ADDQ   $0x04, R10
+	VMOVSS X0, (AX)(R11*1)
+	ADDQ   $0x04, R11
 	JMP    ntail
 
 ndone:
@@ -11303,65 +11474,69 @@ sdone:
 	JMP scaled
 
 scalent:
+	LEAQ (BX)(R9*1), R12
+
 	// y = (src*inv)*w, rounded after each multiply.
-	XORQ R12, R12
+	XORQ R13, R13
 
 	// Ordinary stores up to the first vector-aligned element of dst.
 nhead:
-	LEAQ   (AX)(R12*1), R13
-	TESTQ  $0x0000001f, R13
+	LEAQ   (AX)(R13*1), R14
+	TESTQ  $0x0000001f, R14
 	JZ     nbody
-	CMPQ   R12, DI
+	CMPQ   R13, DI
 	JGE    ndone
-	VMOVSS (BX)(R12*1), X2
+	VMOVSS (BX)(R13*1), X2
 	VMULSS X1, X2, X2
-	VMULSS (DX)(R12*1), X2, X2
-	VMOVSS X2, (AX)(R12*1)
-	ADDQ   $0x04, R12
+	VMULSS (DX)(R13*1), X2, X2
+	VMOVSS X2, (AX)(R13*1)
+	ADDQ   $0x04, R13
 	JMP    nhead
 
 nbody:
-	MOVQ DI, R13
-	SUBQ $0x00000080, R13
+	MOVQ DI, R14
+	SUBQ $0x00000080, R14
 
 nloop:
-	CMPQ     R12, R13
-	JG       none
-	VMULPS   (BX)(R12*1), Y0, Y2
-	VMULPS   (DX)(R12*1), Y2, Y2
-	VMOVNTPS Y2, (AX)(R12*1)
-	VMULPS   32(BX)(R12*1), Y0, Y2
-	VMULPS   32(DX)(R12*1), Y2, Y2
-	VMOVNTPS Y2, 32(AX)(R12*1)
-	VMULPS   64(BX)(R12*1), Y0, Y2
-	VMULPS   64(DX)(R12*1), Y2, Y2
-	VMOVNTPS Y2, 64(AX)(R12*1)
-	VMULPS   96(BX)(R12*1), Y0, Y2
-	VMULPS   96(DX)(R12*1), Y2, Y2
-	VMOVNTPS Y2, 96(AX)(R12*1)
-	ADDQ     $0x00000080, R12
-	JMP      nloop
+	CMPQ       R13, R14
+	JG         none
+	PREFETCHT0 (R12)(R13*1)
+	PREFETCHT0 64(R12)(R13*1)
+	VMULPS     (BX)(R13*1), Y0, Y2
+	VMULPS     (DX)(R13*1), Y2, Y2
+	VMOVNTPS   Y2, (AX)(R13*1)
+	VMULPS     32(BX)(R13*1), Y0, Y2
+	VMULPS     32(DX)(R13*1), Y2, Y2
+	VMOVNTPS   Y2, 32(AX)(R13*1)
+	VMULPS     64(BX)(R13*1), Y0, Y2
+	VMULPS     64(DX)(R13*1), Y2, Y2
+	VMOVNTPS   Y2, 64(AX)(R13*1)
+	VMULPS     96(BX)(R13*1), Y0, Y2
+	VMULPS     96(DX)(R13*1), Y2, Y2
+	VMOVNTPS   Y2, 96(AX)(R13*1)
+	ADDQ       $0x00000080, R13
+	JMP        nloop
 
 none:
-	ADDQ $0x00000060, R13
+	ADDQ $0x00000060, R14
 
 noneloop:
-	CMPQ     R12, R13
+	CMPQ     R13, R14
 	JG       ntail
-	VMULPS   (BX)(R12*1), Y0, Y2
-	VMULPS   (DX)(R12*1), Y2, Y2
-	VMOVNTPS Y2, (AX)(R12*1)
-	ADDQ     $0x00000020, R12
+	VMULPS   (BX)(R13*1), Y0, Y2
+	VMULPS   (DX)(R13*1), Y2, Y2
+	VMOVNTPS Y2, (AX)(R13*1)
+	ADDQ     $0x00000020, R13
 	JMP      noneloop
 
 ntail:
-	CMPQ   R12, DI
+	CMPQ   R13, DI
 	JGE    ndone
-	VMOVSS (BX)(R12*1), X0
+	VMOVSS (BX)(R13*1), X0
 	VMULSS X1, X0, X0
-	VMULSS (DX)(R12*1), X0, X0
-	VMOVSS X0, (AX)(R12*1)
-	ADDQ   $0x04, R12
+	VMULSS (DX)(R13*1), X0, X0
+	VMOVSS X0, (AX)(R13*1)
+	ADDQ   $0x04, R13
 	JMP    ntail
 
 ndone:
@@ -11790,79 +11965,83 @@ sdone:
 	JMP scaled
 
 scalent:
+	LEAQ (BX)(R9*1), R12
+
 	// y = (src*inv)*w, rounded after each multiply.
-	XORQ R12, R12
+	XORQ R13, R13
 
 	// Ordinary stores up to the first vector-aligned element of dst.
 nhead:
-	LEAQ   (AX)(R12*1), R13
-	TESTQ  $0x0000001f, R13
+	LEAQ   (AX)(R13*1), R14
+	TESTQ  $0x0000001f, R14
 	JZ     nbody
-	CMPQ   R12, DI
+	CMPQ   R13, DI
 	JGE    ndone
-	VMOVSS (BX)(R12*1), X3
+	VMOVSS (BX)(R13*1), X3
 	VMULSS X1, X3, X3
-	VMOVSS (DX)(R12*1), X4
+	VMOVSS (DX)(R13*1), X4
 	VADDSS X2, X4, X4
 	VMULSS X4, X3, X3
-	VMOVSS X3, (AX)(R12*1)
-	ADDQ   $0x04, R12
+	VMOVSS X3, (AX)(R13*1)
+	ADDQ   $0x04, R13
 	JMP    nhead
 
 nbody:
-	MOVQ DI, R13
-	SUBQ $0x00000080, R13
+	MOVQ DI, R14
+	SUBQ $0x00000080, R14
 
 nloop:
-	CMPQ     R12, R13
-	JG       none
-	VMULPS   (BX)(R12*1), Y0, Y3
-	VMOVUPS  (DX)(R12*1), Y4
-	VADDPS   Y2, Y4, Y4
-	VMULPS   Y4, Y3, Y3
-	VMOVNTPS Y3, (AX)(R12*1)
-	VMULPS   32(BX)(R12*1), Y0, Y3
-	VMOVUPS  32(DX)(R12*1), Y4
-	VADDPS   Y2, Y4, Y4
-	VMULPS   Y4, Y3, Y3
-	VMOVNTPS Y3, 32(AX)(R12*1)
-	VMULPS   64(BX)(R12*1), Y0, Y3
-	VMOVUPS  64(DX)(R12*1), Y4
-	VADDPS   Y2, Y4, Y4
-	VMULPS   Y4, Y3, Y3
-	VMOVNTPS Y3, 64(AX)(R12*1)
-	VMULPS   96(BX)(R12*1), Y0, Y3
-	VMOVUPS  96(DX)(R12*1), Y4
-	VADDPS   Y2, Y4, Y4
-	VMULPS   Y4, Y3, Y3
-	VMOVNTPS Y3, 96(AX)(R12*1)
-	ADDQ     $0x00000080, R12
-	JMP      nloop
+	CMPQ       R13, R14
+	JG         none
+	PREFETCHT0 (R12)(R13*1)
+	PREFETCHT0 64(R12)(R13*1)
+	VMULPS     (BX)(R13*1), Y0, Y3
+	VMOVUPS    (DX)(R13*1), Y4
+	VADDPS     Y2, Y4, Y4
+	VMULPS     Y4, Y3, Y3
+	VMOVNTPS   Y3, (AX)(R13*1)
+	VMULPS     32(BX)(R13*1), Y0, Y3
+	VMOVUPS    32(DX)(R13*1), Y4
+	VADDPS     Y2, Y4, Y4
+	VMULPS     Y4, Y3, Y3
+	VMOVNTPS   Y3, 32(AX)(R13*1)
+	VMULPS     64(BX)(R13*1), Y0, Y3
+	VMOVUPS    64(DX)(R13*1), Y4
+	VADDPS     Y2, Y4, Y4
+	VMULPS     Y4, Y3, Y3
+	VMOVNTPS   Y3, 64(AX)(R13*1)
+	VMULPS     96(BX)(R13*1), Y0, Y3
+	VMOVUPS    96(DX)(R13*1), Y4
+	VADDPS     Y2, Y4, Y4
+	VMULPS     Y4, Y3, Y3
+	VMOVNTPS   Y3, 96(AX)(R13*1)
+	ADDQ       $0x00000080, R13
+	JMP        nloop
 
 none:
-	ADDQ $0x00000060, R13
+	ADDQ $0x00000060, R14
 
 noneloop:
-	CMPQ     R12, R13
+	CMPQ     R13, R14
 	JG       ntail
-	VMULPS   (BX)(R12*1), Y0, Y3
-	VMOVUPS  (DX)(R12*1), Y4
+	VMULPS   (BX)(R13*1), Y0, Y3
+	VMOVUPS  (DX)(R13*1), Y4
 	VADDPS   Y2, Y4, Y4
 	VMULPS   Y4, Y3, Y3
-	VMOVNTPS Y3, (AX)(R12*1)
-	ADDQ     $0x00000020, R12
+	VMOVNTPS Y3, (AX)(R13*1)
+	ADDQ     $0x00000020, R13
 	JMP      noneloop
 
 ntail:
-	CMPQ   R12, DI
+	CMPQ   R13, DI
 	JGE    ndone
-	VMOVSS (BX)(R12*1), X0
+	VMOVSS (BX)(R13*1), X0
 	VMULSS X1, X0, X0
-	VMOVSS (DX)(R12*1), X3
+	VMOVSS (DX)(R13*1), X3
 	VADDSS X2, X3, X3
 	VMULSS X3, X0, X0
-	VMOVSS X0, (AX)(R12*1)
-	ADDQ   $0x04, R12
+	VMOVSS X0, (AX)(R13*1)
+	ADDQ   $0x04, R13
 	JMP    ntail
 
 ndone:
@@ -12271,58 +12450,62 @@ sdone:
 	JMP scaled
 
 scalent:
+	LEAQ (DX)(R8*1), R11
+
 	// y = (src*inv)*w, rounded after each multiply.
-	XORQ R11, R11
+	XORQ R12, R12
 
 	// Ordinary stores up to the first vector-aligned element of dst.
 nhead:
-	LEAQ   (AX)(R11*1), R12
-	TESTQ  $0x0000001f, R12
+	LEAQ   (AX)(R12*1), R13
+	TESTQ  $0x0000001f, R13
 	JZ     nbody
-	CMPQ   R11, SI
+	CMPQ   R12, SI
 	JGE    ndone
-	VMOVSS (DX)(R11*1), X2
+	VMOVSS (DX)(R12*1), X2
 	VMULSS X1, X2, X2
-	VMOVSS X2, (AX)(R11*1)
-	ADDQ   $0x04, R11
+	VMOVSS X2, (AX)(R12*1)
+	ADDQ   $0x04, R12
 	JMP    nhead
 
 nbody:
-	MOVQ SI, R12
-	SUBQ $0x00000080, R12
+	MOVQ SI, R13
+	SUBQ $0x00000080, R13
 
 nloop:
-	CMPQ     R11, R12
-	JG       none
-	VMULPS   (DX)(R11*1), Y0, Y2
-	VMOVNTPS Y2, (AX)(R11*1)
-	VMULPS   32(DX)(R11*1), Y0, Y2
-	VMOVNTPS Y2, 32(AX)(R11*1)
-	VMULPS   64(DX)(R11*1), Y0, Y2
-	VMOVNTPS Y2, 64(AX)(R11*1)
-	VMULPS   96(DX)(R11*1), Y0, Y2
-	VMOVNTPS Y2, 96(AX)(R11*1)
-	ADDQ     $0x00000080, R11
-	JMP      nloop
+	CMPQ       R12, R13
+	JG         none
+	PREFETCHT0 (R11)(R12*1)
+	PREFETCHT0 64(R11)(R12*1)
+	VMULPS     (DX)(R12*1), Y0, Y2
+	VMOVNTPS   Y2, (AX)(R12*1)
+	VMULPS     32(DX)(R12*1), Y0, Y2
+	VMOVNTPS   Y2, 32(AX)(R12*1)
+	VMULPS     64(DX)(R12*1), Y0, Y2
+	VMOVNTPS   Y2, 64(AX)(R12*1)
+	VMULPS     96(DX)(R12*1), Y0, Y2
+	VMOVNTPS   Y2, 96(AX)(R12*1)
+	ADDQ       $0x00000080, R12
+	JMP        nloop
 
 none:
-	ADDQ $0x00000060, R12
+	ADDQ $0x00000060, R13
 
 noneloop:
-	CMPQ     R11, R12
+	CMPQ     R12, R13
 	JG       ntail
-	VMULPS   (DX)(R11*1), Y0, Y2
-	VMOVNTPS Y2, (AX)(R11*1)
-	ADDQ     $0x00000020, R11
+	VMULPS   (DX)(R12*1), Y0, Y2
+	VMOVNTPS Y2, (AX)(R12*1)
+	ADDQ     $0x00000020, R12
 	JMP      noneloop
 
 ntail:
-	CMPQ   R11, SI
+	CMPQ   R12, SI
 	JGE    ndone
-	VMOVSS (DX)(R11*1), X0
+	VMOVSS (DX)(R12*1), X0
 	VMULSS X1, X0, X0
-	VMOVSS X0, (AX)(R11*1)
-	ADDQ   $0x04, R11
+	VMOVSS X0, (AX)(R12*1)
+	ADDQ   $0x04, R12
 	JMP    ntail
 
 ndone:

@@ -144,8 +144,11 @@ var avx512 = &isa{
 	name:   "avx512",
 	vbytes: 64,
 	vec:    ZMM,
-	zero:   func(v VecVirtual) { VPXORD(v, v, v) },
-	move:   func(from, to VecVirtual) { VMOVAPS(from, to) },
+	// Avo's liveness treats the zeroing idiom VPXORD v, v, v as a read of v (it does know it for
+	// VXORPS on YMM), which would keep every accumulator alive through the whole function and
+	// exhaust the registers; a load of zeros only writes v.
+	zero: func(v VecVirtual) { VMOVUPS(constZero64, v) },
+	move: func(from, to VecVirtual) { VMOVAPS(from, to) },
 	tailMask: func(n GPVirtual) Op {
 		// (1<<(n/4))-1 from a table of uint16, indexed by n/4*2 = n/2 bytes.
 		p := GP64()
@@ -249,6 +252,7 @@ var (
 	constOne4    Mem // the same, four lanes each
 	constLo4     Mem
 	constMax4    Mem
+	constZero64  Mem // 64 zero bytes
 	tailMaskAVX2 Mem // 8 x 0xffffffff then 8 x 0
 	kmaskAVX512  Mem // uint16 (1<<n)-1 for n = 0..16
 )
@@ -260,6 +264,9 @@ func declareConstants() {
 	constOne4 = splat4("one4", math.Float32bits(1))
 	constLo4 = splat4("tlo4", math.Float32bits(0x1p-100))
 	constMax4 = splat4("tmax4", math.Float32bits(math.MaxFloat32))
+
+	constZero64 = GLOBL("zero64", RODATA|NOPTR)
+	DATA(56, U64(0))
 
 	tailMaskAVX2 = GLOBL("tailmask", RODATA|NOPTR)
 	for i := 0; i < 16; i++ {

@@ -103,7 +103,7 @@ func (g *gen) rowPath(rows, done GPVirtual) {
 	JZ(LabelRef("scale"))
 	VMOVSS(inv, Mem{Base: g.inv, Index: done, Scale: 4})
 	Label("scale")
-	g.scaleBoth(g.src(g.x), g.dst, inv)
+	g.scaleBoth(g.src(g.x), g.dst, inv, 1)
 
 	ADDQ(g.strideB, g.dst)
 	ADDQ(g.strideB, g.x)
@@ -167,7 +167,7 @@ func (g *gen) groupPath(rows, done GPVirtual) {
 	Label("gscale")
 	for r := 0; r < group; r++ {
 		g.prefix = fmt.Sprintf("g%d", r)
-		g.scaleBoth(g.x, g.dst, s.lane(inv4, r))
+		g.scaleBoth(g.x, g.dst, s.lane(inv4, r), group)
 		ADDQ(g.strideB, g.x)
 		ADDQ(g.strideB, g.dst)
 	}
@@ -324,8 +324,9 @@ func (g *gen) invRMS(ss VecVirtual) VecVirtual {
 }
 
 // scaleBoth emits the scale pass twice, with ordinary and with non-temporal stores, and picks one
-// by the flags.
-func (g *gen) scaleBoth(src, dst GPVirtual, invx VecVirtual) {
+// by the flags. Streaming means the batch comes from memory, so that version also prefetches the
+// row `ahead` rows further on, keeping reads in flight while this row is scaled.
+func (g *gen) scaleBoth(src, dst GPVirtual, invx VecVirtual, ahead int) {
 	invv := g.s.vec()
 	VBROADCASTSS(invx, invv)
 	var one VecVirtual
@@ -335,17 +336,21 @@ func (g *gen) scaleBoth(src, dst GPVirtual, invx VecVirtual) {
 	}
 	TESTQ(U32(flagNT), g.flags)
 	JNZ(g.ref("scalent"))
-	g.scale(src, dst, invx, invv, one, false)
+	g.scale(src, dst, invx, invv, one, nil)
 	JMP(g.ref("scaled"))
 	g.Label("scalent")
-	g.scale(src, dst, invx, invv, one, true)
+	pf := GP64()
+	LEAQ(Mem{Base: src, Index: g.strideB, Scale: uint8(ahead)}, pf)
+	g.scale(src, dst, invx, invv, one, pf)
 	g.Label("scaled")
 }
 
-// scale writes y = (src*inv)*w (or the variant's form) for one row. With nt, the aligned middle of
-// the row goes out with non-temporal stores and the unaligned head and the tail with ordinary ones.
-func (g *gen) scale(src, dst GPVirtual, invx, invv, one VecVirtual, nt bool) {
+// scale writes y = (src*inv)*w (or the variant's form) for one row. With pf set (streaming), the
+// aligned middle of the row goes out with non-temporal stores, the unaligned head and the tail
+// with ordinary ones, and the lines of the row at pf are prefetched along the way.
+func (g *gen) scale(src, dst GPVirtual, invx, invv, one VecVirtual, pf GPVirtual) {
 	s := g.s
+	nt := pf != nil
 	p := "s"
 	if nt {
 		p = "n"
@@ -417,6 +422,11 @@ func (g *gen) scale(src, dst GPVirtual, invx, invv, one VecVirtual, nt bool) {
 	g.Label(p + "loop")
 	CMPQ(i, lim)
 	JG(g.ref(p + "one"))
+	if nt {
+		for off := 0; off < unroll*s.vbytes; off += 64 {
+			PREFETCHT0(at(pf, i, off))
+		}
+	}
 	for k := 0; k < unroll; k++ {
 		out(i, k*s.vbytes, nil)
 	}

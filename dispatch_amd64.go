@@ -78,22 +78,3 @@ func (j *job) runAsm(k kernelID, from int) int {
 	}
 	return from + done
 }
-
-// Flag bits of the assembly kernels (asm/amd64/kernel.go).
-const (
-	flagNT = 1 // non-temporal stores
-	flagRD = 2 // rd = 1/d is exact
-)
-
-// asmParams returns float32(d), 1/d when that is exact (d a power of two), and the flags.
-func asmParams(j *job) (fd, rd float32, flags int) {
-	fd = float32(j.d)
-	if j.d&(j.d-1) == 0 {
-		rd = 1 / fd
-		flags |= flagRD
-	}
-	if streaming(j) {
-		flags |= flagNT
-	}
-	return fd, rd, flags
-}

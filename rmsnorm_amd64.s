@@ -645,8 +645,8 @@ Ginrange:
 
 gscale:
 	VBROADCASTSS X1, Z0
-	TESTQ        $0x00000001, R9
-	JNZ          g0scalent
+	TESTQ        $0x00000004, R9
+	JNZ          g0scalepf
 
 	// y = (src*inv)*w, rounded after each multiply.
 	XORQ R11, R11
@@ -699,9 +699,67 @@ g0stail:
 g0sdone:
 	JMP g0scaled
 
-g0scalent:
-	LEAQ (CX)(R8*4), R11
+g0scalepf:
+	LEAQ  (CX)(R8*8), R11
+	TESTQ $0x00000001, R9
+	JNZ   g0scalent
 
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ R12, R12
+	MOVQ SI, R13
+	SUBQ $0x00000100, R13
+
+g0ploop:
+	CMPQ       R12, R13
+	JG         g0pone
+	PREFETCHT0 (R11)(R12*1)
+	PREFETCHT0 64(R11)(R12*1)
+	PREFETCHT0 128(R11)(R12*1)
+	PREFETCHT0 192(R11)(R12*1)
+	VMULPS     (CX)(R12*1), Z0, Z2
+	VMULPS     (DX)(R12*1), Z2, Z2
+	VMOVUPS    Z2, (AX)(R12*1)
+	VMULPS     64(CX)(R12*1), Z0, Z2
+	VMULPS     64(DX)(R12*1), Z2, Z2
+	VMOVUPS    Z2, 64(AX)(R12*1)
+	VMULPS     128(CX)(R12*1), Z0, Z2
+	VMULPS     128(DX)(R12*1), Z2, Z2
+	VMOVUPS    Z2, 128(AX)(R12*1)
+	VMULPS     192(CX)(R12*1), Z0, Z2
+	VMULPS     192(DX)(R12*1), Z2, Z2
+	VMOVUPS    Z2, 192(AX)(R12*1)
+	ADDQ       $0x00000100, R12
+	JMP        g0ploop
+
+g0pone:
+	ADDQ $0x000000c0, R13
+
+g0poneloop:
+	CMPQ    R12, R13
+	JG      g0ptail
+	VMULPS  (CX)(R12*1), Z0, Z2
+	VMULPS  (DX)(R12*1), Z2, Z2
+	VMOVUPS Z2, (AX)(R12*1)
+	ADDQ    $0x00000040, R12
+	JMP     g0poneloop
+
+g0ptail:
+	MOVQ      SI, R11
+	SUBQ      R12, R11
+	JZ        g0pdone
+	LEAQ      kmask<>+0(SB), R13
+	SHRQ      $0x01, R11
+	KMOVW     (R13)(R11*1), K1
+	VMOVUPS.Z (CX)(R12*1), K1, Z2
+	VMULPS    Z2, Z0, Z2
+	VMOVUPS.Z (DX)(R12*1), K1, Z0
+	VMULPS    Z0, Z2, Z2
+	VMOVUPS   Z2, K1, (AX)(R12*1)
+
+g0pdone:
+	JMP g0scaled
+
+g0scalent:
 	// y = (src*inv)*w, rounded after each multiply.
 	XORQ R12, R12
 
@@ -783,8 +841,8 @@ g0scaled:
 	ADDQ         R8, AX
 	VPERMILPS    $0x01, Z1, Z0
 	VBROADCASTSS X0, Z0
-	TESTQ        $0x00000001, R9
-	JNZ          g1scalent
+	TESTQ        $0x00000004, R9
+	JNZ          g1scalepf
 
 	// y = (src*inv)*w, rounded after each multiply.
 	XORQ R11, R11
@@ -837,9 +895,67 @@ g1stail:
 g1sdone:
 	JMP g1scaled
 
-g1scalent:
-	LEAQ (CX)(R8*4), R11
+g1scalepf:
+	LEAQ  (CX)(R8*8), R11
+	TESTQ $0x00000001, R9
+	JNZ   g1scalent
 
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ R12, R12
+	MOVQ SI, R13
+	SUBQ $0x00000100, R13
+
+g1ploop:
+	CMPQ       R12, R13
+	JG         g1pone
+	PREFETCHT0 (R11)(R12*1)
+	PREFETCHT0 64(R11)(R12*1)
+	PREFETCHT0 128(R11)(R12*1)
+	PREFETCHT0 192(R11)(R12*1)
+	VMULPS     (CX)(R12*1), Z0, Z2
+	VMULPS     (DX)(R12*1), Z2, Z2
+	VMOVUPS    Z2, (AX)(R12*1)
+	VMULPS     64(CX)(R12*1), Z0, Z2
+	VMULPS     64(DX)(R12*1), Z2, Z2
+	VMOVUPS    Z2, 64(AX)(R12*1)
+	VMULPS     128(CX)(R12*1), Z0, Z2
+	VMULPS     128(DX)(R12*1), Z2, Z2
+	VMOVUPS    Z2, 128(AX)(R12*1)
+	VMULPS     192(CX)(R12*1), Z0, Z2
+	VMULPS     192(DX)(R12*1), Z2, Z2
+	VMOVUPS    Z2, 192(AX)(R12*1)
+	ADDQ       $0x00000100, R12
+	JMP        g1ploop
+
+g1pone:
+	ADDQ $0x000000c0, R13
+
+g1poneloop:
+	CMPQ    R12, R13
+	JG      g1ptail
+	VMULPS  (CX)(R12*1), Z0, Z2
+	VMULPS  (DX)(R12*1), Z2, Z2
+	VMOVUPS Z2, (AX)(R12*1)
+	ADDQ    $0x00000040, R12
+	JMP     g1poneloop
+
+g1ptail:
+	MOVQ      SI, R11
+	SUBQ      R12, R11
+	JZ        g1pdone
+	LEAQ      kmask<>+0(SB), R13
+	SHRQ      $0x01, R11
+	KMOVW     (R13)(R11*1), K1
+	VMOVUPS.Z (CX)(R12*1), K1, Z2
+	VMULPS    Z2, Z0, Z2
+	VMOVUPS.Z (DX)(R12*1), K1, Z0
+	VMULPS    Z0, Z2, Z2
+	VMOVUPS   Z2, K1, (AX)(R12*1)
+
+g1pdone:
+	JMP g1scaled
+
+g1scalent:
 	// y = (src*inv)*w, rounded after each multiply.
 	XORQ R12, R12
 
@@ -921,8 +1037,8 @@ g1scaled:
 	ADDQ         R8, AX
 	VPERMILPS    $0x02, Z1, Z0
 	VBROADCASTSS X0, Z0
-	TESTQ        $0x00000001, R9
-	JNZ          g2scalent
+	TESTQ        $0x00000004, R9
+	JNZ          g2scalepf
 
 	// y = (src*inv)*w, rounded after each multiply.
 	XORQ R11, R11
@@ -975,9 +1091,67 @@ g2stail:
 g2sdone:
 	JMP g2scaled
 
-g2scalent:
-	LEAQ (CX)(R8*4), R11
+g2scalepf:
+	LEAQ  (CX)(R8*8), R11
+	TESTQ $0x00000001, R9
+	JNZ   g2scalent
 
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ R12, R12
+	MOVQ SI, R13
+	SUBQ $0x00000100, R13
+
+g2ploop:
+	CMPQ       R12, R13
+	JG         g2pone
+	PREFETCHT0 (R11)(R12*1)
+	PREFETCHT0 64(R11)(R12*1)
+	PREFETCHT0 128(R11)(R12*1)
+	PREFETCHT0 192(R11)(R12*1)
+	VMULPS     (CX)(R12*1), Z0, Z2
+	VMULPS     (DX)(R12*1), Z2, Z2
+	VMOVUPS    Z2, (AX)(R12*1)
+	VMULPS     64(CX)(R12*1), Z0, Z2
+	VMULPS     64(DX)(R12*1), Z2, Z2
+	VMOVUPS    Z2, 64(AX)(R12*1)
+	VMULPS     128(CX)(R12*1), Z0, Z2
+	VMULPS     128(DX)(R12*1), Z2, Z2
+	VMOVUPS    Z2, 128(AX)(R12*1)
+	VMULPS     192(CX)(R12*1), Z0, Z2
+	VMULPS     192(DX)(R12*1), Z2, Z2
+	VMOVUPS    Z2, 192(AX)(R12*1)
+	ADDQ       $0x00000100, R12
+	JMP        g2ploop
+
+g2pone:
+	ADDQ $0x000000c0, R13
+
+g2poneloop:
+	CMPQ    R12, R13
+	JG      g2ptail
+	VMULPS  (CX)(R12*1), Z0, Z2
+	VMULPS  (DX)(R12*1), Z2, Z2
+	VMOVUPS Z2, (AX)(R12*1)
+	ADDQ    $0x00000040, R12
+	JMP     g2poneloop
+
+g2ptail:
+	MOVQ      SI, R11
+	SUBQ      R12, R11
+	JZ        g2pdone
+	LEAQ      kmask<>+0(SB), R13
+	SHRQ      $0x01, R11
+	KMOVW     (R13)(R11*1), K1
+	VMOVUPS.Z (CX)(R12*1), K1, Z2
+	VMULPS    Z2, Z0, Z2
+	VMOVUPS.Z (DX)(R12*1), K1, Z0
+	VMULPS    Z0, Z2, Z2
+	VMOVUPS   Z2, K1, (AX)(R12*1)
+
+g2pdone:
+	JMP g2scaled
+
+g2scalent:
 	// y = (src*inv)*w, rounded after each multiply.
 	XORQ R12, R12
 
@@ -1059,8 +1233,8 @@ g2scaled:
 	ADDQ         R8, AX
 	VPERMILPS    $0x03, Z1, Z0
 	VBROADCASTSS X0, Z0
-	TESTQ        $0x00000001, R9
-	JNZ          g3scalent
+	TESTQ        $0x00000004, R9
+	JNZ          g3scalepf
 
 	// y = (src*inv)*w, rounded after each multiply.
 	XORQ R11, R11
@@ -1113,9 +1287,67 @@ g3stail:
 g3sdone:
 	JMP g3scaled
 
-g3scalent:
-	LEAQ (CX)(R8*4), R11
+g3scalepf:
+	LEAQ  (CX)(R8*8), R11
+	TESTQ $0x00000001, R9
+	JNZ   g3scalent
 
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ R12, R12
+	MOVQ SI, R13
+	SUBQ $0x00000100, R13
+
+g3ploop:
+	CMPQ       R12, R13
+	JG         g3pone
+	PREFETCHT0 (R11)(R12*1)
+	PREFETCHT0 64(R11)(R12*1)
+	PREFETCHT0 128(R11)(R12*1)
+	PREFETCHT0 192(R11)(R12*1)
+	VMULPS     (CX)(R12*1), Z0, Z1
+	VMULPS     (DX)(R12*1), Z1, Z1
+	VMOVUPS    Z1, (AX)(R12*1)
+	VMULPS     64(CX)(R12*1), Z0, Z1
+	VMULPS     64(DX)(R12*1), Z1, Z1
+	VMOVUPS    Z1, 64(AX)(R12*1)
+	VMULPS     128(CX)(R12*1), Z0, Z1
+	VMULPS     128(DX)(R12*1), Z1, Z1
+	VMOVUPS    Z1, 128(AX)(R12*1)
+	VMULPS     192(CX)(R12*1), Z0, Z1
+	VMULPS     192(DX)(R12*1), Z1, Z1
+	VMOVUPS    Z1, 192(AX)(R12*1)
+	ADDQ       $0x00000100, R12
+	JMP        g3ploop
+
+g3pone:
+	ADDQ $0x000000c0, R13
+
+g3poneloop:
+	CMPQ    R12, R13
+	JG      g3ptail
+	VMULPS  (CX)(R12*1), Z0, Z1
+	VMULPS  (DX)(R12*1), Z1, Z1
+	VMOVUPS Z1, (AX)(R12*1)
+	ADDQ    $0x00000040, R12
+	JMP     g3poneloop
+
+g3ptail:
+	MOVQ      SI, R11
+	SUBQ      R12, R11
+	JZ        g3pdone
+	LEAQ      kmask<>+0(SB), R13
+	SHRQ      $0x01, R11
+	KMOVW     (R13)(R11*1), K1
+	VMOVUPS.Z (CX)(R12*1), K1, Z1
+	VMULPS    Z1, Z0, Z1
+	VMOVUPS.Z (DX)(R12*1), K1, Z0
+	VMULPS    Z0, Z1, Z1
+	VMOVUPS   Z1, K1, (AX)(R12*1)
+
+g3pdone:
+	JMP g3scaled
+
+g3scalent:
 	// y = (src*inv)*w, rounded after each multiply.
 	XORQ R12, R12
 
@@ -1359,8 +1591,8 @@ divided:
 
 scale:
 	VBROADCASTSS X1, Z0
-	TESTQ        $0x00000001, R9
-	JNZ          scalent
+	TESTQ        $0x00000004, R9
+	JNZ          scalepf
 
 	// y = (src*inv)*w, rounded after each multiply.
 	XORQ R11, R11
@@ -1413,9 +1645,67 @@ stail:
 sdone:
 	JMP scaled
 
-scalent:
-	LEAQ (CX)(R8*1), R11
+scalepf:
+	LEAQ  (CX)(R8*1), R11
+	TESTQ $0x00000001, R9
+	JNZ   scalent
 
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ R12, R12
+	MOVQ SI, R13
+	SUBQ $0x00000100, R13
+
+ploop:
+	CMPQ       R12, R13
+	JG         pone
+	PREFETCHT0 (R11)(R12*1)
+	PREFETCHT0 64(R11)(R12*1)
+	PREFETCHT0 128(R11)(R12*1)
+	PREFETCHT0 192(R11)(R12*1)
+	VMULPS     (CX)(R12*1), Z0, Z1
+	VMULPS     (DX)(R12*1), Z1, Z1
+	VMOVUPS    Z1, (AX)(R12*1)
+	VMULPS     64(CX)(R12*1), Z0, Z1
+	VMULPS     64(DX)(R12*1), Z1, Z1
+	VMOVUPS    Z1, 64(AX)(R12*1)
+	VMULPS     128(CX)(R12*1), Z0, Z1
+	VMULPS     128(DX)(R12*1), Z1, Z1
+	VMOVUPS    Z1, 128(AX)(R12*1)
+	VMULPS     192(CX)(R12*1), Z0, Z1
+	VMULPS     192(DX)(R12*1), Z1, Z1
+	VMOVUPS    Z1, 192(AX)(R12*1)
+	ADDQ       $0x00000100, R12
+	JMP        ploop
+
+pone:
+	ADDQ $0x000000c0, R13
+
+poneloop:
+	CMPQ    R12, R13
+	JG      ptail
+	VMULPS  (CX)(R12*1), Z0, Z1
+	VMULPS  (DX)(R12*1), Z1, Z1
+	VMOVUPS Z1, (AX)(R12*1)
+	ADDQ    $0x00000040, R12
+	JMP     poneloop
+
+ptail:
+	MOVQ      SI, R11
+	SUBQ      R12, R11
+	JZ        pdone
+	LEAQ      kmask<>+0(SB), R13
+	SHRQ      $0x01, R11
+	KMOVW     (R13)(R11*1), K1
+	VMOVUPS.Z (CX)(R12*1), K1, Z1
+	VMULPS    Z1, Z0, Z1
+	VMOVUPS.Z (DX)(R12*1), K1, Z0
+	VMULPS    Z0, Z1, Z1
+	VMOVUPS   Z1, K1, (AX)(R12*1)
+
+pdone:
+	JMP scaled
+
+scalent:
 	// y = (src*inv)*w, rounded after each multiply.
 	XORQ R12, R12
 
@@ -2083,8 +2373,8 @@ Ginrange:
 gscale:
 	VBROADCASTSS X1, Z0
 	VBROADCASTSS one<>+0(SB), Z2
-	TESTQ        $0x00000001, R9
-	JNZ          g0scalent
+	TESTQ        $0x00000004, R9
+	JNZ          g0scalepf
 
 	// y = (src*inv)*w, rounded after each multiply.
 	XORQ R11, R11
@@ -2148,9 +2438,78 @@ g0stail:
 g0sdone:
 	JMP g0scaled
 
-g0scalent:
-	LEAQ (CX)(R8*4), R11
+g0scalepf:
+	LEAQ  (CX)(R8*8), R11
+	TESTQ $0x00000001, R9
+	JNZ   g0scalent
 
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ R12, R12
+	MOVQ SI, R13
+	SUBQ $0x00000100, R13
+
+g0ploop:
+	CMPQ       R12, R13
+	JG         g0pone
+	PREFETCHT0 (R11)(R12*1)
+	PREFETCHT0 64(R11)(R12*1)
+	PREFETCHT0 128(R11)(R12*1)
+	PREFETCHT0 192(R11)(R12*1)
+	VMULPS     (CX)(R12*1), Z0, Z3
+	VMOVUPS    (DX)(R12*1), Z4
+	VADDPS     Z2, Z4, Z4
+	VMULPS     Z4, Z3, Z3
+	VMOVUPS    Z3, (AX)(R12*1)
+	VMULPS     64(CX)(R12*1), Z0, Z3
+	VMOVUPS    64(DX)(R12*1), Z4
+	VADDPS     Z2, Z4, Z4
+	VMULPS     Z4, Z3, Z3
+	VMOVUPS    Z3, 64(AX)(R12*1)
+	VMULPS     128(CX)(R12*1), Z0, Z3
+	VMOVUPS    128(DX)(R12*1), Z4
+	VADDPS     Z2, Z4, Z4
+	VMULPS     Z4, Z3, Z3
+	VMOVUPS    Z3, 128(AX)(R12*1)
+	VMULPS     192(CX)(R12*1), Z0, Z3
+	VMOVUPS    192(DX)(R12*1), Z4
+	VADDPS     Z2, Z4, Z4
+	VMULPS     Z4, Z3, Z3
+	VMOVUPS    Z3, 192(AX)(R12*1)
+	ADDQ       $0x00000100, R12
+	JMP        g0ploop
+
+g0pone:
+	ADDQ $0x000000c0, R13
+
+g0poneloop:
+	CMPQ    R12, R13
+	JG      g0ptail
+	VMULPS  (CX)(R12*1), Z0, Z3
+	VMOVUPS (DX)(R12*1), Z4
+	VADDPS  Z2, Z4, Z4
+	VMULPS  Z4, Z3, Z3
+	VMOVUPS Z3, (AX)(R12*1)
+	ADDQ    $0x00000040, R12
+	JMP     g0poneloop
+
+g0ptail:
+	MOVQ      SI, R11
+	SUBQ      R12, R11
+	JZ        g0pdone
+	LEAQ      kmask<>+0(SB), R13
+	SHRQ      $0x01, R11
+	KMOVW     (R13)(R11*1), K1
+	VMOVUPS.Z (CX)(R12*1), K1, Z3
+	VMULPS    Z3, Z0, Z3
+	VMOVUPS.Z (DX)(R12*1), K1, Z0
+	VADDPS    Z2, Z0, Z0
+	VMULPS    Z0, Z3, Z3
+	VMOVUPS   Z3, K1, (AX)(R12*1)
+
+g0pdone:
+	JMP g0scaled
+
+g0scalent:
 	// y = (src*inv)*w, rounded after each multiply.
 	XORQ R12, R12
 
@@ -2245,8 +2604,8 @@ g0scaled:
 	VPERMILPS    $0x01, Z1, Z0
 	VBROADCASTSS X0, Z0
 	VBROADCASTSS one<>+0(SB), Z2
-	TESTQ        $0x00000001, R9
-	JNZ          g1scalent
+	TESTQ        $0x00000004, R9
+	JNZ          g1scalepf
 
 	// y = (src*inv)*w, rounded after each multiply.
 	XORQ R11, R11
@@ -2310,9 +2669,78 @@ g1stail:
 g1sdone:
 	JMP g1scaled
 
-g1scalent:
-	LEAQ (CX)(R8*4), R11
+g1scalepf:
+	LEAQ  (CX)(R8*8), R11
+	TESTQ $0x00000001, R9
+	JNZ   g1scalent
 
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ R12, R12
+	MOVQ SI, R13
+	SUBQ $0x00000100, R13
+
+g1ploop:
+	CMPQ       R12, R13
+	JG         g1pone
+	PREFETCHT0 (R11)(R12*1)
+	PREFETCHT0 64(R11)(R12*1)
+	PREFETCHT0 128(R11)(R12*1)
+	PREFETCHT0 192(R11)(R12*1)
+	VMULPS     (CX)(R12*1), Z0, Z3
+	VMOVUPS    (DX)(R12*1), Z4
+	VADDPS     Z2, Z4, Z4
+	VMULPS     Z4, Z3, Z3
+	VMOVUPS    Z3, (AX)(R12*1)
+	VMULPS     64(CX)(R12*1), Z0, Z3
+	VMOVUPS    64(DX)(R12*1), Z4
+	VADDPS     Z2, Z4, Z4
+	VMULPS     Z4, Z3, Z3
+	VMOVUPS    Z3, 64(AX)(R12*1)
+	VMULPS     128(CX)(R12*1), Z0, Z3
+	VMOVUPS    128(DX)(R12*1), Z4
+	VADDPS     Z2, Z4, Z4
+	VMULPS     Z4, Z3, Z3
+	VMOVUPS    Z3, 128(AX)(R12*1)
+	VMULPS     192(CX)(R12*1), Z0, Z3
+	VMOVUPS    192(DX)(R12*1), Z4
+	VADDPS     Z2, Z4, Z4
+	VMULPS     Z4, Z3, Z3
+	VMOVUPS    Z3, 192(AX)(R12*1)
+	ADDQ       $0x00000100, R12
+	JMP        g1ploop
+
+g1pone:
+	ADDQ $0x000000c0, R13
+
+g1poneloop:
+	CMPQ    R12, R13
+	JG      g1ptail
+	VMULPS  (CX)(R12*1), Z0, Z3
+	VMOVUPS (DX)(R12*1), Z4
+	VADDPS  Z2, Z4, Z4
+	VMULPS  Z4, Z3, Z3
+	VMOVUPS Z3, (AX)(R12*1)
+	ADDQ    $0x00000040, R12
+	JMP     g1poneloop
+
+g1ptail:
+	MOVQ      SI, R11
+	SUBQ      R12, R11
+	JZ        g1pdone
+	LEAQ      kmask<>+0(SB), R13
+	SHRQ      $0x01, R11
+	KMOVW     (R13)(R11*1), K1
+	VMOVUPS.Z (CX)(R12*1), K1, Z3
+	VMULPS    Z3, Z0, Z3
+	VMOVUPS.Z (DX)(R12*1), K1, Z0
+	VADDPS    Z2, Z0, Z0
+	VMULPS    Z0, Z3, Z3
+	VMOVUPS   Z3, K1, (AX)(R12*1)
+
+g1pdone:
+	JMP g1scaled
+
+g1scalent:
 	// y = (src*inv)*w, rounded after each multiply.
 	XORQ R12, R12
 
@@ -2407,8 +2835,8 @@ g1scaled:
 	VPERMILPS    $0x02, Z1, Z0
 	VBROADCASTSS X0, Z0
 	VBROADCASTSS one<>+0(SB), Z2
-	TESTQ        $0x00000001, R9
-	JNZ          g2scalent
+	TESTQ        $0x00000004, R9
+	JNZ          g2scalepf
 
 	// y = (src*inv)*w, rounded after each multiply.
 	XORQ R11, R11
@@ -2472,9 +2900,78 @@ g2stail:
 g2sdone:
 	JMP g2scaled
 
-g2scalent:
-	LEAQ (CX)(R8*4), R11
+g2scalepf:
+	LEAQ  (CX)(R8*8), R11
+	TESTQ $0x00000001, R9
+	JNZ   g2scalent
 
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ R12, R12
+	MOVQ SI, R13
+	SUBQ $0x00000100, R13
+
+g2ploop:
+	CMPQ       R12, R13
+	JG         g2pone
+	PREFETCHT0 (R11)(R12*1)
+	PREFETCHT0 64(R11)(R12*1)
+	PREFETCHT0 128(R11)(R12*1)
+	PREFETCHT0 192(R11)(R12*1)
+	VMULPS     (CX)(R12*1), Z0, Z3
+	VMOVUPS    (DX)(R12*1), Z4
+	VADDPS     Z2, Z4, Z4
+	VMULPS     Z4, Z3, Z3
+	VMOVUPS    Z3, (AX)(R12*1)
+	VMULPS     64(CX)(R12*1), Z0, Z3
+	VMOVUPS    64(DX)(R12*1), Z4
+	VADDPS     Z2, Z4, Z4
+	VMULPS     Z4, Z3, Z3
+	VMOVUPS    Z3, 64(AX)(R12*1)
+	VMULPS     128(CX)(R12*1), Z0, Z3
+	VMOVUPS    128(DX)(R12*1), Z4
+	VADDPS     Z2, Z4, Z4
+	VMULPS     Z4, Z3, Z3
+	VMOVUPS    Z3, 128(AX)(R12*1)
+	VMULPS     192(CX)(R12*1), Z0, Z3
+	VMOVUPS    192(DX)(R12*1), Z4
+	VADDPS     Z2, Z4, Z4
+	VMULPS     Z4, Z3, Z3
+	VMOVUPS    Z3, 192(AX)(R12*1)
+	ADDQ       $0x00000100, R12
+	JMP        g2ploop
+
+g2pone:
+	ADDQ $0x000000c0, R13
+
+g2poneloop:
+	CMPQ    R12, R13
+	JG      g2ptail
+	VMULPS  (CX)(R12*1), Z0, Z3
+	VMOVUPS (DX)(R12*1), Z4
+	VADDPS  Z2, Z4, Z4
+	VMULPS  Z4, Z3, Z3
+	VMOVUPS Z3, (AX)(R12*1)
+	ADDQ    $0x00000040, R12
+	JMP     g2poneloop
+
+g2ptail:
+	MOVQ      SI, R11
+	SUBQ      R12, R11
+	JZ        g2pdone
+	LEAQ      kmask<>+0(SB), R13
+	SHRQ      $0x01, R11
+	KMOVW     (R13)(R11*1), K1
+	VMOVUPS.Z (CX)(R12*1), K1, Z3
+	VMULPS    Z3, Z0, Z3
+	VMOVUPS.Z (DX)(R12*1), K1, Z0
+	VADDPS    Z2, Z0, Z0
+	VMULPS    Z0, Z3, Z3
+	VMOVUPS   Z3, K1, (AX)(R12*1)
+
+g2pdone:
+	JMP g2scaled
+
+g2scalent:
 	// y = (src*inv)*w, rounded after each multiply.
 	XORQ R12, R12
 
@@ -2569,8 +3066,8 @@ g2scaled:
 	VPERMILPS    $0x03, Z1, Z0
 	VBROADCASTSS X0, Z0
 	VBROADCASTSS one<>+0(SB), Z1
-	TESTQ        $0x00000001, R9
-	JNZ          g3scalent
+	TESTQ        $0x00000004, R9
+	JNZ          g3scalepf
 
 	// y = (src*inv)*w, rounded after each multiply.
 	XORQ R11, R11
@@ -2634,9 +3131,78 @@ g3stail:
 g3sdone:
 	JMP g3scaled
 
-g3scalent:
-	LEAQ (CX)(R8*4), R11
+g3scalepf:
+	LEAQ  (CX)(R8*8), R11
+	TESTQ $0x00000001, R9
+	JNZ   g3scalent
 
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ R12, R12
+	MOVQ SI, R13
+	SUBQ $0x00000100, R13
+
+g3ploop:
+	CMPQ       R12, R13
+	JG         g3pone
+	PREFETCHT0 (R11)(R12*1)
+	PREFETCHT0 64(R11)(R12*1)
+	PREFETCHT0 128(R11)(R12*1)
+	PREFETCHT0 192(R11)(R12*1)
+	VMULPS     (CX)(R12*1), Z0, Z2
+	VMOVUPS    (DX)(R12*1), Z3
+	VADDPS     Z1, Z3, Z3
+	VMULPS     Z3, Z2, Z2
+	VMOVUPS    Z2, (AX)(R12*1)
+	VMULPS     64(CX)(R12*1), Z0, Z2
+	VMOVUPS    64(DX)(R12*1), Z3
+	VADDPS     Z1, Z3, Z3
+	VMULPS     Z3, Z2, Z2
+	VMOVUPS    Z2, 64(AX)(R12*1)
+	VMULPS     128(CX)(R12*1), Z0, Z2
+	VMOVUPS    128(DX)(R12*1), Z3
+	VADDPS     Z1, Z3, Z3
+	VMULPS     Z3, Z2, Z2
+	VMOVUPS    Z2, 128(AX)(R12*1)
+	VMULPS     192(CX)(R12*1), Z0, Z2
+	VMOVUPS    192(DX)(R12*1), Z3
+	VADDPS     Z1, Z3, Z3
+	VMULPS     Z3, Z2, Z2
+	VMOVUPS    Z2, 192(AX)(R12*1)
+	ADDQ       $0x00000100, R12
+	JMP        g3ploop
+
+g3pone:
+	ADDQ $0x000000c0, R13
+
+g3poneloop:
+	CMPQ    R12, R13
+	JG      g3ptail
+	VMULPS  (CX)(R12*1), Z0, Z2
+	VMOVUPS (DX)(R12*1), Z3
+	VADDPS  Z1, Z3, Z3
+	VMULPS  Z3, Z2, Z2
+	VMOVUPS Z2, (AX)(R12*1)
+	ADDQ    $0x00000040, R12
+	JMP     g3poneloop
+
+g3ptail:
+	MOVQ      SI, R11
+	SUBQ      R12, R11
+	JZ        g3pdone
+	LEAQ      kmask<>+0(SB), R13
+	SHRQ      $0x01, R11
+	KMOVW     (R13)(R11*1), K1
+	VMOVUPS.Z (CX)(R12*1), K1, Z2
+	VMULPS    Z2, Z0, Z2
+	VMOVUPS.Z (DX)(R12*1), K1, Z0
+	VADDPS    Z1, Z0, Z0
+	VMULPS    Z0, Z2, Z2
+	VMOVUPS   Z2, K1, (AX)(R12*1)
+
+g3pdone:
+	JMP g3scaled
+
+g3scalent:
 	// y = (src*inv)*w, rounded after each multiply.
 	XORQ R12, R12
 
@@ -2893,8 +3459,8 @@ divided:
 scale:
 	VBROADCASTSS X1, Z0
 	VBROADCASTSS one<>+0(SB), Z1
-	TESTQ        $0x00000001, R9
-	JNZ          scalent
+	TESTQ        $0x00000004, R9
+	JNZ          scalepf
 
 	// y = (src*inv)*w, rounded after each multiply.
 	XORQ R11, R11
@@ -2958,9 +3524,78 @@ stail:
 sdone:
 	JMP scaled
 
-scalent:
-	LEAQ (CX)(R8*1), R11
+scalepf:
+	LEAQ  (CX)(R8*1), R11
+	TESTQ $0x00000001, R9
+	JNZ   scalent
 
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ R12, R12
+	MOVQ SI, R13
+	SUBQ $0x00000100, R13
+
+ploop:
+	CMPQ       R12, R13
+	JG         pone
+	PREFETCHT0 (R11)(R12*1)
+	PREFETCHT0 64(R11)(R12*1)
+	PREFETCHT0 128(R11)(R12*1)
+	PREFETCHT0 192(R11)(R12*1)
+	VMULPS     (CX)(R12*1), Z0, Z2
+	VMOVUPS    (DX)(R12*1), Z3
+	VADDPS     Z1, Z3, Z3
+	VMULPS     Z3, Z2, Z2
+	VMOVUPS    Z2, (AX)(R12*1)
+	VMULPS     64(CX)(R12*1), Z0, Z2
+	VMOVUPS    64(DX)(R12*1), Z3
+	VADDPS     Z1, Z3, Z3
+	VMULPS     Z3, Z2, Z2
+	VMOVUPS    Z2, 64(AX)(R12*1)
+	VMULPS     128(CX)(R12*1), Z0, Z2
+	VMOVUPS    128(DX)(R12*1), Z3
+	VADDPS     Z1, Z3, Z3
+	VMULPS     Z3, Z2, Z2
+	VMOVUPS    Z2, 128(AX)(R12*1)
+	VMULPS     192(CX)(R12*1), Z0, Z2
+	VMOVUPS    192(DX)(R12*1), Z3
+	VADDPS     Z1, Z3, Z3
+	VMULPS     Z3, Z2, Z2
+	VMOVUPS    Z2, 192(AX)(R12*1)
+	ADDQ       $0x00000100, R12
+	JMP        ploop
+
+pone:
+	ADDQ $0x000000c0, R13
+
+poneloop:
+	CMPQ    R12, R13
+	JG      ptail
+	VMULPS  (CX)(R12*1), Z0, Z2
+	VMOVUPS (DX)(R12*1), Z3
+	VADDPS  Z1, Z3, Z3
+	VMULPS  Z3, Z2, Z2
+	VMOVUPS Z2, (AX)(R12*1)
+	ADDQ    $0x00000040, R12
+	JMP     poneloop
+
+ptail:
+	MOVQ      SI, R11
+	SUBQ      R12, R11
+	JZ        pdone
+	LEAQ      kmask<>+0(SB), R13
+	SHRQ      $0x01, R11
+	KMOVW     (R13)(R11*1), K1
+	VMOVUPS.Z (CX)(R12*1), K1, Z2
+	VMULPS    Z2, Z0, Z2
+	VMOVUPS.Z (DX)(R12*1), K1, Z0
+	VADDPS    Z1, Z0, Z0
+	VMULPS    Z0, Z2, Z2
+	VMOVUPS   Z2, K1, (AX)(R12*1)
+
+pdone:
+	JMP scaled
+
+scalent:
 	// y = (src*inv)*w, rounded after each multiply.
 	XORQ R12, R12
 
@@ -3638,8 +4273,8 @@ Ginrange:
 
 gscale:
 	VBROADCASTSS X1, Z0
-	TESTQ        $0x00000001, R8
-	JNZ          g0scalent
+	TESTQ        $0x00000004, R8
+	JNZ          g0scalepf
 
 	// y = (src*inv)*w, rounded after each multiply.
 	XORQ R10, R10
@@ -3685,9 +4320,60 @@ g0stail:
 g0sdone:
 	JMP g0scaled
 
-g0scalent:
-	LEAQ (CX)(DI*4), R10
+g0scalepf:
+	LEAQ  (CX)(DI*8), R10
+	TESTQ $0x00000001, R8
+	JNZ   g0scalent
 
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ R11, R11
+	MOVQ BX, R12
+	SUBQ $0x00000100, R12
+
+g0ploop:
+	CMPQ       R11, R12
+	JG         g0pone
+	PREFETCHT0 (R10)(R11*1)
+	PREFETCHT0 64(R10)(R11*1)
+	PREFETCHT0 128(R10)(R11*1)
+	PREFETCHT0 192(R10)(R11*1)
+	VMULPS     (CX)(R11*1), Z0, Z2
+	VMOVUPS    Z2, (AX)(R11*1)
+	VMULPS     64(CX)(R11*1), Z0, Z2
+	VMOVUPS    Z2, 64(AX)(R11*1)
+	VMULPS     128(CX)(R11*1), Z0, Z2
+	VMOVUPS    Z2, 128(AX)(R11*1)
+	VMULPS     192(CX)(R11*1), Z0, Z2
+	VMOVUPS    Z2, 192(AX)(R11*1)
+	ADDQ       $0x00000100, R11
+	JMP        g0ploop
+
+g0pone:
+	ADDQ $0x000000c0, R12
+
+g0poneloop:
+	CMPQ    R11, R12
+	JG      g0ptail
+	VMULPS  (CX)(R11*1), Z0, Z2
+	VMOVUPS Z2, (AX)(R11*1)
+	ADDQ    $0x00000040, R11
+	JMP     g0poneloop
+
+g0ptail:
+	MOVQ      BX, R10
+	SUBQ      R11, R10
+	JZ        g0pdone
+	LEAQ      kmask<>+0(SB), R12
+	SHRQ      $0x01, R10
+	KMOVW     (R12)(R10*1), K1
+	VMOVUPS.Z (CX)(R11*1), K1, Z2
+	VMULPS    Z2, Z0, Z2
+	VMOVUPS   Z2, K1, (AX)(R11*1)
+
+g0pdone:
+	JMP g0scaled
+
+g0scalent:
 	// y = (src*inv)*w, rounded after each multiply.
 	XORQ R11, R11
 
@@ -3760,8 +4446,8 @@ g0scaled:
 	ADDQ         DI, AX
 	VPERMILPS    $0x01, Z1, Z0
 	VBROADCASTSS X0, Z0
-	TESTQ        $0x00000001, R8
-	JNZ          g1scalent
+	TESTQ        $0x00000004, R8
+	JNZ          g1scalepf
 
 	// y = (src*inv)*w, rounded after each multiply.
 	XORQ R10, R10
@@ -3807,9 +4493,60 @@ g1stail:
 g1sdone:
 	JMP g1scaled
 
-g1scalent:
-	LEAQ (CX)(DI*4), R10
+g1scalepf:
+	LEAQ  (CX)(DI*8), R10
+	TESTQ $0x00000001, R8
+	JNZ   g1scalent
 
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ R11, R11
+	MOVQ BX, R12
+	SUBQ $0x00000100, R12
+
+g1ploop:
+	CMPQ       R11, R12
+	JG         g1pone
+	PREFETCHT0 (R10)(R11*1)
+	PREFETCHT0 64(R10)(R11*1)
+	PREFETCHT0 128(R10)(R11*1)
+	PREFETCHT0 192(R10)(R11*1)
+	VMULPS     (CX)(R11*1), Z0, Z2
+	VMOVUPS    Z2, (AX)(R11*1)
+	VMULPS     64(CX)(R11*1), Z0, Z2
+	VMOVUPS    Z2, 64(AX)(R11*1)
+	VMULPS     128(CX)(R11*1), Z0, Z2
+	VMOVUPS    Z2, 128(AX)(R11*1)
+	VMULPS     192(CX)(R11*1), Z0, Z2
+	VMOVUPS    Z2, 192(AX)(R11*1)
+	ADDQ       $0x00000100, R11
+	JMP        g1ploop
+
+g1pone:
+	ADDQ $0x000000c0, R12
+
+g1poneloop:
+	CMPQ    R11, R12
+	JG      g1ptail
+	VMULPS  (CX)(R11*1), Z0, Z2
+	VMOVUPS Z2, (AX)(R11*1)
+	ADDQ    $0x00000040, R11
+	JMP     g1poneloop
+
+g1ptail:
+	MOVQ      BX, R10
+	SUBQ      R11, R10
+	JZ        g1pdone
+	LEAQ      kmask<>+0(SB), R12
+	SHRQ      $0x01, R10
+	KMOVW     (R12)(R10*1), K1
+	VMOVUPS.Z (CX)(R11*1), K1, Z2
+	VMULPS    Z2, Z0, Z2
+	VMOVUPS   Z2, K1, (AX)(R11*1)
+
+g1pdone:
+	JMP g1scaled
+
+g1scalent:
 	// y = (src*inv)*w, rounded after each multiply.
 	XORQ R11, R11
 
@@ -3882,8 +4619,8 @@ g1scaled:
 	ADDQ         DI, AX
 	VPERMILPS    $0x02, Z1, Z0
 	VBROADCASTSS X0, Z0
-	TESTQ        $0x00000001, R8
-	JNZ          g2scalent
+	TESTQ        $0x00000004, R8
+	JNZ          g2scalepf
 
 	// y = (src*inv)*w, rounded after each multiply.
 	XORQ R10, R10
@@ -3929,9 +4666,60 @@ g2stail:
 g2sdone:
 	JMP g2scaled
 
-g2scalent:
-	LEAQ (CX)(DI*4), R10
+g2scalepf:
+	LEAQ  (CX)(DI*8), R10
+	TESTQ $0x00000001, R8
+	JNZ   g2scalent
 
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ R11, R11
+	MOVQ BX, R12
+	SUBQ $0x00000100, R12
+
+g2ploop:
+	CMPQ       R11, R12
+	JG         g2pone
+	PREFETCHT0 (R10)(R11*1)
+	PREFETCHT0 64(R10)(R11*1)
+	PREFETCHT0 128(R10)(R11*1)
+	PREFETCHT0 192(R10)(R11*1)
+	VMULPS     (CX)(R11*1), Z0, Z2
+	VMOVUPS    Z2, (AX)(R11*1)
+	VMULPS     64(CX)(R11*1), Z0, Z2
+	VMOVUPS    Z2, 64(AX)(R11*1)
+	VMULPS     128(CX)(R11*1), Z0, Z2
+	VMOVUPS    Z2, 128(AX)(R11*1)
+	VMULPS     192(CX)(R11*1), Z0, Z2
+	VMOVUPS    Z2, 192(AX)(R11*1)
+	ADDQ       $0x00000100, R11
+	JMP        g2ploop
+
+g2pone:
+	ADDQ $0x000000c0, R12
+
+g2poneloop:
+	CMPQ    R11, R12
+	JG      g2ptail
+	VMULPS  (CX)(R11*1), Z0, Z2
+	VMOVUPS Z2, (AX)(R11*1)
+	ADDQ    $0x00000040, R11
+	JMP     g2poneloop
+
+g2ptail:
+	MOVQ      BX, R10
+	SUBQ      R11, R10
+	JZ        g2pdone
+	LEAQ      kmask<>+0(SB), R12
+	SHRQ      $0x01, R10
+	KMOVW     (R12)(R10*1), K1
+	VMOVUPS.Z (CX)(R11*1), K1, Z2
+	VMULPS    Z2, Z0, Z2
+	VMOVUPS   Z2, K1, (AX)(R11*1)
+
+g2pdone:
+	JMP g2scaled
+
+g2scalent:
 	// y = (src*inv)*w, rounded after each multiply.
 	XORQ R11, R11
 
@@ -4004,8 +4792,8 @@ g2scaled:
 	ADDQ         DI, AX
 	VPERMILPS    $0x03, Z1, Z0
 	VBROADCASTSS X0, Z0
-	TESTQ        $0x00000001, R8
-	JNZ          g3scalent
+	TESTQ        $0x00000004, R8
+	JNZ          g3scalepf
 
 	// y = (src*inv)*w, rounded after each multiply.
 	XORQ R10, R10
@@ -4051,9 +4839,60 @@ g3stail:
 g3sdone:
 	JMP g3scaled
 
-g3scalent:
-	LEAQ (CX)(DI*4), R10
+g3scalepf:
+	LEAQ  (CX)(DI*8), R10
+	TESTQ $0x00000001, R8
+	JNZ   g3scalent
 
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ R11, R11
+	MOVQ BX, R12
+	SUBQ $0x00000100, R12
+
+g3ploop:
+	CMPQ       R11, R12
+	JG         g3pone
+	PREFETCHT0 (R10)(R11*1)
+	PREFETCHT0 64(R10)(R11*1)
+	PREFETCHT0 128(R10)(R11*1)
+	PREFETCHT0 192(R10)(R11*1)
+	VMULPS     (CX)(R11*1), Z0, Z1
+	VMOVUPS    Z1, (AX)(R11*1)
+	VMULPS     64(CX)(R11*1), Z0, Z1
+	VMOVUPS    Z1, 64(AX)(R11*1)
+	VMULPS     128(CX)(R11*1), Z0, Z1
+	VMOVUPS    Z1, 128(AX)(R11*1)
+	VMULPS     192(CX)(R11*1), Z0, Z1
+	VMOVUPS    Z1, 192(AX)(R11*1)
+	ADDQ       $0x00000100, R11
+	JMP        g3ploop
+
+g3pone:
+	ADDQ $0x000000c0, R12
+
+g3poneloop:
+	CMPQ    R11, R12
+	JG      g3ptail
+	VMULPS  (CX)(R11*1), Z0, Z1
+	VMOVUPS Z1, (AX)(R11*1)
+	ADDQ    $0x00000040, R11
+	JMP     g3poneloop
+
+g3ptail:
+	MOVQ      BX, R10
+	SUBQ      R11, R10
+	JZ        g3pdone
+	LEAQ      kmask<>+0(SB), R12
+	SHRQ      $0x01, R10
+	KMOVW     (R12)(R10*1), K1
+	VMOVUPS.Z (CX)(R11*1), K1, Z1
+	VMULPS    Z1, Z0, Z1
+	VMOVUPS   Z1, K1, (AX)(R11*1)
+
+g3pdone:
+	JMP g3scaled
+
+g3scalent:
 	// y = (src*inv)*w, rounded after each multiply.
 	XORQ R11, R11
 
@@ -4288,8 +5127,8 @@ divided:
 
 scale:
 	VBROADCASTSS X1, Z0
-	TESTQ        $0x00000001, R8
-	JNZ          scalent
+	TESTQ        $0x00000004, R8
+	JNZ          scalepf
 
 	// y = (src*inv)*w, rounded after each multiply.
 	XORQ R10, R10
@@ -4335,9 +5174,60 @@ stail:
 sdone:
 	JMP scaled
 
-scalent:
-	LEAQ (CX)(DI*1), R10
+scalepf:
+	LEAQ  (CX)(DI*1), R10
+	TESTQ $0x00000001, R8
+	JNZ   scalent
 
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ R11, R11
+	MOVQ BX, R12
+	SUBQ $0x00000100, R12
+
+ploop:
+	CMPQ       R11, R12
+	JG         pone
+	PREFETCHT0 (R10)(R11*1)
+	PREFETCHT0 64(R10)(R11*1)
+	PREFETCHT0 128(R10)(R11*1)
+	PREFETCHT0 192(R10)(R11*1)
+	VMULPS     (CX)(R11*1), Z0, Z1
+	VMOVUPS    Z1, (AX)(R11*1)
+	VMULPS     64(CX)(R11*1), Z0, Z1
+	VMOVUPS    Z1, 64(AX)(R11*1)
+	VMULPS     128(CX)(R11*1), Z0, Z1
+	VMOVUPS    Z1, 128(AX)(R11*1)
+	VMULPS     192(CX)(R11*1), Z0, Z1
+	VMOVUPS    Z1, 192(AX)(R11*1)
+	ADDQ       $0x00000100, R11
+	JMP        ploop
+
+pone:
+	ADDQ $0x000000c0, R12
+
+poneloop:
+	CMPQ    R11, R12
+	JG      ptail
+	VMULPS  (CX)(R11*1), Z0, Z1
+	VMOVUPS Z1, (AX)(R11*1)
+	ADDQ    $0x00000040, R11
+	JMP     poneloop
+
+ptail:
+	MOVQ      BX, R10
+	SUBQ      R11, R10
+	JZ        pdone
+	LEAQ      kmask<>+0(SB), R12
+	SHRQ      $0x01, R10
+	KMOVW     (R12)(R10*1), K1
+	VMOVUPS.Z (CX)(R11*1), K1, Z1
+	VMULPS    Z1, Z0, Z1
+	VMOVUPS   Z1, K1, (AX)(R11*1)
+
+pdone:
+	JMP scaled
+
+scalent:
 	// y = (src*inv)*w, rounded after each multiply.
 	XORQ R11, R11
 
@@ -4634,8 +5524,8 @@ divided:
 
 scale:
 	VBROADCASTSS X1, Z0
-	TESTQ        $0x00000001, R10
-	JNZ          scalent
+	TESTQ        $0x00000004, R10
+	JNZ          scalepf
 
 	// y = (src*inv)*w, rounded after each multiply.
 	XORQ R12, R12
@@ -4688,9 +5578,67 @@ stail:
 sdone:
 	JMP scaled
 
-scalent:
-	LEAQ (BX)(R9*1), R12
+scalepf:
+	LEAQ  (BX)(R9*1), R12
+	TESTQ $0x00000001, R10
+	JNZ   scalent
 
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ R13, R13
+	MOVQ DI, R14
+	SUBQ $0x00000100, R14
+
+ploop:
+	CMPQ       R13, R14
+	JG         pone
+	PREFETCHT0 (R12)(R13*1)
+	PREFETCHT0 64(R12)(R13*1)
+	PREFETCHT0 128(R12)(R13*1)
+	PREFETCHT0 192(R12)(R13*1)
+	VMULPS     (BX)(R13*1), Z0, Z1
+	VMULPS     (DX)(R13*1), Z1, Z1
+	VMOVUPS    Z1, (AX)(R13*1)
+	VMULPS     64(BX)(R13*1), Z0, Z1
+	VMULPS     64(DX)(R13*1), Z1, Z1
+	VMOVUPS    Z1, 64(AX)(R13*1)
+	VMULPS     128(BX)(R13*1), Z0, Z1
+	VMULPS     128(DX)(R13*1), Z1, Z1
+	VMOVUPS    Z1, 128(AX)(R13*1)
+	VMULPS     192(BX)(R13*1), Z0, Z1
+	VMULPS     192(DX)(R13*1), Z1, Z1
+	VMOVUPS    Z1, 192(AX)(R13*1)
+	ADDQ       $0x00000100, R13
+	JMP        ploop
+
+pone:
+	ADDQ $0x000000c0, R14
+
+poneloop:
+	CMPQ    R13, R14
+	JG      ptail
+	VMULPS  (BX)(R13*1), Z0, Z1
+	VMULPS  (DX)(R13*1), Z1, Z1
+	VMOVUPS Z1, (AX)(R13*1)
+	ADDQ    $0x00000040, R13
+	JMP     poneloop
+
+ptail:
+	MOVQ      DI, R12
+	SUBQ      R13, R12
+	JZ        pdone
+	LEAQ      kmask<>+0(SB), R14
+	SHRQ      $0x01, R12
+	KMOVW     (R14)(R12*1), K1
+	VMOVUPS.Z (BX)(R13*1), K1, Z1
+	VMULPS    Z1, Z0, Z1
+	VMOVUPS.Z (DX)(R13*1), K1, Z0
+	VMULPS    Z0, Z1, Z1
+	VMOVUPS   Z1, K1, (AX)(R13*1)
+
+pdone:
+	JMP scaled
+
+scalent:
 	// y = (src*inv)*w, rounded after each multiply.
 	XORQ R13, R13
 
@@ -4998,8 +5946,8 @@ divided:
 scale:
 	VBROADCASTSS X1, Z0
 	VBROADCASTSS one<>+0(SB), Z1
-	TESTQ        $0x00000001, R10
-	JNZ          scalent
+	TESTQ        $0x00000004, R10
+	JNZ          scalepf
 
 	// y = (src*inv)*w, rounded after each multiply.
 	XORQ R12, R12
@@ -5063,9 +6011,78 @@ stail:
 sdone:
 	JMP scaled
 
-scalent:
-	LEAQ (BX)(R9*1), R12
+scalepf:
+	LEAQ  (BX)(R9*1), R12
+	TESTQ $0x00000001, R10
+	JNZ   scalent
 
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ R13, R13
+	MOVQ DI, R14
+	SUBQ $0x00000100, R14
+
+ploop:
+	CMPQ       R13, R14
+	JG         pone
+	PREFETCHT0 (R12)(R13*1)
+	PREFETCHT0 64(R12)(R13*1)
+	PREFETCHT0 128(R12)(R13*1)
+	PREFETCHT0 192(R12)(R13*1)
+	VMULPS     (BX)(R13*1), Z0, Z2
+	VMOVUPS    (DX)(R13*1), Z3
+	VADDPS     Z1, Z3, Z3
+	VMULPS     Z3, Z2, Z2
+	VMOVUPS    Z2, (AX)(R13*1)
+	VMULPS     64(BX)(R13*1), Z0, Z2
+	VMOVUPS    64(DX)(R13*1), Z3
+	VADDPS     Z1, Z3, Z3
+	VMULPS     Z3, Z2, Z2
+	VMOVUPS    Z2, 64(AX)(R13*1)
+	VMULPS     128(BX)(R13*1), Z0, Z2
+	VMOVUPS    128(DX)(R13*1), Z3
+	VADDPS     Z1, Z3, Z3
+	VMULPS     Z3, Z2, Z2
+	VMOVUPS    Z2, 128(AX)(R13*1)
+	VMULPS     192(BX)(R13*1), Z0, Z2
+	VMOVUPS    192(DX)(R13*1), Z3
+	VADDPS     Z1, Z3, Z3
+	VMULPS     Z3, Z2, Z2
+	VMOVUPS    Z2, 192(AX)(R13*1)
+	ADDQ       $0x00000100, R13
+	JMP        ploop
+
+pone:
+	ADDQ $0x000000c0, R14
+
+poneloop:
+	CMPQ    R13, R14
+	JG      ptail
+	VMULPS  (BX)(R13*1), Z0, Z2
+	VMOVUPS (DX)(R13*1), Z3
+	VADDPS  Z1, Z3, Z3
+	VMULPS  Z3, Z2, Z2
+	VMOVUPS Z2, (AX)(R13*1)
+	ADDQ    $0x00000040, R13
+	JMP     poneloop
+
+ptail:
+	MOVQ      DI, R12
+	SUBQ      R13, R12
+	JZ        pdone
+	LEAQ      kmask<>+0(SB), R14
+	SHRQ      $0x01, R12
+	KMOVW     (R14)(R12*1), K1
+	VMOVUPS.Z (BX)(R13*1), K1, Z2
+	VMULPS    Z2, Z0, Z2
+	VMOVUPS.Z (DX)(R13*1), K1, Z0
+	VADDPS    Z1, Z0, Z0
+	VMULPS    Z0, Z2, Z2
+	VMOVUPS   Z2, K1, (AX)(R13*1)
+
+pdone:
+	JMP scaled
+
+scalent:
 	// y = (src*inv)*w, rounded after each multiply.
 	XORQ R13, R13
 
@@ -5383,8 +6400,8 @@ divided:
 
 scale:
 	VBROADCASTSS X1, Z0
-	TESTQ        $0x00000001, R9
-	JNZ          scalent
+	TESTQ        $0x00000004, R9
+	JNZ          scalepf
 
 	// y = (src*inv)*w, rounded after each multiply.
 	XORQ R11, R11
@@ -5430,9 +6447,60 @@ stail:
 sdone:
 	JMP scaled
 
-scalent:
-	LEAQ (DX)(R8*1), R11
+scalepf:
+	LEAQ  (DX)(R8*1), R11
+	TESTQ $0x00000001, R9
+	JNZ   scalent
 
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ R12, R12
+	MOVQ SI, R13
+	SUBQ $0x00000100, R13
+
+ploop:
+	CMPQ       R12, R13
+	JG         pone
+	PREFETCHT0 (R11)(R12*1)
+	PREFETCHT0 64(R11)(R12*1)
+	PREFETCHT0 128(R11)(R12*1)
+	PREFETCHT0 192(R11)(R12*1)
+	VMULPS     (DX)(R12*1), Z0, Z1
+	VMOVUPS    Z1, (AX)(R12*1)
+	VMULPS     64(DX)(R12*1), Z0, Z1
+	VMOVUPS    Z1, 64(AX)(R12*1)
+	VMULPS     128(DX)(R12*1), Z0, Z1
+	VMOVUPS    Z1, 128(AX)(R12*1)
+	VMULPS     192(DX)(R12*1), Z0, Z1
+	VMOVUPS    Z1, 192(AX)(R12*1)
+	ADDQ       $0x00000100, R12
+	JMP        ploop
+
+pone:
+	ADDQ $0x000000c0, R13
+
+poneloop:
+	CMPQ    R12, R13
+	JG      ptail
+	VMULPS  (DX)(R12*1), Z0, Z1
+	VMOVUPS Z1, (AX)(R12*1)
+	ADDQ    $0x00000040, R12
+	JMP     poneloop
+
+ptail:
+	MOVQ      SI, R11
+	SUBQ      R12, R11
+	JZ        pdone
+	LEAQ      kmask<>+0(SB), R13
+	SHRQ      $0x01, R11
+	KMOVW     (R13)(R11*1), K1
+	VMOVUPS.Z (DX)(R12*1), K1, Z1
+	VMULPS    Z1, Z0, Z1
+	VMOVUPS   Z1, K1, (AX)(R12*1)
+
+pdone:
+	JMP scaled
+
+scalent:
 	// y = (src*inv)*w, rounded after each multiply.
 	XORQ R12, R12
 
@@ -6466,8 +7534,8 @@ Ginrange:
 
 gscale:
 	VBROADCASTSS X1, Y0
-	TESTQ        $0x00000001, R9
-	JNZ          g0scalent
+	TESTQ        $0x00000004, R9
+	JNZ          g0scalepf
 
 	// y = (src*inv)*w, rounded after each multiply.
 	XORQ R11, R11
@@ -6517,9 +7585,62 @@ g0stail:
 g0sdone:
 	JMP g0scaled
 
-g0scalent:
-	LEAQ (CX)(R8*4), R11
+g0scalepf:
+	LEAQ  (CX)(R8*8), R11
+	TESTQ $0x00000001, R9
+	JNZ   g0scalent
 
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ R12, R12
+	MOVQ SI, R13
+	SUBQ $0x00000080, R13
+
+g0ploop:
+	CMPQ       R12, R13
+	JG         g0pone
+	PREFETCHT0 (R11)(R12*1)
+	PREFETCHT0 64(R11)(R12*1)
+	VMULPS     (CX)(R12*1), Y0, Y2
+	VMULPS     (DX)(R12*1), Y2, Y2
+	VMOVUPS    Y2, (AX)(R12*1)
+	VMULPS     32(CX)(R12*1), Y0, Y2
+	VMULPS     32(DX)(R12*1), Y2, Y2
+	VMOVUPS    Y2, 32(AX)(R12*1)
+	VMULPS     64(CX)(R12*1), Y0, Y2
+	VMULPS     64(DX)(R12*1), Y2, Y2
+	VMOVUPS    Y2, 64(AX)(R12*1)
+	VMULPS     96(CX)(R12*1), Y0, Y2
+	VMULPS     96(DX)(R12*1), Y2, Y2
+	VMOVUPS    Y2, 96(AX)(R12*1)
+	ADDQ       $0x00000080, R12
+	JMP        g0ploop
+
+g0pone:
+	ADDQ $0x00000060, R13
+
+g0poneloop:
+	CMPQ    R12, R13
+	JG      g0ptail
+	VMULPS  (CX)(R12*1), Y0, Y2
+	VMULPS  (DX)(R12*1), Y2, Y2
+	VMOVUPS Y2, (AX)(R12*1)
+	ADDQ    $0x00000020, R12
+	JMP     g0poneloop
+
+g0ptail:
+	CMPQ   R12, SI
+	JGE    g0pdone
+	VMOVSS (CX)(R12*1), X0
+	VMULSS X1, X0, X0
+	VMULSS (DX)(R12*1), X0, X0
+	VMOVSS X0, (AX)(R12*1)
+	ADDQ   $0x04, R12
+	JMP    g0ptail
+
+g0pdone:
+	JMP g0scaled
+
+g0scalent:
 	// y = (src*inv)*w, rounded after each multiply.
 	XORQ R12, R12
 
@@ -6589,8 +7710,8 @@ g0scaled:
 	ADDQ         R8, AX
 	VSHUFPS      $0x01, X1, X1, X0
 	VBROADCASTSS X0, Y2
-	TESTQ        $0x00000001, R9
-	JNZ          g1scalent
+	TESTQ        $0x00000004, R9
+	JNZ          g1scalepf
 
 	// y = (src*inv)*w, rounded after each multiply.
 	XORQ R11, R11
@@ -6640,9 +7761,62 @@ g1stail:
 g1sdone:
 	JMP g1scaled
 
-g1scalent:
-	LEAQ (CX)(R8*4), R11
+g1scalepf:
+	LEAQ  (CX)(R8*8), R11
+	TESTQ $0x00000001, R9
+	JNZ   g1scalent
 
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ R12, R12
+	MOVQ SI, R13
+	SUBQ $0x00000080, R13
+
+g1ploop:
+	CMPQ       R12, R13
+	JG         g1pone
+	PREFETCHT0 (R11)(R12*1)
+	PREFETCHT0 64(R11)(R12*1)
+	VMULPS     (CX)(R12*1), Y2, Y3
+	VMULPS     (DX)(R12*1), Y3, Y3
+	VMOVUPS    Y3, (AX)(R12*1)
+	VMULPS     32(CX)(R12*1), Y2, Y3
+	VMULPS     32(DX)(R12*1), Y3, Y3
+	VMOVUPS    Y3, 32(AX)(R12*1)
+	VMULPS     64(CX)(R12*1), Y2, Y3
+	VMULPS     64(DX)(R12*1), Y3, Y3
+	VMOVUPS    Y3, 64(AX)(R12*1)
+	VMULPS     96(CX)(R12*1), Y2, Y3
+	VMULPS     96(DX)(R12*1), Y3, Y3
+	VMOVUPS    Y3, 96(AX)(R12*1)
+	ADDQ       $0x00000080, R12
+	JMP        g1ploop
+
+g1pone:
+	ADDQ $0x00000060, R13
+
+g1poneloop:
+	CMPQ    R12, R13
+	JG      g1ptail
+	VMULPS  (CX)(R12*1), Y2, Y3
+	VMULPS  (DX)(R12*1), Y3, Y3
+	VMOVUPS Y3, (AX)(R12*1)
+	ADDQ    $0x00000020, R12
+	JMP     g1poneloop
+
+g1ptail:
+	CMPQ   R12, SI
+	JGE    g1pdone
+	VMOVSS (CX)(R12*1), X2
+	VMULSS X0, X2, X2
+	VMULSS (DX)(R12*1), X2, X2
+	VMOVSS X2, (AX)(R12*1)
+	ADDQ   $0x04, R12
+	JMP    g1ptail
+
+g1pdone:
+	JMP g1scaled
+
+g1scalent:
 	// y = (src*inv)*w, rounded after each multiply.
 	XORQ R12, R12
 
@@ -6712,8 +7886,8 @@ g1scaled:
 	ADDQ         R8, AX
 	VSHUFPS      $0x02, X1, X1, X0
 	VBROADCASTSS X0, Y2
-	TESTQ        $0x00000001, R9
-	JNZ          g2scalent
+	TESTQ        $0x00000004, R9
+	JNZ          g2scalepf
 
 	// y = (src*inv)*w, rounded after each multiply.
 	XORQ R11, R11
@@ -6763,9 +7937,62 @@ g2stail:
 g2sdone:
 	JMP g2scaled
 
-g2scalent:
-	LEAQ (CX)(R8*4), R11
+g2scalepf:
+	LEAQ  (CX)(R8*8), R11
+	TESTQ $0x00000001, R9
+	JNZ   g2scalent
 
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ R12, R12
+	MOVQ SI, R13
+	SUBQ $0x00000080, R13
+
+g2ploop:
+	CMPQ       R12, R13
+	JG         g2pone
+	PREFETCHT0 (R11)(R12*1)
+	PREFETCHT0 64(R11)(R12*1)
+	VMULPS     (CX)(R12*1), Y2, Y3
+	VMULPS     (DX)(R12*1), Y3, Y3
+	VMOVUPS    Y3, (AX)(R12*1)
+	VMULPS     32(CX)(R12*1), Y2, Y3
+	VMULPS     32(DX)(R12*1), Y3, Y3
+	VMOVUPS    Y3, 32(AX)(R12*1)
+	VMULPS     64(CX)(R12*1), Y2, Y3
+	VMULPS     64(DX)(R12*1), Y3, Y3
+	VMOVUPS    Y3, 64(AX)(R12*1)
+	VMULPS     96(CX)(R12*1), Y2, Y3
+	VMULPS     96(DX)(R12*1), Y3, Y3
+	VMOVUPS    Y3, 96(AX)(R12*1)
+	ADDQ       $0x00000080, R12
+	JMP        g2ploop
+
+g2pone:
+	ADDQ $0x00000060, R13
+
+g2poneloop:
+	CMPQ    R12, R13
+	JG      g2ptail
+	VMULPS  (CX)(R12*1), Y2, Y3
+	VMULPS  (DX)(R12*1), Y3, Y3
+	VMOVUPS Y3, (AX)(R12*1)
+	ADDQ    $0x00000020, R12
+	JMP     g2poneloop
+
+g2ptail:
+	CMPQ   R12, SI
+	JGE    g2pdone
+	VMOVSS (CX)(R12*1), X2
+	VMULSS X0, X2, X2
+	VMULSS (DX)(R12*1), X2, X2
+	VMOVSS X2, (AX)(R12*1)
+	ADDQ   $0x04, R12
+	JMP    g2ptail
+
+g2pdone:
+	JMP g2scaled
+
+g2scalent:
 	// y = (src*inv)*w, rounded after each multiply.
 	XORQ R12, R12
 
@@ -6835,8 +8062,8 @@ g2scaled:
 	ADDQ         R8, AX
 	VSHUFPS      $0x03, X1, X1, X0
 	VBROADCASTSS X0, Y1
-	TESTQ        $0x00000001, R9
-	JNZ          g3scalent
+	TESTQ        $0x00000004, R9
+	JNZ          g3scalepf
 
 	// y = (src*inv)*w, rounded after each multiply.
 	XORQ R11, R11
@@ -6886,9 +8113,62 @@ g3stail:
 g3sdone:
 	JMP g3scaled
 
-g3scalent:
-	LEAQ (CX)(R8*4), R11
+g3scalepf:
+	LEAQ  (CX)(R8*8), R11
+	TESTQ $0x00000001, R9
+	JNZ   g3scalent
 
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ R12, R12
+	MOVQ SI, R13
+	SUBQ $0x00000080, R13
+
+g3ploop:
+	CMPQ       R12, R13
+	JG         g3pone
+	PREFETCHT0 (R11)(R12*1)
+	PREFETCHT0 64(R11)(R12*1)
+	VMULPS     (CX)(R12*1), Y1, Y2
+	VMULPS     (DX)(R12*1), Y2, Y2
+	VMOVUPS    Y2, (AX)(R12*1)
+	VMULPS     32(CX)(R12*1), Y1, Y2
+	VMULPS     32(DX)(R12*1), Y2, Y2
+	VMOVUPS    Y2, 32(AX)(R12*1)
+	VMULPS     64(CX)(R12*1), Y1, Y2
+	VMULPS     64(DX)(R12*1), Y2, Y2
+	VMOVUPS    Y2, 64(AX)(R12*1)
+	VMULPS     96(CX)(R12*1), Y1, Y2
+	VMULPS     96(DX)(R12*1), Y2, Y2
+	VMOVUPS    Y2, 96(AX)(R12*1)
+	ADDQ       $0x00000080, R12
+	JMP        g3ploop
+
+g3pone:
+	ADDQ $0x00000060, R13
+
+g3poneloop:
+	CMPQ    R12, R13
+	JG      g3ptail
+	VMULPS  (CX)(R12*1), Y1, Y2
+	VMULPS  (DX)(R12*1), Y2, Y2
+	VMOVUPS Y2, (AX)(R12*1)
+	ADDQ    $0x00000020, R12
+	JMP     g3poneloop
+
+g3ptail:
+	CMPQ   R12, SI
+	JGE    g3pdone
+	VMOVSS (CX)(R12*1), X1
+	VMULSS X0, X1, X1
+	VMULSS (DX)(R12*1), X1, X1
+	VMOVSS X1, (AX)(R12*1)
+	ADDQ   $0x04, R12
+	JMP    g3ptail
+
+g3pdone:
+	JMP g3scaled
+
+g3scalent:
 	// y = (src*inv)*w, rounded after each multiply.
 	XORQ R12, R12
 
@@ -7214,8 +8494,8 @@ divided:
 
 scale:
 	VBROADCASTSS X1, Y0
-	TESTQ        $0x00000001, R9
-	JNZ          scalent
+	TESTQ        $0x00000004, R9
+	JNZ          scalepf
 
 	// y = (src*inv)*w, rounded after each multiply.
 	XORQ R11, R11
@@ -7265,9 +8545,62 @@ stail:
 sdone:
 	JMP scaled
 
-scalent:
-	LEAQ (CX)(R8*1), R11
+scalepf:
+	LEAQ  (CX)(R8*1), R11
+	TESTQ $0x00000001, R9
+	JNZ   scalent
 
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ R12, R12
+	MOVQ SI, R13
+	SUBQ $0x00000080, R13
+
+ploop:
+	CMPQ       R12, R13
+	JG         pone
+	PREFETCHT0 (R11)(R12*1)
+	PREFETCHT0 64(R11)(R12*1)
+	VMULPS     (CX)(R12*1), Y0, Y2
+	VMULPS     (DX)(R12*1), Y2, Y2
+	VMOVUPS    Y2, (AX)(R12*1)
+	VMULPS     32(CX)(R12*1), Y0, Y2
+	VMULPS     32(DX)(R12*1), Y2, Y2
+	VMOVUPS    Y2, 32(AX)(R12*1)
+	VMULPS     64(CX)(R12*1), Y0, Y2
+	VMULPS     64(DX)(R12*1), Y2, Y2
+	VMOVUPS    Y2, 64(AX)(R12*1)
+	VMULPS     96(CX)(R12*1), Y0, Y2
+	VMULPS     96(DX)(R12*1), Y2, Y2
+	VMOVUPS    Y2, 96(AX)(R12*1)
+	ADDQ       $0x00000080, R12
+	JMP        ploop
+
+pone:
+	ADDQ $0x00000060, R13
+
+poneloop:
+	CMPQ    R12, R13
+	JG      ptail
+	VMULPS  (CX)(R12*1), Y0, Y2
+	VMULPS  (DX)(R12*1), Y2, Y2
+	VMOVUPS Y2, (AX)(R12*1)
+	ADDQ    $0x00000020, R12
+	JMP     poneloop
+
+ptail:
+	CMPQ   R12, SI
+	JGE    pdone
+	VMOVSS (CX)(R12*1), X0
+	VMULSS X1, X0, X0
+	VMULSS (DX)(R12*1), X0, X0
+	VMOVSS X0, (AX)(R12*1)
+	ADDQ   $0x04, R12
+	JMP    ptail
+
+pdone:
+	JMP scaled
+
+scalent:
 	// y = (src*inv)*w, rounded after each multiply.
 	XORQ R12, R12
 
@@ -8298,8 +9631,8 @@ Ginrange:
 gscale:
 	VBROADCASTSS X1, Y0
 	VBROADCASTSS one<>+0(SB), Y2
-	TESTQ        $0x00000001, R9
-	JNZ          g0scalent
+	TESTQ        $0x00000004, R9
+	JNZ          g0scalepf
 
 	// y = (src*inv)*w, rounded after each multiply.
 	XORQ R11, R11
@@ -8361,9 +9694,74 @@ g0stail:
 g0sdone:
 	JMP g0scaled
 
-g0scalent:
-	LEAQ (CX)(R8*4), R11
+g0scalepf:
+	LEAQ  (CX)(R8*8), R11
+	TESTQ $0x00000001, R9
+	JNZ   g0scalent
 
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ R12, R12
+	MOVQ SI, R13
+	SUBQ $0x00000080, R13
+
+g0ploop:
+	CMPQ       R12, R13
+	JG         g0pone
+	PREFETCHT0 (R11)(R12*1)
+	PREFETCHT0 64(R11)(R12*1)
+	VMULPS     (CX)(R12*1), Y0, Y3
+	VMOVUPS    (DX)(R12*1), Y4
+	VADDPS     Y2, Y4, Y4
+	VMULPS     Y4, Y3, Y3
+	VMOVUPS    Y3, (AX)(R12*1)
+	VMULPS     32(CX)(R12*1), Y0, Y3
+	VMOVUPS    32(DX)(R12*1), Y4
+	VADDPS     Y2, Y4, Y4
+	VMULPS     Y4, Y3, Y3
+	VMOVUPS    Y3, 32(AX)(R12*1)
+	VMULPS     64(CX)(R12*1), Y0, Y3
+	VMOVUPS    64(DX)(R12*1), Y4
+	VADDPS     Y2, Y4, Y4
+	VMULPS     Y4, Y3, Y3
+	VMOVUPS    Y3, 64(AX)(R12*1)
+	VMULPS     96(CX)(R12*1), Y0, Y3
+	VMOVUPS    96(DX)(R12*1), Y4
+	VADDPS     Y2, Y4, Y4
+	VMULPS     Y4, Y3, Y3
+	VMOVUPS    Y3, 96(AX)(R12*1)
+	ADDQ       $0x00000080, R12
+	JMP        g0ploop
+
+g0pone:
+	ADDQ $0x00000060, R13
+
+g0poneloop:
+	CMPQ    R12, R13
+	JG      g0ptail
+	VMULPS  (CX)(R12*1), Y0, Y3
+	VMOVUPS (DX)(R12*1), Y4
+	VADDPS  Y2, Y4, Y4
+	VMULPS  Y4, Y3, Y3
+	VMOVUPS Y3, (AX)(R12*1)
+	ADDQ    $0x00000020, R12
+	JMP     g0poneloop
+
+g0ptail:
+	CMPQ   R12, SI
+	JGE    g0pdone
+	VMOVSS (CX)(R12*1), X0
+	VMULSS X1, X0, X0
+	VMOVSS (DX)(R12*1), X3
+	VADDSS X2, X3, X3
+	VMULSS X3, X0, X0
+	VMOVSS X0, (AX)(R12*1)
+	ADDQ   $0x04, R12
+	JMP    g0ptail
+
+g0pdone:
+	JMP g0scaled
+
+g0scalent:
 	// y = (src*inv)*w, rounded after each multiply.
 	XORQ R12, R12
 
@@ -8448,8 +9846,8 @@ g0scaled:
 	VSHUFPS      $0x01, X1, X1, X0
 	VBROADCASTSS X0, Y2
 	VBROADCASTSS one<>+0(SB), Y3
-	TESTQ        $0x00000001, R9
-	JNZ          g1scalent
+	TESTQ        $0x00000004, R9
+	JNZ          g1scalepf
 
 	// y = (src*inv)*w, rounded after each multiply.
 	XORQ R11, R11
@@ -8511,9 +9909,74 @@ g1stail:
 g1sdone:
 	JMP g1scaled
 
-g1scalent:
-	LEAQ (CX)(R8*4), R11
+g1scalepf:
+	LEAQ  (CX)(R8*8), R11
+	TESTQ $0x00000001, R9
+	JNZ   g1scalent
 
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ R12, R12
+	MOVQ SI, R13
+	SUBQ $0x00000080, R13
+
+g1ploop:
+	CMPQ       R12, R13
+	JG         g1pone
+	PREFETCHT0 (R11)(R12*1)
+	PREFETCHT0 64(R11)(R12*1)
+	VMULPS     (CX)(R12*1), Y2, Y4
+	VMOVUPS    (DX)(R12*1), Y5
+	VADDPS     Y3, Y5, Y5
+	VMULPS     Y5, Y4, Y4
+	VMOVUPS    Y4, (AX)(R12*1)
+	VMULPS     32(CX)(R12*1), Y2, Y4
+	VMOVUPS    32(DX)(R12*1), Y5
+	VADDPS     Y3, Y5, Y5
+	VMULPS     Y5, Y4, Y4
+	VMOVUPS    Y4, 32(AX)(R12*1)
+	VMULPS     64(CX)(R12*1), Y2, Y4
+	VMOVUPS    64(DX)(R12*1), Y5
+	VADDPS     Y3, Y5, Y5
+	VMULPS     Y5, Y4, Y4
+	VMOVUPS    Y4, 64(AX)(R12*1)
+	VMULPS     96(CX)(R12*1), Y2, Y4
+	VMOVUPS    96(DX)(R12*1), Y5
+	VADDPS     Y3, Y5, Y5
+	VMULPS     Y5, Y4, Y4
+	VMOVUPS    Y4, 96(AX)(R12*1)
+	ADDQ       $0x00000080, R12
+	JMP        g1ploop
+
+g1pone:
+	ADDQ $0x00000060, R13
+
+g1poneloop:
+	CMPQ    R12, R13
+	JG      g1ptail
+	VMULPS  (CX)(R12*1), Y2, Y4
+	VMOVUPS (DX)(R12*1), Y5
+	VADDPS  Y3, Y5, Y5
+	VMULPS  Y5, Y4, Y4
+	VMOVUPS Y4, (AX)(R12*1)
+	ADDQ    $0x00000020, R12
+	JMP     g1poneloop
+
+g1ptail:
+	CMPQ   R12, SI
+	JGE    g1pdone
+	VMOVSS (CX)(R12*1), X2
+	VMULSS X0, X2, X2
+	VMOVSS (DX)(R12*1), X4
+	VADDSS X3, X4, X4
+	VMULSS X4, X2, X2
+	VMOVSS X2, (AX)(R12*1)
+	ADDQ   $0x04, R12
+	JMP    g1ptail
+
+g1pdone:
+	JMP g1scaled
+
+g1scalent:
 	// y = (src*inv)*w, rounded after each multiply.
 	XORQ R12, R12
 
@@ -8598,8 +10061,8 @@ g1scaled:
 	VSHUFPS      $0x02, X1, X1, X0
 	VBROADCASTSS X0, Y2
 	VBROADCASTSS one<>+0(SB), Y3
-	TESTQ        $0x00000001, R9
-	JNZ          g2scalent
+	TESTQ        $0x00000004, R9
+	JNZ          g2scalepf
 
 	// y = (src*inv)*w, rounded after each multiply.
 	XORQ R11, R11
@@ -8661,9 +10124,74 @@ g2stail:
 g2sdone:
 	JMP g2scaled
 
-g2scalent:
-	LEAQ (CX)(R8*4), R11
+g2scalepf:
+	LEAQ  (CX)(R8*8), R11
+	TESTQ $0x00000001, R9
+	JNZ   g2scalent
 
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ R12, R12
+	MOVQ SI, R13
+	SUBQ $0x00000080, R13
+
+g2ploop:
+	CMPQ       R12, R13
+	JG         g2pone
+	PREFETCHT0 (R11)(R12*1)
+	PREFETCHT0 64(R11)(R12*1)
+	VMULPS     (CX)(R12*1), Y2, Y4
+	VMOVUPS    (DX)(R12*1), Y5
+	VADDPS     Y3, Y5, Y5
+	VMULPS     Y5, Y4, Y4
+	VMOVUPS    Y4, (AX)(R12*1)
+	VMULPS     32(CX)(R12*1), Y2, Y4
+	VMOVUPS    32(DX)(R12*1), Y5
+	VADDPS     Y3, Y5, Y5
+	VMULPS     Y5, Y4, Y4
+	VMOVUPS    Y4, 32(AX)(R12*1)
+	VMULPS     64(CX)(R12*1), Y2, Y4
+	VMOVUPS    64(DX)(R12*1), Y5
+	VADDPS     Y3, Y5, Y5
+	VMULPS     Y5, Y4, Y4
+	VMOVUPS    Y4, 64(AX)(R12*1)
+	VMULPS     96(CX)(R12*1), Y2, Y4
+	VMOVUPS    96(DX)(R12*1), Y5
+	VADDPS     Y3, Y5, Y5
+	VMULPS     Y5, Y4, Y4
+	VMOVUPS    Y4, 96(AX)(R12*1)
+	ADDQ       $0x00000080, R12
+	JMP        g2ploop
+
+g2pone:
+	ADDQ $0x00000060, R13
+
+g2poneloop:
+	CMPQ    R12, R13
+	JG      g2ptail
+	VMULPS  (CX)(R12*1), Y2, Y4
+	VMOVUPS (DX)(R12*1), Y5
+	VADDPS  Y3, Y5, Y5
+	VMULPS  Y5, Y4, Y4
+	VMOVUPS Y4, (AX)(R12*1)
+	ADDQ    $0x00000020, R12
+	JMP     g2poneloop
+
+g2ptail:
+	CMPQ   R12, SI
+	JGE    g2pdone
+	VMOVSS (CX)(R12*1), X2
+	VMULSS X0, X2, X2
+	VMOVSS (DX)(R12*1), X4
+	VADDSS X3, X4, X4
+	VMULSS X4, X2, X2
+	VMOVSS X2, (AX)(R12*1)
+	ADDQ   $0x04, R12
+	JMP    g2ptail
+
+g2pdone:
+	JMP g2scaled
+
+g2scalent:
 	// y = (src*inv)*w, rounded after each multiply.
 	XORQ R12, R12
 
@@ -8748,8 +10276,8 @@ g2scaled:
 	VSHUFPS      $0x03, X1, X1, X0
 	VBROADCASTSS X0, Y1
 	VBROADCASTSS one<>+0(SB), Y2
-	TESTQ        $0x00000001, R9
-	JNZ          g3scalent
+	TESTQ        $0x00000004, R9
+	JNZ          g3scalepf
 
 	// y = (src*inv)*w, rounded after each multiply.
 	XORQ R11, R11
@@ -8811,9 +10339,74 @@ g3stail:
 g3sdone:
 	JMP g3scaled
 
-g3scalent:
-	LEAQ (CX)(R8*4), R11
+g3scalepf:
+	LEAQ  (CX)(R8*8), R11
+	TESTQ $0x00000001, R9
+	JNZ   g3scalent
 
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ R12, R12
+	MOVQ SI, R13
+	SUBQ $0x00000080, R13
+
+g3ploop:
+	CMPQ       R12, R13
+	JG         g3pone
+	PREFETCHT0 (R11)(R12*1)
+	PREFETCHT0 64(R11)(R12*1)
+	VMULPS     (CX)(R12*1), Y1, Y3
+	VMOVUPS    (DX)(R12*1), Y4
+	VADDPS     Y2, Y4, Y4
+	VMULPS     Y4, Y3, Y3
+	VMOVUPS    Y3, (AX)(R12*1)
+	VMULPS     32(CX)(R12*1), Y1, Y3
+	VMOVUPS    32(DX)(R12*1), Y4
+	VADDPS     Y2, Y4, Y4
+	VMULPS     Y4, Y3, Y3
+	VMOVUPS    Y3, 32(AX)(R12*1)
+	VMULPS     64(CX)(R12*1), Y1, Y3
+	VMOVUPS    64(DX)(R12*1), Y4
+	VADDPS     Y2, Y4, Y4
+	VMULPS     Y4, Y3, Y3
+	VMOVUPS    Y3, 64(AX)(R12*1)
+	VMULPS     96(CX)(R12*1), Y1, Y3
+	VMOVUPS    96(DX)(R12*1), Y4
+	VADDPS     Y2, Y4, Y4
+	VMULPS     Y4, Y3, Y3
+	VMOVUPS    Y3, 96(AX)(R12*1)
+	ADDQ       $0x00000080, R12
+	JMP        g3ploop
+
+g3pone:
+	ADDQ $0x00000060, R13
+
+g3poneloop:
+	CMPQ    R12, R13
+	JG      g3ptail
+	VMULPS  (CX)(R12*1), Y1, Y3
+	VMOVUPS (DX)(R12*1), Y4
+	VADDPS  Y2, Y4, Y4
+	VMULPS  Y4, Y3, Y3
+	VMOVUPS Y3, (AX)(R12*1)
+	ADDQ    $0x00000020, R12
+	JMP     g3poneloop
+
+g3ptail:
+	CMPQ   R12, SI
+	JGE    g3pdone
+	VMOVSS (CX)(R12*1), X1
+	VMULSS X0, X1, X1
+	VMOVSS (DX)(R12*1), X3
+	VADDSS X2, X3, X3
+	VMULSS X3, X1, X1
+	VMOVSS X1, (AX)(R12*1)
+	ADDQ   $0x04, R12
+	JMP    g3ptail
+
+g3pdone:
+	JMP g3scaled
+
+g3scalent:
 	// y = (src*inv)*w, rounded after each multiply.
 	XORQ R12, R12
 
@@ -9154,8 +10747,8 @@ divided:
 scale:
 	VBROADCASTSS X1, Y0
 	VBROADCASTSS one<>+0(SB), Y2
-	TESTQ        $0x00000001, R9
-	JNZ          scalent
+	TESTQ        $0x00000004, R9
+	JNZ          scalepf
 
 	// y = (src*inv)*w, rounded after each multiply.
 	XORQ R11, R11
@@ -9217,9 +10810,74 @@ stail:
 sdone:
 	JMP scaled
 
-scalent:
-	LEAQ (CX)(R8*1), R11
+scalepf:
+	LEAQ  (CX)(R8*1), R11
+	TESTQ $0x00000001, R9
+	JNZ   scalent
 
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ R12, R12
+	MOVQ SI, R13
+	SUBQ $0x00000080, R13
+
+ploop:
+	CMPQ       R12, R13
+	JG         pone
+	PREFETCHT0 (R11)(R12*1)
+	PREFETCHT0 64(R11)(R12*1)
+	VMULPS     (CX)(R12*1), Y0, Y3
+	VMOVUPS    (DX)(R12*1), Y4
+	VADDPS     Y2, Y4, Y4
+	VMULPS     Y4, Y3, Y3
+	VMOVUPS    Y3, (AX)(R12*1)
+	VMULPS     32(CX)(R12*1), Y0, Y3
+	VMOVUPS    32(DX)(R12*1), Y4
+	VADDPS     Y2, Y4, Y4
+	VMULPS     Y4, Y3, Y3
+	VMOVUPS    Y3, 32(AX)(R12*1)
+	VMULPS     64(CX)(R12*1), Y0, Y3
+	VMOVUPS    64(DX)(R12*1), Y4
+	VADDPS     Y2, Y4, Y4
+	VMULPS     Y4, Y3, Y3
+	VMOVUPS    Y3, 64(AX)(R12*1)
+	VMULPS     96(CX)(R12*1), Y0, Y3
+	VMOVUPS    96(DX)(R12*1), Y4
+	VADDPS     Y2, Y4, Y4
+	VMULPS     Y4, Y3, Y3
+	VMOVUPS    Y3, 96(AX)(R12*1)
+	ADDQ       $0x00000080, R12
+	JMP        ploop
+
+pone:
+	ADDQ $0x00000060, R13
+
+poneloop:
+	CMPQ    R12, R13
+	JG      ptail
+	VMULPS  (CX)(R12*1), Y0, Y3
+	VMOVUPS (DX)(R12*1), Y4
+	VADDPS  Y2, Y4, Y4
+	VMULPS  Y4, Y3, Y3
+	VMOVUPS Y3, (AX)(R12*1)
+	ADDQ    $0x00000020, R12
+	JMP     poneloop
+
+ptail:
+	CMPQ   R12, SI
+	JGE    pdone
+	VMOVSS (CX)(R12*1), X0
+	VMULSS X1, X0, X0
+	VMOVSS (DX)(R12*1), X3
+	VADDSS X2, X3, X3
+	VMULSS X3, X0, X0
+	VMOVSS X0, (AX)(R12*1)
+	ADDQ   $0x04, R12
+	JMP    ptail
+
+pdone:
+	JMP scaled
+
+scalent:
 	// y = (src*inv)*w, rounded after each multiply.
 	XORQ R12, R12
 
@@ -10262,8 +11920,8 @@ Ginrange:
 
 gscale:
 	VBROADCASTSS X1, Y0
-	TESTQ        $0x00000001, R8
-	JNZ          g0scalent
+	TESTQ        $0x00000004, R8
+	JNZ          g0scalepf
 
 	// y = (src*inv)*w, rounded after each multiply.
 	XORQ R10, R10
@@ -10307,9 +11965,56 @@ g0stail:
 g0sdone:
 	JMP g0scaled
 
-g0scalent:
-	LEAQ (CX)(DI*4), R10
+g0scalepf:
+	LEAQ  (CX)(DI*8), R10
+	TESTQ $0x00000001, R8
+	JNZ   g0scalent
 
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ R11, R11
+	MOVQ BX, R12
+	SUBQ $0x00000080, R12
+
+g0ploop:
+	CMPQ       R11, R12
+	JG         g0pone
+	PREFETCHT0 (R10)(R11*1)
+	PREFETCHT0 64(R10)(R11*1)
+	VMULPS     (CX)(R11*1), Y0, Y2
+	VMOVUPS    Y2, (AX)(R11*1)
+	VMULPS     32(CX)(R11*1), Y0, Y2
+	VMOVUPS    Y2, 32(AX)(R11*1)
+	VMULPS     64(CX)(R11*1), Y0, Y2
+	VMOVUPS    Y2, 64(AX)(R11*1)
+	VMULPS     96(CX)(R11*1), Y0, Y2
+	VMOVUPS    Y2, 96(AX)(R11*1)
+	ADDQ       $0x00000080, R11
+	JMP        g0ploop
+
+g0pone:
+	ADDQ $0x00000060, R12
+
+g0poneloop:
+	CMPQ    R11, R12
+	JG      g0ptail
+	VMULPS  (CX)(R11*1), Y0, Y2
+	VMOVUPS Y2, (AX)(R11*1)
+	ADDQ    $0x00000020, R11
+	JMP     g0poneloop
+
+g0ptail:
+	CMPQ   R11, BX
+	JGE    g0pdone
+	VMOVSS (CX)(R11*1), X0
+	VMULSS X1, X0, X0
+	VMOVSS X0, (AX)(R11*1)
+	ADDQ   $0x04, R11
+	JMP    g0ptail
+
+g0pdone:
+	JMP g0scaled
+
+g0scalent:
 	// y = (src*inv)*w, rounded after each multiply.
 	XORQ R11, R11
 
@@ -10372,8 +12077,8 @@ g0scaled:
 	ADDQ         DI, AX
 	VSHUFPS      $0x01, X1, X1, X0
 	VBROADCASTSS X0, Y2
-	TESTQ        $0x00000001, R8
-	JNZ          g1scalent
+	TESTQ        $0x00000004, R8
+	JNZ          g1scalepf
 
 	// y = (src*inv)*w, rounded after each multiply.
 	XORQ R10, R10
@@ -10417,9 +12122,56 @@ g1stail:
 g1sdone:
 	JMP g1scaled
 
-g1scalent:
-	LEAQ (CX)(DI*4), R10
+g1scalepf:
+	LEAQ  (CX)(DI*8), R10
+	TESTQ $0x00000001, R8
+	JNZ   g1scalent
 
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ R11, R11
+	MOVQ BX, R12
+	SUBQ $0x00000080, R12
+
+g1ploop:
+	CMPQ       R11, R12
+	JG         g1pone
+	PREFETCHT0 (R10)(R11*1)
+	PREFETCHT0 64(R10)(R11*1)
+	VMULPS     (CX)(R11*1), Y2, Y3
+	VMOVUPS    Y3, (AX)(R11*1)
+	VMULPS     32(CX)(R11*1), Y2, Y3
+	VMOVUPS    Y3, 32(AX)(R11*1)
+	VMULPS     64(CX)(R11*1), Y2, Y3
+	VMOVUPS    Y3, 64(AX)(R11*1)
+	VMULPS     96(CX)(R11*1), Y2, Y3
+	VMOVUPS    Y3, 96(AX)(R11*1)
+	ADDQ       $0x00000080, R11
+	JMP        g1ploop
+
+g1pone:
+	ADDQ $0x00000060, R12
+
+g1poneloop:
+	CMPQ    R11, R12
+	JG      g1ptail
+	VMULPS  (CX)(R11*1), Y2, Y3
+	VMOVUPS Y3, (AX)(R11*1)
+	ADDQ    $0x00000020, R11
+	JMP     g1poneloop
+
+g1ptail:
+	CMPQ   R11, BX
+	JGE    g1pdone
+	VMOVSS (CX)(R11*1), X2
+	VMULSS X0, X2, X2
+	VMOVSS X2, (AX)(R11*1)
+	ADDQ   $0x04, R11
+	JMP    g1ptail
+
+g1pdone:
+	JMP g1scaled
+
+g1scalent:
 	// y = (src*inv)*w, rounded after each multiply.
 	XORQ R11, R11
 
@@ -10482,8 +12234,8 @@ g1scaled:
 	ADDQ         DI, AX
 	VSHUFPS      $0x02, X1, X1, X0
 	VBROADCASTSS X0, Y2
-	TESTQ        $0x00000001, R8
-	JNZ          g2scalent
+	TESTQ        $0x00000004, R8
+	JNZ          g2scalepf
 
 	// y = (src*inv)*w, rounded after each multiply.
 	XORQ R10, R10
@@ -10527,9 +12279,56 @@ g2stail:
 g2sdone:
 	JMP g2scaled
 
-g2scalent:
-	LEAQ (CX)(DI*4), R10
+g2scalepf:
+	LEAQ  (CX)(DI*8), R10
+	TESTQ $0x00000001, R8
+	JNZ   g2scalent
 
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ R11, R11
+	MOVQ BX, R12
+	SUBQ $0x00000080, R12
+
+g2ploop:
+	CMPQ       R11, R12
+	JG         g2pone
+	PREFETCHT0 (R10)(R11*1)
+	PREFETCHT0 64(R10)(R11*1)
+	VMULPS     (CX)(R11*1), Y2, Y3
+	VMOVUPS    Y3, (AX)(R11*1)
+	VMULPS     32(CX)(R11*1), Y2, Y3
+	VMOVUPS    Y3, 32(AX)(R11*1)
+	VMULPS     64(CX)(R11*1), Y2, Y3
+	VMOVUPS    Y3, 64(AX)(R11*1)
+	VMULPS     96(CX)(R11*1), Y2, Y3
+	VMOVUPS    Y3, 96(AX)(R11*1)
+	ADDQ       $0x00000080, R11
+	JMP        g2ploop
+
+g2pone:
+	ADDQ $0x00000060, R12
+
+g2poneloop:
+	CMPQ    R11, R12
+	JG      g2ptail
+	VMULPS  (CX)(R11*1), Y2, Y3
+	VMOVUPS Y3, (AX)(R11*1)
+	ADDQ    $0x00000020, R11
+	JMP     g2poneloop
+
+g2ptail:
+	CMPQ   R11, BX
+	JGE    g2pdone
+	VMOVSS (CX)(R11*1), X2
+	VMULSS X0, X2, X2
+	VMOVSS X2, (AX)(R11*1)
+	ADDQ   $0x04, R11
+	JMP    g2ptail
+
+g2pdone:
+	JMP g2scaled
+
+g2scalent:
 	// y = (src*inv)*w, rounded after each multiply.
 	XORQ R11, R11
 
@@ -10592,8 +12391,8 @@ g2scaled:
 	ADDQ         DI, AX
 	VSHUFPS      $0x03, X1, X1, X0
 	VBROADCASTSS X0, Y1
-	TESTQ        $0x00000001, R8
-	JNZ          g3scalent
+	TESTQ        $0x00000004, R8
+	JNZ          g3scalepf
 
 	// y = (src*inv)*w, rounded after each multiply.
 	XORQ R10, R10
@@ -10637,9 +12436,56 @@ g3stail:
 g3sdone:
 	JMP g3scaled
 
-g3scalent:
-	LEAQ (CX)(DI*4), R10
+g3scalepf:
+	LEAQ  (CX)(DI*8), R10
+	TESTQ $0x00000001, R8
+	JNZ   g3scalent
 
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ R11, R11
+	MOVQ BX, R12
+	SUBQ $0x00000080, R12
+
+g3ploop:
+	CMPQ       R11, R12
+	JG         g3pone
+	PREFETCHT0 (R10)(R11*1)
+	PREFETCHT0 64(R10)(R11*1)
+	VMULPS     (CX)(R11*1), Y1, Y2
+	VMOVUPS    Y2, (AX)(R11*1)
+	VMULPS     32(CX)(R11*1), Y1, Y2
+	VMOVUPS    Y2, 32(AX)(R11*1)
+	VMULPS     64(CX)(R11*1), Y1, Y2
+	VMOVUPS    Y2, 64(AX)(R11*1)
+	VMULPS     96(CX)(R11*1), Y1, Y2
+	VMOVUPS    Y2, 96(AX)(R11*1)
+	ADDQ       $0x00000080, R11
+	JMP        g3ploop
+
+g3pone:
+	ADDQ $0x00000060, R12
+
+g3poneloop:
+	CMPQ    R11, R12
+	JG      g3ptail
+	VMULPS  (CX)(R11*1), Y1, Y2
+	VMOVUPS Y2, (AX)(R11*1)
+	ADDQ    $0x00000020, R11
+	JMP     g3poneloop
+
+g3ptail:
+	CMPQ   R11, BX
+	JGE    g3pdone
+	VMOVSS (CX)(R11*1), X1
+	VMULSS X0, X1, X1
+	VMOVSS X1, (AX)(R11*1)
+	ADDQ   $0x04, R11
+	JMP    g3ptail
+
+g3pdone:
+	JMP g3scaled
+
+g3scalent:
 	// y = (src*inv)*w, rounded after each multiply.
 	XORQ R11, R11
 
@@ -10958,8 +12804,8 @@ divided:
 
 scale:
 	VBROADCASTSS X1, Y0
-	TESTQ        $0x00000001, R8
-	JNZ          scalent
+	TESTQ        $0x00000004, R8
+	JNZ          scalepf
 
 	// y = (src*inv)*w, rounded after each multiply.
 	XORQ R10, R10
@@ -11003,9 +12849,56 @@ stail:
 sdone:
 	JMP scaled
 
-scalent:
-	LEAQ (CX)(DI*1), R10
+scalepf:
+	LEAQ  (CX)(DI*1), R10
+	TESTQ $0x00000001, R8
+	JNZ   scalent
 
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ R11, R11
+	MOVQ BX, R12
+	SUBQ $0x00000080, R12
+
+ploop:
+	CMPQ       R11, R12
+	JG         pone
+	PREFETCHT0 (R10)(R11*1)
+	PREFETCHT0 64(R10)(R11*1)
+	VMULPS     (CX)(R11*1), Y0, Y2
+	VMOVUPS    Y2, (AX)(R11*1)
+	VMULPS     32(CX)(R11*1), Y0, Y2
+	VMOVUPS    Y2, 32(AX)(R11*1)
+	VMULPS     64(CX)(R11*1), Y0, Y2
+	VMOVUPS    Y2, 64(AX)(R11*1)
+	VMULPS     96(CX)(R11*1), Y0, Y2
+	VMOVUPS    Y2, 96(AX)(R11*1)
+	ADDQ       $0x00000080, R11
+	JMP        ploop
+
+pone:
+	ADDQ $0x00000060, R12
+
+poneloop:
+	CMPQ    R11, R12
+	JG      ptail
+	VMULPS  (CX)(R11*1), Y0, Y2
+	VMOVUPS Y2, (AX)(R11*1)
+	ADDQ    $0x00000020, R11
+	JMP     poneloop
+
+ptail:
+	CMPQ   R11, BX
+	JGE    pdone
+	VMOVSS (CX)(R11*1), X0
+	VMULSS X1, X0, X0
+	VMOVSS X0, (AX)(R11*1)
+	ADDQ   $0x04, R11
+	JMP    ptail
+
+pdone:
+	JMP scaled
+
+scalent:
 	// y = (src*inv)*w, rounded after each multiply.
 	XORQ R11, R11
 
@@ -11422,8 +13315,8 @@ divided:
 
 scale:
 	VBROADCASTSS X1, Y0
-	TESTQ        $0x00000001, R10
-	JNZ          scalent
+	TESTQ        $0x00000004, R10
+	JNZ          scalepf
 
 	// y = (src*inv)*w, rounded after each multiply.
 	XORQ R12, R12
@@ -11473,9 +13366,62 @@ stail:
 sdone:
 	JMP scaled
 
-scalent:
-	LEAQ (BX)(R9*1), R12
+scalepf:
+	LEAQ  (BX)(R9*1), R12
+	TESTQ $0x00000001, R10
+	JNZ   scalent
 
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ R13, R13
+	MOVQ DI, R14
+	SUBQ $0x00000080, R14
+
+ploop:
+	CMPQ       R13, R14
+	JG         pone
+	PREFETCHT0 (R12)(R13*1)
+	PREFETCHT0 64(R12)(R13*1)
+	VMULPS     (BX)(R13*1), Y0, Y2
+	VMULPS     (DX)(R13*1), Y2, Y2
+	VMOVUPS    Y2, (AX)(R13*1)
+	VMULPS     32(BX)(R13*1), Y0, Y2
+	VMULPS     32(DX)(R13*1), Y2, Y2
+	VMOVUPS    Y2, 32(AX)(R13*1)
+	VMULPS     64(BX)(R13*1), Y0, Y2
+	VMULPS     64(DX)(R13*1), Y2, Y2
+	VMOVUPS    Y2, 64(AX)(R13*1)
+	VMULPS     96(BX)(R13*1), Y0, Y2
+	VMULPS     96(DX)(R13*1), Y2, Y2
+	VMOVUPS    Y2, 96(AX)(R13*1)
+	ADDQ       $0x00000080, R13
+	JMP        ploop
+
+pone:
+	ADDQ $0x00000060, R14
+
+poneloop:
+	CMPQ    R13, R14
+	JG      ptail
+	VMULPS  (BX)(R13*1), Y0, Y2
+	VMULPS  (DX)(R13*1), Y2, Y2
+	VMOVUPS Y2, (AX)(R13*1)
+	ADDQ    $0x00000020, R13
+	JMP     poneloop
+
+ptail:
+	CMPQ   R13, DI
+	JGE    pdone
+	VMOVSS (BX)(R13*1), X0
+	VMULSS X1, X0, X0
+	VMULSS (DX)(R13*1), X0, X0
+	VMOVSS X0, (AX)(R13*1)
+	ADDQ   $0x04, R13
+	JMP    ptail
+
+pdone:
+	JMP scaled
+
+scalent:
 	// y = (src*inv)*w, rounded after each multiply.
 	XORQ R13, R13
 
@@ -11901,8 +13847,8 @@ divided:
 scale:
 	VBROADCASTSS X1, Y0
 	VBROADCASTSS one<>+0(SB), Y2
-	TESTQ        $0x00000001, R10
-	JNZ          scalent
+	TESTQ        $0x00000004, R10
+	JNZ          scalepf
 
 	// y = (src*inv)*w, rounded after each multiply.
 	XORQ R12, R12
@@ -11964,9 +13910,74 @@ stail:
 sdone:
 	JMP scaled
 
-scalent:
-	LEAQ (BX)(R9*1), R12
+scalepf:
+	LEAQ  (BX)(R9*1), R12
+	TESTQ $0x00000001, R10
+	JNZ   scalent
 
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ R13, R13
+	MOVQ DI, R14
+	SUBQ $0x00000080, R14
+
+ploop:
+	CMPQ       R13, R14
+	JG         pone
+	PREFETCHT0 (R12)(R13*1)
+	PREFETCHT0 64(R12)(R13*1)
+	VMULPS     (BX)(R13*1), Y0, Y3
+	VMOVUPS    (DX)(R13*1), Y4
+	VADDPS     Y2, Y4, Y4
+	VMULPS     Y4, Y3, Y3
+	VMOVUPS    Y3, (AX)(R13*1)
+	VMULPS     32(BX)(R13*1), Y0, Y3
+	VMOVUPS    32(DX)(R13*1), Y4
+	VADDPS     Y2, Y4, Y4
+	VMULPS     Y4, Y3, Y3
+	VMOVUPS    Y3, 32(AX)(R13*1)
+	VMULPS     64(BX)(R13*1), Y0, Y3
+	VMOVUPS    64(DX)(R13*1), Y4
+	VADDPS     Y2, Y4, Y4
+	VMULPS     Y4, Y3, Y3
+	VMOVUPS    Y3, 64(AX)(R13*1)
+	VMULPS     96(BX)(R13*1), Y0, Y3
+	VMOVUPS    96(DX)(R13*1), Y4
+	VADDPS     Y2, Y4, Y4
+	VMULPS     Y4, Y3, Y3
+	VMOVUPS    Y3, 96(AX)(R13*1)
+	ADDQ       $0x00000080, R13
+	JMP        ploop
+
+pone:
+	ADDQ $0x00000060, R14
+
+poneloop:
+	CMPQ    R13, R14
+	JG      ptail
+	VMULPS  (BX)(R13*1), Y0, Y3
+	VMOVUPS (DX)(R13*1), Y4
+	VADDPS  Y2, Y4, Y4
+	VMULPS  Y4, Y3, Y3
+	VMOVUPS Y3, (AX)(R13*1)
+	ADDQ    $0x00000020, R13
+	JMP     poneloop
+
+ptail:
+	CMPQ   R13, DI
+	JGE    pdone
+	VMOVSS (BX)(R13*1), X0
+	VMULSS X1, X0, X0
+	VMOVSS (DX)(R13*1), X3
+	VADDSS X2, X3, X3
+	VMULSS X3, X0, X0
+	VMOVSS X0, (AX)(R13*1)
+	ADDQ   $0x04, R13
+	JMP    ptail
+
+pdone:
+	JMP scaled
+
+scalent:
 	// y = (src*inv)*w, rounded after each multiply.
 	XORQ R13, R13
 
@@ -12404,8 +14415,8 @@ divided:
 
 scale:
 	VBROADCASTSS X1, Y0
-	TESTQ        $0x00000001, R9
-	JNZ          scalent
+	TESTQ        $0x00000004, R9
+	JNZ          scalepf
 
 	// y = (src*inv)*w, rounded after each multiply.
 	XORQ R11, R11
@@ -12449,9 +14460,56 @@ stail:
 sdone:
 	JMP scaled
 
-scalent:
-	LEAQ (DX)(R8*1), R11
+scalepf:
+	LEAQ  (DX)(R8*1), R11
+	TESTQ $0x00000001, R9
+	JNZ   scalent
 
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ R12, R12
+	MOVQ SI, R13
+	SUBQ $0x00000080, R13
+
+ploop:
+	CMPQ       R12, R13
+	JG         pone
+	PREFETCHT0 (R11)(R12*1)
+	PREFETCHT0 64(R11)(R12*1)
+	VMULPS     (DX)(R12*1), Y0, Y2
+	VMOVUPS    Y2, (AX)(R12*1)
+	VMULPS     32(DX)(R12*1), Y0, Y2
+	VMOVUPS    Y2, 32(AX)(R12*1)
+	VMULPS     64(DX)(R12*1), Y0, Y2
+	VMOVUPS    Y2, 64(AX)(R12*1)
+	VMULPS     96(DX)(R12*1), Y0, Y2
+	VMOVUPS    Y2, 96(AX)(R12*1)
+	ADDQ       $0x00000080, R12
+	JMP        ploop
+
+pone:
+	ADDQ $0x00000060, R13
+
+poneloop:
+	CMPQ    R12, R13
+	JG      ptail
+	VMULPS  (DX)(R12*1), Y0, Y2
+	VMOVUPS Y2, (AX)(R12*1)
+	ADDQ    $0x00000020, R12
+	JMP     poneloop
+
+ptail:
+	CMPQ   R12, SI
+	JGE    pdone
+	VMOVSS (DX)(R12*1), X0
+	VMULSS X1, X0, X0
+	VMOVSS X0, (AX)(R12*1)
+	ADDQ   $0x04, R12
+	JMP    ptail
+
+pdone:
+	JMP scaled
+
+scalent:
 	// y = (src*inv)*w, rounded after each multiply.
 	XORQ R12, R12
 

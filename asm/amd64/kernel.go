@@ -14,6 +14,7 @@ const signature = "func(dst, x, w, res, inv *float32, d, rows, stride int, eps, 
 const (
 	flagNT = 1 // write dst with non-temporal stores (the batch is larger than the cache)
 	flagRD = 2 // d is a power of two: ss/d is computed exactly as ss*rd
+	flagPF = 4 // prefetch the next rows while scaling (they come from memory, or are far apart)
 )
 
 const (
@@ -167,7 +168,7 @@ func (g *gen) groupPath(rows, done GPVirtual) {
 	Label("gscale")
 	for r := 0; r < group; r++ {
 		g.prefix = fmt.Sprintf("g%d", r)
-		g.scaleBoth(g.x, g.dst, s.lane(inv4, r), group)
+		g.scaleBoth(g.x, g.dst, s.lane(inv4, r), 2*group)
 		ADDQ(g.strideB, g.x)
 		ADDQ(g.strideB, g.dst)
 	}
@@ -323,9 +324,10 @@ func (g *gen) invRMS(ss VecVirtual) VecVirtual {
 	return inv
 }
 
-// scaleBoth emits the scale pass twice, with ordinary and with non-temporal stores, and picks one
-// by the flags. Streaming means the batch comes from memory, so that version also prefetches the
-// row `ahead` rows further on, keeping reads in flight while this row is scaled.
+// scaleBoth emits the scale pass three times and picks one by the flags: plain; prefetching the
+// row `ahead` rows further on, to keep reads in flight while this row is scaled when the rows come
+// from memory or lie far apart; and prefetching with non-temporal stores, for batches larger than
+// the cache.
 func (g *gen) scaleBoth(src, dst GPVirtual, invx VecVirtual, ahead int) {
 	invv := g.s.vec()
 	VBROADCASTSS(invx, invv)
@@ -334,26 +336,33 @@ func (g *gen) scaleBoth(src, dst GPVirtual, invx VecVirtual, ahead int) {
 		one = g.s.vec()
 		VBROADCASTSS(constOne, one)
 	}
-	TESTQ(U32(flagNT), g.flags)
-	JNZ(g.ref("scalent"))
-	g.scale(src, dst, invx, invv, one, nil)
+	TESTQ(U32(flagPF), g.flags)
+	JNZ(g.ref("scalepf"))
+	g.scale(src, dst, invx, invv, one, nil, false)
 	JMP(g.ref("scaled"))
-	g.Label("scalent")
+	g.Label("scalepf")
 	pf := GP64()
 	LEAQ(Mem{Base: src, Index: g.strideB, Scale: uint8(ahead)}, pf)
-	g.scale(src, dst, invx, invv, one, pf)
+	TESTQ(U32(flagNT), g.flags)
+	JNZ(g.ref("scalent"))
+	g.scale(src, dst, invx, invv, one, pf, false)
+	JMP(g.ref("scaled"))
+	g.Label("scalent")
+	g.scale(src, dst, invx, invv, one, pf, true)
 	g.Label("scaled")
 }
 
-// scale writes y = (src*inv)*w (or the variant's form) for one row. With pf set (streaming), the
-// aligned middle of the row goes out with non-temporal stores, the unaligned head and the tail
-// with ordinary ones, and the lines of the row at pf are prefetched along the way.
-func (g *gen) scale(src, dst GPVirtual, invx, invv, one VecVirtual, pf GPVirtual) {
+// scale writes y = (src*inv)*w (or the variant's form) for one row. With pf set, the lines of
+// the row at pf are prefetched along the way. With nt, the aligned middle of the row goes out with
+// non-temporal stores, the unaligned head and the tail with ordinary ones.
+func (g *gen) scale(src, dst GPVirtual, invx, invv, one VecVirtual, pf GPVirtual, nt bool) {
 	s := g.s
-	nt := pf != nil
 	p := "s"
-	if nt {
+	switch {
+	case nt:
 		p = "n"
+	case pf != nil:
+		p = "p"
 	}
 	Comment("y = (src*inv)*w, rounded after each multiply.")
 	// one vector of output at byte i+disp
@@ -422,7 +431,7 @@ func (g *gen) scale(src, dst GPVirtual, invx, invv, one VecVirtual, pf GPVirtual
 	g.Label(p + "loop")
 	CMPQ(i, lim)
 	JG(g.ref(p + "one"))
-	if nt {
+	if pf != nil {
 		for off := 0; off < unroll*s.vbytes; off += 64 {
 			PREFETCHT0(at(pf, i, off))
 		}

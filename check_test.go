@@ -44,7 +44,7 @@ func TestForwardBadInput(t *testing.T) {
 		want   []string
 	}{
 		{"empty w", make([]float32, 8), buf[:8], nil, 1e-6, []string{"len(w) = 0", "len(x) = 8"}},
-		{"not a multiple", make([]float32, 10), buf[:10], w4, 1e-6, []string{"len(x) = 10", "multiple of len(w) = 4"}},
+		{"not a multiple", make([]float32, 10), buf[:10], w4, 1e-6, []string{"len(x) = 10", "not a multiple", "len(w) = 4"}},
 		{"short dst", make([]float32, 7), buf[:8], w4, 1e-6, []string{"len(dst) = 7", "len(x) = 8"}},
 		{"long dst", make([]float32, 9), buf[:8], w4, 1e-6, []string{"len(dst) = 9", "len(x) = 8"}},
 		{"nil dst", nil, buf[:8], w4, 1e-6, []string{"len(dst) = 0", "len(x) = 8"}},
@@ -90,5 +90,82 @@ func TestForwardLegalEdges(t *testing.T) {
 	Forward(y, x, x[:2], 1e-6) // w inside x: both are only read
 	if y[0] != y[0] || x[0] == 1 {
 		t.Fatalf("in-place and w-inside-x calls did not run: x=%v y=%v", x, y)
+	}
+}
+
+func TestApplyBadInput(t *testing.T) {
+	nan := float32(math.NaN())
+	buf := make([]float32, 256)
+	for i := range buf {
+		buf[i] = float32(i%17) - 8
+	}
+	w4 := []float32{1, 2, 3, 4}
+	type tc struct {
+		name string
+		n    Norm
+		r    Rows
+		want []string
+	}
+	cases := []tc{
+		{"Dim disagrees with Weight", Norm{Weight: w4, Dim: 5, Eps: 1e-6}, Rows{Dst: make([]float32, 8), X: buf[:8]}, []string{"Dim = 5", "len(Weight) = 4"}},
+		{"UnitOffset without Weight", Norm{Dim: 4, Eps: 1e-6, UnitOffset: true}, Rows{Dst: make([]float32, 8), X: buf[:8]}, []string{"UnitOffset", "Weight is nil"}},
+		{"negative Dim", Norm{Dim: -4, Eps: 1e-6}, Rows{Dst: make([]float32, 8), X: buf[:8]}, []string{"Dim = -4"}},
+		{"no row length", Norm{Eps: 1e-6}, Rows{Dst: make([]float32, 8), X: buf[:8]}, []string{"row length is 0", "len(X) = 8"}},
+		{"negative N", Norm{Weight: w4, Eps: 1e-6}, Rows{Dst: make([]float32, 8), X: buf[:8], N: -1}, []string{"N = -1"}},
+		{"negative Stride", Norm{Weight: w4, Eps: 1e-6}, Rows{Dst: make([]float32, 8), X: buf[:8], N: 2, Stride: -4}, []string{"Stride = -4"}},
+		{"Stride shorter than d", Norm{Weight: w4, Eps: 1e-6}, Rows{Dst: make([]float32, 8), X: buf[:8], N: 2, Stride: 3}, []string{"Stride = 3", "row length 4"}},
+		{"Stride without N", Norm{Weight: w4, Eps: 1e-6}, Rows{Dst: make([]float32, 8), X: buf[:8], Stride: 6}, []string{"Stride = 6 needs N"}},
+		{"X too short for N rows", Norm{Weight: w4, Eps: 1e-6}, Rows{Dst: make([]float32, 64), X: buf[:13], N: 3, Stride: 5}, []string{"len(X) = 13", "at least 14", "N = 3"}},
+		{"Dst too short for N rows", Norm{Weight: w4, Eps: 1e-6}, Rows{Dst: make([]float32, 13), X: buf[:14], N: 3, Stride: 5}, []string{"len(Dst) = 13", "at least 14"}},
+		{"not a multiple", Norm{Weight: w4, Eps: 1e-6}, Rows{Dst: make([]float32, 9), X: buf[:9]}, []string{"len(X) = 9", "not a multiple", "len(Weight) = 4"}},
+		{"Dst length", Norm{Weight: w4, Eps: 1e-6}, Rows{Dst: make([]float32, 12), X: buf[:8]}, []string{"len(Dst) = 12", "len(X) = 8"}},
+		{"Residual length", Norm{Weight: w4, Eps: 1e-6}, Rows{Dst: make([]float32, 8), X: buf[:8], Residual: make([]float32, 4)}, []string{"len(Residual) = 4", "len(X) = 8"}},
+		{"Residual too short for N rows", Norm{Weight: w4, Eps: 1e-6}, Rows{Dst: make([]float32, 16), X: buf[:16], N: 2, Stride: 8, Residual: make([]float32, 11)}, []string{"len(Residual) = 11", "at least 12"}},
+		{"Inv too short", Norm{Weight: w4, Eps: 1e-6}, Rows{Dst: make([]float32, 12), X: buf[:12], Inv: make([]float32, 2)}, []string{"len(Inv) = 2", "3 rows"}},
+		{"NaN Eps", Norm{Weight: w4, Eps: nan}, Rows{Dst: make([]float32, 8), X: buf[:8]}, []string{"Eps = NaN"}},
+		{"negative Eps strided", Norm{Weight: w4, Eps: -1}, Rows{Dst: make([]float32, 8), X: buf[:8], N: 2}, []string{"Eps = -1"}},
+		{"Dst shifted over X", Norm{Weight: w4, Eps: 1e-6}, Rows{Dst: buf[2:10], X: buf[0:8]}, []string{"Dst overlaps X"}},
+		{"strided Dst inside X", Norm{Weight: w4, Eps: 1e-6}, Rows{Dst: buf[4:40], X: buf[0:40], N: 3, Stride: 8}, []string{"Dst overlaps X"}},
+		{"Dst overlaps Weight", Norm{Weight: buf[100:104], Eps: 1e-6}, Rows{Dst: buf[98:106], X: buf[0:8]}, []string{"Dst overlaps Weight"}},
+		{"Residual is X", Norm{Weight: w4, Eps: 1e-6}, Rows{Dst: make([]float32, 8), X: buf[0:8], Residual: buf[0:8]}, []string{"Residual overlaps"}},
+		{"Residual is Dst", Norm{Weight: w4, Eps: 1e-6}, Rows{Dst: buf[16:24], X: buf[0:8], Residual: buf[16:24]}, []string{"Residual overlaps"}},
+		{"Residual overlaps Weight", Norm{Weight: buf[40:44], Eps: 1e-6}, Rows{Dst: make([]float32, 8), X: buf[0:8], Residual: buf[38:46]}, []string{"Residual overlaps"}},
+		{"Inv overlaps Dst", Norm{Weight: w4, Eps: 1e-6}, Rows{Dst: buf[16:24], X: buf[0:8], Inv: buf[20:22]}, []string{"Inv overlaps"}},
+		{"Inv overlaps X", Norm{Weight: w4, Eps: 1e-6}, Rows{Dst: make([]float32, 8), X: buf[0:8], Inv: buf[6:8]}, []string{"Inv overlaps"}},
+		{"nil X with rows", Norm{Weight: w4, Eps: 1e-6}, Rows{Dst: make([]float32, 8), N: 2}, []string{"len(X) = 0", "at least 8"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			before := slices.Clone(buf)
+			dstBefore := slices.Clone(c.r.Dst)
+			mustPanic(t, c.name, append([]string{"rmsnorm: Norm.Apply: "}, c.want...), func() { c.n.Apply(c.r) })
+			if firstDiff(buf, before) >= 0 {
+				t.Fatalf("%s: the shared buffer changed before the panic", c.name)
+			}
+			if firstDiff(c.r.Dst, dstBefore) >= 0 {
+				t.Fatalf("%s: Dst changed before the panic", c.name)
+			}
+		})
+	}
+}
+
+// Calls at the edge of the rules that must work.
+func TestApplyLegalEdges(t *testing.T) {
+	var n Norm
+	n.Apply(Rows{}) // nothing
+	w := []float32{1, 2}
+	buf := make([]float32, 20)
+	for i := range buf {
+		buf[i] = float32(i)
+	}
+	m := Norm{Weight: w, Dim: 2, Eps: 1e-6}
+	m.Apply(Rows{Dst: buf, X: buf, N: 3, Stride: 7}) // in place, strided, slices longer than needed
+	if buf[2] != 2 || buf[0] != 0 || buf[1] == 1 {
+		t.Fatalf("strided in place: %v", buf[:9])
+	}
+	inv := make([]float32, 5)
+	m.Apply(Rows{Dst: make([]float32, 4), X: []float32{3, 4, 3, 4}, Inv: inv}) // Inv longer than N
+	if inv[0] == 0 || inv[1] != inv[0] || inv[2] != 0 {
+		t.Fatalf("Inv = %v, want two equal values then zeros", inv)
 	}
 }

@@ -24,3 +24,63 @@ func ExampleForward_overflow() {
 	fmt.Println(x)
 	// Output: [0.8485281 1.1313709]
 }
+
+// The pre-norm block x = x + Attention(RMSNorm(x)) with the residual add fused: stream holds
+// the residual stream of two tokens (rows), out the previous block's output. One pass adds out
+// into stream and writes RMSNorm(stream) into out, ready for the next block.
+func ExampleNorm_Apply_preNorm() {
+	const d = 4
+	norm := rmsnorm.Norm{Weight: []float32{1, 1, 1, 1}, Eps: 1e-6}
+	stream := []float32{1, 2, 3, 4, 0, 0, 0, 0}
+	out := []float32{1, 0, 0, 0, 3, 4, 0, 0} // the previous block's output, one row per token
+
+	norm.Apply(rmsnorm.Rows{Dst: out, X: out, Residual: stream})
+	fmt.Println("stream:", stream)
+	fmt.Printf("normed: %.4f\n", out)
+	// Output:
+	// stream: [2 2 3 4 3 4 0 0]
+	// normed: [0.6963 0.6963 1.0445 1.3926 1.2000 1.6000 0.0000 0.0000]
+}
+
+// Per-head q/k norm (Qwen3, head_dim 128) inside a fused QKV buffer: each token's row holds the q
+// heads, then the k heads, then the v heads. Rows with a stride reach one head across all tokens
+// in place, without copying; the v heads are never touched.
+func ExampleNorm_Apply_qkNorm() {
+	const tokens, headDim, qHeads, kvHeads = 3, 128, 4, 2
+	width := (qHeads + 2*kvHeads) * headDim
+	qkv := make([]float32, tokens*width)
+	for i := range qkv {
+		qkv[i] = float32(i%7) - 3
+	}
+	qNorm := rmsnorm.Norm{Weight: make([]float32, headDim), Eps: 1e-6}
+	kNorm := rmsnorm.Norm{Weight: make([]float32, headDim), Eps: 1e-6}
+	for i := range qNorm.Weight {
+		qNorm.Weight[i], kNorm.Weight[i] = 1, 0.5
+	}
+	vBefore := qkv[(qHeads+kvHeads)*headDim]
+
+	for h := 0; h < qHeads; h++ {
+		q := qkv[h*headDim:]
+		qNorm.Apply(rmsnorm.Rows{Dst: q, X: q, N: tokens, Stride: width})
+	}
+	for h := 0; h < kvHeads; h++ {
+		k := qkv[(qHeads+h)*headDim:]
+		kNorm.Apply(rmsnorm.Rows{Dst: k, X: k, N: tokens, Stride: width})
+	}
+	fmt.Printf("q[0][0:4] = %.4f\n", qkv[0:4])
+	fmt.Printf("k[0][0:4] = %.4f\n", qkv[qHeads*headDim:qHeads*headDim+4])
+	fmt.Println("v untouched:", qkv[(qHeads+kvHeads)*headDim] == vBefore)
+	// Output:
+	// q[0][0:4] = [-1.4927 -0.9952 -0.4976 0.0000]
+	// k[0][0:4] = [-0.5015 -0.2507 0.0000 0.2507]
+	// v untouched: true
+}
+
+// Gemma stores norm weights centred on zero and scales by 1 + w, formed in float32.
+func ExampleNorm_Forward_gemma() {
+	norm := rmsnorm.Norm{Weight: []float32{0, 0.5}, Eps: 1e-6, UnitOffset: true}
+	y := make([]float32, 2)
+	norm.Forward(y, []float32{3, 4})
+	fmt.Println(y)
+	// Output: [0.8485281 1.6970562]
+}

@@ -67,3 +67,30 @@ func FuzzForward(f *testing.F) {
 		}
 	})
 }
+
+// FuzzApply drives every variant of Norm.Apply: the flags byte picks the weight form, the
+// residual, 1/rms out, in place and streaming stores; gap is Stride - d.
+func FuzzApply(f *testing.F) {
+	f.Add(uint16(4), uint8(2), uint8(0), uint8(0), math.Float32bits(1e-6), []byte{0, 1, 2, 3, 4, 5, 6, 7, 8})
+	f.Add(uint16(130), uint8(4), uint8(3), uint8(0x1d), math.Float32bits(1e-5), []byte{0, 9, 9, 9, 64, 1, 2, 3, 200})
+	f.Add(uint16(513), uint8(9), uint8(1), uint8(0x2e), uint32(0), []byte{1, 0, 0, 0x80, 0x7f, 1, 2, 3, 4})
+	f.Fuzz(func(t *testing.T, d16 uint16, rows8, gap8, flags uint8, epsBits uint32, data []byte) {
+		x, w, eps := fuzzInput(d16, rows8, epsBits, data)
+		d, rows := len(w), len(x)/len(w)
+		res := make([]float32, len(x))
+		for i := range res {
+			res[i] = x[len(x)-1-i] * 0.5
+		}
+		c := vcase{
+			mode:     weightMode(flags % 3),
+			residual: flags&4 != 0,
+			withInv:  flags&8 != 0,
+			inPlace:  flags&16 != 0,
+			stream:   flags&32 != 0,
+			gap:      int(gap8 % 9),
+		}
+		for _, k := range available {
+			checkVariant(t, "fuzz", k, c, d, rows, x, res, w, eps, int(flags>>6)*5)
+		}
+	})
+}

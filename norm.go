@@ -1,0 +1,82 @@
+package rmsnorm
+
+// Norm is one RMSNorm layer: its weight, epsilon and weight form. It holds no state besides its
+// fields, so one Norm may serve any number of goroutines at once.
+//
+// The variants are fields of Norm and of Rows rather than separate functions; every combination
+// runs on every kernel and gives the generic kernel's bits.
+type Norm struct {
+	// Weight scales the normalized row element by element; its length is the row length d.
+	// A nil Weight means no weight: y[i] = x[i]*inv, and Dim gives d (Gemma 4's v_norm, L2-style
+	// uses).
+	Weight []float32
+	// Dim is the row length when Weight is nil. With a Weight it must be 0 or len(Weight).
+	Dim int
+	// Eps is added to the mean of squares inside the square root. It must be finite and >= 0;
+	// there is no default (LLaMA uses 1e-5 or 1e-6, Gemma 1e-6: take it from the model).
+	Eps float32
+	// UnitOffset scales by 1 + Weight[i] instead of Weight[i], with 1 + Weight[i] rounded to
+	// float32 (never to bfloat16, which would lose small weights): Gemma, Gemma 2 and 3 and
+	// Qwen3-Next store their norm weights centred on zero.
+	UnitOffset bool
+}
+
+// Rows says where the rows of one call are and what else to do with them.
+type Rows struct {
+	// X holds the input rows and Dst receives the output rows, at the same positions. Dst is
+	// either X itself (same first element: in place) or shares no memory with X.
+	Dst, X []float32
+	// N is the number of rows. Zero means len(X)/d: the rows fill X back to back, len(X) must be
+	// a multiple of d and len(Dst) must equal len(X).
+	N int
+	// Stride is the distance in elements between the starts of consecutive rows in X, Dst and
+	// Residual; zero means d. It must be >= d, and it needs N. The elements between rows are
+	// neither read nor written, so the q or k heads inside a fused QKV buffer can be normalized
+	// in place.
+	Stride int
+	// Residual, when set, fuses the residual add of a pre-norm block: for each element
+	// h = X + Residual (a float32 add), Residual = h, and the row normalized is h. It must not
+	// overlap X, Dst, the weight or Inv.
+	Residual []float32
+	// Inv, when set, receives 1/rms of each row (the inv of the package documentation) for a
+	// backward pass: Inv[r] for row r. It needs room for every row.
+	Inv []float32
+}
+
+// Forward normalizes the rows of x into dst with this Norm: x holds len(x)/d rows of d floats.
+// It is Apply(Rows{Dst: dst, X: x}).
+func (n *Norm) Forward(dst, x []float32) {
+	n.Apply(Rows{Dst: dst, X: x})
+}
+
+// Apply normalizes the rows r describes. For row x of length d, with
+// inv = 1/sqrt(mean(x^2) + Eps) computed as the package documentation specifies:
+//
+//	y[i] = (x[i]*inv)*Weight[i]         (default)
+//	y[i] = (x[i]*inv)*(1 + Weight[i])   (UnitOffset)
+//	y[i] = x[i]*inv                     (Weight nil)
+//
+// With r.Residual set, x is first replaced by h = x + Residual, which is also stored back into
+// Residual. Apply panics, before writing anything, if the lengths, the stride, Eps or the overlaps
+// break the rules of Norm and Rows.
+func (n *Norm) Apply(r Rows) {
+	j := n.job(&r)
+	j.run()
+}
+
+// job validates a call and describes it for the kernels.
+func (n *Norm) job(r *Rows) job {
+	var j job
+	j.dst, j.x, j.res, j.inv = r.Dst, r.X, r.Residual, r.Inv
+	j.w, j.eps = n.Weight, n.Eps
+	switch {
+	case n.Weight == nil:
+		j.mode = unweighted
+	case n.UnitOffset:
+		j.mode = offset
+	default:
+		j.mode = weighted
+	}
+	j.checkApply(n, r.N, r.Stride)
+	return j
+}

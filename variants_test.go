@@ -1,0 +1,201 @@
+package rmsnorm
+
+import (
+	"fmt"
+	"math"
+	"testing"
+)
+
+// The variants of Norm.Apply (weight forms, fused residual, strided rows, 1/rms out) on every
+// kernel: each must give the generic kernel's bits in every output buffer, and leave every element
+// between rows and around buffers untouched.
+
+// vcase is one combination of variant options.
+type vcase struct {
+	mode     weightMode
+	residual bool
+	withInv  bool
+	inPlace  bool
+	stream   bool
+	gap      int // Stride - d; 0 is contiguous
+}
+
+func (c vcase) String() string {
+	return fmt.Sprintf("mode=%d residual=%v inv=%v inplace=%v stream=%v gap=%d",
+		c.mode, c.residual, c.withInv, c.inPlace, c.stream, c.gap)
+}
+
+// allVcases lists every combination once.
+func allVcases() []vcase {
+	var cs []vcase
+	for _, mode := range []weightMode{weighted, offset, unweighted} {
+		for _, residual := range []bool{false, true} {
+			for _, withInv := range []bool{false, true} {
+				for _, gap := range []int{0, 5} {
+					cs = append(cs, vcase{mode: mode, residual: residual, withInv: withInv,
+						inPlace: withInv != residual, stream: withInv == (gap > 0), gap: gap})
+				}
+			}
+		}
+	}
+	return cs
+}
+
+// vbufs are the guarded buffers of one run.
+type vbufs struct {
+	x, dst, res, inv, w *guarded
+	norm                Norm
+	rows                Rows
+}
+
+// setup lays out rows rows of x (and of res) with the case's stride inside guards, at the offsets
+// off (floats from a 64-byte boundary).
+func (c vcase) setup(d, rows int, x, res, w []float32, eps float32, off int) *vbufs {
+	stride := d + c.gap
+	span := (rows-1)*stride + d
+	b := &vbufs{}
+	place := func(g *guarded, src []float32) {
+		for r := 0; r < rows; r++ {
+			copy(g.s[r*stride:r*stride+d], src[r*d:(r+1)*d])
+		}
+	}
+	b.x = newGuarded("x", span, off)
+	place(b.x, x)
+	b.dst = b.x
+	if !c.inPlace {
+		b.dst = newGuarded("dst", span, (off*7+1)%16)
+	}
+	if c.residual {
+		b.res = newGuarded("res", span, (off*3+2)%16)
+		place(b.res, res)
+	}
+	if c.withInv {
+		b.inv = newGuarded("inv", rows, (off*5+3)%16)
+	}
+	b.norm = Norm{Dim: d, Eps: eps}
+	if c.mode != unweighted {
+		b.w = newGuarded("w", d, (off*11+5)%16)
+		copy(b.w.s, w)
+		b.norm.Weight = b.w.s
+		b.norm.Dim = 0
+		b.norm.UnitOffset = c.mode == offset
+	}
+	b.rows = Rows{X: b.x.s, Dst: b.dst.s}
+	if c.gap > 0 || rows%2 == 1 {
+		b.rows.N, b.rows.Stride = rows, stride
+	}
+	if b.res != nil {
+		b.rows.Residual = b.res.s
+	}
+	if b.inv != nil {
+		b.rows.Inv = b.inv.s
+	}
+	return b
+}
+
+func (b *vbufs) run(k kernelID, stream bool) {
+	j := b.norm.job(&b.rows)
+	withStreaming(stream, func() { j.runWith(k) })
+}
+
+func (b *vbufs) all() []*guarded {
+	gs := []*guarded{b.x}
+	for _, g := range []*guarded{b.dst, b.res, b.inv, b.w} {
+		if g != nil && g != b.x {
+			gs = append(gs, g)
+		}
+	}
+	return gs
+}
+
+// checkVariant runs case c with kernel k and with generic on identical buffers and compares every
+// element of every buffer, guards and gaps included.
+func checkVariant(t *testing.T, ctx string, k kernelID, c vcase, d, rows int, x, res, w []float32, eps float32, off int) {
+	t.Helper()
+	want := c.setup(d, rows, x, res, w, eps, off)
+	want.run(kernelGeneric, c.stream)
+	got := c.setup(d, rows, x, res, w, eps, off)
+	got.run(k, c.stream)
+	ctx = fmt.Sprintf("%s %s %s d=%d rows=%d off=%d", ctx, k, c, d, rows, off)
+	wg, gg := want.all(), got.all()
+	for i := range wg {
+		if j := firstDiff(gg[i].all, wg[i].all); j >= 0 {
+			p := j - gg[i].lo
+			t.Fatalf("%s: %s[%d] = %v (%#08x), generic gives %v (%#08x)", ctx, gg[i].name, p,
+				gg[i].all[j], math.Float32bits(gg[i].all[j]), wg[i].all[j], math.Float32bits(wg[i].all[j]))
+		}
+		gg[i].check(t, ctx)
+	}
+	// Between rows nothing changes: the generic run (and so, by the comparison, every kernel)
+	// leaves the gap elements holding the guard value.
+	if c.gap > 0 {
+		stride := d + c.gap
+		for _, g := range []*guarded{want.x, want.dst, want.res} {
+			if g == nil {
+				continue
+			}
+			for r := 0; r+1 < rows; r++ {
+				for i := r*stride + d; i < (r+1)*stride; i++ {
+					if math.Float32bits(g.s[i]) != math.Float32bits(guardValue) {
+						t.Fatalf("%s: %s element %d between rows %d and %d was written", ctx, g.name, i, r, r+1)
+					}
+				}
+			}
+		}
+	}
+}
+
+func TestVariantsMatchGeneric(t *testing.T) {
+	cases := allVcases()
+	for _, k := range simdKernels() {
+		t.Run(k.String(), func(t *testing.T) {
+			m := matrix()
+			for _, d := range m.dims {
+				for _, rows := range m.rows {
+					for ci, c := range m.classes {
+						r := seedFor(d, rows, ci, 6)
+						x := make([]float32, rows*d)
+						fill(x, c, r)
+						res := make([]float32, rows*d)
+						fill(res, valueClasses[(ci+1)%len(valueClasses)], r)
+						w := make([]float32, d)
+						fill(w, valueClasses[0], r)
+						eps := testEps[(d+rows+ci)%len(testEps)]
+						// Every case at least once per (d, rows); the class and offset cycle.
+						for i, vc := range cases {
+							if (i+ci)%len(m.classes) != 0 && len(m.classes) < len(cases) {
+								continue
+							}
+							off := m.offsets[(d+i)%len(m.offsets)]
+							checkVariant(t, c.name, k, vc, d, rows, x, res, w, eps, off)
+						}
+					}
+				}
+			}
+		})
+	}
+}
+
+// Every combination on every kernel, over all row lengths up to 130 and at the block sizes.
+func TestVariantsAllCombinations(t *testing.T) {
+	dims := []int{1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 64, 65, 127, 128, 129, 255, 256, 257, 511, 512, 513, 1023, 4097}
+	for _, k := range available {
+		t.Run(k.String(), func(t *testing.T) {
+			for _, d := range dims {
+				for _, rows := range []int{1, 4, 9} {
+					r := seedFor(d, rows, 9)
+					x := make([]float32, rows*d)
+					fill(x, valueClasses[5], r)
+					x[(rows/2)*d] *= 1e30 // one row takes the float64 path
+					res := make([]float32, rows*d)
+					fill(res, valueClasses[0], r)
+					w := make([]float32, d)
+					fill(w, valueClasses[0], r)
+					for i, vc := range allVcases() {
+						checkVariant(t, "wide", k, vc, d, rows, x, res, w, 1e-6, (d+i)%16)
+					}
+				}
+			}
+		})
+	}
+}

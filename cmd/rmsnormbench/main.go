@@ -30,6 +30,7 @@ func main() {
 	shapesFlag := flag.String("shapes", standardShapes, "comma-separated shapes, each ROWSxD")
 	duration := flag.Duration("duration", 300*time.Millisecond, "measuring time per kernel and shape (split into rounds; the best round counts)")
 	jsonOut := flag.Bool("json", false, "print JSON instead of a table")
+	variants := flag.Bool("variants", true, "also measure the fused residual add and strided q/k norm with the active kernel")
 	list := flag.Bool("list", false, "print the available kernels, best first, one per line, and exit")
 	flag.Parse()
 
@@ -73,6 +74,9 @@ func main() {
 	if err := rmsnorm.SetKernel(rep.Machine.Kernel); err != nil {
 		fatalf("%v", err)
 	}
+	if *variants {
+		rep.Variants = measureVariants(*duration)
+	}
 
 	if *jsonOut {
 		enc := json.NewEncoder(os.Stdout)
@@ -110,8 +114,20 @@ type result struct {
 }
 
 type report struct {
-	Machine machine  `json:"machine"`
-	Results []result `json:"results"`
+	Machine  machine   `json:"machine"`
+	Results  []result  `json:"results"`
+	Variants []variant `json:"variants,omitempty"`
+}
+
+// variant is one measurement of the variants section: a way of doing a job and its time, with
+// the time of the reference way of doing the same job.
+type variant struct {
+	Job      string  `json:"job"`
+	How      string  `json:"how"`
+	NsPerRow float64 `json:"ns_per_row"`
+	GBps     float64 `json:"gb_per_s"`
+	VsRef    float64 `json:"x_reference"`
+	Ref      string  `json:"reference"`
 }
 
 // relevantFeatures are the cpuid features the kernels depend on or that explain their speed.
@@ -172,6 +188,13 @@ func (r report) print() {
 		fmt.Printf("%-12s %-8s %12.1f %9.2f %8.2f\n", res.Shape, res.Kernel, res.NsPerRow, res.GBps, res.XCopy)
 	}
 	fmt.Println("\nGB/s counts x read plus y written; x copy is the time over copy() of the same bytes (lower is better).")
+	if len(r.Variants) > 0 {
+		fmt.Printf("\nvariants, kernel %s:\n", m.Kernel)
+		fmt.Printf("%-36s %-34s %10s %9s  %s\n", "job", "how", "ns/row", "GB/s", "time vs reference")
+		for _, v := range r.Variants {
+			fmt.Printf("%-36s %-34s %10.1f %9.2f  %.2f x %s\n", v.Job, v.How, v.NsPerRow, v.GBps, v.VsRef, v.Ref)
+		}
+	}
 }
 
 func size(b int) string {
@@ -199,6 +222,65 @@ func parseShapes(list string) ([]shape, error) {
 		shapes = append(shapes, s)
 	}
 	return shapes, nil
+}
+
+// measureVariants times the fused residual add against a separate add and Forward, and q/k
+// norm on heads inside a fused QKV buffer against the same rows stored back to back.
+func measureVariants(dur time.Duration) []variant {
+	var out []variant
+	for _, s := range []shape{{1, 4096}, {2048, 4096}} {
+		x, w := data(s)
+		res := append([]float32(nil), x...)
+		y := make([]float32, len(x))
+		n := rmsnorm.Norm{Weight: w, Eps: 1e-6}
+		bytes := float64(16 * len(x)) // x, res read; res, y written
+		sep := measure(dur, func() {
+			for i, v := range x {
+				res[i] += v
+			}
+			rmsnorm.Forward(y, res, w, 1e-6)
+		})
+		fused := measure(dur, func() { n.Apply(rmsnorm.Rows{Dst: y, X: x, Residual: res}) })
+		job := "residual add + norm " + s.String()
+		out = append(out,
+			variant{job, "separate add loop, then Forward", sep / float64(s.rows), bytes / sep, 1, "separate"},
+			variant{job, "Rows.Residual (fused)", fused / float64(s.rows), bytes / fused, fused / sep, "separate"})
+	}
+
+	// 2048 tokens x 16 q heads of 128 in a QKV buffer of 16 q, 8 k and 8 v heads per token.
+	const tokens, heads, headDim, width = 2048, 16, 128, 32 * 128
+	qkv, w := data(shape{tokens, width})
+	n := rmsnorm.Norm{Weight: w[:headDim], Eps: 1e-6}
+	rows := float64(tokens * heads)
+	bytes := float64(8 * tokens * heads * headDim)
+	flat := make([]float32, tokens*heads*headDim)
+	copy(flat, qkv)
+	contig := measure(dur, func() { n.Forward(flat, flat) })
+	strided := measure(dur, func() {
+		for h := 0; h < heads; h++ {
+			q := qkv[h*headDim:]
+			n.Apply(rmsnorm.Rows{Dst: q, X: q, N: tokens, Stride: width})
+		}
+	})
+	perToken := measure(dur, func() {
+		for t := 0; t < tokens; t++ {
+			q := qkv[t*width : t*width+heads*headDim]
+			n.Forward(q, q)
+		}
+	})
+	dst := make([]float32, len(qkv))
+	copyQ := measure(dur, func() {
+		for t := 0; t < tokens; t++ {
+			copy(dst[t*width:t*width+heads*headDim], qkv[t*width:t*width+heads*headDim])
+		}
+	})
+	job := "q norm 32768x128 in place"
+	out = append(out,
+		variant{job, "rows back to back (one call)", contig / rows, bytes / contig, 1, "back to back"},
+		variant{job, "QKV heads, Stride (call per head)", strided / rows, bytes / strided, strided / contig, "back to back"},
+		variant{job, "QKV heads, call per token", perToken / rows, bytes / perToken, perToken / contig, "back to back"},
+		variant{job, "copy() of the QKV q heads", copyQ / rows, bytes / copyQ, copyQ / contig, "back to back"})
+	return out
 }
 
 // data returns normally distributed x and w, deterministic for a shape.

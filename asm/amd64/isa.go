@@ -3,6 +3,8 @@ package main
 import (
 	"math"
 
+	"github.com/gosimd/rmsnorm/asm/internal/spec"
+
 	. "github.com/mmcloughlin/avo/build"
 	. "github.com/mmcloughlin/avo/operand"
 	. "github.com/mmcloughlin/avo/reg"
@@ -259,11 +261,11 @@ var (
 
 func declareConstants() {
 	constOne = ConstData("one", F32(1))
-	constLo = ConstData("tlo", U32(math.Float32bits(0x1p-100)))
-	constMax = ConstData("tmax", U32(math.Float32bits(math.MaxFloat32)))
+	constLo = ConstData("tlo", U32(spec.TLowBits))
+	constMax = ConstData("tmax", U32(spec.TMaxBits))
 	constOne4 = splat4("one4", math.Float32bits(1))
-	constLo4 = splat4("tlo4", math.Float32bits(0x1p-100))
-	constMax4 = splat4("tmax4", math.Float32bits(math.MaxFloat32))
+	constLo4 = splat4("tlo4", spec.TLowBits)
+	constMax4 = splat4("tmax4", spec.TMaxBits)
 
 	constZero64 = GLOBL("zero64", RODATA|NOPTR)
 	DATA(56, U64(0))

@@ -3,18 +3,17 @@ package main
 import (
 	"fmt"
 
+	"github.com/gosimd/rmsnorm/asm/internal/spec"
+
 	. "github.com/mmcloughlin/avo/build"
 	. "github.com/mmcloughlin/avo/operand"
 	. "github.com/mmcloughlin/avo/reg"
 )
 
-const signature = "func(dst, x, w, res, inv *float32, d, rows, stride int, eps, fd, rd float32, flags int) int"
-
-// Flag bits of the flags argument, set by the Go side (dispatch_amd64.go).
 const (
-	flagNT = 1 // write dst with non-temporal stores (the batch is larger than the cache)
-	flagRD = 2 // d is a power of two: ss/d is computed exactly as ss*rd
-	flagPF = 4 // prefetch the next rows while scaling (they come from memory, or are far apart)
+	flagNT = spec.FlagNT
+	flagRD = spec.FlagRD
+	flagPF = spec.FlagPF
 )
 
 const (
@@ -22,13 +21,13 @@ const (
 	group    = 4      // rows per group on the short-row path
 	// groupMaxBytes is the longest row (in bytes) the group path takes: four rows must stay in
 	// L1 between the sum and the scale pass, and longer rows hide the latency on their own.
-	groupMaxBytes = 512 * 4
+	groupMaxBytes = spec.GroupMax * 4
 )
 
 // gen builds one kernel function.
 type gen struct {
 	s *isa
-	v variant
+	v spec.Variant
 
 	dst, x, w, res, inv GPVirtual
 	dB                  GPVirtual // row length in bytes
@@ -41,23 +40,18 @@ func (g *gen) label(name string) string { return g.prefix + name }
 func (g *gen) Label(name string)        { Label(g.label(name)) }
 func (g *gen) ref(name string) LabelRef { return LabelRef(g.label(name)) }
 
-func kernel(s *isa, v variant) {
-	name := s.name + v.name()
-	TEXT(name, NOSPLIT, signature)
+func kernel(s *isa, v spec.Variant) {
+	name := s.name + v.Name()
+	TEXT(name, NOSPLIT, spec.Signature)
 	Pragma("noescape")
-	Doc(
-		name+" normalizes `rows` rows of d floats whose starts are stride floats apart:",
-		v.formula(),
-		"fd is float32(d), and rd is 1/d when flags has flagRD (d a power of two).",
-		"It stops before the first row that needs the float64 path and returns that row's index, or rows.",
-	)
+	Doc(v.Doc(name)...)
 	g := &gen{s: s, v: v}
 	g.dst = Load(Param("dst"), GP64()).(GPVirtual)
 	g.x = Load(Param("x"), GP64()).(GPVirtual)
-	if v.mode != unweighted {
+	if v.Mode != spec.Unweighted {
 		g.w = Load(Param("w"), GP64()).(GPVirtual)
 	}
-	if v.residual {
+	if v.Residual {
 		g.res = Load(Param("res"), GP64()).(GPVirtual)
 	}
 	g.inv = Load(Param("inv"), GP64()).(GPVirtual)
@@ -70,7 +64,7 @@ func kernel(s *isa, v variant) {
 
 	done := GP64()
 	XORQ(done, done)
-	if !v.residual {
+	if !v.Residual {
 		// The residual forms always take the one-row path: a group that meets a row needing the
 		// float64 path would have updated res for the rows after it.
 		g.groupPath(rows, done)
@@ -108,7 +102,7 @@ func (g *gen) rowPath(rows, done GPVirtual) {
 
 	ADDQ(g.strideB, g.dst)
 	ADDQ(g.strideB, g.x)
-	if g.v.residual {
+	if g.v.Residual {
 		ADDQ(g.strideB, g.res)
 	}
 	INCQ(done)
@@ -179,7 +173,7 @@ func (g *gen) groupPath(rows, done GPVirtual) {
 
 // src is the row the scale pass reads: h (in res) for the residual variants, else x.
 func (g *gen) src(x GPVirtual) GPVirtual {
-	if g.v.residual {
+	if g.v.Residual {
 		return g.res
 	}
 	return x
@@ -197,7 +191,7 @@ func (g *gen) loadSquare(x, i GPVirtual, disp int, mask Op) VecVirtual {
 	} else {
 		s.maskedLoad(at(x, i, disp), mask, t)
 	}
-	if g.v.residual {
+	if g.v.Residual {
 		if mask == nil {
 			VADDPS(at(g.res, i, disp), t, t)
 			VMOVUPS(t, at(g.res, i, disp))
@@ -332,7 +326,7 @@ func (g *gen) scaleBoth(src, dst GPVirtual, invx VecVirtual, ahead int) {
 	invv := g.s.vec()
 	VBROADCASTSS(invx, invv)
 	var one VecVirtual
-	if g.v.mode == offset {
+	if g.v.Mode == spec.Offset {
 		one = g.s.vec()
 		VBROADCASTSS(constOne, one)
 	}
@@ -478,15 +472,15 @@ func XORself() GPVirtual {
 // applyWeight multiplies t by w or by (1+w), as the variant asks, reading the weight at byte
 // i+disp (masked like t when mask is set). A 16-byte t stands for one scalar lane.
 func (g *gen) applyWeight(t VecVirtual, i GPVirtual, disp int, mask Op, one VecVirtual) {
-	if g.v.mode == unweighted {
+	if g.v.Mode == spec.Unweighted {
 		return
 	}
 	scalar := t.Size() == 16
 	m := at(g.w, i, disp)
 	switch {
-	case g.v.mode == weighted && scalar:
+	case g.v.Mode == spec.Weighted && scalar:
 		VMULSS(m, t, t)
-	case g.v.mode == weighted && mask == nil:
+	case g.v.Mode == spec.Weighted && mask == nil:
 		VMULPS(m, t, t)
 	default:
 		u := XMM()
@@ -501,7 +495,7 @@ func (g *gen) applyWeight(t VecVirtual, i GPVirtual, disp int, mask Op, one VecV
 		default:
 			g.s.maskedLoad(m, mask, u)
 		}
-		if g.v.mode == offset {
+		if g.v.Mode == spec.Offset {
 			if scalar {
 				VADDSS(one.AsX(), u, u)
 			} else {

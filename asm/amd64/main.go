@@ -18,13 +18,15 @@ package main
 
 import (
 	. "github.com/mmcloughlin/avo/build"
+
+	"github.com/gosimd/rmsnorm/asm/internal/spec"
 )
 
 func main() {
 	ConstraintExpr("amd64,gc,!purego,!noasm")
 	declareConstants()
 	for _, s := range []*isa{avx512, avx2} {
-		for _, v := range variants {
+		for _, v := range spec.Variants {
 			kernel(s, v)
 		}
 	}

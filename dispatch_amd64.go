@@ -27,19 +27,8 @@ func archKernels() []kernelID {
 
 // runAsm calls the assembly function for kernel k and the job's variant on rows [from, j.rows).
 func (j *job) runAsm(k kernelID, from int) int {
-	o := from * j.stride
-	dst, x := &j.dst[o], &j.x[o]
-	var w, res, inv *float32
-	if j.mode != unweighted {
-		w = &j.w[0]
-	}
-	if j.res != nil {
-		res = &j.res[o]
-	}
-	if j.inv != nil {
-		inv = &j.inv[from]
-	}
-	d, n, s, eps := j.d, j.rows-from, j.stride, j.eps
+	dst, x, w, res, inv, n := j.asmArgs(from)
+	d, s, eps := j.d, j.stride, j.eps
 	fd, rd, flags := asmParams(j)
 	var done int
 	switch k {

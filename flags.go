@@ -1,6 +1,6 @@
 package rmsnorm
 
-// Arguments the assembly kernels take besides the slices (asm/amd64/kernel.go and the arm64
+// Arguments the assembly kernels take (asm/amd64/kernel.go and the arm64
 // emitter read the same bits).
 const (
 	flagNT = 1 // non-temporal stores
@@ -16,4 +16,21 @@ func asmParams(j *job) (fd, rd float32, flags int) {
 		flags |= flagRD
 	}
 	return fd, rd, flags | streamFlags(j)
+}
+
+// asmArgs returns the pointers the assembly kernels take for rows [from, j.rows), and the number
+// of rows.
+func (j *job) asmArgs(from int) (dst, x, w, res, inv *float32, n int) {
+	o := from * j.stride
+	dst, x = &j.dst[o], &j.x[o]
+	if j.mode != unweighted {
+		w = &j.w[0]
+	}
+	if j.res != nil {
+		res = &j.res[o]
+	}
+	if j.inv != nil {
+		inv = &j.inv[from]
+	}
+	return dst, x, w, res, inv, j.rows - from
 }

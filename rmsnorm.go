@@ -45,6 +45,7 @@
 package rmsnorm
 
 //go:generate go run -C asm ./amd64 -out ../rmsnorm_amd64.s -stubs ../rmsnorm_amd64.go -pkg rmsnorm
+//go:generate go run -C asm ./arm64 -out ../rmsnorm_arm64.s -stubs ../rmsnorm_arm64.go -pkg rmsnorm
 
 // Forward normalizes the rows of x into dst: x holds len(x)/len(w) rows of d = len(w) floats
 // each, and row r of dst becomes RMSNorm(row r of x) scaled element-wise by w, as the package

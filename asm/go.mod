@@ -2,7 +2,10 @@ module github.com/gosimd/rmsnorm/asm
 
 go 1.26.0
 
-require github.com/mmcloughlin/avo v0.6.0
+require (
+	github.com/mmcloughlin/avo v0.6.0
+	golang.org/x/arch v0.33.0
+)
 
 require (
 	golang.org/x/mod v0.42.0 // indirect

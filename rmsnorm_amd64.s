@@ -34,24 +34,6 @@ GLOBL tmax4<>(SB), RODATA|NOPTR, $16
 DATA zero64<>+56(SB)/8, $0x0000000000000000
 GLOBL zero64<>(SB), RODATA|NOPTR, $64
 
-DATA tailmask<>+0(SB)/4, $0xffffffff
-DATA tailmask<>+4(SB)/4, $0xffffffff
-DATA tailmask<>+8(SB)/4, $0xffffffff
-DATA tailmask<>+12(SB)/4, $0xffffffff
-DATA tailmask<>+16(SB)/4, $0xffffffff
-DATA tailmask<>+20(SB)/4, $0xffffffff
-DATA tailmask<>+24(SB)/4, $0xffffffff
-DATA tailmask<>+28(SB)/4, $0xffffffff
-DATA tailmask<>+32(SB)/4, $0x00000000
-DATA tailmask<>+36(SB)/4, $0x00000000
-DATA tailmask<>+40(SB)/4, $0x00000000
-DATA tailmask<>+44(SB)/4, $0x00000000
-DATA tailmask<>+48(SB)/4, $0x00000000
-DATA tailmask<>+52(SB)/4, $0x00000000
-DATA tailmask<>+56(SB)/4, $0x00000000
-DATA tailmask<>+60(SB)/4, $0x00000000
-GLOBL tailmask<>(SB), RODATA|NOPTR, $64
-
 DATA kmask<>+0(SB)/2, $0x0000
 DATA kmask<>+2(SB)/2, $0x0001
 DATA kmask<>+4(SB)/2, $0x0003
@@ -146,7 +128,7 @@ g0sumcheck:
 	JLE  g0sumloop
 
 g0sumtail:
-	// Fewer than 64 elements remain: whole vectors first, then one masked vector.
+	// Fewer than 64 elements remain: whole vectors first, then one partial vector.
 	MOVQ    SI, R13
 	SUBQ    R12, R13
 	CMPQ    R13, $0x00000040
@@ -269,7 +251,7 @@ g1sumcheck:
 	JLE  g1sumloop
 
 g1sumtail:
-	// Fewer than 64 elements remain: whole vectors first, then one masked vector.
+	// Fewer than 64 elements remain: whole vectors first, then one partial vector.
 	MOVQ    SI, R13
 	SUBQ    R12, R13
 	CMPQ    R13, $0x00000040
@@ -392,7 +374,7 @@ g2sumcheck:
 	JLE  g2sumloop
 
 g2sumtail:
-	// Fewer than 64 elements remain: whole vectors first, then one masked vector.
+	// Fewer than 64 elements remain: whole vectors first, then one partial vector.
 	MOVQ    SI, R13
 	SUBQ    R12, R13
 	CMPQ    R13, $0x00000040
@@ -515,7 +497,7 @@ g3sumcheck:
 	JLE  g3sumloop
 
 g3sumtail:
-	// Fewer than 64 elements remain: whole vectors first, then one masked vector.
+	// Fewer than 64 elements remain: whole vectors first, then one partial vector.
 	MOVQ    SI, R13
 	SUBQ    R12, R13
 	CMPQ    R13, $0x00000040
@@ -1483,7 +1465,7 @@ sumcheck:
 	JLE  sumloop
 
 sumtail:
-	// Fewer than 64 elements remain: whole vectors first, then one masked vector.
+	// Fewer than 64 elements remain: whole vectors first, then one partial vector.
 	MOVQ    SI, R12
 	SUBQ    R11, R12
 	CMPQ    R12, $0x00000040
@@ -1873,7 +1855,7 @@ g0sumcheck:
 	JLE  g0sumloop
 
 g0sumtail:
-	// Fewer than 64 elements remain: whole vectors first, then one masked vector.
+	// Fewer than 64 elements remain: whole vectors first, then one partial vector.
 	MOVQ    SI, R13
 	SUBQ    R12, R13
 	CMPQ    R13, $0x00000040
@@ -1996,7 +1978,7 @@ g1sumcheck:
 	JLE  g1sumloop
 
 g1sumtail:
-	// Fewer than 64 elements remain: whole vectors first, then one masked vector.
+	// Fewer than 64 elements remain: whole vectors first, then one partial vector.
 	MOVQ    SI, R13
 	SUBQ    R12, R13
 	CMPQ    R13, $0x00000040
@@ -2119,7 +2101,7 @@ g2sumcheck:
 	JLE  g2sumloop
 
 g2sumtail:
-	// Fewer than 64 elements remain: whole vectors first, then one masked vector.
+	// Fewer than 64 elements remain: whole vectors first, then one partial vector.
 	MOVQ    SI, R13
 	SUBQ    R12, R13
 	CMPQ    R13, $0x00000040
@@ -2242,7 +2224,7 @@ g3sumcheck:
 	JLE  g3sumloop
 
 g3sumtail:
-	// Fewer than 64 elements remain: whole vectors first, then one masked vector.
+	// Fewer than 64 elements remain: whole vectors first, then one partial vector.
 	MOVQ    SI, R13
 	SUBQ    R12, R13
 	CMPQ    R13, $0x00000040
@@ -3350,7 +3332,7 @@ sumcheck:
 	JLE  sumloop
 
 sumtail:
-	// Fewer than 64 elements remain: whole vectors first, then one masked vector.
+	// Fewer than 64 elements remain: whole vectors first, then one partial vector.
 	MOVQ    SI, R12
 	SUBQ    R11, R12
 	CMPQ    R12, $0x00000040
@@ -3774,7 +3756,7 @@ g0sumcheck:
 	JLE  g0sumloop
 
 g0sumtail:
-	// Fewer than 64 elements remain: whole vectors first, then one masked vector.
+	// Fewer than 64 elements remain: whole vectors first, then one partial vector.
 	MOVQ    BX, R12
 	SUBQ    R11, R12
 	CMPQ    R12, $0x00000040
@@ -3897,7 +3879,7 @@ g1sumcheck:
 	JLE  g1sumloop
 
 g1sumtail:
-	// Fewer than 64 elements remain: whole vectors first, then one masked vector.
+	// Fewer than 64 elements remain: whole vectors first, then one partial vector.
 	MOVQ    BX, R12
 	SUBQ    R11, R12
 	CMPQ    R12, $0x00000040
@@ -4020,7 +4002,7 @@ g2sumcheck:
 	JLE  g2sumloop
 
 g2sumtail:
-	// Fewer than 64 elements remain: whole vectors first, then one masked vector.
+	// Fewer than 64 elements remain: whole vectors first, then one partial vector.
 	MOVQ    BX, R12
 	SUBQ    R11, R12
 	CMPQ    R12, $0x00000040
@@ -4143,7 +4125,7 @@ g3sumcheck:
 	JLE  g3sumloop
 
 g3sumtail:
-	// Fewer than 64 elements remain: whole vectors first, then one masked vector.
+	// Fewer than 64 elements remain: whole vectors first, then one partial vector.
 	MOVQ    BX, R12
 	SUBQ    R11, R12
 	CMPQ    R12, $0x00000040
@@ -5019,7 +5001,7 @@ sumcheck:
 	JLE  sumloop
 
 sumtail:
-	// Fewer than 64 elements remain: whole vectors first, then one masked vector.
+	// Fewer than 64 elements remain: whole vectors first, then one partial vector.
 	MOVQ    BX, R11
 	SUBQ    R10, R11
 	CMPQ    R11, $0x00000040
@@ -5396,7 +5378,7 @@ sumcheck:
 	JLE  sumloop
 
 sumtail:
-	// Fewer than 64 elements remain: whole vectors first, then one masked vector.
+	// Fewer than 64 elements remain: whole vectors first, then one partial vector.
 	MOVQ    DI, R13
 	SUBQ    R12, R13
 	CMPQ    R13, $0x00000040
@@ -5817,7 +5799,7 @@ sumcheck:
 	JLE  sumloop
 
 sumtail:
-	// Fewer than 64 elements remain: whole vectors first, then one masked vector.
+	// Fewer than 64 elements remain: whole vectors first, then one partial vector.
 	MOVQ    DI, R13
 	SUBQ    R12, R13
 	CMPQ    R13, $0x00000040
@@ -6272,7 +6254,7 @@ sumcheck:
 	JLE  sumloop
 
 sumtail:
-	// Fewer than 64 elements remain: whole vectors first, then one masked vector.
+	// Fewer than 64 elements remain: whole vectors first, then one partial vector.
 	MOVQ    SI, R12
 	SUBQ    R11, R12
 	CMPQ    R12, $0x00000040
@@ -6688,7 +6670,7 @@ g0sumcheck:
 	JLE  g0sumloop
 
 g0sumtail:
-	// Fewer than 64 elements remain: whole vectors first, then one masked vector.
+	// Fewer than 64 elements remain: whole vectors first, then one partial vector.
 	MOVQ    SI, R13
 	SUBQ    R12, R13
 	CMPQ    R13, $0x00000020
@@ -6734,91 +6716,259 @@ g0sumtail:
 	JMP     g0summed
 
 g0sumpart0:
-	SUBQ       $0x00000000, R13
-	JZ         g0summed
-	LEAQ       tailmask<>+32(SB), R14
-	SUBQ       R13, R14
-	VMOVDQU    (R14), Y8
-	VMASKMOVPS (R11)(R12*1), Y8, Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y0, Y0
-	JMP        g0summed
+	SUBQ      $0x00000000, R13
+	JZ        g0summed
+	VXORPS    Y8, Y8, Y8
+	VMOVSS    (R11)(R12*1), X8
+	CMPQ      R13, $0x08
+	JL        g0sumpart0_1lo
+	VINSERTPS $0x10, 4(R11)(R12*1), X8, X8
+	CMPQ      R13, $0x0c
+	JL        g0sumpart0_1lo
+	VINSERTPS $0x20, 8(R11)(R12*1), X8, X8
+	CMPQ      R13, $0x10
+	JL        g0sumpart0_1lo
+	VINSERTPS $0x30, 12(R11)(R12*1), X8, X8
+	CMPQ      R13, $0x14
+	JL        g0sumpart0_1lo
+	VMOVSS    16(R11)(R12*1), X9
+	CMPQ      R13, $0x18
+	JL        g0sumpart0_1hi
+	VINSERTPS $0x10, 20(R11)(R12*1), X9, X9
+	CMPQ      R13, $0x1c
+	JL        g0sumpart0_1hi
+	VINSERTPS $0x20, 24(R11)(R12*1), X9, X9
+
+g0sumpart0_1hi:
+	VINSERTF128 $0x01, X9, Y8, Y8
+
+g0sumpart0_1lo:
+	VMULPS Y8, Y8, Y8
+	VADDPS Y8, Y0, Y0
+	JMP    g0summed
 
 g0sumpart1:
-	SUBQ       $0x00000020, R13
-	JZ         g0summed
-	LEAQ       tailmask<>+32(SB), R14
-	SUBQ       R13, R14
-	VMOVDQU    (R14), Y8
-	VMASKMOVPS 32(R11)(R12*1), Y8, Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y1, Y1
-	JMP        g0summed
+	SUBQ      $0x00000020, R13
+	JZ        g0summed
+	VXORPS    Y8, Y8, Y8
+	VMOVSS    32(R11)(R12*1), X8
+	CMPQ      R13, $0x08
+	JL        g0sumpart1_1lo
+	VINSERTPS $0x10, 36(R11)(R12*1), X8, X8
+	CMPQ      R13, $0x0c
+	JL        g0sumpart1_1lo
+	VINSERTPS $0x20, 40(R11)(R12*1), X8, X8
+	CMPQ      R13, $0x10
+	JL        g0sumpart1_1lo
+	VINSERTPS $0x30, 44(R11)(R12*1), X8, X8
+	CMPQ      R13, $0x14
+	JL        g0sumpart1_1lo
+	VMOVSS    48(R11)(R12*1), X9
+	CMPQ      R13, $0x18
+	JL        g0sumpart1_1hi
+	VINSERTPS $0x10, 52(R11)(R12*1), X9, X9
+	CMPQ      R13, $0x1c
+	JL        g0sumpart1_1hi
+	VINSERTPS $0x20, 56(R11)(R12*1), X9, X9
+
+g0sumpart1_1hi:
+	VINSERTF128 $0x01, X9, Y8, Y8
+
+g0sumpart1_1lo:
+	VMULPS Y8, Y8, Y8
+	VADDPS Y8, Y1, Y1
+	JMP    g0summed
 
 g0sumpart2:
-	SUBQ       $0x00000040, R13
-	JZ         g0summed
-	LEAQ       tailmask<>+32(SB), R14
-	SUBQ       R13, R14
-	VMOVDQU    (R14), Y8
-	VMASKMOVPS 64(R11)(R12*1), Y8, Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y2, Y2
-	JMP        g0summed
+	SUBQ      $0x00000040, R13
+	JZ        g0summed
+	VXORPS    Y8, Y8, Y8
+	VMOVSS    64(R11)(R12*1), X8
+	CMPQ      R13, $0x08
+	JL        g0sumpart2_1lo
+	VINSERTPS $0x10, 68(R11)(R12*1), X8, X8
+	CMPQ      R13, $0x0c
+	JL        g0sumpart2_1lo
+	VINSERTPS $0x20, 72(R11)(R12*1), X8, X8
+	CMPQ      R13, $0x10
+	JL        g0sumpart2_1lo
+	VINSERTPS $0x30, 76(R11)(R12*1), X8, X8
+	CMPQ      R13, $0x14
+	JL        g0sumpart2_1lo
+	VMOVSS    80(R11)(R12*1), X9
+	CMPQ      R13, $0x18
+	JL        g0sumpart2_1hi
+	VINSERTPS $0x10, 84(R11)(R12*1), X9, X9
+	CMPQ      R13, $0x1c
+	JL        g0sumpart2_1hi
+	VINSERTPS $0x20, 88(R11)(R12*1), X9, X9
+
+g0sumpart2_1hi:
+	VINSERTF128 $0x01, X9, Y8, Y8
+
+g0sumpart2_1lo:
+	VMULPS Y8, Y8, Y8
+	VADDPS Y8, Y2, Y2
+	JMP    g0summed
 
 g0sumpart3:
-	SUBQ       $0x00000060, R13
-	JZ         g0summed
-	LEAQ       tailmask<>+32(SB), R14
-	SUBQ       R13, R14
-	VMOVDQU    (R14), Y8
-	VMASKMOVPS 96(R11)(R12*1), Y8, Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y3, Y3
-	JMP        g0summed
+	SUBQ      $0x00000060, R13
+	JZ        g0summed
+	VXORPS    Y8, Y8, Y8
+	VMOVSS    96(R11)(R12*1), X8
+	CMPQ      R13, $0x08
+	JL        g0sumpart3_1lo
+	VINSERTPS $0x10, 100(R11)(R12*1), X8, X8
+	CMPQ      R13, $0x0c
+	JL        g0sumpart3_1lo
+	VINSERTPS $0x20, 104(R11)(R12*1), X8, X8
+	CMPQ      R13, $0x10
+	JL        g0sumpart3_1lo
+	VINSERTPS $0x30, 108(R11)(R12*1), X8, X8
+	CMPQ      R13, $0x14
+	JL        g0sumpart3_1lo
+	VMOVSS    112(R11)(R12*1), X9
+	CMPQ      R13, $0x18
+	JL        g0sumpart3_1hi
+	VINSERTPS $0x10, 116(R11)(R12*1), X9, X9
+	CMPQ      R13, $0x1c
+	JL        g0sumpart3_1hi
+	VINSERTPS $0x20, 120(R11)(R12*1), X9, X9
+
+g0sumpart3_1hi:
+	VINSERTF128 $0x01, X9, Y8, Y8
+
+g0sumpart3_1lo:
+	VMULPS Y8, Y8, Y8
+	VADDPS Y8, Y3, Y3
+	JMP    g0summed
 
 g0sumpart4:
-	SUBQ       $0x00000080, R13
-	JZ         g0summed
-	LEAQ       tailmask<>+32(SB), R14
-	SUBQ       R13, R14
-	VMOVDQU    (R14), Y8
-	VMASKMOVPS 128(R11)(R12*1), Y8, Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y4, Y4
-	JMP        g0summed
+	SUBQ      $0x00000080, R13
+	JZ        g0summed
+	VXORPS    Y8, Y8, Y8
+	VMOVSS    128(R11)(R12*1), X8
+	CMPQ      R13, $0x08
+	JL        g0sumpart4_1lo
+	VINSERTPS $0x10, 132(R11)(R12*1), X8, X8
+	CMPQ      R13, $0x0c
+	JL        g0sumpart4_1lo
+	VINSERTPS $0x20, 136(R11)(R12*1), X8, X8
+	CMPQ      R13, $0x10
+	JL        g0sumpart4_1lo
+	VINSERTPS $0x30, 140(R11)(R12*1), X8, X8
+	CMPQ      R13, $0x14
+	JL        g0sumpart4_1lo
+	VMOVSS    144(R11)(R12*1), X9
+	CMPQ      R13, $0x18
+	JL        g0sumpart4_1hi
+	VINSERTPS $0x10, 148(R11)(R12*1), X9, X9
+	CMPQ      R13, $0x1c
+	JL        g0sumpart4_1hi
+	VINSERTPS $0x20, 152(R11)(R12*1), X9, X9
+
+g0sumpart4_1hi:
+	VINSERTF128 $0x01, X9, Y8, Y8
+
+g0sumpart4_1lo:
+	VMULPS Y8, Y8, Y8
+	VADDPS Y8, Y4, Y4
+	JMP    g0summed
 
 g0sumpart5:
-	SUBQ       $0x000000a0, R13
-	JZ         g0summed
-	LEAQ       tailmask<>+32(SB), R14
-	SUBQ       R13, R14
-	VMOVDQU    (R14), Y8
-	VMASKMOVPS 160(R11)(R12*1), Y8, Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y5, Y5
-	JMP        g0summed
+	SUBQ      $0x000000a0, R13
+	JZ        g0summed
+	VXORPS    Y8, Y8, Y8
+	VMOVSS    160(R11)(R12*1), X8
+	CMPQ      R13, $0x08
+	JL        g0sumpart5_1lo
+	VINSERTPS $0x10, 164(R11)(R12*1), X8, X8
+	CMPQ      R13, $0x0c
+	JL        g0sumpart5_1lo
+	VINSERTPS $0x20, 168(R11)(R12*1), X8, X8
+	CMPQ      R13, $0x10
+	JL        g0sumpart5_1lo
+	VINSERTPS $0x30, 172(R11)(R12*1), X8, X8
+	CMPQ      R13, $0x14
+	JL        g0sumpart5_1lo
+	VMOVSS    176(R11)(R12*1), X9
+	CMPQ      R13, $0x18
+	JL        g0sumpart5_1hi
+	VINSERTPS $0x10, 180(R11)(R12*1), X9, X9
+	CMPQ      R13, $0x1c
+	JL        g0sumpart5_1hi
+	VINSERTPS $0x20, 184(R11)(R12*1), X9, X9
+
+g0sumpart5_1hi:
+	VINSERTF128 $0x01, X9, Y8, Y8
+
+g0sumpart5_1lo:
+	VMULPS Y8, Y8, Y8
+	VADDPS Y8, Y5, Y5
+	JMP    g0summed
 
 g0sumpart6:
-	SUBQ       $0x000000c0, R13
-	JZ         g0summed
-	LEAQ       tailmask<>+32(SB), R14
-	SUBQ       R13, R14
-	VMOVDQU    (R14), Y8
-	VMASKMOVPS 192(R11)(R12*1), Y8, Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y6, Y6
-	JMP        g0summed
+	SUBQ      $0x000000c0, R13
+	JZ        g0summed
+	VXORPS    Y8, Y8, Y8
+	VMOVSS    192(R11)(R12*1), X8
+	CMPQ      R13, $0x08
+	JL        g0sumpart6_1lo
+	VINSERTPS $0x10, 196(R11)(R12*1), X8, X8
+	CMPQ      R13, $0x0c
+	JL        g0sumpart6_1lo
+	VINSERTPS $0x20, 200(R11)(R12*1), X8, X8
+	CMPQ      R13, $0x10
+	JL        g0sumpart6_1lo
+	VINSERTPS $0x30, 204(R11)(R12*1), X8, X8
+	CMPQ      R13, $0x14
+	JL        g0sumpart6_1lo
+	VMOVSS    208(R11)(R12*1), X9
+	CMPQ      R13, $0x18
+	JL        g0sumpart6_1hi
+	VINSERTPS $0x10, 212(R11)(R12*1), X9, X9
+	CMPQ      R13, $0x1c
+	JL        g0sumpart6_1hi
+	VINSERTPS $0x20, 216(R11)(R12*1), X9, X9
+
+g0sumpart6_1hi:
+	VINSERTF128 $0x01, X9, Y8, Y8
+
+g0sumpart6_1lo:
+	VMULPS Y8, Y8, Y8
+	VADDPS Y8, Y6, Y6
+	JMP    g0summed
 
 g0sumpart7:
-	SUBQ       $0x000000e0, R13
-	JZ         g0summed
-	LEAQ       tailmask<>+32(SB), R14
-	SUBQ       R13, R14
-	VMOVDQU    (R14), Y8
-	VMASKMOVPS 224(R11)(R12*1), Y8, Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y7, Y7
+	SUBQ      $0x000000e0, R13
+	JZ        g0summed
+	VXORPS    Y8, Y8, Y8
+	VMOVSS    224(R11)(R12*1), X8
+	CMPQ      R13, $0x08
+	JL        g0sumpart7_1lo
+	VINSERTPS $0x10, 228(R11)(R12*1), X8, X8
+	CMPQ      R13, $0x0c
+	JL        g0sumpart7_1lo
+	VINSERTPS $0x20, 232(R11)(R12*1), X8, X8
+	CMPQ      R13, $0x10
+	JL        g0sumpart7_1lo
+	VINSERTPS $0x30, 236(R11)(R12*1), X8, X8
+	CMPQ      R13, $0x14
+	JL        g0sumpart7_1lo
+	VMOVSS    240(R11)(R12*1), X9
+	CMPQ      R13, $0x18
+	JL        g0sumpart7_1hi
+	VINSERTPS $0x10, 244(R11)(R12*1), X9, X9
+	CMPQ      R13, $0x1c
+	JL        g0sumpart7_1hi
+	VINSERTPS $0x20, 248(R11)(R12*1), X9, X9
+
+g0sumpart7_1hi:
+	VINSERTF128 $0x01, X9, Y8, Y8
+
+g0sumpart7_1lo:
+	VMULPS Y8, Y8, Y8
+	VADDPS Y8, Y7, Y7
 
 g0summed:
 	VADDPS Y4, Y0, Y0
@@ -6907,7 +7057,7 @@ g1sumcheck:
 	JLE  g1sumloop
 
 g1sumtail:
-	// Fewer than 64 elements remain: whole vectors first, then one masked vector.
+	// Fewer than 64 elements remain: whole vectors first, then one partial vector.
 	MOVQ    SI, R13
 	SUBQ    R12, R13
 	CMPQ    R13, $0x00000020
@@ -6953,91 +7103,259 @@ g1sumtail:
 	JMP     g1summed
 
 g1sumpart0:
-	SUBQ       $0x00000000, R13
-	JZ         g1summed
-	LEAQ       tailmask<>+32(SB), R14
-	SUBQ       R13, R14
-	VMOVDQU    (R14), Y9
-	VMASKMOVPS (R11)(R12*1), Y9, Y9
-	VMULPS     Y9, Y9, Y9
-	VADDPS     Y9, Y1, Y1
-	JMP        g1summed
+	SUBQ      $0x00000000, R13
+	JZ        g1summed
+	VXORPS    Y9, Y9, Y9
+	VMOVSS    (R11)(R12*1), X9
+	CMPQ      R13, $0x08
+	JL        g1sumpart0_1lo
+	VINSERTPS $0x10, 4(R11)(R12*1), X9, X9
+	CMPQ      R13, $0x0c
+	JL        g1sumpart0_1lo
+	VINSERTPS $0x20, 8(R11)(R12*1), X9, X9
+	CMPQ      R13, $0x10
+	JL        g1sumpart0_1lo
+	VINSERTPS $0x30, 12(R11)(R12*1), X9, X9
+	CMPQ      R13, $0x14
+	JL        g1sumpart0_1lo
+	VMOVSS    16(R11)(R12*1), X10
+	CMPQ      R13, $0x18
+	JL        g1sumpart0_1hi
+	VINSERTPS $0x10, 20(R11)(R12*1), X10, X10
+	CMPQ      R13, $0x1c
+	JL        g1sumpart0_1hi
+	VINSERTPS $0x20, 24(R11)(R12*1), X10, X10
+
+g1sumpart0_1hi:
+	VINSERTF128 $0x01, X10, Y9, Y9
+
+g1sumpart0_1lo:
+	VMULPS Y9, Y9, Y9
+	VADDPS Y9, Y1, Y1
+	JMP    g1summed
 
 g1sumpart1:
-	SUBQ       $0x00000020, R13
-	JZ         g1summed
-	LEAQ       tailmask<>+32(SB), R14
-	SUBQ       R13, R14
-	VMOVDQU    (R14), Y9
-	VMASKMOVPS 32(R11)(R12*1), Y9, Y9
-	VMULPS     Y9, Y9, Y9
-	VADDPS     Y9, Y2, Y2
-	JMP        g1summed
+	SUBQ      $0x00000020, R13
+	JZ        g1summed
+	VXORPS    Y9, Y9, Y9
+	VMOVSS    32(R11)(R12*1), X9
+	CMPQ      R13, $0x08
+	JL        g1sumpart1_1lo
+	VINSERTPS $0x10, 36(R11)(R12*1), X9, X9
+	CMPQ      R13, $0x0c
+	JL        g1sumpart1_1lo
+	VINSERTPS $0x20, 40(R11)(R12*1), X9, X9
+	CMPQ      R13, $0x10
+	JL        g1sumpart1_1lo
+	VINSERTPS $0x30, 44(R11)(R12*1), X9, X9
+	CMPQ      R13, $0x14
+	JL        g1sumpart1_1lo
+	VMOVSS    48(R11)(R12*1), X10
+	CMPQ      R13, $0x18
+	JL        g1sumpart1_1hi
+	VINSERTPS $0x10, 52(R11)(R12*1), X10, X10
+	CMPQ      R13, $0x1c
+	JL        g1sumpart1_1hi
+	VINSERTPS $0x20, 56(R11)(R12*1), X10, X10
+
+g1sumpart1_1hi:
+	VINSERTF128 $0x01, X10, Y9, Y9
+
+g1sumpart1_1lo:
+	VMULPS Y9, Y9, Y9
+	VADDPS Y9, Y2, Y2
+	JMP    g1summed
 
 g1sumpart2:
-	SUBQ       $0x00000040, R13
-	JZ         g1summed
-	LEAQ       tailmask<>+32(SB), R14
-	SUBQ       R13, R14
-	VMOVDQU    (R14), Y9
-	VMASKMOVPS 64(R11)(R12*1), Y9, Y9
-	VMULPS     Y9, Y9, Y9
-	VADDPS     Y9, Y3, Y3
-	JMP        g1summed
+	SUBQ      $0x00000040, R13
+	JZ        g1summed
+	VXORPS    Y9, Y9, Y9
+	VMOVSS    64(R11)(R12*1), X9
+	CMPQ      R13, $0x08
+	JL        g1sumpart2_1lo
+	VINSERTPS $0x10, 68(R11)(R12*1), X9, X9
+	CMPQ      R13, $0x0c
+	JL        g1sumpart2_1lo
+	VINSERTPS $0x20, 72(R11)(R12*1), X9, X9
+	CMPQ      R13, $0x10
+	JL        g1sumpart2_1lo
+	VINSERTPS $0x30, 76(R11)(R12*1), X9, X9
+	CMPQ      R13, $0x14
+	JL        g1sumpart2_1lo
+	VMOVSS    80(R11)(R12*1), X10
+	CMPQ      R13, $0x18
+	JL        g1sumpart2_1hi
+	VINSERTPS $0x10, 84(R11)(R12*1), X10, X10
+	CMPQ      R13, $0x1c
+	JL        g1sumpart2_1hi
+	VINSERTPS $0x20, 88(R11)(R12*1), X10, X10
+
+g1sumpart2_1hi:
+	VINSERTF128 $0x01, X10, Y9, Y9
+
+g1sumpart2_1lo:
+	VMULPS Y9, Y9, Y9
+	VADDPS Y9, Y3, Y3
+	JMP    g1summed
 
 g1sumpart3:
-	SUBQ       $0x00000060, R13
-	JZ         g1summed
-	LEAQ       tailmask<>+32(SB), R14
-	SUBQ       R13, R14
-	VMOVDQU    (R14), Y9
-	VMASKMOVPS 96(R11)(R12*1), Y9, Y9
-	VMULPS     Y9, Y9, Y9
-	VADDPS     Y9, Y4, Y4
-	JMP        g1summed
+	SUBQ      $0x00000060, R13
+	JZ        g1summed
+	VXORPS    Y9, Y9, Y9
+	VMOVSS    96(R11)(R12*1), X9
+	CMPQ      R13, $0x08
+	JL        g1sumpart3_1lo
+	VINSERTPS $0x10, 100(R11)(R12*1), X9, X9
+	CMPQ      R13, $0x0c
+	JL        g1sumpart3_1lo
+	VINSERTPS $0x20, 104(R11)(R12*1), X9, X9
+	CMPQ      R13, $0x10
+	JL        g1sumpart3_1lo
+	VINSERTPS $0x30, 108(R11)(R12*1), X9, X9
+	CMPQ      R13, $0x14
+	JL        g1sumpart3_1lo
+	VMOVSS    112(R11)(R12*1), X10
+	CMPQ      R13, $0x18
+	JL        g1sumpart3_1hi
+	VINSERTPS $0x10, 116(R11)(R12*1), X10, X10
+	CMPQ      R13, $0x1c
+	JL        g1sumpart3_1hi
+	VINSERTPS $0x20, 120(R11)(R12*1), X10, X10
+
+g1sumpart3_1hi:
+	VINSERTF128 $0x01, X10, Y9, Y9
+
+g1sumpart3_1lo:
+	VMULPS Y9, Y9, Y9
+	VADDPS Y9, Y4, Y4
+	JMP    g1summed
 
 g1sumpart4:
-	SUBQ       $0x00000080, R13
-	JZ         g1summed
-	LEAQ       tailmask<>+32(SB), R14
-	SUBQ       R13, R14
-	VMOVDQU    (R14), Y9
-	VMASKMOVPS 128(R11)(R12*1), Y9, Y9
-	VMULPS     Y9, Y9, Y9
-	VADDPS     Y9, Y5, Y5
-	JMP        g1summed
+	SUBQ      $0x00000080, R13
+	JZ        g1summed
+	VXORPS    Y9, Y9, Y9
+	VMOVSS    128(R11)(R12*1), X9
+	CMPQ      R13, $0x08
+	JL        g1sumpart4_1lo
+	VINSERTPS $0x10, 132(R11)(R12*1), X9, X9
+	CMPQ      R13, $0x0c
+	JL        g1sumpart4_1lo
+	VINSERTPS $0x20, 136(R11)(R12*1), X9, X9
+	CMPQ      R13, $0x10
+	JL        g1sumpart4_1lo
+	VINSERTPS $0x30, 140(R11)(R12*1), X9, X9
+	CMPQ      R13, $0x14
+	JL        g1sumpart4_1lo
+	VMOVSS    144(R11)(R12*1), X10
+	CMPQ      R13, $0x18
+	JL        g1sumpart4_1hi
+	VINSERTPS $0x10, 148(R11)(R12*1), X10, X10
+	CMPQ      R13, $0x1c
+	JL        g1sumpart4_1hi
+	VINSERTPS $0x20, 152(R11)(R12*1), X10, X10
+
+g1sumpart4_1hi:
+	VINSERTF128 $0x01, X10, Y9, Y9
+
+g1sumpart4_1lo:
+	VMULPS Y9, Y9, Y9
+	VADDPS Y9, Y5, Y5
+	JMP    g1summed
 
 g1sumpart5:
-	SUBQ       $0x000000a0, R13
-	JZ         g1summed
-	LEAQ       tailmask<>+32(SB), R14
-	SUBQ       R13, R14
-	VMOVDQU    (R14), Y9
-	VMASKMOVPS 160(R11)(R12*1), Y9, Y9
-	VMULPS     Y9, Y9, Y9
-	VADDPS     Y9, Y6, Y6
-	JMP        g1summed
+	SUBQ      $0x000000a0, R13
+	JZ        g1summed
+	VXORPS    Y9, Y9, Y9
+	VMOVSS    160(R11)(R12*1), X9
+	CMPQ      R13, $0x08
+	JL        g1sumpart5_1lo
+	VINSERTPS $0x10, 164(R11)(R12*1), X9, X9
+	CMPQ      R13, $0x0c
+	JL        g1sumpart5_1lo
+	VINSERTPS $0x20, 168(R11)(R12*1), X9, X9
+	CMPQ      R13, $0x10
+	JL        g1sumpart5_1lo
+	VINSERTPS $0x30, 172(R11)(R12*1), X9, X9
+	CMPQ      R13, $0x14
+	JL        g1sumpart5_1lo
+	VMOVSS    176(R11)(R12*1), X10
+	CMPQ      R13, $0x18
+	JL        g1sumpart5_1hi
+	VINSERTPS $0x10, 180(R11)(R12*1), X10, X10
+	CMPQ      R13, $0x1c
+	JL        g1sumpart5_1hi
+	VINSERTPS $0x20, 184(R11)(R12*1), X10, X10
+
+g1sumpart5_1hi:
+	VINSERTF128 $0x01, X10, Y9, Y9
+
+g1sumpart5_1lo:
+	VMULPS Y9, Y9, Y9
+	VADDPS Y9, Y6, Y6
+	JMP    g1summed
 
 g1sumpart6:
-	SUBQ       $0x000000c0, R13
-	JZ         g1summed
-	LEAQ       tailmask<>+32(SB), R14
-	SUBQ       R13, R14
-	VMOVDQU    (R14), Y9
-	VMASKMOVPS 192(R11)(R12*1), Y9, Y9
-	VMULPS     Y9, Y9, Y9
-	VADDPS     Y9, Y7, Y7
-	JMP        g1summed
+	SUBQ      $0x000000c0, R13
+	JZ        g1summed
+	VXORPS    Y9, Y9, Y9
+	VMOVSS    192(R11)(R12*1), X9
+	CMPQ      R13, $0x08
+	JL        g1sumpart6_1lo
+	VINSERTPS $0x10, 196(R11)(R12*1), X9, X9
+	CMPQ      R13, $0x0c
+	JL        g1sumpart6_1lo
+	VINSERTPS $0x20, 200(R11)(R12*1), X9, X9
+	CMPQ      R13, $0x10
+	JL        g1sumpart6_1lo
+	VINSERTPS $0x30, 204(R11)(R12*1), X9, X9
+	CMPQ      R13, $0x14
+	JL        g1sumpart6_1lo
+	VMOVSS    208(R11)(R12*1), X10
+	CMPQ      R13, $0x18
+	JL        g1sumpart6_1hi
+	VINSERTPS $0x10, 212(R11)(R12*1), X10, X10
+	CMPQ      R13, $0x1c
+	JL        g1sumpart6_1hi
+	VINSERTPS $0x20, 216(R11)(R12*1), X10, X10
+
+g1sumpart6_1hi:
+	VINSERTF128 $0x01, X10, Y9, Y9
+
+g1sumpart6_1lo:
+	VMULPS Y9, Y9, Y9
+	VADDPS Y9, Y7, Y7
+	JMP    g1summed
 
 g1sumpart7:
-	SUBQ       $0x000000e0, R13
-	JZ         g1summed
-	LEAQ       tailmask<>+32(SB), R14
-	SUBQ       R13, R14
-	VMOVDQU    (R14), Y9
-	VMASKMOVPS 224(R11)(R12*1), Y9, Y9
-	VMULPS     Y9, Y9, Y9
-	VADDPS     Y9, Y8, Y8
+	SUBQ      $0x000000e0, R13
+	JZ        g1summed
+	VXORPS    Y9, Y9, Y9
+	VMOVSS    224(R11)(R12*1), X9
+	CMPQ      R13, $0x08
+	JL        g1sumpart7_1lo
+	VINSERTPS $0x10, 228(R11)(R12*1), X9, X9
+	CMPQ      R13, $0x0c
+	JL        g1sumpart7_1lo
+	VINSERTPS $0x20, 232(R11)(R12*1), X9, X9
+	CMPQ      R13, $0x10
+	JL        g1sumpart7_1lo
+	VINSERTPS $0x30, 236(R11)(R12*1), X9, X9
+	CMPQ      R13, $0x14
+	JL        g1sumpart7_1lo
+	VMOVSS    240(R11)(R12*1), X10
+	CMPQ      R13, $0x18
+	JL        g1sumpart7_1hi
+	VINSERTPS $0x10, 244(R11)(R12*1), X10, X10
+	CMPQ      R13, $0x1c
+	JL        g1sumpart7_1hi
+	VINSERTPS $0x20, 248(R11)(R12*1), X10, X10
+
+g1sumpart7_1hi:
+	VINSERTF128 $0x01, X10, Y9, Y9
+
+g1sumpart7_1lo:
+	VMULPS Y9, Y9, Y9
+	VADDPS Y9, Y8, Y8
 
 g1summed:
 	VADDPS Y5, Y1, Y1
@@ -7126,7 +7444,7 @@ g2sumcheck:
 	JLE  g2sumloop
 
 g2sumtail:
-	// Fewer than 64 elements remain: whole vectors first, then one masked vector.
+	// Fewer than 64 elements remain: whole vectors first, then one partial vector.
 	MOVQ    SI, R13
 	SUBQ    R12, R13
 	CMPQ    R13, $0x00000020
@@ -7172,91 +7490,259 @@ g2sumtail:
 	JMP     g2summed
 
 g2sumpart0:
-	SUBQ       $0x00000000, R13
-	JZ         g2summed
-	LEAQ       tailmask<>+32(SB), R14
-	SUBQ       R13, R14
-	VMOVDQU    (R14), Y10
-	VMASKMOVPS (R11)(R12*1), Y10, Y10
-	VMULPS     Y10, Y10, Y10
-	VADDPS     Y10, Y2, Y2
-	JMP        g2summed
+	SUBQ      $0x00000000, R13
+	JZ        g2summed
+	VXORPS    Y10, Y10, Y10
+	VMOVSS    (R11)(R12*1), X10
+	CMPQ      R13, $0x08
+	JL        g2sumpart0_1lo
+	VINSERTPS $0x10, 4(R11)(R12*1), X10, X10
+	CMPQ      R13, $0x0c
+	JL        g2sumpart0_1lo
+	VINSERTPS $0x20, 8(R11)(R12*1), X10, X10
+	CMPQ      R13, $0x10
+	JL        g2sumpart0_1lo
+	VINSERTPS $0x30, 12(R11)(R12*1), X10, X10
+	CMPQ      R13, $0x14
+	JL        g2sumpart0_1lo
+	VMOVSS    16(R11)(R12*1), X11
+	CMPQ      R13, $0x18
+	JL        g2sumpart0_1hi
+	VINSERTPS $0x10, 20(R11)(R12*1), X11, X11
+	CMPQ      R13, $0x1c
+	JL        g2sumpart0_1hi
+	VINSERTPS $0x20, 24(R11)(R12*1), X11, X11
+
+g2sumpart0_1hi:
+	VINSERTF128 $0x01, X11, Y10, Y10
+
+g2sumpart0_1lo:
+	VMULPS Y10, Y10, Y10
+	VADDPS Y10, Y2, Y2
+	JMP    g2summed
 
 g2sumpart1:
-	SUBQ       $0x00000020, R13
-	JZ         g2summed
-	LEAQ       tailmask<>+32(SB), R14
-	SUBQ       R13, R14
-	VMOVDQU    (R14), Y10
-	VMASKMOVPS 32(R11)(R12*1), Y10, Y10
-	VMULPS     Y10, Y10, Y10
-	VADDPS     Y10, Y3, Y3
-	JMP        g2summed
+	SUBQ      $0x00000020, R13
+	JZ        g2summed
+	VXORPS    Y10, Y10, Y10
+	VMOVSS    32(R11)(R12*1), X10
+	CMPQ      R13, $0x08
+	JL        g2sumpart1_1lo
+	VINSERTPS $0x10, 36(R11)(R12*1), X10, X10
+	CMPQ      R13, $0x0c
+	JL        g2sumpart1_1lo
+	VINSERTPS $0x20, 40(R11)(R12*1), X10, X10
+	CMPQ      R13, $0x10
+	JL        g2sumpart1_1lo
+	VINSERTPS $0x30, 44(R11)(R12*1), X10, X10
+	CMPQ      R13, $0x14
+	JL        g2sumpart1_1lo
+	VMOVSS    48(R11)(R12*1), X11
+	CMPQ      R13, $0x18
+	JL        g2sumpart1_1hi
+	VINSERTPS $0x10, 52(R11)(R12*1), X11, X11
+	CMPQ      R13, $0x1c
+	JL        g2sumpart1_1hi
+	VINSERTPS $0x20, 56(R11)(R12*1), X11, X11
+
+g2sumpart1_1hi:
+	VINSERTF128 $0x01, X11, Y10, Y10
+
+g2sumpart1_1lo:
+	VMULPS Y10, Y10, Y10
+	VADDPS Y10, Y3, Y3
+	JMP    g2summed
 
 g2sumpart2:
-	SUBQ       $0x00000040, R13
-	JZ         g2summed
-	LEAQ       tailmask<>+32(SB), R14
-	SUBQ       R13, R14
-	VMOVDQU    (R14), Y10
-	VMASKMOVPS 64(R11)(R12*1), Y10, Y10
-	VMULPS     Y10, Y10, Y10
-	VADDPS     Y10, Y4, Y4
-	JMP        g2summed
+	SUBQ      $0x00000040, R13
+	JZ        g2summed
+	VXORPS    Y10, Y10, Y10
+	VMOVSS    64(R11)(R12*1), X10
+	CMPQ      R13, $0x08
+	JL        g2sumpart2_1lo
+	VINSERTPS $0x10, 68(R11)(R12*1), X10, X10
+	CMPQ      R13, $0x0c
+	JL        g2sumpart2_1lo
+	VINSERTPS $0x20, 72(R11)(R12*1), X10, X10
+	CMPQ      R13, $0x10
+	JL        g2sumpart2_1lo
+	VINSERTPS $0x30, 76(R11)(R12*1), X10, X10
+	CMPQ      R13, $0x14
+	JL        g2sumpart2_1lo
+	VMOVSS    80(R11)(R12*1), X11
+	CMPQ      R13, $0x18
+	JL        g2sumpart2_1hi
+	VINSERTPS $0x10, 84(R11)(R12*1), X11, X11
+	CMPQ      R13, $0x1c
+	JL        g2sumpart2_1hi
+	VINSERTPS $0x20, 88(R11)(R12*1), X11, X11
+
+g2sumpart2_1hi:
+	VINSERTF128 $0x01, X11, Y10, Y10
+
+g2sumpart2_1lo:
+	VMULPS Y10, Y10, Y10
+	VADDPS Y10, Y4, Y4
+	JMP    g2summed
 
 g2sumpart3:
-	SUBQ       $0x00000060, R13
-	JZ         g2summed
-	LEAQ       tailmask<>+32(SB), R14
-	SUBQ       R13, R14
-	VMOVDQU    (R14), Y10
-	VMASKMOVPS 96(R11)(R12*1), Y10, Y10
-	VMULPS     Y10, Y10, Y10
-	VADDPS     Y10, Y5, Y5
-	JMP        g2summed
+	SUBQ      $0x00000060, R13
+	JZ        g2summed
+	VXORPS    Y10, Y10, Y10
+	VMOVSS    96(R11)(R12*1), X10
+	CMPQ      R13, $0x08
+	JL        g2sumpart3_1lo
+	VINSERTPS $0x10, 100(R11)(R12*1), X10, X10
+	CMPQ      R13, $0x0c
+	JL        g2sumpart3_1lo
+	VINSERTPS $0x20, 104(R11)(R12*1), X10, X10
+	CMPQ      R13, $0x10
+	JL        g2sumpart3_1lo
+	VINSERTPS $0x30, 108(R11)(R12*1), X10, X10
+	CMPQ      R13, $0x14
+	JL        g2sumpart3_1lo
+	VMOVSS    112(R11)(R12*1), X11
+	CMPQ      R13, $0x18
+	JL        g2sumpart3_1hi
+	VINSERTPS $0x10, 116(R11)(R12*1), X11, X11
+	CMPQ      R13, $0x1c
+	JL        g2sumpart3_1hi
+	VINSERTPS $0x20, 120(R11)(R12*1), X11, X11
+
+g2sumpart3_1hi:
+	VINSERTF128 $0x01, X11, Y10, Y10
+
+g2sumpart3_1lo:
+	VMULPS Y10, Y10, Y10
+	VADDPS Y10, Y5, Y5
+	JMP    g2summed
 
 g2sumpart4:
-	SUBQ       $0x00000080, R13
-	JZ         g2summed
-	LEAQ       tailmask<>+32(SB), R14
-	SUBQ       R13, R14
-	VMOVDQU    (R14), Y10
-	VMASKMOVPS 128(R11)(R12*1), Y10, Y10
-	VMULPS     Y10, Y10, Y10
-	VADDPS     Y10, Y6, Y6
-	JMP        g2summed
+	SUBQ      $0x00000080, R13
+	JZ        g2summed
+	VXORPS    Y10, Y10, Y10
+	VMOVSS    128(R11)(R12*1), X10
+	CMPQ      R13, $0x08
+	JL        g2sumpart4_1lo
+	VINSERTPS $0x10, 132(R11)(R12*1), X10, X10
+	CMPQ      R13, $0x0c
+	JL        g2sumpart4_1lo
+	VINSERTPS $0x20, 136(R11)(R12*1), X10, X10
+	CMPQ      R13, $0x10
+	JL        g2sumpart4_1lo
+	VINSERTPS $0x30, 140(R11)(R12*1), X10, X10
+	CMPQ      R13, $0x14
+	JL        g2sumpart4_1lo
+	VMOVSS    144(R11)(R12*1), X11
+	CMPQ      R13, $0x18
+	JL        g2sumpart4_1hi
+	VINSERTPS $0x10, 148(R11)(R12*1), X11, X11
+	CMPQ      R13, $0x1c
+	JL        g2sumpart4_1hi
+	VINSERTPS $0x20, 152(R11)(R12*1), X11, X11
+
+g2sumpart4_1hi:
+	VINSERTF128 $0x01, X11, Y10, Y10
+
+g2sumpart4_1lo:
+	VMULPS Y10, Y10, Y10
+	VADDPS Y10, Y6, Y6
+	JMP    g2summed
 
 g2sumpart5:
-	SUBQ       $0x000000a0, R13
-	JZ         g2summed
-	LEAQ       tailmask<>+32(SB), R14
-	SUBQ       R13, R14
-	VMOVDQU    (R14), Y10
-	VMASKMOVPS 160(R11)(R12*1), Y10, Y10
-	VMULPS     Y10, Y10, Y10
-	VADDPS     Y10, Y7, Y7
-	JMP        g2summed
+	SUBQ      $0x000000a0, R13
+	JZ        g2summed
+	VXORPS    Y10, Y10, Y10
+	VMOVSS    160(R11)(R12*1), X10
+	CMPQ      R13, $0x08
+	JL        g2sumpart5_1lo
+	VINSERTPS $0x10, 164(R11)(R12*1), X10, X10
+	CMPQ      R13, $0x0c
+	JL        g2sumpart5_1lo
+	VINSERTPS $0x20, 168(R11)(R12*1), X10, X10
+	CMPQ      R13, $0x10
+	JL        g2sumpart5_1lo
+	VINSERTPS $0x30, 172(R11)(R12*1), X10, X10
+	CMPQ      R13, $0x14
+	JL        g2sumpart5_1lo
+	VMOVSS    176(R11)(R12*1), X11
+	CMPQ      R13, $0x18
+	JL        g2sumpart5_1hi
+	VINSERTPS $0x10, 180(R11)(R12*1), X11, X11
+	CMPQ      R13, $0x1c
+	JL        g2sumpart5_1hi
+	VINSERTPS $0x20, 184(R11)(R12*1), X11, X11
+
+g2sumpart5_1hi:
+	VINSERTF128 $0x01, X11, Y10, Y10
+
+g2sumpart5_1lo:
+	VMULPS Y10, Y10, Y10
+	VADDPS Y10, Y7, Y7
+	JMP    g2summed
 
 g2sumpart6:
-	SUBQ       $0x000000c0, R13
-	JZ         g2summed
-	LEAQ       tailmask<>+32(SB), R14
-	SUBQ       R13, R14
-	VMOVDQU    (R14), Y10
-	VMASKMOVPS 192(R11)(R12*1), Y10, Y10
-	VMULPS     Y10, Y10, Y10
-	VADDPS     Y10, Y8, Y8
-	JMP        g2summed
+	SUBQ      $0x000000c0, R13
+	JZ        g2summed
+	VXORPS    Y10, Y10, Y10
+	VMOVSS    192(R11)(R12*1), X10
+	CMPQ      R13, $0x08
+	JL        g2sumpart6_1lo
+	VINSERTPS $0x10, 196(R11)(R12*1), X10, X10
+	CMPQ      R13, $0x0c
+	JL        g2sumpart6_1lo
+	VINSERTPS $0x20, 200(R11)(R12*1), X10, X10
+	CMPQ      R13, $0x10
+	JL        g2sumpart6_1lo
+	VINSERTPS $0x30, 204(R11)(R12*1), X10, X10
+	CMPQ      R13, $0x14
+	JL        g2sumpart6_1lo
+	VMOVSS    208(R11)(R12*1), X11
+	CMPQ      R13, $0x18
+	JL        g2sumpart6_1hi
+	VINSERTPS $0x10, 212(R11)(R12*1), X11, X11
+	CMPQ      R13, $0x1c
+	JL        g2sumpart6_1hi
+	VINSERTPS $0x20, 216(R11)(R12*1), X11, X11
+
+g2sumpart6_1hi:
+	VINSERTF128 $0x01, X11, Y10, Y10
+
+g2sumpart6_1lo:
+	VMULPS Y10, Y10, Y10
+	VADDPS Y10, Y8, Y8
+	JMP    g2summed
 
 g2sumpart7:
-	SUBQ       $0x000000e0, R13
-	JZ         g2summed
-	LEAQ       tailmask<>+32(SB), R14
-	SUBQ       R13, R14
-	VMOVDQU    (R14), Y10
-	VMASKMOVPS 224(R11)(R12*1), Y10, Y10
-	VMULPS     Y10, Y10, Y10
-	VADDPS     Y10, Y9, Y9
+	SUBQ      $0x000000e0, R13
+	JZ        g2summed
+	VXORPS    Y10, Y10, Y10
+	VMOVSS    224(R11)(R12*1), X10
+	CMPQ      R13, $0x08
+	JL        g2sumpart7_1lo
+	VINSERTPS $0x10, 228(R11)(R12*1), X10, X10
+	CMPQ      R13, $0x0c
+	JL        g2sumpart7_1lo
+	VINSERTPS $0x20, 232(R11)(R12*1), X10, X10
+	CMPQ      R13, $0x10
+	JL        g2sumpart7_1lo
+	VINSERTPS $0x30, 236(R11)(R12*1), X10, X10
+	CMPQ      R13, $0x14
+	JL        g2sumpart7_1lo
+	VMOVSS    240(R11)(R12*1), X11
+	CMPQ      R13, $0x18
+	JL        g2sumpart7_1hi
+	VINSERTPS $0x10, 244(R11)(R12*1), X11, X11
+	CMPQ      R13, $0x1c
+	JL        g2sumpart7_1hi
+	VINSERTPS $0x20, 248(R11)(R12*1), X11, X11
+
+g2sumpart7_1hi:
+	VINSERTF128 $0x01, X11, Y10, Y10
+
+g2sumpart7_1lo:
+	VMULPS Y10, Y10, Y10
+	VADDPS Y10, Y9, Y9
 
 g2summed:
 	VADDPS Y6, Y2, Y2
@@ -7345,7 +7831,7 @@ g3sumcheck:
 	JLE  g3sumloop
 
 g3sumtail:
-	// Fewer than 64 elements remain: whole vectors first, then one masked vector.
+	// Fewer than 64 elements remain: whole vectors first, then one partial vector.
 	MOVQ    SI, R13
 	SUBQ    R12, R13
 	CMPQ    R13, $0x00000020
@@ -7391,91 +7877,259 @@ g3sumtail:
 	JMP     g3summed
 
 g3sumpart0:
-	SUBQ       $0x00000000, R13
-	JZ         g3summed
-	LEAQ       tailmask<>+32(SB), R14
-	SUBQ       R13, R14
-	VMOVDQU    (R14), Y11
-	VMASKMOVPS (R11)(R12*1), Y11, Y11
-	VMULPS     Y11, Y11, Y11
-	VADDPS     Y11, Y3, Y3
-	JMP        g3summed
+	SUBQ      $0x00000000, R13
+	JZ        g3summed
+	VXORPS    Y11, Y11, Y11
+	VMOVSS    (R11)(R12*1), X11
+	CMPQ      R13, $0x08
+	JL        g3sumpart0_1lo
+	VINSERTPS $0x10, 4(R11)(R12*1), X11, X11
+	CMPQ      R13, $0x0c
+	JL        g3sumpart0_1lo
+	VINSERTPS $0x20, 8(R11)(R12*1), X11, X11
+	CMPQ      R13, $0x10
+	JL        g3sumpart0_1lo
+	VINSERTPS $0x30, 12(R11)(R12*1), X11, X11
+	CMPQ      R13, $0x14
+	JL        g3sumpart0_1lo
+	VMOVSS    16(R11)(R12*1), X12
+	CMPQ      R13, $0x18
+	JL        g3sumpart0_1hi
+	VINSERTPS $0x10, 20(R11)(R12*1), X12, X12
+	CMPQ      R13, $0x1c
+	JL        g3sumpart0_1hi
+	VINSERTPS $0x20, 24(R11)(R12*1), X12, X12
+
+g3sumpart0_1hi:
+	VINSERTF128 $0x01, X12, Y11, Y11
+
+g3sumpart0_1lo:
+	VMULPS Y11, Y11, Y11
+	VADDPS Y11, Y3, Y3
+	JMP    g3summed
 
 g3sumpart1:
-	SUBQ       $0x00000020, R13
-	JZ         g3summed
-	LEAQ       tailmask<>+32(SB), R14
-	SUBQ       R13, R14
-	VMOVDQU    (R14), Y11
-	VMASKMOVPS 32(R11)(R12*1), Y11, Y11
-	VMULPS     Y11, Y11, Y11
-	VADDPS     Y11, Y4, Y4
-	JMP        g3summed
+	SUBQ      $0x00000020, R13
+	JZ        g3summed
+	VXORPS    Y11, Y11, Y11
+	VMOVSS    32(R11)(R12*1), X11
+	CMPQ      R13, $0x08
+	JL        g3sumpart1_1lo
+	VINSERTPS $0x10, 36(R11)(R12*1), X11, X11
+	CMPQ      R13, $0x0c
+	JL        g3sumpart1_1lo
+	VINSERTPS $0x20, 40(R11)(R12*1), X11, X11
+	CMPQ      R13, $0x10
+	JL        g3sumpart1_1lo
+	VINSERTPS $0x30, 44(R11)(R12*1), X11, X11
+	CMPQ      R13, $0x14
+	JL        g3sumpart1_1lo
+	VMOVSS    48(R11)(R12*1), X12
+	CMPQ      R13, $0x18
+	JL        g3sumpart1_1hi
+	VINSERTPS $0x10, 52(R11)(R12*1), X12, X12
+	CMPQ      R13, $0x1c
+	JL        g3sumpart1_1hi
+	VINSERTPS $0x20, 56(R11)(R12*1), X12, X12
+
+g3sumpart1_1hi:
+	VINSERTF128 $0x01, X12, Y11, Y11
+
+g3sumpart1_1lo:
+	VMULPS Y11, Y11, Y11
+	VADDPS Y11, Y4, Y4
+	JMP    g3summed
 
 g3sumpart2:
-	SUBQ       $0x00000040, R13
-	JZ         g3summed
-	LEAQ       tailmask<>+32(SB), R14
-	SUBQ       R13, R14
-	VMOVDQU    (R14), Y11
-	VMASKMOVPS 64(R11)(R12*1), Y11, Y11
-	VMULPS     Y11, Y11, Y11
-	VADDPS     Y11, Y5, Y5
-	JMP        g3summed
+	SUBQ      $0x00000040, R13
+	JZ        g3summed
+	VXORPS    Y11, Y11, Y11
+	VMOVSS    64(R11)(R12*1), X11
+	CMPQ      R13, $0x08
+	JL        g3sumpart2_1lo
+	VINSERTPS $0x10, 68(R11)(R12*1), X11, X11
+	CMPQ      R13, $0x0c
+	JL        g3sumpart2_1lo
+	VINSERTPS $0x20, 72(R11)(R12*1), X11, X11
+	CMPQ      R13, $0x10
+	JL        g3sumpart2_1lo
+	VINSERTPS $0x30, 76(R11)(R12*1), X11, X11
+	CMPQ      R13, $0x14
+	JL        g3sumpart2_1lo
+	VMOVSS    80(R11)(R12*1), X12
+	CMPQ      R13, $0x18
+	JL        g3sumpart2_1hi
+	VINSERTPS $0x10, 84(R11)(R12*1), X12, X12
+	CMPQ      R13, $0x1c
+	JL        g3sumpart2_1hi
+	VINSERTPS $0x20, 88(R11)(R12*1), X12, X12
+
+g3sumpart2_1hi:
+	VINSERTF128 $0x01, X12, Y11, Y11
+
+g3sumpart2_1lo:
+	VMULPS Y11, Y11, Y11
+	VADDPS Y11, Y5, Y5
+	JMP    g3summed
 
 g3sumpart3:
-	SUBQ       $0x00000060, R13
-	JZ         g3summed
-	LEAQ       tailmask<>+32(SB), R14
-	SUBQ       R13, R14
-	VMOVDQU    (R14), Y11
-	VMASKMOVPS 96(R11)(R12*1), Y11, Y11
-	VMULPS     Y11, Y11, Y11
-	VADDPS     Y11, Y6, Y6
-	JMP        g3summed
+	SUBQ      $0x00000060, R13
+	JZ        g3summed
+	VXORPS    Y11, Y11, Y11
+	VMOVSS    96(R11)(R12*1), X11
+	CMPQ      R13, $0x08
+	JL        g3sumpart3_1lo
+	VINSERTPS $0x10, 100(R11)(R12*1), X11, X11
+	CMPQ      R13, $0x0c
+	JL        g3sumpart3_1lo
+	VINSERTPS $0x20, 104(R11)(R12*1), X11, X11
+	CMPQ      R13, $0x10
+	JL        g3sumpart3_1lo
+	VINSERTPS $0x30, 108(R11)(R12*1), X11, X11
+	CMPQ      R13, $0x14
+	JL        g3sumpart3_1lo
+	VMOVSS    112(R11)(R12*1), X12
+	CMPQ      R13, $0x18
+	JL        g3sumpart3_1hi
+	VINSERTPS $0x10, 116(R11)(R12*1), X12, X12
+	CMPQ      R13, $0x1c
+	JL        g3sumpart3_1hi
+	VINSERTPS $0x20, 120(R11)(R12*1), X12, X12
+
+g3sumpart3_1hi:
+	VINSERTF128 $0x01, X12, Y11, Y11
+
+g3sumpart3_1lo:
+	VMULPS Y11, Y11, Y11
+	VADDPS Y11, Y6, Y6
+	JMP    g3summed
 
 g3sumpart4:
-	SUBQ       $0x00000080, R13
-	JZ         g3summed
-	LEAQ       tailmask<>+32(SB), R14
-	SUBQ       R13, R14
-	VMOVDQU    (R14), Y11
-	VMASKMOVPS 128(R11)(R12*1), Y11, Y11
-	VMULPS     Y11, Y11, Y11
-	VADDPS     Y11, Y7, Y7
-	JMP        g3summed
+	SUBQ      $0x00000080, R13
+	JZ        g3summed
+	VXORPS    Y11, Y11, Y11
+	VMOVSS    128(R11)(R12*1), X11
+	CMPQ      R13, $0x08
+	JL        g3sumpart4_1lo
+	VINSERTPS $0x10, 132(R11)(R12*1), X11, X11
+	CMPQ      R13, $0x0c
+	JL        g3sumpart4_1lo
+	VINSERTPS $0x20, 136(R11)(R12*1), X11, X11
+	CMPQ      R13, $0x10
+	JL        g3sumpart4_1lo
+	VINSERTPS $0x30, 140(R11)(R12*1), X11, X11
+	CMPQ      R13, $0x14
+	JL        g3sumpart4_1lo
+	VMOVSS    144(R11)(R12*1), X12
+	CMPQ      R13, $0x18
+	JL        g3sumpart4_1hi
+	VINSERTPS $0x10, 148(R11)(R12*1), X12, X12
+	CMPQ      R13, $0x1c
+	JL        g3sumpart4_1hi
+	VINSERTPS $0x20, 152(R11)(R12*1), X12, X12
+
+g3sumpart4_1hi:
+	VINSERTF128 $0x01, X12, Y11, Y11
+
+g3sumpart4_1lo:
+	VMULPS Y11, Y11, Y11
+	VADDPS Y11, Y7, Y7
+	JMP    g3summed
 
 g3sumpart5:
-	SUBQ       $0x000000a0, R13
-	JZ         g3summed
-	LEAQ       tailmask<>+32(SB), R14
-	SUBQ       R13, R14
-	VMOVDQU    (R14), Y11
-	VMASKMOVPS 160(R11)(R12*1), Y11, Y11
-	VMULPS     Y11, Y11, Y11
-	VADDPS     Y11, Y8, Y8
-	JMP        g3summed
+	SUBQ      $0x000000a0, R13
+	JZ        g3summed
+	VXORPS    Y11, Y11, Y11
+	VMOVSS    160(R11)(R12*1), X11
+	CMPQ      R13, $0x08
+	JL        g3sumpart5_1lo
+	VINSERTPS $0x10, 164(R11)(R12*1), X11, X11
+	CMPQ      R13, $0x0c
+	JL        g3sumpart5_1lo
+	VINSERTPS $0x20, 168(R11)(R12*1), X11, X11
+	CMPQ      R13, $0x10
+	JL        g3sumpart5_1lo
+	VINSERTPS $0x30, 172(R11)(R12*1), X11, X11
+	CMPQ      R13, $0x14
+	JL        g3sumpart5_1lo
+	VMOVSS    176(R11)(R12*1), X12
+	CMPQ      R13, $0x18
+	JL        g3sumpart5_1hi
+	VINSERTPS $0x10, 180(R11)(R12*1), X12, X12
+	CMPQ      R13, $0x1c
+	JL        g3sumpart5_1hi
+	VINSERTPS $0x20, 184(R11)(R12*1), X12, X12
+
+g3sumpart5_1hi:
+	VINSERTF128 $0x01, X12, Y11, Y11
+
+g3sumpart5_1lo:
+	VMULPS Y11, Y11, Y11
+	VADDPS Y11, Y8, Y8
+	JMP    g3summed
 
 g3sumpart6:
-	SUBQ       $0x000000c0, R13
-	JZ         g3summed
-	LEAQ       tailmask<>+32(SB), R14
-	SUBQ       R13, R14
-	VMOVDQU    (R14), Y11
-	VMASKMOVPS 192(R11)(R12*1), Y11, Y11
-	VMULPS     Y11, Y11, Y11
-	VADDPS     Y11, Y9, Y9
-	JMP        g3summed
+	SUBQ      $0x000000c0, R13
+	JZ        g3summed
+	VXORPS    Y11, Y11, Y11
+	VMOVSS    192(R11)(R12*1), X11
+	CMPQ      R13, $0x08
+	JL        g3sumpart6_1lo
+	VINSERTPS $0x10, 196(R11)(R12*1), X11, X11
+	CMPQ      R13, $0x0c
+	JL        g3sumpart6_1lo
+	VINSERTPS $0x20, 200(R11)(R12*1), X11, X11
+	CMPQ      R13, $0x10
+	JL        g3sumpart6_1lo
+	VINSERTPS $0x30, 204(R11)(R12*1), X11, X11
+	CMPQ      R13, $0x14
+	JL        g3sumpart6_1lo
+	VMOVSS    208(R11)(R12*1), X12
+	CMPQ      R13, $0x18
+	JL        g3sumpart6_1hi
+	VINSERTPS $0x10, 212(R11)(R12*1), X12, X12
+	CMPQ      R13, $0x1c
+	JL        g3sumpart6_1hi
+	VINSERTPS $0x20, 216(R11)(R12*1), X12, X12
+
+g3sumpart6_1hi:
+	VINSERTF128 $0x01, X12, Y11, Y11
+
+g3sumpart6_1lo:
+	VMULPS Y11, Y11, Y11
+	VADDPS Y11, Y9, Y9
+	JMP    g3summed
 
 g3sumpart7:
-	SUBQ       $0x000000e0, R13
-	JZ         g3summed
-	LEAQ       tailmask<>+32(SB), R14
-	SUBQ       R13, R14
-	VMOVDQU    (R14), Y11
-	VMASKMOVPS 224(R11)(R12*1), Y11, Y11
-	VMULPS     Y11, Y11, Y11
-	VADDPS     Y11, Y10, Y10
+	SUBQ      $0x000000e0, R13
+	JZ        g3summed
+	VXORPS    Y11, Y11, Y11
+	VMOVSS    224(R11)(R12*1), X11
+	CMPQ      R13, $0x08
+	JL        g3sumpart7_1lo
+	VINSERTPS $0x10, 228(R11)(R12*1), X11, X11
+	CMPQ      R13, $0x0c
+	JL        g3sumpart7_1lo
+	VINSERTPS $0x20, 232(R11)(R12*1), X11, X11
+	CMPQ      R13, $0x10
+	JL        g3sumpart7_1lo
+	VINSERTPS $0x30, 236(R11)(R12*1), X11, X11
+	CMPQ      R13, $0x14
+	JL        g3sumpart7_1lo
+	VMOVSS    240(R11)(R12*1), X12
+	CMPQ      R13, $0x18
+	JL        g3sumpart7_1hi
+	VINSERTPS $0x10, 244(R11)(R12*1), X12, X12
+	CMPQ      R13, $0x1c
+	JL        g3sumpart7_1hi
+	VINSERTPS $0x20, 248(R11)(R12*1), X12, X12
+
+g3sumpart7_1hi:
+	VINSERTF128 $0x01, X12, Y11, Y11
+
+g3sumpart7_1lo:
+	VMULPS Y11, Y11, Y11
+	VADDPS Y11, Y10, Y10
 
 g3summed:
 	VADDPS Y7, Y3, Y3
@@ -8320,7 +8974,7 @@ sumcheck:
 	JLE  sumloop
 
 sumtail:
-	// Fewer than 64 elements remain: whole vectors first, then one masked vector.
+	// Fewer than 64 elements remain: whole vectors first, then one partial vector.
 	MOVQ    SI, R12
 	SUBQ    R11, R12
 	CMPQ    R12, $0x00000020
@@ -8366,91 +9020,259 @@ sumtail:
 	JMP     summed
 
 sumpart0:
-	SUBQ       $0x00000000, R12
-	JZ         summed
-	LEAQ       tailmask<>+32(SB), R13
-	SUBQ       R12, R13
-	VMOVDQU    (R13), Y8
-	VMASKMOVPS (CX)(R11*1), Y8, Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y0, Y0
-	JMP        summed
+	SUBQ      $0x00000000, R12
+	JZ        summed
+	VXORPS    Y8, Y8, Y8
+	VMOVSS    (CX)(R11*1), X8
+	CMPQ      R12, $0x08
+	JL        sumpart0_1lo
+	VINSERTPS $0x10, 4(CX)(R11*1), X8, X8
+	CMPQ      R12, $0x0c
+	JL        sumpart0_1lo
+	VINSERTPS $0x20, 8(CX)(R11*1), X8, X8
+	CMPQ      R12, $0x10
+	JL        sumpart0_1lo
+	VINSERTPS $0x30, 12(CX)(R11*1), X8, X8
+	CMPQ      R12, $0x14
+	JL        sumpart0_1lo
+	VMOVSS    16(CX)(R11*1), X9
+	CMPQ      R12, $0x18
+	JL        sumpart0_1hi
+	VINSERTPS $0x10, 20(CX)(R11*1), X9, X9
+	CMPQ      R12, $0x1c
+	JL        sumpart0_1hi
+	VINSERTPS $0x20, 24(CX)(R11*1), X9, X9
+
+sumpart0_1hi:
+	VINSERTF128 $0x01, X9, Y8, Y8
+
+sumpart0_1lo:
+	VMULPS Y8, Y8, Y8
+	VADDPS Y8, Y0, Y0
+	JMP    summed
 
 sumpart1:
-	SUBQ       $0x00000020, R12
-	JZ         summed
-	LEAQ       tailmask<>+32(SB), R13
-	SUBQ       R12, R13
-	VMOVDQU    (R13), Y8
-	VMASKMOVPS 32(CX)(R11*1), Y8, Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y1, Y1
-	JMP        summed
+	SUBQ      $0x00000020, R12
+	JZ        summed
+	VXORPS    Y8, Y8, Y8
+	VMOVSS    32(CX)(R11*1), X8
+	CMPQ      R12, $0x08
+	JL        sumpart1_1lo
+	VINSERTPS $0x10, 36(CX)(R11*1), X8, X8
+	CMPQ      R12, $0x0c
+	JL        sumpart1_1lo
+	VINSERTPS $0x20, 40(CX)(R11*1), X8, X8
+	CMPQ      R12, $0x10
+	JL        sumpart1_1lo
+	VINSERTPS $0x30, 44(CX)(R11*1), X8, X8
+	CMPQ      R12, $0x14
+	JL        sumpart1_1lo
+	VMOVSS    48(CX)(R11*1), X9
+	CMPQ      R12, $0x18
+	JL        sumpart1_1hi
+	VINSERTPS $0x10, 52(CX)(R11*1), X9, X9
+	CMPQ      R12, $0x1c
+	JL        sumpart1_1hi
+	VINSERTPS $0x20, 56(CX)(R11*1), X9, X9
+
+sumpart1_1hi:
+	VINSERTF128 $0x01, X9, Y8, Y8
+
+sumpart1_1lo:
+	VMULPS Y8, Y8, Y8
+	VADDPS Y8, Y1, Y1
+	JMP    summed
 
 sumpart2:
-	SUBQ       $0x00000040, R12
-	JZ         summed
-	LEAQ       tailmask<>+32(SB), R13
-	SUBQ       R12, R13
-	VMOVDQU    (R13), Y8
-	VMASKMOVPS 64(CX)(R11*1), Y8, Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y2, Y2
-	JMP        summed
+	SUBQ      $0x00000040, R12
+	JZ        summed
+	VXORPS    Y8, Y8, Y8
+	VMOVSS    64(CX)(R11*1), X8
+	CMPQ      R12, $0x08
+	JL        sumpart2_1lo
+	VINSERTPS $0x10, 68(CX)(R11*1), X8, X8
+	CMPQ      R12, $0x0c
+	JL        sumpart2_1lo
+	VINSERTPS $0x20, 72(CX)(R11*1), X8, X8
+	CMPQ      R12, $0x10
+	JL        sumpart2_1lo
+	VINSERTPS $0x30, 76(CX)(R11*1), X8, X8
+	CMPQ      R12, $0x14
+	JL        sumpart2_1lo
+	VMOVSS    80(CX)(R11*1), X9
+	CMPQ      R12, $0x18
+	JL        sumpart2_1hi
+	VINSERTPS $0x10, 84(CX)(R11*1), X9, X9
+	CMPQ      R12, $0x1c
+	JL        sumpart2_1hi
+	VINSERTPS $0x20, 88(CX)(R11*1), X9, X9
+
+sumpart2_1hi:
+	VINSERTF128 $0x01, X9, Y8, Y8
+
+sumpart2_1lo:
+	VMULPS Y8, Y8, Y8
+	VADDPS Y8, Y2, Y2
+	JMP    summed
 
 sumpart3:
-	SUBQ       $0x00000060, R12
-	JZ         summed
-	LEAQ       tailmask<>+32(SB), R13
-	SUBQ       R12, R13
-	VMOVDQU    (R13), Y8
-	VMASKMOVPS 96(CX)(R11*1), Y8, Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y3, Y3
-	JMP        summed
+	SUBQ      $0x00000060, R12
+	JZ        summed
+	VXORPS    Y8, Y8, Y8
+	VMOVSS    96(CX)(R11*1), X8
+	CMPQ      R12, $0x08
+	JL        sumpart3_1lo
+	VINSERTPS $0x10, 100(CX)(R11*1), X8, X8
+	CMPQ      R12, $0x0c
+	JL        sumpart3_1lo
+	VINSERTPS $0x20, 104(CX)(R11*1), X8, X8
+	CMPQ      R12, $0x10
+	JL        sumpart3_1lo
+	VINSERTPS $0x30, 108(CX)(R11*1), X8, X8
+	CMPQ      R12, $0x14
+	JL        sumpart3_1lo
+	VMOVSS    112(CX)(R11*1), X9
+	CMPQ      R12, $0x18
+	JL        sumpart3_1hi
+	VINSERTPS $0x10, 116(CX)(R11*1), X9, X9
+	CMPQ      R12, $0x1c
+	JL        sumpart3_1hi
+	VINSERTPS $0x20, 120(CX)(R11*1), X9, X9
+
+sumpart3_1hi:
+	VINSERTF128 $0x01, X9, Y8, Y8
+
+sumpart3_1lo:
+	VMULPS Y8, Y8, Y8
+	VADDPS Y8, Y3, Y3
+	JMP    summed
 
 sumpart4:
-	SUBQ       $0x00000080, R12
-	JZ         summed
-	LEAQ       tailmask<>+32(SB), R13
-	SUBQ       R12, R13
-	VMOVDQU    (R13), Y8
-	VMASKMOVPS 128(CX)(R11*1), Y8, Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y4, Y4
-	JMP        summed
+	SUBQ      $0x00000080, R12
+	JZ        summed
+	VXORPS    Y8, Y8, Y8
+	VMOVSS    128(CX)(R11*1), X8
+	CMPQ      R12, $0x08
+	JL        sumpart4_1lo
+	VINSERTPS $0x10, 132(CX)(R11*1), X8, X8
+	CMPQ      R12, $0x0c
+	JL        sumpart4_1lo
+	VINSERTPS $0x20, 136(CX)(R11*1), X8, X8
+	CMPQ      R12, $0x10
+	JL        sumpart4_1lo
+	VINSERTPS $0x30, 140(CX)(R11*1), X8, X8
+	CMPQ      R12, $0x14
+	JL        sumpart4_1lo
+	VMOVSS    144(CX)(R11*1), X9
+	CMPQ      R12, $0x18
+	JL        sumpart4_1hi
+	VINSERTPS $0x10, 148(CX)(R11*1), X9, X9
+	CMPQ      R12, $0x1c
+	JL        sumpart4_1hi
+	VINSERTPS $0x20, 152(CX)(R11*1), X9, X9
+
+sumpart4_1hi:
+	VINSERTF128 $0x01, X9, Y8, Y8
+
+sumpart4_1lo:
+	VMULPS Y8, Y8, Y8
+	VADDPS Y8, Y4, Y4
+	JMP    summed
 
 sumpart5:
-	SUBQ       $0x000000a0, R12
-	JZ         summed
-	LEAQ       tailmask<>+32(SB), R13
-	SUBQ       R12, R13
-	VMOVDQU    (R13), Y8
-	VMASKMOVPS 160(CX)(R11*1), Y8, Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y5, Y5
-	JMP        summed
+	SUBQ      $0x000000a0, R12
+	JZ        summed
+	VXORPS    Y8, Y8, Y8
+	VMOVSS    160(CX)(R11*1), X8
+	CMPQ      R12, $0x08
+	JL        sumpart5_1lo
+	VINSERTPS $0x10, 164(CX)(R11*1), X8, X8
+	CMPQ      R12, $0x0c
+	JL        sumpart5_1lo
+	VINSERTPS $0x20, 168(CX)(R11*1), X8, X8
+	CMPQ      R12, $0x10
+	JL        sumpart5_1lo
+	VINSERTPS $0x30, 172(CX)(R11*1), X8, X8
+	CMPQ      R12, $0x14
+	JL        sumpart5_1lo
+	VMOVSS    176(CX)(R11*1), X9
+	CMPQ      R12, $0x18
+	JL        sumpart5_1hi
+	VINSERTPS $0x10, 180(CX)(R11*1), X9, X9
+	CMPQ      R12, $0x1c
+	JL        sumpart5_1hi
+	VINSERTPS $0x20, 184(CX)(R11*1), X9, X9
+
+sumpart5_1hi:
+	VINSERTF128 $0x01, X9, Y8, Y8
+
+sumpart5_1lo:
+	VMULPS Y8, Y8, Y8
+	VADDPS Y8, Y5, Y5
+	JMP    summed
 
 sumpart6:
-	SUBQ       $0x000000c0, R12
-	JZ         summed
-	LEAQ       tailmask<>+32(SB), R13
-	SUBQ       R12, R13
-	VMOVDQU    (R13), Y8
-	VMASKMOVPS 192(CX)(R11*1), Y8, Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y6, Y6
-	JMP        summed
+	SUBQ      $0x000000c0, R12
+	JZ        summed
+	VXORPS    Y8, Y8, Y8
+	VMOVSS    192(CX)(R11*1), X8
+	CMPQ      R12, $0x08
+	JL        sumpart6_1lo
+	VINSERTPS $0x10, 196(CX)(R11*1), X8, X8
+	CMPQ      R12, $0x0c
+	JL        sumpart6_1lo
+	VINSERTPS $0x20, 200(CX)(R11*1), X8, X8
+	CMPQ      R12, $0x10
+	JL        sumpart6_1lo
+	VINSERTPS $0x30, 204(CX)(R11*1), X8, X8
+	CMPQ      R12, $0x14
+	JL        sumpart6_1lo
+	VMOVSS    208(CX)(R11*1), X9
+	CMPQ      R12, $0x18
+	JL        sumpart6_1hi
+	VINSERTPS $0x10, 212(CX)(R11*1), X9, X9
+	CMPQ      R12, $0x1c
+	JL        sumpart6_1hi
+	VINSERTPS $0x20, 216(CX)(R11*1), X9, X9
+
+sumpart6_1hi:
+	VINSERTF128 $0x01, X9, Y8, Y8
+
+sumpart6_1lo:
+	VMULPS Y8, Y8, Y8
+	VADDPS Y8, Y6, Y6
+	JMP    summed
 
 sumpart7:
-	SUBQ       $0x000000e0, R12
-	JZ         summed
-	LEAQ       tailmask<>+32(SB), R13
-	SUBQ       R12, R13
-	VMOVDQU    (R13), Y8
-	VMASKMOVPS 224(CX)(R11*1), Y8, Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y7, Y7
+	SUBQ      $0x000000e0, R12
+	JZ        summed
+	VXORPS    Y8, Y8, Y8
+	VMOVSS    224(CX)(R11*1), X8
+	CMPQ      R12, $0x08
+	JL        sumpart7_1lo
+	VINSERTPS $0x10, 228(CX)(R11*1), X8, X8
+	CMPQ      R12, $0x0c
+	JL        sumpart7_1lo
+	VINSERTPS $0x20, 232(CX)(R11*1), X8, X8
+	CMPQ      R12, $0x10
+	JL        sumpart7_1lo
+	VINSERTPS $0x30, 236(CX)(R11*1), X8, X8
+	CMPQ      R12, $0x14
+	JL        sumpart7_1lo
+	VMOVSS    240(CX)(R11*1), X9
+	CMPQ      R12, $0x18
+	JL        sumpart7_1hi
+	VINSERTPS $0x10, 244(CX)(R11*1), X9, X9
+	CMPQ      R12, $0x1c
+	JL        sumpart7_1hi
+	VINSERTPS $0x20, 248(CX)(R11*1), X9, X9
+
+sumpart7_1hi:
+	VINSERTF128 $0x01, X9, Y8, Y8
+
+sumpart7_1lo:
+	VMULPS Y8, Y8, Y8
+	VADDPS Y8, Y7, Y7
 
 summed:
 	// Halving tree: p[j] += p[j+h] for h = 32, 16, ..., 1.
@@ -8784,7 +9606,7 @@ g0sumcheck:
 	JLE  g0sumloop
 
 g0sumtail:
-	// Fewer than 64 elements remain: whole vectors first, then one masked vector.
+	// Fewer than 64 elements remain: whole vectors first, then one partial vector.
 	MOVQ    SI, R13
 	SUBQ    R12, R13
 	CMPQ    R13, $0x00000020
@@ -8830,91 +9652,259 @@ g0sumtail:
 	JMP     g0summed
 
 g0sumpart0:
-	SUBQ       $0x00000000, R13
-	JZ         g0summed
-	LEAQ       tailmask<>+32(SB), R14
-	SUBQ       R13, R14
-	VMOVDQU    (R14), Y8
-	VMASKMOVPS (R11)(R12*1), Y8, Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y0, Y0
-	JMP        g0summed
+	SUBQ      $0x00000000, R13
+	JZ        g0summed
+	VXORPS    Y8, Y8, Y8
+	VMOVSS    (R11)(R12*1), X8
+	CMPQ      R13, $0x08
+	JL        g0sumpart0_1lo
+	VINSERTPS $0x10, 4(R11)(R12*1), X8, X8
+	CMPQ      R13, $0x0c
+	JL        g0sumpart0_1lo
+	VINSERTPS $0x20, 8(R11)(R12*1), X8, X8
+	CMPQ      R13, $0x10
+	JL        g0sumpart0_1lo
+	VINSERTPS $0x30, 12(R11)(R12*1), X8, X8
+	CMPQ      R13, $0x14
+	JL        g0sumpart0_1lo
+	VMOVSS    16(R11)(R12*1), X9
+	CMPQ      R13, $0x18
+	JL        g0sumpart0_1hi
+	VINSERTPS $0x10, 20(R11)(R12*1), X9, X9
+	CMPQ      R13, $0x1c
+	JL        g0sumpart0_1hi
+	VINSERTPS $0x20, 24(R11)(R12*1), X9, X9
+
+g0sumpart0_1hi:
+	VINSERTF128 $0x01, X9, Y8, Y8
+
+g0sumpart0_1lo:
+	VMULPS Y8, Y8, Y8
+	VADDPS Y8, Y0, Y0
+	JMP    g0summed
 
 g0sumpart1:
-	SUBQ       $0x00000020, R13
-	JZ         g0summed
-	LEAQ       tailmask<>+32(SB), R14
-	SUBQ       R13, R14
-	VMOVDQU    (R14), Y8
-	VMASKMOVPS 32(R11)(R12*1), Y8, Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y1, Y1
-	JMP        g0summed
+	SUBQ      $0x00000020, R13
+	JZ        g0summed
+	VXORPS    Y8, Y8, Y8
+	VMOVSS    32(R11)(R12*1), X8
+	CMPQ      R13, $0x08
+	JL        g0sumpart1_1lo
+	VINSERTPS $0x10, 36(R11)(R12*1), X8, X8
+	CMPQ      R13, $0x0c
+	JL        g0sumpart1_1lo
+	VINSERTPS $0x20, 40(R11)(R12*1), X8, X8
+	CMPQ      R13, $0x10
+	JL        g0sumpart1_1lo
+	VINSERTPS $0x30, 44(R11)(R12*1), X8, X8
+	CMPQ      R13, $0x14
+	JL        g0sumpart1_1lo
+	VMOVSS    48(R11)(R12*1), X9
+	CMPQ      R13, $0x18
+	JL        g0sumpart1_1hi
+	VINSERTPS $0x10, 52(R11)(R12*1), X9, X9
+	CMPQ      R13, $0x1c
+	JL        g0sumpart1_1hi
+	VINSERTPS $0x20, 56(R11)(R12*1), X9, X9
+
+g0sumpart1_1hi:
+	VINSERTF128 $0x01, X9, Y8, Y8
+
+g0sumpart1_1lo:
+	VMULPS Y8, Y8, Y8
+	VADDPS Y8, Y1, Y1
+	JMP    g0summed
 
 g0sumpart2:
-	SUBQ       $0x00000040, R13
-	JZ         g0summed
-	LEAQ       tailmask<>+32(SB), R14
-	SUBQ       R13, R14
-	VMOVDQU    (R14), Y8
-	VMASKMOVPS 64(R11)(R12*1), Y8, Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y2, Y2
-	JMP        g0summed
+	SUBQ      $0x00000040, R13
+	JZ        g0summed
+	VXORPS    Y8, Y8, Y8
+	VMOVSS    64(R11)(R12*1), X8
+	CMPQ      R13, $0x08
+	JL        g0sumpart2_1lo
+	VINSERTPS $0x10, 68(R11)(R12*1), X8, X8
+	CMPQ      R13, $0x0c
+	JL        g0sumpart2_1lo
+	VINSERTPS $0x20, 72(R11)(R12*1), X8, X8
+	CMPQ      R13, $0x10
+	JL        g0sumpart2_1lo
+	VINSERTPS $0x30, 76(R11)(R12*1), X8, X8
+	CMPQ      R13, $0x14
+	JL        g0sumpart2_1lo
+	VMOVSS    80(R11)(R12*1), X9
+	CMPQ      R13, $0x18
+	JL        g0sumpart2_1hi
+	VINSERTPS $0x10, 84(R11)(R12*1), X9, X9
+	CMPQ      R13, $0x1c
+	JL        g0sumpart2_1hi
+	VINSERTPS $0x20, 88(R11)(R12*1), X9, X9
+
+g0sumpart2_1hi:
+	VINSERTF128 $0x01, X9, Y8, Y8
+
+g0sumpart2_1lo:
+	VMULPS Y8, Y8, Y8
+	VADDPS Y8, Y2, Y2
+	JMP    g0summed
 
 g0sumpart3:
-	SUBQ       $0x00000060, R13
-	JZ         g0summed
-	LEAQ       tailmask<>+32(SB), R14
-	SUBQ       R13, R14
-	VMOVDQU    (R14), Y8
-	VMASKMOVPS 96(R11)(R12*1), Y8, Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y3, Y3
-	JMP        g0summed
+	SUBQ      $0x00000060, R13
+	JZ        g0summed
+	VXORPS    Y8, Y8, Y8
+	VMOVSS    96(R11)(R12*1), X8
+	CMPQ      R13, $0x08
+	JL        g0sumpart3_1lo
+	VINSERTPS $0x10, 100(R11)(R12*1), X8, X8
+	CMPQ      R13, $0x0c
+	JL        g0sumpart3_1lo
+	VINSERTPS $0x20, 104(R11)(R12*1), X8, X8
+	CMPQ      R13, $0x10
+	JL        g0sumpart3_1lo
+	VINSERTPS $0x30, 108(R11)(R12*1), X8, X8
+	CMPQ      R13, $0x14
+	JL        g0sumpart3_1lo
+	VMOVSS    112(R11)(R12*1), X9
+	CMPQ      R13, $0x18
+	JL        g0sumpart3_1hi
+	VINSERTPS $0x10, 116(R11)(R12*1), X9, X9
+	CMPQ      R13, $0x1c
+	JL        g0sumpart3_1hi
+	VINSERTPS $0x20, 120(R11)(R12*1), X9, X9
+
+g0sumpart3_1hi:
+	VINSERTF128 $0x01, X9, Y8, Y8
+
+g0sumpart3_1lo:
+	VMULPS Y8, Y8, Y8
+	VADDPS Y8, Y3, Y3
+	JMP    g0summed
 
 g0sumpart4:
-	SUBQ       $0x00000080, R13
-	JZ         g0summed
-	LEAQ       tailmask<>+32(SB), R14
-	SUBQ       R13, R14
-	VMOVDQU    (R14), Y8
-	VMASKMOVPS 128(R11)(R12*1), Y8, Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y4, Y4
-	JMP        g0summed
+	SUBQ      $0x00000080, R13
+	JZ        g0summed
+	VXORPS    Y8, Y8, Y8
+	VMOVSS    128(R11)(R12*1), X8
+	CMPQ      R13, $0x08
+	JL        g0sumpart4_1lo
+	VINSERTPS $0x10, 132(R11)(R12*1), X8, X8
+	CMPQ      R13, $0x0c
+	JL        g0sumpart4_1lo
+	VINSERTPS $0x20, 136(R11)(R12*1), X8, X8
+	CMPQ      R13, $0x10
+	JL        g0sumpart4_1lo
+	VINSERTPS $0x30, 140(R11)(R12*1), X8, X8
+	CMPQ      R13, $0x14
+	JL        g0sumpart4_1lo
+	VMOVSS    144(R11)(R12*1), X9
+	CMPQ      R13, $0x18
+	JL        g0sumpart4_1hi
+	VINSERTPS $0x10, 148(R11)(R12*1), X9, X9
+	CMPQ      R13, $0x1c
+	JL        g0sumpart4_1hi
+	VINSERTPS $0x20, 152(R11)(R12*1), X9, X9
+
+g0sumpart4_1hi:
+	VINSERTF128 $0x01, X9, Y8, Y8
+
+g0sumpart4_1lo:
+	VMULPS Y8, Y8, Y8
+	VADDPS Y8, Y4, Y4
+	JMP    g0summed
 
 g0sumpart5:
-	SUBQ       $0x000000a0, R13
-	JZ         g0summed
-	LEAQ       tailmask<>+32(SB), R14
-	SUBQ       R13, R14
-	VMOVDQU    (R14), Y8
-	VMASKMOVPS 160(R11)(R12*1), Y8, Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y5, Y5
-	JMP        g0summed
+	SUBQ      $0x000000a0, R13
+	JZ        g0summed
+	VXORPS    Y8, Y8, Y8
+	VMOVSS    160(R11)(R12*1), X8
+	CMPQ      R13, $0x08
+	JL        g0sumpart5_1lo
+	VINSERTPS $0x10, 164(R11)(R12*1), X8, X8
+	CMPQ      R13, $0x0c
+	JL        g0sumpart5_1lo
+	VINSERTPS $0x20, 168(R11)(R12*1), X8, X8
+	CMPQ      R13, $0x10
+	JL        g0sumpart5_1lo
+	VINSERTPS $0x30, 172(R11)(R12*1), X8, X8
+	CMPQ      R13, $0x14
+	JL        g0sumpart5_1lo
+	VMOVSS    176(R11)(R12*1), X9
+	CMPQ      R13, $0x18
+	JL        g0sumpart5_1hi
+	VINSERTPS $0x10, 180(R11)(R12*1), X9, X9
+	CMPQ      R13, $0x1c
+	JL        g0sumpart5_1hi
+	VINSERTPS $0x20, 184(R11)(R12*1), X9, X9
+
+g0sumpart5_1hi:
+	VINSERTF128 $0x01, X9, Y8, Y8
+
+g0sumpart5_1lo:
+	VMULPS Y8, Y8, Y8
+	VADDPS Y8, Y5, Y5
+	JMP    g0summed
 
 g0sumpart6:
-	SUBQ       $0x000000c0, R13
-	JZ         g0summed
-	LEAQ       tailmask<>+32(SB), R14
-	SUBQ       R13, R14
-	VMOVDQU    (R14), Y8
-	VMASKMOVPS 192(R11)(R12*1), Y8, Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y6, Y6
-	JMP        g0summed
+	SUBQ      $0x000000c0, R13
+	JZ        g0summed
+	VXORPS    Y8, Y8, Y8
+	VMOVSS    192(R11)(R12*1), X8
+	CMPQ      R13, $0x08
+	JL        g0sumpart6_1lo
+	VINSERTPS $0x10, 196(R11)(R12*1), X8, X8
+	CMPQ      R13, $0x0c
+	JL        g0sumpart6_1lo
+	VINSERTPS $0x20, 200(R11)(R12*1), X8, X8
+	CMPQ      R13, $0x10
+	JL        g0sumpart6_1lo
+	VINSERTPS $0x30, 204(R11)(R12*1), X8, X8
+	CMPQ      R13, $0x14
+	JL        g0sumpart6_1lo
+	VMOVSS    208(R11)(R12*1), X9
+	CMPQ      R13, $0x18
+	JL        g0sumpart6_1hi
+	VINSERTPS $0x10, 212(R11)(R12*1), X9, X9
+	CMPQ      R13, $0x1c
+	JL        g0sumpart6_1hi
+	VINSERTPS $0x20, 216(R11)(R12*1), X9, X9
+
+g0sumpart6_1hi:
+	VINSERTF128 $0x01, X9, Y8, Y8
+
+g0sumpart6_1lo:
+	VMULPS Y8, Y8, Y8
+	VADDPS Y8, Y6, Y6
+	JMP    g0summed
 
 g0sumpart7:
-	SUBQ       $0x000000e0, R13
-	JZ         g0summed
-	LEAQ       tailmask<>+32(SB), R14
-	SUBQ       R13, R14
-	VMOVDQU    (R14), Y8
-	VMASKMOVPS 224(R11)(R12*1), Y8, Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y7, Y7
+	SUBQ      $0x000000e0, R13
+	JZ        g0summed
+	VXORPS    Y8, Y8, Y8
+	VMOVSS    224(R11)(R12*1), X8
+	CMPQ      R13, $0x08
+	JL        g0sumpart7_1lo
+	VINSERTPS $0x10, 228(R11)(R12*1), X8, X8
+	CMPQ      R13, $0x0c
+	JL        g0sumpart7_1lo
+	VINSERTPS $0x20, 232(R11)(R12*1), X8, X8
+	CMPQ      R13, $0x10
+	JL        g0sumpart7_1lo
+	VINSERTPS $0x30, 236(R11)(R12*1), X8, X8
+	CMPQ      R13, $0x14
+	JL        g0sumpart7_1lo
+	VMOVSS    240(R11)(R12*1), X9
+	CMPQ      R13, $0x18
+	JL        g0sumpart7_1hi
+	VINSERTPS $0x10, 244(R11)(R12*1), X9, X9
+	CMPQ      R13, $0x1c
+	JL        g0sumpart7_1hi
+	VINSERTPS $0x20, 248(R11)(R12*1), X9, X9
+
+g0sumpart7_1hi:
+	VINSERTF128 $0x01, X9, Y8, Y8
+
+g0sumpart7_1lo:
+	VMULPS Y8, Y8, Y8
+	VADDPS Y8, Y7, Y7
 
 g0summed:
 	VADDPS Y4, Y0, Y0
@@ -9003,7 +9993,7 @@ g1sumcheck:
 	JLE  g1sumloop
 
 g1sumtail:
-	// Fewer than 64 elements remain: whole vectors first, then one masked vector.
+	// Fewer than 64 elements remain: whole vectors first, then one partial vector.
 	MOVQ    SI, R13
 	SUBQ    R12, R13
 	CMPQ    R13, $0x00000020
@@ -9049,91 +10039,259 @@ g1sumtail:
 	JMP     g1summed
 
 g1sumpart0:
-	SUBQ       $0x00000000, R13
-	JZ         g1summed
-	LEAQ       tailmask<>+32(SB), R14
-	SUBQ       R13, R14
-	VMOVDQU    (R14), Y9
-	VMASKMOVPS (R11)(R12*1), Y9, Y9
-	VMULPS     Y9, Y9, Y9
-	VADDPS     Y9, Y1, Y1
-	JMP        g1summed
+	SUBQ      $0x00000000, R13
+	JZ        g1summed
+	VXORPS    Y9, Y9, Y9
+	VMOVSS    (R11)(R12*1), X9
+	CMPQ      R13, $0x08
+	JL        g1sumpart0_1lo
+	VINSERTPS $0x10, 4(R11)(R12*1), X9, X9
+	CMPQ      R13, $0x0c
+	JL        g1sumpart0_1lo
+	VINSERTPS $0x20, 8(R11)(R12*1), X9, X9
+	CMPQ      R13, $0x10
+	JL        g1sumpart0_1lo
+	VINSERTPS $0x30, 12(R11)(R12*1), X9, X9
+	CMPQ      R13, $0x14
+	JL        g1sumpart0_1lo
+	VMOVSS    16(R11)(R12*1), X10
+	CMPQ      R13, $0x18
+	JL        g1sumpart0_1hi
+	VINSERTPS $0x10, 20(R11)(R12*1), X10, X10
+	CMPQ      R13, $0x1c
+	JL        g1sumpart0_1hi
+	VINSERTPS $0x20, 24(R11)(R12*1), X10, X10
+
+g1sumpart0_1hi:
+	VINSERTF128 $0x01, X10, Y9, Y9
+
+g1sumpart0_1lo:
+	VMULPS Y9, Y9, Y9
+	VADDPS Y9, Y1, Y1
+	JMP    g1summed
 
 g1sumpart1:
-	SUBQ       $0x00000020, R13
-	JZ         g1summed
-	LEAQ       tailmask<>+32(SB), R14
-	SUBQ       R13, R14
-	VMOVDQU    (R14), Y9
-	VMASKMOVPS 32(R11)(R12*1), Y9, Y9
-	VMULPS     Y9, Y9, Y9
-	VADDPS     Y9, Y2, Y2
-	JMP        g1summed
+	SUBQ      $0x00000020, R13
+	JZ        g1summed
+	VXORPS    Y9, Y9, Y9
+	VMOVSS    32(R11)(R12*1), X9
+	CMPQ      R13, $0x08
+	JL        g1sumpart1_1lo
+	VINSERTPS $0x10, 36(R11)(R12*1), X9, X9
+	CMPQ      R13, $0x0c
+	JL        g1sumpart1_1lo
+	VINSERTPS $0x20, 40(R11)(R12*1), X9, X9
+	CMPQ      R13, $0x10
+	JL        g1sumpart1_1lo
+	VINSERTPS $0x30, 44(R11)(R12*1), X9, X9
+	CMPQ      R13, $0x14
+	JL        g1sumpart1_1lo
+	VMOVSS    48(R11)(R12*1), X10
+	CMPQ      R13, $0x18
+	JL        g1sumpart1_1hi
+	VINSERTPS $0x10, 52(R11)(R12*1), X10, X10
+	CMPQ      R13, $0x1c
+	JL        g1sumpart1_1hi
+	VINSERTPS $0x20, 56(R11)(R12*1), X10, X10
+
+g1sumpart1_1hi:
+	VINSERTF128 $0x01, X10, Y9, Y9
+
+g1sumpart1_1lo:
+	VMULPS Y9, Y9, Y9
+	VADDPS Y9, Y2, Y2
+	JMP    g1summed
 
 g1sumpart2:
-	SUBQ       $0x00000040, R13
-	JZ         g1summed
-	LEAQ       tailmask<>+32(SB), R14
-	SUBQ       R13, R14
-	VMOVDQU    (R14), Y9
-	VMASKMOVPS 64(R11)(R12*1), Y9, Y9
-	VMULPS     Y9, Y9, Y9
-	VADDPS     Y9, Y3, Y3
-	JMP        g1summed
+	SUBQ      $0x00000040, R13
+	JZ        g1summed
+	VXORPS    Y9, Y9, Y9
+	VMOVSS    64(R11)(R12*1), X9
+	CMPQ      R13, $0x08
+	JL        g1sumpart2_1lo
+	VINSERTPS $0x10, 68(R11)(R12*1), X9, X9
+	CMPQ      R13, $0x0c
+	JL        g1sumpart2_1lo
+	VINSERTPS $0x20, 72(R11)(R12*1), X9, X9
+	CMPQ      R13, $0x10
+	JL        g1sumpart2_1lo
+	VINSERTPS $0x30, 76(R11)(R12*1), X9, X9
+	CMPQ      R13, $0x14
+	JL        g1sumpart2_1lo
+	VMOVSS    80(R11)(R12*1), X10
+	CMPQ      R13, $0x18
+	JL        g1sumpart2_1hi
+	VINSERTPS $0x10, 84(R11)(R12*1), X10, X10
+	CMPQ      R13, $0x1c
+	JL        g1sumpart2_1hi
+	VINSERTPS $0x20, 88(R11)(R12*1), X10, X10
+
+g1sumpart2_1hi:
+	VINSERTF128 $0x01, X10, Y9, Y9
+
+g1sumpart2_1lo:
+	VMULPS Y9, Y9, Y9
+	VADDPS Y9, Y3, Y3
+	JMP    g1summed
 
 g1sumpart3:
-	SUBQ       $0x00000060, R13
-	JZ         g1summed
-	LEAQ       tailmask<>+32(SB), R14
-	SUBQ       R13, R14
-	VMOVDQU    (R14), Y9
-	VMASKMOVPS 96(R11)(R12*1), Y9, Y9
-	VMULPS     Y9, Y9, Y9
-	VADDPS     Y9, Y4, Y4
-	JMP        g1summed
+	SUBQ      $0x00000060, R13
+	JZ        g1summed
+	VXORPS    Y9, Y9, Y9
+	VMOVSS    96(R11)(R12*1), X9
+	CMPQ      R13, $0x08
+	JL        g1sumpart3_1lo
+	VINSERTPS $0x10, 100(R11)(R12*1), X9, X9
+	CMPQ      R13, $0x0c
+	JL        g1sumpart3_1lo
+	VINSERTPS $0x20, 104(R11)(R12*1), X9, X9
+	CMPQ      R13, $0x10
+	JL        g1sumpart3_1lo
+	VINSERTPS $0x30, 108(R11)(R12*1), X9, X9
+	CMPQ      R13, $0x14
+	JL        g1sumpart3_1lo
+	VMOVSS    112(R11)(R12*1), X10
+	CMPQ      R13, $0x18
+	JL        g1sumpart3_1hi
+	VINSERTPS $0x10, 116(R11)(R12*1), X10, X10
+	CMPQ      R13, $0x1c
+	JL        g1sumpart3_1hi
+	VINSERTPS $0x20, 120(R11)(R12*1), X10, X10
+
+g1sumpart3_1hi:
+	VINSERTF128 $0x01, X10, Y9, Y9
+
+g1sumpart3_1lo:
+	VMULPS Y9, Y9, Y9
+	VADDPS Y9, Y4, Y4
+	JMP    g1summed
 
 g1sumpart4:
-	SUBQ       $0x00000080, R13
-	JZ         g1summed
-	LEAQ       tailmask<>+32(SB), R14
-	SUBQ       R13, R14
-	VMOVDQU    (R14), Y9
-	VMASKMOVPS 128(R11)(R12*1), Y9, Y9
-	VMULPS     Y9, Y9, Y9
-	VADDPS     Y9, Y5, Y5
-	JMP        g1summed
+	SUBQ      $0x00000080, R13
+	JZ        g1summed
+	VXORPS    Y9, Y9, Y9
+	VMOVSS    128(R11)(R12*1), X9
+	CMPQ      R13, $0x08
+	JL        g1sumpart4_1lo
+	VINSERTPS $0x10, 132(R11)(R12*1), X9, X9
+	CMPQ      R13, $0x0c
+	JL        g1sumpart4_1lo
+	VINSERTPS $0x20, 136(R11)(R12*1), X9, X9
+	CMPQ      R13, $0x10
+	JL        g1sumpart4_1lo
+	VINSERTPS $0x30, 140(R11)(R12*1), X9, X9
+	CMPQ      R13, $0x14
+	JL        g1sumpart4_1lo
+	VMOVSS    144(R11)(R12*1), X10
+	CMPQ      R13, $0x18
+	JL        g1sumpart4_1hi
+	VINSERTPS $0x10, 148(R11)(R12*1), X10, X10
+	CMPQ      R13, $0x1c
+	JL        g1sumpart4_1hi
+	VINSERTPS $0x20, 152(R11)(R12*1), X10, X10
+
+g1sumpart4_1hi:
+	VINSERTF128 $0x01, X10, Y9, Y9
+
+g1sumpart4_1lo:
+	VMULPS Y9, Y9, Y9
+	VADDPS Y9, Y5, Y5
+	JMP    g1summed
 
 g1sumpart5:
-	SUBQ       $0x000000a0, R13
-	JZ         g1summed
-	LEAQ       tailmask<>+32(SB), R14
-	SUBQ       R13, R14
-	VMOVDQU    (R14), Y9
-	VMASKMOVPS 160(R11)(R12*1), Y9, Y9
-	VMULPS     Y9, Y9, Y9
-	VADDPS     Y9, Y6, Y6
-	JMP        g1summed
+	SUBQ      $0x000000a0, R13
+	JZ        g1summed
+	VXORPS    Y9, Y9, Y9
+	VMOVSS    160(R11)(R12*1), X9
+	CMPQ      R13, $0x08
+	JL        g1sumpart5_1lo
+	VINSERTPS $0x10, 164(R11)(R12*1), X9, X9
+	CMPQ      R13, $0x0c
+	JL        g1sumpart5_1lo
+	VINSERTPS $0x20, 168(R11)(R12*1), X9, X9
+	CMPQ      R13, $0x10
+	JL        g1sumpart5_1lo
+	VINSERTPS $0x30, 172(R11)(R12*1), X9, X9
+	CMPQ      R13, $0x14
+	JL        g1sumpart5_1lo
+	VMOVSS    176(R11)(R12*1), X10
+	CMPQ      R13, $0x18
+	JL        g1sumpart5_1hi
+	VINSERTPS $0x10, 180(R11)(R12*1), X10, X10
+	CMPQ      R13, $0x1c
+	JL        g1sumpart5_1hi
+	VINSERTPS $0x20, 184(R11)(R12*1), X10, X10
+
+g1sumpart5_1hi:
+	VINSERTF128 $0x01, X10, Y9, Y9
+
+g1sumpart5_1lo:
+	VMULPS Y9, Y9, Y9
+	VADDPS Y9, Y6, Y6
+	JMP    g1summed
 
 g1sumpart6:
-	SUBQ       $0x000000c0, R13
-	JZ         g1summed
-	LEAQ       tailmask<>+32(SB), R14
-	SUBQ       R13, R14
-	VMOVDQU    (R14), Y9
-	VMASKMOVPS 192(R11)(R12*1), Y9, Y9
-	VMULPS     Y9, Y9, Y9
-	VADDPS     Y9, Y7, Y7
-	JMP        g1summed
+	SUBQ      $0x000000c0, R13
+	JZ        g1summed
+	VXORPS    Y9, Y9, Y9
+	VMOVSS    192(R11)(R12*1), X9
+	CMPQ      R13, $0x08
+	JL        g1sumpart6_1lo
+	VINSERTPS $0x10, 196(R11)(R12*1), X9, X9
+	CMPQ      R13, $0x0c
+	JL        g1sumpart6_1lo
+	VINSERTPS $0x20, 200(R11)(R12*1), X9, X9
+	CMPQ      R13, $0x10
+	JL        g1sumpart6_1lo
+	VINSERTPS $0x30, 204(R11)(R12*1), X9, X9
+	CMPQ      R13, $0x14
+	JL        g1sumpart6_1lo
+	VMOVSS    208(R11)(R12*1), X10
+	CMPQ      R13, $0x18
+	JL        g1sumpart6_1hi
+	VINSERTPS $0x10, 212(R11)(R12*1), X10, X10
+	CMPQ      R13, $0x1c
+	JL        g1sumpart6_1hi
+	VINSERTPS $0x20, 216(R11)(R12*1), X10, X10
+
+g1sumpart6_1hi:
+	VINSERTF128 $0x01, X10, Y9, Y9
+
+g1sumpart6_1lo:
+	VMULPS Y9, Y9, Y9
+	VADDPS Y9, Y7, Y7
+	JMP    g1summed
 
 g1sumpart7:
-	SUBQ       $0x000000e0, R13
-	JZ         g1summed
-	LEAQ       tailmask<>+32(SB), R14
-	SUBQ       R13, R14
-	VMOVDQU    (R14), Y9
-	VMASKMOVPS 224(R11)(R12*1), Y9, Y9
-	VMULPS     Y9, Y9, Y9
-	VADDPS     Y9, Y8, Y8
+	SUBQ      $0x000000e0, R13
+	JZ        g1summed
+	VXORPS    Y9, Y9, Y9
+	VMOVSS    224(R11)(R12*1), X9
+	CMPQ      R13, $0x08
+	JL        g1sumpart7_1lo
+	VINSERTPS $0x10, 228(R11)(R12*1), X9, X9
+	CMPQ      R13, $0x0c
+	JL        g1sumpart7_1lo
+	VINSERTPS $0x20, 232(R11)(R12*1), X9, X9
+	CMPQ      R13, $0x10
+	JL        g1sumpart7_1lo
+	VINSERTPS $0x30, 236(R11)(R12*1), X9, X9
+	CMPQ      R13, $0x14
+	JL        g1sumpart7_1lo
+	VMOVSS    240(R11)(R12*1), X10
+	CMPQ      R13, $0x18
+	JL        g1sumpart7_1hi
+	VINSERTPS $0x10, 244(R11)(R12*1), X10, X10
+	CMPQ      R13, $0x1c
+	JL        g1sumpart7_1hi
+	VINSERTPS $0x20, 248(R11)(R12*1), X10, X10
+
+g1sumpart7_1hi:
+	VINSERTF128 $0x01, X10, Y9, Y9
+
+g1sumpart7_1lo:
+	VMULPS Y9, Y9, Y9
+	VADDPS Y9, Y8, Y8
 
 g1summed:
 	VADDPS Y5, Y1, Y1
@@ -9222,7 +10380,7 @@ g2sumcheck:
 	JLE  g2sumloop
 
 g2sumtail:
-	// Fewer than 64 elements remain: whole vectors first, then one masked vector.
+	// Fewer than 64 elements remain: whole vectors first, then one partial vector.
 	MOVQ    SI, R13
 	SUBQ    R12, R13
 	CMPQ    R13, $0x00000020
@@ -9268,91 +10426,259 @@ g2sumtail:
 	JMP     g2summed
 
 g2sumpart0:
-	SUBQ       $0x00000000, R13
-	JZ         g2summed
-	LEAQ       tailmask<>+32(SB), R14
-	SUBQ       R13, R14
-	VMOVDQU    (R14), Y10
-	VMASKMOVPS (R11)(R12*1), Y10, Y10
-	VMULPS     Y10, Y10, Y10
-	VADDPS     Y10, Y2, Y2
-	JMP        g2summed
+	SUBQ      $0x00000000, R13
+	JZ        g2summed
+	VXORPS    Y10, Y10, Y10
+	VMOVSS    (R11)(R12*1), X10
+	CMPQ      R13, $0x08
+	JL        g2sumpart0_1lo
+	VINSERTPS $0x10, 4(R11)(R12*1), X10, X10
+	CMPQ      R13, $0x0c
+	JL        g2sumpart0_1lo
+	VINSERTPS $0x20, 8(R11)(R12*1), X10, X10
+	CMPQ      R13, $0x10
+	JL        g2sumpart0_1lo
+	VINSERTPS $0x30, 12(R11)(R12*1), X10, X10
+	CMPQ      R13, $0x14
+	JL        g2sumpart0_1lo
+	VMOVSS    16(R11)(R12*1), X11
+	CMPQ      R13, $0x18
+	JL        g2sumpart0_1hi
+	VINSERTPS $0x10, 20(R11)(R12*1), X11, X11
+	CMPQ      R13, $0x1c
+	JL        g2sumpart0_1hi
+	VINSERTPS $0x20, 24(R11)(R12*1), X11, X11
+
+g2sumpart0_1hi:
+	VINSERTF128 $0x01, X11, Y10, Y10
+
+g2sumpart0_1lo:
+	VMULPS Y10, Y10, Y10
+	VADDPS Y10, Y2, Y2
+	JMP    g2summed
 
 g2sumpart1:
-	SUBQ       $0x00000020, R13
-	JZ         g2summed
-	LEAQ       tailmask<>+32(SB), R14
-	SUBQ       R13, R14
-	VMOVDQU    (R14), Y10
-	VMASKMOVPS 32(R11)(R12*1), Y10, Y10
-	VMULPS     Y10, Y10, Y10
-	VADDPS     Y10, Y3, Y3
-	JMP        g2summed
+	SUBQ      $0x00000020, R13
+	JZ        g2summed
+	VXORPS    Y10, Y10, Y10
+	VMOVSS    32(R11)(R12*1), X10
+	CMPQ      R13, $0x08
+	JL        g2sumpart1_1lo
+	VINSERTPS $0x10, 36(R11)(R12*1), X10, X10
+	CMPQ      R13, $0x0c
+	JL        g2sumpart1_1lo
+	VINSERTPS $0x20, 40(R11)(R12*1), X10, X10
+	CMPQ      R13, $0x10
+	JL        g2sumpart1_1lo
+	VINSERTPS $0x30, 44(R11)(R12*1), X10, X10
+	CMPQ      R13, $0x14
+	JL        g2sumpart1_1lo
+	VMOVSS    48(R11)(R12*1), X11
+	CMPQ      R13, $0x18
+	JL        g2sumpart1_1hi
+	VINSERTPS $0x10, 52(R11)(R12*1), X11, X11
+	CMPQ      R13, $0x1c
+	JL        g2sumpart1_1hi
+	VINSERTPS $0x20, 56(R11)(R12*1), X11, X11
+
+g2sumpart1_1hi:
+	VINSERTF128 $0x01, X11, Y10, Y10
+
+g2sumpart1_1lo:
+	VMULPS Y10, Y10, Y10
+	VADDPS Y10, Y3, Y3
+	JMP    g2summed
 
 g2sumpart2:
-	SUBQ       $0x00000040, R13
-	JZ         g2summed
-	LEAQ       tailmask<>+32(SB), R14
-	SUBQ       R13, R14
-	VMOVDQU    (R14), Y10
-	VMASKMOVPS 64(R11)(R12*1), Y10, Y10
-	VMULPS     Y10, Y10, Y10
-	VADDPS     Y10, Y4, Y4
-	JMP        g2summed
+	SUBQ      $0x00000040, R13
+	JZ        g2summed
+	VXORPS    Y10, Y10, Y10
+	VMOVSS    64(R11)(R12*1), X10
+	CMPQ      R13, $0x08
+	JL        g2sumpart2_1lo
+	VINSERTPS $0x10, 68(R11)(R12*1), X10, X10
+	CMPQ      R13, $0x0c
+	JL        g2sumpart2_1lo
+	VINSERTPS $0x20, 72(R11)(R12*1), X10, X10
+	CMPQ      R13, $0x10
+	JL        g2sumpart2_1lo
+	VINSERTPS $0x30, 76(R11)(R12*1), X10, X10
+	CMPQ      R13, $0x14
+	JL        g2sumpart2_1lo
+	VMOVSS    80(R11)(R12*1), X11
+	CMPQ      R13, $0x18
+	JL        g2sumpart2_1hi
+	VINSERTPS $0x10, 84(R11)(R12*1), X11, X11
+	CMPQ      R13, $0x1c
+	JL        g2sumpart2_1hi
+	VINSERTPS $0x20, 88(R11)(R12*1), X11, X11
+
+g2sumpart2_1hi:
+	VINSERTF128 $0x01, X11, Y10, Y10
+
+g2sumpart2_1lo:
+	VMULPS Y10, Y10, Y10
+	VADDPS Y10, Y4, Y4
+	JMP    g2summed
 
 g2sumpart3:
-	SUBQ       $0x00000060, R13
-	JZ         g2summed
-	LEAQ       tailmask<>+32(SB), R14
-	SUBQ       R13, R14
-	VMOVDQU    (R14), Y10
-	VMASKMOVPS 96(R11)(R12*1), Y10, Y10
-	VMULPS     Y10, Y10, Y10
-	VADDPS     Y10, Y5, Y5
-	JMP        g2summed
+	SUBQ      $0x00000060, R13
+	JZ        g2summed
+	VXORPS    Y10, Y10, Y10
+	VMOVSS    96(R11)(R12*1), X10
+	CMPQ      R13, $0x08
+	JL        g2sumpart3_1lo
+	VINSERTPS $0x10, 100(R11)(R12*1), X10, X10
+	CMPQ      R13, $0x0c
+	JL        g2sumpart3_1lo
+	VINSERTPS $0x20, 104(R11)(R12*1), X10, X10
+	CMPQ      R13, $0x10
+	JL        g2sumpart3_1lo
+	VINSERTPS $0x30, 108(R11)(R12*1), X10, X10
+	CMPQ      R13, $0x14
+	JL        g2sumpart3_1lo
+	VMOVSS    112(R11)(R12*1), X11
+	CMPQ      R13, $0x18
+	JL        g2sumpart3_1hi
+	VINSERTPS $0x10, 116(R11)(R12*1), X11, X11
+	CMPQ      R13, $0x1c
+	JL        g2sumpart3_1hi
+	VINSERTPS $0x20, 120(R11)(R12*1), X11, X11
+
+g2sumpart3_1hi:
+	VINSERTF128 $0x01, X11, Y10, Y10
+
+g2sumpart3_1lo:
+	VMULPS Y10, Y10, Y10
+	VADDPS Y10, Y5, Y5
+	JMP    g2summed
 
 g2sumpart4:
-	SUBQ       $0x00000080, R13
-	JZ         g2summed
-	LEAQ       tailmask<>+32(SB), R14
-	SUBQ       R13, R14
-	VMOVDQU    (R14), Y10
-	VMASKMOVPS 128(R11)(R12*1), Y10, Y10
-	VMULPS     Y10, Y10, Y10
-	VADDPS     Y10, Y6, Y6
-	JMP        g2summed
+	SUBQ      $0x00000080, R13
+	JZ        g2summed
+	VXORPS    Y10, Y10, Y10
+	VMOVSS    128(R11)(R12*1), X10
+	CMPQ      R13, $0x08
+	JL        g2sumpart4_1lo
+	VINSERTPS $0x10, 132(R11)(R12*1), X10, X10
+	CMPQ      R13, $0x0c
+	JL        g2sumpart4_1lo
+	VINSERTPS $0x20, 136(R11)(R12*1), X10, X10
+	CMPQ      R13, $0x10
+	JL        g2sumpart4_1lo
+	VINSERTPS $0x30, 140(R11)(R12*1), X10, X10
+	CMPQ      R13, $0x14
+	JL        g2sumpart4_1lo
+	VMOVSS    144(R11)(R12*1), X11
+	CMPQ      R13, $0x18
+	JL        g2sumpart4_1hi
+	VINSERTPS $0x10, 148(R11)(R12*1), X11, X11
+	CMPQ      R13, $0x1c
+	JL        g2sumpart4_1hi
+	VINSERTPS $0x20, 152(R11)(R12*1), X11, X11
+
+g2sumpart4_1hi:
+	VINSERTF128 $0x01, X11, Y10, Y10
+
+g2sumpart4_1lo:
+	VMULPS Y10, Y10, Y10
+	VADDPS Y10, Y6, Y6
+	JMP    g2summed
 
 g2sumpart5:
-	SUBQ       $0x000000a0, R13
-	JZ         g2summed
-	LEAQ       tailmask<>+32(SB), R14
-	SUBQ       R13, R14
-	VMOVDQU    (R14), Y10
-	VMASKMOVPS 160(R11)(R12*1), Y10, Y10
-	VMULPS     Y10, Y10, Y10
-	VADDPS     Y10, Y7, Y7
-	JMP        g2summed
+	SUBQ      $0x000000a0, R13
+	JZ        g2summed
+	VXORPS    Y10, Y10, Y10
+	VMOVSS    160(R11)(R12*1), X10
+	CMPQ      R13, $0x08
+	JL        g2sumpart5_1lo
+	VINSERTPS $0x10, 164(R11)(R12*1), X10, X10
+	CMPQ      R13, $0x0c
+	JL        g2sumpart5_1lo
+	VINSERTPS $0x20, 168(R11)(R12*1), X10, X10
+	CMPQ      R13, $0x10
+	JL        g2sumpart5_1lo
+	VINSERTPS $0x30, 172(R11)(R12*1), X10, X10
+	CMPQ      R13, $0x14
+	JL        g2sumpart5_1lo
+	VMOVSS    176(R11)(R12*1), X11
+	CMPQ      R13, $0x18
+	JL        g2sumpart5_1hi
+	VINSERTPS $0x10, 180(R11)(R12*1), X11, X11
+	CMPQ      R13, $0x1c
+	JL        g2sumpart5_1hi
+	VINSERTPS $0x20, 184(R11)(R12*1), X11, X11
+
+g2sumpart5_1hi:
+	VINSERTF128 $0x01, X11, Y10, Y10
+
+g2sumpart5_1lo:
+	VMULPS Y10, Y10, Y10
+	VADDPS Y10, Y7, Y7
+	JMP    g2summed
 
 g2sumpart6:
-	SUBQ       $0x000000c0, R13
-	JZ         g2summed
-	LEAQ       tailmask<>+32(SB), R14
-	SUBQ       R13, R14
-	VMOVDQU    (R14), Y10
-	VMASKMOVPS 192(R11)(R12*1), Y10, Y10
-	VMULPS     Y10, Y10, Y10
-	VADDPS     Y10, Y8, Y8
-	JMP        g2summed
+	SUBQ      $0x000000c0, R13
+	JZ        g2summed
+	VXORPS    Y10, Y10, Y10
+	VMOVSS    192(R11)(R12*1), X10
+	CMPQ      R13, $0x08
+	JL        g2sumpart6_1lo
+	VINSERTPS $0x10, 196(R11)(R12*1), X10, X10
+	CMPQ      R13, $0x0c
+	JL        g2sumpart6_1lo
+	VINSERTPS $0x20, 200(R11)(R12*1), X10, X10
+	CMPQ      R13, $0x10
+	JL        g2sumpart6_1lo
+	VINSERTPS $0x30, 204(R11)(R12*1), X10, X10
+	CMPQ      R13, $0x14
+	JL        g2sumpart6_1lo
+	VMOVSS    208(R11)(R12*1), X11
+	CMPQ      R13, $0x18
+	JL        g2sumpart6_1hi
+	VINSERTPS $0x10, 212(R11)(R12*1), X11, X11
+	CMPQ      R13, $0x1c
+	JL        g2sumpart6_1hi
+	VINSERTPS $0x20, 216(R11)(R12*1), X11, X11
+
+g2sumpart6_1hi:
+	VINSERTF128 $0x01, X11, Y10, Y10
+
+g2sumpart6_1lo:
+	VMULPS Y10, Y10, Y10
+	VADDPS Y10, Y8, Y8
+	JMP    g2summed
 
 g2sumpart7:
-	SUBQ       $0x000000e0, R13
-	JZ         g2summed
-	LEAQ       tailmask<>+32(SB), R14
-	SUBQ       R13, R14
-	VMOVDQU    (R14), Y10
-	VMASKMOVPS 224(R11)(R12*1), Y10, Y10
-	VMULPS     Y10, Y10, Y10
-	VADDPS     Y10, Y9, Y9
+	SUBQ      $0x000000e0, R13
+	JZ        g2summed
+	VXORPS    Y10, Y10, Y10
+	VMOVSS    224(R11)(R12*1), X10
+	CMPQ      R13, $0x08
+	JL        g2sumpart7_1lo
+	VINSERTPS $0x10, 228(R11)(R12*1), X10, X10
+	CMPQ      R13, $0x0c
+	JL        g2sumpart7_1lo
+	VINSERTPS $0x20, 232(R11)(R12*1), X10, X10
+	CMPQ      R13, $0x10
+	JL        g2sumpart7_1lo
+	VINSERTPS $0x30, 236(R11)(R12*1), X10, X10
+	CMPQ      R13, $0x14
+	JL        g2sumpart7_1lo
+	VMOVSS    240(R11)(R12*1), X11
+	CMPQ      R13, $0x18
+	JL        g2sumpart7_1hi
+	VINSERTPS $0x10, 244(R11)(R12*1), X11, X11
+	CMPQ      R13, $0x1c
+	JL        g2sumpart7_1hi
+	VINSERTPS $0x20, 248(R11)(R12*1), X11, X11
+
+g2sumpart7_1hi:
+	VINSERTF128 $0x01, X11, Y10, Y10
+
+g2sumpart7_1lo:
+	VMULPS Y10, Y10, Y10
+	VADDPS Y10, Y9, Y9
 
 g2summed:
 	VADDPS Y6, Y2, Y2
@@ -9441,7 +10767,7 @@ g3sumcheck:
 	JLE  g3sumloop
 
 g3sumtail:
-	// Fewer than 64 elements remain: whole vectors first, then one masked vector.
+	// Fewer than 64 elements remain: whole vectors first, then one partial vector.
 	MOVQ    SI, R13
 	SUBQ    R12, R13
 	CMPQ    R13, $0x00000020
@@ -9487,91 +10813,259 @@ g3sumtail:
 	JMP     g3summed
 
 g3sumpart0:
-	SUBQ       $0x00000000, R13
-	JZ         g3summed
-	LEAQ       tailmask<>+32(SB), R14
-	SUBQ       R13, R14
-	VMOVDQU    (R14), Y11
-	VMASKMOVPS (R11)(R12*1), Y11, Y11
-	VMULPS     Y11, Y11, Y11
-	VADDPS     Y11, Y3, Y3
-	JMP        g3summed
+	SUBQ      $0x00000000, R13
+	JZ        g3summed
+	VXORPS    Y11, Y11, Y11
+	VMOVSS    (R11)(R12*1), X11
+	CMPQ      R13, $0x08
+	JL        g3sumpart0_1lo
+	VINSERTPS $0x10, 4(R11)(R12*1), X11, X11
+	CMPQ      R13, $0x0c
+	JL        g3sumpart0_1lo
+	VINSERTPS $0x20, 8(R11)(R12*1), X11, X11
+	CMPQ      R13, $0x10
+	JL        g3sumpart0_1lo
+	VINSERTPS $0x30, 12(R11)(R12*1), X11, X11
+	CMPQ      R13, $0x14
+	JL        g3sumpart0_1lo
+	VMOVSS    16(R11)(R12*1), X12
+	CMPQ      R13, $0x18
+	JL        g3sumpart0_1hi
+	VINSERTPS $0x10, 20(R11)(R12*1), X12, X12
+	CMPQ      R13, $0x1c
+	JL        g3sumpart0_1hi
+	VINSERTPS $0x20, 24(R11)(R12*1), X12, X12
+
+g3sumpart0_1hi:
+	VINSERTF128 $0x01, X12, Y11, Y11
+
+g3sumpart0_1lo:
+	VMULPS Y11, Y11, Y11
+	VADDPS Y11, Y3, Y3
+	JMP    g3summed
 
 g3sumpart1:
-	SUBQ       $0x00000020, R13
-	JZ         g3summed
-	LEAQ       tailmask<>+32(SB), R14
-	SUBQ       R13, R14
-	VMOVDQU    (R14), Y11
-	VMASKMOVPS 32(R11)(R12*1), Y11, Y11
-	VMULPS     Y11, Y11, Y11
-	VADDPS     Y11, Y4, Y4
-	JMP        g3summed
+	SUBQ      $0x00000020, R13
+	JZ        g3summed
+	VXORPS    Y11, Y11, Y11
+	VMOVSS    32(R11)(R12*1), X11
+	CMPQ      R13, $0x08
+	JL        g3sumpart1_1lo
+	VINSERTPS $0x10, 36(R11)(R12*1), X11, X11
+	CMPQ      R13, $0x0c
+	JL        g3sumpart1_1lo
+	VINSERTPS $0x20, 40(R11)(R12*1), X11, X11
+	CMPQ      R13, $0x10
+	JL        g3sumpart1_1lo
+	VINSERTPS $0x30, 44(R11)(R12*1), X11, X11
+	CMPQ      R13, $0x14
+	JL        g3sumpart1_1lo
+	VMOVSS    48(R11)(R12*1), X12
+	CMPQ      R13, $0x18
+	JL        g3sumpart1_1hi
+	VINSERTPS $0x10, 52(R11)(R12*1), X12, X12
+	CMPQ      R13, $0x1c
+	JL        g3sumpart1_1hi
+	VINSERTPS $0x20, 56(R11)(R12*1), X12, X12
+
+g3sumpart1_1hi:
+	VINSERTF128 $0x01, X12, Y11, Y11
+
+g3sumpart1_1lo:
+	VMULPS Y11, Y11, Y11
+	VADDPS Y11, Y4, Y4
+	JMP    g3summed
 
 g3sumpart2:
-	SUBQ       $0x00000040, R13
-	JZ         g3summed
-	LEAQ       tailmask<>+32(SB), R14
-	SUBQ       R13, R14
-	VMOVDQU    (R14), Y11
-	VMASKMOVPS 64(R11)(R12*1), Y11, Y11
-	VMULPS     Y11, Y11, Y11
-	VADDPS     Y11, Y5, Y5
-	JMP        g3summed
+	SUBQ      $0x00000040, R13
+	JZ        g3summed
+	VXORPS    Y11, Y11, Y11
+	VMOVSS    64(R11)(R12*1), X11
+	CMPQ      R13, $0x08
+	JL        g3sumpart2_1lo
+	VINSERTPS $0x10, 68(R11)(R12*1), X11, X11
+	CMPQ      R13, $0x0c
+	JL        g3sumpart2_1lo
+	VINSERTPS $0x20, 72(R11)(R12*1), X11, X11
+	CMPQ      R13, $0x10
+	JL        g3sumpart2_1lo
+	VINSERTPS $0x30, 76(R11)(R12*1), X11, X11
+	CMPQ      R13, $0x14
+	JL        g3sumpart2_1lo
+	VMOVSS    80(R11)(R12*1), X12
+	CMPQ      R13, $0x18
+	JL        g3sumpart2_1hi
+	VINSERTPS $0x10, 84(R11)(R12*1), X12, X12
+	CMPQ      R13, $0x1c
+	JL        g3sumpart2_1hi
+	VINSERTPS $0x20, 88(R11)(R12*1), X12, X12
+
+g3sumpart2_1hi:
+	VINSERTF128 $0x01, X12, Y11, Y11
+
+g3sumpart2_1lo:
+	VMULPS Y11, Y11, Y11
+	VADDPS Y11, Y5, Y5
+	JMP    g3summed
 
 g3sumpart3:
-	SUBQ       $0x00000060, R13
-	JZ         g3summed
-	LEAQ       tailmask<>+32(SB), R14
-	SUBQ       R13, R14
-	VMOVDQU    (R14), Y11
-	VMASKMOVPS 96(R11)(R12*1), Y11, Y11
-	VMULPS     Y11, Y11, Y11
-	VADDPS     Y11, Y6, Y6
-	JMP        g3summed
+	SUBQ      $0x00000060, R13
+	JZ        g3summed
+	VXORPS    Y11, Y11, Y11
+	VMOVSS    96(R11)(R12*1), X11
+	CMPQ      R13, $0x08
+	JL        g3sumpart3_1lo
+	VINSERTPS $0x10, 100(R11)(R12*1), X11, X11
+	CMPQ      R13, $0x0c
+	JL        g3sumpart3_1lo
+	VINSERTPS $0x20, 104(R11)(R12*1), X11, X11
+	CMPQ      R13, $0x10
+	JL        g3sumpart3_1lo
+	VINSERTPS $0x30, 108(R11)(R12*1), X11, X11
+	CMPQ      R13, $0x14
+	JL        g3sumpart3_1lo
+	VMOVSS    112(R11)(R12*1), X12
+	CMPQ      R13, $0x18
+	JL        g3sumpart3_1hi
+	VINSERTPS $0x10, 116(R11)(R12*1), X12, X12
+	CMPQ      R13, $0x1c
+	JL        g3sumpart3_1hi
+	VINSERTPS $0x20, 120(R11)(R12*1), X12, X12
+
+g3sumpart3_1hi:
+	VINSERTF128 $0x01, X12, Y11, Y11
+
+g3sumpart3_1lo:
+	VMULPS Y11, Y11, Y11
+	VADDPS Y11, Y6, Y6
+	JMP    g3summed
 
 g3sumpart4:
-	SUBQ       $0x00000080, R13
-	JZ         g3summed
-	LEAQ       tailmask<>+32(SB), R14
-	SUBQ       R13, R14
-	VMOVDQU    (R14), Y11
-	VMASKMOVPS 128(R11)(R12*1), Y11, Y11
-	VMULPS     Y11, Y11, Y11
-	VADDPS     Y11, Y7, Y7
-	JMP        g3summed
+	SUBQ      $0x00000080, R13
+	JZ        g3summed
+	VXORPS    Y11, Y11, Y11
+	VMOVSS    128(R11)(R12*1), X11
+	CMPQ      R13, $0x08
+	JL        g3sumpart4_1lo
+	VINSERTPS $0x10, 132(R11)(R12*1), X11, X11
+	CMPQ      R13, $0x0c
+	JL        g3sumpart4_1lo
+	VINSERTPS $0x20, 136(R11)(R12*1), X11, X11
+	CMPQ      R13, $0x10
+	JL        g3sumpart4_1lo
+	VINSERTPS $0x30, 140(R11)(R12*1), X11, X11
+	CMPQ      R13, $0x14
+	JL        g3sumpart4_1lo
+	VMOVSS    144(R11)(R12*1), X12
+	CMPQ      R13, $0x18
+	JL        g3sumpart4_1hi
+	VINSERTPS $0x10, 148(R11)(R12*1), X12, X12
+	CMPQ      R13, $0x1c
+	JL        g3sumpart4_1hi
+	VINSERTPS $0x20, 152(R11)(R12*1), X12, X12
+
+g3sumpart4_1hi:
+	VINSERTF128 $0x01, X12, Y11, Y11
+
+g3sumpart4_1lo:
+	VMULPS Y11, Y11, Y11
+	VADDPS Y11, Y7, Y7
+	JMP    g3summed
 
 g3sumpart5:
-	SUBQ       $0x000000a0, R13
-	JZ         g3summed
-	LEAQ       tailmask<>+32(SB), R14
-	SUBQ       R13, R14
-	VMOVDQU    (R14), Y11
-	VMASKMOVPS 160(R11)(R12*1), Y11, Y11
-	VMULPS     Y11, Y11, Y11
-	VADDPS     Y11, Y8, Y8
-	JMP        g3summed
+	SUBQ      $0x000000a0, R13
+	JZ        g3summed
+	VXORPS    Y11, Y11, Y11
+	VMOVSS    160(R11)(R12*1), X11
+	CMPQ      R13, $0x08
+	JL        g3sumpart5_1lo
+	VINSERTPS $0x10, 164(R11)(R12*1), X11, X11
+	CMPQ      R13, $0x0c
+	JL        g3sumpart5_1lo
+	VINSERTPS $0x20, 168(R11)(R12*1), X11, X11
+	CMPQ      R13, $0x10
+	JL        g3sumpart5_1lo
+	VINSERTPS $0x30, 172(R11)(R12*1), X11, X11
+	CMPQ      R13, $0x14
+	JL        g3sumpart5_1lo
+	VMOVSS    176(R11)(R12*1), X12
+	CMPQ      R13, $0x18
+	JL        g3sumpart5_1hi
+	VINSERTPS $0x10, 180(R11)(R12*1), X12, X12
+	CMPQ      R13, $0x1c
+	JL        g3sumpart5_1hi
+	VINSERTPS $0x20, 184(R11)(R12*1), X12, X12
+
+g3sumpart5_1hi:
+	VINSERTF128 $0x01, X12, Y11, Y11
+
+g3sumpart5_1lo:
+	VMULPS Y11, Y11, Y11
+	VADDPS Y11, Y8, Y8
+	JMP    g3summed
 
 g3sumpart6:
-	SUBQ       $0x000000c0, R13
-	JZ         g3summed
-	LEAQ       tailmask<>+32(SB), R14
-	SUBQ       R13, R14
-	VMOVDQU    (R14), Y11
-	VMASKMOVPS 192(R11)(R12*1), Y11, Y11
-	VMULPS     Y11, Y11, Y11
-	VADDPS     Y11, Y9, Y9
-	JMP        g3summed
+	SUBQ      $0x000000c0, R13
+	JZ        g3summed
+	VXORPS    Y11, Y11, Y11
+	VMOVSS    192(R11)(R12*1), X11
+	CMPQ      R13, $0x08
+	JL        g3sumpart6_1lo
+	VINSERTPS $0x10, 196(R11)(R12*1), X11, X11
+	CMPQ      R13, $0x0c
+	JL        g3sumpart6_1lo
+	VINSERTPS $0x20, 200(R11)(R12*1), X11, X11
+	CMPQ      R13, $0x10
+	JL        g3sumpart6_1lo
+	VINSERTPS $0x30, 204(R11)(R12*1), X11, X11
+	CMPQ      R13, $0x14
+	JL        g3sumpart6_1lo
+	VMOVSS    208(R11)(R12*1), X12
+	CMPQ      R13, $0x18
+	JL        g3sumpart6_1hi
+	VINSERTPS $0x10, 212(R11)(R12*1), X12, X12
+	CMPQ      R13, $0x1c
+	JL        g3sumpart6_1hi
+	VINSERTPS $0x20, 216(R11)(R12*1), X12, X12
+
+g3sumpart6_1hi:
+	VINSERTF128 $0x01, X12, Y11, Y11
+
+g3sumpart6_1lo:
+	VMULPS Y11, Y11, Y11
+	VADDPS Y11, Y9, Y9
+	JMP    g3summed
 
 g3sumpart7:
-	SUBQ       $0x000000e0, R13
-	JZ         g3summed
-	LEAQ       tailmask<>+32(SB), R14
-	SUBQ       R13, R14
-	VMOVDQU    (R14), Y11
-	VMASKMOVPS 224(R11)(R12*1), Y11, Y11
-	VMULPS     Y11, Y11, Y11
-	VADDPS     Y11, Y10, Y10
+	SUBQ      $0x000000e0, R13
+	JZ        g3summed
+	VXORPS    Y11, Y11, Y11
+	VMOVSS    224(R11)(R12*1), X11
+	CMPQ      R13, $0x08
+	JL        g3sumpart7_1lo
+	VINSERTPS $0x10, 228(R11)(R12*1), X11, X11
+	CMPQ      R13, $0x0c
+	JL        g3sumpart7_1lo
+	VINSERTPS $0x20, 232(R11)(R12*1), X11, X11
+	CMPQ      R13, $0x10
+	JL        g3sumpart7_1lo
+	VINSERTPS $0x30, 236(R11)(R12*1), X11, X11
+	CMPQ      R13, $0x14
+	JL        g3sumpart7_1lo
+	VMOVSS    240(R11)(R12*1), X12
+	CMPQ      R13, $0x18
+	JL        g3sumpart7_1hi
+	VINSERTPS $0x10, 244(R11)(R12*1), X12, X12
+	CMPQ      R13, $0x1c
+	JL        g3sumpart7_1hi
+	VINSERTPS $0x20, 248(R11)(R12*1), X12, X12
+
+g3sumpart7_1hi:
+	VINSERTF128 $0x01, X12, Y11, Y11
+
+g3sumpart7_1lo:
+	VMULPS Y11, Y11, Y11
+	VADDPS Y11, Y10, Y10
 
 g3summed:
 	VADDPS Y7, Y3, Y3
@@ -10572,7 +12066,7 @@ sumcheck:
 	JLE  sumloop
 
 sumtail:
-	// Fewer than 64 elements remain: whole vectors first, then one masked vector.
+	// Fewer than 64 elements remain: whole vectors first, then one partial vector.
 	MOVQ    SI, R12
 	SUBQ    R11, R12
 	CMPQ    R12, $0x00000020
@@ -10618,91 +12112,259 @@ sumtail:
 	JMP     summed
 
 sumpart0:
-	SUBQ       $0x00000000, R12
-	JZ         summed
-	LEAQ       tailmask<>+32(SB), R13
-	SUBQ       R12, R13
-	VMOVDQU    (R13), Y8
-	VMASKMOVPS (CX)(R11*1), Y8, Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y0, Y0
-	JMP        summed
+	SUBQ      $0x00000000, R12
+	JZ        summed
+	VXORPS    Y8, Y8, Y8
+	VMOVSS    (CX)(R11*1), X8
+	CMPQ      R12, $0x08
+	JL        sumpart0_1lo
+	VINSERTPS $0x10, 4(CX)(R11*1), X8, X8
+	CMPQ      R12, $0x0c
+	JL        sumpart0_1lo
+	VINSERTPS $0x20, 8(CX)(R11*1), X8, X8
+	CMPQ      R12, $0x10
+	JL        sumpart0_1lo
+	VINSERTPS $0x30, 12(CX)(R11*1), X8, X8
+	CMPQ      R12, $0x14
+	JL        sumpart0_1lo
+	VMOVSS    16(CX)(R11*1), X9
+	CMPQ      R12, $0x18
+	JL        sumpart0_1hi
+	VINSERTPS $0x10, 20(CX)(R11*1), X9, X9
+	CMPQ      R12, $0x1c
+	JL        sumpart0_1hi
+	VINSERTPS $0x20, 24(CX)(R11*1), X9, X9
+
+sumpart0_1hi:
+	VINSERTF128 $0x01, X9, Y8, Y8
+
+sumpart0_1lo:
+	VMULPS Y8, Y8, Y8
+	VADDPS Y8, Y0, Y0
+	JMP    summed
 
 sumpart1:
-	SUBQ       $0x00000020, R12
-	JZ         summed
-	LEAQ       tailmask<>+32(SB), R13
-	SUBQ       R12, R13
-	VMOVDQU    (R13), Y8
-	VMASKMOVPS 32(CX)(R11*1), Y8, Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y1, Y1
-	JMP        summed
+	SUBQ      $0x00000020, R12
+	JZ        summed
+	VXORPS    Y8, Y8, Y8
+	VMOVSS    32(CX)(R11*1), X8
+	CMPQ      R12, $0x08
+	JL        sumpart1_1lo
+	VINSERTPS $0x10, 36(CX)(R11*1), X8, X8
+	CMPQ      R12, $0x0c
+	JL        sumpart1_1lo
+	VINSERTPS $0x20, 40(CX)(R11*1), X8, X8
+	CMPQ      R12, $0x10
+	JL        sumpart1_1lo
+	VINSERTPS $0x30, 44(CX)(R11*1), X8, X8
+	CMPQ      R12, $0x14
+	JL        sumpart1_1lo
+	VMOVSS    48(CX)(R11*1), X9
+	CMPQ      R12, $0x18
+	JL        sumpart1_1hi
+	VINSERTPS $0x10, 52(CX)(R11*1), X9, X9
+	CMPQ      R12, $0x1c
+	JL        sumpart1_1hi
+	VINSERTPS $0x20, 56(CX)(R11*1), X9, X9
+
+sumpart1_1hi:
+	VINSERTF128 $0x01, X9, Y8, Y8
+
+sumpart1_1lo:
+	VMULPS Y8, Y8, Y8
+	VADDPS Y8, Y1, Y1
+	JMP    summed
 
 sumpart2:
-	SUBQ       $0x00000040, R12
-	JZ         summed
-	LEAQ       tailmask<>+32(SB), R13
-	SUBQ       R12, R13
-	VMOVDQU    (R13), Y8
-	VMASKMOVPS 64(CX)(R11*1), Y8, Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y2, Y2
-	JMP        summed
+	SUBQ      $0x00000040, R12
+	JZ        summed
+	VXORPS    Y8, Y8, Y8
+	VMOVSS    64(CX)(R11*1), X8
+	CMPQ      R12, $0x08
+	JL        sumpart2_1lo
+	VINSERTPS $0x10, 68(CX)(R11*1), X8, X8
+	CMPQ      R12, $0x0c
+	JL        sumpart2_1lo
+	VINSERTPS $0x20, 72(CX)(R11*1), X8, X8
+	CMPQ      R12, $0x10
+	JL        sumpart2_1lo
+	VINSERTPS $0x30, 76(CX)(R11*1), X8, X8
+	CMPQ      R12, $0x14
+	JL        sumpart2_1lo
+	VMOVSS    80(CX)(R11*1), X9
+	CMPQ      R12, $0x18
+	JL        sumpart2_1hi
+	VINSERTPS $0x10, 84(CX)(R11*1), X9, X9
+	CMPQ      R12, $0x1c
+	JL        sumpart2_1hi
+	VINSERTPS $0x20, 88(CX)(R11*1), X9, X9
+
+sumpart2_1hi:
+	VINSERTF128 $0x01, X9, Y8, Y8
+
+sumpart2_1lo:
+	VMULPS Y8, Y8, Y8
+	VADDPS Y8, Y2, Y2
+	JMP    summed
 
 sumpart3:
-	SUBQ       $0x00000060, R12
-	JZ         summed
-	LEAQ       tailmask<>+32(SB), R13
-	SUBQ       R12, R13
-	VMOVDQU    (R13), Y8
-	VMASKMOVPS 96(CX)(R11*1), Y8, Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y3, Y3
-	JMP        summed
+	SUBQ      $0x00000060, R12
+	JZ        summed
+	VXORPS    Y8, Y8, Y8
+	VMOVSS    96(CX)(R11*1), X8
+	CMPQ      R12, $0x08
+	JL        sumpart3_1lo
+	VINSERTPS $0x10, 100(CX)(R11*1), X8, X8
+	CMPQ      R12, $0x0c
+	JL        sumpart3_1lo
+	VINSERTPS $0x20, 104(CX)(R11*1), X8, X8
+	CMPQ      R12, $0x10
+	JL        sumpart3_1lo
+	VINSERTPS $0x30, 108(CX)(R11*1), X8, X8
+	CMPQ      R12, $0x14
+	JL        sumpart3_1lo
+	VMOVSS    112(CX)(R11*1), X9
+	CMPQ      R12, $0x18
+	JL        sumpart3_1hi
+	VINSERTPS $0x10, 116(CX)(R11*1), X9, X9
+	CMPQ      R12, $0x1c
+	JL        sumpart3_1hi
+	VINSERTPS $0x20, 120(CX)(R11*1), X9, X9
+
+sumpart3_1hi:
+	VINSERTF128 $0x01, X9, Y8, Y8
+
+sumpart3_1lo:
+	VMULPS Y8, Y8, Y8
+	VADDPS Y8, Y3, Y3
+	JMP    summed
 
 sumpart4:
-	SUBQ       $0x00000080, R12
-	JZ         summed
-	LEAQ       tailmask<>+32(SB), R13
-	SUBQ       R12, R13
-	VMOVDQU    (R13), Y8
-	VMASKMOVPS 128(CX)(R11*1), Y8, Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y4, Y4
-	JMP        summed
+	SUBQ      $0x00000080, R12
+	JZ        summed
+	VXORPS    Y8, Y8, Y8
+	VMOVSS    128(CX)(R11*1), X8
+	CMPQ      R12, $0x08
+	JL        sumpart4_1lo
+	VINSERTPS $0x10, 132(CX)(R11*1), X8, X8
+	CMPQ      R12, $0x0c
+	JL        sumpart4_1lo
+	VINSERTPS $0x20, 136(CX)(R11*1), X8, X8
+	CMPQ      R12, $0x10
+	JL        sumpart4_1lo
+	VINSERTPS $0x30, 140(CX)(R11*1), X8, X8
+	CMPQ      R12, $0x14
+	JL        sumpart4_1lo
+	VMOVSS    144(CX)(R11*1), X9
+	CMPQ      R12, $0x18
+	JL        sumpart4_1hi
+	VINSERTPS $0x10, 148(CX)(R11*1), X9, X9
+	CMPQ      R12, $0x1c
+	JL        sumpart4_1hi
+	VINSERTPS $0x20, 152(CX)(R11*1), X9, X9
+
+sumpart4_1hi:
+	VINSERTF128 $0x01, X9, Y8, Y8
+
+sumpart4_1lo:
+	VMULPS Y8, Y8, Y8
+	VADDPS Y8, Y4, Y4
+	JMP    summed
 
 sumpart5:
-	SUBQ       $0x000000a0, R12
-	JZ         summed
-	LEAQ       tailmask<>+32(SB), R13
-	SUBQ       R12, R13
-	VMOVDQU    (R13), Y8
-	VMASKMOVPS 160(CX)(R11*1), Y8, Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y5, Y5
-	JMP        summed
+	SUBQ      $0x000000a0, R12
+	JZ        summed
+	VXORPS    Y8, Y8, Y8
+	VMOVSS    160(CX)(R11*1), X8
+	CMPQ      R12, $0x08
+	JL        sumpart5_1lo
+	VINSERTPS $0x10, 164(CX)(R11*1), X8, X8
+	CMPQ      R12, $0x0c
+	JL        sumpart5_1lo
+	VINSERTPS $0x20, 168(CX)(R11*1), X8, X8
+	CMPQ      R12, $0x10
+	JL        sumpart5_1lo
+	VINSERTPS $0x30, 172(CX)(R11*1), X8, X8
+	CMPQ      R12, $0x14
+	JL        sumpart5_1lo
+	VMOVSS    176(CX)(R11*1), X9
+	CMPQ      R12, $0x18
+	JL        sumpart5_1hi
+	VINSERTPS $0x10, 180(CX)(R11*1), X9, X9
+	CMPQ      R12, $0x1c
+	JL        sumpart5_1hi
+	VINSERTPS $0x20, 184(CX)(R11*1), X9, X9
+
+sumpart5_1hi:
+	VINSERTF128 $0x01, X9, Y8, Y8
+
+sumpart5_1lo:
+	VMULPS Y8, Y8, Y8
+	VADDPS Y8, Y5, Y5
+	JMP    summed
 
 sumpart6:
-	SUBQ       $0x000000c0, R12
-	JZ         summed
-	LEAQ       tailmask<>+32(SB), R13
-	SUBQ       R12, R13
-	VMOVDQU    (R13), Y8
-	VMASKMOVPS 192(CX)(R11*1), Y8, Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y6, Y6
-	JMP        summed
+	SUBQ      $0x000000c0, R12
+	JZ        summed
+	VXORPS    Y8, Y8, Y8
+	VMOVSS    192(CX)(R11*1), X8
+	CMPQ      R12, $0x08
+	JL        sumpart6_1lo
+	VINSERTPS $0x10, 196(CX)(R11*1), X8, X8
+	CMPQ      R12, $0x0c
+	JL        sumpart6_1lo
+	VINSERTPS $0x20, 200(CX)(R11*1), X8, X8
+	CMPQ      R12, $0x10
+	JL        sumpart6_1lo
+	VINSERTPS $0x30, 204(CX)(R11*1), X8, X8
+	CMPQ      R12, $0x14
+	JL        sumpart6_1lo
+	VMOVSS    208(CX)(R11*1), X9
+	CMPQ      R12, $0x18
+	JL        sumpart6_1hi
+	VINSERTPS $0x10, 212(CX)(R11*1), X9, X9
+	CMPQ      R12, $0x1c
+	JL        sumpart6_1hi
+	VINSERTPS $0x20, 216(CX)(R11*1), X9, X9
+
+sumpart6_1hi:
+	VINSERTF128 $0x01, X9, Y8, Y8
+
+sumpart6_1lo:
+	VMULPS Y8, Y8, Y8
+	VADDPS Y8, Y6, Y6
+	JMP    summed
 
 sumpart7:
-	SUBQ       $0x000000e0, R12
-	JZ         summed
-	LEAQ       tailmask<>+32(SB), R13
-	SUBQ       R12, R13
-	VMOVDQU    (R13), Y8
-	VMASKMOVPS 224(CX)(R11*1), Y8, Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y7, Y7
+	SUBQ      $0x000000e0, R12
+	JZ        summed
+	VXORPS    Y8, Y8, Y8
+	VMOVSS    224(CX)(R11*1), X8
+	CMPQ      R12, $0x08
+	JL        sumpart7_1lo
+	VINSERTPS $0x10, 228(CX)(R11*1), X8, X8
+	CMPQ      R12, $0x0c
+	JL        sumpart7_1lo
+	VINSERTPS $0x20, 232(CX)(R11*1), X8, X8
+	CMPQ      R12, $0x10
+	JL        sumpart7_1lo
+	VINSERTPS $0x30, 236(CX)(R11*1), X8, X8
+	CMPQ      R12, $0x14
+	JL        sumpart7_1lo
+	VMOVSS    240(CX)(R11*1), X9
+	CMPQ      R12, $0x18
+	JL        sumpart7_1hi
+	VINSERTPS $0x10, 244(CX)(R11*1), X9, X9
+	CMPQ      R12, $0x1c
+	JL        sumpart7_1hi
+	VINSERTPS $0x20, 248(CX)(R11*1), X9, X9
+
+sumpart7_1hi:
+	VINSERTF128 $0x01, X9, Y8, Y8
+
+sumpart7_1lo:
+	VMULPS Y8, Y8, Y8
+	VADDPS Y8, Y7, Y7
 
 summed:
 	// Halving tree: p[j] += p[j+h] for h = 32, 16, ..., 1.
@@ -11074,7 +12736,7 @@ g0sumcheck:
 	JLE  g0sumloop
 
 g0sumtail:
-	// Fewer than 64 elements remain: whole vectors first, then one masked vector.
+	// Fewer than 64 elements remain: whole vectors first, then one partial vector.
 	MOVQ    BX, R12
 	SUBQ    R11, R12
 	CMPQ    R12, $0x00000020
@@ -11120,91 +12782,259 @@ g0sumtail:
 	JMP     g0summed
 
 g0sumpart0:
-	SUBQ       $0x00000000, R12
-	JZ         g0summed
-	LEAQ       tailmask<>+32(SB), R13
-	SUBQ       R12, R13
-	VMOVDQU    (R13), Y8
-	VMASKMOVPS (R10)(R11*1), Y8, Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y0, Y0
-	JMP        g0summed
+	SUBQ      $0x00000000, R12
+	JZ        g0summed
+	VXORPS    Y8, Y8, Y8
+	VMOVSS    (R10)(R11*1), X8
+	CMPQ      R12, $0x08
+	JL        g0sumpart0_1lo
+	VINSERTPS $0x10, 4(R10)(R11*1), X8, X8
+	CMPQ      R12, $0x0c
+	JL        g0sumpart0_1lo
+	VINSERTPS $0x20, 8(R10)(R11*1), X8, X8
+	CMPQ      R12, $0x10
+	JL        g0sumpart0_1lo
+	VINSERTPS $0x30, 12(R10)(R11*1), X8, X8
+	CMPQ      R12, $0x14
+	JL        g0sumpart0_1lo
+	VMOVSS    16(R10)(R11*1), X9
+	CMPQ      R12, $0x18
+	JL        g0sumpart0_1hi
+	VINSERTPS $0x10, 20(R10)(R11*1), X9, X9
+	CMPQ      R12, $0x1c
+	JL        g0sumpart0_1hi
+	VINSERTPS $0x20, 24(R10)(R11*1), X9, X9
+
+g0sumpart0_1hi:
+	VINSERTF128 $0x01, X9, Y8, Y8
+
+g0sumpart0_1lo:
+	VMULPS Y8, Y8, Y8
+	VADDPS Y8, Y0, Y0
+	JMP    g0summed
 
 g0sumpart1:
-	SUBQ       $0x00000020, R12
-	JZ         g0summed
-	LEAQ       tailmask<>+32(SB), R13
-	SUBQ       R12, R13
-	VMOVDQU    (R13), Y8
-	VMASKMOVPS 32(R10)(R11*1), Y8, Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y1, Y1
-	JMP        g0summed
+	SUBQ      $0x00000020, R12
+	JZ        g0summed
+	VXORPS    Y8, Y8, Y8
+	VMOVSS    32(R10)(R11*1), X8
+	CMPQ      R12, $0x08
+	JL        g0sumpart1_1lo
+	VINSERTPS $0x10, 36(R10)(R11*1), X8, X8
+	CMPQ      R12, $0x0c
+	JL        g0sumpart1_1lo
+	VINSERTPS $0x20, 40(R10)(R11*1), X8, X8
+	CMPQ      R12, $0x10
+	JL        g0sumpart1_1lo
+	VINSERTPS $0x30, 44(R10)(R11*1), X8, X8
+	CMPQ      R12, $0x14
+	JL        g0sumpart1_1lo
+	VMOVSS    48(R10)(R11*1), X9
+	CMPQ      R12, $0x18
+	JL        g0sumpart1_1hi
+	VINSERTPS $0x10, 52(R10)(R11*1), X9, X9
+	CMPQ      R12, $0x1c
+	JL        g0sumpart1_1hi
+	VINSERTPS $0x20, 56(R10)(R11*1), X9, X9
+
+g0sumpart1_1hi:
+	VINSERTF128 $0x01, X9, Y8, Y8
+
+g0sumpart1_1lo:
+	VMULPS Y8, Y8, Y8
+	VADDPS Y8, Y1, Y1
+	JMP    g0summed
 
 g0sumpart2:
-	SUBQ       $0x00000040, R12
-	JZ         g0summed
-	LEAQ       tailmask<>+32(SB), R13
-	SUBQ       R12, R13
-	VMOVDQU    (R13), Y8
-	VMASKMOVPS 64(R10)(R11*1), Y8, Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y2, Y2
-	JMP        g0summed
+	SUBQ      $0x00000040, R12
+	JZ        g0summed
+	VXORPS    Y8, Y8, Y8
+	VMOVSS    64(R10)(R11*1), X8
+	CMPQ      R12, $0x08
+	JL        g0sumpart2_1lo
+	VINSERTPS $0x10, 68(R10)(R11*1), X8, X8
+	CMPQ      R12, $0x0c
+	JL        g0sumpart2_1lo
+	VINSERTPS $0x20, 72(R10)(R11*1), X8, X8
+	CMPQ      R12, $0x10
+	JL        g0sumpart2_1lo
+	VINSERTPS $0x30, 76(R10)(R11*1), X8, X8
+	CMPQ      R12, $0x14
+	JL        g0sumpart2_1lo
+	VMOVSS    80(R10)(R11*1), X9
+	CMPQ      R12, $0x18
+	JL        g0sumpart2_1hi
+	VINSERTPS $0x10, 84(R10)(R11*1), X9, X9
+	CMPQ      R12, $0x1c
+	JL        g0sumpart2_1hi
+	VINSERTPS $0x20, 88(R10)(R11*1), X9, X9
+
+g0sumpart2_1hi:
+	VINSERTF128 $0x01, X9, Y8, Y8
+
+g0sumpart2_1lo:
+	VMULPS Y8, Y8, Y8
+	VADDPS Y8, Y2, Y2
+	JMP    g0summed
 
 g0sumpart3:
-	SUBQ       $0x00000060, R12
-	JZ         g0summed
-	LEAQ       tailmask<>+32(SB), R13
-	SUBQ       R12, R13
-	VMOVDQU    (R13), Y8
-	VMASKMOVPS 96(R10)(R11*1), Y8, Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y3, Y3
-	JMP        g0summed
+	SUBQ      $0x00000060, R12
+	JZ        g0summed
+	VXORPS    Y8, Y8, Y8
+	VMOVSS    96(R10)(R11*1), X8
+	CMPQ      R12, $0x08
+	JL        g0sumpart3_1lo
+	VINSERTPS $0x10, 100(R10)(R11*1), X8, X8
+	CMPQ      R12, $0x0c
+	JL        g0sumpart3_1lo
+	VINSERTPS $0x20, 104(R10)(R11*1), X8, X8
+	CMPQ      R12, $0x10
+	JL        g0sumpart3_1lo
+	VINSERTPS $0x30, 108(R10)(R11*1), X8, X8
+	CMPQ      R12, $0x14
+	JL        g0sumpart3_1lo
+	VMOVSS    112(R10)(R11*1), X9
+	CMPQ      R12, $0x18
+	JL        g0sumpart3_1hi
+	VINSERTPS $0x10, 116(R10)(R11*1), X9, X9
+	CMPQ      R12, $0x1c
+	JL        g0sumpart3_1hi
+	VINSERTPS $0x20, 120(R10)(R11*1), X9, X9
+
+g0sumpart3_1hi:
+	VINSERTF128 $0x01, X9, Y8, Y8
+
+g0sumpart3_1lo:
+	VMULPS Y8, Y8, Y8
+	VADDPS Y8, Y3, Y3
+	JMP    g0summed
 
 g0sumpart4:
-	SUBQ       $0x00000080, R12
-	JZ         g0summed
-	LEAQ       tailmask<>+32(SB), R13
-	SUBQ       R12, R13
-	VMOVDQU    (R13), Y8
-	VMASKMOVPS 128(R10)(R11*1), Y8, Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y4, Y4
-	JMP        g0summed
+	SUBQ      $0x00000080, R12
+	JZ        g0summed
+	VXORPS    Y8, Y8, Y8
+	VMOVSS    128(R10)(R11*1), X8
+	CMPQ      R12, $0x08
+	JL        g0sumpart4_1lo
+	VINSERTPS $0x10, 132(R10)(R11*1), X8, X8
+	CMPQ      R12, $0x0c
+	JL        g0sumpart4_1lo
+	VINSERTPS $0x20, 136(R10)(R11*1), X8, X8
+	CMPQ      R12, $0x10
+	JL        g0sumpart4_1lo
+	VINSERTPS $0x30, 140(R10)(R11*1), X8, X8
+	CMPQ      R12, $0x14
+	JL        g0sumpart4_1lo
+	VMOVSS    144(R10)(R11*1), X9
+	CMPQ      R12, $0x18
+	JL        g0sumpart4_1hi
+	VINSERTPS $0x10, 148(R10)(R11*1), X9, X9
+	CMPQ      R12, $0x1c
+	JL        g0sumpart4_1hi
+	VINSERTPS $0x20, 152(R10)(R11*1), X9, X9
+
+g0sumpart4_1hi:
+	VINSERTF128 $0x01, X9, Y8, Y8
+
+g0sumpart4_1lo:
+	VMULPS Y8, Y8, Y8
+	VADDPS Y8, Y4, Y4
+	JMP    g0summed
 
 g0sumpart5:
-	SUBQ       $0x000000a0, R12
-	JZ         g0summed
-	LEAQ       tailmask<>+32(SB), R13
-	SUBQ       R12, R13
-	VMOVDQU    (R13), Y8
-	VMASKMOVPS 160(R10)(R11*1), Y8, Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y5, Y5
-	JMP        g0summed
+	SUBQ      $0x000000a0, R12
+	JZ        g0summed
+	VXORPS    Y8, Y8, Y8
+	VMOVSS    160(R10)(R11*1), X8
+	CMPQ      R12, $0x08
+	JL        g0sumpart5_1lo
+	VINSERTPS $0x10, 164(R10)(R11*1), X8, X8
+	CMPQ      R12, $0x0c
+	JL        g0sumpart5_1lo
+	VINSERTPS $0x20, 168(R10)(R11*1), X8, X8
+	CMPQ      R12, $0x10
+	JL        g0sumpart5_1lo
+	VINSERTPS $0x30, 172(R10)(R11*1), X8, X8
+	CMPQ      R12, $0x14
+	JL        g0sumpart5_1lo
+	VMOVSS    176(R10)(R11*1), X9
+	CMPQ      R12, $0x18
+	JL        g0sumpart5_1hi
+	VINSERTPS $0x10, 180(R10)(R11*1), X9, X9
+	CMPQ      R12, $0x1c
+	JL        g0sumpart5_1hi
+	VINSERTPS $0x20, 184(R10)(R11*1), X9, X9
+
+g0sumpart5_1hi:
+	VINSERTF128 $0x01, X9, Y8, Y8
+
+g0sumpart5_1lo:
+	VMULPS Y8, Y8, Y8
+	VADDPS Y8, Y5, Y5
+	JMP    g0summed
 
 g0sumpart6:
-	SUBQ       $0x000000c0, R12
-	JZ         g0summed
-	LEAQ       tailmask<>+32(SB), R13
-	SUBQ       R12, R13
-	VMOVDQU    (R13), Y8
-	VMASKMOVPS 192(R10)(R11*1), Y8, Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y6, Y6
-	JMP        g0summed
+	SUBQ      $0x000000c0, R12
+	JZ        g0summed
+	VXORPS    Y8, Y8, Y8
+	VMOVSS    192(R10)(R11*1), X8
+	CMPQ      R12, $0x08
+	JL        g0sumpart6_1lo
+	VINSERTPS $0x10, 196(R10)(R11*1), X8, X8
+	CMPQ      R12, $0x0c
+	JL        g0sumpart6_1lo
+	VINSERTPS $0x20, 200(R10)(R11*1), X8, X8
+	CMPQ      R12, $0x10
+	JL        g0sumpart6_1lo
+	VINSERTPS $0x30, 204(R10)(R11*1), X8, X8
+	CMPQ      R12, $0x14
+	JL        g0sumpart6_1lo
+	VMOVSS    208(R10)(R11*1), X9
+	CMPQ      R12, $0x18
+	JL        g0sumpart6_1hi
+	VINSERTPS $0x10, 212(R10)(R11*1), X9, X9
+	CMPQ      R12, $0x1c
+	JL        g0sumpart6_1hi
+	VINSERTPS $0x20, 216(R10)(R11*1), X9, X9
+
+g0sumpart6_1hi:
+	VINSERTF128 $0x01, X9, Y8, Y8
+
+g0sumpart6_1lo:
+	VMULPS Y8, Y8, Y8
+	VADDPS Y8, Y6, Y6
+	JMP    g0summed
 
 g0sumpart7:
-	SUBQ       $0x000000e0, R12
-	JZ         g0summed
-	LEAQ       tailmask<>+32(SB), R13
-	SUBQ       R12, R13
-	VMOVDQU    (R13), Y8
-	VMASKMOVPS 224(R10)(R11*1), Y8, Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y7, Y7
+	SUBQ      $0x000000e0, R12
+	JZ        g0summed
+	VXORPS    Y8, Y8, Y8
+	VMOVSS    224(R10)(R11*1), X8
+	CMPQ      R12, $0x08
+	JL        g0sumpart7_1lo
+	VINSERTPS $0x10, 228(R10)(R11*1), X8, X8
+	CMPQ      R12, $0x0c
+	JL        g0sumpart7_1lo
+	VINSERTPS $0x20, 232(R10)(R11*1), X8, X8
+	CMPQ      R12, $0x10
+	JL        g0sumpart7_1lo
+	VINSERTPS $0x30, 236(R10)(R11*1), X8, X8
+	CMPQ      R12, $0x14
+	JL        g0sumpart7_1lo
+	VMOVSS    240(R10)(R11*1), X9
+	CMPQ      R12, $0x18
+	JL        g0sumpart7_1hi
+	VINSERTPS $0x10, 244(R10)(R11*1), X9, X9
+	CMPQ      R12, $0x1c
+	JL        g0sumpart7_1hi
+	VINSERTPS $0x20, 248(R10)(R11*1), X9, X9
+
+g0sumpart7_1hi:
+	VINSERTF128 $0x01, X9, Y8, Y8
+
+g0sumpart7_1lo:
+	VMULPS Y8, Y8, Y8
+	VADDPS Y8, Y7, Y7
 
 g0summed:
 	VADDPS Y4, Y0, Y0
@@ -11293,7 +13123,7 @@ g1sumcheck:
 	JLE  g1sumloop
 
 g1sumtail:
-	// Fewer than 64 elements remain: whole vectors first, then one masked vector.
+	// Fewer than 64 elements remain: whole vectors first, then one partial vector.
 	MOVQ    BX, R12
 	SUBQ    R11, R12
 	CMPQ    R12, $0x00000020
@@ -11339,91 +13169,259 @@ g1sumtail:
 	JMP     g1summed
 
 g1sumpart0:
-	SUBQ       $0x00000000, R12
-	JZ         g1summed
-	LEAQ       tailmask<>+32(SB), R13
-	SUBQ       R12, R13
-	VMOVDQU    (R13), Y9
-	VMASKMOVPS (R10)(R11*1), Y9, Y9
-	VMULPS     Y9, Y9, Y9
-	VADDPS     Y9, Y1, Y1
-	JMP        g1summed
+	SUBQ      $0x00000000, R12
+	JZ        g1summed
+	VXORPS    Y9, Y9, Y9
+	VMOVSS    (R10)(R11*1), X9
+	CMPQ      R12, $0x08
+	JL        g1sumpart0_1lo
+	VINSERTPS $0x10, 4(R10)(R11*1), X9, X9
+	CMPQ      R12, $0x0c
+	JL        g1sumpart0_1lo
+	VINSERTPS $0x20, 8(R10)(R11*1), X9, X9
+	CMPQ      R12, $0x10
+	JL        g1sumpart0_1lo
+	VINSERTPS $0x30, 12(R10)(R11*1), X9, X9
+	CMPQ      R12, $0x14
+	JL        g1sumpart0_1lo
+	VMOVSS    16(R10)(R11*1), X10
+	CMPQ      R12, $0x18
+	JL        g1sumpart0_1hi
+	VINSERTPS $0x10, 20(R10)(R11*1), X10, X10
+	CMPQ      R12, $0x1c
+	JL        g1sumpart0_1hi
+	VINSERTPS $0x20, 24(R10)(R11*1), X10, X10
+
+g1sumpart0_1hi:
+	VINSERTF128 $0x01, X10, Y9, Y9
+
+g1sumpart0_1lo:
+	VMULPS Y9, Y9, Y9
+	VADDPS Y9, Y1, Y1
+	JMP    g1summed
 
 g1sumpart1:
-	SUBQ       $0x00000020, R12
-	JZ         g1summed
-	LEAQ       tailmask<>+32(SB), R13
-	SUBQ       R12, R13
-	VMOVDQU    (R13), Y9
-	VMASKMOVPS 32(R10)(R11*1), Y9, Y9
-	VMULPS     Y9, Y9, Y9
-	VADDPS     Y9, Y2, Y2
-	JMP        g1summed
+	SUBQ      $0x00000020, R12
+	JZ        g1summed
+	VXORPS    Y9, Y9, Y9
+	VMOVSS    32(R10)(R11*1), X9
+	CMPQ      R12, $0x08
+	JL        g1sumpart1_1lo
+	VINSERTPS $0x10, 36(R10)(R11*1), X9, X9
+	CMPQ      R12, $0x0c
+	JL        g1sumpart1_1lo
+	VINSERTPS $0x20, 40(R10)(R11*1), X9, X9
+	CMPQ      R12, $0x10
+	JL        g1sumpart1_1lo
+	VINSERTPS $0x30, 44(R10)(R11*1), X9, X9
+	CMPQ      R12, $0x14
+	JL        g1sumpart1_1lo
+	VMOVSS    48(R10)(R11*1), X10
+	CMPQ      R12, $0x18
+	JL        g1sumpart1_1hi
+	VINSERTPS $0x10, 52(R10)(R11*1), X10, X10
+	CMPQ      R12, $0x1c
+	JL        g1sumpart1_1hi
+	VINSERTPS $0x20, 56(R10)(R11*1), X10, X10
+
+g1sumpart1_1hi:
+	VINSERTF128 $0x01, X10, Y9, Y9
+
+g1sumpart1_1lo:
+	VMULPS Y9, Y9, Y9
+	VADDPS Y9, Y2, Y2
+	JMP    g1summed
 
 g1sumpart2:
-	SUBQ       $0x00000040, R12
-	JZ         g1summed
-	LEAQ       tailmask<>+32(SB), R13
-	SUBQ       R12, R13
-	VMOVDQU    (R13), Y9
-	VMASKMOVPS 64(R10)(R11*1), Y9, Y9
-	VMULPS     Y9, Y9, Y9
-	VADDPS     Y9, Y3, Y3
-	JMP        g1summed
+	SUBQ      $0x00000040, R12
+	JZ        g1summed
+	VXORPS    Y9, Y9, Y9
+	VMOVSS    64(R10)(R11*1), X9
+	CMPQ      R12, $0x08
+	JL        g1sumpart2_1lo
+	VINSERTPS $0x10, 68(R10)(R11*1), X9, X9
+	CMPQ      R12, $0x0c
+	JL        g1sumpart2_1lo
+	VINSERTPS $0x20, 72(R10)(R11*1), X9, X9
+	CMPQ      R12, $0x10
+	JL        g1sumpart2_1lo
+	VINSERTPS $0x30, 76(R10)(R11*1), X9, X9
+	CMPQ      R12, $0x14
+	JL        g1sumpart2_1lo
+	VMOVSS    80(R10)(R11*1), X10
+	CMPQ      R12, $0x18
+	JL        g1sumpart2_1hi
+	VINSERTPS $0x10, 84(R10)(R11*1), X10, X10
+	CMPQ      R12, $0x1c
+	JL        g1sumpart2_1hi
+	VINSERTPS $0x20, 88(R10)(R11*1), X10, X10
+
+g1sumpart2_1hi:
+	VINSERTF128 $0x01, X10, Y9, Y9
+
+g1sumpart2_1lo:
+	VMULPS Y9, Y9, Y9
+	VADDPS Y9, Y3, Y3
+	JMP    g1summed
 
 g1sumpart3:
-	SUBQ       $0x00000060, R12
-	JZ         g1summed
-	LEAQ       tailmask<>+32(SB), R13
-	SUBQ       R12, R13
-	VMOVDQU    (R13), Y9
-	VMASKMOVPS 96(R10)(R11*1), Y9, Y9
-	VMULPS     Y9, Y9, Y9
-	VADDPS     Y9, Y4, Y4
-	JMP        g1summed
+	SUBQ      $0x00000060, R12
+	JZ        g1summed
+	VXORPS    Y9, Y9, Y9
+	VMOVSS    96(R10)(R11*1), X9
+	CMPQ      R12, $0x08
+	JL        g1sumpart3_1lo
+	VINSERTPS $0x10, 100(R10)(R11*1), X9, X9
+	CMPQ      R12, $0x0c
+	JL        g1sumpart3_1lo
+	VINSERTPS $0x20, 104(R10)(R11*1), X9, X9
+	CMPQ      R12, $0x10
+	JL        g1sumpart3_1lo
+	VINSERTPS $0x30, 108(R10)(R11*1), X9, X9
+	CMPQ      R12, $0x14
+	JL        g1sumpart3_1lo
+	VMOVSS    112(R10)(R11*1), X10
+	CMPQ      R12, $0x18
+	JL        g1sumpart3_1hi
+	VINSERTPS $0x10, 116(R10)(R11*1), X10, X10
+	CMPQ      R12, $0x1c
+	JL        g1sumpart3_1hi
+	VINSERTPS $0x20, 120(R10)(R11*1), X10, X10
+
+g1sumpart3_1hi:
+	VINSERTF128 $0x01, X10, Y9, Y9
+
+g1sumpart3_1lo:
+	VMULPS Y9, Y9, Y9
+	VADDPS Y9, Y4, Y4
+	JMP    g1summed
 
 g1sumpart4:
-	SUBQ       $0x00000080, R12
-	JZ         g1summed
-	LEAQ       tailmask<>+32(SB), R13
-	SUBQ       R12, R13
-	VMOVDQU    (R13), Y9
-	VMASKMOVPS 128(R10)(R11*1), Y9, Y9
-	VMULPS     Y9, Y9, Y9
-	VADDPS     Y9, Y5, Y5
-	JMP        g1summed
+	SUBQ      $0x00000080, R12
+	JZ        g1summed
+	VXORPS    Y9, Y9, Y9
+	VMOVSS    128(R10)(R11*1), X9
+	CMPQ      R12, $0x08
+	JL        g1sumpart4_1lo
+	VINSERTPS $0x10, 132(R10)(R11*1), X9, X9
+	CMPQ      R12, $0x0c
+	JL        g1sumpart4_1lo
+	VINSERTPS $0x20, 136(R10)(R11*1), X9, X9
+	CMPQ      R12, $0x10
+	JL        g1sumpart4_1lo
+	VINSERTPS $0x30, 140(R10)(R11*1), X9, X9
+	CMPQ      R12, $0x14
+	JL        g1sumpart4_1lo
+	VMOVSS    144(R10)(R11*1), X10
+	CMPQ      R12, $0x18
+	JL        g1sumpart4_1hi
+	VINSERTPS $0x10, 148(R10)(R11*1), X10, X10
+	CMPQ      R12, $0x1c
+	JL        g1sumpart4_1hi
+	VINSERTPS $0x20, 152(R10)(R11*1), X10, X10
+
+g1sumpart4_1hi:
+	VINSERTF128 $0x01, X10, Y9, Y9
+
+g1sumpart4_1lo:
+	VMULPS Y9, Y9, Y9
+	VADDPS Y9, Y5, Y5
+	JMP    g1summed
 
 g1sumpart5:
-	SUBQ       $0x000000a0, R12
-	JZ         g1summed
-	LEAQ       tailmask<>+32(SB), R13
-	SUBQ       R12, R13
-	VMOVDQU    (R13), Y9
-	VMASKMOVPS 160(R10)(R11*1), Y9, Y9
-	VMULPS     Y9, Y9, Y9
-	VADDPS     Y9, Y6, Y6
-	JMP        g1summed
+	SUBQ      $0x000000a0, R12
+	JZ        g1summed
+	VXORPS    Y9, Y9, Y9
+	VMOVSS    160(R10)(R11*1), X9
+	CMPQ      R12, $0x08
+	JL        g1sumpart5_1lo
+	VINSERTPS $0x10, 164(R10)(R11*1), X9, X9
+	CMPQ      R12, $0x0c
+	JL        g1sumpart5_1lo
+	VINSERTPS $0x20, 168(R10)(R11*1), X9, X9
+	CMPQ      R12, $0x10
+	JL        g1sumpart5_1lo
+	VINSERTPS $0x30, 172(R10)(R11*1), X9, X9
+	CMPQ      R12, $0x14
+	JL        g1sumpart5_1lo
+	VMOVSS    176(R10)(R11*1), X10
+	CMPQ      R12, $0x18
+	JL        g1sumpart5_1hi
+	VINSERTPS $0x10, 180(R10)(R11*1), X10, X10
+	CMPQ      R12, $0x1c
+	JL        g1sumpart5_1hi
+	VINSERTPS $0x20, 184(R10)(R11*1), X10, X10
+
+g1sumpart5_1hi:
+	VINSERTF128 $0x01, X10, Y9, Y9
+
+g1sumpart5_1lo:
+	VMULPS Y9, Y9, Y9
+	VADDPS Y9, Y6, Y6
+	JMP    g1summed
 
 g1sumpart6:
-	SUBQ       $0x000000c0, R12
-	JZ         g1summed
-	LEAQ       tailmask<>+32(SB), R13
-	SUBQ       R12, R13
-	VMOVDQU    (R13), Y9
-	VMASKMOVPS 192(R10)(R11*1), Y9, Y9
-	VMULPS     Y9, Y9, Y9
-	VADDPS     Y9, Y7, Y7
-	JMP        g1summed
+	SUBQ      $0x000000c0, R12
+	JZ        g1summed
+	VXORPS    Y9, Y9, Y9
+	VMOVSS    192(R10)(R11*1), X9
+	CMPQ      R12, $0x08
+	JL        g1sumpart6_1lo
+	VINSERTPS $0x10, 196(R10)(R11*1), X9, X9
+	CMPQ      R12, $0x0c
+	JL        g1sumpart6_1lo
+	VINSERTPS $0x20, 200(R10)(R11*1), X9, X9
+	CMPQ      R12, $0x10
+	JL        g1sumpart6_1lo
+	VINSERTPS $0x30, 204(R10)(R11*1), X9, X9
+	CMPQ      R12, $0x14
+	JL        g1sumpart6_1lo
+	VMOVSS    208(R10)(R11*1), X10
+	CMPQ      R12, $0x18
+	JL        g1sumpart6_1hi
+	VINSERTPS $0x10, 212(R10)(R11*1), X10, X10
+	CMPQ      R12, $0x1c
+	JL        g1sumpart6_1hi
+	VINSERTPS $0x20, 216(R10)(R11*1), X10, X10
+
+g1sumpart6_1hi:
+	VINSERTF128 $0x01, X10, Y9, Y9
+
+g1sumpart6_1lo:
+	VMULPS Y9, Y9, Y9
+	VADDPS Y9, Y7, Y7
+	JMP    g1summed
 
 g1sumpart7:
-	SUBQ       $0x000000e0, R12
-	JZ         g1summed
-	LEAQ       tailmask<>+32(SB), R13
-	SUBQ       R12, R13
-	VMOVDQU    (R13), Y9
-	VMASKMOVPS 224(R10)(R11*1), Y9, Y9
-	VMULPS     Y9, Y9, Y9
-	VADDPS     Y9, Y8, Y8
+	SUBQ      $0x000000e0, R12
+	JZ        g1summed
+	VXORPS    Y9, Y9, Y9
+	VMOVSS    224(R10)(R11*1), X9
+	CMPQ      R12, $0x08
+	JL        g1sumpart7_1lo
+	VINSERTPS $0x10, 228(R10)(R11*1), X9, X9
+	CMPQ      R12, $0x0c
+	JL        g1sumpart7_1lo
+	VINSERTPS $0x20, 232(R10)(R11*1), X9, X9
+	CMPQ      R12, $0x10
+	JL        g1sumpart7_1lo
+	VINSERTPS $0x30, 236(R10)(R11*1), X9, X9
+	CMPQ      R12, $0x14
+	JL        g1sumpart7_1lo
+	VMOVSS    240(R10)(R11*1), X10
+	CMPQ      R12, $0x18
+	JL        g1sumpart7_1hi
+	VINSERTPS $0x10, 244(R10)(R11*1), X10, X10
+	CMPQ      R12, $0x1c
+	JL        g1sumpart7_1hi
+	VINSERTPS $0x20, 248(R10)(R11*1), X10, X10
+
+g1sumpart7_1hi:
+	VINSERTF128 $0x01, X10, Y9, Y9
+
+g1sumpart7_1lo:
+	VMULPS Y9, Y9, Y9
+	VADDPS Y9, Y8, Y8
 
 g1summed:
 	VADDPS Y5, Y1, Y1
@@ -11512,7 +13510,7 @@ g2sumcheck:
 	JLE  g2sumloop
 
 g2sumtail:
-	// Fewer than 64 elements remain: whole vectors first, then one masked vector.
+	// Fewer than 64 elements remain: whole vectors first, then one partial vector.
 	MOVQ    BX, R12
 	SUBQ    R11, R12
 	CMPQ    R12, $0x00000020
@@ -11558,91 +13556,259 @@ g2sumtail:
 	JMP     g2summed
 
 g2sumpart0:
-	SUBQ       $0x00000000, R12
-	JZ         g2summed
-	LEAQ       tailmask<>+32(SB), R13
-	SUBQ       R12, R13
-	VMOVDQU    (R13), Y10
-	VMASKMOVPS (R10)(R11*1), Y10, Y10
-	VMULPS     Y10, Y10, Y10
-	VADDPS     Y10, Y2, Y2
-	JMP        g2summed
+	SUBQ      $0x00000000, R12
+	JZ        g2summed
+	VXORPS    Y10, Y10, Y10
+	VMOVSS    (R10)(R11*1), X10
+	CMPQ      R12, $0x08
+	JL        g2sumpart0_1lo
+	VINSERTPS $0x10, 4(R10)(R11*1), X10, X10
+	CMPQ      R12, $0x0c
+	JL        g2sumpart0_1lo
+	VINSERTPS $0x20, 8(R10)(R11*1), X10, X10
+	CMPQ      R12, $0x10
+	JL        g2sumpart0_1lo
+	VINSERTPS $0x30, 12(R10)(R11*1), X10, X10
+	CMPQ      R12, $0x14
+	JL        g2sumpart0_1lo
+	VMOVSS    16(R10)(R11*1), X11
+	CMPQ      R12, $0x18
+	JL        g2sumpart0_1hi
+	VINSERTPS $0x10, 20(R10)(R11*1), X11, X11
+	CMPQ      R12, $0x1c
+	JL        g2sumpart0_1hi
+	VINSERTPS $0x20, 24(R10)(R11*1), X11, X11
+
+g2sumpart0_1hi:
+	VINSERTF128 $0x01, X11, Y10, Y10
+
+g2sumpart0_1lo:
+	VMULPS Y10, Y10, Y10
+	VADDPS Y10, Y2, Y2
+	JMP    g2summed
 
 g2sumpart1:
-	SUBQ       $0x00000020, R12
-	JZ         g2summed
-	LEAQ       tailmask<>+32(SB), R13
-	SUBQ       R12, R13
-	VMOVDQU    (R13), Y10
-	VMASKMOVPS 32(R10)(R11*1), Y10, Y10
-	VMULPS     Y10, Y10, Y10
-	VADDPS     Y10, Y3, Y3
-	JMP        g2summed
+	SUBQ      $0x00000020, R12
+	JZ        g2summed
+	VXORPS    Y10, Y10, Y10
+	VMOVSS    32(R10)(R11*1), X10
+	CMPQ      R12, $0x08
+	JL        g2sumpart1_1lo
+	VINSERTPS $0x10, 36(R10)(R11*1), X10, X10
+	CMPQ      R12, $0x0c
+	JL        g2sumpart1_1lo
+	VINSERTPS $0x20, 40(R10)(R11*1), X10, X10
+	CMPQ      R12, $0x10
+	JL        g2sumpart1_1lo
+	VINSERTPS $0x30, 44(R10)(R11*1), X10, X10
+	CMPQ      R12, $0x14
+	JL        g2sumpart1_1lo
+	VMOVSS    48(R10)(R11*1), X11
+	CMPQ      R12, $0x18
+	JL        g2sumpart1_1hi
+	VINSERTPS $0x10, 52(R10)(R11*1), X11, X11
+	CMPQ      R12, $0x1c
+	JL        g2sumpart1_1hi
+	VINSERTPS $0x20, 56(R10)(R11*1), X11, X11
+
+g2sumpart1_1hi:
+	VINSERTF128 $0x01, X11, Y10, Y10
+
+g2sumpart1_1lo:
+	VMULPS Y10, Y10, Y10
+	VADDPS Y10, Y3, Y3
+	JMP    g2summed
 
 g2sumpart2:
-	SUBQ       $0x00000040, R12
-	JZ         g2summed
-	LEAQ       tailmask<>+32(SB), R13
-	SUBQ       R12, R13
-	VMOVDQU    (R13), Y10
-	VMASKMOVPS 64(R10)(R11*1), Y10, Y10
-	VMULPS     Y10, Y10, Y10
-	VADDPS     Y10, Y4, Y4
-	JMP        g2summed
+	SUBQ      $0x00000040, R12
+	JZ        g2summed
+	VXORPS    Y10, Y10, Y10
+	VMOVSS    64(R10)(R11*1), X10
+	CMPQ      R12, $0x08
+	JL        g2sumpart2_1lo
+	VINSERTPS $0x10, 68(R10)(R11*1), X10, X10
+	CMPQ      R12, $0x0c
+	JL        g2sumpart2_1lo
+	VINSERTPS $0x20, 72(R10)(R11*1), X10, X10
+	CMPQ      R12, $0x10
+	JL        g2sumpart2_1lo
+	VINSERTPS $0x30, 76(R10)(R11*1), X10, X10
+	CMPQ      R12, $0x14
+	JL        g2sumpart2_1lo
+	VMOVSS    80(R10)(R11*1), X11
+	CMPQ      R12, $0x18
+	JL        g2sumpart2_1hi
+	VINSERTPS $0x10, 84(R10)(R11*1), X11, X11
+	CMPQ      R12, $0x1c
+	JL        g2sumpart2_1hi
+	VINSERTPS $0x20, 88(R10)(R11*1), X11, X11
+
+g2sumpart2_1hi:
+	VINSERTF128 $0x01, X11, Y10, Y10
+
+g2sumpart2_1lo:
+	VMULPS Y10, Y10, Y10
+	VADDPS Y10, Y4, Y4
+	JMP    g2summed
 
 g2sumpart3:
-	SUBQ       $0x00000060, R12
-	JZ         g2summed
-	LEAQ       tailmask<>+32(SB), R13
-	SUBQ       R12, R13
-	VMOVDQU    (R13), Y10
-	VMASKMOVPS 96(R10)(R11*1), Y10, Y10
-	VMULPS     Y10, Y10, Y10
-	VADDPS     Y10, Y5, Y5
-	JMP        g2summed
+	SUBQ      $0x00000060, R12
+	JZ        g2summed
+	VXORPS    Y10, Y10, Y10
+	VMOVSS    96(R10)(R11*1), X10
+	CMPQ      R12, $0x08
+	JL        g2sumpart3_1lo
+	VINSERTPS $0x10, 100(R10)(R11*1), X10, X10
+	CMPQ      R12, $0x0c
+	JL        g2sumpart3_1lo
+	VINSERTPS $0x20, 104(R10)(R11*1), X10, X10
+	CMPQ      R12, $0x10
+	JL        g2sumpart3_1lo
+	VINSERTPS $0x30, 108(R10)(R11*1), X10, X10
+	CMPQ      R12, $0x14
+	JL        g2sumpart3_1lo
+	VMOVSS    112(R10)(R11*1), X11
+	CMPQ      R12, $0x18
+	JL        g2sumpart3_1hi
+	VINSERTPS $0x10, 116(R10)(R11*1), X11, X11
+	CMPQ      R12, $0x1c
+	JL        g2sumpart3_1hi
+	VINSERTPS $0x20, 120(R10)(R11*1), X11, X11
+
+g2sumpart3_1hi:
+	VINSERTF128 $0x01, X11, Y10, Y10
+
+g2sumpart3_1lo:
+	VMULPS Y10, Y10, Y10
+	VADDPS Y10, Y5, Y5
+	JMP    g2summed
 
 g2sumpart4:
-	SUBQ       $0x00000080, R12
-	JZ         g2summed
-	LEAQ       tailmask<>+32(SB), R13
-	SUBQ       R12, R13
-	VMOVDQU    (R13), Y10
-	VMASKMOVPS 128(R10)(R11*1), Y10, Y10
-	VMULPS     Y10, Y10, Y10
-	VADDPS     Y10, Y6, Y6
-	JMP        g2summed
+	SUBQ      $0x00000080, R12
+	JZ        g2summed
+	VXORPS    Y10, Y10, Y10
+	VMOVSS    128(R10)(R11*1), X10
+	CMPQ      R12, $0x08
+	JL        g2sumpart4_1lo
+	VINSERTPS $0x10, 132(R10)(R11*1), X10, X10
+	CMPQ      R12, $0x0c
+	JL        g2sumpart4_1lo
+	VINSERTPS $0x20, 136(R10)(R11*1), X10, X10
+	CMPQ      R12, $0x10
+	JL        g2sumpart4_1lo
+	VINSERTPS $0x30, 140(R10)(R11*1), X10, X10
+	CMPQ      R12, $0x14
+	JL        g2sumpart4_1lo
+	VMOVSS    144(R10)(R11*1), X11
+	CMPQ      R12, $0x18
+	JL        g2sumpart4_1hi
+	VINSERTPS $0x10, 148(R10)(R11*1), X11, X11
+	CMPQ      R12, $0x1c
+	JL        g2sumpart4_1hi
+	VINSERTPS $0x20, 152(R10)(R11*1), X11, X11
+
+g2sumpart4_1hi:
+	VINSERTF128 $0x01, X11, Y10, Y10
+
+g2sumpart4_1lo:
+	VMULPS Y10, Y10, Y10
+	VADDPS Y10, Y6, Y6
+	JMP    g2summed
 
 g2sumpart5:
-	SUBQ       $0x000000a0, R12
-	JZ         g2summed
-	LEAQ       tailmask<>+32(SB), R13
-	SUBQ       R12, R13
-	VMOVDQU    (R13), Y10
-	VMASKMOVPS 160(R10)(R11*1), Y10, Y10
-	VMULPS     Y10, Y10, Y10
-	VADDPS     Y10, Y7, Y7
-	JMP        g2summed
+	SUBQ      $0x000000a0, R12
+	JZ        g2summed
+	VXORPS    Y10, Y10, Y10
+	VMOVSS    160(R10)(R11*1), X10
+	CMPQ      R12, $0x08
+	JL        g2sumpart5_1lo
+	VINSERTPS $0x10, 164(R10)(R11*1), X10, X10
+	CMPQ      R12, $0x0c
+	JL        g2sumpart5_1lo
+	VINSERTPS $0x20, 168(R10)(R11*1), X10, X10
+	CMPQ      R12, $0x10
+	JL        g2sumpart5_1lo
+	VINSERTPS $0x30, 172(R10)(R11*1), X10, X10
+	CMPQ      R12, $0x14
+	JL        g2sumpart5_1lo
+	VMOVSS    176(R10)(R11*1), X11
+	CMPQ      R12, $0x18
+	JL        g2sumpart5_1hi
+	VINSERTPS $0x10, 180(R10)(R11*1), X11, X11
+	CMPQ      R12, $0x1c
+	JL        g2sumpart5_1hi
+	VINSERTPS $0x20, 184(R10)(R11*1), X11, X11
+
+g2sumpart5_1hi:
+	VINSERTF128 $0x01, X11, Y10, Y10
+
+g2sumpart5_1lo:
+	VMULPS Y10, Y10, Y10
+	VADDPS Y10, Y7, Y7
+	JMP    g2summed
 
 g2sumpart6:
-	SUBQ       $0x000000c0, R12
-	JZ         g2summed
-	LEAQ       tailmask<>+32(SB), R13
-	SUBQ       R12, R13
-	VMOVDQU    (R13), Y10
-	VMASKMOVPS 192(R10)(R11*1), Y10, Y10
-	VMULPS     Y10, Y10, Y10
-	VADDPS     Y10, Y8, Y8
-	JMP        g2summed
+	SUBQ      $0x000000c0, R12
+	JZ        g2summed
+	VXORPS    Y10, Y10, Y10
+	VMOVSS    192(R10)(R11*1), X10
+	CMPQ      R12, $0x08
+	JL        g2sumpart6_1lo
+	VINSERTPS $0x10, 196(R10)(R11*1), X10, X10
+	CMPQ      R12, $0x0c
+	JL        g2sumpart6_1lo
+	VINSERTPS $0x20, 200(R10)(R11*1), X10, X10
+	CMPQ      R12, $0x10
+	JL        g2sumpart6_1lo
+	VINSERTPS $0x30, 204(R10)(R11*1), X10, X10
+	CMPQ      R12, $0x14
+	JL        g2sumpart6_1lo
+	VMOVSS    208(R10)(R11*1), X11
+	CMPQ      R12, $0x18
+	JL        g2sumpart6_1hi
+	VINSERTPS $0x10, 212(R10)(R11*1), X11, X11
+	CMPQ      R12, $0x1c
+	JL        g2sumpart6_1hi
+	VINSERTPS $0x20, 216(R10)(R11*1), X11, X11
+
+g2sumpart6_1hi:
+	VINSERTF128 $0x01, X11, Y10, Y10
+
+g2sumpart6_1lo:
+	VMULPS Y10, Y10, Y10
+	VADDPS Y10, Y8, Y8
+	JMP    g2summed
 
 g2sumpart7:
-	SUBQ       $0x000000e0, R12
-	JZ         g2summed
-	LEAQ       tailmask<>+32(SB), R13
-	SUBQ       R12, R13
-	VMOVDQU    (R13), Y10
-	VMASKMOVPS 224(R10)(R11*1), Y10, Y10
-	VMULPS     Y10, Y10, Y10
-	VADDPS     Y10, Y9, Y9
+	SUBQ      $0x000000e0, R12
+	JZ        g2summed
+	VXORPS    Y10, Y10, Y10
+	VMOVSS    224(R10)(R11*1), X10
+	CMPQ      R12, $0x08
+	JL        g2sumpart7_1lo
+	VINSERTPS $0x10, 228(R10)(R11*1), X10, X10
+	CMPQ      R12, $0x0c
+	JL        g2sumpart7_1lo
+	VINSERTPS $0x20, 232(R10)(R11*1), X10, X10
+	CMPQ      R12, $0x10
+	JL        g2sumpart7_1lo
+	VINSERTPS $0x30, 236(R10)(R11*1), X10, X10
+	CMPQ      R12, $0x14
+	JL        g2sumpart7_1lo
+	VMOVSS    240(R10)(R11*1), X11
+	CMPQ      R12, $0x18
+	JL        g2sumpart7_1hi
+	VINSERTPS $0x10, 244(R10)(R11*1), X11, X11
+	CMPQ      R12, $0x1c
+	JL        g2sumpart7_1hi
+	VINSERTPS $0x20, 248(R10)(R11*1), X11, X11
+
+g2sumpart7_1hi:
+	VINSERTF128 $0x01, X11, Y10, Y10
+
+g2sumpart7_1lo:
+	VMULPS Y10, Y10, Y10
+	VADDPS Y10, Y9, Y9
 
 g2summed:
 	VADDPS Y6, Y2, Y2
@@ -11731,7 +13897,7 @@ g3sumcheck:
 	JLE  g3sumloop
 
 g3sumtail:
-	// Fewer than 64 elements remain: whole vectors first, then one masked vector.
+	// Fewer than 64 elements remain: whole vectors first, then one partial vector.
 	MOVQ    BX, R12
 	SUBQ    R11, R12
 	CMPQ    R12, $0x00000020
@@ -11777,91 +13943,259 @@ g3sumtail:
 	JMP     g3summed
 
 g3sumpart0:
-	SUBQ       $0x00000000, R12
-	JZ         g3summed
-	LEAQ       tailmask<>+32(SB), R13
-	SUBQ       R12, R13
-	VMOVDQU    (R13), Y11
-	VMASKMOVPS (R10)(R11*1), Y11, Y11
-	VMULPS     Y11, Y11, Y11
-	VADDPS     Y11, Y3, Y3
-	JMP        g3summed
+	SUBQ      $0x00000000, R12
+	JZ        g3summed
+	VXORPS    Y11, Y11, Y11
+	VMOVSS    (R10)(R11*1), X11
+	CMPQ      R12, $0x08
+	JL        g3sumpart0_1lo
+	VINSERTPS $0x10, 4(R10)(R11*1), X11, X11
+	CMPQ      R12, $0x0c
+	JL        g3sumpart0_1lo
+	VINSERTPS $0x20, 8(R10)(R11*1), X11, X11
+	CMPQ      R12, $0x10
+	JL        g3sumpart0_1lo
+	VINSERTPS $0x30, 12(R10)(R11*1), X11, X11
+	CMPQ      R12, $0x14
+	JL        g3sumpart0_1lo
+	VMOVSS    16(R10)(R11*1), X12
+	CMPQ      R12, $0x18
+	JL        g3sumpart0_1hi
+	VINSERTPS $0x10, 20(R10)(R11*1), X12, X12
+	CMPQ      R12, $0x1c
+	JL        g3sumpart0_1hi
+	VINSERTPS $0x20, 24(R10)(R11*1), X12, X12
+
+g3sumpart0_1hi:
+	VINSERTF128 $0x01, X12, Y11, Y11
+
+g3sumpart0_1lo:
+	VMULPS Y11, Y11, Y11
+	VADDPS Y11, Y3, Y3
+	JMP    g3summed
 
 g3sumpart1:
-	SUBQ       $0x00000020, R12
-	JZ         g3summed
-	LEAQ       tailmask<>+32(SB), R13
-	SUBQ       R12, R13
-	VMOVDQU    (R13), Y11
-	VMASKMOVPS 32(R10)(R11*1), Y11, Y11
-	VMULPS     Y11, Y11, Y11
-	VADDPS     Y11, Y4, Y4
-	JMP        g3summed
+	SUBQ      $0x00000020, R12
+	JZ        g3summed
+	VXORPS    Y11, Y11, Y11
+	VMOVSS    32(R10)(R11*1), X11
+	CMPQ      R12, $0x08
+	JL        g3sumpart1_1lo
+	VINSERTPS $0x10, 36(R10)(R11*1), X11, X11
+	CMPQ      R12, $0x0c
+	JL        g3sumpart1_1lo
+	VINSERTPS $0x20, 40(R10)(R11*1), X11, X11
+	CMPQ      R12, $0x10
+	JL        g3sumpart1_1lo
+	VINSERTPS $0x30, 44(R10)(R11*1), X11, X11
+	CMPQ      R12, $0x14
+	JL        g3sumpart1_1lo
+	VMOVSS    48(R10)(R11*1), X12
+	CMPQ      R12, $0x18
+	JL        g3sumpart1_1hi
+	VINSERTPS $0x10, 52(R10)(R11*1), X12, X12
+	CMPQ      R12, $0x1c
+	JL        g3sumpart1_1hi
+	VINSERTPS $0x20, 56(R10)(R11*1), X12, X12
+
+g3sumpart1_1hi:
+	VINSERTF128 $0x01, X12, Y11, Y11
+
+g3sumpart1_1lo:
+	VMULPS Y11, Y11, Y11
+	VADDPS Y11, Y4, Y4
+	JMP    g3summed
 
 g3sumpart2:
-	SUBQ       $0x00000040, R12
-	JZ         g3summed
-	LEAQ       tailmask<>+32(SB), R13
-	SUBQ       R12, R13
-	VMOVDQU    (R13), Y11
-	VMASKMOVPS 64(R10)(R11*1), Y11, Y11
-	VMULPS     Y11, Y11, Y11
-	VADDPS     Y11, Y5, Y5
-	JMP        g3summed
+	SUBQ      $0x00000040, R12
+	JZ        g3summed
+	VXORPS    Y11, Y11, Y11
+	VMOVSS    64(R10)(R11*1), X11
+	CMPQ      R12, $0x08
+	JL        g3sumpart2_1lo
+	VINSERTPS $0x10, 68(R10)(R11*1), X11, X11
+	CMPQ      R12, $0x0c
+	JL        g3sumpart2_1lo
+	VINSERTPS $0x20, 72(R10)(R11*1), X11, X11
+	CMPQ      R12, $0x10
+	JL        g3sumpart2_1lo
+	VINSERTPS $0x30, 76(R10)(R11*1), X11, X11
+	CMPQ      R12, $0x14
+	JL        g3sumpart2_1lo
+	VMOVSS    80(R10)(R11*1), X12
+	CMPQ      R12, $0x18
+	JL        g3sumpart2_1hi
+	VINSERTPS $0x10, 84(R10)(R11*1), X12, X12
+	CMPQ      R12, $0x1c
+	JL        g3sumpart2_1hi
+	VINSERTPS $0x20, 88(R10)(R11*1), X12, X12
+
+g3sumpart2_1hi:
+	VINSERTF128 $0x01, X12, Y11, Y11
+
+g3sumpart2_1lo:
+	VMULPS Y11, Y11, Y11
+	VADDPS Y11, Y5, Y5
+	JMP    g3summed
 
 g3sumpart3:
-	SUBQ       $0x00000060, R12
-	JZ         g3summed
-	LEAQ       tailmask<>+32(SB), R13
-	SUBQ       R12, R13
-	VMOVDQU    (R13), Y11
-	VMASKMOVPS 96(R10)(R11*1), Y11, Y11
-	VMULPS     Y11, Y11, Y11
-	VADDPS     Y11, Y6, Y6
-	JMP        g3summed
+	SUBQ      $0x00000060, R12
+	JZ        g3summed
+	VXORPS    Y11, Y11, Y11
+	VMOVSS    96(R10)(R11*1), X11
+	CMPQ      R12, $0x08
+	JL        g3sumpart3_1lo
+	VINSERTPS $0x10, 100(R10)(R11*1), X11, X11
+	CMPQ      R12, $0x0c
+	JL        g3sumpart3_1lo
+	VINSERTPS $0x20, 104(R10)(R11*1), X11, X11
+	CMPQ      R12, $0x10
+	JL        g3sumpart3_1lo
+	VINSERTPS $0x30, 108(R10)(R11*1), X11, X11
+	CMPQ      R12, $0x14
+	JL        g3sumpart3_1lo
+	VMOVSS    112(R10)(R11*1), X12
+	CMPQ      R12, $0x18
+	JL        g3sumpart3_1hi
+	VINSERTPS $0x10, 116(R10)(R11*1), X12, X12
+	CMPQ      R12, $0x1c
+	JL        g3sumpart3_1hi
+	VINSERTPS $0x20, 120(R10)(R11*1), X12, X12
+
+g3sumpart3_1hi:
+	VINSERTF128 $0x01, X12, Y11, Y11
+
+g3sumpart3_1lo:
+	VMULPS Y11, Y11, Y11
+	VADDPS Y11, Y6, Y6
+	JMP    g3summed
 
 g3sumpart4:
-	SUBQ       $0x00000080, R12
-	JZ         g3summed
-	LEAQ       tailmask<>+32(SB), R13
-	SUBQ       R12, R13
-	VMOVDQU    (R13), Y11
-	VMASKMOVPS 128(R10)(R11*1), Y11, Y11
-	VMULPS     Y11, Y11, Y11
-	VADDPS     Y11, Y7, Y7
-	JMP        g3summed
+	SUBQ      $0x00000080, R12
+	JZ        g3summed
+	VXORPS    Y11, Y11, Y11
+	VMOVSS    128(R10)(R11*1), X11
+	CMPQ      R12, $0x08
+	JL        g3sumpart4_1lo
+	VINSERTPS $0x10, 132(R10)(R11*1), X11, X11
+	CMPQ      R12, $0x0c
+	JL        g3sumpart4_1lo
+	VINSERTPS $0x20, 136(R10)(R11*1), X11, X11
+	CMPQ      R12, $0x10
+	JL        g3sumpart4_1lo
+	VINSERTPS $0x30, 140(R10)(R11*1), X11, X11
+	CMPQ      R12, $0x14
+	JL        g3sumpart4_1lo
+	VMOVSS    144(R10)(R11*1), X12
+	CMPQ      R12, $0x18
+	JL        g3sumpart4_1hi
+	VINSERTPS $0x10, 148(R10)(R11*1), X12, X12
+	CMPQ      R12, $0x1c
+	JL        g3sumpart4_1hi
+	VINSERTPS $0x20, 152(R10)(R11*1), X12, X12
+
+g3sumpart4_1hi:
+	VINSERTF128 $0x01, X12, Y11, Y11
+
+g3sumpart4_1lo:
+	VMULPS Y11, Y11, Y11
+	VADDPS Y11, Y7, Y7
+	JMP    g3summed
 
 g3sumpart5:
-	SUBQ       $0x000000a0, R12
-	JZ         g3summed
-	LEAQ       tailmask<>+32(SB), R13
-	SUBQ       R12, R13
-	VMOVDQU    (R13), Y11
-	VMASKMOVPS 160(R10)(R11*1), Y11, Y11
-	VMULPS     Y11, Y11, Y11
-	VADDPS     Y11, Y8, Y8
-	JMP        g3summed
+	SUBQ      $0x000000a0, R12
+	JZ        g3summed
+	VXORPS    Y11, Y11, Y11
+	VMOVSS    160(R10)(R11*1), X11
+	CMPQ      R12, $0x08
+	JL        g3sumpart5_1lo
+	VINSERTPS $0x10, 164(R10)(R11*1), X11, X11
+	CMPQ      R12, $0x0c
+	JL        g3sumpart5_1lo
+	VINSERTPS $0x20, 168(R10)(R11*1), X11, X11
+	CMPQ      R12, $0x10
+	JL        g3sumpart5_1lo
+	VINSERTPS $0x30, 172(R10)(R11*1), X11, X11
+	CMPQ      R12, $0x14
+	JL        g3sumpart5_1lo
+	VMOVSS    176(R10)(R11*1), X12
+	CMPQ      R12, $0x18
+	JL        g3sumpart5_1hi
+	VINSERTPS $0x10, 180(R10)(R11*1), X12, X12
+	CMPQ      R12, $0x1c
+	JL        g3sumpart5_1hi
+	VINSERTPS $0x20, 184(R10)(R11*1), X12, X12
+
+g3sumpart5_1hi:
+	VINSERTF128 $0x01, X12, Y11, Y11
+
+g3sumpart5_1lo:
+	VMULPS Y11, Y11, Y11
+	VADDPS Y11, Y8, Y8
+	JMP    g3summed
 
 g3sumpart6:
-	SUBQ       $0x000000c0, R12
-	JZ         g3summed
-	LEAQ       tailmask<>+32(SB), R13
-	SUBQ       R12, R13
-	VMOVDQU    (R13), Y11
-	VMASKMOVPS 192(R10)(R11*1), Y11, Y11
-	VMULPS     Y11, Y11, Y11
-	VADDPS     Y11, Y9, Y9
-	JMP        g3summed
+	SUBQ      $0x000000c0, R12
+	JZ        g3summed
+	VXORPS    Y11, Y11, Y11
+	VMOVSS    192(R10)(R11*1), X11
+	CMPQ      R12, $0x08
+	JL        g3sumpart6_1lo
+	VINSERTPS $0x10, 196(R10)(R11*1), X11, X11
+	CMPQ      R12, $0x0c
+	JL        g3sumpart6_1lo
+	VINSERTPS $0x20, 200(R10)(R11*1), X11, X11
+	CMPQ      R12, $0x10
+	JL        g3sumpart6_1lo
+	VINSERTPS $0x30, 204(R10)(R11*1), X11, X11
+	CMPQ      R12, $0x14
+	JL        g3sumpart6_1lo
+	VMOVSS    208(R10)(R11*1), X12
+	CMPQ      R12, $0x18
+	JL        g3sumpart6_1hi
+	VINSERTPS $0x10, 212(R10)(R11*1), X12, X12
+	CMPQ      R12, $0x1c
+	JL        g3sumpart6_1hi
+	VINSERTPS $0x20, 216(R10)(R11*1), X12, X12
+
+g3sumpart6_1hi:
+	VINSERTF128 $0x01, X12, Y11, Y11
+
+g3sumpart6_1lo:
+	VMULPS Y11, Y11, Y11
+	VADDPS Y11, Y9, Y9
+	JMP    g3summed
 
 g3sumpart7:
-	SUBQ       $0x000000e0, R12
-	JZ         g3summed
-	LEAQ       tailmask<>+32(SB), R13
-	SUBQ       R12, R13
-	VMOVDQU    (R13), Y11
-	VMASKMOVPS 224(R10)(R11*1), Y11, Y11
-	VMULPS     Y11, Y11, Y11
-	VADDPS     Y11, Y10, Y10
+	SUBQ      $0x000000e0, R12
+	JZ        g3summed
+	VXORPS    Y11, Y11, Y11
+	VMOVSS    224(R10)(R11*1), X11
+	CMPQ      R12, $0x08
+	JL        g3sumpart7_1lo
+	VINSERTPS $0x10, 228(R10)(R11*1), X11, X11
+	CMPQ      R12, $0x0c
+	JL        g3sumpart7_1lo
+	VINSERTPS $0x20, 232(R10)(R11*1), X11, X11
+	CMPQ      R12, $0x10
+	JL        g3sumpart7_1lo
+	VINSERTPS $0x30, 236(R10)(R11*1), X11, X11
+	CMPQ      R12, $0x14
+	JL        g3sumpart7_1lo
+	VMOVSS    240(R10)(R11*1), X12
+	CMPQ      R12, $0x18
+	JL        g3sumpart7_1hi
+	VINSERTPS $0x10, 244(R10)(R11*1), X12, X12
+	CMPQ      R12, $0x1c
+	JL        g3sumpart7_1hi
+	VINSERTPS $0x20, 248(R10)(R11*1), X12, X12
+
+g3sumpart7_1hi:
+	VINSERTF128 $0x01, X12, Y11, Y11
+
+g3sumpart7_1lo:
+	VMULPS Y11, Y11, Y11
+	VADDPS Y11, Y10, Y10
 
 g3summed:
 	VADDPS Y7, Y3, Y3
@@ -12630,7 +14964,7 @@ sumcheck:
 	JLE  sumloop
 
 sumtail:
-	// Fewer than 64 elements remain: whole vectors first, then one masked vector.
+	// Fewer than 64 elements remain: whole vectors first, then one partial vector.
 	MOVQ    BX, R11
 	SUBQ    R10, R11
 	CMPQ    R11, $0x00000020
@@ -12676,91 +15010,259 @@ sumtail:
 	JMP     summed
 
 sumpart0:
-	SUBQ       $0x00000000, R11
-	JZ         summed
-	LEAQ       tailmask<>+32(SB), R12
-	SUBQ       R11, R12
-	VMOVDQU    (R12), Y8
-	VMASKMOVPS (CX)(R10*1), Y8, Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y0, Y0
-	JMP        summed
+	SUBQ      $0x00000000, R11
+	JZ        summed
+	VXORPS    Y8, Y8, Y8
+	VMOVSS    (CX)(R10*1), X8
+	CMPQ      R11, $0x08
+	JL        sumpart0_1lo
+	VINSERTPS $0x10, 4(CX)(R10*1), X8, X8
+	CMPQ      R11, $0x0c
+	JL        sumpart0_1lo
+	VINSERTPS $0x20, 8(CX)(R10*1), X8, X8
+	CMPQ      R11, $0x10
+	JL        sumpart0_1lo
+	VINSERTPS $0x30, 12(CX)(R10*1), X8, X8
+	CMPQ      R11, $0x14
+	JL        sumpart0_1lo
+	VMOVSS    16(CX)(R10*1), X9
+	CMPQ      R11, $0x18
+	JL        sumpart0_1hi
+	VINSERTPS $0x10, 20(CX)(R10*1), X9, X9
+	CMPQ      R11, $0x1c
+	JL        sumpart0_1hi
+	VINSERTPS $0x20, 24(CX)(R10*1), X9, X9
+
+sumpart0_1hi:
+	VINSERTF128 $0x01, X9, Y8, Y8
+
+sumpart0_1lo:
+	VMULPS Y8, Y8, Y8
+	VADDPS Y8, Y0, Y0
+	JMP    summed
 
 sumpart1:
-	SUBQ       $0x00000020, R11
-	JZ         summed
-	LEAQ       tailmask<>+32(SB), R12
-	SUBQ       R11, R12
-	VMOVDQU    (R12), Y8
-	VMASKMOVPS 32(CX)(R10*1), Y8, Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y1, Y1
-	JMP        summed
+	SUBQ      $0x00000020, R11
+	JZ        summed
+	VXORPS    Y8, Y8, Y8
+	VMOVSS    32(CX)(R10*1), X8
+	CMPQ      R11, $0x08
+	JL        sumpart1_1lo
+	VINSERTPS $0x10, 36(CX)(R10*1), X8, X8
+	CMPQ      R11, $0x0c
+	JL        sumpart1_1lo
+	VINSERTPS $0x20, 40(CX)(R10*1), X8, X8
+	CMPQ      R11, $0x10
+	JL        sumpart1_1lo
+	VINSERTPS $0x30, 44(CX)(R10*1), X8, X8
+	CMPQ      R11, $0x14
+	JL        sumpart1_1lo
+	VMOVSS    48(CX)(R10*1), X9
+	CMPQ      R11, $0x18
+	JL        sumpart1_1hi
+	VINSERTPS $0x10, 52(CX)(R10*1), X9, X9
+	CMPQ      R11, $0x1c
+	JL        sumpart1_1hi
+	VINSERTPS $0x20, 56(CX)(R10*1), X9, X9
+
+sumpart1_1hi:
+	VINSERTF128 $0x01, X9, Y8, Y8
+
+sumpart1_1lo:
+	VMULPS Y8, Y8, Y8
+	VADDPS Y8, Y1, Y1
+	JMP    summed
 
 sumpart2:
-	SUBQ       $0x00000040, R11
-	JZ         summed
-	LEAQ       tailmask<>+32(SB), R12
-	SUBQ       R11, R12
-	VMOVDQU    (R12), Y8
-	VMASKMOVPS 64(CX)(R10*1), Y8, Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y2, Y2
-	JMP        summed
+	SUBQ      $0x00000040, R11
+	JZ        summed
+	VXORPS    Y8, Y8, Y8
+	VMOVSS    64(CX)(R10*1), X8
+	CMPQ      R11, $0x08
+	JL        sumpart2_1lo
+	VINSERTPS $0x10, 68(CX)(R10*1), X8, X8
+	CMPQ      R11, $0x0c
+	JL        sumpart2_1lo
+	VINSERTPS $0x20, 72(CX)(R10*1), X8, X8
+	CMPQ      R11, $0x10
+	JL        sumpart2_1lo
+	VINSERTPS $0x30, 76(CX)(R10*1), X8, X8
+	CMPQ      R11, $0x14
+	JL        sumpart2_1lo
+	VMOVSS    80(CX)(R10*1), X9
+	CMPQ      R11, $0x18
+	JL        sumpart2_1hi
+	VINSERTPS $0x10, 84(CX)(R10*1), X9, X9
+	CMPQ      R11, $0x1c
+	JL        sumpart2_1hi
+	VINSERTPS $0x20, 88(CX)(R10*1), X9, X9
+
+sumpart2_1hi:
+	VINSERTF128 $0x01, X9, Y8, Y8
+
+sumpart2_1lo:
+	VMULPS Y8, Y8, Y8
+	VADDPS Y8, Y2, Y2
+	JMP    summed
 
 sumpart3:
-	SUBQ       $0x00000060, R11
-	JZ         summed
-	LEAQ       tailmask<>+32(SB), R12
-	SUBQ       R11, R12
-	VMOVDQU    (R12), Y8
-	VMASKMOVPS 96(CX)(R10*1), Y8, Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y3, Y3
-	JMP        summed
+	SUBQ      $0x00000060, R11
+	JZ        summed
+	VXORPS    Y8, Y8, Y8
+	VMOVSS    96(CX)(R10*1), X8
+	CMPQ      R11, $0x08
+	JL        sumpart3_1lo
+	VINSERTPS $0x10, 100(CX)(R10*1), X8, X8
+	CMPQ      R11, $0x0c
+	JL        sumpart3_1lo
+	VINSERTPS $0x20, 104(CX)(R10*1), X8, X8
+	CMPQ      R11, $0x10
+	JL        sumpart3_1lo
+	VINSERTPS $0x30, 108(CX)(R10*1), X8, X8
+	CMPQ      R11, $0x14
+	JL        sumpart3_1lo
+	VMOVSS    112(CX)(R10*1), X9
+	CMPQ      R11, $0x18
+	JL        sumpart3_1hi
+	VINSERTPS $0x10, 116(CX)(R10*1), X9, X9
+	CMPQ      R11, $0x1c
+	JL        sumpart3_1hi
+	VINSERTPS $0x20, 120(CX)(R10*1), X9, X9
+
+sumpart3_1hi:
+	VINSERTF128 $0x01, X9, Y8, Y8
+
+sumpart3_1lo:
+	VMULPS Y8, Y8, Y8
+	VADDPS Y8, Y3, Y3
+	JMP    summed
 
 sumpart4:
-	SUBQ       $0x00000080, R11
-	JZ         summed
-	LEAQ       tailmask<>+32(SB), R12
-	SUBQ       R11, R12
-	VMOVDQU    (R12), Y8
-	VMASKMOVPS 128(CX)(R10*1), Y8, Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y4, Y4
-	JMP        summed
+	SUBQ      $0x00000080, R11
+	JZ        summed
+	VXORPS    Y8, Y8, Y8
+	VMOVSS    128(CX)(R10*1), X8
+	CMPQ      R11, $0x08
+	JL        sumpart4_1lo
+	VINSERTPS $0x10, 132(CX)(R10*1), X8, X8
+	CMPQ      R11, $0x0c
+	JL        sumpart4_1lo
+	VINSERTPS $0x20, 136(CX)(R10*1), X8, X8
+	CMPQ      R11, $0x10
+	JL        sumpart4_1lo
+	VINSERTPS $0x30, 140(CX)(R10*1), X8, X8
+	CMPQ      R11, $0x14
+	JL        sumpart4_1lo
+	VMOVSS    144(CX)(R10*1), X9
+	CMPQ      R11, $0x18
+	JL        sumpart4_1hi
+	VINSERTPS $0x10, 148(CX)(R10*1), X9, X9
+	CMPQ      R11, $0x1c
+	JL        sumpart4_1hi
+	VINSERTPS $0x20, 152(CX)(R10*1), X9, X9
+
+sumpart4_1hi:
+	VINSERTF128 $0x01, X9, Y8, Y8
+
+sumpart4_1lo:
+	VMULPS Y8, Y8, Y8
+	VADDPS Y8, Y4, Y4
+	JMP    summed
 
 sumpart5:
-	SUBQ       $0x000000a0, R11
-	JZ         summed
-	LEAQ       tailmask<>+32(SB), R12
-	SUBQ       R11, R12
-	VMOVDQU    (R12), Y8
-	VMASKMOVPS 160(CX)(R10*1), Y8, Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y5, Y5
-	JMP        summed
+	SUBQ      $0x000000a0, R11
+	JZ        summed
+	VXORPS    Y8, Y8, Y8
+	VMOVSS    160(CX)(R10*1), X8
+	CMPQ      R11, $0x08
+	JL        sumpart5_1lo
+	VINSERTPS $0x10, 164(CX)(R10*1), X8, X8
+	CMPQ      R11, $0x0c
+	JL        sumpart5_1lo
+	VINSERTPS $0x20, 168(CX)(R10*1), X8, X8
+	CMPQ      R11, $0x10
+	JL        sumpart5_1lo
+	VINSERTPS $0x30, 172(CX)(R10*1), X8, X8
+	CMPQ      R11, $0x14
+	JL        sumpart5_1lo
+	VMOVSS    176(CX)(R10*1), X9
+	CMPQ      R11, $0x18
+	JL        sumpart5_1hi
+	VINSERTPS $0x10, 180(CX)(R10*1), X9, X9
+	CMPQ      R11, $0x1c
+	JL        sumpart5_1hi
+	VINSERTPS $0x20, 184(CX)(R10*1), X9, X9
+
+sumpart5_1hi:
+	VINSERTF128 $0x01, X9, Y8, Y8
+
+sumpart5_1lo:
+	VMULPS Y8, Y8, Y8
+	VADDPS Y8, Y5, Y5
+	JMP    summed
 
 sumpart6:
-	SUBQ       $0x000000c0, R11
-	JZ         summed
-	LEAQ       tailmask<>+32(SB), R12
-	SUBQ       R11, R12
-	VMOVDQU    (R12), Y8
-	VMASKMOVPS 192(CX)(R10*1), Y8, Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y6, Y6
-	JMP        summed
+	SUBQ      $0x000000c0, R11
+	JZ        summed
+	VXORPS    Y8, Y8, Y8
+	VMOVSS    192(CX)(R10*1), X8
+	CMPQ      R11, $0x08
+	JL        sumpart6_1lo
+	VINSERTPS $0x10, 196(CX)(R10*1), X8, X8
+	CMPQ      R11, $0x0c
+	JL        sumpart6_1lo
+	VINSERTPS $0x20, 200(CX)(R10*1), X8, X8
+	CMPQ      R11, $0x10
+	JL        sumpart6_1lo
+	VINSERTPS $0x30, 204(CX)(R10*1), X8, X8
+	CMPQ      R11, $0x14
+	JL        sumpart6_1lo
+	VMOVSS    208(CX)(R10*1), X9
+	CMPQ      R11, $0x18
+	JL        sumpart6_1hi
+	VINSERTPS $0x10, 212(CX)(R10*1), X9, X9
+	CMPQ      R11, $0x1c
+	JL        sumpart6_1hi
+	VINSERTPS $0x20, 216(CX)(R10*1), X9, X9
+
+sumpart6_1hi:
+	VINSERTF128 $0x01, X9, Y8, Y8
+
+sumpart6_1lo:
+	VMULPS Y8, Y8, Y8
+	VADDPS Y8, Y6, Y6
+	JMP    summed
 
 sumpart7:
-	SUBQ       $0x000000e0, R11
-	JZ         summed
-	LEAQ       tailmask<>+32(SB), R12
-	SUBQ       R11, R12
-	VMOVDQU    (R12), Y8
-	VMASKMOVPS 224(CX)(R10*1), Y8, Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y7, Y7
+	SUBQ      $0x000000e0, R11
+	JZ        summed
+	VXORPS    Y8, Y8, Y8
+	VMOVSS    224(CX)(R10*1), X8
+	CMPQ      R11, $0x08
+	JL        sumpart7_1lo
+	VINSERTPS $0x10, 228(CX)(R10*1), X8, X8
+	CMPQ      R11, $0x0c
+	JL        sumpart7_1lo
+	VINSERTPS $0x20, 232(CX)(R10*1), X8, X8
+	CMPQ      R11, $0x10
+	JL        sumpart7_1lo
+	VINSERTPS $0x30, 236(CX)(R10*1), X8, X8
+	CMPQ      R11, $0x14
+	JL        sumpart7_1lo
+	VMOVSS    240(CX)(R10*1), X9
+	CMPQ      R11, $0x18
+	JL        sumpart7_1hi
+	VINSERTPS $0x10, 244(CX)(R10*1), X9, X9
+	CMPQ      R11, $0x1c
+	JL        sumpart7_1hi
+	VINSERTPS $0x20, 248(CX)(R10*1), X9, X9
+
+sumpart7_1hi:
+	VINSERTF128 $0x01, X9, Y8, Y8
+
+sumpart7_1lo:
+	VMULPS Y8, Y8, Y8
+	VADDPS Y8, Y7, Y7
 
 summed:
 	// Halving tree: p[j] += p[j+h] for h = 32, 16, ..., 1.
@@ -13101,7 +15603,7 @@ sumcheck:
 	JLE  sumloop
 
 sumtail:
-	// Fewer than 64 elements remain: whole vectors first, then one masked vector.
+	// Fewer than 64 elements remain: whole vectors first, then one partial vector.
 	MOVQ    DI, R13
 	SUBQ    R12, R13
 	CMPQ    R13, $0x00000020
@@ -13163,115 +15665,643 @@ sumtail:
 	JMP     summed
 
 sumpart0:
-	SUBQ       $0x00000000, R13
-	JZ         summed
-	LEAQ       tailmask<>+32(SB), R14
-	SUBQ       R13, R14
-	VMOVDQU    (R14), Y8
-	VMASKMOVPS (CX)(R12*1), Y8, Y9
-	VMASKMOVPS (BX)(R12*1), Y8, Y10
-	VADDPS     Y10, Y9, Y9
-	VMASKMOVPS Y9, Y8, (BX)(R12*1)
-	VMULPS     Y9, Y9, Y9
-	VADDPS     Y9, Y0, Y0
-	JMP        summed
+	SUBQ      $0x00000000, R13
+	JZ        summed
+	VXORPS    Y8, Y8, Y8
+	VMOVSS    (CX)(R12*1), X8
+	CMPQ      R13, $0x08
+	JL        sumpart0_1lo
+	VINSERTPS $0x10, 4(CX)(R12*1), X8, X8
+	CMPQ      R13, $0x0c
+	JL        sumpart0_1lo
+	VINSERTPS $0x20, 8(CX)(R12*1), X8, X8
+	CMPQ      R13, $0x10
+	JL        sumpart0_1lo
+	VINSERTPS $0x30, 12(CX)(R12*1), X8, X8
+	CMPQ      R13, $0x14
+	JL        sumpart0_1lo
+	VMOVSS    16(CX)(R12*1), X9
+	CMPQ      R13, $0x18
+	JL        sumpart0_1hi
+	VINSERTPS $0x10, 20(CX)(R12*1), X9, X9
+	CMPQ      R13, $0x1c
+	JL        sumpart0_1hi
+	VINSERTPS $0x20, 24(CX)(R12*1), X9, X9
+
+sumpart0_1hi:
+	VINSERTF128 $0x01, X9, Y8, Y8
+
+sumpart0_1lo:
+	VXORPS    Y9, Y9, Y9
+	VMOVSS    (BX)(R12*1), X9
+	CMPQ      R13, $0x08
+	JL        sumpart0_2lo
+	VINSERTPS $0x10, 4(BX)(R12*1), X9, X9
+	CMPQ      R13, $0x0c
+	JL        sumpart0_2lo
+	VINSERTPS $0x20, 8(BX)(R12*1), X9, X9
+	CMPQ      R13, $0x10
+	JL        sumpart0_2lo
+	VINSERTPS $0x30, 12(BX)(R12*1), X9, X9
+	CMPQ      R13, $0x14
+	JL        sumpart0_2lo
+	VMOVSS    16(BX)(R12*1), X10
+	CMPQ      R13, $0x18
+	JL        sumpart0_2hi
+	VINSERTPS $0x10, 20(BX)(R12*1), X10, X10
+	CMPQ      R13, $0x1c
+	JL        sumpart0_2hi
+	VINSERTPS $0x20, 24(BX)(R12*1), X10, X10
+
+sumpart0_2hi:
+	VINSERTF128 $0x01, X10, Y9, Y9
+
+sumpart0_2lo:
+	VADDPS       Y9, Y8, Y8
+	VMOVSS       X8, (BX)(R12*1)
+	CMPQ         R13, $0x08
+	JL           sumpart0_3lo
+	VEXTRACTPS   $0x01, X8, 4(BX)(R12*1)
+	CMPQ         R13, $0x0c
+	JL           sumpart0_3lo
+	VEXTRACTPS   $0x02, X8, 8(BX)(R12*1)
+	CMPQ         R13, $0x10
+	JL           sumpart0_3lo
+	VEXTRACTPS   $0x03, X8, 12(BX)(R12*1)
+	VEXTRACTF128 $0x01, Y8, X9
+	CMPQ         R13, $0x14
+	JL           sumpart0_3lo
+	VEXTRACTPS   $0x00, X9, 16(BX)(R12*1)
+	CMPQ         R13, $0x18
+	JL           sumpart0_3lo
+	VEXTRACTPS   $0x01, X9, 20(BX)(R12*1)
+	CMPQ         R13, $0x1c
+	JL           sumpart0_3lo
+	VEXTRACTPS   $0x02, X9, 24(BX)(R12*1)
+
+sumpart0_3lo:
+	VMULPS Y8, Y8, Y8
+	VADDPS Y8, Y0, Y0
+	JMP    summed
 
 sumpart1:
-	SUBQ       $0x00000020, R13
-	JZ         summed
-	LEAQ       tailmask<>+32(SB), R14
-	SUBQ       R13, R14
-	VMOVDQU    (R14), Y8
-	VMASKMOVPS 32(CX)(R12*1), Y8, Y9
-	VMASKMOVPS 32(BX)(R12*1), Y8, Y10
-	VADDPS     Y10, Y9, Y9
-	VMASKMOVPS Y9, Y8, 32(BX)(R12*1)
-	VMULPS     Y9, Y9, Y9
-	VADDPS     Y9, Y1, Y1
-	JMP        summed
+	SUBQ      $0x00000020, R13
+	JZ        summed
+	VXORPS    Y8, Y8, Y8
+	VMOVSS    32(CX)(R12*1), X8
+	CMPQ      R13, $0x08
+	JL        sumpart1_1lo
+	VINSERTPS $0x10, 36(CX)(R12*1), X8, X8
+	CMPQ      R13, $0x0c
+	JL        sumpart1_1lo
+	VINSERTPS $0x20, 40(CX)(R12*1), X8, X8
+	CMPQ      R13, $0x10
+	JL        sumpart1_1lo
+	VINSERTPS $0x30, 44(CX)(R12*1), X8, X8
+	CMPQ      R13, $0x14
+	JL        sumpart1_1lo
+	VMOVSS    48(CX)(R12*1), X9
+	CMPQ      R13, $0x18
+	JL        sumpart1_1hi
+	VINSERTPS $0x10, 52(CX)(R12*1), X9, X9
+	CMPQ      R13, $0x1c
+	JL        sumpart1_1hi
+	VINSERTPS $0x20, 56(CX)(R12*1), X9, X9
+
+sumpart1_1hi:
+	VINSERTF128 $0x01, X9, Y8, Y8
+
+sumpart1_1lo:
+	VXORPS    Y9, Y9, Y9
+	VMOVSS    32(BX)(R12*1), X9
+	CMPQ      R13, $0x08
+	JL        sumpart1_2lo
+	VINSERTPS $0x10, 36(BX)(R12*1), X9, X9
+	CMPQ      R13, $0x0c
+	JL        sumpart1_2lo
+	VINSERTPS $0x20, 40(BX)(R12*1), X9, X9
+	CMPQ      R13, $0x10
+	JL        sumpart1_2lo
+	VINSERTPS $0x30, 44(BX)(R12*1), X9, X9
+	CMPQ      R13, $0x14
+	JL        sumpart1_2lo
+	VMOVSS    48(BX)(R12*1), X10
+	CMPQ      R13, $0x18
+	JL        sumpart1_2hi
+	VINSERTPS $0x10, 52(BX)(R12*1), X10, X10
+	CMPQ      R13, $0x1c
+	JL        sumpart1_2hi
+	VINSERTPS $0x20, 56(BX)(R12*1), X10, X10
+
+sumpart1_2hi:
+	VINSERTF128 $0x01, X10, Y9, Y9
+
+sumpart1_2lo:
+	VADDPS       Y9, Y8, Y8
+	VMOVSS       X8, 32(BX)(R12*1)
+	CMPQ         R13, $0x08
+	JL           sumpart1_3lo
+	VEXTRACTPS   $0x01, X8, 36(BX)(R12*1)
+	CMPQ         R13, $0x0c
+	JL           sumpart1_3lo
+	VEXTRACTPS   $0x02, X8, 40(BX)(R12*1)
+	CMPQ         R13, $0x10
+	JL           sumpart1_3lo
+	VEXTRACTPS   $0x03, X8, 44(BX)(R12*1)
+	VEXTRACTF128 $0x01, Y8, X9
+	CMPQ         R13, $0x14
+	JL           sumpart1_3lo
+	VEXTRACTPS   $0x00, X9, 48(BX)(R12*1)
+	CMPQ         R13, $0x18
+	JL           sumpart1_3lo
+	VEXTRACTPS   $0x01, X9, 52(BX)(R12*1)
+	CMPQ         R13, $0x1c
+	JL           sumpart1_3lo
+	VEXTRACTPS   $0x02, X9, 56(BX)(R12*1)
+
+sumpart1_3lo:
+	VMULPS Y8, Y8, Y8
+	VADDPS Y8, Y1, Y1
+	JMP    summed
 
 sumpart2:
-	SUBQ       $0x00000040, R13
-	JZ         summed
-	LEAQ       tailmask<>+32(SB), R14
-	SUBQ       R13, R14
-	VMOVDQU    (R14), Y8
-	VMASKMOVPS 64(CX)(R12*1), Y8, Y9
-	VMASKMOVPS 64(BX)(R12*1), Y8, Y10
-	VADDPS     Y10, Y9, Y9
-	VMASKMOVPS Y9, Y8, 64(BX)(R12*1)
-	VMULPS     Y9, Y9, Y9
-	VADDPS     Y9, Y2, Y2
-	JMP        summed
+	SUBQ      $0x00000040, R13
+	JZ        summed
+	VXORPS    Y8, Y8, Y8
+	VMOVSS    64(CX)(R12*1), X8
+	CMPQ      R13, $0x08
+	JL        sumpart2_1lo
+	VINSERTPS $0x10, 68(CX)(R12*1), X8, X8
+	CMPQ      R13, $0x0c
+	JL        sumpart2_1lo
+	VINSERTPS $0x20, 72(CX)(R12*1), X8, X8
+	CMPQ      R13, $0x10
+	JL        sumpart2_1lo
+	VINSERTPS $0x30, 76(CX)(R12*1), X8, X8
+	CMPQ      R13, $0x14
+	JL        sumpart2_1lo
+	VMOVSS    80(CX)(R12*1), X9
+	CMPQ      R13, $0x18
+	JL        sumpart2_1hi
+	VINSERTPS $0x10, 84(CX)(R12*1), X9, X9
+	CMPQ      R13, $0x1c
+	JL        sumpart2_1hi
+	VINSERTPS $0x20, 88(CX)(R12*1), X9, X9
+
+sumpart2_1hi:
+	VINSERTF128 $0x01, X9, Y8, Y8
+
+sumpart2_1lo:
+	VXORPS    Y9, Y9, Y9
+	VMOVSS    64(BX)(R12*1), X9
+	CMPQ      R13, $0x08
+	JL        sumpart2_2lo
+	VINSERTPS $0x10, 68(BX)(R12*1), X9, X9
+	CMPQ      R13, $0x0c
+	JL        sumpart2_2lo
+	VINSERTPS $0x20, 72(BX)(R12*1), X9, X9
+	CMPQ      R13, $0x10
+	JL        sumpart2_2lo
+	VINSERTPS $0x30, 76(BX)(R12*1), X9, X9
+	CMPQ      R13, $0x14
+	JL        sumpart2_2lo
+	VMOVSS    80(BX)(R12*1), X10
+	CMPQ      R13, $0x18
+	JL        sumpart2_2hi
+	VINSERTPS $0x10, 84(BX)(R12*1), X10, X10
+	CMPQ      R13, $0x1c
+	JL        sumpart2_2hi
+	VINSERTPS $0x20, 88(BX)(R12*1), X10, X10
+
+sumpart2_2hi:
+	VINSERTF128 $0x01, X10, Y9, Y9
+
+sumpart2_2lo:
+	VADDPS       Y9, Y8, Y8
+	VMOVSS       X8, 64(BX)(R12*1)
+	CMPQ         R13, $0x08
+	JL           sumpart2_3lo
+	VEXTRACTPS   $0x01, X8, 68(BX)(R12*1)
+	CMPQ         R13, $0x0c
+	JL           sumpart2_3lo
+	VEXTRACTPS   $0x02, X8, 72(BX)(R12*1)
+	CMPQ         R13, $0x10
+	JL           sumpart2_3lo
+	VEXTRACTPS   $0x03, X8, 76(BX)(R12*1)
+	VEXTRACTF128 $0x01, Y8, X9
+	CMPQ         R13, $0x14
+	JL           sumpart2_3lo
+	VEXTRACTPS   $0x00, X9, 80(BX)(R12*1)
+	CMPQ         R13, $0x18
+	JL           sumpart2_3lo
+	VEXTRACTPS   $0x01, X9, 84(BX)(R12*1)
+	CMPQ         R13, $0x1c
+	JL           sumpart2_3lo
+	VEXTRACTPS   $0x02, X9, 88(BX)(R12*1)
+
+sumpart2_3lo:
+	VMULPS Y8, Y8, Y8
+	VADDPS Y8, Y2, Y2
+	JMP    summed
 
 sumpart3:
-	SUBQ       $0x00000060, R13
-	JZ         summed
-	LEAQ       tailmask<>+32(SB), R14
-	SUBQ       R13, R14
-	VMOVDQU    (R14), Y8
-	VMASKMOVPS 96(CX)(R12*1), Y8, Y9
-	VMASKMOVPS 96(BX)(R12*1), Y8, Y10
-	VADDPS     Y10, Y9, Y9
-	VMASKMOVPS Y9, Y8, 96(BX)(R12*1)
-	VMULPS     Y9, Y9, Y9
-	VADDPS     Y9, Y3, Y3
-	JMP        summed
+	SUBQ      $0x00000060, R13
+	JZ        summed
+	VXORPS    Y8, Y8, Y8
+	VMOVSS    96(CX)(R12*1), X8
+	CMPQ      R13, $0x08
+	JL        sumpart3_1lo
+	VINSERTPS $0x10, 100(CX)(R12*1), X8, X8
+	CMPQ      R13, $0x0c
+	JL        sumpart3_1lo
+	VINSERTPS $0x20, 104(CX)(R12*1), X8, X8
+	CMPQ      R13, $0x10
+	JL        sumpart3_1lo
+	VINSERTPS $0x30, 108(CX)(R12*1), X8, X8
+	CMPQ      R13, $0x14
+	JL        sumpart3_1lo
+	VMOVSS    112(CX)(R12*1), X9
+	CMPQ      R13, $0x18
+	JL        sumpart3_1hi
+	VINSERTPS $0x10, 116(CX)(R12*1), X9, X9
+	CMPQ      R13, $0x1c
+	JL        sumpart3_1hi
+	VINSERTPS $0x20, 120(CX)(R12*1), X9, X9
+
+sumpart3_1hi:
+	VINSERTF128 $0x01, X9, Y8, Y8
+
+sumpart3_1lo:
+	VXORPS    Y9, Y9, Y9
+	VMOVSS    96(BX)(R12*1), X9
+	CMPQ      R13, $0x08
+	JL        sumpart3_2lo
+	VINSERTPS $0x10, 100(BX)(R12*1), X9, X9
+	CMPQ      R13, $0x0c
+	JL        sumpart3_2lo
+	VINSERTPS $0x20, 104(BX)(R12*1), X9, X9
+	CMPQ      R13, $0x10
+	JL        sumpart3_2lo
+	VINSERTPS $0x30, 108(BX)(R12*1), X9, X9
+	CMPQ      R13, $0x14
+	JL        sumpart3_2lo
+	VMOVSS    112(BX)(R12*1), X10
+	CMPQ      R13, $0x18
+	JL        sumpart3_2hi
+	VINSERTPS $0x10, 116(BX)(R12*1), X10, X10
+	CMPQ      R13, $0x1c
+	JL        sumpart3_2hi
+	VINSERTPS $0x20, 120(BX)(R12*1), X10, X10
+
+sumpart3_2hi:
+	VINSERTF128 $0x01, X10, Y9, Y9
+
+sumpart3_2lo:
+	VADDPS       Y9, Y8, Y8
+	VMOVSS       X8, 96(BX)(R12*1)
+	CMPQ         R13, $0x08
+	JL           sumpart3_3lo
+	VEXTRACTPS   $0x01, X8, 100(BX)(R12*1)
+	CMPQ         R13, $0x0c
+	JL           sumpart3_3lo
+	VEXTRACTPS   $0x02, X8, 104(BX)(R12*1)
+	CMPQ         R13, $0x10
+	JL           sumpart3_3lo
+	VEXTRACTPS   $0x03, X8, 108(BX)(R12*1)
+	VEXTRACTF128 $0x01, Y8, X9
+	CMPQ         R13, $0x14
+	JL           sumpart3_3lo
+	VEXTRACTPS   $0x00, X9, 112(BX)(R12*1)
+	CMPQ         R13, $0x18
+	JL           sumpart3_3lo
+	VEXTRACTPS   $0x01, X9, 116(BX)(R12*1)
+	CMPQ         R13, $0x1c
+	JL           sumpart3_3lo
+	VEXTRACTPS   $0x02, X9, 120(BX)(R12*1)
+
+sumpart3_3lo:
+	VMULPS Y8, Y8, Y8
+	VADDPS Y8, Y3, Y3
+	JMP    summed
 
 sumpart4:
-	SUBQ       $0x00000080, R13
-	JZ         summed
-	LEAQ       tailmask<>+32(SB), R14
-	SUBQ       R13, R14
-	VMOVDQU    (R14), Y8
-	VMASKMOVPS 128(CX)(R12*1), Y8, Y9
-	VMASKMOVPS 128(BX)(R12*1), Y8, Y10
-	VADDPS     Y10, Y9, Y9
-	VMASKMOVPS Y9, Y8, 128(BX)(R12*1)
-	VMULPS     Y9, Y9, Y9
-	VADDPS     Y9, Y4, Y4
-	JMP        summed
+	SUBQ      $0x00000080, R13
+	JZ        summed
+	VXORPS    Y8, Y8, Y8
+	VMOVSS    128(CX)(R12*1), X8
+	CMPQ      R13, $0x08
+	JL        sumpart4_1lo
+	VINSERTPS $0x10, 132(CX)(R12*1), X8, X8
+	CMPQ      R13, $0x0c
+	JL        sumpart4_1lo
+	VINSERTPS $0x20, 136(CX)(R12*1), X8, X8
+	CMPQ      R13, $0x10
+	JL        sumpart4_1lo
+	VINSERTPS $0x30, 140(CX)(R12*1), X8, X8
+	CMPQ      R13, $0x14
+	JL        sumpart4_1lo
+	VMOVSS    144(CX)(R12*1), X9
+	CMPQ      R13, $0x18
+	JL        sumpart4_1hi
+	VINSERTPS $0x10, 148(CX)(R12*1), X9, X9
+	CMPQ      R13, $0x1c
+	JL        sumpart4_1hi
+	VINSERTPS $0x20, 152(CX)(R12*1), X9, X9
+
+sumpart4_1hi:
+	VINSERTF128 $0x01, X9, Y8, Y8
+
+sumpart4_1lo:
+	VXORPS    Y9, Y9, Y9
+	VMOVSS    128(BX)(R12*1), X9
+	CMPQ      R13, $0x08
+	JL        sumpart4_2lo
+	VINSERTPS $0x10, 132(BX)(R12*1), X9, X9
+	CMPQ      R13, $0x0c
+	JL        sumpart4_2lo
+	VINSERTPS $0x20, 136(BX)(R12*1), X9, X9
+	CMPQ      R13, $0x10
+	JL        sumpart4_2lo
+	VINSERTPS $0x30, 140(BX)(R12*1), X9, X9
+	CMPQ      R13, $0x14
+	JL        sumpart4_2lo
+	VMOVSS    144(BX)(R12*1), X10
+	CMPQ      R13, $0x18
+	JL        sumpart4_2hi
+	VINSERTPS $0x10, 148(BX)(R12*1), X10, X10
+	CMPQ      R13, $0x1c
+	JL        sumpart4_2hi
+	VINSERTPS $0x20, 152(BX)(R12*1), X10, X10
+
+sumpart4_2hi:
+	VINSERTF128 $0x01, X10, Y9, Y9
+
+sumpart4_2lo:
+	VADDPS       Y9, Y8, Y8
+	VMOVSS       X8, 128(BX)(R12*1)
+	CMPQ         R13, $0x08
+	JL           sumpart4_3lo
+	VEXTRACTPS   $0x01, X8, 132(BX)(R12*1)
+	CMPQ         R13, $0x0c
+	JL           sumpart4_3lo
+	VEXTRACTPS   $0x02, X8, 136(BX)(R12*1)
+	CMPQ         R13, $0x10
+	JL           sumpart4_3lo
+	VEXTRACTPS   $0x03, X8, 140(BX)(R12*1)
+	VEXTRACTF128 $0x01, Y8, X9
+	CMPQ         R13, $0x14
+	JL           sumpart4_3lo
+	VEXTRACTPS   $0x00, X9, 144(BX)(R12*1)
+	CMPQ         R13, $0x18
+	JL           sumpart4_3lo
+	VEXTRACTPS   $0x01, X9, 148(BX)(R12*1)
+	CMPQ         R13, $0x1c
+	JL           sumpart4_3lo
+	VEXTRACTPS   $0x02, X9, 152(BX)(R12*1)
+
+sumpart4_3lo:
+	VMULPS Y8, Y8, Y8
+	VADDPS Y8, Y4, Y4
+	JMP    summed
 
 sumpart5:
-	SUBQ       $0x000000a0, R13
-	JZ         summed
-	LEAQ       tailmask<>+32(SB), R14
-	SUBQ       R13, R14
-	VMOVDQU    (R14), Y8
-	VMASKMOVPS 160(CX)(R12*1), Y8, Y9
-	VMASKMOVPS 160(BX)(R12*1), Y8, Y10
-	VADDPS     Y10, Y9, Y9
-	VMASKMOVPS Y9, Y8, 160(BX)(R12*1)
-	VMULPS     Y9, Y9, Y9
-	VADDPS     Y9, Y5, Y5
-	JMP        summed
+	SUBQ      $0x000000a0, R13
+	JZ        summed
+	VXORPS    Y8, Y8, Y8
+	VMOVSS    160(CX)(R12*1), X8
+	CMPQ      R13, $0x08
+	JL        sumpart5_1lo
+	VINSERTPS $0x10, 164(CX)(R12*1), X8, X8
+	CMPQ      R13, $0x0c
+	JL        sumpart5_1lo
+	VINSERTPS $0x20, 168(CX)(R12*1), X8, X8
+	CMPQ      R13, $0x10
+	JL        sumpart5_1lo
+	VINSERTPS $0x30, 172(CX)(R12*1), X8, X8
+	CMPQ      R13, $0x14
+	JL        sumpart5_1lo
+	VMOVSS    176(CX)(R12*1), X9
+	CMPQ      R13, $0x18
+	JL        sumpart5_1hi
+	VINSERTPS $0x10, 180(CX)(R12*1), X9, X9
+	CMPQ      R13, $0x1c
+	JL        sumpart5_1hi
+	VINSERTPS $0x20, 184(CX)(R12*1), X9, X9
+
+sumpart5_1hi:
+	VINSERTF128 $0x01, X9, Y8, Y8
+
+sumpart5_1lo:
+	VXORPS    Y9, Y9, Y9
+	VMOVSS    160(BX)(R12*1), X9
+	CMPQ      R13, $0x08
+	JL        sumpart5_2lo
+	VINSERTPS $0x10, 164(BX)(R12*1), X9, X9
+	CMPQ      R13, $0x0c
+	JL        sumpart5_2lo
+	VINSERTPS $0x20, 168(BX)(R12*1), X9, X9
+	CMPQ      R13, $0x10
+	JL        sumpart5_2lo
+	VINSERTPS $0x30, 172(BX)(R12*1), X9, X9
+	CMPQ      R13, $0x14
+	JL        sumpart5_2lo
+	VMOVSS    176(BX)(R12*1), X10
+	CMPQ      R13, $0x18
+	JL        sumpart5_2hi
+	VINSERTPS $0x10, 180(BX)(R12*1), X10, X10
+	CMPQ      R13, $0x1c
+	JL        sumpart5_2hi
+	VINSERTPS $0x20, 184(BX)(R12*1), X10, X10
+
+sumpart5_2hi:
+	VINSERTF128 $0x01, X10, Y9, Y9
+
+sumpart5_2lo:
+	VADDPS       Y9, Y8, Y8
+	VMOVSS       X8, 160(BX)(R12*1)
+	CMPQ         R13, $0x08
+	JL           sumpart5_3lo
+	VEXTRACTPS   $0x01, X8, 164(BX)(R12*1)
+	CMPQ         R13, $0x0c
+	JL           sumpart5_3lo
+	VEXTRACTPS   $0x02, X8, 168(BX)(R12*1)
+	CMPQ         R13, $0x10
+	JL           sumpart5_3lo
+	VEXTRACTPS   $0x03, X8, 172(BX)(R12*1)
+	VEXTRACTF128 $0x01, Y8, X9
+	CMPQ         R13, $0x14
+	JL           sumpart5_3lo
+	VEXTRACTPS   $0x00, X9, 176(BX)(R12*1)
+	CMPQ         R13, $0x18
+	JL           sumpart5_3lo
+	VEXTRACTPS   $0x01, X9, 180(BX)(R12*1)
+	CMPQ         R13, $0x1c
+	JL           sumpart5_3lo
+	VEXTRACTPS   $0x02, X9, 184(BX)(R12*1)
+
+sumpart5_3lo:
+	VMULPS Y8, Y8, Y8
+	VADDPS Y8, Y5, Y5
+	JMP    summed
 
 sumpart6:
-	SUBQ       $0x000000c0, R13
-	JZ         summed
-	LEAQ       tailmask<>+32(SB), R14
-	SUBQ       R13, R14
-	VMOVDQU    (R14), Y8
-	VMASKMOVPS 192(CX)(R12*1), Y8, Y9
-	VMASKMOVPS 192(BX)(R12*1), Y8, Y10
-	VADDPS     Y10, Y9, Y9
-	VMASKMOVPS Y9, Y8, 192(BX)(R12*1)
-	VMULPS     Y9, Y9, Y9
-	VADDPS     Y9, Y6, Y6
-	JMP        summed
+	SUBQ      $0x000000c0, R13
+	JZ        summed
+	VXORPS    Y8, Y8, Y8
+	VMOVSS    192(CX)(R12*1), X8
+	CMPQ      R13, $0x08
+	JL        sumpart6_1lo
+	VINSERTPS $0x10, 196(CX)(R12*1), X8, X8
+	CMPQ      R13, $0x0c
+	JL        sumpart6_1lo
+	VINSERTPS $0x20, 200(CX)(R12*1), X8, X8
+	CMPQ      R13, $0x10
+	JL        sumpart6_1lo
+	VINSERTPS $0x30, 204(CX)(R12*1), X8, X8
+	CMPQ      R13, $0x14
+	JL        sumpart6_1lo
+	VMOVSS    208(CX)(R12*1), X9
+	CMPQ      R13, $0x18
+	JL        sumpart6_1hi
+	VINSERTPS $0x10, 212(CX)(R12*1), X9, X9
+	CMPQ      R13, $0x1c
+	JL        sumpart6_1hi
+	VINSERTPS $0x20, 216(CX)(R12*1), X9, X9
+
+sumpart6_1hi:
+	VINSERTF128 $0x01, X9, Y8, Y8
+
+sumpart6_1lo:
+	VXORPS    Y9, Y9, Y9
+	VMOVSS    192(BX)(R12*1), X9
+	CMPQ      R13, $0x08
+	JL        sumpart6_2lo
+	VINSERTPS $0x10, 196(BX)(R12*1), X9, X9
+	CMPQ      R13, $0x0c
+	JL        sumpart6_2lo
+	VINSERTPS $0x20, 200(BX)(R12*1), X9, X9
+	CMPQ      R13, $0x10
+	JL        sumpart6_2lo
+	VINSERTPS $0x30, 204(BX)(R12*1), X9, X9
+	CMPQ      R13, $0x14
+	JL        sumpart6_2lo
+	VMOVSS    208(BX)(R12*1), X10
+	CMPQ      R13, $0x18
+	JL        sumpart6_2hi
+	VINSERTPS $0x10, 212(BX)(R12*1), X10, X10
+	CMPQ      R13, $0x1c
+	JL        sumpart6_2hi
+	VINSERTPS $0x20, 216(BX)(R12*1), X10, X10
+
+sumpart6_2hi:
+	VINSERTF128 $0x01, X10, Y9, Y9
+
+sumpart6_2lo:
+	VADDPS       Y9, Y8, Y8
+	VMOVSS       X8, 192(BX)(R12*1)
+	CMPQ         R13, $0x08
+	JL           sumpart6_3lo
+	VEXTRACTPS   $0x01, X8, 196(BX)(R12*1)
+	CMPQ         R13, $0x0c
+	JL           sumpart6_3lo
+	VEXTRACTPS   $0x02, X8, 200(BX)(R12*1)
+	CMPQ         R13, $0x10
+	JL           sumpart6_3lo
+	VEXTRACTPS   $0x03, X8, 204(BX)(R12*1)
+	VEXTRACTF128 $0x01, Y8, X9
+	CMPQ         R13, $0x14
+	JL           sumpart6_3lo
+	VEXTRACTPS   $0x00, X9, 208(BX)(R12*1)
+	CMPQ         R13, $0x18
+	JL           sumpart6_3lo
+	VEXTRACTPS   $0x01, X9, 212(BX)(R12*1)
+	CMPQ         R13, $0x1c
+	JL           sumpart6_3lo
+	VEXTRACTPS   $0x02, X9, 216(BX)(R12*1)
+
+sumpart6_3lo:
+	VMULPS Y8, Y8, Y8
+	VADDPS Y8, Y6, Y6
+	JMP    summed
 
 sumpart7:
-	SUBQ       $0x000000e0, R13
-	JZ         summed
-	LEAQ       tailmask<>+32(SB), R14
-	SUBQ       R13, R14
-	VMOVDQU    (R14), Y8
-	VMASKMOVPS 224(CX)(R12*1), Y8, Y9
-	VMASKMOVPS 224(BX)(R12*1), Y8, Y10
-	VADDPS     Y10, Y9, Y9
-	VMASKMOVPS Y9, Y8, 224(BX)(R12*1)
-	VMULPS     Y9, Y9, Y9
-	VADDPS     Y9, Y7, Y7
+	SUBQ      $0x000000e0, R13
+	JZ        summed
+	VXORPS    Y8, Y8, Y8
+	VMOVSS    224(CX)(R12*1), X8
+	CMPQ      R13, $0x08
+	JL        sumpart7_1lo
+	VINSERTPS $0x10, 228(CX)(R12*1), X8, X8
+	CMPQ      R13, $0x0c
+	JL        sumpart7_1lo
+	VINSERTPS $0x20, 232(CX)(R12*1), X8, X8
+	CMPQ      R13, $0x10
+	JL        sumpart7_1lo
+	VINSERTPS $0x30, 236(CX)(R12*1), X8, X8
+	CMPQ      R13, $0x14
+	JL        sumpart7_1lo
+	VMOVSS    240(CX)(R12*1), X9
+	CMPQ      R13, $0x18
+	JL        sumpart7_1hi
+	VINSERTPS $0x10, 244(CX)(R12*1), X9, X9
+	CMPQ      R13, $0x1c
+	JL        sumpart7_1hi
+	VINSERTPS $0x20, 248(CX)(R12*1), X9, X9
+
+sumpart7_1hi:
+	VINSERTF128 $0x01, X9, Y8, Y8
+
+sumpart7_1lo:
+	VXORPS    Y9, Y9, Y9
+	VMOVSS    224(BX)(R12*1), X9
+	CMPQ      R13, $0x08
+	JL        sumpart7_2lo
+	VINSERTPS $0x10, 228(BX)(R12*1), X9, X9
+	CMPQ      R13, $0x0c
+	JL        sumpart7_2lo
+	VINSERTPS $0x20, 232(BX)(R12*1), X9, X9
+	CMPQ      R13, $0x10
+	JL        sumpart7_2lo
+	VINSERTPS $0x30, 236(BX)(R12*1), X9, X9
+	CMPQ      R13, $0x14
+	JL        sumpart7_2lo
+	VMOVSS    240(BX)(R12*1), X10
+	CMPQ      R13, $0x18
+	JL        sumpart7_2hi
+	VINSERTPS $0x10, 244(BX)(R12*1), X10, X10
+	CMPQ      R13, $0x1c
+	JL        sumpart7_2hi
+	VINSERTPS $0x20, 248(BX)(R12*1), X10, X10
+
+sumpart7_2hi:
+	VINSERTF128 $0x01, X10, Y9, Y9
+
+sumpart7_2lo:
+	VADDPS       Y9, Y8, Y8
+	VMOVSS       X8, 224(BX)(R12*1)
+	CMPQ         R13, $0x08
+	JL           sumpart7_3lo
+	VEXTRACTPS   $0x01, X8, 228(BX)(R12*1)
+	CMPQ         R13, $0x0c
+	JL           sumpart7_3lo
+	VEXTRACTPS   $0x02, X8, 232(BX)(R12*1)
+	CMPQ         R13, $0x10
+	JL           sumpart7_3lo
+	VEXTRACTPS   $0x03, X8, 236(BX)(R12*1)
+	VEXTRACTF128 $0x01, Y8, X9
+	CMPQ         R13, $0x14
+	JL           sumpart7_3lo
+	VEXTRACTPS   $0x00, X9, 240(BX)(R12*1)
+	CMPQ         R13, $0x18
+	JL           sumpart7_3lo
+	VEXTRACTPS   $0x01, X9, 244(BX)(R12*1)
+	CMPQ         R13, $0x1c
+	JL           sumpart7_3lo
+	VEXTRACTPS   $0x02, X9, 248(BX)(R12*1)
+
+sumpart7_3lo:
+	VMULPS Y8, Y8, Y8
+	VADDPS Y8, Y7, Y7
 
 summed:
 	// Halving tree: p[j] += p[j+h] for h = 32, 16, ..., 1.
@@ -13632,7 +16662,7 @@ sumcheck:
 	JLE  sumloop
 
 sumtail:
-	// Fewer than 64 elements remain: whole vectors first, then one masked vector.
+	// Fewer than 64 elements remain: whole vectors first, then one partial vector.
 	MOVQ    DI, R13
 	SUBQ    R12, R13
 	CMPQ    R13, $0x00000020
@@ -13694,115 +16724,643 @@ sumtail:
 	JMP     summed
 
 sumpart0:
-	SUBQ       $0x00000000, R13
-	JZ         summed
-	LEAQ       tailmask<>+32(SB), R14
-	SUBQ       R13, R14
-	VMOVDQU    (R14), Y8
-	VMASKMOVPS (CX)(R12*1), Y8, Y9
-	VMASKMOVPS (BX)(R12*1), Y8, Y10
-	VADDPS     Y10, Y9, Y9
-	VMASKMOVPS Y9, Y8, (BX)(R12*1)
-	VMULPS     Y9, Y9, Y9
-	VADDPS     Y9, Y0, Y0
-	JMP        summed
+	SUBQ      $0x00000000, R13
+	JZ        summed
+	VXORPS    Y8, Y8, Y8
+	VMOVSS    (CX)(R12*1), X8
+	CMPQ      R13, $0x08
+	JL        sumpart0_1lo
+	VINSERTPS $0x10, 4(CX)(R12*1), X8, X8
+	CMPQ      R13, $0x0c
+	JL        sumpart0_1lo
+	VINSERTPS $0x20, 8(CX)(R12*1), X8, X8
+	CMPQ      R13, $0x10
+	JL        sumpart0_1lo
+	VINSERTPS $0x30, 12(CX)(R12*1), X8, X8
+	CMPQ      R13, $0x14
+	JL        sumpart0_1lo
+	VMOVSS    16(CX)(R12*1), X9
+	CMPQ      R13, $0x18
+	JL        sumpart0_1hi
+	VINSERTPS $0x10, 20(CX)(R12*1), X9, X9
+	CMPQ      R13, $0x1c
+	JL        sumpart0_1hi
+	VINSERTPS $0x20, 24(CX)(R12*1), X9, X9
+
+sumpart0_1hi:
+	VINSERTF128 $0x01, X9, Y8, Y8
+
+sumpart0_1lo:
+	VXORPS    Y9, Y9, Y9
+	VMOVSS    (BX)(R12*1), X9
+	CMPQ      R13, $0x08
+	JL        sumpart0_2lo
+	VINSERTPS $0x10, 4(BX)(R12*1), X9, X9
+	CMPQ      R13, $0x0c
+	JL        sumpart0_2lo
+	VINSERTPS $0x20, 8(BX)(R12*1), X9, X9
+	CMPQ      R13, $0x10
+	JL        sumpart0_2lo
+	VINSERTPS $0x30, 12(BX)(R12*1), X9, X9
+	CMPQ      R13, $0x14
+	JL        sumpart0_2lo
+	VMOVSS    16(BX)(R12*1), X10
+	CMPQ      R13, $0x18
+	JL        sumpart0_2hi
+	VINSERTPS $0x10, 20(BX)(R12*1), X10, X10
+	CMPQ      R13, $0x1c
+	JL        sumpart0_2hi
+	VINSERTPS $0x20, 24(BX)(R12*1), X10, X10
+
+sumpart0_2hi:
+	VINSERTF128 $0x01, X10, Y9, Y9
+
+sumpart0_2lo:
+	VADDPS       Y9, Y8, Y8
+	VMOVSS       X8, (BX)(R12*1)
+	CMPQ         R13, $0x08
+	JL           sumpart0_3lo
+	VEXTRACTPS   $0x01, X8, 4(BX)(R12*1)
+	CMPQ         R13, $0x0c
+	JL           sumpart0_3lo
+	VEXTRACTPS   $0x02, X8, 8(BX)(R12*1)
+	CMPQ         R13, $0x10
+	JL           sumpart0_3lo
+	VEXTRACTPS   $0x03, X8, 12(BX)(R12*1)
+	VEXTRACTF128 $0x01, Y8, X9
+	CMPQ         R13, $0x14
+	JL           sumpart0_3lo
+	VEXTRACTPS   $0x00, X9, 16(BX)(R12*1)
+	CMPQ         R13, $0x18
+	JL           sumpart0_3lo
+	VEXTRACTPS   $0x01, X9, 20(BX)(R12*1)
+	CMPQ         R13, $0x1c
+	JL           sumpart0_3lo
+	VEXTRACTPS   $0x02, X9, 24(BX)(R12*1)
+
+sumpart0_3lo:
+	VMULPS Y8, Y8, Y8
+	VADDPS Y8, Y0, Y0
+	JMP    summed
 
 sumpart1:
-	SUBQ       $0x00000020, R13
-	JZ         summed
-	LEAQ       tailmask<>+32(SB), R14
-	SUBQ       R13, R14
-	VMOVDQU    (R14), Y8
-	VMASKMOVPS 32(CX)(R12*1), Y8, Y9
-	VMASKMOVPS 32(BX)(R12*1), Y8, Y10
-	VADDPS     Y10, Y9, Y9
-	VMASKMOVPS Y9, Y8, 32(BX)(R12*1)
-	VMULPS     Y9, Y9, Y9
-	VADDPS     Y9, Y1, Y1
-	JMP        summed
+	SUBQ      $0x00000020, R13
+	JZ        summed
+	VXORPS    Y8, Y8, Y8
+	VMOVSS    32(CX)(R12*1), X8
+	CMPQ      R13, $0x08
+	JL        sumpart1_1lo
+	VINSERTPS $0x10, 36(CX)(R12*1), X8, X8
+	CMPQ      R13, $0x0c
+	JL        sumpart1_1lo
+	VINSERTPS $0x20, 40(CX)(R12*1), X8, X8
+	CMPQ      R13, $0x10
+	JL        sumpart1_1lo
+	VINSERTPS $0x30, 44(CX)(R12*1), X8, X8
+	CMPQ      R13, $0x14
+	JL        sumpart1_1lo
+	VMOVSS    48(CX)(R12*1), X9
+	CMPQ      R13, $0x18
+	JL        sumpart1_1hi
+	VINSERTPS $0x10, 52(CX)(R12*1), X9, X9
+	CMPQ      R13, $0x1c
+	JL        sumpart1_1hi
+	VINSERTPS $0x20, 56(CX)(R12*1), X9, X9
+
+sumpart1_1hi:
+	VINSERTF128 $0x01, X9, Y8, Y8
+
+sumpart1_1lo:
+	VXORPS    Y9, Y9, Y9
+	VMOVSS    32(BX)(R12*1), X9
+	CMPQ      R13, $0x08
+	JL        sumpart1_2lo
+	VINSERTPS $0x10, 36(BX)(R12*1), X9, X9
+	CMPQ      R13, $0x0c
+	JL        sumpart1_2lo
+	VINSERTPS $0x20, 40(BX)(R12*1), X9, X9
+	CMPQ      R13, $0x10
+	JL        sumpart1_2lo
+	VINSERTPS $0x30, 44(BX)(R12*1), X9, X9
+	CMPQ      R13, $0x14
+	JL        sumpart1_2lo
+	VMOVSS    48(BX)(R12*1), X10
+	CMPQ      R13, $0x18
+	JL        sumpart1_2hi
+	VINSERTPS $0x10, 52(BX)(R12*1), X10, X10
+	CMPQ      R13, $0x1c
+	JL        sumpart1_2hi
+	VINSERTPS $0x20, 56(BX)(R12*1), X10, X10
+
+sumpart1_2hi:
+	VINSERTF128 $0x01, X10, Y9, Y9
+
+sumpart1_2lo:
+	VADDPS       Y9, Y8, Y8
+	VMOVSS       X8, 32(BX)(R12*1)
+	CMPQ         R13, $0x08
+	JL           sumpart1_3lo
+	VEXTRACTPS   $0x01, X8, 36(BX)(R12*1)
+	CMPQ         R13, $0x0c
+	JL           sumpart1_3lo
+	VEXTRACTPS   $0x02, X8, 40(BX)(R12*1)
+	CMPQ         R13, $0x10
+	JL           sumpart1_3lo
+	VEXTRACTPS   $0x03, X8, 44(BX)(R12*1)
+	VEXTRACTF128 $0x01, Y8, X9
+	CMPQ         R13, $0x14
+	JL           sumpart1_3lo
+	VEXTRACTPS   $0x00, X9, 48(BX)(R12*1)
+	CMPQ         R13, $0x18
+	JL           sumpart1_3lo
+	VEXTRACTPS   $0x01, X9, 52(BX)(R12*1)
+	CMPQ         R13, $0x1c
+	JL           sumpart1_3lo
+	VEXTRACTPS   $0x02, X9, 56(BX)(R12*1)
+
+sumpart1_3lo:
+	VMULPS Y8, Y8, Y8
+	VADDPS Y8, Y1, Y1
+	JMP    summed
 
 sumpart2:
-	SUBQ       $0x00000040, R13
-	JZ         summed
-	LEAQ       tailmask<>+32(SB), R14
-	SUBQ       R13, R14
-	VMOVDQU    (R14), Y8
-	VMASKMOVPS 64(CX)(R12*1), Y8, Y9
-	VMASKMOVPS 64(BX)(R12*1), Y8, Y10
-	VADDPS     Y10, Y9, Y9
-	VMASKMOVPS Y9, Y8, 64(BX)(R12*1)
-	VMULPS     Y9, Y9, Y9
-	VADDPS     Y9, Y2, Y2
-	JMP        summed
+	SUBQ      $0x00000040, R13
+	JZ        summed
+	VXORPS    Y8, Y8, Y8
+	VMOVSS    64(CX)(R12*1), X8
+	CMPQ      R13, $0x08
+	JL        sumpart2_1lo
+	VINSERTPS $0x10, 68(CX)(R12*1), X8, X8
+	CMPQ      R13, $0x0c
+	JL        sumpart2_1lo
+	VINSERTPS $0x20, 72(CX)(R12*1), X8, X8
+	CMPQ      R13, $0x10
+	JL        sumpart2_1lo
+	VINSERTPS $0x30, 76(CX)(R12*1), X8, X8
+	CMPQ      R13, $0x14
+	JL        sumpart2_1lo
+	VMOVSS    80(CX)(R12*1), X9
+	CMPQ      R13, $0x18
+	JL        sumpart2_1hi
+	VINSERTPS $0x10, 84(CX)(R12*1), X9, X9
+	CMPQ      R13, $0x1c
+	JL        sumpart2_1hi
+	VINSERTPS $0x20, 88(CX)(R12*1), X9, X9
+
+sumpart2_1hi:
+	VINSERTF128 $0x01, X9, Y8, Y8
+
+sumpart2_1lo:
+	VXORPS    Y9, Y9, Y9
+	VMOVSS    64(BX)(R12*1), X9
+	CMPQ      R13, $0x08
+	JL        sumpart2_2lo
+	VINSERTPS $0x10, 68(BX)(R12*1), X9, X9
+	CMPQ      R13, $0x0c
+	JL        sumpart2_2lo
+	VINSERTPS $0x20, 72(BX)(R12*1), X9, X9
+	CMPQ      R13, $0x10
+	JL        sumpart2_2lo
+	VINSERTPS $0x30, 76(BX)(R12*1), X9, X9
+	CMPQ      R13, $0x14
+	JL        sumpart2_2lo
+	VMOVSS    80(BX)(R12*1), X10
+	CMPQ      R13, $0x18
+	JL        sumpart2_2hi
+	VINSERTPS $0x10, 84(BX)(R12*1), X10, X10
+	CMPQ      R13, $0x1c
+	JL        sumpart2_2hi
+	VINSERTPS $0x20, 88(BX)(R12*1), X10, X10
+
+sumpart2_2hi:
+	VINSERTF128 $0x01, X10, Y9, Y9
+
+sumpart2_2lo:
+	VADDPS       Y9, Y8, Y8
+	VMOVSS       X8, 64(BX)(R12*1)
+	CMPQ         R13, $0x08
+	JL           sumpart2_3lo
+	VEXTRACTPS   $0x01, X8, 68(BX)(R12*1)
+	CMPQ         R13, $0x0c
+	JL           sumpart2_3lo
+	VEXTRACTPS   $0x02, X8, 72(BX)(R12*1)
+	CMPQ         R13, $0x10
+	JL           sumpart2_3lo
+	VEXTRACTPS   $0x03, X8, 76(BX)(R12*1)
+	VEXTRACTF128 $0x01, Y8, X9
+	CMPQ         R13, $0x14
+	JL           sumpart2_3lo
+	VEXTRACTPS   $0x00, X9, 80(BX)(R12*1)
+	CMPQ         R13, $0x18
+	JL           sumpart2_3lo
+	VEXTRACTPS   $0x01, X9, 84(BX)(R12*1)
+	CMPQ         R13, $0x1c
+	JL           sumpart2_3lo
+	VEXTRACTPS   $0x02, X9, 88(BX)(R12*1)
+
+sumpart2_3lo:
+	VMULPS Y8, Y8, Y8
+	VADDPS Y8, Y2, Y2
+	JMP    summed
 
 sumpart3:
-	SUBQ       $0x00000060, R13
-	JZ         summed
-	LEAQ       tailmask<>+32(SB), R14
-	SUBQ       R13, R14
-	VMOVDQU    (R14), Y8
-	VMASKMOVPS 96(CX)(R12*1), Y8, Y9
-	VMASKMOVPS 96(BX)(R12*1), Y8, Y10
-	VADDPS     Y10, Y9, Y9
-	VMASKMOVPS Y9, Y8, 96(BX)(R12*1)
-	VMULPS     Y9, Y9, Y9
-	VADDPS     Y9, Y3, Y3
-	JMP        summed
+	SUBQ      $0x00000060, R13
+	JZ        summed
+	VXORPS    Y8, Y8, Y8
+	VMOVSS    96(CX)(R12*1), X8
+	CMPQ      R13, $0x08
+	JL        sumpart3_1lo
+	VINSERTPS $0x10, 100(CX)(R12*1), X8, X8
+	CMPQ      R13, $0x0c
+	JL        sumpart3_1lo
+	VINSERTPS $0x20, 104(CX)(R12*1), X8, X8
+	CMPQ      R13, $0x10
+	JL        sumpart3_1lo
+	VINSERTPS $0x30, 108(CX)(R12*1), X8, X8
+	CMPQ      R13, $0x14
+	JL        sumpart3_1lo
+	VMOVSS    112(CX)(R12*1), X9
+	CMPQ      R13, $0x18
+	JL        sumpart3_1hi
+	VINSERTPS $0x10, 116(CX)(R12*1), X9, X9
+	CMPQ      R13, $0x1c
+	JL        sumpart3_1hi
+	VINSERTPS $0x20, 120(CX)(R12*1), X9, X9
+
+sumpart3_1hi:
+	VINSERTF128 $0x01, X9, Y8, Y8
+
+sumpart3_1lo:
+	VXORPS    Y9, Y9, Y9
+	VMOVSS    96(BX)(R12*1), X9
+	CMPQ      R13, $0x08
+	JL        sumpart3_2lo
+	VINSERTPS $0x10, 100(BX)(R12*1), X9, X9
+	CMPQ      R13, $0x0c
+	JL        sumpart3_2lo
+	VINSERTPS $0x20, 104(BX)(R12*1), X9, X9
+	CMPQ      R13, $0x10
+	JL        sumpart3_2lo
+	VINSERTPS $0x30, 108(BX)(R12*1), X9, X9
+	CMPQ      R13, $0x14
+	JL        sumpart3_2lo
+	VMOVSS    112(BX)(R12*1), X10
+	CMPQ      R13, $0x18
+	JL        sumpart3_2hi
+	VINSERTPS $0x10, 116(BX)(R12*1), X10, X10
+	CMPQ      R13, $0x1c
+	JL        sumpart3_2hi
+	VINSERTPS $0x20, 120(BX)(R12*1), X10, X10
+
+sumpart3_2hi:
+	VINSERTF128 $0x01, X10, Y9, Y9
+
+sumpart3_2lo:
+	VADDPS       Y9, Y8, Y8
+	VMOVSS       X8, 96(BX)(R12*1)
+	CMPQ         R13, $0x08
+	JL           sumpart3_3lo
+	VEXTRACTPS   $0x01, X8, 100(BX)(R12*1)
+	CMPQ         R13, $0x0c
+	JL           sumpart3_3lo
+	VEXTRACTPS   $0x02, X8, 104(BX)(R12*1)
+	CMPQ         R13, $0x10
+	JL           sumpart3_3lo
+	VEXTRACTPS   $0x03, X8, 108(BX)(R12*1)
+	VEXTRACTF128 $0x01, Y8, X9
+	CMPQ         R13, $0x14
+	JL           sumpart3_3lo
+	VEXTRACTPS   $0x00, X9, 112(BX)(R12*1)
+	CMPQ         R13, $0x18
+	JL           sumpart3_3lo
+	VEXTRACTPS   $0x01, X9, 116(BX)(R12*1)
+	CMPQ         R13, $0x1c
+	JL           sumpart3_3lo
+	VEXTRACTPS   $0x02, X9, 120(BX)(R12*1)
+
+sumpart3_3lo:
+	VMULPS Y8, Y8, Y8
+	VADDPS Y8, Y3, Y3
+	JMP    summed
 
 sumpart4:
-	SUBQ       $0x00000080, R13
-	JZ         summed
-	LEAQ       tailmask<>+32(SB), R14
-	SUBQ       R13, R14
-	VMOVDQU    (R14), Y8
-	VMASKMOVPS 128(CX)(R12*1), Y8, Y9
-	VMASKMOVPS 128(BX)(R12*1), Y8, Y10
-	VADDPS     Y10, Y9, Y9
-	VMASKMOVPS Y9, Y8, 128(BX)(R12*1)
-	VMULPS     Y9, Y9, Y9
-	VADDPS     Y9, Y4, Y4
-	JMP        summed
+	SUBQ      $0x00000080, R13
+	JZ        summed
+	VXORPS    Y8, Y8, Y8
+	VMOVSS    128(CX)(R12*1), X8
+	CMPQ      R13, $0x08
+	JL        sumpart4_1lo
+	VINSERTPS $0x10, 132(CX)(R12*1), X8, X8
+	CMPQ      R13, $0x0c
+	JL        sumpart4_1lo
+	VINSERTPS $0x20, 136(CX)(R12*1), X8, X8
+	CMPQ      R13, $0x10
+	JL        sumpart4_1lo
+	VINSERTPS $0x30, 140(CX)(R12*1), X8, X8
+	CMPQ      R13, $0x14
+	JL        sumpart4_1lo
+	VMOVSS    144(CX)(R12*1), X9
+	CMPQ      R13, $0x18
+	JL        sumpart4_1hi
+	VINSERTPS $0x10, 148(CX)(R12*1), X9, X9
+	CMPQ      R13, $0x1c
+	JL        sumpart4_1hi
+	VINSERTPS $0x20, 152(CX)(R12*1), X9, X9
+
+sumpart4_1hi:
+	VINSERTF128 $0x01, X9, Y8, Y8
+
+sumpart4_1lo:
+	VXORPS    Y9, Y9, Y9
+	VMOVSS    128(BX)(R12*1), X9
+	CMPQ      R13, $0x08
+	JL        sumpart4_2lo
+	VINSERTPS $0x10, 132(BX)(R12*1), X9, X9
+	CMPQ      R13, $0x0c
+	JL        sumpart4_2lo
+	VINSERTPS $0x20, 136(BX)(R12*1), X9, X9
+	CMPQ      R13, $0x10
+	JL        sumpart4_2lo
+	VINSERTPS $0x30, 140(BX)(R12*1), X9, X9
+	CMPQ      R13, $0x14
+	JL        sumpart4_2lo
+	VMOVSS    144(BX)(R12*1), X10
+	CMPQ      R13, $0x18
+	JL        sumpart4_2hi
+	VINSERTPS $0x10, 148(BX)(R12*1), X10, X10
+	CMPQ      R13, $0x1c
+	JL        sumpart4_2hi
+	VINSERTPS $0x20, 152(BX)(R12*1), X10, X10
+
+sumpart4_2hi:
+	VINSERTF128 $0x01, X10, Y9, Y9
+
+sumpart4_2lo:
+	VADDPS       Y9, Y8, Y8
+	VMOVSS       X8, 128(BX)(R12*1)
+	CMPQ         R13, $0x08
+	JL           sumpart4_3lo
+	VEXTRACTPS   $0x01, X8, 132(BX)(R12*1)
+	CMPQ         R13, $0x0c
+	JL           sumpart4_3lo
+	VEXTRACTPS   $0x02, X8, 136(BX)(R12*1)
+	CMPQ         R13, $0x10
+	JL           sumpart4_3lo
+	VEXTRACTPS   $0x03, X8, 140(BX)(R12*1)
+	VEXTRACTF128 $0x01, Y8, X9
+	CMPQ         R13, $0x14
+	JL           sumpart4_3lo
+	VEXTRACTPS   $0x00, X9, 144(BX)(R12*1)
+	CMPQ         R13, $0x18
+	JL           sumpart4_3lo
+	VEXTRACTPS   $0x01, X9, 148(BX)(R12*1)
+	CMPQ         R13, $0x1c
+	JL           sumpart4_3lo
+	VEXTRACTPS   $0x02, X9, 152(BX)(R12*1)
+
+sumpart4_3lo:
+	VMULPS Y8, Y8, Y8
+	VADDPS Y8, Y4, Y4
+	JMP    summed
 
 sumpart5:
-	SUBQ       $0x000000a0, R13
-	JZ         summed
-	LEAQ       tailmask<>+32(SB), R14
-	SUBQ       R13, R14
-	VMOVDQU    (R14), Y8
-	VMASKMOVPS 160(CX)(R12*1), Y8, Y9
-	VMASKMOVPS 160(BX)(R12*1), Y8, Y10
-	VADDPS     Y10, Y9, Y9
-	VMASKMOVPS Y9, Y8, 160(BX)(R12*1)
-	VMULPS     Y9, Y9, Y9
-	VADDPS     Y9, Y5, Y5
-	JMP        summed
+	SUBQ      $0x000000a0, R13
+	JZ        summed
+	VXORPS    Y8, Y8, Y8
+	VMOVSS    160(CX)(R12*1), X8
+	CMPQ      R13, $0x08
+	JL        sumpart5_1lo
+	VINSERTPS $0x10, 164(CX)(R12*1), X8, X8
+	CMPQ      R13, $0x0c
+	JL        sumpart5_1lo
+	VINSERTPS $0x20, 168(CX)(R12*1), X8, X8
+	CMPQ      R13, $0x10
+	JL        sumpart5_1lo
+	VINSERTPS $0x30, 172(CX)(R12*1), X8, X8
+	CMPQ      R13, $0x14
+	JL        sumpart5_1lo
+	VMOVSS    176(CX)(R12*1), X9
+	CMPQ      R13, $0x18
+	JL        sumpart5_1hi
+	VINSERTPS $0x10, 180(CX)(R12*1), X9, X9
+	CMPQ      R13, $0x1c
+	JL        sumpart5_1hi
+	VINSERTPS $0x20, 184(CX)(R12*1), X9, X9
+
+sumpart5_1hi:
+	VINSERTF128 $0x01, X9, Y8, Y8
+
+sumpart5_1lo:
+	VXORPS    Y9, Y9, Y9
+	VMOVSS    160(BX)(R12*1), X9
+	CMPQ      R13, $0x08
+	JL        sumpart5_2lo
+	VINSERTPS $0x10, 164(BX)(R12*1), X9, X9
+	CMPQ      R13, $0x0c
+	JL        sumpart5_2lo
+	VINSERTPS $0x20, 168(BX)(R12*1), X9, X9
+	CMPQ      R13, $0x10
+	JL        sumpart5_2lo
+	VINSERTPS $0x30, 172(BX)(R12*1), X9, X9
+	CMPQ      R13, $0x14
+	JL        sumpart5_2lo
+	VMOVSS    176(BX)(R12*1), X10
+	CMPQ      R13, $0x18
+	JL        sumpart5_2hi
+	VINSERTPS $0x10, 180(BX)(R12*1), X10, X10
+	CMPQ      R13, $0x1c
+	JL        sumpart5_2hi
+	VINSERTPS $0x20, 184(BX)(R12*1), X10, X10
+
+sumpart5_2hi:
+	VINSERTF128 $0x01, X10, Y9, Y9
+
+sumpart5_2lo:
+	VADDPS       Y9, Y8, Y8
+	VMOVSS       X8, 160(BX)(R12*1)
+	CMPQ         R13, $0x08
+	JL           sumpart5_3lo
+	VEXTRACTPS   $0x01, X8, 164(BX)(R12*1)
+	CMPQ         R13, $0x0c
+	JL           sumpart5_3lo
+	VEXTRACTPS   $0x02, X8, 168(BX)(R12*1)
+	CMPQ         R13, $0x10
+	JL           sumpart5_3lo
+	VEXTRACTPS   $0x03, X8, 172(BX)(R12*1)
+	VEXTRACTF128 $0x01, Y8, X9
+	CMPQ         R13, $0x14
+	JL           sumpart5_3lo
+	VEXTRACTPS   $0x00, X9, 176(BX)(R12*1)
+	CMPQ         R13, $0x18
+	JL           sumpart5_3lo
+	VEXTRACTPS   $0x01, X9, 180(BX)(R12*1)
+	CMPQ         R13, $0x1c
+	JL           sumpart5_3lo
+	VEXTRACTPS   $0x02, X9, 184(BX)(R12*1)
+
+sumpart5_3lo:
+	VMULPS Y8, Y8, Y8
+	VADDPS Y8, Y5, Y5
+	JMP    summed
 
 sumpart6:
-	SUBQ       $0x000000c0, R13
-	JZ         summed
-	LEAQ       tailmask<>+32(SB), R14
-	SUBQ       R13, R14
-	VMOVDQU    (R14), Y8
-	VMASKMOVPS 192(CX)(R12*1), Y8, Y9
-	VMASKMOVPS 192(BX)(R12*1), Y8, Y10
-	VADDPS     Y10, Y9, Y9
-	VMASKMOVPS Y9, Y8, 192(BX)(R12*1)
-	VMULPS     Y9, Y9, Y9
-	VADDPS     Y9, Y6, Y6
-	JMP        summed
+	SUBQ      $0x000000c0, R13
+	JZ        summed
+	VXORPS    Y8, Y8, Y8
+	VMOVSS    192(CX)(R12*1), X8
+	CMPQ      R13, $0x08
+	JL        sumpart6_1lo
+	VINSERTPS $0x10, 196(CX)(R12*1), X8, X8
+	CMPQ      R13, $0x0c
+	JL        sumpart6_1lo
+	VINSERTPS $0x20, 200(CX)(R12*1), X8, X8
+	CMPQ      R13, $0x10
+	JL        sumpart6_1lo
+	VINSERTPS $0x30, 204(CX)(R12*1), X8, X8
+	CMPQ      R13, $0x14
+	JL        sumpart6_1lo
+	VMOVSS    208(CX)(R12*1), X9
+	CMPQ      R13, $0x18
+	JL        sumpart6_1hi
+	VINSERTPS $0x10, 212(CX)(R12*1), X9, X9
+	CMPQ      R13, $0x1c
+	JL        sumpart6_1hi
+	VINSERTPS $0x20, 216(CX)(R12*1), X9, X9
+
+sumpart6_1hi:
+	VINSERTF128 $0x01, X9, Y8, Y8
+
+sumpart6_1lo:
+	VXORPS    Y9, Y9, Y9
+	VMOVSS    192(BX)(R12*1), X9
+	CMPQ      R13, $0x08
+	JL        sumpart6_2lo
+	VINSERTPS $0x10, 196(BX)(R12*1), X9, X9
+	CMPQ      R13, $0x0c
+	JL        sumpart6_2lo
+	VINSERTPS $0x20, 200(BX)(R12*1), X9, X9
+	CMPQ      R13, $0x10
+	JL        sumpart6_2lo
+	VINSERTPS $0x30, 204(BX)(R12*1), X9, X9
+	CMPQ      R13, $0x14
+	JL        sumpart6_2lo
+	VMOVSS    208(BX)(R12*1), X10
+	CMPQ      R13, $0x18
+	JL        sumpart6_2hi
+	VINSERTPS $0x10, 212(BX)(R12*1), X10, X10
+	CMPQ      R13, $0x1c
+	JL        sumpart6_2hi
+	VINSERTPS $0x20, 216(BX)(R12*1), X10, X10
+
+sumpart6_2hi:
+	VINSERTF128 $0x01, X10, Y9, Y9
+
+sumpart6_2lo:
+	VADDPS       Y9, Y8, Y8
+	VMOVSS       X8, 192(BX)(R12*1)
+	CMPQ         R13, $0x08
+	JL           sumpart6_3lo
+	VEXTRACTPS   $0x01, X8, 196(BX)(R12*1)
+	CMPQ         R13, $0x0c
+	JL           sumpart6_3lo
+	VEXTRACTPS   $0x02, X8, 200(BX)(R12*1)
+	CMPQ         R13, $0x10
+	JL           sumpart6_3lo
+	VEXTRACTPS   $0x03, X8, 204(BX)(R12*1)
+	VEXTRACTF128 $0x01, Y8, X9
+	CMPQ         R13, $0x14
+	JL           sumpart6_3lo
+	VEXTRACTPS   $0x00, X9, 208(BX)(R12*1)
+	CMPQ         R13, $0x18
+	JL           sumpart6_3lo
+	VEXTRACTPS   $0x01, X9, 212(BX)(R12*1)
+	CMPQ         R13, $0x1c
+	JL           sumpart6_3lo
+	VEXTRACTPS   $0x02, X9, 216(BX)(R12*1)
+
+sumpart6_3lo:
+	VMULPS Y8, Y8, Y8
+	VADDPS Y8, Y6, Y6
+	JMP    summed
 
 sumpart7:
-	SUBQ       $0x000000e0, R13
-	JZ         summed
-	LEAQ       tailmask<>+32(SB), R14
-	SUBQ       R13, R14
-	VMOVDQU    (R14), Y8
-	VMASKMOVPS 224(CX)(R12*1), Y8, Y9
-	VMASKMOVPS 224(BX)(R12*1), Y8, Y10
-	VADDPS     Y10, Y9, Y9
-	VMASKMOVPS Y9, Y8, 224(BX)(R12*1)
-	VMULPS     Y9, Y9, Y9
-	VADDPS     Y9, Y7, Y7
+	SUBQ      $0x000000e0, R13
+	JZ        summed
+	VXORPS    Y8, Y8, Y8
+	VMOVSS    224(CX)(R12*1), X8
+	CMPQ      R13, $0x08
+	JL        sumpart7_1lo
+	VINSERTPS $0x10, 228(CX)(R12*1), X8, X8
+	CMPQ      R13, $0x0c
+	JL        sumpart7_1lo
+	VINSERTPS $0x20, 232(CX)(R12*1), X8, X8
+	CMPQ      R13, $0x10
+	JL        sumpart7_1lo
+	VINSERTPS $0x30, 236(CX)(R12*1), X8, X8
+	CMPQ      R13, $0x14
+	JL        sumpart7_1lo
+	VMOVSS    240(CX)(R12*1), X9
+	CMPQ      R13, $0x18
+	JL        sumpart7_1hi
+	VINSERTPS $0x10, 244(CX)(R12*1), X9, X9
+	CMPQ      R13, $0x1c
+	JL        sumpart7_1hi
+	VINSERTPS $0x20, 248(CX)(R12*1), X9, X9
+
+sumpart7_1hi:
+	VINSERTF128 $0x01, X9, Y8, Y8
+
+sumpart7_1lo:
+	VXORPS    Y9, Y9, Y9
+	VMOVSS    224(BX)(R12*1), X9
+	CMPQ      R13, $0x08
+	JL        sumpart7_2lo
+	VINSERTPS $0x10, 228(BX)(R12*1), X9, X9
+	CMPQ      R13, $0x0c
+	JL        sumpart7_2lo
+	VINSERTPS $0x20, 232(BX)(R12*1), X9, X9
+	CMPQ      R13, $0x10
+	JL        sumpart7_2lo
+	VINSERTPS $0x30, 236(BX)(R12*1), X9, X9
+	CMPQ      R13, $0x14
+	JL        sumpart7_2lo
+	VMOVSS    240(BX)(R12*1), X10
+	CMPQ      R13, $0x18
+	JL        sumpart7_2hi
+	VINSERTPS $0x10, 244(BX)(R12*1), X10, X10
+	CMPQ      R13, $0x1c
+	JL        sumpart7_2hi
+	VINSERTPS $0x20, 248(BX)(R12*1), X10, X10
+
+sumpart7_2hi:
+	VINSERTF128 $0x01, X10, Y9, Y9
+
+sumpart7_2lo:
+	VADDPS       Y9, Y8, Y8
+	VMOVSS       X8, 224(BX)(R12*1)
+	CMPQ         R13, $0x08
+	JL           sumpart7_3lo
+	VEXTRACTPS   $0x01, X8, 228(BX)(R12*1)
+	CMPQ         R13, $0x0c
+	JL           sumpart7_3lo
+	VEXTRACTPS   $0x02, X8, 232(BX)(R12*1)
+	CMPQ         R13, $0x10
+	JL           sumpart7_3lo
+	VEXTRACTPS   $0x03, X8, 236(BX)(R12*1)
+	VEXTRACTF128 $0x01, Y8, X9
+	CMPQ         R13, $0x14
+	JL           sumpart7_3lo
+	VEXTRACTPS   $0x00, X9, 240(BX)(R12*1)
+	CMPQ         R13, $0x18
+	JL           sumpart7_3lo
+	VEXTRACTPS   $0x01, X9, 244(BX)(R12*1)
+	CMPQ         R13, $0x1c
+	JL           sumpart7_3lo
+	VEXTRACTPS   $0x02, X9, 248(BX)(R12*1)
+
+sumpart7_3lo:
+	VMULPS Y8, Y8, Y8
+	VADDPS Y8, Y7, Y7
 
 summed:
 	// Halving tree: p[j] += p[j+h] for h = 32, 16, ..., 1.
@@ -14201,7 +17759,7 @@ sumcheck:
 	JLE  sumloop
 
 sumtail:
-	// Fewer than 64 elements remain: whole vectors first, then one masked vector.
+	// Fewer than 64 elements remain: whole vectors first, then one partial vector.
 	MOVQ    SI, R12
 	SUBQ    R11, R12
 	CMPQ    R12, $0x00000020
@@ -14263,115 +17821,643 @@ sumtail:
 	JMP     summed
 
 sumpart0:
-	SUBQ       $0x00000000, R12
-	JZ         summed
-	LEAQ       tailmask<>+32(SB), R13
-	SUBQ       R12, R13
-	VMOVDQU    (R13), Y8
-	VMASKMOVPS (CX)(R11*1), Y8, Y9
-	VMASKMOVPS (DX)(R11*1), Y8, Y10
-	VADDPS     Y10, Y9, Y9
-	VMASKMOVPS Y9, Y8, (DX)(R11*1)
-	VMULPS     Y9, Y9, Y9
-	VADDPS     Y9, Y0, Y0
-	JMP        summed
+	SUBQ      $0x00000000, R12
+	JZ        summed
+	VXORPS    Y8, Y8, Y8
+	VMOVSS    (CX)(R11*1), X8
+	CMPQ      R12, $0x08
+	JL        sumpart0_1lo
+	VINSERTPS $0x10, 4(CX)(R11*1), X8, X8
+	CMPQ      R12, $0x0c
+	JL        sumpart0_1lo
+	VINSERTPS $0x20, 8(CX)(R11*1), X8, X8
+	CMPQ      R12, $0x10
+	JL        sumpart0_1lo
+	VINSERTPS $0x30, 12(CX)(R11*1), X8, X8
+	CMPQ      R12, $0x14
+	JL        sumpart0_1lo
+	VMOVSS    16(CX)(R11*1), X9
+	CMPQ      R12, $0x18
+	JL        sumpart0_1hi
+	VINSERTPS $0x10, 20(CX)(R11*1), X9, X9
+	CMPQ      R12, $0x1c
+	JL        sumpart0_1hi
+	VINSERTPS $0x20, 24(CX)(R11*1), X9, X9
+
+sumpart0_1hi:
+	VINSERTF128 $0x01, X9, Y8, Y8
+
+sumpart0_1lo:
+	VXORPS    Y9, Y9, Y9
+	VMOVSS    (DX)(R11*1), X9
+	CMPQ      R12, $0x08
+	JL        sumpart0_2lo
+	VINSERTPS $0x10, 4(DX)(R11*1), X9, X9
+	CMPQ      R12, $0x0c
+	JL        sumpart0_2lo
+	VINSERTPS $0x20, 8(DX)(R11*1), X9, X9
+	CMPQ      R12, $0x10
+	JL        sumpart0_2lo
+	VINSERTPS $0x30, 12(DX)(R11*1), X9, X9
+	CMPQ      R12, $0x14
+	JL        sumpart0_2lo
+	VMOVSS    16(DX)(R11*1), X10
+	CMPQ      R12, $0x18
+	JL        sumpart0_2hi
+	VINSERTPS $0x10, 20(DX)(R11*1), X10, X10
+	CMPQ      R12, $0x1c
+	JL        sumpart0_2hi
+	VINSERTPS $0x20, 24(DX)(R11*1), X10, X10
+
+sumpart0_2hi:
+	VINSERTF128 $0x01, X10, Y9, Y9
+
+sumpart0_2lo:
+	VADDPS       Y9, Y8, Y8
+	VMOVSS       X8, (DX)(R11*1)
+	CMPQ         R12, $0x08
+	JL           sumpart0_3lo
+	VEXTRACTPS   $0x01, X8, 4(DX)(R11*1)
+	CMPQ         R12, $0x0c
+	JL           sumpart0_3lo
+	VEXTRACTPS   $0x02, X8, 8(DX)(R11*1)
+	CMPQ         R12, $0x10
+	JL           sumpart0_3lo
+	VEXTRACTPS   $0x03, X8, 12(DX)(R11*1)
+	VEXTRACTF128 $0x01, Y8, X9
+	CMPQ         R12, $0x14
+	JL           sumpart0_3lo
+	VEXTRACTPS   $0x00, X9, 16(DX)(R11*1)
+	CMPQ         R12, $0x18
+	JL           sumpart0_3lo
+	VEXTRACTPS   $0x01, X9, 20(DX)(R11*1)
+	CMPQ         R12, $0x1c
+	JL           sumpart0_3lo
+	VEXTRACTPS   $0x02, X9, 24(DX)(R11*1)
+
+sumpart0_3lo:
+	VMULPS Y8, Y8, Y8
+	VADDPS Y8, Y0, Y0
+	JMP    summed
 
 sumpart1:
-	SUBQ       $0x00000020, R12
-	JZ         summed
-	LEAQ       tailmask<>+32(SB), R13
-	SUBQ       R12, R13
-	VMOVDQU    (R13), Y8
-	VMASKMOVPS 32(CX)(R11*1), Y8, Y9
-	VMASKMOVPS 32(DX)(R11*1), Y8, Y10
-	VADDPS     Y10, Y9, Y9
-	VMASKMOVPS Y9, Y8, 32(DX)(R11*1)
-	VMULPS     Y9, Y9, Y9
-	VADDPS     Y9, Y1, Y1
-	JMP        summed
+	SUBQ      $0x00000020, R12
+	JZ        summed
+	VXORPS    Y8, Y8, Y8
+	VMOVSS    32(CX)(R11*1), X8
+	CMPQ      R12, $0x08
+	JL        sumpart1_1lo
+	VINSERTPS $0x10, 36(CX)(R11*1), X8, X8
+	CMPQ      R12, $0x0c
+	JL        sumpart1_1lo
+	VINSERTPS $0x20, 40(CX)(R11*1), X8, X8
+	CMPQ      R12, $0x10
+	JL        sumpart1_1lo
+	VINSERTPS $0x30, 44(CX)(R11*1), X8, X8
+	CMPQ      R12, $0x14
+	JL        sumpart1_1lo
+	VMOVSS    48(CX)(R11*1), X9
+	CMPQ      R12, $0x18
+	JL        sumpart1_1hi
+	VINSERTPS $0x10, 52(CX)(R11*1), X9, X9
+	CMPQ      R12, $0x1c
+	JL        sumpart1_1hi
+	VINSERTPS $0x20, 56(CX)(R11*1), X9, X9
+
+sumpart1_1hi:
+	VINSERTF128 $0x01, X9, Y8, Y8
+
+sumpart1_1lo:
+	VXORPS    Y9, Y9, Y9
+	VMOVSS    32(DX)(R11*1), X9
+	CMPQ      R12, $0x08
+	JL        sumpart1_2lo
+	VINSERTPS $0x10, 36(DX)(R11*1), X9, X9
+	CMPQ      R12, $0x0c
+	JL        sumpart1_2lo
+	VINSERTPS $0x20, 40(DX)(R11*1), X9, X9
+	CMPQ      R12, $0x10
+	JL        sumpart1_2lo
+	VINSERTPS $0x30, 44(DX)(R11*1), X9, X9
+	CMPQ      R12, $0x14
+	JL        sumpart1_2lo
+	VMOVSS    48(DX)(R11*1), X10
+	CMPQ      R12, $0x18
+	JL        sumpart1_2hi
+	VINSERTPS $0x10, 52(DX)(R11*1), X10, X10
+	CMPQ      R12, $0x1c
+	JL        sumpart1_2hi
+	VINSERTPS $0x20, 56(DX)(R11*1), X10, X10
+
+sumpart1_2hi:
+	VINSERTF128 $0x01, X10, Y9, Y9
+
+sumpart1_2lo:
+	VADDPS       Y9, Y8, Y8
+	VMOVSS       X8, 32(DX)(R11*1)
+	CMPQ         R12, $0x08
+	JL           sumpart1_3lo
+	VEXTRACTPS   $0x01, X8, 36(DX)(R11*1)
+	CMPQ         R12, $0x0c
+	JL           sumpart1_3lo
+	VEXTRACTPS   $0x02, X8, 40(DX)(R11*1)
+	CMPQ         R12, $0x10
+	JL           sumpart1_3lo
+	VEXTRACTPS   $0x03, X8, 44(DX)(R11*1)
+	VEXTRACTF128 $0x01, Y8, X9
+	CMPQ         R12, $0x14
+	JL           sumpart1_3lo
+	VEXTRACTPS   $0x00, X9, 48(DX)(R11*1)
+	CMPQ         R12, $0x18
+	JL           sumpart1_3lo
+	VEXTRACTPS   $0x01, X9, 52(DX)(R11*1)
+	CMPQ         R12, $0x1c
+	JL           sumpart1_3lo
+	VEXTRACTPS   $0x02, X9, 56(DX)(R11*1)
+
+sumpart1_3lo:
+	VMULPS Y8, Y8, Y8
+	VADDPS Y8, Y1, Y1
+	JMP    summed
 
 sumpart2:
-	SUBQ       $0x00000040, R12
-	JZ         summed
-	LEAQ       tailmask<>+32(SB), R13
-	SUBQ       R12, R13
-	VMOVDQU    (R13), Y8
-	VMASKMOVPS 64(CX)(R11*1), Y8, Y9
-	VMASKMOVPS 64(DX)(R11*1), Y8, Y10
-	VADDPS     Y10, Y9, Y9
-	VMASKMOVPS Y9, Y8, 64(DX)(R11*1)
-	VMULPS     Y9, Y9, Y9
-	VADDPS     Y9, Y2, Y2
-	JMP        summed
+	SUBQ      $0x00000040, R12
+	JZ        summed
+	VXORPS    Y8, Y8, Y8
+	VMOVSS    64(CX)(R11*1), X8
+	CMPQ      R12, $0x08
+	JL        sumpart2_1lo
+	VINSERTPS $0x10, 68(CX)(R11*1), X8, X8
+	CMPQ      R12, $0x0c
+	JL        sumpart2_1lo
+	VINSERTPS $0x20, 72(CX)(R11*1), X8, X8
+	CMPQ      R12, $0x10
+	JL        sumpart2_1lo
+	VINSERTPS $0x30, 76(CX)(R11*1), X8, X8
+	CMPQ      R12, $0x14
+	JL        sumpart2_1lo
+	VMOVSS    80(CX)(R11*1), X9
+	CMPQ      R12, $0x18
+	JL        sumpart2_1hi
+	VINSERTPS $0x10, 84(CX)(R11*1), X9, X9
+	CMPQ      R12, $0x1c
+	JL        sumpart2_1hi
+	VINSERTPS $0x20, 88(CX)(R11*1), X9, X9
+
+sumpart2_1hi:
+	VINSERTF128 $0x01, X9, Y8, Y8
+
+sumpart2_1lo:
+	VXORPS    Y9, Y9, Y9
+	VMOVSS    64(DX)(R11*1), X9
+	CMPQ      R12, $0x08
+	JL        sumpart2_2lo
+	VINSERTPS $0x10, 68(DX)(R11*1), X9, X9
+	CMPQ      R12, $0x0c
+	JL        sumpart2_2lo
+	VINSERTPS $0x20, 72(DX)(R11*1), X9, X9
+	CMPQ      R12, $0x10
+	JL        sumpart2_2lo
+	VINSERTPS $0x30, 76(DX)(R11*1), X9, X9
+	CMPQ      R12, $0x14
+	JL        sumpart2_2lo
+	VMOVSS    80(DX)(R11*1), X10
+	CMPQ      R12, $0x18
+	JL        sumpart2_2hi
+	VINSERTPS $0x10, 84(DX)(R11*1), X10, X10
+	CMPQ      R12, $0x1c
+	JL        sumpart2_2hi
+	VINSERTPS $0x20, 88(DX)(R11*1), X10, X10
+
+sumpart2_2hi:
+	VINSERTF128 $0x01, X10, Y9, Y9
+
+sumpart2_2lo:
+	VADDPS       Y9, Y8, Y8
+	VMOVSS       X8, 64(DX)(R11*1)
+	CMPQ         R12, $0x08
+	JL           sumpart2_3lo
+	VEXTRACTPS   $0x01, X8, 68(DX)(R11*1)
+	CMPQ         R12, $0x0c
+	JL           sumpart2_3lo
+	VEXTRACTPS   $0x02, X8, 72(DX)(R11*1)
+	CMPQ         R12, $0x10
+	JL           sumpart2_3lo
+	VEXTRACTPS   $0x03, X8, 76(DX)(R11*1)
+	VEXTRACTF128 $0x01, Y8, X9
+	CMPQ         R12, $0x14
+	JL           sumpart2_3lo
+	VEXTRACTPS   $0x00, X9, 80(DX)(R11*1)
+	CMPQ         R12, $0x18
+	JL           sumpart2_3lo
+	VEXTRACTPS   $0x01, X9, 84(DX)(R11*1)
+	CMPQ         R12, $0x1c
+	JL           sumpart2_3lo
+	VEXTRACTPS   $0x02, X9, 88(DX)(R11*1)
+
+sumpart2_3lo:
+	VMULPS Y8, Y8, Y8
+	VADDPS Y8, Y2, Y2
+	JMP    summed
 
 sumpart3:
-	SUBQ       $0x00000060, R12
-	JZ         summed
-	LEAQ       tailmask<>+32(SB), R13
-	SUBQ       R12, R13
-	VMOVDQU    (R13), Y8
-	VMASKMOVPS 96(CX)(R11*1), Y8, Y9
-	VMASKMOVPS 96(DX)(R11*1), Y8, Y10
-	VADDPS     Y10, Y9, Y9
-	VMASKMOVPS Y9, Y8, 96(DX)(R11*1)
-	VMULPS     Y9, Y9, Y9
-	VADDPS     Y9, Y3, Y3
-	JMP        summed
+	SUBQ      $0x00000060, R12
+	JZ        summed
+	VXORPS    Y8, Y8, Y8
+	VMOVSS    96(CX)(R11*1), X8
+	CMPQ      R12, $0x08
+	JL        sumpart3_1lo
+	VINSERTPS $0x10, 100(CX)(R11*1), X8, X8
+	CMPQ      R12, $0x0c
+	JL        sumpart3_1lo
+	VINSERTPS $0x20, 104(CX)(R11*1), X8, X8
+	CMPQ      R12, $0x10
+	JL        sumpart3_1lo
+	VINSERTPS $0x30, 108(CX)(R11*1), X8, X8
+	CMPQ      R12, $0x14
+	JL        sumpart3_1lo
+	VMOVSS    112(CX)(R11*1), X9
+	CMPQ      R12, $0x18
+	JL        sumpart3_1hi
+	VINSERTPS $0x10, 116(CX)(R11*1), X9, X9
+	CMPQ      R12, $0x1c
+	JL        sumpart3_1hi
+	VINSERTPS $0x20, 120(CX)(R11*1), X9, X9
+
+sumpart3_1hi:
+	VINSERTF128 $0x01, X9, Y8, Y8
+
+sumpart3_1lo:
+	VXORPS    Y9, Y9, Y9
+	VMOVSS    96(DX)(R11*1), X9
+	CMPQ      R12, $0x08
+	JL        sumpart3_2lo
+	VINSERTPS $0x10, 100(DX)(R11*1), X9, X9
+	CMPQ      R12, $0x0c
+	JL        sumpart3_2lo
+	VINSERTPS $0x20, 104(DX)(R11*1), X9, X9
+	CMPQ      R12, $0x10
+	JL        sumpart3_2lo
+	VINSERTPS $0x30, 108(DX)(R11*1), X9, X9
+	CMPQ      R12, $0x14
+	JL        sumpart3_2lo
+	VMOVSS    112(DX)(R11*1), X10
+	CMPQ      R12, $0x18
+	JL        sumpart3_2hi
+	VINSERTPS $0x10, 116(DX)(R11*1), X10, X10
+	CMPQ      R12, $0x1c
+	JL        sumpart3_2hi
+	VINSERTPS $0x20, 120(DX)(R11*1), X10, X10
+
+sumpart3_2hi:
+	VINSERTF128 $0x01, X10, Y9, Y9
+
+sumpart3_2lo:
+	VADDPS       Y9, Y8, Y8
+	VMOVSS       X8, 96(DX)(R11*1)
+	CMPQ         R12, $0x08
+	JL           sumpart3_3lo
+	VEXTRACTPS   $0x01, X8, 100(DX)(R11*1)
+	CMPQ         R12, $0x0c
+	JL           sumpart3_3lo
+	VEXTRACTPS   $0x02, X8, 104(DX)(R11*1)
+	CMPQ         R12, $0x10
+	JL           sumpart3_3lo
+	VEXTRACTPS   $0x03, X8, 108(DX)(R11*1)
+	VEXTRACTF128 $0x01, Y8, X9
+	CMPQ         R12, $0x14
+	JL           sumpart3_3lo
+	VEXTRACTPS   $0x00, X9, 112(DX)(R11*1)
+	CMPQ         R12, $0x18
+	JL           sumpart3_3lo
+	VEXTRACTPS   $0x01, X9, 116(DX)(R11*1)
+	CMPQ         R12, $0x1c
+	JL           sumpart3_3lo
+	VEXTRACTPS   $0x02, X9, 120(DX)(R11*1)
+
+sumpart3_3lo:
+	VMULPS Y8, Y8, Y8
+	VADDPS Y8, Y3, Y3
+	JMP    summed
 
 sumpart4:
-	SUBQ       $0x00000080, R12
-	JZ         summed
-	LEAQ       tailmask<>+32(SB), R13
-	SUBQ       R12, R13
-	VMOVDQU    (R13), Y8
-	VMASKMOVPS 128(CX)(R11*1), Y8, Y9
-	VMASKMOVPS 128(DX)(R11*1), Y8, Y10
-	VADDPS     Y10, Y9, Y9
-	VMASKMOVPS Y9, Y8, 128(DX)(R11*1)
-	VMULPS     Y9, Y9, Y9
-	VADDPS     Y9, Y4, Y4
-	JMP        summed
+	SUBQ      $0x00000080, R12
+	JZ        summed
+	VXORPS    Y8, Y8, Y8
+	VMOVSS    128(CX)(R11*1), X8
+	CMPQ      R12, $0x08
+	JL        sumpart4_1lo
+	VINSERTPS $0x10, 132(CX)(R11*1), X8, X8
+	CMPQ      R12, $0x0c
+	JL        sumpart4_1lo
+	VINSERTPS $0x20, 136(CX)(R11*1), X8, X8
+	CMPQ      R12, $0x10
+	JL        sumpart4_1lo
+	VINSERTPS $0x30, 140(CX)(R11*1), X8, X8
+	CMPQ      R12, $0x14
+	JL        sumpart4_1lo
+	VMOVSS    144(CX)(R11*1), X9
+	CMPQ      R12, $0x18
+	JL        sumpart4_1hi
+	VINSERTPS $0x10, 148(CX)(R11*1), X9, X9
+	CMPQ      R12, $0x1c
+	JL        sumpart4_1hi
+	VINSERTPS $0x20, 152(CX)(R11*1), X9, X9
+
+sumpart4_1hi:
+	VINSERTF128 $0x01, X9, Y8, Y8
+
+sumpart4_1lo:
+	VXORPS    Y9, Y9, Y9
+	VMOVSS    128(DX)(R11*1), X9
+	CMPQ      R12, $0x08
+	JL        sumpart4_2lo
+	VINSERTPS $0x10, 132(DX)(R11*1), X9, X9
+	CMPQ      R12, $0x0c
+	JL        sumpart4_2lo
+	VINSERTPS $0x20, 136(DX)(R11*1), X9, X9
+	CMPQ      R12, $0x10
+	JL        sumpart4_2lo
+	VINSERTPS $0x30, 140(DX)(R11*1), X9, X9
+	CMPQ      R12, $0x14
+	JL        sumpart4_2lo
+	VMOVSS    144(DX)(R11*1), X10
+	CMPQ      R12, $0x18
+	JL        sumpart4_2hi
+	VINSERTPS $0x10, 148(DX)(R11*1), X10, X10
+	CMPQ      R12, $0x1c
+	JL        sumpart4_2hi
+	VINSERTPS $0x20, 152(DX)(R11*1), X10, X10
+
+sumpart4_2hi:
+	VINSERTF128 $0x01, X10, Y9, Y9
+
+sumpart4_2lo:
+	VADDPS       Y9, Y8, Y8
+	VMOVSS       X8, 128(DX)(R11*1)
+	CMPQ         R12, $0x08
+	JL           sumpart4_3lo
+	VEXTRACTPS   $0x01, X8, 132(DX)(R11*1)
+	CMPQ         R12, $0x0c
+	JL           sumpart4_3lo
+	VEXTRACTPS   $0x02, X8, 136(DX)(R11*1)
+	CMPQ         R12, $0x10
+	JL           sumpart4_3lo
+	VEXTRACTPS   $0x03, X8, 140(DX)(R11*1)
+	VEXTRACTF128 $0x01, Y8, X9
+	CMPQ         R12, $0x14
+	JL           sumpart4_3lo
+	VEXTRACTPS   $0x00, X9, 144(DX)(R11*1)
+	CMPQ         R12, $0x18
+	JL           sumpart4_3lo
+	VEXTRACTPS   $0x01, X9, 148(DX)(R11*1)
+	CMPQ         R12, $0x1c
+	JL           sumpart4_3lo
+	VEXTRACTPS   $0x02, X9, 152(DX)(R11*1)
+
+sumpart4_3lo:
+	VMULPS Y8, Y8, Y8
+	VADDPS Y8, Y4, Y4
+	JMP    summed
 
 sumpart5:
-	SUBQ       $0x000000a0, R12
-	JZ         summed
-	LEAQ       tailmask<>+32(SB), R13
-	SUBQ       R12, R13
-	VMOVDQU    (R13), Y8
-	VMASKMOVPS 160(CX)(R11*1), Y8, Y9
-	VMASKMOVPS 160(DX)(R11*1), Y8, Y10
-	VADDPS     Y10, Y9, Y9
-	VMASKMOVPS Y9, Y8, 160(DX)(R11*1)
-	VMULPS     Y9, Y9, Y9
-	VADDPS     Y9, Y5, Y5
-	JMP        summed
+	SUBQ      $0x000000a0, R12
+	JZ        summed
+	VXORPS    Y8, Y8, Y8
+	VMOVSS    160(CX)(R11*1), X8
+	CMPQ      R12, $0x08
+	JL        sumpart5_1lo
+	VINSERTPS $0x10, 164(CX)(R11*1), X8, X8
+	CMPQ      R12, $0x0c
+	JL        sumpart5_1lo
+	VINSERTPS $0x20, 168(CX)(R11*1), X8, X8
+	CMPQ      R12, $0x10
+	JL        sumpart5_1lo
+	VINSERTPS $0x30, 172(CX)(R11*1), X8, X8
+	CMPQ      R12, $0x14
+	JL        sumpart5_1lo
+	VMOVSS    176(CX)(R11*1), X9
+	CMPQ      R12, $0x18
+	JL        sumpart5_1hi
+	VINSERTPS $0x10, 180(CX)(R11*1), X9, X9
+	CMPQ      R12, $0x1c
+	JL        sumpart5_1hi
+	VINSERTPS $0x20, 184(CX)(R11*1), X9, X9
+
+sumpart5_1hi:
+	VINSERTF128 $0x01, X9, Y8, Y8
+
+sumpart5_1lo:
+	VXORPS    Y9, Y9, Y9
+	VMOVSS    160(DX)(R11*1), X9
+	CMPQ      R12, $0x08
+	JL        sumpart5_2lo
+	VINSERTPS $0x10, 164(DX)(R11*1), X9, X9
+	CMPQ      R12, $0x0c
+	JL        sumpart5_2lo
+	VINSERTPS $0x20, 168(DX)(R11*1), X9, X9
+	CMPQ      R12, $0x10
+	JL        sumpart5_2lo
+	VINSERTPS $0x30, 172(DX)(R11*1), X9, X9
+	CMPQ      R12, $0x14
+	JL        sumpart5_2lo
+	VMOVSS    176(DX)(R11*1), X10
+	CMPQ      R12, $0x18
+	JL        sumpart5_2hi
+	VINSERTPS $0x10, 180(DX)(R11*1), X10, X10
+	CMPQ      R12, $0x1c
+	JL        sumpart5_2hi
+	VINSERTPS $0x20, 184(DX)(R11*1), X10, X10
+
+sumpart5_2hi:
+	VINSERTF128 $0x01, X10, Y9, Y9
+
+sumpart5_2lo:
+	VADDPS       Y9, Y8, Y8
+	VMOVSS       X8, 160(DX)(R11*1)
+	CMPQ         R12, $0x08
+	JL           sumpart5_3lo
+	VEXTRACTPS   $0x01, X8, 164(DX)(R11*1)
+	CMPQ         R12, $0x0c
+	JL           sumpart5_3lo
+	VEXTRACTPS   $0x02, X8, 168(DX)(R11*1)
+	CMPQ         R12, $0x10
+	JL           sumpart5_3lo
+	VEXTRACTPS   $0x03, X8, 172(DX)(R11*1)
+	VEXTRACTF128 $0x01, Y8, X9
+	CMPQ         R12, $0x14
+	JL           sumpart5_3lo
+	VEXTRACTPS   $0x00, X9, 176(DX)(R11*1)
+	CMPQ         R12, $0x18
+	JL           sumpart5_3lo
+	VEXTRACTPS   $0x01, X9, 180(DX)(R11*1)
+	CMPQ         R12, $0x1c
+	JL           sumpart5_3lo
+	VEXTRACTPS   $0x02, X9, 184(DX)(R11*1)
+
+sumpart5_3lo:
+	VMULPS Y8, Y8, Y8
+	VADDPS Y8, Y5, Y5
+	JMP    summed
 
 sumpart6:
-	SUBQ       $0x000000c0, R12
-	JZ         summed
-	LEAQ       tailmask<>+32(SB), R13
-	SUBQ       R12, R13
-	VMOVDQU    (R13), Y8
-	VMASKMOVPS 192(CX)(R11*1), Y8, Y9
-	VMASKMOVPS 192(DX)(R11*1), Y8, Y10
-	VADDPS     Y10, Y9, Y9
-	VMASKMOVPS Y9, Y8, 192(DX)(R11*1)
-	VMULPS     Y9, Y9, Y9
-	VADDPS     Y9, Y6, Y6
-	JMP        summed
+	SUBQ      $0x000000c0, R12
+	JZ        summed
+	VXORPS    Y8, Y8, Y8
+	VMOVSS    192(CX)(R11*1), X8
+	CMPQ      R12, $0x08
+	JL        sumpart6_1lo
+	VINSERTPS $0x10, 196(CX)(R11*1), X8, X8
+	CMPQ      R12, $0x0c
+	JL        sumpart6_1lo
+	VINSERTPS $0x20, 200(CX)(R11*1), X8, X8
+	CMPQ      R12, $0x10
+	JL        sumpart6_1lo
+	VINSERTPS $0x30, 204(CX)(R11*1), X8, X8
+	CMPQ      R12, $0x14
+	JL        sumpart6_1lo
+	VMOVSS    208(CX)(R11*1), X9
+	CMPQ      R12, $0x18
+	JL        sumpart6_1hi
+	VINSERTPS $0x10, 212(CX)(R11*1), X9, X9
+	CMPQ      R12, $0x1c
+	JL        sumpart6_1hi
+	VINSERTPS $0x20, 216(CX)(R11*1), X9, X9
+
+sumpart6_1hi:
+	VINSERTF128 $0x01, X9, Y8, Y8
+
+sumpart6_1lo:
+	VXORPS    Y9, Y9, Y9
+	VMOVSS    192(DX)(R11*1), X9
+	CMPQ      R12, $0x08
+	JL        sumpart6_2lo
+	VINSERTPS $0x10, 196(DX)(R11*1), X9, X9
+	CMPQ      R12, $0x0c
+	JL        sumpart6_2lo
+	VINSERTPS $0x20, 200(DX)(R11*1), X9, X9
+	CMPQ      R12, $0x10
+	JL        sumpart6_2lo
+	VINSERTPS $0x30, 204(DX)(R11*1), X9, X9
+	CMPQ      R12, $0x14
+	JL        sumpart6_2lo
+	VMOVSS    208(DX)(R11*1), X10
+	CMPQ      R12, $0x18
+	JL        sumpart6_2hi
+	VINSERTPS $0x10, 212(DX)(R11*1), X10, X10
+	CMPQ      R12, $0x1c
+	JL        sumpart6_2hi
+	VINSERTPS $0x20, 216(DX)(R11*1), X10, X10
+
+sumpart6_2hi:
+	VINSERTF128 $0x01, X10, Y9, Y9
+
+sumpart6_2lo:
+	VADDPS       Y9, Y8, Y8
+	VMOVSS       X8, 192(DX)(R11*1)
+	CMPQ         R12, $0x08
+	JL           sumpart6_3lo
+	VEXTRACTPS   $0x01, X8, 196(DX)(R11*1)
+	CMPQ         R12, $0x0c
+	JL           sumpart6_3lo
+	VEXTRACTPS   $0x02, X8, 200(DX)(R11*1)
+	CMPQ         R12, $0x10
+	JL           sumpart6_3lo
+	VEXTRACTPS   $0x03, X8, 204(DX)(R11*1)
+	VEXTRACTF128 $0x01, Y8, X9
+	CMPQ         R12, $0x14
+	JL           sumpart6_3lo
+	VEXTRACTPS   $0x00, X9, 208(DX)(R11*1)
+	CMPQ         R12, $0x18
+	JL           sumpart6_3lo
+	VEXTRACTPS   $0x01, X9, 212(DX)(R11*1)
+	CMPQ         R12, $0x1c
+	JL           sumpart6_3lo
+	VEXTRACTPS   $0x02, X9, 216(DX)(R11*1)
+
+sumpart6_3lo:
+	VMULPS Y8, Y8, Y8
+	VADDPS Y8, Y6, Y6
+	JMP    summed
 
 sumpart7:
-	SUBQ       $0x000000e0, R12
-	JZ         summed
-	LEAQ       tailmask<>+32(SB), R13
-	SUBQ       R12, R13
-	VMOVDQU    (R13), Y8
-	VMASKMOVPS 224(CX)(R11*1), Y8, Y9
-	VMASKMOVPS 224(DX)(R11*1), Y8, Y10
-	VADDPS     Y10, Y9, Y9
-	VMASKMOVPS Y9, Y8, 224(DX)(R11*1)
-	VMULPS     Y9, Y9, Y9
-	VADDPS     Y9, Y7, Y7
+	SUBQ      $0x000000e0, R12
+	JZ        summed
+	VXORPS    Y8, Y8, Y8
+	VMOVSS    224(CX)(R11*1), X8
+	CMPQ      R12, $0x08
+	JL        sumpart7_1lo
+	VINSERTPS $0x10, 228(CX)(R11*1), X8, X8
+	CMPQ      R12, $0x0c
+	JL        sumpart7_1lo
+	VINSERTPS $0x20, 232(CX)(R11*1), X8, X8
+	CMPQ      R12, $0x10
+	JL        sumpart7_1lo
+	VINSERTPS $0x30, 236(CX)(R11*1), X8, X8
+	CMPQ      R12, $0x14
+	JL        sumpart7_1lo
+	VMOVSS    240(CX)(R11*1), X9
+	CMPQ      R12, $0x18
+	JL        sumpart7_1hi
+	VINSERTPS $0x10, 244(CX)(R11*1), X9, X9
+	CMPQ      R12, $0x1c
+	JL        sumpart7_1hi
+	VINSERTPS $0x20, 248(CX)(R11*1), X9, X9
+
+sumpart7_1hi:
+	VINSERTF128 $0x01, X9, Y8, Y8
+
+sumpart7_1lo:
+	VXORPS    Y9, Y9, Y9
+	VMOVSS    224(DX)(R11*1), X9
+	CMPQ      R12, $0x08
+	JL        sumpart7_2lo
+	VINSERTPS $0x10, 228(DX)(R11*1), X9, X9
+	CMPQ      R12, $0x0c
+	JL        sumpart7_2lo
+	VINSERTPS $0x20, 232(DX)(R11*1), X9, X9
+	CMPQ      R12, $0x10
+	JL        sumpart7_2lo
+	VINSERTPS $0x30, 236(DX)(R11*1), X9, X9
+	CMPQ      R12, $0x14
+	JL        sumpart7_2lo
+	VMOVSS    240(DX)(R11*1), X10
+	CMPQ      R12, $0x18
+	JL        sumpart7_2hi
+	VINSERTPS $0x10, 244(DX)(R11*1), X10, X10
+	CMPQ      R12, $0x1c
+	JL        sumpart7_2hi
+	VINSERTPS $0x20, 248(DX)(R11*1), X10, X10
+
+sumpart7_2hi:
+	VINSERTF128 $0x01, X10, Y9, Y9
+
+sumpart7_2lo:
+	VADDPS       Y9, Y8, Y8
+	VMOVSS       X8, 224(DX)(R11*1)
+	CMPQ         R12, $0x08
+	JL           sumpart7_3lo
+	VEXTRACTPS   $0x01, X8, 228(DX)(R11*1)
+	CMPQ         R12, $0x0c
+	JL           sumpart7_3lo
+	VEXTRACTPS   $0x02, X8, 232(DX)(R11*1)
+	CMPQ         R12, $0x10
+	JL           sumpart7_3lo
+	VEXTRACTPS   $0x03, X8, 236(DX)(R11*1)
+	VEXTRACTF128 $0x01, Y8, X9
+	CMPQ         R12, $0x14
+	JL           sumpart7_3lo
+	VEXTRACTPS   $0x00, X9, 240(DX)(R11*1)
+	CMPQ         R12, $0x18
+	JL           sumpart7_3lo
+	VEXTRACTPS   $0x01, X9, 244(DX)(R11*1)
+	CMPQ         R12, $0x1c
+	JL           sumpart7_3lo
+	VEXTRACTPS   $0x02, X9, 248(DX)(R11*1)
+
+sumpart7_3lo:
+	VMULPS Y8, Y8, Y8
+	VADDPS Y8, Y7, Y7
 
 summed:
 	// Halving tree: p[j] += p[j+h] for h = 32, 16, ..., 1.

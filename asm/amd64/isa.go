@@ -27,14 +27,9 @@ type isa struct {
 	zero func(v VecVirtual)
 	// move copies a vector register.
 	move func(from, to VecVirtual)
-	// tailMask prepares a mask selecting the first n bytes/4 lanes (0 < n < vbytes); it may
-	// clobber n.
-	tailMask func(n GPVirtual) Op
-	// maskedLoad reads the selected lanes of m into v and zeroes the others; unselected lanes are
-	// never read, so a row ending at a page boundary is safe.
-	maskedLoad func(m Mem, mask Op, v VecVirtual)
-	// maskedStore writes the selected lanes of v to m and nothing else.
-	maskedStore func(v VecVirtual, mask Op, m Mem)
+	// part returns the way to read and write the first n bytes (0 < n < vbytes) of a vector; it
+	// may clobber n. Labels it emits start with label.
+	part func(n GPVirtual, label string) part
 
 	// partial applies the first halving-tree steps to one row's accumulators and returns one
 	// register of partials: 8 (AVX2, h = 32, 16, 8) or 16 (AVX-512, h = 32, 16).
@@ -64,17 +59,7 @@ var avx2 = &isa{
 	vec:    YMM,
 	zero:   func(v VecVirtual) { VXORPS(v, v, v) },
 	move:   func(from, to VecVirtual) { VMOVAPS(from, to) },
-	tailMask: func(n GPVirtual) Op {
-		// The mask is the 8 dwords starting 32-n bytes into {-1 x 8, 0 x 8}.
-		p := GP64()
-		LEAQ(tailMaskAVX2.Offset(32), p)
-		SUBQ(n, p)
-		m := YMM()
-		VMOVDQU(Mem{Base: p}, m)
-		return m
-	},
-	maskedLoad:  func(m Mem, mask Op, v VecVirtual) { VMASKMOVPS(m, mask, v) },
-	maskedStore: func(v VecVirtual, mask Op, m Mem) { VMASKMOVPS(v, mask, m) },
+	part:   func(n GPVirtual, label string) part { return &insertPart{n: n, label: label} },
 	partial: func(acc []VecVirtual) VecVirtual {
 		// acc[k] holds partials 8k..8k+7.
 		for _, h := range []int{4, 2, 1} { // h = 32, 16, 8 partials
@@ -151,17 +136,15 @@ var avx512 = &isa{
 	// exhaust the registers; a load of zeros only writes v.
 	zero: func(v VecVirtual) { VMOVUPS(constZero64, v) },
 	move: func(from, to VecVirtual) { VMOVAPS(from, to) },
-	tailMask: func(n GPVirtual) Op {
+	part: func(n GPVirtual, label string) part {
 		// (1<<(n/4))-1 from a table of uint16, indexed by n/4*2 = n/2 bytes.
 		p := GP64()
 		LEAQ(kmaskAVX512, p)
 		SHRQ(U8(1), n)
 		k := K()
 		KMOVW(Mem{Base: p, Index: n, Scale: 1}, k)
-		return k
+		return maskPart{k}
 	},
-	maskedLoad:  func(m Mem, mask Op, v VecVirtual) { VMOVUPS_Z(m, mask, v) },
-	maskedStore: func(v VecVirtual, mask Op, m Mem) { VMOVUPS(v, mask, m) },
 	partial: func(acc []VecVirtual) VecVirtual {
 		// acc[k] holds partials 16k..16k+15.
 		VADDPS(acc[2], acc[0], acc[0]) // h = 32
@@ -248,15 +231,14 @@ func zmmPairSteps(z VecVirtual) {
 
 // Constants shared by every kernel.
 var (
-	constOne     Mem // float32 1
-	constLo      Mem // float32 2^-100: t below it takes the float64 path
-	constMax     Mem // MaxFloat32: t above it (+Inf) takes the float64 path
-	constOne4    Mem // the same, four lanes each
-	constLo4     Mem
-	constMax4    Mem
-	constZero64  Mem // 64 zero bytes
-	tailMaskAVX2 Mem // 8 x 0xffffffff then 8 x 0
-	kmaskAVX512  Mem // uint16 (1<<n)-1 for n = 0..16
+	constOne    Mem // float32 1
+	constLo     Mem // float32 2^-100: t below it takes the float64 path
+	constMax    Mem // MaxFloat32: t above it (+Inf) takes the float64 path
+	constOne4   Mem // the same, four lanes each
+	constLo4    Mem
+	constMax4   Mem
+	constZero64 Mem // 64 zero bytes
+	kmaskAVX512 Mem // uint16 (1<<n)-1 for n = 0..16
 )
 
 func declareConstants() {
@@ -269,15 +251,6 @@ func declareConstants() {
 
 	constZero64 = GLOBL("zero64", RODATA|NOPTR)
 	DATA(56, U64(0))
-
-	tailMaskAVX2 = GLOBL("tailmask", RODATA|NOPTR)
-	for i := 0; i < 16; i++ {
-		v := uint32(0)
-		if i < 8 {
-			v = 0xffffffff
-		}
-		DATA(4*i, U32(v))
-	}
 
 	kmaskAVX512 = GLOBL("kmask", RODATA|NOPTR)
 	for n := 0; n <= 16; n++ {

@@ -181,25 +181,26 @@ func (g *gen) src(x GPVirtual) GPVirtual {
 
 func at(base, i GPVirtual, disp int) Mem { return Mem{Base: base, Index: i, Scale: 1, Disp: disp} }
 
-// loadSquare reads one vector of the row at byte i+disp (all lanes, or the masked ones), forms
-// h = x + res and stores it back to res in the residual variants, and returns its square.
-func (g *gen) loadSquare(x, i GPVirtual, disp int, mask Op) VecVirtual {
+// loadSquare reads one vector of the row at byte i+disp (all lanes, or the first bytes part
+// covers), forms h = x + res and stores it back to res in the residual variants, and returns its
+// square.
+func (g *gen) loadSquare(x, i GPVirtual, disp int, p part) VecVirtual {
 	s := g.s
 	t := s.vec()
-	if mask == nil {
+	if p == nil {
 		VMOVUPS(at(x, i, disp), t)
 	} else {
-		s.maskedLoad(at(x, i, disp), mask, t)
+		p.load(at(x, i, disp), t)
 	}
 	if g.v.Residual {
-		if mask == nil {
+		if p == nil {
 			VADDPS(at(g.res, i, disp), t, t)
 			VMOVUPS(t, at(g.res, i, disp))
 		} else {
 			r := s.vec()
-			s.maskedLoad(at(g.res, i, disp), mask, r)
+			p.load(at(g.res, i, disp), r)
 			VADDPS(r, t, t)
-			s.maskedStore(t, mask, at(g.res, i, disp))
+			p.store(t, at(g.res, i, disp))
 		}
 	}
 	VMULPS(t, t, t)
@@ -245,7 +246,7 @@ func (g *gen) sumSquares(x GPVirtual) []VecVirtual {
 	JLE(g.ref("sumloop"))
 
 	g.Label("sumtail")
-	Comment("Fewer than 64 elements remain: whole vectors first, then one masked vector.")
+	Comment("Fewer than 64 elements remain: whole vectors first, then one partial vector.")
 	rem := GP64()
 	MOVQ(g.dB, rem)
 	SUBQ(i, rem)
@@ -262,8 +263,7 @@ func (g *gen) sumSquares(x GPVirtual) []VecVirtual {
 		MOVQ(rem, n)
 		SUBQ(U32(k*s.vbytes), n)
 		JZ(g.ref("summed"))
-		mask := s.tailMask(n)
-		VADDPS(g.loadSquare(x, i, k*s.vbytes, mask), acc[k], acc[k])
+		VADDPS(g.loadSquare(x, i, k*s.vbytes, s.part(n, g.label(fmt.Sprintf("sumpart%d", k)))), acc[k], acc[k])
 		if k < len(acc)-1 {
 			JMP(g.ref("summed"))
 		}
@@ -360,18 +360,18 @@ func (g *gen) scale(src, dst GPVirtual, invx, invv, one VecVirtual, pf GPVirtual
 	}
 	Comment("y = (src*inv)*w, rounded after each multiply.")
 	// one vector of output at byte i+disp
-	out := func(i GPVirtual, disp int, mask Op) {
+	out := func(i GPVirtual, disp int, pt part) {
 		t := s.vec()
-		if mask == nil {
+		if pt == nil {
 			VMULPS(at(src, i, disp), invv, t)
 		} else {
-			s.maskedLoad(at(src, i, disp), mask, t)
+			pt.load(at(src, i, disp), t)
 			VMULPS(t, invv, t)
 		}
-		g.applyWeight(t, i, disp, mask, one)
+		g.applyWeight(t, i, disp, pt, one)
 		switch {
-		case mask != nil:
-			s.maskedStore(t, mask, at(dst, i, disp))
+		case pt != nil:
+			pt.store(t, at(dst, i, disp))
 		case nt:
 			VMOVNTPS(t, at(dst, i, disp))
 		default:
@@ -413,7 +413,7 @@ func (g *gen) scale(src, dst GPVirtual, invx, invv, one VecVirtual, pf GPVirtual
 			MOVQ(g.dB, n)
 			g.Label(p + "head")
 			MOVQ(n, i)
-			out(XORself(), 0, s.tailMask(n))
+			out(XORself(), 0, s.part(n, g.label(p+"headpart")))
 		}
 		g.Label(p + "body")
 	}
@@ -457,7 +457,7 @@ func (g *gen) scale(src, dst GPVirtual, invx, invv, one VecVirtual, pf GPVirtual
 		MOVQ(g.dB, n)
 		SUBQ(i, n)
 		JZ(g.ref(p + "done"))
-		out(i, 0, s.tailMask(n))
+		out(i, 0, s.part(n, g.label(p+"tailpart")))
 	}
 	g.Label(p + "done")
 }
@@ -470,8 +470,8 @@ func XORself() GPVirtual {
 }
 
 // applyWeight multiplies t by w or by (1+w), as the variant asks, reading the weight at byte
-// i+disp (masked like t when mask is set). A 16-byte t stands for one scalar lane.
-func (g *gen) applyWeight(t VecVirtual, i GPVirtual, disp int, mask Op, one VecVirtual) {
+// i+disp (only the bytes pt covers, when set). A 16-byte t stands for one scalar lane.
+func (g *gen) applyWeight(t VecVirtual, i GPVirtual, disp int, pt part, one VecVirtual) {
 	if g.v.Mode == spec.Unweighted {
 		return
 	}
@@ -480,7 +480,7 @@ func (g *gen) applyWeight(t VecVirtual, i GPVirtual, disp int, mask Op, one VecV
 	switch {
 	case g.v.Mode == spec.Weighted && scalar:
 		VMULSS(m, t, t)
-	case g.v.Mode == spec.Weighted && mask == nil:
+	case g.v.Mode == spec.Weighted && pt == nil:
 		VMULPS(m, t, t)
 	default:
 		u := XMM()
@@ -490,10 +490,10 @@ func (g *gen) applyWeight(t VecVirtual, i GPVirtual, disp int, mask Op, one VecV
 		switch {
 		case scalar:
 			VMOVSS(m, u)
-		case mask == nil:
+		case pt == nil:
 			VMOVUPS(m, u)
 		default:
-			g.s.maskedLoad(m, mask, u)
+			pt.load(m, u)
 		}
 		if g.v.Mode == spec.Offset {
 			if scalar {

@@ -53,7 +53,7 @@ func FuzzForward(f *testing.F) {
 		x, w, eps := fuzzInput(d16, rows8, epsBits, data)
 		want := make([]float32, len(x))
 		forwardWith(kernelGeneric, want, x, w, eps)
-		for _, k := range available {
+		for _, k := range testKernels() {
 			got := make([]float32, len(x))
 			forwardWith(k, got, x, w, eps)
 			if i := firstDiff(got, want); i >= 0 {
@@ -89,7 +89,7 @@ func FuzzApply(f *testing.F) {
 			stream:   flags&32 != 0,
 			gap:      int(gap8 % 9),
 		}
-		for _, k := range available {
+		for _, k := range testKernels() {
 			checkVariant(t, "fuzz", k, c, d, rows, x, res, w, eps, int(flags>>6)*5)
 		}
 	})

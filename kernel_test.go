@@ -4,6 +4,8 @@ import (
 	"flag"
 	"fmt"
 	"math"
+	"slices"
+	"strings"
 	"testing"
 )
 
@@ -17,10 +19,30 @@ func forwardWith(k kernelID, dst, x, w []float32, eps float32) {
 	j.runWith(k)
 }
 
-// simdKernels returns the available kernels other than generic.
+// kernelsFlag narrows the kernels under test, for emulators too slow to run them all (Bochs runs
+// only avx512). The generic kernel remains the reference either way.
+var kernelsFlag = flag.String("kernels", "", "comma-separated kernels to test (default: every available kernel)")
+
+// testKernels returns the kernels the tests run: every available one, or those -kernels names.
+func testKernels() []kernelID {
+	if *kernelsFlag == "" {
+		return available
+	}
+	var ks []kernelID
+	for _, name := range strings.Split(*kernelsFlag, ",") {
+		i := slices.IndexFunc(available, func(k kernelID) bool { return k.String() == name })
+		if i < 0 {
+			panic("-kernels: kernel " + name + " is not available here; available: " + strings.Join(Kernels(), ", "))
+		}
+		ks = append(ks, available[i])
+	}
+	return ks
+}
+
+// simdKernels returns the kernels under test other than generic.
 func simdKernels() []kernelID {
 	var ks []kernelID
-	for _, k := range available {
+	for _, k := range testKernels() {
 		if k != kernelGeneric {
 			ks = append(ks, k)
 		}
@@ -166,7 +188,7 @@ func withStreaming(on bool, f func()) {
 // A row that needs the float64 path, at every position of a batch: the kernels must hand it over
 // and resume after it, also when it sits inside a group of short rows.
 func TestFloat64RowPositions(t *testing.T) {
-	for _, k := range available {
+	for _, k := range testKernels() {
 		for _, d := range []int{1, 7, 64, 128, 300, 513} {
 			for pos := 0; pos < 9; pos++ {
 				r := seedFor(d, pos)
@@ -202,7 +224,7 @@ func TestGenericSpecialValues(t *testing.T) {
 	inf := float32(math.Inf(1))
 	nan := float32(math.NaN())
 	negz := float32(math.Copysign(0, -1))
-	for _, k := range available {
+	for _, k := range testKernels() {
 		t.Run(k.String(), func(t *testing.T) {
 			for _, d := range []int{1, 2, 3, 7, 63, 64, 65, 130, 1000} {
 				w := make([]float32, d)
@@ -272,7 +294,7 @@ func TestGenericSpecialValues(t *testing.T) {
 
 // A row's result does not depend on the other rows of the batch or its position in it.
 func TestRowIndependence(t *testing.T) {
-	for _, k := range available {
+	for _, k := range testKernels() {
 		t.Run(k.String(), func(t *testing.T) {
 			for _, d := range []int{1, 5, 64, 100, 128, 1000, 4097} {
 				r := seedFor(d, 77)

@@ -1,0 +1,218 @@
+//go:build linux || darwin
+
+package rmsnorm
+
+import (
+	"os"
+	"runtime/debug"
+	"testing"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// Guard pages: every buffer sits flush against an inaccessible page, after its end or before its
+// start, so a kernel that reads or writes even one float outside its slices faults. (Guard values
+// around heap buffers, as in kernel_test.go, catch stray writes but not stray reads, and the
+// allocator's size classes hide small over-reads from -race and -asan.)
+
+// guardedRegion is an anonymous mapping with an inaccessible page at each end.
+type guardedRegion struct {
+	mem []byte
+	ps  int
+}
+
+func newGuardedRegion(t testing.TB, floats int) *guardedRegion {
+	t.Helper()
+	ps := os.Getpagesize()
+	size := (floats*4+ps-1)/ps*ps + 2*ps
+	mem, err := unix.Mmap(-1, 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_ANON|unix.MAP_PRIVATE)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unix.Munmap(mem) })
+	if err := unix.Mprotect(mem[:ps], unix.PROT_NONE); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Mprotect(mem[size-ps:], unix.PROT_NONE); err != nil {
+		t.Fatal(err)
+	}
+	return &guardedRegion{mem: mem, ps: ps}
+}
+
+// slice returns n floats flush against the end guard (atEnd) or the start guard.
+func (g *guardedRegion) slice(n int, atEnd bool) []float32 {
+	off := g.ps
+	if atEnd {
+		off = len(g.mem) - g.ps - 4*n
+	}
+	if n == 0 {
+		return nil
+	}
+	return unsafe.Slice((*float32)(unsafe.Pointer(&g.mem[off])), n)
+}
+
+// The guards work: one float past the end, or before the start, faults.
+func TestGuardPagesCatchStrayAccess(t *testing.T) {
+	g := newGuardedRegion(t, 64)
+	for _, c := range []struct {
+		name  string
+		atEnd bool
+		off   int // element index relative to the slice start
+		write bool
+	}{
+		{"read past the end", true, 3, false},
+		{"write past the end", true, 3, true},
+		{"read before the start", false, -1, false},
+		{"write before the start", false, -1, true},
+	} {
+		s := g.slice(3, c.atEnd)
+		p := (*float32)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(s)), 4*c.off))
+		if !faults(func() {
+			if c.write {
+				*p = 1
+			} else {
+				sink = *p
+			}
+		}) {
+			t.Fatalf("%s: no fault: the guard page does not work", c.name)
+		}
+	}
+	// And inside the slice nothing faults.
+	s := g.slice(3, true)
+	if faults(func() { s[2] = s[0] + s[1] }) {
+		t.Fatal("an access inside the slice faulted")
+	}
+}
+
+var sink float32
+
+// faults reports whether f faulted; SetPanicOnFault turns the fault into a recoverable panic.
+func faults(f func()) (faulted bool) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if recover() != nil {
+			faulted = true
+		}
+	}()
+	f()
+	return false
+}
+
+func guardDims() []int {
+	if *matrixFlag == "tiny" {
+		return append([]int{0}, matrix().dims...)
+	}
+	var ds []int
+	for d := 0; d <= 300; d++ {
+		ds = append(ds, d)
+	}
+	return append(ds, 511, 512, 513, 4095, 4096, 4097, 65537)
+}
+
+func TestGuardPagesForward(t *testing.T) {
+	const maxRows = 3
+	maxFloats := 65537 * maxRows
+	type role struct{ end, start *guardedRegion }
+	newRole := func() role { return role{newGuardedRegion(t, maxFloats), newGuardedRegion(t, maxFloats)} }
+	rx, rw, rd := newRole(), newRole(), newRole()
+	runs := 0
+	for _, k := range testKernels() {
+		for _, d := range guardDims() {
+			for rows := 1; rows <= maxRows; rows++ {
+				r := seedFor(d, rows, 21)
+				x := make([]float32, rows*d)
+				fill(x, valueClasses[(d+rows)%len(valueClasses)], r)
+				w := make([]float32, d)
+				fill(w, valueClasses[0], r)
+				want := make([]float32, len(x))
+				forwardWith(kernelGeneric, want, x, w, 1e-6)
+				for _, atEnd := range []bool{true, false} {
+					for _, inPlace := range []bool{false, true} {
+						gx := rx.start.slice(len(x), false)
+						if atEnd {
+							gx = rx.end.slice(len(x), true)
+						}
+						gw, gd := rw.start.slice(d, false), rd.start.slice(len(x), false)
+						if atEnd {
+							gw, gd = rw.end.slice(d, true), rd.end.slice(len(x), true)
+						}
+						copy(gx, x)
+						copy(gw, w)
+						if inPlace {
+							gd = gx
+						}
+						var faulted bool
+						withStreaming((d+rows)%2 == 0, func() {
+							faulted = faults(func() { forwardWith(k, gd, gx, gw, 1e-6) })
+						})
+						if faulted {
+							t.Fatalf("%s d=%d rows=%d atEnd=%v inPlace=%v: the kernel touched a guard page", k, d, rows, atEnd, inPlace)
+						}
+						if i := firstDiff(gd, want); i >= 0 {
+							t.Fatalf("%s d=%d rows=%d atEnd=%v inPlace=%v: y[%d] = %v, generic gives %v", k, d, rows, atEnd, inPlace, i, gd[i], want[i])
+						}
+						runs++
+					}
+				}
+			}
+		}
+	}
+	t.Logf("%d runs of Forward under guard pages (kernels %v, %d lengths, 1..%d rows, both placements, in place and not)",
+		runs, testKernels(), len(guardDims()), maxRows)
+}
+
+// The variants with every buffer against a guard: residual, Inv, strided rows, no weight, 1+w.
+func TestGuardPagesVariants(t *testing.T) {
+	const rows, gap = 3, 3
+	maxFloats := (rows-1)*(4097+gap) + 4097
+	regions := make([]*guardedRegion, 5)
+	for i := range regions {
+		regions[i] = newGuardedRegion(t, maxFloats)
+	}
+	runs := 0
+	for _, k := range testKernels() {
+		for _, d := range []int{1, 2, 3, 5, 8, 15, 16, 17, 63, 64, 65, 127, 128, 129, 300, 511, 512, 513, 4097} {
+			stride := d + gap
+			span := (rows-1)*stride + d
+			r := seedFor(d, 22)
+			xs := make([]float32, span)
+			fill(xs, valueClasses[0], r)
+			res0 := make([]float32, span)
+			fill(res0, valueClasses[1], r)
+			w := make([]float32, d)
+			fill(w, valueClasses[0], r)
+			for _, mode := range []weightMode{weighted, offset, unweighted} {
+				for _, atEnd := range []bool{true, false} {
+					run := func(kk kernelID) (y, res, inv []float32) {
+						gx := regions[0].slice(span, atEnd)
+						gd := regions[1].slice(span, atEnd)
+						gr := regions[2].slice(span, atEnd)
+						gi := regions[3].slice(rows, atEnd)
+						gw := regions[4].slice(d, atEnd)
+						copy(gx, xs)
+						copy(gr, res0)
+						copy(gw, w)
+						n := Norm{Weight: gw, Eps: 1e-6, UnitOffset: mode == offset}
+						if mode == unweighted {
+							n = Norm{Dim: d, Eps: 1e-6}
+						}
+						rr := Rows{Dst: gd, X: gx, N: rows, Stride: stride, Residual: gr, Inv: gi}
+						j := n.job(&rr)
+						if faults(func() { j.runWith(kk) }) {
+							t.Fatalf("%s d=%d mode=%d atEnd=%v: the kernel touched a guard page", kk, d, mode, atEnd)
+						}
+						return append([]float32(nil), gd...), append([]float32(nil), gr...), append([]float32(nil), gi...)
+					}
+					wy, wr, wi := run(kernelGeneric)
+					y, res, inv := run(k)
+					if firstDiff(y, wy) >= 0 || firstDiff(res, wr) >= 0 || firstDiff(inv, wi) >= 0 {
+						t.Fatalf("%s d=%d mode=%d atEnd=%v: differs from generic", k, d, mode, atEnd)
+					}
+					runs++
+				}
+			}
+		}
+	}
+	t.Logf("%d runs of Norm.Apply (residual, Inv, Stride) under guard pages", runs)
+}

@@ -6,6 +6,7 @@
 //	go run ./cmd/rmsnormbench -kernels avx2 -shapes 1x4096,32768x128 -duration 2s
 //	go run ./cmd/rmsnormbench -json > bench.json  # machine-readable, for CI artifacts
 //	go run ./cmd/rmsnormbench -list               # the available kernels, one per line
+//	go run ./cmd/rmsnormbench -peers              # side by side with the seed loop, vek, gonum, archsimd
 package main
 
 import (
@@ -13,6 +14,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"os/exec"
 	"runtime"
 	"runtime/debug"
 	"slices"
@@ -20,17 +22,17 @@ import (
 	"time"
 
 	"github.com/gosimd/rmsnorm"
+	"github.com/gosimd/rmsnorm/internal/benchutil"
 	"github.com/klauspost/cpuid/v2"
 )
 
-var standardShapes = "1x128,1x1024,1x4096,1x16384,32768x128,2048x4096"
-
 func main() {
 	kernelsFlag := flag.String("kernels", "", "comma-separated kernels to measure (default: every available kernel)")
-	shapesFlag := flag.String("shapes", standardShapes, "comma-separated shapes, each ROWSxD")
+	shapesFlag := flag.String("shapes", benchutil.Standard, "comma-separated shapes, each ROWSxD")
 	duration := flag.Duration("duration", 300*time.Millisecond, "measuring time per kernel and shape (split into rounds; the best round counts)")
 	jsonOut := flag.Bool("json", false, "print JSON instead of a table")
 	variants := flag.Bool("variants", true, "also measure the fused residual add and strided q/k norm with the active kernel")
+	withPeers := flag.Bool("peers", false, "also time what users would write instead, side by side: the seed loop, vek, gonum and\nsimd/archsimd (bench/peers, run with go run from the repository root)")
 	list := flag.Bool("list", false, "print the available kernels, best first, one per line, and exit")
 	flag.Parse()
 
@@ -49,26 +51,40 @@ func main() {
 			}
 		}
 	}
-	shapes, err := parseShapes(*shapesFlag)
+	shapes, err := benchutil.ParseShapes(*shapesFlag)
 	if err != nil {
 		fatalf("%v", err)
 	}
 
+	var peerRows []benchutil.Result
+	if *withPeers {
+		peerRows, err = runPeers(*shapesFlag, *duration)
+		if err != nil {
+			fatalf("%v", err)
+		}
+	}
+
 	rep := report{Machine: describeMachine()}
 	for _, s := range shapes {
-		x, w := data(s)
+		x, w := benchutil.Data(s)
 		y := make([]float32, len(x))
 		bytes := float64(8 * len(x)) // x read plus y written
-		copyNs := measure(*duration, func() { copy(y, x) })
-		rep.Results = append(rep.Results, result{Shape: s.String(), Kernel: "copy()", NsPerRow: copyNs / float64(s.rows),
+		copyNs := benchutil.Measure(*duration, func() { copy(y, x) })
+		rep.Results = append(rep.Results, benchutil.Result{Shape: s.String(), Kernel: "copy()", NsPerRow: copyNs / float64(s.Rows),
 			GBps: bytes / copyNs, XCopy: 1})
 		for _, k := range kernels {
 			if err := rmsnorm.SetKernel(k); err != nil {
 				fatalf("%v", err)
 			}
-			ns := measure(*duration, func() { rmsnorm.Forward(y, x, w, 1e-6) })
-			rep.Results = append(rep.Results, result{Shape: s.String(), Kernel: k, NsPerRow: ns / float64(s.rows),
+			ns := benchutil.Measure(*duration, func() { rmsnorm.Forward(y, x, w, 1e-6) })
+			rep.Results = append(rep.Results, benchutil.Result{Shape: s.String(), Kernel: k, NsPerRow: ns / float64(s.Rows),
 				GBps: bytes / ns, XCopy: ns / copyNs})
+		}
+		for _, p := range peerRows {
+			if p.Shape == s.String() {
+				p.Kernel = "peer:" + p.Kernel
+				rep.Results = append(rep.Results, p)
+			}
 		}
 	}
 	if err := rmsnorm.SetKernel(rep.Machine.Kernel); err != nil {
@@ -105,18 +121,10 @@ type machine struct {
 	L3        int      `json:"l3_bytes"`
 }
 
-type result struct {
-	Shape    string  `json:"shape"`
-	Kernel   string  `json:"kernel"`
-	NsPerRow float64 `json:"ns_per_row"`
-	GBps     float64 `json:"gb_per_s"`
-	XCopy    float64 `json:"x_copy"`
-}
-
 type report struct {
-	Machine  machine   `json:"machine"`
-	Results  []result  `json:"results"`
-	Variants []variant `json:"variants,omitempty"`
+	Machine  machine            `json:"machine"`
+	Results  []benchutil.Result `json:"results"`
+	Variants []variant          `json:"variants,omitempty"`
 }
 
 // variant is one measurement of the variants section: a way of doing a job and its time, with
@@ -183,11 +191,12 @@ func (r report) print() {
 	}
 	fmt.Printf("go:       %s %s/%s%s\n", m.GoVersion, m.GOOS, m.GOARCH, goamd64)
 	fmt.Printf("kernel:   %s (available: %s)\n\n", m.Kernel, strings.Join(m.Kernels, ", "))
-	fmt.Printf("%-12s %-8s %12s %9s %8s\n", "shape", "kernel", "ns/row", "GB/s", "x copy")
+	fmt.Printf("%-12s %-14s %12s %9s %8s\n", "shape", "kernel", "ns/row", "GB/s", "x copy")
 	for _, res := range r.Results {
-		fmt.Printf("%-12s %-8s %12.1f %9.2f %8.2f\n", res.Shape, res.Kernel, res.NsPerRow, res.GBps, res.XCopy)
+		fmt.Printf("%-12s %-14s %12.1f %9.2f %8.2f\n", res.Shape, res.Kernel, res.NsPerRow, res.GBps, res.XCopy)
 	}
 	fmt.Println("\nGB/s counts x read plus y written; x copy is the time over copy() of the same bytes (lower is better).")
+	fmt.Println("peer: rows come from bench/peers, each against copy() timed in its own process.")
 	if len(r.Variants) > 0 {
 		fmt.Printf("\nvariants, kernel %s:\n", m.Kernel)
 		fmt.Printf("%-36s %-34s %10s %9s  %s\n", "job", "how", "ns/row", "GB/s", "time vs reference")
@@ -208,68 +217,52 @@ func size(b int) string {
 	}
 }
 
-type shape struct{ rows, d int }
-
-func (s shape) String() string { return fmt.Sprintf("%dx%d", s.rows, s.d) }
-
-func parseShapes(list string) ([]shape, error) {
-	var shapes []shape
-	for _, f := range strings.Split(list, ",") {
-		var s shape
-		if _, err := fmt.Sscanf(f, "%dx%d", &s.rows, &s.d); err != nil || s.rows < 1 || s.d < 1 {
-			return nil, fmt.Errorf("bad shape %q: want ROWSxD with both >= 1, e.g. 32768x128", f)
-		}
-		shapes = append(shapes, s)
-	}
-	return shapes, nil
-}
-
 // measureVariants times the fused residual add against a separate add and Forward, and q/k
 // norm on heads inside a fused QKV buffer against the same rows stored back to back.
 func measureVariants(dur time.Duration) []variant {
 	var out []variant
-	for _, s := range []shape{{1, 4096}, {2048, 4096}} {
-		x, w := data(s)
+	for _, s := range []benchutil.Shape{{Rows: 1, D: 4096}, {Rows: 2048, D: 4096}} {
+		x, w := benchutil.Data(s)
 		res := append([]float32(nil), x...)
 		y := make([]float32, len(x))
 		n := rmsnorm.Norm{Weight: w, Eps: 1e-6}
 		bytes := float64(16 * len(x)) // x, res read; res, y written
-		sep := measure(dur, func() {
+		sep := benchutil.Measure(dur, func() {
 			for i, v := range x {
 				res[i] += v
 			}
 			rmsnorm.Forward(y, res, w, 1e-6)
 		})
-		fused := measure(dur, func() { n.Apply(rmsnorm.Rows{Dst: y, X: x, Residual: res}) })
+		fused := benchutil.Measure(dur, func() { n.Apply(rmsnorm.Rows{Dst: y, X: x, Residual: res}) })
 		job := "residual add + norm " + s.String()
 		out = append(out,
-			variant{job, "separate add loop, then Forward", sep / float64(s.rows), bytes / sep, 1, "separate"},
-			variant{job, "Rows.Residual (fused)", fused / float64(s.rows), bytes / fused, fused / sep, "separate"})
+			variant{job, "separate add loop, then Forward", sep / float64(s.Rows), bytes / sep, 1, "separate"},
+			variant{job, "Rows.Residual (fused)", fused / float64(s.Rows), bytes / fused, fused / sep, "separate"})
 	}
 
 	// 2048 tokens x 16 q heads of 128 in a QKV buffer of 16 q, 8 k and 8 v heads per token.
 	const tokens, heads, headDim, width = 2048, 16, 128, 32 * 128
-	qkv, w := data(shape{tokens, width})
+	qkv, w := benchutil.Data(benchutil.Shape{Rows: tokens, D: width})
 	n := rmsnorm.Norm{Weight: w[:headDim], Eps: 1e-6}
 	rows := float64(tokens * heads)
 	bytes := float64(8 * tokens * heads * headDim)
 	flat := make([]float32, tokens*heads*headDim)
 	copy(flat, qkv)
-	contig := measure(dur, func() { n.Forward(flat, flat) })
-	strided := measure(dur, func() {
+	contig := benchutil.Measure(dur, func() { n.Forward(flat, flat) })
+	strided := benchutil.Measure(dur, func() {
 		for h := 0; h < heads; h++ {
 			q := qkv[h*headDim:]
 			n.Apply(rmsnorm.Rows{Dst: q, X: q, N: tokens, Stride: width})
 		}
 	})
-	perToken := measure(dur, func() {
+	perToken := benchutil.Measure(dur, func() {
 		for t := 0; t < tokens; t++ {
 			q := qkv[t*width : t*width+heads*headDim]
 			n.Forward(q, q)
 		}
 	})
 	dst := make([]float32, len(qkv))
-	copyQ := measure(dur, func() {
+	copyQ := benchutil.Measure(dur, func() {
 		for t := 0; t < tokens; t++ {
 			copy(dst[t*width:t*width+heads*headDim], qkv[t*width:t*width+heads*headDim])
 		}
@@ -283,52 +276,27 @@ func measureVariants(dur time.Duration) []variant {
 	return out
 }
 
-// data returns normally distributed x and w, deterministic for a shape.
-func data(s shape) (x, w []float32) {
-	x = make([]float32, s.rows*s.d)
-	w = make([]float32, s.d)
-	var state uint64 = 0x9e3779b97f4a7c15 ^ uint64(s.rows*131+s.d)
-	next := func() float32 { // xorshift, uniform in [-1, 1)
-		state ^= state << 13
-		state ^= state >> 7
-		state ^= state << 17
-		return float32(int32(state>>32)) / (1 << 31)
+// runPeers times the peers (bench/peers) in a process of their own, since their dependencies are
+// kept out of this module; on amd64 it builds them with GOEXPERIMENT=simd for the archsimd peer.
+func runPeers(shapes string, dur time.Duration) ([]benchutil.Result, error) {
+	if _, err := os.Stat("bench/peers/go.mod"); err != nil {
+		return nil, fmt.Errorf("-peers needs bench/peers: run from the root of the rmsnorm repository")
 	}
-	for i := range x {
-		x[i] = next()
+	cmd := exec.Command("go", "run", "-C", "bench/peers", "./cmd/peersbench", "-shapes", shapes, "-duration", dur.String())
+	cmd.Stderr = os.Stderr
+	cmd.Env = os.Environ()
+	if runtime.GOARCH == "amd64" {
+		cmd.Env = append(cmd.Env, "GOEXPERIMENT=simd")
 	}
-	for i := range w {
-		w[i] = 1 + next()/4
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("bench/peers: %v", err)
 	}
-	return x, w
-}
-
-// measure returns the best nanoseconds per call of f over rounds that together last about d.
-func measure(d time.Duration, f func()) float64 {
-	f() // warm up: page in, fill caches
-	n := 1
-	for { // find a call count that takes about a tenth of d
-		t := time.Now()
-		for i := 0; i < n; i++ {
-			f()
-		}
-		if el := time.Since(t); el >= d/10 || n >= 1<<30 {
-			break
-		}
-		n *= 2
+	var rows []benchutil.Result
+	if err := json.Unmarshal(out, &rows); err != nil {
+		return nil, fmt.Errorf("bench/peers output: %v", err)
 	}
-	best := 0.0
-	for round := 0; round < 10; round++ {
-		t := time.Now()
-		for i := 0; i < n; i++ {
-			f()
-		}
-		ns := float64(time.Since(t).Nanoseconds()) / float64(n)
-		if best == 0 || ns < best {
-			best = ns
-		}
-	}
-	return best
+	return rows, nil
 }
 
 func fatalf(format string, args ...any) {

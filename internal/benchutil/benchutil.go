@@ -1,0 +1,89 @@
+// Package benchutil is what the bench commands share: shapes, deterministic data, and the timing
+// loop. It is internal to the repository (cmd/rmsnormbench and the peers module use it).
+package benchutil
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Shape is rows x d.
+type Shape struct{ Rows, D int }
+
+func (s Shape) String() string { return fmt.Sprintf("%dx%d", s.Rows, s.D) }
+
+// Standard is the default list of shapes: single rows from short to long, per-head q/k norm
+// (32768x128) and a batch of LLaMA-sized rows larger than the cache (2048x4096).
+const Standard = "1x128,1x1024,1x4096,1x16384,32768x128,2048x4096"
+
+// ParseShapes parses a comma-separated list of ROWSxD.
+func ParseShapes(list string) ([]Shape, error) {
+	var shapes []Shape
+	for _, f := range strings.Split(list, ",") {
+		var s Shape
+		if _, err := fmt.Sscanf(f, "%dx%d", &s.Rows, &s.D); err != nil || s.Rows < 1 || s.D < 1 {
+			return nil, fmt.Errorf("bad shape %q: want ROWSxD with both >= 1, e.g. 32768x128", f)
+		}
+		shapes = append(shapes, s)
+	}
+	return shapes, nil
+}
+
+// Data returns x uniform in [-1, 1) and w around 1, the same for a shape in every process.
+func Data(s Shape) (x, w []float32) {
+	x = make([]float32, s.Rows*s.D)
+	w = make([]float32, s.D)
+	var state uint64 = 0x9e3779b97f4a7c15 ^ uint64(s.Rows*131+s.D)
+	next := func() float32 { // xorshift
+		state ^= state << 13
+		state ^= state >> 7
+		state ^= state << 17
+		return float32(int32(state>>32)) / (1 << 31)
+	}
+	for i := range x {
+		x[i] = next()
+	}
+	for i := range w {
+		w[i] = 1 + next()/4
+	}
+	return x, w
+}
+
+// Measure returns the best nanoseconds per call of f over ten rounds that together last about d;
+// the best round is the one least disturbed by the rest of the machine.
+func Measure(d time.Duration, f func()) float64 {
+	f() // warm up: page in, fill caches
+	n := 1
+	for { // find a call count that takes about a tenth of d
+		t := time.Now()
+		for i := 0; i < n; i++ {
+			f()
+		}
+		if el := time.Since(t); el >= d/10 || n >= 1<<30 {
+			break
+		}
+		n *= 2
+	}
+	best := 0.0
+	for round := 0; round < 10; round++ {
+		t := time.Now()
+		for i := 0; i < n; i++ {
+			f()
+		}
+		ns := float64(time.Since(t).Nanoseconds()) / float64(n)
+		if best == 0 || ns < best {
+			best = ns
+		}
+	}
+	return best
+}
+
+// Result is one measurement: an implementation on a shape.
+type Result struct {
+	Shape    string  `json:"shape"`
+	Kernel   string  `json:"kernel"` // the rmsnorm kernel, "copy()", or a peer's name
+	NsPerRow float64 `json:"ns_per_row"`
+	GBps     float64 `json:"gb_per_s"` // x read plus y written
+	XCopy    float64 `json:"x_copy"`   // time over copy() of the same bytes, measured in the same process
+}

@@ -1,0 +1,82 @@
+//go:build goexperiment.simd && amd64
+
+package peers
+
+import (
+	"math"
+	"simd/archsimd"
+)
+
+// archsimdPeer is RMSNorm as a Go user would write it with simd/archsimd (GOEXPERIMENT=simd,
+// Go 1.26): 16-lane AVX-512 vectors where the CPU has them, 8-lane AVX2+FMA vectors otherwise,
+// fused multiply-add for the sum of squares, masked loads for the tail.
+var archsimdPeer Func = func() Func {
+	switch {
+	case archsimd.X86.AVX512():
+		return archsimd16
+	case archsimd.X86.AVX2() && archsimd.X86.FMA():
+		return archsimd8
+	}
+	return nil
+}()
+
+func archsimd16(dst, x, w []float32, eps float32) {
+	d := len(w)
+	for r := 0; r+d <= len(x); r += d {
+		row, out := x[r:r+d], dst[r:r+d]
+		acc0, acc1 := archsimd.BroadcastFloat32x16(0), archsimd.BroadcastFloat32x16(0)
+		i := 0
+		for ; i+32 <= d; i += 32 {
+			a := archsimd.LoadFloat32x16Slice(row[i:])
+			b := archsimd.LoadFloat32x16Slice(row[i+16:])
+			acc0 = a.MulAdd(a, acc0)
+			acc1 = b.MulAdd(b, acc1)
+		}
+		for ; i < d; i += 16 {
+			a := archsimd.LoadFloat32x16SlicePart(row[i:])
+			acc0 = a.MulAdd(a, acc0)
+		}
+		s8 := acc0.Add(acc1)
+		s4 := s8.GetLo().Add(s8.GetHi())
+		s := s4.GetLo().Add(s4.GetHi())
+		s = s.AddPairs(s).AddPairs(s)
+		inv := 1 / float32(math.Sqrt(float64(s.GetElem(0)/float32(d)+eps)))
+		iv := archsimd.BroadcastFloat32x16(inv)
+		for i = 0; i+16 <= d; i += 16 {
+			archsimd.LoadFloat32x16Slice(row[i:]).Mul(iv).Mul(archsimd.LoadFloat32x16Slice(w[i:])).StoreSlice(out[i:])
+		}
+		if i < d {
+			archsimd.LoadFloat32x16SlicePart(row[i:]).Mul(iv).Mul(archsimd.LoadFloat32x16SlicePart(w[i:])).StoreSlicePart(out[i:])
+		}
+	}
+}
+
+func archsimd8(dst, x, w []float32, eps float32) {
+	d := len(w)
+	for r := 0; r+d <= len(x); r += d {
+		row, out := x[r:r+d], dst[r:r+d]
+		acc0, acc1 := archsimd.BroadcastFloat32x8(0), archsimd.BroadcastFloat32x8(0)
+		i := 0
+		for ; i+16 <= d; i += 16 {
+			a := archsimd.LoadFloat32x8Slice(row[i:])
+			b := archsimd.LoadFloat32x8Slice(row[i+8:])
+			acc0 = a.MulAdd(a, acc0)
+			acc1 = b.MulAdd(b, acc1)
+		}
+		for ; i < d; i += 8 {
+			a := archsimd.LoadFloat32x8SlicePart(row[i:])
+			acc0 = a.MulAdd(a, acc0)
+		}
+		s8 := acc0.Add(acc1)
+		s := s8.GetLo().Add(s8.GetHi())
+		s = s.AddPairs(s).AddPairs(s)
+		inv := 1 / float32(math.Sqrt(float64(s.GetElem(0)/float32(d)+eps)))
+		iv := archsimd.BroadcastFloat32x8(inv)
+		for i = 0; i+8 <= d; i += 8 {
+			archsimd.LoadFloat32x8Slice(row[i:]).Mul(iv).Mul(archsimd.LoadFloat32x8Slice(w[i:])).StoreSlice(out[i:])
+		}
+		if i < d {
+			archsimd.LoadFloat32x8SlicePart(row[i:]).Mul(iv).Mul(archsimd.LoadFloat32x8SlicePart(w[i:])).StoreSlicePart(out[i:])
+		}
+	}
+}

@@ -101,7 +101,10 @@ func (j *job) checkContiguous(nm *names) {
 		checkEps(nm, j.eps)
 		return
 	}
-	j.rows = quo(len(j.x), j.d)
+	j.rows = 1
+	if len(j.x) != j.d {
+		j.rows = quo(len(j.x), j.d)
+	}
 	if j.rows*j.d != len(j.x) {
 		nm.fail("len(%s) = %d is not a multiple of the row length len(%s) = %d", nm.x, len(j.x), nm.w, j.d)
 	}
@@ -144,7 +147,7 @@ func (j *job) span() int {
 }
 
 func checkEps(nm *names, eps float32) {
-	if !(eps >= 0) || math.IsInf(float64(eps), 1) {
+	if !(eps >= 0 && eps <= math.MaxFloat32) {
 		nm.fail("%s = %v, want a finite value >= 0", nm.eps, eps)
 	}
 }

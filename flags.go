@@ -1,5 +1,10 @@
 package rmsnorm
 
+import (
+	"math"
+	"math/bits"
+)
+
 // Arguments the assembly kernels take (asm/amd64/kernel.go and the arm64
 // emitter read the same bits).
 const (
@@ -12,7 +17,9 @@ const (
 func asmParams(j *job) (fd, rd float32, flags int) {
 	fd = float32(j.d)
 	if j.d&(j.d-1) == 0 {
-		rd = 1 / fd
+		// 2^-k built from its exponent bits: a division would cost more than the rest of a short
+		// call's setup.
+		rd = math.Float32frombits(uint32(127-bits.TrailingZeros(uint(j.d))) << 23)
 		flags |= flagRD
 	}
 	return fd, rd, flags | streamFlags(j)

@@ -1443,6 +1443,8 @@ firstblock:
 	VMULPS  Z3, Z3, Z3
 	VMOVAPS Z3, Z3
 	MOVQ    $0x00000100, R11
+	TESTQ   $0x00000004, R9
+	JNZ     sumpfcheck
 	JMP     sumcheck
 
 sumloop:
@@ -1463,6 +1465,31 @@ sumloop:
 sumcheck:
 	CMPQ R11, R12
 	JLE  sumloop
+	JMP  sumtail
+
+sumpfloop:
+	PREFETCHT0 (R13)(R11*1)
+	PREFETCHT0 64(R13)(R11*1)
+	PREFETCHT0 128(R13)(R11*1)
+	PREFETCHT0 192(R13)(R11*1)
+	VMOVUPS    (CX)(R11*1), Z4
+	VMULPS     Z4, Z4, Z4
+	VADDPS     Z4, Z0, Z0
+	VMOVUPS    64(CX)(R11*1), Z4
+	VMULPS     Z4, Z4, Z4
+	VADDPS     Z4, Z1, Z1
+	VMOVUPS    128(CX)(R11*1), Z4
+	VMULPS     Z4, Z4, Z4
+	VADDPS     Z4, Z2, Z2
+	VMOVUPS    192(CX)(R11*1), Z4
+	VMULPS     Z4, Z4, Z4
+	VADDPS     Z4, Z3, Z3
+	ADDQ       $0x00000100, R11
+
+sumpfcheck:
+	LEAQ (CX)(R8*2), R13
+	CMPQ R11, R12
+	JLE  sumpfloop
 
 sumtail:
 	// Fewer than 64 elements remain: whole vectors first, then one partial vector.
@@ -3310,6 +3337,8 @@ firstblock:
 	VMULPS  Z3, Z3, Z3
 	VMOVAPS Z3, Z3
 	MOVQ    $0x00000100, R11
+	TESTQ   $0x00000004, R9
+	JNZ     sumpfcheck
 	JMP     sumcheck
 
 sumloop:
@@ -3330,6 +3359,31 @@ sumloop:
 sumcheck:
 	CMPQ R11, R12
 	JLE  sumloop
+	JMP  sumtail
+
+sumpfloop:
+	PREFETCHT0 (R13)(R11*1)
+	PREFETCHT0 64(R13)(R11*1)
+	PREFETCHT0 128(R13)(R11*1)
+	PREFETCHT0 192(R13)(R11*1)
+	VMOVUPS    (CX)(R11*1), Z4
+	VMULPS     Z4, Z4, Z4
+	VADDPS     Z4, Z0, Z0
+	VMOVUPS    64(CX)(R11*1), Z4
+	VMULPS     Z4, Z4, Z4
+	VADDPS     Z4, Z1, Z1
+	VMOVUPS    128(CX)(R11*1), Z4
+	VMULPS     Z4, Z4, Z4
+	VADDPS     Z4, Z2, Z2
+	VMOVUPS    192(CX)(R11*1), Z4
+	VMULPS     Z4, Z4, Z4
+	VADDPS     Z4, Z3, Z3
+	ADDQ       $0x00000100, R11
+
+sumpfcheck:
+	LEAQ (CX)(R8*2), R13
+	CMPQ R11, R12
+	JLE  sumpfloop
 
 sumtail:
 	// Fewer than 64 elements remain: whole vectors first, then one partial vector.
@@ -4979,6 +5033,8 @@ firstblock:
 	VMULPS  Z3, Z3, Z3
 	VMOVAPS Z3, Z3
 	MOVQ    $0x00000100, R10
+	TESTQ   $0x00000004, R8
+	JNZ     sumpfcheck
 	JMP     sumcheck
 
 sumloop:
@@ -4999,6 +5055,31 @@ sumloop:
 sumcheck:
 	CMPQ R10, R11
 	JLE  sumloop
+	JMP  sumtail
+
+sumpfloop:
+	PREFETCHT0 (R12)(R10*1)
+	PREFETCHT0 64(R12)(R10*1)
+	PREFETCHT0 128(R12)(R10*1)
+	PREFETCHT0 192(R12)(R10*1)
+	VMOVUPS    (CX)(R10*1), Z4
+	VMULPS     Z4, Z4, Z4
+	VADDPS     Z4, Z0, Z0
+	VMOVUPS    64(CX)(R10*1), Z4
+	VMULPS     Z4, Z4, Z4
+	VADDPS     Z4, Z1, Z1
+	VMOVUPS    128(CX)(R10*1), Z4
+	VMULPS     Z4, Z4, Z4
+	VADDPS     Z4, Z2, Z2
+	VMOVUPS    192(CX)(R10*1), Z4
+	VMULPS     Z4, Z4, Z4
+	VADDPS     Z4, Z3, Z3
+	ADDQ       $0x00000100, R10
+
+sumpfcheck:
+	LEAQ (CX)(DI*2), R12
+	CMPQ R10, R11
+	JLE  sumpfloop
 
 sumtail:
 	// Fewer than 64 elements remain: whole vectors first, then one partial vector.
@@ -5348,6 +5429,8 @@ firstblock:
 	VMULPS  Z3, Z3, Z3
 	VMOVAPS Z3, Z3
 	MOVQ    $0x00000100, R12
+	TESTQ   $0x00000004, R10
+	JNZ     sumpfcheck
 	JMP     sumcheck
 
 sumloop:
@@ -5376,6 +5459,39 @@ sumloop:
 sumcheck:
 	CMPQ R12, R13
 	JLE  sumloop
+	JMP  sumtail
+
+sumpfloop:
+	PREFETCHT0 (R14)(R12*1)
+	PREFETCHT0 64(R14)(R12*1)
+	PREFETCHT0 128(R14)(R12*1)
+	PREFETCHT0 192(R14)(R12*1)
+	VMOVUPS    (CX)(R12*1), Z4
+	VADDPS     (BX)(R12*1), Z4, Z4
+	VMOVUPS    Z4, (BX)(R12*1)
+	VMULPS     Z4, Z4, Z4
+	VADDPS     Z4, Z0, Z0
+	VMOVUPS    64(CX)(R12*1), Z4
+	VADDPS     64(BX)(R12*1), Z4, Z4
+	VMOVUPS    Z4, 64(BX)(R12*1)
+	VMULPS     Z4, Z4, Z4
+	VADDPS     Z4, Z1, Z1
+	VMOVUPS    128(CX)(R12*1), Z4
+	VADDPS     128(BX)(R12*1), Z4, Z4
+	VMOVUPS    Z4, 128(BX)(R12*1)
+	VMULPS     Z4, Z4, Z4
+	VADDPS     Z4, Z2, Z2
+	VMOVUPS    192(CX)(R12*1), Z4
+	VADDPS     192(BX)(R12*1), Z4, Z4
+	VMOVUPS    Z4, 192(BX)(R12*1)
+	VMULPS     Z4, Z4, Z4
+	VADDPS     Z4, Z3, Z3
+	ADDQ       $0x00000100, R12
+
+sumpfcheck:
+	LEAQ (CX)(R9*2), R14
+	CMPQ R12, R13
+	JLE  sumpfloop
 
 sumtail:
 	// Fewer than 64 elements remain: whole vectors first, then one partial vector.
@@ -5769,6 +5885,8 @@ firstblock:
 	VMULPS  Z3, Z3, Z3
 	VMOVAPS Z3, Z3
 	MOVQ    $0x00000100, R12
+	TESTQ   $0x00000004, R10
+	JNZ     sumpfcheck
 	JMP     sumcheck
 
 sumloop:
@@ -5797,6 +5915,39 @@ sumloop:
 sumcheck:
 	CMPQ R12, R13
 	JLE  sumloop
+	JMP  sumtail
+
+sumpfloop:
+	PREFETCHT0 (R14)(R12*1)
+	PREFETCHT0 64(R14)(R12*1)
+	PREFETCHT0 128(R14)(R12*1)
+	PREFETCHT0 192(R14)(R12*1)
+	VMOVUPS    (CX)(R12*1), Z4
+	VADDPS     (BX)(R12*1), Z4, Z4
+	VMOVUPS    Z4, (BX)(R12*1)
+	VMULPS     Z4, Z4, Z4
+	VADDPS     Z4, Z0, Z0
+	VMOVUPS    64(CX)(R12*1), Z4
+	VADDPS     64(BX)(R12*1), Z4, Z4
+	VMOVUPS    Z4, 64(BX)(R12*1)
+	VMULPS     Z4, Z4, Z4
+	VADDPS     Z4, Z1, Z1
+	VMOVUPS    128(CX)(R12*1), Z4
+	VADDPS     128(BX)(R12*1), Z4, Z4
+	VMOVUPS    Z4, 128(BX)(R12*1)
+	VMULPS     Z4, Z4, Z4
+	VADDPS     Z4, Z2, Z2
+	VMOVUPS    192(CX)(R12*1), Z4
+	VADDPS     192(BX)(R12*1), Z4, Z4
+	VMOVUPS    Z4, 192(BX)(R12*1)
+	VMULPS     Z4, Z4, Z4
+	VADDPS     Z4, Z3, Z3
+	ADDQ       $0x00000100, R12
+
+sumpfcheck:
+	LEAQ (CX)(R9*2), R14
+	CMPQ R12, R13
+	JLE  sumpfloop
 
 sumtail:
 	// Fewer than 64 elements remain: whole vectors first, then one partial vector.
@@ -6224,6 +6375,8 @@ firstblock:
 	VMULPS  Z3, Z3, Z3
 	VMOVAPS Z3, Z3
 	MOVQ    $0x00000100, R11
+	TESTQ   $0x00000004, R9
+	JNZ     sumpfcheck
 	JMP     sumcheck
 
 sumloop:
@@ -6252,6 +6405,39 @@ sumloop:
 sumcheck:
 	CMPQ R11, R12
 	JLE  sumloop
+	JMP  sumtail
+
+sumpfloop:
+	PREFETCHT0 (R13)(R11*1)
+	PREFETCHT0 64(R13)(R11*1)
+	PREFETCHT0 128(R13)(R11*1)
+	PREFETCHT0 192(R13)(R11*1)
+	VMOVUPS    (CX)(R11*1), Z4
+	VADDPS     (DX)(R11*1), Z4, Z4
+	VMOVUPS    Z4, (DX)(R11*1)
+	VMULPS     Z4, Z4, Z4
+	VADDPS     Z4, Z0, Z0
+	VMOVUPS    64(CX)(R11*1), Z4
+	VADDPS     64(DX)(R11*1), Z4, Z4
+	VMOVUPS    Z4, 64(DX)(R11*1)
+	VMULPS     Z4, Z4, Z4
+	VADDPS     Z4, Z1, Z1
+	VMOVUPS    128(CX)(R11*1), Z4
+	VADDPS     128(DX)(R11*1), Z4, Z4
+	VMOVUPS    Z4, 128(DX)(R11*1)
+	VMULPS     Z4, Z4, Z4
+	VADDPS     Z4, Z2, Z2
+	VMOVUPS    192(CX)(R11*1), Z4
+	VADDPS     192(DX)(R11*1), Z4, Z4
+	VMOVUPS    Z4, 192(DX)(R11*1)
+	VMULPS     Z4, Z4, Z4
+	VADDPS     Z4, Z3, Z3
+	ADDQ       $0x00000100, R11
+
+sumpfcheck:
+	LEAQ (CX)(R8*2), R13
+	CMPQ R11, R12
+	JLE  sumpfloop
 
 sumtail:
 	// Fewer than 64 elements remain: whole vectors first, then one partial vector.
@@ -8940,6 +9126,8 @@ firstblock:
 	VMULPS  Y7, Y7, Y7
 	VMOVAPS Y7, Y7
 	MOVQ    $0x00000100, R11
+	TESTQ   $0x00000004, R9
+	JNZ     sumpfcheck
 	JMP     sumcheck
 
 sumloop:
@@ -8972,6 +9160,43 @@ sumloop:
 sumcheck:
 	CMPQ R11, R12
 	JLE  sumloop
+	JMP  sumtail
+
+sumpfloop:
+	PREFETCHT0 (R13)(R11*1)
+	PREFETCHT0 64(R13)(R11*1)
+	PREFETCHT0 128(R13)(R11*1)
+	PREFETCHT0 192(R13)(R11*1)
+	VMOVUPS    (CX)(R11*1), Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y0, Y0
+	VMOVUPS    32(CX)(R11*1), Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y1, Y1
+	VMOVUPS    64(CX)(R11*1), Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y2, Y2
+	VMOVUPS    96(CX)(R11*1), Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y3, Y3
+	VMOVUPS    128(CX)(R11*1), Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y4, Y4
+	VMOVUPS    160(CX)(R11*1), Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y5, Y5
+	VMOVUPS    192(CX)(R11*1), Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y6, Y6
+	VMOVUPS    224(CX)(R11*1), Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y7, Y7
+	ADDQ       $0x00000100, R11
+
+sumpfcheck:
+	LEAQ (CX)(R8*2), R13
+	CMPQ R11, R12
+	JLE  sumpfloop
 
 sumtail:
 	// Fewer than 64 elements remain: whole vectors first, then one partial vector.
@@ -12032,6 +12257,8 @@ firstblock:
 	VMULPS  Y7, Y7, Y7
 	VMOVAPS Y7, Y7
 	MOVQ    $0x00000100, R11
+	TESTQ   $0x00000004, R9
+	JNZ     sumpfcheck
 	JMP     sumcheck
 
 sumloop:
@@ -12064,6 +12291,43 @@ sumloop:
 sumcheck:
 	CMPQ R11, R12
 	JLE  sumloop
+	JMP  sumtail
+
+sumpfloop:
+	PREFETCHT0 (R13)(R11*1)
+	PREFETCHT0 64(R13)(R11*1)
+	PREFETCHT0 128(R13)(R11*1)
+	PREFETCHT0 192(R13)(R11*1)
+	VMOVUPS    (CX)(R11*1), Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y0, Y0
+	VMOVUPS    32(CX)(R11*1), Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y1, Y1
+	VMOVUPS    64(CX)(R11*1), Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y2, Y2
+	VMOVUPS    96(CX)(R11*1), Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y3, Y3
+	VMOVUPS    128(CX)(R11*1), Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y4, Y4
+	VMOVUPS    160(CX)(R11*1), Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y5, Y5
+	VMOVUPS    192(CX)(R11*1), Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y6, Y6
+	VMOVUPS    224(CX)(R11*1), Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y7, Y7
+	ADDQ       $0x00000100, R11
+
+sumpfcheck:
+	LEAQ (CX)(R8*2), R13
+	CMPQ R11, R12
+	JLE  sumpfloop
 
 sumtail:
 	// Fewer than 64 elements remain: whole vectors first, then one partial vector.
@@ -14930,6 +15194,8 @@ firstblock:
 	VMULPS  Y7, Y7, Y7
 	VMOVAPS Y7, Y7
 	MOVQ    $0x00000100, R10
+	TESTQ   $0x00000004, R8
+	JNZ     sumpfcheck
 	JMP     sumcheck
 
 sumloop:
@@ -14962,6 +15228,43 @@ sumloop:
 sumcheck:
 	CMPQ R10, R11
 	JLE  sumloop
+	JMP  sumtail
+
+sumpfloop:
+	PREFETCHT0 (R12)(R10*1)
+	PREFETCHT0 64(R12)(R10*1)
+	PREFETCHT0 128(R12)(R10*1)
+	PREFETCHT0 192(R12)(R10*1)
+	VMOVUPS    (CX)(R10*1), Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y0, Y0
+	VMOVUPS    32(CX)(R10*1), Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y1, Y1
+	VMOVUPS    64(CX)(R10*1), Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y2, Y2
+	VMOVUPS    96(CX)(R10*1), Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y3, Y3
+	VMOVUPS    128(CX)(R10*1), Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y4, Y4
+	VMOVUPS    160(CX)(R10*1), Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y5, Y5
+	VMOVUPS    192(CX)(R10*1), Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y6, Y6
+	VMOVUPS    224(CX)(R10*1), Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y7, Y7
+	ADDQ       $0x00000100, R10
+
+sumpfcheck:
+	LEAQ (CX)(DI*2), R12
+	CMPQ R10, R11
+	JLE  sumpfloop
 
 sumtail:
 	// Fewer than 64 elements remain: whole vectors first, then one partial vector.
@@ -15553,6 +15856,8 @@ firstblock:
 	VMULPS  Y7, Y7, Y7
 	VMOVAPS Y7, Y7
 	MOVQ    $0x00000100, R12
+	TESTQ   $0x00000004, R10
+	JNZ     sumpfcheck
 	JMP     sumcheck
 
 sumloop:
@@ -15601,6 +15906,59 @@ sumloop:
 sumcheck:
 	CMPQ R12, R13
 	JLE  sumloop
+	JMP  sumtail
+
+sumpfloop:
+	PREFETCHT0 (R14)(R12*1)
+	PREFETCHT0 64(R14)(R12*1)
+	PREFETCHT0 128(R14)(R12*1)
+	PREFETCHT0 192(R14)(R12*1)
+	VMOVUPS    (CX)(R12*1), Y8
+	VADDPS     (BX)(R12*1), Y8, Y8
+	VMOVUPS    Y8, (BX)(R12*1)
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y0, Y0
+	VMOVUPS    32(CX)(R12*1), Y8
+	VADDPS     32(BX)(R12*1), Y8, Y8
+	VMOVUPS    Y8, 32(BX)(R12*1)
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y1, Y1
+	VMOVUPS    64(CX)(R12*1), Y8
+	VADDPS     64(BX)(R12*1), Y8, Y8
+	VMOVUPS    Y8, 64(BX)(R12*1)
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y2, Y2
+	VMOVUPS    96(CX)(R12*1), Y8
+	VADDPS     96(BX)(R12*1), Y8, Y8
+	VMOVUPS    Y8, 96(BX)(R12*1)
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y3, Y3
+	VMOVUPS    128(CX)(R12*1), Y8
+	VADDPS     128(BX)(R12*1), Y8, Y8
+	VMOVUPS    Y8, 128(BX)(R12*1)
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y4, Y4
+	VMOVUPS    160(CX)(R12*1), Y8
+	VADDPS     160(BX)(R12*1), Y8, Y8
+	VMOVUPS    Y8, 160(BX)(R12*1)
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y5, Y5
+	VMOVUPS    192(CX)(R12*1), Y8
+	VADDPS     192(BX)(R12*1), Y8, Y8
+	VMOVUPS    Y8, 192(BX)(R12*1)
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y6, Y6
+	VMOVUPS    224(CX)(R12*1), Y8
+	VADDPS     224(BX)(R12*1), Y8, Y8
+	VMOVUPS    Y8, 224(BX)(R12*1)
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y7, Y7
+	ADDQ       $0x00000100, R12
+
+sumpfcheck:
+	LEAQ (CX)(R9*2), R14
+	CMPQ R12, R13
+	JLE  sumpfloop
 
 sumtail:
 	// Fewer than 64 elements remain: whole vectors first, then one partial vector.
@@ -16612,6 +16970,8 @@ firstblock:
 	VMULPS  Y7, Y7, Y7
 	VMOVAPS Y7, Y7
 	MOVQ    $0x00000100, R12
+	TESTQ   $0x00000004, R10
+	JNZ     sumpfcheck
 	JMP     sumcheck
 
 sumloop:
@@ -16660,6 +17020,59 @@ sumloop:
 sumcheck:
 	CMPQ R12, R13
 	JLE  sumloop
+	JMP  sumtail
+
+sumpfloop:
+	PREFETCHT0 (R14)(R12*1)
+	PREFETCHT0 64(R14)(R12*1)
+	PREFETCHT0 128(R14)(R12*1)
+	PREFETCHT0 192(R14)(R12*1)
+	VMOVUPS    (CX)(R12*1), Y8
+	VADDPS     (BX)(R12*1), Y8, Y8
+	VMOVUPS    Y8, (BX)(R12*1)
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y0, Y0
+	VMOVUPS    32(CX)(R12*1), Y8
+	VADDPS     32(BX)(R12*1), Y8, Y8
+	VMOVUPS    Y8, 32(BX)(R12*1)
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y1, Y1
+	VMOVUPS    64(CX)(R12*1), Y8
+	VADDPS     64(BX)(R12*1), Y8, Y8
+	VMOVUPS    Y8, 64(BX)(R12*1)
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y2, Y2
+	VMOVUPS    96(CX)(R12*1), Y8
+	VADDPS     96(BX)(R12*1), Y8, Y8
+	VMOVUPS    Y8, 96(BX)(R12*1)
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y3, Y3
+	VMOVUPS    128(CX)(R12*1), Y8
+	VADDPS     128(BX)(R12*1), Y8, Y8
+	VMOVUPS    Y8, 128(BX)(R12*1)
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y4, Y4
+	VMOVUPS    160(CX)(R12*1), Y8
+	VADDPS     160(BX)(R12*1), Y8, Y8
+	VMOVUPS    Y8, 160(BX)(R12*1)
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y5, Y5
+	VMOVUPS    192(CX)(R12*1), Y8
+	VADDPS     192(BX)(R12*1), Y8, Y8
+	VMOVUPS    Y8, 192(BX)(R12*1)
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y6, Y6
+	VMOVUPS    224(CX)(R12*1), Y8
+	VADDPS     224(BX)(R12*1), Y8, Y8
+	VMOVUPS    Y8, 224(BX)(R12*1)
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y7, Y7
+	ADDQ       $0x00000100, R12
+
+sumpfcheck:
+	LEAQ (CX)(R9*2), R14
+	CMPQ R12, R13
+	JLE  sumpfloop
 
 sumtail:
 	// Fewer than 64 elements remain: whole vectors first, then one partial vector.
@@ -17709,6 +18122,8 @@ firstblock:
 	VMULPS  Y7, Y7, Y7
 	VMOVAPS Y7, Y7
 	MOVQ    $0x00000100, R11
+	TESTQ   $0x00000004, R9
+	JNZ     sumpfcheck
 	JMP     sumcheck
 
 sumloop:
@@ -17757,6 +18172,59 @@ sumloop:
 sumcheck:
 	CMPQ R11, R12
 	JLE  sumloop
+	JMP  sumtail
+
+sumpfloop:
+	PREFETCHT0 (R13)(R11*1)
+	PREFETCHT0 64(R13)(R11*1)
+	PREFETCHT0 128(R13)(R11*1)
+	PREFETCHT0 192(R13)(R11*1)
+	VMOVUPS    (CX)(R11*1), Y8
+	VADDPS     (DX)(R11*1), Y8, Y8
+	VMOVUPS    Y8, (DX)(R11*1)
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y0, Y0
+	VMOVUPS    32(CX)(R11*1), Y8
+	VADDPS     32(DX)(R11*1), Y8, Y8
+	VMOVUPS    Y8, 32(DX)(R11*1)
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y1, Y1
+	VMOVUPS    64(CX)(R11*1), Y8
+	VADDPS     64(DX)(R11*1), Y8, Y8
+	VMOVUPS    Y8, 64(DX)(R11*1)
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y2, Y2
+	VMOVUPS    96(CX)(R11*1), Y8
+	VADDPS     96(DX)(R11*1), Y8, Y8
+	VMOVUPS    Y8, 96(DX)(R11*1)
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y3, Y3
+	VMOVUPS    128(CX)(R11*1), Y8
+	VADDPS     128(DX)(R11*1), Y8, Y8
+	VMOVUPS    Y8, 128(DX)(R11*1)
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y4, Y4
+	VMOVUPS    160(CX)(R11*1), Y8
+	VADDPS     160(DX)(R11*1), Y8, Y8
+	VMOVUPS    Y8, 160(DX)(R11*1)
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y5, Y5
+	VMOVUPS    192(CX)(R11*1), Y8
+	VADDPS     192(DX)(R11*1), Y8, Y8
+	VMOVUPS    Y8, 192(DX)(R11*1)
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y6, Y6
+	VMOVUPS    224(CX)(R11*1), Y8
+	VADDPS     224(DX)(R11*1), Y8, Y8
+	VMOVUPS    Y8, 224(DX)(R11*1)
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y7, Y7
+	ADDQ       $0x00000100, R11
+
+sumpfcheck:
+	LEAQ (CX)(R8*2), R13
+	CMPQ R11, R12
+	JLE  sumpfloop
 
 sumtail:
 	// Fewer than 64 elements remain: whole vectors first, then one partial vector.

@@ -88,7 +88,7 @@ func (g *gen) rowPath(rows, done GPVirtual) {
 	CMPQ(done, rows)
 	JAE(LabelRef("ret"))
 
-	acc := g.sumSquares(g.x)
+	acc := g.sumSquares(g.x, 2)
 	Comment("Halving tree: p[j] += p[j+h] for h = 32, 16, ..., 1.")
 	ss := g.s.finish1(g.s.partial(acc))
 	inv := g.invRMS(ss)
@@ -130,7 +130,7 @@ func (g *gen) groupPath(rows, done GPVirtual) {
 	MOVQ(g.x, xr)
 	for r := range q {
 		g.prefix = fmt.Sprintf("g%d", r)
-		q[r] = s.partial(g.sumSquares(xr))
+		q[r] = s.partial(g.sumSquares(xr, 0))
 		if r < group-1 {
 			ADDQ(g.strideB, xr)
 		}
@@ -208,7 +208,11 @@ func (g *gen) loadSquare(x, i GPVirtual, disp int, p part) VecVirtual {
 }
 
 // sumSquares accumulates the row at x into the 64 partials, held in 64/lanes accumulators.
-func (g *gen) sumSquares(x GPVirtual) []VecVirtual {
+//
+// With ahead > 0, the loop over whole blocks comes in a second version, taken with flagPF, that
+// prefetches the row `ahead` rows further on: the scale pass prefetches too, and between them the
+// memory never idles while a streamed batch is normalized.
+func (g *gen) sumSquares(x GPVirtual, ahead int) []VecVirtual {
 	s := g.s
 	Comment("Sum of squares: element i goes to partial i%64.")
 	acc := make([]VecVirtual, sumBlock/s.vbytes)
@@ -234,6 +238,10 @@ func (g *gen) sumSquares(x GPVirtual) []VecVirtual {
 		s.move(sq, acc[k])
 	}
 	MOVQ(U32(sumBlock), i)
+	if ahead > 0 {
+		TESTQ(U32(flagPF), g.flags)
+		JNZ(g.ref("sumpfcheck"))
+	}
 	JMP(g.ref("sumcheck"))
 
 	g.Label("sumloop")
@@ -244,6 +252,22 @@ func (g *gen) sumSquares(x GPVirtual) []VecVirtual {
 	g.Label("sumcheck")
 	CMPQ(i, lim)
 	JLE(g.ref("sumloop"))
+	if ahead > 0 {
+		JMP(g.ref("sumtail"))
+		pf := GP64()
+		g.Label("sumpfloop")
+		for off := 0; off < sumBlock; off += 64 {
+			PREFETCHT0(at(pf, i, off))
+		}
+		for k := range acc {
+			VADDPS(g.loadSquare(x, i, k*s.vbytes, nil), acc[k], acc[k])
+		}
+		ADDQ(U32(sumBlock), i)
+		g.Label("sumpfcheck")
+		LEAQ(Mem{Base: x, Index: g.strideB, Scale: uint8(ahead)}, pf)
+		CMPQ(i, lim)
+		JLE(g.ref("sumpfloop"))
+	}
 
 	g.Label("sumtail")
 	Comment("Fewer than 64 elements remain: whole vectors first, then one partial vector.")

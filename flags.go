@@ -8,9 +8,10 @@ import (
 // Arguments the assembly kernels take (asm/amd64/kernel.go and the arm64
 // emitter read the same bits).
 const (
-	flagNT = 1 // non-temporal stores
-	flagRD = 2 // rd = 1/d is exact: ss/d is computed as ss*rd
-	flagPF = 4 // prefetch the next rows while scaling
+	flagNT  = 1 // non-temporal stores
+	flagRD  = 2 // rd = 1/d is exact: ss/d is computed as ss*rd
+	flagPF  = 4 // prefetch the next rows while scaling
+	flagNTA = 8 // prefetch them non-temporally (a batch larger than the cache)
 )
 
 // asmParams returns float32(d), 1/d when that is exact (d a power of two), and the flags.

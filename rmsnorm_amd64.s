@@ -685,6 +685,8 @@ g0scalepf:
 	LEAQ  (CX)(R8*8), R11
 	TESTQ $0x00000001, R9
 	JNZ   g0scalent
+	TESTQ $0x00000008, R9
+	JNZ   g0scalenta
 
 	// y = (src*inv)*w, rounded after each multiply.
 	XORQ R12, R12
@@ -741,6 +743,62 @@ g0ptail:
 g0pdone:
 	JMP g0scaled
 
+g0scalenta:
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ R12, R12
+	MOVQ SI, R13
+	SUBQ $0x00000100, R13
+
+g0qloop:
+	CMPQ        R12, R13
+	JG          g0qone
+	PREFETCHNTA (R11)(R12*1)
+	PREFETCHNTA 64(R11)(R12*1)
+	PREFETCHNTA 128(R11)(R12*1)
+	PREFETCHNTA 192(R11)(R12*1)
+	VMULPS      (CX)(R12*1), Z0, Z2
+	VMULPS      (DX)(R12*1), Z2, Z2
+	VMOVUPS     Z2, (AX)(R12*1)
+	VMULPS      64(CX)(R12*1), Z0, Z2
+	VMULPS      64(DX)(R12*1), Z2, Z2
+	VMOVUPS     Z2, 64(AX)(R12*1)
+	VMULPS      128(CX)(R12*1), Z0, Z2
+	VMULPS      128(DX)(R12*1), Z2, Z2
+	VMOVUPS     Z2, 128(AX)(R12*1)
+	VMULPS      192(CX)(R12*1), Z0, Z2
+	VMULPS      192(DX)(R12*1), Z2, Z2
+	VMOVUPS     Z2, 192(AX)(R12*1)
+	ADDQ        $0x00000100, R12
+	JMP         g0qloop
+
+g0qone:
+	ADDQ $0x000000c0, R13
+
+g0qoneloop:
+	CMPQ    R12, R13
+	JG      g0qtail
+	VMULPS  (CX)(R12*1), Z0, Z2
+	VMULPS  (DX)(R12*1), Z2, Z2
+	VMOVUPS Z2, (AX)(R12*1)
+	ADDQ    $0x00000040, R12
+	JMP     g0qoneloop
+
+g0qtail:
+	MOVQ      SI, R11
+	SUBQ      R12, R11
+	JZ        g0qdone
+	LEAQ      kmask<>+0(SB), R13
+	SHRQ      $0x01, R11
+	KMOVW     (R13)(R11*1), K1
+	VMOVUPS.Z (CX)(R12*1), K1, Z2
+	VMULPS    Z2, Z0, Z2
+	VMOVUPS.Z (DX)(R12*1), K1, Z0
+	VMULPS    Z0, Z2, Z2
+	VMOVUPS   Z2, K1, (AX)(R12*1)
+
+g0qdone:
+	JMP g0scaled
+
 g0scalent:
 	// y = (src*inv)*w, rounded after each multiply.
 	XORQ R12, R12
@@ -771,26 +829,26 @@ g0nbody:
 	SUBQ $0x00000100, R13
 
 g0nloop:
-	CMPQ       R12, R13
-	JG         g0none
-	PREFETCHT0 (R11)(R12*1)
-	PREFETCHT0 64(R11)(R12*1)
-	PREFETCHT0 128(R11)(R12*1)
-	PREFETCHT0 192(R11)(R12*1)
-	VMULPS     (CX)(R12*1), Z0, Z2
-	VMULPS     (DX)(R12*1), Z2, Z2
-	VMOVNTPS   Z2, (AX)(R12*1)
-	VMULPS     64(CX)(R12*1), Z0, Z2
-	VMULPS     64(DX)(R12*1), Z2, Z2
-	VMOVNTPS   Z2, 64(AX)(R12*1)
-	VMULPS     128(CX)(R12*1), Z0, Z2
-	VMULPS     128(DX)(R12*1), Z2, Z2
-	VMOVNTPS   Z2, 128(AX)(R12*1)
-	VMULPS     192(CX)(R12*1), Z0, Z2
-	VMULPS     192(DX)(R12*1), Z2, Z2
-	VMOVNTPS   Z2, 192(AX)(R12*1)
-	ADDQ       $0x00000100, R12
-	JMP        g0nloop
+	CMPQ        R12, R13
+	JG          g0none
+	PREFETCHNTA (R11)(R12*1)
+	PREFETCHNTA 64(R11)(R12*1)
+	PREFETCHNTA 128(R11)(R12*1)
+	PREFETCHNTA 192(R11)(R12*1)
+	VMULPS      (CX)(R12*1), Z0, Z2
+	VMULPS      (DX)(R12*1), Z2, Z2
+	VMOVNTPS    Z2, (AX)(R12*1)
+	VMULPS      64(CX)(R12*1), Z0, Z2
+	VMULPS      64(DX)(R12*1), Z2, Z2
+	VMOVNTPS    Z2, 64(AX)(R12*1)
+	VMULPS      128(CX)(R12*1), Z0, Z2
+	VMULPS      128(DX)(R12*1), Z2, Z2
+	VMOVNTPS    Z2, 128(AX)(R12*1)
+	VMULPS      192(CX)(R12*1), Z0, Z2
+	VMULPS      192(DX)(R12*1), Z2, Z2
+	VMOVNTPS    Z2, 192(AX)(R12*1)
+	ADDQ        $0x00000100, R12
+	JMP         g0nloop
 
 g0none:
 	ADDQ $0x000000c0, R13
@@ -881,6 +939,8 @@ g1scalepf:
 	LEAQ  (CX)(R8*8), R11
 	TESTQ $0x00000001, R9
 	JNZ   g1scalent
+	TESTQ $0x00000008, R9
+	JNZ   g1scalenta
 
 	// y = (src*inv)*w, rounded after each multiply.
 	XORQ R12, R12
@@ -937,6 +997,62 @@ g1ptail:
 g1pdone:
 	JMP g1scaled
 
+g1scalenta:
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ R12, R12
+	MOVQ SI, R13
+	SUBQ $0x00000100, R13
+
+g1qloop:
+	CMPQ        R12, R13
+	JG          g1qone
+	PREFETCHNTA (R11)(R12*1)
+	PREFETCHNTA 64(R11)(R12*1)
+	PREFETCHNTA 128(R11)(R12*1)
+	PREFETCHNTA 192(R11)(R12*1)
+	VMULPS      (CX)(R12*1), Z0, Z2
+	VMULPS      (DX)(R12*1), Z2, Z2
+	VMOVUPS     Z2, (AX)(R12*1)
+	VMULPS      64(CX)(R12*1), Z0, Z2
+	VMULPS      64(DX)(R12*1), Z2, Z2
+	VMOVUPS     Z2, 64(AX)(R12*1)
+	VMULPS      128(CX)(R12*1), Z0, Z2
+	VMULPS      128(DX)(R12*1), Z2, Z2
+	VMOVUPS     Z2, 128(AX)(R12*1)
+	VMULPS      192(CX)(R12*1), Z0, Z2
+	VMULPS      192(DX)(R12*1), Z2, Z2
+	VMOVUPS     Z2, 192(AX)(R12*1)
+	ADDQ        $0x00000100, R12
+	JMP         g1qloop
+
+g1qone:
+	ADDQ $0x000000c0, R13
+
+g1qoneloop:
+	CMPQ    R12, R13
+	JG      g1qtail
+	VMULPS  (CX)(R12*1), Z0, Z2
+	VMULPS  (DX)(R12*1), Z2, Z2
+	VMOVUPS Z2, (AX)(R12*1)
+	ADDQ    $0x00000040, R12
+	JMP     g1qoneloop
+
+g1qtail:
+	MOVQ      SI, R11
+	SUBQ      R12, R11
+	JZ        g1qdone
+	LEAQ      kmask<>+0(SB), R13
+	SHRQ      $0x01, R11
+	KMOVW     (R13)(R11*1), K1
+	VMOVUPS.Z (CX)(R12*1), K1, Z2
+	VMULPS    Z2, Z0, Z2
+	VMOVUPS.Z (DX)(R12*1), K1, Z0
+	VMULPS    Z0, Z2, Z2
+	VMOVUPS   Z2, K1, (AX)(R12*1)
+
+g1qdone:
+	JMP g1scaled
+
 g1scalent:
 	// y = (src*inv)*w, rounded after each multiply.
 	XORQ R12, R12
@@ -967,26 +1083,26 @@ g1nbody:
 	SUBQ $0x00000100, R13
 
 g1nloop:
-	CMPQ       R12, R13
-	JG         g1none
-	PREFETCHT0 (R11)(R12*1)
-	PREFETCHT0 64(R11)(R12*1)
-	PREFETCHT0 128(R11)(R12*1)
-	PREFETCHT0 192(R11)(R12*1)
-	VMULPS     (CX)(R12*1), Z0, Z2
-	VMULPS     (DX)(R12*1), Z2, Z2
-	VMOVNTPS   Z2, (AX)(R12*1)
-	VMULPS     64(CX)(R12*1), Z0, Z2
-	VMULPS     64(DX)(R12*1), Z2, Z2
-	VMOVNTPS   Z2, 64(AX)(R12*1)
-	VMULPS     128(CX)(R12*1), Z0, Z2
-	VMULPS     128(DX)(R12*1), Z2, Z2
-	VMOVNTPS   Z2, 128(AX)(R12*1)
-	VMULPS     192(CX)(R12*1), Z0, Z2
-	VMULPS     192(DX)(R12*1), Z2, Z2
-	VMOVNTPS   Z2, 192(AX)(R12*1)
-	ADDQ       $0x00000100, R12
-	JMP        g1nloop
+	CMPQ        R12, R13
+	JG          g1none
+	PREFETCHNTA (R11)(R12*1)
+	PREFETCHNTA 64(R11)(R12*1)
+	PREFETCHNTA 128(R11)(R12*1)
+	PREFETCHNTA 192(R11)(R12*1)
+	VMULPS      (CX)(R12*1), Z0, Z2
+	VMULPS      (DX)(R12*1), Z2, Z2
+	VMOVNTPS    Z2, (AX)(R12*1)
+	VMULPS      64(CX)(R12*1), Z0, Z2
+	VMULPS      64(DX)(R12*1), Z2, Z2
+	VMOVNTPS    Z2, 64(AX)(R12*1)
+	VMULPS      128(CX)(R12*1), Z0, Z2
+	VMULPS      128(DX)(R12*1), Z2, Z2
+	VMOVNTPS    Z2, 128(AX)(R12*1)
+	VMULPS      192(CX)(R12*1), Z0, Z2
+	VMULPS      192(DX)(R12*1), Z2, Z2
+	VMOVNTPS    Z2, 192(AX)(R12*1)
+	ADDQ        $0x00000100, R12
+	JMP         g1nloop
 
 g1none:
 	ADDQ $0x000000c0, R13
@@ -1077,6 +1193,8 @@ g2scalepf:
 	LEAQ  (CX)(R8*8), R11
 	TESTQ $0x00000001, R9
 	JNZ   g2scalent
+	TESTQ $0x00000008, R9
+	JNZ   g2scalenta
 
 	// y = (src*inv)*w, rounded after each multiply.
 	XORQ R12, R12
@@ -1133,6 +1251,62 @@ g2ptail:
 g2pdone:
 	JMP g2scaled
 
+g2scalenta:
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ R12, R12
+	MOVQ SI, R13
+	SUBQ $0x00000100, R13
+
+g2qloop:
+	CMPQ        R12, R13
+	JG          g2qone
+	PREFETCHNTA (R11)(R12*1)
+	PREFETCHNTA 64(R11)(R12*1)
+	PREFETCHNTA 128(R11)(R12*1)
+	PREFETCHNTA 192(R11)(R12*1)
+	VMULPS      (CX)(R12*1), Z0, Z2
+	VMULPS      (DX)(R12*1), Z2, Z2
+	VMOVUPS     Z2, (AX)(R12*1)
+	VMULPS      64(CX)(R12*1), Z0, Z2
+	VMULPS      64(DX)(R12*1), Z2, Z2
+	VMOVUPS     Z2, 64(AX)(R12*1)
+	VMULPS      128(CX)(R12*1), Z0, Z2
+	VMULPS      128(DX)(R12*1), Z2, Z2
+	VMOVUPS     Z2, 128(AX)(R12*1)
+	VMULPS      192(CX)(R12*1), Z0, Z2
+	VMULPS      192(DX)(R12*1), Z2, Z2
+	VMOVUPS     Z2, 192(AX)(R12*1)
+	ADDQ        $0x00000100, R12
+	JMP         g2qloop
+
+g2qone:
+	ADDQ $0x000000c0, R13
+
+g2qoneloop:
+	CMPQ    R12, R13
+	JG      g2qtail
+	VMULPS  (CX)(R12*1), Z0, Z2
+	VMULPS  (DX)(R12*1), Z2, Z2
+	VMOVUPS Z2, (AX)(R12*1)
+	ADDQ    $0x00000040, R12
+	JMP     g2qoneloop
+
+g2qtail:
+	MOVQ      SI, R11
+	SUBQ      R12, R11
+	JZ        g2qdone
+	LEAQ      kmask<>+0(SB), R13
+	SHRQ      $0x01, R11
+	KMOVW     (R13)(R11*1), K1
+	VMOVUPS.Z (CX)(R12*1), K1, Z2
+	VMULPS    Z2, Z0, Z2
+	VMOVUPS.Z (DX)(R12*1), K1, Z0
+	VMULPS    Z0, Z2, Z2
+	VMOVUPS   Z2, K1, (AX)(R12*1)
+
+g2qdone:
+	JMP g2scaled
+
 g2scalent:
 	// y = (src*inv)*w, rounded after each multiply.
 	XORQ R12, R12
@@ -1163,26 +1337,26 @@ g2nbody:
 	SUBQ $0x00000100, R13
 
 g2nloop:
-	CMPQ       R12, R13
-	JG         g2none
-	PREFETCHT0 (R11)(R12*1)
-	PREFETCHT0 64(R11)(R12*1)
-	PREFETCHT0 128(R11)(R12*1)
-	PREFETCHT0 192(R11)(R12*1)
-	VMULPS     (CX)(R12*1), Z0, Z2
-	VMULPS     (DX)(R12*1), Z2, Z2
-	VMOVNTPS   Z2, (AX)(R12*1)
-	VMULPS     64(CX)(R12*1), Z0, Z2
-	VMULPS     64(DX)(R12*1), Z2, Z2
-	VMOVNTPS   Z2, 64(AX)(R12*1)
-	VMULPS     128(CX)(R12*1), Z0, Z2
-	VMULPS     128(DX)(R12*1), Z2, Z2
-	VMOVNTPS   Z2, 128(AX)(R12*1)
-	VMULPS     192(CX)(R12*1), Z0, Z2
-	VMULPS     192(DX)(R12*1), Z2, Z2
-	VMOVNTPS   Z2, 192(AX)(R12*1)
-	ADDQ       $0x00000100, R12
-	JMP        g2nloop
+	CMPQ        R12, R13
+	JG          g2none
+	PREFETCHNTA (R11)(R12*1)
+	PREFETCHNTA 64(R11)(R12*1)
+	PREFETCHNTA 128(R11)(R12*1)
+	PREFETCHNTA 192(R11)(R12*1)
+	VMULPS      (CX)(R12*1), Z0, Z2
+	VMULPS      (DX)(R12*1), Z2, Z2
+	VMOVNTPS    Z2, (AX)(R12*1)
+	VMULPS      64(CX)(R12*1), Z0, Z2
+	VMULPS      64(DX)(R12*1), Z2, Z2
+	VMOVNTPS    Z2, 64(AX)(R12*1)
+	VMULPS      128(CX)(R12*1), Z0, Z2
+	VMULPS      128(DX)(R12*1), Z2, Z2
+	VMOVNTPS    Z2, 128(AX)(R12*1)
+	VMULPS      192(CX)(R12*1), Z0, Z2
+	VMULPS      192(DX)(R12*1), Z2, Z2
+	VMOVNTPS    Z2, 192(AX)(R12*1)
+	ADDQ        $0x00000100, R12
+	JMP         g2nloop
 
 g2none:
 	ADDQ $0x000000c0, R13
@@ -1273,6 +1447,8 @@ g3scalepf:
 	LEAQ  (CX)(R8*8), R11
 	TESTQ $0x00000001, R9
 	JNZ   g3scalent
+	TESTQ $0x00000008, R9
+	JNZ   g3scalenta
 
 	// y = (src*inv)*w, rounded after each multiply.
 	XORQ R12, R12
@@ -1329,6 +1505,62 @@ g3ptail:
 g3pdone:
 	JMP g3scaled
 
+g3scalenta:
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ R12, R12
+	MOVQ SI, R13
+	SUBQ $0x00000100, R13
+
+g3qloop:
+	CMPQ        R12, R13
+	JG          g3qone
+	PREFETCHNTA (R11)(R12*1)
+	PREFETCHNTA 64(R11)(R12*1)
+	PREFETCHNTA 128(R11)(R12*1)
+	PREFETCHNTA 192(R11)(R12*1)
+	VMULPS      (CX)(R12*1), Z0, Z1
+	VMULPS      (DX)(R12*1), Z1, Z1
+	VMOVUPS     Z1, (AX)(R12*1)
+	VMULPS      64(CX)(R12*1), Z0, Z1
+	VMULPS      64(DX)(R12*1), Z1, Z1
+	VMOVUPS     Z1, 64(AX)(R12*1)
+	VMULPS      128(CX)(R12*1), Z0, Z1
+	VMULPS      128(DX)(R12*1), Z1, Z1
+	VMOVUPS     Z1, 128(AX)(R12*1)
+	VMULPS      192(CX)(R12*1), Z0, Z1
+	VMULPS      192(DX)(R12*1), Z1, Z1
+	VMOVUPS     Z1, 192(AX)(R12*1)
+	ADDQ        $0x00000100, R12
+	JMP         g3qloop
+
+g3qone:
+	ADDQ $0x000000c0, R13
+
+g3qoneloop:
+	CMPQ    R12, R13
+	JG      g3qtail
+	VMULPS  (CX)(R12*1), Z0, Z1
+	VMULPS  (DX)(R12*1), Z1, Z1
+	VMOVUPS Z1, (AX)(R12*1)
+	ADDQ    $0x00000040, R12
+	JMP     g3qoneloop
+
+g3qtail:
+	MOVQ      SI, R11
+	SUBQ      R12, R11
+	JZ        g3qdone
+	LEAQ      kmask<>+0(SB), R13
+	SHRQ      $0x01, R11
+	KMOVW     (R13)(R11*1), K1
+	VMOVUPS.Z (CX)(R12*1), K1, Z1
+	VMULPS    Z1, Z0, Z1
+	VMOVUPS.Z (DX)(R12*1), K1, Z0
+	VMULPS    Z0, Z1, Z1
+	VMOVUPS   Z1, K1, (AX)(R12*1)
+
+g3qdone:
+	JMP g3scaled
+
 g3scalent:
 	// y = (src*inv)*w, rounded after each multiply.
 	XORQ R12, R12
@@ -1359,26 +1591,26 @@ g3nbody:
 	SUBQ $0x00000100, R13
 
 g3nloop:
-	CMPQ       R12, R13
-	JG         g3none
-	PREFETCHT0 (R11)(R12*1)
-	PREFETCHT0 64(R11)(R12*1)
-	PREFETCHT0 128(R11)(R12*1)
-	PREFETCHT0 192(R11)(R12*1)
-	VMULPS     (CX)(R12*1), Z0, Z1
-	VMULPS     (DX)(R12*1), Z1, Z1
-	VMOVNTPS   Z1, (AX)(R12*1)
-	VMULPS     64(CX)(R12*1), Z0, Z1
-	VMULPS     64(DX)(R12*1), Z1, Z1
-	VMOVNTPS   Z1, 64(AX)(R12*1)
-	VMULPS     128(CX)(R12*1), Z0, Z1
-	VMULPS     128(DX)(R12*1), Z1, Z1
-	VMOVNTPS   Z1, 128(AX)(R12*1)
-	VMULPS     192(CX)(R12*1), Z0, Z1
-	VMULPS     192(DX)(R12*1), Z1, Z1
-	VMOVNTPS   Z1, 192(AX)(R12*1)
-	ADDQ       $0x00000100, R12
-	JMP        g3nloop
+	CMPQ        R12, R13
+	JG          g3none
+	PREFETCHNTA (R11)(R12*1)
+	PREFETCHNTA 64(R11)(R12*1)
+	PREFETCHNTA 128(R11)(R12*1)
+	PREFETCHNTA 192(R11)(R12*1)
+	VMULPS      (CX)(R12*1), Z0, Z1
+	VMULPS      (DX)(R12*1), Z1, Z1
+	VMOVNTPS    Z1, (AX)(R12*1)
+	VMULPS      64(CX)(R12*1), Z0, Z1
+	VMULPS      64(DX)(R12*1), Z1, Z1
+	VMOVNTPS    Z1, 64(AX)(R12*1)
+	VMULPS      128(CX)(R12*1), Z0, Z1
+	VMULPS      128(DX)(R12*1), Z1, Z1
+	VMOVNTPS    Z1, 128(AX)(R12*1)
+	VMULPS      192(CX)(R12*1), Z0, Z1
+	VMULPS      192(DX)(R12*1), Z1, Z1
+	VMOVNTPS    Z1, 192(AX)(R12*1)
+	ADDQ        $0x00000100, R12
+	JMP         g3nloop
 
 g3none:
 	ADDQ $0x000000c0, R13
@@ -1658,6 +1890,8 @@ scalepf:
 	LEAQ  (CX)(R8*1), R11
 	TESTQ $0x00000001, R9
 	JNZ   scalent
+	TESTQ $0x00000008, R9
+	JNZ   scalenta
 
 	// y = (src*inv)*w, rounded after each multiply.
 	XORQ R12, R12
@@ -1714,6 +1948,62 @@ ptail:
 pdone:
 	JMP scaled
 
+scalenta:
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ R12, R12
+	MOVQ SI, R13
+	SUBQ $0x00000100, R13
+
+qloop:
+	CMPQ        R12, R13
+	JG          qone
+	PREFETCHNTA (R11)(R12*1)
+	PREFETCHNTA 64(R11)(R12*1)
+	PREFETCHNTA 128(R11)(R12*1)
+	PREFETCHNTA 192(R11)(R12*1)
+	VMULPS      (CX)(R12*1), Z0, Z1
+	VMULPS      (DX)(R12*1), Z1, Z1
+	VMOVUPS     Z1, (AX)(R12*1)
+	VMULPS      64(CX)(R12*1), Z0, Z1
+	VMULPS      64(DX)(R12*1), Z1, Z1
+	VMOVUPS     Z1, 64(AX)(R12*1)
+	VMULPS      128(CX)(R12*1), Z0, Z1
+	VMULPS      128(DX)(R12*1), Z1, Z1
+	VMOVUPS     Z1, 128(AX)(R12*1)
+	VMULPS      192(CX)(R12*1), Z0, Z1
+	VMULPS      192(DX)(R12*1), Z1, Z1
+	VMOVUPS     Z1, 192(AX)(R12*1)
+	ADDQ        $0x00000100, R12
+	JMP         qloop
+
+qone:
+	ADDQ $0x000000c0, R13
+
+qoneloop:
+	CMPQ    R12, R13
+	JG      qtail
+	VMULPS  (CX)(R12*1), Z0, Z1
+	VMULPS  (DX)(R12*1), Z1, Z1
+	VMOVUPS Z1, (AX)(R12*1)
+	ADDQ    $0x00000040, R12
+	JMP     qoneloop
+
+qtail:
+	MOVQ      SI, R11
+	SUBQ      R12, R11
+	JZ        qdone
+	LEAQ      kmask<>+0(SB), R13
+	SHRQ      $0x01, R11
+	KMOVW     (R13)(R11*1), K1
+	VMOVUPS.Z (CX)(R12*1), K1, Z1
+	VMULPS    Z1, Z0, Z1
+	VMOVUPS.Z (DX)(R12*1), K1, Z0
+	VMULPS    Z0, Z1, Z1
+	VMOVUPS   Z1, K1, (AX)(R12*1)
+
+qdone:
+	JMP scaled
+
 scalent:
 	// y = (src*inv)*w, rounded after each multiply.
 	XORQ R12, R12
@@ -1744,26 +2034,26 @@ nbody:
 	SUBQ $0x00000100, R13
 
 nloop:
-	CMPQ       R12, R13
-	JG         none
-	PREFETCHT0 (R11)(R12*1)
-	PREFETCHT0 64(R11)(R12*1)
-	PREFETCHT0 128(R11)(R12*1)
-	PREFETCHT0 192(R11)(R12*1)
-	VMULPS     (CX)(R12*1), Z0, Z1
-	VMULPS     (DX)(R12*1), Z1, Z1
-	VMOVNTPS   Z1, (AX)(R12*1)
-	VMULPS     64(CX)(R12*1), Z0, Z1
-	VMULPS     64(DX)(R12*1), Z1, Z1
-	VMOVNTPS   Z1, 64(AX)(R12*1)
-	VMULPS     128(CX)(R12*1), Z0, Z1
-	VMULPS     128(DX)(R12*1), Z1, Z1
-	VMOVNTPS   Z1, 128(AX)(R12*1)
-	VMULPS     192(CX)(R12*1), Z0, Z1
-	VMULPS     192(DX)(R12*1), Z1, Z1
-	VMOVNTPS   Z1, 192(AX)(R12*1)
-	ADDQ       $0x00000100, R12
-	JMP        nloop
+	CMPQ        R12, R13
+	JG          none
+	PREFETCHNTA (R11)(R12*1)
+	PREFETCHNTA 64(R11)(R12*1)
+	PREFETCHNTA 128(R11)(R12*1)
+	PREFETCHNTA 192(R11)(R12*1)
+	VMULPS      (CX)(R12*1), Z0, Z1
+	VMULPS      (DX)(R12*1), Z1, Z1
+	VMOVNTPS    Z1, (AX)(R12*1)
+	VMULPS      64(CX)(R12*1), Z0, Z1
+	VMULPS      64(DX)(R12*1), Z1, Z1
+	VMOVNTPS    Z1, 64(AX)(R12*1)
+	VMULPS      128(CX)(R12*1), Z0, Z1
+	VMULPS      128(DX)(R12*1), Z1, Z1
+	VMOVNTPS    Z1, 128(AX)(R12*1)
+	VMULPS      192(CX)(R12*1), Z0, Z1
+	VMULPS      192(DX)(R12*1), Z1, Z1
+	VMOVNTPS    Z1, 192(AX)(R12*1)
+	ADDQ        $0x00000100, R12
+	JMP         nloop
 
 none:
 	ADDQ $0x000000c0, R13
@@ -2451,6 +2741,8 @@ g0scalepf:
 	LEAQ  (CX)(R8*8), R11
 	TESTQ $0x00000001, R9
 	JNZ   g0scalent
+	TESTQ $0x00000008, R9
+	JNZ   g0scalenta
 
 	// y = (src*inv)*w, rounded after each multiply.
 	XORQ R12, R12
@@ -2518,6 +2810,73 @@ g0ptail:
 g0pdone:
 	JMP g0scaled
 
+g0scalenta:
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ R12, R12
+	MOVQ SI, R13
+	SUBQ $0x00000100, R13
+
+g0qloop:
+	CMPQ        R12, R13
+	JG          g0qone
+	PREFETCHNTA (R11)(R12*1)
+	PREFETCHNTA 64(R11)(R12*1)
+	PREFETCHNTA 128(R11)(R12*1)
+	PREFETCHNTA 192(R11)(R12*1)
+	VMULPS      (CX)(R12*1), Z0, Z3
+	VMOVUPS     (DX)(R12*1), Z4
+	VADDPS      Z2, Z4, Z4
+	VMULPS      Z4, Z3, Z3
+	VMOVUPS     Z3, (AX)(R12*1)
+	VMULPS      64(CX)(R12*1), Z0, Z3
+	VMOVUPS     64(DX)(R12*1), Z4
+	VADDPS      Z2, Z4, Z4
+	VMULPS      Z4, Z3, Z3
+	VMOVUPS     Z3, 64(AX)(R12*1)
+	VMULPS      128(CX)(R12*1), Z0, Z3
+	VMOVUPS     128(DX)(R12*1), Z4
+	VADDPS      Z2, Z4, Z4
+	VMULPS      Z4, Z3, Z3
+	VMOVUPS     Z3, 128(AX)(R12*1)
+	VMULPS      192(CX)(R12*1), Z0, Z3
+	VMOVUPS     192(DX)(R12*1), Z4
+	VADDPS      Z2, Z4, Z4
+	VMULPS      Z4, Z3, Z3
+	VMOVUPS     Z3, 192(AX)(R12*1)
+	ADDQ        $0x00000100, R12
+	JMP         g0qloop
+
+g0qone:
+	ADDQ $0x000000c0, R13
+
+g0qoneloop:
+	CMPQ    R12, R13
+	JG      g0qtail
+	VMULPS  (CX)(R12*1), Z0, Z3
+	VMOVUPS (DX)(R12*1), Z4
+	VADDPS  Z2, Z4, Z4
+	VMULPS  Z4, Z3, Z3
+	VMOVUPS Z3, (AX)(R12*1)
+	ADDQ    $0x00000040, R12
+	JMP     g0qoneloop
+
+g0qtail:
+	MOVQ      SI, R11
+	SUBQ      R12, R11
+	JZ        g0qdone
+	LEAQ      kmask<>+0(SB), R13
+	SHRQ      $0x01, R11
+	KMOVW     (R13)(R11*1), K1
+	VMOVUPS.Z (CX)(R12*1), K1, Z3
+	VMULPS    Z3, Z0, Z3
+	VMOVUPS.Z (DX)(R12*1), K1, Z0
+	VADDPS    Z2, Z0, Z0
+	VMULPS    Z0, Z3, Z3
+	VMOVUPS   Z3, K1, (AX)(R12*1)
+
+g0qdone:
+	JMP g0scaled
+
 g0scalent:
 	// y = (src*inv)*w, rounded after each multiply.
 	XORQ R12, R12
@@ -2549,34 +2908,34 @@ g0nbody:
 	SUBQ $0x00000100, R13
 
 g0nloop:
-	CMPQ       R12, R13
-	JG         g0none
-	PREFETCHT0 (R11)(R12*1)
-	PREFETCHT0 64(R11)(R12*1)
-	PREFETCHT0 128(R11)(R12*1)
-	PREFETCHT0 192(R11)(R12*1)
-	VMULPS     (CX)(R12*1), Z0, Z3
-	VMOVUPS    (DX)(R12*1), Z4
-	VADDPS     Z2, Z4, Z4
-	VMULPS     Z4, Z3, Z3
-	VMOVNTPS   Z3, (AX)(R12*1)
-	VMULPS     64(CX)(R12*1), Z0, Z3
-	VMOVUPS    64(DX)(R12*1), Z4
-	VADDPS     Z2, Z4, Z4
-	VMULPS     Z4, Z3, Z3
-	VMOVNTPS   Z3, 64(AX)(R12*1)
-	VMULPS     128(CX)(R12*1), Z0, Z3
-	VMOVUPS    128(DX)(R12*1), Z4
-	VADDPS     Z2, Z4, Z4
-	VMULPS     Z4, Z3, Z3
-	VMOVNTPS   Z3, 128(AX)(R12*1)
-	VMULPS     192(CX)(R12*1), Z0, Z3
-	VMOVUPS    192(DX)(R12*1), Z4
-	VADDPS     Z2, Z4, Z4
-	VMULPS     Z4, Z3, Z3
-	VMOVNTPS   Z3, 192(AX)(R12*1)
-	ADDQ       $0x00000100, R12
-	JMP        g0nloop
+	CMPQ        R12, R13
+	JG          g0none
+	PREFETCHNTA (R11)(R12*1)
+	PREFETCHNTA 64(R11)(R12*1)
+	PREFETCHNTA 128(R11)(R12*1)
+	PREFETCHNTA 192(R11)(R12*1)
+	VMULPS      (CX)(R12*1), Z0, Z3
+	VMOVUPS     (DX)(R12*1), Z4
+	VADDPS      Z2, Z4, Z4
+	VMULPS      Z4, Z3, Z3
+	VMOVNTPS    Z3, (AX)(R12*1)
+	VMULPS      64(CX)(R12*1), Z0, Z3
+	VMOVUPS     64(DX)(R12*1), Z4
+	VADDPS      Z2, Z4, Z4
+	VMULPS      Z4, Z3, Z3
+	VMOVNTPS    Z3, 64(AX)(R12*1)
+	VMULPS      128(CX)(R12*1), Z0, Z3
+	VMOVUPS     128(DX)(R12*1), Z4
+	VADDPS      Z2, Z4, Z4
+	VMULPS      Z4, Z3, Z3
+	VMOVNTPS    Z3, 128(AX)(R12*1)
+	VMULPS      192(CX)(R12*1), Z0, Z3
+	VMOVUPS     192(DX)(R12*1), Z4
+	VADDPS      Z2, Z4, Z4
+	VMULPS      Z4, Z3, Z3
+	VMOVNTPS    Z3, 192(AX)(R12*1)
+	ADDQ        $0x00000100, R12
+	JMP         g0nloop
 
 g0none:
 	ADDQ $0x000000c0, R13
@@ -2682,6 +3041,8 @@ g1scalepf:
 	LEAQ  (CX)(R8*8), R11
 	TESTQ $0x00000001, R9
 	JNZ   g1scalent
+	TESTQ $0x00000008, R9
+	JNZ   g1scalenta
 
 	// y = (src*inv)*w, rounded after each multiply.
 	XORQ R12, R12
@@ -2749,6 +3110,73 @@ g1ptail:
 g1pdone:
 	JMP g1scaled
 
+g1scalenta:
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ R12, R12
+	MOVQ SI, R13
+	SUBQ $0x00000100, R13
+
+g1qloop:
+	CMPQ        R12, R13
+	JG          g1qone
+	PREFETCHNTA (R11)(R12*1)
+	PREFETCHNTA 64(R11)(R12*1)
+	PREFETCHNTA 128(R11)(R12*1)
+	PREFETCHNTA 192(R11)(R12*1)
+	VMULPS      (CX)(R12*1), Z0, Z3
+	VMOVUPS     (DX)(R12*1), Z4
+	VADDPS      Z2, Z4, Z4
+	VMULPS      Z4, Z3, Z3
+	VMOVUPS     Z3, (AX)(R12*1)
+	VMULPS      64(CX)(R12*1), Z0, Z3
+	VMOVUPS     64(DX)(R12*1), Z4
+	VADDPS      Z2, Z4, Z4
+	VMULPS      Z4, Z3, Z3
+	VMOVUPS     Z3, 64(AX)(R12*1)
+	VMULPS      128(CX)(R12*1), Z0, Z3
+	VMOVUPS     128(DX)(R12*1), Z4
+	VADDPS      Z2, Z4, Z4
+	VMULPS      Z4, Z3, Z3
+	VMOVUPS     Z3, 128(AX)(R12*1)
+	VMULPS      192(CX)(R12*1), Z0, Z3
+	VMOVUPS     192(DX)(R12*1), Z4
+	VADDPS      Z2, Z4, Z4
+	VMULPS      Z4, Z3, Z3
+	VMOVUPS     Z3, 192(AX)(R12*1)
+	ADDQ        $0x00000100, R12
+	JMP         g1qloop
+
+g1qone:
+	ADDQ $0x000000c0, R13
+
+g1qoneloop:
+	CMPQ    R12, R13
+	JG      g1qtail
+	VMULPS  (CX)(R12*1), Z0, Z3
+	VMOVUPS (DX)(R12*1), Z4
+	VADDPS  Z2, Z4, Z4
+	VMULPS  Z4, Z3, Z3
+	VMOVUPS Z3, (AX)(R12*1)
+	ADDQ    $0x00000040, R12
+	JMP     g1qoneloop
+
+g1qtail:
+	MOVQ      SI, R11
+	SUBQ      R12, R11
+	JZ        g1qdone
+	LEAQ      kmask<>+0(SB), R13
+	SHRQ      $0x01, R11
+	KMOVW     (R13)(R11*1), K1
+	VMOVUPS.Z (CX)(R12*1), K1, Z3
+	VMULPS    Z3, Z0, Z3
+	VMOVUPS.Z (DX)(R12*1), K1, Z0
+	VADDPS    Z2, Z0, Z0
+	VMULPS    Z0, Z3, Z3
+	VMOVUPS   Z3, K1, (AX)(R12*1)
+
+g1qdone:
+	JMP g1scaled
+
 g1scalent:
 	// y = (src*inv)*w, rounded after each multiply.
 	XORQ R12, R12
@@ -2780,34 +3208,34 @@ g1nbody:
 	SUBQ $0x00000100, R13
 
 g1nloop:
-	CMPQ       R12, R13
-	JG         g1none
-	PREFETCHT0 (R11)(R12*1)
-	PREFETCHT0 64(R11)(R12*1)
-	PREFETCHT0 128(R11)(R12*1)
-	PREFETCHT0 192(R11)(R12*1)
-	VMULPS     (CX)(R12*1), Z0, Z3
-	VMOVUPS    (DX)(R12*1), Z4
-	VADDPS     Z2, Z4, Z4
-	VMULPS     Z4, Z3, Z3
-	VMOVNTPS   Z3, (AX)(R12*1)
-	VMULPS     64(CX)(R12*1), Z0, Z3
-	VMOVUPS    64(DX)(R12*1), Z4
-	VADDPS     Z2, Z4, Z4
-	VMULPS     Z4, Z3, Z3
-	VMOVNTPS   Z3, 64(AX)(R12*1)
-	VMULPS     128(CX)(R12*1), Z0, Z3
-	VMOVUPS    128(DX)(R12*1), Z4
-	VADDPS     Z2, Z4, Z4
-	VMULPS     Z4, Z3, Z3
-	VMOVNTPS   Z3, 128(AX)(R12*1)
-	VMULPS     192(CX)(R12*1), Z0, Z3
-	VMOVUPS    192(DX)(R12*1), Z4
-	VADDPS     Z2, Z4, Z4
-	VMULPS     Z4, Z3, Z3
-	VMOVNTPS   Z3, 192(AX)(R12*1)
-	ADDQ       $0x00000100, R12
-	JMP        g1nloop
+	CMPQ        R12, R13
+	JG          g1none
+	PREFETCHNTA (R11)(R12*1)
+	PREFETCHNTA 64(R11)(R12*1)
+	PREFETCHNTA 128(R11)(R12*1)
+	PREFETCHNTA 192(R11)(R12*1)
+	VMULPS      (CX)(R12*1), Z0, Z3
+	VMOVUPS     (DX)(R12*1), Z4
+	VADDPS      Z2, Z4, Z4
+	VMULPS      Z4, Z3, Z3
+	VMOVNTPS    Z3, (AX)(R12*1)
+	VMULPS      64(CX)(R12*1), Z0, Z3
+	VMOVUPS     64(DX)(R12*1), Z4
+	VADDPS      Z2, Z4, Z4
+	VMULPS      Z4, Z3, Z3
+	VMOVNTPS    Z3, 64(AX)(R12*1)
+	VMULPS      128(CX)(R12*1), Z0, Z3
+	VMOVUPS     128(DX)(R12*1), Z4
+	VADDPS      Z2, Z4, Z4
+	VMULPS      Z4, Z3, Z3
+	VMOVNTPS    Z3, 128(AX)(R12*1)
+	VMULPS      192(CX)(R12*1), Z0, Z3
+	VMOVUPS     192(DX)(R12*1), Z4
+	VADDPS      Z2, Z4, Z4
+	VMULPS      Z4, Z3, Z3
+	VMOVNTPS    Z3, 192(AX)(R12*1)
+	ADDQ        $0x00000100, R12
+	JMP         g1nloop
 
 g1none:
 	ADDQ $0x000000c0, R13
@@ -2913,6 +3341,8 @@ g2scalepf:
 	LEAQ  (CX)(R8*8), R11
 	TESTQ $0x00000001, R9
 	JNZ   g2scalent
+	TESTQ $0x00000008, R9
+	JNZ   g2scalenta
 
 	// y = (src*inv)*w, rounded after each multiply.
 	XORQ R12, R12
@@ -2980,6 +3410,73 @@ g2ptail:
 g2pdone:
 	JMP g2scaled
 
+g2scalenta:
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ R12, R12
+	MOVQ SI, R13
+	SUBQ $0x00000100, R13
+
+g2qloop:
+	CMPQ        R12, R13
+	JG          g2qone
+	PREFETCHNTA (R11)(R12*1)
+	PREFETCHNTA 64(R11)(R12*1)
+	PREFETCHNTA 128(R11)(R12*1)
+	PREFETCHNTA 192(R11)(R12*1)
+	VMULPS      (CX)(R12*1), Z0, Z3
+	VMOVUPS     (DX)(R12*1), Z4
+	VADDPS      Z2, Z4, Z4
+	VMULPS      Z4, Z3, Z3
+	VMOVUPS     Z3, (AX)(R12*1)
+	VMULPS      64(CX)(R12*1), Z0, Z3
+	VMOVUPS     64(DX)(R12*1), Z4
+	VADDPS      Z2, Z4, Z4
+	VMULPS      Z4, Z3, Z3
+	VMOVUPS     Z3, 64(AX)(R12*1)
+	VMULPS      128(CX)(R12*1), Z0, Z3
+	VMOVUPS     128(DX)(R12*1), Z4
+	VADDPS      Z2, Z4, Z4
+	VMULPS      Z4, Z3, Z3
+	VMOVUPS     Z3, 128(AX)(R12*1)
+	VMULPS      192(CX)(R12*1), Z0, Z3
+	VMOVUPS     192(DX)(R12*1), Z4
+	VADDPS      Z2, Z4, Z4
+	VMULPS      Z4, Z3, Z3
+	VMOVUPS     Z3, 192(AX)(R12*1)
+	ADDQ        $0x00000100, R12
+	JMP         g2qloop
+
+g2qone:
+	ADDQ $0x000000c0, R13
+
+g2qoneloop:
+	CMPQ    R12, R13
+	JG      g2qtail
+	VMULPS  (CX)(R12*1), Z0, Z3
+	VMOVUPS (DX)(R12*1), Z4
+	VADDPS  Z2, Z4, Z4
+	VMULPS  Z4, Z3, Z3
+	VMOVUPS Z3, (AX)(R12*1)
+	ADDQ    $0x00000040, R12
+	JMP     g2qoneloop
+
+g2qtail:
+	MOVQ      SI, R11
+	SUBQ      R12, R11
+	JZ        g2qdone
+	LEAQ      kmask<>+0(SB), R13
+	SHRQ      $0x01, R11
+	KMOVW     (R13)(R11*1), K1
+	VMOVUPS.Z (CX)(R12*1), K1, Z3
+	VMULPS    Z3, Z0, Z3
+	VMOVUPS.Z (DX)(R12*1), K1, Z0
+	VADDPS    Z2, Z0, Z0
+	VMULPS    Z0, Z3, Z3
+	VMOVUPS   Z3, K1, (AX)(R12*1)
+
+g2qdone:
+	JMP g2scaled
+
 g2scalent:
 	// y = (src*inv)*w, rounded after each multiply.
 	XORQ R12, R12
@@ -3011,34 +3508,34 @@ g2nbody:
 	SUBQ $0x00000100, R13
 
 g2nloop:
-	CMPQ       R12, R13
-	JG         g2none
-	PREFETCHT0 (R11)(R12*1)
-	PREFETCHT0 64(R11)(R12*1)
-	PREFETCHT0 128(R11)(R12*1)
-	PREFETCHT0 192(R11)(R12*1)
-	VMULPS     (CX)(R12*1), Z0, Z3
-	VMOVUPS    (DX)(R12*1), Z4
-	VADDPS     Z2, Z4, Z4
-	VMULPS     Z4, Z3, Z3
-	VMOVNTPS   Z3, (AX)(R12*1)
-	VMULPS     64(CX)(R12*1), Z0, Z3
-	VMOVUPS    64(DX)(R12*1), Z4
-	VADDPS     Z2, Z4, Z4
-	VMULPS     Z4, Z3, Z3
-	VMOVNTPS   Z3, 64(AX)(R12*1)
-	VMULPS     128(CX)(R12*1), Z0, Z3
-	VMOVUPS    128(DX)(R12*1), Z4
-	VADDPS     Z2, Z4, Z4
-	VMULPS     Z4, Z3, Z3
-	VMOVNTPS   Z3, 128(AX)(R12*1)
-	VMULPS     192(CX)(R12*1), Z0, Z3
-	VMOVUPS    192(DX)(R12*1), Z4
-	VADDPS     Z2, Z4, Z4
-	VMULPS     Z4, Z3, Z3
-	VMOVNTPS   Z3, 192(AX)(R12*1)
-	ADDQ       $0x00000100, R12
-	JMP        g2nloop
+	CMPQ        R12, R13
+	JG          g2none
+	PREFETCHNTA (R11)(R12*1)
+	PREFETCHNTA 64(R11)(R12*1)
+	PREFETCHNTA 128(R11)(R12*1)
+	PREFETCHNTA 192(R11)(R12*1)
+	VMULPS      (CX)(R12*1), Z0, Z3
+	VMOVUPS     (DX)(R12*1), Z4
+	VADDPS      Z2, Z4, Z4
+	VMULPS      Z4, Z3, Z3
+	VMOVNTPS    Z3, (AX)(R12*1)
+	VMULPS      64(CX)(R12*1), Z0, Z3
+	VMOVUPS     64(DX)(R12*1), Z4
+	VADDPS      Z2, Z4, Z4
+	VMULPS      Z4, Z3, Z3
+	VMOVNTPS    Z3, 64(AX)(R12*1)
+	VMULPS      128(CX)(R12*1), Z0, Z3
+	VMOVUPS     128(DX)(R12*1), Z4
+	VADDPS      Z2, Z4, Z4
+	VMULPS      Z4, Z3, Z3
+	VMOVNTPS    Z3, 128(AX)(R12*1)
+	VMULPS      192(CX)(R12*1), Z0, Z3
+	VMOVUPS     192(DX)(R12*1), Z4
+	VADDPS      Z2, Z4, Z4
+	VMULPS      Z4, Z3, Z3
+	VMOVNTPS    Z3, 192(AX)(R12*1)
+	ADDQ        $0x00000100, R12
+	JMP         g2nloop
 
 g2none:
 	ADDQ $0x000000c0, R13
@@ -3144,6 +3641,8 @@ g3scalepf:
 	LEAQ  (CX)(R8*8), R11
 	TESTQ $0x00000001, R9
 	JNZ   g3scalent
+	TESTQ $0x00000008, R9
+	JNZ   g3scalenta
 
 	// y = (src*inv)*w, rounded after each multiply.
 	XORQ R12, R12
@@ -3211,6 +3710,73 @@ g3ptail:
 g3pdone:
 	JMP g3scaled
 
+g3scalenta:
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ R12, R12
+	MOVQ SI, R13
+	SUBQ $0x00000100, R13
+
+g3qloop:
+	CMPQ        R12, R13
+	JG          g3qone
+	PREFETCHNTA (R11)(R12*1)
+	PREFETCHNTA 64(R11)(R12*1)
+	PREFETCHNTA 128(R11)(R12*1)
+	PREFETCHNTA 192(R11)(R12*1)
+	VMULPS      (CX)(R12*1), Z0, Z2
+	VMOVUPS     (DX)(R12*1), Z3
+	VADDPS      Z1, Z3, Z3
+	VMULPS      Z3, Z2, Z2
+	VMOVUPS     Z2, (AX)(R12*1)
+	VMULPS      64(CX)(R12*1), Z0, Z2
+	VMOVUPS     64(DX)(R12*1), Z3
+	VADDPS      Z1, Z3, Z3
+	VMULPS      Z3, Z2, Z2
+	VMOVUPS     Z2, 64(AX)(R12*1)
+	VMULPS      128(CX)(R12*1), Z0, Z2
+	VMOVUPS     128(DX)(R12*1), Z3
+	VADDPS      Z1, Z3, Z3
+	VMULPS      Z3, Z2, Z2
+	VMOVUPS     Z2, 128(AX)(R12*1)
+	VMULPS      192(CX)(R12*1), Z0, Z2
+	VMOVUPS     192(DX)(R12*1), Z3
+	VADDPS      Z1, Z3, Z3
+	VMULPS      Z3, Z2, Z2
+	VMOVUPS     Z2, 192(AX)(R12*1)
+	ADDQ        $0x00000100, R12
+	JMP         g3qloop
+
+g3qone:
+	ADDQ $0x000000c0, R13
+
+g3qoneloop:
+	CMPQ    R12, R13
+	JG      g3qtail
+	VMULPS  (CX)(R12*1), Z0, Z2
+	VMOVUPS (DX)(R12*1), Z3
+	VADDPS  Z1, Z3, Z3
+	VMULPS  Z3, Z2, Z2
+	VMOVUPS Z2, (AX)(R12*1)
+	ADDQ    $0x00000040, R12
+	JMP     g3qoneloop
+
+g3qtail:
+	MOVQ      SI, R11
+	SUBQ      R12, R11
+	JZ        g3qdone
+	LEAQ      kmask<>+0(SB), R13
+	SHRQ      $0x01, R11
+	KMOVW     (R13)(R11*1), K1
+	VMOVUPS.Z (CX)(R12*1), K1, Z2
+	VMULPS    Z2, Z0, Z2
+	VMOVUPS.Z (DX)(R12*1), K1, Z0
+	VADDPS    Z1, Z0, Z0
+	VMULPS    Z0, Z2, Z2
+	VMOVUPS   Z2, K1, (AX)(R12*1)
+
+g3qdone:
+	JMP g3scaled
+
 g3scalent:
 	// y = (src*inv)*w, rounded after each multiply.
 	XORQ R12, R12
@@ -3242,34 +3808,34 @@ g3nbody:
 	SUBQ $0x00000100, R13
 
 g3nloop:
-	CMPQ       R12, R13
-	JG         g3none
-	PREFETCHT0 (R11)(R12*1)
-	PREFETCHT0 64(R11)(R12*1)
-	PREFETCHT0 128(R11)(R12*1)
-	PREFETCHT0 192(R11)(R12*1)
-	VMULPS     (CX)(R12*1), Z0, Z2
-	VMOVUPS    (DX)(R12*1), Z3
-	VADDPS     Z1, Z3, Z3
-	VMULPS     Z3, Z2, Z2
-	VMOVNTPS   Z2, (AX)(R12*1)
-	VMULPS     64(CX)(R12*1), Z0, Z2
-	VMOVUPS    64(DX)(R12*1), Z3
-	VADDPS     Z1, Z3, Z3
-	VMULPS     Z3, Z2, Z2
-	VMOVNTPS   Z2, 64(AX)(R12*1)
-	VMULPS     128(CX)(R12*1), Z0, Z2
-	VMOVUPS    128(DX)(R12*1), Z3
-	VADDPS     Z1, Z3, Z3
-	VMULPS     Z3, Z2, Z2
-	VMOVNTPS   Z2, 128(AX)(R12*1)
-	VMULPS     192(CX)(R12*1), Z0, Z2
-	VMOVUPS    192(DX)(R12*1), Z3
-	VADDPS     Z1, Z3, Z3
-	VMULPS     Z3, Z2, Z2
-	VMOVNTPS   Z2, 192(AX)(R12*1)
-	ADDQ       $0x00000100, R12
-	JMP        g3nloop
+	CMPQ        R12, R13
+	JG          g3none
+	PREFETCHNTA (R11)(R12*1)
+	PREFETCHNTA 64(R11)(R12*1)
+	PREFETCHNTA 128(R11)(R12*1)
+	PREFETCHNTA 192(R11)(R12*1)
+	VMULPS      (CX)(R12*1), Z0, Z2
+	VMOVUPS     (DX)(R12*1), Z3
+	VADDPS      Z1, Z3, Z3
+	VMULPS      Z3, Z2, Z2
+	VMOVNTPS    Z2, (AX)(R12*1)
+	VMULPS      64(CX)(R12*1), Z0, Z2
+	VMOVUPS     64(DX)(R12*1), Z3
+	VADDPS      Z1, Z3, Z3
+	VMULPS      Z3, Z2, Z2
+	VMOVNTPS    Z2, 64(AX)(R12*1)
+	VMULPS      128(CX)(R12*1), Z0, Z2
+	VMOVUPS     128(DX)(R12*1), Z3
+	VADDPS      Z1, Z3, Z3
+	VMULPS      Z3, Z2, Z2
+	VMOVNTPS    Z2, 128(AX)(R12*1)
+	VMULPS      192(CX)(R12*1), Z0, Z2
+	VMOVUPS     192(DX)(R12*1), Z3
+	VADDPS      Z1, Z3, Z3
+	VMULPS      Z3, Z2, Z2
+	VMOVNTPS    Z2, 192(AX)(R12*1)
+	ADDQ        $0x00000100, R12
+	JMP         g3nloop
 
 g3none:
 	ADDQ $0x000000c0, R13
@@ -3564,6 +4130,8 @@ scalepf:
 	LEAQ  (CX)(R8*1), R11
 	TESTQ $0x00000001, R9
 	JNZ   scalent
+	TESTQ $0x00000008, R9
+	JNZ   scalenta
 
 	// y = (src*inv)*w, rounded after each multiply.
 	XORQ R12, R12
@@ -3631,6 +4199,73 @@ ptail:
 pdone:
 	JMP scaled
 
+scalenta:
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ R12, R12
+	MOVQ SI, R13
+	SUBQ $0x00000100, R13
+
+qloop:
+	CMPQ        R12, R13
+	JG          qone
+	PREFETCHNTA (R11)(R12*1)
+	PREFETCHNTA 64(R11)(R12*1)
+	PREFETCHNTA 128(R11)(R12*1)
+	PREFETCHNTA 192(R11)(R12*1)
+	VMULPS      (CX)(R12*1), Z0, Z2
+	VMOVUPS     (DX)(R12*1), Z3
+	VADDPS      Z1, Z3, Z3
+	VMULPS      Z3, Z2, Z2
+	VMOVUPS     Z2, (AX)(R12*1)
+	VMULPS      64(CX)(R12*1), Z0, Z2
+	VMOVUPS     64(DX)(R12*1), Z3
+	VADDPS      Z1, Z3, Z3
+	VMULPS      Z3, Z2, Z2
+	VMOVUPS     Z2, 64(AX)(R12*1)
+	VMULPS      128(CX)(R12*1), Z0, Z2
+	VMOVUPS     128(DX)(R12*1), Z3
+	VADDPS      Z1, Z3, Z3
+	VMULPS      Z3, Z2, Z2
+	VMOVUPS     Z2, 128(AX)(R12*1)
+	VMULPS      192(CX)(R12*1), Z0, Z2
+	VMOVUPS     192(DX)(R12*1), Z3
+	VADDPS      Z1, Z3, Z3
+	VMULPS      Z3, Z2, Z2
+	VMOVUPS     Z2, 192(AX)(R12*1)
+	ADDQ        $0x00000100, R12
+	JMP         qloop
+
+qone:
+	ADDQ $0x000000c0, R13
+
+qoneloop:
+	CMPQ    R12, R13
+	JG      qtail
+	VMULPS  (CX)(R12*1), Z0, Z2
+	VMOVUPS (DX)(R12*1), Z3
+	VADDPS  Z1, Z3, Z3
+	VMULPS  Z3, Z2, Z2
+	VMOVUPS Z2, (AX)(R12*1)
+	ADDQ    $0x00000040, R12
+	JMP     qoneloop
+
+qtail:
+	MOVQ      SI, R11
+	SUBQ      R12, R11
+	JZ        qdone
+	LEAQ      kmask<>+0(SB), R13
+	SHRQ      $0x01, R11
+	KMOVW     (R13)(R11*1), K1
+	VMOVUPS.Z (CX)(R12*1), K1, Z2
+	VMULPS    Z2, Z0, Z2
+	VMOVUPS.Z (DX)(R12*1), K1, Z0
+	VADDPS    Z1, Z0, Z0
+	VMULPS    Z0, Z2, Z2
+	VMOVUPS   Z2, K1, (AX)(R12*1)
+
+qdone:
+	JMP scaled
+
 scalent:
 	// y = (src*inv)*w, rounded after each multiply.
 	XORQ R12, R12
@@ -3662,34 +4297,34 @@ nbody:
 	SUBQ $0x00000100, R13
 
 nloop:
-	CMPQ       R12, R13
-	JG         none
-	PREFETCHT0 (R11)(R12*1)
-	PREFETCHT0 64(R11)(R12*1)
-	PREFETCHT0 128(R11)(R12*1)
-	PREFETCHT0 192(R11)(R12*1)
-	VMULPS     (CX)(R12*1), Z0, Z2
-	VMOVUPS    (DX)(R12*1), Z3
-	VADDPS     Z1, Z3, Z3
-	VMULPS     Z3, Z2, Z2
-	VMOVNTPS   Z2, (AX)(R12*1)
-	VMULPS     64(CX)(R12*1), Z0, Z2
-	VMOVUPS    64(DX)(R12*1), Z3
-	VADDPS     Z1, Z3, Z3
-	VMULPS     Z3, Z2, Z2
-	VMOVNTPS   Z2, 64(AX)(R12*1)
-	VMULPS     128(CX)(R12*1), Z0, Z2
-	VMOVUPS    128(DX)(R12*1), Z3
-	VADDPS     Z1, Z3, Z3
-	VMULPS     Z3, Z2, Z2
-	VMOVNTPS   Z2, 128(AX)(R12*1)
-	VMULPS     192(CX)(R12*1), Z0, Z2
-	VMOVUPS    192(DX)(R12*1), Z3
-	VADDPS     Z1, Z3, Z3
-	VMULPS     Z3, Z2, Z2
-	VMOVNTPS   Z2, 192(AX)(R12*1)
-	ADDQ       $0x00000100, R12
-	JMP        nloop
+	CMPQ        R12, R13
+	JG          none
+	PREFETCHNTA (R11)(R12*1)
+	PREFETCHNTA 64(R11)(R12*1)
+	PREFETCHNTA 128(R11)(R12*1)
+	PREFETCHNTA 192(R11)(R12*1)
+	VMULPS      (CX)(R12*1), Z0, Z2
+	VMOVUPS     (DX)(R12*1), Z3
+	VADDPS      Z1, Z3, Z3
+	VMULPS      Z3, Z2, Z2
+	VMOVNTPS    Z2, (AX)(R12*1)
+	VMULPS      64(CX)(R12*1), Z0, Z2
+	VMOVUPS     64(DX)(R12*1), Z3
+	VADDPS      Z1, Z3, Z3
+	VMULPS      Z3, Z2, Z2
+	VMOVNTPS    Z2, 64(AX)(R12*1)
+	VMULPS      128(CX)(R12*1), Z0, Z2
+	VMOVUPS     128(DX)(R12*1), Z3
+	VADDPS      Z1, Z3, Z3
+	VMULPS      Z3, Z2, Z2
+	VMOVNTPS    Z2, 128(AX)(R12*1)
+	VMULPS      192(CX)(R12*1), Z0, Z2
+	VMOVUPS     192(DX)(R12*1), Z3
+	VADDPS      Z1, Z3, Z3
+	VMULPS      Z3, Z2, Z2
+	VMOVNTPS    Z2, 192(AX)(R12*1)
+	ADDQ        $0x00000100, R12
+	JMP         nloop
 
 none:
 	ADDQ $0x000000c0, R13
@@ -4360,6 +4995,8 @@ g0scalepf:
 	LEAQ  (CX)(DI*8), R10
 	TESTQ $0x00000001, R8
 	JNZ   g0scalent
+	TESTQ $0x00000008, R8
+	JNZ   g0scalenta
 
 	// y = (src*inv)*w, rounded after each multiply.
 	XORQ R11, R11
@@ -4409,6 +5046,55 @@ g0ptail:
 g0pdone:
 	JMP g0scaled
 
+g0scalenta:
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ R11, R11
+	MOVQ BX, R12
+	SUBQ $0x00000100, R12
+
+g0qloop:
+	CMPQ        R11, R12
+	JG          g0qone
+	PREFETCHNTA (R10)(R11*1)
+	PREFETCHNTA 64(R10)(R11*1)
+	PREFETCHNTA 128(R10)(R11*1)
+	PREFETCHNTA 192(R10)(R11*1)
+	VMULPS      (CX)(R11*1), Z0, Z2
+	VMOVUPS     Z2, (AX)(R11*1)
+	VMULPS      64(CX)(R11*1), Z0, Z2
+	VMOVUPS     Z2, 64(AX)(R11*1)
+	VMULPS      128(CX)(R11*1), Z0, Z2
+	VMOVUPS     Z2, 128(AX)(R11*1)
+	VMULPS      192(CX)(R11*1), Z0, Z2
+	VMOVUPS     Z2, 192(AX)(R11*1)
+	ADDQ        $0x00000100, R11
+	JMP         g0qloop
+
+g0qone:
+	ADDQ $0x000000c0, R12
+
+g0qoneloop:
+	CMPQ    R11, R12
+	JG      g0qtail
+	VMULPS  (CX)(R11*1), Z0, Z2
+	VMOVUPS Z2, (AX)(R11*1)
+	ADDQ    $0x00000040, R11
+	JMP     g0qoneloop
+
+g0qtail:
+	MOVQ      BX, R10
+	SUBQ      R11, R10
+	JZ        g0qdone
+	LEAQ      kmask<>+0(SB), R12
+	SHRQ      $0x01, R10
+	KMOVW     (R12)(R10*1), K1
+	VMOVUPS.Z (CX)(R11*1), K1, Z2
+	VMULPS    Z2, Z0, Z2
+	VMOVUPS   Z2, K1, (AX)(R11*1)
+
+g0qdone:
+	JMP g0scaled
+
 g0scalent:
 	// y = (src*inv)*w, rounded after each multiply.
 	XORQ R11, R11
@@ -4437,22 +5123,22 @@ g0nbody:
 	SUBQ $0x00000100, R12
 
 g0nloop:
-	CMPQ       R11, R12
-	JG         g0none
-	PREFETCHT0 (R10)(R11*1)
-	PREFETCHT0 64(R10)(R11*1)
-	PREFETCHT0 128(R10)(R11*1)
-	PREFETCHT0 192(R10)(R11*1)
-	VMULPS     (CX)(R11*1), Z0, Z2
-	VMOVNTPS   Z2, (AX)(R11*1)
-	VMULPS     64(CX)(R11*1), Z0, Z2
-	VMOVNTPS   Z2, 64(AX)(R11*1)
-	VMULPS     128(CX)(R11*1), Z0, Z2
-	VMOVNTPS   Z2, 128(AX)(R11*1)
-	VMULPS     192(CX)(R11*1), Z0, Z2
-	VMOVNTPS   Z2, 192(AX)(R11*1)
-	ADDQ       $0x00000100, R11
-	JMP        g0nloop
+	CMPQ        R11, R12
+	JG          g0none
+	PREFETCHNTA (R10)(R11*1)
+	PREFETCHNTA 64(R10)(R11*1)
+	PREFETCHNTA 128(R10)(R11*1)
+	PREFETCHNTA 192(R10)(R11*1)
+	VMULPS      (CX)(R11*1), Z0, Z2
+	VMOVNTPS    Z2, (AX)(R11*1)
+	VMULPS      64(CX)(R11*1), Z0, Z2
+	VMOVNTPS    Z2, 64(AX)(R11*1)
+	VMULPS      128(CX)(R11*1), Z0, Z2
+	VMOVNTPS    Z2, 128(AX)(R11*1)
+	VMULPS      192(CX)(R11*1), Z0, Z2
+	VMOVNTPS    Z2, 192(AX)(R11*1)
+	ADDQ        $0x00000100, R11
+	JMP         g0nloop
 
 g0none:
 	ADDQ $0x000000c0, R12
@@ -4533,6 +5219,8 @@ g1scalepf:
 	LEAQ  (CX)(DI*8), R10
 	TESTQ $0x00000001, R8
 	JNZ   g1scalent
+	TESTQ $0x00000008, R8
+	JNZ   g1scalenta
 
 	// y = (src*inv)*w, rounded after each multiply.
 	XORQ R11, R11
@@ -4582,6 +5270,55 @@ g1ptail:
 g1pdone:
 	JMP g1scaled
 
+g1scalenta:
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ R11, R11
+	MOVQ BX, R12
+	SUBQ $0x00000100, R12
+
+g1qloop:
+	CMPQ        R11, R12
+	JG          g1qone
+	PREFETCHNTA (R10)(R11*1)
+	PREFETCHNTA 64(R10)(R11*1)
+	PREFETCHNTA 128(R10)(R11*1)
+	PREFETCHNTA 192(R10)(R11*1)
+	VMULPS      (CX)(R11*1), Z0, Z2
+	VMOVUPS     Z2, (AX)(R11*1)
+	VMULPS      64(CX)(R11*1), Z0, Z2
+	VMOVUPS     Z2, 64(AX)(R11*1)
+	VMULPS      128(CX)(R11*1), Z0, Z2
+	VMOVUPS     Z2, 128(AX)(R11*1)
+	VMULPS      192(CX)(R11*1), Z0, Z2
+	VMOVUPS     Z2, 192(AX)(R11*1)
+	ADDQ        $0x00000100, R11
+	JMP         g1qloop
+
+g1qone:
+	ADDQ $0x000000c0, R12
+
+g1qoneloop:
+	CMPQ    R11, R12
+	JG      g1qtail
+	VMULPS  (CX)(R11*1), Z0, Z2
+	VMOVUPS Z2, (AX)(R11*1)
+	ADDQ    $0x00000040, R11
+	JMP     g1qoneloop
+
+g1qtail:
+	MOVQ      BX, R10
+	SUBQ      R11, R10
+	JZ        g1qdone
+	LEAQ      kmask<>+0(SB), R12
+	SHRQ      $0x01, R10
+	KMOVW     (R12)(R10*1), K1
+	VMOVUPS.Z (CX)(R11*1), K1, Z2
+	VMULPS    Z2, Z0, Z2
+	VMOVUPS   Z2, K1, (AX)(R11*1)
+
+g1qdone:
+	JMP g1scaled
+
 g1scalent:
 	// y = (src*inv)*w, rounded after each multiply.
 	XORQ R11, R11
@@ -4610,22 +5347,22 @@ g1nbody:
 	SUBQ $0x00000100, R12
 
 g1nloop:
-	CMPQ       R11, R12
-	JG         g1none
-	PREFETCHT0 (R10)(R11*1)
-	PREFETCHT0 64(R10)(R11*1)
-	PREFETCHT0 128(R10)(R11*1)
-	PREFETCHT0 192(R10)(R11*1)
-	VMULPS     (CX)(R11*1), Z0, Z2
-	VMOVNTPS   Z2, (AX)(R11*1)
-	VMULPS     64(CX)(R11*1), Z0, Z2
-	VMOVNTPS   Z2, 64(AX)(R11*1)
-	VMULPS     128(CX)(R11*1), Z0, Z2
-	VMOVNTPS   Z2, 128(AX)(R11*1)
-	VMULPS     192(CX)(R11*1), Z0, Z2
-	VMOVNTPS   Z2, 192(AX)(R11*1)
-	ADDQ       $0x00000100, R11
-	JMP        g1nloop
+	CMPQ        R11, R12
+	JG          g1none
+	PREFETCHNTA (R10)(R11*1)
+	PREFETCHNTA 64(R10)(R11*1)
+	PREFETCHNTA 128(R10)(R11*1)
+	PREFETCHNTA 192(R10)(R11*1)
+	VMULPS      (CX)(R11*1), Z0, Z2
+	VMOVNTPS    Z2, (AX)(R11*1)
+	VMULPS      64(CX)(R11*1), Z0, Z2
+	VMOVNTPS    Z2, 64(AX)(R11*1)
+	VMULPS      128(CX)(R11*1), Z0, Z2
+	VMOVNTPS    Z2, 128(AX)(R11*1)
+	VMULPS      192(CX)(R11*1), Z0, Z2
+	VMOVNTPS    Z2, 192(AX)(R11*1)
+	ADDQ        $0x00000100, R11
+	JMP         g1nloop
 
 g1none:
 	ADDQ $0x000000c0, R12
@@ -4706,6 +5443,8 @@ g2scalepf:
 	LEAQ  (CX)(DI*8), R10
 	TESTQ $0x00000001, R8
 	JNZ   g2scalent
+	TESTQ $0x00000008, R8
+	JNZ   g2scalenta
 
 	// y = (src*inv)*w, rounded after each multiply.
 	XORQ R11, R11
@@ -4755,6 +5494,55 @@ g2ptail:
 g2pdone:
 	JMP g2scaled
 
+g2scalenta:
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ R11, R11
+	MOVQ BX, R12
+	SUBQ $0x00000100, R12
+
+g2qloop:
+	CMPQ        R11, R12
+	JG          g2qone
+	PREFETCHNTA (R10)(R11*1)
+	PREFETCHNTA 64(R10)(R11*1)
+	PREFETCHNTA 128(R10)(R11*1)
+	PREFETCHNTA 192(R10)(R11*1)
+	VMULPS      (CX)(R11*1), Z0, Z2
+	VMOVUPS     Z2, (AX)(R11*1)
+	VMULPS      64(CX)(R11*1), Z0, Z2
+	VMOVUPS     Z2, 64(AX)(R11*1)
+	VMULPS      128(CX)(R11*1), Z0, Z2
+	VMOVUPS     Z2, 128(AX)(R11*1)
+	VMULPS      192(CX)(R11*1), Z0, Z2
+	VMOVUPS     Z2, 192(AX)(R11*1)
+	ADDQ        $0x00000100, R11
+	JMP         g2qloop
+
+g2qone:
+	ADDQ $0x000000c0, R12
+
+g2qoneloop:
+	CMPQ    R11, R12
+	JG      g2qtail
+	VMULPS  (CX)(R11*1), Z0, Z2
+	VMOVUPS Z2, (AX)(R11*1)
+	ADDQ    $0x00000040, R11
+	JMP     g2qoneloop
+
+g2qtail:
+	MOVQ      BX, R10
+	SUBQ      R11, R10
+	JZ        g2qdone
+	LEAQ      kmask<>+0(SB), R12
+	SHRQ      $0x01, R10
+	KMOVW     (R12)(R10*1), K1
+	VMOVUPS.Z (CX)(R11*1), K1, Z2
+	VMULPS    Z2, Z0, Z2
+	VMOVUPS   Z2, K1, (AX)(R11*1)
+
+g2qdone:
+	JMP g2scaled
+
 g2scalent:
 	// y = (src*inv)*w, rounded after each multiply.
 	XORQ R11, R11
@@ -4783,22 +5571,22 @@ g2nbody:
 	SUBQ $0x00000100, R12
 
 g2nloop:
-	CMPQ       R11, R12
-	JG         g2none
-	PREFETCHT0 (R10)(R11*1)
-	PREFETCHT0 64(R10)(R11*1)
-	PREFETCHT0 128(R10)(R11*1)
-	PREFETCHT0 192(R10)(R11*1)
-	VMULPS     (CX)(R11*1), Z0, Z2
-	VMOVNTPS   Z2, (AX)(R11*1)
-	VMULPS     64(CX)(R11*1), Z0, Z2
-	VMOVNTPS   Z2, 64(AX)(R11*1)
-	VMULPS     128(CX)(R11*1), Z0, Z2
-	VMOVNTPS   Z2, 128(AX)(R11*1)
-	VMULPS     192(CX)(R11*1), Z0, Z2
-	VMOVNTPS   Z2, 192(AX)(R11*1)
-	ADDQ       $0x00000100, R11
-	JMP        g2nloop
+	CMPQ        R11, R12
+	JG          g2none
+	PREFETCHNTA (R10)(R11*1)
+	PREFETCHNTA 64(R10)(R11*1)
+	PREFETCHNTA 128(R10)(R11*1)
+	PREFETCHNTA 192(R10)(R11*1)
+	VMULPS      (CX)(R11*1), Z0, Z2
+	VMOVNTPS    Z2, (AX)(R11*1)
+	VMULPS      64(CX)(R11*1), Z0, Z2
+	VMOVNTPS    Z2, 64(AX)(R11*1)
+	VMULPS      128(CX)(R11*1), Z0, Z2
+	VMOVNTPS    Z2, 128(AX)(R11*1)
+	VMULPS      192(CX)(R11*1), Z0, Z2
+	VMOVNTPS    Z2, 192(AX)(R11*1)
+	ADDQ        $0x00000100, R11
+	JMP         g2nloop
 
 g2none:
 	ADDQ $0x000000c0, R12
@@ -4879,6 +5667,8 @@ g3scalepf:
 	LEAQ  (CX)(DI*8), R10
 	TESTQ $0x00000001, R8
 	JNZ   g3scalent
+	TESTQ $0x00000008, R8
+	JNZ   g3scalenta
 
 	// y = (src*inv)*w, rounded after each multiply.
 	XORQ R11, R11
@@ -4928,6 +5718,55 @@ g3ptail:
 g3pdone:
 	JMP g3scaled
 
+g3scalenta:
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ R11, R11
+	MOVQ BX, R12
+	SUBQ $0x00000100, R12
+
+g3qloop:
+	CMPQ        R11, R12
+	JG          g3qone
+	PREFETCHNTA (R10)(R11*1)
+	PREFETCHNTA 64(R10)(R11*1)
+	PREFETCHNTA 128(R10)(R11*1)
+	PREFETCHNTA 192(R10)(R11*1)
+	VMULPS      (CX)(R11*1), Z0, Z1
+	VMOVUPS     Z1, (AX)(R11*1)
+	VMULPS      64(CX)(R11*1), Z0, Z1
+	VMOVUPS     Z1, 64(AX)(R11*1)
+	VMULPS      128(CX)(R11*1), Z0, Z1
+	VMOVUPS     Z1, 128(AX)(R11*1)
+	VMULPS      192(CX)(R11*1), Z0, Z1
+	VMOVUPS     Z1, 192(AX)(R11*1)
+	ADDQ        $0x00000100, R11
+	JMP         g3qloop
+
+g3qone:
+	ADDQ $0x000000c0, R12
+
+g3qoneloop:
+	CMPQ    R11, R12
+	JG      g3qtail
+	VMULPS  (CX)(R11*1), Z0, Z1
+	VMOVUPS Z1, (AX)(R11*1)
+	ADDQ    $0x00000040, R11
+	JMP     g3qoneloop
+
+g3qtail:
+	MOVQ      BX, R10
+	SUBQ      R11, R10
+	JZ        g3qdone
+	LEAQ      kmask<>+0(SB), R12
+	SHRQ      $0x01, R10
+	KMOVW     (R12)(R10*1), K1
+	VMOVUPS.Z (CX)(R11*1), K1, Z1
+	VMULPS    Z1, Z0, Z1
+	VMOVUPS   Z1, K1, (AX)(R11*1)
+
+g3qdone:
+	JMP g3scaled
+
 g3scalent:
 	// y = (src*inv)*w, rounded after each multiply.
 	XORQ R11, R11
@@ -4956,22 +5795,22 @@ g3nbody:
 	SUBQ $0x00000100, R12
 
 g3nloop:
-	CMPQ       R11, R12
-	JG         g3none
-	PREFETCHT0 (R10)(R11*1)
-	PREFETCHT0 64(R10)(R11*1)
-	PREFETCHT0 128(R10)(R11*1)
-	PREFETCHT0 192(R10)(R11*1)
-	VMULPS     (CX)(R11*1), Z0, Z1
-	VMOVNTPS   Z1, (AX)(R11*1)
-	VMULPS     64(CX)(R11*1), Z0, Z1
-	VMOVNTPS   Z1, 64(AX)(R11*1)
-	VMULPS     128(CX)(R11*1), Z0, Z1
-	VMOVNTPS   Z1, 128(AX)(R11*1)
-	VMULPS     192(CX)(R11*1), Z0, Z1
-	VMOVNTPS   Z1, 192(AX)(R11*1)
-	ADDQ       $0x00000100, R11
-	JMP        g3nloop
+	CMPQ        R11, R12
+	JG          g3none
+	PREFETCHNTA (R10)(R11*1)
+	PREFETCHNTA 64(R10)(R11*1)
+	PREFETCHNTA 128(R10)(R11*1)
+	PREFETCHNTA 192(R10)(R11*1)
+	VMULPS      (CX)(R11*1), Z0, Z1
+	VMOVNTPS    Z1, (AX)(R11*1)
+	VMULPS      64(CX)(R11*1), Z0, Z1
+	VMOVNTPS    Z1, 64(AX)(R11*1)
+	VMULPS      128(CX)(R11*1), Z0, Z1
+	VMOVNTPS    Z1, 128(AX)(R11*1)
+	VMULPS      192(CX)(R11*1), Z0, Z1
+	VMOVNTPS    Z1, 192(AX)(R11*1)
+	ADDQ        $0x00000100, R11
+	JMP         g3nloop
 
 g3none:
 	ADDQ $0x000000c0, R12
@@ -5241,6 +6080,8 @@ scalepf:
 	LEAQ  (CX)(DI*1), R10
 	TESTQ $0x00000001, R8
 	JNZ   scalent
+	TESTQ $0x00000008, R8
+	JNZ   scalenta
 
 	// y = (src*inv)*w, rounded after each multiply.
 	XORQ R11, R11
@@ -5290,6 +6131,55 @@ ptail:
 pdone:
 	JMP scaled
 
+scalenta:
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ R11, R11
+	MOVQ BX, R12
+	SUBQ $0x00000100, R12
+
+qloop:
+	CMPQ        R11, R12
+	JG          qone
+	PREFETCHNTA (R10)(R11*1)
+	PREFETCHNTA 64(R10)(R11*1)
+	PREFETCHNTA 128(R10)(R11*1)
+	PREFETCHNTA 192(R10)(R11*1)
+	VMULPS      (CX)(R11*1), Z0, Z1
+	VMOVUPS     Z1, (AX)(R11*1)
+	VMULPS      64(CX)(R11*1), Z0, Z1
+	VMOVUPS     Z1, 64(AX)(R11*1)
+	VMULPS      128(CX)(R11*1), Z0, Z1
+	VMOVUPS     Z1, 128(AX)(R11*1)
+	VMULPS      192(CX)(R11*1), Z0, Z1
+	VMOVUPS     Z1, 192(AX)(R11*1)
+	ADDQ        $0x00000100, R11
+	JMP         qloop
+
+qone:
+	ADDQ $0x000000c0, R12
+
+qoneloop:
+	CMPQ    R11, R12
+	JG      qtail
+	VMULPS  (CX)(R11*1), Z0, Z1
+	VMOVUPS Z1, (AX)(R11*1)
+	ADDQ    $0x00000040, R11
+	JMP     qoneloop
+
+qtail:
+	MOVQ      BX, R10
+	SUBQ      R11, R10
+	JZ        qdone
+	LEAQ      kmask<>+0(SB), R12
+	SHRQ      $0x01, R10
+	KMOVW     (R12)(R10*1), K1
+	VMOVUPS.Z (CX)(R11*1), K1, Z1
+	VMULPS    Z1, Z0, Z1
+	VMOVUPS   Z1, K1, (AX)(R11*1)
+
+qdone:
+	JMP scaled
+
 scalent:
 	// y = (src*inv)*w, rounded after each multiply.
 	XORQ R11, R11
@@ -5318,22 +6208,22 @@ nbody:
 	SUBQ $0x00000100, R12
 
 nloop:
-	CMPQ       R11, R12
-	JG         none
-	PREFETCHT0 (R10)(R11*1)
-	PREFETCHT0 64(R10)(R11*1)
-	PREFETCHT0 128(R10)(R11*1)
-	PREFETCHT0 192(R10)(R11*1)
-	VMULPS     (CX)(R11*1), Z0, Z1
-	VMOVNTPS   Z1, (AX)(R11*1)
-	VMULPS     64(CX)(R11*1), Z0, Z1
-	VMOVNTPS   Z1, 64(AX)(R11*1)
-	VMULPS     128(CX)(R11*1), Z0, Z1
-	VMOVNTPS   Z1, 128(AX)(R11*1)
-	VMULPS     192(CX)(R11*1), Z0, Z1
-	VMOVNTPS   Z1, 192(AX)(R11*1)
-	ADDQ       $0x00000100, R11
-	JMP        nloop
+	CMPQ        R11, R12
+	JG          none
+	PREFETCHNTA (R10)(R11*1)
+	PREFETCHNTA 64(R10)(R11*1)
+	PREFETCHNTA 128(R10)(R11*1)
+	PREFETCHNTA 192(R10)(R11*1)
+	VMULPS      (CX)(R11*1), Z0, Z1
+	VMOVNTPS    Z1, (AX)(R11*1)
+	VMULPS      64(CX)(R11*1), Z0, Z1
+	VMOVNTPS    Z1, 64(AX)(R11*1)
+	VMULPS      128(CX)(R11*1), Z0, Z1
+	VMOVNTPS    Z1, 128(AX)(R11*1)
+	VMULPS      192(CX)(R11*1), Z0, Z1
+	VMOVNTPS    Z1, 192(AX)(R11*1)
+	ADDQ        $0x00000100, R11
+	JMP         nloop
 
 none:
 	ADDQ $0x000000c0, R12
@@ -5680,6 +6570,8 @@ scalepf:
 	LEAQ  (BX)(R9*1), R12
 	TESTQ $0x00000001, R10
 	JNZ   scalent
+	TESTQ $0x00000008, R10
+	JNZ   scalenta
 
 	// y = (src*inv)*w, rounded after each multiply.
 	XORQ R13, R13
@@ -5736,6 +6628,62 @@ ptail:
 pdone:
 	JMP scaled
 
+scalenta:
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ R13, R13
+	MOVQ DI, R14
+	SUBQ $0x00000100, R14
+
+qloop:
+	CMPQ        R13, R14
+	JG          qone
+	PREFETCHNTA (R12)(R13*1)
+	PREFETCHNTA 64(R12)(R13*1)
+	PREFETCHNTA 128(R12)(R13*1)
+	PREFETCHNTA 192(R12)(R13*1)
+	VMULPS      (BX)(R13*1), Z0, Z1
+	VMULPS      (DX)(R13*1), Z1, Z1
+	VMOVUPS     Z1, (AX)(R13*1)
+	VMULPS      64(BX)(R13*1), Z0, Z1
+	VMULPS      64(DX)(R13*1), Z1, Z1
+	VMOVUPS     Z1, 64(AX)(R13*1)
+	VMULPS      128(BX)(R13*1), Z0, Z1
+	VMULPS      128(DX)(R13*1), Z1, Z1
+	VMOVUPS     Z1, 128(AX)(R13*1)
+	VMULPS      192(BX)(R13*1), Z0, Z1
+	VMULPS      192(DX)(R13*1), Z1, Z1
+	VMOVUPS     Z1, 192(AX)(R13*1)
+	ADDQ        $0x00000100, R13
+	JMP         qloop
+
+qone:
+	ADDQ $0x000000c0, R14
+
+qoneloop:
+	CMPQ    R13, R14
+	JG      qtail
+	VMULPS  (BX)(R13*1), Z0, Z1
+	VMULPS  (DX)(R13*1), Z1, Z1
+	VMOVUPS Z1, (AX)(R13*1)
+	ADDQ    $0x00000040, R13
+	JMP     qoneloop
+
+qtail:
+	MOVQ      DI, R12
+	SUBQ      R13, R12
+	JZ        qdone
+	LEAQ      kmask<>+0(SB), R14
+	SHRQ      $0x01, R12
+	KMOVW     (R14)(R12*1), K1
+	VMOVUPS.Z (BX)(R13*1), K1, Z1
+	VMULPS    Z1, Z0, Z1
+	VMOVUPS.Z (DX)(R13*1), K1, Z0
+	VMULPS    Z0, Z1, Z1
+	VMOVUPS   Z1, K1, (AX)(R13*1)
+
+qdone:
+	JMP scaled
+
 scalent:
 	// y = (src*inv)*w, rounded after each multiply.
 	XORQ R13, R13
@@ -5766,26 +6714,26 @@ nbody:
 	SUBQ $0x00000100, R14
 
 nloop:
-	CMPQ       R13, R14
-	JG         none
-	PREFETCHT0 (R12)(R13*1)
-	PREFETCHT0 64(R12)(R13*1)
-	PREFETCHT0 128(R12)(R13*1)
-	PREFETCHT0 192(R12)(R13*1)
-	VMULPS     (BX)(R13*1), Z0, Z1
-	VMULPS     (DX)(R13*1), Z1, Z1
-	VMOVNTPS   Z1, (AX)(R13*1)
-	VMULPS     64(BX)(R13*1), Z0, Z1
-	VMULPS     64(DX)(R13*1), Z1, Z1
-	VMOVNTPS   Z1, 64(AX)(R13*1)
-	VMULPS     128(BX)(R13*1), Z0, Z1
-	VMULPS     128(DX)(R13*1), Z1, Z1
-	VMOVNTPS   Z1, 128(AX)(R13*1)
-	VMULPS     192(BX)(R13*1), Z0, Z1
-	VMULPS     192(DX)(R13*1), Z1, Z1
-	VMOVNTPS   Z1, 192(AX)(R13*1)
-	ADDQ       $0x00000100, R13
-	JMP        nloop
+	CMPQ        R13, R14
+	JG          none
+	PREFETCHNTA (R12)(R13*1)
+	PREFETCHNTA 64(R12)(R13*1)
+	PREFETCHNTA 128(R12)(R13*1)
+	PREFETCHNTA 192(R12)(R13*1)
+	VMULPS      (BX)(R13*1), Z0, Z1
+	VMULPS      (DX)(R13*1), Z1, Z1
+	VMOVNTPS    Z1, (AX)(R13*1)
+	VMULPS      64(BX)(R13*1), Z0, Z1
+	VMULPS      64(DX)(R13*1), Z1, Z1
+	VMOVNTPS    Z1, 64(AX)(R13*1)
+	VMULPS      128(BX)(R13*1), Z0, Z1
+	VMULPS      128(DX)(R13*1), Z1, Z1
+	VMOVNTPS    Z1, 128(AX)(R13*1)
+	VMULPS      192(BX)(R13*1), Z0, Z1
+	VMULPS      192(DX)(R13*1), Z1, Z1
+	VMOVNTPS    Z1, 192(AX)(R13*1)
+	ADDQ        $0x00000100, R13
+	JMP         nloop
 
 none:
 	ADDQ $0x000000c0, R14
@@ -6148,6 +7096,8 @@ scalepf:
 	LEAQ  (BX)(R9*1), R12
 	TESTQ $0x00000001, R10
 	JNZ   scalent
+	TESTQ $0x00000008, R10
+	JNZ   scalenta
 
 	// y = (src*inv)*w, rounded after each multiply.
 	XORQ R13, R13
@@ -6215,6 +7165,73 @@ ptail:
 pdone:
 	JMP scaled
 
+scalenta:
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ R13, R13
+	MOVQ DI, R14
+	SUBQ $0x00000100, R14
+
+qloop:
+	CMPQ        R13, R14
+	JG          qone
+	PREFETCHNTA (R12)(R13*1)
+	PREFETCHNTA 64(R12)(R13*1)
+	PREFETCHNTA 128(R12)(R13*1)
+	PREFETCHNTA 192(R12)(R13*1)
+	VMULPS      (BX)(R13*1), Z0, Z2
+	VMOVUPS     (DX)(R13*1), Z3
+	VADDPS      Z1, Z3, Z3
+	VMULPS      Z3, Z2, Z2
+	VMOVUPS     Z2, (AX)(R13*1)
+	VMULPS      64(BX)(R13*1), Z0, Z2
+	VMOVUPS     64(DX)(R13*1), Z3
+	VADDPS      Z1, Z3, Z3
+	VMULPS      Z3, Z2, Z2
+	VMOVUPS     Z2, 64(AX)(R13*1)
+	VMULPS      128(BX)(R13*1), Z0, Z2
+	VMOVUPS     128(DX)(R13*1), Z3
+	VADDPS      Z1, Z3, Z3
+	VMULPS      Z3, Z2, Z2
+	VMOVUPS     Z2, 128(AX)(R13*1)
+	VMULPS      192(BX)(R13*1), Z0, Z2
+	VMOVUPS     192(DX)(R13*1), Z3
+	VADDPS      Z1, Z3, Z3
+	VMULPS      Z3, Z2, Z2
+	VMOVUPS     Z2, 192(AX)(R13*1)
+	ADDQ        $0x00000100, R13
+	JMP         qloop
+
+qone:
+	ADDQ $0x000000c0, R14
+
+qoneloop:
+	CMPQ    R13, R14
+	JG      qtail
+	VMULPS  (BX)(R13*1), Z0, Z2
+	VMOVUPS (DX)(R13*1), Z3
+	VADDPS  Z1, Z3, Z3
+	VMULPS  Z3, Z2, Z2
+	VMOVUPS Z2, (AX)(R13*1)
+	ADDQ    $0x00000040, R13
+	JMP     qoneloop
+
+qtail:
+	MOVQ      DI, R12
+	SUBQ      R13, R12
+	JZ        qdone
+	LEAQ      kmask<>+0(SB), R14
+	SHRQ      $0x01, R12
+	KMOVW     (R14)(R12*1), K1
+	VMOVUPS.Z (BX)(R13*1), K1, Z2
+	VMULPS    Z2, Z0, Z2
+	VMOVUPS.Z (DX)(R13*1), K1, Z0
+	VADDPS    Z1, Z0, Z0
+	VMULPS    Z0, Z2, Z2
+	VMOVUPS   Z2, K1, (AX)(R13*1)
+
+qdone:
+	JMP scaled
+
 scalent:
 	// y = (src*inv)*w, rounded after each multiply.
 	XORQ R13, R13
@@ -6246,34 +7263,34 @@ nbody:
 	SUBQ $0x00000100, R14
 
 nloop:
-	CMPQ       R13, R14
-	JG         none
-	PREFETCHT0 (R12)(R13*1)
-	PREFETCHT0 64(R12)(R13*1)
-	PREFETCHT0 128(R12)(R13*1)
-	PREFETCHT0 192(R12)(R13*1)
-	VMULPS     (BX)(R13*1), Z0, Z2
-	VMOVUPS    (DX)(R13*1), Z3
-	VADDPS     Z1, Z3, Z3
-	VMULPS     Z3, Z2, Z2
-	VMOVNTPS   Z2, (AX)(R13*1)
-	VMULPS     64(BX)(R13*1), Z0, Z2
-	VMOVUPS    64(DX)(R13*1), Z3
-	VADDPS     Z1, Z3, Z3
-	VMULPS     Z3, Z2, Z2
-	VMOVNTPS   Z2, 64(AX)(R13*1)
-	VMULPS     128(BX)(R13*1), Z0, Z2
-	VMOVUPS    128(DX)(R13*1), Z3
-	VADDPS     Z1, Z3, Z3
-	VMULPS     Z3, Z2, Z2
-	VMOVNTPS   Z2, 128(AX)(R13*1)
-	VMULPS     192(BX)(R13*1), Z0, Z2
-	VMOVUPS    192(DX)(R13*1), Z3
-	VADDPS     Z1, Z3, Z3
-	VMULPS     Z3, Z2, Z2
-	VMOVNTPS   Z2, 192(AX)(R13*1)
-	ADDQ       $0x00000100, R13
-	JMP        nloop
+	CMPQ        R13, R14
+	JG          none
+	PREFETCHNTA (R12)(R13*1)
+	PREFETCHNTA 64(R12)(R13*1)
+	PREFETCHNTA 128(R12)(R13*1)
+	PREFETCHNTA 192(R12)(R13*1)
+	VMULPS      (BX)(R13*1), Z0, Z2
+	VMOVUPS     (DX)(R13*1), Z3
+	VADDPS      Z1, Z3, Z3
+	VMULPS      Z3, Z2, Z2
+	VMOVNTPS    Z2, (AX)(R13*1)
+	VMULPS      64(BX)(R13*1), Z0, Z2
+	VMOVUPS     64(DX)(R13*1), Z3
+	VADDPS      Z1, Z3, Z3
+	VMULPS      Z3, Z2, Z2
+	VMOVNTPS    Z2, 64(AX)(R13*1)
+	VMULPS      128(BX)(R13*1), Z0, Z2
+	VMOVUPS     128(DX)(R13*1), Z3
+	VADDPS      Z1, Z3, Z3
+	VMULPS      Z3, Z2, Z2
+	VMOVNTPS    Z2, 128(AX)(R13*1)
+	VMULPS      192(BX)(R13*1), Z0, Z2
+	VMOVUPS     192(DX)(R13*1), Z3
+	VADDPS      Z1, Z3, Z3
+	VMULPS      Z3, Z2, Z2
+	VMOVNTPS    Z2, 192(AX)(R13*1)
+	ADDQ        $0x00000100, R13
+	JMP         nloop
 
 none:
 	ADDQ $0x000000c0, R14
@@ -6619,6 +7636,8 @@ scalepf:
 	LEAQ  (DX)(R8*1), R11
 	TESTQ $0x00000001, R9
 	JNZ   scalent
+	TESTQ $0x00000008, R9
+	JNZ   scalenta
 
 	// y = (src*inv)*w, rounded after each multiply.
 	XORQ R12, R12
@@ -6668,6 +7687,55 @@ ptail:
 pdone:
 	JMP scaled
 
+scalenta:
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ R12, R12
+	MOVQ SI, R13
+	SUBQ $0x00000100, R13
+
+qloop:
+	CMPQ        R12, R13
+	JG          qone
+	PREFETCHNTA (R11)(R12*1)
+	PREFETCHNTA 64(R11)(R12*1)
+	PREFETCHNTA 128(R11)(R12*1)
+	PREFETCHNTA 192(R11)(R12*1)
+	VMULPS      (DX)(R12*1), Z0, Z1
+	VMOVUPS     Z1, (AX)(R12*1)
+	VMULPS      64(DX)(R12*1), Z0, Z1
+	VMOVUPS     Z1, 64(AX)(R12*1)
+	VMULPS      128(DX)(R12*1), Z0, Z1
+	VMOVUPS     Z1, 128(AX)(R12*1)
+	VMULPS      192(DX)(R12*1), Z0, Z1
+	VMOVUPS     Z1, 192(AX)(R12*1)
+	ADDQ        $0x00000100, R12
+	JMP         qloop
+
+qone:
+	ADDQ $0x000000c0, R13
+
+qoneloop:
+	CMPQ    R12, R13
+	JG      qtail
+	VMULPS  (DX)(R12*1), Z0, Z1
+	VMOVUPS Z1, (AX)(R12*1)
+	ADDQ    $0x00000040, R12
+	JMP     qoneloop
+
+qtail:
+	MOVQ      SI, R11
+	SUBQ      R12, R11
+	JZ        qdone
+	LEAQ      kmask<>+0(SB), R13
+	SHRQ      $0x01, R11
+	KMOVW     (R13)(R11*1), K1
+	VMOVUPS.Z (DX)(R12*1), K1, Z1
+	VMULPS    Z1, Z0, Z1
+	VMOVUPS   Z1, K1, (AX)(R12*1)
+
+qdone:
+	JMP scaled
+
 scalent:
 	// y = (src*inv)*w, rounded after each multiply.
 	XORQ R12, R12
@@ -6696,22 +7764,22 @@ nbody:
 	SUBQ $0x00000100, R13
 
 nloop:
-	CMPQ       R12, R13
-	JG         none
-	PREFETCHT0 (R11)(R12*1)
-	PREFETCHT0 64(R11)(R12*1)
-	PREFETCHT0 128(R11)(R12*1)
-	PREFETCHT0 192(R11)(R12*1)
-	VMULPS     (DX)(R12*1), Z0, Z1
-	VMOVNTPS   Z1, (AX)(R12*1)
-	VMULPS     64(DX)(R12*1), Z0, Z1
-	VMOVNTPS   Z1, 64(AX)(R12*1)
-	VMULPS     128(DX)(R12*1), Z0, Z1
-	VMOVNTPS   Z1, 128(AX)(R12*1)
-	VMULPS     192(DX)(R12*1), Z0, Z1
-	VMOVNTPS   Z1, 192(AX)(R12*1)
-	ADDQ       $0x00000100, R12
-	JMP        nloop
+	CMPQ        R12, R13
+	JG          none
+	PREFETCHNTA (R11)(R12*1)
+	PREFETCHNTA 64(R11)(R12*1)
+	PREFETCHNTA 128(R11)(R12*1)
+	PREFETCHNTA 192(R11)(R12*1)
+	VMULPS      (DX)(R12*1), Z0, Z1
+	VMOVNTPS    Z1, (AX)(R12*1)
+	VMULPS      64(DX)(R12*1), Z0, Z1
+	VMOVNTPS    Z1, 64(AX)(R12*1)
+	VMULPS      128(DX)(R12*1), Z0, Z1
+	VMOVNTPS    Z1, 128(AX)(R12*1)
+	VMULPS      192(DX)(R12*1), Z0, Z1
+	VMOVNTPS    Z1, 192(AX)(R12*1)
+	ADDQ        $0x00000100, R12
+	JMP         nloop
 
 none:
 	ADDQ $0x000000c0, R13
@@ -8429,6 +9497,8 @@ g0scalepf:
 	LEAQ  (CX)(R8*8), R11
 	TESTQ $0x00000001, R9
 	JNZ   g0scalent
+	TESTQ $0x00000008, R9
+	JNZ   g0scalenta
 
 	// y = (src*inv)*w, rounded after each multiply.
 	XORQ R12, R12
@@ -8480,6 +9550,57 @@ g0ptail:
 g0pdone:
 	JMP g0scaled
 
+g0scalenta:
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ R12, R12
+	MOVQ SI, R13
+	SUBQ $0x00000080, R13
+
+g0qloop:
+	CMPQ        R12, R13
+	JG          g0qone
+	PREFETCHNTA (R11)(R12*1)
+	PREFETCHNTA 64(R11)(R12*1)
+	VMULPS      (CX)(R12*1), Y0, Y2
+	VMULPS      (DX)(R12*1), Y2, Y2
+	VMOVUPS     Y2, (AX)(R12*1)
+	VMULPS      32(CX)(R12*1), Y0, Y2
+	VMULPS      32(DX)(R12*1), Y2, Y2
+	VMOVUPS     Y2, 32(AX)(R12*1)
+	VMULPS      64(CX)(R12*1), Y0, Y2
+	VMULPS      64(DX)(R12*1), Y2, Y2
+	VMOVUPS     Y2, 64(AX)(R12*1)
+	VMULPS      96(CX)(R12*1), Y0, Y2
+	VMULPS      96(DX)(R12*1), Y2, Y2
+	VMOVUPS     Y2, 96(AX)(R12*1)
+	ADDQ        $0x00000080, R12
+	JMP         g0qloop
+
+g0qone:
+	ADDQ $0x00000060, R13
+
+g0qoneloop:
+	CMPQ    R12, R13
+	JG      g0qtail
+	VMULPS  (CX)(R12*1), Y0, Y2
+	VMULPS  (DX)(R12*1), Y2, Y2
+	VMOVUPS Y2, (AX)(R12*1)
+	ADDQ    $0x00000020, R12
+	JMP     g0qoneloop
+
+g0qtail:
+	CMPQ   R12, SI
+	JGE    g0qdone
+	VMOVSS (CX)(R12*1), X0
+	VMULSS X1, X0, X0
+	VMULSS (DX)(R12*1), X0, X0
+	VMOVSS X0, (AX)(R12*1)
+	ADDQ   $0x04, R12
+	JMP    g0qtail
+
+g0qdone:
+	JMP g0scaled
+
 g0scalent:
 	// y = (src*inv)*w, rounded after each multiply.
 	XORQ R12, R12
@@ -8503,24 +9624,24 @@ g0nbody:
 	SUBQ $0x00000080, R13
 
 g0nloop:
-	CMPQ       R12, R13
-	JG         g0none
-	PREFETCHT0 (R11)(R12*1)
-	PREFETCHT0 64(R11)(R12*1)
-	VMULPS     (CX)(R12*1), Y0, Y2
-	VMULPS     (DX)(R12*1), Y2, Y2
-	VMOVNTPS   Y2, (AX)(R12*1)
-	VMULPS     32(CX)(R12*1), Y0, Y2
-	VMULPS     32(DX)(R12*1), Y2, Y2
-	VMOVNTPS   Y2, 32(AX)(R12*1)
-	VMULPS     64(CX)(R12*1), Y0, Y2
-	VMULPS     64(DX)(R12*1), Y2, Y2
-	VMOVNTPS   Y2, 64(AX)(R12*1)
-	VMULPS     96(CX)(R12*1), Y0, Y2
-	VMULPS     96(DX)(R12*1), Y2, Y2
-	VMOVNTPS   Y2, 96(AX)(R12*1)
-	ADDQ       $0x00000080, R12
-	JMP        g0nloop
+	CMPQ        R12, R13
+	JG          g0none
+	PREFETCHNTA (R11)(R12*1)
+	PREFETCHNTA 64(R11)(R12*1)
+	VMULPS      (CX)(R12*1), Y0, Y2
+	VMULPS      (DX)(R12*1), Y2, Y2
+	VMOVNTPS    Y2, (AX)(R12*1)
+	VMULPS      32(CX)(R12*1), Y0, Y2
+	VMULPS      32(DX)(R12*1), Y2, Y2
+	VMOVNTPS    Y2, 32(AX)(R12*1)
+	VMULPS      64(CX)(R12*1), Y0, Y2
+	VMULPS      64(DX)(R12*1), Y2, Y2
+	VMOVNTPS    Y2, 64(AX)(R12*1)
+	VMULPS      96(CX)(R12*1), Y0, Y2
+	VMULPS      96(DX)(R12*1), Y2, Y2
+	VMOVNTPS    Y2, 96(AX)(R12*1)
+	ADDQ        $0x00000080, R12
+	JMP         g0nloop
 
 g0none:
 	ADDQ $0x00000060, R13
@@ -8605,6 +9726,8 @@ g1scalepf:
 	LEAQ  (CX)(R8*8), R11
 	TESTQ $0x00000001, R9
 	JNZ   g1scalent
+	TESTQ $0x00000008, R9
+	JNZ   g1scalenta
 
 	// y = (src*inv)*w, rounded after each multiply.
 	XORQ R12, R12
@@ -8656,6 +9779,57 @@ g1ptail:
 g1pdone:
 	JMP g1scaled
 
+g1scalenta:
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ R12, R12
+	MOVQ SI, R13
+	SUBQ $0x00000080, R13
+
+g1qloop:
+	CMPQ        R12, R13
+	JG          g1qone
+	PREFETCHNTA (R11)(R12*1)
+	PREFETCHNTA 64(R11)(R12*1)
+	VMULPS      (CX)(R12*1), Y2, Y3
+	VMULPS      (DX)(R12*1), Y3, Y3
+	VMOVUPS     Y3, (AX)(R12*1)
+	VMULPS      32(CX)(R12*1), Y2, Y3
+	VMULPS      32(DX)(R12*1), Y3, Y3
+	VMOVUPS     Y3, 32(AX)(R12*1)
+	VMULPS      64(CX)(R12*1), Y2, Y3
+	VMULPS      64(DX)(R12*1), Y3, Y3
+	VMOVUPS     Y3, 64(AX)(R12*1)
+	VMULPS      96(CX)(R12*1), Y2, Y3
+	VMULPS      96(DX)(R12*1), Y3, Y3
+	VMOVUPS     Y3, 96(AX)(R12*1)
+	ADDQ        $0x00000080, R12
+	JMP         g1qloop
+
+g1qone:
+	ADDQ $0x00000060, R13
+
+g1qoneloop:
+	CMPQ    R12, R13
+	JG      g1qtail
+	VMULPS  (CX)(R12*1), Y2, Y3
+	VMULPS  (DX)(R12*1), Y3, Y3
+	VMOVUPS Y3, (AX)(R12*1)
+	ADDQ    $0x00000020, R12
+	JMP     g1qoneloop
+
+g1qtail:
+	CMPQ   R12, SI
+	JGE    g1qdone
+	VMOVSS (CX)(R12*1), X2
+	VMULSS X0, X2, X2
+	VMULSS (DX)(R12*1), X2, X2
+	VMOVSS X2, (AX)(R12*1)
+	ADDQ   $0x04, R12
+	JMP    g1qtail
+
+g1qdone:
+	JMP g1scaled
+
 g1scalent:
 	// y = (src*inv)*w, rounded after each multiply.
 	XORQ R12, R12
@@ -8679,24 +9853,24 @@ g1nbody:
 	SUBQ $0x00000080, R13
 
 g1nloop:
-	CMPQ       R12, R13
-	JG         g1none
-	PREFETCHT0 (R11)(R12*1)
-	PREFETCHT0 64(R11)(R12*1)
-	VMULPS     (CX)(R12*1), Y2, Y3
-	VMULPS     (DX)(R12*1), Y3, Y3
-	VMOVNTPS   Y3, (AX)(R12*1)
-	VMULPS     32(CX)(R12*1), Y2, Y3
-	VMULPS     32(DX)(R12*1), Y3, Y3
-	VMOVNTPS   Y3, 32(AX)(R12*1)
-	VMULPS     64(CX)(R12*1), Y2, Y3
-	VMULPS     64(DX)(R12*1), Y3, Y3
-	VMOVNTPS   Y3, 64(AX)(R12*1)
-	VMULPS     96(CX)(R12*1), Y2, Y3
-	VMULPS     96(DX)(R12*1), Y3, Y3
-	VMOVNTPS   Y3, 96(AX)(R12*1)
-	ADDQ       $0x00000080, R12
-	JMP        g1nloop
+	CMPQ        R12, R13
+	JG          g1none
+	PREFETCHNTA (R11)(R12*1)
+	PREFETCHNTA 64(R11)(R12*1)
+	VMULPS      (CX)(R12*1), Y2, Y3
+	VMULPS      (DX)(R12*1), Y3, Y3
+	VMOVNTPS    Y3, (AX)(R12*1)
+	VMULPS      32(CX)(R12*1), Y2, Y3
+	VMULPS      32(DX)(R12*1), Y3, Y3
+	VMOVNTPS    Y3, 32(AX)(R12*1)
+	VMULPS      64(CX)(R12*1), Y2, Y3
+	VMULPS      64(DX)(R12*1), Y3, Y3
+	VMOVNTPS    Y3, 64(AX)(R12*1)
+	VMULPS      96(CX)(R12*1), Y2, Y3
+	VMULPS      96(DX)(R12*1), Y3, Y3
+	VMOVNTPS    Y3, 96(AX)(R12*1)
+	ADDQ        $0x00000080, R12
+	JMP         g1nloop
 
 g1none:
 	ADDQ $0x00000060, R13
@@ -8781,6 +9955,8 @@ g2scalepf:
 	LEAQ  (CX)(R8*8), R11
 	TESTQ $0x00000001, R9
 	JNZ   g2scalent
+	TESTQ $0x00000008, R9
+	JNZ   g2scalenta
 
 	// y = (src*inv)*w, rounded after each multiply.
 	XORQ R12, R12
@@ -8832,6 +10008,57 @@ g2ptail:
 g2pdone:
 	JMP g2scaled
 
+g2scalenta:
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ R12, R12
+	MOVQ SI, R13
+	SUBQ $0x00000080, R13
+
+g2qloop:
+	CMPQ        R12, R13
+	JG          g2qone
+	PREFETCHNTA (R11)(R12*1)
+	PREFETCHNTA 64(R11)(R12*1)
+	VMULPS      (CX)(R12*1), Y2, Y3
+	VMULPS      (DX)(R12*1), Y3, Y3
+	VMOVUPS     Y3, (AX)(R12*1)
+	VMULPS      32(CX)(R12*1), Y2, Y3
+	VMULPS      32(DX)(R12*1), Y3, Y3
+	VMOVUPS     Y3, 32(AX)(R12*1)
+	VMULPS      64(CX)(R12*1), Y2, Y3
+	VMULPS      64(DX)(R12*1), Y3, Y3
+	VMOVUPS     Y3, 64(AX)(R12*1)
+	VMULPS      96(CX)(R12*1), Y2, Y3
+	VMULPS      96(DX)(R12*1), Y3, Y3
+	VMOVUPS     Y3, 96(AX)(R12*1)
+	ADDQ        $0x00000080, R12
+	JMP         g2qloop
+
+g2qone:
+	ADDQ $0x00000060, R13
+
+g2qoneloop:
+	CMPQ    R12, R13
+	JG      g2qtail
+	VMULPS  (CX)(R12*1), Y2, Y3
+	VMULPS  (DX)(R12*1), Y3, Y3
+	VMOVUPS Y3, (AX)(R12*1)
+	ADDQ    $0x00000020, R12
+	JMP     g2qoneloop
+
+g2qtail:
+	CMPQ   R12, SI
+	JGE    g2qdone
+	VMOVSS (CX)(R12*1), X2
+	VMULSS X0, X2, X2
+	VMULSS (DX)(R12*1), X2, X2
+	VMOVSS X2, (AX)(R12*1)
+	ADDQ   $0x04, R12
+	JMP    g2qtail
+
+g2qdone:
+	JMP g2scaled
+
 g2scalent:
 	// y = (src*inv)*w, rounded after each multiply.
 	XORQ R12, R12
@@ -8855,24 +10082,24 @@ g2nbody:
 	SUBQ $0x00000080, R13
 
 g2nloop:
-	CMPQ       R12, R13
-	JG         g2none
-	PREFETCHT0 (R11)(R12*1)
-	PREFETCHT0 64(R11)(R12*1)
-	VMULPS     (CX)(R12*1), Y2, Y3
-	VMULPS     (DX)(R12*1), Y3, Y3
-	VMOVNTPS   Y3, (AX)(R12*1)
-	VMULPS     32(CX)(R12*1), Y2, Y3
-	VMULPS     32(DX)(R12*1), Y3, Y3
-	VMOVNTPS   Y3, 32(AX)(R12*1)
-	VMULPS     64(CX)(R12*1), Y2, Y3
-	VMULPS     64(DX)(R12*1), Y3, Y3
-	VMOVNTPS   Y3, 64(AX)(R12*1)
-	VMULPS     96(CX)(R12*1), Y2, Y3
-	VMULPS     96(DX)(R12*1), Y3, Y3
-	VMOVNTPS   Y3, 96(AX)(R12*1)
-	ADDQ       $0x00000080, R12
-	JMP        g2nloop
+	CMPQ        R12, R13
+	JG          g2none
+	PREFETCHNTA (R11)(R12*1)
+	PREFETCHNTA 64(R11)(R12*1)
+	VMULPS      (CX)(R12*1), Y2, Y3
+	VMULPS      (DX)(R12*1), Y3, Y3
+	VMOVNTPS    Y3, (AX)(R12*1)
+	VMULPS      32(CX)(R12*1), Y2, Y3
+	VMULPS      32(DX)(R12*1), Y3, Y3
+	VMOVNTPS    Y3, 32(AX)(R12*1)
+	VMULPS      64(CX)(R12*1), Y2, Y3
+	VMULPS      64(DX)(R12*1), Y3, Y3
+	VMOVNTPS    Y3, 64(AX)(R12*1)
+	VMULPS      96(CX)(R12*1), Y2, Y3
+	VMULPS      96(DX)(R12*1), Y3, Y3
+	VMOVNTPS    Y3, 96(AX)(R12*1)
+	ADDQ        $0x00000080, R12
+	JMP         g2nloop
 
 g2none:
 	ADDQ $0x00000060, R13
@@ -8957,6 +10184,8 @@ g3scalepf:
 	LEAQ  (CX)(R8*8), R11
 	TESTQ $0x00000001, R9
 	JNZ   g3scalent
+	TESTQ $0x00000008, R9
+	JNZ   g3scalenta
 
 	// y = (src*inv)*w, rounded after each multiply.
 	XORQ R12, R12
@@ -9008,6 +10237,57 @@ g3ptail:
 g3pdone:
 	JMP g3scaled
 
+g3scalenta:
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ R12, R12
+	MOVQ SI, R13
+	SUBQ $0x00000080, R13
+
+g3qloop:
+	CMPQ        R12, R13
+	JG          g3qone
+	PREFETCHNTA (R11)(R12*1)
+	PREFETCHNTA 64(R11)(R12*1)
+	VMULPS      (CX)(R12*1), Y1, Y2
+	VMULPS      (DX)(R12*1), Y2, Y2
+	VMOVUPS     Y2, (AX)(R12*1)
+	VMULPS      32(CX)(R12*1), Y1, Y2
+	VMULPS      32(DX)(R12*1), Y2, Y2
+	VMOVUPS     Y2, 32(AX)(R12*1)
+	VMULPS      64(CX)(R12*1), Y1, Y2
+	VMULPS      64(DX)(R12*1), Y2, Y2
+	VMOVUPS     Y2, 64(AX)(R12*1)
+	VMULPS      96(CX)(R12*1), Y1, Y2
+	VMULPS      96(DX)(R12*1), Y2, Y2
+	VMOVUPS     Y2, 96(AX)(R12*1)
+	ADDQ        $0x00000080, R12
+	JMP         g3qloop
+
+g3qone:
+	ADDQ $0x00000060, R13
+
+g3qoneloop:
+	CMPQ    R12, R13
+	JG      g3qtail
+	VMULPS  (CX)(R12*1), Y1, Y2
+	VMULPS  (DX)(R12*1), Y2, Y2
+	VMOVUPS Y2, (AX)(R12*1)
+	ADDQ    $0x00000020, R12
+	JMP     g3qoneloop
+
+g3qtail:
+	CMPQ   R12, SI
+	JGE    g3qdone
+	VMOVSS (CX)(R12*1), X1
+	VMULSS X0, X1, X1
+	VMULSS (DX)(R12*1), X1, X1
+	VMOVSS X1, (AX)(R12*1)
+	ADDQ   $0x04, R12
+	JMP    g3qtail
+
+g3qdone:
+	JMP g3scaled
+
 g3scalent:
 	// y = (src*inv)*w, rounded after each multiply.
 	XORQ R12, R12
@@ -9031,24 +10311,24 @@ g3nbody:
 	SUBQ $0x00000080, R13
 
 g3nloop:
-	CMPQ       R12, R13
-	JG         g3none
-	PREFETCHT0 (R11)(R12*1)
-	PREFETCHT0 64(R11)(R12*1)
-	VMULPS     (CX)(R12*1), Y1, Y2
-	VMULPS     (DX)(R12*1), Y2, Y2
-	VMOVNTPS   Y2, (AX)(R12*1)
-	VMULPS     32(CX)(R12*1), Y1, Y2
-	VMULPS     32(DX)(R12*1), Y2, Y2
-	VMOVNTPS   Y2, 32(AX)(R12*1)
-	VMULPS     64(CX)(R12*1), Y1, Y2
-	VMULPS     64(DX)(R12*1), Y2, Y2
-	VMOVNTPS   Y2, 64(AX)(R12*1)
-	VMULPS     96(CX)(R12*1), Y1, Y2
-	VMULPS     96(DX)(R12*1), Y2, Y2
-	VMOVNTPS   Y2, 96(AX)(R12*1)
-	ADDQ       $0x00000080, R12
-	JMP        g3nloop
+	CMPQ        R12, R13
+	JG          g3none
+	PREFETCHNTA (R11)(R12*1)
+	PREFETCHNTA 64(R11)(R12*1)
+	VMULPS      (CX)(R12*1), Y1, Y2
+	VMULPS      (DX)(R12*1), Y2, Y2
+	VMOVNTPS    Y2, (AX)(R12*1)
+	VMULPS      32(CX)(R12*1), Y1, Y2
+	VMULPS      32(DX)(R12*1), Y2, Y2
+	VMOVNTPS    Y2, 32(AX)(R12*1)
+	VMULPS      64(CX)(R12*1), Y1, Y2
+	VMULPS      64(DX)(R12*1), Y2, Y2
+	VMOVNTPS    Y2, 64(AX)(R12*1)
+	VMULPS      96(CX)(R12*1), Y1, Y2
+	VMULPS      96(DX)(R12*1), Y2, Y2
+	VMOVNTPS    Y2, 96(AX)(R12*1)
+	ADDQ        $0x00000080, R12
+	JMP         g3nloop
 
 g3none:
 	ADDQ $0x00000060, R13
@@ -9596,6 +10876,8 @@ scalepf:
 	LEAQ  (CX)(R8*1), R11
 	TESTQ $0x00000001, R9
 	JNZ   scalent
+	TESTQ $0x00000008, R9
+	JNZ   scalenta
 
 	// y = (src*inv)*w, rounded after each multiply.
 	XORQ R12, R12
@@ -9647,6 +10929,57 @@ ptail:
 pdone:
 	JMP scaled
 
+scalenta:
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ R12, R12
+	MOVQ SI, R13
+	SUBQ $0x00000080, R13
+
+qloop:
+	CMPQ        R12, R13
+	JG          qone
+	PREFETCHNTA (R11)(R12*1)
+	PREFETCHNTA 64(R11)(R12*1)
+	VMULPS      (CX)(R12*1), Y0, Y2
+	VMULPS      (DX)(R12*1), Y2, Y2
+	VMOVUPS     Y2, (AX)(R12*1)
+	VMULPS      32(CX)(R12*1), Y0, Y2
+	VMULPS      32(DX)(R12*1), Y2, Y2
+	VMOVUPS     Y2, 32(AX)(R12*1)
+	VMULPS      64(CX)(R12*1), Y0, Y2
+	VMULPS      64(DX)(R12*1), Y2, Y2
+	VMOVUPS     Y2, 64(AX)(R12*1)
+	VMULPS      96(CX)(R12*1), Y0, Y2
+	VMULPS      96(DX)(R12*1), Y2, Y2
+	VMOVUPS     Y2, 96(AX)(R12*1)
+	ADDQ        $0x00000080, R12
+	JMP         qloop
+
+qone:
+	ADDQ $0x00000060, R13
+
+qoneloop:
+	CMPQ    R12, R13
+	JG      qtail
+	VMULPS  (CX)(R12*1), Y0, Y2
+	VMULPS  (DX)(R12*1), Y2, Y2
+	VMOVUPS Y2, (AX)(R12*1)
+	ADDQ    $0x00000020, R12
+	JMP     qoneloop
+
+qtail:
+	CMPQ   R12, SI
+	JGE    qdone
+	VMOVSS (CX)(R12*1), X0
+	VMULSS X1, X0, X0
+	VMULSS (DX)(R12*1), X0, X0
+	VMOVSS X0, (AX)(R12*1)
+	ADDQ   $0x04, R12
+	JMP    qtail
+
+qdone:
+	JMP scaled
+
 scalent:
 	// y = (src*inv)*w, rounded after each multiply.
 	XORQ R12, R12
@@ -9670,24 +11003,24 @@ nbody:
 	SUBQ $0x00000080, R13
 
 nloop:
-	CMPQ       R12, R13
-	JG         none
-	PREFETCHT0 (R11)(R12*1)
-	PREFETCHT0 64(R11)(R12*1)
-	VMULPS     (CX)(R12*1), Y0, Y2
-	VMULPS     (DX)(R12*1), Y2, Y2
-	VMOVNTPS   Y2, (AX)(R12*1)
-	VMULPS     32(CX)(R12*1), Y0, Y2
-	VMULPS     32(DX)(R12*1), Y2, Y2
-	VMOVNTPS   Y2, 32(AX)(R12*1)
-	VMULPS     64(CX)(R12*1), Y0, Y2
-	VMULPS     64(DX)(R12*1), Y2, Y2
-	VMOVNTPS   Y2, 64(AX)(R12*1)
-	VMULPS     96(CX)(R12*1), Y0, Y2
-	VMULPS     96(DX)(R12*1), Y2, Y2
-	VMOVNTPS   Y2, 96(AX)(R12*1)
-	ADDQ       $0x00000080, R12
-	JMP        nloop
+	CMPQ        R12, R13
+	JG          none
+	PREFETCHNTA (R11)(R12*1)
+	PREFETCHNTA 64(R11)(R12*1)
+	VMULPS      (CX)(R12*1), Y0, Y2
+	VMULPS      (DX)(R12*1), Y2, Y2
+	VMOVNTPS    Y2, (AX)(R12*1)
+	VMULPS      32(CX)(R12*1), Y0, Y2
+	VMULPS      32(DX)(R12*1), Y2, Y2
+	VMOVNTPS    Y2, 32(AX)(R12*1)
+	VMULPS      64(CX)(R12*1), Y0, Y2
+	VMULPS      64(DX)(R12*1), Y2, Y2
+	VMOVNTPS    Y2, 64(AX)(R12*1)
+	VMULPS      96(CX)(R12*1), Y0, Y2
+	VMULPS      96(DX)(R12*1), Y2, Y2
+	VMOVNTPS    Y2, 96(AX)(R12*1)
+	ADDQ        $0x00000080, R12
+	JMP         nloop
 
 none:
 	ADDQ $0x00000060, R13
@@ -11417,6 +12750,8 @@ g0scalepf:
 	LEAQ  (CX)(R8*8), R11
 	TESTQ $0x00000001, R9
 	JNZ   g0scalent
+	TESTQ $0x00000008, R9
+	JNZ   g0scalenta
 
 	// y = (src*inv)*w, rounded after each multiply.
 	XORQ R12, R12
@@ -11480,6 +12815,69 @@ g0ptail:
 g0pdone:
 	JMP g0scaled
 
+g0scalenta:
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ R12, R12
+	MOVQ SI, R13
+	SUBQ $0x00000080, R13
+
+g0qloop:
+	CMPQ        R12, R13
+	JG          g0qone
+	PREFETCHNTA (R11)(R12*1)
+	PREFETCHNTA 64(R11)(R12*1)
+	VMULPS      (CX)(R12*1), Y0, Y3
+	VMOVUPS     (DX)(R12*1), Y4
+	VADDPS      Y2, Y4, Y4
+	VMULPS      Y4, Y3, Y3
+	VMOVUPS     Y3, (AX)(R12*1)
+	VMULPS      32(CX)(R12*1), Y0, Y3
+	VMOVUPS     32(DX)(R12*1), Y4
+	VADDPS      Y2, Y4, Y4
+	VMULPS      Y4, Y3, Y3
+	VMOVUPS     Y3, 32(AX)(R12*1)
+	VMULPS      64(CX)(R12*1), Y0, Y3
+	VMOVUPS     64(DX)(R12*1), Y4
+	VADDPS      Y2, Y4, Y4
+	VMULPS      Y4, Y3, Y3
+	VMOVUPS     Y3, 64(AX)(R12*1)
+	VMULPS      96(CX)(R12*1), Y0, Y3
+	VMOVUPS     96(DX)(R12*1), Y4
+	VADDPS      Y2, Y4, Y4
+	VMULPS      Y4, Y3, Y3
+	VMOVUPS     Y3, 96(AX)(R12*1)
+	ADDQ        $0x00000080, R12
+	JMP         g0qloop
+
+g0qone:
+	ADDQ $0x00000060, R13
+
+g0qoneloop:
+	CMPQ    R12, R13
+	JG      g0qtail
+	VMULPS  (CX)(R12*1), Y0, Y3
+	VMOVUPS (DX)(R12*1), Y4
+	VADDPS  Y2, Y4, Y4
+	VMULPS  Y4, Y3, Y3
+	VMOVUPS Y3, (AX)(R12*1)
+	ADDQ    $0x00000020, R12
+	JMP     g0qoneloop
+
+g0qtail:
+	CMPQ   R12, SI
+	JGE    g0qdone
+	VMOVSS (CX)(R12*1), X0
+	VMULSS X1, X0, X0
+	VMOVSS (DX)(R12*1), X3
+	VADDSS X2, X3, X3
+	VMULSS X3, X0, X0
+	VMOVSS X0, (AX)(R12*1)
+	ADDQ   $0x04, R12
+	JMP    g0qtail
+
+g0qdone:
+	JMP g0scaled
+
 g0scalent:
 	// y = (src*inv)*w, rounded after each multiply.
 	XORQ R12, R12
@@ -11505,32 +12903,32 @@ g0nbody:
 	SUBQ $0x00000080, R13
 
 g0nloop:
-	CMPQ       R12, R13
-	JG         g0none
-	PREFETCHT0 (R11)(R12*1)
-	PREFETCHT0 64(R11)(R12*1)
-	VMULPS     (CX)(R12*1), Y0, Y3
-	VMOVUPS    (DX)(R12*1), Y4
-	VADDPS     Y2, Y4, Y4
-	VMULPS     Y4, Y3, Y3
-	VMOVNTPS   Y3, (AX)(R12*1)
-	VMULPS     32(CX)(R12*1), Y0, Y3
-	VMOVUPS    32(DX)(R12*1), Y4
-	VADDPS     Y2, Y4, Y4
-	VMULPS     Y4, Y3, Y3
-	VMOVNTPS   Y3, 32(AX)(R12*1)
-	VMULPS     64(CX)(R12*1), Y0, Y3
-	VMOVUPS    64(DX)(R12*1), Y4
-	VADDPS     Y2, Y4, Y4
-	VMULPS     Y4, Y3, Y3
-	VMOVNTPS   Y3, 64(AX)(R12*1)
-	VMULPS     96(CX)(R12*1), Y0, Y3
-	VMOVUPS    96(DX)(R12*1), Y4
-	VADDPS     Y2, Y4, Y4
-	VMULPS     Y4, Y3, Y3
-	VMOVNTPS   Y3, 96(AX)(R12*1)
-	ADDQ       $0x00000080, R12
-	JMP        g0nloop
+	CMPQ        R12, R13
+	JG          g0none
+	PREFETCHNTA (R11)(R12*1)
+	PREFETCHNTA 64(R11)(R12*1)
+	VMULPS      (CX)(R12*1), Y0, Y3
+	VMOVUPS     (DX)(R12*1), Y4
+	VADDPS      Y2, Y4, Y4
+	VMULPS      Y4, Y3, Y3
+	VMOVNTPS    Y3, (AX)(R12*1)
+	VMULPS      32(CX)(R12*1), Y0, Y3
+	VMOVUPS     32(DX)(R12*1), Y4
+	VADDPS      Y2, Y4, Y4
+	VMULPS      Y4, Y3, Y3
+	VMOVNTPS    Y3, 32(AX)(R12*1)
+	VMULPS      64(CX)(R12*1), Y0, Y3
+	VMOVUPS     64(DX)(R12*1), Y4
+	VADDPS      Y2, Y4, Y4
+	VMULPS      Y4, Y3, Y3
+	VMOVNTPS    Y3, 64(AX)(R12*1)
+	VMULPS      96(CX)(R12*1), Y0, Y3
+	VMOVUPS     96(DX)(R12*1), Y4
+	VADDPS      Y2, Y4, Y4
+	VMULPS      Y4, Y3, Y3
+	VMOVNTPS    Y3, 96(AX)(R12*1)
+	ADDQ        $0x00000080, R12
+	JMP         g0nloop
 
 g0none:
 	ADDQ $0x00000060, R13
@@ -11632,6 +13030,8 @@ g1scalepf:
 	LEAQ  (CX)(R8*8), R11
 	TESTQ $0x00000001, R9
 	JNZ   g1scalent
+	TESTQ $0x00000008, R9
+	JNZ   g1scalenta
 
 	// y = (src*inv)*w, rounded after each multiply.
 	XORQ R12, R12
@@ -11695,6 +13095,69 @@ g1ptail:
 g1pdone:
 	JMP g1scaled
 
+g1scalenta:
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ R12, R12
+	MOVQ SI, R13
+	SUBQ $0x00000080, R13
+
+g1qloop:
+	CMPQ        R12, R13
+	JG          g1qone
+	PREFETCHNTA (R11)(R12*1)
+	PREFETCHNTA 64(R11)(R12*1)
+	VMULPS      (CX)(R12*1), Y2, Y4
+	VMOVUPS     (DX)(R12*1), Y5
+	VADDPS      Y3, Y5, Y5
+	VMULPS      Y5, Y4, Y4
+	VMOVUPS     Y4, (AX)(R12*1)
+	VMULPS      32(CX)(R12*1), Y2, Y4
+	VMOVUPS     32(DX)(R12*1), Y5
+	VADDPS      Y3, Y5, Y5
+	VMULPS      Y5, Y4, Y4
+	VMOVUPS     Y4, 32(AX)(R12*1)
+	VMULPS      64(CX)(R12*1), Y2, Y4
+	VMOVUPS     64(DX)(R12*1), Y5
+	VADDPS      Y3, Y5, Y5
+	VMULPS      Y5, Y4, Y4
+	VMOVUPS     Y4, 64(AX)(R12*1)
+	VMULPS      96(CX)(R12*1), Y2, Y4
+	VMOVUPS     96(DX)(R12*1), Y5
+	VADDPS      Y3, Y5, Y5
+	VMULPS      Y5, Y4, Y4
+	VMOVUPS     Y4, 96(AX)(R12*1)
+	ADDQ        $0x00000080, R12
+	JMP         g1qloop
+
+g1qone:
+	ADDQ $0x00000060, R13
+
+g1qoneloop:
+	CMPQ    R12, R13
+	JG      g1qtail
+	VMULPS  (CX)(R12*1), Y2, Y4
+	VMOVUPS (DX)(R12*1), Y5
+	VADDPS  Y3, Y5, Y5
+	VMULPS  Y5, Y4, Y4
+	VMOVUPS Y4, (AX)(R12*1)
+	ADDQ    $0x00000020, R12
+	JMP     g1qoneloop
+
+g1qtail:
+	CMPQ   R12, SI
+	JGE    g1qdone
+	VMOVSS (CX)(R12*1), X2
+	VMULSS X0, X2, X2
+	VMOVSS (DX)(R12*1), X4
+	VADDSS X3, X4, X4
+	VMULSS X4, X2, X2
+	VMOVSS X2, (AX)(R12*1)
+	ADDQ   $0x04, R12
+	JMP    g1qtail
+
+g1qdone:
+	JMP g1scaled
+
 g1scalent:
 	// y = (src*inv)*w, rounded after each multiply.
 	XORQ R12, R12
@@ -11720,32 +13183,32 @@ g1nbody:
 	SUBQ $0x00000080, R13
 
 g1nloop:
-	CMPQ       R12, R13
-	JG         g1none
-	PREFETCHT0 (R11)(R12*1)
-	PREFETCHT0 64(R11)(R12*1)
-	VMULPS     (CX)(R12*1), Y2, Y4
-	VMOVUPS    (DX)(R12*1), Y5
-	VADDPS     Y3, Y5, Y5
-	VMULPS     Y5, Y4, Y4
-	VMOVNTPS   Y4, (AX)(R12*1)
-	VMULPS     32(CX)(R12*1), Y2, Y4
-	VMOVUPS    32(DX)(R12*1), Y5
-	VADDPS     Y3, Y5, Y5
-	VMULPS     Y5, Y4, Y4
-	VMOVNTPS   Y4, 32(AX)(R12*1)
-	VMULPS     64(CX)(R12*1), Y2, Y4
-	VMOVUPS    64(DX)(R12*1), Y5
-	VADDPS     Y3, Y5, Y5
-	VMULPS     Y5, Y4, Y4
-	VMOVNTPS   Y4, 64(AX)(R12*1)
-	VMULPS     96(CX)(R12*1), Y2, Y4
-	VMOVUPS    96(DX)(R12*1), Y5
-	VADDPS     Y3, Y5, Y5
-	VMULPS     Y5, Y4, Y4
-	VMOVNTPS   Y4, 96(AX)(R12*1)
-	ADDQ       $0x00000080, R12
-	JMP        g1nloop
+	CMPQ        R12, R13
+	JG          g1none
+	PREFETCHNTA (R11)(R12*1)
+	PREFETCHNTA 64(R11)(R12*1)
+	VMULPS      (CX)(R12*1), Y2, Y4
+	VMOVUPS     (DX)(R12*1), Y5
+	VADDPS      Y3, Y5, Y5
+	VMULPS      Y5, Y4, Y4
+	VMOVNTPS    Y4, (AX)(R12*1)
+	VMULPS      32(CX)(R12*1), Y2, Y4
+	VMOVUPS     32(DX)(R12*1), Y5
+	VADDPS      Y3, Y5, Y5
+	VMULPS      Y5, Y4, Y4
+	VMOVNTPS    Y4, 32(AX)(R12*1)
+	VMULPS      64(CX)(R12*1), Y2, Y4
+	VMOVUPS     64(DX)(R12*1), Y5
+	VADDPS      Y3, Y5, Y5
+	VMULPS      Y5, Y4, Y4
+	VMOVNTPS    Y4, 64(AX)(R12*1)
+	VMULPS      96(CX)(R12*1), Y2, Y4
+	VMOVUPS     96(DX)(R12*1), Y5
+	VADDPS      Y3, Y5, Y5
+	VMULPS      Y5, Y4, Y4
+	VMOVNTPS    Y4, 96(AX)(R12*1)
+	ADDQ        $0x00000080, R12
+	JMP         g1nloop
 
 g1none:
 	ADDQ $0x00000060, R13
@@ -11847,6 +13310,8 @@ g2scalepf:
 	LEAQ  (CX)(R8*8), R11
 	TESTQ $0x00000001, R9
 	JNZ   g2scalent
+	TESTQ $0x00000008, R9
+	JNZ   g2scalenta
 
 	// y = (src*inv)*w, rounded after each multiply.
 	XORQ R12, R12
@@ -11910,6 +13375,69 @@ g2ptail:
 g2pdone:
 	JMP g2scaled
 
+g2scalenta:
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ R12, R12
+	MOVQ SI, R13
+	SUBQ $0x00000080, R13
+
+g2qloop:
+	CMPQ        R12, R13
+	JG          g2qone
+	PREFETCHNTA (R11)(R12*1)
+	PREFETCHNTA 64(R11)(R12*1)
+	VMULPS      (CX)(R12*1), Y2, Y4
+	VMOVUPS     (DX)(R12*1), Y5
+	VADDPS      Y3, Y5, Y5
+	VMULPS      Y5, Y4, Y4
+	VMOVUPS     Y4, (AX)(R12*1)
+	VMULPS      32(CX)(R12*1), Y2, Y4
+	VMOVUPS     32(DX)(R12*1), Y5
+	VADDPS      Y3, Y5, Y5
+	VMULPS      Y5, Y4, Y4
+	VMOVUPS     Y4, 32(AX)(R12*1)
+	VMULPS      64(CX)(R12*1), Y2, Y4
+	VMOVUPS     64(DX)(R12*1), Y5
+	VADDPS      Y3, Y5, Y5
+	VMULPS      Y5, Y4, Y4
+	VMOVUPS     Y4, 64(AX)(R12*1)
+	VMULPS      96(CX)(R12*1), Y2, Y4
+	VMOVUPS     96(DX)(R12*1), Y5
+	VADDPS      Y3, Y5, Y5
+	VMULPS      Y5, Y4, Y4
+	VMOVUPS     Y4, 96(AX)(R12*1)
+	ADDQ        $0x00000080, R12
+	JMP         g2qloop
+
+g2qone:
+	ADDQ $0x00000060, R13
+
+g2qoneloop:
+	CMPQ    R12, R13
+	JG      g2qtail
+	VMULPS  (CX)(R12*1), Y2, Y4
+	VMOVUPS (DX)(R12*1), Y5
+	VADDPS  Y3, Y5, Y5
+	VMULPS  Y5, Y4, Y4
+	VMOVUPS Y4, (AX)(R12*1)
+	ADDQ    $0x00000020, R12
+	JMP     g2qoneloop
+
+g2qtail:
+	CMPQ   R12, SI
+	JGE    g2qdone
+	VMOVSS (CX)(R12*1), X2
+	VMULSS X0, X2, X2
+	VMOVSS (DX)(R12*1), X4
+	VADDSS X3, X4, X4
+	VMULSS X4, X2, X2
+	VMOVSS X2, (AX)(R12*1)
+	ADDQ   $0x04, R12
+	JMP    g2qtail
+
+g2qdone:
+	JMP g2scaled
+
 g2scalent:
 	// y = (src*inv)*w, rounded after each multiply.
 	XORQ R12, R12
@@ -11935,32 +13463,32 @@ g2nbody:
 	SUBQ $0x00000080, R13
 
 g2nloop:
-	CMPQ       R12, R13
-	JG         g2none
-	PREFETCHT0 (R11)(R12*1)
-	PREFETCHT0 64(R11)(R12*1)
-	VMULPS     (CX)(R12*1), Y2, Y4
-	VMOVUPS    (DX)(R12*1), Y5
-	VADDPS     Y3, Y5, Y5
-	VMULPS     Y5, Y4, Y4
-	VMOVNTPS   Y4, (AX)(R12*1)
-	VMULPS     32(CX)(R12*1), Y2, Y4
-	VMOVUPS    32(DX)(R12*1), Y5
-	VADDPS     Y3, Y5, Y5
-	VMULPS     Y5, Y4, Y4
-	VMOVNTPS   Y4, 32(AX)(R12*1)
-	VMULPS     64(CX)(R12*1), Y2, Y4
-	VMOVUPS    64(DX)(R12*1), Y5
-	VADDPS     Y3, Y5, Y5
-	VMULPS     Y5, Y4, Y4
-	VMOVNTPS   Y4, 64(AX)(R12*1)
-	VMULPS     96(CX)(R12*1), Y2, Y4
-	VMOVUPS    96(DX)(R12*1), Y5
-	VADDPS     Y3, Y5, Y5
-	VMULPS     Y5, Y4, Y4
-	VMOVNTPS   Y4, 96(AX)(R12*1)
-	ADDQ       $0x00000080, R12
-	JMP        g2nloop
+	CMPQ        R12, R13
+	JG          g2none
+	PREFETCHNTA (R11)(R12*1)
+	PREFETCHNTA 64(R11)(R12*1)
+	VMULPS      (CX)(R12*1), Y2, Y4
+	VMOVUPS     (DX)(R12*1), Y5
+	VADDPS      Y3, Y5, Y5
+	VMULPS      Y5, Y4, Y4
+	VMOVNTPS    Y4, (AX)(R12*1)
+	VMULPS      32(CX)(R12*1), Y2, Y4
+	VMOVUPS     32(DX)(R12*1), Y5
+	VADDPS      Y3, Y5, Y5
+	VMULPS      Y5, Y4, Y4
+	VMOVNTPS    Y4, 32(AX)(R12*1)
+	VMULPS      64(CX)(R12*1), Y2, Y4
+	VMOVUPS     64(DX)(R12*1), Y5
+	VADDPS      Y3, Y5, Y5
+	VMULPS      Y5, Y4, Y4
+	VMOVNTPS    Y4, 64(AX)(R12*1)
+	VMULPS      96(CX)(R12*1), Y2, Y4
+	VMOVUPS     96(DX)(R12*1), Y5
+	VADDPS      Y3, Y5, Y5
+	VMULPS      Y5, Y4, Y4
+	VMOVNTPS    Y4, 96(AX)(R12*1)
+	ADDQ        $0x00000080, R12
+	JMP         g2nloop
 
 g2none:
 	ADDQ $0x00000060, R13
@@ -12062,6 +13590,8 @@ g3scalepf:
 	LEAQ  (CX)(R8*8), R11
 	TESTQ $0x00000001, R9
 	JNZ   g3scalent
+	TESTQ $0x00000008, R9
+	JNZ   g3scalenta
 
 	// y = (src*inv)*w, rounded after each multiply.
 	XORQ R12, R12
@@ -12125,6 +13655,69 @@ g3ptail:
 g3pdone:
 	JMP g3scaled
 
+g3scalenta:
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ R12, R12
+	MOVQ SI, R13
+	SUBQ $0x00000080, R13
+
+g3qloop:
+	CMPQ        R12, R13
+	JG          g3qone
+	PREFETCHNTA (R11)(R12*1)
+	PREFETCHNTA 64(R11)(R12*1)
+	VMULPS      (CX)(R12*1), Y1, Y3
+	VMOVUPS     (DX)(R12*1), Y4
+	VADDPS      Y2, Y4, Y4
+	VMULPS      Y4, Y3, Y3
+	VMOVUPS     Y3, (AX)(R12*1)
+	VMULPS      32(CX)(R12*1), Y1, Y3
+	VMOVUPS     32(DX)(R12*1), Y4
+	VADDPS      Y2, Y4, Y4
+	VMULPS      Y4, Y3, Y3
+	VMOVUPS     Y3, 32(AX)(R12*1)
+	VMULPS      64(CX)(R12*1), Y1, Y3
+	VMOVUPS     64(DX)(R12*1), Y4
+	VADDPS      Y2, Y4, Y4
+	VMULPS      Y4, Y3, Y3
+	VMOVUPS     Y3, 64(AX)(R12*1)
+	VMULPS      96(CX)(R12*1), Y1, Y3
+	VMOVUPS     96(DX)(R12*1), Y4
+	VADDPS      Y2, Y4, Y4
+	VMULPS      Y4, Y3, Y3
+	VMOVUPS     Y3, 96(AX)(R12*1)
+	ADDQ        $0x00000080, R12
+	JMP         g3qloop
+
+g3qone:
+	ADDQ $0x00000060, R13
+
+g3qoneloop:
+	CMPQ    R12, R13
+	JG      g3qtail
+	VMULPS  (CX)(R12*1), Y1, Y3
+	VMOVUPS (DX)(R12*1), Y4
+	VADDPS  Y2, Y4, Y4
+	VMULPS  Y4, Y3, Y3
+	VMOVUPS Y3, (AX)(R12*1)
+	ADDQ    $0x00000020, R12
+	JMP     g3qoneloop
+
+g3qtail:
+	CMPQ   R12, SI
+	JGE    g3qdone
+	VMOVSS (CX)(R12*1), X1
+	VMULSS X0, X1, X1
+	VMOVSS (DX)(R12*1), X3
+	VADDSS X2, X3, X3
+	VMULSS X3, X1, X1
+	VMOVSS X1, (AX)(R12*1)
+	ADDQ   $0x04, R12
+	JMP    g3qtail
+
+g3qdone:
+	JMP g3scaled
+
 g3scalent:
 	// y = (src*inv)*w, rounded after each multiply.
 	XORQ R12, R12
@@ -12150,32 +13743,32 @@ g3nbody:
 	SUBQ $0x00000080, R13
 
 g3nloop:
-	CMPQ       R12, R13
-	JG         g3none
-	PREFETCHT0 (R11)(R12*1)
-	PREFETCHT0 64(R11)(R12*1)
-	VMULPS     (CX)(R12*1), Y1, Y3
-	VMOVUPS    (DX)(R12*1), Y4
-	VADDPS     Y2, Y4, Y4
-	VMULPS     Y4, Y3, Y3
-	VMOVNTPS   Y3, (AX)(R12*1)
-	VMULPS     32(CX)(R12*1), Y1, Y3
-	VMOVUPS    32(DX)(R12*1), Y4
-	VADDPS     Y2, Y4, Y4
-	VMULPS     Y4, Y3, Y3
-	VMOVNTPS   Y3, 32(AX)(R12*1)
-	VMULPS     64(CX)(R12*1), Y1, Y3
-	VMOVUPS    64(DX)(R12*1), Y4
-	VADDPS     Y2, Y4, Y4
-	VMULPS     Y4, Y3, Y3
-	VMOVNTPS   Y3, 64(AX)(R12*1)
-	VMULPS     96(CX)(R12*1), Y1, Y3
-	VMOVUPS    96(DX)(R12*1), Y4
-	VADDPS     Y2, Y4, Y4
-	VMULPS     Y4, Y3, Y3
-	VMOVNTPS   Y3, 96(AX)(R12*1)
-	ADDQ       $0x00000080, R12
-	JMP        g3nloop
+	CMPQ        R12, R13
+	JG          g3none
+	PREFETCHNTA (R11)(R12*1)
+	PREFETCHNTA 64(R11)(R12*1)
+	VMULPS      (CX)(R12*1), Y1, Y3
+	VMOVUPS     (DX)(R12*1), Y4
+	VADDPS      Y2, Y4, Y4
+	VMULPS      Y4, Y3, Y3
+	VMOVNTPS    Y3, (AX)(R12*1)
+	VMULPS      32(CX)(R12*1), Y1, Y3
+	VMOVUPS     32(DX)(R12*1), Y4
+	VADDPS      Y2, Y4, Y4
+	VMULPS      Y4, Y3, Y3
+	VMOVNTPS    Y3, 32(AX)(R12*1)
+	VMULPS      64(CX)(R12*1), Y1, Y3
+	VMOVUPS     64(DX)(R12*1), Y4
+	VADDPS      Y2, Y4, Y4
+	VMULPS      Y4, Y3, Y3
+	VMOVNTPS    Y3, 64(AX)(R12*1)
+	VMULPS      96(CX)(R12*1), Y1, Y3
+	VMOVUPS     96(DX)(R12*1), Y4
+	VADDPS      Y2, Y4, Y4
+	VMULPS      Y4, Y3, Y3
+	VMOVNTPS    Y3, 96(AX)(R12*1)
+	ADDQ        $0x00000080, R12
+	JMP         g3nloop
 
 g3none:
 	ADDQ $0x00000060, R13
@@ -12740,6 +14333,8 @@ scalepf:
 	LEAQ  (CX)(R8*1), R11
 	TESTQ $0x00000001, R9
 	JNZ   scalent
+	TESTQ $0x00000008, R9
+	JNZ   scalenta
 
 	// y = (src*inv)*w, rounded after each multiply.
 	XORQ R12, R12
@@ -12803,6 +14398,69 @@ ptail:
 pdone:
 	JMP scaled
 
+scalenta:
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ R12, R12
+	MOVQ SI, R13
+	SUBQ $0x00000080, R13
+
+qloop:
+	CMPQ        R12, R13
+	JG          qone
+	PREFETCHNTA (R11)(R12*1)
+	PREFETCHNTA 64(R11)(R12*1)
+	VMULPS      (CX)(R12*1), Y0, Y3
+	VMOVUPS     (DX)(R12*1), Y4
+	VADDPS      Y2, Y4, Y4
+	VMULPS      Y4, Y3, Y3
+	VMOVUPS     Y3, (AX)(R12*1)
+	VMULPS      32(CX)(R12*1), Y0, Y3
+	VMOVUPS     32(DX)(R12*1), Y4
+	VADDPS      Y2, Y4, Y4
+	VMULPS      Y4, Y3, Y3
+	VMOVUPS     Y3, 32(AX)(R12*1)
+	VMULPS      64(CX)(R12*1), Y0, Y3
+	VMOVUPS     64(DX)(R12*1), Y4
+	VADDPS      Y2, Y4, Y4
+	VMULPS      Y4, Y3, Y3
+	VMOVUPS     Y3, 64(AX)(R12*1)
+	VMULPS      96(CX)(R12*1), Y0, Y3
+	VMOVUPS     96(DX)(R12*1), Y4
+	VADDPS      Y2, Y4, Y4
+	VMULPS      Y4, Y3, Y3
+	VMOVUPS     Y3, 96(AX)(R12*1)
+	ADDQ        $0x00000080, R12
+	JMP         qloop
+
+qone:
+	ADDQ $0x00000060, R13
+
+qoneloop:
+	CMPQ    R12, R13
+	JG      qtail
+	VMULPS  (CX)(R12*1), Y0, Y3
+	VMOVUPS (DX)(R12*1), Y4
+	VADDPS  Y2, Y4, Y4
+	VMULPS  Y4, Y3, Y3
+	VMOVUPS Y3, (AX)(R12*1)
+	ADDQ    $0x00000020, R12
+	JMP     qoneloop
+
+qtail:
+	CMPQ   R12, SI
+	JGE    qdone
+	VMOVSS (CX)(R12*1), X0
+	VMULSS X1, X0, X0
+	VMOVSS (DX)(R12*1), X3
+	VADDSS X2, X3, X3
+	VMULSS X3, X0, X0
+	VMOVSS X0, (AX)(R12*1)
+	ADDQ   $0x04, R12
+	JMP    qtail
+
+qdone:
+	JMP scaled
+
 scalent:
 	// y = (src*inv)*w, rounded after each multiply.
 	XORQ R12, R12
@@ -12828,32 +14486,32 @@ nbody:
 	SUBQ $0x00000080, R13
 
 nloop:
-	CMPQ       R12, R13
-	JG         none
-	PREFETCHT0 (R11)(R12*1)
-	PREFETCHT0 64(R11)(R12*1)
-	VMULPS     (CX)(R12*1), Y0, Y3
-	VMOVUPS    (DX)(R12*1), Y4
-	VADDPS     Y2, Y4, Y4
-	VMULPS     Y4, Y3, Y3
-	VMOVNTPS   Y3, (AX)(R12*1)
-	VMULPS     32(CX)(R12*1), Y0, Y3
-	VMOVUPS    32(DX)(R12*1), Y4
-	VADDPS     Y2, Y4, Y4
-	VMULPS     Y4, Y3, Y3
-	VMOVNTPS   Y3, 32(AX)(R12*1)
-	VMULPS     64(CX)(R12*1), Y0, Y3
-	VMOVUPS    64(DX)(R12*1), Y4
-	VADDPS     Y2, Y4, Y4
-	VMULPS     Y4, Y3, Y3
-	VMOVNTPS   Y3, 64(AX)(R12*1)
-	VMULPS     96(CX)(R12*1), Y0, Y3
-	VMOVUPS    96(DX)(R12*1), Y4
-	VADDPS     Y2, Y4, Y4
-	VMULPS     Y4, Y3, Y3
-	VMOVNTPS   Y3, 96(AX)(R12*1)
-	ADDQ       $0x00000080, R12
-	JMP        nloop
+	CMPQ        R12, R13
+	JG          none
+	PREFETCHNTA (R11)(R12*1)
+	PREFETCHNTA 64(R11)(R12*1)
+	VMULPS      (CX)(R12*1), Y0, Y3
+	VMOVUPS     (DX)(R12*1), Y4
+	VADDPS      Y2, Y4, Y4
+	VMULPS      Y4, Y3, Y3
+	VMOVNTPS    Y3, (AX)(R12*1)
+	VMULPS      32(CX)(R12*1), Y0, Y3
+	VMOVUPS     32(DX)(R12*1), Y4
+	VADDPS      Y2, Y4, Y4
+	VMULPS      Y4, Y3, Y3
+	VMOVNTPS    Y3, 32(AX)(R12*1)
+	VMULPS      64(CX)(R12*1), Y0, Y3
+	VMOVUPS     64(DX)(R12*1), Y4
+	VADDPS      Y2, Y4, Y4
+	VMULPS      Y4, Y3, Y3
+	VMOVNTPS    Y3, 64(AX)(R12*1)
+	VMULPS      96(CX)(R12*1), Y0, Y3
+	VMOVUPS     96(DX)(R12*1), Y4
+	VADDPS      Y2, Y4, Y4
+	VMULPS      Y4, Y3, Y3
+	VMOVNTPS    Y3, 96(AX)(R12*1)
+	ADDQ        $0x00000080, R12
+	JMP         nloop
 
 none:
 	ADDQ $0x00000060, R13
@@ -14567,6 +16225,8 @@ g0scalepf:
 	LEAQ  (CX)(DI*8), R10
 	TESTQ $0x00000001, R8
 	JNZ   g0scalent
+	TESTQ $0x00000008, R8
+	JNZ   g0scalenta
 
 	// y = (src*inv)*w, rounded after each multiply.
 	XORQ R11, R11
@@ -14612,6 +16272,51 @@ g0ptail:
 g0pdone:
 	JMP g0scaled
 
+g0scalenta:
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ R11, R11
+	MOVQ BX, R12
+	SUBQ $0x00000080, R12
+
+g0qloop:
+	CMPQ        R11, R12
+	JG          g0qone
+	PREFETCHNTA (R10)(R11*1)
+	PREFETCHNTA 64(R10)(R11*1)
+	VMULPS      (CX)(R11*1), Y0, Y2
+	VMOVUPS     Y2, (AX)(R11*1)
+	VMULPS      32(CX)(R11*1), Y0, Y2
+	VMOVUPS     Y2, 32(AX)(R11*1)
+	VMULPS      64(CX)(R11*1), Y0, Y2
+	VMOVUPS     Y2, 64(AX)(R11*1)
+	VMULPS      96(CX)(R11*1), Y0, Y2
+	VMOVUPS     Y2, 96(AX)(R11*1)
+	ADDQ        $0x00000080, R11
+	JMP         g0qloop
+
+g0qone:
+	ADDQ $0x00000060, R12
+
+g0qoneloop:
+	CMPQ    R11, R12
+	JG      g0qtail
+	VMULPS  (CX)(R11*1), Y0, Y2
+	VMOVUPS Y2, (AX)(R11*1)
+	ADDQ    $0x00000020, R11
+	JMP     g0qoneloop
+
+g0qtail:
+	CMPQ   R11, BX
+	JGE    g0qdone
+	VMOVSS (CX)(R11*1), X0
+	VMULSS X1, X0, X0
+	VMOVSS X0, (AX)(R11*1)
+	ADDQ   $0x04, R11
+	JMP    g0qtail
+
+g0qdone:
+	JMP g0scaled
+
 g0scalent:
 	// y = (src*inv)*w, rounded after each multiply.
 	XORQ R11, R11
@@ -14634,20 +16339,20 @@ g0nbody:
 	SUBQ $0x00000080, R12
 
 g0nloop:
-	CMPQ       R11, R12
-	JG         g0none
-	PREFETCHT0 (R10)(R11*1)
-	PREFETCHT0 64(R10)(R11*1)
-	VMULPS     (CX)(R11*1), Y0, Y2
-	VMOVNTPS   Y2, (AX)(R11*1)
-	VMULPS     32(CX)(R11*1), Y0, Y2
-	VMOVNTPS   Y2, 32(AX)(R11*1)
-	VMULPS     64(CX)(R11*1), Y0, Y2
-	VMOVNTPS   Y2, 64(AX)(R11*1)
-	VMULPS     96(CX)(R11*1), Y0, Y2
-	VMOVNTPS   Y2, 96(AX)(R11*1)
-	ADDQ       $0x00000080, R11
-	JMP        g0nloop
+	CMPQ        R11, R12
+	JG          g0none
+	PREFETCHNTA (R10)(R11*1)
+	PREFETCHNTA 64(R10)(R11*1)
+	VMULPS      (CX)(R11*1), Y0, Y2
+	VMOVNTPS    Y2, (AX)(R11*1)
+	VMULPS      32(CX)(R11*1), Y0, Y2
+	VMOVNTPS    Y2, 32(AX)(R11*1)
+	VMULPS      64(CX)(R11*1), Y0, Y2
+	VMOVNTPS    Y2, 64(AX)(R11*1)
+	VMULPS      96(CX)(R11*1), Y0, Y2
+	VMOVNTPS    Y2, 96(AX)(R11*1)
+	ADDQ        $0x00000080, R11
+	JMP         g0nloop
 
 g0none:
 	ADDQ $0x00000060, R12
@@ -14724,6 +16429,8 @@ g1scalepf:
 	LEAQ  (CX)(DI*8), R10
 	TESTQ $0x00000001, R8
 	JNZ   g1scalent
+	TESTQ $0x00000008, R8
+	JNZ   g1scalenta
 
 	// y = (src*inv)*w, rounded after each multiply.
 	XORQ R11, R11
@@ -14769,6 +16476,51 @@ g1ptail:
 g1pdone:
 	JMP g1scaled
 
+g1scalenta:
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ R11, R11
+	MOVQ BX, R12
+	SUBQ $0x00000080, R12
+
+g1qloop:
+	CMPQ        R11, R12
+	JG          g1qone
+	PREFETCHNTA (R10)(R11*1)
+	PREFETCHNTA 64(R10)(R11*1)
+	VMULPS      (CX)(R11*1), Y2, Y3
+	VMOVUPS     Y3, (AX)(R11*1)
+	VMULPS      32(CX)(R11*1), Y2, Y3
+	VMOVUPS     Y3, 32(AX)(R11*1)
+	VMULPS      64(CX)(R11*1), Y2, Y3
+	VMOVUPS     Y3, 64(AX)(R11*1)
+	VMULPS      96(CX)(R11*1), Y2, Y3
+	VMOVUPS     Y3, 96(AX)(R11*1)
+	ADDQ        $0x00000080, R11
+	JMP         g1qloop
+
+g1qone:
+	ADDQ $0x00000060, R12
+
+g1qoneloop:
+	CMPQ    R11, R12
+	JG      g1qtail
+	VMULPS  (CX)(R11*1), Y2, Y3
+	VMOVUPS Y3, (AX)(R11*1)
+	ADDQ    $0x00000020, R11
+	JMP     g1qoneloop
+
+g1qtail:
+	CMPQ   R11, BX
+	JGE    g1qdone
+	VMOVSS (CX)(R11*1), X2
+	VMULSS X0, X2, X2
+	VMOVSS X2, (AX)(R11*1)
+	ADDQ   $0x04, R11
+	JMP    g1qtail
+
+g1qdone:
+	JMP g1scaled
+
 g1scalent:
 	// y = (src*inv)*w, rounded after each multiply.
 	XORQ R11, R11
@@ -14791,20 +16543,20 @@ g1nbody:
 	SUBQ $0x00000080, R12
 
 g1nloop:
-	CMPQ       R11, R12
-	JG         g1none
-	PREFETCHT0 (R10)(R11*1)
-	PREFETCHT0 64(R10)(R11*1)
-	VMULPS     (CX)(R11*1), Y2, Y3
-	VMOVNTPS   Y3, (AX)(R11*1)
-	VMULPS     32(CX)(R11*1), Y2, Y3
-	VMOVNTPS   Y3, 32(AX)(R11*1)
-	VMULPS     64(CX)(R11*1), Y2, Y3
-	VMOVNTPS   Y3, 64(AX)(R11*1)
-	VMULPS     96(CX)(R11*1), Y2, Y3
-	VMOVNTPS   Y3, 96(AX)(R11*1)
-	ADDQ       $0x00000080, R11
-	JMP        g1nloop
+	CMPQ        R11, R12
+	JG          g1none
+	PREFETCHNTA (R10)(R11*1)
+	PREFETCHNTA 64(R10)(R11*1)
+	VMULPS      (CX)(R11*1), Y2, Y3
+	VMOVNTPS    Y3, (AX)(R11*1)
+	VMULPS      32(CX)(R11*1), Y2, Y3
+	VMOVNTPS    Y3, 32(AX)(R11*1)
+	VMULPS      64(CX)(R11*1), Y2, Y3
+	VMOVNTPS    Y3, 64(AX)(R11*1)
+	VMULPS      96(CX)(R11*1), Y2, Y3
+	VMOVNTPS    Y3, 96(AX)(R11*1)
+	ADDQ        $0x00000080, R11
+	JMP         g1nloop
 
 g1none:
 	ADDQ $0x00000060, R12
@@ -14881,6 +16633,8 @@ g2scalepf:
 	LEAQ  (CX)(DI*8), R10
 	TESTQ $0x00000001, R8
 	JNZ   g2scalent
+	TESTQ $0x00000008, R8
+	JNZ   g2scalenta
 
 	// y = (src*inv)*w, rounded after each multiply.
 	XORQ R11, R11
@@ -14926,6 +16680,51 @@ g2ptail:
 g2pdone:
 	JMP g2scaled
 
+g2scalenta:
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ R11, R11
+	MOVQ BX, R12
+	SUBQ $0x00000080, R12
+
+g2qloop:
+	CMPQ        R11, R12
+	JG          g2qone
+	PREFETCHNTA (R10)(R11*1)
+	PREFETCHNTA 64(R10)(R11*1)
+	VMULPS      (CX)(R11*1), Y2, Y3
+	VMOVUPS     Y3, (AX)(R11*1)
+	VMULPS      32(CX)(R11*1), Y2, Y3
+	VMOVUPS     Y3, 32(AX)(R11*1)
+	VMULPS      64(CX)(R11*1), Y2, Y3
+	VMOVUPS     Y3, 64(AX)(R11*1)
+	VMULPS      96(CX)(R11*1), Y2, Y3
+	VMOVUPS     Y3, 96(AX)(R11*1)
+	ADDQ        $0x00000080, R11
+	JMP         g2qloop
+
+g2qone:
+	ADDQ $0x00000060, R12
+
+g2qoneloop:
+	CMPQ    R11, R12
+	JG      g2qtail
+	VMULPS  (CX)(R11*1), Y2, Y3
+	VMOVUPS Y3, (AX)(R11*1)
+	ADDQ    $0x00000020, R11
+	JMP     g2qoneloop
+
+g2qtail:
+	CMPQ   R11, BX
+	JGE    g2qdone
+	VMOVSS (CX)(R11*1), X2
+	VMULSS X0, X2, X2
+	VMOVSS X2, (AX)(R11*1)
+	ADDQ   $0x04, R11
+	JMP    g2qtail
+
+g2qdone:
+	JMP g2scaled
+
 g2scalent:
 	// y = (src*inv)*w, rounded after each multiply.
 	XORQ R11, R11
@@ -14948,20 +16747,20 @@ g2nbody:
 	SUBQ $0x00000080, R12
 
 g2nloop:
-	CMPQ       R11, R12
-	JG         g2none
-	PREFETCHT0 (R10)(R11*1)
-	PREFETCHT0 64(R10)(R11*1)
-	VMULPS     (CX)(R11*1), Y2, Y3
-	VMOVNTPS   Y3, (AX)(R11*1)
-	VMULPS     32(CX)(R11*1), Y2, Y3
-	VMOVNTPS   Y3, 32(AX)(R11*1)
-	VMULPS     64(CX)(R11*1), Y2, Y3
-	VMOVNTPS   Y3, 64(AX)(R11*1)
-	VMULPS     96(CX)(R11*1), Y2, Y3
-	VMOVNTPS   Y3, 96(AX)(R11*1)
-	ADDQ       $0x00000080, R11
-	JMP        g2nloop
+	CMPQ        R11, R12
+	JG          g2none
+	PREFETCHNTA (R10)(R11*1)
+	PREFETCHNTA 64(R10)(R11*1)
+	VMULPS      (CX)(R11*1), Y2, Y3
+	VMOVNTPS    Y3, (AX)(R11*1)
+	VMULPS      32(CX)(R11*1), Y2, Y3
+	VMOVNTPS    Y3, 32(AX)(R11*1)
+	VMULPS      64(CX)(R11*1), Y2, Y3
+	VMOVNTPS    Y3, 64(AX)(R11*1)
+	VMULPS      96(CX)(R11*1), Y2, Y3
+	VMOVNTPS    Y3, 96(AX)(R11*1)
+	ADDQ        $0x00000080, R11
+	JMP         g2nloop
 
 g2none:
 	ADDQ $0x00000060, R12
@@ -15038,6 +16837,8 @@ g3scalepf:
 	LEAQ  (CX)(DI*8), R10
 	TESTQ $0x00000001, R8
 	JNZ   g3scalent
+	TESTQ $0x00000008, R8
+	JNZ   g3scalenta
 
 	// y = (src*inv)*w, rounded after each multiply.
 	XORQ R11, R11
@@ -15083,6 +16884,51 @@ g3ptail:
 g3pdone:
 	JMP g3scaled
 
+g3scalenta:
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ R11, R11
+	MOVQ BX, R12
+	SUBQ $0x00000080, R12
+
+g3qloop:
+	CMPQ        R11, R12
+	JG          g3qone
+	PREFETCHNTA (R10)(R11*1)
+	PREFETCHNTA 64(R10)(R11*1)
+	VMULPS      (CX)(R11*1), Y1, Y2
+	VMOVUPS     Y2, (AX)(R11*1)
+	VMULPS      32(CX)(R11*1), Y1, Y2
+	VMOVUPS     Y2, 32(AX)(R11*1)
+	VMULPS      64(CX)(R11*1), Y1, Y2
+	VMOVUPS     Y2, 64(AX)(R11*1)
+	VMULPS      96(CX)(R11*1), Y1, Y2
+	VMOVUPS     Y2, 96(AX)(R11*1)
+	ADDQ        $0x00000080, R11
+	JMP         g3qloop
+
+g3qone:
+	ADDQ $0x00000060, R12
+
+g3qoneloop:
+	CMPQ    R11, R12
+	JG      g3qtail
+	VMULPS  (CX)(R11*1), Y1, Y2
+	VMOVUPS Y2, (AX)(R11*1)
+	ADDQ    $0x00000020, R11
+	JMP     g3qoneloop
+
+g3qtail:
+	CMPQ   R11, BX
+	JGE    g3qdone
+	VMOVSS (CX)(R11*1), X1
+	VMULSS X0, X1, X1
+	VMOVSS X1, (AX)(R11*1)
+	ADDQ   $0x04, R11
+	JMP    g3qtail
+
+g3qdone:
+	JMP g3scaled
+
 g3scalent:
 	// y = (src*inv)*w, rounded after each multiply.
 	XORQ R11, R11
@@ -15105,20 +16951,20 @@ g3nbody:
 	SUBQ $0x00000080, R12
 
 g3nloop:
-	CMPQ       R11, R12
-	JG         g3none
-	PREFETCHT0 (R10)(R11*1)
-	PREFETCHT0 64(R10)(R11*1)
-	VMULPS     (CX)(R11*1), Y1, Y2
-	VMOVNTPS   Y2, (AX)(R11*1)
-	VMULPS     32(CX)(R11*1), Y1, Y2
-	VMOVNTPS   Y2, 32(AX)(R11*1)
-	VMULPS     64(CX)(R11*1), Y1, Y2
-	VMOVNTPS   Y2, 64(AX)(R11*1)
-	VMULPS     96(CX)(R11*1), Y1, Y2
-	VMOVNTPS   Y2, 96(AX)(R11*1)
-	ADDQ       $0x00000080, R11
-	JMP        g3nloop
+	CMPQ        R11, R12
+	JG          g3none
+	PREFETCHNTA (R10)(R11*1)
+	PREFETCHNTA 64(R10)(R11*1)
+	VMULPS      (CX)(R11*1), Y1, Y2
+	VMOVNTPS    Y2, (AX)(R11*1)
+	VMULPS      32(CX)(R11*1), Y1, Y2
+	VMOVNTPS    Y2, 32(AX)(R11*1)
+	VMULPS      64(CX)(R11*1), Y1, Y2
+	VMOVNTPS    Y2, 64(AX)(R11*1)
+	VMULPS      96(CX)(R11*1), Y1, Y2
+	VMOVNTPS    Y2, 96(AX)(R11*1)
+	ADDQ        $0x00000080, R11
+	JMP         g3nloop
 
 g3none:
 	ADDQ $0x00000060, R12
@@ -15658,6 +17504,8 @@ scalepf:
 	LEAQ  (CX)(DI*1), R10
 	TESTQ $0x00000001, R8
 	JNZ   scalent
+	TESTQ $0x00000008, R8
+	JNZ   scalenta
 
 	// y = (src*inv)*w, rounded after each multiply.
 	XORQ R11, R11
@@ -15703,6 +17551,51 @@ ptail:
 pdone:
 	JMP scaled
 
+scalenta:
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ R11, R11
+	MOVQ BX, R12
+	SUBQ $0x00000080, R12
+
+qloop:
+	CMPQ        R11, R12
+	JG          qone
+	PREFETCHNTA (R10)(R11*1)
+	PREFETCHNTA 64(R10)(R11*1)
+	VMULPS      (CX)(R11*1), Y0, Y2
+	VMOVUPS     Y2, (AX)(R11*1)
+	VMULPS      32(CX)(R11*1), Y0, Y2
+	VMOVUPS     Y2, 32(AX)(R11*1)
+	VMULPS      64(CX)(R11*1), Y0, Y2
+	VMOVUPS     Y2, 64(AX)(R11*1)
+	VMULPS      96(CX)(R11*1), Y0, Y2
+	VMOVUPS     Y2, 96(AX)(R11*1)
+	ADDQ        $0x00000080, R11
+	JMP         qloop
+
+qone:
+	ADDQ $0x00000060, R12
+
+qoneloop:
+	CMPQ    R11, R12
+	JG      qtail
+	VMULPS  (CX)(R11*1), Y0, Y2
+	VMOVUPS Y2, (AX)(R11*1)
+	ADDQ    $0x00000020, R11
+	JMP     qoneloop
+
+qtail:
+	CMPQ   R11, BX
+	JGE    qdone
+	VMOVSS (CX)(R11*1), X0
+	VMULSS X1, X0, X0
+	VMOVSS X0, (AX)(R11*1)
+	ADDQ   $0x04, R11
+	JMP    qtail
+
+qdone:
+	JMP scaled
+
 scalent:
 	// y = (src*inv)*w, rounded after each multiply.
 	XORQ R11, R11
@@ -15725,20 +17618,20 @@ nbody:
 	SUBQ $0x00000080, R12
 
 nloop:
-	CMPQ       R11, R12
-	JG         none
-	PREFETCHT0 (R10)(R11*1)
-	PREFETCHT0 64(R10)(R11*1)
-	VMULPS     (CX)(R11*1), Y0, Y2
-	VMOVNTPS   Y2, (AX)(R11*1)
-	VMULPS     32(CX)(R11*1), Y0, Y2
-	VMOVNTPS   Y2, 32(AX)(R11*1)
-	VMULPS     64(CX)(R11*1), Y0, Y2
-	VMOVNTPS   Y2, 64(AX)(R11*1)
-	VMULPS     96(CX)(R11*1), Y0, Y2
-	VMOVNTPS   Y2, 96(AX)(R11*1)
-	ADDQ       $0x00000080, R11
-	JMP        nloop
+	CMPQ        R11, R12
+	JG          none
+	PREFETCHNTA (R10)(R11*1)
+	PREFETCHNTA 64(R10)(R11*1)
+	VMULPS      (CX)(R11*1), Y0, Y2
+	VMOVNTPS    Y2, (AX)(R11*1)
+	VMULPS      32(CX)(R11*1), Y0, Y2
+	VMOVNTPS    Y2, 32(AX)(R11*1)
+	VMULPS      64(CX)(R11*1), Y0, Y2
+	VMOVNTPS    Y2, 64(AX)(R11*1)
+	VMULPS      96(CX)(R11*1), Y0, Y2
+	VMOVNTPS    Y2, 96(AX)(R11*1)
+	ADDQ        $0x00000080, R11
+	JMP         nloop
 
 none:
 	ADDQ $0x00000060, R12
@@ -16758,6 +18651,8 @@ scalepf:
 	LEAQ  (BX)(R9*1), R12
 	TESTQ $0x00000001, R10
 	JNZ   scalent
+	TESTQ $0x00000008, R10
+	JNZ   scalenta
 
 	// y = (src*inv)*w, rounded after each multiply.
 	XORQ R13, R13
@@ -16809,6 +18704,57 @@ ptail:
 pdone:
 	JMP scaled
 
+scalenta:
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ R13, R13
+	MOVQ DI, R14
+	SUBQ $0x00000080, R14
+
+qloop:
+	CMPQ        R13, R14
+	JG          qone
+	PREFETCHNTA (R12)(R13*1)
+	PREFETCHNTA 64(R12)(R13*1)
+	VMULPS      (BX)(R13*1), Y0, Y2
+	VMULPS      (DX)(R13*1), Y2, Y2
+	VMOVUPS     Y2, (AX)(R13*1)
+	VMULPS      32(BX)(R13*1), Y0, Y2
+	VMULPS      32(DX)(R13*1), Y2, Y2
+	VMOVUPS     Y2, 32(AX)(R13*1)
+	VMULPS      64(BX)(R13*1), Y0, Y2
+	VMULPS      64(DX)(R13*1), Y2, Y2
+	VMOVUPS     Y2, 64(AX)(R13*1)
+	VMULPS      96(BX)(R13*1), Y0, Y2
+	VMULPS      96(DX)(R13*1), Y2, Y2
+	VMOVUPS     Y2, 96(AX)(R13*1)
+	ADDQ        $0x00000080, R13
+	JMP         qloop
+
+qone:
+	ADDQ $0x00000060, R14
+
+qoneloop:
+	CMPQ    R13, R14
+	JG      qtail
+	VMULPS  (BX)(R13*1), Y0, Y2
+	VMULPS  (DX)(R13*1), Y2, Y2
+	VMOVUPS Y2, (AX)(R13*1)
+	ADDQ    $0x00000020, R13
+	JMP     qoneloop
+
+qtail:
+	CMPQ   R13, DI
+	JGE    qdone
+	VMOVSS (BX)(R13*1), X0
+	VMULSS X1, X0, X0
+	VMULSS (DX)(R13*1), X0, X0
+	VMOVSS X0, (AX)(R13*1)
+	ADDQ   $0x04, R13
+	JMP    qtail
+
+qdone:
+	JMP scaled
+
 scalent:
 	// y = (src*inv)*w, rounded after each multiply.
 	XORQ R13, R13
@@ -16832,24 +18778,24 @@ nbody:
 	SUBQ $0x00000080, R14
 
 nloop:
-	CMPQ       R13, R14
-	JG         none
-	PREFETCHT0 (R12)(R13*1)
-	PREFETCHT0 64(R12)(R13*1)
-	VMULPS     (BX)(R13*1), Y0, Y2
-	VMULPS     (DX)(R13*1), Y2, Y2
-	VMOVNTPS   Y2, (AX)(R13*1)
-	VMULPS     32(BX)(R13*1), Y0, Y2
-	VMULPS     32(DX)(R13*1), Y2, Y2
-	VMOVNTPS   Y2, 32(AX)(R13*1)
-	VMULPS     64(BX)(R13*1), Y0, Y2
-	VMULPS     64(DX)(R13*1), Y2, Y2
-	VMOVNTPS   Y2, 64(AX)(R13*1)
-	VMULPS     96(BX)(R13*1), Y0, Y2
-	VMULPS     96(DX)(R13*1), Y2, Y2
-	VMOVNTPS   Y2, 96(AX)(R13*1)
-	ADDQ       $0x00000080, R13
-	JMP        nloop
+	CMPQ        R13, R14
+	JG          none
+	PREFETCHNTA (R12)(R13*1)
+	PREFETCHNTA 64(R12)(R13*1)
+	VMULPS      (BX)(R13*1), Y0, Y2
+	VMULPS      (DX)(R13*1), Y2, Y2
+	VMOVNTPS    Y2, (AX)(R13*1)
+	VMULPS      32(BX)(R13*1), Y0, Y2
+	VMULPS      32(DX)(R13*1), Y2, Y2
+	VMOVNTPS    Y2, 32(AX)(R13*1)
+	VMULPS      64(BX)(R13*1), Y0, Y2
+	VMULPS      64(DX)(R13*1), Y2, Y2
+	VMOVNTPS    Y2, 64(AX)(R13*1)
+	VMULPS      96(BX)(R13*1), Y0, Y2
+	VMULPS      96(DX)(R13*1), Y2, Y2
+	VMOVNTPS    Y2, 96(AX)(R13*1)
+	ADDQ        $0x00000080, R13
+	JMP         nloop
 
 none:
 	ADDQ $0x00000060, R14
@@ -17885,6 +19831,8 @@ scalepf:
 	LEAQ  (BX)(R9*1), R12
 	TESTQ $0x00000001, R10
 	JNZ   scalent
+	TESTQ $0x00000008, R10
+	JNZ   scalenta
 
 	// y = (src*inv)*w, rounded after each multiply.
 	XORQ R13, R13
@@ -17948,6 +19896,69 @@ ptail:
 pdone:
 	JMP scaled
 
+scalenta:
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ R13, R13
+	MOVQ DI, R14
+	SUBQ $0x00000080, R14
+
+qloop:
+	CMPQ        R13, R14
+	JG          qone
+	PREFETCHNTA (R12)(R13*1)
+	PREFETCHNTA 64(R12)(R13*1)
+	VMULPS      (BX)(R13*1), Y0, Y3
+	VMOVUPS     (DX)(R13*1), Y4
+	VADDPS      Y2, Y4, Y4
+	VMULPS      Y4, Y3, Y3
+	VMOVUPS     Y3, (AX)(R13*1)
+	VMULPS      32(BX)(R13*1), Y0, Y3
+	VMOVUPS     32(DX)(R13*1), Y4
+	VADDPS      Y2, Y4, Y4
+	VMULPS      Y4, Y3, Y3
+	VMOVUPS     Y3, 32(AX)(R13*1)
+	VMULPS      64(BX)(R13*1), Y0, Y3
+	VMOVUPS     64(DX)(R13*1), Y4
+	VADDPS      Y2, Y4, Y4
+	VMULPS      Y4, Y3, Y3
+	VMOVUPS     Y3, 64(AX)(R13*1)
+	VMULPS      96(BX)(R13*1), Y0, Y3
+	VMOVUPS     96(DX)(R13*1), Y4
+	VADDPS      Y2, Y4, Y4
+	VMULPS      Y4, Y3, Y3
+	VMOVUPS     Y3, 96(AX)(R13*1)
+	ADDQ        $0x00000080, R13
+	JMP         qloop
+
+qone:
+	ADDQ $0x00000060, R14
+
+qoneloop:
+	CMPQ    R13, R14
+	JG      qtail
+	VMULPS  (BX)(R13*1), Y0, Y3
+	VMOVUPS (DX)(R13*1), Y4
+	VADDPS  Y2, Y4, Y4
+	VMULPS  Y4, Y3, Y3
+	VMOVUPS Y3, (AX)(R13*1)
+	ADDQ    $0x00000020, R13
+	JMP     qoneloop
+
+qtail:
+	CMPQ   R13, DI
+	JGE    qdone
+	VMOVSS (BX)(R13*1), X0
+	VMULSS X1, X0, X0
+	VMOVSS (DX)(R13*1), X3
+	VADDSS X2, X3, X3
+	VMULSS X3, X0, X0
+	VMOVSS X0, (AX)(R13*1)
+	ADDQ   $0x04, R13
+	JMP    qtail
+
+qdone:
+	JMP scaled
+
 scalent:
 	// y = (src*inv)*w, rounded after each multiply.
 	XORQ R13, R13
@@ -17973,32 +19984,32 @@ nbody:
 	SUBQ $0x00000080, R14
 
 nloop:
-	CMPQ       R13, R14
-	JG         none
-	PREFETCHT0 (R12)(R13*1)
-	PREFETCHT0 64(R12)(R13*1)
-	VMULPS     (BX)(R13*1), Y0, Y3
-	VMOVUPS    (DX)(R13*1), Y4
-	VADDPS     Y2, Y4, Y4
-	VMULPS     Y4, Y3, Y3
-	VMOVNTPS   Y3, (AX)(R13*1)
-	VMULPS     32(BX)(R13*1), Y0, Y3
-	VMOVUPS    32(DX)(R13*1), Y4
-	VADDPS     Y2, Y4, Y4
-	VMULPS     Y4, Y3, Y3
-	VMOVNTPS   Y3, 32(AX)(R13*1)
-	VMULPS     64(BX)(R13*1), Y0, Y3
-	VMOVUPS    64(DX)(R13*1), Y4
-	VADDPS     Y2, Y4, Y4
-	VMULPS     Y4, Y3, Y3
-	VMOVNTPS   Y3, 64(AX)(R13*1)
-	VMULPS     96(BX)(R13*1), Y0, Y3
-	VMOVUPS    96(DX)(R13*1), Y4
-	VADDPS     Y2, Y4, Y4
-	VMULPS     Y4, Y3, Y3
-	VMOVNTPS   Y3, 96(AX)(R13*1)
-	ADDQ       $0x00000080, R13
-	JMP        nloop
+	CMPQ        R13, R14
+	JG          none
+	PREFETCHNTA (R12)(R13*1)
+	PREFETCHNTA 64(R12)(R13*1)
+	VMULPS      (BX)(R13*1), Y0, Y3
+	VMOVUPS     (DX)(R13*1), Y4
+	VADDPS      Y2, Y4, Y4
+	VMULPS      Y4, Y3, Y3
+	VMOVNTPS    Y3, (AX)(R13*1)
+	VMULPS      32(BX)(R13*1), Y0, Y3
+	VMOVUPS     32(DX)(R13*1), Y4
+	VADDPS      Y2, Y4, Y4
+	VMULPS      Y4, Y3, Y3
+	VMOVNTPS    Y3, 32(AX)(R13*1)
+	VMULPS      64(BX)(R13*1), Y0, Y3
+	VMOVUPS     64(DX)(R13*1), Y4
+	VADDPS      Y2, Y4, Y4
+	VMULPS      Y4, Y3, Y3
+	VMOVNTPS    Y3, 64(AX)(R13*1)
+	VMULPS      96(BX)(R13*1), Y0, Y3
+	VMOVUPS     96(DX)(R13*1), Y4
+	VADDPS      Y2, Y4, Y4
+	VMULPS      Y4, Y3, Y3
+	VMOVNTPS    Y3, 96(AX)(R13*1)
+	ADDQ        $0x00000080, R13
+	JMP         nloop
 
 none:
 	ADDQ $0x00000060, R14
@@ -19018,6 +21029,8 @@ scalepf:
 	LEAQ  (DX)(R8*1), R11
 	TESTQ $0x00000001, R9
 	JNZ   scalent
+	TESTQ $0x00000008, R9
+	JNZ   scalenta
 
 	// y = (src*inv)*w, rounded after each multiply.
 	XORQ R12, R12
@@ -19063,6 +21076,51 @@ ptail:
 pdone:
 	JMP scaled
 
+scalenta:
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ R12, R12
+	MOVQ SI, R13
+	SUBQ $0x00000080, R13
+
+qloop:
+	CMPQ        R12, R13
+	JG          qone
+	PREFETCHNTA (R11)(R12*1)
+	PREFETCHNTA 64(R11)(R12*1)
+	VMULPS      (DX)(R12*1), Y0, Y2
+	VMOVUPS     Y2, (AX)(R12*1)
+	VMULPS      32(DX)(R12*1), Y0, Y2
+	VMOVUPS     Y2, 32(AX)(R12*1)
+	VMULPS      64(DX)(R12*1), Y0, Y2
+	VMOVUPS     Y2, 64(AX)(R12*1)
+	VMULPS      96(DX)(R12*1), Y0, Y2
+	VMOVUPS     Y2, 96(AX)(R12*1)
+	ADDQ        $0x00000080, R12
+	JMP         qloop
+
+qone:
+	ADDQ $0x00000060, R13
+
+qoneloop:
+	CMPQ    R12, R13
+	JG      qtail
+	VMULPS  (DX)(R12*1), Y0, Y2
+	VMOVUPS Y2, (AX)(R12*1)
+	ADDQ    $0x00000020, R12
+	JMP     qoneloop
+
+qtail:
+	CMPQ   R12, SI
+	JGE    qdone
+	VMOVSS (DX)(R12*1), X0
+	VMULSS X1, X0, X0
+	VMOVSS X0, (AX)(R12*1)
+	ADDQ   $0x04, R12
+	JMP    qtail
+
+qdone:
+	JMP scaled
+
 scalent:
 	// y = (src*inv)*w, rounded after each multiply.
 	XORQ R12, R12
@@ -19085,20 +21143,20 @@ nbody:
 	SUBQ $0x00000080, R13
 
 nloop:
-	CMPQ       R12, R13
-	JG         none
-	PREFETCHT0 (R11)(R12*1)
-	PREFETCHT0 64(R11)(R12*1)
-	VMULPS     (DX)(R12*1), Y0, Y2
-	VMOVNTPS   Y2, (AX)(R12*1)
-	VMULPS     32(DX)(R12*1), Y0, Y2
-	VMOVNTPS   Y2, 32(AX)(R12*1)
-	VMULPS     64(DX)(R12*1), Y0, Y2
-	VMOVNTPS   Y2, 64(AX)(R12*1)
-	VMULPS     96(DX)(R12*1), Y0, Y2
-	VMOVNTPS   Y2, 96(AX)(R12*1)
-	ADDQ       $0x00000080, R12
-	JMP        nloop
+	CMPQ        R12, R13
+	JG          none
+	PREFETCHNTA (R11)(R12*1)
+	PREFETCHNTA 64(R11)(R12*1)
+	VMULPS      (DX)(R12*1), Y0, Y2
+	VMOVNTPS    Y2, (AX)(R12*1)
+	VMULPS      32(DX)(R12*1), Y0, Y2
+	VMOVNTPS    Y2, 32(AX)(R12*1)
+	VMULPS      64(DX)(R12*1), Y0, Y2
+	VMOVNTPS    Y2, 64(AX)(R12*1)
+	VMULPS      96(DX)(R12*1), Y0, Y2
+	VMOVNTPS    Y2, 96(AX)(R12*1)
+	ADDQ        $0x00000080, R12
+	JMP         nloop
 
 none:
 	ADDQ $0x00000060, R13

@@ -23,13 +23,16 @@ func streaming(j *job) bool { return j.rows*j.d*4 > streamBytes }
 
 // streamFlags picks how the kernels treat memory:
 //   - a batch larger than the cache comes from memory, so the next rows are prefetched while a row
-//     is scaled; out of place, dst also goes out with non-temporal stores (in place, the rows are
-//     in cache already and ordinary stores write them back at no extra cost);
+//     is scaled, non-temporally (PREFETCHNTA: they are read twice and then done with); out of
+//     place, dst also goes out with non-temporal stores (in place, the rows are in cache already
+//     and ordinary stores write them back at no extra cost);
 //   - rows far apart (a stride) defeat the hardware prefetchers, so they are prefetched too.
 func streamFlags(j *job) int {
 	flags := 0
 	big := streaming(j)
-	if big || j.stride != j.d {
+	if big {
+		flags |= flagPF | flagNTA
+	} else if j.stride != j.d {
 		flags |= flagPF
 	}
 	if big && &j.dst[0] != &j.x[0] {

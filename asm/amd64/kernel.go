@@ -11,9 +11,10 @@ import (
 )
 
 const (
-	flagNT = spec.FlagNT
-	flagRD = spec.FlagRD
-	flagPF = spec.FlagPF
+	flagNT  = spec.FlagNT
+	flagRD  = spec.FlagRD
+	flagPF  = spec.FlagPF
+	flagNTA = spec.FlagNTA
 )
 
 const (
@@ -342,10 +343,19 @@ func (g *gen) invRMS(ss VecVirtual) VecVirtual {
 	return inv
 }
 
-// scaleBoth emits the scale pass three times and picks one by the flags: plain; prefetching the
-// row `ahead` rows further on, to keep reads in flight while this row is scaled when the rows come
-// from memory or lie far apart; and prefetching with non-temporal stores, for batches larger than
-// the cache.
+// memMode is how a scale pass treats memory.
+type memMode int
+
+const (
+	cached          memMode = iota // ordinary stores, no prefetch
+	strided                        // prefetch the rows ahead into the caches (PREFETCHT0)
+	streamedInPlace                // prefetch with PREFETCHNTA; ordinary stores (the lines are in cache)
+	streamed                       // PREFETCHNTA and non-temporal stores
+)
+
+// scaleBoth emits the scale pass once per memory mode and picks one by the flags: batches larger
+// than the cache are streamed, and rows far apart are prefetched `ahead` rows further on so that
+// reads stay in flight while this row is scaled.
 func (g *gen) scaleBoth(src, dst GPVirtual, invx VecVirtual, ahead int) {
 	invv := g.s.vec()
 	VBROADCASTSS(invx, invv)
@@ -356,32 +366,32 @@ func (g *gen) scaleBoth(src, dst GPVirtual, invx VecVirtual, ahead int) {
 	}
 	TESTQ(U32(flagPF), g.flags)
 	JNZ(g.ref("scalepf"))
-	g.scale(src, dst, invx, invv, one, nil, false)
+	g.scale(src, dst, invx, invv, one, nil, cached)
 	JMP(g.ref("scaled"))
 	g.Label("scalepf")
 	pf := GP64()
 	LEAQ(Mem{Base: src, Index: g.strideB, Scale: uint8(ahead)}, pf)
 	TESTQ(U32(flagNT), g.flags)
 	JNZ(g.ref("scalent"))
-	g.scale(src, dst, invx, invv, one, pf, false)
+	TESTQ(U32(flagNTA), g.flags)
+	JNZ(g.ref("scalenta"))
+	g.scale(src, dst, invx, invv, one, pf, strided)
+	JMP(g.ref("scaled"))
+	g.Label("scalenta")
+	g.scale(src, dst, invx, invv, one, pf, streamedInPlace)
 	JMP(g.ref("scaled"))
 	g.Label("scalent")
-	g.scale(src, dst, invx, invv, one, pf, true)
+	g.scale(src, dst, invx, invv, one, pf, streamed)
 	g.Label("scaled")
 }
 
-// scale writes y = (src*inv)*w (or the variant's form) for one row. With pf set, the lines of
-// the row at pf are prefetched along the way. With nt, the aligned middle of the row goes out with
-// non-temporal stores, the unaligned head and the tail with ordinary ones.
-func (g *gen) scale(src, dst GPVirtual, invx, invv, one VecVirtual, pf GPVirtual, nt bool) {
+// scale writes y = (src*inv)*w (or the variant's form) for one row. Unless mode is cached, the
+// lines of the row at pf are prefetched along the way; when streamed, the aligned middle of the
+// row goes out with non-temporal stores, the unaligned head and the tail with ordinary ones.
+func (g *gen) scale(src, dst GPVirtual, invx, invv, one VecVirtual, pf GPVirtual, mode memMode) {
 	s := g.s
-	p := "s"
-	switch {
-	case nt:
-		p = "n"
-	case pf != nil:
-		p = "p"
-	}
+	nt := mode == streamed
+	p := [...]string{cached: "s", strided: "p", streamedInPlace: "q", streamed: "n"}[mode]
 	Comment("y = (src*inv)*w, rounded after each multiply.")
 	// one vector of output at byte i+disp
 	out := func(i GPVirtual, disp int, pt part) {
@@ -449,9 +459,11 @@ func (g *gen) scale(src, dst GPVirtual, invx, invv, one VecVirtual, pf GPVirtual
 	g.Label(p + "loop")
 	CMPQ(i, lim)
 	JG(g.ref(p + "one"))
-	if pf != nil {
-		for off := 0; off < unroll*s.vbytes; off += 64 {
+	for off := 0; mode != cached && off < unroll*s.vbytes; off += 64 {
+		if mode == strided {
 			PREFETCHT0(at(pf, i, off))
+		} else {
+			PREFETCHNTA(at(pf, i, off))
 		}
 	}
 	for k := 0; k < unroll; k++ {

@@ -76,9 +76,10 @@ const Signature = "func(dst, x, w, res, inv *float32, d, rows, stride int, eps, 
 
 // Flag bits of the flags argument; flags.go in the package sets them.
 const (
-	FlagNT = 1 // write dst with non-temporal stores (the batch is larger than the cache)
-	FlagRD = 2 // d is a power of two: ss/d is computed exactly as ss*rd
-	FlagPF = 4 // prefetch the next rows while scaling (they come from memory, or lie far apart)
+	FlagNT  = 1 // write dst with non-temporal stores (the batch is larger than the cache)
+	FlagRD  = 2 // d is a power of two: ss/d is computed exactly as ss*rd
+	FlagPF  = 4 // prefetch the next rows while scaling (they come from memory, or lie far apart)
+	FlagNTA = 8 // with FlagPF: the batch is larger than the cache, prefetch it non-temporally
 )
 
 // Bounds of t = ss/d + eps outside which a row takes the float64 path.

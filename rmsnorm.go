@@ -35,6 +35,15 @@
 // anywhere in a row makes the whole row NaN. An Inf gives NaN at its own position and signed
 // zeros elsewhere in its row.
 //
+// # Variants
+//
+// Norm and Rows add what inference engines need, on every kernel and with the same contract: no
+// weight (y[i] = x[i]*inv), Gemma's 1 + w (y[i] = (x[i]*inv)*(1+w[i]), 1+w[i] rounded to float32),
+// the fused residual add of a pre-norm block (h[i] = x[i] + r[i] rounded to float32, stored back
+// into r, then h normalized), rows a stride apart, and 1/rms per row (inv of step 3, or the
+// float64 inv rounded to float32 for rows of step 5). On the float64 path the weight forms are
+// applied in float64 (1 + float64(w[i])).
+//
 // # Kernels
 //
 // At init the package picks the fastest kernel the CPU and the operating system support:

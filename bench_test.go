@@ -2,13 +2,13 @@ package rmsnorm
 
 import (
 	"fmt"
-	"math"
 	"testing"
 )
 
 // Benchmarks: BenchmarkForward/<kernel>/<rows>x<d> for every available kernel, and
 // BenchmarkCopy/<rows>x<d> moving the same bytes, so that one run gives the ratio to copy().
-// SetBytes counts x read plus y written.
+// SetBytes counts x read plus y written. What users would write instead (the notes' loop, vek,
+// gonum, simd/archsimd) is in the bench/peers module.
 
 type shape struct{ rows, d int }
 
@@ -70,37 +70,6 @@ func BenchmarkCopy(b *testing.B) {
 			b.SetBytes(int64(8 * len(x)))
 			for b.Loop() {
 				copy(y, x)
-			}
-		})
-	}
-}
-
-// seedForward is the algorithm of the RMSNorm notes written plainly: one accumulator, then a
-// divide per element. It is the baseline the generic kernel is measured against.
-func seedForward(dst, x, w []float32, eps float32) {
-	d := len(w)
-	for r := 0; r < len(x)/d; r++ {
-		row, out := x[r*d:(r+1)*d], dst[r*d:(r+1)*d]
-		var ms float32
-		for _, v := range row {
-			ms += v * v
-		}
-		ms /= float32(d)
-		rms := float32(math.Sqrt(float64(ms + eps)))
-		for i, v := range row {
-			out[i] = v / rms * w[i]
-		}
-	}
-}
-
-func BenchmarkSeed(b *testing.B) {
-	for _, s := range benchShapes {
-		x, w := benchData(s)
-		y := make([]float32, len(x))
-		b.Run(s.String(), func(b *testing.B) {
-			b.SetBytes(int64(8 * len(x)))
-			for b.Loop() {
-				seedForward(y, x, w, 1e-6)
 			}
 		})
 	}

@@ -1,44 +1,49 @@
 package rmsnorm
 
 import (
-	"fmt"
 	"testing"
+
+	"github.com/gosimd/rmsnorm/internal/benchutil"
 )
 
-// Benchmarks: BenchmarkForward/<kernel>/<rows>x<d> for every available kernel, and
-// BenchmarkCopy/<rows>x<d> moving the same bytes, so that one run gives the ratio to copy().
-// SetBytes counts x read plus y written. What users would write instead (the notes' loop, vek,
-// gonum, simd/archsimd) is in the bench/peers module.
-
-type shape struct{ rows, d int }
-
-func (s shape) String() string { return fmt.Sprintf("%dx%d", s.rows, s.d) }
-
-var benchShapes = []shape{{1, 128}, {1, 1024}, {1, 4096}, {1, 16384}, {32768, 128}, {2048, 4096}}
+// Benchmarks. BenchmarkForward/<kernel>/<rows>x<d> runs Forward with each available kernel, and
+// BenchmarkCopy/<rows>x<d> moves the same bytes, so that one run gives the ratio to copy();
+// SetBytes counts x read plus y written. BenchmarkOverhead measures what the Go side of a call
+// costs on top of the kernel. What users would write instead (the textbook loop, vek, gonum,
+// simd/archsimd) is in the bench/peers module. The shapes are internal/benchutil's, which the
+// bench command and bench/peers use too.
 
 // benchData returns x and w for a shape, reused across kernels.
-func benchData(s shape) (x, w []float32) {
-	r := seedFor(s.rows, s.d)
-	x = make([]float32, s.rows*s.d)
-	fill(x, valueClasses[0], r)
-	w = make([]float32, s.d)
-	fill(w, valueClasses[0], r)
+func benchData(s benchutil.Shape) (x, w []float32) {
+	r := seedFor(s.Rows, s.D)
+	x = make([]float32, s.Rows*s.D)
+	fill(x, normal, r)
+	w = make([]float32, s.D)
+	fill(w, normal, r)
 	return x, w
+}
+
+// withKernel makes k the active kernel for the rest of the benchmark.
+func withKernel(b *testing.B, k kernelID) {
+	saved := Kernel()
+	if err := SetKernel(k.String()); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { SetKernel(saved) })
 }
 
 func BenchmarkForward(b *testing.B) {
 	for _, k := range available {
 		b.Run(k.String(), func(b *testing.B) {
-			for _, s := range benchShapes {
+			for _, s := range benchutil.Must(benchutil.Standard) {
 				x, w := benchData(s)
 				y := make([]float32, len(x))
 				b.Run(s.String(), func(b *testing.B) {
+					withKernel(b, k)
 					b.SetBytes(int64(8 * len(x)))
 					b.ReportAllocs()
 					for b.Loop() {
-						j := job{dst: y, x: x, w: w, d: s.d, eps: 1e-6, mode: weighted}
-						j.checkForward()
-						j.runWith(k)
+						Forward(y, x, w, 1e-6)
 					}
 				})
 			}
@@ -46,24 +51,8 @@ func BenchmarkForward(b *testing.B) {
 	}
 }
 
-// BenchmarkForwardPublic measures the exported entry point with the active kernel, dispatch
-// included.
-func BenchmarkForwardPublic(b *testing.B) {
-	for _, s := range benchShapes {
-		x, w := benchData(s)
-		y := make([]float32, len(x))
-		b.Run(s.String(), func(b *testing.B) {
-			b.SetBytes(int64(8 * len(x)))
-			b.ReportAllocs()
-			for b.Loop() {
-				Forward(y, x, w, 1e-6)
-			}
-		})
-	}
-}
-
 func BenchmarkCopy(b *testing.B) {
-	for _, s := range benchShapes {
+	for _, s := range benchutil.Must(benchutil.Standard) {
 		x, _ := benchData(s)
 		y := make([]float32, len(x))
 		b.Run(s.String(), func(b *testing.B) {
@@ -75,11 +64,60 @@ func BenchmarkCopy(b *testing.B) {
 	}
 }
 
+// BenchmarkOverhead/<kernel>/<api>/<shape> puts the public entry points next to the kernel they
+// end in: direct is the kernel function itself (the assembly, or the generic kernel's entry)
+// called with a job validated once outside the loop; Forward, Apply (a Norm with a plain weight)
+// and ApplyResidual (with Rows.Residual, next to its own directResidual) validate and dispatch on
+// every call. The difference is the cost of the API per call.
+func BenchmarkOverhead(b *testing.B) {
+	for _, k := range available {
+		b.Run(k.String(), func(b *testing.B) {
+			for _, api := range []string{"direct", "Forward", "Apply", "directResidual", "ApplyResidual"} {
+				b.Run(api, func(b *testing.B) {
+					for _, s := range benchutil.Must(benchutil.Overhead) {
+						x, w := benchData(s)
+						y := make([]float32, len(x))
+						res := make([]float32, len(x))
+						n := Norm{Weight: w, Eps: 1e-6}
+						b.Run(s.String(), func(b *testing.B) {
+							withKernel(b, k)
+							b.ReportAllocs()
+							switch api {
+							case "direct", "directResidual":
+								// The job Apply builds, built by hand once.
+								j := job{dst: ptr(y), x: ptr(x), w: ptr(w), d: s.D, stride: s.D, rows: s.Rows,
+									eps: 1e-6, mode: weighted, v: vWeighted}
+								if api == "directResidual" {
+									j.res, j.v = ptr(res), vAddWeighted
+								}
+								j.setMemoryFlags(4)
+								callDirect(b, k, &j)
+							case "Forward":
+								for b.Loop() {
+									Forward(y, x, w, 1e-6)
+								}
+							case "Apply":
+								for b.Loop() {
+									n.Apply(Rows{Dst: y, X: x})
+								}
+							case "ApplyResidual":
+								for b.Loop() {
+									n.Apply(Rows{Dst: y, X: x, Residual: res})
+								}
+							}
+						})
+					}
+				})
+			}
+		})
+	}
+}
+
 // BenchmarkResidual compares the fused residual add (one pass: h = x + res, res = h,
 // dst = RMSNorm(h)) with the same work done as a separate add loop followed by Forward. Bytes
 // count x and res read plus res and dst written.
 func BenchmarkResidual(b *testing.B) {
-	for _, s := range []shape{{1, 4096}, {2048, 4096}} {
+	for _, s := range benchutil.Must("1x4096,2048x4096") {
 		x, w := benchData(s)
 		res := make([]float32, len(x))
 		copy(res, x)
@@ -110,9 +148,9 @@ func BenchmarkResidual(b *testing.B) {
 func BenchmarkQKNorm(b *testing.B) {
 	const tokens, heads, headDim, width = 2048, 16, 128, 32 * 128
 	qkv := make([]float32, tokens*width)
-	fill(qkv, valueClasses[0], seedFor(tokens, width))
+	fill(qkv, normal, seedFor(tokens, width))
 	w := make([]float32, headDim)
-	fill(w, valueClasses[0], seedFor(headDim))
+	fill(w, normal, seedFor(headDim))
 	n := Norm{Weight: w, Eps: 1e-6}
 	b.Run("strided/32768x128", func(b *testing.B) {
 		b.SetBytes(int64(8 * tokens * heads * headDim))

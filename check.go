@@ -3,11 +3,18 @@ package rmsnorm
 import (
 	"fmt"
 	"math"
+	"math/bits"
 	"unsafe"
 )
 
-// Validation happens before any write, so a panic leaves every slice as it was. The messages name
-// the function and the values at fault, in the caller's own terms (w or Weight, x or X).
+// Validation happens before any write, so a panic leaves every slice as it was. Each entry point
+// has a fast check, a few comparisons that decide only whether the call is valid, and a slow one
+// that runs when it is not: it walks the rules in order and panics with the first that fails,
+// naming the function and the values at fault in the caller's own terms (w or Weight, x or X).
+// Keeping the messages off the fast path keeps a short row's call at a few nanoseconds.
+
+// elem is what rows are stored as: float32.
+type elem interface{ float32 }
 
 // names are what a caller calls the arguments.
 type names struct{ fn, dst, x, w, eps string }
@@ -21,158 +28,292 @@ func (nm *names) fail(format string, args ...any) {
 	panic("rmsnorm: " + nm.fn + ": " + fmt.Sprintf(format, args...))
 }
 
-// checkForward validates a Forward call and fills in rows and stride.
-func (j *job) checkForward() {
-	if len(j.w) == 0 && len(j.x) != 0 {
-		forwardNames.fail("len(w) = 0 with len(x) = %d: the row length is len(w)", len(j.x))
-	}
-	j.checkContiguous(&forwardNames)
+// addr returns the address of s's first element.
+func addr[T any](s []T) uintptr { return uintptr(unsafe.Pointer(unsafe.SliceData(s))) }
+
+// ptr returns s's first element as an unsafe.Pointer.
+func ptr[T any](s []T) unsafe.Pointer { return unsafe.Pointer(unsafe.SliceData(s)) }
+
+// disjoint reports whether the n1 bytes at a and the n2 bytes at b share no byte (empty ranges
+// share nothing).
+func disjoint(a, n1, b, n2 uintptr) bool {
+	return n1 == 0 || n2 == 0 || a+n1 <= b || b+n2 <= a
 }
 
-// checkApply validates a Norm.Apply call and fills in d, rows and stride.
-func (j *job) checkApply(n *Norm, rows, stride int) {
-	nm := &applyNames
+// epsOK reports whether eps is finite and >= 0.
+func epsOK(eps float32) bool { return eps >= 0 && eps <= math.MaxFloat32 }
+
+// useActive, passed as the kernel of forwardRows and applyRows, stands for the active kernel, read
+// after validation: the public entry points stay small enough to be inlined at their call sites
+// (see Norm.Apply), and the tests pass any other kernel.
+const useActive kernelID = 1<<32 - 1
+
+// forwardRows validates a Forward call and runs it with kernel k: the rows of x (len(w) long each)
+// into dst, with kernel body v (the weighted one of the storage format).
+func forwardRows[T elem](nm *names, dst, x []T, w []float32, eps float32, v variant, k kernelID) {
+	d, n := len(w), len(x)
+	rows := 1
+	if n != d { // one row, the common call, needs no division
+		rows = 0
+		if d != 0 {
+			rows = quo(n, d)
+		}
+	}
+	var z T
+	es := unsafe.Sizeof(z)
+	xp, dp := addr(x), addr(dst)
+	nb := uintptr(n) * es
+	ok := rows*d == n && len(dst) == n && epsOK(eps) &&
+		(dp == xp || disjoint(dp, nb, xp, nb)) && disjoint(dp, nb, addr(w), uintptr(d)*4)
+	if !ok {
+		explainForward(nm, dst, x, w, eps)
+	}
+	if n == 0 {
+		return
+	}
+	var j job
+	j.dst, j.x, j.w = ptr(dst), ptr(x), ptr(w)
+	j.d, j.stride, j.rows, j.eps = d, d, rows, eps
+	j.mode, j.v = weighted, v
+	j.setMemoryFlags(es)
+	if k == useActive {
+		k = activeKernel()
+	}
+	j.run(k)
+}
+
+// explainForward panics with the first rule a Forward call breaks.
+func explainForward[T elem](nm *names, dst, x []T, w []float32, eps float32) {
+	if len(w) == 0 && len(x) != 0 {
+		nm.fail("len(%s) = 0 with len(%s) = %d: the row length is len(%s)", nm.w, nm.x, len(x), nm.w)
+	}
+	if len(x) != 0 && len(x)%len(w) != 0 {
+		nm.fail("len(%s) = %d is not a multiple of the row length len(%s) = %d", nm.x, len(x), nm.w, len(w))
+	}
+	if len(dst) != len(x) {
+		nm.fail("len(%s) = %d, want len(%s) = %d", nm.dst, len(dst), nm.x, len(x))
+	}
+	checkEps(nm, eps)
+	explainOverlaps(nm, region(nm.dst, dst), region(nm.x, x), region(nm.w, w), noRegion, noRegion)
+	panic("rmsnorm: " + nm.fn + ": internal error: the fast check rejected a valid call")
+}
+
+// applyRows validates a Norm.Apply call (Norm.Forward is one too) and runs it with kernel k: the
+// fields of Rows, one by one (see Apply).
+func applyRows[T elem](n *Norm, nm *names, dst, x, res []T, inv []float32, rows, stride int, k kernelID) {
+	n0, s0 := rows, stride // as given, for the messages
+	d, bad := n.Dim, n.Dim < 0 || n.UnitOffset
+	mode := unweighted
+	if n.Weight != nil {
+		d, bad = len(n.Weight), n.Dim != 0 && n.Dim != len(n.Weight)
+		mode = weighted
+		if n.UnitOffset {
+			mode = offset
+		}
+	}
+	span := 0
+	if rows == 0 { // rows back to back, as many as X holds
+		rows = 1
+		if len(x) != d {
+			rows = 0
+			if d > 0 {
+				rows = quo(len(x), d)
+			}
+		}
+		span = len(x)
+		bad = bad || rows*d != span || len(dst) != span || (res != nil && len(res) != span) ||
+			(stride != 0 && stride != d)
+		stride = d
+		if span == 0 {
+			rows = 0
+		}
+	} else {
+		if stride == 0 {
+			stride = d
+		}
+		hi, lo := bits.Mul64(uint64(rows-1), uint64(stride))
+		span = int(lo) + d
+		bad = bad || rows < 0 || stride < d || d == 0 || hi != 0 || lo > uint64(math.MaxInt-d) ||
+			len(x) < span || len(dst) < span || (res != nil && len(res) < span)
+	}
+	bad = bad || !epsOK(n.Eps) || (inv != nil && len(inv) < rows)
+	var z T
+	es := unsafe.Sizeof(z)
+	if !bad && rows > 0 {
+		xp, dp, wp := addr(x), addr(dst), addr(n.Weight)
+		sb, wb := uintptr(span)*es, uintptr(len(n.Weight))*4
+		bad = (dp != xp && !disjoint(dp, sb, xp, sb)) || !disjoint(dp, sb, wp, wb)
+		if res != nil {
+			rp := addr(res)
+			bad = bad || !disjoint(rp, sb, xp, sb) || !disjoint(rp, sb, dp, sb) || !disjoint(rp, sb, wp, wb)
+		}
+		if inv != nil {
+			ip, ib := addr(inv), uintptr(rows)*4
+			bad = bad || !disjoint(ip, ib, xp, sb) || !disjoint(ip, ib, dp, sb) || !disjoint(ip, ib, wp, wb) ||
+				(res != nil && !disjoint(ip, ib, addr(res), sb))
+		}
+	}
+	if bad {
+		explainApply(n, nm, dst, x, res, inv, n0, s0)
+	}
+	if rows == 0 {
+		return
+	}
+	var j job
+	j.dst, j.x = ptr(dst), ptr(x)
+	if mode != unweighted {
+		j.w = ptr(n.Weight)
+	}
+	if res != nil {
+		j.res = ptr(res)
+	}
+	if inv != nil {
+		j.inv = ptr(inv)
+	}
+	j.d, j.stride, j.rows, j.eps, j.mode = d, stride, rows, n.Eps, mode
+	j.v = forwardVariant[mode][b2i(res != nil)]
+	j.setMemoryFlags(es)
+	if k == useActive {
+		k = activeKernel()
+	}
+	j.run(k)
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// explainApply panics with the first rule a Norm.Apply call breaks; rows and stride are Rows.N and
+// Rows.Stride as given.
+func explainApply[T elem](n *Norm, nm *names, dst, x, res []T, inv []float32, rows, stride int) {
+	var d int
 	switch {
 	case n.Weight != nil:
 		if n.Dim != 0 && n.Dim != len(n.Weight) {
 			nm.fail("Dim = %d but len(Weight) = %d (Dim may be 0 when Weight is set)", n.Dim, len(n.Weight))
 		}
-		j.d = len(n.Weight)
+		d = len(n.Weight)
 	case n.UnitOffset:
 		nm.fail("UnitOffset is set but Weight is nil: 1 + Weight[i] needs a weight")
 	case n.Dim < 0:
 		nm.fail("Dim = %d is negative", n.Dim)
 	default:
-		j.d = n.Dim
+		d = n.Dim
 	}
 	if rows < 0 || stride < 0 {
 		nm.fail("N = %d and Stride = %d must not be negative", rows, stride)
 	}
-	if j.d == 0 && (len(j.x) != 0 || rows != 0) {
-		nm.fail("the row length is 0 (Weight is empty and Dim is 0) with len(X) = %d and N = %d", len(j.x), rows)
+	if d == 0 && (len(x) != 0 || rows != 0) {
+		nm.fail("the row length is 0 (Weight is empty and Dim is 0) with len(%s) = %d and N = %d", nm.x, len(x), rows)
 	}
+	var span int
 	if rows == 0 {
-		if stride != 0 && stride != j.d {
-			nm.fail("Stride = %d needs N: with N = 0 the rows of length %d fill X back to back", stride, j.d)
+		if stride != 0 && stride != d {
+			nm.fail("Stride = %d needs N: with N = 0 the rows of length %d fill %s back to back", stride, d, nm.x)
 		}
-		j.checkContiguous(nm)
+		if len(x) != 0 && len(x)%d != 0 {
+			nm.fail("len(%s) = %d is not a multiple of the row length len(%s) = %d", nm.x, len(x), nm.w, d)
+		}
+		if len(dst) != len(x) {
+			nm.fail("len(%s) = %d, want len(%s) = %d", nm.dst, len(dst), nm.x, len(x))
+		}
+		if res != nil && len(res) != len(x) {
+			nm.fail("len(Residual) = %d, want len(%s) = %d", len(res), nm.x, len(x))
+		}
+		span = len(x)
+		if d > 0 {
+			rows = span / d
+		}
 	} else {
 		if stride == 0 {
-			stride = j.d
+			stride = d
 		}
-		if stride < j.d {
-			nm.fail("Stride = %d is shorter than the row length %d", stride, j.d)
+		if stride < d {
+			nm.fail("Stride = %d is shorter than the row length %d", stride, d)
 		}
-		if rows-1 > (math.MaxInt-j.d)/stride {
+		if rows-1 > (math.MaxInt-d)/stride {
 			nm.fail("N = %d rows of Stride = %d do not fit in memory", rows, stride)
 		}
-		j.rows, j.stride = rows, stride
-		need := j.span()
-		if len(j.x) < need {
-			nm.fail("len(X) = %d, want at least %d for N = %d rows of %d with Stride = %d", len(j.x), need, rows, j.d, stride)
-		}
-		if len(j.dst) < need {
-			nm.fail("len(Dst) = %d, want at least %d for N = %d rows of %d with Stride = %d", len(j.dst), need, rows, j.d, stride)
-		}
-		if j.res != nil && len(j.res) < need {
-			nm.fail("len(Residual) = %d, want at least %d for N = %d rows of %d with Stride = %d", len(j.res), need, rows, j.d, stride)
-		}
-		checkEps(nm, j.eps)
-		j.checkOverlaps(nm)
-	}
-	if j.inv != nil && len(j.inv) < j.rows {
-		nm.fail("len(Inv) = %d is shorter than the %d rows", len(j.inv), j.rows)
-	}
-	if j.inv != nil && j.rows > 0 {
-		inv := j.inv[:j.rows]
-		if overlap(inv, j.x[:j.span()]) || overlap(inv, j.dst[:j.span()]) || overlap(inv, j.w) ||
-			(j.res != nil && overlap(inv, j.res[:j.span()])) {
-			nm.fail("Inv overlaps X, Dst, Weight or Residual")
+		span = (rows-1)*stride + d
+		for _, s := range []struct {
+			name string
+			n    int
+			set  bool
+		}{{nm.x, len(x), true}, {nm.dst, len(dst), true}, {"Residual", len(res), res != nil}} {
+			if s.set && s.n < span {
+				nm.fail("len(%s) = %d, want at least %d for N = %d rows of %d with Stride = %d", s.name, s.n, span, rows, d, stride)
+			}
 		}
 	}
+	checkEps(nm, n.Eps)
+	if inv != nil && len(inv) < rows {
+		nm.fail("len(Inv) = %d is shorter than the %d rows", len(inv), rows)
+	}
+	if rows > 0 {
+		r, i := noRegion, noRegion
+		if res != nil {
+			r = region("Residual", res[:span])
+		}
+		if inv != nil {
+			i = region("Inv", inv[:rows])
+		}
+		explainOverlaps(nm, region(nm.dst, dst[:span]), region(nm.x, x[:span]), region(nm.w, n.Weight), r, i)
+	}
+	panic("rmsnorm: " + nm.fn + ": internal error: the fast check rejected a valid call")
 }
 
-// checkContiguous validates rows that fill x back to back, d already known.
-func (j *job) checkContiguous(nm *names) {
-	if len(j.x) == 0 {
-		if len(j.dst) != 0 {
-			nm.fail("len(%s) = %d, want len(%s) = 0", nm.dst, len(j.dst), nm.x)
-		}
-		checkEps(nm, j.eps)
-		return
-	}
-	j.rows = 1
-	if len(j.x) != j.d {
-		j.rows = quo(len(j.x), j.d)
-	}
-	if j.rows*j.d != len(j.x) {
-		nm.fail("len(%s) = %d is not a multiple of the row length len(%s) = %d", nm.x, len(j.x), nm.w, j.d)
-	}
-	if len(j.dst) != len(j.x) {
-		nm.fail("len(%s) = %d, want len(%s) = %d", nm.dst, len(j.dst), nm.x, len(j.x))
-	}
-	if j.res != nil && len(j.res) != len(j.x) {
-		nm.fail("len(Residual) = %d, want len(X) = %d", len(j.res), len(j.x))
-	}
-	j.stride = j.d
-	checkEps(nm, j.eps)
-	j.checkOverlaps(nm)
+// area is the memory of one slice argument, by name.
+type area struct {
+	name   string
+	p, n   uintptr // first byte and length in bytes
+	absent bool    // a nil Residual or Inv: no rule applies
 }
 
-// checkOverlaps enforces the aliasing rules on the memory the rows occupy.
-func (j *job) checkOverlaps(nm *names) {
-	n := j.span()
-	x, dst := j.x[:n], j.dst[:n]
-	if overlap(dst, x) && unsafe.SliceData(dst) != unsafe.SliceData(x) {
+var noRegion = area{absent: true}
+
+func region[T any](name string, s []T) area {
+	var z T
+	return area{name: name, p: addr(s), n: uintptr(len(s)) * unsafe.Sizeof(z)}
+}
+
+func (a area) overlaps(b area) bool { return !a.absent && !b.absent && !disjoint(a.p, a.n, b.p, b.n) }
+
+// explainOverlaps panics if the aliasing rules are broken: dst is x or shares no memory with it;
+// dst shares none with w; res (when set) none with x, dst or w; inv (when set) none with any.
+func explainOverlaps(nm *names, dst, x, w, res, inv area) {
+	if dst.overlaps(x) && dst.p != x.p {
 		nm.fail("%s overlaps %s without starting at the same element (in place needs %s and %s to be the same slice)",
 			nm.dst, nm.x, nm.dst, nm.x)
 	}
-	if overlap(dst, j.w) {
+	if dst.overlaps(w) {
 		nm.fail("%s overlaps %s", nm.dst, nm.w)
 	}
-	if j.res != nil {
-		res := j.res[:n]
-		if overlap(res, x) || overlap(res, dst) || overlap(res, j.w) {
-			nm.fail("Residual overlaps X, Dst or Weight")
+	for _, o := range []area{x, dst, w} {
+		if res.overlaps(o) {
+			nm.fail("Residual overlaps %s", o.name)
+		}
+	}
+	for _, o := range []area{x, dst, w, res} {
+		if inv.overlaps(o) {
+			nm.fail("Inv overlaps %s", o.name)
 		}
 	}
 }
 
-// span is the number of elements from the first row's start to the last row's end.
-func (j *job) span() int {
-	if j.rows == 0 {
-		return 0
-	}
-	return (j.rows-1)*j.stride + j.d
-}
-
 func checkEps(nm *names, eps float32) {
-	if !(eps >= 0 && eps <= math.MaxFloat32) {
+	if !epsOK(eps) {
 		nm.fail("%s = %v, want a finite value >= 0", nm.eps, eps)
 	}
 }
 
 // quo returns a/b for a >= 0, b > 0. Dividing in 32 bits when both fit is several times faster
-// than a 64-bit division on many x86 cores, and Forward on a short row is mostly overhead.
+// than a 64-bit division on many x86 cores.
 func quo(a, b int) int {
 	if uint64(a)|uint64(b) <= math.MaxUint32 {
 		return int(uint32(a) / uint32(b))
 	}
 	return a / b
-}
-
-// span returns the byte range [lo, hi) of s.
-func span(s []float32) (lo, hi uintptr) {
-	lo = uintptr(unsafe.Pointer(unsafe.SliceData(s)))
-	return lo, lo + uintptr(len(s))*4
-}
-
-// overlap reports whether a and b share memory.
-func overlap(a, b []float32) bool {
-	if len(a) == 0 || len(b) == 0 {
-		return false
-	}
-	alo, ahi := span(a)
-	blo, bhi := span(b)
-	return alo < bhi && blo < ahi
 }

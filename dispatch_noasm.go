@@ -5,4 +5,5 @@ package rmsnorm
 // archKernels returns no SIMD kernel: this build has only the generic one.
 func archKernels() []kernelID { return nil }
 
-func (j *job) runAsm(k kernelID, from int) int { return j.runGeneric(from) }
+// callKernel runs rows [from, to) of j with the generic kernel, the only one of this build.
+func callKernel(j *job, from, to int) int { return runGeneric(j, from, to) }

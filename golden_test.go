@@ -89,8 +89,7 @@ func goldenHash(k kernelID) uint64 {
 							rr = append([]float32(nil), res...)
 							r.Residual = rr
 						}
-						j := n.job(&r)
-						j.runWith(k)
+						applyWith(k, &n, &r)
 						put(y)
 						put(inv)
 						put(rr)

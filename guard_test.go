@@ -198,8 +198,7 @@ func TestGuardPagesVariants(t *testing.T) {
 							n = Norm{Dim: d, Eps: 1e-6}
 						}
 						rr := Rows{Dst: gd, X: gx, N: rows, Stride: stride, Residual: gr, Inv: gi}
-						j := n.job(&rr)
-						if faults(func() { j.runWith(kk) }) {
+						if faults(func() { applyWith(kk, &n, &rr) }) {
 							t.Fatalf("%s d=%d mode=%d atEnd=%v: the kernel touched a guard page", kk, d, mode, atEnd)
 						}
 						return append([]float32(nil), gd...), append([]float32(nil), gr...), append([]float32(nil), gi...)

@@ -34,16 +34,19 @@ type valueClass struct {
 	gen  func(r *rand.Rand, i int) float32
 }
 
-func normal(r *rand.Rand) float32 { return float32(r.NormFloat64()) }
+func normalValue(r *rand.Rand) float32 { return float32(r.NormFloat64()) }
+
+// normal is the class of normally distributed values.
+var normal = valueClasses[0]
 
 var valueClasses = []valueClass{
-	{"normal", func(r *rand.Rand, i int) float32 { return normal(r) }},
+	{"normal", func(r *rand.Rand, i int) float32 { return normalValue(r) }},
 	{"uniform", func(r *rand.Rand, i int) float32 { return float32(r.Float64()*2 - 1) }},
 	{"positive", func(r *rand.Rand, i int) float32 { return float32(r.Float64() * 100) }},
-	{"tiny", func(r *rand.Rand, i int) float32 { return normal(r) * 1e-22 }},
-	{"huge", func(r *rand.Rand, i int) float32 { return normal(r) * 1e25 }},
+	{"tiny", func(r *rand.Rand, i int) float32 { return normalValue(r) * 1e-22 }},
+	{"huge", func(r *rand.Rand, i int) float32 { return normalValue(r) * 1e25 }},
 	{"wide", func(r *rand.Rand, i int) float32 {
-		return normal(r) * float32(math.Pow(10, float64(r.IntN(60)-30)))
+		return normalValue(r) * float32(math.Pow(10, float64(r.IntN(60)-30)))
 	}},
 	{"subnormal", func(r *rand.Rand, i int) float32 {
 		return math.Float32frombits(uint32(r.IntN(1<<23)) | uint32(r.IntN(2))<<31)
@@ -71,7 +74,7 @@ var valueClasses = []valueClass{
 		case 6:
 			return math.SmallestNonzeroFloat32
 		}
-		return normal(r)
+		return normalValue(r)
 	}},
 	{"maxfloat", func(r *rand.Rand, i int) float32 {
 		if r.IntN(2) == 0 {
@@ -81,9 +84,9 @@ var valueClasses = []valueClass{
 	}},
 	{"spiky", func(r *rand.Rand, i int) float32 {
 		if r.IntN(64) == 0 {
-			return normal(r) * 1e18
+			return normalValue(r) * 1e18
 		}
-		return normal(r) * 1e-3
+		return normalValue(r) * 1e-3
 	}},
 }
 

@@ -1,5 +1,7 @@
 package rmsnorm
 
+import "unsafe"
+
 // weightMode is how the normalized value is scaled.
 type weightMode uint8
 
@@ -9,40 +11,60 @@ const (
 	unweighted                   // y = x*inv
 )
 
-// job is one validated call: rows rows of d floats whose starts are stride floats apart in x, dst
-// and res (when res is set).
+// job is one validated call, laid out for the kernels: the assembly reads its first fields
+// through go_asm.h by name (asm/internal/spec.Job lists them), the generic kernel through the
+// accessors below. A job lives on the stack of the call that validated it.
 type job struct {
-	dst, x, w []float32
-	res       []float32 // residual: h = x + res; res = h; normalize h
-	inv       []float32 // when set, inv[r] = 1/rms of row r
-	d, rows   int
-	stride    int
-	eps       float32
-	mode      weightMode
+	dst, x unsafe.Pointer // row 0 of the output and of the input
+	res    unsafe.Pointer // row 0 of the residual (h = x + res; res = h; normalize h), or nil
+	w      unsafe.Pointer // the weight, nil without one
+	inv    unsafe.Pointer // where 1/rms of row r goes (inv[r]), or nil
+	d      int            // row length
+	stride int            // elements from one row's start to the next's, in dst, x and res
+	eps    float32
+	flags  uint32 // flagNT, flagPF: how the kernels treat memory (set by setMemoryFlags)
+	fn     uint32 // the kernel function: kernelID*numVariants + v (callKernel)
+
+	rows int        // rows of the call
+	mode weightMode // the weight form, for the generic kernel and the float64 path
+	v    variant    // the kernel body for mode and residual
 }
 
-// run executes the job with the active kernel. A kernel stops before a row that needs the float64
-// path (see the package doc) and returns its index; that row is finished here and the kernel
-// resumes after it.
-func (j *job) run() { j.runWith(activeKernel()) }
+// row returns row r of the float32 rows starting at p.
+func (j *job) row(p unsafe.Pointer, r int) []float32 {
+	return unsafe.Slice((*float32)(unsafe.Add(p, uintptr(r*j.stride)*4)), j.d)
+}
 
-// runWith executes the job with kernel k.
-func (j *job) runWith(k kernelID) {
-	for r := 0; r < j.rows; {
-		r = j.runKernel(k, r)
-		if r < j.rows {
-			j.rowFloat64(r)
-			r++
-		}
+// weight returns the weight as a slice (nil without one).
+func (j *job) weight() []float32 {
+	if j.w == nil {
+		return nil
+	}
+	return unsafe.Slice((*float32)(j.w), j.d)
+}
+
+// setInv stores 1/rms of row r when the caller asked for it.
+func (j *job) setInv(r int, inv float32) {
+	if j.inv != nil {
+		*(*float32)(unsafe.Add(j.inv, uintptr(r)*4)) = inv
 	}
 }
 
-// runKernel runs rows [from, j.rows) with kernel k until one needs the float64 path; it returns
-// that row's index or j.rows. In the residual forms the returned row already holds h in res, and
-// nothing else of it has been written.
-func (j *job) runKernel(k kernelID, from int) int {
-	if k == kernelGeneric {
-		return j.runGeneric(from)
+// run executes rows [0, rows) of the validated job with kernel k.
+func (j *job) run(k kernelID) {
+	j.fn = uint32(k)*numVariants + uint32(j.v)
+	if r := callKernel(j, 0, j.rows); r < j.rows {
+		j.finish(r)
 	}
-	return j.runAsm(k, from)
+}
+
+// finish runs the rows from r on, r the first one the kernel handed back: a row that needs the
+// float64 path of the contract is done here in Go, and the kernel resumes after it. In the
+// residual forms the row handed over already holds h in res, and nothing else of it has been
+// written.
+func (j *job) finish(r int) {
+	for r < j.rows {
+		j.rowFloat64(r)
+		r = callKernel(j, r+1, j.rows)
+	}
 }

@@ -14,9 +14,12 @@ import (
 
 // forwardWith is Forward with an explicit kernel instead of the active one.
 func forwardWith(k kernelID, dst, x, w []float32, eps float32) {
-	j := job{dst: dst, x: x, w: w, d: len(w), eps: eps, mode: weighted}
-	j.checkForward()
-	j.runWith(k)
+	forwardRows(&forwardNames, dst, x, w, eps, vWeighted, k)
+}
+
+// applyWith is n.Apply(*r) with an explicit kernel instead of the active one.
+func applyWith(k kernelID, n *Norm, r *Rows) {
+	applyRows(n, &applyNames, r.Dst, r.X, r.Residual, r.Inv, r.N, r.Stride, k)
 }
 
 // kernelsFlag narrows the kernels under test, for emulators too slow to run them all (Bochs runs
@@ -174,17 +177,6 @@ func checkPlacements(t *testing.T, ctx string, k kernelID, x, w []float32, eps f
 	}
 }
 
-// withStreaming runs f with non-temporal stores forced on or off, whatever the size.
-func withStreaming(on bool, f func()) {
-	saved := streamBytes
-	defer func() { streamBytes = saved }()
-	streamBytes = math.MaxInt
-	if on {
-		streamBytes = 0
-	}
-	f()
-}
-
 // A row that needs the float64 path, at every position of a batch: the kernels must hand it over
 // and resume after it, also when it sits inside a group of short rows.
 func TestFloat64RowPositions(t *testing.T) {
@@ -318,5 +310,15 @@ func TestRowIndependence(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// callGeneric runs the benchmark loop on the generic kernel's entry.
+func callGeneric(b *testing.B, k kernelID, j *job) {
+	if k != kernelGeneric {
+		b.Fatalf("no direct call for kernel %s, variant %d", k, j.v)
+	}
+	for b.Loop() {
+		runGeneric(j, 0, j.rows)
 	}
 }

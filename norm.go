@@ -45,8 +45,10 @@ type Rows struct {
 
 // Forward normalizes the rows of x into dst with this Norm: x holds len(x)/d rows of d floats.
 // It is Apply(Rows{Dst: dst, X: x}).
-func (n *Norm) Forward(dst, x []float32) {
-	n.Apply(Rows{Dst: dst, X: x})
+//
+//go:noinline
+func (n Norm) Forward(dst, x []float32) {
+	applyRows(&n, &applyNames, dst, x, nil, nil, 0, 0, useActive)
 }
 
 // Apply normalizes the rows r describes. For row x of length d, with
@@ -59,24 +61,12 @@ func (n *Norm) Forward(dst, x []float32) {
 // With r.Residual set, x is first replaced by h = x + Residual, which is also stored back into
 // Residual. Apply panics, before writing anything, if the lengths, the stride, Eps or the overlaps
 // break the rules of Norm and Rows.
-func (n *Norm) Apply(r Rows) {
-	j := n.job(&r)
-	j.run()
-}
-
-// job validates a call and describes it for the kernels.
-func (n *Norm) job(r *Rows) job {
-	var j job
-	j.dst, j.x, j.res, j.inv = r.Dst, r.X, r.Residual, r.Inv
-	j.w, j.eps = n.Weight, n.Eps
-	switch {
-	case n.Weight == nil:
-		j.mode = unweighted
-	case n.UnitOffset:
-		j.mode = offset
-	default:
-		j.mode = weighted
-	}
-	j.checkApply(n, r.N, r.Stride)
-	return j
+//
+// The methods that take a Norm are never inlined: inlined into another package, the call to the
+// generic validation would move the Norm to the heap; and a Rows literal is copied once into the
+// arguments of a call instead of twice into an inlined copy of them.
+//
+//go:noinline
+func (n Norm) Apply(r Rows) {
+	applyRows(&n, &applyNames, r.Dst, r.X, r.Residual, r.Inv, r.N, r.Stride, useActive)
 }

@@ -53,8 +53,9 @@
 // compile the generic kernel only.
 package rmsnorm
 
-//go:generate go run -C asm ./amd64 -out ../rmsnorm_amd64.s -stubs ../rmsnorm_amd64.go -pkg rmsnorm
-//go:generate go run -C asm ./arm64 -out ../rmsnorm_arm64.s -stubs ../rmsnorm_arm64.go -pkg rmsnorm
+//go:generate go run -C asm ./gospec -out ../gospec.go
+//go:generate go run -C asm ./amd64 -out ../rmsnorm_amd64.s -go ../rmsnorm_amd64.go
+//go:generate go run -C asm ./arm64 -out ../rmsnorm_arm64.s -go ../rmsnorm_arm64.go
 
 // Forward normalizes the rows of x into dst: x holds len(x)/len(w) rows of d = len(w) floats
 // each, and row r of dst becomes RMSNorm(row r of x) scaled element-wise by w, as the package
@@ -65,11 +66,5 @@ package rmsnorm
 // non-empty x, len(x) is not a multiple of len(w), len(dst) != len(x), eps is negative, NaN or
 // +Inf, dst partially overlaps x, or dst overlaps w.
 func Forward(dst, x, w []float32, eps float32) {
-	// Fields are set one by one: a composite literal makes the compiler build the struct on the
-	// stack and copy it with 16-byte moves over 8-byte stores, which stalls store forwarding.
-	var j job
-	j.dst, j.x, j.w = dst, x, w
-	j.d, j.eps, j.mode = len(w), eps, weighted
-	j.checkForward()
-	j.run()
+	forwardRows(&forwardNames, dst, x, w, eps, vWeighted, useActive)
 }

@@ -7,39 +7,35 @@ import "math"
 // bit. Every float32(...) around a product below is there to forbid a fused multiply-add, which Go
 // may otherwise use on arm64, ppc64le, s390x and riscv64.
 
-// runGeneric runs rows [from, j.rows) and returns the index of the first row that needs the
-// float64 path, or j.rows.
-func (j *job) runGeneric(from int) int {
-	d := j.d
-	for r := from; r < j.rows; r++ {
-		o := r * j.stride
-		src := j.x[o : o+d : o+d]
+// runGeneric runs rows [from, to) of j and returns the index of the first row that needs the
+// float64 path, or to.
+func runGeneric(j *job, from, to int) int {
+	w := j.weight()
+	for r := from; r < to; r++ {
+		src := j.row(j.x, r)
 		var ss float32
 		if j.res != nil {
-			h := j.res[o : o+d : o+d]
-			ss = addSumSquares(h, src)
+			h := j.row(j.res, r)
+			addInto(h, src)
 			src = h
-		} else {
-			ss = sumSquares(src)
 		}
-		inv, ok := invRMS(ss, d, j.eps)
+		ss = sumSquares(src)
+		inv, ok := invRMS(ss, j.d, j.eps)
 		if !ok {
 			return r
 		}
-		dst := j.dst[o : o+d : o+d]
+		dst := j.row(j.dst, r)
 		switch j.mode {
 		case weighted:
-			scaleWeighted(dst, src, j.w, inv)
+			scaleWeighted(dst, src, w, inv)
 		case offset:
-			scaleOffset(dst, src, j.w, inv)
+			scaleOffset(dst, src, w, inv)
 		default:
 			scaleUnweighted(dst, src, inv)
 		}
-		if j.inv != nil {
-			j.inv[r] = inv
-		}
+		j.setInv(r, inv)
 	}
-	return j.rows
+	return to
 }
 
 // tLow is the smallest t = ss/d + eps the float32 path accepts; below it the squares may have lost
@@ -57,65 +53,49 @@ func invRMS(ss float32, d int, eps float32) (float32, bool) {
 }
 
 // sumSquares returns ss of the contract for x: 64 partials, element i into partial i%64, reduced
-// by the halving tree. Eight partials at a time stay in registers while the loop walks the row in
-// 64-element blocks, so each partial still sees its elements in increasing order.
+// by the halving tree. The loop walks the row once per group of six partials (ten groups, then the
+// last four), so that the six sums and the squares on their way in fit in registers; each partial
+// still sees its elements in increasing order. (Eight at a time spill one sum to the stack, which
+// halves the speed.)
 func sumSquares(x []float32) float32 {
 	var p [64]float32
 	full := len(x) &^ 63
-	for c := 0; c < 64; c += 8 {
-		var s0, s1, s2, s3, s4, s5, s6, s7 float32
+	blocks := x[:full]
+	c := 0
+	for ; c < 60; c += 6 {
+		var s0, s1, s2, s3, s4, s5 float32
 		for i := c; i < full; i += 64 {
-			v := (*[8]float32)(x[i : i+8])
+			v := (*[6]float32)(blocks[i : i+6])
 			s0 += float32(v[0] * v[0])
 			s1 += float32(v[1] * v[1])
 			s2 += float32(v[2] * v[2])
 			s3 += float32(v[3] * v[3])
 			s4 += float32(v[4] * v[4])
 			s5 += float32(v[5] * v[5])
-			s6 += float32(v[6] * v[6])
-			s7 += float32(v[7] * v[7])
 		}
-		p[c], p[c+1], p[c+2], p[c+3] = s0, s1, s2, s3
-		p[c+4], p[c+5], p[c+6], p[c+7] = s4, s5, s6, s7
+		p[c], p[c+1], p[c+2], p[c+3], p[c+4], p[c+5] = s0, s1, s2, s3, s4, s5
 	}
+	var s0, s1, s2, s3 float32
+	for i := c; i < full; i += 64 {
+		v := (*[4]float32)(blocks[i : i+4])
+		s0 += float32(v[0] * v[0])
+		s1 += float32(v[1] * v[1])
+		s2 += float32(v[2] * v[2])
+		s3 += float32(v[3] * v[3])
+	}
+	p[60], p[61], p[62], p[63] = s0, s1, s2, s3
 	for i := full; i < len(x); i++ {
 		p[i&63] += float32(x[i] * x[i])
 	}
 	return reduce64(&p)
 }
 
-// addSumSquares sets h[i] = x[i] + h[i] and returns ss of the contract for the new h.
-func addSumSquares(h, x []float32) float32 {
+// addInto sets h[i] = x[i] + h[i], rounded to float32.
+func addInto(h, x []float32) {
 	x = x[:len(h)]
-	var p [64]float32
-	full := len(h) &^ 63
-	for c := 0; c < 64; c += 8 {
-		var s0, s1, s2, s3, s4, s5, s6, s7 float32
-		for i := c; i < full; i += 64 {
-			hv := (*[8]float32)(h[i : i+8])
-			xv := (*[8]float32)(x[i : i+8])
-			a0, a1, a2, a3 := xv[0]+hv[0], xv[1]+hv[1], xv[2]+hv[2], xv[3]+hv[3]
-			a4, a5, a6, a7 := xv[4]+hv[4], xv[5]+hv[5], xv[6]+hv[6], xv[7]+hv[7]
-			hv[0], hv[1], hv[2], hv[3] = a0, a1, a2, a3
-			hv[4], hv[5], hv[6], hv[7] = a4, a5, a6, a7
-			s0 += float32(a0 * a0)
-			s1 += float32(a1 * a1)
-			s2 += float32(a2 * a2)
-			s3 += float32(a3 * a3)
-			s4 += float32(a4 * a4)
-			s5 += float32(a5 * a5)
-			s6 += float32(a6 * a6)
-			s7 += float32(a7 * a7)
-		}
-		p[c], p[c+1], p[c+2], p[c+3] = s0, s1, s2, s3
-		p[c+4], p[c+5], p[c+6], p[c+7] = s4, s5, s6, s7
+	for i := range h {
+		h[i] = x[i] + h[i]
 	}
-	for i := full; i < len(h); i++ {
-		a := x[i] + h[i]
-		h[i] = a
-		p[i&63] += float32(a * a)
-	}
-	return reduce64(&p)
 }
 
 // reduce64 combines the partials by the contract's halving tree.
@@ -187,30 +167,27 @@ func scaleUnweighted(dst, x []float32, inv float32) {
 // rowFloat64 finishes row r on the float64 path of the contract. In the residual forms res
 // already holds h for the row.
 func (j *job) rowFloat64(r int) {
-	d := j.d
-	o := r * j.stride
-	src := j.x[o : o+d : o+d]
+	src := j.row(j.x, r)
 	if j.res != nil {
-		src = j.res[o : o+d : o+d]
+		src = j.row(j.res, r)
 	}
 	var ss float64
 	for _, v := range src {
 		f := float64(v)
 		ss += float64(f * f) // exact: a float32 square fits a float64
 	}
-	inv := 1 / math.Sqrt(ss/float64(d)+float64(j.eps))
-	dst := j.dst[o : o+d : o+d]
+	inv := 1 / math.Sqrt(ss/float64(j.d)+float64(j.eps))
+	dst := j.row(j.dst, r)
+	w := j.weight()
 	for i, v := range src {
 		y := float64(v) * inv
 		switch j.mode {
 		case weighted:
-			y *= float64(j.w[i])
+			y *= float64(w[i])
 		case offset:
-			y *= 1 + float64(j.w[i])
+			y *= 1 + float64(w[i])
 		}
 		dst[i] = float32(y)
 	}
-	if j.inv != nil {
-		j.inv[r] = float32(inv)
-	}
+	j.setInv(r, float32(inv))
 }

@@ -94,8 +94,7 @@ func (c vcase) setup(d, rows int, x, res, w []float32, eps float32, off int) *vb
 }
 
 func (b *vbufs) run(k kernelID, stream bool) {
-	j := b.norm.job(&b.rows)
-	withStreaming(stream, func() { j.runWith(k) })
+	withStreaming(stream, func() { applyWith(k, &b.norm, &b.rows) })
 }
 
 func (b *vbufs) all() []*guarded {

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"math"
-
 	"github.com/gosimd/rmsnorm/asm/internal/spec"
 
 	. "github.com/mmcloughlin/avo/build"
@@ -17,19 +15,20 @@ import (
 // scalar instructions: those have EVEX forms in AVX-512F itself, so the register allocator may hand
 // out X16-X31 and the kernel still needs nothing beyond AVX-512F (VEX-only instructions such as
 // VHADDPS cannot name those registers, and XMM/YMM forms of EVEX instructions need AVX-512VL).
-// The AVX2 kernel uses VEX instructions only. asm_test.go in the package checks both rules.
+// The AVX2 kernel uses VEX instructions only. asm_amd64_test.go in the package checks both rules.
 type isa struct {
-	name   string // function-name prefix
-	vbytes int    // bytes per vector
-	vec    func() VecVirtual
+	name     string // function-name prefix
+	kernelID string // the Go side's kernelID constant
+	lanes    int    // float32 lanes per vector
+	vec      func() VecVirtual
 
 	// zero clears a vector register.
 	zero func(v VecVirtual)
-	// move copies a vector register.
-	move func(from, to VecVirtual)
-	// part returns the way to read and write the first n bytes (0 < n < vbytes) of a vector; it
-	// may clobber n. Labels it emits start with label.
-	part func(n GPVirtual, label string) part
+	// masked: partial vectors at the ends of rows are read and written through k-masks, with the
+	// architecture's fault suppression for masked-off lanes (AVX-512). Otherwise (AVX2, whose
+	// VMASKMOVPS may fault on masked-off elements on AMD cores) they go through a copy on the
+	// stack.
+	masked bool
 
 	// partial applies the first halving-tree steps to one row's accumulators and returns one
 	// register of partials: 8 (AVX2, h = 32, 16, 8) or 16 (AVX-512, h = 32, 16).
@@ -38,28 +37,23 @@ type isa struct {
 	finish1 func(q VecVirtual) VecVirtual
 	// finish4 applies the remaining steps to four rows at once; the sums are lanes 0..3.
 	finish4 func(q []VecVirtual) VecVirtual
-	// packed returns a register of the width finish4 returns.
-	packed func() VecVirtual
+	// packed returns a register of the width finish4 returns, packedBytes wide.
+	packed      func() VecVirtual
+	packedBytes int
 	// allIn jumps to ok unless one of lanes 0..3 of t lies outside [2^-100, MaxFloat32] or is NaN.
 	allIn func(t VecVirtual, ok LabelRef)
 	// storeLanes4 writes lanes 0..3 of v to m.
 	storeLanes4 func(v VecVirtual, m Mem)
-	// lane returns a register whose lane 0 is lane r of v (r < 4), for the scalar and broadcast
-	// instructions that follow.
-	lane func(v VecVirtual, r int) VecVirtual
-
-	// scalarScaleTail finishes a row with scalar stores instead of one masked store (AVX2, where a
-	// masked store is slow on AMD cores).
-	scalarScaleTail bool
 }
 
+func (s *isa) vbytes() int { return 4 * s.lanes }
+
 var avx2 = &isa{
-	name:   "avx2",
-	vbytes: 32,
-	vec:    YMM,
-	zero:   func(v VecVirtual) { VXORPS(v, v, v) },
-	move:   func(from, to VecVirtual) { VMOVAPS(from, to) },
-	part:   func(n GPVirtual, label string) part { return &insertPart{n: n, label: label} },
+	name:     "avx2",
+	kernelID: "kernelAVX2",
+	lanes:    8,
+	vec:      YMM,
+	zero:     func(v VecVirtual) { VXORPS(v, v, v) },
 	partial: func(acc []VecVirtual) VecVirtual {
 		// acc[k] holds partials 8k..8k+7.
 		for _, h := range []int{4, 2, 1} { // h = 32, 16, 8 partials
@@ -104,7 +98,8 @@ var avx2 = &isa{
 		VUNPCKLPS(hi, e.AsX(), out) // [A B C D]
 		return out
 	},
-	packed: XMM,
+	packed:      XMM,
+	packedBytes: 16,
 	allIn: func(t VecVirtual, ok LabelRef) {
 		lo, hi := XMM(), XMM()
 		VCMPPS(U8(0x1d), constLo4, t, lo)  // t >= 2^-100, false for NaN
@@ -116,35 +111,18 @@ var avx2 = &isa{
 		JE(ok)
 	},
 	storeLanes4: func(v VecVirtual, m Mem) { VMOVUPS(v, m) },
-	lane: func(v VecVirtual, r int) VecVirtual {
-		if r == 0 {
-			return v
-		}
-		t := XMM()
-		VSHUFPS(U8(r), v, v, t)
-		return t
-	},
-	scalarScaleTail: true,
 }
 
 var avx512 = &isa{
-	name:   "avx512",
-	vbytes: 64,
-	vec:    ZMM,
+	name:     "avx512",
+	kernelID: "kernelAVX512",
+	lanes:    16,
+	vec:      ZMM,
 	// Avo's liveness treats the zeroing idiom VPXORD v, v, v as a read of v (it does know it for
 	// VXORPS on YMM), which would keep every accumulator alive through the whole function and
 	// exhaust the registers; a load of zeros only writes v.
-	zero: func(v VecVirtual) { VMOVUPS(constZero64, v) },
-	move: func(from, to VecVirtual) { VMOVAPS(from, to) },
-	part: func(n GPVirtual, label string) part {
-		// (1<<(n/4))-1 from a table of uint16, indexed by n/4*2 = n/2 bytes.
-		p := GP64()
-		LEAQ(kmaskAVX512, p)
-		SHRQ(U8(1), n)
-		k := K()
-		KMOVW(Mem{Base: p, Index: n, Scale: 1}, k)
-		return maskPart{k}
-	},
+	zero:   func(v VecVirtual) { VMOVUPS(constZero64, v) },
+	masked: true,
 	partial: func(acc []VecVirtual) VecVirtual {
 		// acc[k] holds partials 16k..16k+15.
 		VADDPS(acc[2], acc[0], acc[0]) // h = 32
@@ -187,7 +165,8 @@ var avx512 = &isa{
 		VCOMPRESSPS_Z(e, k, out)
 		return out
 	},
-	packed: ZMM,
+	packed:      ZMM,
+	packedBytes: 64,
 	allIn: func(t VecVirtual, ok LabelRef) {
 		four, in, both := K(), K(), K()
 		m := GP32()
@@ -209,14 +188,6 @@ var avx512 = &isa{
 		KMOVW(r, k)
 		VMOVUPS(v, k, m)
 	},
-	lane: func(v VecVirtual, r int) VecVirtual {
-		if r == 0 {
-			return v.AsX().(VecVirtual)
-		}
-		t := ZMM()
-		VPERMILPS(U8(r), v, t)
-		return t.AsX().(VecVirtual)
-	},
 }
 
 // zmmPairSteps applies h = 2 and h = 1 inside every 128-bit chunk of z: lane 0 of each chunk
@@ -234,8 +205,7 @@ var (
 	constOne    Mem // float32 1
 	constLo     Mem // float32 2^-100: t below it takes the float64 path
 	constMax    Mem // MaxFloat32: t above it (+Inf) takes the float64 path
-	constOne4   Mem // the same, four lanes each
-	constLo4    Mem
+	constLo4    Mem // the same, four lanes each
 	constMax4   Mem
 	constZero64 Mem // 64 zero bytes
 	kmaskAVX512 Mem // uint16 (1<<n)-1 for n = 0..16
@@ -245,7 +215,6 @@ func declareConstants() {
 	constOne = ConstData("one", F32(1))
 	constLo = ConstData("tlo", U32(spec.TLowBits))
 	constMax = ConstData("tmax", U32(spec.TMaxBits))
-	constOne4 = splat4("one4", math.Float32bits(1))
 	constLo4 = splat4("tlo4", spec.TLowBits)
 	constMax4 = splat4("tmax4", spec.TMaxBits)
 

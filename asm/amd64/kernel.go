@@ -10,538 +10,728 @@ import (
 	. "github.com/mmcloughlin/avo/reg"
 )
 
-const (
-	flagNT  = spec.FlagNT
-	flagRD  = spec.FlagRD
-	flagPF  = spec.FlagPF
-	flagNTA = spec.FlagNTA
-)
+// A kernel function runs rows one at a time, or four at a time when they are short (at most
+// spec.GroupMax floats, and not in the residual variants: a group that meets a row needing the
+// float64 path would have updated res for the rows after it). Its parts are emitted once each:
+//
+//	row:    pick a group of four rows or one row
+//	sum:    the sum of squares of one row, looped over the rows of a group; each row's partly
+//	        reduced partials go to a stack slot (group) or straight on (one row)
+//	inv:    the rest of the halving tree and inv = 1/sqrt(ss/d + eps), for one row in scalar
+//	        instructions or for four rows in one vector; a row outside [2^-100, MaxFloat32] returns
+//	        its index for the float64 path (a group with one is redone a row at a time)
+//	scale:  y = (x*inv)*w for each row done, with inv read from a stack slot
+//
+// The scale pass comes in three memory modes (ordinary, prefetching the rows ahead, and prefetching
+// with non-temporal stores), chosen by the job's flags once per row; the sum pass in two (with and
+// without prefetching). Every other piece is shared.
 
 const (
-	sumBlock = 64 * 4 // bytes of a row that fill the 64 partial sums once
-	group    = 4      // rows per group on the short-row path
-	// groupMaxBytes is the longest row (in bytes) the group path takes: four rows must stay in
-	// L1 between the sum and the scale pass, and longer rows hide the latency on their own.
-	groupMaxBytes = spec.GroupMax * 4
+	block  = 64     // elements of a row that fill the 64 partial sums once
+	group  = 4      // rows per group on the short-row path
+	unroll = 4      // vectors per iteration of the scale loop
+	flagRD = 1 << 8 // (kernel-internal, in the rd local's place) d is a power of two
 )
+
+// prefetch is the instruction that brings the rows ahead in.
+var prefetch = PREFETCHT0
 
 // gen builds one kernel function.
 type gen struct {
-	s *isa
-	v spec.Variant
+	s  *isa
+	v  spec.Variant
+	eb int // bytes per element of the rows (4: float32)
 
-	dst, x, w, res, inv GPVirtual
-	dB                  GPVirtual // row length in bytes
-	strideB             GPVirtual // row stride in bytes
-	flags               GPVirtual
-	prefix              string // label prefix of the path being emitted
+	// Registers live across the function.
+	j              GPVirtual // the job
+	dst, x, res, w GPVirtual // row `done` of dst, x and res; the weight
+	strideB        GPVirtual // bytes between row starts
+
+	// Stack locals.
+	done       Mem // the row at dst, x and res
+	fd, rd     Mem // float32(d); 1/d when d is a power of two, else 0
+	invs       Mem // inv of the rows being scaled in lanes 0..3 of one packed register
+	q          Mem // 4 vectors: the partials of a group's rows
+	skip, pend Mem // rows to do one at a time after a failed group; rows to scale
+	k          Mem // the row being scaled, from 0 to pend
+	slotX      Mem // AVX2: the end of a row, copied and zero-padded to a whole block
+	slotR      Mem // AVX2, residual: the same for res
+	resTail    Mem // AVX2, residual: where h of the copied end goes back to
+	tailN      Mem // AVX2: elements in the copied end
+
+	labels int
 }
 
-func (g *gen) label(name string) string { return g.prefix + name }
-func (g *gen) Label(name string)        { Label(g.label(name)) }
-func (g *gen) ref(name string) LabelRef { return LabelRef(g.label(name)) }
+// label returns a fresh label name starting with p.
+func (g *gen) label(p string) string {
+	g.labels++
+	return fmt.Sprintf("%s%d", p, g.labels)
+}
+
+// field addresses a field of the job.
+func (g *gen) field(name string) Mem { return Mem{Symbol: Symbol{Name: name}, Base: g.j} }
+
+func (g *gen) d() Mem     { return g.field(spec.Job.D) }
+func (g *gen) eps() Mem   { return g.field(spec.Job.Eps) }
+func (g *gen) flags() Mem { return g.field(spec.Job.Flags) }
+func (g *gen) inv() Mem   { return g.field(spec.Job.Inv) }
+func (g *gen) to() Mem    { return Mem{Symbol: Symbol{Name: "to"}, Base: FramePointer, Disp: 16} }
 
 func kernel(s *isa, v spec.Variant) {
 	name := s.name + v.Name()
-	TEXT(name, NOSPLIT, spec.Signature)
-	Pragma("noescape")
-	Doc(v.Doc(name)...)
-	g := &gen{s: s, v: v}
-	g.dst = Load(Param("dst"), GP64()).(GPVirtual)
-	g.x = Load(Param("x"), GP64()).(GPVirtual)
-	if v.Mode != spec.Unweighted {
-		g.w = Load(Param("w"), GP64()).(GPVirtual)
+	TEXT(name, NOSPLIT, spec.AvoSig)
+	for _, l := range v.Doc(name) {
+		Comment(l)
 	}
-	if v.Residual {
-		g.res = Load(Param("res"), GP64()).(GPVirtual)
-	}
-	g.inv = Load(Param("inv"), GP64()).(GPVirtual)
-	g.dB = Load(Param("d"), GP64()).(GPVirtual)
-	SHLQ(U8(2), g.dB)
-	rows := Load(Param("rows"), GP64()).(GPVirtual)
-	g.strideB = Load(Param("stride"), GP64()).(GPVirtual)
-	SHLQ(U8(2), g.strideB)
-	g.flags = Load(Param("flags"), GP64()).(GPVirtual)
+	g := &gen{s: s, v: v, eb: 4}
+	g.locals()
+	g.prologue()
 
-	done := GP64()
-	XORQ(done, done)
-	if !v.Residual {
-		// The residual forms always take the one-row path: a group that meets a row needing the
-		// float64 path would have updated res for the rows after it.
-		g.groupPath(rows, done)
+	Label("row")
+	g.pickRows()
+	p := g.sumRows()
+	inv := XMM() // the first row's inv, in lane 0, for the scale pass
+	if s == avx512 {
+		inv = ZMM()
 	}
-	g.rowPath(rows, done)
+	g.invOne(p, inv)
+	if !v.Residual {
+		g.invGroup(inv)
+	}
+	g.scaleRows(inv)
 
 	Label("ret")
-	TESTQ(U32(flagNT), g.flags)
+	TESTL(U32(spec.FlagNT), g.flags())
 	JZ(LabelRef("vzero"))
 	SFENCE() // order the non-temporal stores before whatever the caller does next
 	Label("vzero")
 	VZEROUPPER()
-	Store(done, ReturnIndex(0))
+	r := GP64()
+	MOVQ(g.done, r)
+	Store(r, ReturnIndex(0))
 	RET()
 }
 
-// rowPath normalizes one row at a time until rows are done or a row needs the float64 path.
-func (g *gen) rowPath(rows, done GPVirtual) {
-	g.prefix = ""
-	Label("row")
-	CMPQ(done, rows)
+func (g *gen) locals() {
+	// Vectors first, then 8-byte values, then 4-byte ones, so that each is naturally aligned
+	// relative to the frame.
+	vb := g.s.vbytes()
+	g.q = AllocLocal(group * vb)
+	if !g.s.masked {
+		g.slotX = AllocLocal(block * g.eb)
+		if g.v.Residual {
+			g.slotR = AllocLocal(block * g.eb)
+		}
+	}
+	g.invs = AllocLocal(g.s.packedBytes)
+	for _, m := range []*Mem{&g.done, &g.skip, &g.pend, &g.k, &g.tailN, &g.resTail} {
+		*m = AllocLocal(8)
+	}
+	g.fd, g.rd = AllocLocal(4), AllocLocal(4)
+}
+
+// prologue loads the job's pointers and sets up the locals.
+func (g *gen) prologue() {
+	g.j = Load(Param("j"), GP64()).(GPVirtual)
+	g.dst, g.x = GP64(), GP64()
+	MOVQ(g.field(spec.Job.Dst), g.dst)
+	MOVQ(g.field(spec.Job.X), g.x)
+	if g.v.Mode != spec.Unweighted {
+		g.w = GP64()
+		MOVQ(g.field(spec.Job.W), g.w)
+	}
+	if g.v.Residual {
+		g.res = GP64()
+		MOVQ(g.field(spec.Job.Res), g.res)
+	}
+	g.strideB = GP64()
+	MOVQ(g.field(spec.Job.Stride), g.strideB)
+	SHLQ(U8(2), g.strideB)
+
+	Comment("fd = float32(d); rd = 1/d when d is a power of two (ss/d is then ss*rd exactly), else 0.")
+	d, t := GP64(), GP64()
+	MOVQ(g.d(), d)
+	f := XMM()
+	VMOVSS(constOne, f) // a load, which writes the whole register: no dependency on its old value
+	VCVTSI2SSQ(d, f, f)
+	VMOVSS(f, g.fd)
+	e := GP32()
+	XORL(e, e)
+	LEAQ(Mem{Base: d, Disp: -1}, t)
+	TESTQ(d, t)
+	JNZ(LabelRef("notpow2"))
+	BSFQ(d, t)
+	MOVL(U32(127), e)
+	SUBL(t.As32(), e)
+	SHLL(U8(23), e)
+	Label("notpow2")
+	MOVL(e, g.rd)
+
+	Comment("Start at row from.")
+	off := Load(Param("from"), GP64()).(GPVirtual)
+	MOVQ(off, g.done)
+	MOVQ(U32(0), g.skip)
+	IMULQ(g.strideB, off)
+	ADDQ(off, g.dst)
+	ADDQ(off, g.x)
+	if g.v.Residual {
+		ADDQ(off, g.res)
+	}
+}
+
+// pickRows sets pend to the number of rows the sum pass does: four (a group) or one.
+func (g *gen) pickRows() {
+	t := GP64()
+	MOVQ(g.done, t)
+	CMPQ(t, g.to())
 	JAE(LabelRef("ret"))
-
-	acc := g.sumSquares(g.x, 2)
-	Comment("Halving tree: p[j] += p[j+h] for h = 32, 16, ..., 1.")
-	ss := g.s.finish1(g.s.partial(acc))
-	inv := g.invRMS(ss)
-
-	Comment("Report 1/rms if asked.")
-	TESTQ(g.inv, g.inv)
-	JZ(LabelRef("scale"))
-	VMOVSS(inv, Mem{Base: g.inv, Index: done, Scale: 4})
-	Label("scale")
-	g.scaleBoth(g.src(g.x), g.dst, inv, 1)
-
-	ADDQ(g.strideB, g.dst)
-	ADDQ(g.strideB, g.x)
+	MOVQ(U32(1), g.pend)
 	if g.v.Residual {
-		ADDQ(g.strideB, g.res)
+		return
 	}
-	INCQ(done)
-	JMP(LabelRef("row"))
+	CMPQ(g.skip, U8(0))
+	JE(LabelRef("trygroup"))
+	DECQ(g.skip)
+	JMP(LabelRef("sum"))
+	Label("trygroup")
+	CMPQ(g.d(), U32(spec.GroupMax))
+	JA(LabelRef("sum"))
+	MOVQ(g.to(), t)
+	SUBQ(g.done, t)
+	CMPQ(t, U8(group))
+	JB(LabelRef("sum"))
+	MOVQ(U32(group), g.pend)
 }
 
-// groupPath normalizes four short rows at a time: their sums are formed one after the other, the
-// last halving-tree steps and the scalar steps run on all four at once in one XMM register, so the
-// long sqrt and divide latencies are paid once per group instead of once per row. A group with a
-// row that needs the float64 path is left to the one-row path, which recomputes it and stops there.
-func (g *gen) groupPath(rows, done GPVirtual) {
-	s := g.s
-	CMPQ(g.dB, U32(groupMaxBytes))
-	JA(LabelRef("row"))
-	Label("group")
-	left := GP64()
-	MOVQ(rows, left)
-	SUBQ(done, left)
-	CMPQ(left, U8(group))
-	JL(LabelRef("row"))
-
-	Comment("Sums of four rows, each partly reduced.")
-	q := make([]VecVirtual, group)
-	xr := GP64()
-	MOVQ(g.x, xr)
-	for r := range q {
-		g.prefix = fmt.Sprintf("g%d", r)
-		q[r] = s.partial(g.sumSquares(xr, 0))
-		if r < group-1 {
-			ADDQ(g.strideB, xr)
-		}
+// pfOffset returns the bytes from a row to the one its pass prefetches: rows rows further for
+// long rows, eight times as many for short ones (which take little time each).
+func (g *gen) pfOffset(rows int) GPVirtual {
+	t := GP64()
+	MOVQ(g.strideB, t)
+	if rows > 1 {
+		SHLQ(U8(1), t)
 	}
-	Comment("The rest of the halving tree, four rows at once.")
-	ss := s.finish4(q)
-
-	Comment("t = ss/d + eps for the four rows; any t outside [2^-100, MaxFloat32] sends the group to the one-row path.")
-	t := s.packed()
-	g.prefix = "G"
-	g.divideByD(ss, t, true)
-	e := s.packed()
-	eps, _ := Param("eps").Resolve()
-	VBROADCASTSS(eps.Addr, e)
-	VADDPS(e, t, t)
-	s.allIn(t, g.ref("inrange"))
-	JMP(LabelRef("row"))
-	g.Label("inrange")
-	g.prefix = ""
-	VSQRTPS(t, t)
-	inv4 := s.packed()
-	VBROADCASTSS(constOne, inv4)
-	VDIVPS(t, inv4, inv4)
-
-	Comment("Report 1/rms if asked.")
-	TESTQ(g.inv, g.inv)
-	JZ(LabelRef("gscale"))
-	s.storeLanes4(inv4, Mem{Base: g.inv, Index: done, Scale: 4})
-	Label("gscale")
-	for r := 0; r < group; r++ {
-		g.prefix = fmt.Sprintf("g%d", r)
-		g.scaleBoth(g.x, g.dst, s.lane(inv4, r), 2*group)
-		ADDQ(g.strideB, g.x)
-		ADDQ(g.strideB, g.dst)
-	}
-	g.prefix = ""
-	ADDQ(U8(group), done)
-	JMP(LabelRef("group"))
-}
-
-// src is the row the scale pass reads: h (in res) for the residual variants, else x.
-func (g *gen) src(x GPVirtual) GPVirtual {
-	if g.v.Residual {
-		return g.res
-	}
-	return x
-}
-
-func at(base, i GPVirtual, disp int) Mem { return Mem{Base: base, Index: i, Scale: 1, Disp: disp} }
-
-// loadSquare reads one vector of the row at byte i+disp (all lanes, or the first bytes part
-// covers), forms h = x + res and stores it back to res in the residual variants, and returns its
-// square.
-func (g *gen) loadSquare(x, i GPVirtual, disp int, p part) VecVirtual {
-	s := g.s
-	t := s.vec()
-	if p == nil {
-		VMOVUPS(at(x, i, disp), t)
-	} else {
-		p.load(at(x, i, disp), t)
-	}
-	if g.v.Residual {
-		if p == nil {
-			VADDPS(at(g.res, i, disp), t, t)
-			VMOVUPS(t, at(g.res, i, disp))
-		} else {
-			r := s.vec()
-			p.load(at(g.res, i, disp), r)
-			VADDPS(r, t, t)
-			p.store(t, at(g.res, i, disp))
-		}
-	}
-	VMULPS(t, t, t)
+	l := g.label("longrows")
+	CMPQ(g.d(), U32(spec.GroupMax))
+	JA(LabelRef(l))
+	SHLQ(U8(3), t)
+	Label(l)
 	return t
 }
 
-// sumSquares accumulates the row at x into the 64 partials, held in 64/lanes accumulators.
-//
-// With ahead > 0, the loop over whole blocks comes in a second version, taken with flagPF, that
-// prefetches the row `ahead` rows further on: the scale pass prefetches too, and between them the
-// memory never idles while a streamed batch is normalized.
-func (g *gen) sumSquares(x GPVirtual, ahead int) []VecVirtual {
+// sumRows sums the squares of the rows the row part picked. A group's rows leave their partly
+// reduced partials in g.q; one row goes on to invOne with them in the register returned.
+func (g *gen) sumRows() VecVirtual {
+	s := g.s
+	Label("sum")
+	xr := GP64()
+	MOVQ(g.x, xr)
+	var rr GPVirtual
+	if g.v.Residual {
+		rr = GP64()
+		MOVQ(g.res, rr)
+	}
+	k := GP64() // byte offset of the row's slot in g.q
+	XORQ(k, k)
+	Label("sumrow")
+	p := s.partial(g.sumSquares(xr, rr))
+	if g.v.Residual {
+		return p
+	}
+	CMPQ(g.pend, U8(1))
+	JE(LabelRef("invone"))
+	VMOVUPS(p, g.q.Idx(k, 1))
+	ADDQ(g.strideB, xr)
+	ADDQ(U32(s.vbytes()), k)
+	CMPQ(k, U32(group*s.vbytes()))
+	JB(LabelRef("sumrow"))
+	JMP(LabelRef("invgroup"))
+	return p
+}
+
+// at addresses element i (plus disp bytes) of the row at base.
+func (g *gen) at(base, i GPVirtual, disp int) Mem {
+	return Mem{Base: base, Index: i, Scale: uint8(g.eb), Disp: disp}
+}
+
+// atW addresses element i (plus disp bytes) of the weight.
+func (g *gen) atW(i GPVirtual, disp int) Mem { return Mem{Base: g.w, Index: i, Scale: 4, Disp: disp} }
+
+// sumSquares accumulates the row at xr (and forms h = x + res at rr in the residual variants)
+// into the 64 partials, held in 64/lanes accumulators, and returns them.
+func (g *gen) sumSquares(xr, rr GPVirtual) []VecVirtual {
 	s := g.s
 	Comment("Sum of squares: element i goes to partial i%64.")
-	acc := make([]VecVirtual, sumBlock/s.vbytes)
+	acc := make([]VecVirtual, block/s.lanes)
 	for k := range acc {
 		acc[k] = s.vec()
 	}
-	i := GP64()
-	lim := GP64()
-	MOVQ(g.dB, lim)
-	SUBQ(U32(sumBlock), lim)
-	JGE(g.ref("firstblock"))
+	i, lim := GP64(), GP64()
+	MOVQ(g.d(), lim)
+	SUBQ(U32(block), lim)
+	JGE(LabelRef("firstblock"))
 	for k := range acc {
 		s.zero(acc[k])
 	}
 	XORQ(i, i)
-	JMP(g.ref("sumtail"))
+	JMP(LabelRef("sumtail"))
 
-	g.Label("firstblock")
+	Label("firstblock")
 	Comment("+0 + square is the square itself: the first block initializes the partials.")
 	XORQ(i, i)
-	for k := range acc {
-		sq := g.loadSquare(x, i, k*s.vbytes, nil)
-		s.move(sq, acc[k])
-	}
-	MOVQ(U32(sumBlock), i)
-	if ahead > 0 {
-		TESTQ(U32(flagPF), g.flags)
-		JNZ(g.ref("sumpfcheck"))
-	}
-	JMP(g.ref("sumcheck"))
+	g.block(acc, xr, rr, i, true)
+	MOVQ(U32(block), i)
+	TESTL(U32(spec.FlagPF), g.flags())
+	JNZ(LabelRef("sumpf"))
 
-	g.Label("sumloop")
-	for k := range acc {
-		VADDPS(g.loadSquare(x, i, k*s.vbytes, nil), acc[k], acc[k])
-	}
-	ADDQ(U32(sumBlock), i)
-	g.Label("sumcheck")
+	Label("sumloop")
 	CMPQ(i, lim)
-	JLE(g.ref("sumloop"))
-	if ahead > 0 {
-		JMP(g.ref("sumtail"))
-		pf := GP64()
-		g.Label("sumpfloop")
-		for off := 0; off < sumBlock; off += 64 {
-			PREFETCHT0(at(pf, i, off))
-		}
-		for k := range acc {
-			VADDPS(g.loadSquare(x, i, k*s.vbytes, nil), acc[k], acc[k])
-		}
-		ADDQ(U32(sumBlock), i)
-		g.Label("sumpfcheck")
-		LEAQ(Mem{Base: x, Index: g.strideB, Scale: uint8(ahead)}, pf)
-		CMPQ(i, lim)
-		JLE(g.ref("sumpfloop"))
-	}
+	JG(LabelRef("sumtail"))
+	g.block(acc, xr, rr, i, false)
+	ADDQ(U32(block), i)
+	JMP(LabelRef("sumloop"))
 
-	g.Label("sumtail")
-	Comment("Fewer than 64 elements remain: whole vectors first, then one partial vector.")
+	Comment("The same, prefetching the rows ahead.")
+	Label("sumpf")
+	pf := g.pfOffset(2) // the sum pass runs a row ahead of the scale pass
+	ADDQ(xr, pf)
+	Label("sumpfloop")
+	CMPQ(i, lim)
+	JG(LabelRef("sumtail"))
+	for off := 0; off < block*g.eb; off += 64 {
+		prefetch(g.at(pf, i, off))
+	}
+	g.block(acc, xr, rr, i, false)
+	ADDQ(U32(block), i)
+	JMP(LabelRef("sumpfloop"))
+
+	Label("sumtail")
+	Comment("Fewer than 64 elements remain.")
 	rem := GP64()
-	MOVQ(g.dB, rem)
+	MOVQ(g.d(), rem)
 	SUBQ(i, rem)
-	for k := range acc {
-		CMPQ(rem, U32((k+1)*s.vbytes))
-		JL(g.ref(fmt.Sprintf("sumpart%d", k)))
-		VADDPS(g.loadSquare(x, i, k*s.vbytes, nil), acc[k], acc[k])
+	JZ(LabelRef("summed"))
+	if s.masked {
+		g.maskedTail(acc, xr, rr, i, rem)
+	} else {
+		g.slotTail(acc, xr, rr, i, rem)
 	}
-	// Not reached: rem < sumBlock.
-	JMP(g.ref("summed"))
-	for k := range acc {
-		g.Label(fmt.Sprintf("sumpart%d", k))
-		n := GP64()
-		MOVQ(rem, n)
-		SUBQ(U32(k*s.vbytes), n)
-		JZ(g.ref("summed"))
-		VADDPS(g.loadSquare(x, i, k*s.vbytes, s.part(n, g.label(fmt.Sprintf("sumpart%d", k)))), acc[k], acc[k])
-		if k < len(acc)-1 {
-			JMP(g.ref("summed"))
-		}
-	}
-	g.Label("summed")
+	Label("summed")
 	return acc
 }
 
-// divideByD sets t = ss/float32(d), exactly as a division, as ss*rd when d is a power of two.
+// block adds the squares of the 64 elements from element i of the row at xr to the
+// accumulators (first: sets them). In the residual variants the elements are h = x + res, stored
+// back to res at rr first.
+func (g *gen) block(acc []VecVirtual, xr, rr, i GPVirtual, first bool) {
+	for k := range acc {
+		t := g.s.vec()
+		VMOVUPS(g.at(xr, i, k*g.s.vbytes()), t)
+		if g.v.Residual {
+			VADDPS(g.at(rr, i, k*g.s.vbytes()), t, t)
+			VMOVUPS(t, g.at(rr, i, k*g.s.vbytes()))
+		}
+		if first {
+			VMULPS(t, t, acc[k])
+		} else {
+			VMULPS(t, t, t)
+			VADDPS(t, acc[k], acc[k])
+		}
+	}
+}
+
+// maskedTail adds the last rem (1..63) elements from element i, each vector through a k-mask of
+// its lanes (zero lanes add +0, which leaves a partial sum unchanged).
+func (g *gen) maskedTail(acc []VecVirtual, xr, rr, i, rem GPVirtual) {
+	s := g.s
+	tab := GP64()
+	LEAQ(kmaskAVX512, tab)
+	for k := range acc {
+		n := GP64()
+		MOVQ(rem, n)
+		if k > 0 {
+			SUBQ(U32(k*s.lanes), n)
+			JLE(LabelRef("summed"))
+		}
+		CMPQ(n, U32(s.lanes))
+		JLE(LabelRef(fmt.Sprintf("tailmask%d", k)))
+		MOVQ(U32(s.lanes), n)
+		Label(fmt.Sprintf("tailmask%d", k))
+		m := K()
+		KMOVW(Mem{Base: tab, Index: n, Scale: 2}, m)
+		t := s.vec()
+		VMOVUPS_Z(g.at(xr, i, k*s.vbytes()), m, t)
+		if g.v.Residual {
+			r := s.vec()
+			VMOVUPS_Z(g.at(rr, i, k*s.vbytes()), m, r)
+			VADDPS(r, t, t)
+			VMOVUPS(t, m, g.at(rr, i, k*s.vbytes()))
+		}
+		VMULPS(t, t, t)
+		VADDPS(t, acc[k], acc[k])
+	}
+}
+
+// slotTail adds the last rem (1..63) elements from element i: they are copied to a zero-padded
+// block on the stack, which is then summed as a whole block (the zeros add +0). In the residual
+// variants res is copied too, and h goes back to res afterwards.
+func (g *gen) slotTail(acc []VecVirtual, xr, rr, i, rem GPVirtual) {
+	MOVQ(rem, g.tailN)
+	src := GP64()
+	LEAQ(g.at(xr, i, 0), src)
+	if g.v.Residual {
+		r := GP64()
+		LEAQ(g.at(rr, i, 0), r)
+		MOVQ(r, g.resTail)
+	}
+	sx := GP64()
+	LEAQ(g.slotX, sx)
+	g.zeroFill(sx)
+	g.copyElems(src, sx, g.tailN, g.eb)
+	var sr GPVirtual
+	if g.v.Residual {
+		MOVQ(g.resTail, src)
+		sr = GP64()
+		LEAQ(g.slotR, sr)
+		g.zeroFill(sr)
+		g.copyElems(src, sr, g.tailN, g.eb)
+	}
+	z := GP64()
+	XORQ(z, z)
+	g.block(acc, sx, sr, z, false)
+	if g.v.Residual {
+		dstp, from := GP64(), GP64()
+		MOVQ(g.resTail, dstp)
+		LEAQ(g.slotR, from)
+		g.copyElems(from, dstp, g.tailN, g.eb)
+	}
+}
+
+// zeroFill clears the block-sized slot at p.
+func (g *gen) zeroFill(p GPVirtual) {
+	z := g.s.vec()
+	g.s.zero(z)
+	for off := 0; off < block*g.eb; off += g.s.vbytes() {
+		VMOVUPS(z, Mem{Base: p, Disp: off})
+	}
+}
+
+// copyElems copies n elements of eb bytes (n is a register or a local) from src to dst, a vector
+// at a time while it can and then one element at a time.
+func (g *gen) copyElems(src, dst GPVirtual, n Op, eb int) {
+	at := func(base, i GPVirtual) Mem { return Mem{Base: base, Index: i, Scale: uint8(eb)} }
+	c, lim := GP64(), GP64()
+	MOVQ(n, lim)
+	XORQ(c, c)
+	SUBQ(U32(g.s.vbytes()/eb), lim)
+	vec, one, done := g.label("copyvec"), g.label("copyone"), g.label("copied")
+	Label(vec)
+	CMPQ(c, lim)
+	JG(LabelRef(one))
+	t := g.s.vec()
+	VMOVUPS(at(src, c), t)
+	VMOVUPS(t, at(dst, c))
+	ADDQ(U32(g.s.vbytes()/eb), c)
+	JMP(LabelRef(vec))
+	Label(one)
+	ADDQ(U32(g.s.vbytes()/eb), lim)
+	loop := g.label("copyloop")
+	Label(loop)
+	CMPQ(c, lim)
+	JGE(LabelRef(done))
+	if eb == 4 {
+		e := GP32()
+		MOVL(at(src, c), e)
+		MOVL(e, at(dst, c))
+	} else {
+		e := GP16()
+		MOVW(at(src, c), e)
+		MOVW(e, at(dst, c))
+	}
+	INCQ(c)
+	JMP(LabelRef(loop))
+	Label(done)
+}
+
+// divideByD sets t = ss/float32(d), exactly as a division: as ss*rd when d is a power of two.
 func (g *gen) divideByD(ss, t VecVirtual, packed bool) {
-	fd, _ := Param("fd").Resolve()
-	rd, _ := Param("rd").Resolve()
+	div, divided := g.label("divide"), g.label("divided")
 	c := XMM()
 	if packed {
 		c = g.s.packed()
 	}
-	TESTQ(U32(flagRD), g.flags)
-	JZ(g.ref("divide"))
+	CMPL(g.rd, U8(0))
+	JE(LabelRef(div))
 	if packed {
-		VBROADCASTSS(rd.Addr, c)
+		VBROADCASTSS(g.rd, c)
 		VMULPS(c, ss, t)
 	} else {
-		VMULSS(rd.Addr, ss, t)
+		VMULSS(g.rd, ss, t)
 	}
-	JMP(g.ref("divided"))
-	g.Label("divide")
+	JMP(LabelRef(divided))
+	Label(div)
 	if packed {
-		VBROADCASTSS(fd.Addr, c)
+		VBROADCASTSS(g.fd, c)
 		VDIVPS(c, ss, t)
 	} else {
-		VDIVSS(fd.Addr, ss, t)
+		VDIVSS(g.fd, ss, t)
 	}
-	g.Label("divided")
+	Label(divided)
 }
 
-// invRMS computes t = ss/float32(d) + eps, leaves for the float64 path when t is outside
-// [2^-100, MaxFloat32] or NaN, and returns inv = 1/sqrt(t) in lane 0.
-func (g *gen) invRMS(ss VecVirtual) VecVirtual {
+// invOne finishes one row: t = ss/d + eps, the float64 path for t outside [2^-100, MaxFloat32]
+// or NaN, inv = 1/sqrt(t) into g.invs[0] and, when asked, the job's inv[done].
+func (g *gen) invOne(p, inv VecVirtual) {
+	Label("invone")
+	Comment("Halving tree: p[j] += p[j+h] for the remaining h, down to ss.")
+	ss := g.s.finish1(p)
 	Comment("t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.")
-	eps, _ := Param("eps").Resolve()
 	t := XMM()
 	g.divideByD(ss, t, false)
-	VADDSS(eps.Addr, t, t)
+	VADDSS(g.eps(), t, t)
 	VUCOMISS(constLo, t)
 	JCS(LabelRef("ret")) // t < 2^-100 or unordered
 	VUCOMISS(constMax, t)
 	JHI(LabelRef("ret")) // t > MaxFloat32
 	VSQRTSS(t, t, t)
-	inv := XMM()
-	VMOVSS(constOne, inv)
-	VDIVSS(t, inv, inv)
-	return inv
+	x := inv.AsX()
+	VMOVSS(constOne, x)
+	VDIVSS(t, x, x)
+	g.reportInv(func(m Mem) { VMOVSS(x, m) })
+	JMP(LabelRef("scale"))
 }
 
-// memMode is how a scale pass treats memory.
-type memMode int
+// reportInv stores inv of the rows from done into the job's inv with store, when the caller asked
+// for it.
+func (g *gen) reportInv(store func(m Mem)) {
+	Comment("Report 1/rms if asked.")
+	ip := GP64()
+	MOVQ(g.inv(), ip)
+	TESTQ(ip, ip)
+	JZ(LabelRef("scale"))
+	r := GP64()
+	MOVQ(g.done, r)
+	store(Mem{Base: ip, Index: r, Scale: 4})
+}
 
-const (
-	cached          memMode = iota // ordinary stores, no prefetch
-	strided                        // prefetch the rows ahead into the caches (PREFETCHT0)
-	streamedInPlace                // prefetch with PREFETCHNTA; ordinary stores (the lines are in cache)
-	streamed                       // PREFETCHNTA and non-temporal stores
-)
+// invGroup finishes a group of four rows at once: the rest of the halving tree for four rows in
+// one register, the range test on all four (a group with a row outside it is redone a row at a
+// time, which stops at that row), and inv = 1/sqrt(t) for all four into g.invs and, when asked,
+// the job's inv[done..done+3].
+func (g *gen) invGroup(inv4 VecVirtual) {
+	s := g.s
+	Label("invgroup")
+	Comment("The rest of the halving tree, four rows at once.")
+	q := make([]VecVirtual, group)
+	for r := range q {
+		q[r] = s.vec()
+		VMOVUPS(g.q.Offset(r*s.vbytes()), q[r])
+	}
+	ss := s.finish4(q)
+	Comment("t = ss/d + eps for the four rows; any t outside [2^-100, MaxFloat32] sends the group to the one-row path.")
+	t := s.packed()
+	g.divideByD(ss, t, true)
+	e := s.packed()
+	VBROADCASTSS(g.eps(), e)
+	VADDPS(e, t, t)
+	s.allIn(t, LabelRef("ginrange"))
+	MOVQ(U32(group), g.skip)
+	JMP(LabelRef("row"))
+	Label("ginrange")
+	VSQRTPS(t, t)
+	VBROADCASTSS(constOne, inv4)
+	VDIVPS(t, inv4, inv4)
+	g.reportInv(func(m Mem) { s.storeLanes4(inv4, m) })
+}
 
-// scaleBoth emits the scale pass once per memory mode and picks one by the flags: batches larger
-// than the cache are streamed, and rows far apart are prefetched `ahead` rows further on so that
-// reads stay in flight while this row is scaled.
-func (g *gen) scaleBoth(src, dst GPVirtual, invx VecVirtual, ahead int) {
-	invv := g.s.vec()
-	VBROADCASTSS(invx, invv)
+// scaleRows scales the g.pend rows from row done and moves on to the rows after them. inv holds
+// the first row's inv in lane 0, broadcast from the register (the critical path of a single short
+// row); the k-th row's is g.invs[k].
+func (g *gen) scaleRows(inv VecVirtual) {
+	s := g.s
+	Label("scale")
+	invv := s.vec()
+	VBROADCASTSS(inv.AsX(), invv)
+	MOVQ(U32(0), g.k)
+	CMPQ(g.pend, U8(1))
+	JE(LabelRef("scalebody"))
+	// The whole register: the loads that follow forward from a store that holds them, which a
+	// masked store would not allow.
+	VMOVUPS(inv, g.invs)
+	Label("scalerow")
+	k := GP64()
+	MOVQ(g.k, k)
+	VBROADCASTSS(g.invs.Idx(k, 4), invv)
+	Label("scalebody")
 	var one VecVirtual
 	if g.v.Mode == spec.Offset {
-		one = g.s.vec()
+		one = s.vec()
 		VBROADCASTSS(constOne, one)
 	}
-	TESTQ(U32(flagPF), g.flags)
-	JNZ(g.ref("scalepf"))
-	g.scale(src, dst, invx, invv, one, nil, cached)
-	JMP(g.ref("scaled"))
-	g.Label("scalepf")
-	pf := GP64()
-	LEAQ(Mem{Base: src, Index: g.strideB, Scale: uint8(ahead)}, pf)
-	TESTQ(U32(flagNT), g.flags)
-	JNZ(g.ref("scalent"))
-	TESTQ(U32(flagNTA), g.flags)
-	JNZ(g.ref("scalenta"))
-	g.scale(src, dst, invx, invv, one, pf, strided)
-	JMP(g.ref("scaled"))
-	g.Label("scalenta")
-	g.scale(src, dst, invx, invv, one, pf, streamedInPlace)
-	JMP(g.ref("scaled"))
-	g.Label("scalent")
-	g.scale(src, dst, invx, invv, one, pf, streamed)
-	g.Label("scaled")
+	src := g.x
+	if g.v.Residual {
+		src = g.res
+	}
+	g.scale(src, invv, one)
+	ADDQ(g.strideB, g.x)
+	ADDQ(g.strideB, g.dst)
+	if g.v.Residual {
+		ADDQ(g.strideB, g.res)
+	}
+	INCQ(g.done)
+	t := GP64()
+	MOVQ(g.k, t)
+	INCQ(t)
+	MOVQ(t, g.k)
+	CMPQ(t, g.pend)
+	JB(LabelRef("scalerow"))
+	JMP(LabelRef("row"))
 }
 
-// scale writes y = (src*inv)*w (or the variant's form) for one row. Unless mode is cached, the
-// lines of the row at pf are prefetched along the way; when streamed, the aligned middle of the
-// row goes out with non-temporal stores, the unaligned head and the tail with ordinary ones.
-func (g *gen) scale(src, dst GPVirtual, invx, invv, one VecVirtual, pf GPVirtual, mode memMode) {
+// scale writes y = (src*inv)*w (or the variant's form) for one row. With flagPF the lines of the
+// row pfOffset(1) bytes further on are prefetched along the way; with flagNT as well, the aligned middle
+// of the row goes out with non-temporal stores.
+func (g *gen) scale(src GPVirtual, invv, one VecVirtual) {
 	s := g.s
-	nt := mode == streamed
-	p := [...]string{cached: "s", strided: "p", streamedInPlace: "q", streamed: "n"}[mode]
 	Comment("y = (src*inv)*w, rounded after each multiply.")
-	// one vector of output at byte i+disp
-	out := func(i GPVirtual, disp int, pt part) {
-		t := s.vec()
-		if pt == nil {
-			VMULPS(at(src, i, disp), invv, t)
-		} else {
-			pt.load(at(src, i, disp), t)
-			VMULPS(t, invv, t)
-		}
-		g.applyWeight(t, i, disp, pt, one)
-		switch {
-		case pt != nil:
-			pt.store(t, at(dst, i, disp))
-		case nt:
-			VMOVNTPS(t, at(dst, i, disp))
-		default:
-			VMOVUPS(t, at(dst, i, disp))
-		}
-	}
-	// one element, for the AVX2 head and tail
-	scalar := func(i GPVirtual) {
-		t := XMM()
-		VMOVSS(at(src, i, 0), t)
-		VMULSS(invx, t, t)
-		g.applyWeight(t, i, 0, nil, one)
-		VMOVSS(t, at(dst, i, 0))
-	}
-
-	i := GP64()
+	i, lim := GP64(), GP64()
 	XORQ(i, i)
+	MOVQ(g.d(), lim)
+	SUBQ(U32(unroll*s.lanes), lim)
+	TESTL(U32(spec.FlagPF), g.flags())
+	JNZ(LabelRef("scalepf"))
+	g.scaleLoop("scaleloop", src, i, lim, nil, invv, one, false)
+
+	Label("scalepf")
+	pf := g.pfOffset(1)
+	ADDQ(src, pf)
+	TESTL(U32(spec.FlagNT), g.flags())
+	JNZ(LabelRef("scalent"))
+	g.scaleLoop("scalepfloop", src, i, lim, pf, invv, one, false)
+
+	Label("scalent")
+	Comment("Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.")
+	n := GP64()
+	MOVQ(g.dst, n)
+	NEGQ(n)
+	ANDQ(U32(s.vbytes()-1), n)
+	SHRQ(U8(2), n) // elements
+	JZ(LabelRef("scalentloop"))
+	CMPQ(n, g.d())
+	JLE(LabelRef("scalehead"))
+	MOVQ(g.d(), n)
+	Label("scalehead")
+	g.partialOut(src, i, n, invv, one)
+	MOVQ(n, i)
+	g.scaleLoop("scalentloop", src, i, lim, pf, invv, one, true)
+
+	Label("scaletail")
+	ADDQ(U32((unroll-1)*s.lanes), lim)
+	Label("scaleone")
+	CMPQ(i, lim)
+	JG(LabelRef("scalepart"))
+	g.out(src, i, 0, invv, one, false)
+	ADDQ(U32(s.lanes), i)
+	JMP(LabelRef("scaleone"))
+	Label("scalepart")
+	MOVQ(g.d(), n)
+	SUBQ(i, n)
+	JZ(LabelRef("scaled"))
+	g.partialOut(src, i, n, invv, one)
+	Label("scaled")
+}
+
+// scaleLoop emits the unrolled loop of the scale pass while whole iterations remain, then jumps
+// to scaletail: prefetching the row at pf as it goes (unless pf is nil), with non-temporal stores
+// when nt.
+func (g *gen) scaleLoop(name string, src, i, lim, pf GPVirtual, invv, one VecVirtual, nt bool) {
+	s := g.s
+	Label(name)
+	CMPQ(i, lim)
+	JG(LabelRef("scaletail"))
+	if pf != nil {
+		g.prefetchLines(pf, i)
+	}
+	for u := 0; u < unroll; u++ {
+		g.out(src, i, u*s.vbytes(), invv, one, nt)
+	}
+	ADDQ(U32(unroll*s.lanes), i)
+	JMP(LabelRef(name))
+}
+
+// prefetchLines prefetches the lines of one iteration of the scale loop in the row at pf.
+func (g *gen) prefetchLines(pf, i GPVirtual) {
+	for off := 0; off < unroll*g.s.lanes*g.eb; off += 64 {
+		prefetch(g.at(pf, i, off))
+	}
+}
+
+// out computes one vector of output at element i (plus disp bytes) and stores it.
+func (g *gen) out(src, i GPVirtual, disp int, invv, one VecVirtual, nt bool) {
+	t := g.s.vec()
+	VMULPS(g.at(src, i, disp), invv, t)
+	g.applyWeight(t, g.atW(i, disp), one, nil)
 	if nt {
-		Comment("Ordinary stores up to the first vector-aligned element of dst.")
-		if s.scalarScaleTail {
-			g.Label(p + "head")
-			a := GP64()
-			LEAQ(at(dst, i, 0), a)
-			TESTQ(U32(s.vbytes-1), a)
-			JZ(g.ref(p + "body"))
-			CMPQ(i, g.dB)
-			JGE(g.ref(p + "done"))
-			scalar(i)
-			ADDQ(U8(4), i)
-			JMP(g.ref(p + "head"))
-		} else {
-			n := GP64()
-			MOVQ(dst, n)
-			NEGQ(n)
-			ANDQ(U32(s.vbytes-1), n)
-			JZ(g.ref(p + "body"))
-			CMPQ(n, g.dB)
-			JLE(g.ref(p + "head"))
-			MOVQ(g.dB, n)
-			g.Label(p + "head")
-			MOVQ(n, i)
-			out(XORself(), 0, s.part(n, g.label(p+"headpart")))
-		}
-		g.Label(p + "body")
-	}
-
-	const unroll = 4
-	lim := GP64()
-	MOVQ(g.dB, lim)
-	SUBQ(U32(unroll*s.vbytes), lim)
-	g.Label(p + "loop")
-	CMPQ(i, lim)
-	JG(g.ref(p + "one"))
-	for off := 0; mode != cached && off < unroll*s.vbytes; off += 64 {
-		if mode == strided {
-			PREFETCHT0(at(pf, i, off))
-		} else {
-			PREFETCHNTA(at(pf, i, off))
-		}
-	}
-	for k := 0; k < unroll; k++ {
-		out(i, k*s.vbytes, nil)
-	}
-	ADDQ(U32(unroll*s.vbytes), i)
-	JMP(g.ref(p + "loop"))
-
-	g.Label(p + "one")
-	ADDQ(U32((unroll-1)*s.vbytes), lim)
-	g.Label(p + "oneloop")
-	CMPQ(i, lim)
-	JG(g.ref(p + "tail"))
-	out(i, 0, nil)
-	ADDQ(U32(s.vbytes), i)
-	JMP(g.ref(p + "oneloop"))
-
-	g.Label(p + "tail")
-	if s.scalarScaleTail {
-		CMPQ(i, g.dB)
-		JGE(g.ref(p + "done"))
-		scalar(i)
-		ADDQ(U8(4), i)
-		JMP(g.ref(p + "tail"))
+		VMOVNTPS(t, g.at(g.dst, i, disp))
 	} else {
-		n := GP64()
-		MOVQ(g.dB, n)
-		SUBQ(i, n)
-		JZ(g.ref(p + "done"))
-		out(i, 0, s.part(n, g.label(p+"tailpart")))
+		VMOVUPS(t, g.at(g.dst, i, disp))
 	}
-	g.Label(p + "done")
 }
 
-// XORself returns a fresh zeroed GP register (an index of 0).
-func XORself() GPVirtual {
-	z := GP64()
-	XORQ(z, z)
-	return z
-}
-
-// applyWeight multiplies t by w or by (1+w), as the variant asks, reading the weight at byte
-// i+disp (only the bytes pt covers, when set). A 16-byte t stands for one scalar lane.
-func (g *gen) applyWeight(t VecVirtual, i GPVirtual, disp int, pt part, one VecVirtual) {
-	if g.v.Mode == spec.Unweighted {
-		return
-	}
-	scalar := t.Size() == 16
-	m := at(g.w, i, disp)
+// applyWeight multiplies t by the weight vector at m, or by 1 + it, as the variant asks; with k
+// set, only the lanes of k are read.
+func (g *gen) applyWeight(t VecVirtual, m Mem, one VecVirtual, k Op) {
 	switch {
-	case g.v.Mode == spec.Weighted && scalar:
-		VMULSS(m, t, t)
-	case g.v.Mode == spec.Weighted && pt == nil:
+	case g.v.Mode == spec.Unweighted:
+	case g.v.Mode == spec.Weighted && k == nil:
 		VMULPS(m, t, t)
 	default:
-		u := XMM()
-		if !scalar {
-			u = g.s.vec()
-		}
-		switch {
-		case scalar:
-			VMOVSS(m, u)
-		case pt == nil:
+		u := g.s.vec()
+		if k == nil {
 			VMOVUPS(m, u)
-		default:
-			pt.load(m, u)
+		} else {
+			VMOVUPS_Z(m, k, u)
 		}
 		if g.v.Mode == spec.Offset {
-			if scalar {
-				VADDSS(one.AsX(), u, u)
-			} else {
-				VADDPS(one, u, u)
-			}
+			VADDPS(one, u, u)
 		}
-		if scalar {
-			VMULSS(u, t, t)
-		} else {
-			VMULPS(u, t, t)
-		}
+		VMULPS(u, t, t)
 	}
+}
+
+// partialOut computes and stores the n (0 < n < lanes) elements of output from element i: through
+// a k-mask, or through copies on the stack.
+func (g *gen) partialOut(src, i, n GPVirtual, invv, one VecVirtual) {
+	s := g.s
+	if s.masked {
+		tab := GP64()
+		LEAQ(kmaskAVX512, tab)
+		m := K()
+		KMOVW(Mem{Base: tab, Index: n, Scale: 2}, m)
+		t := s.vec()
+		VMOVUPS_Z(g.at(src, i, 0), m, t)
+		VMULPS(t, invv, t)
+		g.applyWeight(t, g.atW(i, 0), one, m)
+		VMOVUPS(t, m, g.at(g.dst, i, 0))
+		return
+	}
+	// slotX holds the row's elements, then the weight's, then the output.
+	vb := s.vbytes()
+	p, sl := GP64(), GP64()
+	LEAQ(g.at(src, i, 0), p)
+	LEAQ(g.slotX, sl)
+	g.copyElems(p, sl, n, g.eb)
+	if g.v.Mode != spec.Unweighted {
+		LEAQ(g.atW(i, 0), p)
+		LEAQ(g.slotX.Offset(vb), sl)
+		g.copyElems(p, sl, n, 4)
+	}
+	t := s.vec()
+	VMOVUPS(g.slotX, t)
+	VMULPS(t, invv, t)
+	g.applyWeight(t, g.slotX.Offset(vb), one, nil)
+	VMOVUPS(t, g.slotX.Offset(2*vb))
+	LEAQ(g.slotX.Offset(2*vb), sl)
+	LEAQ(g.at(g.dst, i, 0), p)
+	g.copyElems(sl, p, n, g.eb)
 }

@@ -14,8 +14,22 @@ type Shape struct{ Rows, D int }
 func (s Shape) String() string { return fmt.Sprintf("%dx%d", s.Rows, s.D) }
 
 // Standard is the default list of shapes: single rows from short to long, per-head q/k norm
-// (32768x128) and a batch of LLaMA-sized rows larger than the cache (2048x4096).
+// (32768x128) and a batch of LLaMA-sized rows larger than the cache (2048x4096). The benchmarks of
+// the package, the bench command and bench/peers all measure these.
 const Standard = "1x128,1x1024,1x4096,1x16384,32768x128,2048x4096"
+
+// Overhead are the shapes on which the cost of the Go side of a call shows: single rows and a
+// small batch of short ones.
+const Overhead = "1x128,1x1024,1x4096,32x128"
+
+// Must parses a list of shapes that is known to be valid.
+func Must(list string) []Shape {
+	s, err := ParseShapes(list)
+	if err != nil {
+		panic(err)
+	}
+	return s
+}
 
 // ParseShapes parses a comma-separated list of ROWSxD.
 func ParseShapes(list string) ([]Shape, error) {

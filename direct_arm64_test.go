@@ -1,0 +1,22 @@
+//go:build gc && !purego && !noasm
+
+package rmsnorm
+
+import "testing"
+
+// callDirect runs the benchmark loop on kernel k's function for the job's variant (Weighted or
+// AddWeighted), called straight, as BenchmarkOverhead's baseline.
+func callDirect(b *testing.B, k kernelID, j *job) {
+	switch {
+	case k == kernelNEON && j.v == vWeighted:
+		for b.Loop() {
+			neonWeighted(j, 0, j.rows)
+		}
+	case k == kernelNEON && j.v == vAddWeighted:
+		for b.Loop() {
+			neonAddWeighted(j, 0, j.rows)
+		}
+	default:
+		callGeneric(b, k, j)
+	}
+}

@@ -1,0 +1,6 @@
+//go:build !(amd64 || arm64) || !gc || purego || noasm
+
+package rmsnorm
+
+// setMemoryFlags does nothing: only the assembly kernels read the flags.
+func (j *job) setMemoryFlags(elemBytes uintptr) {}

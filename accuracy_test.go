@@ -3,11 +3,12 @@ package rmsnorm
 import (
 	"math"
 	"math/big"
+	"slices"
 	"testing"
 )
 
 // Accuracy of the contract against float64 and exact references. The kernels are bit-identical
-// to generic (kernel_test.go), so measuring generic measures all of them.
+// to generic (contract_test.go), so measuring generic measures all of them.
 
 // ref64 is RMSNorm in float64 of the float32 inputs.
 func ref64(x, w []float32, eps float32) []float64 {
@@ -30,9 +31,9 @@ func TestAccuracyNormalData(t *testing.T) {
 		for row := 0; row < 50; row++ {
 			r := seedFor(d, row, 3)
 			x := make([]float32, d)
-			fill(x, valueClasses[0], r)
+			fill(x, classNormal, r)
 			w := make([]float32, d)
-			fill(w, valueClasses[0], r)
+			fill(w, classNormal, r)
 			y := make([]float32, d)
 			forwardWith(kernelGeneric, y, x, w, 1e-6)
 			for i, want := range ref64(x, w, 1e-6) {
@@ -171,6 +172,55 @@ func TestFloat64Trigger(t *testing.T) {
 	for _, c := range cases {
 		if _, ok := invRMS(c.ss, 1, c.eps); ok != c.want {
 			t.Errorf("invRMS(ss=%g, d=1, eps=%g): float32 path %v, want %v", c.ss, c.eps, ok, c.want)
+		}
+	}
+}
+
+// Each variant against float64, on normally distributed rows.
+func TestVariantAccuracy(t *testing.T) {
+	const target = 3e-7
+	for _, unit := range []bool{false, true} {
+		for _, residual := range []bool{false, true} {
+			worst := 0.0
+			for _, d := range []int{1, 64, 128, 1000, 4096, 16384} {
+				x := normalRows(d, 4, 14)
+				res := normalRows(d, 4, 15)
+				w := normalRows(d, 1, 16)
+				h := slices.Clone(x)
+				if residual {
+					for i := range h {
+						h[i] = x[i] + res[i]
+					}
+				}
+				we := slices.Clone(w)
+				if unit {
+					for i := range we {
+						we[i] = 1 + w[i] // exact reference weight: 1 + w in float32
+					}
+				}
+				y := make([]float32, len(x))
+				n := Norm{Weight: w, Eps: 1e-6, UnitOffset: unit}
+				r := Rows{Dst: y, X: x}
+				if residual {
+					r.Residual = res
+				}
+				n.Apply(r)
+				for row := 0; row < 4; row++ {
+					ref := ref64(h[row*d:(row+1)*d], we, 1e-6)
+					for i, want := range ref {
+						if want == 0 {
+							continue
+						}
+						if e := math.Abs(float64(y[row*d+i])-want) / math.Abs(want); e > worst {
+							worst = e
+						}
+					}
+				}
+			}
+			t.Logf("UnitOffset=%v Residual=%v: max relative error %.3g", unit, residual, worst)
+			if worst > target {
+				t.Errorf("UnitOffset=%v Residual=%v: max relative error %.3g exceeds %.0e", unit, residual, worst, target)
+			}
 		}
 	}
 }

@@ -4,8 +4,14 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 )
+
+// Kernel selection: the list dispatch finds, RMSNORM_KERNEL at init, SetKernel, and calls that
+// run while the kernel switches. The arm64 dispatch is checked in dispatch_arm64_test.go, the
+// amd64 feature sets against the assembly in asm_amd64_test.go.
 
 func TestKernelsList(t *testing.T) {
 	ks := Kernels()
@@ -70,4 +76,64 @@ func TestSetKernel(t *testing.T) {
 			t.Fatalf("SetKernel error %q does not mention %s", err, want)
 		}
 	}
+}
+
+// Many goroutines normalize their own rows with one shared weight (and one shared Norm) while
+// another keeps switching kernels. Run under -race: no race may be reported, and every output
+// must equal the generic result, whichever kernel each call picked up.
+func TestConcurrentForwardAndSetKernel(t *testing.T) {
+	const workers, iters = 8, 200
+	defer SetKernel(Kernel())
+	d := 300
+	w := normalRows(d, 1, 30)
+	norm := Norm{Weight: w, Eps: 1e-6}
+	var stop atomic.Bool
+	var switches atomic.Int64
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		ks := Kernels()
+		for i := 0; !stop.Load(); i++ {
+			if err := SetKernel(ks[i%len(ks)]); err != nil {
+				t.Error(err)
+				return
+			}
+			switches.Add(1)
+		}
+	}()
+	errs := make(chan string, workers)
+	var work sync.WaitGroup
+	for g := 0; g < workers; g++ {
+		work.Add(1)
+		go func(g int) {
+			defer work.Done()
+			rows := 1 + g%5
+			x := normalRows(d, rows, 31+g)
+			want := make([]float32, len(x))
+			forwardWith(kernelGeneric, want, x, w, 1e-6)
+			y := make([]float32, len(x))
+			res := make([]float32, len(x))
+			for i := 0; i < iters; i++ {
+				if g%2 == 0 {
+					Forward(y, x, w, 1e-6)
+				} else {
+					norm.Apply(Rows{Dst: y, X: x, Residual: res}) // res is zero: h = x
+					clear(res)
+				}
+				if j := firstDiff(y, want); j >= 0 {
+					errs <- "concurrent call differs from generic"
+					return
+				}
+			}
+		}(g)
+	}
+	work.Wait()
+	stop.Store(true)
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Fatal(e)
+	}
+	t.Logf("%d goroutines x %d calls while the kernel switched %d times", workers, iters, switches.Load())
 }

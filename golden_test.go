@@ -13,9 +13,9 @@ import (
 
 // The contract promises the same bits on every platform, not only on every kernel of one machine.
 // This test hashes the outputs of a fixed set of calls, with every kernel under test, and compares
-// the hash with testdata/golden.txt, written on amd64. CI runs it on arm64, s390x (big-endian),
-// ppc64le, riscv64 and 386 as well, where the compiler might fuse a multiply and an add in the
-// generic kernel or a kernel might round differently.
+// the hash with testdata/golden.txt, written on amd64. CI runs it on arm64, arm, 386, s390x
+// (big-endian), ppc64le and riscv64 as well, where the compiler might fuse a multiply and an add
+// in the generic kernel or a kernel might round differently.
 
 var updateGolden = flag.Bool("update-golden", false, "rewrite testdata/golden.txt from this platform")
 

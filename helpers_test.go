@@ -7,7 +7,19 @@ import (
 	"unsafe"
 )
 
-// Shared test helpers: value generators, aligned and guarded buffers, bitwise comparison.
+// Shared test helpers: calls with an explicit kernel, value classes and seeds, bitwise
+// comparison, buffers with guard values around them. The kernels under test and the core matrix
+// are in matrix_test.go; withStreaming is in stream_*_test.go.
+
+// forwardWith is Forward with an explicit kernel instead of the active one.
+func forwardWith(k kernelID, dst, x, w []float32, eps float32) {
+	forwardRows(&forwardNames, dst, x, w, eps, vWeighted, k)
+}
+
+// applyWith is n.Apply(*r) with an explicit kernel instead of the active one.
+func applyWith(k kernelID, n *Norm, r *Rows) {
+	applyRows(n, &applyNames, r.Dst, r.X, r.Residual, r.Inv, r.N, r.Stride, k)
+}
 
 // sameBits reports whether a and b are the same float32, treating every NaN as equal to every
 // other NaN (the contract leaves NaN payloads open).
@@ -36,28 +48,32 @@ type valueClass struct {
 
 func normalValue(r *rand.Rand) float32 { return float32(r.NormFloat64()) }
 
-// normal is the class of normally distributed values.
-var normal = valueClasses[0]
-
-var valueClasses = []valueClass{
-	{"normal", func(r *rand.Rand, i int) float32 { return normalValue(r) }},
-	{"uniform", func(r *rand.Rand, i int) float32 { return float32(r.Float64()*2 - 1) }},
-	{"positive", func(r *rand.Rand, i int) float32 { return float32(r.Float64() * 100) }},
-	{"tiny", func(r *rand.Rand, i int) float32 { return normalValue(r) * 1e-22 }},
-	{"huge", func(r *rand.Rand, i int) float32 { return normalValue(r) * 1e25 }},
-	{"wide", func(r *rand.Rand, i int) float32 {
+// The value classes. A test names the class it draws from; tests that cycle through all of them
+// index valueClasses.
+var (
+	classNormal   = valueClass{"normal", func(r *rand.Rand, i int) float32 { return normalValue(r) }}
+	classUniform  = valueClass{"uniform", func(r *rand.Rand, i int) float32 { return float32(r.Float64()*2 - 1) }}
+	classPositive = valueClass{"positive", func(r *rand.Rand, i int) float32 { return float32(r.Float64() * 100) }}
+	// classTiny's squares underflow float32: with eps below 2^-100 the rows take the float64 path.
+	classTiny = valueClass{"tiny", func(r *rand.Rand, i int) float32 { return normalValue(r) * 1e-22 }}
+	// classHuge's squares overflow float32: the rows take the float64 path.
+	classHuge = valueClass{"huge", func(r *rand.Rand, i int) float32 { return normalValue(r) * 1e25 }}
+	// classWide spans 60 decades, 1e-30 to 1e29 times a normal value: in most rows of more than
+	// a few elements some square overflows, and the row takes the float64 path.
+	classWide = valueClass{"wide", func(r *rand.Rand, i int) float32 {
 		return normalValue(r) * float32(math.Pow(10, float64(r.IntN(60)-30)))
-	}},
-	{"subnormal", func(r *rand.Rand, i int) float32 {
+	}}
+	classSubnormal = valueClass{"subnormal", func(r *rand.Rand, i int) float32 {
 		return math.Float32frombits(uint32(r.IntN(1<<23)) | uint32(r.IntN(2))<<31)
-	}},
-	{"signedzero", func(r *rand.Rand, i int) float32 {
+	}}
+	classSignedZero = valueClass{"signedzero", func(r *rand.Rand, i int) float32 {
 		if r.IntN(2) == 0 {
 			return float32(math.Copysign(0, -1))
 		}
 		return 0
-	}},
-	{"special", func(r *rand.Rand, i int) float32 {
+	}}
+	// classSpecial mixes ±Inf, NaN, ±MaxFloat32, -0 and the smallest subnormal into normal values.
+	classSpecial = valueClass{"special", func(r *rand.Rand, i int) float32 {
 		switch r.IntN(12) {
 		case 0:
 			return float32(math.Inf(1))
@@ -75,26 +91,62 @@ var valueClasses = []valueClass{
 			return math.SmallestNonzeroFloat32
 		}
 		return normalValue(r)
-	}},
-	{"maxfloat", func(r *rand.Rand, i int) float32 {
+	}}
+	classMaxFloat = valueClass{"maxfloat", func(r *rand.Rand, i int) float32 {
 		if r.IntN(2) == 0 {
 			return -math.MaxFloat32
 		}
 		return math.MaxFloat32
-	}},
-	{"spiky", func(r *rand.Rand, i int) float32 {
+	}}
+	// classSpiky is small values with a large one in about 64.
+	classSpiky = valueClass{"spiky", func(r *rand.Rand, i int) float32 {
 		if r.IntN(64) == 0 {
 			return normalValue(r) * 1e18
 		}
 		return normalValue(r) * 1e-3
-	}},
+	}}
+)
+
+// valueClasses lists every class. The order is part of the tests' data: the core matrix seeds
+// with a class's index, and tests that cycle through the classes pick them by index.
+var valueClasses = []valueClass{
+	classNormal, classUniform, classPositive, classTiny, classHuge, classWide,
+	classSubnormal, classSignedZero, classSpecial, classMaxFloat, classSpiky,
 }
+
+// normal is classNormal, under the name bench_test.go uses.
+var normal = classNormal
 
 // fill sets s from class c.
 func fill(s []float32, c valueClass, r *rand.Rand) {
 	for i := range s {
 		s[i] = c.gen(r, i)
 	}
+}
+
+// seedFor makes reproducible sub-test seeds.
+func seedFor(parts ...int) *rand.Rand {
+	var h uint64 = 0x9e3779b97f4a7c15
+	for _, p := range parts {
+		h = (h ^ uint64(p)) * 0xbf58476d1ce4e5b9
+	}
+	return rand.New(rand.NewPCG(h, h>>7|1))
+}
+
+// normalRows returns rows rows of d normal values, drawn from seedFor(d, rows, seed).
+func normalRows(d, rows, seed int) []float32 {
+	x := make([]float32, rows*d)
+	fill(x, classNormal, seedFor(d, rows, seed))
+	return x
+}
+
+// ones returns d ones: the weight that changes nothing.
+func ones(d int) []float32 {
+	w := make([]float32, d)
+	for i := range w {
+		w[i] = 1
+	}
+	return w
 }
 
 // guardValue marks memory a kernel must not touch: a NaN with a payload no kernel produces.
@@ -136,11 +188,13 @@ func (g *guarded) check(t *testing.T, ctx string) {
 	}
 }
 
-// seedFor makes reproducible sub-test seeds.
-func seedFor(parts ...int) *rand.Rand {
-	var h uint64 = 0x9e3779b97f4a7c15
-	for _, p := range parts {
-		h = (h ^ uint64(p)) * 0xbf58476d1ce4e5b9
+// callGeneric runs the benchmark loop on the generic kernel's entry: the fallback of callDirect
+// (direct_*_test.go) for BenchmarkOverhead.
+func callGeneric(b *testing.B, k kernelID, j *job) {
+	if k != kernelGeneric {
+		b.Fatalf("no direct call for kernel %s, variant %d", k, j.v)
 	}
-	return rand.New(rand.NewPCG(h, h>>7|1))
+	for b.Loop() {
+		runGeneric(j, 0, j.rows)
+	}
 }

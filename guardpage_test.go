@@ -13,8 +13,8 @@ import (
 
 // Guard pages: every buffer sits flush against an inaccessible page, after its end or before its
 // start, so a kernel that reads or writes even one float outside its slices faults. (Guard values
-// around heap buffers, as in kernel_test.go, catch stray writes but not stray reads, and the
-// allocator's size classes hide small over-reads from -race and -asan.)
+// around heap buffers, as in contract_test.go and variants_test.go, catch stray writes but not
+// stray reads, and the allocator's size classes hide small over-reads from -race and -asan.)
 
 // guardedRegion is an anonymous mapping with an inaccessible page at each end.
 type guardedRegion struct {
@@ -99,8 +99,10 @@ func faults(f func()) (faulted bool) {
 	return false
 }
 
+// guardDims returns the row lengths of TestGuardPagesForward: 0 and those of the core matrix with
+// -matrix=tiny, else 0..300 and lengths around the block sizes up to 65537 (whatever the matrix).
 func guardDims() []int {
-	if *matrixFlag == "tiny" {
+	if matrixSize() == "tiny" {
 		return append([]int{0}, matrix().dims...)
 	}
 	var ds []int
@@ -122,9 +124,9 @@ func TestGuardPagesForward(t *testing.T) {
 			for rows := 1; rows <= maxRows; rows++ {
 				r := seedFor(d, rows, 21)
 				x := make([]float32, rows*d)
-				fill(x, valueClasses[(d+rows)%len(valueClasses)], r)
+				fill(x, valueClasses[(d+rows)%len(valueClasses)], r) // the class cycles with d+rows
 				w := make([]float32, d)
-				fill(w, valueClasses[0], r)
+				fill(w, classNormal, r)
 				want := make([]float32, len(x))
 				forwardWith(kernelGeneric, want, x, w, 1e-6)
 				for _, atEnd := range []bool{true, false} {
@@ -177,11 +179,11 @@ func TestGuardPagesVariants(t *testing.T) {
 			span := (rows-1)*stride + d
 			r := seedFor(d, 22)
 			xs := make([]float32, span)
-			fill(xs, valueClasses[0], r)
+			fill(xs, classNormal, r)
 			res0 := make([]float32, span)
-			fill(res0, valueClasses[1], r)
+			fill(res0, classUniform, r)
 			w := make([]float32, d)
-			fill(w, valueClasses[0], r)
+			fill(w, classNormal, r)
 			for _, mode := range []weightMode{weighted, offset, unweighted} {
 				for _, atEnd := range []bool{true, false} {
 					run := func(kk kernelID) (y, res, inv []float32) {

@@ -7,6 +7,10 @@ import (
 	"testing"
 )
 
+// Validation (check.go): a call that breaks a rule of Forward or Norm.Apply panics, before writing
+// anything, with a message that names the rule and the values at fault; calls at the edge of the
+// rules run.
+
 // mustPanic runs f and checks that it panics with a message containing every part of want.
 func mustPanic(t *testing.T, name string, want []string, f func()) {
 	t.Helper()

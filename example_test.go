@@ -6,7 +6,7 @@ import (
 	"github.com/gosimd/rmsnorm"
 )
 
-// The worked example of the RMSNorm notes: RMS([3 4]) = sqrt(25/2) ≈ 3.5355.
+// One row of d = 2: RMS([3 4]) = sqrt((9+16)/2) ≈ 3.5355, so y = [3 4]/3.5355.
 func ExampleForward() {
 	x := []float32{3, 4}
 	w := []float32{1, 1}
@@ -26,10 +26,9 @@ func ExampleForward_overflow() {
 }
 
 // The pre-norm block x = x + Attention(RMSNorm(x)) with the residual add fused: stream holds
-// the residual stream of two tokens (rows), out the previous block's output. One pass adds out
-// into stream and writes RMSNorm(stream) into out, ready for the next block.
+// the residual stream of two tokens (rows of d = 4), out the previous block's output. One pass
+// adds out into stream and writes RMSNorm(stream) into out, ready for the next block.
 func ExampleNorm_Apply_preNorm() {
-	const d = 4
 	norm := rmsnorm.Norm{Weight: []float32{1, 1, 1, 1}, Eps: 1e-6}
 	stream := []float32{1, 2, 3, 4, 0, 0, 0, 0}
 	out := []float32{1, 0, 0, 0, 3, 4, 0, 0} // the previous block's output, one row per token
@@ -83,4 +82,15 @@ func ExampleNorm_Forward_gemma() {
 	norm.Forward(y, []float32{3, 4})
 	fmt.Println(y)
 	// Output: [0.8485281 1.6970562]
+}
+
+// A Norm can be used where it is written: its methods have value receivers, so a composite
+// literal calls them directly.
+func ExampleNorm_Forward_literal() {
+	w := []float32{1, 1}
+	x := []float32{3, 4}
+	y := make([]float32, len(x))
+	rmsnorm.Norm{Weight: w, Eps: 1e-6}.Forward(y, x)
+	fmt.Println(y)
+	// Output: [0.8485281 1.1313708]
 }

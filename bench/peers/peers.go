@@ -1,8 +1,8 @@
 // Package peers holds what a Go user would write instead of the rmsnorm package, so that the
-// benchmarks can put them side by side: the algorithm of the RMSNorm notes in plain Go, the
-// composition of vector routines from github.com/viterin/vek and from gonum's blas32, and (with
-// GOEXPERIMENT=simd on amd64) a kernel written with simd/archsimd. It is a module of its own, so
-// that none of these dependencies reaches the users of rmsnorm.
+// benchmarks can put them side by side: the textbook loop in plain Go (one accumulator, a divide
+// per element), the composition of vector routines from github.com/viterin/vek and from gonum's
+// blas32, and (with GOEXPERIMENT=simd on amd64) a kernel written with simd/archsimd. It is a
+// module of its own, so that none of these dependencies reaches the users of rmsnorm.
 //
 // Every peer computes y = x / sqrt(mean(x^2) + eps) * w row by row; they round differently from
 // the rmsnorm contract, and peers_test.go checks that they agree with it to float32 accuracy.
@@ -26,16 +26,16 @@ type Peer struct {
 
 // All returns the peers available in this build: archsimd only with GOEXPERIMENT=simd on amd64.
 func All() []Peer {
-	ps := []Peer{{"seed", Seed}, {"vek", Vek}, {"gonum", Gonum}}
+	ps := []Peer{{"textbook", Textbook}, {"vek", Vek}, {"gonum", Gonum}}
 	if archsimdPeer != nil {
 		ps = append(ps, Peer{"archsimd", archsimdPeer})
 	}
 	return ps
 }
 
-// Seed is the algorithm of the RMSNorm notes written plainly: one accumulator, then a divide
-// per element.
-func Seed(dst, x, w []float32, eps float32) {
+// Textbook is RMSNorm as textbooks write it, in plain Go: one float32 accumulator for the sum
+// of squares, then a divide by the rms and a multiply by the weight per element.
+func Textbook(dst, x, w []float32, eps float32) {
 	d := len(w)
 	for r := 0; r+d <= len(x); r += d {
 		row, out := x[r:r+d], dst[r:r+d]

@@ -1,12 +1,12 @@
 package peers
 
 import (
-	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
 
 	"github.com/gosimd/rmsnorm"
+	"github.com/gosimd/rmsnorm/internal/benchutil"
 )
 
 // Every peer computes RMSNorm: on normal data it agrees with rmsnorm to float32 accuracy (the
@@ -46,26 +46,18 @@ func names() []string {
 	return ns
 }
 
-var shapes = []struct{ rows, d int }{{1, 128}, {1, 1024}, {1, 4096}, {1, 16384}, {32768, 128}, {2048, 4096}}
-
 // BenchmarkPeers/shape=RxD/impl=NAME: the peers, every rmsnorm kernel and copy() of the same
-// bytes; `benchstat -col /impl` puts them side by side per shape. Bytes count x read plus y
+// bytes, on the standard shapes and data of internal/benchutil (the ones the bench commands
+// measure); `benchstat -col /impl` puts them side by side per shape. Bytes count x read plus y
 // written.
 func BenchmarkPeers(b *testing.B) {
-	for _, s := range shapes {
-		x := make([]float32, s.rows*s.d)
-		w := make([]float32, s.d)
-		r := rand.New(rand.NewPCG(uint64(s.rows), uint64(s.d)))
-		for i := range x {
-			x[i] = float32(r.NormFloat64())
-		}
-		for i := range w {
-			w[i] = 1 + float32(r.NormFloat64())/4
-		}
+	active := rmsnorm.Kernel()
+	defer rmsnorm.SetKernel(active)
+	for _, s := range benchutil.Must(benchutil.Standard) {
+		x, w := benchutil.Data(s)
 		y := make([]float32, len(x))
-		shape := fmt.Sprintf("shape=%dx%d", s.rows, s.d)
 		run := func(impl string, f func()) {
-			b.Run(shape+"/impl="+impl, func(b *testing.B) {
+			b.Run("shape="+s.String()+"/impl="+impl, func(b *testing.B) {
 				b.SetBytes(int64(8 * len(x)))
 				for b.Loop() {
 					f()
@@ -74,10 +66,14 @@ func BenchmarkPeers(b *testing.B) {
 		}
 		run("copy", func() { copy(y, x) })
 		for _, k := range rmsnorm.Kernels() {
-			rmsnorm.SetKernel(k)
+			if err := rmsnorm.SetKernel(k); err != nil {
+				b.Fatal(err)
+			}
 			run("rmsnorm-"+k, func() { rmsnorm.Forward(y, x, w, 1e-6) })
 		}
-		rmsnorm.SetKernel(rmsnorm.Kernels()[0])
+		if err := rmsnorm.SetKernel(active); err != nil {
+			b.Fatal(err)
+		}
 		for _, p := range All() {
 			run(p.Name, func() { p.Fn(y, x, w, 1e-6) })
 		}

@@ -1,12 +1,15 @@
 // Command rmsnormbench shows what the rmsnorm package does on this machine: the CPU and its
 // features, the kernel the package picked, and for every kernel and shape the time per row, the
-// bandwidth and the ratio to Go's copy() of the same bytes measured in the same run.
+// bandwidth and the ratio to Go's copy() of the same bytes measured in the same run. With the
+// active kernel it then times the variants (fused residual add, q/k norm inside a QKV buffer) and
+// the cost of the API per call (Forward, Norm.Apply) next to the kernel's own time.
 //
 //	go run ./cmd/rmsnormbench                     # every available kernel, the standard shapes
 //	go run ./cmd/rmsnormbench -kernels avx2 -shapes 1x4096,32768x128 -duration 2s
 //	go run ./cmd/rmsnormbench -json > bench.json  # machine-readable, for CI artifacts
 //	go run ./cmd/rmsnormbench -list               # the available kernels, one per line
-//	go run ./cmd/rmsnormbench -peers              # side by side with the seed loop, vek, gonum, archsimd
+//	go run ./cmd/rmsnormbench -peers              # side by side with the textbook loop, vek, gonum, archsimd
+//	go run ./cmd/rmsnormbench -variants=false -overhead=false  # the table of kernels and shapes only
 package main
 
 import (
@@ -29,10 +32,11 @@ import (
 func main() {
 	kernelsFlag := flag.String("kernels", "", "comma-separated kernels to measure (default: every available kernel)")
 	shapesFlag := flag.String("shapes", benchutil.Standard, "comma-separated shapes, each ROWSxD")
-	duration := flag.Duration("duration", 300*time.Millisecond, "measuring time per kernel and shape (split into rounds; the best round counts)")
+	duration := flag.Duration("duration", 300*time.Millisecond, "measuring time of each thing timed (a kernel on a shape, a variant, either side of an overhead\nrow), split into rounds; the best round counts")
 	jsonOut := flag.Bool("json", false, "print JSON instead of a table")
 	variants := flag.Bool("variants", true, "also measure the fused residual add and strided q/k norm with the active kernel")
-	withPeers := flag.Bool("peers", false, "also time what users would write instead, side by side: the seed loop, vek, gonum and\nsimd/archsimd (bench/peers, run with go run from the repository root)")
+	overhead := flag.Bool("overhead", true, "also measure the cost of the API per call (Forward, Norm.Apply) with the active kernel,\non the shapes "+benchutil.Overhead)
+	withPeers := flag.Bool("peers", false, "also time what users would write instead, side by side: the textbook loop (one accumulator,\na divide per element), vek, gonum and simd/archsimd (bench/peers, run with go run from the\nrepository root)")
 	list := flag.Bool("list", false, "print the available kernels, best first, one per line, and exit")
 	flag.Parse()
 
@@ -93,6 +97,9 @@ func main() {
 	if *variants {
 		rep.Variants = measureVariants(*duration)
 	}
+	if *overhead {
+		rep.Overhead = measureOverhead(*duration, rep.Machine.L2)
+	}
 
 	if *jsonOut {
 		enc := json.NewEncoder(os.Stdout)
@@ -125,6 +132,7 @@ type report struct {
 	Machine  machine            `json:"machine"`
 	Results  []benchutil.Result `json:"results"`
 	Variants []variant          `json:"variants,omitempty"`
+	Overhead []overheadRow      `json:"overhead,omitempty"`
 }
 
 // variant is one measurement of the variants section: a way of doing a job and its time, with
@@ -136,6 +144,17 @@ type variant struct {
 	GBps     float64 `json:"gb_per_s"`
 	VsRef    float64 `json:"x_reference"`
 	Ref      string  `json:"reference"`
+}
+
+// overheadRow is one line of the overhead section: an entry point called on a shape, next to the
+// kernel's own time for the same rows, estimated from one call on a batch of rows of the same d.
+type overheadRow struct {
+	Shape     string  `json:"shape"`
+	API       string  `json:"api"`
+	NsPerCall float64 `json:"ns_per_call"`
+	KernelNs  float64 `json:"kernel_ns"`    // per-row time of the same call on Batch, times the shape's rows
+	Batch     string  `json:"kernel_batch"` // the batch KernelNs comes from, ROWSxD
+	APINs     float64 `json:"api_ns"`       // NsPerCall - KernelNs: what the API costs per call
 }
 
 // relevantFeatures are the cpuid features the kernels depend on or that explain their speed.
@@ -183,7 +202,10 @@ func describeMachine() machine {
 
 func (r report) print() {
 	m := r.Machine
-	fmt.Printf("cpu:      %s (%d cores; L1d %s, L2 %s, L3 %s)\n", m.CPU, m.Cores, size(m.L1D), size(m.L2), size(m.L3))
+	fmt.Printf("cpu:      %s (%d cores; %s)\n", m.CPU, m.Cores, caches(m))
+	if m.L3 <= 0 && slices.ContainsFunc(m.Kernels, func(k string) bool { return k != "generic" }) {
+		fmt.Println("          (with no L3 size, the assembly kernels treat outputs above 16 MiB as larger than the cache and stream them)")
+	}
 	fmt.Printf("features: %s\n", strings.Join(m.Features, " "))
 	goamd64 := ""
 	if m.GOAMD64 != "" {
@@ -196,25 +218,51 @@ func (r report) print() {
 		fmt.Printf("%-12s %-14s %12.1f %9.2f %8.2f\n", res.Shape, res.Kernel, res.NsPerRow, res.GBps, res.XCopy)
 	}
 	fmt.Println("\nGB/s counts x read plus y written; x copy is the time over copy() of the same bytes (lower is better).")
-	fmt.Println("peer: rows come from bench/peers, each against copy() timed in its own process.")
+	if slices.ContainsFunc(r.Results, func(res benchutil.Result) bool { return strings.HasPrefix(res.Kernel, "peer:") }) {
+		fmt.Println("peer: rows come from bench/peers, each against copy() timed in its own process.")
+	}
 	if len(r.Variants) > 0 {
 		fmt.Printf("\nvariants, kernel %s:\n", m.Kernel)
-		fmt.Printf("%-36s %-34s %10s %9s  %s\n", "job", "how", "ns/row", "GB/s", "time vs reference")
+		fmt.Printf("%-36s %-38s %10s %9s  %s\n", "job", "how", "ns/row", "GB/s", "time vs reference")
 		for _, v := range r.Variants {
-			fmt.Printf("%-36s %-34s %10.1f %9.2f  %.2f x %s\n", v.Job, v.How, v.NsPerRow, v.GBps, v.VsRef, v.Ref)
+			fmt.Printf("%-36s %-38s %10.1f %9.2f  %.2f x %s\n", v.Job, v.How, v.NsPerRow, v.GBps, v.VsRef, v.Ref)
 		}
+		fmt.Println("\n" + copyQNote)
+	}
+	if len(r.Overhead) > 0 {
+		fmt.Printf("\ncost of the API per call, kernel %s (ns per call):\n", m.Kernel)
+		fmt.Printf("%-10s %-26s %10s %10s %10s   %s\n", "shape", "call", "ns/call", "kernel", "API", "batch")
+		for _, o := range r.Overhead {
+			fmt.Printf("%-10s %-26s %10.1f %10.1f %10.1f   %s\n", o.Shape, o.API, o.NsPerCall, o.KernelNs, o.APINs, o.Batch)
+		}
+		fmt.Println("\nns/call: the rows of the batch (last column; x and y in L2 if they fit, where the table above has single rows")
+		fmt.Println("         in L1) normalized with one call per piece of the shape's size.")
+		fmt.Println("kernel:  one call on the whole batch, per row, times the shape's rows: about the kernel alone, as that call's")
+		fmt.Println("         own cost is spread over all the batch's rows.")
+		fmt.Println("API:     ns/call - kernel, what a call costs on top of the kernel (on long rows, within the kernel's noise).")
 	}
 }
 
-func size(b int) string {
-	switch {
-	case b <= 0:
-		return "?"
-	case b%(1<<20) == 0:
-		return fmt.Sprintf("%d MiB", b>>20)
-	default:
-		return fmt.Sprintf("%d KiB", b>>10)
+// caches describes the cache sizes cpuid reports, saying so for the ones it does not.
+func caches(m machine) string {
+	var known, missing []string
+	for _, c := range []struct {
+		name  string
+		bytes int
+	}{{"L1d", m.L1D}, {"L2", m.L2}, {"L3", m.L3}} {
+		switch {
+		case c.bytes <= 0:
+			missing = append(missing, c.name)
+		case c.bytes%(1<<20) == 0:
+			known = append(known, fmt.Sprintf("%s %d MiB", c.name, c.bytes>>20))
+		default:
+			known = append(known, fmt.Sprintf("%s %d KiB", c.name, c.bytes>>10))
+		}
 	}
+	if len(missing) > 0 {
+		known = append(known, strings.Join(missing, ", ")+" not reported by cpuid")
+	}
+	return strings.Join(known, ", ")
 }
 
 // measureVariants times the fused residual add against a separate add and Forward, and q/k
@@ -272,7 +320,89 @@ func measureVariants(dur time.Duration) []variant {
 		variant{job, "rows back to back (one call)", contig / rows, bytes / contig, 1, "back to back"},
 		variant{job, "QKV heads, Stride (call per head)", strided / rows, bytes / strided, strided / contig, "back to back"},
 		variant{job, "QKV heads, call per token", perToken / rows, bytes / perToken, perToken / contig, "back to back"},
-		variant{job, "copy() of the QKV q heads", copyQ / rows, bytes / copyQ, copyQ / contig, "back to back"})
+		variant{job, "copy() of the same q regions, per token", copyQ / rows, bytes / copyQ, copyQ / contig, "back to back"})
+	return out
+}
+
+// copyQNote explains the last row of the variants (16 q heads: heads in measureVariants).
+const copyQNote = "copy() of the same q regions: the 16 q heads of each token's QKV row copied, token by token, to the same place\n" +
+	"in another buffer: what the memory system gives for that layout, without arithmetic."
+
+// The entry points the overhead section times, as a user calls them.
+var overheadAPIs = []string{"rmsnorm.Forward", "Norm.Apply", "Norm.Apply, Rows.Residual"}
+
+// overheadBatch is the batch of rows of length d that the overhead of a shape of rows x d is
+// measured on: x and y fill at most half of the L2 cache (256 KiB if cpuid does not say), with 16
+// to 4096 rows, a multiple of rows.
+func overheadBatch(rows, d, l2 int) benchutil.Shape {
+	if l2 <= 0 {
+		l2 = 256 << 10
+	}
+	n := min(max(l2/2/(8*d), 16), 4096)
+	return benchutil.Shape{Rows: max(n/rows, 1) * rows, D: d}
+}
+
+// overheadCalls returns api called on the whole batch in one call, and on the same rows in pieces
+// of rows rows, one call per piece.
+func overheadCalls(api string, batch benchutil.Shape, rows int) (whole, pieces func()) {
+	x, w := benchutil.Data(batch)
+	y := make([]float32, len(x))
+	res := append([]float32(nil), x...)
+	n := rmsnorm.Norm{Weight: w, Eps: 1e-6}
+	per := rows * batch.D
+	switch api {
+	case "rmsnorm.Forward":
+		return func() { rmsnorm.Forward(y, x, w, 1e-6) }, func() {
+			for i := 0; i < len(x); i += per {
+				rmsnorm.Forward(y[i:i+per], x[i:i+per], w, 1e-6)
+			}
+		}
+	case "Norm.Apply":
+		return func() { n.Apply(rmsnorm.Rows{Dst: y, X: x}) }, func() {
+			for i := 0; i < len(x); i += per {
+				n.Apply(rmsnorm.Rows{Dst: y[i : i+per], X: x[i : i+per]})
+			}
+		}
+	case "Norm.Apply, Rows.Residual":
+		return func() { n.Apply(rmsnorm.Rows{Dst: y, X: x, Residual: res}) }, func() {
+			for i := 0; i < len(x); i += per {
+				n.Apply(rmsnorm.Rows{Dst: y[i : i+per], X: x[i : i+per], Residual: res[i : i+per]})
+			}
+		}
+	}
+	panic("unknown api " + api)
+}
+
+// measureOverhead times each entry point on the shapes of benchutil.Overhead against the kernel's
+// own time for the same rows. Both come from one batch of rows of the same length, in cache: one
+// call on the whole batch, whose time per row approximates the kernel's alone because the per-call
+// cost is spread over all its rows, and one call per shape-sized piece of it, which pays the
+// per-call cost once per piece. Both read and write the same memory, so the difference is the
+// API's cost and not that of a cache level.
+func measureOverhead(dur time.Duration, l2 int) []overheadRow {
+	const turns = 3
+	var out []overheadRow
+	for _, s := range benchutil.Must(benchutil.Overhead) {
+		batch := overheadBatch(s.Rows, s.D, l2)
+		for _, api := range overheadAPIs {
+			whole, pieces := overheadCalls(api, batch, s.Rows)
+			// In turns, so that both see the same state of the machine; the best of each counts.
+			var nsWhole, nsPieces float64
+			for turn := range turns {
+				w, p := benchutil.Measure(dur/turns, whole), benchutil.Measure(dur/turns, pieces)
+				if turn == 0 || w < nsWhole {
+					nsWhole = w
+				}
+				if turn == 0 || p < nsPieces {
+					nsPieces = p
+				}
+			}
+			kernel := nsWhole / float64(batch.Rows) * float64(s.Rows)
+			call := nsPieces / float64(batch.Rows/s.Rows)
+			out = append(out, overheadRow{Shape: s.String(), API: api, NsPerCall: call, KernelNs: kernel,
+				Batch: batch.String(), APINs: call - kernel})
+		}
+	}
 	return out
 }
 

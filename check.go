@@ -13,15 +13,19 @@ import (
 // naming the function and the values at fault in the caller's own terms (w or Weight, x or X).
 // Keeping the messages off the fast path keeps a short row's call at a few nanoseconds.
 
-// elem is what rows are stored as: float32.
-type elem interface{ float32 }
+// elem is what rows are stored as: float32, or the raw bits of a 16-bit format.
+type elem interface{ float32 | uint16 }
 
 // names are what a caller calls the arguments.
 type names struct{ fn, dst, x, w, eps string }
 
 var (
-	forwardNames = names{"Forward", "dst", "x", "w", "eps"}
-	applyNames   = names{"Norm.Apply", "Dst", "X", "Weight", "Eps"}
+	forwardNames     = names{"Forward", "dst", "x", "w", "eps"}
+	forwardBF16Names = names{"ForwardBF16", "dst", "x", "w", "eps"}
+	forwardF16Names  = names{"ForwardF16", "dst", "x", "w", "eps"}
+	applyNames       = names{"Norm.Apply", "Dst", "X", "Weight", "Eps"}
+	applyBF16Names   = names{"Norm.ApplyBF16", "Dst", "X", "Weight", "Eps"}
+	applyF16Names    = names{"Norm.ApplyF16", "Dst", "X", "Weight", "Eps"}
 )
 
 func (nm *names) fail(format string, args ...any) {
@@ -48,9 +52,9 @@ func epsOK(eps float32) bool { return eps >= 0 && eps <= math.MaxFloat32 }
 // (see Norm.Apply), and the tests pass any other kernel.
 const useActive kernelID = 1<<32 - 1
 
-// forwardRows validates a Forward call and runs it with kernel k: the rows of x (len(w) long each)
-// into dst, with kernel body v (the weighted one of the storage format).
-func forwardRows[T elem](nm *names, dst, x []T, w []float32, eps float32, v variant, k kernelID) {
+// forwardRows validates a Forward call and runs it with kernel k: the rows of x (len(w) long each),
+// stored in format f, into dst.
+func forwardRows[T elem](nm *names, f format, dst, x []T, w []float32, eps float32, k kernelID) {
 	d, n := len(w), len(x)
 	rows := 1
 	if n != d { // one row, the common call, needs no division
@@ -74,7 +78,7 @@ func forwardRows[T elem](nm *names, dst, x []T, w []float32, eps float32, v vari
 	var j job
 	j.dst, j.x, j.w = ptr(dst), ptr(x), ptr(w)
 	j.d, j.stride, j.rows, j.eps = d, d, rows, eps
-	j.mode, j.v = weighted, v
+	j.mode, j.format, j.v = weighted, f, forwardVariant[f][weighted][0][0]
 	j.setMemoryFlags(es)
 	if k == useActive {
 		k = activeKernel()
@@ -100,7 +104,7 @@ func explainForward[T elem](nm *names, dst, x []T, w []float32, eps float32) {
 
 // applyRows validates a Norm.Apply call (Norm.Forward is one too) and runs it with kernel k: the
 // fields of Rows, one by one (see Apply).
-func applyRows[T elem](n *Norm, nm *names, dst, x, res []T, inv []float32, rows, stride int, k kernelID) {
+func applyRows[T elem](n *Norm, nm *names, f format, dst, x, res []T, inv []float32, rows, stride int, k kernelID) {
 	n0, s0 := rows, stride // as given, for the messages
 	d, bad := n.Dim, n.Dim < 0 || n.UnitOffset
 	mode := unweighted
@@ -170,8 +174,9 @@ func applyRows[T elem](n *Norm, nm *names, dst, x, res []T, inv []float32, rows,
 	if inv != nil {
 		j.inv = ptr(inv)
 	}
-	j.d, j.stride, j.rows, j.eps, j.mode = d, stride, rows, n.Eps, mode
-	j.v = forwardVariant[mode][b2i(res != nil)]
+	j.d, j.stride, j.rows, j.eps, j.mode, j.format = d, stride, rows, n.Eps, mode, f
+	j.rn = n.RoundNormalized && f != formatF32 && mode != unweighted
+	j.v = forwardVariant[f][mode][b2i(res != nil)][b2i(j.rn)]
 	j.setMemoryFlags(es)
 	if k == useActive {
 		k = activeKernel()

@@ -32,11 +32,11 @@ func checkPlacements(t *testing.T, ctx string, k kernelID, x, w []float32, eps f
 	t.Helper()
 	for _, off := range offsets {
 		xo, wo, do := off, (off*5+3)%16, (off*7+1)%16
-		gx := newGuarded("x", len(x), xo)
+		gx := newGuarded[float32]("x", len(x), xo)
 		copy(gx.s, x)
-		gw := newGuarded("w", len(w), wo)
+		gw := newGuarded[float32]("w", len(w), wo)
 		copy(gw.s, w)
-		gd := newGuarded("dst", len(x), do)
+		gd := newGuarded[float32]("dst", len(x), do)
 		// Odd offsets stream out of place and store normally in place; even ones the reverse.
 		nt := off%2 == 1
 		withStreaming(nt, func() { forwardWith(k, gd.s, gx.s, gw.s, eps) })
@@ -195,12 +195,12 @@ func TestDeterminism(t *testing.T) {
 						for off := 0; off < 16; off += 5 {
 							for _, inPlace := range []bool{false, true} {
 								for _, stream := range []bool{false, true} {
-									gx := newGuarded("x", rows*d, off)
+									gx := newGuarded[float32]("x", rows*d, off)
 									fill(gx.s, valueClasses[(pos+off)%len(valueClasses)], seedFor(d, rows, pos, off))
 									copy(gx.s[pos*d:], row)
 									dst := gx.s
 									if !inPlace {
-										dst = newGuarded("dst", rows*d, (off+7)%16).s
+										dst = newGuarded[float32]("dst", rows*d, (off+7)%16).s
 									}
 									withStreaming(stream, func() { forwardWith(k, dst, gx.s, w, 1e-5) })
 									if i := firstDiff(dst[pos*d:(pos+1)*d], ref); i >= 0 {

@@ -94,3 +94,30 @@ func ExampleNorm_Forward_literal() {
 	fmt.Println(y)
 	// Output: [0.8485281 1.1313708]
 }
+
+// A bfloat16 pre-norm block, the residual stream kept in bfloat16 as the checkpoint's dtype: one
+// pass adds the block's output into the stream (rounded to bfloat16, as an unfused bfloat16 model
+// would) and normalizes it into the input of the next block. The weight, stored as bfloat16 in
+// the checkpoint, is widened to float32 once at load.
+func ExampleNorm_ApplyBF16() {
+	const d = 4
+	ckpt := []uint16{0x3f80, 0x3f80, 0x4000, 0x3f00} // bfloat16 bits of [1 1 2 0.5]
+	w := make([]float32, d)
+	rmsnorm.BF16ToFloat32(w, ckpt)                                    // exact, once
+	norm := rmsnorm.Norm{Weight: w, Eps: 1e-6, RoundNormalized: true} // LlamaRMSNorm's cast order
+
+	stream := make([]uint16, d)
+	out := make([]uint16, d)
+	rmsnorm.Float32ToBF16(stream, []float32{1, 2, 3, 4})    // the residual stream
+	rmsnorm.Float32ToBF16(out, []float32{0.5, -0.25, 1, 0}) // a block's output
+
+	norm.ApplyBF16(rmsnorm.Rows16{Dst: out, X: out, Residual: stream})
+	back := make([]float32, d)
+	rmsnorm.BF16ToFloat32(back, stream)
+	fmt.Println("stream:", back)
+	rmsnorm.BF16ToFloat32(back, out)
+	fmt.Printf("normed: %.4f\n", back)
+	// Output:
+	// stream: [1.5 1.75 4 4]
+	// normed: [0.4902 0.5742 2.6250 0.6562]
+}

@@ -2,6 +2,7 @@ package rmsnorm
 
 import (
 	"encoding/binary"
+	"fmt"
 	"math"
 	"testing"
 )
@@ -90,7 +91,80 @@ func FuzzApply(f *testing.F) {
 			gap:      int(gap8 % 9),
 		}
 		for _, k := range testKernels() {
-			checkVariant(t, "fuzz", k, c, d, rows, x, res, w, eps, int(flags>>6)*5)
+			checkVariant(t, "fuzz", k, c, formatF32, d, rows, x, res, w, eps, int(flags>>6)*5)
+		}
+	})
+}
+
+// fuzzInput16 turns fuzzer bytes into rows of raw 16-bit values (every pattern: NaN, Inf,
+// subnormals and all) of d = d16%1100+1 elements, 1..5 rows, and a float32 weight.
+func fuzzInput16(d16 uint16, rows8 uint8, epsBits uint32, data []byte) (x []uint16, w []float32, eps float32) {
+	x32, w, eps := fuzzInput(d16, rows8, epsBits, data)
+	x = make([]uint16, len(x32))
+	for i, v := range x32 {
+		x[i] = uint16(math.Float32bits(v) >> 16) // the bytes' own bits, not a rounding of them
+	}
+	if len(data) > 1 && data[1]&1 == 1 { // half the time values a 16-bit format holds finitely
+		for i := range x {
+			x[i] = x[i]&0x83ff | 0x3c00 // exponent near 1 in either format
+		}
+	}
+	return x, w, eps
+}
+
+// FuzzForwardBF16 runs ForwardBF16 and ForwardF16 on the fuzzer's bits on every kernel, in place
+// and not, against generic.
+func FuzzForwardBF16(f *testing.F) {
+	f.Add(uint16(1), uint8(0), math.Float32bits(1e-6), []byte{0, 0, 0, 64, 64, 0, 0, 128, 64})
+	f.Add(uint16(127), uint8(2), math.Float32bits(1e-5), []byte{0, 1, 2, 3, 4, 5, 6, 7, 8})
+	f.Add(uint16(4096), uint8(1), uint32(0), []byte{1, 0xff, 0xff, 0x7f, 0x7f, 0, 0, 0x80, 0x7f})
+	f.Add(uint16(65), uint8(3), uint32(0), []byte{1, 1, 0, 0, 0, 0, 0, 0, 0x80})
+	f.Fuzz(func(t *testing.T, d16 uint16, rows8 uint8, epsBits uint32, data []byte) {
+		x, w, eps := fuzzInput16(d16, rows8, epsBits, data)
+		for _, fm := range formats16 {
+			want := make([]uint16, len(x))
+			forward16With(kernelGeneric, fm, want, x, w, eps)
+			for _, k := range testKernels() {
+				got := make([]uint16, len(x))
+				forward16With(k, fm, got, x, w, eps)
+				check16(t, fmt.Sprintf("%s %s d=%d eps=%g", k, fname(fm), len(w), eps), fm, got, want)
+				inPlace := append([]uint16(nil), x...)
+				forward16With(k, fm, inPlace, inPlace, w, eps)
+				check16(t, fmt.Sprintf("%s %s d=%d eps=%g in place", k, fname(fm), len(w), eps), fm, inPlace, want)
+			}
+		}
+	})
+}
+
+// FuzzApply16 drives every variant of ApplyBF16 and ApplyF16: the flags byte picks the weight
+// form, the residual, 1/rms out, in place, streaming stores and RoundNormalized, its top bit the
+// format; gap is Stride - d.
+func FuzzApply16(f *testing.F) {
+	f.Add(uint16(4), uint8(2), uint8(0), uint8(0), math.Float32bits(1e-6), []byte{0, 1, 2, 3, 4, 5, 6, 7, 8})
+	f.Add(uint16(130), uint8(4), uint8(3), uint8(0x5d), math.Float32bits(1e-5), []byte{0, 9, 9, 9, 64, 1, 2, 3, 200})
+	f.Add(uint16(513), uint8(9), uint8(1), uint8(0xee), uint32(0), []byte{1, 0, 0, 0x80, 0x7f, 1, 2, 3, 4})
+	f.Fuzz(func(t *testing.T, d16 uint16, rows8, gap8, flags uint8, epsBits uint32, data []byte) {
+		x, w, eps := fuzzInput16(d16, rows8, epsBits, data)
+		d, rows := len(w), len(x)/len(w)
+		res := make([]uint16, len(x))
+		for i := range res {
+			res[i] = x[len(x)-1-i] ^ 0x8000
+		}
+		fm := formatBF16
+		if flags&128 != 0 {
+			fm = formatF16
+		}
+		c := vcase{
+			mode:     weightMode(flags % 3),
+			residual: flags&4 != 0,
+			withInv:  flags&8 != 0,
+			inPlace:  flags&16 != 0,
+			stream:   flags&32 != 0,
+			rn:       flags&64 != 0,
+			gap:      int(gap8 % 9),
+		}
+		for _, k := range testKernels() {
+			checkVariant(t, "fuzz", k, c, fm, d, rows, x, res, w, eps, int(gap8>>4)%16)
 		}
 	})
 }

@@ -17,19 +17,55 @@ const groupMax = 512
 type variant uint8
 
 const (
-	vWeighted      variant = 0
-	vOffset        variant = 1
-	vUnweighted    variant = 2
-	vAddWeighted   variant = 3
-	vAddOffset     variant = 4
-	vAddUnweighted variant = 5
+	vWeighted          variant = 0
+	vOffset            variant = 1
+	vUnweighted        variant = 2
+	vAddWeighted       variant = 3
+	vAddOffset         variant = 4
+	vAddUnweighted     variant = 5
+	vBF16Weighted      variant = 6
+	vBF16WeightedRN    variant = 7
+	vBF16Offset        variant = 8
+	vBF16OffsetRN      variant = 9
+	vBF16Unweighted    variant = 10
+	vBF16AddWeighted   variant = 11
+	vBF16AddWeightedRN variant = 12
+	vBF16AddOffset     variant = 13
+	vBF16AddOffsetRN   variant = 14
+	vBF16AddUnweighted variant = 15
+	vF16Weighted       variant = 16
+	vF16WeightedRN     variant = 17
+	vF16Offset         variant = 18
+	vF16OffsetRN       variant = 19
+	vF16Unweighted     variant = 20
+	vF16AddWeighted    variant = 21
+	vF16AddWeightedRN  variant = 22
+	vF16AddOffset      variant = 23
+	vF16AddOffsetRN    variant = 24
+	vF16AddUnweighted  variant = 25
 )
 
-const numVariants = 6
+const numVariants = 26
 
-// forwardVariant maps a weight form and the presence of a residual to the variant.
-var forwardVariant = [3][2]variant{
-	weighted:   {vWeighted, vAddWeighted},
-	offset:     {vOffset, vAddOffset},
-	unweighted: {vUnweighted, vAddUnweighted},
+// numConvOps is the number of conversions (convOp).
+const numConvOps = 4
+
+// forwardVariant maps a call's storage format, weight form, residual and RoundNormalized to the
+// variant that implements it.
+var forwardVariant = [3][3][2][2]variant{
+	formatF32: {
+		weighted:   {{vWeighted, vWeighted}, {vAddWeighted, vAddWeighted}},
+		offset:     {{vOffset, vOffset}, {vAddOffset, vAddOffset}},
+		unweighted: {{vUnweighted, vUnweighted}, {vAddUnweighted, vAddUnweighted}},
+	},
+	formatBF16: {
+		weighted:   {{vBF16Weighted, vBF16WeightedRN}, {vBF16AddWeighted, vBF16AddWeightedRN}},
+		offset:     {{vBF16Offset, vBF16OffsetRN}, {vBF16AddOffset, vBF16AddOffsetRN}},
+		unweighted: {{vBF16Unweighted, vBF16Unweighted}, {vBF16AddUnweighted, vBF16AddUnweighted}},
+	},
+	formatF16: {
+		weighted:   {{vF16Weighted, vF16WeightedRN}, {vF16AddWeighted, vF16AddWeightedRN}},
+		offset:     {{vF16Offset, vF16OffsetRN}, {vF16AddOffset, vF16AddOffsetRN}},
+		unweighted: {{vF16Unweighted, vF16Unweighted}, {vF16AddUnweighted, vF16AddUnweighted}},
+	},
 }

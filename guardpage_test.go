@@ -3,8 +3,10 @@
 package rmsnorm
 
 import (
+	"fmt"
 	"os"
 	"runtime/debug"
+	"slices"
 	"testing"
 	"unsafe"
 
@@ -41,15 +43,19 @@ func newGuardedRegion(t testing.TB, floats int) *guardedRegion {
 }
 
 // slice returns n floats flush against the end guard (atEnd) or the start guard.
-func (g *guardedRegion) slice(n int, atEnd bool) []float32 {
+func (g *guardedRegion) slice(n int, atEnd bool) []float32 { return regionSlice[float32](g, n, atEnd) }
+
+// regionSlice returns n elements of type T flush against the end guard (atEnd) or the start guard.
+func regionSlice[T elem](g *guardedRegion, n int, atEnd bool) []T {
+	size := int(unsafe.Sizeof(*new(T)))
 	off := g.ps
 	if atEnd {
-		off = len(g.mem) - g.ps - 4*n
+		off = len(g.mem) - g.ps - size*n
 	}
 	if n == 0 {
 		return nil
 	}
-	return unsafe.Slice((*float32)(unsafe.Pointer(&g.mem[off])), n)
+	return unsafe.Slice((*T)(unsafe.Pointer(&g.mem[off])), n)
 }
 
 // The guards work: one float past the end, or before the start, faults.
@@ -216,4 +222,113 @@ func TestGuardPagesVariants(t *testing.T) {
 		}
 	}
 	t.Logf("%d runs of Norm.Apply (residual, Inv, Stride) under guard pages", runs)
+}
+
+// 16-bit storage with every buffer against a guard: ForwardBF16 and ForwardF16 at every length of
+// guardDims, then every variant of ApplyBF16/ApplyF16 (residual, Inv, stride, weight forms,
+// RoundNormalized), then the four conversions.
+func TestGuardPages16(t *testing.T) {
+	const rows, gap = 3, 3
+	maxFloats := (rows-1)*(65537+gap) + 65537
+	regions := make([]*guardedRegion, 5)
+	for i := range regions {
+		regions[i] = newGuardedRegion(t, maxFloats)
+	}
+	runs := 0
+	for _, k := range testKernels() {
+		for _, f := range formats16 {
+			for _, d := range guardDims() {
+				if d == 0 {
+					continue
+				}
+				r := seedFor(d, 23, int(f))
+				x32 := make([]float32, rows*d)
+				fill(x32, valueClasses[d%len(valueClasses)], r)
+				x := narrowAll(x32, f)
+				w := normalRows(d, 1, d)
+				want := make([]uint16, len(x))
+				forward16With(kernelGeneric, f, want, x, w, 1e-6)
+				for _, atEnd := range []bool{true, false} {
+					for _, inPlace := range []bool{false, true} {
+						gx, gd := regionSlice[uint16](regions[0], len(x), atEnd), regionSlice[uint16](regions[1], len(x), atEnd)
+						gw := regionSlice[float32](regions[2], d, atEnd)
+						copy(gx, x)
+						copy(gw, w)
+						if inPlace {
+							gd = gx
+						}
+						if faults(func() { forward16With(k, f, gd, gx, gw, 1e-6) }) {
+							t.Fatalf("%s %s d=%d atEnd=%v inPlace=%v: the kernel touched a guard page", k, fname(f), d, atEnd, inPlace)
+						}
+						check16(t, fmt.Sprintf("%s %s d=%d atEnd=%v inPlace=%v", k, fname(f), d, atEnd, inPlace), f, gd, want)
+						runs++
+					}
+				}
+			}
+			for _, d := range []int{1, 2, 3, 5, 8, 15, 16, 17, 31, 32, 33, 63, 64, 65, 127, 128, 129, 300, 511, 512, 513, 4097} {
+				stride := d + gap
+				span := (rows-1)*stride + d
+				r := seedFor(d, 24, int(f))
+				xs := make([]float32, span)
+				fill(xs, classNormal, r)
+				res32 := make([]float32, span)
+				fill(res32, classUniform, r)
+				x, res0 := narrowAll(xs, f), narrowAll(res32, f)
+				w := normalRows(d, 1, d+1)
+				for _, mode := range []weightMode{weighted, offset, unweighted} {
+					for _, rn := range []bool{false, true} {
+						for _, atEnd := range []bool{true, false} {
+							run := func(kk kernelID) (y, res []uint16, inv []float32) {
+								gx, gd := regionSlice[uint16](regions[0], span, atEnd), regionSlice[uint16](regions[1], span, atEnd)
+								gr := regionSlice[uint16](regions[2], span, atEnd)
+								gi, gw := regionSlice[float32](regions[3], rows, atEnd), regionSlice[float32](regions[4], d, atEnd)
+								copy(gx, x)
+								copy(gr, res0)
+								copy(gw, w)
+								n := Norm{Weight: gw, Eps: 1e-6, UnitOffset: mode == offset, RoundNormalized: rn}
+								if mode == unweighted {
+									n = Norm{Dim: d, Eps: 1e-6, RoundNormalized: rn}
+								}
+								if faults(func() { applyRowsWith(kk, &n, f, gd, gx, gr, gi, rows, stride) }) {
+									t.Fatalf("%s %s d=%d mode=%d rn=%v atEnd=%v: the kernel touched a guard page", kk, fname(f), d, mode, rn, atEnd)
+								}
+								return slices.Clone(gd), slices.Clone(gr), slices.Clone(gi)
+							}
+							wy, wr, wi := run(kernelGeneric)
+							y, res, inv := run(k)
+							ctx := fmt.Sprintf("%s %s d=%d mode=%d rn=%v atEnd=%v", k, fname(f), d, mode, rn, atEnd)
+							check16(t, ctx+" y", f, y, wy)
+							check16(t, ctx+" residual", f, res, wr)
+							if firstDiff(inv, wi) >= 0 {
+								t.Fatalf("%s: Inv differs from generic", ctx)
+							}
+							runs++
+						}
+					}
+				}
+			}
+		}
+		for n := 0; n <= 300; n++ {
+			for op := convOp(0); op < numConvOps; op++ {
+				for _, atEnd := range []bool{true, false} {
+					wide, half := regionSlice[float32](regions[0], n, atEnd), regionSlice[uint16](regions[1], n, atEnd)
+					for i := range wide {
+						wide[i] = float32(i) - 7.5
+					}
+					for i := range half {
+						half[i] = uint16(0x3c00 + i)
+					}
+					dst, src := unsafe.Pointer(unsafe.SliceData(half)), unsafe.Pointer(unsafe.SliceData(wide))
+					if op == convWidenBF16 || op == convWidenF16 {
+						dst, src = src, dst
+					}
+					if n > 0 && faults(func() { convertWith(k, op, dst, src, n) }) {
+						t.Fatalf("%s conversion %d n=%d atEnd=%v: the kernel touched a guard page", k, op, n, atEnd)
+					}
+					runs++
+				}
+			}
+		}
+	}
+	t.Logf("%d runs of the 16-bit entry points under guard pages (kernels %v)", runs, testKernels())
 }

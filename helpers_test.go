@@ -13,12 +13,18 @@ import (
 
 // forwardWith is Forward with an explicit kernel instead of the active one.
 func forwardWith(k kernelID, dst, x, w []float32, eps float32) {
-	forwardRows(&forwardNames, dst, x, w, eps, vWeighted, k)
+	forwardRows(&forwardNames, formatF32, dst, x, w, eps, k)
+}
+
+// applyRowsWith is Norm.Apply (or ApplyBF16, ApplyF16 for format f) with an explicit kernel.
+func applyRowsWith[T elem](k kernelID, n *Norm, f format, dst, x, res []T, inv []float32, rows, stride int) {
+	nm := map[format]*names{formatF32: &applyNames, formatBF16: &applyBF16Names, formatF16: &applyF16Names}[f]
+	applyRows(n, nm, f, dst, x, res, inv, rows, stride, k)
 }
 
 // applyWith is n.Apply(*r) with an explicit kernel instead of the active one.
 func applyWith(k kernelID, n *Norm, r *Rows) {
-	applyRows(n, &applyNames, r.Dst, r.X, r.Residual, r.Inv, r.N, r.Stride, k)
+	applyRows(n, &applyNames, formatF32, r.Dst, r.X, r.Residual, r.Inv, r.N, r.Stride, k)
 }
 
 // sameBits reports whether a and b are the same float32, treating every NaN as equal to every
@@ -152,38 +158,90 @@ func ones(d int) []float32 {
 // guardValue marks memory a kernel must not touch: a NaN with a payload no kernel produces.
 var guardValue = math.Float32frombits(0x7fa5a5a5)
 
-const guardLen = 64 // floats of guard on each side of a buffer
+// guard16 marks 16-bit memory a kernel must not touch: a signalling NaN in binary16, which no
+// arithmetic returns, and a finite bfloat16 (about 2e37) that a stray write would have to hit
+// exactly.
+const guard16 = 0x7da5
 
-// guarded is a float32 buffer of n elements whose first element sits off floats past a 64-byte
+const guardLen = 64 // elements of guard on each side of a buffer
+
+// guardOf returns the guard of elements of type T.
+func guardOf[T elem]() T {
+	var g T
+	switch p := any(&g).(type) {
+	case *float32:
+		*p = guardValue
+	case *uint16:
+		*p = guard16
+	}
+	return g
+}
+
+// bitsOf returns the bits of an element.
+func bitsOf[T elem](v T) uint32 {
+	switch x := any(v).(type) {
+	case float32:
+		return math.Float32bits(x)
+	case uint16:
+		return uint32(x)
+	}
+	panic("unreachable")
+}
+
+// sameElem reports whether a and b, stored in format f, are the same value, treating every NaN
+// as equal to every other NaN (the contract leaves NaN payloads open).
+func sameElem[T elem](a, b T, f format) bool {
+	switch x := any(a).(type) {
+	case float32:
+		return sameBits(x, any(b).(float32))
+	case uint16:
+		return same16(x, any(b).(uint16), f)
+	}
+	panic("unreachable")
+}
+
+// same16 is sameElem for 16-bit values of format f.
+func same16(a, b uint16, f format) bool {
+	if a == b {
+		return true
+	}
+	fa, fb := f.widen(a), f.widen(b)
+	return fa != fa && fb != fb
+}
+
+// guarded is a buffer of n elements whose first element sits off elements past a 64-byte
 // boundary, with guard values on both sides.
-type guarded struct {
-	all  []float32
+type guarded[T elem] struct {
+	all  []T
 	lo   int // index of s[0] in all
-	s    []float32
+	s    []T
 	name string
 }
 
-func newGuarded(name string, n, off int) *guarded {
-	all := make([]float32, guardLen+16+n+guardLen+16)
+func newGuarded[T elem](name string, n, off int) *guarded[T] {
+	all := make([]T, guardLen+32+n+guardLen+32)
+	size := int(unsafe.Sizeof(all[0]))
 	base := uintptr(unsafe.Pointer(&all[0]))
-	skip := int((64-base%64)%64) / 4
+	skip := int((64-base%64)%64) / size
 	lo := guardLen + skip + off
+	g := guardOf[T]()
 	for i := range all {
-		all[i] = guardValue
+		all[i] = g
 	}
-	return &guarded{all: all, lo: lo, s: all[lo : lo+n : lo+n], name: name}
+	return &guarded[T]{all: all, lo: lo, s: all[lo : lo+n : lo+n], name: name}
 }
 
 // check reports a write outside the buffer.
-func (g *guarded) check(t *testing.T, ctx string) {
+func (g *guarded[T]) check(t *testing.T, ctx string) {
 	t.Helper()
+	guard := bitsOf(guardOf[T]())
 	for i, v := range g.all {
 		if i >= g.lo && i < g.lo+len(g.s) {
 			continue
 		}
-		if math.Float32bits(v) != math.Float32bits(guardValue) {
-			t.Fatalf("%s: %s: element %d outside the slice (at %d relative to its start) was overwritten with %v",
-				ctx, g.name, i, i-g.lo, v)
+		if bitsOf(v) != guard {
+			t.Fatalf("%s: %s: element %d outside the slice (at %d relative to its start) was overwritten with %#x",
+				ctx, g.name, i, i-g.lo, bitsOf(v))
 		}
 	}
 }

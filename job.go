@@ -25,9 +25,11 @@ type job struct {
 	flags  uint32 // flagNT, flagPF: how the kernels treat memory (set by setMemoryFlags)
 	fn     uint32 // the kernel function: kernelID*numVariants + v (callKernel)
 
-	rows int        // rows of the call
-	mode weightMode // the weight form, for the generic kernel and the float64 path
-	v    variant    // the kernel body for mode and residual
+	rows   int        // rows of the call
+	mode   weightMode // the weight form, for the generic kernel and the float64 path
+	format format     // how dst, x and res are stored
+	rn     bool       // RoundNormalized (16-bit formats)
+	v      variant    // the kernel body: format, weight form, residual, rn
 }
 
 // row returns row r of the float32 rows starting at p.
@@ -64,7 +66,11 @@ func (j *job) run(k kernelID) {
 // written.
 func (j *job) finish(r int) {
 	for r < j.rows {
-		j.rowFloat64(r)
+		if j.format == formatF32 {
+			j.rowFloat64(r)
+		} else {
+			j.rowFloat64of16(r)
+		}
 		r = callKernel(j, r+1, j.rows)
 	}
 }

@@ -49,22 +49,20 @@ func simdKernels() []kernelID {
 //     start offsets, every value class;
 //   - full, the exhaustive sweep for CI: row lengths 1..300 and lengths around the block sizes up
 //     to 65537, 1..5 rows, all 16 start offsets in a 64-byte line, every value class;
-//   - short, the default with -short (the emulators under qemu run it): full with three offsets;
+//   - short: full with three offsets (-short itself keeps quick, which the emulators under qemu
+//     run: in an emulator the quick matrix already takes most of the time);
 //   - tiny, for Bochs (hundreds of times slower than native, and the only AVX-512 this project's
 //     CI has): quick's lengths without 511, 512, 4095 and 4096, two offsets, five classes.
 var matrixFlag = flag.String("matrix", "", "size of the core test matrix: "+
 	"quick (the default: d 1..67 and the block sizes 127..4097, rows 1 and 5, 4 offsets, all value classes), "+
 	"full (d 1..300 and 511..65537, rows 1..5, 16 offsets, all classes), "+
-	"short (full with 3 offsets; the default with -short) or "+
+	"short (full with 3 offsets) or "+
 	"tiny (d 1..67 and 9 block sizes, rows 1 and 5, 2 offsets, 5 classes)")
 
 // matrixSize returns the size -matrix and -short select.
 func matrixSize() string {
-	switch {
-	case *matrixFlag != "":
+	if *matrixFlag != "" {
 		return *matrixFlag
-	case testing.Short():
-		return "short"
 	}
 	return "quick"
 }

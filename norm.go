@@ -19,6 +19,12 @@ type Norm struct {
 	// float32 (never to bfloat16, which would lose small weights): Gemma, Gemma 2 and 3 and
 	// Qwen3-Next store their norm weights centred on zero.
 	UnitOffset bool
+	// RoundNormalized, for rows stored in 16 bits (ApplyBF16, ApplyF16), rounds x*inv to the
+	// storage format before the weight multiply: n = round16(x*inv); y = round16(n*w). That is
+	// the cast order of Hugging Face transformers' LlamaRMSNorm and every model that copies it.
+	// Without it (the default) y = round16((x*inv)*w), one rounding, as PyTorch's F.rms_norm,
+	// vLLM and Gemma's 1+w form compute it. It has no effect on float32 rows or without a weight.
+	RoundNormalized bool
 }
 
 // Rows says where the rows of one call are and what else to do with them.
@@ -48,7 +54,7 @@ type Rows struct {
 //
 //go:noinline
 func (n Norm) Forward(dst, x []float32) {
-	applyRows(&n, &applyNames, dst, x, nil, nil, 0, 0, useActive)
+	applyRows(&n, &applyNames, formatF32, dst, x, nil, nil, 0, 0, useActive)
 }
 
 // Apply normalizes the rows r describes. For row x of length d, with
@@ -68,5 +74,32 @@ func (n Norm) Forward(dst, x []float32) {
 //
 //go:noinline
 func (n Norm) Apply(r Rows) {
-	applyRows(&n, &applyNames, r.Dst, r.X, r.Residual, r.Inv, r.N, r.Stride, useActive)
+	applyRows(&n, &applyNames, formatF32, r.Dst, r.X, r.Residual, r.Inv, r.N, r.Stride, useActive)
+}
+
+// Rows16 is Rows for rows stored in 16 bits: Dst, X and Residual hold raw bfloat16 or binary16
+// bits (the format is the method's: ApplyBF16 or ApplyF16); Inv stays float32. The rules of Rows
+// apply unchanged.
+type Rows16 struct {
+	Dst, X   []uint16
+	N        int
+	Stride   int
+	Residual []uint16 // same format as X: h = round16(X + Residual) is stored back and normalized
+	Inv      []float32
+}
+
+// ApplyBF16 is Apply on bfloat16 rows. Each row (h = round16(x + Residual) with a residual) is
+// widened to float32 exactly and normalized as for float32 rows; the output is rounded to
+// bfloat16 once, or twice with RoundNormalized (see Norm).
+//
+//go:noinline
+func (n Norm) ApplyBF16(r Rows16) {
+	applyRows(&n, &applyBF16Names, formatBF16, r.Dst, r.X, r.Residual, r.Inv, r.N, r.Stride, useActive)
+}
+
+// ApplyF16 is ApplyBF16 for IEEE 754 binary16 (float16) rows.
+//
+//go:noinline
+func (n Norm) ApplyF16(r Rows16) {
+	applyRows(&n, &applyF16Names, formatF16, r.Dst, r.X, r.Residual, r.Inv, r.N, r.Stride, useActive)
 }

@@ -1,6 +1,6 @@
 // Package rmsnorm computes RMSNorm, the normalization in front of every attention and MLP block of
-// LLaMA, Qwen, DeepSeek and Gemma, on float32 rows with SIMD kernels (AVX-512, AVX2, NEON) and a
-// pure-Go kernel that all give the same bits.
+// LLaMA, Qwen, DeepSeek and Gemma, on float32, bfloat16 or float16 rows with SIMD kernels
+// (AVX-512, AVX2, NEON) and a pure-Go kernel that all give the same bits.
 //
 // For each row x of length d and a weight w of length d,
 //
@@ -44,10 +44,32 @@
 // float64 inv rounded to float32 for rows of step 5). On the float64 path the weight forms are
 // applied in float64 (1 + float64(w[i])).
 //
+// # 16-bit storage
+//
+// ForwardBF16, ForwardF16, Norm.ApplyBF16 and Norm.ApplyF16 take rows of raw bfloat16 or IEEE 754
+// binary16 bits ([]uint16); the weight and Inv stay float32. They extend the contract:
+//
+//   - Widening to float32 is exact. x (and the residual) are widened, and steps 1-5 run unchanged
+//     on the widened row, the float64 path included (bfloat16 has float32's range).
+//   - With a residual, h = round16(x + r): a float32 add, then one rounding to the format. h is
+//     stored into the residual and is the row that is normalized.
+//   - The output is y[i] = round16((x[i]*inv)*w[i]) (or the weight form of the Norm), one rounding
+//     from the float32 result of step 4. With Norm.RoundNormalized, x[i]*inv is rounded to the
+//     format first: n = round16(x[i]*inv), y[i] = round16(n*w[i]). On the float64 path, the
+//     float32 results of step 5 (x[i]*inv first rounded to float32 with RoundNormalized) are
+//     rounded the same way.
+//   - round16 rounds to nearest, ties to even; subnormal inputs and results are kept, never
+//     flushed to zero; binary16 overflows to ±Inf (from 65520 up); a NaN stays NaN (payload
+//     unspecified; bfloat16 gives 0x7fc0); the sign of zero is kept.
+//
+// BF16ToFloat32, Float32ToBF16, F16ToFloat32 and Float32ToF16 are the same widening and rounding
+// as vector loops of their own, for weights at load and activations at save.
+//
 // # Kernels
 //
 // At init the package picks the fastest kernel the CPU and the operating system support:
-// "avx512" (AVX-512F), "avx2", "neon" (arm64) or "generic" (pure Go, always present). Kernel
+// "avx512" (AVX-512F), "avx2" (AVX2 and F16C), "neon" (arm64) or "generic" (pure Go, always
+// present). Kernel
 // reports the choice, Kernels lists the candidates and SetKernel switches at run time. The
 // environment variable RMSNORM_KERNEL=<name> picks one at init. The build tags purego and noasm
 // compile the generic kernel only.
@@ -66,5 +88,20 @@ package rmsnorm
 // non-empty x, len(x) is not a multiple of len(w), len(dst) != len(x), eps is negative, NaN or
 // +Inf, dst partially overlaps x, or dst overlaps w.
 func Forward(dst, x, w []float32, eps float32) {
-	forwardRows(&forwardNames, dst, x, w, eps, vWeighted, useActive)
+	forwardRows(&forwardNames, formatF32, dst, x, w, eps, useActive)
+}
+
+// ForwardBF16 is Forward on bfloat16 rows: x and dst hold raw bfloat16 bits (the top half of a
+// float32); the weight stays float32 (a bfloat16 weight widens to float32 exactly, once, with
+// BF16ToFloat32 at load). Each row is widened exactly, normalized as the package documentation
+// specifies, and y[i] = round16((x[i]*inv)*w[i]) is rounded to bfloat16 once. It panics under the
+// same rules as Forward.
+func ForwardBF16(dst, x []uint16, w []float32, eps float32) {
+	forwardRows(&forwardBF16Names, formatBF16, dst, x, w, eps, useActive)
+}
+
+// ForwardF16 is ForwardBF16 for IEEE 754 binary16 (float16) rows. The squares and their sum are
+// float32, so rows with |x| > 256, whose squares would overflow in binary16, come out right.
+func ForwardF16(dst, x []uint16, w []float32, eps float32) {
+	forwardRows(&forwardF16Names, formatF16, dst, x, w, eps, useActive)
 }

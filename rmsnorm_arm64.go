@@ -4,6 +4,8 @@
 
 package rmsnorm
 
+import "unsafe"
+
 // callKernel runs rows [from, to) of j with the kernel function j.fn selects: kernel
 // fn/numVariants (a kernelID) for variant fn%numVariants. It returns the index of the first row
 // that needs the float64 path, or to.
@@ -46,3 +48,11 @@ func neonAddOffset(j *job, from, to int) int
 //
 //go:noescape
 func neonAddUnweighted(j *job, from, to int) int
+
+// convertAsm runs conversion op on n elements with kernel k's vector loop and reports whether
+// k has one.
+func convertAsm(k kernelID, op convOp, dst, src unsafe.Pointer, n int) bool {
+	switch uint(k)*numConvOps + uint(op) {
+	}
+	return false
+}

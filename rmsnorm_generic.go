@@ -10,6 +10,9 @@ import "math"
 // runGeneric runs rows [from, to) of j and returns the index of the first row that needs the
 // float64 path, or to.
 func runGeneric(j *job, from, to int) int {
+	if j.format != formatF32 {
+		return runGeneric16(j, from, to)
+	}
 	w := j.weight()
 	for r := from; r < to; r++ {
 		src := j.row(j.x, r)

@@ -173,3 +173,41 @@ func TestApplyLegalEdges(t *testing.T) {
 		t.Fatalf("Inv = %v, want two equal values then zeros", inv)
 	}
 }
+
+// The 16-bit entry points apply the same rules, name themselves in the message, and write nothing
+// before they panic.
+func TestBadInput16(t *testing.T) {
+	buf := make([]uint16, 64)
+	for i := range buf {
+		buf[i] = uint16(0x3c00 + i)
+	}
+	w4 := []float32{1, 2, 3, 4}
+	n := Norm{Weight: w4, Eps: 1e-6}
+	cases := []struct {
+		name string
+		want []string
+		f    func()
+	}{
+		{"ForwardBF16 not a multiple", []string{"rmsnorm: ForwardBF16: ", "len(x) = 10", "not a multiple", "len(w) = 4"},
+			func() { ForwardBF16(make([]uint16, 10), buf[:10], w4, 1e-6) }},
+		{"ForwardF16 short dst", []string{"rmsnorm: ForwardF16: ", "len(dst) = 7", "len(x) = 8"},
+			func() { ForwardF16(make([]uint16, 7), buf[:8], w4, 1e-6) }},
+		{"ForwardBF16 NaN eps", []string{"rmsnorm: ForwardBF16: ", "eps = NaN"},
+			func() { ForwardBF16(make([]uint16, 8), buf[:8], w4, float32(math.NaN())) }},
+		{"ForwardF16 dst shifted over x", []string{"rmsnorm: ForwardF16: ", "dst overlaps x"},
+			func() { ForwardF16(buf[2:10], buf[0:8], w4, 1e-6) }},
+		{"ApplyBF16 Residual is X", []string{"rmsnorm: Norm.ApplyBF16: ", "Residual overlaps X"},
+			func() { n.ApplyBF16(Rows16{Dst: make([]uint16, 8), X: buf[0:8], Residual: buf[0:8]}) }},
+		{"ApplyF16 X too short", []string{"rmsnorm: Norm.ApplyF16: ", "len(X) = 13", "at least 14"},
+			func() { n.ApplyF16(Rows16{Dst: make([]uint16, 64), X: buf[:13], N: 3, Stride: 5}) }},
+		{"ApplyBF16 Inv too short", []string{"rmsnorm: Norm.ApplyBF16: ", "len(Inv) = 1", "2 rows"},
+			func() { n.ApplyBF16(Rows16{Dst: make([]uint16, 8), X: buf[:8], Inv: make([]float32, 1)}) }},
+	}
+	for _, c := range cases {
+		before := slices.Clone(buf)
+		mustPanic(t, c.name, c.want, c.f)
+		if !slices.Equal(buf, before) {
+			t.Fatalf("%s: the shared buffer changed before the panic", c.name)
+		}
+	}
+}

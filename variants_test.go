@@ -2,7 +2,6 @@ package rmsnorm
 
 import (
 	"fmt"
-	"math"
 	"testing"
 )
 
@@ -17,12 +16,13 @@ type vcase struct {
 	withInv  bool
 	inPlace  bool
 	stream   bool
-	gap      int // Stride - d; 0 is contiguous
+	gap      int  // Stride - d; 0 is contiguous
+	rn       bool // RoundNormalized (16-bit storage)
 }
 
 func (c vcase) String() string {
-	return fmt.Sprintf("mode=%d residual=%v inv=%v inplace=%v stream=%v gap=%d",
-		c.mode, c.residual, c.withInv, c.inPlace, c.stream, c.gap)
+	return fmt.Sprintf("mode=%d residual=%v inv=%v inplace=%v stream=%v gap=%d rn=%v",
+		c.mode, c.residual, c.withInv, c.inPlace, c.stream, c.gap, c.rn)
 }
 
 // allVcases lists the 24 combinations of weight form, residual, Inv and gap, once each. In place
@@ -44,107 +44,130 @@ func allVcases() []vcase {
 	return cs
 }
 
-// vbufs are the guarded buffers of one run.
-type vbufs struct {
-	x, dst, res, inv, w *guarded
-	norm                Norm
-	rows                Rows
+// allVcases16 is allVcases twice, without and with RoundNormalized, for 16-bit storage.
+func allVcases16() []vcase {
+	var cs []vcase
+	for _, rn := range []bool{false, true} {
+		for _, c := range allVcases() {
+			c.rn = rn
+			cs = append(cs, c)
+		}
+	}
+	return cs
+}
+
+// vbufs are the guarded buffers of one run on rows stored as T in format f.
+type vbufs[T elem] struct {
+	f            format
+	x, dst, res  *guarded[T]
+	inv, w       *guarded[float32]
+	norm         Norm
+	rows, stride int // Rows.N and Rows.Stride as the call gives them
+	dstS, xS, rS []T
+	invS         []float32
 }
 
 // setup lays out rows rows of x (and of res) with the case's stride inside guards, at the offsets
-// off (floats from a 64-byte boundary).
-func (c vcase) setup(d, rows int, x, res, w []float32, eps float32, off int) *vbufs {
+// off (elements from a 64-byte boundary).
+func setupVariant[T elem](c vcase, f format, d, rows int, x, res []T, w []float32, eps float32, off int) *vbufs[T] {
 	stride := d + c.gap
 	span := (rows-1)*stride + d
-	b := &vbufs{}
-	place := func(g *guarded, src []float32) {
+	b := &vbufs[T]{f: f}
+	place := func(g *guarded[T], src []T) {
 		for r := 0; r < rows; r++ {
 			copy(g.s[r*stride:r*stride+d], src[r*d:(r+1)*d])
 		}
 	}
-	b.x = newGuarded("x", span, off)
+	b.x = newGuarded[T]("x", span, off)
 	place(b.x, x)
 	b.dst = b.x
 	if !c.inPlace {
-		b.dst = newGuarded("dst", span, (off*7+1)%16)
+		b.dst = newGuarded[T]("dst", span, (off*7+1)%16)
 	}
 	if c.residual {
-		b.res = newGuarded("res", span, (off*3+2)%16)
+		b.res = newGuarded[T]("res", span, (off*3+2)%16)
 		place(b.res, res)
 	}
 	if c.withInv {
-		b.inv = newGuarded("inv", rows, (off*5+3)%16)
+		b.inv = newGuarded[float32]("inv", rows, (off*5+3)%16)
 	}
-	b.norm = Norm{Dim: d, Eps: eps}
+	b.norm = Norm{Dim: d, Eps: eps, RoundNormalized: c.rn}
 	if c.mode != unweighted {
-		b.w = newGuarded("w", d, (off*11+5)%16)
+		b.w = newGuarded[float32]("w", d, (off*11+5)%16)
 		copy(b.w.s, w)
 		b.norm.Weight = b.w.s
 		b.norm.Dim = 0
 		b.norm.UnitOffset = c.mode == offset
 	}
-	b.rows = Rows{X: b.x.s, Dst: b.dst.s}
+	b.xS, b.dstS = b.x.s, b.dst.s
 	if c.gap > 0 || rows%2 == 1 {
-		b.rows.N, b.rows.Stride = rows, stride
+		b.rows, b.stride = rows, stride
 	}
 	if b.res != nil {
-		b.rows.Residual = b.res.s
+		b.rS = b.res.s
 	}
 	if b.inv != nil {
-		b.rows.Inv = b.inv.s
+		b.invS = b.inv.s
 	}
 	return b
 }
 
-func (b *vbufs) run(k kernelID, stream bool) {
-	withStreaming(stream, func() { applyWith(k, &b.norm, &b.rows) })
+func (b *vbufs[T]) run(k kernelID, stream bool) {
+	withStreaming(stream, func() { applyRowsWith(k, &b.norm, b.f, b.dstS, b.xS, b.rS, b.invS, b.rows, b.stride) })
 }
 
-func (b *vbufs) all() []*guarded {
-	gs := []*guarded{b.x}
-	for _, g := range []*guarded{b.dst, b.res, b.inv, b.w} {
-		if g != nil && g != b.x {
-			gs = append(gs, g)
-		}
-	}
-	return gs
-}
-
-// checkVariant runs case c with kernel k and with generic on identical buffers and compares every
-// element of every buffer, guards and gaps included.
-func checkVariant(t *testing.T, ctx string, k kernelID, c vcase, d, rows int, x, res, w []float32, eps float32, off int) {
+// checkVariant runs case c with kernel k and with generic on identical buffers of rows stored as T
+// in format f and compares every element of every buffer, guards and gaps included.
+func checkVariant[T elem](t *testing.T, ctx string, k kernelID, c vcase, f format, d, rows int, x, res []T, w []float32, eps float32, off int) {
 	t.Helper()
-	want := c.setup(d, rows, x, res, w, eps, off)
+	want := setupVariant(c, f, d, rows, x, res, w, eps, off)
 	want.run(kernelGeneric, c.stream)
-	got := c.setup(d, rows, x, res, w, eps, off)
+	got := setupVariant(c, f, d, rows, x, res, w, eps, off)
 	got.run(k, c.stream)
-	ctx = fmt.Sprintf("%s %s %s d=%d rows=%d off=%d", ctx, k, c, d, rows, off)
-	wg, gg := want.all(), got.all()
-	for i := range wg {
-		if j := firstDiff(gg[i].all, wg[i].all); j >= 0 {
-			p := j - gg[i].lo
-			t.Fatalf("%s: %s[%d] = %v (%#08x), generic gives %v (%#08x)", ctx, gg[i].name, p,
-				gg[i].all[j], math.Float32bits(gg[i].all[j]), wg[i].all[j], math.Float32bits(wg[i].all[j]))
+	ctx = fmt.Sprintf("%s %s %s %s d=%d rows=%d off=%d", ctx, k, fname(f), c, d, rows, off)
+	compareGuarded(t, ctx, f, got.x, want.x)
+	if got.dst != got.x {
+		compareGuarded(t, ctx, f, got.dst, want.dst)
+	}
+	if got.res != nil {
+		compareGuarded(t, ctx, f, got.res, want.res)
+	}
+	for _, p := range [][2]*guarded[float32]{{got.inv, want.inv}, {got.w, want.w}} {
+		if p[0] != nil {
+			compareGuarded(t, ctx, formatF32, p[0], p[1])
 		}
-		gg[i].check(t, ctx)
 	}
 	// Between rows nothing changes: the generic run (and so, by the comparison, every kernel)
 	// leaves the gap elements holding the guard value.
 	if c.gap > 0 {
 		stride := d + c.gap
-		for _, g := range []*guarded{want.x, want.dst, want.res} {
+		guard := bitsOf(guardOf[T]())
+		for _, g := range []*guarded[T]{want.x, want.dst, want.res} {
 			if g == nil {
 				continue
 			}
 			for r := 0; r+1 < rows; r++ {
 				for i := r*stride + d; i < (r+1)*stride; i++ {
-					if math.Float32bits(g.s[i]) != math.Float32bits(guardValue) {
+					if bitsOf(g.s[i]) != guard {
 						t.Fatalf("%s: %s element %d between rows %d and %d was written", ctx, g.name, i, r, r+1)
 					}
 				}
 			}
 		}
 	}
+}
+
+// compareGuarded fails unless got holds want's values (NaN payloads aside) everywhere, guards
+// included, and its guards are intact.
+func compareGuarded[T elem](t *testing.T, ctx string, f format, got, want *guarded[T]) {
+	t.Helper()
+	// By position relative to the slice: the two buffers' allocations need not be aligned alike.
+	for j := -guardLen; j < len(want.s)+guardLen; j++ {
+		if g, w := got.all[got.lo+j], want.all[want.lo+j]; !sameElem(g, w, f) {
+			t.Fatalf("%s: %s[%d] = %#x, generic gives %#x", ctx, got.name, j, bitsOf(g), bitsOf(w))
+		}
+	}
+	got.check(t, ctx)
 }
 
 // Every combination of the variants against generic, on every buffer, guards and gaps between
@@ -172,7 +195,7 @@ func TestVariantsMatchGeneric(t *testing.T) {
 						w := make([]float32, d)
 						fill(w, classNormal, r)
 						for i, vc := range allVcases() {
-							checkVariant(t, "wide", k, vc, d, rows, x, res, w, 1e-6, (d+i)%16)
+							checkVariant(t, "wide", k, vc, formatF32, d, rows, x, res, w, 1e-6, (d+i)%16)
 						}
 					}
 				}
@@ -201,7 +224,7 @@ func TestVariantsMatchGeneric(t *testing.T) {
 					continue
 				}
 				off := c.offsets[(c.d+i)%len(c.offsets)]
-				checkVariant(t, c.class.name, c.k, vc, c.d, c.rows, x, res, w, c.eps, off)
+				checkVariant(t, c.class.name, c.k, vc, formatF32, c.d, c.rows, x, res, w, c.eps, off)
 			}
 		})
 	})

@@ -47,10 +47,14 @@ func main() {
 	declareConstants()
 	var ks []spec.Kernel
 	for _, s := range []*isa{avx512, avx2} {
-		ks = append(ks, spec.Kernel{ID: s.kernelID, Prefix: s.name})
+		k := spec.Kernel{ID: s.kernelID, Prefix: s.name}
 		for _, v := range spec.Forward {
-			kernel(s, v)
+			if v.Format == spec.F32 { // 16-bit rows run the generic kernel
+				k.Variants = append(k.Variants, v)
+				kernel(s, v)
+			}
 		}
+		ks = append(ks, k)
 	}
 	Generate()
 	fixAssembly(out, cmd, ks)

@@ -65,13 +65,19 @@ func main() {
 
 	var s bytes.Buffer
 	fmt.Fprintf(&s, "%s\n\n//go:build %s\n\n#include \"textflag.h\"\n#include \"go_asm.h\"\n", header, constraint)
-	ks := []spec.Kernel{{ID: "kernelNEON", Prefix: "neon"}}
+	k := spec.Kernel{ID: "kernelNEON", Prefix: "neon"}
+	for _, v := range spec.Forward {
+		if v.Format == spec.F32 { // 16-bit rows run the generic kernel
+			k.Variants = append(k.Variants, v)
+		}
+	}
+	ks := []spec.Kernel{k}
 	s.WriteString("\n// func callKernel(j *job, from, to int) int: jump to the function job.fn selects, with the\n")
 	s.WriteString("// caller's arguments and return address in place.\n")
 	s.WriteString("TEXT ·callKernel(SB), NOSPLIT|NOFRAME, $0-32\n")
 	fmt.Fprintf(&s, "\tMOVD j+0(FP), R0\n\tMOVWU %s(R0), R1\n\tMOVD $kernels<>(SB), R2\n\tMOVD (R2)(R1<<3), R2\n\tB (R2)\n\n", spec.Job.Fn)
 	s.WriteString(spec.TableData(ks))
-	for _, v := range spec.Forward {
+	for _, v := range k.Variants {
 		s.WriteString(kernel("neon"+v.Name(), v))
 	}
 	if err := os.WriteFile(*out, s.Bytes(), 0o644); err != nil {

@@ -23,45 +23,100 @@ var Modes = []Mode{Weighted, Offset, Unweighted}
 
 func (m Mode) String() string { return [...]string{"Weighted", "Offset", "Unweighted"}[m] }
 
+// Format is how rows (x, dst and the residual) are stored; the weight is float32 in every format.
+type Format int
+
+const (
+	F32  Format = iota // float32
+	BF16               // bfloat16, raw bits in a uint16
+	F16                // IEEE 754 binary16, raw bits in a uint16
+)
+
+// Formats lists the formats in the order of the Go side's format constants.
+var Formats = []Format{F32, BF16, F16}
+
+func (f Format) String() string { return [...]string{"", "BF16", "F16"}[f] }
+
+// Bytes is the size of one element of a row.
+func (f Format) Bytes() int {
+	if f == F32 {
+		return 4
+	}
+	return 2
+}
+
 // Variant is one specialized kernel body.
 type Variant struct {
-	Mode     Mode
-	Residual bool // h = x + res; res = h; normalize h
+	Format          Format
+	Mode            Mode
+	Residual        bool // h = x + res (rounded to the format); res = h; normalize h
+	RoundNormalized bool // 16-bit formats, with a weight: x*inv is rounded to the format before the weight
 }
 
 // Forward lists every forward variant, in the order the generated files hold them; the Go side
-// numbers them the same way (gospec.go).
-var Forward = []Variant{
-	{Weighted, false},
-	{Offset, false},
-	{Unweighted, false},
-	{Weighted, true},
-	{Offset, true},
-	{Unweighted, true},
+// numbers them the same way (gospec.go). RoundNormalized changes nothing for float32 rows or
+// without a weight, so those have no such variant.
+var Forward = func() []Variant {
+	var vs []Variant
+	for _, f := range Formats {
+		for _, res := range []bool{false, true} {
+			for _, m := range Modes {
+				vs = append(vs, Variant{f, m, res, false})
+				if f != F32 && m != Unweighted {
+					vs = append(vs, Variant{f, m, res, true})
+				}
+			}
+		}
+	}
+	return vs
+}()
+
+// canonical returns the variant that implements v: RoundNormalized dropped where it changes nothing.
+func (v Variant) canonical() Variant {
+	if v.Format == F32 || v.Mode == Unweighted {
+		v.RoundNormalized = false
+	}
+	return v
 }
 
-// Name is the variant's part of a function name, e.g. "AddOffset".
+// Name is the variant's part of a function name, e.g. "AddOffset" or "BF16AddWeightedRN".
 func (v Variant) Name() string {
-	s := ""
+	s := v.Format.String()
 	if v.Residual {
-		s = "Add"
+		s += "Add"
 	}
-	return s + v.Mode.String()
+	s += v.Mode.String()
+	if v.RoundNormalized {
+		s += "RN"
+	}
+	return s
 }
 
 // Formula is the doc-comment line for the variant.
 func (v Variant) Formula() string {
 	src, s := "x", ""
+	round := func(e string) string { return e }
+	if v.Format != F32 {
+		s = v.Format.String() + " rows: "
+		round = func(e string) string { return "round16(" + e + ")" }
+	}
 	if v.Residual {
-		s, src = "h = x + res and res = h per element, then ", "h"
+		s += "h = " + round("x + res") + " and res = h per element, then "
+		src = "h"
+	}
+	n := src + "*inv"
+	if v.RoundNormalized {
+		n = round(n)
+	} else {
+		n = "(" + n + ")"
 	}
 	switch v.Mode {
 	case Weighted:
-		s += "y = (" + src + "*inv)*w"
+		s += "y = " + round(n+"*w")
 	case Offset:
-		s += "y = (" + src + "*inv)*(1+w)"
+		s += "y = " + round(n+"*(1+w)")
 	default:
-		s += "y = " + src + "*inv"
+		s += "y = " + round(src+"*inv")
 	}
 	return s + ", for each row."
 }
@@ -129,14 +184,24 @@ func GoSpec(header string) string {
 	}
 	b.WriteString(")\n\n")
 	fmt.Fprintf(&b, "const numVariants = %d\n\n", len(Forward))
-	b.WriteString("// forwardVariant maps a weight form and the presence of a residual to the variant.\n")
-	b.WriteString("var forwardVariant = [3][2]variant{\n")
-	for _, m := range Modes {
-		var vs []string
-		for _, res := range []bool{false, true} {
-			vs = append(vs, "v"+Variant{m, res}.Name())
+	fmt.Fprintf(&b, "// numConvOps is the number of conversions (convOp).\nconst numConvOps = %d\n\n", len(Conversions))
+	b.WriteString("// forwardVariant maps a call's storage format, weight form, residual and RoundNormalized to the\n")
+	b.WriteString("// variant that implements it.\n")
+	b.WriteString("var forwardVariant = [3][3][2][2]variant{\n")
+	for _, f := range Formats {
+		fmt.Fprintf(&b, "\tformat%s: {\n", map[Format]string{F32: "F32", BF16: "BF16", F16: "F16"}[f])
+		for _, m := range Modes {
+			var rs []string
+			for _, res := range []bool{false, true} {
+				var vs []string
+				for _, rn := range []bool{false, true} {
+					vs = append(vs, "v"+Variant{f, m, res, rn}.canonical().Name())
+				}
+				rs = append(rs, "{"+strings.Join(vs, ", ")+"}")
+			}
+			fmt.Fprintf(&b, "\t\t%s: {%s},\n", strings.ToLower(m.String()), strings.Join(rs, ", "))
 		}
-		fmt.Fprintf(&b, "\t%s: {%s},\n", strings.ToLower(m.String()), strings.Join(vs, ", "))
+		b.WriteString("\t},\n")
 	}
 	b.WriteString("}\n")
 	return b.String()
@@ -144,8 +209,37 @@ func GoSpec(header string) string {
 
 // Kernel is one ISA's set of kernel functions as the Go side knows it.
 type Kernel struct {
-	ID     string // the kernelID constant, e.g. "kernelAVX512"
-	Prefix string // the function-name prefix, e.g. "avx512"
+	ID          string    // the kernelID constant, e.g. "kernelAVX512"
+	Prefix      string    // the function-name prefix, e.g. "avx512"
+	Variants    []Variant // the variants it has functions for (the others run the generic kernel)
+	Conversions bool      // it has a function for each of Conversions
+}
+
+// Conversion is a vector loop that converts n elements between float32 and a 16-bit format,
+// func(dst, src unsafe.Pointer, n int); its index is the Go side's convOp.
+type Conversion struct {
+	Name   string // e.g. "WidenBF16"; the Go side's convOp is "conv" + Name
+	Format Format
+	Widen  bool // 16-bit to float32; else float32 to 16-bit
+}
+
+// Conversions lists the conversions in the order of the Go side's convOp constants.
+var Conversions = []Conversion{{"WidenBF16", BF16, true}, {"WidenF16", F16, true}, {"NarrowBF16", BF16, false}, {"NarrowF16", F16, false}}
+
+// ConvSignature is the Go signature of every conversion function.
+const (
+	ConvSignature = "(dst, src unsafe.Pointer, n int)"
+	ConvAvoSig    = "func(dst, src uintptr, n int)" // the same frame, in types Avo knows
+)
+
+// Has reports whether k has a function for v.
+func (k Kernel) Has(v Variant) bool {
+	for _, h := range k.Variants {
+		if h == v {
+			return true
+		}
+	}
+	return false
 }
 
 // GoStubs returns the declarations of the kernel functions of ks and of callKernel, the one entry
@@ -153,12 +247,12 @@ type Kernel struct {
 // Table), so that a call costs no switch and the job stays on the caller's stack (//go:noescape).
 func GoStubs(header, constraint string, ks []Kernel) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s\n\n//go:build %s\n\npackage rmsnorm\n", header, constraint)
+	fmt.Fprintf(&b, "%s\n\n//go:build %s\n\npackage rmsnorm\n\nimport \"unsafe\"\n", header, constraint)
 	b.WriteString("\n// callKernel runs rows [from, to) of j with the kernel function j.fn selects: kernel\n")
 	b.WriteString("// fn/numVariants (a kernelID) for variant fn%numVariants. It returns the index of the first row\n")
 	b.WriteString("// that needs the float64 path, or to.\n//\n//go:noescape\nfunc callKernel" + Signature + "\n")
 	for _, k := range ks {
-		for _, v := range Forward {
+		for _, v := range k.Variants {
 			name := k.Prefix + v.Name()
 			b.WriteString("\n")
 			for _, line := range v.Doc(name) {
@@ -166,8 +260,34 @@ func GoStubs(header, constraint string, ks []Kernel) string {
 			}
 			fmt.Fprintf(&b, "//\n//go:noescape\nfunc %s%s\n", name, Signature)
 		}
+		for _, c := range Conversions {
+			if k.Conversions {
+				fmt.Fprintf(&b, "\n// %s%s converts n elements: %s.\n//\n//go:noescape\nfunc %s%s%s\n",
+					k.Prefix, c.Name, c.Doc(), k.Prefix, c.Name, ConvSignature)
+			}
+		}
 	}
+	b.WriteString("\n// convertAsm runs conversion op on n elements with kernel k's vector loop and reports whether\n")
+	b.WriteString("// k has one.\nfunc convertAsm(k kernelID, op convOp, dst, src unsafe.Pointer, n int) bool {\n")
+	b.WriteString("\tswitch uint(k)*numConvOps + uint(op) {\n")
+	for _, k := range ks {
+		if !k.Conversions {
+			continue
+		}
+		for _, c := range Conversions {
+			fmt.Fprintf(&b, "\tcase uint(%s)*numConvOps + uint(conv%s):\n\t\t%s%s(dst, src, n)\n\t\treturn true\n", k.ID, c.Name, k.Prefix, c.Name)
+		}
+	}
+	b.WriteString("\t}\n\treturn false\n}\n")
 	return b.String()
+}
+
+// Doc describes the conversion.
+func (c Conversion) Doc() string {
+	if c.Widen {
+		return c.Format.String() + " bits at src widened exactly to float32 at dst"
+	}
+	return "float32 at src rounded to " + c.Format.String() + " bits at dst (to nearest, ties to even)"
 }
 
 // TableData returns the assembler directives that lay out Table(ks) as kernels<>, a read-only
@@ -190,7 +310,7 @@ func Table(ks []Kernel) []string {
 		for _, v := range Forward {
 			fn := "runGeneric"
 			for _, k := range ks {
-				if k.ID == id {
+				if k.ID == id && k.Has(v) {
 					fn = k.Prefix + v.Name()
 				}
 			}

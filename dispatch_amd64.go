@@ -11,7 +11,7 @@ import "github.com/klauspost/cpuid/v2"
 // has, so SSE stands for it here.
 var kernelFeatures = map[kernelID][]cpuid.FeatureID{
 	kernelAVX512: {cpuid.AVX, cpuid.AVX512F, cpuid.SSE},
-	kernelAVX2:   {cpuid.AVX, cpuid.AVX2, cpuid.SSE},
+	kernelAVX2:   {cpuid.AVX, cpuid.AVX2, cpuid.F16C, cpuid.SSE},
 }
 
 // archKernels returns the SIMD kernels this CPU runs, best first.

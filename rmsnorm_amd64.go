@@ -49,6 +49,146 @@ func avx512AddOffset(j *job, from, to int) int
 //go:noescape
 func avx512AddUnweighted(j *job, from, to int) int
 
+// avx512BF16Weighted normalizes rows [from, to) of the job: BF16 rows: y = round16((x*inv)*w), for each row.
+// It stops before the first row that needs the float64 path and returns that row's index, or to.
+//
+//go:noescape
+func avx512BF16Weighted(j *job, from, to int) int
+
+// avx512BF16WeightedRN normalizes rows [from, to) of the job: BF16 rows: y = round16(round16(x*inv)*w), for each row.
+// It stops before the first row that needs the float64 path and returns that row's index, or to.
+//
+//go:noescape
+func avx512BF16WeightedRN(j *job, from, to int) int
+
+// avx512BF16Offset normalizes rows [from, to) of the job: BF16 rows: y = round16((x*inv)*(1+w)), for each row.
+// It stops before the first row that needs the float64 path and returns that row's index, or to.
+//
+//go:noescape
+func avx512BF16Offset(j *job, from, to int) int
+
+// avx512BF16OffsetRN normalizes rows [from, to) of the job: BF16 rows: y = round16(round16(x*inv)*(1+w)), for each row.
+// It stops before the first row that needs the float64 path and returns that row's index, or to.
+//
+//go:noescape
+func avx512BF16OffsetRN(j *job, from, to int) int
+
+// avx512BF16Unweighted normalizes rows [from, to) of the job: BF16 rows: y = round16(x*inv), for each row.
+// It stops before the first row that needs the float64 path and returns that row's index, or to.
+//
+//go:noescape
+func avx512BF16Unweighted(j *job, from, to int) int
+
+// avx512BF16AddWeighted normalizes rows [from, to) of the job: BF16 rows: h = round16(x + res) and res = h per element, then y = round16((h*inv)*w), for each row.
+// It stops before the first row that needs the float64 path and returns that row's index, or to.
+//
+//go:noescape
+func avx512BF16AddWeighted(j *job, from, to int) int
+
+// avx512BF16AddWeightedRN normalizes rows [from, to) of the job: BF16 rows: h = round16(x + res) and res = h per element, then y = round16(round16(h*inv)*w), for each row.
+// It stops before the first row that needs the float64 path and returns that row's index, or to.
+//
+//go:noescape
+func avx512BF16AddWeightedRN(j *job, from, to int) int
+
+// avx512BF16AddOffset normalizes rows [from, to) of the job: BF16 rows: h = round16(x + res) and res = h per element, then y = round16((h*inv)*(1+w)), for each row.
+// It stops before the first row that needs the float64 path and returns that row's index, or to.
+//
+//go:noescape
+func avx512BF16AddOffset(j *job, from, to int) int
+
+// avx512BF16AddOffsetRN normalizes rows [from, to) of the job: BF16 rows: h = round16(x + res) and res = h per element, then y = round16(round16(h*inv)*(1+w)), for each row.
+// It stops before the first row that needs the float64 path and returns that row's index, or to.
+//
+//go:noescape
+func avx512BF16AddOffsetRN(j *job, from, to int) int
+
+// avx512BF16AddUnweighted normalizes rows [from, to) of the job: BF16 rows: h = round16(x + res) and res = h per element, then y = round16(h*inv), for each row.
+// It stops before the first row that needs the float64 path and returns that row's index, or to.
+//
+//go:noescape
+func avx512BF16AddUnweighted(j *job, from, to int) int
+
+// avx512F16Weighted normalizes rows [from, to) of the job: F16 rows: y = round16((x*inv)*w), for each row.
+// It stops before the first row that needs the float64 path and returns that row's index, or to.
+//
+//go:noescape
+func avx512F16Weighted(j *job, from, to int) int
+
+// avx512F16WeightedRN normalizes rows [from, to) of the job: F16 rows: y = round16(round16(x*inv)*w), for each row.
+// It stops before the first row that needs the float64 path and returns that row's index, or to.
+//
+//go:noescape
+func avx512F16WeightedRN(j *job, from, to int) int
+
+// avx512F16Offset normalizes rows [from, to) of the job: F16 rows: y = round16((x*inv)*(1+w)), for each row.
+// It stops before the first row that needs the float64 path and returns that row's index, or to.
+//
+//go:noescape
+func avx512F16Offset(j *job, from, to int) int
+
+// avx512F16OffsetRN normalizes rows [from, to) of the job: F16 rows: y = round16(round16(x*inv)*(1+w)), for each row.
+// It stops before the first row that needs the float64 path and returns that row's index, or to.
+//
+//go:noescape
+func avx512F16OffsetRN(j *job, from, to int) int
+
+// avx512F16Unweighted normalizes rows [from, to) of the job: F16 rows: y = round16(x*inv), for each row.
+// It stops before the first row that needs the float64 path and returns that row's index, or to.
+//
+//go:noescape
+func avx512F16Unweighted(j *job, from, to int) int
+
+// avx512F16AddWeighted normalizes rows [from, to) of the job: F16 rows: h = round16(x + res) and res = h per element, then y = round16((h*inv)*w), for each row.
+// It stops before the first row that needs the float64 path and returns that row's index, or to.
+//
+//go:noescape
+func avx512F16AddWeighted(j *job, from, to int) int
+
+// avx512F16AddWeightedRN normalizes rows [from, to) of the job: F16 rows: h = round16(x + res) and res = h per element, then y = round16(round16(h*inv)*w), for each row.
+// It stops before the first row that needs the float64 path and returns that row's index, or to.
+//
+//go:noescape
+func avx512F16AddWeightedRN(j *job, from, to int) int
+
+// avx512F16AddOffset normalizes rows [from, to) of the job: F16 rows: h = round16(x + res) and res = h per element, then y = round16((h*inv)*(1+w)), for each row.
+// It stops before the first row that needs the float64 path and returns that row's index, or to.
+//
+//go:noescape
+func avx512F16AddOffset(j *job, from, to int) int
+
+// avx512F16AddOffsetRN normalizes rows [from, to) of the job: F16 rows: h = round16(x + res) and res = h per element, then y = round16(round16(h*inv)*(1+w)), for each row.
+// It stops before the first row that needs the float64 path and returns that row's index, or to.
+//
+//go:noescape
+func avx512F16AddOffsetRN(j *job, from, to int) int
+
+// avx512F16AddUnweighted normalizes rows [from, to) of the job: F16 rows: h = round16(x + res) and res = h per element, then y = round16(h*inv), for each row.
+// It stops before the first row that needs the float64 path and returns that row's index, or to.
+//
+//go:noescape
+func avx512F16AddUnweighted(j *job, from, to int) int
+
+// avx512WidenBF16 converts n elements: BF16 bits at src widened exactly to float32 at dst.
+//
+//go:noescape
+func avx512WidenBF16(dst, src unsafe.Pointer, n int)
+
+// avx512WidenF16 converts n elements: F16 bits at src widened exactly to float32 at dst.
+//
+//go:noescape
+func avx512WidenF16(dst, src unsafe.Pointer, n int)
+
+// avx512NarrowBF16 converts n elements: float32 at src rounded to BF16 bits at dst (to nearest, ties to even).
+//
+//go:noescape
+func avx512NarrowBF16(dst, src unsafe.Pointer, n int)
+
+// avx512NarrowF16 converts n elements: float32 at src rounded to F16 bits at dst (to nearest, ties to even).
+//
+//go:noescape
+func avx512NarrowF16(dst, src unsafe.Pointer, n int)
+
 // avx2Weighted normalizes rows [from, to) of the job: y = (x*inv)*w, for each row.
 // It stops before the first row that needs the float64 path and returns that row's index, or to.
 //
@@ -85,10 +225,174 @@ func avx2AddOffset(j *job, from, to int) int
 //go:noescape
 func avx2AddUnweighted(j *job, from, to int) int
 
+// avx2BF16Weighted normalizes rows [from, to) of the job: BF16 rows: y = round16((x*inv)*w), for each row.
+// It stops before the first row that needs the float64 path and returns that row's index, or to.
+//
+//go:noescape
+func avx2BF16Weighted(j *job, from, to int) int
+
+// avx2BF16WeightedRN normalizes rows [from, to) of the job: BF16 rows: y = round16(round16(x*inv)*w), for each row.
+// It stops before the first row that needs the float64 path and returns that row's index, or to.
+//
+//go:noescape
+func avx2BF16WeightedRN(j *job, from, to int) int
+
+// avx2BF16Offset normalizes rows [from, to) of the job: BF16 rows: y = round16((x*inv)*(1+w)), for each row.
+// It stops before the first row that needs the float64 path and returns that row's index, or to.
+//
+//go:noescape
+func avx2BF16Offset(j *job, from, to int) int
+
+// avx2BF16OffsetRN normalizes rows [from, to) of the job: BF16 rows: y = round16(round16(x*inv)*(1+w)), for each row.
+// It stops before the first row that needs the float64 path and returns that row's index, or to.
+//
+//go:noescape
+func avx2BF16OffsetRN(j *job, from, to int) int
+
+// avx2BF16Unweighted normalizes rows [from, to) of the job: BF16 rows: y = round16(x*inv), for each row.
+// It stops before the first row that needs the float64 path and returns that row's index, or to.
+//
+//go:noescape
+func avx2BF16Unweighted(j *job, from, to int) int
+
+// avx2BF16AddWeighted normalizes rows [from, to) of the job: BF16 rows: h = round16(x + res) and res = h per element, then y = round16((h*inv)*w), for each row.
+// It stops before the first row that needs the float64 path and returns that row's index, or to.
+//
+//go:noescape
+func avx2BF16AddWeighted(j *job, from, to int) int
+
+// avx2BF16AddWeightedRN normalizes rows [from, to) of the job: BF16 rows: h = round16(x + res) and res = h per element, then y = round16(round16(h*inv)*w), for each row.
+// It stops before the first row that needs the float64 path and returns that row's index, or to.
+//
+//go:noescape
+func avx2BF16AddWeightedRN(j *job, from, to int) int
+
+// avx2BF16AddOffset normalizes rows [from, to) of the job: BF16 rows: h = round16(x + res) and res = h per element, then y = round16((h*inv)*(1+w)), for each row.
+// It stops before the first row that needs the float64 path and returns that row's index, or to.
+//
+//go:noescape
+func avx2BF16AddOffset(j *job, from, to int) int
+
+// avx2BF16AddOffsetRN normalizes rows [from, to) of the job: BF16 rows: h = round16(x + res) and res = h per element, then y = round16(round16(h*inv)*(1+w)), for each row.
+// It stops before the first row that needs the float64 path and returns that row's index, or to.
+//
+//go:noescape
+func avx2BF16AddOffsetRN(j *job, from, to int) int
+
+// avx2BF16AddUnweighted normalizes rows [from, to) of the job: BF16 rows: h = round16(x + res) and res = h per element, then y = round16(h*inv), for each row.
+// It stops before the first row that needs the float64 path and returns that row's index, or to.
+//
+//go:noescape
+func avx2BF16AddUnweighted(j *job, from, to int) int
+
+// avx2F16Weighted normalizes rows [from, to) of the job: F16 rows: y = round16((x*inv)*w), for each row.
+// It stops before the first row that needs the float64 path and returns that row's index, or to.
+//
+//go:noescape
+func avx2F16Weighted(j *job, from, to int) int
+
+// avx2F16WeightedRN normalizes rows [from, to) of the job: F16 rows: y = round16(round16(x*inv)*w), for each row.
+// It stops before the first row that needs the float64 path and returns that row's index, or to.
+//
+//go:noescape
+func avx2F16WeightedRN(j *job, from, to int) int
+
+// avx2F16Offset normalizes rows [from, to) of the job: F16 rows: y = round16((x*inv)*(1+w)), for each row.
+// It stops before the first row that needs the float64 path and returns that row's index, or to.
+//
+//go:noescape
+func avx2F16Offset(j *job, from, to int) int
+
+// avx2F16OffsetRN normalizes rows [from, to) of the job: F16 rows: y = round16(round16(x*inv)*(1+w)), for each row.
+// It stops before the first row that needs the float64 path and returns that row's index, or to.
+//
+//go:noescape
+func avx2F16OffsetRN(j *job, from, to int) int
+
+// avx2F16Unweighted normalizes rows [from, to) of the job: F16 rows: y = round16(x*inv), for each row.
+// It stops before the first row that needs the float64 path and returns that row's index, or to.
+//
+//go:noescape
+func avx2F16Unweighted(j *job, from, to int) int
+
+// avx2F16AddWeighted normalizes rows [from, to) of the job: F16 rows: h = round16(x + res) and res = h per element, then y = round16((h*inv)*w), for each row.
+// It stops before the first row that needs the float64 path and returns that row's index, or to.
+//
+//go:noescape
+func avx2F16AddWeighted(j *job, from, to int) int
+
+// avx2F16AddWeightedRN normalizes rows [from, to) of the job: F16 rows: h = round16(x + res) and res = h per element, then y = round16(round16(h*inv)*w), for each row.
+// It stops before the first row that needs the float64 path and returns that row's index, or to.
+//
+//go:noescape
+func avx2F16AddWeightedRN(j *job, from, to int) int
+
+// avx2F16AddOffset normalizes rows [from, to) of the job: F16 rows: h = round16(x + res) and res = h per element, then y = round16((h*inv)*(1+w)), for each row.
+// It stops before the first row that needs the float64 path and returns that row's index, or to.
+//
+//go:noescape
+func avx2F16AddOffset(j *job, from, to int) int
+
+// avx2F16AddOffsetRN normalizes rows [from, to) of the job: F16 rows: h = round16(x + res) and res = h per element, then y = round16(round16(h*inv)*(1+w)), for each row.
+// It stops before the first row that needs the float64 path and returns that row's index, or to.
+//
+//go:noescape
+func avx2F16AddOffsetRN(j *job, from, to int) int
+
+// avx2F16AddUnweighted normalizes rows [from, to) of the job: F16 rows: h = round16(x + res) and res = h per element, then y = round16(h*inv), for each row.
+// It stops before the first row that needs the float64 path and returns that row's index, or to.
+//
+//go:noescape
+func avx2F16AddUnweighted(j *job, from, to int) int
+
+// avx2WidenBF16 converts n elements: BF16 bits at src widened exactly to float32 at dst.
+//
+//go:noescape
+func avx2WidenBF16(dst, src unsafe.Pointer, n int)
+
+// avx2WidenF16 converts n elements: F16 bits at src widened exactly to float32 at dst.
+//
+//go:noescape
+func avx2WidenF16(dst, src unsafe.Pointer, n int)
+
+// avx2NarrowBF16 converts n elements: float32 at src rounded to BF16 bits at dst (to nearest, ties to even).
+//
+//go:noescape
+func avx2NarrowBF16(dst, src unsafe.Pointer, n int)
+
+// avx2NarrowF16 converts n elements: float32 at src rounded to F16 bits at dst (to nearest, ties to even).
+//
+//go:noescape
+func avx2NarrowF16(dst, src unsafe.Pointer, n int)
+
 // convertAsm runs conversion op on n elements with kernel k's vector loop and reports whether
 // k has one.
 func convertAsm(k kernelID, op convOp, dst, src unsafe.Pointer, n int) bool {
 	switch uint(k)*numConvOps + uint(op) {
+	case uint(kernelAVX512)*numConvOps + uint(convWidenBF16):
+		avx512WidenBF16(dst, src, n)
+		return true
+	case uint(kernelAVX512)*numConvOps + uint(convWidenF16):
+		avx512WidenF16(dst, src, n)
+		return true
+	case uint(kernelAVX512)*numConvOps + uint(convNarrowBF16):
+		avx512NarrowBF16(dst, src, n)
+		return true
+	case uint(kernelAVX512)*numConvOps + uint(convNarrowF16):
+		avx512NarrowF16(dst, src, n)
+		return true
+	case uint(kernelAVX2)*numConvOps + uint(convWidenBF16):
+		avx2WidenBF16(dst, src, n)
+		return true
+	case uint(kernelAVX2)*numConvOps + uint(convWidenF16):
+		avx2WidenF16(dst, src, n)
+		return true
+	case uint(kernelAVX2)*numConvOps + uint(convNarrowBF16):
+		avx2NarrowBF16(dst, src, n)
+		return true
+	case uint(kernelAVX2)*numConvOps + uint(convNarrowF16):
+		avx2NarrowF16(dst, src, n)
+		return true
 	}
 	return false
 }

@@ -48,6 +48,84 @@ DATA kmask<>+30(SB)/2, $0x7fff
 DATA kmask<>+32(SB)/2, $0xffff
 GLOBL kmask<>(SB), RODATA|NOPTR, $34
 
+DATA avx512bfone<>+0(SB)/4, $0x00000001
+GLOBL avx512bfone<>(SB), RODATA|NOPTR, $4
+
+DATA avx512bfbias<>+0(SB)/4, $0x00007fff
+GLOBL avx512bfbias<>(SB), RODATA|NOPTR, $4
+
+DATA avx512bfhigh<>+0(SB)/4, $0xffff0000
+GLOBL avx512bfhigh<>(SB), RODATA|NOPTR, $4
+
+DATA avx512bfnanhigh<>+0(SB)/4, $0x7fc00000
+GLOBL avx512bfnanhigh<>(SB), RODATA|NOPTR, $4
+
+DATA avx512bfnanlow<>+0(SB)/4, $0x00007fc0
+GLOBL avx512bfnanlow<>(SB), RODATA|NOPTR, $4
+
+DATA avx512bffixnan<>+0(SB)/4, $0x00000033
+GLOBL avx512bffixnan<>(SB), RODATA|NOPTR, $4
+
+DATA avx2bfone<>+0(SB)/4, $0x00000001
+DATA avx2bfone<>+4(SB)/4, $0x00000001
+DATA avx2bfone<>+8(SB)/4, $0x00000001
+DATA avx2bfone<>+12(SB)/4, $0x00000001
+DATA avx2bfone<>+16(SB)/4, $0x00000001
+DATA avx2bfone<>+20(SB)/4, $0x00000001
+DATA avx2bfone<>+24(SB)/4, $0x00000001
+DATA avx2bfone<>+28(SB)/4, $0x00000001
+GLOBL avx2bfone<>(SB), RODATA|NOPTR, $32
+
+DATA avx2bfbias<>+0(SB)/4, $0x00007fff
+DATA avx2bfbias<>+4(SB)/4, $0x00007fff
+DATA avx2bfbias<>+8(SB)/4, $0x00007fff
+DATA avx2bfbias<>+12(SB)/4, $0x00007fff
+DATA avx2bfbias<>+16(SB)/4, $0x00007fff
+DATA avx2bfbias<>+20(SB)/4, $0x00007fff
+DATA avx2bfbias<>+24(SB)/4, $0x00007fff
+DATA avx2bfbias<>+28(SB)/4, $0x00007fff
+GLOBL avx2bfbias<>(SB), RODATA|NOPTR, $32
+
+DATA avx2bfhigh<>+0(SB)/4, $0xffff0000
+DATA avx2bfhigh<>+4(SB)/4, $0xffff0000
+DATA avx2bfhigh<>+8(SB)/4, $0xffff0000
+DATA avx2bfhigh<>+12(SB)/4, $0xffff0000
+DATA avx2bfhigh<>+16(SB)/4, $0xffff0000
+DATA avx2bfhigh<>+20(SB)/4, $0xffff0000
+DATA avx2bfhigh<>+24(SB)/4, $0xffff0000
+DATA avx2bfhigh<>+28(SB)/4, $0xffff0000
+GLOBL avx2bfhigh<>(SB), RODATA|NOPTR, $32
+
+DATA avx2bfnanhigh<>+0(SB)/4, $0x7fc00000
+DATA avx2bfnanhigh<>+4(SB)/4, $0x7fc00000
+DATA avx2bfnanhigh<>+8(SB)/4, $0x7fc00000
+DATA avx2bfnanhigh<>+12(SB)/4, $0x7fc00000
+DATA avx2bfnanhigh<>+16(SB)/4, $0x7fc00000
+DATA avx2bfnanhigh<>+20(SB)/4, $0x7fc00000
+DATA avx2bfnanhigh<>+24(SB)/4, $0x7fc00000
+DATA avx2bfnanhigh<>+28(SB)/4, $0x7fc00000
+GLOBL avx2bfnanhigh<>(SB), RODATA|NOPTR, $32
+
+DATA avx2bfnanlow<>+0(SB)/4, $0x00007fc0
+DATA avx2bfnanlow<>+4(SB)/4, $0x00007fc0
+DATA avx2bfnanlow<>+8(SB)/4, $0x00007fc0
+DATA avx2bfnanlow<>+12(SB)/4, $0x00007fc0
+DATA avx2bfnanlow<>+16(SB)/4, $0x00007fc0
+DATA avx2bfnanlow<>+20(SB)/4, $0x00007fc0
+DATA avx2bfnanlow<>+24(SB)/4, $0x00007fc0
+DATA avx2bfnanlow<>+28(SB)/4, $0x00007fc0
+GLOBL avx2bfnanlow<>(SB), RODATA|NOPTR, $32
+
+DATA avx2bffixnan<>+0(SB)/4, $0x00000033
+DATA avx2bffixnan<>+4(SB)/4, $0x00000033
+DATA avx2bffixnan<>+8(SB)/4, $0x00000033
+DATA avx2bffixnan<>+12(SB)/4, $0x00000033
+DATA avx2bffixnan<>+16(SB)/4, $0x00000033
+DATA avx2bffixnan<>+20(SB)/4, $0x00000033
+DATA avx2bffixnan<>+24(SB)/4, $0x00000033
+DATA avx2bffixnan<>+28(SB)/4, $0x00000033
+GLOBL avx2bffixnan<>(SB), RODATA|NOPTR, $32
+
 // func avx512Weighted(j uintptr, from int, to int) int
 // Requires: AVX, AVX512F, MMX+
 TEXT ·avx512Weighted(SB), NOSPLIT, $376-32
@@ -441,7 +519,7 @@ scalehead:
 	VMOVUPS.Z (BX)(DI*4), K1, Z2
 	VMULPS    Z2, Z1, Z1
 	VMOVUPS   Z1, K1, (CX)(DI*4)
-	MOVQ      R10, DI
+	ADDQ      R10, DI
 
 scalentloop:
 	CMPQ       DI, R8
@@ -923,7 +1001,7 @@ scalehead:
 	VADDPS    Z1, Z3, Z3
 	VMULPS    Z3, Z2, Z2
 	VMOVUPS   Z2, K1, (CX)(DI*4)
-	MOVQ      R10, DI
+	ADDQ      R10, DI
 
 scalentloop:
 	CMPQ       DI, R8
@@ -1386,7 +1464,7 @@ scalehead:
 	VMOVUPS.Z (DX)(SI*4), K1, Z1
 	VMULPS    Z1, Z0, Z1
 	VMOVUPS   Z1, K1, (CX)(SI*4)
-	MOVQ      R9, SI
+	ADDQ      R9, SI
 
 scalentloop:
 	CMPQ       SI, DI
@@ -1792,7 +1870,7 @@ scalehead:
 	VMOVUPS.Z (BX)(R8*4), K1, Z2
 	VMULPS    Z2, Z1, Z1
 	VMOVUPS   Z1, K1, (CX)(R8*4)
-	MOVQ      R11, R8
+	ADDQ      R11, R8
 
 scalentloop:
 	CMPQ       R8, R9
@@ -2225,7 +2303,7 @@ scalehead:
 	VADDPS    Z1, Z3, Z3
 	VMULPS    Z3, Z2, Z2
 	VMOVUPS   Z2, K1, (CX)(R8*4)
-	MOVQ      R11, R8
+	ADDQ      R11, R8
 
 scalentloop:
 	CMPQ       R8, R9
@@ -2639,7 +2717,7 @@ scalehead:
 	VMOVUPS.Z (BX)(DI*4), K1, Z1
 	VMULPS    Z1, Z0, Z1
 	VMOVUPS   Z1, K1, (CX)(DI*4)
-	MOVQ      R10, DI
+	ADDQ      R10, DI
 
 scalentloop:
 	CMPQ       DI, R8
@@ -2701,6 +2779,12390 @@ vzero:
 	VZEROUPPER
 	MOVQ 320(SP), AX
 	MOVQ AX, ret+24(FP)
+	RET
+
+// func avx512BF16Weighted(j uintptr, from int, to int) int
+// Requires: AVX, AVX512F, MMX+
+TEXT ·avx512BF16Weighted(SB), NOSPLIT, $376-32
+	// avx512BF16Weighted normalizes rows [from, to) of the job: BF16 rows: y = round16((x*inv)*w), for each row.
+	// It stops before the first row that needs the float64 path and returns that row's index, or to.
+	MOVQ         j+0(FP), AX
+	MOVQ         job_dst+0(AX), CX
+	MOVQ         job_x+0(AX), DX
+	MOVQ         job_w+0(AX), BX
+	MOVQ         job_stride+0(AX), SI
+	SHLQ         $0x01, SI
+	VPBROADCASTD avx512bfone<>+0(SB), Z0
+	VPBROADCASTD avx512bfbias<>+0(SB), Z1
+	VPBROADCASTD avx512bfhigh<>+0(SB), Z2
+	VPBROADCASTD avx512bffixnan<>+0(SB), Z2
+
+	// fd = float32(d); rd = 1/d when d is a power of two (ss/d is then ss*rd exactly), else 0.
+	MOVQ       job_d+0(AX), DI
+	VMOVSS     one<>+0(SB), X3
+	VCVTSI2SSQ DI, X3, X3
+	VMOVSS     X3, 368(SP)
+	XORL       R9, R9
+	LEAQ       -1(DI), R8
+	TESTQ      DI, R8
+	JNZ        notpow2
+	BSFQ       DI, R8
+	MOVL       $0x0000007f, R9
+	SUBL       R8, R9
+	SHLL       $0x17, R9
+
+notpow2:
+	MOVL R9, 372(SP)
+
+	// Start at row from.
+	MOVQ  from+8(FP), DI
+	MOVQ  DI, 320(SP)
+	MOVQ  $0x00000000, 328(SP)
+	IMULQ SI, DI
+	ADDQ  DI, CX
+	ADDQ  DI, DX
+
+row:
+	MOVQ 320(SP), DI
+	CMPQ DI, to+16(FP)
+	JAE  ret
+	MOVQ $0x00000001, 336(SP)
+	CMPQ 328(SP), $0x00
+	JE   trygroup
+	DECQ 328(SP)
+	JMP  sum
+
+trygroup:
+	CMPQ job_d+0(AX), $0x00000200
+	JA   sum
+	MOVQ to+16(FP), DI
+	SUBQ 320(SP), DI
+	CMPQ DI, $0x04
+	JB   sum
+	MOVQ $0x00000004, 336(SP)
+
+sum:
+	MOVQ DX, DI
+	XORQ R8, R8
+
+sumrow:
+	// Sum of squares: element i goes to partial i%64.
+	MOVQ    job_d+0(AX), R10
+	SUBQ    $0x00000040, R10
+	JGE     firstblock
+	VMOVUPS zero64<>+0(SB), Z6
+	VMOVUPS zero64<>+0(SB), Z7
+	VMOVUPS zero64<>+0(SB), Z8
+	VMOVUPS zero64<>+0(SB), Z9
+	XORQ    R9, R9
+	JMP     sumtail
+
+firstblock:
+	// +0 + square is the square itself: the first block initializes the partials.
+	XORQ      R9, R9
+	VPMOVZXWD (DI)(R9*2), Z6
+	VPSLLD    $0x10, Z6, Z6
+	VMULPS    Z6, Z6, Z6
+	VPMOVZXWD 32(DI)(R9*2), Z7
+	VPSLLD    $0x10, Z7, Z7
+	VMULPS    Z7, Z7, Z7
+	VPMOVZXWD 64(DI)(R9*2), Z8
+	VPSLLD    $0x10, Z8, Z8
+	VMULPS    Z8, Z8, Z8
+	VPMOVZXWD 96(DI)(R9*2), Z9
+	VPSLLD    $0x10, Z9, Z9
+	VMULPS    Z9, Z9, Z9
+	MOVQ      $0x00000040, R9
+	TESTL     $0x00000002, job_flags+0(AX)
+	JNZ       sumpf
+
+sumloop:
+	CMPQ      R9, R10
+	JG        sumtail
+	VPMOVZXWD (DI)(R9*2), Z10
+	VPSLLD    $0x10, Z10, Z10
+	VMULPS    Z10, Z10, Z10
+	VADDPS    Z10, Z6, Z6
+	VPMOVZXWD 32(DI)(R9*2), Z10
+	VPSLLD    $0x10, Z10, Z10
+	VMULPS    Z10, Z10, Z10
+	VADDPS    Z10, Z7, Z7
+	VPMOVZXWD 64(DI)(R9*2), Z10
+	VPSLLD    $0x10, Z10, Z10
+	VMULPS    Z10, Z10, Z10
+	VADDPS    Z10, Z8, Z8
+	VPMOVZXWD 96(DI)(R9*2), Z10
+	VPSLLD    $0x10, Z10, Z10
+	VMULPS    Z10, Z10, Z10
+	VADDPS    Z10, Z9, Z9
+	ADDQ      $0x00000040, R9
+	JMP       sumloop
+
+	// The same, prefetching the rows ahead.
+sumpf:
+	MOVQ SI, R11
+	SHLQ $0x01, R11
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows1
+	SHLQ $0x03, R11
+
+longrows1:
+	ADDQ DI, R11
+
+sumpfloop:
+	CMPQ       R9, R10
+	JG         sumtail
+	PREFETCHT0 (R11)(R9*2)
+	PREFETCHT0 64(R11)(R9*2)
+	VPMOVZXWD  (DI)(R9*2), Z10
+	VPSLLD     $0x10, Z10, Z10
+	VMULPS     Z10, Z10, Z10
+	VADDPS     Z10, Z6, Z6
+	VPMOVZXWD  32(DI)(R9*2), Z10
+	VPSLLD     $0x10, Z10, Z10
+	VMULPS     Z10, Z10, Z10
+	VADDPS     Z10, Z7, Z7
+	VPMOVZXWD  64(DI)(R9*2), Z10
+	VPSLLD     $0x10, Z10, Z10
+	VMULPS     Z10, Z10, Z10
+	VADDPS     Z10, Z8, Z8
+	VPMOVZXWD  96(DI)(R9*2), Z10
+	VPSLLD     $0x10, Z10, Z10
+	VMULPS     Z10, Z10, Z10
+	VADDPS     Z10, Z9, Z9
+	ADDQ       $0x00000040, R9
+	JMP        sumpfloop
+
+sumtail:
+	// Fewer than 64 elements remain.
+	MOVQ job_d+0(AX), R10
+	SUBQ R9, R10
+	JZ   summed
+	LEAQ kmask<>+0(SB), R11
+	MOVQ R10, R12
+	CMPQ R12, $0x00000010
+	JLE  tailmask0
+	MOVQ $0x00000010, R12
+
+tailmask0:
+	KMOVW       (R11)(R12*2), K1
+	VPMOVZXWD.Z (DI)(R9*2), K1, Z10
+	VPSLLD      $0x10, Z10, Z10
+	VMULPS      Z10, Z10, Z10
+	VADDPS      Z10, Z6, Z6
+	MOVQ        R10, R12
+	SUBQ        $0x00000010, R12
+	JLE         summed
+	CMPQ        R12, $0x00000010
+	JLE         tailmask1
+	MOVQ        $0x00000010, R12
+
+tailmask1:
+	KMOVW       (R11)(R12*2), K1
+	VPMOVZXWD.Z 32(DI)(R9*2), K1, Z10
+	VPSLLD      $0x10, Z10, Z10
+	VMULPS      Z10, Z10, Z10
+	VADDPS      Z10, Z7, Z7
+	MOVQ        R10, R12
+	SUBQ        $0x00000020, R12
+	JLE         summed
+	CMPQ        R12, $0x00000010
+	JLE         tailmask2
+	MOVQ        $0x00000010, R12
+
+tailmask2:
+	KMOVW       (R11)(R12*2), K1
+	VPMOVZXWD.Z 64(DI)(R9*2), K1, Z10
+	VPSLLD      $0x10, Z10, Z10
+	VMULPS      Z10, Z10, Z10
+	VADDPS      Z10, Z8, Z8
+	SUBQ        $0x00000030, R10
+	JLE         summed
+	CMPQ        R10, $0x00000010
+	JLE         tailmask3
+	MOVQ        $0x00000010, R10
+
+tailmask3:
+	KMOVW       (R11)(R10*2), K1
+	VPMOVZXWD.Z 96(DI)(R9*2), K1, Z10
+	VPSLLD      $0x10, Z10, Z10
+	VMULPS      Z10, Z10, Z10
+	VADDPS      Z10, Z9, Z9
+
+summed:
+	VADDPS  Z8, Z6, Z6
+	VADDPS  Z9, Z7, Z7
+	VADDPS  Z7, Z6, Z6
+	CMPQ    336(SP), $0x01
+	JE      invone
+	VMOVUPS Z6, (SP)(R8*1)
+	ADDQ    SI, DI
+	ADDQ    $0x00000040, R8
+	CMPQ    R8, $0x00000100
+	JB      sumrow
+	JMP     invgroup
+
+invone:
+	// Halving tree: p[j] += p[j+h] for the remaining h, down to ss.
+	VSHUFF64X2 $0xee, Z6, Z6, Z7
+	VADDPS     Z7, Z6, Z6
+	VSHUFF32X4 $0x01, Z6, Z6, Z7
+	VADDPS     Z7, Z6, Z6
+	VPERMILPS  $0x4e, Z6, Z7
+	VADDPS     Z7, Z6, Z6
+	VPERMILPS  $0xb1, Z6, Z7
+	VADDPS     Z7, Z6, Z6
+
+	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
+	CMPL   372(SP), $0x00
+	JE     divide2
+	VMULSS 372(SP), X6, X4
+	JMP    divided3
+
+divide2:
+	VDIVSS 368(SP), X6, X4
+
+divided3:
+	VADDSS   job_eps+0(AX), X4, X4
+	VUCOMISS tlo<>+0(SB), X4
+	JCS      ret
+	VUCOMISS tmax<>+0(SB), X4
+	JHI      ret
+	VSQRTSS  X4, X4, X4
+	VMOVSS   one<>+0(SB), X3
+	VDIVSS   X4, X3, X3
+
+	// Report 1/rms if asked.
+	MOVQ   job_inv+0(AX), DI
+	TESTQ  DI, DI
+	JZ     scale
+	MOVQ   320(SP), R8
+	VMOVSS X3, (DI)(R8*4)
+	JMP    scale
+
+invgroup:
+	// The rest of the halving tree, four rows at once.
+	VMOVUPS       (SP), Z6
+	VMOVUPS       64(SP), Z7
+	VMOVUPS       128(SP), Z8
+	VMOVUPS       192(SP), Z9
+	VSHUFF64X2    $0x44, Z7, Z6, Z10
+	VSHUFF64X2    $0xee, Z7, Z6, Z6
+	VADDPS        Z6, Z10, Z10
+	VSHUFF64X2    $0x44, Z9, Z8, Z6
+	VSHUFF64X2    $0xee, Z9, Z8, Z7
+	VADDPS        Z7, Z6, Z6
+	VSHUFF32X4    $0x88, Z6, Z10, Z7
+	VSHUFF32X4    $0xdd, Z6, Z10, Z6
+	VADDPS        Z6, Z7, Z7
+	VPERMILPS     $0x4e, Z7, Z6
+	VADDPS        Z6, Z7, Z7
+	VPERMILPS     $0xb1, Z7, Z6
+	VADDPS        Z6, Z7, Z7
+	MOVL          $0x00001111, DI
+	KMOVW         DI, K1
+	VCOMPRESSPS.Z Z7, K1, Z6
+
+	// t = ss/d + eps for the four rows; any t outside [2^-100, MaxFloat32] sends the group to the one-row path.
+	CMPL         372(SP), $0x00
+	JE           divide4
+	VBROADCASTSS 372(SP), Z7
+	VMULPS       Z7, Z6, Z6
+	JMP          divided5
+
+divide4:
+	VBROADCASTSS 368(SP), Z7
+	VDIVPS       Z7, Z6, Z6
+
+divided5:
+	VBROADCASTSS job_eps+0(AX), Z7
+	VADDPS       Z7, Z6, Z6
+	MOVL         $0x0000000f, DI
+	KMOVW        DI, K1
+	VBROADCASTSS tlo<>+0(SB), Z7
+	VBROADCASTSS tmax<>+0(SB), Z8
+	VCMPPS       $0x1d, Z7, Z6, K1, K1
+	VCMPPS       $0x12, Z8, Z6, K1, K1
+	KMOVW        K1, DI
+	CMPL         DI, $0x0f
+	JE           ginrange
+	MOVQ         $0x00000004, 328(SP)
+	JMP          row
+
+ginrange:
+	VSQRTPS      Z6, Z6
+	VBROADCASTSS one<>+0(SB), Z3
+	VDIVPS       Z6, Z3, Z3
+
+	// Report 1/rms if asked.
+	MOVQ    job_inv+0(AX), DI
+	TESTQ   DI, DI
+	JZ      scale
+	MOVQ    320(SP), R8
+	MOVL    $0x0000000f, R9
+	KMOVW   R9, K1
+	VMOVUPS Z3, K1, (DI)(R8*4)
+
+scale:
+	VBROADCASTSS X3, Z6
+	MOVQ         $0x00000000, 344(SP)
+	CMPQ         336(SP), $0x01
+	JE           scalebody
+	VMOVUPS      Z3, 256(SP)
+
+scalerow:
+	MOVQ         344(SP), DI
+	VBROADCASTSS 256(SP)(DI*4), Z6
+
+scalebody:
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ  DI, DI
+	MOVQ  job_d+0(AX), R8
+	SUBQ  $0x00000040, R8
+	TESTL $0x00000002, job_flags+0(AX)
+	JNZ   scalepf
+
+scaleloop:
+	CMPQ        DI, R8
+	JG          scaletail
+	VPMOVZXWD   (DX)(DI*2), Z7
+	VPSLLD      $0x10, Z7, Z7
+	VMULPS      Z6, Z7, Z7
+	VMULPS      (BX)(DI*4), Z7, Z7
+	VFIXUPIMMPS $0x00, Z2, Z7, Z7
+	VPSRLD      $0x10, Z7, Z8
+	VPANDD      Z0, Z8, Z8
+	VPADDD      Z1, Z8, Z8
+	VPADDD      Z7, Z8, Z8
+	VPSRLD      $0x10, Z8, Z8
+	VPMOVDW     Z8, (CX)(DI*2)
+	VPMOVZXWD   32(DX)(DI*2), Z7
+	VPSLLD      $0x10, Z7, Z7
+	VMULPS      Z6, Z7, Z7
+	VMULPS      64(BX)(DI*4), Z7, Z7
+	VFIXUPIMMPS $0x00, Z2, Z7, Z7
+	VPSRLD      $0x10, Z7, Z8
+	VPANDD      Z0, Z8, Z8
+	VPADDD      Z1, Z8, Z8
+	VPADDD      Z7, Z8, Z8
+	VPSRLD      $0x10, Z8, Z8
+	VPMOVDW     Z8, 32(CX)(DI*2)
+	VPMOVZXWD   64(DX)(DI*2), Z7
+	VPSLLD      $0x10, Z7, Z7
+	VMULPS      Z6, Z7, Z7
+	VMULPS      128(BX)(DI*4), Z7, Z7
+	VFIXUPIMMPS $0x00, Z2, Z7, Z7
+	VPSRLD      $0x10, Z7, Z8
+	VPANDD      Z0, Z8, Z8
+	VPADDD      Z1, Z8, Z8
+	VPADDD      Z7, Z8, Z8
+	VPSRLD      $0x10, Z8, Z8
+	VPMOVDW     Z8, 64(CX)(DI*2)
+	VPMOVZXWD   96(DX)(DI*2), Z7
+	VPSLLD      $0x10, Z7, Z7
+	VMULPS      Z6, Z7, Z7
+	VMULPS      192(BX)(DI*4), Z7, Z7
+	VFIXUPIMMPS $0x00, Z2, Z7, Z7
+	VPSRLD      $0x10, Z7, Z8
+	VPANDD      Z0, Z8, Z8
+	VPADDD      Z1, Z8, Z8
+	VPADDD      Z7, Z8, Z8
+	VPSRLD      $0x10, Z8, Z8
+	VPMOVDW     Z8, 96(CX)(DI*2)
+	ADDQ        $0x00000040, DI
+	JMP         scaleloop
+
+scalepf:
+	MOVQ SI, R9
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows6
+	SHLQ $0x03, R9
+
+longrows6:
+	ADDQ  DX, R9
+	TESTL $0x00000001, job_flags+0(AX)
+	JNZ   scalent
+
+scalepfloop:
+	CMPQ        DI, R8
+	JG          scaletail
+	PREFETCHT0  (R9)(DI*2)
+	PREFETCHT0  64(R9)(DI*2)
+	VPMOVZXWD   (DX)(DI*2), Z7
+	VPSLLD      $0x10, Z7, Z7
+	VMULPS      Z6, Z7, Z7
+	VMULPS      (BX)(DI*4), Z7, Z7
+	VFIXUPIMMPS $0x00, Z2, Z7, Z7
+	VPSRLD      $0x10, Z7, Z8
+	VPANDD      Z0, Z8, Z8
+	VPADDD      Z1, Z8, Z8
+	VPADDD      Z7, Z8, Z8
+	VPSRLD      $0x10, Z8, Z8
+	VPMOVDW     Z8, (CX)(DI*2)
+	VPMOVZXWD   32(DX)(DI*2), Z7
+	VPSLLD      $0x10, Z7, Z7
+	VMULPS      Z6, Z7, Z7
+	VMULPS      64(BX)(DI*4), Z7, Z7
+	VFIXUPIMMPS $0x00, Z2, Z7, Z7
+	VPSRLD      $0x10, Z7, Z8
+	VPANDD      Z0, Z8, Z8
+	VPADDD      Z1, Z8, Z8
+	VPADDD      Z7, Z8, Z8
+	VPSRLD      $0x10, Z8, Z8
+	VPMOVDW     Z8, 32(CX)(DI*2)
+	VPMOVZXWD   64(DX)(DI*2), Z7
+	VPSLLD      $0x10, Z7, Z7
+	VMULPS      Z6, Z7, Z7
+	VMULPS      128(BX)(DI*4), Z7, Z7
+	VFIXUPIMMPS $0x00, Z2, Z7, Z7
+	VPSRLD      $0x10, Z7, Z8
+	VPANDD      Z0, Z8, Z8
+	VPADDD      Z1, Z8, Z8
+	VPADDD      Z7, Z8, Z8
+	VPSRLD      $0x10, Z8, Z8
+	VPMOVDW     Z8, 64(CX)(DI*2)
+	VPMOVZXWD   96(DX)(DI*2), Z7
+	VPSLLD      $0x10, Z7, Z7
+	VMULPS      Z6, Z7, Z7
+	VMULPS      192(BX)(DI*4), Z7, Z7
+	VFIXUPIMMPS $0x00, Z2, Z7, Z7
+	VPSRLD      $0x10, Z7, Z8
+	VPANDD      Z0, Z8, Z8
+	VPADDD      Z1, Z8, Z8
+	VPADDD      Z7, Z8, Z8
+	VPSRLD      $0x10, Z8, Z8
+	VPMOVDW     Z8, 96(CX)(DI*2)
+	ADDQ        $0x00000040, DI
+	JMP         scalepfloop
+
+scalent:
+	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
+	MOVQ CX, R10
+	NEGQ R10
+	ANDQ $0x0000003f, R10
+	SHRQ $0x01, R10
+	JZ   scalentloop
+	CMPQ R10, job_d+0(AX)
+	JLE  scalehead
+	MOVQ job_d+0(AX), R10
+
+scalehead:
+	CMPQ        R10, $0x00000010
+	JB          scaleheadpart
+	VPMOVZXWD   (DX)(DI*2), Z7
+	VPSLLD      $0x10, Z7, Z7
+	VMULPS      Z6, Z7, Z7
+	VMULPS      (BX)(DI*4), Z7, Z7
+	VFIXUPIMMPS $0x00, Z2, Z7, Z7
+	VPSRLD      $0x10, Z7, Z8
+	VPANDD      Z0, Z8, Z8
+	VPADDD      Z1, Z8, Z8
+	VPADDD      Z7, Z8, Z8
+	VPSRLD      $0x10, Z8, Z8
+	VPMOVDW     Z8, (CX)(DI*2)
+	ADDQ        $0x00000010, DI
+	SUBQ        $0x00000010, R10
+	JZ          scalentloop
+
+scaleheadpart:
+	LEAQ        kmask<>+0(SB), R11
+	KMOVW       (R11)(R10*2), K1
+	VPMOVZXWD.Z (DX)(DI*2), K1, Z7
+	VPSLLD      $0x10, Z7, Z7
+	VMULPS      Z7, Z6, Z7
+	VMOVUPS.Z   (BX)(DI*4), K1, Z8
+	VMULPS      Z8, Z7, Z7
+	VFIXUPIMMPS $0x00, Z2, Z7, Z7
+	VPSRLD      $0x10, Z7, Z8
+	VPANDD      Z0, Z8, Z8
+	VPADDD      Z1, Z8, Z8
+	VPADDD      Z7, Z8, Z8
+	VPSRLD      $0x10, Z8, Z8
+	VPMOVDW     Z8, K1, (CX)(DI*2)
+	ADDQ        R10, DI
+
+scalentloop:
+	CMPQ         DI, R8
+	JG           scaletail
+	PREFETCHT0   (R9)(DI*2)
+	PREFETCHT0   64(R9)(DI*2)
+	VPMOVZXWD    (DX)(DI*2), Z7
+	VPSLLD       $0x10, Z7, Z7
+	VMULPS       Z6, Z7, Z7
+	VMULPS       (BX)(DI*4), Z7, Z7
+	VPMOVZXWD    32(DX)(DI*2), Z8
+	VPSLLD       $0x10, Z8, Z8
+	VMULPS       Z6, Z8, Z8
+	VMULPS       64(BX)(DI*4), Z8, Z8
+	VFIXUPIMMPS  $0x00, Z2, Z7, Z7
+	VPSRLD       $0x10, Z7, Z9
+	VPANDD       Z0, Z9, Z9
+	VPADDD       Z1, Z9, Z9
+	VPADDD       Z7, Z9, Z9
+	VPSRLD       $0x10, Z9, Z9
+	VPMOVDW      Z9, Y4
+	VFIXUPIMMPS  $0x00, Z2, Z8, Z8
+	VPSRLD       $0x10, Z8, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z8, Z7, Z7
+	VPSRLD       $0x10, Z7, Z7
+	VPMOVDW      Z7, Y5
+	VINSERTI64X4 $0x01, Y5, Z4, Z4
+	VMOVNTDQ     Z4, (CX)(DI*2)
+	VPMOVZXWD    64(DX)(DI*2), Z7
+	VPSLLD       $0x10, Z7, Z7
+	VMULPS       Z6, Z7, Z7
+	VMULPS       128(BX)(DI*4), Z7, Z7
+	VPMOVZXWD    96(DX)(DI*2), Z8
+	VPSLLD       $0x10, Z8, Z8
+	VMULPS       Z6, Z8, Z8
+	VMULPS       192(BX)(DI*4), Z8, Z8
+	VFIXUPIMMPS  $0x00, Z2, Z7, Z7
+	VPSRLD       $0x10, Z7, Z9
+	VPANDD       Z0, Z9, Z9
+	VPADDD       Z1, Z9, Z9
+	VPADDD       Z7, Z9, Z9
+	VPSRLD       $0x10, Z9, Z9
+	VPMOVDW      Z9, Y5
+	VFIXUPIMMPS  $0x00, Z2, Z8, Z8
+	VPSRLD       $0x10, Z8, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z8, Z7, Z7
+	VPSRLD       $0x10, Z7, Z7
+	VPMOVDW      Z7, Y4
+	VINSERTI64X4 $0x01, Y4, Z5, Z5
+	VMOVNTDQ     Z5, 64(CX)(DI*2)
+	ADDQ         $0x00000040, DI
+	JMP          scalentloop
+
+scaletail:
+	ADDQ $0x00000030, R8
+
+scaleone:
+	CMPQ        DI, R8
+	JG          scalepart
+	VPMOVZXWD   (DX)(DI*2), Z7
+	VPSLLD      $0x10, Z7, Z7
+	VMULPS      Z6, Z7, Z7
+	VMULPS      (BX)(DI*4), Z7, Z7
+	VFIXUPIMMPS $0x00, Z2, Z7, Z7
+	VPSRLD      $0x10, Z7, Z8
+	VPANDD      Z0, Z8, Z8
+	VPADDD      Z1, Z8, Z8
+	VPADDD      Z7, Z8, Z8
+	VPSRLD      $0x10, Z8, Z8
+	VPMOVDW     Z8, (CX)(DI*2)
+	ADDQ        $0x00000010, DI
+	JMP         scaleone
+
+scalepart:
+	MOVQ        job_d+0(AX), R10
+	SUBQ        DI, R10
+	JZ          scaled
+	LEAQ        kmask<>+0(SB), R8
+	KMOVW       (R8)(R10*2), K1
+	VPMOVZXWD.Z (DX)(DI*2), K1, Z7
+	VPSLLD      $0x10, Z7, Z7
+	VMULPS      Z7, Z6, Z7
+	VMOVUPS.Z   (BX)(DI*4), K1, Z6
+	VMULPS      Z6, Z7, Z7
+	VFIXUPIMMPS $0x00, Z2, Z7, Z7
+	VPSRLD      $0x10, Z7, Z6
+	VPANDD      Z0, Z6, Z6
+	VPADDD      Z1, Z6, Z6
+	VPADDD      Z7, Z6, Z6
+	VPSRLD      $0x10, Z6, Z6
+	VPMOVDW     Z6, K1, (CX)(DI*2)
+
+scaled:
+	ADDQ SI, DX
+	ADDQ SI, CX
+	INCQ 320(SP)
+	MOVQ 344(SP), DI
+	INCQ DI
+	MOVQ DI, 344(SP)
+	CMPQ DI, 336(SP)
+	JB   scalerow
+	JMP  row
+
+ret:
+	TESTL $0x00000001, job_flags+0(AX)
+	JZ    vzero
+	SFENCE
+
+vzero:
+	VZEROUPPER
+	MOVQ 320(SP), AX
+	MOVQ AX, ret+24(FP)
+	RET
+
+// func avx512BF16WeightedRN(j uintptr, from int, to int) int
+// Requires: AVX, AVX512F, MMX+
+TEXT ·avx512BF16WeightedRN(SB), NOSPLIT, $376-32
+	// avx512BF16WeightedRN normalizes rows [from, to) of the job: BF16 rows: y = round16(round16(x*inv)*w), for each row.
+	// It stops before the first row that needs the float64 path and returns that row's index, or to.
+	MOVQ         j+0(FP), AX
+	MOVQ         job_dst+0(AX), CX
+	MOVQ         job_x+0(AX), DX
+	MOVQ         job_w+0(AX), BX
+	MOVQ         job_stride+0(AX), SI
+	SHLQ         $0x01, SI
+	VPBROADCASTD avx512bfone<>+0(SB), Z0
+	VPBROADCASTD avx512bfbias<>+0(SB), Z1
+	VPBROADCASTD avx512bfhigh<>+0(SB), Z2
+	VPBROADCASTD avx512bffixnan<>+0(SB), Z3
+
+	// fd = float32(d); rd = 1/d when d is a power of two (ss/d is then ss*rd exactly), else 0.
+	MOVQ       job_d+0(AX), DI
+	VMOVSS     one<>+0(SB), X4
+	VCVTSI2SSQ DI, X4, X4
+	VMOVSS     X4, 368(SP)
+	XORL       R9, R9
+	LEAQ       -1(DI), R8
+	TESTQ      DI, R8
+	JNZ        notpow2
+	BSFQ       DI, R8
+	MOVL       $0x0000007f, R9
+	SUBL       R8, R9
+	SHLL       $0x17, R9
+
+notpow2:
+	MOVL R9, 372(SP)
+
+	// Start at row from.
+	MOVQ  from+8(FP), DI
+	MOVQ  DI, 320(SP)
+	MOVQ  $0x00000000, 328(SP)
+	IMULQ SI, DI
+	ADDQ  DI, CX
+	ADDQ  DI, DX
+
+row:
+	MOVQ 320(SP), DI
+	CMPQ DI, to+16(FP)
+	JAE  ret
+	MOVQ $0x00000001, 336(SP)
+	CMPQ 328(SP), $0x00
+	JE   trygroup
+	DECQ 328(SP)
+	JMP  sum
+
+trygroup:
+	CMPQ job_d+0(AX), $0x00000200
+	JA   sum
+	MOVQ to+16(FP), DI
+	SUBQ 320(SP), DI
+	CMPQ DI, $0x04
+	JB   sum
+	MOVQ $0x00000004, 336(SP)
+
+sum:
+	MOVQ DX, DI
+	XORQ R8, R8
+
+sumrow:
+	// Sum of squares: element i goes to partial i%64.
+	MOVQ    job_d+0(AX), R10
+	SUBQ    $0x00000040, R10
+	JGE     firstblock
+	VMOVUPS zero64<>+0(SB), Z4
+	VMOVUPS zero64<>+0(SB), Z5
+	VMOVUPS zero64<>+0(SB), Z6
+	VMOVUPS zero64<>+0(SB), Z7
+	XORQ    R9, R9
+	JMP     sumtail
+
+firstblock:
+	// +0 + square is the square itself: the first block initializes the partials.
+	XORQ      R9, R9
+	VPMOVZXWD (DI)(R9*2), Z4
+	VPSLLD    $0x10, Z4, Z4
+	VMULPS    Z4, Z4, Z4
+	VPMOVZXWD 32(DI)(R9*2), Z5
+	VPSLLD    $0x10, Z5, Z5
+	VMULPS    Z5, Z5, Z5
+	VPMOVZXWD 64(DI)(R9*2), Z6
+	VPSLLD    $0x10, Z6, Z6
+	VMULPS    Z6, Z6, Z6
+	VPMOVZXWD 96(DI)(R9*2), Z7
+	VPSLLD    $0x10, Z7, Z7
+	VMULPS    Z7, Z7, Z7
+	MOVQ      $0x00000040, R9
+	TESTL     $0x00000002, job_flags+0(AX)
+	JNZ       sumpf
+
+sumloop:
+	CMPQ      R9, R10
+	JG        sumtail
+	VPMOVZXWD (DI)(R9*2), Z8
+	VPSLLD    $0x10, Z8, Z8
+	VMULPS    Z8, Z8, Z8
+	VADDPS    Z8, Z4, Z4
+	VPMOVZXWD 32(DI)(R9*2), Z8
+	VPSLLD    $0x10, Z8, Z8
+	VMULPS    Z8, Z8, Z8
+	VADDPS    Z8, Z5, Z5
+	VPMOVZXWD 64(DI)(R9*2), Z8
+	VPSLLD    $0x10, Z8, Z8
+	VMULPS    Z8, Z8, Z8
+	VADDPS    Z8, Z6, Z6
+	VPMOVZXWD 96(DI)(R9*2), Z8
+	VPSLLD    $0x10, Z8, Z8
+	VMULPS    Z8, Z8, Z8
+	VADDPS    Z8, Z7, Z7
+	ADDQ      $0x00000040, R9
+	JMP       sumloop
+
+	// The same, prefetching the rows ahead.
+sumpf:
+	MOVQ SI, R11
+	SHLQ $0x01, R11
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows1
+	SHLQ $0x03, R11
+
+longrows1:
+	ADDQ DI, R11
+
+sumpfloop:
+	CMPQ       R9, R10
+	JG         sumtail
+	PREFETCHT0 (R11)(R9*2)
+	PREFETCHT0 64(R11)(R9*2)
+	VPMOVZXWD  (DI)(R9*2), Z8
+	VPSLLD     $0x10, Z8, Z8
+	VMULPS     Z8, Z8, Z8
+	VADDPS     Z8, Z4, Z4
+	VPMOVZXWD  32(DI)(R9*2), Z8
+	VPSLLD     $0x10, Z8, Z8
+	VMULPS     Z8, Z8, Z8
+	VADDPS     Z8, Z5, Z5
+	VPMOVZXWD  64(DI)(R9*2), Z8
+	VPSLLD     $0x10, Z8, Z8
+	VMULPS     Z8, Z8, Z8
+	VADDPS     Z8, Z6, Z6
+	VPMOVZXWD  96(DI)(R9*2), Z8
+	VPSLLD     $0x10, Z8, Z8
+	VMULPS     Z8, Z8, Z8
+	VADDPS     Z8, Z7, Z7
+	ADDQ       $0x00000040, R9
+	JMP        sumpfloop
+
+sumtail:
+	// Fewer than 64 elements remain.
+	MOVQ job_d+0(AX), R10
+	SUBQ R9, R10
+	JZ   summed
+	LEAQ kmask<>+0(SB), R11
+	MOVQ R10, R12
+	CMPQ R12, $0x00000010
+	JLE  tailmask0
+	MOVQ $0x00000010, R12
+
+tailmask0:
+	KMOVW       (R11)(R12*2), K1
+	VPMOVZXWD.Z (DI)(R9*2), K1, Z8
+	VPSLLD      $0x10, Z8, Z8
+	VMULPS      Z8, Z8, Z8
+	VADDPS      Z8, Z4, Z4
+	MOVQ        R10, R12
+	SUBQ        $0x00000010, R12
+	JLE         summed
+	CMPQ        R12, $0x00000010
+	JLE         tailmask1
+	MOVQ        $0x00000010, R12
+
+tailmask1:
+	KMOVW       (R11)(R12*2), K1
+	VPMOVZXWD.Z 32(DI)(R9*2), K1, Z8
+	VPSLLD      $0x10, Z8, Z8
+	VMULPS      Z8, Z8, Z8
+	VADDPS      Z8, Z5, Z5
+	MOVQ        R10, R12
+	SUBQ        $0x00000020, R12
+	JLE         summed
+	CMPQ        R12, $0x00000010
+	JLE         tailmask2
+	MOVQ        $0x00000010, R12
+
+tailmask2:
+	KMOVW       (R11)(R12*2), K1
+	VPMOVZXWD.Z 64(DI)(R9*2), K1, Z8
+	VPSLLD      $0x10, Z8, Z8
+	VMULPS      Z8, Z8, Z8
+	VADDPS      Z8, Z6, Z6
+	SUBQ        $0x00000030, R10
+	JLE         summed
+	CMPQ        R10, $0x00000010
+	JLE         tailmask3
+	MOVQ        $0x00000010, R10
+
+tailmask3:
+	KMOVW       (R11)(R10*2), K1
+	VPMOVZXWD.Z 96(DI)(R9*2), K1, Z8
+	VPSLLD      $0x10, Z8, Z8
+	VMULPS      Z8, Z8, Z8
+	VADDPS      Z8, Z7, Z7
+
+summed:
+	VADDPS  Z6, Z4, Z4
+	VADDPS  Z7, Z5, Z5
+	VADDPS  Z5, Z4, Z4
+	CMPQ    336(SP), $0x01
+	JE      invone
+	VMOVUPS Z4, (SP)(R8*1)
+	ADDQ    SI, DI
+	ADDQ    $0x00000040, R8
+	CMPQ    R8, $0x00000100
+	JB      sumrow
+	JMP     invgroup
+
+invone:
+	// Halving tree: p[j] += p[j+h] for the remaining h, down to ss.
+	VSHUFF64X2 $0xee, Z4, Z4, Z5
+	VADDPS     Z5, Z4, Z4
+	VSHUFF32X4 $0x01, Z4, Z4, Z5
+	VADDPS     Z5, Z4, Z4
+	VPERMILPS  $0x4e, Z4, Z5
+	VADDPS     Z5, Z4, Z4
+	VPERMILPS  $0xb1, Z4, Z5
+	VADDPS     Z5, Z4, Z4
+
+	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
+	CMPL   372(SP), $0x00
+	JE     divide2
+	VMULSS 372(SP), X4, X4
+	JMP    divided3
+
+divide2:
+	VDIVSS 368(SP), X4, X4
+
+divided3:
+	VADDSS   job_eps+0(AX), X4, X4
+	VUCOMISS tlo<>+0(SB), X4
+	JCS      ret
+	VUCOMISS tmax<>+0(SB), X4
+	JHI      ret
+	VSQRTSS  X4, X4, X4
+	VMOVSS   one<>+0(SB), X9
+	VDIVSS   X4, X9, X9
+
+	// Report 1/rms if asked.
+	MOVQ   job_inv+0(AX), DI
+	TESTQ  DI, DI
+	JZ     scale
+	MOVQ   320(SP), R8
+	VMOVSS X9, (DI)(R8*4)
+	JMP    scale
+
+invgroup:
+	// The rest of the halving tree, four rows at once.
+	VMOVUPS       (SP), Z4
+	VMOVUPS       64(SP), Z5
+	VMOVUPS       128(SP), Z6
+	VMOVUPS       192(SP), Z7
+	VSHUFF64X2    $0x44, Z5, Z4, Z8
+	VSHUFF64X2    $0xee, Z5, Z4, Z4
+	VADDPS        Z4, Z8, Z8
+	VSHUFF64X2    $0x44, Z7, Z6, Z4
+	VSHUFF64X2    $0xee, Z7, Z6, Z5
+	VADDPS        Z5, Z4, Z4
+	VSHUFF32X4    $0x88, Z4, Z8, Z5
+	VSHUFF32X4    $0xdd, Z4, Z8, Z4
+	VADDPS        Z4, Z5, Z5
+	VPERMILPS     $0x4e, Z5, Z4
+	VADDPS        Z4, Z5, Z5
+	VPERMILPS     $0xb1, Z5, Z4
+	VADDPS        Z4, Z5, Z5
+	MOVL          $0x00001111, DI
+	KMOVW         DI, K1
+	VCOMPRESSPS.Z Z5, K1, Z4
+
+	// t = ss/d + eps for the four rows; any t outside [2^-100, MaxFloat32] sends the group to the one-row path.
+	CMPL         372(SP), $0x00
+	JE           divide4
+	VBROADCASTSS 372(SP), Z5
+	VMULPS       Z5, Z4, Z4
+	JMP          divided5
+
+divide4:
+	VBROADCASTSS 368(SP), Z5
+	VDIVPS       Z5, Z4, Z4
+
+divided5:
+	VBROADCASTSS job_eps+0(AX), Z5
+	VADDPS       Z5, Z4, Z4
+	MOVL         $0x0000000f, DI
+	KMOVW        DI, K1
+	VBROADCASTSS tlo<>+0(SB), Z5
+	VBROADCASTSS tmax<>+0(SB), Z6
+	VCMPPS       $0x1d, Z5, Z4, K1, K1
+	VCMPPS       $0x12, Z6, Z4, K1, K1
+	KMOVW        K1, DI
+	CMPL         DI, $0x0f
+	JE           ginrange
+	MOVQ         $0x00000004, 328(SP)
+	JMP          row
+
+ginrange:
+	VSQRTPS      Z4, Z4
+	VBROADCASTSS one<>+0(SB), Z9
+	VDIVPS       Z4, Z9, Z9
+
+	// Report 1/rms if asked.
+	MOVQ    job_inv+0(AX), DI
+	TESTQ   DI, DI
+	JZ      scale
+	MOVQ    320(SP), R8
+	MOVL    $0x0000000f, R9
+	KMOVW   R9, K1
+	VMOVUPS Z9, K1, (DI)(R8*4)
+
+scale:
+	VBROADCASTSS X9, Z4
+	MOVQ         $0x00000000, 344(SP)
+	CMPQ         336(SP), $0x01
+	JE           scalebody
+	VMOVUPS      Z9, 256(SP)
+
+scalerow:
+	MOVQ         344(SP), DI
+	VBROADCASTSS 256(SP)(DI*4), Z4
+
+scalebody:
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ  DI, DI
+	MOVQ  job_d+0(AX), R8
+	SUBQ  $0x00000040, R8
+	TESTL $0x00000002, job_flags+0(AX)
+	JNZ   scalepf
+
+scaleloop:
+	CMPQ        DI, R8
+	JG          scaletail
+	VPMOVZXWD   (DX)(DI*2), Z5
+	VPSLLD      $0x10, Z5, Z5
+	VMULPS      Z4, Z5, Z5
+	VFIXUPIMMPS $0x00, Z3, Z5, Z5
+	VPSRLD      $0x10, Z5, Z6
+	VPANDD      Z0, Z6, Z6
+	VPADDD      Z1, Z6, Z6
+	VPADDD      Z5, Z6, Z6
+	VPANDD      Z2, Z6, Z6
+	VMULPS      (BX)(DI*4), Z6, Z6
+	VFIXUPIMMPS $0x00, Z3, Z6, Z6
+	VPSRLD      $0x10, Z6, Z5
+	VPANDD      Z0, Z5, Z5
+	VPADDD      Z1, Z5, Z5
+	VPADDD      Z6, Z5, Z5
+	VPSRLD      $0x10, Z5, Z5
+	VPMOVDW     Z5, (CX)(DI*2)
+	VPMOVZXWD   32(DX)(DI*2), Z5
+	VPSLLD      $0x10, Z5, Z5
+	VMULPS      Z4, Z5, Z5
+	VFIXUPIMMPS $0x00, Z3, Z5, Z5
+	VPSRLD      $0x10, Z5, Z6
+	VPANDD      Z0, Z6, Z6
+	VPADDD      Z1, Z6, Z6
+	VPADDD      Z5, Z6, Z6
+	VPANDD      Z2, Z6, Z6
+	VMULPS      64(BX)(DI*4), Z6, Z6
+	VFIXUPIMMPS $0x00, Z3, Z6, Z6
+	VPSRLD      $0x10, Z6, Z5
+	VPANDD      Z0, Z5, Z5
+	VPADDD      Z1, Z5, Z5
+	VPADDD      Z6, Z5, Z5
+	VPSRLD      $0x10, Z5, Z5
+	VPMOVDW     Z5, 32(CX)(DI*2)
+	VPMOVZXWD   64(DX)(DI*2), Z5
+	VPSLLD      $0x10, Z5, Z5
+	VMULPS      Z4, Z5, Z5
+	VFIXUPIMMPS $0x00, Z3, Z5, Z5
+	VPSRLD      $0x10, Z5, Z6
+	VPANDD      Z0, Z6, Z6
+	VPADDD      Z1, Z6, Z6
+	VPADDD      Z5, Z6, Z6
+	VPANDD      Z2, Z6, Z6
+	VMULPS      128(BX)(DI*4), Z6, Z6
+	VFIXUPIMMPS $0x00, Z3, Z6, Z6
+	VPSRLD      $0x10, Z6, Z5
+	VPANDD      Z0, Z5, Z5
+	VPADDD      Z1, Z5, Z5
+	VPADDD      Z6, Z5, Z5
+	VPSRLD      $0x10, Z5, Z5
+	VPMOVDW     Z5, 64(CX)(DI*2)
+	VPMOVZXWD   96(DX)(DI*2), Z5
+	VPSLLD      $0x10, Z5, Z5
+	VMULPS      Z4, Z5, Z5
+	VFIXUPIMMPS $0x00, Z3, Z5, Z5
+	VPSRLD      $0x10, Z5, Z6
+	VPANDD      Z0, Z6, Z6
+	VPADDD      Z1, Z6, Z6
+	VPADDD      Z5, Z6, Z6
+	VPANDD      Z2, Z6, Z6
+	VMULPS      192(BX)(DI*4), Z6, Z6
+	VFIXUPIMMPS $0x00, Z3, Z6, Z6
+	VPSRLD      $0x10, Z6, Z5
+	VPANDD      Z0, Z5, Z5
+	VPADDD      Z1, Z5, Z5
+	VPADDD      Z6, Z5, Z5
+	VPSRLD      $0x10, Z5, Z5
+	VPMOVDW     Z5, 96(CX)(DI*2)
+	ADDQ        $0x00000040, DI
+	JMP         scaleloop
+
+scalepf:
+	MOVQ SI, R9
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows6
+	SHLQ $0x03, R9
+
+longrows6:
+	ADDQ  DX, R9
+	TESTL $0x00000001, job_flags+0(AX)
+	JNZ   scalent
+
+scalepfloop:
+	CMPQ        DI, R8
+	JG          scaletail
+	PREFETCHT0  (R9)(DI*2)
+	PREFETCHT0  64(R9)(DI*2)
+	VPMOVZXWD   (DX)(DI*2), Z5
+	VPSLLD      $0x10, Z5, Z5
+	VMULPS      Z4, Z5, Z5
+	VFIXUPIMMPS $0x00, Z3, Z5, Z5
+	VPSRLD      $0x10, Z5, Z6
+	VPANDD      Z0, Z6, Z6
+	VPADDD      Z1, Z6, Z6
+	VPADDD      Z5, Z6, Z6
+	VPANDD      Z2, Z6, Z6
+	VMULPS      (BX)(DI*4), Z6, Z6
+	VFIXUPIMMPS $0x00, Z3, Z6, Z6
+	VPSRLD      $0x10, Z6, Z5
+	VPANDD      Z0, Z5, Z5
+	VPADDD      Z1, Z5, Z5
+	VPADDD      Z6, Z5, Z5
+	VPSRLD      $0x10, Z5, Z5
+	VPMOVDW     Z5, (CX)(DI*2)
+	VPMOVZXWD   32(DX)(DI*2), Z5
+	VPSLLD      $0x10, Z5, Z5
+	VMULPS      Z4, Z5, Z5
+	VFIXUPIMMPS $0x00, Z3, Z5, Z5
+	VPSRLD      $0x10, Z5, Z6
+	VPANDD      Z0, Z6, Z6
+	VPADDD      Z1, Z6, Z6
+	VPADDD      Z5, Z6, Z6
+	VPANDD      Z2, Z6, Z6
+	VMULPS      64(BX)(DI*4), Z6, Z6
+	VFIXUPIMMPS $0x00, Z3, Z6, Z6
+	VPSRLD      $0x10, Z6, Z5
+	VPANDD      Z0, Z5, Z5
+	VPADDD      Z1, Z5, Z5
+	VPADDD      Z6, Z5, Z5
+	VPSRLD      $0x10, Z5, Z5
+	VPMOVDW     Z5, 32(CX)(DI*2)
+	VPMOVZXWD   64(DX)(DI*2), Z5
+	VPSLLD      $0x10, Z5, Z5
+	VMULPS      Z4, Z5, Z5
+	VFIXUPIMMPS $0x00, Z3, Z5, Z5
+	VPSRLD      $0x10, Z5, Z6
+	VPANDD      Z0, Z6, Z6
+	VPADDD      Z1, Z6, Z6
+	VPADDD      Z5, Z6, Z6
+	VPANDD      Z2, Z6, Z6
+	VMULPS      128(BX)(DI*4), Z6, Z6
+	VFIXUPIMMPS $0x00, Z3, Z6, Z6
+	VPSRLD      $0x10, Z6, Z5
+	VPANDD      Z0, Z5, Z5
+	VPADDD      Z1, Z5, Z5
+	VPADDD      Z6, Z5, Z5
+	VPSRLD      $0x10, Z5, Z5
+	VPMOVDW     Z5, 64(CX)(DI*2)
+	VPMOVZXWD   96(DX)(DI*2), Z5
+	VPSLLD      $0x10, Z5, Z5
+	VMULPS      Z4, Z5, Z5
+	VFIXUPIMMPS $0x00, Z3, Z5, Z5
+	VPSRLD      $0x10, Z5, Z6
+	VPANDD      Z0, Z6, Z6
+	VPADDD      Z1, Z6, Z6
+	VPADDD      Z5, Z6, Z6
+	VPANDD      Z2, Z6, Z6
+	VMULPS      192(BX)(DI*4), Z6, Z6
+	VFIXUPIMMPS $0x00, Z3, Z6, Z6
+	VPSRLD      $0x10, Z6, Z5
+	VPANDD      Z0, Z5, Z5
+	VPADDD      Z1, Z5, Z5
+	VPADDD      Z6, Z5, Z5
+	VPSRLD      $0x10, Z5, Z5
+	VPMOVDW     Z5, 96(CX)(DI*2)
+	ADDQ        $0x00000040, DI
+	JMP         scalepfloop
+
+scalent:
+	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
+	MOVQ CX, R10
+	NEGQ R10
+	ANDQ $0x0000003f, R10
+	SHRQ $0x01, R10
+	JZ   scalentloop
+	CMPQ R10, job_d+0(AX)
+	JLE  scalehead
+	MOVQ job_d+0(AX), R10
+
+scalehead:
+	CMPQ        R10, $0x00000010
+	JB          scaleheadpart
+	VPMOVZXWD   (DX)(DI*2), Z5
+	VPSLLD      $0x10, Z5, Z5
+	VMULPS      Z4, Z5, Z5
+	VFIXUPIMMPS $0x00, Z3, Z5, Z5
+	VPSRLD      $0x10, Z5, Z6
+	VPANDD      Z0, Z6, Z6
+	VPADDD      Z1, Z6, Z6
+	VPADDD      Z5, Z6, Z6
+	VPANDD      Z2, Z6, Z6
+	VMULPS      (BX)(DI*4), Z6, Z6
+	VFIXUPIMMPS $0x00, Z3, Z6, Z6
+	VPSRLD      $0x10, Z6, Z5
+	VPANDD      Z0, Z5, Z5
+	VPADDD      Z1, Z5, Z5
+	VPADDD      Z6, Z5, Z5
+	VPSRLD      $0x10, Z5, Z5
+	VPMOVDW     Z5, (CX)(DI*2)
+	ADDQ        $0x00000010, DI
+	SUBQ        $0x00000010, R10
+	JZ          scalentloop
+
+scaleheadpart:
+	LEAQ        kmask<>+0(SB), R11
+	KMOVW       (R11)(R10*2), K1
+	VPMOVZXWD.Z (DX)(DI*2), K1, Z5
+	VPSLLD      $0x10, Z5, Z5
+	VMULPS      Z5, Z4, Z5
+	VFIXUPIMMPS $0x00, Z3, Z5, Z5
+	VPSRLD      $0x10, Z5, Z6
+	VPANDD      Z0, Z6, Z6
+	VPADDD      Z1, Z6, Z6
+	VPADDD      Z5, Z6, Z6
+	VPANDD      Z2, Z6, Z6
+	VMOVUPS.Z   (BX)(DI*4), K1, Z5
+	VMULPS      Z5, Z6, Z6
+	VFIXUPIMMPS $0x00, Z3, Z6, Z6
+	VPSRLD      $0x10, Z6, Z5
+	VPANDD      Z0, Z5, Z5
+	VPADDD      Z1, Z5, Z5
+	VPADDD      Z6, Z5, Z5
+	VPSRLD      $0x10, Z5, Z5
+	VPMOVDW     Z5, K1, (CX)(DI*2)
+	ADDQ        R10, DI
+
+scalentloop:
+	CMPQ         DI, R8
+	JG           scaletail
+	PREFETCHT0   (R9)(DI*2)
+	PREFETCHT0   64(R9)(DI*2)
+	VPMOVZXWD    (DX)(DI*2), Z5
+	VPSLLD       $0x10, Z5, Z5
+	VMULPS       Z4, Z5, Z5
+	VFIXUPIMMPS  $0x00, Z3, Z5, Z5
+	VPSRLD       $0x10, Z5, Z6
+	VPANDD       Z0, Z6, Z6
+	VPADDD       Z1, Z6, Z6
+	VPADDD       Z5, Z6, Z6
+	VPANDD       Z2, Z6, Z6
+	VMULPS       (BX)(DI*4), Z6, Z6
+	VPMOVZXWD    32(DX)(DI*2), Z5
+	VPSLLD       $0x10, Z5, Z5
+	VMULPS       Z4, Z5, Z5
+	VFIXUPIMMPS  $0x00, Z3, Z5, Z5
+	VPSRLD       $0x10, Z5, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z5, Z7, Z7
+	VPANDD       Z2, Z7, Z7
+	VMULPS       64(BX)(DI*4), Z7, Z7
+	VFIXUPIMMPS  $0x00, Z3, Z6, Z6
+	VPSRLD       $0x10, Z6, Z5
+	VPANDD       Z0, Z5, Z5
+	VPADDD       Z1, Z5, Z5
+	VPADDD       Z6, Z5, Z5
+	VPSRLD       $0x10, Z5, Z5
+	VPMOVDW      Z5, Y10
+	VFIXUPIMMPS  $0x00, Z3, Z7, Z7
+	VPSRLD       $0x10, Z7, Z5
+	VPANDD       Z0, Z5, Z5
+	VPADDD       Z1, Z5, Z5
+	VPADDD       Z7, Z5, Z5
+	VPSRLD       $0x10, Z5, Z5
+	VPMOVDW      Z5, Y5
+	VINSERTI64X4 $0x01, Y5, Z10, Z10
+	VMOVNTDQ     Z10, (CX)(DI*2)
+	VPMOVZXWD    64(DX)(DI*2), Z5
+	VPSLLD       $0x10, Z5, Z5
+	VMULPS       Z4, Z5, Z5
+	VFIXUPIMMPS  $0x00, Z3, Z5, Z5
+	VPSRLD       $0x10, Z5, Z6
+	VPANDD       Z0, Z6, Z6
+	VPADDD       Z1, Z6, Z6
+	VPADDD       Z5, Z6, Z6
+	VPANDD       Z2, Z6, Z6
+	VMULPS       128(BX)(DI*4), Z6, Z6
+	VPMOVZXWD    96(DX)(DI*2), Z5
+	VPSLLD       $0x10, Z5, Z5
+	VMULPS       Z4, Z5, Z5
+	VFIXUPIMMPS  $0x00, Z3, Z5, Z5
+	VPSRLD       $0x10, Z5, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z5, Z7, Z7
+	VPANDD       Z2, Z7, Z7
+	VMULPS       192(BX)(DI*4), Z7, Z7
+	VFIXUPIMMPS  $0x00, Z3, Z6, Z6
+	VPSRLD       $0x10, Z6, Z5
+	VPANDD       Z0, Z5, Z5
+	VPADDD       Z1, Z5, Z5
+	VPADDD       Z6, Z5, Z5
+	VPSRLD       $0x10, Z5, Z5
+	VPMOVDW      Z5, Y11
+	VFIXUPIMMPS  $0x00, Z3, Z7, Z7
+	VPSRLD       $0x10, Z7, Z5
+	VPANDD       Z0, Z5, Z5
+	VPADDD       Z1, Z5, Z5
+	VPADDD       Z7, Z5, Z5
+	VPSRLD       $0x10, Z5, Z5
+	VPMOVDW      Z5, Y5
+	VINSERTI64X4 $0x01, Y5, Z11, Z11
+	VMOVNTDQ     Z11, 64(CX)(DI*2)
+	ADDQ         $0x00000040, DI
+	JMP          scalentloop
+
+scaletail:
+	ADDQ $0x00000030, R8
+
+scaleone:
+	CMPQ        DI, R8
+	JG          scalepart
+	VPMOVZXWD   (DX)(DI*2), Z5
+	VPSLLD      $0x10, Z5, Z5
+	VMULPS      Z4, Z5, Z5
+	VFIXUPIMMPS $0x00, Z3, Z5, Z5
+	VPSRLD      $0x10, Z5, Z6
+	VPANDD      Z0, Z6, Z6
+	VPADDD      Z1, Z6, Z6
+	VPADDD      Z5, Z6, Z6
+	VPANDD      Z2, Z6, Z6
+	VMULPS      (BX)(DI*4), Z6, Z6
+	VFIXUPIMMPS $0x00, Z3, Z6, Z6
+	VPSRLD      $0x10, Z6, Z5
+	VPANDD      Z0, Z5, Z5
+	VPADDD      Z1, Z5, Z5
+	VPADDD      Z6, Z5, Z5
+	VPSRLD      $0x10, Z5, Z5
+	VPMOVDW     Z5, (CX)(DI*2)
+	ADDQ        $0x00000010, DI
+	JMP         scaleone
+
+scalepart:
+	MOVQ        job_d+0(AX), R10
+	SUBQ        DI, R10
+	JZ          scaled
+	LEAQ        kmask<>+0(SB), R8
+	KMOVW       (R8)(R10*2), K1
+	VPMOVZXWD.Z (DX)(DI*2), K1, Z5
+	VPSLLD      $0x10, Z5, Z5
+	VMULPS      Z5, Z4, Z5
+	VFIXUPIMMPS $0x00, Z3, Z5, Z5
+	VPSRLD      $0x10, Z5, Z4
+	VPANDD      Z0, Z4, Z4
+	VPADDD      Z1, Z4, Z4
+	VPADDD      Z5, Z4, Z4
+	VPANDD      Z2, Z4, Z4
+	VMOVUPS.Z   (BX)(DI*4), K1, Z5
+	VMULPS      Z5, Z4, Z4
+	VFIXUPIMMPS $0x00, Z3, Z4, Z4
+	VPSRLD      $0x10, Z4, Z5
+	VPANDD      Z0, Z5, Z5
+	VPADDD      Z1, Z5, Z5
+	VPADDD      Z4, Z5, Z5
+	VPSRLD      $0x10, Z5, Z5
+	VPMOVDW     Z5, K1, (CX)(DI*2)
+
+scaled:
+	ADDQ SI, DX
+	ADDQ SI, CX
+	INCQ 320(SP)
+	MOVQ 344(SP), DI
+	INCQ DI
+	MOVQ DI, 344(SP)
+	CMPQ DI, 336(SP)
+	JB   scalerow
+	JMP  row
+
+ret:
+	TESTL $0x00000001, job_flags+0(AX)
+	JZ    vzero
+	SFENCE
+
+vzero:
+	VZEROUPPER
+	MOVQ 320(SP), AX
+	MOVQ AX, ret+24(FP)
+	RET
+
+// func avx512BF16Offset(j uintptr, from int, to int) int
+// Requires: AVX, AVX512F, MMX+
+TEXT ·avx512BF16Offset(SB), NOSPLIT, $376-32
+	// avx512BF16Offset normalizes rows [from, to) of the job: BF16 rows: y = round16((x*inv)*(1+w)), for each row.
+	// It stops before the first row that needs the float64 path and returns that row's index, or to.
+	MOVQ         j+0(FP), AX
+	MOVQ         job_dst+0(AX), CX
+	MOVQ         job_x+0(AX), DX
+	MOVQ         job_w+0(AX), BX
+	MOVQ         job_stride+0(AX), SI
+	SHLQ         $0x01, SI
+	VPBROADCASTD avx512bfone<>+0(SB), Z0
+	VPBROADCASTD avx512bfbias<>+0(SB), Z1
+	VPBROADCASTD avx512bfhigh<>+0(SB), Z2
+	VPBROADCASTD avx512bffixnan<>+0(SB), Z2
+
+	// fd = float32(d); rd = 1/d when d is a power of two (ss/d is then ss*rd exactly), else 0.
+	MOVQ       job_d+0(AX), DI
+	VMOVSS     one<>+0(SB), X3
+	VCVTSI2SSQ DI, X3, X3
+	VMOVSS     X3, 368(SP)
+	XORL       R9, R9
+	LEAQ       -1(DI), R8
+	TESTQ      DI, R8
+	JNZ        notpow2
+	BSFQ       DI, R8
+	MOVL       $0x0000007f, R9
+	SUBL       R8, R9
+	SHLL       $0x17, R9
+
+notpow2:
+	MOVL R9, 372(SP)
+
+	// Start at row from.
+	MOVQ  from+8(FP), DI
+	MOVQ  DI, 320(SP)
+	MOVQ  $0x00000000, 328(SP)
+	IMULQ SI, DI
+	ADDQ  DI, CX
+	ADDQ  DI, DX
+
+row:
+	MOVQ 320(SP), DI
+	CMPQ DI, to+16(FP)
+	JAE  ret
+	MOVQ $0x00000001, 336(SP)
+	CMPQ 328(SP), $0x00
+	JE   trygroup
+	DECQ 328(SP)
+	JMP  sum
+
+trygroup:
+	CMPQ job_d+0(AX), $0x00000200
+	JA   sum
+	MOVQ to+16(FP), DI
+	SUBQ 320(SP), DI
+	CMPQ DI, $0x04
+	JB   sum
+	MOVQ $0x00000004, 336(SP)
+
+sum:
+	MOVQ DX, DI
+	XORQ R8, R8
+
+sumrow:
+	// Sum of squares: element i goes to partial i%64.
+	MOVQ    job_d+0(AX), R10
+	SUBQ    $0x00000040, R10
+	JGE     firstblock
+	VMOVUPS zero64<>+0(SB), Z6
+	VMOVUPS zero64<>+0(SB), Z7
+	VMOVUPS zero64<>+0(SB), Z8
+	VMOVUPS zero64<>+0(SB), Z9
+	XORQ    R9, R9
+	JMP     sumtail
+
+firstblock:
+	// +0 + square is the square itself: the first block initializes the partials.
+	XORQ      R9, R9
+	VPMOVZXWD (DI)(R9*2), Z6
+	VPSLLD    $0x10, Z6, Z6
+	VMULPS    Z6, Z6, Z6
+	VPMOVZXWD 32(DI)(R9*2), Z7
+	VPSLLD    $0x10, Z7, Z7
+	VMULPS    Z7, Z7, Z7
+	VPMOVZXWD 64(DI)(R9*2), Z8
+	VPSLLD    $0x10, Z8, Z8
+	VMULPS    Z8, Z8, Z8
+	VPMOVZXWD 96(DI)(R9*2), Z9
+	VPSLLD    $0x10, Z9, Z9
+	VMULPS    Z9, Z9, Z9
+	MOVQ      $0x00000040, R9
+	TESTL     $0x00000002, job_flags+0(AX)
+	JNZ       sumpf
+
+sumloop:
+	CMPQ      R9, R10
+	JG        sumtail
+	VPMOVZXWD (DI)(R9*2), Z10
+	VPSLLD    $0x10, Z10, Z10
+	VMULPS    Z10, Z10, Z10
+	VADDPS    Z10, Z6, Z6
+	VPMOVZXWD 32(DI)(R9*2), Z10
+	VPSLLD    $0x10, Z10, Z10
+	VMULPS    Z10, Z10, Z10
+	VADDPS    Z10, Z7, Z7
+	VPMOVZXWD 64(DI)(R9*2), Z10
+	VPSLLD    $0x10, Z10, Z10
+	VMULPS    Z10, Z10, Z10
+	VADDPS    Z10, Z8, Z8
+	VPMOVZXWD 96(DI)(R9*2), Z10
+	VPSLLD    $0x10, Z10, Z10
+	VMULPS    Z10, Z10, Z10
+	VADDPS    Z10, Z9, Z9
+	ADDQ      $0x00000040, R9
+	JMP       sumloop
+
+	// The same, prefetching the rows ahead.
+sumpf:
+	MOVQ SI, R11
+	SHLQ $0x01, R11
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows1
+	SHLQ $0x03, R11
+
+longrows1:
+	ADDQ DI, R11
+
+sumpfloop:
+	CMPQ       R9, R10
+	JG         sumtail
+	PREFETCHT0 (R11)(R9*2)
+	PREFETCHT0 64(R11)(R9*2)
+	VPMOVZXWD  (DI)(R9*2), Z10
+	VPSLLD     $0x10, Z10, Z10
+	VMULPS     Z10, Z10, Z10
+	VADDPS     Z10, Z6, Z6
+	VPMOVZXWD  32(DI)(R9*2), Z10
+	VPSLLD     $0x10, Z10, Z10
+	VMULPS     Z10, Z10, Z10
+	VADDPS     Z10, Z7, Z7
+	VPMOVZXWD  64(DI)(R9*2), Z10
+	VPSLLD     $0x10, Z10, Z10
+	VMULPS     Z10, Z10, Z10
+	VADDPS     Z10, Z8, Z8
+	VPMOVZXWD  96(DI)(R9*2), Z10
+	VPSLLD     $0x10, Z10, Z10
+	VMULPS     Z10, Z10, Z10
+	VADDPS     Z10, Z9, Z9
+	ADDQ       $0x00000040, R9
+	JMP        sumpfloop
+
+sumtail:
+	// Fewer than 64 elements remain.
+	MOVQ job_d+0(AX), R10
+	SUBQ R9, R10
+	JZ   summed
+	LEAQ kmask<>+0(SB), R11
+	MOVQ R10, R12
+	CMPQ R12, $0x00000010
+	JLE  tailmask0
+	MOVQ $0x00000010, R12
+
+tailmask0:
+	KMOVW       (R11)(R12*2), K1
+	VPMOVZXWD.Z (DI)(R9*2), K1, Z10
+	VPSLLD      $0x10, Z10, Z10
+	VMULPS      Z10, Z10, Z10
+	VADDPS      Z10, Z6, Z6
+	MOVQ        R10, R12
+	SUBQ        $0x00000010, R12
+	JLE         summed
+	CMPQ        R12, $0x00000010
+	JLE         tailmask1
+	MOVQ        $0x00000010, R12
+
+tailmask1:
+	KMOVW       (R11)(R12*2), K1
+	VPMOVZXWD.Z 32(DI)(R9*2), K1, Z10
+	VPSLLD      $0x10, Z10, Z10
+	VMULPS      Z10, Z10, Z10
+	VADDPS      Z10, Z7, Z7
+	MOVQ        R10, R12
+	SUBQ        $0x00000020, R12
+	JLE         summed
+	CMPQ        R12, $0x00000010
+	JLE         tailmask2
+	MOVQ        $0x00000010, R12
+
+tailmask2:
+	KMOVW       (R11)(R12*2), K1
+	VPMOVZXWD.Z 64(DI)(R9*2), K1, Z10
+	VPSLLD      $0x10, Z10, Z10
+	VMULPS      Z10, Z10, Z10
+	VADDPS      Z10, Z8, Z8
+	SUBQ        $0x00000030, R10
+	JLE         summed
+	CMPQ        R10, $0x00000010
+	JLE         tailmask3
+	MOVQ        $0x00000010, R10
+
+tailmask3:
+	KMOVW       (R11)(R10*2), K1
+	VPMOVZXWD.Z 96(DI)(R9*2), K1, Z10
+	VPSLLD      $0x10, Z10, Z10
+	VMULPS      Z10, Z10, Z10
+	VADDPS      Z10, Z9, Z9
+
+summed:
+	VADDPS  Z8, Z6, Z6
+	VADDPS  Z9, Z7, Z7
+	VADDPS  Z7, Z6, Z6
+	CMPQ    336(SP), $0x01
+	JE      invone
+	VMOVUPS Z6, (SP)(R8*1)
+	ADDQ    SI, DI
+	ADDQ    $0x00000040, R8
+	CMPQ    R8, $0x00000100
+	JB      sumrow
+	JMP     invgroup
+
+invone:
+	// Halving tree: p[j] += p[j+h] for the remaining h, down to ss.
+	VSHUFF64X2 $0xee, Z6, Z6, Z7
+	VADDPS     Z7, Z6, Z6
+	VSHUFF32X4 $0x01, Z6, Z6, Z7
+	VADDPS     Z7, Z6, Z6
+	VPERMILPS  $0x4e, Z6, Z7
+	VADDPS     Z7, Z6, Z6
+	VPERMILPS  $0xb1, Z6, Z7
+	VADDPS     Z7, Z6, Z6
+
+	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
+	CMPL   372(SP), $0x00
+	JE     divide2
+	VMULSS 372(SP), X6, X4
+	JMP    divided3
+
+divide2:
+	VDIVSS 368(SP), X6, X4
+
+divided3:
+	VADDSS   job_eps+0(AX), X4, X4
+	VUCOMISS tlo<>+0(SB), X4
+	JCS      ret
+	VUCOMISS tmax<>+0(SB), X4
+	JHI      ret
+	VSQRTSS  X4, X4, X4
+	VMOVSS   one<>+0(SB), X3
+	VDIVSS   X4, X3, X3
+
+	// Report 1/rms if asked.
+	MOVQ   job_inv+0(AX), DI
+	TESTQ  DI, DI
+	JZ     scale
+	MOVQ   320(SP), R8
+	VMOVSS X3, (DI)(R8*4)
+	JMP    scale
+
+invgroup:
+	// The rest of the halving tree, four rows at once.
+	VMOVUPS       (SP), Z6
+	VMOVUPS       64(SP), Z7
+	VMOVUPS       128(SP), Z8
+	VMOVUPS       192(SP), Z9
+	VSHUFF64X2    $0x44, Z7, Z6, Z10
+	VSHUFF64X2    $0xee, Z7, Z6, Z6
+	VADDPS        Z6, Z10, Z10
+	VSHUFF64X2    $0x44, Z9, Z8, Z6
+	VSHUFF64X2    $0xee, Z9, Z8, Z7
+	VADDPS        Z7, Z6, Z6
+	VSHUFF32X4    $0x88, Z6, Z10, Z7
+	VSHUFF32X4    $0xdd, Z6, Z10, Z6
+	VADDPS        Z6, Z7, Z7
+	VPERMILPS     $0x4e, Z7, Z6
+	VADDPS        Z6, Z7, Z7
+	VPERMILPS     $0xb1, Z7, Z6
+	VADDPS        Z6, Z7, Z7
+	MOVL          $0x00001111, DI
+	KMOVW         DI, K1
+	VCOMPRESSPS.Z Z7, K1, Z6
+
+	// t = ss/d + eps for the four rows; any t outside [2^-100, MaxFloat32] sends the group to the one-row path.
+	CMPL         372(SP), $0x00
+	JE           divide4
+	VBROADCASTSS 372(SP), Z7
+	VMULPS       Z7, Z6, Z6
+	JMP          divided5
+
+divide4:
+	VBROADCASTSS 368(SP), Z7
+	VDIVPS       Z7, Z6, Z6
+
+divided5:
+	VBROADCASTSS job_eps+0(AX), Z7
+	VADDPS       Z7, Z6, Z6
+	MOVL         $0x0000000f, DI
+	KMOVW        DI, K1
+	VBROADCASTSS tlo<>+0(SB), Z7
+	VBROADCASTSS tmax<>+0(SB), Z8
+	VCMPPS       $0x1d, Z7, Z6, K1, K1
+	VCMPPS       $0x12, Z8, Z6, K1, K1
+	KMOVW        K1, DI
+	CMPL         DI, $0x0f
+	JE           ginrange
+	MOVQ         $0x00000004, 328(SP)
+	JMP          row
+
+ginrange:
+	VSQRTPS      Z6, Z6
+	VBROADCASTSS one<>+0(SB), Z3
+	VDIVPS       Z6, Z3, Z3
+
+	// Report 1/rms if asked.
+	MOVQ    job_inv+0(AX), DI
+	TESTQ   DI, DI
+	JZ      scale
+	MOVQ    320(SP), R8
+	MOVL    $0x0000000f, R9
+	KMOVW   R9, K1
+	VMOVUPS Z3, K1, (DI)(R8*4)
+
+scale:
+	VBROADCASTSS X3, Z6
+	MOVQ         $0x00000000, 344(SP)
+	CMPQ         336(SP), $0x01
+	JE           scalebody
+	VMOVUPS      Z3, 256(SP)
+
+scalerow:
+	MOVQ         344(SP), DI
+	VBROADCASTSS 256(SP)(DI*4), Z6
+
+scalebody:
+	VBROADCASTSS one<>+0(SB), Z7
+
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ  DI, DI
+	MOVQ  job_d+0(AX), R8
+	SUBQ  $0x00000040, R8
+	TESTL $0x00000002, job_flags+0(AX)
+	JNZ   scalepf
+
+scaleloop:
+	CMPQ        DI, R8
+	JG          scaletail
+	VPMOVZXWD   (DX)(DI*2), Z8
+	VPSLLD      $0x10, Z8, Z8
+	VMULPS      Z6, Z8, Z8
+	VMOVUPS     (BX)(DI*4), Z9
+	VADDPS      Z7, Z9, Z9
+	VMULPS      Z9, Z8, Z8
+	VFIXUPIMMPS $0x00, Z2, Z8, Z8
+	VPSRLD      $0x10, Z8, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z8, Z9, Z9
+	VPSRLD      $0x10, Z9, Z9
+	VPMOVDW     Z9, (CX)(DI*2)
+	VPMOVZXWD   32(DX)(DI*2), Z8
+	VPSLLD      $0x10, Z8, Z8
+	VMULPS      Z6, Z8, Z8
+	VMOVUPS     64(BX)(DI*4), Z9
+	VADDPS      Z7, Z9, Z9
+	VMULPS      Z9, Z8, Z8
+	VFIXUPIMMPS $0x00, Z2, Z8, Z8
+	VPSRLD      $0x10, Z8, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z8, Z9, Z9
+	VPSRLD      $0x10, Z9, Z9
+	VPMOVDW     Z9, 32(CX)(DI*2)
+	VPMOVZXWD   64(DX)(DI*2), Z8
+	VPSLLD      $0x10, Z8, Z8
+	VMULPS      Z6, Z8, Z8
+	VMOVUPS     128(BX)(DI*4), Z9
+	VADDPS      Z7, Z9, Z9
+	VMULPS      Z9, Z8, Z8
+	VFIXUPIMMPS $0x00, Z2, Z8, Z8
+	VPSRLD      $0x10, Z8, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z8, Z9, Z9
+	VPSRLD      $0x10, Z9, Z9
+	VPMOVDW     Z9, 64(CX)(DI*2)
+	VPMOVZXWD   96(DX)(DI*2), Z8
+	VPSLLD      $0x10, Z8, Z8
+	VMULPS      Z6, Z8, Z8
+	VMOVUPS     192(BX)(DI*4), Z9
+	VADDPS      Z7, Z9, Z9
+	VMULPS      Z9, Z8, Z8
+	VFIXUPIMMPS $0x00, Z2, Z8, Z8
+	VPSRLD      $0x10, Z8, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z8, Z9, Z9
+	VPSRLD      $0x10, Z9, Z9
+	VPMOVDW     Z9, 96(CX)(DI*2)
+	ADDQ        $0x00000040, DI
+	JMP         scaleloop
+
+scalepf:
+	MOVQ SI, R9
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows6
+	SHLQ $0x03, R9
+
+longrows6:
+	ADDQ  DX, R9
+	TESTL $0x00000001, job_flags+0(AX)
+	JNZ   scalent
+
+scalepfloop:
+	CMPQ        DI, R8
+	JG          scaletail
+	PREFETCHT0  (R9)(DI*2)
+	PREFETCHT0  64(R9)(DI*2)
+	VPMOVZXWD   (DX)(DI*2), Z8
+	VPSLLD      $0x10, Z8, Z8
+	VMULPS      Z6, Z8, Z8
+	VMOVUPS     (BX)(DI*4), Z9
+	VADDPS      Z7, Z9, Z9
+	VMULPS      Z9, Z8, Z8
+	VFIXUPIMMPS $0x00, Z2, Z8, Z8
+	VPSRLD      $0x10, Z8, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z8, Z9, Z9
+	VPSRLD      $0x10, Z9, Z9
+	VPMOVDW     Z9, (CX)(DI*2)
+	VPMOVZXWD   32(DX)(DI*2), Z8
+	VPSLLD      $0x10, Z8, Z8
+	VMULPS      Z6, Z8, Z8
+	VMOVUPS     64(BX)(DI*4), Z9
+	VADDPS      Z7, Z9, Z9
+	VMULPS      Z9, Z8, Z8
+	VFIXUPIMMPS $0x00, Z2, Z8, Z8
+	VPSRLD      $0x10, Z8, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z8, Z9, Z9
+	VPSRLD      $0x10, Z9, Z9
+	VPMOVDW     Z9, 32(CX)(DI*2)
+	VPMOVZXWD   64(DX)(DI*2), Z8
+	VPSLLD      $0x10, Z8, Z8
+	VMULPS      Z6, Z8, Z8
+	VMOVUPS     128(BX)(DI*4), Z9
+	VADDPS      Z7, Z9, Z9
+	VMULPS      Z9, Z8, Z8
+	VFIXUPIMMPS $0x00, Z2, Z8, Z8
+	VPSRLD      $0x10, Z8, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z8, Z9, Z9
+	VPSRLD      $0x10, Z9, Z9
+	VPMOVDW     Z9, 64(CX)(DI*2)
+	VPMOVZXWD   96(DX)(DI*2), Z8
+	VPSLLD      $0x10, Z8, Z8
+	VMULPS      Z6, Z8, Z8
+	VMOVUPS     192(BX)(DI*4), Z9
+	VADDPS      Z7, Z9, Z9
+	VMULPS      Z9, Z8, Z8
+	VFIXUPIMMPS $0x00, Z2, Z8, Z8
+	VPSRLD      $0x10, Z8, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z8, Z9, Z9
+	VPSRLD      $0x10, Z9, Z9
+	VPMOVDW     Z9, 96(CX)(DI*2)
+	ADDQ        $0x00000040, DI
+	JMP         scalepfloop
+
+scalent:
+	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
+	MOVQ CX, R10
+	NEGQ R10
+	ANDQ $0x0000003f, R10
+	SHRQ $0x01, R10
+	JZ   scalentloop
+	CMPQ R10, job_d+0(AX)
+	JLE  scalehead
+	MOVQ job_d+0(AX), R10
+
+scalehead:
+	CMPQ        R10, $0x00000010
+	JB          scaleheadpart
+	VPMOVZXWD   (DX)(DI*2), Z8
+	VPSLLD      $0x10, Z8, Z8
+	VMULPS      Z6, Z8, Z8
+	VMOVUPS     (BX)(DI*4), Z9
+	VADDPS      Z7, Z9, Z9
+	VMULPS      Z9, Z8, Z8
+	VFIXUPIMMPS $0x00, Z2, Z8, Z8
+	VPSRLD      $0x10, Z8, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z8, Z9, Z9
+	VPSRLD      $0x10, Z9, Z9
+	VPMOVDW     Z9, (CX)(DI*2)
+	ADDQ        $0x00000010, DI
+	SUBQ        $0x00000010, R10
+	JZ          scalentloop
+
+scaleheadpart:
+	LEAQ        kmask<>+0(SB), R11
+	KMOVW       (R11)(R10*2), K1
+	VPMOVZXWD.Z (DX)(DI*2), K1, Z8
+	VPSLLD      $0x10, Z8, Z8
+	VMULPS      Z8, Z6, Z8
+	VMOVUPS.Z   (BX)(DI*4), K1, Z9
+	VADDPS      Z7, Z9, Z9
+	VMULPS      Z9, Z8, Z8
+	VFIXUPIMMPS $0x00, Z2, Z8, Z8
+	VPSRLD      $0x10, Z8, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z8, Z9, Z9
+	VPSRLD      $0x10, Z9, Z9
+	VPMOVDW     Z9, K1, (CX)(DI*2)
+	ADDQ        R10, DI
+
+scalentloop:
+	CMPQ         DI, R8
+	JG           scaletail
+	PREFETCHT0   (R9)(DI*2)
+	PREFETCHT0   64(R9)(DI*2)
+	VPMOVZXWD    (DX)(DI*2), Z8
+	VPSLLD       $0x10, Z8, Z8
+	VMULPS       Z6, Z8, Z8
+	VMOVUPS      (BX)(DI*4), Z9
+	VADDPS       Z7, Z9, Z9
+	VMULPS       Z9, Z8, Z8
+	VPMOVZXWD    32(DX)(DI*2), Z9
+	VPSLLD       $0x10, Z9, Z9
+	VMULPS       Z6, Z9, Z9
+	VMOVUPS      64(BX)(DI*4), Z10
+	VADDPS       Z7, Z10, Z10
+	VMULPS       Z10, Z9, Z9
+	VFIXUPIMMPS  $0x00, Z2, Z8, Z8
+	VPSRLD       $0x10, Z8, Z10
+	VPANDD       Z0, Z10, Z10
+	VPADDD       Z1, Z10, Z10
+	VPADDD       Z8, Z10, Z10
+	VPSRLD       $0x10, Z10, Z10
+	VPMOVDW      Z10, Y4
+	VFIXUPIMMPS  $0x00, Z2, Z9, Z9
+	VPSRLD       $0x10, Z9, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z9, Z8, Z8
+	VPSRLD       $0x10, Z8, Z8
+	VPMOVDW      Z8, Y5
+	VINSERTI64X4 $0x01, Y5, Z4, Z4
+	VMOVNTDQ     Z4, (CX)(DI*2)
+	VPMOVZXWD    64(DX)(DI*2), Z8
+	VPSLLD       $0x10, Z8, Z8
+	VMULPS       Z6, Z8, Z8
+	VMOVUPS      128(BX)(DI*4), Z9
+	VADDPS       Z7, Z9, Z9
+	VMULPS       Z9, Z8, Z8
+	VPMOVZXWD    96(DX)(DI*2), Z9
+	VPSLLD       $0x10, Z9, Z9
+	VMULPS       Z6, Z9, Z9
+	VMOVUPS      192(BX)(DI*4), Z10
+	VADDPS       Z7, Z10, Z10
+	VMULPS       Z10, Z9, Z9
+	VFIXUPIMMPS  $0x00, Z2, Z8, Z8
+	VPSRLD       $0x10, Z8, Z10
+	VPANDD       Z0, Z10, Z10
+	VPADDD       Z1, Z10, Z10
+	VPADDD       Z8, Z10, Z10
+	VPSRLD       $0x10, Z10, Z10
+	VPMOVDW      Z10, Y5
+	VFIXUPIMMPS  $0x00, Z2, Z9, Z9
+	VPSRLD       $0x10, Z9, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z9, Z8, Z8
+	VPSRLD       $0x10, Z8, Z8
+	VPMOVDW      Z8, Y4
+	VINSERTI64X4 $0x01, Y4, Z5, Z5
+	VMOVNTDQ     Z5, 64(CX)(DI*2)
+	ADDQ         $0x00000040, DI
+	JMP          scalentloop
+
+scaletail:
+	ADDQ $0x00000030, R8
+
+scaleone:
+	CMPQ        DI, R8
+	JG          scalepart
+	VPMOVZXWD   (DX)(DI*2), Z8
+	VPSLLD      $0x10, Z8, Z8
+	VMULPS      Z6, Z8, Z8
+	VMOVUPS     (BX)(DI*4), Z9
+	VADDPS      Z7, Z9, Z9
+	VMULPS      Z9, Z8, Z8
+	VFIXUPIMMPS $0x00, Z2, Z8, Z8
+	VPSRLD      $0x10, Z8, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z8, Z9, Z9
+	VPSRLD      $0x10, Z9, Z9
+	VPMOVDW     Z9, (CX)(DI*2)
+	ADDQ        $0x00000010, DI
+	JMP         scaleone
+
+scalepart:
+	MOVQ        job_d+0(AX), R10
+	SUBQ        DI, R10
+	JZ          scaled
+	LEAQ        kmask<>+0(SB), R8
+	KMOVW       (R8)(R10*2), K1
+	VPMOVZXWD.Z (DX)(DI*2), K1, Z8
+	VPSLLD      $0x10, Z8, Z8
+	VMULPS      Z8, Z6, Z8
+	VMOVUPS.Z   (BX)(DI*4), K1, Z6
+	VADDPS      Z7, Z6, Z6
+	VMULPS      Z6, Z8, Z8
+	VFIXUPIMMPS $0x00, Z2, Z8, Z8
+	VPSRLD      $0x10, Z8, Z6
+	VPANDD      Z0, Z6, Z6
+	VPADDD      Z1, Z6, Z6
+	VPADDD      Z8, Z6, Z6
+	VPSRLD      $0x10, Z6, Z6
+	VPMOVDW     Z6, K1, (CX)(DI*2)
+
+scaled:
+	ADDQ SI, DX
+	ADDQ SI, CX
+	INCQ 320(SP)
+	MOVQ 344(SP), DI
+	INCQ DI
+	MOVQ DI, 344(SP)
+	CMPQ DI, 336(SP)
+	JB   scalerow
+	JMP  row
+
+ret:
+	TESTL $0x00000001, job_flags+0(AX)
+	JZ    vzero
+	SFENCE
+
+vzero:
+	VZEROUPPER
+	MOVQ 320(SP), AX
+	MOVQ AX, ret+24(FP)
+	RET
+
+// func avx512BF16OffsetRN(j uintptr, from int, to int) int
+// Requires: AVX, AVX512F, MMX+
+TEXT ·avx512BF16OffsetRN(SB), NOSPLIT, $376-32
+	// avx512BF16OffsetRN normalizes rows [from, to) of the job: BF16 rows: y = round16(round16(x*inv)*(1+w)), for each row.
+	// It stops before the first row that needs the float64 path and returns that row's index, or to.
+	MOVQ         j+0(FP), AX
+	MOVQ         job_dst+0(AX), CX
+	MOVQ         job_x+0(AX), DX
+	MOVQ         job_w+0(AX), BX
+	MOVQ         job_stride+0(AX), SI
+	SHLQ         $0x01, SI
+	VPBROADCASTD avx512bfone<>+0(SB), Z0
+	VPBROADCASTD avx512bfbias<>+0(SB), Z1
+	VPBROADCASTD avx512bfhigh<>+0(SB), Z2
+	VPBROADCASTD avx512bffixnan<>+0(SB), Z3
+
+	// fd = float32(d); rd = 1/d when d is a power of two (ss/d is then ss*rd exactly), else 0.
+	MOVQ       job_d+0(AX), DI
+	VMOVSS     one<>+0(SB), X4
+	VCVTSI2SSQ DI, X4, X4
+	VMOVSS     X4, 368(SP)
+	XORL       R9, R9
+	LEAQ       -1(DI), R8
+	TESTQ      DI, R8
+	JNZ        notpow2
+	BSFQ       DI, R8
+	MOVL       $0x0000007f, R9
+	SUBL       R8, R9
+	SHLL       $0x17, R9
+
+notpow2:
+	MOVL R9, 372(SP)
+
+	// Start at row from.
+	MOVQ  from+8(FP), DI
+	MOVQ  DI, 320(SP)
+	MOVQ  $0x00000000, 328(SP)
+	IMULQ SI, DI
+	ADDQ  DI, CX
+	ADDQ  DI, DX
+
+row:
+	MOVQ 320(SP), DI
+	CMPQ DI, to+16(FP)
+	JAE  ret
+	MOVQ $0x00000001, 336(SP)
+	CMPQ 328(SP), $0x00
+	JE   trygroup
+	DECQ 328(SP)
+	JMP  sum
+
+trygroup:
+	CMPQ job_d+0(AX), $0x00000200
+	JA   sum
+	MOVQ to+16(FP), DI
+	SUBQ 320(SP), DI
+	CMPQ DI, $0x04
+	JB   sum
+	MOVQ $0x00000004, 336(SP)
+
+sum:
+	MOVQ DX, DI
+	XORQ R8, R8
+
+sumrow:
+	// Sum of squares: element i goes to partial i%64.
+	MOVQ    job_d+0(AX), R10
+	SUBQ    $0x00000040, R10
+	JGE     firstblock
+	VMOVUPS zero64<>+0(SB), Z4
+	VMOVUPS zero64<>+0(SB), Z5
+	VMOVUPS zero64<>+0(SB), Z6
+	VMOVUPS zero64<>+0(SB), Z7
+	XORQ    R9, R9
+	JMP     sumtail
+
+firstblock:
+	// +0 + square is the square itself: the first block initializes the partials.
+	XORQ      R9, R9
+	VPMOVZXWD (DI)(R9*2), Z4
+	VPSLLD    $0x10, Z4, Z4
+	VMULPS    Z4, Z4, Z4
+	VPMOVZXWD 32(DI)(R9*2), Z5
+	VPSLLD    $0x10, Z5, Z5
+	VMULPS    Z5, Z5, Z5
+	VPMOVZXWD 64(DI)(R9*2), Z6
+	VPSLLD    $0x10, Z6, Z6
+	VMULPS    Z6, Z6, Z6
+	VPMOVZXWD 96(DI)(R9*2), Z7
+	VPSLLD    $0x10, Z7, Z7
+	VMULPS    Z7, Z7, Z7
+	MOVQ      $0x00000040, R9
+	TESTL     $0x00000002, job_flags+0(AX)
+	JNZ       sumpf
+
+sumloop:
+	CMPQ      R9, R10
+	JG        sumtail
+	VPMOVZXWD (DI)(R9*2), Z8
+	VPSLLD    $0x10, Z8, Z8
+	VMULPS    Z8, Z8, Z8
+	VADDPS    Z8, Z4, Z4
+	VPMOVZXWD 32(DI)(R9*2), Z8
+	VPSLLD    $0x10, Z8, Z8
+	VMULPS    Z8, Z8, Z8
+	VADDPS    Z8, Z5, Z5
+	VPMOVZXWD 64(DI)(R9*2), Z8
+	VPSLLD    $0x10, Z8, Z8
+	VMULPS    Z8, Z8, Z8
+	VADDPS    Z8, Z6, Z6
+	VPMOVZXWD 96(DI)(R9*2), Z8
+	VPSLLD    $0x10, Z8, Z8
+	VMULPS    Z8, Z8, Z8
+	VADDPS    Z8, Z7, Z7
+	ADDQ      $0x00000040, R9
+	JMP       sumloop
+
+	// The same, prefetching the rows ahead.
+sumpf:
+	MOVQ SI, R11
+	SHLQ $0x01, R11
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows1
+	SHLQ $0x03, R11
+
+longrows1:
+	ADDQ DI, R11
+
+sumpfloop:
+	CMPQ       R9, R10
+	JG         sumtail
+	PREFETCHT0 (R11)(R9*2)
+	PREFETCHT0 64(R11)(R9*2)
+	VPMOVZXWD  (DI)(R9*2), Z8
+	VPSLLD     $0x10, Z8, Z8
+	VMULPS     Z8, Z8, Z8
+	VADDPS     Z8, Z4, Z4
+	VPMOVZXWD  32(DI)(R9*2), Z8
+	VPSLLD     $0x10, Z8, Z8
+	VMULPS     Z8, Z8, Z8
+	VADDPS     Z8, Z5, Z5
+	VPMOVZXWD  64(DI)(R9*2), Z8
+	VPSLLD     $0x10, Z8, Z8
+	VMULPS     Z8, Z8, Z8
+	VADDPS     Z8, Z6, Z6
+	VPMOVZXWD  96(DI)(R9*2), Z8
+	VPSLLD     $0x10, Z8, Z8
+	VMULPS     Z8, Z8, Z8
+	VADDPS     Z8, Z7, Z7
+	ADDQ       $0x00000040, R9
+	JMP        sumpfloop
+
+sumtail:
+	// Fewer than 64 elements remain.
+	MOVQ job_d+0(AX), R10
+	SUBQ R9, R10
+	JZ   summed
+	LEAQ kmask<>+0(SB), R11
+	MOVQ R10, R12
+	CMPQ R12, $0x00000010
+	JLE  tailmask0
+	MOVQ $0x00000010, R12
+
+tailmask0:
+	KMOVW       (R11)(R12*2), K1
+	VPMOVZXWD.Z (DI)(R9*2), K1, Z8
+	VPSLLD      $0x10, Z8, Z8
+	VMULPS      Z8, Z8, Z8
+	VADDPS      Z8, Z4, Z4
+	MOVQ        R10, R12
+	SUBQ        $0x00000010, R12
+	JLE         summed
+	CMPQ        R12, $0x00000010
+	JLE         tailmask1
+	MOVQ        $0x00000010, R12
+
+tailmask1:
+	KMOVW       (R11)(R12*2), K1
+	VPMOVZXWD.Z 32(DI)(R9*2), K1, Z8
+	VPSLLD      $0x10, Z8, Z8
+	VMULPS      Z8, Z8, Z8
+	VADDPS      Z8, Z5, Z5
+	MOVQ        R10, R12
+	SUBQ        $0x00000020, R12
+	JLE         summed
+	CMPQ        R12, $0x00000010
+	JLE         tailmask2
+	MOVQ        $0x00000010, R12
+
+tailmask2:
+	KMOVW       (R11)(R12*2), K1
+	VPMOVZXWD.Z 64(DI)(R9*2), K1, Z8
+	VPSLLD      $0x10, Z8, Z8
+	VMULPS      Z8, Z8, Z8
+	VADDPS      Z8, Z6, Z6
+	SUBQ        $0x00000030, R10
+	JLE         summed
+	CMPQ        R10, $0x00000010
+	JLE         tailmask3
+	MOVQ        $0x00000010, R10
+
+tailmask3:
+	KMOVW       (R11)(R10*2), K1
+	VPMOVZXWD.Z 96(DI)(R9*2), K1, Z8
+	VPSLLD      $0x10, Z8, Z8
+	VMULPS      Z8, Z8, Z8
+	VADDPS      Z8, Z7, Z7
+
+summed:
+	VADDPS  Z6, Z4, Z4
+	VADDPS  Z7, Z5, Z5
+	VADDPS  Z5, Z4, Z4
+	CMPQ    336(SP), $0x01
+	JE      invone
+	VMOVUPS Z4, (SP)(R8*1)
+	ADDQ    SI, DI
+	ADDQ    $0x00000040, R8
+	CMPQ    R8, $0x00000100
+	JB      sumrow
+	JMP     invgroup
+
+invone:
+	// Halving tree: p[j] += p[j+h] for the remaining h, down to ss.
+	VSHUFF64X2 $0xee, Z4, Z4, Z5
+	VADDPS     Z5, Z4, Z4
+	VSHUFF32X4 $0x01, Z4, Z4, Z5
+	VADDPS     Z5, Z4, Z4
+	VPERMILPS  $0x4e, Z4, Z5
+	VADDPS     Z5, Z4, Z4
+	VPERMILPS  $0xb1, Z4, Z5
+	VADDPS     Z5, Z4, Z4
+
+	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
+	CMPL   372(SP), $0x00
+	JE     divide2
+	VMULSS 372(SP), X4, X4
+	JMP    divided3
+
+divide2:
+	VDIVSS 368(SP), X4, X4
+
+divided3:
+	VADDSS   job_eps+0(AX), X4, X4
+	VUCOMISS tlo<>+0(SB), X4
+	JCS      ret
+	VUCOMISS tmax<>+0(SB), X4
+	JHI      ret
+	VSQRTSS  X4, X4, X4
+	VMOVSS   one<>+0(SB), X9
+	VDIVSS   X4, X9, X9
+
+	// Report 1/rms if asked.
+	MOVQ   job_inv+0(AX), DI
+	TESTQ  DI, DI
+	JZ     scale
+	MOVQ   320(SP), R8
+	VMOVSS X9, (DI)(R8*4)
+	JMP    scale
+
+invgroup:
+	// The rest of the halving tree, four rows at once.
+	VMOVUPS       (SP), Z4
+	VMOVUPS       64(SP), Z5
+	VMOVUPS       128(SP), Z6
+	VMOVUPS       192(SP), Z7
+	VSHUFF64X2    $0x44, Z5, Z4, Z8
+	VSHUFF64X2    $0xee, Z5, Z4, Z4
+	VADDPS        Z4, Z8, Z8
+	VSHUFF64X2    $0x44, Z7, Z6, Z4
+	VSHUFF64X2    $0xee, Z7, Z6, Z5
+	VADDPS        Z5, Z4, Z4
+	VSHUFF32X4    $0x88, Z4, Z8, Z5
+	VSHUFF32X4    $0xdd, Z4, Z8, Z4
+	VADDPS        Z4, Z5, Z5
+	VPERMILPS     $0x4e, Z5, Z4
+	VADDPS        Z4, Z5, Z5
+	VPERMILPS     $0xb1, Z5, Z4
+	VADDPS        Z4, Z5, Z5
+	MOVL          $0x00001111, DI
+	KMOVW         DI, K1
+	VCOMPRESSPS.Z Z5, K1, Z4
+
+	// t = ss/d + eps for the four rows; any t outside [2^-100, MaxFloat32] sends the group to the one-row path.
+	CMPL         372(SP), $0x00
+	JE           divide4
+	VBROADCASTSS 372(SP), Z5
+	VMULPS       Z5, Z4, Z4
+	JMP          divided5
+
+divide4:
+	VBROADCASTSS 368(SP), Z5
+	VDIVPS       Z5, Z4, Z4
+
+divided5:
+	VBROADCASTSS job_eps+0(AX), Z5
+	VADDPS       Z5, Z4, Z4
+	MOVL         $0x0000000f, DI
+	KMOVW        DI, K1
+	VBROADCASTSS tlo<>+0(SB), Z5
+	VBROADCASTSS tmax<>+0(SB), Z6
+	VCMPPS       $0x1d, Z5, Z4, K1, K1
+	VCMPPS       $0x12, Z6, Z4, K1, K1
+	KMOVW        K1, DI
+	CMPL         DI, $0x0f
+	JE           ginrange
+	MOVQ         $0x00000004, 328(SP)
+	JMP          row
+
+ginrange:
+	VSQRTPS      Z4, Z4
+	VBROADCASTSS one<>+0(SB), Z9
+	VDIVPS       Z4, Z9, Z9
+
+	// Report 1/rms if asked.
+	MOVQ    job_inv+0(AX), DI
+	TESTQ   DI, DI
+	JZ      scale
+	MOVQ    320(SP), R8
+	MOVL    $0x0000000f, R9
+	KMOVW   R9, K1
+	VMOVUPS Z9, K1, (DI)(R8*4)
+
+scale:
+	VBROADCASTSS X9, Z4
+	MOVQ         $0x00000000, 344(SP)
+	CMPQ         336(SP), $0x01
+	JE           scalebody
+	VMOVUPS      Z9, 256(SP)
+
+scalerow:
+	MOVQ         344(SP), DI
+	VBROADCASTSS 256(SP)(DI*4), Z4
+
+scalebody:
+	VBROADCASTSS one<>+0(SB), Z5
+
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ  DI, DI
+	MOVQ  job_d+0(AX), R8
+	SUBQ  $0x00000040, R8
+	TESTL $0x00000002, job_flags+0(AX)
+	JNZ   scalepf
+
+scaleloop:
+	CMPQ        DI, R8
+	JG          scaletail
+	VPMOVZXWD   (DX)(DI*2), Z6
+	VPSLLD      $0x10, Z6, Z6
+	VMULPS      Z4, Z6, Z6
+	VFIXUPIMMPS $0x00, Z3, Z6, Z6
+	VPSRLD      $0x10, Z6, Z7
+	VPANDD      Z0, Z7, Z7
+	VPADDD      Z1, Z7, Z7
+	VPADDD      Z6, Z7, Z7
+	VPANDD      Z2, Z7, Z7
+	VMOVUPS     (BX)(DI*4), Z6
+	VADDPS      Z5, Z6, Z6
+	VMULPS      Z6, Z7, Z7
+	VFIXUPIMMPS $0x00, Z3, Z7, Z7
+	VPSRLD      $0x10, Z7, Z6
+	VPANDD      Z0, Z6, Z6
+	VPADDD      Z1, Z6, Z6
+	VPADDD      Z7, Z6, Z6
+	VPSRLD      $0x10, Z6, Z6
+	VPMOVDW     Z6, (CX)(DI*2)
+	VPMOVZXWD   32(DX)(DI*2), Z6
+	VPSLLD      $0x10, Z6, Z6
+	VMULPS      Z4, Z6, Z6
+	VFIXUPIMMPS $0x00, Z3, Z6, Z6
+	VPSRLD      $0x10, Z6, Z7
+	VPANDD      Z0, Z7, Z7
+	VPADDD      Z1, Z7, Z7
+	VPADDD      Z6, Z7, Z7
+	VPANDD      Z2, Z7, Z7
+	VMOVUPS     64(BX)(DI*4), Z6
+	VADDPS      Z5, Z6, Z6
+	VMULPS      Z6, Z7, Z7
+	VFIXUPIMMPS $0x00, Z3, Z7, Z7
+	VPSRLD      $0x10, Z7, Z6
+	VPANDD      Z0, Z6, Z6
+	VPADDD      Z1, Z6, Z6
+	VPADDD      Z7, Z6, Z6
+	VPSRLD      $0x10, Z6, Z6
+	VPMOVDW     Z6, 32(CX)(DI*2)
+	VPMOVZXWD   64(DX)(DI*2), Z6
+	VPSLLD      $0x10, Z6, Z6
+	VMULPS      Z4, Z6, Z6
+	VFIXUPIMMPS $0x00, Z3, Z6, Z6
+	VPSRLD      $0x10, Z6, Z7
+	VPANDD      Z0, Z7, Z7
+	VPADDD      Z1, Z7, Z7
+	VPADDD      Z6, Z7, Z7
+	VPANDD      Z2, Z7, Z7
+	VMOVUPS     128(BX)(DI*4), Z6
+	VADDPS      Z5, Z6, Z6
+	VMULPS      Z6, Z7, Z7
+	VFIXUPIMMPS $0x00, Z3, Z7, Z7
+	VPSRLD      $0x10, Z7, Z6
+	VPANDD      Z0, Z6, Z6
+	VPADDD      Z1, Z6, Z6
+	VPADDD      Z7, Z6, Z6
+	VPSRLD      $0x10, Z6, Z6
+	VPMOVDW     Z6, 64(CX)(DI*2)
+	VPMOVZXWD   96(DX)(DI*2), Z6
+	VPSLLD      $0x10, Z6, Z6
+	VMULPS      Z4, Z6, Z6
+	VFIXUPIMMPS $0x00, Z3, Z6, Z6
+	VPSRLD      $0x10, Z6, Z7
+	VPANDD      Z0, Z7, Z7
+	VPADDD      Z1, Z7, Z7
+	VPADDD      Z6, Z7, Z7
+	VPANDD      Z2, Z7, Z7
+	VMOVUPS     192(BX)(DI*4), Z6
+	VADDPS      Z5, Z6, Z6
+	VMULPS      Z6, Z7, Z7
+	VFIXUPIMMPS $0x00, Z3, Z7, Z7
+	VPSRLD      $0x10, Z7, Z6
+	VPANDD      Z0, Z6, Z6
+	VPADDD      Z1, Z6, Z6
+	VPADDD      Z7, Z6, Z6
+	VPSRLD      $0x10, Z6, Z6
+	VPMOVDW     Z6, 96(CX)(DI*2)
+	ADDQ        $0x00000040, DI
+	JMP         scaleloop
+
+scalepf:
+	MOVQ SI, R9
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows6
+	SHLQ $0x03, R9
+
+longrows6:
+	ADDQ  DX, R9
+	TESTL $0x00000001, job_flags+0(AX)
+	JNZ   scalent
+
+scalepfloop:
+	CMPQ        DI, R8
+	JG          scaletail
+	PREFETCHT0  (R9)(DI*2)
+	PREFETCHT0  64(R9)(DI*2)
+	VPMOVZXWD   (DX)(DI*2), Z6
+	VPSLLD      $0x10, Z6, Z6
+	VMULPS      Z4, Z6, Z6
+	VFIXUPIMMPS $0x00, Z3, Z6, Z6
+	VPSRLD      $0x10, Z6, Z7
+	VPANDD      Z0, Z7, Z7
+	VPADDD      Z1, Z7, Z7
+	VPADDD      Z6, Z7, Z7
+	VPANDD      Z2, Z7, Z7
+	VMOVUPS     (BX)(DI*4), Z6
+	VADDPS      Z5, Z6, Z6
+	VMULPS      Z6, Z7, Z7
+	VFIXUPIMMPS $0x00, Z3, Z7, Z7
+	VPSRLD      $0x10, Z7, Z6
+	VPANDD      Z0, Z6, Z6
+	VPADDD      Z1, Z6, Z6
+	VPADDD      Z7, Z6, Z6
+	VPSRLD      $0x10, Z6, Z6
+	VPMOVDW     Z6, (CX)(DI*2)
+	VPMOVZXWD   32(DX)(DI*2), Z6
+	VPSLLD      $0x10, Z6, Z6
+	VMULPS      Z4, Z6, Z6
+	VFIXUPIMMPS $0x00, Z3, Z6, Z6
+	VPSRLD      $0x10, Z6, Z7
+	VPANDD      Z0, Z7, Z7
+	VPADDD      Z1, Z7, Z7
+	VPADDD      Z6, Z7, Z7
+	VPANDD      Z2, Z7, Z7
+	VMOVUPS     64(BX)(DI*4), Z6
+	VADDPS      Z5, Z6, Z6
+	VMULPS      Z6, Z7, Z7
+	VFIXUPIMMPS $0x00, Z3, Z7, Z7
+	VPSRLD      $0x10, Z7, Z6
+	VPANDD      Z0, Z6, Z6
+	VPADDD      Z1, Z6, Z6
+	VPADDD      Z7, Z6, Z6
+	VPSRLD      $0x10, Z6, Z6
+	VPMOVDW     Z6, 32(CX)(DI*2)
+	VPMOVZXWD   64(DX)(DI*2), Z6
+	VPSLLD      $0x10, Z6, Z6
+	VMULPS      Z4, Z6, Z6
+	VFIXUPIMMPS $0x00, Z3, Z6, Z6
+	VPSRLD      $0x10, Z6, Z7
+	VPANDD      Z0, Z7, Z7
+	VPADDD      Z1, Z7, Z7
+	VPADDD      Z6, Z7, Z7
+	VPANDD      Z2, Z7, Z7
+	VMOVUPS     128(BX)(DI*4), Z6
+	VADDPS      Z5, Z6, Z6
+	VMULPS      Z6, Z7, Z7
+	VFIXUPIMMPS $0x00, Z3, Z7, Z7
+	VPSRLD      $0x10, Z7, Z6
+	VPANDD      Z0, Z6, Z6
+	VPADDD      Z1, Z6, Z6
+	VPADDD      Z7, Z6, Z6
+	VPSRLD      $0x10, Z6, Z6
+	VPMOVDW     Z6, 64(CX)(DI*2)
+	VPMOVZXWD   96(DX)(DI*2), Z6
+	VPSLLD      $0x10, Z6, Z6
+	VMULPS      Z4, Z6, Z6
+	VFIXUPIMMPS $0x00, Z3, Z6, Z6
+	VPSRLD      $0x10, Z6, Z7
+	VPANDD      Z0, Z7, Z7
+	VPADDD      Z1, Z7, Z7
+	VPADDD      Z6, Z7, Z7
+	VPANDD      Z2, Z7, Z7
+	VMOVUPS     192(BX)(DI*4), Z6
+	VADDPS      Z5, Z6, Z6
+	VMULPS      Z6, Z7, Z7
+	VFIXUPIMMPS $0x00, Z3, Z7, Z7
+	VPSRLD      $0x10, Z7, Z6
+	VPANDD      Z0, Z6, Z6
+	VPADDD      Z1, Z6, Z6
+	VPADDD      Z7, Z6, Z6
+	VPSRLD      $0x10, Z6, Z6
+	VPMOVDW     Z6, 96(CX)(DI*2)
+	ADDQ        $0x00000040, DI
+	JMP         scalepfloop
+
+scalent:
+	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
+	MOVQ CX, R10
+	NEGQ R10
+	ANDQ $0x0000003f, R10
+	SHRQ $0x01, R10
+	JZ   scalentloop
+	CMPQ R10, job_d+0(AX)
+	JLE  scalehead
+	MOVQ job_d+0(AX), R10
+
+scalehead:
+	CMPQ        R10, $0x00000010
+	JB          scaleheadpart
+	VPMOVZXWD   (DX)(DI*2), Z6
+	VPSLLD      $0x10, Z6, Z6
+	VMULPS      Z4, Z6, Z6
+	VFIXUPIMMPS $0x00, Z3, Z6, Z6
+	VPSRLD      $0x10, Z6, Z7
+	VPANDD      Z0, Z7, Z7
+	VPADDD      Z1, Z7, Z7
+	VPADDD      Z6, Z7, Z7
+	VPANDD      Z2, Z7, Z7
+	VMOVUPS     (BX)(DI*4), Z6
+	VADDPS      Z5, Z6, Z6
+	VMULPS      Z6, Z7, Z7
+	VFIXUPIMMPS $0x00, Z3, Z7, Z7
+	VPSRLD      $0x10, Z7, Z6
+	VPANDD      Z0, Z6, Z6
+	VPADDD      Z1, Z6, Z6
+	VPADDD      Z7, Z6, Z6
+	VPSRLD      $0x10, Z6, Z6
+	VPMOVDW     Z6, (CX)(DI*2)
+	ADDQ        $0x00000010, DI
+	SUBQ        $0x00000010, R10
+	JZ          scalentloop
+
+scaleheadpart:
+	LEAQ        kmask<>+0(SB), R11
+	KMOVW       (R11)(R10*2), K1
+	VPMOVZXWD.Z (DX)(DI*2), K1, Z6
+	VPSLLD      $0x10, Z6, Z6
+	VMULPS      Z6, Z4, Z6
+	VFIXUPIMMPS $0x00, Z3, Z6, Z6
+	VPSRLD      $0x10, Z6, Z7
+	VPANDD      Z0, Z7, Z7
+	VPADDD      Z1, Z7, Z7
+	VPADDD      Z6, Z7, Z7
+	VPANDD      Z2, Z7, Z7
+	VMOVUPS.Z   (BX)(DI*4), K1, Z6
+	VADDPS      Z5, Z6, Z6
+	VMULPS      Z6, Z7, Z7
+	VFIXUPIMMPS $0x00, Z3, Z7, Z7
+	VPSRLD      $0x10, Z7, Z6
+	VPANDD      Z0, Z6, Z6
+	VPADDD      Z1, Z6, Z6
+	VPADDD      Z7, Z6, Z6
+	VPSRLD      $0x10, Z6, Z6
+	VPMOVDW     Z6, K1, (CX)(DI*2)
+	ADDQ        R10, DI
+
+scalentloop:
+	CMPQ         DI, R8
+	JG           scaletail
+	PREFETCHT0   (R9)(DI*2)
+	PREFETCHT0   64(R9)(DI*2)
+	VPMOVZXWD    (DX)(DI*2), Z6
+	VPSLLD       $0x10, Z6, Z6
+	VMULPS       Z4, Z6, Z6
+	VFIXUPIMMPS  $0x00, Z3, Z6, Z6
+	VPSRLD       $0x10, Z6, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z6, Z7, Z7
+	VPANDD       Z2, Z7, Z7
+	VMOVUPS      (BX)(DI*4), Z6
+	VADDPS       Z5, Z6, Z6
+	VMULPS       Z6, Z7, Z7
+	VPMOVZXWD    32(DX)(DI*2), Z6
+	VPSLLD       $0x10, Z6, Z6
+	VMULPS       Z4, Z6, Z6
+	VFIXUPIMMPS  $0x00, Z3, Z6, Z6
+	VPSRLD       $0x10, Z6, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z6, Z8, Z8
+	VPANDD       Z2, Z8, Z8
+	VMOVUPS      64(BX)(DI*4), Z6
+	VADDPS       Z5, Z6, Z6
+	VMULPS       Z6, Z8, Z8
+	VFIXUPIMMPS  $0x00, Z3, Z7, Z7
+	VPSRLD       $0x10, Z7, Z6
+	VPANDD       Z0, Z6, Z6
+	VPADDD       Z1, Z6, Z6
+	VPADDD       Z7, Z6, Z6
+	VPSRLD       $0x10, Z6, Z6
+	VPMOVDW      Z6, Y10
+	VFIXUPIMMPS  $0x00, Z3, Z8, Z8
+	VPSRLD       $0x10, Z8, Z6
+	VPANDD       Z0, Z6, Z6
+	VPADDD       Z1, Z6, Z6
+	VPADDD       Z8, Z6, Z6
+	VPSRLD       $0x10, Z6, Z6
+	VPMOVDW      Z6, Y6
+	VINSERTI64X4 $0x01, Y6, Z10, Z10
+	VMOVNTDQ     Z10, (CX)(DI*2)
+	VPMOVZXWD    64(DX)(DI*2), Z6
+	VPSLLD       $0x10, Z6, Z6
+	VMULPS       Z4, Z6, Z6
+	VFIXUPIMMPS  $0x00, Z3, Z6, Z6
+	VPSRLD       $0x10, Z6, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z6, Z7, Z7
+	VPANDD       Z2, Z7, Z7
+	VMOVUPS      128(BX)(DI*4), Z6
+	VADDPS       Z5, Z6, Z6
+	VMULPS       Z6, Z7, Z7
+	VPMOVZXWD    96(DX)(DI*2), Z6
+	VPSLLD       $0x10, Z6, Z6
+	VMULPS       Z4, Z6, Z6
+	VFIXUPIMMPS  $0x00, Z3, Z6, Z6
+	VPSRLD       $0x10, Z6, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z6, Z8, Z8
+	VPANDD       Z2, Z8, Z8
+	VMOVUPS      192(BX)(DI*4), Z6
+	VADDPS       Z5, Z6, Z6
+	VMULPS       Z6, Z8, Z8
+	VFIXUPIMMPS  $0x00, Z3, Z7, Z7
+	VPSRLD       $0x10, Z7, Z6
+	VPANDD       Z0, Z6, Z6
+	VPADDD       Z1, Z6, Z6
+	VPADDD       Z7, Z6, Z6
+	VPSRLD       $0x10, Z6, Z6
+	VPMOVDW      Z6, Y11
+	VFIXUPIMMPS  $0x00, Z3, Z8, Z8
+	VPSRLD       $0x10, Z8, Z6
+	VPANDD       Z0, Z6, Z6
+	VPADDD       Z1, Z6, Z6
+	VPADDD       Z8, Z6, Z6
+	VPSRLD       $0x10, Z6, Z6
+	VPMOVDW      Z6, Y6
+	VINSERTI64X4 $0x01, Y6, Z11, Z11
+	VMOVNTDQ     Z11, 64(CX)(DI*2)
+	ADDQ         $0x00000040, DI
+	JMP          scalentloop
+
+scaletail:
+	ADDQ $0x00000030, R8
+
+scaleone:
+	CMPQ        DI, R8
+	JG          scalepart
+	VPMOVZXWD   (DX)(DI*2), Z6
+	VPSLLD      $0x10, Z6, Z6
+	VMULPS      Z4, Z6, Z6
+	VFIXUPIMMPS $0x00, Z3, Z6, Z6
+	VPSRLD      $0x10, Z6, Z7
+	VPANDD      Z0, Z7, Z7
+	VPADDD      Z1, Z7, Z7
+	VPADDD      Z6, Z7, Z7
+	VPANDD      Z2, Z7, Z7
+	VMOVUPS     (BX)(DI*4), Z6
+	VADDPS      Z5, Z6, Z6
+	VMULPS      Z6, Z7, Z7
+	VFIXUPIMMPS $0x00, Z3, Z7, Z7
+	VPSRLD      $0x10, Z7, Z6
+	VPANDD      Z0, Z6, Z6
+	VPADDD      Z1, Z6, Z6
+	VPADDD      Z7, Z6, Z6
+	VPSRLD      $0x10, Z6, Z6
+	VPMOVDW     Z6, (CX)(DI*2)
+	ADDQ        $0x00000010, DI
+	JMP         scaleone
+
+scalepart:
+	MOVQ        job_d+0(AX), R10
+	SUBQ        DI, R10
+	JZ          scaled
+	LEAQ        kmask<>+0(SB), R8
+	KMOVW       (R8)(R10*2), K1
+	VPMOVZXWD.Z (DX)(DI*2), K1, Z6
+	VPSLLD      $0x10, Z6, Z6
+	VMULPS      Z6, Z4, Z6
+	VFIXUPIMMPS $0x00, Z3, Z6, Z6
+	VPSRLD      $0x10, Z6, Z4
+	VPANDD      Z0, Z4, Z4
+	VPADDD      Z1, Z4, Z4
+	VPADDD      Z6, Z4, Z4
+	VPANDD      Z2, Z4, Z4
+	VMOVUPS.Z   (BX)(DI*4), K1, Z6
+	VADDPS      Z5, Z6, Z6
+	VMULPS      Z6, Z4, Z4
+	VFIXUPIMMPS $0x00, Z3, Z4, Z4
+	VPSRLD      $0x10, Z4, Z5
+	VPANDD      Z0, Z5, Z5
+	VPADDD      Z1, Z5, Z5
+	VPADDD      Z4, Z5, Z5
+	VPSRLD      $0x10, Z5, Z5
+	VPMOVDW     Z5, K1, (CX)(DI*2)
+
+scaled:
+	ADDQ SI, DX
+	ADDQ SI, CX
+	INCQ 320(SP)
+	MOVQ 344(SP), DI
+	INCQ DI
+	MOVQ DI, 344(SP)
+	CMPQ DI, 336(SP)
+	JB   scalerow
+	JMP  row
+
+ret:
+	TESTL $0x00000001, job_flags+0(AX)
+	JZ    vzero
+	SFENCE
+
+vzero:
+	VZEROUPPER
+	MOVQ 320(SP), AX
+	MOVQ AX, ret+24(FP)
+	RET
+
+// func avx512BF16Unweighted(j uintptr, from int, to int) int
+// Requires: AVX, AVX512F, MMX+
+TEXT ·avx512BF16Unweighted(SB), NOSPLIT, $376-32
+	// avx512BF16Unweighted normalizes rows [from, to) of the job: BF16 rows: y = round16(x*inv), for each row.
+	// It stops before the first row that needs the float64 path and returns that row's index, or to.
+	MOVQ         j+0(FP), AX
+	MOVQ         job_dst+0(AX), CX
+	MOVQ         job_x+0(AX), DX
+	MOVQ         job_stride+0(AX), BX
+	SHLQ         $0x01, BX
+	VPBROADCASTD avx512bfone<>+0(SB), Z0
+	VPBROADCASTD avx512bfbias<>+0(SB), Z1
+	VPBROADCASTD avx512bfhigh<>+0(SB), Z2
+	VPBROADCASTD avx512bffixnan<>+0(SB), Z2
+
+	// fd = float32(d); rd = 1/d when d is a power of two (ss/d is then ss*rd exactly), else 0.
+	MOVQ       job_d+0(AX), SI
+	VMOVSS     one<>+0(SB), X3
+	VCVTSI2SSQ SI, X3, X3
+	VMOVSS     X3, 368(SP)
+	XORL       R8, R8
+	LEAQ       -1(SI), DI
+	TESTQ      SI, DI
+	JNZ        notpow2
+	BSFQ       SI, DI
+	MOVL       $0x0000007f, R8
+	SUBL       DI, R8
+	SHLL       $0x17, R8
+
+notpow2:
+	MOVL R8, 372(SP)
+
+	// Start at row from.
+	MOVQ  from+8(FP), SI
+	MOVQ  SI, 320(SP)
+	MOVQ  $0x00000000, 328(SP)
+	IMULQ BX, SI
+	ADDQ  SI, CX
+	ADDQ  SI, DX
+
+row:
+	MOVQ 320(SP), SI
+	CMPQ SI, to+16(FP)
+	JAE  ret
+	MOVQ $0x00000001, 336(SP)
+	CMPQ 328(SP), $0x00
+	JE   trygroup
+	DECQ 328(SP)
+	JMP  sum
+
+trygroup:
+	CMPQ job_d+0(AX), $0x00000200
+	JA   sum
+	MOVQ to+16(FP), SI
+	SUBQ 320(SP), SI
+	CMPQ SI, $0x04
+	JB   sum
+	MOVQ $0x00000004, 336(SP)
+
+sum:
+	MOVQ DX, SI
+	XORQ DI, DI
+
+sumrow:
+	// Sum of squares: element i goes to partial i%64.
+	MOVQ    job_d+0(AX), R9
+	SUBQ    $0x00000040, R9
+	JGE     firstblock
+	VMOVUPS zero64<>+0(SB), Z6
+	VMOVUPS zero64<>+0(SB), Z7
+	VMOVUPS zero64<>+0(SB), Z8
+	VMOVUPS zero64<>+0(SB), Z9
+	XORQ    R8, R8
+	JMP     sumtail
+
+firstblock:
+	// +0 + square is the square itself: the first block initializes the partials.
+	XORQ      R8, R8
+	VPMOVZXWD (SI)(R8*2), Z6
+	VPSLLD    $0x10, Z6, Z6
+	VMULPS    Z6, Z6, Z6
+	VPMOVZXWD 32(SI)(R8*2), Z7
+	VPSLLD    $0x10, Z7, Z7
+	VMULPS    Z7, Z7, Z7
+	VPMOVZXWD 64(SI)(R8*2), Z8
+	VPSLLD    $0x10, Z8, Z8
+	VMULPS    Z8, Z8, Z8
+	VPMOVZXWD 96(SI)(R8*2), Z9
+	VPSLLD    $0x10, Z9, Z9
+	VMULPS    Z9, Z9, Z9
+	MOVQ      $0x00000040, R8
+	TESTL     $0x00000002, job_flags+0(AX)
+	JNZ       sumpf
+
+sumloop:
+	CMPQ      R8, R9
+	JG        sumtail
+	VPMOVZXWD (SI)(R8*2), Z10
+	VPSLLD    $0x10, Z10, Z10
+	VMULPS    Z10, Z10, Z10
+	VADDPS    Z10, Z6, Z6
+	VPMOVZXWD 32(SI)(R8*2), Z10
+	VPSLLD    $0x10, Z10, Z10
+	VMULPS    Z10, Z10, Z10
+	VADDPS    Z10, Z7, Z7
+	VPMOVZXWD 64(SI)(R8*2), Z10
+	VPSLLD    $0x10, Z10, Z10
+	VMULPS    Z10, Z10, Z10
+	VADDPS    Z10, Z8, Z8
+	VPMOVZXWD 96(SI)(R8*2), Z10
+	VPSLLD    $0x10, Z10, Z10
+	VMULPS    Z10, Z10, Z10
+	VADDPS    Z10, Z9, Z9
+	ADDQ      $0x00000040, R8
+	JMP       sumloop
+
+	// The same, prefetching the rows ahead.
+sumpf:
+	MOVQ BX, R10
+	SHLQ $0x01, R10
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows1
+	SHLQ $0x03, R10
+
+longrows1:
+	ADDQ SI, R10
+
+sumpfloop:
+	CMPQ       R8, R9
+	JG         sumtail
+	PREFETCHT0 (R10)(R8*2)
+	PREFETCHT0 64(R10)(R8*2)
+	VPMOVZXWD  (SI)(R8*2), Z10
+	VPSLLD     $0x10, Z10, Z10
+	VMULPS     Z10, Z10, Z10
+	VADDPS     Z10, Z6, Z6
+	VPMOVZXWD  32(SI)(R8*2), Z10
+	VPSLLD     $0x10, Z10, Z10
+	VMULPS     Z10, Z10, Z10
+	VADDPS     Z10, Z7, Z7
+	VPMOVZXWD  64(SI)(R8*2), Z10
+	VPSLLD     $0x10, Z10, Z10
+	VMULPS     Z10, Z10, Z10
+	VADDPS     Z10, Z8, Z8
+	VPMOVZXWD  96(SI)(R8*2), Z10
+	VPSLLD     $0x10, Z10, Z10
+	VMULPS     Z10, Z10, Z10
+	VADDPS     Z10, Z9, Z9
+	ADDQ       $0x00000040, R8
+	JMP        sumpfloop
+
+sumtail:
+	// Fewer than 64 elements remain.
+	MOVQ job_d+0(AX), R9
+	SUBQ R8, R9
+	JZ   summed
+	LEAQ kmask<>+0(SB), R10
+	MOVQ R9, R11
+	CMPQ R11, $0x00000010
+	JLE  tailmask0
+	MOVQ $0x00000010, R11
+
+tailmask0:
+	KMOVW       (R10)(R11*2), K1
+	VPMOVZXWD.Z (SI)(R8*2), K1, Z10
+	VPSLLD      $0x10, Z10, Z10
+	VMULPS      Z10, Z10, Z10
+	VADDPS      Z10, Z6, Z6
+	MOVQ        R9, R11
+	SUBQ        $0x00000010, R11
+	JLE         summed
+	CMPQ        R11, $0x00000010
+	JLE         tailmask1
+	MOVQ        $0x00000010, R11
+
+tailmask1:
+	KMOVW       (R10)(R11*2), K1
+	VPMOVZXWD.Z 32(SI)(R8*2), K1, Z10
+	VPSLLD      $0x10, Z10, Z10
+	VMULPS      Z10, Z10, Z10
+	VADDPS      Z10, Z7, Z7
+	MOVQ        R9, R11
+	SUBQ        $0x00000020, R11
+	JLE         summed
+	CMPQ        R11, $0x00000010
+	JLE         tailmask2
+	MOVQ        $0x00000010, R11
+
+tailmask2:
+	KMOVW       (R10)(R11*2), K1
+	VPMOVZXWD.Z 64(SI)(R8*2), K1, Z10
+	VPSLLD      $0x10, Z10, Z10
+	VMULPS      Z10, Z10, Z10
+	VADDPS      Z10, Z8, Z8
+	SUBQ        $0x00000030, R9
+	JLE         summed
+	CMPQ        R9, $0x00000010
+	JLE         tailmask3
+	MOVQ        $0x00000010, R9
+
+tailmask3:
+	KMOVW       (R10)(R9*2), K1
+	VPMOVZXWD.Z 96(SI)(R8*2), K1, Z10
+	VPSLLD      $0x10, Z10, Z10
+	VMULPS      Z10, Z10, Z10
+	VADDPS      Z10, Z9, Z9
+
+summed:
+	VADDPS  Z8, Z6, Z6
+	VADDPS  Z9, Z7, Z7
+	VADDPS  Z7, Z6, Z6
+	CMPQ    336(SP), $0x01
+	JE      invone
+	VMOVUPS Z6, (SP)(DI*1)
+	ADDQ    BX, SI
+	ADDQ    $0x00000040, DI
+	CMPQ    DI, $0x00000100
+	JB      sumrow
+	JMP     invgroup
+
+invone:
+	// Halving tree: p[j] += p[j+h] for the remaining h, down to ss.
+	VSHUFF64X2 $0xee, Z6, Z6, Z7
+	VADDPS     Z7, Z6, Z6
+	VSHUFF32X4 $0x01, Z6, Z6, Z7
+	VADDPS     Z7, Z6, Z6
+	VPERMILPS  $0x4e, Z6, Z7
+	VADDPS     Z7, Z6, Z6
+	VPERMILPS  $0xb1, Z6, Z7
+	VADDPS     Z7, Z6, Z6
+
+	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
+	CMPL   372(SP), $0x00
+	JE     divide2
+	VMULSS 372(SP), X6, X4
+	JMP    divided3
+
+divide2:
+	VDIVSS 368(SP), X6, X4
+
+divided3:
+	VADDSS   job_eps+0(AX), X4, X4
+	VUCOMISS tlo<>+0(SB), X4
+	JCS      ret
+	VUCOMISS tmax<>+0(SB), X4
+	JHI      ret
+	VSQRTSS  X4, X4, X4
+	VMOVSS   one<>+0(SB), X3
+	VDIVSS   X4, X3, X3
+
+	// Report 1/rms if asked.
+	MOVQ   job_inv+0(AX), SI
+	TESTQ  SI, SI
+	JZ     scale
+	MOVQ   320(SP), DI
+	VMOVSS X3, (SI)(DI*4)
+	JMP    scale
+
+invgroup:
+	// The rest of the halving tree, four rows at once.
+	VMOVUPS       (SP), Z6
+	VMOVUPS       64(SP), Z7
+	VMOVUPS       128(SP), Z8
+	VMOVUPS       192(SP), Z9
+	VSHUFF64X2    $0x44, Z7, Z6, Z10
+	VSHUFF64X2    $0xee, Z7, Z6, Z6
+	VADDPS        Z6, Z10, Z10
+	VSHUFF64X2    $0x44, Z9, Z8, Z6
+	VSHUFF64X2    $0xee, Z9, Z8, Z7
+	VADDPS        Z7, Z6, Z6
+	VSHUFF32X4    $0x88, Z6, Z10, Z7
+	VSHUFF32X4    $0xdd, Z6, Z10, Z6
+	VADDPS        Z6, Z7, Z7
+	VPERMILPS     $0x4e, Z7, Z6
+	VADDPS        Z6, Z7, Z7
+	VPERMILPS     $0xb1, Z7, Z6
+	VADDPS        Z6, Z7, Z7
+	MOVL          $0x00001111, SI
+	KMOVW         SI, K1
+	VCOMPRESSPS.Z Z7, K1, Z6
+
+	// t = ss/d + eps for the four rows; any t outside [2^-100, MaxFloat32] sends the group to the one-row path.
+	CMPL         372(SP), $0x00
+	JE           divide4
+	VBROADCASTSS 372(SP), Z7
+	VMULPS       Z7, Z6, Z6
+	JMP          divided5
+
+divide4:
+	VBROADCASTSS 368(SP), Z7
+	VDIVPS       Z7, Z6, Z6
+
+divided5:
+	VBROADCASTSS job_eps+0(AX), Z7
+	VADDPS       Z7, Z6, Z6
+	MOVL         $0x0000000f, SI
+	KMOVW        SI, K1
+	VBROADCASTSS tlo<>+0(SB), Z7
+	VBROADCASTSS tmax<>+0(SB), Z8
+	VCMPPS       $0x1d, Z7, Z6, K1, K1
+	VCMPPS       $0x12, Z8, Z6, K1, K1
+	KMOVW        K1, SI
+	CMPL         SI, $0x0f
+	JE           ginrange
+	MOVQ         $0x00000004, 328(SP)
+	JMP          row
+
+ginrange:
+	VSQRTPS      Z6, Z6
+	VBROADCASTSS one<>+0(SB), Z3
+	VDIVPS       Z6, Z3, Z3
+
+	// Report 1/rms if asked.
+	MOVQ    job_inv+0(AX), SI
+	TESTQ   SI, SI
+	JZ      scale
+	MOVQ    320(SP), DI
+	MOVL    $0x0000000f, R8
+	KMOVW   R8, K1
+	VMOVUPS Z3, K1, (SI)(DI*4)
+
+scale:
+	VBROADCASTSS X3, Z6
+	MOVQ         $0x00000000, 344(SP)
+	CMPQ         336(SP), $0x01
+	JE           scalebody
+	VMOVUPS      Z3, 256(SP)
+
+scalerow:
+	MOVQ         344(SP), SI
+	VBROADCASTSS 256(SP)(SI*4), Z6
+
+scalebody:
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ  SI, SI
+	MOVQ  job_d+0(AX), DI
+	SUBQ  $0x00000040, DI
+	TESTL $0x00000002, job_flags+0(AX)
+	JNZ   scalepf
+
+scaleloop:
+	CMPQ        SI, DI
+	JG          scaletail
+	VPMOVZXWD   (DX)(SI*2), Z7
+	VPSLLD      $0x10, Z7, Z7
+	VMULPS      Z6, Z7, Z7
+	VFIXUPIMMPS $0x00, Z2, Z7, Z7
+	VPSRLD      $0x10, Z7, Z8
+	VPANDD      Z0, Z8, Z8
+	VPADDD      Z1, Z8, Z8
+	VPADDD      Z7, Z8, Z8
+	VPSRLD      $0x10, Z8, Z8
+	VPMOVDW     Z8, (CX)(SI*2)
+	VPMOVZXWD   32(DX)(SI*2), Z7
+	VPSLLD      $0x10, Z7, Z7
+	VMULPS      Z6, Z7, Z7
+	VFIXUPIMMPS $0x00, Z2, Z7, Z7
+	VPSRLD      $0x10, Z7, Z8
+	VPANDD      Z0, Z8, Z8
+	VPADDD      Z1, Z8, Z8
+	VPADDD      Z7, Z8, Z8
+	VPSRLD      $0x10, Z8, Z8
+	VPMOVDW     Z8, 32(CX)(SI*2)
+	VPMOVZXWD   64(DX)(SI*2), Z7
+	VPSLLD      $0x10, Z7, Z7
+	VMULPS      Z6, Z7, Z7
+	VFIXUPIMMPS $0x00, Z2, Z7, Z7
+	VPSRLD      $0x10, Z7, Z8
+	VPANDD      Z0, Z8, Z8
+	VPADDD      Z1, Z8, Z8
+	VPADDD      Z7, Z8, Z8
+	VPSRLD      $0x10, Z8, Z8
+	VPMOVDW     Z8, 64(CX)(SI*2)
+	VPMOVZXWD   96(DX)(SI*2), Z7
+	VPSLLD      $0x10, Z7, Z7
+	VMULPS      Z6, Z7, Z7
+	VFIXUPIMMPS $0x00, Z2, Z7, Z7
+	VPSRLD      $0x10, Z7, Z8
+	VPANDD      Z0, Z8, Z8
+	VPADDD      Z1, Z8, Z8
+	VPADDD      Z7, Z8, Z8
+	VPSRLD      $0x10, Z8, Z8
+	VPMOVDW     Z8, 96(CX)(SI*2)
+	ADDQ        $0x00000040, SI
+	JMP         scaleloop
+
+scalepf:
+	MOVQ BX, R8
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows6
+	SHLQ $0x03, R8
+
+longrows6:
+	ADDQ  DX, R8
+	TESTL $0x00000001, job_flags+0(AX)
+	JNZ   scalent
+
+scalepfloop:
+	CMPQ        SI, DI
+	JG          scaletail
+	PREFETCHT0  (R8)(SI*2)
+	PREFETCHT0  64(R8)(SI*2)
+	VPMOVZXWD   (DX)(SI*2), Z7
+	VPSLLD      $0x10, Z7, Z7
+	VMULPS      Z6, Z7, Z7
+	VFIXUPIMMPS $0x00, Z2, Z7, Z7
+	VPSRLD      $0x10, Z7, Z8
+	VPANDD      Z0, Z8, Z8
+	VPADDD      Z1, Z8, Z8
+	VPADDD      Z7, Z8, Z8
+	VPSRLD      $0x10, Z8, Z8
+	VPMOVDW     Z8, (CX)(SI*2)
+	VPMOVZXWD   32(DX)(SI*2), Z7
+	VPSLLD      $0x10, Z7, Z7
+	VMULPS      Z6, Z7, Z7
+	VFIXUPIMMPS $0x00, Z2, Z7, Z7
+	VPSRLD      $0x10, Z7, Z8
+	VPANDD      Z0, Z8, Z8
+	VPADDD      Z1, Z8, Z8
+	VPADDD      Z7, Z8, Z8
+	VPSRLD      $0x10, Z8, Z8
+	VPMOVDW     Z8, 32(CX)(SI*2)
+	VPMOVZXWD   64(DX)(SI*2), Z7
+	VPSLLD      $0x10, Z7, Z7
+	VMULPS      Z6, Z7, Z7
+	VFIXUPIMMPS $0x00, Z2, Z7, Z7
+	VPSRLD      $0x10, Z7, Z8
+	VPANDD      Z0, Z8, Z8
+	VPADDD      Z1, Z8, Z8
+	VPADDD      Z7, Z8, Z8
+	VPSRLD      $0x10, Z8, Z8
+	VPMOVDW     Z8, 64(CX)(SI*2)
+	VPMOVZXWD   96(DX)(SI*2), Z7
+	VPSLLD      $0x10, Z7, Z7
+	VMULPS      Z6, Z7, Z7
+	VFIXUPIMMPS $0x00, Z2, Z7, Z7
+	VPSRLD      $0x10, Z7, Z8
+	VPANDD      Z0, Z8, Z8
+	VPADDD      Z1, Z8, Z8
+	VPADDD      Z7, Z8, Z8
+	VPSRLD      $0x10, Z8, Z8
+	VPMOVDW     Z8, 96(CX)(SI*2)
+	ADDQ        $0x00000040, SI
+	JMP         scalepfloop
+
+scalent:
+	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
+	MOVQ CX, R9
+	NEGQ R9
+	ANDQ $0x0000003f, R9
+	SHRQ $0x01, R9
+	JZ   scalentloop
+	CMPQ R9, job_d+0(AX)
+	JLE  scalehead
+	MOVQ job_d+0(AX), R9
+
+scalehead:
+	CMPQ        R9, $0x00000010
+	JB          scaleheadpart
+	VPMOVZXWD   (DX)(SI*2), Z7
+	VPSLLD      $0x10, Z7, Z7
+	VMULPS      Z6, Z7, Z7
+	VFIXUPIMMPS $0x00, Z2, Z7, Z7
+	VPSRLD      $0x10, Z7, Z8
+	VPANDD      Z0, Z8, Z8
+	VPADDD      Z1, Z8, Z8
+	VPADDD      Z7, Z8, Z8
+	VPSRLD      $0x10, Z8, Z8
+	VPMOVDW     Z8, (CX)(SI*2)
+	ADDQ        $0x00000010, SI
+	SUBQ        $0x00000010, R9
+	JZ          scalentloop
+
+scaleheadpart:
+	LEAQ        kmask<>+0(SB), R10
+	KMOVW       (R10)(R9*2), K1
+	VPMOVZXWD.Z (DX)(SI*2), K1, Z7
+	VPSLLD      $0x10, Z7, Z7
+	VMULPS      Z7, Z6, Z7
+	VFIXUPIMMPS $0x00, Z2, Z7, Z7
+	VPSRLD      $0x10, Z7, Z8
+	VPANDD      Z0, Z8, Z8
+	VPADDD      Z1, Z8, Z8
+	VPADDD      Z7, Z8, Z8
+	VPSRLD      $0x10, Z8, Z8
+	VPMOVDW     Z8, K1, (CX)(SI*2)
+	ADDQ        R9, SI
+
+scalentloop:
+	CMPQ         SI, DI
+	JG           scaletail
+	PREFETCHT0   (R8)(SI*2)
+	PREFETCHT0   64(R8)(SI*2)
+	VPMOVZXWD    (DX)(SI*2), Z7
+	VPSLLD       $0x10, Z7, Z7
+	VMULPS       Z6, Z7, Z7
+	VPMOVZXWD    32(DX)(SI*2), Z8
+	VPSLLD       $0x10, Z8, Z8
+	VMULPS       Z6, Z8, Z8
+	VFIXUPIMMPS  $0x00, Z2, Z7, Z7
+	VPSRLD       $0x10, Z7, Z9
+	VPANDD       Z0, Z9, Z9
+	VPADDD       Z1, Z9, Z9
+	VPADDD       Z7, Z9, Z9
+	VPSRLD       $0x10, Z9, Z9
+	VPMOVDW      Z9, Y4
+	VFIXUPIMMPS  $0x00, Z2, Z8, Z8
+	VPSRLD       $0x10, Z8, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z8, Z7, Z7
+	VPSRLD       $0x10, Z7, Z7
+	VPMOVDW      Z7, Y5
+	VINSERTI64X4 $0x01, Y5, Z4, Z4
+	VMOVNTDQ     Z4, (CX)(SI*2)
+	VPMOVZXWD    64(DX)(SI*2), Z7
+	VPSLLD       $0x10, Z7, Z7
+	VMULPS       Z6, Z7, Z7
+	VPMOVZXWD    96(DX)(SI*2), Z8
+	VPSLLD       $0x10, Z8, Z8
+	VMULPS       Z6, Z8, Z8
+	VFIXUPIMMPS  $0x00, Z2, Z7, Z7
+	VPSRLD       $0x10, Z7, Z9
+	VPANDD       Z0, Z9, Z9
+	VPADDD       Z1, Z9, Z9
+	VPADDD       Z7, Z9, Z9
+	VPSRLD       $0x10, Z9, Z9
+	VPMOVDW      Z9, Y5
+	VFIXUPIMMPS  $0x00, Z2, Z8, Z8
+	VPSRLD       $0x10, Z8, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z8, Z7, Z7
+	VPSRLD       $0x10, Z7, Z7
+	VPMOVDW      Z7, Y4
+	VINSERTI64X4 $0x01, Y4, Z5, Z5
+	VMOVNTDQ     Z5, 64(CX)(SI*2)
+	ADDQ         $0x00000040, SI
+	JMP          scalentloop
+
+scaletail:
+	ADDQ $0x00000030, DI
+
+scaleone:
+	CMPQ        SI, DI
+	JG          scalepart
+	VPMOVZXWD   (DX)(SI*2), Z7
+	VPSLLD      $0x10, Z7, Z7
+	VMULPS      Z6, Z7, Z7
+	VFIXUPIMMPS $0x00, Z2, Z7, Z7
+	VPSRLD      $0x10, Z7, Z8
+	VPANDD      Z0, Z8, Z8
+	VPADDD      Z1, Z8, Z8
+	VPADDD      Z7, Z8, Z8
+	VPSRLD      $0x10, Z8, Z8
+	VPMOVDW     Z8, (CX)(SI*2)
+	ADDQ        $0x00000010, SI
+	JMP         scaleone
+
+scalepart:
+	MOVQ        job_d+0(AX), R9
+	SUBQ        SI, R9
+	JZ          scaled
+	LEAQ        kmask<>+0(SB), DI
+	KMOVW       (DI)(R9*2), K1
+	VPMOVZXWD.Z (DX)(SI*2), K1, Z7
+	VPSLLD      $0x10, Z7, Z7
+	VMULPS      Z7, Z6, Z7
+	VFIXUPIMMPS $0x00, Z2, Z7, Z7
+	VPSRLD      $0x10, Z7, Z6
+	VPANDD      Z0, Z6, Z6
+	VPADDD      Z1, Z6, Z6
+	VPADDD      Z7, Z6, Z6
+	VPSRLD      $0x10, Z6, Z6
+	VPMOVDW     Z6, K1, (CX)(SI*2)
+
+scaled:
+	ADDQ BX, DX
+	ADDQ BX, CX
+	INCQ 320(SP)
+	MOVQ 344(SP), SI
+	INCQ SI
+	MOVQ SI, 344(SP)
+	CMPQ SI, 336(SP)
+	JB   scalerow
+	JMP  row
+
+ret:
+	TESTL $0x00000001, job_flags+0(AX)
+	JZ    vzero
+	SFENCE
+
+vzero:
+	VZEROUPPER
+	MOVQ 320(SP), AX
+	MOVQ AX, ret+24(FP)
+	RET
+
+// func avx512BF16AddWeighted(j uintptr, from int, to int) int
+// Requires: AVX, AVX512F, MMX+
+TEXT ·avx512BF16AddWeighted(SB), NOSPLIT, $376-32
+	// avx512BF16AddWeighted normalizes rows [from, to) of the job: BF16 rows: h = round16(x + res) and res = h per element, then y = round16((h*inv)*w), for each row.
+	// It stops before the first row that needs the float64 path and returns that row's index, or to.
+	MOVQ         j+0(FP), AX
+	MOVQ         job_dst+0(AX), CX
+	MOVQ         job_x+0(AX), DX
+	MOVQ         job_w+0(AX), BX
+	MOVQ         job_res+0(AX), SI
+	MOVQ         job_stride+0(AX), DI
+	SHLQ         $0x01, DI
+	VPBROADCASTD avx512bfone<>+0(SB), Z0
+	VPBROADCASTD avx512bfbias<>+0(SB), Z1
+	VPBROADCASTD avx512bfhigh<>+0(SB), Z2
+	VPBROADCASTD avx512bffixnan<>+0(SB), Z3
+
+	// fd = float32(d); rd = 1/d when d is a power of two (ss/d is then ss*rd exactly), else 0.
+	MOVQ       job_d+0(AX), R8
+	VMOVSS     one<>+0(SB), X4
+	VCVTSI2SSQ R8, X4, X4
+	VMOVSS     X4, 368(SP)
+	XORL       R10, R10
+	LEAQ       -1(R8), R9
+	TESTQ      R8, R9
+	JNZ        notpow2
+	BSFQ       R8, R9
+	MOVL       $0x0000007f, R10
+	SUBL       R9, R10
+	SHLL       $0x17, R10
+
+notpow2:
+	MOVL R10, 372(SP)
+
+	// Start at row from.
+	MOVQ  from+8(FP), R8
+	MOVQ  R8, 320(SP)
+	MOVQ  $0x00000000, 328(SP)
+	IMULQ DI, R8
+	ADDQ  R8, CX
+	ADDQ  R8, DX
+	ADDQ  R8, SI
+
+row:
+	MOVQ 320(SP), R8
+	CMPQ R8, to+16(FP)
+	JAE  ret
+	MOVQ $0x00000001, 336(SP)
+	MOVQ DX, R8
+	MOVQ SI, R9
+	XORQ R10, R10
+
+	// Sum of squares: element i goes to partial i%64.
+	MOVQ    job_d+0(AX), R11
+	SUBQ    $0x00000040, R11
+	JGE     firstblock
+	VMOVUPS zero64<>+0(SB), Z4
+	VMOVUPS zero64<>+0(SB), Z5
+	VMOVUPS zero64<>+0(SB), Z6
+	VMOVUPS zero64<>+0(SB), Z7
+	XORQ    R10, R10
+	JMP     sumtail
+
+firstblock:
+	// +0 + square is the square itself: the first block initializes the partials.
+	XORQ        R10, R10
+	VPMOVZXWD   (R8)(R10*2), Z4
+	VPSLLD      $0x10, Z4, Z4
+	VPMOVZXWD   (R9)(R10*2), Z5
+	VPSLLD      $0x10, Z5, Z5
+	VADDPS      Z5, Z4, Z4
+	VFIXUPIMMPS $0x00, Z3, Z4, Z4
+	VPSRLD      $0x10, Z4, Z5
+	VPANDD      Z0, Z5, Z5
+	VPADDD      Z1, Z5, Z5
+	VPADDD      Z4, Z5, Z5
+	VPANDD      Z2, Z5, Z5
+	VPSRLD      $0x10, Z5, Z4
+	VPMOVDW     Z4, (R9)(R10*2)
+	VMULPS      Z5, Z5, Z4
+	VPMOVZXWD   32(R8)(R10*2), Z5
+	VPSLLD      $0x10, Z5, Z5
+	VPMOVZXWD   32(R9)(R10*2), Z6
+	VPSLLD      $0x10, Z6, Z6
+	VADDPS      Z6, Z5, Z5
+	VFIXUPIMMPS $0x00, Z3, Z5, Z5
+	VPSRLD      $0x10, Z5, Z6
+	VPANDD      Z0, Z6, Z6
+	VPADDD      Z1, Z6, Z6
+	VPADDD      Z5, Z6, Z6
+	VPANDD      Z2, Z6, Z6
+	VPSRLD      $0x10, Z6, Z5
+	VPMOVDW     Z5, 32(R9)(R10*2)
+	VMULPS      Z6, Z6, Z5
+	VPMOVZXWD   64(R8)(R10*2), Z6
+	VPSLLD      $0x10, Z6, Z6
+	VPMOVZXWD   64(R9)(R10*2), Z7
+	VPSLLD      $0x10, Z7, Z7
+	VADDPS      Z7, Z6, Z6
+	VFIXUPIMMPS $0x00, Z3, Z6, Z6
+	VPSRLD      $0x10, Z6, Z7
+	VPANDD      Z0, Z7, Z7
+	VPADDD      Z1, Z7, Z7
+	VPADDD      Z6, Z7, Z7
+	VPANDD      Z2, Z7, Z7
+	VPSRLD      $0x10, Z7, Z6
+	VPMOVDW     Z6, 64(R9)(R10*2)
+	VMULPS      Z7, Z7, Z6
+	VPMOVZXWD   96(R8)(R10*2), Z7
+	VPSLLD      $0x10, Z7, Z7
+	VPMOVZXWD   96(R9)(R10*2), Z8
+	VPSLLD      $0x10, Z8, Z8
+	VADDPS      Z8, Z7, Z7
+	VFIXUPIMMPS $0x00, Z3, Z7, Z7
+	VPSRLD      $0x10, Z7, Z8
+	VPANDD      Z0, Z8, Z8
+	VPADDD      Z1, Z8, Z8
+	VPADDD      Z7, Z8, Z8
+	VPANDD      Z2, Z8, Z8
+	VPSRLD      $0x10, Z8, Z7
+	VPMOVDW     Z7, 96(R9)(R10*2)
+	VMULPS      Z8, Z8, Z7
+	MOVQ        $0x00000040, R10
+	TESTL       $0x00000002, job_flags+0(AX)
+	JNZ         sumpf
+
+sumloop:
+	CMPQ        R10, R11
+	JG          sumtail
+	VPMOVZXWD   (R8)(R10*2), Z8
+	VPSLLD      $0x10, Z8, Z8
+	VPMOVZXWD   (R9)(R10*2), Z9
+	VPSLLD      $0x10, Z9, Z9
+	VADDPS      Z9, Z8, Z8
+	VFIXUPIMMPS $0x00, Z3, Z8, Z8
+	VPSRLD      $0x10, Z8, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z8, Z9, Z9
+	VPANDD      Z2, Z9, Z9
+	VPSRLD      $0x10, Z9, Z8
+	VPMOVDW     Z8, (R9)(R10*2)
+	VMULPS      Z9, Z9, Z9
+	VADDPS      Z9, Z4, Z4
+	VPMOVZXWD   32(R8)(R10*2), Z8
+	VPSLLD      $0x10, Z8, Z8
+	VPMOVZXWD   32(R9)(R10*2), Z9
+	VPSLLD      $0x10, Z9, Z9
+	VADDPS      Z9, Z8, Z8
+	VFIXUPIMMPS $0x00, Z3, Z8, Z8
+	VPSRLD      $0x10, Z8, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z8, Z9, Z9
+	VPANDD      Z2, Z9, Z9
+	VPSRLD      $0x10, Z9, Z8
+	VPMOVDW     Z8, 32(R9)(R10*2)
+	VMULPS      Z9, Z9, Z9
+	VADDPS      Z9, Z5, Z5
+	VPMOVZXWD   64(R8)(R10*2), Z8
+	VPSLLD      $0x10, Z8, Z8
+	VPMOVZXWD   64(R9)(R10*2), Z9
+	VPSLLD      $0x10, Z9, Z9
+	VADDPS      Z9, Z8, Z8
+	VFIXUPIMMPS $0x00, Z3, Z8, Z8
+	VPSRLD      $0x10, Z8, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z8, Z9, Z9
+	VPANDD      Z2, Z9, Z9
+	VPSRLD      $0x10, Z9, Z8
+	VPMOVDW     Z8, 64(R9)(R10*2)
+	VMULPS      Z9, Z9, Z9
+	VADDPS      Z9, Z6, Z6
+	VPMOVZXWD   96(R8)(R10*2), Z8
+	VPSLLD      $0x10, Z8, Z8
+	VPMOVZXWD   96(R9)(R10*2), Z9
+	VPSLLD      $0x10, Z9, Z9
+	VADDPS      Z9, Z8, Z8
+	VFIXUPIMMPS $0x00, Z3, Z8, Z8
+	VPSRLD      $0x10, Z8, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z8, Z9, Z9
+	VPANDD      Z2, Z9, Z9
+	VPSRLD      $0x10, Z9, Z8
+	VPMOVDW     Z8, 96(R9)(R10*2)
+	VMULPS      Z9, Z9, Z9
+	VADDPS      Z9, Z7, Z7
+	ADDQ        $0x00000040, R10
+	JMP         sumloop
+
+	// The same, prefetching the rows ahead.
+sumpf:
+	MOVQ DI, R12
+	SHLQ $0x01, R12
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows1
+	SHLQ $0x03, R12
+
+longrows1:
+	ADDQ R8, R12
+
+sumpfloop:
+	CMPQ        R10, R11
+	JG          sumtail
+	PREFETCHT0  (R12)(R10*2)
+	PREFETCHT0  64(R12)(R10*2)
+	VPMOVZXWD   (R8)(R10*2), Z8
+	VPSLLD      $0x10, Z8, Z8
+	VPMOVZXWD   (R9)(R10*2), Z9
+	VPSLLD      $0x10, Z9, Z9
+	VADDPS      Z9, Z8, Z8
+	VFIXUPIMMPS $0x00, Z3, Z8, Z8
+	VPSRLD      $0x10, Z8, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z8, Z9, Z9
+	VPANDD      Z2, Z9, Z9
+	VPSRLD      $0x10, Z9, Z8
+	VPMOVDW     Z8, (R9)(R10*2)
+	VMULPS      Z9, Z9, Z9
+	VADDPS      Z9, Z4, Z4
+	VPMOVZXWD   32(R8)(R10*2), Z8
+	VPSLLD      $0x10, Z8, Z8
+	VPMOVZXWD   32(R9)(R10*2), Z9
+	VPSLLD      $0x10, Z9, Z9
+	VADDPS      Z9, Z8, Z8
+	VFIXUPIMMPS $0x00, Z3, Z8, Z8
+	VPSRLD      $0x10, Z8, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z8, Z9, Z9
+	VPANDD      Z2, Z9, Z9
+	VPSRLD      $0x10, Z9, Z8
+	VPMOVDW     Z8, 32(R9)(R10*2)
+	VMULPS      Z9, Z9, Z9
+	VADDPS      Z9, Z5, Z5
+	VPMOVZXWD   64(R8)(R10*2), Z8
+	VPSLLD      $0x10, Z8, Z8
+	VPMOVZXWD   64(R9)(R10*2), Z9
+	VPSLLD      $0x10, Z9, Z9
+	VADDPS      Z9, Z8, Z8
+	VFIXUPIMMPS $0x00, Z3, Z8, Z8
+	VPSRLD      $0x10, Z8, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z8, Z9, Z9
+	VPANDD      Z2, Z9, Z9
+	VPSRLD      $0x10, Z9, Z8
+	VPMOVDW     Z8, 64(R9)(R10*2)
+	VMULPS      Z9, Z9, Z9
+	VADDPS      Z9, Z6, Z6
+	VPMOVZXWD   96(R8)(R10*2), Z8
+	VPSLLD      $0x10, Z8, Z8
+	VPMOVZXWD   96(R9)(R10*2), Z9
+	VPSLLD      $0x10, Z9, Z9
+	VADDPS      Z9, Z8, Z8
+	VFIXUPIMMPS $0x00, Z3, Z8, Z8
+	VPSRLD      $0x10, Z8, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z8, Z9, Z9
+	VPANDD      Z2, Z9, Z9
+	VPSRLD      $0x10, Z9, Z8
+	VPMOVDW     Z8, 96(R9)(R10*2)
+	VMULPS      Z9, Z9, Z9
+	VADDPS      Z9, Z7, Z7
+	ADDQ        $0x00000040, R10
+	JMP         sumpfloop
+
+sumtail:
+	// Fewer than 64 elements remain.
+	MOVQ job_d+0(AX), R11
+	SUBQ R10, R11
+	JZ   summed
+	LEAQ kmask<>+0(SB), R12
+	MOVQ R11, R13
+	CMPQ R13, $0x00000010
+	JLE  tailmask0
+	MOVQ $0x00000010, R13
+
+tailmask0:
+	KMOVW       (R12)(R13*2), K1
+	VPMOVZXWD.Z (R8)(R10*2), K1, Z8
+	VPSLLD      $0x10, Z8, Z8
+	VPMOVZXWD.Z (R9)(R10*2), K1, Z9
+	VPSLLD      $0x10, Z9, Z9
+	VADDPS      Z9, Z8, Z8
+	VFIXUPIMMPS $0x00, Z3, Z8, Z8
+	VPSRLD      $0x10, Z8, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z8, Z9, Z9
+	VPANDD      Z2, Z9, Z9
+	VPSRLD      $0x10, Z9, Z8
+	VPMOVDW     Z8, K1, (R9)(R10*2)
+	VMULPS      Z9, Z9, Z9
+	VADDPS      Z9, Z4, Z4
+	MOVQ        R11, R13
+	SUBQ        $0x00000010, R13
+	JLE         summed
+	CMPQ        R13, $0x00000010
+	JLE         tailmask1
+	MOVQ        $0x00000010, R13
+
+tailmask1:
+	KMOVW       (R12)(R13*2), K1
+	VPMOVZXWD.Z 32(R8)(R10*2), K1, Z8
+	VPSLLD      $0x10, Z8, Z8
+	VPMOVZXWD.Z 32(R9)(R10*2), K1, Z9
+	VPSLLD      $0x10, Z9, Z9
+	VADDPS      Z9, Z8, Z8
+	VFIXUPIMMPS $0x00, Z3, Z8, Z8
+	VPSRLD      $0x10, Z8, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z8, Z9, Z9
+	VPANDD      Z2, Z9, Z9
+	VPSRLD      $0x10, Z9, Z8
+	VPMOVDW     Z8, K1, 32(R9)(R10*2)
+	VMULPS      Z9, Z9, Z9
+	VADDPS      Z9, Z5, Z5
+	MOVQ        R11, R13
+	SUBQ        $0x00000020, R13
+	JLE         summed
+	CMPQ        R13, $0x00000010
+	JLE         tailmask2
+	MOVQ        $0x00000010, R13
+
+tailmask2:
+	KMOVW       (R12)(R13*2), K1
+	VPMOVZXWD.Z 64(R8)(R10*2), K1, Z8
+	VPSLLD      $0x10, Z8, Z8
+	VPMOVZXWD.Z 64(R9)(R10*2), K1, Z9
+	VPSLLD      $0x10, Z9, Z9
+	VADDPS      Z9, Z8, Z8
+	VFIXUPIMMPS $0x00, Z3, Z8, Z8
+	VPSRLD      $0x10, Z8, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z8, Z9, Z9
+	VPANDD      Z2, Z9, Z9
+	VPSRLD      $0x10, Z9, Z8
+	VPMOVDW     Z8, K1, 64(R9)(R10*2)
+	VMULPS      Z9, Z9, Z9
+	VADDPS      Z9, Z6, Z6
+	SUBQ        $0x00000030, R11
+	JLE         summed
+	CMPQ        R11, $0x00000010
+	JLE         tailmask3
+	MOVQ        $0x00000010, R11
+
+tailmask3:
+	KMOVW       (R12)(R11*2), K1
+	VPMOVZXWD.Z 96(R8)(R10*2), K1, Z8
+	VPSLLD      $0x10, Z8, Z8
+	VPMOVZXWD.Z 96(R9)(R10*2), K1, Z9
+	VPSLLD      $0x10, Z9, Z9
+	VADDPS      Z9, Z8, Z8
+	VFIXUPIMMPS $0x00, Z3, Z8, Z8
+	VPSRLD      $0x10, Z8, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z8, Z9, Z9
+	VPANDD      Z2, Z9, Z9
+	VPSRLD      $0x10, Z9, Z8
+	VPMOVDW     Z8, K1, 96(R9)(R10*2)
+	VMULPS      Z9, Z9, Z9
+	VADDPS      Z9, Z7, Z7
+
+summed:
+	VADDPS Z6, Z4, Z4
+	VADDPS Z7, Z5, Z5
+	VADDPS Z5, Z4, Z4
+
+	// Halving tree: p[j] += p[j+h] for the remaining h, down to ss.
+	VSHUFF64X2 $0xee, Z4, Z4, Z5
+	VADDPS     Z5, Z4, Z4
+	VSHUFF32X4 $0x01, Z4, Z4, Z5
+	VADDPS     Z5, Z4, Z4
+	VPERMILPS  $0x4e, Z4, Z5
+	VADDPS     Z5, Z4, Z4
+	VPERMILPS  $0xb1, Z4, Z5
+	VADDPS     Z5, Z4, Z4
+
+	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
+	CMPL   372(SP), $0x00
+	JE     divide2
+	VMULSS 372(SP), X4, X4
+	JMP    divided3
+
+divide2:
+	VDIVSS 368(SP), X4, X4
+
+divided3:
+	VADDSS   job_eps+0(AX), X4, X4
+	VUCOMISS tlo<>+0(SB), X4
+	JCS      ret
+	VUCOMISS tmax<>+0(SB), X4
+	JHI      ret
+	VSQRTSS  X4, X4, X4
+	VMOVSS   one<>+0(SB), X10
+	VDIVSS   X4, X10, X10
+
+	// Report 1/rms if asked.
+	MOVQ   job_inv+0(AX), R8
+	TESTQ  R8, R8
+	JZ     scale
+	MOVQ   320(SP), R9
+	VMOVSS X10, (R8)(R9*4)
+
+scale:
+	VBROADCASTSS X10, Z4
+	MOVQ         $0x00000000, 344(SP)
+	CMPQ         336(SP), $0x01
+	JE           scalebody
+	VMOVUPS      Z10, 256(SP)
+
+scalerow:
+	MOVQ         344(SP), R8
+	VBROADCASTSS 256(SP)(R8*4), Z4
+
+scalebody:
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ  R8, R8
+	MOVQ  job_d+0(AX), R9
+	SUBQ  $0x00000040, R9
+	TESTL $0x00000002, job_flags+0(AX)
+	JNZ   scalepf
+
+scaleloop:
+	CMPQ        R8, R9
+	JG          scaletail
+	VPMOVZXWD   (SI)(R8*2), Z5
+	VPSLLD      $0x10, Z5, Z5
+	VMULPS      Z4, Z5, Z5
+	VMULPS      (BX)(R8*4), Z5, Z5
+	VFIXUPIMMPS $0x00, Z3, Z5, Z5
+	VPSRLD      $0x10, Z5, Z6
+	VPANDD      Z0, Z6, Z6
+	VPADDD      Z1, Z6, Z6
+	VPADDD      Z5, Z6, Z6
+	VPSRLD      $0x10, Z6, Z6
+	VPMOVDW     Z6, (CX)(R8*2)
+	VPMOVZXWD   32(SI)(R8*2), Z5
+	VPSLLD      $0x10, Z5, Z5
+	VMULPS      Z4, Z5, Z5
+	VMULPS      64(BX)(R8*4), Z5, Z5
+	VFIXUPIMMPS $0x00, Z3, Z5, Z5
+	VPSRLD      $0x10, Z5, Z6
+	VPANDD      Z0, Z6, Z6
+	VPADDD      Z1, Z6, Z6
+	VPADDD      Z5, Z6, Z6
+	VPSRLD      $0x10, Z6, Z6
+	VPMOVDW     Z6, 32(CX)(R8*2)
+	VPMOVZXWD   64(SI)(R8*2), Z5
+	VPSLLD      $0x10, Z5, Z5
+	VMULPS      Z4, Z5, Z5
+	VMULPS      128(BX)(R8*4), Z5, Z5
+	VFIXUPIMMPS $0x00, Z3, Z5, Z5
+	VPSRLD      $0x10, Z5, Z6
+	VPANDD      Z0, Z6, Z6
+	VPADDD      Z1, Z6, Z6
+	VPADDD      Z5, Z6, Z6
+	VPSRLD      $0x10, Z6, Z6
+	VPMOVDW     Z6, 64(CX)(R8*2)
+	VPMOVZXWD   96(SI)(R8*2), Z5
+	VPSLLD      $0x10, Z5, Z5
+	VMULPS      Z4, Z5, Z5
+	VMULPS      192(BX)(R8*4), Z5, Z5
+	VFIXUPIMMPS $0x00, Z3, Z5, Z5
+	VPSRLD      $0x10, Z5, Z6
+	VPANDD      Z0, Z6, Z6
+	VPADDD      Z1, Z6, Z6
+	VPADDD      Z5, Z6, Z6
+	VPSRLD      $0x10, Z6, Z6
+	VPMOVDW     Z6, 96(CX)(R8*2)
+	ADDQ        $0x00000040, R8
+	JMP         scaleloop
+
+scalepf:
+	MOVQ DI, R10
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows4
+	SHLQ $0x03, R10
+
+longrows4:
+	ADDQ  SI, R10
+	TESTL $0x00000001, job_flags+0(AX)
+	JNZ   scalent
+
+scalepfloop:
+	CMPQ        R8, R9
+	JG          scaletail
+	PREFETCHT0  (R10)(R8*2)
+	PREFETCHT0  64(R10)(R8*2)
+	VPMOVZXWD   (SI)(R8*2), Z5
+	VPSLLD      $0x10, Z5, Z5
+	VMULPS      Z4, Z5, Z5
+	VMULPS      (BX)(R8*4), Z5, Z5
+	VFIXUPIMMPS $0x00, Z3, Z5, Z5
+	VPSRLD      $0x10, Z5, Z6
+	VPANDD      Z0, Z6, Z6
+	VPADDD      Z1, Z6, Z6
+	VPADDD      Z5, Z6, Z6
+	VPSRLD      $0x10, Z6, Z6
+	VPMOVDW     Z6, (CX)(R8*2)
+	VPMOVZXWD   32(SI)(R8*2), Z5
+	VPSLLD      $0x10, Z5, Z5
+	VMULPS      Z4, Z5, Z5
+	VMULPS      64(BX)(R8*4), Z5, Z5
+	VFIXUPIMMPS $0x00, Z3, Z5, Z5
+	VPSRLD      $0x10, Z5, Z6
+	VPANDD      Z0, Z6, Z6
+	VPADDD      Z1, Z6, Z6
+	VPADDD      Z5, Z6, Z6
+	VPSRLD      $0x10, Z6, Z6
+	VPMOVDW     Z6, 32(CX)(R8*2)
+	VPMOVZXWD   64(SI)(R8*2), Z5
+	VPSLLD      $0x10, Z5, Z5
+	VMULPS      Z4, Z5, Z5
+	VMULPS      128(BX)(R8*4), Z5, Z5
+	VFIXUPIMMPS $0x00, Z3, Z5, Z5
+	VPSRLD      $0x10, Z5, Z6
+	VPANDD      Z0, Z6, Z6
+	VPADDD      Z1, Z6, Z6
+	VPADDD      Z5, Z6, Z6
+	VPSRLD      $0x10, Z6, Z6
+	VPMOVDW     Z6, 64(CX)(R8*2)
+	VPMOVZXWD   96(SI)(R8*2), Z5
+	VPSLLD      $0x10, Z5, Z5
+	VMULPS      Z4, Z5, Z5
+	VMULPS      192(BX)(R8*4), Z5, Z5
+	VFIXUPIMMPS $0x00, Z3, Z5, Z5
+	VPSRLD      $0x10, Z5, Z6
+	VPANDD      Z0, Z6, Z6
+	VPADDD      Z1, Z6, Z6
+	VPADDD      Z5, Z6, Z6
+	VPSRLD      $0x10, Z6, Z6
+	VPMOVDW     Z6, 96(CX)(R8*2)
+	ADDQ        $0x00000040, R8
+	JMP         scalepfloop
+
+scalent:
+	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
+	MOVQ CX, R11
+	NEGQ R11
+	ANDQ $0x0000003f, R11
+	SHRQ $0x01, R11
+	JZ   scalentloop
+	CMPQ R11, job_d+0(AX)
+	JLE  scalehead
+	MOVQ job_d+0(AX), R11
+
+scalehead:
+	CMPQ        R11, $0x00000010
+	JB          scaleheadpart
+	VPMOVZXWD   (SI)(R8*2), Z5
+	VPSLLD      $0x10, Z5, Z5
+	VMULPS      Z4, Z5, Z5
+	VMULPS      (BX)(R8*4), Z5, Z5
+	VFIXUPIMMPS $0x00, Z3, Z5, Z5
+	VPSRLD      $0x10, Z5, Z6
+	VPANDD      Z0, Z6, Z6
+	VPADDD      Z1, Z6, Z6
+	VPADDD      Z5, Z6, Z6
+	VPSRLD      $0x10, Z6, Z6
+	VPMOVDW     Z6, (CX)(R8*2)
+	ADDQ        $0x00000010, R8
+	SUBQ        $0x00000010, R11
+	JZ          scalentloop
+
+scaleheadpart:
+	LEAQ        kmask<>+0(SB), R12
+	KMOVW       (R12)(R11*2), K1
+	VPMOVZXWD.Z (SI)(R8*2), K1, Z5
+	VPSLLD      $0x10, Z5, Z5
+	VMULPS      Z5, Z4, Z5
+	VMOVUPS.Z   (BX)(R8*4), K1, Z6
+	VMULPS      Z6, Z5, Z5
+	VFIXUPIMMPS $0x00, Z3, Z5, Z5
+	VPSRLD      $0x10, Z5, Z6
+	VPANDD      Z0, Z6, Z6
+	VPADDD      Z1, Z6, Z6
+	VPADDD      Z5, Z6, Z6
+	VPSRLD      $0x10, Z6, Z6
+	VPMOVDW     Z6, K1, (CX)(R8*2)
+	ADDQ        R11, R8
+
+scalentloop:
+	CMPQ         R8, R9
+	JG           scaletail
+	PREFETCHT0   (R10)(R8*2)
+	PREFETCHT0   64(R10)(R8*2)
+	VPMOVZXWD    (SI)(R8*2), Z5
+	VPSLLD       $0x10, Z5, Z5
+	VMULPS       Z4, Z5, Z5
+	VMULPS       (BX)(R8*4), Z5, Z5
+	VPMOVZXWD    32(SI)(R8*2), Z6
+	VPSLLD       $0x10, Z6, Z6
+	VMULPS       Z4, Z6, Z6
+	VMULPS       64(BX)(R8*4), Z6, Z6
+	VFIXUPIMMPS  $0x00, Z3, Z5, Z5
+	VPSRLD       $0x10, Z5, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z5, Z7, Z7
+	VPSRLD       $0x10, Z7, Z7
+	VPMOVDW      Z7, Y11
+	VFIXUPIMMPS  $0x00, Z3, Z6, Z6
+	VPSRLD       $0x10, Z6, Z5
+	VPANDD       Z0, Z5, Z5
+	VPADDD       Z1, Z5, Z5
+	VPADDD       Z6, Z5, Z5
+	VPSRLD       $0x10, Z5, Z5
+	VPMOVDW      Z5, Y5
+	VINSERTI64X4 $0x01, Y5, Z11, Z11
+	VMOVNTDQ     Z11, (CX)(R8*2)
+	VPMOVZXWD    64(SI)(R8*2), Z5
+	VPSLLD       $0x10, Z5, Z5
+	VMULPS       Z4, Z5, Z5
+	VMULPS       128(BX)(R8*4), Z5, Z5
+	VPMOVZXWD    96(SI)(R8*2), Z6
+	VPSLLD       $0x10, Z6, Z6
+	VMULPS       Z4, Z6, Z6
+	VMULPS       192(BX)(R8*4), Z6, Z6
+	VFIXUPIMMPS  $0x00, Z3, Z5, Z5
+	VPSRLD       $0x10, Z5, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z5, Z7, Z7
+	VPSRLD       $0x10, Z7, Z7
+	VPMOVDW      Z7, Y12
+	VFIXUPIMMPS  $0x00, Z3, Z6, Z6
+	VPSRLD       $0x10, Z6, Z5
+	VPANDD       Z0, Z5, Z5
+	VPADDD       Z1, Z5, Z5
+	VPADDD       Z6, Z5, Z5
+	VPSRLD       $0x10, Z5, Z5
+	VPMOVDW      Z5, Y5
+	VINSERTI64X4 $0x01, Y5, Z12, Z12
+	VMOVNTDQ     Z12, 64(CX)(R8*2)
+	ADDQ         $0x00000040, R8
+	JMP          scalentloop
+
+scaletail:
+	ADDQ $0x00000030, R9
+
+scaleone:
+	CMPQ        R8, R9
+	JG          scalepart
+	VPMOVZXWD   (SI)(R8*2), Z5
+	VPSLLD      $0x10, Z5, Z5
+	VMULPS      Z4, Z5, Z5
+	VMULPS      (BX)(R8*4), Z5, Z5
+	VFIXUPIMMPS $0x00, Z3, Z5, Z5
+	VPSRLD      $0x10, Z5, Z6
+	VPANDD      Z0, Z6, Z6
+	VPADDD      Z1, Z6, Z6
+	VPADDD      Z5, Z6, Z6
+	VPSRLD      $0x10, Z6, Z6
+	VPMOVDW     Z6, (CX)(R8*2)
+	ADDQ        $0x00000010, R8
+	JMP         scaleone
+
+scalepart:
+	MOVQ        job_d+0(AX), R11
+	SUBQ        R8, R11
+	JZ          scaled
+	LEAQ        kmask<>+0(SB), R9
+	KMOVW       (R9)(R11*2), K1
+	VPMOVZXWD.Z (SI)(R8*2), K1, Z5
+	VPSLLD      $0x10, Z5, Z5
+	VMULPS      Z5, Z4, Z5
+	VMOVUPS.Z   (BX)(R8*4), K1, Z4
+	VMULPS      Z4, Z5, Z5
+	VFIXUPIMMPS $0x00, Z3, Z5, Z5
+	VPSRLD      $0x10, Z5, Z4
+	VPANDD      Z0, Z4, Z4
+	VPADDD      Z1, Z4, Z4
+	VPADDD      Z5, Z4, Z4
+	VPSRLD      $0x10, Z4, Z4
+	VPMOVDW     Z4, K1, (CX)(R8*2)
+
+scaled:
+	ADDQ DI, DX
+	ADDQ DI, CX
+	ADDQ DI, SI
+	INCQ 320(SP)
+	MOVQ 344(SP), R8
+	INCQ R8
+	MOVQ R8, 344(SP)
+	CMPQ R8, 336(SP)
+	JB   scalerow
+	JMP  row
+
+ret:
+	TESTL $0x00000001, job_flags+0(AX)
+	JZ    vzero
+	SFENCE
+
+vzero:
+	VZEROUPPER
+	MOVQ 320(SP), AX
+	MOVQ AX, ret+24(FP)
+	RET
+
+// func avx512BF16AddWeightedRN(j uintptr, from int, to int) int
+// Requires: AVX, AVX512F, MMX+
+TEXT ·avx512BF16AddWeightedRN(SB), NOSPLIT, $376-32
+	// avx512BF16AddWeightedRN normalizes rows [from, to) of the job: BF16 rows: h = round16(x + res) and res = h per element, then y = round16(round16(h*inv)*w), for each row.
+	// It stops before the first row that needs the float64 path and returns that row's index, or to.
+	MOVQ         j+0(FP), AX
+	MOVQ         job_dst+0(AX), CX
+	MOVQ         job_x+0(AX), DX
+	MOVQ         job_w+0(AX), BX
+	MOVQ         job_res+0(AX), SI
+	MOVQ         job_stride+0(AX), DI
+	SHLQ         $0x01, DI
+	VPBROADCASTD avx512bfone<>+0(SB), Z0
+	VPBROADCASTD avx512bfbias<>+0(SB), Z1
+	VPBROADCASTD avx512bfhigh<>+0(SB), Z2
+	VPBROADCASTD avx512bffixnan<>+0(SB), Z3
+
+	// fd = float32(d); rd = 1/d when d is a power of two (ss/d is then ss*rd exactly), else 0.
+	MOVQ       job_d+0(AX), R8
+	VMOVSS     one<>+0(SB), X4
+	VCVTSI2SSQ R8, X4, X4
+	VMOVSS     X4, 368(SP)
+	XORL       R10, R10
+	LEAQ       -1(R8), R9
+	TESTQ      R8, R9
+	JNZ        notpow2
+	BSFQ       R8, R9
+	MOVL       $0x0000007f, R10
+	SUBL       R9, R10
+	SHLL       $0x17, R10
+
+notpow2:
+	MOVL R10, 372(SP)
+
+	// Start at row from.
+	MOVQ  from+8(FP), R8
+	MOVQ  R8, 320(SP)
+	MOVQ  $0x00000000, 328(SP)
+	IMULQ DI, R8
+	ADDQ  R8, CX
+	ADDQ  R8, DX
+	ADDQ  R8, SI
+
+row:
+	MOVQ 320(SP), R8
+	CMPQ R8, to+16(FP)
+	JAE  ret
+	MOVQ $0x00000001, 336(SP)
+	MOVQ DX, R8
+	MOVQ SI, R9
+	XORQ R10, R10
+
+	// Sum of squares: element i goes to partial i%64.
+	MOVQ    job_d+0(AX), R11
+	SUBQ    $0x00000040, R11
+	JGE     firstblock
+	VMOVUPS zero64<>+0(SB), Z4
+	VMOVUPS zero64<>+0(SB), Z5
+	VMOVUPS zero64<>+0(SB), Z6
+	VMOVUPS zero64<>+0(SB), Z7
+	XORQ    R10, R10
+	JMP     sumtail
+
+firstblock:
+	// +0 + square is the square itself: the first block initializes the partials.
+	XORQ        R10, R10
+	VPMOVZXWD   (R8)(R10*2), Z4
+	VPSLLD      $0x10, Z4, Z4
+	VPMOVZXWD   (R9)(R10*2), Z5
+	VPSLLD      $0x10, Z5, Z5
+	VADDPS      Z5, Z4, Z4
+	VFIXUPIMMPS $0x00, Z3, Z4, Z4
+	VPSRLD      $0x10, Z4, Z5
+	VPANDD      Z0, Z5, Z5
+	VPADDD      Z1, Z5, Z5
+	VPADDD      Z4, Z5, Z5
+	VPANDD      Z2, Z5, Z5
+	VPSRLD      $0x10, Z5, Z4
+	VPMOVDW     Z4, (R9)(R10*2)
+	VMULPS      Z5, Z5, Z4
+	VPMOVZXWD   32(R8)(R10*2), Z5
+	VPSLLD      $0x10, Z5, Z5
+	VPMOVZXWD   32(R9)(R10*2), Z6
+	VPSLLD      $0x10, Z6, Z6
+	VADDPS      Z6, Z5, Z5
+	VFIXUPIMMPS $0x00, Z3, Z5, Z5
+	VPSRLD      $0x10, Z5, Z6
+	VPANDD      Z0, Z6, Z6
+	VPADDD      Z1, Z6, Z6
+	VPADDD      Z5, Z6, Z6
+	VPANDD      Z2, Z6, Z6
+	VPSRLD      $0x10, Z6, Z5
+	VPMOVDW     Z5, 32(R9)(R10*2)
+	VMULPS      Z6, Z6, Z5
+	VPMOVZXWD   64(R8)(R10*2), Z6
+	VPSLLD      $0x10, Z6, Z6
+	VPMOVZXWD   64(R9)(R10*2), Z7
+	VPSLLD      $0x10, Z7, Z7
+	VADDPS      Z7, Z6, Z6
+	VFIXUPIMMPS $0x00, Z3, Z6, Z6
+	VPSRLD      $0x10, Z6, Z7
+	VPANDD      Z0, Z7, Z7
+	VPADDD      Z1, Z7, Z7
+	VPADDD      Z6, Z7, Z7
+	VPANDD      Z2, Z7, Z7
+	VPSRLD      $0x10, Z7, Z6
+	VPMOVDW     Z6, 64(R9)(R10*2)
+	VMULPS      Z7, Z7, Z6
+	VPMOVZXWD   96(R8)(R10*2), Z7
+	VPSLLD      $0x10, Z7, Z7
+	VPMOVZXWD   96(R9)(R10*2), Z8
+	VPSLLD      $0x10, Z8, Z8
+	VADDPS      Z8, Z7, Z7
+	VFIXUPIMMPS $0x00, Z3, Z7, Z7
+	VPSRLD      $0x10, Z7, Z8
+	VPANDD      Z0, Z8, Z8
+	VPADDD      Z1, Z8, Z8
+	VPADDD      Z7, Z8, Z8
+	VPANDD      Z2, Z8, Z8
+	VPSRLD      $0x10, Z8, Z7
+	VPMOVDW     Z7, 96(R9)(R10*2)
+	VMULPS      Z8, Z8, Z7
+	MOVQ        $0x00000040, R10
+	TESTL       $0x00000002, job_flags+0(AX)
+	JNZ         sumpf
+
+sumloop:
+	CMPQ        R10, R11
+	JG          sumtail
+	VPMOVZXWD   (R8)(R10*2), Z8
+	VPSLLD      $0x10, Z8, Z8
+	VPMOVZXWD   (R9)(R10*2), Z9
+	VPSLLD      $0x10, Z9, Z9
+	VADDPS      Z9, Z8, Z8
+	VFIXUPIMMPS $0x00, Z3, Z8, Z8
+	VPSRLD      $0x10, Z8, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z8, Z9, Z9
+	VPANDD      Z2, Z9, Z9
+	VPSRLD      $0x10, Z9, Z8
+	VPMOVDW     Z8, (R9)(R10*2)
+	VMULPS      Z9, Z9, Z9
+	VADDPS      Z9, Z4, Z4
+	VPMOVZXWD   32(R8)(R10*2), Z8
+	VPSLLD      $0x10, Z8, Z8
+	VPMOVZXWD   32(R9)(R10*2), Z9
+	VPSLLD      $0x10, Z9, Z9
+	VADDPS      Z9, Z8, Z8
+	VFIXUPIMMPS $0x00, Z3, Z8, Z8
+	VPSRLD      $0x10, Z8, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z8, Z9, Z9
+	VPANDD      Z2, Z9, Z9
+	VPSRLD      $0x10, Z9, Z8
+	VPMOVDW     Z8, 32(R9)(R10*2)
+	VMULPS      Z9, Z9, Z9
+	VADDPS      Z9, Z5, Z5
+	VPMOVZXWD   64(R8)(R10*2), Z8
+	VPSLLD      $0x10, Z8, Z8
+	VPMOVZXWD   64(R9)(R10*2), Z9
+	VPSLLD      $0x10, Z9, Z9
+	VADDPS      Z9, Z8, Z8
+	VFIXUPIMMPS $0x00, Z3, Z8, Z8
+	VPSRLD      $0x10, Z8, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z8, Z9, Z9
+	VPANDD      Z2, Z9, Z9
+	VPSRLD      $0x10, Z9, Z8
+	VPMOVDW     Z8, 64(R9)(R10*2)
+	VMULPS      Z9, Z9, Z9
+	VADDPS      Z9, Z6, Z6
+	VPMOVZXWD   96(R8)(R10*2), Z8
+	VPSLLD      $0x10, Z8, Z8
+	VPMOVZXWD   96(R9)(R10*2), Z9
+	VPSLLD      $0x10, Z9, Z9
+	VADDPS      Z9, Z8, Z8
+	VFIXUPIMMPS $0x00, Z3, Z8, Z8
+	VPSRLD      $0x10, Z8, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z8, Z9, Z9
+	VPANDD      Z2, Z9, Z9
+	VPSRLD      $0x10, Z9, Z8
+	VPMOVDW     Z8, 96(R9)(R10*2)
+	VMULPS      Z9, Z9, Z9
+	VADDPS      Z9, Z7, Z7
+	ADDQ        $0x00000040, R10
+	JMP         sumloop
+
+	// The same, prefetching the rows ahead.
+sumpf:
+	MOVQ DI, R12
+	SHLQ $0x01, R12
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows1
+	SHLQ $0x03, R12
+
+longrows1:
+	ADDQ R8, R12
+
+sumpfloop:
+	CMPQ        R10, R11
+	JG          sumtail
+	PREFETCHT0  (R12)(R10*2)
+	PREFETCHT0  64(R12)(R10*2)
+	VPMOVZXWD   (R8)(R10*2), Z8
+	VPSLLD      $0x10, Z8, Z8
+	VPMOVZXWD   (R9)(R10*2), Z9
+	VPSLLD      $0x10, Z9, Z9
+	VADDPS      Z9, Z8, Z8
+	VFIXUPIMMPS $0x00, Z3, Z8, Z8
+	VPSRLD      $0x10, Z8, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z8, Z9, Z9
+	VPANDD      Z2, Z9, Z9
+	VPSRLD      $0x10, Z9, Z8
+	VPMOVDW     Z8, (R9)(R10*2)
+	VMULPS      Z9, Z9, Z9
+	VADDPS      Z9, Z4, Z4
+	VPMOVZXWD   32(R8)(R10*2), Z8
+	VPSLLD      $0x10, Z8, Z8
+	VPMOVZXWD   32(R9)(R10*2), Z9
+	VPSLLD      $0x10, Z9, Z9
+	VADDPS      Z9, Z8, Z8
+	VFIXUPIMMPS $0x00, Z3, Z8, Z8
+	VPSRLD      $0x10, Z8, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z8, Z9, Z9
+	VPANDD      Z2, Z9, Z9
+	VPSRLD      $0x10, Z9, Z8
+	VPMOVDW     Z8, 32(R9)(R10*2)
+	VMULPS      Z9, Z9, Z9
+	VADDPS      Z9, Z5, Z5
+	VPMOVZXWD   64(R8)(R10*2), Z8
+	VPSLLD      $0x10, Z8, Z8
+	VPMOVZXWD   64(R9)(R10*2), Z9
+	VPSLLD      $0x10, Z9, Z9
+	VADDPS      Z9, Z8, Z8
+	VFIXUPIMMPS $0x00, Z3, Z8, Z8
+	VPSRLD      $0x10, Z8, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z8, Z9, Z9
+	VPANDD      Z2, Z9, Z9
+	VPSRLD      $0x10, Z9, Z8
+	VPMOVDW     Z8, 64(R9)(R10*2)
+	VMULPS      Z9, Z9, Z9
+	VADDPS      Z9, Z6, Z6
+	VPMOVZXWD   96(R8)(R10*2), Z8
+	VPSLLD      $0x10, Z8, Z8
+	VPMOVZXWD   96(R9)(R10*2), Z9
+	VPSLLD      $0x10, Z9, Z9
+	VADDPS      Z9, Z8, Z8
+	VFIXUPIMMPS $0x00, Z3, Z8, Z8
+	VPSRLD      $0x10, Z8, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z8, Z9, Z9
+	VPANDD      Z2, Z9, Z9
+	VPSRLD      $0x10, Z9, Z8
+	VPMOVDW     Z8, 96(R9)(R10*2)
+	VMULPS      Z9, Z9, Z9
+	VADDPS      Z9, Z7, Z7
+	ADDQ        $0x00000040, R10
+	JMP         sumpfloop
+
+sumtail:
+	// Fewer than 64 elements remain.
+	MOVQ job_d+0(AX), R11
+	SUBQ R10, R11
+	JZ   summed
+	LEAQ kmask<>+0(SB), R12
+	MOVQ R11, R13
+	CMPQ R13, $0x00000010
+	JLE  tailmask0
+	MOVQ $0x00000010, R13
+
+tailmask0:
+	KMOVW       (R12)(R13*2), K1
+	VPMOVZXWD.Z (R8)(R10*2), K1, Z8
+	VPSLLD      $0x10, Z8, Z8
+	VPMOVZXWD.Z (R9)(R10*2), K1, Z9
+	VPSLLD      $0x10, Z9, Z9
+	VADDPS      Z9, Z8, Z8
+	VFIXUPIMMPS $0x00, Z3, Z8, Z8
+	VPSRLD      $0x10, Z8, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z8, Z9, Z9
+	VPANDD      Z2, Z9, Z9
+	VPSRLD      $0x10, Z9, Z8
+	VPMOVDW     Z8, K1, (R9)(R10*2)
+	VMULPS      Z9, Z9, Z9
+	VADDPS      Z9, Z4, Z4
+	MOVQ        R11, R13
+	SUBQ        $0x00000010, R13
+	JLE         summed
+	CMPQ        R13, $0x00000010
+	JLE         tailmask1
+	MOVQ        $0x00000010, R13
+
+tailmask1:
+	KMOVW       (R12)(R13*2), K1
+	VPMOVZXWD.Z 32(R8)(R10*2), K1, Z8
+	VPSLLD      $0x10, Z8, Z8
+	VPMOVZXWD.Z 32(R9)(R10*2), K1, Z9
+	VPSLLD      $0x10, Z9, Z9
+	VADDPS      Z9, Z8, Z8
+	VFIXUPIMMPS $0x00, Z3, Z8, Z8
+	VPSRLD      $0x10, Z8, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z8, Z9, Z9
+	VPANDD      Z2, Z9, Z9
+	VPSRLD      $0x10, Z9, Z8
+	VPMOVDW     Z8, K1, 32(R9)(R10*2)
+	VMULPS      Z9, Z9, Z9
+	VADDPS      Z9, Z5, Z5
+	MOVQ        R11, R13
+	SUBQ        $0x00000020, R13
+	JLE         summed
+	CMPQ        R13, $0x00000010
+	JLE         tailmask2
+	MOVQ        $0x00000010, R13
+
+tailmask2:
+	KMOVW       (R12)(R13*2), K1
+	VPMOVZXWD.Z 64(R8)(R10*2), K1, Z8
+	VPSLLD      $0x10, Z8, Z8
+	VPMOVZXWD.Z 64(R9)(R10*2), K1, Z9
+	VPSLLD      $0x10, Z9, Z9
+	VADDPS      Z9, Z8, Z8
+	VFIXUPIMMPS $0x00, Z3, Z8, Z8
+	VPSRLD      $0x10, Z8, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z8, Z9, Z9
+	VPANDD      Z2, Z9, Z9
+	VPSRLD      $0x10, Z9, Z8
+	VPMOVDW     Z8, K1, 64(R9)(R10*2)
+	VMULPS      Z9, Z9, Z9
+	VADDPS      Z9, Z6, Z6
+	SUBQ        $0x00000030, R11
+	JLE         summed
+	CMPQ        R11, $0x00000010
+	JLE         tailmask3
+	MOVQ        $0x00000010, R11
+
+tailmask3:
+	KMOVW       (R12)(R11*2), K1
+	VPMOVZXWD.Z 96(R8)(R10*2), K1, Z8
+	VPSLLD      $0x10, Z8, Z8
+	VPMOVZXWD.Z 96(R9)(R10*2), K1, Z9
+	VPSLLD      $0x10, Z9, Z9
+	VADDPS      Z9, Z8, Z8
+	VFIXUPIMMPS $0x00, Z3, Z8, Z8
+	VPSRLD      $0x10, Z8, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z8, Z9, Z9
+	VPANDD      Z2, Z9, Z9
+	VPSRLD      $0x10, Z9, Z8
+	VPMOVDW     Z8, K1, 96(R9)(R10*2)
+	VMULPS      Z9, Z9, Z9
+	VADDPS      Z9, Z7, Z7
+
+summed:
+	VADDPS Z6, Z4, Z4
+	VADDPS Z7, Z5, Z5
+	VADDPS Z5, Z4, Z4
+
+	// Halving tree: p[j] += p[j+h] for the remaining h, down to ss.
+	VSHUFF64X2 $0xee, Z4, Z4, Z5
+	VADDPS     Z5, Z4, Z4
+	VSHUFF32X4 $0x01, Z4, Z4, Z5
+	VADDPS     Z5, Z4, Z4
+	VPERMILPS  $0x4e, Z4, Z5
+	VADDPS     Z5, Z4, Z4
+	VPERMILPS  $0xb1, Z4, Z5
+	VADDPS     Z5, Z4, Z4
+
+	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
+	CMPL   372(SP), $0x00
+	JE     divide2
+	VMULSS 372(SP), X4, X4
+	JMP    divided3
+
+divide2:
+	VDIVSS 368(SP), X4, X4
+
+divided3:
+	VADDSS   job_eps+0(AX), X4, X4
+	VUCOMISS tlo<>+0(SB), X4
+	JCS      ret
+	VUCOMISS tmax<>+0(SB), X4
+	JHI      ret
+	VSQRTSS  X4, X4, X4
+	VMOVSS   one<>+0(SB), X10
+	VDIVSS   X4, X10, X10
+
+	// Report 1/rms if asked.
+	MOVQ   job_inv+0(AX), R8
+	TESTQ  R8, R8
+	JZ     scale
+	MOVQ   320(SP), R9
+	VMOVSS X10, (R8)(R9*4)
+
+scale:
+	VBROADCASTSS X10, Z4
+	MOVQ         $0x00000000, 344(SP)
+	CMPQ         336(SP), $0x01
+	JE           scalebody
+	VMOVUPS      Z10, 256(SP)
+
+scalerow:
+	MOVQ         344(SP), R8
+	VBROADCASTSS 256(SP)(R8*4), Z4
+
+scalebody:
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ  R8, R8
+	MOVQ  job_d+0(AX), R9
+	SUBQ  $0x00000040, R9
+	TESTL $0x00000002, job_flags+0(AX)
+	JNZ   scalepf
+
+scaleloop:
+	CMPQ        R8, R9
+	JG          scaletail
+	VPMOVZXWD   (SI)(R8*2), Z5
+	VPSLLD      $0x10, Z5, Z5
+	VMULPS      Z4, Z5, Z5
+	VFIXUPIMMPS $0x00, Z3, Z5, Z5
+	VPSRLD      $0x10, Z5, Z6
+	VPANDD      Z0, Z6, Z6
+	VPADDD      Z1, Z6, Z6
+	VPADDD      Z5, Z6, Z6
+	VPANDD      Z2, Z6, Z6
+	VMULPS      (BX)(R8*4), Z6, Z6
+	VFIXUPIMMPS $0x00, Z3, Z6, Z6
+	VPSRLD      $0x10, Z6, Z5
+	VPANDD      Z0, Z5, Z5
+	VPADDD      Z1, Z5, Z5
+	VPADDD      Z6, Z5, Z5
+	VPSRLD      $0x10, Z5, Z5
+	VPMOVDW     Z5, (CX)(R8*2)
+	VPMOVZXWD   32(SI)(R8*2), Z5
+	VPSLLD      $0x10, Z5, Z5
+	VMULPS      Z4, Z5, Z5
+	VFIXUPIMMPS $0x00, Z3, Z5, Z5
+	VPSRLD      $0x10, Z5, Z6
+	VPANDD      Z0, Z6, Z6
+	VPADDD      Z1, Z6, Z6
+	VPADDD      Z5, Z6, Z6
+	VPANDD      Z2, Z6, Z6
+	VMULPS      64(BX)(R8*4), Z6, Z6
+	VFIXUPIMMPS $0x00, Z3, Z6, Z6
+	VPSRLD      $0x10, Z6, Z5
+	VPANDD      Z0, Z5, Z5
+	VPADDD      Z1, Z5, Z5
+	VPADDD      Z6, Z5, Z5
+	VPSRLD      $0x10, Z5, Z5
+	VPMOVDW     Z5, 32(CX)(R8*2)
+	VPMOVZXWD   64(SI)(R8*2), Z5
+	VPSLLD      $0x10, Z5, Z5
+	VMULPS      Z4, Z5, Z5
+	VFIXUPIMMPS $0x00, Z3, Z5, Z5
+	VPSRLD      $0x10, Z5, Z6
+	VPANDD      Z0, Z6, Z6
+	VPADDD      Z1, Z6, Z6
+	VPADDD      Z5, Z6, Z6
+	VPANDD      Z2, Z6, Z6
+	VMULPS      128(BX)(R8*4), Z6, Z6
+	VFIXUPIMMPS $0x00, Z3, Z6, Z6
+	VPSRLD      $0x10, Z6, Z5
+	VPANDD      Z0, Z5, Z5
+	VPADDD      Z1, Z5, Z5
+	VPADDD      Z6, Z5, Z5
+	VPSRLD      $0x10, Z5, Z5
+	VPMOVDW     Z5, 64(CX)(R8*2)
+	VPMOVZXWD   96(SI)(R8*2), Z5
+	VPSLLD      $0x10, Z5, Z5
+	VMULPS      Z4, Z5, Z5
+	VFIXUPIMMPS $0x00, Z3, Z5, Z5
+	VPSRLD      $0x10, Z5, Z6
+	VPANDD      Z0, Z6, Z6
+	VPADDD      Z1, Z6, Z6
+	VPADDD      Z5, Z6, Z6
+	VPANDD      Z2, Z6, Z6
+	VMULPS      192(BX)(R8*4), Z6, Z6
+	VFIXUPIMMPS $0x00, Z3, Z6, Z6
+	VPSRLD      $0x10, Z6, Z5
+	VPANDD      Z0, Z5, Z5
+	VPADDD      Z1, Z5, Z5
+	VPADDD      Z6, Z5, Z5
+	VPSRLD      $0x10, Z5, Z5
+	VPMOVDW     Z5, 96(CX)(R8*2)
+	ADDQ        $0x00000040, R8
+	JMP         scaleloop
+
+scalepf:
+	MOVQ DI, R10
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows4
+	SHLQ $0x03, R10
+
+longrows4:
+	ADDQ  SI, R10
+	TESTL $0x00000001, job_flags+0(AX)
+	JNZ   scalent
+
+scalepfloop:
+	CMPQ        R8, R9
+	JG          scaletail
+	PREFETCHT0  (R10)(R8*2)
+	PREFETCHT0  64(R10)(R8*2)
+	VPMOVZXWD   (SI)(R8*2), Z5
+	VPSLLD      $0x10, Z5, Z5
+	VMULPS      Z4, Z5, Z5
+	VFIXUPIMMPS $0x00, Z3, Z5, Z5
+	VPSRLD      $0x10, Z5, Z6
+	VPANDD      Z0, Z6, Z6
+	VPADDD      Z1, Z6, Z6
+	VPADDD      Z5, Z6, Z6
+	VPANDD      Z2, Z6, Z6
+	VMULPS      (BX)(R8*4), Z6, Z6
+	VFIXUPIMMPS $0x00, Z3, Z6, Z6
+	VPSRLD      $0x10, Z6, Z5
+	VPANDD      Z0, Z5, Z5
+	VPADDD      Z1, Z5, Z5
+	VPADDD      Z6, Z5, Z5
+	VPSRLD      $0x10, Z5, Z5
+	VPMOVDW     Z5, (CX)(R8*2)
+	VPMOVZXWD   32(SI)(R8*2), Z5
+	VPSLLD      $0x10, Z5, Z5
+	VMULPS      Z4, Z5, Z5
+	VFIXUPIMMPS $0x00, Z3, Z5, Z5
+	VPSRLD      $0x10, Z5, Z6
+	VPANDD      Z0, Z6, Z6
+	VPADDD      Z1, Z6, Z6
+	VPADDD      Z5, Z6, Z6
+	VPANDD      Z2, Z6, Z6
+	VMULPS      64(BX)(R8*4), Z6, Z6
+	VFIXUPIMMPS $0x00, Z3, Z6, Z6
+	VPSRLD      $0x10, Z6, Z5
+	VPANDD      Z0, Z5, Z5
+	VPADDD      Z1, Z5, Z5
+	VPADDD      Z6, Z5, Z5
+	VPSRLD      $0x10, Z5, Z5
+	VPMOVDW     Z5, 32(CX)(R8*2)
+	VPMOVZXWD   64(SI)(R8*2), Z5
+	VPSLLD      $0x10, Z5, Z5
+	VMULPS      Z4, Z5, Z5
+	VFIXUPIMMPS $0x00, Z3, Z5, Z5
+	VPSRLD      $0x10, Z5, Z6
+	VPANDD      Z0, Z6, Z6
+	VPADDD      Z1, Z6, Z6
+	VPADDD      Z5, Z6, Z6
+	VPANDD      Z2, Z6, Z6
+	VMULPS      128(BX)(R8*4), Z6, Z6
+	VFIXUPIMMPS $0x00, Z3, Z6, Z6
+	VPSRLD      $0x10, Z6, Z5
+	VPANDD      Z0, Z5, Z5
+	VPADDD      Z1, Z5, Z5
+	VPADDD      Z6, Z5, Z5
+	VPSRLD      $0x10, Z5, Z5
+	VPMOVDW     Z5, 64(CX)(R8*2)
+	VPMOVZXWD   96(SI)(R8*2), Z5
+	VPSLLD      $0x10, Z5, Z5
+	VMULPS      Z4, Z5, Z5
+	VFIXUPIMMPS $0x00, Z3, Z5, Z5
+	VPSRLD      $0x10, Z5, Z6
+	VPANDD      Z0, Z6, Z6
+	VPADDD      Z1, Z6, Z6
+	VPADDD      Z5, Z6, Z6
+	VPANDD      Z2, Z6, Z6
+	VMULPS      192(BX)(R8*4), Z6, Z6
+	VFIXUPIMMPS $0x00, Z3, Z6, Z6
+	VPSRLD      $0x10, Z6, Z5
+	VPANDD      Z0, Z5, Z5
+	VPADDD      Z1, Z5, Z5
+	VPADDD      Z6, Z5, Z5
+	VPSRLD      $0x10, Z5, Z5
+	VPMOVDW     Z5, 96(CX)(R8*2)
+	ADDQ        $0x00000040, R8
+	JMP         scalepfloop
+
+scalent:
+	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
+	MOVQ CX, R11
+	NEGQ R11
+	ANDQ $0x0000003f, R11
+	SHRQ $0x01, R11
+	JZ   scalentloop
+	CMPQ R11, job_d+0(AX)
+	JLE  scalehead
+	MOVQ job_d+0(AX), R11
+
+scalehead:
+	CMPQ        R11, $0x00000010
+	JB          scaleheadpart
+	VPMOVZXWD   (SI)(R8*2), Z5
+	VPSLLD      $0x10, Z5, Z5
+	VMULPS      Z4, Z5, Z5
+	VFIXUPIMMPS $0x00, Z3, Z5, Z5
+	VPSRLD      $0x10, Z5, Z6
+	VPANDD      Z0, Z6, Z6
+	VPADDD      Z1, Z6, Z6
+	VPADDD      Z5, Z6, Z6
+	VPANDD      Z2, Z6, Z6
+	VMULPS      (BX)(R8*4), Z6, Z6
+	VFIXUPIMMPS $0x00, Z3, Z6, Z6
+	VPSRLD      $0x10, Z6, Z5
+	VPANDD      Z0, Z5, Z5
+	VPADDD      Z1, Z5, Z5
+	VPADDD      Z6, Z5, Z5
+	VPSRLD      $0x10, Z5, Z5
+	VPMOVDW     Z5, (CX)(R8*2)
+	ADDQ        $0x00000010, R8
+	SUBQ        $0x00000010, R11
+	JZ          scalentloop
+
+scaleheadpart:
+	LEAQ        kmask<>+0(SB), R12
+	KMOVW       (R12)(R11*2), K1
+	VPMOVZXWD.Z (SI)(R8*2), K1, Z5
+	VPSLLD      $0x10, Z5, Z5
+	VMULPS      Z5, Z4, Z5
+	VFIXUPIMMPS $0x00, Z3, Z5, Z5
+	VPSRLD      $0x10, Z5, Z6
+	VPANDD      Z0, Z6, Z6
+	VPADDD      Z1, Z6, Z6
+	VPADDD      Z5, Z6, Z6
+	VPANDD      Z2, Z6, Z6
+	VMOVUPS.Z   (BX)(R8*4), K1, Z5
+	VMULPS      Z5, Z6, Z6
+	VFIXUPIMMPS $0x00, Z3, Z6, Z6
+	VPSRLD      $0x10, Z6, Z5
+	VPANDD      Z0, Z5, Z5
+	VPADDD      Z1, Z5, Z5
+	VPADDD      Z6, Z5, Z5
+	VPSRLD      $0x10, Z5, Z5
+	VPMOVDW     Z5, K1, (CX)(R8*2)
+	ADDQ        R11, R8
+
+scalentloop:
+	CMPQ         R8, R9
+	JG           scaletail
+	PREFETCHT0   (R10)(R8*2)
+	PREFETCHT0   64(R10)(R8*2)
+	VPMOVZXWD    (SI)(R8*2), Z5
+	VPSLLD       $0x10, Z5, Z5
+	VMULPS       Z4, Z5, Z5
+	VFIXUPIMMPS  $0x00, Z3, Z5, Z5
+	VPSRLD       $0x10, Z5, Z6
+	VPANDD       Z0, Z6, Z6
+	VPADDD       Z1, Z6, Z6
+	VPADDD       Z5, Z6, Z6
+	VPANDD       Z2, Z6, Z6
+	VMULPS       (BX)(R8*4), Z6, Z6
+	VPMOVZXWD    32(SI)(R8*2), Z5
+	VPSLLD       $0x10, Z5, Z5
+	VMULPS       Z4, Z5, Z5
+	VFIXUPIMMPS  $0x00, Z3, Z5, Z5
+	VPSRLD       $0x10, Z5, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z5, Z7, Z7
+	VPANDD       Z2, Z7, Z7
+	VMULPS       64(BX)(R8*4), Z7, Z7
+	VFIXUPIMMPS  $0x00, Z3, Z6, Z6
+	VPSRLD       $0x10, Z6, Z5
+	VPANDD       Z0, Z5, Z5
+	VPADDD       Z1, Z5, Z5
+	VPADDD       Z6, Z5, Z5
+	VPSRLD       $0x10, Z5, Z5
+	VPMOVDW      Z5, Y11
+	VFIXUPIMMPS  $0x00, Z3, Z7, Z7
+	VPSRLD       $0x10, Z7, Z5
+	VPANDD       Z0, Z5, Z5
+	VPADDD       Z1, Z5, Z5
+	VPADDD       Z7, Z5, Z5
+	VPSRLD       $0x10, Z5, Z5
+	VPMOVDW      Z5, Y5
+	VINSERTI64X4 $0x01, Y5, Z11, Z11
+	VMOVNTDQ     Z11, (CX)(R8*2)
+	VPMOVZXWD    64(SI)(R8*2), Z5
+	VPSLLD       $0x10, Z5, Z5
+	VMULPS       Z4, Z5, Z5
+	VFIXUPIMMPS  $0x00, Z3, Z5, Z5
+	VPSRLD       $0x10, Z5, Z6
+	VPANDD       Z0, Z6, Z6
+	VPADDD       Z1, Z6, Z6
+	VPADDD       Z5, Z6, Z6
+	VPANDD       Z2, Z6, Z6
+	VMULPS       128(BX)(R8*4), Z6, Z6
+	VPMOVZXWD    96(SI)(R8*2), Z5
+	VPSLLD       $0x10, Z5, Z5
+	VMULPS       Z4, Z5, Z5
+	VFIXUPIMMPS  $0x00, Z3, Z5, Z5
+	VPSRLD       $0x10, Z5, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z5, Z7, Z7
+	VPANDD       Z2, Z7, Z7
+	VMULPS       192(BX)(R8*4), Z7, Z7
+	VFIXUPIMMPS  $0x00, Z3, Z6, Z6
+	VPSRLD       $0x10, Z6, Z5
+	VPANDD       Z0, Z5, Z5
+	VPADDD       Z1, Z5, Z5
+	VPADDD       Z6, Z5, Z5
+	VPSRLD       $0x10, Z5, Z5
+	VPMOVDW      Z5, Y12
+	VFIXUPIMMPS  $0x00, Z3, Z7, Z7
+	VPSRLD       $0x10, Z7, Z5
+	VPANDD       Z0, Z5, Z5
+	VPADDD       Z1, Z5, Z5
+	VPADDD       Z7, Z5, Z5
+	VPSRLD       $0x10, Z5, Z5
+	VPMOVDW      Z5, Y5
+	VINSERTI64X4 $0x01, Y5, Z12, Z12
+	VMOVNTDQ     Z12, 64(CX)(R8*2)
+	ADDQ         $0x00000040, R8
+	JMP          scalentloop
+
+scaletail:
+	ADDQ $0x00000030, R9
+
+scaleone:
+	CMPQ        R8, R9
+	JG          scalepart
+	VPMOVZXWD   (SI)(R8*2), Z5
+	VPSLLD      $0x10, Z5, Z5
+	VMULPS      Z4, Z5, Z5
+	VFIXUPIMMPS $0x00, Z3, Z5, Z5
+	VPSRLD      $0x10, Z5, Z6
+	VPANDD      Z0, Z6, Z6
+	VPADDD      Z1, Z6, Z6
+	VPADDD      Z5, Z6, Z6
+	VPANDD      Z2, Z6, Z6
+	VMULPS      (BX)(R8*4), Z6, Z6
+	VFIXUPIMMPS $0x00, Z3, Z6, Z6
+	VPSRLD      $0x10, Z6, Z5
+	VPANDD      Z0, Z5, Z5
+	VPADDD      Z1, Z5, Z5
+	VPADDD      Z6, Z5, Z5
+	VPSRLD      $0x10, Z5, Z5
+	VPMOVDW     Z5, (CX)(R8*2)
+	ADDQ        $0x00000010, R8
+	JMP         scaleone
+
+scalepart:
+	MOVQ        job_d+0(AX), R11
+	SUBQ        R8, R11
+	JZ          scaled
+	LEAQ        kmask<>+0(SB), R9
+	KMOVW       (R9)(R11*2), K1
+	VPMOVZXWD.Z (SI)(R8*2), K1, Z5
+	VPSLLD      $0x10, Z5, Z5
+	VMULPS      Z5, Z4, Z5
+	VFIXUPIMMPS $0x00, Z3, Z5, Z5
+	VPSRLD      $0x10, Z5, Z4
+	VPANDD      Z0, Z4, Z4
+	VPADDD      Z1, Z4, Z4
+	VPADDD      Z5, Z4, Z4
+	VPANDD      Z2, Z4, Z4
+	VMOVUPS.Z   (BX)(R8*4), K1, Z5
+	VMULPS      Z5, Z4, Z4
+	VFIXUPIMMPS $0x00, Z3, Z4, Z4
+	VPSRLD      $0x10, Z4, Z5
+	VPANDD      Z0, Z5, Z5
+	VPADDD      Z1, Z5, Z5
+	VPADDD      Z4, Z5, Z5
+	VPSRLD      $0x10, Z5, Z5
+	VPMOVDW     Z5, K1, (CX)(R8*2)
+
+scaled:
+	ADDQ DI, DX
+	ADDQ DI, CX
+	ADDQ DI, SI
+	INCQ 320(SP)
+	MOVQ 344(SP), R8
+	INCQ R8
+	MOVQ R8, 344(SP)
+	CMPQ R8, 336(SP)
+	JB   scalerow
+	JMP  row
+
+ret:
+	TESTL $0x00000001, job_flags+0(AX)
+	JZ    vzero
+	SFENCE
+
+vzero:
+	VZEROUPPER
+	MOVQ 320(SP), AX
+	MOVQ AX, ret+24(FP)
+	RET
+
+// func avx512BF16AddOffset(j uintptr, from int, to int) int
+// Requires: AVX, AVX512F, MMX+
+TEXT ·avx512BF16AddOffset(SB), NOSPLIT, $376-32
+	// avx512BF16AddOffset normalizes rows [from, to) of the job: BF16 rows: h = round16(x + res) and res = h per element, then y = round16((h*inv)*(1+w)), for each row.
+	// It stops before the first row that needs the float64 path and returns that row's index, or to.
+	MOVQ         j+0(FP), AX
+	MOVQ         job_dst+0(AX), CX
+	MOVQ         job_x+0(AX), DX
+	MOVQ         job_w+0(AX), BX
+	MOVQ         job_res+0(AX), SI
+	MOVQ         job_stride+0(AX), DI
+	SHLQ         $0x01, DI
+	VPBROADCASTD avx512bfone<>+0(SB), Z0
+	VPBROADCASTD avx512bfbias<>+0(SB), Z1
+	VPBROADCASTD avx512bfhigh<>+0(SB), Z2
+	VPBROADCASTD avx512bffixnan<>+0(SB), Z3
+
+	// fd = float32(d); rd = 1/d when d is a power of two (ss/d is then ss*rd exactly), else 0.
+	MOVQ       job_d+0(AX), R8
+	VMOVSS     one<>+0(SB), X4
+	VCVTSI2SSQ R8, X4, X4
+	VMOVSS     X4, 368(SP)
+	XORL       R10, R10
+	LEAQ       -1(R8), R9
+	TESTQ      R8, R9
+	JNZ        notpow2
+	BSFQ       R8, R9
+	MOVL       $0x0000007f, R10
+	SUBL       R9, R10
+	SHLL       $0x17, R10
+
+notpow2:
+	MOVL R10, 372(SP)
+
+	// Start at row from.
+	MOVQ  from+8(FP), R8
+	MOVQ  R8, 320(SP)
+	MOVQ  $0x00000000, 328(SP)
+	IMULQ DI, R8
+	ADDQ  R8, CX
+	ADDQ  R8, DX
+	ADDQ  R8, SI
+
+row:
+	MOVQ 320(SP), R8
+	CMPQ R8, to+16(FP)
+	JAE  ret
+	MOVQ $0x00000001, 336(SP)
+	MOVQ DX, R8
+	MOVQ SI, R9
+	XORQ R10, R10
+
+	// Sum of squares: element i goes to partial i%64.
+	MOVQ    job_d+0(AX), R11
+	SUBQ    $0x00000040, R11
+	JGE     firstblock
+	VMOVUPS zero64<>+0(SB), Z4
+	VMOVUPS zero64<>+0(SB), Z5
+	VMOVUPS zero64<>+0(SB), Z6
+	VMOVUPS zero64<>+0(SB), Z7
+	XORQ    R10, R10
+	JMP     sumtail
+
+firstblock:
+	// +0 + square is the square itself: the first block initializes the partials.
+	XORQ        R10, R10
+	VPMOVZXWD   (R8)(R10*2), Z4
+	VPSLLD      $0x10, Z4, Z4
+	VPMOVZXWD   (R9)(R10*2), Z5
+	VPSLLD      $0x10, Z5, Z5
+	VADDPS      Z5, Z4, Z4
+	VFIXUPIMMPS $0x00, Z3, Z4, Z4
+	VPSRLD      $0x10, Z4, Z5
+	VPANDD      Z0, Z5, Z5
+	VPADDD      Z1, Z5, Z5
+	VPADDD      Z4, Z5, Z5
+	VPANDD      Z2, Z5, Z5
+	VPSRLD      $0x10, Z5, Z4
+	VPMOVDW     Z4, (R9)(R10*2)
+	VMULPS      Z5, Z5, Z4
+	VPMOVZXWD   32(R8)(R10*2), Z5
+	VPSLLD      $0x10, Z5, Z5
+	VPMOVZXWD   32(R9)(R10*2), Z6
+	VPSLLD      $0x10, Z6, Z6
+	VADDPS      Z6, Z5, Z5
+	VFIXUPIMMPS $0x00, Z3, Z5, Z5
+	VPSRLD      $0x10, Z5, Z6
+	VPANDD      Z0, Z6, Z6
+	VPADDD      Z1, Z6, Z6
+	VPADDD      Z5, Z6, Z6
+	VPANDD      Z2, Z6, Z6
+	VPSRLD      $0x10, Z6, Z5
+	VPMOVDW     Z5, 32(R9)(R10*2)
+	VMULPS      Z6, Z6, Z5
+	VPMOVZXWD   64(R8)(R10*2), Z6
+	VPSLLD      $0x10, Z6, Z6
+	VPMOVZXWD   64(R9)(R10*2), Z7
+	VPSLLD      $0x10, Z7, Z7
+	VADDPS      Z7, Z6, Z6
+	VFIXUPIMMPS $0x00, Z3, Z6, Z6
+	VPSRLD      $0x10, Z6, Z7
+	VPANDD      Z0, Z7, Z7
+	VPADDD      Z1, Z7, Z7
+	VPADDD      Z6, Z7, Z7
+	VPANDD      Z2, Z7, Z7
+	VPSRLD      $0x10, Z7, Z6
+	VPMOVDW     Z6, 64(R9)(R10*2)
+	VMULPS      Z7, Z7, Z6
+	VPMOVZXWD   96(R8)(R10*2), Z7
+	VPSLLD      $0x10, Z7, Z7
+	VPMOVZXWD   96(R9)(R10*2), Z8
+	VPSLLD      $0x10, Z8, Z8
+	VADDPS      Z8, Z7, Z7
+	VFIXUPIMMPS $0x00, Z3, Z7, Z7
+	VPSRLD      $0x10, Z7, Z8
+	VPANDD      Z0, Z8, Z8
+	VPADDD      Z1, Z8, Z8
+	VPADDD      Z7, Z8, Z8
+	VPANDD      Z2, Z8, Z8
+	VPSRLD      $0x10, Z8, Z7
+	VPMOVDW     Z7, 96(R9)(R10*2)
+	VMULPS      Z8, Z8, Z7
+	MOVQ        $0x00000040, R10
+	TESTL       $0x00000002, job_flags+0(AX)
+	JNZ         sumpf
+
+sumloop:
+	CMPQ        R10, R11
+	JG          sumtail
+	VPMOVZXWD   (R8)(R10*2), Z8
+	VPSLLD      $0x10, Z8, Z8
+	VPMOVZXWD   (R9)(R10*2), Z9
+	VPSLLD      $0x10, Z9, Z9
+	VADDPS      Z9, Z8, Z8
+	VFIXUPIMMPS $0x00, Z3, Z8, Z8
+	VPSRLD      $0x10, Z8, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z8, Z9, Z9
+	VPANDD      Z2, Z9, Z9
+	VPSRLD      $0x10, Z9, Z8
+	VPMOVDW     Z8, (R9)(R10*2)
+	VMULPS      Z9, Z9, Z9
+	VADDPS      Z9, Z4, Z4
+	VPMOVZXWD   32(R8)(R10*2), Z8
+	VPSLLD      $0x10, Z8, Z8
+	VPMOVZXWD   32(R9)(R10*2), Z9
+	VPSLLD      $0x10, Z9, Z9
+	VADDPS      Z9, Z8, Z8
+	VFIXUPIMMPS $0x00, Z3, Z8, Z8
+	VPSRLD      $0x10, Z8, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z8, Z9, Z9
+	VPANDD      Z2, Z9, Z9
+	VPSRLD      $0x10, Z9, Z8
+	VPMOVDW     Z8, 32(R9)(R10*2)
+	VMULPS      Z9, Z9, Z9
+	VADDPS      Z9, Z5, Z5
+	VPMOVZXWD   64(R8)(R10*2), Z8
+	VPSLLD      $0x10, Z8, Z8
+	VPMOVZXWD   64(R9)(R10*2), Z9
+	VPSLLD      $0x10, Z9, Z9
+	VADDPS      Z9, Z8, Z8
+	VFIXUPIMMPS $0x00, Z3, Z8, Z8
+	VPSRLD      $0x10, Z8, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z8, Z9, Z9
+	VPANDD      Z2, Z9, Z9
+	VPSRLD      $0x10, Z9, Z8
+	VPMOVDW     Z8, 64(R9)(R10*2)
+	VMULPS      Z9, Z9, Z9
+	VADDPS      Z9, Z6, Z6
+	VPMOVZXWD   96(R8)(R10*2), Z8
+	VPSLLD      $0x10, Z8, Z8
+	VPMOVZXWD   96(R9)(R10*2), Z9
+	VPSLLD      $0x10, Z9, Z9
+	VADDPS      Z9, Z8, Z8
+	VFIXUPIMMPS $0x00, Z3, Z8, Z8
+	VPSRLD      $0x10, Z8, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z8, Z9, Z9
+	VPANDD      Z2, Z9, Z9
+	VPSRLD      $0x10, Z9, Z8
+	VPMOVDW     Z8, 96(R9)(R10*2)
+	VMULPS      Z9, Z9, Z9
+	VADDPS      Z9, Z7, Z7
+	ADDQ        $0x00000040, R10
+	JMP         sumloop
+
+	// The same, prefetching the rows ahead.
+sumpf:
+	MOVQ DI, R12
+	SHLQ $0x01, R12
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows1
+	SHLQ $0x03, R12
+
+longrows1:
+	ADDQ R8, R12
+
+sumpfloop:
+	CMPQ        R10, R11
+	JG          sumtail
+	PREFETCHT0  (R12)(R10*2)
+	PREFETCHT0  64(R12)(R10*2)
+	VPMOVZXWD   (R8)(R10*2), Z8
+	VPSLLD      $0x10, Z8, Z8
+	VPMOVZXWD   (R9)(R10*2), Z9
+	VPSLLD      $0x10, Z9, Z9
+	VADDPS      Z9, Z8, Z8
+	VFIXUPIMMPS $0x00, Z3, Z8, Z8
+	VPSRLD      $0x10, Z8, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z8, Z9, Z9
+	VPANDD      Z2, Z9, Z9
+	VPSRLD      $0x10, Z9, Z8
+	VPMOVDW     Z8, (R9)(R10*2)
+	VMULPS      Z9, Z9, Z9
+	VADDPS      Z9, Z4, Z4
+	VPMOVZXWD   32(R8)(R10*2), Z8
+	VPSLLD      $0x10, Z8, Z8
+	VPMOVZXWD   32(R9)(R10*2), Z9
+	VPSLLD      $0x10, Z9, Z9
+	VADDPS      Z9, Z8, Z8
+	VFIXUPIMMPS $0x00, Z3, Z8, Z8
+	VPSRLD      $0x10, Z8, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z8, Z9, Z9
+	VPANDD      Z2, Z9, Z9
+	VPSRLD      $0x10, Z9, Z8
+	VPMOVDW     Z8, 32(R9)(R10*2)
+	VMULPS      Z9, Z9, Z9
+	VADDPS      Z9, Z5, Z5
+	VPMOVZXWD   64(R8)(R10*2), Z8
+	VPSLLD      $0x10, Z8, Z8
+	VPMOVZXWD   64(R9)(R10*2), Z9
+	VPSLLD      $0x10, Z9, Z9
+	VADDPS      Z9, Z8, Z8
+	VFIXUPIMMPS $0x00, Z3, Z8, Z8
+	VPSRLD      $0x10, Z8, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z8, Z9, Z9
+	VPANDD      Z2, Z9, Z9
+	VPSRLD      $0x10, Z9, Z8
+	VPMOVDW     Z8, 64(R9)(R10*2)
+	VMULPS      Z9, Z9, Z9
+	VADDPS      Z9, Z6, Z6
+	VPMOVZXWD   96(R8)(R10*2), Z8
+	VPSLLD      $0x10, Z8, Z8
+	VPMOVZXWD   96(R9)(R10*2), Z9
+	VPSLLD      $0x10, Z9, Z9
+	VADDPS      Z9, Z8, Z8
+	VFIXUPIMMPS $0x00, Z3, Z8, Z8
+	VPSRLD      $0x10, Z8, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z8, Z9, Z9
+	VPANDD      Z2, Z9, Z9
+	VPSRLD      $0x10, Z9, Z8
+	VPMOVDW     Z8, 96(R9)(R10*2)
+	VMULPS      Z9, Z9, Z9
+	VADDPS      Z9, Z7, Z7
+	ADDQ        $0x00000040, R10
+	JMP         sumpfloop
+
+sumtail:
+	// Fewer than 64 elements remain.
+	MOVQ job_d+0(AX), R11
+	SUBQ R10, R11
+	JZ   summed
+	LEAQ kmask<>+0(SB), R12
+	MOVQ R11, R13
+	CMPQ R13, $0x00000010
+	JLE  tailmask0
+	MOVQ $0x00000010, R13
+
+tailmask0:
+	KMOVW       (R12)(R13*2), K1
+	VPMOVZXWD.Z (R8)(R10*2), K1, Z8
+	VPSLLD      $0x10, Z8, Z8
+	VPMOVZXWD.Z (R9)(R10*2), K1, Z9
+	VPSLLD      $0x10, Z9, Z9
+	VADDPS      Z9, Z8, Z8
+	VFIXUPIMMPS $0x00, Z3, Z8, Z8
+	VPSRLD      $0x10, Z8, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z8, Z9, Z9
+	VPANDD      Z2, Z9, Z9
+	VPSRLD      $0x10, Z9, Z8
+	VPMOVDW     Z8, K1, (R9)(R10*2)
+	VMULPS      Z9, Z9, Z9
+	VADDPS      Z9, Z4, Z4
+	MOVQ        R11, R13
+	SUBQ        $0x00000010, R13
+	JLE         summed
+	CMPQ        R13, $0x00000010
+	JLE         tailmask1
+	MOVQ        $0x00000010, R13
+
+tailmask1:
+	KMOVW       (R12)(R13*2), K1
+	VPMOVZXWD.Z 32(R8)(R10*2), K1, Z8
+	VPSLLD      $0x10, Z8, Z8
+	VPMOVZXWD.Z 32(R9)(R10*2), K1, Z9
+	VPSLLD      $0x10, Z9, Z9
+	VADDPS      Z9, Z8, Z8
+	VFIXUPIMMPS $0x00, Z3, Z8, Z8
+	VPSRLD      $0x10, Z8, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z8, Z9, Z9
+	VPANDD      Z2, Z9, Z9
+	VPSRLD      $0x10, Z9, Z8
+	VPMOVDW     Z8, K1, 32(R9)(R10*2)
+	VMULPS      Z9, Z9, Z9
+	VADDPS      Z9, Z5, Z5
+	MOVQ        R11, R13
+	SUBQ        $0x00000020, R13
+	JLE         summed
+	CMPQ        R13, $0x00000010
+	JLE         tailmask2
+	MOVQ        $0x00000010, R13
+
+tailmask2:
+	KMOVW       (R12)(R13*2), K1
+	VPMOVZXWD.Z 64(R8)(R10*2), K1, Z8
+	VPSLLD      $0x10, Z8, Z8
+	VPMOVZXWD.Z 64(R9)(R10*2), K1, Z9
+	VPSLLD      $0x10, Z9, Z9
+	VADDPS      Z9, Z8, Z8
+	VFIXUPIMMPS $0x00, Z3, Z8, Z8
+	VPSRLD      $0x10, Z8, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z8, Z9, Z9
+	VPANDD      Z2, Z9, Z9
+	VPSRLD      $0x10, Z9, Z8
+	VPMOVDW     Z8, K1, 64(R9)(R10*2)
+	VMULPS      Z9, Z9, Z9
+	VADDPS      Z9, Z6, Z6
+	SUBQ        $0x00000030, R11
+	JLE         summed
+	CMPQ        R11, $0x00000010
+	JLE         tailmask3
+	MOVQ        $0x00000010, R11
+
+tailmask3:
+	KMOVW       (R12)(R11*2), K1
+	VPMOVZXWD.Z 96(R8)(R10*2), K1, Z8
+	VPSLLD      $0x10, Z8, Z8
+	VPMOVZXWD.Z 96(R9)(R10*2), K1, Z9
+	VPSLLD      $0x10, Z9, Z9
+	VADDPS      Z9, Z8, Z8
+	VFIXUPIMMPS $0x00, Z3, Z8, Z8
+	VPSRLD      $0x10, Z8, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z8, Z9, Z9
+	VPANDD      Z2, Z9, Z9
+	VPSRLD      $0x10, Z9, Z8
+	VPMOVDW     Z8, K1, 96(R9)(R10*2)
+	VMULPS      Z9, Z9, Z9
+	VADDPS      Z9, Z7, Z7
+
+summed:
+	VADDPS Z6, Z4, Z4
+	VADDPS Z7, Z5, Z5
+	VADDPS Z5, Z4, Z4
+
+	// Halving tree: p[j] += p[j+h] for the remaining h, down to ss.
+	VSHUFF64X2 $0xee, Z4, Z4, Z5
+	VADDPS     Z5, Z4, Z4
+	VSHUFF32X4 $0x01, Z4, Z4, Z5
+	VADDPS     Z5, Z4, Z4
+	VPERMILPS  $0x4e, Z4, Z5
+	VADDPS     Z5, Z4, Z4
+	VPERMILPS  $0xb1, Z4, Z5
+	VADDPS     Z5, Z4, Z4
+
+	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
+	CMPL   372(SP), $0x00
+	JE     divide2
+	VMULSS 372(SP), X4, X4
+	JMP    divided3
+
+divide2:
+	VDIVSS 368(SP), X4, X4
+
+divided3:
+	VADDSS   job_eps+0(AX), X4, X4
+	VUCOMISS tlo<>+0(SB), X4
+	JCS      ret
+	VUCOMISS tmax<>+0(SB), X4
+	JHI      ret
+	VSQRTSS  X4, X4, X4
+	VMOVSS   one<>+0(SB), X10
+	VDIVSS   X4, X10, X10
+
+	// Report 1/rms if asked.
+	MOVQ   job_inv+0(AX), R8
+	TESTQ  R8, R8
+	JZ     scale
+	MOVQ   320(SP), R9
+	VMOVSS X10, (R8)(R9*4)
+
+scale:
+	VBROADCASTSS X10, Z4
+	MOVQ         $0x00000000, 344(SP)
+	CMPQ         336(SP), $0x01
+	JE           scalebody
+	VMOVUPS      Z10, 256(SP)
+
+scalerow:
+	MOVQ         344(SP), R8
+	VBROADCASTSS 256(SP)(R8*4), Z4
+
+scalebody:
+	VBROADCASTSS one<>+0(SB), Z5
+
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ  R8, R8
+	MOVQ  job_d+0(AX), R9
+	SUBQ  $0x00000040, R9
+	TESTL $0x00000002, job_flags+0(AX)
+	JNZ   scalepf
+
+scaleloop:
+	CMPQ        R8, R9
+	JG          scaletail
+	VPMOVZXWD   (SI)(R8*2), Z6
+	VPSLLD      $0x10, Z6, Z6
+	VMULPS      Z4, Z6, Z6
+	VMOVUPS     (BX)(R8*4), Z7
+	VADDPS      Z5, Z7, Z7
+	VMULPS      Z7, Z6, Z6
+	VFIXUPIMMPS $0x00, Z3, Z6, Z6
+	VPSRLD      $0x10, Z6, Z7
+	VPANDD      Z0, Z7, Z7
+	VPADDD      Z1, Z7, Z7
+	VPADDD      Z6, Z7, Z7
+	VPSRLD      $0x10, Z7, Z7
+	VPMOVDW     Z7, (CX)(R8*2)
+	VPMOVZXWD   32(SI)(R8*2), Z6
+	VPSLLD      $0x10, Z6, Z6
+	VMULPS      Z4, Z6, Z6
+	VMOVUPS     64(BX)(R8*4), Z7
+	VADDPS      Z5, Z7, Z7
+	VMULPS      Z7, Z6, Z6
+	VFIXUPIMMPS $0x00, Z3, Z6, Z6
+	VPSRLD      $0x10, Z6, Z7
+	VPANDD      Z0, Z7, Z7
+	VPADDD      Z1, Z7, Z7
+	VPADDD      Z6, Z7, Z7
+	VPSRLD      $0x10, Z7, Z7
+	VPMOVDW     Z7, 32(CX)(R8*2)
+	VPMOVZXWD   64(SI)(R8*2), Z6
+	VPSLLD      $0x10, Z6, Z6
+	VMULPS      Z4, Z6, Z6
+	VMOVUPS     128(BX)(R8*4), Z7
+	VADDPS      Z5, Z7, Z7
+	VMULPS      Z7, Z6, Z6
+	VFIXUPIMMPS $0x00, Z3, Z6, Z6
+	VPSRLD      $0x10, Z6, Z7
+	VPANDD      Z0, Z7, Z7
+	VPADDD      Z1, Z7, Z7
+	VPADDD      Z6, Z7, Z7
+	VPSRLD      $0x10, Z7, Z7
+	VPMOVDW     Z7, 64(CX)(R8*2)
+	VPMOVZXWD   96(SI)(R8*2), Z6
+	VPSLLD      $0x10, Z6, Z6
+	VMULPS      Z4, Z6, Z6
+	VMOVUPS     192(BX)(R8*4), Z7
+	VADDPS      Z5, Z7, Z7
+	VMULPS      Z7, Z6, Z6
+	VFIXUPIMMPS $0x00, Z3, Z6, Z6
+	VPSRLD      $0x10, Z6, Z7
+	VPANDD      Z0, Z7, Z7
+	VPADDD      Z1, Z7, Z7
+	VPADDD      Z6, Z7, Z7
+	VPSRLD      $0x10, Z7, Z7
+	VPMOVDW     Z7, 96(CX)(R8*2)
+	ADDQ        $0x00000040, R8
+	JMP         scaleloop
+
+scalepf:
+	MOVQ DI, R10
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows4
+	SHLQ $0x03, R10
+
+longrows4:
+	ADDQ  SI, R10
+	TESTL $0x00000001, job_flags+0(AX)
+	JNZ   scalent
+
+scalepfloop:
+	CMPQ        R8, R9
+	JG          scaletail
+	PREFETCHT0  (R10)(R8*2)
+	PREFETCHT0  64(R10)(R8*2)
+	VPMOVZXWD   (SI)(R8*2), Z6
+	VPSLLD      $0x10, Z6, Z6
+	VMULPS      Z4, Z6, Z6
+	VMOVUPS     (BX)(R8*4), Z7
+	VADDPS      Z5, Z7, Z7
+	VMULPS      Z7, Z6, Z6
+	VFIXUPIMMPS $0x00, Z3, Z6, Z6
+	VPSRLD      $0x10, Z6, Z7
+	VPANDD      Z0, Z7, Z7
+	VPADDD      Z1, Z7, Z7
+	VPADDD      Z6, Z7, Z7
+	VPSRLD      $0x10, Z7, Z7
+	VPMOVDW     Z7, (CX)(R8*2)
+	VPMOVZXWD   32(SI)(R8*2), Z6
+	VPSLLD      $0x10, Z6, Z6
+	VMULPS      Z4, Z6, Z6
+	VMOVUPS     64(BX)(R8*4), Z7
+	VADDPS      Z5, Z7, Z7
+	VMULPS      Z7, Z6, Z6
+	VFIXUPIMMPS $0x00, Z3, Z6, Z6
+	VPSRLD      $0x10, Z6, Z7
+	VPANDD      Z0, Z7, Z7
+	VPADDD      Z1, Z7, Z7
+	VPADDD      Z6, Z7, Z7
+	VPSRLD      $0x10, Z7, Z7
+	VPMOVDW     Z7, 32(CX)(R8*2)
+	VPMOVZXWD   64(SI)(R8*2), Z6
+	VPSLLD      $0x10, Z6, Z6
+	VMULPS      Z4, Z6, Z6
+	VMOVUPS     128(BX)(R8*4), Z7
+	VADDPS      Z5, Z7, Z7
+	VMULPS      Z7, Z6, Z6
+	VFIXUPIMMPS $0x00, Z3, Z6, Z6
+	VPSRLD      $0x10, Z6, Z7
+	VPANDD      Z0, Z7, Z7
+	VPADDD      Z1, Z7, Z7
+	VPADDD      Z6, Z7, Z7
+	VPSRLD      $0x10, Z7, Z7
+	VPMOVDW     Z7, 64(CX)(R8*2)
+	VPMOVZXWD   96(SI)(R8*2), Z6
+	VPSLLD      $0x10, Z6, Z6
+	VMULPS      Z4, Z6, Z6
+	VMOVUPS     192(BX)(R8*4), Z7
+	VADDPS      Z5, Z7, Z7
+	VMULPS      Z7, Z6, Z6
+	VFIXUPIMMPS $0x00, Z3, Z6, Z6
+	VPSRLD      $0x10, Z6, Z7
+	VPANDD      Z0, Z7, Z7
+	VPADDD      Z1, Z7, Z7
+	VPADDD      Z6, Z7, Z7
+	VPSRLD      $0x10, Z7, Z7
+	VPMOVDW     Z7, 96(CX)(R8*2)
+	ADDQ        $0x00000040, R8
+	JMP         scalepfloop
+
+scalent:
+	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
+	MOVQ CX, R11
+	NEGQ R11
+	ANDQ $0x0000003f, R11
+	SHRQ $0x01, R11
+	JZ   scalentloop
+	CMPQ R11, job_d+0(AX)
+	JLE  scalehead
+	MOVQ job_d+0(AX), R11
+
+scalehead:
+	CMPQ        R11, $0x00000010
+	JB          scaleheadpart
+	VPMOVZXWD   (SI)(R8*2), Z6
+	VPSLLD      $0x10, Z6, Z6
+	VMULPS      Z4, Z6, Z6
+	VMOVUPS     (BX)(R8*4), Z7
+	VADDPS      Z5, Z7, Z7
+	VMULPS      Z7, Z6, Z6
+	VFIXUPIMMPS $0x00, Z3, Z6, Z6
+	VPSRLD      $0x10, Z6, Z7
+	VPANDD      Z0, Z7, Z7
+	VPADDD      Z1, Z7, Z7
+	VPADDD      Z6, Z7, Z7
+	VPSRLD      $0x10, Z7, Z7
+	VPMOVDW     Z7, (CX)(R8*2)
+	ADDQ        $0x00000010, R8
+	SUBQ        $0x00000010, R11
+	JZ          scalentloop
+
+scaleheadpart:
+	LEAQ        kmask<>+0(SB), R12
+	KMOVW       (R12)(R11*2), K1
+	VPMOVZXWD.Z (SI)(R8*2), K1, Z6
+	VPSLLD      $0x10, Z6, Z6
+	VMULPS      Z6, Z4, Z6
+	VMOVUPS.Z   (BX)(R8*4), K1, Z7
+	VADDPS      Z5, Z7, Z7
+	VMULPS      Z7, Z6, Z6
+	VFIXUPIMMPS $0x00, Z3, Z6, Z6
+	VPSRLD      $0x10, Z6, Z7
+	VPANDD      Z0, Z7, Z7
+	VPADDD      Z1, Z7, Z7
+	VPADDD      Z6, Z7, Z7
+	VPSRLD      $0x10, Z7, Z7
+	VPMOVDW     Z7, K1, (CX)(R8*2)
+	ADDQ        R11, R8
+
+scalentloop:
+	CMPQ         R8, R9
+	JG           scaletail
+	PREFETCHT0   (R10)(R8*2)
+	PREFETCHT0   64(R10)(R8*2)
+	VPMOVZXWD    (SI)(R8*2), Z6
+	VPSLLD       $0x10, Z6, Z6
+	VMULPS       Z4, Z6, Z6
+	VMOVUPS      (BX)(R8*4), Z7
+	VADDPS       Z5, Z7, Z7
+	VMULPS       Z7, Z6, Z6
+	VPMOVZXWD    32(SI)(R8*2), Z7
+	VPSLLD       $0x10, Z7, Z7
+	VMULPS       Z4, Z7, Z7
+	VMOVUPS      64(BX)(R8*4), Z8
+	VADDPS       Z5, Z8, Z8
+	VMULPS       Z8, Z7, Z7
+	VFIXUPIMMPS  $0x00, Z3, Z6, Z6
+	VPSRLD       $0x10, Z6, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z6, Z8, Z8
+	VPSRLD       $0x10, Z8, Z8
+	VPMOVDW      Z8, Y11
+	VFIXUPIMMPS  $0x00, Z3, Z7, Z7
+	VPSRLD       $0x10, Z7, Z6
+	VPANDD       Z0, Z6, Z6
+	VPADDD       Z1, Z6, Z6
+	VPADDD       Z7, Z6, Z6
+	VPSRLD       $0x10, Z6, Z6
+	VPMOVDW      Z6, Y6
+	VINSERTI64X4 $0x01, Y6, Z11, Z11
+	VMOVNTDQ     Z11, (CX)(R8*2)
+	VPMOVZXWD    64(SI)(R8*2), Z6
+	VPSLLD       $0x10, Z6, Z6
+	VMULPS       Z4, Z6, Z6
+	VMOVUPS      128(BX)(R8*4), Z7
+	VADDPS       Z5, Z7, Z7
+	VMULPS       Z7, Z6, Z6
+	VPMOVZXWD    96(SI)(R8*2), Z7
+	VPSLLD       $0x10, Z7, Z7
+	VMULPS       Z4, Z7, Z7
+	VMOVUPS      192(BX)(R8*4), Z8
+	VADDPS       Z5, Z8, Z8
+	VMULPS       Z8, Z7, Z7
+	VFIXUPIMMPS  $0x00, Z3, Z6, Z6
+	VPSRLD       $0x10, Z6, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z6, Z8, Z8
+	VPSRLD       $0x10, Z8, Z8
+	VPMOVDW      Z8, Y12
+	VFIXUPIMMPS  $0x00, Z3, Z7, Z7
+	VPSRLD       $0x10, Z7, Z6
+	VPANDD       Z0, Z6, Z6
+	VPADDD       Z1, Z6, Z6
+	VPADDD       Z7, Z6, Z6
+	VPSRLD       $0x10, Z6, Z6
+	VPMOVDW      Z6, Y6
+	VINSERTI64X4 $0x01, Y6, Z12, Z12
+	VMOVNTDQ     Z12, 64(CX)(R8*2)
+	ADDQ         $0x00000040, R8
+	JMP          scalentloop
+
+scaletail:
+	ADDQ $0x00000030, R9
+
+scaleone:
+	CMPQ        R8, R9
+	JG          scalepart
+	VPMOVZXWD   (SI)(R8*2), Z6
+	VPSLLD      $0x10, Z6, Z6
+	VMULPS      Z4, Z6, Z6
+	VMOVUPS     (BX)(R8*4), Z7
+	VADDPS      Z5, Z7, Z7
+	VMULPS      Z7, Z6, Z6
+	VFIXUPIMMPS $0x00, Z3, Z6, Z6
+	VPSRLD      $0x10, Z6, Z7
+	VPANDD      Z0, Z7, Z7
+	VPADDD      Z1, Z7, Z7
+	VPADDD      Z6, Z7, Z7
+	VPSRLD      $0x10, Z7, Z7
+	VPMOVDW     Z7, (CX)(R8*2)
+	ADDQ        $0x00000010, R8
+	JMP         scaleone
+
+scalepart:
+	MOVQ        job_d+0(AX), R11
+	SUBQ        R8, R11
+	JZ          scaled
+	LEAQ        kmask<>+0(SB), R9
+	KMOVW       (R9)(R11*2), K1
+	VPMOVZXWD.Z (SI)(R8*2), K1, Z6
+	VPSLLD      $0x10, Z6, Z6
+	VMULPS      Z6, Z4, Z6
+	VMOVUPS.Z   (BX)(R8*4), K1, Z4
+	VADDPS      Z5, Z4, Z4
+	VMULPS      Z4, Z6, Z6
+	VFIXUPIMMPS $0x00, Z3, Z6, Z6
+	VPSRLD      $0x10, Z6, Z4
+	VPANDD      Z0, Z4, Z4
+	VPADDD      Z1, Z4, Z4
+	VPADDD      Z6, Z4, Z4
+	VPSRLD      $0x10, Z4, Z4
+	VPMOVDW     Z4, K1, (CX)(R8*2)
+
+scaled:
+	ADDQ DI, DX
+	ADDQ DI, CX
+	ADDQ DI, SI
+	INCQ 320(SP)
+	MOVQ 344(SP), R8
+	INCQ R8
+	MOVQ R8, 344(SP)
+	CMPQ R8, 336(SP)
+	JB   scalerow
+	JMP  row
+
+ret:
+	TESTL $0x00000001, job_flags+0(AX)
+	JZ    vzero
+	SFENCE
+
+vzero:
+	VZEROUPPER
+	MOVQ 320(SP), AX
+	MOVQ AX, ret+24(FP)
+	RET
+
+// func avx512BF16AddOffsetRN(j uintptr, from int, to int) int
+// Requires: AVX, AVX512F, MMX+
+TEXT ·avx512BF16AddOffsetRN(SB), NOSPLIT, $376-32
+	// avx512BF16AddOffsetRN normalizes rows [from, to) of the job: BF16 rows: h = round16(x + res) and res = h per element, then y = round16(round16(h*inv)*(1+w)), for each row.
+	// It stops before the first row that needs the float64 path and returns that row's index, or to.
+	MOVQ         j+0(FP), AX
+	MOVQ         job_dst+0(AX), CX
+	MOVQ         job_x+0(AX), DX
+	MOVQ         job_w+0(AX), BX
+	MOVQ         job_res+0(AX), SI
+	MOVQ         job_stride+0(AX), DI
+	SHLQ         $0x01, DI
+	VPBROADCASTD avx512bfone<>+0(SB), Z0
+	VPBROADCASTD avx512bfbias<>+0(SB), Z1
+	VPBROADCASTD avx512bfhigh<>+0(SB), Z2
+	VPBROADCASTD avx512bffixnan<>+0(SB), Z3
+
+	// fd = float32(d); rd = 1/d when d is a power of two (ss/d is then ss*rd exactly), else 0.
+	MOVQ       job_d+0(AX), R8
+	VMOVSS     one<>+0(SB), X4
+	VCVTSI2SSQ R8, X4, X4
+	VMOVSS     X4, 368(SP)
+	XORL       R10, R10
+	LEAQ       -1(R8), R9
+	TESTQ      R8, R9
+	JNZ        notpow2
+	BSFQ       R8, R9
+	MOVL       $0x0000007f, R10
+	SUBL       R9, R10
+	SHLL       $0x17, R10
+
+notpow2:
+	MOVL R10, 372(SP)
+
+	// Start at row from.
+	MOVQ  from+8(FP), R8
+	MOVQ  R8, 320(SP)
+	MOVQ  $0x00000000, 328(SP)
+	IMULQ DI, R8
+	ADDQ  R8, CX
+	ADDQ  R8, DX
+	ADDQ  R8, SI
+
+row:
+	MOVQ 320(SP), R8
+	CMPQ R8, to+16(FP)
+	JAE  ret
+	MOVQ $0x00000001, 336(SP)
+	MOVQ DX, R8
+	MOVQ SI, R9
+	XORQ R10, R10
+
+	// Sum of squares: element i goes to partial i%64.
+	MOVQ    job_d+0(AX), R11
+	SUBQ    $0x00000040, R11
+	JGE     firstblock
+	VMOVUPS zero64<>+0(SB), Z4
+	VMOVUPS zero64<>+0(SB), Z5
+	VMOVUPS zero64<>+0(SB), Z6
+	VMOVUPS zero64<>+0(SB), Z7
+	XORQ    R10, R10
+	JMP     sumtail
+
+firstblock:
+	// +0 + square is the square itself: the first block initializes the partials.
+	XORQ        R10, R10
+	VPMOVZXWD   (R8)(R10*2), Z4
+	VPSLLD      $0x10, Z4, Z4
+	VPMOVZXWD   (R9)(R10*2), Z5
+	VPSLLD      $0x10, Z5, Z5
+	VADDPS      Z5, Z4, Z4
+	VFIXUPIMMPS $0x00, Z3, Z4, Z4
+	VPSRLD      $0x10, Z4, Z5
+	VPANDD      Z0, Z5, Z5
+	VPADDD      Z1, Z5, Z5
+	VPADDD      Z4, Z5, Z5
+	VPANDD      Z2, Z5, Z5
+	VPSRLD      $0x10, Z5, Z4
+	VPMOVDW     Z4, (R9)(R10*2)
+	VMULPS      Z5, Z5, Z4
+	VPMOVZXWD   32(R8)(R10*2), Z5
+	VPSLLD      $0x10, Z5, Z5
+	VPMOVZXWD   32(R9)(R10*2), Z6
+	VPSLLD      $0x10, Z6, Z6
+	VADDPS      Z6, Z5, Z5
+	VFIXUPIMMPS $0x00, Z3, Z5, Z5
+	VPSRLD      $0x10, Z5, Z6
+	VPANDD      Z0, Z6, Z6
+	VPADDD      Z1, Z6, Z6
+	VPADDD      Z5, Z6, Z6
+	VPANDD      Z2, Z6, Z6
+	VPSRLD      $0x10, Z6, Z5
+	VPMOVDW     Z5, 32(R9)(R10*2)
+	VMULPS      Z6, Z6, Z5
+	VPMOVZXWD   64(R8)(R10*2), Z6
+	VPSLLD      $0x10, Z6, Z6
+	VPMOVZXWD   64(R9)(R10*2), Z7
+	VPSLLD      $0x10, Z7, Z7
+	VADDPS      Z7, Z6, Z6
+	VFIXUPIMMPS $0x00, Z3, Z6, Z6
+	VPSRLD      $0x10, Z6, Z7
+	VPANDD      Z0, Z7, Z7
+	VPADDD      Z1, Z7, Z7
+	VPADDD      Z6, Z7, Z7
+	VPANDD      Z2, Z7, Z7
+	VPSRLD      $0x10, Z7, Z6
+	VPMOVDW     Z6, 64(R9)(R10*2)
+	VMULPS      Z7, Z7, Z6
+	VPMOVZXWD   96(R8)(R10*2), Z7
+	VPSLLD      $0x10, Z7, Z7
+	VPMOVZXWD   96(R9)(R10*2), Z8
+	VPSLLD      $0x10, Z8, Z8
+	VADDPS      Z8, Z7, Z7
+	VFIXUPIMMPS $0x00, Z3, Z7, Z7
+	VPSRLD      $0x10, Z7, Z8
+	VPANDD      Z0, Z8, Z8
+	VPADDD      Z1, Z8, Z8
+	VPADDD      Z7, Z8, Z8
+	VPANDD      Z2, Z8, Z8
+	VPSRLD      $0x10, Z8, Z7
+	VPMOVDW     Z7, 96(R9)(R10*2)
+	VMULPS      Z8, Z8, Z7
+	MOVQ        $0x00000040, R10
+	TESTL       $0x00000002, job_flags+0(AX)
+	JNZ         sumpf
+
+sumloop:
+	CMPQ        R10, R11
+	JG          sumtail
+	VPMOVZXWD   (R8)(R10*2), Z8
+	VPSLLD      $0x10, Z8, Z8
+	VPMOVZXWD   (R9)(R10*2), Z9
+	VPSLLD      $0x10, Z9, Z9
+	VADDPS      Z9, Z8, Z8
+	VFIXUPIMMPS $0x00, Z3, Z8, Z8
+	VPSRLD      $0x10, Z8, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z8, Z9, Z9
+	VPANDD      Z2, Z9, Z9
+	VPSRLD      $0x10, Z9, Z8
+	VPMOVDW     Z8, (R9)(R10*2)
+	VMULPS      Z9, Z9, Z9
+	VADDPS      Z9, Z4, Z4
+	VPMOVZXWD   32(R8)(R10*2), Z8
+	VPSLLD      $0x10, Z8, Z8
+	VPMOVZXWD   32(R9)(R10*2), Z9
+	VPSLLD      $0x10, Z9, Z9
+	VADDPS      Z9, Z8, Z8
+	VFIXUPIMMPS $0x00, Z3, Z8, Z8
+	VPSRLD      $0x10, Z8, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z8, Z9, Z9
+	VPANDD      Z2, Z9, Z9
+	VPSRLD      $0x10, Z9, Z8
+	VPMOVDW     Z8, 32(R9)(R10*2)
+	VMULPS      Z9, Z9, Z9
+	VADDPS      Z9, Z5, Z5
+	VPMOVZXWD   64(R8)(R10*2), Z8
+	VPSLLD      $0x10, Z8, Z8
+	VPMOVZXWD   64(R9)(R10*2), Z9
+	VPSLLD      $0x10, Z9, Z9
+	VADDPS      Z9, Z8, Z8
+	VFIXUPIMMPS $0x00, Z3, Z8, Z8
+	VPSRLD      $0x10, Z8, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z8, Z9, Z9
+	VPANDD      Z2, Z9, Z9
+	VPSRLD      $0x10, Z9, Z8
+	VPMOVDW     Z8, 64(R9)(R10*2)
+	VMULPS      Z9, Z9, Z9
+	VADDPS      Z9, Z6, Z6
+	VPMOVZXWD   96(R8)(R10*2), Z8
+	VPSLLD      $0x10, Z8, Z8
+	VPMOVZXWD   96(R9)(R10*2), Z9
+	VPSLLD      $0x10, Z9, Z9
+	VADDPS      Z9, Z8, Z8
+	VFIXUPIMMPS $0x00, Z3, Z8, Z8
+	VPSRLD      $0x10, Z8, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z8, Z9, Z9
+	VPANDD      Z2, Z9, Z9
+	VPSRLD      $0x10, Z9, Z8
+	VPMOVDW     Z8, 96(R9)(R10*2)
+	VMULPS      Z9, Z9, Z9
+	VADDPS      Z9, Z7, Z7
+	ADDQ        $0x00000040, R10
+	JMP         sumloop
+
+	// The same, prefetching the rows ahead.
+sumpf:
+	MOVQ DI, R12
+	SHLQ $0x01, R12
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows1
+	SHLQ $0x03, R12
+
+longrows1:
+	ADDQ R8, R12
+
+sumpfloop:
+	CMPQ        R10, R11
+	JG          sumtail
+	PREFETCHT0  (R12)(R10*2)
+	PREFETCHT0  64(R12)(R10*2)
+	VPMOVZXWD   (R8)(R10*2), Z8
+	VPSLLD      $0x10, Z8, Z8
+	VPMOVZXWD   (R9)(R10*2), Z9
+	VPSLLD      $0x10, Z9, Z9
+	VADDPS      Z9, Z8, Z8
+	VFIXUPIMMPS $0x00, Z3, Z8, Z8
+	VPSRLD      $0x10, Z8, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z8, Z9, Z9
+	VPANDD      Z2, Z9, Z9
+	VPSRLD      $0x10, Z9, Z8
+	VPMOVDW     Z8, (R9)(R10*2)
+	VMULPS      Z9, Z9, Z9
+	VADDPS      Z9, Z4, Z4
+	VPMOVZXWD   32(R8)(R10*2), Z8
+	VPSLLD      $0x10, Z8, Z8
+	VPMOVZXWD   32(R9)(R10*2), Z9
+	VPSLLD      $0x10, Z9, Z9
+	VADDPS      Z9, Z8, Z8
+	VFIXUPIMMPS $0x00, Z3, Z8, Z8
+	VPSRLD      $0x10, Z8, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z8, Z9, Z9
+	VPANDD      Z2, Z9, Z9
+	VPSRLD      $0x10, Z9, Z8
+	VPMOVDW     Z8, 32(R9)(R10*2)
+	VMULPS      Z9, Z9, Z9
+	VADDPS      Z9, Z5, Z5
+	VPMOVZXWD   64(R8)(R10*2), Z8
+	VPSLLD      $0x10, Z8, Z8
+	VPMOVZXWD   64(R9)(R10*2), Z9
+	VPSLLD      $0x10, Z9, Z9
+	VADDPS      Z9, Z8, Z8
+	VFIXUPIMMPS $0x00, Z3, Z8, Z8
+	VPSRLD      $0x10, Z8, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z8, Z9, Z9
+	VPANDD      Z2, Z9, Z9
+	VPSRLD      $0x10, Z9, Z8
+	VPMOVDW     Z8, 64(R9)(R10*2)
+	VMULPS      Z9, Z9, Z9
+	VADDPS      Z9, Z6, Z6
+	VPMOVZXWD   96(R8)(R10*2), Z8
+	VPSLLD      $0x10, Z8, Z8
+	VPMOVZXWD   96(R9)(R10*2), Z9
+	VPSLLD      $0x10, Z9, Z9
+	VADDPS      Z9, Z8, Z8
+	VFIXUPIMMPS $0x00, Z3, Z8, Z8
+	VPSRLD      $0x10, Z8, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z8, Z9, Z9
+	VPANDD      Z2, Z9, Z9
+	VPSRLD      $0x10, Z9, Z8
+	VPMOVDW     Z8, 96(R9)(R10*2)
+	VMULPS      Z9, Z9, Z9
+	VADDPS      Z9, Z7, Z7
+	ADDQ        $0x00000040, R10
+	JMP         sumpfloop
+
+sumtail:
+	// Fewer than 64 elements remain.
+	MOVQ job_d+0(AX), R11
+	SUBQ R10, R11
+	JZ   summed
+	LEAQ kmask<>+0(SB), R12
+	MOVQ R11, R13
+	CMPQ R13, $0x00000010
+	JLE  tailmask0
+	MOVQ $0x00000010, R13
+
+tailmask0:
+	KMOVW       (R12)(R13*2), K1
+	VPMOVZXWD.Z (R8)(R10*2), K1, Z8
+	VPSLLD      $0x10, Z8, Z8
+	VPMOVZXWD.Z (R9)(R10*2), K1, Z9
+	VPSLLD      $0x10, Z9, Z9
+	VADDPS      Z9, Z8, Z8
+	VFIXUPIMMPS $0x00, Z3, Z8, Z8
+	VPSRLD      $0x10, Z8, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z8, Z9, Z9
+	VPANDD      Z2, Z9, Z9
+	VPSRLD      $0x10, Z9, Z8
+	VPMOVDW     Z8, K1, (R9)(R10*2)
+	VMULPS      Z9, Z9, Z9
+	VADDPS      Z9, Z4, Z4
+	MOVQ        R11, R13
+	SUBQ        $0x00000010, R13
+	JLE         summed
+	CMPQ        R13, $0x00000010
+	JLE         tailmask1
+	MOVQ        $0x00000010, R13
+
+tailmask1:
+	KMOVW       (R12)(R13*2), K1
+	VPMOVZXWD.Z 32(R8)(R10*2), K1, Z8
+	VPSLLD      $0x10, Z8, Z8
+	VPMOVZXWD.Z 32(R9)(R10*2), K1, Z9
+	VPSLLD      $0x10, Z9, Z9
+	VADDPS      Z9, Z8, Z8
+	VFIXUPIMMPS $0x00, Z3, Z8, Z8
+	VPSRLD      $0x10, Z8, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z8, Z9, Z9
+	VPANDD      Z2, Z9, Z9
+	VPSRLD      $0x10, Z9, Z8
+	VPMOVDW     Z8, K1, 32(R9)(R10*2)
+	VMULPS      Z9, Z9, Z9
+	VADDPS      Z9, Z5, Z5
+	MOVQ        R11, R13
+	SUBQ        $0x00000020, R13
+	JLE         summed
+	CMPQ        R13, $0x00000010
+	JLE         tailmask2
+	MOVQ        $0x00000010, R13
+
+tailmask2:
+	KMOVW       (R12)(R13*2), K1
+	VPMOVZXWD.Z 64(R8)(R10*2), K1, Z8
+	VPSLLD      $0x10, Z8, Z8
+	VPMOVZXWD.Z 64(R9)(R10*2), K1, Z9
+	VPSLLD      $0x10, Z9, Z9
+	VADDPS      Z9, Z8, Z8
+	VFIXUPIMMPS $0x00, Z3, Z8, Z8
+	VPSRLD      $0x10, Z8, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z8, Z9, Z9
+	VPANDD      Z2, Z9, Z9
+	VPSRLD      $0x10, Z9, Z8
+	VPMOVDW     Z8, K1, 64(R9)(R10*2)
+	VMULPS      Z9, Z9, Z9
+	VADDPS      Z9, Z6, Z6
+	SUBQ        $0x00000030, R11
+	JLE         summed
+	CMPQ        R11, $0x00000010
+	JLE         tailmask3
+	MOVQ        $0x00000010, R11
+
+tailmask3:
+	KMOVW       (R12)(R11*2), K1
+	VPMOVZXWD.Z 96(R8)(R10*2), K1, Z8
+	VPSLLD      $0x10, Z8, Z8
+	VPMOVZXWD.Z 96(R9)(R10*2), K1, Z9
+	VPSLLD      $0x10, Z9, Z9
+	VADDPS      Z9, Z8, Z8
+	VFIXUPIMMPS $0x00, Z3, Z8, Z8
+	VPSRLD      $0x10, Z8, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z8, Z9, Z9
+	VPANDD      Z2, Z9, Z9
+	VPSRLD      $0x10, Z9, Z8
+	VPMOVDW     Z8, K1, 96(R9)(R10*2)
+	VMULPS      Z9, Z9, Z9
+	VADDPS      Z9, Z7, Z7
+
+summed:
+	VADDPS Z6, Z4, Z4
+	VADDPS Z7, Z5, Z5
+	VADDPS Z5, Z4, Z4
+
+	// Halving tree: p[j] += p[j+h] for the remaining h, down to ss.
+	VSHUFF64X2 $0xee, Z4, Z4, Z5
+	VADDPS     Z5, Z4, Z4
+	VSHUFF32X4 $0x01, Z4, Z4, Z5
+	VADDPS     Z5, Z4, Z4
+	VPERMILPS  $0x4e, Z4, Z5
+	VADDPS     Z5, Z4, Z4
+	VPERMILPS  $0xb1, Z4, Z5
+	VADDPS     Z5, Z4, Z4
+
+	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
+	CMPL   372(SP), $0x00
+	JE     divide2
+	VMULSS 372(SP), X4, X4
+	JMP    divided3
+
+divide2:
+	VDIVSS 368(SP), X4, X4
+
+divided3:
+	VADDSS   job_eps+0(AX), X4, X4
+	VUCOMISS tlo<>+0(SB), X4
+	JCS      ret
+	VUCOMISS tmax<>+0(SB), X4
+	JHI      ret
+	VSQRTSS  X4, X4, X4
+	VMOVSS   one<>+0(SB), X10
+	VDIVSS   X4, X10, X10
+
+	// Report 1/rms if asked.
+	MOVQ   job_inv+0(AX), R8
+	TESTQ  R8, R8
+	JZ     scale
+	MOVQ   320(SP), R9
+	VMOVSS X10, (R8)(R9*4)
+
+scale:
+	VBROADCASTSS X10, Z4
+	MOVQ         $0x00000000, 344(SP)
+	CMPQ         336(SP), $0x01
+	JE           scalebody
+	VMOVUPS      Z10, 256(SP)
+
+scalerow:
+	MOVQ         344(SP), R8
+	VBROADCASTSS 256(SP)(R8*4), Z4
+
+scalebody:
+	VBROADCASTSS one<>+0(SB), Z5
+
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ  R8, R8
+	MOVQ  job_d+0(AX), R9
+	SUBQ  $0x00000040, R9
+	TESTL $0x00000002, job_flags+0(AX)
+	JNZ   scalepf
+
+scaleloop:
+	CMPQ        R8, R9
+	JG          scaletail
+	VPMOVZXWD   (SI)(R8*2), Z6
+	VPSLLD      $0x10, Z6, Z6
+	VMULPS      Z4, Z6, Z6
+	VFIXUPIMMPS $0x00, Z3, Z6, Z6
+	VPSRLD      $0x10, Z6, Z7
+	VPANDD      Z0, Z7, Z7
+	VPADDD      Z1, Z7, Z7
+	VPADDD      Z6, Z7, Z7
+	VPANDD      Z2, Z7, Z7
+	VMOVUPS     (BX)(R8*4), Z6
+	VADDPS      Z5, Z6, Z6
+	VMULPS      Z6, Z7, Z7
+	VFIXUPIMMPS $0x00, Z3, Z7, Z7
+	VPSRLD      $0x10, Z7, Z6
+	VPANDD      Z0, Z6, Z6
+	VPADDD      Z1, Z6, Z6
+	VPADDD      Z7, Z6, Z6
+	VPSRLD      $0x10, Z6, Z6
+	VPMOVDW     Z6, (CX)(R8*2)
+	VPMOVZXWD   32(SI)(R8*2), Z6
+	VPSLLD      $0x10, Z6, Z6
+	VMULPS      Z4, Z6, Z6
+	VFIXUPIMMPS $0x00, Z3, Z6, Z6
+	VPSRLD      $0x10, Z6, Z7
+	VPANDD      Z0, Z7, Z7
+	VPADDD      Z1, Z7, Z7
+	VPADDD      Z6, Z7, Z7
+	VPANDD      Z2, Z7, Z7
+	VMOVUPS     64(BX)(R8*4), Z6
+	VADDPS      Z5, Z6, Z6
+	VMULPS      Z6, Z7, Z7
+	VFIXUPIMMPS $0x00, Z3, Z7, Z7
+	VPSRLD      $0x10, Z7, Z6
+	VPANDD      Z0, Z6, Z6
+	VPADDD      Z1, Z6, Z6
+	VPADDD      Z7, Z6, Z6
+	VPSRLD      $0x10, Z6, Z6
+	VPMOVDW     Z6, 32(CX)(R8*2)
+	VPMOVZXWD   64(SI)(R8*2), Z6
+	VPSLLD      $0x10, Z6, Z6
+	VMULPS      Z4, Z6, Z6
+	VFIXUPIMMPS $0x00, Z3, Z6, Z6
+	VPSRLD      $0x10, Z6, Z7
+	VPANDD      Z0, Z7, Z7
+	VPADDD      Z1, Z7, Z7
+	VPADDD      Z6, Z7, Z7
+	VPANDD      Z2, Z7, Z7
+	VMOVUPS     128(BX)(R8*4), Z6
+	VADDPS      Z5, Z6, Z6
+	VMULPS      Z6, Z7, Z7
+	VFIXUPIMMPS $0x00, Z3, Z7, Z7
+	VPSRLD      $0x10, Z7, Z6
+	VPANDD      Z0, Z6, Z6
+	VPADDD      Z1, Z6, Z6
+	VPADDD      Z7, Z6, Z6
+	VPSRLD      $0x10, Z6, Z6
+	VPMOVDW     Z6, 64(CX)(R8*2)
+	VPMOVZXWD   96(SI)(R8*2), Z6
+	VPSLLD      $0x10, Z6, Z6
+	VMULPS      Z4, Z6, Z6
+	VFIXUPIMMPS $0x00, Z3, Z6, Z6
+	VPSRLD      $0x10, Z6, Z7
+	VPANDD      Z0, Z7, Z7
+	VPADDD      Z1, Z7, Z7
+	VPADDD      Z6, Z7, Z7
+	VPANDD      Z2, Z7, Z7
+	VMOVUPS     192(BX)(R8*4), Z6
+	VADDPS      Z5, Z6, Z6
+	VMULPS      Z6, Z7, Z7
+	VFIXUPIMMPS $0x00, Z3, Z7, Z7
+	VPSRLD      $0x10, Z7, Z6
+	VPANDD      Z0, Z6, Z6
+	VPADDD      Z1, Z6, Z6
+	VPADDD      Z7, Z6, Z6
+	VPSRLD      $0x10, Z6, Z6
+	VPMOVDW     Z6, 96(CX)(R8*2)
+	ADDQ        $0x00000040, R8
+	JMP         scaleloop
+
+scalepf:
+	MOVQ DI, R10
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows4
+	SHLQ $0x03, R10
+
+longrows4:
+	ADDQ  SI, R10
+	TESTL $0x00000001, job_flags+0(AX)
+	JNZ   scalent
+
+scalepfloop:
+	CMPQ        R8, R9
+	JG          scaletail
+	PREFETCHT0  (R10)(R8*2)
+	PREFETCHT0  64(R10)(R8*2)
+	VPMOVZXWD   (SI)(R8*2), Z6
+	VPSLLD      $0x10, Z6, Z6
+	VMULPS      Z4, Z6, Z6
+	VFIXUPIMMPS $0x00, Z3, Z6, Z6
+	VPSRLD      $0x10, Z6, Z7
+	VPANDD      Z0, Z7, Z7
+	VPADDD      Z1, Z7, Z7
+	VPADDD      Z6, Z7, Z7
+	VPANDD      Z2, Z7, Z7
+	VMOVUPS     (BX)(R8*4), Z6
+	VADDPS      Z5, Z6, Z6
+	VMULPS      Z6, Z7, Z7
+	VFIXUPIMMPS $0x00, Z3, Z7, Z7
+	VPSRLD      $0x10, Z7, Z6
+	VPANDD      Z0, Z6, Z6
+	VPADDD      Z1, Z6, Z6
+	VPADDD      Z7, Z6, Z6
+	VPSRLD      $0x10, Z6, Z6
+	VPMOVDW     Z6, (CX)(R8*2)
+	VPMOVZXWD   32(SI)(R8*2), Z6
+	VPSLLD      $0x10, Z6, Z6
+	VMULPS      Z4, Z6, Z6
+	VFIXUPIMMPS $0x00, Z3, Z6, Z6
+	VPSRLD      $0x10, Z6, Z7
+	VPANDD      Z0, Z7, Z7
+	VPADDD      Z1, Z7, Z7
+	VPADDD      Z6, Z7, Z7
+	VPANDD      Z2, Z7, Z7
+	VMOVUPS     64(BX)(R8*4), Z6
+	VADDPS      Z5, Z6, Z6
+	VMULPS      Z6, Z7, Z7
+	VFIXUPIMMPS $0x00, Z3, Z7, Z7
+	VPSRLD      $0x10, Z7, Z6
+	VPANDD      Z0, Z6, Z6
+	VPADDD      Z1, Z6, Z6
+	VPADDD      Z7, Z6, Z6
+	VPSRLD      $0x10, Z6, Z6
+	VPMOVDW     Z6, 32(CX)(R8*2)
+	VPMOVZXWD   64(SI)(R8*2), Z6
+	VPSLLD      $0x10, Z6, Z6
+	VMULPS      Z4, Z6, Z6
+	VFIXUPIMMPS $0x00, Z3, Z6, Z6
+	VPSRLD      $0x10, Z6, Z7
+	VPANDD      Z0, Z7, Z7
+	VPADDD      Z1, Z7, Z7
+	VPADDD      Z6, Z7, Z7
+	VPANDD      Z2, Z7, Z7
+	VMOVUPS     128(BX)(R8*4), Z6
+	VADDPS      Z5, Z6, Z6
+	VMULPS      Z6, Z7, Z7
+	VFIXUPIMMPS $0x00, Z3, Z7, Z7
+	VPSRLD      $0x10, Z7, Z6
+	VPANDD      Z0, Z6, Z6
+	VPADDD      Z1, Z6, Z6
+	VPADDD      Z7, Z6, Z6
+	VPSRLD      $0x10, Z6, Z6
+	VPMOVDW     Z6, 64(CX)(R8*2)
+	VPMOVZXWD   96(SI)(R8*2), Z6
+	VPSLLD      $0x10, Z6, Z6
+	VMULPS      Z4, Z6, Z6
+	VFIXUPIMMPS $0x00, Z3, Z6, Z6
+	VPSRLD      $0x10, Z6, Z7
+	VPANDD      Z0, Z7, Z7
+	VPADDD      Z1, Z7, Z7
+	VPADDD      Z6, Z7, Z7
+	VPANDD      Z2, Z7, Z7
+	VMOVUPS     192(BX)(R8*4), Z6
+	VADDPS      Z5, Z6, Z6
+	VMULPS      Z6, Z7, Z7
+	VFIXUPIMMPS $0x00, Z3, Z7, Z7
+	VPSRLD      $0x10, Z7, Z6
+	VPANDD      Z0, Z6, Z6
+	VPADDD      Z1, Z6, Z6
+	VPADDD      Z7, Z6, Z6
+	VPSRLD      $0x10, Z6, Z6
+	VPMOVDW     Z6, 96(CX)(R8*2)
+	ADDQ        $0x00000040, R8
+	JMP         scalepfloop
+
+scalent:
+	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
+	MOVQ CX, R11
+	NEGQ R11
+	ANDQ $0x0000003f, R11
+	SHRQ $0x01, R11
+	JZ   scalentloop
+	CMPQ R11, job_d+0(AX)
+	JLE  scalehead
+	MOVQ job_d+0(AX), R11
+
+scalehead:
+	CMPQ        R11, $0x00000010
+	JB          scaleheadpart
+	VPMOVZXWD   (SI)(R8*2), Z6
+	VPSLLD      $0x10, Z6, Z6
+	VMULPS      Z4, Z6, Z6
+	VFIXUPIMMPS $0x00, Z3, Z6, Z6
+	VPSRLD      $0x10, Z6, Z7
+	VPANDD      Z0, Z7, Z7
+	VPADDD      Z1, Z7, Z7
+	VPADDD      Z6, Z7, Z7
+	VPANDD      Z2, Z7, Z7
+	VMOVUPS     (BX)(R8*4), Z6
+	VADDPS      Z5, Z6, Z6
+	VMULPS      Z6, Z7, Z7
+	VFIXUPIMMPS $0x00, Z3, Z7, Z7
+	VPSRLD      $0x10, Z7, Z6
+	VPANDD      Z0, Z6, Z6
+	VPADDD      Z1, Z6, Z6
+	VPADDD      Z7, Z6, Z6
+	VPSRLD      $0x10, Z6, Z6
+	VPMOVDW     Z6, (CX)(R8*2)
+	ADDQ        $0x00000010, R8
+	SUBQ        $0x00000010, R11
+	JZ          scalentloop
+
+scaleheadpart:
+	LEAQ        kmask<>+0(SB), R12
+	KMOVW       (R12)(R11*2), K1
+	VPMOVZXWD.Z (SI)(R8*2), K1, Z6
+	VPSLLD      $0x10, Z6, Z6
+	VMULPS      Z6, Z4, Z6
+	VFIXUPIMMPS $0x00, Z3, Z6, Z6
+	VPSRLD      $0x10, Z6, Z7
+	VPANDD      Z0, Z7, Z7
+	VPADDD      Z1, Z7, Z7
+	VPADDD      Z6, Z7, Z7
+	VPANDD      Z2, Z7, Z7
+	VMOVUPS.Z   (BX)(R8*4), K1, Z6
+	VADDPS      Z5, Z6, Z6
+	VMULPS      Z6, Z7, Z7
+	VFIXUPIMMPS $0x00, Z3, Z7, Z7
+	VPSRLD      $0x10, Z7, Z6
+	VPANDD      Z0, Z6, Z6
+	VPADDD      Z1, Z6, Z6
+	VPADDD      Z7, Z6, Z6
+	VPSRLD      $0x10, Z6, Z6
+	VPMOVDW     Z6, K1, (CX)(R8*2)
+	ADDQ        R11, R8
+
+scalentloop:
+	CMPQ         R8, R9
+	JG           scaletail
+	PREFETCHT0   (R10)(R8*2)
+	PREFETCHT0   64(R10)(R8*2)
+	VPMOVZXWD    (SI)(R8*2), Z6
+	VPSLLD       $0x10, Z6, Z6
+	VMULPS       Z4, Z6, Z6
+	VFIXUPIMMPS  $0x00, Z3, Z6, Z6
+	VPSRLD       $0x10, Z6, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z6, Z7, Z7
+	VPANDD       Z2, Z7, Z7
+	VMOVUPS      (BX)(R8*4), Z6
+	VADDPS       Z5, Z6, Z6
+	VMULPS       Z6, Z7, Z7
+	VPMOVZXWD    32(SI)(R8*2), Z6
+	VPSLLD       $0x10, Z6, Z6
+	VMULPS       Z4, Z6, Z6
+	VFIXUPIMMPS  $0x00, Z3, Z6, Z6
+	VPSRLD       $0x10, Z6, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z6, Z8, Z8
+	VPANDD       Z2, Z8, Z8
+	VMOVUPS      64(BX)(R8*4), Z6
+	VADDPS       Z5, Z6, Z6
+	VMULPS       Z6, Z8, Z8
+	VFIXUPIMMPS  $0x00, Z3, Z7, Z7
+	VPSRLD       $0x10, Z7, Z6
+	VPANDD       Z0, Z6, Z6
+	VPADDD       Z1, Z6, Z6
+	VPADDD       Z7, Z6, Z6
+	VPSRLD       $0x10, Z6, Z6
+	VPMOVDW      Z6, Y11
+	VFIXUPIMMPS  $0x00, Z3, Z8, Z8
+	VPSRLD       $0x10, Z8, Z6
+	VPANDD       Z0, Z6, Z6
+	VPADDD       Z1, Z6, Z6
+	VPADDD       Z8, Z6, Z6
+	VPSRLD       $0x10, Z6, Z6
+	VPMOVDW      Z6, Y6
+	VINSERTI64X4 $0x01, Y6, Z11, Z11
+	VMOVNTDQ     Z11, (CX)(R8*2)
+	VPMOVZXWD    64(SI)(R8*2), Z6
+	VPSLLD       $0x10, Z6, Z6
+	VMULPS       Z4, Z6, Z6
+	VFIXUPIMMPS  $0x00, Z3, Z6, Z6
+	VPSRLD       $0x10, Z6, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z6, Z7, Z7
+	VPANDD       Z2, Z7, Z7
+	VMOVUPS      128(BX)(R8*4), Z6
+	VADDPS       Z5, Z6, Z6
+	VMULPS       Z6, Z7, Z7
+	VPMOVZXWD    96(SI)(R8*2), Z6
+	VPSLLD       $0x10, Z6, Z6
+	VMULPS       Z4, Z6, Z6
+	VFIXUPIMMPS  $0x00, Z3, Z6, Z6
+	VPSRLD       $0x10, Z6, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z6, Z8, Z8
+	VPANDD       Z2, Z8, Z8
+	VMOVUPS      192(BX)(R8*4), Z6
+	VADDPS       Z5, Z6, Z6
+	VMULPS       Z6, Z8, Z8
+	VFIXUPIMMPS  $0x00, Z3, Z7, Z7
+	VPSRLD       $0x10, Z7, Z6
+	VPANDD       Z0, Z6, Z6
+	VPADDD       Z1, Z6, Z6
+	VPADDD       Z7, Z6, Z6
+	VPSRLD       $0x10, Z6, Z6
+	VPMOVDW      Z6, Y12
+	VFIXUPIMMPS  $0x00, Z3, Z8, Z8
+	VPSRLD       $0x10, Z8, Z6
+	VPANDD       Z0, Z6, Z6
+	VPADDD       Z1, Z6, Z6
+	VPADDD       Z8, Z6, Z6
+	VPSRLD       $0x10, Z6, Z6
+	VPMOVDW      Z6, Y6
+	VINSERTI64X4 $0x01, Y6, Z12, Z12
+	VMOVNTDQ     Z12, 64(CX)(R8*2)
+	ADDQ         $0x00000040, R8
+	JMP          scalentloop
+
+scaletail:
+	ADDQ $0x00000030, R9
+
+scaleone:
+	CMPQ        R8, R9
+	JG          scalepart
+	VPMOVZXWD   (SI)(R8*2), Z6
+	VPSLLD      $0x10, Z6, Z6
+	VMULPS      Z4, Z6, Z6
+	VFIXUPIMMPS $0x00, Z3, Z6, Z6
+	VPSRLD      $0x10, Z6, Z7
+	VPANDD      Z0, Z7, Z7
+	VPADDD      Z1, Z7, Z7
+	VPADDD      Z6, Z7, Z7
+	VPANDD      Z2, Z7, Z7
+	VMOVUPS     (BX)(R8*4), Z6
+	VADDPS      Z5, Z6, Z6
+	VMULPS      Z6, Z7, Z7
+	VFIXUPIMMPS $0x00, Z3, Z7, Z7
+	VPSRLD      $0x10, Z7, Z6
+	VPANDD      Z0, Z6, Z6
+	VPADDD      Z1, Z6, Z6
+	VPADDD      Z7, Z6, Z6
+	VPSRLD      $0x10, Z6, Z6
+	VPMOVDW     Z6, (CX)(R8*2)
+	ADDQ        $0x00000010, R8
+	JMP         scaleone
+
+scalepart:
+	MOVQ        job_d+0(AX), R11
+	SUBQ        R8, R11
+	JZ          scaled
+	LEAQ        kmask<>+0(SB), R9
+	KMOVW       (R9)(R11*2), K1
+	VPMOVZXWD.Z (SI)(R8*2), K1, Z6
+	VPSLLD      $0x10, Z6, Z6
+	VMULPS      Z6, Z4, Z6
+	VFIXUPIMMPS $0x00, Z3, Z6, Z6
+	VPSRLD      $0x10, Z6, Z4
+	VPANDD      Z0, Z4, Z4
+	VPADDD      Z1, Z4, Z4
+	VPADDD      Z6, Z4, Z4
+	VPANDD      Z2, Z4, Z4
+	VMOVUPS.Z   (BX)(R8*4), K1, Z6
+	VADDPS      Z5, Z6, Z6
+	VMULPS      Z6, Z4, Z4
+	VFIXUPIMMPS $0x00, Z3, Z4, Z4
+	VPSRLD      $0x10, Z4, Z5
+	VPANDD      Z0, Z5, Z5
+	VPADDD      Z1, Z5, Z5
+	VPADDD      Z4, Z5, Z5
+	VPSRLD      $0x10, Z5, Z5
+	VPMOVDW     Z5, K1, (CX)(R8*2)
+
+scaled:
+	ADDQ DI, DX
+	ADDQ DI, CX
+	ADDQ DI, SI
+	INCQ 320(SP)
+	MOVQ 344(SP), R8
+	INCQ R8
+	MOVQ R8, 344(SP)
+	CMPQ R8, 336(SP)
+	JB   scalerow
+	JMP  row
+
+ret:
+	TESTL $0x00000001, job_flags+0(AX)
+	JZ    vzero
+	SFENCE
+
+vzero:
+	VZEROUPPER
+	MOVQ 320(SP), AX
+	MOVQ AX, ret+24(FP)
+	RET
+
+// func avx512BF16AddUnweighted(j uintptr, from int, to int) int
+// Requires: AVX, AVX512F, MMX+
+TEXT ·avx512BF16AddUnweighted(SB), NOSPLIT, $376-32
+	// avx512BF16AddUnweighted normalizes rows [from, to) of the job: BF16 rows: h = round16(x + res) and res = h per element, then y = round16(h*inv), for each row.
+	// It stops before the first row that needs the float64 path and returns that row's index, or to.
+	MOVQ         j+0(FP), AX
+	MOVQ         job_dst+0(AX), CX
+	MOVQ         job_x+0(AX), DX
+	MOVQ         job_res+0(AX), BX
+	MOVQ         job_stride+0(AX), SI
+	SHLQ         $0x01, SI
+	VPBROADCASTD avx512bfone<>+0(SB), Z0
+	VPBROADCASTD avx512bfbias<>+0(SB), Z1
+	VPBROADCASTD avx512bfhigh<>+0(SB), Z2
+	VPBROADCASTD avx512bffixnan<>+0(SB), Z3
+
+	// fd = float32(d); rd = 1/d when d is a power of two (ss/d is then ss*rd exactly), else 0.
+	MOVQ       job_d+0(AX), DI
+	VMOVSS     one<>+0(SB), X4
+	VCVTSI2SSQ DI, X4, X4
+	VMOVSS     X4, 368(SP)
+	XORL       R9, R9
+	LEAQ       -1(DI), R8
+	TESTQ      DI, R8
+	JNZ        notpow2
+	BSFQ       DI, R8
+	MOVL       $0x0000007f, R9
+	SUBL       R8, R9
+	SHLL       $0x17, R9
+
+notpow2:
+	MOVL R9, 372(SP)
+
+	// Start at row from.
+	MOVQ  from+8(FP), DI
+	MOVQ  DI, 320(SP)
+	MOVQ  $0x00000000, 328(SP)
+	IMULQ SI, DI
+	ADDQ  DI, CX
+	ADDQ  DI, DX
+	ADDQ  DI, BX
+
+row:
+	MOVQ 320(SP), DI
+	CMPQ DI, to+16(FP)
+	JAE  ret
+	MOVQ $0x00000001, 336(SP)
+	MOVQ DX, DI
+	MOVQ BX, R8
+	XORQ R9, R9
+
+	// Sum of squares: element i goes to partial i%64.
+	MOVQ    job_d+0(AX), R10
+	SUBQ    $0x00000040, R10
+	JGE     firstblock
+	VMOVUPS zero64<>+0(SB), Z4
+	VMOVUPS zero64<>+0(SB), Z5
+	VMOVUPS zero64<>+0(SB), Z6
+	VMOVUPS zero64<>+0(SB), Z7
+	XORQ    R9, R9
+	JMP     sumtail
+
+firstblock:
+	// +0 + square is the square itself: the first block initializes the partials.
+	XORQ        R9, R9
+	VPMOVZXWD   (DI)(R9*2), Z4
+	VPSLLD      $0x10, Z4, Z4
+	VPMOVZXWD   (R8)(R9*2), Z5
+	VPSLLD      $0x10, Z5, Z5
+	VADDPS      Z5, Z4, Z4
+	VFIXUPIMMPS $0x00, Z3, Z4, Z4
+	VPSRLD      $0x10, Z4, Z5
+	VPANDD      Z0, Z5, Z5
+	VPADDD      Z1, Z5, Z5
+	VPADDD      Z4, Z5, Z5
+	VPANDD      Z2, Z5, Z5
+	VPSRLD      $0x10, Z5, Z4
+	VPMOVDW     Z4, (R8)(R9*2)
+	VMULPS      Z5, Z5, Z4
+	VPMOVZXWD   32(DI)(R9*2), Z5
+	VPSLLD      $0x10, Z5, Z5
+	VPMOVZXWD   32(R8)(R9*2), Z6
+	VPSLLD      $0x10, Z6, Z6
+	VADDPS      Z6, Z5, Z5
+	VFIXUPIMMPS $0x00, Z3, Z5, Z5
+	VPSRLD      $0x10, Z5, Z6
+	VPANDD      Z0, Z6, Z6
+	VPADDD      Z1, Z6, Z6
+	VPADDD      Z5, Z6, Z6
+	VPANDD      Z2, Z6, Z6
+	VPSRLD      $0x10, Z6, Z5
+	VPMOVDW     Z5, 32(R8)(R9*2)
+	VMULPS      Z6, Z6, Z5
+	VPMOVZXWD   64(DI)(R9*2), Z6
+	VPSLLD      $0x10, Z6, Z6
+	VPMOVZXWD   64(R8)(R9*2), Z7
+	VPSLLD      $0x10, Z7, Z7
+	VADDPS      Z7, Z6, Z6
+	VFIXUPIMMPS $0x00, Z3, Z6, Z6
+	VPSRLD      $0x10, Z6, Z7
+	VPANDD      Z0, Z7, Z7
+	VPADDD      Z1, Z7, Z7
+	VPADDD      Z6, Z7, Z7
+	VPANDD      Z2, Z7, Z7
+	VPSRLD      $0x10, Z7, Z6
+	VPMOVDW     Z6, 64(R8)(R9*2)
+	VMULPS      Z7, Z7, Z6
+	VPMOVZXWD   96(DI)(R9*2), Z7
+	VPSLLD      $0x10, Z7, Z7
+	VPMOVZXWD   96(R8)(R9*2), Z8
+	VPSLLD      $0x10, Z8, Z8
+	VADDPS      Z8, Z7, Z7
+	VFIXUPIMMPS $0x00, Z3, Z7, Z7
+	VPSRLD      $0x10, Z7, Z8
+	VPANDD      Z0, Z8, Z8
+	VPADDD      Z1, Z8, Z8
+	VPADDD      Z7, Z8, Z8
+	VPANDD      Z2, Z8, Z8
+	VPSRLD      $0x10, Z8, Z7
+	VPMOVDW     Z7, 96(R8)(R9*2)
+	VMULPS      Z8, Z8, Z7
+	MOVQ        $0x00000040, R9
+	TESTL       $0x00000002, job_flags+0(AX)
+	JNZ         sumpf
+
+sumloop:
+	CMPQ        R9, R10
+	JG          sumtail
+	VPMOVZXWD   (DI)(R9*2), Z8
+	VPSLLD      $0x10, Z8, Z8
+	VPMOVZXWD   (R8)(R9*2), Z9
+	VPSLLD      $0x10, Z9, Z9
+	VADDPS      Z9, Z8, Z8
+	VFIXUPIMMPS $0x00, Z3, Z8, Z8
+	VPSRLD      $0x10, Z8, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z8, Z9, Z9
+	VPANDD      Z2, Z9, Z9
+	VPSRLD      $0x10, Z9, Z8
+	VPMOVDW     Z8, (R8)(R9*2)
+	VMULPS      Z9, Z9, Z9
+	VADDPS      Z9, Z4, Z4
+	VPMOVZXWD   32(DI)(R9*2), Z8
+	VPSLLD      $0x10, Z8, Z8
+	VPMOVZXWD   32(R8)(R9*2), Z9
+	VPSLLD      $0x10, Z9, Z9
+	VADDPS      Z9, Z8, Z8
+	VFIXUPIMMPS $0x00, Z3, Z8, Z8
+	VPSRLD      $0x10, Z8, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z8, Z9, Z9
+	VPANDD      Z2, Z9, Z9
+	VPSRLD      $0x10, Z9, Z8
+	VPMOVDW     Z8, 32(R8)(R9*2)
+	VMULPS      Z9, Z9, Z9
+	VADDPS      Z9, Z5, Z5
+	VPMOVZXWD   64(DI)(R9*2), Z8
+	VPSLLD      $0x10, Z8, Z8
+	VPMOVZXWD   64(R8)(R9*2), Z9
+	VPSLLD      $0x10, Z9, Z9
+	VADDPS      Z9, Z8, Z8
+	VFIXUPIMMPS $0x00, Z3, Z8, Z8
+	VPSRLD      $0x10, Z8, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z8, Z9, Z9
+	VPANDD      Z2, Z9, Z9
+	VPSRLD      $0x10, Z9, Z8
+	VPMOVDW     Z8, 64(R8)(R9*2)
+	VMULPS      Z9, Z9, Z9
+	VADDPS      Z9, Z6, Z6
+	VPMOVZXWD   96(DI)(R9*2), Z8
+	VPSLLD      $0x10, Z8, Z8
+	VPMOVZXWD   96(R8)(R9*2), Z9
+	VPSLLD      $0x10, Z9, Z9
+	VADDPS      Z9, Z8, Z8
+	VFIXUPIMMPS $0x00, Z3, Z8, Z8
+	VPSRLD      $0x10, Z8, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z8, Z9, Z9
+	VPANDD      Z2, Z9, Z9
+	VPSRLD      $0x10, Z9, Z8
+	VPMOVDW     Z8, 96(R8)(R9*2)
+	VMULPS      Z9, Z9, Z9
+	VADDPS      Z9, Z7, Z7
+	ADDQ        $0x00000040, R9
+	JMP         sumloop
+
+	// The same, prefetching the rows ahead.
+sumpf:
+	MOVQ SI, R11
+	SHLQ $0x01, R11
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows1
+	SHLQ $0x03, R11
+
+longrows1:
+	ADDQ DI, R11
+
+sumpfloop:
+	CMPQ        R9, R10
+	JG          sumtail
+	PREFETCHT0  (R11)(R9*2)
+	PREFETCHT0  64(R11)(R9*2)
+	VPMOVZXWD   (DI)(R9*2), Z8
+	VPSLLD      $0x10, Z8, Z8
+	VPMOVZXWD   (R8)(R9*2), Z9
+	VPSLLD      $0x10, Z9, Z9
+	VADDPS      Z9, Z8, Z8
+	VFIXUPIMMPS $0x00, Z3, Z8, Z8
+	VPSRLD      $0x10, Z8, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z8, Z9, Z9
+	VPANDD      Z2, Z9, Z9
+	VPSRLD      $0x10, Z9, Z8
+	VPMOVDW     Z8, (R8)(R9*2)
+	VMULPS      Z9, Z9, Z9
+	VADDPS      Z9, Z4, Z4
+	VPMOVZXWD   32(DI)(R9*2), Z8
+	VPSLLD      $0x10, Z8, Z8
+	VPMOVZXWD   32(R8)(R9*2), Z9
+	VPSLLD      $0x10, Z9, Z9
+	VADDPS      Z9, Z8, Z8
+	VFIXUPIMMPS $0x00, Z3, Z8, Z8
+	VPSRLD      $0x10, Z8, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z8, Z9, Z9
+	VPANDD      Z2, Z9, Z9
+	VPSRLD      $0x10, Z9, Z8
+	VPMOVDW     Z8, 32(R8)(R9*2)
+	VMULPS      Z9, Z9, Z9
+	VADDPS      Z9, Z5, Z5
+	VPMOVZXWD   64(DI)(R9*2), Z8
+	VPSLLD      $0x10, Z8, Z8
+	VPMOVZXWD   64(R8)(R9*2), Z9
+	VPSLLD      $0x10, Z9, Z9
+	VADDPS      Z9, Z8, Z8
+	VFIXUPIMMPS $0x00, Z3, Z8, Z8
+	VPSRLD      $0x10, Z8, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z8, Z9, Z9
+	VPANDD      Z2, Z9, Z9
+	VPSRLD      $0x10, Z9, Z8
+	VPMOVDW     Z8, 64(R8)(R9*2)
+	VMULPS      Z9, Z9, Z9
+	VADDPS      Z9, Z6, Z6
+	VPMOVZXWD   96(DI)(R9*2), Z8
+	VPSLLD      $0x10, Z8, Z8
+	VPMOVZXWD   96(R8)(R9*2), Z9
+	VPSLLD      $0x10, Z9, Z9
+	VADDPS      Z9, Z8, Z8
+	VFIXUPIMMPS $0x00, Z3, Z8, Z8
+	VPSRLD      $0x10, Z8, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z8, Z9, Z9
+	VPANDD      Z2, Z9, Z9
+	VPSRLD      $0x10, Z9, Z8
+	VPMOVDW     Z8, 96(R8)(R9*2)
+	VMULPS      Z9, Z9, Z9
+	VADDPS      Z9, Z7, Z7
+	ADDQ        $0x00000040, R9
+	JMP         sumpfloop
+
+sumtail:
+	// Fewer than 64 elements remain.
+	MOVQ job_d+0(AX), R10
+	SUBQ R9, R10
+	JZ   summed
+	LEAQ kmask<>+0(SB), R11
+	MOVQ R10, R12
+	CMPQ R12, $0x00000010
+	JLE  tailmask0
+	MOVQ $0x00000010, R12
+
+tailmask0:
+	KMOVW       (R11)(R12*2), K1
+	VPMOVZXWD.Z (DI)(R9*2), K1, Z8
+	VPSLLD      $0x10, Z8, Z8
+	VPMOVZXWD.Z (R8)(R9*2), K1, Z9
+	VPSLLD      $0x10, Z9, Z9
+	VADDPS      Z9, Z8, Z8
+	VFIXUPIMMPS $0x00, Z3, Z8, Z8
+	VPSRLD      $0x10, Z8, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z8, Z9, Z9
+	VPANDD      Z2, Z9, Z9
+	VPSRLD      $0x10, Z9, Z8
+	VPMOVDW     Z8, K1, (R8)(R9*2)
+	VMULPS      Z9, Z9, Z9
+	VADDPS      Z9, Z4, Z4
+	MOVQ        R10, R12
+	SUBQ        $0x00000010, R12
+	JLE         summed
+	CMPQ        R12, $0x00000010
+	JLE         tailmask1
+	MOVQ        $0x00000010, R12
+
+tailmask1:
+	KMOVW       (R11)(R12*2), K1
+	VPMOVZXWD.Z 32(DI)(R9*2), K1, Z8
+	VPSLLD      $0x10, Z8, Z8
+	VPMOVZXWD.Z 32(R8)(R9*2), K1, Z9
+	VPSLLD      $0x10, Z9, Z9
+	VADDPS      Z9, Z8, Z8
+	VFIXUPIMMPS $0x00, Z3, Z8, Z8
+	VPSRLD      $0x10, Z8, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z8, Z9, Z9
+	VPANDD      Z2, Z9, Z9
+	VPSRLD      $0x10, Z9, Z8
+	VPMOVDW     Z8, K1, 32(R8)(R9*2)
+	VMULPS      Z9, Z9, Z9
+	VADDPS      Z9, Z5, Z5
+	MOVQ        R10, R12
+	SUBQ        $0x00000020, R12
+	JLE         summed
+	CMPQ        R12, $0x00000010
+	JLE         tailmask2
+	MOVQ        $0x00000010, R12
+
+tailmask2:
+	KMOVW       (R11)(R12*2), K1
+	VPMOVZXWD.Z 64(DI)(R9*2), K1, Z8
+	VPSLLD      $0x10, Z8, Z8
+	VPMOVZXWD.Z 64(R8)(R9*2), K1, Z9
+	VPSLLD      $0x10, Z9, Z9
+	VADDPS      Z9, Z8, Z8
+	VFIXUPIMMPS $0x00, Z3, Z8, Z8
+	VPSRLD      $0x10, Z8, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z8, Z9, Z9
+	VPANDD      Z2, Z9, Z9
+	VPSRLD      $0x10, Z9, Z8
+	VPMOVDW     Z8, K1, 64(R8)(R9*2)
+	VMULPS      Z9, Z9, Z9
+	VADDPS      Z9, Z6, Z6
+	SUBQ        $0x00000030, R10
+	JLE         summed
+	CMPQ        R10, $0x00000010
+	JLE         tailmask3
+	MOVQ        $0x00000010, R10
+
+tailmask3:
+	KMOVW       (R11)(R10*2), K1
+	VPMOVZXWD.Z 96(DI)(R9*2), K1, Z8
+	VPSLLD      $0x10, Z8, Z8
+	VPMOVZXWD.Z 96(R8)(R9*2), K1, Z9
+	VPSLLD      $0x10, Z9, Z9
+	VADDPS      Z9, Z8, Z8
+	VFIXUPIMMPS $0x00, Z3, Z8, Z8
+	VPSRLD      $0x10, Z8, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z8, Z9, Z9
+	VPANDD      Z2, Z9, Z9
+	VPSRLD      $0x10, Z9, Z8
+	VPMOVDW     Z8, K1, 96(R8)(R9*2)
+	VMULPS      Z9, Z9, Z9
+	VADDPS      Z9, Z7, Z7
+
+summed:
+	VADDPS Z6, Z4, Z4
+	VADDPS Z7, Z5, Z5
+	VADDPS Z5, Z4, Z4
+
+	// Halving tree: p[j] += p[j+h] for the remaining h, down to ss.
+	VSHUFF64X2 $0xee, Z4, Z4, Z5
+	VADDPS     Z5, Z4, Z4
+	VSHUFF32X4 $0x01, Z4, Z4, Z5
+	VADDPS     Z5, Z4, Z4
+	VPERMILPS  $0x4e, Z4, Z5
+	VADDPS     Z5, Z4, Z4
+	VPERMILPS  $0xb1, Z4, Z5
+	VADDPS     Z5, Z4, Z4
+
+	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
+	CMPL   372(SP), $0x00
+	JE     divide2
+	VMULSS 372(SP), X4, X4
+	JMP    divided3
+
+divide2:
+	VDIVSS 368(SP), X4, X4
+
+divided3:
+	VADDSS   job_eps+0(AX), X4, X4
+	VUCOMISS tlo<>+0(SB), X4
+	JCS      ret
+	VUCOMISS tmax<>+0(SB), X4
+	JHI      ret
+	VSQRTSS  X4, X4, X4
+	VMOVSS   one<>+0(SB), X10
+	VDIVSS   X4, X10, X10
+
+	// Report 1/rms if asked.
+	MOVQ   job_inv+0(AX), DI
+	TESTQ  DI, DI
+	JZ     scale
+	MOVQ   320(SP), R8
+	VMOVSS X10, (DI)(R8*4)
+
+scale:
+	VBROADCASTSS X10, Z4
+	MOVQ         $0x00000000, 344(SP)
+	CMPQ         336(SP), $0x01
+	JE           scalebody
+	VMOVUPS      Z10, 256(SP)
+
+scalerow:
+	MOVQ         344(SP), DI
+	VBROADCASTSS 256(SP)(DI*4), Z4
+
+scalebody:
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ  DI, DI
+	MOVQ  job_d+0(AX), R8
+	SUBQ  $0x00000040, R8
+	TESTL $0x00000002, job_flags+0(AX)
+	JNZ   scalepf
+
+scaleloop:
+	CMPQ        DI, R8
+	JG          scaletail
+	VPMOVZXWD   (BX)(DI*2), Z5
+	VPSLLD      $0x10, Z5, Z5
+	VMULPS      Z4, Z5, Z5
+	VFIXUPIMMPS $0x00, Z3, Z5, Z5
+	VPSRLD      $0x10, Z5, Z6
+	VPANDD      Z0, Z6, Z6
+	VPADDD      Z1, Z6, Z6
+	VPADDD      Z5, Z6, Z6
+	VPSRLD      $0x10, Z6, Z6
+	VPMOVDW     Z6, (CX)(DI*2)
+	VPMOVZXWD   32(BX)(DI*2), Z5
+	VPSLLD      $0x10, Z5, Z5
+	VMULPS      Z4, Z5, Z5
+	VFIXUPIMMPS $0x00, Z3, Z5, Z5
+	VPSRLD      $0x10, Z5, Z6
+	VPANDD      Z0, Z6, Z6
+	VPADDD      Z1, Z6, Z6
+	VPADDD      Z5, Z6, Z6
+	VPSRLD      $0x10, Z6, Z6
+	VPMOVDW     Z6, 32(CX)(DI*2)
+	VPMOVZXWD   64(BX)(DI*2), Z5
+	VPSLLD      $0x10, Z5, Z5
+	VMULPS      Z4, Z5, Z5
+	VFIXUPIMMPS $0x00, Z3, Z5, Z5
+	VPSRLD      $0x10, Z5, Z6
+	VPANDD      Z0, Z6, Z6
+	VPADDD      Z1, Z6, Z6
+	VPADDD      Z5, Z6, Z6
+	VPSRLD      $0x10, Z6, Z6
+	VPMOVDW     Z6, 64(CX)(DI*2)
+	VPMOVZXWD   96(BX)(DI*2), Z5
+	VPSLLD      $0x10, Z5, Z5
+	VMULPS      Z4, Z5, Z5
+	VFIXUPIMMPS $0x00, Z3, Z5, Z5
+	VPSRLD      $0x10, Z5, Z6
+	VPANDD      Z0, Z6, Z6
+	VPADDD      Z1, Z6, Z6
+	VPADDD      Z5, Z6, Z6
+	VPSRLD      $0x10, Z6, Z6
+	VPMOVDW     Z6, 96(CX)(DI*2)
+	ADDQ        $0x00000040, DI
+	JMP         scaleloop
+
+scalepf:
+	MOVQ SI, R9
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows4
+	SHLQ $0x03, R9
+
+longrows4:
+	ADDQ  BX, R9
+	TESTL $0x00000001, job_flags+0(AX)
+	JNZ   scalent
+
+scalepfloop:
+	CMPQ        DI, R8
+	JG          scaletail
+	PREFETCHT0  (R9)(DI*2)
+	PREFETCHT0  64(R9)(DI*2)
+	VPMOVZXWD   (BX)(DI*2), Z5
+	VPSLLD      $0x10, Z5, Z5
+	VMULPS      Z4, Z5, Z5
+	VFIXUPIMMPS $0x00, Z3, Z5, Z5
+	VPSRLD      $0x10, Z5, Z6
+	VPANDD      Z0, Z6, Z6
+	VPADDD      Z1, Z6, Z6
+	VPADDD      Z5, Z6, Z6
+	VPSRLD      $0x10, Z6, Z6
+	VPMOVDW     Z6, (CX)(DI*2)
+	VPMOVZXWD   32(BX)(DI*2), Z5
+	VPSLLD      $0x10, Z5, Z5
+	VMULPS      Z4, Z5, Z5
+	VFIXUPIMMPS $0x00, Z3, Z5, Z5
+	VPSRLD      $0x10, Z5, Z6
+	VPANDD      Z0, Z6, Z6
+	VPADDD      Z1, Z6, Z6
+	VPADDD      Z5, Z6, Z6
+	VPSRLD      $0x10, Z6, Z6
+	VPMOVDW     Z6, 32(CX)(DI*2)
+	VPMOVZXWD   64(BX)(DI*2), Z5
+	VPSLLD      $0x10, Z5, Z5
+	VMULPS      Z4, Z5, Z5
+	VFIXUPIMMPS $0x00, Z3, Z5, Z5
+	VPSRLD      $0x10, Z5, Z6
+	VPANDD      Z0, Z6, Z6
+	VPADDD      Z1, Z6, Z6
+	VPADDD      Z5, Z6, Z6
+	VPSRLD      $0x10, Z6, Z6
+	VPMOVDW     Z6, 64(CX)(DI*2)
+	VPMOVZXWD   96(BX)(DI*2), Z5
+	VPSLLD      $0x10, Z5, Z5
+	VMULPS      Z4, Z5, Z5
+	VFIXUPIMMPS $0x00, Z3, Z5, Z5
+	VPSRLD      $0x10, Z5, Z6
+	VPANDD      Z0, Z6, Z6
+	VPADDD      Z1, Z6, Z6
+	VPADDD      Z5, Z6, Z6
+	VPSRLD      $0x10, Z6, Z6
+	VPMOVDW     Z6, 96(CX)(DI*2)
+	ADDQ        $0x00000040, DI
+	JMP         scalepfloop
+
+scalent:
+	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
+	MOVQ CX, R10
+	NEGQ R10
+	ANDQ $0x0000003f, R10
+	SHRQ $0x01, R10
+	JZ   scalentloop
+	CMPQ R10, job_d+0(AX)
+	JLE  scalehead
+	MOVQ job_d+0(AX), R10
+
+scalehead:
+	CMPQ        R10, $0x00000010
+	JB          scaleheadpart
+	VPMOVZXWD   (BX)(DI*2), Z5
+	VPSLLD      $0x10, Z5, Z5
+	VMULPS      Z4, Z5, Z5
+	VFIXUPIMMPS $0x00, Z3, Z5, Z5
+	VPSRLD      $0x10, Z5, Z6
+	VPANDD      Z0, Z6, Z6
+	VPADDD      Z1, Z6, Z6
+	VPADDD      Z5, Z6, Z6
+	VPSRLD      $0x10, Z6, Z6
+	VPMOVDW     Z6, (CX)(DI*2)
+	ADDQ        $0x00000010, DI
+	SUBQ        $0x00000010, R10
+	JZ          scalentloop
+
+scaleheadpart:
+	LEAQ        kmask<>+0(SB), R11
+	KMOVW       (R11)(R10*2), K1
+	VPMOVZXWD.Z (BX)(DI*2), K1, Z5
+	VPSLLD      $0x10, Z5, Z5
+	VMULPS      Z5, Z4, Z5
+	VFIXUPIMMPS $0x00, Z3, Z5, Z5
+	VPSRLD      $0x10, Z5, Z6
+	VPANDD      Z0, Z6, Z6
+	VPADDD      Z1, Z6, Z6
+	VPADDD      Z5, Z6, Z6
+	VPSRLD      $0x10, Z6, Z6
+	VPMOVDW     Z6, K1, (CX)(DI*2)
+	ADDQ        R10, DI
+
+scalentloop:
+	CMPQ         DI, R8
+	JG           scaletail
+	PREFETCHT0   (R9)(DI*2)
+	PREFETCHT0   64(R9)(DI*2)
+	VPMOVZXWD    (BX)(DI*2), Z5
+	VPSLLD       $0x10, Z5, Z5
+	VMULPS       Z4, Z5, Z5
+	VPMOVZXWD    32(BX)(DI*2), Z6
+	VPSLLD       $0x10, Z6, Z6
+	VMULPS       Z4, Z6, Z6
+	VFIXUPIMMPS  $0x00, Z3, Z5, Z5
+	VPSRLD       $0x10, Z5, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z5, Z7, Z7
+	VPSRLD       $0x10, Z7, Z7
+	VPMOVDW      Z7, Y11
+	VFIXUPIMMPS  $0x00, Z3, Z6, Z6
+	VPSRLD       $0x10, Z6, Z5
+	VPANDD       Z0, Z5, Z5
+	VPADDD       Z1, Z5, Z5
+	VPADDD       Z6, Z5, Z5
+	VPSRLD       $0x10, Z5, Z5
+	VPMOVDW      Z5, Y5
+	VINSERTI64X4 $0x01, Y5, Z11, Z11
+	VMOVNTDQ     Z11, (CX)(DI*2)
+	VPMOVZXWD    64(BX)(DI*2), Z5
+	VPSLLD       $0x10, Z5, Z5
+	VMULPS       Z4, Z5, Z5
+	VPMOVZXWD    96(BX)(DI*2), Z6
+	VPSLLD       $0x10, Z6, Z6
+	VMULPS       Z4, Z6, Z6
+	VFIXUPIMMPS  $0x00, Z3, Z5, Z5
+	VPSRLD       $0x10, Z5, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z5, Z7, Z7
+	VPSRLD       $0x10, Z7, Z7
+	VPMOVDW      Z7, Y12
+	VFIXUPIMMPS  $0x00, Z3, Z6, Z6
+	VPSRLD       $0x10, Z6, Z5
+	VPANDD       Z0, Z5, Z5
+	VPADDD       Z1, Z5, Z5
+	VPADDD       Z6, Z5, Z5
+	VPSRLD       $0x10, Z5, Z5
+	VPMOVDW      Z5, Y5
+	VINSERTI64X4 $0x01, Y5, Z12, Z12
+	VMOVNTDQ     Z12, 64(CX)(DI*2)
+	ADDQ         $0x00000040, DI
+	JMP          scalentloop
+
+scaletail:
+	ADDQ $0x00000030, R8
+
+scaleone:
+	CMPQ        DI, R8
+	JG          scalepart
+	VPMOVZXWD   (BX)(DI*2), Z5
+	VPSLLD      $0x10, Z5, Z5
+	VMULPS      Z4, Z5, Z5
+	VFIXUPIMMPS $0x00, Z3, Z5, Z5
+	VPSRLD      $0x10, Z5, Z6
+	VPANDD      Z0, Z6, Z6
+	VPADDD      Z1, Z6, Z6
+	VPADDD      Z5, Z6, Z6
+	VPSRLD      $0x10, Z6, Z6
+	VPMOVDW     Z6, (CX)(DI*2)
+	ADDQ        $0x00000010, DI
+	JMP         scaleone
+
+scalepart:
+	MOVQ        job_d+0(AX), R10
+	SUBQ        DI, R10
+	JZ          scaled
+	LEAQ        kmask<>+0(SB), R8
+	KMOVW       (R8)(R10*2), K1
+	VPMOVZXWD.Z (BX)(DI*2), K1, Z5
+	VPSLLD      $0x10, Z5, Z5
+	VMULPS      Z5, Z4, Z5
+	VFIXUPIMMPS $0x00, Z3, Z5, Z5
+	VPSRLD      $0x10, Z5, Z4
+	VPANDD      Z0, Z4, Z4
+	VPADDD      Z1, Z4, Z4
+	VPADDD      Z5, Z4, Z4
+	VPSRLD      $0x10, Z4, Z4
+	VPMOVDW     Z4, K1, (CX)(DI*2)
+
+scaled:
+	ADDQ SI, DX
+	ADDQ SI, CX
+	ADDQ SI, BX
+	INCQ 320(SP)
+	MOVQ 344(SP), DI
+	INCQ DI
+	MOVQ DI, 344(SP)
+	CMPQ DI, 336(SP)
+	JB   scalerow
+	JMP  row
+
+ret:
+	TESTL $0x00000001, job_flags+0(AX)
+	JZ    vzero
+	SFENCE
+
+vzero:
+	VZEROUPPER
+	MOVQ 320(SP), AX
+	MOVQ AX, ret+24(FP)
+	RET
+
+// func avx512F16Weighted(j uintptr, from int, to int) int
+// Requires: AVX, AVX512F, MMX+
+TEXT ·avx512F16Weighted(SB), NOSPLIT, $376-32
+	// avx512F16Weighted normalizes rows [from, to) of the job: F16 rows: y = round16((x*inv)*w), for each row.
+	// It stops before the first row that needs the float64 path and returns that row's index, or to.
+	MOVQ j+0(FP), AX
+	MOVQ job_dst+0(AX), CX
+	MOVQ job_x+0(AX), DX
+	MOVQ job_w+0(AX), BX
+	MOVQ job_stride+0(AX), SI
+	SHLQ $0x01, SI
+
+	// fd = float32(d); rd = 1/d when d is a power of two (ss/d is then ss*rd exactly), else 0.
+	MOVQ       job_d+0(AX), DI
+	VMOVSS     one<>+0(SB), X0
+	VCVTSI2SSQ DI, X0, X0
+	VMOVSS     X0, 368(SP)
+	XORL       R9, R9
+	LEAQ       -1(DI), R8
+	TESTQ      DI, R8
+	JNZ        notpow2
+	BSFQ       DI, R8
+	MOVL       $0x0000007f, R9
+	SUBL       R8, R9
+	SHLL       $0x17, R9
+
+notpow2:
+	MOVL R9, 372(SP)
+
+	// Start at row from.
+	MOVQ  from+8(FP), DI
+	MOVQ  DI, 320(SP)
+	MOVQ  $0x00000000, 328(SP)
+	IMULQ SI, DI
+	ADDQ  DI, CX
+	ADDQ  DI, DX
+
+row:
+	MOVQ 320(SP), DI
+	CMPQ DI, to+16(FP)
+	JAE  ret
+	MOVQ $0x00000001, 336(SP)
+	CMPQ 328(SP), $0x00
+	JE   trygroup
+	DECQ 328(SP)
+	JMP  sum
+
+trygroup:
+	CMPQ job_d+0(AX), $0x00000200
+	JA   sum
+	MOVQ to+16(FP), DI
+	SUBQ 320(SP), DI
+	CMPQ DI, $0x04
+	JB   sum
+	MOVQ $0x00000004, 336(SP)
+
+sum:
+	MOVQ DX, DI
+	XORQ R8, R8
+
+sumrow:
+	// Sum of squares: element i goes to partial i%64.
+	MOVQ    job_d+0(AX), R10
+	SUBQ    $0x00000040, R10
+	JGE     firstblock
+	VMOVUPS zero64<>+0(SB), Z0
+	VMOVUPS zero64<>+0(SB), Z1
+	VMOVUPS zero64<>+0(SB), Z2
+	VMOVUPS zero64<>+0(SB), Z3
+	XORQ    R9, R9
+	JMP     sumtail
+
+firstblock:
+	// +0 + square is the square itself: the first block initializes the partials.
+	XORQ      R9, R9
+	VCVTPH2PS (DI)(R9*2), Z0
+	VMULPS    Z0, Z0, Z0
+	VCVTPH2PS 32(DI)(R9*2), Z1
+	VMULPS    Z1, Z1, Z1
+	VCVTPH2PS 64(DI)(R9*2), Z2
+	VMULPS    Z2, Z2, Z2
+	VCVTPH2PS 96(DI)(R9*2), Z3
+	VMULPS    Z3, Z3, Z3
+	MOVQ      $0x00000040, R9
+	TESTL     $0x00000002, job_flags+0(AX)
+	JNZ       sumpf
+
+sumloop:
+	CMPQ      R9, R10
+	JG        sumtail
+	VCVTPH2PS (DI)(R9*2), Z4
+	VMULPS    Z4, Z4, Z4
+	VADDPS    Z4, Z0, Z0
+	VCVTPH2PS 32(DI)(R9*2), Z4
+	VMULPS    Z4, Z4, Z4
+	VADDPS    Z4, Z1, Z1
+	VCVTPH2PS 64(DI)(R9*2), Z4
+	VMULPS    Z4, Z4, Z4
+	VADDPS    Z4, Z2, Z2
+	VCVTPH2PS 96(DI)(R9*2), Z4
+	VMULPS    Z4, Z4, Z4
+	VADDPS    Z4, Z3, Z3
+	ADDQ      $0x00000040, R9
+	JMP       sumloop
+
+	// The same, prefetching the rows ahead.
+sumpf:
+	MOVQ SI, R11
+	SHLQ $0x01, R11
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows1
+	SHLQ $0x03, R11
+
+longrows1:
+	ADDQ DI, R11
+
+sumpfloop:
+	CMPQ       R9, R10
+	JG         sumtail
+	PREFETCHT0 (R11)(R9*2)
+	PREFETCHT0 64(R11)(R9*2)
+	VCVTPH2PS  (DI)(R9*2), Z4
+	VMULPS     Z4, Z4, Z4
+	VADDPS     Z4, Z0, Z0
+	VCVTPH2PS  32(DI)(R9*2), Z4
+	VMULPS     Z4, Z4, Z4
+	VADDPS     Z4, Z1, Z1
+	VCVTPH2PS  64(DI)(R9*2), Z4
+	VMULPS     Z4, Z4, Z4
+	VADDPS     Z4, Z2, Z2
+	VCVTPH2PS  96(DI)(R9*2), Z4
+	VMULPS     Z4, Z4, Z4
+	VADDPS     Z4, Z3, Z3
+	ADDQ       $0x00000040, R9
+	JMP        sumpfloop
+
+sumtail:
+	// Fewer than 64 elements remain.
+	MOVQ job_d+0(AX), R10
+	SUBQ R9, R10
+	JZ   summed
+	LEAQ kmask<>+0(SB), R11
+	MOVQ R10, R12
+	CMPQ R12, $0x00000010
+	JLE  tailmask0
+	MOVQ $0x00000010, R12
+
+tailmask0:
+	KMOVW       (R11)(R12*2), K1
+	VCVTPH2PS.Z (DI)(R9*2), K1, Z4
+	VMULPS      Z4, Z4, Z4
+	VADDPS      Z4, Z0, Z0
+	MOVQ        R10, R12
+	SUBQ        $0x00000010, R12
+	JLE         summed
+	CMPQ        R12, $0x00000010
+	JLE         tailmask1
+	MOVQ        $0x00000010, R12
+
+tailmask1:
+	KMOVW       (R11)(R12*2), K1
+	VCVTPH2PS.Z 32(DI)(R9*2), K1, Z4
+	VMULPS      Z4, Z4, Z4
+	VADDPS      Z4, Z1, Z1
+	MOVQ        R10, R12
+	SUBQ        $0x00000020, R12
+	JLE         summed
+	CMPQ        R12, $0x00000010
+	JLE         tailmask2
+	MOVQ        $0x00000010, R12
+
+tailmask2:
+	KMOVW       (R11)(R12*2), K1
+	VCVTPH2PS.Z 64(DI)(R9*2), K1, Z4
+	VMULPS      Z4, Z4, Z4
+	VADDPS      Z4, Z2, Z2
+	SUBQ        $0x00000030, R10
+	JLE         summed
+	CMPQ        R10, $0x00000010
+	JLE         tailmask3
+	MOVQ        $0x00000010, R10
+
+tailmask3:
+	KMOVW       (R11)(R10*2), K1
+	VCVTPH2PS.Z 96(DI)(R9*2), K1, Z4
+	VMULPS      Z4, Z4, Z4
+	VADDPS      Z4, Z3, Z3
+
+summed:
+	VADDPS  Z2, Z0, Z0
+	VADDPS  Z3, Z1, Z1
+	VADDPS  Z1, Z0, Z0
+	CMPQ    336(SP), $0x01
+	JE      invone
+	VMOVUPS Z0, (SP)(R8*1)
+	ADDQ    SI, DI
+	ADDQ    $0x00000040, R8
+	CMPQ    R8, $0x00000100
+	JB      sumrow
+	JMP     invgroup
+
+invone:
+	// Halving tree: p[j] += p[j+h] for the remaining h, down to ss.
+	VSHUFF64X2 $0xee, Z0, Z0, Z1
+	VADDPS     Z1, Z0, Z0
+	VSHUFF32X4 $0x01, Z0, Z0, Z1
+	VADDPS     Z1, Z0, Z0
+	VPERMILPS  $0x4e, Z0, Z1
+	VADDPS     Z1, Z0, Z0
+	VPERMILPS  $0xb1, Z0, Z1
+	VADDPS     Z1, Z0, Z0
+
+	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
+	CMPL   372(SP), $0x00
+	JE     divide2
+	VMULSS 372(SP), X0, X0
+	JMP    divided3
+
+divide2:
+	VDIVSS 368(SP), X0, X0
+
+divided3:
+	VADDSS   job_eps+0(AX), X0, X0
+	VUCOMISS tlo<>+0(SB), X0
+	JCS      ret
+	VUCOMISS tmax<>+0(SB), X0
+	JHI      ret
+	VSQRTSS  X0, X0, X0
+	VMOVSS   one<>+0(SB), X5
+	VDIVSS   X0, X5, X5
+
+	// Report 1/rms if asked.
+	MOVQ   job_inv+0(AX), DI
+	TESTQ  DI, DI
+	JZ     scale
+	MOVQ   320(SP), R8
+	VMOVSS X5, (DI)(R8*4)
+	JMP    scale
+
+invgroup:
+	// The rest of the halving tree, four rows at once.
+	VMOVUPS       (SP), Z0
+	VMOVUPS       64(SP), Z1
+	VMOVUPS       128(SP), Z2
+	VMOVUPS       192(SP), Z3
+	VSHUFF64X2    $0x44, Z1, Z0, Z4
+	VSHUFF64X2    $0xee, Z1, Z0, Z0
+	VADDPS        Z0, Z4, Z4
+	VSHUFF64X2    $0x44, Z3, Z2, Z0
+	VSHUFF64X2    $0xee, Z3, Z2, Z1
+	VADDPS        Z1, Z0, Z0
+	VSHUFF32X4    $0x88, Z0, Z4, Z1
+	VSHUFF32X4    $0xdd, Z0, Z4, Z0
+	VADDPS        Z0, Z1, Z1
+	VPERMILPS     $0x4e, Z1, Z0
+	VADDPS        Z0, Z1, Z1
+	VPERMILPS     $0xb1, Z1, Z0
+	VADDPS        Z0, Z1, Z1
+	MOVL          $0x00001111, DI
+	KMOVW         DI, K1
+	VCOMPRESSPS.Z Z1, K1, Z0
+
+	// t = ss/d + eps for the four rows; any t outside [2^-100, MaxFloat32] sends the group to the one-row path.
+	CMPL         372(SP), $0x00
+	JE           divide4
+	VBROADCASTSS 372(SP), Z1
+	VMULPS       Z1, Z0, Z0
+	JMP          divided5
+
+divide4:
+	VBROADCASTSS 368(SP), Z1
+	VDIVPS       Z1, Z0, Z0
+
+divided5:
+	VBROADCASTSS job_eps+0(AX), Z1
+	VADDPS       Z1, Z0, Z0
+	MOVL         $0x0000000f, DI
+	KMOVW        DI, K1
+	VBROADCASTSS tlo<>+0(SB), Z1
+	VBROADCASTSS tmax<>+0(SB), Z2
+	VCMPPS       $0x1d, Z1, Z0, K1, K1
+	VCMPPS       $0x12, Z2, Z0, K1, K1
+	KMOVW        K1, DI
+	CMPL         DI, $0x0f
+	JE           ginrange
+	MOVQ         $0x00000004, 328(SP)
+	JMP          row
+
+ginrange:
+	VSQRTPS      Z0, Z0
+	VBROADCASTSS one<>+0(SB), Z5
+	VDIVPS       Z0, Z5, Z5
+
+	// Report 1/rms if asked.
+	MOVQ    job_inv+0(AX), DI
+	TESTQ   DI, DI
+	JZ      scale
+	MOVQ    320(SP), R8
+	MOVL    $0x0000000f, R9
+	KMOVW   R9, K1
+	VMOVUPS Z5, K1, (DI)(R8*4)
+
+scale:
+	VBROADCASTSS X5, Z0
+	MOVQ         $0x00000000, 344(SP)
+	CMPQ         336(SP), $0x01
+	JE           scalebody
+	VMOVUPS      Z5, 256(SP)
+
+scalerow:
+	MOVQ         344(SP), DI
+	VBROADCASTSS 256(SP)(DI*4), Z0
+
+scalebody:
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ  DI, DI
+	MOVQ  job_d+0(AX), R8
+	SUBQ  $0x00000040, R8
+	TESTL $0x00000002, job_flags+0(AX)
+	JNZ   scalepf
+
+scaleloop:
+	CMPQ      DI, R8
+	JG        scaletail
+	VCVTPH2PS (DX)(DI*2), Z1
+	VMULPS    Z0, Z1, Z1
+	VMULPS    (BX)(DI*4), Z1, Z1
+	VCVTPS2PH $0x00, Z1, (CX)(DI*2)
+	VCVTPH2PS 32(DX)(DI*2), Z1
+	VMULPS    Z0, Z1, Z1
+	VMULPS    64(BX)(DI*4), Z1, Z1
+	VCVTPS2PH $0x00, Z1, 32(CX)(DI*2)
+	VCVTPH2PS 64(DX)(DI*2), Z1
+	VMULPS    Z0, Z1, Z1
+	VMULPS    128(BX)(DI*4), Z1, Z1
+	VCVTPS2PH $0x00, Z1, 64(CX)(DI*2)
+	VCVTPH2PS 96(DX)(DI*2), Z1
+	VMULPS    Z0, Z1, Z1
+	VMULPS    192(BX)(DI*4), Z1, Z1
+	VCVTPS2PH $0x00, Z1, 96(CX)(DI*2)
+	ADDQ      $0x00000040, DI
+	JMP       scaleloop
+
+scalepf:
+	MOVQ SI, R9
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows6
+	SHLQ $0x03, R9
+
+longrows6:
+	ADDQ  DX, R9
+	TESTL $0x00000001, job_flags+0(AX)
+	JNZ   scalent
+
+scalepfloop:
+	CMPQ       DI, R8
+	JG         scaletail
+	PREFETCHT0 (R9)(DI*2)
+	PREFETCHT0 64(R9)(DI*2)
+	VCVTPH2PS  (DX)(DI*2), Z1
+	VMULPS     Z0, Z1, Z1
+	VMULPS     (BX)(DI*4), Z1, Z1
+	VCVTPS2PH  $0x00, Z1, (CX)(DI*2)
+	VCVTPH2PS  32(DX)(DI*2), Z1
+	VMULPS     Z0, Z1, Z1
+	VMULPS     64(BX)(DI*4), Z1, Z1
+	VCVTPS2PH  $0x00, Z1, 32(CX)(DI*2)
+	VCVTPH2PS  64(DX)(DI*2), Z1
+	VMULPS     Z0, Z1, Z1
+	VMULPS     128(BX)(DI*4), Z1, Z1
+	VCVTPS2PH  $0x00, Z1, 64(CX)(DI*2)
+	VCVTPH2PS  96(DX)(DI*2), Z1
+	VMULPS     Z0, Z1, Z1
+	VMULPS     192(BX)(DI*4), Z1, Z1
+	VCVTPS2PH  $0x00, Z1, 96(CX)(DI*2)
+	ADDQ       $0x00000040, DI
+	JMP        scalepfloop
+
+scalent:
+	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
+	MOVQ CX, R10
+	NEGQ R10
+	ANDQ $0x0000003f, R10
+	SHRQ $0x01, R10
+	JZ   scalentloop
+	CMPQ R10, job_d+0(AX)
+	JLE  scalehead
+	MOVQ job_d+0(AX), R10
+
+scalehead:
+	CMPQ      R10, $0x00000010
+	JB        scaleheadpart
+	VCVTPH2PS (DX)(DI*2), Z1
+	VMULPS    Z0, Z1, Z1
+	VMULPS    (BX)(DI*4), Z1, Z1
+	VCVTPS2PH $0x00, Z1, (CX)(DI*2)
+	ADDQ      $0x00000010, DI
+	SUBQ      $0x00000010, R10
+	JZ        scalentloop
+
+scaleheadpart:
+	LEAQ        kmask<>+0(SB), R11
+	KMOVW       (R11)(R10*2), K1
+	VCVTPH2PS.Z (DX)(DI*2), K1, Z1
+	VMULPS      Z1, Z0, Z1
+	VMOVUPS.Z   (BX)(DI*4), K1, Z2
+	VMULPS      Z2, Z1, Z1
+	VCVTPS2PH   $0x00, Z1, K1, (CX)(DI*2)
+	ADDQ        R10, DI
+
+scalentloop:
+	CMPQ         DI, R8
+	JG           scaletail
+	PREFETCHT0   (R9)(DI*2)
+	PREFETCHT0   64(R9)(DI*2)
+	VCVTPH2PS    (DX)(DI*2), Z1
+	VMULPS       Z0, Z1, Z1
+	VMULPS       (BX)(DI*4), Z1, Z1
+	VCVTPH2PS    32(DX)(DI*2), Z2
+	VMULPS       Z0, Z2, Z2
+	VMULPS       64(BX)(DI*4), Z2, Z2
+	VCVTPS2PH    $0x00, Z1, Y6
+	VCVTPS2PH    $0x00, Z2, Y1
+	VINSERTI64X4 $0x01, Y1, Z6, Z6
+	VMOVNTDQ     Z6, (CX)(DI*2)
+	VCVTPH2PS    64(DX)(DI*2), Z1
+	VMULPS       Z0, Z1, Z1
+	VMULPS       128(BX)(DI*4), Z1, Z1
+	VCVTPH2PS    96(DX)(DI*2), Z2
+	VMULPS       Z0, Z2, Z2
+	VMULPS       192(BX)(DI*4), Z2, Z2
+	VCVTPS2PH    $0x00, Z1, Y7
+	VCVTPS2PH    $0x00, Z2, Y1
+	VINSERTI64X4 $0x01, Y1, Z7, Z7
+	VMOVNTDQ     Z7, 64(CX)(DI*2)
+	ADDQ         $0x00000040, DI
+	JMP          scalentloop
+
+scaletail:
+	ADDQ $0x00000030, R8
+
+scaleone:
+	CMPQ      DI, R8
+	JG        scalepart
+	VCVTPH2PS (DX)(DI*2), Z1
+	VMULPS    Z0, Z1, Z1
+	VMULPS    (BX)(DI*4), Z1, Z1
+	VCVTPS2PH $0x00, Z1, (CX)(DI*2)
+	ADDQ      $0x00000010, DI
+	JMP       scaleone
+
+scalepart:
+	MOVQ        job_d+0(AX), R10
+	SUBQ        DI, R10
+	JZ          scaled
+	LEAQ        kmask<>+0(SB), R8
+	KMOVW       (R8)(R10*2), K1
+	VCVTPH2PS.Z (DX)(DI*2), K1, Z1
+	VMULPS      Z1, Z0, Z1
+	VMOVUPS.Z   (BX)(DI*4), K1, Z0
+	VMULPS      Z0, Z1, Z1
+	VCVTPS2PH   $0x00, Z1, K1, (CX)(DI*2)
+
+scaled:
+	ADDQ SI, DX
+	ADDQ SI, CX
+	INCQ 320(SP)
+	MOVQ 344(SP), DI
+	INCQ DI
+	MOVQ DI, 344(SP)
+	CMPQ DI, 336(SP)
+	JB   scalerow
+	JMP  row
+
+ret:
+	TESTL $0x00000001, job_flags+0(AX)
+	JZ    vzero
+	SFENCE
+
+vzero:
+	VZEROUPPER
+	MOVQ 320(SP), AX
+	MOVQ AX, ret+24(FP)
+	RET
+
+// func avx512F16WeightedRN(j uintptr, from int, to int) int
+// Requires: AVX, AVX512F, MMX+
+TEXT ·avx512F16WeightedRN(SB), NOSPLIT, $376-32
+	// avx512F16WeightedRN normalizes rows [from, to) of the job: F16 rows: y = round16(round16(x*inv)*w), for each row.
+	// It stops before the first row that needs the float64 path and returns that row's index, or to.
+	MOVQ j+0(FP), AX
+	MOVQ job_dst+0(AX), CX
+	MOVQ job_x+0(AX), DX
+	MOVQ job_w+0(AX), BX
+	MOVQ job_stride+0(AX), SI
+	SHLQ $0x01, SI
+
+	// fd = float32(d); rd = 1/d when d is a power of two (ss/d is then ss*rd exactly), else 0.
+	MOVQ       job_d+0(AX), DI
+	VMOVSS     one<>+0(SB), X0
+	VCVTSI2SSQ DI, X0, X0
+	VMOVSS     X0, 368(SP)
+	XORL       R9, R9
+	LEAQ       -1(DI), R8
+	TESTQ      DI, R8
+	JNZ        notpow2
+	BSFQ       DI, R8
+	MOVL       $0x0000007f, R9
+	SUBL       R8, R9
+	SHLL       $0x17, R9
+
+notpow2:
+	MOVL R9, 372(SP)
+
+	// Start at row from.
+	MOVQ  from+8(FP), DI
+	MOVQ  DI, 320(SP)
+	MOVQ  $0x00000000, 328(SP)
+	IMULQ SI, DI
+	ADDQ  DI, CX
+	ADDQ  DI, DX
+
+row:
+	MOVQ 320(SP), DI
+	CMPQ DI, to+16(FP)
+	JAE  ret
+	MOVQ $0x00000001, 336(SP)
+	CMPQ 328(SP), $0x00
+	JE   trygroup
+	DECQ 328(SP)
+	JMP  sum
+
+trygroup:
+	CMPQ job_d+0(AX), $0x00000200
+	JA   sum
+	MOVQ to+16(FP), DI
+	SUBQ 320(SP), DI
+	CMPQ DI, $0x04
+	JB   sum
+	MOVQ $0x00000004, 336(SP)
+
+sum:
+	MOVQ DX, DI
+	XORQ R8, R8
+
+sumrow:
+	// Sum of squares: element i goes to partial i%64.
+	MOVQ    job_d+0(AX), R10
+	SUBQ    $0x00000040, R10
+	JGE     firstblock
+	VMOVUPS zero64<>+0(SB), Z0
+	VMOVUPS zero64<>+0(SB), Z1
+	VMOVUPS zero64<>+0(SB), Z2
+	VMOVUPS zero64<>+0(SB), Z3
+	XORQ    R9, R9
+	JMP     sumtail
+
+firstblock:
+	// +0 + square is the square itself: the first block initializes the partials.
+	XORQ      R9, R9
+	VCVTPH2PS (DI)(R9*2), Z0
+	VMULPS    Z0, Z0, Z0
+	VCVTPH2PS 32(DI)(R9*2), Z1
+	VMULPS    Z1, Z1, Z1
+	VCVTPH2PS 64(DI)(R9*2), Z2
+	VMULPS    Z2, Z2, Z2
+	VCVTPH2PS 96(DI)(R9*2), Z3
+	VMULPS    Z3, Z3, Z3
+	MOVQ      $0x00000040, R9
+	TESTL     $0x00000002, job_flags+0(AX)
+	JNZ       sumpf
+
+sumloop:
+	CMPQ      R9, R10
+	JG        sumtail
+	VCVTPH2PS (DI)(R9*2), Z4
+	VMULPS    Z4, Z4, Z4
+	VADDPS    Z4, Z0, Z0
+	VCVTPH2PS 32(DI)(R9*2), Z4
+	VMULPS    Z4, Z4, Z4
+	VADDPS    Z4, Z1, Z1
+	VCVTPH2PS 64(DI)(R9*2), Z4
+	VMULPS    Z4, Z4, Z4
+	VADDPS    Z4, Z2, Z2
+	VCVTPH2PS 96(DI)(R9*2), Z4
+	VMULPS    Z4, Z4, Z4
+	VADDPS    Z4, Z3, Z3
+	ADDQ      $0x00000040, R9
+	JMP       sumloop
+
+	// The same, prefetching the rows ahead.
+sumpf:
+	MOVQ SI, R11
+	SHLQ $0x01, R11
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows1
+	SHLQ $0x03, R11
+
+longrows1:
+	ADDQ DI, R11
+
+sumpfloop:
+	CMPQ       R9, R10
+	JG         sumtail
+	PREFETCHT0 (R11)(R9*2)
+	PREFETCHT0 64(R11)(R9*2)
+	VCVTPH2PS  (DI)(R9*2), Z4
+	VMULPS     Z4, Z4, Z4
+	VADDPS     Z4, Z0, Z0
+	VCVTPH2PS  32(DI)(R9*2), Z4
+	VMULPS     Z4, Z4, Z4
+	VADDPS     Z4, Z1, Z1
+	VCVTPH2PS  64(DI)(R9*2), Z4
+	VMULPS     Z4, Z4, Z4
+	VADDPS     Z4, Z2, Z2
+	VCVTPH2PS  96(DI)(R9*2), Z4
+	VMULPS     Z4, Z4, Z4
+	VADDPS     Z4, Z3, Z3
+	ADDQ       $0x00000040, R9
+	JMP        sumpfloop
+
+sumtail:
+	// Fewer than 64 elements remain.
+	MOVQ job_d+0(AX), R10
+	SUBQ R9, R10
+	JZ   summed
+	LEAQ kmask<>+0(SB), R11
+	MOVQ R10, R12
+	CMPQ R12, $0x00000010
+	JLE  tailmask0
+	MOVQ $0x00000010, R12
+
+tailmask0:
+	KMOVW       (R11)(R12*2), K1
+	VCVTPH2PS.Z (DI)(R9*2), K1, Z4
+	VMULPS      Z4, Z4, Z4
+	VADDPS      Z4, Z0, Z0
+	MOVQ        R10, R12
+	SUBQ        $0x00000010, R12
+	JLE         summed
+	CMPQ        R12, $0x00000010
+	JLE         tailmask1
+	MOVQ        $0x00000010, R12
+
+tailmask1:
+	KMOVW       (R11)(R12*2), K1
+	VCVTPH2PS.Z 32(DI)(R9*2), K1, Z4
+	VMULPS      Z4, Z4, Z4
+	VADDPS      Z4, Z1, Z1
+	MOVQ        R10, R12
+	SUBQ        $0x00000020, R12
+	JLE         summed
+	CMPQ        R12, $0x00000010
+	JLE         tailmask2
+	MOVQ        $0x00000010, R12
+
+tailmask2:
+	KMOVW       (R11)(R12*2), K1
+	VCVTPH2PS.Z 64(DI)(R9*2), K1, Z4
+	VMULPS      Z4, Z4, Z4
+	VADDPS      Z4, Z2, Z2
+	SUBQ        $0x00000030, R10
+	JLE         summed
+	CMPQ        R10, $0x00000010
+	JLE         tailmask3
+	MOVQ        $0x00000010, R10
+
+tailmask3:
+	KMOVW       (R11)(R10*2), K1
+	VCVTPH2PS.Z 96(DI)(R9*2), K1, Z4
+	VMULPS      Z4, Z4, Z4
+	VADDPS      Z4, Z3, Z3
+
+summed:
+	VADDPS  Z2, Z0, Z0
+	VADDPS  Z3, Z1, Z1
+	VADDPS  Z1, Z0, Z0
+	CMPQ    336(SP), $0x01
+	JE      invone
+	VMOVUPS Z0, (SP)(R8*1)
+	ADDQ    SI, DI
+	ADDQ    $0x00000040, R8
+	CMPQ    R8, $0x00000100
+	JB      sumrow
+	JMP     invgroup
+
+invone:
+	// Halving tree: p[j] += p[j+h] for the remaining h, down to ss.
+	VSHUFF64X2 $0xee, Z0, Z0, Z1
+	VADDPS     Z1, Z0, Z0
+	VSHUFF32X4 $0x01, Z0, Z0, Z1
+	VADDPS     Z1, Z0, Z0
+	VPERMILPS  $0x4e, Z0, Z1
+	VADDPS     Z1, Z0, Z0
+	VPERMILPS  $0xb1, Z0, Z1
+	VADDPS     Z1, Z0, Z0
+
+	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
+	CMPL   372(SP), $0x00
+	JE     divide2
+	VMULSS 372(SP), X0, X0
+	JMP    divided3
+
+divide2:
+	VDIVSS 368(SP), X0, X0
+
+divided3:
+	VADDSS   job_eps+0(AX), X0, X0
+	VUCOMISS tlo<>+0(SB), X0
+	JCS      ret
+	VUCOMISS tmax<>+0(SB), X0
+	JHI      ret
+	VSQRTSS  X0, X0, X0
+	VMOVSS   one<>+0(SB), X5
+	VDIVSS   X0, X5, X5
+
+	// Report 1/rms if asked.
+	MOVQ   job_inv+0(AX), DI
+	TESTQ  DI, DI
+	JZ     scale
+	MOVQ   320(SP), R8
+	VMOVSS X5, (DI)(R8*4)
+	JMP    scale
+
+invgroup:
+	// The rest of the halving tree, four rows at once.
+	VMOVUPS       (SP), Z0
+	VMOVUPS       64(SP), Z1
+	VMOVUPS       128(SP), Z2
+	VMOVUPS       192(SP), Z3
+	VSHUFF64X2    $0x44, Z1, Z0, Z4
+	VSHUFF64X2    $0xee, Z1, Z0, Z0
+	VADDPS        Z0, Z4, Z4
+	VSHUFF64X2    $0x44, Z3, Z2, Z0
+	VSHUFF64X2    $0xee, Z3, Z2, Z1
+	VADDPS        Z1, Z0, Z0
+	VSHUFF32X4    $0x88, Z0, Z4, Z1
+	VSHUFF32X4    $0xdd, Z0, Z4, Z0
+	VADDPS        Z0, Z1, Z1
+	VPERMILPS     $0x4e, Z1, Z0
+	VADDPS        Z0, Z1, Z1
+	VPERMILPS     $0xb1, Z1, Z0
+	VADDPS        Z0, Z1, Z1
+	MOVL          $0x00001111, DI
+	KMOVW         DI, K1
+	VCOMPRESSPS.Z Z1, K1, Z0
+
+	// t = ss/d + eps for the four rows; any t outside [2^-100, MaxFloat32] sends the group to the one-row path.
+	CMPL         372(SP), $0x00
+	JE           divide4
+	VBROADCASTSS 372(SP), Z1
+	VMULPS       Z1, Z0, Z0
+	JMP          divided5
+
+divide4:
+	VBROADCASTSS 368(SP), Z1
+	VDIVPS       Z1, Z0, Z0
+
+divided5:
+	VBROADCASTSS job_eps+0(AX), Z1
+	VADDPS       Z1, Z0, Z0
+	MOVL         $0x0000000f, DI
+	KMOVW        DI, K1
+	VBROADCASTSS tlo<>+0(SB), Z1
+	VBROADCASTSS tmax<>+0(SB), Z2
+	VCMPPS       $0x1d, Z1, Z0, K1, K1
+	VCMPPS       $0x12, Z2, Z0, K1, K1
+	KMOVW        K1, DI
+	CMPL         DI, $0x0f
+	JE           ginrange
+	MOVQ         $0x00000004, 328(SP)
+	JMP          row
+
+ginrange:
+	VSQRTPS      Z0, Z0
+	VBROADCASTSS one<>+0(SB), Z5
+	VDIVPS       Z0, Z5, Z5
+
+	// Report 1/rms if asked.
+	MOVQ    job_inv+0(AX), DI
+	TESTQ   DI, DI
+	JZ      scale
+	MOVQ    320(SP), R8
+	MOVL    $0x0000000f, R9
+	KMOVW   R9, K1
+	VMOVUPS Z5, K1, (DI)(R8*4)
+
+scale:
+	VBROADCASTSS X5, Z0
+	MOVQ         $0x00000000, 344(SP)
+	CMPQ         336(SP), $0x01
+	JE           scalebody
+	VMOVUPS      Z5, 256(SP)
+
+scalerow:
+	MOVQ         344(SP), DI
+	VBROADCASTSS 256(SP)(DI*4), Z0
+
+scalebody:
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ  DI, DI
+	MOVQ  job_d+0(AX), R8
+	SUBQ  $0x00000040, R8
+	TESTL $0x00000002, job_flags+0(AX)
+	JNZ   scalepf
+
+scaleloop:
+	CMPQ      DI, R8
+	JG        scaletail
+	VCVTPH2PS (DX)(DI*2), Z1
+	VMULPS    Z0, Z1, Z1
+	VCVTPS2PH $0x00, Z1, Y1
+	VCVTPH2PS Y1, Z1
+	VMULPS    (BX)(DI*4), Z1, Z1
+	VCVTPS2PH $0x00, Z1, (CX)(DI*2)
+	VCVTPH2PS 32(DX)(DI*2), Z1
+	VMULPS    Z0, Z1, Z1
+	VCVTPS2PH $0x00, Z1, Y1
+	VCVTPH2PS Y1, Z1
+	VMULPS    64(BX)(DI*4), Z1, Z1
+	VCVTPS2PH $0x00, Z1, 32(CX)(DI*2)
+	VCVTPH2PS 64(DX)(DI*2), Z1
+	VMULPS    Z0, Z1, Z1
+	VCVTPS2PH $0x00, Z1, Y1
+	VCVTPH2PS Y1, Z1
+	VMULPS    128(BX)(DI*4), Z1, Z1
+	VCVTPS2PH $0x00, Z1, 64(CX)(DI*2)
+	VCVTPH2PS 96(DX)(DI*2), Z1
+	VMULPS    Z0, Z1, Z1
+	VCVTPS2PH $0x00, Z1, Y1
+	VCVTPH2PS Y1, Z1
+	VMULPS    192(BX)(DI*4), Z1, Z1
+	VCVTPS2PH $0x00, Z1, 96(CX)(DI*2)
+	ADDQ      $0x00000040, DI
+	JMP       scaleloop
+
+scalepf:
+	MOVQ SI, R9
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows6
+	SHLQ $0x03, R9
+
+longrows6:
+	ADDQ  DX, R9
+	TESTL $0x00000001, job_flags+0(AX)
+	JNZ   scalent
+
+scalepfloop:
+	CMPQ       DI, R8
+	JG         scaletail
+	PREFETCHT0 (R9)(DI*2)
+	PREFETCHT0 64(R9)(DI*2)
+	VCVTPH2PS  (DX)(DI*2), Z1
+	VMULPS     Z0, Z1, Z1
+	VCVTPS2PH  $0x00, Z1, Y1
+	VCVTPH2PS  Y1, Z1
+	VMULPS     (BX)(DI*4), Z1, Z1
+	VCVTPS2PH  $0x00, Z1, (CX)(DI*2)
+	VCVTPH2PS  32(DX)(DI*2), Z1
+	VMULPS     Z0, Z1, Z1
+	VCVTPS2PH  $0x00, Z1, Y1
+	VCVTPH2PS  Y1, Z1
+	VMULPS     64(BX)(DI*4), Z1, Z1
+	VCVTPS2PH  $0x00, Z1, 32(CX)(DI*2)
+	VCVTPH2PS  64(DX)(DI*2), Z1
+	VMULPS     Z0, Z1, Z1
+	VCVTPS2PH  $0x00, Z1, Y1
+	VCVTPH2PS  Y1, Z1
+	VMULPS     128(BX)(DI*4), Z1, Z1
+	VCVTPS2PH  $0x00, Z1, 64(CX)(DI*2)
+	VCVTPH2PS  96(DX)(DI*2), Z1
+	VMULPS     Z0, Z1, Z1
+	VCVTPS2PH  $0x00, Z1, Y1
+	VCVTPH2PS  Y1, Z1
+	VMULPS     192(BX)(DI*4), Z1, Z1
+	VCVTPS2PH  $0x00, Z1, 96(CX)(DI*2)
+	ADDQ       $0x00000040, DI
+	JMP        scalepfloop
+
+scalent:
+	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
+	MOVQ CX, R10
+	NEGQ R10
+	ANDQ $0x0000003f, R10
+	SHRQ $0x01, R10
+	JZ   scalentloop
+	CMPQ R10, job_d+0(AX)
+	JLE  scalehead
+	MOVQ job_d+0(AX), R10
+
+scalehead:
+	CMPQ      R10, $0x00000010
+	JB        scaleheadpart
+	VCVTPH2PS (DX)(DI*2), Z1
+	VMULPS    Z0, Z1, Z1
+	VCVTPS2PH $0x00, Z1, Y1
+	VCVTPH2PS Y1, Z1
+	VMULPS    (BX)(DI*4), Z1, Z1
+	VCVTPS2PH $0x00, Z1, (CX)(DI*2)
+	ADDQ      $0x00000010, DI
+	SUBQ      $0x00000010, R10
+	JZ        scalentloop
+
+scaleheadpart:
+	LEAQ        kmask<>+0(SB), R11
+	KMOVW       (R11)(R10*2), K1
+	VCVTPH2PS.Z (DX)(DI*2), K1, Z1
+	VMULPS      Z1, Z0, Z1
+	VCVTPS2PH   $0x00, Z1, Y1
+	VCVTPH2PS   Y1, Z1
+	VMOVUPS.Z   (BX)(DI*4), K1, Z2
+	VMULPS      Z2, Z1, Z1
+	VCVTPS2PH   $0x00, Z1, K1, (CX)(DI*2)
+	ADDQ        R10, DI
+
+scalentloop:
+	CMPQ         DI, R8
+	JG           scaletail
+	PREFETCHT0   (R9)(DI*2)
+	PREFETCHT0   64(R9)(DI*2)
+	VCVTPH2PS    (DX)(DI*2), Z1
+	VMULPS       Z0, Z1, Z1
+	VCVTPS2PH    $0x00, Z1, Y1
+	VCVTPH2PS    Y1, Z1
+	VMULPS       (BX)(DI*4), Z1, Z1
+	VCVTPH2PS    32(DX)(DI*2), Z2
+	VMULPS       Z0, Z2, Z2
+	VCVTPS2PH    $0x00, Z2, Y2
+	VCVTPH2PS    Y2, Z2
+	VMULPS       64(BX)(DI*4), Z2, Z2
+	VCVTPS2PH    $0x00, Z1, Y6
+	VCVTPS2PH    $0x00, Z2, Y1
+	VINSERTI64X4 $0x01, Y1, Z6, Z6
+	VMOVNTDQ     Z6, (CX)(DI*2)
+	VCVTPH2PS    64(DX)(DI*2), Z1
+	VMULPS       Z0, Z1, Z1
+	VCVTPS2PH    $0x00, Z1, Y1
+	VCVTPH2PS    Y1, Z1
+	VMULPS       128(BX)(DI*4), Z1, Z1
+	VCVTPH2PS    96(DX)(DI*2), Z2
+	VMULPS       Z0, Z2, Z2
+	VCVTPS2PH    $0x00, Z2, Y2
+	VCVTPH2PS    Y2, Z2
+	VMULPS       192(BX)(DI*4), Z2, Z2
+	VCVTPS2PH    $0x00, Z1, Y7
+	VCVTPS2PH    $0x00, Z2, Y1
+	VINSERTI64X4 $0x01, Y1, Z7, Z7
+	VMOVNTDQ     Z7, 64(CX)(DI*2)
+	ADDQ         $0x00000040, DI
+	JMP          scalentloop
+
+scaletail:
+	ADDQ $0x00000030, R8
+
+scaleone:
+	CMPQ      DI, R8
+	JG        scalepart
+	VCVTPH2PS (DX)(DI*2), Z1
+	VMULPS    Z0, Z1, Z1
+	VCVTPS2PH $0x00, Z1, Y1
+	VCVTPH2PS Y1, Z1
+	VMULPS    (BX)(DI*4), Z1, Z1
+	VCVTPS2PH $0x00, Z1, (CX)(DI*2)
+	ADDQ      $0x00000010, DI
+	JMP       scaleone
+
+scalepart:
+	MOVQ        job_d+0(AX), R10
+	SUBQ        DI, R10
+	JZ          scaled
+	LEAQ        kmask<>+0(SB), R8
+	KMOVW       (R8)(R10*2), K1
+	VCVTPH2PS.Z (DX)(DI*2), K1, Z1
+	VMULPS      Z1, Z0, Z1
+	VCVTPS2PH   $0x00, Z1, Y0
+	VCVTPH2PS   Y0, Z0
+	VMOVUPS.Z   (BX)(DI*4), K1, Z1
+	VMULPS      Z1, Z0, Z0
+	VCVTPS2PH   $0x00, Z0, K1, (CX)(DI*2)
+
+scaled:
+	ADDQ SI, DX
+	ADDQ SI, CX
+	INCQ 320(SP)
+	MOVQ 344(SP), DI
+	INCQ DI
+	MOVQ DI, 344(SP)
+	CMPQ DI, 336(SP)
+	JB   scalerow
+	JMP  row
+
+ret:
+	TESTL $0x00000001, job_flags+0(AX)
+	JZ    vzero
+	SFENCE
+
+vzero:
+	VZEROUPPER
+	MOVQ 320(SP), AX
+	MOVQ AX, ret+24(FP)
+	RET
+
+// func avx512F16Offset(j uintptr, from int, to int) int
+// Requires: AVX, AVX512F, MMX+
+TEXT ·avx512F16Offset(SB), NOSPLIT, $376-32
+	// avx512F16Offset normalizes rows [from, to) of the job: F16 rows: y = round16((x*inv)*(1+w)), for each row.
+	// It stops before the first row that needs the float64 path and returns that row's index, or to.
+	MOVQ j+0(FP), AX
+	MOVQ job_dst+0(AX), CX
+	MOVQ job_x+0(AX), DX
+	MOVQ job_w+0(AX), BX
+	MOVQ job_stride+0(AX), SI
+	SHLQ $0x01, SI
+
+	// fd = float32(d); rd = 1/d when d is a power of two (ss/d is then ss*rd exactly), else 0.
+	MOVQ       job_d+0(AX), DI
+	VMOVSS     one<>+0(SB), X0
+	VCVTSI2SSQ DI, X0, X0
+	VMOVSS     X0, 368(SP)
+	XORL       R9, R9
+	LEAQ       -1(DI), R8
+	TESTQ      DI, R8
+	JNZ        notpow2
+	BSFQ       DI, R8
+	MOVL       $0x0000007f, R9
+	SUBL       R8, R9
+	SHLL       $0x17, R9
+
+notpow2:
+	MOVL R9, 372(SP)
+
+	// Start at row from.
+	MOVQ  from+8(FP), DI
+	MOVQ  DI, 320(SP)
+	MOVQ  $0x00000000, 328(SP)
+	IMULQ SI, DI
+	ADDQ  DI, CX
+	ADDQ  DI, DX
+
+row:
+	MOVQ 320(SP), DI
+	CMPQ DI, to+16(FP)
+	JAE  ret
+	MOVQ $0x00000001, 336(SP)
+	CMPQ 328(SP), $0x00
+	JE   trygroup
+	DECQ 328(SP)
+	JMP  sum
+
+trygroup:
+	CMPQ job_d+0(AX), $0x00000200
+	JA   sum
+	MOVQ to+16(FP), DI
+	SUBQ 320(SP), DI
+	CMPQ DI, $0x04
+	JB   sum
+	MOVQ $0x00000004, 336(SP)
+
+sum:
+	MOVQ DX, DI
+	XORQ R8, R8
+
+sumrow:
+	// Sum of squares: element i goes to partial i%64.
+	MOVQ    job_d+0(AX), R10
+	SUBQ    $0x00000040, R10
+	JGE     firstblock
+	VMOVUPS zero64<>+0(SB), Z0
+	VMOVUPS zero64<>+0(SB), Z1
+	VMOVUPS zero64<>+0(SB), Z2
+	VMOVUPS zero64<>+0(SB), Z3
+	XORQ    R9, R9
+	JMP     sumtail
+
+firstblock:
+	// +0 + square is the square itself: the first block initializes the partials.
+	XORQ      R9, R9
+	VCVTPH2PS (DI)(R9*2), Z0
+	VMULPS    Z0, Z0, Z0
+	VCVTPH2PS 32(DI)(R9*2), Z1
+	VMULPS    Z1, Z1, Z1
+	VCVTPH2PS 64(DI)(R9*2), Z2
+	VMULPS    Z2, Z2, Z2
+	VCVTPH2PS 96(DI)(R9*2), Z3
+	VMULPS    Z3, Z3, Z3
+	MOVQ      $0x00000040, R9
+	TESTL     $0x00000002, job_flags+0(AX)
+	JNZ       sumpf
+
+sumloop:
+	CMPQ      R9, R10
+	JG        sumtail
+	VCVTPH2PS (DI)(R9*2), Z4
+	VMULPS    Z4, Z4, Z4
+	VADDPS    Z4, Z0, Z0
+	VCVTPH2PS 32(DI)(R9*2), Z4
+	VMULPS    Z4, Z4, Z4
+	VADDPS    Z4, Z1, Z1
+	VCVTPH2PS 64(DI)(R9*2), Z4
+	VMULPS    Z4, Z4, Z4
+	VADDPS    Z4, Z2, Z2
+	VCVTPH2PS 96(DI)(R9*2), Z4
+	VMULPS    Z4, Z4, Z4
+	VADDPS    Z4, Z3, Z3
+	ADDQ      $0x00000040, R9
+	JMP       sumloop
+
+	// The same, prefetching the rows ahead.
+sumpf:
+	MOVQ SI, R11
+	SHLQ $0x01, R11
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows1
+	SHLQ $0x03, R11
+
+longrows1:
+	ADDQ DI, R11
+
+sumpfloop:
+	CMPQ       R9, R10
+	JG         sumtail
+	PREFETCHT0 (R11)(R9*2)
+	PREFETCHT0 64(R11)(R9*2)
+	VCVTPH2PS  (DI)(R9*2), Z4
+	VMULPS     Z4, Z4, Z4
+	VADDPS     Z4, Z0, Z0
+	VCVTPH2PS  32(DI)(R9*2), Z4
+	VMULPS     Z4, Z4, Z4
+	VADDPS     Z4, Z1, Z1
+	VCVTPH2PS  64(DI)(R9*2), Z4
+	VMULPS     Z4, Z4, Z4
+	VADDPS     Z4, Z2, Z2
+	VCVTPH2PS  96(DI)(R9*2), Z4
+	VMULPS     Z4, Z4, Z4
+	VADDPS     Z4, Z3, Z3
+	ADDQ       $0x00000040, R9
+	JMP        sumpfloop
+
+sumtail:
+	// Fewer than 64 elements remain.
+	MOVQ job_d+0(AX), R10
+	SUBQ R9, R10
+	JZ   summed
+	LEAQ kmask<>+0(SB), R11
+	MOVQ R10, R12
+	CMPQ R12, $0x00000010
+	JLE  tailmask0
+	MOVQ $0x00000010, R12
+
+tailmask0:
+	KMOVW       (R11)(R12*2), K1
+	VCVTPH2PS.Z (DI)(R9*2), K1, Z4
+	VMULPS      Z4, Z4, Z4
+	VADDPS      Z4, Z0, Z0
+	MOVQ        R10, R12
+	SUBQ        $0x00000010, R12
+	JLE         summed
+	CMPQ        R12, $0x00000010
+	JLE         tailmask1
+	MOVQ        $0x00000010, R12
+
+tailmask1:
+	KMOVW       (R11)(R12*2), K1
+	VCVTPH2PS.Z 32(DI)(R9*2), K1, Z4
+	VMULPS      Z4, Z4, Z4
+	VADDPS      Z4, Z1, Z1
+	MOVQ        R10, R12
+	SUBQ        $0x00000020, R12
+	JLE         summed
+	CMPQ        R12, $0x00000010
+	JLE         tailmask2
+	MOVQ        $0x00000010, R12
+
+tailmask2:
+	KMOVW       (R11)(R12*2), K1
+	VCVTPH2PS.Z 64(DI)(R9*2), K1, Z4
+	VMULPS      Z4, Z4, Z4
+	VADDPS      Z4, Z2, Z2
+	SUBQ        $0x00000030, R10
+	JLE         summed
+	CMPQ        R10, $0x00000010
+	JLE         tailmask3
+	MOVQ        $0x00000010, R10
+
+tailmask3:
+	KMOVW       (R11)(R10*2), K1
+	VCVTPH2PS.Z 96(DI)(R9*2), K1, Z4
+	VMULPS      Z4, Z4, Z4
+	VADDPS      Z4, Z3, Z3
+
+summed:
+	VADDPS  Z2, Z0, Z0
+	VADDPS  Z3, Z1, Z1
+	VADDPS  Z1, Z0, Z0
+	CMPQ    336(SP), $0x01
+	JE      invone
+	VMOVUPS Z0, (SP)(R8*1)
+	ADDQ    SI, DI
+	ADDQ    $0x00000040, R8
+	CMPQ    R8, $0x00000100
+	JB      sumrow
+	JMP     invgroup
+
+invone:
+	// Halving tree: p[j] += p[j+h] for the remaining h, down to ss.
+	VSHUFF64X2 $0xee, Z0, Z0, Z1
+	VADDPS     Z1, Z0, Z0
+	VSHUFF32X4 $0x01, Z0, Z0, Z1
+	VADDPS     Z1, Z0, Z0
+	VPERMILPS  $0x4e, Z0, Z1
+	VADDPS     Z1, Z0, Z0
+	VPERMILPS  $0xb1, Z0, Z1
+	VADDPS     Z1, Z0, Z0
+
+	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
+	CMPL   372(SP), $0x00
+	JE     divide2
+	VMULSS 372(SP), X0, X0
+	JMP    divided3
+
+divide2:
+	VDIVSS 368(SP), X0, X0
+
+divided3:
+	VADDSS   job_eps+0(AX), X0, X0
+	VUCOMISS tlo<>+0(SB), X0
+	JCS      ret
+	VUCOMISS tmax<>+0(SB), X0
+	JHI      ret
+	VSQRTSS  X0, X0, X0
+	VMOVSS   one<>+0(SB), X5
+	VDIVSS   X0, X5, X5
+
+	// Report 1/rms if asked.
+	MOVQ   job_inv+0(AX), DI
+	TESTQ  DI, DI
+	JZ     scale
+	MOVQ   320(SP), R8
+	VMOVSS X5, (DI)(R8*4)
+	JMP    scale
+
+invgroup:
+	// The rest of the halving tree, four rows at once.
+	VMOVUPS       (SP), Z0
+	VMOVUPS       64(SP), Z1
+	VMOVUPS       128(SP), Z2
+	VMOVUPS       192(SP), Z3
+	VSHUFF64X2    $0x44, Z1, Z0, Z4
+	VSHUFF64X2    $0xee, Z1, Z0, Z0
+	VADDPS        Z0, Z4, Z4
+	VSHUFF64X2    $0x44, Z3, Z2, Z0
+	VSHUFF64X2    $0xee, Z3, Z2, Z1
+	VADDPS        Z1, Z0, Z0
+	VSHUFF32X4    $0x88, Z0, Z4, Z1
+	VSHUFF32X4    $0xdd, Z0, Z4, Z0
+	VADDPS        Z0, Z1, Z1
+	VPERMILPS     $0x4e, Z1, Z0
+	VADDPS        Z0, Z1, Z1
+	VPERMILPS     $0xb1, Z1, Z0
+	VADDPS        Z0, Z1, Z1
+	MOVL          $0x00001111, DI
+	KMOVW         DI, K1
+	VCOMPRESSPS.Z Z1, K1, Z0
+
+	// t = ss/d + eps for the four rows; any t outside [2^-100, MaxFloat32] sends the group to the one-row path.
+	CMPL         372(SP), $0x00
+	JE           divide4
+	VBROADCASTSS 372(SP), Z1
+	VMULPS       Z1, Z0, Z0
+	JMP          divided5
+
+divide4:
+	VBROADCASTSS 368(SP), Z1
+	VDIVPS       Z1, Z0, Z0
+
+divided5:
+	VBROADCASTSS job_eps+0(AX), Z1
+	VADDPS       Z1, Z0, Z0
+	MOVL         $0x0000000f, DI
+	KMOVW        DI, K1
+	VBROADCASTSS tlo<>+0(SB), Z1
+	VBROADCASTSS tmax<>+0(SB), Z2
+	VCMPPS       $0x1d, Z1, Z0, K1, K1
+	VCMPPS       $0x12, Z2, Z0, K1, K1
+	KMOVW        K1, DI
+	CMPL         DI, $0x0f
+	JE           ginrange
+	MOVQ         $0x00000004, 328(SP)
+	JMP          row
+
+ginrange:
+	VSQRTPS      Z0, Z0
+	VBROADCASTSS one<>+0(SB), Z5
+	VDIVPS       Z0, Z5, Z5
+
+	// Report 1/rms if asked.
+	MOVQ    job_inv+0(AX), DI
+	TESTQ   DI, DI
+	JZ      scale
+	MOVQ    320(SP), R8
+	MOVL    $0x0000000f, R9
+	KMOVW   R9, K1
+	VMOVUPS Z5, K1, (DI)(R8*4)
+
+scale:
+	VBROADCASTSS X5, Z0
+	MOVQ         $0x00000000, 344(SP)
+	CMPQ         336(SP), $0x01
+	JE           scalebody
+	VMOVUPS      Z5, 256(SP)
+
+scalerow:
+	MOVQ         344(SP), DI
+	VBROADCASTSS 256(SP)(DI*4), Z0
+
+scalebody:
+	VBROADCASTSS one<>+0(SB), Z1
+
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ  DI, DI
+	MOVQ  job_d+0(AX), R8
+	SUBQ  $0x00000040, R8
+	TESTL $0x00000002, job_flags+0(AX)
+	JNZ   scalepf
+
+scaleloop:
+	CMPQ      DI, R8
+	JG        scaletail
+	VCVTPH2PS (DX)(DI*2), Z2
+	VMULPS    Z0, Z2, Z2
+	VMOVUPS   (BX)(DI*4), Z3
+	VADDPS    Z1, Z3, Z3
+	VMULPS    Z3, Z2, Z2
+	VCVTPS2PH $0x00, Z2, (CX)(DI*2)
+	VCVTPH2PS 32(DX)(DI*2), Z2
+	VMULPS    Z0, Z2, Z2
+	VMOVUPS   64(BX)(DI*4), Z3
+	VADDPS    Z1, Z3, Z3
+	VMULPS    Z3, Z2, Z2
+	VCVTPS2PH $0x00, Z2, 32(CX)(DI*2)
+	VCVTPH2PS 64(DX)(DI*2), Z2
+	VMULPS    Z0, Z2, Z2
+	VMOVUPS   128(BX)(DI*4), Z3
+	VADDPS    Z1, Z3, Z3
+	VMULPS    Z3, Z2, Z2
+	VCVTPS2PH $0x00, Z2, 64(CX)(DI*2)
+	VCVTPH2PS 96(DX)(DI*2), Z2
+	VMULPS    Z0, Z2, Z2
+	VMOVUPS   192(BX)(DI*4), Z3
+	VADDPS    Z1, Z3, Z3
+	VMULPS    Z3, Z2, Z2
+	VCVTPS2PH $0x00, Z2, 96(CX)(DI*2)
+	ADDQ      $0x00000040, DI
+	JMP       scaleloop
+
+scalepf:
+	MOVQ SI, R9
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows6
+	SHLQ $0x03, R9
+
+longrows6:
+	ADDQ  DX, R9
+	TESTL $0x00000001, job_flags+0(AX)
+	JNZ   scalent
+
+scalepfloop:
+	CMPQ       DI, R8
+	JG         scaletail
+	PREFETCHT0 (R9)(DI*2)
+	PREFETCHT0 64(R9)(DI*2)
+	VCVTPH2PS  (DX)(DI*2), Z2
+	VMULPS     Z0, Z2, Z2
+	VMOVUPS    (BX)(DI*4), Z3
+	VADDPS     Z1, Z3, Z3
+	VMULPS     Z3, Z2, Z2
+	VCVTPS2PH  $0x00, Z2, (CX)(DI*2)
+	VCVTPH2PS  32(DX)(DI*2), Z2
+	VMULPS     Z0, Z2, Z2
+	VMOVUPS    64(BX)(DI*4), Z3
+	VADDPS     Z1, Z3, Z3
+	VMULPS     Z3, Z2, Z2
+	VCVTPS2PH  $0x00, Z2, 32(CX)(DI*2)
+	VCVTPH2PS  64(DX)(DI*2), Z2
+	VMULPS     Z0, Z2, Z2
+	VMOVUPS    128(BX)(DI*4), Z3
+	VADDPS     Z1, Z3, Z3
+	VMULPS     Z3, Z2, Z2
+	VCVTPS2PH  $0x00, Z2, 64(CX)(DI*2)
+	VCVTPH2PS  96(DX)(DI*2), Z2
+	VMULPS     Z0, Z2, Z2
+	VMOVUPS    192(BX)(DI*4), Z3
+	VADDPS     Z1, Z3, Z3
+	VMULPS     Z3, Z2, Z2
+	VCVTPS2PH  $0x00, Z2, 96(CX)(DI*2)
+	ADDQ       $0x00000040, DI
+	JMP        scalepfloop
+
+scalent:
+	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
+	MOVQ CX, R10
+	NEGQ R10
+	ANDQ $0x0000003f, R10
+	SHRQ $0x01, R10
+	JZ   scalentloop
+	CMPQ R10, job_d+0(AX)
+	JLE  scalehead
+	MOVQ job_d+0(AX), R10
+
+scalehead:
+	CMPQ      R10, $0x00000010
+	JB        scaleheadpart
+	VCVTPH2PS (DX)(DI*2), Z2
+	VMULPS    Z0, Z2, Z2
+	VMOVUPS   (BX)(DI*4), Z3
+	VADDPS    Z1, Z3, Z3
+	VMULPS    Z3, Z2, Z2
+	VCVTPS2PH $0x00, Z2, (CX)(DI*2)
+	ADDQ      $0x00000010, DI
+	SUBQ      $0x00000010, R10
+	JZ        scalentloop
+
+scaleheadpart:
+	LEAQ        kmask<>+0(SB), R11
+	KMOVW       (R11)(R10*2), K1
+	VCVTPH2PS.Z (DX)(DI*2), K1, Z2
+	VMULPS      Z2, Z0, Z2
+	VMOVUPS.Z   (BX)(DI*4), K1, Z3
+	VADDPS      Z1, Z3, Z3
+	VMULPS      Z3, Z2, Z2
+	VCVTPS2PH   $0x00, Z2, K1, (CX)(DI*2)
+	ADDQ        R10, DI
+
+scalentloop:
+	CMPQ         DI, R8
+	JG           scaletail
+	PREFETCHT0   (R9)(DI*2)
+	PREFETCHT0   64(R9)(DI*2)
+	VCVTPH2PS    (DX)(DI*2), Z2
+	VMULPS       Z0, Z2, Z2
+	VMOVUPS      (BX)(DI*4), Z3
+	VADDPS       Z1, Z3, Z3
+	VMULPS       Z3, Z2, Z2
+	VCVTPH2PS    32(DX)(DI*2), Z3
+	VMULPS       Z0, Z3, Z3
+	VMOVUPS      64(BX)(DI*4), Z4
+	VADDPS       Z1, Z4, Z4
+	VMULPS       Z4, Z3, Z3
+	VCVTPS2PH    $0x00, Z2, Y6
+	VCVTPS2PH    $0x00, Z3, Y2
+	VINSERTI64X4 $0x01, Y2, Z6, Z6
+	VMOVNTDQ     Z6, (CX)(DI*2)
+	VCVTPH2PS    64(DX)(DI*2), Z2
+	VMULPS       Z0, Z2, Z2
+	VMOVUPS      128(BX)(DI*4), Z3
+	VADDPS       Z1, Z3, Z3
+	VMULPS       Z3, Z2, Z2
+	VCVTPH2PS    96(DX)(DI*2), Z3
+	VMULPS       Z0, Z3, Z3
+	VMOVUPS      192(BX)(DI*4), Z4
+	VADDPS       Z1, Z4, Z4
+	VMULPS       Z4, Z3, Z3
+	VCVTPS2PH    $0x00, Z2, Y7
+	VCVTPS2PH    $0x00, Z3, Y2
+	VINSERTI64X4 $0x01, Y2, Z7, Z7
+	VMOVNTDQ     Z7, 64(CX)(DI*2)
+	ADDQ         $0x00000040, DI
+	JMP          scalentloop
+
+scaletail:
+	ADDQ $0x00000030, R8
+
+scaleone:
+	CMPQ      DI, R8
+	JG        scalepart
+	VCVTPH2PS (DX)(DI*2), Z2
+	VMULPS    Z0, Z2, Z2
+	VMOVUPS   (BX)(DI*4), Z3
+	VADDPS    Z1, Z3, Z3
+	VMULPS    Z3, Z2, Z2
+	VCVTPS2PH $0x00, Z2, (CX)(DI*2)
+	ADDQ      $0x00000010, DI
+	JMP       scaleone
+
+scalepart:
+	MOVQ        job_d+0(AX), R10
+	SUBQ        DI, R10
+	JZ          scaled
+	LEAQ        kmask<>+0(SB), R8
+	KMOVW       (R8)(R10*2), K1
+	VCVTPH2PS.Z (DX)(DI*2), K1, Z2
+	VMULPS      Z2, Z0, Z2
+	VMOVUPS.Z   (BX)(DI*4), K1, Z0
+	VADDPS      Z1, Z0, Z0
+	VMULPS      Z0, Z2, Z2
+	VCVTPS2PH   $0x00, Z2, K1, (CX)(DI*2)
+
+scaled:
+	ADDQ SI, DX
+	ADDQ SI, CX
+	INCQ 320(SP)
+	MOVQ 344(SP), DI
+	INCQ DI
+	MOVQ DI, 344(SP)
+	CMPQ DI, 336(SP)
+	JB   scalerow
+	JMP  row
+
+ret:
+	TESTL $0x00000001, job_flags+0(AX)
+	JZ    vzero
+	SFENCE
+
+vzero:
+	VZEROUPPER
+	MOVQ 320(SP), AX
+	MOVQ AX, ret+24(FP)
+	RET
+
+// func avx512F16OffsetRN(j uintptr, from int, to int) int
+// Requires: AVX, AVX512F, MMX+
+TEXT ·avx512F16OffsetRN(SB), NOSPLIT, $376-32
+	// avx512F16OffsetRN normalizes rows [from, to) of the job: F16 rows: y = round16(round16(x*inv)*(1+w)), for each row.
+	// It stops before the first row that needs the float64 path and returns that row's index, or to.
+	MOVQ j+0(FP), AX
+	MOVQ job_dst+0(AX), CX
+	MOVQ job_x+0(AX), DX
+	MOVQ job_w+0(AX), BX
+	MOVQ job_stride+0(AX), SI
+	SHLQ $0x01, SI
+
+	// fd = float32(d); rd = 1/d when d is a power of two (ss/d is then ss*rd exactly), else 0.
+	MOVQ       job_d+0(AX), DI
+	VMOVSS     one<>+0(SB), X0
+	VCVTSI2SSQ DI, X0, X0
+	VMOVSS     X0, 368(SP)
+	XORL       R9, R9
+	LEAQ       -1(DI), R8
+	TESTQ      DI, R8
+	JNZ        notpow2
+	BSFQ       DI, R8
+	MOVL       $0x0000007f, R9
+	SUBL       R8, R9
+	SHLL       $0x17, R9
+
+notpow2:
+	MOVL R9, 372(SP)
+
+	// Start at row from.
+	MOVQ  from+8(FP), DI
+	MOVQ  DI, 320(SP)
+	MOVQ  $0x00000000, 328(SP)
+	IMULQ SI, DI
+	ADDQ  DI, CX
+	ADDQ  DI, DX
+
+row:
+	MOVQ 320(SP), DI
+	CMPQ DI, to+16(FP)
+	JAE  ret
+	MOVQ $0x00000001, 336(SP)
+	CMPQ 328(SP), $0x00
+	JE   trygroup
+	DECQ 328(SP)
+	JMP  sum
+
+trygroup:
+	CMPQ job_d+0(AX), $0x00000200
+	JA   sum
+	MOVQ to+16(FP), DI
+	SUBQ 320(SP), DI
+	CMPQ DI, $0x04
+	JB   sum
+	MOVQ $0x00000004, 336(SP)
+
+sum:
+	MOVQ DX, DI
+	XORQ R8, R8
+
+sumrow:
+	// Sum of squares: element i goes to partial i%64.
+	MOVQ    job_d+0(AX), R10
+	SUBQ    $0x00000040, R10
+	JGE     firstblock
+	VMOVUPS zero64<>+0(SB), Z0
+	VMOVUPS zero64<>+0(SB), Z1
+	VMOVUPS zero64<>+0(SB), Z2
+	VMOVUPS zero64<>+0(SB), Z3
+	XORQ    R9, R9
+	JMP     sumtail
+
+firstblock:
+	// +0 + square is the square itself: the first block initializes the partials.
+	XORQ      R9, R9
+	VCVTPH2PS (DI)(R9*2), Z0
+	VMULPS    Z0, Z0, Z0
+	VCVTPH2PS 32(DI)(R9*2), Z1
+	VMULPS    Z1, Z1, Z1
+	VCVTPH2PS 64(DI)(R9*2), Z2
+	VMULPS    Z2, Z2, Z2
+	VCVTPH2PS 96(DI)(R9*2), Z3
+	VMULPS    Z3, Z3, Z3
+	MOVQ      $0x00000040, R9
+	TESTL     $0x00000002, job_flags+0(AX)
+	JNZ       sumpf
+
+sumloop:
+	CMPQ      R9, R10
+	JG        sumtail
+	VCVTPH2PS (DI)(R9*2), Z4
+	VMULPS    Z4, Z4, Z4
+	VADDPS    Z4, Z0, Z0
+	VCVTPH2PS 32(DI)(R9*2), Z4
+	VMULPS    Z4, Z4, Z4
+	VADDPS    Z4, Z1, Z1
+	VCVTPH2PS 64(DI)(R9*2), Z4
+	VMULPS    Z4, Z4, Z4
+	VADDPS    Z4, Z2, Z2
+	VCVTPH2PS 96(DI)(R9*2), Z4
+	VMULPS    Z4, Z4, Z4
+	VADDPS    Z4, Z3, Z3
+	ADDQ      $0x00000040, R9
+	JMP       sumloop
+
+	// The same, prefetching the rows ahead.
+sumpf:
+	MOVQ SI, R11
+	SHLQ $0x01, R11
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows1
+	SHLQ $0x03, R11
+
+longrows1:
+	ADDQ DI, R11
+
+sumpfloop:
+	CMPQ       R9, R10
+	JG         sumtail
+	PREFETCHT0 (R11)(R9*2)
+	PREFETCHT0 64(R11)(R9*2)
+	VCVTPH2PS  (DI)(R9*2), Z4
+	VMULPS     Z4, Z4, Z4
+	VADDPS     Z4, Z0, Z0
+	VCVTPH2PS  32(DI)(R9*2), Z4
+	VMULPS     Z4, Z4, Z4
+	VADDPS     Z4, Z1, Z1
+	VCVTPH2PS  64(DI)(R9*2), Z4
+	VMULPS     Z4, Z4, Z4
+	VADDPS     Z4, Z2, Z2
+	VCVTPH2PS  96(DI)(R9*2), Z4
+	VMULPS     Z4, Z4, Z4
+	VADDPS     Z4, Z3, Z3
+	ADDQ       $0x00000040, R9
+	JMP        sumpfloop
+
+sumtail:
+	// Fewer than 64 elements remain.
+	MOVQ job_d+0(AX), R10
+	SUBQ R9, R10
+	JZ   summed
+	LEAQ kmask<>+0(SB), R11
+	MOVQ R10, R12
+	CMPQ R12, $0x00000010
+	JLE  tailmask0
+	MOVQ $0x00000010, R12
+
+tailmask0:
+	KMOVW       (R11)(R12*2), K1
+	VCVTPH2PS.Z (DI)(R9*2), K1, Z4
+	VMULPS      Z4, Z4, Z4
+	VADDPS      Z4, Z0, Z0
+	MOVQ        R10, R12
+	SUBQ        $0x00000010, R12
+	JLE         summed
+	CMPQ        R12, $0x00000010
+	JLE         tailmask1
+	MOVQ        $0x00000010, R12
+
+tailmask1:
+	KMOVW       (R11)(R12*2), K1
+	VCVTPH2PS.Z 32(DI)(R9*2), K1, Z4
+	VMULPS      Z4, Z4, Z4
+	VADDPS      Z4, Z1, Z1
+	MOVQ        R10, R12
+	SUBQ        $0x00000020, R12
+	JLE         summed
+	CMPQ        R12, $0x00000010
+	JLE         tailmask2
+	MOVQ        $0x00000010, R12
+
+tailmask2:
+	KMOVW       (R11)(R12*2), K1
+	VCVTPH2PS.Z 64(DI)(R9*2), K1, Z4
+	VMULPS      Z4, Z4, Z4
+	VADDPS      Z4, Z2, Z2
+	SUBQ        $0x00000030, R10
+	JLE         summed
+	CMPQ        R10, $0x00000010
+	JLE         tailmask3
+	MOVQ        $0x00000010, R10
+
+tailmask3:
+	KMOVW       (R11)(R10*2), K1
+	VCVTPH2PS.Z 96(DI)(R9*2), K1, Z4
+	VMULPS      Z4, Z4, Z4
+	VADDPS      Z4, Z3, Z3
+
+summed:
+	VADDPS  Z2, Z0, Z0
+	VADDPS  Z3, Z1, Z1
+	VADDPS  Z1, Z0, Z0
+	CMPQ    336(SP), $0x01
+	JE      invone
+	VMOVUPS Z0, (SP)(R8*1)
+	ADDQ    SI, DI
+	ADDQ    $0x00000040, R8
+	CMPQ    R8, $0x00000100
+	JB      sumrow
+	JMP     invgroup
+
+invone:
+	// Halving tree: p[j] += p[j+h] for the remaining h, down to ss.
+	VSHUFF64X2 $0xee, Z0, Z0, Z1
+	VADDPS     Z1, Z0, Z0
+	VSHUFF32X4 $0x01, Z0, Z0, Z1
+	VADDPS     Z1, Z0, Z0
+	VPERMILPS  $0x4e, Z0, Z1
+	VADDPS     Z1, Z0, Z0
+	VPERMILPS  $0xb1, Z0, Z1
+	VADDPS     Z1, Z0, Z0
+
+	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
+	CMPL   372(SP), $0x00
+	JE     divide2
+	VMULSS 372(SP), X0, X0
+	JMP    divided3
+
+divide2:
+	VDIVSS 368(SP), X0, X0
+
+divided3:
+	VADDSS   job_eps+0(AX), X0, X0
+	VUCOMISS tlo<>+0(SB), X0
+	JCS      ret
+	VUCOMISS tmax<>+0(SB), X0
+	JHI      ret
+	VSQRTSS  X0, X0, X0
+	VMOVSS   one<>+0(SB), X5
+	VDIVSS   X0, X5, X5
+
+	// Report 1/rms if asked.
+	MOVQ   job_inv+0(AX), DI
+	TESTQ  DI, DI
+	JZ     scale
+	MOVQ   320(SP), R8
+	VMOVSS X5, (DI)(R8*4)
+	JMP    scale
+
+invgroup:
+	// The rest of the halving tree, four rows at once.
+	VMOVUPS       (SP), Z0
+	VMOVUPS       64(SP), Z1
+	VMOVUPS       128(SP), Z2
+	VMOVUPS       192(SP), Z3
+	VSHUFF64X2    $0x44, Z1, Z0, Z4
+	VSHUFF64X2    $0xee, Z1, Z0, Z0
+	VADDPS        Z0, Z4, Z4
+	VSHUFF64X2    $0x44, Z3, Z2, Z0
+	VSHUFF64X2    $0xee, Z3, Z2, Z1
+	VADDPS        Z1, Z0, Z0
+	VSHUFF32X4    $0x88, Z0, Z4, Z1
+	VSHUFF32X4    $0xdd, Z0, Z4, Z0
+	VADDPS        Z0, Z1, Z1
+	VPERMILPS     $0x4e, Z1, Z0
+	VADDPS        Z0, Z1, Z1
+	VPERMILPS     $0xb1, Z1, Z0
+	VADDPS        Z0, Z1, Z1
+	MOVL          $0x00001111, DI
+	KMOVW         DI, K1
+	VCOMPRESSPS.Z Z1, K1, Z0
+
+	// t = ss/d + eps for the four rows; any t outside [2^-100, MaxFloat32] sends the group to the one-row path.
+	CMPL         372(SP), $0x00
+	JE           divide4
+	VBROADCASTSS 372(SP), Z1
+	VMULPS       Z1, Z0, Z0
+	JMP          divided5
+
+divide4:
+	VBROADCASTSS 368(SP), Z1
+	VDIVPS       Z1, Z0, Z0
+
+divided5:
+	VBROADCASTSS job_eps+0(AX), Z1
+	VADDPS       Z1, Z0, Z0
+	MOVL         $0x0000000f, DI
+	KMOVW        DI, K1
+	VBROADCASTSS tlo<>+0(SB), Z1
+	VBROADCASTSS tmax<>+0(SB), Z2
+	VCMPPS       $0x1d, Z1, Z0, K1, K1
+	VCMPPS       $0x12, Z2, Z0, K1, K1
+	KMOVW        K1, DI
+	CMPL         DI, $0x0f
+	JE           ginrange
+	MOVQ         $0x00000004, 328(SP)
+	JMP          row
+
+ginrange:
+	VSQRTPS      Z0, Z0
+	VBROADCASTSS one<>+0(SB), Z5
+	VDIVPS       Z0, Z5, Z5
+
+	// Report 1/rms if asked.
+	MOVQ    job_inv+0(AX), DI
+	TESTQ   DI, DI
+	JZ      scale
+	MOVQ    320(SP), R8
+	MOVL    $0x0000000f, R9
+	KMOVW   R9, K1
+	VMOVUPS Z5, K1, (DI)(R8*4)
+
+scale:
+	VBROADCASTSS X5, Z0
+	MOVQ         $0x00000000, 344(SP)
+	CMPQ         336(SP), $0x01
+	JE           scalebody
+	VMOVUPS      Z5, 256(SP)
+
+scalerow:
+	MOVQ         344(SP), DI
+	VBROADCASTSS 256(SP)(DI*4), Z0
+
+scalebody:
+	VBROADCASTSS one<>+0(SB), Z1
+
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ  DI, DI
+	MOVQ  job_d+0(AX), R8
+	SUBQ  $0x00000040, R8
+	TESTL $0x00000002, job_flags+0(AX)
+	JNZ   scalepf
+
+scaleloop:
+	CMPQ      DI, R8
+	JG        scaletail
+	VCVTPH2PS (DX)(DI*2), Z2
+	VMULPS    Z0, Z2, Z2
+	VCVTPS2PH $0x00, Z2, Y2
+	VCVTPH2PS Y2, Z2
+	VMOVUPS   (BX)(DI*4), Z3
+	VADDPS    Z1, Z3, Z3
+	VMULPS    Z3, Z2, Z2
+	VCVTPS2PH $0x00, Z2, (CX)(DI*2)
+	VCVTPH2PS 32(DX)(DI*2), Z2
+	VMULPS    Z0, Z2, Z2
+	VCVTPS2PH $0x00, Z2, Y2
+	VCVTPH2PS Y2, Z2
+	VMOVUPS   64(BX)(DI*4), Z3
+	VADDPS    Z1, Z3, Z3
+	VMULPS    Z3, Z2, Z2
+	VCVTPS2PH $0x00, Z2, 32(CX)(DI*2)
+	VCVTPH2PS 64(DX)(DI*2), Z2
+	VMULPS    Z0, Z2, Z2
+	VCVTPS2PH $0x00, Z2, Y2
+	VCVTPH2PS Y2, Z2
+	VMOVUPS   128(BX)(DI*4), Z3
+	VADDPS    Z1, Z3, Z3
+	VMULPS    Z3, Z2, Z2
+	VCVTPS2PH $0x00, Z2, 64(CX)(DI*2)
+	VCVTPH2PS 96(DX)(DI*2), Z2
+	VMULPS    Z0, Z2, Z2
+	VCVTPS2PH $0x00, Z2, Y2
+	VCVTPH2PS Y2, Z2
+	VMOVUPS   192(BX)(DI*4), Z3
+	VADDPS    Z1, Z3, Z3
+	VMULPS    Z3, Z2, Z2
+	VCVTPS2PH $0x00, Z2, 96(CX)(DI*2)
+	ADDQ      $0x00000040, DI
+	JMP       scaleloop
+
+scalepf:
+	MOVQ SI, R9
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows6
+	SHLQ $0x03, R9
+
+longrows6:
+	ADDQ  DX, R9
+	TESTL $0x00000001, job_flags+0(AX)
+	JNZ   scalent
+
+scalepfloop:
+	CMPQ       DI, R8
+	JG         scaletail
+	PREFETCHT0 (R9)(DI*2)
+	PREFETCHT0 64(R9)(DI*2)
+	VCVTPH2PS  (DX)(DI*2), Z2
+	VMULPS     Z0, Z2, Z2
+	VCVTPS2PH  $0x00, Z2, Y2
+	VCVTPH2PS  Y2, Z2
+	VMOVUPS    (BX)(DI*4), Z3
+	VADDPS     Z1, Z3, Z3
+	VMULPS     Z3, Z2, Z2
+	VCVTPS2PH  $0x00, Z2, (CX)(DI*2)
+	VCVTPH2PS  32(DX)(DI*2), Z2
+	VMULPS     Z0, Z2, Z2
+	VCVTPS2PH  $0x00, Z2, Y2
+	VCVTPH2PS  Y2, Z2
+	VMOVUPS    64(BX)(DI*4), Z3
+	VADDPS     Z1, Z3, Z3
+	VMULPS     Z3, Z2, Z2
+	VCVTPS2PH  $0x00, Z2, 32(CX)(DI*2)
+	VCVTPH2PS  64(DX)(DI*2), Z2
+	VMULPS     Z0, Z2, Z2
+	VCVTPS2PH  $0x00, Z2, Y2
+	VCVTPH2PS  Y2, Z2
+	VMOVUPS    128(BX)(DI*4), Z3
+	VADDPS     Z1, Z3, Z3
+	VMULPS     Z3, Z2, Z2
+	VCVTPS2PH  $0x00, Z2, 64(CX)(DI*2)
+	VCVTPH2PS  96(DX)(DI*2), Z2
+	VMULPS     Z0, Z2, Z2
+	VCVTPS2PH  $0x00, Z2, Y2
+	VCVTPH2PS  Y2, Z2
+	VMOVUPS    192(BX)(DI*4), Z3
+	VADDPS     Z1, Z3, Z3
+	VMULPS     Z3, Z2, Z2
+	VCVTPS2PH  $0x00, Z2, 96(CX)(DI*2)
+	ADDQ       $0x00000040, DI
+	JMP        scalepfloop
+
+scalent:
+	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
+	MOVQ CX, R10
+	NEGQ R10
+	ANDQ $0x0000003f, R10
+	SHRQ $0x01, R10
+	JZ   scalentloop
+	CMPQ R10, job_d+0(AX)
+	JLE  scalehead
+	MOVQ job_d+0(AX), R10
+
+scalehead:
+	CMPQ      R10, $0x00000010
+	JB        scaleheadpart
+	VCVTPH2PS (DX)(DI*2), Z2
+	VMULPS    Z0, Z2, Z2
+	VCVTPS2PH $0x00, Z2, Y2
+	VCVTPH2PS Y2, Z2
+	VMOVUPS   (BX)(DI*4), Z3
+	VADDPS    Z1, Z3, Z3
+	VMULPS    Z3, Z2, Z2
+	VCVTPS2PH $0x00, Z2, (CX)(DI*2)
+	ADDQ      $0x00000010, DI
+	SUBQ      $0x00000010, R10
+	JZ        scalentloop
+
+scaleheadpart:
+	LEAQ        kmask<>+0(SB), R11
+	KMOVW       (R11)(R10*2), K1
+	VCVTPH2PS.Z (DX)(DI*2), K1, Z2
+	VMULPS      Z2, Z0, Z2
+	VCVTPS2PH   $0x00, Z2, Y2
+	VCVTPH2PS   Y2, Z2
+	VMOVUPS.Z   (BX)(DI*4), K1, Z3
+	VADDPS      Z1, Z3, Z3
+	VMULPS      Z3, Z2, Z2
+	VCVTPS2PH   $0x00, Z2, K1, (CX)(DI*2)
+	ADDQ        R10, DI
+
+scalentloop:
+	CMPQ         DI, R8
+	JG           scaletail
+	PREFETCHT0   (R9)(DI*2)
+	PREFETCHT0   64(R9)(DI*2)
+	VCVTPH2PS    (DX)(DI*2), Z2
+	VMULPS       Z0, Z2, Z2
+	VCVTPS2PH    $0x00, Z2, Y2
+	VCVTPH2PS    Y2, Z2
+	VMOVUPS      (BX)(DI*4), Z3
+	VADDPS       Z1, Z3, Z3
+	VMULPS       Z3, Z2, Z2
+	VCVTPH2PS    32(DX)(DI*2), Z3
+	VMULPS       Z0, Z3, Z3
+	VCVTPS2PH    $0x00, Z3, Y3
+	VCVTPH2PS    Y3, Z3
+	VMOVUPS      64(BX)(DI*4), Z4
+	VADDPS       Z1, Z4, Z4
+	VMULPS       Z4, Z3, Z3
+	VCVTPS2PH    $0x00, Z2, Y6
+	VCVTPS2PH    $0x00, Z3, Y2
+	VINSERTI64X4 $0x01, Y2, Z6, Z6
+	VMOVNTDQ     Z6, (CX)(DI*2)
+	VCVTPH2PS    64(DX)(DI*2), Z2
+	VMULPS       Z0, Z2, Z2
+	VCVTPS2PH    $0x00, Z2, Y2
+	VCVTPH2PS    Y2, Z2
+	VMOVUPS      128(BX)(DI*4), Z3
+	VADDPS       Z1, Z3, Z3
+	VMULPS       Z3, Z2, Z2
+	VCVTPH2PS    96(DX)(DI*2), Z3
+	VMULPS       Z0, Z3, Z3
+	VCVTPS2PH    $0x00, Z3, Y3
+	VCVTPH2PS    Y3, Z3
+	VMOVUPS      192(BX)(DI*4), Z4
+	VADDPS       Z1, Z4, Z4
+	VMULPS       Z4, Z3, Z3
+	VCVTPS2PH    $0x00, Z2, Y7
+	VCVTPS2PH    $0x00, Z3, Y2
+	VINSERTI64X4 $0x01, Y2, Z7, Z7
+	VMOVNTDQ     Z7, 64(CX)(DI*2)
+	ADDQ         $0x00000040, DI
+	JMP          scalentloop
+
+scaletail:
+	ADDQ $0x00000030, R8
+
+scaleone:
+	CMPQ      DI, R8
+	JG        scalepart
+	VCVTPH2PS (DX)(DI*2), Z2
+	VMULPS    Z0, Z2, Z2
+	VCVTPS2PH $0x00, Z2, Y2
+	VCVTPH2PS Y2, Z2
+	VMOVUPS   (BX)(DI*4), Z3
+	VADDPS    Z1, Z3, Z3
+	VMULPS    Z3, Z2, Z2
+	VCVTPS2PH $0x00, Z2, (CX)(DI*2)
+	ADDQ      $0x00000010, DI
+	JMP       scaleone
+
+scalepart:
+	MOVQ        job_d+0(AX), R10
+	SUBQ        DI, R10
+	JZ          scaled
+	LEAQ        kmask<>+0(SB), R8
+	KMOVW       (R8)(R10*2), K1
+	VCVTPH2PS.Z (DX)(DI*2), K1, Z2
+	VMULPS      Z2, Z0, Z2
+	VCVTPS2PH   $0x00, Z2, Y0
+	VCVTPH2PS   Y0, Z0
+	VMOVUPS.Z   (BX)(DI*4), K1, Z2
+	VADDPS      Z1, Z2, Z2
+	VMULPS      Z2, Z0, Z0
+	VCVTPS2PH   $0x00, Z0, K1, (CX)(DI*2)
+
+scaled:
+	ADDQ SI, DX
+	ADDQ SI, CX
+	INCQ 320(SP)
+	MOVQ 344(SP), DI
+	INCQ DI
+	MOVQ DI, 344(SP)
+	CMPQ DI, 336(SP)
+	JB   scalerow
+	JMP  row
+
+ret:
+	TESTL $0x00000001, job_flags+0(AX)
+	JZ    vzero
+	SFENCE
+
+vzero:
+	VZEROUPPER
+	MOVQ 320(SP), AX
+	MOVQ AX, ret+24(FP)
+	RET
+
+// func avx512F16Unweighted(j uintptr, from int, to int) int
+// Requires: AVX, AVX512F, MMX+
+TEXT ·avx512F16Unweighted(SB), NOSPLIT, $376-32
+	// avx512F16Unweighted normalizes rows [from, to) of the job: F16 rows: y = round16(x*inv), for each row.
+	// It stops before the first row that needs the float64 path and returns that row's index, or to.
+	MOVQ j+0(FP), AX
+	MOVQ job_dst+0(AX), CX
+	MOVQ job_x+0(AX), DX
+	MOVQ job_stride+0(AX), BX
+	SHLQ $0x01, BX
+
+	// fd = float32(d); rd = 1/d when d is a power of two (ss/d is then ss*rd exactly), else 0.
+	MOVQ       job_d+0(AX), SI
+	VMOVSS     one<>+0(SB), X0
+	VCVTSI2SSQ SI, X0, X0
+	VMOVSS     X0, 368(SP)
+	XORL       R8, R8
+	LEAQ       -1(SI), DI
+	TESTQ      SI, DI
+	JNZ        notpow2
+	BSFQ       SI, DI
+	MOVL       $0x0000007f, R8
+	SUBL       DI, R8
+	SHLL       $0x17, R8
+
+notpow2:
+	MOVL R8, 372(SP)
+
+	// Start at row from.
+	MOVQ  from+8(FP), SI
+	MOVQ  SI, 320(SP)
+	MOVQ  $0x00000000, 328(SP)
+	IMULQ BX, SI
+	ADDQ  SI, CX
+	ADDQ  SI, DX
+
+row:
+	MOVQ 320(SP), SI
+	CMPQ SI, to+16(FP)
+	JAE  ret
+	MOVQ $0x00000001, 336(SP)
+	CMPQ 328(SP), $0x00
+	JE   trygroup
+	DECQ 328(SP)
+	JMP  sum
+
+trygroup:
+	CMPQ job_d+0(AX), $0x00000200
+	JA   sum
+	MOVQ to+16(FP), SI
+	SUBQ 320(SP), SI
+	CMPQ SI, $0x04
+	JB   sum
+	MOVQ $0x00000004, 336(SP)
+
+sum:
+	MOVQ DX, SI
+	XORQ DI, DI
+
+sumrow:
+	// Sum of squares: element i goes to partial i%64.
+	MOVQ    job_d+0(AX), R9
+	SUBQ    $0x00000040, R9
+	JGE     firstblock
+	VMOVUPS zero64<>+0(SB), Z0
+	VMOVUPS zero64<>+0(SB), Z1
+	VMOVUPS zero64<>+0(SB), Z2
+	VMOVUPS zero64<>+0(SB), Z3
+	XORQ    R8, R8
+	JMP     sumtail
+
+firstblock:
+	// +0 + square is the square itself: the first block initializes the partials.
+	XORQ      R8, R8
+	VCVTPH2PS (SI)(R8*2), Z0
+	VMULPS    Z0, Z0, Z0
+	VCVTPH2PS 32(SI)(R8*2), Z1
+	VMULPS    Z1, Z1, Z1
+	VCVTPH2PS 64(SI)(R8*2), Z2
+	VMULPS    Z2, Z2, Z2
+	VCVTPH2PS 96(SI)(R8*2), Z3
+	VMULPS    Z3, Z3, Z3
+	MOVQ      $0x00000040, R8
+	TESTL     $0x00000002, job_flags+0(AX)
+	JNZ       sumpf
+
+sumloop:
+	CMPQ      R8, R9
+	JG        sumtail
+	VCVTPH2PS (SI)(R8*2), Z4
+	VMULPS    Z4, Z4, Z4
+	VADDPS    Z4, Z0, Z0
+	VCVTPH2PS 32(SI)(R8*2), Z4
+	VMULPS    Z4, Z4, Z4
+	VADDPS    Z4, Z1, Z1
+	VCVTPH2PS 64(SI)(R8*2), Z4
+	VMULPS    Z4, Z4, Z4
+	VADDPS    Z4, Z2, Z2
+	VCVTPH2PS 96(SI)(R8*2), Z4
+	VMULPS    Z4, Z4, Z4
+	VADDPS    Z4, Z3, Z3
+	ADDQ      $0x00000040, R8
+	JMP       sumloop
+
+	// The same, prefetching the rows ahead.
+sumpf:
+	MOVQ BX, R10
+	SHLQ $0x01, R10
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows1
+	SHLQ $0x03, R10
+
+longrows1:
+	ADDQ SI, R10
+
+sumpfloop:
+	CMPQ       R8, R9
+	JG         sumtail
+	PREFETCHT0 (R10)(R8*2)
+	PREFETCHT0 64(R10)(R8*2)
+	VCVTPH2PS  (SI)(R8*2), Z4
+	VMULPS     Z4, Z4, Z4
+	VADDPS     Z4, Z0, Z0
+	VCVTPH2PS  32(SI)(R8*2), Z4
+	VMULPS     Z4, Z4, Z4
+	VADDPS     Z4, Z1, Z1
+	VCVTPH2PS  64(SI)(R8*2), Z4
+	VMULPS     Z4, Z4, Z4
+	VADDPS     Z4, Z2, Z2
+	VCVTPH2PS  96(SI)(R8*2), Z4
+	VMULPS     Z4, Z4, Z4
+	VADDPS     Z4, Z3, Z3
+	ADDQ       $0x00000040, R8
+	JMP        sumpfloop
+
+sumtail:
+	// Fewer than 64 elements remain.
+	MOVQ job_d+0(AX), R9
+	SUBQ R8, R9
+	JZ   summed
+	LEAQ kmask<>+0(SB), R10
+	MOVQ R9, R11
+	CMPQ R11, $0x00000010
+	JLE  tailmask0
+	MOVQ $0x00000010, R11
+
+tailmask0:
+	KMOVW       (R10)(R11*2), K1
+	VCVTPH2PS.Z (SI)(R8*2), K1, Z4
+	VMULPS      Z4, Z4, Z4
+	VADDPS      Z4, Z0, Z0
+	MOVQ        R9, R11
+	SUBQ        $0x00000010, R11
+	JLE         summed
+	CMPQ        R11, $0x00000010
+	JLE         tailmask1
+	MOVQ        $0x00000010, R11
+
+tailmask1:
+	KMOVW       (R10)(R11*2), K1
+	VCVTPH2PS.Z 32(SI)(R8*2), K1, Z4
+	VMULPS      Z4, Z4, Z4
+	VADDPS      Z4, Z1, Z1
+	MOVQ        R9, R11
+	SUBQ        $0x00000020, R11
+	JLE         summed
+	CMPQ        R11, $0x00000010
+	JLE         tailmask2
+	MOVQ        $0x00000010, R11
+
+tailmask2:
+	KMOVW       (R10)(R11*2), K1
+	VCVTPH2PS.Z 64(SI)(R8*2), K1, Z4
+	VMULPS      Z4, Z4, Z4
+	VADDPS      Z4, Z2, Z2
+	SUBQ        $0x00000030, R9
+	JLE         summed
+	CMPQ        R9, $0x00000010
+	JLE         tailmask3
+	MOVQ        $0x00000010, R9
+
+tailmask3:
+	KMOVW       (R10)(R9*2), K1
+	VCVTPH2PS.Z 96(SI)(R8*2), K1, Z4
+	VMULPS      Z4, Z4, Z4
+	VADDPS      Z4, Z3, Z3
+
+summed:
+	VADDPS  Z2, Z0, Z0
+	VADDPS  Z3, Z1, Z1
+	VADDPS  Z1, Z0, Z0
+	CMPQ    336(SP), $0x01
+	JE      invone
+	VMOVUPS Z0, (SP)(DI*1)
+	ADDQ    BX, SI
+	ADDQ    $0x00000040, DI
+	CMPQ    DI, $0x00000100
+	JB      sumrow
+	JMP     invgroup
+
+invone:
+	// Halving tree: p[j] += p[j+h] for the remaining h, down to ss.
+	VSHUFF64X2 $0xee, Z0, Z0, Z1
+	VADDPS     Z1, Z0, Z0
+	VSHUFF32X4 $0x01, Z0, Z0, Z1
+	VADDPS     Z1, Z0, Z0
+	VPERMILPS  $0x4e, Z0, Z1
+	VADDPS     Z1, Z0, Z0
+	VPERMILPS  $0xb1, Z0, Z1
+	VADDPS     Z1, Z0, Z0
+
+	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
+	CMPL   372(SP), $0x00
+	JE     divide2
+	VMULSS 372(SP), X0, X0
+	JMP    divided3
+
+divide2:
+	VDIVSS 368(SP), X0, X0
+
+divided3:
+	VADDSS   job_eps+0(AX), X0, X0
+	VUCOMISS tlo<>+0(SB), X0
+	JCS      ret
+	VUCOMISS tmax<>+0(SB), X0
+	JHI      ret
+	VSQRTSS  X0, X0, X0
+	VMOVSS   one<>+0(SB), X5
+	VDIVSS   X0, X5, X5
+
+	// Report 1/rms if asked.
+	MOVQ   job_inv+0(AX), SI
+	TESTQ  SI, SI
+	JZ     scale
+	MOVQ   320(SP), DI
+	VMOVSS X5, (SI)(DI*4)
+	JMP    scale
+
+invgroup:
+	// The rest of the halving tree, four rows at once.
+	VMOVUPS       (SP), Z0
+	VMOVUPS       64(SP), Z1
+	VMOVUPS       128(SP), Z2
+	VMOVUPS       192(SP), Z3
+	VSHUFF64X2    $0x44, Z1, Z0, Z4
+	VSHUFF64X2    $0xee, Z1, Z0, Z0
+	VADDPS        Z0, Z4, Z4
+	VSHUFF64X2    $0x44, Z3, Z2, Z0
+	VSHUFF64X2    $0xee, Z3, Z2, Z1
+	VADDPS        Z1, Z0, Z0
+	VSHUFF32X4    $0x88, Z0, Z4, Z1
+	VSHUFF32X4    $0xdd, Z0, Z4, Z0
+	VADDPS        Z0, Z1, Z1
+	VPERMILPS     $0x4e, Z1, Z0
+	VADDPS        Z0, Z1, Z1
+	VPERMILPS     $0xb1, Z1, Z0
+	VADDPS        Z0, Z1, Z1
+	MOVL          $0x00001111, SI
+	KMOVW         SI, K1
+	VCOMPRESSPS.Z Z1, K1, Z0
+
+	// t = ss/d + eps for the four rows; any t outside [2^-100, MaxFloat32] sends the group to the one-row path.
+	CMPL         372(SP), $0x00
+	JE           divide4
+	VBROADCASTSS 372(SP), Z1
+	VMULPS       Z1, Z0, Z0
+	JMP          divided5
+
+divide4:
+	VBROADCASTSS 368(SP), Z1
+	VDIVPS       Z1, Z0, Z0
+
+divided5:
+	VBROADCASTSS job_eps+0(AX), Z1
+	VADDPS       Z1, Z0, Z0
+	MOVL         $0x0000000f, SI
+	KMOVW        SI, K1
+	VBROADCASTSS tlo<>+0(SB), Z1
+	VBROADCASTSS tmax<>+0(SB), Z2
+	VCMPPS       $0x1d, Z1, Z0, K1, K1
+	VCMPPS       $0x12, Z2, Z0, K1, K1
+	KMOVW        K1, SI
+	CMPL         SI, $0x0f
+	JE           ginrange
+	MOVQ         $0x00000004, 328(SP)
+	JMP          row
+
+ginrange:
+	VSQRTPS      Z0, Z0
+	VBROADCASTSS one<>+0(SB), Z5
+	VDIVPS       Z0, Z5, Z5
+
+	// Report 1/rms if asked.
+	MOVQ    job_inv+0(AX), SI
+	TESTQ   SI, SI
+	JZ      scale
+	MOVQ    320(SP), DI
+	MOVL    $0x0000000f, R8
+	KMOVW   R8, K1
+	VMOVUPS Z5, K1, (SI)(DI*4)
+
+scale:
+	VBROADCASTSS X5, Z0
+	MOVQ         $0x00000000, 344(SP)
+	CMPQ         336(SP), $0x01
+	JE           scalebody
+	VMOVUPS      Z5, 256(SP)
+
+scalerow:
+	MOVQ         344(SP), SI
+	VBROADCASTSS 256(SP)(SI*4), Z0
+
+scalebody:
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ  SI, SI
+	MOVQ  job_d+0(AX), DI
+	SUBQ  $0x00000040, DI
+	TESTL $0x00000002, job_flags+0(AX)
+	JNZ   scalepf
+
+scaleloop:
+	CMPQ      SI, DI
+	JG        scaletail
+	VCVTPH2PS (DX)(SI*2), Z1
+	VMULPS    Z0, Z1, Z1
+	VCVTPS2PH $0x00, Z1, (CX)(SI*2)
+	VCVTPH2PS 32(DX)(SI*2), Z1
+	VMULPS    Z0, Z1, Z1
+	VCVTPS2PH $0x00, Z1, 32(CX)(SI*2)
+	VCVTPH2PS 64(DX)(SI*2), Z1
+	VMULPS    Z0, Z1, Z1
+	VCVTPS2PH $0x00, Z1, 64(CX)(SI*2)
+	VCVTPH2PS 96(DX)(SI*2), Z1
+	VMULPS    Z0, Z1, Z1
+	VCVTPS2PH $0x00, Z1, 96(CX)(SI*2)
+	ADDQ      $0x00000040, SI
+	JMP       scaleloop
+
+scalepf:
+	MOVQ BX, R8
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows6
+	SHLQ $0x03, R8
+
+longrows6:
+	ADDQ  DX, R8
+	TESTL $0x00000001, job_flags+0(AX)
+	JNZ   scalent
+
+scalepfloop:
+	CMPQ       SI, DI
+	JG         scaletail
+	PREFETCHT0 (R8)(SI*2)
+	PREFETCHT0 64(R8)(SI*2)
+	VCVTPH2PS  (DX)(SI*2), Z1
+	VMULPS     Z0, Z1, Z1
+	VCVTPS2PH  $0x00, Z1, (CX)(SI*2)
+	VCVTPH2PS  32(DX)(SI*2), Z1
+	VMULPS     Z0, Z1, Z1
+	VCVTPS2PH  $0x00, Z1, 32(CX)(SI*2)
+	VCVTPH2PS  64(DX)(SI*2), Z1
+	VMULPS     Z0, Z1, Z1
+	VCVTPS2PH  $0x00, Z1, 64(CX)(SI*2)
+	VCVTPH2PS  96(DX)(SI*2), Z1
+	VMULPS     Z0, Z1, Z1
+	VCVTPS2PH  $0x00, Z1, 96(CX)(SI*2)
+	ADDQ       $0x00000040, SI
+	JMP        scalepfloop
+
+scalent:
+	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
+	MOVQ CX, R9
+	NEGQ R9
+	ANDQ $0x0000003f, R9
+	SHRQ $0x01, R9
+	JZ   scalentloop
+	CMPQ R9, job_d+0(AX)
+	JLE  scalehead
+	MOVQ job_d+0(AX), R9
+
+scalehead:
+	CMPQ      R9, $0x00000010
+	JB        scaleheadpart
+	VCVTPH2PS (DX)(SI*2), Z1
+	VMULPS    Z0, Z1, Z1
+	VCVTPS2PH $0x00, Z1, (CX)(SI*2)
+	ADDQ      $0x00000010, SI
+	SUBQ      $0x00000010, R9
+	JZ        scalentloop
+
+scaleheadpart:
+	LEAQ        kmask<>+0(SB), R10
+	KMOVW       (R10)(R9*2), K1
+	VCVTPH2PS.Z (DX)(SI*2), K1, Z1
+	VMULPS      Z1, Z0, Z1
+	VCVTPS2PH   $0x00, Z1, K1, (CX)(SI*2)
+	ADDQ        R9, SI
+
+scalentloop:
+	CMPQ         SI, DI
+	JG           scaletail
+	PREFETCHT0   (R8)(SI*2)
+	PREFETCHT0   64(R8)(SI*2)
+	VCVTPH2PS    (DX)(SI*2), Z1
+	VMULPS       Z0, Z1, Z1
+	VCVTPH2PS    32(DX)(SI*2), Z2
+	VMULPS       Z0, Z2, Z2
+	VCVTPS2PH    $0x00, Z1, Y6
+	VCVTPS2PH    $0x00, Z2, Y1
+	VINSERTI64X4 $0x01, Y1, Z6, Z6
+	VMOVNTDQ     Z6, (CX)(SI*2)
+	VCVTPH2PS    64(DX)(SI*2), Z1
+	VMULPS       Z0, Z1, Z1
+	VCVTPH2PS    96(DX)(SI*2), Z2
+	VMULPS       Z0, Z2, Z2
+	VCVTPS2PH    $0x00, Z1, Y7
+	VCVTPS2PH    $0x00, Z2, Y1
+	VINSERTI64X4 $0x01, Y1, Z7, Z7
+	VMOVNTDQ     Z7, 64(CX)(SI*2)
+	ADDQ         $0x00000040, SI
+	JMP          scalentloop
+
+scaletail:
+	ADDQ $0x00000030, DI
+
+scaleone:
+	CMPQ      SI, DI
+	JG        scalepart
+	VCVTPH2PS (DX)(SI*2), Z1
+	VMULPS    Z0, Z1, Z1
+	VCVTPS2PH $0x00, Z1, (CX)(SI*2)
+	ADDQ      $0x00000010, SI
+	JMP       scaleone
+
+scalepart:
+	MOVQ        job_d+0(AX), R9
+	SUBQ        SI, R9
+	JZ          scaled
+	LEAQ        kmask<>+0(SB), DI
+	KMOVW       (DI)(R9*2), K1
+	VCVTPH2PS.Z (DX)(SI*2), K1, Z1
+	VMULPS      Z1, Z0, Z1
+	VCVTPS2PH   $0x00, Z1, K1, (CX)(SI*2)
+
+scaled:
+	ADDQ BX, DX
+	ADDQ BX, CX
+	INCQ 320(SP)
+	MOVQ 344(SP), SI
+	INCQ SI
+	MOVQ SI, 344(SP)
+	CMPQ SI, 336(SP)
+	JB   scalerow
+	JMP  row
+
+ret:
+	TESTL $0x00000001, job_flags+0(AX)
+	JZ    vzero
+	SFENCE
+
+vzero:
+	VZEROUPPER
+	MOVQ 320(SP), AX
+	MOVQ AX, ret+24(FP)
+	RET
+
+// func avx512F16AddWeighted(j uintptr, from int, to int) int
+// Requires: AVX, AVX512F, MMX+
+TEXT ·avx512F16AddWeighted(SB), NOSPLIT, $376-32
+	// avx512F16AddWeighted normalizes rows [from, to) of the job: F16 rows: h = round16(x + res) and res = h per element, then y = round16((h*inv)*w), for each row.
+	// It stops before the first row that needs the float64 path and returns that row's index, or to.
+	MOVQ j+0(FP), AX
+	MOVQ job_dst+0(AX), CX
+	MOVQ job_x+0(AX), DX
+	MOVQ job_w+0(AX), BX
+	MOVQ job_res+0(AX), SI
+	MOVQ job_stride+0(AX), DI
+	SHLQ $0x01, DI
+
+	// fd = float32(d); rd = 1/d when d is a power of two (ss/d is then ss*rd exactly), else 0.
+	MOVQ       job_d+0(AX), R8
+	VMOVSS     one<>+0(SB), X0
+	VCVTSI2SSQ R8, X0, X0
+	VMOVSS     X0, 368(SP)
+	XORL       R10, R10
+	LEAQ       -1(R8), R9
+	TESTQ      R8, R9
+	JNZ        notpow2
+	BSFQ       R8, R9
+	MOVL       $0x0000007f, R10
+	SUBL       R9, R10
+	SHLL       $0x17, R10
+
+notpow2:
+	MOVL R10, 372(SP)
+
+	// Start at row from.
+	MOVQ  from+8(FP), R8
+	MOVQ  R8, 320(SP)
+	MOVQ  $0x00000000, 328(SP)
+	IMULQ DI, R8
+	ADDQ  R8, CX
+	ADDQ  R8, DX
+	ADDQ  R8, SI
+
+row:
+	MOVQ 320(SP), R8
+	CMPQ R8, to+16(FP)
+	JAE  ret
+	MOVQ $0x00000001, 336(SP)
+	MOVQ DX, R8
+	MOVQ SI, R9
+	XORQ R10, R10
+
+	// Sum of squares: element i goes to partial i%64.
+	MOVQ    job_d+0(AX), R11
+	SUBQ    $0x00000040, R11
+	JGE     firstblock
+	VMOVUPS zero64<>+0(SB), Z0
+	VMOVUPS zero64<>+0(SB), Z1
+	VMOVUPS zero64<>+0(SB), Z2
+	VMOVUPS zero64<>+0(SB), Z3
+	XORQ    R10, R10
+	JMP     sumtail
+
+firstblock:
+	// +0 + square is the square itself: the first block initializes the partials.
+	XORQ      R10, R10
+	VCVTPH2PS (R8)(R10*2), Z0
+	VCVTPH2PS (R9)(R10*2), Z1
+	VADDPS    Z1, Z0, Z0
+	VCVTPS2PH $0x00, Z0, Y0
+	VCVTPH2PS Y0, Z0
+	VCVTPS2PH $0x00, Z0, (R9)(R10*2)
+	VMULPS    Z0, Z0, Z0
+	VCVTPH2PS 32(R8)(R10*2), Z1
+	VCVTPH2PS 32(R9)(R10*2), Z2
+	VADDPS    Z2, Z1, Z1
+	VCVTPS2PH $0x00, Z1, Y1
+	VCVTPH2PS Y1, Z1
+	VCVTPS2PH $0x00, Z1, 32(R9)(R10*2)
+	VMULPS    Z1, Z1, Z1
+	VCVTPH2PS 64(R8)(R10*2), Z2
+	VCVTPH2PS 64(R9)(R10*2), Z3
+	VADDPS    Z3, Z2, Z2
+	VCVTPS2PH $0x00, Z2, Y2
+	VCVTPH2PS Y2, Z2
+	VCVTPS2PH $0x00, Z2, 64(R9)(R10*2)
+	VMULPS    Z2, Z2, Z2
+	VCVTPH2PS 96(R8)(R10*2), Z3
+	VCVTPH2PS 96(R9)(R10*2), Z4
+	VADDPS    Z4, Z3, Z3
+	VCVTPS2PH $0x00, Z3, Y3
+	VCVTPH2PS Y3, Z3
+	VCVTPS2PH $0x00, Z3, 96(R9)(R10*2)
+	VMULPS    Z3, Z3, Z3
+	MOVQ      $0x00000040, R10
+	TESTL     $0x00000002, job_flags+0(AX)
+	JNZ       sumpf
+
+sumloop:
+	CMPQ      R10, R11
+	JG        sumtail
+	VCVTPH2PS (R8)(R10*2), Z4
+	VCVTPH2PS (R9)(R10*2), Z5
+	VADDPS    Z5, Z4, Z4
+	VCVTPS2PH $0x00, Z4, Y4
+	VCVTPH2PS Y4, Z4
+	VCVTPS2PH $0x00, Z4, (R9)(R10*2)
+	VMULPS    Z4, Z4, Z4
+	VADDPS    Z4, Z0, Z0
+	VCVTPH2PS 32(R8)(R10*2), Z4
+	VCVTPH2PS 32(R9)(R10*2), Z5
+	VADDPS    Z5, Z4, Z4
+	VCVTPS2PH $0x00, Z4, Y4
+	VCVTPH2PS Y4, Z4
+	VCVTPS2PH $0x00, Z4, 32(R9)(R10*2)
+	VMULPS    Z4, Z4, Z4
+	VADDPS    Z4, Z1, Z1
+	VCVTPH2PS 64(R8)(R10*2), Z4
+	VCVTPH2PS 64(R9)(R10*2), Z5
+	VADDPS    Z5, Z4, Z4
+	VCVTPS2PH $0x00, Z4, Y4
+	VCVTPH2PS Y4, Z4
+	VCVTPS2PH $0x00, Z4, 64(R9)(R10*2)
+	VMULPS    Z4, Z4, Z4
+	VADDPS    Z4, Z2, Z2
+	VCVTPH2PS 96(R8)(R10*2), Z4
+	VCVTPH2PS 96(R9)(R10*2), Z5
+	VADDPS    Z5, Z4, Z4
+	VCVTPS2PH $0x00, Z4, Y4
+	VCVTPH2PS Y4, Z4
+	VCVTPS2PH $0x00, Z4, 96(R9)(R10*2)
+	VMULPS    Z4, Z4, Z4
+	VADDPS    Z4, Z3, Z3
+	ADDQ      $0x00000040, R10
+	JMP       sumloop
+
+	// The same, prefetching the rows ahead.
+sumpf:
+	MOVQ DI, R12
+	SHLQ $0x01, R12
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows1
+	SHLQ $0x03, R12
+
+longrows1:
+	ADDQ R8, R12
+
+sumpfloop:
+	CMPQ       R10, R11
+	JG         sumtail
+	PREFETCHT0 (R12)(R10*2)
+	PREFETCHT0 64(R12)(R10*2)
+	VCVTPH2PS  (R8)(R10*2), Z4
+	VCVTPH2PS  (R9)(R10*2), Z5
+	VADDPS     Z5, Z4, Z4
+	VCVTPS2PH  $0x00, Z4, Y4
+	VCVTPH2PS  Y4, Z4
+	VCVTPS2PH  $0x00, Z4, (R9)(R10*2)
+	VMULPS     Z4, Z4, Z4
+	VADDPS     Z4, Z0, Z0
+	VCVTPH2PS  32(R8)(R10*2), Z4
+	VCVTPH2PS  32(R9)(R10*2), Z5
+	VADDPS     Z5, Z4, Z4
+	VCVTPS2PH  $0x00, Z4, Y4
+	VCVTPH2PS  Y4, Z4
+	VCVTPS2PH  $0x00, Z4, 32(R9)(R10*2)
+	VMULPS     Z4, Z4, Z4
+	VADDPS     Z4, Z1, Z1
+	VCVTPH2PS  64(R8)(R10*2), Z4
+	VCVTPH2PS  64(R9)(R10*2), Z5
+	VADDPS     Z5, Z4, Z4
+	VCVTPS2PH  $0x00, Z4, Y4
+	VCVTPH2PS  Y4, Z4
+	VCVTPS2PH  $0x00, Z4, 64(R9)(R10*2)
+	VMULPS     Z4, Z4, Z4
+	VADDPS     Z4, Z2, Z2
+	VCVTPH2PS  96(R8)(R10*2), Z4
+	VCVTPH2PS  96(R9)(R10*2), Z5
+	VADDPS     Z5, Z4, Z4
+	VCVTPS2PH  $0x00, Z4, Y4
+	VCVTPH2PS  Y4, Z4
+	VCVTPS2PH  $0x00, Z4, 96(R9)(R10*2)
+	VMULPS     Z4, Z4, Z4
+	VADDPS     Z4, Z3, Z3
+	ADDQ       $0x00000040, R10
+	JMP        sumpfloop
+
+sumtail:
+	// Fewer than 64 elements remain.
+	MOVQ job_d+0(AX), R11
+	SUBQ R10, R11
+	JZ   summed
+	LEAQ kmask<>+0(SB), R12
+	MOVQ R11, R13
+	CMPQ R13, $0x00000010
+	JLE  tailmask0
+	MOVQ $0x00000010, R13
+
+tailmask0:
+	KMOVW       (R12)(R13*2), K1
+	VCVTPH2PS.Z (R8)(R10*2), K1, Z4
+	VCVTPH2PS.Z (R9)(R10*2), K1, Z5
+	VADDPS      Z5, Z4, Z4
+	VCVTPS2PH   $0x00, Z4, Y4
+	VCVTPH2PS   Y4, Z4
+	VCVTPS2PH   $0x00, Z4, K1, (R9)(R10*2)
+	VMULPS      Z4, Z4, Z4
+	VADDPS      Z4, Z0, Z0
+	MOVQ        R11, R13
+	SUBQ        $0x00000010, R13
+	JLE         summed
+	CMPQ        R13, $0x00000010
+	JLE         tailmask1
+	MOVQ        $0x00000010, R13
+
+tailmask1:
+	KMOVW       (R12)(R13*2), K1
+	VCVTPH2PS.Z 32(R8)(R10*2), K1, Z4
+	VCVTPH2PS.Z 32(R9)(R10*2), K1, Z5
+	VADDPS      Z5, Z4, Z4
+	VCVTPS2PH   $0x00, Z4, Y4
+	VCVTPH2PS   Y4, Z4
+	VCVTPS2PH   $0x00, Z4, K1, 32(R9)(R10*2)
+	VMULPS      Z4, Z4, Z4
+	VADDPS      Z4, Z1, Z1
+	MOVQ        R11, R13
+	SUBQ        $0x00000020, R13
+	JLE         summed
+	CMPQ        R13, $0x00000010
+	JLE         tailmask2
+	MOVQ        $0x00000010, R13
+
+tailmask2:
+	KMOVW       (R12)(R13*2), K1
+	VCVTPH2PS.Z 64(R8)(R10*2), K1, Z4
+	VCVTPH2PS.Z 64(R9)(R10*2), K1, Z5
+	VADDPS      Z5, Z4, Z4
+	VCVTPS2PH   $0x00, Z4, Y4
+	VCVTPH2PS   Y4, Z4
+	VCVTPS2PH   $0x00, Z4, K1, 64(R9)(R10*2)
+	VMULPS      Z4, Z4, Z4
+	VADDPS      Z4, Z2, Z2
+	SUBQ        $0x00000030, R11
+	JLE         summed
+	CMPQ        R11, $0x00000010
+	JLE         tailmask3
+	MOVQ        $0x00000010, R11
+
+tailmask3:
+	KMOVW       (R12)(R11*2), K1
+	VCVTPH2PS.Z 96(R8)(R10*2), K1, Z4
+	VCVTPH2PS.Z 96(R9)(R10*2), K1, Z5
+	VADDPS      Z5, Z4, Z4
+	VCVTPS2PH   $0x00, Z4, Y4
+	VCVTPH2PS   Y4, Z4
+	VCVTPS2PH   $0x00, Z4, K1, 96(R9)(R10*2)
+	VMULPS      Z4, Z4, Z4
+	VADDPS      Z4, Z3, Z3
+
+summed:
+	VADDPS Z2, Z0, Z0
+	VADDPS Z3, Z1, Z1
+	VADDPS Z1, Z0, Z0
+
+	// Halving tree: p[j] += p[j+h] for the remaining h, down to ss.
+	VSHUFF64X2 $0xee, Z0, Z0, Z1
+	VADDPS     Z1, Z0, Z0
+	VSHUFF32X4 $0x01, Z0, Z0, Z1
+	VADDPS     Z1, Z0, Z0
+	VPERMILPS  $0x4e, Z0, Z1
+	VADDPS     Z1, Z0, Z0
+	VPERMILPS  $0xb1, Z0, Z1
+	VADDPS     Z1, Z0, Z0
+
+	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
+	CMPL   372(SP), $0x00
+	JE     divide2
+	VMULSS 372(SP), X0, X0
+	JMP    divided3
+
+divide2:
+	VDIVSS 368(SP), X0, X0
+
+divided3:
+	VADDSS   job_eps+0(AX), X0, X0
+	VUCOMISS tlo<>+0(SB), X0
+	JCS      ret
+	VUCOMISS tmax<>+0(SB), X0
+	JHI      ret
+	VSQRTSS  X0, X0, X0
+	VMOVSS   one<>+0(SB), X6
+	VDIVSS   X0, X6, X6
+
+	// Report 1/rms if asked.
+	MOVQ   job_inv+0(AX), R8
+	TESTQ  R8, R8
+	JZ     scale
+	MOVQ   320(SP), R9
+	VMOVSS X6, (R8)(R9*4)
+
+scale:
+	VBROADCASTSS X6, Z0
+	MOVQ         $0x00000000, 344(SP)
+	CMPQ         336(SP), $0x01
+	JE           scalebody
+	VMOVUPS      Z6, 256(SP)
+
+scalerow:
+	MOVQ         344(SP), R8
+	VBROADCASTSS 256(SP)(R8*4), Z0
+
+scalebody:
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ  R8, R8
+	MOVQ  job_d+0(AX), R9
+	SUBQ  $0x00000040, R9
+	TESTL $0x00000002, job_flags+0(AX)
+	JNZ   scalepf
+
+scaleloop:
+	CMPQ      R8, R9
+	JG        scaletail
+	VCVTPH2PS (SI)(R8*2), Z1
+	VMULPS    Z0, Z1, Z1
+	VMULPS    (BX)(R8*4), Z1, Z1
+	VCVTPS2PH $0x00, Z1, (CX)(R8*2)
+	VCVTPH2PS 32(SI)(R8*2), Z1
+	VMULPS    Z0, Z1, Z1
+	VMULPS    64(BX)(R8*4), Z1, Z1
+	VCVTPS2PH $0x00, Z1, 32(CX)(R8*2)
+	VCVTPH2PS 64(SI)(R8*2), Z1
+	VMULPS    Z0, Z1, Z1
+	VMULPS    128(BX)(R8*4), Z1, Z1
+	VCVTPS2PH $0x00, Z1, 64(CX)(R8*2)
+	VCVTPH2PS 96(SI)(R8*2), Z1
+	VMULPS    Z0, Z1, Z1
+	VMULPS    192(BX)(R8*4), Z1, Z1
+	VCVTPS2PH $0x00, Z1, 96(CX)(R8*2)
+	ADDQ      $0x00000040, R8
+	JMP       scaleloop
+
+scalepf:
+	MOVQ DI, R10
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows4
+	SHLQ $0x03, R10
+
+longrows4:
+	ADDQ  SI, R10
+	TESTL $0x00000001, job_flags+0(AX)
+	JNZ   scalent
+
+scalepfloop:
+	CMPQ       R8, R9
+	JG         scaletail
+	PREFETCHT0 (R10)(R8*2)
+	PREFETCHT0 64(R10)(R8*2)
+	VCVTPH2PS  (SI)(R8*2), Z1
+	VMULPS     Z0, Z1, Z1
+	VMULPS     (BX)(R8*4), Z1, Z1
+	VCVTPS2PH  $0x00, Z1, (CX)(R8*2)
+	VCVTPH2PS  32(SI)(R8*2), Z1
+	VMULPS     Z0, Z1, Z1
+	VMULPS     64(BX)(R8*4), Z1, Z1
+	VCVTPS2PH  $0x00, Z1, 32(CX)(R8*2)
+	VCVTPH2PS  64(SI)(R8*2), Z1
+	VMULPS     Z0, Z1, Z1
+	VMULPS     128(BX)(R8*4), Z1, Z1
+	VCVTPS2PH  $0x00, Z1, 64(CX)(R8*2)
+	VCVTPH2PS  96(SI)(R8*2), Z1
+	VMULPS     Z0, Z1, Z1
+	VMULPS     192(BX)(R8*4), Z1, Z1
+	VCVTPS2PH  $0x00, Z1, 96(CX)(R8*2)
+	ADDQ       $0x00000040, R8
+	JMP        scalepfloop
+
+scalent:
+	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
+	MOVQ CX, R11
+	NEGQ R11
+	ANDQ $0x0000003f, R11
+	SHRQ $0x01, R11
+	JZ   scalentloop
+	CMPQ R11, job_d+0(AX)
+	JLE  scalehead
+	MOVQ job_d+0(AX), R11
+
+scalehead:
+	CMPQ      R11, $0x00000010
+	JB        scaleheadpart
+	VCVTPH2PS (SI)(R8*2), Z1
+	VMULPS    Z0, Z1, Z1
+	VMULPS    (BX)(R8*4), Z1, Z1
+	VCVTPS2PH $0x00, Z1, (CX)(R8*2)
+	ADDQ      $0x00000010, R8
+	SUBQ      $0x00000010, R11
+	JZ        scalentloop
+
+scaleheadpart:
+	LEAQ        kmask<>+0(SB), R12
+	KMOVW       (R12)(R11*2), K1
+	VCVTPH2PS.Z (SI)(R8*2), K1, Z1
+	VMULPS      Z1, Z0, Z1
+	VMOVUPS.Z   (BX)(R8*4), K1, Z2
+	VMULPS      Z2, Z1, Z1
+	VCVTPS2PH   $0x00, Z1, K1, (CX)(R8*2)
+	ADDQ        R11, R8
+
+scalentloop:
+	CMPQ         R8, R9
+	JG           scaletail
+	PREFETCHT0   (R10)(R8*2)
+	PREFETCHT0   64(R10)(R8*2)
+	VCVTPH2PS    (SI)(R8*2), Z1
+	VMULPS       Z0, Z1, Z1
+	VMULPS       (BX)(R8*4), Z1, Z1
+	VCVTPH2PS    32(SI)(R8*2), Z2
+	VMULPS       Z0, Z2, Z2
+	VMULPS       64(BX)(R8*4), Z2, Z2
+	VCVTPS2PH    $0x00, Z1, Y7
+	VCVTPS2PH    $0x00, Z2, Y1
+	VINSERTI64X4 $0x01, Y1, Z7, Z7
+	VMOVNTDQ     Z7, (CX)(R8*2)
+	VCVTPH2PS    64(SI)(R8*2), Z1
+	VMULPS       Z0, Z1, Z1
+	VMULPS       128(BX)(R8*4), Z1, Z1
+	VCVTPH2PS    96(SI)(R8*2), Z2
+	VMULPS       Z0, Z2, Z2
+	VMULPS       192(BX)(R8*4), Z2, Z2
+	VCVTPS2PH    $0x00, Z1, Y8
+	VCVTPS2PH    $0x00, Z2, Y1
+	VINSERTI64X4 $0x01, Y1, Z8, Z8
+	VMOVNTDQ     Z8, 64(CX)(R8*2)
+	ADDQ         $0x00000040, R8
+	JMP          scalentloop
+
+scaletail:
+	ADDQ $0x00000030, R9
+
+scaleone:
+	CMPQ      R8, R9
+	JG        scalepart
+	VCVTPH2PS (SI)(R8*2), Z1
+	VMULPS    Z0, Z1, Z1
+	VMULPS    (BX)(R8*4), Z1, Z1
+	VCVTPS2PH $0x00, Z1, (CX)(R8*2)
+	ADDQ      $0x00000010, R8
+	JMP       scaleone
+
+scalepart:
+	MOVQ        job_d+0(AX), R11
+	SUBQ        R8, R11
+	JZ          scaled
+	LEAQ        kmask<>+0(SB), R9
+	KMOVW       (R9)(R11*2), K1
+	VCVTPH2PS.Z (SI)(R8*2), K1, Z1
+	VMULPS      Z1, Z0, Z1
+	VMOVUPS.Z   (BX)(R8*4), K1, Z0
+	VMULPS      Z0, Z1, Z1
+	VCVTPS2PH   $0x00, Z1, K1, (CX)(R8*2)
+
+scaled:
+	ADDQ DI, DX
+	ADDQ DI, CX
+	ADDQ DI, SI
+	INCQ 320(SP)
+	MOVQ 344(SP), R8
+	INCQ R8
+	MOVQ R8, 344(SP)
+	CMPQ R8, 336(SP)
+	JB   scalerow
+	JMP  row
+
+ret:
+	TESTL $0x00000001, job_flags+0(AX)
+	JZ    vzero
+	SFENCE
+
+vzero:
+	VZEROUPPER
+	MOVQ 320(SP), AX
+	MOVQ AX, ret+24(FP)
+	RET
+
+// func avx512F16AddWeightedRN(j uintptr, from int, to int) int
+// Requires: AVX, AVX512F, MMX+
+TEXT ·avx512F16AddWeightedRN(SB), NOSPLIT, $376-32
+	// avx512F16AddWeightedRN normalizes rows [from, to) of the job: F16 rows: h = round16(x + res) and res = h per element, then y = round16(round16(h*inv)*w), for each row.
+	// It stops before the first row that needs the float64 path and returns that row's index, or to.
+	MOVQ j+0(FP), AX
+	MOVQ job_dst+0(AX), CX
+	MOVQ job_x+0(AX), DX
+	MOVQ job_w+0(AX), BX
+	MOVQ job_res+0(AX), SI
+	MOVQ job_stride+0(AX), DI
+	SHLQ $0x01, DI
+
+	// fd = float32(d); rd = 1/d when d is a power of two (ss/d is then ss*rd exactly), else 0.
+	MOVQ       job_d+0(AX), R8
+	VMOVSS     one<>+0(SB), X0
+	VCVTSI2SSQ R8, X0, X0
+	VMOVSS     X0, 368(SP)
+	XORL       R10, R10
+	LEAQ       -1(R8), R9
+	TESTQ      R8, R9
+	JNZ        notpow2
+	BSFQ       R8, R9
+	MOVL       $0x0000007f, R10
+	SUBL       R9, R10
+	SHLL       $0x17, R10
+
+notpow2:
+	MOVL R10, 372(SP)
+
+	// Start at row from.
+	MOVQ  from+8(FP), R8
+	MOVQ  R8, 320(SP)
+	MOVQ  $0x00000000, 328(SP)
+	IMULQ DI, R8
+	ADDQ  R8, CX
+	ADDQ  R8, DX
+	ADDQ  R8, SI
+
+row:
+	MOVQ 320(SP), R8
+	CMPQ R8, to+16(FP)
+	JAE  ret
+	MOVQ $0x00000001, 336(SP)
+	MOVQ DX, R8
+	MOVQ SI, R9
+	XORQ R10, R10
+
+	// Sum of squares: element i goes to partial i%64.
+	MOVQ    job_d+0(AX), R11
+	SUBQ    $0x00000040, R11
+	JGE     firstblock
+	VMOVUPS zero64<>+0(SB), Z0
+	VMOVUPS zero64<>+0(SB), Z1
+	VMOVUPS zero64<>+0(SB), Z2
+	VMOVUPS zero64<>+0(SB), Z3
+	XORQ    R10, R10
+	JMP     sumtail
+
+firstblock:
+	// +0 + square is the square itself: the first block initializes the partials.
+	XORQ      R10, R10
+	VCVTPH2PS (R8)(R10*2), Z0
+	VCVTPH2PS (R9)(R10*2), Z1
+	VADDPS    Z1, Z0, Z0
+	VCVTPS2PH $0x00, Z0, Y0
+	VCVTPH2PS Y0, Z0
+	VCVTPS2PH $0x00, Z0, (R9)(R10*2)
+	VMULPS    Z0, Z0, Z0
+	VCVTPH2PS 32(R8)(R10*2), Z1
+	VCVTPH2PS 32(R9)(R10*2), Z2
+	VADDPS    Z2, Z1, Z1
+	VCVTPS2PH $0x00, Z1, Y1
+	VCVTPH2PS Y1, Z1
+	VCVTPS2PH $0x00, Z1, 32(R9)(R10*2)
+	VMULPS    Z1, Z1, Z1
+	VCVTPH2PS 64(R8)(R10*2), Z2
+	VCVTPH2PS 64(R9)(R10*2), Z3
+	VADDPS    Z3, Z2, Z2
+	VCVTPS2PH $0x00, Z2, Y2
+	VCVTPH2PS Y2, Z2
+	VCVTPS2PH $0x00, Z2, 64(R9)(R10*2)
+	VMULPS    Z2, Z2, Z2
+	VCVTPH2PS 96(R8)(R10*2), Z3
+	VCVTPH2PS 96(R9)(R10*2), Z4
+	VADDPS    Z4, Z3, Z3
+	VCVTPS2PH $0x00, Z3, Y3
+	VCVTPH2PS Y3, Z3
+	VCVTPS2PH $0x00, Z3, 96(R9)(R10*2)
+	VMULPS    Z3, Z3, Z3
+	MOVQ      $0x00000040, R10
+	TESTL     $0x00000002, job_flags+0(AX)
+	JNZ       sumpf
+
+sumloop:
+	CMPQ      R10, R11
+	JG        sumtail
+	VCVTPH2PS (R8)(R10*2), Z4
+	VCVTPH2PS (R9)(R10*2), Z5
+	VADDPS    Z5, Z4, Z4
+	VCVTPS2PH $0x00, Z4, Y4
+	VCVTPH2PS Y4, Z4
+	VCVTPS2PH $0x00, Z4, (R9)(R10*2)
+	VMULPS    Z4, Z4, Z4
+	VADDPS    Z4, Z0, Z0
+	VCVTPH2PS 32(R8)(R10*2), Z4
+	VCVTPH2PS 32(R9)(R10*2), Z5
+	VADDPS    Z5, Z4, Z4
+	VCVTPS2PH $0x00, Z4, Y4
+	VCVTPH2PS Y4, Z4
+	VCVTPS2PH $0x00, Z4, 32(R9)(R10*2)
+	VMULPS    Z4, Z4, Z4
+	VADDPS    Z4, Z1, Z1
+	VCVTPH2PS 64(R8)(R10*2), Z4
+	VCVTPH2PS 64(R9)(R10*2), Z5
+	VADDPS    Z5, Z4, Z4
+	VCVTPS2PH $0x00, Z4, Y4
+	VCVTPH2PS Y4, Z4
+	VCVTPS2PH $0x00, Z4, 64(R9)(R10*2)
+	VMULPS    Z4, Z4, Z4
+	VADDPS    Z4, Z2, Z2
+	VCVTPH2PS 96(R8)(R10*2), Z4
+	VCVTPH2PS 96(R9)(R10*2), Z5
+	VADDPS    Z5, Z4, Z4
+	VCVTPS2PH $0x00, Z4, Y4
+	VCVTPH2PS Y4, Z4
+	VCVTPS2PH $0x00, Z4, 96(R9)(R10*2)
+	VMULPS    Z4, Z4, Z4
+	VADDPS    Z4, Z3, Z3
+	ADDQ      $0x00000040, R10
+	JMP       sumloop
+
+	// The same, prefetching the rows ahead.
+sumpf:
+	MOVQ DI, R12
+	SHLQ $0x01, R12
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows1
+	SHLQ $0x03, R12
+
+longrows1:
+	ADDQ R8, R12
+
+sumpfloop:
+	CMPQ       R10, R11
+	JG         sumtail
+	PREFETCHT0 (R12)(R10*2)
+	PREFETCHT0 64(R12)(R10*2)
+	VCVTPH2PS  (R8)(R10*2), Z4
+	VCVTPH2PS  (R9)(R10*2), Z5
+	VADDPS     Z5, Z4, Z4
+	VCVTPS2PH  $0x00, Z4, Y4
+	VCVTPH2PS  Y4, Z4
+	VCVTPS2PH  $0x00, Z4, (R9)(R10*2)
+	VMULPS     Z4, Z4, Z4
+	VADDPS     Z4, Z0, Z0
+	VCVTPH2PS  32(R8)(R10*2), Z4
+	VCVTPH2PS  32(R9)(R10*2), Z5
+	VADDPS     Z5, Z4, Z4
+	VCVTPS2PH  $0x00, Z4, Y4
+	VCVTPH2PS  Y4, Z4
+	VCVTPS2PH  $0x00, Z4, 32(R9)(R10*2)
+	VMULPS     Z4, Z4, Z4
+	VADDPS     Z4, Z1, Z1
+	VCVTPH2PS  64(R8)(R10*2), Z4
+	VCVTPH2PS  64(R9)(R10*2), Z5
+	VADDPS     Z5, Z4, Z4
+	VCVTPS2PH  $0x00, Z4, Y4
+	VCVTPH2PS  Y4, Z4
+	VCVTPS2PH  $0x00, Z4, 64(R9)(R10*2)
+	VMULPS     Z4, Z4, Z4
+	VADDPS     Z4, Z2, Z2
+	VCVTPH2PS  96(R8)(R10*2), Z4
+	VCVTPH2PS  96(R9)(R10*2), Z5
+	VADDPS     Z5, Z4, Z4
+	VCVTPS2PH  $0x00, Z4, Y4
+	VCVTPH2PS  Y4, Z4
+	VCVTPS2PH  $0x00, Z4, 96(R9)(R10*2)
+	VMULPS     Z4, Z4, Z4
+	VADDPS     Z4, Z3, Z3
+	ADDQ       $0x00000040, R10
+	JMP        sumpfloop
+
+sumtail:
+	// Fewer than 64 elements remain.
+	MOVQ job_d+0(AX), R11
+	SUBQ R10, R11
+	JZ   summed
+	LEAQ kmask<>+0(SB), R12
+	MOVQ R11, R13
+	CMPQ R13, $0x00000010
+	JLE  tailmask0
+	MOVQ $0x00000010, R13
+
+tailmask0:
+	KMOVW       (R12)(R13*2), K1
+	VCVTPH2PS.Z (R8)(R10*2), K1, Z4
+	VCVTPH2PS.Z (R9)(R10*2), K1, Z5
+	VADDPS      Z5, Z4, Z4
+	VCVTPS2PH   $0x00, Z4, Y4
+	VCVTPH2PS   Y4, Z4
+	VCVTPS2PH   $0x00, Z4, K1, (R9)(R10*2)
+	VMULPS      Z4, Z4, Z4
+	VADDPS      Z4, Z0, Z0
+	MOVQ        R11, R13
+	SUBQ        $0x00000010, R13
+	JLE         summed
+	CMPQ        R13, $0x00000010
+	JLE         tailmask1
+	MOVQ        $0x00000010, R13
+
+tailmask1:
+	KMOVW       (R12)(R13*2), K1
+	VCVTPH2PS.Z 32(R8)(R10*2), K1, Z4
+	VCVTPH2PS.Z 32(R9)(R10*2), K1, Z5
+	VADDPS      Z5, Z4, Z4
+	VCVTPS2PH   $0x00, Z4, Y4
+	VCVTPH2PS   Y4, Z4
+	VCVTPS2PH   $0x00, Z4, K1, 32(R9)(R10*2)
+	VMULPS      Z4, Z4, Z4
+	VADDPS      Z4, Z1, Z1
+	MOVQ        R11, R13
+	SUBQ        $0x00000020, R13
+	JLE         summed
+	CMPQ        R13, $0x00000010
+	JLE         tailmask2
+	MOVQ        $0x00000010, R13
+
+tailmask2:
+	KMOVW       (R12)(R13*2), K1
+	VCVTPH2PS.Z 64(R8)(R10*2), K1, Z4
+	VCVTPH2PS.Z 64(R9)(R10*2), K1, Z5
+	VADDPS      Z5, Z4, Z4
+	VCVTPS2PH   $0x00, Z4, Y4
+	VCVTPH2PS   Y4, Z4
+	VCVTPS2PH   $0x00, Z4, K1, 64(R9)(R10*2)
+	VMULPS      Z4, Z4, Z4
+	VADDPS      Z4, Z2, Z2
+	SUBQ        $0x00000030, R11
+	JLE         summed
+	CMPQ        R11, $0x00000010
+	JLE         tailmask3
+	MOVQ        $0x00000010, R11
+
+tailmask3:
+	KMOVW       (R12)(R11*2), K1
+	VCVTPH2PS.Z 96(R8)(R10*2), K1, Z4
+	VCVTPH2PS.Z 96(R9)(R10*2), K1, Z5
+	VADDPS      Z5, Z4, Z4
+	VCVTPS2PH   $0x00, Z4, Y4
+	VCVTPH2PS   Y4, Z4
+	VCVTPS2PH   $0x00, Z4, K1, 96(R9)(R10*2)
+	VMULPS      Z4, Z4, Z4
+	VADDPS      Z4, Z3, Z3
+
+summed:
+	VADDPS Z2, Z0, Z0
+	VADDPS Z3, Z1, Z1
+	VADDPS Z1, Z0, Z0
+
+	// Halving tree: p[j] += p[j+h] for the remaining h, down to ss.
+	VSHUFF64X2 $0xee, Z0, Z0, Z1
+	VADDPS     Z1, Z0, Z0
+	VSHUFF32X4 $0x01, Z0, Z0, Z1
+	VADDPS     Z1, Z0, Z0
+	VPERMILPS  $0x4e, Z0, Z1
+	VADDPS     Z1, Z0, Z0
+	VPERMILPS  $0xb1, Z0, Z1
+	VADDPS     Z1, Z0, Z0
+
+	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
+	CMPL   372(SP), $0x00
+	JE     divide2
+	VMULSS 372(SP), X0, X0
+	JMP    divided3
+
+divide2:
+	VDIVSS 368(SP), X0, X0
+
+divided3:
+	VADDSS   job_eps+0(AX), X0, X0
+	VUCOMISS tlo<>+0(SB), X0
+	JCS      ret
+	VUCOMISS tmax<>+0(SB), X0
+	JHI      ret
+	VSQRTSS  X0, X0, X0
+	VMOVSS   one<>+0(SB), X6
+	VDIVSS   X0, X6, X6
+
+	// Report 1/rms if asked.
+	MOVQ   job_inv+0(AX), R8
+	TESTQ  R8, R8
+	JZ     scale
+	MOVQ   320(SP), R9
+	VMOVSS X6, (R8)(R9*4)
+
+scale:
+	VBROADCASTSS X6, Z0
+	MOVQ         $0x00000000, 344(SP)
+	CMPQ         336(SP), $0x01
+	JE           scalebody
+	VMOVUPS      Z6, 256(SP)
+
+scalerow:
+	MOVQ         344(SP), R8
+	VBROADCASTSS 256(SP)(R8*4), Z0
+
+scalebody:
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ  R8, R8
+	MOVQ  job_d+0(AX), R9
+	SUBQ  $0x00000040, R9
+	TESTL $0x00000002, job_flags+0(AX)
+	JNZ   scalepf
+
+scaleloop:
+	CMPQ      R8, R9
+	JG        scaletail
+	VCVTPH2PS (SI)(R8*2), Z1
+	VMULPS    Z0, Z1, Z1
+	VCVTPS2PH $0x00, Z1, Y1
+	VCVTPH2PS Y1, Z1
+	VMULPS    (BX)(R8*4), Z1, Z1
+	VCVTPS2PH $0x00, Z1, (CX)(R8*2)
+	VCVTPH2PS 32(SI)(R8*2), Z1
+	VMULPS    Z0, Z1, Z1
+	VCVTPS2PH $0x00, Z1, Y1
+	VCVTPH2PS Y1, Z1
+	VMULPS    64(BX)(R8*4), Z1, Z1
+	VCVTPS2PH $0x00, Z1, 32(CX)(R8*2)
+	VCVTPH2PS 64(SI)(R8*2), Z1
+	VMULPS    Z0, Z1, Z1
+	VCVTPS2PH $0x00, Z1, Y1
+	VCVTPH2PS Y1, Z1
+	VMULPS    128(BX)(R8*4), Z1, Z1
+	VCVTPS2PH $0x00, Z1, 64(CX)(R8*2)
+	VCVTPH2PS 96(SI)(R8*2), Z1
+	VMULPS    Z0, Z1, Z1
+	VCVTPS2PH $0x00, Z1, Y1
+	VCVTPH2PS Y1, Z1
+	VMULPS    192(BX)(R8*4), Z1, Z1
+	VCVTPS2PH $0x00, Z1, 96(CX)(R8*2)
+	ADDQ      $0x00000040, R8
+	JMP       scaleloop
+
+scalepf:
+	MOVQ DI, R10
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows4
+	SHLQ $0x03, R10
+
+longrows4:
+	ADDQ  SI, R10
+	TESTL $0x00000001, job_flags+0(AX)
+	JNZ   scalent
+
+scalepfloop:
+	CMPQ       R8, R9
+	JG         scaletail
+	PREFETCHT0 (R10)(R8*2)
+	PREFETCHT0 64(R10)(R8*2)
+	VCVTPH2PS  (SI)(R8*2), Z1
+	VMULPS     Z0, Z1, Z1
+	VCVTPS2PH  $0x00, Z1, Y1
+	VCVTPH2PS  Y1, Z1
+	VMULPS     (BX)(R8*4), Z1, Z1
+	VCVTPS2PH  $0x00, Z1, (CX)(R8*2)
+	VCVTPH2PS  32(SI)(R8*2), Z1
+	VMULPS     Z0, Z1, Z1
+	VCVTPS2PH  $0x00, Z1, Y1
+	VCVTPH2PS  Y1, Z1
+	VMULPS     64(BX)(R8*4), Z1, Z1
+	VCVTPS2PH  $0x00, Z1, 32(CX)(R8*2)
+	VCVTPH2PS  64(SI)(R8*2), Z1
+	VMULPS     Z0, Z1, Z1
+	VCVTPS2PH  $0x00, Z1, Y1
+	VCVTPH2PS  Y1, Z1
+	VMULPS     128(BX)(R8*4), Z1, Z1
+	VCVTPS2PH  $0x00, Z1, 64(CX)(R8*2)
+	VCVTPH2PS  96(SI)(R8*2), Z1
+	VMULPS     Z0, Z1, Z1
+	VCVTPS2PH  $0x00, Z1, Y1
+	VCVTPH2PS  Y1, Z1
+	VMULPS     192(BX)(R8*4), Z1, Z1
+	VCVTPS2PH  $0x00, Z1, 96(CX)(R8*2)
+	ADDQ       $0x00000040, R8
+	JMP        scalepfloop
+
+scalent:
+	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
+	MOVQ CX, R11
+	NEGQ R11
+	ANDQ $0x0000003f, R11
+	SHRQ $0x01, R11
+	JZ   scalentloop
+	CMPQ R11, job_d+0(AX)
+	JLE  scalehead
+	MOVQ job_d+0(AX), R11
+
+scalehead:
+	CMPQ      R11, $0x00000010
+	JB        scaleheadpart
+	VCVTPH2PS (SI)(R8*2), Z1
+	VMULPS    Z0, Z1, Z1
+	VCVTPS2PH $0x00, Z1, Y1
+	VCVTPH2PS Y1, Z1
+	VMULPS    (BX)(R8*4), Z1, Z1
+	VCVTPS2PH $0x00, Z1, (CX)(R8*2)
+	ADDQ      $0x00000010, R8
+	SUBQ      $0x00000010, R11
+	JZ        scalentloop
+
+scaleheadpart:
+	LEAQ        kmask<>+0(SB), R12
+	KMOVW       (R12)(R11*2), K1
+	VCVTPH2PS.Z (SI)(R8*2), K1, Z1
+	VMULPS      Z1, Z0, Z1
+	VCVTPS2PH   $0x00, Z1, Y1
+	VCVTPH2PS   Y1, Z1
+	VMOVUPS.Z   (BX)(R8*4), K1, Z2
+	VMULPS      Z2, Z1, Z1
+	VCVTPS2PH   $0x00, Z1, K1, (CX)(R8*2)
+	ADDQ        R11, R8
+
+scalentloop:
+	CMPQ         R8, R9
+	JG           scaletail
+	PREFETCHT0   (R10)(R8*2)
+	PREFETCHT0   64(R10)(R8*2)
+	VCVTPH2PS    (SI)(R8*2), Z1
+	VMULPS       Z0, Z1, Z1
+	VCVTPS2PH    $0x00, Z1, Y1
+	VCVTPH2PS    Y1, Z1
+	VMULPS       (BX)(R8*4), Z1, Z1
+	VCVTPH2PS    32(SI)(R8*2), Z2
+	VMULPS       Z0, Z2, Z2
+	VCVTPS2PH    $0x00, Z2, Y2
+	VCVTPH2PS    Y2, Z2
+	VMULPS       64(BX)(R8*4), Z2, Z2
+	VCVTPS2PH    $0x00, Z1, Y7
+	VCVTPS2PH    $0x00, Z2, Y1
+	VINSERTI64X4 $0x01, Y1, Z7, Z7
+	VMOVNTDQ     Z7, (CX)(R8*2)
+	VCVTPH2PS    64(SI)(R8*2), Z1
+	VMULPS       Z0, Z1, Z1
+	VCVTPS2PH    $0x00, Z1, Y1
+	VCVTPH2PS    Y1, Z1
+	VMULPS       128(BX)(R8*4), Z1, Z1
+	VCVTPH2PS    96(SI)(R8*2), Z2
+	VMULPS       Z0, Z2, Z2
+	VCVTPS2PH    $0x00, Z2, Y2
+	VCVTPH2PS    Y2, Z2
+	VMULPS       192(BX)(R8*4), Z2, Z2
+	VCVTPS2PH    $0x00, Z1, Y8
+	VCVTPS2PH    $0x00, Z2, Y1
+	VINSERTI64X4 $0x01, Y1, Z8, Z8
+	VMOVNTDQ     Z8, 64(CX)(R8*2)
+	ADDQ         $0x00000040, R8
+	JMP          scalentloop
+
+scaletail:
+	ADDQ $0x00000030, R9
+
+scaleone:
+	CMPQ      R8, R9
+	JG        scalepart
+	VCVTPH2PS (SI)(R8*2), Z1
+	VMULPS    Z0, Z1, Z1
+	VCVTPS2PH $0x00, Z1, Y1
+	VCVTPH2PS Y1, Z1
+	VMULPS    (BX)(R8*4), Z1, Z1
+	VCVTPS2PH $0x00, Z1, (CX)(R8*2)
+	ADDQ      $0x00000010, R8
+	JMP       scaleone
+
+scalepart:
+	MOVQ        job_d+0(AX), R11
+	SUBQ        R8, R11
+	JZ          scaled
+	LEAQ        kmask<>+0(SB), R9
+	KMOVW       (R9)(R11*2), K1
+	VCVTPH2PS.Z (SI)(R8*2), K1, Z1
+	VMULPS      Z1, Z0, Z1
+	VCVTPS2PH   $0x00, Z1, Y0
+	VCVTPH2PS   Y0, Z0
+	VMOVUPS.Z   (BX)(R8*4), K1, Z1
+	VMULPS      Z1, Z0, Z0
+	VCVTPS2PH   $0x00, Z0, K1, (CX)(R8*2)
+
+scaled:
+	ADDQ DI, DX
+	ADDQ DI, CX
+	ADDQ DI, SI
+	INCQ 320(SP)
+	MOVQ 344(SP), R8
+	INCQ R8
+	MOVQ R8, 344(SP)
+	CMPQ R8, 336(SP)
+	JB   scalerow
+	JMP  row
+
+ret:
+	TESTL $0x00000001, job_flags+0(AX)
+	JZ    vzero
+	SFENCE
+
+vzero:
+	VZEROUPPER
+	MOVQ 320(SP), AX
+	MOVQ AX, ret+24(FP)
+	RET
+
+// func avx512F16AddOffset(j uintptr, from int, to int) int
+// Requires: AVX, AVX512F, MMX+
+TEXT ·avx512F16AddOffset(SB), NOSPLIT, $376-32
+	// avx512F16AddOffset normalizes rows [from, to) of the job: F16 rows: h = round16(x + res) and res = h per element, then y = round16((h*inv)*(1+w)), for each row.
+	// It stops before the first row that needs the float64 path and returns that row's index, or to.
+	MOVQ j+0(FP), AX
+	MOVQ job_dst+0(AX), CX
+	MOVQ job_x+0(AX), DX
+	MOVQ job_w+0(AX), BX
+	MOVQ job_res+0(AX), SI
+	MOVQ job_stride+0(AX), DI
+	SHLQ $0x01, DI
+
+	// fd = float32(d); rd = 1/d when d is a power of two (ss/d is then ss*rd exactly), else 0.
+	MOVQ       job_d+0(AX), R8
+	VMOVSS     one<>+0(SB), X0
+	VCVTSI2SSQ R8, X0, X0
+	VMOVSS     X0, 368(SP)
+	XORL       R10, R10
+	LEAQ       -1(R8), R9
+	TESTQ      R8, R9
+	JNZ        notpow2
+	BSFQ       R8, R9
+	MOVL       $0x0000007f, R10
+	SUBL       R9, R10
+	SHLL       $0x17, R10
+
+notpow2:
+	MOVL R10, 372(SP)
+
+	// Start at row from.
+	MOVQ  from+8(FP), R8
+	MOVQ  R8, 320(SP)
+	MOVQ  $0x00000000, 328(SP)
+	IMULQ DI, R8
+	ADDQ  R8, CX
+	ADDQ  R8, DX
+	ADDQ  R8, SI
+
+row:
+	MOVQ 320(SP), R8
+	CMPQ R8, to+16(FP)
+	JAE  ret
+	MOVQ $0x00000001, 336(SP)
+	MOVQ DX, R8
+	MOVQ SI, R9
+	XORQ R10, R10
+
+	// Sum of squares: element i goes to partial i%64.
+	MOVQ    job_d+0(AX), R11
+	SUBQ    $0x00000040, R11
+	JGE     firstblock
+	VMOVUPS zero64<>+0(SB), Z0
+	VMOVUPS zero64<>+0(SB), Z1
+	VMOVUPS zero64<>+0(SB), Z2
+	VMOVUPS zero64<>+0(SB), Z3
+	XORQ    R10, R10
+	JMP     sumtail
+
+firstblock:
+	// +0 + square is the square itself: the first block initializes the partials.
+	XORQ      R10, R10
+	VCVTPH2PS (R8)(R10*2), Z0
+	VCVTPH2PS (R9)(R10*2), Z1
+	VADDPS    Z1, Z0, Z0
+	VCVTPS2PH $0x00, Z0, Y0
+	VCVTPH2PS Y0, Z0
+	VCVTPS2PH $0x00, Z0, (R9)(R10*2)
+	VMULPS    Z0, Z0, Z0
+	VCVTPH2PS 32(R8)(R10*2), Z1
+	VCVTPH2PS 32(R9)(R10*2), Z2
+	VADDPS    Z2, Z1, Z1
+	VCVTPS2PH $0x00, Z1, Y1
+	VCVTPH2PS Y1, Z1
+	VCVTPS2PH $0x00, Z1, 32(R9)(R10*2)
+	VMULPS    Z1, Z1, Z1
+	VCVTPH2PS 64(R8)(R10*2), Z2
+	VCVTPH2PS 64(R9)(R10*2), Z3
+	VADDPS    Z3, Z2, Z2
+	VCVTPS2PH $0x00, Z2, Y2
+	VCVTPH2PS Y2, Z2
+	VCVTPS2PH $0x00, Z2, 64(R9)(R10*2)
+	VMULPS    Z2, Z2, Z2
+	VCVTPH2PS 96(R8)(R10*2), Z3
+	VCVTPH2PS 96(R9)(R10*2), Z4
+	VADDPS    Z4, Z3, Z3
+	VCVTPS2PH $0x00, Z3, Y3
+	VCVTPH2PS Y3, Z3
+	VCVTPS2PH $0x00, Z3, 96(R9)(R10*2)
+	VMULPS    Z3, Z3, Z3
+	MOVQ      $0x00000040, R10
+	TESTL     $0x00000002, job_flags+0(AX)
+	JNZ       sumpf
+
+sumloop:
+	CMPQ      R10, R11
+	JG        sumtail
+	VCVTPH2PS (R8)(R10*2), Z4
+	VCVTPH2PS (R9)(R10*2), Z5
+	VADDPS    Z5, Z4, Z4
+	VCVTPS2PH $0x00, Z4, Y4
+	VCVTPH2PS Y4, Z4
+	VCVTPS2PH $0x00, Z4, (R9)(R10*2)
+	VMULPS    Z4, Z4, Z4
+	VADDPS    Z4, Z0, Z0
+	VCVTPH2PS 32(R8)(R10*2), Z4
+	VCVTPH2PS 32(R9)(R10*2), Z5
+	VADDPS    Z5, Z4, Z4
+	VCVTPS2PH $0x00, Z4, Y4
+	VCVTPH2PS Y4, Z4
+	VCVTPS2PH $0x00, Z4, 32(R9)(R10*2)
+	VMULPS    Z4, Z4, Z4
+	VADDPS    Z4, Z1, Z1
+	VCVTPH2PS 64(R8)(R10*2), Z4
+	VCVTPH2PS 64(R9)(R10*2), Z5
+	VADDPS    Z5, Z4, Z4
+	VCVTPS2PH $0x00, Z4, Y4
+	VCVTPH2PS Y4, Z4
+	VCVTPS2PH $0x00, Z4, 64(R9)(R10*2)
+	VMULPS    Z4, Z4, Z4
+	VADDPS    Z4, Z2, Z2
+	VCVTPH2PS 96(R8)(R10*2), Z4
+	VCVTPH2PS 96(R9)(R10*2), Z5
+	VADDPS    Z5, Z4, Z4
+	VCVTPS2PH $0x00, Z4, Y4
+	VCVTPH2PS Y4, Z4
+	VCVTPS2PH $0x00, Z4, 96(R9)(R10*2)
+	VMULPS    Z4, Z4, Z4
+	VADDPS    Z4, Z3, Z3
+	ADDQ      $0x00000040, R10
+	JMP       sumloop
+
+	// The same, prefetching the rows ahead.
+sumpf:
+	MOVQ DI, R12
+	SHLQ $0x01, R12
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows1
+	SHLQ $0x03, R12
+
+longrows1:
+	ADDQ R8, R12
+
+sumpfloop:
+	CMPQ       R10, R11
+	JG         sumtail
+	PREFETCHT0 (R12)(R10*2)
+	PREFETCHT0 64(R12)(R10*2)
+	VCVTPH2PS  (R8)(R10*2), Z4
+	VCVTPH2PS  (R9)(R10*2), Z5
+	VADDPS     Z5, Z4, Z4
+	VCVTPS2PH  $0x00, Z4, Y4
+	VCVTPH2PS  Y4, Z4
+	VCVTPS2PH  $0x00, Z4, (R9)(R10*2)
+	VMULPS     Z4, Z4, Z4
+	VADDPS     Z4, Z0, Z0
+	VCVTPH2PS  32(R8)(R10*2), Z4
+	VCVTPH2PS  32(R9)(R10*2), Z5
+	VADDPS     Z5, Z4, Z4
+	VCVTPS2PH  $0x00, Z4, Y4
+	VCVTPH2PS  Y4, Z4
+	VCVTPS2PH  $0x00, Z4, 32(R9)(R10*2)
+	VMULPS     Z4, Z4, Z4
+	VADDPS     Z4, Z1, Z1
+	VCVTPH2PS  64(R8)(R10*2), Z4
+	VCVTPH2PS  64(R9)(R10*2), Z5
+	VADDPS     Z5, Z4, Z4
+	VCVTPS2PH  $0x00, Z4, Y4
+	VCVTPH2PS  Y4, Z4
+	VCVTPS2PH  $0x00, Z4, 64(R9)(R10*2)
+	VMULPS     Z4, Z4, Z4
+	VADDPS     Z4, Z2, Z2
+	VCVTPH2PS  96(R8)(R10*2), Z4
+	VCVTPH2PS  96(R9)(R10*2), Z5
+	VADDPS     Z5, Z4, Z4
+	VCVTPS2PH  $0x00, Z4, Y4
+	VCVTPH2PS  Y4, Z4
+	VCVTPS2PH  $0x00, Z4, 96(R9)(R10*2)
+	VMULPS     Z4, Z4, Z4
+	VADDPS     Z4, Z3, Z3
+	ADDQ       $0x00000040, R10
+	JMP        sumpfloop
+
+sumtail:
+	// Fewer than 64 elements remain.
+	MOVQ job_d+0(AX), R11
+	SUBQ R10, R11
+	JZ   summed
+	LEAQ kmask<>+0(SB), R12
+	MOVQ R11, R13
+	CMPQ R13, $0x00000010
+	JLE  tailmask0
+	MOVQ $0x00000010, R13
+
+tailmask0:
+	KMOVW       (R12)(R13*2), K1
+	VCVTPH2PS.Z (R8)(R10*2), K1, Z4
+	VCVTPH2PS.Z (R9)(R10*2), K1, Z5
+	VADDPS      Z5, Z4, Z4
+	VCVTPS2PH   $0x00, Z4, Y4
+	VCVTPH2PS   Y4, Z4
+	VCVTPS2PH   $0x00, Z4, K1, (R9)(R10*2)
+	VMULPS      Z4, Z4, Z4
+	VADDPS      Z4, Z0, Z0
+	MOVQ        R11, R13
+	SUBQ        $0x00000010, R13
+	JLE         summed
+	CMPQ        R13, $0x00000010
+	JLE         tailmask1
+	MOVQ        $0x00000010, R13
+
+tailmask1:
+	KMOVW       (R12)(R13*2), K1
+	VCVTPH2PS.Z 32(R8)(R10*2), K1, Z4
+	VCVTPH2PS.Z 32(R9)(R10*2), K1, Z5
+	VADDPS      Z5, Z4, Z4
+	VCVTPS2PH   $0x00, Z4, Y4
+	VCVTPH2PS   Y4, Z4
+	VCVTPS2PH   $0x00, Z4, K1, 32(R9)(R10*2)
+	VMULPS      Z4, Z4, Z4
+	VADDPS      Z4, Z1, Z1
+	MOVQ        R11, R13
+	SUBQ        $0x00000020, R13
+	JLE         summed
+	CMPQ        R13, $0x00000010
+	JLE         tailmask2
+	MOVQ        $0x00000010, R13
+
+tailmask2:
+	KMOVW       (R12)(R13*2), K1
+	VCVTPH2PS.Z 64(R8)(R10*2), K1, Z4
+	VCVTPH2PS.Z 64(R9)(R10*2), K1, Z5
+	VADDPS      Z5, Z4, Z4
+	VCVTPS2PH   $0x00, Z4, Y4
+	VCVTPH2PS   Y4, Z4
+	VCVTPS2PH   $0x00, Z4, K1, 64(R9)(R10*2)
+	VMULPS      Z4, Z4, Z4
+	VADDPS      Z4, Z2, Z2
+	SUBQ        $0x00000030, R11
+	JLE         summed
+	CMPQ        R11, $0x00000010
+	JLE         tailmask3
+	MOVQ        $0x00000010, R11
+
+tailmask3:
+	KMOVW       (R12)(R11*2), K1
+	VCVTPH2PS.Z 96(R8)(R10*2), K1, Z4
+	VCVTPH2PS.Z 96(R9)(R10*2), K1, Z5
+	VADDPS      Z5, Z4, Z4
+	VCVTPS2PH   $0x00, Z4, Y4
+	VCVTPH2PS   Y4, Z4
+	VCVTPS2PH   $0x00, Z4, K1, 96(R9)(R10*2)
+	VMULPS      Z4, Z4, Z4
+	VADDPS      Z4, Z3, Z3
+
+summed:
+	VADDPS Z2, Z0, Z0
+	VADDPS Z3, Z1, Z1
+	VADDPS Z1, Z0, Z0
+
+	// Halving tree: p[j] += p[j+h] for the remaining h, down to ss.
+	VSHUFF64X2 $0xee, Z0, Z0, Z1
+	VADDPS     Z1, Z0, Z0
+	VSHUFF32X4 $0x01, Z0, Z0, Z1
+	VADDPS     Z1, Z0, Z0
+	VPERMILPS  $0x4e, Z0, Z1
+	VADDPS     Z1, Z0, Z0
+	VPERMILPS  $0xb1, Z0, Z1
+	VADDPS     Z1, Z0, Z0
+
+	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
+	CMPL   372(SP), $0x00
+	JE     divide2
+	VMULSS 372(SP), X0, X0
+	JMP    divided3
+
+divide2:
+	VDIVSS 368(SP), X0, X0
+
+divided3:
+	VADDSS   job_eps+0(AX), X0, X0
+	VUCOMISS tlo<>+0(SB), X0
+	JCS      ret
+	VUCOMISS tmax<>+0(SB), X0
+	JHI      ret
+	VSQRTSS  X0, X0, X0
+	VMOVSS   one<>+0(SB), X6
+	VDIVSS   X0, X6, X6
+
+	// Report 1/rms if asked.
+	MOVQ   job_inv+0(AX), R8
+	TESTQ  R8, R8
+	JZ     scale
+	MOVQ   320(SP), R9
+	VMOVSS X6, (R8)(R9*4)
+
+scale:
+	VBROADCASTSS X6, Z0
+	MOVQ         $0x00000000, 344(SP)
+	CMPQ         336(SP), $0x01
+	JE           scalebody
+	VMOVUPS      Z6, 256(SP)
+
+scalerow:
+	MOVQ         344(SP), R8
+	VBROADCASTSS 256(SP)(R8*4), Z0
+
+scalebody:
+	VBROADCASTSS one<>+0(SB), Z1
+
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ  R8, R8
+	MOVQ  job_d+0(AX), R9
+	SUBQ  $0x00000040, R9
+	TESTL $0x00000002, job_flags+0(AX)
+	JNZ   scalepf
+
+scaleloop:
+	CMPQ      R8, R9
+	JG        scaletail
+	VCVTPH2PS (SI)(R8*2), Z2
+	VMULPS    Z0, Z2, Z2
+	VMOVUPS   (BX)(R8*4), Z3
+	VADDPS    Z1, Z3, Z3
+	VMULPS    Z3, Z2, Z2
+	VCVTPS2PH $0x00, Z2, (CX)(R8*2)
+	VCVTPH2PS 32(SI)(R8*2), Z2
+	VMULPS    Z0, Z2, Z2
+	VMOVUPS   64(BX)(R8*4), Z3
+	VADDPS    Z1, Z3, Z3
+	VMULPS    Z3, Z2, Z2
+	VCVTPS2PH $0x00, Z2, 32(CX)(R8*2)
+	VCVTPH2PS 64(SI)(R8*2), Z2
+	VMULPS    Z0, Z2, Z2
+	VMOVUPS   128(BX)(R8*4), Z3
+	VADDPS    Z1, Z3, Z3
+	VMULPS    Z3, Z2, Z2
+	VCVTPS2PH $0x00, Z2, 64(CX)(R8*2)
+	VCVTPH2PS 96(SI)(R8*2), Z2
+	VMULPS    Z0, Z2, Z2
+	VMOVUPS   192(BX)(R8*4), Z3
+	VADDPS    Z1, Z3, Z3
+	VMULPS    Z3, Z2, Z2
+	VCVTPS2PH $0x00, Z2, 96(CX)(R8*2)
+	ADDQ      $0x00000040, R8
+	JMP       scaleloop
+
+scalepf:
+	MOVQ DI, R10
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows4
+	SHLQ $0x03, R10
+
+longrows4:
+	ADDQ  SI, R10
+	TESTL $0x00000001, job_flags+0(AX)
+	JNZ   scalent
+
+scalepfloop:
+	CMPQ       R8, R9
+	JG         scaletail
+	PREFETCHT0 (R10)(R8*2)
+	PREFETCHT0 64(R10)(R8*2)
+	VCVTPH2PS  (SI)(R8*2), Z2
+	VMULPS     Z0, Z2, Z2
+	VMOVUPS    (BX)(R8*4), Z3
+	VADDPS     Z1, Z3, Z3
+	VMULPS     Z3, Z2, Z2
+	VCVTPS2PH  $0x00, Z2, (CX)(R8*2)
+	VCVTPH2PS  32(SI)(R8*2), Z2
+	VMULPS     Z0, Z2, Z2
+	VMOVUPS    64(BX)(R8*4), Z3
+	VADDPS     Z1, Z3, Z3
+	VMULPS     Z3, Z2, Z2
+	VCVTPS2PH  $0x00, Z2, 32(CX)(R8*2)
+	VCVTPH2PS  64(SI)(R8*2), Z2
+	VMULPS     Z0, Z2, Z2
+	VMOVUPS    128(BX)(R8*4), Z3
+	VADDPS     Z1, Z3, Z3
+	VMULPS     Z3, Z2, Z2
+	VCVTPS2PH  $0x00, Z2, 64(CX)(R8*2)
+	VCVTPH2PS  96(SI)(R8*2), Z2
+	VMULPS     Z0, Z2, Z2
+	VMOVUPS    192(BX)(R8*4), Z3
+	VADDPS     Z1, Z3, Z3
+	VMULPS     Z3, Z2, Z2
+	VCVTPS2PH  $0x00, Z2, 96(CX)(R8*2)
+	ADDQ       $0x00000040, R8
+	JMP        scalepfloop
+
+scalent:
+	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
+	MOVQ CX, R11
+	NEGQ R11
+	ANDQ $0x0000003f, R11
+	SHRQ $0x01, R11
+	JZ   scalentloop
+	CMPQ R11, job_d+0(AX)
+	JLE  scalehead
+	MOVQ job_d+0(AX), R11
+
+scalehead:
+	CMPQ      R11, $0x00000010
+	JB        scaleheadpart
+	VCVTPH2PS (SI)(R8*2), Z2
+	VMULPS    Z0, Z2, Z2
+	VMOVUPS   (BX)(R8*4), Z3
+	VADDPS    Z1, Z3, Z3
+	VMULPS    Z3, Z2, Z2
+	VCVTPS2PH $0x00, Z2, (CX)(R8*2)
+	ADDQ      $0x00000010, R8
+	SUBQ      $0x00000010, R11
+	JZ        scalentloop
+
+scaleheadpart:
+	LEAQ        kmask<>+0(SB), R12
+	KMOVW       (R12)(R11*2), K1
+	VCVTPH2PS.Z (SI)(R8*2), K1, Z2
+	VMULPS      Z2, Z0, Z2
+	VMOVUPS.Z   (BX)(R8*4), K1, Z3
+	VADDPS      Z1, Z3, Z3
+	VMULPS      Z3, Z2, Z2
+	VCVTPS2PH   $0x00, Z2, K1, (CX)(R8*2)
+	ADDQ        R11, R8
+
+scalentloop:
+	CMPQ         R8, R9
+	JG           scaletail
+	PREFETCHT0   (R10)(R8*2)
+	PREFETCHT0   64(R10)(R8*2)
+	VCVTPH2PS    (SI)(R8*2), Z2
+	VMULPS       Z0, Z2, Z2
+	VMOVUPS      (BX)(R8*4), Z3
+	VADDPS       Z1, Z3, Z3
+	VMULPS       Z3, Z2, Z2
+	VCVTPH2PS    32(SI)(R8*2), Z3
+	VMULPS       Z0, Z3, Z3
+	VMOVUPS      64(BX)(R8*4), Z4
+	VADDPS       Z1, Z4, Z4
+	VMULPS       Z4, Z3, Z3
+	VCVTPS2PH    $0x00, Z2, Y7
+	VCVTPS2PH    $0x00, Z3, Y2
+	VINSERTI64X4 $0x01, Y2, Z7, Z7
+	VMOVNTDQ     Z7, (CX)(R8*2)
+	VCVTPH2PS    64(SI)(R8*2), Z2
+	VMULPS       Z0, Z2, Z2
+	VMOVUPS      128(BX)(R8*4), Z3
+	VADDPS       Z1, Z3, Z3
+	VMULPS       Z3, Z2, Z2
+	VCVTPH2PS    96(SI)(R8*2), Z3
+	VMULPS       Z0, Z3, Z3
+	VMOVUPS      192(BX)(R8*4), Z4
+	VADDPS       Z1, Z4, Z4
+	VMULPS       Z4, Z3, Z3
+	VCVTPS2PH    $0x00, Z2, Y8
+	VCVTPS2PH    $0x00, Z3, Y2
+	VINSERTI64X4 $0x01, Y2, Z8, Z8
+	VMOVNTDQ     Z8, 64(CX)(R8*2)
+	ADDQ         $0x00000040, R8
+	JMP          scalentloop
+
+scaletail:
+	ADDQ $0x00000030, R9
+
+scaleone:
+	CMPQ      R8, R9
+	JG        scalepart
+	VCVTPH2PS (SI)(R8*2), Z2
+	VMULPS    Z0, Z2, Z2
+	VMOVUPS   (BX)(R8*4), Z3
+	VADDPS    Z1, Z3, Z3
+	VMULPS    Z3, Z2, Z2
+	VCVTPS2PH $0x00, Z2, (CX)(R8*2)
+	ADDQ      $0x00000010, R8
+	JMP       scaleone
+
+scalepart:
+	MOVQ        job_d+0(AX), R11
+	SUBQ        R8, R11
+	JZ          scaled
+	LEAQ        kmask<>+0(SB), R9
+	KMOVW       (R9)(R11*2), K1
+	VCVTPH2PS.Z (SI)(R8*2), K1, Z2
+	VMULPS      Z2, Z0, Z2
+	VMOVUPS.Z   (BX)(R8*4), K1, Z0
+	VADDPS      Z1, Z0, Z0
+	VMULPS      Z0, Z2, Z2
+	VCVTPS2PH   $0x00, Z2, K1, (CX)(R8*2)
+
+scaled:
+	ADDQ DI, DX
+	ADDQ DI, CX
+	ADDQ DI, SI
+	INCQ 320(SP)
+	MOVQ 344(SP), R8
+	INCQ R8
+	MOVQ R8, 344(SP)
+	CMPQ R8, 336(SP)
+	JB   scalerow
+	JMP  row
+
+ret:
+	TESTL $0x00000001, job_flags+0(AX)
+	JZ    vzero
+	SFENCE
+
+vzero:
+	VZEROUPPER
+	MOVQ 320(SP), AX
+	MOVQ AX, ret+24(FP)
+	RET
+
+// func avx512F16AddOffsetRN(j uintptr, from int, to int) int
+// Requires: AVX, AVX512F, MMX+
+TEXT ·avx512F16AddOffsetRN(SB), NOSPLIT, $376-32
+	// avx512F16AddOffsetRN normalizes rows [from, to) of the job: F16 rows: h = round16(x + res) and res = h per element, then y = round16(round16(h*inv)*(1+w)), for each row.
+	// It stops before the first row that needs the float64 path and returns that row's index, or to.
+	MOVQ j+0(FP), AX
+	MOVQ job_dst+0(AX), CX
+	MOVQ job_x+0(AX), DX
+	MOVQ job_w+0(AX), BX
+	MOVQ job_res+0(AX), SI
+	MOVQ job_stride+0(AX), DI
+	SHLQ $0x01, DI
+
+	// fd = float32(d); rd = 1/d when d is a power of two (ss/d is then ss*rd exactly), else 0.
+	MOVQ       job_d+0(AX), R8
+	VMOVSS     one<>+0(SB), X0
+	VCVTSI2SSQ R8, X0, X0
+	VMOVSS     X0, 368(SP)
+	XORL       R10, R10
+	LEAQ       -1(R8), R9
+	TESTQ      R8, R9
+	JNZ        notpow2
+	BSFQ       R8, R9
+	MOVL       $0x0000007f, R10
+	SUBL       R9, R10
+	SHLL       $0x17, R10
+
+notpow2:
+	MOVL R10, 372(SP)
+
+	// Start at row from.
+	MOVQ  from+8(FP), R8
+	MOVQ  R8, 320(SP)
+	MOVQ  $0x00000000, 328(SP)
+	IMULQ DI, R8
+	ADDQ  R8, CX
+	ADDQ  R8, DX
+	ADDQ  R8, SI
+
+row:
+	MOVQ 320(SP), R8
+	CMPQ R8, to+16(FP)
+	JAE  ret
+	MOVQ $0x00000001, 336(SP)
+	MOVQ DX, R8
+	MOVQ SI, R9
+	XORQ R10, R10
+
+	// Sum of squares: element i goes to partial i%64.
+	MOVQ    job_d+0(AX), R11
+	SUBQ    $0x00000040, R11
+	JGE     firstblock
+	VMOVUPS zero64<>+0(SB), Z0
+	VMOVUPS zero64<>+0(SB), Z1
+	VMOVUPS zero64<>+0(SB), Z2
+	VMOVUPS zero64<>+0(SB), Z3
+	XORQ    R10, R10
+	JMP     sumtail
+
+firstblock:
+	// +0 + square is the square itself: the first block initializes the partials.
+	XORQ      R10, R10
+	VCVTPH2PS (R8)(R10*2), Z0
+	VCVTPH2PS (R9)(R10*2), Z1
+	VADDPS    Z1, Z0, Z0
+	VCVTPS2PH $0x00, Z0, Y0
+	VCVTPH2PS Y0, Z0
+	VCVTPS2PH $0x00, Z0, (R9)(R10*2)
+	VMULPS    Z0, Z0, Z0
+	VCVTPH2PS 32(R8)(R10*2), Z1
+	VCVTPH2PS 32(R9)(R10*2), Z2
+	VADDPS    Z2, Z1, Z1
+	VCVTPS2PH $0x00, Z1, Y1
+	VCVTPH2PS Y1, Z1
+	VCVTPS2PH $0x00, Z1, 32(R9)(R10*2)
+	VMULPS    Z1, Z1, Z1
+	VCVTPH2PS 64(R8)(R10*2), Z2
+	VCVTPH2PS 64(R9)(R10*2), Z3
+	VADDPS    Z3, Z2, Z2
+	VCVTPS2PH $0x00, Z2, Y2
+	VCVTPH2PS Y2, Z2
+	VCVTPS2PH $0x00, Z2, 64(R9)(R10*2)
+	VMULPS    Z2, Z2, Z2
+	VCVTPH2PS 96(R8)(R10*2), Z3
+	VCVTPH2PS 96(R9)(R10*2), Z4
+	VADDPS    Z4, Z3, Z3
+	VCVTPS2PH $0x00, Z3, Y3
+	VCVTPH2PS Y3, Z3
+	VCVTPS2PH $0x00, Z3, 96(R9)(R10*2)
+	VMULPS    Z3, Z3, Z3
+	MOVQ      $0x00000040, R10
+	TESTL     $0x00000002, job_flags+0(AX)
+	JNZ       sumpf
+
+sumloop:
+	CMPQ      R10, R11
+	JG        sumtail
+	VCVTPH2PS (R8)(R10*2), Z4
+	VCVTPH2PS (R9)(R10*2), Z5
+	VADDPS    Z5, Z4, Z4
+	VCVTPS2PH $0x00, Z4, Y4
+	VCVTPH2PS Y4, Z4
+	VCVTPS2PH $0x00, Z4, (R9)(R10*2)
+	VMULPS    Z4, Z4, Z4
+	VADDPS    Z4, Z0, Z0
+	VCVTPH2PS 32(R8)(R10*2), Z4
+	VCVTPH2PS 32(R9)(R10*2), Z5
+	VADDPS    Z5, Z4, Z4
+	VCVTPS2PH $0x00, Z4, Y4
+	VCVTPH2PS Y4, Z4
+	VCVTPS2PH $0x00, Z4, 32(R9)(R10*2)
+	VMULPS    Z4, Z4, Z4
+	VADDPS    Z4, Z1, Z1
+	VCVTPH2PS 64(R8)(R10*2), Z4
+	VCVTPH2PS 64(R9)(R10*2), Z5
+	VADDPS    Z5, Z4, Z4
+	VCVTPS2PH $0x00, Z4, Y4
+	VCVTPH2PS Y4, Z4
+	VCVTPS2PH $0x00, Z4, 64(R9)(R10*2)
+	VMULPS    Z4, Z4, Z4
+	VADDPS    Z4, Z2, Z2
+	VCVTPH2PS 96(R8)(R10*2), Z4
+	VCVTPH2PS 96(R9)(R10*2), Z5
+	VADDPS    Z5, Z4, Z4
+	VCVTPS2PH $0x00, Z4, Y4
+	VCVTPH2PS Y4, Z4
+	VCVTPS2PH $0x00, Z4, 96(R9)(R10*2)
+	VMULPS    Z4, Z4, Z4
+	VADDPS    Z4, Z3, Z3
+	ADDQ      $0x00000040, R10
+	JMP       sumloop
+
+	// The same, prefetching the rows ahead.
+sumpf:
+	MOVQ DI, R12
+	SHLQ $0x01, R12
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows1
+	SHLQ $0x03, R12
+
+longrows1:
+	ADDQ R8, R12
+
+sumpfloop:
+	CMPQ       R10, R11
+	JG         sumtail
+	PREFETCHT0 (R12)(R10*2)
+	PREFETCHT0 64(R12)(R10*2)
+	VCVTPH2PS  (R8)(R10*2), Z4
+	VCVTPH2PS  (R9)(R10*2), Z5
+	VADDPS     Z5, Z4, Z4
+	VCVTPS2PH  $0x00, Z4, Y4
+	VCVTPH2PS  Y4, Z4
+	VCVTPS2PH  $0x00, Z4, (R9)(R10*2)
+	VMULPS     Z4, Z4, Z4
+	VADDPS     Z4, Z0, Z0
+	VCVTPH2PS  32(R8)(R10*2), Z4
+	VCVTPH2PS  32(R9)(R10*2), Z5
+	VADDPS     Z5, Z4, Z4
+	VCVTPS2PH  $0x00, Z4, Y4
+	VCVTPH2PS  Y4, Z4
+	VCVTPS2PH  $0x00, Z4, 32(R9)(R10*2)
+	VMULPS     Z4, Z4, Z4
+	VADDPS     Z4, Z1, Z1
+	VCVTPH2PS  64(R8)(R10*2), Z4
+	VCVTPH2PS  64(R9)(R10*2), Z5
+	VADDPS     Z5, Z4, Z4
+	VCVTPS2PH  $0x00, Z4, Y4
+	VCVTPH2PS  Y4, Z4
+	VCVTPS2PH  $0x00, Z4, 64(R9)(R10*2)
+	VMULPS     Z4, Z4, Z4
+	VADDPS     Z4, Z2, Z2
+	VCVTPH2PS  96(R8)(R10*2), Z4
+	VCVTPH2PS  96(R9)(R10*2), Z5
+	VADDPS     Z5, Z4, Z4
+	VCVTPS2PH  $0x00, Z4, Y4
+	VCVTPH2PS  Y4, Z4
+	VCVTPS2PH  $0x00, Z4, 96(R9)(R10*2)
+	VMULPS     Z4, Z4, Z4
+	VADDPS     Z4, Z3, Z3
+	ADDQ       $0x00000040, R10
+	JMP        sumpfloop
+
+sumtail:
+	// Fewer than 64 elements remain.
+	MOVQ job_d+0(AX), R11
+	SUBQ R10, R11
+	JZ   summed
+	LEAQ kmask<>+0(SB), R12
+	MOVQ R11, R13
+	CMPQ R13, $0x00000010
+	JLE  tailmask0
+	MOVQ $0x00000010, R13
+
+tailmask0:
+	KMOVW       (R12)(R13*2), K1
+	VCVTPH2PS.Z (R8)(R10*2), K1, Z4
+	VCVTPH2PS.Z (R9)(R10*2), K1, Z5
+	VADDPS      Z5, Z4, Z4
+	VCVTPS2PH   $0x00, Z4, Y4
+	VCVTPH2PS   Y4, Z4
+	VCVTPS2PH   $0x00, Z4, K1, (R9)(R10*2)
+	VMULPS      Z4, Z4, Z4
+	VADDPS      Z4, Z0, Z0
+	MOVQ        R11, R13
+	SUBQ        $0x00000010, R13
+	JLE         summed
+	CMPQ        R13, $0x00000010
+	JLE         tailmask1
+	MOVQ        $0x00000010, R13
+
+tailmask1:
+	KMOVW       (R12)(R13*2), K1
+	VCVTPH2PS.Z 32(R8)(R10*2), K1, Z4
+	VCVTPH2PS.Z 32(R9)(R10*2), K1, Z5
+	VADDPS      Z5, Z4, Z4
+	VCVTPS2PH   $0x00, Z4, Y4
+	VCVTPH2PS   Y4, Z4
+	VCVTPS2PH   $0x00, Z4, K1, 32(R9)(R10*2)
+	VMULPS      Z4, Z4, Z4
+	VADDPS      Z4, Z1, Z1
+	MOVQ        R11, R13
+	SUBQ        $0x00000020, R13
+	JLE         summed
+	CMPQ        R13, $0x00000010
+	JLE         tailmask2
+	MOVQ        $0x00000010, R13
+
+tailmask2:
+	KMOVW       (R12)(R13*2), K1
+	VCVTPH2PS.Z 64(R8)(R10*2), K1, Z4
+	VCVTPH2PS.Z 64(R9)(R10*2), K1, Z5
+	VADDPS      Z5, Z4, Z4
+	VCVTPS2PH   $0x00, Z4, Y4
+	VCVTPH2PS   Y4, Z4
+	VCVTPS2PH   $0x00, Z4, K1, 64(R9)(R10*2)
+	VMULPS      Z4, Z4, Z4
+	VADDPS      Z4, Z2, Z2
+	SUBQ        $0x00000030, R11
+	JLE         summed
+	CMPQ        R11, $0x00000010
+	JLE         tailmask3
+	MOVQ        $0x00000010, R11
+
+tailmask3:
+	KMOVW       (R12)(R11*2), K1
+	VCVTPH2PS.Z 96(R8)(R10*2), K1, Z4
+	VCVTPH2PS.Z 96(R9)(R10*2), K1, Z5
+	VADDPS      Z5, Z4, Z4
+	VCVTPS2PH   $0x00, Z4, Y4
+	VCVTPH2PS   Y4, Z4
+	VCVTPS2PH   $0x00, Z4, K1, 96(R9)(R10*2)
+	VMULPS      Z4, Z4, Z4
+	VADDPS      Z4, Z3, Z3
+
+summed:
+	VADDPS Z2, Z0, Z0
+	VADDPS Z3, Z1, Z1
+	VADDPS Z1, Z0, Z0
+
+	// Halving tree: p[j] += p[j+h] for the remaining h, down to ss.
+	VSHUFF64X2 $0xee, Z0, Z0, Z1
+	VADDPS     Z1, Z0, Z0
+	VSHUFF32X4 $0x01, Z0, Z0, Z1
+	VADDPS     Z1, Z0, Z0
+	VPERMILPS  $0x4e, Z0, Z1
+	VADDPS     Z1, Z0, Z0
+	VPERMILPS  $0xb1, Z0, Z1
+	VADDPS     Z1, Z0, Z0
+
+	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
+	CMPL   372(SP), $0x00
+	JE     divide2
+	VMULSS 372(SP), X0, X0
+	JMP    divided3
+
+divide2:
+	VDIVSS 368(SP), X0, X0
+
+divided3:
+	VADDSS   job_eps+0(AX), X0, X0
+	VUCOMISS tlo<>+0(SB), X0
+	JCS      ret
+	VUCOMISS tmax<>+0(SB), X0
+	JHI      ret
+	VSQRTSS  X0, X0, X0
+	VMOVSS   one<>+0(SB), X6
+	VDIVSS   X0, X6, X6
+
+	// Report 1/rms if asked.
+	MOVQ   job_inv+0(AX), R8
+	TESTQ  R8, R8
+	JZ     scale
+	MOVQ   320(SP), R9
+	VMOVSS X6, (R8)(R9*4)
+
+scale:
+	VBROADCASTSS X6, Z0
+	MOVQ         $0x00000000, 344(SP)
+	CMPQ         336(SP), $0x01
+	JE           scalebody
+	VMOVUPS      Z6, 256(SP)
+
+scalerow:
+	MOVQ         344(SP), R8
+	VBROADCASTSS 256(SP)(R8*4), Z0
+
+scalebody:
+	VBROADCASTSS one<>+0(SB), Z1
+
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ  R8, R8
+	MOVQ  job_d+0(AX), R9
+	SUBQ  $0x00000040, R9
+	TESTL $0x00000002, job_flags+0(AX)
+	JNZ   scalepf
+
+scaleloop:
+	CMPQ      R8, R9
+	JG        scaletail
+	VCVTPH2PS (SI)(R8*2), Z2
+	VMULPS    Z0, Z2, Z2
+	VCVTPS2PH $0x00, Z2, Y2
+	VCVTPH2PS Y2, Z2
+	VMOVUPS   (BX)(R8*4), Z3
+	VADDPS    Z1, Z3, Z3
+	VMULPS    Z3, Z2, Z2
+	VCVTPS2PH $0x00, Z2, (CX)(R8*2)
+	VCVTPH2PS 32(SI)(R8*2), Z2
+	VMULPS    Z0, Z2, Z2
+	VCVTPS2PH $0x00, Z2, Y2
+	VCVTPH2PS Y2, Z2
+	VMOVUPS   64(BX)(R8*4), Z3
+	VADDPS    Z1, Z3, Z3
+	VMULPS    Z3, Z2, Z2
+	VCVTPS2PH $0x00, Z2, 32(CX)(R8*2)
+	VCVTPH2PS 64(SI)(R8*2), Z2
+	VMULPS    Z0, Z2, Z2
+	VCVTPS2PH $0x00, Z2, Y2
+	VCVTPH2PS Y2, Z2
+	VMOVUPS   128(BX)(R8*4), Z3
+	VADDPS    Z1, Z3, Z3
+	VMULPS    Z3, Z2, Z2
+	VCVTPS2PH $0x00, Z2, 64(CX)(R8*2)
+	VCVTPH2PS 96(SI)(R8*2), Z2
+	VMULPS    Z0, Z2, Z2
+	VCVTPS2PH $0x00, Z2, Y2
+	VCVTPH2PS Y2, Z2
+	VMOVUPS   192(BX)(R8*4), Z3
+	VADDPS    Z1, Z3, Z3
+	VMULPS    Z3, Z2, Z2
+	VCVTPS2PH $0x00, Z2, 96(CX)(R8*2)
+	ADDQ      $0x00000040, R8
+	JMP       scaleloop
+
+scalepf:
+	MOVQ DI, R10
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows4
+	SHLQ $0x03, R10
+
+longrows4:
+	ADDQ  SI, R10
+	TESTL $0x00000001, job_flags+0(AX)
+	JNZ   scalent
+
+scalepfloop:
+	CMPQ       R8, R9
+	JG         scaletail
+	PREFETCHT0 (R10)(R8*2)
+	PREFETCHT0 64(R10)(R8*2)
+	VCVTPH2PS  (SI)(R8*2), Z2
+	VMULPS     Z0, Z2, Z2
+	VCVTPS2PH  $0x00, Z2, Y2
+	VCVTPH2PS  Y2, Z2
+	VMOVUPS    (BX)(R8*4), Z3
+	VADDPS     Z1, Z3, Z3
+	VMULPS     Z3, Z2, Z2
+	VCVTPS2PH  $0x00, Z2, (CX)(R8*2)
+	VCVTPH2PS  32(SI)(R8*2), Z2
+	VMULPS     Z0, Z2, Z2
+	VCVTPS2PH  $0x00, Z2, Y2
+	VCVTPH2PS  Y2, Z2
+	VMOVUPS    64(BX)(R8*4), Z3
+	VADDPS     Z1, Z3, Z3
+	VMULPS     Z3, Z2, Z2
+	VCVTPS2PH  $0x00, Z2, 32(CX)(R8*2)
+	VCVTPH2PS  64(SI)(R8*2), Z2
+	VMULPS     Z0, Z2, Z2
+	VCVTPS2PH  $0x00, Z2, Y2
+	VCVTPH2PS  Y2, Z2
+	VMOVUPS    128(BX)(R8*4), Z3
+	VADDPS     Z1, Z3, Z3
+	VMULPS     Z3, Z2, Z2
+	VCVTPS2PH  $0x00, Z2, 64(CX)(R8*2)
+	VCVTPH2PS  96(SI)(R8*2), Z2
+	VMULPS     Z0, Z2, Z2
+	VCVTPS2PH  $0x00, Z2, Y2
+	VCVTPH2PS  Y2, Z2
+	VMOVUPS    192(BX)(R8*4), Z3
+	VADDPS     Z1, Z3, Z3
+	VMULPS     Z3, Z2, Z2
+	VCVTPS2PH  $0x00, Z2, 96(CX)(R8*2)
+	ADDQ       $0x00000040, R8
+	JMP        scalepfloop
+
+scalent:
+	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
+	MOVQ CX, R11
+	NEGQ R11
+	ANDQ $0x0000003f, R11
+	SHRQ $0x01, R11
+	JZ   scalentloop
+	CMPQ R11, job_d+0(AX)
+	JLE  scalehead
+	MOVQ job_d+0(AX), R11
+
+scalehead:
+	CMPQ      R11, $0x00000010
+	JB        scaleheadpart
+	VCVTPH2PS (SI)(R8*2), Z2
+	VMULPS    Z0, Z2, Z2
+	VCVTPS2PH $0x00, Z2, Y2
+	VCVTPH2PS Y2, Z2
+	VMOVUPS   (BX)(R8*4), Z3
+	VADDPS    Z1, Z3, Z3
+	VMULPS    Z3, Z2, Z2
+	VCVTPS2PH $0x00, Z2, (CX)(R8*2)
+	ADDQ      $0x00000010, R8
+	SUBQ      $0x00000010, R11
+	JZ        scalentloop
+
+scaleheadpart:
+	LEAQ        kmask<>+0(SB), R12
+	KMOVW       (R12)(R11*2), K1
+	VCVTPH2PS.Z (SI)(R8*2), K1, Z2
+	VMULPS      Z2, Z0, Z2
+	VCVTPS2PH   $0x00, Z2, Y2
+	VCVTPH2PS   Y2, Z2
+	VMOVUPS.Z   (BX)(R8*4), K1, Z3
+	VADDPS      Z1, Z3, Z3
+	VMULPS      Z3, Z2, Z2
+	VCVTPS2PH   $0x00, Z2, K1, (CX)(R8*2)
+	ADDQ        R11, R8
+
+scalentloop:
+	CMPQ         R8, R9
+	JG           scaletail
+	PREFETCHT0   (R10)(R8*2)
+	PREFETCHT0   64(R10)(R8*2)
+	VCVTPH2PS    (SI)(R8*2), Z2
+	VMULPS       Z0, Z2, Z2
+	VCVTPS2PH    $0x00, Z2, Y2
+	VCVTPH2PS    Y2, Z2
+	VMOVUPS      (BX)(R8*4), Z3
+	VADDPS       Z1, Z3, Z3
+	VMULPS       Z3, Z2, Z2
+	VCVTPH2PS    32(SI)(R8*2), Z3
+	VMULPS       Z0, Z3, Z3
+	VCVTPS2PH    $0x00, Z3, Y3
+	VCVTPH2PS    Y3, Z3
+	VMOVUPS      64(BX)(R8*4), Z4
+	VADDPS       Z1, Z4, Z4
+	VMULPS       Z4, Z3, Z3
+	VCVTPS2PH    $0x00, Z2, Y7
+	VCVTPS2PH    $0x00, Z3, Y2
+	VINSERTI64X4 $0x01, Y2, Z7, Z7
+	VMOVNTDQ     Z7, (CX)(R8*2)
+	VCVTPH2PS    64(SI)(R8*2), Z2
+	VMULPS       Z0, Z2, Z2
+	VCVTPS2PH    $0x00, Z2, Y2
+	VCVTPH2PS    Y2, Z2
+	VMOVUPS      128(BX)(R8*4), Z3
+	VADDPS       Z1, Z3, Z3
+	VMULPS       Z3, Z2, Z2
+	VCVTPH2PS    96(SI)(R8*2), Z3
+	VMULPS       Z0, Z3, Z3
+	VCVTPS2PH    $0x00, Z3, Y3
+	VCVTPH2PS    Y3, Z3
+	VMOVUPS      192(BX)(R8*4), Z4
+	VADDPS       Z1, Z4, Z4
+	VMULPS       Z4, Z3, Z3
+	VCVTPS2PH    $0x00, Z2, Y8
+	VCVTPS2PH    $0x00, Z3, Y2
+	VINSERTI64X4 $0x01, Y2, Z8, Z8
+	VMOVNTDQ     Z8, 64(CX)(R8*2)
+	ADDQ         $0x00000040, R8
+	JMP          scalentloop
+
+scaletail:
+	ADDQ $0x00000030, R9
+
+scaleone:
+	CMPQ      R8, R9
+	JG        scalepart
+	VCVTPH2PS (SI)(R8*2), Z2
+	VMULPS    Z0, Z2, Z2
+	VCVTPS2PH $0x00, Z2, Y2
+	VCVTPH2PS Y2, Z2
+	VMOVUPS   (BX)(R8*4), Z3
+	VADDPS    Z1, Z3, Z3
+	VMULPS    Z3, Z2, Z2
+	VCVTPS2PH $0x00, Z2, (CX)(R8*2)
+	ADDQ      $0x00000010, R8
+	JMP       scaleone
+
+scalepart:
+	MOVQ        job_d+0(AX), R11
+	SUBQ        R8, R11
+	JZ          scaled
+	LEAQ        kmask<>+0(SB), R9
+	KMOVW       (R9)(R11*2), K1
+	VCVTPH2PS.Z (SI)(R8*2), K1, Z2
+	VMULPS      Z2, Z0, Z2
+	VCVTPS2PH   $0x00, Z2, Y0
+	VCVTPH2PS   Y0, Z0
+	VMOVUPS.Z   (BX)(R8*4), K1, Z2
+	VADDPS      Z1, Z2, Z2
+	VMULPS      Z2, Z0, Z0
+	VCVTPS2PH   $0x00, Z0, K1, (CX)(R8*2)
+
+scaled:
+	ADDQ DI, DX
+	ADDQ DI, CX
+	ADDQ DI, SI
+	INCQ 320(SP)
+	MOVQ 344(SP), R8
+	INCQ R8
+	MOVQ R8, 344(SP)
+	CMPQ R8, 336(SP)
+	JB   scalerow
+	JMP  row
+
+ret:
+	TESTL $0x00000001, job_flags+0(AX)
+	JZ    vzero
+	SFENCE
+
+vzero:
+	VZEROUPPER
+	MOVQ 320(SP), AX
+	MOVQ AX, ret+24(FP)
+	RET
+
+// func avx512F16AddUnweighted(j uintptr, from int, to int) int
+// Requires: AVX, AVX512F, MMX+
+TEXT ·avx512F16AddUnweighted(SB), NOSPLIT, $376-32
+	// avx512F16AddUnweighted normalizes rows [from, to) of the job: F16 rows: h = round16(x + res) and res = h per element, then y = round16(h*inv), for each row.
+	// It stops before the first row that needs the float64 path and returns that row's index, or to.
+	MOVQ j+0(FP), AX
+	MOVQ job_dst+0(AX), CX
+	MOVQ job_x+0(AX), DX
+	MOVQ job_res+0(AX), BX
+	MOVQ job_stride+0(AX), SI
+	SHLQ $0x01, SI
+
+	// fd = float32(d); rd = 1/d when d is a power of two (ss/d is then ss*rd exactly), else 0.
+	MOVQ       job_d+0(AX), DI
+	VMOVSS     one<>+0(SB), X0
+	VCVTSI2SSQ DI, X0, X0
+	VMOVSS     X0, 368(SP)
+	XORL       R9, R9
+	LEAQ       -1(DI), R8
+	TESTQ      DI, R8
+	JNZ        notpow2
+	BSFQ       DI, R8
+	MOVL       $0x0000007f, R9
+	SUBL       R8, R9
+	SHLL       $0x17, R9
+
+notpow2:
+	MOVL R9, 372(SP)
+
+	// Start at row from.
+	MOVQ  from+8(FP), DI
+	MOVQ  DI, 320(SP)
+	MOVQ  $0x00000000, 328(SP)
+	IMULQ SI, DI
+	ADDQ  DI, CX
+	ADDQ  DI, DX
+	ADDQ  DI, BX
+
+row:
+	MOVQ 320(SP), DI
+	CMPQ DI, to+16(FP)
+	JAE  ret
+	MOVQ $0x00000001, 336(SP)
+	MOVQ DX, DI
+	MOVQ BX, R8
+	XORQ R9, R9
+
+	// Sum of squares: element i goes to partial i%64.
+	MOVQ    job_d+0(AX), R10
+	SUBQ    $0x00000040, R10
+	JGE     firstblock
+	VMOVUPS zero64<>+0(SB), Z0
+	VMOVUPS zero64<>+0(SB), Z1
+	VMOVUPS zero64<>+0(SB), Z2
+	VMOVUPS zero64<>+0(SB), Z3
+	XORQ    R9, R9
+	JMP     sumtail
+
+firstblock:
+	// +0 + square is the square itself: the first block initializes the partials.
+	XORQ      R9, R9
+	VCVTPH2PS (DI)(R9*2), Z0
+	VCVTPH2PS (R8)(R9*2), Z1
+	VADDPS    Z1, Z0, Z0
+	VCVTPS2PH $0x00, Z0, Y0
+	VCVTPH2PS Y0, Z0
+	VCVTPS2PH $0x00, Z0, (R8)(R9*2)
+	VMULPS    Z0, Z0, Z0
+	VCVTPH2PS 32(DI)(R9*2), Z1
+	VCVTPH2PS 32(R8)(R9*2), Z2
+	VADDPS    Z2, Z1, Z1
+	VCVTPS2PH $0x00, Z1, Y1
+	VCVTPH2PS Y1, Z1
+	VCVTPS2PH $0x00, Z1, 32(R8)(R9*2)
+	VMULPS    Z1, Z1, Z1
+	VCVTPH2PS 64(DI)(R9*2), Z2
+	VCVTPH2PS 64(R8)(R9*2), Z3
+	VADDPS    Z3, Z2, Z2
+	VCVTPS2PH $0x00, Z2, Y2
+	VCVTPH2PS Y2, Z2
+	VCVTPS2PH $0x00, Z2, 64(R8)(R9*2)
+	VMULPS    Z2, Z2, Z2
+	VCVTPH2PS 96(DI)(R9*2), Z3
+	VCVTPH2PS 96(R8)(R9*2), Z4
+	VADDPS    Z4, Z3, Z3
+	VCVTPS2PH $0x00, Z3, Y3
+	VCVTPH2PS Y3, Z3
+	VCVTPS2PH $0x00, Z3, 96(R8)(R9*2)
+	VMULPS    Z3, Z3, Z3
+	MOVQ      $0x00000040, R9
+	TESTL     $0x00000002, job_flags+0(AX)
+	JNZ       sumpf
+
+sumloop:
+	CMPQ      R9, R10
+	JG        sumtail
+	VCVTPH2PS (DI)(R9*2), Z4
+	VCVTPH2PS (R8)(R9*2), Z5
+	VADDPS    Z5, Z4, Z4
+	VCVTPS2PH $0x00, Z4, Y4
+	VCVTPH2PS Y4, Z4
+	VCVTPS2PH $0x00, Z4, (R8)(R9*2)
+	VMULPS    Z4, Z4, Z4
+	VADDPS    Z4, Z0, Z0
+	VCVTPH2PS 32(DI)(R9*2), Z4
+	VCVTPH2PS 32(R8)(R9*2), Z5
+	VADDPS    Z5, Z4, Z4
+	VCVTPS2PH $0x00, Z4, Y4
+	VCVTPH2PS Y4, Z4
+	VCVTPS2PH $0x00, Z4, 32(R8)(R9*2)
+	VMULPS    Z4, Z4, Z4
+	VADDPS    Z4, Z1, Z1
+	VCVTPH2PS 64(DI)(R9*2), Z4
+	VCVTPH2PS 64(R8)(R9*2), Z5
+	VADDPS    Z5, Z4, Z4
+	VCVTPS2PH $0x00, Z4, Y4
+	VCVTPH2PS Y4, Z4
+	VCVTPS2PH $0x00, Z4, 64(R8)(R9*2)
+	VMULPS    Z4, Z4, Z4
+	VADDPS    Z4, Z2, Z2
+	VCVTPH2PS 96(DI)(R9*2), Z4
+	VCVTPH2PS 96(R8)(R9*2), Z5
+	VADDPS    Z5, Z4, Z4
+	VCVTPS2PH $0x00, Z4, Y4
+	VCVTPH2PS Y4, Z4
+	VCVTPS2PH $0x00, Z4, 96(R8)(R9*2)
+	VMULPS    Z4, Z4, Z4
+	VADDPS    Z4, Z3, Z3
+	ADDQ      $0x00000040, R9
+	JMP       sumloop
+
+	// The same, prefetching the rows ahead.
+sumpf:
+	MOVQ SI, R11
+	SHLQ $0x01, R11
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows1
+	SHLQ $0x03, R11
+
+longrows1:
+	ADDQ DI, R11
+
+sumpfloop:
+	CMPQ       R9, R10
+	JG         sumtail
+	PREFETCHT0 (R11)(R9*2)
+	PREFETCHT0 64(R11)(R9*2)
+	VCVTPH2PS  (DI)(R9*2), Z4
+	VCVTPH2PS  (R8)(R9*2), Z5
+	VADDPS     Z5, Z4, Z4
+	VCVTPS2PH  $0x00, Z4, Y4
+	VCVTPH2PS  Y4, Z4
+	VCVTPS2PH  $0x00, Z4, (R8)(R9*2)
+	VMULPS     Z4, Z4, Z4
+	VADDPS     Z4, Z0, Z0
+	VCVTPH2PS  32(DI)(R9*2), Z4
+	VCVTPH2PS  32(R8)(R9*2), Z5
+	VADDPS     Z5, Z4, Z4
+	VCVTPS2PH  $0x00, Z4, Y4
+	VCVTPH2PS  Y4, Z4
+	VCVTPS2PH  $0x00, Z4, 32(R8)(R9*2)
+	VMULPS     Z4, Z4, Z4
+	VADDPS     Z4, Z1, Z1
+	VCVTPH2PS  64(DI)(R9*2), Z4
+	VCVTPH2PS  64(R8)(R9*2), Z5
+	VADDPS     Z5, Z4, Z4
+	VCVTPS2PH  $0x00, Z4, Y4
+	VCVTPH2PS  Y4, Z4
+	VCVTPS2PH  $0x00, Z4, 64(R8)(R9*2)
+	VMULPS     Z4, Z4, Z4
+	VADDPS     Z4, Z2, Z2
+	VCVTPH2PS  96(DI)(R9*2), Z4
+	VCVTPH2PS  96(R8)(R9*2), Z5
+	VADDPS     Z5, Z4, Z4
+	VCVTPS2PH  $0x00, Z4, Y4
+	VCVTPH2PS  Y4, Z4
+	VCVTPS2PH  $0x00, Z4, 96(R8)(R9*2)
+	VMULPS     Z4, Z4, Z4
+	VADDPS     Z4, Z3, Z3
+	ADDQ       $0x00000040, R9
+	JMP        sumpfloop
+
+sumtail:
+	// Fewer than 64 elements remain.
+	MOVQ job_d+0(AX), R10
+	SUBQ R9, R10
+	JZ   summed
+	LEAQ kmask<>+0(SB), R11
+	MOVQ R10, R12
+	CMPQ R12, $0x00000010
+	JLE  tailmask0
+	MOVQ $0x00000010, R12
+
+tailmask0:
+	KMOVW       (R11)(R12*2), K1
+	VCVTPH2PS.Z (DI)(R9*2), K1, Z4
+	VCVTPH2PS.Z (R8)(R9*2), K1, Z5
+	VADDPS      Z5, Z4, Z4
+	VCVTPS2PH   $0x00, Z4, Y4
+	VCVTPH2PS   Y4, Z4
+	VCVTPS2PH   $0x00, Z4, K1, (R8)(R9*2)
+	VMULPS      Z4, Z4, Z4
+	VADDPS      Z4, Z0, Z0
+	MOVQ        R10, R12
+	SUBQ        $0x00000010, R12
+	JLE         summed
+	CMPQ        R12, $0x00000010
+	JLE         tailmask1
+	MOVQ        $0x00000010, R12
+
+tailmask1:
+	KMOVW       (R11)(R12*2), K1
+	VCVTPH2PS.Z 32(DI)(R9*2), K1, Z4
+	VCVTPH2PS.Z 32(R8)(R9*2), K1, Z5
+	VADDPS      Z5, Z4, Z4
+	VCVTPS2PH   $0x00, Z4, Y4
+	VCVTPH2PS   Y4, Z4
+	VCVTPS2PH   $0x00, Z4, K1, 32(R8)(R9*2)
+	VMULPS      Z4, Z4, Z4
+	VADDPS      Z4, Z1, Z1
+	MOVQ        R10, R12
+	SUBQ        $0x00000020, R12
+	JLE         summed
+	CMPQ        R12, $0x00000010
+	JLE         tailmask2
+	MOVQ        $0x00000010, R12
+
+tailmask2:
+	KMOVW       (R11)(R12*2), K1
+	VCVTPH2PS.Z 64(DI)(R9*2), K1, Z4
+	VCVTPH2PS.Z 64(R8)(R9*2), K1, Z5
+	VADDPS      Z5, Z4, Z4
+	VCVTPS2PH   $0x00, Z4, Y4
+	VCVTPH2PS   Y4, Z4
+	VCVTPS2PH   $0x00, Z4, K1, 64(R8)(R9*2)
+	VMULPS      Z4, Z4, Z4
+	VADDPS      Z4, Z2, Z2
+	SUBQ        $0x00000030, R10
+	JLE         summed
+	CMPQ        R10, $0x00000010
+	JLE         tailmask3
+	MOVQ        $0x00000010, R10
+
+tailmask3:
+	KMOVW       (R11)(R10*2), K1
+	VCVTPH2PS.Z 96(DI)(R9*2), K1, Z4
+	VCVTPH2PS.Z 96(R8)(R9*2), K1, Z5
+	VADDPS      Z5, Z4, Z4
+	VCVTPS2PH   $0x00, Z4, Y4
+	VCVTPH2PS   Y4, Z4
+	VCVTPS2PH   $0x00, Z4, K1, 96(R8)(R9*2)
+	VMULPS      Z4, Z4, Z4
+	VADDPS      Z4, Z3, Z3
+
+summed:
+	VADDPS Z2, Z0, Z0
+	VADDPS Z3, Z1, Z1
+	VADDPS Z1, Z0, Z0
+
+	// Halving tree: p[j] += p[j+h] for the remaining h, down to ss.
+	VSHUFF64X2 $0xee, Z0, Z0, Z1
+	VADDPS     Z1, Z0, Z0
+	VSHUFF32X4 $0x01, Z0, Z0, Z1
+	VADDPS     Z1, Z0, Z0
+	VPERMILPS  $0x4e, Z0, Z1
+	VADDPS     Z1, Z0, Z0
+	VPERMILPS  $0xb1, Z0, Z1
+	VADDPS     Z1, Z0, Z0
+
+	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
+	CMPL   372(SP), $0x00
+	JE     divide2
+	VMULSS 372(SP), X0, X0
+	JMP    divided3
+
+divide2:
+	VDIVSS 368(SP), X0, X0
+
+divided3:
+	VADDSS   job_eps+0(AX), X0, X0
+	VUCOMISS tlo<>+0(SB), X0
+	JCS      ret
+	VUCOMISS tmax<>+0(SB), X0
+	JHI      ret
+	VSQRTSS  X0, X0, X0
+	VMOVSS   one<>+0(SB), X6
+	VDIVSS   X0, X6, X6
+
+	// Report 1/rms if asked.
+	MOVQ   job_inv+0(AX), DI
+	TESTQ  DI, DI
+	JZ     scale
+	MOVQ   320(SP), R8
+	VMOVSS X6, (DI)(R8*4)
+
+scale:
+	VBROADCASTSS X6, Z0
+	MOVQ         $0x00000000, 344(SP)
+	CMPQ         336(SP), $0x01
+	JE           scalebody
+	VMOVUPS      Z6, 256(SP)
+
+scalerow:
+	MOVQ         344(SP), DI
+	VBROADCASTSS 256(SP)(DI*4), Z0
+
+scalebody:
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ  DI, DI
+	MOVQ  job_d+0(AX), R8
+	SUBQ  $0x00000040, R8
+	TESTL $0x00000002, job_flags+0(AX)
+	JNZ   scalepf
+
+scaleloop:
+	CMPQ      DI, R8
+	JG        scaletail
+	VCVTPH2PS (BX)(DI*2), Z1
+	VMULPS    Z0, Z1, Z1
+	VCVTPS2PH $0x00, Z1, (CX)(DI*2)
+	VCVTPH2PS 32(BX)(DI*2), Z1
+	VMULPS    Z0, Z1, Z1
+	VCVTPS2PH $0x00, Z1, 32(CX)(DI*2)
+	VCVTPH2PS 64(BX)(DI*2), Z1
+	VMULPS    Z0, Z1, Z1
+	VCVTPS2PH $0x00, Z1, 64(CX)(DI*2)
+	VCVTPH2PS 96(BX)(DI*2), Z1
+	VMULPS    Z0, Z1, Z1
+	VCVTPS2PH $0x00, Z1, 96(CX)(DI*2)
+	ADDQ      $0x00000040, DI
+	JMP       scaleloop
+
+scalepf:
+	MOVQ SI, R9
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows4
+	SHLQ $0x03, R9
+
+longrows4:
+	ADDQ  BX, R9
+	TESTL $0x00000001, job_flags+0(AX)
+	JNZ   scalent
+
+scalepfloop:
+	CMPQ       DI, R8
+	JG         scaletail
+	PREFETCHT0 (R9)(DI*2)
+	PREFETCHT0 64(R9)(DI*2)
+	VCVTPH2PS  (BX)(DI*2), Z1
+	VMULPS     Z0, Z1, Z1
+	VCVTPS2PH  $0x00, Z1, (CX)(DI*2)
+	VCVTPH2PS  32(BX)(DI*2), Z1
+	VMULPS     Z0, Z1, Z1
+	VCVTPS2PH  $0x00, Z1, 32(CX)(DI*2)
+	VCVTPH2PS  64(BX)(DI*2), Z1
+	VMULPS     Z0, Z1, Z1
+	VCVTPS2PH  $0x00, Z1, 64(CX)(DI*2)
+	VCVTPH2PS  96(BX)(DI*2), Z1
+	VMULPS     Z0, Z1, Z1
+	VCVTPS2PH  $0x00, Z1, 96(CX)(DI*2)
+	ADDQ       $0x00000040, DI
+	JMP        scalepfloop
+
+scalent:
+	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
+	MOVQ CX, R10
+	NEGQ R10
+	ANDQ $0x0000003f, R10
+	SHRQ $0x01, R10
+	JZ   scalentloop
+	CMPQ R10, job_d+0(AX)
+	JLE  scalehead
+	MOVQ job_d+0(AX), R10
+
+scalehead:
+	CMPQ      R10, $0x00000010
+	JB        scaleheadpart
+	VCVTPH2PS (BX)(DI*2), Z1
+	VMULPS    Z0, Z1, Z1
+	VCVTPS2PH $0x00, Z1, (CX)(DI*2)
+	ADDQ      $0x00000010, DI
+	SUBQ      $0x00000010, R10
+	JZ        scalentloop
+
+scaleheadpart:
+	LEAQ        kmask<>+0(SB), R11
+	KMOVW       (R11)(R10*2), K1
+	VCVTPH2PS.Z (BX)(DI*2), K1, Z1
+	VMULPS      Z1, Z0, Z1
+	VCVTPS2PH   $0x00, Z1, K1, (CX)(DI*2)
+	ADDQ        R10, DI
+
+scalentloop:
+	CMPQ         DI, R8
+	JG           scaletail
+	PREFETCHT0   (R9)(DI*2)
+	PREFETCHT0   64(R9)(DI*2)
+	VCVTPH2PS    (BX)(DI*2), Z1
+	VMULPS       Z0, Z1, Z1
+	VCVTPH2PS    32(BX)(DI*2), Z2
+	VMULPS       Z0, Z2, Z2
+	VCVTPS2PH    $0x00, Z1, Y7
+	VCVTPS2PH    $0x00, Z2, Y1
+	VINSERTI64X4 $0x01, Y1, Z7, Z7
+	VMOVNTDQ     Z7, (CX)(DI*2)
+	VCVTPH2PS    64(BX)(DI*2), Z1
+	VMULPS       Z0, Z1, Z1
+	VCVTPH2PS    96(BX)(DI*2), Z2
+	VMULPS       Z0, Z2, Z2
+	VCVTPS2PH    $0x00, Z1, Y8
+	VCVTPS2PH    $0x00, Z2, Y1
+	VINSERTI64X4 $0x01, Y1, Z8, Z8
+	VMOVNTDQ     Z8, 64(CX)(DI*2)
+	ADDQ         $0x00000040, DI
+	JMP          scalentloop
+
+scaletail:
+	ADDQ $0x00000030, R8
+
+scaleone:
+	CMPQ      DI, R8
+	JG        scalepart
+	VCVTPH2PS (BX)(DI*2), Z1
+	VMULPS    Z0, Z1, Z1
+	VCVTPS2PH $0x00, Z1, (CX)(DI*2)
+	ADDQ      $0x00000010, DI
+	JMP       scaleone
+
+scalepart:
+	MOVQ        job_d+0(AX), R10
+	SUBQ        DI, R10
+	JZ          scaled
+	LEAQ        kmask<>+0(SB), R8
+	KMOVW       (R8)(R10*2), K1
+	VCVTPH2PS.Z (BX)(DI*2), K1, Z1
+	VMULPS      Z1, Z0, Z1
+	VCVTPS2PH   $0x00, Z1, K1, (CX)(DI*2)
+
+scaled:
+	ADDQ SI, DX
+	ADDQ SI, CX
+	ADDQ SI, BX
+	INCQ 320(SP)
+	MOVQ 344(SP), DI
+	INCQ DI
+	MOVQ DI, 344(SP)
+	CMPQ DI, 336(SP)
+	JB   scalerow
+	JMP  row
+
+ret:
+	TESTL $0x00000001, job_flags+0(AX)
+	JZ    vzero
+	SFENCE
+
+vzero:
+	VZEROUPPER
+	MOVQ 320(SP), AX
+	MOVQ AX, ret+24(FP)
+	RET
+
+// func avx512WidenBF16(dst uintptr, src uintptr, n int)
+// Requires: AVX, AVX512F
+TEXT ·avx512WidenBF16(SB), NOSPLIT, $0-24
+	// avx512WidenBF16 converts n elements: BF16 bits at src widened exactly to float32 at dst.
+	VPBROADCASTD avx512bfone<>+0(SB), Z0
+	VPBROADCASTD avx512bfbias<>+0(SB), Z0
+	VPBROADCASTD avx512bfhigh<>+0(SB), Z0
+	VPBROADCASTD avx512bffixnan<>+0(SB), Z0
+	MOVQ         dst+0(FP), AX
+	MOVQ         src+8(FP), CX
+	MOVQ         n+16(FP), DX
+	XORQ         BX, BX
+	MOVQ         DX, SI
+	SUBQ         $0x00000040, SI
+
+loop4:
+	CMPQ      BX, SI
+	JG        tail
+	VPMOVZXWD (CX)(BX*2), Z0
+	VPSLLD    $0x10, Z0, Z0
+	VMOVUPS   Z0, (AX)(BX*4)
+	VPMOVZXWD 32(CX)(BX*2), Z0
+	VPSLLD    $0x10, Z0, Z0
+	VMOVUPS   Z0, 64(AX)(BX*4)
+	VPMOVZXWD 64(CX)(BX*2), Z0
+	VPSLLD    $0x10, Z0, Z0
+	VMOVUPS   Z0, 128(AX)(BX*4)
+	VPMOVZXWD 96(CX)(BX*2), Z0
+	VPSLLD    $0x10, Z0, Z0
+	VMOVUPS   Z0, 192(AX)(BX*4)
+	ADDQ      $0x00000040, BX
+	JMP       loop4
+
+tail:
+	ADDQ $0x00000030, SI
+
+loop1:
+	CMPQ      BX, SI
+	JG        part
+	VPMOVZXWD (CX)(BX*2), Z0
+	VPSLLD    $0x10, Z0, Z0
+	VMOVUPS   Z0, (AX)(BX*4)
+	ADDQ      $0x00000010, BX
+	JMP       loop1
+
+part:
+	SUBQ        BX, DX
+	JZ          done
+	LEAQ        kmask<>+0(SB), SI
+	KMOVW       (SI)(DX*2), K1
+	VPMOVZXWD.Z (CX)(BX*2), K1, Z0
+	VPSLLD      $0x10, Z0, Z0
+	VMOVUPS     Z0, K1, (AX)(BX*4)
+
+done:
+	VZEROUPPER
+	RET
+
+// func avx512WidenF16(dst uintptr, src uintptr, n int)
+// Requires: AVX, AVX512F
+TEXT ·avx512WidenF16(SB), NOSPLIT, $0-24
+	// avx512WidenF16 converts n elements: F16 bits at src widened exactly to float32 at dst.
+	MOVQ dst+0(FP), AX
+	MOVQ src+8(FP), CX
+	MOVQ n+16(FP), DX
+	XORQ BX, BX
+	MOVQ DX, SI
+	SUBQ $0x00000040, SI
+
+loop4:
+	CMPQ      BX, SI
+	JG        tail
+	VCVTPH2PS (CX)(BX*2), Z0
+	VMOVUPS   Z0, (AX)(BX*4)
+	VCVTPH2PS 32(CX)(BX*2), Z0
+	VMOVUPS   Z0, 64(AX)(BX*4)
+	VCVTPH2PS 64(CX)(BX*2), Z0
+	VMOVUPS   Z0, 128(AX)(BX*4)
+	VCVTPH2PS 96(CX)(BX*2), Z0
+	VMOVUPS   Z0, 192(AX)(BX*4)
+	ADDQ      $0x00000040, BX
+	JMP       loop4
+
+tail:
+	ADDQ $0x00000030, SI
+
+loop1:
+	CMPQ      BX, SI
+	JG        part
+	VCVTPH2PS (CX)(BX*2), Z0
+	VMOVUPS   Z0, (AX)(BX*4)
+	ADDQ      $0x00000010, BX
+	JMP       loop1
+
+part:
+	SUBQ        BX, DX
+	JZ          done
+	LEAQ        kmask<>+0(SB), SI
+	KMOVW       (SI)(DX*2), K1
+	VCVTPH2PS.Z (CX)(BX*2), K1, Z0
+	VMOVUPS     Z0, K1, (AX)(BX*4)
+
+done:
+	VZEROUPPER
+	RET
+
+// func avx512NarrowBF16(dst uintptr, src uintptr, n int)
+// Requires: AVX, AVX512F
+TEXT ·avx512NarrowBF16(SB), NOSPLIT, $0-24
+	// avx512NarrowBF16 converts n elements: float32 at src rounded to BF16 bits at dst (to nearest, ties to even).
+	VPBROADCASTD avx512bfone<>+0(SB), Z0
+	VPBROADCASTD avx512bfbias<>+0(SB), Z1
+	VPBROADCASTD avx512bfhigh<>+0(SB), Z2
+	VPBROADCASTD avx512bffixnan<>+0(SB), Z2
+	MOVQ         dst+0(FP), AX
+	MOVQ         src+8(FP), CX
+	MOVQ         n+16(FP), DX
+	XORQ         BX, BX
+	MOVQ         DX, SI
+	SUBQ         $0x00000040, SI
+
+loop4:
+	CMPQ        BX, SI
+	JG          tail
+	VMOVUPS     (CX)(BX*4), Z3
+	VFIXUPIMMPS $0x00, Z2, Z3, Z3
+	VPSRLD      $0x10, Z3, Z4
+	VPANDD      Z0, Z4, Z4
+	VPADDD      Z1, Z4, Z4
+	VPADDD      Z3, Z4, Z4
+	VPSRLD      $0x10, Z4, Z4
+	VPMOVDW     Z4, (AX)(BX*2)
+	VMOVUPS     64(CX)(BX*4), Z3
+	VFIXUPIMMPS $0x00, Z2, Z3, Z3
+	VPSRLD      $0x10, Z3, Z4
+	VPANDD      Z0, Z4, Z4
+	VPADDD      Z1, Z4, Z4
+	VPADDD      Z3, Z4, Z4
+	VPSRLD      $0x10, Z4, Z4
+	VPMOVDW     Z4, 32(AX)(BX*2)
+	VMOVUPS     128(CX)(BX*4), Z3
+	VFIXUPIMMPS $0x00, Z2, Z3, Z3
+	VPSRLD      $0x10, Z3, Z4
+	VPANDD      Z0, Z4, Z4
+	VPADDD      Z1, Z4, Z4
+	VPADDD      Z3, Z4, Z4
+	VPSRLD      $0x10, Z4, Z4
+	VPMOVDW     Z4, 64(AX)(BX*2)
+	VMOVUPS     192(CX)(BX*4), Z3
+	VFIXUPIMMPS $0x00, Z2, Z3, Z3
+	VPSRLD      $0x10, Z3, Z4
+	VPANDD      Z0, Z4, Z4
+	VPADDD      Z1, Z4, Z4
+	VPADDD      Z3, Z4, Z4
+	VPSRLD      $0x10, Z4, Z4
+	VPMOVDW     Z4, 96(AX)(BX*2)
+	ADDQ        $0x00000040, BX
+	JMP         loop4
+
+tail:
+	ADDQ $0x00000030, SI
+
+loop1:
+	CMPQ        BX, SI
+	JG          part
+	VMOVUPS     (CX)(BX*4), Z3
+	VFIXUPIMMPS $0x00, Z2, Z3, Z3
+	VPSRLD      $0x10, Z3, Z4
+	VPANDD      Z0, Z4, Z4
+	VPADDD      Z1, Z4, Z4
+	VPADDD      Z3, Z4, Z4
+	VPSRLD      $0x10, Z4, Z4
+	VPMOVDW     Z4, (AX)(BX*2)
+	ADDQ        $0x00000010, BX
+	JMP         loop1
+
+part:
+	SUBQ        BX, DX
+	JZ          done
+	LEAQ        kmask<>+0(SB), SI
+	KMOVW       (SI)(DX*2), K1
+	VMOVUPS.Z   (CX)(BX*4), K1, Z3
+	VFIXUPIMMPS $0x00, Z2, Z3, Z3
+	VPSRLD      $0x10, Z3, Z2
+	VPANDD      Z0, Z2, Z2
+	VPADDD      Z1, Z2, Z2
+	VPADDD      Z3, Z2, Z2
+	VPSRLD      $0x10, Z2, Z2
+	VPMOVDW     Z2, K1, (AX)(BX*2)
+
+done:
+	VZEROUPPER
+	RET
+
+// func avx512NarrowF16(dst uintptr, src uintptr, n int)
+// Requires: AVX, AVX512F
+TEXT ·avx512NarrowF16(SB), NOSPLIT, $0-24
+	// avx512NarrowF16 converts n elements: float32 at src rounded to F16 bits at dst (to nearest, ties to even).
+	MOVQ dst+0(FP), AX
+	MOVQ src+8(FP), CX
+	MOVQ n+16(FP), DX
+	XORQ BX, BX
+	MOVQ DX, SI
+	SUBQ $0x00000040, SI
+
+loop4:
+	CMPQ      BX, SI
+	JG        tail
+	VMOVUPS   (CX)(BX*4), Z0
+	VCVTPS2PH $0x00, Z0, (AX)(BX*2)
+	VMOVUPS   64(CX)(BX*4), Z0
+	VCVTPS2PH $0x00, Z0, 32(AX)(BX*2)
+	VMOVUPS   128(CX)(BX*4), Z0
+	VCVTPS2PH $0x00, Z0, 64(AX)(BX*2)
+	VMOVUPS   192(CX)(BX*4), Z0
+	VCVTPS2PH $0x00, Z0, 96(AX)(BX*2)
+	ADDQ      $0x00000040, BX
+	JMP       loop4
+
+tail:
+	ADDQ $0x00000030, SI
+
+loop1:
+	CMPQ      BX, SI
+	JG        part
+	VMOVUPS   (CX)(BX*4), Z0
+	VCVTPS2PH $0x00, Z0, (AX)(BX*2)
+	ADDQ      $0x00000010, BX
+	JMP       loop1
+
+part:
+	SUBQ      BX, DX
+	JZ        done
+	LEAQ      kmask<>+0(SB), SI
+	KMOVW     (SI)(DX*2), K1
+	VMOVUPS.Z (CX)(BX*4), K1, Z0
+	VCVTPS2PH $0x00, Z0, K1, (AX)(BX*2)
+
+done:
+	VZEROUPPER
 	RET
 
 // func avx2Weighted(j uintptr, from int, to int) int
@@ -3189,31 +15651,31 @@ copied17:
 	VMOVUPS Y0, 192(SP)
 	LEAQ    192(SP), R12
 	LEAQ    (CX)(DI*4), R11
-	MOVQ    R10, R13
-	XORQ    DI, DI
-	SUBQ    $0x00000008, R13
+	MOVQ    R10, R14
+	XORQ    R13, R13
+	SUBQ    $0x00000008, R14
 
 copyvec19:
-	CMPQ    DI, R13
+	CMPQ    R13, R14
 	JG      copyone20
-	VMOVUPS (R12)(DI*4), Y0
-	VMOVUPS Y0, (R11)(DI*4)
-	ADDQ    $0x00000008, DI
+	VMOVUPS (R12)(R13*4), Y0
+	VMOVUPS Y0, (R11)(R13*4)
+	ADDQ    $0x00000008, R13
 	JMP     copyvec19
 
 copyone20:
-	ADDQ $0x00000008, R13
+	ADDQ $0x00000008, R14
 
 copyloop22:
-	CMPQ DI, R13
+	CMPQ R13, R14
 	JGE  copied21
-	MOVL (R12)(DI*4), R14
-	MOVL R14, (R11)(DI*4)
-	INCQ DI
+	MOVL (R12)(R13*4), R15
+	MOVL R15, (R11)(R13*4)
+	INCQ R13
 	JMP  copyloop22
 
 copied21:
-	MOVQ R10, DI
+	ADDQ R10, DI
 
 scalentloop:
 	CMPQ       DI, R8
@@ -3860,31 +16322,31 @@ copied17:
 	VMOVUPS Y2, 192(SP)
 	LEAQ    192(SP), R12
 	LEAQ    (CX)(DI*4), R11
-	MOVQ    R10, R13
-	XORQ    DI, DI
-	SUBQ    $0x00000008, R13
+	MOVQ    R10, R14
+	XORQ    R13, R13
+	SUBQ    $0x00000008, R14
 
 copyvec19:
-	CMPQ    DI, R13
+	CMPQ    R13, R14
 	JG      copyone20
-	VMOVUPS (R12)(DI*4), Y2
-	VMOVUPS Y2, (R11)(DI*4)
-	ADDQ    $0x00000008, DI
+	VMOVUPS (R12)(R13*4), Y2
+	VMOVUPS Y2, (R11)(R13*4)
+	ADDQ    $0x00000008, R13
 	JMP     copyvec19
 
 copyone20:
-	ADDQ $0x00000008, R13
+	ADDQ $0x00000008, R14
 
 copyloop22:
-	CMPQ DI, R13
+	CMPQ R13, R14
 	JGE  copied21
-	MOVL (R12)(DI*4), R14
-	MOVL R14, (R11)(DI*4)
-	INCQ DI
+	MOVL (R12)(R13*4), R15
+	MOVL R15, (R11)(R13*4)
+	INCQ R13
 	JMP  copyloop22
 
 copied21:
-	MOVQ R10, DI
+	ADDQ R10, DI
 
 scalentloop:
 	CMPQ       DI, R8
@@ -4487,31 +16949,31 @@ copied13:
 	VMOVUPS Y0, 192(SP)
 	LEAQ    192(SP), R11
 	LEAQ    (CX)(SI*4), R10
-	MOVQ    R9, R12
-	XORQ    SI, SI
-	SUBQ    $0x00000008, R12
+	MOVQ    R9, R13
+	XORQ    R12, R12
+	SUBQ    $0x00000008, R13
 
 copyvec15:
-	CMPQ    SI, R12
+	CMPQ    R12, R13
 	JG      copyone16
-	VMOVUPS (R11)(SI*4), Y0
-	VMOVUPS Y0, (R10)(SI*4)
-	ADDQ    $0x00000008, SI
+	VMOVUPS (R11)(R12*4), Y0
+	VMOVUPS Y0, (R10)(R12*4)
+	ADDQ    $0x00000008, R12
 	JMP     copyvec15
 
 copyone16:
-	ADDQ $0x00000008, R12
+	ADDQ $0x00000008, R13
 
 copyloop18:
-	CMPQ SI, R12
+	CMPQ R12, R13
 	JGE  copied17
-	MOVL (R11)(SI*4), R13
-	MOVL R13, (R10)(SI*4)
-	INCQ SI
+	MOVL (R11)(R12*4), R14
+	MOVL R14, (R10)(R12*4)
+	INCQ R12
 	JMP  copyloop18
 
 copied17:
-	MOVQ R9, SI
+	ADDQ R9, SI
 
 scalentloop:
 	CMPQ       SI, DI
@@ -5155,31 +17617,31 @@ copied23:
 	VMOVUPS Y0, 192(SP)
 	LEAQ    192(SP), R13
 	LEAQ    (CX)(R8*4), R12
-	MOVQ    R11, R14
-	XORQ    R8, R8
-	SUBQ    $0x00000008, R14
+	MOVQ    R11, R15
+	XORQ    R14, R14
+	SUBQ    $0x00000008, R15
 
 copyvec25:
-	CMPQ    R8, R14
+	CMPQ    R14, R15
 	JG      copyone26
-	VMOVUPS (R13)(R8*4), Y0
-	VMOVUPS Y0, (R12)(R8*4)
-	ADDQ    $0x00000008, R8
+	VMOVUPS (R13)(R14*4), Y0
+	VMOVUPS Y0, (R12)(R14*4)
+	ADDQ    $0x00000008, R14
 	JMP     copyvec25
 
 copyone26:
-	ADDQ $0x00000008, R14
+	ADDQ $0x00000008, R15
 
 copyloop28:
-	CMPQ R8, R14
+	CMPQ R14, R15
 	JGE  copied27
-	MOVL (R13)(R8*4), R15
-	MOVL R15, (R12)(R8*4)
-	INCQ R8
+	MOVL (R13)(R14*4), BP
+	MOVL BP, (R12)(R14*4)
+	INCQ R14
 	JMP  copyloop28
 
 copied27:
-	MOVQ R11, R8
+	ADDQ R11, R8
 
 scalentloop:
 	CMPQ       R8, R9
@@ -5876,31 +18338,31 @@ copied23:
 	VMOVUPS Y2, 192(SP)
 	LEAQ    192(SP), R13
 	LEAQ    (CX)(R8*4), R12
-	MOVQ    R11, R14
-	XORQ    R8, R8
-	SUBQ    $0x00000008, R14
+	MOVQ    R11, R15
+	XORQ    R14, R14
+	SUBQ    $0x00000008, R15
 
 copyvec25:
-	CMPQ    R8, R14
+	CMPQ    R14, R15
 	JG      copyone26
-	VMOVUPS (R13)(R8*4), Y2
-	VMOVUPS Y2, (R12)(R8*4)
-	ADDQ    $0x00000008, R8
+	VMOVUPS (R13)(R14*4), Y2
+	VMOVUPS Y2, (R12)(R14*4)
+	ADDQ    $0x00000008, R14
 	JMP     copyvec25
 
 copyone26:
-	ADDQ $0x00000008, R14
+	ADDQ $0x00000008, R15
 
 copyloop28:
-	CMPQ R8, R14
+	CMPQ R14, R15
 	JGE  copied27
-	MOVL (R13)(R8*4), R15
-	MOVL R15, (R12)(R8*4)
-	INCQ R8
+	MOVL (R13)(R14*4), BP
+	MOVL BP, (R12)(R14*4)
+	INCQ R14
 	JMP  copyloop28
 
 copied27:
-	MOVQ R11, R8
+	ADDQ R11, R8
 
 scalentloop:
 	CMPQ       R8, R9
@@ -6553,31 +19015,31 @@ copied19:
 	VMOVUPS Y0, 192(SP)
 	LEAQ    192(SP), R12
 	LEAQ    (CX)(DI*4), R11
-	MOVQ    R10, R13
-	XORQ    DI, DI
-	SUBQ    $0x00000008, R13
+	MOVQ    R10, R14
+	XORQ    R13, R13
+	SUBQ    $0x00000008, R14
 
 copyvec21:
-	CMPQ    DI, R13
+	CMPQ    R13, R14
 	JG      copyone22
-	VMOVUPS (R12)(DI*4), Y0
-	VMOVUPS Y0, (R11)(DI*4)
-	ADDQ    $0x00000008, DI
+	VMOVUPS (R12)(R13*4), Y0
+	VMOVUPS Y0, (R11)(R13*4)
+	ADDQ    $0x00000008, R13
 	JMP     copyvec21
 
 copyone22:
-	ADDQ $0x00000008, R13
+	ADDQ $0x00000008, R14
 
 copyloop24:
-	CMPQ DI, R13
+	CMPQ R13, R14
 	JGE  copied23
-	MOVL (R12)(DI*4), R14
-	MOVL R14, (R11)(DI*4)
-	INCQ DI
+	MOVL (R12)(R13*4), R15
+	MOVL R15, (R11)(R13*4)
+	INCQ R13
 	JMP  copyloop24
 
 copied23:
-	MOVQ R10, DI
+	ADDQ R10, DI
 
 scalentloop:
 	CMPQ       DI, R8
@@ -6687,6 +19149,19182 @@ vzero:
 	MOVQ AX, ret+24(FP)
 	RET
 
+// func avx2BF16Weighted(j uintptr, from int, to int) int
+// Requires: AVX, AVX2, MMX+
+TEXT ·avx2BF16Weighted(SB), NOSPLIT, $328-32
+	// avx2BF16Weighted normalizes rows [from, to) of the job: BF16 rows: y = round16((x*inv)*w), for each row.
+	// It stops before the first row that needs the float64 path and returns that row's index, or to.
+	MOVQ j+0(FP), AX
+	MOVQ job_dst+0(AX), CX
+	MOVQ job_x+0(AX), DX
+	MOVQ job_w+0(AX), BX
+	MOVQ job_stride+0(AX), SI
+	SHLQ $0x01, SI
+
+	// fd = float32(d); rd = 1/d when d is a power of two (ss/d is then ss*rd exactly), else 0.
+	MOVQ       job_d+0(AX), DI
+	VMOVSS     one<>+0(SB), X0
+	VCVTSI2SSQ DI, X0, X0
+	VMOVSS     X0, 320(SP)
+	XORL       R9, R9
+	LEAQ       -1(DI), R8
+	TESTQ      DI, R8
+	JNZ        notpow2
+	BSFQ       DI, R8
+	MOVL       $0x0000007f, R9
+	SUBL       R8, R9
+	SHLL       $0x17, R9
+
+notpow2:
+	MOVL R9, 324(SP)
+
+	// Start at row from.
+	MOVQ  from+8(FP), DI
+	MOVQ  DI, 272(SP)
+	MOVQ  $0x00000000, 280(SP)
+	IMULQ SI, DI
+	ADDQ  DI, CX
+	ADDQ  DI, DX
+
+row:
+	MOVQ 272(SP), DI
+	CMPQ DI, to+16(FP)
+	JAE  ret
+	MOVQ $0x00000001, 288(SP)
+	CMPQ 280(SP), $0x00
+	JE   trygroup
+	DECQ 280(SP)
+	JMP  sum
+
+trygroup:
+	CMPQ job_d+0(AX), $0x00000200
+	JA   sum
+	MOVQ to+16(FP), DI
+	SUBQ 272(SP), DI
+	CMPQ DI, $0x04
+	JB   sum
+	MOVQ $0x00000004, 288(SP)
+
+sum:
+	MOVQ DX, DI
+	XORQ R8, R8
+
+sumrow:
+	// Sum of squares: element i goes to partial i%64.
+	MOVQ   job_d+0(AX), R10
+	SUBQ   $0x00000040, R10
+	JGE    firstblock
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	XORQ   R9, R9
+	JMP    sumtail
+
+firstblock:
+	// +0 + square is the square itself: the first block initializes the partials.
+	XORQ      R9, R9
+	VPMOVZXWD (DI)(R9*2), Y0
+	VPSLLD    $0x10, Y0, Y0
+	VMULPS    Y0, Y0, Y0
+	VPMOVZXWD 16(DI)(R9*2), Y1
+	VPSLLD    $0x10, Y1, Y1
+	VMULPS    Y1, Y1, Y1
+	VPMOVZXWD 32(DI)(R9*2), Y2
+	VPSLLD    $0x10, Y2, Y2
+	VMULPS    Y2, Y2, Y2
+	VPMOVZXWD 48(DI)(R9*2), Y3
+	VPSLLD    $0x10, Y3, Y3
+	VMULPS    Y3, Y3, Y3
+	VPMOVZXWD 64(DI)(R9*2), Y4
+	VPSLLD    $0x10, Y4, Y4
+	VMULPS    Y4, Y4, Y4
+	VPMOVZXWD 80(DI)(R9*2), Y5
+	VPSLLD    $0x10, Y5, Y5
+	VMULPS    Y5, Y5, Y5
+	VPMOVZXWD 96(DI)(R9*2), Y6
+	VPSLLD    $0x10, Y6, Y6
+	VMULPS    Y6, Y6, Y6
+	VPMOVZXWD 112(DI)(R9*2), Y7
+	VPSLLD    $0x10, Y7, Y7
+	VMULPS    Y7, Y7, Y7
+	MOVQ      $0x00000040, R9
+	TESTL     $0x00000002, job_flags+0(AX)
+	JNZ       sumpf
+
+sumloop:
+	CMPQ      R9, R10
+	JG        sumtail
+	VPMOVZXWD (DI)(R9*2), Y8
+	VPSLLD    $0x10, Y8, Y8
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y0, Y0
+	VPMOVZXWD 16(DI)(R9*2), Y8
+	VPSLLD    $0x10, Y8, Y8
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y1, Y1
+	VPMOVZXWD 32(DI)(R9*2), Y8
+	VPSLLD    $0x10, Y8, Y8
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y2, Y2
+	VPMOVZXWD 48(DI)(R9*2), Y8
+	VPSLLD    $0x10, Y8, Y8
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y3, Y3
+	VPMOVZXWD 64(DI)(R9*2), Y8
+	VPSLLD    $0x10, Y8, Y8
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y4, Y4
+	VPMOVZXWD 80(DI)(R9*2), Y8
+	VPSLLD    $0x10, Y8, Y8
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y5, Y5
+	VPMOVZXWD 96(DI)(R9*2), Y8
+	VPSLLD    $0x10, Y8, Y8
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y6, Y6
+	VPMOVZXWD 112(DI)(R9*2), Y8
+	VPSLLD    $0x10, Y8, Y8
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y7, Y7
+	ADDQ      $0x00000040, R9
+	JMP       sumloop
+
+	// The same, prefetching the rows ahead.
+sumpf:
+	MOVQ SI, R11
+	SHLQ $0x01, R11
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows1
+	SHLQ $0x03, R11
+
+longrows1:
+	ADDQ DI, R11
+
+sumpfloop:
+	CMPQ       R9, R10
+	JG         sumtail
+	PREFETCHT0 (R11)(R9*2)
+	PREFETCHT0 64(R11)(R9*2)
+	VPMOVZXWD  (DI)(R9*2), Y8
+	VPSLLD     $0x10, Y8, Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y0, Y0
+	VPMOVZXWD  16(DI)(R9*2), Y8
+	VPSLLD     $0x10, Y8, Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y1, Y1
+	VPMOVZXWD  32(DI)(R9*2), Y8
+	VPSLLD     $0x10, Y8, Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y2, Y2
+	VPMOVZXWD  48(DI)(R9*2), Y8
+	VPSLLD     $0x10, Y8, Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y3, Y3
+	VPMOVZXWD  64(DI)(R9*2), Y8
+	VPSLLD     $0x10, Y8, Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y4, Y4
+	VPMOVZXWD  80(DI)(R9*2), Y8
+	VPSLLD     $0x10, Y8, Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y5, Y5
+	VPMOVZXWD  96(DI)(R9*2), Y8
+	VPSLLD     $0x10, Y8, Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y6, Y6
+	VPMOVZXWD  112(DI)(R9*2), Y8
+	VPSLLD     $0x10, Y8, Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y7, Y7
+	ADDQ       $0x00000040, R9
+	JMP        sumpfloop
+
+sumtail:
+	// Fewer than 64 elements remain.
+	MOVQ    job_d+0(AX), R10
+	SUBQ    R9, R10
+	JZ      summed
+	MOVQ    R10, 304(SP)
+	LEAQ    (DI)(R9*2), R9
+	LEAQ    128(SP), R10
+	VXORPS  Y8, Y8, Y8
+	VMOVUPS Y8, (R10)
+	VMOVUPS Y8, 32(R10)
+	VMOVUPS Y8, 64(R10)
+	VMOVUPS Y8, 96(R10)
+	MOVQ    304(SP), R12
+	XORQ    R11, R11
+	SUBQ    $0x00000010, R12
+
+copyvec2:
+	CMPQ    R11, R12
+	JG      copyone3
+	VMOVUPS (R9)(R11*2), Y8
+	VMOVUPS Y8, (R10)(R11*2)
+	ADDQ    $0x00000010, R11
+	JMP     copyvec2
+
+copyone3:
+	ADDQ $0x00000010, R12
+
+copyloop5:
+	CMPQ R11, R12
+	JGE  copied4
+	MOVW (R9)(R11*2), R13
+	MOVW R13, (R10)(R11*2)
+	INCQ R11
+	JMP  copyloop5
+
+copied4:
+	XORQ      R9, R9
+	VPMOVZXWD (R10)(R9*2), Y8
+	VPSLLD    $0x10, Y8, Y8
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y0, Y0
+	VPMOVZXWD 16(R10)(R9*2), Y8
+	VPSLLD    $0x10, Y8, Y8
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y1, Y1
+	VPMOVZXWD 32(R10)(R9*2), Y8
+	VPSLLD    $0x10, Y8, Y8
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y2, Y2
+	VPMOVZXWD 48(R10)(R9*2), Y8
+	VPSLLD    $0x10, Y8, Y8
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y3, Y3
+	VPMOVZXWD 64(R10)(R9*2), Y8
+	VPSLLD    $0x10, Y8, Y8
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y4, Y4
+	VPMOVZXWD 80(R10)(R9*2), Y8
+	VPSLLD    $0x10, Y8, Y8
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y5, Y5
+	VPMOVZXWD 96(R10)(R9*2), Y8
+	VPSLLD    $0x10, Y8, Y8
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y6, Y6
+	VPMOVZXWD 112(R10)(R9*2), Y8
+	VPSLLD    $0x10, Y8, Y8
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y7, Y7
+
+summed:
+	VADDPS  Y4, Y0, Y0
+	VADDPS  Y5, Y1, Y1
+	VADDPS  Y6, Y2, Y2
+	VADDPS  Y7, Y3, Y3
+	VADDPS  Y2, Y0, Y0
+	VADDPS  Y3, Y1, Y1
+	VADDPS  Y1, Y0, Y0
+	CMPQ    288(SP), $0x01
+	JE      invone
+	VMOVUPS Y0, (SP)(R8*1)
+	ADDQ    SI, DI
+	ADDQ    $0x00000020, R8
+	CMPQ    R8, $0x00000080
+	JB      sumrow
+	JMP     invgroup
+
+invone:
+	// Halving tree: p[j] += p[j+h] for the remaining h, down to ss.
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X1
+	VMOVHLPS     X1, X1, X0
+	VADDPS       X0, X1, X1
+	VMOVSHDUP    X1, X0
+	VADDSS       X0, X1, X1
+
+	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
+	CMPL   324(SP), $0x00
+	JE     divide6
+	VMULSS 324(SP), X1, X0
+	JMP    divided7
+
+divide6:
+	VDIVSS 320(SP), X1, X0
+
+divided7:
+	VADDSS   job_eps+0(AX), X0, X0
+	VUCOMISS tlo<>+0(SB), X0
+	JCS      ret
+	VUCOMISS tmax<>+0(SB), X0
+	JHI      ret
+	VSQRTSS  X0, X0, X0
+	VMOVSS   one<>+0(SB), X1
+	VDIVSS   X0, X1, X1
+
+	// Report 1/rms if asked.
+	MOVQ   job_inv+0(AX), DI
+	TESTQ  DI, DI
+	JZ     scale
+	MOVQ   272(SP), R8
+	VMOVSS X1, (DI)(R8*4)
+	JMP    scale
+
+invgroup:
+	// The rest of the halving tree, four rows at once.
+	VMOVUPS      (SP), Y0
+	VMOVUPS      32(SP), Y1
+	VMOVUPS      64(SP), Y2
+	VMOVUPS      96(SP), Y3
+	VPERM2F128   $0x20, Y1, Y0, Y4
+	VPERM2F128   $0x31, Y1, Y0, Y0
+	VADDPS       Y0, Y4, Y4
+	VPERM2F128   $0x20, Y3, Y2, Y0
+	VPERM2F128   $0x31, Y3, Y2, Y1
+	VADDPS       Y1, Y0, Y0
+	VSHUFPS      $0x44, Y0, Y4, Y1
+	VSHUFPS      $0xee, Y0, Y4, Y0
+	VADDPS       Y0, Y1, Y1
+	VHADDPS      Y1, Y1, Y1
+	VEXTRACTF128 $0x01, Y1, X0
+	VUNPCKLPS    X0, X1, X0
+
+	// t = ss/d + eps for the four rows; any t outside [2^-100, MaxFloat32] sends the group to the one-row path.
+	CMPL         324(SP), $0x00
+	JE           divide8
+	VBROADCASTSS 324(SP), X1
+	VMULPS       X1, X0, X0
+	JMP          divided9
+
+divide8:
+	VBROADCASTSS 320(SP), X1
+	VDIVPS       X1, X0, X0
+
+divided9:
+	VBROADCASTSS job_eps+0(AX), X1
+	VADDPS       X1, X0, X0
+	VCMPPS       $0x1d, tlo4<>+0(SB), X0, X1
+	VCMPPS       $0x12, tmax4<>+0(SB), X0, X2
+	VANDPS       X2, X1, X1
+	VMOVMSKPS    X1, DI
+	CMPL         DI, $0x0f
+	JE           ginrange
+	MOVQ         $0x00000004, 280(SP)
+	JMP          row
+
+ginrange:
+	VSQRTPS      X0, X0
+	VBROADCASTSS one<>+0(SB), X1
+	VDIVPS       X0, X1, X1
+
+	// Report 1/rms if asked.
+	MOVQ    job_inv+0(AX), DI
+	TESTQ   DI, DI
+	JZ      scale
+	MOVQ    272(SP), R8
+	VMOVUPS X1, (DI)(R8*4)
+
+scale:
+	VBROADCASTSS X1, Y0
+	MOVQ         $0x00000000, 296(SP)
+	CMPQ         288(SP), $0x01
+	JE           scalebody
+	VMOVUPS      X1, 256(SP)
+
+scalerow:
+	MOVQ         296(SP), DI
+	VBROADCASTSS 256(SP)(DI*4), Y0
+
+scalebody:
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ  DI, DI
+	MOVQ  job_d+0(AX), R8
+	SUBQ  $0x00000020, R8
+	TESTL $0x00000002, job_flags+0(AX)
+	JNZ   scalepf
+
+scaleloop:
+	CMPQ         DI, R8
+	JG           scaletail
+	VPMOVZXWD    (DX)(DI*2), Y1
+	VPSLLD       $0x10, Y1, Y1
+	VMULPS       Y0, Y1, Y1
+	VMULPS       (BX)(DI*4), Y1, Y1
+	VPSRLD       $0x10, Y1, Y2
+	VPAND        avx2bfone<>+0(SB), Y2, Y2
+	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD       Y1, Y2, Y2
+	VPSRLD       $0x10, Y2, Y2
+	VCMPPS       $0x03, Y1, Y1, Y1
+	VBLENDVPS    Y1, avx2bfnanlow<>+0(SB), Y2, Y2
+	VEXTRACTI128 $0x01, Y2, X1
+	VPACKUSDW    X1, X2, X1
+	VMOVDQU      X1, (CX)(DI*2)
+	VPMOVZXWD    16(DX)(DI*2), Y1
+	VPSLLD       $0x10, Y1, Y1
+	VMULPS       Y0, Y1, Y1
+	VMULPS       32(BX)(DI*4), Y1, Y1
+	VPSRLD       $0x10, Y1, Y2
+	VPAND        avx2bfone<>+0(SB), Y2, Y2
+	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD       Y1, Y2, Y2
+	VPSRLD       $0x10, Y2, Y2
+	VCMPPS       $0x03, Y1, Y1, Y1
+	VBLENDVPS    Y1, avx2bfnanlow<>+0(SB), Y2, Y2
+	VEXTRACTI128 $0x01, Y2, X1
+	VPACKUSDW    X1, X2, X1
+	VMOVDQU      X1, 16(CX)(DI*2)
+	VPMOVZXWD    32(DX)(DI*2), Y1
+	VPSLLD       $0x10, Y1, Y1
+	VMULPS       Y0, Y1, Y1
+	VMULPS       64(BX)(DI*4), Y1, Y1
+	VPSRLD       $0x10, Y1, Y2
+	VPAND        avx2bfone<>+0(SB), Y2, Y2
+	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD       Y1, Y2, Y2
+	VPSRLD       $0x10, Y2, Y2
+	VCMPPS       $0x03, Y1, Y1, Y1
+	VBLENDVPS    Y1, avx2bfnanlow<>+0(SB), Y2, Y2
+	VEXTRACTI128 $0x01, Y2, X1
+	VPACKUSDW    X1, X2, X1
+	VMOVDQU      X1, 32(CX)(DI*2)
+	VPMOVZXWD    48(DX)(DI*2), Y1
+	VPSLLD       $0x10, Y1, Y1
+	VMULPS       Y0, Y1, Y1
+	VMULPS       96(BX)(DI*4), Y1, Y1
+	VPSRLD       $0x10, Y1, Y2
+	VPAND        avx2bfone<>+0(SB), Y2, Y2
+	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD       Y1, Y2, Y2
+	VPSRLD       $0x10, Y2, Y2
+	VCMPPS       $0x03, Y1, Y1, Y1
+	VBLENDVPS    Y1, avx2bfnanlow<>+0(SB), Y2, Y2
+	VEXTRACTI128 $0x01, Y2, X1
+	VPACKUSDW    X1, X2, X1
+	VMOVDQU      X1, 48(CX)(DI*2)
+	ADDQ         $0x00000020, DI
+	JMP          scaleloop
+
+scalepf:
+	MOVQ SI, R9
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows10
+	SHLQ $0x03, R9
+
+longrows10:
+	ADDQ  DX, R9
+	TESTL $0x00000001, job_flags+0(AX)
+	JNZ   scalent
+
+scalepfloop:
+	CMPQ         DI, R8
+	JG           scaletail
+	PREFETCHT0   (R9)(DI*2)
+	VPMOVZXWD    (DX)(DI*2), Y1
+	VPSLLD       $0x10, Y1, Y1
+	VMULPS       Y0, Y1, Y1
+	VMULPS       (BX)(DI*4), Y1, Y1
+	VPSRLD       $0x10, Y1, Y2
+	VPAND        avx2bfone<>+0(SB), Y2, Y2
+	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD       Y1, Y2, Y2
+	VPSRLD       $0x10, Y2, Y2
+	VCMPPS       $0x03, Y1, Y1, Y1
+	VBLENDVPS    Y1, avx2bfnanlow<>+0(SB), Y2, Y2
+	VEXTRACTI128 $0x01, Y2, X1
+	VPACKUSDW    X1, X2, X1
+	VMOVDQU      X1, (CX)(DI*2)
+	VPMOVZXWD    16(DX)(DI*2), Y1
+	VPSLLD       $0x10, Y1, Y1
+	VMULPS       Y0, Y1, Y1
+	VMULPS       32(BX)(DI*4), Y1, Y1
+	VPSRLD       $0x10, Y1, Y2
+	VPAND        avx2bfone<>+0(SB), Y2, Y2
+	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD       Y1, Y2, Y2
+	VPSRLD       $0x10, Y2, Y2
+	VCMPPS       $0x03, Y1, Y1, Y1
+	VBLENDVPS    Y1, avx2bfnanlow<>+0(SB), Y2, Y2
+	VEXTRACTI128 $0x01, Y2, X1
+	VPACKUSDW    X1, X2, X1
+	VMOVDQU      X1, 16(CX)(DI*2)
+	VPMOVZXWD    32(DX)(DI*2), Y1
+	VPSLLD       $0x10, Y1, Y1
+	VMULPS       Y0, Y1, Y1
+	VMULPS       64(BX)(DI*4), Y1, Y1
+	VPSRLD       $0x10, Y1, Y2
+	VPAND        avx2bfone<>+0(SB), Y2, Y2
+	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD       Y1, Y2, Y2
+	VPSRLD       $0x10, Y2, Y2
+	VCMPPS       $0x03, Y1, Y1, Y1
+	VBLENDVPS    Y1, avx2bfnanlow<>+0(SB), Y2, Y2
+	VEXTRACTI128 $0x01, Y2, X1
+	VPACKUSDW    X1, X2, X1
+	VMOVDQU      X1, 32(CX)(DI*2)
+	VPMOVZXWD    48(DX)(DI*2), Y1
+	VPSLLD       $0x10, Y1, Y1
+	VMULPS       Y0, Y1, Y1
+	VMULPS       96(BX)(DI*4), Y1, Y1
+	VPSRLD       $0x10, Y1, Y2
+	VPAND        avx2bfone<>+0(SB), Y2, Y2
+	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD       Y1, Y2, Y2
+	VPSRLD       $0x10, Y2, Y2
+	VCMPPS       $0x03, Y1, Y1, Y1
+	VBLENDVPS    Y1, avx2bfnanlow<>+0(SB), Y2, Y2
+	VEXTRACTI128 $0x01, Y2, X1
+	VPACKUSDW    X1, X2, X1
+	VMOVDQU      X1, 48(CX)(DI*2)
+	ADDQ         $0x00000020, DI
+	JMP          scalepfloop
+
+scalent:
+	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
+	MOVQ CX, R10
+	NEGQ R10
+	ANDQ $0x0000001f, R10
+	SHRQ $0x01, R10
+	JZ   scalentloop
+	CMPQ R10, job_d+0(AX)
+	JLE  scalehead
+	MOVQ job_d+0(AX), R10
+
+scalehead:
+	CMPQ         R10, $0x00000008
+	JB           scaleheadpart
+	VPMOVZXWD    (DX)(DI*2), Y1
+	VPSLLD       $0x10, Y1, Y1
+	VMULPS       Y0, Y1, Y1
+	VMULPS       (BX)(DI*4), Y1, Y1
+	VPSRLD       $0x10, Y1, Y2
+	VPAND        avx2bfone<>+0(SB), Y2, Y2
+	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD       Y1, Y2, Y2
+	VPSRLD       $0x10, Y2, Y2
+	VCMPPS       $0x03, Y1, Y1, Y1
+	VBLENDVPS    Y1, avx2bfnanlow<>+0(SB), Y2, Y2
+	VEXTRACTI128 $0x01, Y2, X1
+	VPACKUSDW    X1, X2, X1
+	VMOVDQU      X1, (CX)(DI*2)
+	ADDQ         $0x00000008, DI
+	SUBQ         $0x00000008, R10
+	JZ           scalentloop
+
+scaleheadpart:
+	LEAQ (DX)(DI*2), R11
+	LEAQ 128(SP), R12
+	MOVQ R10, R14
+	XORQ R13, R13
+	SUBQ $0x00000010, R14
+
+copyvec11:
+	CMPQ    R13, R14
+	JG      copyone12
+	VMOVUPS (R11)(R13*2), Y1
+	VMOVUPS Y1, (R12)(R13*2)
+	ADDQ    $0x00000010, R13
+	JMP     copyvec11
+
+copyone12:
+	ADDQ $0x00000010, R14
+
+copyloop14:
+	CMPQ R13, R14
+	JGE  copied13
+	MOVW (R11)(R13*2), R15
+	MOVW R15, (R12)(R13*2)
+	INCQ R13
+	JMP  copyloop14
+
+copied13:
+	LEAQ (BX)(DI*4), R11
+	LEAQ 160(SP), R12
+	MOVQ R10, R14
+	XORQ R13, R13
+	SUBQ $0x00000008, R14
+
+copyvec15:
+	CMPQ    R13, R14
+	JG      copyone16
+	VMOVUPS (R11)(R13*4), Y1
+	VMOVUPS Y1, (R12)(R13*4)
+	ADDQ    $0x00000008, R13
+	JMP     copyvec15
+
+copyone16:
+	ADDQ $0x00000008, R14
+
+copyloop18:
+	CMPQ R13, R14
+	JGE  copied17
+	MOVL (R11)(R13*4), R15
+	MOVL R15, (R12)(R13*4)
+	INCQ R13
+	JMP  copyloop18
+
+copied17:
+	VPMOVZXWD    128(SP), Y1
+	VPSLLD       $0x10, Y1, Y1
+	VMULPS       Y1, Y0, Y1
+	VMULPS       160(SP), Y1, Y1
+	VPSRLD       $0x10, Y1, Y2
+	VPAND        avx2bfone<>+0(SB), Y2, Y2
+	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD       Y1, Y2, Y2
+	VPSRLD       $0x10, Y2, Y2
+	VCMPPS       $0x03, Y1, Y1, Y1
+	VBLENDVPS    Y1, avx2bfnanlow<>+0(SB), Y2, Y2
+	VEXTRACTI128 $0x01, Y2, X1
+	VPACKUSDW    X1, X2, X1
+	VMOVDQU      X1, 192(SP)
+	LEAQ         192(SP), R12
+	LEAQ         (CX)(DI*2), R11
+	MOVQ         R10, R14
+	XORQ         R13, R13
+	SUBQ         $0x00000010, R14
+
+copyvec19:
+	CMPQ    R13, R14
+	JG      copyone20
+	VMOVUPS (R12)(R13*2), Y1
+	VMOVUPS Y1, (R11)(R13*2)
+	ADDQ    $0x00000010, R13
+	JMP     copyvec19
+
+copyone20:
+	ADDQ $0x00000010, R14
+
+copyloop22:
+	CMPQ R13, R14
+	JGE  copied21
+	MOVW (R12)(R13*2), R15
+	MOVW R15, (R11)(R13*2)
+	INCQ R13
+	JMP  copyloop22
+
+copied21:
+	ADDQ R10, DI
+
+scalentloop:
+	CMPQ         DI, R8
+	JG           scaletail
+	PREFETCHT0   (R9)(DI*2)
+	VPMOVZXWD    (DX)(DI*2), Y1
+	VPSLLD       $0x10, Y1, Y1
+	VMULPS       Y0, Y1, Y1
+	VMULPS       (BX)(DI*4), Y1, Y1
+	VPMOVZXWD    16(DX)(DI*2), Y2
+	VPSLLD       $0x10, Y2, Y2
+	VMULPS       Y0, Y2, Y2
+	VMULPS       32(BX)(DI*4), Y2, Y2
+	VPSRLD       $0x10, Y1, Y3
+	VPAND        avx2bfone<>+0(SB), Y3, Y3
+	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
+	VPADDD       Y1, Y3, Y3
+	VPSRLD       $0x10, Y3, Y3
+	VCMPPS       $0x03, Y1, Y1, Y1
+	VBLENDVPS    Y1, avx2bfnanlow<>+0(SB), Y3, Y3
+	VEXTRACTI128 $0x01, Y3, X1
+	VPACKUSDW    X1, X3, X9
+	VPSRLD       $0x10, Y2, Y1
+	VPAND        avx2bfone<>+0(SB), Y1, Y1
+	VPADDD       avx2bfbias<>+0(SB), Y1, Y1
+	VPADDD       Y2, Y1, Y1
+	VPSRLD       $0x10, Y1, Y1
+	VCMPPS       $0x03, Y2, Y2, Y2
+	VBLENDVPS    Y2, avx2bfnanlow<>+0(SB), Y1, Y1
+	VEXTRACTI128 $0x01, Y1, X2
+	VPACKUSDW    X2, X1, X1
+	VINSERTI128  $0x01, X1, Y9, Y9
+	VMOVNTDQ     Y9, (CX)(DI*2)
+	VPMOVZXWD    32(DX)(DI*2), Y1
+	VPSLLD       $0x10, Y1, Y1
+	VMULPS       Y0, Y1, Y1
+	VMULPS       64(BX)(DI*4), Y1, Y1
+	VPMOVZXWD    48(DX)(DI*2), Y2
+	VPSLLD       $0x10, Y2, Y2
+	VMULPS       Y0, Y2, Y2
+	VMULPS       96(BX)(DI*4), Y2, Y2
+	VPSRLD       $0x10, Y1, Y3
+	VPAND        avx2bfone<>+0(SB), Y3, Y3
+	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
+	VPADDD       Y1, Y3, Y3
+	VPSRLD       $0x10, Y3, Y3
+	VCMPPS       $0x03, Y1, Y1, Y1
+	VBLENDVPS    Y1, avx2bfnanlow<>+0(SB), Y3, Y3
+	VEXTRACTI128 $0x01, Y3, X1
+	VPACKUSDW    X1, X3, X10
+	VPSRLD       $0x10, Y2, Y1
+	VPAND        avx2bfone<>+0(SB), Y1, Y1
+	VPADDD       avx2bfbias<>+0(SB), Y1, Y1
+	VPADDD       Y2, Y1, Y1
+	VPSRLD       $0x10, Y1, Y1
+	VCMPPS       $0x03, Y2, Y2, Y2
+	VBLENDVPS    Y2, avx2bfnanlow<>+0(SB), Y1, Y1
+	VEXTRACTI128 $0x01, Y1, X2
+	VPACKUSDW    X2, X1, X1
+	VINSERTI128  $0x01, X1, Y10, Y10
+	VMOVNTDQ     Y10, 32(CX)(DI*2)
+	ADDQ         $0x00000020, DI
+	JMP          scalentloop
+
+scaletail:
+	ADDQ $0x00000018, R8
+
+scaleone:
+	CMPQ         DI, R8
+	JG           scalepart
+	VPMOVZXWD    (DX)(DI*2), Y1
+	VPSLLD       $0x10, Y1, Y1
+	VMULPS       Y0, Y1, Y1
+	VMULPS       (BX)(DI*4), Y1, Y1
+	VPSRLD       $0x10, Y1, Y2
+	VPAND        avx2bfone<>+0(SB), Y2, Y2
+	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD       Y1, Y2, Y2
+	VPSRLD       $0x10, Y2, Y2
+	VCMPPS       $0x03, Y1, Y1, Y1
+	VBLENDVPS    Y1, avx2bfnanlow<>+0(SB), Y2, Y2
+	VEXTRACTI128 $0x01, Y2, X1
+	VPACKUSDW    X1, X2, X1
+	VMOVDQU      X1, (CX)(DI*2)
+	ADDQ         $0x00000008, DI
+	JMP          scaleone
+
+scalepart:
+	MOVQ job_d+0(AX), R10
+	SUBQ DI, R10
+	JZ   scaled
+	LEAQ (DX)(DI*2), R8
+	LEAQ 128(SP), R9
+	MOVQ R10, R12
+	XORQ R11, R11
+	SUBQ $0x00000010, R12
+
+copyvec23:
+	CMPQ    R11, R12
+	JG      copyone24
+	VMOVUPS (R8)(R11*2), Y1
+	VMOVUPS Y1, (R9)(R11*2)
+	ADDQ    $0x00000010, R11
+	JMP     copyvec23
+
+copyone24:
+	ADDQ $0x00000010, R12
+
+copyloop26:
+	CMPQ R11, R12
+	JGE  copied25
+	MOVW (R8)(R11*2), R13
+	MOVW R13, (R9)(R11*2)
+	INCQ R11
+	JMP  copyloop26
+
+copied25:
+	LEAQ (BX)(DI*4), R8
+	LEAQ 160(SP), R9
+	MOVQ R10, R12
+	XORQ R11, R11
+	SUBQ $0x00000008, R12
+
+copyvec27:
+	CMPQ    R11, R12
+	JG      copyone28
+	VMOVUPS (R8)(R11*4), Y1
+	VMOVUPS Y1, (R9)(R11*4)
+	ADDQ    $0x00000008, R11
+	JMP     copyvec27
+
+copyone28:
+	ADDQ $0x00000008, R12
+
+copyloop30:
+	CMPQ R11, R12
+	JGE  copied29
+	MOVL (R8)(R11*4), R13
+	MOVL R13, (R9)(R11*4)
+	INCQ R11
+	JMP  copyloop30
+
+copied29:
+	VPMOVZXWD    128(SP), Y1
+	VPSLLD       $0x10, Y1, Y1
+	VMULPS       Y1, Y0, Y1
+	VMULPS       160(SP), Y1, Y1
+	VPSRLD       $0x10, Y1, Y0
+	VPAND        avx2bfone<>+0(SB), Y0, Y0
+	VPADDD       avx2bfbias<>+0(SB), Y0, Y0
+	VPADDD       Y1, Y0, Y0
+	VPSRLD       $0x10, Y0, Y0
+	VCMPPS       $0x03, Y1, Y1, Y1
+	VBLENDVPS    Y1, avx2bfnanlow<>+0(SB), Y0, Y0
+	VEXTRACTI128 $0x01, Y0, X1
+	VPACKUSDW    X1, X0, X1
+	VMOVDQU      X1, 192(SP)
+	LEAQ         192(SP), R9
+	LEAQ         (CX)(DI*2), R8
+	XORQ         DI, DI
+	SUBQ         $0x00000010, R10
+
+copyvec31:
+	CMPQ    DI, R10
+	JG      copyone32
+	VMOVUPS (R9)(DI*2), Y0
+	VMOVUPS Y0, (R8)(DI*2)
+	ADDQ    $0x00000010, DI
+	JMP     copyvec31
+
+copyone32:
+	ADDQ $0x00000010, R10
+
+copyloop34:
+	CMPQ DI, R10
+	JGE  copied33
+	MOVW (R9)(DI*2), R11
+	MOVW R11, (R8)(DI*2)
+	INCQ DI
+	JMP  copyloop34
+
+copied33:
+scaled:
+	ADDQ SI, DX
+	ADDQ SI, CX
+	INCQ 272(SP)
+	MOVQ 296(SP), DI
+	INCQ DI
+	MOVQ DI, 296(SP)
+	CMPQ DI, 288(SP)
+	JB   scalerow
+	JMP  row
+
+ret:
+	TESTL $0x00000001, job_flags+0(AX)
+	JZ    vzero
+	SFENCE
+
+vzero:
+	VZEROUPPER
+	MOVQ 272(SP), AX
+	MOVQ AX, ret+24(FP)
+	RET
+
+// func avx2BF16WeightedRN(j uintptr, from int, to int) int
+// Requires: AVX, AVX2, MMX+
+TEXT ·avx2BF16WeightedRN(SB), NOSPLIT, $328-32
+	// avx2BF16WeightedRN normalizes rows [from, to) of the job: BF16 rows: y = round16(round16(x*inv)*w), for each row.
+	// It stops before the first row that needs the float64 path and returns that row's index, or to.
+	MOVQ j+0(FP), AX
+	MOVQ job_dst+0(AX), CX
+	MOVQ job_x+0(AX), DX
+	MOVQ job_w+0(AX), BX
+	MOVQ job_stride+0(AX), SI
+	SHLQ $0x01, SI
+
+	// fd = float32(d); rd = 1/d when d is a power of two (ss/d is then ss*rd exactly), else 0.
+	MOVQ       job_d+0(AX), DI
+	VMOVSS     one<>+0(SB), X0
+	VCVTSI2SSQ DI, X0, X0
+	VMOVSS     X0, 320(SP)
+	XORL       R9, R9
+	LEAQ       -1(DI), R8
+	TESTQ      DI, R8
+	JNZ        notpow2
+	BSFQ       DI, R8
+	MOVL       $0x0000007f, R9
+	SUBL       R8, R9
+	SHLL       $0x17, R9
+
+notpow2:
+	MOVL R9, 324(SP)
+
+	// Start at row from.
+	MOVQ  from+8(FP), DI
+	MOVQ  DI, 272(SP)
+	MOVQ  $0x00000000, 280(SP)
+	IMULQ SI, DI
+	ADDQ  DI, CX
+	ADDQ  DI, DX
+
+row:
+	MOVQ 272(SP), DI
+	CMPQ DI, to+16(FP)
+	JAE  ret
+	MOVQ $0x00000001, 288(SP)
+	CMPQ 280(SP), $0x00
+	JE   trygroup
+	DECQ 280(SP)
+	JMP  sum
+
+trygroup:
+	CMPQ job_d+0(AX), $0x00000200
+	JA   sum
+	MOVQ to+16(FP), DI
+	SUBQ 272(SP), DI
+	CMPQ DI, $0x04
+	JB   sum
+	MOVQ $0x00000004, 288(SP)
+
+sum:
+	MOVQ DX, DI
+	XORQ R8, R8
+
+sumrow:
+	// Sum of squares: element i goes to partial i%64.
+	MOVQ   job_d+0(AX), R10
+	SUBQ   $0x00000040, R10
+	JGE    firstblock
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	XORQ   R9, R9
+	JMP    sumtail
+
+firstblock:
+	// +0 + square is the square itself: the first block initializes the partials.
+	XORQ      R9, R9
+	VPMOVZXWD (DI)(R9*2), Y0
+	VPSLLD    $0x10, Y0, Y0
+	VMULPS    Y0, Y0, Y0
+	VPMOVZXWD 16(DI)(R9*2), Y1
+	VPSLLD    $0x10, Y1, Y1
+	VMULPS    Y1, Y1, Y1
+	VPMOVZXWD 32(DI)(R9*2), Y2
+	VPSLLD    $0x10, Y2, Y2
+	VMULPS    Y2, Y2, Y2
+	VPMOVZXWD 48(DI)(R9*2), Y3
+	VPSLLD    $0x10, Y3, Y3
+	VMULPS    Y3, Y3, Y3
+	VPMOVZXWD 64(DI)(R9*2), Y4
+	VPSLLD    $0x10, Y4, Y4
+	VMULPS    Y4, Y4, Y4
+	VPMOVZXWD 80(DI)(R9*2), Y5
+	VPSLLD    $0x10, Y5, Y5
+	VMULPS    Y5, Y5, Y5
+	VPMOVZXWD 96(DI)(R9*2), Y6
+	VPSLLD    $0x10, Y6, Y6
+	VMULPS    Y6, Y6, Y6
+	VPMOVZXWD 112(DI)(R9*2), Y7
+	VPSLLD    $0x10, Y7, Y7
+	VMULPS    Y7, Y7, Y7
+	MOVQ      $0x00000040, R9
+	TESTL     $0x00000002, job_flags+0(AX)
+	JNZ       sumpf
+
+sumloop:
+	CMPQ      R9, R10
+	JG        sumtail
+	VPMOVZXWD (DI)(R9*2), Y8
+	VPSLLD    $0x10, Y8, Y8
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y0, Y0
+	VPMOVZXWD 16(DI)(R9*2), Y8
+	VPSLLD    $0x10, Y8, Y8
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y1, Y1
+	VPMOVZXWD 32(DI)(R9*2), Y8
+	VPSLLD    $0x10, Y8, Y8
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y2, Y2
+	VPMOVZXWD 48(DI)(R9*2), Y8
+	VPSLLD    $0x10, Y8, Y8
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y3, Y3
+	VPMOVZXWD 64(DI)(R9*2), Y8
+	VPSLLD    $0x10, Y8, Y8
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y4, Y4
+	VPMOVZXWD 80(DI)(R9*2), Y8
+	VPSLLD    $0x10, Y8, Y8
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y5, Y5
+	VPMOVZXWD 96(DI)(R9*2), Y8
+	VPSLLD    $0x10, Y8, Y8
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y6, Y6
+	VPMOVZXWD 112(DI)(R9*2), Y8
+	VPSLLD    $0x10, Y8, Y8
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y7, Y7
+	ADDQ      $0x00000040, R9
+	JMP       sumloop
+
+	// The same, prefetching the rows ahead.
+sumpf:
+	MOVQ SI, R11
+	SHLQ $0x01, R11
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows1
+	SHLQ $0x03, R11
+
+longrows1:
+	ADDQ DI, R11
+
+sumpfloop:
+	CMPQ       R9, R10
+	JG         sumtail
+	PREFETCHT0 (R11)(R9*2)
+	PREFETCHT0 64(R11)(R9*2)
+	VPMOVZXWD  (DI)(R9*2), Y8
+	VPSLLD     $0x10, Y8, Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y0, Y0
+	VPMOVZXWD  16(DI)(R9*2), Y8
+	VPSLLD     $0x10, Y8, Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y1, Y1
+	VPMOVZXWD  32(DI)(R9*2), Y8
+	VPSLLD     $0x10, Y8, Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y2, Y2
+	VPMOVZXWD  48(DI)(R9*2), Y8
+	VPSLLD     $0x10, Y8, Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y3, Y3
+	VPMOVZXWD  64(DI)(R9*2), Y8
+	VPSLLD     $0x10, Y8, Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y4, Y4
+	VPMOVZXWD  80(DI)(R9*2), Y8
+	VPSLLD     $0x10, Y8, Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y5, Y5
+	VPMOVZXWD  96(DI)(R9*2), Y8
+	VPSLLD     $0x10, Y8, Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y6, Y6
+	VPMOVZXWD  112(DI)(R9*2), Y8
+	VPSLLD     $0x10, Y8, Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y7, Y7
+	ADDQ       $0x00000040, R9
+	JMP        sumpfloop
+
+sumtail:
+	// Fewer than 64 elements remain.
+	MOVQ    job_d+0(AX), R10
+	SUBQ    R9, R10
+	JZ      summed
+	MOVQ    R10, 304(SP)
+	LEAQ    (DI)(R9*2), R9
+	LEAQ    128(SP), R10
+	VXORPS  Y8, Y8, Y8
+	VMOVUPS Y8, (R10)
+	VMOVUPS Y8, 32(R10)
+	VMOVUPS Y8, 64(R10)
+	VMOVUPS Y8, 96(R10)
+	MOVQ    304(SP), R12
+	XORQ    R11, R11
+	SUBQ    $0x00000010, R12
+
+copyvec2:
+	CMPQ    R11, R12
+	JG      copyone3
+	VMOVUPS (R9)(R11*2), Y8
+	VMOVUPS Y8, (R10)(R11*2)
+	ADDQ    $0x00000010, R11
+	JMP     copyvec2
+
+copyone3:
+	ADDQ $0x00000010, R12
+
+copyloop5:
+	CMPQ R11, R12
+	JGE  copied4
+	MOVW (R9)(R11*2), R13
+	MOVW R13, (R10)(R11*2)
+	INCQ R11
+	JMP  copyloop5
+
+copied4:
+	XORQ      R9, R9
+	VPMOVZXWD (R10)(R9*2), Y8
+	VPSLLD    $0x10, Y8, Y8
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y0, Y0
+	VPMOVZXWD 16(R10)(R9*2), Y8
+	VPSLLD    $0x10, Y8, Y8
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y1, Y1
+	VPMOVZXWD 32(R10)(R9*2), Y8
+	VPSLLD    $0x10, Y8, Y8
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y2, Y2
+	VPMOVZXWD 48(R10)(R9*2), Y8
+	VPSLLD    $0x10, Y8, Y8
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y3, Y3
+	VPMOVZXWD 64(R10)(R9*2), Y8
+	VPSLLD    $0x10, Y8, Y8
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y4, Y4
+	VPMOVZXWD 80(R10)(R9*2), Y8
+	VPSLLD    $0x10, Y8, Y8
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y5, Y5
+	VPMOVZXWD 96(R10)(R9*2), Y8
+	VPSLLD    $0x10, Y8, Y8
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y6, Y6
+	VPMOVZXWD 112(R10)(R9*2), Y8
+	VPSLLD    $0x10, Y8, Y8
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y7, Y7
+
+summed:
+	VADDPS  Y4, Y0, Y0
+	VADDPS  Y5, Y1, Y1
+	VADDPS  Y6, Y2, Y2
+	VADDPS  Y7, Y3, Y3
+	VADDPS  Y2, Y0, Y0
+	VADDPS  Y3, Y1, Y1
+	VADDPS  Y1, Y0, Y0
+	CMPQ    288(SP), $0x01
+	JE      invone
+	VMOVUPS Y0, (SP)(R8*1)
+	ADDQ    SI, DI
+	ADDQ    $0x00000020, R8
+	CMPQ    R8, $0x00000080
+	JB      sumrow
+	JMP     invgroup
+
+invone:
+	// Halving tree: p[j] += p[j+h] for the remaining h, down to ss.
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X1
+	VMOVHLPS     X1, X1, X0
+	VADDPS       X0, X1, X1
+	VMOVSHDUP    X1, X0
+	VADDSS       X0, X1, X1
+
+	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
+	CMPL   324(SP), $0x00
+	JE     divide6
+	VMULSS 324(SP), X1, X0
+	JMP    divided7
+
+divide6:
+	VDIVSS 320(SP), X1, X0
+
+divided7:
+	VADDSS   job_eps+0(AX), X0, X0
+	VUCOMISS tlo<>+0(SB), X0
+	JCS      ret
+	VUCOMISS tmax<>+0(SB), X0
+	JHI      ret
+	VSQRTSS  X0, X0, X0
+	VMOVSS   one<>+0(SB), X1
+	VDIVSS   X0, X1, X1
+
+	// Report 1/rms if asked.
+	MOVQ   job_inv+0(AX), DI
+	TESTQ  DI, DI
+	JZ     scale
+	MOVQ   272(SP), R8
+	VMOVSS X1, (DI)(R8*4)
+	JMP    scale
+
+invgroup:
+	// The rest of the halving tree, four rows at once.
+	VMOVUPS      (SP), Y0
+	VMOVUPS      32(SP), Y1
+	VMOVUPS      64(SP), Y2
+	VMOVUPS      96(SP), Y3
+	VPERM2F128   $0x20, Y1, Y0, Y4
+	VPERM2F128   $0x31, Y1, Y0, Y0
+	VADDPS       Y0, Y4, Y4
+	VPERM2F128   $0x20, Y3, Y2, Y0
+	VPERM2F128   $0x31, Y3, Y2, Y1
+	VADDPS       Y1, Y0, Y0
+	VSHUFPS      $0x44, Y0, Y4, Y1
+	VSHUFPS      $0xee, Y0, Y4, Y0
+	VADDPS       Y0, Y1, Y1
+	VHADDPS      Y1, Y1, Y1
+	VEXTRACTF128 $0x01, Y1, X0
+	VUNPCKLPS    X0, X1, X0
+
+	// t = ss/d + eps for the four rows; any t outside [2^-100, MaxFloat32] sends the group to the one-row path.
+	CMPL         324(SP), $0x00
+	JE           divide8
+	VBROADCASTSS 324(SP), X1
+	VMULPS       X1, X0, X0
+	JMP          divided9
+
+divide8:
+	VBROADCASTSS 320(SP), X1
+	VDIVPS       X1, X0, X0
+
+divided9:
+	VBROADCASTSS job_eps+0(AX), X1
+	VADDPS       X1, X0, X0
+	VCMPPS       $0x1d, tlo4<>+0(SB), X0, X1
+	VCMPPS       $0x12, tmax4<>+0(SB), X0, X2
+	VANDPS       X2, X1, X1
+	VMOVMSKPS    X1, DI
+	CMPL         DI, $0x0f
+	JE           ginrange
+	MOVQ         $0x00000004, 280(SP)
+	JMP          row
+
+ginrange:
+	VSQRTPS      X0, X0
+	VBROADCASTSS one<>+0(SB), X1
+	VDIVPS       X0, X1, X1
+
+	// Report 1/rms if asked.
+	MOVQ    job_inv+0(AX), DI
+	TESTQ   DI, DI
+	JZ      scale
+	MOVQ    272(SP), R8
+	VMOVUPS X1, (DI)(R8*4)
+
+scale:
+	VBROADCASTSS X1, Y0
+	MOVQ         $0x00000000, 296(SP)
+	CMPQ         288(SP), $0x01
+	JE           scalebody
+	VMOVUPS      X1, 256(SP)
+
+scalerow:
+	MOVQ         296(SP), DI
+	VBROADCASTSS 256(SP)(DI*4), Y0
+
+scalebody:
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ  DI, DI
+	MOVQ  job_d+0(AX), R8
+	SUBQ  $0x00000020, R8
+	TESTL $0x00000002, job_flags+0(AX)
+	JNZ   scalepf
+
+scaleloop:
+	CMPQ         DI, R8
+	JG           scaletail
+	VPMOVZXWD    (DX)(DI*2), Y1
+	VPSLLD       $0x10, Y1, Y1
+	VMULPS       Y0, Y1, Y1
+	VPSRLD       $0x10, Y1, Y2
+	VPAND        avx2bfone<>+0(SB), Y2, Y2
+	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD       Y1, Y2, Y2
+	VPAND        avx2bfhigh<>+0(SB), Y2, Y2
+	VCMPPS       $0x03, Y1, Y1, Y1
+	VBLENDVPS    Y1, avx2bfnanhigh<>+0(SB), Y2, Y2
+	VMULPS       (BX)(DI*4), Y2, Y2
+	VPSRLD       $0x10, Y2, Y1
+	VPAND        avx2bfone<>+0(SB), Y1, Y1
+	VPADDD       avx2bfbias<>+0(SB), Y1, Y1
+	VPADDD       Y2, Y1, Y1
+	VPSRLD       $0x10, Y1, Y1
+	VCMPPS       $0x03, Y2, Y2, Y2
+	VBLENDVPS    Y2, avx2bfnanlow<>+0(SB), Y1, Y1
+	VEXTRACTI128 $0x01, Y1, X2
+	VPACKUSDW    X2, X1, X2
+	VMOVDQU      X2, (CX)(DI*2)
+	VPMOVZXWD    16(DX)(DI*2), Y1
+	VPSLLD       $0x10, Y1, Y1
+	VMULPS       Y0, Y1, Y1
+	VPSRLD       $0x10, Y1, Y2
+	VPAND        avx2bfone<>+0(SB), Y2, Y2
+	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD       Y1, Y2, Y2
+	VPAND        avx2bfhigh<>+0(SB), Y2, Y2
+	VCMPPS       $0x03, Y1, Y1, Y1
+	VBLENDVPS    Y1, avx2bfnanhigh<>+0(SB), Y2, Y2
+	VMULPS       32(BX)(DI*4), Y2, Y2
+	VPSRLD       $0x10, Y2, Y1
+	VPAND        avx2bfone<>+0(SB), Y1, Y1
+	VPADDD       avx2bfbias<>+0(SB), Y1, Y1
+	VPADDD       Y2, Y1, Y1
+	VPSRLD       $0x10, Y1, Y1
+	VCMPPS       $0x03, Y2, Y2, Y2
+	VBLENDVPS    Y2, avx2bfnanlow<>+0(SB), Y1, Y1
+	VEXTRACTI128 $0x01, Y1, X2
+	VPACKUSDW    X2, X1, X2
+	VMOVDQU      X2, 16(CX)(DI*2)
+	VPMOVZXWD    32(DX)(DI*2), Y1
+	VPSLLD       $0x10, Y1, Y1
+	VMULPS       Y0, Y1, Y1
+	VPSRLD       $0x10, Y1, Y2
+	VPAND        avx2bfone<>+0(SB), Y2, Y2
+	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD       Y1, Y2, Y2
+	VPAND        avx2bfhigh<>+0(SB), Y2, Y2
+	VCMPPS       $0x03, Y1, Y1, Y1
+	VBLENDVPS    Y1, avx2bfnanhigh<>+0(SB), Y2, Y2
+	VMULPS       64(BX)(DI*4), Y2, Y2
+	VPSRLD       $0x10, Y2, Y1
+	VPAND        avx2bfone<>+0(SB), Y1, Y1
+	VPADDD       avx2bfbias<>+0(SB), Y1, Y1
+	VPADDD       Y2, Y1, Y1
+	VPSRLD       $0x10, Y1, Y1
+	VCMPPS       $0x03, Y2, Y2, Y2
+	VBLENDVPS    Y2, avx2bfnanlow<>+0(SB), Y1, Y1
+	VEXTRACTI128 $0x01, Y1, X2
+	VPACKUSDW    X2, X1, X2
+	VMOVDQU      X2, 32(CX)(DI*2)
+	VPMOVZXWD    48(DX)(DI*2), Y1
+	VPSLLD       $0x10, Y1, Y1
+	VMULPS       Y0, Y1, Y1
+	VPSRLD       $0x10, Y1, Y2
+	VPAND        avx2bfone<>+0(SB), Y2, Y2
+	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD       Y1, Y2, Y2
+	VPAND        avx2bfhigh<>+0(SB), Y2, Y2
+	VCMPPS       $0x03, Y1, Y1, Y1
+	VBLENDVPS    Y1, avx2bfnanhigh<>+0(SB), Y2, Y2
+	VMULPS       96(BX)(DI*4), Y2, Y2
+	VPSRLD       $0x10, Y2, Y1
+	VPAND        avx2bfone<>+0(SB), Y1, Y1
+	VPADDD       avx2bfbias<>+0(SB), Y1, Y1
+	VPADDD       Y2, Y1, Y1
+	VPSRLD       $0x10, Y1, Y1
+	VCMPPS       $0x03, Y2, Y2, Y2
+	VBLENDVPS    Y2, avx2bfnanlow<>+0(SB), Y1, Y1
+	VEXTRACTI128 $0x01, Y1, X2
+	VPACKUSDW    X2, X1, X2
+	VMOVDQU      X2, 48(CX)(DI*2)
+	ADDQ         $0x00000020, DI
+	JMP          scaleloop
+
+scalepf:
+	MOVQ SI, R9
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows10
+	SHLQ $0x03, R9
+
+longrows10:
+	ADDQ  DX, R9
+	TESTL $0x00000001, job_flags+0(AX)
+	JNZ   scalent
+
+scalepfloop:
+	CMPQ         DI, R8
+	JG           scaletail
+	PREFETCHT0   (R9)(DI*2)
+	VPMOVZXWD    (DX)(DI*2), Y1
+	VPSLLD       $0x10, Y1, Y1
+	VMULPS       Y0, Y1, Y1
+	VPSRLD       $0x10, Y1, Y2
+	VPAND        avx2bfone<>+0(SB), Y2, Y2
+	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD       Y1, Y2, Y2
+	VPAND        avx2bfhigh<>+0(SB), Y2, Y2
+	VCMPPS       $0x03, Y1, Y1, Y1
+	VBLENDVPS    Y1, avx2bfnanhigh<>+0(SB), Y2, Y2
+	VMULPS       (BX)(DI*4), Y2, Y2
+	VPSRLD       $0x10, Y2, Y1
+	VPAND        avx2bfone<>+0(SB), Y1, Y1
+	VPADDD       avx2bfbias<>+0(SB), Y1, Y1
+	VPADDD       Y2, Y1, Y1
+	VPSRLD       $0x10, Y1, Y1
+	VCMPPS       $0x03, Y2, Y2, Y2
+	VBLENDVPS    Y2, avx2bfnanlow<>+0(SB), Y1, Y1
+	VEXTRACTI128 $0x01, Y1, X2
+	VPACKUSDW    X2, X1, X2
+	VMOVDQU      X2, (CX)(DI*2)
+	VPMOVZXWD    16(DX)(DI*2), Y1
+	VPSLLD       $0x10, Y1, Y1
+	VMULPS       Y0, Y1, Y1
+	VPSRLD       $0x10, Y1, Y2
+	VPAND        avx2bfone<>+0(SB), Y2, Y2
+	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD       Y1, Y2, Y2
+	VPAND        avx2bfhigh<>+0(SB), Y2, Y2
+	VCMPPS       $0x03, Y1, Y1, Y1
+	VBLENDVPS    Y1, avx2bfnanhigh<>+0(SB), Y2, Y2
+	VMULPS       32(BX)(DI*4), Y2, Y2
+	VPSRLD       $0x10, Y2, Y1
+	VPAND        avx2bfone<>+0(SB), Y1, Y1
+	VPADDD       avx2bfbias<>+0(SB), Y1, Y1
+	VPADDD       Y2, Y1, Y1
+	VPSRLD       $0x10, Y1, Y1
+	VCMPPS       $0x03, Y2, Y2, Y2
+	VBLENDVPS    Y2, avx2bfnanlow<>+0(SB), Y1, Y1
+	VEXTRACTI128 $0x01, Y1, X2
+	VPACKUSDW    X2, X1, X2
+	VMOVDQU      X2, 16(CX)(DI*2)
+	VPMOVZXWD    32(DX)(DI*2), Y1
+	VPSLLD       $0x10, Y1, Y1
+	VMULPS       Y0, Y1, Y1
+	VPSRLD       $0x10, Y1, Y2
+	VPAND        avx2bfone<>+0(SB), Y2, Y2
+	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD       Y1, Y2, Y2
+	VPAND        avx2bfhigh<>+0(SB), Y2, Y2
+	VCMPPS       $0x03, Y1, Y1, Y1
+	VBLENDVPS    Y1, avx2bfnanhigh<>+0(SB), Y2, Y2
+	VMULPS       64(BX)(DI*4), Y2, Y2
+	VPSRLD       $0x10, Y2, Y1
+	VPAND        avx2bfone<>+0(SB), Y1, Y1
+	VPADDD       avx2bfbias<>+0(SB), Y1, Y1
+	VPADDD       Y2, Y1, Y1
+	VPSRLD       $0x10, Y1, Y1
+	VCMPPS       $0x03, Y2, Y2, Y2
+	VBLENDVPS    Y2, avx2bfnanlow<>+0(SB), Y1, Y1
+	VEXTRACTI128 $0x01, Y1, X2
+	VPACKUSDW    X2, X1, X2
+	VMOVDQU      X2, 32(CX)(DI*2)
+	VPMOVZXWD    48(DX)(DI*2), Y1
+	VPSLLD       $0x10, Y1, Y1
+	VMULPS       Y0, Y1, Y1
+	VPSRLD       $0x10, Y1, Y2
+	VPAND        avx2bfone<>+0(SB), Y2, Y2
+	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD       Y1, Y2, Y2
+	VPAND        avx2bfhigh<>+0(SB), Y2, Y2
+	VCMPPS       $0x03, Y1, Y1, Y1
+	VBLENDVPS    Y1, avx2bfnanhigh<>+0(SB), Y2, Y2
+	VMULPS       96(BX)(DI*4), Y2, Y2
+	VPSRLD       $0x10, Y2, Y1
+	VPAND        avx2bfone<>+0(SB), Y1, Y1
+	VPADDD       avx2bfbias<>+0(SB), Y1, Y1
+	VPADDD       Y2, Y1, Y1
+	VPSRLD       $0x10, Y1, Y1
+	VCMPPS       $0x03, Y2, Y2, Y2
+	VBLENDVPS    Y2, avx2bfnanlow<>+0(SB), Y1, Y1
+	VEXTRACTI128 $0x01, Y1, X2
+	VPACKUSDW    X2, X1, X2
+	VMOVDQU      X2, 48(CX)(DI*2)
+	ADDQ         $0x00000020, DI
+	JMP          scalepfloop
+
+scalent:
+	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
+	MOVQ CX, R10
+	NEGQ R10
+	ANDQ $0x0000001f, R10
+	SHRQ $0x01, R10
+	JZ   scalentloop
+	CMPQ R10, job_d+0(AX)
+	JLE  scalehead
+	MOVQ job_d+0(AX), R10
+
+scalehead:
+	CMPQ         R10, $0x00000008
+	JB           scaleheadpart
+	VPMOVZXWD    (DX)(DI*2), Y1
+	VPSLLD       $0x10, Y1, Y1
+	VMULPS       Y0, Y1, Y1
+	VPSRLD       $0x10, Y1, Y2
+	VPAND        avx2bfone<>+0(SB), Y2, Y2
+	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD       Y1, Y2, Y2
+	VPAND        avx2bfhigh<>+0(SB), Y2, Y2
+	VCMPPS       $0x03, Y1, Y1, Y1
+	VBLENDVPS    Y1, avx2bfnanhigh<>+0(SB), Y2, Y2
+	VMULPS       (BX)(DI*4), Y2, Y2
+	VPSRLD       $0x10, Y2, Y1
+	VPAND        avx2bfone<>+0(SB), Y1, Y1
+	VPADDD       avx2bfbias<>+0(SB), Y1, Y1
+	VPADDD       Y2, Y1, Y1
+	VPSRLD       $0x10, Y1, Y1
+	VCMPPS       $0x03, Y2, Y2, Y2
+	VBLENDVPS    Y2, avx2bfnanlow<>+0(SB), Y1, Y1
+	VEXTRACTI128 $0x01, Y1, X2
+	VPACKUSDW    X2, X1, X2
+	VMOVDQU      X2, (CX)(DI*2)
+	ADDQ         $0x00000008, DI
+	SUBQ         $0x00000008, R10
+	JZ           scalentloop
+
+scaleheadpart:
+	LEAQ (DX)(DI*2), R11
+	LEAQ 128(SP), R12
+	MOVQ R10, R14
+	XORQ R13, R13
+	SUBQ $0x00000010, R14
+
+copyvec11:
+	CMPQ    R13, R14
+	JG      copyone12
+	VMOVUPS (R11)(R13*2), Y1
+	VMOVUPS Y1, (R12)(R13*2)
+	ADDQ    $0x00000010, R13
+	JMP     copyvec11
+
+copyone12:
+	ADDQ $0x00000010, R14
+
+copyloop14:
+	CMPQ R13, R14
+	JGE  copied13
+	MOVW (R11)(R13*2), R15
+	MOVW R15, (R12)(R13*2)
+	INCQ R13
+	JMP  copyloop14
+
+copied13:
+	LEAQ (BX)(DI*4), R11
+	LEAQ 160(SP), R12
+	MOVQ R10, R14
+	XORQ R13, R13
+	SUBQ $0x00000008, R14
+
+copyvec15:
+	CMPQ    R13, R14
+	JG      copyone16
+	VMOVUPS (R11)(R13*4), Y1
+	VMOVUPS Y1, (R12)(R13*4)
+	ADDQ    $0x00000008, R13
+	JMP     copyvec15
+
+copyone16:
+	ADDQ $0x00000008, R14
+
+copyloop18:
+	CMPQ R13, R14
+	JGE  copied17
+	MOVL (R11)(R13*4), R15
+	MOVL R15, (R12)(R13*4)
+	INCQ R13
+	JMP  copyloop18
+
+copied17:
+	VPMOVZXWD    128(SP), Y1
+	VPSLLD       $0x10, Y1, Y1
+	VMULPS       Y1, Y0, Y1
+	VPSRLD       $0x10, Y1, Y2
+	VPAND        avx2bfone<>+0(SB), Y2, Y2
+	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD       Y1, Y2, Y2
+	VPAND        avx2bfhigh<>+0(SB), Y2, Y2
+	VCMPPS       $0x03, Y1, Y1, Y1
+	VBLENDVPS    Y1, avx2bfnanhigh<>+0(SB), Y2, Y2
+	VMULPS       160(SP), Y2, Y2
+	VPSRLD       $0x10, Y2, Y1
+	VPAND        avx2bfone<>+0(SB), Y1, Y1
+	VPADDD       avx2bfbias<>+0(SB), Y1, Y1
+	VPADDD       Y2, Y1, Y1
+	VPSRLD       $0x10, Y1, Y1
+	VCMPPS       $0x03, Y2, Y2, Y2
+	VBLENDVPS    Y2, avx2bfnanlow<>+0(SB), Y1, Y1
+	VEXTRACTI128 $0x01, Y1, X2
+	VPACKUSDW    X2, X1, X2
+	VMOVDQU      X2, 192(SP)
+	LEAQ         192(SP), R12
+	LEAQ         (CX)(DI*2), R11
+	MOVQ         R10, R14
+	XORQ         R13, R13
+	SUBQ         $0x00000010, R14
+
+copyvec19:
+	CMPQ    R13, R14
+	JG      copyone20
+	VMOVUPS (R12)(R13*2), Y1
+	VMOVUPS Y1, (R11)(R13*2)
+	ADDQ    $0x00000010, R13
+	JMP     copyvec19
+
+copyone20:
+	ADDQ $0x00000010, R14
+
+copyloop22:
+	CMPQ R13, R14
+	JGE  copied21
+	MOVW (R12)(R13*2), R15
+	MOVW R15, (R11)(R13*2)
+	INCQ R13
+	JMP  copyloop22
+
+copied21:
+	ADDQ R10, DI
+
+scalentloop:
+	CMPQ         DI, R8
+	JG           scaletail
+	PREFETCHT0   (R9)(DI*2)
+	VPMOVZXWD    (DX)(DI*2), Y1
+	VPSLLD       $0x10, Y1, Y1
+	VMULPS       Y0, Y1, Y1
+	VPSRLD       $0x10, Y1, Y2
+	VPAND        avx2bfone<>+0(SB), Y2, Y2
+	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD       Y1, Y2, Y2
+	VPAND        avx2bfhigh<>+0(SB), Y2, Y2
+	VCMPPS       $0x03, Y1, Y1, Y1
+	VBLENDVPS    Y1, avx2bfnanhigh<>+0(SB), Y2, Y2
+	VMULPS       (BX)(DI*4), Y2, Y2
+	VPMOVZXWD    16(DX)(DI*2), Y1
+	VPSLLD       $0x10, Y1, Y1
+	VMULPS       Y0, Y1, Y1
+	VPSRLD       $0x10, Y1, Y3
+	VPAND        avx2bfone<>+0(SB), Y3, Y3
+	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
+	VPADDD       Y1, Y3, Y3
+	VPAND        avx2bfhigh<>+0(SB), Y3, Y3
+	VCMPPS       $0x03, Y1, Y1, Y1
+	VBLENDVPS    Y1, avx2bfnanhigh<>+0(SB), Y3, Y3
+	VMULPS       32(BX)(DI*4), Y3, Y3
+	VPSRLD       $0x10, Y2, Y1
+	VPAND        avx2bfone<>+0(SB), Y1, Y1
+	VPADDD       avx2bfbias<>+0(SB), Y1, Y1
+	VPADDD       Y2, Y1, Y1
+	VPSRLD       $0x10, Y1, Y1
+	VCMPPS       $0x03, Y2, Y2, Y2
+	VBLENDVPS    Y2, avx2bfnanlow<>+0(SB), Y1, Y1
+	VEXTRACTI128 $0x01, Y1, X2
+	VPACKUSDW    X2, X1, X9
+	VPSRLD       $0x10, Y3, Y1
+	VPAND        avx2bfone<>+0(SB), Y1, Y1
+	VPADDD       avx2bfbias<>+0(SB), Y1, Y1
+	VPADDD       Y3, Y1, Y1
+	VPSRLD       $0x10, Y1, Y1
+	VCMPPS       $0x03, Y3, Y3, Y2
+	VBLENDVPS    Y2, avx2bfnanlow<>+0(SB), Y1, Y1
+	VEXTRACTI128 $0x01, Y1, X2
+	VPACKUSDW    X2, X1, X1
+	VINSERTI128  $0x01, X1, Y9, Y9
+	VMOVNTDQ     Y9, (CX)(DI*2)
+	VPMOVZXWD    32(DX)(DI*2), Y1
+	VPSLLD       $0x10, Y1, Y1
+	VMULPS       Y0, Y1, Y1
+	VPSRLD       $0x10, Y1, Y2
+	VPAND        avx2bfone<>+0(SB), Y2, Y2
+	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD       Y1, Y2, Y2
+	VPAND        avx2bfhigh<>+0(SB), Y2, Y2
+	VCMPPS       $0x03, Y1, Y1, Y1
+	VBLENDVPS    Y1, avx2bfnanhigh<>+0(SB), Y2, Y2
+	VMULPS       64(BX)(DI*4), Y2, Y2
+	VPMOVZXWD    48(DX)(DI*2), Y1
+	VPSLLD       $0x10, Y1, Y1
+	VMULPS       Y0, Y1, Y1
+	VPSRLD       $0x10, Y1, Y3
+	VPAND        avx2bfone<>+0(SB), Y3, Y3
+	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
+	VPADDD       Y1, Y3, Y3
+	VPAND        avx2bfhigh<>+0(SB), Y3, Y3
+	VCMPPS       $0x03, Y1, Y1, Y1
+	VBLENDVPS    Y1, avx2bfnanhigh<>+0(SB), Y3, Y3
+	VMULPS       96(BX)(DI*4), Y3, Y3
+	VPSRLD       $0x10, Y2, Y1
+	VPAND        avx2bfone<>+0(SB), Y1, Y1
+	VPADDD       avx2bfbias<>+0(SB), Y1, Y1
+	VPADDD       Y2, Y1, Y1
+	VPSRLD       $0x10, Y1, Y1
+	VCMPPS       $0x03, Y2, Y2, Y2
+	VBLENDVPS    Y2, avx2bfnanlow<>+0(SB), Y1, Y1
+	VEXTRACTI128 $0x01, Y1, X2
+	VPACKUSDW    X2, X1, X10
+	VPSRLD       $0x10, Y3, Y1
+	VPAND        avx2bfone<>+0(SB), Y1, Y1
+	VPADDD       avx2bfbias<>+0(SB), Y1, Y1
+	VPADDD       Y3, Y1, Y1
+	VPSRLD       $0x10, Y1, Y1
+	VCMPPS       $0x03, Y3, Y3, Y2
+	VBLENDVPS    Y2, avx2bfnanlow<>+0(SB), Y1, Y1
+	VEXTRACTI128 $0x01, Y1, X2
+	VPACKUSDW    X2, X1, X1
+	VINSERTI128  $0x01, X1, Y10, Y10
+	VMOVNTDQ     Y10, 32(CX)(DI*2)
+	ADDQ         $0x00000020, DI
+	JMP          scalentloop
+
+scaletail:
+	ADDQ $0x00000018, R8
+
+scaleone:
+	CMPQ         DI, R8
+	JG           scalepart
+	VPMOVZXWD    (DX)(DI*2), Y1
+	VPSLLD       $0x10, Y1, Y1
+	VMULPS       Y0, Y1, Y1
+	VPSRLD       $0x10, Y1, Y2
+	VPAND        avx2bfone<>+0(SB), Y2, Y2
+	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD       Y1, Y2, Y2
+	VPAND        avx2bfhigh<>+0(SB), Y2, Y2
+	VCMPPS       $0x03, Y1, Y1, Y1
+	VBLENDVPS    Y1, avx2bfnanhigh<>+0(SB), Y2, Y2
+	VMULPS       (BX)(DI*4), Y2, Y2
+	VPSRLD       $0x10, Y2, Y1
+	VPAND        avx2bfone<>+0(SB), Y1, Y1
+	VPADDD       avx2bfbias<>+0(SB), Y1, Y1
+	VPADDD       Y2, Y1, Y1
+	VPSRLD       $0x10, Y1, Y1
+	VCMPPS       $0x03, Y2, Y2, Y2
+	VBLENDVPS    Y2, avx2bfnanlow<>+0(SB), Y1, Y1
+	VEXTRACTI128 $0x01, Y1, X2
+	VPACKUSDW    X2, X1, X2
+	VMOVDQU      X2, (CX)(DI*2)
+	ADDQ         $0x00000008, DI
+	JMP          scaleone
+
+scalepart:
+	MOVQ job_d+0(AX), R10
+	SUBQ DI, R10
+	JZ   scaled
+	LEAQ (DX)(DI*2), R8
+	LEAQ 128(SP), R9
+	MOVQ R10, R12
+	XORQ R11, R11
+	SUBQ $0x00000010, R12
+
+copyvec23:
+	CMPQ    R11, R12
+	JG      copyone24
+	VMOVUPS (R8)(R11*2), Y1
+	VMOVUPS Y1, (R9)(R11*2)
+	ADDQ    $0x00000010, R11
+	JMP     copyvec23
+
+copyone24:
+	ADDQ $0x00000010, R12
+
+copyloop26:
+	CMPQ R11, R12
+	JGE  copied25
+	MOVW (R8)(R11*2), R13
+	MOVW R13, (R9)(R11*2)
+	INCQ R11
+	JMP  copyloop26
+
+copied25:
+	LEAQ (BX)(DI*4), R8
+	LEAQ 160(SP), R9
+	MOVQ R10, R12
+	XORQ R11, R11
+	SUBQ $0x00000008, R12
+
+copyvec27:
+	CMPQ    R11, R12
+	JG      copyone28
+	VMOVUPS (R8)(R11*4), Y1
+	VMOVUPS Y1, (R9)(R11*4)
+	ADDQ    $0x00000008, R11
+	JMP     copyvec27
+
+copyone28:
+	ADDQ $0x00000008, R12
+
+copyloop30:
+	CMPQ R11, R12
+	JGE  copied29
+	MOVL (R8)(R11*4), R13
+	MOVL R13, (R9)(R11*4)
+	INCQ R11
+	JMP  copyloop30
+
+copied29:
+	VPMOVZXWD    128(SP), Y1
+	VPSLLD       $0x10, Y1, Y1
+	VMULPS       Y1, Y0, Y1
+	VPSRLD       $0x10, Y1, Y0
+	VPAND        avx2bfone<>+0(SB), Y0, Y0
+	VPADDD       avx2bfbias<>+0(SB), Y0, Y0
+	VPADDD       Y1, Y0, Y0
+	VPAND        avx2bfhigh<>+0(SB), Y0, Y0
+	VCMPPS       $0x03, Y1, Y1, Y1
+	VBLENDVPS    Y1, avx2bfnanhigh<>+0(SB), Y0, Y0
+	VMULPS       160(SP), Y0, Y0
+	VPSRLD       $0x10, Y0, Y1
+	VPAND        avx2bfone<>+0(SB), Y1, Y1
+	VPADDD       avx2bfbias<>+0(SB), Y1, Y1
+	VPADDD       Y0, Y1, Y1
+	VPSRLD       $0x10, Y1, Y1
+	VCMPPS       $0x03, Y0, Y0, Y0
+	VBLENDVPS    Y0, avx2bfnanlow<>+0(SB), Y1, Y1
+	VEXTRACTI128 $0x01, Y1, X0
+	VPACKUSDW    X0, X1, X0
+	VMOVDQU      X0, 192(SP)
+	LEAQ         192(SP), R9
+	LEAQ         (CX)(DI*2), R8
+	XORQ         DI, DI
+	SUBQ         $0x00000010, R10
+
+copyvec31:
+	CMPQ    DI, R10
+	JG      copyone32
+	VMOVUPS (R9)(DI*2), Y0
+	VMOVUPS Y0, (R8)(DI*2)
+	ADDQ    $0x00000010, DI
+	JMP     copyvec31
+
+copyone32:
+	ADDQ $0x00000010, R10
+
+copyloop34:
+	CMPQ DI, R10
+	JGE  copied33
+	MOVW (R9)(DI*2), R11
+	MOVW R11, (R8)(DI*2)
+	INCQ DI
+	JMP  copyloop34
+
+copied33:
+scaled:
+	ADDQ SI, DX
+	ADDQ SI, CX
+	INCQ 272(SP)
+	MOVQ 296(SP), DI
+	INCQ DI
+	MOVQ DI, 296(SP)
+	CMPQ DI, 288(SP)
+	JB   scalerow
+	JMP  row
+
+ret:
+	TESTL $0x00000001, job_flags+0(AX)
+	JZ    vzero
+	SFENCE
+
+vzero:
+	VZEROUPPER
+	MOVQ 272(SP), AX
+	MOVQ AX, ret+24(FP)
+	RET
+
+// func avx2BF16Offset(j uintptr, from int, to int) int
+// Requires: AVX, AVX2, MMX+
+TEXT ·avx2BF16Offset(SB), NOSPLIT, $328-32
+	// avx2BF16Offset normalizes rows [from, to) of the job: BF16 rows: y = round16((x*inv)*(1+w)), for each row.
+	// It stops before the first row that needs the float64 path and returns that row's index, or to.
+	MOVQ j+0(FP), AX
+	MOVQ job_dst+0(AX), CX
+	MOVQ job_x+0(AX), DX
+	MOVQ job_w+0(AX), BX
+	MOVQ job_stride+0(AX), SI
+	SHLQ $0x01, SI
+
+	// fd = float32(d); rd = 1/d when d is a power of two (ss/d is then ss*rd exactly), else 0.
+	MOVQ       job_d+0(AX), DI
+	VMOVSS     one<>+0(SB), X0
+	VCVTSI2SSQ DI, X0, X0
+	VMOVSS     X0, 320(SP)
+	XORL       R9, R9
+	LEAQ       -1(DI), R8
+	TESTQ      DI, R8
+	JNZ        notpow2
+	BSFQ       DI, R8
+	MOVL       $0x0000007f, R9
+	SUBL       R8, R9
+	SHLL       $0x17, R9
+
+notpow2:
+	MOVL R9, 324(SP)
+
+	// Start at row from.
+	MOVQ  from+8(FP), DI
+	MOVQ  DI, 272(SP)
+	MOVQ  $0x00000000, 280(SP)
+	IMULQ SI, DI
+	ADDQ  DI, CX
+	ADDQ  DI, DX
+
+row:
+	MOVQ 272(SP), DI
+	CMPQ DI, to+16(FP)
+	JAE  ret
+	MOVQ $0x00000001, 288(SP)
+	CMPQ 280(SP), $0x00
+	JE   trygroup
+	DECQ 280(SP)
+	JMP  sum
+
+trygroup:
+	CMPQ job_d+0(AX), $0x00000200
+	JA   sum
+	MOVQ to+16(FP), DI
+	SUBQ 272(SP), DI
+	CMPQ DI, $0x04
+	JB   sum
+	MOVQ $0x00000004, 288(SP)
+
+sum:
+	MOVQ DX, DI
+	XORQ R8, R8
+
+sumrow:
+	// Sum of squares: element i goes to partial i%64.
+	MOVQ   job_d+0(AX), R10
+	SUBQ   $0x00000040, R10
+	JGE    firstblock
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	XORQ   R9, R9
+	JMP    sumtail
+
+firstblock:
+	// +0 + square is the square itself: the first block initializes the partials.
+	XORQ      R9, R9
+	VPMOVZXWD (DI)(R9*2), Y0
+	VPSLLD    $0x10, Y0, Y0
+	VMULPS    Y0, Y0, Y0
+	VPMOVZXWD 16(DI)(R9*2), Y1
+	VPSLLD    $0x10, Y1, Y1
+	VMULPS    Y1, Y1, Y1
+	VPMOVZXWD 32(DI)(R9*2), Y2
+	VPSLLD    $0x10, Y2, Y2
+	VMULPS    Y2, Y2, Y2
+	VPMOVZXWD 48(DI)(R9*2), Y3
+	VPSLLD    $0x10, Y3, Y3
+	VMULPS    Y3, Y3, Y3
+	VPMOVZXWD 64(DI)(R9*2), Y4
+	VPSLLD    $0x10, Y4, Y4
+	VMULPS    Y4, Y4, Y4
+	VPMOVZXWD 80(DI)(R9*2), Y5
+	VPSLLD    $0x10, Y5, Y5
+	VMULPS    Y5, Y5, Y5
+	VPMOVZXWD 96(DI)(R9*2), Y6
+	VPSLLD    $0x10, Y6, Y6
+	VMULPS    Y6, Y6, Y6
+	VPMOVZXWD 112(DI)(R9*2), Y7
+	VPSLLD    $0x10, Y7, Y7
+	VMULPS    Y7, Y7, Y7
+	MOVQ      $0x00000040, R9
+	TESTL     $0x00000002, job_flags+0(AX)
+	JNZ       sumpf
+
+sumloop:
+	CMPQ      R9, R10
+	JG        sumtail
+	VPMOVZXWD (DI)(R9*2), Y8
+	VPSLLD    $0x10, Y8, Y8
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y0, Y0
+	VPMOVZXWD 16(DI)(R9*2), Y8
+	VPSLLD    $0x10, Y8, Y8
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y1, Y1
+	VPMOVZXWD 32(DI)(R9*2), Y8
+	VPSLLD    $0x10, Y8, Y8
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y2, Y2
+	VPMOVZXWD 48(DI)(R9*2), Y8
+	VPSLLD    $0x10, Y8, Y8
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y3, Y3
+	VPMOVZXWD 64(DI)(R9*2), Y8
+	VPSLLD    $0x10, Y8, Y8
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y4, Y4
+	VPMOVZXWD 80(DI)(R9*2), Y8
+	VPSLLD    $0x10, Y8, Y8
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y5, Y5
+	VPMOVZXWD 96(DI)(R9*2), Y8
+	VPSLLD    $0x10, Y8, Y8
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y6, Y6
+	VPMOVZXWD 112(DI)(R9*2), Y8
+	VPSLLD    $0x10, Y8, Y8
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y7, Y7
+	ADDQ      $0x00000040, R9
+	JMP       sumloop
+
+	// The same, prefetching the rows ahead.
+sumpf:
+	MOVQ SI, R11
+	SHLQ $0x01, R11
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows1
+	SHLQ $0x03, R11
+
+longrows1:
+	ADDQ DI, R11
+
+sumpfloop:
+	CMPQ       R9, R10
+	JG         sumtail
+	PREFETCHT0 (R11)(R9*2)
+	PREFETCHT0 64(R11)(R9*2)
+	VPMOVZXWD  (DI)(R9*2), Y8
+	VPSLLD     $0x10, Y8, Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y0, Y0
+	VPMOVZXWD  16(DI)(R9*2), Y8
+	VPSLLD     $0x10, Y8, Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y1, Y1
+	VPMOVZXWD  32(DI)(R9*2), Y8
+	VPSLLD     $0x10, Y8, Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y2, Y2
+	VPMOVZXWD  48(DI)(R9*2), Y8
+	VPSLLD     $0x10, Y8, Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y3, Y3
+	VPMOVZXWD  64(DI)(R9*2), Y8
+	VPSLLD     $0x10, Y8, Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y4, Y4
+	VPMOVZXWD  80(DI)(R9*2), Y8
+	VPSLLD     $0x10, Y8, Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y5, Y5
+	VPMOVZXWD  96(DI)(R9*2), Y8
+	VPSLLD     $0x10, Y8, Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y6, Y6
+	VPMOVZXWD  112(DI)(R9*2), Y8
+	VPSLLD     $0x10, Y8, Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y7, Y7
+	ADDQ       $0x00000040, R9
+	JMP        sumpfloop
+
+sumtail:
+	// Fewer than 64 elements remain.
+	MOVQ    job_d+0(AX), R10
+	SUBQ    R9, R10
+	JZ      summed
+	MOVQ    R10, 304(SP)
+	LEAQ    (DI)(R9*2), R9
+	LEAQ    128(SP), R10
+	VXORPS  Y8, Y8, Y8
+	VMOVUPS Y8, (R10)
+	VMOVUPS Y8, 32(R10)
+	VMOVUPS Y8, 64(R10)
+	VMOVUPS Y8, 96(R10)
+	MOVQ    304(SP), R12
+	XORQ    R11, R11
+	SUBQ    $0x00000010, R12
+
+copyvec2:
+	CMPQ    R11, R12
+	JG      copyone3
+	VMOVUPS (R9)(R11*2), Y8
+	VMOVUPS Y8, (R10)(R11*2)
+	ADDQ    $0x00000010, R11
+	JMP     copyvec2
+
+copyone3:
+	ADDQ $0x00000010, R12
+
+copyloop5:
+	CMPQ R11, R12
+	JGE  copied4
+	MOVW (R9)(R11*2), R13
+	MOVW R13, (R10)(R11*2)
+	INCQ R11
+	JMP  copyloop5
+
+copied4:
+	XORQ      R9, R9
+	VPMOVZXWD (R10)(R9*2), Y8
+	VPSLLD    $0x10, Y8, Y8
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y0, Y0
+	VPMOVZXWD 16(R10)(R9*2), Y8
+	VPSLLD    $0x10, Y8, Y8
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y1, Y1
+	VPMOVZXWD 32(R10)(R9*2), Y8
+	VPSLLD    $0x10, Y8, Y8
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y2, Y2
+	VPMOVZXWD 48(R10)(R9*2), Y8
+	VPSLLD    $0x10, Y8, Y8
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y3, Y3
+	VPMOVZXWD 64(R10)(R9*2), Y8
+	VPSLLD    $0x10, Y8, Y8
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y4, Y4
+	VPMOVZXWD 80(R10)(R9*2), Y8
+	VPSLLD    $0x10, Y8, Y8
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y5, Y5
+	VPMOVZXWD 96(R10)(R9*2), Y8
+	VPSLLD    $0x10, Y8, Y8
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y6, Y6
+	VPMOVZXWD 112(R10)(R9*2), Y8
+	VPSLLD    $0x10, Y8, Y8
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y7, Y7
+
+summed:
+	VADDPS  Y4, Y0, Y0
+	VADDPS  Y5, Y1, Y1
+	VADDPS  Y6, Y2, Y2
+	VADDPS  Y7, Y3, Y3
+	VADDPS  Y2, Y0, Y0
+	VADDPS  Y3, Y1, Y1
+	VADDPS  Y1, Y0, Y0
+	CMPQ    288(SP), $0x01
+	JE      invone
+	VMOVUPS Y0, (SP)(R8*1)
+	ADDQ    SI, DI
+	ADDQ    $0x00000020, R8
+	CMPQ    R8, $0x00000080
+	JB      sumrow
+	JMP     invgroup
+
+invone:
+	// Halving tree: p[j] += p[j+h] for the remaining h, down to ss.
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X1
+	VMOVHLPS     X1, X1, X0
+	VADDPS       X0, X1, X1
+	VMOVSHDUP    X1, X0
+	VADDSS       X0, X1, X1
+
+	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
+	CMPL   324(SP), $0x00
+	JE     divide6
+	VMULSS 324(SP), X1, X0
+	JMP    divided7
+
+divide6:
+	VDIVSS 320(SP), X1, X0
+
+divided7:
+	VADDSS   job_eps+0(AX), X0, X0
+	VUCOMISS tlo<>+0(SB), X0
+	JCS      ret
+	VUCOMISS tmax<>+0(SB), X0
+	JHI      ret
+	VSQRTSS  X0, X0, X0
+	VMOVSS   one<>+0(SB), X1
+	VDIVSS   X0, X1, X1
+
+	// Report 1/rms if asked.
+	MOVQ   job_inv+0(AX), DI
+	TESTQ  DI, DI
+	JZ     scale
+	MOVQ   272(SP), R8
+	VMOVSS X1, (DI)(R8*4)
+	JMP    scale
+
+invgroup:
+	// The rest of the halving tree, four rows at once.
+	VMOVUPS      (SP), Y0
+	VMOVUPS      32(SP), Y1
+	VMOVUPS      64(SP), Y2
+	VMOVUPS      96(SP), Y3
+	VPERM2F128   $0x20, Y1, Y0, Y4
+	VPERM2F128   $0x31, Y1, Y0, Y0
+	VADDPS       Y0, Y4, Y4
+	VPERM2F128   $0x20, Y3, Y2, Y0
+	VPERM2F128   $0x31, Y3, Y2, Y1
+	VADDPS       Y1, Y0, Y0
+	VSHUFPS      $0x44, Y0, Y4, Y1
+	VSHUFPS      $0xee, Y0, Y4, Y0
+	VADDPS       Y0, Y1, Y1
+	VHADDPS      Y1, Y1, Y1
+	VEXTRACTF128 $0x01, Y1, X0
+	VUNPCKLPS    X0, X1, X0
+
+	// t = ss/d + eps for the four rows; any t outside [2^-100, MaxFloat32] sends the group to the one-row path.
+	CMPL         324(SP), $0x00
+	JE           divide8
+	VBROADCASTSS 324(SP), X1
+	VMULPS       X1, X0, X0
+	JMP          divided9
+
+divide8:
+	VBROADCASTSS 320(SP), X1
+	VDIVPS       X1, X0, X0
+
+divided9:
+	VBROADCASTSS job_eps+0(AX), X1
+	VADDPS       X1, X0, X0
+	VCMPPS       $0x1d, tlo4<>+0(SB), X0, X1
+	VCMPPS       $0x12, tmax4<>+0(SB), X0, X2
+	VANDPS       X2, X1, X1
+	VMOVMSKPS    X1, DI
+	CMPL         DI, $0x0f
+	JE           ginrange
+	MOVQ         $0x00000004, 280(SP)
+	JMP          row
+
+ginrange:
+	VSQRTPS      X0, X0
+	VBROADCASTSS one<>+0(SB), X1
+	VDIVPS       X0, X1, X1
+
+	// Report 1/rms if asked.
+	MOVQ    job_inv+0(AX), DI
+	TESTQ   DI, DI
+	JZ      scale
+	MOVQ    272(SP), R8
+	VMOVUPS X1, (DI)(R8*4)
+
+scale:
+	VBROADCASTSS X1, Y0
+	MOVQ         $0x00000000, 296(SP)
+	CMPQ         288(SP), $0x01
+	JE           scalebody
+	VMOVUPS      X1, 256(SP)
+
+scalerow:
+	MOVQ         296(SP), DI
+	VBROADCASTSS 256(SP)(DI*4), Y0
+
+scalebody:
+	VBROADCASTSS one<>+0(SB), Y1
+
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ  DI, DI
+	MOVQ  job_d+0(AX), R8
+	SUBQ  $0x00000020, R8
+	TESTL $0x00000002, job_flags+0(AX)
+	JNZ   scalepf
+
+scaleloop:
+	CMPQ         DI, R8
+	JG           scaletail
+	VPMOVZXWD    (DX)(DI*2), Y2
+	VPSLLD       $0x10, Y2, Y2
+	VMULPS       Y0, Y2, Y2
+	VMOVUPS      (BX)(DI*4), Y3
+	VADDPS       Y1, Y3, Y3
+	VMULPS       Y3, Y2, Y2
+	VPSRLD       $0x10, Y2, Y3
+	VPAND        avx2bfone<>+0(SB), Y3, Y3
+	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
+	VPADDD       Y2, Y3, Y3
+	VPSRLD       $0x10, Y3, Y3
+	VCMPPS       $0x03, Y2, Y2, Y2
+	VBLENDVPS    Y2, avx2bfnanlow<>+0(SB), Y3, Y3
+	VEXTRACTI128 $0x01, Y3, X2
+	VPACKUSDW    X2, X3, X2
+	VMOVDQU      X2, (CX)(DI*2)
+	VPMOVZXWD    16(DX)(DI*2), Y2
+	VPSLLD       $0x10, Y2, Y2
+	VMULPS       Y0, Y2, Y2
+	VMOVUPS      32(BX)(DI*4), Y3
+	VADDPS       Y1, Y3, Y3
+	VMULPS       Y3, Y2, Y2
+	VPSRLD       $0x10, Y2, Y3
+	VPAND        avx2bfone<>+0(SB), Y3, Y3
+	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
+	VPADDD       Y2, Y3, Y3
+	VPSRLD       $0x10, Y3, Y3
+	VCMPPS       $0x03, Y2, Y2, Y2
+	VBLENDVPS    Y2, avx2bfnanlow<>+0(SB), Y3, Y3
+	VEXTRACTI128 $0x01, Y3, X2
+	VPACKUSDW    X2, X3, X2
+	VMOVDQU      X2, 16(CX)(DI*2)
+	VPMOVZXWD    32(DX)(DI*2), Y2
+	VPSLLD       $0x10, Y2, Y2
+	VMULPS       Y0, Y2, Y2
+	VMOVUPS      64(BX)(DI*4), Y3
+	VADDPS       Y1, Y3, Y3
+	VMULPS       Y3, Y2, Y2
+	VPSRLD       $0x10, Y2, Y3
+	VPAND        avx2bfone<>+0(SB), Y3, Y3
+	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
+	VPADDD       Y2, Y3, Y3
+	VPSRLD       $0x10, Y3, Y3
+	VCMPPS       $0x03, Y2, Y2, Y2
+	VBLENDVPS    Y2, avx2bfnanlow<>+0(SB), Y3, Y3
+	VEXTRACTI128 $0x01, Y3, X2
+	VPACKUSDW    X2, X3, X2
+	VMOVDQU      X2, 32(CX)(DI*2)
+	VPMOVZXWD    48(DX)(DI*2), Y2
+	VPSLLD       $0x10, Y2, Y2
+	VMULPS       Y0, Y2, Y2
+	VMOVUPS      96(BX)(DI*4), Y3
+	VADDPS       Y1, Y3, Y3
+	VMULPS       Y3, Y2, Y2
+	VPSRLD       $0x10, Y2, Y3
+	VPAND        avx2bfone<>+0(SB), Y3, Y3
+	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
+	VPADDD       Y2, Y3, Y3
+	VPSRLD       $0x10, Y3, Y3
+	VCMPPS       $0x03, Y2, Y2, Y2
+	VBLENDVPS    Y2, avx2bfnanlow<>+0(SB), Y3, Y3
+	VEXTRACTI128 $0x01, Y3, X2
+	VPACKUSDW    X2, X3, X2
+	VMOVDQU      X2, 48(CX)(DI*2)
+	ADDQ         $0x00000020, DI
+	JMP          scaleloop
+
+scalepf:
+	MOVQ SI, R9
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows10
+	SHLQ $0x03, R9
+
+longrows10:
+	ADDQ  DX, R9
+	TESTL $0x00000001, job_flags+0(AX)
+	JNZ   scalent
+
+scalepfloop:
+	CMPQ         DI, R8
+	JG           scaletail
+	PREFETCHT0   (R9)(DI*2)
+	VPMOVZXWD    (DX)(DI*2), Y2
+	VPSLLD       $0x10, Y2, Y2
+	VMULPS       Y0, Y2, Y2
+	VMOVUPS      (BX)(DI*4), Y3
+	VADDPS       Y1, Y3, Y3
+	VMULPS       Y3, Y2, Y2
+	VPSRLD       $0x10, Y2, Y3
+	VPAND        avx2bfone<>+0(SB), Y3, Y3
+	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
+	VPADDD       Y2, Y3, Y3
+	VPSRLD       $0x10, Y3, Y3
+	VCMPPS       $0x03, Y2, Y2, Y2
+	VBLENDVPS    Y2, avx2bfnanlow<>+0(SB), Y3, Y3
+	VEXTRACTI128 $0x01, Y3, X2
+	VPACKUSDW    X2, X3, X2
+	VMOVDQU      X2, (CX)(DI*2)
+	VPMOVZXWD    16(DX)(DI*2), Y2
+	VPSLLD       $0x10, Y2, Y2
+	VMULPS       Y0, Y2, Y2
+	VMOVUPS      32(BX)(DI*4), Y3
+	VADDPS       Y1, Y3, Y3
+	VMULPS       Y3, Y2, Y2
+	VPSRLD       $0x10, Y2, Y3
+	VPAND        avx2bfone<>+0(SB), Y3, Y3
+	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
+	VPADDD       Y2, Y3, Y3
+	VPSRLD       $0x10, Y3, Y3
+	VCMPPS       $0x03, Y2, Y2, Y2
+	VBLENDVPS    Y2, avx2bfnanlow<>+0(SB), Y3, Y3
+	VEXTRACTI128 $0x01, Y3, X2
+	VPACKUSDW    X2, X3, X2
+	VMOVDQU      X2, 16(CX)(DI*2)
+	VPMOVZXWD    32(DX)(DI*2), Y2
+	VPSLLD       $0x10, Y2, Y2
+	VMULPS       Y0, Y2, Y2
+	VMOVUPS      64(BX)(DI*4), Y3
+	VADDPS       Y1, Y3, Y3
+	VMULPS       Y3, Y2, Y2
+	VPSRLD       $0x10, Y2, Y3
+	VPAND        avx2bfone<>+0(SB), Y3, Y3
+	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
+	VPADDD       Y2, Y3, Y3
+	VPSRLD       $0x10, Y3, Y3
+	VCMPPS       $0x03, Y2, Y2, Y2
+	VBLENDVPS    Y2, avx2bfnanlow<>+0(SB), Y3, Y3
+	VEXTRACTI128 $0x01, Y3, X2
+	VPACKUSDW    X2, X3, X2
+	VMOVDQU      X2, 32(CX)(DI*2)
+	VPMOVZXWD    48(DX)(DI*2), Y2
+	VPSLLD       $0x10, Y2, Y2
+	VMULPS       Y0, Y2, Y2
+	VMOVUPS      96(BX)(DI*4), Y3
+	VADDPS       Y1, Y3, Y3
+	VMULPS       Y3, Y2, Y2
+	VPSRLD       $0x10, Y2, Y3
+	VPAND        avx2bfone<>+0(SB), Y3, Y3
+	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
+	VPADDD       Y2, Y3, Y3
+	VPSRLD       $0x10, Y3, Y3
+	VCMPPS       $0x03, Y2, Y2, Y2
+	VBLENDVPS    Y2, avx2bfnanlow<>+0(SB), Y3, Y3
+	VEXTRACTI128 $0x01, Y3, X2
+	VPACKUSDW    X2, X3, X2
+	VMOVDQU      X2, 48(CX)(DI*2)
+	ADDQ         $0x00000020, DI
+	JMP          scalepfloop
+
+scalent:
+	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
+	MOVQ CX, R10
+	NEGQ R10
+	ANDQ $0x0000001f, R10
+	SHRQ $0x01, R10
+	JZ   scalentloop
+	CMPQ R10, job_d+0(AX)
+	JLE  scalehead
+	MOVQ job_d+0(AX), R10
+
+scalehead:
+	CMPQ         R10, $0x00000008
+	JB           scaleheadpart
+	VPMOVZXWD    (DX)(DI*2), Y2
+	VPSLLD       $0x10, Y2, Y2
+	VMULPS       Y0, Y2, Y2
+	VMOVUPS      (BX)(DI*4), Y3
+	VADDPS       Y1, Y3, Y3
+	VMULPS       Y3, Y2, Y2
+	VPSRLD       $0x10, Y2, Y3
+	VPAND        avx2bfone<>+0(SB), Y3, Y3
+	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
+	VPADDD       Y2, Y3, Y3
+	VPSRLD       $0x10, Y3, Y3
+	VCMPPS       $0x03, Y2, Y2, Y2
+	VBLENDVPS    Y2, avx2bfnanlow<>+0(SB), Y3, Y3
+	VEXTRACTI128 $0x01, Y3, X2
+	VPACKUSDW    X2, X3, X2
+	VMOVDQU      X2, (CX)(DI*2)
+	ADDQ         $0x00000008, DI
+	SUBQ         $0x00000008, R10
+	JZ           scalentloop
+
+scaleheadpart:
+	LEAQ (DX)(DI*2), R11
+	LEAQ 128(SP), R12
+	MOVQ R10, R14
+	XORQ R13, R13
+	SUBQ $0x00000010, R14
+
+copyvec11:
+	CMPQ    R13, R14
+	JG      copyone12
+	VMOVUPS (R11)(R13*2), Y2
+	VMOVUPS Y2, (R12)(R13*2)
+	ADDQ    $0x00000010, R13
+	JMP     copyvec11
+
+copyone12:
+	ADDQ $0x00000010, R14
+
+copyloop14:
+	CMPQ R13, R14
+	JGE  copied13
+	MOVW (R11)(R13*2), R15
+	MOVW R15, (R12)(R13*2)
+	INCQ R13
+	JMP  copyloop14
+
+copied13:
+	LEAQ (BX)(DI*4), R11
+	LEAQ 160(SP), R12
+	MOVQ R10, R14
+	XORQ R13, R13
+	SUBQ $0x00000008, R14
+
+copyvec15:
+	CMPQ    R13, R14
+	JG      copyone16
+	VMOVUPS (R11)(R13*4), Y2
+	VMOVUPS Y2, (R12)(R13*4)
+	ADDQ    $0x00000008, R13
+	JMP     copyvec15
+
+copyone16:
+	ADDQ $0x00000008, R14
+
+copyloop18:
+	CMPQ R13, R14
+	JGE  copied17
+	MOVL (R11)(R13*4), R15
+	MOVL R15, (R12)(R13*4)
+	INCQ R13
+	JMP  copyloop18
+
+copied17:
+	VPMOVZXWD    128(SP), Y2
+	VPSLLD       $0x10, Y2, Y2
+	VMULPS       Y2, Y0, Y2
+	VMOVUPS      160(SP), Y3
+	VADDPS       Y1, Y3, Y3
+	VMULPS       Y3, Y2, Y2
+	VPSRLD       $0x10, Y2, Y3
+	VPAND        avx2bfone<>+0(SB), Y3, Y3
+	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
+	VPADDD       Y2, Y3, Y3
+	VPSRLD       $0x10, Y3, Y3
+	VCMPPS       $0x03, Y2, Y2, Y2
+	VBLENDVPS    Y2, avx2bfnanlow<>+0(SB), Y3, Y3
+	VEXTRACTI128 $0x01, Y3, X2
+	VPACKUSDW    X2, X3, X2
+	VMOVDQU      X2, 192(SP)
+	LEAQ         192(SP), R12
+	LEAQ         (CX)(DI*2), R11
+	MOVQ         R10, R14
+	XORQ         R13, R13
+	SUBQ         $0x00000010, R14
+
+copyvec19:
+	CMPQ    R13, R14
+	JG      copyone20
+	VMOVUPS (R12)(R13*2), Y2
+	VMOVUPS Y2, (R11)(R13*2)
+	ADDQ    $0x00000010, R13
+	JMP     copyvec19
+
+copyone20:
+	ADDQ $0x00000010, R14
+
+copyloop22:
+	CMPQ R13, R14
+	JGE  copied21
+	MOVW (R12)(R13*2), R15
+	MOVW R15, (R11)(R13*2)
+	INCQ R13
+	JMP  copyloop22
+
+copied21:
+	ADDQ R10, DI
+
+scalentloop:
+	CMPQ         DI, R8
+	JG           scaletail
+	PREFETCHT0   (R9)(DI*2)
+	VPMOVZXWD    (DX)(DI*2), Y2
+	VPSLLD       $0x10, Y2, Y2
+	VMULPS       Y0, Y2, Y2
+	VMOVUPS      (BX)(DI*4), Y3
+	VADDPS       Y1, Y3, Y3
+	VMULPS       Y3, Y2, Y2
+	VPMOVZXWD    16(DX)(DI*2), Y3
+	VPSLLD       $0x10, Y3, Y3
+	VMULPS       Y0, Y3, Y3
+	VMOVUPS      32(BX)(DI*4), Y4
+	VADDPS       Y1, Y4, Y4
+	VMULPS       Y4, Y3, Y3
+	VPSRLD       $0x10, Y2, Y4
+	VPAND        avx2bfone<>+0(SB), Y4, Y4
+	VPADDD       avx2bfbias<>+0(SB), Y4, Y4
+	VPADDD       Y2, Y4, Y4
+	VPSRLD       $0x10, Y4, Y4
+	VCMPPS       $0x03, Y2, Y2, Y2
+	VBLENDVPS    Y2, avx2bfnanlow<>+0(SB), Y4, Y4
+	VEXTRACTI128 $0x01, Y4, X2
+	VPACKUSDW    X2, X4, X9
+	VPSRLD       $0x10, Y3, Y2
+	VPAND        avx2bfone<>+0(SB), Y2, Y2
+	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD       Y3, Y2, Y2
+	VPSRLD       $0x10, Y2, Y2
+	VCMPPS       $0x03, Y3, Y3, Y3
+	VBLENDVPS    Y3, avx2bfnanlow<>+0(SB), Y2, Y2
+	VEXTRACTI128 $0x01, Y2, X3
+	VPACKUSDW    X3, X2, X2
+	VINSERTI128  $0x01, X2, Y9, Y9
+	VMOVNTDQ     Y9, (CX)(DI*2)
+	VPMOVZXWD    32(DX)(DI*2), Y2
+	VPSLLD       $0x10, Y2, Y2
+	VMULPS       Y0, Y2, Y2
+	VMOVUPS      64(BX)(DI*4), Y3
+	VADDPS       Y1, Y3, Y3
+	VMULPS       Y3, Y2, Y2
+	VPMOVZXWD    48(DX)(DI*2), Y3
+	VPSLLD       $0x10, Y3, Y3
+	VMULPS       Y0, Y3, Y3
+	VMOVUPS      96(BX)(DI*4), Y4
+	VADDPS       Y1, Y4, Y4
+	VMULPS       Y4, Y3, Y3
+	VPSRLD       $0x10, Y2, Y4
+	VPAND        avx2bfone<>+0(SB), Y4, Y4
+	VPADDD       avx2bfbias<>+0(SB), Y4, Y4
+	VPADDD       Y2, Y4, Y4
+	VPSRLD       $0x10, Y4, Y4
+	VCMPPS       $0x03, Y2, Y2, Y2
+	VBLENDVPS    Y2, avx2bfnanlow<>+0(SB), Y4, Y4
+	VEXTRACTI128 $0x01, Y4, X2
+	VPACKUSDW    X2, X4, X10
+	VPSRLD       $0x10, Y3, Y2
+	VPAND        avx2bfone<>+0(SB), Y2, Y2
+	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD       Y3, Y2, Y2
+	VPSRLD       $0x10, Y2, Y2
+	VCMPPS       $0x03, Y3, Y3, Y3
+	VBLENDVPS    Y3, avx2bfnanlow<>+0(SB), Y2, Y2
+	VEXTRACTI128 $0x01, Y2, X3
+	VPACKUSDW    X3, X2, X2
+	VINSERTI128  $0x01, X2, Y10, Y10
+	VMOVNTDQ     Y10, 32(CX)(DI*2)
+	ADDQ         $0x00000020, DI
+	JMP          scalentloop
+
+scaletail:
+	ADDQ $0x00000018, R8
+
+scaleone:
+	CMPQ         DI, R8
+	JG           scalepart
+	VPMOVZXWD    (DX)(DI*2), Y2
+	VPSLLD       $0x10, Y2, Y2
+	VMULPS       Y0, Y2, Y2
+	VMOVUPS      (BX)(DI*4), Y3
+	VADDPS       Y1, Y3, Y3
+	VMULPS       Y3, Y2, Y2
+	VPSRLD       $0x10, Y2, Y3
+	VPAND        avx2bfone<>+0(SB), Y3, Y3
+	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
+	VPADDD       Y2, Y3, Y3
+	VPSRLD       $0x10, Y3, Y3
+	VCMPPS       $0x03, Y2, Y2, Y2
+	VBLENDVPS    Y2, avx2bfnanlow<>+0(SB), Y3, Y3
+	VEXTRACTI128 $0x01, Y3, X2
+	VPACKUSDW    X2, X3, X2
+	VMOVDQU      X2, (CX)(DI*2)
+	ADDQ         $0x00000008, DI
+	JMP          scaleone
+
+scalepart:
+	MOVQ job_d+0(AX), R10
+	SUBQ DI, R10
+	JZ   scaled
+	LEAQ (DX)(DI*2), R8
+	LEAQ 128(SP), R9
+	MOVQ R10, R12
+	XORQ R11, R11
+	SUBQ $0x00000010, R12
+
+copyvec23:
+	CMPQ    R11, R12
+	JG      copyone24
+	VMOVUPS (R8)(R11*2), Y2
+	VMOVUPS Y2, (R9)(R11*2)
+	ADDQ    $0x00000010, R11
+	JMP     copyvec23
+
+copyone24:
+	ADDQ $0x00000010, R12
+
+copyloop26:
+	CMPQ R11, R12
+	JGE  copied25
+	MOVW (R8)(R11*2), R13
+	MOVW R13, (R9)(R11*2)
+	INCQ R11
+	JMP  copyloop26
+
+copied25:
+	LEAQ (BX)(DI*4), R8
+	LEAQ 160(SP), R9
+	MOVQ R10, R12
+	XORQ R11, R11
+	SUBQ $0x00000008, R12
+
+copyvec27:
+	CMPQ    R11, R12
+	JG      copyone28
+	VMOVUPS (R8)(R11*4), Y2
+	VMOVUPS Y2, (R9)(R11*4)
+	ADDQ    $0x00000008, R11
+	JMP     copyvec27
+
+copyone28:
+	ADDQ $0x00000008, R12
+
+copyloop30:
+	CMPQ R11, R12
+	JGE  copied29
+	MOVL (R8)(R11*4), R13
+	MOVL R13, (R9)(R11*4)
+	INCQ R11
+	JMP  copyloop30
+
+copied29:
+	VPMOVZXWD    128(SP), Y2
+	VPSLLD       $0x10, Y2, Y2
+	VMULPS       Y2, Y0, Y2
+	VMOVUPS      160(SP), Y0
+	VADDPS       Y1, Y0, Y0
+	VMULPS       Y0, Y2, Y2
+	VPSRLD       $0x10, Y2, Y0
+	VPAND        avx2bfone<>+0(SB), Y0, Y0
+	VPADDD       avx2bfbias<>+0(SB), Y0, Y0
+	VPADDD       Y2, Y0, Y0
+	VPSRLD       $0x10, Y0, Y0
+	VCMPPS       $0x03, Y2, Y2, Y1
+	VBLENDVPS    Y1, avx2bfnanlow<>+0(SB), Y0, Y0
+	VEXTRACTI128 $0x01, Y0, X1
+	VPACKUSDW    X1, X0, X1
+	VMOVDQU      X1, 192(SP)
+	LEAQ         192(SP), R9
+	LEAQ         (CX)(DI*2), R8
+	XORQ         DI, DI
+	SUBQ         $0x00000010, R10
+
+copyvec31:
+	CMPQ    DI, R10
+	JG      copyone32
+	VMOVUPS (R9)(DI*2), Y0
+	VMOVUPS Y0, (R8)(DI*2)
+	ADDQ    $0x00000010, DI
+	JMP     copyvec31
+
+copyone32:
+	ADDQ $0x00000010, R10
+
+copyloop34:
+	CMPQ DI, R10
+	JGE  copied33
+	MOVW (R9)(DI*2), R11
+	MOVW R11, (R8)(DI*2)
+	INCQ DI
+	JMP  copyloop34
+
+copied33:
+scaled:
+	ADDQ SI, DX
+	ADDQ SI, CX
+	INCQ 272(SP)
+	MOVQ 296(SP), DI
+	INCQ DI
+	MOVQ DI, 296(SP)
+	CMPQ DI, 288(SP)
+	JB   scalerow
+	JMP  row
+
+ret:
+	TESTL $0x00000001, job_flags+0(AX)
+	JZ    vzero
+	SFENCE
+
+vzero:
+	VZEROUPPER
+	MOVQ 272(SP), AX
+	MOVQ AX, ret+24(FP)
+	RET
+
+// func avx2BF16OffsetRN(j uintptr, from int, to int) int
+// Requires: AVX, AVX2, MMX+
+TEXT ·avx2BF16OffsetRN(SB), NOSPLIT, $328-32
+	// avx2BF16OffsetRN normalizes rows [from, to) of the job: BF16 rows: y = round16(round16(x*inv)*(1+w)), for each row.
+	// It stops before the first row that needs the float64 path and returns that row's index, or to.
+	MOVQ j+0(FP), AX
+	MOVQ job_dst+0(AX), CX
+	MOVQ job_x+0(AX), DX
+	MOVQ job_w+0(AX), BX
+	MOVQ job_stride+0(AX), SI
+	SHLQ $0x01, SI
+
+	// fd = float32(d); rd = 1/d when d is a power of two (ss/d is then ss*rd exactly), else 0.
+	MOVQ       job_d+0(AX), DI
+	VMOVSS     one<>+0(SB), X0
+	VCVTSI2SSQ DI, X0, X0
+	VMOVSS     X0, 320(SP)
+	XORL       R9, R9
+	LEAQ       -1(DI), R8
+	TESTQ      DI, R8
+	JNZ        notpow2
+	BSFQ       DI, R8
+	MOVL       $0x0000007f, R9
+	SUBL       R8, R9
+	SHLL       $0x17, R9
+
+notpow2:
+	MOVL R9, 324(SP)
+
+	// Start at row from.
+	MOVQ  from+8(FP), DI
+	MOVQ  DI, 272(SP)
+	MOVQ  $0x00000000, 280(SP)
+	IMULQ SI, DI
+	ADDQ  DI, CX
+	ADDQ  DI, DX
+
+row:
+	MOVQ 272(SP), DI
+	CMPQ DI, to+16(FP)
+	JAE  ret
+	MOVQ $0x00000001, 288(SP)
+	CMPQ 280(SP), $0x00
+	JE   trygroup
+	DECQ 280(SP)
+	JMP  sum
+
+trygroup:
+	CMPQ job_d+0(AX), $0x00000200
+	JA   sum
+	MOVQ to+16(FP), DI
+	SUBQ 272(SP), DI
+	CMPQ DI, $0x04
+	JB   sum
+	MOVQ $0x00000004, 288(SP)
+
+sum:
+	MOVQ DX, DI
+	XORQ R8, R8
+
+sumrow:
+	// Sum of squares: element i goes to partial i%64.
+	MOVQ   job_d+0(AX), R10
+	SUBQ   $0x00000040, R10
+	JGE    firstblock
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	XORQ   R9, R9
+	JMP    sumtail
+
+firstblock:
+	// +0 + square is the square itself: the first block initializes the partials.
+	XORQ      R9, R9
+	VPMOVZXWD (DI)(R9*2), Y0
+	VPSLLD    $0x10, Y0, Y0
+	VMULPS    Y0, Y0, Y0
+	VPMOVZXWD 16(DI)(R9*2), Y1
+	VPSLLD    $0x10, Y1, Y1
+	VMULPS    Y1, Y1, Y1
+	VPMOVZXWD 32(DI)(R9*2), Y2
+	VPSLLD    $0x10, Y2, Y2
+	VMULPS    Y2, Y2, Y2
+	VPMOVZXWD 48(DI)(R9*2), Y3
+	VPSLLD    $0x10, Y3, Y3
+	VMULPS    Y3, Y3, Y3
+	VPMOVZXWD 64(DI)(R9*2), Y4
+	VPSLLD    $0x10, Y4, Y4
+	VMULPS    Y4, Y4, Y4
+	VPMOVZXWD 80(DI)(R9*2), Y5
+	VPSLLD    $0x10, Y5, Y5
+	VMULPS    Y5, Y5, Y5
+	VPMOVZXWD 96(DI)(R9*2), Y6
+	VPSLLD    $0x10, Y6, Y6
+	VMULPS    Y6, Y6, Y6
+	VPMOVZXWD 112(DI)(R9*2), Y7
+	VPSLLD    $0x10, Y7, Y7
+	VMULPS    Y7, Y7, Y7
+	MOVQ      $0x00000040, R9
+	TESTL     $0x00000002, job_flags+0(AX)
+	JNZ       sumpf
+
+sumloop:
+	CMPQ      R9, R10
+	JG        sumtail
+	VPMOVZXWD (DI)(R9*2), Y8
+	VPSLLD    $0x10, Y8, Y8
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y0, Y0
+	VPMOVZXWD 16(DI)(R9*2), Y8
+	VPSLLD    $0x10, Y8, Y8
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y1, Y1
+	VPMOVZXWD 32(DI)(R9*2), Y8
+	VPSLLD    $0x10, Y8, Y8
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y2, Y2
+	VPMOVZXWD 48(DI)(R9*2), Y8
+	VPSLLD    $0x10, Y8, Y8
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y3, Y3
+	VPMOVZXWD 64(DI)(R9*2), Y8
+	VPSLLD    $0x10, Y8, Y8
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y4, Y4
+	VPMOVZXWD 80(DI)(R9*2), Y8
+	VPSLLD    $0x10, Y8, Y8
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y5, Y5
+	VPMOVZXWD 96(DI)(R9*2), Y8
+	VPSLLD    $0x10, Y8, Y8
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y6, Y6
+	VPMOVZXWD 112(DI)(R9*2), Y8
+	VPSLLD    $0x10, Y8, Y8
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y7, Y7
+	ADDQ      $0x00000040, R9
+	JMP       sumloop
+
+	// The same, prefetching the rows ahead.
+sumpf:
+	MOVQ SI, R11
+	SHLQ $0x01, R11
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows1
+	SHLQ $0x03, R11
+
+longrows1:
+	ADDQ DI, R11
+
+sumpfloop:
+	CMPQ       R9, R10
+	JG         sumtail
+	PREFETCHT0 (R11)(R9*2)
+	PREFETCHT0 64(R11)(R9*2)
+	VPMOVZXWD  (DI)(R9*2), Y8
+	VPSLLD     $0x10, Y8, Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y0, Y0
+	VPMOVZXWD  16(DI)(R9*2), Y8
+	VPSLLD     $0x10, Y8, Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y1, Y1
+	VPMOVZXWD  32(DI)(R9*2), Y8
+	VPSLLD     $0x10, Y8, Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y2, Y2
+	VPMOVZXWD  48(DI)(R9*2), Y8
+	VPSLLD     $0x10, Y8, Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y3, Y3
+	VPMOVZXWD  64(DI)(R9*2), Y8
+	VPSLLD     $0x10, Y8, Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y4, Y4
+	VPMOVZXWD  80(DI)(R9*2), Y8
+	VPSLLD     $0x10, Y8, Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y5, Y5
+	VPMOVZXWD  96(DI)(R9*2), Y8
+	VPSLLD     $0x10, Y8, Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y6, Y6
+	VPMOVZXWD  112(DI)(R9*2), Y8
+	VPSLLD     $0x10, Y8, Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y7, Y7
+	ADDQ       $0x00000040, R9
+	JMP        sumpfloop
+
+sumtail:
+	// Fewer than 64 elements remain.
+	MOVQ    job_d+0(AX), R10
+	SUBQ    R9, R10
+	JZ      summed
+	MOVQ    R10, 304(SP)
+	LEAQ    (DI)(R9*2), R9
+	LEAQ    128(SP), R10
+	VXORPS  Y8, Y8, Y8
+	VMOVUPS Y8, (R10)
+	VMOVUPS Y8, 32(R10)
+	VMOVUPS Y8, 64(R10)
+	VMOVUPS Y8, 96(R10)
+	MOVQ    304(SP), R12
+	XORQ    R11, R11
+	SUBQ    $0x00000010, R12
+
+copyvec2:
+	CMPQ    R11, R12
+	JG      copyone3
+	VMOVUPS (R9)(R11*2), Y8
+	VMOVUPS Y8, (R10)(R11*2)
+	ADDQ    $0x00000010, R11
+	JMP     copyvec2
+
+copyone3:
+	ADDQ $0x00000010, R12
+
+copyloop5:
+	CMPQ R11, R12
+	JGE  copied4
+	MOVW (R9)(R11*2), R13
+	MOVW R13, (R10)(R11*2)
+	INCQ R11
+	JMP  copyloop5
+
+copied4:
+	XORQ      R9, R9
+	VPMOVZXWD (R10)(R9*2), Y8
+	VPSLLD    $0x10, Y8, Y8
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y0, Y0
+	VPMOVZXWD 16(R10)(R9*2), Y8
+	VPSLLD    $0x10, Y8, Y8
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y1, Y1
+	VPMOVZXWD 32(R10)(R9*2), Y8
+	VPSLLD    $0x10, Y8, Y8
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y2, Y2
+	VPMOVZXWD 48(R10)(R9*2), Y8
+	VPSLLD    $0x10, Y8, Y8
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y3, Y3
+	VPMOVZXWD 64(R10)(R9*2), Y8
+	VPSLLD    $0x10, Y8, Y8
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y4, Y4
+	VPMOVZXWD 80(R10)(R9*2), Y8
+	VPSLLD    $0x10, Y8, Y8
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y5, Y5
+	VPMOVZXWD 96(R10)(R9*2), Y8
+	VPSLLD    $0x10, Y8, Y8
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y6, Y6
+	VPMOVZXWD 112(R10)(R9*2), Y8
+	VPSLLD    $0x10, Y8, Y8
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y7, Y7
+
+summed:
+	VADDPS  Y4, Y0, Y0
+	VADDPS  Y5, Y1, Y1
+	VADDPS  Y6, Y2, Y2
+	VADDPS  Y7, Y3, Y3
+	VADDPS  Y2, Y0, Y0
+	VADDPS  Y3, Y1, Y1
+	VADDPS  Y1, Y0, Y0
+	CMPQ    288(SP), $0x01
+	JE      invone
+	VMOVUPS Y0, (SP)(R8*1)
+	ADDQ    SI, DI
+	ADDQ    $0x00000020, R8
+	CMPQ    R8, $0x00000080
+	JB      sumrow
+	JMP     invgroup
+
+invone:
+	// Halving tree: p[j] += p[j+h] for the remaining h, down to ss.
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X1
+	VMOVHLPS     X1, X1, X0
+	VADDPS       X0, X1, X1
+	VMOVSHDUP    X1, X0
+	VADDSS       X0, X1, X1
+
+	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
+	CMPL   324(SP), $0x00
+	JE     divide6
+	VMULSS 324(SP), X1, X0
+	JMP    divided7
+
+divide6:
+	VDIVSS 320(SP), X1, X0
+
+divided7:
+	VADDSS   job_eps+0(AX), X0, X0
+	VUCOMISS tlo<>+0(SB), X0
+	JCS      ret
+	VUCOMISS tmax<>+0(SB), X0
+	JHI      ret
+	VSQRTSS  X0, X0, X0
+	VMOVSS   one<>+0(SB), X1
+	VDIVSS   X0, X1, X1
+
+	// Report 1/rms if asked.
+	MOVQ   job_inv+0(AX), DI
+	TESTQ  DI, DI
+	JZ     scale
+	MOVQ   272(SP), R8
+	VMOVSS X1, (DI)(R8*4)
+	JMP    scale
+
+invgroup:
+	// The rest of the halving tree, four rows at once.
+	VMOVUPS      (SP), Y0
+	VMOVUPS      32(SP), Y1
+	VMOVUPS      64(SP), Y2
+	VMOVUPS      96(SP), Y3
+	VPERM2F128   $0x20, Y1, Y0, Y4
+	VPERM2F128   $0x31, Y1, Y0, Y0
+	VADDPS       Y0, Y4, Y4
+	VPERM2F128   $0x20, Y3, Y2, Y0
+	VPERM2F128   $0x31, Y3, Y2, Y1
+	VADDPS       Y1, Y0, Y0
+	VSHUFPS      $0x44, Y0, Y4, Y1
+	VSHUFPS      $0xee, Y0, Y4, Y0
+	VADDPS       Y0, Y1, Y1
+	VHADDPS      Y1, Y1, Y1
+	VEXTRACTF128 $0x01, Y1, X0
+	VUNPCKLPS    X0, X1, X0
+
+	// t = ss/d + eps for the four rows; any t outside [2^-100, MaxFloat32] sends the group to the one-row path.
+	CMPL         324(SP), $0x00
+	JE           divide8
+	VBROADCASTSS 324(SP), X1
+	VMULPS       X1, X0, X0
+	JMP          divided9
+
+divide8:
+	VBROADCASTSS 320(SP), X1
+	VDIVPS       X1, X0, X0
+
+divided9:
+	VBROADCASTSS job_eps+0(AX), X1
+	VADDPS       X1, X0, X0
+	VCMPPS       $0x1d, tlo4<>+0(SB), X0, X1
+	VCMPPS       $0x12, tmax4<>+0(SB), X0, X2
+	VANDPS       X2, X1, X1
+	VMOVMSKPS    X1, DI
+	CMPL         DI, $0x0f
+	JE           ginrange
+	MOVQ         $0x00000004, 280(SP)
+	JMP          row
+
+ginrange:
+	VSQRTPS      X0, X0
+	VBROADCASTSS one<>+0(SB), X1
+	VDIVPS       X0, X1, X1
+
+	// Report 1/rms if asked.
+	MOVQ    job_inv+0(AX), DI
+	TESTQ   DI, DI
+	JZ      scale
+	MOVQ    272(SP), R8
+	VMOVUPS X1, (DI)(R8*4)
+
+scale:
+	VBROADCASTSS X1, Y0
+	MOVQ         $0x00000000, 296(SP)
+	CMPQ         288(SP), $0x01
+	JE           scalebody
+	VMOVUPS      X1, 256(SP)
+
+scalerow:
+	MOVQ         296(SP), DI
+	VBROADCASTSS 256(SP)(DI*4), Y0
+
+scalebody:
+	VBROADCASTSS one<>+0(SB), Y1
+
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ  DI, DI
+	MOVQ  job_d+0(AX), R8
+	SUBQ  $0x00000020, R8
+	TESTL $0x00000002, job_flags+0(AX)
+	JNZ   scalepf
+
+scaleloop:
+	CMPQ         DI, R8
+	JG           scaletail
+	VPMOVZXWD    (DX)(DI*2), Y2
+	VPSLLD       $0x10, Y2, Y2
+	VMULPS       Y0, Y2, Y2
+	VPSRLD       $0x10, Y2, Y3
+	VPAND        avx2bfone<>+0(SB), Y3, Y3
+	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
+	VPADDD       Y2, Y3, Y3
+	VPAND        avx2bfhigh<>+0(SB), Y3, Y3
+	VCMPPS       $0x03, Y2, Y2, Y2
+	VBLENDVPS    Y2, avx2bfnanhigh<>+0(SB), Y3, Y3
+	VMOVUPS      (BX)(DI*4), Y2
+	VADDPS       Y1, Y2, Y2
+	VMULPS       Y2, Y3, Y3
+	VPSRLD       $0x10, Y3, Y2
+	VPAND        avx2bfone<>+0(SB), Y2, Y2
+	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD       Y3, Y2, Y2
+	VPSRLD       $0x10, Y2, Y2
+	VCMPPS       $0x03, Y3, Y3, Y3
+	VBLENDVPS    Y3, avx2bfnanlow<>+0(SB), Y2, Y2
+	VEXTRACTI128 $0x01, Y2, X3
+	VPACKUSDW    X3, X2, X3
+	VMOVDQU      X3, (CX)(DI*2)
+	VPMOVZXWD    16(DX)(DI*2), Y2
+	VPSLLD       $0x10, Y2, Y2
+	VMULPS       Y0, Y2, Y2
+	VPSRLD       $0x10, Y2, Y3
+	VPAND        avx2bfone<>+0(SB), Y3, Y3
+	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
+	VPADDD       Y2, Y3, Y3
+	VPAND        avx2bfhigh<>+0(SB), Y3, Y3
+	VCMPPS       $0x03, Y2, Y2, Y2
+	VBLENDVPS    Y2, avx2bfnanhigh<>+0(SB), Y3, Y3
+	VMOVUPS      32(BX)(DI*4), Y2
+	VADDPS       Y1, Y2, Y2
+	VMULPS       Y2, Y3, Y3
+	VPSRLD       $0x10, Y3, Y2
+	VPAND        avx2bfone<>+0(SB), Y2, Y2
+	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD       Y3, Y2, Y2
+	VPSRLD       $0x10, Y2, Y2
+	VCMPPS       $0x03, Y3, Y3, Y3
+	VBLENDVPS    Y3, avx2bfnanlow<>+0(SB), Y2, Y2
+	VEXTRACTI128 $0x01, Y2, X3
+	VPACKUSDW    X3, X2, X3
+	VMOVDQU      X3, 16(CX)(DI*2)
+	VPMOVZXWD    32(DX)(DI*2), Y2
+	VPSLLD       $0x10, Y2, Y2
+	VMULPS       Y0, Y2, Y2
+	VPSRLD       $0x10, Y2, Y3
+	VPAND        avx2bfone<>+0(SB), Y3, Y3
+	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
+	VPADDD       Y2, Y3, Y3
+	VPAND        avx2bfhigh<>+0(SB), Y3, Y3
+	VCMPPS       $0x03, Y2, Y2, Y2
+	VBLENDVPS    Y2, avx2bfnanhigh<>+0(SB), Y3, Y3
+	VMOVUPS      64(BX)(DI*4), Y2
+	VADDPS       Y1, Y2, Y2
+	VMULPS       Y2, Y3, Y3
+	VPSRLD       $0x10, Y3, Y2
+	VPAND        avx2bfone<>+0(SB), Y2, Y2
+	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD       Y3, Y2, Y2
+	VPSRLD       $0x10, Y2, Y2
+	VCMPPS       $0x03, Y3, Y3, Y3
+	VBLENDVPS    Y3, avx2bfnanlow<>+0(SB), Y2, Y2
+	VEXTRACTI128 $0x01, Y2, X3
+	VPACKUSDW    X3, X2, X3
+	VMOVDQU      X3, 32(CX)(DI*2)
+	VPMOVZXWD    48(DX)(DI*2), Y2
+	VPSLLD       $0x10, Y2, Y2
+	VMULPS       Y0, Y2, Y2
+	VPSRLD       $0x10, Y2, Y3
+	VPAND        avx2bfone<>+0(SB), Y3, Y3
+	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
+	VPADDD       Y2, Y3, Y3
+	VPAND        avx2bfhigh<>+0(SB), Y3, Y3
+	VCMPPS       $0x03, Y2, Y2, Y2
+	VBLENDVPS    Y2, avx2bfnanhigh<>+0(SB), Y3, Y3
+	VMOVUPS      96(BX)(DI*4), Y2
+	VADDPS       Y1, Y2, Y2
+	VMULPS       Y2, Y3, Y3
+	VPSRLD       $0x10, Y3, Y2
+	VPAND        avx2bfone<>+0(SB), Y2, Y2
+	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD       Y3, Y2, Y2
+	VPSRLD       $0x10, Y2, Y2
+	VCMPPS       $0x03, Y3, Y3, Y3
+	VBLENDVPS    Y3, avx2bfnanlow<>+0(SB), Y2, Y2
+	VEXTRACTI128 $0x01, Y2, X3
+	VPACKUSDW    X3, X2, X3
+	VMOVDQU      X3, 48(CX)(DI*2)
+	ADDQ         $0x00000020, DI
+	JMP          scaleloop
+
+scalepf:
+	MOVQ SI, R9
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows10
+	SHLQ $0x03, R9
+
+longrows10:
+	ADDQ  DX, R9
+	TESTL $0x00000001, job_flags+0(AX)
+	JNZ   scalent
+
+scalepfloop:
+	CMPQ         DI, R8
+	JG           scaletail
+	PREFETCHT0   (R9)(DI*2)
+	VPMOVZXWD    (DX)(DI*2), Y2
+	VPSLLD       $0x10, Y2, Y2
+	VMULPS       Y0, Y2, Y2
+	VPSRLD       $0x10, Y2, Y3
+	VPAND        avx2bfone<>+0(SB), Y3, Y3
+	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
+	VPADDD       Y2, Y3, Y3
+	VPAND        avx2bfhigh<>+0(SB), Y3, Y3
+	VCMPPS       $0x03, Y2, Y2, Y2
+	VBLENDVPS    Y2, avx2bfnanhigh<>+0(SB), Y3, Y3
+	VMOVUPS      (BX)(DI*4), Y2
+	VADDPS       Y1, Y2, Y2
+	VMULPS       Y2, Y3, Y3
+	VPSRLD       $0x10, Y3, Y2
+	VPAND        avx2bfone<>+0(SB), Y2, Y2
+	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD       Y3, Y2, Y2
+	VPSRLD       $0x10, Y2, Y2
+	VCMPPS       $0x03, Y3, Y3, Y3
+	VBLENDVPS    Y3, avx2bfnanlow<>+0(SB), Y2, Y2
+	VEXTRACTI128 $0x01, Y2, X3
+	VPACKUSDW    X3, X2, X3
+	VMOVDQU      X3, (CX)(DI*2)
+	VPMOVZXWD    16(DX)(DI*2), Y2
+	VPSLLD       $0x10, Y2, Y2
+	VMULPS       Y0, Y2, Y2
+	VPSRLD       $0x10, Y2, Y3
+	VPAND        avx2bfone<>+0(SB), Y3, Y3
+	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
+	VPADDD       Y2, Y3, Y3
+	VPAND        avx2bfhigh<>+0(SB), Y3, Y3
+	VCMPPS       $0x03, Y2, Y2, Y2
+	VBLENDVPS    Y2, avx2bfnanhigh<>+0(SB), Y3, Y3
+	VMOVUPS      32(BX)(DI*4), Y2
+	VADDPS       Y1, Y2, Y2
+	VMULPS       Y2, Y3, Y3
+	VPSRLD       $0x10, Y3, Y2
+	VPAND        avx2bfone<>+0(SB), Y2, Y2
+	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD       Y3, Y2, Y2
+	VPSRLD       $0x10, Y2, Y2
+	VCMPPS       $0x03, Y3, Y3, Y3
+	VBLENDVPS    Y3, avx2bfnanlow<>+0(SB), Y2, Y2
+	VEXTRACTI128 $0x01, Y2, X3
+	VPACKUSDW    X3, X2, X3
+	VMOVDQU      X3, 16(CX)(DI*2)
+	VPMOVZXWD    32(DX)(DI*2), Y2
+	VPSLLD       $0x10, Y2, Y2
+	VMULPS       Y0, Y2, Y2
+	VPSRLD       $0x10, Y2, Y3
+	VPAND        avx2bfone<>+0(SB), Y3, Y3
+	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
+	VPADDD       Y2, Y3, Y3
+	VPAND        avx2bfhigh<>+0(SB), Y3, Y3
+	VCMPPS       $0x03, Y2, Y2, Y2
+	VBLENDVPS    Y2, avx2bfnanhigh<>+0(SB), Y3, Y3
+	VMOVUPS      64(BX)(DI*4), Y2
+	VADDPS       Y1, Y2, Y2
+	VMULPS       Y2, Y3, Y3
+	VPSRLD       $0x10, Y3, Y2
+	VPAND        avx2bfone<>+0(SB), Y2, Y2
+	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD       Y3, Y2, Y2
+	VPSRLD       $0x10, Y2, Y2
+	VCMPPS       $0x03, Y3, Y3, Y3
+	VBLENDVPS    Y3, avx2bfnanlow<>+0(SB), Y2, Y2
+	VEXTRACTI128 $0x01, Y2, X3
+	VPACKUSDW    X3, X2, X3
+	VMOVDQU      X3, 32(CX)(DI*2)
+	VPMOVZXWD    48(DX)(DI*2), Y2
+	VPSLLD       $0x10, Y2, Y2
+	VMULPS       Y0, Y2, Y2
+	VPSRLD       $0x10, Y2, Y3
+	VPAND        avx2bfone<>+0(SB), Y3, Y3
+	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
+	VPADDD       Y2, Y3, Y3
+	VPAND        avx2bfhigh<>+0(SB), Y3, Y3
+	VCMPPS       $0x03, Y2, Y2, Y2
+	VBLENDVPS    Y2, avx2bfnanhigh<>+0(SB), Y3, Y3
+	VMOVUPS      96(BX)(DI*4), Y2
+	VADDPS       Y1, Y2, Y2
+	VMULPS       Y2, Y3, Y3
+	VPSRLD       $0x10, Y3, Y2
+	VPAND        avx2bfone<>+0(SB), Y2, Y2
+	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD       Y3, Y2, Y2
+	VPSRLD       $0x10, Y2, Y2
+	VCMPPS       $0x03, Y3, Y3, Y3
+	VBLENDVPS    Y3, avx2bfnanlow<>+0(SB), Y2, Y2
+	VEXTRACTI128 $0x01, Y2, X3
+	VPACKUSDW    X3, X2, X3
+	VMOVDQU      X3, 48(CX)(DI*2)
+	ADDQ         $0x00000020, DI
+	JMP          scalepfloop
+
+scalent:
+	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
+	MOVQ CX, R10
+	NEGQ R10
+	ANDQ $0x0000001f, R10
+	SHRQ $0x01, R10
+	JZ   scalentloop
+	CMPQ R10, job_d+0(AX)
+	JLE  scalehead
+	MOVQ job_d+0(AX), R10
+
+scalehead:
+	CMPQ         R10, $0x00000008
+	JB           scaleheadpart
+	VPMOVZXWD    (DX)(DI*2), Y2
+	VPSLLD       $0x10, Y2, Y2
+	VMULPS       Y0, Y2, Y2
+	VPSRLD       $0x10, Y2, Y3
+	VPAND        avx2bfone<>+0(SB), Y3, Y3
+	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
+	VPADDD       Y2, Y3, Y3
+	VPAND        avx2bfhigh<>+0(SB), Y3, Y3
+	VCMPPS       $0x03, Y2, Y2, Y2
+	VBLENDVPS    Y2, avx2bfnanhigh<>+0(SB), Y3, Y3
+	VMOVUPS      (BX)(DI*4), Y2
+	VADDPS       Y1, Y2, Y2
+	VMULPS       Y2, Y3, Y3
+	VPSRLD       $0x10, Y3, Y2
+	VPAND        avx2bfone<>+0(SB), Y2, Y2
+	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD       Y3, Y2, Y2
+	VPSRLD       $0x10, Y2, Y2
+	VCMPPS       $0x03, Y3, Y3, Y3
+	VBLENDVPS    Y3, avx2bfnanlow<>+0(SB), Y2, Y2
+	VEXTRACTI128 $0x01, Y2, X3
+	VPACKUSDW    X3, X2, X3
+	VMOVDQU      X3, (CX)(DI*2)
+	ADDQ         $0x00000008, DI
+	SUBQ         $0x00000008, R10
+	JZ           scalentloop
+
+scaleheadpart:
+	LEAQ (DX)(DI*2), R11
+	LEAQ 128(SP), R12
+	MOVQ R10, R14
+	XORQ R13, R13
+	SUBQ $0x00000010, R14
+
+copyvec11:
+	CMPQ    R13, R14
+	JG      copyone12
+	VMOVUPS (R11)(R13*2), Y2
+	VMOVUPS Y2, (R12)(R13*2)
+	ADDQ    $0x00000010, R13
+	JMP     copyvec11
+
+copyone12:
+	ADDQ $0x00000010, R14
+
+copyloop14:
+	CMPQ R13, R14
+	JGE  copied13
+	MOVW (R11)(R13*2), R15
+	MOVW R15, (R12)(R13*2)
+	INCQ R13
+	JMP  copyloop14
+
+copied13:
+	LEAQ (BX)(DI*4), R11
+	LEAQ 160(SP), R12
+	MOVQ R10, R14
+	XORQ R13, R13
+	SUBQ $0x00000008, R14
+
+copyvec15:
+	CMPQ    R13, R14
+	JG      copyone16
+	VMOVUPS (R11)(R13*4), Y2
+	VMOVUPS Y2, (R12)(R13*4)
+	ADDQ    $0x00000008, R13
+	JMP     copyvec15
+
+copyone16:
+	ADDQ $0x00000008, R14
+
+copyloop18:
+	CMPQ R13, R14
+	JGE  copied17
+	MOVL (R11)(R13*4), R15
+	MOVL R15, (R12)(R13*4)
+	INCQ R13
+	JMP  copyloop18
+
+copied17:
+	VPMOVZXWD    128(SP), Y2
+	VPSLLD       $0x10, Y2, Y2
+	VMULPS       Y2, Y0, Y2
+	VPSRLD       $0x10, Y2, Y3
+	VPAND        avx2bfone<>+0(SB), Y3, Y3
+	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
+	VPADDD       Y2, Y3, Y3
+	VPAND        avx2bfhigh<>+0(SB), Y3, Y3
+	VCMPPS       $0x03, Y2, Y2, Y2
+	VBLENDVPS    Y2, avx2bfnanhigh<>+0(SB), Y3, Y3
+	VMOVUPS      160(SP), Y2
+	VADDPS       Y1, Y2, Y2
+	VMULPS       Y2, Y3, Y3
+	VPSRLD       $0x10, Y3, Y2
+	VPAND        avx2bfone<>+0(SB), Y2, Y2
+	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD       Y3, Y2, Y2
+	VPSRLD       $0x10, Y2, Y2
+	VCMPPS       $0x03, Y3, Y3, Y3
+	VBLENDVPS    Y3, avx2bfnanlow<>+0(SB), Y2, Y2
+	VEXTRACTI128 $0x01, Y2, X3
+	VPACKUSDW    X3, X2, X3
+	VMOVDQU      X3, 192(SP)
+	LEAQ         192(SP), R12
+	LEAQ         (CX)(DI*2), R11
+	MOVQ         R10, R14
+	XORQ         R13, R13
+	SUBQ         $0x00000010, R14
+
+copyvec19:
+	CMPQ    R13, R14
+	JG      copyone20
+	VMOVUPS (R12)(R13*2), Y2
+	VMOVUPS Y2, (R11)(R13*2)
+	ADDQ    $0x00000010, R13
+	JMP     copyvec19
+
+copyone20:
+	ADDQ $0x00000010, R14
+
+copyloop22:
+	CMPQ R13, R14
+	JGE  copied21
+	MOVW (R12)(R13*2), R15
+	MOVW R15, (R11)(R13*2)
+	INCQ R13
+	JMP  copyloop22
+
+copied21:
+	ADDQ R10, DI
+
+scalentloop:
+	CMPQ         DI, R8
+	JG           scaletail
+	PREFETCHT0   (R9)(DI*2)
+	VPMOVZXWD    (DX)(DI*2), Y2
+	VPSLLD       $0x10, Y2, Y2
+	VMULPS       Y0, Y2, Y2
+	VPSRLD       $0x10, Y2, Y3
+	VPAND        avx2bfone<>+0(SB), Y3, Y3
+	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
+	VPADDD       Y2, Y3, Y3
+	VPAND        avx2bfhigh<>+0(SB), Y3, Y3
+	VCMPPS       $0x03, Y2, Y2, Y2
+	VBLENDVPS    Y2, avx2bfnanhigh<>+0(SB), Y3, Y3
+	VMOVUPS      (BX)(DI*4), Y2
+	VADDPS       Y1, Y2, Y2
+	VMULPS       Y2, Y3, Y3
+	VPMOVZXWD    16(DX)(DI*2), Y2
+	VPSLLD       $0x10, Y2, Y2
+	VMULPS       Y0, Y2, Y2
+	VPSRLD       $0x10, Y2, Y4
+	VPAND        avx2bfone<>+0(SB), Y4, Y4
+	VPADDD       avx2bfbias<>+0(SB), Y4, Y4
+	VPADDD       Y2, Y4, Y4
+	VPAND        avx2bfhigh<>+0(SB), Y4, Y4
+	VCMPPS       $0x03, Y2, Y2, Y2
+	VBLENDVPS    Y2, avx2bfnanhigh<>+0(SB), Y4, Y4
+	VMOVUPS      32(BX)(DI*4), Y2
+	VADDPS       Y1, Y2, Y2
+	VMULPS       Y2, Y4, Y4
+	VPSRLD       $0x10, Y3, Y2
+	VPAND        avx2bfone<>+0(SB), Y2, Y2
+	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD       Y3, Y2, Y2
+	VPSRLD       $0x10, Y2, Y2
+	VCMPPS       $0x03, Y3, Y3, Y3
+	VBLENDVPS    Y3, avx2bfnanlow<>+0(SB), Y2, Y2
+	VEXTRACTI128 $0x01, Y2, X3
+	VPACKUSDW    X3, X2, X9
+	VPSRLD       $0x10, Y4, Y2
+	VPAND        avx2bfone<>+0(SB), Y2, Y2
+	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD       Y4, Y2, Y2
+	VPSRLD       $0x10, Y2, Y2
+	VCMPPS       $0x03, Y4, Y4, Y3
+	VBLENDVPS    Y3, avx2bfnanlow<>+0(SB), Y2, Y2
+	VEXTRACTI128 $0x01, Y2, X3
+	VPACKUSDW    X3, X2, X2
+	VINSERTI128  $0x01, X2, Y9, Y9
+	VMOVNTDQ     Y9, (CX)(DI*2)
+	VPMOVZXWD    32(DX)(DI*2), Y2
+	VPSLLD       $0x10, Y2, Y2
+	VMULPS       Y0, Y2, Y2
+	VPSRLD       $0x10, Y2, Y3
+	VPAND        avx2bfone<>+0(SB), Y3, Y3
+	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
+	VPADDD       Y2, Y3, Y3
+	VPAND        avx2bfhigh<>+0(SB), Y3, Y3
+	VCMPPS       $0x03, Y2, Y2, Y2
+	VBLENDVPS    Y2, avx2bfnanhigh<>+0(SB), Y3, Y3
+	VMOVUPS      64(BX)(DI*4), Y2
+	VADDPS       Y1, Y2, Y2
+	VMULPS       Y2, Y3, Y3
+	VPMOVZXWD    48(DX)(DI*2), Y2
+	VPSLLD       $0x10, Y2, Y2
+	VMULPS       Y0, Y2, Y2
+	VPSRLD       $0x10, Y2, Y4
+	VPAND        avx2bfone<>+0(SB), Y4, Y4
+	VPADDD       avx2bfbias<>+0(SB), Y4, Y4
+	VPADDD       Y2, Y4, Y4
+	VPAND        avx2bfhigh<>+0(SB), Y4, Y4
+	VCMPPS       $0x03, Y2, Y2, Y2
+	VBLENDVPS    Y2, avx2bfnanhigh<>+0(SB), Y4, Y4
+	VMOVUPS      96(BX)(DI*4), Y2
+	VADDPS       Y1, Y2, Y2
+	VMULPS       Y2, Y4, Y4
+	VPSRLD       $0x10, Y3, Y2
+	VPAND        avx2bfone<>+0(SB), Y2, Y2
+	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD       Y3, Y2, Y2
+	VPSRLD       $0x10, Y2, Y2
+	VCMPPS       $0x03, Y3, Y3, Y3
+	VBLENDVPS    Y3, avx2bfnanlow<>+0(SB), Y2, Y2
+	VEXTRACTI128 $0x01, Y2, X3
+	VPACKUSDW    X3, X2, X10
+	VPSRLD       $0x10, Y4, Y2
+	VPAND        avx2bfone<>+0(SB), Y2, Y2
+	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD       Y4, Y2, Y2
+	VPSRLD       $0x10, Y2, Y2
+	VCMPPS       $0x03, Y4, Y4, Y3
+	VBLENDVPS    Y3, avx2bfnanlow<>+0(SB), Y2, Y2
+	VEXTRACTI128 $0x01, Y2, X3
+	VPACKUSDW    X3, X2, X2
+	VINSERTI128  $0x01, X2, Y10, Y10
+	VMOVNTDQ     Y10, 32(CX)(DI*2)
+	ADDQ         $0x00000020, DI
+	JMP          scalentloop
+
+scaletail:
+	ADDQ $0x00000018, R8
+
+scaleone:
+	CMPQ         DI, R8
+	JG           scalepart
+	VPMOVZXWD    (DX)(DI*2), Y2
+	VPSLLD       $0x10, Y2, Y2
+	VMULPS       Y0, Y2, Y2
+	VPSRLD       $0x10, Y2, Y3
+	VPAND        avx2bfone<>+0(SB), Y3, Y3
+	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
+	VPADDD       Y2, Y3, Y3
+	VPAND        avx2bfhigh<>+0(SB), Y3, Y3
+	VCMPPS       $0x03, Y2, Y2, Y2
+	VBLENDVPS    Y2, avx2bfnanhigh<>+0(SB), Y3, Y3
+	VMOVUPS      (BX)(DI*4), Y2
+	VADDPS       Y1, Y2, Y2
+	VMULPS       Y2, Y3, Y3
+	VPSRLD       $0x10, Y3, Y2
+	VPAND        avx2bfone<>+0(SB), Y2, Y2
+	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD       Y3, Y2, Y2
+	VPSRLD       $0x10, Y2, Y2
+	VCMPPS       $0x03, Y3, Y3, Y3
+	VBLENDVPS    Y3, avx2bfnanlow<>+0(SB), Y2, Y2
+	VEXTRACTI128 $0x01, Y2, X3
+	VPACKUSDW    X3, X2, X3
+	VMOVDQU      X3, (CX)(DI*2)
+	ADDQ         $0x00000008, DI
+	JMP          scaleone
+
+scalepart:
+	MOVQ job_d+0(AX), R10
+	SUBQ DI, R10
+	JZ   scaled
+	LEAQ (DX)(DI*2), R8
+	LEAQ 128(SP), R9
+	MOVQ R10, R12
+	XORQ R11, R11
+	SUBQ $0x00000010, R12
+
+copyvec23:
+	CMPQ    R11, R12
+	JG      copyone24
+	VMOVUPS (R8)(R11*2), Y2
+	VMOVUPS Y2, (R9)(R11*2)
+	ADDQ    $0x00000010, R11
+	JMP     copyvec23
+
+copyone24:
+	ADDQ $0x00000010, R12
+
+copyloop26:
+	CMPQ R11, R12
+	JGE  copied25
+	MOVW (R8)(R11*2), R13
+	MOVW R13, (R9)(R11*2)
+	INCQ R11
+	JMP  copyloop26
+
+copied25:
+	LEAQ (BX)(DI*4), R8
+	LEAQ 160(SP), R9
+	MOVQ R10, R12
+	XORQ R11, R11
+	SUBQ $0x00000008, R12
+
+copyvec27:
+	CMPQ    R11, R12
+	JG      copyone28
+	VMOVUPS (R8)(R11*4), Y2
+	VMOVUPS Y2, (R9)(R11*4)
+	ADDQ    $0x00000008, R11
+	JMP     copyvec27
+
+copyone28:
+	ADDQ $0x00000008, R12
+
+copyloop30:
+	CMPQ R11, R12
+	JGE  copied29
+	MOVL (R8)(R11*4), R13
+	MOVL R13, (R9)(R11*4)
+	INCQ R11
+	JMP  copyloop30
+
+copied29:
+	VPMOVZXWD    128(SP), Y2
+	VPSLLD       $0x10, Y2, Y2
+	VMULPS       Y2, Y0, Y2
+	VPSRLD       $0x10, Y2, Y0
+	VPAND        avx2bfone<>+0(SB), Y0, Y0
+	VPADDD       avx2bfbias<>+0(SB), Y0, Y0
+	VPADDD       Y2, Y0, Y0
+	VPAND        avx2bfhigh<>+0(SB), Y0, Y0
+	VCMPPS       $0x03, Y2, Y2, Y2
+	VBLENDVPS    Y2, avx2bfnanhigh<>+0(SB), Y0, Y0
+	VMOVUPS      160(SP), Y2
+	VADDPS       Y1, Y2, Y2
+	VMULPS       Y2, Y0, Y0
+	VPSRLD       $0x10, Y0, Y1
+	VPAND        avx2bfone<>+0(SB), Y1, Y1
+	VPADDD       avx2bfbias<>+0(SB), Y1, Y1
+	VPADDD       Y0, Y1, Y1
+	VPSRLD       $0x10, Y1, Y1
+	VCMPPS       $0x03, Y0, Y0, Y0
+	VBLENDVPS    Y0, avx2bfnanlow<>+0(SB), Y1, Y1
+	VEXTRACTI128 $0x01, Y1, X0
+	VPACKUSDW    X0, X1, X0
+	VMOVDQU      X0, 192(SP)
+	LEAQ         192(SP), R9
+	LEAQ         (CX)(DI*2), R8
+	XORQ         DI, DI
+	SUBQ         $0x00000010, R10
+
+copyvec31:
+	CMPQ    DI, R10
+	JG      copyone32
+	VMOVUPS (R9)(DI*2), Y0
+	VMOVUPS Y0, (R8)(DI*2)
+	ADDQ    $0x00000010, DI
+	JMP     copyvec31
+
+copyone32:
+	ADDQ $0x00000010, R10
+
+copyloop34:
+	CMPQ DI, R10
+	JGE  copied33
+	MOVW (R9)(DI*2), R11
+	MOVW R11, (R8)(DI*2)
+	INCQ DI
+	JMP  copyloop34
+
+copied33:
+scaled:
+	ADDQ SI, DX
+	ADDQ SI, CX
+	INCQ 272(SP)
+	MOVQ 296(SP), DI
+	INCQ DI
+	MOVQ DI, 296(SP)
+	CMPQ DI, 288(SP)
+	JB   scalerow
+	JMP  row
+
+ret:
+	TESTL $0x00000001, job_flags+0(AX)
+	JZ    vzero
+	SFENCE
+
+vzero:
+	VZEROUPPER
+	MOVQ 272(SP), AX
+	MOVQ AX, ret+24(FP)
+	RET
+
+// func avx2BF16Unweighted(j uintptr, from int, to int) int
+// Requires: AVX, AVX2, MMX+
+TEXT ·avx2BF16Unweighted(SB), NOSPLIT, $328-32
+	// avx2BF16Unweighted normalizes rows [from, to) of the job: BF16 rows: y = round16(x*inv), for each row.
+	// It stops before the first row that needs the float64 path and returns that row's index, or to.
+	MOVQ j+0(FP), AX
+	MOVQ job_dst+0(AX), CX
+	MOVQ job_x+0(AX), DX
+	MOVQ job_stride+0(AX), BX
+	SHLQ $0x01, BX
+
+	// fd = float32(d); rd = 1/d when d is a power of two (ss/d is then ss*rd exactly), else 0.
+	MOVQ       job_d+0(AX), SI
+	VMOVSS     one<>+0(SB), X0
+	VCVTSI2SSQ SI, X0, X0
+	VMOVSS     X0, 320(SP)
+	XORL       R8, R8
+	LEAQ       -1(SI), DI
+	TESTQ      SI, DI
+	JNZ        notpow2
+	BSFQ       SI, DI
+	MOVL       $0x0000007f, R8
+	SUBL       DI, R8
+	SHLL       $0x17, R8
+
+notpow2:
+	MOVL R8, 324(SP)
+
+	// Start at row from.
+	MOVQ  from+8(FP), SI
+	MOVQ  SI, 272(SP)
+	MOVQ  $0x00000000, 280(SP)
+	IMULQ BX, SI
+	ADDQ  SI, CX
+	ADDQ  SI, DX
+
+row:
+	MOVQ 272(SP), SI
+	CMPQ SI, to+16(FP)
+	JAE  ret
+	MOVQ $0x00000001, 288(SP)
+	CMPQ 280(SP), $0x00
+	JE   trygroup
+	DECQ 280(SP)
+	JMP  sum
+
+trygroup:
+	CMPQ job_d+0(AX), $0x00000200
+	JA   sum
+	MOVQ to+16(FP), SI
+	SUBQ 272(SP), SI
+	CMPQ SI, $0x04
+	JB   sum
+	MOVQ $0x00000004, 288(SP)
+
+sum:
+	MOVQ DX, SI
+	XORQ DI, DI
+
+sumrow:
+	// Sum of squares: element i goes to partial i%64.
+	MOVQ   job_d+0(AX), R9
+	SUBQ   $0x00000040, R9
+	JGE    firstblock
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	XORQ   R8, R8
+	JMP    sumtail
+
+firstblock:
+	// +0 + square is the square itself: the first block initializes the partials.
+	XORQ      R8, R8
+	VPMOVZXWD (SI)(R8*2), Y0
+	VPSLLD    $0x10, Y0, Y0
+	VMULPS    Y0, Y0, Y0
+	VPMOVZXWD 16(SI)(R8*2), Y1
+	VPSLLD    $0x10, Y1, Y1
+	VMULPS    Y1, Y1, Y1
+	VPMOVZXWD 32(SI)(R8*2), Y2
+	VPSLLD    $0x10, Y2, Y2
+	VMULPS    Y2, Y2, Y2
+	VPMOVZXWD 48(SI)(R8*2), Y3
+	VPSLLD    $0x10, Y3, Y3
+	VMULPS    Y3, Y3, Y3
+	VPMOVZXWD 64(SI)(R8*2), Y4
+	VPSLLD    $0x10, Y4, Y4
+	VMULPS    Y4, Y4, Y4
+	VPMOVZXWD 80(SI)(R8*2), Y5
+	VPSLLD    $0x10, Y5, Y5
+	VMULPS    Y5, Y5, Y5
+	VPMOVZXWD 96(SI)(R8*2), Y6
+	VPSLLD    $0x10, Y6, Y6
+	VMULPS    Y6, Y6, Y6
+	VPMOVZXWD 112(SI)(R8*2), Y7
+	VPSLLD    $0x10, Y7, Y7
+	VMULPS    Y7, Y7, Y7
+	MOVQ      $0x00000040, R8
+	TESTL     $0x00000002, job_flags+0(AX)
+	JNZ       sumpf
+
+sumloop:
+	CMPQ      R8, R9
+	JG        sumtail
+	VPMOVZXWD (SI)(R8*2), Y8
+	VPSLLD    $0x10, Y8, Y8
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y0, Y0
+	VPMOVZXWD 16(SI)(R8*2), Y8
+	VPSLLD    $0x10, Y8, Y8
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y1, Y1
+	VPMOVZXWD 32(SI)(R8*2), Y8
+	VPSLLD    $0x10, Y8, Y8
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y2, Y2
+	VPMOVZXWD 48(SI)(R8*2), Y8
+	VPSLLD    $0x10, Y8, Y8
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y3, Y3
+	VPMOVZXWD 64(SI)(R8*2), Y8
+	VPSLLD    $0x10, Y8, Y8
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y4, Y4
+	VPMOVZXWD 80(SI)(R8*2), Y8
+	VPSLLD    $0x10, Y8, Y8
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y5, Y5
+	VPMOVZXWD 96(SI)(R8*2), Y8
+	VPSLLD    $0x10, Y8, Y8
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y6, Y6
+	VPMOVZXWD 112(SI)(R8*2), Y8
+	VPSLLD    $0x10, Y8, Y8
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y7, Y7
+	ADDQ      $0x00000040, R8
+	JMP       sumloop
+
+	// The same, prefetching the rows ahead.
+sumpf:
+	MOVQ BX, R10
+	SHLQ $0x01, R10
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows1
+	SHLQ $0x03, R10
+
+longrows1:
+	ADDQ SI, R10
+
+sumpfloop:
+	CMPQ       R8, R9
+	JG         sumtail
+	PREFETCHT0 (R10)(R8*2)
+	PREFETCHT0 64(R10)(R8*2)
+	VPMOVZXWD  (SI)(R8*2), Y8
+	VPSLLD     $0x10, Y8, Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y0, Y0
+	VPMOVZXWD  16(SI)(R8*2), Y8
+	VPSLLD     $0x10, Y8, Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y1, Y1
+	VPMOVZXWD  32(SI)(R8*2), Y8
+	VPSLLD     $0x10, Y8, Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y2, Y2
+	VPMOVZXWD  48(SI)(R8*2), Y8
+	VPSLLD     $0x10, Y8, Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y3, Y3
+	VPMOVZXWD  64(SI)(R8*2), Y8
+	VPSLLD     $0x10, Y8, Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y4, Y4
+	VPMOVZXWD  80(SI)(R8*2), Y8
+	VPSLLD     $0x10, Y8, Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y5, Y5
+	VPMOVZXWD  96(SI)(R8*2), Y8
+	VPSLLD     $0x10, Y8, Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y6, Y6
+	VPMOVZXWD  112(SI)(R8*2), Y8
+	VPSLLD     $0x10, Y8, Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y7, Y7
+	ADDQ       $0x00000040, R8
+	JMP        sumpfloop
+
+sumtail:
+	// Fewer than 64 elements remain.
+	MOVQ    job_d+0(AX), R9
+	SUBQ    R8, R9
+	JZ      summed
+	MOVQ    R9, 304(SP)
+	LEAQ    (SI)(R8*2), R8
+	LEAQ    128(SP), R9
+	VXORPS  Y8, Y8, Y8
+	VMOVUPS Y8, (R9)
+	VMOVUPS Y8, 32(R9)
+	VMOVUPS Y8, 64(R9)
+	VMOVUPS Y8, 96(R9)
+	MOVQ    304(SP), R11
+	XORQ    R10, R10
+	SUBQ    $0x00000010, R11
+
+copyvec2:
+	CMPQ    R10, R11
+	JG      copyone3
+	VMOVUPS (R8)(R10*2), Y8
+	VMOVUPS Y8, (R9)(R10*2)
+	ADDQ    $0x00000010, R10
+	JMP     copyvec2
+
+copyone3:
+	ADDQ $0x00000010, R11
+
+copyloop5:
+	CMPQ R10, R11
+	JGE  copied4
+	MOVW (R8)(R10*2), R12
+	MOVW R12, (R9)(R10*2)
+	INCQ R10
+	JMP  copyloop5
+
+copied4:
+	XORQ      R8, R8
+	VPMOVZXWD (R9)(R8*2), Y8
+	VPSLLD    $0x10, Y8, Y8
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y0, Y0
+	VPMOVZXWD 16(R9)(R8*2), Y8
+	VPSLLD    $0x10, Y8, Y8
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y1, Y1
+	VPMOVZXWD 32(R9)(R8*2), Y8
+	VPSLLD    $0x10, Y8, Y8
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y2, Y2
+	VPMOVZXWD 48(R9)(R8*2), Y8
+	VPSLLD    $0x10, Y8, Y8
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y3, Y3
+	VPMOVZXWD 64(R9)(R8*2), Y8
+	VPSLLD    $0x10, Y8, Y8
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y4, Y4
+	VPMOVZXWD 80(R9)(R8*2), Y8
+	VPSLLD    $0x10, Y8, Y8
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y5, Y5
+	VPMOVZXWD 96(R9)(R8*2), Y8
+	VPSLLD    $0x10, Y8, Y8
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y6, Y6
+	VPMOVZXWD 112(R9)(R8*2), Y8
+	VPSLLD    $0x10, Y8, Y8
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y7, Y7
+
+summed:
+	VADDPS  Y4, Y0, Y0
+	VADDPS  Y5, Y1, Y1
+	VADDPS  Y6, Y2, Y2
+	VADDPS  Y7, Y3, Y3
+	VADDPS  Y2, Y0, Y0
+	VADDPS  Y3, Y1, Y1
+	VADDPS  Y1, Y0, Y0
+	CMPQ    288(SP), $0x01
+	JE      invone
+	VMOVUPS Y0, (SP)(DI*1)
+	ADDQ    BX, SI
+	ADDQ    $0x00000020, DI
+	CMPQ    DI, $0x00000080
+	JB      sumrow
+	JMP     invgroup
+
+invone:
+	// Halving tree: p[j] += p[j+h] for the remaining h, down to ss.
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X1
+	VMOVHLPS     X1, X1, X0
+	VADDPS       X0, X1, X1
+	VMOVSHDUP    X1, X0
+	VADDSS       X0, X1, X1
+
+	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
+	CMPL   324(SP), $0x00
+	JE     divide6
+	VMULSS 324(SP), X1, X0
+	JMP    divided7
+
+divide6:
+	VDIVSS 320(SP), X1, X0
+
+divided7:
+	VADDSS   job_eps+0(AX), X0, X0
+	VUCOMISS tlo<>+0(SB), X0
+	JCS      ret
+	VUCOMISS tmax<>+0(SB), X0
+	JHI      ret
+	VSQRTSS  X0, X0, X0
+	VMOVSS   one<>+0(SB), X1
+	VDIVSS   X0, X1, X1
+
+	// Report 1/rms if asked.
+	MOVQ   job_inv+0(AX), SI
+	TESTQ  SI, SI
+	JZ     scale
+	MOVQ   272(SP), DI
+	VMOVSS X1, (SI)(DI*4)
+	JMP    scale
+
+invgroup:
+	// The rest of the halving tree, four rows at once.
+	VMOVUPS      (SP), Y0
+	VMOVUPS      32(SP), Y1
+	VMOVUPS      64(SP), Y2
+	VMOVUPS      96(SP), Y3
+	VPERM2F128   $0x20, Y1, Y0, Y4
+	VPERM2F128   $0x31, Y1, Y0, Y0
+	VADDPS       Y0, Y4, Y4
+	VPERM2F128   $0x20, Y3, Y2, Y0
+	VPERM2F128   $0x31, Y3, Y2, Y1
+	VADDPS       Y1, Y0, Y0
+	VSHUFPS      $0x44, Y0, Y4, Y1
+	VSHUFPS      $0xee, Y0, Y4, Y0
+	VADDPS       Y0, Y1, Y1
+	VHADDPS      Y1, Y1, Y1
+	VEXTRACTF128 $0x01, Y1, X0
+	VUNPCKLPS    X0, X1, X0
+
+	// t = ss/d + eps for the four rows; any t outside [2^-100, MaxFloat32] sends the group to the one-row path.
+	CMPL         324(SP), $0x00
+	JE           divide8
+	VBROADCASTSS 324(SP), X1
+	VMULPS       X1, X0, X0
+	JMP          divided9
+
+divide8:
+	VBROADCASTSS 320(SP), X1
+	VDIVPS       X1, X0, X0
+
+divided9:
+	VBROADCASTSS job_eps+0(AX), X1
+	VADDPS       X1, X0, X0
+	VCMPPS       $0x1d, tlo4<>+0(SB), X0, X1
+	VCMPPS       $0x12, tmax4<>+0(SB), X0, X2
+	VANDPS       X2, X1, X1
+	VMOVMSKPS    X1, SI
+	CMPL         SI, $0x0f
+	JE           ginrange
+	MOVQ         $0x00000004, 280(SP)
+	JMP          row
+
+ginrange:
+	VSQRTPS      X0, X0
+	VBROADCASTSS one<>+0(SB), X1
+	VDIVPS       X0, X1, X1
+
+	// Report 1/rms if asked.
+	MOVQ    job_inv+0(AX), SI
+	TESTQ   SI, SI
+	JZ      scale
+	MOVQ    272(SP), DI
+	VMOVUPS X1, (SI)(DI*4)
+
+scale:
+	VBROADCASTSS X1, Y0
+	MOVQ         $0x00000000, 296(SP)
+	CMPQ         288(SP), $0x01
+	JE           scalebody
+	VMOVUPS      X1, 256(SP)
+
+scalerow:
+	MOVQ         296(SP), SI
+	VBROADCASTSS 256(SP)(SI*4), Y0
+
+scalebody:
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ  SI, SI
+	MOVQ  job_d+0(AX), DI
+	SUBQ  $0x00000020, DI
+	TESTL $0x00000002, job_flags+0(AX)
+	JNZ   scalepf
+
+scaleloop:
+	CMPQ         SI, DI
+	JG           scaletail
+	VPMOVZXWD    (DX)(SI*2), Y1
+	VPSLLD       $0x10, Y1, Y1
+	VMULPS       Y0, Y1, Y1
+	VPSRLD       $0x10, Y1, Y2
+	VPAND        avx2bfone<>+0(SB), Y2, Y2
+	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD       Y1, Y2, Y2
+	VPSRLD       $0x10, Y2, Y2
+	VCMPPS       $0x03, Y1, Y1, Y1
+	VBLENDVPS    Y1, avx2bfnanlow<>+0(SB), Y2, Y2
+	VEXTRACTI128 $0x01, Y2, X1
+	VPACKUSDW    X1, X2, X1
+	VMOVDQU      X1, (CX)(SI*2)
+	VPMOVZXWD    16(DX)(SI*2), Y1
+	VPSLLD       $0x10, Y1, Y1
+	VMULPS       Y0, Y1, Y1
+	VPSRLD       $0x10, Y1, Y2
+	VPAND        avx2bfone<>+0(SB), Y2, Y2
+	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD       Y1, Y2, Y2
+	VPSRLD       $0x10, Y2, Y2
+	VCMPPS       $0x03, Y1, Y1, Y1
+	VBLENDVPS    Y1, avx2bfnanlow<>+0(SB), Y2, Y2
+	VEXTRACTI128 $0x01, Y2, X1
+	VPACKUSDW    X1, X2, X1
+	VMOVDQU      X1, 16(CX)(SI*2)
+	VPMOVZXWD    32(DX)(SI*2), Y1
+	VPSLLD       $0x10, Y1, Y1
+	VMULPS       Y0, Y1, Y1
+	VPSRLD       $0x10, Y1, Y2
+	VPAND        avx2bfone<>+0(SB), Y2, Y2
+	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD       Y1, Y2, Y2
+	VPSRLD       $0x10, Y2, Y2
+	VCMPPS       $0x03, Y1, Y1, Y1
+	VBLENDVPS    Y1, avx2bfnanlow<>+0(SB), Y2, Y2
+	VEXTRACTI128 $0x01, Y2, X1
+	VPACKUSDW    X1, X2, X1
+	VMOVDQU      X1, 32(CX)(SI*2)
+	VPMOVZXWD    48(DX)(SI*2), Y1
+	VPSLLD       $0x10, Y1, Y1
+	VMULPS       Y0, Y1, Y1
+	VPSRLD       $0x10, Y1, Y2
+	VPAND        avx2bfone<>+0(SB), Y2, Y2
+	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD       Y1, Y2, Y2
+	VPSRLD       $0x10, Y2, Y2
+	VCMPPS       $0x03, Y1, Y1, Y1
+	VBLENDVPS    Y1, avx2bfnanlow<>+0(SB), Y2, Y2
+	VEXTRACTI128 $0x01, Y2, X1
+	VPACKUSDW    X1, X2, X1
+	VMOVDQU      X1, 48(CX)(SI*2)
+	ADDQ         $0x00000020, SI
+	JMP          scaleloop
+
+scalepf:
+	MOVQ BX, R8
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows10
+	SHLQ $0x03, R8
+
+longrows10:
+	ADDQ  DX, R8
+	TESTL $0x00000001, job_flags+0(AX)
+	JNZ   scalent
+
+scalepfloop:
+	CMPQ         SI, DI
+	JG           scaletail
+	PREFETCHT0   (R8)(SI*2)
+	VPMOVZXWD    (DX)(SI*2), Y1
+	VPSLLD       $0x10, Y1, Y1
+	VMULPS       Y0, Y1, Y1
+	VPSRLD       $0x10, Y1, Y2
+	VPAND        avx2bfone<>+0(SB), Y2, Y2
+	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD       Y1, Y2, Y2
+	VPSRLD       $0x10, Y2, Y2
+	VCMPPS       $0x03, Y1, Y1, Y1
+	VBLENDVPS    Y1, avx2bfnanlow<>+0(SB), Y2, Y2
+	VEXTRACTI128 $0x01, Y2, X1
+	VPACKUSDW    X1, X2, X1
+	VMOVDQU      X1, (CX)(SI*2)
+	VPMOVZXWD    16(DX)(SI*2), Y1
+	VPSLLD       $0x10, Y1, Y1
+	VMULPS       Y0, Y1, Y1
+	VPSRLD       $0x10, Y1, Y2
+	VPAND        avx2bfone<>+0(SB), Y2, Y2
+	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD       Y1, Y2, Y2
+	VPSRLD       $0x10, Y2, Y2
+	VCMPPS       $0x03, Y1, Y1, Y1
+	VBLENDVPS    Y1, avx2bfnanlow<>+0(SB), Y2, Y2
+	VEXTRACTI128 $0x01, Y2, X1
+	VPACKUSDW    X1, X2, X1
+	VMOVDQU      X1, 16(CX)(SI*2)
+	VPMOVZXWD    32(DX)(SI*2), Y1
+	VPSLLD       $0x10, Y1, Y1
+	VMULPS       Y0, Y1, Y1
+	VPSRLD       $0x10, Y1, Y2
+	VPAND        avx2bfone<>+0(SB), Y2, Y2
+	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD       Y1, Y2, Y2
+	VPSRLD       $0x10, Y2, Y2
+	VCMPPS       $0x03, Y1, Y1, Y1
+	VBLENDVPS    Y1, avx2bfnanlow<>+0(SB), Y2, Y2
+	VEXTRACTI128 $0x01, Y2, X1
+	VPACKUSDW    X1, X2, X1
+	VMOVDQU      X1, 32(CX)(SI*2)
+	VPMOVZXWD    48(DX)(SI*2), Y1
+	VPSLLD       $0x10, Y1, Y1
+	VMULPS       Y0, Y1, Y1
+	VPSRLD       $0x10, Y1, Y2
+	VPAND        avx2bfone<>+0(SB), Y2, Y2
+	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD       Y1, Y2, Y2
+	VPSRLD       $0x10, Y2, Y2
+	VCMPPS       $0x03, Y1, Y1, Y1
+	VBLENDVPS    Y1, avx2bfnanlow<>+0(SB), Y2, Y2
+	VEXTRACTI128 $0x01, Y2, X1
+	VPACKUSDW    X1, X2, X1
+	VMOVDQU      X1, 48(CX)(SI*2)
+	ADDQ         $0x00000020, SI
+	JMP          scalepfloop
+
+scalent:
+	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
+	MOVQ CX, R9
+	NEGQ R9
+	ANDQ $0x0000001f, R9
+	SHRQ $0x01, R9
+	JZ   scalentloop
+	CMPQ R9, job_d+0(AX)
+	JLE  scalehead
+	MOVQ job_d+0(AX), R9
+
+scalehead:
+	CMPQ         R9, $0x00000008
+	JB           scaleheadpart
+	VPMOVZXWD    (DX)(SI*2), Y1
+	VPSLLD       $0x10, Y1, Y1
+	VMULPS       Y0, Y1, Y1
+	VPSRLD       $0x10, Y1, Y2
+	VPAND        avx2bfone<>+0(SB), Y2, Y2
+	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD       Y1, Y2, Y2
+	VPSRLD       $0x10, Y2, Y2
+	VCMPPS       $0x03, Y1, Y1, Y1
+	VBLENDVPS    Y1, avx2bfnanlow<>+0(SB), Y2, Y2
+	VEXTRACTI128 $0x01, Y2, X1
+	VPACKUSDW    X1, X2, X1
+	VMOVDQU      X1, (CX)(SI*2)
+	ADDQ         $0x00000008, SI
+	SUBQ         $0x00000008, R9
+	JZ           scalentloop
+
+scaleheadpart:
+	LEAQ (DX)(SI*2), R10
+	LEAQ 128(SP), R11
+	MOVQ R9, R13
+	XORQ R12, R12
+	SUBQ $0x00000010, R13
+
+copyvec11:
+	CMPQ    R12, R13
+	JG      copyone12
+	VMOVUPS (R10)(R12*2), Y1
+	VMOVUPS Y1, (R11)(R12*2)
+	ADDQ    $0x00000010, R12
+	JMP     copyvec11
+
+copyone12:
+	ADDQ $0x00000010, R13
+
+copyloop14:
+	CMPQ R12, R13
+	JGE  copied13
+	MOVW (R10)(R12*2), R14
+	MOVW R14, (R11)(R12*2)
+	INCQ R12
+	JMP  copyloop14
+
+copied13:
+	VPMOVZXWD    128(SP), Y1
+	VPSLLD       $0x10, Y1, Y1
+	VMULPS       Y1, Y0, Y1
+	VPSRLD       $0x10, Y1, Y2
+	VPAND        avx2bfone<>+0(SB), Y2, Y2
+	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD       Y1, Y2, Y2
+	VPSRLD       $0x10, Y2, Y2
+	VCMPPS       $0x03, Y1, Y1, Y1
+	VBLENDVPS    Y1, avx2bfnanlow<>+0(SB), Y2, Y2
+	VEXTRACTI128 $0x01, Y2, X1
+	VPACKUSDW    X1, X2, X1
+	VMOVDQU      X1, 192(SP)
+	LEAQ         192(SP), R11
+	LEAQ         (CX)(SI*2), R10
+	MOVQ         R9, R13
+	XORQ         R12, R12
+	SUBQ         $0x00000010, R13
+
+copyvec15:
+	CMPQ    R12, R13
+	JG      copyone16
+	VMOVUPS (R11)(R12*2), Y1
+	VMOVUPS Y1, (R10)(R12*2)
+	ADDQ    $0x00000010, R12
+	JMP     copyvec15
+
+copyone16:
+	ADDQ $0x00000010, R13
+
+copyloop18:
+	CMPQ R12, R13
+	JGE  copied17
+	MOVW (R11)(R12*2), R14
+	MOVW R14, (R10)(R12*2)
+	INCQ R12
+	JMP  copyloop18
+
+copied17:
+	ADDQ R9, SI
+
+scalentloop:
+	CMPQ         SI, DI
+	JG           scaletail
+	PREFETCHT0   (R8)(SI*2)
+	VPMOVZXWD    (DX)(SI*2), Y1
+	VPSLLD       $0x10, Y1, Y1
+	VMULPS       Y0, Y1, Y1
+	VPMOVZXWD    16(DX)(SI*2), Y2
+	VPSLLD       $0x10, Y2, Y2
+	VMULPS       Y0, Y2, Y2
+	VPSRLD       $0x10, Y1, Y3
+	VPAND        avx2bfone<>+0(SB), Y3, Y3
+	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
+	VPADDD       Y1, Y3, Y3
+	VPSRLD       $0x10, Y3, Y3
+	VCMPPS       $0x03, Y1, Y1, Y1
+	VBLENDVPS    Y1, avx2bfnanlow<>+0(SB), Y3, Y3
+	VEXTRACTI128 $0x01, Y3, X1
+	VPACKUSDW    X1, X3, X9
+	VPSRLD       $0x10, Y2, Y1
+	VPAND        avx2bfone<>+0(SB), Y1, Y1
+	VPADDD       avx2bfbias<>+0(SB), Y1, Y1
+	VPADDD       Y2, Y1, Y1
+	VPSRLD       $0x10, Y1, Y1
+	VCMPPS       $0x03, Y2, Y2, Y2
+	VBLENDVPS    Y2, avx2bfnanlow<>+0(SB), Y1, Y1
+	VEXTRACTI128 $0x01, Y1, X2
+	VPACKUSDW    X2, X1, X1
+	VINSERTI128  $0x01, X1, Y9, Y9
+	VMOVNTDQ     Y9, (CX)(SI*2)
+	VPMOVZXWD    32(DX)(SI*2), Y1
+	VPSLLD       $0x10, Y1, Y1
+	VMULPS       Y0, Y1, Y1
+	VPMOVZXWD    48(DX)(SI*2), Y2
+	VPSLLD       $0x10, Y2, Y2
+	VMULPS       Y0, Y2, Y2
+	VPSRLD       $0x10, Y1, Y3
+	VPAND        avx2bfone<>+0(SB), Y3, Y3
+	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
+	VPADDD       Y1, Y3, Y3
+	VPSRLD       $0x10, Y3, Y3
+	VCMPPS       $0x03, Y1, Y1, Y1
+	VBLENDVPS    Y1, avx2bfnanlow<>+0(SB), Y3, Y3
+	VEXTRACTI128 $0x01, Y3, X1
+	VPACKUSDW    X1, X3, X10
+	VPSRLD       $0x10, Y2, Y1
+	VPAND        avx2bfone<>+0(SB), Y1, Y1
+	VPADDD       avx2bfbias<>+0(SB), Y1, Y1
+	VPADDD       Y2, Y1, Y1
+	VPSRLD       $0x10, Y1, Y1
+	VCMPPS       $0x03, Y2, Y2, Y2
+	VBLENDVPS    Y2, avx2bfnanlow<>+0(SB), Y1, Y1
+	VEXTRACTI128 $0x01, Y1, X2
+	VPACKUSDW    X2, X1, X1
+	VINSERTI128  $0x01, X1, Y10, Y10
+	VMOVNTDQ     Y10, 32(CX)(SI*2)
+	ADDQ         $0x00000020, SI
+	JMP          scalentloop
+
+scaletail:
+	ADDQ $0x00000018, DI
+
+scaleone:
+	CMPQ         SI, DI
+	JG           scalepart
+	VPMOVZXWD    (DX)(SI*2), Y1
+	VPSLLD       $0x10, Y1, Y1
+	VMULPS       Y0, Y1, Y1
+	VPSRLD       $0x10, Y1, Y2
+	VPAND        avx2bfone<>+0(SB), Y2, Y2
+	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD       Y1, Y2, Y2
+	VPSRLD       $0x10, Y2, Y2
+	VCMPPS       $0x03, Y1, Y1, Y1
+	VBLENDVPS    Y1, avx2bfnanlow<>+0(SB), Y2, Y2
+	VEXTRACTI128 $0x01, Y2, X1
+	VPACKUSDW    X1, X2, X1
+	VMOVDQU      X1, (CX)(SI*2)
+	ADDQ         $0x00000008, SI
+	JMP          scaleone
+
+scalepart:
+	MOVQ job_d+0(AX), R9
+	SUBQ SI, R9
+	JZ   scaled
+	LEAQ (DX)(SI*2), DI
+	LEAQ 128(SP), R8
+	MOVQ R9, R11
+	XORQ R10, R10
+	SUBQ $0x00000010, R11
+
+copyvec19:
+	CMPQ    R10, R11
+	JG      copyone20
+	VMOVUPS (DI)(R10*2), Y1
+	VMOVUPS Y1, (R8)(R10*2)
+	ADDQ    $0x00000010, R10
+	JMP     copyvec19
+
+copyone20:
+	ADDQ $0x00000010, R11
+
+copyloop22:
+	CMPQ R10, R11
+	JGE  copied21
+	MOVW (DI)(R10*2), R12
+	MOVW R12, (R8)(R10*2)
+	INCQ R10
+	JMP  copyloop22
+
+copied21:
+	VPMOVZXWD    128(SP), Y1
+	VPSLLD       $0x10, Y1, Y1
+	VMULPS       Y1, Y0, Y1
+	VPSRLD       $0x10, Y1, Y0
+	VPAND        avx2bfone<>+0(SB), Y0, Y0
+	VPADDD       avx2bfbias<>+0(SB), Y0, Y0
+	VPADDD       Y1, Y0, Y0
+	VPSRLD       $0x10, Y0, Y0
+	VCMPPS       $0x03, Y1, Y1, Y1
+	VBLENDVPS    Y1, avx2bfnanlow<>+0(SB), Y0, Y0
+	VEXTRACTI128 $0x01, Y0, X1
+	VPACKUSDW    X1, X0, X1
+	VMOVDQU      X1, 192(SP)
+	LEAQ         192(SP), R8
+	LEAQ         (CX)(SI*2), DI
+	XORQ         SI, SI
+	SUBQ         $0x00000010, R9
+
+copyvec23:
+	CMPQ    SI, R9
+	JG      copyone24
+	VMOVUPS (R8)(SI*2), Y0
+	VMOVUPS Y0, (DI)(SI*2)
+	ADDQ    $0x00000010, SI
+	JMP     copyvec23
+
+copyone24:
+	ADDQ $0x00000010, R9
+
+copyloop26:
+	CMPQ SI, R9
+	JGE  copied25
+	MOVW (R8)(SI*2), R10
+	MOVW R10, (DI)(SI*2)
+	INCQ SI
+	JMP  copyloop26
+
+copied25:
+scaled:
+	ADDQ BX, DX
+	ADDQ BX, CX
+	INCQ 272(SP)
+	MOVQ 296(SP), SI
+	INCQ SI
+	MOVQ SI, 296(SP)
+	CMPQ SI, 288(SP)
+	JB   scalerow
+	JMP  row
+
+ret:
+	TESTL $0x00000001, job_flags+0(AX)
+	JZ    vzero
+	SFENCE
+
+vzero:
+	VZEROUPPER
+	MOVQ 272(SP), AX
+	MOVQ AX, ret+24(FP)
+	RET
+
+// func avx2BF16AddWeighted(j uintptr, from int, to int) int
+// Requires: AVX, AVX2, MMX+
+TEXT ·avx2BF16AddWeighted(SB), NOSPLIT, $456-32
+	// avx2BF16AddWeighted normalizes rows [from, to) of the job: BF16 rows: h = round16(x + res) and res = h per element, then y = round16((h*inv)*w), for each row.
+	// It stops before the first row that needs the float64 path and returns that row's index, or to.
+	MOVQ j+0(FP), AX
+	MOVQ job_dst+0(AX), CX
+	MOVQ job_x+0(AX), DX
+	MOVQ job_w+0(AX), BX
+	MOVQ job_res+0(AX), SI
+	MOVQ job_stride+0(AX), DI
+	SHLQ $0x01, DI
+
+	// fd = float32(d); rd = 1/d when d is a power of two (ss/d is then ss*rd exactly), else 0.
+	MOVQ       job_d+0(AX), R8
+	VMOVSS     one<>+0(SB), X0
+	VCVTSI2SSQ R8, X0, X0
+	VMOVSS     X0, 448(SP)
+	XORL       R10, R10
+	LEAQ       -1(R8), R9
+	TESTQ      R8, R9
+	JNZ        notpow2
+	BSFQ       R8, R9
+	MOVL       $0x0000007f, R10
+	SUBL       R9, R10
+	SHLL       $0x17, R10
+
+notpow2:
+	MOVL R10, 452(SP)
+
+	// Start at row from.
+	MOVQ  from+8(FP), R8
+	MOVQ  R8, 400(SP)
+	MOVQ  $0x00000000, 408(SP)
+	IMULQ DI, R8
+	ADDQ  R8, CX
+	ADDQ  R8, DX
+	ADDQ  R8, SI
+
+row:
+	MOVQ 400(SP), R8
+	CMPQ R8, to+16(FP)
+	JAE  ret
+	MOVQ $0x00000001, 416(SP)
+	MOVQ DX, R8
+	MOVQ SI, R9
+	XORQ R10, R10
+
+	// Sum of squares: element i goes to partial i%64.
+	MOVQ   job_d+0(AX), R11
+	SUBQ   $0x00000040, R11
+	JGE    firstblock
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	XORQ   R10, R10
+	JMP    sumtail
+
+firstblock:
+	// +0 + square is the square itself: the first block initializes the partials.
+	XORQ         R10, R10
+	VPMOVZXWD    (R8)(R10*2), Y0
+	VPSLLD       $0x10, Y0, Y0
+	VPMOVZXWD    (R9)(R10*2), Y1
+	VPSLLD       $0x10, Y1, Y1
+	VADDPS       Y1, Y0, Y0
+	VPSRLD       $0x10, Y0, Y1
+	VPAND        avx2bfone<>+0(SB), Y1, Y1
+	VPADDD       avx2bfbias<>+0(SB), Y1, Y1
+	VPADDD       Y0, Y1, Y1
+	VPAND        avx2bfhigh<>+0(SB), Y1, Y1
+	VCMPPS       $0x03, Y0, Y0, Y0
+	VBLENDVPS    Y0, avx2bfnanhigh<>+0(SB), Y1, Y1
+	VPSRLD       $0x10, Y1, Y0
+	VEXTRACTI128 $0x01, Y0, X2
+	VPACKUSDW    X2, X0, X2
+	VMOVDQU      X2, (R9)(R10*2)
+	VMULPS       Y1, Y1, Y0
+	VPMOVZXWD    16(R8)(R10*2), Y1
+	VPSLLD       $0x10, Y1, Y1
+	VPMOVZXWD    16(R9)(R10*2), Y2
+	VPSLLD       $0x10, Y2, Y2
+	VADDPS       Y2, Y1, Y1
+	VPSRLD       $0x10, Y1, Y2
+	VPAND        avx2bfone<>+0(SB), Y2, Y2
+	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD       Y1, Y2, Y2
+	VPAND        avx2bfhigh<>+0(SB), Y2, Y2
+	VCMPPS       $0x03, Y1, Y1, Y1
+	VBLENDVPS    Y1, avx2bfnanhigh<>+0(SB), Y2, Y2
+	VPSRLD       $0x10, Y2, Y1
+	VEXTRACTI128 $0x01, Y1, X3
+	VPACKUSDW    X3, X1, X3
+	VMOVDQU      X3, 16(R9)(R10*2)
+	VMULPS       Y2, Y2, Y1
+	VPMOVZXWD    32(R8)(R10*2), Y2
+	VPSLLD       $0x10, Y2, Y2
+	VPMOVZXWD    32(R9)(R10*2), Y3
+	VPSLLD       $0x10, Y3, Y3
+	VADDPS       Y3, Y2, Y2
+	VPSRLD       $0x10, Y2, Y3
+	VPAND        avx2bfone<>+0(SB), Y3, Y3
+	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
+	VPADDD       Y2, Y3, Y3
+	VPAND        avx2bfhigh<>+0(SB), Y3, Y3
+	VCMPPS       $0x03, Y2, Y2, Y2
+	VBLENDVPS    Y2, avx2bfnanhigh<>+0(SB), Y3, Y3
+	VPSRLD       $0x10, Y3, Y2
+	VEXTRACTI128 $0x01, Y2, X4
+	VPACKUSDW    X4, X2, X4
+	VMOVDQU      X4, 32(R9)(R10*2)
+	VMULPS       Y3, Y3, Y2
+	VPMOVZXWD    48(R8)(R10*2), Y3
+	VPSLLD       $0x10, Y3, Y3
+	VPMOVZXWD    48(R9)(R10*2), Y4
+	VPSLLD       $0x10, Y4, Y4
+	VADDPS       Y4, Y3, Y3
+	VPSRLD       $0x10, Y3, Y4
+	VPAND        avx2bfone<>+0(SB), Y4, Y4
+	VPADDD       avx2bfbias<>+0(SB), Y4, Y4
+	VPADDD       Y3, Y4, Y4
+	VPAND        avx2bfhigh<>+0(SB), Y4, Y4
+	VCMPPS       $0x03, Y3, Y3, Y3
+	VBLENDVPS    Y3, avx2bfnanhigh<>+0(SB), Y4, Y4
+	VPSRLD       $0x10, Y4, Y3
+	VEXTRACTI128 $0x01, Y3, X5
+	VPACKUSDW    X5, X3, X5
+	VMOVDQU      X5, 48(R9)(R10*2)
+	VMULPS       Y4, Y4, Y3
+	VPMOVZXWD    64(R8)(R10*2), Y4
+	VPSLLD       $0x10, Y4, Y4
+	VPMOVZXWD    64(R9)(R10*2), Y5
+	VPSLLD       $0x10, Y5, Y5
+	VADDPS       Y5, Y4, Y4
+	VPSRLD       $0x10, Y4, Y5
+	VPAND        avx2bfone<>+0(SB), Y5, Y5
+	VPADDD       avx2bfbias<>+0(SB), Y5, Y5
+	VPADDD       Y4, Y5, Y5
+	VPAND        avx2bfhigh<>+0(SB), Y5, Y5
+	VCMPPS       $0x03, Y4, Y4, Y4
+	VBLENDVPS    Y4, avx2bfnanhigh<>+0(SB), Y5, Y5
+	VPSRLD       $0x10, Y5, Y4
+	VEXTRACTI128 $0x01, Y4, X6
+	VPACKUSDW    X6, X4, X6
+	VMOVDQU      X6, 64(R9)(R10*2)
+	VMULPS       Y5, Y5, Y4
+	VPMOVZXWD    80(R8)(R10*2), Y5
+	VPSLLD       $0x10, Y5, Y5
+	VPMOVZXWD    80(R9)(R10*2), Y6
+	VPSLLD       $0x10, Y6, Y6
+	VADDPS       Y6, Y5, Y5
+	VPSRLD       $0x10, Y5, Y6
+	VPAND        avx2bfone<>+0(SB), Y6, Y6
+	VPADDD       avx2bfbias<>+0(SB), Y6, Y6
+	VPADDD       Y5, Y6, Y6
+	VPAND        avx2bfhigh<>+0(SB), Y6, Y6
+	VCMPPS       $0x03, Y5, Y5, Y5
+	VBLENDVPS    Y5, avx2bfnanhigh<>+0(SB), Y6, Y6
+	VPSRLD       $0x10, Y6, Y5
+	VEXTRACTI128 $0x01, Y5, X7
+	VPACKUSDW    X7, X5, X7
+	VMOVDQU      X7, 80(R9)(R10*2)
+	VMULPS       Y6, Y6, Y5
+	VPMOVZXWD    96(R8)(R10*2), Y6
+	VPSLLD       $0x10, Y6, Y6
+	VPMOVZXWD    96(R9)(R10*2), Y7
+	VPSLLD       $0x10, Y7, Y7
+	VADDPS       Y7, Y6, Y6
+	VPSRLD       $0x10, Y6, Y7
+	VPAND        avx2bfone<>+0(SB), Y7, Y7
+	VPADDD       avx2bfbias<>+0(SB), Y7, Y7
+	VPADDD       Y6, Y7, Y7
+	VPAND        avx2bfhigh<>+0(SB), Y7, Y7
+	VCMPPS       $0x03, Y6, Y6, Y6
+	VBLENDVPS    Y6, avx2bfnanhigh<>+0(SB), Y7, Y7
+	VPSRLD       $0x10, Y7, Y6
+	VEXTRACTI128 $0x01, Y6, X8
+	VPACKUSDW    X8, X6, X8
+	VMOVDQU      X8, 96(R9)(R10*2)
+	VMULPS       Y7, Y7, Y6
+	VPMOVZXWD    112(R8)(R10*2), Y7
+	VPSLLD       $0x10, Y7, Y7
+	VPMOVZXWD    112(R9)(R10*2), Y8
+	VPSLLD       $0x10, Y8, Y8
+	VADDPS       Y8, Y7, Y7
+	VPSRLD       $0x10, Y7, Y8
+	VPAND        avx2bfone<>+0(SB), Y8, Y8
+	VPADDD       avx2bfbias<>+0(SB), Y8, Y8
+	VPADDD       Y7, Y8, Y8
+	VPAND        avx2bfhigh<>+0(SB), Y8, Y8
+	VCMPPS       $0x03, Y7, Y7, Y7
+	VBLENDVPS    Y7, avx2bfnanhigh<>+0(SB), Y8, Y8
+	VPSRLD       $0x10, Y8, Y7
+	VEXTRACTI128 $0x01, Y7, X9
+	VPACKUSDW    X9, X7, X9
+	VMOVDQU      X9, 112(R9)(R10*2)
+	VMULPS       Y8, Y8, Y7
+	MOVQ         $0x00000040, R10
+	TESTL        $0x00000002, job_flags+0(AX)
+	JNZ          sumpf
+
+sumloop:
+	CMPQ         R10, R11
+	JG           sumtail
+	VPMOVZXWD    (R8)(R10*2), Y8
+	VPSLLD       $0x10, Y8, Y8
+	VPMOVZXWD    (R9)(R10*2), Y9
+	VPSLLD       $0x10, Y9, Y9
+	VADDPS       Y9, Y8, Y8
+	VPSRLD       $0x10, Y8, Y9
+	VPAND        avx2bfone<>+0(SB), Y9, Y9
+	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
+	VPADDD       Y8, Y9, Y9
+	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
+	VCMPPS       $0x03, Y8, Y8, Y8
+	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
+	VPSRLD       $0x10, Y9, Y8
+	VEXTRACTI128 $0x01, Y8, X10
+	VPACKUSDW    X10, X8, X10
+	VMOVDQU      X10, (R9)(R10*2)
+	VMULPS       Y9, Y9, Y9
+	VADDPS       Y9, Y0, Y0
+	VPMOVZXWD    16(R8)(R10*2), Y8
+	VPSLLD       $0x10, Y8, Y8
+	VPMOVZXWD    16(R9)(R10*2), Y9
+	VPSLLD       $0x10, Y9, Y9
+	VADDPS       Y9, Y8, Y8
+	VPSRLD       $0x10, Y8, Y9
+	VPAND        avx2bfone<>+0(SB), Y9, Y9
+	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
+	VPADDD       Y8, Y9, Y9
+	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
+	VCMPPS       $0x03, Y8, Y8, Y8
+	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
+	VPSRLD       $0x10, Y9, Y8
+	VEXTRACTI128 $0x01, Y8, X10
+	VPACKUSDW    X10, X8, X10
+	VMOVDQU      X10, 16(R9)(R10*2)
+	VMULPS       Y9, Y9, Y9
+	VADDPS       Y9, Y1, Y1
+	VPMOVZXWD    32(R8)(R10*2), Y8
+	VPSLLD       $0x10, Y8, Y8
+	VPMOVZXWD    32(R9)(R10*2), Y9
+	VPSLLD       $0x10, Y9, Y9
+	VADDPS       Y9, Y8, Y8
+	VPSRLD       $0x10, Y8, Y9
+	VPAND        avx2bfone<>+0(SB), Y9, Y9
+	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
+	VPADDD       Y8, Y9, Y9
+	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
+	VCMPPS       $0x03, Y8, Y8, Y8
+	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
+	VPSRLD       $0x10, Y9, Y8
+	VEXTRACTI128 $0x01, Y8, X10
+	VPACKUSDW    X10, X8, X10
+	VMOVDQU      X10, 32(R9)(R10*2)
+	VMULPS       Y9, Y9, Y9
+	VADDPS       Y9, Y2, Y2
+	VPMOVZXWD    48(R8)(R10*2), Y8
+	VPSLLD       $0x10, Y8, Y8
+	VPMOVZXWD    48(R9)(R10*2), Y9
+	VPSLLD       $0x10, Y9, Y9
+	VADDPS       Y9, Y8, Y8
+	VPSRLD       $0x10, Y8, Y9
+	VPAND        avx2bfone<>+0(SB), Y9, Y9
+	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
+	VPADDD       Y8, Y9, Y9
+	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
+	VCMPPS       $0x03, Y8, Y8, Y8
+	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
+	VPSRLD       $0x10, Y9, Y8
+	VEXTRACTI128 $0x01, Y8, X10
+	VPACKUSDW    X10, X8, X10
+	VMOVDQU      X10, 48(R9)(R10*2)
+	VMULPS       Y9, Y9, Y9
+	VADDPS       Y9, Y3, Y3
+	VPMOVZXWD    64(R8)(R10*2), Y8
+	VPSLLD       $0x10, Y8, Y8
+	VPMOVZXWD    64(R9)(R10*2), Y9
+	VPSLLD       $0x10, Y9, Y9
+	VADDPS       Y9, Y8, Y8
+	VPSRLD       $0x10, Y8, Y9
+	VPAND        avx2bfone<>+0(SB), Y9, Y9
+	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
+	VPADDD       Y8, Y9, Y9
+	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
+	VCMPPS       $0x03, Y8, Y8, Y8
+	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
+	VPSRLD       $0x10, Y9, Y8
+	VEXTRACTI128 $0x01, Y8, X10
+	VPACKUSDW    X10, X8, X10
+	VMOVDQU      X10, 64(R9)(R10*2)
+	VMULPS       Y9, Y9, Y9
+	VADDPS       Y9, Y4, Y4
+	VPMOVZXWD    80(R8)(R10*2), Y8
+	VPSLLD       $0x10, Y8, Y8
+	VPMOVZXWD    80(R9)(R10*2), Y9
+	VPSLLD       $0x10, Y9, Y9
+	VADDPS       Y9, Y8, Y8
+	VPSRLD       $0x10, Y8, Y9
+	VPAND        avx2bfone<>+0(SB), Y9, Y9
+	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
+	VPADDD       Y8, Y9, Y9
+	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
+	VCMPPS       $0x03, Y8, Y8, Y8
+	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
+	VPSRLD       $0x10, Y9, Y8
+	VEXTRACTI128 $0x01, Y8, X10
+	VPACKUSDW    X10, X8, X10
+	VMOVDQU      X10, 80(R9)(R10*2)
+	VMULPS       Y9, Y9, Y9
+	VADDPS       Y9, Y5, Y5
+	VPMOVZXWD    96(R8)(R10*2), Y8
+	VPSLLD       $0x10, Y8, Y8
+	VPMOVZXWD    96(R9)(R10*2), Y9
+	VPSLLD       $0x10, Y9, Y9
+	VADDPS       Y9, Y8, Y8
+	VPSRLD       $0x10, Y8, Y9
+	VPAND        avx2bfone<>+0(SB), Y9, Y9
+	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
+	VPADDD       Y8, Y9, Y9
+	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
+	VCMPPS       $0x03, Y8, Y8, Y8
+	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
+	VPSRLD       $0x10, Y9, Y8
+	VEXTRACTI128 $0x01, Y8, X10
+	VPACKUSDW    X10, X8, X10
+	VMOVDQU      X10, 96(R9)(R10*2)
+	VMULPS       Y9, Y9, Y9
+	VADDPS       Y9, Y6, Y6
+	VPMOVZXWD    112(R8)(R10*2), Y8
+	VPSLLD       $0x10, Y8, Y8
+	VPMOVZXWD    112(R9)(R10*2), Y9
+	VPSLLD       $0x10, Y9, Y9
+	VADDPS       Y9, Y8, Y8
+	VPSRLD       $0x10, Y8, Y9
+	VPAND        avx2bfone<>+0(SB), Y9, Y9
+	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
+	VPADDD       Y8, Y9, Y9
+	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
+	VCMPPS       $0x03, Y8, Y8, Y8
+	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
+	VPSRLD       $0x10, Y9, Y8
+	VEXTRACTI128 $0x01, Y8, X10
+	VPACKUSDW    X10, X8, X10
+	VMOVDQU      X10, 112(R9)(R10*2)
+	VMULPS       Y9, Y9, Y9
+	VADDPS       Y9, Y7, Y7
+	ADDQ         $0x00000040, R10
+	JMP          sumloop
+
+	// The same, prefetching the rows ahead.
+sumpf:
+	MOVQ DI, R12
+	SHLQ $0x01, R12
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows1
+	SHLQ $0x03, R12
+
+longrows1:
+	ADDQ R8, R12
+
+sumpfloop:
+	CMPQ         R10, R11
+	JG           sumtail
+	PREFETCHT0   (R12)(R10*2)
+	PREFETCHT0   64(R12)(R10*2)
+	VPMOVZXWD    (R8)(R10*2), Y8
+	VPSLLD       $0x10, Y8, Y8
+	VPMOVZXWD    (R9)(R10*2), Y9
+	VPSLLD       $0x10, Y9, Y9
+	VADDPS       Y9, Y8, Y8
+	VPSRLD       $0x10, Y8, Y9
+	VPAND        avx2bfone<>+0(SB), Y9, Y9
+	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
+	VPADDD       Y8, Y9, Y9
+	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
+	VCMPPS       $0x03, Y8, Y8, Y8
+	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
+	VPSRLD       $0x10, Y9, Y8
+	VEXTRACTI128 $0x01, Y8, X10
+	VPACKUSDW    X10, X8, X10
+	VMOVDQU      X10, (R9)(R10*2)
+	VMULPS       Y9, Y9, Y9
+	VADDPS       Y9, Y0, Y0
+	VPMOVZXWD    16(R8)(R10*2), Y8
+	VPSLLD       $0x10, Y8, Y8
+	VPMOVZXWD    16(R9)(R10*2), Y9
+	VPSLLD       $0x10, Y9, Y9
+	VADDPS       Y9, Y8, Y8
+	VPSRLD       $0x10, Y8, Y9
+	VPAND        avx2bfone<>+0(SB), Y9, Y9
+	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
+	VPADDD       Y8, Y9, Y9
+	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
+	VCMPPS       $0x03, Y8, Y8, Y8
+	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
+	VPSRLD       $0x10, Y9, Y8
+	VEXTRACTI128 $0x01, Y8, X10
+	VPACKUSDW    X10, X8, X10
+	VMOVDQU      X10, 16(R9)(R10*2)
+	VMULPS       Y9, Y9, Y9
+	VADDPS       Y9, Y1, Y1
+	VPMOVZXWD    32(R8)(R10*2), Y8
+	VPSLLD       $0x10, Y8, Y8
+	VPMOVZXWD    32(R9)(R10*2), Y9
+	VPSLLD       $0x10, Y9, Y9
+	VADDPS       Y9, Y8, Y8
+	VPSRLD       $0x10, Y8, Y9
+	VPAND        avx2bfone<>+0(SB), Y9, Y9
+	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
+	VPADDD       Y8, Y9, Y9
+	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
+	VCMPPS       $0x03, Y8, Y8, Y8
+	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
+	VPSRLD       $0x10, Y9, Y8
+	VEXTRACTI128 $0x01, Y8, X10
+	VPACKUSDW    X10, X8, X10
+	VMOVDQU      X10, 32(R9)(R10*2)
+	VMULPS       Y9, Y9, Y9
+	VADDPS       Y9, Y2, Y2
+	VPMOVZXWD    48(R8)(R10*2), Y8
+	VPSLLD       $0x10, Y8, Y8
+	VPMOVZXWD    48(R9)(R10*2), Y9
+	VPSLLD       $0x10, Y9, Y9
+	VADDPS       Y9, Y8, Y8
+	VPSRLD       $0x10, Y8, Y9
+	VPAND        avx2bfone<>+0(SB), Y9, Y9
+	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
+	VPADDD       Y8, Y9, Y9
+	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
+	VCMPPS       $0x03, Y8, Y8, Y8
+	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
+	VPSRLD       $0x10, Y9, Y8
+	VEXTRACTI128 $0x01, Y8, X10
+	VPACKUSDW    X10, X8, X10
+	VMOVDQU      X10, 48(R9)(R10*2)
+	VMULPS       Y9, Y9, Y9
+	VADDPS       Y9, Y3, Y3
+	VPMOVZXWD    64(R8)(R10*2), Y8
+	VPSLLD       $0x10, Y8, Y8
+	VPMOVZXWD    64(R9)(R10*2), Y9
+	VPSLLD       $0x10, Y9, Y9
+	VADDPS       Y9, Y8, Y8
+	VPSRLD       $0x10, Y8, Y9
+	VPAND        avx2bfone<>+0(SB), Y9, Y9
+	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
+	VPADDD       Y8, Y9, Y9
+	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
+	VCMPPS       $0x03, Y8, Y8, Y8
+	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
+	VPSRLD       $0x10, Y9, Y8
+	VEXTRACTI128 $0x01, Y8, X10
+	VPACKUSDW    X10, X8, X10
+	VMOVDQU      X10, 64(R9)(R10*2)
+	VMULPS       Y9, Y9, Y9
+	VADDPS       Y9, Y4, Y4
+	VPMOVZXWD    80(R8)(R10*2), Y8
+	VPSLLD       $0x10, Y8, Y8
+	VPMOVZXWD    80(R9)(R10*2), Y9
+	VPSLLD       $0x10, Y9, Y9
+	VADDPS       Y9, Y8, Y8
+	VPSRLD       $0x10, Y8, Y9
+	VPAND        avx2bfone<>+0(SB), Y9, Y9
+	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
+	VPADDD       Y8, Y9, Y9
+	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
+	VCMPPS       $0x03, Y8, Y8, Y8
+	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
+	VPSRLD       $0x10, Y9, Y8
+	VEXTRACTI128 $0x01, Y8, X10
+	VPACKUSDW    X10, X8, X10
+	VMOVDQU      X10, 80(R9)(R10*2)
+	VMULPS       Y9, Y9, Y9
+	VADDPS       Y9, Y5, Y5
+	VPMOVZXWD    96(R8)(R10*2), Y8
+	VPSLLD       $0x10, Y8, Y8
+	VPMOVZXWD    96(R9)(R10*2), Y9
+	VPSLLD       $0x10, Y9, Y9
+	VADDPS       Y9, Y8, Y8
+	VPSRLD       $0x10, Y8, Y9
+	VPAND        avx2bfone<>+0(SB), Y9, Y9
+	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
+	VPADDD       Y8, Y9, Y9
+	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
+	VCMPPS       $0x03, Y8, Y8, Y8
+	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
+	VPSRLD       $0x10, Y9, Y8
+	VEXTRACTI128 $0x01, Y8, X10
+	VPACKUSDW    X10, X8, X10
+	VMOVDQU      X10, 96(R9)(R10*2)
+	VMULPS       Y9, Y9, Y9
+	VADDPS       Y9, Y6, Y6
+	VPMOVZXWD    112(R8)(R10*2), Y8
+	VPSLLD       $0x10, Y8, Y8
+	VPMOVZXWD    112(R9)(R10*2), Y9
+	VPSLLD       $0x10, Y9, Y9
+	VADDPS       Y9, Y8, Y8
+	VPSRLD       $0x10, Y8, Y9
+	VPAND        avx2bfone<>+0(SB), Y9, Y9
+	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
+	VPADDD       Y8, Y9, Y9
+	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
+	VCMPPS       $0x03, Y8, Y8, Y8
+	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
+	VPSRLD       $0x10, Y9, Y8
+	VEXTRACTI128 $0x01, Y8, X10
+	VPACKUSDW    X10, X8, X10
+	VMOVDQU      X10, 112(R9)(R10*2)
+	VMULPS       Y9, Y9, Y9
+	VADDPS       Y9, Y7, Y7
+	ADDQ         $0x00000040, R10
+	JMP          sumpfloop
+
+sumtail:
+	// Fewer than 64 elements remain.
+	MOVQ    job_d+0(AX), R11
+	SUBQ    R10, R11
+	JZ      summed
+	MOVQ    R11, 432(SP)
+	LEAQ    (R8)(R10*2), R8
+	LEAQ    (R9)(R10*2), R9
+	MOVQ    R9, 440(SP)
+	LEAQ    128(SP), R9
+	VXORPS  Y8, Y8, Y8
+	VMOVUPS Y8, (R9)
+	VMOVUPS Y8, 32(R9)
+	VMOVUPS Y8, 64(R9)
+	VMOVUPS Y8, 96(R9)
+	MOVQ    432(SP), R11
+	XORQ    R10, R10
+	SUBQ    $0x00000010, R11
+
+copyvec2:
+	CMPQ    R10, R11
+	JG      copyone3
+	VMOVUPS (R8)(R10*2), Y8
+	VMOVUPS Y8, (R9)(R10*2)
+	ADDQ    $0x00000010, R10
+	JMP     copyvec2
+
+copyone3:
+	ADDQ $0x00000010, R11
+
+copyloop5:
+	CMPQ R10, R11
+	JGE  copied4
+	MOVW (R8)(R10*2), R12
+	MOVW R12, (R9)(R10*2)
+	INCQ R10
+	JMP  copyloop5
+
+copied4:
+	MOVQ    440(SP), R8
+	LEAQ    256(SP), R10
+	VXORPS  Y8, Y8, Y8
+	VMOVUPS Y8, (R10)
+	VMOVUPS Y8, 32(R10)
+	VMOVUPS Y8, 64(R10)
+	VMOVUPS Y8, 96(R10)
+	MOVQ    432(SP), R12
+	XORQ    R11, R11
+	SUBQ    $0x00000010, R12
+
+copyvec6:
+	CMPQ    R11, R12
+	JG      copyone7
+	VMOVUPS (R8)(R11*2), Y8
+	VMOVUPS Y8, (R10)(R11*2)
+	ADDQ    $0x00000010, R11
+	JMP     copyvec6
+
+copyone7:
+	ADDQ $0x00000010, R12
+
+copyloop9:
+	CMPQ R11, R12
+	JGE  copied8
+	MOVW (R8)(R11*2), R13
+	MOVW R13, (R10)(R11*2)
+	INCQ R11
+	JMP  copyloop9
+
+copied8:
+	XORQ         R8, R8
+	VPMOVZXWD    (R9)(R8*2), Y8
+	VPSLLD       $0x10, Y8, Y8
+	VPMOVZXWD    (R10)(R8*2), Y9
+	VPSLLD       $0x10, Y9, Y9
+	VADDPS       Y9, Y8, Y8
+	VPSRLD       $0x10, Y8, Y9
+	VPAND        avx2bfone<>+0(SB), Y9, Y9
+	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
+	VPADDD       Y8, Y9, Y9
+	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
+	VCMPPS       $0x03, Y8, Y8, Y8
+	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
+	VPSRLD       $0x10, Y9, Y8
+	VEXTRACTI128 $0x01, Y8, X10
+	VPACKUSDW    X10, X8, X10
+	VMOVDQU      X10, (R10)(R8*2)
+	VMULPS       Y9, Y9, Y9
+	VADDPS       Y9, Y0, Y0
+	VPMOVZXWD    16(R9)(R8*2), Y8
+	VPSLLD       $0x10, Y8, Y8
+	VPMOVZXWD    16(R10)(R8*2), Y9
+	VPSLLD       $0x10, Y9, Y9
+	VADDPS       Y9, Y8, Y8
+	VPSRLD       $0x10, Y8, Y9
+	VPAND        avx2bfone<>+0(SB), Y9, Y9
+	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
+	VPADDD       Y8, Y9, Y9
+	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
+	VCMPPS       $0x03, Y8, Y8, Y8
+	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
+	VPSRLD       $0x10, Y9, Y8
+	VEXTRACTI128 $0x01, Y8, X10
+	VPACKUSDW    X10, X8, X10
+	VMOVDQU      X10, 16(R10)(R8*2)
+	VMULPS       Y9, Y9, Y9
+	VADDPS       Y9, Y1, Y1
+	VPMOVZXWD    32(R9)(R8*2), Y8
+	VPSLLD       $0x10, Y8, Y8
+	VPMOVZXWD    32(R10)(R8*2), Y9
+	VPSLLD       $0x10, Y9, Y9
+	VADDPS       Y9, Y8, Y8
+	VPSRLD       $0x10, Y8, Y9
+	VPAND        avx2bfone<>+0(SB), Y9, Y9
+	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
+	VPADDD       Y8, Y9, Y9
+	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
+	VCMPPS       $0x03, Y8, Y8, Y8
+	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
+	VPSRLD       $0x10, Y9, Y8
+	VEXTRACTI128 $0x01, Y8, X10
+	VPACKUSDW    X10, X8, X10
+	VMOVDQU      X10, 32(R10)(R8*2)
+	VMULPS       Y9, Y9, Y9
+	VADDPS       Y9, Y2, Y2
+	VPMOVZXWD    48(R9)(R8*2), Y8
+	VPSLLD       $0x10, Y8, Y8
+	VPMOVZXWD    48(R10)(R8*2), Y9
+	VPSLLD       $0x10, Y9, Y9
+	VADDPS       Y9, Y8, Y8
+	VPSRLD       $0x10, Y8, Y9
+	VPAND        avx2bfone<>+0(SB), Y9, Y9
+	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
+	VPADDD       Y8, Y9, Y9
+	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
+	VCMPPS       $0x03, Y8, Y8, Y8
+	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
+	VPSRLD       $0x10, Y9, Y8
+	VEXTRACTI128 $0x01, Y8, X10
+	VPACKUSDW    X10, X8, X10
+	VMOVDQU      X10, 48(R10)(R8*2)
+	VMULPS       Y9, Y9, Y9
+	VADDPS       Y9, Y3, Y3
+	VPMOVZXWD    64(R9)(R8*2), Y8
+	VPSLLD       $0x10, Y8, Y8
+	VPMOVZXWD    64(R10)(R8*2), Y9
+	VPSLLD       $0x10, Y9, Y9
+	VADDPS       Y9, Y8, Y8
+	VPSRLD       $0x10, Y8, Y9
+	VPAND        avx2bfone<>+0(SB), Y9, Y9
+	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
+	VPADDD       Y8, Y9, Y9
+	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
+	VCMPPS       $0x03, Y8, Y8, Y8
+	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
+	VPSRLD       $0x10, Y9, Y8
+	VEXTRACTI128 $0x01, Y8, X10
+	VPACKUSDW    X10, X8, X10
+	VMOVDQU      X10, 64(R10)(R8*2)
+	VMULPS       Y9, Y9, Y9
+	VADDPS       Y9, Y4, Y4
+	VPMOVZXWD    80(R9)(R8*2), Y8
+	VPSLLD       $0x10, Y8, Y8
+	VPMOVZXWD    80(R10)(R8*2), Y9
+	VPSLLD       $0x10, Y9, Y9
+	VADDPS       Y9, Y8, Y8
+	VPSRLD       $0x10, Y8, Y9
+	VPAND        avx2bfone<>+0(SB), Y9, Y9
+	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
+	VPADDD       Y8, Y9, Y9
+	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
+	VCMPPS       $0x03, Y8, Y8, Y8
+	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
+	VPSRLD       $0x10, Y9, Y8
+	VEXTRACTI128 $0x01, Y8, X10
+	VPACKUSDW    X10, X8, X10
+	VMOVDQU      X10, 80(R10)(R8*2)
+	VMULPS       Y9, Y9, Y9
+	VADDPS       Y9, Y5, Y5
+	VPMOVZXWD    96(R9)(R8*2), Y8
+	VPSLLD       $0x10, Y8, Y8
+	VPMOVZXWD    96(R10)(R8*2), Y9
+	VPSLLD       $0x10, Y9, Y9
+	VADDPS       Y9, Y8, Y8
+	VPSRLD       $0x10, Y8, Y9
+	VPAND        avx2bfone<>+0(SB), Y9, Y9
+	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
+	VPADDD       Y8, Y9, Y9
+	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
+	VCMPPS       $0x03, Y8, Y8, Y8
+	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
+	VPSRLD       $0x10, Y9, Y8
+	VEXTRACTI128 $0x01, Y8, X10
+	VPACKUSDW    X10, X8, X10
+	VMOVDQU      X10, 96(R10)(R8*2)
+	VMULPS       Y9, Y9, Y9
+	VADDPS       Y9, Y6, Y6
+	VPMOVZXWD    112(R9)(R8*2), Y8
+	VPSLLD       $0x10, Y8, Y8
+	VPMOVZXWD    112(R10)(R8*2), Y9
+	VPSLLD       $0x10, Y9, Y9
+	VADDPS       Y9, Y8, Y8
+	VPSRLD       $0x10, Y8, Y9
+	VPAND        avx2bfone<>+0(SB), Y9, Y9
+	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
+	VPADDD       Y8, Y9, Y9
+	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
+	VCMPPS       $0x03, Y8, Y8, Y8
+	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
+	VPSRLD       $0x10, Y9, Y8
+	VEXTRACTI128 $0x01, Y8, X10
+	VPACKUSDW    X10, X8, X10
+	VMOVDQU      X10, 112(R10)(R8*2)
+	VMULPS       Y9, Y9, Y9
+	VADDPS       Y9, Y7, Y7
+	MOVQ         440(SP), R8
+	LEAQ         256(SP), R9
+	MOVQ         432(SP), R11
+	XORQ         R10, R10
+	SUBQ         $0x00000010, R11
+
+copyvec10:
+	CMPQ    R10, R11
+	JG      copyone11
+	VMOVUPS (R9)(R10*2), Y8
+	VMOVUPS Y8, (R8)(R10*2)
+	ADDQ    $0x00000010, R10
+	JMP     copyvec10
+
+copyone11:
+	ADDQ $0x00000010, R11
+
+copyloop13:
+	CMPQ R10, R11
+	JGE  copied12
+	MOVW (R9)(R10*2), R12
+	MOVW R12, (R8)(R10*2)
+	INCQ R10
+	JMP  copyloop13
+
+copied12:
+summed:
+	VADDPS Y4, Y0, Y0
+	VADDPS Y5, Y1, Y1
+	VADDPS Y6, Y2, Y2
+	VADDPS Y7, Y3, Y3
+	VADDPS Y2, Y0, Y0
+	VADDPS Y3, Y1, Y1
+	VADDPS Y1, Y0, Y0
+
+	// Halving tree: p[j] += p[j+h] for the remaining h, down to ss.
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X1
+	VMOVHLPS     X1, X1, X0
+	VADDPS       X0, X1, X1
+	VMOVSHDUP    X1, X0
+	VADDSS       X0, X1, X1
+
+	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
+	CMPL   452(SP), $0x00
+	JE     divide14
+	VMULSS 452(SP), X1, X0
+	JMP    divided15
+
+divide14:
+	VDIVSS 448(SP), X1, X0
+
+divided15:
+	VADDSS   job_eps+0(AX), X0, X0
+	VUCOMISS tlo<>+0(SB), X0
+	JCS      ret
+	VUCOMISS tmax<>+0(SB), X0
+	JHI      ret
+	VSQRTSS  X0, X0, X0
+	VMOVSS   one<>+0(SB), X1
+	VDIVSS   X0, X1, X1
+
+	// Report 1/rms if asked.
+	MOVQ   job_inv+0(AX), R8
+	TESTQ  R8, R8
+	JZ     scale
+	MOVQ   400(SP), R9
+	VMOVSS X1, (R8)(R9*4)
+
+scale:
+	VBROADCASTSS X1, Y0
+	MOVQ         $0x00000000, 424(SP)
+	CMPQ         416(SP), $0x01
+	JE           scalebody
+	VMOVUPS      X1, 384(SP)
+
+scalerow:
+	MOVQ         424(SP), R8
+	VBROADCASTSS 384(SP)(R8*4), Y0
+
+scalebody:
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ  R8, R8
+	MOVQ  job_d+0(AX), R9
+	SUBQ  $0x00000020, R9
+	TESTL $0x00000002, job_flags+0(AX)
+	JNZ   scalepf
+
+scaleloop:
+	CMPQ         R8, R9
+	JG           scaletail
+	VPMOVZXWD    (SI)(R8*2), Y1
+	VPSLLD       $0x10, Y1, Y1
+	VMULPS       Y0, Y1, Y1
+	VMULPS       (BX)(R8*4), Y1, Y1
+	VPSRLD       $0x10, Y1, Y2
+	VPAND        avx2bfone<>+0(SB), Y2, Y2
+	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD       Y1, Y2, Y2
+	VPSRLD       $0x10, Y2, Y2
+	VCMPPS       $0x03, Y1, Y1, Y1
+	VBLENDVPS    Y1, avx2bfnanlow<>+0(SB), Y2, Y2
+	VEXTRACTI128 $0x01, Y2, X1
+	VPACKUSDW    X1, X2, X1
+	VMOVDQU      X1, (CX)(R8*2)
+	VPMOVZXWD    16(SI)(R8*2), Y1
+	VPSLLD       $0x10, Y1, Y1
+	VMULPS       Y0, Y1, Y1
+	VMULPS       32(BX)(R8*4), Y1, Y1
+	VPSRLD       $0x10, Y1, Y2
+	VPAND        avx2bfone<>+0(SB), Y2, Y2
+	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD       Y1, Y2, Y2
+	VPSRLD       $0x10, Y2, Y2
+	VCMPPS       $0x03, Y1, Y1, Y1
+	VBLENDVPS    Y1, avx2bfnanlow<>+0(SB), Y2, Y2
+	VEXTRACTI128 $0x01, Y2, X1
+	VPACKUSDW    X1, X2, X1
+	VMOVDQU      X1, 16(CX)(R8*2)
+	VPMOVZXWD    32(SI)(R8*2), Y1
+	VPSLLD       $0x10, Y1, Y1
+	VMULPS       Y0, Y1, Y1
+	VMULPS       64(BX)(R8*4), Y1, Y1
+	VPSRLD       $0x10, Y1, Y2
+	VPAND        avx2bfone<>+0(SB), Y2, Y2
+	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD       Y1, Y2, Y2
+	VPSRLD       $0x10, Y2, Y2
+	VCMPPS       $0x03, Y1, Y1, Y1
+	VBLENDVPS    Y1, avx2bfnanlow<>+0(SB), Y2, Y2
+	VEXTRACTI128 $0x01, Y2, X1
+	VPACKUSDW    X1, X2, X1
+	VMOVDQU      X1, 32(CX)(R8*2)
+	VPMOVZXWD    48(SI)(R8*2), Y1
+	VPSLLD       $0x10, Y1, Y1
+	VMULPS       Y0, Y1, Y1
+	VMULPS       96(BX)(R8*4), Y1, Y1
+	VPSRLD       $0x10, Y1, Y2
+	VPAND        avx2bfone<>+0(SB), Y2, Y2
+	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD       Y1, Y2, Y2
+	VPSRLD       $0x10, Y2, Y2
+	VCMPPS       $0x03, Y1, Y1, Y1
+	VBLENDVPS    Y1, avx2bfnanlow<>+0(SB), Y2, Y2
+	VEXTRACTI128 $0x01, Y2, X1
+	VPACKUSDW    X1, X2, X1
+	VMOVDQU      X1, 48(CX)(R8*2)
+	ADDQ         $0x00000020, R8
+	JMP          scaleloop
+
+scalepf:
+	MOVQ DI, R10
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows16
+	SHLQ $0x03, R10
+
+longrows16:
+	ADDQ  SI, R10
+	TESTL $0x00000001, job_flags+0(AX)
+	JNZ   scalent
+
+scalepfloop:
+	CMPQ         R8, R9
+	JG           scaletail
+	PREFETCHT0   (R10)(R8*2)
+	VPMOVZXWD    (SI)(R8*2), Y1
+	VPSLLD       $0x10, Y1, Y1
+	VMULPS       Y0, Y1, Y1
+	VMULPS       (BX)(R8*4), Y1, Y1
+	VPSRLD       $0x10, Y1, Y2
+	VPAND        avx2bfone<>+0(SB), Y2, Y2
+	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD       Y1, Y2, Y2
+	VPSRLD       $0x10, Y2, Y2
+	VCMPPS       $0x03, Y1, Y1, Y1
+	VBLENDVPS    Y1, avx2bfnanlow<>+0(SB), Y2, Y2
+	VEXTRACTI128 $0x01, Y2, X1
+	VPACKUSDW    X1, X2, X1
+	VMOVDQU      X1, (CX)(R8*2)
+	VPMOVZXWD    16(SI)(R8*2), Y1
+	VPSLLD       $0x10, Y1, Y1
+	VMULPS       Y0, Y1, Y1
+	VMULPS       32(BX)(R8*4), Y1, Y1
+	VPSRLD       $0x10, Y1, Y2
+	VPAND        avx2bfone<>+0(SB), Y2, Y2
+	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD       Y1, Y2, Y2
+	VPSRLD       $0x10, Y2, Y2
+	VCMPPS       $0x03, Y1, Y1, Y1
+	VBLENDVPS    Y1, avx2bfnanlow<>+0(SB), Y2, Y2
+	VEXTRACTI128 $0x01, Y2, X1
+	VPACKUSDW    X1, X2, X1
+	VMOVDQU      X1, 16(CX)(R8*2)
+	VPMOVZXWD    32(SI)(R8*2), Y1
+	VPSLLD       $0x10, Y1, Y1
+	VMULPS       Y0, Y1, Y1
+	VMULPS       64(BX)(R8*4), Y1, Y1
+	VPSRLD       $0x10, Y1, Y2
+	VPAND        avx2bfone<>+0(SB), Y2, Y2
+	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD       Y1, Y2, Y2
+	VPSRLD       $0x10, Y2, Y2
+	VCMPPS       $0x03, Y1, Y1, Y1
+	VBLENDVPS    Y1, avx2bfnanlow<>+0(SB), Y2, Y2
+	VEXTRACTI128 $0x01, Y2, X1
+	VPACKUSDW    X1, X2, X1
+	VMOVDQU      X1, 32(CX)(R8*2)
+	VPMOVZXWD    48(SI)(R8*2), Y1
+	VPSLLD       $0x10, Y1, Y1
+	VMULPS       Y0, Y1, Y1
+	VMULPS       96(BX)(R8*4), Y1, Y1
+	VPSRLD       $0x10, Y1, Y2
+	VPAND        avx2bfone<>+0(SB), Y2, Y2
+	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD       Y1, Y2, Y2
+	VPSRLD       $0x10, Y2, Y2
+	VCMPPS       $0x03, Y1, Y1, Y1
+	VBLENDVPS    Y1, avx2bfnanlow<>+0(SB), Y2, Y2
+	VEXTRACTI128 $0x01, Y2, X1
+	VPACKUSDW    X1, X2, X1
+	VMOVDQU      X1, 48(CX)(R8*2)
+	ADDQ         $0x00000020, R8
+	JMP          scalepfloop
+
+scalent:
+	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
+	MOVQ CX, R11
+	NEGQ R11
+	ANDQ $0x0000001f, R11
+	SHRQ $0x01, R11
+	JZ   scalentloop
+	CMPQ R11, job_d+0(AX)
+	JLE  scalehead
+	MOVQ job_d+0(AX), R11
+
+scalehead:
+	CMPQ         R11, $0x00000008
+	JB           scaleheadpart
+	VPMOVZXWD    (SI)(R8*2), Y1
+	VPSLLD       $0x10, Y1, Y1
+	VMULPS       Y0, Y1, Y1
+	VMULPS       (BX)(R8*4), Y1, Y1
+	VPSRLD       $0x10, Y1, Y2
+	VPAND        avx2bfone<>+0(SB), Y2, Y2
+	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD       Y1, Y2, Y2
+	VPSRLD       $0x10, Y2, Y2
+	VCMPPS       $0x03, Y1, Y1, Y1
+	VBLENDVPS    Y1, avx2bfnanlow<>+0(SB), Y2, Y2
+	VEXTRACTI128 $0x01, Y2, X1
+	VPACKUSDW    X1, X2, X1
+	VMOVDQU      X1, (CX)(R8*2)
+	ADDQ         $0x00000008, R8
+	SUBQ         $0x00000008, R11
+	JZ           scalentloop
+
+scaleheadpart:
+	LEAQ (SI)(R8*2), R12
+	LEAQ 128(SP), R13
+	MOVQ R11, R15
+	XORQ R14, R14
+	SUBQ $0x00000010, R15
+
+copyvec17:
+	CMPQ    R14, R15
+	JG      copyone18
+	VMOVUPS (R12)(R14*2), Y1
+	VMOVUPS Y1, (R13)(R14*2)
+	ADDQ    $0x00000010, R14
+	JMP     copyvec17
+
+copyone18:
+	ADDQ $0x00000010, R15
+
+copyloop20:
+	CMPQ R14, R15
+	JGE  copied19
+	MOVW (R12)(R14*2), BP
+	MOVW BP, (R13)(R14*2)
+	INCQ R14
+	JMP  copyloop20
+
+copied19:
+	LEAQ (BX)(R8*4), R12
+	LEAQ 160(SP), R13
+	MOVQ R11, R15
+	XORQ R14, R14
+	SUBQ $0x00000008, R15
+
+copyvec21:
+	CMPQ    R14, R15
+	JG      copyone22
+	VMOVUPS (R12)(R14*4), Y1
+	VMOVUPS Y1, (R13)(R14*4)
+	ADDQ    $0x00000008, R14
+	JMP     copyvec21
+
+copyone22:
+	ADDQ $0x00000008, R15
+
+copyloop24:
+	CMPQ R14, R15
+	JGE  copied23
+	MOVL (R12)(R14*4), BP
+	MOVL BP, (R13)(R14*4)
+	INCQ R14
+	JMP  copyloop24
+
+copied23:
+	VPMOVZXWD    128(SP), Y1
+	VPSLLD       $0x10, Y1, Y1
+	VMULPS       Y1, Y0, Y1
+	VMULPS       160(SP), Y1, Y1
+	VPSRLD       $0x10, Y1, Y2
+	VPAND        avx2bfone<>+0(SB), Y2, Y2
+	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD       Y1, Y2, Y2
+	VPSRLD       $0x10, Y2, Y2
+	VCMPPS       $0x03, Y1, Y1, Y1
+	VBLENDVPS    Y1, avx2bfnanlow<>+0(SB), Y2, Y2
+	VEXTRACTI128 $0x01, Y2, X1
+	VPACKUSDW    X1, X2, X1
+	VMOVDQU      X1, 192(SP)
+	LEAQ         192(SP), R13
+	LEAQ         (CX)(R8*2), R12
+	MOVQ         R11, R15
+	XORQ         R14, R14
+	SUBQ         $0x00000010, R15
+
+copyvec25:
+	CMPQ    R14, R15
+	JG      copyone26
+	VMOVUPS (R13)(R14*2), Y1
+	VMOVUPS Y1, (R12)(R14*2)
+	ADDQ    $0x00000010, R14
+	JMP     copyvec25
+
+copyone26:
+	ADDQ $0x00000010, R15
+
+copyloop28:
+	CMPQ R14, R15
+	JGE  copied27
+	MOVW (R13)(R14*2), BP
+	MOVW BP, (R12)(R14*2)
+	INCQ R14
+	JMP  copyloop28
+
+copied27:
+	ADDQ R11, R8
+
+scalentloop:
+	CMPQ         R8, R9
+	JG           scaletail
+	PREFETCHT0   (R10)(R8*2)
+	VPMOVZXWD    (SI)(R8*2), Y1
+	VPSLLD       $0x10, Y1, Y1
+	VMULPS       Y0, Y1, Y1
+	VMULPS       (BX)(R8*4), Y1, Y1
+	VPMOVZXWD    16(SI)(R8*2), Y2
+	VPSLLD       $0x10, Y2, Y2
+	VMULPS       Y0, Y2, Y2
+	VMULPS       32(BX)(R8*4), Y2, Y2
+	VPSRLD       $0x10, Y1, Y3
+	VPAND        avx2bfone<>+0(SB), Y3, Y3
+	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
+	VPADDD       Y1, Y3, Y3
+	VPSRLD       $0x10, Y3, Y3
+	VCMPPS       $0x03, Y1, Y1, Y1
+	VBLENDVPS    Y1, avx2bfnanlow<>+0(SB), Y3, Y3
+	VEXTRACTI128 $0x01, Y3, X1
+	VPACKUSDW    X1, X3, X10
+	VPSRLD       $0x10, Y2, Y1
+	VPAND        avx2bfone<>+0(SB), Y1, Y1
+	VPADDD       avx2bfbias<>+0(SB), Y1, Y1
+	VPADDD       Y2, Y1, Y1
+	VPSRLD       $0x10, Y1, Y1
+	VCMPPS       $0x03, Y2, Y2, Y2
+	VBLENDVPS    Y2, avx2bfnanlow<>+0(SB), Y1, Y1
+	VEXTRACTI128 $0x01, Y1, X2
+	VPACKUSDW    X2, X1, X1
+	VINSERTI128  $0x01, X1, Y10, Y10
+	VMOVNTDQ     Y10, (CX)(R8*2)
+	VPMOVZXWD    32(SI)(R8*2), Y1
+	VPSLLD       $0x10, Y1, Y1
+	VMULPS       Y0, Y1, Y1
+	VMULPS       64(BX)(R8*4), Y1, Y1
+	VPMOVZXWD    48(SI)(R8*2), Y2
+	VPSLLD       $0x10, Y2, Y2
+	VMULPS       Y0, Y2, Y2
+	VMULPS       96(BX)(R8*4), Y2, Y2
+	VPSRLD       $0x10, Y1, Y3
+	VPAND        avx2bfone<>+0(SB), Y3, Y3
+	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
+	VPADDD       Y1, Y3, Y3
+	VPSRLD       $0x10, Y3, Y3
+	VCMPPS       $0x03, Y1, Y1, Y1
+	VBLENDVPS    Y1, avx2bfnanlow<>+0(SB), Y3, Y3
+	VEXTRACTI128 $0x01, Y3, X1
+	VPACKUSDW    X1, X3, X11
+	VPSRLD       $0x10, Y2, Y1
+	VPAND        avx2bfone<>+0(SB), Y1, Y1
+	VPADDD       avx2bfbias<>+0(SB), Y1, Y1
+	VPADDD       Y2, Y1, Y1
+	VPSRLD       $0x10, Y1, Y1
+	VCMPPS       $0x03, Y2, Y2, Y2
+	VBLENDVPS    Y2, avx2bfnanlow<>+0(SB), Y1, Y1
+	VEXTRACTI128 $0x01, Y1, X2
+	VPACKUSDW    X2, X1, X1
+	VINSERTI128  $0x01, X1, Y11, Y11
+	VMOVNTDQ     Y11, 32(CX)(R8*2)
+	ADDQ         $0x00000020, R8
+	JMP          scalentloop
+
+scaletail:
+	ADDQ $0x00000018, R9
+
+scaleone:
+	CMPQ         R8, R9
+	JG           scalepart
+	VPMOVZXWD    (SI)(R8*2), Y1
+	VPSLLD       $0x10, Y1, Y1
+	VMULPS       Y0, Y1, Y1
+	VMULPS       (BX)(R8*4), Y1, Y1
+	VPSRLD       $0x10, Y1, Y2
+	VPAND        avx2bfone<>+0(SB), Y2, Y2
+	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD       Y1, Y2, Y2
+	VPSRLD       $0x10, Y2, Y2
+	VCMPPS       $0x03, Y1, Y1, Y1
+	VBLENDVPS    Y1, avx2bfnanlow<>+0(SB), Y2, Y2
+	VEXTRACTI128 $0x01, Y2, X1
+	VPACKUSDW    X1, X2, X1
+	VMOVDQU      X1, (CX)(R8*2)
+	ADDQ         $0x00000008, R8
+	JMP          scaleone
+
+scalepart:
+	MOVQ job_d+0(AX), R11
+	SUBQ R8, R11
+	JZ   scaled
+	LEAQ (SI)(R8*2), R9
+	LEAQ 128(SP), R10
+	MOVQ R11, R13
+	XORQ R12, R12
+	SUBQ $0x00000010, R13
+
+copyvec29:
+	CMPQ    R12, R13
+	JG      copyone30
+	VMOVUPS (R9)(R12*2), Y1
+	VMOVUPS Y1, (R10)(R12*2)
+	ADDQ    $0x00000010, R12
+	JMP     copyvec29
+
+copyone30:
+	ADDQ $0x00000010, R13
+
+copyloop32:
+	CMPQ R12, R13
+	JGE  copied31
+	MOVW (R9)(R12*2), R14
+	MOVW R14, (R10)(R12*2)
+	INCQ R12
+	JMP  copyloop32
+
+copied31:
+	LEAQ (BX)(R8*4), R9
+	LEAQ 160(SP), R10
+	MOVQ R11, R13
+	XORQ R12, R12
+	SUBQ $0x00000008, R13
+
+copyvec33:
+	CMPQ    R12, R13
+	JG      copyone34
+	VMOVUPS (R9)(R12*4), Y1
+	VMOVUPS Y1, (R10)(R12*4)
+	ADDQ    $0x00000008, R12
+	JMP     copyvec33
+
+copyone34:
+	ADDQ $0x00000008, R13
+
+copyloop36:
+	CMPQ R12, R13
+	JGE  copied35
+	MOVL (R9)(R12*4), R14
+	MOVL R14, (R10)(R12*4)
+	INCQ R12
+	JMP  copyloop36
+
+copied35:
+	VPMOVZXWD    128(SP), Y1
+	VPSLLD       $0x10, Y1, Y1
+	VMULPS       Y1, Y0, Y1
+	VMULPS       160(SP), Y1, Y1
+	VPSRLD       $0x10, Y1, Y0
+	VPAND        avx2bfone<>+0(SB), Y0, Y0
+	VPADDD       avx2bfbias<>+0(SB), Y0, Y0
+	VPADDD       Y1, Y0, Y0
+	VPSRLD       $0x10, Y0, Y0
+	VCMPPS       $0x03, Y1, Y1, Y1
+	VBLENDVPS    Y1, avx2bfnanlow<>+0(SB), Y0, Y0
+	VEXTRACTI128 $0x01, Y0, X1
+	VPACKUSDW    X1, X0, X1
+	VMOVDQU      X1, 192(SP)
+	LEAQ         192(SP), R10
+	LEAQ         (CX)(R8*2), R9
+	XORQ         R8, R8
+	SUBQ         $0x00000010, R11
+
+copyvec37:
+	CMPQ    R8, R11
+	JG      copyone38
+	VMOVUPS (R10)(R8*2), Y0
+	VMOVUPS Y0, (R9)(R8*2)
+	ADDQ    $0x00000010, R8
+	JMP     copyvec37
+
+copyone38:
+	ADDQ $0x00000010, R11
+
+copyloop40:
+	CMPQ R8, R11
+	JGE  copied39
+	MOVW (R10)(R8*2), R12
+	MOVW R12, (R9)(R8*2)
+	INCQ R8
+	JMP  copyloop40
+
+copied39:
+scaled:
+	ADDQ DI, DX
+	ADDQ DI, CX
+	ADDQ DI, SI
+	INCQ 400(SP)
+	MOVQ 424(SP), R8
+	INCQ R8
+	MOVQ R8, 424(SP)
+	CMPQ R8, 416(SP)
+	JB   scalerow
+	JMP  row
+
+ret:
+	TESTL $0x00000001, job_flags+0(AX)
+	JZ    vzero
+	SFENCE
+
+vzero:
+	VZEROUPPER
+	MOVQ 400(SP), AX
+	MOVQ AX, ret+24(FP)
+	RET
+
+// func avx2BF16AddWeightedRN(j uintptr, from int, to int) int
+// Requires: AVX, AVX2, MMX+
+TEXT ·avx2BF16AddWeightedRN(SB), NOSPLIT, $456-32
+	// avx2BF16AddWeightedRN normalizes rows [from, to) of the job: BF16 rows: h = round16(x + res) and res = h per element, then y = round16(round16(h*inv)*w), for each row.
+	// It stops before the first row that needs the float64 path and returns that row's index, or to.
+	MOVQ j+0(FP), AX
+	MOVQ job_dst+0(AX), CX
+	MOVQ job_x+0(AX), DX
+	MOVQ job_w+0(AX), BX
+	MOVQ job_res+0(AX), SI
+	MOVQ job_stride+0(AX), DI
+	SHLQ $0x01, DI
+
+	// fd = float32(d); rd = 1/d when d is a power of two (ss/d is then ss*rd exactly), else 0.
+	MOVQ       job_d+0(AX), R8
+	VMOVSS     one<>+0(SB), X0
+	VCVTSI2SSQ R8, X0, X0
+	VMOVSS     X0, 448(SP)
+	XORL       R10, R10
+	LEAQ       -1(R8), R9
+	TESTQ      R8, R9
+	JNZ        notpow2
+	BSFQ       R8, R9
+	MOVL       $0x0000007f, R10
+	SUBL       R9, R10
+	SHLL       $0x17, R10
+
+notpow2:
+	MOVL R10, 452(SP)
+
+	// Start at row from.
+	MOVQ  from+8(FP), R8
+	MOVQ  R8, 400(SP)
+	MOVQ  $0x00000000, 408(SP)
+	IMULQ DI, R8
+	ADDQ  R8, CX
+	ADDQ  R8, DX
+	ADDQ  R8, SI
+
+row:
+	MOVQ 400(SP), R8
+	CMPQ R8, to+16(FP)
+	JAE  ret
+	MOVQ $0x00000001, 416(SP)
+	MOVQ DX, R8
+	MOVQ SI, R9
+	XORQ R10, R10
+
+	// Sum of squares: element i goes to partial i%64.
+	MOVQ   job_d+0(AX), R11
+	SUBQ   $0x00000040, R11
+	JGE    firstblock
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	XORQ   R10, R10
+	JMP    sumtail
+
+firstblock:
+	// +0 + square is the square itself: the first block initializes the partials.
+	XORQ         R10, R10
+	VPMOVZXWD    (R8)(R10*2), Y0
+	VPSLLD       $0x10, Y0, Y0
+	VPMOVZXWD    (R9)(R10*2), Y1
+	VPSLLD       $0x10, Y1, Y1
+	VADDPS       Y1, Y0, Y0
+	VPSRLD       $0x10, Y0, Y1
+	VPAND        avx2bfone<>+0(SB), Y1, Y1
+	VPADDD       avx2bfbias<>+0(SB), Y1, Y1
+	VPADDD       Y0, Y1, Y1
+	VPAND        avx2bfhigh<>+0(SB), Y1, Y1
+	VCMPPS       $0x03, Y0, Y0, Y0
+	VBLENDVPS    Y0, avx2bfnanhigh<>+0(SB), Y1, Y1
+	VPSRLD       $0x10, Y1, Y0
+	VEXTRACTI128 $0x01, Y0, X2
+	VPACKUSDW    X2, X0, X2
+	VMOVDQU      X2, (R9)(R10*2)
+	VMULPS       Y1, Y1, Y0
+	VPMOVZXWD    16(R8)(R10*2), Y1
+	VPSLLD       $0x10, Y1, Y1
+	VPMOVZXWD    16(R9)(R10*2), Y2
+	VPSLLD       $0x10, Y2, Y2
+	VADDPS       Y2, Y1, Y1
+	VPSRLD       $0x10, Y1, Y2
+	VPAND        avx2bfone<>+0(SB), Y2, Y2
+	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD       Y1, Y2, Y2
+	VPAND        avx2bfhigh<>+0(SB), Y2, Y2
+	VCMPPS       $0x03, Y1, Y1, Y1
+	VBLENDVPS    Y1, avx2bfnanhigh<>+0(SB), Y2, Y2
+	VPSRLD       $0x10, Y2, Y1
+	VEXTRACTI128 $0x01, Y1, X3
+	VPACKUSDW    X3, X1, X3
+	VMOVDQU      X3, 16(R9)(R10*2)
+	VMULPS       Y2, Y2, Y1
+	VPMOVZXWD    32(R8)(R10*2), Y2
+	VPSLLD       $0x10, Y2, Y2
+	VPMOVZXWD    32(R9)(R10*2), Y3
+	VPSLLD       $0x10, Y3, Y3
+	VADDPS       Y3, Y2, Y2
+	VPSRLD       $0x10, Y2, Y3
+	VPAND        avx2bfone<>+0(SB), Y3, Y3
+	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
+	VPADDD       Y2, Y3, Y3
+	VPAND        avx2bfhigh<>+0(SB), Y3, Y3
+	VCMPPS       $0x03, Y2, Y2, Y2
+	VBLENDVPS    Y2, avx2bfnanhigh<>+0(SB), Y3, Y3
+	VPSRLD       $0x10, Y3, Y2
+	VEXTRACTI128 $0x01, Y2, X4
+	VPACKUSDW    X4, X2, X4
+	VMOVDQU      X4, 32(R9)(R10*2)
+	VMULPS       Y3, Y3, Y2
+	VPMOVZXWD    48(R8)(R10*2), Y3
+	VPSLLD       $0x10, Y3, Y3
+	VPMOVZXWD    48(R9)(R10*2), Y4
+	VPSLLD       $0x10, Y4, Y4
+	VADDPS       Y4, Y3, Y3
+	VPSRLD       $0x10, Y3, Y4
+	VPAND        avx2bfone<>+0(SB), Y4, Y4
+	VPADDD       avx2bfbias<>+0(SB), Y4, Y4
+	VPADDD       Y3, Y4, Y4
+	VPAND        avx2bfhigh<>+0(SB), Y4, Y4
+	VCMPPS       $0x03, Y3, Y3, Y3
+	VBLENDVPS    Y3, avx2bfnanhigh<>+0(SB), Y4, Y4
+	VPSRLD       $0x10, Y4, Y3
+	VEXTRACTI128 $0x01, Y3, X5
+	VPACKUSDW    X5, X3, X5
+	VMOVDQU      X5, 48(R9)(R10*2)
+	VMULPS       Y4, Y4, Y3
+	VPMOVZXWD    64(R8)(R10*2), Y4
+	VPSLLD       $0x10, Y4, Y4
+	VPMOVZXWD    64(R9)(R10*2), Y5
+	VPSLLD       $0x10, Y5, Y5
+	VADDPS       Y5, Y4, Y4
+	VPSRLD       $0x10, Y4, Y5
+	VPAND        avx2bfone<>+0(SB), Y5, Y5
+	VPADDD       avx2bfbias<>+0(SB), Y5, Y5
+	VPADDD       Y4, Y5, Y5
+	VPAND        avx2bfhigh<>+0(SB), Y5, Y5
+	VCMPPS       $0x03, Y4, Y4, Y4
+	VBLENDVPS    Y4, avx2bfnanhigh<>+0(SB), Y5, Y5
+	VPSRLD       $0x10, Y5, Y4
+	VEXTRACTI128 $0x01, Y4, X6
+	VPACKUSDW    X6, X4, X6
+	VMOVDQU      X6, 64(R9)(R10*2)
+	VMULPS       Y5, Y5, Y4
+	VPMOVZXWD    80(R8)(R10*2), Y5
+	VPSLLD       $0x10, Y5, Y5
+	VPMOVZXWD    80(R9)(R10*2), Y6
+	VPSLLD       $0x10, Y6, Y6
+	VADDPS       Y6, Y5, Y5
+	VPSRLD       $0x10, Y5, Y6
+	VPAND        avx2bfone<>+0(SB), Y6, Y6
+	VPADDD       avx2bfbias<>+0(SB), Y6, Y6
+	VPADDD       Y5, Y6, Y6
+	VPAND        avx2bfhigh<>+0(SB), Y6, Y6
+	VCMPPS       $0x03, Y5, Y5, Y5
+	VBLENDVPS    Y5, avx2bfnanhigh<>+0(SB), Y6, Y6
+	VPSRLD       $0x10, Y6, Y5
+	VEXTRACTI128 $0x01, Y5, X7
+	VPACKUSDW    X7, X5, X7
+	VMOVDQU      X7, 80(R9)(R10*2)
+	VMULPS       Y6, Y6, Y5
+	VPMOVZXWD    96(R8)(R10*2), Y6
+	VPSLLD       $0x10, Y6, Y6
+	VPMOVZXWD    96(R9)(R10*2), Y7
+	VPSLLD       $0x10, Y7, Y7
+	VADDPS       Y7, Y6, Y6
+	VPSRLD       $0x10, Y6, Y7
+	VPAND        avx2bfone<>+0(SB), Y7, Y7
+	VPADDD       avx2bfbias<>+0(SB), Y7, Y7
+	VPADDD       Y6, Y7, Y7
+	VPAND        avx2bfhigh<>+0(SB), Y7, Y7
+	VCMPPS       $0x03, Y6, Y6, Y6
+	VBLENDVPS    Y6, avx2bfnanhigh<>+0(SB), Y7, Y7
+	VPSRLD       $0x10, Y7, Y6
+	VEXTRACTI128 $0x01, Y6, X8
+	VPACKUSDW    X8, X6, X8
+	VMOVDQU      X8, 96(R9)(R10*2)
+	VMULPS       Y7, Y7, Y6
+	VPMOVZXWD    112(R8)(R10*2), Y7
+	VPSLLD       $0x10, Y7, Y7
+	VPMOVZXWD    112(R9)(R10*2), Y8
+	VPSLLD       $0x10, Y8, Y8
+	VADDPS       Y8, Y7, Y7
+	VPSRLD       $0x10, Y7, Y8
+	VPAND        avx2bfone<>+0(SB), Y8, Y8
+	VPADDD       avx2bfbias<>+0(SB), Y8, Y8
+	VPADDD       Y7, Y8, Y8
+	VPAND        avx2bfhigh<>+0(SB), Y8, Y8
+	VCMPPS       $0x03, Y7, Y7, Y7
+	VBLENDVPS    Y7, avx2bfnanhigh<>+0(SB), Y8, Y8
+	VPSRLD       $0x10, Y8, Y7
+	VEXTRACTI128 $0x01, Y7, X9
+	VPACKUSDW    X9, X7, X9
+	VMOVDQU      X9, 112(R9)(R10*2)
+	VMULPS       Y8, Y8, Y7
+	MOVQ         $0x00000040, R10
+	TESTL        $0x00000002, job_flags+0(AX)
+	JNZ          sumpf
+
+sumloop:
+	CMPQ         R10, R11
+	JG           sumtail
+	VPMOVZXWD    (R8)(R10*2), Y8
+	VPSLLD       $0x10, Y8, Y8
+	VPMOVZXWD    (R9)(R10*2), Y9
+	VPSLLD       $0x10, Y9, Y9
+	VADDPS       Y9, Y8, Y8
+	VPSRLD       $0x10, Y8, Y9
+	VPAND        avx2bfone<>+0(SB), Y9, Y9
+	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
+	VPADDD       Y8, Y9, Y9
+	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
+	VCMPPS       $0x03, Y8, Y8, Y8
+	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
+	VPSRLD       $0x10, Y9, Y8
+	VEXTRACTI128 $0x01, Y8, X10
+	VPACKUSDW    X10, X8, X10
+	VMOVDQU      X10, (R9)(R10*2)
+	VMULPS       Y9, Y9, Y9
+	VADDPS       Y9, Y0, Y0
+	VPMOVZXWD    16(R8)(R10*2), Y8
+	VPSLLD       $0x10, Y8, Y8
+	VPMOVZXWD    16(R9)(R10*2), Y9
+	VPSLLD       $0x10, Y9, Y9
+	VADDPS       Y9, Y8, Y8
+	VPSRLD       $0x10, Y8, Y9
+	VPAND        avx2bfone<>+0(SB), Y9, Y9
+	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
+	VPADDD       Y8, Y9, Y9
+	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
+	VCMPPS       $0x03, Y8, Y8, Y8
+	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
+	VPSRLD       $0x10, Y9, Y8
+	VEXTRACTI128 $0x01, Y8, X10
+	VPACKUSDW    X10, X8, X10
+	VMOVDQU      X10, 16(R9)(R10*2)
+	VMULPS       Y9, Y9, Y9
+	VADDPS       Y9, Y1, Y1
+	VPMOVZXWD    32(R8)(R10*2), Y8
+	VPSLLD       $0x10, Y8, Y8
+	VPMOVZXWD    32(R9)(R10*2), Y9
+	VPSLLD       $0x10, Y9, Y9
+	VADDPS       Y9, Y8, Y8
+	VPSRLD       $0x10, Y8, Y9
+	VPAND        avx2bfone<>+0(SB), Y9, Y9
+	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
+	VPADDD       Y8, Y9, Y9
+	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
+	VCMPPS       $0x03, Y8, Y8, Y8
+	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
+	VPSRLD       $0x10, Y9, Y8
+	VEXTRACTI128 $0x01, Y8, X10
+	VPACKUSDW    X10, X8, X10
+	VMOVDQU      X10, 32(R9)(R10*2)
+	VMULPS       Y9, Y9, Y9
+	VADDPS       Y9, Y2, Y2
+	VPMOVZXWD    48(R8)(R10*2), Y8
+	VPSLLD       $0x10, Y8, Y8
+	VPMOVZXWD    48(R9)(R10*2), Y9
+	VPSLLD       $0x10, Y9, Y9
+	VADDPS       Y9, Y8, Y8
+	VPSRLD       $0x10, Y8, Y9
+	VPAND        avx2bfone<>+0(SB), Y9, Y9
+	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
+	VPADDD       Y8, Y9, Y9
+	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
+	VCMPPS       $0x03, Y8, Y8, Y8
+	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
+	VPSRLD       $0x10, Y9, Y8
+	VEXTRACTI128 $0x01, Y8, X10
+	VPACKUSDW    X10, X8, X10
+	VMOVDQU      X10, 48(R9)(R10*2)
+	VMULPS       Y9, Y9, Y9
+	VADDPS       Y9, Y3, Y3
+	VPMOVZXWD    64(R8)(R10*2), Y8
+	VPSLLD       $0x10, Y8, Y8
+	VPMOVZXWD    64(R9)(R10*2), Y9
+	VPSLLD       $0x10, Y9, Y9
+	VADDPS       Y9, Y8, Y8
+	VPSRLD       $0x10, Y8, Y9
+	VPAND        avx2bfone<>+0(SB), Y9, Y9
+	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
+	VPADDD       Y8, Y9, Y9
+	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
+	VCMPPS       $0x03, Y8, Y8, Y8
+	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
+	VPSRLD       $0x10, Y9, Y8
+	VEXTRACTI128 $0x01, Y8, X10
+	VPACKUSDW    X10, X8, X10
+	VMOVDQU      X10, 64(R9)(R10*2)
+	VMULPS       Y9, Y9, Y9
+	VADDPS       Y9, Y4, Y4
+	VPMOVZXWD    80(R8)(R10*2), Y8
+	VPSLLD       $0x10, Y8, Y8
+	VPMOVZXWD    80(R9)(R10*2), Y9
+	VPSLLD       $0x10, Y9, Y9
+	VADDPS       Y9, Y8, Y8
+	VPSRLD       $0x10, Y8, Y9
+	VPAND        avx2bfone<>+0(SB), Y9, Y9
+	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
+	VPADDD       Y8, Y9, Y9
+	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
+	VCMPPS       $0x03, Y8, Y8, Y8
+	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
+	VPSRLD       $0x10, Y9, Y8
+	VEXTRACTI128 $0x01, Y8, X10
+	VPACKUSDW    X10, X8, X10
+	VMOVDQU      X10, 80(R9)(R10*2)
+	VMULPS       Y9, Y9, Y9
+	VADDPS       Y9, Y5, Y5
+	VPMOVZXWD    96(R8)(R10*2), Y8
+	VPSLLD       $0x10, Y8, Y8
+	VPMOVZXWD    96(R9)(R10*2), Y9
+	VPSLLD       $0x10, Y9, Y9
+	VADDPS       Y9, Y8, Y8
+	VPSRLD       $0x10, Y8, Y9
+	VPAND        avx2bfone<>+0(SB), Y9, Y9
+	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
+	VPADDD       Y8, Y9, Y9
+	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
+	VCMPPS       $0x03, Y8, Y8, Y8
+	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
+	VPSRLD       $0x10, Y9, Y8
+	VEXTRACTI128 $0x01, Y8, X10
+	VPACKUSDW    X10, X8, X10
+	VMOVDQU      X10, 96(R9)(R10*2)
+	VMULPS       Y9, Y9, Y9
+	VADDPS       Y9, Y6, Y6
+	VPMOVZXWD    112(R8)(R10*2), Y8
+	VPSLLD       $0x10, Y8, Y8
+	VPMOVZXWD    112(R9)(R10*2), Y9
+	VPSLLD       $0x10, Y9, Y9
+	VADDPS       Y9, Y8, Y8
+	VPSRLD       $0x10, Y8, Y9
+	VPAND        avx2bfone<>+0(SB), Y9, Y9
+	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
+	VPADDD       Y8, Y9, Y9
+	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
+	VCMPPS       $0x03, Y8, Y8, Y8
+	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
+	VPSRLD       $0x10, Y9, Y8
+	VEXTRACTI128 $0x01, Y8, X10
+	VPACKUSDW    X10, X8, X10
+	VMOVDQU      X10, 112(R9)(R10*2)
+	VMULPS       Y9, Y9, Y9
+	VADDPS       Y9, Y7, Y7
+	ADDQ         $0x00000040, R10
+	JMP          sumloop
+
+	// The same, prefetching the rows ahead.
+sumpf:
+	MOVQ DI, R12
+	SHLQ $0x01, R12
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows1
+	SHLQ $0x03, R12
+
+longrows1:
+	ADDQ R8, R12
+
+sumpfloop:
+	CMPQ         R10, R11
+	JG           sumtail
+	PREFETCHT0   (R12)(R10*2)
+	PREFETCHT0   64(R12)(R10*2)
+	VPMOVZXWD    (R8)(R10*2), Y8
+	VPSLLD       $0x10, Y8, Y8
+	VPMOVZXWD    (R9)(R10*2), Y9
+	VPSLLD       $0x10, Y9, Y9
+	VADDPS       Y9, Y8, Y8
+	VPSRLD       $0x10, Y8, Y9
+	VPAND        avx2bfone<>+0(SB), Y9, Y9
+	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
+	VPADDD       Y8, Y9, Y9
+	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
+	VCMPPS       $0x03, Y8, Y8, Y8
+	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
+	VPSRLD       $0x10, Y9, Y8
+	VEXTRACTI128 $0x01, Y8, X10
+	VPACKUSDW    X10, X8, X10
+	VMOVDQU      X10, (R9)(R10*2)
+	VMULPS       Y9, Y9, Y9
+	VADDPS       Y9, Y0, Y0
+	VPMOVZXWD    16(R8)(R10*2), Y8
+	VPSLLD       $0x10, Y8, Y8
+	VPMOVZXWD    16(R9)(R10*2), Y9
+	VPSLLD       $0x10, Y9, Y9
+	VADDPS       Y9, Y8, Y8
+	VPSRLD       $0x10, Y8, Y9
+	VPAND        avx2bfone<>+0(SB), Y9, Y9
+	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
+	VPADDD       Y8, Y9, Y9
+	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
+	VCMPPS       $0x03, Y8, Y8, Y8
+	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
+	VPSRLD       $0x10, Y9, Y8
+	VEXTRACTI128 $0x01, Y8, X10
+	VPACKUSDW    X10, X8, X10
+	VMOVDQU      X10, 16(R9)(R10*2)
+	VMULPS       Y9, Y9, Y9
+	VADDPS       Y9, Y1, Y1
+	VPMOVZXWD    32(R8)(R10*2), Y8
+	VPSLLD       $0x10, Y8, Y8
+	VPMOVZXWD    32(R9)(R10*2), Y9
+	VPSLLD       $0x10, Y9, Y9
+	VADDPS       Y9, Y8, Y8
+	VPSRLD       $0x10, Y8, Y9
+	VPAND        avx2bfone<>+0(SB), Y9, Y9
+	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
+	VPADDD       Y8, Y9, Y9
+	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
+	VCMPPS       $0x03, Y8, Y8, Y8
+	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
+	VPSRLD       $0x10, Y9, Y8
+	VEXTRACTI128 $0x01, Y8, X10
+	VPACKUSDW    X10, X8, X10
+	VMOVDQU      X10, 32(R9)(R10*2)
+	VMULPS       Y9, Y9, Y9
+	VADDPS       Y9, Y2, Y2
+	VPMOVZXWD    48(R8)(R10*2), Y8
+	VPSLLD       $0x10, Y8, Y8
+	VPMOVZXWD    48(R9)(R10*2), Y9
+	VPSLLD       $0x10, Y9, Y9
+	VADDPS       Y9, Y8, Y8
+	VPSRLD       $0x10, Y8, Y9
+	VPAND        avx2bfone<>+0(SB), Y9, Y9
+	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
+	VPADDD       Y8, Y9, Y9
+	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
+	VCMPPS       $0x03, Y8, Y8, Y8
+	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
+	VPSRLD       $0x10, Y9, Y8
+	VEXTRACTI128 $0x01, Y8, X10
+	VPACKUSDW    X10, X8, X10
+	VMOVDQU      X10, 48(R9)(R10*2)
+	VMULPS       Y9, Y9, Y9
+	VADDPS       Y9, Y3, Y3
+	VPMOVZXWD    64(R8)(R10*2), Y8
+	VPSLLD       $0x10, Y8, Y8
+	VPMOVZXWD    64(R9)(R10*2), Y9
+	VPSLLD       $0x10, Y9, Y9
+	VADDPS       Y9, Y8, Y8
+	VPSRLD       $0x10, Y8, Y9
+	VPAND        avx2bfone<>+0(SB), Y9, Y9
+	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
+	VPADDD       Y8, Y9, Y9
+	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
+	VCMPPS       $0x03, Y8, Y8, Y8
+	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
+	VPSRLD       $0x10, Y9, Y8
+	VEXTRACTI128 $0x01, Y8, X10
+	VPACKUSDW    X10, X8, X10
+	VMOVDQU      X10, 64(R9)(R10*2)
+	VMULPS       Y9, Y9, Y9
+	VADDPS       Y9, Y4, Y4
+	VPMOVZXWD    80(R8)(R10*2), Y8
+	VPSLLD       $0x10, Y8, Y8
+	VPMOVZXWD    80(R9)(R10*2), Y9
+	VPSLLD       $0x10, Y9, Y9
+	VADDPS       Y9, Y8, Y8
+	VPSRLD       $0x10, Y8, Y9
+	VPAND        avx2bfone<>+0(SB), Y9, Y9
+	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
+	VPADDD       Y8, Y9, Y9
+	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
+	VCMPPS       $0x03, Y8, Y8, Y8
+	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
+	VPSRLD       $0x10, Y9, Y8
+	VEXTRACTI128 $0x01, Y8, X10
+	VPACKUSDW    X10, X8, X10
+	VMOVDQU      X10, 80(R9)(R10*2)
+	VMULPS       Y9, Y9, Y9
+	VADDPS       Y9, Y5, Y5
+	VPMOVZXWD    96(R8)(R10*2), Y8
+	VPSLLD       $0x10, Y8, Y8
+	VPMOVZXWD    96(R9)(R10*2), Y9
+	VPSLLD       $0x10, Y9, Y9
+	VADDPS       Y9, Y8, Y8
+	VPSRLD       $0x10, Y8, Y9
+	VPAND        avx2bfone<>+0(SB), Y9, Y9
+	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
+	VPADDD       Y8, Y9, Y9
+	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
+	VCMPPS       $0x03, Y8, Y8, Y8
+	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
+	VPSRLD       $0x10, Y9, Y8
+	VEXTRACTI128 $0x01, Y8, X10
+	VPACKUSDW    X10, X8, X10
+	VMOVDQU      X10, 96(R9)(R10*2)
+	VMULPS       Y9, Y9, Y9
+	VADDPS       Y9, Y6, Y6
+	VPMOVZXWD    112(R8)(R10*2), Y8
+	VPSLLD       $0x10, Y8, Y8
+	VPMOVZXWD    112(R9)(R10*2), Y9
+	VPSLLD       $0x10, Y9, Y9
+	VADDPS       Y9, Y8, Y8
+	VPSRLD       $0x10, Y8, Y9
+	VPAND        avx2bfone<>+0(SB), Y9, Y9
+	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
+	VPADDD       Y8, Y9, Y9
+	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
+	VCMPPS       $0x03, Y8, Y8, Y8
+	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
+	VPSRLD       $0x10, Y9, Y8
+	VEXTRACTI128 $0x01, Y8, X10
+	VPACKUSDW    X10, X8, X10
+	VMOVDQU      X10, 112(R9)(R10*2)
+	VMULPS       Y9, Y9, Y9
+	VADDPS       Y9, Y7, Y7
+	ADDQ         $0x00000040, R10
+	JMP          sumpfloop
+
+sumtail:
+	// Fewer than 64 elements remain.
+	MOVQ    job_d+0(AX), R11
+	SUBQ    R10, R11
+	JZ      summed
+	MOVQ    R11, 432(SP)
+	LEAQ    (R8)(R10*2), R8
+	LEAQ    (R9)(R10*2), R9
+	MOVQ    R9, 440(SP)
+	LEAQ    128(SP), R9
+	VXORPS  Y8, Y8, Y8
+	VMOVUPS Y8, (R9)
+	VMOVUPS Y8, 32(R9)
+	VMOVUPS Y8, 64(R9)
+	VMOVUPS Y8, 96(R9)
+	MOVQ    432(SP), R11
+	XORQ    R10, R10
+	SUBQ    $0x00000010, R11
+
+copyvec2:
+	CMPQ    R10, R11
+	JG      copyone3
+	VMOVUPS (R8)(R10*2), Y8
+	VMOVUPS Y8, (R9)(R10*2)
+	ADDQ    $0x00000010, R10
+	JMP     copyvec2
+
+copyone3:
+	ADDQ $0x00000010, R11
+
+copyloop5:
+	CMPQ R10, R11
+	JGE  copied4
+	MOVW (R8)(R10*2), R12
+	MOVW R12, (R9)(R10*2)
+	INCQ R10
+	JMP  copyloop5
+
+copied4:
+	MOVQ    440(SP), R8
+	LEAQ    256(SP), R10
+	VXORPS  Y8, Y8, Y8
+	VMOVUPS Y8, (R10)
+	VMOVUPS Y8, 32(R10)
+	VMOVUPS Y8, 64(R10)
+	VMOVUPS Y8, 96(R10)
+	MOVQ    432(SP), R12
+	XORQ    R11, R11
+	SUBQ    $0x00000010, R12
+
+copyvec6:
+	CMPQ    R11, R12
+	JG      copyone7
+	VMOVUPS (R8)(R11*2), Y8
+	VMOVUPS Y8, (R10)(R11*2)
+	ADDQ    $0x00000010, R11
+	JMP     copyvec6
+
+copyone7:
+	ADDQ $0x00000010, R12
+
+copyloop9:
+	CMPQ R11, R12
+	JGE  copied8
+	MOVW (R8)(R11*2), R13
+	MOVW R13, (R10)(R11*2)
+	INCQ R11
+	JMP  copyloop9
+
+copied8:
+	XORQ         R8, R8
+	VPMOVZXWD    (R9)(R8*2), Y8
+	VPSLLD       $0x10, Y8, Y8
+	VPMOVZXWD    (R10)(R8*2), Y9
+	VPSLLD       $0x10, Y9, Y9
+	VADDPS       Y9, Y8, Y8
+	VPSRLD       $0x10, Y8, Y9
+	VPAND        avx2bfone<>+0(SB), Y9, Y9
+	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
+	VPADDD       Y8, Y9, Y9
+	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
+	VCMPPS       $0x03, Y8, Y8, Y8
+	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
+	VPSRLD       $0x10, Y9, Y8
+	VEXTRACTI128 $0x01, Y8, X10
+	VPACKUSDW    X10, X8, X10
+	VMOVDQU      X10, (R10)(R8*2)
+	VMULPS       Y9, Y9, Y9
+	VADDPS       Y9, Y0, Y0
+	VPMOVZXWD    16(R9)(R8*2), Y8
+	VPSLLD       $0x10, Y8, Y8
+	VPMOVZXWD    16(R10)(R8*2), Y9
+	VPSLLD       $0x10, Y9, Y9
+	VADDPS       Y9, Y8, Y8
+	VPSRLD       $0x10, Y8, Y9
+	VPAND        avx2bfone<>+0(SB), Y9, Y9
+	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
+	VPADDD       Y8, Y9, Y9
+	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
+	VCMPPS       $0x03, Y8, Y8, Y8
+	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
+	VPSRLD       $0x10, Y9, Y8
+	VEXTRACTI128 $0x01, Y8, X10
+	VPACKUSDW    X10, X8, X10
+	VMOVDQU      X10, 16(R10)(R8*2)
+	VMULPS       Y9, Y9, Y9
+	VADDPS       Y9, Y1, Y1
+	VPMOVZXWD    32(R9)(R8*2), Y8
+	VPSLLD       $0x10, Y8, Y8
+	VPMOVZXWD    32(R10)(R8*2), Y9
+	VPSLLD       $0x10, Y9, Y9
+	VADDPS       Y9, Y8, Y8
+	VPSRLD       $0x10, Y8, Y9
+	VPAND        avx2bfone<>+0(SB), Y9, Y9
+	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
+	VPADDD       Y8, Y9, Y9
+	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
+	VCMPPS       $0x03, Y8, Y8, Y8
+	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
+	VPSRLD       $0x10, Y9, Y8
+	VEXTRACTI128 $0x01, Y8, X10
+	VPACKUSDW    X10, X8, X10
+	VMOVDQU      X10, 32(R10)(R8*2)
+	VMULPS       Y9, Y9, Y9
+	VADDPS       Y9, Y2, Y2
+	VPMOVZXWD    48(R9)(R8*2), Y8
+	VPSLLD       $0x10, Y8, Y8
+	VPMOVZXWD    48(R10)(R8*2), Y9
+	VPSLLD       $0x10, Y9, Y9
+	VADDPS       Y9, Y8, Y8
+	VPSRLD       $0x10, Y8, Y9
+	VPAND        avx2bfone<>+0(SB), Y9, Y9
+	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
+	VPADDD       Y8, Y9, Y9
+	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
+	VCMPPS       $0x03, Y8, Y8, Y8
+	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
+	VPSRLD       $0x10, Y9, Y8
+	VEXTRACTI128 $0x01, Y8, X10
+	VPACKUSDW    X10, X8, X10
+	VMOVDQU      X10, 48(R10)(R8*2)
+	VMULPS       Y9, Y9, Y9
+	VADDPS       Y9, Y3, Y3
+	VPMOVZXWD    64(R9)(R8*2), Y8
+	VPSLLD       $0x10, Y8, Y8
+	VPMOVZXWD    64(R10)(R8*2), Y9
+	VPSLLD       $0x10, Y9, Y9
+	VADDPS       Y9, Y8, Y8
+	VPSRLD       $0x10, Y8, Y9
+	VPAND        avx2bfone<>+0(SB), Y9, Y9
+	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
+	VPADDD       Y8, Y9, Y9
+	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
+	VCMPPS       $0x03, Y8, Y8, Y8
+	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
+	VPSRLD       $0x10, Y9, Y8
+	VEXTRACTI128 $0x01, Y8, X10
+	VPACKUSDW    X10, X8, X10
+	VMOVDQU      X10, 64(R10)(R8*2)
+	VMULPS       Y9, Y9, Y9
+	VADDPS       Y9, Y4, Y4
+	VPMOVZXWD    80(R9)(R8*2), Y8
+	VPSLLD       $0x10, Y8, Y8
+	VPMOVZXWD    80(R10)(R8*2), Y9
+	VPSLLD       $0x10, Y9, Y9
+	VADDPS       Y9, Y8, Y8
+	VPSRLD       $0x10, Y8, Y9
+	VPAND        avx2bfone<>+0(SB), Y9, Y9
+	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
+	VPADDD       Y8, Y9, Y9
+	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
+	VCMPPS       $0x03, Y8, Y8, Y8
+	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
+	VPSRLD       $0x10, Y9, Y8
+	VEXTRACTI128 $0x01, Y8, X10
+	VPACKUSDW    X10, X8, X10
+	VMOVDQU      X10, 80(R10)(R8*2)
+	VMULPS       Y9, Y9, Y9
+	VADDPS       Y9, Y5, Y5
+	VPMOVZXWD    96(R9)(R8*2), Y8
+	VPSLLD       $0x10, Y8, Y8
+	VPMOVZXWD    96(R10)(R8*2), Y9
+	VPSLLD       $0x10, Y9, Y9
+	VADDPS       Y9, Y8, Y8
+	VPSRLD       $0x10, Y8, Y9
+	VPAND        avx2bfone<>+0(SB), Y9, Y9
+	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
+	VPADDD       Y8, Y9, Y9
+	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
+	VCMPPS       $0x03, Y8, Y8, Y8
+	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
+	VPSRLD       $0x10, Y9, Y8
+	VEXTRACTI128 $0x01, Y8, X10
+	VPACKUSDW    X10, X8, X10
+	VMOVDQU      X10, 96(R10)(R8*2)
+	VMULPS       Y9, Y9, Y9
+	VADDPS       Y9, Y6, Y6
+	VPMOVZXWD    112(R9)(R8*2), Y8
+	VPSLLD       $0x10, Y8, Y8
+	VPMOVZXWD    112(R10)(R8*2), Y9
+	VPSLLD       $0x10, Y9, Y9
+	VADDPS       Y9, Y8, Y8
+	VPSRLD       $0x10, Y8, Y9
+	VPAND        avx2bfone<>+0(SB), Y9, Y9
+	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
+	VPADDD       Y8, Y9, Y9
+	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
+	VCMPPS       $0x03, Y8, Y8, Y8
+	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
+	VPSRLD       $0x10, Y9, Y8
+	VEXTRACTI128 $0x01, Y8, X10
+	VPACKUSDW    X10, X8, X10
+	VMOVDQU      X10, 112(R10)(R8*2)
+	VMULPS       Y9, Y9, Y9
+	VADDPS       Y9, Y7, Y7
+	MOVQ         440(SP), R8
+	LEAQ         256(SP), R9
+	MOVQ         432(SP), R11
+	XORQ         R10, R10
+	SUBQ         $0x00000010, R11
+
+copyvec10:
+	CMPQ    R10, R11
+	JG      copyone11
+	VMOVUPS (R9)(R10*2), Y8
+	VMOVUPS Y8, (R8)(R10*2)
+	ADDQ    $0x00000010, R10
+	JMP     copyvec10
+
+copyone11:
+	ADDQ $0x00000010, R11
+
+copyloop13:
+	CMPQ R10, R11
+	JGE  copied12
+	MOVW (R9)(R10*2), R12
+	MOVW R12, (R8)(R10*2)
+	INCQ R10
+	JMP  copyloop13
+
+copied12:
+summed:
+	VADDPS Y4, Y0, Y0
+	VADDPS Y5, Y1, Y1
+	VADDPS Y6, Y2, Y2
+	VADDPS Y7, Y3, Y3
+	VADDPS Y2, Y0, Y0
+	VADDPS Y3, Y1, Y1
+	VADDPS Y1, Y0, Y0
+
+	// Halving tree: p[j] += p[j+h] for the remaining h, down to ss.
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X1
+	VMOVHLPS     X1, X1, X0
+	VADDPS       X0, X1, X1
+	VMOVSHDUP    X1, X0
+	VADDSS       X0, X1, X1
+
+	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
+	CMPL   452(SP), $0x00
+	JE     divide14
+	VMULSS 452(SP), X1, X0
+	JMP    divided15
+
+divide14:
+	VDIVSS 448(SP), X1, X0
+
+divided15:
+	VADDSS   job_eps+0(AX), X0, X0
+	VUCOMISS tlo<>+0(SB), X0
+	JCS      ret
+	VUCOMISS tmax<>+0(SB), X0
+	JHI      ret
+	VSQRTSS  X0, X0, X0
+	VMOVSS   one<>+0(SB), X1
+	VDIVSS   X0, X1, X1
+
+	// Report 1/rms if asked.
+	MOVQ   job_inv+0(AX), R8
+	TESTQ  R8, R8
+	JZ     scale
+	MOVQ   400(SP), R9
+	VMOVSS X1, (R8)(R9*4)
+
+scale:
+	VBROADCASTSS X1, Y0
+	MOVQ         $0x00000000, 424(SP)
+	CMPQ         416(SP), $0x01
+	JE           scalebody
+	VMOVUPS      X1, 384(SP)
+
+scalerow:
+	MOVQ         424(SP), R8
+	VBROADCASTSS 384(SP)(R8*4), Y0
+
+scalebody:
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ  R8, R8
+	MOVQ  job_d+0(AX), R9
+	SUBQ  $0x00000020, R9
+	TESTL $0x00000002, job_flags+0(AX)
+	JNZ   scalepf
+
+scaleloop:
+	CMPQ         R8, R9
+	JG           scaletail
+	VPMOVZXWD    (SI)(R8*2), Y1
+	VPSLLD       $0x10, Y1, Y1
+	VMULPS       Y0, Y1, Y1
+	VPSRLD       $0x10, Y1, Y2
+	VPAND        avx2bfone<>+0(SB), Y2, Y2
+	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD       Y1, Y2, Y2
+	VPAND        avx2bfhigh<>+0(SB), Y2, Y2
+	VCMPPS       $0x03, Y1, Y1, Y1
+	VBLENDVPS    Y1, avx2bfnanhigh<>+0(SB), Y2, Y2
+	VMULPS       (BX)(R8*4), Y2, Y2
+	VPSRLD       $0x10, Y2, Y1
+	VPAND        avx2bfone<>+0(SB), Y1, Y1
+	VPADDD       avx2bfbias<>+0(SB), Y1, Y1
+	VPADDD       Y2, Y1, Y1
+	VPSRLD       $0x10, Y1, Y1
+	VCMPPS       $0x03, Y2, Y2, Y2
+	VBLENDVPS    Y2, avx2bfnanlow<>+0(SB), Y1, Y1
+	VEXTRACTI128 $0x01, Y1, X2
+	VPACKUSDW    X2, X1, X2
+	VMOVDQU      X2, (CX)(R8*2)
+	VPMOVZXWD    16(SI)(R8*2), Y1
+	VPSLLD       $0x10, Y1, Y1
+	VMULPS       Y0, Y1, Y1
+	VPSRLD       $0x10, Y1, Y2
+	VPAND        avx2bfone<>+0(SB), Y2, Y2
+	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD       Y1, Y2, Y2
+	VPAND        avx2bfhigh<>+0(SB), Y2, Y2
+	VCMPPS       $0x03, Y1, Y1, Y1
+	VBLENDVPS    Y1, avx2bfnanhigh<>+0(SB), Y2, Y2
+	VMULPS       32(BX)(R8*4), Y2, Y2
+	VPSRLD       $0x10, Y2, Y1
+	VPAND        avx2bfone<>+0(SB), Y1, Y1
+	VPADDD       avx2bfbias<>+0(SB), Y1, Y1
+	VPADDD       Y2, Y1, Y1
+	VPSRLD       $0x10, Y1, Y1
+	VCMPPS       $0x03, Y2, Y2, Y2
+	VBLENDVPS    Y2, avx2bfnanlow<>+0(SB), Y1, Y1
+	VEXTRACTI128 $0x01, Y1, X2
+	VPACKUSDW    X2, X1, X2
+	VMOVDQU      X2, 16(CX)(R8*2)
+	VPMOVZXWD    32(SI)(R8*2), Y1
+	VPSLLD       $0x10, Y1, Y1
+	VMULPS       Y0, Y1, Y1
+	VPSRLD       $0x10, Y1, Y2
+	VPAND        avx2bfone<>+0(SB), Y2, Y2
+	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD       Y1, Y2, Y2
+	VPAND        avx2bfhigh<>+0(SB), Y2, Y2
+	VCMPPS       $0x03, Y1, Y1, Y1
+	VBLENDVPS    Y1, avx2bfnanhigh<>+0(SB), Y2, Y2
+	VMULPS       64(BX)(R8*4), Y2, Y2
+	VPSRLD       $0x10, Y2, Y1
+	VPAND        avx2bfone<>+0(SB), Y1, Y1
+	VPADDD       avx2bfbias<>+0(SB), Y1, Y1
+	VPADDD       Y2, Y1, Y1
+	VPSRLD       $0x10, Y1, Y1
+	VCMPPS       $0x03, Y2, Y2, Y2
+	VBLENDVPS    Y2, avx2bfnanlow<>+0(SB), Y1, Y1
+	VEXTRACTI128 $0x01, Y1, X2
+	VPACKUSDW    X2, X1, X2
+	VMOVDQU      X2, 32(CX)(R8*2)
+	VPMOVZXWD    48(SI)(R8*2), Y1
+	VPSLLD       $0x10, Y1, Y1
+	VMULPS       Y0, Y1, Y1
+	VPSRLD       $0x10, Y1, Y2
+	VPAND        avx2bfone<>+0(SB), Y2, Y2
+	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD       Y1, Y2, Y2
+	VPAND        avx2bfhigh<>+0(SB), Y2, Y2
+	VCMPPS       $0x03, Y1, Y1, Y1
+	VBLENDVPS    Y1, avx2bfnanhigh<>+0(SB), Y2, Y2
+	VMULPS       96(BX)(R8*4), Y2, Y2
+	VPSRLD       $0x10, Y2, Y1
+	VPAND        avx2bfone<>+0(SB), Y1, Y1
+	VPADDD       avx2bfbias<>+0(SB), Y1, Y1
+	VPADDD       Y2, Y1, Y1
+	VPSRLD       $0x10, Y1, Y1
+	VCMPPS       $0x03, Y2, Y2, Y2
+	VBLENDVPS    Y2, avx2bfnanlow<>+0(SB), Y1, Y1
+	VEXTRACTI128 $0x01, Y1, X2
+	VPACKUSDW    X2, X1, X2
+	VMOVDQU      X2, 48(CX)(R8*2)
+	ADDQ         $0x00000020, R8
+	JMP          scaleloop
+
+scalepf:
+	MOVQ DI, R10
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows16
+	SHLQ $0x03, R10
+
+longrows16:
+	ADDQ  SI, R10
+	TESTL $0x00000001, job_flags+0(AX)
+	JNZ   scalent
+
+scalepfloop:
+	CMPQ         R8, R9
+	JG           scaletail
+	PREFETCHT0   (R10)(R8*2)
+	VPMOVZXWD    (SI)(R8*2), Y1
+	VPSLLD       $0x10, Y1, Y1
+	VMULPS       Y0, Y1, Y1
+	VPSRLD       $0x10, Y1, Y2
+	VPAND        avx2bfone<>+0(SB), Y2, Y2
+	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD       Y1, Y2, Y2
+	VPAND        avx2bfhigh<>+0(SB), Y2, Y2
+	VCMPPS       $0x03, Y1, Y1, Y1
+	VBLENDVPS    Y1, avx2bfnanhigh<>+0(SB), Y2, Y2
+	VMULPS       (BX)(R8*4), Y2, Y2
+	VPSRLD       $0x10, Y2, Y1
+	VPAND        avx2bfone<>+0(SB), Y1, Y1
+	VPADDD       avx2bfbias<>+0(SB), Y1, Y1
+	VPADDD       Y2, Y1, Y1
+	VPSRLD       $0x10, Y1, Y1
+	VCMPPS       $0x03, Y2, Y2, Y2
+	VBLENDVPS    Y2, avx2bfnanlow<>+0(SB), Y1, Y1
+	VEXTRACTI128 $0x01, Y1, X2
+	VPACKUSDW    X2, X1, X2
+	VMOVDQU      X2, (CX)(R8*2)
+	VPMOVZXWD    16(SI)(R8*2), Y1
+	VPSLLD       $0x10, Y1, Y1
+	VMULPS       Y0, Y1, Y1
+	VPSRLD       $0x10, Y1, Y2
+	VPAND        avx2bfone<>+0(SB), Y2, Y2
+	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD       Y1, Y2, Y2
+	VPAND        avx2bfhigh<>+0(SB), Y2, Y2
+	VCMPPS       $0x03, Y1, Y1, Y1
+	VBLENDVPS    Y1, avx2bfnanhigh<>+0(SB), Y2, Y2
+	VMULPS       32(BX)(R8*4), Y2, Y2
+	VPSRLD       $0x10, Y2, Y1
+	VPAND        avx2bfone<>+0(SB), Y1, Y1
+	VPADDD       avx2bfbias<>+0(SB), Y1, Y1
+	VPADDD       Y2, Y1, Y1
+	VPSRLD       $0x10, Y1, Y1
+	VCMPPS       $0x03, Y2, Y2, Y2
+	VBLENDVPS    Y2, avx2bfnanlow<>+0(SB), Y1, Y1
+	VEXTRACTI128 $0x01, Y1, X2
+	VPACKUSDW    X2, X1, X2
+	VMOVDQU      X2, 16(CX)(R8*2)
+	VPMOVZXWD    32(SI)(R8*2), Y1
+	VPSLLD       $0x10, Y1, Y1
+	VMULPS       Y0, Y1, Y1
+	VPSRLD       $0x10, Y1, Y2
+	VPAND        avx2bfone<>+0(SB), Y2, Y2
+	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD       Y1, Y2, Y2
+	VPAND        avx2bfhigh<>+0(SB), Y2, Y2
+	VCMPPS       $0x03, Y1, Y1, Y1
+	VBLENDVPS    Y1, avx2bfnanhigh<>+0(SB), Y2, Y2
+	VMULPS       64(BX)(R8*4), Y2, Y2
+	VPSRLD       $0x10, Y2, Y1
+	VPAND        avx2bfone<>+0(SB), Y1, Y1
+	VPADDD       avx2bfbias<>+0(SB), Y1, Y1
+	VPADDD       Y2, Y1, Y1
+	VPSRLD       $0x10, Y1, Y1
+	VCMPPS       $0x03, Y2, Y2, Y2
+	VBLENDVPS    Y2, avx2bfnanlow<>+0(SB), Y1, Y1
+	VEXTRACTI128 $0x01, Y1, X2
+	VPACKUSDW    X2, X1, X2
+	VMOVDQU      X2, 32(CX)(R8*2)
+	VPMOVZXWD    48(SI)(R8*2), Y1
+	VPSLLD       $0x10, Y1, Y1
+	VMULPS       Y0, Y1, Y1
+	VPSRLD       $0x10, Y1, Y2
+	VPAND        avx2bfone<>+0(SB), Y2, Y2
+	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD       Y1, Y2, Y2
+	VPAND        avx2bfhigh<>+0(SB), Y2, Y2
+	VCMPPS       $0x03, Y1, Y1, Y1
+	VBLENDVPS    Y1, avx2bfnanhigh<>+0(SB), Y2, Y2
+	VMULPS       96(BX)(R8*4), Y2, Y2
+	VPSRLD       $0x10, Y2, Y1
+	VPAND        avx2bfone<>+0(SB), Y1, Y1
+	VPADDD       avx2bfbias<>+0(SB), Y1, Y1
+	VPADDD       Y2, Y1, Y1
+	VPSRLD       $0x10, Y1, Y1
+	VCMPPS       $0x03, Y2, Y2, Y2
+	VBLENDVPS    Y2, avx2bfnanlow<>+0(SB), Y1, Y1
+	VEXTRACTI128 $0x01, Y1, X2
+	VPACKUSDW    X2, X1, X2
+	VMOVDQU      X2, 48(CX)(R8*2)
+	ADDQ         $0x00000020, R8
+	JMP          scalepfloop
+
+scalent:
+	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
+	MOVQ CX, R11
+	NEGQ R11
+	ANDQ $0x0000001f, R11
+	SHRQ $0x01, R11
+	JZ   scalentloop
+	CMPQ R11, job_d+0(AX)
+	JLE  scalehead
+	MOVQ job_d+0(AX), R11
+
+scalehead:
+	CMPQ         R11, $0x00000008
+	JB           scaleheadpart
+	VPMOVZXWD    (SI)(R8*2), Y1
+	VPSLLD       $0x10, Y1, Y1
+	VMULPS       Y0, Y1, Y1
+	VPSRLD       $0x10, Y1, Y2
+	VPAND        avx2bfone<>+0(SB), Y2, Y2
+	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD       Y1, Y2, Y2
+	VPAND        avx2bfhigh<>+0(SB), Y2, Y2
+	VCMPPS       $0x03, Y1, Y1, Y1
+	VBLENDVPS    Y1, avx2bfnanhigh<>+0(SB), Y2, Y2
+	VMULPS       (BX)(R8*4), Y2, Y2
+	VPSRLD       $0x10, Y2, Y1
+	VPAND        avx2bfone<>+0(SB), Y1, Y1
+	VPADDD       avx2bfbias<>+0(SB), Y1, Y1
+	VPADDD       Y2, Y1, Y1
+	VPSRLD       $0x10, Y1, Y1
+	VCMPPS       $0x03, Y2, Y2, Y2
+	VBLENDVPS    Y2, avx2bfnanlow<>+0(SB), Y1, Y1
+	VEXTRACTI128 $0x01, Y1, X2
+	VPACKUSDW    X2, X1, X2
+	VMOVDQU      X2, (CX)(R8*2)
+	ADDQ         $0x00000008, R8
+	SUBQ         $0x00000008, R11
+	JZ           scalentloop
+
+scaleheadpart:
+	LEAQ (SI)(R8*2), R12
+	LEAQ 128(SP), R13
+	MOVQ R11, R15
+	XORQ R14, R14
+	SUBQ $0x00000010, R15
+
+copyvec17:
+	CMPQ    R14, R15
+	JG      copyone18
+	VMOVUPS (R12)(R14*2), Y1
+	VMOVUPS Y1, (R13)(R14*2)
+	ADDQ    $0x00000010, R14
+	JMP     copyvec17
+
+copyone18:
+	ADDQ $0x00000010, R15
+
+copyloop20:
+	CMPQ R14, R15
+	JGE  copied19
+	MOVW (R12)(R14*2), BP
+	MOVW BP, (R13)(R14*2)
+	INCQ R14
+	JMP  copyloop20
+
+copied19:
+	LEAQ (BX)(R8*4), R12
+	LEAQ 160(SP), R13
+	MOVQ R11, R15
+	XORQ R14, R14
+	SUBQ $0x00000008, R15
+
+copyvec21:
+	CMPQ    R14, R15
+	JG      copyone22
+	VMOVUPS (R12)(R14*4), Y1
+	VMOVUPS Y1, (R13)(R14*4)
+	ADDQ    $0x00000008, R14
+	JMP     copyvec21
+
+copyone22:
+	ADDQ $0x00000008, R15
+
+copyloop24:
+	CMPQ R14, R15
+	JGE  copied23
+	MOVL (R12)(R14*4), BP
+	MOVL BP, (R13)(R14*4)
+	INCQ R14
+	JMP  copyloop24
+
+copied23:
+	VPMOVZXWD    128(SP), Y1
+	VPSLLD       $0x10, Y1, Y1
+	VMULPS       Y1, Y0, Y1
+	VPSRLD       $0x10, Y1, Y2
+	VPAND        avx2bfone<>+0(SB), Y2, Y2
+	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD       Y1, Y2, Y2
+	VPAND        avx2bfhigh<>+0(SB), Y2, Y2
+	VCMPPS       $0x03, Y1, Y1, Y1
+	VBLENDVPS    Y1, avx2bfnanhigh<>+0(SB), Y2, Y2
+	VMULPS       160(SP), Y2, Y2
+	VPSRLD       $0x10, Y2, Y1
+	VPAND        avx2bfone<>+0(SB), Y1, Y1
+	VPADDD       avx2bfbias<>+0(SB), Y1, Y1
+	VPADDD       Y2, Y1, Y1
+	VPSRLD       $0x10, Y1, Y1
+	VCMPPS       $0x03, Y2, Y2, Y2
+	VBLENDVPS    Y2, avx2bfnanlow<>+0(SB), Y1, Y1
+	VEXTRACTI128 $0x01, Y1, X2
+	VPACKUSDW    X2, X1, X2
+	VMOVDQU      X2, 192(SP)
+	LEAQ         192(SP), R13
+	LEAQ         (CX)(R8*2), R12
+	MOVQ         R11, R15
+	XORQ         R14, R14
+	SUBQ         $0x00000010, R15
+
+copyvec25:
+	CMPQ    R14, R15
+	JG      copyone26
+	VMOVUPS (R13)(R14*2), Y1
+	VMOVUPS Y1, (R12)(R14*2)
+	ADDQ    $0x00000010, R14
+	JMP     copyvec25
+
+copyone26:
+	ADDQ $0x00000010, R15
+
+copyloop28:
+	CMPQ R14, R15
+	JGE  copied27
+	MOVW (R13)(R14*2), BP
+	MOVW BP, (R12)(R14*2)
+	INCQ R14
+	JMP  copyloop28
+
+copied27:
+	ADDQ R11, R8
+
+scalentloop:
+	CMPQ         R8, R9
+	JG           scaletail
+	PREFETCHT0   (R10)(R8*2)
+	VPMOVZXWD    (SI)(R8*2), Y1
+	VPSLLD       $0x10, Y1, Y1
+	VMULPS       Y0, Y1, Y1
+	VPSRLD       $0x10, Y1, Y2
+	VPAND        avx2bfone<>+0(SB), Y2, Y2
+	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD       Y1, Y2, Y2
+	VPAND        avx2bfhigh<>+0(SB), Y2, Y2
+	VCMPPS       $0x03, Y1, Y1, Y1
+	VBLENDVPS    Y1, avx2bfnanhigh<>+0(SB), Y2, Y2
+	VMULPS       (BX)(R8*4), Y2, Y2
+	VPMOVZXWD    16(SI)(R8*2), Y1
+	VPSLLD       $0x10, Y1, Y1
+	VMULPS       Y0, Y1, Y1
+	VPSRLD       $0x10, Y1, Y3
+	VPAND        avx2bfone<>+0(SB), Y3, Y3
+	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
+	VPADDD       Y1, Y3, Y3
+	VPAND        avx2bfhigh<>+0(SB), Y3, Y3
+	VCMPPS       $0x03, Y1, Y1, Y1
+	VBLENDVPS    Y1, avx2bfnanhigh<>+0(SB), Y3, Y3
+	VMULPS       32(BX)(R8*4), Y3, Y3
+	VPSRLD       $0x10, Y2, Y1
+	VPAND        avx2bfone<>+0(SB), Y1, Y1
+	VPADDD       avx2bfbias<>+0(SB), Y1, Y1
+	VPADDD       Y2, Y1, Y1
+	VPSRLD       $0x10, Y1, Y1
+	VCMPPS       $0x03, Y2, Y2, Y2
+	VBLENDVPS    Y2, avx2bfnanlow<>+0(SB), Y1, Y1
+	VEXTRACTI128 $0x01, Y1, X2
+	VPACKUSDW    X2, X1, X10
+	VPSRLD       $0x10, Y3, Y1
+	VPAND        avx2bfone<>+0(SB), Y1, Y1
+	VPADDD       avx2bfbias<>+0(SB), Y1, Y1
+	VPADDD       Y3, Y1, Y1
+	VPSRLD       $0x10, Y1, Y1
+	VCMPPS       $0x03, Y3, Y3, Y2
+	VBLENDVPS    Y2, avx2bfnanlow<>+0(SB), Y1, Y1
+	VEXTRACTI128 $0x01, Y1, X2
+	VPACKUSDW    X2, X1, X1
+	VINSERTI128  $0x01, X1, Y10, Y10
+	VMOVNTDQ     Y10, (CX)(R8*2)
+	VPMOVZXWD    32(SI)(R8*2), Y1
+	VPSLLD       $0x10, Y1, Y1
+	VMULPS       Y0, Y1, Y1
+	VPSRLD       $0x10, Y1, Y2
+	VPAND        avx2bfone<>+0(SB), Y2, Y2
+	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD       Y1, Y2, Y2
+	VPAND        avx2bfhigh<>+0(SB), Y2, Y2
+	VCMPPS       $0x03, Y1, Y1, Y1
+	VBLENDVPS    Y1, avx2bfnanhigh<>+0(SB), Y2, Y2
+	VMULPS       64(BX)(R8*4), Y2, Y2
+	VPMOVZXWD    48(SI)(R8*2), Y1
+	VPSLLD       $0x10, Y1, Y1
+	VMULPS       Y0, Y1, Y1
+	VPSRLD       $0x10, Y1, Y3
+	VPAND        avx2bfone<>+0(SB), Y3, Y3
+	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
+	VPADDD       Y1, Y3, Y3
+	VPAND        avx2bfhigh<>+0(SB), Y3, Y3
+	VCMPPS       $0x03, Y1, Y1, Y1
+	VBLENDVPS    Y1, avx2bfnanhigh<>+0(SB), Y3, Y3
+	VMULPS       96(BX)(R8*4), Y3, Y3
+	VPSRLD       $0x10, Y2, Y1
+	VPAND        avx2bfone<>+0(SB), Y1, Y1
+	VPADDD       avx2bfbias<>+0(SB), Y1, Y1
+	VPADDD       Y2, Y1, Y1
+	VPSRLD       $0x10, Y1, Y1
+	VCMPPS       $0x03, Y2, Y2, Y2
+	VBLENDVPS    Y2, avx2bfnanlow<>+0(SB), Y1, Y1
+	VEXTRACTI128 $0x01, Y1, X2
+	VPACKUSDW    X2, X1, X11
+	VPSRLD       $0x10, Y3, Y1
+	VPAND        avx2bfone<>+0(SB), Y1, Y1
+	VPADDD       avx2bfbias<>+0(SB), Y1, Y1
+	VPADDD       Y3, Y1, Y1
+	VPSRLD       $0x10, Y1, Y1
+	VCMPPS       $0x03, Y3, Y3, Y2
+	VBLENDVPS    Y2, avx2bfnanlow<>+0(SB), Y1, Y1
+	VEXTRACTI128 $0x01, Y1, X2
+	VPACKUSDW    X2, X1, X1
+	VINSERTI128  $0x01, X1, Y11, Y11
+	VMOVNTDQ     Y11, 32(CX)(R8*2)
+	ADDQ         $0x00000020, R8
+	JMP          scalentloop
+
+scaletail:
+	ADDQ $0x00000018, R9
+
+scaleone:
+	CMPQ         R8, R9
+	JG           scalepart
+	VPMOVZXWD    (SI)(R8*2), Y1
+	VPSLLD       $0x10, Y1, Y1
+	VMULPS       Y0, Y1, Y1
+	VPSRLD       $0x10, Y1, Y2
+	VPAND        avx2bfone<>+0(SB), Y2, Y2
+	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD       Y1, Y2, Y2
+	VPAND        avx2bfhigh<>+0(SB), Y2, Y2
+	VCMPPS       $0x03, Y1, Y1, Y1
+	VBLENDVPS    Y1, avx2bfnanhigh<>+0(SB), Y2, Y2
+	VMULPS       (BX)(R8*4), Y2, Y2
+	VPSRLD       $0x10, Y2, Y1
+	VPAND        avx2bfone<>+0(SB), Y1, Y1
+	VPADDD       avx2bfbias<>+0(SB), Y1, Y1
+	VPADDD       Y2, Y1, Y1
+	VPSRLD       $0x10, Y1, Y1
+	VCMPPS       $0x03, Y2, Y2, Y2
+	VBLENDVPS    Y2, avx2bfnanlow<>+0(SB), Y1, Y1
+	VEXTRACTI128 $0x01, Y1, X2
+	VPACKUSDW    X2, X1, X2
+	VMOVDQU      X2, (CX)(R8*2)
+	ADDQ         $0x00000008, R8
+	JMP          scaleone
+
+scalepart:
+	MOVQ job_d+0(AX), R11
+	SUBQ R8, R11
+	JZ   scaled
+	LEAQ (SI)(R8*2), R9
+	LEAQ 128(SP), R10
+	MOVQ R11, R13
+	XORQ R12, R12
+	SUBQ $0x00000010, R13
+
+copyvec29:
+	CMPQ    R12, R13
+	JG      copyone30
+	VMOVUPS (R9)(R12*2), Y1
+	VMOVUPS Y1, (R10)(R12*2)
+	ADDQ    $0x00000010, R12
+	JMP     copyvec29
+
+copyone30:
+	ADDQ $0x00000010, R13
+
+copyloop32:
+	CMPQ R12, R13
+	JGE  copied31
+	MOVW (R9)(R12*2), R14
+	MOVW R14, (R10)(R12*2)
+	INCQ R12
+	JMP  copyloop32
+
+copied31:
+	LEAQ (BX)(R8*4), R9
+	LEAQ 160(SP), R10
+	MOVQ R11, R13
+	XORQ R12, R12
+	SUBQ $0x00000008, R13
+
+copyvec33:
+	CMPQ    R12, R13
+	JG      copyone34
+	VMOVUPS (R9)(R12*4), Y1
+	VMOVUPS Y1, (R10)(R12*4)
+	ADDQ    $0x00000008, R12
+	JMP     copyvec33
+
+copyone34:
+	ADDQ $0x00000008, R13
+
+copyloop36:
+	CMPQ R12, R13
+	JGE  copied35
+	MOVL (R9)(R12*4), R14
+	MOVL R14, (R10)(R12*4)
+	INCQ R12
+	JMP  copyloop36
+
+copied35:
+	VPMOVZXWD    128(SP), Y1
+	VPSLLD       $0x10, Y1, Y1
+	VMULPS       Y1, Y0, Y1
+	VPSRLD       $0x10, Y1, Y0
+	VPAND        avx2bfone<>+0(SB), Y0, Y0
+	VPADDD       avx2bfbias<>+0(SB), Y0, Y0
+	VPADDD       Y1, Y0, Y0
+	VPAND        avx2bfhigh<>+0(SB), Y0, Y0
+	VCMPPS       $0x03, Y1, Y1, Y1
+	VBLENDVPS    Y1, avx2bfnanhigh<>+0(SB), Y0, Y0
+	VMULPS       160(SP), Y0, Y0
+	VPSRLD       $0x10, Y0, Y1
+	VPAND        avx2bfone<>+0(SB), Y1, Y1
+	VPADDD       avx2bfbias<>+0(SB), Y1, Y1
+	VPADDD       Y0, Y1, Y1
+	VPSRLD       $0x10, Y1, Y1
+	VCMPPS       $0x03, Y0, Y0, Y0
+	VBLENDVPS    Y0, avx2bfnanlow<>+0(SB), Y1, Y1
+	VEXTRACTI128 $0x01, Y1, X0
+	VPACKUSDW    X0, X1, X0
+	VMOVDQU      X0, 192(SP)
+	LEAQ         192(SP), R10
+	LEAQ         (CX)(R8*2), R9
+	XORQ         R8, R8
+	SUBQ         $0x00000010, R11
+
+copyvec37:
+	CMPQ    R8, R11
+	JG      copyone38
+	VMOVUPS (R10)(R8*2), Y0
+	VMOVUPS Y0, (R9)(R8*2)
+	ADDQ    $0x00000010, R8
+	JMP     copyvec37
+
+copyone38:
+	ADDQ $0x00000010, R11
+
+copyloop40:
+	CMPQ R8, R11
+	JGE  copied39
+	MOVW (R10)(R8*2), R12
+	MOVW R12, (R9)(R8*2)
+	INCQ R8
+	JMP  copyloop40
+
+copied39:
+scaled:
+	ADDQ DI, DX
+	ADDQ DI, CX
+	ADDQ DI, SI
+	INCQ 400(SP)
+	MOVQ 424(SP), R8
+	INCQ R8
+	MOVQ R8, 424(SP)
+	CMPQ R8, 416(SP)
+	JB   scalerow
+	JMP  row
+
+ret:
+	TESTL $0x00000001, job_flags+0(AX)
+	JZ    vzero
+	SFENCE
+
+vzero:
+	VZEROUPPER
+	MOVQ 400(SP), AX
+	MOVQ AX, ret+24(FP)
+	RET
+
+// func avx2BF16AddOffset(j uintptr, from int, to int) int
+// Requires: AVX, AVX2, MMX+
+TEXT ·avx2BF16AddOffset(SB), NOSPLIT, $456-32
+	// avx2BF16AddOffset normalizes rows [from, to) of the job: BF16 rows: h = round16(x + res) and res = h per element, then y = round16((h*inv)*(1+w)), for each row.
+	// It stops before the first row that needs the float64 path and returns that row's index, or to.
+	MOVQ j+0(FP), AX
+	MOVQ job_dst+0(AX), CX
+	MOVQ job_x+0(AX), DX
+	MOVQ job_w+0(AX), BX
+	MOVQ job_res+0(AX), SI
+	MOVQ job_stride+0(AX), DI
+	SHLQ $0x01, DI
+
+	// fd = float32(d); rd = 1/d when d is a power of two (ss/d is then ss*rd exactly), else 0.
+	MOVQ       job_d+0(AX), R8
+	VMOVSS     one<>+0(SB), X0
+	VCVTSI2SSQ R8, X0, X0
+	VMOVSS     X0, 448(SP)
+	XORL       R10, R10
+	LEAQ       -1(R8), R9
+	TESTQ      R8, R9
+	JNZ        notpow2
+	BSFQ       R8, R9
+	MOVL       $0x0000007f, R10
+	SUBL       R9, R10
+	SHLL       $0x17, R10
+
+notpow2:
+	MOVL R10, 452(SP)
+
+	// Start at row from.
+	MOVQ  from+8(FP), R8
+	MOVQ  R8, 400(SP)
+	MOVQ  $0x00000000, 408(SP)
+	IMULQ DI, R8
+	ADDQ  R8, CX
+	ADDQ  R8, DX
+	ADDQ  R8, SI
+
+row:
+	MOVQ 400(SP), R8
+	CMPQ R8, to+16(FP)
+	JAE  ret
+	MOVQ $0x00000001, 416(SP)
+	MOVQ DX, R8
+	MOVQ SI, R9
+	XORQ R10, R10
+
+	// Sum of squares: element i goes to partial i%64.
+	MOVQ   job_d+0(AX), R11
+	SUBQ   $0x00000040, R11
+	JGE    firstblock
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	XORQ   R10, R10
+	JMP    sumtail
+
+firstblock:
+	// +0 + square is the square itself: the first block initializes the partials.
+	XORQ         R10, R10
+	VPMOVZXWD    (R8)(R10*2), Y0
+	VPSLLD       $0x10, Y0, Y0
+	VPMOVZXWD    (R9)(R10*2), Y1
+	VPSLLD       $0x10, Y1, Y1
+	VADDPS       Y1, Y0, Y0
+	VPSRLD       $0x10, Y0, Y1
+	VPAND        avx2bfone<>+0(SB), Y1, Y1
+	VPADDD       avx2bfbias<>+0(SB), Y1, Y1
+	VPADDD       Y0, Y1, Y1
+	VPAND        avx2bfhigh<>+0(SB), Y1, Y1
+	VCMPPS       $0x03, Y0, Y0, Y0
+	VBLENDVPS    Y0, avx2bfnanhigh<>+0(SB), Y1, Y1
+	VPSRLD       $0x10, Y1, Y0
+	VEXTRACTI128 $0x01, Y0, X2
+	VPACKUSDW    X2, X0, X2
+	VMOVDQU      X2, (R9)(R10*2)
+	VMULPS       Y1, Y1, Y0
+	VPMOVZXWD    16(R8)(R10*2), Y1
+	VPSLLD       $0x10, Y1, Y1
+	VPMOVZXWD    16(R9)(R10*2), Y2
+	VPSLLD       $0x10, Y2, Y2
+	VADDPS       Y2, Y1, Y1
+	VPSRLD       $0x10, Y1, Y2
+	VPAND        avx2bfone<>+0(SB), Y2, Y2
+	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD       Y1, Y2, Y2
+	VPAND        avx2bfhigh<>+0(SB), Y2, Y2
+	VCMPPS       $0x03, Y1, Y1, Y1
+	VBLENDVPS    Y1, avx2bfnanhigh<>+0(SB), Y2, Y2
+	VPSRLD       $0x10, Y2, Y1
+	VEXTRACTI128 $0x01, Y1, X3
+	VPACKUSDW    X3, X1, X3
+	VMOVDQU      X3, 16(R9)(R10*2)
+	VMULPS       Y2, Y2, Y1
+	VPMOVZXWD    32(R8)(R10*2), Y2
+	VPSLLD       $0x10, Y2, Y2
+	VPMOVZXWD    32(R9)(R10*2), Y3
+	VPSLLD       $0x10, Y3, Y3
+	VADDPS       Y3, Y2, Y2
+	VPSRLD       $0x10, Y2, Y3
+	VPAND        avx2bfone<>+0(SB), Y3, Y3
+	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
+	VPADDD       Y2, Y3, Y3
+	VPAND        avx2bfhigh<>+0(SB), Y3, Y3
+	VCMPPS       $0x03, Y2, Y2, Y2
+	VBLENDVPS    Y2, avx2bfnanhigh<>+0(SB), Y3, Y3
+	VPSRLD       $0x10, Y3, Y2
+	VEXTRACTI128 $0x01, Y2, X4
+	VPACKUSDW    X4, X2, X4
+	VMOVDQU      X4, 32(R9)(R10*2)
+	VMULPS       Y3, Y3, Y2
+	VPMOVZXWD    48(R8)(R10*2), Y3
+	VPSLLD       $0x10, Y3, Y3
+	VPMOVZXWD    48(R9)(R10*2), Y4
+	VPSLLD       $0x10, Y4, Y4
+	VADDPS       Y4, Y3, Y3
+	VPSRLD       $0x10, Y3, Y4
+	VPAND        avx2bfone<>+0(SB), Y4, Y4
+	VPADDD       avx2bfbias<>+0(SB), Y4, Y4
+	VPADDD       Y3, Y4, Y4
+	VPAND        avx2bfhigh<>+0(SB), Y4, Y4
+	VCMPPS       $0x03, Y3, Y3, Y3
+	VBLENDVPS    Y3, avx2bfnanhigh<>+0(SB), Y4, Y4
+	VPSRLD       $0x10, Y4, Y3
+	VEXTRACTI128 $0x01, Y3, X5
+	VPACKUSDW    X5, X3, X5
+	VMOVDQU      X5, 48(R9)(R10*2)
+	VMULPS       Y4, Y4, Y3
+	VPMOVZXWD    64(R8)(R10*2), Y4
+	VPSLLD       $0x10, Y4, Y4
+	VPMOVZXWD    64(R9)(R10*2), Y5
+	VPSLLD       $0x10, Y5, Y5
+	VADDPS       Y5, Y4, Y4
+	VPSRLD       $0x10, Y4, Y5
+	VPAND        avx2bfone<>+0(SB), Y5, Y5
+	VPADDD       avx2bfbias<>+0(SB), Y5, Y5
+	VPADDD       Y4, Y5, Y5
+	VPAND        avx2bfhigh<>+0(SB), Y5, Y5
+	VCMPPS       $0x03, Y4, Y4, Y4
+	VBLENDVPS    Y4, avx2bfnanhigh<>+0(SB), Y5, Y5
+	VPSRLD       $0x10, Y5, Y4
+	VEXTRACTI128 $0x01, Y4, X6
+	VPACKUSDW    X6, X4, X6
+	VMOVDQU      X6, 64(R9)(R10*2)
+	VMULPS       Y5, Y5, Y4
+	VPMOVZXWD    80(R8)(R10*2), Y5
+	VPSLLD       $0x10, Y5, Y5
+	VPMOVZXWD    80(R9)(R10*2), Y6
+	VPSLLD       $0x10, Y6, Y6
+	VADDPS       Y6, Y5, Y5
+	VPSRLD       $0x10, Y5, Y6
+	VPAND        avx2bfone<>+0(SB), Y6, Y6
+	VPADDD       avx2bfbias<>+0(SB), Y6, Y6
+	VPADDD       Y5, Y6, Y6
+	VPAND        avx2bfhigh<>+0(SB), Y6, Y6
+	VCMPPS       $0x03, Y5, Y5, Y5
+	VBLENDVPS    Y5, avx2bfnanhigh<>+0(SB), Y6, Y6
+	VPSRLD       $0x10, Y6, Y5
+	VEXTRACTI128 $0x01, Y5, X7
+	VPACKUSDW    X7, X5, X7
+	VMOVDQU      X7, 80(R9)(R10*2)
+	VMULPS       Y6, Y6, Y5
+	VPMOVZXWD    96(R8)(R10*2), Y6
+	VPSLLD       $0x10, Y6, Y6
+	VPMOVZXWD    96(R9)(R10*2), Y7
+	VPSLLD       $0x10, Y7, Y7
+	VADDPS       Y7, Y6, Y6
+	VPSRLD       $0x10, Y6, Y7
+	VPAND        avx2bfone<>+0(SB), Y7, Y7
+	VPADDD       avx2bfbias<>+0(SB), Y7, Y7
+	VPADDD       Y6, Y7, Y7
+	VPAND        avx2bfhigh<>+0(SB), Y7, Y7
+	VCMPPS       $0x03, Y6, Y6, Y6
+	VBLENDVPS    Y6, avx2bfnanhigh<>+0(SB), Y7, Y7
+	VPSRLD       $0x10, Y7, Y6
+	VEXTRACTI128 $0x01, Y6, X8
+	VPACKUSDW    X8, X6, X8
+	VMOVDQU      X8, 96(R9)(R10*2)
+	VMULPS       Y7, Y7, Y6
+	VPMOVZXWD    112(R8)(R10*2), Y7
+	VPSLLD       $0x10, Y7, Y7
+	VPMOVZXWD    112(R9)(R10*2), Y8
+	VPSLLD       $0x10, Y8, Y8
+	VADDPS       Y8, Y7, Y7
+	VPSRLD       $0x10, Y7, Y8
+	VPAND        avx2bfone<>+0(SB), Y8, Y8
+	VPADDD       avx2bfbias<>+0(SB), Y8, Y8
+	VPADDD       Y7, Y8, Y8
+	VPAND        avx2bfhigh<>+0(SB), Y8, Y8
+	VCMPPS       $0x03, Y7, Y7, Y7
+	VBLENDVPS    Y7, avx2bfnanhigh<>+0(SB), Y8, Y8
+	VPSRLD       $0x10, Y8, Y7
+	VEXTRACTI128 $0x01, Y7, X9
+	VPACKUSDW    X9, X7, X9
+	VMOVDQU      X9, 112(R9)(R10*2)
+	VMULPS       Y8, Y8, Y7
+	MOVQ         $0x00000040, R10
+	TESTL        $0x00000002, job_flags+0(AX)
+	JNZ          sumpf
+
+sumloop:
+	CMPQ         R10, R11
+	JG           sumtail
+	VPMOVZXWD    (R8)(R10*2), Y8
+	VPSLLD       $0x10, Y8, Y8
+	VPMOVZXWD    (R9)(R10*2), Y9
+	VPSLLD       $0x10, Y9, Y9
+	VADDPS       Y9, Y8, Y8
+	VPSRLD       $0x10, Y8, Y9
+	VPAND        avx2bfone<>+0(SB), Y9, Y9
+	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
+	VPADDD       Y8, Y9, Y9
+	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
+	VCMPPS       $0x03, Y8, Y8, Y8
+	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
+	VPSRLD       $0x10, Y9, Y8
+	VEXTRACTI128 $0x01, Y8, X10
+	VPACKUSDW    X10, X8, X10
+	VMOVDQU      X10, (R9)(R10*2)
+	VMULPS       Y9, Y9, Y9
+	VADDPS       Y9, Y0, Y0
+	VPMOVZXWD    16(R8)(R10*2), Y8
+	VPSLLD       $0x10, Y8, Y8
+	VPMOVZXWD    16(R9)(R10*2), Y9
+	VPSLLD       $0x10, Y9, Y9
+	VADDPS       Y9, Y8, Y8
+	VPSRLD       $0x10, Y8, Y9
+	VPAND        avx2bfone<>+0(SB), Y9, Y9
+	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
+	VPADDD       Y8, Y9, Y9
+	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
+	VCMPPS       $0x03, Y8, Y8, Y8
+	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
+	VPSRLD       $0x10, Y9, Y8
+	VEXTRACTI128 $0x01, Y8, X10
+	VPACKUSDW    X10, X8, X10
+	VMOVDQU      X10, 16(R9)(R10*2)
+	VMULPS       Y9, Y9, Y9
+	VADDPS       Y9, Y1, Y1
+	VPMOVZXWD    32(R8)(R10*2), Y8
+	VPSLLD       $0x10, Y8, Y8
+	VPMOVZXWD    32(R9)(R10*2), Y9
+	VPSLLD       $0x10, Y9, Y9
+	VADDPS       Y9, Y8, Y8
+	VPSRLD       $0x10, Y8, Y9
+	VPAND        avx2bfone<>+0(SB), Y9, Y9
+	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
+	VPADDD       Y8, Y9, Y9
+	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
+	VCMPPS       $0x03, Y8, Y8, Y8
+	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
+	VPSRLD       $0x10, Y9, Y8
+	VEXTRACTI128 $0x01, Y8, X10
+	VPACKUSDW    X10, X8, X10
+	VMOVDQU      X10, 32(R9)(R10*2)
+	VMULPS       Y9, Y9, Y9
+	VADDPS       Y9, Y2, Y2
+	VPMOVZXWD    48(R8)(R10*2), Y8
+	VPSLLD       $0x10, Y8, Y8
+	VPMOVZXWD    48(R9)(R10*2), Y9
+	VPSLLD       $0x10, Y9, Y9
+	VADDPS       Y9, Y8, Y8
+	VPSRLD       $0x10, Y8, Y9
+	VPAND        avx2bfone<>+0(SB), Y9, Y9
+	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
+	VPADDD       Y8, Y9, Y9
+	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
+	VCMPPS       $0x03, Y8, Y8, Y8
+	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
+	VPSRLD       $0x10, Y9, Y8
+	VEXTRACTI128 $0x01, Y8, X10
+	VPACKUSDW    X10, X8, X10
+	VMOVDQU      X10, 48(R9)(R10*2)
+	VMULPS       Y9, Y9, Y9
+	VADDPS       Y9, Y3, Y3
+	VPMOVZXWD    64(R8)(R10*2), Y8
+	VPSLLD       $0x10, Y8, Y8
+	VPMOVZXWD    64(R9)(R10*2), Y9
+	VPSLLD       $0x10, Y9, Y9
+	VADDPS       Y9, Y8, Y8
+	VPSRLD       $0x10, Y8, Y9
+	VPAND        avx2bfone<>+0(SB), Y9, Y9
+	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
+	VPADDD       Y8, Y9, Y9
+	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
+	VCMPPS       $0x03, Y8, Y8, Y8
+	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
+	VPSRLD       $0x10, Y9, Y8
+	VEXTRACTI128 $0x01, Y8, X10
+	VPACKUSDW    X10, X8, X10
+	VMOVDQU      X10, 64(R9)(R10*2)
+	VMULPS       Y9, Y9, Y9
+	VADDPS       Y9, Y4, Y4
+	VPMOVZXWD    80(R8)(R10*2), Y8
+	VPSLLD       $0x10, Y8, Y8
+	VPMOVZXWD    80(R9)(R10*2), Y9
+	VPSLLD       $0x10, Y9, Y9
+	VADDPS       Y9, Y8, Y8
+	VPSRLD       $0x10, Y8, Y9
+	VPAND        avx2bfone<>+0(SB), Y9, Y9
+	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
+	VPADDD       Y8, Y9, Y9
+	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
+	VCMPPS       $0x03, Y8, Y8, Y8
+	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
+	VPSRLD       $0x10, Y9, Y8
+	VEXTRACTI128 $0x01, Y8, X10
+	VPACKUSDW    X10, X8, X10
+	VMOVDQU      X10, 80(R9)(R10*2)
+	VMULPS       Y9, Y9, Y9
+	VADDPS       Y9, Y5, Y5
+	VPMOVZXWD    96(R8)(R10*2), Y8
+	VPSLLD       $0x10, Y8, Y8
+	VPMOVZXWD    96(R9)(R10*2), Y9
+	VPSLLD       $0x10, Y9, Y9
+	VADDPS       Y9, Y8, Y8
+	VPSRLD       $0x10, Y8, Y9
+	VPAND        avx2bfone<>+0(SB), Y9, Y9
+	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
+	VPADDD       Y8, Y9, Y9
+	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
+	VCMPPS       $0x03, Y8, Y8, Y8
+	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
+	VPSRLD       $0x10, Y9, Y8
+	VEXTRACTI128 $0x01, Y8, X10
+	VPACKUSDW    X10, X8, X10
+	VMOVDQU      X10, 96(R9)(R10*2)
+	VMULPS       Y9, Y9, Y9
+	VADDPS       Y9, Y6, Y6
+	VPMOVZXWD    112(R8)(R10*2), Y8
+	VPSLLD       $0x10, Y8, Y8
+	VPMOVZXWD    112(R9)(R10*2), Y9
+	VPSLLD       $0x10, Y9, Y9
+	VADDPS       Y9, Y8, Y8
+	VPSRLD       $0x10, Y8, Y9
+	VPAND        avx2bfone<>+0(SB), Y9, Y9
+	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
+	VPADDD       Y8, Y9, Y9
+	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
+	VCMPPS       $0x03, Y8, Y8, Y8
+	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
+	VPSRLD       $0x10, Y9, Y8
+	VEXTRACTI128 $0x01, Y8, X10
+	VPACKUSDW    X10, X8, X10
+	VMOVDQU      X10, 112(R9)(R10*2)
+	VMULPS       Y9, Y9, Y9
+	VADDPS       Y9, Y7, Y7
+	ADDQ         $0x00000040, R10
+	JMP          sumloop
+
+	// The same, prefetching the rows ahead.
+sumpf:
+	MOVQ DI, R12
+	SHLQ $0x01, R12
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows1
+	SHLQ $0x03, R12
+
+longrows1:
+	ADDQ R8, R12
+
+sumpfloop:
+	CMPQ         R10, R11
+	JG           sumtail
+	PREFETCHT0   (R12)(R10*2)
+	PREFETCHT0   64(R12)(R10*2)
+	VPMOVZXWD    (R8)(R10*2), Y8
+	VPSLLD       $0x10, Y8, Y8
+	VPMOVZXWD    (R9)(R10*2), Y9
+	VPSLLD       $0x10, Y9, Y9
+	VADDPS       Y9, Y8, Y8
+	VPSRLD       $0x10, Y8, Y9
+	VPAND        avx2bfone<>+0(SB), Y9, Y9
+	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
+	VPADDD       Y8, Y9, Y9
+	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
+	VCMPPS       $0x03, Y8, Y8, Y8
+	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
+	VPSRLD       $0x10, Y9, Y8
+	VEXTRACTI128 $0x01, Y8, X10
+	VPACKUSDW    X10, X8, X10
+	VMOVDQU      X10, (R9)(R10*2)
+	VMULPS       Y9, Y9, Y9
+	VADDPS       Y9, Y0, Y0
+	VPMOVZXWD    16(R8)(R10*2), Y8
+	VPSLLD       $0x10, Y8, Y8
+	VPMOVZXWD    16(R9)(R10*2), Y9
+	VPSLLD       $0x10, Y9, Y9
+	VADDPS       Y9, Y8, Y8
+	VPSRLD       $0x10, Y8, Y9
+	VPAND        avx2bfone<>+0(SB), Y9, Y9
+	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
+	VPADDD       Y8, Y9, Y9
+	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
+	VCMPPS       $0x03, Y8, Y8, Y8
+	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
+	VPSRLD       $0x10, Y9, Y8
+	VEXTRACTI128 $0x01, Y8, X10
+	VPACKUSDW    X10, X8, X10
+	VMOVDQU      X10, 16(R9)(R10*2)
+	VMULPS       Y9, Y9, Y9
+	VADDPS       Y9, Y1, Y1
+	VPMOVZXWD    32(R8)(R10*2), Y8
+	VPSLLD       $0x10, Y8, Y8
+	VPMOVZXWD    32(R9)(R10*2), Y9
+	VPSLLD       $0x10, Y9, Y9
+	VADDPS       Y9, Y8, Y8
+	VPSRLD       $0x10, Y8, Y9
+	VPAND        avx2bfone<>+0(SB), Y9, Y9
+	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
+	VPADDD       Y8, Y9, Y9
+	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
+	VCMPPS       $0x03, Y8, Y8, Y8
+	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
+	VPSRLD       $0x10, Y9, Y8
+	VEXTRACTI128 $0x01, Y8, X10
+	VPACKUSDW    X10, X8, X10
+	VMOVDQU      X10, 32(R9)(R10*2)
+	VMULPS       Y9, Y9, Y9
+	VADDPS       Y9, Y2, Y2
+	VPMOVZXWD    48(R8)(R10*2), Y8
+	VPSLLD       $0x10, Y8, Y8
+	VPMOVZXWD    48(R9)(R10*2), Y9
+	VPSLLD       $0x10, Y9, Y9
+	VADDPS       Y9, Y8, Y8
+	VPSRLD       $0x10, Y8, Y9
+	VPAND        avx2bfone<>+0(SB), Y9, Y9
+	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
+	VPADDD       Y8, Y9, Y9
+	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
+	VCMPPS       $0x03, Y8, Y8, Y8
+	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
+	VPSRLD       $0x10, Y9, Y8
+	VEXTRACTI128 $0x01, Y8, X10
+	VPACKUSDW    X10, X8, X10
+	VMOVDQU      X10, 48(R9)(R10*2)
+	VMULPS       Y9, Y9, Y9
+	VADDPS       Y9, Y3, Y3
+	VPMOVZXWD    64(R8)(R10*2), Y8
+	VPSLLD       $0x10, Y8, Y8
+	VPMOVZXWD    64(R9)(R10*2), Y9
+	VPSLLD       $0x10, Y9, Y9
+	VADDPS       Y9, Y8, Y8
+	VPSRLD       $0x10, Y8, Y9
+	VPAND        avx2bfone<>+0(SB), Y9, Y9
+	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
+	VPADDD       Y8, Y9, Y9
+	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
+	VCMPPS       $0x03, Y8, Y8, Y8
+	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
+	VPSRLD       $0x10, Y9, Y8
+	VEXTRACTI128 $0x01, Y8, X10
+	VPACKUSDW    X10, X8, X10
+	VMOVDQU      X10, 64(R9)(R10*2)
+	VMULPS       Y9, Y9, Y9
+	VADDPS       Y9, Y4, Y4
+	VPMOVZXWD    80(R8)(R10*2), Y8
+	VPSLLD       $0x10, Y8, Y8
+	VPMOVZXWD    80(R9)(R10*2), Y9
+	VPSLLD       $0x10, Y9, Y9
+	VADDPS       Y9, Y8, Y8
+	VPSRLD       $0x10, Y8, Y9
+	VPAND        avx2bfone<>+0(SB), Y9, Y9
+	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
+	VPADDD       Y8, Y9, Y9
+	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
+	VCMPPS       $0x03, Y8, Y8, Y8
+	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
+	VPSRLD       $0x10, Y9, Y8
+	VEXTRACTI128 $0x01, Y8, X10
+	VPACKUSDW    X10, X8, X10
+	VMOVDQU      X10, 80(R9)(R10*2)
+	VMULPS       Y9, Y9, Y9
+	VADDPS       Y9, Y5, Y5
+	VPMOVZXWD    96(R8)(R10*2), Y8
+	VPSLLD       $0x10, Y8, Y8
+	VPMOVZXWD    96(R9)(R10*2), Y9
+	VPSLLD       $0x10, Y9, Y9
+	VADDPS       Y9, Y8, Y8
+	VPSRLD       $0x10, Y8, Y9
+	VPAND        avx2bfone<>+0(SB), Y9, Y9
+	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
+	VPADDD       Y8, Y9, Y9
+	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
+	VCMPPS       $0x03, Y8, Y8, Y8
+	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
+	VPSRLD       $0x10, Y9, Y8
+	VEXTRACTI128 $0x01, Y8, X10
+	VPACKUSDW    X10, X8, X10
+	VMOVDQU      X10, 96(R9)(R10*2)
+	VMULPS       Y9, Y9, Y9
+	VADDPS       Y9, Y6, Y6
+	VPMOVZXWD    112(R8)(R10*2), Y8
+	VPSLLD       $0x10, Y8, Y8
+	VPMOVZXWD    112(R9)(R10*2), Y9
+	VPSLLD       $0x10, Y9, Y9
+	VADDPS       Y9, Y8, Y8
+	VPSRLD       $0x10, Y8, Y9
+	VPAND        avx2bfone<>+0(SB), Y9, Y9
+	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
+	VPADDD       Y8, Y9, Y9
+	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
+	VCMPPS       $0x03, Y8, Y8, Y8
+	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
+	VPSRLD       $0x10, Y9, Y8
+	VEXTRACTI128 $0x01, Y8, X10
+	VPACKUSDW    X10, X8, X10
+	VMOVDQU      X10, 112(R9)(R10*2)
+	VMULPS       Y9, Y9, Y9
+	VADDPS       Y9, Y7, Y7
+	ADDQ         $0x00000040, R10
+	JMP          sumpfloop
+
+sumtail:
+	// Fewer than 64 elements remain.
+	MOVQ    job_d+0(AX), R11
+	SUBQ    R10, R11
+	JZ      summed
+	MOVQ    R11, 432(SP)
+	LEAQ    (R8)(R10*2), R8
+	LEAQ    (R9)(R10*2), R9
+	MOVQ    R9, 440(SP)
+	LEAQ    128(SP), R9
+	VXORPS  Y8, Y8, Y8
+	VMOVUPS Y8, (R9)
+	VMOVUPS Y8, 32(R9)
+	VMOVUPS Y8, 64(R9)
+	VMOVUPS Y8, 96(R9)
+	MOVQ    432(SP), R11
+	XORQ    R10, R10
+	SUBQ    $0x00000010, R11
+
+copyvec2:
+	CMPQ    R10, R11
+	JG      copyone3
+	VMOVUPS (R8)(R10*2), Y8
+	VMOVUPS Y8, (R9)(R10*2)
+	ADDQ    $0x00000010, R10
+	JMP     copyvec2
+
+copyone3:
+	ADDQ $0x00000010, R11
+
+copyloop5:
+	CMPQ R10, R11
+	JGE  copied4
+	MOVW (R8)(R10*2), R12
+	MOVW R12, (R9)(R10*2)
+	INCQ R10
+	JMP  copyloop5
+
+copied4:
+	MOVQ    440(SP), R8
+	LEAQ    256(SP), R10
+	VXORPS  Y8, Y8, Y8
+	VMOVUPS Y8, (R10)
+	VMOVUPS Y8, 32(R10)
+	VMOVUPS Y8, 64(R10)
+	VMOVUPS Y8, 96(R10)
+	MOVQ    432(SP), R12
+	XORQ    R11, R11
+	SUBQ    $0x00000010, R12
+
+copyvec6:
+	CMPQ    R11, R12
+	JG      copyone7
+	VMOVUPS (R8)(R11*2), Y8
+	VMOVUPS Y8, (R10)(R11*2)
+	ADDQ    $0x00000010, R11
+	JMP     copyvec6
+
+copyone7:
+	ADDQ $0x00000010, R12
+
+copyloop9:
+	CMPQ R11, R12
+	JGE  copied8
+	MOVW (R8)(R11*2), R13
+	MOVW R13, (R10)(R11*2)
+	INCQ R11
+	JMP  copyloop9
+
+copied8:
+	XORQ         R8, R8
+	VPMOVZXWD    (R9)(R8*2), Y8
+	VPSLLD       $0x10, Y8, Y8
+	VPMOVZXWD    (R10)(R8*2), Y9
+	VPSLLD       $0x10, Y9, Y9
+	VADDPS       Y9, Y8, Y8
+	VPSRLD       $0x10, Y8, Y9
+	VPAND        avx2bfone<>+0(SB), Y9, Y9
+	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
+	VPADDD       Y8, Y9, Y9
+	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
+	VCMPPS       $0x03, Y8, Y8, Y8
+	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
+	VPSRLD       $0x10, Y9, Y8
+	VEXTRACTI128 $0x01, Y8, X10
+	VPACKUSDW    X10, X8, X10
+	VMOVDQU      X10, (R10)(R8*2)
+	VMULPS       Y9, Y9, Y9
+	VADDPS       Y9, Y0, Y0
+	VPMOVZXWD    16(R9)(R8*2), Y8
+	VPSLLD       $0x10, Y8, Y8
+	VPMOVZXWD    16(R10)(R8*2), Y9
+	VPSLLD       $0x10, Y9, Y9
+	VADDPS       Y9, Y8, Y8
+	VPSRLD       $0x10, Y8, Y9
+	VPAND        avx2bfone<>+0(SB), Y9, Y9
+	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
+	VPADDD       Y8, Y9, Y9
+	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
+	VCMPPS       $0x03, Y8, Y8, Y8
+	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
+	VPSRLD       $0x10, Y9, Y8
+	VEXTRACTI128 $0x01, Y8, X10
+	VPACKUSDW    X10, X8, X10
+	VMOVDQU      X10, 16(R10)(R8*2)
+	VMULPS       Y9, Y9, Y9
+	VADDPS       Y9, Y1, Y1
+	VPMOVZXWD    32(R9)(R8*2), Y8
+	VPSLLD       $0x10, Y8, Y8
+	VPMOVZXWD    32(R10)(R8*2), Y9
+	VPSLLD       $0x10, Y9, Y9
+	VADDPS       Y9, Y8, Y8
+	VPSRLD       $0x10, Y8, Y9
+	VPAND        avx2bfone<>+0(SB), Y9, Y9
+	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
+	VPADDD       Y8, Y9, Y9
+	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
+	VCMPPS       $0x03, Y8, Y8, Y8
+	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
+	VPSRLD       $0x10, Y9, Y8
+	VEXTRACTI128 $0x01, Y8, X10
+	VPACKUSDW    X10, X8, X10
+	VMOVDQU      X10, 32(R10)(R8*2)
+	VMULPS       Y9, Y9, Y9
+	VADDPS       Y9, Y2, Y2
+	VPMOVZXWD    48(R9)(R8*2), Y8
+	VPSLLD       $0x10, Y8, Y8
+	VPMOVZXWD    48(R10)(R8*2), Y9
+	VPSLLD       $0x10, Y9, Y9
+	VADDPS       Y9, Y8, Y8
+	VPSRLD       $0x10, Y8, Y9
+	VPAND        avx2bfone<>+0(SB), Y9, Y9
+	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
+	VPADDD       Y8, Y9, Y9
+	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
+	VCMPPS       $0x03, Y8, Y8, Y8
+	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
+	VPSRLD       $0x10, Y9, Y8
+	VEXTRACTI128 $0x01, Y8, X10
+	VPACKUSDW    X10, X8, X10
+	VMOVDQU      X10, 48(R10)(R8*2)
+	VMULPS       Y9, Y9, Y9
+	VADDPS       Y9, Y3, Y3
+	VPMOVZXWD    64(R9)(R8*2), Y8
+	VPSLLD       $0x10, Y8, Y8
+	VPMOVZXWD    64(R10)(R8*2), Y9
+	VPSLLD       $0x10, Y9, Y9
+	VADDPS       Y9, Y8, Y8
+	VPSRLD       $0x10, Y8, Y9
+	VPAND        avx2bfone<>+0(SB), Y9, Y9
+	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
+	VPADDD       Y8, Y9, Y9
+	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
+	VCMPPS       $0x03, Y8, Y8, Y8
+	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
+	VPSRLD       $0x10, Y9, Y8
+	VEXTRACTI128 $0x01, Y8, X10
+	VPACKUSDW    X10, X8, X10
+	VMOVDQU      X10, 64(R10)(R8*2)
+	VMULPS       Y9, Y9, Y9
+	VADDPS       Y9, Y4, Y4
+	VPMOVZXWD    80(R9)(R8*2), Y8
+	VPSLLD       $0x10, Y8, Y8
+	VPMOVZXWD    80(R10)(R8*2), Y9
+	VPSLLD       $0x10, Y9, Y9
+	VADDPS       Y9, Y8, Y8
+	VPSRLD       $0x10, Y8, Y9
+	VPAND        avx2bfone<>+0(SB), Y9, Y9
+	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
+	VPADDD       Y8, Y9, Y9
+	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
+	VCMPPS       $0x03, Y8, Y8, Y8
+	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
+	VPSRLD       $0x10, Y9, Y8
+	VEXTRACTI128 $0x01, Y8, X10
+	VPACKUSDW    X10, X8, X10
+	VMOVDQU      X10, 80(R10)(R8*2)
+	VMULPS       Y9, Y9, Y9
+	VADDPS       Y9, Y5, Y5
+	VPMOVZXWD    96(R9)(R8*2), Y8
+	VPSLLD       $0x10, Y8, Y8
+	VPMOVZXWD    96(R10)(R8*2), Y9
+	VPSLLD       $0x10, Y9, Y9
+	VADDPS       Y9, Y8, Y8
+	VPSRLD       $0x10, Y8, Y9
+	VPAND        avx2bfone<>+0(SB), Y9, Y9
+	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
+	VPADDD       Y8, Y9, Y9
+	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
+	VCMPPS       $0x03, Y8, Y8, Y8
+	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
+	VPSRLD       $0x10, Y9, Y8
+	VEXTRACTI128 $0x01, Y8, X10
+	VPACKUSDW    X10, X8, X10
+	VMOVDQU      X10, 96(R10)(R8*2)
+	VMULPS       Y9, Y9, Y9
+	VADDPS       Y9, Y6, Y6
+	VPMOVZXWD    112(R9)(R8*2), Y8
+	VPSLLD       $0x10, Y8, Y8
+	VPMOVZXWD    112(R10)(R8*2), Y9
+	VPSLLD       $0x10, Y9, Y9
+	VADDPS       Y9, Y8, Y8
+	VPSRLD       $0x10, Y8, Y9
+	VPAND        avx2bfone<>+0(SB), Y9, Y9
+	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
+	VPADDD       Y8, Y9, Y9
+	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
+	VCMPPS       $0x03, Y8, Y8, Y8
+	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
+	VPSRLD       $0x10, Y9, Y8
+	VEXTRACTI128 $0x01, Y8, X10
+	VPACKUSDW    X10, X8, X10
+	VMOVDQU      X10, 112(R10)(R8*2)
+	VMULPS       Y9, Y9, Y9
+	VADDPS       Y9, Y7, Y7
+	MOVQ         440(SP), R8
+	LEAQ         256(SP), R9
+	MOVQ         432(SP), R11
+	XORQ         R10, R10
+	SUBQ         $0x00000010, R11
+
+copyvec10:
+	CMPQ    R10, R11
+	JG      copyone11
+	VMOVUPS (R9)(R10*2), Y8
+	VMOVUPS Y8, (R8)(R10*2)
+	ADDQ    $0x00000010, R10
+	JMP     copyvec10
+
+copyone11:
+	ADDQ $0x00000010, R11
+
+copyloop13:
+	CMPQ R10, R11
+	JGE  copied12
+	MOVW (R9)(R10*2), R12
+	MOVW R12, (R8)(R10*2)
+	INCQ R10
+	JMP  copyloop13
+
+copied12:
+summed:
+	VADDPS Y4, Y0, Y0
+	VADDPS Y5, Y1, Y1
+	VADDPS Y6, Y2, Y2
+	VADDPS Y7, Y3, Y3
+	VADDPS Y2, Y0, Y0
+	VADDPS Y3, Y1, Y1
+	VADDPS Y1, Y0, Y0
+
+	// Halving tree: p[j] += p[j+h] for the remaining h, down to ss.
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X1
+	VMOVHLPS     X1, X1, X0
+	VADDPS       X0, X1, X1
+	VMOVSHDUP    X1, X0
+	VADDSS       X0, X1, X1
+
+	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
+	CMPL   452(SP), $0x00
+	JE     divide14
+	VMULSS 452(SP), X1, X0
+	JMP    divided15
+
+divide14:
+	VDIVSS 448(SP), X1, X0
+
+divided15:
+	VADDSS   job_eps+0(AX), X0, X0
+	VUCOMISS tlo<>+0(SB), X0
+	JCS      ret
+	VUCOMISS tmax<>+0(SB), X0
+	JHI      ret
+	VSQRTSS  X0, X0, X0
+	VMOVSS   one<>+0(SB), X1
+	VDIVSS   X0, X1, X1
+
+	// Report 1/rms if asked.
+	MOVQ   job_inv+0(AX), R8
+	TESTQ  R8, R8
+	JZ     scale
+	MOVQ   400(SP), R9
+	VMOVSS X1, (R8)(R9*4)
+
+scale:
+	VBROADCASTSS X1, Y0
+	MOVQ         $0x00000000, 424(SP)
+	CMPQ         416(SP), $0x01
+	JE           scalebody
+	VMOVUPS      X1, 384(SP)
+
+scalerow:
+	MOVQ         424(SP), R8
+	VBROADCASTSS 384(SP)(R8*4), Y0
+
+scalebody:
+	VBROADCASTSS one<>+0(SB), Y1
+
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ  R8, R8
+	MOVQ  job_d+0(AX), R9
+	SUBQ  $0x00000020, R9
+	TESTL $0x00000002, job_flags+0(AX)
+	JNZ   scalepf
+
+scaleloop:
+	CMPQ         R8, R9
+	JG           scaletail
+	VPMOVZXWD    (SI)(R8*2), Y2
+	VPSLLD       $0x10, Y2, Y2
+	VMULPS       Y0, Y2, Y2
+	VMOVUPS      (BX)(R8*4), Y3
+	VADDPS       Y1, Y3, Y3
+	VMULPS       Y3, Y2, Y2
+	VPSRLD       $0x10, Y2, Y3
+	VPAND        avx2bfone<>+0(SB), Y3, Y3
+	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
+	VPADDD       Y2, Y3, Y3
+	VPSRLD       $0x10, Y3, Y3
+	VCMPPS       $0x03, Y2, Y2, Y2
+	VBLENDVPS    Y2, avx2bfnanlow<>+0(SB), Y3, Y3
+	VEXTRACTI128 $0x01, Y3, X2
+	VPACKUSDW    X2, X3, X2
+	VMOVDQU      X2, (CX)(R8*2)
+	VPMOVZXWD    16(SI)(R8*2), Y2
+	VPSLLD       $0x10, Y2, Y2
+	VMULPS       Y0, Y2, Y2
+	VMOVUPS      32(BX)(R8*4), Y3
+	VADDPS       Y1, Y3, Y3
+	VMULPS       Y3, Y2, Y2
+	VPSRLD       $0x10, Y2, Y3
+	VPAND        avx2bfone<>+0(SB), Y3, Y3
+	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
+	VPADDD       Y2, Y3, Y3
+	VPSRLD       $0x10, Y3, Y3
+	VCMPPS       $0x03, Y2, Y2, Y2
+	VBLENDVPS    Y2, avx2bfnanlow<>+0(SB), Y3, Y3
+	VEXTRACTI128 $0x01, Y3, X2
+	VPACKUSDW    X2, X3, X2
+	VMOVDQU      X2, 16(CX)(R8*2)
+	VPMOVZXWD    32(SI)(R8*2), Y2
+	VPSLLD       $0x10, Y2, Y2
+	VMULPS       Y0, Y2, Y2
+	VMOVUPS      64(BX)(R8*4), Y3
+	VADDPS       Y1, Y3, Y3
+	VMULPS       Y3, Y2, Y2
+	VPSRLD       $0x10, Y2, Y3
+	VPAND        avx2bfone<>+0(SB), Y3, Y3
+	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
+	VPADDD       Y2, Y3, Y3
+	VPSRLD       $0x10, Y3, Y3
+	VCMPPS       $0x03, Y2, Y2, Y2
+	VBLENDVPS    Y2, avx2bfnanlow<>+0(SB), Y3, Y3
+	VEXTRACTI128 $0x01, Y3, X2
+	VPACKUSDW    X2, X3, X2
+	VMOVDQU      X2, 32(CX)(R8*2)
+	VPMOVZXWD    48(SI)(R8*2), Y2
+	VPSLLD       $0x10, Y2, Y2
+	VMULPS       Y0, Y2, Y2
+	VMOVUPS      96(BX)(R8*4), Y3
+	VADDPS       Y1, Y3, Y3
+	VMULPS       Y3, Y2, Y2
+	VPSRLD       $0x10, Y2, Y3
+	VPAND        avx2bfone<>+0(SB), Y3, Y3
+	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
+	VPADDD       Y2, Y3, Y3
+	VPSRLD       $0x10, Y3, Y3
+	VCMPPS       $0x03, Y2, Y2, Y2
+	VBLENDVPS    Y2, avx2bfnanlow<>+0(SB), Y3, Y3
+	VEXTRACTI128 $0x01, Y3, X2
+	VPACKUSDW    X2, X3, X2
+	VMOVDQU      X2, 48(CX)(R8*2)
+	ADDQ         $0x00000020, R8
+	JMP          scaleloop
+
+scalepf:
+	MOVQ DI, R10
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows16
+	SHLQ $0x03, R10
+
+longrows16:
+	ADDQ  SI, R10
+	TESTL $0x00000001, job_flags+0(AX)
+	JNZ   scalent
+
+scalepfloop:
+	CMPQ         R8, R9
+	JG           scaletail
+	PREFETCHT0   (R10)(R8*2)
+	VPMOVZXWD    (SI)(R8*2), Y2
+	VPSLLD       $0x10, Y2, Y2
+	VMULPS       Y0, Y2, Y2
+	VMOVUPS      (BX)(R8*4), Y3
+	VADDPS       Y1, Y3, Y3
+	VMULPS       Y3, Y2, Y2
+	VPSRLD       $0x10, Y2, Y3
+	VPAND        avx2bfone<>+0(SB), Y3, Y3
+	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
+	VPADDD       Y2, Y3, Y3
+	VPSRLD       $0x10, Y3, Y3
+	VCMPPS       $0x03, Y2, Y2, Y2
+	VBLENDVPS    Y2, avx2bfnanlow<>+0(SB), Y3, Y3
+	VEXTRACTI128 $0x01, Y3, X2
+	VPACKUSDW    X2, X3, X2
+	VMOVDQU      X2, (CX)(R8*2)
+	VPMOVZXWD    16(SI)(R8*2), Y2
+	VPSLLD       $0x10, Y2, Y2
+	VMULPS       Y0, Y2, Y2
+	VMOVUPS      32(BX)(R8*4), Y3
+	VADDPS       Y1, Y3, Y3
+	VMULPS       Y3, Y2, Y2
+	VPSRLD       $0x10, Y2, Y3
+	VPAND        avx2bfone<>+0(SB), Y3, Y3
+	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
+	VPADDD       Y2, Y3, Y3
+	VPSRLD       $0x10, Y3, Y3
+	VCMPPS       $0x03, Y2, Y2, Y2
+	VBLENDVPS    Y2, avx2bfnanlow<>+0(SB), Y3, Y3
+	VEXTRACTI128 $0x01, Y3, X2
+	VPACKUSDW    X2, X3, X2
+	VMOVDQU      X2, 16(CX)(R8*2)
+	VPMOVZXWD    32(SI)(R8*2), Y2
+	VPSLLD       $0x10, Y2, Y2
+	VMULPS       Y0, Y2, Y2
+	VMOVUPS      64(BX)(R8*4), Y3
+	VADDPS       Y1, Y3, Y3
+	VMULPS       Y3, Y2, Y2
+	VPSRLD       $0x10, Y2, Y3
+	VPAND        avx2bfone<>+0(SB), Y3, Y3
+	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
+	VPADDD       Y2, Y3, Y3
+	VPSRLD       $0x10, Y3, Y3
+	VCMPPS       $0x03, Y2, Y2, Y2
+	VBLENDVPS    Y2, avx2bfnanlow<>+0(SB), Y3, Y3
+	VEXTRACTI128 $0x01, Y3, X2
+	VPACKUSDW    X2, X3, X2
+	VMOVDQU      X2, 32(CX)(R8*2)
+	VPMOVZXWD    48(SI)(R8*2), Y2
+	VPSLLD       $0x10, Y2, Y2
+	VMULPS       Y0, Y2, Y2
+	VMOVUPS      96(BX)(R8*4), Y3
+	VADDPS       Y1, Y3, Y3
+	VMULPS       Y3, Y2, Y2
+	VPSRLD       $0x10, Y2, Y3
+	VPAND        avx2bfone<>+0(SB), Y3, Y3
+	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
+	VPADDD       Y2, Y3, Y3
+	VPSRLD       $0x10, Y3, Y3
+	VCMPPS       $0x03, Y2, Y2, Y2
+	VBLENDVPS    Y2, avx2bfnanlow<>+0(SB), Y3, Y3
+	VEXTRACTI128 $0x01, Y3, X2
+	VPACKUSDW    X2, X3, X2
+	VMOVDQU      X2, 48(CX)(R8*2)
+	ADDQ         $0x00000020, R8
+	JMP          scalepfloop
+
+scalent:
+	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
+	MOVQ CX, R11
+	NEGQ R11
+	ANDQ $0x0000001f, R11
+	SHRQ $0x01, R11
+	JZ   scalentloop
+	CMPQ R11, job_d+0(AX)
+	JLE  scalehead
+	MOVQ job_d+0(AX), R11
+
+scalehead:
+	CMPQ         R11, $0x00000008
+	JB           scaleheadpart
+	VPMOVZXWD    (SI)(R8*2), Y2
+	VPSLLD       $0x10, Y2, Y2
+	VMULPS       Y0, Y2, Y2
+	VMOVUPS      (BX)(R8*4), Y3
+	VADDPS       Y1, Y3, Y3
+	VMULPS       Y3, Y2, Y2
+	VPSRLD       $0x10, Y2, Y3
+	VPAND        avx2bfone<>+0(SB), Y3, Y3
+	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
+	VPADDD       Y2, Y3, Y3
+	VPSRLD       $0x10, Y3, Y3
+	VCMPPS       $0x03, Y2, Y2, Y2
+	VBLENDVPS    Y2, avx2bfnanlow<>+0(SB), Y3, Y3
+	VEXTRACTI128 $0x01, Y3, X2
+	VPACKUSDW    X2, X3, X2
+	VMOVDQU      X2, (CX)(R8*2)
+	ADDQ         $0x00000008, R8
+	SUBQ         $0x00000008, R11
+	JZ           scalentloop
+
+scaleheadpart:
+	LEAQ (SI)(R8*2), R12
+	LEAQ 128(SP), R13
+	MOVQ R11, R15
+	XORQ R14, R14
+	SUBQ $0x00000010, R15
+
+copyvec17:
+	CMPQ    R14, R15
+	JG      copyone18
+	VMOVUPS (R12)(R14*2), Y2
+	VMOVUPS Y2, (R13)(R14*2)
+	ADDQ    $0x00000010, R14
+	JMP     copyvec17
+
+copyone18:
+	ADDQ $0x00000010, R15
+
+copyloop20:
+	CMPQ R14, R15
+	JGE  copied19
+	MOVW (R12)(R14*2), BP
+	MOVW BP, (R13)(R14*2)
+	INCQ R14
+	JMP  copyloop20
+
+copied19:
+	LEAQ (BX)(R8*4), R12
+	LEAQ 160(SP), R13
+	MOVQ R11, R15
+	XORQ R14, R14
+	SUBQ $0x00000008, R15
+
+copyvec21:
+	CMPQ    R14, R15
+	JG      copyone22
+	VMOVUPS (R12)(R14*4), Y2
+	VMOVUPS Y2, (R13)(R14*4)
+	ADDQ    $0x00000008, R14
+	JMP     copyvec21
+
+copyone22:
+	ADDQ $0x00000008, R15
+
+copyloop24:
+	CMPQ R14, R15
+	JGE  copied23
+	MOVL (R12)(R14*4), BP
+	MOVL BP, (R13)(R14*4)
+	INCQ R14
+	JMP  copyloop24
+
+copied23:
+	VPMOVZXWD    128(SP), Y2
+	VPSLLD       $0x10, Y2, Y2
+	VMULPS       Y2, Y0, Y2
+	VMOVUPS      160(SP), Y3
+	VADDPS       Y1, Y3, Y3
+	VMULPS       Y3, Y2, Y2
+	VPSRLD       $0x10, Y2, Y3
+	VPAND        avx2bfone<>+0(SB), Y3, Y3
+	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
+	VPADDD       Y2, Y3, Y3
+	VPSRLD       $0x10, Y3, Y3
+	VCMPPS       $0x03, Y2, Y2, Y2
+	VBLENDVPS    Y2, avx2bfnanlow<>+0(SB), Y3, Y3
+	VEXTRACTI128 $0x01, Y3, X2
+	VPACKUSDW    X2, X3, X2
+	VMOVDQU      X2, 192(SP)
+	LEAQ         192(SP), R13
+	LEAQ         (CX)(R8*2), R12
+	MOVQ         R11, R15
+	XORQ         R14, R14
+	SUBQ         $0x00000010, R15
+
+copyvec25:
+	CMPQ    R14, R15
+	JG      copyone26
+	VMOVUPS (R13)(R14*2), Y2
+	VMOVUPS Y2, (R12)(R14*2)
+	ADDQ    $0x00000010, R14
+	JMP     copyvec25
+
+copyone26:
+	ADDQ $0x00000010, R15
+
+copyloop28:
+	CMPQ R14, R15
+	JGE  copied27
+	MOVW (R13)(R14*2), BP
+	MOVW BP, (R12)(R14*2)
+	INCQ R14
+	JMP  copyloop28
+
+copied27:
+	ADDQ R11, R8
+
+scalentloop:
+	CMPQ         R8, R9
+	JG           scaletail
+	PREFETCHT0   (R10)(R8*2)
+	VPMOVZXWD    (SI)(R8*2), Y2
+	VPSLLD       $0x10, Y2, Y2
+	VMULPS       Y0, Y2, Y2
+	VMOVUPS      (BX)(R8*4), Y3
+	VADDPS       Y1, Y3, Y3
+	VMULPS       Y3, Y2, Y2
+	VPMOVZXWD    16(SI)(R8*2), Y3
+	VPSLLD       $0x10, Y3, Y3
+	VMULPS       Y0, Y3, Y3
+	VMOVUPS      32(BX)(R8*4), Y4
+	VADDPS       Y1, Y4, Y4
+	VMULPS       Y4, Y3, Y3
+	VPSRLD       $0x10, Y2, Y4
+	VPAND        avx2bfone<>+0(SB), Y4, Y4
+	VPADDD       avx2bfbias<>+0(SB), Y4, Y4
+	VPADDD       Y2, Y4, Y4
+	VPSRLD       $0x10, Y4, Y4
+	VCMPPS       $0x03, Y2, Y2, Y2
+	VBLENDVPS    Y2, avx2bfnanlow<>+0(SB), Y4, Y4
+	VEXTRACTI128 $0x01, Y4, X2
+	VPACKUSDW    X2, X4, X10
+	VPSRLD       $0x10, Y3, Y2
+	VPAND        avx2bfone<>+0(SB), Y2, Y2
+	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD       Y3, Y2, Y2
+	VPSRLD       $0x10, Y2, Y2
+	VCMPPS       $0x03, Y3, Y3, Y3
+	VBLENDVPS    Y3, avx2bfnanlow<>+0(SB), Y2, Y2
+	VEXTRACTI128 $0x01, Y2, X3
+	VPACKUSDW    X3, X2, X2
+	VINSERTI128  $0x01, X2, Y10, Y10
+	VMOVNTDQ     Y10, (CX)(R8*2)
+	VPMOVZXWD    32(SI)(R8*2), Y2
+	VPSLLD       $0x10, Y2, Y2
+	VMULPS       Y0, Y2, Y2
+	VMOVUPS      64(BX)(R8*4), Y3
+	VADDPS       Y1, Y3, Y3
+	VMULPS       Y3, Y2, Y2
+	VPMOVZXWD    48(SI)(R8*2), Y3
+	VPSLLD       $0x10, Y3, Y3
+	VMULPS       Y0, Y3, Y3
+	VMOVUPS      96(BX)(R8*4), Y4
+	VADDPS       Y1, Y4, Y4
+	VMULPS       Y4, Y3, Y3
+	VPSRLD       $0x10, Y2, Y4
+	VPAND        avx2bfone<>+0(SB), Y4, Y4
+	VPADDD       avx2bfbias<>+0(SB), Y4, Y4
+	VPADDD       Y2, Y4, Y4
+	VPSRLD       $0x10, Y4, Y4
+	VCMPPS       $0x03, Y2, Y2, Y2
+	VBLENDVPS    Y2, avx2bfnanlow<>+0(SB), Y4, Y4
+	VEXTRACTI128 $0x01, Y4, X2
+	VPACKUSDW    X2, X4, X11
+	VPSRLD       $0x10, Y3, Y2
+	VPAND        avx2bfone<>+0(SB), Y2, Y2
+	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD       Y3, Y2, Y2
+	VPSRLD       $0x10, Y2, Y2
+	VCMPPS       $0x03, Y3, Y3, Y3
+	VBLENDVPS    Y3, avx2bfnanlow<>+0(SB), Y2, Y2
+	VEXTRACTI128 $0x01, Y2, X3
+	VPACKUSDW    X3, X2, X2
+	VINSERTI128  $0x01, X2, Y11, Y11
+	VMOVNTDQ     Y11, 32(CX)(R8*2)
+	ADDQ         $0x00000020, R8
+	JMP          scalentloop
+
+scaletail:
+	ADDQ $0x00000018, R9
+
+scaleone:
+	CMPQ         R8, R9
+	JG           scalepart
+	VPMOVZXWD    (SI)(R8*2), Y2
+	VPSLLD       $0x10, Y2, Y2
+	VMULPS       Y0, Y2, Y2
+	VMOVUPS      (BX)(R8*4), Y3
+	VADDPS       Y1, Y3, Y3
+	VMULPS       Y3, Y2, Y2
+	VPSRLD       $0x10, Y2, Y3
+	VPAND        avx2bfone<>+0(SB), Y3, Y3
+	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
+	VPADDD       Y2, Y3, Y3
+	VPSRLD       $0x10, Y3, Y3
+	VCMPPS       $0x03, Y2, Y2, Y2
+	VBLENDVPS    Y2, avx2bfnanlow<>+0(SB), Y3, Y3
+	VEXTRACTI128 $0x01, Y3, X2
+	VPACKUSDW    X2, X3, X2
+	VMOVDQU      X2, (CX)(R8*2)
+	ADDQ         $0x00000008, R8
+	JMP          scaleone
+
+scalepart:
+	MOVQ job_d+0(AX), R11
+	SUBQ R8, R11
+	JZ   scaled
+	LEAQ (SI)(R8*2), R9
+	LEAQ 128(SP), R10
+	MOVQ R11, R13
+	XORQ R12, R12
+	SUBQ $0x00000010, R13
+
+copyvec29:
+	CMPQ    R12, R13
+	JG      copyone30
+	VMOVUPS (R9)(R12*2), Y2
+	VMOVUPS Y2, (R10)(R12*2)
+	ADDQ    $0x00000010, R12
+	JMP     copyvec29
+
+copyone30:
+	ADDQ $0x00000010, R13
+
+copyloop32:
+	CMPQ R12, R13
+	JGE  copied31
+	MOVW (R9)(R12*2), R14
+	MOVW R14, (R10)(R12*2)
+	INCQ R12
+	JMP  copyloop32
+
+copied31:
+	LEAQ (BX)(R8*4), R9
+	LEAQ 160(SP), R10
+	MOVQ R11, R13
+	XORQ R12, R12
+	SUBQ $0x00000008, R13
+
+copyvec33:
+	CMPQ    R12, R13
+	JG      copyone34
+	VMOVUPS (R9)(R12*4), Y2
+	VMOVUPS Y2, (R10)(R12*4)
+	ADDQ    $0x00000008, R12
+	JMP     copyvec33
+
+copyone34:
+	ADDQ $0x00000008, R13
+
+copyloop36:
+	CMPQ R12, R13
+	JGE  copied35
+	MOVL (R9)(R12*4), R14
+	MOVL R14, (R10)(R12*4)
+	INCQ R12
+	JMP  copyloop36
+
+copied35:
+	VPMOVZXWD    128(SP), Y2
+	VPSLLD       $0x10, Y2, Y2
+	VMULPS       Y2, Y0, Y2
+	VMOVUPS      160(SP), Y0
+	VADDPS       Y1, Y0, Y0
+	VMULPS       Y0, Y2, Y2
+	VPSRLD       $0x10, Y2, Y0
+	VPAND        avx2bfone<>+0(SB), Y0, Y0
+	VPADDD       avx2bfbias<>+0(SB), Y0, Y0
+	VPADDD       Y2, Y0, Y0
+	VPSRLD       $0x10, Y0, Y0
+	VCMPPS       $0x03, Y2, Y2, Y1
+	VBLENDVPS    Y1, avx2bfnanlow<>+0(SB), Y0, Y0
+	VEXTRACTI128 $0x01, Y0, X1
+	VPACKUSDW    X1, X0, X1
+	VMOVDQU      X1, 192(SP)
+	LEAQ         192(SP), R10
+	LEAQ         (CX)(R8*2), R9
+	XORQ         R8, R8
+	SUBQ         $0x00000010, R11
+
+copyvec37:
+	CMPQ    R8, R11
+	JG      copyone38
+	VMOVUPS (R10)(R8*2), Y0
+	VMOVUPS Y0, (R9)(R8*2)
+	ADDQ    $0x00000010, R8
+	JMP     copyvec37
+
+copyone38:
+	ADDQ $0x00000010, R11
+
+copyloop40:
+	CMPQ R8, R11
+	JGE  copied39
+	MOVW (R10)(R8*2), R12
+	MOVW R12, (R9)(R8*2)
+	INCQ R8
+	JMP  copyloop40
+
+copied39:
+scaled:
+	ADDQ DI, DX
+	ADDQ DI, CX
+	ADDQ DI, SI
+	INCQ 400(SP)
+	MOVQ 424(SP), R8
+	INCQ R8
+	MOVQ R8, 424(SP)
+	CMPQ R8, 416(SP)
+	JB   scalerow
+	JMP  row
+
+ret:
+	TESTL $0x00000001, job_flags+0(AX)
+	JZ    vzero
+	SFENCE
+
+vzero:
+	VZEROUPPER
+	MOVQ 400(SP), AX
+	MOVQ AX, ret+24(FP)
+	RET
+
+// func avx2BF16AddOffsetRN(j uintptr, from int, to int) int
+// Requires: AVX, AVX2, MMX+
+TEXT ·avx2BF16AddOffsetRN(SB), NOSPLIT, $456-32
+	// avx2BF16AddOffsetRN normalizes rows [from, to) of the job: BF16 rows: h = round16(x + res) and res = h per element, then y = round16(round16(h*inv)*(1+w)), for each row.
+	// It stops before the first row that needs the float64 path and returns that row's index, or to.
+	MOVQ j+0(FP), AX
+	MOVQ job_dst+0(AX), CX
+	MOVQ job_x+0(AX), DX
+	MOVQ job_w+0(AX), BX
+	MOVQ job_res+0(AX), SI
+	MOVQ job_stride+0(AX), DI
+	SHLQ $0x01, DI
+
+	// fd = float32(d); rd = 1/d when d is a power of two (ss/d is then ss*rd exactly), else 0.
+	MOVQ       job_d+0(AX), R8
+	VMOVSS     one<>+0(SB), X0
+	VCVTSI2SSQ R8, X0, X0
+	VMOVSS     X0, 448(SP)
+	XORL       R10, R10
+	LEAQ       -1(R8), R9
+	TESTQ      R8, R9
+	JNZ        notpow2
+	BSFQ       R8, R9
+	MOVL       $0x0000007f, R10
+	SUBL       R9, R10
+	SHLL       $0x17, R10
+
+notpow2:
+	MOVL R10, 452(SP)
+
+	// Start at row from.
+	MOVQ  from+8(FP), R8
+	MOVQ  R8, 400(SP)
+	MOVQ  $0x00000000, 408(SP)
+	IMULQ DI, R8
+	ADDQ  R8, CX
+	ADDQ  R8, DX
+	ADDQ  R8, SI
+
+row:
+	MOVQ 400(SP), R8
+	CMPQ R8, to+16(FP)
+	JAE  ret
+	MOVQ $0x00000001, 416(SP)
+	MOVQ DX, R8
+	MOVQ SI, R9
+	XORQ R10, R10
+
+	// Sum of squares: element i goes to partial i%64.
+	MOVQ   job_d+0(AX), R11
+	SUBQ   $0x00000040, R11
+	JGE    firstblock
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	XORQ   R10, R10
+	JMP    sumtail
+
+firstblock:
+	// +0 + square is the square itself: the first block initializes the partials.
+	XORQ         R10, R10
+	VPMOVZXWD    (R8)(R10*2), Y0
+	VPSLLD       $0x10, Y0, Y0
+	VPMOVZXWD    (R9)(R10*2), Y1
+	VPSLLD       $0x10, Y1, Y1
+	VADDPS       Y1, Y0, Y0
+	VPSRLD       $0x10, Y0, Y1
+	VPAND        avx2bfone<>+0(SB), Y1, Y1
+	VPADDD       avx2bfbias<>+0(SB), Y1, Y1
+	VPADDD       Y0, Y1, Y1
+	VPAND        avx2bfhigh<>+0(SB), Y1, Y1
+	VCMPPS       $0x03, Y0, Y0, Y0
+	VBLENDVPS    Y0, avx2bfnanhigh<>+0(SB), Y1, Y1
+	VPSRLD       $0x10, Y1, Y0
+	VEXTRACTI128 $0x01, Y0, X2
+	VPACKUSDW    X2, X0, X2
+	VMOVDQU      X2, (R9)(R10*2)
+	VMULPS       Y1, Y1, Y0
+	VPMOVZXWD    16(R8)(R10*2), Y1
+	VPSLLD       $0x10, Y1, Y1
+	VPMOVZXWD    16(R9)(R10*2), Y2
+	VPSLLD       $0x10, Y2, Y2
+	VADDPS       Y2, Y1, Y1
+	VPSRLD       $0x10, Y1, Y2
+	VPAND        avx2bfone<>+0(SB), Y2, Y2
+	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD       Y1, Y2, Y2
+	VPAND        avx2bfhigh<>+0(SB), Y2, Y2
+	VCMPPS       $0x03, Y1, Y1, Y1
+	VBLENDVPS    Y1, avx2bfnanhigh<>+0(SB), Y2, Y2
+	VPSRLD       $0x10, Y2, Y1
+	VEXTRACTI128 $0x01, Y1, X3
+	VPACKUSDW    X3, X1, X3
+	VMOVDQU      X3, 16(R9)(R10*2)
+	VMULPS       Y2, Y2, Y1
+	VPMOVZXWD    32(R8)(R10*2), Y2
+	VPSLLD       $0x10, Y2, Y2
+	VPMOVZXWD    32(R9)(R10*2), Y3
+	VPSLLD       $0x10, Y3, Y3
+	VADDPS       Y3, Y2, Y2
+	VPSRLD       $0x10, Y2, Y3
+	VPAND        avx2bfone<>+0(SB), Y3, Y3
+	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
+	VPADDD       Y2, Y3, Y3
+	VPAND        avx2bfhigh<>+0(SB), Y3, Y3
+	VCMPPS       $0x03, Y2, Y2, Y2
+	VBLENDVPS    Y2, avx2bfnanhigh<>+0(SB), Y3, Y3
+	VPSRLD       $0x10, Y3, Y2
+	VEXTRACTI128 $0x01, Y2, X4
+	VPACKUSDW    X4, X2, X4
+	VMOVDQU      X4, 32(R9)(R10*2)
+	VMULPS       Y3, Y3, Y2
+	VPMOVZXWD    48(R8)(R10*2), Y3
+	VPSLLD       $0x10, Y3, Y3
+	VPMOVZXWD    48(R9)(R10*2), Y4
+	VPSLLD       $0x10, Y4, Y4
+	VADDPS       Y4, Y3, Y3
+	VPSRLD       $0x10, Y3, Y4
+	VPAND        avx2bfone<>+0(SB), Y4, Y4
+	VPADDD       avx2bfbias<>+0(SB), Y4, Y4
+	VPADDD       Y3, Y4, Y4
+	VPAND        avx2bfhigh<>+0(SB), Y4, Y4
+	VCMPPS       $0x03, Y3, Y3, Y3
+	VBLENDVPS    Y3, avx2bfnanhigh<>+0(SB), Y4, Y4
+	VPSRLD       $0x10, Y4, Y3
+	VEXTRACTI128 $0x01, Y3, X5
+	VPACKUSDW    X5, X3, X5
+	VMOVDQU      X5, 48(R9)(R10*2)
+	VMULPS       Y4, Y4, Y3
+	VPMOVZXWD    64(R8)(R10*2), Y4
+	VPSLLD       $0x10, Y4, Y4
+	VPMOVZXWD    64(R9)(R10*2), Y5
+	VPSLLD       $0x10, Y5, Y5
+	VADDPS       Y5, Y4, Y4
+	VPSRLD       $0x10, Y4, Y5
+	VPAND        avx2bfone<>+0(SB), Y5, Y5
+	VPADDD       avx2bfbias<>+0(SB), Y5, Y5
+	VPADDD       Y4, Y5, Y5
+	VPAND        avx2bfhigh<>+0(SB), Y5, Y5
+	VCMPPS       $0x03, Y4, Y4, Y4
+	VBLENDVPS    Y4, avx2bfnanhigh<>+0(SB), Y5, Y5
+	VPSRLD       $0x10, Y5, Y4
+	VEXTRACTI128 $0x01, Y4, X6
+	VPACKUSDW    X6, X4, X6
+	VMOVDQU      X6, 64(R9)(R10*2)
+	VMULPS       Y5, Y5, Y4
+	VPMOVZXWD    80(R8)(R10*2), Y5
+	VPSLLD       $0x10, Y5, Y5
+	VPMOVZXWD    80(R9)(R10*2), Y6
+	VPSLLD       $0x10, Y6, Y6
+	VADDPS       Y6, Y5, Y5
+	VPSRLD       $0x10, Y5, Y6
+	VPAND        avx2bfone<>+0(SB), Y6, Y6
+	VPADDD       avx2bfbias<>+0(SB), Y6, Y6
+	VPADDD       Y5, Y6, Y6
+	VPAND        avx2bfhigh<>+0(SB), Y6, Y6
+	VCMPPS       $0x03, Y5, Y5, Y5
+	VBLENDVPS    Y5, avx2bfnanhigh<>+0(SB), Y6, Y6
+	VPSRLD       $0x10, Y6, Y5
+	VEXTRACTI128 $0x01, Y5, X7
+	VPACKUSDW    X7, X5, X7
+	VMOVDQU      X7, 80(R9)(R10*2)
+	VMULPS       Y6, Y6, Y5
+	VPMOVZXWD    96(R8)(R10*2), Y6
+	VPSLLD       $0x10, Y6, Y6
+	VPMOVZXWD    96(R9)(R10*2), Y7
+	VPSLLD       $0x10, Y7, Y7
+	VADDPS       Y7, Y6, Y6
+	VPSRLD       $0x10, Y6, Y7
+	VPAND        avx2bfone<>+0(SB), Y7, Y7
+	VPADDD       avx2bfbias<>+0(SB), Y7, Y7
+	VPADDD       Y6, Y7, Y7
+	VPAND        avx2bfhigh<>+0(SB), Y7, Y7
+	VCMPPS       $0x03, Y6, Y6, Y6
+	VBLENDVPS    Y6, avx2bfnanhigh<>+0(SB), Y7, Y7
+	VPSRLD       $0x10, Y7, Y6
+	VEXTRACTI128 $0x01, Y6, X8
+	VPACKUSDW    X8, X6, X8
+	VMOVDQU      X8, 96(R9)(R10*2)
+	VMULPS       Y7, Y7, Y6
+	VPMOVZXWD    112(R8)(R10*2), Y7
+	VPSLLD       $0x10, Y7, Y7
+	VPMOVZXWD    112(R9)(R10*2), Y8
+	VPSLLD       $0x10, Y8, Y8
+	VADDPS       Y8, Y7, Y7
+	VPSRLD       $0x10, Y7, Y8
+	VPAND        avx2bfone<>+0(SB), Y8, Y8
+	VPADDD       avx2bfbias<>+0(SB), Y8, Y8
+	VPADDD       Y7, Y8, Y8
+	VPAND        avx2bfhigh<>+0(SB), Y8, Y8
+	VCMPPS       $0x03, Y7, Y7, Y7
+	VBLENDVPS    Y7, avx2bfnanhigh<>+0(SB), Y8, Y8
+	VPSRLD       $0x10, Y8, Y7
+	VEXTRACTI128 $0x01, Y7, X9
+	VPACKUSDW    X9, X7, X9
+	VMOVDQU      X9, 112(R9)(R10*2)
+	VMULPS       Y8, Y8, Y7
+	MOVQ         $0x00000040, R10
+	TESTL        $0x00000002, job_flags+0(AX)
+	JNZ          sumpf
+
+sumloop:
+	CMPQ         R10, R11
+	JG           sumtail
+	VPMOVZXWD    (R8)(R10*2), Y8
+	VPSLLD       $0x10, Y8, Y8
+	VPMOVZXWD    (R9)(R10*2), Y9
+	VPSLLD       $0x10, Y9, Y9
+	VADDPS       Y9, Y8, Y8
+	VPSRLD       $0x10, Y8, Y9
+	VPAND        avx2bfone<>+0(SB), Y9, Y9
+	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
+	VPADDD       Y8, Y9, Y9
+	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
+	VCMPPS       $0x03, Y8, Y8, Y8
+	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
+	VPSRLD       $0x10, Y9, Y8
+	VEXTRACTI128 $0x01, Y8, X10
+	VPACKUSDW    X10, X8, X10
+	VMOVDQU      X10, (R9)(R10*2)
+	VMULPS       Y9, Y9, Y9
+	VADDPS       Y9, Y0, Y0
+	VPMOVZXWD    16(R8)(R10*2), Y8
+	VPSLLD       $0x10, Y8, Y8
+	VPMOVZXWD    16(R9)(R10*2), Y9
+	VPSLLD       $0x10, Y9, Y9
+	VADDPS       Y9, Y8, Y8
+	VPSRLD       $0x10, Y8, Y9
+	VPAND        avx2bfone<>+0(SB), Y9, Y9
+	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
+	VPADDD       Y8, Y9, Y9
+	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
+	VCMPPS       $0x03, Y8, Y8, Y8
+	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
+	VPSRLD       $0x10, Y9, Y8
+	VEXTRACTI128 $0x01, Y8, X10
+	VPACKUSDW    X10, X8, X10
+	VMOVDQU      X10, 16(R9)(R10*2)
+	VMULPS       Y9, Y9, Y9
+	VADDPS       Y9, Y1, Y1
+	VPMOVZXWD    32(R8)(R10*2), Y8
+	VPSLLD       $0x10, Y8, Y8
+	VPMOVZXWD    32(R9)(R10*2), Y9
+	VPSLLD       $0x10, Y9, Y9
+	VADDPS       Y9, Y8, Y8
+	VPSRLD       $0x10, Y8, Y9
+	VPAND        avx2bfone<>+0(SB), Y9, Y9
+	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
+	VPADDD       Y8, Y9, Y9
+	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
+	VCMPPS       $0x03, Y8, Y8, Y8
+	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
+	VPSRLD       $0x10, Y9, Y8
+	VEXTRACTI128 $0x01, Y8, X10
+	VPACKUSDW    X10, X8, X10
+	VMOVDQU      X10, 32(R9)(R10*2)
+	VMULPS       Y9, Y9, Y9
+	VADDPS       Y9, Y2, Y2
+	VPMOVZXWD    48(R8)(R10*2), Y8
+	VPSLLD       $0x10, Y8, Y8
+	VPMOVZXWD    48(R9)(R10*2), Y9
+	VPSLLD       $0x10, Y9, Y9
+	VADDPS       Y9, Y8, Y8
+	VPSRLD       $0x10, Y8, Y9
+	VPAND        avx2bfone<>+0(SB), Y9, Y9
+	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
+	VPADDD       Y8, Y9, Y9
+	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
+	VCMPPS       $0x03, Y8, Y8, Y8
+	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
+	VPSRLD       $0x10, Y9, Y8
+	VEXTRACTI128 $0x01, Y8, X10
+	VPACKUSDW    X10, X8, X10
+	VMOVDQU      X10, 48(R9)(R10*2)
+	VMULPS       Y9, Y9, Y9
+	VADDPS       Y9, Y3, Y3
+	VPMOVZXWD    64(R8)(R10*2), Y8
+	VPSLLD       $0x10, Y8, Y8
+	VPMOVZXWD    64(R9)(R10*2), Y9
+	VPSLLD       $0x10, Y9, Y9
+	VADDPS       Y9, Y8, Y8
+	VPSRLD       $0x10, Y8, Y9
+	VPAND        avx2bfone<>+0(SB), Y9, Y9
+	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
+	VPADDD       Y8, Y9, Y9
+	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
+	VCMPPS       $0x03, Y8, Y8, Y8
+	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
+	VPSRLD       $0x10, Y9, Y8
+	VEXTRACTI128 $0x01, Y8, X10
+	VPACKUSDW    X10, X8, X10
+	VMOVDQU      X10, 64(R9)(R10*2)
+	VMULPS       Y9, Y9, Y9
+	VADDPS       Y9, Y4, Y4
+	VPMOVZXWD    80(R8)(R10*2), Y8
+	VPSLLD       $0x10, Y8, Y8
+	VPMOVZXWD    80(R9)(R10*2), Y9
+	VPSLLD       $0x10, Y9, Y9
+	VADDPS       Y9, Y8, Y8
+	VPSRLD       $0x10, Y8, Y9
+	VPAND        avx2bfone<>+0(SB), Y9, Y9
+	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
+	VPADDD       Y8, Y9, Y9
+	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
+	VCMPPS       $0x03, Y8, Y8, Y8
+	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
+	VPSRLD       $0x10, Y9, Y8
+	VEXTRACTI128 $0x01, Y8, X10
+	VPACKUSDW    X10, X8, X10
+	VMOVDQU      X10, 80(R9)(R10*2)
+	VMULPS       Y9, Y9, Y9
+	VADDPS       Y9, Y5, Y5
+	VPMOVZXWD    96(R8)(R10*2), Y8
+	VPSLLD       $0x10, Y8, Y8
+	VPMOVZXWD    96(R9)(R10*2), Y9
+	VPSLLD       $0x10, Y9, Y9
+	VADDPS       Y9, Y8, Y8
+	VPSRLD       $0x10, Y8, Y9
+	VPAND        avx2bfone<>+0(SB), Y9, Y9
+	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
+	VPADDD       Y8, Y9, Y9
+	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
+	VCMPPS       $0x03, Y8, Y8, Y8
+	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
+	VPSRLD       $0x10, Y9, Y8
+	VEXTRACTI128 $0x01, Y8, X10
+	VPACKUSDW    X10, X8, X10
+	VMOVDQU      X10, 96(R9)(R10*2)
+	VMULPS       Y9, Y9, Y9
+	VADDPS       Y9, Y6, Y6
+	VPMOVZXWD    112(R8)(R10*2), Y8
+	VPSLLD       $0x10, Y8, Y8
+	VPMOVZXWD    112(R9)(R10*2), Y9
+	VPSLLD       $0x10, Y9, Y9
+	VADDPS       Y9, Y8, Y8
+	VPSRLD       $0x10, Y8, Y9
+	VPAND        avx2bfone<>+0(SB), Y9, Y9
+	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
+	VPADDD       Y8, Y9, Y9
+	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
+	VCMPPS       $0x03, Y8, Y8, Y8
+	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
+	VPSRLD       $0x10, Y9, Y8
+	VEXTRACTI128 $0x01, Y8, X10
+	VPACKUSDW    X10, X8, X10
+	VMOVDQU      X10, 112(R9)(R10*2)
+	VMULPS       Y9, Y9, Y9
+	VADDPS       Y9, Y7, Y7
+	ADDQ         $0x00000040, R10
+	JMP          sumloop
+
+	// The same, prefetching the rows ahead.
+sumpf:
+	MOVQ DI, R12
+	SHLQ $0x01, R12
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows1
+	SHLQ $0x03, R12
+
+longrows1:
+	ADDQ R8, R12
+
+sumpfloop:
+	CMPQ         R10, R11
+	JG           sumtail
+	PREFETCHT0   (R12)(R10*2)
+	PREFETCHT0   64(R12)(R10*2)
+	VPMOVZXWD    (R8)(R10*2), Y8
+	VPSLLD       $0x10, Y8, Y8
+	VPMOVZXWD    (R9)(R10*2), Y9
+	VPSLLD       $0x10, Y9, Y9
+	VADDPS       Y9, Y8, Y8
+	VPSRLD       $0x10, Y8, Y9
+	VPAND        avx2bfone<>+0(SB), Y9, Y9
+	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
+	VPADDD       Y8, Y9, Y9
+	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
+	VCMPPS       $0x03, Y8, Y8, Y8
+	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
+	VPSRLD       $0x10, Y9, Y8
+	VEXTRACTI128 $0x01, Y8, X10
+	VPACKUSDW    X10, X8, X10
+	VMOVDQU      X10, (R9)(R10*2)
+	VMULPS       Y9, Y9, Y9
+	VADDPS       Y9, Y0, Y0
+	VPMOVZXWD    16(R8)(R10*2), Y8
+	VPSLLD       $0x10, Y8, Y8
+	VPMOVZXWD    16(R9)(R10*2), Y9
+	VPSLLD       $0x10, Y9, Y9
+	VADDPS       Y9, Y8, Y8
+	VPSRLD       $0x10, Y8, Y9
+	VPAND        avx2bfone<>+0(SB), Y9, Y9
+	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
+	VPADDD       Y8, Y9, Y9
+	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
+	VCMPPS       $0x03, Y8, Y8, Y8
+	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
+	VPSRLD       $0x10, Y9, Y8
+	VEXTRACTI128 $0x01, Y8, X10
+	VPACKUSDW    X10, X8, X10
+	VMOVDQU      X10, 16(R9)(R10*2)
+	VMULPS       Y9, Y9, Y9
+	VADDPS       Y9, Y1, Y1
+	VPMOVZXWD    32(R8)(R10*2), Y8
+	VPSLLD       $0x10, Y8, Y8
+	VPMOVZXWD    32(R9)(R10*2), Y9
+	VPSLLD       $0x10, Y9, Y9
+	VADDPS       Y9, Y8, Y8
+	VPSRLD       $0x10, Y8, Y9
+	VPAND        avx2bfone<>+0(SB), Y9, Y9
+	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
+	VPADDD       Y8, Y9, Y9
+	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
+	VCMPPS       $0x03, Y8, Y8, Y8
+	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
+	VPSRLD       $0x10, Y9, Y8
+	VEXTRACTI128 $0x01, Y8, X10
+	VPACKUSDW    X10, X8, X10
+	VMOVDQU      X10, 32(R9)(R10*2)
+	VMULPS       Y9, Y9, Y9
+	VADDPS       Y9, Y2, Y2
+	VPMOVZXWD    48(R8)(R10*2), Y8
+	VPSLLD       $0x10, Y8, Y8
+	VPMOVZXWD    48(R9)(R10*2), Y9
+	VPSLLD       $0x10, Y9, Y9
+	VADDPS       Y9, Y8, Y8
+	VPSRLD       $0x10, Y8, Y9
+	VPAND        avx2bfone<>+0(SB), Y9, Y9
+	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
+	VPADDD       Y8, Y9, Y9
+	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
+	VCMPPS       $0x03, Y8, Y8, Y8
+	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
+	VPSRLD       $0x10, Y9, Y8
+	VEXTRACTI128 $0x01, Y8, X10
+	VPACKUSDW    X10, X8, X10
+	VMOVDQU      X10, 48(R9)(R10*2)
+	VMULPS       Y9, Y9, Y9
+	VADDPS       Y9, Y3, Y3
+	VPMOVZXWD    64(R8)(R10*2), Y8
+	VPSLLD       $0x10, Y8, Y8
+	VPMOVZXWD    64(R9)(R10*2), Y9
+	VPSLLD       $0x10, Y9, Y9
+	VADDPS       Y9, Y8, Y8
+	VPSRLD       $0x10, Y8, Y9
+	VPAND        avx2bfone<>+0(SB), Y9, Y9
+	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
+	VPADDD       Y8, Y9, Y9
+	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
+	VCMPPS       $0x03, Y8, Y8, Y8
+	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
+	VPSRLD       $0x10, Y9, Y8
+	VEXTRACTI128 $0x01, Y8, X10
+	VPACKUSDW    X10, X8, X10
+	VMOVDQU      X10, 64(R9)(R10*2)
+	VMULPS       Y9, Y9, Y9
+	VADDPS       Y9, Y4, Y4
+	VPMOVZXWD    80(R8)(R10*2), Y8
+	VPSLLD       $0x10, Y8, Y8
+	VPMOVZXWD    80(R9)(R10*2), Y9
+	VPSLLD       $0x10, Y9, Y9
+	VADDPS       Y9, Y8, Y8
+	VPSRLD       $0x10, Y8, Y9
+	VPAND        avx2bfone<>+0(SB), Y9, Y9
+	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
+	VPADDD       Y8, Y9, Y9
+	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
+	VCMPPS       $0x03, Y8, Y8, Y8
+	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
+	VPSRLD       $0x10, Y9, Y8
+	VEXTRACTI128 $0x01, Y8, X10
+	VPACKUSDW    X10, X8, X10
+	VMOVDQU      X10, 80(R9)(R10*2)
+	VMULPS       Y9, Y9, Y9
+	VADDPS       Y9, Y5, Y5
+	VPMOVZXWD    96(R8)(R10*2), Y8
+	VPSLLD       $0x10, Y8, Y8
+	VPMOVZXWD    96(R9)(R10*2), Y9
+	VPSLLD       $0x10, Y9, Y9
+	VADDPS       Y9, Y8, Y8
+	VPSRLD       $0x10, Y8, Y9
+	VPAND        avx2bfone<>+0(SB), Y9, Y9
+	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
+	VPADDD       Y8, Y9, Y9
+	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
+	VCMPPS       $0x03, Y8, Y8, Y8
+	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
+	VPSRLD       $0x10, Y9, Y8
+	VEXTRACTI128 $0x01, Y8, X10
+	VPACKUSDW    X10, X8, X10
+	VMOVDQU      X10, 96(R9)(R10*2)
+	VMULPS       Y9, Y9, Y9
+	VADDPS       Y9, Y6, Y6
+	VPMOVZXWD    112(R8)(R10*2), Y8
+	VPSLLD       $0x10, Y8, Y8
+	VPMOVZXWD    112(R9)(R10*2), Y9
+	VPSLLD       $0x10, Y9, Y9
+	VADDPS       Y9, Y8, Y8
+	VPSRLD       $0x10, Y8, Y9
+	VPAND        avx2bfone<>+0(SB), Y9, Y9
+	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
+	VPADDD       Y8, Y9, Y9
+	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
+	VCMPPS       $0x03, Y8, Y8, Y8
+	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
+	VPSRLD       $0x10, Y9, Y8
+	VEXTRACTI128 $0x01, Y8, X10
+	VPACKUSDW    X10, X8, X10
+	VMOVDQU      X10, 112(R9)(R10*2)
+	VMULPS       Y9, Y9, Y9
+	VADDPS       Y9, Y7, Y7
+	ADDQ         $0x00000040, R10
+	JMP          sumpfloop
+
+sumtail:
+	// Fewer than 64 elements remain.
+	MOVQ    job_d+0(AX), R11
+	SUBQ    R10, R11
+	JZ      summed
+	MOVQ    R11, 432(SP)
+	LEAQ    (R8)(R10*2), R8
+	LEAQ    (R9)(R10*2), R9
+	MOVQ    R9, 440(SP)
+	LEAQ    128(SP), R9
+	VXORPS  Y8, Y8, Y8
+	VMOVUPS Y8, (R9)
+	VMOVUPS Y8, 32(R9)
+	VMOVUPS Y8, 64(R9)
+	VMOVUPS Y8, 96(R9)
+	MOVQ    432(SP), R11
+	XORQ    R10, R10
+	SUBQ    $0x00000010, R11
+
+copyvec2:
+	CMPQ    R10, R11
+	JG      copyone3
+	VMOVUPS (R8)(R10*2), Y8
+	VMOVUPS Y8, (R9)(R10*2)
+	ADDQ    $0x00000010, R10
+	JMP     copyvec2
+
+copyone3:
+	ADDQ $0x00000010, R11
+
+copyloop5:
+	CMPQ R10, R11
+	JGE  copied4
+	MOVW (R8)(R10*2), R12
+	MOVW R12, (R9)(R10*2)
+	INCQ R10
+	JMP  copyloop5
+
+copied4:
+	MOVQ    440(SP), R8
+	LEAQ    256(SP), R10
+	VXORPS  Y8, Y8, Y8
+	VMOVUPS Y8, (R10)
+	VMOVUPS Y8, 32(R10)
+	VMOVUPS Y8, 64(R10)
+	VMOVUPS Y8, 96(R10)
+	MOVQ    432(SP), R12
+	XORQ    R11, R11
+	SUBQ    $0x00000010, R12
+
+copyvec6:
+	CMPQ    R11, R12
+	JG      copyone7
+	VMOVUPS (R8)(R11*2), Y8
+	VMOVUPS Y8, (R10)(R11*2)
+	ADDQ    $0x00000010, R11
+	JMP     copyvec6
+
+copyone7:
+	ADDQ $0x00000010, R12
+
+copyloop9:
+	CMPQ R11, R12
+	JGE  copied8
+	MOVW (R8)(R11*2), R13
+	MOVW R13, (R10)(R11*2)
+	INCQ R11
+	JMP  copyloop9
+
+copied8:
+	XORQ         R8, R8
+	VPMOVZXWD    (R9)(R8*2), Y8
+	VPSLLD       $0x10, Y8, Y8
+	VPMOVZXWD    (R10)(R8*2), Y9
+	VPSLLD       $0x10, Y9, Y9
+	VADDPS       Y9, Y8, Y8
+	VPSRLD       $0x10, Y8, Y9
+	VPAND        avx2bfone<>+0(SB), Y9, Y9
+	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
+	VPADDD       Y8, Y9, Y9
+	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
+	VCMPPS       $0x03, Y8, Y8, Y8
+	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
+	VPSRLD       $0x10, Y9, Y8
+	VEXTRACTI128 $0x01, Y8, X10
+	VPACKUSDW    X10, X8, X10
+	VMOVDQU      X10, (R10)(R8*2)
+	VMULPS       Y9, Y9, Y9
+	VADDPS       Y9, Y0, Y0
+	VPMOVZXWD    16(R9)(R8*2), Y8
+	VPSLLD       $0x10, Y8, Y8
+	VPMOVZXWD    16(R10)(R8*2), Y9
+	VPSLLD       $0x10, Y9, Y9
+	VADDPS       Y9, Y8, Y8
+	VPSRLD       $0x10, Y8, Y9
+	VPAND        avx2bfone<>+0(SB), Y9, Y9
+	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
+	VPADDD       Y8, Y9, Y9
+	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
+	VCMPPS       $0x03, Y8, Y8, Y8
+	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
+	VPSRLD       $0x10, Y9, Y8
+	VEXTRACTI128 $0x01, Y8, X10
+	VPACKUSDW    X10, X8, X10
+	VMOVDQU      X10, 16(R10)(R8*2)
+	VMULPS       Y9, Y9, Y9
+	VADDPS       Y9, Y1, Y1
+	VPMOVZXWD    32(R9)(R8*2), Y8
+	VPSLLD       $0x10, Y8, Y8
+	VPMOVZXWD    32(R10)(R8*2), Y9
+	VPSLLD       $0x10, Y9, Y9
+	VADDPS       Y9, Y8, Y8
+	VPSRLD       $0x10, Y8, Y9
+	VPAND        avx2bfone<>+0(SB), Y9, Y9
+	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
+	VPADDD       Y8, Y9, Y9
+	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
+	VCMPPS       $0x03, Y8, Y8, Y8
+	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
+	VPSRLD       $0x10, Y9, Y8
+	VEXTRACTI128 $0x01, Y8, X10
+	VPACKUSDW    X10, X8, X10
+	VMOVDQU      X10, 32(R10)(R8*2)
+	VMULPS       Y9, Y9, Y9
+	VADDPS       Y9, Y2, Y2
+	VPMOVZXWD    48(R9)(R8*2), Y8
+	VPSLLD       $0x10, Y8, Y8
+	VPMOVZXWD    48(R10)(R8*2), Y9
+	VPSLLD       $0x10, Y9, Y9
+	VADDPS       Y9, Y8, Y8
+	VPSRLD       $0x10, Y8, Y9
+	VPAND        avx2bfone<>+0(SB), Y9, Y9
+	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
+	VPADDD       Y8, Y9, Y9
+	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
+	VCMPPS       $0x03, Y8, Y8, Y8
+	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
+	VPSRLD       $0x10, Y9, Y8
+	VEXTRACTI128 $0x01, Y8, X10
+	VPACKUSDW    X10, X8, X10
+	VMOVDQU      X10, 48(R10)(R8*2)
+	VMULPS       Y9, Y9, Y9
+	VADDPS       Y9, Y3, Y3
+	VPMOVZXWD    64(R9)(R8*2), Y8
+	VPSLLD       $0x10, Y8, Y8
+	VPMOVZXWD    64(R10)(R8*2), Y9
+	VPSLLD       $0x10, Y9, Y9
+	VADDPS       Y9, Y8, Y8
+	VPSRLD       $0x10, Y8, Y9
+	VPAND        avx2bfone<>+0(SB), Y9, Y9
+	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
+	VPADDD       Y8, Y9, Y9
+	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
+	VCMPPS       $0x03, Y8, Y8, Y8
+	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
+	VPSRLD       $0x10, Y9, Y8
+	VEXTRACTI128 $0x01, Y8, X10
+	VPACKUSDW    X10, X8, X10
+	VMOVDQU      X10, 64(R10)(R8*2)
+	VMULPS       Y9, Y9, Y9
+	VADDPS       Y9, Y4, Y4
+	VPMOVZXWD    80(R9)(R8*2), Y8
+	VPSLLD       $0x10, Y8, Y8
+	VPMOVZXWD    80(R10)(R8*2), Y9
+	VPSLLD       $0x10, Y9, Y9
+	VADDPS       Y9, Y8, Y8
+	VPSRLD       $0x10, Y8, Y9
+	VPAND        avx2bfone<>+0(SB), Y9, Y9
+	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
+	VPADDD       Y8, Y9, Y9
+	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
+	VCMPPS       $0x03, Y8, Y8, Y8
+	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
+	VPSRLD       $0x10, Y9, Y8
+	VEXTRACTI128 $0x01, Y8, X10
+	VPACKUSDW    X10, X8, X10
+	VMOVDQU      X10, 80(R10)(R8*2)
+	VMULPS       Y9, Y9, Y9
+	VADDPS       Y9, Y5, Y5
+	VPMOVZXWD    96(R9)(R8*2), Y8
+	VPSLLD       $0x10, Y8, Y8
+	VPMOVZXWD    96(R10)(R8*2), Y9
+	VPSLLD       $0x10, Y9, Y9
+	VADDPS       Y9, Y8, Y8
+	VPSRLD       $0x10, Y8, Y9
+	VPAND        avx2bfone<>+0(SB), Y9, Y9
+	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
+	VPADDD       Y8, Y9, Y9
+	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
+	VCMPPS       $0x03, Y8, Y8, Y8
+	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
+	VPSRLD       $0x10, Y9, Y8
+	VEXTRACTI128 $0x01, Y8, X10
+	VPACKUSDW    X10, X8, X10
+	VMOVDQU      X10, 96(R10)(R8*2)
+	VMULPS       Y9, Y9, Y9
+	VADDPS       Y9, Y6, Y6
+	VPMOVZXWD    112(R9)(R8*2), Y8
+	VPSLLD       $0x10, Y8, Y8
+	VPMOVZXWD    112(R10)(R8*2), Y9
+	VPSLLD       $0x10, Y9, Y9
+	VADDPS       Y9, Y8, Y8
+	VPSRLD       $0x10, Y8, Y9
+	VPAND        avx2bfone<>+0(SB), Y9, Y9
+	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
+	VPADDD       Y8, Y9, Y9
+	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
+	VCMPPS       $0x03, Y8, Y8, Y8
+	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
+	VPSRLD       $0x10, Y9, Y8
+	VEXTRACTI128 $0x01, Y8, X10
+	VPACKUSDW    X10, X8, X10
+	VMOVDQU      X10, 112(R10)(R8*2)
+	VMULPS       Y9, Y9, Y9
+	VADDPS       Y9, Y7, Y7
+	MOVQ         440(SP), R8
+	LEAQ         256(SP), R9
+	MOVQ         432(SP), R11
+	XORQ         R10, R10
+	SUBQ         $0x00000010, R11
+
+copyvec10:
+	CMPQ    R10, R11
+	JG      copyone11
+	VMOVUPS (R9)(R10*2), Y8
+	VMOVUPS Y8, (R8)(R10*2)
+	ADDQ    $0x00000010, R10
+	JMP     copyvec10
+
+copyone11:
+	ADDQ $0x00000010, R11
+
+copyloop13:
+	CMPQ R10, R11
+	JGE  copied12
+	MOVW (R9)(R10*2), R12
+	MOVW R12, (R8)(R10*2)
+	INCQ R10
+	JMP  copyloop13
+
+copied12:
+summed:
+	VADDPS Y4, Y0, Y0
+	VADDPS Y5, Y1, Y1
+	VADDPS Y6, Y2, Y2
+	VADDPS Y7, Y3, Y3
+	VADDPS Y2, Y0, Y0
+	VADDPS Y3, Y1, Y1
+	VADDPS Y1, Y0, Y0
+
+	// Halving tree: p[j] += p[j+h] for the remaining h, down to ss.
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X1
+	VMOVHLPS     X1, X1, X0
+	VADDPS       X0, X1, X1
+	VMOVSHDUP    X1, X0
+	VADDSS       X0, X1, X1
+
+	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
+	CMPL   452(SP), $0x00
+	JE     divide14
+	VMULSS 452(SP), X1, X0
+	JMP    divided15
+
+divide14:
+	VDIVSS 448(SP), X1, X0
+
+divided15:
+	VADDSS   job_eps+0(AX), X0, X0
+	VUCOMISS tlo<>+0(SB), X0
+	JCS      ret
+	VUCOMISS tmax<>+0(SB), X0
+	JHI      ret
+	VSQRTSS  X0, X0, X0
+	VMOVSS   one<>+0(SB), X1
+	VDIVSS   X0, X1, X1
+
+	// Report 1/rms if asked.
+	MOVQ   job_inv+0(AX), R8
+	TESTQ  R8, R8
+	JZ     scale
+	MOVQ   400(SP), R9
+	VMOVSS X1, (R8)(R9*4)
+
+scale:
+	VBROADCASTSS X1, Y0
+	MOVQ         $0x00000000, 424(SP)
+	CMPQ         416(SP), $0x01
+	JE           scalebody
+	VMOVUPS      X1, 384(SP)
+
+scalerow:
+	MOVQ         424(SP), R8
+	VBROADCASTSS 384(SP)(R8*4), Y0
+
+scalebody:
+	VBROADCASTSS one<>+0(SB), Y1
+
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ  R8, R8
+	MOVQ  job_d+0(AX), R9
+	SUBQ  $0x00000020, R9
+	TESTL $0x00000002, job_flags+0(AX)
+	JNZ   scalepf
+
+scaleloop:
+	CMPQ         R8, R9
+	JG           scaletail
+	VPMOVZXWD    (SI)(R8*2), Y2
+	VPSLLD       $0x10, Y2, Y2
+	VMULPS       Y0, Y2, Y2
+	VPSRLD       $0x10, Y2, Y3
+	VPAND        avx2bfone<>+0(SB), Y3, Y3
+	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
+	VPADDD       Y2, Y3, Y3
+	VPAND        avx2bfhigh<>+0(SB), Y3, Y3
+	VCMPPS       $0x03, Y2, Y2, Y2
+	VBLENDVPS    Y2, avx2bfnanhigh<>+0(SB), Y3, Y3
+	VMOVUPS      (BX)(R8*4), Y2
+	VADDPS       Y1, Y2, Y2
+	VMULPS       Y2, Y3, Y3
+	VPSRLD       $0x10, Y3, Y2
+	VPAND        avx2bfone<>+0(SB), Y2, Y2
+	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD       Y3, Y2, Y2
+	VPSRLD       $0x10, Y2, Y2
+	VCMPPS       $0x03, Y3, Y3, Y3
+	VBLENDVPS    Y3, avx2bfnanlow<>+0(SB), Y2, Y2
+	VEXTRACTI128 $0x01, Y2, X3
+	VPACKUSDW    X3, X2, X3
+	VMOVDQU      X3, (CX)(R8*2)
+	VPMOVZXWD    16(SI)(R8*2), Y2
+	VPSLLD       $0x10, Y2, Y2
+	VMULPS       Y0, Y2, Y2
+	VPSRLD       $0x10, Y2, Y3
+	VPAND        avx2bfone<>+0(SB), Y3, Y3
+	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
+	VPADDD       Y2, Y3, Y3
+	VPAND        avx2bfhigh<>+0(SB), Y3, Y3
+	VCMPPS       $0x03, Y2, Y2, Y2
+	VBLENDVPS    Y2, avx2bfnanhigh<>+0(SB), Y3, Y3
+	VMOVUPS      32(BX)(R8*4), Y2
+	VADDPS       Y1, Y2, Y2
+	VMULPS       Y2, Y3, Y3
+	VPSRLD       $0x10, Y3, Y2
+	VPAND        avx2bfone<>+0(SB), Y2, Y2
+	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD       Y3, Y2, Y2
+	VPSRLD       $0x10, Y2, Y2
+	VCMPPS       $0x03, Y3, Y3, Y3
+	VBLENDVPS    Y3, avx2bfnanlow<>+0(SB), Y2, Y2
+	VEXTRACTI128 $0x01, Y2, X3
+	VPACKUSDW    X3, X2, X3
+	VMOVDQU      X3, 16(CX)(R8*2)
+	VPMOVZXWD    32(SI)(R8*2), Y2
+	VPSLLD       $0x10, Y2, Y2
+	VMULPS       Y0, Y2, Y2
+	VPSRLD       $0x10, Y2, Y3
+	VPAND        avx2bfone<>+0(SB), Y3, Y3
+	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
+	VPADDD       Y2, Y3, Y3
+	VPAND        avx2bfhigh<>+0(SB), Y3, Y3
+	VCMPPS       $0x03, Y2, Y2, Y2
+	VBLENDVPS    Y2, avx2bfnanhigh<>+0(SB), Y3, Y3
+	VMOVUPS      64(BX)(R8*4), Y2
+	VADDPS       Y1, Y2, Y2
+	VMULPS       Y2, Y3, Y3
+	VPSRLD       $0x10, Y3, Y2
+	VPAND        avx2bfone<>+0(SB), Y2, Y2
+	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD       Y3, Y2, Y2
+	VPSRLD       $0x10, Y2, Y2
+	VCMPPS       $0x03, Y3, Y3, Y3
+	VBLENDVPS    Y3, avx2bfnanlow<>+0(SB), Y2, Y2
+	VEXTRACTI128 $0x01, Y2, X3
+	VPACKUSDW    X3, X2, X3
+	VMOVDQU      X3, 32(CX)(R8*2)
+	VPMOVZXWD    48(SI)(R8*2), Y2
+	VPSLLD       $0x10, Y2, Y2
+	VMULPS       Y0, Y2, Y2
+	VPSRLD       $0x10, Y2, Y3
+	VPAND        avx2bfone<>+0(SB), Y3, Y3
+	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
+	VPADDD       Y2, Y3, Y3
+	VPAND        avx2bfhigh<>+0(SB), Y3, Y3
+	VCMPPS       $0x03, Y2, Y2, Y2
+	VBLENDVPS    Y2, avx2bfnanhigh<>+0(SB), Y3, Y3
+	VMOVUPS      96(BX)(R8*4), Y2
+	VADDPS       Y1, Y2, Y2
+	VMULPS       Y2, Y3, Y3
+	VPSRLD       $0x10, Y3, Y2
+	VPAND        avx2bfone<>+0(SB), Y2, Y2
+	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD       Y3, Y2, Y2
+	VPSRLD       $0x10, Y2, Y2
+	VCMPPS       $0x03, Y3, Y3, Y3
+	VBLENDVPS    Y3, avx2bfnanlow<>+0(SB), Y2, Y2
+	VEXTRACTI128 $0x01, Y2, X3
+	VPACKUSDW    X3, X2, X3
+	VMOVDQU      X3, 48(CX)(R8*2)
+	ADDQ         $0x00000020, R8
+	JMP          scaleloop
+
+scalepf:
+	MOVQ DI, R10
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows16
+	SHLQ $0x03, R10
+
+longrows16:
+	ADDQ  SI, R10
+	TESTL $0x00000001, job_flags+0(AX)
+	JNZ   scalent
+
+scalepfloop:
+	CMPQ         R8, R9
+	JG           scaletail
+	PREFETCHT0   (R10)(R8*2)
+	VPMOVZXWD    (SI)(R8*2), Y2
+	VPSLLD       $0x10, Y2, Y2
+	VMULPS       Y0, Y2, Y2
+	VPSRLD       $0x10, Y2, Y3
+	VPAND        avx2bfone<>+0(SB), Y3, Y3
+	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
+	VPADDD       Y2, Y3, Y3
+	VPAND        avx2bfhigh<>+0(SB), Y3, Y3
+	VCMPPS       $0x03, Y2, Y2, Y2
+	VBLENDVPS    Y2, avx2bfnanhigh<>+0(SB), Y3, Y3
+	VMOVUPS      (BX)(R8*4), Y2
+	VADDPS       Y1, Y2, Y2
+	VMULPS       Y2, Y3, Y3
+	VPSRLD       $0x10, Y3, Y2
+	VPAND        avx2bfone<>+0(SB), Y2, Y2
+	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD       Y3, Y2, Y2
+	VPSRLD       $0x10, Y2, Y2
+	VCMPPS       $0x03, Y3, Y3, Y3
+	VBLENDVPS    Y3, avx2bfnanlow<>+0(SB), Y2, Y2
+	VEXTRACTI128 $0x01, Y2, X3
+	VPACKUSDW    X3, X2, X3
+	VMOVDQU      X3, (CX)(R8*2)
+	VPMOVZXWD    16(SI)(R8*2), Y2
+	VPSLLD       $0x10, Y2, Y2
+	VMULPS       Y0, Y2, Y2
+	VPSRLD       $0x10, Y2, Y3
+	VPAND        avx2bfone<>+0(SB), Y3, Y3
+	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
+	VPADDD       Y2, Y3, Y3
+	VPAND        avx2bfhigh<>+0(SB), Y3, Y3
+	VCMPPS       $0x03, Y2, Y2, Y2
+	VBLENDVPS    Y2, avx2bfnanhigh<>+0(SB), Y3, Y3
+	VMOVUPS      32(BX)(R8*4), Y2
+	VADDPS       Y1, Y2, Y2
+	VMULPS       Y2, Y3, Y3
+	VPSRLD       $0x10, Y3, Y2
+	VPAND        avx2bfone<>+0(SB), Y2, Y2
+	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD       Y3, Y2, Y2
+	VPSRLD       $0x10, Y2, Y2
+	VCMPPS       $0x03, Y3, Y3, Y3
+	VBLENDVPS    Y3, avx2bfnanlow<>+0(SB), Y2, Y2
+	VEXTRACTI128 $0x01, Y2, X3
+	VPACKUSDW    X3, X2, X3
+	VMOVDQU      X3, 16(CX)(R8*2)
+	VPMOVZXWD    32(SI)(R8*2), Y2
+	VPSLLD       $0x10, Y2, Y2
+	VMULPS       Y0, Y2, Y2
+	VPSRLD       $0x10, Y2, Y3
+	VPAND        avx2bfone<>+0(SB), Y3, Y3
+	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
+	VPADDD       Y2, Y3, Y3
+	VPAND        avx2bfhigh<>+0(SB), Y3, Y3
+	VCMPPS       $0x03, Y2, Y2, Y2
+	VBLENDVPS    Y2, avx2bfnanhigh<>+0(SB), Y3, Y3
+	VMOVUPS      64(BX)(R8*4), Y2
+	VADDPS       Y1, Y2, Y2
+	VMULPS       Y2, Y3, Y3
+	VPSRLD       $0x10, Y3, Y2
+	VPAND        avx2bfone<>+0(SB), Y2, Y2
+	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD       Y3, Y2, Y2
+	VPSRLD       $0x10, Y2, Y2
+	VCMPPS       $0x03, Y3, Y3, Y3
+	VBLENDVPS    Y3, avx2bfnanlow<>+0(SB), Y2, Y2
+	VEXTRACTI128 $0x01, Y2, X3
+	VPACKUSDW    X3, X2, X3
+	VMOVDQU      X3, 32(CX)(R8*2)
+	VPMOVZXWD    48(SI)(R8*2), Y2
+	VPSLLD       $0x10, Y2, Y2
+	VMULPS       Y0, Y2, Y2
+	VPSRLD       $0x10, Y2, Y3
+	VPAND        avx2bfone<>+0(SB), Y3, Y3
+	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
+	VPADDD       Y2, Y3, Y3
+	VPAND        avx2bfhigh<>+0(SB), Y3, Y3
+	VCMPPS       $0x03, Y2, Y2, Y2
+	VBLENDVPS    Y2, avx2bfnanhigh<>+0(SB), Y3, Y3
+	VMOVUPS      96(BX)(R8*4), Y2
+	VADDPS       Y1, Y2, Y2
+	VMULPS       Y2, Y3, Y3
+	VPSRLD       $0x10, Y3, Y2
+	VPAND        avx2bfone<>+0(SB), Y2, Y2
+	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD       Y3, Y2, Y2
+	VPSRLD       $0x10, Y2, Y2
+	VCMPPS       $0x03, Y3, Y3, Y3
+	VBLENDVPS    Y3, avx2bfnanlow<>+0(SB), Y2, Y2
+	VEXTRACTI128 $0x01, Y2, X3
+	VPACKUSDW    X3, X2, X3
+	VMOVDQU      X3, 48(CX)(R8*2)
+	ADDQ         $0x00000020, R8
+	JMP          scalepfloop
+
+scalent:
+	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
+	MOVQ CX, R11
+	NEGQ R11
+	ANDQ $0x0000001f, R11
+	SHRQ $0x01, R11
+	JZ   scalentloop
+	CMPQ R11, job_d+0(AX)
+	JLE  scalehead
+	MOVQ job_d+0(AX), R11
+
+scalehead:
+	CMPQ         R11, $0x00000008
+	JB           scaleheadpart
+	VPMOVZXWD    (SI)(R8*2), Y2
+	VPSLLD       $0x10, Y2, Y2
+	VMULPS       Y0, Y2, Y2
+	VPSRLD       $0x10, Y2, Y3
+	VPAND        avx2bfone<>+0(SB), Y3, Y3
+	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
+	VPADDD       Y2, Y3, Y3
+	VPAND        avx2bfhigh<>+0(SB), Y3, Y3
+	VCMPPS       $0x03, Y2, Y2, Y2
+	VBLENDVPS    Y2, avx2bfnanhigh<>+0(SB), Y3, Y3
+	VMOVUPS      (BX)(R8*4), Y2
+	VADDPS       Y1, Y2, Y2
+	VMULPS       Y2, Y3, Y3
+	VPSRLD       $0x10, Y3, Y2
+	VPAND        avx2bfone<>+0(SB), Y2, Y2
+	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD       Y3, Y2, Y2
+	VPSRLD       $0x10, Y2, Y2
+	VCMPPS       $0x03, Y3, Y3, Y3
+	VBLENDVPS    Y3, avx2bfnanlow<>+0(SB), Y2, Y2
+	VEXTRACTI128 $0x01, Y2, X3
+	VPACKUSDW    X3, X2, X3
+	VMOVDQU      X3, (CX)(R8*2)
+	ADDQ         $0x00000008, R8
+	SUBQ         $0x00000008, R11
+	JZ           scalentloop
+
+scaleheadpart:
+	LEAQ (SI)(R8*2), R12
+	LEAQ 128(SP), R13
+	MOVQ R11, R15
+	XORQ R14, R14
+	SUBQ $0x00000010, R15
+
+copyvec17:
+	CMPQ    R14, R15
+	JG      copyone18
+	VMOVUPS (R12)(R14*2), Y2
+	VMOVUPS Y2, (R13)(R14*2)
+	ADDQ    $0x00000010, R14
+	JMP     copyvec17
+
+copyone18:
+	ADDQ $0x00000010, R15
+
+copyloop20:
+	CMPQ R14, R15
+	JGE  copied19
+	MOVW (R12)(R14*2), BP
+	MOVW BP, (R13)(R14*2)
+	INCQ R14
+	JMP  copyloop20
+
+copied19:
+	LEAQ (BX)(R8*4), R12
+	LEAQ 160(SP), R13
+	MOVQ R11, R15
+	XORQ R14, R14
+	SUBQ $0x00000008, R15
+
+copyvec21:
+	CMPQ    R14, R15
+	JG      copyone22
+	VMOVUPS (R12)(R14*4), Y2
+	VMOVUPS Y2, (R13)(R14*4)
+	ADDQ    $0x00000008, R14
+	JMP     copyvec21
+
+copyone22:
+	ADDQ $0x00000008, R15
+
+copyloop24:
+	CMPQ R14, R15
+	JGE  copied23
+	MOVL (R12)(R14*4), BP
+	MOVL BP, (R13)(R14*4)
+	INCQ R14
+	JMP  copyloop24
+
+copied23:
+	VPMOVZXWD    128(SP), Y2
+	VPSLLD       $0x10, Y2, Y2
+	VMULPS       Y2, Y0, Y2
+	VPSRLD       $0x10, Y2, Y3
+	VPAND        avx2bfone<>+0(SB), Y3, Y3
+	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
+	VPADDD       Y2, Y3, Y3
+	VPAND        avx2bfhigh<>+0(SB), Y3, Y3
+	VCMPPS       $0x03, Y2, Y2, Y2
+	VBLENDVPS    Y2, avx2bfnanhigh<>+0(SB), Y3, Y3
+	VMOVUPS      160(SP), Y2
+	VADDPS       Y1, Y2, Y2
+	VMULPS       Y2, Y3, Y3
+	VPSRLD       $0x10, Y3, Y2
+	VPAND        avx2bfone<>+0(SB), Y2, Y2
+	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD       Y3, Y2, Y2
+	VPSRLD       $0x10, Y2, Y2
+	VCMPPS       $0x03, Y3, Y3, Y3
+	VBLENDVPS    Y3, avx2bfnanlow<>+0(SB), Y2, Y2
+	VEXTRACTI128 $0x01, Y2, X3
+	VPACKUSDW    X3, X2, X3
+	VMOVDQU      X3, 192(SP)
+	LEAQ         192(SP), R13
+	LEAQ         (CX)(R8*2), R12
+	MOVQ         R11, R15
+	XORQ         R14, R14
+	SUBQ         $0x00000010, R15
+
+copyvec25:
+	CMPQ    R14, R15
+	JG      copyone26
+	VMOVUPS (R13)(R14*2), Y2
+	VMOVUPS Y2, (R12)(R14*2)
+	ADDQ    $0x00000010, R14
+	JMP     copyvec25
+
+copyone26:
+	ADDQ $0x00000010, R15
+
+copyloop28:
+	CMPQ R14, R15
+	JGE  copied27
+	MOVW (R13)(R14*2), BP
+	MOVW BP, (R12)(R14*2)
+	INCQ R14
+	JMP  copyloop28
+
+copied27:
+	ADDQ R11, R8
+
+scalentloop:
+	CMPQ         R8, R9
+	JG           scaletail
+	PREFETCHT0   (R10)(R8*2)
+	VPMOVZXWD    (SI)(R8*2), Y2
+	VPSLLD       $0x10, Y2, Y2
+	VMULPS       Y0, Y2, Y2
+	VPSRLD       $0x10, Y2, Y3
+	VPAND        avx2bfone<>+0(SB), Y3, Y3
+	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
+	VPADDD       Y2, Y3, Y3
+	VPAND        avx2bfhigh<>+0(SB), Y3, Y3
+	VCMPPS       $0x03, Y2, Y2, Y2
+	VBLENDVPS    Y2, avx2bfnanhigh<>+0(SB), Y3, Y3
+	VMOVUPS      (BX)(R8*4), Y2
+	VADDPS       Y1, Y2, Y2
+	VMULPS       Y2, Y3, Y3
+	VPMOVZXWD    16(SI)(R8*2), Y2
+	VPSLLD       $0x10, Y2, Y2
+	VMULPS       Y0, Y2, Y2
+	VPSRLD       $0x10, Y2, Y4
+	VPAND        avx2bfone<>+0(SB), Y4, Y4
+	VPADDD       avx2bfbias<>+0(SB), Y4, Y4
+	VPADDD       Y2, Y4, Y4
+	VPAND        avx2bfhigh<>+0(SB), Y4, Y4
+	VCMPPS       $0x03, Y2, Y2, Y2
+	VBLENDVPS    Y2, avx2bfnanhigh<>+0(SB), Y4, Y4
+	VMOVUPS      32(BX)(R8*4), Y2
+	VADDPS       Y1, Y2, Y2
+	VMULPS       Y2, Y4, Y4
+	VPSRLD       $0x10, Y3, Y2
+	VPAND        avx2bfone<>+0(SB), Y2, Y2
+	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD       Y3, Y2, Y2
+	VPSRLD       $0x10, Y2, Y2
+	VCMPPS       $0x03, Y3, Y3, Y3
+	VBLENDVPS    Y3, avx2bfnanlow<>+0(SB), Y2, Y2
+	VEXTRACTI128 $0x01, Y2, X3
+	VPACKUSDW    X3, X2, X10
+	VPSRLD       $0x10, Y4, Y2
+	VPAND        avx2bfone<>+0(SB), Y2, Y2
+	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD       Y4, Y2, Y2
+	VPSRLD       $0x10, Y2, Y2
+	VCMPPS       $0x03, Y4, Y4, Y3
+	VBLENDVPS    Y3, avx2bfnanlow<>+0(SB), Y2, Y2
+	VEXTRACTI128 $0x01, Y2, X3
+	VPACKUSDW    X3, X2, X2
+	VINSERTI128  $0x01, X2, Y10, Y10
+	VMOVNTDQ     Y10, (CX)(R8*2)
+	VPMOVZXWD    32(SI)(R8*2), Y2
+	VPSLLD       $0x10, Y2, Y2
+	VMULPS       Y0, Y2, Y2
+	VPSRLD       $0x10, Y2, Y3
+	VPAND        avx2bfone<>+0(SB), Y3, Y3
+	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
+	VPADDD       Y2, Y3, Y3
+	VPAND        avx2bfhigh<>+0(SB), Y3, Y3
+	VCMPPS       $0x03, Y2, Y2, Y2
+	VBLENDVPS    Y2, avx2bfnanhigh<>+0(SB), Y3, Y3
+	VMOVUPS      64(BX)(R8*4), Y2
+	VADDPS       Y1, Y2, Y2
+	VMULPS       Y2, Y3, Y3
+	VPMOVZXWD    48(SI)(R8*2), Y2
+	VPSLLD       $0x10, Y2, Y2
+	VMULPS       Y0, Y2, Y2
+	VPSRLD       $0x10, Y2, Y4
+	VPAND        avx2bfone<>+0(SB), Y4, Y4
+	VPADDD       avx2bfbias<>+0(SB), Y4, Y4
+	VPADDD       Y2, Y4, Y4
+	VPAND        avx2bfhigh<>+0(SB), Y4, Y4
+	VCMPPS       $0x03, Y2, Y2, Y2
+	VBLENDVPS    Y2, avx2bfnanhigh<>+0(SB), Y4, Y4
+	VMOVUPS      96(BX)(R8*4), Y2
+	VADDPS       Y1, Y2, Y2
+	VMULPS       Y2, Y4, Y4
+	VPSRLD       $0x10, Y3, Y2
+	VPAND        avx2bfone<>+0(SB), Y2, Y2
+	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD       Y3, Y2, Y2
+	VPSRLD       $0x10, Y2, Y2
+	VCMPPS       $0x03, Y3, Y3, Y3
+	VBLENDVPS    Y3, avx2bfnanlow<>+0(SB), Y2, Y2
+	VEXTRACTI128 $0x01, Y2, X3
+	VPACKUSDW    X3, X2, X11
+	VPSRLD       $0x10, Y4, Y2
+	VPAND        avx2bfone<>+0(SB), Y2, Y2
+	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD       Y4, Y2, Y2
+	VPSRLD       $0x10, Y2, Y2
+	VCMPPS       $0x03, Y4, Y4, Y3
+	VBLENDVPS    Y3, avx2bfnanlow<>+0(SB), Y2, Y2
+	VEXTRACTI128 $0x01, Y2, X3
+	VPACKUSDW    X3, X2, X2
+	VINSERTI128  $0x01, X2, Y11, Y11
+	VMOVNTDQ     Y11, 32(CX)(R8*2)
+	ADDQ         $0x00000020, R8
+	JMP          scalentloop
+
+scaletail:
+	ADDQ $0x00000018, R9
+
+scaleone:
+	CMPQ         R8, R9
+	JG           scalepart
+	VPMOVZXWD    (SI)(R8*2), Y2
+	VPSLLD       $0x10, Y2, Y2
+	VMULPS       Y0, Y2, Y2
+	VPSRLD       $0x10, Y2, Y3
+	VPAND        avx2bfone<>+0(SB), Y3, Y3
+	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
+	VPADDD       Y2, Y3, Y3
+	VPAND        avx2bfhigh<>+0(SB), Y3, Y3
+	VCMPPS       $0x03, Y2, Y2, Y2
+	VBLENDVPS    Y2, avx2bfnanhigh<>+0(SB), Y3, Y3
+	VMOVUPS      (BX)(R8*4), Y2
+	VADDPS       Y1, Y2, Y2
+	VMULPS       Y2, Y3, Y3
+	VPSRLD       $0x10, Y3, Y2
+	VPAND        avx2bfone<>+0(SB), Y2, Y2
+	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD       Y3, Y2, Y2
+	VPSRLD       $0x10, Y2, Y2
+	VCMPPS       $0x03, Y3, Y3, Y3
+	VBLENDVPS    Y3, avx2bfnanlow<>+0(SB), Y2, Y2
+	VEXTRACTI128 $0x01, Y2, X3
+	VPACKUSDW    X3, X2, X3
+	VMOVDQU      X3, (CX)(R8*2)
+	ADDQ         $0x00000008, R8
+	JMP          scaleone
+
+scalepart:
+	MOVQ job_d+0(AX), R11
+	SUBQ R8, R11
+	JZ   scaled
+	LEAQ (SI)(R8*2), R9
+	LEAQ 128(SP), R10
+	MOVQ R11, R13
+	XORQ R12, R12
+	SUBQ $0x00000010, R13
+
+copyvec29:
+	CMPQ    R12, R13
+	JG      copyone30
+	VMOVUPS (R9)(R12*2), Y2
+	VMOVUPS Y2, (R10)(R12*2)
+	ADDQ    $0x00000010, R12
+	JMP     copyvec29
+
+copyone30:
+	ADDQ $0x00000010, R13
+
+copyloop32:
+	CMPQ R12, R13
+	JGE  copied31
+	MOVW (R9)(R12*2), R14
+	MOVW R14, (R10)(R12*2)
+	INCQ R12
+	JMP  copyloop32
+
+copied31:
+	LEAQ (BX)(R8*4), R9
+	LEAQ 160(SP), R10
+	MOVQ R11, R13
+	XORQ R12, R12
+	SUBQ $0x00000008, R13
+
+copyvec33:
+	CMPQ    R12, R13
+	JG      copyone34
+	VMOVUPS (R9)(R12*4), Y2
+	VMOVUPS Y2, (R10)(R12*4)
+	ADDQ    $0x00000008, R12
+	JMP     copyvec33
+
+copyone34:
+	ADDQ $0x00000008, R13
+
+copyloop36:
+	CMPQ R12, R13
+	JGE  copied35
+	MOVL (R9)(R12*4), R14
+	MOVL R14, (R10)(R12*4)
+	INCQ R12
+	JMP  copyloop36
+
+copied35:
+	VPMOVZXWD    128(SP), Y2
+	VPSLLD       $0x10, Y2, Y2
+	VMULPS       Y2, Y0, Y2
+	VPSRLD       $0x10, Y2, Y0
+	VPAND        avx2bfone<>+0(SB), Y0, Y0
+	VPADDD       avx2bfbias<>+0(SB), Y0, Y0
+	VPADDD       Y2, Y0, Y0
+	VPAND        avx2bfhigh<>+0(SB), Y0, Y0
+	VCMPPS       $0x03, Y2, Y2, Y2
+	VBLENDVPS    Y2, avx2bfnanhigh<>+0(SB), Y0, Y0
+	VMOVUPS      160(SP), Y2
+	VADDPS       Y1, Y2, Y2
+	VMULPS       Y2, Y0, Y0
+	VPSRLD       $0x10, Y0, Y1
+	VPAND        avx2bfone<>+0(SB), Y1, Y1
+	VPADDD       avx2bfbias<>+0(SB), Y1, Y1
+	VPADDD       Y0, Y1, Y1
+	VPSRLD       $0x10, Y1, Y1
+	VCMPPS       $0x03, Y0, Y0, Y0
+	VBLENDVPS    Y0, avx2bfnanlow<>+0(SB), Y1, Y1
+	VEXTRACTI128 $0x01, Y1, X0
+	VPACKUSDW    X0, X1, X0
+	VMOVDQU      X0, 192(SP)
+	LEAQ         192(SP), R10
+	LEAQ         (CX)(R8*2), R9
+	XORQ         R8, R8
+	SUBQ         $0x00000010, R11
+
+copyvec37:
+	CMPQ    R8, R11
+	JG      copyone38
+	VMOVUPS (R10)(R8*2), Y0
+	VMOVUPS Y0, (R9)(R8*2)
+	ADDQ    $0x00000010, R8
+	JMP     copyvec37
+
+copyone38:
+	ADDQ $0x00000010, R11
+
+copyloop40:
+	CMPQ R8, R11
+	JGE  copied39
+	MOVW (R10)(R8*2), R12
+	MOVW R12, (R9)(R8*2)
+	INCQ R8
+	JMP  copyloop40
+
+copied39:
+scaled:
+	ADDQ DI, DX
+	ADDQ DI, CX
+	ADDQ DI, SI
+	INCQ 400(SP)
+	MOVQ 424(SP), R8
+	INCQ R8
+	MOVQ R8, 424(SP)
+	CMPQ R8, 416(SP)
+	JB   scalerow
+	JMP  row
+
+ret:
+	TESTL $0x00000001, job_flags+0(AX)
+	JZ    vzero
+	SFENCE
+
+vzero:
+	VZEROUPPER
+	MOVQ 400(SP), AX
+	MOVQ AX, ret+24(FP)
+	RET
+
+// func avx2BF16AddUnweighted(j uintptr, from int, to int) int
+// Requires: AVX, AVX2, MMX+
+TEXT ·avx2BF16AddUnweighted(SB), NOSPLIT, $456-32
+	// avx2BF16AddUnweighted normalizes rows [from, to) of the job: BF16 rows: h = round16(x + res) and res = h per element, then y = round16(h*inv), for each row.
+	// It stops before the first row that needs the float64 path and returns that row's index, or to.
+	MOVQ j+0(FP), AX
+	MOVQ job_dst+0(AX), CX
+	MOVQ job_x+0(AX), DX
+	MOVQ job_res+0(AX), BX
+	MOVQ job_stride+0(AX), SI
+	SHLQ $0x01, SI
+
+	// fd = float32(d); rd = 1/d when d is a power of two (ss/d is then ss*rd exactly), else 0.
+	MOVQ       job_d+0(AX), DI
+	VMOVSS     one<>+0(SB), X0
+	VCVTSI2SSQ DI, X0, X0
+	VMOVSS     X0, 448(SP)
+	XORL       R9, R9
+	LEAQ       -1(DI), R8
+	TESTQ      DI, R8
+	JNZ        notpow2
+	BSFQ       DI, R8
+	MOVL       $0x0000007f, R9
+	SUBL       R8, R9
+	SHLL       $0x17, R9
+
+notpow2:
+	MOVL R9, 452(SP)
+
+	// Start at row from.
+	MOVQ  from+8(FP), DI
+	MOVQ  DI, 400(SP)
+	MOVQ  $0x00000000, 408(SP)
+	IMULQ SI, DI
+	ADDQ  DI, CX
+	ADDQ  DI, DX
+	ADDQ  DI, BX
+
+row:
+	MOVQ 400(SP), DI
+	CMPQ DI, to+16(FP)
+	JAE  ret
+	MOVQ $0x00000001, 416(SP)
+	MOVQ DX, DI
+	MOVQ BX, R8
+	XORQ R9, R9
+
+	// Sum of squares: element i goes to partial i%64.
+	MOVQ   job_d+0(AX), R10
+	SUBQ   $0x00000040, R10
+	JGE    firstblock
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	XORQ   R9, R9
+	JMP    sumtail
+
+firstblock:
+	// +0 + square is the square itself: the first block initializes the partials.
+	XORQ         R9, R9
+	VPMOVZXWD    (DI)(R9*2), Y0
+	VPSLLD       $0x10, Y0, Y0
+	VPMOVZXWD    (R8)(R9*2), Y1
+	VPSLLD       $0x10, Y1, Y1
+	VADDPS       Y1, Y0, Y0
+	VPSRLD       $0x10, Y0, Y1
+	VPAND        avx2bfone<>+0(SB), Y1, Y1
+	VPADDD       avx2bfbias<>+0(SB), Y1, Y1
+	VPADDD       Y0, Y1, Y1
+	VPAND        avx2bfhigh<>+0(SB), Y1, Y1
+	VCMPPS       $0x03, Y0, Y0, Y0
+	VBLENDVPS    Y0, avx2bfnanhigh<>+0(SB), Y1, Y1
+	VPSRLD       $0x10, Y1, Y0
+	VEXTRACTI128 $0x01, Y0, X2
+	VPACKUSDW    X2, X0, X2
+	VMOVDQU      X2, (R8)(R9*2)
+	VMULPS       Y1, Y1, Y0
+	VPMOVZXWD    16(DI)(R9*2), Y1
+	VPSLLD       $0x10, Y1, Y1
+	VPMOVZXWD    16(R8)(R9*2), Y2
+	VPSLLD       $0x10, Y2, Y2
+	VADDPS       Y2, Y1, Y1
+	VPSRLD       $0x10, Y1, Y2
+	VPAND        avx2bfone<>+0(SB), Y2, Y2
+	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD       Y1, Y2, Y2
+	VPAND        avx2bfhigh<>+0(SB), Y2, Y2
+	VCMPPS       $0x03, Y1, Y1, Y1
+	VBLENDVPS    Y1, avx2bfnanhigh<>+0(SB), Y2, Y2
+	VPSRLD       $0x10, Y2, Y1
+	VEXTRACTI128 $0x01, Y1, X3
+	VPACKUSDW    X3, X1, X3
+	VMOVDQU      X3, 16(R8)(R9*2)
+	VMULPS       Y2, Y2, Y1
+	VPMOVZXWD    32(DI)(R9*2), Y2
+	VPSLLD       $0x10, Y2, Y2
+	VPMOVZXWD    32(R8)(R9*2), Y3
+	VPSLLD       $0x10, Y3, Y3
+	VADDPS       Y3, Y2, Y2
+	VPSRLD       $0x10, Y2, Y3
+	VPAND        avx2bfone<>+0(SB), Y3, Y3
+	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
+	VPADDD       Y2, Y3, Y3
+	VPAND        avx2bfhigh<>+0(SB), Y3, Y3
+	VCMPPS       $0x03, Y2, Y2, Y2
+	VBLENDVPS    Y2, avx2bfnanhigh<>+0(SB), Y3, Y3
+	VPSRLD       $0x10, Y3, Y2
+	VEXTRACTI128 $0x01, Y2, X4
+	VPACKUSDW    X4, X2, X4
+	VMOVDQU      X4, 32(R8)(R9*2)
+	VMULPS       Y3, Y3, Y2
+	VPMOVZXWD    48(DI)(R9*2), Y3
+	VPSLLD       $0x10, Y3, Y3
+	VPMOVZXWD    48(R8)(R9*2), Y4
+	VPSLLD       $0x10, Y4, Y4
+	VADDPS       Y4, Y3, Y3
+	VPSRLD       $0x10, Y3, Y4
+	VPAND        avx2bfone<>+0(SB), Y4, Y4
+	VPADDD       avx2bfbias<>+0(SB), Y4, Y4
+	VPADDD       Y3, Y4, Y4
+	VPAND        avx2bfhigh<>+0(SB), Y4, Y4
+	VCMPPS       $0x03, Y3, Y3, Y3
+	VBLENDVPS    Y3, avx2bfnanhigh<>+0(SB), Y4, Y4
+	VPSRLD       $0x10, Y4, Y3
+	VEXTRACTI128 $0x01, Y3, X5
+	VPACKUSDW    X5, X3, X5
+	VMOVDQU      X5, 48(R8)(R9*2)
+	VMULPS       Y4, Y4, Y3
+	VPMOVZXWD    64(DI)(R9*2), Y4
+	VPSLLD       $0x10, Y4, Y4
+	VPMOVZXWD    64(R8)(R9*2), Y5
+	VPSLLD       $0x10, Y5, Y5
+	VADDPS       Y5, Y4, Y4
+	VPSRLD       $0x10, Y4, Y5
+	VPAND        avx2bfone<>+0(SB), Y5, Y5
+	VPADDD       avx2bfbias<>+0(SB), Y5, Y5
+	VPADDD       Y4, Y5, Y5
+	VPAND        avx2bfhigh<>+0(SB), Y5, Y5
+	VCMPPS       $0x03, Y4, Y4, Y4
+	VBLENDVPS    Y4, avx2bfnanhigh<>+0(SB), Y5, Y5
+	VPSRLD       $0x10, Y5, Y4
+	VEXTRACTI128 $0x01, Y4, X6
+	VPACKUSDW    X6, X4, X6
+	VMOVDQU      X6, 64(R8)(R9*2)
+	VMULPS       Y5, Y5, Y4
+	VPMOVZXWD    80(DI)(R9*2), Y5
+	VPSLLD       $0x10, Y5, Y5
+	VPMOVZXWD    80(R8)(R9*2), Y6
+	VPSLLD       $0x10, Y6, Y6
+	VADDPS       Y6, Y5, Y5
+	VPSRLD       $0x10, Y5, Y6
+	VPAND        avx2bfone<>+0(SB), Y6, Y6
+	VPADDD       avx2bfbias<>+0(SB), Y6, Y6
+	VPADDD       Y5, Y6, Y6
+	VPAND        avx2bfhigh<>+0(SB), Y6, Y6
+	VCMPPS       $0x03, Y5, Y5, Y5
+	VBLENDVPS    Y5, avx2bfnanhigh<>+0(SB), Y6, Y6
+	VPSRLD       $0x10, Y6, Y5
+	VEXTRACTI128 $0x01, Y5, X7
+	VPACKUSDW    X7, X5, X7
+	VMOVDQU      X7, 80(R8)(R9*2)
+	VMULPS       Y6, Y6, Y5
+	VPMOVZXWD    96(DI)(R9*2), Y6
+	VPSLLD       $0x10, Y6, Y6
+	VPMOVZXWD    96(R8)(R9*2), Y7
+	VPSLLD       $0x10, Y7, Y7
+	VADDPS       Y7, Y6, Y6
+	VPSRLD       $0x10, Y6, Y7
+	VPAND        avx2bfone<>+0(SB), Y7, Y7
+	VPADDD       avx2bfbias<>+0(SB), Y7, Y7
+	VPADDD       Y6, Y7, Y7
+	VPAND        avx2bfhigh<>+0(SB), Y7, Y7
+	VCMPPS       $0x03, Y6, Y6, Y6
+	VBLENDVPS    Y6, avx2bfnanhigh<>+0(SB), Y7, Y7
+	VPSRLD       $0x10, Y7, Y6
+	VEXTRACTI128 $0x01, Y6, X8
+	VPACKUSDW    X8, X6, X8
+	VMOVDQU      X8, 96(R8)(R9*2)
+	VMULPS       Y7, Y7, Y6
+	VPMOVZXWD    112(DI)(R9*2), Y7
+	VPSLLD       $0x10, Y7, Y7
+	VPMOVZXWD    112(R8)(R9*2), Y8
+	VPSLLD       $0x10, Y8, Y8
+	VADDPS       Y8, Y7, Y7
+	VPSRLD       $0x10, Y7, Y8
+	VPAND        avx2bfone<>+0(SB), Y8, Y8
+	VPADDD       avx2bfbias<>+0(SB), Y8, Y8
+	VPADDD       Y7, Y8, Y8
+	VPAND        avx2bfhigh<>+0(SB), Y8, Y8
+	VCMPPS       $0x03, Y7, Y7, Y7
+	VBLENDVPS    Y7, avx2bfnanhigh<>+0(SB), Y8, Y8
+	VPSRLD       $0x10, Y8, Y7
+	VEXTRACTI128 $0x01, Y7, X9
+	VPACKUSDW    X9, X7, X9
+	VMOVDQU      X9, 112(R8)(R9*2)
+	VMULPS       Y8, Y8, Y7
+	MOVQ         $0x00000040, R9
+	TESTL        $0x00000002, job_flags+0(AX)
+	JNZ          sumpf
+
+sumloop:
+	CMPQ         R9, R10
+	JG           sumtail
+	VPMOVZXWD    (DI)(R9*2), Y8
+	VPSLLD       $0x10, Y8, Y8
+	VPMOVZXWD    (R8)(R9*2), Y9
+	VPSLLD       $0x10, Y9, Y9
+	VADDPS       Y9, Y8, Y8
+	VPSRLD       $0x10, Y8, Y9
+	VPAND        avx2bfone<>+0(SB), Y9, Y9
+	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
+	VPADDD       Y8, Y9, Y9
+	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
+	VCMPPS       $0x03, Y8, Y8, Y8
+	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
+	VPSRLD       $0x10, Y9, Y8
+	VEXTRACTI128 $0x01, Y8, X10
+	VPACKUSDW    X10, X8, X10
+	VMOVDQU      X10, (R8)(R9*2)
+	VMULPS       Y9, Y9, Y9
+	VADDPS       Y9, Y0, Y0
+	VPMOVZXWD    16(DI)(R9*2), Y8
+	VPSLLD       $0x10, Y8, Y8
+	VPMOVZXWD    16(R8)(R9*2), Y9
+	VPSLLD       $0x10, Y9, Y9
+	VADDPS       Y9, Y8, Y8
+	VPSRLD       $0x10, Y8, Y9
+	VPAND        avx2bfone<>+0(SB), Y9, Y9
+	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
+	VPADDD       Y8, Y9, Y9
+	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
+	VCMPPS       $0x03, Y8, Y8, Y8
+	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
+	VPSRLD       $0x10, Y9, Y8
+	VEXTRACTI128 $0x01, Y8, X10
+	VPACKUSDW    X10, X8, X10
+	VMOVDQU      X10, 16(R8)(R9*2)
+	VMULPS       Y9, Y9, Y9
+	VADDPS       Y9, Y1, Y1
+	VPMOVZXWD    32(DI)(R9*2), Y8
+	VPSLLD       $0x10, Y8, Y8
+	VPMOVZXWD    32(R8)(R9*2), Y9
+	VPSLLD       $0x10, Y9, Y9
+	VADDPS       Y9, Y8, Y8
+	VPSRLD       $0x10, Y8, Y9
+	VPAND        avx2bfone<>+0(SB), Y9, Y9
+	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
+	VPADDD       Y8, Y9, Y9
+	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
+	VCMPPS       $0x03, Y8, Y8, Y8
+	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
+	VPSRLD       $0x10, Y9, Y8
+	VEXTRACTI128 $0x01, Y8, X10
+	VPACKUSDW    X10, X8, X10
+	VMOVDQU      X10, 32(R8)(R9*2)
+	VMULPS       Y9, Y9, Y9
+	VADDPS       Y9, Y2, Y2
+	VPMOVZXWD    48(DI)(R9*2), Y8
+	VPSLLD       $0x10, Y8, Y8
+	VPMOVZXWD    48(R8)(R9*2), Y9
+	VPSLLD       $0x10, Y9, Y9
+	VADDPS       Y9, Y8, Y8
+	VPSRLD       $0x10, Y8, Y9
+	VPAND        avx2bfone<>+0(SB), Y9, Y9
+	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
+	VPADDD       Y8, Y9, Y9
+	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
+	VCMPPS       $0x03, Y8, Y8, Y8
+	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
+	VPSRLD       $0x10, Y9, Y8
+	VEXTRACTI128 $0x01, Y8, X10
+	VPACKUSDW    X10, X8, X10
+	VMOVDQU      X10, 48(R8)(R9*2)
+	VMULPS       Y9, Y9, Y9
+	VADDPS       Y9, Y3, Y3
+	VPMOVZXWD    64(DI)(R9*2), Y8
+	VPSLLD       $0x10, Y8, Y8
+	VPMOVZXWD    64(R8)(R9*2), Y9
+	VPSLLD       $0x10, Y9, Y9
+	VADDPS       Y9, Y8, Y8
+	VPSRLD       $0x10, Y8, Y9
+	VPAND        avx2bfone<>+0(SB), Y9, Y9
+	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
+	VPADDD       Y8, Y9, Y9
+	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
+	VCMPPS       $0x03, Y8, Y8, Y8
+	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
+	VPSRLD       $0x10, Y9, Y8
+	VEXTRACTI128 $0x01, Y8, X10
+	VPACKUSDW    X10, X8, X10
+	VMOVDQU      X10, 64(R8)(R9*2)
+	VMULPS       Y9, Y9, Y9
+	VADDPS       Y9, Y4, Y4
+	VPMOVZXWD    80(DI)(R9*2), Y8
+	VPSLLD       $0x10, Y8, Y8
+	VPMOVZXWD    80(R8)(R9*2), Y9
+	VPSLLD       $0x10, Y9, Y9
+	VADDPS       Y9, Y8, Y8
+	VPSRLD       $0x10, Y8, Y9
+	VPAND        avx2bfone<>+0(SB), Y9, Y9
+	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
+	VPADDD       Y8, Y9, Y9
+	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
+	VCMPPS       $0x03, Y8, Y8, Y8
+	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
+	VPSRLD       $0x10, Y9, Y8
+	VEXTRACTI128 $0x01, Y8, X10
+	VPACKUSDW    X10, X8, X10
+	VMOVDQU      X10, 80(R8)(R9*2)
+	VMULPS       Y9, Y9, Y9
+	VADDPS       Y9, Y5, Y5
+	VPMOVZXWD    96(DI)(R9*2), Y8
+	VPSLLD       $0x10, Y8, Y8
+	VPMOVZXWD    96(R8)(R9*2), Y9
+	VPSLLD       $0x10, Y9, Y9
+	VADDPS       Y9, Y8, Y8
+	VPSRLD       $0x10, Y8, Y9
+	VPAND        avx2bfone<>+0(SB), Y9, Y9
+	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
+	VPADDD       Y8, Y9, Y9
+	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
+	VCMPPS       $0x03, Y8, Y8, Y8
+	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
+	VPSRLD       $0x10, Y9, Y8
+	VEXTRACTI128 $0x01, Y8, X10
+	VPACKUSDW    X10, X8, X10
+	VMOVDQU      X10, 96(R8)(R9*2)
+	VMULPS       Y9, Y9, Y9
+	VADDPS       Y9, Y6, Y6
+	VPMOVZXWD    112(DI)(R9*2), Y8
+	VPSLLD       $0x10, Y8, Y8
+	VPMOVZXWD    112(R8)(R9*2), Y9
+	VPSLLD       $0x10, Y9, Y9
+	VADDPS       Y9, Y8, Y8
+	VPSRLD       $0x10, Y8, Y9
+	VPAND        avx2bfone<>+0(SB), Y9, Y9
+	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
+	VPADDD       Y8, Y9, Y9
+	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
+	VCMPPS       $0x03, Y8, Y8, Y8
+	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
+	VPSRLD       $0x10, Y9, Y8
+	VEXTRACTI128 $0x01, Y8, X10
+	VPACKUSDW    X10, X8, X10
+	VMOVDQU      X10, 112(R8)(R9*2)
+	VMULPS       Y9, Y9, Y9
+	VADDPS       Y9, Y7, Y7
+	ADDQ         $0x00000040, R9
+	JMP          sumloop
+
+	// The same, prefetching the rows ahead.
+sumpf:
+	MOVQ SI, R11
+	SHLQ $0x01, R11
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows1
+	SHLQ $0x03, R11
+
+longrows1:
+	ADDQ DI, R11
+
+sumpfloop:
+	CMPQ         R9, R10
+	JG           sumtail
+	PREFETCHT0   (R11)(R9*2)
+	PREFETCHT0   64(R11)(R9*2)
+	VPMOVZXWD    (DI)(R9*2), Y8
+	VPSLLD       $0x10, Y8, Y8
+	VPMOVZXWD    (R8)(R9*2), Y9
+	VPSLLD       $0x10, Y9, Y9
+	VADDPS       Y9, Y8, Y8
+	VPSRLD       $0x10, Y8, Y9
+	VPAND        avx2bfone<>+0(SB), Y9, Y9
+	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
+	VPADDD       Y8, Y9, Y9
+	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
+	VCMPPS       $0x03, Y8, Y8, Y8
+	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
+	VPSRLD       $0x10, Y9, Y8
+	VEXTRACTI128 $0x01, Y8, X10
+	VPACKUSDW    X10, X8, X10
+	VMOVDQU      X10, (R8)(R9*2)
+	VMULPS       Y9, Y9, Y9
+	VADDPS       Y9, Y0, Y0
+	VPMOVZXWD    16(DI)(R9*2), Y8
+	VPSLLD       $0x10, Y8, Y8
+	VPMOVZXWD    16(R8)(R9*2), Y9
+	VPSLLD       $0x10, Y9, Y9
+	VADDPS       Y9, Y8, Y8
+	VPSRLD       $0x10, Y8, Y9
+	VPAND        avx2bfone<>+0(SB), Y9, Y9
+	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
+	VPADDD       Y8, Y9, Y9
+	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
+	VCMPPS       $0x03, Y8, Y8, Y8
+	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
+	VPSRLD       $0x10, Y9, Y8
+	VEXTRACTI128 $0x01, Y8, X10
+	VPACKUSDW    X10, X8, X10
+	VMOVDQU      X10, 16(R8)(R9*2)
+	VMULPS       Y9, Y9, Y9
+	VADDPS       Y9, Y1, Y1
+	VPMOVZXWD    32(DI)(R9*2), Y8
+	VPSLLD       $0x10, Y8, Y8
+	VPMOVZXWD    32(R8)(R9*2), Y9
+	VPSLLD       $0x10, Y9, Y9
+	VADDPS       Y9, Y8, Y8
+	VPSRLD       $0x10, Y8, Y9
+	VPAND        avx2bfone<>+0(SB), Y9, Y9
+	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
+	VPADDD       Y8, Y9, Y9
+	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
+	VCMPPS       $0x03, Y8, Y8, Y8
+	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
+	VPSRLD       $0x10, Y9, Y8
+	VEXTRACTI128 $0x01, Y8, X10
+	VPACKUSDW    X10, X8, X10
+	VMOVDQU      X10, 32(R8)(R9*2)
+	VMULPS       Y9, Y9, Y9
+	VADDPS       Y9, Y2, Y2
+	VPMOVZXWD    48(DI)(R9*2), Y8
+	VPSLLD       $0x10, Y8, Y8
+	VPMOVZXWD    48(R8)(R9*2), Y9
+	VPSLLD       $0x10, Y9, Y9
+	VADDPS       Y9, Y8, Y8
+	VPSRLD       $0x10, Y8, Y9
+	VPAND        avx2bfone<>+0(SB), Y9, Y9
+	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
+	VPADDD       Y8, Y9, Y9
+	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
+	VCMPPS       $0x03, Y8, Y8, Y8
+	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
+	VPSRLD       $0x10, Y9, Y8
+	VEXTRACTI128 $0x01, Y8, X10
+	VPACKUSDW    X10, X8, X10
+	VMOVDQU      X10, 48(R8)(R9*2)
+	VMULPS       Y9, Y9, Y9
+	VADDPS       Y9, Y3, Y3
+	VPMOVZXWD    64(DI)(R9*2), Y8
+	VPSLLD       $0x10, Y8, Y8
+	VPMOVZXWD    64(R8)(R9*2), Y9
+	VPSLLD       $0x10, Y9, Y9
+	VADDPS       Y9, Y8, Y8
+	VPSRLD       $0x10, Y8, Y9
+	VPAND        avx2bfone<>+0(SB), Y9, Y9
+	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
+	VPADDD       Y8, Y9, Y9
+	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
+	VCMPPS       $0x03, Y8, Y8, Y8
+	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
+	VPSRLD       $0x10, Y9, Y8
+	VEXTRACTI128 $0x01, Y8, X10
+	VPACKUSDW    X10, X8, X10
+	VMOVDQU      X10, 64(R8)(R9*2)
+	VMULPS       Y9, Y9, Y9
+	VADDPS       Y9, Y4, Y4
+	VPMOVZXWD    80(DI)(R9*2), Y8
+	VPSLLD       $0x10, Y8, Y8
+	VPMOVZXWD    80(R8)(R9*2), Y9
+	VPSLLD       $0x10, Y9, Y9
+	VADDPS       Y9, Y8, Y8
+	VPSRLD       $0x10, Y8, Y9
+	VPAND        avx2bfone<>+0(SB), Y9, Y9
+	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
+	VPADDD       Y8, Y9, Y9
+	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
+	VCMPPS       $0x03, Y8, Y8, Y8
+	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
+	VPSRLD       $0x10, Y9, Y8
+	VEXTRACTI128 $0x01, Y8, X10
+	VPACKUSDW    X10, X8, X10
+	VMOVDQU      X10, 80(R8)(R9*2)
+	VMULPS       Y9, Y9, Y9
+	VADDPS       Y9, Y5, Y5
+	VPMOVZXWD    96(DI)(R9*2), Y8
+	VPSLLD       $0x10, Y8, Y8
+	VPMOVZXWD    96(R8)(R9*2), Y9
+	VPSLLD       $0x10, Y9, Y9
+	VADDPS       Y9, Y8, Y8
+	VPSRLD       $0x10, Y8, Y9
+	VPAND        avx2bfone<>+0(SB), Y9, Y9
+	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
+	VPADDD       Y8, Y9, Y9
+	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
+	VCMPPS       $0x03, Y8, Y8, Y8
+	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
+	VPSRLD       $0x10, Y9, Y8
+	VEXTRACTI128 $0x01, Y8, X10
+	VPACKUSDW    X10, X8, X10
+	VMOVDQU      X10, 96(R8)(R9*2)
+	VMULPS       Y9, Y9, Y9
+	VADDPS       Y9, Y6, Y6
+	VPMOVZXWD    112(DI)(R9*2), Y8
+	VPSLLD       $0x10, Y8, Y8
+	VPMOVZXWD    112(R8)(R9*2), Y9
+	VPSLLD       $0x10, Y9, Y9
+	VADDPS       Y9, Y8, Y8
+	VPSRLD       $0x10, Y8, Y9
+	VPAND        avx2bfone<>+0(SB), Y9, Y9
+	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
+	VPADDD       Y8, Y9, Y9
+	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
+	VCMPPS       $0x03, Y8, Y8, Y8
+	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
+	VPSRLD       $0x10, Y9, Y8
+	VEXTRACTI128 $0x01, Y8, X10
+	VPACKUSDW    X10, X8, X10
+	VMOVDQU      X10, 112(R8)(R9*2)
+	VMULPS       Y9, Y9, Y9
+	VADDPS       Y9, Y7, Y7
+	ADDQ         $0x00000040, R9
+	JMP          sumpfloop
+
+sumtail:
+	// Fewer than 64 elements remain.
+	MOVQ    job_d+0(AX), R10
+	SUBQ    R9, R10
+	JZ      summed
+	MOVQ    R10, 432(SP)
+	LEAQ    (DI)(R9*2), DI
+	LEAQ    (R8)(R9*2), R8
+	MOVQ    R8, 440(SP)
+	LEAQ    128(SP), R8
+	VXORPS  Y8, Y8, Y8
+	VMOVUPS Y8, (R8)
+	VMOVUPS Y8, 32(R8)
+	VMOVUPS Y8, 64(R8)
+	VMOVUPS Y8, 96(R8)
+	MOVQ    432(SP), R10
+	XORQ    R9, R9
+	SUBQ    $0x00000010, R10
+
+copyvec2:
+	CMPQ    R9, R10
+	JG      copyone3
+	VMOVUPS (DI)(R9*2), Y8
+	VMOVUPS Y8, (R8)(R9*2)
+	ADDQ    $0x00000010, R9
+	JMP     copyvec2
+
+copyone3:
+	ADDQ $0x00000010, R10
+
+copyloop5:
+	CMPQ R9, R10
+	JGE  copied4
+	MOVW (DI)(R9*2), R11
+	MOVW R11, (R8)(R9*2)
+	INCQ R9
+	JMP  copyloop5
+
+copied4:
+	MOVQ    440(SP), DI
+	LEAQ    256(SP), R9
+	VXORPS  Y8, Y8, Y8
+	VMOVUPS Y8, (R9)
+	VMOVUPS Y8, 32(R9)
+	VMOVUPS Y8, 64(R9)
+	VMOVUPS Y8, 96(R9)
+	MOVQ    432(SP), R11
+	XORQ    R10, R10
+	SUBQ    $0x00000010, R11
+
+copyvec6:
+	CMPQ    R10, R11
+	JG      copyone7
+	VMOVUPS (DI)(R10*2), Y8
+	VMOVUPS Y8, (R9)(R10*2)
+	ADDQ    $0x00000010, R10
+	JMP     copyvec6
+
+copyone7:
+	ADDQ $0x00000010, R11
+
+copyloop9:
+	CMPQ R10, R11
+	JGE  copied8
+	MOVW (DI)(R10*2), R12
+	MOVW R12, (R9)(R10*2)
+	INCQ R10
+	JMP  copyloop9
+
+copied8:
+	XORQ         DI, DI
+	VPMOVZXWD    (R8)(DI*2), Y8
+	VPSLLD       $0x10, Y8, Y8
+	VPMOVZXWD    (R9)(DI*2), Y9
+	VPSLLD       $0x10, Y9, Y9
+	VADDPS       Y9, Y8, Y8
+	VPSRLD       $0x10, Y8, Y9
+	VPAND        avx2bfone<>+0(SB), Y9, Y9
+	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
+	VPADDD       Y8, Y9, Y9
+	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
+	VCMPPS       $0x03, Y8, Y8, Y8
+	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
+	VPSRLD       $0x10, Y9, Y8
+	VEXTRACTI128 $0x01, Y8, X10
+	VPACKUSDW    X10, X8, X10
+	VMOVDQU      X10, (R9)(DI*2)
+	VMULPS       Y9, Y9, Y9
+	VADDPS       Y9, Y0, Y0
+	VPMOVZXWD    16(R8)(DI*2), Y8
+	VPSLLD       $0x10, Y8, Y8
+	VPMOVZXWD    16(R9)(DI*2), Y9
+	VPSLLD       $0x10, Y9, Y9
+	VADDPS       Y9, Y8, Y8
+	VPSRLD       $0x10, Y8, Y9
+	VPAND        avx2bfone<>+0(SB), Y9, Y9
+	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
+	VPADDD       Y8, Y9, Y9
+	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
+	VCMPPS       $0x03, Y8, Y8, Y8
+	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
+	VPSRLD       $0x10, Y9, Y8
+	VEXTRACTI128 $0x01, Y8, X10
+	VPACKUSDW    X10, X8, X10
+	VMOVDQU      X10, 16(R9)(DI*2)
+	VMULPS       Y9, Y9, Y9
+	VADDPS       Y9, Y1, Y1
+	VPMOVZXWD    32(R8)(DI*2), Y8
+	VPSLLD       $0x10, Y8, Y8
+	VPMOVZXWD    32(R9)(DI*2), Y9
+	VPSLLD       $0x10, Y9, Y9
+	VADDPS       Y9, Y8, Y8
+	VPSRLD       $0x10, Y8, Y9
+	VPAND        avx2bfone<>+0(SB), Y9, Y9
+	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
+	VPADDD       Y8, Y9, Y9
+	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
+	VCMPPS       $0x03, Y8, Y8, Y8
+	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
+	VPSRLD       $0x10, Y9, Y8
+	VEXTRACTI128 $0x01, Y8, X10
+	VPACKUSDW    X10, X8, X10
+	VMOVDQU      X10, 32(R9)(DI*2)
+	VMULPS       Y9, Y9, Y9
+	VADDPS       Y9, Y2, Y2
+	VPMOVZXWD    48(R8)(DI*2), Y8
+	VPSLLD       $0x10, Y8, Y8
+	VPMOVZXWD    48(R9)(DI*2), Y9
+	VPSLLD       $0x10, Y9, Y9
+	VADDPS       Y9, Y8, Y8
+	VPSRLD       $0x10, Y8, Y9
+	VPAND        avx2bfone<>+0(SB), Y9, Y9
+	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
+	VPADDD       Y8, Y9, Y9
+	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
+	VCMPPS       $0x03, Y8, Y8, Y8
+	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
+	VPSRLD       $0x10, Y9, Y8
+	VEXTRACTI128 $0x01, Y8, X10
+	VPACKUSDW    X10, X8, X10
+	VMOVDQU      X10, 48(R9)(DI*2)
+	VMULPS       Y9, Y9, Y9
+	VADDPS       Y9, Y3, Y3
+	VPMOVZXWD    64(R8)(DI*2), Y8
+	VPSLLD       $0x10, Y8, Y8
+	VPMOVZXWD    64(R9)(DI*2), Y9
+	VPSLLD       $0x10, Y9, Y9
+	VADDPS       Y9, Y8, Y8
+	VPSRLD       $0x10, Y8, Y9
+	VPAND        avx2bfone<>+0(SB), Y9, Y9
+	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
+	VPADDD       Y8, Y9, Y9
+	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
+	VCMPPS       $0x03, Y8, Y8, Y8
+	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
+	VPSRLD       $0x10, Y9, Y8
+	VEXTRACTI128 $0x01, Y8, X10
+	VPACKUSDW    X10, X8, X10
+	VMOVDQU      X10, 64(R9)(DI*2)
+	VMULPS       Y9, Y9, Y9
+	VADDPS       Y9, Y4, Y4
+	VPMOVZXWD    80(R8)(DI*2), Y8
+	VPSLLD       $0x10, Y8, Y8
+	VPMOVZXWD    80(R9)(DI*2), Y9
+	VPSLLD       $0x10, Y9, Y9
+	VADDPS       Y9, Y8, Y8
+	VPSRLD       $0x10, Y8, Y9
+	VPAND        avx2bfone<>+0(SB), Y9, Y9
+	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
+	VPADDD       Y8, Y9, Y9
+	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
+	VCMPPS       $0x03, Y8, Y8, Y8
+	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
+	VPSRLD       $0x10, Y9, Y8
+	VEXTRACTI128 $0x01, Y8, X10
+	VPACKUSDW    X10, X8, X10
+	VMOVDQU      X10, 80(R9)(DI*2)
+	VMULPS       Y9, Y9, Y9
+	VADDPS       Y9, Y5, Y5
+	VPMOVZXWD    96(R8)(DI*2), Y8
+	VPSLLD       $0x10, Y8, Y8
+	VPMOVZXWD    96(R9)(DI*2), Y9
+	VPSLLD       $0x10, Y9, Y9
+	VADDPS       Y9, Y8, Y8
+	VPSRLD       $0x10, Y8, Y9
+	VPAND        avx2bfone<>+0(SB), Y9, Y9
+	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
+	VPADDD       Y8, Y9, Y9
+	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
+	VCMPPS       $0x03, Y8, Y8, Y8
+	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
+	VPSRLD       $0x10, Y9, Y8
+	VEXTRACTI128 $0x01, Y8, X10
+	VPACKUSDW    X10, X8, X10
+	VMOVDQU      X10, 96(R9)(DI*2)
+	VMULPS       Y9, Y9, Y9
+	VADDPS       Y9, Y6, Y6
+	VPMOVZXWD    112(R8)(DI*2), Y8
+	VPSLLD       $0x10, Y8, Y8
+	VPMOVZXWD    112(R9)(DI*2), Y9
+	VPSLLD       $0x10, Y9, Y9
+	VADDPS       Y9, Y8, Y8
+	VPSRLD       $0x10, Y8, Y9
+	VPAND        avx2bfone<>+0(SB), Y9, Y9
+	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
+	VPADDD       Y8, Y9, Y9
+	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
+	VCMPPS       $0x03, Y8, Y8, Y8
+	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
+	VPSRLD       $0x10, Y9, Y8
+	VEXTRACTI128 $0x01, Y8, X10
+	VPACKUSDW    X10, X8, X10
+	VMOVDQU      X10, 112(R9)(DI*2)
+	VMULPS       Y9, Y9, Y9
+	VADDPS       Y9, Y7, Y7
+	MOVQ         440(SP), DI
+	LEAQ         256(SP), R8
+	MOVQ         432(SP), R10
+	XORQ         R9, R9
+	SUBQ         $0x00000010, R10
+
+copyvec10:
+	CMPQ    R9, R10
+	JG      copyone11
+	VMOVUPS (R8)(R9*2), Y8
+	VMOVUPS Y8, (DI)(R9*2)
+	ADDQ    $0x00000010, R9
+	JMP     copyvec10
+
+copyone11:
+	ADDQ $0x00000010, R10
+
+copyloop13:
+	CMPQ R9, R10
+	JGE  copied12
+	MOVW (R8)(R9*2), R11
+	MOVW R11, (DI)(R9*2)
+	INCQ R9
+	JMP  copyloop13
+
+copied12:
+summed:
+	VADDPS Y4, Y0, Y0
+	VADDPS Y5, Y1, Y1
+	VADDPS Y6, Y2, Y2
+	VADDPS Y7, Y3, Y3
+	VADDPS Y2, Y0, Y0
+	VADDPS Y3, Y1, Y1
+	VADDPS Y1, Y0, Y0
+
+	// Halving tree: p[j] += p[j+h] for the remaining h, down to ss.
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X1
+	VMOVHLPS     X1, X1, X0
+	VADDPS       X0, X1, X1
+	VMOVSHDUP    X1, X0
+	VADDSS       X0, X1, X1
+
+	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
+	CMPL   452(SP), $0x00
+	JE     divide14
+	VMULSS 452(SP), X1, X0
+	JMP    divided15
+
+divide14:
+	VDIVSS 448(SP), X1, X0
+
+divided15:
+	VADDSS   job_eps+0(AX), X0, X0
+	VUCOMISS tlo<>+0(SB), X0
+	JCS      ret
+	VUCOMISS tmax<>+0(SB), X0
+	JHI      ret
+	VSQRTSS  X0, X0, X0
+	VMOVSS   one<>+0(SB), X1
+	VDIVSS   X0, X1, X1
+
+	// Report 1/rms if asked.
+	MOVQ   job_inv+0(AX), DI
+	TESTQ  DI, DI
+	JZ     scale
+	MOVQ   400(SP), R8
+	VMOVSS X1, (DI)(R8*4)
+
+scale:
+	VBROADCASTSS X1, Y0
+	MOVQ         $0x00000000, 424(SP)
+	CMPQ         416(SP), $0x01
+	JE           scalebody
+	VMOVUPS      X1, 384(SP)
+
+scalerow:
+	MOVQ         424(SP), DI
+	VBROADCASTSS 384(SP)(DI*4), Y0
+
+scalebody:
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ  DI, DI
+	MOVQ  job_d+0(AX), R8
+	SUBQ  $0x00000020, R8
+	TESTL $0x00000002, job_flags+0(AX)
+	JNZ   scalepf
+
+scaleloop:
+	CMPQ         DI, R8
+	JG           scaletail
+	VPMOVZXWD    (BX)(DI*2), Y1
+	VPSLLD       $0x10, Y1, Y1
+	VMULPS       Y0, Y1, Y1
+	VPSRLD       $0x10, Y1, Y2
+	VPAND        avx2bfone<>+0(SB), Y2, Y2
+	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD       Y1, Y2, Y2
+	VPSRLD       $0x10, Y2, Y2
+	VCMPPS       $0x03, Y1, Y1, Y1
+	VBLENDVPS    Y1, avx2bfnanlow<>+0(SB), Y2, Y2
+	VEXTRACTI128 $0x01, Y2, X1
+	VPACKUSDW    X1, X2, X1
+	VMOVDQU      X1, (CX)(DI*2)
+	VPMOVZXWD    16(BX)(DI*2), Y1
+	VPSLLD       $0x10, Y1, Y1
+	VMULPS       Y0, Y1, Y1
+	VPSRLD       $0x10, Y1, Y2
+	VPAND        avx2bfone<>+0(SB), Y2, Y2
+	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD       Y1, Y2, Y2
+	VPSRLD       $0x10, Y2, Y2
+	VCMPPS       $0x03, Y1, Y1, Y1
+	VBLENDVPS    Y1, avx2bfnanlow<>+0(SB), Y2, Y2
+	VEXTRACTI128 $0x01, Y2, X1
+	VPACKUSDW    X1, X2, X1
+	VMOVDQU      X1, 16(CX)(DI*2)
+	VPMOVZXWD    32(BX)(DI*2), Y1
+	VPSLLD       $0x10, Y1, Y1
+	VMULPS       Y0, Y1, Y1
+	VPSRLD       $0x10, Y1, Y2
+	VPAND        avx2bfone<>+0(SB), Y2, Y2
+	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD       Y1, Y2, Y2
+	VPSRLD       $0x10, Y2, Y2
+	VCMPPS       $0x03, Y1, Y1, Y1
+	VBLENDVPS    Y1, avx2bfnanlow<>+0(SB), Y2, Y2
+	VEXTRACTI128 $0x01, Y2, X1
+	VPACKUSDW    X1, X2, X1
+	VMOVDQU      X1, 32(CX)(DI*2)
+	VPMOVZXWD    48(BX)(DI*2), Y1
+	VPSLLD       $0x10, Y1, Y1
+	VMULPS       Y0, Y1, Y1
+	VPSRLD       $0x10, Y1, Y2
+	VPAND        avx2bfone<>+0(SB), Y2, Y2
+	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD       Y1, Y2, Y2
+	VPSRLD       $0x10, Y2, Y2
+	VCMPPS       $0x03, Y1, Y1, Y1
+	VBLENDVPS    Y1, avx2bfnanlow<>+0(SB), Y2, Y2
+	VEXTRACTI128 $0x01, Y2, X1
+	VPACKUSDW    X1, X2, X1
+	VMOVDQU      X1, 48(CX)(DI*2)
+	ADDQ         $0x00000020, DI
+	JMP          scaleloop
+
+scalepf:
+	MOVQ SI, R9
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows16
+	SHLQ $0x03, R9
+
+longrows16:
+	ADDQ  BX, R9
+	TESTL $0x00000001, job_flags+0(AX)
+	JNZ   scalent
+
+scalepfloop:
+	CMPQ         DI, R8
+	JG           scaletail
+	PREFETCHT0   (R9)(DI*2)
+	VPMOVZXWD    (BX)(DI*2), Y1
+	VPSLLD       $0x10, Y1, Y1
+	VMULPS       Y0, Y1, Y1
+	VPSRLD       $0x10, Y1, Y2
+	VPAND        avx2bfone<>+0(SB), Y2, Y2
+	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD       Y1, Y2, Y2
+	VPSRLD       $0x10, Y2, Y2
+	VCMPPS       $0x03, Y1, Y1, Y1
+	VBLENDVPS    Y1, avx2bfnanlow<>+0(SB), Y2, Y2
+	VEXTRACTI128 $0x01, Y2, X1
+	VPACKUSDW    X1, X2, X1
+	VMOVDQU      X1, (CX)(DI*2)
+	VPMOVZXWD    16(BX)(DI*2), Y1
+	VPSLLD       $0x10, Y1, Y1
+	VMULPS       Y0, Y1, Y1
+	VPSRLD       $0x10, Y1, Y2
+	VPAND        avx2bfone<>+0(SB), Y2, Y2
+	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD       Y1, Y2, Y2
+	VPSRLD       $0x10, Y2, Y2
+	VCMPPS       $0x03, Y1, Y1, Y1
+	VBLENDVPS    Y1, avx2bfnanlow<>+0(SB), Y2, Y2
+	VEXTRACTI128 $0x01, Y2, X1
+	VPACKUSDW    X1, X2, X1
+	VMOVDQU      X1, 16(CX)(DI*2)
+	VPMOVZXWD    32(BX)(DI*2), Y1
+	VPSLLD       $0x10, Y1, Y1
+	VMULPS       Y0, Y1, Y1
+	VPSRLD       $0x10, Y1, Y2
+	VPAND        avx2bfone<>+0(SB), Y2, Y2
+	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD       Y1, Y2, Y2
+	VPSRLD       $0x10, Y2, Y2
+	VCMPPS       $0x03, Y1, Y1, Y1
+	VBLENDVPS    Y1, avx2bfnanlow<>+0(SB), Y2, Y2
+	VEXTRACTI128 $0x01, Y2, X1
+	VPACKUSDW    X1, X2, X1
+	VMOVDQU      X1, 32(CX)(DI*2)
+	VPMOVZXWD    48(BX)(DI*2), Y1
+	VPSLLD       $0x10, Y1, Y1
+	VMULPS       Y0, Y1, Y1
+	VPSRLD       $0x10, Y1, Y2
+	VPAND        avx2bfone<>+0(SB), Y2, Y2
+	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD       Y1, Y2, Y2
+	VPSRLD       $0x10, Y2, Y2
+	VCMPPS       $0x03, Y1, Y1, Y1
+	VBLENDVPS    Y1, avx2bfnanlow<>+0(SB), Y2, Y2
+	VEXTRACTI128 $0x01, Y2, X1
+	VPACKUSDW    X1, X2, X1
+	VMOVDQU      X1, 48(CX)(DI*2)
+	ADDQ         $0x00000020, DI
+	JMP          scalepfloop
+
+scalent:
+	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
+	MOVQ CX, R10
+	NEGQ R10
+	ANDQ $0x0000001f, R10
+	SHRQ $0x01, R10
+	JZ   scalentloop
+	CMPQ R10, job_d+0(AX)
+	JLE  scalehead
+	MOVQ job_d+0(AX), R10
+
+scalehead:
+	CMPQ         R10, $0x00000008
+	JB           scaleheadpart
+	VPMOVZXWD    (BX)(DI*2), Y1
+	VPSLLD       $0x10, Y1, Y1
+	VMULPS       Y0, Y1, Y1
+	VPSRLD       $0x10, Y1, Y2
+	VPAND        avx2bfone<>+0(SB), Y2, Y2
+	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD       Y1, Y2, Y2
+	VPSRLD       $0x10, Y2, Y2
+	VCMPPS       $0x03, Y1, Y1, Y1
+	VBLENDVPS    Y1, avx2bfnanlow<>+0(SB), Y2, Y2
+	VEXTRACTI128 $0x01, Y2, X1
+	VPACKUSDW    X1, X2, X1
+	VMOVDQU      X1, (CX)(DI*2)
+	ADDQ         $0x00000008, DI
+	SUBQ         $0x00000008, R10
+	JZ           scalentloop
+
+scaleheadpart:
+	LEAQ (BX)(DI*2), R11
+	LEAQ 128(SP), R12
+	MOVQ R10, R14
+	XORQ R13, R13
+	SUBQ $0x00000010, R14
+
+copyvec17:
+	CMPQ    R13, R14
+	JG      copyone18
+	VMOVUPS (R11)(R13*2), Y1
+	VMOVUPS Y1, (R12)(R13*2)
+	ADDQ    $0x00000010, R13
+	JMP     copyvec17
+
+copyone18:
+	ADDQ $0x00000010, R14
+
+copyloop20:
+	CMPQ R13, R14
+	JGE  copied19
+	MOVW (R11)(R13*2), R15
+	MOVW R15, (R12)(R13*2)
+	INCQ R13
+	JMP  copyloop20
+
+copied19:
+	VPMOVZXWD    128(SP), Y1
+	VPSLLD       $0x10, Y1, Y1
+	VMULPS       Y1, Y0, Y1
+	VPSRLD       $0x10, Y1, Y2
+	VPAND        avx2bfone<>+0(SB), Y2, Y2
+	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD       Y1, Y2, Y2
+	VPSRLD       $0x10, Y2, Y2
+	VCMPPS       $0x03, Y1, Y1, Y1
+	VBLENDVPS    Y1, avx2bfnanlow<>+0(SB), Y2, Y2
+	VEXTRACTI128 $0x01, Y2, X1
+	VPACKUSDW    X1, X2, X1
+	VMOVDQU      X1, 192(SP)
+	LEAQ         192(SP), R12
+	LEAQ         (CX)(DI*2), R11
+	MOVQ         R10, R14
+	XORQ         R13, R13
+	SUBQ         $0x00000010, R14
+
+copyvec21:
+	CMPQ    R13, R14
+	JG      copyone22
+	VMOVUPS (R12)(R13*2), Y1
+	VMOVUPS Y1, (R11)(R13*2)
+	ADDQ    $0x00000010, R13
+	JMP     copyvec21
+
+copyone22:
+	ADDQ $0x00000010, R14
+
+copyloop24:
+	CMPQ R13, R14
+	JGE  copied23
+	MOVW (R12)(R13*2), R15
+	MOVW R15, (R11)(R13*2)
+	INCQ R13
+	JMP  copyloop24
+
+copied23:
+	ADDQ R10, DI
+
+scalentloop:
+	CMPQ         DI, R8
+	JG           scaletail
+	PREFETCHT0   (R9)(DI*2)
+	VPMOVZXWD    (BX)(DI*2), Y1
+	VPSLLD       $0x10, Y1, Y1
+	VMULPS       Y0, Y1, Y1
+	VPMOVZXWD    16(BX)(DI*2), Y2
+	VPSLLD       $0x10, Y2, Y2
+	VMULPS       Y0, Y2, Y2
+	VPSRLD       $0x10, Y1, Y3
+	VPAND        avx2bfone<>+0(SB), Y3, Y3
+	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
+	VPADDD       Y1, Y3, Y3
+	VPSRLD       $0x10, Y3, Y3
+	VCMPPS       $0x03, Y1, Y1, Y1
+	VBLENDVPS    Y1, avx2bfnanlow<>+0(SB), Y3, Y3
+	VEXTRACTI128 $0x01, Y3, X1
+	VPACKUSDW    X1, X3, X10
+	VPSRLD       $0x10, Y2, Y1
+	VPAND        avx2bfone<>+0(SB), Y1, Y1
+	VPADDD       avx2bfbias<>+0(SB), Y1, Y1
+	VPADDD       Y2, Y1, Y1
+	VPSRLD       $0x10, Y1, Y1
+	VCMPPS       $0x03, Y2, Y2, Y2
+	VBLENDVPS    Y2, avx2bfnanlow<>+0(SB), Y1, Y1
+	VEXTRACTI128 $0x01, Y1, X2
+	VPACKUSDW    X2, X1, X1
+	VINSERTI128  $0x01, X1, Y10, Y10
+	VMOVNTDQ     Y10, (CX)(DI*2)
+	VPMOVZXWD    32(BX)(DI*2), Y1
+	VPSLLD       $0x10, Y1, Y1
+	VMULPS       Y0, Y1, Y1
+	VPMOVZXWD    48(BX)(DI*2), Y2
+	VPSLLD       $0x10, Y2, Y2
+	VMULPS       Y0, Y2, Y2
+	VPSRLD       $0x10, Y1, Y3
+	VPAND        avx2bfone<>+0(SB), Y3, Y3
+	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
+	VPADDD       Y1, Y3, Y3
+	VPSRLD       $0x10, Y3, Y3
+	VCMPPS       $0x03, Y1, Y1, Y1
+	VBLENDVPS    Y1, avx2bfnanlow<>+0(SB), Y3, Y3
+	VEXTRACTI128 $0x01, Y3, X1
+	VPACKUSDW    X1, X3, X11
+	VPSRLD       $0x10, Y2, Y1
+	VPAND        avx2bfone<>+0(SB), Y1, Y1
+	VPADDD       avx2bfbias<>+0(SB), Y1, Y1
+	VPADDD       Y2, Y1, Y1
+	VPSRLD       $0x10, Y1, Y1
+	VCMPPS       $0x03, Y2, Y2, Y2
+	VBLENDVPS    Y2, avx2bfnanlow<>+0(SB), Y1, Y1
+	VEXTRACTI128 $0x01, Y1, X2
+	VPACKUSDW    X2, X1, X1
+	VINSERTI128  $0x01, X1, Y11, Y11
+	VMOVNTDQ     Y11, 32(CX)(DI*2)
+	ADDQ         $0x00000020, DI
+	JMP          scalentloop
+
+scaletail:
+	ADDQ $0x00000018, R8
+
+scaleone:
+	CMPQ         DI, R8
+	JG           scalepart
+	VPMOVZXWD    (BX)(DI*2), Y1
+	VPSLLD       $0x10, Y1, Y1
+	VMULPS       Y0, Y1, Y1
+	VPSRLD       $0x10, Y1, Y2
+	VPAND        avx2bfone<>+0(SB), Y2, Y2
+	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD       Y1, Y2, Y2
+	VPSRLD       $0x10, Y2, Y2
+	VCMPPS       $0x03, Y1, Y1, Y1
+	VBLENDVPS    Y1, avx2bfnanlow<>+0(SB), Y2, Y2
+	VEXTRACTI128 $0x01, Y2, X1
+	VPACKUSDW    X1, X2, X1
+	VMOVDQU      X1, (CX)(DI*2)
+	ADDQ         $0x00000008, DI
+	JMP          scaleone
+
+scalepart:
+	MOVQ job_d+0(AX), R10
+	SUBQ DI, R10
+	JZ   scaled
+	LEAQ (BX)(DI*2), R8
+	LEAQ 128(SP), R9
+	MOVQ R10, R12
+	XORQ R11, R11
+	SUBQ $0x00000010, R12
+
+copyvec25:
+	CMPQ    R11, R12
+	JG      copyone26
+	VMOVUPS (R8)(R11*2), Y1
+	VMOVUPS Y1, (R9)(R11*2)
+	ADDQ    $0x00000010, R11
+	JMP     copyvec25
+
+copyone26:
+	ADDQ $0x00000010, R12
+
+copyloop28:
+	CMPQ R11, R12
+	JGE  copied27
+	MOVW (R8)(R11*2), R13
+	MOVW R13, (R9)(R11*2)
+	INCQ R11
+	JMP  copyloop28
+
+copied27:
+	VPMOVZXWD    128(SP), Y1
+	VPSLLD       $0x10, Y1, Y1
+	VMULPS       Y1, Y0, Y1
+	VPSRLD       $0x10, Y1, Y0
+	VPAND        avx2bfone<>+0(SB), Y0, Y0
+	VPADDD       avx2bfbias<>+0(SB), Y0, Y0
+	VPADDD       Y1, Y0, Y0
+	VPSRLD       $0x10, Y0, Y0
+	VCMPPS       $0x03, Y1, Y1, Y1
+	VBLENDVPS    Y1, avx2bfnanlow<>+0(SB), Y0, Y0
+	VEXTRACTI128 $0x01, Y0, X1
+	VPACKUSDW    X1, X0, X1
+	VMOVDQU      X1, 192(SP)
+	LEAQ         192(SP), R9
+	LEAQ         (CX)(DI*2), R8
+	XORQ         DI, DI
+	SUBQ         $0x00000010, R10
+
+copyvec29:
+	CMPQ    DI, R10
+	JG      copyone30
+	VMOVUPS (R9)(DI*2), Y0
+	VMOVUPS Y0, (R8)(DI*2)
+	ADDQ    $0x00000010, DI
+	JMP     copyvec29
+
+copyone30:
+	ADDQ $0x00000010, R10
+
+copyloop32:
+	CMPQ DI, R10
+	JGE  copied31
+	MOVW (R9)(DI*2), R11
+	MOVW R11, (R8)(DI*2)
+	INCQ DI
+	JMP  copyloop32
+
+copied31:
+scaled:
+	ADDQ SI, DX
+	ADDQ SI, CX
+	ADDQ SI, BX
+	INCQ 400(SP)
+	MOVQ 424(SP), DI
+	INCQ DI
+	MOVQ DI, 424(SP)
+	CMPQ DI, 416(SP)
+	JB   scalerow
+	JMP  row
+
+ret:
+	TESTL $0x00000001, job_flags+0(AX)
+	JZ    vzero
+	SFENCE
+
+vzero:
+	VZEROUPPER
+	MOVQ 400(SP), AX
+	MOVQ AX, ret+24(FP)
+	RET
+
+// func avx2F16Weighted(j uintptr, from int, to int) int
+// Requires: AVX, AVX2, F16C, MMX+
+TEXT ·avx2F16Weighted(SB), NOSPLIT, $328-32
+	// avx2F16Weighted normalizes rows [from, to) of the job: F16 rows: y = round16((x*inv)*w), for each row.
+	// It stops before the first row that needs the float64 path and returns that row's index, or to.
+	MOVQ j+0(FP), AX
+	MOVQ job_dst+0(AX), CX
+	MOVQ job_x+0(AX), DX
+	MOVQ job_w+0(AX), BX
+	MOVQ job_stride+0(AX), SI
+	SHLQ $0x01, SI
+
+	// fd = float32(d); rd = 1/d when d is a power of two (ss/d is then ss*rd exactly), else 0.
+	MOVQ       job_d+0(AX), DI
+	VMOVSS     one<>+0(SB), X0
+	VCVTSI2SSQ DI, X0, X0
+	VMOVSS     X0, 320(SP)
+	XORL       R9, R9
+	LEAQ       -1(DI), R8
+	TESTQ      DI, R8
+	JNZ        notpow2
+	BSFQ       DI, R8
+	MOVL       $0x0000007f, R9
+	SUBL       R8, R9
+	SHLL       $0x17, R9
+
+notpow2:
+	MOVL R9, 324(SP)
+
+	// Start at row from.
+	MOVQ  from+8(FP), DI
+	MOVQ  DI, 272(SP)
+	MOVQ  $0x00000000, 280(SP)
+	IMULQ SI, DI
+	ADDQ  DI, CX
+	ADDQ  DI, DX
+
+row:
+	MOVQ 272(SP), DI
+	CMPQ DI, to+16(FP)
+	JAE  ret
+	MOVQ $0x00000001, 288(SP)
+	CMPQ 280(SP), $0x00
+	JE   trygroup
+	DECQ 280(SP)
+	JMP  sum
+
+trygroup:
+	CMPQ job_d+0(AX), $0x00000200
+	JA   sum
+	MOVQ to+16(FP), DI
+	SUBQ 272(SP), DI
+	CMPQ DI, $0x04
+	JB   sum
+	MOVQ $0x00000004, 288(SP)
+
+sum:
+	MOVQ DX, DI
+	XORQ R8, R8
+
+sumrow:
+	// Sum of squares: element i goes to partial i%64.
+	MOVQ   job_d+0(AX), R10
+	SUBQ   $0x00000040, R10
+	JGE    firstblock
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	XORQ   R9, R9
+	JMP    sumtail
+
+firstblock:
+	// +0 + square is the square itself: the first block initializes the partials.
+	XORQ      R9, R9
+	VCVTPH2PS (DI)(R9*2), Y0
+	VMULPS    Y0, Y0, Y0
+	VCVTPH2PS 16(DI)(R9*2), Y1
+	VMULPS    Y1, Y1, Y1
+	VCVTPH2PS 32(DI)(R9*2), Y2
+	VMULPS    Y2, Y2, Y2
+	VCVTPH2PS 48(DI)(R9*2), Y3
+	VMULPS    Y3, Y3, Y3
+	VCVTPH2PS 64(DI)(R9*2), Y4
+	VMULPS    Y4, Y4, Y4
+	VCVTPH2PS 80(DI)(R9*2), Y5
+	VMULPS    Y5, Y5, Y5
+	VCVTPH2PS 96(DI)(R9*2), Y6
+	VMULPS    Y6, Y6, Y6
+	VCVTPH2PS 112(DI)(R9*2), Y7
+	VMULPS    Y7, Y7, Y7
+	MOVQ      $0x00000040, R9
+	TESTL     $0x00000002, job_flags+0(AX)
+	JNZ       sumpf
+
+sumloop:
+	CMPQ      R9, R10
+	JG        sumtail
+	VCVTPH2PS (DI)(R9*2), Y8
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y0, Y0
+	VCVTPH2PS 16(DI)(R9*2), Y8
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y1, Y1
+	VCVTPH2PS 32(DI)(R9*2), Y8
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y2, Y2
+	VCVTPH2PS 48(DI)(R9*2), Y8
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y3, Y3
+	VCVTPH2PS 64(DI)(R9*2), Y8
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y4, Y4
+	VCVTPH2PS 80(DI)(R9*2), Y8
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y5, Y5
+	VCVTPH2PS 96(DI)(R9*2), Y8
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y6, Y6
+	VCVTPH2PS 112(DI)(R9*2), Y8
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y7, Y7
+	ADDQ      $0x00000040, R9
+	JMP       sumloop
+
+	// The same, prefetching the rows ahead.
+sumpf:
+	MOVQ SI, R11
+	SHLQ $0x01, R11
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows1
+	SHLQ $0x03, R11
+
+longrows1:
+	ADDQ DI, R11
+
+sumpfloop:
+	CMPQ       R9, R10
+	JG         sumtail
+	PREFETCHT0 (R11)(R9*2)
+	PREFETCHT0 64(R11)(R9*2)
+	VCVTPH2PS  (DI)(R9*2), Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y0, Y0
+	VCVTPH2PS  16(DI)(R9*2), Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y1, Y1
+	VCVTPH2PS  32(DI)(R9*2), Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y2, Y2
+	VCVTPH2PS  48(DI)(R9*2), Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y3, Y3
+	VCVTPH2PS  64(DI)(R9*2), Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y4, Y4
+	VCVTPH2PS  80(DI)(R9*2), Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y5, Y5
+	VCVTPH2PS  96(DI)(R9*2), Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y6, Y6
+	VCVTPH2PS  112(DI)(R9*2), Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y7, Y7
+	ADDQ       $0x00000040, R9
+	JMP        sumpfloop
+
+sumtail:
+	// Fewer than 64 elements remain.
+	MOVQ    job_d+0(AX), R10
+	SUBQ    R9, R10
+	JZ      summed
+	MOVQ    R10, 304(SP)
+	LEAQ    (DI)(R9*2), R9
+	LEAQ    128(SP), R10
+	VXORPS  Y8, Y8, Y8
+	VMOVUPS Y8, (R10)
+	VMOVUPS Y8, 32(R10)
+	VMOVUPS Y8, 64(R10)
+	VMOVUPS Y8, 96(R10)
+	MOVQ    304(SP), R12
+	XORQ    R11, R11
+	SUBQ    $0x00000010, R12
+
+copyvec2:
+	CMPQ    R11, R12
+	JG      copyone3
+	VMOVUPS (R9)(R11*2), Y8
+	VMOVUPS Y8, (R10)(R11*2)
+	ADDQ    $0x00000010, R11
+	JMP     copyvec2
+
+copyone3:
+	ADDQ $0x00000010, R12
+
+copyloop5:
+	CMPQ R11, R12
+	JGE  copied4
+	MOVW (R9)(R11*2), R13
+	MOVW R13, (R10)(R11*2)
+	INCQ R11
+	JMP  copyloop5
+
+copied4:
+	XORQ      R9, R9
+	VCVTPH2PS (R10)(R9*2), Y8
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y0, Y0
+	VCVTPH2PS 16(R10)(R9*2), Y8
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y1, Y1
+	VCVTPH2PS 32(R10)(R9*2), Y8
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y2, Y2
+	VCVTPH2PS 48(R10)(R9*2), Y8
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y3, Y3
+	VCVTPH2PS 64(R10)(R9*2), Y8
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y4, Y4
+	VCVTPH2PS 80(R10)(R9*2), Y8
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y5, Y5
+	VCVTPH2PS 96(R10)(R9*2), Y8
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y6, Y6
+	VCVTPH2PS 112(R10)(R9*2), Y8
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y7, Y7
+
+summed:
+	VADDPS  Y4, Y0, Y0
+	VADDPS  Y5, Y1, Y1
+	VADDPS  Y6, Y2, Y2
+	VADDPS  Y7, Y3, Y3
+	VADDPS  Y2, Y0, Y0
+	VADDPS  Y3, Y1, Y1
+	VADDPS  Y1, Y0, Y0
+	CMPQ    288(SP), $0x01
+	JE      invone
+	VMOVUPS Y0, (SP)(R8*1)
+	ADDQ    SI, DI
+	ADDQ    $0x00000020, R8
+	CMPQ    R8, $0x00000080
+	JB      sumrow
+	JMP     invgroup
+
+invone:
+	// Halving tree: p[j] += p[j+h] for the remaining h, down to ss.
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X1
+	VMOVHLPS     X1, X1, X0
+	VADDPS       X0, X1, X1
+	VMOVSHDUP    X1, X0
+	VADDSS       X0, X1, X1
+
+	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
+	CMPL   324(SP), $0x00
+	JE     divide6
+	VMULSS 324(SP), X1, X0
+	JMP    divided7
+
+divide6:
+	VDIVSS 320(SP), X1, X0
+
+divided7:
+	VADDSS   job_eps+0(AX), X0, X0
+	VUCOMISS tlo<>+0(SB), X0
+	JCS      ret
+	VUCOMISS tmax<>+0(SB), X0
+	JHI      ret
+	VSQRTSS  X0, X0, X0
+	VMOVSS   one<>+0(SB), X1
+	VDIVSS   X0, X1, X1
+
+	// Report 1/rms if asked.
+	MOVQ   job_inv+0(AX), DI
+	TESTQ  DI, DI
+	JZ     scale
+	MOVQ   272(SP), R8
+	VMOVSS X1, (DI)(R8*4)
+	JMP    scale
+
+invgroup:
+	// The rest of the halving tree, four rows at once.
+	VMOVUPS      (SP), Y0
+	VMOVUPS      32(SP), Y1
+	VMOVUPS      64(SP), Y2
+	VMOVUPS      96(SP), Y3
+	VPERM2F128   $0x20, Y1, Y0, Y4
+	VPERM2F128   $0x31, Y1, Y0, Y0
+	VADDPS       Y0, Y4, Y4
+	VPERM2F128   $0x20, Y3, Y2, Y0
+	VPERM2F128   $0x31, Y3, Y2, Y1
+	VADDPS       Y1, Y0, Y0
+	VSHUFPS      $0x44, Y0, Y4, Y1
+	VSHUFPS      $0xee, Y0, Y4, Y0
+	VADDPS       Y0, Y1, Y1
+	VHADDPS      Y1, Y1, Y1
+	VEXTRACTF128 $0x01, Y1, X0
+	VUNPCKLPS    X0, X1, X0
+
+	// t = ss/d + eps for the four rows; any t outside [2^-100, MaxFloat32] sends the group to the one-row path.
+	CMPL         324(SP), $0x00
+	JE           divide8
+	VBROADCASTSS 324(SP), X1
+	VMULPS       X1, X0, X0
+	JMP          divided9
+
+divide8:
+	VBROADCASTSS 320(SP), X1
+	VDIVPS       X1, X0, X0
+
+divided9:
+	VBROADCASTSS job_eps+0(AX), X1
+	VADDPS       X1, X0, X0
+	VCMPPS       $0x1d, tlo4<>+0(SB), X0, X1
+	VCMPPS       $0x12, tmax4<>+0(SB), X0, X2
+	VANDPS       X2, X1, X1
+	VMOVMSKPS    X1, DI
+	CMPL         DI, $0x0f
+	JE           ginrange
+	MOVQ         $0x00000004, 280(SP)
+	JMP          row
+
+ginrange:
+	VSQRTPS      X0, X0
+	VBROADCASTSS one<>+0(SB), X1
+	VDIVPS       X0, X1, X1
+
+	// Report 1/rms if asked.
+	MOVQ    job_inv+0(AX), DI
+	TESTQ   DI, DI
+	JZ      scale
+	MOVQ    272(SP), R8
+	VMOVUPS X1, (DI)(R8*4)
+
+scale:
+	VBROADCASTSS X1, Y0
+	MOVQ         $0x00000000, 296(SP)
+	CMPQ         288(SP), $0x01
+	JE           scalebody
+	VMOVUPS      X1, 256(SP)
+
+scalerow:
+	MOVQ         296(SP), DI
+	VBROADCASTSS 256(SP)(DI*4), Y0
+
+scalebody:
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ  DI, DI
+	MOVQ  job_d+0(AX), R8
+	SUBQ  $0x00000020, R8
+	TESTL $0x00000002, job_flags+0(AX)
+	JNZ   scalepf
+
+scaleloop:
+	CMPQ      DI, R8
+	JG        scaletail
+	VCVTPH2PS (DX)(DI*2), Y1
+	VMULPS    Y0, Y1, Y1
+	VMULPS    (BX)(DI*4), Y1, Y1
+	VCVTPS2PH $0x00, Y1, (CX)(DI*2)
+	VCVTPH2PS 16(DX)(DI*2), Y1
+	VMULPS    Y0, Y1, Y1
+	VMULPS    32(BX)(DI*4), Y1, Y1
+	VCVTPS2PH $0x00, Y1, 16(CX)(DI*2)
+	VCVTPH2PS 32(DX)(DI*2), Y1
+	VMULPS    Y0, Y1, Y1
+	VMULPS    64(BX)(DI*4), Y1, Y1
+	VCVTPS2PH $0x00, Y1, 32(CX)(DI*2)
+	VCVTPH2PS 48(DX)(DI*2), Y1
+	VMULPS    Y0, Y1, Y1
+	VMULPS    96(BX)(DI*4), Y1, Y1
+	VCVTPS2PH $0x00, Y1, 48(CX)(DI*2)
+	ADDQ      $0x00000020, DI
+	JMP       scaleloop
+
+scalepf:
+	MOVQ SI, R9
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows10
+	SHLQ $0x03, R9
+
+longrows10:
+	ADDQ  DX, R9
+	TESTL $0x00000001, job_flags+0(AX)
+	JNZ   scalent
+
+scalepfloop:
+	CMPQ       DI, R8
+	JG         scaletail
+	PREFETCHT0 (R9)(DI*2)
+	VCVTPH2PS  (DX)(DI*2), Y1
+	VMULPS     Y0, Y1, Y1
+	VMULPS     (BX)(DI*4), Y1, Y1
+	VCVTPS2PH  $0x00, Y1, (CX)(DI*2)
+	VCVTPH2PS  16(DX)(DI*2), Y1
+	VMULPS     Y0, Y1, Y1
+	VMULPS     32(BX)(DI*4), Y1, Y1
+	VCVTPS2PH  $0x00, Y1, 16(CX)(DI*2)
+	VCVTPH2PS  32(DX)(DI*2), Y1
+	VMULPS     Y0, Y1, Y1
+	VMULPS     64(BX)(DI*4), Y1, Y1
+	VCVTPS2PH  $0x00, Y1, 32(CX)(DI*2)
+	VCVTPH2PS  48(DX)(DI*2), Y1
+	VMULPS     Y0, Y1, Y1
+	VMULPS     96(BX)(DI*4), Y1, Y1
+	VCVTPS2PH  $0x00, Y1, 48(CX)(DI*2)
+	ADDQ       $0x00000020, DI
+	JMP        scalepfloop
+
+scalent:
+	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
+	MOVQ CX, R10
+	NEGQ R10
+	ANDQ $0x0000001f, R10
+	SHRQ $0x01, R10
+	JZ   scalentloop
+	CMPQ R10, job_d+0(AX)
+	JLE  scalehead
+	MOVQ job_d+0(AX), R10
+
+scalehead:
+	CMPQ      R10, $0x00000008
+	JB        scaleheadpart
+	VCVTPH2PS (DX)(DI*2), Y1
+	VMULPS    Y0, Y1, Y1
+	VMULPS    (BX)(DI*4), Y1, Y1
+	VCVTPS2PH $0x00, Y1, (CX)(DI*2)
+	ADDQ      $0x00000008, DI
+	SUBQ      $0x00000008, R10
+	JZ        scalentloop
+
+scaleheadpart:
+	LEAQ (DX)(DI*2), R11
+	LEAQ 128(SP), R12
+	MOVQ R10, R14
+	XORQ R13, R13
+	SUBQ $0x00000010, R14
+
+copyvec11:
+	CMPQ    R13, R14
+	JG      copyone12
+	VMOVUPS (R11)(R13*2), Y1
+	VMOVUPS Y1, (R12)(R13*2)
+	ADDQ    $0x00000010, R13
+	JMP     copyvec11
+
+copyone12:
+	ADDQ $0x00000010, R14
+
+copyloop14:
+	CMPQ R13, R14
+	JGE  copied13
+	MOVW (R11)(R13*2), R15
+	MOVW R15, (R12)(R13*2)
+	INCQ R13
+	JMP  copyloop14
+
+copied13:
+	LEAQ (BX)(DI*4), R11
+	LEAQ 160(SP), R12
+	MOVQ R10, R14
+	XORQ R13, R13
+	SUBQ $0x00000008, R14
+
+copyvec15:
+	CMPQ    R13, R14
+	JG      copyone16
+	VMOVUPS (R11)(R13*4), Y1
+	VMOVUPS Y1, (R12)(R13*4)
+	ADDQ    $0x00000008, R13
+	JMP     copyvec15
+
+copyone16:
+	ADDQ $0x00000008, R14
+
+copyloop18:
+	CMPQ R13, R14
+	JGE  copied17
+	MOVL (R11)(R13*4), R15
+	MOVL R15, (R12)(R13*4)
+	INCQ R13
+	JMP  copyloop18
+
+copied17:
+	VCVTPH2PS 128(SP), Y1
+	VMULPS    Y1, Y0, Y1
+	VMULPS    160(SP), Y1, Y1
+	VCVTPS2PH $0x00, Y1, 192(SP)
+	LEAQ      192(SP), R12
+	LEAQ      (CX)(DI*2), R11
+	MOVQ      R10, R14
+	XORQ      R13, R13
+	SUBQ      $0x00000010, R14
+
+copyvec19:
+	CMPQ    R13, R14
+	JG      copyone20
+	VMOVUPS (R12)(R13*2), Y1
+	VMOVUPS Y1, (R11)(R13*2)
+	ADDQ    $0x00000010, R13
+	JMP     copyvec19
+
+copyone20:
+	ADDQ $0x00000010, R14
+
+copyloop22:
+	CMPQ R13, R14
+	JGE  copied21
+	MOVW (R12)(R13*2), R15
+	MOVW R15, (R11)(R13*2)
+	INCQ R13
+	JMP  copyloop22
+
+copied21:
+	ADDQ R10, DI
+
+scalentloop:
+	CMPQ        DI, R8
+	JG          scaletail
+	PREFETCHT0  (R9)(DI*2)
+	VCVTPH2PS   (DX)(DI*2), Y1
+	VMULPS      Y0, Y1, Y1
+	VMULPS      (BX)(DI*4), Y1, Y1
+	VCVTPH2PS   16(DX)(DI*2), Y2
+	VMULPS      Y0, Y2, Y2
+	VMULPS      32(BX)(DI*4), Y2, Y2
+	VCVTPS2PH   $0x00, Y1, X9
+	VCVTPS2PH   $0x00, Y2, X1
+	VINSERTI128 $0x01, X1, Y9, Y9
+	VMOVNTDQ    Y9, (CX)(DI*2)
+	VCVTPH2PS   32(DX)(DI*2), Y1
+	VMULPS      Y0, Y1, Y1
+	VMULPS      64(BX)(DI*4), Y1, Y1
+	VCVTPH2PS   48(DX)(DI*2), Y2
+	VMULPS      Y0, Y2, Y2
+	VMULPS      96(BX)(DI*4), Y2, Y2
+	VCVTPS2PH   $0x00, Y1, X10
+	VCVTPS2PH   $0x00, Y2, X1
+	VINSERTI128 $0x01, X1, Y10, Y10
+	VMOVNTDQ    Y10, 32(CX)(DI*2)
+	ADDQ        $0x00000020, DI
+	JMP         scalentloop
+
+scaletail:
+	ADDQ $0x00000018, R8
+
+scaleone:
+	CMPQ      DI, R8
+	JG        scalepart
+	VCVTPH2PS (DX)(DI*2), Y1
+	VMULPS    Y0, Y1, Y1
+	VMULPS    (BX)(DI*4), Y1, Y1
+	VCVTPS2PH $0x00, Y1, (CX)(DI*2)
+	ADDQ      $0x00000008, DI
+	JMP       scaleone
+
+scalepart:
+	MOVQ job_d+0(AX), R10
+	SUBQ DI, R10
+	JZ   scaled
+	LEAQ (DX)(DI*2), R8
+	LEAQ 128(SP), R9
+	MOVQ R10, R12
+	XORQ R11, R11
+	SUBQ $0x00000010, R12
+
+copyvec23:
+	CMPQ    R11, R12
+	JG      copyone24
+	VMOVUPS (R8)(R11*2), Y1
+	VMOVUPS Y1, (R9)(R11*2)
+	ADDQ    $0x00000010, R11
+	JMP     copyvec23
+
+copyone24:
+	ADDQ $0x00000010, R12
+
+copyloop26:
+	CMPQ R11, R12
+	JGE  copied25
+	MOVW (R8)(R11*2), R13
+	MOVW R13, (R9)(R11*2)
+	INCQ R11
+	JMP  copyloop26
+
+copied25:
+	LEAQ (BX)(DI*4), R8
+	LEAQ 160(SP), R9
+	MOVQ R10, R12
+	XORQ R11, R11
+	SUBQ $0x00000008, R12
+
+copyvec27:
+	CMPQ    R11, R12
+	JG      copyone28
+	VMOVUPS (R8)(R11*4), Y1
+	VMOVUPS Y1, (R9)(R11*4)
+	ADDQ    $0x00000008, R11
+	JMP     copyvec27
+
+copyone28:
+	ADDQ $0x00000008, R12
+
+copyloop30:
+	CMPQ R11, R12
+	JGE  copied29
+	MOVL (R8)(R11*4), R13
+	MOVL R13, (R9)(R11*4)
+	INCQ R11
+	JMP  copyloop30
+
+copied29:
+	VCVTPH2PS 128(SP), Y1
+	VMULPS    Y1, Y0, Y1
+	VMULPS    160(SP), Y1, Y1
+	VCVTPS2PH $0x00, Y1, 192(SP)
+	LEAQ      192(SP), R9
+	LEAQ      (CX)(DI*2), R8
+	XORQ      DI, DI
+	SUBQ      $0x00000010, R10
+
+copyvec31:
+	CMPQ    DI, R10
+	JG      copyone32
+	VMOVUPS (R9)(DI*2), Y0
+	VMOVUPS Y0, (R8)(DI*2)
+	ADDQ    $0x00000010, DI
+	JMP     copyvec31
+
+copyone32:
+	ADDQ $0x00000010, R10
+
+copyloop34:
+	CMPQ DI, R10
+	JGE  copied33
+	MOVW (R9)(DI*2), R11
+	MOVW R11, (R8)(DI*2)
+	INCQ DI
+	JMP  copyloop34
+
+copied33:
+scaled:
+	ADDQ SI, DX
+	ADDQ SI, CX
+	INCQ 272(SP)
+	MOVQ 296(SP), DI
+	INCQ DI
+	MOVQ DI, 296(SP)
+	CMPQ DI, 288(SP)
+	JB   scalerow
+	JMP  row
+
+ret:
+	TESTL $0x00000001, job_flags+0(AX)
+	JZ    vzero
+	SFENCE
+
+vzero:
+	VZEROUPPER
+	MOVQ 272(SP), AX
+	MOVQ AX, ret+24(FP)
+	RET
+
+// func avx2F16WeightedRN(j uintptr, from int, to int) int
+// Requires: AVX, AVX2, F16C, MMX+
+TEXT ·avx2F16WeightedRN(SB), NOSPLIT, $328-32
+	// avx2F16WeightedRN normalizes rows [from, to) of the job: F16 rows: y = round16(round16(x*inv)*w), for each row.
+	// It stops before the first row that needs the float64 path and returns that row's index, or to.
+	MOVQ j+0(FP), AX
+	MOVQ job_dst+0(AX), CX
+	MOVQ job_x+0(AX), DX
+	MOVQ job_w+0(AX), BX
+	MOVQ job_stride+0(AX), SI
+	SHLQ $0x01, SI
+
+	// fd = float32(d); rd = 1/d when d is a power of two (ss/d is then ss*rd exactly), else 0.
+	MOVQ       job_d+0(AX), DI
+	VMOVSS     one<>+0(SB), X0
+	VCVTSI2SSQ DI, X0, X0
+	VMOVSS     X0, 320(SP)
+	XORL       R9, R9
+	LEAQ       -1(DI), R8
+	TESTQ      DI, R8
+	JNZ        notpow2
+	BSFQ       DI, R8
+	MOVL       $0x0000007f, R9
+	SUBL       R8, R9
+	SHLL       $0x17, R9
+
+notpow2:
+	MOVL R9, 324(SP)
+
+	// Start at row from.
+	MOVQ  from+8(FP), DI
+	MOVQ  DI, 272(SP)
+	MOVQ  $0x00000000, 280(SP)
+	IMULQ SI, DI
+	ADDQ  DI, CX
+	ADDQ  DI, DX
+
+row:
+	MOVQ 272(SP), DI
+	CMPQ DI, to+16(FP)
+	JAE  ret
+	MOVQ $0x00000001, 288(SP)
+	CMPQ 280(SP), $0x00
+	JE   trygroup
+	DECQ 280(SP)
+	JMP  sum
+
+trygroup:
+	CMPQ job_d+0(AX), $0x00000200
+	JA   sum
+	MOVQ to+16(FP), DI
+	SUBQ 272(SP), DI
+	CMPQ DI, $0x04
+	JB   sum
+	MOVQ $0x00000004, 288(SP)
+
+sum:
+	MOVQ DX, DI
+	XORQ R8, R8
+
+sumrow:
+	// Sum of squares: element i goes to partial i%64.
+	MOVQ   job_d+0(AX), R10
+	SUBQ   $0x00000040, R10
+	JGE    firstblock
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	XORQ   R9, R9
+	JMP    sumtail
+
+firstblock:
+	// +0 + square is the square itself: the first block initializes the partials.
+	XORQ      R9, R9
+	VCVTPH2PS (DI)(R9*2), Y0
+	VMULPS    Y0, Y0, Y0
+	VCVTPH2PS 16(DI)(R9*2), Y1
+	VMULPS    Y1, Y1, Y1
+	VCVTPH2PS 32(DI)(R9*2), Y2
+	VMULPS    Y2, Y2, Y2
+	VCVTPH2PS 48(DI)(R9*2), Y3
+	VMULPS    Y3, Y3, Y3
+	VCVTPH2PS 64(DI)(R9*2), Y4
+	VMULPS    Y4, Y4, Y4
+	VCVTPH2PS 80(DI)(R9*2), Y5
+	VMULPS    Y5, Y5, Y5
+	VCVTPH2PS 96(DI)(R9*2), Y6
+	VMULPS    Y6, Y6, Y6
+	VCVTPH2PS 112(DI)(R9*2), Y7
+	VMULPS    Y7, Y7, Y7
+	MOVQ      $0x00000040, R9
+	TESTL     $0x00000002, job_flags+0(AX)
+	JNZ       sumpf
+
+sumloop:
+	CMPQ      R9, R10
+	JG        sumtail
+	VCVTPH2PS (DI)(R9*2), Y8
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y0, Y0
+	VCVTPH2PS 16(DI)(R9*2), Y8
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y1, Y1
+	VCVTPH2PS 32(DI)(R9*2), Y8
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y2, Y2
+	VCVTPH2PS 48(DI)(R9*2), Y8
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y3, Y3
+	VCVTPH2PS 64(DI)(R9*2), Y8
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y4, Y4
+	VCVTPH2PS 80(DI)(R9*2), Y8
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y5, Y5
+	VCVTPH2PS 96(DI)(R9*2), Y8
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y6, Y6
+	VCVTPH2PS 112(DI)(R9*2), Y8
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y7, Y7
+	ADDQ      $0x00000040, R9
+	JMP       sumloop
+
+	// The same, prefetching the rows ahead.
+sumpf:
+	MOVQ SI, R11
+	SHLQ $0x01, R11
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows1
+	SHLQ $0x03, R11
+
+longrows1:
+	ADDQ DI, R11
+
+sumpfloop:
+	CMPQ       R9, R10
+	JG         sumtail
+	PREFETCHT0 (R11)(R9*2)
+	PREFETCHT0 64(R11)(R9*2)
+	VCVTPH2PS  (DI)(R9*2), Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y0, Y0
+	VCVTPH2PS  16(DI)(R9*2), Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y1, Y1
+	VCVTPH2PS  32(DI)(R9*2), Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y2, Y2
+	VCVTPH2PS  48(DI)(R9*2), Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y3, Y3
+	VCVTPH2PS  64(DI)(R9*2), Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y4, Y4
+	VCVTPH2PS  80(DI)(R9*2), Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y5, Y5
+	VCVTPH2PS  96(DI)(R9*2), Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y6, Y6
+	VCVTPH2PS  112(DI)(R9*2), Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y7, Y7
+	ADDQ       $0x00000040, R9
+	JMP        sumpfloop
+
+sumtail:
+	// Fewer than 64 elements remain.
+	MOVQ    job_d+0(AX), R10
+	SUBQ    R9, R10
+	JZ      summed
+	MOVQ    R10, 304(SP)
+	LEAQ    (DI)(R9*2), R9
+	LEAQ    128(SP), R10
+	VXORPS  Y8, Y8, Y8
+	VMOVUPS Y8, (R10)
+	VMOVUPS Y8, 32(R10)
+	VMOVUPS Y8, 64(R10)
+	VMOVUPS Y8, 96(R10)
+	MOVQ    304(SP), R12
+	XORQ    R11, R11
+	SUBQ    $0x00000010, R12
+
+copyvec2:
+	CMPQ    R11, R12
+	JG      copyone3
+	VMOVUPS (R9)(R11*2), Y8
+	VMOVUPS Y8, (R10)(R11*2)
+	ADDQ    $0x00000010, R11
+	JMP     copyvec2
+
+copyone3:
+	ADDQ $0x00000010, R12
+
+copyloop5:
+	CMPQ R11, R12
+	JGE  copied4
+	MOVW (R9)(R11*2), R13
+	MOVW R13, (R10)(R11*2)
+	INCQ R11
+	JMP  copyloop5
+
+copied4:
+	XORQ      R9, R9
+	VCVTPH2PS (R10)(R9*2), Y8
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y0, Y0
+	VCVTPH2PS 16(R10)(R9*2), Y8
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y1, Y1
+	VCVTPH2PS 32(R10)(R9*2), Y8
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y2, Y2
+	VCVTPH2PS 48(R10)(R9*2), Y8
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y3, Y3
+	VCVTPH2PS 64(R10)(R9*2), Y8
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y4, Y4
+	VCVTPH2PS 80(R10)(R9*2), Y8
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y5, Y5
+	VCVTPH2PS 96(R10)(R9*2), Y8
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y6, Y6
+	VCVTPH2PS 112(R10)(R9*2), Y8
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y7, Y7
+
+summed:
+	VADDPS  Y4, Y0, Y0
+	VADDPS  Y5, Y1, Y1
+	VADDPS  Y6, Y2, Y2
+	VADDPS  Y7, Y3, Y3
+	VADDPS  Y2, Y0, Y0
+	VADDPS  Y3, Y1, Y1
+	VADDPS  Y1, Y0, Y0
+	CMPQ    288(SP), $0x01
+	JE      invone
+	VMOVUPS Y0, (SP)(R8*1)
+	ADDQ    SI, DI
+	ADDQ    $0x00000020, R8
+	CMPQ    R8, $0x00000080
+	JB      sumrow
+	JMP     invgroup
+
+invone:
+	// Halving tree: p[j] += p[j+h] for the remaining h, down to ss.
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X1
+	VMOVHLPS     X1, X1, X0
+	VADDPS       X0, X1, X1
+	VMOVSHDUP    X1, X0
+	VADDSS       X0, X1, X1
+
+	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
+	CMPL   324(SP), $0x00
+	JE     divide6
+	VMULSS 324(SP), X1, X0
+	JMP    divided7
+
+divide6:
+	VDIVSS 320(SP), X1, X0
+
+divided7:
+	VADDSS   job_eps+0(AX), X0, X0
+	VUCOMISS tlo<>+0(SB), X0
+	JCS      ret
+	VUCOMISS tmax<>+0(SB), X0
+	JHI      ret
+	VSQRTSS  X0, X0, X0
+	VMOVSS   one<>+0(SB), X1
+	VDIVSS   X0, X1, X1
+
+	// Report 1/rms if asked.
+	MOVQ   job_inv+0(AX), DI
+	TESTQ  DI, DI
+	JZ     scale
+	MOVQ   272(SP), R8
+	VMOVSS X1, (DI)(R8*4)
+	JMP    scale
+
+invgroup:
+	// The rest of the halving tree, four rows at once.
+	VMOVUPS      (SP), Y0
+	VMOVUPS      32(SP), Y1
+	VMOVUPS      64(SP), Y2
+	VMOVUPS      96(SP), Y3
+	VPERM2F128   $0x20, Y1, Y0, Y4
+	VPERM2F128   $0x31, Y1, Y0, Y0
+	VADDPS       Y0, Y4, Y4
+	VPERM2F128   $0x20, Y3, Y2, Y0
+	VPERM2F128   $0x31, Y3, Y2, Y1
+	VADDPS       Y1, Y0, Y0
+	VSHUFPS      $0x44, Y0, Y4, Y1
+	VSHUFPS      $0xee, Y0, Y4, Y0
+	VADDPS       Y0, Y1, Y1
+	VHADDPS      Y1, Y1, Y1
+	VEXTRACTF128 $0x01, Y1, X0
+	VUNPCKLPS    X0, X1, X0
+
+	// t = ss/d + eps for the four rows; any t outside [2^-100, MaxFloat32] sends the group to the one-row path.
+	CMPL         324(SP), $0x00
+	JE           divide8
+	VBROADCASTSS 324(SP), X1
+	VMULPS       X1, X0, X0
+	JMP          divided9
+
+divide8:
+	VBROADCASTSS 320(SP), X1
+	VDIVPS       X1, X0, X0
+
+divided9:
+	VBROADCASTSS job_eps+0(AX), X1
+	VADDPS       X1, X0, X0
+	VCMPPS       $0x1d, tlo4<>+0(SB), X0, X1
+	VCMPPS       $0x12, tmax4<>+0(SB), X0, X2
+	VANDPS       X2, X1, X1
+	VMOVMSKPS    X1, DI
+	CMPL         DI, $0x0f
+	JE           ginrange
+	MOVQ         $0x00000004, 280(SP)
+	JMP          row
+
+ginrange:
+	VSQRTPS      X0, X0
+	VBROADCASTSS one<>+0(SB), X1
+	VDIVPS       X0, X1, X1
+
+	// Report 1/rms if asked.
+	MOVQ    job_inv+0(AX), DI
+	TESTQ   DI, DI
+	JZ      scale
+	MOVQ    272(SP), R8
+	VMOVUPS X1, (DI)(R8*4)
+
+scale:
+	VBROADCASTSS X1, Y0
+	MOVQ         $0x00000000, 296(SP)
+	CMPQ         288(SP), $0x01
+	JE           scalebody
+	VMOVUPS      X1, 256(SP)
+
+scalerow:
+	MOVQ         296(SP), DI
+	VBROADCASTSS 256(SP)(DI*4), Y0
+
+scalebody:
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ  DI, DI
+	MOVQ  job_d+0(AX), R8
+	SUBQ  $0x00000020, R8
+	TESTL $0x00000002, job_flags+0(AX)
+	JNZ   scalepf
+
+scaleloop:
+	CMPQ      DI, R8
+	JG        scaletail
+	VCVTPH2PS (DX)(DI*2), Y1
+	VMULPS    Y0, Y1, Y1
+	VCVTPS2PH $0x00, Y1, X1
+	VCVTPH2PS X1, Y1
+	VMULPS    (BX)(DI*4), Y1, Y1
+	VCVTPS2PH $0x00, Y1, (CX)(DI*2)
+	VCVTPH2PS 16(DX)(DI*2), Y1
+	VMULPS    Y0, Y1, Y1
+	VCVTPS2PH $0x00, Y1, X1
+	VCVTPH2PS X1, Y1
+	VMULPS    32(BX)(DI*4), Y1, Y1
+	VCVTPS2PH $0x00, Y1, 16(CX)(DI*2)
+	VCVTPH2PS 32(DX)(DI*2), Y1
+	VMULPS    Y0, Y1, Y1
+	VCVTPS2PH $0x00, Y1, X1
+	VCVTPH2PS X1, Y1
+	VMULPS    64(BX)(DI*4), Y1, Y1
+	VCVTPS2PH $0x00, Y1, 32(CX)(DI*2)
+	VCVTPH2PS 48(DX)(DI*2), Y1
+	VMULPS    Y0, Y1, Y1
+	VCVTPS2PH $0x00, Y1, X1
+	VCVTPH2PS X1, Y1
+	VMULPS    96(BX)(DI*4), Y1, Y1
+	VCVTPS2PH $0x00, Y1, 48(CX)(DI*2)
+	ADDQ      $0x00000020, DI
+	JMP       scaleloop
+
+scalepf:
+	MOVQ SI, R9
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows10
+	SHLQ $0x03, R9
+
+longrows10:
+	ADDQ  DX, R9
+	TESTL $0x00000001, job_flags+0(AX)
+	JNZ   scalent
+
+scalepfloop:
+	CMPQ       DI, R8
+	JG         scaletail
+	PREFETCHT0 (R9)(DI*2)
+	VCVTPH2PS  (DX)(DI*2), Y1
+	VMULPS     Y0, Y1, Y1
+	VCVTPS2PH  $0x00, Y1, X1
+	VCVTPH2PS  X1, Y1
+	VMULPS     (BX)(DI*4), Y1, Y1
+	VCVTPS2PH  $0x00, Y1, (CX)(DI*2)
+	VCVTPH2PS  16(DX)(DI*2), Y1
+	VMULPS     Y0, Y1, Y1
+	VCVTPS2PH  $0x00, Y1, X1
+	VCVTPH2PS  X1, Y1
+	VMULPS     32(BX)(DI*4), Y1, Y1
+	VCVTPS2PH  $0x00, Y1, 16(CX)(DI*2)
+	VCVTPH2PS  32(DX)(DI*2), Y1
+	VMULPS     Y0, Y1, Y1
+	VCVTPS2PH  $0x00, Y1, X1
+	VCVTPH2PS  X1, Y1
+	VMULPS     64(BX)(DI*4), Y1, Y1
+	VCVTPS2PH  $0x00, Y1, 32(CX)(DI*2)
+	VCVTPH2PS  48(DX)(DI*2), Y1
+	VMULPS     Y0, Y1, Y1
+	VCVTPS2PH  $0x00, Y1, X1
+	VCVTPH2PS  X1, Y1
+	VMULPS     96(BX)(DI*4), Y1, Y1
+	VCVTPS2PH  $0x00, Y1, 48(CX)(DI*2)
+	ADDQ       $0x00000020, DI
+	JMP        scalepfloop
+
+scalent:
+	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
+	MOVQ CX, R10
+	NEGQ R10
+	ANDQ $0x0000001f, R10
+	SHRQ $0x01, R10
+	JZ   scalentloop
+	CMPQ R10, job_d+0(AX)
+	JLE  scalehead
+	MOVQ job_d+0(AX), R10
+
+scalehead:
+	CMPQ      R10, $0x00000008
+	JB        scaleheadpart
+	VCVTPH2PS (DX)(DI*2), Y1
+	VMULPS    Y0, Y1, Y1
+	VCVTPS2PH $0x00, Y1, X1
+	VCVTPH2PS X1, Y1
+	VMULPS    (BX)(DI*4), Y1, Y1
+	VCVTPS2PH $0x00, Y1, (CX)(DI*2)
+	ADDQ      $0x00000008, DI
+	SUBQ      $0x00000008, R10
+	JZ        scalentloop
+
+scaleheadpart:
+	LEAQ (DX)(DI*2), R11
+	LEAQ 128(SP), R12
+	MOVQ R10, R14
+	XORQ R13, R13
+	SUBQ $0x00000010, R14
+
+copyvec11:
+	CMPQ    R13, R14
+	JG      copyone12
+	VMOVUPS (R11)(R13*2), Y1
+	VMOVUPS Y1, (R12)(R13*2)
+	ADDQ    $0x00000010, R13
+	JMP     copyvec11
+
+copyone12:
+	ADDQ $0x00000010, R14
+
+copyloop14:
+	CMPQ R13, R14
+	JGE  copied13
+	MOVW (R11)(R13*2), R15
+	MOVW R15, (R12)(R13*2)
+	INCQ R13
+	JMP  copyloop14
+
+copied13:
+	LEAQ (BX)(DI*4), R11
+	LEAQ 160(SP), R12
+	MOVQ R10, R14
+	XORQ R13, R13
+	SUBQ $0x00000008, R14
+
+copyvec15:
+	CMPQ    R13, R14
+	JG      copyone16
+	VMOVUPS (R11)(R13*4), Y1
+	VMOVUPS Y1, (R12)(R13*4)
+	ADDQ    $0x00000008, R13
+	JMP     copyvec15
+
+copyone16:
+	ADDQ $0x00000008, R14
+
+copyloop18:
+	CMPQ R13, R14
+	JGE  copied17
+	MOVL (R11)(R13*4), R15
+	MOVL R15, (R12)(R13*4)
+	INCQ R13
+	JMP  copyloop18
+
+copied17:
+	VCVTPH2PS 128(SP), Y1
+	VMULPS    Y1, Y0, Y1
+	VCVTPS2PH $0x00, Y1, X1
+	VCVTPH2PS X1, Y1
+	VMULPS    160(SP), Y1, Y1
+	VCVTPS2PH $0x00, Y1, 192(SP)
+	LEAQ      192(SP), R12
+	LEAQ      (CX)(DI*2), R11
+	MOVQ      R10, R14
+	XORQ      R13, R13
+	SUBQ      $0x00000010, R14
+
+copyvec19:
+	CMPQ    R13, R14
+	JG      copyone20
+	VMOVUPS (R12)(R13*2), Y1
+	VMOVUPS Y1, (R11)(R13*2)
+	ADDQ    $0x00000010, R13
+	JMP     copyvec19
+
+copyone20:
+	ADDQ $0x00000010, R14
+
+copyloop22:
+	CMPQ R13, R14
+	JGE  copied21
+	MOVW (R12)(R13*2), R15
+	MOVW R15, (R11)(R13*2)
+	INCQ R13
+	JMP  copyloop22
+
+copied21:
+	ADDQ R10, DI
+
+scalentloop:
+	CMPQ        DI, R8
+	JG          scaletail
+	PREFETCHT0  (R9)(DI*2)
+	VCVTPH2PS   (DX)(DI*2), Y1
+	VMULPS      Y0, Y1, Y1
+	VCVTPS2PH   $0x00, Y1, X1
+	VCVTPH2PS   X1, Y1
+	VMULPS      (BX)(DI*4), Y1, Y1
+	VCVTPH2PS   16(DX)(DI*2), Y2
+	VMULPS      Y0, Y2, Y2
+	VCVTPS2PH   $0x00, Y2, X2
+	VCVTPH2PS   X2, Y2
+	VMULPS      32(BX)(DI*4), Y2, Y2
+	VCVTPS2PH   $0x00, Y1, X9
+	VCVTPS2PH   $0x00, Y2, X1
+	VINSERTI128 $0x01, X1, Y9, Y9
+	VMOVNTDQ    Y9, (CX)(DI*2)
+	VCVTPH2PS   32(DX)(DI*2), Y1
+	VMULPS      Y0, Y1, Y1
+	VCVTPS2PH   $0x00, Y1, X1
+	VCVTPH2PS   X1, Y1
+	VMULPS      64(BX)(DI*4), Y1, Y1
+	VCVTPH2PS   48(DX)(DI*2), Y2
+	VMULPS      Y0, Y2, Y2
+	VCVTPS2PH   $0x00, Y2, X2
+	VCVTPH2PS   X2, Y2
+	VMULPS      96(BX)(DI*4), Y2, Y2
+	VCVTPS2PH   $0x00, Y1, X10
+	VCVTPS2PH   $0x00, Y2, X1
+	VINSERTI128 $0x01, X1, Y10, Y10
+	VMOVNTDQ    Y10, 32(CX)(DI*2)
+	ADDQ        $0x00000020, DI
+	JMP         scalentloop
+
+scaletail:
+	ADDQ $0x00000018, R8
+
+scaleone:
+	CMPQ      DI, R8
+	JG        scalepart
+	VCVTPH2PS (DX)(DI*2), Y1
+	VMULPS    Y0, Y1, Y1
+	VCVTPS2PH $0x00, Y1, X1
+	VCVTPH2PS X1, Y1
+	VMULPS    (BX)(DI*4), Y1, Y1
+	VCVTPS2PH $0x00, Y1, (CX)(DI*2)
+	ADDQ      $0x00000008, DI
+	JMP       scaleone
+
+scalepart:
+	MOVQ job_d+0(AX), R10
+	SUBQ DI, R10
+	JZ   scaled
+	LEAQ (DX)(DI*2), R8
+	LEAQ 128(SP), R9
+	MOVQ R10, R12
+	XORQ R11, R11
+	SUBQ $0x00000010, R12
+
+copyvec23:
+	CMPQ    R11, R12
+	JG      copyone24
+	VMOVUPS (R8)(R11*2), Y1
+	VMOVUPS Y1, (R9)(R11*2)
+	ADDQ    $0x00000010, R11
+	JMP     copyvec23
+
+copyone24:
+	ADDQ $0x00000010, R12
+
+copyloop26:
+	CMPQ R11, R12
+	JGE  copied25
+	MOVW (R8)(R11*2), R13
+	MOVW R13, (R9)(R11*2)
+	INCQ R11
+	JMP  copyloop26
+
+copied25:
+	LEAQ (BX)(DI*4), R8
+	LEAQ 160(SP), R9
+	MOVQ R10, R12
+	XORQ R11, R11
+	SUBQ $0x00000008, R12
+
+copyvec27:
+	CMPQ    R11, R12
+	JG      copyone28
+	VMOVUPS (R8)(R11*4), Y1
+	VMOVUPS Y1, (R9)(R11*4)
+	ADDQ    $0x00000008, R11
+	JMP     copyvec27
+
+copyone28:
+	ADDQ $0x00000008, R12
+
+copyloop30:
+	CMPQ R11, R12
+	JGE  copied29
+	MOVL (R8)(R11*4), R13
+	MOVL R13, (R9)(R11*4)
+	INCQ R11
+	JMP  copyloop30
+
+copied29:
+	VCVTPH2PS 128(SP), Y1
+	VMULPS    Y1, Y0, Y1
+	VCVTPS2PH $0x00, Y1, X0
+	VCVTPH2PS X0, Y0
+	VMULPS    160(SP), Y0, Y0
+	VCVTPS2PH $0x00, Y0, 192(SP)
+	LEAQ      192(SP), R9
+	LEAQ      (CX)(DI*2), R8
+	XORQ      DI, DI
+	SUBQ      $0x00000010, R10
+
+copyvec31:
+	CMPQ    DI, R10
+	JG      copyone32
+	VMOVUPS (R9)(DI*2), Y0
+	VMOVUPS Y0, (R8)(DI*2)
+	ADDQ    $0x00000010, DI
+	JMP     copyvec31
+
+copyone32:
+	ADDQ $0x00000010, R10
+
+copyloop34:
+	CMPQ DI, R10
+	JGE  copied33
+	MOVW (R9)(DI*2), R11
+	MOVW R11, (R8)(DI*2)
+	INCQ DI
+	JMP  copyloop34
+
+copied33:
+scaled:
+	ADDQ SI, DX
+	ADDQ SI, CX
+	INCQ 272(SP)
+	MOVQ 296(SP), DI
+	INCQ DI
+	MOVQ DI, 296(SP)
+	CMPQ DI, 288(SP)
+	JB   scalerow
+	JMP  row
+
+ret:
+	TESTL $0x00000001, job_flags+0(AX)
+	JZ    vzero
+	SFENCE
+
+vzero:
+	VZEROUPPER
+	MOVQ 272(SP), AX
+	MOVQ AX, ret+24(FP)
+	RET
+
+// func avx2F16Offset(j uintptr, from int, to int) int
+// Requires: AVX, AVX2, F16C, MMX+
+TEXT ·avx2F16Offset(SB), NOSPLIT, $328-32
+	// avx2F16Offset normalizes rows [from, to) of the job: F16 rows: y = round16((x*inv)*(1+w)), for each row.
+	// It stops before the first row that needs the float64 path and returns that row's index, or to.
+	MOVQ j+0(FP), AX
+	MOVQ job_dst+0(AX), CX
+	MOVQ job_x+0(AX), DX
+	MOVQ job_w+0(AX), BX
+	MOVQ job_stride+0(AX), SI
+	SHLQ $0x01, SI
+
+	// fd = float32(d); rd = 1/d when d is a power of two (ss/d is then ss*rd exactly), else 0.
+	MOVQ       job_d+0(AX), DI
+	VMOVSS     one<>+0(SB), X0
+	VCVTSI2SSQ DI, X0, X0
+	VMOVSS     X0, 320(SP)
+	XORL       R9, R9
+	LEAQ       -1(DI), R8
+	TESTQ      DI, R8
+	JNZ        notpow2
+	BSFQ       DI, R8
+	MOVL       $0x0000007f, R9
+	SUBL       R8, R9
+	SHLL       $0x17, R9
+
+notpow2:
+	MOVL R9, 324(SP)
+
+	// Start at row from.
+	MOVQ  from+8(FP), DI
+	MOVQ  DI, 272(SP)
+	MOVQ  $0x00000000, 280(SP)
+	IMULQ SI, DI
+	ADDQ  DI, CX
+	ADDQ  DI, DX
+
+row:
+	MOVQ 272(SP), DI
+	CMPQ DI, to+16(FP)
+	JAE  ret
+	MOVQ $0x00000001, 288(SP)
+	CMPQ 280(SP), $0x00
+	JE   trygroup
+	DECQ 280(SP)
+	JMP  sum
+
+trygroup:
+	CMPQ job_d+0(AX), $0x00000200
+	JA   sum
+	MOVQ to+16(FP), DI
+	SUBQ 272(SP), DI
+	CMPQ DI, $0x04
+	JB   sum
+	MOVQ $0x00000004, 288(SP)
+
+sum:
+	MOVQ DX, DI
+	XORQ R8, R8
+
+sumrow:
+	// Sum of squares: element i goes to partial i%64.
+	MOVQ   job_d+0(AX), R10
+	SUBQ   $0x00000040, R10
+	JGE    firstblock
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	XORQ   R9, R9
+	JMP    sumtail
+
+firstblock:
+	// +0 + square is the square itself: the first block initializes the partials.
+	XORQ      R9, R9
+	VCVTPH2PS (DI)(R9*2), Y0
+	VMULPS    Y0, Y0, Y0
+	VCVTPH2PS 16(DI)(R9*2), Y1
+	VMULPS    Y1, Y1, Y1
+	VCVTPH2PS 32(DI)(R9*2), Y2
+	VMULPS    Y2, Y2, Y2
+	VCVTPH2PS 48(DI)(R9*2), Y3
+	VMULPS    Y3, Y3, Y3
+	VCVTPH2PS 64(DI)(R9*2), Y4
+	VMULPS    Y4, Y4, Y4
+	VCVTPH2PS 80(DI)(R9*2), Y5
+	VMULPS    Y5, Y5, Y5
+	VCVTPH2PS 96(DI)(R9*2), Y6
+	VMULPS    Y6, Y6, Y6
+	VCVTPH2PS 112(DI)(R9*2), Y7
+	VMULPS    Y7, Y7, Y7
+	MOVQ      $0x00000040, R9
+	TESTL     $0x00000002, job_flags+0(AX)
+	JNZ       sumpf
+
+sumloop:
+	CMPQ      R9, R10
+	JG        sumtail
+	VCVTPH2PS (DI)(R9*2), Y8
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y0, Y0
+	VCVTPH2PS 16(DI)(R9*2), Y8
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y1, Y1
+	VCVTPH2PS 32(DI)(R9*2), Y8
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y2, Y2
+	VCVTPH2PS 48(DI)(R9*2), Y8
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y3, Y3
+	VCVTPH2PS 64(DI)(R9*2), Y8
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y4, Y4
+	VCVTPH2PS 80(DI)(R9*2), Y8
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y5, Y5
+	VCVTPH2PS 96(DI)(R9*2), Y8
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y6, Y6
+	VCVTPH2PS 112(DI)(R9*2), Y8
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y7, Y7
+	ADDQ      $0x00000040, R9
+	JMP       sumloop
+
+	// The same, prefetching the rows ahead.
+sumpf:
+	MOVQ SI, R11
+	SHLQ $0x01, R11
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows1
+	SHLQ $0x03, R11
+
+longrows1:
+	ADDQ DI, R11
+
+sumpfloop:
+	CMPQ       R9, R10
+	JG         sumtail
+	PREFETCHT0 (R11)(R9*2)
+	PREFETCHT0 64(R11)(R9*2)
+	VCVTPH2PS  (DI)(R9*2), Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y0, Y0
+	VCVTPH2PS  16(DI)(R9*2), Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y1, Y1
+	VCVTPH2PS  32(DI)(R9*2), Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y2, Y2
+	VCVTPH2PS  48(DI)(R9*2), Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y3, Y3
+	VCVTPH2PS  64(DI)(R9*2), Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y4, Y4
+	VCVTPH2PS  80(DI)(R9*2), Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y5, Y5
+	VCVTPH2PS  96(DI)(R9*2), Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y6, Y6
+	VCVTPH2PS  112(DI)(R9*2), Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y7, Y7
+	ADDQ       $0x00000040, R9
+	JMP        sumpfloop
+
+sumtail:
+	// Fewer than 64 elements remain.
+	MOVQ    job_d+0(AX), R10
+	SUBQ    R9, R10
+	JZ      summed
+	MOVQ    R10, 304(SP)
+	LEAQ    (DI)(R9*2), R9
+	LEAQ    128(SP), R10
+	VXORPS  Y8, Y8, Y8
+	VMOVUPS Y8, (R10)
+	VMOVUPS Y8, 32(R10)
+	VMOVUPS Y8, 64(R10)
+	VMOVUPS Y8, 96(R10)
+	MOVQ    304(SP), R12
+	XORQ    R11, R11
+	SUBQ    $0x00000010, R12
+
+copyvec2:
+	CMPQ    R11, R12
+	JG      copyone3
+	VMOVUPS (R9)(R11*2), Y8
+	VMOVUPS Y8, (R10)(R11*2)
+	ADDQ    $0x00000010, R11
+	JMP     copyvec2
+
+copyone3:
+	ADDQ $0x00000010, R12
+
+copyloop5:
+	CMPQ R11, R12
+	JGE  copied4
+	MOVW (R9)(R11*2), R13
+	MOVW R13, (R10)(R11*2)
+	INCQ R11
+	JMP  copyloop5
+
+copied4:
+	XORQ      R9, R9
+	VCVTPH2PS (R10)(R9*2), Y8
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y0, Y0
+	VCVTPH2PS 16(R10)(R9*2), Y8
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y1, Y1
+	VCVTPH2PS 32(R10)(R9*2), Y8
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y2, Y2
+	VCVTPH2PS 48(R10)(R9*2), Y8
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y3, Y3
+	VCVTPH2PS 64(R10)(R9*2), Y8
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y4, Y4
+	VCVTPH2PS 80(R10)(R9*2), Y8
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y5, Y5
+	VCVTPH2PS 96(R10)(R9*2), Y8
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y6, Y6
+	VCVTPH2PS 112(R10)(R9*2), Y8
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y7, Y7
+
+summed:
+	VADDPS  Y4, Y0, Y0
+	VADDPS  Y5, Y1, Y1
+	VADDPS  Y6, Y2, Y2
+	VADDPS  Y7, Y3, Y3
+	VADDPS  Y2, Y0, Y0
+	VADDPS  Y3, Y1, Y1
+	VADDPS  Y1, Y0, Y0
+	CMPQ    288(SP), $0x01
+	JE      invone
+	VMOVUPS Y0, (SP)(R8*1)
+	ADDQ    SI, DI
+	ADDQ    $0x00000020, R8
+	CMPQ    R8, $0x00000080
+	JB      sumrow
+	JMP     invgroup
+
+invone:
+	// Halving tree: p[j] += p[j+h] for the remaining h, down to ss.
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X1
+	VMOVHLPS     X1, X1, X0
+	VADDPS       X0, X1, X1
+	VMOVSHDUP    X1, X0
+	VADDSS       X0, X1, X1
+
+	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
+	CMPL   324(SP), $0x00
+	JE     divide6
+	VMULSS 324(SP), X1, X0
+	JMP    divided7
+
+divide6:
+	VDIVSS 320(SP), X1, X0
+
+divided7:
+	VADDSS   job_eps+0(AX), X0, X0
+	VUCOMISS tlo<>+0(SB), X0
+	JCS      ret
+	VUCOMISS tmax<>+0(SB), X0
+	JHI      ret
+	VSQRTSS  X0, X0, X0
+	VMOVSS   one<>+0(SB), X1
+	VDIVSS   X0, X1, X1
+
+	// Report 1/rms if asked.
+	MOVQ   job_inv+0(AX), DI
+	TESTQ  DI, DI
+	JZ     scale
+	MOVQ   272(SP), R8
+	VMOVSS X1, (DI)(R8*4)
+	JMP    scale
+
+invgroup:
+	// The rest of the halving tree, four rows at once.
+	VMOVUPS      (SP), Y0
+	VMOVUPS      32(SP), Y1
+	VMOVUPS      64(SP), Y2
+	VMOVUPS      96(SP), Y3
+	VPERM2F128   $0x20, Y1, Y0, Y4
+	VPERM2F128   $0x31, Y1, Y0, Y0
+	VADDPS       Y0, Y4, Y4
+	VPERM2F128   $0x20, Y3, Y2, Y0
+	VPERM2F128   $0x31, Y3, Y2, Y1
+	VADDPS       Y1, Y0, Y0
+	VSHUFPS      $0x44, Y0, Y4, Y1
+	VSHUFPS      $0xee, Y0, Y4, Y0
+	VADDPS       Y0, Y1, Y1
+	VHADDPS      Y1, Y1, Y1
+	VEXTRACTF128 $0x01, Y1, X0
+	VUNPCKLPS    X0, X1, X0
+
+	// t = ss/d + eps for the four rows; any t outside [2^-100, MaxFloat32] sends the group to the one-row path.
+	CMPL         324(SP), $0x00
+	JE           divide8
+	VBROADCASTSS 324(SP), X1
+	VMULPS       X1, X0, X0
+	JMP          divided9
+
+divide8:
+	VBROADCASTSS 320(SP), X1
+	VDIVPS       X1, X0, X0
+
+divided9:
+	VBROADCASTSS job_eps+0(AX), X1
+	VADDPS       X1, X0, X0
+	VCMPPS       $0x1d, tlo4<>+0(SB), X0, X1
+	VCMPPS       $0x12, tmax4<>+0(SB), X0, X2
+	VANDPS       X2, X1, X1
+	VMOVMSKPS    X1, DI
+	CMPL         DI, $0x0f
+	JE           ginrange
+	MOVQ         $0x00000004, 280(SP)
+	JMP          row
+
+ginrange:
+	VSQRTPS      X0, X0
+	VBROADCASTSS one<>+0(SB), X1
+	VDIVPS       X0, X1, X1
+
+	// Report 1/rms if asked.
+	MOVQ    job_inv+0(AX), DI
+	TESTQ   DI, DI
+	JZ      scale
+	MOVQ    272(SP), R8
+	VMOVUPS X1, (DI)(R8*4)
+
+scale:
+	VBROADCASTSS X1, Y0
+	MOVQ         $0x00000000, 296(SP)
+	CMPQ         288(SP), $0x01
+	JE           scalebody
+	VMOVUPS      X1, 256(SP)
+
+scalerow:
+	MOVQ         296(SP), DI
+	VBROADCASTSS 256(SP)(DI*4), Y0
+
+scalebody:
+	VBROADCASTSS one<>+0(SB), Y1
+
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ  DI, DI
+	MOVQ  job_d+0(AX), R8
+	SUBQ  $0x00000020, R8
+	TESTL $0x00000002, job_flags+0(AX)
+	JNZ   scalepf
+
+scaleloop:
+	CMPQ      DI, R8
+	JG        scaletail
+	VCVTPH2PS (DX)(DI*2), Y2
+	VMULPS    Y0, Y2, Y2
+	VMOVUPS   (BX)(DI*4), Y3
+	VADDPS    Y1, Y3, Y3
+	VMULPS    Y3, Y2, Y2
+	VCVTPS2PH $0x00, Y2, (CX)(DI*2)
+	VCVTPH2PS 16(DX)(DI*2), Y2
+	VMULPS    Y0, Y2, Y2
+	VMOVUPS   32(BX)(DI*4), Y3
+	VADDPS    Y1, Y3, Y3
+	VMULPS    Y3, Y2, Y2
+	VCVTPS2PH $0x00, Y2, 16(CX)(DI*2)
+	VCVTPH2PS 32(DX)(DI*2), Y2
+	VMULPS    Y0, Y2, Y2
+	VMOVUPS   64(BX)(DI*4), Y3
+	VADDPS    Y1, Y3, Y3
+	VMULPS    Y3, Y2, Y2
+	VCVTPS2PH $0x00, Y2, 32(CX)(DI*2)
+	VCVTPH2PS 48(DX)(DI*2), Y2
+	VMULPS    Y0, Y2, Y2
+	VMOVUPS   96(BX)(DI*4), Y3
+	VADDPS    Y1, Y3, Y3
+	VMULPS    Y3, Y2, Y2
+	VCVTPS2PH $0x00, Y2, 48(CX)(DI*2)
+	ADDQ      $0x00000020, DI
+	JMP       scaleloop
+
+scalepf:
+	MOVQ SI, R9
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows10
+	SHLQ $0x03, R9
+
+longrows10:
+	ADDQ  DX, R9
+	TESTL $0x00000001, job_flags+0(AX)
+	JNZ   scalent
+
+scalepfloop:
+	CMPQ       DI, R8
+	JG         scaletail
+	PREFETCHT0 (R9)(DI*2)
+	VCVTPH2PS  (DX)(DI*2), Y2
+	VMULPS     Y0, Y2, Y2
+	VMOVUPS    (BX)(DI*4), Y3
+	VADDPS     Y1, Y3, Y3
+	VMULPS     Y3, Y2, Y2
+	VCVTPS2PH  $0x00, Y2, (CX)(DI*2)
+	VCVTPH2PS  16(DX)(DI*2), Y2
+	VMULPS     Y0, Y2, Y2
+	VMOVUPS    32(BX)(DI*4), Y3
+	VADDPS     Y1, Y3, Y3
+	VMULPS     Y3, Y2, Y2
+	VCVTPS2PH  $0x00, Y2, 16(CX)(DI*2)
+	VCVTPH2PS  32(DX)(DI*2), Y2
+	VMULPS     Y0, Y2, Y2
+	VMOVUPS    64(BX)(DI*4), Y3
+	VADDPS     Y1, Y3, Y3
+	VMULPS     Y3, Y2, Y2
+	VCVTPS2PH  $0x00, Y2, 32(CX)(DI*2)
+	VCVTPH2PS  48(DX)(DI*2), Y2
+	VMULPS     Y0, Y2, Y2
+	VMOVUPS    96(BX)(DI*4), Y3
+	VADDPS     Y1, Y3, Y3
+	VMULPS     Y3, Y2, Y2
+	VCVTPS2PH  $0x00, Y2, 48(CX)(DI*2)
+	ADDQ       $0x00000020, DI
+	JMP        scalepfloop
+
+scalent:
+	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
+	MOVQ CX, R10
+	NEGQ R10
+	ANDQ $0x0000001f, R10
+	SHRQ $0x01, R10
+	JZ   scalentloop
+	CMPQ R10, job_d+0(AX)
+	JLE  scalehead
+	MOVQ job_d+0(AX), R10
+
+scalehead:
+	CMPQ      R10, $0x00000008
+	JB        scaleheadpart
+	VCVTPH2PS (DX)(DI*2), Y2
+	VMULPS    Y0, Y2, Y2
+	VMOVUPS   (BX)(DI*4), Y3
+	VADDPS    Y1, Y3, Y3
+	VMULPS    Y3, Y2, Y2
+	VCVTPS2PH $0x00, Y2, (CX)(DI*2)
+	ADDQ      $0x00000008, DI
+	SUBQ      $0x00000008, R10
+	JZ        scalentloop
+
+scaleheadpart:
+	LEAQ (DX)(DI*2), R11
+	LEAQ 128(SP), R12
+	MOVQ R10, R14
+	XORQ R13, R13
+	SUBQ $0x00000010, R14
+
+copyvec11:
+	CMPQ    R13, R14
+	JG      copyone12
+	VMOVUPS (R11)(R13*2), Y2
+	VMOVUPS Y2, (R12)(R13*2)
+	ADDQ    $0x00000010, R13
+	JMP     copyvec11
+
+copyone12:
+	ADDQ $0x00000010, R14
+
+copyloop14:
+	CMPQ R13, R14
+	JGE  copied13
+	MOVW (R11)(R13*2), R15
+	MOVW R15, (R12)(R13*2)
+	INCQ R13
+	JMP  copyloop14
+
+copied13:
+	LEAQ (BX)(DI*4), R11
+	LEAQ 160(SP), R12
+	MOVQ R10, R14
+	XORQ R13, R13
+	SUBQ $0x00000008, R14
+
+copyvec15:
+	CMPQ    R13, R14
+	JG      copyone16
+	VMOVUPS (R11)(R13*4), Y2
+	VMOVUPS Y2, (R12)(R13*4)
+	ADDQ    $0x00000008, R13
+	JMP     copyvec15
+
+copyone16:
+	ADDQ $0x00000008, R14
+
+copyloop18:
+	CMPQ R13, R14
+	JGE  copied17
+	MOVL (R11)(R13*4), R15
+	MOVL R15, (R12)(R13*4)
+	INCQ R13
+	JMP  copyloop18
+
+copied17:
+	VCVTPH2PS 128(SP), Y2
+	VMULPS    Y2, Y0, Y2
+	VMOVUPS   160(SP), Y3
+	VADDPS    Y1, Y3, Y3
+	VMULPS    Y3, Y2, Y2
+	VCVTPS2PH $0x00, Y2, 192(SP)
+	LEAQ      192(SP), R12
+	LEAQ      (CX)(DI*2), R11
+	MOVQ      R10, R14
+	XORQ      R13, R13
+	SUBQ      $0x00000010, R14
+
+copyvec19:
+	CMPQ    R13, R14
+	JG      copyone20
+	VMOVUPS (R12)(R13*2), Y2
+	VMOVUPS Y2, (R11)(R13*2)
+	ADDQ    $0x00000010, R13
+	JMP     copyvec19
+
+copyone20:
+	ADDQ $0x00000010, R14
+
+copyloop22:
+	CMPQ R13, R14
+	JGE  copied21
+	MOVW (R12)(R13*2), R15
+	MOVW R15, (R11)(R13*2)
+	INCQ R13
+	JMP  copyloop22
+
+copied21:
+	ADDQ R10, DI
+
+scalentloop:
+	CMPQ        DI, R8
+	JG          scaletail
+	PREFETCHT0  (R9)(DI*2)
+	VCVTPH2PS   (DX)(DI*2), Y2
+	VMULPS      Y0, Y2, Y2
+	VMOVUPS     (BX)(DI*4), Y3
+	VADDPS      Y1, Y3, Y3
+	VMULPS      Y3, Y2, Y2
+	VCVTPH2PS   16(DX)(DI*2), Y3
+	VMULPS      Y0, Y3, Y3
+	VMOVUPS     32(BX)(DI*4), Y4
+	VADDPS      Y1, Y4, Y4
+	VMULPS      Y4, Y3, Y3
+	VCVTPS2PH   $0x00, Y2, X9
+	VCVTPS2PH   $0x00, Y3, X2
+	VINSERTI128 $0x01, X2, Y9, Y9
+	VMOVNTDQ    Y9, (CX)(DI*2)
+	VCVTPH2PS   32(DX)(DI*2), Y2
+	VMULPS      Y0, Y2, Y2
+	VMOVUPS     64(BX)(DI*4), Y3
+	VADDPS      Y1, Y3, Y3
+	VMULPS      Y3, Y2, Y2
+	VCVTPH2PS   48(DX)(DI*2), Y3
+	VMULPS      Y0, Y3, Y3
+	VMOVUPS     96(BX)(DI*4), Y4
+	VADDPS      Y1, Y4, Y4
+	VMULPS      Y4, Y3, Y3
+	VCVTPS2PH   $0x00, Y2, X10
+	VCVTPS2PH   $0x00, Y3, X2
+	VINSERTI128 $0x01, X2, Y10, Y10
+	VMOVNTDQ    Y10, 32(CX)(DI*2)
+	ADDQ        $0x00000020, DI
+	JMP         scalentloop
+
+scaletail:
+	ADDQ $0x00000018, R8
+
+scaleone:
+	CMPQ      DI, R8
+	JG        scalepart
+	VCVTPH2PS (DX)(DI*2), Y2
+	VMULPS    Y0, Y2, Y2
+	VMOVUPS   (BX)(DI*4), Y3
+	VADDPS    Y1, Y3, Y3
+	VMULPS    Y3, Y2, Y2
+	VCVTPS2PH $0x00, Y2, (CX)(DI*2)
+	ADDQ      $0x00000008, DI
+	JMP       scaleone
+
+scalepart:
+	MOVQ job_d+0(AX), R10
+	SUBQ DI, R10
+	JZ   scaled
+	LEAQ (DX)(DI*2), R8
+	LEAQ 128(SP), R9
+	MOVQ R10, R12
+	XORQ R11, R11
+	SUBQ $0x00000010, R12
+
+copyvec23:
+	CMPQ    R11, R12
+	JG      copyone24
+	VMOVUPS (R8)(R11*2), Y2
+	VMOVUPS Y2, (R9)(R11*2)
+	ADDQ    $0x00000010, R11
+	JMP     copyvec23
+
+copyone24:
+	ADDQ $0x00000010, R12
+
+copyloop26:
+	CMPQ R11, R12
+	JGE  copied25
+	MOVW (R8)(R11*2), R13
+	MOVW R13, (R9)(R11*2)
+	INCQ R11
+	JMP  copyloop26
+
+copied25:
+	LEAQ (BX)(DI*4), R8
+	LEAQ 160(SP), R9
+	MOVQ R10, R12
+	XORQ R11, R11
+	SUBQ $0x00000008, R12
+
+copyvec27:
+	CMPQ    R11, R12
+	JG      copyone28
+	VMOVUPS (R8)(R11*4), Y2
+	VMOVUPS Y2, (R9)(R11*4)
+	ADDQ    $0x00000008, R11
+	JMP     copyvec27
+
+copyone28:
+	ADDQ $0x00000008, R12
+
+copyloop30:
+	CMPQ R11, R12
+	JGE  copied29
+	MOVL (R8)(R11*4), R13
+	MOVL R13, (R9)(R11*4)
+	INCQ R11
+	JMP  copyloop30
+
+copied29:
+	VCVTPH2PS 128(SP), Y2
+	VMULPS    Y2, Y0, Y2
+	VMOVUPS   160(SP), Y0
+	VADDPS    Y1, Y0, Y0
+	VMULPS    Y0, Y2, Y2
+	VCVTPS2PH $0x00, Y2, 192(SP)
+	LEAQ      192(SP), R9
+	LEAQ      (CX)(DI*2), R8
+	XORQ      DI, DI
+	SUBQ      $0x00000010, R10
+
+copyvec31:
+	CMPQ    DI, R10
+	JG      copyone32
+	VMOVUPS (R9)(DI*2), Y0
+	VMOVUPS Y0, (R8)(DI*2)
+	ADDQ    $0x00000010, DI
+	JMP     copyvec31
+
+copyone32:
+	ADDQ $0x00000010, R10
+
+copyloop34:
+	CMPQ DI, R10
+	JGE  copied33
+	MOVW (R9)(DI*2), R11
+	MOVW R11, (R8)(DI*2)
+	INCQ DI
+	JMP  copyloop34
+
+copied33:
+scaled:
+	ADDQ SI, DX
+	ADDQ SI, CX
+	INCQ 272(SP)
+	MOVQ 296(SP), DI
+	INCQ DI
+	MOVQ DI, 296(SP)
+	CMPQ DI, 288(SP)
+	JB   scalerow
+	JMP  row
+
+ret:
+	TESTL $0x00000001, job_flags+0(AX)
+	JZ    vzero
+	SFENCE
+
+vzero:
+	VZEROUPPER
+	MOVQ 272(SP), AX
+	MOVQ AX, ret+24(FP)
+	RET
+
+// func avx2F16OffsetRN(j uintptr, from int, to int) int
+// Requires: AVX, AVX2, F16C, MMX+
+TEXT ·avx2F16OffsetRN(SB), NOSPLIT, $328-32
+	// avx2F16OffsetRN normalizes rows [from, to) of the job: F16 rows: y = round16(round16(x*inv)*(1+w)), for each row.
+	// It stops before the first row that needs the float64 path and returns that row's index, or to.
+	MOVQ j+0(FP), AX
+	MOVQ job_dst+0(AX), CX
+	MOVQ job_x+0(AX), DX
+	MOVQ job_w+0(AX), BX
+	MOVQ job_stride+0(AX), SI
+	SHLQ $0x01, SI
+
+	// fd = float32(d); rd = 1/d when d is a power of two (ss/d is then ss*rd exactly), else 0.
+	MOVQ       job_d+0(AX), DI
+	VMOVSS     one<>+0(SB), X0
+	VCVTSI2SSQ DI, X0, X0
+	VMOVSS     X0, 320(SP)
+	XORL       R9, R9
+	LEAQ       -1(DI), R8
+	TESTQ      DI, R8
+	JNZ        notpow2
+	BSFQ       DI, R8
+	MOVL       $0x0000007f, R9
+	SUBL       R8, R9
+	SHLL       $0x17, R9
+
+notpow2:
+	MOVL R9, 324(SP)
+
+	// Start at row from.
+	MOVQ  from+8(FP), DI
+	MOVQ  DI, 272(SP)
+	MOVQ  $0x00000000, 280(SP)
+	IMULQ SI, DI
+	ADDQ  DI, CX
+	ADDQ  DI, DX
+
+row:
+	MOVQ 272(SP), DI
+	CMPQ DI, to+16(FP)
+	JAE  ret
+	MOVQ $0x00000001, 288(SP)
+	CMPQ 280(SP), $0x00
+	JE   trygroup
+	DECQ 280(SP)
+	JMP  sum
+
+trygroup:
+	CMPQ job_d+0(AX), $0x00000200
+	JA   sum
+	MOVQ to+16(FP), DI
+	SUBQ 272(SP), DI
+	CMPQ DI, $0x04
+	JB   sum
+	MOVQ $0x00000004, 288(SP)
+
+sum:
+	MOVQ DX, DI
+	XORQ R8, R8
+
+sumrow:
+	// Sum of squares: element i goes to partial i%64.
+	MOVQ   job_d+0(AX), R10
+	SUBQ   $0x00000040, R10
+	JGE    firstblock
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	XORQ   R9, R9
+	JMP    sumtail
+
+firstblock:
+	// +0 + square is the square itself: the first block initializes the partials.
+	XORQ      R9, R9
+	VCVTPH2PS (DI)(R9*2), Y0
+	VMULPS    Y0, Y0, Y0
+	VCVTPH2PS 16(DI)(R9*2), Y1
+	VMULPS    Y1, Y1, Y1
+	VCVTPH2PS 32(DI)(R9*2), Y2
+	VMULPS    Y2, Y2, Y2
+	VCVTPH2PS 48(DI)(R9*2), Y3
+	VMULPS    Y3, Y3, Y3
+	VCVTPH2PS 64(DI)(R9*2), Y4
+	VMULPS    Y4, Y4, Y4
+	VCVTPH2PS 80(DI)(R9*2), Y5
+	VMULPS    Y5, Y5, Y5
+	VCVTPH2PS 96(DI)(R9*2), Y6
+	VMULPS    Y6, Y6, Y6
+	VCVTPH2PS 112(DI)(R9*2), Y7
+	VMULPS    Y7, Y7, Y7
+	MOVQ      $0x00000040, R9
+	TESTL     $0x00000002, job_flags+0(AX)
+	JNZ       sumpf
+
+sumloop:
+	CMPQ      R9, R10
+	JG        sumtail
+	VCVTPH2PS (DI)(R9*2), Y8
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y0, Y0
+	VCVTPH2PS 16(DI)(R9*2), Y8
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y1, Y1
+	VCVTPH2PS 32(DI)(R9*2), Y8
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y2, Y2
+	VCVTPH2PS 48(DI)(R9*2), Y8
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y3, Y3
+	VCVTPH2PS 64(DI)(R9*2), Y8
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y4, Y4
+	VCVTPH2PS 80(DI)(R9*2), Y8
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y5, Y5
+	VCVTPH2PS 96(DI)(R9*2), Y8
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y6, Y6
+	VCVTPH2PS 112(DI)(R9*2), Y8
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y7, Y7
+	ADDQ      $0x00000040, R9
+	JMP       sumloop
+
+	// The same, prefetching the rows ahead.
+sumpf:
+	MOVQ SI, R11
+	SHLQ $0x01, R11
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows1
+	SHLQ $0x03, R11
+
+longrows1:
+	ADDQ DI, R11
+
+sumpfloop:
+	CMPQ       R9, R10
+	JG         sumtail
+	PREFETCHT0 (R11)(R9*2)
+	PREFETCHT0 64(R11)(R9*2)
+	VCVTPH2PS  (DI)(R9*2), Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y0, Y0
+	VCVTPH2PS  16(DI)(R9*2), Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y1, Y1
+	VCVTPH2PS  32(DI)(R9*2), Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y2, Y2
+	VCVTPH2PS  48(DI)(R9*2), Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y3, Y3
+	VCVTPH2PS  64(DI)(R9*2), Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y4, Y4
+	VCVTPH2PS  80(DI)(R9*2), Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y5, Y5
+	VCVTPH2PS  96(DI)(R9*2), Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y6, Y6
+	VCVTPH2PS  112(DI)(R9*2), Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y7, Y7
+	ADDQ       $0x00000040, R9
+	JMP        sumpfloop
+
+sumtail:
+	// Fewer than 64 elements remain.
+	MOVQ    job_d+0(AX), R10
+	SUBQ    R9, R10
+	JZ      summed
+	MOVQ    R10, 304(SP)
+	LEAQ    (DI)(R9*2), R9
+	LEAQ    128(SP), R10
+	VXORPS  Y8, Y8, Y8
+	VMOVUPS Y8, (R10)
+	VMOVUPS Y8, 32(R10)
+	VMOVUPS Y8, 64(R10)
+	VMOVUPS Y8, 96(R10)
+	MOVQ    304(SP), R12
+	XORQ    R11, R11
+	SUBQ    $0x00000010, R12
+
+copyvec2:
+	CMPQ    R11, R12
+	JG      copyone3
+	VMOVUPS (R9)(R11*2), Y8
+	VMOVUPS Y8, (R10)(R11*2)
+	ADDQ    $0x00000010, R11
+	JMP     copyvec2
+
+copyone3:
+	ADDQ $0x00000010, R12
+
+copyloop5:
+	CMPQ R11, R12
+	JGE  copied4
+	MOVW (R9)(R11*2), R13
+	MOVW R13, (R10)(R11*2)
+	INCQ R11
+	JMP  copyloop5
+
+copied4:
+	XORQ      R9, R9
+	VCVTPH2PS (R10)(R9*2), Y8
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y0, Y0
+	VCVTPH2PS 16(R10)(R9*2), Y8
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y1, Y1
+	VCVTPH2PS 32(R10)(R9*2), Y8
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y2, Y2
+	VCVTPH2PS 48(R10)(R9*2), Y8
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y3, Y3
+	VCVTPH2PS 64(R10)(R9*2), Y8
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y4, Y4
+	VCVTPH2PS 80(R10)(R9*2), Y8
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y5, Y5
+	VCVTPH2PS 96(R10)(R9*2), Y8
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y6, Y6
+	VCVTPH2PS 112(R10)(R9*2), Y8
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y7, Y7
+
+summed:
+	VADDPS  Y4, Y0, Y0
+	VADDPS  Y5, Y1, Y1
+	VADDPS  Y6, Y2, Y2
+	VADDPS  Y7, Y3, Y3
+	VADDPS  Y2, Y0, Y0
+	VADDPS  Y3, Y1, Y1
+	VADDPS  Y1, Y0, Y0
+	CMPQ    288(SP), $0x01
+	JE      invone
+	VMOVUPS Y0, (SP)(R8*1)
+	ADDQ    SI, DI
+	ADDQ    $0x00000020, R8
+	CMPQ    R8, $0x00000080
+	JB      sumrow
+	JMP     invgroup
+
+invone:
+	// Halving tree: p[j] += p[j+h] for the remaining h, down to ss.
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X1
+	VMOVHLPS     X1, X1, X0
+	VADDPS       X0, X1, X1
+	VMOVSHDUP    X1, X0
+	VADDSS       X0, X1, X1
+
+	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
+	CMPL   324(SP), $0x00
+	JE     divide6
+	VMULSS 324(SP), X1, X0
+	JMP    divided7
+
+divide6:
+	VDIVSS 320(SP), X1, X0
+
+divided7:
+	VADDSS   job_eps+0(AX), X0, X0
+	VUCOMISS tlo<>+0(SB), X0
+	JCS      ret
+	VUCOMISS tmax<>+0(SB), X0
+	JHI      ret
+	VSQRTSS  X0, X0, X0
+	VMOVSS   one<>+0(SB), X1
+	VDIVSS   X0, X1, X1
+
+	// Report 1/rms if asked.
+	MOVQ   job_inv+0(AX), DI
+	TESTQ  DI, DI
+	JZ     scale
+	MOVQ   272(SP), R8
+	VMOVSS X1, (DI)(R8*4)
+	JMP    scale
+
+invgroup:
+	// The rest of the halving tree, four rows at once.
+	VMOVUPS      (SP), Y0
+	VMOVUPS      32(SP), Y1
+	VMOVUPS      64(SP), Y2
+	VMOVUPS      96(SP), Y3
+	VPERM2F128   $0x20, Y1, Y0, Y4
+	VPERM2F128   $0x31, Y1, Y0, Y0
+	VADDPS       Y0, Y4, Y4
+	VPERM2F128   $0x20, Y3, Y2, Y0
+	VPERM2F128   $0x31, Y3, Y2, Y1
+	VADDPS       Y1, Y0, Y0
+	VSHUFPS      $0x44, Y0, Y4, Y1
+	VSHUFPS      $0xee, Y0, Y4, Y0
+	VADDPS       Y0, Y1, Y1
+	VHADDPS      Y1, Y1, Y1
+	VEXTRACTF128 $0x01, Y1, X0
+	VUNPCKLPS    X0, X1, X0
+
+	// t = ss/d + eps for the four rows; any t outside [2^-100, MaxFloat32] sends the group to the one-row path.
+	CMPL         324(SP), $0x00
+	JE           divide8
+	VBROADCASTSS 324(SP), X1
+	VMULPS       X1, X0, X0
+	JMP          divided9
+
+divide8:
+	VBROADCASTSS 320(SP), X1
+	VDIVPS       X1, X0, X0
+
+divided9:
+	VBROADCASTSS job_eps+0(AX), X1
+	VADDPS       X1, X0, X0
+	VCMPPS       $0x1d, tlo4<>+0(SB), X0, X1
+	VCMPPS       $0x12, tmax4<>+0(SB), X0, X2
+	VANDPS       X2, X1, X1
+	VMOVMSKPS    X1, DI
+	CMPL         DI, $0x0f
+	JE           ginrange
+	MOVQ         $0x00000004, 280(SP)
+	JMP          row
+
+ginrange:
+	VSQRTPS      X0, X0
+	VBROADCASTSS one<>+0(SB), X1
+	VDIVPS       X0, X1, X1
+
+	// Report 1/rms if asked.
+	MOVQ    job_inv+0(AX), DI
+	TESTQ   DI, DI
+	JZ      scale
+	MOVQ    272(SP), R8
+	VMOVUPS X1, (DI)(R8*4)
+
+scale:
+	VBROADCASTSS X1, Y0
+	MOVQ         $0x00000000, 296(SP)
+	CMPQ         288(SP), $0x01
+	JE           scalebody
+	VMOVUPS      X1, 256(SP)
+
+scalerow:
+	MOVQ         296(SP), DI
+	VBROADCASTSS 256(SP)(DI*4), Y0
+
+scalebody:
+	VBROADCASTSS one<>+0(SB), Y1
+
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ  DI, DI
+	MOVQ  job_d+0(AX), R8
+	SUBQ  $0x00000020, R8
+	TESTL $0x00000002, job_flags+0(AX)
+	JNZ   scalepf
+
+scaleloop:
+	CMPQ      DI, R8
+	JG        scaletail
+	VCVTPH2PS (DX)(DI*2), Y2
+	VMULPS    Y0, Y2, Y2
+	VCVTPS2PH $0x00, Y2, X2
+	VCVTPH2PS X2, Y2
+	VMOVUPS   (BX)(DI*4), Y3
+	VADDPS    Y1, Y3, Y3
+	VMULPS    Y3, Y2, Y2
+	VCVTPS2PH $0x00, Y2, (CX)(DI*2)
+	VCVTPH2PS 16(DX)(DI*2), Y2
+	VMULPS    Y0, Y2, Y2
+	VCVTPS2PH $0x00, Y2, X2
+	VCVTPH2PS X2, Y2
+	VMOVUPS   32(BX)(DI*4), Y3
+	VADDPS    Y1, Y3, Y3
+	VMULPS    Y3, Y2, Y2
+	VCVTPS2PH $0x00, Y2, 16(CX)(DI*2)
+	VCVTPH2PS 32(DX)(DI*2), Y2
+	VMULPS    Y0, Y2, Y2
+	VCVTPS2PH $0x00, Y2, X2
+	VCVTPH2PS X2, Y2
+	VMOVUPS   64(BX)(DI*4), Y3
+	VADDPS    Y1, Y3, Y3
+	VMULPS    Y3, Y2, Y2
+	VCVTPS2PH $0x00, Y2, 32(CX)(DI*2)
+	VCVTPH2PS 48(DX)(DI*2), Y2
+	VMULPS    Y0, Y2, Y2
+	VCVTPS2PH $0x00, Y2, X2
+	VCVTPH2PS X2, Y2
+	VMOVUPS   96(BX)(DI*4), Y3
+	VADDPS    Y1, Y3, Y3
+	VMULPS    Y3, Y2, Y2
+	VCVTPS2PH $0x00, Y2, 48(CX)(DI*2)
+	ADDQ      $0x00000020, DI
+	JMP       scaleloop
+
+scalepf:
+	MOVQ SI, R9
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows10
+	SHLQ $0x03, R9
+
+longrows10:
+	ADDQ  DX, R9
+	TESTL $0x00000001, job_flags+0(AX)
+	JNZ   scalent
+
+scalepfloop:
+	CMPQ       DI, R8
+	JG         scaletail
+	PREFETCHT0 (R9)(DI*2)
+	VCVTPH2PS  (DX)(DI*2), Y2
+	VMULPS     Y0, Y2, Y2
+	VCVTPS2PH  $0x00, Y2, X2
+	VCVTPH2PS  X2, Y2
+	VMOVUPS    (BX)(DI*4), Y3
+	VADDPS     Y1, Y3, Y3
+	VMULPS     Y3, Y2, Y2
+	VCVTPS2PH  $0x00, Y2, (CX)(DI*2)
+	VCVTPH2PS  16(DX)(DI*2), Y2
+	VMULPS     Y0, Y2, Y2
+	VCVTPS2PH  $0x00, Y2, X2
+	VCVTPH2PS  X2, Y2
+	VMOVUPS    32(BX)(DI*4), Y3
+	VADDPS     Y1, Y3, Y3
+	VMULPS     Y3, Y2, Y2
+	VCVTPS2PH  $0x00, Y2, 16(CX)(DI*2)
+	VCVTPH2PS  32(DX)(DI*2), Y2
+	VMULPS     Y0, Y2, Y2
+	VCVTPS2PH  $0x00, Y2, X2
+	VCVTPH2PS  X2, Y2
+	VMOVUPS    64(BX)(DI*4), Y3
+	VADDPS     Y1, Y3, Y3
+	VMULPS     Y3, Y2, Y2
+	VCVTPS2PH  $0x00, Y2, 32(CX)(DI*2)
+	VCVTPH2PS  48(DX)(DI*2), Y2
+	VMULPS     Y0, Y2, Y2
+	VCVTPS2PH  $0x00, Y2, X2
+	VCVTPH2PS  X2, Y2
+	VMOVUPS    96(BX)(DI*4), Y3
+	VADDPS     Y1, Y3, Y3
+	VMULPS     Y3, Y2, Y2
+	VCVTPS2PH  $0x00, Y2, 48(CX)(DI*2)
+	ADDQ       $0x00000020, DI
+	JMP        scalepfloop
+
+scalent:
+	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
+	MOVQ CX, R10
+	NEGQ R10
+	ANDQ $0x0000001f, R10
+	SHRQ $0x01, R10
+	JZ   scalentloop
+	CMPQ R10, job_d+0(AX)
+	JLE  scalehead
+	MOVQ job_d+0(AX), R10
+
+scalehead:
+	CMPQ      R10, $0x00000008
+	JB        scaleheadpart
+	VCVTPH2PS (DX)(DI*2), Y2
+	VMULPS    Y0, Y2, Y2
+	VCVTPS2PH $0x00, Y2, X2
+	VCVTPH2PS X2, Y2
+	VMOVUPS   (BX)(DI*4), Y3
+	VADDPS    Y1, Y3, Y3
+	VMULPS    Y3, Y2, Y2
+	VCVTPS2PH $0x00, Y2, (CX)(DI*2)
+	ADDQ      $0x00000008, DI
+	SUBQ      $0x00000008, R10
+	JZ        scalentloop
+
+scaleheadpart:
+	LEAQ (DX)(DI*2), R11
+	LEAQ 128(SP), R12
+	MOVQ R10, R14
+	XORQ R13, R13
+	SUBQ $0x00000010, R14
+
+copyvec11:
+	CMPQ    R13, R14
+	JG      copyone12
+	VMOVUPS (R11)(R13*2), Y2
+	VMOVUPS Y2, (R12)(R13*2)
+	ADDQ    $0x00000010, R13
+	JMP     copyvec11
+
+copyone12:
+	ADDQ $0x00000010, R14
+
+copyloop14:
+	CMPQ R13, R14
+	JGE  copied13
+	MOVW (R11)(R13*2), R15
+	MOVW R15, (R12)(R13*2)
+	INCQ R13
+	JMP  copyloop14
+
+copied13:
+	LEAQ (BX)(DI*4), R11
+	LEAQ 160(SP), R12
+	MOVQ R10, R14
+	XORQ R13, R13
+	SUBQ $0x00000008, R14
+
+copyvec15:
+	CMPQ    R13, R14
+	JG      copyone16
+	VMOVUPS (R11)(R13*4), Y2
+	VMOVUPS Y2, (R12)(R13*4)
+	ADDQ    $0x00000008, R13
+	JMP     copyvec15
+
+copyone16:
+	ADDQ $0x00000008, R14
+
+copyloop18:
+	CMPQ R13, R14
+	JGE  copied17
+	MOVL (R11)(R13*4), R15
+	MOVL R15, (R12)(R13*4)
+	INCQ R13
+	JMP  copyloop18
+
+copied17:
+	VCVTPH2PS 128(SP), Y2
+	VMULPS    Y2, Y0, Y2
+	VCVTPS2PH $0x00, Y2, X2
+	VCVTPH2PS X2, Y2
+	VMOVUPS   160(SP), Y3
+	VADDPS    Y1, Y3, Y3
+	VMULPS    Y3, Y2, Y2
+	VCVTPS2PH $0x00, Y2, 192(SP)
+	LEAQ      192(SP), R12
+	LEAQ      (CX)(DI*2), R11
+	MOVQ      R10, R14
+	XORQ      R13, R13
+	SUBQ      $0x00000010, R14
+
+copyvec19:
+	CMPQ    R13, R14
+	JG      copyone20
+	VMOVUPS (R12)(R13*2), Y2
+	VMOVUPS Y2, (R11)(R13*2)
+	ADDQ    $0x00000010, R13
+	JMP     copyvec19
+
+copyone20:
+	ADDQ $0x00000010, R14
+
+copyloop22:
+	CMPQ R13, R14
+	JGE  copied21
+	MOVW (R12)(R13*2), R15
+	MOVW R15, (R11)(R13*2)
+	INCQ R13
+	JMP  copyloop22
+
+copied21:
+	ADDQ R10, DI
+
+scalentloop:
+	CMPQ        DI, R8
+	JG          scaletail
+	PREFETCHT0  (R9)(DI*2)
+	VCVTPH2PS   (DX)(DI*2), Y2
+	VMULPS      Y0, Y2, Y2
+	VCVTPS2PH   $0x00, Y2, X2
+	VCVTPH2PS   X2, Y2
+	VMOVUPS     (BX)(DI*4), Y3
+	VADDPS      Y1, Y3, Y3
+	VMULPS      Y3, Y2, Y2
+	VCVTPH2PS   16(DX)(DI*2), Y3
+	VMULPS      Y0, Y3, Y3
+	VCVTPS2PH   $0x00, Y3, X3
+	VCVTPH2PS   X3, Y3
+	VMOVUPS     32(BX)(DI*4), Y4
+	VADDPS      Y1, Y4, Y4
+	VMULPS      Y4, Y3, Y3
+	VCVTPS2PH   $0x00, Y2, X9
+	VCVTPS2PH   $0x00, Y3, X2
+	VINSERTI128 $0x01, X2, Y9, Y9
+	VMOVNTDQ    Y9, (CX)(DI*2)
+	VCVTPH2PS   32(DX)(DI*2), Y2
+	VMULPS      Y0, Y2, Y2
+	VCVTPS2PH   $0x00, Y2, X2
+	VCVTPH2PS   X2, Y2
+	VMOVUPS     64(BX)(DI*4), Y3
+	VADDPS      Y1, Y3, Y3
+	VMULPS      Y3, Y2, Y2
+	VCVTPH2PS   48(DX)(DI*2), Y3
+	VMULPS      Y0, Y3, Y3
+	VCVTPS2PH   $0x00, Y3, X3
+	VCVTPH2PS   X3, Y3
+	VMOVUPS     96(BX)(DI*4), Y4
+	VADDPS      Y1, Y4, Y4
+	VMULPS      Y4, Y3, Y3
+	VCVTPS2PH   $0x00, Y2, X10
+	VCVTPS2PH   $0x00, Y3, X2
+	VINSERTI128 $0x01, X2, Y10, Y10
+	VMOVNTDQ    Y10, 32(CX)(DI*2)
+	ADDQ        $0x00000020, DI
+	JMP         scalentloop
+
+scaletail:
+	ADDQ $0x00000018, R8
+
+scaleone:
+	CMPQ      DI, R8
+	JG        scalepart
+	VCVTPH2PS (DX)(DI*2), Y2
+	VMULPS    Y0, Y2, Y2
+	VCVTPS2PH $0x00, Y2, X2
+	VCVTPH2PS X2, Y2
+	VMOVUPS   (BX)(DI*4), Y3
+	VADDPS    Y1, Y3, Y3
+	VMULPS    Y3, Y2, Y2
+	VCVTPS2PH $0x00, Y2, (CX)(DI*2)
+	ADDQ      $0x00000008, DI
+	JMP       scaleone
+
+scalepart:
+	MOVQ job_d+0(AX), R10
+	SUBQ DI, R10
+	JZ   scaled
+	LEAQ (DX)(DI*2), R8
+	LEAQ 128(SP), R9
+	MOVQ R10, R12
+	XORQ R11, R11
+	SUBQ $0x00000010, R12
+
+copyvec23:
+	CMPQ    R11, R12
+	JG      copyone24
+	VMOVUPS (R8)(R11*2), Y2
+	VMOVUPS Y2, (R9)(R11*2)
+	ADDQ    $0x00000010, R11
+	JMP     copyvec23
+
+copyone24:
+	ADDQ $0x00000010, R12
+
+copyloop26:
+	CMPQ R11, R12
+	JGE  copied25
+	MOVW (R8)(R11*2), R13
+	MOVW R13, (R9)(R11*2)
+	INCQ R11
+	JMP  copyloop26
+
+copied25:
+	LEAQ (BX)(DI*4), R8
+	LEAQ 160(SP), R9
+	MOVQ R10, R12
+	XORQ R11, R11
+	SUBQ $0x00000008, R12
+
+copyvec27:
+	CMPQ    R11, R12
+	JG      copyone28
+	VMOVUPS (R8)(R11*4), Y2
+	VMOVUPS Y2, (R9)(R11*4)
+	ADDQ    $0x00000008, R11
+	JMP     copyvec27
+
+copyone28:
+	ADDQ $0x00000008, R12
+
+copyloop30:
+	CMPQ R11, R12
+	JGE  copied29
+	MOVL (R8)(R11*4), R13
+	MOVL R13, (R9)(R11*4)
+	INCQ R11
+	JMP  copyloop30
+
+copied29:
+	VCVTPH2PS 128(SP), Y2
+	VMULPS    Y2, Y0, Y2
+	VCVTPS2PH $0x00, Y2, X0
+	VCVTPH2PS X0, Y0
+	VMOVUPS   160(SP), Y2
+	VADDPS    Y1, Y2, Y2
+	VMULPS    Y2, Y0, Y0
+	VCVTPS2PH $0x00, Y0, 192(SP)
+	LEAQ      192(SP), R9
+	LEAQ      (CX)(DI*2), R8
+	XORQ      DI, DI
+	SUBQ      $0x00000010, R10
+
+copyvec31:
+	CMPQ    DI, R10
+	JG      copyone32
+	VMOVUPS (R9)(DI*2), Y0
+	VMOVUPS Y0, (R8)(DI*2)
+	ADDQ    $0x00000010, DI
+	JMP     copyvec31
+
+copyone32:
+	ADDQ $0x00000010, R10
+
+copyloop34:
+	CMPQ DI, R10
+	JGE  copied33
+	MOVW (R9)(DI*2), R11
+	MOVW R11, (R8)(DI*2)
+	INCQ DI
+	JMP  copyloop34
+
+copied33:
+scaled:
+	ADDQ SI, DX
+	ADDQ SI, CX
+	INCQ 272(SP)
+	MOVQ 296(SP), DI
+	INCQ DI
+	MOVQ DI, 296(SP)
+	CMPQ DI, 288(SP)
+	JB   scalerow
+	JMP  row
+
+ret:
+	TESTL $0x00000001, job_flags+0(AX)
+	JZ    vzero
+	SFENCE
+
+vzero:
+	VZEROUPPER
+	MOVQ 272(SP), AX
+	MOVQ AX, ret+24(FP)
+	RET
+
+// func avx2F16Unweighted(j uintptr, from int, to int) int
+// Requires: AVX, AVX2, F16C, MMX+
+TEXT ·avx2F16Unweighted(SB), NOSPLIT, $328-32
+	// avx2F16Unweighted normalizes rows [from, to) of the job: F16 rows: y = round16(x*inv), for each row.
+	// It stops before the first row that needs the float64 path and returns that row's index, or to.
+	MOVQ j+0(FP), AX
+	MOVQ job_dst+0(AX), CX
+	MOVQ job_x+0(AX), DX
+	MOVQ job_stride+0(AX), BX
+	SHLQ $0x01, BX
+
+	// fd = float32(d); rd = 1/d when d is a power of two (ss/d is then ss*rd exactly), else 0.
+	MOVQ       job_d+0(AX), SI
+	VMOVSS     one<>+0(SB), X0
+	VCVTSI2SSQ SI, X0, X0
+	VMOVSS     X0, 320(SP)
+	XORL       R8, R8
+	LEAQ       -1(SI), DI
+	TESTQ      SI, DI
+	JNZ        notpow2
+	BSFQ       SI, DI
+	MOVL       $0x0000007f, R8
+	SUBL       DI, R8
+	SHLL       $0x17, R8
+
+notpow2:
+	MOVL R8, 324(SP)
+
+	// Start at row from.
+	MOVQ  from+8(FP), SI
+	MOVQ  SI, 272(SP)
+	MOVQ  $0x00000000, 280(SP)
+	IMULQ BX, SI
+	ADDQ  SI, CX
+	ADDQ  SI, DX
+
+row:
+	MOVQ 272(SP), SI
+	CMPQ SI, to+16(FP)
+	JAE  ret
+	MOVQ $0x00000001, 288(SP)
+	CMPQ 280(SP), $0x00
+	JE   trygroup
+	DECQ 280(SP)
+	JMP  sum
+
+trygroup:
+	CMPQ job_d+0(AX), $0x00000200
+	JA   sum
+	MOVQ to+16(FP), SI
+	SUBQ 272(SP), SI
+	CMPQ SI, $0x04
+	JB   sum
+	MOVQ $0x00000004, 288(SP)
+
+sum:
+	MOVQ DX, SI
+	XORQ DI, DI
+
+sumrow:
+	// Sum of squares: element i goes to partial i%64.
+	MOVQ   job_d+0(AX), R9
+	SUBQ   $0x00000040, R9
+	JGE    firstblock
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	XORQ   R8, R8
+	JMP    sumtail
+
+firstblock:
+	// +0 + square is the square itself: the first block initializes the partials.
+	XORQ      R8, R8
+	VCVTPH2PS (SI)(R8*2), Y0
+	VMULPS    Y0, Y0, Y0
+	VCVTPH2PS 16(SI)(R8*2), Y1
+	VMULPS    Y1, Y1, Y1
+	VCVTPH2PS 32(SI)(R8*2), Y2
+	VMULPS    Y2, Y2, Y2
+	VCVTPH2PS 48(SI)(R8*2), Y3
+	VMULPS    Y3, Y3, Y3
+	VCVTPH2PS 64(SI)(R8*2), Y4
+	VMULPS    Y4, Y4, Y4
+	VCVTPH2PS 80(SI)(R8*2), Y5
+	VMULPS    Y5, Y5, Y5
+	VCVTPH2PS 96(SI)(R8*2), Y6
+	VMULPS    Y6, Y6, Y6
+	VCVTPH2PS 112(SI)(R8*2), Y7
+	VMULPS    Y7, Y7, Y7
+	MOVQ      $0x00000040, R8
+	TESTL     $0x00000002, job_flags+0(AX)
+	JNZ       sumpf
+
+sumloop:
+	CMPQ      R8, R9
+	JG        sumtail
+	VCVTPH2PS (SI)(R8*2), Y8
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y0, Y0
+	VCVTPH2PS 16(SI)(R8*2), Y8
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y1, Y1
+	VCVTPH2PS 32(SI)(R8*2), Y8
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y2, Y2
+	VCVTPH2PS 48(SI)(R8*2), Y8
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y3, Y3
+	VCVTPH2PS 64(SI)(R8*2), Y8
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y4, Y4
+	VCVTPH2PS 80(SI)(R8*2), Y8
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y5, Y5
+	VCVTPH2PS 96(SI)(R8*2), Y8
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y6, Y6
+	VCVTPH2PS 112(SI)(R8*2), Y8
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y7, Y7
+	ADDQ      $0x00000040, R8
+	JMP       sumloop
+
+	// The same, prefetching the rows ahead.
+sumpf:
+	MOVQ BX, R10
+	SHLQ $0x01, R10
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows1
+	SHLQ $0x03, R10
+
+longrows1:
+	ADDQ SI, R10
+
+sumpfloop:
+	CMPQ       R8, R9
+	JG         sumtail
+	PREFETCHT0 (R10)(R8*2)
+	PREFETCHT0 64(R10)(R8*2)
+	VCVTPH2PS  (SI)(R8*2), Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y0, Y0
+	VCVTPH2PS  16(SI)(R8*2), Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y1, Y1
+	VCVTPH2PS  32(SI)(R8*2), Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y2, Y2
+	VCVTPH2PS  48(SI)(R8*2), Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y3, Y3
+	VCVTPH2PS  64(SI)(R8*2), Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y4, Y4
+	VCVTPH2PS  80(SI)(R8*2), Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y5, Y5
+	VCVTPH2PS  96(SI)(R8*2), Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y6, Y6
+	VCVTPH2PS  112(SI)(R8*2), Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y7, Y7
+	ADDQ       $0x00000040, R8
+	JMP        sumpfloop
+
+sumtail:
+	// Fewer than 64 elements remain.
+	MOVQ    job_d+0(AX), R9
+	SUBQ    R8, R9
+	JZ      summed
+	MOVQ    R9, 304(SP)
+	LEAQ    (SI)(R8*2), R8
+	LEAQ    128(SP), R9
+	VXORPS  Y8, Y8, Y8
+	VMOVUPS Y8, (R9)
+	VMOVUPS Y8, 32(R9)
+	VMOVUPS Y8, 64(R9)
+	VMOVUPS Y8, 96(R9)
+	MOVQ    304(SP), R11
+	XORQ    R10, R10
+	SUBQ    $0x00000010, R11
+
+copyvec2:
+	CMPQ    R10, R11
+	JG      copyone3
+	VMOVUPS (R8)(R10*2), Y8
+	VMOVUPS Y8, (R9)(R10*2)
+	ADDQ    $0x00000010, R10
+	JMP     copyvec2
+
+copyone3:
+	ADDQ $0x00000010, R11
+
+copyloop5:
+	CMPQ R10, R11
+	JGE  copied4
+	MOVW (R8)(R10*2), R12
+	MOVW R12, (R9)(R10*2)
+	INCQ R10
+	JMP  copyloop5
+
+copied4:
+	XORQ      R8, R8
+	VCVTPH2PS (R9)(R8*2), Y8
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y0, Y0
+	VCVTPH2PS 16(R9)(R8*2), Y8
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y1, Y1
+	VCVTPH2PS 32(R9)(R8*2), Y8
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y2, Y2
+	VCVTPH2PS 48(R9)(R8*2), Y8
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y3, Y3
+	VCVTPH2PS 64(R9)(R8*2), Y8
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y4, Y4
+	VCVTPH2PS 80(R9)(R8*2), Y8
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y5, Y5
+	VCVTPH2PS 96(R9)(R8*2), Y8
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y6, Y6
+	VCVTPH2PS 112(R9)(R8*2), Y8
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y7, Y7
+
+summed:
+	VADDPS  Y4, Y0, Y0
+	VADDPS  Y5, Y1, Y1
+	VADDPS  Y6, Y2, Y2
+	VADDPS  Y7, Y3, Y3
+	VADDPS  Y2, Y0, Y0
+	VADDPS  Y3, Y1, Y1
+	VADDPS  Y1, Y0, Y0
+	CMPQ    288(SP), $0x01
+	JE      invone
+	VMOVUPS Y0, (SP)(DI*1)
+	ADDQ    BX, SI
+	ADDQ    $0x00000020, DI
+	CMPQ    DI, $0x00000080
+	JB      sumrow
+	JMP     invgroup
+
+invone:
+	// Halving tree: p[j] += p[j+h] for the remaining h, down to ss.
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X1
+	VMOVHLPS     X1, X1, X0
+	VADDPS       X0, X1, X1
+	VMOVSHDUP    X1, X0
+	VADDSS       X0, X1, X1
+
+	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
+	CMPL   324(SP), $0x00
+	JE     divide6
+	VMULSS 324(SP), X1, X0
+	JMP    divided7
+
+divide6:
+	VDIVSS 320(SP), X1, X0
+
+divided7:
+	VADDSS   job_eps+0(AX), X0, X0
+	VUCOMISS tlo<>+0(SB), X0
+	JCS      ret
+	VUCOMISS tmax<>+0(SB), X0
+	JHI      ret
+	VSQRTSS  X0, X0, X0
+	VMOVSS   one<>+0(SB), X1
+	VDIVSS   X0, X1, X1
+
+	// Report 1/rms if asked.
+	MOVQ   job_inv+0(AX), SI
+	TESTQ  SI, SI
+	JZ     scale
+	MOVQ   272(SP), DI
+	VMOVSS X1, (SI)(DI*4)
+	JMP    scale
+
+invgroup:
+	// The rest of the halving tree, four rows at once.
+	VMOVUPS      (SP), Y0
+	VMOVUPS      32(SP), Y1
+	VMOVUPS      64(SP), Y2
+	VMOVUPS      96(SP), Y3
+	VPERM2F128   $0x20, Y1, Y0, Y4
+	VPERM2F128   $0x31, Y1, Y0, Y0
+	VADDPS       Y0, Y4, Y4
+	VPERM2F128   $0x20, Y3, Y2, Y0
+	VPERM2F128   $0x31, Y3, Y2, Y1
+	VADDPS       Y1, Y0, Y0
+	VSHUFPS      $0x44, Y0, Y4, Y1
+	VSHUFPS      $0xee, Y0, Y4, Y0
+	VADDPS       Y0, Y1, Y1
+	VHADDPS      Y1, Y1, Y1
+	VEXTRACTF128 $0x01, Y1, X0
+	VUNPCKLPS    X0, X1, X0
+
+	// t = ss/d + eps for the four rows; any t outside [2^-100, MaxFloat32] sends the group to the one-row path.
+	CMPL         324(SP), $0x00
+	JE           divide8
+	VBROADCASTSS 324(SP), X1
+	VMULPS       X1, X0, X0
+	JMP          divided9
+
+divide8:
+	VBROADCASTSS 320(SP), X1
+	VDIVPS       X1, X0, X0
+
+divided9:
+	VBROADCASTSS job_eps+0(AX), X1
+	VADDPS       X1, X0, X0
+	VCMPPS       $0x1d, tlo4<>+0(SB), X0, X1
+	VCMPPS       $0x12, tmax4<>+0(SB), X0, X2
+	VANDPS       X2, X1, X1
+	VMOVMSKPS    X1, SI
+	CMPL         SI, $0x0f
+	JE           ginrange
+	MOVQ         $0x00000004, 280(SP)
+	JMP          row
+
+ginrange:
+	VSQRTPS      X0, X0
+	VBROADCASTSS one<>+0(SB), X1
+	VDIVPS       X0, X1, X1
+
+	// Report 1/rms if asked.
+	MOVQ    job_inv+0(AX), SI
+	TESTQ   SI, SI
+	JZ      scale
+	MOVQ    272(SP), DI
+	VMOVUPS X1, (SI)(DI*4)
+
+scale:
+	VBROADCASTSS X1, Y0
+	MOVQ         $0x00000000, 296(SP)
+	CMPQ         288(SP), $0x01
+	JE           scalebody
+	VMOVUPS      X1, 256(SP)
+
+scalerow:
+	MOVQ         296(SP), SI
+	VBROADCASTSS 256(SP)(SI*4), Y0
+
+scalebody:
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ  SI, SI
+	MOVQ  job_d+0(AX), DI
+	SUBQ  $0x00000020, DI
+	TESTL $0x00000002, job_flags+0(AX)
+	JNZ   scalepf
+
+scaleloop:
+	CMPQ      SI, DI
+	JG        scaletail
+	VCVTPH2PS (DX)(SI*2), Y1
+	VMULPS    Y0, Y1, Y1
+	VCVTPS2PH $0x00, Y1, (CX)(SI*2)
+	VCVTPH2PS 16(DX)(SI*2), Y1
+	VMULPS    Y0, Y1, Y1
+	VCVTPS2PH $0x00, Y1, 16(CX)(SI*2)
+	VCVTPH2PS 32(DX)(SI*2), Y1
+	VMULPS    Y0, Y1, Y1
+	VCVTPS2PH $0x00, Y1, 32(CX)(SI*2)
+	VCVTPH2PS 48(DX)(SI*2), Y1
+	VMULPS    Y0, Y1, Y1
+	VCVTPS2PH $0x00, Y1, 48(CX)(SI*2)
+	ADDQ      $0x00000020, SI
+	JMP       scaleloop
+
+scalepf:
+	MOVQ BX, R8
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows10
+	SHLQ $0x03, R8
+
+longrows10:
+	ADDQ  DX, R8
+	TESTL $0x00000001, job_flags+0(AX)
+	JNZ   scalent
+
+scalepfloop:
+	CMPQ       SI, DI
+	JG         scaletail
+	PREFETCHT0 (R8)(SI*2)
+	VCVTPH2PS  (DX)(SI*2), Y1
+	VMULPS     Y0, Y1, Y1
+	VCVTPS2PH  $0x00, Y1, (CX)(SI*2)
+	VCVTPH2PS  16(DX)(SI*2), Y1
+	VMULPS     Y0, Y1, Y1
+	VCVTPS2PH  $0x00, Y1, 16(CX)(SI*2)
+	VCVTPH2PS  32(DX)(SI*2), Y1
+	VMULPS     Y0, Y1, Y1
+	VCVTPS2PH  $0x00, Y1, 32(CX)(SI*2)
+	VCVTPH2PS  48(DX)(SI*2), Y1
+	VMULPS     Y0, Y1, Y1
+	VCVTPS2PH  $0x00, Y1, 48(CX)(SI*2)
+	ADDQ       $0x00000020, SI
+	JMP        scalepfloop
+
+scalent:
+	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
+	MOVQ CX, R9
+	NEGQ R9
+	ANDQ $0x0000001f, R9
+	SHRQ $0x01, R9
+	JZ   scalentloop
+	CMPQ R9, job_d+0(AX)
+	JLE  scalehead
+	MOVQ job_d+0(AX), R9
+
+scalehead:
+	CMPQ      R9, $0x00000008
+	JB        scaleheadpart
+	VCVTPH2PS (DX)(SI*2), Y1
+	VMULPS    Y0, Y1, Y1
+	VCVTPS2PH $0x00, Y1, (CX)(SI*2)
+	ADDQ      $0x00000008, SI
+	SUBQ      $0x00000008, R9
+	JZ        scalentloop
+
+scaleheadpart:
+	LEAQ (DX)(SI*2), R10
+	LEAQ 128(SP), R11
+	MOVQ R9, R13
+	XORQ R12, R12
+	SUBQ $0x00000010, R13
+
+copyvec11:
+	CMPQ    R12, R13
+	JG      copyone12
+	VMOVUPS (R10)(R12*2), Y1
+	VMOVUPS Y1, (R11)(R12*2)
+	ADDQ    $0x00000010, R12
+	JMP     copyvec11
+
+copyone12:
+	ADDQ $0x00000010, R13
+
+copyloop14:
+	CMPQ R12, R13
+	JGE  copied13
+	MOVW (R10)(R12*2), R14
+	MOVW R14, (R11)(R12*2)
+	INCQ R12
+	JMP  copyloop14
+
+copied13:
+	VCVTPH2PS 128(SP), Y1
+	VMULPS    Y1, Y0, Y1
+	VCVTPS2PH $0x00, Y1, 192(SP)
+	LEAQ      192(SP), R11
+	LEAQ      (CX)(SI*2), R10
+	MOVQ      R9, R13
+	XORQ      R12, R12
+	SUBQ      $0x00000010, R13
+
+copyvec15:
+	CMPQ    R12, R13
+	JG      copyone16
+	VMOVUPS (R11)(R12*2), Y1
+	VMOVUPS Y1, (R10)(R12*2)
+	ADDQ    $0x00000010, R12
+	JMP     copyvec15
+
+copyone16:
+	ADDQ $0x00000010, R13
+
+copyloop18:
+	CMPQ R12, R13
+	JGE  copied17
+	MOVW (R11)(R12*2), R14
+	MOVW R14, (R10)(R12*2)
+	INCQ R12
+	JMP  copyloop18
+
+copied17:
+	ADDQ R9, SI
+
+scalentloop:
+	CMPQ        SI, DI
+	JG          scaletail
+	PREFETCHT0  (R8)(SI*2)
+	VCVTPH2PS   (DX)(SI*2), Y1
+	VMULPS      Y0, Y1, Y1
+	VCVTPH2PS   16(DX)(SI*2), Y2
+	VMULPS      Y0, Y2, Y2
+	VCVTPS2PH   $0x00, Y1, X9
+	VCVTPS2PH   $0x00, Y2, X1
+	VINSERTI128 $0x01, X1, Y9, Y9
+	VMOVNTDQ    Y9, (CX)(SI*2)
+	VCVTPH2PS   32(DX)(SI*2), Y1
+	VMULPS      Y0, Y1, Y1
+	VCVTPH2PS   48(DX)(SI*2), Y2
+	VMULPS      Y0, Y2, Y2
+	VCVTPS2PH   $0x00, Y1, X10
+	VCVTPS2PH   $0x00, Y2, X1
+	VINSERTI128 $0x01, X1, Y10, Y10
+	VMOVNTDQ    Y10, 32(CX)(SI*2)
+	ADDQ        $0x00000020, SI
+	JMP         scalentloop
+
+scaletail:
+	ADDQ $0x00000018, DI
+
+scaleone:
+	CMPQ      SI, DI
+	JG        scalepart
+	VCVTPH2PS (DX)(SI*2), Y1
+	VMULPS    Y0, Y1, Y1
+	VCVTPS2PH $0x00, Y1, (CX)(SI*2)
+	ADDQ      $0x00000008, SI
+	JMP       scaleone
+
+scalepart:
+	MOVQ job_d+0(AX), R9
+	SUBQ SI, R9
+	JZ   scaled
+	LEAQ (DX)(SI*2), DI
+	LEAQ 128(SP), R8
+	MOVQ R9, R11
+	XORQ R10, R10
+	SUBQ $0x00000010, R11
+
+copyvec19:
+	CMPQ    R10, R11
+	JG      copyone20
+	VMOVUPS (DI)(R10*2), Y1
+	VMOVUPS Y1, (R8)(R10*2)
+	ADDQ    $0x00000010, R10
+	JMP     copyvec19
+
+copyone20:
+	ADDQ $0x00000010, R11
+
+copyloop22:
+	CMPQ R10, R11
+	JGE  copied21
+	MOVW (DI)(R10*2), R12
+	MOVW R12, (R8)(R10*2)
+	INCQ R10
+	JMP  copyloop22
+
+copied21:
+	VCVTPH2PS 128(SP), Y1
+	VMULPS    Y1, Y0, Y1
+	VCVTPS2PH $0x00, Y1, 192(SP)
+	LEAQ      192(SP), R8
+	LEAQ      (CX)(SI*2), DI
+	XORQ      SI, SI
+	SUBQ      $0x00000010, R9
+
+copyvec23:
+	CMPQ    SI, R9
+	JG      copyone24
+	VMOVUPS (R8)(SI*2), Y0
+	VMOVUPS Y0, (DI)(SI*2)
+	ADDQ    $0x00000010, SI
+	JMP     copyvec23
+
+copyone24:
+	ADDQ $0x00000010, R9
+
+copyloop26:
+	CMPQ SI, R9
+	JGE  copied25
+	MOVW (R8)(SI*2), R10
+	MOVW R10, (DI)(SI*2)
+	INCQ SI
+	JMP  copyloop26
+
+copied25:
+scaled:
+	ADDQ BX, DX
+	ADDQ BX, CX
+	INCQ 272(SP)
+	MOVQ 296(SP), SI
+	INCQ SI
+	MOVQ SI, 296(SP)
+	CMPQ SI, 288(SP)
+	JB   scalerow
+	JMP  row
+
+ret:
+	TESTL $0x00000001, job_flags+0(AX)
+	JZ    vzero
+	SFENCE
+
+vzero:
+	VZEROUPPER
+	MOVQ 272(SP), AX
+	MOVQ AX, ret+24(FP)
+	RET
+
+// func avx2F16AddWeighted(j uintptr, from int, to int) int
+// Requires: AVX, AVX2, F16C, MMX+
+TEXT ·avx2F16AddWeighted(SB), NOSPLIT, $456-32
+	// avx2F16AddWeighted normalizes rows [from, to) of the job: F16 rows: h = round16(x + res) and res = h per element, then y = round16((h*inv)*w), for each row.
+	// It stops before the first row that needs the float64 path and returns that row's index, or to.
+	MOVQ j+0(FP), AX
+	MOVQ job_dst+0(AX), CX
+	MOVQ job_x+0(AX), DX
+	MOVQ job_w+0(AX), BX
+	MOVQ job_res+0(AX), SI
+	MOVQ job_stride+0(AX), DI
+	SHLQ $0x01, DI
+
+	// fd = float32(d); rd = 1/d when d is a power of two (ss/d is then ss*rd exactly), else 0.
+	MOVQ       job_d+0(AX), R8
+	VMOVSS     one<>+0(SB), X0
+	VCVTSI2SSQ R8, X0, X0
+	VMOVSS     X0, 448(SP)
+	XORL       R10, R10
+	LEAQ       -1(R8), R9
+	TESTQ      R8, R9
+	JNZ        notpow2
+	BSFQ       R8, R9
+	MOVL       $0x0000007f, R10
+	SUBL       R9, R10
+	SHLL       $0x17, R10
+
+notpow2:
+	MOVL R10, 452(SP)
+
+	// Start at row from.
+	MOVQ  from+8(FP), R8
+	MOVQ  R8, 400(SP)
+	MOVQ  $0x00000000, 408(SP)
+	IMULQ DI, R8
+	ADDQ  R8, CX
+	ADDQ  R8, DX
+	ADDQ  R8, SI
+
+row:
+	MOVQ 400(SP), R8
+	CMPQ R8, to+16(FP)
+	JAE  ret
+	MOVQ $0x00000001, 416(SP)
+	MOVQ DX, R8
+	MOVQ SI, R9
+	XORQ R10, R10
+
+	// Sum of squares: element i goes to partial i%64.
+	MOVQ   job_d+0(AX), R11
+	SUBQ   $0x00000040, R11
+	JGE    firstblock
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	XORQ   R10, R10
+	JMP    sumtail
+
+firstblock:
+	// +0 + square is the square itself: the first block initializes the partials.
+	XORQ      R10, R10
+	VCVTPH2PS (R8)(R10*2), Y0
+	VCVTPH2PS (R9)(R10*2), Y1
+	VADDPS    Y1, Y0, Y0
+	VCVTPS2PH $0x00, Y0, X0
+	VCVTPH2PS X0, Y0
+	VCVTPS2PH $0x00, Y0, (R9)(R10*2)
+	VMULPS    Y0, Y0, Y0
+	VCVTPH2PS 16(R8)(R10*2), Y1
+	VCVTPH2PS 16(R9)(R10*2), Y2
+	VADDPS    Y2, Y1, Y1
+	VCVTPS2PH $0x00, Y1, X1
+	VCVTPH2PS X1, Y1
+	VCVTPS2PH $0x00, Y1, 16(R9)(R10*2)
+	VMULPS    Y1, Y1, Y1
+	VCVTPH2PS 32(R8)(R10*2), Y2
+	VCVTPH2PS 32(R9)(R10*2), Y3
+	VADDPS    Y3, Y2, Y2
+	VCVTPS2PH $0x00, Y2, X2
+	VCVTPH2PS X2, Y2
+	VCVTPS2PH $0x00, Y2, 32(R9)(R10*2)
+	VMULPS    Y2, Y2, Y2
+	VCVTPH2PS 48(R8)(R10*2), Y3
+	VCVTPH2PS 48(R9)(R10*2), Y4
+	VADDPS    Y4, Y3, Y3
+	VCVTPS2PH $0x00, Y3, X3
+	VCVTPH2PS X3, Y3
+	VCVTPS2PH $0x00, Y3, 48(R9)(R10*2)
+	VMULPS    Y3, Y3, Y3
+	VCVTPH2PS 64(R8)(R10*2), Y4
+	VCVTPH2PS 64(R9)(R10*2), Y5
+	VADDPS    Y5, Y4, Y4
+	VCVTPS2PH $0x00, Y4, X4
+	VCVTPH2PS X4, Y4
+	VCVTPS2PH $0x00, Y4, 64(R9)(R10*2)
+	VMULPS    Y4, Y4, Y4
+	VCVTPH2PS 80(R8)(R10*2), Y5
+	VCVTPH2PS 80(R9)(R10*2), Y6
+	VADDPS    Y6, Y5, Y5
+	VCVTPS2PH $0x00, Y5, X5
+	VCVTPH2PS X5, Y5
+	VCVTPS2PH $0x00, Y5, 80(R9)(R10*2)
+	VMULPS    Y5, Y5, Y5
+	VCVTPH2PS 96(R8)(R10*2), Y6
+	VCVTPH2PS 96(R9)(R10*2), Y7
+	VADDPS    Y7, Y6, Y6
+	VCVTPS2PH $0x00, Y6, X6
+	VCVTPH2PS X6, Y6
+	VCVTPS2PH $0x00, Y6, 96(R9)(R10*2)
+	VMULPS    Y6, Y6, Y6
+	VCVTPH2PS 112(R8)(R10*2), Y7
+	VCVTPH2PS 112(R9)(R10*2), Y8
+	VADDPS    Y8, Y7, Y7
+	VCVTPS2PH $0x00, Y7, X7
+	VCVTPH2PS X7, Y7
+	VCVTPS2PH $0x00, Y7, 112(R9)(R10*2)
+	VMULPS    Y7, Y7, Y7
+	MOVQ      $0x00000040, R10
+	TESTL     $0x00000002, job_flags+0(AX)
+	JNZ       sumpf
+
+sumloop:
+	CMPQ      R10, R11
+	JG        sumtail
+	VCVTPH2PS (R8)(R10*2), Y8
+	VCVTPH2PS (R9)(R10*2), Y9
+	VADDPS    Y9, Y8, Y8
+	VCVTPS2PH $0x00, Y8, X8
+	VCVTPH2PS X8, Y8
+	VCVTPS2PH $0x00, Y8, (R9)(R10*2)
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y0, Y0
+	VCVTPH2PS 16(R8)(R10*2), Y8
+	VCVTPH2PS 16(R9)(R10*2), Y9
+	VADDPS    Y9, Y8, Y8
+	VCVTPS2PH $0x00, Y8, X8
+	VCVTPH2PS X8, Y8
+	VCVTPS2PH $0x00, Y8, 16(R9)(R10*2)
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y1, Y1
+	VCVTPH2PS 32(R8)(R10*2), Y8
+	VCVTPH2PS 32(R9)(R10*2), Y9
+	VADDPS    Y9, Y8, Y8
+	VCVTPS2PH $0x00, Y8, X8
+	VCVTPH2PS X8, Y8
+	VCVTPS2PH $0x00, Y8, 32(R9)(R10*2)
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y2, Y2
+	VCVTPH2PS 48(R8)(R10*2), Y8
+	VCVTPH2PS 48(R9)(R10*2), Y9
+	VADDPS    Y9, Y8, Y8
+	VCVTPS2PH $0x00, Y8, X8
+	VCVTPH2PS X8, Y8
+	VCVTPS2PH $0x00, Y8, 48(R9)(R10*2)
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y3, Y3
+	VCVTPH2PS 64(R8)(R10*2), Y8
+	VCVTPH2PS 64(R9)(R10*2), Y9
+	VADDPS    Y9, Y8, Y8
+	VCVTPS2PH $0x00, Y8, X8
+	VCVTPH2PS X8, Y8
+	VCVTPS2PH $0x00, Y8, 64(R9)(R10*2)
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y4, Y4
+	VCVTPH2PS 80(R8)(R10*2), Y8
+	VCVTPH2PS 80(R9)(R10*2), Y9
+	VADDPS    Y9, Y8, Y8
+	VCVTPS2PH $0x00, Y8, X8
+	VCVTPH2PS X8, Y8
+	VCVTPS2PH $0x00, Y8, 80(R9)(R10*2)
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y5, Y5
+	VCVTPH2PS 96(R8)(R10*2), Y8
+	VCVTPH2PS 96(R9)(R10*2), Y9
+	VADDPS    Y9, Y8, Y8
+	VCVTPS2PH $0x00, Y8, X8
+	VCVTPH2PS X8, Y8
+	VCVTPS2PH $0x00, Y8, 96(R9)(R10*2)
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y6, Y6
+	VCVTPH2PS 112(R8)(R10*2), Y8
+	VCVTPH2PS 112(R9)(R10*2), Y9
+	VADDPS    Y9, Y8, Y8
+	VCVTPS2PH $0x00, Y8, X8
+	VCVTPH2PS X8, Y8
+	VCVTPS2PH $0x00, Y8, 112(R9)(R10*2)
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y7, Y7
+	ADDQ      $0x00000040, R10
+	JMP       sumloop
+
+	// The same, prefetching the rows ahead.
+sumpf:
+	MOVQ DI, R12
+	SHLQ $0x01, R12
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows1
+	SHLQ $0x03, R12
+
+longrows1:
+	ADDQ R8, R12
+
+sumpfloop:
+	CMPQ       R10, R11
+	JG         sumtail
+	PREFETCHT0 (R12)(R10*2)
+	PREFETCHT0 64(R12)(R10*2)
+	VCVTPH2PS  (R8)(R10*2), Y8
+	VCVTPH2PS  (R9)(R10*2), Y9
+	VADDPS     Y9, Y8, Y8
+	VCVTPS2PH  $0x00, Y8, X8
+	VCVTPH2PS  X8, Y8
+	VCVTPS2PH  $0x00, Y8, (R9)(R10*2)
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y0, Y0
+	VCVTPH2PS  16(R8)(R10*2), Y8
+	VCVTPH2PS  16(R9)(R10*2), Y9
+	VADDPS     Y9, Y8, Y8
+	VCVTPS2PH  $0x00, Y8, X8
+	VCVTPH2PS  X8, Y8
+	VCVTPS2PH  $0x00, Y8, 16(R9)(R10*2)
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y1, Y1
+	VCVTPH2PS  32(R8)(R10*2), Y8
+	VCVTPH2PS  32(R9)(R10*2), Y9
+	VADDPS     Y9, Y8, Y8
+	VCVTPS2PH  $0x00, Y8, X8
+	VCVTPH2PS  X8, Y8
+	VCVTPS2PH  $0x00, Y8, 32(R9)(R10*2)
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y2, Y2
+	VCVTPH2PS  48(R8)(R10*2), Y8
+	VCVTPH2PS  48(R9)(R10*2), Y9
+	VADDPS     Y9, Y8, Y8
+	VCVTPS2PH  $0x00, Y8, X8
+	VCVTPH2PS  X8, Y8
+	VCVTPS2PH  $0x00, Y8, 48(R9)(R10*2)
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y3, Y3
+	VCVTPH2PS  64(R8)(R10*2), Y8
+	VCVTPH2PS  64(R9)(R10*2), Y9
+	VADDPS     Y9, Y8, Y8
+	VCVTPS2PH  $0x00, Y8, X8
+	VCVTPH2PS  X8, Y8
+	VCVTPS2PH  $0x00, Y8, 64(R9)(R10*2)
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y4, Y4
+	VCVTPH2PS  80(R8)(R10*2), Y8
+	VCVTPH2PS  80(R9)(R10*2), Y9
+	VADDPS     Y9, Y8, Y8
+	VCVTPS2PH  $0x00, Y8, X8
+	VCVTPH2PS  X8, Y8
+	VCVTPS2PH  $0x00, Y8, 80(R9)(R10*2)
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y5, Y5
+	VCVTPH2PS  96(R8)(R10*2), Y8
+	VCVTPH2PS  96(R9)(R10*2), Y9
+	VADDPS     Y9, Y8, Y8
+	VCVTPS2PH  $0x00, Y8, X8
+	VCVTPH2PS  X8, Y8
+	VCVTPS2PH  $0x00, Y8, 96(R9)(R10*2)
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y6, Y6
+	VCVTPH2PS  112(R8)(R10*2), Y8
+	VCVTPH2PS  112(R9)(R10*2), Y9
+	VADDPS     Y9, Y8, Y8
+	VCVTPS2PH  $0x00, Y8, X8
+	VCVTPH2PS  X8, Y8
+	VCVTPS2PH  $0x00, Y8, 112(R9)(R10*2)
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y7, Y7
+	ADDQ       $0x00000040, R10
+	JMP        sumpfloop
+
+sumtail:
+	// Fewer than 64 elements remain.
+	MOVQ    job_d+0(AX), R11
+	SUBQ    R10, R11
+	JZ      summed
+	MOVQ    R11, 432(SP)
+	LEAQ    (R8)(R10*2), R8
+	LEAQ    (R9)(R10*2), R9
+	MOVQ    R9, 440(SP)
+	LEAQ    128(SP), R9
+	VXORPS  Y8, Y8, Y8
+	VMOVUPS Y8, (R9)
+	VMOVUPS Y8, 32(R9)
+	VMOVUPS Y8, 64(R9)
+	VMOVUPS Y8, 96(R9)
+	MOVQ    432(SP), R11
+	XORQ    R10, R10
+	SUBQ    $0x00000010, R11
+
+copyvec2:
+	CMPQ    R10, R11
+	JG      copyone3
+	VMOVUPS (R8)(R10*2), Y8
+	VMOVUPS Y8, (R9)(R10*2)
+	ADDQ    $0x00000010, R10
+	JMP     copyvec2
+
+copyone3:
+	ADDQ $0x00000010, R11
+
+copyloop5:
+	CMPQ R10, R11
+	JGE  copied4
+	MOVW (R8)(R10*2), R12
+	MOVW R12, (R9)(R10*2)
+	INCQ R10
+	JMP  copyloop5
+
+copied4:
+	MOVQ    440(SP), R8
+	LEAQ    256(SP), R10
+	VXORPS  Y8, Y8, Y8
+	VMOVUPS Y8, (R10)
+	VMOVUPS Y8, 32(R10)
+	VMOVUPS Y8, 64(R10)
+	VMOVUPS Y8, 96(R10)
+	MOVQ    432(SP), R12
+	XORQ    R11, R11
+	SUBQ    $0x00000010, R12
+
+copyvec6:
+	CMPQ    R11, R12
+	JG      copyone7
+	VMOVUPS (R8)(R11*2), Y8
+	VMOVUPS Y8, (R10)(R11*2)
+	ADDQ    $0x00000010, R11
+	JMP     copyvec6
+
+copyone7:
+	ADDQ $0x00000010, R12
+
+copyloop9:
+	CMPQ R11, R12
+	JGE  copied8
+	MOVW (R8)(R11*2), R13
+	MOVW R13, (R10)(R11*2)
+	INCQ R11
+	JMP  copyloop9
+
+copied8:
+	XORQ      R8, R8
+	VCVTPH2PS (R9)(R8*2), Y8
+	VCVTPH2PS (R10)(R8*2), Y9
+	VADDPS    Y9, Y8, Y8
+	VCVTPS2PH $0x00, Y8, X8
+	VCVTPH2PS X8, Y8
+	VCVTPS2PH $0x00, Y8, (R10)(R8*2)
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y0, Y0
+	VCVTPH2PS 16(R9)(R8*2), Y8
+	VCVTPH2PS 16(R10)(R8*2), Y9
+	VADDPS    Y9, Y8, Y8
+	VCVTPS2PH $0x00, Y8, X8
+	VCVTPH2PS X8, Y8
+	VCVTPS2PH $0x00, Y8, 16(R10)(R8*2)
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y1, Y1
+	VCVTPH2PS 32(R9)(R8*2), Y8
+	VCVTPH2PS 32(R10)(R8*2), Y9
+	VADDPS    Y9, Y8, Y8
+	VCVTPS2PH $0x00, Y8, X8
+	VCVTPH2PS X8, Y8
+	VCVTPS2PH $0x00, Y8, 32(R10)(R8*2)
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y2, Y2
+	VCVTPH2PS 48(R9)(R8*2), Y8
+	VCVTPH2PS 48(R10)(R8*2), Y9
+	VADDPS    Y9, Y8, Y8
+	VCVTPS2PH $0x00, Y8, X8
+	VCVTPH2PS X8, Y8
+	VCVTPS2PH $0x00, Y8, 48(R10)(R8*2)
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y3, Y3
+	VCVTPH2PS 64(R9)(R8*2), Y8
+	VCVTPH2PS 64(R10)(R8*2), Y9
+	VADDPS    Y9, Y8, Y8
+	VCVTPS2PH $0x00, Y8, X8
+	VCVTPH2PS X8, Y8
+	VCVTPS2PH $0x00, Y8, 64(R10)(R8*2)
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y4, Y4
+	VCVTPH2PS 80(R9)(R8*2), Y8
+	VCVTPH2PS 80(R10)(R8*2), Y9
+	VADDPS    Y9, Y8, Y8
+	VCVTPS2PH $0x00, Y8, X8
+	VCVTPH2PS X8, Y8
+	VCVTPS2PH $0x00, Y8, 80(R10)(R8*2)
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y5, Y5
+	VCVTPH2PS 96(R9)(R8*2), Y8
+	VCVTPH2PS 96(R10)(R8*2), Y9
+	VADDPS    Y9, Y8, Y8
+	VCVTPS2PH $0x00, Y8, X8
+	VCVTPH2PS X8, Y8
+	VCVTPS2PH $0x00, Y8, 96(R10)(R8*2)
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y6, Y6
+	VCVTPH2PS 112(R9)(R8*2), Y8
+	VCVTPH2PS 112(R10)(R8*2), Y9
+	VADDPS    Y9, Y8, Y8
+	VCVTPS2PH $0x00, Y8, X8
+	VCVTPH2PS X8, Y8
+	VCVTPS2PH $0x00, Y8, 112(R10)(R8*2)
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y7, Y7
+	MOVQ      440(SP), R8
+	LEAQ      256(SP), R9
+	MOVQ      432(SP), R11
+	XORQ      R10, R10
+	SUBQ      $0x00000010, R11
+
+copyvec10:
+	CMPQ    R10, R11
+	JG      copyone11
+	VMOVUPS (R9)(R10*2), Y8
+	VMOVUPS Y8, (R8)(R10*2)
+	ADDQ    $0x00000010, R10
+	JMP     copyvec10
+
+copyone11:
+	ADDQ $0x00000010, R11
+
+copyloop13:
+	CMPQ R10, R11
+	JGE  copied12
+	MOVW (R9)(R10*2), R12
+	MOVW R12, (R8)(R10*2)
+	INCQ R10
+	JMP  copyloop13
+
+copied12:
+summed:
+	VADDPS Y4, Y0, Y0
+	VADDPS Y5, Y1, Y1
+	VADDPS Y6, Y2, Y2
+	VADDPS Y7, Y3, Y3
+	VADDPS Y2, Y0, Y0
+	VADDPS Y3, Y1, Y1
+	VADDPS Y1, Y0, Y0
+
+	// Halving tree: p[j] += p[j+h] for the remaining h, down to ss.
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X1
+	VMOVHLPS     X1, X1, X0
+	VADDPS       X0, X1, X1
+	VMOVSHDUP    X1, X0
+	VADDSS       X0, X1, X1
+
+	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
+	CMPL   452(SP), $0x00
+	JE     divide14
+	VMULSS 452(SP), X1, X0
+	JMP    divided15
+
+divide14:
+	VDIVSS 448(SP), X1, X0
+
+divided15:
+	VADDSS   job_eps+0(AX), X0, X0
+	VUCOMISS tlo<>+0(SB), X0
+	JCS      ret
+	VUCOMISS tmax<>+0(SB), X0
+	JHI      ret
+	VSQRTSS  X0, X0, X0
+	VMOVSS   one<>+0(SB), X1
+	VDIVSS   X0, X1, X1
+
+	// Report 1/rms if asked.
+	MOVQ   job_inv+0(AX), R8
+	TESTQ  R8, R8
+	JZ     scale
+	MOVQ   400(SP), R9
+	VMOVSS X1, (R8)(R9*4)
+
+scale:
+	VBROADCASTSS X1, Y0
+	MOVQ         $0x00000000, 424(SP)
+	CMPQ         416(SP), $0x01
+	JE           scalebody
+	VMOVUPS      X1, 384(SP)
+
+scalerow:
+	MOVQ         424(SP), R8
+	VBROADCASTSS 384(SP)(R8*4), Y0
+
+scalebody:
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ  R8, R8
+	MOVQ  job_d+0(AX), R9
+	SUBQ  $0x00000020, R9
+	TESTL $0x00000002, job_flags+0(AX)
+	JNZ   scalepf
+
+scaleloop:
+	CMPQ      R8, R9
+	JG        scaletail
+	VCVTPH2PS (SI)(R8*2), Y1
+	VMULPS    Y0, Y1, Y1
+	VMULPS    (BX)(R8*4), Y1, Y1
+	VCVTPS2PH $0x00, Y1, (CX)(R8*2)
+	VCVTPH2PS 16(SI)(R8*2), Y1
+	VMULPS    Y0, Y1, Y1
+	VMULPS    32(BX)(R8*4), Y1, Y1
+	VCVTPS2PH $0x00, Y1, 16(CX)(R8*2)
+	VCVTPH2PS 32(SI)(R8*2), Y1
+	VMULPS    Y0, Y1, Y1
+	VMULPS    64(BX)(R8*4), Y1, Y1
+	VCVTPS2PH $0x00, Y1, 32(CX)(R8*2)
+	VCVTPH2PS 48(SI)(R8*2), Y1
+	VMULPS    Y0, Y1, Y1
+	VMULPS    96(BX)(R8*4), Y1, Y1
+	VCVTPS2PH $0x00, Y1, 48(CX)(R8*2)
+	ADDQ      $0x00000020, R8
+	JMP       scaleloop
+
+scalepf:
+	MOVQ DI, R10
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows16
+	SHLQ $0x03, R10
+
+longrows16:
+	ADDQ  SI, R10
+	TESTL $0x00000001, job_flags+0(AX)
+	JNZ   scalent
+
+scalepfloop:
+	CMPQ       R8, R9
+	JG         scaletail
+	PREFETCHT0 (R10)(R8*2)
+	VCVTPH2PS  (SI)(R8*2), Y1
+	VMULPS     Y0, Y1, Y1
+	VMULPS     (BX)(R8*4), Y1, Y1
+	VCVTPS2PH  $0x00, Y1, (CX)(R8*2)
+	VCVTPH2PS  16(SI)(R8*2), Y1
+	VMULPS     Y0, Y1, Y1
+	VMULPS     32(BX)(R8*4), Y1, Y1
+	VCVTPS2PH  $0x00, Y1, 16(CX)(R8*2)
+	VCVTPH2PS  32(SI)(R8*2), Y1
+	VMULPS     Y0, Y1, Y1
+	VMULPS     64(BX)(R8*4), Y1, Y1
+	VCVTPS2PH  $0x00, Y1, 32(CX)(R8*2)
+	VCVTPH2PS  48(SI)(R8*2), Y1
+	VMULPS     Y0, Y1, Y1
+	VMULPS     96(BX)(R8*4), Y1, Y1
+	VCVTPS2PH  $0x00, Y1, 48(CX)(R8*2)
+	ADDQ       $0x00000020, R8
+	JMP        scalepfloop
+
+scalent:
+	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
+	MOVQ CX, R11
+	NEGQ R11
+	ANDQ $0x0000001f, R11
+	SHRQ $0x01, R11
+	JZ   scalentloop
+	CMPQ R11, job_d+0(AX)
+	JLE  scalehead
+	MOVQ job_d+0(AX), R11
+
+scalehead:
+	CMPQ      R11, $0x00000008
+	JB        scaleheadpart
+	VCVTPH2PS (SI)(R8*2), Y1
+	VMULPS    Y0, Y1, Y1
+	VMULPS    (BX)(R8*4), Y1, Y1
+	VCVTPS2PH $0x00, Y1, (CX)(R8*2)
+	ADDQ      $0x00000008, R8
+	SUBQ      $0x00000008, R11
+	JZ        scalentloop
+
+scaleheadpart:
+	LEAQ (SI)(R8*2), R12
+	LEAQ 128(SP), R13
+	MOVQ R11, R15
+	XORQ R14, R14
+	SUBQ $0x00000010, R15
+
+copyvec17:
+	CMPQ    R14, R15
+	JG      copyone18
+	VMOVUPS (R12)(R14*2), Y1
+	VMOVUPS Y1, (R13)(R14*2)
+	ADDQ    $0x00000010, R14
+	JMP     copyvec17
+
+copyone18:
+	ADDQ $0x00000010, R15
+
+copyloop20:
+	CMPQ R14, R15
+	JGE  copied19
+	MOVW (R12)(R14*2), BP
+	MOVW BP, (R13)(R14*2)
+	INCQ R14
+	JMP  copyloop20
+
+copied19:
+	LEAQ (BX)(R8*4), R12
+	LEAQ 160(SP), R13
+	MOVQ R11, R15
+	XORQ R14, R14
+	SUBQ $0x00000008, R15
+
+copyvec21:
+	CMPQ    R14, R15
+	JG      copyone22
+	VMOVUPS (R12)(R14*4), Y1
+	VMOVUPS Y1, (R13)(R14*4)
+	ADDQ    $0x00000008, R14
+	JMP     copyvec21
+
+copyone22:
+	ADDQ $0x00000008, R15
+
+copyloop24:
+	CMPQ R14, R15
+	JGE  copied23
+	MOVL (R12)(R14*4), BP
+	MOVL BP, (R13)(R14*4)
+	INCQ R14
+	JMP  copyloop24
+
+copied23:
+	VCVTPH2PS 128(SP), Y1
+	VMULPS    Y1, Y0, Y1
+	VMULPS    160(SP), Y1, Y1
+	VCVTPS2PH $0x00, Y1, 192(SP)
+	LEAQ      192(SP), R13
+	LEAQ      (CX)(R8*2), R12
+	MOVQ      R11, R15
+	XORQ      R14, R14
+	SUBQ      $0x00000010, R15
+
+copyvec25:
+	CMPQ    R14, R15
+	JG      copyone26
+	VMOVUPS (R13)(R14*2), Y1
+	VMOVUPS Y1, (R12)(R14*2)
+	ADDQ    $0x00000010, R14
+	JMP     copyvec25
+
+copyone26:
+	ADDQ $0x00000010, R15
+
+copyloop28:
+	CMPQ R14, R15
+	JGE  copied27
+	MOVW (R13)(R14*2), BP
+	MOVW BP, (R12)(R14*2)
+	INCQ R14
+	JMP  copyloop28
+
+copied27:
+	ADDQ R11, R8
+
+scalentloop:
+	CMPQ        R8, R9
+	JG          scaletail
+	PREFETCHT0  (R10)(R8*2)
+	VCVTPH2PS   (SI)(R8*2), Y1
+	VMULPS      Y0, Y1, Y1
+	VMULPS      (BX)(R8*4), Y1, Y1
+	VCVTPH2PS   16(SI)(R8*2), Y2
+	VMULPS      Y0, Y2, Y2
+	VMULPS      32(BX)(R8*4), Y2, Y2
+	VCVTPS2PH   $0x00, Y1, X10
+	VCVTPS2PH   $0x00, Y2, X1
+	VINSERTI128 $0x01, X1, Y10, Y10
+	VMOVNTDQ    Y10, (CX)(R8*2)
+	VCVTPH2PS   32(SI)(R8*2), Y1
+	VMULPS      Y0, Y1, Y1
+	VMULPS      64(BX)(R8*4), Y1, Y1
+	VCVTPH2PS   48(SI)(R8*2), Y2
+	VMULPS      Y0, Y2, Y2
+	VMULPS      96(BX)(R8*4), Y2, Y2
+	VCVTPS2PH   $0x00, Y1, X11
+	VCVTPS2PH   $0x00, Y2, X1
+	VINSERTI128 $0x01, X1, Y11, Y11
+	VMOVNTDQ    Y11, 32(CX)(R8*2)
+	ADDQ        $0x00000020, R8
+	JMP         scalentloop
+
+scaletail:
+	ADDQ $0x00000018, R9
+
+scaleone:
+	CMPQ      R8, R9
+	JG        scalepart
+	VCVTPH2PS (SI)(R8*2), Y1
+	VMULPS    Y0, Y1, Y1
+	VMULPS    (BX)(R8*4), Y1, Y1
+	VCVTPS2PH $0x00, Y1, (CX)(R8*2)
+	ADDQ      $0x00000008, R8
+	JMP       scaleone
+
+scalepart:
+	MOVQ job_d+0(AX), R11
+	SUBQ R8, R11
+	JZ   scaled
+	LEAQ (SI)(R8*2), R9
+	LEAQ 128(SP), R10
+	MOVQ R11, R13
+	XORQ R12, R12
+	SUBQ $0x00000010, R13
+
+copyvec29:
+	CMPQ    R12, R13
+	JG      copyone30
+	VMOVUPS (R9)(R12*2), Y1
+	VMOVUPS Y1, (R10)(R12*2)
+	ADDQ    $0x00000010, R12
+	JMP     copyvec29
+
+copyone30:
+	ADDQ $0x00000010, R13
+
+copyloop32:
+	CMPQ R12, R13
+	JGE  copied31
+	MOVW (R9)(R12*2), R14
+	MOVW R14, (R10)(R12*2)
+	INCQ R12
+	JMP  copyloop32
+
+copied31:
+	LEAQ (BX)(R8*4), R9
+	LEAQ 160(SP), R10
+	MOVQ R11, R13
+	XORQ R12, R12
+	SUBQ $0x00000008, R13
+
+copyvec33:
+	CMPQ    R12, R13
+	JG      copyone34
+	VMOVUPS (R9)(R12*4), Y1
+	VMOVUPS Y1, (R10)(R12*4)
+	ADDQ    $0x00000008, R12
+	JMP     copyvec33
+
+copyone34:
+	ADDQ $0x00000008, R13
+
+copyloop36:
+	CMPQ R12, R13
+	JGE  copied35
+	MOVL (R9)(R12*4), R14
+	MOVL R14, (R10)(R12*4)
+	INCQ R12
+	JMP  copyloop36
+
+copied35:
+	VCVTPH2PS 128(SP), Y1
+	VMULPS    Y1, Y0, Y1
+	VMULPS    160(SP), Y1, Y1
+	VCVTPS2PH $0x00, Y1, 192(SP)
+	LEAQ      192(SP), R10
+	LEAQ      (CX)(R8*2), R9
+	XORQ      R8, R8
+	SUBQ      $0x00000010, R11
+
+copyvec37:
+	CMPQ    R8, R11
+	JG      copyone38
+	VMOVUPS (R10)(R8*2), Y0
+	VMOVUPS Y0, (R9)(R8*2)
+	ADDQ    $0x00000010, R8
+	JMP     copyvec37
+
+copyone38:
+	ADDQ $0x00000010, R11
+
+copyloop40:
+	CMPQ R8, R11
+	JGE  copied39
+	MOVW (R10)(R8*2), R12
+	MOVW R12, (R9)(R8*2)
+	INCQ R8
+	JMP  copyloop40
+
+copied39:
+scaled:
+	ADDQ DI, DX
+	ADDQ DI, CX
+	ADDQ DI, SI
+	INCQ 400(SP)
+	MOVQ 424(SP), R8
+	INCQ R8
+	MOVQ R8, 424(SP)
+	CMPQ R8, 416(SP)
+	JB   scalerow
+	JMP  row
+
+ret:
+	TESTL $0x00000001, job_flags+0(AX)
+	JZ    vzero
+	SFENCE
+
+vzero:
+	VZEROUPPER
+	MOVQ 400(SP), AX
+	MOVQ AX, ret+24(FP)
+	RET
+
+// func avx2F16AddWeightedRN(j uintptr, from int, to int) int
+// Requires: AVX, AVX2, F16C, MMX+
+TEXT ·avx2F16AddWeightedRN(SB), NOSPLIT, $456-32
+	// avx2F16AddWeightedRN normalizes rows [from, to) of the job: F16 rows: h = round16(x + res) and res = h per element, then y = round16(round16(h*inv)*w), for each row.
+	// It stops before the first row that needs the float64 path and returns that row's index, or to.
+	MOVQ j+0(FP), AX
+	MOVQ job_dst+0(AX), CX
+	MOVQ job_x+0(AX), DX
+	MOVQ job_w+0(AX), BX
+	MOVQ job_res+0(AX), SI
+	MOVQ job_stride+0(AX), DI
+	SHLQ $0x01, DI
+
+	// fd = float32(d); rd = 1/d when d is a power of two (ss/d is then ss*rd exactly), else 0.
+	MOVQ       job_d+0(AX), R8
+	VMOVSS     one<>+0(SB), X0
+	VCVTSI2SSQ R8, X0, X0
+	VMOVSS     X0, 448(SP)
+	XORL       R10, R10
+	LEAQ       -1(R8), R9
+	TESTQ      R8, R9
+	JNZ        notpow2
+	BSFQ       R8, R9
+	MOVL       $0x0000007f, R10
+	SUBL       R9, R10
+	SHLL       $0x17, R10
+
+notpow2:
+	MOVL R10, 452(SP)
+
+	// Start at row from.
+	MOVQ  from+8(FP), R8
+	MOVQ  R8, 400(SP)
+	MOVQ  $0x00000000, 408(SP)
+	IMULQ DI, R8
+	ADDQ  R8, CX
+	ADDQ  R8, DX
+	ADDQ  R8, SI
+
+row:
+	MOVQ 400(SP), R8
+	CMPQ R8, to+16(FP)
+	JAE  ret
+	MOVQ $0x00000001, 416(SP)
+	MOVQ DX, R8
+	MOVQ SI, R9
+	XORQ R10, R10
+
+	// Sum of squares: element i goes to partial i%64.
+	MOVQ   job_d+0(AX), R11
+	SUBQ   $0x00000040, R11
+	JGE    firstblock
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	XORQ   R10, R10
+	JMP    sumtail
+
+firstblock:
+	// +0 + square is the square itself: the first block initializes the partials.
+	XORQ      R10, R10
+	VCVTPH2PS (R8)(R10*2), Y0
+	VCVTPH2PS (R9)(R10*2), Y1
+	VADDPS    Y1, Y0, Y0
+	VCVTPS2PH $0x00, Y0, X0
+	VCVTPH2PS X0, Y0
+	VCVTPS2PH $0x00, Y0, (R9)(R10*2)
+	VMULPS    Y0, Y0, Y0
+	VCVTPH2PS 16(R8)(R10*2), Y1
+	VCVTPH2PS 16(R9)(R10*2), Y2
+	VADDPS    Y2, Y1, Y1
+	VCVTPS2PH $0x00, Y1, X1
+	VCVTPH2PS X1, Y1
+	VCVTPS2PH $0x00, Y1, 16(R9)(R10*2)
+	VMULPS    Y1, Y1, Y1
+	VCVTPH2PS 32(R8)(R10*2), Y2
+	VCVTPH2PS 32(R9)(R10*2), Y3
+	VADDPS    Y3, Y2, Y2
+	VCVTPS2PH $0x00, Y2, X2
+	VCVTPH2PS X2, Y2
+	VCVTPS2PH $0x00, Y2, 32(R9)(R10*2)
+	VMULPS    Y2, Y2, Y2
+	VCVTPH2PS 48(R8)(R10*2), Y3
+	VCVTPH2PS 48(R9)(R10*2), Y4
+	VADDPS    Y4, Y3, Y3
+	VCVTPS2PH $0x00, Y3, X3
+	VCVTPH2PS X3, Y3
+	VCVTPS2PH $0x00, Y3, 48(R9)(R10*2)
+	VMULPS    Y3, Y3, Y3
+	VCVTPH2PS 64(R8)(R10*2), Y4
+	VCVTPH2PS 64(R9)(R10*2), Y5
+	VADDPS    Y5, Y4, Y4
+	VCVTPS2PH $0x00, Y4, X4
+	VCVTPH2PS X4, Y4
+	VCVTPS2PH $0x00, Y4, 64(R9)(R10*2)
+	VMULPS    Y4, Y4, Y4
+	VCVTPH2PS 80(R8)(R10*2), Y5
+	VCVTPH2PS 80(R9)(R10*2), Y6
+	VADDPS    Y6, Y5, Y5
+	VCVTPS2PH $0x00, Y5, X5
+	VCVTPH2PS X5, Y5
+	VCVTPS2PH $0x00, Y5, 80(R9)(R10*2)
+	VMULPS    Y5, Y5, Y5
+	VCVTPH2PS 96(R8)(R10*2), Y6
+	VCVTPH2PS 96(R9)(R10*2), Y7
+	VADDPS    Y7, Y6, Y6
+	VCVTPS2PH $0x00, Y6, X6
+	VCVTPH2PS X6, Y6
+	VCVTPS2PH $0x00, Y6, 96(R9)(R10*2)
+	VMULPS    Y6, Y6, Y6
+	VCVTPH2PS 112(R8)(R10*2), Y7
+	VCVTPH2PS 112(R9)(R10*2), Y8
+	VADDPS    Y8, Y7, Y7
+	VCVTPS2PH $0x00, Y7, X7
+	VCVTPH2PS X7, Y7
+	VCVTPS2PH $0x00, Y7, 112(R9)(R10*2)
+	VMULPS    Y7, Y7, Y7
+	MOVQ      $0x00000040, R10
+	TESTL     $0x00000002, job_flags+0(AX)
+	JNZ       sumpf
+
+sumloop:
+	CMPQ      R10, R11
+	JG        sumtail
+	VCVTPH2PS (R8)(R10*2), Y8
+	VCVTPH2PS (R9)(R10*2), Y9
+	VADDPS    Y9, Y8, Y8
+	VCVTPS2PH $0x00, Y8, X8
+	VCVTPH2PS X8, Y8
+	VCVTPS2PH $0x00, Y8, (R9)(R10*2)
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y0, Y0
+	VCVTPH2PS 16(R8)(R10*2), Y8
+	VCVTPH2PS 16(R9)(R10*2), Y9
+	VADDPS    Y9, Y8, Y8
+	VCVTPS2PH $0x00, Y8, X8
+	VCVTPH2PS X8, Y8
+	VCVTPS2PH $0x00, Y8, 16(R9)(R10*2)
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y1, Y1
+	VCVTPH2PS 32(R8)(R10*2), Y8
+	VCVTPH2PS 32(R9)(R10*2), Y9
+	VADDPS    Y9, Y8, Y8
+	VCVTPS2PH $0x00, Y8, X8
+	VCVTPH2PS X8, Y8
+	VCVTPS2PH $0x00, Y8, 32(R9)(R10*2)
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y2, Y2
+	VCVTPH2PS 48(R8)(R10*2), Y8
+	VCVTPH2PS 48(R9)(R10*2), Y9
+	VADDPS    Y9, Y8, Y8
+	VCVTPS2PH $0x00, Y8, X8
+	VCVTPH2PS X8, Y8
+	VCVTPS2PH $0x00, Y8, 48(R9)(R10*2)
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y3, Y3
+	VCVTPH2PS 64(R8)(R10*2), Y8
+	VCVTPH2PS 64(R9)(R10*2), Y9
+	VADDPS    Y9, Y8, Y8
+	VCVTPS2PH $0x00, Y8, X8
+	VCVTPH2PS X8, Y8
+	VCVTPS2PH $0x00, Y8, 64(R9)(R10*2)
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y4, Y4
+	VCVTPH2PS 80(R8)(R10*2), Y8
+	VCVTPH2PS 80(R9)(R10*2), Y9
+	VADDPS    Y9, Y8, Y8
+	VCVTPS2PH $0x00, Y8, X8
+	VCVTPH2PS X8, Y8
+	VCVTPS2PH $0x00, Y8, 80(R9)(R10*2)
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y5, Y5
+	VCVTPH2PS 96(R8)(R10*2), Y8
+	VCVTPH2PS 96(R9)(R10*2), Y9
+	VADDPS    Y9, Y8, Y8
+	VCVTPS2PH $0x00, Y8, X8
+	VCVTPH2PS X8, Y8
+	VCVTPS2PH $0x00, Y8, 96(R9)(R10*2)
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y6, Y6
+	VCVTPH2PS 112(R8)(R10*2), Y8
+	VCVTPH2PS 112(R9)(R10*2), Y9
+	VADDPS    Y9, Y8, Y8
+	VCVTPS2PH $0x00, Y8, X8
+	VCVTPH2PS X8, Y8
+	VCVTPS2PH $0x00, Y8, 112(R9)(R10*2)
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y7, Y7
+	ADDQ      $0x00000040, R10
+	JMP       sumloop
+
+	// The same, prefetching the rows ahead.
+sumpf:
+	MOVQ DI, R12
+	SHLQ $0x01, R12
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows1
+	SHLQ $0x03, R12
+
+longrows1:
+	ADDQ R8, R12
+
+sumpfloop:
+	CMPQ       R10, R11
+	JG         sumtail
+	PREFETCHT0 (R12)(R10*2)
+	PREFETCHT0 64(R12)(R10*2)
+	VCVTPH2PS  (R8)(R10*2), Y8
+	VCVTPH2PS  (R9)(R10*2), Y9
+	VADDPS     Y9, Y8, Y8
+	VCVTPS2PH  $0x00, Y8, X8
+	VCVTPH2PS  X8, Y8
+	VCVTPS2PH  $0x00, Y8, (R9)(R10*2)
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y0, Y0
+	VCVTPH2PS  16(R8)(R10*2), Y8
+	VCVTPH2PS  16(R9)(R10*2), Y9
+	VADDPS     Y9, Y8, Y8
+	VCVTPS2PH  $0x00, Y8, X8
+	VCVTPH2PS  X8, Y8
+	VCVTPS2PH  $0x00, Y8, 16(R9)(R10*2)
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y1, Y1
+	VCVTPH2PS  32(R8)(R10*2), Y8
+	VCVTPH2PS  32(R9)(R10*2), Y9
+	VADDPS     Y9, Y8, Y8
+	VCVTPS2PH  $0x00, Y8, X8
+	VCVTPH2PS  X8, Y8
+	VCVTPS2PH  $0x00, Y8, 32(R9)(R10*2)
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y2, Y2
+	VCVTPH2PS  48(R8)(R10*2), Y8
+	VCVTPH2PS  48(R9)(R10*2), Y9
+	VADDPS     Y9, Y8, Y8
+	VCVTPS2PH  $0x00, Y8, X8
+	VCVTPH2PS  X8, Y8
+	VCVTPS2PH  $0x00, Y8, 48(R9)(R10*2)
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y3, Y3
+	VCVTPH2PS  64(R8)(R10*2), Y8
+	VCVTPH2PS  64(R9)(R10*2), Y9
+	VADDPS     Y9, Y8, Y8
+	VCVTPS2PH  $0x00, Y8, X8
+	VCVTPH2PS  X8, Y8
+	VCVTPS2PH  $0x00, Y8, 64(R9)(R10*2)
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y4, Y4
+	VCVTPH2PS  80(R8)(R10*2), Y8
+	VCVTPH2PS  80(R9)(R10*2), Y9
+	VADDPS     Y9, Y8, Y8
+	VCVTPS2PH  $0x00, Y8, X8
+	VCVTPH2PS  X8, Y8
+	VCVTPS2PH  $0x00, Y8, 80(R9)(R10*2)
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y5, Y5
+	VCVTPH2PS  96(R8)(R10*2), Y8
+	VCVTPH2PS  96(R9)(R10*2), Y9
+	VADDPS     Y9, Y8, Y8
+	VCVTPS2PH  $0x00, Y8, X8
+	VCVTPH2PS  X8, Y8
+	VCVTPS2PH  $0x00, Y8, 96(R9)(R10*2)
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y6, Y6
+	VCVTPH2PS  112(R8)(R10*2), Y8
+	VCVTPH2PS  112(R9)(R10*2), Y9
+	VADDPS     Y9, Y8, Y8
+	VCVTPS2PH  $0x00, Y8, X8
+	VCVTPH2PS  X8, Y8
+	VCVTPS2PH  $0x00, Y8, 112(R9)(R10*2)
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y7, Y7
+	ADDQ       $0x00000040, R10
+	JMP        sumpfloop
+
+sumtail:
+	// Fewer than 64 elements remain.
+	MOVQ    job_d+0(AX), R11
+	SUBQ    R10, R11
+	JZ      summed
+	MOVQ    R11, 432(SP)
+	LEAQ    (R8)(R10*2), R8
+	LEAQ    (R9)(R10*2), R9
+	MOVQ    R9, 440(SP)
+	LEAQ    128(SP), R9
+	VXORPS  Y8, Y8, Y8
+	VMOVUPS Y8, (R9)
+	VMOVUPS Y8, 32(R9)
+	VMOVUPS Y8, 64(R9)
+	VMOVUPS Y8, 96(R9)
+	MOVQ    432(SP), R11
+	XORQ    R10, R10
+	SUBQ    $0x00000010, R11
+
+copyvec2:
+	CMPQ    R10, R11
+	JG      copyone3
+	VMOVUPS (R8)(R10*2), Y8
+	VMOVUPS Y8, (R9)(R10*2)
+	ADDQ    $0x00000010, R10
+	JMP     copyvec2
+
+copyone3:
+	ADDQ $0x00000010, R11
+
+copyloop5:
+	CMPQ R10, R11
+	JGE  copied4
+	MOVW (R8)(R10*2), R12
+	MOVW R12, (R9)(R10*2)
+	INCQ R10
+	JMP  copyloop5
+
+copied4:
+	MOVQ    440(SP), R8
+	LEAQ    256(SP), R10
+	VXORPS  Y8, Y8, Y8
+	VMOVUPS Y8, (R10)
+	VMOVUPS Y8, 32(R10)
+	VMOVUPS Y8, 64(R10)
+	VMOVUPS Y8, 96(R10)
+	MOVQ    432(SP), R12
+	XORQ    R11, R11
+	SUBQ    $0x00000010, R12
+
+copyvec6:
+	CMPQ    R11, R12
+	JG      copyone7
+	VMOVUPS (R8)(R11*2), Y8
+	VMOVUPS Y8, (R10)(R11*2)
+	ADDQ    $0x00000010, R11
+	JMP     copyvec6
+
+copyone7:
+	ADDQ $0x00000010, R12
+
+copyloop9:
+	CMPQ R11, R12
+	JGE  copied8
+	MOVW (R8)(R11*2), R13
+	MOVW R13, (R10)(R11*2)
+	INCQ R11
+	JMP  copyloop9
+
+copied8:
+	XORQ      R8, R8
+	VCVTPH2PS (R9)(R8*2), Y8
+	VCVTPH2PS (R10)(R8*2), Y9
+	VADDPS    Y9, Y8, Y8
+	VCVTPS2PH $0x00, Y8, X8
+	VCVTPH2PS X8, Y8
+	VCVTPS2PH $0x00, Y8, (R10)(R8*2)
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y0, Y0
+	VCVTPH2PS 16(R9)(R8*2), Y8
+	VCVTPH2PS 16(R10)(R8*2), Y9
+	VADDPS    Y9, Y8, Y8
+	VCVTPS2PH $0x00, Y8, X8
+	VCVTPH2PS X8, Y8
+	VCVTPS2PH $0x00, Y8, 16(R10)(R8*2)
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y1, Y1
+	VCVTPH2PS 32(R9)(R8*2), Y8
+	VCVTPH2PS 32(R10)(R8*2), Y9
+	VADDPS    Y9, Y8, Y8
+	VCVTPS2PH $0x00, Y8, X8
+	VCVTPH2PS X8, Y8
+	VCVTPS2PH $0x00, Y8, 32(R10)(R8*2)
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y2, Y2
+	VCVTPH2PS 48(R9)(R8*2), Y8
+	VCVTPH2PS 48(R10)(R8*2), Y9
+	VADDPS    Y9, Y8, Y8
+	VCVTPS2PH $0x00, Y8, X8
+	VCVTPH2PS X8, Y8
+	VCVTPS2PH $0x00, Y8, 48(R10)(R8*2)
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y3, Y3
+	VCVTPH2PS 64(R9)(R8*2), Y8
+	VCVTPH2PS 64(R10)(R8*2), Y9
+	VADDPS    Y9, Y8, Y8
+	VCVTPS2PH $0x00, Y8, X8
+	VCVTPH2PS X8, Y8
+	VCVTPS2PH $0x00, Y8, 64(R10)(R8*2)
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y4, Y4
+	VCVTPH2PS 80(R9)(R8*2), Y8
+	VCVTPH2PS 80(R10)(R8*2), Y9
+	VADDPS    Y9, Y8, Y8
+	VCVTPS2PH $0x00, Y8, X8
+	VCVTPH2PS X8, Y8
+	VCVTPS2PH $0x00, Y8, 80(R10)(R8*2)
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y5, Y5
+	VCVTPH2PS 96(R9)(R8*2), Y8
+	VCVTPH2PS 96(R10)(R8*2), Y9
+	VADDPS    Y9, Y8, Y8
+	VCVTPS2PH $0x00, Y8, X8
+	VCVTPH2PS X8, Y8
+	VCVTPS2PH $0x00, Y8, 96(R10)(R8*2)
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y6, Y6
+	VCVTPH2PS 112(R9)(R8*2), Y8
+	VCVTPH2PS 112(R10)(R8*2), Y9
+	VADDPS    Y9, Y8, Y8
+	VCVTPS2PH $0x00, Y8, X8
+	VCVTPH2PS X8, Y8
+	VCVTPS2PH $0x00, Y8, 112(R10)(R8*2)
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y7, Y7
+	MOVQ      440(SP), R8
+	LEAQ      256(SP), R9
+	MOVQ      432(SP), R11
+	XORQ      R10, R10
+	SUBQ      $0x00000010, R11
+
+copyvec10:
+	CMPQ    R10, R11
+	JG      copyone11
+	VMOVUPS (R9)(R10*2), Y8
+	VMOVUPS Y8, (R8)(R10*2)
+	ADDQ    $0x00000010, R10
+	JMP     copyvec10
+
+copyone11:
+	ADDQ $0x00000010, R11
+
+copyloop13:
+	CMPQ R10, R11
+	JGE  copied12
+	MOVW (R9)(R10*2), R12
+	MOVW R12, (R8)(R10*2)
+	INCQ R10
+	JMP  copyloop13
+
+copied12:
+summed:
+	VADDPS Y4, Y0, Y0
+	VADDPS Y5, Y1, Y1
+	VADDPS Y6, Y2, Y2
+	VADDPS Y7, Y3, Y3
+	VADDPS Y2, Y0, Y0
+	VADDPS Y3, Y1, Y1
+	VADDPS Y1, Y0, Y0
+
+	// Halving tree: p[j] += p[j+h] for the remaining h, down to ss.
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X1
+	VMOVHLPS     X1, X1, X0
+	VADDPS       X0, X1, X1
+	VMOVSHDUP    X1, X0
+	VADDSS       X0, X1, X1
+
+	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
+	CMPL   452(SP), $0x00
+	JE     divide14
+	VMULSS 452(SP), X1, X0
+	JMP    divided15
+
+divide14:
+	VDIVSS 448(SP), X1, X0
+
+divided15:
+	VADDSS   job_eps+0(AX), X0, X0
+	VUCOMISS tlo<>+0(SB), X0
+	JCS      ret
+	VUCOMISS tmax<>+0(SB), X0
+	JHI      ret
+	VSQRTSS  X0, X0, X0
+	VMOVSS   one<>+0(SB), X1
+	VDIVSS   X0, X1, X1
+
+	// Report 1/rms if asked.
+	MOVQ   job_inv+0(AX), R8
+	TESTQ  R8, R8
+	JZ     scale
+	MOVQ   400(SP), R9
+	VMOVSS X1, (R8)(R9*4)
+
+scale:
+	VBROADCASTSS X1, Y0
+	MOVQ         $0x00000000, 424(SP)
+	CMPQ         416(SP), $0x01
+	JE           scalebody
+	VMOVUPS      X1, 384(SP)
+
+scalerow:
+	MOVQ         424(SP), R8
+	VBROADCASTSS 384(SP)(R8*4), Y0
+
+scalebody:
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ  R8, R8
+	MOVQ  job_d+0(AX), R9
+	SUBQ  $0x00000020, R9
+	TESTL $0x00000002, job_flags+0(AX)
+	JNZ   scalepf
+
+scaleloop:
+	CMPQ      R8, R9
+	JG        scaletail
+	VCVTPH2PS (SI)(R8*2), Y1
+	VMULPS    Y0, Y1, Y1
+	VCVTPS2PH $0x00, Y1, X1
+	VCVTPH2PS X1, Y1
+	VMULPS    (BX)(R8*4), Y1, Y1
+	VCVTPS2PH $0x00, Y1, (CX)(R8*2)
+	VCVTPH2PS 16(SI)(R8*2), Y1
+	VMULPS    Y0, Y1, Y1
+	VCVTPS2PH $0x00, Y1, X1
+	VCVTPH2PS X1, Y1
+	VMULPS    32(BX)(R8*4), Y1, Y1
+	VCVTPS2PH $0x00, Y1, 16(CX)(R8*2)
+	VCVTPH2PS 32(SI)(R8*2), Y1
+	VMULPS    Y0, Y1, Y1
+	VCVTPS2PH $0x00, Y1, X1
+	VCVTPH2PS X1, Y1
+	VMULPS    64(BX)(R8*4), Y1, Y1
+	VCVTPS2PH $0x00, Y1, 32(CX)(R8*2)
+	VCVTPH2PS 48(SI)(R8*2), Y1
+	VMULPS    Y0, Y1, Y1
+	VCVTPS2PH $0x00, Y1, X1
+	VCVTPH2PS X1, Y1
+	VMULPS    96(BX)(R8*4), Y1, Y1
+	VCVTPS2PH $0x00, Y1, 48(CX)(R8*2)
+	ADDQ      $0x00000020, R8
+	JMP       scaleloop
+
+scalepf:
+	MOVQ DI, R10
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows16
+	SHLQ $0x03, R10
+
+longrows16:
+	ADDQ  SI, R10
+	TESTL $0x00000001, job_flags+0(AX)
+	JNZ   scalent
+
+scalepfloop:
+	CMPQ       R8, R9
+	JG         scaletail
+	PREFETCHT0 (R10)(R8*2)
+	VCVTPH2PS  (SI)(R8*2), Y1
+	VMULPS     Y0, Y1, Y1
+	VCVTPS2PH  $0x00, Y1, X1
+	VCVTPH2PS  X1, Y1
+	VMULPS     (BX)(R8*4), Y1, Y1
+	VCVTPS2PH  $0x00, Y1, (CX)(R8*2)
+	VCVTPH2PS  16(SI)(R8*2), Y1
+	VMULPS     Y0, Y1, Y1
+	VCVTPS2PH  $0x00, Y1, X1
+	VCVTPH2PS  X1, Y1
+	VMULPS     32(BX)(R8*4), Y1, Y1
+	VCVTPS2PH  $0x00, Y1, 16(CX)(R8*2)
+	VCVTPH2PS  32(SI)(R8*2), Y1
+	VMULPS     Y0, Y1, Y1
+	VCVTPS2PH  $0x00, Y1, X1
+	VCVTPH2PS  X1, Y1
+	VMULPS     64(BX)(R8*4), Y1, Y1
+	VCVTPS2PH  $0x00, Y1, 32(CX)(R8*2)
+	VCVTPH2PS  48(SI)(R8*2), Y1
+	VMULPS     Y0, Y1, Y1
+	VCVTPS2PH  $0x00, Y1, X1
+	VCVTPH2PS  X1, Y1
+	VMULPS     96(BX)(R8*4), Y1, Y1
+	VCVTPS2PH  $0x00, Y1, 48(CX)(R8*2)
+	ADDQ       $0x00000020, R8
+	JMP        scalepfloop
+
+scalent:
+	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
+	MOVQ CX, R11
+	NEGQ R11
+	ANDQ $0x0000001f, R11
+	SHRQ $0x01, R11
+	JZ   scalentloop
+	CMPQ R11, job_d+0(AX)
+	JLE  scalehead
+	MOVQ job_d+0(AX), R11
+
+scalehead:
+	CMPQ      R11, $0x00000008
+	JB        scaleheadpart
+	VCVTPH2PS (SI)(R8*2), Y1
+	VMULPS    Y0, Y1, Y1
+	VCVTPS2PH $0x00, Y1, X1
+	VCVTPH2PS X1, Y1
+	VMULPS    (BX)(R8*4), Y1, Y1
+	VCVTPS2PH $0x00, Y1, (CX)(R8*2)
+	ADDQ      $0x00000008, R8
+	SUBQ      $0x00000008, R11
+	JZ        scalentloop
+
+scaleheadpart:
+	LEAQ (SI)(R8*2), R12
+	LEAQ 128(SP), R13
+	MOVQ R11, R15
+	XORQ R14, R14
+	SUBQ $0x00000010, R15
+
+copyvec17:
+	CMPQ    R14, R15
+	JG      copyone18
+	VMOVUPS (R12)(R14*2), Y1
+	VMOVUPS Y1, (R13)(R14*2)
+	ADDQ    $0x00000010, R14
+	JMP     copyvec17
+
+copyone18:
+	ADDQ $0x00000010, R15
+
+copyloop20:
+	CMPQ R14, R15
+	JGE  copied19
+	MOVW (R12)(R14*2), BP
+	MOVW BP, (R13)(R14*2)
+	INCQ R14
+	JMP  copyloop20
+
+copied19:
+	LEAQ (BX)(R8*4), R12
+	LEAQ 160(SP), R13
+	MOVQ R11, R15
+	XORQ R14, R14
+	SUBQ $0x00000008, R15
+
+copyvec21:
+	CMPQ    R14, R15
+	JG      copyone22
+	VMOVUPS (R12)(R14*4), Y1
+	VMOVUPS Y1, (R13)(R14*4)
+	ADDQ    $0x00000008, R14
+	JMP     copyvec21
+
+copyone22:
+	ADDQ $0x00000008, R15
+
+copyloop24:
+	CMPQ R14, R15
+	JGE  copied23
+	MOVL (R12)(R14*4), BP
+	MOVL BP, (R13)(R14*4)
+	INCQ R14
+	JMP  copyloop24
+
+copied23:
+	VCVTPH2PS 128(SP), Y1
+	VMULPS    Y1, Y0, Y1
+	VCVTPS2PH $0x00, Y1, X1
+	VCVTPH2PS X1, Y1
+	VMULPS    160(SP), Y1, Y1
+	VCVTPS2PH $0x00, Y1, 192(SP)
+	LEAQ      192(SP), R13
+	LEAQ      (CX)(R8*2), R12
+	MOVQ      R11, R15
+	XORQ      R14, R14
+	SUBQ      $0x00000010, R15
+
+copyvec25:
+	CMPQ    R14, R15
+	JG      copyone26
+	VMOVUPS (R13)(R14*2), Y1
+	VMOVUPS Y1, (R12)(R14*2)
+	ADDQ    $0x00000010, R14
+	JMP     copyvec25
+
+copyone26:
+	ADDQ $0x00000010, R15
+
+copyloop28:
+	CMPQ R14, R15
+	JGE  copied27
+	MOVW (R13)(R14*2), BP
+	MOVW BP, (R12)(R14*2)
+	INCQ R14
+	JMP  copyloop28
+
+copied27:
+	ADDQ R11, R8
+
+scalentloop:
+	CMPQ        R8, R9
+	JG          scaletail
+	PREFETCHT0  (R10)(R8*2)
+	VCVTPH2PS   (SI)(R8*2), Y1
+	VMULPS      Y0, Y1, Y1
+	VCVTPS2PH   $0x00, Y1, X1
+	VCVTPH2PS   X1, Y1
+	VMULPS      (BX)(R8*4), Y1, Y1
+	VCVTPH2PS   16(SI)(R8*2), Y2
+	VMULPS      Y0, Y2, Y2
+	VCVTPS2PH   $0x00, Y2, X2
+	VCVTPH2PS   X2, Y2
+	VMULPS      32(BX)(R8*4), Y2, Y2
+	VCVTPS2PH   $0x00, Y1, X10
+	VCVTPS2PH   $0x00, Y2, X1
+	VINSERTI128 $0x01, X1, Y10, Y10
+	VMOVNTDQ    Y10, (CX)(R8*2)
+	VCVTPH2PS   32(SI)(R8*2), Y1
+	VMULPS      Y0, Y1, Y1
+	VCVTPS2PH   $0x00, Y1, X1
+	VCVTPH2PS   X1, Y1
+	VMULPS      64(BX)(R8*4), Y1, Y1
+	VCVTPH2PS   48(SI)(R8*2), Y2
+	VMULPS      Y0, Y2, Y2
+	VCVTPS2PH   $0x00, Y2, X2
+	VCVTPH2PS   X2, Y2
+	VMULPS      96(BX)(R8*4), Y2, Y2
+	VCVTPS2PH   $0x00, Y1, X11
+	VCVTPS2PH   $0x00, Y2, X1
+	VINSERTI128 $0x01, X1, Y11, Y11
+	VMOVNTDQ    Y11, 32(CX)(R8*2)
+	ADDQ        $0x00000020, R8
+	JMP         scalentloop
+
+scaletail:
+	ADDQ $0x00000018, R9
+
+scaleone:
+	CMPQ      R8, R9
+	JG        scalepart
+	VCVTPH2PS (SI)(R8*2), Y1
+	VMULPS    Y0, Y1, Y1
+	VCVTPS2PH $0x00, Y1, X1
+	VCVTPH2PS X1, Y1
+	VMULPS    (BX)(R8*4), Y1, Y1
+	VCVTPS2PH $0x00, Y1, (CX)(R8*2)
+	ADDQ      $0x00000008, R8
+	JMP       scaleone
+
+scalepart:
+	MOVQ job_d+0(AX), R11
+	SUBQ R8, R11
+	JZ   scaled
+	LEAQ (SI)(R8*2), R9
+	LEAQ 128(SP), R10
+	MOVQ R11, R13
+	XORQ R12, R12
+	SUBQ $0x00000010, R13
+
+copyvec29:
+	CMPQ    R12, R13
+	JG      copyone30
+	VMOVUPS (R9)(R12*2), Y1
+	VMOVUPS Y1, (R10)(R12*2)
+	ADDQ    $0x00000010, R12
+	JMP     copyvec29
+
+copyone30:
+	ADDQ $0x00000010, R13
+
+copyloop32:
+	CMPQ R12, R13
+	JGE  copied31
+	MOVW (R9)(R12*2), R14
+	MOVW R14, (R10)(R12*2)
+	INCQ R12
+	JMP  copyloop32
+
+copied31:
+	LEAQ (BX)(R8*4), R9
+	LEAQ 160(SP), R10
+	MOVQ R11, R13
+	XORQ R12, R12
+	SUBQ $0x00000008, R13
+
+copyvec33:
+	CMPQ    R12, R13
+	JG      copyone34
+	VMOVUPS (R9)(R12*4), Y1
+	VMOVUPS Y1, (R10)(R12*4)
+	ADDQ    $0x00000008, R12
+	JMP     copyvec33
+
+copyone34:
+	ADDQ $0x00000008, R13
+
+copyloop36:
+	CMPQ R12, R13
+	JGE  copied35
+	MOVL (R9)(R12*4), R14
+	MOVL R14, (R10)(R12*4)
+	INCQ R12
+	JMP  copyloop36
+
+copied35:
+	VCVTPH2PS 128(SP), Y1
+	VMULPS    Y1, Y0, Y1
+	VCVTPS2PH $0x00, Y1, X0
+	VCVTPH2PS X0, Y0
+	VMULPS    160(SP), Y0, Y0
+	VCVTPS2PH $0x00, Y0, 192(SP)
+	LEAQ      192(SP), R10
+	LEAQ      (CX)(R8*2), R9
+	XORQ      R8, R8
+	SUBQ      $0x00000010, R11
+
+copyvec37:
+	CMPQ    R8, R11
+	JG      copyone38
+	VMOVUPS (R10)(R8*2), Y0
+	VMOVUPS Y0, (R9)(R8*2)
+	ADDQ    $0x00000010, R8
+	JMP     copyvec37
+
+copyone38:
+	ADDQ $0x00000010, R11
+
+copyloop40:
+	CMPQ R8, R11
+	JGE  copied39
+	MOVW (R10)(R8*2), R12
+	MOVW R12, (R9)(R8*2)
+	INCQ R8
+	JMP  copyloop40
+
+copied39:
+scaled:
+	ADDQ DI, DX
+	ADDQ DI, CX
+	ADDQ DI, SI
+	INCQ 400(SP)
+	MOVQ 424(SP), R8
+	INCQ R8
+	MOVQ R8, 424(SP)
+	CMPQ R8, 416(SP)
+	JB   scalerow
+	JMP  row
+
+ret:
+	TESTL $0x00000001, job_flags+0(AX)
+	JZ    vzero
+	SFENCE
+
+vzero:
+	VZEROUPPER
+	MOVQ 400(SP), AX
+	MOVQ AX, ret+24(FP)
+	RET
+
+// func avx2F16AddOffset(j uintptr, from int, to int) int
+// Requires: AVX, AVX2, F16C, MMX+
+TEXT ·avx2F16AddOffset(SB), NOSPLIT, $456-32
+	// avx2F16AddOffset normalizes rows [from, to) of the job: F16 rows: h = round16(x + res) and res = h per element, then y = round16((h*inv)*(1+w)), for each row.
+	// It stops before the first row that needs the float64 path and returns that row's index, or to.
+	MOVQ j+0(FP), AX
+	MOVQ job_dst+0(AX), CX
+	MOVQ job_x+0(AX), DX
+	MOVQ job_w+0(AX), BX
+	MOVQ job_res+0(AX), SI
+	MOVQ job_stride+0(AX), DI
+	SHLQ $0x01, DI
+
+	// fd = float32(d); rd = 1/d when d is a power of two (ss/d is then ss*rd exactly), else 0.
+	MOVQ       job_d+0(AX), R8
+	VMOVSS     one<>+0(SB), X0
+	VCVTSI2SSQ R8, X0, X0
+	VMOVSS     X0, 448(SP)
+	XORL       R10, R10
+	LEAQ       -1(R8), R9
+	TESTQ      R8, R9
+	JNZ        notpow2
+	BSFQ       R8, R9
+	MOVL       $0x0000007f, R10
+	SUBL       R9, R10
+	SHLL       $0x17, R10
+
+notpow2:
+	MOVL R10, 452(SP)
+
+	// Start at row from.
+	MOVQ  from+8(FP), R8
+	MOVQ  R8, 400(SP)
+	MOVQ  $0x00000000, 408(SP)
+	IMULQ DI, R8
+	ADDQ  R8, CX
+	ADDQ  R8, DX
+	ADDQ  R8, SI
+
+row:
+	MOVQ 400(SP), R8
+	CMPQ R8, to+16(FP)
+	JAE  ret
+	MOVQ $0x00000001, 416(SP)
+	MOVQ DX, R8
+	MOVQ SI, R9
+	XORQ R10, R10
+
+	// Sum of squares: element i goes to partial i%64.
+	MOVQ   job_d+0(AX), R11
+	SUBQ   $0x00000040, R11
+	JGE    firstblock
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	XORQ   R10, R10
+	JMP    sumtail
+
+firstblock:
+	// +0 + square is the square itself: the first block initializes the partials.
+	XORQ      R10, R10
+	VCVTPH2PS (R8)(R10*2), Y0
+	VCVTPH2PS (R9)(R10*2), Y1
+	VADDPS    Y1, Y0, Y0
+	VCVTPS2PH $0x00, Y0, X0
+	VCVTPH2PS X0, Y0
+	VCVTPS2PH $0x00, Y0, (R9)(R10*2)
+	VMULPS    Y0, Y0, Y0
+	VCVTPH2PS 16(R8)(R10*2), Y1
+	VCVTPH2PS 16(R9)(R10*2), Y2
+	VADDPS    Y2, Y1, Y1
+	VCVTPS2PH $0x00, Y1, X1
+	VCVTPH2PS X1, Y1
+	VCVTPS2PH $0x00, Y1, 16(R9)(R10*2)
+	VMULPS    Y1, Y1, Y1
+	VCVTPH2PS 32(R8)(R10*2), Y2
+	VCVTPH2PS 32(R9)(R10*2), Y3
+	VADDPS    Y3, Y2, Y2
+	VCVTPS2PH $0x00, Y2, X2
+	VCVTPH2PS X2, Y2
+	VCVTPS2PH $0x00, Y2, 32(R9)(R10*2)
+	VMULPS    Y2, Y2, Y2
+	VCVTPH2PS 48(R8)(R10*2), Y3
+	VCVTPH2PS 48(R9)(R10*2), Y4
+	VADDPS    Y4, Y3, Y3
+	VCVTPS2PH $0x00, Y3, X3
+	VCVTPH2PS X3, Y3
+	VCVTPS2PH $0x00, Y3, 48(R9)(R10*2)
+	VMULPS    Y3, Y3, Y3
+	VCVTPH2PS 64(R8)(R10*2), Y4
+	VCVTPH2PS 64(R9)(R10*2), Y5
+	VADDPS    Y5, Y4, Y4
+	VCVTPS2PH $0x00, Y4, X4
+	VCVTPH2PS X4, Y4
+	VCVTPS2PH $0x00, Y4, 64(R9)(R10*2)
+	VMULPS    Y4, Y4, Y4
+	VCVTPH2PS 80(R8)(R10*2), Y5
+	VCVTPH2PS 80(R9)(R10*2), Y6
+	VADDPS    Y6, Y5, Y5
+	VCVTPS2PH $0x00, Y5, X5
+	VCVTPH2PS X5, Y5
+	VCVTPS2PH $0x00, Y5, 80(R9)(R10*2)
+	VMULPS    Y5, Y5, Y5
+	VCVTPH2PS 96(R8)(R10*2), Y6
+	VCVTPH2PS 96(R9)(R10*2), Y7
+	VADDPS    Y7, Y6, Y6
+	VCVTPS2PH $0x00, Y6, X6
+	VCVTPH2PS X6, Y6
+	VCVTPS2PH $0x00, Y6, 96(R9)(R10*2)
+	VMULPS    Y6, Y6, Y6
+	VCVTPH2PS 112(R8)(R10*2), Y7
+	VCVTPH2PS 112(R9)(R10*2), Y8
+	VADDPS    Y8, Y7, Y7
+	VCVTPS2PH $0x00, Y7, X7
+	VCVTPH2PS X7, Y7
+	VCVTPS2PH $0x00, Y7, 112(R9)(R10*2)
+	VMULPS    Y7, Y7, Y7
+	MOVQ      $0x00000040, R10
+	TESTL     $0x00000002, job_flags+0(AX)
+	JNZ       sumpf
+
+sumloop:
+	CMPQ      R10, R11
+	JG        sumtail
+	VCVTPH2PS (R8)(R10*2), Y8
+	VCVTPH2PS (R9)(R10*2), Y9
+	VADDPS    Y9, Y8, Y8
+	VCVTPS2PH $0x00, Y8, X8
+	VCVTPH2PS X8, Y8
+	VCVTPS2PH $0x00, Y8, (R9)(R10*2)
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y0, Y0
+	VCVTPH2PS 16(R8)(R10*2), Y8
+	VCVTPH2PS 16(R9)(R10*2), Y9
+	VADDPS    Y9, Y8, Y8
+	VCVTPS2PH $0x00, Y8, X8
+	VCVTPH2PS X8, Y8
+	VCVTPS2PH $0x00, Y8, 16(R9)(R10*2)
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y1, Y1
+	VCVTPH2PS 32(R8)(R10*2), Y8
+	VCVTPH2PS 32(R9)(R10*2), Y9
+	VADDPS    Y9, Y8, Y8
+	VCVTPS2PH $0x00, Y8, X8
+	VCVTPH2PS X8, Y8
+	VCVTPS2PH $0x00, Y8, 32(R9)(R10*2)
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y2, Y2
+	VCVTPH2PS 48(R8)(R10*2), Y8
+	VCVTPH2PS 48(R9)(R10*2), Y9
+	VADDPS    Y9, Y8, Y8
+	VCVTPS2PH $0x00, Y8, X8
+	VCVTPH2PS X8, Y8
+	VCVTPS2PH $0x00, Y8, 48(R9)(R10*2)
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y3, Y3
+	VCVTPH2PS 64(R8)(R10*2), Y8
+	VCVTPH2PS 64(R9)(R10*2), Y9
+	VADDPS    Y9, Y8, Y8
+	VCVTPS2PH $0x00, Y8, X8
+	VCVTPH2PS X8, Y8
+	VCVTPS2PH $0x00, Y8, 64(R9)(R10*2)
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y4, Y4
+	VCVTPH2PS 80(R8)(R10*2), Y8
+	VCVTPH2PS 80(R9)(R10*2), Y9
+	VADDPS    Y9, Y8, Y8
+	VCVTPS2PH $0x00, Y8, X8
+	VCVTPH2PS X8, Y8
+	VCVTPS2PH $0x00, Y8, 80(R9)(R10*2)
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y5, Y5
+	VCVTPH2PS 96(R8)(R10*2), Y8
+	VCVTPH2PS 96(R9)(R10*2), Y9
+	VADDPS    Y9, Y8, Y8
+	VCVTPS2PH $0x00, Y8, X8
+	VCVTPH2PS X8, Y8
+	VCVTPS2PH $0x00, Y8, 96(R9)(R10*2)
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y6, Y6
+	VCVTPH2PS 112(R8)(R10*2), Y8
+	VCVTPH2PS 112(R9)(R10*2), Y9
+	VADDPS    Y9, Y8, Y8
+	VCVTPS2PH $0x00, Y8, X8
+	VCVTPH2PS X8, Y8
+	VCVTPS2PH $0x00, Y8, 112(R9)(R10*2)
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y7, Y7
+	ADDQ      $0x00000040, R10
+	JMP       sumloop
+
+	// The same, prefetching the rows ahead.
+sumpf:
+	MOVQ DI, R12
+	SHLQ $0x01, R12
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows1
+	SHLQ $0x03, R12
+
+longrows1:
+	ADDQ R8, R12
+
+sumpfloop:
+	CMPQ       R10, R11
+	JG         sumtail
+	PREFETCHT0 (R12)(R10*2)
+	PREFETCHT0 64(R12)(R10*2)
+	VCVTPH2PS  (R8)(R10*2), Y8
+	VCVTPH2PS  (R9)(R10*2), Y9
+	VADDPS     Y9, Y8, Y8
+	VCVTPS2PH  $0x00, Y8, X8
+	VCVTPH2PS  X8, Y8
+	VCVTPS2PH  $0x00, Y8, (R9)(R10*2)
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y0, Y0
+	VCVTPH2PS  16(R8)(R10*2), Y8
+	VCVTPH2PS  16(R9)(R10*2), Y9
+	VADDPS     Y9, Y8, Y8
+	VCVTPS2PH  $0x00, Y8, X8
+	VCVTPH2PS  X8, Y8
+	VCVTPS2PH  $0x00, Y8, 16(R9)(R10*2)
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y1, Y1
+	VCVTPH2PS  32(R8)(R10*2), Y8
+	VCVTPH2PS  32(R9)(R10*2), Y9
+	VADDPS     Y9, Y8, Y8
+	VCVTPS2PH  $0x00, Y8, X8
+	VCVTPH2PS  X8, Y8
+	VCVTPS2PH  $0x00, Y8, 32(R9)(R10*2)
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y2, Y2
+	VCVTPH2PS  48(R8)(R10*2), Y8
+	VCVTPH2PS  48(R9)(R10*2), Y9
+	VADDPS     Y9, Y8, Y8
+	VCVTPS2PH  $0x00, Y8, X8
+	VCVTPH2PS  X8, Y8
+	VCVTPS2PH  $0x00, Y8, 48(R9)(R10*2)
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y3, Y3
+	VCVTPH2PS  64(R8)(R10*2), Y8
+	VCVTPH2PS  64(R9)(R10*2), Y9
+	VADDPS     Y9, Y8, Y8
+	VCVTPS2PH  $0x00, Y8, X8
+	VCVTPH2PS  X8, Y8
+	VCVTPS2PH  $0x00, Y8, 64(R9)(R10*2)
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y4, Y4
+	VCVTPH2PS  80(R8)(R10*2), Y8
+	VCVTPH2PS  80(R9)(R10*2), Y9
+	VADDPS     Y9, Y8, Y8
+	VCVTPS2PH  $0x00, Y8, X8
+	VCVTPH2PS  X8, Y8
+	VCVTPS2PH  $0x00, Y8, 80(R9)(R10*2)
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y5, Y5
+	VCVTPH2PS  96(R8)(R10*2), Y8
+	VCVTPH2PS  96(R9)(R10*2), Y9
+	VADDPS     Y9, Y8, Y8
+	VCVTPS2PH  $0x00, Y8, X8
+	VCVTPH2PS  X8, Y8
+	VCVTPS2PH  $0x00, Y8, 96(R9)(R10*2)
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y6, Y6
+	VCVTPH2PS  112(R8)(R10*2), Y8
+	VCVTPH2PS  112(R9)(R10*2), Y9
+	VADDPS     Y9, Y8, Y8
+	VCVTPS2PH  $0x00, Y8, X8
+	VCVTPH2PS  X8, Y8
+	VCVTPS2PH  $0x00, Y8, 112(R9)(R10*2)
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y7, Y7
+	ADDQ       $0x00000040, R10
+	JMP        sumpfloop
+
+sumtail:
+	// Fewer than 64 elements remain.
+	MOVQ    job_d+0(AX), R11
+	SUBQ    R10, R11
+	JZ      summed
+	MOVQ    R11, 432(SP)
+	LEAQ    (R8)(R10*2), R8
+	LEAQ    (R9)(R10*2), R9
+	MOVQ    R9, 440(SP)
+	LEAQ    128(SP), R9
+	VXORPS  Y8, Y8, Y8
+	VMOVUPS Y8, (R9)
+	VMOVUPS Y8, 32(R9)
+	VMOVUPS Y8, 64(R9)
+	VMOVUPS Y8, 96(R9)
+	MOVQ    432(SP), R11
+	XORQ    R10, R10
+	SUBQ    $0x00000010, R11
+
+copyvec2:
+	CMPQ    R10, R11
+	JG      copyone3
+	VMOVUPS (R8)(R10*2), Y8
+	VMOVUPS Y8, (R9)(R10*2)
+	ADDQ    $0x00000010, R10
+	JMP     copyvec2
+
+copyone3:
+	ADDQ $0x00000010, R11
+
+copyloop5:
+	CMPQ R10, R11
+	JGE  copied4
+	MOVW (R8)(R10*2), R12
+	MOVW R12, (R9)(R10*2)
+	INCQ R10
+	JMP  copyloop5
+
+copied4:
+	MOVQ    440(SP), R8
+	LEAQ    256(SP), R10
+	VXORPS  Y8, Y8, Y8
+	VMOVUPS Y8, (R10)
+	VMOVUPS Y8, 32(R10)
+	VMOVUPS Y8, 64(R10)
+	VMOVUPS Y8, 96(R10)
+	MOVQ    432(SP), R12
+	XORQ    R11, R11
+	SUBQ    $0x00000010, R12
+
+copyvec6:
+	CMPQ    R11, R12
+	JG      copyone7
+	VMOVUPS (R8)(R11*2), Y8
+	VMOVUPS Y8, (R10)(R11*2)
+	ADDQ    $0x00000010, R11
+	JMP     copyvec6
+
+copyone7:
+	ADDQ $0x00000010, R12
+
+copyloop9:
+	CMPQ R11, R12
+	JGE  copied8
+	MOVW (R8)(R11*2), R13
+	MOVW R13, (R10)(R11*2)
+	INCQ R11
+	JMP  copyloop9
+
+copied8:
+	XORQ      R8, R8
+	VCVTPH2PS (R9)(R8*2), Y8
+	VCVTPH2PS (R10)(R8*2), Y9
+	VADDPS    Y9, Y8, Y8
+	VCVTPS2PH $0x00, Y8, X8
+	VCVTPH2PS X8, Y8
+	VCVTPS2PH $0x00, Y8, (R10)(R8*2)
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y0, Y0
+	VCVTPH2PS 16(R9)(R8*2), Y8
+	VCVTPH2PS 16(R10)(R8*2), Y9
+	VADDPS    Y9, Y8, Y8
+	VCVTPS2PH $0x00, Y8, X8
+	VCVTPH2PS X8, Y8
+	VCVTPS2PH $0x00, Y8, 16(R10)(R8*2)
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y1, Y1
+	VCVTPH2PS 32(R9)(R8*2), Y8
+	VCVTPH2PS 32(R10)(R8*2), Y9
+	VADDPS    Y9, Y8, Y8
+	VCVTPS2PH $0x00, Y8, X8
+	VCVTPH2PS X8, Y8
+	VCVTPS2PH $0x00, Y8, 32(R10)(R8*2)
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y2, Y2
+	VCVTPH2PS 48(R9)(R8*2), Y8
+	VCVTPH2PS 48(R10)(R8*2), Y9
+	VADDPS    Y9, Y8, Y8
+	VCVTPS2PH $0x00, Y8, X8
+	VCVTPH2PS X8, Y8
+	VCVTPS2PH $0x00, Y8, 48(R10)(R8*2)
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y3, Y3
+	VCVTPH2PS 64(R9)(R8*2), Y8
+	VCVTPH2PS 64(R10)(R8*2), Y9
+	VADDPS    Y9, Y8, Y8
+	VCVTPS2PH $0x00, Y8, X8
+	VCVTPH2PS X8, Y8
+	VCVTPS2PH $0x00, Y8, 64(R10)(R8*2)
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y4, Y4
+	VCVTPH2PS 80(R9)(R8*2), Y8
+	VCVTPH2PS 80(R10)(R8*2), Y9
+	VADDPS    Y9, Y8, Y8
+	VCVTPS2PH $0x00, Y8, X8
+	VCVTPH2PS X8, Y8
+	VCVTPS2PH $0x00, Y8, 80(R10)(R8*2)
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y5, Y5
+	VCVTPH2PS 96(R9)(R8*2), Y8
+	VCVTPH2PS 96(R10)(R8*2), Y9
+	VADDPS    Y9, Y8, Y8
+	VCVTPS2PH $0x00, Y8, X8
+	VCVTPH2PS X8, Y8
+	VCVTPS2PH $0x00, Y8, 96(R10)(R8*2)
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y6, Y6
+	VCVTPH2PS 112(R9)(R8*2), Y8
+	VCVTPH2PS 112(R10)(R8*2), Y9
+	VADDPS    Y9, Y8, Y8
+	VCVTPS2PH $0x00, Y8, X8
+	VCVTPH2PS X8, Y8
+	VCVTPS2PH $0x00, Y8, 112(R10)(R8*2)
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y7, Y7
+	MOVQ      440(SP), R8
+	LEAQ      256(SP), R9
+	MOVQ      432(SP), R11
+	XORQ      R10, R10
+	SUBQ      $0x00000010, R11
+
+copyvec10:
+	CMPQ    R10, R11
+	JG      copyone11
+	VMOVUPS (R9)(R10*2), Y8
+	VMOVUPS Y8, (R8)(R10*2)
+	ADDQ    $0x00000010, R10
+	JMP     copyvec10
+
+copyone11:
+	ADDQ $0x00000010, R11
+
+copyloop13:
+	CMPQ R10, R11
+	JGE  copied12
+	MOVW (R9)(R10*2), R12
+	MOVW R12, (R8)(R10*2)
+	INCQ R10
+	JMP  copyloop13
+
+copied12:
+summed:
+	VADDPS Y4, Y0, Y0
+	VADDPS Y5, Y1, Y1
+	VADDPS Y6, Y2, Y2
+	VADDPS Y7, Y3, Y3
+	VADDPS Y2, Y0, Y0
+	VADDPS Y3, Y1, Y1
+	VADDPS Y1, Y0, Y0
+
+	// Halving tree: p[j] += p[j+h] for the remaining h, down to ss.
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X1
+	VMOVHLPS     X1, X1, X0
+	VADDPS       X0, X1, X1
+	VMOVSHDUP    X1, X0
+	VADDSS       X0, X1, X1
+
+	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
+	CMPL   452(SP), $0x00
+	JE     divide14
+	VMULSS 452(SP), X1, X0
+	JMP    divided15
+
+divide14:
+	VDIVSS 448(SP), X1, X0
+
+divided15:
+	VADDSS   job_eps+0(AX), X0, X0
+	VUCOMISS tlo<>+0(SB), X0
+	JCS      ret
+	VUCOMISS tmax<>+0(SB), X0
+	JHI      ret
+	VSQRTSS  X0, X0, X0
+	VMOVSS   one<>+0(SB), X1
+	VDIVSS   X0, X1, X1
+
+	// Report 1/rms if asked.
+	MOVQ   job_inv+0(AX), R8
+	TESTQ  R8, R8
+	JZ     scale
+	MOVQ   400(SP), R9
+	VMOVSS X1, (R8)(R9*4)
+
+scale:
+	VBROADCASTSS X1, Y0
+	MOVQ         $0x00000000, 424(SP)
+	CMPQ         416(SP), $0x01
+	JE           scalebody
+	VMOVUPS      X1, 384(SP)
+
+scalerow:
+	MOVQ         424(SP), R8
+	VBROADCASTSS 384(SP)(R8*4), Y0
+
+scalebody:
+	VBROADCASTSS one<>+0(SB), Y1
+
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ  R8, R8
+	MOVQ  job_d+0(AX), R9
+	SUBQ  $0x00000020, R9
+	TESTL $0x00000002, job_flags+0(AX)
+	JNZ   scalepf
+
+scaleloop:
+	CMPQ      R8, R9
+	JG        scaletail
+	VCVTPH2PS (SI)(R8*2), Y2
+	VMULPS    Y0, Y2, Y2
+	VMOVUPS   (BX)(R8*4), Y3
+	VADDPS    Y1, Y3, Y3
+	VMULPS    Y3, Y2, Y2
+	VCVTPS2PH $0x00, Y2, (CX)(R8*2)
+	VCVTPH2PS 16(SI)(R8*2), Y2
+	VMULPS    Y0, Y2, Y2
+	VMOVUPS   32(BX)(R8*4), Y3
+	VADDPS    Y1, Y3, Y3
+	VMULPS    Y3, Y2, Y2
+	VCVTPS2PH $0x00, Y2, 16(CX)(R8*2)
+	VCVTPH2PS 32(SI)(R8*2), Y2
+	VMULPS    Y0, Y2, Y2
+	VMOVUPS   64(BX)(R8*4), Y3
+	VADDPS    Y1, Y3, Y3
+	VMULPS    Y3, Y2, Y2
+	VCVTPS2PH $0x00, Y2, 32(CX)(R8*2)
+	VCVTPH2PS 48(SI)(R8*2), Y2
+	VMULPS    Y0, Y2, Y2
+	VMOVUPS   96(BX)(R8*4), Y3
+	VADDPS    Y1, Y3, Y3
+	VMULPS    Y3, Y2, Y2
+	VCVTPS2PH $0x00, Y2, 48(CX)(R8*2)
+	ADDQ      $0x00000020, R8
+	JMP       scaleloop
+
+scalepf:
+	MOVQ DI, R10
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows16
+	SHLQ $0x03, R10
+
+longrows16:
+	ADDQ  SI, R10
+	TESTL $0x00000001, job_flags+0(AX)
+	JNZ   scalent
+
+scalepfloop:
+	CMPQ       R8, R9
+	JG         scaletail
+	PREFETCHT0 (R10)(R8*2)
+	VCVTPH2PS  (SI)(R8*2), Y2
+	VMULPS     Y0, Y2, Y2
+	VMOVUPS    (BX)(R8*4), Y3
+	VADDPS     Y1, Y3, Y3
+	VMULPS     Y3, Y2, Y2
+	VCVTPS2PH  $0x00, Y2, (CX)(R8*2)
+	VCVTPH2PS  16(SI)(R8*2), Y2
+	VMULPS     Y0, Y2, Y2
+	VMOVUPS    32(BX)(R8*4), Y3
+	VADDPS     Y1, Y3, Y3
+	VMULPS     Y3, Y2, Y2
+	VCVTPS2PH  $0x00, Y2, 16(CX)(R8*2)
+	VCVTPH2PS  32(SI)(R8*2), Y2
+	VMULPS     Y0, Y2, Y2
+	VMOVUPS    64(BX)(R8*4), Y3
+	VADDPS     Y1, Y3, Y3
+	VMULPS     Y3, Y2, Y2
+	VCVTPS2PH  $0x00, Y2, 32(CX)(R8*2)
+	VCVTPH2PS  48(SI)(R8*2), Y2
+	VMULPS     Y0, Y2, Y2
+	VMOVUPS    96(BX)(R8*4), Y3
+	VADDPS     Y1, Y3, Y3
+	VMULPS     Y3, Y2, Y2
+	VCVTPS2PH  $0x00, Y2, 48(CX)(R8*2)
+	ADDQ       $0x00000020, R8
+	JMP        scalepfloop
+
+scalent:
+	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
+	MOVQ CX, R11
+	NEGQ R11
+	ANDQ $0x0000001f, R11
+	SHRQ $0x01, R11
+	JZ   scalentloop
+	CMPQ R11, job_d+0(AX)
+	JLE  scalehead
+	MOVQ job_d+0(AX), R11
+
+scalehead:
+	CMPQ      R11, $0x00000008
+	JB        scaleheadpart
+	VCVTPH2PS (SI)(R8*2), Y2
+	VMULPS    Y0, Y2, Y2
+	VMOVUPS   (BX)(R8*4), Y3
+	VADDPS    Y1, Y3, Y3
+	VMULPS    Y3, Y2, Y2
+	VCVTPS2PH $0x00, Y2, (CX)(R8*2)
+	ADDQ      $0x00000008, R8
+	SUBQ      $0x00000008, R11
+	JZ        scalentloop
+
+scaleheadpart:
+	LEAQ (SI)(R8*2), R12
+	LEAQ 128(SP), R13
+	MOVQ R11, R15
+	XORQ R14, R14
+	SUBQ $0x00000010, R15
+
+copyvec17:
+	CMPQ    R14, R15
+	JG      copyone18
+	VMOVUPS (R12)(R14*2), Y2
+	VMOVUPS Y2, (R13)(R14*2)
+	ADDQ    $0x00000010, R14
+	JMP     copyvec17
+
+copyone18:
+	ADDQ $0x00000010, R15
+
+copyloop20:
+	CMPQ R14, R15
+	JGE  copied19
+	MOVW (R12)(R14*2), BP
+	MOVW BP, (R13)(R14*2)
+	INCQ R14
+	JMP  copyloop20
+
+copied19:
+	LEAQ (BX)(R8*4), R12
+	LEAQ 160(SP), R13
+	MOVQ R11, R15
+	XORQ R14, R14
+	SUBQ $0x00000008, R15
+
+copyvec21:
+	CMPQ    R14, R15
+	JG      copyone22
+	VMOVUPS (R12)(R14*4), Y2
+	VMOVUPS Y2, (R13)(R14*4)
+	ADDQ    $0x00000008, R14
+	JMP     copyvec21
+
+copyone22:
+	ADDQ $0x00000008, R15
+
+copyloop24:
+	CMPQ R14, R15
+	JGE  copied23
+	MOVL (R12)(R14*4), BP
+	MOVL BP, (R13)(R14*4)
+	INCQ R14
+	JMP  copyloop24
+
+copied23:
+	VCVTPH2PS 128(SP), Y2
+	VMULPS    Y2, Y0, Y2
+	VMOVUPS   160(SP), Y3
+	VADDPS    Y1, Y3, Y3
+	VMULPS    Y3, Y2, Y2
+	VCVTPS2PH $0x00, Y2, 192(SP)
+	LEAQ      192(SP), R13
+	LEAQ      (CX)(R8*2), R12
+	MOVQ      R11, R15
+	XORQ      R14, R14
+	SUBQ      $0x00000010, R15
+
+copyvec25:
+	CMPQ    R14, R15
+	JG      copyone26
+	VMOVUPS (R13)(R14*2), Y2
+	VMOVUPS Y2, (R12)(R14*2)
+	ADDQ    $0x00000010, R14
+	JMP     copyvec25
+
+copyone26:
+	ADDQ $0x00000010, R15
+
+copyloop28:
+	CMPQ R14, R15
+	JGE  copied27
+	MOVW (R13)(R14*2), BP
+	MOVW BP, (R12)(R14*2)
+	INCQ R14
+	JMP  copyloop28
+
+copied27:
+	ADDQ R11, R8
+
+scalentloop:
+	CMPQ        R8, R9
+	JG          scaletail
+	PREFETCHT0  (R10)(R8*2)
+	VCVTPH2PS   (SI)(R8*2), Y2
+	VMULPS      Y0, Y2, Y2
+	VMOVUPS     (BX)(R8*4), Y3
+	VADDPS      Y1, Y3, Y3
+	VMULPS      Y3, Y2, Y2
+	VCVTPH2PS   16(SI)(R8*2), Y3
+	VMULPS      Y0, Y3, Y3
+	VMOVUPS     32(BX)(R8*4), Y4
+	VADDPS      Y1, Y4, Y4
+	VMULPS      Y4, Y3, Y3
+	VCVTPS2PH   $0x00, Y2, X10
+	VCVTPS2PH   $0x00, Y3, X2
+	VINSERTI128 $0x01, X2, Y10, Y10
+	VMOVNTDQ    Y10, (CX)(R8*2)
+	VCVTPH2PS   32(SI)(R8*2), Y2
+	VMULPS      Y0, Y2, Y2
+	VMOVUPS     64(BX)(R8*4), Y3
+	VADDPS      Y1, Y3, Y3
+	VMULPS      Y3, Y2, Y2
+	VCVTPH2PS   48(SI)(R8*2), Y3
+	VMULPS      Y0, Y3, Y3
+	VMOVUPS     96(BX)(R8*4), Y4
+	VADDPS      Y1, Y4, Y4
+	VMULPS      Y4, Y3, Y3
+	VCVTPS2PH   $0x00, Y2, X11
+	VCVTPS2PH   $0x00, Y3, X2
+	VINSERTI128 $0x01, X2, Y11, Y11
+	VMOVNTDQ    Y11, 32(CX)(R8*2)
+	ADDQ        $0x00000020, R8
+	JMP         scalentloop
+
+scaletail:
+	ADDQ $0x00000018, R9
+
+scaleone:
+	CMPQ      R8, R9
+	JG        scalepart
+	VCVTPH2PS (SI)(R8*2), Y2
+	VMULPS    Y0, Y2, Y2
+	VMOVUPS   (BX)(R8*4), Y3
+	VADDPS    Y1, Y3, Y3
+	VMULPS    Y3, Y2, Y2
+	VCVTPS2PH $0x00, Y2, (CX)(R8*2)
+	ADDQ      $0x00000008, R8
+	JMP       scaleone
+
+scalepart:
+	MOVQ job_d+0(AX), R11
+	SUBQ R8, R11
+	JZ   scaled
+	LEAQ (SI)(R8*2), R9
+	LEAQ 128(SP), R10
+	MOVQ R11, R13
+	XORQ R12, R12
+	SUBQ $0x00000010, R13
+
+copyvec29:
+	CMPQ    R12, R13
+	JG      copyone30
+	VMOVUPS (R9)(R12*2), Y2
+	VMOVUPS Y2, (R10)(R12*2)
+	ADDQ    $0x00000010, R12
+	JMP     copyvec29
+
+copyone30:
+	ADDQ $0x00000010, R13
+
+copyloop32:
+	CMPQ R12, R13
+	JGE  copied31
+	MOVW (R9)(R12*2), R14
+	MOVW R14, (R10)(R12*2)
+	INCQ R12
+	JMP  copyloop32
+
+copied31:
+	LEAQ (BX)(R8*4), R9
+	LEAQ 160(SP), R10
+	MOVQ R11, R13
+	XORQ R12, R12
+	SUBQ $0x00000008, R13
+
+copyvec33:
+	CMPQ    R12, R13
+	JG      copyone34
+	VMOVUPS (R9)(R12*4), Y2
+	VMOVUPS Y2, (R10)(R12*4)
+	ADDQ    $0x00000008, R12
+	JMP     copyvec33
+
+copyone34:
+	ADDQ $0x00000008, R13
+
+copyloop36:
+	CMPQ R12, R13
+	JGE  copied35
+	MOVL (R9)(R12*4), R14
+	MOVL R14, (R10)(R12*4)
+	INCQ R12
+	JMP  copyloop36
+
+copied35:
+	VCVTPH2PS 128(SP), Y2
+	VMULPS    Y2, Y0, Y2
+	VMOVUPS   160(SP), Y0
+	VADDPS    Y1, Y0, Y0
+	VMULPS    Y0, Y2, Y2
+	VCVTPS2PH $0x00, Y2, 192(SP)
+	LEAQ      192(SP), R10
+	LEAQ      (CX)(R8*2), R9
+	XORQ      R8, R8
+	SUBQ      $0x00000010, R11
+
+copyvec37:
+	CMPQ    R8, R11
+	JG      copyone38
+	VMOVUPS (R10)(R8*2), Y0
+	VMOVUPS Y0, (R9)(R8*2)
+	ADDQ    $0x00000010, R8
+	JMP     copyvec37
+
+copyone38:
+	ADDQ $0x00000010, R11
+
+copyloop40:
+	CMPQ R8, R11
+	JGE  copied39
+	MOVW (R10)(R8*2), R12
+	MOVW R12, (R9)(R8*2)
+	INCQ R8
+	JMP  copyloop40
+
+copied39:
+scaled:
+	ADDQ DI, DX
+	ADDQ DI, CX
+	ADDQ DI, SI
+	INCQ 400(SP)
+	MOVQ 424(SP), R8
+	INCQ R8
+	MOVQ R8, 424(SP)
+	CMPQ R8, 416(SP)
+	JB   scalerow
+	JMP  row
+
+ret:
+	TESTL $0x00000001, job_flags+0(AX)
+	JZ    vzero
+	SFENCE
+
+vzero:
+	VZEROUPPER
+	MOVQ 400(SP), AX
+	MOVQ AX, ret+24(FP)
+	RET
+
+// func avx2F16AddOffsetRN(j uintptr, from int, to int) int
+// Requires: AVX, AVX2, F16C, MMX+
+TEXT ·avx2F16AddOffsetRN(SB), NOSPLIT, $456-32
+	// avx2F16AddOffsetRN normalizes rows [from, to) of the job: F16 rows: h = round16(x + res) and res = h per element, then y = round16(round16(h*inv)*(1+w)), for each row.
+	// It stops before the first row that needs the float64 path and returns that row's index, or to.
+	MOVQ j+0(FP), AX
+	MOVQ job_dst+0(AX), CX
+	MOVQ job_x+0(AX), DX
+	MOVQ job_w+0(AX), BX
+	MOVQ job_res+0(AX), SI
+	MOVQ job_stride+0(AX), DI
+	SHLQ $0x01, DI
+
+	// fd = float32(d); rd = 1/d when d is a power of two (ss/d is then ss*rd exactly), else 0.
+	MOVQ       job_d+0(AX), R8
+	VMOVSS     one<>+0(SB), X0
+	VCVTSI2SSQ R8, X0, X0
+	VMOVSS     X0, 448(SP)
+	XORL       R10, R10
+	LEAQ       -1(R8), R9
+	TESTQ      R8, R9
+	JNZ        notpow2
+	BSFQ       R8, R9
+	MOVL       $0x0000007f, R10
+	SUBL       R9, R10
+	SHLL       $0x17, R10
+
+notpow2:
+	MOVL R10, 452(SP)
+
+	// Start at row from.
+	MOVQ  from+8(FP), R8
+	MOVQ  R8, 400(SP)
+	MOVQ  $0x00000000, 408(SP)
+	IMULQ DI, R8
+	ADDQ  R8, CX
+	ADDQ  R8, DX
+	ADDQ  R8, SI
+
+row:
+	MOVQ 400(SP), R8
+	CMPQ R8, to+16(FP)
+	JAE  ret
+	MOVQ $0x00000001, 416(SP)
+	MOVQ DX, R8
+	MOVQ SI, R9
+	XORQ R10, R10
+
+	// Sum of squares: element i goes to partial i%64.
+	MOVQ   job_d+0(AX), R11
+	SUBQ   $0x00000040, R11
+	JGE    firstblock
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	XORQ   R10, R10
+	JMP    sumtail
+
+firstblock:
+	// +0 + square is the square itself: the first block initializes the partials.
+	XORQ      R10, R10
+	VCVTPH2PS (R8)(R10*2), Y0
+	VCVTPH2PS (R9)(R10*2), Y1
+	VADDPS    Y1, Y0, Y0
+	VCVTPS2PH $0x00, Y0, X0
+	VCVTPH2PS X0, Y0
+	VCVTPS2PH $0x00, Y0, (R9)(R10*2)
+	VMULPS    Y0, Y0, Y0
+	VCVTPH2PS 16(R8)(R10*2), Y1
+	VCVTPH2PS 16(R9)(R10*2), Y2
+	VADDPS    Y2, Y1, Y1
+	VCVTPS2PH $0x00, Y1, X1
+	VCVTPH2PS X1, Y1
+	VCVTPS2PH $0x00, Y1, 16(R9)(R10*2)
+	VMULPS    Y1, Y1, Y1
+	VCVTPH2PS 32(R8)(R10*2), Y2
+	VCVTPH2PS 32(R9)(R10*2), Y3
+	VADDPS    Y3, Y2, Y2
+	VCVTPS2PH $0x00, Y2, X2
+	VCVTPH2PS X2, Y2
+	VCVTPS2PH $0x00, Y2, 32(R9)(R10*2)
+	VMULPS    Y2, Y2, Y2
+	VCVTPH2PS 48(R8)(R10*2), Y3
+	VCVTPH2PS 48(R9)(R10*2), Y4
+	VADDPS    Y4, Y3, Y3
+	VCVTPS2PH $0x00, Y3, X3
+	VCVTPH2PS X3, Y3
+	VCVTPS2PH $0x00, Y3, 48(R9)(R10*2)
+	VMULPS    Y3, Y3, Y3
+	VCVTPH2PS 64(R8)(R10*2), Y4
+	VCVTPH2PS 64(R9)(R10*2), Y5
+	VADDPS    Y5, Y4, Y4
+	VCVTPS2PH $0x00, Y4, X4
+	VCVTPH2PS X4, Y4
+	VCVTPS2PH $0x00, Y4, 64(R9)(R10*2)
+	VMULPS    Y4, Y4, Y4
+	VCVTPH2PS 80(R8)(R10*2), Y5
+	VCVTPH2PS 80(R9)(R10*2), Y6
+	VADDPS    Y6, Y5, Y5
+	VCVTPS2PH $0x00, Y5, X5
+	VCVTPH2PS X5, Y5
+	VCVTPS2PH $0x00, Y5, 80(R9)(R10*2)
+	VMULPS    Y5, Y5, Y5
+	VCVTPH2PS 96(R8)(R10*2), Y6
+	VCVTPH2PS 96(R9)(R10*2), Y7
+	VADDPS    Y7, Y6, Y6
+	VCVTPS2PH $0x00, Y6, X6
+	VCVTPH2PS X6, Y6
+	VCVTPS2PH $0x00, Y6, 96(R9)(R10*2)
+	VMULPS    Y6, Y6, Y6
+	VCVTPH2PS 112(R8)(R10*2), Y7
+	VCVTPH2PS 112(R9)(R10*2), Y8
+	VADDPS    Y8, Y7, Y7
+	VCVTPS2PH $0x00, Y7, X7
+	VCVTPH2PS X7, Y7
+	VCVTPS2PH $0x00, Y7, 112(R9)(R10*2)
+	VMULPS    Y7, Y7, Y7
+	MOVQ      $0x00000040, R10
+	TESTL     $0x00000002, job_flags+0(AX)
+	JNZ       sumpf
+
+sumloop:
+	CMPQ      R10, R11
+	JG        sumtail
+	VCVTPH2PS (R8)(R10*2), Y8
+	VCVTPH2PS (R9)(R10*2), Y9
+	VADDPS    Y9, Y8, Y8
+	VCVTPS2PH $0x00, Y8, X8
+	VCVTPH2PS X8, Y8
+	VCVTPS2PH $0x00, Y8, (R9)(R10*2)
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y0, Y0
+	VCVTPH2PS 16(R8)(R10*2), Y8
+	VCVTPH2PS 16(R9)(R10*2), Y9
+	VADDPS    Y9, Y8, Y8
+	VCVTPS2PH $0x00, Y8, X8
+	VCVTPH2PS X8, Y8
+	VCVTPS2PH $0x00, Y8, 16(R9)(R10*2)
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y1, Y1
+	VCVTPH2PS 32(R8)(R10*2), Y8
+	VCVTPH2PS 32(R9)(R10*2), Y9
+	VADDPS    Y9, Y8, Y8
+	VCVTPS2PH $0x00, Y8, X8
+	VCVTPH2PS X8, Y8
+	VCVTPS2PH $0x00, Y8, 32(R9)(R10*2)
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y2, Y2
+	VCVTPH2PS 48(R8)(R10*2), Y8
+	VCVTPH2PS 48(R9)(R10*2), Y9
+	VADDPS    Y9, Y8, Y8
+	VCVTPS2PH $0x00, Y8, X8
+	VCVTPH2PS X8, Y8
+	VCVTPS2PH $0x00, Y8, 48(R9)(R10*2)
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y3, Y3
+	VCVTPH2PS 64(R8)(R10*2), Y8
+	VCVTPH2PS 64(R9)(R10*2), Y9
+	VADDPS    Y9, Y8, Y8
+	VCVTPS2PH $0x00, Y8, X8
+	VCVTPH2PS X8, Y8
+	VCVTPS2PH $0x00, Y8, 64(R9)(R10*2)
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y4, Y4
+	VCVTPH2PS 80(R8)(R10*2), Y8
+	VCVTPH2PS 80(R9)(R10*2), Y9
+	VADDPS    Y9, Y8, Y8
+	VCVTPS2PH $0x00, Y8, X8
+	VCVTPH2PS X8, Y8
+	VCVTPS2PH $0x00, Y8, 80(R9)(R10*2)
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y5, Y5
+	VCVTPH2PS 96(R8)(R10*2), Y8
+	VCVTPH2PS 96(R9)(R10*2), Y9
+	VADDPS    Y9, Y8, Y8
+	VCVTPS2PH $0x00, Y8, X8
+	VCVTPH2PS X8, Y8
+	VCVTPS2PH $0x00, Y8, 96(R9)(R10*2)
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y6, Y6
+	VCVTPH2PS 112(R8)(R10*2), Y8
+	VCVTPH2PS 112(R9)(R10*2), Y9
+	VADDPS    Y9, Y8, Y8
+	VCVTPS2PH $0x00, Y8, X8
+	VCVTPH2PS X8, Y8
+	VCVTPS2PH $0x00, Y8, 112(R9)(R10*2)
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y7, Y7
+	ADDQ      $0x00000040, R10
+	JMP       sumloop
+
+	// The same, prefetching the rows ahead.
+sumpf:
+	MOVQ DI, R12
+	SHLQ $0x01, R12
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows1
+	SHLQ $0x03, R12
+
+longrows1:
+	ADDQ R8, R12
+
+sumpfloop:
+	CMPQ       R10, R11
+	JG         sumtail
+	PREFETCHT0 (R12)(R10*2)
+	PREFETCHT0 64(R12)(R10*2)
+	VCVTPH2PS  (R8)(R10*2), Y8
+	VCVTPH2PS  (R9)(R10*2), Y9
+	VADDPS     Y9, Y8, Y8
+	VCVTPS2PH  $0x00, Y8, X8
+	VCVTPH2PS  X8, Y8
+	VCVTPS2PH  $0x00, Y8, (R9)(R10*2)
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y0, Y0
+	VCVTPH2PS  16(R8)(R10*2), Y8
+	VCVTPH2PS  16(R9)(R10*2), Y9
+	VADDPS     Y9, Y8, Y8
+	VCVTPS2PH  $0x00, Y8, X8
+	VCVTPH2PS  X8, Y8
+	VCVTPS2PH  $0x00, Y8, 16(R9)(R10*2)
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y1, Y1
+	VCVTPH2PS  32(R8)(R10*2), Y8
+	VCVTPH2PS  32(R9)(R10*2), Y9
+	VADDPS     Y9, Y8, Y8
+	VCVTPS2PH  $0x00, Y8, X8
+	VCVTPH2PS  X8, Y8
+	VCVTPS2PH  $0x00, Y8, 32(R9)(R10*2)
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y2, Y2
+	VCVTPH2PS  48(R8)(R10*2), Y8
+	VCVTPH2PS  48(R9)(R10*2), Y9
+	VADDPS     Y9, Y8, Y8
+	VCVTPS2PH  $0x00, Y8, X8
+	VCVTPH2PS  X8, Y8
+	VCVTPS2PH  $0x00, Y8, 48(R9)(R10*2)
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y3, Y3
+	VCVTPH2PS  64(R8)(R10*2), Y8
+	VCVTPH2PS  64(R9)(R10*2), Y9
+	VADDPS     Y9, Y8, Y8
+	VCVTPS2PH  $0x00, Y8, X8
+	VCVTPH2PS  X8, Y8
+	VCVTPS2PH  $0x00, Y8, 64(R9)(R10*2)
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y4, Y4
+	VCVTPH2PS  80(R8)(R10*2), Y8
+	VCVTPH2PS  80(R9)(R10*2), Y9
+	VADDPS     Y9, Y8, Y8
+	VCVTPS2PH  $0x00, Y8, X8
+	VCVTPH2PS  X8, Y8
+	VCVTPS2PH  $0x00, Y8, 80(R9)(R10*2)
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y5, Y5
+	VCVTPH2PS  96(R8)(R10*2), Y8
+	VCVTPH2PS  96(R9)(R10*2), Y9
+	VADDPS     Y9, Y8, Y8
+	VCVTPS2PH  $0x00, Y8, X8
+	VCVTPH2PS  X8, Y8
+	VCVTPS2PH  $0x00, Y8, 96(R9)(R10*2)
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y6, Y6
+	VCVTPH2PS  112(R8)(R10*2), Y8
+	VCVTPH2PS  112(R9)(R10*2), Y9
+	VADDPS     Y9, Y8, Y8
+	VCVTPS2PH  $0x00, Y8, X8
+	VCVTPH2PS  X8, Y8
+	VCVTPS2PH  $0x00, Y8, 112(R9)(R10*2)
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y7, Y7
+	ADDQ       $0x00000040, R10
+	JMP        sumpfloop
+
+sumtail:
+	// Fewer than 64 elements remain.
+	MOVQ    job_d+0(AX), R11
+	SUBQ    R10, R11
+	JZ      summed
+	MOVQ    R11, 432(SP)
+	LEAQ    (R8)(R10*2), R8
+	LEAQ    (R9)(R10*2), R9
+	MOVQ    R9, 440(SP)
+	LEAQ    128(SP), R9
+	VXORPS  Y8, Y8, Y8
+	VMOVUPS Y8, (R9)
+	VMOVUPS Y8, 32(R9)
+	VMOVUPS Y8, 64(R9)
+	VMOVUPS Y8, 96(R9)
+	MOVQ    432(SP), R11
+	XORQ    R10, R10
+	SUBQ    $0x00000010, R11
+
+copyvec2:
+	CMPQ    R10, R11
+	JG      copyone3
+	VMOVUPS (R8)(R10*2), Y8
+	VMOVUPS Y8, (R9)(R10*2)
+	ADDQ    $0x00000010, R10
+	JMP     copyvec2
+
+copyone3:
+	ADDQ $0x00000010, R11
+
+copyloop5:
+	CMPQ R10, R11
+	JGE  copied4
+	MOVW (R8)(R10*2), R12
+	MOVW R12, (R9)(R10*2)
+	INCQ R10
+	JMP  copyloop5
+
+copied4:
+	MOVQ    440(SP), R8
+	LEAQ    256(SP), R10
+	VXORPS  Y8, Y8, Y8
+	VMOVUPS Y8, (R10)
+	VMOVUPS Y8, 32(R10)
+	VMOVUPS Y8, 64(R10)
+	VMOVUPS Y8, 96(R10)
+	MOVQ    432(SP), R12
+	XORQ    R11, R11
+	SUBQ    $0x00000010, R12
+
+copyvec6:
+	CMPQ    R11, R12
+	JG      copyone7
+	VMOVUPS (R8)(R11*2), Y8
+	VMOVUPS Y8, (R10)(R11*2)
+	ADDQ    $0x00000010, R11
+	JMP     copyvec6
+
+copyone7:
+	ADDQ $0x00000010, R12
+
+copyloop9:
+	CMPQ R11, R12
+	JGE  copied8
+	MOVW (R8)(R11*2), R13
+	MOVW R13, (R10)(R11*2)
+	INCQ R11
+	JMP  copyloop9
+
+copied8:
+	XORQ      R8, R8
+	VCVTPH2PS (R9)(R8*2), Y8
+	VCVTPH2PS (R10)(R8*2), Y9
+	VADDPS    Y9, Y8, Y8
+	VCVTPS2PH $0x00, Y8, X8
+	VCVTPH2PS X8, Y8
+	VCVTPS2PH $0x00, Y8, (R10)(R8*2)
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y0, Y0
+	VCVTPH2PS 16(R9)(R8*2), Y8
+	VCVTPH2PS 16(R10)(R8*2), Y9
+	VADDPS    Y9, Y8, Y8
+	VCVTPS2PH $0x00, Y8, X8
+	VCVTPH2PS X8, Y8
+	VCVTPS2PH $0x00, Y8, 16(R10)(R8*2)
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y1, Y1
+	VCVTPH2PS 32(R9)(R8*2), Y8
+	VCVTPH2PS 32(R10)(R8*2), Y9
+	VADDPS    Y9, Y8, Y8
+	VCVTPS2PH $0x00, Y8, X8
+	VCVTPH2PS X8, Y8
+	VCVTPS2PH $0x00, Y8, 32(R10)(R8*2)
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y2, Y2
+	VCVTPH2PS 48(R9)(R8*2), Y8
+	VCVTPH2PS 48(R10)(R8*2), Y9
+	VADDPS    Y9, Y8, Y8
+	VCVTPS2PH $0x00, Y8, X8
+	VCVTPH2PS X8, Y8
+	VCVTPS2PH $0x00, Y8, 48(R10)(R8*2)
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y3, Y3
+	VCVTPH2PS 64(R9)(R8*2), Y8
+	VCVTPH2PS 64(R10)(R8*2), Y9
+	VADDPS    Y9, Y8, Y8
+	VCVTPS2PH $0x00, Y8, X8
+	VCVTPH2PS X8, Y8
+	VCVTPS2PH $0x00, Y8, 64(R10)(R8*2)
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y4, Y4
+	VCVTPH2PS 80(R9)(R8*2), Y8
+	VCVTPH2PS 80(R10)(R8*2), Y9
+	VADDPS    Y9, Y8, Y8
+	VCVTPS2PH $0x00, Y8, X8
+	VCVTPH2PS X8, Y8
+	VCVTPS2PH $0x00, Y8, 80(R10)(R8*2)
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y5, Y5
+	VCVTPH2PS 96(R9)(R8*2), Y8
+	VCVTPH2PS 96(R10)(R8*2), Y9
+	VADDPS    Y9, Y8, Y8
+	VCVTPS2PH $0x00, Y8, X8
+	VCVTPH2PS X8, Y8
+	VCVTPS2PH $0x00, Y8, 96(R10)(R8*2)
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y6, Y6
+	VCVTPH2PS 112(R9)(R8*2), Y8
+	VCVTPH2PS 112(R10)(R8*2), Y9
+	VADDPS    Y9, Y8, Y8
+	VCVTPS2PH $0x00, Y8, X8
+	VCVTPH2PS X8, Y8
+	VCVTPS2PH $0x00, Y8, 112(R10)(R8*2)
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y7, Y7
+	MOVQ      440(SP), R8
+	LEAQ      256(SP), R9
+	MOVQ      432(SP), R11
+	XORQ      R10, R10
+	SUBQ      $0x00000010, R11
+
+copyvec10:
+	CMPQ    R10, R11
+	JG      copyone11
+	VMOVUPS (R9)(R10*2), Y8
+	VMOVUPS Y8, (R8)(R10*2)
+	ADDQ    $0x00000010, R10
+	JMP     copyvec10
+
+copyone11:
+	ADDQ $0x00000010, R11
+
+copyloop13:
+	CMPQ R10, R11
+	JGE  copied12
+	MOVW (R9)(R10*2), R12
+	MOVW R12, (R8)(R10*2)
+	INCQ R10
+	JMP  copyloop13
+
+copied12:
+summed:
+	VADDPS Y4, Y0, Y0
+	VADDPS Y5, Y1, Y1
+	VADDPS Y6, Y2, Y2
+	VADDPS Y7, Y3, Y3
+	VADDPS Y2, Y0, Y0
+	VADDPS Y3, Y1, Y1
+	VADDPS Y1, Y0, Y0
+
+	// Halving tree: p[j] += p[j+h] for the remaining h, down to ss.
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X1
+	VMOVHLPS     X1, X1, X0
+	VADDPS       X0, X1, X1
+	VMOVSHDUP    X1, X0
+	VADDSS       X0, X1, X1
+
+	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
+	CMPL   452(SP), $0x00
+	JE     divide14
+	VMULSS 452(SP), X1, X0
+	JMP    divided15
+
+divide14:
+	VDIVSS 448(SP), X1, X0
+
+divided15:
+	VADDSS   job_eps+0(AX), X0, X0
+	VUCOMISS tlo<>+0(SB), X0
+	JCS      ret
+	VUCOMISS tmax<>+0(SB), X0
+	JHI      ret
+	VSQRTSS  X0, X0, X0
+	VMOVSS   one<>+0(SB), X1
+	VDIVSS   X0, X1, X1
+
+	// Report 1/rms if asked.
+	MOVQ   job_inv+0(AX), R8
+	TESTQ  R8, R8
+	JZ     scale
+	MOVQ   400(SP), R9
+	VMOVSS X1, (R8)(R9*4)
+
+scale:
+	VBROADCASTSS X1, Y0
+	MOVQ         $0x00000000, 424(SP)
+	CMPQ         416(SP), $0x01
+	JE           scalebody
+	VMOVUPS      X1, 384(SP)
+
+scalerow:
+	MOVQ         424(SP), R8
+	VBROADCASTSS 384(SP)(R8*4), Y0
+
+scalebody:
+	VBROADCASTSS one<>+0(SB), Y1
+
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ  R8, R8
+	MOVQ  job_d+0(AX), R9
+	SUBQ  $0x00000020, R9
+	TESTL $0x00000002, job_flags+0(AX)
+	JNZ   scalepf
+
+scaleloop:
+	CMPQ      R8, R9
+	JG        scaletail
+	VCVTPH2PS (SI)(R8*2), Y2
+	VMULPS    Y0, Y2, Y2
+	VCVTPS2PH $0x00, Y2, X2
+	VCVTPH2PS X2, Y2
+	VMOVUPS   (BX)(R8*4), Y3
+	VADDPS    Y1, Y3, Y3
+	VMULPS    Y3, Y2, Y2
+	VCVTPS2PH $0x00, Y2, (CX)(R8*2)
+	VCVTPH2PS 16(SI)(R8*2), Y2
+	VMULPS    Y0, Y2, Y2
+	VCVTPS2PH $0x00, Y2, X2
+	VCVTPH2PS X2, Y2
+	VMOVUPS   32(BX)(R8*4), Y3
+	VADDPS    Y1, Y3, Y3
+	VMULPS    Y3, Y2, Y2
+	VCVTPS2PH $0x00, Y2, 16(CX)(R8*2)
+	VCVTPH2PS 32(SI)(R8*2), Y2
+	VMULPS    Y0, Y2, Y2
+	VCVTPS2PH $0x00, Y2, X2
+	VCVTPH2PS X2, Y2
+	VMOVUPS   64(BX)(R8*4), Y3
+	VADDPS    Y1, Y3, Y3
+	VMULPS    Y3, Y2, Y2
+	VCVTPS2PH $0x00, Y2, 32(CX)(R8*2)
+	VCVTPH2PS 48(SI)(R8*2), Y2
+	VMULPS    Y0, Y2, Y2
+	VCVTPS2PH $0x00, Y2, X2
+	VCVTPH2PS X2, Y2
+	VMOVUPS   96(BX)(R8*4), Y3
+	VADDPS    Y1, Y3, Y3
+	VMULPS    Y3, Y2, Y2
+	VCVTPS2PH $0x00, Y2, 48(CX)(R8*2)
+	ADDQ      $0x00000020, R8
+	JMP       scaleloop
+
+scalepf:
+	MOVQ DI, R10
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows16
+	SHLQ $0x03, R10
+
+longrows16:
+	ADDQ  SI, R10
+	TESTL $0x00000001, job_flags+0(AX)
+	JNZ   scalent
+
+scalepfloop:
+	CMPQ       R8, R9
+	JG         scaletail
+	PREFETCHT0 (R10)(R8*2)
+	VCVTPH2PS  (SI)(R8*2), Y2
+	VMULPS     Y0, Y2, Y2
+	VCVTPS2PH  $0x00, Y2, X2
+	VCVTPH2PS  X2, Y2
+	VMOVUPS    (BX)(R8*4), Y3
+	VADDPS     Y1, Y3, Y3
+	VMULPS     Y3, Y2, Y2
+	VCVTPS2PH  $0x00, Y2, (CX)(R8*2)
+	VCVTPH2PS  16(SI)(R8*2), Y2
+	VMULPS     Y0, Y2, Y2
+	VCVTPS2PH  $0x00, Y2, X2
+	VCVTPH2PS  X2, Y2
+	VMOVUPS    32(BX)(R8*4), Y3
+	VADDPS     Y1, Y3, Y3
+	VMULPS     Y3, Y2, Y2
+	VCVTPS2PH  $0x00, Y2, 16(CX)(R8*2)
+	VCVTPH2PS  32(SI)(R8*2), Y2
+	VMULPS     Y0, Y2, Y2
+	VCVTPS2PH  $0x00, Y2, X2
+	VCVTPH2PS  X2, Y2
+	VMOVUPS    64(BX)(R8*4), Y3
+	VADDPS     Y1, Y3, Y3
+	VMULPS     Y3, Y2, Y2
+	VCVTPS2PH  $0x00, Y2, 32(CX)(R8*2)
+	VCVTPH2PS  48(SI)(R8*2), Y2
+	VMULPS     Y0, Y2, Y2
+	VCVTPS2PH  $0x00, Y2, X2
+	VCVTPH2PS  X2, Y2
+	VMOVUPS    96(BX)(R8*4), Y3
+	VADDPS     Y1, Y3, Y3
+	VMULPS     Y3, Y2, Y2
+	VCVTPS2PH  $0x00, Y2, 48(CX)(R8*2)
+	ADDQ       $0x00000020, R8
+	JMP        scalepfloop
+
+scalent:
+	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
+	MOVQ CX, R11
+	NEGQ R11
+	ANDQ $0x0000001f, R11
+	SHRQ $0x01, R11
+	JZ   scalentloop
+	CMPQ R11, job_d+0(AX)
+	JLE  scalehead
+	MOVQ job_d+0(AX), R11
+
+scalehead:
+	CMPQ      R11, $0x00000008
+	JB        scaleheadpart
+	VCVTPH2PS (SI)(R8*2), Y2
+	VMULPS    Y0, Y2, Y2
+	VCVTPS2PH $0x00, Y2, X2
+	VCVTPH2PS X2, Y2
+	VMOVUPS   (BX)(R8*4), Y3
+	VADDPS    Y1, Y3, Y3
+	VMULPS    Y3, Y2, Y2
+	VCVTPS2PH $0x00, Y2, (CX)(R8*2)
+	ADDQ      $0x00000008, R8
+	SUBQ      $0x00000008, R11
+	JZ        scalentloop
+
+scaleheadpart:
+	LEAQ (SI)(R8*2), R12
+	LEAQ 128(SP), R13
+	MOVQ R11, R15
+	XORQ R14, R14
+	SUBQ $0x00000010, R15
+
+copyvec17:
+	CMPQ    R14, R15
+	JG      copyone18
+	VMOVUPS (R12)(R14*2), Y2
+	VMOVUPS Y2, (R13)(R14*2)
+	ADDQ    $0x00000010, R14
+	JMP     copyvec17
+
+copyone18:
+	ADDQ $0x00000010, R15
+
+copyloop20:
+	CMPQ R14, R15
+	JGE  copied19
+	MOVW (R12)(R14*2), BP
+	MOVW BP, (R13)(R14*2)
+	INCQ R14
+	JMP  copyloop20
+
+copied19:
+	LEAQ (BX)(R8*4), R12
+	LEAQ 160(SP), R13
+	MOVQ R11, R15
+	XORQ R14, R14
+	SUBQ $0x00000008, R15
+
+copyvec21:
+	CMPQ    R14, R15
+	JG      copyone22
+	VMOVUPS (R12)(R14*4), Y2
+	VMOVUPS Y2, (R13)(R14*4)
+	ADDQ    $0x00000008, R14
+	JMP     copyvec21
+
+copyone22:
+	ADDQ $0x00000008, R15
+
+copyloop24:
+	CMPQ R14, R15
+	JGE  copied23
+	MOVL (R12)(R14*4), BP
+	MOVL BP, (R13)(R14*4)
+	INCQ R14
+	JMP  copyloop24
+
+copied23:
+	VCVTPH2PS 128(SP), Y2
+	VMULPS    Y2, Y0, Y2
+	VCVTPS2PH $0x00, Y2, X2
+	VCVTPH2PS X2, Y2
+	VMOVUPS   160(SP), Y3
+	VADDPS    Y1, Y3, Y3
+	VMULPS    Y3, Y2, Y2
+	VCVTPS2PH $0x00, Y2, 192(SP)
+	LEAQ      192(SP), R13
+	LEAQ      (CX)(R8*2), R12
+	MOVQ      R11, R15
+	XORQ      R14, R14
+	SUBQ      $0x00000010, R15
+
+copyvec25:
+	CMPQ    R14, R15
+	JG      copyone26
+	VMOVUPS (R13)(R14*2), Y2
+	VMOVUPS Y2, (R12)(R14*2)
+	ADDQ    $0x00000010, R14
+	JMP     copyvec25
+
+copyone26:
+	ADDQ $0x00000010, R15
+
+copyloop28:
+	CMPQ R14, R15
+	JGE  copied27
+	MOVW (R13)(R14*2), BP
+	MOVW BP, (R12)(R14*2)
+	INCQ R14
+	JMP  copyloop28
+
+copied27:
+	ADDQ R11, R8
+
+scalentloop:
+	CMPQ        R8, R9
+	JG          scaletail
+	PREFETCHT0  (R10)(R8*2)
+	VCVTPH2PS   (SI)(R8*2), Y2
+	VMULPS      Y0, Y2, Y2
+	VCVTPS2PH   $0x00, Y2, X2
+	VCVTPH2PS   X2, Y2
+	VMOVUPS     (BX)(R8*4), Y3
+	VADDPS      Y1, Y3, Y3
+	VMULPS      Y3, Y2, Y2
+	VCVTPH2PS   16(SI)(R8*2), Y3
+	VMULPS      Y0, Y3, Y3
+	VCVTPS2PH   $0x00, Y3, X3
+	VCVTPH2PS   X3, Y3
+	VMOVUPS     32(BX)(R8*4), Y4
+	VADDPS      Y1, Y4, Y4
+	VMULPS      Y4, Y3, Y3
+	VCVTPS2PH   $0x00, Y2, X10
+	VCVTPS2PH   $0x00, Y3, X2
+	VINSERTI128 $0x01, X2, Y10, Y10
+	VMOVNTDQ    Y10, (CX)(R8*2)
+	VCVTPH2PS   32(SI)(R8*2), Y2
+	VMULPS      Y0, Y2, Y2
+	VCVTPS2PH   $0x00, Y2, X2
+	VCVTPH2PS   X2, Y2
+	VMOVUPS     64(BX)(R8*4), Y3
+	VADDPS      Y1, Y3, Y3
+	VMULPS      Y3, Y2, Y2
+	VCVTPH2PS   48(SI)(R8*2), Y3
+	VMULPS      Y0, Y3, Y3
+	VCVTPS2PH   $0x00, Y3, X3
+	VCVTPH2PS   X3, Y3
+	VMOVUPS     96(BX)(R8*4), Y4
+	VADDPS      Y1, Y4, Y4
+	VMULPS      Y4, Y3, Y3
+	VCVTPS2PH   $0x00, Y2, X11
+	VCVTPS2PH   $0x00, Y3, X2
+	VINSERTI128 $0x01, X2, Y11, Y11
+	VMOVNTDQ    Y11, 32(CX)(R8*2)
+	ADDQ        $0x00000020, R8
+	JMP         scalentloop
+
+scaletail:
+	ADDQ $0x00000018, R9
+
+scaleone:
+	CMPQ      R8, R9
+	JG        scalepart
+	VCVTPH2PS (SI)(R8*2), Y2
+	VMULPS    Y0, Y2, Y2
+	VCVTPS2PH $0x00, Y2, X2
+	VCVTPH2PS X2, Y2
+	VMOVUPS   (BX)(R8*4), Y3
+	VADDPS    Y1, Y3, Y3
+	VMULPS    Y3, Y2, Y2
+	VCVTPS2PH $0x00, Y2, (CX)(R8*2)
+	ADDQ      $0x00000008, R8
+	JMP       scaleone
+
+scalepart:
+	MOVQ job_d+0(AX), R11
+	SUBQ R8, R11
+	JZ   scaled
+	LEAQ (SI)(R8*2), R9
+	LEAQ 128(SP), R10
+	MOVQ R11, R13
+	XORQ R12, R12
+	SUBQ $0x00000010, R13
+
+copyvec29:
+	CMPQ    R12, R13
+	JG      copyone30
+	VMOVUPS (R9)(R12*2), Y2
+	VMOVUPS Y2, (R10)(R12*2)
+	ADDQ    $0x00000010, R12
+	JMP     copyvec29
+
+copyone30:
+	ADDQ $0x00000010, R13
+
+copyloop32:
+	CMPQ R12, R13
+	JGE  copied31
+	MOVW (R9)(R12*2), R14
+	MOVW R14, (R10)(R12*2)
+	INCQ R12
+	JMP  copyloop32
+
+copied31:
+	LEAQ (BX)(R8*4), R9
+	LEAQ 160(SP), R10
+	MOVQ R11, R13
+	XORQ R12, R12
+	SUBQ $0x00000008, R13
+
+copyvec33:
+	CMPQ    R12, R13
+	JG      copyone34
+	VMOVUPS (R9)(R12*4), Y2
+	VMOVUPS Y2, (R10)(R12*4)
+	ADDQ    $0x00000008, R12
+	JMP     copyvec33
+
+copyone34:
+	ADDQ $0x00000008, R13
+
+copyloop36:
+	CMPQ R12, R13
+	JGE  copied35
+	MOVL (R9)(R12*4), R14
+	MOVL R14, (R10)(R12*4)
+	INCQ R12
+	JMP  copyloop36
+
+copied35:
+	VCVTPH2PS 128(SP), Y2
+	VMULPS    Y2, Y0, Y2
+	VCVTPS2PH $0x00, Y2, X0
+	VCVTPH2PS X0, Y0
+	VMOVUPS   160(SP), Y2
+	VADDPS    Y1, Y2, Y2
+	VMULPS    Y2, Y0, Y0
+	VCVTPS2PH $0x00, Y0, 192(SP)
+	LEAQ      192(SP), R10
+	LEAQ      (CX)(R8*2), R9
+	XORQ      R8, R8
+	SUBQ      $0x00000010, R11
+
+copyvec37:
+	CMPQ    R8, R11
+	JG      copyone38
+	VMOVUPS (R10)(R8*2), Y0
+	VMOVUPS Y0, (R9)(R8*2)
+	ADDQ    $0x00000010, R8
+	JMP     copyvec37
+
+copyone38:
+	ADDQ $0x00000010, R11
+
+copyloop40:
+	CMPQ R8, R11
+	JGE  copied39
+	MOVW (R10)(R8*2), R12
+	MOVW R12, (R9)(R8*2)
+	INCQ R8
+	JMP  copyloop40
+
+copied39:
+scaled:
+	ADDQ DI, DX
+	ADDQ DI, CX
+	ADDQ DI, SI
+	INCQ 400(SP)
+	MOVQ 424(SP), R8
+	INCQ R8
+	MOVQ R8, 424(SP)
+	CMPQ R8, 416(SP)
+	JB   scalerow
+	JMP  row
+
+ret:
+	TESTL $0x00000001, job_flags+0(AX)
+	JZ    vzero
+	SFENCE
+
+vzero:
+	VZEROUPPER
+	MOVQ 400(SP), AX
+	MOVQ AX, ret+24(FP)
+	RET
+
+// func avx2F16AddUnweighted(j uintptr, from int, to int) int
+// Requires: AVX, AVX2, F16C, MMX+
+TEXT ·avx2F16AddUnweighted(SB), NOSPLIT, $456-32
+	// avx2F16AddUnweighted normalizes rows [from, to) of the job: F16 rows: h = round16(x + res) and res = h per element, then y = round16(h*inv), for each row.
+	// It stops before the first row that needs the float64 path and returns that row's index, or to.
+	MOVQ j+0(FP), AX
+	MOVQ job_dst+0(AX), CX
+	MOVQ job_x+0(AX), DX
+	MOVQ job_res+0(AX), BX
+	MOVQ job_stride+0(AX), SI
+	SHLQ $0x01, SI
+
+	// fd = float32(d); rd = 1/d when d is a power of two (ss/d is then ss*rd exactly), else 0.
+	MOVQ       job_d+0(AX), DI
+	VMOVSS     one<>+0(SB), X0
+	VCVTSI2SSQ DI, X0, X0
+	VMOVSS     X0, 448(SP)
+	XORL       R9, R9
+	LEAQ       -1(DI), R8
+	TESTQ      DI, R8
+	JNZ        notpow2
+	BSFQ       DI, R8
+	MOVL       $0x0000007f, R9
+	SUBL       R8, R9
+	SHLL       $0x17, R9
+
+notpow2:
+	MOVL R9, 452(SP)
+
+	// Start at row from.
+	MOVQ  from+8(FP), DI
+	MOVQ  DI, 400(SP)
+	MOVQ  $0x00000000, 408(SP)
+	IMULQ SI, DI
+	ADDQ  DI, CX
+	ADDQ  DI, DX
+	ADDQ  DI, BX
+
+row:
+	MOVQ 400(SP), DI
+	CMPQ DI, to+16(FP)
+	JAE  ret
+	MOVQ $0x00000001, 416(SP)
+	MOVQ DX, DI
+	MOVQ BX, R8
+	XORQ R9, R9
+
+	// Sum of squares: element i goes to partial i%64.
+	MOVQ   job_d+0(AX), R10
+	SUBQ   $0x00000040, R10
+	JGE    firstblock
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	XORQ   R9, R9
+	JMP    sumtail
+
+firstblock:
+	// +0 + square is the square itself: the first block initializes the partials.
+	XORQ      R9, R9
+	VCVTPH2PS (DI)(R9*2), Y0
+	VCVTPH2PS (R8)(R9*2), Y1
+	VADDPS    Y1, Y0, Y0
+	VCVTPS2PH $0x00, Y0, X0
+	VCVTPH2PS X0, Y0
+	VCVTPS2PH $0x00, Y0, (R8)(R9*2)
+	VMULPS    Y0, Y0, Y0
+	VCVTPH2PS 16(DI)(R9*2), Y1
+	VCVTPH2PS 16(R8)(R9*2), Y2
+	VADDPS    Y2, Y1, Y1
+	VCVTPS2PH $0x00, Y1, X1
+	VCVTPH2PS X1, Y1
+	VCVTPS2PH $0x00, Y1, 16(R8)(R9*2)
+	VMULPS    Y1, Y1, Y1
+	VCVTPH2PS 32(DI)(R9*2), Y2
+	VCVTPH2PS 32(R8)(R9*2), Y3
+	VADDPS    Y3, Y2, Y2
+	VCVTPS2PH $0x00, Y2, X2
+	VCVTPH2PS X2, Y2
+	VCVTPS2PH $0x00, Y2, 32(R8)(R9*2)
+	VMULPS    Y2, Y2, Y2
+	VCVTPH2PS 48(DI)(R9*2), Y3
+	VCVTPH2PS 48(R8)(R9*2), Y4
+	VADDPS    Y4, Y3, Y3
+	VCVTPS2PH $0x00, Y3, X3
+	VCVTPH2PS X3, Y3
+	VCVTPS2PH $0x00, Y3, 48(R8)(R9*2)
+	VMULPS    Y3, Y3, Y3
+	VCVTPH2PS 64(DI)(R9*2), Y4
+	VCVTPH2PS 64(R8)(R9*2), Y5
+	VADDPS    Y5, Y4, Y4
+	VCVTPS2PH $0x00, Y4, X4
+	VCVTPH2PS X4, Y4
+	VCVTPS2PH $0x00, Y4, 64(R8)(R9*2)
+	VMULPS    Y4, Y4, Y4
+	VCVTPH2PS 80(DI)(R9*2), Y5
+	VCVTPH2PS 80(R8)(R9*2), Y6
+	VADDPS    Y6, Y5, Y5
+	VCVTPS2PH $0x00, Y5, X5
+	VCVTPH2PS X5, Y5
+	VCVTPS2PH $0x00, Y5, 80(R8)(R9*2)
+	VMULPS    Y5, Y5, Y5
+	VCVTPH2PS 96(DI)(R9*2), Y6
+	VCVTPH2PS 96(R8)(R9*2), Y7
+	VADDPS    Y7, Y6, Y6
+	VCVTPS2PH $0x00, Y6, X6
+	VCVTPH2PS X6, Y6
+	VCVTPS2PH $0x00, Y6, 96(R8)(R9*2)
+	VMULPS    Y6, Y6, Y6
+	VCVTPH2PS 112(DI)(R9*2), Y7
+	VCVTPH2PS 112(R8)(R9*2), Y8
+	VADDPS    Y8, Y7, Y7
+	VCVTPS2PH $0x00, Y7, X7
+	VCVTPH2PS X7, Y7
+	VCVTPS2PH $0x00, Y7, 112(R8)(R9*2)
+	VMULPS    Y7, Y7, Y7
+	MOVQ      $0x00000040, R9
+	TESTL     $0x00000002, job_flags+0(AX)
+	JNZ       sumpf
+
+sumloop:
+	CMPQ      R9, R10
+	JG        sumtail
+	VCVTPH2PS (DI)(R9*2), Y8
+	VCVTPH2PS (R8)(R9*2), Y9
+	VADDPS    Y9, Y8, Y8
+	VCVTPS2PH $0x00, Y8, X8
+	VCVTPH2PS X8, Y8
+	VCVTPS2PH $0x00, Y8, (R8)(R9*2)
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y0, Y0
+	VCVTPH2PS 16(DI)(R9*2), Y8
+	VCVTPH2PS 16(R8)(R9*2), Y9
+	VADDPS    Y9, Y8, Y8
+	VCVTPS2PH $0x00, Y8, X8
+	VCVTPH2PS X8, Y8
+	VCVTPS2PH $0x00, Y8, 16(R8)(R9*2)
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y1, Y1
+	VCVTPH2PS 32(DI)(R9*2), Y8
+	VCVTPH2PS 32(R8)(R9*2), Y9
+	VADDPS    Y9, Y8, Y8
+	VCVTPS2PH $0x00, Y8, X8
+	VCVTPH2PS X8, Y8
+	VCVTPS2PH $0x00, Y8, 32(R8)(R9*2)
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y2, Y2
+	VCVTPH2PS 48(DI)(R9*2), Y8
+	VCVTPH2PS 48(R8)(R9*2), Y9
+	VADDPS    Y9, Y8, Y8
+	VCVTPS2PH $0x00, Y8, X8
+	VCVTPH2PS X8, Y8
+	VCVTPS2PH $0x00, Y8, 48(R8)(R9*2)
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y3, Y3
+	VCVTPH2PS 64(DI)(R9*2), Y8
+	VCVTPH2PS 64(R8)(R9*2), Y9
+	VADDPS    Y9, Y8, Y8
+	VCVTPS2PH $0x00, Y8, X8
+	VCVTPH2PS X8, Y8
+	VCVTPS2PH $0x00, Y8, 64(R8)(R9*2)
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y4, Y4
+	VCVTPH2PS 80(DI)(R9*2), Y8
+	VCVTPH2PS 80(R8)(R9*2), Y9
+	VADDPS    Y9, Y8, Y8
+	VCVTPS2PH $0x00, Y8, X8
+	VCVTPH2PS X8, Y8
+	VCVTPS2PH $0x00, Y8, 80(R8)(R9*2)
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y5, Y5
+	VCVTPH2PS 96(DI)(R9*2), Y8
+	VCVTPH2PS 96(R8)(R9*2), Y9
+	VADDPS    Y9, Y8, Y8
+	VCVTPS2PH $0x00, Y8, X8
+	VCVTPH2PS X8, Y8
+	VCVTPS2PH $0x00, Y8, 96(R8)(R9*2)
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y6, Y6
+	VCVTPH2PS 112(DI)(R9*2), Y8
+	VCVTPH2PS 112(R8)(R9*2), Y9
+	VADDPS    Y9, Y8, Y8
+	VCVTPS2PH $0x00, Y8, X8
+	VCVTPH2PS X8, Y8
+	VCVTPS2PH $0x00, Y8, 112(R8)(R9*2)
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y7, Y7
+	ADDQ      $0x00000040, R9
+	JMP       sumloop
+
+	// The same, prefetching the rows ahead.
+sumpf:
+	MOVQ SI, R11
+	SHLQ $0x01, R11
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows1
+	SHLQ $0x03, R11
+
+longrows1:
+	ADDQ DI, R11
+
+sumpfloop:
+	CMPQ       R9, R10
+	JG         sumtail
+	PREFETCHT0 (R11)(R9*2)
+	PREFETCHT0 64(R11)(R9*2)
+	VCVTPH2PS  (DI)(R9*2), Y8
+	VCVTPH2PS  (R8)(R9*2), Y9
+	VADDPS     Y9, Y8, Y8
+	VCVTPS2PH  $0x00, Y8, X8
+	VCVTPH2PS  X8, Y8
+	VCVTPS2PH  $0x00, Y8, (R8)(R9*2)
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y0, Y0
+	VCVTPH2PS  16(DI)(R9*2), Y8
+	VCVTPH2PS  16(R8)(R9*2), Y9
+	VADDPS     Y9, Y8, Y8
+	VCVTPS2PH  $0x00, Y8, X8
+	VCVTPH2PS  X8, Y8
+	VCVTPS2PH  $0x00, Y8, 16(R8)(R9*2)
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y1, Y1
+	VCVTPH2PS  32(DI)(R9*2), Y8
+	VCVTPH2PS  32(R8)(R9*2), Y9
+	VADDPS     Y9, Y8, Y8
+	VCVTPS2PH  $0x00, Y8, X8
+	VCVTPH2PS  X8, Y8
+	VCVTPS2PH  $0x00, Y8, 32(R8)(R9*2)
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y2, Y2
+	VCVTPH2PS  48(DI)(R9*2), Y8
+	VCVTPH2PS  48(R8)(R9*2), Y9
+	VADDPS     Y9, Y8, Y8
+	VCVTPS2PH  $0x00, Y8, X8
+	VCVTPH2PS  X8, Y8
+	VCVTPS2PH  $0x00, Y8, 48(R8)(R9*2)
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y3, Y3
+	VCVTPH2PS  64(DI)(R9*2), Y8
+	VCVTPH2PS  64(R8)(R9*2), Y9
+	VADDPS     Y9, Y8, Y8
+	VCVTPS2PH  $0x00, Y8, X8
+	VCVTPH2PS  X8, Y8
+	VCVTPS2PH  $0x00, Y8, 64(R8)(R9*2)
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y4, Y4
+	VCVTPH2PS  80(DI)(R9*2), Y8
+	VCVTPH2PS  80(R8)(R9*2), Y9
+	VADDPS     Y9, Y8, Y8
+	VCVTPS2PH  $0x00, Y8, X8
+	VCVTPH2PS  X8, Y8
+	VCVTPS2PH  $0x00, Y8, 80(R8)(R9*2)
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y5, Y5
+	VCVTPH2PS  96(DI)(R9*2), Y8
+	VCVTPH2PS  96(R8)(R9*2), Y9
+	VADDPS     Y9, Y8, Y8
+	VCVTPS2PH  $0x00, Y8, X8
+	VCVTPH2PS  X8, Y8
+	VCVTPS2PH  $0x00, Y8, 96(R8)(R9*2)
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y6, Y6
+	VCVTPH2PS  112(DI)(R9*2), Y8
+	VCVTPH2PS  112(R8)(R9*2), Y9
+	VADDPS     Y9, Y8, Y8
+	VCVTPS2PH  $0x00, Y8, X8
+	VCVTPH2PS  X8, Y8
+	VCVTPS2PH  $0x00, Y8, 112(R8)(R9*2)
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y7, Y7
+	ADDQ       $0x00000040, R9
+	JMP        sumpfloop
+
+sumtail:
+	// Fewer than 64 elements remain.
+	MOVQ    job_d+0(AX), R10
+	SUBQ    R9, R10
+	JZ      summed
+	MOVQ    R10, 432(SP)
+	LEAQ    (DI)(R9*2), DI
+	LEAQ    (R8)(R9*2), R8
+	MOVQ    R8, 440(SP)
+	LEAQ    128(SP), R8
+	VXORPS  Y8, Y8, Y8
+	VMOVUPS Y8, (R8)
+	VMOVUPS Y8, 32(R8)
+	VMOVUPS Y8, 64(R8)
+	VMOVUPS Y8, 96(R8)
+	MOVQ    432(SP), R10
+	XORQ    R9, R9
+	SUBQ    $0x00000010, R10
+
+copyvec2:
+	CMPQ    R9, R10
+	JG      copyone3
+	VMOVUPS (DI)(R9*2), Y8
+	VMOVUPS Y8, (R8)(R9*2)
+	ADDQ    $0x00000010, R9
+	JMP     copyvec2
+
+copyone3:
+	ADDQ $0x00000010, R10
+
+copyloop5:
+	CMPQ R9, R10
+	JGE  copied4
+	MOVW (DI)(R9*2), R11
+	MOVW R11, (R8)(R9*2)
+	INCQ R9
+	JMP  copyloop5
+
+copied4:
+	MOVQ    440(SP), DI
+	LEAQ    256(SP), R9
+	VXORPS  Y8, Y8, Y8
+	VMOVUPS Y8, (R9)
+	VMOVUPS Y8, 32(R9)
+	VMOVUPS Y8, 64(R9)
+	VMOVUPS Y8, 96(R9)
+	MOVQ    432(SP), R11
+	XORQ    R10, R10
+	SUBQ    $0x00000010, R11
+
+copyvec6:
+	CMPQ    R10, R11
+	JG      copyone7
+	VMOVUPS (DI)(R10*2), Y8
+	VMOVUPS Y8, (R9)(R10*2)
+	ADDQ    $0x00000010, R10
+	JMP     copyvec6
+
+copyone7:
+	ADDQ $0x00000010, R11
+
+copyloop9:
+	CMPQ R10, R11
+	JGE  copied8
+	MOVW (DI)(R10*2), R12
+	MOVW R12, (R9)(R10*2)
+	INCQ R10
+	JMP  copyloop9
+
+copied8:
+	XORQ      DI, DI
+	VCVTPH2PS (R8)(DI*2), Y8
+	VCVTPH2PS (R9)(DI*2), Y9
+	VADDPS    Y9, Y8, Y8
+	VCVTPS2PH $0x00, Y8, X8
+	VCVTPH2PS X8, Y8
+	VCVTPS2PH $0x00, Y8, (R9)(DI*2)
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y0, Y0
+	VCVTPH2PS 16(R8)(DI*2), Y8
+	VCVTPH2PS 16(R9)(DI*2), Y9
+	VADDPS    Y9, Y8, Y8
+	VCVTPS2PH $0x00, Y8, X8
+	VCVTPH2PS X8, Y8
+	VCVTPS2PH $0x00, Y8, 16(R9)(DI*2)
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y1, Y1
+	VCVTPH2PS 32(R8)(DI*2), Y8
+	VCVTPH2PS 32(R9)(DI*2), Y9
+	VADDPS    Y9, Y8, Y8
+	VCVTPS2PH $0x00, Y8, X8
+	VCVTPH2PS X8, Y8
+	VCVTPS2PH $0x00, Y8, 32(R9)(DI*2)
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y2, Y2
+	VCVTPH2PS 48(R8)(DI*2), Y8
+	VCVTPH2PS 48(R9)(DI*2), Y9
+	VADDPS    Y9, Y8, Y8
+	VCVTPS2PH $0x00, Y8, X8
+	VCVTPH2PS X8, Y8
+	VCVTPS2PH $0x00, Y8, 48(R9)(DI*2)
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y3, Y3
+	VCVTPH2PS 64(R8)(DI*2), Y8
+	VCVTPH2PS 64(R9)(DI*2), Y9
+	VADDPS    Y9, Y8, Y8
+	VCVTPS2PH $0x00, Y8, X8
+	VCVTPH2PS X8, Y8
+	VCVTPS2PH $0x00, Y8, 64(R9)(DI*2)
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y4, Y4
+	VCVTPH2PS 80(R8)(DI*2), Y8
+	VCVTPH2PS 80(R9)(DI*2), Y9
+	VADDPS    Y9, Y8, Y8
+	VCVTPS2PH $0x00, Y8, X8
+	VCVTPH2PS X8, Y8
+	VCVTPS2PH $0x00, Y8, 80(R9)(DI*2)
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y5, Y5
+	VCVTPH2PS 96(R8)(DI*2), Y8
+	VCVTPH2PS 96(R9)(DI*2), Y9
+	VADDPS    Y9, Y8, Y8
+	VCVTPS2PH $0x00, Y8, X8
+	VCVTPH2PS X8, Y8
+	VCVTPS2PH $0x00, Y8, 96(R9)(DI*2)
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y6, Y6
+	VCVTPH2PS 112(R8)(DI*2), Y8
+	VCVTPH2PS 112(R9)(DI*2), Y9
+	VADDPS    Y9, Y8, Y8
+	VCVTPS2PH $0x00, Y8, X8
+	VCVTPH2PS X8, Y8
+	VCVTPS2PH $0x00, Y8, 112(R9)(DI*2)
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y7, Y7
+	MOVQ      440(SP), DI
+	LEAQ      256(SP), R8
+	MOVQ      432(SP), R10
+	XORQ      R9, R9
+	SUBQ      $0x00000010, R10
+
+copyvec10:
+	CMPQ    R9, R10
+	JG      copyone11
+	VMOVUPS (R8)(R9*2), Y8
+	VMOVUPS Y8, (DI)(R9*2)
+	ADDQ    $0x00000010, R9
+	JMP     copyvec10
+
+copyone11:
+	ADDQ $0x00000010, R10
+
+copyloop13:
+	CMPQ R9, R10
+	JGE  copied12
+	MOVW (R8)(R9*2), R11
+	MOVW R11, (DI)(R9*2)
+	INCQ R9
+	JMP  copyloop13
+
+copied12:
+summed:
+	VADDPS Y4, Y0, Y0
+	VADDPS Y5, Y1, Y1
+	VADDPS Y6, Y2, Y2
+	VADDPS Y7, Y3, Y3
+	VADDPS Y2, Y0, Y0
+	VADDPS Y3, Y1, Y1
+	VADDPS Y1, Y0, Y0
+
+	// Halving tree: p[j] += p[j+h] for the remaining h, down to ss.
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X1
+	VMOVHLPS     X1, X1, X0
+	VADDPS       X0, X1, X1
+	VMOVSHDUP    X1, X0
+	VADDSS       X0, X1, X1
+
+	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
+	CMPL   452(SP), $0x00
+	JE     divide14
+	VMULSS 452(SP), X1, X0
+	JMP    divided15
+
+divide14:
+	VDIVSS 448(SP), X1, X0
+
+divided15:
+	VADDSS   job_eps+0(AX), X0, X0
+	VUCOMISS tlo<>+0(SB), X0
+	JCS      ret
+	VUCOMISS tmax<>+0(SB), X0
+	JHI      ret
+	VSQRTSS  X0, X0, X0
+	VMOVSS   one<>+0(SB), X1
+	VDIVSS   X0, X1, X1
+
+	// Report 1/rms if asked.
+	MOVQ   job_inv+0(AX), DI
+	TESTQ  DI, DI
+	JZ     scale
+	MOVQ   400(SP), R8
+	VMOVSS X1, (DI)(R8*4)
+
+scale:
+	VBROADCASTSS X1, Y0
+	MOVQ         $0x00000000, 424(SP)
+	CMPQ         416(SP), $0x01
+	JE           scalebody
+	VMOVUPS      X1, 384(SP)
+
+scalerow:
+	MOVQ         424(SP), DI
+	VBROADCASTSS 384(SP)(DI*4), Y0
+
+scalebody:
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ  DI, DI
+	MOVQ  job_d+0(AX), R8
+	SUBQ  $0x00000020, R8
+	TESTL $0x00000002, job_flags+0(AX)
+	JNZ   scalepf
+
+scaleloop:
+	CMPQ      DI, R8
+	JG        scaletail
+	VCVTPH2PS (BX)(DI*2), Y1
+	VMULPS    Y0, Y1, Y1
+	VCVTPS2PH $0x00, Y1, (CX)(DI*2)
+	VCVTPH2PS 16(BX)(DI*2), Y1
+	VMULPS    Y0, Y1, Y1
+	VCVTPS2PH $0x00, Y1, 16(CX)(DI*2)
+	VCVTPH2PS 32(BX)(DI*2), Y1
+	VMULPS    Y0, Y1, Y1
+	VCVTPS2PH $0x00, Y1, 32(CX)(DI*2)
+	VCVTPH2PS 48(BX)(DI*2), Y1
+	VMULPS    Y0, Y1, Y1
+	VCVTPS2PH $0x00, Y1, 48(CX)(DI*2)
+	ADDQ      $0x00000020, DI
+	JMP       scaleloop
+
+scalepf:
+	MOVQ SI, R9
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows16
+	SHLQ $0x03, R9
+
+longrows16:
+	ADDQ  BX, R9
+	TESTL $0x00000001, job_flags+0(AX)
+	JNZ   scalent
+
+scalepfloop:
+	CMPQ       DI, R8
+	JG         scaletail
+	PREFETCHT0 (R9)(DI*2)
+	VCVTPH2PS  (BX)(DI*2), Y1
+	VMULPS     Y0, Y1, Y1
+	VCVTPS2PH  $0x00, Y1, (CX)(DI*2)
+	VCVTPH2PS  16(BX)(DI*2), Y1
+	VMULPS     Y0, Y1, Y1
+	VCVTPS2PH  $0x00, Y1, 16(CX)(DI*2)
+	VCVTPH2PS  32(BX)(DI*2), Y1
+	VMULPS     Y0, Y1, Y1
+	VCVTPS2PH  $0x00, Y1, 32(CX)(DI*2)
+	VCVTPH2PS  48(BX)(DI*2), Y1
+	VMULPS     Y0, Y1, Y1
+	VCVTPS2PH  $0x00, Y1, 48(CX)(DI*2)
+	ADDQ       $0x00000020, DI
+	JMP        scalepfloop
+
+scalent:
+	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
+	MOVQ CX, R10
+	NEGQ R10
+	ANDQ $0x0000001f, R10
+	SHRQ $0x01, R10
+	JZ   scalentloop
+	CMPQ R10, job_d+0(AX)
+	JLE  scalehead
+	MOVQ job_d+0(AX), R10
+
+scalehead:
+	CMPQ      R10, $0x00000008
+	JB        scaleheadpart
+	VCVTPH2PS (BX)(DI*2), Y1
+	VMULPS    Y0, Y1, Y1
+	VCVTPS2PH $0x00, Y1, (CX)(DI*2)
+	ADDQ      $0x00000008, DI
+	SUBQ      $0x00000008, R10
+	JZ        scalentloop
+
+scaleheadpart:
+	LEAQ (BX)(DI*2), R11
+	LEAQ 128(SP), R12
+	MOVQ R10, R14
+	XORQ R13, R13
+	SUBQ $0x00000010, R14
+
+copyvec17:
+	CMPQ    R13, R14
+	JG      copyone18
+	VMOVUPS (R11)(R13*2), Y1
+	VMOVUPS Y1, (R12)(R13*2)
+	ADDQ    $0x00000010, R13
+	JMP     copyvec17
+
+copyone18:
+	ADDQ $0x00000010, R14
+
+copyloop20:
+	CMPQ R13, R14
+	JGE  copied19
+	MOVW (R11)(R13*2), R15
+	MOVW R15, (R12)(R13*2)
+	INCQ R13
+	JMP  copyloop20
+
+copied19:
+	VCVTPH2PS 128(SP), Y1
+	VMULPS    Y1, Y0, Y1
+	VCVTPS2PH $0x00, Y1, 192(SP)
+	LEAQ      192(SP), R12
+	LEAQ      (CX)(DI*2), R11
+	MOVQ      R10, R14
+	XORQ      R13, R13
+	SUBQ      $0x00000010, R14
+
+copyvec21:
+	CMPQ    R13, R14
+	JG      copyone22
+	VMOVUPS (R12)(R13*2), Y1
+	VMOVUPS Y1, (R11)(R13*2)
+	ADDQ    $0x00000010, R13
+	JMP     copyvec21
+
+copyone22:
+	ADDQ $0x00000010, R14
+
+copyloop24:
+	CMPQ R13, R14
+	JGE  copied23
+	MOVW (R12)(R13*2), R15
+	MOVW R15, (R11)(R13*2)
+	INCQ R13
+	JMP  copyloop24
+
+copied23:
+	ADDQ R10, DI
+
+scalentloop:
+	CMPQ        DI, R8
+	JG          scaletail
+	PREFETCHT0  (R9)(DI*2)
+	VCVTPH2PS   (BX)(DI*2), Y1
+	VMULPS      Y0, Y1, Y1
+	VCVTPH2PS   16(BX)(DI*2), Y2
+	VMULPS      Y0, Y2, Y2
+	VCVTPS2PH   $0x00, Y1, X10
+	VCVTPS2PH   $0x00, Y2, X1
+	VINSERTI128 $0x01, X1, Y10, Y10
+	VMOVNTDQ    Y10, (CX)(DI*2)
+	VCVTPH2PS   32(BX)(DI*2), Y1
+	VMULPS      Y0, Y1, Y1
+	VCVTPH2PS   48(BX)(DI*2), Y2
+	VMULPS      Y0, Y2, Y2
+	VCVTPS2PH   $0x00, Y1, X11
+	VCVTPS2PH   $0x00, Y2, X1
+	VINSERTI128 $0x01, X1, Y11, Y11
+	VMOVNTDQ    Y11, 32(CX)(DI*2)
+	ADDQ        $0x00000020, DI
+	JMP         scalentloop
+
+scaletail:
+	ADDQ $0x00000018, R8
+
+scaleone:
+	CMPQ      DI, R8
+	JG        scalepart
+	VCVTPH2PS (BX)(DI*2), Y1
+	VMULPS    Y0, Y1, Y1
+	VCVTPS2PH $0x00, Y1, (CX)(DI*2)
+	ADDQ      $0x00000008, DI
+	JMP       scaleone
+
+scalepart:
+	MOVQ job_d+0(AX), R10
+	SUBQ DI, R10
+	JZ   scaled
+	LEAQ (BX)(DI*2), R8
+	LEAQ 128(SP), R9
+	MOVQ R10, R12
+	XORQ R11, R11
+	SUBQ $0x00000010, R12
+
+copyvec25:
+	CMPQ    R11, R12
+	JG      copyone26
+	VMOVUPS (R8)(R11*2), Y1
+	VMOVUPS Y1, (R9)(R11*2)
+	ADDQ    $0x00000010, R11
+	JMP     copyvec25
+
+copyone26:
+	ADDQ $0x00000010, R12
+
+copyloop28:
+	CMPQ R11, R12
+	JGE  copied27
+	MOVW (R8)(R11*2), R13
+	MOVW R13, (R9)(R11*2)
+	INCQ R11
+	JMP  copyloop28
+
+copied27:
+	VCVTPH2PS 128(SP), Y1
+	VMULPS    Y1, Y0, Y1
+	VCVTPS2PH $0x00, Y1, 192(SP)
+	LEAQ      192(SP), R9
+	LEAQ      (CX)(DI*2), R8
+	XORQ      DI, DI
+	SUBQ      $0x00000010, R10
+
+copyvec29:
+	CMPQ    DI, R10
+	JG      copyone30
+	VMOVUPS (R9)(DI*2), Y0
+	VMOVUPS Y0, (R8)(DI*2)
+	ADDQ    $0x00000010, DI
+	JMP     copyvec29
+
+copyone30:
+	ADDQ $0x00000010, R10
+
+copyloop32:
+	CMPQ DI, R10
+	JGE  copied31
+	MOVW (R9)(DI*2), R11
+	MOVW R11, (R8)(DI*2)
+	INCQ DI
+	JMP  copyloop32
+
+copied31:
+scaled:
+	ADDQ SI, DX
+	ADDQ SI, CX
+	ADDQ SI, BX
+	INCQ 400(SP)
+	MOVQ 424(SP), DI
+	INCQ DI
+	MOVQ DI, 424(SP)
+	CMPQ DI, 416(SP)
+	JB   scalerow
+	JMP  row
+
+ret:
+	TESTL $0x00000001, job_flags+0(AX)
+	JZ    vzero
+	SFENCE
+
+vzero:
+	VZEROUPPER
+	MOVQ 400(SP), AX
+	MOVQ AX, ret+24(FP)
+	RET
+
+// func avx2WidenBF16(dst uintptr, src uintptr, n int)
+// Requires: AVX, AVX2
+TEXT ·avx2WidenBF16(SB), NOSPLIT, $64-24
+	// avx2WidenBF16 converts n elements: BF16 bits at src widened exactly to float32 at dst.
+	MOVQ dst+0(FP), AX
+	MOVQ src+8(FP), CX
+	MOVQ n+16(FP), DX
+	XORQ BX, BX
+	MOVQ DX, SI
+	SUBQ $0x00000020, SI
+
+loop4:
+	CMPQ      BX, SI
+	JG        tail
+	VPMOVZXWD (CX)(BX*2), Y0
+	VPSLLD    $0x10, Y0, Y0
+	VMOVUPS   Y0, (AX)(BX*4)
+	VPMOVZXWD 16(CX)(BX*2), Y0
+	VPSLLD    $0x10, Y0, Y0
+	VMOVUPS   Y0, 32(AX)(BX*4)
+	VPMOVZXWD 32(CX)(BX*2), Y0
+	VPSLLD    $0x10, Y0, Y0
+	VMOVUPS   Y0, 64(AX)(BX*4)
+	VPMOVZXWD 48(CX)(BX*2), Y0
+	VPSLLD    $0x10, Y0, Y0
+	VMOVUPS   Y0, 96(AX)(BX*4)
+	ADDQ      $0x00000020, BX
+	JMP       loop4
+
+tail:
+	ADDQ $0x00000018, SI
+
+loop1:
+	CMPQ      BX, SI
+	JG        part
+	VPMOVZXWD (CX)(BX*2), Y0
+	VPSLLD    $0x10, Y0, Y0
+	VMOVUPS   Y0, (AX)(BX*4)
+	ADDQ      $0x00000008, BX
+	JMP       loop1
+
+part:
+	SUBQ BX, DX
+	JZ   done
+	LEAQ (CX)(BX*2), CX
+	LEAQ (SP), SI
+	MOVQ DX, R8
+	XORQ DI, DI
+	SUBQ $0x00000010, R8
+
+copyvec1:
+	CMPQ    DI, R8
+	JG      copyone2
+	VMOVUPS (CX)(DI*2), Y0
+	VMOVUPS Y0, (SI)(DI*2)
+	ADDQ    $0x00000010, DI
+	JMP     copyvec1
+
+copyone2:
+	ADDQ $0x00000010, R8
+
+copyloop4:
+	CMPQ DI, R8
+	JGE  copied3
+	MOVW (CX)(DI*2), R9
+	MOVW R9, (SI)(DI*2)
+	INCQ DI
+	JMP  copyloop4
+
+copied3:
+	VPMOVZXWD (SP), Y0
+	VPSLLD    $0x10, Y0, Y0
+	VMOVUPS   Y0, 32(SP)
+	LEAQ      32(SP), CX
+	LEAQ      (AX)(BX*4), SI
+	XORQ      AX, AX
+	SUBQ      $0x00000008, DX
+
+copyvec5:
+	CMPQ    AX, DX
+	JG      copyone6
+	VMOVUPS (CX)(AX*4), Y0
+	VMOVUPS Y0, (SI)(AX*4)
+	ADDQ    $0x00000008, AX
+	JMP     copyvec5
+
+copyone6:
+	ADDQ $0x00000008, DX
+
+copyloop8:
+	CMPQ AX, DX
+	JGE  copied7
+	MOVL (CX)(AX*4), BX
+	MOVL BX, (SI)(AX*4)
+	INCQ AX
+	JMP  copyloop8
+
+copied7:
+done:
+	VZEROUPPER
+	RET
+
+// func avx2WidenF16(dst uintptr, src uintptr, n int)
+// Requires: AVX, F16C
+TEXT ·avx2WidenF16(SB), NOSPLIT, $64-24
+	// avx2WidenF16 converts n elements: F16 bits at src widened exactly to float32 at dst.
+	MOVQ dst+0(FP), AX
+	MOVQ src+8(FP), CX
+	MOVQ n+16(FP), DX
+	XORQ BX, BX
+	MOVQ DX, SI
+	SUBQ $0x00000020, SI
+
+loop4:
+	CMPQ      BX, SI
+	JG        tail
+	VCVTPH2PS (CX)(BX*2), Y0
+	VMOVUPS   Y0, (AX)(BX*4)
+	VCVTPH2PS 16(CX)(BX*2), Y0
+	VMOVUPS   Y0, 32(AX)(BX*4)
+	VCVTPH2PS 32(CX)(BX*2), Y0
+	VMOVUPS   Y0, 64(AX)(BX*4)
+	VCVTPH2PS 48(CX)(BX*2), Y0
+	VMOVUPS   Y0, 96(AX)(BX*4)
+	ADDQ      $0x00000020, BX
+	JMP       loop4
+
+tail:
+	ADDQ $0x00000018, SI
+
+loop1:
+	CMPQ      BX, SI
+	JG        part
+	VCVTPH2PS (CX)(BX*2), Y0
+	VMOVUPS   Y0, (AX)(BX*4)
+	ADDQ      $0x00000008, BX
+	JMP       loop1
+
+part:
+	SUBQ BX, DX
+	JZ   done
+	LEAQ (CX)(BX*2), CX
+	LEAQ (SP), SI
+	MOVQ DX, R8
+	XORQ DI, DI
+	SUBQ $0x00000010, R8
+
+copyvec1:
+	CMPQ    DI, R8
+	JG      copyone2
+	VMOVUPS (CX)(DI*2), Y0
+	VMOVUPS Y0, (SI)(DI*2)
+	ADDQ    $0x00000010, DI
+	JMP     copyvec1
+
+copyone2:
+	ADDQ $0x00000010, R8
+
+copyloop4:
+	CMPQ DI, R8
+	JGE  copied3
+	MOVW (CX)(DI*2), R9
+	MOVW R9, (SI)(DI*2)
+	INCQ DI
+	JMP  copyloop4
+
+copied3:
+	VCVTPH2PS (SP), Y0
+	VMOVUPS   Y0, 32(SP)
+	LEAQ      32(SP), CX
+	LEAQ      (AX)(BX*4), SI
+	XORQ      AX, AX
+	SUBQ      $0x00000008, DX
+
+copyvec5:
+	CMPQ    AX, DX
+	JG      copyone6
+	VMOVUPS (CX)(AX*4), Y0
+	VMOVUPS Y0, (SI)(AX*4)
+	ADDQ    $0x00000008, AX
+	JMP     copyvec5
+
+copyone6:
+	ADDQ $0x00000008, DX
+
+copyloop8:
+	CMPQ AX, DX
+	JGE  copied7
+	MOVL (CX)(AX*4), BX
+	MOVL BX, (SI)(AX*4)
+	INCQ AX
+	JMP  copyloop8
+
+copied7:
+done:
+	VZEROUPPER
+	RET
+
+// func avx2NarrowBF16(dst uintptr, src uintptr, n int)
+// Requires: AVX, AVX2
+TEXT ·avx2NarrowBF16(SB), NOSPLIT, $64-24
+	// avx2NarrowBF16 converts n elements: float32 at src rounded to BF16 bits at dst (to nearest, ties to even).
+	MOVQ dst+0(FP), AX
+	MOVQ src+8(FP), CX
+	MOVQ n+16(FP), DX
+	XORQ BX, BX
+	MOVQ DX, SI
+	SUBQ $0x00000020, SI
+
+loop4:
+	CMPQ         BX, SI
+	JG           tail
+	VMOVUPS      (CX)(BX*4), Y0
+	VPSRLD       $0x10, Y0, Y1
+	VPAND        avx2bfone<>+0(SB), Y1, Y1
+	VPADDD       avx2bfbias<>+0(SB), Y1, Y1
+	VPADDD       Y0, Y1, Y1
+	VPSRLD       $0x10, Y1, Y1
+	VCMPPS       $0x03, Y0, Y0, Y0
+	VBLENDVPS    Y0, avx2bfnanlow<>+0(SB), Y1, Y1
+	VEXTRACTI128 $0x01, Y1, X0
+	VPACKUSDW    X0, X1, X0
+	VMOVDQU      X0, (AX)(BX*2)
+	VMOVUPS      32(CX)(BX*4), Y0
+	VPSRLD       $0x10, Y0, Y1
+	VPAND        avx2bfone<>+0(SB), Y1, Y1
+	VPADDD       avx2bfbias<>+0(SB), Y1, Y1
+	VPADDD       Y0, Y1, Y1
+	VPSRLD       $0x10, Y1, Y1
+	VCMPPS       $0x03, Y0, Y0, Y0
+	VBLENDVPS    Y0, avx2bfnanlow<>+0(SB), Y1, Y1
+	VEXTRACTI128 $0x01, Y1, X0
+	VPACKUSDW    X0, X1, X0
+	VMOVDQU      X0, 16(AX)(BX*2)
+	VMOVUPS      64(CX)(BX*4), Y0
+	VPSRLD       $0x10, Y0, Y1
+	VPAND        avx2bfone<>+0(SB), Y1, Y1
+	VPADDD       avx2bfbias<>+0(SB), Y1, Y1
+	VPADDD       Y0, Y1, Y1
+	VPSRLD       $0x10, Y1, Y1
+	VCMPPS       $0x03, Y0, Y0, Y0
+	VBLENDVPS    Y0, avx2bfnanlow<>+0(SB), Y1, Y1
+	VEXTRACTI128 $0x01, Y1, X0
+	VPACKUSDW    X0, X1, X0
+	VMOVDQU      X0, 32(AX)(BX*2)
+	VMOVUPS      96(CX)(BX*4), Y0
+	VPSRLD       $0x10, Y0, Y1
+	VPAND        avx2bfone<>+0(SB), Y1, Y1
+	VPADDD       avx2bfbias<>+0(SB), Y1, Y1
+	VPADDD       Y0, Y1, Y1
+	VPSRLD       $0x10, Y1, Y1
+	VCMPPS       $0x03, Y0, Y0, Y0
+	VBLENDVPS    Y0, avx2bfnanlow<>+0(SB), Y1, Y1
+	VEXTRACTI128 $0x01, Y1, X0
+	VPACKUSDW    X0, X1, X0
+	VMOVDQU      X0, 48(AX)(BX*2)
+	ADDQ         $0x00000020, BX
+	JMP          loop4
+
+tail:
+	ADDQ $0x00000018, SI
+
+loop1:
+	CMPQ         BX, SI
+	JG           part
+	VMOVUPS      (CX)(BX*4), Y0
+	VPSRLD       $0x10, Y0, Y1
+	VPAND        avx2bfone<>+0(SB), Y1, Y1
+	VPADDD       avx2bfbias<>+0(SB), Y1, Y1
+	VPADDD       Y0, Y1, Y1
+	VPSRLD       $0x10, Y1, Y1
+	VCMPPS       $0x03, Y0, Y0, Y0
+	VBLENDVPS    Y0, avx2bfnanlow<>+0(SB), Y1, Y1
+	VEXTRACTI128 $0x01, Y1, X0
+	VPACKUSDW    X0, X1, X0
+	VMOVDQU      X0, (AX)(BX*2)
+	ADDQ         $0x00000008, BX
+	JMP          loop1
+
+part:
+	SUBQ BX, DX
+	JZ   done
+	LEAQ (CX)(BX*4), CX
+	LEAQ (SP), SI
+	MOVQ DX, R8
+	XORQ DI, DI
+	SUBQ $0x00000008, R8
+
+copyvec1:
+	CMPQ    DI, R8
+	JG      copyone2
+	VMOVUPS (CX)(DI*4), Y0
+	VMOVUPS Y0, (SI)(DI*4)
+	ADDQ    $0x00000008, DI
+	JMP     copyvec1
+
+copyone2:
+	ADDQ $0x00000008, R8
+
+copyloop4:
+	CMPQ DI, R8
+	JGE  copied3
+	MOVL (CX)(DI*4), R9
+	MOVL R9, (SI)(DI*4)
+	INCQ DI
+	JMP  copyloop4
+
+copied3:
+	VMOVUPS      (SP), Y0
+	VPSRLD       $0x10, Y0, Y1
+	VPAND        avx2bfone<>+0(SB), Y1, Y1
+	VPADDD       avx2bfbias<>+0(SB), Y1, Y1
+	VPADDD       Y0, Y1, Y1
+	VPSRLD       $0x10, Y1, Y1
+	VCMPPS       $0x03, Y0, Y0, Y0
+	VBLENDVPS    Y0, avx2bfnanlow<>+0(SB), Y1, Y1
+	VEXTRACTI128 $0x01, Y1, X0
+	VPACKUSDW    X0, X1, X0
+	VMOVDQU      X0, 32(SP)
+	LEAQ         32(SP), CX
+	LEAQ         (AX)(BX*2), SI
+	XORQ         AX, AX
+	SUBQ         $0x00000010, DX
+
+copyvec5:
+	CMPQ    AX, DX
+	JG      copyone6
+	VMOVUPS (CX)(AX*2), Y0
+	VMOVUPS Y0, (SI)(AX*2)
+	ADDQ    $0x00000010, AX
+	JMP     copyvec5
+
+copyone6:
+	ADDQ $0x00000010, DX
+
+copyloop8:
+	CMPQ AX, DX
+	JGE  copied7
+	MOVW (CX)(AX*2), BX
+	MOVW BX, (SI)(AX*2)
+	INCQ AX
+	JMP  copyloop8
+
+copied7:
+done:
+	VZEROUPPER
+	RET
+
+// func avx2NarrowF16(dst uintptr, src uintptr, n int)
+// Requires: AVX, F16C
+TEXT ·avx2NarrowF16(SB), NOSPLIT, $64-24
+	// avx2NarrowF16 converts n elements: float32 at src rounded to F16 bits at dst (to nearest, ties to even).
+	MOVQ dst+0(FP), AX
+	MOVQ src+8(FP), CX
+	MOVQ n+16(FP), DX
+	XORQ BX, BX
+	MOVQ DX, SI
+	SUBQ $0x00000020, SI
+
+loop4:
+	CMPQ      BX, SI
+	JG        tail
+	VMOVUPS   (CX)(BX*4), Y0
+	VCVTPS2PH $0x00, Y0, (AX)(BX*2)
+	VMOVUPS   32(CX)(BX*4), Y0
+	VCVTPS2PH $0x00, Y0, 16(AX)(BX*2)
+	VMOVUPS   64(CX)(BX*4), Y0
+	VCVTPS2PH $0x00, Y0, 32(AX)(BX*2)
+	VMOVUPS   96(CX)(BX*4), Y0
+	VCVTPS2PH $0x00, Y0, 48(AX)(BX*2)
+	ADDQ      $0x00000020, BX
+	JMP       loop4
+
+tail:
+	ADDQ $0x00000018, SI
+
+loop1:
+	CMPQ      BX, SI
+	JG        part
+	VMOVUPS   (CX)(BX*4), Y0
+	VCVTPS2PH $0x00, Y0, (AX)(BX*2)
+	ADDQ      $0x00000008, BX
+	JMP       loop1
+
+part:
+	SUBQ BX, DX
+	JZ   done
+	LEAQ (CX)(BX*4), CX
+	LEAQ (SP), SI
+	MOVQ DX, R8
+	XORQ DI, DI
+	SUBQ $0x00000008, R8
+
+copyvec1:
+	CMPQ    DI, R8
+	JG      copyone2
+	VMOVUPS (CX)(DI*4), Y0
+	VMOVUPS Y0, (SI)(DI*4)
+	ADDQ    $0x00000008, DI
+	JMP     copyvec1
+
+copyone2:
+	ADDQ $0x00000008, R8
+
+copyloop4:
+	CMPQ DI, R8
+	JGE  copied3
+	MOVL (CX)(DI*4), R9
+	MOVL R9, (SI)(DI*4)
+	INCQ DI
+	JMP  copyloop4
+
+copied3:
+	VMOVUPS   (SP), Y0
+	VCVTPS2PH $0x00, Y0, 32(SP)
+	LEAQ      32(SP), CX
+	LEAQ      (AX)(BX*2), SI
+	XORQ      AX, AX
+	SUBQ      $0x00000010, DX
+
+copyvec5:
+	CMPQ    AX, DX
+	JG      copyone6
+	VMOVUPS (CX)(AX*2), Y0
+	VMOVUPS Y0, (SI)(AX*2)
+	ADDQ    $0x00000010, AX
+	JMP     copyvec5
+
+copyone6:
+	ADDQ $0x00000010, DX
+
+copyloop8:
+	CMPQ AX, DX
+	JGE  copied7
+	MOVW (CX)(AX*2), BX
+	MOVW BX, (SI)(AX*2)
+	INCQ AX
+	JMP  copyloop8
+
+copied7:
+done:
+	VZEROUPPER
+	RET
+
 // func callKernel(j *job, from, to int) int: jump to the function job.fn selects, with the
 // caller's arguments and return address in place.
 TEXT ·callKernel(SB), NOSPLIT, $0-32
@@ -6728,52 +38366,52 @@ DATA kernels<>+224(SB)/8, $·avx2Unweighted(SB)
 DATA kernels<>+232(SB)/8, $·avx2AddWeighted(SB)
 DATA kernels<>+240(SB)/8, $·avx2AddOffset(SB)
 DATA kernels<>+248(SB)/8, $·avx2AddUnweighted(SB)
-DATA kernels<>+256(SB)/8, $·runGeneric(SB)
-DATA kernels<>+264(SB)/8, $·runGeneric(SB)
-DATA kernels<>+272(SB)/8, $·runGeneric(SB)
-DATA kernels<>+280(SB)/8, $·runGeneric(SB)
-DATA kernels<>+288(SB)/8, $·runGeneric(SB)
-DATA kernels<>+296(SB)/8, $·runGeneric(SB)
-DATA kernels<>+304(SB)/8, $·runGeneric(SB)
-DATA kernels<>+312(SB)/8, $·runGeneric(SB)
-DATA kernels<>+320(SB)/8, $·runGeneric(SB)
-DATA kernels<>+328(SB)/8, $·runGeneric(SB)
-DATA kernels<>+336(SB)/8, $·runGeneric(SB)
-DATA kernels<>+344(SB)/8, $·runGeneric(SB)
-DATA kernels<>+352(SB)/8, $·runGeneric(SB)
-DATA kernels<>+360(SB)/8, $·runGeneric(SB)
-DATA kernels<>+368(SB)/8, $·runGeneric(SB)
-DATA kernels<>+376(SB)/8, $·runGeneric(SB)
-DATA kernels<>+384(SB)/8, $·runGeneric(SB)
-DATA kernels<>+392(SB)/8, $·runGeneric(SB)
-DATA kernels<>+400(SB)/8, $·runGeneric(SB)
-DATA kernels<>+408(SB)/8, $·runGeneric(SB)
+DATA kernels<>+256(SB)/8, $·avx2BF16Weighted(SB)
+DATA kernels<>+264(SB)/8, $·avx2BF16WeightedRN(SB)
+DATA kernels<>+272(SB)/8, $·avx2BF16Offset(SB)
+DATA kernels<>+280(SB)/8, $·avx2BF16OffsetRN(SB)
+DATA kernels<>+288(SB)/8, $·avx2BF16Unweighted(SB)
+DATA kernels<>+296(SB)/8, $·avx2BF16AddWeighted(SB)
+DATA kernels<>+304(SB)/8, $·avx2BF16AddWeightedRN(SB)
+DATA kernels<>+312(SB)/8, $·avx2BF16AddOffset(SB)
+DATA kernels<>+320(SB)/8, $·avx2BF16AddOffsetRN(SB)
+DATA kernels<>+328(SB)/8, $·avx2BF16AddUnweighted(SB)
+DATA kernels<>+336(SB)/8, $·avx2F16Weighted(SB)
+DATA kernels<>+344(SB)/8, $·avx2F16WeightedRN(SB)
+DATA kernels<>+352(SB)/8, $·avx2F16Offset(SB)
+DATA kernels<>+360(SB)/8, $·avx2F16OffsetRN(SB)
+DATA kernels<>+368(SB)/8, $·avx2F16Unweighted(SB)
+DATA kernels<>+376(SB)/8, $·avx2F16AddWeighted(SB)
+DATA kernels<>+384(SB)/8, $·avx2F16AddWeightedRN(SB)
+DATA kernels<>+392(SB)/8, $·avx2F16AddOffset(SB)
+DATA kernels<>+400(SB)/8, $·avx2F16AddOffsetRN(SB)
+DATA kernels<>+408(SB)/8, $·avx2F16AddUnweighted(SB)
 DATA kernels<>+416(SB)/8, $·avx512Weighted(SB)
 DATA kernels<>+424(SB)/8, $·avx512Offset(SB)
 DATA kernels<>+432(SB)/8, $·avx512Unweighted(SB)
 DATA kernels<>+440(SB)/8, $·avx512AddWeighted(SB)
 DATA kernels<>+448(SB)/8, $·avx512AddOffset(SB)
 DATA kernels<>+456(SB)/8, $·avx512AddUnweighted(SB)
-DATA kernels<>+464(SB)/8, $·runGeneric(SB)
-DATA kernels<>+472(SB)/8, $·runGeneric(SB)
-DATA kernels<>+480(SB)/8, $·runGeneric(SB)
-DATA kernels<>+488(SB)/8, $·runGeneric(SB)
-DATA kernels<>+496(SB)/8, $·runGeneric(SB)
-DATA kernels<>+504(SB)/8, $·runGeneric(SB)
-DATA kernels<>+512(SB)/8, $·runGeneric(SB)
-DATA kernels<>+520(SB)/8, $·runGeneric(SB)
-DATA kernels<>+528(SB)/8, $·runGeneric(SB)
-DATA kernels<>+536(SB)/8, $·runGeneric(SB)
-DATA kernels<>+544(SB)/8, $·runGeneric(SB)
-DATA kernels<>+552(SB)/8, $·runGeneric(SB)
-DATA kernels<>+560(SB)/8, $·runGeneric(SB)
-DATA kernels<>+568(SB)/8, $·runGeneric(SB)
-DATA kernels<>+576(SB)/8, $·runGeneric(SB)
-DATA kernels<>+584(SB)/8, $·runGeneric(SB)
-DATA kernels<>+592(SB)/8, $·runGeneric(SB)
-DATA kernels<>+600(SB)/8, $·runGeneric(SB)
-DATA kernels<>+608(SB)/8, $·runGeneric(SB)
-DATA kernels<>+616(SB)/8, $·runGeneric(SB)
+DATA kernels<>+464(SB)/8, $·avx512BF16Weighted(SB)
+DATA kernels<>+472(SB)/8, $·avx512BF16WeightedRN(SB)
+DATA kernels<>+480(SB)/8, $·avx512BF16Offset(SB)
+DATA kernels<>+488(SB)/8, $·avx512BF16OffsetRN(SB)
+DATA kernels<>+496(SB)/8, $·avx512BF16Unweighted(SB)
+DATA kernels<>+504(SB)/8, $·avx512BF16AddWeighted(SB)
+DATA kernels<>+512(SB)/8, $·avx512BF16AddWeightedRN(SB)
+DATA kernels<>+520(SB)/8, $·avx512BF16AddOffset(SB)
+DATA kernels<>+528(SB)/8, $·avx512BF16AddOffsetRN(SB)
+DATA kernels<>+536(SB)/8, $·avx512BF16AddUnweighted(SB)
+DATA kernels<>+544(SB)/8, $·avx512F16Weighted(SB)
+DATA kernels<>+552(SB)/8, $·avx512F16WeightedRN(SB)
+DATA kernels<>+560(SB)/8, $·avx512F16Offset(SB)
+DATA kernels<>+568(SB)/8, $·avx512F16OffsetRN(SB)
+DATA kernels<>+576(SB)/8, $·avx512F16Unweighted(SB)
+DATA kernels<>+584(SB)/8, $·avx512F16AddWeighted(SB)
+DATA kernels<>+592(SB)/8, $·avx512F16AddWeightedRN(SB)
+DATA kernels<>+600(SB)/8, $·avx512F16AddOffset(SB)
+DATA kernels<>+608(SB)/8, $·avx512F16AddOffsetRN(SB)
+DATA kernels<>+616(SB)/8, $·avx512F16AddUnweighted(SB)
 DATA kernels<>+624(SB)/8, $·runGeneric(SB)
 DATA kernels<>+632(SB)/8, $·runGeneric(SB)
 DATA kernels<>+640(SB)/8, $·runGeneric(SB)

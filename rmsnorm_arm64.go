@@ -49,10 +49,162 @@ func neonAddOffset(j *job, from, to int) int
 //go:noescape
 func neonAddUnweighted(j *job, from, to int) int
 
+// neonBF16Weighted normalizes rows [from, to) of the job: BF16 rows: y = round16((x*inv)*w), for each row.
+// It stops before the first row that needs the float64 path and returns that row's index, or to.
+//
+//go:noescape
+func neonBF16Weighted(j *job, from, to int) int
+
+// neonBF16WeightedRN normalizes rows [from, to) of the job: BF16 rows: y = round16(round16(x*inv)*w), for each row.
+// It stops before the first row that needs the float64 path and returns that row's index, or to.
+//
+//go:noescape
+func neonBF16WeightedRN(j *job, from, to int) int
+
+// neonBF16Offset normalizes rows [from, to) of the job: BF16 rows: y = round16((x*inv)*(1+w)), for each row.
+// It stops before the first row that needs the float64 path and returns that row's index, or to.
+//
+//go:noescape
+func neonBF16Offset(j *job, from, to int) int
+
+// neonBF16OffsetRN normalizes rows [from, to) of the job: BF16 rows: y = round16(round16(x*inv)*(1+w)), for each row.
+// It stops before the first row that needs the float64 path and returns that row's index, or to.
+//
+//go:noescape
+func neonBF16OffsetRN(j *job, from, to int) int
+
+// neonBF16Unweighted normalizes rows [from, to) of the job: BF16 rows: y = round16(x*inv), for each row.
+// It stops before the first row that needs the float64 path and returns that row's index, or to.
+//
+//go:noescape
+func neonBF16Unweighted(j *job, from, to int) int
+
+// neonBF16AddWeighted normalizes rows [from, to) of the job: BF16 rows: h = round16(x + res) and res = h per element, then y = round16((h*inv)*w), for each row.
+// It stops before the first row that needs the float64 path and returns that row's index, or to.
+//
+//go:noescape
+func neonBF16AddWeighted(j *job, from, to int) int
+
+// neonBF16AddWeightedRN normalizes rows [from, to) of the job: BF16 rows: h = round16(x + res) and res = h per element, then y = round16(round16(h*inv)*w), for each row.
+// It stops before the first row that needs the float64 path and returns that row's index, or to.
+//
+//go:noescape
+func neonBF16AddWeightedRN(j *job, from, to int) int
+
+// neonBF16AddOffset normalizes rows [from, to) of the job: BF16 rows: h = round16(x + res) and res = h per element, then y = round16((h*inv)*(1+w)), for each row.
+// It stops before the first row that needs the float64 path and returns that row's index, or to.
+//
+//go:noescape
+func neonBF16AddOffset(j *job, from, to int) int
+
+// neonBF16AddOffsetRN normalizes rows [from, to) of the job: BF16 rows: h = round16(x + res) and res = h per element, then y = round16(round16(h*inv)*(1+w)), for each row.
+// It stops before the first row that needs the float64 path and returns that row's index, or to.
+//
+//go:noescape
+func neonBF16AddOffsetRN(j *job, from, to int) int
+
+// neonBF16AddUnweighted normalizes rows [from, to) of the job: BF16 rows: h = round16(x + res) and res = h per element, then y = round16(h*inv), for each row.
+// It stops before the first row that needs the float64 path and returns that row's index, or to.
+//
+//go:noescape
+func neonBF16AddUnweighted(j *job, from, to int) int
+
+// neonF16Weighted normalizes rows [from, to) of the job: F16 rows: y = round16((x*inv)*w), for each row.
+// It stops before the first row that needs the float64 path and returns that row's index, or to.
+//
+//go:noescape
+func neonF16Weighted(j *job, from, to int) int
+
+// neonF16WeightedRN normalizes rows [from, to) of the job: F16 rows: y = round16(round16(x*inv)*w), for each row.
+// It stops before the first row that needs the float64 path and returns that row's index, or to.
+//
+//go:noescape
+func neonF16WeightedRN(j *job, from, to int) int
+
+// neonF16Offset normalizes rows [from, to) of the job: F16 rows: y = round16((x*inv)*(1+w)), for each row.
+// It stops before the first row that needs the float64 path and returns that row's index, or to.
+//
+//go:noescape
+func neonF16Offset(j *job, from, to int) int
+
+// neonF16OffsetRN normalizes rows [from, to) of the job: F16 rows: y = round16(round16(x*inv)*(1+w)), for each row.
+// It stops before the first row that needs the float64 path and returns that row's index, or to.
+//
+//go:noescape
+func neonF16OffsetRN(j *job, from, to int) int
+
+// neonF16Unweighted normalizes rows [from, to) of the job: F16 rows: y = round16(x*inv), for each row.
+// It stops before the first row that needs the float64 path and returns that row's index, or to.
+//
+//go:noescape
+func neonF16Unweighted(j *job, from, to int) int
+
+// neonF16AddWeighted normalizes rows [from, to) of the job: F16 rows: h = round16(x + res) and res = h per element, then y = round16((h*inv)*w), for each row.
+// It stops before the first row that needs the float64 path and returns that row's index, or to.
+//
+//go:noescape
+func neonF16AddWeighted(j *job, from, to int) int
+
+// neonF16AddWeightedRN normalizes rows [from, to) of the job: F16 rows: h = round16(x + res) and res = h per element, then y = round16(round16(h*inv)*w), for each row.
+// It stops before the first row that needs the float64 path and returns that row's index, or to.
+//
+//go:noescape
+func neonF16AddWeightedRN(j *job, from, to int) int
+
+// neonF16AddOffset normalizes rows [from, to) of the job: F16 rows: h = round16(x + res) and res = h per element, then y = round16((h*inv)*(1+w)), for each row.
+// It stops before the first row that needs the float64 path and returns that row's index, or to.
+//
+//go:noescape
+func neonF16AddOffset(j *job, from, to int) int
+
+// neonF16AddOffsetRN normalizes rows [from, to) of the job: F16 rows: h = round16(x + res) and res = h per element, then y = round16(round16(h*inv)*(1+w)), for each row.
+// It stops before the first row that needs the float64 path and returns that row's index, or to.
+//
+//go:noescape
+func neonF16AddOffsetRN(j *job, from, to int) int
+
+// neonF16AddUnweighted normalizes rows [from, to) of the job: F16 rows: h = round16(x + res) and res = h per element, then y = round16(h*inv), for each row.
+// It stops before the first row that needs the float64 path and returns that row's index, or to.
+//
+//go:noescape
+func neonF16AddUnweighted(j *job, from, to int) int
+
+// neonWidenBF16 converts n elements: BF16 bits at src widened exactly to float32 at dst.
+//
+//go:noescape
+func neonWidenBF16(dst, src unsafe.Pointer, n int)
+
+// neonWidenF16 converts n elements: F16 bits at src widened exactly to float32 at dst.
+//
+//go:noescape
+func neonWidenF16(dst, src unsafe.Pointer, n int)
+
+// neonNarrowBF16 converts n elements: float32 at src rounded to BF16 bits at dst (to nearest, ties to even).
+//
+//go:noescape
+func neonNarrowBF16(dst, src unsafe.Pointer, n int)
+
+// neonNarrowF16 converts n elements: float32 at src rounded to F16 bits at dst (to nearest, ties to even).
+//
+//go:noescape
+func neonNarrowF16(dst, src unsafe.Pointer, n int)
+
 // convertAsm runs conversion op on n elements with kernel k's vector loop and reports whether
 // k has one.
 func convertAsm(k kernelID, op convOp, dst, src unsafe.Pointer, n int) bool {
 	switch uint(k)*numConvOps + uint(op) {
+	case uint(kernelNEON)*numConvOps + uint(convWidenBF16):
+		neonWidenBF16(dst, src, n)
+		return true
+	case uint(kernelNEON)*numConvOps + uint(convWidenF16):
+		neonWidenF16(dst, src, n)
+		return true
+	case uint(kernelNEON)*numConvOps + uint(convNarrowBF16):
+		neonNarrowBF16(dst, src, n)
+		return true
+	case uint(kernelNEON)*numConvOps + uint(convNarrowF16):
+		neonNarrowF16(dst, src, n)
+		return true
 	}
 	return false
 }

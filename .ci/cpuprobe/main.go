@@ -37,7 +37,7 @@ func main() {
 		if cpu.X86.HasAVX && cpu.X86.HasAVX512F {
 			kernels = append(kernels, "avx512")
 		}
-		if cpu.X86.HasAVX && cpu.X86.HasAVX2 {
+		if cpu.X86.HasAVX && cpu.X86.HasAVX2 && cpu.X86.HasF16C {
 			kernels = append(kernels, "avx2")
 		}
 	case "arm64":

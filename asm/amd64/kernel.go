@@ -40,7 +40,7 @@ var prefetch = PREFETCHT0
 type gen struct {
 	s  *isa
 	v  spec.Variant
-	eb int // bytes per element of the rows (4: float32)
+	eb int // bytes per element of the rows (4: float32, 2: bfloat16 and binary16)
 
 	// Registers live across the function.
 	j              GPVirtual // the job
@@ -58,6 +58,8 @@ type gen struct {
 	slotR      Mem // AVX2, residual: the same for res
 	resTail    Mem // AVX2, residual: where h of the copied end goes back to
 	tailN      Mem // AVX2: elements in the copied end
+
+	bf bfRegs // AVX-512 bfloat16: the rounding constants
 
 	labels int
 }
@@ -83,7 +85,7 @@ func kernel(s *isa, v spec.Variant) {
 	for _, l := range v.Doc(name) {
 		Comment(l)
 	}
-	g := &gen{s: s, v: v, eb: 4}
+	g := &gen{s: s, v: v, eb: v.Format.Bytes()}
 	g.locals()
 	g.prologue()
 
@@ -146,7 +148,8 @@ func (g *gen) prologue() {
 	}
 	g.strideB = GP64()
 	MOVQ(g.field(spec.Job.Stride), g.strideB)
-	SHLQ(U8(2), g.strideB)
+	SHLQ(U8(map[int]uint8{4: 2, 2: 1}[g.eb]), g.strideB)
+	g.loadBF16Consts()
 
 	Comment("fd = float32(d); rd = 1/d when d is a power of two (ss/d is then ss*rd exactly), else 0.")
 	d, t := GP64(), GP64()
@@ -321,15 +324,14 @@ func (g *gen) sumSquares(xr, rr GPVirtual) []VecVirtual {
 }
 
 // block adds the squares of the 64 elements from element i of the row at xr to the
-// accumulators (first: sets them). In the residual variants the elements are h = x + res, stored
-// back to res at rr first.
+// accumulators (first: sets them). In the residual variants the elements are h = x + res (rounded
+// to the storage format), stored back to res at rr first.
 func (g *gen) block(acc []VecVirtual, xr, rr, i GPVirtual, first bool) {
 	for k := range acc {
 		t := g.s.vec()
-		VMOVUPS(g.at(xr, i, k*g.s.vbytes()), t)
+		g.load(g.at(xr, i, k*g.vstep()), t)
 		if g.v.Residual {
-			VADDPS(g.at(rr, i, k*g.s.vbytes()), t, t)
-			VMOVUPS(t, g.at(rr, i, k*g.s.vbytes()))
+			t = g.addResidual(t, g.at(rr, i, k*g.vstep()), nil)
 		}
 		if first {
 			VMULPS(t, t, acc[k])
@@ -338,6 +340,32 @@ func (g *gen) block(acc []VecVirtual, xr, rr, i GPVirtual, first bool) {
 			VADDPS(t, acc[k], acc[k])
 		}
 	}
+}
+
+// addResidual returns h = x + res (rounded to the storage format) for x in t and res at m, and
+// stores h back to m; with k set, only the lanes of k.
+func (g *gen) addResidual(t VecVirtual, m Mem, k Op) VecVirtual {
+	switch {
+	case k == nil && !g.is16():
+		VADDPS(m, t, t)
+	default:
+		r := g.s.vec()
+		if k == nil {
+			g.load(m, r)
+		} else {
+			g.loadMasked(m, k, r)
+		}
+		VADDPS(r, t, t)
+	}
+	if g.is16() {
+		t = g.round(t)
+	}
+	if k == nil {
+		g.store(t, m, true)
+	} else {
+		g.storeMasked(t, k, m, true)
+	}
+	return t
 }
 
 // maskedTail adds the last rem (1..63) elements from element i, each vector through a k-mask of
@@ -360,12 +388,9 @@ func (g *gen) maskedTail(acc []VecVirtual, xr, rr, i, rem GPVirtual) {
 		m := K()
 		KMOVW(Mem{Base: tab, Index: n, Scale: 2}, m)
 		t := s.vec()
-		VMOVUPS_Z(g.at(xr, i, k*s.vbytes()), m, t)
+		g.loadMasked(g.at(xr, i, k*g.vstep()), m, t)
 		if g.v.Residual {
-			r := s.vec()
-			VMOVUPS_Z(g.at(rr, i, k*s.vbytes()), m, r)
-			VADDPS(r, t, t)
-			VMOVUPS(t, m, g.at(rr, i, k*s.vbytes()))
+			t = g.addResidual(t, g.at(rr, i, k*g.vstep()), m)
 		}
 		VMULPS(t, t, t)
 		VADDPS(t, acc[k], acc[k])
@@ -431,7 +456,7 @@ func (g *gen) copyElems(src, dst GPVirtual, n Op, eb int) {
 	t := g.s.vec()
 	VMOVUPS(at(src, c), t)
 	VMOVUPS(t, at(dst, c))
-	ADDQ(U32(g.s.vbytes()/eb), c)
+	ADDQ(U32(g.s.vbytes()/eb), c) // a vector of bytes, not of lanes
 	JMP(LabelRef(vec))
 	Label(one)
 	ADDQ(U32(g.s.vbytes()/eb), lim)
@@ -615,14 +640,24 @@ func (g *gen) scale(src GPVirtual, invv, one VecVirtual) {
 	MOVQ(g.dst, n)
 	NEGQ(n)
 	ANDQ(U32(s.vbytes()-1), n)
-	SHRQ(U8(2), n) // elements
+	SHRQ(U8(map[int]uint8{4: 2, 2: 1}[g.eb]), n) // elements
 	JZ(LabelRef("scalentloop"))
 	CMPQ(n, g.d())
 	JLE(LabelRef("scalehead"))
 	MOVQ(g.d(), n)
 	Label("scalehead")
+	if g.is16() {
+		// Up to two vectors of 16-bit lanes before the alignment of a whole vector of them.
+		CMPQ(n, U32(s.lanes))
+		JB(LabelRef("scaleheadpart"))
+		g.store(g.compute(src, i, 0, invv, one), g.at(g.dst, i, 0), false)
+		ADDQ(U32(s.lanes), i)
+		SUBQ(U32(s.lanes), n)
+		JZ(LabelRef("scalentloop"))
+		Label("scaleheadpart")
+	}
 	g.partialOut(src, i, n, invv, one)
-	MOVQ(n, i)
+	ADDQ(n, i)
 	g.scaleLoop("scalentloop", src, i, lim, pf, invv, one, true)
 
 	Label("scaletail")
@@ -630,7 +665,7 @@ func (g *gen) scale(src GPVirtual, invv, one VecVirtual) {
 	Label("scaleone")
 	CMPQ(i, lim)
 	JG(LabelRef("scalepart"))
-	g.out(src, i, 0, invv, one, false)
+	g.store(g.compute(src, i, 0, invv, one), g.at(g.dst, i, 0), false)
 	ADDQ(U32(s.lanes), i)
 	JMP(LabelRef("scaleone"))
 	Label("scalepart")
@@ -652,8 +687,19 @@ func (g *gen) scaleLoop(name string, src, i, lim, pf GPVirtual, invv, one VecVir
 	if pf != nil {
 		g.prefetchLines(pf, i)
 	}
+	var pair []VecVirtual
 	for u := 0; u < unroll; u++ {
-		g.out(src, i, u*s.vbytes(), invv, one, nt)
+		t := g.compute(src, i, u, invv, one)
+		switch {
+		case !nt:
+			g.store(t, g.at(g.dst, i, u*g.vstep()), false)
+		case !g.is16():
+			g.storeNT([]VecVirtual{t}, g.at(g.dst, i, u*g.vstep()))
+		case u%2 == 0:
+			pair = []VecVirtual{t}
+		default:
+			g.storeNT(append(pair, t), g.at(g.dst, i, (u-1)*g.vstep()))
+		}
 	}
 	ADDQ(U32(unroll*s.lanes), i)
 	JMP(LabelRef(name))
@@ -666,16 +712,16 @@ func (g *gen) prefetchLines(pf, i GPVirtual) {
 	}
 }
 
-// out computes one vector of output at element i (plus disp bytes) and stores it.
-func (g *gen) out(src, i GPVirtual, disp int, invv, one VecVirtual, nt bool) {
+// compute returns vector u (of the lanes from element i) of the scale pass's output, before it is
+// narrowed to the storage format: (src*inv)*w or the variant's form.
+func (g *gen) compute(src, i GPVirtual, u int, invv, one VecVirtual) VecVirtual {
 	t := g.s.vec()
-	VMULPS(g.at(src, i, disp), invv, t)
-	g.applyWeight(t, g.atW(i, disp), one, nil)
-	if nt {
-		VMOVNTPS(t, g.at(g.dst, i, disp))
-	} else {
-		VMOVUPS(t, g.at(g.dst, i, disp))
+	g.mulLoad(g.at(src, i, u*g.vstep()), invv, t)
+	if g.v.RoundNormalized {
+		t = g.round(t)
 	}
+	g.applyWeight(t, g.atW(i, u*g.s.vbytes()), one, nil)
+	return t
 }
 
 // applyWeight multiplies t by the weight vector at m, or by 1 + it, as the variant asks; with k
@@ -709,13 +755,16 @@ func (g *gen) partialOut(src, i, n GPVirtual, invv, one VecVirtual) {
 		m := K()
 		KMOVW(Mem{Base: tab, Index: n, Scale: 2}, m)
 		t := s.vec()
-		VMOVUPS_Z(g.at(src, i, 0), m, t)
+		g.loadMasked(g.at(src, i, 0), m, t)
 		VMULPS(t, invv, t)
+		if g.v.RoundNormalized {
+			t = g.round(t)
+		}
 		g.applyWeight(t, g.atW(i, 0), one, m)
-		VMOVUPS(t, m, g.at(g.dst, i, 0))
+		g.storeMasked(t, m, g.at(g.dst, i, 0), false)
 		return
 	}
-	// slotX holds the row's elements, then the weight's, then the output.
+	// slotX holds the row's elements, then the weight's, then the output, a vector each.
 	vb := s.vbytes()
 	p, sl := GP64(), GP64()
 	LEAQ(g.at(src, i, 0), p)
@@ -727,10 +776,13 @@ func (g *gen) partialOut(src, i, n GPVirtual, invv, one VecVirtual) {
 		g.copyElems(p, sl, n, 4)
 	}
 	t := s.vec()
-	VMOVUPS(g.slotX, t)
+	g.load(g.slotX, t)
 	VMULPS(t, invv, t)
+	if g.v.RoundNormalized {
+		t = g.round(t)
+	}
 	g.applyWeight(t, g.slotX.Offset(vb), one, nil)
-	VMOVUPS(t, g.slotX.Offset(2*vb))
+	g.store(t, g.slotX.Offset(2*vb), false)
 	LEAQ(g.slotX.Offset(2*vb), sl)
 	LEAQ(g.at(g.dst, i, 0), p)
 	g.copyElems(sl, p, n, g.eb)

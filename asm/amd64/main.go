@@ -45,15 +45,18 @@ func main() {
 
 	ConstraintExpr("amd64,gc,!purego,!noasm")
 	declareConstants()
+	declareBF16Constants()
 	var ks []spec.Kernel
 	for _, s := range []*isa{avx512, avx2} {
 		k := spec.Kernel{ID: s.kernelID, Prefix: s.name}
 		for _, v := range spec.Forward {
-			if v.Format == spec.F32 { // 16-bit rows run the generic kernel
-				k.Variants = append(k.Variants, v)
-				kernel(s, v)
-			}
+			k.Variants = append(k.Variants, v)
+			kernel(s, v)
 		}
+		for _, c := range spec.Conversions {
+			convert(s, c)
+		}
+		k.Conversions = true
 		ks = append(ks, k)
 	}
 	Generate()

@@ -44,7 +44,7 @@ func TestWordsDecodeToTheirComments(t *testing.T) {
 		seen[strings.Fields(m[2])[0]] = true
 		n++
 	}
-	for _, op := range []string{"fmul", "fadd", "faddp", "fdiv", "fsqrt", "fcmge"} {
+	for _, op := range []string{"fmul", "fadd", "faddp", "fdiv", "fsqrt", "fcmge", "fcmeq", "shll", "fcvtl", "fcvtn", "shrn"} {
 		if !seen[op] {
 			t.Errorf("no %s among the %d WORDs checked", op, n)
 		}
@@ -67,6 +67,13 @@ func TestEncodersAgainstKnownEncodings(t *testing.T) {
 		{func() (uint32, string) { return fsqrt4s(3, 5) }, 0x6ea1f8a3},
 		{func() (uint32, string) { return faddpScalar(3, 5) }, 0x7e30d8a3},
 		{func() (uint32, string) { return fmul4s(31, 31, 31) }, 0x6e3fdfff},
+		{func() (uint32, string) { return fcmeq4s(3, 5, 7) }, 0x4e27e4a3},
+		{func() (uint32, string) { return shll16(3, 5) }, 0x2e6138a3},
+		{func() (uint32, string) { return shll16(31, 31) }, 0x2e613bff},
+		{func() (uint32, string) { return fcvtl(3, 5) }, 0x0e2178a3},
+		{func() (uint32, string) { return fcvtn(3, 5) }, 0x0e2168a3},
+		{func() (uint32, string) { return shrn16(3, 5) }, 0x0f1084a3},
+		{func() (uint32, string) { return shrn16(31, 31) }, 0x0f1087ff},
 	}
 	for _, c := range cases {
 		enc, text := c.got()

@@ -10,9 +10,10 @@ import (
 // Registers. General purpose: R0 dst row, R1 x row, R2 w, R3 res row, R4 inv, R5 d, R6 to,
 // R7 stride in bytes, R8 flags (plus flagRD), R9 rows done (the row at R0, R1, R3), R19 rows to
 // do one at a time after a failed group, R20 rows to scale, R21 pfSum, R22 pfScale; R10-R17 and
-// R23-R25 are scratch (R18 is the platform register, R26-R30 belong to the Go toolchain).
-// Vector: V0-V15 the 64 partial sums, V16-V23 scratch, V24 eps, V25 float32(d), V26 1/d (lane 0 each), V28 ones
-// (1+w), V29 inv (all lanes).
+// R23-R26 are scratch (R18 is the platform register, R27-R30 belong to the Go toolchain, and R26
+// holds a closure's context only on entry).
+// Vector: V0-V15 the 64 partial sums, V16-V23 scratch, V24-V27 the constants of bfloat16 rounding
+// (bfloat16 variants), V28 ones (1+w), V29 inv (all lanes), V30 the four inv of a group.
 const (
 	rDst, rX, rW, rRes, rInv, rD, rTo, rStride, rFlags, rDone = "R0", "R1", "R2", "R3", "R4", "R5", "R6", "R7", "R8", "R9"
 	rSkip, rPend, rPfSum, rPfScale                            = "R19", "R20", "R21", "R22"
@@ -28,7 +29,9 @@ const (
 const (
 	offQ     = 8                      // 4 x 16 bytes: the partials of a group's rows
 	offInvs  = offQ + 64              // 4 float32: inv of the rows being scaled
-	offSlotX = offInvs + 16           // 64 elements: the end of a row, zero-padded to a block
+	offFd    = offInvs + 16           // float32(d)
+	offRd    = offFd + 4              // 1/d when d is a power of two
+	offSlotX = offRd + 12             // 64 elements: the end of a row, zero-padded to a block
 	offSlotR = offSlotX + 4*block     // the same for res (residual variants)
 	frameLen = offSlotR + 4*block - 8 // bytes of locals
 )
@@ -39,7 +42,83 @@ var frame = fmt.Sprintf("$%d-%d", frameLen, spec.ArgFrameLen)
 type emitter struct {
 	b      strings.Builder
 	v      spec.Variant
+	eb     int // bytes per element of a row
 	labels int
+}
+
+// is16 reports whether rows are stored in 16 bits.
+func (e *emitter) is16() bool { return e.v.Format != spec.F32 }
+
+// arr is the arrangement a row's elements load into: four float32, or four 16-bit lanes.
+func (e *emitter) arr() string {
+	if e.is16() {
+		return "H4"
+	}
+	return "S4"
+}
+
+// list names n consecutive registers from v in the row's arrangement, for VLD1 and VST1.
+func (e *emitter) list(v vreg, n int) string {
+	var r []string
+	for i := 0; i < n; i++ {
+		r = append(r, fmt.Sprintf("V%d.%s", int(v)+i, e.arr()))
+	}
+	return "[" + strings.Join(r, ", ") + "]"
+}
+
+// widen turns the 16-bit lanes of V(v).4H into float32 in V(v).4S.
+func (e *emitter) widen(v vreg) {
+	switch e.v.Format {
+	case spec.BF16:
+		e.word(shll16(v, v))
+	case spec.F16:
+		e.word(fcvtl(v, v))
+	}
+}
+
+// narrow puts the 16-bit rounding of the float32 lanes of V(v) into V(d).4H; tmp are three
+// scratch registers (bfloat16). exact says v already holds values of the format.
+func (e *emitter) narrow(d, v vreg, tmp [3]vreg, exact bool) {
+	switch {
+	case e.v.Format == spec.F32:
+		if d != v {
+			e.op("VMOV V%d.B16, V%d.B16", v, d)
+		}
+	case e.v.Format == spec.F16:
+		e.word(fcvtn(d, v))
+	case exact:
+		e.word(shrn16(d, v))
+	default:
+		e.bf16Round(v, tmp)
+		e.word(shrn16(d, tmp[2]))
+	}
+}
+
+// round replaces the float32 lanes of V(v) by their rounding to the 16-bit format; tmp are three
+// scratch registers.
+func (e *emitter) round(v vreg, tmp [3]vreg) {
+	switch e.v.Format {
+	case spec.F16:
+		e.word(fcvtn(v, v))
+		e.word(fcvtl(v, v))
+	case spec.BF16:
+		e.bf16Round(v, tmp)
+		e.op("VAND V26.B16, V%d.B16, V%d.B16", tmp[2], v)
+	}
+}
+
+// bf16Round leaves in tmp[2] the float32 bits of V(v) rounded to nearest even at bit 16 (the top
+// half is the bfloat16), and the quiet NaN 0x7fc00000 where V(v) is NaN: add 0x7fff plus the lowest
+// kept bit as integers, which carries into the exponent where it must.
+func (e *emitter) bf16Round(v vreg, tmp [3]vreg) {
+	t, m, o := tmp[0], tmp[1], tmp[2]
+	e.op("VUSHR $16, V%d.S4, V%d.S4", v, t)
+	e.op("VAND V24.B16, V%d.B16, V%d.B16", t, t)
+	e.op("VADD V25.S4, V%d.S4, V%d.S4", t, t)
+	e.op("VADD V%d.S4, V%d.S4, V%d.S4", v, t, t)
+	e.word(fcmeq4s(m, v, v)) // all ones where v is not NaN
+	e.op("VMOV V27.B16, V%d.B16", o)
+	e.op("VBIT V%d.B16, V%d.B16, V%d.B16", m, t, o) // o = m ? t : NaN
 }
 
 func (e *emitter) op(format string, args ...any) { fmt.Fprintf(&e.b, "\t"+format+"\n", args...) }
@@ -56,7 +135,7 @@ func (e *emitter) fresh(p string) string {
 func (e *emitter) word(enc uint32, text string) { e.op("WORD $0x%08x // %s", enc, text) }
 
 func kernel(name string, v spec.Variant) string {
-	e := &emitter{v: v}
+	e := &emitter{v: v, eb: v.Format.Bytes()}
 	fmt.Fprintf(&e.b, "\n// func %s%s\n", name, spec.Signature)
 	fmt.Fprintf(&e.b, "TEXT ·%s(SB), %s\n", name, frame)
 	e.prologue()
@@ -84,15 +163,22 @@ func (e *emitter) prologue() {
 	e.op("MOVD %s(R16), %s", j.Inv, rInv)
 	e.op("MOVD %s(R16), %s", j.D, rD)
 	e.op("MOVD %s(R16), %s", j.Stride, rStride)
-	e.op("LSL $2, %s, %s", rStride, rStride)
+	e.op("LSL $%d, %s, %s", map[int]int{4: 2, 2: 1}[e.eb], rStride, rStride)
 	e.op("MOVWU %s(R16), %s", j.Flags, rFlags)
-	e.op("FMOVS %s(R16), F24", j.Eps)
 	if e.v.Mode == spec.Offset {
 		e.op("FMOVS $1.0, F28")
 		e.op("VDUP V28.S[0], V28.S4")
 	}
+	if e.v.Format == spec.BF16 {
+		e.comment("Constants of bfloat16 rounding: 1, 0x7fff, 0xffff0000, the quiet NaN.")
+		for i, c := range []uint32{1, 0x7fff, 0xffff0000, 0x7fc00000} {
+			e.op("MOVW $0x%08x, R10", c)
+			e.op("VDUP R10, V%d.S4", 24+i)
+		}
+	}
 	e.comment("fd = float32(d); rd = 1/d when d is a power of two, so that ss/d is ss*rd exactly.")
-	e.op("SCVTFS %s, F25", rD)
+	e.op("SCVTFS %s, F16", rD)
+	e.op("FMOVS F16, %d(RSP)", offFd)
 	e.op("SUB $1, %s, R10", rD)
 	e.op("TST R10, %s", rD)
 	e.op("BNE notpow2")
@@ -101,7 +187,7 @@ func (e *emitter) prologue() {
 	e.op("MOVD $127, R11")
 	e.op("SUB R10, R11, R11")
 	e.op("LSL $23, R11, R11")
-	e.op("FMOVS R11, F26")
+	e.op("MOVW R11, %d(RSP)", offRd)
 	e.op("ORR $%d, %s, %s", flagRD, rFlags, rFlags)
 	e.label("notpow2")
 	e.comment("Rows ahead for prefetching: the next one for long rows, eight for short ones.")
@@ -195,10 +281,10 @@ func (e *emitter) sumRow() {
 	e.label("sumpf")
 	e.op("CMP $%d, R12", block)
 	e.op("BLT sumtail")
-	for off := 0; off < 4*block; off += 64 {
+	for off := 0; off < e.eb*block; off += 64 {
 		e.op("PRFM %d(R13), PLDL1KEEP", off)
 	}
-	e.op("ADD $%d, R13, R13", 4*block)
+	e.op("ADD $%d, R13, R13", e.eb*block)
 	e.block(res)
 	e.op("B sumpf")
 
@@ -207,12 +293,12 @@ func (e *emitter) sumRow() {
 	e.op("CBZ R12, summed")
 	e.op("ADD $%d, RSP, R13", offSlotX)
 	e.zeroBlock("R13")
-	e.copyElems("R10", "R13", "R12")
+	e.copyElems("R10", "R13", "R12", e.eb)
 	if res {
 		e.op("MOVD R11, R24")
 		e.op("ADD $%d, RSP, R13", offSlotR)
 		e.zeroBlock("R13")
-		e.copyElems("R11", "R13", "R12")
+		e.copyElems("R11", "R13", "R12", e.eb)
 		e.op("MOVD R12, R25")
 		e.op("ADD $%d, RSP, R11", offSlotR)
 	}
@@ -223,22 +309,38 @@ func (e *emitter) sumRow() {
 	if res {
 		e.op("CBZ R24, hback")
 		e.op("ADD $%d, RSP, R13", offSlotR)
-		e.copyElems("R13", "R24", "R25")
+		e.copyElems("R13", "R24", "R25", e.eb)
 		e.label("hback")
 	}
 }
 
 // block adds the squares of 64 elements at R10 (post-incremented) to V0-V15 and counts them off
-// R12; in the residual variants they are h = x + res, stored to res at R11 first.
+// R12; in the residual variants they are h = x + res (rounded to the storage format), stored to
+// res at R11 first.
 func (e *emitter) block(res bool) {
+	vb := 4 * e.eb // bytes of one vector's lanes
 	for j := 0; j < 4; j++ {
-		e.op("VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]")
+		e.op("VLD1.P %d(R10), %s", 4*vb, e.list(16, 4))
+		for i := vreg(0); i < 4; i++ {
+			e.widen(16 + i)
+		}
 		if res {
-			e.op("VLD1 (R11), [V20.S4, V21.S4, V22.S4, V23.S4]")
+			e.op("VLD1 (R11), %s", e.list(20, 4))
 			for i := vreg(0); i < 4; i++ {
+				e.widen(20 + i)
 				e.word(fadd4s(16+i, 16+i, 20+i))
+				if e.is16() {
+					// h rounded to the format: its 16-bit lanes to V(20+i) for res, widened in V(16+i).
+					e.narrow(20+i, 16+i, [3]vreg{29, 30, 31}, false) // V29-V31 are free while summing
+					e.op("VMOV V%d.B16, V%d.B16", 20+i, 16+i)
+					e.widen(16 + i)
+				}
 			}
-			e.op("VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R11)")
+			h := vreg(16) // float32: h itself; 16-bit: its rounding, in V20-V23
+			if e.is16() {
+				h = 20
+			}
+			e.op("VST1.P %s, %d(R11)", e.list(h, 4), 4*vb)
 		}
 		for i := vreg(0); i < 4; i++ {
 			e.word(fmul4s(16+i, 16+i, 16+i))
@@ -258,29 +360,35 @@ func (e *emitter) zeroBlock(p string) {
 	e.op("VEOR V18.B16, V18.B16, V18.B16")
 	e.op("VEOR V19.B16, V19.B16, V19.B16")
 	e.op("MOVD %s, R17", p)
-	for k := 0; k < 4; k++ {
+	for off := 0; off < e.eb*block; off += 64 {
 		e.op("VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)")
 	}
 }
 
-// copyElems copies n float32 from src to dst, four at a time and then one at a time; it moves
-// neither pointer (it copies them to R15 and R17; n is kept).
-func (e *emitter) copyElems(src, dst, n string) {
+// copyElems copies n elements of eb bytes from src to dst, 16 bytes at a time and then one
+// element at a time; it moves neither pointer (it copies them to R15 and R17; n is kept).
+func (e *emitter) copyElems(src, dst, n string, eb int) {
 	vec, one, done := e.fresh("copyvec"), e.fresh("copyone"), e.fresh("copied")
+	per := 16 / eb
 	e.op("MOVD %s, R15", src)
 	e.op("MOVD %s, R17", dst)
 	e.op("MOVD %s, R16", n)
 	e.label(vec)
-	e.op("CMP $4, R16")
+	e.op("CMP $%d, R16", per)
 	e.op("BLT %s", one)
-	e.op("VLD1.P 16(R15), [V20.S4]")
-	e.op("VST1.P [V20.S4], 16(R17)")
-	e.op("SUB $4, R16, R16")
+	e.op("VLD1.P 16(R15), [V20.B16]")
+	e.op("VST1.P [V20.B16], 16(R17)")
+	e.op("SUB $%d, R16, R16", per)
 	e.op("B %s", vec)
 	e.label(one)
 	e.op("CBZ R16, %s", done)
-	e.op("FMOVS.P 4(R15), F20")
-	e.op("FMOVS.P F20, 4(R17)")
+	if eb == 4 {
+		e.op("MOVWU.P 4(R15), R26")
+		e.op("MOVW.P R26, 4(R17)")
+	} else {
+		e.op("MOVHU.P 2(R15), R26")
+		e.op("MOVH.P R26, 2(R17)")
+	}
 	e.op("SUB $1, R16, R16")
 	e.op("B %s", one)
 	e.label(done)
@@ -298,12 +406,16 @@ func (e *emitter) invOne() {
 	e.comment("t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.")
 	e.op("TST $%d, %s", flagRD, rFlags)
 	e.op("BEQ rdivide")
-	e.op("FMULS F26, F0, F1")
+	e.op("FMOVS %d(RSP), F17", offRd)
+	e.op("FMULS F17, F0, F1")
 	e.op("B rdivided")
 	e.label("rdivide")
-	e.op("FDIVS F25, F0, F1")
+	e.op("FMOVS %d(RSP), F17", offFd)
+	e.op("FDIVS F17, F0, F1")
 	e.label("rdivided")
-	e.op("FADDS F24, F1, F1")
+	e.op("MOVD j+0(FP), R16")
+	e.op("FMOVS %s(R16), F17", spec.Job.Eps)
+	e.op("FADDS F17, F1, F1")
 	e.op("MOVW $0x%08x, R16", spec.TLowBits)
 	e.op("FMOVS R16, F16")
 	e.op("FCMPS F16, F1")
@@ -341,14 +453,18 @@ func (e *emitter) invGroup() {
 	e.comment("t = ss/d + eps for the four rows; any t outside [2^-100, MaxFloat32] leaves the group path.")
 	e.op("TST $%d, %s", flagRD, rFlags)
 	e.op("BEQ gdivide")
-	e.op("VDUP V26.S[0], V20.S4")
+	e.op("ADD $%d, RSP, R12", offRd)
+	e.op("VLD1R (R12), [V20.S4]")
 	e.word(fmul4s(16, 16, 20))
 	e.op("B gdivided")
 	e.label("gdivide")
-	e.op("VDUP V25.S[0], V20.S4")
+	e.op("ADD $%d, RSP, R12", offFd)
+	e.op("VLD1R (R12), [V20.S4]")
 	e.word(fdiv4s(16, 16, 20))
 	e.label("gdivided")
-	e.op("VDUP V24.S[0], V21.S4")
+	e.op("MOVD j+0(FP), R16")
+	e.op("ADD $%s, R16, R12", spec.Job.Eps)
+	e.op("VLD1R (R12), [V21.S4]")
 	e.word(fadd4s(16, 16, 21))
 	e.op("MOVW $0x%08x, R16", spec.TLowBits)
 	e.op("VDUP R16, V22.S4")
@@ -429,9 +545,10 @@ func (e *emitter) scaleRow(src string) {
 	e.label("loop4")
 	e.op("CMP $4, R12")
 	e.op("BLT part")
-	e.op("VLD1.P 16(R10), [V16.S4]")
+	e.op("VLD1.P %d(R10), %s", 4*e.eb, e.list(16, 1))
+	e.widen(16)
 	e.scaleVec(16, 20, "VLD1.P 16(R13), [V20.S4]")
-	e.op("VST1.P [V16.S4], 16(R14)")
+	e.storeVecs(16, 1, "R14", true)
 	e.op("SUB $4, R12, R12")
 	e.op("B loop4")
 
@@ -439,22 +556,28 @@ func (e *emitter) scaleRow(src string) {
 	e.comment("The last 1-3 elements, through copies on the stack.")
 	e.op("CBZ R12, scaled")
 	e.op("ADD $%d, RSP, R11", offSlotX)
-	e.copyElems("R10", "R11", "R12")
+	e.copyElems("R10", "R11", "R12", e.eb)
 	e.op("ADD $%d, RSP, R11", offSlotX+16)
 	if e.v.Mode != spec.Unweighted {
-		e.copyElems("R13", "R11", "R12")
+		e.copyElems("R13", "R11", "R12", 4)
 	}
 	e.op("ADD $%d, RSP, R11", offSlotX)
-	e.op("VLD1.P 16(R11), [V16.S4]")
+	e.op("VLD1 (R11), %s", e.list(16, 1))
+	e.widen(16)
+	e.op("ADD $16, R11, R11")
 	e.scaleVec(16, 20, "VLD1 (R11), [V20.S4]")
-	e.op("VST1 [V16.S4], (R11)")
-	e.copyElems("R11", "R14", "R12")
+	e.storeVecs(16, 1, "R11", false)
+	e.copyElems("R11", "R14", "R12", e.eb)
 	e.label("scaled")
 }
 
-// scaleVec turns x in Vx into (x*inv)*w (or the variant's form), loading w into Vw with loadW.
+// scaleVec turns x in Vx into (x*inv)*w (or the variant's form), loading w into Vw with loadW;
+// with RoundNormalized, x*inv is rounded to the format first.
 func (e *emitter) scaleVec(x, w vreg, loadW string) {
 	e.word(fmul4s(x, x, 29))
+	if e.v.RoundNormalized {
+		e.round(x, [3]vreg{21, 22, 23})
+	}
 	if e.v.Mode == spec.Unweighted {
 		return
 	}
@@ -465,11 +588,28 @@ func (e *emitter) scaleVec(x, w vreg, loadW string) {
 	e.word(fmul4s(x, x, w))
 }
 
-// scale16 scales 16 floats at R10 into R14, weight at R13.
+// storeVecs narrows n vectors from V(v) to the row's format and stores them at base
+// (post-incremented when post).
+func (e *emitter) storeVecs(v vreg, n int, base string, post bool) {
+	for i := vreg(0); int(i) < n; i++ {
+		e.narrow(v+i, v+i, [3]vreg{20, 21, 22}, false)
+	}
+	if post {
+		e.op("VST1.P %s, %d(%s)", e.list(v, n), 4*n*e.eb, base)
+	} else {
+		e.op("VST1 %s, (%s)", e.list(v, n), base)
+	}
+}
+
+// scale16 scales 16 elements at R10 into R14, weight at R13.
 func (e *emitter) scale16() {
-	e.op("VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]")
+	e.op("VLD1.P %d(R10), %s", 16*e.eb, e.list(16, 4))
 	for i := vreg(0); i < 4; i++ {
+		e.widen(16 + i)
 		e.word(fmul4s(16+i, 16+i, 29))
+		if e.v.RoundNormalized {
+			e.round(16+i, [3]vreg{20, 21, 22})
+		}
 	}
 	if e.v.Mode != spec.Unweighted {
 		e.op("VLD1.P 64(R13), [V20.S4, V21.S4, V22.S4, V23.S4]")
@@ -480,6 +620,6 @@ func (e *emitter) scale16() {
 			e.word(fmul4s(16+i, 16+i, 20+i))
 		}
 	}
-	e.op("VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R14)")
+	e.storeVecs(16, 4, "R14", true)
 	e.op("SUB $16, R12, R12")
 }

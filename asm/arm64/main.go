@@ -66,11 +66,7 @@ func main() {
 	var s bytes.Buffer
 	fmt.Fprintf(&s, "%s\n\n//go:build %s\n\n#include \"textflag.h\"\n#include \"go_asm.h\"\n", header, constraint)
 	k := spec.Kernel{ID: "kernelNEON", Prefix: "neon"}
-	for _, v := range spec.Forward {
-		if v.Format == spec.F32 { // 16-bit rows run the generic kernel
-			k.Variants = append(k.Variants, v)
-		}
-	}
+	k.Variants, k.Conversions = spec.Forward, true
 	ks := []spec.Kernel{k}
 	s.WriteString("\n// func callKernel(j *job, from, to int) int: jump to the function job.fn selects, with the\n")
 	s.WriteString("// caller's arguments and return address in place.\n")
@@ -79,6 +75,9 @@ func main() {
 	s.WriteString(spec.TableData(ks))
 	for _, v := range k.Variants {
 		s.WriteString(kernel("neon"+v.Name(), v))
+	}
+	for _, c := range spec.Conversions {
+		s.WriteString(convert("neon"+c.Name, c))
 	}
 	if err := os.WriteFile(*out, s.Bytes(), 0o644); err != nil {
 		log.Fatal(err)

@@ -1,0 +1,249 @@
+package main
+
+import (
+	"github.com/gosimd/rmsnorm/asm/internal/spec"
+
+	. "github.com/mmcloughlin/avo/build"
+	. "github.com/mmcloughlin/avo/operand"
+	. "github.com/mmcloughlin/avo/reg"
+)
+
+// Loads and stores of row elements in their storage format. Every computation runs on float32
+// lanes; a 16-bit row is widened as it is loaded and narrowed as it is stored:
+//
+//   - bfloat16 widens by a zero extension of each 16-bit lane to 32 bits and a shift left by 16,
+//     and narrows by integer round-to-nearest-even on the float32 bits (add 0x7fff plus the lowest
+//     kept bit, keep the top half), with NaN replaced by the quiet NaN 0x7fc0 (AVX512_BF16's
+//     VCVTNEPS2BF16 would flush subnormals, so it is not used);
+//   - binary16 uses VCVTPH2PS and VCVTPS2PH with the round-to-nearest-even immediate, which keep
+//     subnormals, overflow to ±Inf and quiet NaNs.
+//
+// On AVX-512 the 16-bit halves live in YMM registers only as operands of these 512-bit
+// instructions (VPMOVDW, VCVTPS2PH, VCVTPH2PS, VINSERTI64X4), which AVX-512F encodes for Y0-Y31
+// without AVX-512VL.
+
+// vstep is the bytes of row memory one vector of lanes covers.
+func (g *gen) vstep() int { return g.s.lanes * g.eb }
+
+// is16 reports whether rows are stored in 16 bits.
+func (g *gen) is16() bool { return g.v.Format != spec.F32 }
+
+// half returns a register of the width of one vector of 16-bit lanes (YMM for AVX-512, XMM for
+// AVX2), the view of v's low part.
+func (g *gen) half(v VecVirtual) VecVirtual {
+	if g.s == avx512 {
+		return v.AsY().(VecVirtual)
+	}
+	return v.AsX().(VecVirtual)
+}
+
+// load widens the lanes of one vector of row elements at m into v.
+func (g *gen) load(m Mem, v VecVirtual) {
+	switch g.v.Format {
+	case spec.F32:
+		VMOVUPS(m, v)
+	case spec.BF16:
+		VPMOVZXWD(m, v)
+		VPSLLD(U8(16), v, v)
+	case spec.F16:
+		VCVTPH2PS(m, v)
+	}
+}
+
+// loadMasked is load for the lanes of k only (AVX-512); the others are zero and their memory is
+// not touched.
+func (g *gen) loadMasked(m Mem, k Op, v VecVirtual) {
+	switch g.v.Format {
+	case spec.F32:
+		VMOVUPS_Z(m, k, v)
+	case spec.BF16:
+		VPMOVZXWD_Z(m, k, v)
+		VPSLLD(U8(16), v, v)
+	case spec.F16:
+		VCVTPH2PS_Z(m, k, v)
+	}
+}
+
+// mulLoad sets t = (row vector at m) * invv.
+func (g *gen) mulLoad(m Mem, invv, t VecVirtual) {
+	if !g.is16() {
+		VMULPS(m, invv, t)
+		return
+	}
+	g.load(m, t)
+	VMULPS(invv, t, t)
+}
+
+// bf16Round sets t (not v) to the bfloat16 rounding of v: with keepTop the float32 bits of the
+// rounded value, else those bits shifted down to the low 16 of each lane, ready to be packed.
+func (g *gen) bf16Round(v, t VecVirtual, keepTop bool) {
+	if g.s == avx512 {
+		// NaN lanes first become the quiet NaN 0xffc00000 (VFIXUPIMMPS: QNaN and SNaN inputs take
+		// the indefinite QNaN, every other lane keeps its value), which the rounding below keeps.
+		c := g.bf
+		VFIXUPIMMPS(U8(0), c.fixNaN, v, v)
+		VPSRLD(U8(16), v, t)
+		VPANDD(c.one, t, t) // the lowest bit kept
+		VPADDD(c.bias, t, t)
+		VPADDD(v, t, t)
+		if keepTop {
+			VPANDD(c.high, t, t)
+		} else {
+			VPSRLD(U8(16), t, t)
+		}
+		return
+	}
+	c := bfConsts[g.s.name]
+	VPSRLD(U8(16), v, t)
+	VPAND(c.one, t, t)
+	VPADDD(c.bias, t, t)
+	VPADDD(v, t, t)
+	nan := c.nanLow
+	if keepTop {
+		nan = c.nanHigh
+		VPAND(c.high, t, t)
+	} else {
+		VPSRLD(U8(16), t, t)
+	}
+	// NaN lanes (unordered with themselves) become the quiet NaN.
+	m := g.s.vec()
+	VCMPPS(U8(3), v, v, m)
+	VBLENDVPS(m, nan, t, t)
+}
+
+// bfRegs are the constants of bfloat16 rounding in registers, for the AVX-512 kernels (which have
+// registers to spare): 1, 0x7fff, 0xffff0000 in every lane, and the VFIXUPIMMPS table that turns
+// NaN into the indefinite QNaN.
+type bfRegs struct{ one, bias, high, fixNaN VecVirtual }
+
+// loadBF16Consts broadcasts the constants of bfloat16 rounding into registers (AVX-512).
+func (g *gen) loadBF16Consts() {
+	if g.s != avx512 || g.v.Format != spec.BF16 {
+		return
+	}
+	c := bfConsts[g.s.name]
+	g.bf = bfRegs{ZMM(), ZMM(), ZMM(), ZMM()}
+	VPBROADCASTD(c.one, g.bf.one)
+	VPBROADCASTD(c.bias, g.bf.bias)
+	VPBROADCASTD(c.high, g.bf.high)
+	VPBROADCASTD(c.fixNaN, g.bf.fixNaN)
+}
+
+// round returns v rounded to the 16-bit storage format, in a new register.
+func (g *gen) round(v VecVirtual) VecVirtual {
+	t := g.s.vec()
+	switch g.v.Format {
+	case spec.BF16:
+		g.bf16Round(v, t, true)
+	case spec.F16:
+		h := g.half(g.s.vec())
+		VCVTPS2PH(U8(0), v, h)
+		VCVTPH2PS(h, t)
+	}
+	return t
+}
+
+// store narrows v into one vector of row elements at m; exact says v already holds values of the
+// format (a rounded residual), which then need no rounding.
+func (g *gen) store(v VecVirtual, m Mem, exact bool) {
+	switch g.v.Format {
+	case spec.F32:
+		VMOVUPS(v, m)
+	case spec.BF16:
+		t := g.bf16Low(v, exact)
+		if g.s == avx512 {
+			VPMOVDW(t, m)
+			return
+		}
+		hi := XMM()
+		VEXTRACTI128(U8(1), t, hi)
+		VPACKUSDW(hi, t.AsX(), hi)
+		VMOVDQU(hi, m)
+	case spec.F16:
+		VCVTPS2PH(U8(0), v, m)
+	}
+}
+
+// bf16Low returns the bfloat16 bits of v in the low 16 bits of each 32-bit lane.
+func (g *gen) bf16Low(v VecVirtual, exact bool) VecVirtual {
+	t := g.s.vec()
+	if exact {
+		VPSRLD(U8(16), v, t)
+	} else {
+		g.bf16Round(v, t, false)
+	}
+	return t
+}
+
+// storeMasked is store for the lanes of k only (AVX-512).
+func (g *gen) storeMasked(v VecVirtual, k Op, m Mem, exact bool) {
+	switch g.v.Format {
+	case spec.F32:
+		VMOVUPS(v, k, m)
+	case spec.BF16:
+		VPMOVDW(g.bf16Low(v, exact), k, m)
+	case spec.F16:
+		VCVTPS2PH(U8(0), v, k, m)
+	}
+}
+
+// storeNT writes vs (one float32 vector, or two for a 16-bit format, which fill one vector of
+// 16-bit lanes) to m, aligned to the vector size, with a non-temporal store.
+func (g *gen) storeNT(vs []VecVirtual, m Mem) {
+	if !g.is16() {
+		VMOVNTPS(vs[0], m)
+		return
+	}
+	lo, hi := g.s.vec(), g.s.vec()
+	for i, h := range []VecVirtual{lo, hi} {
+		switch g.v.Format {
+		case spec.BF16:
+			t := g.bf16Low(vs[i], false)
+			if g.s == avx512 {
+				VPMOVDW(t, h.AsY())
+			} else {
+				x := XMM()
+				VEXTRACTI128(U8(1), t, x)
+				VPACKUSDW(x, t.AsX(), h.AsX())
+			}
+		case spec.F16:
+			VCVTPS2PH(U8(0), vs[i], g.half(h))
+		}
+	}
+	if g.s == avx512 {
+		VINSERTI64X4(U8(1), hi.AsY(), lo, lo)
+	} else {
+		VINSERTI128(U8(1), hi.AsX(), lo, lo)
+	}
+	VMOVNTDQ(lo, m)
+}
+
+// bfConst are the constants of bfloat16 rounding for one ISA: 32-bit values, broadcast from 4
+// bytes on AVX-512 and splat over 32 bytes on AVX2.
+type bfConst struct{ one, bias, high, nanHigh, nanLow, fixNaN Mem }
+
+var bfConsts = map[string]bfConst{}
+
+func declareBF16Constants() {
+	for _, s := range []*isa{avx512, avx2} {
+		n := 1
+		if s == avx2 {
+			n = 8
+		}
+		splat := func(name string, v uint32) Mem {
+			m := GLOBL(s.name+name, RODATA|NOPTR)
+			for i := 0; i < n; i++ {
+				DATA(4*i, U32(v))
+			}
+			return m
+		}
+		bfConsts[s.name] = bfConst{
+			one:     splat("bfone", 1),
+			bias:    splat("bfbias", 0x7fff),
+			high:    splat("bfhigh", 0xffff0000),
+			nanHigh: splat("bfnanhigh", 0x7fc00000),
+			nanLow:  splat("bfnanlow", 0x7fc0),
+			fixNaN:  splat("bffixnan", 0x33), // VFIXUPIMMPS: QNaN and SNaN -> indefinite QNaN
+		}
+	}
+}

@@ -38,6 +38,7 @@ func main() {
 	overhead := flag.Bool("overhead", true, "also measure the cost of the API per call (Forward, Norm.Apply) with the active kernel,\non the shapes "+benchutil.Overhead)
 	withPeers := flag.Bool("peers", false, "also time what users would write instead, side by side: the textbook loop (one accumulator,\na divide per element), vek, gonum and simd/archsimd (bench/peers, run with go run from the\nrepository root)")
 	list := flag.Bool("list", false, "print the available kernels, best first, one per line, and exit")
+	formatFlag := flag.String("format", "f32", "how the rows are stored: f32, bf16 (ForwardBF16) or f16 (ForwardF16); with a 16-bit format\neach row of the table also gives the time over Forward on the same rows in float32")
 	flag.Parse()
 
 	if *list {
@@ -59,6 +60,11 @@ func main() {
 	if err != nil {
 		fatalf("%v", err)
 	}
+	forward16, ok := map[string]func(dst, x []uint16, w []float32, eps float32){
+		"f32": nil, "bf16": rmsnorm.ForwardBF16, "f16": rmsnorm.ForwardF16}[*formatFlag]
+	if !ok {
+		fatalf("-format %q: want f32, bf16 or f16", *formatFlag)
+	}
 
 	var peerRows []benchutil.Result
 	if *withPeers {
@@ -68,21 +74,38 @@ func main() {
 		}
 	}
 
-	rep := report{Machine: describeMachine()}
+	rep := report{Machine: describeMachine(), Format: *formatFlag}
 	for _, s := range shapes {
 		x, w := benchutil.Data(s)
 		y := make([]float32, len(x))
+		copy(y, x) // the output's pages exist before anything is timed
+		var x16, y16 []uint16
 		bytes := float64(8 * len(x)) // x read plus y written
 		copyNs := benchutil.Measure(*duration, func() { copy(y, x) })
+		if forward16 != nil {
+			x16, y16 = make([]uint16, len(x)), make([]uint16, len(x))
+			rmsnorm.Float32ToBF16(x16, x) // bfloat16 bits; as binary16 the same bits are values around 1 too
+			if *formatFlag == "f16" {
+				rmsnorm.Float32ToF16(x16, x)
+			}
+			copy(y16, x16)
+			bytes /= 2
+			copyNs = benchutil.Measure(*duration, func() { copy(y16, x16) })
+		}
 		rep.Results = append(rep.Results, benchutil.Result{Shape: s.String(), Kernel: "copy()", NsPerRow: copyNs / float64(s.Rows),
 			GBps: bytes / copyNs, XCopy: 1})
 		for _, k := range kernels {
 			if err := rmsnorm.SetKernel(k); err != nil {
 				fatalf("%v", err)
 			}
-			ns := benchutil.Measure(*duration, func() { rmsnorm.Forward(y, x, w, 1e-6) })
+			ns32 := benchutil.Measure(*duration, func() { rmsnorm.Forward(y, x, w, 1e-6) })
+			ns, xf32 := ns32, 0.0
+			if forward16 != nil {
+				ns = benchutil.Measure(*duration, func() { forward16(y16, x16, w, 1e-6) })
+				xf32 = ns / ns32
+			}
 			rep.Results = append(rep.Results, benchutil.Result{Shape: s.String(), Kernel: k, NsPerRow: ns / float64(s.Rows),
-				GBps: bytes / ns, XCopy: ns / copyNs})
+				GBps: bytes / ns, XCopy: ns / copyNs, XF32: xf32})
 		}
 		for _, p := range peerRows {
 			if p.Shape == s.String() {
@@ -130,6 +153,7 @@ type machine struct {
 
 type report struct {
 	Machine  machine            `json:"machine"`
+	Format   string             `json:"format"` // how the rows of Results are stored: f32, bf16 or f16
 	Results  []benchutil.Result `json:"results"`
 	Variants []variant          `json:"variants,omitempty"`
 	Overhead []overheadRow      `json:"overhead,omitempty"`
@@ -204,7 +228,7 @@ func (r report) print() {
 	m := r.Machine
 	fmt.Printf("cpu:      %s (%d cores; %s)\n", m.CPU, m.Cores, caches(m))
 	if m.L3 <= 0 && slices.ContainsFunc(m.Kernels, func(k string) bool { return k != "generic" }) {
-		fmt.Println("          (with no L3 size, the assembly kernels treat outputs above 16 MiB as larger than the cache and stream them)")
+		fmt.Println("          (with no L3 size, the assembly kernels stream calls whose rows, read and written, add up to 32 MiB or more)")
 	}
 	fmt.Printf("features: %s\n", strings.Join(m.Features, " "))
 	goamd64 := ""
@@ -213,11 +237,26 @@ func (r report) print() {
 	}
 	fmt.Printf("go:       %s %s/%s%s\n", m.GoVersion, m.GOOS, m.GOARCH, goamd64)
 	fmt.Printf("kernel:   %s (available: %s)\n\n", m.Kernel, strings.Join(m.Kernels, ", "))
-	fmt.Printf("%-12s %-14s %12s %9s %8s\n", "shape", "kernel", "ns/row", "GB/s", "x copy")
+	wide := r.Format != "f32"
+	if wide {
+		fmt.Printf("rows stored as %s: ForwardBF16/ForwardF16, each against copy() of the same 16-bit bytes\n", r.Format)
+	}
+	fmt.Printf("%-12s %-14s %12s %9s %8s", "shape", "kernel", "ns/row", "GB/s", "x copy")
+	if wide {
+		fmt.Printf(" %8s", "x f32")
+	}
+	fmt.Println()
 	for _, res := range r.Results {
-		fmt.Printf("%-12s %-14s %12.1f %9.2f %8.2f\n", res.Shape, res.Kernel, res.NsPerRow, res.GBps, res.XCopy)
+		fmt.Printf("%-12s %-14s %12.1f %9.2f %8.2f", res.Shape, res.Kernel, res.NsPerRow, res.GBps, res.XCopy)
+		if wide && res.XF32 > 0 {
+			fmt.Printf(" %8.2f", res.XF32)
+		}
+		fmt.Println()
 	}
 	fmt.Println("\nGB/s counts x read plus y written; x copy is the time over copy() of the same bytes (lower is better).")
+	if wide {
+		fmt.Println("x f32 is the time over Forward on the same rows in float32, with the same kernel (lower is better).")
+	}
 	if slices.ContainsFunc(r.Results, func(res benchutil.Result) bool { return strings.HasPrefix(res.Kernel, "peer:") }) {
 		fmt.Println("peer: rows come from bench/peers, each against copy() timed in its own process.")
 	}

@@ -98,6 +98,7 @@ type Result struct {
 	Shape    string  `json:"shape"`
 	Kernel   string  `json:"kernel"` // the rmsnorm kernel, "copy()", or a peer's name
 	NsPerRow float64 `json:"ns_per_row"`
-	GBps     float64 `json:"gb_per_s"` // x read plus y written
-	XCopy    float64 `json:"x_copy"`   // time over copy() of the same bytes, measured in the same process
+	GBps     float64 `json:"gb_per_s"`            // x read plus y written
+	XCopy    float64 `json:"x_copy"`              // time over copy() of the same bytes, measured in the same process
+	XF32     float64 `json:"x_float32,omitempty"` // 16-bit rows: time over Forward on the same rows in float32
 }

@@ -1,6 +1,7 @@
 package rmsnorm
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/gosimd/rmsnorm/internal/benchutil"
@@ -32,12 +33,17 @@ func withKernel(b *testing.B, k kernelID) {
 	b.Cleanup(func() { SetKernel(saved) })
 }
 
+// benchShapes are the shapes of BenchmarkForward and BenchmarkForward16: the standard ones and the
+// large batch.
+var benchShapes = benchutil.Must(benchutil.Standard + "," + benchutil.Large)
+
 func BenchmarkForward(b *testing.B) {
 	for _, k := range available {
 		b.Run(k.String(), func(b *testing.B) {
-			for _, s := range benchutil.Must(benchutil.Standard) {
+			for _, s := range benchShapes {
 				x, w := benchData(s)
 				y := make([]float32, len(x))
+				copy(y, x) // the output's pages exist before anything is timed
 				b.Run(s.String(), func(b *testing.B) {
 					withKernel(b, k)
 					b.SetBytes(int64(8 * len(x)))
@@ -51,12 +57,54 @@ func BenchmarkForward(b *testing.B) {
 	}
 }
 
+// BenchmarkForward16/<kernel>/<bf16|f16>/<shape> runs ForwardBF16 and ForwardF16 on the rows of
+// BenchmarkForward rounded to the format; SetBytes counts the 16-bit x read and y written, so
+// that BenchmarkCopy16 gives the ratio to copy() and BenchmarkForward the ratio to float32 rows.
+func BenchmarkForward16(b *testing.B) {
+	for _, k := range available {
+		b.Run(k.String(), func(b *testing.B) {
+			for _, f := range formats16 {
+				b.Run(map[format]string{formatBF16: "bf16", formatF16: "f16"}[f], func(b *testing.B) {
+					for _, s := range benchShapes {
+						x32, w := benchData(s)
+						x := narrowAll(x32, f)
+						y := slices.Clone(x)
+						fwd := map[format]func(dst, x []uint16, w []float32, eps float32){formatBF16: ForwardBF16, formatF16: ForwardF16}[f]
+						b.Run(s.String(), func(b *testing.B) {
+							withKernel(b, k)
+							b.SetBytes(int64(4 * len(x)))
+							b.ReportAllocs()
+							for b.Loop() {
+								fwd(y, x, w, 1e-6)
+							}
+						})
+					}
+				})
+			}
+		})
+	}
+}
+
 func BenchmarkCopy(b *testing.B) {
-	for _, s := range benchutil.Must(benchutil.Standard) {
+	for _, s := range benchShapes {
 		x, _ := benchData(s)
 		y := make([]float32, len(x))
 		b.Run(s.String(), func(b *testing.B) {
 			b.SetBytes(int64(8 * len(x)))
+			for b.Loop() {
+				copy(y, x)
+			}
+		})
+	}
+}
+
+// BenchmarkCopy16 is BenchmarkCopy for 16-bit rows.
+func BenchmarkCopy16(b *testing.B) {
+	for _, s := range benchShapes {
+		x := make([]uint16, s.Rows*s.D)
+		y := make([]uint16, len(x))
+		b.Run(s.String(), func(b *testing.B) {
+			b.SetBytes(int64(4 * len(x)))
 			for b.Loop() {
 				copy(y, x)
 			}

@@ -18,6 +18,11 @@ func (s Shape) String() string { return fmt.Sprintf("%dx%d", s.Rows, s.D) }
 // the package, the bench command and bench/peers all measure these.
 const Standard = "1x128,1x1024,1x4096,1x16384,32768x128,2048x4096"
 
+// Large is a batch of LLaMA-sized rows far larger than any cache (256 MiB of float32 rows): what
+// memory bandwidth gives. The package's benchmarks add it to Standard (the bench command takes it
+// with -shapes).
+const Large = "16384x4096"
+
 // Overhead are the shapes on which the cost of the Go side of a call shows: single rows and a
 // small batch of short ones.
 const Overhead = "1x128,1x1024,1x4096,32x128"

@@ -55,11 +55,12 @@ func parseAsm(t *testing.T) []asmFunc {
 // avoISA maps the names in Avo's Requires lines to cpuid features. Avo files SFENCE under MMX+
 // (AMD's MMX extensions); it belongs to SSE as well, which is what dispatch checks.
 var avoISA = map[string]cpuid.FeatureID{
-	"AVX":     cpuid.AVX,
-	"AVX2":    cpuid.AVX2,
-	"AVX512F": cpuid.AVX512F,
-	"MMX+":    cpuid.SSE,
-	"F16C":    cpuid.F16C,
+	"AVX":      cpuid.AVX,
+	"AVX2":     cpuid.AVX2,
+	"AVX512F":  cpuid.AVX512F,
+	"AVX512BW": cpuid.AVX512BW,
+	"MMX+":     cpuid.SSE,
+	"F16C":     cpuid.F16C,
 }
 
 func kernelOf(fn string) kernelID {

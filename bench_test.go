@@ -2,6 +2,7 @@ package rmsnorm
 
 import (
 	"slices"
+	"strconv"
 	"testing"
 
 	"github.com/gosimd/rmsnorm/internal/benchutil"
@@ -101,8 +102,9 @@ func BenchmarkCopy(b *testing.B) {
 // BenchmarkCopy16 is BenchmarkCopy for 16-bit rows.
 func BenchmarkCopy16(b *testing.B) {
 	for _, s := range benchShapes {
-		x := make([]uint16, s.Rows*s.D)
-		y := make([]uint16, len(x))
+		x32, _ := benchData(s)
+		x := narrowAll(x32, formatBF16)
+		y := slices.Clone(x) // both buffers' pages exist (an untouched x would be the zero page)
 		b.Run(s.String(), func(b *testing.B) {
 			b.SetBytes(int64(4 * len(x)))
 			for b.Loop() {
@@ -246,6 +248,70 @@ func BenchmarkQKNorm(b *testing.B) {
 		b.SetBytes(int64(8 * len(flat)))
 		for b.Loop() {
 			copy(flat2, flat)
+		}
+	})
+}
+
+// convertSizes are the element counts of BenchmarkConvert: in L1, in L2, in L3 and in memory.
+var convertSizes = []int{4096, 65536, 1 << 20, 16 << 20}
+
+// BenchmarkConvert/<kernel>/<op>/<n> runs each conversion on n elements with each kernel, and
+// BenchmarkConvert/copy/<f32|u16>/<n> copies the destination's bytes; SetBytes counts the bytes
+// written in both, so MB/s compare directly with copy() of the destination.
+func BenchmarkConvert(b *testing.B) {
+	ops := []struct {
+		name string
+		op   convOp
+	}{{"bf16-to-f32", convWidenBF16}, {"f16-to-f32", convWidenF16}, {"f32-to-bf16", convNarrowBF16}, {"f32-to-f16", convNarrowF16}}
+	for _, k := range available {
+		b.Run(k.String(), func(b *testing.B) {
+			for _, o := range ops {
+				b.Run(o.name, func(b *testing.B) {
+					for _, n := range convertSizes {
+						f32 := make([]float32, n)
+						fill(f32, normal, seedFor(n, 1))
+						u16 := narrowAll(f32, formatBF16) // both buffers written: no zero pages
+						b.Run(strconv.Itoa(n), func(b *testing.B) {
+							withKernel(b, k)
+							widen := o.op == convWidenBF16 || o.op == convWidenF16
+							b.SetBytes(int64(map[bool]int{true: 4, false: 2}[widen] * n))
+							for b.Loop() {
+								switch o.op {
+								case convWidenBF16:
+									BF16ToFloat32(f32, u16)
+								case convWidenF16:
+									F16ToFloat32(f32, u16)
+								case convNarrowBF16:
+									Float32ToBF16(u16, f32)
+								case convNarrowF16:
+									Float32ToF16(u16, f32)
+								}
+							}
+						})
+					}
+				})
+			}
+		})
+	}
+	b.Run("copy", func(b *testing.B) {
+		for _, n := range convertSizes {
+			src := make([]float32, n)
+			fill(src, normal, seedFor(n, 1)) // an untouched src would read the zero page
+			dst := slices.Clone(src)
+			b.Run("f32/"+strconv.Itoa(n), func(b *testing.B) {
+				b.SetBytes(int64(4 * n))
+				for b.Loop() {
+					copy(dst, src)
+				}
+			})
+			s16 := narrowAll(src, formatBF16)
+			d16 := slices.Clone(s16)
+			b.Run("u16/"+strconv.Itoa(n), func(b *testing.B) {
+				b.SetBytes(int64(2 * n))
+				for b.Loop() {
+					copy(d16, s16)
+				}
+			})
 		}
 	})
 }

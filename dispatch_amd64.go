@@ -10,7 +10,7 @@ import "github.com/klauspost/cpuid/v2"
 // Avo files SFENCE under "MMX+" (AMD's MMX extensions); it is part of SSE, which every amd64 CPU
 // has, so SSE stands for it here.
 var kernelFeatures = map[kernelID][]cpuid.FeatureID{
-	kernelAVX512: {cpuid.AVX, cpuid.AVX512F, cpuid.SSE},
+	kernelAVX512: {cpuid.AVX, cpuid.AVX512F, cpuid.AVX512BW, cpuid.SSE},
 	kernelAVX2:   {cpuid.AVX, cpuid.AVX2, cpuid.F16C, cpuid.SSE},
 }
 

@@ -68,7 +68,7 @@
 // # Kernels
 //
 // At init the package picks the fastest kernel the CPU and the operating system support:
-// "avx512" (AVX-512F), "avx2" (AVX2 and F16C), "neon" (arm64) or "generic" (pure Go, always
+// "avx512" (AVX-512F and BW), "avx2" (AVX2 and F16C), "neon" (arm64) or "generic" (pure Go, always
 // present). Kernel
 // reports the choice, Kernels lists the candidates and SetKernel switches at run time. The
 // environment variable RMSNORM_KERNEL=<name> picks one at init. The build tags purego and noasm

@@ -48,6 +48,40 @@ DATA kmask<>+30(SB)/2, $0x7fff
 DATA kmask<>+32(SB)/2, $0xffff
 GLOBL kmask<>(SB), RODATA|NOPTR, $34
 
+DATA oddwords<>+0(SB)/2, $0x0001
+DATA oddwords<>+2(SB)/2, $0x0003
+DATA oddwords<>+4(SB)/2, $0x0005
+DATA oddwords<>+6(SB)/2, $0x0007
+DATA oddwords<>+8(SB)/2, $0x0009
+DATA oddwords<>+10(SB)/2, $0x000b
+DATA oddwords<>+12(SB)/2, $0x000d
+DATA oddwords<>+14(SB)/2, $0x000f
+DATA oddwords<>+16(SB)/2, $0x0011
+DATA oddwords<>+18(SB)/2, $0x0013
+DATA oddwords<>+20(SB)/2, $0x0015
+DATA oddwords<>+22(SB)/2, $0x0017
+DATA oddwords<>+24(SB)/2, $0x0019
+DATA oddwords<>+26(SB)/2, $0x001b
+DATA oddwords<>+28(SB)/2, $0x001d
+DATA oddwords<>+30(SB)/2, $0x001f
+DATA oddwords<>+32(SB)/2, $0x0021
+DATA oddwords<>+34(SB)/2, $0x0023
+DATA oddwords<>+36(SB)/2, $0x0025
+DATA oddwords<>+38(SB)/2, $0x0027
+DATA oddwords<>+40(SB)/2, $0x0029
+DATA oddwords<>+42(SB)/2, $0x002b
+DATA oddwords<>+44(SB)/2, $0x002d
+DATA oddwords<>+46(SB)/2, $0x002f
+DATA oddwords<>+48(SB)/2, $0x0031
+DATA oddwords<>+50(SB)/2, $0x0033
+DATA oddwords<>+52(SB)/2, $0x0035
+DATA oddwords<>+54(SB)/2, $0x0037
+DATA oddwords<>+56(SB)/2, $0x0039
+DATA oddwords<>+58(SB)/2, $0x003b
+DATA oddwords<>+60(SB)/2, $0x003d
+DATA oddwords<>+62(SB)/2, $0x003f
+GLOBL oddwords<>(SB), RODATA|NOPTR, $64
+
 DATA avx512bfone<>+0(SB)/4, $0x00000001
 GLOBL avx512bfone<>(SB), RODATA|NOPTR, $4
 
@@ -2782,7 +2816,7 @@ vzero:
 	RET
 
 // func avx512BF16Weighted(j uintptr, from int, to int) int
-// Requires: AVX, AVX512F, MMX+
+// Requires: AVX, AVX512BW, AVX512F, MMX+
 TEXT ·avx512BF16Weighted(SB), NOSPLIT, $376-32
 	// avx512BF16Weighted normalizes rows [from, to) of the job: BF16 rows: y = round16((x*inv)*w), for each row.
 	// It stops before the first row that needs the float64 path and returns that row's index, or to.
@@ -2792,6 +2826,7 @@ TEXT ·avx512BF16Weighted(SB), NOSPLIT, $376-32
 	MOVQ         job_w+0(AX), BX
 	MOVQ         job_stride+0(AX), SI
 	SHLQ         $0x01, SI
+	VMOVDQU64    oddwords<>+0(SB), Z3
 	VPBROADCASTD avx512bfone<>+0(SB), Z0
 	VPBROADCASTD avx512bfbias<>+0(SB), Z1
 	VPBROADCASTD avx512bfhigh<>+0(SB), Z2
@@ -2799,9 +2834,9 @@ TEXT ·avx512BF16Weighted(SB), NOSPLIT, $376-32
 
 	// fd = float32(d); rd = 1/d when d is a power of two (ss/d is then ss*rd exactly), else 0.
 	MOVQ       job_d+0(AX), DI
-	VMOVSS     one<>+0(SB), X3
-	VCVTSI2SSQ DI, X3, X3
-	VMOVSS     X3, 368(SP)
+	VMOVSS     one<>+0(SB), X4
+	VCVTSI2SSQ DI, X4, X4
+	VMOVSS     X4, 368(SP)
 	XORL       R9, R9
 	LEAQ       -1(DI), R8
 	TESTQ      DI, R8
@@ -2850,28 +2885,28 @@ sumrow:
 	MOVQ    job_d+0(AX), R10
 	SUBQ    $0x00000040, R10
 	JGE     firstblock
+	VMOVUPS zero64<>+0(SB), Z5
 	VMOVUPS zero64<>+0(SB), Z6
 	VMOVUPS zero64<>+0(SB), Z7
 	VMOVUPS zero64<>+0(SB), Z8
-	VMOVUPS zero64<>+0(SB), Z9
 	XORQ    R9, R9
 	JMP     sumtail
 
 firstblock:
 	// +0 + square is the square itself: the first block initializes the partials.
 	XORQ      R9, R9
-	VPMOVZXWD (DI)(R9*2), Z6
+	VPMOVZXWD (DI)(R9*2), Z5
+	VPSLLD    $0x10, Z5, Z5
+	VMULPS    Z5, Z5, Z5
+	VPMOVZXWD 32(DI)(R9*2), Z6
 	VPSLLD    $0x10, Z6, Z6
 	VMULPS    Z6, Z6, Z6
-	VPMOVZXWD 32(DI)(R9*2), Z7
+	VPMOVZXWD 64(DI)(R9*2), Z7
 	VPSLLD    $0x10, Z7, Z7
 	VMULPS    Z7, Z7, Z7
-	VPMOVZXWD 64(DI)(R9*2), Z8
+	VPMOVZXWD 96(DI)(R9*2), Z8
 	VPSLLD    $0x10, Z8, Z8
 	VMULPS    Z8, Z8, Z8
-	VPMOVZXWD 96(DI)(R9*2), Z9
-	VPSLLD    $0x10, Z9, Z9
-	VMULPS    Z9, Z9, Z9
 	MOVQ      $0x00000040, R9
 	TESTL     $0x00000002, job_flags+0(AX)
 	JNZ       sumpf
@@ -2879,22 +2914,22 @@ firstblock:
 sumloop:
 	CMPQ      R9, R10
 	JG        sumtail
-	VPMOVZXWD (DI)(R9*2), Z10
-	VPSLLD    $0x10, Z10, Z10
-	VMULPS    Z10, Z10, Z10
-	VADDPS    Z10, Z6, Z6
-	VPMOVZXWD 32(DI)(R9*2), Z10
-	VPSLLD    $0x10, Z10, Z10
-	VMULPS    Z10, Z10, Z10
-	VADDPS    Z10, Z7, Z7
-	VPMOVZXWD 64(DI)(R9*2), Z10
-	VPSLLD    $0x10, Z10, Z10
-	VMULPS    Z10, Z10, Z10
-	VADDPS    Z10, Z8, Z8
-	VPMOVZXWD 96(DI)(R9*2), Z10
-	VPSLLD    $0x10, Z10, Z10
-	VMULPS    Z10, Z10, Z10
-	VADDPS    Z10, Z9, Z9
+	VPMOVZXWD (DI)(R9*2), Z9
+	VPSLLD    $0x10, Z9, Z9
+	VMULPS    Z9, Z9, Z9
+	VADDPS    Z9, Z5, Z5
+	VPMOVZXWD 32(DI)(R9*2), Z9
+	VPSLLD    $0x10, Z9, Z9
+	VMULPS    Z9, Z9, Z9
+	VADDPS    Z9, Z6, Z6
+	VPMOVZXWD 64(DI)(R9*2), Z9
+	VPSLLD    $0x10, Z9, Z9
+	VMULPS    Z9, Z9, Z9
+	VADDPS    Z9, Z7, Z7
+	VPMOVZXWD 96(DI)(R9*2), Z9
+	VPSLLD    $0x10, Z9, Z9
+	VMULPS    Z9, Z9, Z9
+	VADDPS    Z9, Z8, Z8
 	ADDQ      $0x00000040, R9
 	JMP       sumloop
 
@@ -2914,22 +2949,22 @@ sumpfloop:
 	JG         sumtail
 	PREFETCHT0 (R11)(R9*2)
 	PREFETCHT0 64(R11)(R9*2)
-	VPMOVZXWD  (DI)(R9*2), Z10
-	VPSLLD     $0x10, Z10, Z10
-	VMULPS     Z10, Z10, Z10
-	VADDPS     Z10, Z6, Z6
-	VPMOVZXWD  32(DI)(R9*2), Z10
-	VPSLLD     $0x10, Z10, Z10
-	VMULPS     Z10, Z10, Z10
-	VADDPS     Z10, Z7, Z7
-	VPMOVZXWD  64(DI)(R9*2), Z10
-	VPSLLD     $0x10, Z10, Z10
-	VMULPS     Z10, Z10, Z10
-	VADDPS     Z10, Z8, Z8
-	VPMOVZXWD  96(DI)(R9*2), Z10
-	VPSLLD     $0x10, Z10, Z10
-	VMULPS     Z10, Z10, Z10
-	VADDPS     Z10, Z9, Z9
+	VPMOVZXWD  (DI)(R9*2), Z9
+	VPSLLD     $0x10, Z9, Z9
+	VMULPS     Z9, Z9, Z9
+	VADDPS     Z9, Z5, Z5
+	VPMOVZXWD  32(DI)(R9*2), Z9
+	VPSLLD     $0x10, Z9, Z9
+	VMULPS     Z9, Z9, Z9
+	VADDPS     Z9, Z6, Z6
+	VPMOVZXWD  64(DI)(R9*2), Z9
+	VPSLLD     $0x10, Z9, Z9
+	VMULPS     Z9, Z9, Z9
+	VADDPS     Z9, Z7, Z7
+	VPMOVZXWD  96(DI)(R9*2), Z9
+	VPSLLD     $0x10, Z9, Z9
+	VMULPS     Z9, Z9, Z9
+	VADDPS     Z9, Z8, Z8
 	ADDQ       $0x00000040, R9
 	JMP        sumpfloop
 
@@ -2946,10 +2981,10 @@ sumtail:
 
 tailmask0:
 	KMOVW       (R11)(R12*2), K1
-	VPMOVZXWD.Z (DI)(R9*2), K1, Z10
-	VPSLLD      $0x10, Z10, Z10
-	VMULPS      Z10, Z10, Z10
-	VADDPS      Z10, Z6, Z6
+	VPMOVZXWD.Z (DI)(R9*2), K1, Z9
+	VPSLLD      $0x10, Z9, Z9
+	VMULPS      Z9, Z9, Z9
+	VADDPS      Z9, Z5, Z5
 	MOVQ        R10, R12
 	SUBQ        $0x00000010, R12
 	JLE         summed
@@ -2959,10 +2994,10 @@ tailmask0:
 
 tailmask1:
 	KMOVW       (R11)(R12*2), K1
-	VPMOVZXWD.Z 32(DI)(R9*2), K1, Z10
-	VPSLLD      $0x10, Z10, Z10
-	VMULPS      Z10, Z10, Z10
-	VADDPS      Z10, Z7, Z7
+	VPMOVZXWD.Z 32(DI)(R9*2), K1, Z9
+	VPSLLD      $0x10, Z9, Z9
+	VMULPS      Z9, Z9, Z9
+	VADDPS      Z9, Z6, Z6
 	MOVQ        R10, R12
 	SUBQ        $0x00000020, R12
 	JLE         summed
@@ -2972,10 +3007,10 @@ tailmask1:
 
 tailmask2:
 	KMOVW       (R11)(R12*2), K1
-	VPMOVZXWD.Z 64(DI)(R9*2), K1, Z10
-	VPSLLD      $0x10, Z10, Z10
-	VMULPS      Z10, Z10, Z10
-	VADDPS      Z10, Z8, Z8
+	VPMOVZXWD.Z 64(DI)(R9*2), K1, Z9
+	VPSLLD      $0x10, Z9, Z9
+	VMULPS      Z9, Z9, Z9
+	VADDPS      Z9, Z7, Z7
 	SUBQ        $0x00000030, R10
 	JLE         summed
 	CMPQ        R10, $0x00000010
@@ -2984,18 +3019,18 @@ tailmask2:
 
 tailmask3:
 	KMOVW       (R11)(R10*2), K1
-	VPMOVZXWD.Z 96(DI)(R9*2), K1, Z10
-	VPSLLD      $0x10, Z10, Z10
-	VMULPS      Z10, Z10, Z10
-	VADDPS      Z10, Z9, Z9
+	VPMOVZXWD.Z 96(DI)(R9*2), K1, Z9
+	VPSLLD      $0x10, Z9, Z9
+	VMULPS      Z9, Z9, Z9
+	VADDPS      Z9, Z8, Z8
 
 summed:
+	VADDPS  Z7, Z5, Z5
 	VADDPS  Z8, Z6, Z6
-	VADDPS  Z9, Z7, Z7
-	VADDPS  Z7, Z6, Z6
+	VADDPS  Z6, Z5, Z5
 	CMPQ    336(SP), $0x01
 	JE      invone
-	VMOVUPS Z6, (SP)(R8*1)
+	VMOVUPS Z5, (SP)(R8*1)
 	ADDQ    SI, DI
 	ADDQ    $0x00000040, R8
 	CMPQ    R8, $0x00000100
@@ -3004,85 +3039,85 @@ summed:
 
 invone:
 	// Halving tree: p[j] += p[j+h] for the remaining h, down to ss.
-	VSHUFF64X2 $0xee, Z6, Z6, Z7
-	VADDPS     Z7, Z6, Z6
-	VSHUFF32X4 $0x01, Z6, Z6, Z7
-	VADDPS     Z7, Z6, Z6
-	VPERMILPS  $0x4e, Z6, Z7
-	VADDPS     Z7, Z6, Z6
-	VPERMILPS  $0xb1, Z6, Z7
-	VADDPS     Z7, Z6, Z6
+	VSHUFF64X2 $0xee, Z5, Z5, Z6
+	VADDPS     Z6, Z5, Z5
+	VSHUFF32X4 $0x01, Z5, Z5, Z6
+	VADDPS     Z6, Z5, Z5
+	VPERMILPS  $0x4e, Z5, Z6
+	VADDPS     Z6, Z5, Z5
+	VPERMILPS  $0xb1, Z5, Z6
+	VADDPS     Z6, Z5, Z5
 
 	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
 	CMPL   372(SP), $0x00
 	JE     divide2
-	VMULSS 372(SP), X6, X4
+	VMULSS 372(SP), X5, X5
 	JMP    divided3
 
 divide2:
-	VDIVSS 368(SP), X6, X4
+	VDIVSS 368(SP), X5, X5
 
 divided3:
-	VADDSS   job_eps+0(AX), X4, X4
-	VUCOMISS tlo<>+0(SB), X4
+	VADDSS   job_eps+0(AX), X5, X5
+	VUCOMISS tlo<>+0(SB), X5
 	JCS      ret
-	VUCOMISS tmax<>+0(SB), X4
+	VUCOMISS tmax<>+0(SB), X5
 	JHI      ret
-	VSQRTSS  X4, X4, X4
-	VMOVSS   one<>+0(SB), X3
-	VDIVSS   X4, X3, X3
+	VSQRTSS  X5, X5, X5
+	VMOVSS   one<>+0(SB), X4
+	VDIVSS   X5, X4, X4
 
 	// Report 1/rms if asked.
 	MOVQ   job_inv+0(AX), DI
 	TESTQ  DI, DI
 	JZ     scale
 	MOVQ   320(SP), R8
-	VMOVSS X3, (DI)(R8*4)
+	VMOVSS X4, (DI)(R8*4)
 	JMP    scale
 
 invgroup:
 	// The rest of the halving tree, four rows at once.
-	VMOVUPS       (SP), Z6
-	VMOVUPS       64(SP), Z7
-	VMOVUPS       128(SP), Z8
-	VMOVUPS       192(SP), Z9
-	VSHUFF64X2    $0x44, Z7, Z6, Z10
-	VSHUFF64X2    $0xee, Z7, Z6, Z6
-	VADDPS        Z6, Z10, Z10
-	VSHUFF64X2    $0x44, Z9, Z8, Z6
-	VSHUFF64X2    $0xee, Z9, Z8, Z7
-	VADDPS        Z7, Z6, Z6
-	VSHUFF32X4    $0x88, Z6, Z10, Z7
-	VSHUFF32X4    $0xdd, Z6, Z10, Z6
-	VADDPS        Z6, Z7, Z7
-	VPERMILPS     $0x4e, Z7, Z6
-	VADDPS        Z6, Z7, Z7
-	VPERMILPS     $0xb1, Z7, Z6
-	VADDPS        Z6, Z7, Z7
+	VMOVUPS       (SP), Z5
+	VMOVUPS       64(SP), Z6
+	VMOVUPS       128(SP), Z7
+	VMOVUPS       192(SP), Z8
+	VSHUFF64X2    $0x44, Z6, Z5, Z9
+	VSHUFF64X2    $0xee, Z6, Z5, Z5
+	VADDPS        Z5, Z9, Z9
+	VSHUFF64X2    $0x44, Z8, Z7, Z5
+	VSHUFF64X2    $0xee, Z8, Z7, Z6
+	VADDPS        Z6, Z5, Z5
+	VSHUFF32X4    $0x88, Z5, Z9, Z6
+	VSHUFF32X4    $0xdd, Z5, Z9, Z5
+	VADDPS        Z5, Z6, Z6
+	VPERMILPS     $0x4e, Z6, Z5
+	VADDPS        Z5, Z6, Z6
+	VPERMILPS     $0xb1, Z6, Z5
+	VADDPS        Z5, Z6, Z6
 	MOVL          $0x00001111, DI
 	KMOVW         DI, K1
-	VCOMPRESSPS.Z Z7, K1, Z6
+	VCOMPRESSPS.Z Z6, K1, Z5
 
 	// t = ss/d + eps for the four rows; any t outside [2^-100, MaxFloat32] sends the group to the one-row path.
 	CMPL         372(SP), $0x00
 	JE           divide4
-	VBROADCASTSS 372(SP), Z7
-	VMULPS       Z7, Z6, Z6
+	VBROADCASTSS 372(SP), Z6
+	VMULPS       Z6, Z5, Z5
 	JMP          divided5
 
 divide4:
-	VBROADCASTSS 368(SP), Z7
-	VDIVPS       Z7, Z6, Z6
+	VBROADCASTSS 368(SP), Z6
+	VDIVPS       Z6, Z5, Z5
 
 divided5:
-	VBROADCASTSS job_eps+0(AX), Z7
-	VADDPS       Z7, Z6, Z6
+	VBROADCASTSS job_eps+0(AX), Z6
+	VADDPS       Z6, Z5, Z5
 	MOVL         $0x0000000f, DI
 	KMOVW        DI, K1
-	VBROADCASTSS tlo<>+0(SB), Z7
-	VBROADCASTSS tmax<>+0(SB), Z8
-	VCMPPS       $0x1d, Z7, Z6, K1, K1
-	VCMPPS       $0x12, Z8, Z6, K1, K1
+	VBROADCASTSS tlo<>+0(SB), Z6
+	VBROADCASTSS tmax<>+0(SB), Z7
+	VCMPPS       $0x1d, Z6, Z5, K1, K1
+	VCMPPS       $0x12, Z7, Z5, K1, K1
 	KMOVW        K1, DI
 	CMPL         DI, $0x0f
 	JE           ginrange
@@ -3090,9 +3125,9 @@ divided5:
 	JMP          row
 
 ginrange:
-	VSQRTPS      Z6, Z6
-	VBROADCASTSS one<>+0(SB), Z3
-	VDIVPS       Z6, Z3, Z3
+	VSQRTPS      Z5, Z5
+	VBROADCASTSS one<>+0(SB), Z4
+	VDIVPS       Z5, Z4, Z4
 
 	// Report 1/rms if asked.
 	MOVQ    job_inv+0(AX), DI
@@ -3101,18 +3136,18 @@ ginrange:
 	MOVQ    320(SP), R8
 	MOVL    $0x0000000f, R9
 	KMOVW   R9, K1
-	VMOVUPS Z3, K1, (DI)(R8*4)
+	VMOVUPS Z4, K1, (DI)(R8*4)
 
 scale:
-	VBROADCASTSS X3, Z6
+	VBROADCASTSS X4, Z5
 	MOVQ         $0x00000000, 344(SP)
 	CMPQ         336(SP), $0x01
 	JE           scalebody
-	VMOVUPS      Z3, 256(SP)
+	VMOVUPS      Z4, 256(SP)
 
 scalerow:
 	MOVQ         344(SP), DI
-	VBROADCASTSS 256(SP)(DI*4), Z6
+	VBROADCASTSS 256(SP)(DI*4), Z5
 
 scalebody:
 	// y = (src*inv)*w, rounded after each multiply.
@@ -3125,50 +3160,46 @@ scalebody:
 scaleloop:
 	CMPQ        DI, R8
 	JG          scaletail
-	VPMOVZXWD   (DX)(DI*2), Z7
-	VPSLLD      $0x10, Z7, Z7
-	VMULPS      Z6, Z7, Z7
-	VMULPS      (BX)(DI*4), Z7, Z7
-	VFIXUPIMMPS $0x00, Z2, Z7, Z7
-	VPSRLD      $0x10, Z7, Z8
-	VPANDD      Z0, Z8, Z8
-	VPADDD      Z1, Z8, Z8
-	VPADDD      Z7, Z8, Z8
-	VPSRLD      $0x10, Z8, Z8
-	VPMOVDW     Z8, (CX)(DI*2)
+	VPMOVZXWD   (DX)(DI*2), Z6
+	VPSLLD      $0x10, Z6, Z6
+	VMULPS      Z5, Z6, Z6
+	VMULPS      (BX)(DI*4), Z6, Z6
 	VPMOVZXWD   32(DX)(DI*2), Z7
 	VPSLLD      $0x10, Z7, Z7
-	VMULPS      Z6, Z7, Z7
+	VMULPS      Z5, Z7, Z7
 	VMULPS      64(BX)(DI*4), Z7, Z7
-	VFIXUPIMMPS $0x00, Z2, Z7, Z7
-	VPSRLD      $0x10, Z7, Z8
+	VFIXUPIMMPS $0x00, Z2, Z6, Z6
+	VPSRLD      $0x10, Z6, Z8
 	VPANDD      Z0, Z8, Z8
 	VPADDD      Z1, Z8, Z8
-	VPADDD      Z7, Z8, Z8
-	VPSRLD      $0x10, Z8, Z8
-	VPMOVDW     Z8, 32(CX)(DI*2)
-	VPMOVZXWD   64(DX)(DI*2), Z7
-	VPSLLD      $0x10, Z7, Z7
-	VMULPS      Z6, Z7, Z7
-	VMULPS      128(BX)(DI*4), Z7, Z7
+	VPADDD      Z6, Z8, Z8
 	VFIXUPIMMPS $0x00, Z2, Z7, Z7
-	VPSRLD      $0x10, Z7, Z8
-	VPANDD      Z0, Z8, Z8
-	VPADDD      Z1, Z8, Z8
-	VPADDD      Z7, Z8, Z8
-	VPSRLD      $0x10, Z8, Z8
-	VPMOVDW     Z8, 64(CX)(DI*2)
+	VPSRLD      $0x10, Z7, Z6
+	VPANDD      Z0, Z6, Z6
+	VPADDD      Z1, Z6, Z6
+	VPADDD      Z7, Z6, Z6
+	VPERMT2W    Z6, Z3, Z8
+	VMOVDQU64   Z8, (CX)(DI*2)
+	VPMOVZXWD   64(DX)(DI*2), Z6
+	VPSLLD      $0x10, Z6, Z6
+	VMULPS      Z5, Z6, Z6
+	VMULPS      128(BX)(DI*4), Z6, Z6
 	VPMOVZXWD   96(DX)(DI*2), Z7
 	VPSLLD      $0x10, Z7, Z7
-	VMULPS      Z6, Z7, Z7
+	VMULPS      Z5, Z7, Z7
 	VMULPS      192(BX)(DI*4), Z7, Z7
-	VFIXUPIMMPS $0x00, Z2, Z7, Z7
-	VPSRLD      $0x10, Z7, Z8
+	VFIXUPIMMPS $0x00, Z2, Z6, Z6
+	VPSRLD      $0x10, Z6, Z8
 	VPANDD      Z0, Z8, Z8
 	VPADDD      Z1, Z8, Z8
-	VPADDD      Z7, Z8, Z8
-	VPSRLD      $0x10, Z8, Z8
-	VPMOVDW     Z8, 96(CX)(DI*2)
+	VPADDD      Z6, Z8, Z8
+	VFIXUPIMMPS $0x00, Z2, Z7, Z7
+	VPSRLD      $0x10, Z7, Z6
+	VPANDD      Z0, Z6, Z6
+	VPADDD      Z1, Z6, Z6
+	VPADDD      Z7, Z6, Z6
+	VPERMT2W    Z6, Z3, Z8
+	VMOVDQU64   Z8, 64(CX)(DI*2)
 	ADDQ        $0x00000040, DI
 	JMP         scaleloop
 
@@ -3188,50 +3219,46 @@ scalepfloop:
 	JG          scaletail
 	PREFETCHT0  (R9)(DI*2)
 	PREFETCHT0  64(R9)(DI*2)
-	VPMOVZXWD   (DX)(DI*2), Z7
-	VPSLLD      $0x10, Z7, Z7
-	VMULPS      Z6, Z7, Z7
-	VMULPS      (BX)(DI*4), Z7, Z7
-	VFIXUPIMMPS $0x00, Z2, Z7, Z7
-	VPSRLD      $0x10, Z7, Z8
-	VPANDD      Z0, Z8, Z8
-	VPADDD      Z1, Z8, Z8
-	VPADDD      Z7, Z8, Z8
-	VPSRLD      $0x10, Z8, Z8
-	VPMOVDW     Z8, (CX)(DI*2)
+	VPMOVZXWD   (DX)(DI*2), Z6
+	VPSLLD      $0x10, Z6, Z6
+	VMULPS      Z5, Z6, Z6
+	VMULPS      (BX)(DI*4), Z6, Z6
 	VPMOVZXWD   32(DX)(DI*2), Z7
 	VPSLLD      $0x10, Z7, Z7
-	VMULPS      Z6, Z7, Z7
+	VMULPS      Z5, Z7, Z7
 	VMULPS      64(BX)(DI*4), Z7, Z7
-	VFIXUPIMMPS $0x00, Z2, Z7, Z7
-	VPSRLD      $0x10, Z7, Z8
+	VFIXUPIMMPS $0x00, Z2, Z6, Z6
+	VPSRLD      $0x10, Z6, Z8
 	VPANDD      Z0, Z8, Z8
 	VPADDD      Z1, Z8, Z8
-	VPADDD      Z7, Z8, Z8
-	VPSRLD      $0x10, Z8, Z8
-	VPMOVDW     Z8, 32(CX)(DI*2)
-	VPMOVZXWD   64(DX)(DI*2), Z7
-	VPSLLD      $0x10, Z7, Z7
-	VMULPS      Z6, Z7, Z7
-	VMULPS      128(BX)(DI*4), Z7, Z7
+	VPADDD      Z6, Z8, Z8
 	VFIXUPIMMPS $0x00, Z2, Z7, Z7
-	VPSRLD      $0x10, Z7, Z8
-	VPANDD      Z0, Z8, Z8
-	VPADDD      Z1, Z8, Z8
-	VPADDD      Z7, Z8, Z8
-	VPSRLD      $0x10, Z8, Z8
-	VPMOVDW     Z8, 64(CX)(DI*2)
+	VPSRLD      $0x10, Z7, Z6
+	VPANDD      Z0, Z6, Z6
+	VPADDD      Z1, Z6, Z6
+	VPADDD      Z7, Z6, Z6
+	VPERMT2W    Z6, Z3, Z8
+	VMOVDQU64   Z8, (CX)(DI*2)
+	VPMOVZXWD   64(DX)(DI*2), Z6
+	VPSLLD      $0x10, Z6, Z6
+	VMULPS      Z5, Z6, Z6
+	VMULPS      128(BX)(DI*4), Z6, Z6
 	VPMOVZXWD   96(DX)(DI*2), Z7
 	VPSLLD      $0x10, Z7, Z7
-	VMULPS      Z6, Z7, Z7
+	VMULPS      Z5, Z7, Z7
 	VMULPS      192(BX)(DI*4), Z7, Z7
-	VFIXUPIMMPS $0x00, Z2, Z7, Z7
-	VPSRLD      $0x10, Z7, Z8
+	VFIXUPIMMPS $0x00, Z2, Z6, Z6
+	VPSRLD      $0x10, Z6, Z8
 	VPANDD      Z0, Z8, Z8
 	VPADDD      Z1, Z8, Z8
-	VPADDD      Z7, Z8, Z8
-	VPSRLD      $0x10, Z8, Z8
-	VPMOVDW     Z8, 96(CX)(DI*2)
+	VPADDD      Z6, Z8, Z8
+	VFIXUPIMMPS $0x00, Z2, Z7, Z7
+	VPSRLD      $0x10, Z7, Z6
+	VPANDD      Z0, Z6, Z6
+	VPADDD      Z1, Z6, Z6
+	VPADDD      Z7, Z6, Z6
+	VPERMT2W    Z6, Z3, Z8
+	VMOVDQU64   Z8, 64(CX)(DI*2)
 	ADDQ        $0x00000040, DI
 	JMP         scalepfloop
 
@@ -3249,17 +3276,17 @@ scalent:
 scalehead:
 	CMPQ        R10, $0x00000010
 	JB          scaleheadpart
-	VPMOVZXWD   (DX)(DI*2), Z7
-	VPSLLD      $0x10, Z7, Z7
-	VMULPS      Z6, Z7, Z7
-	VMULPS      (BX)(DI*4), Z7, Z7
-	VFIXUPIMMPS $0x00, Z2, Z7, Z7
-	VPSRLD      $0x10, Z7, Z8
-	VPANDD      Z0, Z8, Z8
-	VPADDD      Z1, Z8, Z8
-	VPADDD      Z7, Z8, Z8
-	VPSRLD      $0x10, Z8, Z8
-	VPMOVDW     Z8, (CX)(DI*2)
+	VPMOVZXWD   (DX)(DI*2), Z6
+	VPSLLD      $0x10, Z6, Z6
+	VMULPS      Z5, Z6, Z6
+	VMULPS      (BX)(DI*4), Z6, Z6
+	VFIXUPIMMPS $0x00, Z2, Z6, Z6
+	VPSRLD      $0x10, Z6, Z7
+	VPANDD      Z0, Z7, Z7
+	VPADDD      Z1, Z7, Z7
+	VPADDD      Z6, Z7, Z7
+	VPSRLD      $0x10, Z7, Z7
+	VPMOVDW     Z7, (CX)(DI*2)
 	ADDQ        $0x00000010, DI
 	SUBQ        $0x00000010, R10
 	JZ          scalentloop
@@ -3267,75 +3294,67 @@ scalehead:
 scaleheadpart:
 	LEAQ        kmask<>+0(SB), R11
 	KMOVW       (R11)(R10*2), K1
-	VPMOVZXWD.Z (DX)(DI*2), K1, Z7
-	VPSLLD      $0x10, Z7, Z7
-	VMULPS      Z7, Z6, Z7
-	VMOVUPS.Z   (BX)(DI*4), K1, Z8
-	VMULPS      Z8, Z7, Z7
-	VFIXUPIMMPS $0x00, Z2, Z7, Z7
-	VPSRLD      $0x10, Z7, Z8
-	VPANDD      Z0, Z8, Z8
-	VPADDD      Z1, Z8, Z8
-	VPADDD      Z7, Z8, Z8
-	VPSRLD      $0x10, Z8, Z8
-	VPMOVDW     Z8, K1, (CX)(DI*2)
+	VPMOVZXWD.Z (DX)(DI*2), K1, Z6
+	VPSLLD      $0x10, Z6, Z6
+	VMULPS      Z6, Z5, Z6
+	VMOVUPS.Z   (BX)(DI*4), K1, Z7
+	VMULPS      Z7, Z6, Z6
+	VFIXUPIMMPS $0x00, Z2, Z6, Z6
+	VPSRLD      $0x10, Z6, Z7
+	VPANDD      Z0, Z7, Z7
+	VPADDD      Z1, Z7, Z7
+	VPADDD      Z6, Z7, Z7
+	VPSRLD      $0x10, Z7, Z7
+	VPMOVDW     Z7, K1, (CX)(DI*2)
 	ADDQ        R10, DI
 
 scalentloop:
-	CMPQ         DI, R8
-	JG           scaletail
-	PREFETCHT0   (R9)(DI*2)
-	PREFETCHT0   64(R9)(DI*2)
-	VPMOVZXWD    (DX)(DI*2), Z7
-	VPSLLD       $0x10, Z7, Z7
-	VMULPS       Z6, Z7, Z7
-	VMULPS       (BX)(DI*4), Z7, Z7
-	VPMOVZXWD    32(DX)(DI*2), Z8
-	VPSLLD       $0x10, Z8, Z8
-	VMULPS       Z6, Z8, Z8
-	VMULPS       64(BX)(DI*4), Z8, Z8
-	VFIXUPIMMPS  $0x00, Z2, Z7, Z7
-	VPSRLD       $0x10, Z7, Z9
-	VPANDD       Z0, Z9, Z9
-	VPADDD       Z1, Z9, Z9
-	VPADDD       Z7, Z9, Z9
-	VPSRLD       $0x10, Z9, Z9
-	VPMOVDW      Z9, Y4
-	VFIXUPIMMPS  $0x00, Z2, Z8, Z8
-	VPSRLD       $0x10, Z8, Z7
-	VPANDD       Z0, Z7, Z7
-	VPADDD       Z1, Z7, Z7
-	VPADDD       Z8, Z7, Z7
-	VPSRLD       $0x10, Z7, Z7
-	VPMOVDW      Z7, Y5
-	VINSERTI64X4 $0x01, Y5, Z4, Z4
-	VMOVNTDQ     Z4, (CX)(DI*2)
-	VPMOVZXWD    64(DX)(DI*2), Z7
-	VPSLLD       $0x10, Z7, Z7
-	VMULPS       Z6, Z7, Z7
-	VMULPS       128(BX)(DI*4), Z7, Z7
-	VPMOVZXWD    96(DX)(DI*2), Z8
-	VPSLLD       $0x10, Z8, Z8
-	VMULPS       Z6, Z8, Z8
-	VMULPS       192(BX)(DI*4), Z8, Z8
-	VFIXUPIMMPS  $0x00, Z2, Z7, Z7
-	VPSRLD       $0x10, Z7, Z9
-	VPANDD       Z0, Z9, Z9
-	VPADDD       Z1, Z9, Z9
-	VPADDD       Z7, Z9, Z9
-	VPSRLD       $0x10, Z9, Z9
-	VPMOVDW      Z9, Y5
-	VFIXUPIMMPS  $0x00, Z2, Z8, Z8
-	VPSRLD       $0x10, Z8, Z7
-	VPANDD       Z0, Z7, Z7
-	VPADDD       Z1, Z7, Z7
-	VPADDD       Z8, Z7, Z7
-	VPSRLD       $0x10, Z7, Z7
-	VPMOVDW      Z7, Y4
-	VINSERTI64X4 $0x01, Y4, Z5, Z5
-	VMOVNTDQ     Z5, 64(CX)(DI*2)
-	ADDQ         $0x00000040, DI
-	JMP          scalentloop
+	CMPQ        DI, R8
+	JG          scaletail
+	PREFETCHT0  (R9)(DI*2)
+	PREFETCHT0  64(R9)(DI*2)
+	VPMOVZXWD   (DX)(DI*2), Z6
+	VPSLLD      $0x10, Z6, Z6
+	VMULPS      Z5, Z6, Z6
+	VMULPS      (BX)(DI*4), Z6, Z6
+	VPMOVZXWD   32(DX)(DI*2), Z7
+	VPSLLD      $0x10, Z7, Z7
+	VMULPS      Z5, Z7, Z7
+	VMULPS      64(BX)(DI*4), Z7, Z7
+	VFIXUPIMMPS $0x00, Z2, Z6, Z6
+	VPSRLD      $0x10, Z6, Z8
+	VPANDD      Z0, Z8, Z8
+	VPADDD      Z1, Z8, Z8
+	VPADDD      Z6, Z8, Z8
+	VFIXUPIMMPS $0x00, Z2, Z7, Z7
+	VPSRLD      $0x10, Z7, Z6
+	VPANDD      Z0, Z6, Z6
+	VPADDD      Z1, Z6, Z6
+	VPADDD      Z7, Z6, Z6
+	VPERMT2W    Z6, Z3, Z8
+	VMOVNTDQ    Z8, (CX)(DI*2)
+	VPMOVZXWD   64(DX)(DI*2), Z6
+	VPSLLD      $0x10, Z6, Z6
+	VMULPS      Z5, Z6, Z6
+	VMULPS      128(BX)(DI*4), Z6, Z6
+	VPMOVZXWD   96(DX)(DI*2), Z7
+	VPSLLD      $0x10, Z7, Z7
+	VMULPS      Z5, Z7, Z7
+	VMULPS      192(BX)(DI*4), Z7, Z7
+	VFIXUPIMMPS $0x00, Z2, Z6, Z6
+	VPSRLD      $0x10, Z6, Z8
+	VPANDD      Z0, Z8, Z8
+	VPADDD      Z1, Z8, Z8
+	VPADDD      Z6, Z8, Z8
+	VFIXUPIMMPS $0x00, Z2, Z7, Z7
+	VPSRLD      $0x10, Z7, Z6
+	VPANDD      Z0, Z6, Z6
+	VPADDD      Z1, Z6, Z6
+	VPADDD      Z7, Z6, Z6
+	VPERMT2W    Z6, Z3, Z8
+	VMOVNTDQ    Z8, 64(CX)(DI*2)
+	ADDQ        $0x00000040, DI
+	JMP         scalentloop
 
 scaletail:
 	ADDQ $0x00000030, R8
@@ -3343,17 +3362,17 @@ scaletail:
 scaleone:
 	CMPQ        DI, R8
 	JG          scalepart
-	VPMOVZXWD   (DX)(DI*2), Z7
-	VPSLLD      $0x10, Z7, Z7
-	VMULPS      Z6, Z7, Z7
-	VMULPS      (BX)(DI*4), Z7, Z7
-	VFIXUPIMMPS $0x00, Z2, Z7, Z7
-	VPSRLD      $0x10, Z7, Z8
-	VPANDD      Z0, Z8, Z8
-	VPADDD      Z1, Z8, Z8
-	VPADDD      Z7, Z8, Z8
-	VPSRLD      $0x10, Z8, Z8
-	VPMOVDW     Z8, (CX)(DI*2)
+	VPMOVZXWD   (DX)(DI*2), Z6
+	VPSLLD      $0x10, Z6, Z6
+	VMULPS      Z5, Z6, Z6
+	VMULPS      (BX)(DI*4), Z6, Z6
+	VFIXUPIMMPS $0x00, Z2, Z6, Z6
+	VPSRLD      $0x10, Z6, Z7
+	VPANDD      Z0, Z7, Z7
+	VPADDD      Z1, Z7, Z7
+	VPADDD      Z6, Z7, Z7
+	VPSRLD      $0x10, Z7, Z7
+	VPMOVDW     Z7, (CX)(DI*2)
 	ADDQ        $0x00000010, DI
 	JMP         scaleone
 
@@ -3363,18 +3382,18 @@ scalepart:
 	JZ          scaled
 	LEAQ        kmask<>+0(SB), R8
 	KMOVW       (R8)(R10*2), K1
-	VPMOVZXWD.Z (DX)(DI*2), K1, Z7
-	VPSLLD      $0x10, Z7, Z7
-	VMULPS      Z7, Z6, Z7
-	VMOVUPS.Z   (BX)(DI*4), K1, Z6
-	VMULPS      Z6, Z7, Z7
-	VFIXUPIMMPS $0x00, Z2, Z7, Z7
-	VPSRLD      $0x10, Z7, Z6
-	VPANDD      Z0, Z6, Z6
-	VPADDD      Z1, Z6, Z6
-	VPADDD      Z7, Z6, Z6
-	VPSRLD      $0x10, Z6, Z6
-	VPMOVDW     Z6, K1, (CX)(DI*2)
+	VPMOVZXWD.Z (DX)(DI*2), K1, Z6
+	VPSLLD      $0x10, Z6, Z6
+	VMULPS      Z6, Z5, Z6
+	VMOVUPS.Z   (BX)(DI*4), K1, Z5
+	VMULPS      Z5, Z6, Z6
+	VFIXUPIMMPS $0x00, Z2, Z6, Z6
+	VPSRLD      $0x10, Z6, Z5
+	VPANDD      Z0, Z5, Z5
+	VPADDD      Z1, Z5, Z5
+	VPADDD      Z6, Z5, Z5
+	VPSRLD      $0x10, Z5, Z5
+	VPMOVDW     Z5, K1, (CX)(DI*2)
 
 scaled:
 	ADDQ SI, DX
@@ -3399,7 +3418,7 @@ vzero:
 	RET
 
 // func avx512BF16WeightedRN(j uintptr, from int, to int) int
-// Requires: AVX, AVX512F, MMX+
+// Requires: AVX, AVX512BW, AVX512F, MMX+
 TEXT ·avx512BF16WeightedRN(SB), NOSPLIT, $376-32
 	// avx512BF16WeightedRN normalizes rows [from, to) of the job: BF16 rows: y = round16(round16(x*inv)*w), for each row.
 	// It stops before the first row that needs the float64 path and returns that row's index, or to.
@@ -3409,6 +3428,7 @@ TEXT ·avx512BF16WeightedRN(SB), NOSPLIT, $376-32
 	MOVQ         job_w+0(AX), BX
 	MOVQ         job_stride+0(AX), SI
 	SHLQ         $0x01, SI
+	VMOVDQU64    oddwords<>+0(SB), Z4
 	VPBROADCASTD avx512bfone<>+0(SB), Z0
 	VPBROADCASTD avx512bfbias<>+0(SB), Z1
 	VPBROADCASTD avx512bfhigh<>+0(SB), Z2
@@ -3416,9 +3436,9 @@ TEXT ·avx512BF16WeightedRN(SB), NOSPLIT, $376-32
 
 	// fd = float32(d); rd = 1/d when d is a power of two (ss/d is then ss*rd exactly), else 0.
 	MOVQ       job_d+0(AX), DI
-	VMOVSS     one<>+0(SB), X4
-	VCVTSI2SSQ DI, X4, X4
-	VMOVSS     X4, 368(SP)
+	VMOVSS     one<>+0(SB), X5
+	VCVTSI2SSQ DI, X5, X5
+	VMOVSS     X5, 368(SP)
 	XORL       R9, R9
 	LEAQ       -1(DI), R8
 	TESTQ      DI, R8
@@ -3467,28 +3487,28 @@ sumrow:
 	MOVQ    job_d+0(AX), R10
 	SUBQ    $0x00000040, R10
 	JGE     firstblock
-	VMOVUPS zero64<>+0(SB), Z4
 	VMOVUPS zero64<>+0(SB), Z5
 	VMOVUPS zero64<>+0(SB), Z6
 	VMOVUPS zero64<>+0(SB), Z7
+	VMOVUPS zero64<>+0(SB), Z8
 	XORQ    R9, R9
 	JMP     sumtail
 
 firstblock:
 	// +0 + square is the square itself: the first block initializes the partials.
 	XORQ      R9, R9
-	VPMOVZXWD (DI)(R9*2), Z4
-	VPSLLD    $0x10, Z4, Z4
-	VMULPS    Z4, Z4, Z4
-	VPMOVZXWD 32(DI)(R9*2), Z5
+	VPMOVZXWD (DI)(R9*2), Z5
 	VPSLLD    $0x10, Z5, Z5
 	VMULPS    Z5, Z5, Z5
-	VPMOVZXWD 64(DI)(R9*2), Z6
+	VPMOVZXWD 32(DI)(R9*2), Z6
 	VPSLLD    $0x10, Z6, Z6
 	VMULPS    Z6, Z6, Z6
-	VPMOVZXWD 96(DI)(R9*2), Z7
+	VPMOVZXWD 64(DI)(R9*2), Z7
 	VPSLLD    $0x10, Z7, Z7
 	VMULPS    Z7, Z7, Z7
+	VPMOVZXWD 96(DI)(R9*2), Z8
+	VPSLLD    $0x10, Z8, Z8
+	VMULPS    Z8, Z8, Z8
 	MOVQ      $0x00000040, R9
 	TESTL     $0x00000002, job_flags+0(AX)
 	JNZ       sumpf
@@ -3496,22 +3516,22 @@ firstblock:
 sumloop:
 	CMPQ      R9, R10
 	JG        sumtail
-	VPMOVZXWD (DI)(R9*2), Z8
-	VPSLLD    $0x10, Z8, Z8
-	VMULPS    Z8, Z8, Z8
-	VADDPS    Z8, Z4, Z4
-	VPMOVZXWD 32(DI)(R9*2), Z8
-	VPSLLD    $0x10, Z8, Z8
-	VMULPS    Z8, Z8, Z8
-	VADDPS    Z8, Z5, Z5
-	VPMOVZXWD 64(DI)(R9*2), Z8
-	VPSLLD    $0x10, Z8, Z8
-	VMULPS    Z8, Z8, Z8
-	VADDPS    Z8, Z6, Z6
-	VPMOVZXWD 96(DI)(R9*2), Z8
-	VPSLLD    $0x10, Z8, Z8
-	VMULPS    Z8, Z8, Z8
-	VADDPS    Z8, Z7, Z7
+	VPMOVZXWD (DI)(R9*2), Z9
+	VPSLLD    $0x10, Z9, Z9
+	VMULPS    Z9, Z9, Z9
+	VADDPS    Z9, Z5, Z5
+	VPMOVZXWD 32(DI)(R9*2), Z9
+	VPSLLD    $0x10, Z9, Z9
+	VMULPS    Z9, Z9, Z9
+	VADDPS    Z9, Z6, Z6
+	VPMOVZXWD 64(DI)(R9*2), Z9
+	VPSLLD    $0x10, Z9, Z9
+	VMULPS    Z9, Z9, Z9
+	VADDPS    Z9, Z7, Z7
+	VPMOVZXWD 96(DI)(R9*2), Z9
+	VPSLLD    $0x10, Z9, Z9
+	VMULPS    Z9, Z9, Z9
+	VADDPS    Z9, Z8, Z8
 	ADDQ      $0x00000040, R9
 	JMP       sumloop
 
@@ -3531,22 +3551,22 @@ sumpfloop:
 	JG         sumtail
 	PREFETCHT0 (R11)(R9*2)
 	PREFETCHT0 64(R11)(R9*2)
-	VPMOVZXWD  (DI)(R9*2), Z8
-	VPSLLD     $0x10, Z8, Z8
-	VMULPS     Z8, Z8, Z8
-	VADDPS     Z8, Z4, Z4
-	VPMOVZXWD  32(DI)(R9*2), Z8
-	VPSLLD     $0x10, Z8, Z8
-	VMULPS     Z8, Z8, Z8
-	VADDPS     Z8, Z5, Z5
-	VPMOVZXWD  64(DI)(R9*2), Z8
-	VPSLLD     $0x10, Z8, Z8
-	VMULPS     Z8, Z8, Z8
-	VADDPS     Z8, Z6, Z6
-	VPMOVZXWD  96(DI)(R9*2), Z8
-	VPSLLD     $0x10, Z8, Z8
-	VMULPS     Z8, Z8, Z8
-	VADDPS     Z8, Z7, Z7
+	VPMOVZXWD  (DI)(R9*2), Z9
+	VPSLLD     $0x10, Z9, Z9
+	VMULPS     Z9, Z9, Z9
+	VADDPS     Z9, Z5, Z5
+	VPMOVZXWD  32(DI)(R9*2), Z9
+	VPSLLD     $0x10, Z9, Z9
+	VMULPS     Z9, Z9, Z9
+	VADDPS     Z9, Z6, Z6
+	VPMOVZXWD  64(DI)(R9*2), Z9
+	VPSLLD     $0x10, Z9, Z9
+	VMULPS     Z9, Z9, Z9
+	VADDPS     Z9, Z7, Z7
+	VPMOVZXWD  96(DI)(R9*2), Z9
+	VPSLLD     $0x10, Z9, Z9
+	VMULPS     Z9, Z9, Z9
+	VADDPS     Z9, Z8, Z8
 	ADDQ       $0x00000040, R9
 	JMP        sumpfloop
 
@@ -3563,10 +3583,10 @@ sumtail:
 
 tailmask0:
 	KMOVW       (R11)(R12*2), K1
-	VPMOVZXWD.Z (DI)(R9*2), K1, Z8
-	VPSLLD      $0x10, Z8, Z8
-	VMULPS      Z8, Z8, Z8
-	VADDPS      Z8, Z4, Z4
+	VPMOVZXWD.Z (DI)(R9*2), K1, Z9
+	VPSLLD      $0x10, Z9, Z9
+	VMULPS      Z9, Z9, Z9
+	VADDPS      Z9, Z5, Z5
 	MOVQ        R10, R12
 	SUBQ        $0x00000010, R12
 	JLE         summed
@@ -3576,10 +3596,10 @@ tailmask0:
 
 tailmask1:
 	KMOVW       (R11)(R12*2), K1
-	VPMOVZXWD.Z 32(DI)(R9*2), K1, Z8
-	VPSLLD      $0x10, Z8, Z8
-	VMULPS      Z8, Z8, Z8
-	VADDPS      Z8, Z5, Z5
+	VPMOVZXWD.Z 32(DI)(R9*2), K1, Z9
+	VPSLLD      $0x10, Z9, Z9
+	VMULPS      Z9, Z9, Z9
+	VADDPS      Z9, Z6, Z6
 	MOVQ        R10, R12
 	SUBQ        $0x00000020, R12
 	JLE         summed
@@ -3589,10 +3609,10 @@ tailmask1:
 
 tailmask2:
 	KMOVW       (R11)(R12*2), K1
-	VPMOVZXWD.Z 64(DI)(R9*2), K1, Z8
-	VPSLLD      $0x10, Z8, Z8
-	VMULPS      Z8, Z8, Z8
-	VADDPS      Z8, Z6, Z6
+	VPMOVZXWD.Z 64(DI)(R9*2), K1, Z9
+	VPSLLD      $0x10, Z9, Z9
+	VMULPS      Z9, Z9, Z9
+	VADDPS      Z9, Z7, Z7
 	SUBQ        $0x00000030, R10
 	JLE         summed
 	CMPQ        R10, $0x00000010
@@ -3601,18 +3621,18 @@ tailmask2:
 
 tailmask3:
 	KMOVW       (R11)(R10*2), K1
-	VPMOVZXWD.Z 96(DI)(R9*2), K1, Z8
-	VPSLLD      $0x10, Z8, Z8
-	VMULPS      Z8, Z8, Z8
-	VADDPS      Z8, Z7, Z7
+	VPMOVZXWD.Z 96(DI)(R9*2), K1, Z9
+	VPSLLD      $0x10, Z9, Z9
+	VMULPS      Z9, Z9, Z9
+	VADDPS      Z9, Z8, Z8
 
 summed:
-	VADDPS  Z6, Z4, Z4
 	VADDPS  Z7, Z5, Z5
-	VADDPS  Z5, Z4, Z4
+	VADDPS  Z8, Z6, Z6
+	VADDPS  Z6, Z5, Z5
 	CMPQ    336(SP), $0x01
 	JE      invone
-	VMOVUPS Z4, (SP)(R8*1)
+	VMOVUPS Z5, (SP)(R8*1)
 	ADDQ    SI, DI
 	ADDQ    $0x00000040, R8
 	CMPQ    R8, $0x00000100
@@ -3621,85 +3641,85 @@ summed:
 
 invone:
 	// Halving tree: p[j] += p[j+h] for the remaining h, down to ss.
-	VSHUFF64X2 $0xee, Z4, Z4, Z5
-	VADDPS     Z5, Z4, Z4
-	VSHUFF32X4 $0x01, Z4, Z4, Z5
-	VADDPS     Z5, Z4, Z4
-	VPERMILPS  $0x4e, Z4, Z5
-	VADDPS     Z5, Z4, Z4
-	VPERMILPS  $0xb1, Z4, Z5
-	VADDPS     Z5, Z4, Z4
+	VSHUFF64X2 $0xee, Z5, Z5, Z6
+	VADDPS     Z6, Z5, Z5
+	VSHUFF32X4 $0x01, Z5, Z5, Z6
+	VADDPS     Z6, Z5, Z5
+	VPERMILPS  $0x4e, Z5, Z6
+	VADDPS     Z6, Z5, Z5
+	VPERMILPS  $0xb1, Z5, Z6
+	VADDPS     Z6, Z5, Z5
 
 	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
 	CMPL   372(SP), $0x00
 	JE     divide2
-	VMULSS 372(SP), X4, X4
+	VMULSS 372(SP), X5, X5
 	JMP    divided3
 
 divide2:
-	VDIVSS 368(SP), X4, X4
+	VDIVSS 368(SP), X5, X5
 
 divided3:
-	VADDSS   job_eps+0(AX), X4, X4
-	VUCOMISS tlo<>+0(SB), X4
+	VADDSS   job_eps+0(AX), X5, X5
+	VUCOMISS tlo<>+0(SB), X5
 	JCS      ret
-	VUCOMISS tmax<>+0(SB), X4
+	VUCOMISS tmax<>+0(SB), X5
 	JHI      ret
-	VSQRTSS  X4, X4, X4
-	VMOVSS   one<>+0(SB), X9
-	VDIVSS   X4, X9, X9
+	VSQRTSS  X5, X5, X5
+	VMOVSS   one<>+0(SB), X10
+	VDIVSS   X5, X10, X10
 
 	// Report 1/rms if asked.
 	MOVQ   job_inv+0(AX), DI
 	TESTQ  DI, DI
 	JZ     scale
 	MOVQ   320(SP), R8
-	VMOVSS X9, (DI)(R8*4)
+	VMOVSS X10, (DI)(R8*4)
 	JMP    scale
 
 invgroup:
 	// The rest of the halving tree, four rows at once.
-	VMOVUPS       (SP), Z4
-	VMOVUPS       64(SP), Z5
-	VMOVUPS       128(SP), Z6
-	VMOVUPS       192(SP), Z7
-	VSHUFF64X2    $0x44, Z5, Z4, Z8
-	VSHUFF64X2    $0xee, Z5, Z4, Z4
-	VADDPS        Z4, Z8, Z8
-	VSHUFF64X2    $0x44, Z7, Z6, Z4
-	VSHUFF64X2    $0xee, Z7, Z6, Z5
-	VADDPS        Z5, Z4, Z4
-	VSHUFF32X4    $0x88, Z4, Z8, Z5
-	VSHUFF32X4    $0xdd, Z4, Z8, Z4
-	VADDPS        Z4, Z5, Z5
-	VPERMILPS     $0x4e, Z5, Z4
-	VADDPS        Z4, Z5, Z5
-	VPERMILPS     $0xb1, Z5, Z4
-	VADDPS        Z4, Z5, Z5
+	VMOVUPS       (SP), Z5
+	VMOVUPS       64(SP), Z6
+	VMOVUPS       128(SP), Z7
+	VMOVUPS       192(SP), Z8
+	VSHUFF64X2    $0x44, Z6, Z5, Z9
+	VSHUFF64X2    $0xee, Z6, Z5, Z5
+	VADDPS        Z5, Z9, Z9
+	VSHUFF64X2    $0x44, Z8, Z7, Z5
+	VSHUFF64X2    $0xee, Z8, Z7, Z6
+	VADDPS        Z6, Z5, Z5
+	VSHUFF32X4    $0x88, Z5, Z9, Z6
+	VSHUFF32X4    $0xdd, Z5, Z9, Z5
+	VADDPS        Z5, Z6, Z6
+	VPERMILPS     $0x4e, Z6, Z5
+	VADDPS        Z5, Z6, Z6
+	VPERMILPS     $0xb1, Z6, Z5
+	VADDPS        Z5, Z6, Z6
 	MOVL          $0x00001111, DI
 	KMOVW         DI, K1
-	VCOMPRESSPS.Z Z5, K1, Z4
+	VCOMPRESSPS.Z Z6, K1, Z5
 
 	// t = ss/d + eps for the four rows; any t outside [2^-100, MaxFloat32] sends the group to the one-row path.
 	CMPL         372(SP), $0x00
 	JE           divide4
-	VBROADCASTSS 372(SP), Z5
-	VMULPS       Z5, Z4, Z4
+	VBROADCASTSS 372(SP), Z6
+	VMULPS       Z6, Z5, Z5
 	JMP          divided5
 
 divide4:
-	VBROADCASTSS 368(SP), Z5
-	VDIVPS       Z5, Z4, Z4
+	VBROADCASTSS 368(SP), Z6
+	VDIVPS       Z6, Z5, Z5
 
 divided5:
-	VBROADCASTSS job_eps+0(AX), Z5
-	VADDPS       Z5, Z4, Z4
+	VBROADCASTSS job_eps+0(AX), Z6
+	VADDPS       Z6, Z5, Z5
 	MOVL         $0x0000000f, DI
 	KMOVW        DI, K1
-	VBROADCASTSS tlo<>+0(SB), Z5
-	VBROADCASTSS tmax<>+0(SB), Z6
-	VCMPPS       $0x1d, Z5, Z4, K1, K1
-	VCMPPS       $0x12, Z6, Z4, K1, K1
+	VBROADCASTSS tlo<>+0(SB), Z6
+	VBROADCASTSS tmax<>+0(SB), Z7
+	VCMPPS       $0x1d, Z6, Z5, K1, K1
+	VCMPPS       $0x12, Z7, Z5, K1, K1
 	KMOVW        K1, DI
 	CMPL         DI, $0x0f
 	JE           ginrange
@@ -3707,9 +3727,9 @@ divided5:
 	JMP          row
 
 ginrange:
-	VSQRTPS      Z4, Z4
-	VBROADCASTSS one<>+0(SB), Z9
-	VDIVPS       Z4, Z9, Z9
+	VSQRTPS      Z5, Z5
+	VBROADCASTSS one<>+0(SB), Z10
+	VDIVPS       Z5, Z10, Z10
 
 	// Report 1/rms if asked.
 	MOVQ    job_inv+0(AX), DI
@@ -3718,18 +3738,18 @@ ginrange:
 	MOVQ    320(SP), R8
 	MOVL    $0x0000000f, R9
 	KMOVW   R9, K1
-	VMOVUPS Z9, K1, (DI)(R8*4)
+	VMOVUPS Z10, K1, (DI)(R8*4)
 
 scale:
-	VBROADCASTSS X9, Z4
+	VBROADCASTSS X10, Z5
 	MOVQ         $0x00000000, 344(SP)
 	CMPQ         336(SP), $0x01
 	JE           scalebody
-	VMOVUPS      Z9, 256(SP)
+	VMOVUPS      Z10, 256(SP)
 
 scalerow:
 	MOVQ         344(SP), DI
-	VBROADCASTSS 256(SP)(DI*4), Z4
+	VBROADCASTSS 256(SP)(DI*4), Z5
 
 scalebody:
 	// y = (src*inv)*w, rounded after each multiply.
@@ -3742,74 +3762,70 @@ scalebody:
 scaleloop:
 	CMPQ        DI, R8
 	JG          scaletail
-	VPMOVZXWD   (DX)(DI*2), Z5
-	VPSLLD      $0x10, Z5, Z5
-	VMULPS      Z4, Z5, Z5
-	VFIXUPIMMPS $0x00, Z3, Z5, Z5
-	VPSRLD      $0x10, Z5, Z6
+	VPMOVZXWD   (DX)(DI*2), Z6
+	VPSLLD      $0x10, Z6, Z6
+	VMULPS      Z5, Z6, Z6
+	VFIXUPIMMPS $0x00, Z3, Z6, Z6
+	VPSRLD      $0x10, Z6, Z7
+	VPANDD      Z0, Z7, Z7
+	VPADDD      Z1, Z7, Z7
+	VPADDD      Z6, Z7, Z7
+	VPANDD      Z2, Z7, Z7
+	VMULPS      (BX)(DI*4), Z7, Z7
+	VPMOVZXWD   32(DX)(DI*2), Z6
+	VPSLLD      $0x10, Z6, Z6
+	VMULPS      Z5, Z6, Z6
+	VFIXUPIMMPS $0x00, Z3, Z6, Z6
+	VPSRLD      $0x10, Z6, Z8
+	VPANDD      Z0, Z8, Z8
+	VPADDD      Z1, Z8, Z8
+	VPADDD      Z6, Z8, Z8
+	VPANDD      Z2, Z8, Z8
+	VMULPS      64(BX)(DI*4), Z8, Z8
+	VFIXUPIMMPS $0x00, Z3, Z7, Z7
+	VPSRLD      $0x10, Z7, Z6
 	VPANDD      Z0, Z6, Z6
 	VPADDD      Z1, Z6, Z6
-	VPADDD      Z5, Z6, Z6
-	VPANDD      Z2, Z6, Z6
-	VMULPS      (BX)(DI*4), Z6, Z6
+	VPADDD      Z7, Z6, Z6
+	VFIXUPIMMPS $0x00, Z3, Z8, Z8
+	VPSRLD      $0x10, Z8, Z7
+	VPANDD      Z0, Z7, Z7
+	VPADDD      Z1, Z7, Z7
+	VPADDD      Z8, Z7, Z7
+	VPERMT2W    Z7, Z4, Z6
+	VMOVDQU64   Z6, (CX)(DI*2)
+	VPMOVZXWD   64(DX)(DI*2), Z6
+	VPSLLD      $0x10, Z6, Z6
+	VMULPS      Z5, Z6, Z6
 	VFIXUPIMMPS $0x00, Z3, Z6, Z6
-	VPSRLD      $0x10, Z6, Z5
-	VPANDD      Z0, Z5, Z5
-	VPADDD      Z1, Z5, Z5
-	VPADDD      Z6, Z5, Z5
-	VPSRLD      $0x10, Z5, Z5
-	VPMOVDW     Z5, (CX)(DI*2)
-	VPMOVZXWD   32(DX)(DI*2), Z5
-	VPSLLD      $0x10, Z5, Z5
-	VMULPS      Z4, Z5, Z5
-	VFIXUPIMMPS $0x00, Z3, Z5, Z5
-	VPSRLD      $0x10, Z5, Z6
+	VPSRLD      $0x10, Z6, Z7
+	VPANDD      Z0, Z7, Z7
+	VPADDD      Z1, Z7, Z7
+	VPADDD      Z6, Z7, Z7
+	VPANDD      Z2, Z7, Z7
+	VMULPS      128(BX)(DI*4), Z7, Z7
+	VPMOVZXWD   96(DX)(DI*2), Z6
+	VPSLLD      $0x10, Z6, Z6
+	VMULPS      Z5, Z6, Z6
+	VFIXUPIMMPS $0x00, Z3, Z6, Z6
+	VPSRLD      $0x10, Z6, Z8
+	VPANDD      Z0, Z8, Z8
+	VPADDD      Z1, Z8, Z8
+	VPADDD      Z6, Z8, Z8
+	VPANDD      Z2, Z8, Z8
+	VMULPS      192(BX)(DI*4), Z8, Z8
+	VFIXUPIMMPS $0x00, Z3, Z7, Z7
+	VPSRLD      $0x10, Z7, Z6
 	VPANDD      Z0, Z6, Z6
 	VPADDD      Z1, Z6, Z6
-	VPADDD      Z5, Z6, Z6
-	VPANDD      Z2, Z6, Z6
-	VMULPS      64(BX)(DI*4), Z6, Z6
-	VFIXUPIMMPS $0x00, Z3, Z6, Z6
-	VPSRLD      $0x10, Z6, Z5
-	VPANDD      Z0, Z5, Z5
-	VPADDD      Z1, Z5, Z5
-	VPADDD      Z6, Z5, Z5
-	VPSRLD      $0x10, Z5, Z5
-	VPMOVDW     Z5, 32(CX)(DI*2)
-	VPMOVZXWD   64(DX)(DI*2), Z5
-	VPSLLD      $0x10, Z5, Z5
-	VMULPS      Z4, Z5, Z5
-	VFIXUPIMMPS $0x00, Z3, Z5, Z5
-	VPSRLD      $0x10, Z5, Z6
-	VPANDD      Z0, Z6, Z6
-	VPADDD      Z1, Z6, Z6
-	VPADDD      Z5, Z6, Z6
-	VPANDD      Z2, Z6, Z6
-	VMULPS      128(BX)(DI*4), Z6, Z6
-	VFIXUPIMMPS $0x00, Z3, Z6, Z6
-	VPSRLD      $0x10, Z6, Z5
-	VPANDD      Z0, Z5, Z5
-	VPADDD      Z1, Z5, Z5
-	VPADDD      Z6, Z5, Z5
-	VPSRLD      $0x10, Z5, Z5
-	VPMOVDW     Z5, 64(CX)(DI*2)
-	VPMOVZXWD   96(DX)(DI*2), Z5
-	VPSLLD      $0x10, Z5, Z5
-	VMULPS      Z4, Z5, Z5
-	VFIXUPIMMPS $0x00, Z3, Z5, Z5
-	VPSRLD      $0x10, Z5, Z6
-	VPANDD      Z0, Z6, Z6
-	VPADDD      Z1, Z6, Z6
-	VPADDD      Z5, Z6, Z6
-	VPANDD      Z2, Z6, Z6
-	VMULPS      192(BX)(DI*4), Z6, Z6
-	VFIXUPIMMPS $0x00, Z3, Z6, Z6
-	VPSRLD      $0x10, Z6, Z5
-	VPANDD      Z0, Z5, Z5
-	VPADDD      Z1, Z5, Z5
-	VPADDD      Z6, Z5, Z5
-	VPSRLD      $0x10, Z5, Z5
-	VPMOVDW     Z5, 96(CX)(DI*2)
+	VPADDD      Z7, Z6, Z6
+	VFIXUPIMMPS $0x00, Z3, Z8, Z8
+	VPSRLD      $0x10, Z8, Z7
+	VPANDD      Z0, Z7, Z7
+	VPADDD      Z1, Z7, Z7
+	VPADDD      Z8, Z7, Z7
+	VPERMT2W    Z7, Z4, Z6
+	VMOVDQU64   Z6, 64(CX)(DI*2)
 	ADDQ        $0x00000040, DI
 	JMP         scaleloop
 
@@ -3829,74 +3845,70 @@ scalepfloop:
 	JG          scaletail
 	PREFETCHT0  (R9)(DI*2)
 	PREFETCHT0  64(R9)(DI*2)
-	VPMOVZXWD   (DX)(DI*2), Z5
-	VPSLLD      $0x10, Z5, Z5
-	VMULPS      Z4, Z5, Z5
-	VFIXUPIMMPS $0x00, Z3, Z5, Z5
-	VPSRLD      $0x10, Z5, Z6
+	VPMOVZXWD   (DX)(DI*2), Z6
+	VPSLLD      $0x10, Z6, Z6
+	VMULPS      Z5, Z6, Z6
+	VFIXUPIMMPS $0x00, Z3, Z6, Z6
+	VPSRLD      $0x10, Z6, Z7
+	VPANDD      Z0, Z7, Z7
+	VPADDD      Z1, Z7, Z7
+	VPADDD      Z6, Z7, Z7
+	VPANDD      Z2, Z7, Z7
+	VMULPS      (BX)(DI*4), Z7, Z7
+	VPMOVZXWD   32(DX)(DI*2), Z6
+	VPSLLD      $0x10, Z6, Z6
+	VMULPS      Z5, Z6, Z6
+	VFIXUPIMMPS $0x00, Z3, Z6, Z6
+	VPSRLD      $0x10, Z6, Z8
+	VPANDD      Z0, Z8, Z8
+	VPADDD      Z1, Z8, Z8
+	VPADDD      Z6, Z8, Z8
+	VPANDD      Z2, Z8, Z8
+	VMULPS      64(BX)(DI*4), Z8, Z8
+	VFIXUPIMMPS $0x00, Z3, Z7, Z7
+	VPSRLD      $0x10, Z7, Z6
 	VPANDD      Z0, Z6, Z6
 	VPADDD      Z1, Z6, Z6
-	VPADDD      Z5, Z6, Z6
-	VPANDD      Z2, Z6, Z6
-	VMULPS      (BX)(DI*4), Z6, Z6
+	VPADDD      Z7, Z6, Z6
+	VFIXUPIMMPS $0x00, Z3, Z8, Z8
+	VPSRLD      $0x10, Z8, Z7
+	VPANDD      Z0, Z7, Z7
+	VPADDD      Z1, Z7, Z7
+	VPADDD      Z8, Z7, Z7
+	VPERMT2W    Z7, Z4, Z6
+	VMOVDQU64   Z6, (CX)(DI*2)
+	VPMOVZXWD   64(DX)(DI*2), Z6
+	VPSLLD      $0x10, Z6, Z6
+	VMULPS      Z5, Z6, Z6
 	VFIXUPIMMPS $0x00, Z3, Z6, Z6
-	VPSRLD      $0x10, Z6, Z5
-	VPANDD      Z0, Z5, Z5
-	VPADDD      Z1, Z5, Z5
-	VPADDD      Z6, Z5, Z5
-	VPSRLD      $0x10, Z5, Z5
-	VPMOVDW     Z5, (CX)(DI*2)
-	VPMOVZXWD   32(DX)(DI*2), Z5
-	VPSLLD      $0x10, Z5, Z5
-	VMULPS      Z4, Z5, Z5
-	VFIXUPIMMPS $0x00, Z3, Z5, Z5
-	VPSRLD      $0x10, Z5, Z6
+	VPSRLD      $0x10, Z6, Z7
+	VPANDD      Z0, Z7, Z7
+	VPADDD      Z1, Z7, Z7
+	VPADDD      Z6, Z7, Z7
+	VPANDD      Z2, Z7, Z7
+	VMULPS      128(BX)(DI*4), Z7, Z7
+	VPMOVZXWD   96(DX)(DI*2), Z6
+	VPSLLD      $0x10, Z6, Z6
+	VMULPS      Z5, Z6, Z6
+	VFIXUPIMMPS $0x00, Z3, Z6, Z6
+	VPSRLD      $0x10, Z6, Z8
+	VPANDD      Z0, Z8, Z8
+	VPADDD      Z1, Z8, Z8
+	VPADDD      Z6, Z8, Z8
+	VPANDD      Z2, Z8, Z8
+	VMULPS      192(BX)(DI*4), Z8, Z8
+	VFIXUPIMMPS $0x00, Z3, Z7, Z7
+	VPSRLD      $0x10, Z7, Z6
 	VPANDD      Z0, Z6, Z6
 	VPADDD      Z1, Z6, Z6
-	VPADDD      Z5, Z6, Z6
-	VPANDD      Z2, Z6, Z6
-	VMULPS      64(BX)(DI*4), Z6, Z6
-	VFIXUPIMMPS $0x00, Z3, Z6, Z6
-	VPSRLD      $0x10, Z6, Z5
-	VPANDD      Z0, Z5, Z5
-	VPADDD      Z1, Z5, Z5
-	VPADDD      Z6, Z5, Z5
-	VPSRLD      $0x10, Z5, Z5
-	VPMOVDW     Z5, 32(CX)(DI*2)
-	VPMOVZXWD   64(DX)(DI*2), Z5
-	VPSLLD      $0x10, Z5, Z5
-	VMULPS      Z4, Z5, Z5
-	VFIXUPIMMPS $0x00, Z3, Z5, Z5
-	VPSRLD      $0x10, Z5, Z6
-	VPANDD      Z0, Z6, Z6
-	VPADDD      Z1, Z6, Z6
-	VPADDD      Z5, Z6, Z6
-	VPANDD      Z2, Z6, Z6
-	VMULPS      128(BX)(DI*4), Z6, Z6
-	VFIXUPIMMPS $0x00, Z3, Z6, Z6
-	VPSRLD      $0x10, Z6, Z5
-	VPANDD      Z0, Z5, Z5
-	VPADDD      Z1, Z5, Z5
-	VPADDD      Z6, Z5, Z5
-	VPSRLD      $0x10, Z5, Z5
-	VPMOVDW     Z5, 64(CX)(DI*2)
-	VPMOVZXWD   96(DX)(DI*2), Z5
-	VPSLLD      $0x10, Z5, Z5
-	VMULPS      Z4, Z5, Z5
-	VFIXUPIMMPS $0x00, Z3, Z5, Z5
-	VPSRLD      $0x10, Z5, Z6
-	VPANDD      Z0, Z6, Z6
-	VPADDD      Z1, Z6, Z6
-	VPADDD      Z5, Z6, Z6
-	VPANDD      Z2, Z6, Z6
-	VMULPS      192(BX)(DI*4), Z6, Z6
-	VFIXUPIMMPS $0x00, Z3, Z6, Z6
-	VPSRLD      $0x10, Z6, Z5
-	VPANDD      Z0, Z5, Z5
-	VPADDD      Z1, Z5, Z5
-	VPADDD      Z6, Z5, Z5
-	VPSRLD      $0x10, Z5, Z5
-	VPMOVDW     Z5, 96(CX)(DI*2)
+	VPADDD      Z7, Z6, Z6
+	VFIXUPIMMPS $0x00, Z3, Z8, Z8
+	VPSRLD      $0x10, Z8, Z7
+	VPANDD      Z0, Z7, Z7
+	VPADDD      Z1, Z7, Z7
+	VPADDD      Z8, Z7, Z7
+	VPERMT2W    Z7, Z4, Z6
+	VMOVDQU64   Z6, 64(CX)(DI*2)
 	ADDQ        $0x00000040, DI
 	JMP         scalepfloop
 
@@ -3914,23 +3926,23 @@ scalent:
 scalehead:
 	CMPQ        R10, $0x00000010
 	JB          scaleheadpart
-	VPMOVZXWD   (DX)(DI*2), Z5
-	VPSLLD      $0x10, Z5, Z5
-	VMULPS      Z4, Z5, Z5
-	VFIXUPIMMPS $0x00, Z3, Z5, Z5
-	VPSRLD      $0x10, Z5, Z6
+	VPMOVZXWD   (DX)(DI*2), Z6
+	VPSLLD      $0x10, Z6, Z6
+	VMULPS      Z5, Z6, Z6
+	VFIXUPIMMPS $0x00, Z3, Z6, Z6
+	VPSRLD      $0x10, Z6, Z7
+	VPANDD      Z0, Z7, Z7
+	VPADDD      Z1, Z7, Z7
+	VPADDD      Z6, Z7, Z7
+	VPANDD      Z2, Z7, Z7
+	VMULPS      (BX)(DI*4), Z7, Z7
+	VFIXUPIMMPS $0x00, Z3, Z7, Z7
+	VPSRLD      $0x10, Z7, Z6
 	VPANDD      Z0, Z6, Z6
 	VPADDD      Z1, Z6, Z6
-	VPADDD      Z5, Z6, Z6
-	VPANDD      Z2, Z6, Z6
-	VMULPS      (BX)(DI*4), Z6, Z6
-	VFIXUPIMMPS $0x00, Z3, Z6, Z6
-	VPSRLD      $0x10, Z6, Z5
-	VPANDD      Z0, Z5, Z5
-	VPADDD      Z1, Z5, Z5
-	VPADDD      Z6, Z5, Z5
-	VPSRLD      $0x10, Z5, Z5
-	VPMOVDW     Z5, (CX)(DI*2)
+	VPADDD      Z7, Z6, Z6
+	VPSRLD      $0x10, Z6, Z6
+	VPMOVDW     Z6, (CX)(DI*2)
 	ADDQ        $0x00000010, DI
 	SUBQ        $0x00000010, R10
 	JZ          scalentloop
@@ -3938,105 +3950,97 @@ scalehead:
 scaleheadpart:
 	LEAQ        kmask<>+0(SB), R11
 	KMOVW       (R11)(R10*2), K1
-	VPMOVZXWD.Z (DX)(DI*2), K1, Z5
-	VPSLLD      $0x10, Z5, Z5
-	VMULPS      Z5, Z4, Z5
-	VFIXUPIMMPS $0x00, Z3, Z5, Z5
-	VPSRLD      $0x10, Z5, Z6
+	VPMOVZXWD.Z (DX)(DI*2), K1, Z6
+	VPSLLD      $0x10, Z6, Z6
+	VMULPS      Z6, Z5, Z6
+	VFIXUPIMMPS $0x00, Z3, Z6, Z6
+	VPSRLD      $0x10, Z6, Z7
+	VPANDD      Z0, Z7, Z7
+	VPADDD      Z1, Z7, Z7
+	VPADDD      Z6, Z7, Z7
+	VPANDD      Z2, Z7, Z7
+	VMOVUPS.Z   (BX)(DI*4), K1, Z6
+	VMULPS      Z6, Z7, Z7
+	VFIXUPIMMPS $0x00, Z3, Z7, Z7
+	VPSRLD      $0x10, Z7, Z6
 	VPANDD      Z0, Z6, Z6
 	VPADDD      Z1, Z6, Z6
-	VPADDD      Z5, Z6, Z6
-	VPANDD      Z2, Z6, Z6
-	VMOVUPS.Z   (BX)(DI*4), K1, Z5
-	VMULPS      Z5, Z6, Z6
-	VFIXUPIMMPS $0x00, Z3, Z6, Z6
-	VPSRLD      $0x10, Z6, Z5
-	VPANDD      Z0, Z5, Z5
-	VPADDD      Z1, Z5, Z5
-	VPADDD      Z6, Z5, Z5
-	VPSRLD      $0x10, Z5, Z5
-	VPMOVDW     Z5, K1, (CX)(DI*2)
+	VPADDD      Z7, Z6, Z6
+	VPSRLD      $0x10, Z6, Z6
+	VPMOVDW     Z6, K1, (CX)(DI*2)
 	ADDQ        R10, DI
 
 scalentloop:
-	CMPQ         DI, R8
-	JG           scaletail
-	PREFETCHT0   (R9)(DI*2)
-	PREFETCHT0   64(R9)(DI*2)
-	VPMOVZXWD    (DX)(DI*2), Z5
-	VPSLLD       $0x10, Z5, Z5
-	VMULPS       Z4, Z5, Z5
-	VFIXUPIMMPS  $0x00, Z3, Z5, Z5
-	VPSRLD       $0x10, Z5, Z6
-	VPANDD       Z0, Z6, Z6
-	VPADDD       Z1, Z6, Z6
-	VPADDD       Z5, Z6, Z6
-	VPANDD       Z2, Z6, Z6
-	VMULPS       (BX)(DI*4), Z6, Z6
-	VPMOVZXWD    32(DX)(DI*2), Z5
-	VPSLLD       $0x10, Z5, Z5
-	VMULPS       Z4, Z5, Z5
-	VFIXUPIMMPS  $0x00, Z3, Z5, Z5
-	VPSRLD       $0x10, Z5, Z7
-	VPANDD       Z0, Z7, Z7
-	VPADDD       Z1, Z7, Z7
-	VPADDD       Z5, Z7, Z7
-	VPANDD       Z2, Z7, Z7
-	VMULPS       64(BX)(DI*4), Z7, Z7
-	VFIXUPIMMPS  $0x00, Z3, Z6, Z6
-	VPSRLD       $0x10, Z6, Z5
-	VPANDD       Z0, Z5, Z5
-	VPADDD       Z1, Z5, Z5
-	VPADDD       Z6, Z5, Z5
-	VPSRLD       $0x10, Z5, Z5
-	VPMOVDW      Z5, Y10
-	VFIXUPIMMPS  $0x00, Z3, Z7, Z7
-	VPSRLD       $0x10, Z7, Z5
-	VPANDD       Z0, Z5, Z5
-	VPADDD       Z1, Z5, Z5
-	VPADDD       Z7, Z5, Z5
-	VPSRLD       $0x10, Z5, Z5
-	VPMOVDW      Z5, Y5
-	VINSERTI64X4 $0x01, Y5, Z10, Z10
-	VMOVNTDQ     Z10, (CX)(DI*2)
-	VPMOVZXWD    64(DX)(DI*2), Z5
-	VPSLLD       $0x10, Z5, Z5
-	VMULPS       Z4, Z5, Z5
-	VFIXUPIMMPS  $0x00, Z3, Z5, Z5
-	VPSRLD       $0x10, Z5, Z6
-	VPANDD       Z0, Z6, Z6
-	VPADDD       Z1, Z6, Z6
-	VPADDD       Z5, Z6, Z6
-	VPANDD       Z2, Z6, Z6
-	VMULPS       128(BX)(DI*4), Z6, Z6
-	VPMOVZXWD    96(DX)(DI*2), Z5
-	VPSLLD       $0x10, Z5, Z5
-	VMULPS       Z4, Z5, Z5
-	VFIXUPIMMPS  $0x00, Z3, Z5, Z5
-	VPSRLD       $0x10, Z5, Z7
-	VPANDD       Z0, Z7, Z7
-	VPADDD       Z1, Z7, Z7
-	VPADDD       Z5, Z7, Z7
-	VPANDD       Z2, Z7, Z7
-	VMULPS       192(BX)(DI*4), Z7, Z7
-	VFIXUPIMMPS  $0x00, Z3, Z6, Z6
-	VPSRLD       $0x10, Z6, Z5
-	VPANDD       Z0, Z5, Z5
-	VPADDD       Z1, Z5, Z5
-	VPADDD       Z6, Z5, Z5
-	VPSRLD       $0x10, Z5, Z5
-	VPMOVDW      Z5, Y11
-	VFIXUPIMMPS  $0x00, Z3, Z7, Z7
-	VPSRLD       $0x10, Z7, Z5
-	VPANDD       Z0, Z5, Z5
-	VPADDD       Z1, Z5, Z5
-	VPADDD       Z7, Z5, Z5
-	VPSRLD       $0x10, Z5, Z5
-	VPMOVDW      Z5, Y5
-	VINSERTI64X4 $0x01, Y5, Z11, Z11
-	VMOVNTDQ     Z11, 64(CX)(DI*2)
-	ADDQ         $0x00000040, DI
-	JMP          scalentloop
+	CMPQ        DI, R8
+	JG          scaletail
+	PREFETCHT0  (R9)(DI*2)
+	PREFETCHT0  64(R9)(DI*2)
+	VPMOVZXWD   (DX)(DI*2), Z6
+	VPSLLD      $0x10, Z6, Z6
+	VMULPS      Z5, Z6, Z6
+	VFIXUPIMMPS $0x00, Z3, Z6, Z6
+	VPSRLD      $0x10, Z6, Z7
+	VPANDD      Z0, Z7, Z7
+	VPADDD      Z1, Z7, Z7
+	VPADDD      Z6, Z7, Z7
+	VPANDD      Z2, Z7, Z7
+	VMULPS      (BX)(DI*4), Z7, Z7
+	VPMOVZXWD   32(DX)(DI*2), Z6
+	VPSLLD      $0x10, Z6, Z6
+	VMULPS      Z5, Z6, Z6
+	VFIXUPIMMPS $0x00, Z3, Z6, Z6
+	VPSRLD      $0x10, Z6, Z8
+	VPANDD      Z0, Z8, Z8
+	VPADDD      Z1, Z8, Z8
+	VPADDD      Z6, Z8, Z8
+	VPANDD      Z2, Z8, Z8
+	VMULPS      64(BX)(DI*4), Z8, Z8
+	VFIXUPIMMPS $0x00, Z3, Z7, Z7
+	VPSRLD      $0x10, Z7, Z6
+	VPANDD      Z0, Z6, Z6
+	VPADDD      Z1, Z6, Z6
+	VPADDD      Z7, Z6, Z6
+	VFIXUPIMMPS $0x00, Z3, Z8, Z8
+	VPSRLD      $0x10, Z8, Z7
+	VPANDD      Z0, Z7, Z7
+	VPADDD      Z1, Z7, Z7
+	VPADDD      Z8, Z7, Z7
+	VPERMT2W    Z7, Z4, Z6
+	VMOVNTDQ    Z6, (CX)(DI*2)
+	VPMOVZXWD   64(DX)(DI*2), Z6
+	VPSLLD      $0x10, Z6, Z6
+	VMULPS      Z5, Z6, Z6
+	VFIXUPIMMPS $0x00, Z3, Z6, Z6
+	VPSRLD      $0x10, Z6, Z7
+	VPANDD      Z0, Z7, Z7
+	VPADDD      Z1, Z7, Z7
+	VPADDD      Z6, Z7, Z7
+	VPANDD      Z2, Z7, Z7
+	VMULPS      128(BX)(DI*4), Z7, Z7
+	VPMOVZXWD   96(DX)(DI*2), Z6
+	VPSLLD      $0x10, Z6, Z6
+	VMULPS      Z5, Z6, Z6
+	VFIXUPIMMPS $0x00, Z3, Z6, Z6
+	VPSRLD      $0x10, Z6, Z8
+	VPANDD      Z0, Z8, Z8
+	VPADDD      Z1, Z8, Z8
+	VPADDD      Z6, Z8, Z8
+	VPANDD      Z2, Z8, Z8
+	VMULPS      192(BX)(DI*4), Z8, Z8
+	VFIXUPIMMPS $0x00, Z3, Z7, Z7
+	VPSRLD      $0x10, Z7, Z6
+	VPANDD      Z0, Z6, Z6
+	VPADDD      Z1, Z6, Z6
+	VPADDD      Z7, Z6, Z6
+	VFIXUPIMMPS $0x00, Z3, Z8, Z8
+	VPSRLD      $0x10, Z8, Z7
+	VPANDD      Z0, Z7, Z7
+	VPADDD      Z1, Z7, Z7
+	VPADDD      Z8, Z7, Z7
+	VPERMT2W    Z7, Z4, Z6
+	VMOVNTDQ    Z6, 64(CX)(DI*2)
+	ADDQ        $0x00000040, DI
+	JMP         scalentloop
 
 scaletail:
 	ADDQ $0x00000030, R8
@@ -4044,23 +4048,23 @@ scaletail:
 scaleone:
 	CMPQ        DI, R8
 	JG          scalepart
-	VPMOVZXWD   (DX)(DI*2), Z5
-	VPSLLD      $0x10, Z5, Z5
-	VMULPS      Z4, Z5, Z5
-	VFIXUPIMMPS $0x00, Z3, Z5, Z5
-	VPSRLD      $0x10, Z5, Z6
+	VPMOVZXWD   (DX)(DI*2), Z6
+	VPSLLD      $0x10, Z6, Z6
+	VMULPS      Z5, Z6, Z6
+	VFIXUPIMMPS $0x00, Z3, Z6, Z6
+	VPSRLD      $0x10, Z6, Z7
+	VPANDD      Z0, Z7, Z7
+	VPADDD      Z1, Z7, Z7
+	VPADDD      Z6, Z7, Z7
+	VPANDD      Z2, Z7, Z7
+	VMULPS      (BX)(DI*4), Z7, Z7
+	VFIXUPIMMPS $0x00, Z3, Z7, Z7
+	VPSRLD      $0x10, Z7, Z6
 	VPANDD      Z0, Z6, Z6
 	VPADDD      Z1, Z6, Z6
-	VPADDD      Z5, Z6, Z6
-	VPANDD      Z2, Z6, Z6
-	VMULPS      (BX)(DI*4), Z6, Z6
-	VFIXUPIMMPS $0x00, Z3, Z6, Z6
-	VPSRLD      $0x10, Z6, Z5
-	VPANDD      Z0, Z5, Z5
-	VPADDD      Z1, Z5, Z5
-	VPADDD      Z6, Z5, Z5
-	VPSRLD      $0x10, Z5, Z5
-	VPMOVDW     Z5, (CX)(DI*2)
+	VPADDD      Z7, Z6, Z6
+	VPSRLD      $0x10, Z6, Z6
+	VPMOVDW     Z6, (CX)(DI*2)
 	ADDQ        $0x00000010, DI
 	JMP         scaleone
 
@@ -4070,24 +4074,24 @@ scalepart:
 	JZ          scaled
 	LEAQ        kmask<>+0(SB), R8
 	KMOVW       (R8)(R10*2), K1
-	VPMOVZXWD.Z (DX)(DI*2), K1, Z5
-	VPSLLD      $0x10, Z5, Z5
-	VMULPS      Z5, Z4, Z5
-	VFIXUPIMMPS $0x00, Z3, Z5, Z5
-	VPSRLD      $0x10, Z5, Z4
-	VPANDD      Z0, Z4, Z4
-	VPADDD      Z1, Z4, Z4
-	VPADDD      Z5, Z4, Z4
-	VPANDD      Z2, Z4, Z4
-	VMOVUPS.Z   (BX)(DI*4), K1, Z5
-	VMULPS      Z5, Z4, Z4
-	VFIXUPIMMPS $0x00, Z3, Z4, Z4
-	VPSRLD      $0x10, Z4, Z5
+	VPMOVZXWD.Z (DX)(DI*2), K1, Z6
+	VPSLLD      $0x10, Z6, Z6
+	VMULPS      Z6, Z5, Z6
+	VFIXUPIMMPS $0x00, Z3, Z6, Z6
+	VPSRLD      $0x10, Z6, Z5
 	VPANDD      Z0, Z5, Z5
 	VPADDD      Z1, Z5, Z5
-	VPADDD      Z4, Z5, Z5
-	VPSRLD      $0x10, Z5, Z5
-	VPMOVDW     Z5, K1, (CX)(DI*2)
+	VPADDD      Z6, Z5, Z5
+	VPANDD      Z2, Z5, Z5
+	VMOVUPS.Z   (BX)(DI*4), K1, Z6
+	VMULPS      Z6, Z5, Z5
+	VFIXUPIMMPS $0x00, Z3, Z5, Z5
+	VPSRLD      $0x10, Z5, Z6
+	VPANDD      Z0, Z6, Z6
+	VPADDD      Z1, Z6, Z6
+	VPADDD      Z5, Z6, Z6
+	VPSRLD      $0x10, Z6, Z6
+	VPMOVDW     Z6, K1, (CX)(DI*2)
 
 scaled:
 	ADDQ SI, DX
@@ -4112,7 +4116,7 @@ vzero:
 	RET
 
 // func avx512BF16Offset(j uintptr, from int, to int) int
-// Requires: AVX, AVX512F, MMX+
+// Requires: AVX, AVX512BW, AVX512F, MMX+
 TEXT ·avx512BF16Offset(SB), NOSPLIT, $376-32
 	// avx512BF16Offset normalizes rows [from, to) of the job: BF16 rows: y = round16((x*inv)*(1+w)), for each row.
 	// It stops before the first row that needs the float64 path and returns that row's index, or to.
@@ -4122,659 +4126,11 @@ TEXT ·avx512BF16Offset(SB), NOSPLIT, $376-32
 	MOVQ         job_w+0(AX), BX
 	MOVQ         job_stride+0(AX), SI
 	SHLQ         $0x01, SI
+	VMOVDQU64    oddwords<>+0(SB), Z3
 	VPBROADCASTD avx512bfone<>+0(SB), Z0
 	VPBROADCASTD avx512bfbias<>+0(SB), Z1
 	VPBROADCASTD avx512bfhigh<>+0(SB), Z2
 	VPBROADCASTD avx512bffixnan<>+0(SB), Z2
-
-	// fd = float32(d); rd = 1/d when d is a power of two (ss/d is then ss*rd exactly), else 0.
-	MOVQ       job_d+0(AX), DI
-	VMOVSS     one<>+0(SB), X3
-	VCVTSI2SSQ DI, X3, X3
-	VMOVSS     X3, 368(SP)
-	XORL       R9, R9
-	LEAQ       -1(DI), R8
-	TESTQ      DI, R8
-	JNZ        notpow2
-	BSFQ       DI, R8
-	MOVL       $0x0000007f, R9
-	SUBL       R8, R9
-	SHLL       $0x17, R9
-
-notpow2:
-	MOVL R9, 372(SP)
-
-	// Start at row from.
-	MOVQ  from+8(FP), DI
-	MOVQ  DI, 320(SP)
-	MOVQ  $0x00000000, 328(SP)
-	IMULQ SI, DI
-	ADDQ  DI, CX
-	ADDQ  DI, DX
-
-row:
-	MOVQ 320(SP), DI
-	CMPQ DI, to+16(FP)
-	JAE  ret
-	MOVQ $0x00000001, 336(SP)
-	CMPQ 328(SP), $0x00
-	JE   trygroup
-	DECQ 328(SP)
-	JMP  sum
-
-trygroup:
-	CMPQ job_d+0(AX), $0x00000200
-	JA   sum
-	MOVQ to+16(FP), DI
-	SUBQ 320(SP), DI
-	CMPQ DI, $0x04
-	JB   sum
-	MOVQ $0x00000004, 336(SP)
-
-sum:
-	MOVQ DX, DI
-	XORQ R8, R8
-
-sumrow:
-	// Sum of squares: element i goes to partial i%64.
-	MOVQ    job_d+0(AX), R10
-	SUBQ    $0x00000040, R10
-	JGE     firstblock
-	VMOVUPS zero64<>+0(SB), Z6
-	VMOVUPS zero64<>+0(SB), Z7
-	VMOVUPS zero64<>+0(SB), Z8
-	VMOVUPS zero64<>+0(SB), Z9
-	XORQ    R9, R9
-	JMP     sumtail
-
-firstblock:
-	// +0 + square is the square itself: the first block initializes the partials.
-	XORQ      R9, R9
-	VPMOVZXWD (DI)(R9*2), Z6
-	VPSLLD    $0x10, Z6, Z6
-	VMULPS    Z6, Z6, Z6
-	VPMOVZXWD 32(DI)(R9*2), Z7
-	VPSLLD    $0x10, Z7, Z7
-	VMULPS    Z7, Z7, Z7
-	VPMOVZXWD 64(DI)(R9*2), Z8
-	VPSLLD    $0x10, Z8, Z8
-	VMULPS    Z8, Z8, Z8
-	VPMOVZXWD 96(DI)(R9*2), Z9
-	VPSLLD    $0x10, Z9, Z9
-	VMULPS    Z9, Z9, Z9
-	MOVQ      $0x00000040, R9
-	TESTL     $0x00000002, job_flags+0(AX)
-	JNZ       sumpf
-
-sumloop:
-	CMPQ      R9, R10
-	JG        sumtail
-	VPMOVZXWD (DI)(R9*2), Z10
-	VPSLLD    $0x10, Z10, Z10
-	VMULPS    Z10, Z10, Z10
-	VADDPS    Z10, Z6, Z6
-	VPMOVZXWD 32(DI)(R9*2), Z10
-	VPSLLD    $0x10, Z10, Z10
-	VMULPS    Z10, Z10, Z10
-	VADDPS    Z10, Z7, Z7
-	VPMOVZXWD 64(DI)(R9*2), Z10
-	VPSLLD    $0x10, Z10, Z10
-	VMULPS    Z10, Z10, Z10
-	VADDPS    Z10, Z8, Z8
-	VPMOVZXWD 96(DI)(R9*2), Z10
-	VPSLLD    $0x10, Z10, Z10
-	VMULPS    Z10, Z10, Z10
-	VADDPS    Z10, Z9, Z9
-	ADDQ      $0x00000040, R9
-	JMP       sumloop
-
-	// The same, prefetching the rows ahead.
-sumpf:
-	MOVQ SI, R11
-	SHLQ $0x01, R11
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows1
-	SHLQ $0x03, R11
-
-longrows1:
-	ADDQ DI, R11
-
-sumpfloop:
-	CMPQ       R9, R10
-	JG         sumtail
-	PREFETCHT0 (R11)(R9*2)
-	PREFETCHT0 64(R11)(R9*2)
-	VPMOVZXWD  (DI)(R9*2), Z10
-	VPSLLD     $0x10, Z10, Z10
-	VMULPS     Z10, Z10, Z10
-	VADDPS     Z10, Z6, Z6
-	VPMOVZXWD  32(DI)(R9*2), Z10
-	VPSLLD     $0x10, Z10, Z10
-	VMULPS     Z10, Z10, Z10
-	VADDPS     Z10, Z7, Z7
-	VPMOVZXWD  64(DI)(R9*2), Z10
-	VPSLLD     $0x10, Z10, Z10
-	VMULPS     Z10, Z10, Z10
-	VADDPS     Z10, Z8, Z8
-	VPMOVZXWD  96(DI)(R9*2), Z10
-	VPSLLD     $0x10, Z10, Z10
-	VMULPS     Z10, Z10, Z10
-	VADDPS     Z10, Z9, Z9
-	ADDQ       $0x00000040, R9
-	JMP        sumpfloop
-
-sumtail:
-	// Fewer than 64 elements remain.
-	MOVQ job_d+0(AX), R10
-	SUBQ R9, R10
-	JZ   summed
-	LEAQ kmask<>+0(SB), R11
-	MOVQ R10, R12
-	CMPQ R12, $0x00000010
-	JLE  tailmask0
-	MOVQ $0x00000010, R12
-
-tailmask0:
-	KMOVW       (R11)(R12*2), K1
-	VPMOVZXWD.Z (DI)(R9*2), K1, Z10
-	VPSLLD      $0x10, Z10, Z10
-	VMULPS      Z10, Z10, Z10
-	VADDPS      Z10, Z6, Z6
-	MOVQ        R10, R12
-	SUBQ        $0x00000010, R12
-	JLE         summed
-	CMPQ        R12, $0x00000010
-	JLE         tailmask1
-	MOVQ        $0x00000010, R12
-
-tailmask1:
-	KMOVW       (R11)(R12*2), K1
-	VPMOVZXWD.Z 32(DI)(R9*2), K1, Z10
-	VPSLLD      $0x10, Z10, Z10
-	VMULPS      Z10, Z10, Z10
-	VADDPS      Z10, Z7, Z7
-	MOVQ        R10, R12
-	SUBQ        $0x00000020, R12
-	JLE         summed
-	CMPQ        R12, $0x00000010
-	JLE         tailmask2
-	MOVQ        $0x00000010, R12
-
-tailmask2:
-	KMOVW       (R11)(R12*2), K1
-	VPMOVZXWD.Z 64(DI)(R9*2), K1, Z10
-	VPSLLD      $0x10, Z10, Z10
-	VMULPS      Z10, Z10, Z10
-	VADDPS      Z10, Z8, Z8
-	SUBQ        $0x00000030, R10
-	JLE         summed
-	CMPQ        R10, $0x00000010
-	JLE         tailmask3
-	MOVQ        $0x00000010, R10
-
-tailmask3:
-	KMOVW       (R11)(R10*2), K1
-	VPMOVZXWD.Z 96(DI)(R9*2), K1, Z10
-	VPSLLD      $0x10, Z10, Z10
-	VMULPS      Z10, Z10, Z10
-	VADDPS      Z10, Z9, Z9
-
-summed:
-	VADDPS  Z8, Z6, Z6
-	VADDPS  Z9, Z7, Z7
-	VADDPS  Z7, Z6, Z6
-	CMPQ    336(SP), $0x01
-	JE      invone
-	VMOVUPS Z6, (SP)(R8*1)
-	ADDQ    SI, DI
-	ADDQ    $0x00000040, R8
-	CMPQ    R8, $0x00000100
-	JB      sumrow
-	JMP     invgroup
-
-invone:
-	// Halving tree: p[j] += p[j+h] for the remaining h, down to ss.
-	VSHUFF64X2 $0xee, Z6, Z6, Z7
-	VADDPS     Z7, Z6, Z6
-	VSHUFF32X4 $0x01, Z6, Z6, Z7
-	VADDPS     Z7, Z6, Z6
-	VPERMILPS  $0x4e, Z6, Z7
-	VADDPS     Z7, Z6, Z6
-	VPERMILPS  $0xb1, Z6, Z7
-	VADDPS     Z7, Z6, Z6
-
-	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
-	CMPL   372(SP), $0x00
-	JE     divide2
-	VMULSS 372(SP), X6, X4
-	JMP    divided3
-
-divide2:
-	VDIVSS 368(SP), X6, X4
-
-divided3:
-	VADDSS   job_eps+0(AX), X4, X4
-	VUCOMISS tlo<>+0(SB), X4
-	JCS      ret
-	VUCOMISS tmax<>+0(SB), X4
-	JHI      ret
-	VSQRTSS  X4, X4, X4
-	VMOVSS   one<>+0(SB), X3
-	VDIVSS   X4, X3, X3
-
-	// Report 1/rms if asked.
-	MOVQ   job_inv+0(AX), DI
-	TESTQ  DI, DI
-	JZ     scale
-	MOVQ   320(SP), R8
-	VMOVSS X3, (DI)(R8*4)
-	JMP    scale
-
-invgroup:
-	// The rest of the halving tree, four rows at once.
-	VMOVUPS       (SP), Z6
-	VMOVUPS       64(SP), Z7
-	VMOVUPS       128(SP), Z8
-	VMOVUPS       192(SP), Z9
-	VSHUFF64X2    $0x44, Z7, Z6, Z10
-	VSHUFF64X2    $0xee, Z7, Z6, Z6
-	VADDPS        Z6, Z10, Z10
-	VSHUFF64X2    $0x44, Z9, Z8, Z6
-	VSHUFF64X2    $0xee, Z9, Z8, Z7
-	VADDPS        Z7, Z6, Z6
-	VSHUFF32X4    $0x88, Z6, Z10, Z7
-	VSHUFF32X4    $0xdd, Z6, Z10, Z6
-	VADDPS        Z6, Z7, Z7
-	VPERMILPS     $0x4e, Z7, Z6
-	VADDPS        Z6, Z7, Z7
-	VPERMILPS     $0xb1, Z7, Z6
-	VADDPS        Z6, Z7, Z7
-	MOVL          $0x00001111, DI
-	KMOVW         DI, K1
-	VCOMPRESSPS.Z Z7, K1, Z6
-
-	// t = ss/d + eps for the four rows; any t outside [2^-100, MaxFloat32] sends the group to the one-row path.
-	CMPL         372(SP), $0x00
-	JE           divide4
-	VBROADCASTSS 372(SP), Z7
-	VMULPS       Z7, Z6, Z6
-	JMP          divided5
-
-divide4:
-	VBROADCASTSS 368(SP), Z7
-	VDIVPS       Z7, Z6, Z6
-
-divided5:
-	VBROADCASTSS job_eps+0(AX), Z7
-	VADDPS       Z7, Z6, Z6
-	MOVL         $0x0000000f, DI
-	KMOVW        DI, K1
-	VBROADCASTSS tlo<>+0(SB), Z7
-	VBROADCASTSS tmax<>+0(SB), Z8
-	VCMPPS       $0x1d, Z7, Z6, K1, K1
-	VCMPPS       $0x12, Z8, Z6, K1, K1
-	KMOVW        K1, DI
-	CMPL         DI, $0x0f
-	JE           ginrange
-	MOVQ         $0x00000004, 328(SP)
-	JMP          row
-
-ginrange:
-	VSQRTPS      Z6, Z6
-	VBROADCASTSS one<>+0(SB), Z3
-	VDIVPS       Z6, Z3, Z3
-
-	// Report 1/rms if asked.
-	MOVQ    job_inv+0(AX), DI
-	TESTQ   DI, DI
-	JZ      scale
-	MOVQ    320(SP), R8
-	MOVL    $0x0000000f, R9
-	KMOVW   R9, K1
-	VMOVUPS Z3, K1, (DI)(R8*4)
-
-scale:
-	VBROADCASTSS X3, Z6
-	MOVQ         $0x00000000, 344(SP)
-	CMPQ         336(SP), $0x01
-	JE           scalebody
-	VMOVUPS      Z3, 256(SP)
-
-scalerow:
-	MOVQ         344(SP), DI
-	VBROADCASTSS 256(SP)(DI*4), Z6
-
-scalebody:
-	VBROADCASTSS one<>+0(SB), Z7
-
-	// y = (src*inv)*w, rounded after each multiply.
-	XORQ  DI, DI
-	MOVQ  job_d+0(AX), R8
-	SUBQ  $0x00000040, R8
-	TESTL $0x00000002, job_flags+0(AX)
-	JNZ   scalepf
-
-scaleloop:
-	CMPQ        DI, R8
-	JG          scaletail
-	VPMOVZXWD   (DX)(DI*2), Z8
-	VPSLLD      $0x10, Z8, Z8
-	VMULPS      Z6, Z8, Z8
-	VMOVUPS     (BX)(DI*4), Z9
-	VADDPS      Z7, Z9, Z9
-	VMULPS      Z9, Z8, Z8
-	VFIXUPIMMPS $0x00, Z2, Z8, Z8
-	VPSRLD      $0x10, Z8, Z9
-	VPANDD      Z0, Z9, Z9
-	VPADDD      Z1, Z9, Z9
-	VPADDD      Z8, Z9, Z9
-	VPSRLD      $0x10, Z9, Z9
-	VPMOVDW     Z9, (CX)(DI*2)
-	VPMOVZXWD   32(DX)(DI*2), Z8
-	VPSLLD      $0x10, Z8, Z8
-	VMULPS      Z6, Z8, Z8
-	VMOVUPS     64(BX)(DI*4), Z9
-	VADDPS      Z7, Z9, Z9
-	VMULPS      Z9, Z8, Z8
-	VFIXUPIMMPS $0x00, Z2, Z8, Z8
-	VPSRLD      $0x10, Z8, Z9
-	VPANDD      Z0, Z9, Z9
-	VPADDD      Z1, Z9, Z9
-	VPADDD      Z8, Z9, Z9
-	VPSRLD      $0x10, Z9, Z9
-	VPMOVDW     Z9, 32(CX)(DI*2)
-	VPMOVZXWD   64(DX)(DI*2), Z8
-	VPSLLD      $0x10, Z8, Z8
-	VMULPS      Z6, Z8, Z8
-	VMOVUPS     128(BX)(DI*4), Z9
-	VADDPS      Z7, Z9, Z9
-	VMULPS      Z9, Z8, Z8
-	VFIXUPIMMPS $0x00, Z2, Z8, Z8
-	VPSRLD      $0x10, Z8, Z9
-	VPANDD      Z0, Z9, Z9
-	VPADDD      Z1, Z9, Z9
-	VPADDD      Z8, Z9, Z9
-	VPSRLD      $0x10, Z9, Z9
-	VPMOVDW     Z9, 64(CX)(DI*2)
-	VPMOVZXWD   96(DX)(DI*2), Z8
-	VPSLLD      $0x10, Z8, Z8
-	VMULPS      Z6, Z8, Z8
-	VMOVUPS     192(BX)(DI*4), Z9
-	VADDPS      Z7, Z9, Z9
-	VMULPS      Z9, Z8, Z8
-	VFIXUPIMMPS $0x00, Z2, Z8, Z8
-	VPSRLD      $0x10, Z8, Z9
-	VPANDD      Z0, Z9, Z9
-	VPADDD      Z1, Z9, Z9
-	VPADDD      Z8, Z9, Z9
-	VPSRLD      $0x10, Z9, Z9
-	VPMOVDW     Z9, 96(CX)(DI*2)
-	ADDQ        $0x00000040, DI
-	JMP         scaleloop
-
-scalepf:
-	MOVQ SI, R9
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows6
-	SHLQ $0x03, R9
-
-longrows6:
-	ADDQ  DX, R9
-	TESTL $0x00000001, job_flags+0(AX)
-	JNZ   scalent
-
-scalepfloop:
-	CMPQ        DI, R8
-	JG          scaletail
-	PREFETCHT0  (R9)(DI*2)
-	PREFETCHT0  64(R9)(DI*2)
-	VPMOVZXWD   (DX)(DI*2), Z8
-	VPSLLD      $0x10, Z8, Z8
-	VMULPS      Z6, Z8, Z8
-	VMOVUPS     (BX)(DI*4), Z9
-	VADDPS      Z7, Z9, Z9
-	VMULPS      Z9, Z8, Z8
-	VFIXUPIMMPS $0x00, Z2, Z8, Z8
-	VPSRLD      $0x10, Z8, Z9
-	VPANDD      Z0, Z9, Z9
-	VPADDD      Z1, Z9, Z9
-	VPADDD      Z8, Z9, Z9
-	VPSRLD      $0x10, Z9, Z9
-	VPMOVDW     Z9, (CX)(DI*2)
-	VPMOVZXWD   32(DX)(DI*2), Z8
-	VPSLLD      $0x10, Z8, Z8
-	VMULPS      Z6, Z8, Z8
-	VMOVUPS     64(BX)(DI*4), Z9
-	VADDPS      Z7, Z9, Z9
-	VMULPS      Z9, Z8, Z8
-	VFIXUPIMMPS $0x00, Z2, Z8, Z8
-	VPSRLD      $0x10, Z8, Z9
-	VPANDD      Z0, Z9, Z9
-	VPADDD      Z1, Z9, Z9
-	VPADDD      Z8, Z9, Z9
-	VPSRLD      $0x10, Z9, Z9
-	VPMOVDW     Z9, 32(CX)(DI*2)
-	VPMOVZXWD   64(DX)(DI*2), Z8
-	VPSLLD      $0x10, Z8, Z8
-	VMULPS      Z6, Z8, Z8
-	VMOVUPS     128(BX)(DI*4), Z9
-	VADDPS      Z7, Z9, Z9
-	VMULPS      Z9, Z8, Z8
-	VFIXUPIMMPS $0x00, Z2, Z8, Z8
-	VPSRLD      $0x10, Z8, Z9
-	VPANDD      Z0, Z9, Z9
-	VPADDD      Z1, Z9, Z9
-	VPADDD      Z8, Z9, Z9
-	VPSRLD      $0x10, Z9, Z9
-	VPMOVDW     Z9, 64(CX)(DI*2)
-	VPMOVZXWD   96(DX)(DI*2), Z8
-	VPSLLD      $0x10, Z8, Z8
-	VMULPS      Z6, Z8, Z8
-	VMOVUPS     192(BX)(DI*4), Z9
-	VADDPS      Z7, Z9, Z9
-	VMULPS      Z9, Z8, Z8
-	VFIXUPIMMPS $0x00, Z2, Z8, Z8
-	VPSRLD      $0x10, Z8, Z9
-	VPANDD      Z0, Z9, Z9
-	VPADDD      Z1, Z9, Z9
-	VPADDD      Z8, Z9, Z9
-	VPSRLD      $0x10, Z9, Z9
-	VPMOVDW     Z9, 96(CX)(DI*2)
-	ADDQ        $0x00000040, DI
-	JMP         scalepfloop
-
-scalent:
-	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
-	MOVQ CX, R10
-	NEGQ R10
-	ANDQ $0x0000003f, R10
-	SHRQ $0x01, R10
-	JZ   scalentloop
-	CMPQ R10, job_d+0(AX)
-	JLE  scalehead
-	MOVQ job_d+0(AX), R10
-
-scalehead:
-	CMPQ        R10, $0x00000010
-	JB          scaleheadpart
-	VPMOVZXWD   (DX)(DI*2), Z8
-	VPSLLD      $0x10, Z8, Z8
-	VMULPS      Z6, Z8, Z8
-	VMOVUPS     (BX)(DI*4), Z9
-	VADDPS      Z7, Z9, Z9
-	VMULPS      Z9, Z8, Z8
-	VFIXUPIMMPS $0x00, Z2, Z8, Z8
-	VPSRLD      $0x10, Z8, Z9
-	VPANDD      Z0, Z9, Z9
-	VPADDD      Z1, Z9, Z9
-	VPADDD      Z8, Z9, Z9
-	VPSRLD      $0x10, Z9, Z9
-	VPMOVDW     Z9, (CX)(DI*2)
-	ADDQ        $0x00000010, DI
-	SUBQ        $0x00000010, R10
-	JZ          scalentloop
-
-scaleheadpart:
-	LEAQ        kmask<>+0(SB), R11
-	KMOVW       (R11)(R10*2), K1
-	VPMOVZXWD.Z (DX)(DI*2), K1, Z8
-	VPSLLD      $0x10, Z8, Z8
-	VMULPS      Z8, Z6, Z8
-	VMOVUPS.Z   (BX)(DI*4), K1, Z9
-	VADDPS      Z7, Z9, Z9
-	VMULPS      Z9, Z8, Z8
-	VFIXUPIMMPS $0x00, Z2, Z8, Z8
-	VPSRLD      $0x10, Z8, Z9
-	VPANDD      Z0, Z9, Z9
-	VPADDD      Z1, Z9, Z9
-	VPADDD      Z8, Z9, Z9
-	VPSRLD      $0x10, Z9, Z9
-	VPMOVDW     Z9, K1, (CX)(DI*2)
-	ADDQ        R10, DI
-
-scalentloop:
-	CMPQ         DI, R8
-	JG           scaletail
-	PREFETCHT0   (R9)(DI*2)
-	PREFETCHT0   64(R9)(DI*2)
-	VPMOVZXWD    (DX)(DI*2), Z8
-	VPSLLD       $0x10, Z8, Z8
-	VMULPS       Z6, Z8, Z8
-	VMOVUPS      (BX)(DI*4), Z9
-	VADDPS       Z7, Z9, Z9
-	VMULPS       Z9, Z8, Z8
-	VPMOVZXWD    32(DX)(DI*2), Z9
-	VPSLLD       $0x10, Z9, Z9
-	VMULPS       Z6, Z9, Z9
-	VMOVUPS      64(BX)(DI*4), Z10
-	VADDPS       Z7, Z10, Z10
-	VMULPS       Z10, Z9, Z9
-	VFIXUPIMMPS  $0x00, Z2, Z8, Z8
-	VPSRLD       $0x10, Z8, Z10
-	VPANDD       Z0, Z10, Z10
-	VPADDD       Z1, Z10, Z10
-	VPADDD       Z8, Z10, Z10
-	VPSRLD       $0x10, Z10, Z10
-	VPMOVDW      Z10, Y4
-	VFIXUPIMMPS  $0x00, Z2, Z9, Z9
-	VPSRLD       $0x10, Z9, Z8
-	VPANDD       Z0, Z8, Z8
-	VPADDD       Z1, Z8, Z8
-	VPADDD       Z9, Z8, Z8
-	VPSRLD       $0x10, Z8, Z8
-	VPMOVDW      Z8, Y5
-	VINSERTI64X4 $0x01, Y5, Z4, Z4
-	VMOVNTDQ     Z4, (CX)(DI*2)
-	VPMOVZXWD    64(DX)(DI*2), Z8
-	VPSLLD       $0x10, Z8, Z8
-	VMULPS       Z6, Z8, Z8
-	VMOVUPS      128(BX)(DI*4), Z9
-	VADDPS       Z7, Z9, Z9
-	VMULPS       Z9, Z8, Z8
-	VPMOVZXWD    96(DX)(DI*2), Z9
-	VPSLLD       $0x10, Z9, Z9
-	VMULPS       Z6, Z9, Z9
-	VMOVUPS      192(BX)(DI*4), Z10
-	VADDPS       Z7, Z10, Z10
-	VMULPS       Z10, Z9, Z9
-	VFIXUPIMMPS  $0x00, Z2, Z8, Z8
-	VPSRLD       $0x10, Z8, Z10
-	VPANDD       Z0, Z10, Z10
-	VPADDD       Z1, Z10, Z10
-	VPADDD       Z8, Z10, Z10
-	VPSRLD       $0x10, Z10, Z10
-	VPMOVDW      Z10, Y5
-	VFIXUPIMMPS  $0x00, Z2, Z9, Z9
-	VPSRLD       $0x10, Z9, Z8
-	VPANDD       Z0, Z8, Z8
-	VPADDD       Z1, Z8, Z8
-	VPADDD       Z9, Z8, Z8
-	VPSRLD       $0x10, Z8, Z8
-	VPMOVDW      Z8, Y4
-	VINSERTI64X4 $0x01, Y4, Z5, Z5
-	VMOVNTDQ     Z5, 64(CX)(DI*2)
-	ADDQ         $0x00000040, DI
-	JMP          scalentloop
-
-scaletail:
-	ADDQ $0x00000030, R8
-
-scaleone:
-	CMPQ        DI, R8
-	JG          scalepart
-	VPMOVZXWD   (DX)(DI*2), Z8
-	VPSLLD      $0x10, Z8, Z8
-	VMULPS      Z6, Z8, Z8
-	VMOVUPS     (BX)(DI*4), Z9
-	VADDPS      Z7, Z9, Z9
-	VMULPS      Z9, Z8, Z8
-	VFIXUPIMMPS $0x00, Z2, Z8, Z8
-	VPSRLD      $0x10, Z8, Z9
-	VPANDD      Z0, Z9, Z9
-	VPADDD      Z1, Z9, Z9
-	VPADDD      Z8, Z9, Z9
-	VPSRLD      $0x10, Z9, Z9
-	VPMOVDW     Z9, (CX)(DI*2)
-	ADDQ        $0x00000010, DI
-	JMP         scaleone
-
-scalepart:
-	MOVQ        job_d+0(AX), R10
-	SUBQ        DI, R10
-	JZ          scaled
-	LEAQ        kmask<>+0(SB), R8
-	KMOVW       (R8)(R10*2), K1
-	VPMOVZXWD.Z (DX)(DI*2), K1, Z8
-	VPSLLD      $0x10, Z8, Z8
-	VMULPS      Z8, Z6, Z8
-	VMOVUPS.Z   (BX)(DI*4), K1, Z6
-	VADDPS      Z7, Z6, Z6
-	VMULPS      Z6, Z8, Z8
-	VFIXUPIMMPS $0x00, Z2, Z8, Z8
-	VPSRLD      $0x10, Z8, Z6
-	VPANDD      Z0, Z6, Z6
-	VPADDD      Z1, Z6, Z6
-	VPADDD      Z8, Z6, Z6
-	VPSRLD      $0x10, Z6, Z6
-	VPMOVDW     Z6, K1, (CX)(DI*2)
-
-scaled:
-	ADDQ SI, DX
-	ADDQ SI, CX
-	INCQ 320(SP)
-	MOVQ 344(SP), DI
-	INCQ DI
-	MOVQ DI, 344(SP)
-	CMPQ DI, 336(SP)
-	JB   scalerow
-	JMP  row
-
-ret:
-	TESTL $0x00000001, job_flags+0(AX)
-	JZ    vzero
-	SFENCE
-
-vzero:
-	VZEROUPPER
-	MOVQ 320(SP), AX
-	MOVQ AX, ret+24(FP)
-	RET
-
-// func avx512BF16OffsetRN(j uintptr, from int, to int) int
-// Requires: AVX, AVX512F, MMX+
-TEXT ·avx512BF16OffsetRN(SB), NOSPLIT, $376-32
-	// avx512BF16OffsetRN normalizes rows [from, to) of the job: BF16 rows: y = round16(round16(x*inv)*(1+w)), for each row.
-	// It stops before the first row that needs the float64 path and returns that row's index, or to.
-	MOVQ         j+0(FP), AX
-	MOVQ         job_dst+0(AX), CX
-	MOVQ         job_x+0(AX), DX
-	MOVQ         job_w+0(AX), BX
-	MOVQ         job_stride+0(AX), SI
-	SHLQ         $0x01, SI
-	VPBROADCASTD avx512bfone<>+0(SB), Z0
-	VPBROADCASTD avx512bfbias<>+0(SB), Z1
-	VPBROADCASTD avx512bfhigh<>+0(SB), Z2
-	VPBROADCASTD avx512bffixnan<>+0(SB), Z3
 
 	// fd = float32(d); rd = 1/d when d is a power of two (ss/d is then ss*rd exactly), else 0.
 	MOVQ       job_d+0(AX), DI
@@ -4829,28 +4185,28 @@ sumrow:
 	MOVQ    job_d+0(AX), R10
 	SUBQ    $0x00000040, R10
 	JGE     firstblock
-	VMOVUPS zero64<>+0(SB), Z4
 	VMOVUPS zero64<>+0(SB), Z5
 	VMOVUPS zero64<>+0(SB), Z6
 	VMOVUPS zero64<>+0(SB), Z7
+	VMOVUPS zero64<>+0(SB), Z8
 	XORQ    R9, R9
 	JMP     sumtail
 
 firstblock:
 	// +0 + square is the square itself: the first block initializes the partials.
 	XORQ      R9, R9
-	VPMOVZXWD (DI)(R9*2), Z4
-	VPSLLD    $0x10, Z4, Z4
-	VMULPS    Z4, Z4, Z4
-	VPMOVZXWD 32(DI)(R9*2), Z5
+	VPMOVZXWD (DI)(R9*2), Z5
 	VPSLLD    $0x10, Z5, Z5
 	VMULPS    Z5, Z5, Z5
-	VPMOVZXWD 64(DI)(R9*2), Z6
+	VPMOVZXWD 32(DI)(R9*2), Z6
 	VPSLLD    $0x10, Z6, Z6
 	VMULPS    Z6, Z6, Z6
-	VPMOVZXWD 96(DI)(R9*2), Z7
+	VPMOVZXWD 64(DI)(R9*2), Z7
 	VPSLLD    $0x10, Z7, Z7
 	VMULPS    Z7, Z7, Z7
+	VPMOVZXWD 96(DI)(R9*2), Z8
+	VPSLLD    $0x10, Z8, Z8
+	VMULPS    Z8, Z8, Z8
 	MOVQ      $0x00000040, R9
 	TESTL     $0x00000002, job_flags+0(AX)
 	JNZ       sumpf
@@ -4858,22 +4214,22 @@ firstblock:
 sumloop:
 	CMPQ      R9, R10
 	JG        sumtail
-	VPMOVZXWD (DI)(R9*2), Z8
-	VPSLLD    $0x10, Z8, Z8
-	VMULPS    Z8, Z8, Z8
-	VADDPS    Z8, Z4, Z4
-	VPMOVZXWD 32(DI)(R9*2), Z8
-	VPSLLD    $0x10, Z8, Z8
-	VMULPS    Z8, Z8, Z8
-	VADDPS    Z8, Z5, Z5
-	VPMOVZXWD 64(DI)(R9*2), Z8
-	VPSLLD    $0x10, Z8, Z8
-	VMULPS    Z8, Z8, Z8
-	VADDPS    Z8, Z6, Z6
-	VPMOVZXWD 96(DI)(R9*2), Z8
-	VPSLLD    $0x10, Z8, Z8
-	VMULPS    Z8, Z8, Z8
-	VADDPS    Z8, Z7, Z7
+	VPMOVZXWD (DI)(R9*2), Z9
+	VPSLLD    $0x10, Z9, Z9
+	VMULPS    Z9, Z9, Z9
+	VADDPS    Z9, Z5, Z5
+	VPMOVZXWD 32(DI)(R9*2), Z9
+	VPSLLD    $0x10, Z9, Z9
+	VMULPS    Z9, Z9, Z9
+	VADDPS    Z9, Z6, Z6
+	VPMOVZXWD 64(DI)(R9*2), Z9
+	VPSLLD    $0x10, Z9, Z9
+	VMULPS    Z9, Z9, Z9
+	VADDPS    Z9, Z7, Z7
+	VPMOVZXWD 96(DI)(R9*2), Z9
+	VPSLLD    $0x10, Z9, Z9
+	VMULPS    Z9, Z9, Z9
+	VADDPS    Z9, Z8, Z8
 	ADDQ      $0x00000040, R9
 	JMP       sumloop
 
@@ -4893,22 +4249,22 @@ sumpfloop:
 	JG         sumtail
 	PREFETCHT0 (R11)(R9*2)
 	PREFETCHT0 64(R11)(R9*2)
-	VPMOVZXWD  (DI)(R9*2), Z8
-	VPSLLD     $0x10, Z8, Z8
-	VMULPS     Z8, Z8, Z8
-	VADDPS     Z8, Z4, Z4
-	VPMOVZXWD  32(DI)(R9*2), Z8
-	VPSLLD     $0x10, Z8, Z8
-	VMULPS     Z8, Z8, Z8
-	VADDPS     Z8, Z5, Z5
-	VPMOVZXWD  64(DI)(R9*2), Z8
-	VPSLLD     $0x10, Z8, Z8
-	VMULPS     Z8, Z8, Z8
-	VADDPS     Z8, Z6, Z6
-	VPMOVZXWD  96(DI)(R9*2), Z8
-	VPSLLD     $0x10, Z8, Z8
-	VMULPS     Z8, Z8, Z8
-	VADDPS     Z8, Z7, Z7
+	VPMOVZXWD  (DI)(R9*2), Z9
+	VPSLLD     $0x10, Z9, Z9
+	VMULPS     Z9, Z9, Z9
+	VADDPS     Z9, Z5, Z5
+	VPMOVZXWD  32(DI)(R9*2), Z9
+	VPSLLD     $0x10, Z9, Z9
+	VMULPS     Z9, Z9, Z9
+	VADDPS     Z9, Z6, Z6
+	VPMOVZXWD  64(DI)(R9*2), Z9
+	VPSLLD     $0x10, Z9, Z9
+	VMULPS     Z9, Z9, Z9
+	VADDPS     Z9, Z7, Z7
+	VPMOVZXWD  96(DI)(R9*2), Z9
+	VPSLLD     $0x10, Z9, Z9
+	VMULPS     Z9, Z9, Z9
+	VADDPS     Z9, Z8, Z8
 	ADDQ       $0x00000040, R9
 	JMP        sumpfloop
 
@@ -4925,10 +4281,10 @@ sumtail:
 
 tailmask0:
 	KMOVW       (R11)(R12*2), K1
-	VPMOVZXWD.Z (DI)(R9*2), K1, Z8
-	VPSLLD      $0x10, Z8, Z8
-	VMULPS      Z8, Z8, Z8
-	VADDPS      Z8, Z4, Z4
+	VPMOVZXWD.Z (DI)(R9*2), K1, Z9
+	VPSLLD      $0x10, Z9, Z9
+	VMULPS      Z9, Z9, Z9
+	VADDPS      Z9, Z5, Z5
 	MOVQ        R10, R12
 	SUBQ        $0x00000010, R12
 	JLE         summed
@@ -4938,10 +4294,10 @@ tailmask0:
 
 tailmask1:
 	KMOVW       (R11)(R12*2), K1
-	VPMOVZXWD.Z 32(DI)(R9*2), K1, Z8
-	VPSLLD      $0x10, Z8, Z8
-	VMULPS      Z8, Z8, Z8
-	VADDPS      Z8, Z5, Z5
+	VPMOVZXWD.Z 32(DI)(R9*2), K1, Z9
+	VPSLLD      $0x10, Z9, Z9
+	VMULPS      Z9, Z9, Z9
+	VADDPS      Z9, Z6, Z6
 	MOVQ        R10, R12
 	SUBQ        $0x00000020, R12
 	JLE         summed
@@ -4951,10 +4307,10 @@ tailmask1:
 
 tailmask2:
 	KMOVW       (R11)(R12*2), K1
-	VPMOVZXWD.Z 64(DI)(R9*2), K1, Z8
-	VPSLLD      $0x10, Z8, Z8
-	VMULPS      Z8, Z8, Z8
-	VADDPS      Z8, Z6, Z6
+	VPMOVZXWD.Z 64(DI)(R9*2), K1, Z9
+	VPSLLD      $0x10, Z9, Z9
+	VMULPS      Z9, Z9, Z9
+	VADDPS      Z9, Z7, Z7
 	SUBQ        $0x00000030, R10
 	JLE         summed
 	CMPQ        R10, $0x00000010
@@ -4963,18 +4319,18 @@ tailmask2:
 
 tailmask3:
 	KMOVW       (R11)(R10*2), K1
-	VPMOVZXWD.Z 96(DI)(R9*2), K1, Z8
-	VPSLLD      $0x10, Z8, Z8
-	VMULPS      Z8, Z8, Z8
-	VADDPS      Z8, Z7, Z7
+	VPMOVZXWD.Z 96(DI)(R9*2), K1, Z9
+	VPSLLD      $0x10, Z9, Z9
+	VMULPS      Z9, Z9, Z9
+	VADDPS      Z9, Z8, Z8
 
 summed:
-	VADDPS  Z6, Z4, Z4
 	VADDPS  Z7, Z5, Z5
-	VADDPS  Z5, Z4, Z4
+	VADDPS  Z8, Z6, Z6
+	VADDPS  Z6, Z5, Z5
 	CMPQ    336(SP), $0x01
 	JE      invone
-	VMOVUPS Z4, (SP)(R8*1)
+	VMOVUPS Z5, (SP)(R8*1)
 	ADDQ    SI, DI
 	ADDQ    $0x00000040, R8
 	CMPQ    R8, $0x00000100
@@ -4983,85 +4339,85 @@ summed:
 
 invone:
 	// Halving tree: p[j] += p[j+h] for the remaining h, down to ss.
-	VSHUFF64X2 $0xee, Z4, Z4, Z5
-	VADDPS     Z5, Z4, Z4
-	VSHUFF32X4 $0x01, Z4, Z4, Z5
-	VADDPS     Z5, Z4, Z4
-	VPERMILPS  $0x4e, Z4, Z5
-	VADDPS     Z5, Z4, Z4
-	VPERMILPS  $0xb1, Z4, Z5
-	VADDPS     Z5, Z4, Z4
+	VSHUFF64X2 $0xee, Z5, Z5, Z6
+	VADDPS     Z6, Z5, Z5
+	VSHUFF32X4 $0x01, Z5, Z5, Z6
+	VADDPS     Z6, Z5, Z5
+	VPERMILPS  $0x4e, Z5, Z6
+	VADDPS     Z6, Z5, Z5
+	VPERMILPS  $0xb1, Z5, Z6
+	VADDPS     Z6, Z5, Z5
 
 	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
 	CMPL   372(SP), $0x00
 	JE     divide2
-	VMULSS 372(SP), X4, X4
+	VMULSS 372(SP), X5, X5
 	JMP    divided3
 
 divide2:
-	VDIVSS 368(SP), X4, X4
+	VDIVSS 368(SP), X5, X5
 
 divided3:
-	VADDSS   job_eps+0(AX), X4, X4
-	VUCOMISS tlo<>+0(SB), X4
+	VADDSS   job_eps+0(AX), X5, X5
+	VUCOMISS tlo<>+0(SB), X5
 	JCS      ret
-	VUCOMISS tmax<>+0(SB), X4
+	VUCOMISS tmax<>+0(SB), X5
 	JHI      ret
-	VSQRTSS  X4, X4, X4
-	VMOVSS   one<>+0(SB), X9
-	VDIVSS   X4, X9, X9
+	VSQRTSS  X5, X5, X5
+	VMOVSS   one<>+0(SB), X4
+	VDIVSS   X5, X4, X4
 
 	// Report 1/rms if asked.
 	MOVQ   job_inv+0(AX), DI
 	TESTQ  DI, DI
 	JZ     scale
 	MOVQ   320(SP), R8
-	VMOVSS X9, (DI)(R8*4)
+	VMOVSS X4, (DI)(R8*4)
 	JMP    scale
 
 invgroup:
 	// The rest of the halving tree, four rows at once.
-	VMOVUPS       (SP), Z4
-	VMOVUPS       64(SP), Z5
-	VMOVUPS       128(SP), Z6
-	VMOVUPS       192(SP), Z7
-	VSHUFF64X2    $0x44, Z5, Z4, Z8
-	VSHUFF64X2    $0xee, Z5, Z4, Z4
-	VADDPS        Z4, Z8, Z8
-	VSHUFF64X2    $0x44, Z7, Z6, Z4
-	VSHUFF64X2    $0xee, Z7, Z6, Z5
-	VADDPS        Z5, Z4, Z4
-	VSHUFF32X4    $0x88, Z4, Z8, Z5
-	VSHUFF32X4    $0xdd, Z4, Z8, Z4
-	VADDPS        Z4, Z5, Z5
-	VPERMILPS     $0x4e, Z5, Z4
-	VADDPS        Z4, Z5, Z5
-	VPERMILPS     $0xb1, Z5, Z4
-	VADDPS        Z4, Z5, Z5
+	VMOVUPS       (SP), Z5
+	VMOVUPS       64(SP), Z6
+	VMOVUPS       128(SP), Z7
+	VMOVUPS       192(SP), Z8
+	VSHUFF64X2    $0x44, Z6, Z5, Z9
+	VSHUFF64X2    $0xee, Z6, Z5, Z5
+	VADDPS        Z5, Z9, Z9
+	VSHUFF64X2    $0x44, Z8, Z7, Z5
+	VSHUFF64X2    $0xee, Z8, Z7, Z6
+	VADDPS        Z6, Z5, Z5
+	VSHUFF32X4    $0x88, Z5, Z9, Z6
+	VSHUFF32X4    $0xdd, Z5, Z9, Z5
+	VADDPS        Z5, Z6, Z6
+	VPERMILPS     $0x4e, Z6, Z5
+	VADDPS        Z5, Z6, Z6
+	VPERMILPS     $0xb1, Z6, Z5
+	VADDPS        Z5, Z6, Z6
 	MOVL          $0x00001111, DI
 	KMOVW         DI, K1
-	VCOMPRESSPS.Z Z5, K1, Z4
+	VCOMPRESSPS.Z Z6, K1, Z5
 
 	// t = ss/d + eps for the four rows; any t outside [2^-100, MaxFloat32] sends the group to the one-row path.
 	CMPL         372(SP), $0x00
 	JE           divide4
-	VBROADCASTSS 372(SP), Z5
-	VMULPS       Z5, Z4, Z4
+	VBROADCASTSS 372(SP), Z6
+	VMULPS       Z6, Z5, Z5
 	JMP          divided5
 
 divide4:
-	VBROADCASTSS 368(SP), Z5
-	VDIVPS       Z5, Z4, Z4
+	VBROADCASTSS 368(SP), Z6
+	VDIVPS       Z6, Z5, Z5
 
 divided5:
-	VBROADCASTSS job_eps+0(AX), Z5
-	VADDPS       Z5, Z4, Z4
+	VBROADCASTSS job_eps+0(AX), Z6
+	VADDPS       Z6, Z5, Z5
 	MOVL         $0x0000000f, DI
 	KMOVW        DI, K1
-	VBROADCASTSS tlo<>+0(SB), Z5
-	VBROADCASTSS tmax<>+0(SB), Z6
-	VCMPPS       $0x1d, Z5, Z4, K1, K1
-	VCMPPS       $0x12, Z6, Z4, K1, K1
+	VBROADCASTSS tlo<>+0(SB), Z6
+	VBROADCASTSS tmax<>+0(SB), Z7
+	VCMPPS       $0x1d, Z6, Z5, K1, K1
+	VCMPPS       $0x12, Z7, Z5, K1, K1
 	KMOVW        K1, DI
 	CMPL         DI, $0x0f
 	JE           ginrange
@@ -5069,9 +4425,9 @@ divided5:
 	JMP          row
 
 ginrange:
-	VSQRTPS      Z4, Z4
-	VBROADCASTSS one<>+0(SB), Z9
-	VDIVPS       Z4, Z9, Z9
+	VSQRTPS      Z5, Z5
+	VBROADCASTSS one<>+0(SB), Z4
+	VDIVPS       Z5, Z4, Z4
 
 	// Report 1/rms if asked.
 	MOVQ    job_inv+0(AX), DI
@@ -5080,21 +4436,21 @@ ginrange:
 	MOVQ    320(SP), R8
 	MOVL    $0x0000000f, R9
 	KMOVW   R9, K1
-	VMOVUPS Z9, K1, (DI)(R8*4)
+	VMOVUPS Z4, K1, (DI)(R8*4)
 
 scale:
-	VBROADCASTSS X9, Z4
+	VBROADCASTSS X4, Z5
 	MOVQ         $0x00000000, 344(SP)
 	CMPQ         336(SP), $0x01
 	JE           scalebody
-	VMOVUPS      Z9, 256(SP)
+	VMOVUPS      Z4, 256(SP)
 
 scalerow:
 	MOVQ         344(SP), DI
-	VBROADCASTSS 256(SP)(DI*4), Z4
+	VBROADCASTSS 256(SP)(DI*4), Z5
 
 scalebody:
-	VBROADCASTSS one<>+0(SB), Z5
+	VBROADCASTSS one<>+0(SB), Z6
 
 	// y = (src*inv)*w, rounded after each multiply.
 	XORQ  DI, DI
@@ -5106,82 +4462,54 @@ scalebody:
 scaleloop:
 	CMPQ        DI, R8
 	JG          scaletail
-	VPMOVZXWD   (DX)(DI*2), Z6
-	VPSLLD      $0x10, Z6, Z6
-	VMULPS      Z4, Z6, Z6
-	VFIXUPIMMPS $0x00, Z3, Z6, Z6
-	VPSRLD      $0x10, Z6, Z7
+	VPMOVZXWD   (DX)(DI*2), Z7
+	VPSLLD      $0x10, Z7, Z7
+	VMULPS      Z5, Z7, Z7
+	VMOVUPS     (BX)(DI*4), Z8
+	VADDPS      Z6, Z8, Z8
+	VMULPS      Z8, Z7, Z7
+	VPMOVZXWD   32(DX)(DI*2), Z8
+	VPSLLD      $0x10, Z8, Z8
+	VMULPS      Z5, Z8, Z8
+	VMOVUPS     64(BX)(DI*4), Z9
+	VADDPS      Z6, Z9, Z9
+	VMULPS      Z9, Z8, Z8
+	VFIXUPIMMPS $0x00, Z2, Z7, Z7
+	VPSRLD      $0x10, Z7, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z7, Z9, Z9
+	VFIXUPIMMPS $0x00, Z2, Z8, Z8
+	VPSRLD      $0x10, Z8, Z7
 	VPANDD      Z0, Z7, Z7
 	VPADDD      Z1, Z7, Z7
-	VPADDD      Z6, Z7, Z7
-	VPANDD      Z2, Z7, Z7
-	VMOVUPS     (BX)(DI*4), Z6
-	VADDPS      Z5, Z6, Z6
-	VMULPS      Z6, Z7, Z7
-	VFIXUPIMMPS $0x00, Z3, Z7, Z7
-	VPSRLD      $0x10, Z7, Z6
-	VPANDD      Z0, Z6, Z6
-	VPADDD      Z1, Z6, Z6
-	VPADDD      Z7, Z6, Z6
-	VPSRLD      $0x10, Z6, Z6
-	VPMOVDW     Z6, (CX)(DI*2)
-	VPMOVZXWD   32(DX)(DI*2), Z6
-	VPSLLD      $0x10, Z6, Z6
-	VMULPS      Z4, Z6, Z6
-	VFIXUPIMMPS $0x00, Z3, Z6, Z6
-	VPSRLD      $0x10, Z6, Z7
+	VPADDD      Z8, Z7, Z7
+	VPERMT2W    Z7, Z3, Z9
+	VMOVDQU64   Z9, (CX)(DI*2)
+	VPMOVZXWD   64(DX)(DI*2), Z7
+	VPSLLD      $0x10, Z7, Z7
+	VMULPS      Z5, Z7, Z7
+	VMOVUPS     128(BX)(DI*4), Z8
+	VADDPS      Z6, Z8, Z8
+	VMULPS      Z8, Z7, Z7
+	VPMOVZXWD   96(DX)(DI*2), Z8
+	VPSLLD      $0x10, Z8, Z8
+	VMULPS      Z5, Z8, Z8
+	VMOVUPS     192(BX)(DI*4), Z9
+	VADDPS      Z6, Z9, Z9
+	VMULPS      Z9, Z8, Z8
+	VFIXUPIMMPS $0x00, Z2, Z7, Z7
+	VPSRLD      $0x10, Z7, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z7, Z9, Z9
+	VFIXUPIMMPS $0x00, Z2, Z8, Z8
+	VPSRLD      $0x10, Z8, Z7
 	VPANDD      Z0, Z7, Z7
 	VPADDD      Z1, Z7, Z7
-	VPADDD      Z6, Z7, Z7
-	VPANDD      Z2, Z7, Z7
-	VMOVUPS     64(BX)(DI*4), Z6
-	VADDPS      Z5, Z6, Z6
-	VMULPS      Z6, Z7, Z7
-	VFIXUPIMMPS $0x00, Z3, Z7, Z7
-	VPSRLD      $0x10, Z7, Z6
-	VPANDD      Z0, Z6, Z6
-	VPADDD      Z1, Z6, Z6
-	VPADDD      Z7, Z6, Z6
-	VPSRLD      $0x10, Z6, Z6
-	VPMOVDW     Z6, 32(CX)(DI*2)
-	VPMOVZXWD   64(DX)(DI*2), Z6
-	VPSLLD      $0x10, Z6, Z6
-	VMULPS      Z4, Z6, Z6
-	VFIXUPIMMPS $0x00, Z3, Z6, Z6
-	VPSRLD      $0x10, Z6, Z7
-	VPANDD      Z0, Z7, Z7
-	VPADDD      Z1, Z7, Z7
-	VPADDD      Z6, Z7, Z7
-	VPANDD      Z2, Z7, Z7
-	VMOVUPS     128(BX)(DI*4), Z6
-	VADDPS      Z5, Z6, Z6
-	VMULPS      Z6, Z7, Z7
-	VFIXUPIMMPS $0x00, Z3, Z7, Z7
-	VPSRLD      $0x10, Z7, Z6
-	VPANDD      Z0, Z6, Z6
-	VPADDD      Z1, Z6, Z6
-	VPADDD      Z7, Z6, Z6
-	VPSRLD      $0x10, Z6, Z6
-	VPMOVDW     Z6, 64(CX)(DI*2)
-	VPMOVZXWD   96(DX)(DI*2), Z6
-	VPSLLD      $0x10, Z6, Z6
-	VMULPS      Z4, Z6, Z6
-	VFIXUPIMMPS $0x00, Z3, Z6, Z6
-	VPSRLD      $0x10, Z6, Z7
-	VPANDD      Z0, Z7, Z7
-	VPADDD      Z1, Z7, Z7
-	VPADDD      Z6, Z7, Z7
-	VPANDD      Z2, Z7, Z7
-	VMOVUPS     192(BX)(DI*4), Z6
-	VADDPS      Z5, Z6, Z6
-	VMULPS      Z6, Z7, Z7
-	VFIXUPIMMPS $0x00, Z3, Z7, Z7
-	VPSRLD      $0x10, Z7, Z6
-	VPANDD      Z0, Z6, Z6
-	VPADDD      Z1, Z6, Z6
-	VPADDD      Z7, Z6, Z6
-	VPSRLD      $0x10, Z6, Z6
-	VPMOVDW     Z6, 96(CX)(DI*2)
+	VPADDD      Z8, Z7, Z7
+	VPERMT2W    Z7, Z3, Z9
+	VMOVDQU64   Z9, 64(CX)(DI*2)
 	ADDQ        $0x00000040, DI
 	JMP         scaleloop
 
@@ -5201,82 +4529,54 @@ scalepfloop:
 	JG          scaletail
 	PREFETCHT0  (R9)(DI*2)
 	PREFETCHT0  64(R9)(DI*2)
-	VPMOVZXWD   (DX)(DI*2), Z6
-	VPSLLD      $0x10, Z6, Z6
-	VMULPS      Z4, Z6, Z6
-	VFIXUPIMMPS $0x00, Z3, Z6, Z6
-	VPSRLD      $0x10, Z6, Z7
+	VPMOVZXWD   (DX)(DI*2), Z7
+	VPSLLD      $0x10, Z7, Z7
+	VMULPS      Z5, Z7, Z7
+	VMOVUPS     (BX)(DI*4), Z8
+	VADDPS      Z6, Z8, Z8
+	VMULPS      Z8, Z7, Z7
+	VPMOVZXWD   32(DX)(DI*2), Z8
+	VPSLLD      $0x10, Z8, Z8
+	VMULPS      Z5, Z8, Z8
+	VMOVUPS     64(BX)(DI*4), Z9
+	VADDPS      Z6, Z9, Z9
+	VMULPS      Z9, Z8, Z8
+	VFIXUPIMMPS $0x00, Z2, Z7, Z7
+	VPSRLD      $0x10, Z7, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z7, Z9, Z9
+	VFIXUPIMMPS $0x00, Z2, Z8, Z8
+	VPSRLD      $0x10, Z8, Z7
 	VPANDD      Z0, Z7, Z7
 	VPADDD      Z1, Z7, Z7
-	VPADDD      Z6, Z7, Z7
-	VPANDD      Z2, Z7, Z7
-	VMOVUPS     (BX)(DI*4), Z6
-	VADDPS      Z5, Z6, Z6
-	VMULPS      Z6, Z7, Z7
-	VFIXUPIMMPS $0x00, Z3, Z7, Z7
-	VPSRLD      $0x10, Z7, Z6
-	VPANDD      Z0, Z6, Z6
-	VPADDD      Z1, Z6, Z6
-	VPADDD      Z7, Z6, Z6
-	VPSRLD      $0x10, Z6, Z6
-	VPMOVDW     Z6, (CX)(DI*2)
-	VPMOVZXWD   32(DX)(DI*2), Z6
-	VPSLLD      $0x10, Z6, Z6
-	VMULPS      Z4, Z6, Z6
-	VFIXUPIMMPS $0x00, Z3, Z6, Z6
-	VPSRLD      $0x10, Z6, Z7
+	VPADDD      Z8, Z7, Z7
+	VPERMT2W    Z7, Z3, Z9
+	VMOVDQU64   Z9, (CX)(DI*2)
+	VPMOVZXWD   64(DX)(DI*2), Z7
+	VPSLLD      $0x10, Z7, Z7
+	VMULPS      Z5, Z7, Z7
+	VMOVUPS     128(BX)(DI*4), Z8
+	VADDPS      Z6, Z8, Z8
+	VMULPS      Z8, Z7, Z7
+	VPMOVZXWD   96(DX)(DI*2), Z8
+	VPSLLD      $0x10, Z8, Z8
+	VMULPS      Z5, Z8, Z8
+	VMOVUPS     192(BX)(DI*4), Z9
+	VADDPS      Z6, Z9, Z9
+	VMULPS      Z9, Z8, Z8
+	VFIXUPIMMPS $0x00, Z2, Z7, Z7
+	VPSRLD      $0x10, Z7, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z7, Z9, Z9
+	VFIXUPIMMPS $0x00, Z2, Z8, Z8
+	VPSRLD      $0x10, Z8, Z7
 	VPANDD      Z0, Z7, Z7
 	VPADDD      Z1, Z7, Z7
-	VPADDD      Z6, Z7, Z7
-	VPANDD      Z2, Z7, Z7
-	VMOVUPS     64(BX)(DI*4), Z6
-	VADDPS      Z5, Z6, Z6
-	VMULPS      Z6, Z7, Z7
-	VFIXUPIMMPS $0x00, Z3, Z7, Z7
-	VPSRLD      $0x10, Z7, Z6
-	VPANDD      Z0, Z6, Z6
-	VPADDD      Z1, Z6, Z6
-	VPADDD      Z7, Z6, Z6
-	VPSRLD      $0x10, Z6, Z6
-	VPMOVDW     Z6, 32(CX)(DI*2)
-	VPMOVZXWD   64(DX)(DI*2), Z6
-	VPSLLD      $0x10, Z6, Z6
-	VMULPS      Z4, Z6, Z6
-	VFIXUPIMMPS $0x00, Z3, Z6, Z6
-	VPSRLD      $0x10, Z6, Z7
-	VPANDD      Z0, Z7, Z7
-	VPADDD      Z1, Z7, Z7
-	VPADDD      Z6, Z7, Z7
-	VPANDD      Z2, Z7, Z7
-	VMOVUPS     128(BX)(DI*4), Z6
-	VADDPS      Z5, Z6, Z6
-	VMULPS      Z6, Z7, Z7
-	VFIXUPIMMPS $0x00, Z3, Z7, Z7
-	VPSRLD      $0x10, Z7, Z6
-	VPANDD      Z0, Z6, Z6
-	VPADDD      Z1, Z6, Z6
-	VPADDD      Z7, Z6, Z6
-	VPSRLD      $0x10, Z6, Z6
-	VPMOVDW     Z6, 64(CX)(DI*2)
-	VPMOVZXWD   96(DX)(DI*2), Z6
-	VPSLLD      $0x10, Z6, Z6
-	VMULPS      Z4, Z6, Z6
-	VFIXUPIMMPS $0x00, Z3, Z6, Z6
-	VPSRLD      $0x10, Z6, Z7
-	VPANDD      Z0, Z7, Z7
-	VPADDD      Z1, Z7, Z7
-	VPADDD      Z6, Z7, Z7
-	VPANDD      Z2, Z7, Z7
-	VMOVUPS     192(BX)(DI*4), Z6
-	VADDPS      Z5, Z6, Z6
-	VMULPS      Z6, Z7, Z7
-	VFIXUPIMMPS $0x00, Z3, Z7, Z7
-	VPSRLD      $0x10, Z7, Z6
-	VPANDD      Z0, Z6, Z6
-	VPADDD      Z1, Z6, Z6
-	VPADDD      Z7, Z6, Z6
-	VPSRLD      $0x10, Z6, Z6
-	VPMOVDW     Z6, 96(CX)(DI*2)
+	VPADDD      Z8, Z7, Z7
+	VPERMT2W    Z7, Z3, Z9
+	VMOVDQU64   Z9, 64(CX)(DI*2)
 	ADDQ        $0x00000040, DI
 	JMP         scalepfloop
 
@@ -5294,25 +4594,19 @@ scalent:
 scalehead:
 	CMPQ        R10, $0x00000010
 	JB          scaleheadpart
-	VPMOVZXWD   (DX)(DI*2), Z6
-	VPSLLD      $0x10, Z6, Z6
-	VMULPS      Z4, Z6, Z6
-	VFIXUPIMMPS $0x00, Z3, Z6, Z6
-	VPSRLD      $0x10, Z6, Z7
-	VPANDD      Z0, Z7, Z7
-	VPADDD      Z1, Z7, Z7
-	VPADDD      Z6, Z7, Z7
-	VPANDD      Z2, Z7, Z7
-	VMOVUPS     (BX)(DI*4), Z6
-	VADDPS      Z5, Z6, Z6
-	VMULPS      Z6, Z7, Z7
-	VFIXUPIMMPS $0x00, Z3, Z7, Z7
-	VPSRLD      $0x10, Z7, Z6
-	VPANDD      Z0, Z6, Z6
-	VPADDD      Z1, Z6, Z6
-	VPADDD      Z7, Z6, Z6
-	VPSRLD      $0x10, Z6, Z6
-	VPMOVDW     Z6, (CX)(DI*2)
+	VPMOVZXWD   (DX)(DI*2), Z7
+	VPSLLD      $0x10, Z7, Z7
+	VMULPS      Z5, Z7, Z7
+	VMOVUPS     (BX)(DI*4), Z8
+	VADDPS      Z6, Z8, Z8
+	VMULPS      Z8, Z7, Z7
+	VFIXUPIMMPS $0x00, Z2, Z7, Z7
+	VPSRLD      $0x10, Z7, Z8
+	VPANDD      Z0, Z8, Z8
+	VPADDD      Z1, Z8, Z8
+	VPADDD      Z7, Z8, Z8
+	VPSRLD      $0x10, Z8, Z8
+	VPMOVDW     Z8, (CX)(DI*2)
 	ADDQ        $0x00000010, DI
 	SUBQ        $0x00000010, R10
 	JZ          scalentloop
@@ -5320,114 +4614,76 @@ scalehead:
 scaleheadpart:
 	LEAQ        kmask<>+0(SB), R11
 	KMOVW       (R11)(R10*2), K1
-	VPMOVZXWD.Z (DX)(DI*2), K1, Z6
-	VPSLLD      $0x10, Z6, Z6
-	VMULPS      Z6, Z4, Z6
-	VFIXUPIMMPS $0x00, Z3, Z6, Z6
-	VPSRLD      $0x10, Z6, Z7
-	VPANDD      Z0, Z7, Z7
-	VPADDD      Z1, Z7, Z7
-	VPADDD      Z6, Z7, Z7
-	VPANDD      Z2, Z7, Z7
-	VMOVUPS.Z   (BX)(DI*4), K1, Z6
-	VADDPS      Z5, Z6, Z6
-	VMULPS      Z6, Z7, Z7
-	VFIXUPIMMPS $0x00, Z3, Z7, Z7
-	VPSRLD      $0x10, Z7, Z6
-	VPANDD      Z0, Z6, Z6
-	VPADDD      Z1, Z6, Z6
-	VPADDD      Z7, Z6, Z6
-	VPSRLD      $0x10, Z6, Z6
-	VPMOVDW     Z6, K1, (CX)(DI*2)
+	VPMOVZXWD.Z (DX)(DI*2), K1, Z7
+	VPSLLD      $0x10, Z7, Z7
+	VMULPS      Z7, Z5, Z7
+	VMOVUPS.Z   (BX)(DI*4), K1, Z8
+	VADDPS      Z6, Z8, Z8
+	VMULPS      Z8, Z7, Z7
+	VFIXUPIMMPS $0x00, Z2, Z7, Z7
+	VPSRLD      $0x10, Z7, Z8
+	VPANDD      Z0, Z8, Z8
+	VPADDD      Z1, Z8, Z8
+	VPADDD      Z7, Z8, Z8
+	VPSRLD      $0x10, Z8, Z8
+	VPMOVDW     Z8, K1, (CX)(DI*2)
 	ADDQ        R10, DI
 
 scalentloop:
-	CMPQ         DI, R8
-	JG           scaletail
-	PREFETCHT0   (R9)(DI*2)
-	PREFETCHT0   64(R9)(DI*2)
-	VPMOVZXWD    (DX)(DI*2), Z6
-	VPSLLD       $0x10, Z6, Z6
-	VMULPS       Z4, Z6, Z6
-	VFIXUPIMMPS  $0x00, Z3, Z6, Z6
-	VPSRLD       $0x10, Z6, Z7
-	VPANDD       Z0, Z7, Z7
-	VPADDD       Z1, Z7, Z7
-	VPADDD       Z6, Z7, Z7
-	VPANDD       Z2, Z7, Z7
-	VMOVUPS      (BX)(DI*4), Z6
-	VADDPS       Z5, Z6, Z6
-	VMULPS       Z6, Z7, Z7
-	VPMOVZXWD    32(DX)(DI*2), Z6
-	VPSLLD       $0x10, Z6, Z6
-	VMULPS       Z4, Z6, Z6
-	VFIXUPIMMPS  $0x00, Z3, Z6, Z6
-	VPSRLD       $0x10, Z6, Z8
-	VPANDD       Z0, Z8, Z8
-	VPADDD       Z1, Z8, Z8
-	VPADDD       Z6, Z8, Z8
-	VPANDD       Z2, Z8, Z8
-	VMOVUPS      64(BX)(DI*4), Z6
-	VADDPS       Z5, Z6, Z6
-	VMULPS       Z6, Z8, Z8
-	VFIXUPIMMPS  $0x00, Z3, Z7, Z7
-	VPSRLD       $0x10, Z7, Z6
-	VPANDD       Z0, Z6, Z6
-	VPADDD       Z1, Z6, Z6
-	VPADDD       Z7, Z6, Z6
-	VPSRLD       $0x10, Z6, Z6
-	VPMOVDW      Z6, Y10
-	VFIXUPIMMPS  $0x00, Z3, Z8, Z8
-	VPSRLD       $0x10, Z8, Z6
-	VPANDD       Z0, Z6, Z6
-	VPADDD       Z1, Z6, Z6
-	VPADDD       Z8, Z6, Z6
-	VPSRLD       $0x10, Z6, Z6
-	VPMOVDW      Z6, Y6
-	VINSERTI64X4 $0x01, Y6, Z10, Z10
-	VMOVNTDQ     Z10, (CX)(DI*2)
-	VPMOVZXWD    64(DX)(DI*2), Z6
-	VPSLLD       $0x10, Z6, Z6
-	VMULPS       Z4, Z6, Z6
-	VFIXUPIMMPS  $0x00, Z3, Z6, Z6
-	VPSRLD       $0x10, Z6, Z7
-	VPANDD       Z0, Z7, Z7
-	VPADDD       Z1, Z7, Z7
-	VPADDD       Z6, Z7, Z7
-	VPANDD       Z2, Z7, Z7
-	VMOVUPS      128(BX)(DI*4), Z6
-	VADDPS       Z5, Z6, Z6
-	VMULPS       Z6, Z7, Z7
-	VPMOVZXWD    96(DX)(DI*2), Z6
-	VPSLLD       $0x10, Z6, Z6
-	VMULPS       Z4, Z6, Z6
-	VFIXUPIMMPS  $0x00, Z3, Z6, Z6
-	VPSRLD       $0x10, Z6, Z8
-	VPANDD       Z0, Z8, Z8
-	VPADDD       Z1, Z8, Z8
-	VPADDD       Z6, Z8, Z8
-	VPANDD       Z2, Z8, Z8
-	VMOVUPS      192(BX)(DI*4), Z6
-	VADDPS       Z5, Z6, Z6
-	VMULPS       Z6, Z8, Z8
-	VFIXUPIMMPS  $0x00, Z3, Z7, Z7
-	VPSRLD       $0x10, Z7, Z6
-	VPANDD       Z0, Z6, Z6
-	VPADDD       Z1, Z6, Z6
-	VPADDD       Z7, Z6, Z6
-	VPSRLD       $0x10, Z6, Z6
-	VPMOVDW      Z6, Y11
-	VFIXUPIMMPS  $0x00, Z3, Z8, Z8
-	VPSRLD       $0x10, Z8, Z6
-	VPANDD       Z0, Z6, Z6
-	VPADDD       Z1, Z6, Z6
-	VPADDD       Z8, Z6, Z6
-	VPSRLD       $0x10, Z6, Z6
-	VPMOVDW      Z6, Y6
-	VINSERTI64X4 $0x01, Y6, Z11, Z11
-	VMOVNTDQ     Z11, 64(CX)(DI*2)
-	ADDQ         $0x00000040, DI
-	JMP          scalentloop
+	CMPQ        DI, R8
+	JG          scaletail
+	PREFETCHT0  (R9)(DI*2)
+	PREFETCHT0  64(R9)(DI*2)
+	VPMOVZXWD   (DX)(DI*2), Z7
+	VPSLLD      $0x10, Z7, Z7
+	VMULPS      Z5, Z7, Z7
+	VMOVUPS     (BX)(DI*4), Z8
+	VADDPS      Z6, Z8, Z8
+	VMULPS      Z8, Z7, Z7
+	VPMOVZXWD   32(DX)(DI*2), Z8
+	VPSLLD      $0x10, Z8, Z8
+	VMULPS      Z5, Z8, Z8
+	VMOVUPS     64(BX)(DI*4), Z9
+	VADDPS      Z6, Z9, Z9
+	VMULPS      Z9, Z8, Z8
+	VFIXUPIMMPS $0x00, Z2, Z7, Z7
+	VPSRLD      $0x10, Z7, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z7, Z9, Z9
+	VFIXUPIMMPS $0x00, Z2, Z8, Z8
+	VPSRLD      $0x10, Z8, Z7
+	VPANDD      Z0, Z7, Z7
+	VPADDD      Z1, Z7, Z7
+	VPADDD      Z8, Z7, Z7
+	VPERMT2W    Z7, Z3, Z9
+	VMOVNTDQ    Z9, (CX)(DI*2)
+	VPMOVZXWD   64(DX)(DI*2), Z7
+	VPSLLD      $0x10, Z7, Z7
+	VMULPS      Z5, Z7, Z7
+	VMOVUPS     128(BX)(DI*4), Z8
+	VADDPS      Z6, Z8, Z8
+	VMULPS      Z8, Z7, Z7
+	VPMOVZXWD   96(DX)(DI*2), Z8
+	VPSLLD      $0x10, Z8, Z8
+	VMULPS      Z5, Z8, Z8
+	VMOVUPS     192(BX)(DI*4), Z9
+	VADDPS      Z6, Z9, Z9
+	VMULPS      Z9, Z8, Z8
+	VFIXUPIMMPS $0x00, Z2, Z7, Z7
+	VPSRLD      $0x10, Z7, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z7, Z9, Z9
+	VFIXUPIMMPS $0x00, Z2, Z8, Z8
+	VPSRLD      $0x10, Z8, Z7
+	VPANDD      Z0, Z7, Z7
+	VPADDD      Z1, Z7, Z7
+	VPADDD      Z8, Z7, Z7
+	VPERMT2W    Z7, Z3, Z9
+	VMOVNTDQ    Z9, 64(CX)(DI*2)
+	ADDQ        $0x00000040, DI
+	JMP         scalentloop
 
 scaletail:
 	ADDQ $0x00000030, R8
@@ -5435,25 +4691,19 @@ scaletail:
 scaleone:
 	CMPQ        DI, R8
 	JG          scalepart
-	VPMOVZXWD   (DX)(DI*2), Z6
-	VPSLLD      $0x10, Z6, Z6
-	VMULPS      Z4, Z6, Z6
-	VFIXUPIMMPS $0x00, Z3, Z6, Z6
-	VPSRLD      $0x10, Z6, Z7
-	VPANDD      Z0, Z7, Z7
-	VPADDD      Z1, Z7, Z7
-	VPADDD      Z6, Z7, Z7
-	VPANDD      Z2, Z7, Z7
-	VMOVUPS     (BX)(DI*4), Z6
-	VADDPS      Z5, Z6, Z6
-	VMULPS      Z6, Z7, Z7
-	VFIXUPIMMPS $0x00, Z3, Z7, Z7
-	VPSRLD      $0x10, Z7, Z6
-	VPANDD      Z0, Z6, Z6
-	VPADDD      Z1, Z6, Z6
-	VPADDD      Z7, Z6, Z6
-	VPSRLD      $0x10, Z6, Z6
-	VPMOVDW     Z6, (CX)(DI*2)
+	VPMOVZXWD   (DX)(DI*2), Z7
+	VPSLLD      $0x10, Z7, Z7
+	VMULPS      Z5, Z7, Z7
+	VMOVUPS     (BX)(DI*4), Z8
+	VADDPS      Z6, Z8, Z8
+	VMULPS      Z8, Z7, Z7
+	VFIXUPIMMPS $0x00, Z2, Z7, Z7
+	VPSRLD      $0x10, Z7, Z8
+	VPANDD      Z0, Z8, Z8
+	VPADDD      Z1, Z8, Z8
+	VPADDD      Z7, Z8, Z8
+	VPSRLD      $0x10, Z8, Z8
+	VPMOVDW     Z8, (CX)(DI*2)
 	ADDQ        $0x00000010, DI
 	JMP         scaleone
 
@@ -5463,23 +4713,17 @@ scalepart:
 	JZ          scaled
 	LEAQ        kmask<>+0(SB), R8
 	KMOVW       (R8)(R10*2), K1
-	VPMOVZXWD.Z (DX)(DI*2), K1, Z6
-	VPSLLD      $0x10, Z6, Z6
-	VMULPS      Z6, Z4, Z6
-	VFIXUPIMMPS $0x00, Z3, Z6, Z6
-	VPSRLD      $0x10, Z6, Z4
-	VPANDD      Z0, Z4, Z4
-	VPADDD      Z1, Z4, Z4
-	VPADDD      Z6, Z4, Z4
-	VPANDD      Z2, Z4, Z4
-	VMOVUPS.Z   (BX)(DI*4), K1, Z6
-	VADDPS      Z5, Z6, Z6
-	VMULPS      Z6, Z4, Z4
-	VFIXUPIMMPS $0x00, Z3, Z4, Z4
-	VPSRLD      $0x10, Z4, Z5
+	VPMOVZXWD.Z (DX)(DI*2), K1, Z7
+	VPSLLD      $0x10, Z7, Z7
+	VMULPS      Z7, Z5, Z7
+	VMOVUPS.Z   (BX)(DI*4), K1, Z5
+	VADDPS      Z6, Z5, Z5
+	VMULPS      Z5, Z7, Z7
+	VFIXUPIMMPS $0x00, Z2, Z7, Z7
+	VPSRLD      $0x10, Z7, Z5
 	VPANDD      Z0, Z5, Z5
 	VPADDD      Z1, Z5, Z5
-	VPADDD      Z4, Z5, Z5
+	VPADDD      Z7, Z5, Z5
 	VPSRLD      $0x10, Z5, Z5
 	VPMOVDW     Z5, K1, (CX)(DI*2)
 
@@ -5505,8 +4749,738 @@ vzero:
 	MOVQ AX, ret+24(FP)
 	RET
 
+// func avx512BF16OffsetRN(j uintptr, from int, to int) int
+// Requires: AVX, AVX512BW, AVX512F, MMX+
+TEXT ·avx512BF16OffsetRN(SB), NOSPLIT, $376-32
+	// avx512BF16OffsetRN normalizes rows [from, to) of the job: BF16 rows: y = round16(round16(x*inv)*(1+w)), for each row.
+	// It stops before the first row that needs the float64 path and returns that row's index, or to.
+	MOVQ         j+0(FP), AX
+	MOVQ         job_dst+0(AX), CX
+	MOVQ         job_x+0(AX), DX
+	MOVQ         job_w+0(AX), BX
+	MOVQ         job_stride+0(AX), SI
+	SHLQ         $0x01, SI
+	VMOVDQU64    oddwords<>+0(SB), Z4
+	VPBROADCASTD avx512bfone<>+0(SB), Z0
+	VPBROADCASTD avx512bfbias<>+0(SB), Z1
+	VPBROADCASTD avx512bfhigh<>+0(SB), Z2
+	VPBROADCASTD avx512bffixnan<>+0(SB), Z3
+
+	// fd = float32(d); rd = 1/d when d is a power of two (ss/d is then ss*rd exactly), else 0.
+	MOVQ       job_d+0(AX), DI
+	VMOVSS     one<>+0(SB), X5
+	VCVTSI2SSQ DI, X5, X5
+	VMOVSS     X5, 368(SP)
+	XORL       R9, R9
+	LEAQ       -1(DI), R8
+	TESTQ      DI, R8
+	JNZ        notpow2
+	BSFQ       DI, R8
+	MOVL       $0x0000007f, R9
+	SUBL       R8, R9
+	SHLL       $0x17, R9
+
+notpow2:
+	MOVL R9, 372(SP)
+
+	// Start at row from.
+	MOVQ  from+8(FP), DI
+	MOVQ  DI, 320(SP)
+	MOVQ  $0x00000000, 328(SP)
+	IMULQ SI, DI
+	ADDQ  DI, CX
+	ADDQ  DI, DX
+
+row:
+	MOVQ 320(SP), DI
+	CMPQ DI, to+16(FP)
+	JAE  ret
+	MOVQ $0x00000001, 336(SP)
+	CMPQ 328(SP), $0x00
+	JE   trygroup
+	DECQ 328(SP)
+	JMP  sum
+
+trygroup:
+	CMPQ job_d+0(AX), $0x00000200
+	JA   sum
+	MOVQ to+16(FP), DI
+	SUBQ 320(SP), DI
+	CMPQ DI, $0x04
+	JB   sum
+	MOVQ $0x00000004, 336(SP)
+
+sum:
+	MOVQ DX, DI
+	XORQ R8, R8
+
+sumrow:
+	// Sum of squares: element i goes to partial i%64.
+	MOVQ    job_d+0(AX), R10
+	SUBQ    $0x00000040, R10
+	JGE     firstblock
+	VMOVUPS zero64<>+0(SB), Z5
+	VMOVUPS zero64<>+0(SB), Z6
+	VMOVUPS zero64<>+0(SB), Z7
+	VMOVUPS zero64<>+0(SB), Z8
+	XORQ    R9, R9
+	JMP     sumtail
+
+firstblock:
+	// +0 + square is the square itself: the first block initializes the partials.
+	XORQ      R9, R9
+	VPMOVZXWD (DI)(R9*2), Z5
+	VPSLLD    $0x10, Z5, Z5
+	VMULPS    Z5, Z5, Z5
+	VPMOVZXWD 32(DI)(R9*2), Z6
+	VPSLLD    $0x10, Z6, Z6
+	VMULPS    Z6, Z6, Z6
+	VPMOVZXWD 64(DI)(R9*2), Z7
+	VPSLLD    $0x10, Z7, Z7
+	VMULPS    Z7, Z7, Z7
+	VPMOVZXWD 96(DI)(R9*2), Z8
+	VPSLLD    $0x10, Z8, Z8
+	VMULPS    Z8, Z8, Z8
+	MOVQ      $0x00000040, R9
+	TESTL     $0x00000002, job_flags+0(AX)
+	JNZ       sumpf
+
+sumloop:
+	CMPQ      R9, R10
+	JG        sumtail
+	VPMOVZXWD (DI)(R9*2), Z9
+	VPSLLD    $0x10, Z9, Z9
+	VMULPS    Z9, Z9, Z9
+	VADDPS    Z9, Z5, Z5
+	VPMOVZXWD 32(DI)(R9*2), Z9
+	VPSLLD    $0x10, Z9, Z9
+	VMULPS    Z9, Z9, Z9
+	VADDPS    Z9, Z6, Z6
+	VPMOVZXWD 64(DI)(R9*2), Z9
+	VPSLLD    $0x10, Z9, Z9
+	VMULPS    Z9, Z9, Z9
+	VADDPS    Z9, Z7, Z7
+	VPMOVZXWD 96(DI)(R9*2), Z9
+	VPSLLD    $0x10, Z9, Z9
+	VMULPS    Z9, Z9, Z9
+	VADDPS    Z9, Z8, Z8
+	ADDQ      $0x00000040, R9
+	JMP       sumloop
+
+	// The same, prefetching the rows ahead.
+sumpf:
+	MOVQ SI, R11
+	SHLQ $0x01, R11
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows1
+	SHLQ $0x03, R11
+
+longrows1:
+	ADDQ DI, R11
+
+sumpfloop:
+	CMPQ       R9, R10
+	JG         sumtail
+	PREFETCHT0 (R11)(R9*2)
+	PREFETCHT0 64(R11)(R9*2)
+	VPMOVZXWD  (DI)(R9*2), Z9
+	VPSLLD     $0x10, Z9, Z9
+	VMULPS     Z9, Z9, Z9
+	VADDPS     Z9, Z5, Z5
+	VPMOVZXWD  32(DI)(R9*2), Z9
+	VPSLLD     $0x10, Z9, Z9
+	VMULPS     Z9, Z9, Z9
+	VADDPS     Z9, Z6, Z6
+	VPMOVZXWD  64(DI)(R9*2), Z9
+	VPSLLD     $0x10, Z9, Z9
+	VMULPS     Z9, Z9, Z9
+	VADDPS     Z9, Z7, Z7
+	VPMOVZXWD  96(DI)(R9*2), Z9
+	VPSLLD     $0x10, Z9, Z9
+	VMULPS     Z9, Z9, Z9
+	VADDPS     Z9, Z8, Z8
+	ADDQ       $0x00000040, R9
+	JMP        sumpfloop
+
+sumtail:
+	// Fewer than 64 elements remain.
+	MOVQ job_d+0(AX), R10
+	SUBQ R9, R10
+	JZ   summed
+	LEAQ kmask<>+0(SB), R11
+	MOVQ R10, R12
+	CMPQ R12, $0x00000010
+	JLE  tailmask0
+	MOVQ $0x00000010, R12
+
+tailmask0:
+	KMOVW       (R11)(R12*2), K1
+	VPMOVZXWD.Z (DI)(R9*2), K1, Z9
+	VPSLLD      $0x10, Z9, Z9
+	VMULPS      Z9, Z9, Z9
+	VADDPS      Z9, Z5, Z5
+	MOVQ        R10, R12
+	SUBQ        $0x00000010, R12
+	JLE         summed
+	CMPQ        R12, $0x00000010
+	JLE         tailmask1
+	MOVQ        $0x00000010, R12
+
+tailmask1:
+	KMOVW       (R11)(R12*2), K1
+	VPMOVZXWD.Z 32(DI)(R9*2), K1, Z9
+	VPSLLD      $0x10, Z9, Z9
+	VMULPS      Z9, Z9, Z9
+	VADDPS      Z9, Z6, Z6
+	MOVQ        R10, R12
+	SUBQ        $0x00000020, R12
+	JLE         summed
+	CMPQ        R12, $0x00000010
+	JLE         tailmask2
+	MOVQ        $0x00000010, R12
+
+tailmask2:
+	KMOVW       (R11)(R12*2), K1
+	VPMOVZXWD.Z 64(DI)(R9*2), K1, Z9
+	VPSLLD      $0x10, Z9, Z9
+	VMULPS      Z9, Z9, Z9
+	VADDPS      Z9, Z7, Z7
+	SUBQ        $0x00000030, R10
+	JLE         summed
+	CMPQ        R10, $0x00000010
+	JLE         tailmask3
+	MOVQ        $0x00000010, R10
+
+tailmask3:
+	KMOVW       (R11)(R10*2), K1
+	VPMOVZXWD.Z 96(DI)(R9*2), K1, Z9
+	VPSLLD      $0x10, Z9, Z9
+	VMULPS      Z9, Z9, Z9
+	VADDPS      Z9, Z8, Z8
+
+summed:
+	VADDPS  Z7, Z5, Z5
+	VADDPS  Z8, Z6, Z6
+	VADDPS  Z6, Z5, Z5
+	CMPQ    336(SP), $0x01
+	JE      invone
+	VMOVUPS Z5, (SP)(R8*1)
+	ADDQ    SI, DI
+	ADDQ    $0x00000040, R8
+	CMPQ    R8, $0x00000100
+	JB      sumrow
+	JMP     invgroup
+
+invone:
+	// Halving tree: p[j] += p[j+h] for the remaining h, down to ss.
+	VSHUFF64X2 $0xee, Z5, Z5, Z6
+	VADDPS     Z6, Z5, Z5
+	VSHUFF32X4 $0x01, Z5, Z5, Z6
+	VADDPS     Z6, Z5, Z5
+	VPERMILPS  $0x4e, Z5, Z6
+	VADDPS     Z6, Z5, Z5
+	VPERMILPS  $0xb1, Z5, Z6
+	VADDPS     Z6, Z5, Z5
+
+	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
+	CMPL   372(SP), $0x00
+	JE     divide2
+	VMULSS 372(SP), X5, X5
+	JMP    divided3
+
+divide2:
+	VDIVSS 368(SP), X5, X5
+
+divided3:
+	VADDSS   job_eps+0(AX), X5, X5
+	VUCOMISS tlo<>+0(SB), X5
+	JCS      ret
+	VUCOMISS tmax<>+0(SB), X5
+	JHI      ret
+	VSQRTSS  X5, X5, X5
+	VMOVSS   one<>+0(SB), X10
+	VDIVSS   X5, X10, X10
+
+	// Report 1/rms if asked.
+	MOVQ   job_inv+0(AX), DI
+	TESTQ  DI, DI
+	JZ     scale
+	MOVQ   320(SP), R8
+	VMOVSS X10, (DI)(R8*4)
+	JMP    scale
+
+invgroup:
+	// The rest of the halving tree, four rows at once.
+	VMOVUPS       (SP), Z5
+	VMOVUPS       64(SP), Z6
+	VMOVUPS       128(SP), Z7
+	VMOVUPS       192(SP), Z8
+	VSHUFF64X2    $0x44, Z6, Z5, Z9
+	VSHUFF64X2    $0xee, Z6, Z5, Z5
+	VADDPS        Z5, Z9, Z9
+	VSHUFF64X2    $0x44, Z8, Z7, Z5
+	VSHUFF64X2    $0xee, Z8, Z7, Z6
+	VADDPS        Z6, Z5, Z5
+	VSHUFF32X4    $0x88, Z5, Z9, Z6
+	VSHUFF32X4    $0xdd, Z5, Z9, Z5
+	VADDPS        Z5, Z6, Z6
+	VPERMILPS     $0x4e, Z6, Z5
+	VADDPS        Z5, Z6, Z6
+	VPERMILPS     $0xb1, Z6, Z5
+	VADDPS        Z5, Z6, Z6
+	MOVL          $0x00001111, DI
+	KMOVW         DI, K1
+	VCOMPRESSPS.Z Z6, K1, Z5
+
+	// t = ss/d + eps for the four rows; any t outside [2^-100, MaxFloat32] sends the group to the one-row path.
+	CMPL         372(SP), $0x00
+	JE           divide4
+	VBROADCASTSS 372(SP), Z6
+	VMULPS       Z6, Z5, Z5
+	JMP          divided5
+
+divide4:
+	VBROADCASTSS 368(SP), Z6
+	VDIVPS       Z6, Z5, Z5
+
+divided5:
+	VBROADCASTSS job_eps+0(AX), Z6
+	VADDPS       Z6, Z5, Z5
+	MOVL         $0x0000000f, DI
+	KMOVW        DI, K1
+	VBROADCASTSS tlo<>+0(SB), Z6
+	VBROADCASTSS tmax<>+0(SB), Z7
+	VCMPPS       $0x1d, Z6, Z5, K1, K1
+	VCMPPS       $0x12, Z7, Z5, K1, K1
+	KMOVW        K1, DI
+	CMPL         DI, $0x0f
+	JE           ginrange
+	MOVQ         $0x00000004, 328(SP)
+	JMP          row
+
+ginrange:
+	VSQRTPS      Z5, Z5
+	VBROADCASTSS one<>+0(SB), Z10
+	VDIVPS       Z5, Z10, Z10
+
+	// Report 1/rms if asked.
+	MOVQ    job_inv+0(AX), DI
+	TESTQ   DI, DI
+	JZ      scale
+	MOVQ    320(SP), R8
+	MOVL    $0x0000000f, R9
+	KMOVW   R9, K1
+	VMOVUPS Z10, K1, (DI)(R8*4)
+
+scale:
+	VBROADCASTSS X10, Z5
+	MOVQ         $0x00000000, 344(SP)
+	CMPQ         336(SP), $0x01
+	JE           scalebody
+	VMOVUPS      Z10, 256(SP)
+
+scalerow:
+	MOVQ         344(SP), DI
+	VBROADCASTSS 256(SP)(DI*4), Z5
+
+scalebody:
+	VBROADCASTSS one<>+0(SB), Z6
+
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ  DI, DI
+	MOVQ  job_d+0(AX), R8
+	SUBQ  $0x00000040, R8
+	TESTL $0x00000002, job_flags+0(AX)
+	JNZ   scalepf
+
+scaleloop:
+	CMPQ        DI, R8
+	JG          scaletail
+	VPMOVZXWD   (DX)(DI*2), Z7
+	VPSLLD      $0x10, Z7, Z7
+	VMULPS      Z5, Z7, Z7
+	VFIXUPIMMPS $0x00, Z3, Z7, Z7
+	VPSRLD      $0x10, Z7, Z8
+	VPANDD      Z0, Z8, Z8
+	VPADDD      Z1, Z8, Z8
+	VPADDD      Z7, Z8, Z8
+	VPANDD      Z2, Z8, Z8
+	VMOVUPS     (BX)(DI*4), Z7
+	VADDPS      Z6, Z7, Z7
+	VMULPS      Z7, Z8, Z8
+	VPMOVZXWD   32(DX)(DI*2), Z7
+	VPSLLD      $0x10, Z7, Z7
+	VMULPS      Z5, Z7, Z7
+	VFIXUPIMMPS $0x00, Z3, Z7, Z7
+	VPSRLD      $0x10, Z7, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z7, Z9, Z9
+	VPANDD      Z2, Z9, Z9
+	VMOVUPS     64(BX)(DI*4), Z7
+	VADDPS      Z6, Z7, Z7
+	VMULPS      Z7, Z9, Z9
+	VFIXUPIMMPS $0x00, Z3, Z8, Z8
+	VPSRLD      $0x10, Z8, Z7
+	VPANDD      Z0, Z7, Z7
+	VPADDD      Z1, Z7, Z7
+	VPADDD      Z8, Z7, Z7
+	VFIXUPIMMPS $0x00, Z3, Z9, Z9
+	VPSRLD      $0x10, Z9, Z8
+	VPANDD      Z0, Z8, Z8
+	VPADDD      Z1, Z8, Z8
+	VPADDD      Z9, Z8, Z8
+	VPERMT2W    Z8, Z4, Z7
+	VMOVDQU64   Z7, (CX)(DI*2)
+	VPMOVZXWD   64(DX)(DI*2), Z7
+	VPSLLD      $0x10, Z7, Z7
+	VMULPS      Z5, Z7, Z7
+	VFIXUPIMMPS $0x00, Z3, Z7, Z7
+	VPSRLD      $0x10, Z7, Z8
+	VPANDD      Z0, Z8, Z8
+	VPADDD      Z1, Z8, Z8
+	VPADDD      Z7, Z8, Z8
+	VPANDD      Z2, Z8, Z8
+	VMOVUPS     128(BX)(DI*4), Z7
+	VADDPS      Z6, Z7, Z7
+	VMULPS      Z7, Z8, Z8
+	VPMOVZXWD   96(DX)(DI*2), Z7
+	VPSLLD      $0x10, Z7, Z7
+	VMULPS      Z5, Z7, Z7
+	VFIXUPIMMPS $0x00, Z3, Z7, Z7
+	VPSRLD      $0x10, Z7, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z7, Z9, Z9
+	VPANDD      Z2, Z9, Z9
+	VMOVUPS     192(BX)(DI*4), Z7
+	VADDPS      Z6, Z7, Z7
+	VMULPS      Z7, Z9, Z9
+	VFIXUPIMMPS $0x00, Z3, Z8, Z8
+	VPSRLD      $0x10, Z8, Z7
+	VPANDD      Z0, Z7, Z7
+	VPADDD      Z1, Z7, Z7
+	VPADDD      Z8, Z7, Z7
+	VFIXUPIMMPS $0x00, Z3, Z9, Z9
+	VPSRLD      $0x10, Z9, Z8
+	VPANDD      Z0, Z8, Z8
+	VPADDD      Z1, Z8, Z8
+	VPADDD      Z9, Z8, Z8
+	VPERMT2W    Z8, Z4, Z7
+	VMOVDQU64   Z7, 64(CX)(DI*2)
+	ADDQ        $0x00000040, DI
+	JMP         scaleloop
+
+scalepf:
+	MOVQ SI, R9
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows6
+	SHLQ $0x03, R9
+
+longrows6:
+	ADDQ  DX, R9
+	TESTL $0x00000001, job_flags+0(AX)
+	JNZ   scalent
+
+scalepfloop:
+	CMPQ        DI, R8
+	JG          scaletail
+	PREFETCHT0  (R9)(DI*2)
+	PREFETCHT0  64(R9)(DI*2)
+	VPMOVZXWD   (DX)(DI*2), Z7
+	VPSLLD      $0x10, Z7, Z7
+	VMULPS      Z5, Z7, Z7
+	VFIXUPIMMPS $0x00, Z3, Z7, Z7
+	VPSRLD      $0x10, Z7, Z8
+	VPANDD      Z0, Z8, Z8
+	VPADDD      Z1, Z8, Z8
+	VPADDD      Z7, Z8, Z8
+	VPANDD      Z2, Z8, Z8
+	VMOVUPS     (BX)(DI*4), Z7
+	VADDPS      Z6, Z7, Z7
+	VMULPS      Z7, Z8, Z8
+	VPMOVZXWD   32(DX)(DI*2), Z7
+	VPSLLD      $0x10, Z7, Z7
+	VMULPS      Z5, Z7, Z7
+	VFIXUPIMMPS $0x00, Z3, Z7, Z7
+	VPSRLD      $0x10, Z7, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z7, Z9, Z9
+	VPANDD      Z2, Z9, Z9
+	VMOVUPS     64(BX)(DI*4), Z7
+	VADDPS      Z6, Z7, Z7
+	VMULPS      Z7, Z9, Z9
+	VFIXUPIMMPS $0x00, Z3, Z8, Z8
+	VPSRLD      $0x10, Z8, Z7
+	VPANDD      Z0, Z7, Z7
+	VPADDD      Z1, Z7, Z7
+	VPADDD      Z8, Z7, Z7
+	VFIXUPIMMPS $0x00, Z3, Z9, Z9
+	VPSRLD      $0x10, Z9, Z8
+	VPANDD      Z0, Z8, Z8
+	VPADDD      Z1, Z8, Z8
+	VPADDD      Z9, Z8, Z8
+	VPERMT2W    Z8, Z4, Z7
+	VMOVDQU64   Z7, (CX)(DI*2)
+	VPMOVZXWD   64(DX)(DI*2), Z7
+	VPSLLD      $0x10, Z7, Z7
+	VMULPS      Z5, Z7, Z7
+	VFIXUPIMMPS $0x00, Z3, Z7, Z7
+	VPSRLD      $0x10, Z7, Z8
+	VPANDD      Z0, Z8, Z8
+	VPADDD      Z1, Z8, Z8
+	VPADDD      Z7, Z8, Z8
+	VPANDD      Z2, Z8, Z8
+	VMOVUPS     128(BX)(DI*4), Z7
+	VADDPS      Z6, Z7, Z7
+	VMULPS      Z7, Z8, Z8
+	VPMOVZXWD   96(DX)(DI*2), Z7
+	VPSLLD      $0x10, Z7, Z7
+	VMULPS      Z5, Z7, Z7
+	VFIXUPIMMPS $0x00, Z3, Z7, Z7
+	VPSRLD      $0x10, Z7, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z7, Z9, Z9
+	VPANDD      Z2, Z9, Z9
+	VMOVUPS     192(BX)(DI*4), Z7
+	VADDPS      Z6, Z7, Z7
+	VMULPS      Z7, Z9, Z9
+	VFIXUPIMMPS $0x00, Z3, Z8, Z8
+	VPSRLD      $0x10, Z8, Z7
+	VPANDD      Z0, Z7, Z7
+	VPADDD      Z1, Z7, Z7
+	VPADDD      Z8, Z7, Z7
+	VFIXUPIMMPS $0x00, Z3, Z9, Z9
+	VPSRLD      $0x10, Z9, Z8
+	VPANDD      Z0, Z8, Z8
+	VPADDD      Z1, Z8, Z8
+	VPADDD      Z9, Z8, Z8
+	VPERMT2W    Z8, Z4, Z7
+	VMOVDQU64   Z7, 64(CX)(DI*2)
+	ADDQ        $0x00000040, DI
+	JMP         scalepfloop
+
+scalent:
+	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
+	MOVQ CX, R10
+	NEGQ R10
+	ANDQ $0x0000003f, R10
+	SHRQ $0x01, R10
+	JZ   scalentloop
+	CMPQ R10, job_d+0(AX)
+	JLE  scalehead
+	MOVQ job_d+0(AX), R10
+
+scalehead:
+	CMPQ        R10, $0x00000010
+	JB          scaleheadpart
+	VPMOVZXWD   (DX)(DI*2), Z7
+	VPSLLD      $0x10, Z7, Z7
+	VMULPS      Z5, Z7, Z7
+	VFIXUPIMMPS $0x00, Z3, Z7, Z7
+	VPSRLD      $0x10, Z7, Z8
+	VPANDD      Z0, Z8, Z8
+	VPADDD      Z1, Z8, Z8
+	VPADDD      Z7, Z8, Z8
+	VPANDD      Z2, Z8, Z8
+	VMOVUPS     (BX)(DI*4), Z7
+	VADDPS      Z6, Z7, Z7
+	VMULPS      Z7, Z8, Z8
+	VFIXUPIMMPS $0x00, Z3, Z8, Z8
+	VPSRLD      $0x10, Z8, Z7
+	VPANDD      Z0, Z7, Z7
+	VPADDD      Z1, Z7, Z7
+	VPADDD      Z8, Z7, Z7
+	VPSRLD      $0x10, Z7, Z7
+	VPMOVDW     Z7, (CX)(DI*2)
+	ADDQ        $0x00000010, DI
+	SUBQ        $0x00000010, R10
+	JZ          scalentloop
+
+scaleheadpart:
+	LEAQ        kmask<>+0(SB), R11
+	KMOVW       (R11)(R10*2), K1
+	VPMOVZXWD.Z (DX)(DI*2), K1, Z7
+	VPSLLD      $0x10, Z7, Z7
+	VMULPS      Z7, Z5, Z7
+	VFIXUPIMMPS $0x00, Z3, Z7, Z7
+	VPSRLD      $0x10, Z7, Z8
+	VPANDD      Z0, Z8, Z8
+	VPADDD      Z1, Z8, Z8
+	VPADDD      Z7, Z8, Z8
+	VPANDD      Z2, Z8, Z8
+	VMOVUPS.Z   (BX)(DI*4), K1, Z7
+	VADDPS      Z6, Z7, Z7
+	VMULPS      Z7, Z8, Z8
+	VFIXUPIMMPS $0x00, Z3, Z8, Z8
+	VPSRLD      $0x10, Z8, Z7
+	VPANDD      Z0, Z7, Z7
+	VPADDD      Z1, Z7, Z7
+	VPADDD      Z8, Z7, Z7
+	VPSRLD      $0x10, Z7, Z7
+	VPMOVDW     Z7, K1, (CX)(DI*2)
+	ADDQ        R10, DI
+
+scalentloop:
+	CMPQ        DI, R8
+	JG          scaletail
+	PREFETCHT0  (R9)(DI*2)
+	PREFETCHT0  64(R9)(DI*2)
+	VPMOVZXWD   (DX)(DI*2), Z7
+	VPSLLD      $0x10, Z7, Z7
+	VMULPS      Z5, Z7, Z7
+	VFIXUPIMMPS $0x00, Z3, Z7, Z7
+	VPSRLD      $0x10, Z7, Z8
+	VPANDD      Z0, Z8, Z8
+	VPADDD      Z1, Z8, Z8
+	VPADDD      Z7, Z8, Z8
+	VPANDD      Z2, Z8, Z8
+	VMOVUPS     (BX)(DI*4), Z7
+	VADDPS      Z6, Z7, Z7
+	VMULPS      Z7, Z8, Z8
+	VPMOVZXWD   32(DX)(DI*2), Z7
+	VPSLLD      $0x10, Z7, Z7
+	VMULPS      Z5, Z7, Z7
+	VFIXUPIMMPS $0x00, Z3, Z7, Z7
+	VPSRLD      $0x10, Z7, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z7, Z9, Z9
+	VPANDD      Z2, Z9, Z9
+	VMOVUPS     64(BX)(DI*4), Z7
+	VADDPS      Z6, Z7, Z7
+	VMULPS      Z7, Z9, Z9
+	VFIXUPIMMPS $0x00, Z3, Z8, Z8
+	VPSRLD      $0x10, Z8, Z7
+	VPANDD      Z0, Z7, Z7
+	VPADDD      Z1, Z7, Z7
+	VPADDD      Z8, Z7, Z7
+	VFIXUPIMMPS $0x00, Z3, Z9, Z9
+	VPSRLD      $0x10, Z9, Z8
+	VPANDD      Z0, Z8, Z8
+	VPADDD      Z1, Z8, Z8
+	VPADDD      Z9, Z8, Z8
+	VPERMT2W    Z8, Z4, Z7
+	VMOVNTDQ    Z7, (CX)(DI*2)
+	VPMOVZXWD   64(DX)(DI*2), Z7
+	VPSLLD      $0x10, Z7, Z7
+	VMULPS      Z5, Z7, Z7
+	VFIXUPIMMPS $0x00, Z3, Z7, Z7
+	VPSRLD      $0x10, Z7, Z8
+	VPANDD      Z0, Z8, Z8
+	VPADDD      Z1, Z8, Z8
+	VPADDD      Z7, Z8, Z8
+	VPANDD      Z2, Z8, Z8
+	VMOVUPS     128(BX)(DI*4), Z7
+	VADDPS      Z6, Z7, Z7
+	VMULPS      Z7, Z8, Z8
+	VPMOVZXWD   96(DX)(DI*2), Z7
+	VPSLLD      $0x10, Z7, Z7
+	VMULPS      Z5, Z7, Z7
+	VFIXUPIMMPS $0x00, Z3, Z7, Z7
+	VPSRLD      $0x10, Z7, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z7, Z9, Z9
+	VPANDD      Z2, Z9, Z9
+	VMOVUPS     192(BX)(DI*4), Z7
+	VADDPS      Z6, Z7, Z7
+	VMULPS      Z7, Z9, Z9
+	VFIXUPIMMPS $0x00, Z3, Z8, Z8
+	VPSRLD      $0x10, Z8, Z7
+	VPANDD      Z0, Z7, Z7
+	VPADDD      Z1, Z7, Z7
+	VPADDD      Z8, Z7, Z7
+	VFIXUPIMMPS $0x00, Z3, Z9, Z9
+	VPSRLD      $0x10, Z9, Z8
+	VPANDD      Z0, Z8, Z8
+	VPADDD      Z1, Z8, Z8
+	VPADDD      Z9, Z8, Z8
+	VPERMT2W    Z8, Z4, Z7
+	VMOVNTDQ    Z7, 64(CX)(DI*2)
+	ADDQ        $0x00000040, DI
+	JMP         scalentloop
+
+scaletail:
+	ADDQ $0x00000030, R8
+
+scaleone:
+	CMPQ        DI, R8
+	JG          scalepart
+	VPMOVZXWD   (DX)(DI*2), Z7
+	VPSLLD      $0x10, Z7, Z7
+	VMULPS      Z5, Z7, Z7
+	VFIXUPIMMPS $0x00, Z3, Z7, Z7
+	VPSRLD      $0x10, Z7, Z8
+	VPANDD      Z0, Z8, Z8
+	VPADDD      Z1, Z8, Z8
+	VPADDD      Z7, Z8, Z8
+	VPANDD      Z2, Z8, Z8
+	VMOVUPS     (BX)(DI*4), Z7
+	VADDPS      Z6, Z7, Z7
+	VMULPS      Z7, Z8, Z8
+	VFIXUPIMMPS $0x00, Z3, Z8, Z8
+	VPSRLD      $0x10, Z8, Z7
+	VPANDD      Z0, Z7, Z7
+	VPADDD      Z1, Z7, Z7
+	VPADDD      Z8, Z7, Z7
+	VPSRLD      $0x10, Z7, Z7
+	VPMOVDW     Z7, (CX)(DI*2)
+	ADDQ        $0x00000010, DI
+	JMP         scaleone
+
+scalepart:
+	MOVQ        job_d+0(AX), R10
+	SUBQ        DI, R10
+	JZ          scaled
+	LEAQ        kmask<>+0(SB), R8
+	KMOVW       (R8)(R10*2), K1
+	VPMOVZXWD.Z (DX)(DI*2), K1, Z7
+	VPSLLD      $0x10, Z7, Z7
+	VMULPS      Z7, Z5, Z7
+	VFIXUPIMMPS $0x00, Z3, Z7, Z7
+	VPSRLD      $0x10, Z7, Z5
+	VPANDD      Z0, Z5, Z5
+	VPADDD      Z1, Z5, Z5
+	VPADDD      Z7, Z5, Z5
+	VPANDD      Z2, Z5, Z5
+	VMOVUPS.Z   (BX)(DI*4), K1, Z7
+	VADDPS      Z6, Z7, Z7
+	VMULPS      Z7, Z5, Z5
+	VFIXUPIMMPS $0x00, Z3, Z5, Z5
+	VPSRLD      $0x10, Z5, Z6
+	VPANDD      Z0, Z6, Z6
+	VPADDD      Z1, Z6, Z6
+	VPADDD      Z5, Z6, Z6
+	VPSRLD      $0x10, Z6, Z6
+	VPMOVDW     Z6, K1, (CX)(DI*2)
+
+scaled:
+	ADDQ SI, DX
+	ADDQ SI, CX
+	INCQ 320(SP)
+	MOVQ 344(SP), DI
+	INCQ DI
+	MOVQ DI, 344(SP)
+	CMPQ DI, 336(SP)
+	JB   scalerow
+	JMP  row
+
+ret:
+	TESTL $0x00000001, job_flags+0(AX)
+	JZ    vzero
+	SFENCE
+
+vzero:
+	VZEROUPPER
+	MOVQ 320(SP), AX
+	MOVQ AX, ret+24(FP)
+	RET
+
 // func avx512BF16Unweighted(j uintptr, from int, to int) int
-// Requires: AVX, AVX512F, MMX+
+// Requires: AVX, AVX512BW, AVX512F, MMX+
 TEXT ·avx512BF16Unweighted(SB), NOSPLIT, $376-32
 	// avx512BF16Unweighted normalizes rows [from, to) of the job: BF16 rows: y = round16(x*inv), for each row.
 	// It stops before the first row that needs the float64 path and returns that row's index, or to.
@@ -5515,6 +5489,7 @@ TEXT ·avx512BF16Unweighted(SB), NOSPLIT, $376-32
 	MOVQ         job_x+0(AX), DX
 	MOVQ         job_stride+0(AX), BX
 	SHLQ         $0x01, BX
+	VMOVDQU64    oddwords<>+0(SB), Z3
 	VPBROADCASTD avx512bfone<>+0(SB), Z0
 	VPBROADCASTD avx512bfbias<>+0(SB), Z1
 	VPBROADCASTD avx512bfhigh<>+0(SB), Z2
@@ -5522,9 +5497,9 @@ TEXT ·avx512BF16Unweighted(SB), NOSPLIT, $376-32
 
 	// fd = float32(d); rd = 1/d when d is a power of two (ss/d is then ss*rd exactly), else 0.
 	MOVQ       job_d+0(AX), SI
-	VMOVSS     one<>+0(SB), X3
-	VCVTSI2SSQ SI, X3, X3
-	VMOVSS     X3, 368(SP)
+	VMOVSS     one<>+0(SB), X4
+	VCVTSI2SSQ SI, X4, X4
+	VMOVSS     X4, 368(SP)
 	XORL       R8, R8
 	LEAQ       -1(SI), DI
 	TESTQ      SI, DI
@@ -5573,28 +5548,28 @@ sumrow:
 	MOVQ    job_d+0(AX), R9
 	SUBQ    $0x00000040, R9
 	JGE     firstblock
+	VMOVUPS zero64<>+0(SB), Z5
 	VMOVUPS zero64<>+0(SB), Z6
 	VMOVUPS zero64<>+0(SB), Z7
 	VMOVUPS zero64<>+0(SB), Z8
-	VMOVUPS zero64<>+0(SB), Z9
 	XORQ    R8, R8
 	JMP     sumtail
 
 firstblock:
 	// +0 + square is the square itself: the first block initializes the partials.
 	XORQ      R8, R8
-	VPMOVZXWD (SI)(R8*2), Z6
+	VPMOVZXWD (SI)(R8*2), Z5
+	VPSLLD    $0x10, Z5, Z5
+	VMULPS    Z5, Z5, Z5
+	VPMOVZXWD 32(SI)(R8*2), Z6
 	VPSLLD    $0x10, Z6, Z6
 	VMULPS    Z6, Z6, Z6
-	VPMOVZXWD 32(SI)(R8*2), Z7
+	VPMOVZXWD 64(SI)(R8*2), Z7
 	VPSLLD    $0x10, Z7, Z7
 	VMULPS    Z7, Z7, Z7
-	VPMOVZXWD 64(SI)(R8*2), Z8
+	VPMOVZXWD 96(SI)(R8*2), Z8
 	VPSLLD    $0x10, Z8, Z8
 	VMULPS    Z8, Z8, Z8
-	VPMOVZXWD 96(SI)(R8*2), Z9
-	VPSLLD    $0x10, Z9, Z9
-	VMULPS    Z9, Z9, Z9
 	MOVQ      $0x00000040, R8
 	TESTL     $0x00000002, job_flags+0(AX)
 	JNZ       sumpf
@@ -5602,22 +5577,22 @@ firstblock:
 sumloop:
 	CMPQ      R8, R9
 	JG        sumtail
-	VPMOVZXWD (SI)(R8*2), Z10
-	VPSLLD    $0x10, Z10, Z10
-	VMULPS    Z10, Z10, Z10
-	VADDPS    Z10, Z6, Z6
-	VPMOVZXWD 32(SI)(R8*2), Z10
-	VPSLLD    $0x10, Z10, Z10
-	VMULPS    Z10, Z10, Z10
-	VADDPS    Z10, Z7, Z7
-	VPMOVZXWD 64(SI)(R8*2), Z10
-	VPSLLD    $0x10, Z10, Z10
-	VMULPS    Z10, Z10, Z10
-	VADDPS    Z10, Z8, Z8
-	VPMOVZXWD 96(SI)(R8*2), Z10
-	VPSLLD    $0x10, Z10, Z10
-	VMULPS    Z10, Z10, Z10
-	VADDPS    Z10, Z9, Z9
+	VPMOVZXWD (SI)(R8*2), Z9
+	VPSLLD    $0x10, Z9, Z9
+	VMULPS    Z9, Z9, Z9
+	VADDPS    Z9, Z5, Z5
+	VPMOVZXWD 32(SI)(R8*2), Z9
+	VPSLLD    $0x10, Z9, Z9
+	VMULPS    Z9, Z9, Z9
+	VADDPS    Z9, Z6, Z6
+	VPMOVZXWD 64(SI)(R8*2), Z9
+	VPSLLD    $0x10, Z9, Z9
+	VMULPS    Z9, Z9, Z9
+	VADDPS    Z9, Z7, Z7
+	VPMOVZXWD 96(SI)(R8*2), Z9
+	VPSLLD    $0x10, Z9, Z9
+	VMULPS    Z9, Z9, Z9
+	VADDPS    Z9, Z8, Z8
 	ADDQ      $0x00000040, R8
 	JMP       sumloop
 
@@ -5637,22 +5612,22 @@ sumpfloop:
 	JG         sumtail
 	PREFETCHT0 (R10)(R8*2)
 	PREFETCHT0 64(R10)(R8*2)
-	VPMOVZXWD  (SI)(R8*2), Z10
-	VPSLLD     $0x10, Z10, Z10
-	VMULPS     Z10, Z10, Z10
-	VADDPS     Z10, Z6, Z6
-	VPMOVZXWD  32(SI)(R8*2), Z10
-	VPSLLD     $0x10, Z10, Z10
-	VMULPS     Z10, Z10, Z10
-	VADDPS     Z10, Z7, Z7
-	VPMOVZXWD  64(SI)(R8*2), Z10
-	VPSLLD     $0x10, Z10, Z10
-	VMULPS     Z10, Z10, Z10
-	VADDPS     Z10, Z8, Z8
-	VPMOVZXWD  96(SI)(R8*2), Z10
-	VPSLLD     $0x10, Z10, Z10
-	VMULPS     Z10, Z10, Z10
-	VADDPS     Z10, Z9, Z9
+	VPMOVZXWD  (SI)(R8*2), Z9
+	VPSLLD     $0x10, Z9, Z9
+	VMULPS     Z9, Z9, Z9
+	VADDPS     Z9, Z5, Z5
+	VPMOVZXWD  32(SI)(R8*2), Z9
+	VPSLLD     $0x10, Z9, Z9
+	VMULPS     Z9, Z9, Z9
+	VADDPS     Z9, Z6, Z6
+	VPMOVZXWD  64(SI)(R8*2), Z9
+	VPSLLD     $0x10, Z9, Z9
+	VMULPS     Z9, Z9, Z9
+	VADDPS     Z9, Z7, Z7
+	VPMOVZXWD  96(SI)(R8*2), Z9
+	VPSLLD     $0x10, Z9, Z9
+	VMULPS     Z9, Z9, Z9
+	VADDPS     Z9, Z8, Z8
 	ADDQ       $0x00000040, R8
 	JMP        sumpfloop
 
@@ -5669,10 +5644,10 @@ sumtail:
 
 tailmask0:
 	KMOVW       (R10)(R11*2), K1
-	VPMOVZXWD.Z (SI)(R8*2), K1, Z10
-	VPSLLD      $0x10, Z10, Z10
-	VMULPS      Z10, Z10, Z10
-	VADDPS      Z10, Z6, Z6
+	VPMOVZXWD.Z (SI)(R8*2), K1, Z9
+	VPSLLD      $0x10, Z9, Z9
+	VMULPS      Z9, Z9, Z9
+	VADDPS      Z9, Z5, Z5
 	MOVQ        R9, R11
 	SUBQ        $0x00000010, R11
 	JLE         summed
@@ -5682,10 +5657,10 @@ tailmask0:
 
 tailmask1:
 	KMOVW       (R10)(R11*2), K1
-	VPMOVZXWD.Z 32(SI)(R8*2), K1, Z10
-	VPSLLD      $0x10, Z10, Z10
-	VMULPS      Z10, Z10, Z10
-	VADDPS      Z10, Z7, Z7
+	VPMOVZXWD.Z 32(SI)(R8*2), K1, Z9
+	VPSLLD      $0x10, Z9, Z9
+	VMULPS      Z9, Z9, Z9
+	VADDPS      Z9, Z6, Z6
 	MOVQ        R9, R11
 	SUBQ        $0x00000020, R11
 	JLE         summed
@@ -5695,10 +5670,10 @@ tailmask1:
 
 tailmask2:
 	KMOVW       (R10)(R11*2), K1
-	VPMOVZXWD.Z 64(SI)(R8*2), K1, Z10
-	VPSLLD      $0x10, Z10, Z10
-	VMULPS      Z10, Z10, Z10
-	VADDPS      Z10, Z8, Z8
+	VPMOVZXWD.Z 64(SI)(R8*2), K1, Z9
+	VPSLLD      $0x10, Z9, Z9
+	VMULPS      Z9, Z9, Z9
+	VADDPS      Z9, Z7, Z7
 	SUBQ        $0x00000030, R9
 	JLE         summed
 	CMPQ        R9, $0x00000010
@@ -5707,18 +5682,18 @@ tailmask2:
 
 tailmask3:
 	KMOVW       (R10)(R9*2), K1
-	VPMOVZXWD.Z 96(SI)(R8*2), K1, Z10
-	VPSLLD      $0x10, Z10, Z10
-	VMULPS      Z10, Z10, Z10
-	VADDPS      Z10, Z9, Z9
+	VPMOVZXWD.Z 96(SI)(R8*2), K1, Z9
+	VPSLLD      $0x10, Z9, Z9
+	VMULPS      Z9, Z9, Z9
+	VADDPS      Z9, Z8, Z8
 
 summed:
+	VADDPS  Z7, Z5, Z5
 	VADDPS  Z8, Z6, Z6
-	VADDPS  Z9, Z7, Z7
-	VADDPS  Z7, Z6, Z6
+	VADDPS  Z6, Z5, Z5
 	CMPQ    336(SP), $0x01
 	JE      invone
-	VMOVUPS Z6, (SP)(DI*1)
+	VMOVUPS Z5, (SP)(DI*1)
 	ADDQ    BX, SI
 	ADDQ    $0x00000040, DI
 	CMPQ    DI, $0x00000100
@@ -5727,85 +5702,85 @@ summed:
 
 invone:
 	// Halving tree: p[j] += p[j+h] for the remaining h, down to ss.
-	VSHUFF64X2 $0xee, Z6, Z6, Z7
-	VADDPS     Z7, Z6, Z6
-	VSHUFF32X4 $0x01, Z6, Z6, Z7
-	VADDPS     Z7, Z6, Z6
-	VPERMILPS  $0x4e, Z6, Z7
-	VADDPS     Z7, Z6, Z6
-	VPERMILPS  $0xb1, Z6, Z7
-	VADDPS     Z7, Z6, Z6
+	VSHUFF64X2 $0xee, Z5, Z5, Z6
+	VADDPS     Z6, Z5, Z5
+	VSHUFF32X4 $0x01, Z5, Z5, Z6
+	VADDPS     Z6, Z5, Z5
+	VPERMILPS  $0x4e, Z5, Z6
+	VADDPS     Z6, Z5, Z5
+	VPERMILPS  $0xb1, Z5, Z6
+	VADDPS     Z6, Z5, Z5
 
 	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
 	CMPL   372(SP), $0x00
 	JE     divide2
-	VMULSS 372(SP), X6, X4
+	VMULSS 372(SP), X5, X5
 	JMP    divided3
 
 divide2:
-	VDIVSS 368(SP), X6, X4
+	VDIVSS 368(SP), X5, X5
 
 divided3:
-	VADDSS   job_eps+0(AX), X4, X4
-	VUCOMISS tlo<>+0(SB), X4
+	VADDSS   job_eps+0(AX), X5, X5
+	VUCOMISS tlo<>+0(SB), X5
 	JCS      ret
-	VUCOMISS tmax<>+0(SB), X4
+	VUCOMISS tmax<>+0(SB), X5
 	JHI      ret
-	VSQRTSS  X4, X4, X4
-	VMOVSS   one<>+0(SB), X3
-	VDIVSS   X4, X3, X3
+	VSQRTSS  X5, X5, X5
+	VMOVSS   one<>+0(SB), X4
+	VDIVSS   X5, X4, X4
 
 	// Report 1/rms if asked.
 	MOVQ   job_inv+0(AX), SI
 	TESTQ  SI, SI
 	JZ     scale
 	MOVQ   320(SP), DI
-	VMOVSS X3, (SI)(DI*4)
+	VMOVSS X4, (SI)(DI*4)
 	JMP    scale
 
 invgroup:
 	// The rest of the halving tree, four rows at once.
-	VMOVUPS       (SP), Z6
-	VMOVUPS       64(SP), Z7
-	VMOVUPS       128(SP), Z8
-	VMOVUPS       192(SP), Z9
-	VSHUFF64X2    $0x44, Z7, Z6, Z10
-	VSHUFF64X2    $0xee, Z7, Z6, Z6
-	VADDPS        Z6, Z10, Z10
-	VSHUFF64X2    $0x44, Z9, Z8, Z6
-	VSHUFF64X2    $0xee, Z9, Z8, Z7
-	VADDPS        Z7, Z6, Z6
-	VSHUFF32X4    $0x88, Z6, Z10, Z7
-	VSHUFF32X4    $0xdd, Z6, Z10, Z6
-	VADDPS        Z6, Z7, Z7
-	VPERMILPS     $0x4e, Z7, Z6
-	VADDPS        Z6, Z7, Z7
-	VPERMILPS     $0xb1, Z7, Z6
-	VADDPS        Z6, Z7, Z7
+	VMOVUPS       (SP), Z5
+	VMOVUPS       64(SP), Z6
+	VMOVUPS       128(SP), Z7
+	VMOVUPS       192(SP), Z8
+	VSHUFF64X2    $0x44, Z6, Z5, Z9
+	VSHUFF64X2    $0xee, Z6, Z5, Z5
+	VADDPS        Z5, Z9, Z9
+	VSHUFF64X2    $0x44, Z8, Z7, Z5
+	VSHUFF64X2    $0xee, Z8, Z7, Z6
+	VADDPS        Z6, Z5, Z5
+	VSHUFF32X4    $0x88, Z5, Z9, Z6
+	VSHUFF32X4    $0xdd, Z5, Z9, Z5
+	VADDPS        Z5, Z6, Z6
+	VPERMILPS     $0x4e, Z6, Z5
+	VADDPS        Z5, Z6, Z6
+	VPERMILPS     $0xb1, Z6, Z5
+	VADDPS        Z5, Z6, Z6
 	MOVL          $0x00001111, SI
 	KMOVW         SI, K1
-	VCOMPRESSPS.Z Z7, K1, Z6
+	VCOMPRESSPS.Z Z6, K1, Z5
 
 	// t = ss/d + eps for the four rows; any t outside [2^-100, MaxFloat32] sends the group to the one-row path.
 	CMPL         372(SP), $0x00
 	JE           divide4
-	VBROADCASTSS 372(SP), Z7
-	VMULPS       Z7, Z6, Z6
+	VBROADCASTSS 372(SP), Z6
+	VMULPS       Z6, Z5, Z5
 	JMP          divided5
 
 divide4:
-	VBROADCASTSS 368(SP), Z7
-	VDIVPS       Z7, Z6, Z6
+	VBROADCASTSS 368(SP), Z6
+	VDIVPS       Z6, Z5, Z5
 
 divided5:
-	VBROADCASTSS job_eps+0(AX), Z7
-	VADDPS       Z7, Z6, Z6
+	VBROADCASTSS job_eps+0(AX), Z6
+	VADDPS       Z6, Z5, Z5
 	MOVL         $0x0000000f, SI
 	KMOVW        SI, K1
-	VBROADCASTSS tlo<>+0(SB), Z7
-	VBROADCASTSS tmax<>+0(SB), Z8
-	VCMPPS       $0x1d, Z7, Z6, K1, K1
-	VCMPPS       $0x12, Z8, Z6, K1, K1
+	VBROADCASTSS tlo<>+0(SB), Z6
+	VBROADCASTSS tmax<>+0(SB), Z7
+	VCMPPS       $0x1d, Z6, Z5, K1, K1
+	VCMPPS       $0x12, Z7, Z5, K1, K1
 	KMOVW        K1, SI
 	CMPL         SI, $0x0f
 	JE           ginrange
@@ -5813,9 +5788,9 @@ divided5:
 	JMP          row
 
 ginrange:
-	VSQRTPS      Z6, Z6
-	VBROADCASTSS one<>+0(SB), Z3
-	VDIVPS       Z6, Z3, Z3
+	VSQRTPS      Z5, Z5
+	VBROADCASTSS one<>+0(SB), Z4
+	VDIVPS       Z5, Z4, Z4
 
 	// Report 1/rms if asked.
 	MOVQ    job_inv+0(AX), SI
@@ -5824,18 +5799,18 @@ ginrange:
 	MOVQ    320(SP), DI
 	MOVL    $0x0000000f, R8
 	KMOVW   R8, K1
-	VMOVUPS Z3, K1, (SI)(DI*4)
+	VMOVUPS Z4, K1, (SI)(DI*4)
 
 scale:
-	VBROADCASTSS X3, Z6
+	VBROADCASTSS X4, Z5
 	MOVQ         $0x00000000, 344(SP)
 	CMPQ         336(SP), $0x01
 	JE           scalebody
-	VMOVUPS      Z3, 256(SP)
+	VMOVUPS      Z4, 256(SP)
 
 scalerow:
 	MOVQ         344(SP), SI
-	VBROADCASTSS 256(SP)(SI*4), Z6
+	VBROADCASTSS 256(SP)(SI*4), Z5
 
 scalebody:
 	// y = (src*inv)*w, rounded after each multiply.
@@ -5848,46 +5823,42 @@ scalebody:
 scaleloop:
 	CMPQ        SI, DI
 	JG          scaletail
-	VPMOVZXWD   (DX)(SI*2), Z7
-	VPSLLD      $0x10, Z7, Z7
-	VMULPS      Z6, Z7, Z7
-	VFIXUPIMMPS $0x00, Z2, Z7, Z7
-	VPSRLD      $0x10, Z7, Z8
-	VPANDD      Z0, Z8, Z8
-	VPADDD      Z1, Z8, Z8
-	VPADDD      Z7, Z8, Z8
-	VPSRLD      $0x10, Z8, Z8
-	VPMOVDW     Z8, (CX)(SI*2)
+	VPMOVZXWD   (DX)(SI*2), Z6
+	VPSLLD      $0x10, Z6, Z6
+	VMULPS      Z5, Z6, Z6
 	VPMOVZXWD   32(DX)(SI*2), Z7
 	VPSLLD      $0x10, Z7, Z7
-	VMULPS      Z6, Z7, Z7
-	VFIXUPIMMPS $0x00, Z2, Z7, Z7
-	VPSRLD      $0x10, Z7, Z8
+	VMULPS      Z5, Z7, Z7
+	VFIXUPIMMPS $0x00, Z2, Z6, Z6
+	VPSRLD      $0x10, Z6, Z8
 	VPANDD      Z0, Z8, Z8
 	VPADDD      Z1, Z8, Z8
-	VPADDD      Z7, Z8, Z8
-	VPSRLD      $0x10, Z8, Z8
-	VPMOVDW     Z8, 32(CX)(SI*2)
-	VPMOVZXWD   64(DX)(SI*2), Z7
-	VPSLLD      $0x10, Z7, Z7
-	VMULPS      Z6, Z7, Z7
+	VPADDD      Z6, Z8, Z8
 	VFIXUPIMMPS $0x00, Z2, Z7, Z7
-	VPSRLD      $0x10, Z7, Z8
-	VPANDD      Z0, Z8, Z8
-	VPADDD      Z1, Z8, Z8
-	VPADDD      Z7, Z8, Z8
-	VPSRLD      $0x10, Z8, Z8
-	VPMOVDW     Z8, 64(CX)(SI*2)
+	VPSRLD      $0x10, Z7, Z6
+	VPANDD      Z0, Z6, Z6
+	VPADDD      Z1, Z6, Z6
+	VPADDD      Z7, Z6, Z6
+	VPERMT2W    Z6, Z3, Z8
+	VMOVDQU64   Z8, (CX)(SI*2)
+	VPMOVZXWD   64(DX)(SI*2), Z6
+	VPSLLD      $0x10, Z6, Z6
+	VMULPS      Z5, Z6, Z6
 	VPMOVZXWD   96(DX)(SI*2), Z7
 	VPSLLD      $0x10, Z7, Z7
-	VMULPS      Z6, Z7, Z7
-	VFIXUPIMMPS $0x00, Z2, Z7, Z7
-	VPSRLD      $0x10, Z7, Z8
+	VMULPS      Z5, Z7, Z7
+	VFIXUPIMMPS $0x00, Z2, Z6, Z6
+	VPSRLD      $0x10, Z6, Z8
 	VPANDD      Z0, Z8, Z8
 	VPADDD      Z1, Z8, Z8
-	VPADDD      Z7, Z8, Z8
-	VPSRLD      $0x10, Z8, Z8
-	VPMOVDW     Z8, 96(CX)(SI*2)
+	VPADDD      Z6, Z8, Z8
+	VFIXUPIMMPS $0x00, Z2, Z7, Z7
+	VPSRLD      $0x10, Z7, Z6
+	VPANDD      Z0, Z6, Z6
+	VPADDD      Z1, Z6, Z6
+	VPADDD      Z7, Z6, Z6
+	VPERMT2W    Z6, Z3, Z8
+	VMOVDQU64   Z8, 64(CX)(SI*2)
 	ADDQ        $0x00000040, SI
 	JMP         scaleloop
 
@@ -5907,46 +5878,42 @@ scalepfloop:
 	JG          scaletail
 	PREFETCHT0  (R8)(SI*2)
 	PREFETCHT0  64(R8)(SI*2)
-	VPMOVZXWD   (DX)(SI*2), Z7
-	VPSLLD      $0x10, Z7, Z7
-	VMULPS      Z6, Z7, Z7
-	VFIXUPIMMPS $0x00, Z2, Z7, Z7
-	VPSRLD      $0x10, Z7, Z8
-	VPANDD      Z0, Z8, Z8
-	VPADDD      Z1, Z8, Z8
-	VPADDD      Z7, Z8, Z8
-	VPSRLD      $0x10, Z8, Z8
-	VPMOVDW     Z8, (CX)(SI*2)
+	VPMOVZXWD   (DX)(SI*2), Z6
+	VPSLLD      $0x10, Z6, Z6
+	VMULPS      Z5, Z6, Z6
 	VPMOVZXWD   32(DX)(SI*2), Z7
 	VPSLLD      $0x10, Z7, Z7
-	VMULPS      Z6, Z7, Z7
-	VFIXUPIMMPS $0x00, Z2, Z7, Z7
-	VPSRLD      $0x10, Z7, Z8
+	VMULPS      Z5, Z7, Z7
+	VFIXUPIMMPS $0x00, Z2, Z6, Z6
+	VPSRLD      $0x10, Z6, Z8
 	VPANDD      Z0, Z8, Z8
 	VPADDD      Z1, Z8, Z8
-	VPADDD      Z7, Z8, Z8
-	VPSRLD      $0x10, Z8, Z8
-	VPMOVDW     Z8, 32(CX)(SI*2)
-	VPMOVZXWD   64(DX)(SI*2), Z7
-	VPSLLD      $0x10, Z7, Z7
-	VMULPS      Z6, Z7, Z7
+	VPADDD      Z6, Z8, Z8
 	VFIXUPIMMPS $0x00, Z2, Z7, Z7
-	VPSRLD      $0x10, Z7, Z8
-	VPANDD      Z0, Z8, Z8
-	VPADDD      Z1, Z8, Z8
-	VPADDD      Z7, Z8, Z8
-	VPSRLD      $0x10, Z8, Z8
-	VPMOVDW     Z8, 64(CX)(SI*2)
+	VPSRLD      $0x10, Z7, Z6
+	VPANDD      Z0, Z6, Z6
+	VPADDD      Z1, Z6, Z6
+	VPADDD      Z7, Z6, Z6
+	VPERMT2W    Z6, Z3, Z8
+	VMOVDQU64   Z8, (CX)(SI*2)
+	VPMOVZXWD   64(DX)(SI*2), Z6
+	VPSLLD      $0x10, Z6, Z6
+	VMULPS      Z5, Z6, Z6
 	VPMOVZXWD   96(DX)(SI*2), Z7
 	VPSLLD      $0x10, Z7, Z7
-	VMULPS      Z6, Z7, Z7
-	VFIXUPIMMPS $0x00, Z2, Z7, Z7
-	VPSRLD      $0x10, Z7, Z8
+	VMULPS      Z5, Z7, Z7
+	VFIXUPIMMPS $0x00, Z2, Z6, Z6
+	VPSRLD      $0x10, Z6, Z8
 	VPANDD      Z0, Z8, Z8
 	VPADDD      Z1, Z8, Z8
-	VPADDD      Z7, Z8, Z8
-	VPSRLD      $0x10, Z8, Z8
-	VPMOVDW     Z8, 96(CX)(SI*2)
+	VPADDD      Z6, Z8, Z8
+	VFIXUPIMMPS $0x00, Z2, Z7, Z7
+	VPSRLD      $0x10, Z7, Z6
+	VPANDD      Z0, Z6, Z6
+	VPADDD      Z1, Z6, Z6
+	VPADDD      Z7, Z6, Z6
+	VPERMT2W    Z6, Z3, Z8
+	VMOVDQU64   Z8, 64(CX)(SI*2)
 	ADDQ        $0x00000040, SI
 	JMP         scalepfloop
 
@@ -5964,16 +5931,16 @@ scalent:
 scalehead:
 	CMPQ        R9, $0x00000010
 	JB          scaleheadpart
-	VPMOVZXWD   (DX)(SI*2), Z7
-	VPSLLD      $0x10, Z7, Z7
-	VMULPS      Z6, Z7, Z7
-	VFIXUPIMMPS $0x00, Z2, Z7, Z7
-	VPSRLD      $0x10, Z7, Z8
-	VPANDD      Z0, Z8, Z8
-	VPADDD      Z1, Z8, Z8
-	VPADDD      Z7, Z8, Z8
-	VPSRLD      $0x10, Z8, Z8
-	VPMOVDW     Z8, (CX)(SI*2)
+	VPMOVZXWD   (DX)(SI*2), Z6
+	VPSLLD      $0x10, Z6, Z6
+	VMULPS      Z5, Z6, Z6
+	VFIXUPIMMPS $0x00, Z2, Z6, Z6
+	VPSRLD      $0x10, Z6, Z7
+	VPANDD      Z0, Z7, Z7
+	VPADDD      Z1, Z7, Z7
+	VPADDD      Z6, Z7, Z7
+	VPSRLD      $0x10, Z7, Z7
+	VPMOVDW     Z7, (CX)(SI*2)
 	ADDQ        $0x00000010, SI
 	SUBQ        $0x00000010, R9
 	JZ          scalentloop
@@ -5981,69 +5948,61 @@ scalehead:
 scaleheadpart:
 	LEAQ        kmask<>+0(SB), R10
 	KMOVW       (R10)(R9*2), K1
-	VPMOVZXWD.Z (DX)(SI*2), K1, Z7
-	VPSLLD      $0x10, Z7, Z7
-	VMULPS      Z7, Z6, Z7
-	VFIXUPIMMPS $0x00, Z2, Z7, Z7
-	VPSRLD      $0x10, Z7, Z8
-	VPANDD      Z0, Z8, Z8
-	VPADDD      Z1, Z8, Z8
-	VPADDD      Z7, Z8, Z8
-	VPSRLD      $0x10, Z8, Z8
-	VPMOVDW     Z8, K1, (CX)(SI*2)
+	VPMOVZXWD.Z (DX)(SI*2), K1, Z6
+	VPSLLD      $0x10, Z6, Z6
+	VMULPS      Z6, Z5, Z6
+	VFIXUPIMMPS $0x00, Z2, Z6, Z6
+	VPSRLD      $0x10, Z6, Z7
+	VPANDD      Z0, Z7, Z7
+	VPADDD      Z1, Z7, Z7
+	VPADDD      Z6, Z7, Z7
+	VPSRLD      $0x10, Z7, Z7
+	VPMOVDW     Z7, K1, (CX)(SI*2)
 	ADDQ        R9, SI
 
 scalentloop:
-	CMPQ         SI, DI
-	JG           scaletail
-	PREFETCHT0   (R8)(SI*2)
-	PREFETCHT0   64(R8)(SI*2)
-	VPMOVZXWD    (DX)(SI*2), Z7
-	VPSLLD       $0x10, Z7, Z7
-	VMULPS       Z6, Z7, Z7
-	VPMOVZXWD    32(DX)(SI*2), Z8
-	VPSLLD       $0x10, Z8, Z8
-	VMULPS       Z6, Z8, Z8
-	VFIXUPIMMPS  $0x00, Z2, Z7, Z7
-	VPSRLD       $0x10, Z7, Z9
-	VPANDD       Z0, Z9, Z9
-	VPADDD       Z1, Z9, Z9
-	VPADDD       Z7, Z9, Z9
-	VPSRLD       $0x10, Z9, Z9
-	VPMOVDW      Z9, Y4
-	VFIXUPIMMPS  $0x00, Z2, Z8, Z8
-	VPSRLD       $0x10, Z8, Z7
-	VPANDD       Z0, Z7, Z7
-	VPADDD       Z1, Z7, Z7
-	VPADDD       Z8, Z7, Z7
-	VPSRLD       $0x10, Z7, Z7
-	VPMOVDW      Z7, Y5
-	VINSERTI64X4 $0x01, Y5, Z4, Z4
-	VMOVNTDQ     Z4, (CX)(SI*2)
-	VPMOVZXWD    64(DX)(SI*2), Z7
-	VPSLLD       $0x10, Z7, Z7
-	VMULPS       Z6, Z7, Z7
-	VPMOVZXWD    96(DX)(SI*2), Z8
-	VPSLLD       $0x10, Z8, Z8
-	VMULPS       Z6, Z8, Z8
-	VFIXUPIMMPS  $0x00, Z2, Z7, Z7
-	VPSRLD       $0x10, Z7, Z9
-	VPANDD       Z0, Z9, Z9
-	VPADDD       Z1, Z9, Z9
-	VPADDD       Z7, Z9, Z9
-	VPSRLD       $0x10, Z9, Z9
-	VPMOVDW      Z9, Y5
-	VFIXUPIMMPS  $0x00, Z2, Z8, Z8
-	VPSRLD       $0x10, Z8, Z7
-	VPANDD       Z0, Z7, Z7
-	VPADDD       Z1, Z7, Z7
-	VPADDD       Z8, Z7, Z7
-	VPSRLD       $0x10, Z7, Z7
-	VPMOVDW      Z7, Y4
-	VINSERTI64X4 $0x01, Y4, Z5, Z5
-	VMOVNTDQ     Z5, 64(CX)(SI*2)
-	ADDQ         $0x00000040, SI
-	JMP          scalentloop
+	CMPQ        SI, DI
+	JG          scaletail
+	PREFETCHT0  (R8)(SI*2)
+	PREFETCHT0  64(R8)(SI*2)
+	VPMOVZXWD   (DX)(SI*2), Z6
+	VPSLLD      $0x10, Z6, Z6
+	VMULPS      Z5, Z6, Z6
+	VPMOVZXWD   32(DX)(SI*2), Z7
+	VPSLLD      $0x10, Z7, Z7
+	VMULPS      Z5, Z7, Z7
+	VFIXUPIMMPS $0x00, Z2, Z6, Z6
+	VPSRLD      $0x10, Z6, Z8
+	VPANDD      Z0, Z8, Z8
+	VPADDD      Z1, Z8, Z8
+	VPADDD      Z6, Z8, Z8
+	VFIXUPIMMPS $0x00, Z2, Z7, Z7
+	VPSRLD      $0x10, Z7, Z6
+	VPANDD      Z0, Z6, Z6
+	VPADDD      Z1, Z6, Z6
+	VPADDD      Z7, Z6, Z6
+	VPERMT2W    Z6, Z3, Z8
+	VMOVNTDQ    Z8, (CX)(SI*2)
+	VPMOVZXWD   64(DX)(SI*2), Z6
+	VPSLLD      $0x10, Z6, Z6
+	VMULPS      Z5, Z6, Z6
+	VPMOVZXWD   96(DX)(SI*2), Z7
+	VPSLLD      $0x10, Z7, Z7
+	VMULPS      Z5, Z7, Z7
+	VFIXUPIMMPS $0x00, Z2, Z6, Z6
+	VPSRLD      $0x10, Z6, Z8
+	VPANDD      Z0, Z8, Z8
+	VPADDD      Z1, Z8, Z8
+	VPADDD      Z6, Z8, Z8
+	VFIXUPIMMPS $0x00, Z2, Z7, Z7
+	VPSRLD      $0x10, Z7, Z6
+	VPANDD      Z0, Z6, Z6
+	VPADDD      Z1, Z6, Z6
+	VPADDD      Z7, Z6, Z6
+	VPERMT2W    Z6, Z3, Z8
+	VMOVNTDQ    Z8, 64(CX)(SI*2)
+	ADDQ        $0x00000040, SI
+	JMP         scalentloop
 
 scaletail:
 	ADDQ $0x00000030, DI
@@ -6051,16 +6010,16 @@ scaletail:
 scaleone:
 	CMPQ        SI, DI
 	JG          scalepart
-	VPMOVZXWD   (DX)(SI*2), Z7
-	VPSLLD      $0x10, Z7, Z7
-	VMULPS      Z6, Z7, Z7
-	VFIXUPIMMPS $0x00, Z2, Z7, Z7
-	VPSRLD      $0x10, Z7, Z8
-	VPANDD      Z0, Z8, Z8
-	VPADDD      Z1, Z8, Z8
-	VPADDD      Z7, Z8, Z8
-	VPSRLD      $0x10, Z8, Z8
-	VPMOVDW     Z8, (CX)(SI*2)
+	VPMOVZXWD   (DX)(SI*2), Z6
+	VPSLLD      $0x10, Z6, Z6
+	VMULPS      Z5, Z6, Z6
+	VFIXUPIMMPS $0x00, Z2, Z6, Z6
+	VPSRLD      $0x10, Z6, Z7
+	VPANDD      Z0, Z7, Z7
+	VPADDD      Z1, Z7, Z7
+	VPADDD      Z6, Z7, Z7
+	VPSRLD      $0x10, Z7, Z7
+	VPMOVDW     Z7, (CX)(SI*2)
 	ADDQ        $0x00000010, SI
 	JMP         scaleone
 
@@ -6070,16 +6029,16 @@ scalepart:
 	JZ          scaled
 	LEAQ        kmask<>+0(SB), DI
 	KMOVW       (DI)(R9*2), K1
-	VPMOVZXWD.Z (DX)(SI*2), K1, Z7
-	VPSLLD      $0x10, Z7, Z7
-	VMULPS      Z7, Z6, Z7
-	VFIXUPIMMPS $0x00, Z2, Z7, Z7
-	VPSRLD      $0x10, Z7, Z6
-	VPANDD      Z0, Z6, Z6
-	VPADDD      Z1, Z6, Z6
-	VPADDD      Z7, Z6, Z6
-	VPSRLD      $0x10, Z6, Z6
-	VPMOVDW     Z6, K1, (CX)(SI*2)
+	VPMOVZXWD.Z (DX)(SI*2), K1, Z6
+	VPSLLD      $0x10, Z6, Z6
+	VMULPS      Z6, Z5, Z6
+	VFIXUPIMMPS $0x00, Z2, Z6, Z6
+	VPSRLD      $0x10, Z6, Z5
+	VPANDD      Z0, Z5, Z5
+	VPADDD      Z1, Z5, Z5
+	VPADDD      Z6, Z5, Z5
+	VPSRLD      $0x10, Z5, Z5
+	VPMOVDW     Z5, K1, (CX)(SI*2)
 
 scaled:
 	ADDQ BX, DX
@@ -6104,7 +6063,7 @@ vzero:
 	RET
 
 // func avx512BF16AddWeighted(j uintptr, from int, to int) int
-// Requires: AVX, AVX512F, MMX+
+// Requires: AVX, AVX512BW, AVX512F, MMX+
 TEXT ·avx512BF16AddWeighted(SB), NOSPLIT, $376-32
 	// avx512BF16AddWeighted normalizes rows [from, to) of the job: BF16 rows: h = round16(x + res) and res = h per element, then y = round16((h*inv)*w), for each row.
 	// It stops before the first row that needs the float64 path and returns that row's index, or to.
@@ -6115,6 +6074,7 @@ TEXT ·avx512BF16AddWeighted(SB), NOSPLIT, $376-32
 	MOVQ         job_res+0(AX), SI
 	MOVQ         job_stride+0(AX), DI
 	SHLQ         $0x01, DI
+	VMOVDQU64    oddwords<>+0(SB), Z4
 	VPBROADCASTD avx512bfone<>+0(SB), Z0
 	VPBROADCASTD avx512bfbias<>+0(SB), Z1
 	VPBROADCASTD avx512bfhigh<>+0(SB), Z2
@@ -6122,9 +6082,9 @@ TEXT ·avx512BF16AddWeighted(SB), NOSPLIT, $376-32
 
 	// fd = float32(d); rd = 1/d when d is a power of two (ss/d is then ss*rd exactly), else 0.
 	MOVQ       job_d+0(AX), R8
-	VMOVSS     one<>+0(SB), X4
-	VCVTSI2SSQ R8, X4, X4
-	VMOVSS     X4, 368(SP)
+	VMOVSS     one<>+0(SB), X5
+	VCVTSI2SSQ R8, X5, X5
+	VMOVSS     X5, 368(SP)
 	XORL       R10, R10
 	LEAQ       -1(R8), R9
 	TESTQ      R8, R9
@@ -6159,33 +6119,19 @@ row:
 	MOVQ    job_d+0(AX), R11
 	SUBQ    $0x00000040, R11
 	JGE     firstblock
-	VMOVUPS zero64<>+0(SB), Z4
 	VMOVUPS zero64<>+0(SB), Z5
 	VMOVUPS zero64<>+0(SB), Z6
 	VMOVUPS zero64<>+0(SB), Z7
+	VMOVUPS zero64<>+0(SB), Z8
 	XORQ    R10, R10
 	JMP     sumtail
 
 firstblock:
 	// +0 + square is the square itself: the first block initializes the partials.
 	XORQ        R10, R10
-	VPMOVZXWD   (R8)(R10*2), Z4
-	VPSLLD      $0x10, Z4, Z4
-	VPMOVZXWD   (R9)(R10*2), Z5
+	VPMOVZXWD   (R8)(R10*2), Z5
 	VPSLLD      $0x10, Z5, Z5
-	VADDPS      Z5, Z4, Z4
-	VFIXUPIMMPS $0x00, Z3, Z4, Z4
-	VPSRLD      $0x10, Z4, Z5
-	VPANDD      Z0, Z5, Z5
-	VPADDD      Z1, Z5, Z5
-	VPADDD      Z4, Z5, Z5
-	VPANDD      Z2, Z5, Z5
-	VPSRLD      $0x10, Z5, Z4
-	VPMOVDW     Z4, (R9)(R10*2)
-	VMULPS      Z5, Z5, Z4
-	VPMOVZXWD   32(R8)(R10*2), Z5
-	VPSLLD      $0x10, Z5, Z5
-	VPMOVZXWD   32(R9)(R10*2), Z6
+	VPMOVZXWD   (R9)(R10*2), Z6
 	VPSLLD      $0x10, Z6, Z6
 	VADDPS      Z6, Z5, Z5
 	VFIXUPIMMPS $0x00, Z3, Z5, Z5
@@ -6195,11 +6141,11 @@ firstblock:
 	VPADDD      Z5, Z6, Z6
 	VPANDD      Z2, Z6, Z6
 	VPSRLD      $0x10, Z6, Z5
-	VPMOVDW     Z5, 32(R9)(R10*2)
+	VPMOVDW     Z5, (R9)(R10*2)
 	VMULPS      Z6, Z6, Z5
-	VPMOVZXWD   64(R8)(R10*2), Z6
+	VPMOVZXWD   32(R8)(R10*2), Z6
 	VPSLLD      $0x10, Z6, Z6
-	VPMOVZXWD   64(R9)(R10*2), Z7
+	VPMOVZXWD   32(R9)(R10*2), Z7
 	VPSLLD      $0x10, Z7, Z7
 	VADDPS      Z7, Z6, Z6
 	VFIXUPIMMPS $0x00, Z3, Z6, Z6
@@ -6209,11 +6155,11 @@ firstblock:
 	VPADDD      Z6, Z7, Z7
 	VPANDD      Z2, Z7, Z7
 	VPSRLD      $0x10, Z7, Z6
-	VPMOVDW     Z6, 64(R9)(R10*2)
+	VPMOVDW     Z6, 32(R9)(R10*2)
 	VMULPS      Z7, Z7, Z6
-	VPMOVZXWD   96(R8)(R10*2), Z7
+	VPMOVZXWD   64(R8)(R10*2), Z7
 	VPSLLD      $0x10, Z7, Z7
-	VPMOVZXWD   96(R9)(R10*2), Z8
+	VPMOVZXWD   64(R9)(R10*2), Z8
 	VPSLLD      $0x10, Z8, Z8
 	VADDPS      Z8, Z7, Z7
 	VFIXUPIMMPS $0x00, Z3, Z7, Z7
@@ -6223,60 +6169,8 @@ firstblock:
 	VPADDD      Z7, Z8, Z8
 	VPANDD      Z2, Z8, Z8
 	VPSRLD      $0x10, Z8, Z7
-	VPMOVDW     Z7, 96(R9)(R10*2)
+	VPMOVDW     Z7, 64(R9)(R10*2)
 	VMULPS      Z8, Z8, Z7
-	MOVQ        $0x00000040, R10
-	TESTL       $0x00000002, job_flags+0(AX)
-	JNZ         sumpf
-
-sumloop:
-	CMPQ        R10, R11
-	JG          sumtail
-	VPMOVZXWD   (R8)(R10*2), Z8
-	VPSLLD      $0x10, Z8, Z8
-	VPMOVZXWD   (R9)(R10*2), Z9
-	VPSLLD      $0x10, Z9, Z9
-	VADDPS      Z9, Z8, Z8
-	VFIXUPIMMPS $0x00, Z3, Z8, Z8
-	VPSRLD      $0x10, Z8, Z9
-	VPANDD      Z0, Z9, Z9
-	VPADDD      Z1, Z9, Z9
-	VPADDD      Z8, Z9, Z9
-	VPANDD      Z2, Z9, Z9
-	VPSRLD      $0x10, Z9, Z8
-	VPMOVDW     Z8, (R9)(R10*2)
-	VMULPS      Z9, Z9, Z9
-	VADDPS      Z9, Z4, Z4
-	VPMOVZXWD   32(R8)(R10*2), Z8
-	VPSLLD      $0x10, Z8, Z8
-	VPMOVZXWD   32(R9)(R10*2), Z9
-	VPSLLD      $0x10, Z9, Z9
-	VADDPS      Z9, Z8, Z8
-	VFIXUPIMMPS $0x00, Z3, Z8, Z8
-	VPSRLD      $0x10, Z8, Z9
-	VPANDD      Z0, Z9, Z9
-	VPADDD      Z1, Z9, Z9
-	VPADDD      Z8, Z9, Z9
-	VPANDD      Z2, Z9, Z9
-	VPSRLD      $0x10, Z9, Z8
-	VPMOVDW     Z8, 32(R9)(R10*2)
-	VMULPS      Z9, Z9, Z9
-	VADDPS      Z9, Z5, Z5
-	VPMOVZXWD   64(R8)(R10*2), Z8
-	VPSLLD      $0x10, Z8, Z8
-	VPMOVZXWD   64(R9)(R10*2), Z9
-	VPSLLD      $0x10, Z9, Z9
-	VADDPS      Z9, Z8, Z8
-	VFIXUPIMMPS $0x00, Z3, Z8, Z8
-	VPSRLD      $0x10, Z8, Z9
-	VPANDD      Z0, Z9, Z9
-	VPADDD      Z1, Z9, Z9
-	VPADDD      Z8, Z9, Z9
-	VPANDD      Z2, Z9, Z9
-	VPSRLD      $0x10, Z9, Z8
-	VPMOVDW     Z8, 64(R9)(R10*2)
-	VMULPS      Z9, Z9, Z9
-	VADDPS      Z9, Z6, Z6
 	VPMOVZXWD   96(R8)(R10*2), Z8
 	VPSLLD      $0x10, Z8, Z8
 	VPMOVZXWD   96(R9)(R10*2), Z9
@@ -6290,8 +6184,74 @@ sumloop:
 	VPANDD      Z2, Z9, Z9
 	VPSRLD      $0x10, Z9, Z8
 	VPMOVDW     Z8, 96(R9)(R10*2)
-	VMULPS      Z9, Z9, Z9
-	VADDPS      Z9, Z7, Z7
+	VMULPS      Z9, Z9, Z8
+	MOVQ        $0x00000040, R10
+	TESTL       $0x00000002, job_flags+0(AX)
+	JNZ         sumpf
+
+sumloop:
+	CMPQ        R10, R11
+	JG          sumtail
+	VPMOVZXWD   (R8)(R10*2), Z9
+	VPSLLD      $0x10, Z9, Z9
+	VPMOVZXWD   (R9)(R10*2), Z10
+	VPSLLD      $0x10, Z10, Z10
+	VADDPS      Z10, Z9, Z9
+	VFIXUPIMMPS $0x00, Z3, Z9, Z9
+	VPSRLD      $0x10, Z9, Z10
+	VPANDD      Z0, Z10, Z10
+	VPADDD      Z1, Z10, Z10
+	VPADDD      Z9, Z10, Z10
+	VPANDD      Z2, Z10, Z10
+	VPSRLD      $0x10, Z10, Z9
+	VPMOVDW     Z9, (R9)(R10*2)
+	VMULPS      Z10, Z10, Z10
+	VADDPS      Z10, Z5, Z5
+	VPMOVZXWD   32(R8)(R10*2), Z9
+	VPSLLD      $0x10, Z9, Z9
+	VPMOVZXWD   32(R9)(R10*2), Z10
+	VPSLLD      $0x10, Z10, Z10
+	VADDPS      Z10, Z9, Z9
+	VFIXUPIMMPS $0x00, Z3, Z9, Z9
+	VPSRLD      $0x10, Z9, Z10
+	VPANDD      Z0, Z10, Z10
+	VPADDD      Z1, Z10, Z10
+	VPADDD      Z9, Z10, Z10
+	VPANDD      Z2, Z10, Z10
+	VPSRLD      $0x10, Z10, Z9
+	VPMOVDW     Z9, 32(R9)(R10*2)
+	VMULPS      Z10, Z10, Z10
+	VADDPS      Z10, Z6, Z6
+	VPMOVZXWD   64(R8)(R10*2), Z9
+	VPSLLD      $0x10, Z9, Z9
+	VPMOVZXWD   64(R9)(R10*2), Z10
+	VPSLLD      $0x10, Z10, Z10
+	VADDPS      Z10, Z9, Z9
+	VFIXUPIMMPS $0x00, Z3, Z9, Z9
+	VPSRLD      $0x10, Z9, Z10
+	VPANDD      Z0, Z10, Z10
+	VPADDD      Z1, Z10, Z10
+	VPADDD      Z9, Z10, Z10
+	VPANDD      Z2, Z10, Z10
+	VPSRLD      $0x10, Z10, Z9
+	VPMOVDW     Z9, 64(R9)(R10*2)
+	VMULPS      Z10, Z10, Z10
+	VADDPS      Z10, Z7, Z7
+	VPMOVZXWD   96(R8)(R10*2), Z9
+	VPSLLD      $0x10, Z9, Z9
+	VPMOVZXWD   96(R9)(R10*2), Z10
+	VPSLLD      $0x10, Z10, Z10
+	VADDPS      Z10, Z9, Z9
+	VFIXUPIMMPS $0x00, Z3, Z9, Z9
+	VPSRLD      $0x10, Z9, Z10
+	VPANDD      Z0, Z10, Z10
+	VPADDD      Z1, Z10, Z10
+	VPADDD      Z9, Z10, Z10
+	VPANDD      Z2, Z10, Z10
+	VPSRLD      $0x10, Z10, Z9
+	VPMOVDW     Z9, 96(R9)(R10*2)
+	VMULPS      Z10, Z10, Z10
+	VADDPS      Z10, Z8, Z8
 	ADDQ        $0x00000040, R10
 	JMP         sumloop
 
@@ -6311,66 +6271,66 @@ sumpfloop:
 	JG          sumtail
 	PREFETCHT0  (R12)(R10*2)
 	PREFETCHT0  64(R12)(R10*2)
-	VPMOVZXWD   (R8)(R10*2), Z8
-	VPSLLD      $0x10, Z8, Z8
-	VPMOVZXWD   (R9)(R10*2), Z9
+	VPMOVZXWD   (R8)(R10*2), Z9
 	VPSLLD      $0x10, Z9, Z9
-	VADDPS      Z9, Z8, Z8
-	VFIXUPIMMPS $0x00, Z3, Z8, Z8
-	VPSRLD      $0x10, Z8, Z9
-	VPANDD      Z0, Z9, Z9
-	VPADDD      Z1, Z9, Z9
-	VPADDD      Z8, Z9, Z9
-	VPANDD      Z2, Z9, Z9
-	VPSRLD      $0x10, Z9, Z8
-	VPMOVDW     Z8, (R9)(R10*2)
-	VMULPS      Z9, Z9, Z9
-	VADDPS      Z9, Z4, Z4
-	VPMOVZXWD   32(R8)(R10*2), Z8
-	VPSLLD      $0x10, Z8, Z8
-	VPMOVZXWD   32(R9)(R10*2), Z9
+	VPMOVZXWD   (R9)(R10*2), Z10
+	VPSLLD      $0x10, Z10, Z10
+	VADDPS      Z10, Z9, Z9
+	VFIXUPIMMPS $0x00, Z3, Z9, Z9
+	VPSRLD      $0x10, Z9, Z10
+	VPANDD      Z0, Z10, Z10
+	VPADDD      Z1, Z10, Z10
+	VPADDD      Z9, Z10, Z10
+	VPANDD      Z2, Z10, Z10
+	VPSRLD      $0x10, Z10, Z9
+	VPMOVDW     Z9, (R9)(R10*2)
+	VMULPS      Z10, Z10, Z10
+	VADDPS      Z10, Z5, Z5
+	VPMOVZXWD   32(R8)(R10*2), Z9
 	VPSLLD      $0x10, Z9, Z9
-	VADDPS      Z9, Z8, Z8
-	VFIXUPIMMPS $0x00, Z3, Z8, Z8
-	VPSRLD      $0x10, Z8, Z9
-	VPANDD      Z0, Z9, Z9
-	VPADDD      Z1, Z9, Z9
-	VPADDD      Z8, Z9, Z9
-	VPANDD      Z2, Z9, Z9
-	VPSRLD      $0x10, Z9, Z8
-	VPMOVDW     Z8, 32(R9)(R10*2)
-	VMULPS      Z9, Z9, Z9
-	VADDPS      Z9, Z5, Z5
-	VPMOVZXWD   64(R8)(R10*2), Z8
-	VPSLLD      $0x10, Z8, Z8
-	VPMOVZXWD   64(R9)(R10*2), Z9
+	VPMOVZXWD   32(R9)(R10*2), Z10
+	VPSLLD      $0x10, Z10, Z10
+	VADDPS      Z10, Z9, Z9
+	VFIXUPIMMPS $0x00, Z3, Z9, Z9
+	VPSRLD      $0x10, Z9, Z10
+	VPANDD      Z0, Z10, Z10
+	VPADDD      Z1, Z10, Z10
+	VPADDD      Z9, Z10, Z10
+	VPANDD      Z2, Z10, Z10
+	VPSRLD      $0x10, Z10, Z9
+	VPMOVDW     Z9, 32(R9)(R10*2)
+	VMULPS      Z10, Z10, Z10
+	VADDPS      Z10, Z6, Z6
+	VPMOVZXWD   64(R8)(R10*2), Z9
 	VPSLLD      $0x10, Z9, Z9
-	VADDPS      Z9, Z8, Z8
-	VFIXUPIMMPS $0x00, Z3, Z8, Z8
-	VPSRLD      $0x10, Z8, Z9
-	VPANDD      Z0, Z9, Z9
-	VPADDD      Z1, Z9, Z9
-	VPADDD      Z8, Z9, Z9
-	VPANDD      Z2, Z9, Z9
-	VPSRLD      $0x10, Z9, Z8
-	VPMOVDW     Z8, 64(R9)(R10*2)
-	VMULPS      Z9, Z9, Z9
-	VADDPS      Z9, Z6, Z6
-	VPMOVZXWD   96(R8)(R10*2), Z8
-	VPSLLD      $0x10, Z8, Z8
-	VPMOVZXWD   96(R9)(R10*2), Z9
+	VPMOVZXWD   64(R9)(R10*2), Z10
+	VPSLLD      $0x10, Z10, Z10
+	VADDPS      Z10, Z9, Z9
+	VFIXUPIMMPS $0x00, Z3, Z9, Z9
+	VPSRLD      $0x10, Z9, Z10
+	VPANDD      Z0, Z10, Z10
+	VPADDD      Z1, Z10, Z10
+	VPADDD      Z9, Z10, Z10
+	VPANDD      Z2, Z10, Z10
+	VPSRLD      $0x10, Z10, Z9
+	VPMOVDW     Z9, 64(R9)(R10*2)
+	VMULPS      Z10, Z10, Z10
+	VADDPS      Z10, Z7, Z7
+	VPMOVZXWD   96(R8)(R10*2), Z9
 	VPSLLD      $0x10, Z9, Z9
-	VADDPS      Z9, Z8, Z8
-	VFIXUPIMMPS $0x00, Z3, Z8, Z8
-	VPSRLD      $0x10, Z8, Z9
-	VPANDD      Z0, Z9, Z9
-	VPADDD      Z1, Z9, Z9
-	VPADDD      Z8, Z9, Z9
-	VPANDD      Z2, Z9, Z9
-	VPSRLD      $0x10, Z9, Z8
-	VPMOVDW     Z8, 96(R9)(R10*2)
-	VMULPS      Z9, Z9, Z9
-	VADDPS      Z9, Z7, Z7
+	VPMOVZXWD   96(R9)(R10*2), Z10
+	VPSLLD      $0x10, Z10, Z10
+	VADDPS      Z10, Z9, Z9
+	VFIXUPIMMPS $0x00, Z3, Z9, Z9
+	VPSRLD      $0x10, Z9, Z10
+	VPANDD      Z0, Z10, Z10
+	VPADDD      Z1, Z10, Z10
+	VPADDD      Z9, Z10, Z10
+	VPANDD      Z2, Z10, Z10
+	VPSRLD      $0x10, Z10, Z9
+	VPMOVDW     Z9, 96(R9)(R10*2)
+	VMULPS      Z10, Z10, Z10
+	VADDPS      Z10, Z8, Z8
 	ADDQ        $0x00000040, R10
 	JMP         sumpfloop
 
@@ -6387,21 +6347,21 @@ sumtail:
 
 tailmask0:
 	KMOVW       (R12)(R13*2), K1
-	VPMOVZXWD.Z (R8)(R10*2), K1, Z8
-	VPSLLD      $0x10, Z8, Z8
-	VPMOVZXWD.Z (R9)(R10*2), K1, Z9
+	VPMOVZXWD.Z (R8)(R10*2), K1, Z9
 	VPSLLD      $0x10, Z9, Z9
-	VADDPS      Z9, Z8, Z8
-	VFIXUPIMMPS $0x00, Z3, Z8, Z8
-	VPSRLD      $0x10, Z8, Z9
-	VPANDD      Z0, Z9, Z9
-	VPADDD      Z1, Z9, Z9
-	VPADDD      Z8, Z9, Z9
-	VPANDD      Z2, Z9, Z9
-	VPSRLD      $0x10, Z9, Z8
-	VPMOVDW     Z8, K1, (R9)(R10*2)
-	VMULPS      Z9, Z9, Z9
-	VADDPS      Z9, Z4, Z4
+	VPMOVZXWD.Z (R9)(R10*2), K1, Z10
+	VPSLLD      $0x10, Z10, Z10
+	VADDPS      Z10, Z9, Z9
+	VFIXUPIMMPS $0x00, Z3, Z9, Z9
+	VPSRLD      $0x10, Z9, Z10
+	VPANDD      Z0, Z10, Z10
+	VPADDD      Z1, Z10, Z10
+	VPADDD      Z9, Z10, Z10
+	VPANDD      Z2, Z10, Z10
+	VPSRLD      $0x10, Z10, Z9
+	VPMOVDW     Z9, K1, (R9)(R10*2)
+	VMULPS      Z10, Z10, Z10
+	VADDPS      Z10, Z5, Z5
 	MOVQ        R11, R13
 	SUBQ        $0x00000010, R13
 	JLE         summed
@@ -6411,21 +6371,21 @@ tailmask0:
 
 tailmask1:
 	KMOVW       (R12)(R13*2), K1
-	VPMOVZXWD.Z 32(R8)(R10*2), K1, Z8
-	VPSLLD      $0x10, Z8, Z8
-	VPMOVZXWD.Z 32(R9)(R10*2), K1, Z9
+	VPMOVZXWD.Z 32(R8)(R10*2), K1, Z9
 	VPSLLD      $0x10, Z9, Z9
-	VADDPS      Z9, Z8, Z8
-	VFIXUPIMMPS $0x00, Z3, Z8, Z8
-	VPSRLD      $0x10, Z8, Z9
-	VPANDD      Z0, Z9, Z9
-	VPADDD      Z1, Z9, Z9
-	VPADDD      Z8, Z9, Z9
-	VPANDD      Z2, Z9, Z9
-	VPSRLD      $0x10, Z9, Z8
-	VPMOVDW     Z8, K1, 32(R9)(R10*2)
-	VMULPS      Z9, Z9, Z9
-	VADDPS      Z9, Z5, Z5
+	VPMOVZXWD.Z 32(R9)(R10*2), K1, Z10
+	VPSLLD      $0x10, Z10, Z10
+	VADDPS      Z10, Z9, Z9
+	VFIXUPIMMPS $0x00, Z3, Z9, Z9
+	VPSRLD      $0x10, Z9, Z10
+	VPANDD      Z0, Z10, Z10
+	VPADDD      Z1, Z10, Z10
+	VPADDD      Z9, Z10, Z10
+	VPANDD      Z2, Z10, Z10
+	VPSRLD      $0x10, Z10, Z9
+	VPMOVDW     Z9, K1, 32(R9)(R10*2)
+	VMULPS      Z10, Z10, Z10
+	VADDPS      Z10, Z6, Z6
 	MOVQ        R11, R13
 	SUBQ        $0x00000020, R13
 	JLE         summed
@@ -6435,21 +6395,21 @@ tailmask1:
 
 tailmask2:
 	KMOVW       (R12)(R13*2), K1
-	VPMOVZXWD.Z 64(R8)(R10*2), K1, Z8
-	VPSLLD      $0x10, Z8, Z8
-	VPMOVZXWD.Z 64(R9)(R10*2), K1, Z9
+	VPMOVZXWD.Z 64(R8)(R10*2), K1, Z9
 	VPSLLD      $0x10, Z9, Z9
-	VADDPS      Z9, Z8, Z8
-	VFIXUPIMMPS $0x00, Z3, Z8, Z8
-	VPSRLD      $0x10, Z8, Z9
-	VPANDD      Z0, Z9, Z9
-	VPADDD      Z1, Z9, Z9
-	VPADDD      Z8, Z9, Z9
-	VPANDD      Z2, Z9, Z9
-	VPSRLD      $0x10, Z9, Z8
-	VPMOVDW     Z8, K1, 64(R9)(R10*2)
-	VMULPS      Z9, Z9, Z9
-	VADDPS      Z9, Z6, Z6
+	VPMOVZXWD.Z 64(R9)(R10*2), K1, Z10
+	VPSLLD      $0x10, Z10, Z10
+	VADDPS      Z10, Z9, Z9
+	VFIXUPIMMPS $0x00, Z3, Z9, Z9
+	VPSRLD      $0x10, Z9, Z10
+	VPANDD      Z0, Z10, Z10
+	VPADDD      Z1, Z10, Z10
+	VPADDD      Z9, Z10, Z10
+	VPANDD      Z2, Z10, Z10
+	VPSRLD      $0x10, Z10, Z9
+	VPMOVDW     Z9, K1, 64(R9)(R10*2)
+	VMULPS      Z10, Z10, Z10
+	VADDPS      Z10, Z7, Z7
 	SUBQ        $0x00000030, R11
 	JLE         summed
 	CMPQ        R11, $0x00000010
@@ -6458,73 +6418,73 @@ tailmask2:
 
 tailmask3:
 	KMOVW       (R12)(R11*2), K1
-	VPMOVZXWD.Z 96(R8)(R10*2), K1, Z8
-	VPSLLD      $0x10, Z8, Z8
-	VPMOVZXWD.Z 96(R9)(R10*2), K1, Z9
+	VPMOVZXWD.Z 96(R8)(R10*2), K1, Z9
 	VPSLLD      $0x10, Z9, Z9
-	VADDPS      Z9, Z8, Z8
-	VFIXUPIMMPS $0x00, Z3, Z8, Z8
-	VPSRLD      $0x10, Z8, Z9
-	VPANDD      Z0, Z9, Z9
-	VPADDD      Z1, Z9, Z9
-	VPADDD      Z8, Z9, Z9
-	VPANDD      Z2, Z9, Z9
-	VPSRLD      $0x10, Z9, Z8
-	VPMOVDW     Z8, K1, 96(R9)(R10*2)
-	VMULPS      Z9, Z9, Z9
-	VADDPS      Z9, Z7, Z7
+	VPMOVZXWD.Z 96(R9)(R10*2), K1, Z10
+	VPSLLD      $0x10, Z10, Z10
+	VADDPS      Z10, Z9, Z9
+	VFIXUPIMMPS $0x00, Z3, Z9, Z9
+	VPSRLD      $0x10, Z9, Z10
+	VPANDD      Z0, Z10, Z10
+	VPADDD      Z1, Z10, Z10
+	VPADDD      Z9, Z10, Z10
+	VPANDD      Z2, Z10, Z10
+	VPSRLD      $0x10, Z10, Z9
+	VPMOVDW     Z9, K1, 96(R9)(R10*2)
+	VMULPS      Z10, Z10, Z10
+	VADDPS      Z10, Z8, Z8
 
 summed:
-	VADDPS Z6, Z4, Z4
 	VADDPS Z7, Z5, Z5
-	VADDPS Z5, Z4, Z4
+	VADDPS Z8, Z6, Z6
+	VADDPS Z6, Z5, Z5
 
 	// Halving tree: p[j] += p[j+h] for the remaining h, down to ss.
-	VSHUFF64X2 $0xee, Z4, Z4, Z5
-	VADDPS     Z5, Z4, Z4
-	VSHUFF32X4 $0x01, Z4, Z4, Z5
-	VADDPS     Z5, Z4, Z4
-	VPERMILPS  $0x4e, Z4, Z5
-	VADDPS     Z5, Z4, Z4
-	VPERMILPS  $0xb1, Z4, Z5
-	VADDPS     Z5, Z4, Z4
+	VSHUFF64X2 $0xee, Z5, Z5, Z6
+	VADDPS     Z6, Z5, Z5
+	VSHUFF32X4 $0x01, Z5, Z5, Z6
+	VADDPS     Z6, Z5, Z5
+	VPERMILPS  $0x4e, Z5, Z6
+	VADDPS     Z6, Z5, Z5
+	VPERMILPS  $0xb1, Z5, Z6
+	VADDPS     Z6, Z5, Z5
 
 	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
 	CMPL   372(SP), $0x00
 	JE     divide2
-	VMULSS 372(SP), X4, X4
+	VMULSS 372(SP), X5, X5
 	JMP    divided3
 
 divide2:
-	VDIVSS 368(SP), X4, X4
+	VDIVSS 368(SP), X5, X5
 
 divided3:
-	VADDSS   job_eps+0(AX), X4, X4
-	VUCOMISS tlo<>+0(SB), X4
+	VADDSS   job_eps+0(AX), X5, X5
+	VUCOMISS tlo<>+0(SB), X5
 	JCS      ret
-	VUCOMISS tmax<>+0(SB), X4
+	VUCOMISS tmax<>+0(SB), X5
 	JHI      ret
-	VSQRTSS  X4, X4, X4
-	VMOVSS   one<>+0(SB), X10
-	VDIVSS   X4, X10, X10
+	VSQRTSS  X5, X5, X5
+	VMOVSS   one<>+0(SB), X11
+	VDIVSS   X5, X11, X11
 
 	// Report 1/rms if asked.
 	MOVQ   job_inv+0(AX), R8
 	TESTQ  R8, R8
 	JZ     scale
 	MOVQ   320(SP), R9
-	VMOVSS X10, (R8)(R9*4)
+	VMOVSS X11, (R8)(R9*4)
 
 scale:
-	VBROADCASTSS X10, Z4
+	VBROADCASTSS X11, Z5
 	MOVQ         $0x00000000, 344(SP)
 	CMPQ         336(SP), $0x01
 	JE           scalebody
-	VMOVUPS      Z10, 256(SP)
+	VMOVUPS      Z11, 256(SP)
 
 scalerow:
 	MOVQ         344(SP), R8
-	VBROADCASTSS 256(SP)(R8*4), Z4
+	VBROADCASTSS 256(SP)(R8*4), Z5
 
 scalebody:
 	// y = (src*inv)*w, rounded after each multiply.
@@ -6537,50 +6497,46 @@ scalebody:
 scaleloop:
 	CMPQ        R8, R9
 	JG          scaletail
-	VPMOVZXWD   (SI)(R8*2), Z5
-	VPSLLD      $0x10, Z5, Z5
-	VMULPS      Z4, Z5, Z5
-	VMULPS      (BX)(R8*4), Z5, Z5
-	VFIXUPIMMPS $0x00, Z3, Z5, Z5
-	VPSRLD      $0x10, Z5, Z6
+	VPMOVZXWD   (SI)(R8*2), Z6
+	VPSLLD      $0x10, Z6, Z6
+	VMULPS      Z5, Z6, Z6
+	VMULPS      (BX)(R8*4), Z6, Z6
+	VPMOVZXWD   32(SI)(R8*2), Z7
+	VPSLLD      $0x10, Z7, Z7
+	VMULPS      Z5, Z7, Z7
+	VMULPS      64(BX)(R8*4), Z7, Z7
+	VFIXUPIMMPS $0x00, Z3, Z6, Z6
+	VPSRLD      $0x10, Z6, Z8
+	VPANDD      Z0, Z8, Z8
+	VPADDD      Z1, Z8, Z8
+	VPADDD      Z6, Z8, Z8
+	VFIXUPIMMPS $0x00, Z3, Z7, Z7
+	VPSRLD      $0x10, Z7, Z6
 	VPANDD      Z0, Z6, Z6
 	VPADDD      Z1, Z6, Z6
-	VPADDD      Z5, Z6, Z6
-	VPSRLD      $0x10, Z6, Z6
-	VPMOVDW     Z6, (CX)(R8*2)
-	VPMOVZXWD   32(SI)(R8*2), Z5
-	VPSLLD      $0x10, Z5, Z5
-	VMULPS      Z4, Z5, Z5
-	VMULPS      64(BX)(R8*4), Z5, Z5
-	VFIXUPIMMPS $0x00, Z3, Z5, Z5
-	VPSRLD      $0x10, Z5, Z6
+	VPADDD      Z7, Z6, Z6
+	VPERMT2W    Z6, Z4, Z8
+	VMOVDQU64   Z8, (CX)(R8*2)
+	VPMOVZXWD   64(SI)(R8*2), Z6
+	VPSLLD      $0x10, Z6, Z6
+	VMULPS      Z5, Z6, Z6
+	VMULPS      128(BX)(R8*4), Z6, Z6
+	VPMOVZXWD   96(SI)(R8*2), Z7
+	VPSLLD      $0x10, Z7, Z7
+	VMULPS      Z5, Z7, Z7
+	VMULPS      192(BX)(R8*4), Z7, Z7
+	VFIXUPIMMPS $0x00, Z3, Z6, Z6
+	VPSRLD      $0x10, Z6, Z8
+	VPANDD      Z0, Z8, Z8
+	VPADDD      Z1, Z8, Z8
+	VPADDD      Z6, Z8, Z8
+	VFIXUPIMMPS $0x00, Z3, Z7, Z7
+	VPSRLD      $0x10, Z7, Z6
 	VPANDD      Z0, Z6, Z6
 	VPADDD      Z1, Z6, Z6
-	VPADDD      Z5, Z6, Z6
-	VPSRLD      $0x10, Z6, Z6
-	VPMOVDW     Z6, 32(CX)(R8*2)
-	VPMOVZXWD   64(SI)(R8*2), Z5
-	VPSLLD      $0x10, Z5, Z5
-	VMULPS      Z4, Z5, Z5
-	VMULPS      128(BX)(R8*4), Z5, Z5
-	VFIXUPIMMPS $0x00, Z3, Z5, Z5
-	VPSRLD      $0x10, Z5, Z6
-	VPANDD      Z0, Z6, Z6
-	VPADDD      Z1, Z6, Z6
-	VPADDD      Z5, Z6, Z6
-	VPSRLD      $0x10, Z6, Z6
-	VPMOVDW     Z6, 64(CX)(R8*2)
-	VPMOVZXWD   96(SI)(R8*2), Z5
-	VPSLLD      $0x10, Z5, Z5
-	VMULPS      Z4, Z5, Z5
-	VMULPS      192(BX)(R8*4), Z5, Z5
-	VFIXUPIMMPS $0x00, Z3, Z5, Z5
-	VPSRLD      $0x10, Z5, Z6
-	VPANDD      Z0, Z6, Z6
-	VPADDD      Z1, Z6, Z6
-	VPADDD      Z5, Z6, Z6
-	VPSRLD      $0x10, Z6, Z6
-	VPMOVDW     Z6, 96(CX)(R8*2)
+	VPADDD      Z7, Z6, Z6
+	VPERMT2W    Z6, Z4, Z8
+	VMOVDQU64   Z8, 64(CX)(R8*2)
 	ADDQ        $0x00000040, R8
 	JMP         scaleloop
 
@@ -6600,50 +6556,46 @@ scalepfloop:
 	JG          scaletail
 	PREFETCHT0  (R10)(R8*2)
 	PREFETCHT0  64(R10)(R8*2)
-	VPMOVZXWD   (SI)(R8*2), Z5
-	VPSLLD      $0x10, Z5, Z5
-	VMULPS      Z4, Z5, Z5
-	VMULPS      (BX)(R8*4), Z5, Z5
-	VFIXUPIMMPS $0x00, Z3, Z5, Z5
-	VPSRLD      $0x10, Z5, Z6
+	VPMOVZXWD   (SI)(R8*2), Z6
+	VPSLLD      $0x10, Z6, Z6
+	VMULPS      Z5, Z6, Z6
+	VMULPS      (BX)(R8*4), Z6, Z6
+	VPMOVZXWD   32(SI)(R8*2), Z7
+	VPSLLD      $0x10, Z7, Z7
+	VMULPS      Z5, Z7, Z7
+	VMULPS      64(BX)(R8*4), Z7, Z7
+	VFIXUPIMMPS $0x00, Z3, Z6, Z6
+	VPSRLD      $0x10, Z6, Z8
+	VPANDD      Z0, Z8, Z8
+	VPADDD      Z1, Z8, Z8
+	VPADDD      Z6, Z8, Z8
+	VFIXUPIMMPS $0x00, Z3, Z7, Z7
+	VPSRLD      $0x10, Z7, Z6
 	VPANDD      Z0, Z6, Z6
 	VPADDD      Z1, Z6, Z6
-	VPADDD      Z5, Z6, Z6
-	VPSRLD      $0x10, Z6, Z6
-	VPMOVDW     Z6, (CX)(R8*2)
-	VPMOVZXWD   32(SI)(R8*2), Z5
-	VPSLLD      $0x10, Z5, Z5
-	VMULPS      Z4, Z5, Z5
-	VMULPS      64(BX)(R8*4), Z5, Z5
-	VFIXUPIMMPS $0x00, Z3, Z5, Z5
-	VPSRLD      $0x10, Z5, Z6
+	VPADDD      Z7, Z6, Z6
+	VPERMT2W    Z6, Z4, Z8
+	VMOVDQU64   Z8, (CX)(R8*2)
+	VPMOVZXWD   64(SI)(R8*2), Z6
+	VPSLLD      $0x10, Z6, Z6
+	VMULPS      Z5, Z6, Z6
+	VMULPS      128(BX)(R8*4), Z6, Z6
+	VPMOVZXWD   96(SI)(R8*2), Z7
+	VPSLLD      $0x10, Z7, Z7
+	VMULPS      Z5, Z7, Z7
+	VMULPS      192(BX)(R8*4), Z7, Z7
+	VFIXUPIMMPS $0x00, Z3, Z6, Z6
+	VPSRLD      $0x10, Z6, Z8
+	VPANDD      Z0, Z8, Z8
+	VPADDD      Z1, Z8, Z8
+	VPADDD      Z6, Z8, Z8
+	VFIXUPIMMPS $0x00, Z3, Z7, Z7
+	VPSRLD      $0x10, Z7, Z6
 	VPANDD      Z0, Z6, Z6
 	VPADDD      Z1, Z6, Z6
-	VPADDD      Z5, Z6, Z6
-	VPSRLD      $0x10, Z6, Z6
-	VPMOVDW     Z6, 32(CX)(R8*2)
-	VPMOVZXWD   64(SI)(R8*2), Z5
-	VPSLLD      $0x10, Z5, Z5
-	VMULPS      Z4, Z5, Z5
-	VMULPS      128(BX)(R8*4), Z5, Z5
-	VFIXUPIMMPS $0x00, Z3, Z5, Z5
-	VPSRLD      $0x10, Z5, Z6
-	VPANDD      Z0, Z6, Z6
-	VPADDD      Z1, Z6, Z6
-	VPADDD      Z5, Z6, Z6
-	VPSRLD      $0x10, Z6, Z6
-	VPMOVDW     Z6, 64(CX)(R8*2)
-	VPMOVZXWD   96(SI)(R8*2), Z5
-	VPSLLD      $0x10, Z5, Z5
-	VMULPS      Z4, Z5, Z5
-	VMULPS      192(BX)(R8*4), Z5, Z5
-	VFIXUPIMMPS $0x00, Z3, Z5, Z5
-	VPSRLD      $0x10, Z5, Z6
-	VPANDD      Z0, Z6, Z6
-	VPADDD      Z1, Z6, Z6
-	VPADDD      Z5, Z6, Z6
-	VPSRLD      $0x10, Z6, Z6
-	VPMOVDW     Z6, 96(CX)(R8*2)
+	VPADDD      Z7, Z6, Z6
+	VPERMT2W    Z6, Z4, Z8
+	VMOVDQU64   Z8, 64(CX)(R8*2)
 	ADDQ        $0x00000040, R8
 	JMP         scalepfloop
 
@@ -6661,17 +6613,17 @@ scalent:
 scalehead:
 	CMPQ        R11, $0x00000010
 	JB          scaleheadpart
-	VPMOVZXWD   (SI)(R8*2), Z5
-	VPSLLD      $0x10, Z5, Z5
-	VMULPS      Z4, Z5, Z5
-	VMULPS      (BX)(R8*4), Z5, Z5
-	VFIXUPIMMPS $0x00, Z3, Z5, Z5
-	VPSRLD      $0x10, Z5, Z6
-	VPANDD      Z0, Z6, Z6
-	VPADDD      Z1, Z6, Z6
-	VPADDD      Z5, Z6, Z6
-	VPSRLD      $0x10, Z6, Z6
-	VPMOVDW     Z6, (CX)(R8*2)
+	VPMOVZXWD   (SI)(R8*2), Z6
+	VPSLLD      $0x10, Z6, Z6
+	VMULPS      Z5, Z6, Z6
+	VMULPS      (BX)(R8*4), Z6, Z6
+	VFIXUPIMMPS $0x00, Z3, Z6, Z6
+	VPSRLD      $0x10, Z6, Z7
+	VPANDD      Z0, Z7, Z7
+	VPADDD      Z1, Z7, Z7
+	VPADDD      Z6, Z7, Z7
+	VPSRLD      $0x10, Z7, Z7
+	VPMOVDW     Z7, (CX)(R8*2)
 	ADDQ        $0x00000010, R8
 	SUBQ        $0x00000010, R11
 	JZ          scalentloop
@@ -6679,75 +6631,67 @@ scalehead:
 scaleheadpart:
 	LEAQ        kmask<>+0(SB), R12
 	KMOVW       (R12)(R11*2), K1
-	VPMOVZXWD.Z (SI)(R8*2), K1, Z5
-	VPSLLD      $0x10, Z5, Z5
-	VMULPS      Z5, Z4, Z5
-	VMOVUPS.Z   (BX)(R8*4), K1, Z6
-	VMULPS      Z6, Z5, Z5
-	VFIXUPIMMPS $0x00, Z3, Z5, Z5
-	VPSRLD      $0x10, Z5, Z6
-	VPANDD      Z0, Z6, Z6
-	VPADDD      Z1, Z6, Z6
-	VPADDD      Z5, Z6, Z6
-	VPSRLD      $0x10, Z6, Z6
-	VPMOVDW     Z6, K1, (CX)(R8*2)
+	VPMOVZXWD.Z (SI)(R8*2), K1, Z6
+	VPSLLD      $0x10, Z6, Z6
+	VMULPS      Z6, Z5, Z6
+	VMOVUPS.Z   (BX)(R8*4), K1, Z7
+	VMULPS      Z7, Z6, Z6
+	VFIXUPIMMPS $0x00, Z3, Z6, Z6
+	VPSRLD      $0x10, Z6, Z7
+	VPANDD      Z0, Z7, Z7
+	VPADDD      Z1, Z7, Z7
+	VPADDD      Z6, Z7, Z7
+	VPSRLD      $0x10, Z7, Z7
+	VPMOVDW     Z7, K1, (CX)(R8*2)
 	ADDQ        R11, R8
 
 scalentloop:
-	CMPQ         R8, R9
-	JG           scaletail
-	PREFETCHT0   (R10)(R8*2)
-	PREFETCHT0   64(R10)(R8*2)
-	VPMOVZXWD    (SI)(R8*2), Z5
-	VPSLLD       $0x10, Z5, Z5
-	VMULPS       Z4, Z5, Z5
-	VMULPS       (BX)(R8*4), Z5, Z5
-	VPMOVZXWD    32(SI)(R8*2), Z6
-	VPSLLD       $0x10, Z6, Z6
-	VMULPS       Z4, Z6, Z6
-	VMULPS       64(BX)(R8*4), Z6, Z6
-	VFIXUPIMMPS  $0x00, Z3, Z5, Z5
-	VPSRLD       $0x10, Z5, Z7
-	VPANDD       Z0, Z7, Z7
-	VPADDD       Z1, Z7, Z7
-	VPADDD       Z5, Z7, Z7
-	VPSRLD       $0x10, Z7, Z7
-	VPMOVDW      Z7, Y11
-	VFIXUPIMMPS  $0x00, Z3, Z6, Z6
-	VPSRLD       $0x10, Z6, Z5
-	VPANDD       Z0, Z5, Z5
-	VPADDD       Z1, Z5, Z5
-	VPADDD       Z6, Z5, Z5
-	VPSRLD       $0x10, Z5, Z5
-	VPMOVDW      Z5, Y5
-	VINSERTI64X4 $0x01, Y5, Z11, Z11
-	VMOVNTDQ     Z11, (CX)(R8*2)
-	VPMOVZXWD    64(SI)(R8*2), Z5
-	VPSLLD       $0x10, Z5, Z5
-	VMULPS       Z4, Z5, Z5
-	VMULPS       128(BX)(R8*4), Z5, Z5
-	VPMOVZXWD    96(SI)(R8*2), Z6
-	VPSLLD       $0x10, Z6, Z6
-	VMULPS       Z4, Z6, Z6
-	VMULPS       192(BX)(R8*4), Z6, Z6
-	VFIXUPIMMPS  $0x00, Z3, Z5, Z5
-	VPSRLD       $0x10, Z5, Z7
-	VPANDD       Z0, Z7, Z7
-	VPADDD       Z1, Z7, Z7
-	VPADDD       Z5, Z7, Z7
-	VPSRLD       $0x10, Z7, Z7
-	VPMOVDW      Z7, Y12
-	VFIXUPIMMPS  $0x00, Z3, Z6, Z6
-	VPSRLD       $0x10, Z6, Z5
-	VPANDD       Z0, Z5, Z5
-	VPADDD       Z1, Z5, Z5
-	VPADDD       Z6, Z5, Z5
-	VPSRLD       $0x10, Z5, Z5
-	VPMOVDW      Z5, Y5
-	VINSERTI64X4 $0x01, Y5, Z12, Z12
-	VMOVNTDQ     Z12, 64(CX)(R8*2)
-	ADDQ         $0x00000040, R8
-	JMP          scalentloop
+	CMPQ        R8, R9
+	JG          scaletail
+	PREFETCHT0  (R10)(R8*2)
+	PREFETCHT0  64(R10)(R8*2)
+	VPMOVZXWD   (SI)(R8*2), Z6
+	VPSLLD      $0x10, Z6, Z6
+	VMULPS      Z5, Z6, Z6
+	VMULPS      (BX)(R8*4), Z6, Z6
+	VPMOVZXWD   32(SI)(R8*2), Z7
+	VPSLLD      $0x10, Z7, Z7
+	VMULPS      Z5, Z7, Z7
+	VMULPS      64(BX)(R8*4), Z7, Z7
+	VFIXUPIMMPS $0x00, Z3, Z6, Z6
+	VPSRLD      $0x10, Z6, Z8
+	VPANDD      Z0, Z8, Z8
+	VPADDD      Z1, Z8, Z8
+	VPADDD      Z6, Z8, Z8
+	VFIXUPIMMPS $0x00, Z3, Z7, Z7
+	VPSRLD      $0x10, Z7, Z6
+	VPANDD      Z0, Z6, Z6
+	VPADDD      Z1, Z6, Z6
+	VPADDD      Z7, Z6, Z6
+	VPERMT2W    Z6, Z4, Z8
+	VMOVNTDQ    Z8, (CX)(R8*2)
+	VPMOVZXWD   64(SI)(R8*2), Z6
+	VPSLLD      $0x10, Z6, Z6
+	VMULPS      Z5, Z6, Z6
+	VMULPS      128(BX)(R8*4), Z6, Z6
+	VPMOVZXWD   96(SI)(R8*2), Z7
+	VPSLLD      $0x10, Z7, Z7
+	VMULPS      Z5, Z7, Z7
+	VMULPS      192(BX)(R8*4), Z7, Z7
+	VFIXUPIMMPS $0x00, Z3, Z6, Z6
+	VPSRLD      $0x10, Z6, Z8
+	VPANDD      Z0, Z8, Z8
+	VPADDD      Z1, Z8, Z8
+	VPADDD      Z6, Z8, Z8
+	VFIXUPIMMPS $0x00, Z3, Z7, Z7
+	VPSRLD      $0x10, Z7, Z6
+	VPANDD      Z0, Z6, Z6
+	VPADDD      Z1, Z6, Z6
+	VPADDD      Z7, Z6, Z6
+	VPERMT2W    Z6, Z4, Z8
+	VMOVNTDQ    Z8, 64(CX)(R8*2)
+	ADDQ        $0x00000040, R8
+	JMP         scalentloop
 
 scaletail:
 	ADDQ $0x00000030, R9
@@ -6755,17 +6699,17 @@ scaletail:
 scaleone:
 	CMPQ        R8, R9
 	JG          scalepart
-	VPMOVZXWD   (SI)(R8*2), Z5
-	VPSLLD      $0x10, Z5, Z5
-	VMULPS      Z4, Z5, Z5
-	VMULPS      (BX)(R8*4), Z5, Z5
-	VFIXUPIMMPS $0x00, Z3, Z5, Z5
-	VPSRLD      $0x10, Z5, Z6
-	VPANDD      Z0, Z6, Z6
-	VPADDD      Z1, Z6, Z6
-	VPADDD      Z5, Z6, Z6
-	VPSRLD      $0x10, Z6, Z6
-	VPMOVDW     Z6, (CX)(R8*2)
+	VPMOVZXWD   (SI)(R8*2), Z6
+	VPSLLD      $0x10, Z6, Z6
+	VMULPS      Z5, Z6, Z6
+	VMULPS      (BX)(R8*4), Z6, Z6
+	VFIXUPIMMPS $0x00, Z3, Z6, Z6
+	VPSRLD      $0x10, Z6, Z7
+	VPANDD      Z0, Z7, Z7
+	VPADDD      Z1, Z7, Z7
+	VPADDD      Z6, Z7, Z7
+	VPSRLD      $0x10, Z7, Z7
+	VPMOVDW     Z7, (CX)(R8*2)
 	ADDQ        $0x00000010, R8
 	JMP         scaleone
 
@@ -6775,18 +6719,18 @@ scalepart:
 	JZ          scaled
 	LEAQ        kmask<>+0(SB), R9
 	KMOVW       (R9)(R11*2), K1
-	VPMOVZXWD.Z (SI)(R8*2), K1, Z5
-	VPSLLD      $0x10, Z5, Z5
-	VMULPS      Z5, Z4, Z5
-	VMOVUPS.Z   (BX)(R8*4), K1, Z4
-	VMULPS      Z4, Z5, Z5
-	VFIXUPIMMPS $0x00, Z3, Z5, Z5
-	VPSRLD      $0x10, Z5, Z4
-	VPANDD      Z0, Z4, Z4
-	VPADDD      Z1, Z4, Z4
-	VPADDD      Z5, Z4, Z4
-	VPSRLD      $0x10, Z4, Z4
-	VPMOVDW     Z4, K1, (CX)(R8*2)
+	VPMOVZXWD.Z (SI)(R8*2), K1, Z6
+	VPSLLD      $0x10, Z6, Z6
+	VMULPS      Z6, Z5, Z6
+	VMOVUPS.Z   (BX)(R8*4), K1, Z5
+	VMULPS      Z5, Z6, Z6
+	VFIXUPIMMPS $0x00, Z3, Z6, Z6
+	VPSRLD      $0x10, Z6, Z5
+	VPANDD      Z0, Z5, Z5
+	VPADDD      Z1, Z5, Z5
+	VPADDD      Z6, Z5, Z5
+	VPSRLD      $0x10, Z5, Z5
+	VPMOVDW     Z5, K1, (CX)(R8*2)
 
 scaled:
 	ADDQ DI, DX
@@ -6812,7 +6756,7 @@ vzero:
 	RET
 
 // func avx512BF16AddWeightedRN(j uintptr, from int, to int) int
-// Requires: AVX, AVX512F, MMX+
+// Requires: AVX, AVX512BW, AVX512F, MMX+
 TEXT ·avx512BF16AddWeightedRN(SB), NOSPLIT, $376-32
 	// avx512BF16AddWeightedRN normalizes rows [from, to) of the job: BF16 rows: h = round16(x + res) and res = h per element, then y = round16(round16(h*inv)*w), for each row.
 	// It stops before the first row that needs the float64 path and returns that row's index, or to.
@@ -6823,6 +6767,7 @@ TEXT ·avx512BF16AddWeightedRN(SB), NOSPLIT, $376-32
 	MOVQ         job_res+0(AX), SI
 	MOVQ         job_stride+0(AX), DI
 	SHLQ         $0x01, DI
+	VMOVDQU64    oddwords<>+0(SB), Z4
 	VPBROADCASTD avx512bfone<>+0(SB), Z0
 	VPBROADCASTD avx512bfbias<>+0(SB), Z1
 	VPBROADCASTD avx512bfhigh<>+0(SB), Z2
@@ -6830,9 +6775,9 @@ TEXT ·avx512BF16AddWeightedRN(SB), NOSPLIT, $376-32
 
 	// fd = float32(d); rd = 1/d when d is a power of two (ss/d is then ss*rd exactly), else 0.
 	MOVQ       job_d+0(AX), R8
-	VMOVSS     one<>+0(SB), X4
-	VCVTSI2SSQ R8, X4, X4
-	VMOVSS     X4, 368(SP)
+	VMOVSS     one<>+0(SB), X5
+	VCVTSI2SSQ R8, X5, X5
+	VMOVSS     X5, 368(SP)
 	XORL       R10, R10
 	LEAQ       -1(R8), R9
 	TESTQ      R8, R9
@@ -6867,33 +6812,19 @@ row:
 	MOVQ    job_d+0(AX), R11
 	SUBQ    $0x00000040, R11
 	JGE     firstblock
-	VMOVUPS zero64<>+0(SB), Z4
 	VMOVUPS zero64<>+0(SB), Z5
 	VMOVUPS zero64<>+0(SB), Z6
 	VMOVUPS zero64<>+0(SB), Z7
+	VMOVUPS zero64<>+0(SB), Z8
 	XORQ    R10, R10
 	JMP     sumtail
 
 firstblock:
 	// +0 + square is the square itself: the first block initializes the partials.
 	XORQ        R10, R10
-	VPMOVZXWD   (R8)(R10*2), Z4
-	VPSLLD      $0x10, Z4, Z4
-	VPMOVZXWD   (R9)(R10*2), Z5
+	VPMOVZXWD   (R8)(R10*2), Z5
 	VPSLLD      $0x10, Z5, Z5
-	VADDPS      Z5, Z4, Z4
-	VFIXUPIMMPS $0x00, Z3, Z4, Z4
-	VPSRLD      $0x10, Z4, Z5
-	VPANDD      Z0, Z5, Z5
-	VPADDD      Z1, Z5, Z5
-	VPADDD      Z4, Z5, Z5
-	VPANDD      Z2, Z5, Z5
-	VPSRLD      $0x10, Z5, Z4
-	VPMOVDW     Z4, (R9)(R10*2)
-	VMULPS      Z5, Z5, Z4
-	VPMOVZXWD   32(R8)(R10*2), Z5
-	VPSLLD      $0x10, Z5, Z5
-	VPMOVZXWD   32(R9)(R10*2), Z6
+	VPMOVZXWD   (R9)(R10*2), Z6
 	VPSLLD      $0x10, Z6, Z6
 	VADDPS      Z6, Z5, Z5
 	VFIXUPIMMPS $0x00, Z3, Z5, Z5
@@ -6903,11 +6834,11 @@ firstblock:
 	VPADDD      Z5, Z6, Z6
 	VPANDD      Z2, Z6, Z6
 	VPSRLD      $0x10, Z6, Z5
-	VPMOVDW     Z5, 32(R9)(R10*2)
+	VPMOVDW     Z5, (R9)(R10*2)
 	VMULPS      Z6, Z6, Z5
-	VPMOVZXWD   64(R8)(R10*2), Z6
+	VPMOVZXWD   32(R8)(R10*2), Z6
 	VPSLLD      $0x10, Z6, Z6
-	VPMOVZXWD   64(R9)(R10*2), Z7
+	VPMOVZXWD   32(R9)(R10*2), Z7
 	VPSLLD      $0x10, Z7, Z7
 	VADDPS      Z7, Z6, Z6
 	VFIXUPIMMPS $0x00, Z3, Z6, Z6
@@ -6917,11 +6848,11 @@ firstblock:
 	VPADDD      Z6, Z7, Z7
 	VPANDD      Z2, Z7, Z7
 	VPSRLD      $0x10, Z7, Z6
-	VPMOVDW     Z6, 64(R9)(R10*2)
+	VPMOVDW     Z6, 32(R9)(R10*2)
 	VMULPS      Z7, Z7, Z6
-	VPMOVZXWD   96(R8)(R10*2), Z7
+	VPMOVZXWD   64(R8)(R10*2), Z7
 	VPSLLD      $0x10, Z7, Z7
-	VPMOVZXWD   96(R9)(R10*2), Z8
+	VPMOVZXWD   64(R9)(R10*2), Z8
 	VPSLLD      $0x10, Z8, Z8
 	VADDPS      Z8, Z7, Z7
 	VFIXUPIMMPS $0x00, Z3, Z7, Z7
@@ -6931,60 +6862,8 @@ firstblock:
 	VPADDD      Z7, Z8, Z8
 	VPANDD      Z2, Z8, Z8
 	VPSRLD      $0x10, Z8, Z7
-	VPMOVDW     Z7, 96(R9)(R10*2)
+	VPMOVDW     Z7, 64(R9)(R10*2)
 	VMULPS      Z8, Z8, Z7
-	MOVQ        $0x00000040, R10
-	TESTL       $0x00000002, job_flags+0(AX)
-	JNZ         sumpf
-
-sumloop:
-	CMPQ        R10, R11
-	JG          sumtail
-	VPMOVZXWD   (R8)(R10*2), Z8
-	VPSLLD      $0x10, Z8, Z8
-	VPMOVZXWD   (R9)(R10*2), Z9
-	VPSLLD      $0x10, Z9, Z9
-	VADDPS      Z9, Z8, Z8
-	VFIXUPIMMPS $0x00, Z3, Z8, Z8
-	VPSRLD      $0x10, Z8, Z9
-	VPANDD      Z0, Z9, Z9
-	VPADDD      Z1, Z9, Z9
-	VPADDD      Z8, Z9, Z9
-	VPANDD      Z2, Z9, Z9
-	VPSRLD      $0x10, Z9, Z8
-	VPMOVDW     Z8, (R9)(R10*2)
-	VMULPS      Z9, Z9, Z9
-	VADDPS      Z9, Z4, Z4
-	VPMOVZXWD   32(R8)(R10*2), Z8
-	VPSLLD      $0x10, Z8, Z8
-	VPMOVZXWD   32(R9)(R10*2), Z9
-	VPSLLD      $0x10, Z9, Z9
-	VADDPS      Z9, Z8, Z8
-	VFIXUPIMMPS $0x00, Z3, Z8, Z8
-	VPSRLD      $0x10, Z8, Z9
-	VPANDD      Z0, Z9, Z9
-	VPADDD      Z1, Z9, Z9
-	VPADDD      Z8, Z9, Z9
-	VPANDD      Z2, Z9, Z9
-	VPSRLD      $0x10, Z9, Z8
-	VPMOVDW     Z8, 32(R9)(R10*2)
-	VMULPS      Z9, Z9, Z9
-	VADDPS      Z9, Z5, Z5
-	VPMOVZXWD   64(R8)(R10*2), Z8
-	VPSLLD      $0x10, Z8, Z8
-	VPMOVZXWD   64(R9)(R10*2), Z9
-	VPSLLD      $0x10, Z9, Z9
-	VADDPS      Z9, Z8, Z8
-	VFIXUPIMMPS $0x00, Z3, Z8, Z8
-	VPSRLD      $0x10, Z8, Z9
-	VPANDD      Z0, Z9, Z9
-	VPADDD      Z1, Z9, Z9
-	VPADDD      Z8, Z9, Z9
-	VPANDD      Z2, Z9, Z9
-	VPSRLD      $0x10, Z9, Z8
-	VPMOVDW     Z8, 64(R9)(R10*2)
-	VMULPS      Z9, Z9, Z9
-	VADDPS      Z9, Z6, Z6
 	VPMOVZXWD   96(R8)(R10*2), Z8
 	VPSLLD      $0x10, Z8, Z8
 	VPMOVZXWD   96(R9)(R10*2), Z9
@@ -6998,8 +6877,74 @@ sumloop:
 	VPANDD      Z2, Z9, Z9
 	VPSRLD      $0x10, Z9, Z8
 	VPMOVDW     Z8, 96(R9)(R10*2)
-	VMULPS      Z9, Z9, Z9
-	VADDPS      Z9, Z7, Z7
+	VMULPS      Z9, Z9, Z8
+	MOVQ        $0x00000040, R10
+	TESTL       $0x00000002, job_flags+0(AX)
+	JNZ         sumpf
+
+sumloop:
+	CMPQ        R10, R11
+	JG          sumtail
+	VPMOVZXWD   (R8)(R10*2), Z9
+	VPSLLD      $0x10, Z9, Z9
+	VPMOVZXWD   (R9)(R10*2), Z10
+	VPSLLD      $0x10, Z10, Z10
+	VADDPS      Z10, Z9, Z9
+	VFIXUPIMMPS $0x00, Z3, Z9, Z9
+	VPSRLD      $0x10, Z9, Z10
+	VPANDD      Z0, Z10, Z10
+	VPADDD      Z1, Z10, Z10
+	VPADDD      Z9, Z10, Z10
+	VPANDD      Z2, Z10, Z10
+	VPSRLD      $0x10, Z10, Z9
+	VPMOVDW     Z9, (R9)(R10*2)
+	VMULPS      Z10, Z10, Z10
+	VADDPS      Z10, Z5, Z5
+	VPMOVZXWD   32(R8)(R10*2), Z9
+	VPSLLD      $0x10, Z9, Z9
+	VPMOVZXWD   32(R9)(R10*2), Z10
+	VPSLLD      $0x10, Z10, Z10
+	VADDPS      Z10, Z9, Z9
+	VFIXUPIMMPS $0x00, Z3, Z9, Z9
+	VPSRLD      $0x10, Z9, Z10
+	VPANDD      Z0, Z10, Z10
+	VPADDD      Z1, Z10, Z10
+	VPADDD      Z9, Z10, Z10
+	VPANDD      Z2, Z10, Z10
+	VPSRLD      $0x10, Z10, Z9
+	VPMOVDW     Z9, 32(R9)(R10*2)
+	VMULPS      Z10, Z10, Z10
+	VADDPS      Z10, Z6, Z6
+	VPMOVZXWD   64(R8)(R10*2), Z9
+	VPSLLD      $0x10, Z9, Z9
+	VPMOVZXWD   64(R9)(R10*2), Z10
+	VPSLLD      $0x10, Z10, Z10
+	VADDPS      Z10, Z9, Z9
+	VFIXUPIMMPS $0x00, Z3, Z9, Z9
+	VPSRLD      $0x10, Z9, Z10
+	VPANDD      Z0, Z10, Z10
+	VPADDD      Z1, Z10, Z10
+	VPADDD      Z9, Z10, Z10
+	VPANDD      Z2, Z10, Z10
+	VPSRLD      $0x10, Z10, Z9
+	VPMOVDW     Z9, 64(R9)(R10*2)
+	VMULPS      Z10, Z10, Z10
+	VADDPS      Z10, Z7, Z7
+	VPMOVZXWD   96(R8)(R10*2), Z9
+	VPSLLD      $0x10, Z9, Z9
+	VPMOVZXWD   96(R9)(R10*2), Z10
+	VPSLLD      $0x10, Z10, Z10
+	VADDPS      Z10, Z9, Z9
+	VFIXUPIMMPS $0x00, Z3, Z9, Z9
+	VPSRLD      $0x10, Z9, Z10
+	VPANDD      Z0, Z10, Z10
+	VPADDD      Z1, Z10, Z10
+	VPADDD      Z9, Z10, Z10
+	VPANDD      Z2, Z10, Z10
+	VPSRLD      $0x10, Z10, Z9
+	VPMOVDW     Z9, 96(R9)(R10*2)
+	VMULPS      Z10, Z10, Z10
+	VADDPS      Z10, Z8, Z8
 	ADDQ        $0x00000040, R10
 	JMP         sumloop
 
@@ -7019,66 +6964,66 @@ sumpfloop:
 	JG          sumtail
 	PREFETCHT0  (R12)(R10*2)
 	PREFETCHT0  64(R12)(R10*2)
-	VPMOVZXWD   (R8)(R10*2), Z8
-	VPSLLD      $0x10, Z8, Z8
-	VPMOVZXWD   (R9)(R10*2), Z9
+	VPMOVZXWD   (R8)(R10*2), Z9
 	VPSLLD      $0x10, Z9, Z9
-	VADDPS      Z9, Z8, Z8
-	VFIXUPIMMPS $0x00, Z3, Z8, Z8
-	VPSRLD      $0x10, Z8, Z9
-	VPANDD      Z0, Z9, Z9
-	VPADDD      Z1, Z9, Z9
-	VPADDD      Z8, Z9, Z9
-	VPANDD      Z2, Z9, Z9
-	VPSRLD      $0x10, Z9, Z8
-	VPMOVDW     Z8, (R9)(R10*2)
-	VMULPS      Z9, Z9, Z9
-	VADDPS      Z9, Z4, Z4
-	VPMOVZXWD   32(R8)(R10*2), Z8
-	VPSLLD      $0x10, Z8, Z8
-	VPMOVZXWD   32(R9)(R10*2), Z9
+	VPMOVZXWD   (R9)(R10*2), Z10
+	VPSLLD      $0x10, Z10, Z10
+	VADDPS      Z10, Z9, Z9
+	VFIXUPIMMPS $0x00, Z3, Z9, Z9
+	VPSRLD      $0x10, Z9, Z10
+	VPANDD      Z0, Z10, Z10
+	VPADDD      Z1, Z10, Z10
+	VPADDD      Z9, Z10, Z10
+	VPANDD      Z2, Z10, Z10
+	VPSRLD      $0x10, Z10, Z9
+	VPMOVDW     Z9, (R9)(R10*2)
+	VMULPS      Z10, Z10, Z10
+	VADDPS      Z10, Z5, Z5
+	VPMOVZXWD   32(R8)(R10*2), Z9
 	VPSLLD      $0x10, Z9, Z9
-	VADDPS      Z9, Z8, Z8
-	VFIXUPIMMPS $0x00, Z3, Z8, Z8
-	VPSRLD      $0x10, Z8, Z9
-	VPANDD      Z0, Z9, Z9
-	VPADDD      Z1, Z9, Z9
-	VPADDD      Z8, Z9, Z9
-	VPANDD      Z2, Z9, Z9
-	VPSRLD      $0x10, Z9, Z8
-	VPMOVDW     Z8, 32(R9)(R10*2)
-	VMULPS      Z9, Z9, Z9
-	VADDPS      Z9, Z5, Z5
-	VPMOVZXWD   64(R8)(R10*2), Z8
-	VPSLLD      $0x10, Z8, Z8
-	VPMOVZXWD   64(R9)(R10*2), Z9
+	VPMOVZXWD   32(R9)(R10*2), Z10
+	VPSLLD      $0x10, Z10, Z10
+	VADDPS      Z10, Z9, Z9
+	VFIXUPIMMPS $0x00, Z3, Z9, Z9
+	VPSRLD      $0x10, Z9, Z10
+	VPANDD      Z0, Z10, Z10
+	VPADDD      Z1, Z10, Z10
+	VPADDD      Z9, Z10, Z10
+	VPANDD      Z2, Z10, Z10
+	VPSRLD      $0x10, Z10, Z9
+	VPMOVDW     Z9, 32(R9)(R10*2)
+	VMULPS      Z10, Z10, Z10
+	VADDPS      Z10, Z6, Z6
+	VPMOVZXWD   64(R8)(R10*2), Z9
 	VPSLLD      $0x10, Z9, Z9
-	VADDPS      Z9, Z8, Z8
-	VFIXUPIMMPS $0x00, Z3, Z8, Z8
-	VPSRLD      $0x10, Z8, Z9
-	VPANDD      Z0, Z9, Z9
-	VPADDD      Z1, Z9, Z9
-	VPADDD      Z8, Z9, Z9
-	VPANDD      Z2, Z9, Z9
-	VPSRLD      $0x10, Z9, Z8
-	VPMOVDW     Z8, 64(R9)(R10*2)
-	VMULPS      Z9, Z9, Z9
-	VADDPS      Z9, Z6, Z6
-	VPMOVZXWD   96(R8)(R10*2), Z8
-	VPSLLD      $0x10, Z8, Z8
-	VPMOVZXWD   96(R9)(R10*2), Z9
+	VPMOVZXWD   64(R9)(R10*2), Z10
+	VPSLLD      $0x10, Z10, Z10
+	VADDPS      Z10, Z9, Z9
+	VFIXUPIMMPS $0x00, Z3, Z9, Z9
+	VPSRLD      $0x10, Z9, Z10
+	VPANDD      Z0, Z10, Z10
+	VPADDD      Z1, Z10, Z10
+	VPADDD      Z9, Z10, Z10
+	VPANDD      Z2, Z10, Z10
+	VPSRLD      $0x10, Z10, Z9
+	VPMOVDW     Z9, 64(R9)(R10*2)
+	VMULPS      Z10, Z10, Z10
+	VADDPS      Z10, Z7, Z7
+	VPMOVZXWD   96(R8)(R10*2), Z9
 	VPSLLD      $0x10, Z9, Z9
-	VADDPS      Z9, Z8, Z8
-	VFIXUPIMMPS $0x00, Z3, Z8, Z8
-	VPSRLD      $0x10, Z8, Z9
-	VPANDD      Z0, Z9, Z9
-	VPADDD      Z1, Z9, Z9
-	VPADDD      Z8, Z9, Z9
-	VPANDD      Z2, Z9, Z9
-	VPSRLD      $0x10, Z9, Z8
-	VPMOVDW     Z8, 96(R9)(R10*2)
-	VMULPS      Z9, Z9, Z9
-	VADDPS      Z9, Z7, Z7
+	VPMOVZXWD   96(R9)(R10*2), Z10
+	VPSLLD      $0x10, Z10, Z10
+	VADDPS      Z10, Z9, Z9
+	VFIXUPIMMPS $0x00, Z3, Z9, Z9
+	VPSRLD      $0x10, Z9, Z10
+	VPANDD      Z0, Z10, Z10
+	VPADDD      Z1, Z10, Z10
+	VPADDD      Z9, Z10, Z10
+	VPANDD      Z2, Z10, Z10
+	VPSRLD      $0x10, Z10, Z9
+	VPMOVDW     Z9, 96(R9)(R10*2)
+	VMULPS      Z10, Z10, Z10
+	VADDPS      Z10, Z8, Z8
 	ADDQ        $0x00000040, R10
 	JMP         sumpfloop
 
@@ -7095,21 +7040,21 @@ sumtail:
 
 tailmask0:
 	KMOVW       (R12)(R13*2), K1
-	VPMOVZXWD.Z (R8)(R10*2), K1, Z8
-	VPSLLD      $0x10, Z8, Z8
-	VPMOVZXWD.Z (R9)(R10*2), K1, Z9
+	VPMOVZXWD.Z (R8)(R10*2), K1, Z9
 	VPSLLD      $0x10, Z9, Z9
-	VADDPS      Z9, Z8, Z8
-	VFIXUPIMMPS $0x00, Z3, Z8, Z8
-	VPSRLD      $0x10, Z8, Z9
-	VPANDD      Z0, Z9, Z9
-	VPADDD      Z1, Z9, Z9
-	VPADDD      Z8, Z9, Z9
-	VPANDD      Z2, Z9, Z9
-	VPSRLD      $0x10, Z9, Z8
-	VPMOVDW     Z8, K1, (R9)(R10*2)
-	VMULPS      Z9, Z9, Z9
-	VADDPS      Z9, Z4, Z4
+	VPMOVZXWD.Z (R9)(R10*2), K1, Z10
+	VPSLLD      $0x10, Z10, Z10
+	VADDPS      Z10, Z9, Z9
+	VFIXUPIMMPS $0x00, Z3, Z9, Z9
+	VPSRLD      $0x10, Z9, Z10
+	VPANDD      Z0, Z10, Z10
+	VPADDD      Z1, Z10, Z10
+	VPADDD      Z9, Z10, Z10
+	VPANDD      Z2, Z10, Z10
+	VPSRLD      $0x10, Z10, Z9
+	VPMOVDW     Z9, K1, (R9)(R10*2)
+	VMULPS      Z10, Z10, Z10
+	VADDPS      Z10, Z5, Z5
 	MOVQ        R11, R13
 	SUBQ        $0x00000010, R13
 	JLE         summed
@@ -7119,21 +7064,21 @@ tailmask0:
 
 tailmask1:
 	KMOVW       (R12)(R13*2), K1
-	VPMOVZXWD.Z 32(R8)(R10*2), K1, Z8
-	VPSLLD      $0x10, Z8, Z8
-	VPMOVZXWD.Z 32(R9)(R10*2), K1, Z9
+	VPMOVZXWD.Z 32(R8)(R10*2), K1, Z9
 	VPSLLD      $0x10, Z9, Z9
-	VADDPS      Z9, Z8, Z8
-	VFIXUPIMMPS $0x00, Z3, Z8, Z8
-	VPSRLD      $0x10, Z8, Z9
-	VPANDD      Z0, Z9, Z9
-	VPADDD      Z1, Z9, Z9
-	VPADDD      Z8, Z9, Z9
-	VPANDD      Z2, Z9, Z9
-	VPSRLD      $0x10, Z9, Z8
-	VPMOVDW     Z8, K1, 32(R9)(R10*2)
-	VMULPS      Z9, Z9, Z9
-	VADDPS      Z9, Z5, Z5
+	VPMOVZXWD.Z 32(R9)(R10*2), K1, Z10
+	VPSLLD      $0x10, Z10, Z10
+	VADDPS      Z10, Z9, Z9
+	VFIXUPIMMPS $0x00, Z3, Z9, Z9
+	VPSRLD      $0x10, Z9, Z10
+	VPANDD      Z0, Z10, Z10
+	VPADDD      Z1, Z10, Z10
+	VPADDD      Z9, Z10, Z10
+	VPANDD      Z2, Z10, Z10
+	VPSRLD      $0x10, Z10, Z9
+	VPMOVDW     Z9, K1, 32(R9)(R10*2)
+	VMULPS      Z10, Z10, Z10
+	VADDPS      Z10, Z6, Z6
 	MOVQ        R11, R13
 	SUBQ        $0x00000020, R13
 	JLE         summed
@@ -7143,21 +7088,21 @@ tailmask1:
 
 tailmask2:
 	KMOVW       (R12)(R13*2), K1
-	VPMOVZXWD.Z 64(R8)(R10*2), K1, Z8
-	VPSLLD      $0x10, Z8, Z8
-	VPMOVZXWD.Z 64(R9)(R10*2), K1, Z9
+	VPMOVZXWD.Z 64(R8)(R10*2), K1, Z9
 	VPSLLD      $0x10, Z9, Z9
-	VADDPS      Z9, Z8, Z8
-	VFIXUPIMMPS $0x00, Z3, Z8, Z8
-	VPSRLD      $0x10, Z8, Z9
-	VPANDD      Z0, Z9, Z9
-	VPADDD      Z1, Z9, Z9
-	VPADDD      Z8, Z9, Z9
-	VPANDD      Z2, Z9, Z9
-	VPSRLD      $0x10, Z9, Z8
-	VPMOVDW     Z8, K1, 64(R9)(R10*2)
-	VMULPS      Z9, Z9, Z9
-	VADDPS      Z9, Z6, Z6
+	VPMOVZXWD.Z 64(R9)(R10*2), K1, Z10
+	VPSLLD      $0x10, Z10, Z10
+	VADDPS      Z10, Z9, Z9
+	VFIXUPIMMPS $0x00, Z3, Z9, Z9
+	VPSRLD      $0x10, Z9, Z10
+	VPANDD      Z0, Z10, Z10
+	VPADDD      Z1, Z10, Z10
+	VPADDD      Z9, Z10, Z10
+	VPANDD      Z2, Z10, Z10
+	VPSRLD      $0x10, Z10, Z9
+	VPMOVDW     Z9, K1, 64(R9)(R10*2)
+	VMULPS      Z10, Z10, Z10
+	VADDPS      Z10, Z7, Z7
 	SUBQ        $0x00000030, R11
 	JLE         summed
 	CMPQ        R11, $0x00000010
@@ -7166,73 +7111,73 @@ tailmask2:
 
 tailmask3:
 	KMOVW       (R12)(R11*2), K1
-	VPMOVZXWD.Z 96(R8)(R10*2), K1, Z8
-	VPSLLD      $0x10, Z8, Z8
-	VPMOVZXWD.Z 96(R9)(R10*2), K1, Z9
+	VPMOVZXWD.Z 96(R8)(R10*2), K1, Z9
 	VPSLLD      $0x10, Z9, Z9
-	VADDPS      Z9, Z8, Z8
-	VFIXUPIMMPS $0x00, Z3, Z8, Z8
-	VPSRLD      $0x10, Z8, Z9
-	VPANDD      Z0, Z9, Z9
-	VPADDD      Z1, Z9, Z9
-	VPADDD      Z8, Z9, Z9
-	VPANDD      Z2, Z9, Z9
-	VPSRLD      $0x10, Z9, Z8
-	VPMOVDW     Z8, K1, 96(R9)(R10*2)
-	VMULPS      Z9, Z9, Z9
-	VADDPS      Z9, Z7, Z7
+	VPMOVZXWD.Z 96(R9)(R10*2), K1, Z10
+	VPSLLD      $0x10, Z10, Z10
+	VADDPS      Z10, Z9, Z9
+	VFIXUPIMMPS $0x00, Z3, Z9, Z9
+	VPSRLD      $0x10, Z9, Z10
+	VPANDD      Z0, Z10, Z10
+	VPADDD      Z1, Z10, Z10
+	VPADDD      Z9, Z10, Z10
+	VPANDD      Z2, Z10, Z10
+	VPSRLD      $0x10, Z10, Z9
+	VPMOVDW     Z9, K1, 96(R9)(R10*2)
+	VMULPS      Z10, Z10, Z10
+	VADDPS      Z10, Z8, Z8
 
 summed:
-	VADDPS Z6, Z4, Z4
 	VADDPS Z7, Z5, Z5
-	VADDPS Z5, Z4, Z4
+	VADDPS Z8, Z6, Z6
+	VADDPS Z6, Z5, Z5
 
 	// Halving tree: p[j] += p[j+h] for the remaining h, down to ss.
-	VSHUFF64X2 $0xee, Z4, Z4, Z5
-	VADDPS     Z5, Z4, Z4
-	VSHUFF32X4 $0x01, Z4, Z4, Z5
-	VADDPS     Z5, Z4, Z4
-	VPERMILPS  $0x4e, Z4, Z5
-	VADDPS     Z5, Z4, Z4
-	VPERMILPS  $0xb1, Z4, Z5
-	VADDPS     Z5, Z4, Z4
+	VSHUFF64X2 $0xee, Z5, Z5, Z6
+	VADDPS     Z6, Z5, Z5
+	VSHUFF32X4 $0x01, Z5, Z5, Z6
+	VADDPS     Z6, Z5, Z5
+	VPERMILPS  $0x4e, Z5, Z6
+	VADDPS     Z6, Z5, Z5
+	VPERMILPS  $0xb1, Z5, Z6
+	VADDPS     Z6, Z5, Z5
 
 	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
 	CMPL   372(SP), $0x00
 	JE     divide2
-	VMULSS 372(SP), X4, X4
+	VMULSS 372(SP), X5, X5
 	JMP    divided3
 
 divide2:
-	VDIVSS 368(SP), X4, X4
+	VDIVSS 368(SP), X5, X5
 
 divided3:
-	VADDSS   job_eps+0(AX), X4, X4
-	VUCOMISS tlo<>+0(SB), X4
+	VADDSS   job_eps+0(AX), X5, X5
+	VUCOMISS tlo<>+0(SB), X5
 	JCS      ret
-	VUCOMISS tmax<>+0(SB), X4
+	VUCOMISS tmax<>+0(SB), X5
 	JHI      ret
-	VSQRTSS  X4, X4, X4
-	VMOVSS   one<>+0(SB), X10
-	VDIVSS   X4, X10, X10
+	VSQRTSS  X5, X5, X5
+	VMOVSS   one<>+0(SB), X11
+	VDIVSS   X5, X11, X11
 
 	// Report 1/rms if asked.
 	MOVQ   job_inv+0(AX), R8
 	TESTQ  R8, R8
 	JZ     scale
 	MOVQ   320(SP), R9
-	VMOVSS X10, (R8)(R9*4)
+	VMOVSS X11, (R8)(R9*4)
 
 scale:
-	VBROADCASTSS X10, Z4
+	VBROADCASTSS X11, Z5
 	MOVQ         $0x00000000, 344(SP)
 	CMPQ         336(SP), $0x01
 	JE           scalebody
-	VMOVUPS      Z10, 256(SP)
+	VMOVUPS      Z11, 256(SP)
 
 scalerow:
 	MOVQ         344(SP), R8
-	VBROADCASTSS 256(SP)(R8*4), Z4
+	VBROADCASTSS 256(SP)(R8*4), Z5
 
 scalebody:
 	// y = (src*inv)*w, rounded after each multiply.
@@ -7245,74 +7190,70 @@ scalebody:
 scaleloop:
 	CMPQ        R8, R9
 	JG          scaletail
-	VPMOVZXWD   (SI)(R8*2), Z5
-	VPSLLD      $0x10, Z5, Z5
-	VMULPS      Z4, Z5, Z5
-	VFIXUPIMMPS $0x00, Z3, Z5, Z5
-	VPSRLD      $0x10, Z5, Z6
+	VPMOVZXWD   (SI)(R8*2), Z6
+	VPSLLD      $0x10, Z6, Z6
+	VMULPS      Z5, Z6, Z6
+	VFIXUPIMMPS $0x00, Z3, Z6, Z6
+	VPSRLD      $0x10, Z6, Z7
+	VPANDD      Z0, Z7, Z7
+	VPADDD      Z1, Z7, Z7
+	VPADDD      Z6, Z7, Z7
+	VPANDD      Z2, Z7, Z7
+	VMULPS      (BX)(R8*4), Z7, Z7
+	VPMOVZXWD   32(SI)(R8*2), Z6
+	VPSLLD      $0x10, Z6, Z6
+	VMULPS      Z5, Z6, Z6
+	VFIXUPIMMPS $0x00, Z3, Z6, Z6
+	VPSRLD      $0x10, Z6, Z8
+	VPANDD      Z0, Z8, Z8
+	VPADDD      Z1, Z8, Z8
+	VPADDD      Z6, Z8, Z8
+	VPANDD      Z2, Z8, Z8
+	VMULPS      64(BX)(R8*4), Z8, Z8
+	VFIXUPIMMPS $0x00, Z3, Z7, Z7
+	VPSRLD      $0x10, Z7, Z6
 	VPANDD      Z0, Z6, Z6
 	VPADDD      Z1, Z6, Z6
-	VPADDD      Z5, Z6, Z6
-	VPANDD      Z2, Z6, Z6
-	VMULPS      (BX)(R8*4), Z6, Z6
+	VPADDD      Z7, Z6, Z6
+	VFIXUPIMMPS $0x00, Z3, Z8, Z8
+	VPSRLD      $0x10, Z8, Z7
+	VPANDD      Z0, Z7, Z7
+	VPADDD      Z1, Z7, Z7
+	VPADDD      Z8, Z7, Z7
+	VPERMT2W    Z7, Z4, Z6
+	VMOVDQU64   Z6, (CX)(R8*2)
+	VPMOVZXWD   64(SI)(R8*2), Z6
+	VPSLLD      $0x10, Z6, Z6
+	VMULPS      Z5, Z6, Z6
 	VFIXUPIMMPS $0x00, Z3, Z6, Z6
-	VPSRLD      $0x10, Z6, Z5
-	VPANDD      Z0, Z5, Z5
-	VPADDD      Z1, Z5, Z5
-	VPADDD      Z6, Z5, Z5
-	VPSRLD      $0x10, Z5, Z5
-	VPMOVDW     Z5, (CX)(R8*2)
-	VPMOVZXWD   32(SI)(R8*2), Z5
-	VPSLLD      $0x10, Z5, Z5
-	VMULPS      Z4, Z5, Z5
-	VFIXUPIMMPS $0x00, Z3, Z5, Z5
-	VPSRLD      $0x10, Z5, Z6
+	VPSRLD      $0x10, Z6, Z7
+	VPANDD      Z0, Z7, Z7
+	VPADDD      Z1, Z7, Z7
+	VPADDD      Z6, Z7, Z7
+	VPANDD      Z2, Z7, Z7
+	VMULPS      128(BX)(R8*4), Z7, Z7
+	VPMOVZXWD   96(SI)(R8*2), Z6
+	VPSLLD      $0x10, Z6, Z6
+	VMULPS      Z5, Z6, Z6
+	VFIXUPIMMPS $0x00, Z3, Z6, Z6
+	VPSRLD      $0x10, Z6, Z8
+	VPANDD      Z0, Z8, Z8
+	VPADDD      Z1, Z8, Z8
+	VPADDD      Z6, Z8, Z8
+	VPANDD      Z2, Z8, Z8
+	VMULPS      192(BX)(R8*4), Z8, Z8
+	VFIXUPIMMPS $0x00, Z3, Z7, Z7
+	VPSRLD      $0x10, Z7, Z6
 	VPANDD      Z0, Z6, Z6
 	VPADDD      Z1, Z6, Z6
-	VPADDD      Z5, Z6, Z6
-	VPANDD      Z2, Z6, Z6
-	VMULPS      64(BX)(R8*4), Z6, Z6
-	VFIXUPIMMPS $0x00, Z3, Z6, Z6
-	VPSRLD      $0x10, Z6, Z5
-	VPANDD      Z0, Z5, Z5
-	VPADDD      Z1, Z5, Z5
-	VPADDD      Z6, Z5, Z5
-	VPSRLD      $0x10, Z5, Z5
-	VPMOVDW     Z5, 32(CX)(R8*2)
-	VPMOVZXWD   64(SI)(R8*2), Z5
-	VPSLLD      $0x10, Z5, Z5
-	VMULPS      Z4, Z5, Z5
-	VFIXUPIMMPS $0x00, Z3, Z5, Z5
-	VPSRLD      $0x10, Z5, Z6
-	VPANDD      Z0, Z6, Z6
-	VPADDD      Z1, Z6, Z6
-	VPADDD      Z5, Z6, Z6
-	VPANDD      Z2, Z6, Z6
-	VMULPS      128(BX)(R8*4), Z6, Z6
-	VFIXUPIMMPS $0x00, Z3, Z6, Z6
-	VPSRLD      $0x10, Z6, Z5
-	VPANDD      Z0, Z5, Z5
-	VPADDD      Z1, Z5, Z5
-	VPADDD      Z6, Z5, Z5
-	VPSRLD      $0x10, Z5, Z5
-	VPMOVDW     Z5, 64(CX)(R8*2)
-	VPMOVZXWD   96(SI)(R8*2), Z5
-	VPSLLD      $0x10, Z5, Z5
-	VMULPS      Z4, Z5, Z5
-	VFIXUPIMMPS $0x00, Z3, Z5, Z5
-	VPSRLD      $0x10, Z5, Z6
-	VPANDD      Z0, Z6, Z6
-	VPADDD      Z1, Z6, Z6
-	VPADDD      Z5, Z6, Z6
-	VPANDD      Z2, Z6, Z6
-	VMULPS      192(BX)(R8*4), Z6, Z6
-	VFIXUPIMMPS $0x00, Z3, Z6, Z6
-	VPSRLD      $0x10, Z6, Z5
-	VPANDD      Z0, Z5, Z5
-	VPADDD      Z1, Z5, Z5
-	VPADDD      Z6, Z5, Z5
-	VPSRLD      $0x10, Z5, Z5
-	VPMOVDW     Z5, 96(CX)(R8*2)
+	VPADDD      Z7, Z6, Z6
+	VFIXUPIMMPS $0x00, Z3, Z8, Z8
+	VPSRLD      $0x10, Z8, Z7
+	VPANDD      Z0, Z7, Z7
+	VPADDD      Z1, Z7, Z7
+	VPADDD      Z8, Z7, Z7
+	VPERMT2W    Z7, Z4, Z6
+	VMOVDQU64   Z6, 64(CX)(R8*2)
 	ADDQ        $0x00000040, R8
 	JMP         scaleloop
 
@@ -7332,74 +7273,70 @@ scalepfloop:
 	JG          scaletail
 	PREFETCHT0  (R10)(R8*2)
 	PREFETCHT0  64(R10)(R8*2)
-	VPMOVZXWD   (SI)(R8*2), Z5
-	VPSLLD      $0x10, Z5, Z5
-	VMULPS      Z4, Z5, Z5
-	VFIXUPIMMPS $0x00, Z3, Z5, Z5
-	VPSRLD      $0x10, Z5, Z6
+	VPMOVZXWD   (SI)(R8*2), Z6
+	VPSLLD      $0x10, Z6, Z6
+	VMULPS      Z5, Z6, Z6
+	VFIXUPIMMPS $0x00, Z3, Z6, Z6
+	VPSRLD      $0x10, Z6, Z7
+	VPANDD      Z0, Z7, Z7
+	VPADDD      Z1, Z7, Z7
+	VPADDD      Z6, Z7, Z7
+	VPANDD      Z2, Z7, Z7
+	VMULPS      (BX)(R8*4), Z7, Z7
+	VPMOVZXWD   32(SI)(R8*2), Z6
+	VPSLLD      $0x10, Z6, Z6
+	VMULPS      Z5, Z6, Z6
+	VFIXUPIMMPS $0x00, Z3, Z6, Z6
+	VPSRLD      $0x10, Z6, Z8
+	VPANDD      Z0, Z8, Z8
+	VPADDD      Z1, Z8, Z8
+	VPADDD      Z6, Z8, Z8
+	VPANDD      Z2, Z8, Z8
+	VMULPS      64(BX)(R8*4), Z8, Z8
+	VFIXUPIMMPS $0x00, Z3, Z7, Z7
+	VPSRLD      $0x10, Z7, Z6
 	VPANDD      Z0, Z6, Z6
 	VPADDD      Z1, Z6, Z6
-	VPADDD      Z5, Z6, Z6
-	VPANDD      Z2, Z6, Z6
-	VMULPS      (BX)(R8*4), Z6, Z6
+	VPADDD      Z7, Z6, Z6
+	VFIXUPIMMPS $0x00, Z3, Z8, Z8
+	VPSRLD      $0x10, Z8, Z7
+	VPANDD      Z0, Z7, Z7
+	VPADDD      Z1, Z7, Z7
+	VPADDD      Z8, Z7, Z7
+	VPERMT2W    Z7, Z4, Z6
+	VMOVDQU64   Z6, (CX)(R8*2)
+	VPMOVZXWD   64(SI)(R8*2), Z6
+	VPSLLD      $0x10, Z6, Z6
+	VMULPS      Z5, Z6, Z6
 	VFIXUPIMMPS $0x00, Z3, Z6, Z6
-	VPSRLD      $0x10, Z6, Z5
-	VPANDD      Z0, Z5, Z5
-	VPADDD      Z1, Z5, Z5
-	VPADDD      Z6, Z5, Z5
-	VPSRLD      $0x10, Z5, Z5
-	VPMOVDW     Z5, (CX)(R8*2)
-	VPMOVZXWD   32(SI)(R8*2), Z5
-	VPSLLD      $0x10, Z5, Z5
-	VMULPS      Z4, Z5, Z5
-	VFIXUPIMMPS $0x00, Z3, Z5, Z5
-	VPSRLD      $0x10, Z5, Z6
+	VPSRLD      $0x10, Z6, Z7
+	VPANDD      Z0, Z7, Z7
+	VPADDD      Z1, Z7, Z7
+	VPADDD      Z6, Z7, Z7
+	VPANDD      Z2, Z7, Z7
+	VMULPS      128(BX)(R8*4), Z7, Z7
+	VPMOVZXWD   96(SI)(R8*2), Z6
+	VPSLLD      $0x10, Z6, Z6
+	VMULPS      Z5, Z6, Z6
+	VFIXUPIMMPS $0x00, Z3, Z6, Z6
+	VPSRLD      $0x10, Z6, Z8
+	VPANDD      Z0, Z8, Z8
+	VPADDD      Z1, Z8, Z8
+	VPADDD      Z6, Z8, Z8
+	VPANDD      Z2, Z8, Z8
+	VMULPS      192(BX)(R8*4), Z8, Z8
+	VFIXUPIMMPS $0x00, Z3, Z7, Z7
+	VPSRLD      $0x10, Z7, Z6
 	VPANDD      Z0, Z6, Z6
 	VPADDD      Z1, Z6, Z6
-	VPADDD      Z5, Z6, Z6
-	VPANDD      Z2, Z6, Z6
-	VMULPS      64(BX)(R8*4), Z6, Z6
-	VFIXUPIMMPS $0x00, Z3, Z6, Z6
-	VPSRLD      $0x10, Z6, Z5
-	VPANDD      Z0, Z5, Z5
-	VPADDD      Z1, Z5, Z5
-	VPADDD      Z6, Z5, Z5
-	VPSRLD      $0x10, Z5, Z5
-	VPMOVDW     Z5, 32(CX)(R8*2)
-	VPMOVZXWD   64(SI)(R8*2), Z5
-	VPSLLD      $0x10, Z5, Z5
-	VMULPS      Z4, Z5, Z5
-	VFIXUPIMMPS $0x00, Z3, Z5, Z5
-	VPSRLD      $0x10, Z5, Z6
-	VPANDD      Z0, Z6, Z6
-	VPADDD      Z1, Z6, Z6
-	VPADDD      Z5, Z6, Z6
-	VPANDD      Z2, Z6, Z6
-	VMULPS      128(BX)(R8*4), Z6, Z6
-	VFIXUPIMMPS $0x00, Z3, Z6, Z6
-	VPSRLD      $0x10, Z6, Z5
-	VPANDD      Z0, Z5, Z5
-	VPADDD      Z1, Z5, Z5
-	VPADDD      Z6, Z5, Z5
-	VPSRLD      $0x10, Z5, Z5
-	VPMOVDW     Z5, 64(CX)(R8*2)
-	VPMOVZXWD   96(SI)(R8*2), Z5
-	VPSLLD      $0x10, Z5, Z5
-	VMULPS      Z4, Z5, Z5
-	VFIXUPIMMPS $0x00, Z3, Z5, Z5
-	VPSRLD      $0x10, Z5, Z6
-	VPANDD      Z0, Z6, Z6
-	VPADDD      Z1, Z6, Z6
-	VPADDD      Z5, Z6, Z6
-	VPANDD      Z2, Z6, Z6
-	VMULPS      192(BX)(R8*4), Z6, Z6
-	VFIXUPIMMPS $0x00, Z3, Z6, Z6
-	VPSRLD      $0x10, Z6, Z5
-	VPANDD      Z0, Z5, Z5
-	VPADDD      Z1, Z5, Z5
-	VPADDD      Z6, Z5, Z5
-	VPSRLD      $0x10, Z5, Z5
-	VPMOVDW     Z5, 96(CX)(R8*2)
+	VPADDD      Z7, Z6, Z6
+	VFIXUPIMMPS $0x00, Z3, Z8, Z8
+	VPSRLD      $0x10, Z8, Z7
+	VPANDD      Z0, Z7, Z7
+	VPADDD      Z1, Z7, Z7
+	VPADDD      Z8, Z7, Z7
+	VPERMT2W    Z7, Z4, Z6
+	VMOVDQU64   Z6, 64(CX)(R8*2)
 	ADDQ        $0x00000040, R8
 	JMP         scalepfloop
 
@@ -7417,23 +7354,23 @@ scalent:
 scalehead:
 	CMPQ        R11, $0x00000010
 	JB          scaleheadpart
-	VPMOVZXWD   (SI)(R8*2), Z5
-	VPSLLD      $0x10, Z5, Z5
-	VMULPS      Z4, Z5, Z5
-	VFIXUPIMMPS $0x00, Z3, Z5, Z5
-	VPSRLD      $0x10, Z5, Z6
+	VPMOVZXWD   (SI)(R8*2), Z6
+	VPSLLD      $0x10, Z6, Z6
+	VMULPS      Z5, Z6, Z6
+	VFIXUPIMMPS $0x00, Z3, Z6, Z6
+	VPSRLD      $0x10, Z6, Z7
+	VPANDD      Z0, Z7, Z7
+	VPADDD      Z1, Z7, Z7
+	VPADDD      Z6, Z7, Z7
+	VPANDD      Z2, Z7, Z7
+	VMULPS      (BX)(R8*4), Z7, Z7
+	VFIXUPIMMPS $0x00, Z3, Z7, Z7
+	VPSRLD      $0x10, Z7, Z6
 	VPANDD      Z0, Z6, Z6
 	VPADDD      Z1, Z6, Z6
-	VPADDD      Z5, Z6, Z6
-	VPANDD      Z2, Z6, Z6
-	VMULPS      (BX)(R8*4), Z6, Z6
-	VFIXUPIMMPS $0x00, Z3, Z6, Z6
-	VPSRLD      $0x10, Z6, Z5
-	VPANDD      Z0, Z5, Z5
-	VPADDD      Z1, Z5, Z5
-	VPADDD      Z6, Z5, Z5
-	VPSRLD      $0x10, Z5, Z5
-	VPMOVDW     Z5, (CX)(R8*2)
+	VPADDD      Z7, Z6, Z6
+	VPSRLD      $0x10, Z6, Z6
+	VPMOVDW     Z6, (CX)(R8*2)
 	ADDQ        $0x00000010, R8
 	SUBQ        $0x00000010, R11
 	JZ          scalentloop
@@ -7441,105 +7378,97 @@ scalehead:
 scaleheadpart:
 	LEAQ        kmask<>+0(SB), R12
 	KMOVW       (R12)(R11*2), K1
-	VPMOVZXWD.Z (SI)(R8*2), K1, Z5
-	VPSLLD      $0x10, Z5, Z5
-	VMULPS      Z5, Z4, Z5
-	VFIXUPIMMPS $0x00, Z3, Z5, Z5
-	VPSRLD      $0x10, Z5, Z6
+	VPMOVZXWD.Z (SI)(R8*2), K1, Z6
+	VPSLLD      $0x10, Z6, Z6
+	VMULPS      Z6, Z5, Z6
+	VFIXUPIMMPS $0x00, Z3, Z6, Z6
+	VPSRLD      $0x10, Z6, Z7
+	VPANDD      Z0, Z7, Z7
+	VPADDD      Z1, Z7, Z7
+	VPADDD      Z6, Z7, Z7
+	VPANDD      Z2, Z7, Z7
+	VMOVUPS.Z   (BX)(R8*4), K1, Z6
+	VMULPS      Z6, Z7, Z7
+	VFIXUPIMMPS $0x00, Z3, Z7, Z7
+	VPSRLD      $0x10, Z7, Z6
 	VPANDD      Z0, Z6, Z6
 	VPADDD      Z1, Z6, Z6
-	VPADDD      Z5, Z6, Z6
-	VPANDD      Z2, Z6, Z6
-	VMOVUPS.Z   (BX)(R8*4), K1, Z5
-	VMULPS      Z5, Z6, Z6
-	VFIXUPIMMPS $0x00, Z3, Z6, Z6
-	VPSRLD      $0x10, Z6, Z5
-	VPANDD      Z0, Z5, Z5
-	VPADDD      Z1, Z5, Z5
-	VPADDD      Z6, Z5, Z5
-	VPSRLD      $0x10, Z5, Z5
-	VPMOVDW     Z5, K1, (CX)(R8*2)
+	VPADDD      Z7, Z6, Z6
+	VPSRLD      $0x10, Z6, Z6
+	VPMOVDW     Z6, K1, (CX)(R8*2)
 	ADDQ        R11, R8
 
 scalentloop:
-	CMPQ         R8, R9
-	JG           scaletail
-	PREFETCHT0   (R10)(R8*2)
-	PREFETCHT0   64(R10)(R8*2)
-	VPMOVZXWD    (SI)(R8*2), Z5
-	VPSLLD       $0x10, Z5, Z5
-	VMULPS       Z4, Z5, Z5
-	VFIXUPIMMPS  $0x00, Z3, Z5, Z5
-	VPSRLD       $0x10, Z5, Z6
-	VPANDD       Z0, Z6, Z6
-	VPADDD       Z1, Z6, Z6
-	VPADDD       Z5, Z6, Z6
-	VPANDD       Z2, Z6, Z6
-	VMULPS       (BX)(R8*4), Z6, Z6
-	VPMOVZXWD    32(SI)(R8*2), Z5
-	VPSLLD       $0x10, Z5, Z5
-	VMULPS       Z4, Z5, Z5
-	VFIXUPIMMPS  $0x00, Z3, Z5, Z5
-	VPSRLD       $0x10, Z5, Z7
-	VPANDD       Z0, Z7, Z7
-	VPADDD       Z1, Z7, Z7
-	VPADDD       Z5, Z7, Z7
-	VPANDD       Z2, Z7, Z7
-	VMULPS       64(BX)(R8*4), Z7, Z7
-	VFIXUPIMMPS  $0x00, Z3, Z6, Z6
-	VPSRLD       $0x10, Z6, Z5
-	VPANDD       Z0, Z5, Z5
-	VPADDD       Z1, Z5, Z5
-	VPADDD       Z6, Z5, Z5
-	VPSRLD       $0x10, Z5, Z5
-	VPMOVDW      Z5, Y11
-	VFIXUPIMMPS  $0x00, Z3, Z7, Z7
-	VPSRLD       $0x10, Z7, Z5
-	VPANDD       Z0, Z5, Z5
-	VPADDD       Z1, Z5, Z5
-	VPADDD       Z7, Z5, Z5
-	VPSRLD       $0x10, Z5, Z5
-	VPMOVDW      Z5, Y5
-	VINSERTI64X4 $0x01, Y5, Z11, Z11
-	VMOVNTDQ     Z11, (CX)(R8*2)
-	VPMOVZXWD    64(SI)(R8*2), Z5
-	VPSLLD       $0x10, Z5, Z5
-	VMULPS       Z4, Z5, Z5
-	VFIXUPIMMPS  $0x00, Z3, Z5, Z5
-	VPSRLD       $0x10, Z5, Z6
-	VPANDD       Z0, Z6, Z6
-	VPADDD       Z1, Z6, Z6
-	VPADDD       Z5, Z6, Z6
-	VPANDD       Z2, Z6, Z6
-	VMULPS       128(BX)(R8*4), Z6, Z6
-	VPMOVZXWD    96(SI)(R8*2), Z5
-	VPSLLD       $0x10, Z5, Z5
-	VMULPS       Z4, Z5, Z5
-	VFIXUPIMMPS  $0x00, Z3, Z5, Z5
-	VPSRLD       $0x10, Z5, Z7
-	VPANDD       Z0, Z7, Z7
-	VPADDD       Z1, Z7, Z7
-	VPADDD       Z5, Z7, Z7
-	VPANDD       Z2, Z7, Z7
-	VMULPS       192(BX)(R8*4), Z7, Z7
-	VFIXUPIMMPS  $0x00, Z3, Z6, Z6
-	VPSRLD       $0x10, Z6, Z5
-	VPANDD       Z0, Z5, Z5
-	VPADDD       Z1, Z5, Z5
-	VPADDD       Z6, Z5, Z5
-	VPSRLD       $0x10, Z5, Z5
-	VPMOVDW      Z5, Y12
-	VFIXUPIMMPS  $0x00, Z3, Z7, Z7
-	VPSRLD       $0x10, Z7, Z5
-	VPANDD       Z0, Z5, Z5
-	VPADDD       Z1, Z5, Z5
-	VPADDD       Z7, Z5, Z5
-	VPSRLD       $0x10, Z5, Z5
-	VPMOVDW      Z5, Y5
-	VINSERTI64X4 $0x01, Y5, Z12, Z12
-	VMOVNTDQ     Z12, 64(CX)(R8*2)
-	ADDQ         $0x00000040, R8
-	JMP          scalentloop
+	CMPQ        R8, R9
+	JG          scaletail
+	PREFETCHT0  (R10)(R8*2)
+	PREFETCHT0  64(R10)(R8*2)
+	VPMOVZXWD   (SI)(R8*2), Z6
+	VPSLLD      $0x10, Z6, Z6
+	VMULPS      Z5, Z6, Z6
+	VFIXUPIMMPS $0x00, Z3, Z6, Z6
+	VPSRLD      $0x10, Z6, Z7
+	VPANDD      Z0, Z7, Z7
+	VPADDD      Z1, Z7, Z7
+	VPADDD      Z6, Z7, Z7
+	VPANDD      Z2, Z7, Z7
+	VMULPS      (BX)(R8*4), Z7, Z7
+	VPMOVZXWD   32(SI)(R8*2), Z6
+	VPSLLD      $0x10, Z6, Z6
+	VMULPS      Z5, Z6, Z6
+	VFIXUPIMMPS $0x00, Z3, Z6, Z6
+	VPSRLD      $0x10, Z6, Z8
+	VPANDD      Z0, Z8, Z8
+	VPADDD      Z1, Z8, Z8
+	VPADDD      Z6, Z8, Z8
+	VPANDD      Z2, Z8, Z8
+	VMULPS      64(BX)(R8*4), Z8, Z8
+	VFIXUPIMMPS $0x00, Z3, Z7, Z7
+	VPSRLD      $0x10, Z7, Z6
+	VPANDD      Z0, Z6, Z6
+	VPADDD      Z1, Z6, Z6
+	VPADDD      Z7, Z6, Z6
+	VFIXUPIMMPS $0x00, Z3, Z8, Z8
+	VPSRLD      $0x10, Z8, Z7
+	VPANDD      Z0, Z7, Z7
+	VPADDD      Z1, Z7, Z7
+	VPADDD      Z8, Z7, Z7
+	VPERMT2W    Z7, Z4, Z6
+	VMOVNTDQ    Z6, (CX)(R8*2)
+	VPMOVZXWD   64(SI)(R8*2), Z6
+	VPSLLD      $0x10, Z6, Z6
+	VMULPS      Z5, Z6, Z6
+	VFIXUPIMMPS $0x00, Z3, Z6, Z6
+	VPSRLD      $0x10, Z6, Z7
+	VPANDD      Z0, Z7, Z7
+	VPADDD      Z1, Z7, Z7
+	VPADDD      Z6, Z7, Z7
+	VPANDD      Z2, Z7, Z7
+	VMULPS      128(BX)(R8*4), Z7, Z7
+	VPMOVZXWD   96(SI)(R8*2), Z6
+	VPSLLD      $0x10, Z6, Z6
+	VMULPS      Z5, Z6, Z6
+	VFIXUPIMMPS $0x00, Z3, Z6, Z6
+	VPSRLD      $0x10, Z6, Z8
+	VPANDD      Z0, Z8, Z8
+	VPADDD      Z1, Z8, Z8
+	VPADDD      Z6, Z8, Z8
+	VPANDD      Z2, Z8, Z8
+	VMULPS      192(BX)(R8*4), Z8, Z8
+	VFIXUPIMMPS $0x00, Z3, Z7, Z7
+	VPSRLD      $0x10, Z7, Z6
+	VPANDD      Z0, Z6, Z6
+	VPADDD      Z1, Z6, Z6
+	VPADDD      Z7, Z6, Z6
+	VFIXUPIMMPS $0x00, Z3, Z8, Z8
+	VPSRLD      $0x10, Z8, Z7
+	VPANDD      Z0, Z7, Z7
+	VPADDD      Z1, Z7, Z7
+	VPADDD      Z8, Z7, Z7
+	VPERMT2W    Z7, Z4, Z6
+	VMOVNTDQ    Z6, 64(CX)(R8*2)
+	ADDQ        $0x00000040, R8
+	JMP         scalentloop
 
 scaletail:
 	ADDQ $0x00000030, R9
@@ -7547,23 +7476,23 @@ scaletail:
 scaleone:
 	CMPQ        R8, R9
 	JG          scalepart
-	VPMOVZXWD   (SI)(R8*2), Z5
-	VPSLLD      $0x10, Z5, Z5
-	VMULPS      Z4, Z5, Z5
-	VFIXUPIMMPS $0x00, Z3, Z5, Z5
-	VPSRLD      $0x10, Z5, Z6
+	VPMOVZXWD   (SI)(R8*2), Z6
+	VPSLLD      $0x10, Z6, Z6
+	VMULPS      Z5, Z6, Z6
+	VFIXUPIMMPS $0x00, Z3, Z6, Z6
+	VPSRLD      $0x10, Z6, Z7
+	VPANDD      Z0, Z7, Z7
+	VPADDD      Z1, Z7, Z7
+	VPADDD      Z6, Z7, Z7
+	VPANDD      Z2, Z7, Z7
+	VMULPS      (BX)(R8*4), Z7, Z7
+	VFIXUPIMMPS $0x00, Z3, Z7, Z7
+	VPSRLD      $0x10, Z7, Z6
 	VPANDD      Z0, Z6, Z6
 	VPADDD      Z1, Z6, Z6
-	VPADDD      Z5, Z6, Z6
-	VPANDD      Z2, Z6, Z6
-	VMULPS      (BX)(R8*4), Z6, Z6
-	VFIXUPIMMPS $0x00, Z3, Z6, Z6
-	VPSRLD      $0x10, Z6, Z5
-	VPANDD      Z0, Z5, Z5
-	VPADDD      Z1, Z5, Z5
-	VPADDD      Z6, Z5, Z5
-	VPSRLD      $0x10, Z5, Z5
-	VPMOVDW     Z5, (CX)(R8*2)
+	VPADDD      Z7, Z6, Z6
+	VPSRLD      $0x10, Z6, Z6
+	VPMOVDW     Z6, (CX)(R8*2)
 	ADDQ        $0x00000010, R8
 	JMP         scaleone
 
@@ -7573,24 +7502,24 @@ scalepart:
 	JZ          scaled
 	LEAQ        kmask<>+0(SB), R9
 	KMOVW       (R9)(R11*2), K1
-	VPMOVZXWD.Z (SI)(R8*2), K1, Z5
-	VPSLLD      $0x10, Z5, Z5
-	VMULPS      Z5, Z4, Z5
-	VFIXUPIMMPS $0x00, Z3, Z5, Z5
-	VPSRLD      $0x10, Z5, Z4
-	VPANDD      Z0, Z4, Z4
-	VPADDD      Z1, Z4, Z4
-	VPADDD      Z5, Z4, Z4
-	VPANDD      Z2, Z4, Z4
-	VMOVUPS.Z   (BX)(R8*4), K1, Z5
-	VMULPS      Z5, Z4, Z4
-	VFIXUPIMMPS $0x00, Z3, Z4, Z4
-	VPSRLD      $0x10, Z4, Z5
+	VPMOVZXWD.Z (SI)(R8*2), K1, Z6
+	VPSLLD      $0x10, Z6, Z6
+	VMULPS      Z6, Z5, Z6
+	VFIXUPIMMPS $0x00, Z3, Z6, Z6
+	VPSRLD      $0x10, Z6, Z5
 	VPANDD      Z0, Z5, Z5
 	VPADDD      Z1, Z5, Z5
-	VPADDD      Z4, Z5, Z5
-	VPSRLD      $0x10, Z5, Z5
-	VPMOVDW     Z5, K1, (CX)(R8*2)
+	VPADDD      Z6, Z5, Z5
+	VPANDD      Z2, Z5, Z5
+	VMOVUPS.Z   (BX)(R8*4), K1, Z6
+	VMULPS      Z6, Z5, Z5
+	VFIXUPIMMPS $0x00, Z3, Z5, Z5
+	VPSRLD      $0x10, Z5, Z6
+	VPANDD      Z0, Z6, Z6
+	VPADDD      Z1, Z6, Z6
+	VPADDD      Z5, Z6, Z6
+	VPSRLD      $0x10, Z6, Z6
+	VPMOVDW     Z6, K1, (CX)(R8*2)
 
 scaled:
 	ADDQ DI, DX
@@ -7616,7 +7545,7 @@ vzero:
 	RET
 
 // func avx512BF16AddOffset(j uintptr, from int, to int) int
-// Requires: AVX, AVX512F, MMX+
+// Requires: AVX, AVX512BW, AVX512F, MMX+
 TEXT ·avx512BF16AddOffset(SB), NOSPLIT, $376-32
 	// avx512BF16AddOffset normalizes rows [from, to) of the job: BF16 rows: h = round16(x + res) and res = h per element, then y = round16((h*inv)*(1+w)), for each row.
 	// It stops before the first row that needs the float64 path and returns that row's index, or to.
@@ -7627,6 +7556,7 @@ TEXT ·avx512BF16AddOffset(SB), NOSPLIT, $376-32
 	MOVQ         job_res+0(AX), SI
 	MOVQ         job_stride+0(AX), DI
 	SHLQ         $0x01, DI
+	VMOVDQU64    oddwords<>+0(SB), Z4
 	VPBROADCASTD avx512bfone<>+0(SB), Z0
 	VPBROADCASTD avx512bfbias<>+0(SB), Z1
 	VPBROADCASTD avx512bfhigh<>+0(SB), Z2
@@ -7634,9 +7564,9 @@ TEXT ·avx512BF16AddOffset(SB), NOSPLIT, $376-32
 
 	// fd = float32(d); rd = 1/d when d is a power of two (ss/d is then ss*rd exactly), else 0.
 	MOVQ       job_d+0(AX), R8
-	VMOVSS     one<>+0(SB), X4
-	VCVTSI2SSQ R8, X4, X4
-	VMOVSS     X4, 368(SP)
+	VMOVSS     one<>+0(SB), X5
+	VCVTSI2SSQ R8, X5, X5
+	VMOVSS     X5, 368(SP)
 	XORL       R10, R10
 	LEAQ       -1(R8), R9
 	TESTQ      R8, R9
@@ -7671,33 +7601,19 @@ row:
 	MOVQ    job_d+0(AX), R11
 	SUBQ    $0x00000040, R11
 	JGE     firstblock
-	VMOVUPS zero64<>+0(SB), Z4
 	VMOVUPS zero64<>+0(SB), Z5
 	VMOVUPS zero64<>+0(SB), Z6
 	VMOVUPS zero64<>+0(SB), Z7
+	VMOVUPS zero64<>+0(SB), Z8
 	XORQ    R10, R10
 	JMP     sumtail
 
 firstblock:
 	// +0 + square is the square itself: the first block initializes the partials.
 	XORQ        R10, R10
-	VPMOVZXWD   (R8)(R10*2), Z4
-	VPSLLD      $0x10, Z4, Z4
-	VPMOVZXWD   (R9)(R10*2), Z5
+	VPMOVZXWD   (R8)(R10*2), Z5
 	VPSLLD      $0x10, Z5, Z5
-	VADDPS      Z5, Z4, Z4
-	VFIXUPIMMPS $0x00, Z3, Z4, Z4
-	VPSRLD      $0x10, Z4, Z5
-	VPANDD      Z0, Z5, Z5
-	VPADDD      Z1, Z5, Z5
-	VPADDD      Z4, Z5, Z5
-	VPANDD      Z2, Z5, Z5
-	VPSRLD      $0x10, Z5, Z4
-	VPMOVDW     Z4, (R9)(R10*2)
-	VMULPS      Z5, Z5, Z4
-	VPMOVZXWD   32(R8)(R10*2), Z5
-	VPSLLD      $0x10, Z5, Z5
-	VPMOVZXWD   32(R9)(R10*2), Z6
+	VPMOVZXWD   (R9)(R10*2), Z6
 	VPSLLD      $0x10, Z6, Z6
 	VADDPS      Z6, Z5, Z5
 	VFIXUPIMMPS $0x00, Z3, Z5, Z5
@@ -7707,11 +7623,11 @@ firstblock:
 	VPADDD      Z5, Z6, Z6
 	VPANDD      Z2, Z6, Z6
 	VPSRLD      $0x10, Z6, Z5
-	VPMOVDW     Z5, 32(R9)(R10*2)
+	VPMOVDW     Z5, (R9)(R10*2)
 	VMULPS      Z6, Z6, Z5
-	VPMOVZXWD   64(R8)(R10*2), Z6
+	VPMOVZXWD   32(R8)(R10*2), Z6
 	VPSLLD      $0x10, Z6, Z6
-	VPMOVZXWD   64(R9)(R10*2), Z7
+	VPMOVZXWD   32(R9)(R10*2), Z7
 	VPSLLD      $0x10, Z7, Z7
 	VADDPS      Z7, Z6, Z6
 	VFIXUPIMMPS $0x00, Z3, Z6, Z6
@@ -7721,11 +7637,11 @@ firstblock:
 	VPADDD      Z6, Z7, Z7
 	VPANDD      Z2, Z7, Z7
 	VPSRLD      $0x10, Z7, Z6
-	VPMOVDW     Z6, 64(R9)(R10*2)
+	VPMOVDW     Z6, 32(R9)(R10*2)
 	VMULPS      Z7, Z7, Z6
-	VPMOVZXWD   96(R8)(R10*2), Z7
+	VPMOVZXWD   64(R8)(R10*2), Z7
 	VPSLLD      $0x10, Z7, Z7
-	VPMOVZXWD   96(R9)(R10*2), Z8
+	VPMOVZXWD   64(R9)(R10*2), Z8
 	VPSLLD      $0x10, Z8, Z8
 	VADDPS      Z8, Z7, Z7
 	VFIXUPIMMPS $0x00, Z3, Z7, Z7
@@ -7735,60 +7651,8 @@ firstblock:
 	VPADDD      Z7, Z8, Z8
 	VPANDD      Z2, Z8, Z8
 	VPSRLD      $0x10, Z8, Z7
-	VPMOVDW     Z7, 96(R9)(R10*2)
+	VPMOVDW     Z7, 64(R9)(R10*2)
 	VMULPS      Z8, Z8, Z7
-	MOVQ        $0x00000040, R10
-	TESTL       $0x00000002, job_flags+0(AX)
-	JNZ         sumpf
-
-sumloop:
-	CMPQ        R10, R11
-	JG          sumtail
-	VPMOVZXWD   (R8)(R10*2), Z8
-	VPSLLD      $0x10, Z8, Z8
-	VPMOVZXWD   (R9)(R10*2), Z9
-	VPSLLD      $0x10, Z9, Z9
-	VADDPS      Z9, Z8, Z8
-	VFIXUPIMMPS $0x00, Z3, Z8, Z8
-	VPSRLD      $0x10, Z8, Z9
-	VPANDD      Z0, Z9, Z9
-	VPADDD      Z1, Z9, Z9
-	VPADDD      Z8, Z9, Z9
-	VPANDD      Z2, Z9, Z9
-	VPSRLD      $0x10, Z9, Z8
-	VPMOVDW     Z8, (R9)(R10*2)
-	VMULPS      Z9, Z9, Z9
-	VADDPS      Z9, Z4, Z4
-	VPMOVZXWD   32(R8)(R10*2), Z8
-	VPSLLD      $0x10, Z8, Z8
-	VPMOVZXWD   32(R9)(R10*2), Z9
-	VPSLLD      $0x10, Z9, Z9
-	VADDPS      Z9, Z8, Z8
-	VFIXUPIMMPS $0x00, Z3, Z8, Z8
-	VPSRLD      $0x10, Z8, Z9
-	VPANDD      Z0, Z9, Z9
-	VPADDD      Z1, Z9, Z9
-	VPADDD      Z8, Z9, Z9
-	VPANDD      Z2, Z9, Z9
-	VPSRLD      $0x10, Z9, Z8
-	VPMOVDW     Z8, 32(R9)(R10*2)
-	VMULPS      Z9, Z9, Z9
-	VADDPS      Z9, Z5, Z5
-	VPMOVZXWD   64(R8)(R10*2), Z8
-	VPSLLD      $0x10, Z8, Z8
-	VPMOVZXWD   64(R9)(R10*2), Z9
-	VPSLLD      $0x10, Z9, Z9
-	VADDPS      Z9, Z8, Z8
-	VFIXUPIMMPS $0x00, Z3, Z8, Z8
-	VPSRLD      $0x10, Z8, Z9
-	VPANDD      Z0, Z9, Z9
-	VPADDD      Z1, Z9, Z9
-	VPADDD      Z8, Z9, Z9
-	VPANDD      Z2, Z9, Z9
-	VPSRLD      $0x10, Z9, Z8
-	VPMOVDW     Z8, 64(R9)(R10*2)
-	VMULPS      Z9, Z9, Z9
-	VADDPS      Z9, Z6, Z6
 	VPMOVZXWD   96(R8)(R10*2), Z8
 	VPSLLD      $0x10, Z8, Z8
 	VPMOVZXWD   96(R9)(R10*2), Z9
@@ -7802,8 +7666,74 @@ sumloop:
 	VPANDD      Z2, Z9, Z9
 	VPSRLD      $0x10, Z9, Z8
 	VPMOVDW     Z8, 96(R9)(R10*2)
-	VMULPS      Z9, Z9, Z9
-	VADDPS      Z9, Z7, Z7
+	VMULPS      Z9, Z9, Z8
+	MOVQ        $0x00000040, R10
+	TESTL       $0x00000002, job_flags+0(AX)
+	JNZ         sumpf
+
+sumloop:
+	CMPQ        R10, R11
+	JG          sumtail
+	VPMOVZXWD   (R8)(R10*2), Z9
+	VPSLLD      $0x10, Z9, Z9
+	VPMOVZXWD   (R9)(R10*2), Z10
+	VPSLLD      $0x10, Z10, Z10
+	VADDPS      Z10, Z9, Z9
+	VFIXUPIMMPS $0x00, Z3, Z9, Z9
+	VPSRLD      $0x10, Z9, Z10
+	VPANDD      Z0, Z10, Z10
+	VPADDD      Z1, Z10, Z10
+	VPADDD      Z9, Z10, Z10
+	VPANDD      Z2, Z10, Z10
+	VPSRLD      $0x10, Z10, Z9
+	VPMOVDW     Z9, (R9)(R10*2)
+	VMULPS      Z10, Z10, Z10
+	VADDPS      Z10, Z5, Z5
+	VPMOVZXWD   32(R8)(R10*2), Z9
+	VPSLLD      $0x10, Z9, Z9
+	VPMOVZXWD   32(R9)(R10*2), Z10
+	VPSLLD      $0x10, Z10, Z10
+	VADDPS      Z10, Z9, Z9
+	VFIXUPIMMPS $0x00, Z3, Z9, Z9
+	VPSRLD      $0x10, Z9, Z10
+	VPANDD      Z0, Z10, Z10
+	VPADDD      Z1, Z10, Z10
+	VPADDD      Z9, Z10, Z10
+	VPANDD      Z2, Z10, Z10
+	VPSRLD      $0x10, Z10, Z9
+	VPMOVDW     Z9, 32(R9)(R10*2)
+	VMULPS      Z10, Z10, Z10
+	VADDPS      Z10, Z6, Z6
+	VPMOVZXWD   64(R8)(R10*2), Z9
+	VPSLLD      $0x10, Z9, Z9
+	VPMOVZXWD   64(R9)(R10*2), Z10
+	VPSLLD      $0x10, Z10, Z10
+	VADDPS      Z10, Z9, Z9
+	VFIXUPIMMPS $0x00, Z3, Z9, Z9
+	VPSRLD      $0x10, Z9, Z10
+	VPANDD      Z0, Z10, Z10
+	VPADDD      Z1, Z10, Z10
+	VPADDD      Z9, Z10, Z10
+	VPANDD      Z2, Z10, Z10
+	VPSRLD      $0x10, Z10, Z9
+	VPMOVDW     Z9, 64(R9)(R10*2)
+	VMULPS      Z10, Z10, Z10
+	VADDPS      Z10, Z7, Z7
+	VPMOVZXWD   96(R8)(R10*2), Z9
+	VPSLLD      $0x10, Z9, Z9
+	VPMOVZXWD   96(R9)(R10*2), Z10
+	VPSLLD      $0x10, Z10, Z10
+	VADDPS      Z10, Z9, Z9
+	VFIXUPIMMPS $0x00, Z3, Z9, Z9
+	VPSRLD      $0x10, Z9, Z10
+	VPANDD      Z0, Z10, Z10
+	VPADDD      Z1, Z10, Z10
+	VPADDD      Z9, Z10, Z10
+	VPANDD      Z2, Z10, Z10
+	VPSRLD      $0x10, Z10, Z9
+	VPMOVDW     Z9, 96(R9)(R10*2)
+	VMULPS      Z10, Z10, Z10
+	VADDPS      Z10, Z8, Z8
 	ADDQ        $0x00000040, R10
 	JMP         sumloop
 
@@ -7823,66 +7753,66 @@ sumpfloop:
 	JG          sumtail
 	PREFETCHT0  (R12)(R10*2)
 	PREFETCHT0  64(R12)(R10*2)
-	VPMOVZXWD   (R8)(R10*2), Z8
-	VPSLLD      $0x10, Z8, Z8
-	VPMOVZXWD   (R9)(R10*2), Z9
+	VPMOVZXWD   (R8)(R10*2), Z9
 	VPSLLD      $0x10, Z9, Z9
-	VADDPS      Z9, Z8, Z8
-	VFIXUPIMMPS $0x00, Z3, Z8, Z8
-	VPSRLD      $0x10, Z8, Z9
-	VPANDD      Z0, Z9, Z9
-	VPADDD      Z1, Z9, Z9
-	VPADDD      Z8, Z9, Z9
-	VPANDD      Z2, Z9, Z9
-	VPSRLD      $0x10, Z9, Z8
-	VPMOVDW     Z8, (R9)(R10*2)
-	VMULPS      Z9, Z9, Z9
-	VADDPS      Z9, Z4, Z4
-	VPMOVZXWD   32(R8)(R10*2), Z8
-	VPSLLD      $0x10, Z8, Z8
-	VPMOVZXWD   32(R9)(R10*2), Z9
+	VPMOVZXWD   (R9)(R10*2), Z10
+	VPSLLD      $0x10, Z10, Z10
+	VADDPS      Z10, Z9, Z9
+	VFIXUPIMMPS $0x00, Z3, Z9, Z9
+	VPSRLD      $0x10, Z9, Z10
+	VPANDD      Z0, Z10, Z10
+	VPADDD      Z1, Z10, Z10
+	VPADDD      Z9, Z10, Z10
+	VPANDD      Z2, Z10, Z10
+	VPSRLD      $0x10, Z10, Z9
+	VPMOVDW     Z9, (R9)(R10*2)
+	VMULPS      Z10, Z10, Z10
+	VADDPS      Z10, Z5, Z5
+	VPMOVZXWD   32(R8)(R10*2), Z9
 	VPSLLD      $0x10, Z9, Z9
-	VADDPS      Z9, Z8, Z8
-	VFIXUPIMMPS $0x00, Z3, Z8, Z8
-	VPSRLD      $0x10, Z8, Z9
-	VPANDD      Z0, Z9, Z9
-	VPADDD      Z1, Z9, Z9
-	VPADDD      Z8, Z9, Z9
-	VPANDD      Z2, Z9, Z9
-	VPSRLD      $0x10, Z9, Z8
-	VPMOVDW     Z8, 32(R9)(R10*2)
-	VMULPS      Z9, Z9, Z9
-	VADDPS      Z9, Z5, Z5
-	VPMOVZXWD   64(R8)(R10*2), Z8
-	VPSLLD      $0x10, Z8, Z8
-	VPMOVZXWD   64(R9)(R10*2), Z9
+	VPMOVZXWD   32(R9)(R10*2), Z10
+	VPSLLD      $0x10, Z10, Z10
+	VADDPS      Z10, Z9, Z9
+	VFIXUPIMMPS $0x00, Z3, Z9, Z9
+	VPSRLD      $0x10, Z9, Z10
+	VPANDD      Z0, Z10, Z10
+	VPADDD      Z1, Z10, Z10
+	VPADDD      Z9, Z10, Z10
+	VPANDD      Z2, Z10, Z10
+	VPSRLD      $0x10, Z10, Z9
+	VPMOVDW     Z9, 32(R9)(R10*2)
+	VMULPS      Z10, Z10, Z10
+	VADDPS      Z10, Z6, Z6
+	VPMOVZXWD   64(R8)(R10*2), Z9
 	VPSLLD      $0x10, Z9, Z9
-	VADDPS      Z9, Z8, Z8
-	VFIXUPIMMPS $0x00, Z3, Z8, Z8
-	VPSRLD      $0x10, Z8, Z9
-	VPANDD      Z0, Z9, Z9
-	VPADDD      Z1, Z9, Z9
-	VPADDD      Z8, Z9, Z9
-	VPANDD      Z2, Z9, Z9
-	VPSRLD      $0x10, Z9, Z8
-	VPMOVDW     Z8, 64(R9)(R10*2)
-	VMULPS      Z9, Z9, Z9
-	VADDPS      Z9, Z6, Z6
-	VPMOVZXWD   96(R8)(R10*2), Z8
-	VPSLLD      $0x10, Z8, Z8
-	VPMOVZXWD   96(R9)(R10*2), Z9
+	VPMOVZXWD   64(R9)(R10*2), Z10
+	VPSLLD      $0x10, Z10, Z10
+	VADDPS      Z10, Z9, Z9
+	VFIXUPIMMPS $0x00, Z3, Z9, Z9
+	VPSRLD      $0x10, Z9, Z10
+	VPANDD      Z0, Z10, Z10
+	VPADDD      Z1, Z10, Z10
+	VPADDD      Z9, Z10, Z10
+	VPANDD      Z2, Z10, Z10
+	VPSRLD      $0x10, Z10, Z9
+	VPMOVDW     Z9, 64(R9)(R10*2)
+	VMULPS      Z10, Z10, Z10
+	VADDPS      Z10, Z7, Z7
+	VPMOVZXWD   96(R8)(R10*2), Z9
 	VPSLLD      $0x10, Z9, Z9
-	VADDPS      Z9, Z8, Z8
-	VFIXUPIMMPS $0x00, Z3, Z8, Z8
-	VPSRLD      $0x10, Z8, Z9
-	VPANDD      Z0, Z9, Z9
-	VPADDD      Z1, Z9, Z9
-	VPADDD      Z8, Z9, Z9
-	VPANDD      Z2, Z9, Z9
-	VPSRLD      $0x10, Z9, Z8
-	VPMOVDW     Z8, 96(R9)(R10*2)
-	VMULPS      Z9, Z9, Z9
-	VADDPS      Z9, Z7, Z7
+	VPMOVZXWD   96(R9)(R10*2), Z10
+	VPSLLD      $0x10, Z10, Z10
+	VADDPS      Z10, Z9, Z9
+	VFIXUPIMMPS $0x00, Z3, Z9, Z9
+	VPSRLD      $0x10, Z9, Z10
+	VPANDD      Z0, Z10, Z10
+	VPADDD      Z1, Z10, Z10
+	VPADDD      Z9, Z10, Z10
+	VPANDD      Z2, Z10, Z10
+	VPSRLD      $0x10, Z10, Z9
+	VPMOVDW     Z9, 96(R9)(R10*2)
+	VMULPS      Z10, Z10, Z10
+	VADDPS      Z10, Z8, Z8
 	ADDQ        $0x00000040, R10
 	JMP         sumpfloop
 
@@ -7899,21 +7829,21 @@ sumtail:
 
 tailmask0:
 	KMOVW       (R12)(R13*2), K1
-	VPMOVZXWD.Z (R8)(R10*2), K1, Z8
-	VPSLLD      $0x10, Z8, Z8
-	VPMOVZXWD.Z (R9)(R10*2), K1, Z9
+	VPMOVZXWD.Z (R8)(R10*2), K1, Z9
 	VPSLLD      $0x10, Z9, Z9
-	VADDPS      Z9, Z8, Z8
-	VFIXUPIMMPS $0x00, Z3, Z8, Z8
-	VPSRLD      $0x10, Z8, Z9
-	VPANDD      Z0, Z9, Z9
-	VPADDD      Z1, Z9, Z9
-	VPADDD      Z8, Z9, Z9
-	VPANDD      Z2, Z9, Z9
-	VPSRLD      $0x10, Z9, Z8
-	VPMOVDW     Z8, K1, (R9)(R10*2)
-	VMULPS      Z9, Z9, Z9
-	VADDPS      Z9, Z4, Z4
+	VPMOVZXWD.Z (R9)(R10*2), K1, Z10
+	VPSLLD      $0x10, Z10, Z10
+	VADDPS      Z10, Z9, Z9
+	VFIXUPIMMPS $0x00, Z3, Z9, Z9
+	VPSRLD      $0x10, Z9, Z10
+	VPANDD      Z0, Z10, Z10
+	VPADDD      Z1, Z10, Z10
+	VPADDD      Z9, Z10, Z10
+	VPANDD      Z2, Z10, Z10
+	VPSRLD      $0x10, Z10, Z9
+	VPMOVDW     Z9, K1, (R9)(R10*2)
+	VMULPS      Z10, Z10, Z10
+	VADDPS      Z10, Z5, Z5
 	MOVQ        R11, R13
 	SUBQ        $0x00000010, R13
 	JLE         summed
@@ -7923,21 +7853,21 @@ tailmask0:
 
 tailmask1:
 	KMOVW       (R12)(R13*2), K1
-	VPMOVZXWD.Z 32(R8)(R10*2), K1, Z8
-	VPSLLD      $0x10, Z8, Z8
-	VPMOVZXWD.Z 32(R9)(R10*2), K1, Z9
+	VPMOVZXWD.Z 32(R8)(R10*2), K1, Z9
 	VPSLLD      $0x10, Z9, Z9
-	VADDPS      Z9, Z8, Z8
-	VFIXUPIMMPS $0x00, Z3, Z8, Z8
-	VPSRLD      $0x10, Z8, Z9
-	VPANDD      Z0, Z9, Z9
-	VPADDD      Z1, Z9, Z9
-	VPADDD      Z8, Z9, Z9
-	VPANDD      Z2, Z9, Z9
-	VPSRLD      $0x10, Z9, Z8
-	VPMOVDW     Z8, K1, 32(R9)(R10*2)
-	VMULPS      Z9, Z9, Z9
-	VADDPS      Z9, Z5, Z5
+	VPMOVZXWD.Z 32(R9)(R10*2), K1, Z10
+	VPSLLD      $0x10, Z10, Z10
+	VADDPS      Z10, Z9, Z9
+	VFIXUPIMMPS $0x00, Z3, Z9, Z9
+	VPSRLD      $0x10, Z9, Z10
+	VPANDD      Z0, Z10, Z10
+	VPADDD      Z1, Z10, Z10
+	VPADDD      Z9, Z10, Z10
+	VPANDD      Z2, Z10, Z10
+	VPSRLD      $0x10, Z10, Z9
+	VPMOVDW     Z9, K1, 32(R9)(R10*2)
+	VMULPS      Z10, Z10, Z10
+	VADDPS      Z10, Z6, Z6
 	MOVQ        R11, R13
 	SUBQ        $0x00000020, R13
 	JLE         summed
@@ -7947,21 +7877,21 @@ tailmask1:
 
 tailmask2:
 	KMOVW       (R12)(R13*2), K1
-	VPMOVZXWD.Z 64(R8)(R10*2), K1, Z8
-	VPSLLD      $0x10, Z8, Z8
-	VPMOVZXWD.Z 64(R9)(R10*2), K1, Z9
+	VPMOVZXWD.Z 64(R8)(R10*2), K1, Z9
 	VPSLLD      $0x10, Z9, Z9
-	VADDPS      Z9, Z8, Z8
-	VFIXUPIMMPS $0x00, Z3, Z8, Z8
-	VPSRLD      $0x10, Z8, Z9
-	VPANDD      Z0, Z9, Z9
-	VPADDD      Z1, Z9, Z9
-	VPADDD      Z8, Z9, Z9
-	VPANDD      Z2, Z9, Z9
-	VPSRLD      $0x10, Z9, Z8
-	VPMOVDW     Z8, K1, 64(R9)(R10*2)
-	VMULPS      Z9, Z9, Z9
-	VADDPS      Z9, Z6, Z6
+	VPMOVZXWD.Z 64(R9)(R10*2), K1, Z10
+	VPSLLD      $0x10, Z10, Z10
+	VADDPS      Z10, Z9, Z9
+	VFIXUPIMMPS $0x00, Z3, Z9, Z9
+	VPSRLD      $0x10, Z9, Z10
+	VPANDD      Z0, Z10, Z10
+	VPADDD      Z1, Z10, Z10
+	VPADDD      Z9, Z10, Z10
+	VPANDD      Z2, Z10, Z10
+	VPSRLD      $0x10, Z10, Z9
+	VPMOVDW     Z9, K1, 64(R9)(R10*2)
+	VMULPS      Z10, Z10, Z10
+	VADDPS      Z10, Z7, Z7
 	SUBQ        $0x00000030, R11
 	JLE         summed
 	CMPQ        R11, $0x00000010
@@ -7970,76 +7900,76 @@ tailmask2:
 
 tailmask3:
 	KMOVW       (R12)(R11*2), K1
-	VPMOVZXWD.Z 96(R8)(R10*2), K1, Z8
-	VPSLLD      $0x10, Z8, Z8
-	VPMOVZXWD.Z 96(R9)(R10*2), K1, Z9
+	VPMOVZXWD.Z 96(R8)(R10*2), K1, Z9
 	VPSLLD      $0x10, Z9, Z9
-	VADDPS      Z9, Z8, Z8
-	VFIXUPIMMPS $0x00, Z3, Z8, Z8
-	VPSRLD      $0x10, Z8, Z9
-	VPANDD      Z0, Z9, Z9
-	VPADDD      Z1, Z9, Z9
-	VPADDD      Z8, Z9, Z9
-	VPANDD      Z2, Z9, Z9
-	VPSRLD      $0x10, Z9, Z8
-	VPMOVDW     Z8, K1, 96(R9)(R10*2)
-	VMULPS      Z9, Z9, Z9
-	VADDPS      Z9, Z7, Z7
+	VPMOVZXWD.Z 96(R9)(R10*2), K1, Z10
+	VPSLLD      $0x10, Z10, Z10
+	VADDPS      Z10, Z9, Z9
+	VFIXUPIMMPS $0x00, Z3, Z9, Z9
+	VPSRLD      $0x10, Z9, Z10
+	VPANDD      Z0, Z10, Z10
+	VPADDD      Z1, Z10, Z10
+	VPADDD      Z9, Z10, Z10
+	VPANDD      Z2, Z10, Z10
+	VPSRLD      $0x10, Z10, Z9
+	VPMOVDW     Z9, K1, 96(R9)(R10*2)
+	VMULPS      Z10, Z10, Z10
+	VADDPS      Z10, Z8, Z8
 
 summed:
-	VADDPS Z6, Z4, Z4
 	VADDPS Z7, Z5, Z5
-	VADDPS Z5, Z4, Z4
+	VADDPS Z8, Z6, Z6
+	VADDPS Z6, Z5, Z5
 
 	// Halving tree: p[j] += p[j+h] for the remaining h, down to ss.
-	VSHUFF64X2 $0xee, Z4, Z4, Z5
-	VADDPS     Z5, Z4, Z4
-	VSHUFF32X4 $0x01, Z4, Z4, Z5
-	VADDPS     Z5, Z4, Z4
-	VPERMILPS  $0x4e, Z4, Z5
-	VADDPS     Z5, Z4, Z4
-	VPERMILPS  $0xb1, Z4, Z5
-	VADDPS     Z5, Z4, Z4
+	VSHUFF64X2 $0xee, Z5, Z5, Z6
+	VADDPS     Z6, Z5, Z5
+	VSHUFF32X4 $0x01, Z5, Z5, Z6
+	VADDPS     Z6, Z5, Z5
+	VPERMILPS  $0x4e, Z5, Z6
+	VADDPS     Z6, Z5, Z5
+	VPERMILPS  $0xb1, Z5, Z6
+	VADDPS     Z6, Z5, Z5
 
 	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
 	CMPL   372(SP), $0x00
 	JE     divide2
-	VMULSS 372(SP), X4, X4
+	VMULSS 372(SP), X5, X5
 	JMP    divided3
 
 divide2:
-	VDIVSS 368(SP), X4, X4
+	VDIVSS 368(SP), X5, X5
 
 divided3:
-	VADDSS   job_eps+0(AX), X4, X4
-	VUCOMISS tlo<>+0(SB), X4
+	VADDSS   job_eps+0(AX), X5, X5
+	VUCOMISS tlo<>+0(SB), X5
 	JCS      ret
-	VUCOMISS tmax<>+0(SB), X4
+	VUCOMISS tmax<>+0(SB), X5
 	JHI      ret
-	VSQRTSS  X4, X4, X4
-	VMOVSS   one<>+0(SB), X10
-	VDIVSS   X4, X10, X10
+	VSQRTSS  X5, X5, X5
+	VMOVSS   one<>+0(SB), X11
+	VDIVSS   X5, X11, X11
 
 	// Report 1/rms if asked.
 	MOVQ   job_inv+0(AX), R8
 	TESTQ  R8, R8
 	JZ     scale
 	MOVQ   320(SP), R9
-	VMOVSS X10, (R8)(R9*4)
+	VMOVSS X11, (R8)(R9*4)
 
 scale:
-	VBROADCASTSS X10, Z4
+	VBROADCASTSS X11, Z5
 	MOVQ         $0x00000000, 344(SP)
 	CMPQ         336(SP), $0x01
 	JE           scalebody
-	VMOVUPS      Z10, 256(SP)
+	VMOVUPS      Z11, 256(SP)
 
 scalerow:
 	MOVQ         344(SP), R8
-	VBROADCASTSS 256(SP)(R8*4), Z4
+	VBROADCASTSS 256(SP)(R8*4), Z5
 
 scalebody:
-	VBROADCASTSS one<>+0(SB), Z5
+	VBROADCASTSS one<>+0(SB), Z6
 
 	// y = (src*inv)*w, rounded after each multiply.
 	XORQ  R8, R8
@@ -8051,58 +7981,54 @@ scalebody:
 scaleloop:
 	CMPQ        R8, R9
 	JG          scaletail
-	VPMOVZXWD   (SI)(R8*2), Z6
-	VPSLLD      $0x10, Z6, Z6
-	VMULPS      Z4, Z6, Z6
-	VMOVUPS     (BX)(R8*4), Z7
-	VADDPS      Z5, Z7, Z7
-	VMULPS      Z7, Z6, Z6
-	VFIXUPIMMPS $0x00, Z3, Z6, Z6
-	VPSRLD      $0x10, Z6, Z7
+	VPMOVZXWD   (SI)(R8*2), Z7
+	VPSLLD      $0x10, Z7, Z7
+	VMULPS      Z5, Z7, Z7
+	VMOVUPS     (BX)(R8*4), Z8
+	VADDPS      Z6, Z8, Z8
+	VMULPS      Z8, Z7, Z7
+	VPMOVZXWD   32(SI)(R8*2), Z8
+	VPSLLD      $0x10, Z8, Z8
+	VMULPS      Z5, Z8, Z8
+	VMOVUPS     64(BX)(R8*4), Z9
+	VADDPS      Z6, Z9, Z9
+	VMULPS      Z9, Z8, Z8
+	VFIXUPIMMPS $0x00, Z3, Z7, Z7
+	VPSRLD      $0x10, Z7, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z7, Z9, Z9
+	VFIXUPIMMPS $0x00, Z3, Z8, Z8
+	VPSRLD      $0x10, Z8, Z7
 	VPANDD      Z0, Z7, Z7
 	VPADDD      Z1, Z7, Z7
-	VPADDD      Z6, Z7, Z7
-	VPSRLD      $0x10, Z7, Z7
-	VPMOVDW     Z7, (CX)(R8*2)
-	VPMOVZXWD   32(SI)(R8*2), Z6
-	VPSLLD      $0x10, Z6, Z6
-	VMULPS      Z4, Z6, Z6
-	VMOVUPS     64(BX)(R8*4), Z7
-	VADDPS      Z5, Z7, Z7
-	VMULPS      Z7, Z6, Z6
-	VFIXUPIMMPS $0x00, Z3, Z6, Z6
-	VPSRLD      $0x10, Z6, Z7
+	VPADDD      Z8, Z7, Z7
+	VPERMT2W    Z7, Z4, Z9
+	VMOVDQU64   Z9, (CX)(R8*2)
+	VPMOVZXWD   64(SI)(R8*2), Z7
+	VPSLLD      $0x10, Z7, Z7
+	VMULPS      Z5, Z7, Z7
+	VMOVUPS     128(BX)(R8*4), Z8
+	VADDPS      Z6, Z8, Z8
+	VMULPS      Z8, Z7, Z7
+	VPMOVZXWD   96(SI)(R8*2), Z8
+	VPSLLD      $0x10, Z8, Z8
+	VMULPS      Z5, Z8, Z8
+	VMOVUPS     192(BX)(R8*4), Z9
+	VADDPS      Z6, Z9, Z9
+	VMULPS      Z9, Z8, Z8
+	VFIXUPIMMPS $0x00, Z3, Z7, Z7
+	VPSRLD      $0x10, Z7, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z7, Z9, Z9
+	VFIXUPIMMPS $0x00, Z3, Z8, Z8
+	VPSRLD      $0x10, Z8, Z7
 	VPANDD      Z0, Z7, Z7
 	VPADDD      Z1, Z7, Z7
-	VPADDD      Z6, Z7, Z7
-	VPSRLD      $0x10, Z7, Z7
-	VPMOVDW     Z7, 32(CX)(R8*2)
-	VPMOVZXWD   64(SI)(R8*2), Z6
-	VPSLLD      $0x10, Z6, Z6
-	VMULPS      Z4, Z6, Z6
-	VMOVUPS     128(BX)(R8*4), Z7
-	VADDPS      Z5, Z7, Z7
-	VMULPS      Z7, Z6, Z6
-	VFIXUPIMMPS $0x00, Z3, Z6, Z6
-	VPSRLD      $0x10, Z6, Z7
-	VPANDD      Z0, Z7, Z7
-	VPADDD      Z1, Z7, Z7
-	VPADDD      Z6, Z7, Z7
-	VPSRLD      $0x10, Z7, Z7
-	VPMOVDW     Z7, 64(CX)(R8*2)
-	VPMOVZXWD   96(SI)(R8*2), Z6
-	VPSLLD      $0x10, Z6, Z6
-	VMULPS      Z4, Z6, Z6
-	VMOVUPS     192(BX)(R8*4), Z7
-	VADDPS      Z5, Z7, Z7
-	VMULPS      Z7, Z6, Z6
-	VFIXUPIMMPS $0x00, Z3, Z6, Z6
-	VPSRLD      $0x10, Z6, Z7
-	VPANDD      Z0, Z7, Z7
-	VPADDD      Z1, Z7, Z7
-	VPADDD      Z6, Z7, Z7
-	VPSRLD      $0x10, Z7, Z7
-	VPMOVDW     Z7, 96(CX)(R8*2)
+	VPADDD      Z8, Z7, Z7
+	VPERMT2W    Z7, Z4, Z9
+	VMOVDQU64   Z9, 64(CX)(R8*2)
 	ADDQ        $0x00000040, R8
 	JMP         scaleloop
 
@@ -8122,58 +8048,54 @@ scalepfloop:
 	JG          scaletail
 	PREFETCHT0  (R10)(R8*2)
 	PREFETCHT0  64(R10)(R8*2)
-	VPMOVZXWD   (SI)(R8*2), Z6
-	VPSLLD      $0x10, Z6, Z6
-	VMULPS      Z4, Z6, Z6
-	VMOVUPS     (BX)(R8*4), Z7
-	VADDPS      Z5, Z7, Z7
-	VMULPS      Z7, Z6, Z6
-	VFIXUPIMMPS $0x00, Z3, Z6, Z6
-	VPSRLD      $0x10, Z6, Z7
+	VPMOVZXWD   (SI)(R8*2), Z7
+	VPSLLD      $0x10, Z7, Z7
+	VMULPS      Z5, Z7, Z7
+	VMOVUPS     (BX)(R8*4), Z8
+	VADDPS      Z6, Z8, Z8
+	VMULPS      Z8, Z7, Z7
+	VPMOVZXWD   32(SI)(R8*2), Z8
+	VPSLLD      $0x10, Z8, Z8
+	VMULPS      Z5, Z8, Z8
+	VMOVUPS     64(BX)(R8*4), Z9
+	VADDPS      Z6, Z9, Z9
+	VMULPS      Z9, Z8, Z8
+	VFIXUPIMMPS $0x00, Z3, Z7, Z7
+	VPSRLD      $0x10, Z7, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z7, Z9, Z9
+	VFIXUPIMMPS $0x00, Z3, Z8, Z8
+	VPSRLD      $0x10, Z8, Z7
 	VPANDD      Z0, Z7, Z7
 	VPADDD      Z1, Z7, Z7
-	VPADDD      Z6, Z7, Z7
-	VPSRLD      $0x10, Z7, Z7
-	VPMOVDW     Z7, (CX)(R8*2)
-	VPMOVZXWD   32(SI)(R8*2), Z6
-	VPSLLD      $0x10, Z6, Z6
-	VMULPS      Z4, Z6, Z6
-	VMOVUPS     64(BX)(R8*4), Z7
-	VADDPS      Z5, Z7, Z7
-	VMULPS      Z7, Z6, Z6
-	VFIXUPIMMPS $0x00, Z3, Z6, Z6
-	VPSRLD      $0x10, Z6, Z7
+	VPADDD      Z8, Z7, Z7
+	VPERMT2W    Z7, Z4, Z9
+	VMOVDQU64   Z9, (CX)(R8*2)
+	VPMOVZXWD   64(SI)(R8*2), Z7
+	VPSLLD      $0x10, Z7, Z7
+	VMULPS      Z5, Z7, Z7
+	VMOVUPS     128(BX)(R8*4), Z8
+	VADDPS      Z6, Z8, Z8
+	VMULPS      Z8, Z7, Z7
+	VPMOVZXWD   96(SI)(R8*2), Z8
+	VPSLLD      $0x10, Z8, Z8
+	VMULPS      Z5, Z8, Z8
+	VMOVUPS     192(BX)(R8*4), Z9
+	VADDPS      Z6, Z9, Z9
+	VMULPS      Z9, Z8, Z8
+	VFIXUPIMMPS $0x00, Z3, Z7, Z7
+	VPSRLD      $0x10, Z7, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z7, Z9, Z9
+	VFIXUPIMMPS $0x00, Z3, Z8, Z8
+	VPSRLD      $0x10, Z8, Z7
 	VPANDD      Z0, Z7, Z7
 	VPADDD      Z1, Z7, Z7
-	VPADDD      Z6, Z7, Z7
-	VPSRLD      $0x10, Z7, Z7
-	VPMOVDW     Z7, 32(CX)(R8*2)
-	VPMOVZXWD   64(SI)(R8*2), Z6
-	VPSLLD      $0x10, Z6, Z6
-	VMULPS      Z4, Z6, Z6
-	VMOVUPS     128(BX)(R8*4), Z7
-	VADDPS      Z5, Z7, Z7
-	VMULPS      Z7, Z6, Z6
-	VFIXUPIMMPS $0x00, Z3, Z6, Z6
-	VPSRLD      $0x10, Z6, Z7
-	VPANDD      Z0, Z7, Z7
-	VPADDD      Z1, Z7, Z7
-	VPADDD      Z6, Z7, Z7
-	VPSRLD      $0x10, Z7, Z7
-	VPMOVDW     Z7, 64(CX)(R8*2)
-	VPMOVZXWD   96(SI)(R8*2), Z6
-	VPSLLD      $0x10, Z6, Z6
-	VMULPS      Z4, Z6, Z6
-	VMOVUPS     192(BX)(R8*4), Z7
-	VADDPS      Z5, Z7, Z7
-	VMULPS      Z7, Z6, Z6
-	VFIXUPIMMPS $0x00, Z3, Z6, Z6
-	VPSRLD      $0x10, Z6, Z7
-	VPANDD      Z0, Z7, Z7
-	VPADDD      Z1, Z7, Z7
-	VPADDD      Z6, Z7, Z7
-	VPSRLD      $0x10, Z7, Z7
-	VPMOVDW     Z7, 96(CX)(R8*2)
+	VPADDD      Z8, Z7, Z7
+	VPERMT2W    Z7, Z4, Z9
+	VMOVDQU64   Z9, 64(CX)(R8*2)
 	ADDQ        $0x00000040, R8
 	JMP         scalepfloop
 
@@ -8191,813 +8113,19 @@ scalent:
 scalehead:
 	CMPQ        R11, $0x00000010
 	JB          scaleheadpart
-	VPMOVZXWD   (SI)(R8*2), Z6
-	VPSLLD      $0x10, Z6, Z6
-	VMULPS      Z4, Z6, Z6
-	VMOVUPS     (BX)(R8*4), Z7
-	VADDPS      Z5, Z7, Z7
-	VMULPS      Z7, Z6, Z6
-	VFIXUPIMMPS $0x00, Z3, Z6, Z6
-	VPSRLD      $0x10, Z6, Z7
-	VPANDD      Z0, Z7, Z7
-	VPADDD      Z1, Z7, Z7
-	VPADDD      Z6, Z7, Z7
-	VPSRLD      $0x10, Z7, Z7
-	VPMOVDW     Z7, (CX)(R8*2)
-	ADDQ        $0x00000010, R8
-	SUBQ        $0x00000010, R11
-	JZ          scalentloop
-
-scaleheadpart:
-	LEAQ        kmask<>+0(SB), R12
-	KMOVW       (R12)(R11*2), K1
-	VPMOVZXWD.Z (SI)(R8*2), K1, Z6
-	VPSLLD      $0x10, Z6, Z6
-	VMULPS      Z6, Z4, Z6
-	VMOVUPS.Z   (BX)(R8*4), K1, Z7
-	VADDPS      Z5, Z7, Z7
-	VMULPS      Z7, Z6, Z6
-	VFIXUPIMMPS $0x00, Z3, Z6, Z6
-	VPSRLD      $0x10, Z6, Z7
-	VPANDD      Z0, Z7, Z7
-	VPADDD      Z1, Z7, Z7
-	VPADDD      Z6, Z7, Z7
-	VPSRLD      $0x10, Z7, Z7
-	VPMOVDW     Z7, K1, (CX)(R8*2)
-	ADDQ        R11, R8
-
-scalentloop:
-	CMPQ         R8, R9
-	JG           scaletail
-	PREFETCHT0   (R10)(R8*2)
-	PREFETCHT0   64(R10)(R8*2)
-	VPMOVZXWD    (SI)(R8*2), Z6
-	VPSLLD       $0x10, Z6, Z6
-	VMULPS       Z4, Z6, Z6
-	VMOVUPS      (BX)(R8*4), Z7
-	VADDPS       Z5, Z7, Z7
-	VMULPS       Z7, Z6, Z6
-	VPMOVZXWD    32(SI)(R8*2), Z7
-	VPSLLD       $0x10, Z7, Z7
-	VMULPS       Z4, Z7, Z7
-	VMOVUPS      64(BX)(R8*4), Z8
-	VADDPS       Z5, Z8, Z8
-	VMULPS       Z8, Z7, Z7
-	VFIXUPIMMPS  $0x00, Z3, Z6, Z6
-	VPSRLD       $0x10, Z6, Z8
-	VPANDD       Z0, Z8, Z8
-	VPADDD       Z1, Z8, Z8
-	VPADDD       Z6, Z8, Z8
-	VPSRLD       $0x10, Z8, Z8
-	VPMOVDW      Z8, Y11
-	VFIXUPIMMPS  $0x00, Z3, Z7, Z7
-	VPSRLD       $0x10, Z7, Z6
-	VPANDD       Z0, Z6, Z6
-	VPADDD       Z1, Z6, Z6
-	VPADDD       Z7, Z6, Z6
-	VPSRLD       $0x10, Z6, Z6
-	VPMOVDW      Z6, Y6
-	VINSERTI64X4 $0x01, Y6, Z11, Z11
-	VMOVNTDQ     Z11, (CX)(R8*2)
-	VPMOVZXWD    64(SI)(R8*2), Z6
-	VPSLLD       $0x10, Z6, Z6
-	VMULPS       Z4, Z6, Z6
-	VMOVUPS      128(BX)(R8*4), Z7
-	VADDPS       Z5, Z7, Z7
-	VMULPS       Z7, Z6, Z6
-	VPMOVZXWD    96(SI)(R8*2), Z7
-	VPSLLD       $0x10, Z7, Z7
-	VMULPS       Z4, Z7, Z7
-	VMOVUPS      192(BX)(R8*4), Z8
-	VADDPS       Z5, Z8, Z8
-	VMULPS       Z8, Z7, Z7
-	VFIXUPIMMPS  $0x00, Z3, Z6, Z6
-	VPSRLD       $0x10, Z6, Z8
-	VPANDD       Z0, Z8, Z8
-	VPADDD       Z1, Z8, Z8
-	VPADDD       Z6, Z8, Z8
-	VPSRLD       $0x10, Z8, Z8
-	VPMOVDW      Z8, Y12
-	VFIXUPIMMPS  $0x00, Z3, Z7, Z7
-	VPSRLD       $0x10, Z7, Z6
-	VPANDD       Z0, Z6, Z6
-	VPADDD       Z1, Z6, Z6
-	VPADDD       Z7, Z6, Z6
-	VPSRLD       $0x10, Z6, Z6
-	VPMOVDW      Z6, Y6
-	VINSERTI64X4 $0x01, Y6, Z12, Z12
-	VMOVNTDQ     Z12, 64(CX)(R8*2)
-	ADDQ         $0x00000040, R8
-	JMP          scalentloop
-
-scaletail:
-	ADDQ $0x00000030, R9
-
-scaleone:
-	CMPQ        R8, R9
-	JG          scalepart
-	VPMOVZXWD   (SI)(R8*2), Z6
-	VPSLLD      $0x10, Z6, Z6
-	VMULPS      Z4, Z6, Z6
-	VMOVUPS     (BX)(R8*4), Z7
-	VADDPS      Z5, Z7, Z7
-	VMULPS      Z7, Z6, Z6
-	VFIXUPIMMPS $0x00, Z3, Z6, Z6
-	VPSRLD      $0x10, Z6, Z7
-	VPANDD      Z0, Z7, Z7
-	VPADDD      Z1, Z7, Z7
-	VPADDD      Z6, Z7, Z7
-	VPSRLD      $0x10, Z7, Z7
-	VPMOVDW     Z7, (CX)(R8*2)
-	ADDQ        $0x00000010, R8
-	JMP         scaleone
-
-scalepart:
-	MOVQ        job_d+0(AX), R11
-	SUBQ        R8, R11
-	JZ          scaled
-	LEAQ        kmask<>+0(SB), R9
-	KMOVW       (R9)(R11*2), K1
-	VPMOVZXWD.Z (SI)(R8*2), K1, Z6
-	VPSLLD      $0x10, Z6, Z6
-	VMULPS      Z6, Z4, Z6
-	VMOVUPS.Z   (BX)(R8*4), K1, Z4
-	VADDPS      Z5, Z4, Z4
-	VMULPS      Z4, Z6, Z6
-	VFIXUPIMMPS $0x00, Z3, Z6, Z6
-	VPSRLD      $0x10, Z6, Z4
-	VPANDD      Z0, Z4, Z4
-	VPADDD      Z1, Z4, Z4
-	VPADDD      Z6, Z4, Z4
-	VPSRLD      $0x10, Z4, Z4
-	VPMOVDW     Z4, K1, (CX)(R8*2)
-
-scaled:
-	ADDQ DI, DX
-	ADDQ DI, CX
-	ADDQ DI, SI
-	INCQ 320(SP)
-	MOVQ 344(SP), R8
-	INCQ R8
-	MOVQ R8, 344(SP)
-	CMPQ R8, 336(SP)
-	JB   scalerow
-	JMP  row
-
-ret:
-	TESTL $0x00000001, job_flags+0(AX)
-	JZ    vzero
-	SFENCE
-
-vzero:
-	VZEROUPPER
-	MOVQ 320(SP), AX
-	MOVQ AX, ret+24(FP)
-	RET
-
-// func avx512BF16AddOffsetRN(j uintptr, from int, to int) int
-// Requires: AVX, AVX512F, MMX+
-TEXT ·avx512BF16AddOffsetRN(SB), NOSPLIT, $376-32
-	// avx512BF16AddOffsetRN normalizes rows [from, to) of the job: BF16 rows: h = round16(x + res) and res = h per element, then y = round16(round16(h*inv)*(1+w)), for each row.
-	// It stops before the first row that needs the float64 path and returns that row's index, or to.
-	MOVQ         j+0(FP), AX
-	MOVQ         job_dst+0(AX), CX
-	MOVQ         job_x+0(AX), DX
-	MOVQ         job_w+0(AX), BX
-	MOVQ         job_res+0(AX), SI
-	MOVQ         job_stride+0(AX), DI
-	SHLQ         $0x01, DI
-	VPBROADCASTD avx512bfone<>+0(SB), Z0
-	VPBROADCASTD avx512bfbias<>+0(SB), Z1
-	VPBROADCASTD avx512bfhigh<>+0(SB), Z2
-	VPBROADCASTD avx512bffixnan<>+0(SB), Z3
-
-	// fd = float32(d); rd = 1/d when d is a power of two (ss/d is then ss*rd exactly), else 0.
-	MOVQ       job_d+0(AX), R8
-	VMOVSS     one<>+0(SB), X4
-	VCVTSI2SSQ R8, X4, X4
-	VMOVSS     X4, 368(SP)
-	XORL       R10, R10
-	LEAQ       -1(R8), R9
-	TESTQ      R8, R9
-	JNZ        notpow2
-	BSFQ       R8, R9
-	MOVL       $0x0000007f, R10
-	SUBL       R9, R10
-	SHLL       $0x17, R10
-
-notpow2:
-	MOVL R10, 372(SP)
-
-	// Start at row from.
-	MOVQ  from+8(FP), R8
-	MOVQ  R8, 320(SP)
-	MOVQ  $0x00000000, 328(SP)
-	IMULQ DI, R8
-	ADDQ  R8, CX
-	ADDQ  R8, DX
-	ADDQ  R8, SI
-
-row:
-	MOVQ 320(SP), R8
-	CMPQ R8, to+16(FP)
-	JAE  ret
-	MOVQ $0x00000001, 336(SP)
-	MOVQ DX, R8
-	MOVQ SI, R9
-	XORQ R10, R10
-
-	// Sum of squares: element i goes to partial i%64.
-	MOVQ    job_d+0(AX), R11
-	SUBQ    $0x00000040, R11
-	JGE     firstblock
-	VMOVUPS zero64<>+0(SB), Z4
-	VMOVUPS zero64<>+0(SB), Z5
-	VMOVUPS zero64<>+0(SB), Z6
-	VMOVUPS zero64<>+0(SB), Z7
-	XORQ    R10, R10
-	JMP     sumtail
-
-firstblock:
-	// +0 + square is the square itself: the first block initializes the partials.
-	XORQ        R10, R10
-	VPMOVZXWD   (R8)(R10*2), Z4
-	VPSLLD      $0x10, Z4, Z4
-	VPMOVZXWD   (R9)(R10*2), Z5
-	VPSLLD      $0x10, Z5, Z5
-	VADDPS      Z5, Z4, Z4
-	VFIXUPIMMPS $0x00, Z3, Z4, Z4
-	VPSRLD      $0x10, Z4, Z5
-	VPANDD      Z0, Z5, Z5
-	VPADDD      Z1, Z5, Z5
-	VPADDD      Z4, Z5, Z5
-	VPANDD      Z2, Z5, Z5
-	VPSRLD      $0x10, Z5, Z4
-	VPMOVDW     Z4, (R9)(R10*2)
-	VMULPS      Z5, Z5, Z4
-	VPMOVZXWD   32(R8)(R10*2), Z5
-	VPSLLD      $0x10, Z5, Z5
-	VPMOVZXWD   32(R9)(R10*2), Z6
-	VPSLLD      $0x10, Z6, Z6
-	VADDPS      Z6, Z5, Z5
-	VFIXUPIMMPS $0x00, Z3, Z5, Z5
-	VPSRLD      $0x10, Z5, Z6
-	VPANDD      Z0, Z6, Z6
-	VPADDD      Z1, Z6, Z6
-	VPADDD      Z5, Z6, Z6
-	VPANDD      Z2, Z6, Z6
-	VPSRLD      $0x10, Z6, Z5
-	VPMOVDW     Z5, 32(R9)(R10*2)
-	VMULPS      Z6, Z6, Z5
-	VPMOVZXWD   64(R8)(R10*2), Z6
-	VPSLLD      $0x10, Z6, Z6
-	VPMOVZXWD   64(R9)(R10*2), Z7
+	VPMOVZXWD   (SI)(R8*2), Z7
 	VPSLLD      $0x10, Z7, Z7
-	VADDPS      Z7, Z6, Z6
-	VFIXUPIMMPS $0x00, Z3, Z6, Z6
-	VPSRLD      $0x10, Z6, Z7
-	VPANDD      Z0, Z7, Z7
-	VPADDD      Z1, Z7, Z7
-	VPADDD      Z6, Z7, Z7
-	VPANDD      Z2, Z7, Z7
-	VPSRLD      $0x10, Z7, Z6
-	VPMOVDW     Z6, 64(R9)(R10*2)
-	VMULPS      Z7, Z7, Z6
-	VPMOVZXWD   96(R8)(R10*2), Z7
-	VPSLLD      $0x10, Z7, Z7
-	VPMOVZXWD   96(R9)(R10*2), Z8
-	VPSLLD      $0x10, Z8, Z8
-	VADDPS      Z8, Z7, Z7
+	VMULPS      Z5, Z7, Z7
+	VMOVUPS     (BX)(R8*4), Z8
+	VADDPS      Z6, Z8, Z8
+	VMULPS      Z8, Z7, Z7
 	VFIXUPIMMPS $0x00, Z3, Z7, Z7
 	VPSRLD      $0x10, Z7, Z8
 	VPANDD      Z0, Z8, Z8
 	VPADDD      Z1, Z8, Z8
 	VPADDD      Z7, Z8, Z8
-	VPANDD      Z2, Z8, Z8
-	VPSRLD      $0x10, Z8, Z7
-	VPMOVDW     Z7, 96(R9)(R10*2)
-	VMULPS      Z8, Z8, Z7
-	MOVQ        $0x00000040, R10
-	TESTL       $0x00000002, job_flags+0(AX)
-	JNZ         sumpf
-
-sumloop:
-	CMPQ        R10, R11
-	JG          sumtail
-	VPMOVZXWD   (R8)(R10*2), Z8
-	VPSLLD      $0x10, Z8, Z8
-	VPMOVZXWD   (R9)(R10*2), Z9
-	VPSLLD      $0x10, Z9, Z9
-	VADDPS      Z9, Z8, Z8
-	VFIXUPIMMPS $0x00, Z3, Z8, Z8
-	VPSRLD      $0x10, Z8, Z9
-	VPANDD      Z0, Z9, Z9
-	VPADDD      Z1, Z9, Z9
-	VPADDD      Z8, Z9, Z9
-	VPANDD      Z2, Z9, Z9
-	VPSRLD      $0x10, Z9, Z8
-	VPMOVDW     Z8, (R9)(R10*2)
-	VMULPS      Z9, Z9, Z9
-	VADDPS      Z9, Z4, Z4
-	VPMOVZXWD   32(R8)(R10*2), Z8
-	VPSLLD      $0x10, Z8, Z8
-	VPMOVZXWD   32(R9)(R10*2), Z9
-	VPSLLD      $0x10, Z9, Z9
-	VADDPS      Z9, Z8, Z8
-	VFIXUPIMMPS $0x00, Z3, Z8, Z8
-	VPSRLD      $0x10, Z8, Z9
-	VPANDD      Z0, Z9, Z9
-	VPADDD      Z1, Z9, Z9
-	VPADDD      Z8, Z9, Z9
-	VPANDD      Z2, Z9, Z9
-	VPSRLD      $0x10, Z9, Z8
-	VPMOVDW     Z8, 32(R9)(R10*2)
-	VMULPS      Z9, Z9, Z9
-	VADDPS      Z9, Z5, Z5
-	VPMOVZXWD   64(R8)(R10*2), Z8
-	VPSLLD      $0x10, Z8, Z8
-	VPMOVZXWD   64(R9)(R10*2), Z9
-	VPSLLD      $0x10, Z9, Z9
-	VADDPS      Z9, Z8, Z8
-	VFIXUPIMMPS $0x00, Z3, Z8, Z8
-	VPSRLD      $0x10, Z8, Z9
-	VPANDD      Z0, Z9, Z9
-	VPADDD      Z1, Z9, Z9
-	VPADDD      Z8, Z9, Z9
-	VPANDD      Z2, Z9, Z9
-	VPSRLD      $0x10, Z9, Z8
-	VPMOVDW     Z8, 64(R9)(R10*2)
-	VMULPS      Z9, Z9, Z9
-	VADDPS      Z9, Z6, Z6
-	VPMOVZXWD   96(R8)(R10*2), Z8
-	VPSLLD      $0x10, Z8, Z8
-	VPMOVZXWD   96(R9)(R10*2), Z9
-	VPSLLD      $0x10, Z9, Z9
-	VADDPS      Z9, Z8, Z8
-	VFIXUPIMMPS $0x00, Z3, Z8, Z8
-	VPSRLD      $0x10, Z8, Z9
-	VPANDD      Z0, Z9, Z9
-	VPADDD      Z1, Z9, Z9
-	VPADDD      Z8, Z9, Z9
-	VPANDD      Z2, Z9, Z9
-	VPSRLD      $0x10, Z9, Z8
-	VPMOVDW     Z8, 96(R9)(R10*2)
-	VMULPS      Z9, Z9, Z9
-	VADDPS      Z9, Z7, Z7
-	ADDQ        $0x00000040, R10
-	JMP         sumloop
-
-	// The same, prefetching the rows ahead.
-sumpf:
-	MOVQ DI, R12
-	SHLQ $0x01, R12
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows1
-	SHLQ $0x03, R12
-
-longrows1:
-	ADDQ R8, R12
-
-sumpfloop:
-	CMPQ        R10, R11
-	JG          sumtail
-	PREFETCHT0  (R12)(R10*2)
-	PREFETCHT0  64(R12)(R10*2)
-	VPMOVZXWD   (R8)(R10*2), Z8
-	VPSLLD      $0x10, Z8, Z8
-	VPMOVZXWD   (R9)(R10*2), Z9
-	VPSLLD      $0x10, Z9, Z9
-	VADDPS      Z9, Z8, Z8
-	VFIXUPIMMPS $0x00, Z3, Z8, Z8
-	VPSRLD      $0x10, Z8, Z9
-	VPANDD      Z0, Z9, Z9
-	VPADDD      Z1, Z9, Z9
-	VPADDD      Z8, Z9, Z9
-	VPANDD      Z2, Z9, Z9
-	VPSRLD      $0x10, Z9, Z8
-	VPMOVDW     Z8, (R9)(R10*2)
-	VMULPS      Z9, Z9, Z9
-	VADDPS      Z9, Z4, Z4
-	VPMOVZXWD   32(R8)(R10*2), Z8
-	VPSLLD      $0x10, Z8, Z8
-	VPMOVZXWD   32(R9)(R10*2), Z9
-	VPSLLD      $0x10, Z9, Z9
-	VADDPS      Z9, Z8, Z8
-	VFIXUPIMMPS $0x00, Z3, Z8, Z8
-	VPSRLD      $0x10, Z8, Z9
-	VPANDD      Z0, Z9, Z9
-	VPADDD      Z1, Z9, Z9
-	VPADDD      Z8, Z9, Z9
-	VPANDD      Z2, Z9, Z9
-	VPSRLD      $0x10, Z9, Z8
-	VPMOVDW     Z8, 32(R9)(R10*2)
-	VMULPS      Z9, Z9, Z9
-	VADDPS      Z9, Z5, Z5
-	VPMOVZXWD   64(R8)(R10*2), Z8
-	VPSLLD      $0x10, Z8, Z8
-	VPMOVZXWD   64(R9)(R10*2), Z9
-	VPSLLD      $0x10, Z9, Z9
-	VADDPS      Z9, Z8, Z8
-	VFIXUPIMMPS $0x00, Z3, Z8, Z8
-	VPSRLD      $0x10, Z8, Z9
-	VPANDD      Z0, Z9, Z9
-	VPADDD      Z1, Z9, Z9
-	VPADDD      Z8, Z9, Z9
-	VPANDD      Z2, Z9, Z9
-	VPSRLD      $0x10, Z9, Z8
-	VPMOVDW     Z8, 64(R9)(R10*2)
-	VMULPS      Z9, Z9, Z9
-	VADDPS      Z9, Z6, Z6
-	VPMOVZXWD   96(R8)(R10*2), Z8
-	VPSLLD      $0x10, Z8, Z8
-	VPMOVZXWD   96(R9)(R10*2), Z9
-	VPSLLD      $0x10, Z9, Z9
-	VADDPS      Z9, Z8, Z8
-	VFIXUPIMMPS $0x00, Z3, Z8, Z8
-	VPSRLD      $0x10, Z8, Z9
-	VPANDD      Z0, Z9, Z9
-	VPADDD      Z1, Z9, Z9
-	VPADDD      Z8, Z9, Z9
-	VPANDD      Z2, Z9, Z9
-	VPSRLD      $0x10, Z9, Z8
-	VPMOVDW     Z8, 96(R9)(R10*2)
-	VMULPS      Z9, Z9, Z9
-	VADDPS      Z9, Z7, Z7
-	ADDQ        $0x00000040, R10
-	JMP         sumpfloop
-
-sumtail:
-	// Fewer than 64 elements remain.
-	MOVQ job_d+0(AX), R11
-	SUBQ R10, R11
-	JZ   summed
-	LEAQ kmask<>+0(SB), R12
-	MOVQ R11, R13
-	CMPQ R13, $0x00000010
-	JLE  tailmask0
-	MOVQ $0x00000010, R13
-
-tailmask0:
-	KMOVW       (R12)(R13*2), K1
-	VPMOVZXWD.Z (R8)(R10*2), K1, Z8
-	VPSLLD      $0x10, Z8, Z8
-	VPMOVZXWD.Z (R9)(R10*2), K1, Z9
-	VPSLLD      $0x10, Z9, Z9
-	VADDPS      Z9, Z8, Z8
-	VFIXUPIMMPS $0x00, Z3, Z8, Z8
-	VPSRLD      $0x10, Z8, Z9
-	VPANDD      Z0, Z9, Z9
-	VPADDD      Z1, Z9, Z9
-	VPADDD      Z8, Z9, Z9
-	VPANDD      Z2, Z9, Z9
-	VPSRLD      $0x10, Z9, Z8
-	VPMOVDW     Z8, K1, (R9)(R10*2)
-	VMULPS      Z9, Z9, Z9
-	VADDPS      Z9, Z4, Z4
-	MOVQ        R11, R13
-	SUBQ        $0x00000010, R13
-	JLE         summed
-	CMPQ        R13, $0x00000010
-	JLE         tailmask1
-	MOVQ        $0x00000010, R13
-
-tailmask1:
-	KMOVW       (R12)(R13*2), K1
-	VPMOVZXWD.Z 32(R8)(R10*2), K1, Z8
-	VPSLLD      $0x10, Z8, Z8
-	VPMOVZXWD.Z 32(R9)(R10*2), K1, Z9
-	VPSLLD      $0x10, Z9, Z9
-	VADDPS      Z9, Z8, Z8
-	VFIXUPIMMPS $0x00, Z3, Z8, Z8
-	VPSRLD      $0x10, Z8, Z9
-	VPANDD      Z0, Z9, Z9
-	VPADDD      Z1, Z9, Z9
-	VPADDD      Z8, Z9, Z9
-	VPANDD      Z2, Z9, Z9
-	VPSRLD      $0x10, Z9, Z8
-	VPMOVDW     Z8, K1, 32(R9)(R10*2)
-	VMULPS      Z9, Z9, Z9
-	VADDPS      Z9, Z5, Z5
-	MOVQ        R11, R13
-	SUBQ        $0x00000020, R13
-	JLE         summed
-	CMPQ        R13, $0x00000010
-	JLE         tailmask2
-	MOVQ        $0x00000010, R13
-
-tailmask2:
-	KMOVW       (R12)(R13*2), K1
-	VPMOVZXWD.Z 64(R8)(R10*2), K1, Z8
-	VPSLLD      $0x10, Z8, Z8
-	VPMOVZXWD.Z 64(R9)(R10*2), K1, Z9
-	VPSLLD      $0x10, Z9, Z9
-	VADDPS      Z9, Z8, Z8
-	VFIXUPIMMPS $0x00, Z3, Z8, Z8
-	VPSRLD      $0x10, Z8, Z9
-	VPANDD      Z0, Z9, Z9
-	VPADDD      Z1, Z9, Z9
-	VPADDD      Z8, Z9, Z9
-	VPANDD      Z2, Z9, Z9
-	VPSRLD      $0x10, Z9, Z8
-	VPMOVDW     Z8, K1, 64(R9)(R10*2)
-	VMULPS      Z9, Z9, Z9
-	VADDPS      Z9, Z6, Z6
-	SUBQ        $0x00000030, R11
-	JLE         summed
-	CMPQ        R11, $0x00000010
-	JLE         tailmask3
-	MOVQ        $0x00000010, R11
-
-tailmask3:
-	KMOVW       (R12)(R11*2), K1
-	VPMOVZXWD.Z 96(R8)(R10*2), K1, Z8
-	VPSLLD      $0x10, Z8, Z8
-	VPMOVZXWD.Z 96(R9)(R10*2), K1, Z9
-	VPSLLD      $0x10, Z9, Z9
-	VADDPS      Z9, Z8, Z8
-	VFIXUPIMMPS $0x00, Z3, Z8, Z8
-	VPSRLD      $0x10, Z8, Z9
-	VPANDD      Z0, Z9, Z9
-	VPADDD      Z1, Z9, Z9
-	VPADDD      Z8, Z9, Z9
-	VPANDD      Z2, Z9, Z9
-	VPSRLD      $0x10, Z9, Z8
-	VPMOVDW     Z8, K1, 96(R9)(R10*2)
-	VMULPS      Z9, Z9, Z9
-	VADDPS      Z9, Z7, Z7
-
-summed:
-	VADDPS Z6, Z4, Z4
-	VADDPS Z7, Z5, Z5
-	VADDPS Z5, Z4, Z4
-
-	// Halving tree: p[j] += p[j+h] for the remaining h, down to ss.
-	VSHUFF64X2 $0xee, Z4, Z4, Z5
-	VADDPS     Z5, Z4, Z4
-	VSHUFF32X4 $0x01, Z4, Z4, Z5
-	VADDPS     Z5, Z4, Z4
-	VPERMILPS  $0x4e, Z4, Z5
-	VADDPS     Z5, Z4, Z4
-	VPERMILPS  $0xb1, Z4, Z5
-	VADDPS     Z5, Z4, Z4
-
-	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
-	CMPL   372(SP), $0x00
-	JE     divide2
-	VMULSS 372(SP), X4, X4
-	JMP    divided3
-
-divide2:
-	VDIVSS 368(SP), X4, X4
-
-divided3:
-	VADDSS   job_eps+0(AX), X4, X4
-	VUCOMISS tlo<>+0(SB), X4
-	JCS      ret
-	VUCOMISS tmax<>+0(SB), X4
-	JHI      ret
-	VSQRTSS  X4, X4, X4
-	VMOVSS   one<>+0(SB), X10
-	VDIVSS   X4, X10, X10
-
-	// Report 1/rms if asked.
-	MOVQ   job_inv+0(AX), R8
-	TESTQ  R8, R8
-	JZ     scale
-	MOVQ   320(SP), R9
-	VMOVSS X10, (R8)(R9*4)
-
-scale:
-	VBROADCASTSS X10, Z4
-	MOVQ         $0x00000000, 344(SP)
-	CMPQ         336(SP), $0x01
-	JE           scalebody
-	VMOVUPS      Z10, 256(SP)
-
-scalerow:
-	MOVQ         344(SP), R8
-	VBROADCASTSS 256(SP)(R8*4), Z4
-
-scalebody:
-	VBROADCASTSS one<>+0(SB), Z5
-
-	// y = (src*inv)*w, rounded after each multiply.
-	XORQ  R8, R8
-	MOVQ  job_d+0(AX), R9
-	SUBQ  $0x00000040, R9
-	TESTL $0x00000002, job_flags+0(AX)
-	JNZ   scalepf
-
-scaleloop:
-	CMPQ        R8, R9
-	JG          scaletail
-	VPMOVZXWD   (SI)(R8*2), Z6
-	VPSLLD      $0x10, Z6, Z6
-	VMULPS      Z4, Z6, Z6
-	VFIXUPIMMPS $0x00, Z3, Z6, Z6
-	VPSRLD      $0x10, Z6, Z7
-	VPANDD      Z0, Z7, Z7
-	VPADDD      Z1, Z7, Z7
-	VPADDD      Z6, Z7, Z7
-	VPANDD      Z2, Z7, Z7
-	VMOVUPS     (BX)(R8*4), Z6
-	VADDPS      Z5, Z6, Z6
-	VMULPS      Z6, Z7, Z7
-	VFIXUPIMMPS $0x00, Z3, Z7, Z7
-	VPSRLD      $0x10, Z7, Z6
-	VPANDD      Z0, Z6, Z6
-	VPADDD      Z1, Z6, Z6
-	VPADDD      Z7, Z6, Z6
-	VPSRLD      $0x10, Z6, Z6
-	VPMOVDW     Z6, (CX)(R8*2)
-	VPMOVZXWD   32(SI)(R8*2), Z6
-	VPSLLD      $0x10, Z6, Z6
-	VMULPS      Z4, Z6, Z6
-	VFIXUPIMMPS $0x00, Z3, Z6, Z6
-	VPSRLD      $0x10, Z6, Z7
-	VPANDD      Z0, Z7, Z7
-	VPADDD      Z1, Z7, Z7
-	VPADDD      Z6, Z7, Z7
-	VPANDD      Z2, Z7, Z7
-	VMOVUPS     64(BX)(R8*4), Z6
-	VADDPS      Z5, Z6, Z6
-	VMULPS      Z6, Z7, Z7
-	VFIXUPIMMPS $0x00, Z3, Z7, Z7
-	VPSRLD      $0x10, Z7, Z6
-	VPANDD      Z0, Z6, Z6
-	VPADDD      Z1, Z6, Z6
-	VPADDD      Z7, Z6, Z6
-	VPSRLD      $0x10, Z6, Z6
-	VPMOVDW     Z6, 32(CX)(R8*2)
-	VPMOVZXWD   64(SI)(R8*2), Z6
-	VPSLLD      $0x10, Z6, Z6
-	VMULPS      Z4, Z6, Z6
-	VFIXUPIMMPS $0x00, Z3, Z6, Z6
-	VPSRLD      $0x10, Z6, Z7
-	VPANDD      Z0, Z7, Z7
-	VPADDD      Z1, Z7, Z7
-	VPADDD      Z6, Z7, Z7
-	VPANDD      Z2, Z7, Z7
-	VMOVUPS     128(BX)(R8*4), Z6
-	VADDPS      Z5, Z6, Z6
-	VMULPS      Z6, Z7, Z7
-	VFIXUPIMMPS $0x00, Z3, Z7, Z7
-	VPSRLD      $0x10, Z7, Z6
-	VPANDD      Z0, Z6, Z6
-	VPADDD      Z1, Z6, Z6
-	VPADDD      Z7, Z6, Z6
-	VPSRLD      $0x10, Z6, Z6
-	VPMOVDW     Z6, 64(CX)(R8*2)
-	VPMOVZXWD   96(SI)(R8*2), Z6
-	VPSLLD      $0x10, Z6, Z6
-	VMULPS      Z4, Z6, Z6
-	VFIXUPIMMPS $0x00, Z3, Z6, Z6
-	VPSRLD      $0x10, Z6, Z7
-	VPANDD      Z0, Z7, Z7
-	VPADDD      Z1, Z7, Z7
-	VPADDD      Z6, Z7, Z7
-	VPANDD      Z2, Z7, Z7
-	VMOVUPS     192(BX)(R8*4), Z6
-	VADDPS      Z5, Z6, Z6
-	VMULPS      Z6, Z7, Z7
-	VFIXUPIMMPS $0x00, Z3, Z7, Z7
-	VPSRLD      $0x10, Z7, Z6
-	VPANDD      Z0, Z6, Z6
-	VPADDD      Z1, Z6, Z6
-	VPADDD      Z7, Z6, Z6
-	VPSRLD      $0x10, Z6, Z6
-	VPMOVDW     Z6, 96(CX)(R8*2)
-	ADDQ        $0x00000040, R8
-	JMP         scaleloop
-
-scalepf:
-	MOVQ DI, R10
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows4
-	SHLQ $0x03, R10
-
-longrows4:
-	ADDQ  SI, R10
-	TESTL $0x00000001, job_flags+0(AX)
-	JNZ   scalent
-
-scalepfloop:
-	CMPQ        R8, R9
-	JG          scaletail
-	PREFETCHT0  (R10)(R8*2)
-	PREFETCHT0  64(R10)(R8*2)
-	VPMOVZXWD   (SI)(R8*2), Z6
-	VPSLLD      $0x10, Z6, Z6
-	VMULPS      Z4, Z6, Z6
-	VFIXUPIMMPS $0x00, Z3, Z6, Z6
-	VPSRLD      $0x10, Z6, Z7
-	VPANDD      Z0, Z7, Z7
-	VPADDD      Z1, Z7, Z7
-	VPADDD      Z6, Z7, Z7
-	VPANDD      Z2, Z7, Z7
-	VMOVUPS     (BX)(R8*4), Z6
-	VADDPS      Z5, Z6, Z6
-	VMULPS      Z6, Z7, Z7
-	VFIXUPIMMPS $0x00, Z3, Z7, Z7
-	VPSRLD      $0x10, Z7, Z6
-	VPANDD      Z0, Z6, Z6
-	VPADDD      Z1, Z6, Z6
-	VPADDD      Z7, Z6, Z6
-	VPSRLD      $0x10, Z6, Z6
-	VPMOVDW     Z6, (CX)(R8*2)
-	VPMOVZXWD   32(SI)(R8*2), Z6
-	VPSLLD      $0x10, Z6, Z6
-	VMULPS      Z4, Z6, Z6
-	VFIXUPIMMPS $0x00, Z3, Z6, Z6
-	VPSRLD      $0x10, Z6, Z7
-	VPANDD      Z0, Z7, Z7
-	VPADDD      Z1, Z7, Z7
-	VPADDD      Z6, Z7, Z7
-	VPANDD      Z2, Z7, Z7
-	VMOVUPS     64(BX)(R8*4), Z6
-	VADDPS      Z5, Z6, Z6
-	VMULPS      Z6, Z7, Z7
-	VFIXUPIMMPS $0x00, Z3, Z7, Z7
-	VPSRLD      $0x10, Z7, Z6
-	VPANDD      Z0, Z6, Z6
-	VPADDD      Z1, Z6, Z6
-	VPADDD      Z7, Z6, Z6
-	VPSRLD      $0x10, Z6, Z6
-	VPMOVDW     Z6, 32(CX)(R8*2)
-	VPMOVZXWD   64(SI)(R8*2), Z6
-	VPSLLD      $0x10, Z6, Z6
-	VMULPS      Z4, Z6, Z6
-	VFIXUPIMMPS $0x00, Z3, Z6, Z6
-	VPSRLD      $0x10, Z6, Z7
-	VPANDD      Z0, Z7, Z7
-	VPADDD      Z1, Z7, Z7
-	VPADDD      Z6, Z7, Z7
-	VPANDD      Z2, Z7, Z7
-	VMOVUPS     128(BX)(R8*4), Z6
-	VADDPS      Z5, Z6, Z6
-	VMULPS      Z6, Z7, Z7
-	VFIXUPIMMPS $0x00, Z3, Z7, Z7
-	VPSRLD      $0x10, Z7, Z6
-	VPANDD      Z0, Z6, Z6
-	VPADDD      Z1, Z6, Z6
-	VPADDD      Z7, Z6, Z6
-	VPSRLD      $0x10, Z6, Z6
-	VPMOVDW     Z6, 64(CX)(R8*2)
-	VPMOVZXWD   96(SI)(R8*2), Z6
-	VPSLLD      $0x10, Z6, Z6
-	VMULPS      Z4, Z6, Z6
-	VFIXUPIMMPS $0x00, Z3, Z6, Z6
-	VPSRLD      $0x10, Z6, Z7
-	VPANDD      Z0, Z7, Z7
-	VPADDD      Z1, Z7, Z7
-	VPADDD      Z6, Z7, Z7
-	VPANDD      Z2, Z7, Z7
-	VMOVUPS     192(BX)(R8*4), Z6
-	VADDPS      Z5, Z6, Z6
-	VMULPS      Z6, Z7, Z7
-	VFIXUPIMMPS $0x00, Z3, Z7, Z7
-	VPSRLD      $0x10, Z7, Z6
-	VPANDD      Z0, Z6, Z6
-	VPADDD      Z1, Z6, Z6
-	VPADDD      Z7, Z6, Z6
-	VPSRLD      $0x10, Z6, Z6
-	VPMOVDW     Z6, 96(CX)(R8*2)
-	ADDQ        $0x00000040, R8
-	JMP         scalepfloop
-
-scalent:
-	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
-	MOVQ CX, R11
-	NEGQ R11
-	ANDQ $0x0000003f, R11
-	SHRQ $0x01, R11
-	JZ   scalentloop
-	CMPQ R11, job_d+0(AX)
-	JLE  scalehead
-	MOVQ job_d+0(AX), R11
-
-scalehead:
-	CMPQ        R11, $0x00000010
-	JB          scaleheadpart
-	VPMOVZXWD   (SI)(R8*2), Z6
-	VPSLLD      $0x10, Z6, Z6
-	VMULPS      Z4, Z6, Z6
-	VFIXUPIMMPS $0x00, Z3, Z6, Z6
-	VPSRLD      $0x10, Z6, Z7
-	VPANDD      Z0, Z7, Z7
-	VPADDD      Z1, Z7, Z7
-	VPADDD      Z6, Z7, Z7
-	VPANDD      Z2, Z7, Z7
-	VMOVUPS     (BX)(R8*4), Z6
-	VADDPS      Z5, Z6, Z6
-	VMULPS      Z6, Z7, Z7
-	VFIXUPIMMPS $0x00, Z3, Z7, Z7
-	VPSRLD      $0x10, Z7, Z6
-	VPANDD      Z0, Z6, Z6
-	VPADDD      Z1, Z6, Z6
-	VPADDD      Z7, Z6, Z6
-	VPSRLD      $0x10, Z6, Z6
-	VPMOVDW     Z6, (CX)(R8*2)
+	VPSRLD      $0x10, Z8, Z8
+	VPMOVDW     Z8, (CX)(R8*2)
 	ADDQ        $0x00000010, R8
 	SUBQ        $0x00000010, R11
 	JZ          scalentloop
@@ -9005,114 +8133,76 @@ scalehead:
 scaleheadpart:
 	LEAQ        kmask<>+0(SB), R12
 	KMOVW       (R12)(R11*2), K1
-	VPMOVZXWD.Z (SI)(R8*2), K1, Z6
-	VPSLLD      $0x10, Z6, Z6
-	VMULPS      Z6, Z4, Z6
-	VFIXUPIMMPS $0x00, Z3, Z6, Z6
-	VPSRLD      $0x10, Z6, Z7
-	VPANDD      Z0, Z7, Z7
-	VPADDD      Z1, Z7, Z7
-	VPADDD      Z6, Z7, Z7
-	VPANDD      Z2, Z7, Z7
-	VMOVUPS.Z   (BX)(R8*4), K1, Z6
-	VADDPS      Z5, Z6, Z6
-	VMULPS      Z6, Z7, Z7
+	VPMOVZXWD.Z (SI)(R8*2), K1, Z7
+	VPSLLD      $0x10, Z7, Z7
+	VMULPS      Z7, Z5, Z7
+	VMOVUPS.Z   (BX)(R8*4), K1, Z8
+	VADDPS      Z6, Z8, Z8
+	VMULPS      Z8, Z7, Z7
 	VFIXUPIMMPS $0x00, Z3, Z7, Z7
-	VPSRLD      $0x10, Z7, Z6
-	VPANDD      Z0, Z6, Z6
-	VPADDD      Z1, Z6, Z6
-	VPADDD      Z7, Z6, Z6
-	VPSRLD      $0x10, Z6, Z6
-	VPMOVDW     Z6, K1, (CX)(R8*2)
+	VPSRLD      $0x10, Z7, Z8
+	VPANDD      Z0, Z8, Z8
+	VPADDD      Z1, Z8, Z8
+	VPADDD      Z7, Z8, Z8
+	VPSRLD      $0x10, Z8, Z8
+	VPMOVDW     Z8, K1, (CX)(R8*2)
 	ADDQ        R11, R8
 
 scalentloop:
-	CMPQ         R8, R9
-	JG           scaletail
-	PREFETCHT0   (R10)(R8*2)
-	PREFETCHT0   64(R10)(R8*2)
-	VPMOVZXWD    (SI)(R8*2), Z6
-	VPSLLD       $0x10, Z6, Z6
-	VMULPS       Z4, Z6, Z6
-	VFIXUPIMMPS  $0x00, Z3, Z6, Z6
-	VPSRLD       $0x10, Z6, Z7
-	VPANDD       Z0, Z7, Z7
-	VPADDD       Z1, Z7, Z7
-	VPADDD       Z6, Z7, Z7
-	VPANDD       Z2, Z7, Z7
-	VMOVUPS      (BX)(R8*4), Z6
-	VADDPS       Z5, Z6, Z6
-	VMULPS       Z6, Z7, Z7
-	VPMOVZXWD    32(SI)(R8*2), Z6
-	VPSLLD       $0x10, Z6, Z6
-	VMULPS       Z4, Z6, Z6
-	VFIXUPIMMPS  $0x00, Z3, Z6, Z6
-	VPSRLD       $0x10, Z6, Z8
-	VPANDD       Z0, Z8, Z8
-	VPADDD       Z1, Z8, Z8
-	VPADDD       Z6, Z8, Z8
-	VPANDD       Z2, Z8, Z8
-	VMOVUPS      64(BX)(R8*4), Z6
-	VADDPS       Z5, Z6, Z6
-	VMULPS       Z6, Z8, Z8
-	VFIXUPIMMPS  $0x00, Z3, Z7, Z7
-	VPSRLD       $0x10, Z7, Z6
-	VPANDD       Z0, Z6, Z6
-	VPADDD       Z1, Z6, Z6
-	VPADDD       Z7, Z6, Z6
-	VPSRLD       $0x10, Z6, Z6
-	VPMOVDW      Z6, Y11
-	VFIXUPIMMPS  $0x00, Z3, Z8, Z8
-	VPSRLD       $0x10, Z8, Z6
-	VPANDD       Z0, Z6, Z6
-	VPADDD       Z1, Z6, Z6
-	VPADDD       Z8, Z6, Z6
-	VPSRLD       $0x10, Z6, Z6
-	VPMOVDW      Z6, Y6
-	VINSERTI64X4 $0x01, Y6, Z11, Z11
-	VMOVNTDQ     Z11, (CX)(R8*2)
-	VPMOVZXWD    64(SI)(R8*2), Z6
-	VPSLLD       $0x10, Z6, Z6
-	VMULPS       Z4, Z6, Z6
-	VFIXUPIMMPS  $0x00, Z3, Z6, Z6
-	VPSRLD       $0x10, Z6, Z7
-	VPANDD       Z0, Z7, Z7
-	VPADDD       Z1, Z7, Z7
-	VPADDD       Z6, Z7, Z7
-	VPANDD       Z2, Z7, Z7
-	VMOVUPS      128(BX)(R8*4), Z6
-	VADDPS       Z5, Z6, Z6
-	VMULPS       Z6, Z7, Z7
-	VPMOVZXWD    96(SI)(R8*2), Z6
-	VPSLLD       $0x10, Z6, Z6
-	VMULPS       Z4, Z6, Z6
-	VFIXUPIMMPS  $0x00, Z3, Z6, Z6
-	VPSRLD       $0x10, Z6, Z8
-	VPANDD       Z0, Z8, Z8
-	VPADDD       Z1, Z8, Z8
-	VPADDD       Z6, Z8, Z8
-	VPANDD       Z2, Z8, Z8
-	VMOVUPS      192(BX)(R8*4), Z6
-	VADDPS       Z5, Z6, Z6
-	VMULPS       Z6, Z8, Z8
-	VFIXUPIMMPS  $0x00, Z3, Z7, Z7
-	VPSRLD       $0x10, Z7, Z6
-	VPANDD       Z0, Z6, Z6
-	VPADDD       Z1, Z6, Z6
-	VPADDD       Z7, Z6, Z6
-	VPSRLD       $0x10, Z6, Z6
-	VPMOVDW      Z6, Y12
-	VFIXUPIMMPS  $0x00, Z3, Z8, Z8
-	VPSRLD       $0x10, Z8, Z6
-	VPANDD       Z0, Z6, Z6
-	VPADDD       Z1, Z6, Z6
-	VPADDD       Z8, Z6, Z6
-	VPSRLD       $0x10, Z6, Z6
-	VPMOVDW      Z6, Y6
-	VINSERTI64X4 $0x01, Y6, Z12, Z12
-	VMOVNTDQ     Z12, 64(CX)(R8*2)
-	ADDQ         $0x00000040, R8
-	JMP          scalentloop
+	CMPQ        R8, R9
+	JG          scaletail
+	PREFETCHT0  (R10)(R8*2)
+	PREFETCHT0  64(R10)(R8*2)
+	VPMOVZXWD   (SI)(R8*2), Z7
+	VPSLLD      $0x10, Z7, Z7
+	VMULPS      Z5, Z7, Z7
+	VMOVUPS     (BX)(R8*4), Z8
+	VADDPS      Z6, Z8, Z8
+	VMULPS      Z8, Z7, Z7
+	VPMOVZXWD   32(SI)(R8*2), Z8
+	VPSLLD      $0x10, Z8, Z8
+	VMULPS      Z5, Z8, Z8
+	VMOVUPS     64(BX)(R8*4), Z9
+	VADDPS      Z6, Z9, Z9
+	VMULPS      Z9, Z8, Z8
+	VFIXUPIMMPS $0x00, Z3, Z7, Z7
+	VPSRLD      $0x10, Z7, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z7, Z9, Z9
+	VFIXUPIMMPS $0x00, Z3, Z8, Z8
+	VPSRLD      $0x10, Z8, Z7
+	VPANDD      Z0, Z7, Z7
+	VPADDD      Z1, Z7, Z7
+	VPADDD      Z8, Z7, Z7
+	VPERMT2W    Z7, Z4, Z9
+	VMOVNTDQ    Z9, (CX)(R8*2)
+	VPMOVZXWD   64(SI)(R8*2), Z7
+	VPSLLD      $0x10, Z7, Z7
+	VMULPS      Z5, Z7, Z7
+	VMOVUPS     128(BX)(R8*4), Z8
+	VADDPS      Z6, Z8, Z8
+	VMULPS      Z8, Z7, Z7
+	VPMOVZXWD   96(SI)(R8*2), Z8
+	VPSLLD      $0x10, Z8, Z8
+	VMULPS      Z5, Z8, Z8
+	VMOVUPS     192(BX)(R8*4), Z9
+	VADDPS      Z6, Z9, Z9
+	VMULPS      Z9, Z8, Z8
+	VFIXUPIMMPS $0x00, Z3, Z7, Z7
+	VPSRLD      $0x10, Z7, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z7, Z9, Z9
+	VFIXUPIMMPS $0x00, Z3, Z8, Z8
+	VPSRLD      $0x10, Z8, Z7
+	VPANDD      Z0, Z7, Z7
+	VPADDD      Z1, Z7, Z7
+	VPADDD      Z8, Z7, Z7
+	VPERMT2W    Z7, Z4, Z9
+	VMOVNTDQ    Z9, 64(CX)(R8*2)
+	ADDQ        $0x00000040, R8
+	JMP         scalentloop
 
 scaletail:
 	ADDQ $0x00000030, R9
@@ -9120,25 +8210,19 @@ scaletail:
 scaleone:
 	CMPQ        R8, R9
 	JG          scalepart
-	VPMOVZXWD   (SI)(R8*2), Z6
-	VPSLLD      $0x10, Z6, Z6
-	VMULPS      Z4, Z6, Z6
-	VFIXUPIMMPS $0x00, Z3, Z6, Z6
-	VPSRLD      $0x10, Z6, Z7
-	VPANDD      Z0, Z7, Z7
-	VPADDD      Z1, Z7, Z7
-	VPADDD      Z6, Z7, Z7
-	VPANDD      Z2, Z7, Z7
-	VMOVUPS     (BX)(R8*4), Z6
-	VADDPS      Z5, Z6, Z6
-	VMULPS      Z6, Z7, Z7
+	VPMOVZXWD   (SI)(R8*2), Z7
+	VPSLLD      $0x10, Z7, Z7
+	VMULPS      Z5, Z7, Z7
+	VMOVUPS     (BX)(R8*4), Z8
+	VADDPS      Z6, Z8, Z8
+	VMULPS      Z8, Z7, Z7
 	VFIXUPIMMPS $0x00, Z3, Z7, Z7
-	VPSRLD      $0x10, Z7, Z6
-	VPANDD      Z0, Z6, Z6
-	VPADDD      Z1, Z6, Z6
-	VPADDD      Z7, Z6, Z6
-	VPSRLD      $0x10, Z6, Z6
-	VPMOVDW     Z6, (CX)(R8*2)
+	VPSRLD      $0x10, Z7, Z8
+	VPANDD      Z0, Z8, Z8
+	VPADDD      Z1, Z8, Z8
+	VPADDD      Z7, Z8, Z8
+	VPSRLD      $0x10, Z8, Z8
+	VPMOVDW     Z8, (CX)(R8*2)
 	ADDQ        $0x00000010, R8
 	JMP         scaleone
 
@@ -9148,23 +8232,17 @@ scalepart:
 	JZ          scaled
 	LEAQ        kmask<>+0(SB), R9
 	KMOVW       (R9)(R11*2), K1
-	VPMOVZXWD.Z (SI)(R8*2), K1, Z6
-	VPSLLD      $0x10, Z6, Z6
-	VMULPS      Z6, Z4, Z6
-	VFIXUPIMMPS $0x00, Z3, Z6, Z6
-	VPSRLD      $0x10, Z6, Z4
-	VPANDD      Z0, Z4, Z4
-	VPADDD      Z1, Z4, Z4
-	VPADDD      Z6, Z4, Z4
-	VPANDD      Z2, Z4, Z4
-	VMOVUPS.Z   (BX)(R8*4), K1, Z6
-	VADDPS      Z5, Z6, Z6
-	VMULPS      Z6, Z4, Z4
-	VFIXUPIMMPS $0x00, Z3, Z4, Z4
-	VPSRLD      $0x10, Z4, Z5
+	VPMOVZXWD.Z (SI)(R8*2), K1, Z7
+	VPSLLD      $0x10, Z7, Z7
+	VMULPS      Z7, Z5, Z7
+	VMOVUPS.Z   (BX)(R8*4), K1, Z5
+	VADDPS      Z6, Z5, Z5
+	VMULPS      Z5, Z7, Z7
+	VFIXUPIMMPS $0x00, Z3, Z7, Z7
+	VPSRLD      $0x10, Z7, Z5
 	VPANDD      Z0, Z5, Z5
 	VPADDD      Z1, Z5, Z5
-	VPADDD      Z4, Z5, Z5
+	VPADDD      Z7, Z5, Z5
 	VPSRLD      $0x10, Z5, Z5
 	VPMOVDW     Z5, K1, (CX)(R8*2)
 
@@ -9191,8 +8269,829 @@ vzero:
 	MOVQ AX, ret+24(FP)
 	RET
 
+// func avx512BF16AddOffsetRN(j uintptr, from int, to int) int
+// Requires: AVX, AVX512BW, AVX512F, MMX+
+TEXT ·avx512BF16AddOffsetRN(SB), NOSPLIT, $376-32
+	// avx512BF16AddOffsetRN normalizes rows [from, to) of the job: BF16 rows: h = round16(x + res) and res = h per element, then y = round16(round16(h*inv)*(1+w)), for each row.
+	// It stops before the first row that needs the float64 path and returns that row's index, or to.
+	MOVQ         j+0(FP), AX
+	MOVQ         job_dst+0(AX), CX
+	MOVQ         job_x+0(AX), DX
+	MOVQ         job_w+0(AX), BX
+	MOVQ         job_res+0(AX), SI
+	MOVQ         job_stride+0(AX), DI
+	SHLQ         $0x01, DI
+	VMOVDQU64    oddwords<>+0(SB), Z4
+	VPBROADCASTD avx512bfone<>+0(SB), Z0
+	VPBROADCASTD avx512bfbias<>+0(SB), Z1
+	VPBROADCASTD avx512bfhigh<>+0(SB), Z2
+	VPBROADCASTD avx512bffixnan<>+0(SB), Z3
+
+	// fd = float32(d); rd = 1/d when d is a power of two (ss/d is then ss*rd exactly), else 0.
+	MOVQ       job_d+0(AX), R8
+	VMOVSS     one<>+0(SB), X5
+	VCVTSI2SSQ R8, X5, X5
+	VMOVSS     X5, 368(SP)
+	XORL       R10, R10
+	LEAQ       -1(R8), R9
+	TESTQ      R8, R9
+	JNZ        notpow2
+	BSFQ       R8, R9
+	MOVL       $0x0000007f, R10
+	SUBL       R9, R10
+	SHLL       $0x17, R10
+
+notpow2:
+	MOVL R10, 372(SP)
+
+	// Start at row from.
+	MOVQ  from+8(FP), R8
+	MOVQ  R8, 320(SP)
+	MOVQ  $0x00000000, 328(SP)
+	IMULQ DI, R8
+	ADDQ  R8, CX
+	ADDQ  R8, DX
+	ADDQ  R8, SI
+
+row:
+	MOVQ 320(SP), R8
+	CMPQ R8, to+16(FP)
+	JAE  ret
+	MOVQ $0x00000001, 336(SP)
+	MOVQ DX, R8
+	MOVQ SI, R9
+	XORQ R10, R10
+
+	// Sum of squares: element i goes to partial i%64.
+	MOVQ    job_d+0(AX), R11
+	SUBQ    $0x00000040, R11
+	JGE     firstblock
+	VMOVUPS zero64<>+0(SB), Z5
+	VMOVUPS zero64<>+0(SB), Z6
+	VMOVUPS zero64<>+0(SB), Z7
+	VMOVUPS zero64<>+0(SB), Z8
+	XORQ    R10, R10
+	JMP     sumtail
+
+firstblock:
+	// +0 + square is the square itself: the first block initializes the partials.
+	XORQ        R10, R10
+	VPMOVZXWD   (R8)(R10*2), Z5
+	VPSLLD      $0x10, Z5, Z5
+	VPMOVZXWD   (R9)(R10*2), Z6
+	VPSLLD      $0x10, Z6, Z6
+	VADDPS      Z6, Z5, Z5
+	VFIXUPIMMPS $0x00, Z3, Z5, Z5
+	VPSRLD      $0x10, Z5, Z6
+	VPANDD      Z0, Z6, Z6
+	VPADDD      Z1, Z6, Z6
+	VPADDD      Z5, Z6, Z6
+	VPANDD      Z2, Z6, Z6
+	VPSRLD      $0x10, Z6, Z5
+	VPMOVDW     Z5, (R9)(R10*2)
+	VMULPS      Z6, Z6, Z5
+	VPMOVZXWD   32(R8)(R10*2), Z6
+	VPSLLD      $0x10, Z6, Z6
+	VPMOVZXWD   32(R9)(R10*2), Z7
+	VPSLLD      $0x10, Z7, Z7
+	VADDPS      Z7, Z6, Z6
+	VFIXUPIMMPS $0x00, Z3, Z6, Z6
+	VPSRLD      $0x10, Z6, Z7
+	VPANDD      Z0, Z7, Z7
+	VPADDD      Z1, Z7, Z7
+	VPADDD      Z6, Z7, Z7
+	VPANDD      Z2, Z7, Z7
+	VPSRLD      $0x10, Z7, Z6
+	VPMOVDW     Z6, 32(R9)(R10*2)
+	VMULPS      Z7, Z7, Z6
+	VPMOVZXWD   64(R8)(R10*2), Z7
+	VPSLLD      $0x10, Z7, Z7
+	VPMOVZXWD   64(R9)(R10*2), Z8
+	VPSLLD      $0x10, Z8, Z8
+	VADDPS      Z8, Z7, Z7
+	VFIXUPIMMPS $0x00, Z3, Z7, Z7
+	VPSRLD      $0x10, Z7, Z8
+	VPANDD      Z0, Z8, Z8
+	VPADDD      Z1, Z8, Z8
+	VPADDD      Z7, Z8, Z8
+	VPANDD      Z2, Z8, Z8
+	VPSRLD      $0x10, Z8, Z7
+	VPMOVDW     Z7, 64(R9)(R10*2)
+	VMULPS      Z8, Z8, Z7
+	VPMOVZXWD   96(R8)(R10*2), Z8
+	VPSLLD      $0x10, Z8, Z8
+	VPMOVZXWD   96(R9)(R10*2), Z9
+	VPSLLD      $0x10, Z9, Z9
+	VADDPS      Z9, Z8, Z8
+	VFIXUPIMMPS $0x00, Z3, Z8, Z8
+	VPSRLD      $0x10, Z8, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z8, Z9, Z9
+	VPANDD      Z2, Z9, Z9
+	VPSRLD      $0x10, Z9, Z8
+	VPMOVDW     Z8, 96(R9)(R10*2)
+	VMULPS      Z9, Z9, Z8
+	MOVQ        $0x00000040, R10
+	TESTL       $0x00000002, job_flags+0(AX)
+	JNZ         sumpf
+
+sumloop:
+	CMPQ        R10, R11
+	JG          sumtail
+	VPMOVZXWD   (R8)(R10*2), Z9
+	VPSLLD      $0x10, Z9, Z9
+	VPMOVZXWD   (R9)(R10*2), Z10
+	VPSLLD      $0x10, Z10, Z10
+	VADDPS      Z10, Z9, Z9
+	VFIXUPIMMPS $0x00, Z3, Z9, Z9
+	VPSRLD      $0x10, Z9, Z10
+	VPANDD      Z0, Z10, Z10
+	VPADDD      Z1, Z10, Z10
+	VPADDD      Z9, Z10, Z10
+	VPANDD      Z2, Z10, Z10
+	VPSRLD      $0x10, Z10, Z9
+	VPMOVDW     Z9, (R9)(R10*2)
+	VMULPS      Z10, Z10, Z10
+	VADDPS      Z10, Z5, Z5
+	VPMOVZXWD   32(R8)(R10*2), Z9
+	VPSLLD      $0x10, Z9, Z9
+	VPMOVZXWD   32(R9)(R10*2), Z10
+	VPSLLD      $0x10, Z10, Z10
+	VADDPS      Z10, Z9, Z9
+	VFIXUPIMMPS $0x00, Z3, Z9, Z9
+	VPSRLD      $0x10, Z9, Z10
+	VPANDD      Z0, Z10, Z10
+	VPADDD      Z1, Z10, Z10
+	VPADDD      Z9, Z10, Z10
+	VPANDD      Z2, Z10, Z10
+	VPSRLD      $0x10, Z10, Z9
+	VPMOVDW     Z9, 32(R9)(R10*2)
+	VMULPS      Z10, Z10, Z10
+	VADDPS      Z10, Z6, Z6
+	VPMOVZXWD   64(R8)(R10*2), Z9
+	VPSLLD      $0x10, Z9, Z9
+	VPMOVZXWD   64(R9)(R10*2), Z10
+	VPSLLD      $0x10, Z10, Z10
+	VADDPS      Z10, Z9, Z9
+	VFIXUPIMMPS $0x00, Z3, Z9, Z9
+	VPSRLD      $0x10, Z9, Z10
+	VPANDD      Z0, Z10, Z10
+	VPADDD      Z1, Z10, Z10
+	VPADDD      Z9, Z10, Z10
+	VPANDD      Z2, Z10, Z10
+	VPSRLD      $0x10, Z10, Z9
+	VPMOVDW     Z9, 64(R9)(R10*2)
+	VMULPS      Z10, Z10, Z10
+	VADDPS      Z10, Z7, Z7
+	VPMOVZXWD   96(R8)(R10*2), Z9
+	VPSLLD      $0x10, Z9, Z9
+	VPMOVZXWD   96(R9)(R10*2), Z10
+	VPSLLD      $0x10, Z10, Z10
+	VADDPS      Z10, Z9, Z9
+	VFIXUPIMMPS $0x00, Z3, Z9, Z9
+	VPSRLD      $0x10, Z9, Z10
+	VPANDD      Z0, Z10, Z10
+	VPADDD      Z1, Z10, Z10
+	VPADDD      Z9, Z10, Z10
+	VPANDD      Z2, Z10, Z10
+	VPSRLD      $0x10, Z10, Z9
+	VPMOVDW     Z9, 96(R9)(R10*2)
+	VMULPS      Z10, Z10, Z10
+	VADDPS      Z10, Z8, Z8
+	ADDQ        $0x00000040, R10
+	JMP         sumloop
+
+	// The same, prefetching the rows ahead.
+sumpf:
+	MOVQ DI, R12
+	SHLQ $0x01, R12
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows1
+	SHLQ $0x03, R12
+
+longrows1:
+	ADDQ R8, R12
+
+sumpfloop:
+	CMPQ        R10, R11
+	JG          sumtail
+	PREFETCHT0  (R12)(R10*2)
+	PREFETCHT0  64(R12)(R10*2)
+	VPMOVZXWD   (R8)(R10*2), Z9
+	VPSLLD      $0x10, Z9, Z9
+	VPMOVZXWD   (R9)(R10*2), Z10
+	VPSLLD      $0x10, Z10, Z10
+	VADDPS      Z10, Z9, Z9
+	VFIXUPIMMPS $0x00, Z3, Z9, Z9
+	VPSRLD      $0x10, Z9, Z10
+	VPANDD      Z0, Z10, Z10
+	VPADDD      Z1, Z10, Z10
+	VPADDD      Z9, Z10, Z10
+	VPANDD      Z2, Z10, Z10
+	VPSRLD      $0x10, Z10, Z9
+	VPMOVDW     Z9, (R9)(R10*2)
+	VMULPS      Z10, Z10, Z10
+	VADDPS      Z10, Z5, Z5
+	VPMOVZXWD   32(R8)(R10*2), Z9
+	VPSLLD      $0x10, Z9, Z9
+	VPMOVZXWD   32(R9)(R10*2), Z10
+	VPSLLD      $0x10, Z10, Z10
+	VADDPS      Z10, Z9, Z9
+	VFIXUPIMMPS $0x00, Z3, Z9, Z9
+	VPSRLD      $0x10, Z9, Z10
+	VPANDD      Z0, Z10, Z10
+	VPADDD      Z1, Z10, Z10
+	VPADDD      Z9, Z10, Z10
+	VPANDD      Z2, Z10, Z10
+	VPSRLD      $0x10, Z10, Z9
+	VPMOVDW     Z9, 32(R9)(R10*2)
+	VMULPS      Z10, Z10, Z10
+	VADDPS      Z10, Z6, Z6
+	VPMOVZXWD   64(R8)(R10*2), Z9
+	VPSLLD      $0x10, Z9, Z9
+	VPMOVZXWD   64(R9)(R10*2), Z10
+	VPSLLD      $0x10, Z10, Z10
+	VADDPS      Z10, Z9, Z9
+	VFIXUPIMMPS $0x00, Z3, Z9, Z9
+	VPSRLD      $0x10, Z9, Z10
+	VPANDD      Z0, Z10, Z10
+	VPADDD      Z1, Z10, Z10
+	VPADDD      Z9, Z10, Z10
+	VPANDD      Z2, Z10, Z10
+	VPSRLD      $0x10, Z10, Z9
+	VPMOVDW     Z9, 64(R9)(R10*2)
+	VMULPS      Z10, Z10, Z10
+	VADDPS      Z10, Z7, Z7
+	VPMOVZXWD   96(R8)(R10*2), Z9
+	VPSLLD      $0x10, Z9, Z9
+	VPMOVZXWD   96(R9)(R10*2), Z10
+	VPSLLD      $0x10, Z10, Z10
+	VADDPS      Z10, Z9, Z9
+	VFIXUPIMMPS $0x00, Z3, Z9, Z9
+	VPSRLD      $0x10, Z9, Z10
+	VPANDD      Z0, Z10, Z10
+	VPADDD      Z1, Z10, Z10
+	VPADDD      Z9, Z10, Z10
+	VPANDD      Z2, Z10, Z10
+	VPSRLD      $0x10, Z10, Z9
+	VPMOVDW     Z9, 96(R9)(R10*2)
+	VMULPS      Z10, Z10, Z10
+	VADDPS      Z10, Z8, Z8
+	ADDQ        $0x00000040, R10
+	JMP         sumpfloop
+
+sumtail:
+	// Fewer than 64 elements remain.
+	MOVQ job_d+0(AX), R11
+	SUBQ R10, R11
+	JZ   summed
+	LEAQ kmask<>+0(SB), R12
+	MOVQ R11, R13
+	CMPQ R13, $0x00000010
+	JLE  tailmask0
+	MOVQ $0x00000010, R13
+
+tailmask0:
+	KMOVW       (R12)(R13*2), K1
+	VPMOVZXWD.Z (R8)(R10*2), K1, Z9
+	VPSLLD      $0x10, Z9, Z9
+	VPMOVZXWD.Z (R9)(R10*2), K1, Z10
+	VPSLLD      $0x10, Z10, Z10
+	VADDPS      Z10, Z9, Z9
+	VFIXUPIMMPS $0x00, Z3, Z9, Z9
+	VPSRLD      $0x10, Z9, Z10
+	VPANDD      Z0, Z10, Z10
+	VPADDD      Z1, Z10, Z10
+	VPADDD      Z9, Z10, Z10
+	VPANDD      Z2, Z10, Z10
+	VPSRLD      $0x10, Z10, Z9
+	VPMOVDW     Z9, K1, (R9)(R10*2)
+	VMULPS      Z10, Z10, Z10
+	VADDPS      Z10, Z5, Z5
+	MOVQ        R11, R13
+	SUBQ        $0x00000010, R13
+	JLE         summed
+	CMPQ        R13, $0x00000010
+	JLE         tailmask1
+	MOVQ        $0x00000010, R13
+
+tailmask1:
+	KMOVW       (R12)(R13*2), K1
+	VPMOVZXWD.Z 32(R8)(R10*2), K1, Z9
+	VPSLLD      $0x10, Z9, Z9
+	VPMOVZXWD.Z 32(R9)(R10*2), K1, Z10
+	VPSLLD      $0x10, Z10, Z10
+	VADDPS      Z10, Z9, Z9
+	VFIXUPIMMPS $0x00, Z3, Z9, Z9
+	VPSRLD      $0x10, Z9, Z10
+	VPANDD      Z0, Z10, Z10
+	VPADDD      Z1, Z10, Z10
+	VPADDD      Z9, Z10, Z10
+	VPANDD      Z2, Z10, Z10
+	VPSRLD      $0x10, Z10, Z9
+	VPMOVDW     Z9, K1, 32(R9)(R10*2)
+	VMULPS      Z10, Z10, Z10
+	VADDPS      Z10, Z6, Z6
+	MOVQ        R11, R13
+	SUBQ        $0x00000020, R13
+	JLE         summed
+	CMPQ        R13, $0x00000010
+	JLE         tailmask2
+	MOVQ        $0x00000010, R13
+
+tailmask2:
+	KMOVW       (R12)(R13*2), K1
+	VPMOVZXWD.Z 64(R8)(R10*2), K1, Z9
+	VPSLLD      $0x10, Z9, Z9
+	VPMOVZXWD.Z 64(R9)(R10*2), K1, Z10
+	VPSLLD      $0x10, Z10, Z10
+	VADDPS      Z10, Z9, Z9
+	VFIXUPIMMPS $0x00, Z3, Z9, Z9
+	VPSRLD      $0x10, Z9, Z10
+	VPANDD      Z0, Z10, Z10
+	VPADDD      Z1, Z10, Z10
+	VPADDD      Z9, Z10, Z10
+	VPANDD      Z2, Z10, Z10
+	VPSRLD      $0x10, Z10, Z9
+	VPMOVDW     Z9, K1, 64(R9)(R10*2)
+	VMULPS      Z10, Z10, Z10
+	VADDPS      Z10, Z7, Z7
+	SUBQ        $0x00000030, R11
+	JLE         summed
+	CMPQ        R11, $0x00000010
+	JLE         tailmask3
+	MOVQ        $0x00000010, R11
+
+tailmask3:
+	KMOVW       (R12)(R11*2), K1
+	VPMOVZXWD.Z 96(R8)(R10*2), K1, Z9
+	VPSLLD      $0x10, Z9, Z9
+	VPMOVZXWD.Z 96(R9)(R10*2), K1, Z10
+	VPSLLD      $0x10, Z10, Z10
+	VADDPS      Z10, Z9, Z9
+	VFIXUPIMMPS $0x00, Z3, Z9, Z9
+	VPSRLD      $0x10, Z9, Z10
+	VPANDD      Z0, Z10, Z10
+	VPADDD      Z1, Z10, Z10
+	VPADDD      Z9, Z10, Z10
+	VPANDD      Z2, Z10, Z10
+	VPSRLD      $0x10, Z10, Z9
+	VPMOVDW     Z9, K1, 96(R9)(R10*2)
+	VMULPS      Z10, Z10, Z10
+	VADDPS      Z10, Z8, Z8
+
+summed:
+	VADDPS Z7, Z5, Z5
+	VADDPS Z8, Z6, Z6
+	VADDPS Z6, Z5, Z5
+
+	// Halving tree: p[j] += p[j+h] for the remaining h, down to ss.
+	VSHUFF64X2 $0xee, Z5, Z5, Z6
+	VADDPS     Z6, Z5, Z5
+	VSHUFF32X4 $0x01, Z5, Z5, Z6
+	VADDPS     Z6, Z5, Z5
+	VPERMILPS  $0x4e, Z5, Z6
+	VADDPS     Z6, Z5, Z5
+	VPERMILPS  $0xb1, Z5, Z6
+	VADDPS     Z6, Z5, Z5
+
+	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
+	CMPL   372(SP), $0x00
+	JE     divide2
+	VMULSS 372(SP), X5, X5
+	JMP    divided3
+
+divide2:
+	VDIVSS 368(SP), X5, X5
+
+divided3:
+	VADDSS   job_eps+0(AX), X5, X5
+	VUCOMISS tlo<>+0(SB), X5
+	JCS      ret
+	VUCOMISS tmax<>+0(SB), X5
+	JHI      ret
+	VSQRTSS  X5, X5, X5
+	VMOVSS   one<>+0(SB), X11
+	VDIVSS   X5, X11, X11
+
+	// Report 1/rms if asked.
+	MOVQ   job_inv+0(AX), R8
+	TESTQ  R8, R8
+	JZ     scale
+	MOVQ   320(SP), R9
+	VMOVSS X11, (R8)(R9*4)
+
+scale:
+	VBROADCASTSS X11, Z5
+	MOVQ         $0x00000000, 344(SP)
+	CMPQ         336(SP), $0x01
+	JE           scalebody
+	VMOVUPS      Z11, 256(SP)
+
+scalerow:
+	MOVQ         344(SP), R8
+	VBROADCASTSS 256(SP)(R8*4), Z5
+
+scalebody:
+	VBROADCASTSS one<>+0(SB), Z6
+
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ  R8, R8
+	MOVQ  job_d+0(AX), R9
+	SUBQ  $0x00000040, R9
+	TESTL $0x00000002, job_flags+0(AX)
+	JNZ   scalepf
+
+scaleloop:
+	CMPQ        R8, R9
+	JG          scaletail
+	VPMOVZXWD   (SI)(R8*2), Z7
+	VPSLLD      $0x10, Z7, Z7
+	VMULPS      Z5, Z7, Z7
+	VFIXUPIMMPS $0x00, Z3, Z7, Z7
+	VPSRLD      $0x10, Z7, Z8
+	VPANDD      Z0, Z8, Z8
+	VPADDD      Z1, Z8, Z8
+	VPADDD      Z7, Z8, Z8
+	VPANDD      Z2, Z8, Z8
+	VMOVUPS     (BX)(R8*4), Z7
+	VADDPS      Z6, Z7, Z7
+	VMULPS      Z7, Z8, Z8
+	VPMOVZXWD   32(SI)(R8*2), Z7
+	VPSLLD      $0x10, Z7, Z7
+	VMULPS      Z5, Z7, Z7
+	VFIXUPIMMPS $0x00, Z3, Z7, Z7
+	VPSRLD      $0x10, Z7, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z7, Z9, Z9
+	VPANDD      Z2, Z9, Z9
+	VMOVUPS     64(BX)(R8*4), Z7
+	VADDPS      Z6, Z7, Z7
+	VMULPS      Z7, Z9, Z9
+	VFIXUPIMMPS $0x00, Z3, Z8, Z8
+	VPSRLD      $0x10, Z8, Z7
+	VPANDD      Z0, Z7, Z7
+	VPADDD      Z1, Z7, Z7
+	VPADDD      Z8, Z7, Z7
+	VFIXUPIMMPS $0x00, Z3, Z9, Z9
+	VPSRLD      $0x10, Z9, Z8
+	VPANDD      Z0, Z8, Z8
+	VPADDD      Z1, Z8, Z8
+	VPADDD      Z9, Z8, Z8
+	VPERMT2W    Z8, Z4, Z7
+	VMOVDQU64   Z7, (CX)(R8*2)
+	VPMOVZXWD   64(SI)(R8*2), Z7
+	VPSLLD      $0x10, Z7, Z7
+	VMULPS      Z5, Z7, Z7
+	VFIXUPIMMPS $0x00, Z3, Z7, Z7
+	VPSRLD      $0x10, Z7, Z8
+	VPANDD      Z0, Z8, Z8
+	VPADDD      Z1, Z8, Z8
+	VPADDD      Z7, Z8, Z8
+	VPANDD      Z2, Z8, Z8
+	VMOVUPS     128(BX)(R8*4), Z7
+	VADDPS      Z6, Z7, Z7
+	VMULPS      Z7, Z8, Z8
+	VPMOVZXWD   96(SI)(R8*2), Z7
+	VPSLLD      $0x10, Z7, Z7
+	VMULPS      Z5, Z7, Z7
+	VFIXUPIMMPS $0x00, Z3, Z7, Z7
+	VPSRLD      $0x10, Z7, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z7, Z9, Z9
+	VPANDD      Z2, Z9, Z9
+	VMOVUPS     192(BX)(R8*4), Z7
+	VADDPS      Z6, Z7, Z7
+	VMULPS      Z7, Z9, Z9
+	VFIXUPIMMPS $0x00, Z3, Z8, Z8
+	VPSRLD      $0x10, Z8, Z7
+	VPANDD      Z0, Z7, Z7
+	VPADDD      Z1, Z7, Z7
+	VPADDD      Z8, Z7, Z7
+	VFIXUPIMMPS $0x00, Z3, Z9, Z9
+	VPSRLD      $0x10, Z9, Z8
+	VPANDD      Z0, Z8, Z8
+	VPADDD      Z1, Z8, Z8
+	VPADDD      Z9, Z8, Z8
+	VPERMT2W    Z8, Z4, Z7
+	VMOVDQU64   Z7, 64(CX)(R8*2)
+	ADDQ        $0x00000040, R8
+	JMP         scaleloop
+
+scalepf:
+	MOVQ DI, R10
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows4
+	SHLQ $0x03, R10
+
+longrows4:
+	ADDQ  SI, R10
+	TESTL $0x00000001, job_flags+0(AX)
+	JNZ   scalent
+
+scalepfloop:
+	CMPQ        R8, R9
+	JG          scaletail
+	PREFETCHT0  (R10)(R8*2)
+	PREFETCHT0  64(R10)(R8*2)
+	VPMOVZXWD   (SI)(R8*2), Z7
+	VPSLLD      $0x10, Z7, Z7
+	VMULPS      Z5, Z7, Z7
+	VFIXUPIMMPS $0x00, Z3, Z7, Z7
+	VPSRLD      $0x10, Z7, Z8
+	VPANDD      Z0, Z8, Z8
+	VPADDD      Z1, Z8, Z8
+	VPADDD      Z7, Z8, Z8
+	VPANDD      Z2, Z8, Z8
+	VMOVUPS     (BX)(R8*4), Z7
+	VADDPS      Z6, Z7, Z7
+	VMULPS      Z7, Z8, Z8
+	VPMOVZXWD   32(SI)(R8*2), Z7
+	VPSLLD      $0x10, Z7, Z7
+	VMULPS      Z5, Z7, Z7
+	VFIXUPIMMPS $0x00, Z3, Z7, Z7
+	VPSRLD      $0x10, Z7, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z7, Z9, Z9
+	VPANDD      Z2, Z9, Z9
+	VMOVUPS     64(BX)(R8*4), Z7
+	VADDPS      Z6, Z7, Z7
+	VMULPS      Z7, Z9, Z9
+	VFIXUPIMMPS $0x00, Z3, Z8, Z8
+	VPSRLD      $0x10, Z8, Z7
+	VPANDD      Z0, Z7, Z7
+	VPADDD      Z1, Z7, Z7
+	VPADDD      Z8, Z7, Z7
+	VFIXUPIMMPS $0x00, Z3, Z9, Z9
+	VPSRLD      $0x10, Z9, Z8
+	VPANDD      Z0, Z8, Z8
+	VPADDD      Z1, Z8, Z8
+	VPADDD      Z9, Z8, Z8
+	VPERMT2W    Z8, Z4, Z7
+	VMOVDQU64   Z7, (CX)(R8*2)
+	VPMOVZXWD   64(SI)(R8*2), Z7
+	VPSLLD      $0x10, Z7, Z7
+	VMULPS      Z5, Z7, Z7
+	VFIXUPIMMPS $0x00, Z3, Z7, Z7
+	VPSRLD      $0x10, Z7, Z8
+	VPANDD      Z0, Z8, Z8
+	VPADDD      Z1, Z8, Z8
+	VPADDD      Z7, Z8, Z8
+	VPANDD      Z2, Z8, Z8
+	VMOVUPS     128(BX)(R8*4), Z7
+	VADDPS      Z6, Z7, Z7
+	VMULPS      Z7, Z8, Z8
+	VPMOVZXWD   96(SI)(R8*2), Z7
+	VPSLLD      $0x10, Z7, Z7
+	VMULPS      Z5, Z7, Z7
+	VFIXUPIMMPS $0x00, Z3, Z7, Z7
+	VPSRLD      $0x10, Z7, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z7, Z9, Z9
+	VPANDD      Z2, Z9, Z9
+	VMOVUPS     192(BX)(R8*4), Z7
+	VADDPS      Z6, Z7, Z7
+	VMULPS      Z7, Z9, Z9
+	VFIXUPIMMPS $0x00, Z3, Z8, Z8
+	VPSRLD      $0x10, Z8, Z7
+	VPANDD      Z0, Z7, Z7
+	VPADDD      Z1, Z7, Z7
+	VPADDD      Z8, Z7, Z7
+	VFIXUPIMMPS $0x00, Z3, Z9, Z9
+	VPSRLD      $0x10, Z9, Z8
+	VPANDD      Z0, Z8, Z8
+	VPADDD      Z1, Z8, Z8
+	VPADDD      Z9, Z8, Z8
+	VPERMT2W    Z8, Z4, Z7
+	VMOVDQU64   Z7, 64(CX)(R8*2)
+	ADDQ        $0x00000040, R8
+	JMP         scalepfloop
+
+scalent:
+	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
+	MOVQ CX, R11
+	NEGQ R11
+	ANDQ $0x0000003f, R11
+	SHRQ $0x01, R11
+	JZ   scalentloop
+	CMPQ R11, job_d+0(AX)
+	JLE  scalehead
+	MOVQ job_d+0(AX), R11
+
+scalehead:
+	CMPQ        R11, $0x00000010
+	JB          scaleheadpart
+	VPMOVZXWD   (SI)(R8*2), Z7
+	VPSLLD      $0x10, Z7, Z7
+	VMULPS      Z5, Z7, Z7
+	VFIXUPIMMPS $0x00, Z3, Z7, Z7
+	VPSRLD      $0x10, Z7, Z8
+	VPANDD      Z0, Z8, Z8
+	VPADDD      Z1, Z8, Z8
+	VPADDD      Z7, Z8, Z8
+	VPANDD      Z2, Z8, Z8
+	VMOVUPS     (BX)(R8*4), Z7
+	VADDPS      Z6, Z7, Z7
+	VMULPS      Z7, Z8, Z8
+	VFIXUPIMMPS $0x00, Z3, Z8, Z8
+	VPSRLD      $0x10, Z8, Z7
+	VPANDD      Z0, Z7, Z7
+	VPADDD      Z1, Z7, Z7
+	VPADDD      Z8, Z7, Z7
+	VPSRLD      $0x10, Z7, Z7
+	VPMOVDW     Z7, (CX)(R8*2)
+	ADDQ        $0x00000010, R8
+	SUBQ        $0x00000010, R11
+	JZ          scalentloop
+
+scaleheadpart:
+	LEAQ        kmask<>+0(SB), R12
+	KMOVW       (R12)(R11*2), K1
+	VPMOVZXWD.Z (SI)(R8*2), K1, Z7
+	VPSLLD      $0x10, Z7, Z7
+	VMULPS      Z7, Z5, Z7
+	VFIXUPIMMPS $0x00, Z3, Z7, Z7
+	VPSRLD      $0x10, Z7, Z8
+	VPANDD      Z0, Z8, Z8
+	VPADDD      Z1, Z8, Z8
+	VPADDD      Z7, Z8, Z8
+	VPANDD      Z2, Z8, Z8
+	VMOVUPS.Z   (BX)(R8*4), K1, Z7
+	VADDPS      Z6, Z7, Z7
+	VMULPS      Z7, Z8, Z8
+	VFIXUPIMMPS $0x00, Z3, Z8, Z8
+	VPSRLD      $0x10, Z8, Z7
+	VPANDD      Z0, Z7, Z7
+	VPADDD      Z1, Z7, Z7
+	VPADDD      Z8, Z7, Z7
+	VPSRLD      $0x10, Z7, Z7
+	VPMOVDW     Z7, K1, (CX)(R8*2)
+	ADDQ        R11, R8
+
+scalentloop:
+	CMPQ        R8, R9
+	JG          scaletail
+	PREFETCHT0  (R10)(R8*2)
+	PREFETCHT0  64(R10)(R8*2)
+	VPMOVZXWD   (SI)(R8*2), Z7
+	VPSLLD      $0x10, Z7, Z7
+	VMULPS      Z5, Z7, Z7
+	VFIXUPIMMPS $0x00, Z3, Z7, Z7
+	VPSRLD      $0x10, Z7, Z8
+	VPANDD      Z0, Z8, Z8
+	VPADDD      Z1, Z8, Z8
+	VPADDD      Z7, Z8, Z8
+	VPANDD      Z2, Z8, Z8
+	VMOVUPS     (BX)(R8*4), Z7
+	VADDPS      Z6, Z7, Z7
+	VMULPS      Z7, Z8, Z8
+	VPMOVZXWD   32(SI)(R8*2), Z7
+	VPSLLD      $0x10, Z7, Z7
+	VMULPS      Z5, Z7, Z7
+	VFIXUPIMMPS $0x00, Z3, Z7, Z7
+	VPSRLD      $0x10, Z7, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z7, Z9, Z9
+	VPANDD      Z2, Z9, Z9
+	VMOVUPS     64(BX)(R8*4), Z7
+	VADDPS      Z6, Z7, Z7
+	VMULPS      Z7, Z9, Z9
+	VFIXUPIMMPS $0x00, Z3, Z8, Z8
+	VPSRLD      $0x10, Z8, Z7
+	VPANDD      Z0, Z7, Z7
+	VPADDD      Z1, Z7, Z7
+	VPADDD      Z8, Z7, Z7
+	VFIXUPIMMPS $0x00, Z3, Z9, Z9
+	VPSRLD      $0x10, Z9, Z8
+	VPANDD      Z0, Z8, Z8
+	VPADDD      Z1, Z8, Z8
+	VPADDD      Z9, Z8, Z8
+	VPERMT2W    Z8, Z4, Z7
+	VMOVNTDQ    Z7, (CX)(R8*2)
+	VPMOVZXWD   64(SI)(R8*2), Z7
+	VPSLLD      $0x10, Z7, Z7
+	VMULPS      Z5, Z7, Z7
+	VFIXUPIMMPS $0x00, Z3, Z7, Z7
+	VPSRLD      $0x10, Z7, Z8
+	VPANDD      Z0, Z8, Z8
+	VPADDD      Z1, Z8, Z8
+	VPADDD      Z7, Z8, Z8
+	VPANDD      Z2, Z8, Z8
+	VMOVUPS     128(BX)(R8*4), Z7
+	VADDPS      Z6, Z7, Z7
+	VMULPS      Z7, Z8, Z8
+	VPMOVZXWD   96(SI)(R8*2), Z7
+	VPSLLD      $0x10, Z7, Z7
+	VMULPS      Z5, Z7, Z7
+	VFIXUPIMMPS $0x00, Z3, Z7, Z7
+	VPSRLD      $0x10, Z7, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z7, Z9, Z9
+	VPANDD      Z2, Z9, Z9
+	VMOVUPS     192(BX)(R8*4), Z7
+	VADDPS      Z6, Z7, Z7
+	VMULPS      Z7, Z9, Z9
+	VFIXUPIMMPS $0x00, Z3, Z8, Z8
+	VPSRLD      $0x10, Z8, Z7
+	VPANDD      Z0, Z7, Z7
+	VPADDD      Z1, Z7, Z7
+	VPADDD      Z8, Z7, Z7
+	VFIXUPIMMPS $0x00, Z3, Z9, Z9
+	VPSRLD      $0x10, Z9, Z8
+	VPANDD      Z0, Z8, Z8
+	VPADDD      Z1, Z8, Z8
+	VPADDD      Z9, Z8, Z8
+	VPERMT2W    Z8, Z4, Z7
+	VMOVNTDQ    Z7, 64(CX)(R8*2)
+	ADDQ        $0x00000040, R8
+	JMP         scalentloop
+
+scaletail:
+	ADDQ $0x00000030, R9
+
+scaleone:
+	CMPQ        R8, R9
+	JG          scalepart
+	VPMOVZXWD   (SI)(R8*2), Z7
+	VPSLLD      $0x10, Z7, Z7
+	VMULPS      Z5, Z7, Z7
+	VFIXUPIMMPS $0x00, Z3, Z7, Z7
+	VPSRLD      $0x10, Z7, Z8
+	VPANDD      Z0, Z8, Z8
+	VPADDD      Z1, Z8, Z8
+	VPADDD      Z7, Z8, Z8
+	VPANDD      Z2, Z8, Z8
+	VMOVUPS     (BX)(R8*4), Z7
+	VADDPS      Z6, Z7, Z7
+	VMULPS      Z7, Z8, Z8
+	VFIXUPIMMPS $0x00, Z3, Z8, Z8
+	VPSRLD      $0x10, Z8, Z7
+	VPANDD      Z0, Z7, Z7
+	VPADDD      Z1, Z7, Z7
+	VPADDD      Z8, Z7, Z7
+	VPSRLD      $0x10, Z7, Z7
+	VPMOVDW     Z7, (CX)(R8*2)
+	ADDQ        $0x00000010, R8
+	JMP         scaleone
+
+scalepart:
+	MOVQ        job_d+0(AX), R11
+	SUBQ        R8, R11
+	JZ          scaled
+	LEAQ        kmask<>+0(SB), R9
+	KMOVW       (R9)(R11*2), K1
+	VPMOVZXWD.Z (SI)(R8*2), K1, Z7
+	VPSLLD      $0x10, Z7, Z7
+	VMULPS      Z7, Z5, Z7
+	VFIXUPIMMPS $0x00, Z3, Z7, Z7
+	VPSRLD      $0x10, Z7, Z5
+	VPANDD      Z0, Z5, Z5
+	VPADDD      Z1, Z5, Z5
+	VPADDD      Z7, Z5, Z5
+	VPANDD      Z2, Z5, Z5
+	VMOVUPS.Z   (BX)(R8*4), K1, Z7
+	VADDPS      Z6, Z7, Z7
+	VMULPS      Z7, Z5, Z5
+	VFIXUPIMMPS $0x00, Z3, Z5, Z5
+	VPSRLD      $0x10, Z5, Z6
+	VPANDD      Z0, Z6, Z6
+	VPADDD      Z1, Z6, Z6
+	VPADDD      Z5, Z6, Z6
+	VPSRLD      $0x10, Z6, Z6
+	VPMOVDW     Z6, K1, (CX)(R8*2)
+
+scaled:
+	ADDQ DI, DX
+	ADDQ DI, CX
+	ADDQ DI, SI
+	INCQ 320(SP)
+	MOVQ 344(SP), R8
+	INCQ R8
+	MOVQ R8, 344(SP)
+	CMPQ R8, 336(SP)
+	JB   scalerow
+	JMP  row
+
+ret:
+	TESTL $0x00000001, job_flags+0(AX)
+	JZ    vzero
+	SFENCE
+
+vzero:
+	VZEROUPPER
+	MOVQ 320(SP), AX
+	MOVQ AX, ret+24(FP)
+	RET
+
 // func avx512BF16AddUnweighted(j uintptr, from int, to int) int
-// Requires: AVX, AVX512F, MMX+
+// Requires: AVX, AVX512BW, AVX512F, MMX+
 TEXT ·avx512BF16AddUnweighted(SB), NOSPLIT, $376-32
 	// avx512BF16AddUnweighted normalizes rows [from, to) of the job: BF16 rows: h = round16(x + res) and res = h per element, then y = round16(h*inv), for each row.
 	// It stops before the first row that needs the float64 path and returns that row's index, or to.
@@ -9202,6 +9101,7 @@ TEXT ·avx512BF16AddUnweighted(SB), NOSPLIT, $376-32
 	MOVQ         job_res+0(AX), BX
 	MOVQ         job_stride+0(AX), SI
 	SHLQ         $0x01, SI
+	VMOVDQU64    oddwords<>+0(SB), Z4
 	VPBROADCASTD avx512bfone<>+0(SB), Z0
 	VPBROADCASTD avx512bfbias<>+0(SB), Z1
 	VPBROADCASTD avx512bfhigh<>+0(SB), Z2
@@ -9209,9 +9109,9 @@ TEXT ·avx512BF16AddUnweighted(SB), NOSPLIT, $376-32
 
 	// fd = float32(d); rd = 1/d when d is a power of two (ss/d is then ss*rd exactly), else 0.
 	MOVQ       job_d+0(AX), DI
-	VMOVSS     one<>+0(SB), X4
-	VCVTSI2SSQ DI, X4, X4
-	VMOVSS     X4, 368(SP)
+	VMOVSS     one<>+0(SB), X5
+	VCVTSI2SSQ DI, X5, X5
+	VMOVSS     X5, 368(SP)
 	XORL       R9, R9
 	LEAQ       -1(DI), R8
 	TESTQ      DI, R8
@@ -9246,33 +9146,19 @@ row:
 	MOVQ    job_d+0(AX), R10
 	SUBQ    $0x00000040, R10
 	JGE     firstblock
-	VMOVUPS zero64<>+0(SB), Z4
 	VMOVUPS zero64<>+0(SB), Z5
 	VMOVUPS zero64<>+0(SB), Z6
 	VMOVUPS zero64<>+0(SB), Z7
+	VMOVUPS zero64<>+0(SB), Z8
 	XORQ    R9, R9
 	JMP     sumtail
 
 firstblock:
 	// +0 + square is the square itself: the first block initializes the partials.
 	XORQ        R9, R9
-	VPMOVZXWD   (DI)(R9*2), Z4
-	VPSLLD      $0x10, Z4, Z4
-	VPMOVZXWD   (R8)(R9*2), Z5
+	VPMOVZXWD   (DI)(R9*2), Z5
 	VPSLLD      $0x10, Z5, Z5
-	VADDPS      Z5, Z4, Z4
-	VFIXUPIMMPS $0x00, Z3, Z4, Z4
-	VPSRLD      $0x10, Z4, Z5
-	VPANDD      Z0, Z5, Z5
-	VPADDD      Z1, Z5, Z5
-	VPADDD      Z4, Z5, Z5
-	VPANDD      Z2, Z5, Z5
-	VPSRLD      $0x10, Z5, Z4
-	VPMOVDW     Z4, (R8)(R9*2)
-	VMULPS      Z5, Z5, Z4
-	VPMOVZXWD   32(DI)(R9*2), Z5
-	VPSLLD      $0x10, Z5, Z5
-	VPMOVZXWD   32(R8)(R9*2), Z6
+	VPMOVZXWD   (R8)(R9*2), Z6
 	VPSLLD      $0x10, Z6, Z6
 	VADDPS      Z6, Z5, Z5
 	VFIXUPIMMPS $0x00, Z3, Z5, Z5
@@ -9282,11 +9168,11 @@ firstblock:
 	VPADDD      Z5, Z6, Z6
 	VPANDD      Z2, Z6, Z6
 	VPSRLD      $0x10, Z6, Z5
-	VPMOVDW     Z5, 32(R8)(R9*2)
+	VPMOVDW     Z5, (R8)(R9*2)
 	VMULPS      Z6, Z6, Z5
-	VPMOVZXWD   64(DI)(R9*2), Z6
+	VPMOVZXWD   32(DI)(R9*2), Z6
 	VPSLLD      $0x10, Z6, Z6
-	VPMOVZXWD   64(R8)(R9*2), Z7
+	VPMOVZXWD   32(R8)(R9*2), Z7
 	VPSLLD      $0x10, Z7, Z7
 	VADDPS      Z7, Z6, Z6
 	VFIXUPIMMPS $0x00, Z3, Z6, Z6
@@ -9296,11 +9182,11 @@ firstblock:
 	VPADDD      Z6, Z7, Z7
 	VPANDD      Z2, Z7, Z7
 	VPSRLD      $0x10, Z7, Z6
-	VPMOVDW     Z6, 64(R8)(R9*2)
+	VPMOVDW     Z6, 32(R8)(R9*2)
 	VMULPS      Z7, Z7, Z6
-	VPMOVZXWD   96(DI)(R9*2), Z7
+	VPMOVZXWD   64(DI)(R9*2), Z7
 	VPSLLD      $0x10, Z7, Z7
-	VPMOVZXWD   96(R8)(R9*2), Z8
+	VPMOVZXWD   64(R8)(R9*2), Z8
 	VPSLLD      $0x10, Z8, Z8
 	VADDPS      Z8, Z7, Z7
 	VFIXUPIMMPS $0x00, Z3, Z7, Z7
@@ -9310,60 +9196,8 @@ firstblock:
 	VPADDD      Z7, Z8, Z8
 	VPANDD      Z2, Z8, Z8
 	VPSRLD      $0x10, Z8, Z7
-	VPMOVDW     Z7, 96(R8)(R9*2)
+	VPMOVDW     Z7, 64(R8)(R9*2)
 	VMULPS      Z8, Z8, Z7
-	MOVQ        $0x00000040, R9
-	TESTL       $0x00000002, job_flags+0(AX)
-	JNZ         sumpf
-
-sumloop:
-	CMPQ        R9, R10
-	JG          sumtail
-	VPMOVZXWD   (DI)(R9*2), Z8
-	VPSLLD      $0x10, Z8, Z8
-	VPMOVZXWD   (R8)(R9*2), Z9
-	VPSLLD      $0x10, Z9, Z9
-	VADDPS      Z9, Z8, Z8
-	VFIXUPIMMPS $0x00, Z3, Z8, Z8
-	VPSRLD      $0x10, Z8, Z9
-	VPANDD      Z0, Z9, Z9
-	VPADDD      Z1, Z9, Z9
-	VPADDD      Z8, Z9, Z9
-	VPANDD      Z2, Z9, Z9
-	VPSRLD      $0x10, Z9, Z8
-	VPMOVDW     Z8, (R8)(R9*2)
-	VMULPS      Z9, Z9, Z9
-	VADDPS      Z9, Z4, Z4
-	VPMOVZXWD   32(DI)(R9*2), Z8
-	VPSLLD      $0x10, Z8, Z8
-	VPMOVZXWD   32(R8)(R9*2), Z9
-	VPSLLD      $0x10, Z9, Z9
-	VADDPS      Z9, Z8, Z8
-	VFIXUPIMMPS $0x00, Z3, Z8, Z8
-	VPSRLD      $0x10, Z8, Z9
-	VPANDD      Z0, Z9, Z9
-	VPADDD      Z1, Z9, Z9
-	VPADDD      Z8, Z9, Z9
-	VPANDD      Z2, Z9, Z9
-	VPSRLD      $0x10, Z9, Z8
-	VPMOVDW     Z8, 32(R8)(R9*2)
-	VMULPS      Z9, Z9, Z9
-	VADDPS      Z9, Z5, Z5
-	VPMOVZXWD   64(DI)(R9*2), Z8
-	VPSLLD      $0x10, Z8, Z8
-	VPMOVZXWD   64(R8)(R9*2), Z9
-	VPSLLD      $0x10, Z9, Z9
-	VADDPS      Z9, Z8, Z8
-	VFIXUPIMMPS $0x00, Z3, Z8, Z8
-	VPSRLD      $0x10, Z8, Z9
-	VPANDD      Z0, Z9, Z9
-	VPADDD      Z1, Z9, Z9
-	VPADDD      Z8, Z9, Z9
-	VPANDD      Z2, Z9, Z9
-	VPSRLD      $0x10, Z9, Z8
-	VPMOVDW     Z8, 64(R8)(R9*2)
-	VMULPS      Z9, Z9, Z9
-	VADDPS      Z9, Z6, Z6
 	VPMOVZXWD   96(DI)(R9*2), Z8
 	VPSLLD      $0x10, Z8, Z8
 	VPMOVZXWD   96(R8)(R9*2), Z9
@@ -9377,8 +9211,74 @@ sumloop:
 	VPANDD      Z2, Z9, Z9
 	VPSRLD      $0x10, Z9, Z8
 	VPMOVDW     Z8, 96(R8)(R9*2)
-	VMULPS      Z9, Z9, Z9
-	VADDPS      Z9, Z7, Z7
+	VMULPS      Z9, Z9, Z8
+	MOVQ        $0x00000040, R9
+	TESTL       $0x00000002, job_flags+0(AX)
+	JNZ         sumpf
+
+sumloop:
+	CMPQ        R9, R10
+	JG          sumtail
+	VPMOVZXWD   (DI)(R9*2), Z9
+	VPSLLD      $0x10, Z9, Z9
+	VPMOVZXWD   (R8)(R9*2), Z10
+	VPSLLD      $0x10, Z10, Z10
+	VADDPS      Z10, Z9, Z9
+	VFIXUPIMMPS $0x00, Z3, Z9, Z9
+	VPSRLD      $0x10, Z9, Z10
+	VPANDD      Z0, Z10, Z10
+	VPADDD      Z1, Z10, Z10
+	VPADDD      Z9, Z10, Z10
+	VPANDD      Z2, Z10, Z10
+	VPSRLD      $0x10, Z10, Z9
+	VPMOVDW     Z9, (R8)(R9*2)
+	VMULPS      Z10, Z10, Z10
+	VADDPS      Z10, Z5, Z5
+	VPMOVZXWD   32(DI)(R9*2), Z9
+	VPSLLD      $0x10, Z9, Z9
+	VPMOVZXWD   32(R8)(R9*2), Z10
+	VPSLLD      $0x10, Z10, Z10
+	VADDPS      Z10, Z9, Z9
+	VFIXUPIMMPS $0x00, Z3, Z9, Z9
+	VPSRLD      $0x10, Z9, Z10
+	VPANDD      Z0, Z10, Z10
+	VPADDD      Z1, Z10, Z10
+	VPADDD      Z9, Z10, Z10
+	VPANDD      Z2, Z10, Z10
+	VPSRLD      $0x10, Z10, Z9
+	VPMOVDW     Z9, 32(R8)(R9*2)
+	VMULPS      Z10, Z10, Z10
+	VADDPS      Z10, Z6, Z6
+	VPMOVZXWD   64(DI)(R9*2), Z9
+	VPSLLD      $0x10, Z9, Z9
+	VPMOVZXWD   64(R8)(R9*2), Z10
+	VPSLLD      $0x10, Z10, Z10
+	VADDPS      Z10, Z9, Z9
+	VFIXUPIMMPS $0x00, Z3, Z9, Z9
+	VPSRLD      $0x10, Z9, Z10
+	VPANDD      Z0, Z10, Z10
+	VPADDD      Z1, Z10, Z10
+	VPADDD      Z9, Z10, Z10
+	VPANDD      Z2, Z10, Z10
+	VPSRLD      $0x10, Z10, Z9
+	VPMOVDW     Z9, 64(R8)(R9*2)
+	VMULPS      Z10, Z10, Z10
+	VADDPS      Z10, Z7, Z7
+	VPMOVZXWD   96(DI)(R9*2), Z9
+	VPSLLD      $0x10, Z9, Z9
+	VPMOVZXWD   96(R8)(R9*2), Z10
+	VPSLLD      $0x10, Z10, Z10
+	VADDPS      Z10, Z9, Z9
+	VFIXUPIMMPS $0x00, Z3, Z9, Z9
+	VPSRLD      $0x10, Z9, Z10
+	VPANDD      Z0, Z10, Z10
+	VPADDD      Z1, Z10, Z10
+	VPADDD      Z9, Z10, Z10
+	VPANDD      Z2, Z10, Z10
+	VPSRLD      $0x10, Z10, Z9
+	VPMOVDW     Z9, 96(R8)(R9*2)
+	VMULPS      Z10, Z10, Z10
+	VADDPS      Z10, Z8, Z8
 	ADDQ        $0x00000040, R9
 	JMP         sumloop
 
@@ -9398,66 +9298,66 @@ sumpfloop:
 	JG          sumtail
 	PREFETCHT0  (R11)(R9*2)
 	PREFETCHT0  64(R11)(R9*2)
-	VPMOVZXWD   (DI)(R9*2), Z8
-	VPSLLD      $0x10, Z8, Z8
-	VPMOVZXWD   (R8)(R9*2), Z9
+	VPMOVZXWD   (DI)(R9*2), Z9
 	VPSLLD      $0x10, Z9, Z9
-	VADDPS      Z9, Z8, Z8
-	VFIXUPIMMPS $0x00, Z3, Z8, Z8
-	VPSRLD      $0x10, Z8, Z9
-	VPANDD      Z0, Z9, Z9
-	VPADDD      Z1, Z9, Z9
-	VPADDD      Z8, Z9, Z9
-	VPANDD      Z2, Z9, Z9
-	VPSRLD      $0x10, Z9, Z8
-	VPMOVDW     Z8, (R8)(R9*2)
-	VMULPS      Z9, Z9, Z9
-	VADDPS      Z9, Z4, Z4
-	VPMOVZXWD   32(DI)(R9*2), Z8
-	VPSLLD      $0x10, Z8, Z8
-	VPMOVZXWD   32(R8)(R9*2), Z9
+	VPMOVZXWD   (R8)(R9*2), Z10
+	VPSLLD      $0x10, Z10, Z10
+	VADDPS      Z10, Z9, Z9
+	VFIXUPIMMPS $0x00, Z3, Z9, Z9
+	VPSRLD      $0x10, Z9, Z10
+	VPANDD      Z0, Z10, Z10
+	VPADDD      Z1, Z10, Z10
+	VPADDD      Z9, Z10, Z10
+	VPANDD      Z2, Z10, Z10
+	VPSRLD      $0x10, Z10, Z9
+	VPMOVDW     Z9, (R8)(R9*2)
+	VMULPS      Z10, Z10, Z10
+	VADDPS      Z10, Z5, Z5
+	VPMOVZXWD   32(DI)(R9*2), Z9
 	VPSLLD      $0x10, Z9, Z9
-	VADDPS      Z9, Z8, Z8
-	VFIXUPIMMPS $0x00, Z3, Z8, Z8
-	VPSRLD      $0x10, Z8, Z9
-	VPANDD      Z0, Z9, Z9
-	VPADDD      Z1, Z9, Z9
-	VPADDD      Z8, Z9, Z9
-	VPANDD      Z2, Z9, Z9
-	VPSRLD      $0x10, Z9, Z8
-	VPMOVDW     Z8, 32(R8)(R9*2)
-	VMULPS      Z9, Z9, Z9
-	VADDPS      Z9, Z5, Z5
-	VPMOVZXWD   64(DI)(R9*2), Z8
-	VPSLLD      $0x10, Z8, Z8
-	VPMOVZXWD   64(R8)(R9*2), Z9
+	VPMOVZXWD   32(R8)(R9*2), Z10
+	VPSLLD      $0x10, Z10, Z10
+	VADDPS      Z10, Z9, Z9
+	VFIXUPIMMPS $0x00, Z3, Z9, Z9
+	VPSRLD      $0x10, Z9, Z10
+	VPANDD      Z0, Z10, Z10
+	VPADDD      Z1, Z10, Z10
+	VPADDD      Z9, Z10, Z10
+	VPANDD      Z2, Z10, Z10
+	VPSRLD      $0x10, Z10, Z9
+	VPMOVDW     Z9, 32(R8)(R9*2)
+	VMULPS      Z10, Z10, Z10
+	VADDPS      Z10, Z6, Z6
+	VPMOVZXWD   64(DI)(R9*2), Z9
 	VPSLLD      $0x10, Z9, Z9
-	VADDPS      Z9, Z8, Z8
-	VFIXUPIMMPS $0x00, Z3, Z8, Z8
-	VPSRLD      $0x10, Z8, Z9
-	VPANDD      Z0, Z9, Z9
-	VPADDD      Z1, Z9, Z9
-	VPADDD      Z8, Z9, Z9
-	VPANDD      Z2, Z9, Z9
-	VPSRLD      $0x10, Z9, Z8
-	VPMOVDW     Z8, 64(R8)(R9*2)
-	VMULPS      Z9, Z9, Z9
-	VADDPS      Z9, Z6, Z6
-	VPMOVZXWD   96(DI)(R9*2), Z8
-	VPSLLD      $0x10, Z8, Z8
-	VPMOVZXWD   96(R8)(R9*2), Z9
+	VPMOVZXWD   64(R8)(R9*2), Z10
+	VPSLLD      $0x10, Z10, Z10
+	VADDPS      Z10, Z9, Z9
+	VFIXUPIMMPS $0x00, Z3, Z9, Z9
+	VPSRLD      $0x10, Z9, Z10
+	VPANDD      Z0, Z10, Z10
+	VPADDD      Z1, Z10, Z10
+	VPADDD      Z9, Z10, Z10
+	VPANDD      Z2, Z10, Z10
+	VPSRLD      $0x10, Z10, Z9
+	VPMOVDW     Z9, 64(R8)(R9*2)
+	VMULPS      Z10, Z10, Z10
+	VADDPS      Z10, Z7, Z7
+	VPMOVZXWD   96(DI)(R9*2), Z9
 	VPSLLD      $0x10, Z9, Z9
-	VADDPS      Z9, Z8, Z8
-	VFIXUPIMMPS $0x00, Z3, Z8, Z8
-	VPSRLD      $0x10, Z8, Z9
-	VPANDD      Z0, Z9, Z9
-	VPADDD      Z1, Z9, Z9
-	VPADDD      Z8, Z9, Z9
-	VPANDD      Z2, Z9, Z9
-	VPSRLD      $0x10, Z9, Z8
-	VPMOVDW     Z8, 96(R8)(R9*2)
-	VMULPS      Z9, Z9, Z9
-	VADDPS      Z9, Z7, Z7
+	VPMOVZXWD   96(R8)(R9*2), Z10
+	VPSLLD      $0x10, Z10, Z10
+	VADDPS      Z10, Z9, Z9
+	VFIXUPIMMPS $0x00, Z3, Z9, Z9
+	VPSRLD      $0x10, Z9, Z10
+	VPANDD      Z0, Z10, Z10
+	VPADDD      Z1, Z10, Z10
+	VPADDD      Z9, Z10, Z10
+	VPANDD      Z2, Z10, Z10
+	VPSRLD      $0x10, Z10, Z9
+	VPMOVDW     Z9, 96(R8)(R9*2)
+	VMULPS      Z10, Z10, Z10
+	VADDPS      Z10, Z8, Z8
 	ADDQ        $0x00000040, R9
 	JMP         sumpfloop
 
@@ -9474,21 +9374,21 @@ sumtail:
 
 tailmask0:
 	KMOVW       (R11)(R12*2), K1
-	VPMOVZXWD.Z (DI)(R9*2), K1, Z8
-	VPSLLD      $0x10, Z8, Z8
-	VPMOVZXWD.Z (R8)(R9*2), K1, Z9
+	VPMOVZXWD.Z (DI)(R9*2), K1, Z9
 	VPSLLD      $0x10, Z9, Z9
-	VADDPS      Z9, Z8, Z8
-	VFIXUPIMMPS $0x00, Z3, Z8, Z8
-	VPSRLD      $0x10, Z8, Z9
-	VPANDD      Z0, Z9, Z9
-	VPADDD      Z1, Z9, Z9
-	VPADDD      Z8, Z9, Z9
-	VPANDD      Z2, Z9, Z9
-	VPSRLD      $0x10, Z9, Z8
-	VPMOVDW     Z8, K1, (R8)(R9*2)
-	VMULPS      Z9, Z9, Z9
-	VADDPS      Z9, Z4, Z4
+	VPMOVZXWD.Z (R8)(R9*2), K1, Z10
+	VPSLLD      $0x10, Z10, Z10
+	VADDPS      Z10, Z9, Z9
+	VFIXUPIMMPS $0x00, Z3, Z9, Z9
+	VPSRLD      $0x10, Z9, Z10
+	VPANDD      Z0, Z10, Z10
+	VPADDD      Z1, Z10, Z10
+	VPADDD      Z9, Z10, Z10
+	VPANDD      Z2, Z10, Z10
+	VPSRLD      $0x10, Z10, Z9
+	VPMOVDW     Z9, K1, (R8)(R9*2)
+	VMULPS      Z10, Z10, Z10
+	VADDPS      Z10, Z5, Z5
 	MOVQ        R10, R12
 	SUBQ        $0x00000010, R12
 	JLE         summed
@@ -9498,21 +9398,21 @@ tailmask0:
 
 tailmask1:
 	KMOVW       (R11)(R12*2), K1
-	VPMOVZXWD.Z 32(DI)(R9*2), K1, Z8
-	VPSLLD      $0x10, Z8, Z8
-	VPMOVZXWD.Z 32(R8)(R9*2), K1, Z9
+	VPMOVZXWD.Z 32(DI)(R9*2), K1, Z9
 	VPSLLD      $0x10, Z9, Z9
-	VADDPS      Z9, Z8, Z8
-	VFIXUPIMMPS $0x00, Z3, Z8, Z8
-	VPSRLD      $0x10, Z8, Z9
-	VPANDD      Z0, Z9, Z9
-	VPADDD      Z1, Z9, Z9
-	VPADDD      Z8, Z9, Z9
-	VPANDD      Z2, Z9, Z9
-	VPSRLD      $0x10, Z9, Z8
-	VPMOVDW     Z8, K1, 32(R8)(R9*2)
-	VMULPS      Z9, Z9, Z9
-	VADDPS      Z9, Z5, Z5
+	VPMOVZXWD.Z 32(R8)(R9*2), K1, Z10
+	VPSLLD      $0x10, Z10, Z10
+	VADDPS      Z10, Z9, Z9
+	VFIXUPIMMPS $0x00, Z3, Z9, Z9
+	VPSRLD      $0x10, Z9, Z10
+	VPANDD      Z0, Z10, Z10
+	VPADDD      Z1, Z10, Z10
+	VPADDD      Z9, Z10, Z10
+	VPANDD      Z2, Z10, Z10
+	VPSRLD      $0x10, Z10, Z9
+	VPMOVDW     Z9, K1, 32(R8)(R9*2)
+	VMULPS      Z10, Z10, Z10
+	VADDPS      Z10, Z6, Z6
 	MOVQ        R10, R12
 	SUBQ        $0x00000020, R12
 	JLE         summed
@@ -9522,21 +9422,21 @@ tailmask1:
 
 tailmask2:
 	KMOVW       (R11)(R12*2), K1
-	VPMOVZXWD.Z 64(DI)(R9*2), K1, Z8
-	VPSLLD      $0x10, Z8, Z8
-	VPMOVZXWD.Z 64(R8)(R9*2), K1, Z9
+	VPMOVZXWD.Z 64(DI)(R9*2), K1, Z9
 	VPSLLD      $0x10, Z9, Z9
-	VADDPS      Z9, Z8, Z8
-	VFIXUPIMMPS $0x00, Z3, Z8, Z8
-	VPSRLD      $0x10, Z8, Z9
-	VPANDD      Z0, Z9, Z9
-	VPADDD      Z1, Z9, Z9
-	VPADDD      Z8, Z9, Z9
-	VPANDD      Z2, Z9, Z9
-	VPSRLD      $0x10, Z9, Z8
-	VPMOVDW     Z8, K1, 64(R8)(R9*2)
-	VMULPS      Z9, Z9, Z9
-	VADDPS      Z9, Z6, Z6
+	VPMOVZXWD.Z 64(R8)(R9*2), K1, Z10
+	VPSLLD      $0x10, Z10, Z10
+	VADDPS      Z10, Z9, Z9
+	VFIXUPIMMPS $0x00, Z3, Z9, Z9
+	VPSRLD      $0x10, Z9, Z10
+	VPANDD      Z0, Z10, Z10
+	VPADDD      Z1, Z10, Z10
+	VPADDD      Z9, Z10, Z10
+	VPANDD      Z2, Z10, Z10
+	VPSRLD      $0x10, Z10, Z9
+	VPMOVDW     Z9, K1, 64(R8)(R9*2)
+	VMULPS      Z10, Z10, Z10
+	VADDPS      Z10, Z7, Z7
 	SUBQ        $0x00000030, R10
 	JLE         summed
 	CMPQ        R10, $0x00000010
@@ -9545,73 +9445,73 @@ tailmask2:
 
 tailmask3:
 	KMOVW       (R11)(R10*2), K1
-	VPMOVZXWD.Z 96(DI)(R9*2), K1, Z8
-	VPSLLD      $0x10, Z8, Z8
-	VPMOVZXWD.Z 96(R8)(R9*2), K1, Z9
+	VPMOVZXWD.Z 96(DI)(R9*2), K1, Z9
 	VPSLLD      $0x10, Z9, Z9
-	VADDPS      Z9, Z8, Z8
-	VFIXUPIMMPS $0x00, Z3, Z8, Z8
-	VPSRLD      $0x10, Z8, Z9
-	VPANDD      Z0, Z9, Z9
-	VPADDD      Z1, Z9, Z9
-	VPADDD      Z8, Z9, Z9
-	VPANDD      Z2, Z9, Z9
-	VPSRLD      $0x10, Z9, Z8
-	VPMOVDW     Z8, K1, 96(R8)(R9*2)
-	VMULPS      Z9, Z9, Z9
-	VADDPS      Z9, Z7, Z7
+	VPMOVZXWD.Z 96(R8)(R9*2), K1, Z10
+	VPSLLD      $0x10, Z10, Z10
+	VADDPS      Z10, Z9, Z9
+	VFIXUPIMMPS $0x00, Z3, Z9, Z9
+	VPSRLD      $0x10, Z9, Z10
+	VPANDD      Z0, Z10, Z10
+	VPADDD      Z1, Z10, Z10
+	VPADDD      Z9, Z10, Z10
+	VPANDD      Z2, Z10, Z10
+	VPSRLD      $0x10, Z10, Z9
+	VPMOVDW     Z9, K1, 96(R8)(R9*2)
+	VMULPS      Z10, Z10, Z10
+	VADDPS      Z10, Z8, Z8
 
 summed:
-	VADDPS Z6, Z4, Z4
 	VADDPS Z7, Z5, Z5
-	VADDPS Z5, Z4, Z4
+	VADDPS Z8, Z6, Z6
+	VADDPS Z6, Z5, Z5
 
 	// Halving tree: p[j] += p[j+h] for the remaining h, down to ss.
-	VSHUFF64X2 $0xee, Z4, Z4, Z5
-	VADDPS     Z5, Z4, Z4
-	VSHUFF32X4 $0x01, Z4, Z4, Z5
-	VADDPS     Z5, Z4, Z4
-	VPERMILPS  $0x4e, Z4, Z5
-	VADDPS     Z5, Z4, Z4
-	VPERMILPS  $0xb1, Z4, Z5
-	VADDPS     Z5, Z4, Z4
+	VSHUFF64X2 $0xee, Z5, Z5, Z6
+	VADDPS     Z6, Z5, Z5
+	VSHUFF32X4 $0x01, Z5, Z5, Z6
+	VADDPS     Z6, Z5, Z5
+	VPERMILPS  $0x4e, Z5, Z6
+	VADDPS     Z6, Z5, Z5
+	VPERMILPS  $0xb1, Z5, Z6
+	VADDPS     Z6, Z5, Z5
 
 	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
 	CMPL   372(SP), $0x00
 	JE     divide2
-	VMULSS 372(SP), X4, X4
+	VMULSS 372(SP), X5, X5
 	JMP    divided3
 
 divide2:
-	VDIVSS 368(SP), X4, X4
+	VDIVSS 368(SP), X5, X5
 
 divided3:
-	VADDSS   job_eps+0(AX), X4, X4
-	VUCOMISS tlo<>+0(SB), X4
+	VADDSS   job_eps+0(AX), X5, X5
+	VUCOMISS tlo<>+0(SB), X5
 	JCS      ret
-	VUCOMISS tmax<>+0(SB), X4
+	VUCOMISS tmax<>+0(SB), X5
 	JHI      ret
-	VSQRTSS  X4, X4, X4
-	VMOVSS   one<>+0(SB), X10
-	VDIVSS   X4, X10, X10
+	VSQRTSS  X5, X5, X5
+	VMOVSS   one<>+0(SB), X11
+	VDIVSS   X5, X11, X11
 
 	// Report 1/rms if asked.
 	MOVQ   job_inv+0(AX), DI
 	TESTQ  DI, DI
 	JZ     scale
 	MOVQ   320(SP), R8
-	VMOVSS X10, (DI)(R8*4)
+	VMOVSS X11, (DI)(R8*4)
 
 scale:
-	VBROADCASTSS X10, Z4
+	VBROADCASTSS X11, Z5
 	MOVQ         $0x00000000, 344(SP)
 	CMPQ         336(SP), $0x01
 	JE           scalebody
-	VMOVUPS      Z10, 256(SP)
+	VMOVUPS      Z11, 256(SP)
 
 scalerow:
 	MOVQ         344(SP), DI
-	VBROADCASTSS 256(SP)(DI*4), Z4
+	VBROADCASTSS 256(SP)(DI*4), Z5
 
 scalebody:
 	// y = (src*inv)*w, rounded after each multiply.
@@ -9624,46 +9524,42 @@ scalebody:
 scaleloop:
 	CMPQ        DI, R8
 	JG          scaletail
-	VPMOVZXWD   (BX)(DI*2), Z5
-	VPSLLD      $0x10, Z5, Z5
-	VMULPS      Z4, Z5, Z5
-	VFIXUPIMMPS $0x00, Z3, Z5, Z5
-	VPSRLD      $0x10, Z5, Z6
+	VPMOVZXWD   (BX)(DI*2), Z6
+	VPSLLD      $0x10, Z6, Z6
+	VMULPS      Z5, Z6, Z6
+	VPMOVZXWD   32(BX)(DI*2), Z7
+	VPSLLD      $0x10, Z7, Z7
+	VMULPS      Z5, Z7, Z7
+	VFIXUPIMMPS $0x00, Z3, Z6, Z6
+	VPSRLD      $0x10, Z6, Z8
+	VPANDD      Z0, Z8, Z8
+	VPADDD      Z1, Z8, Z8
+	VPADDD      Z6, Z8, Z8
+	VFIXUPIMMPS $0x00, Z3, Z7, Z7
+	VPSRLD      $0x10, Z7, Z6
 	VPANDD      Z0, Z6, Z6
 	VPADDD      Z1, Z6, Z6
-	VPADDD      Z5, Z6, Z6
-	VPSRLD      $0x10, Z6, Z6
-	VPMOVDW     Z6, (CX)(DI*2)
-	VPMOVZXWD   32(BX)(DI*2), Z5
-	VPSLLD      $0x10, Z5, Z5
-	VMULPS      Z4, Z5, Z5
-	VFIXUPIMMPS $0x00, Z3, Z5, Z5
-	VPSRLD      $0x10, Z5, Z6
+	VPADDD      Z7, Z6, Z6
+	VPERMT2W    Z6, Z4, Z8
+	VMOVDQU64   Z8, (CX)(DI*2)
+	VPMOVZXWD   64(BX)(DI*2), Z6
+	VPSLLD      $0x10, Z6, Z6
+	VMULPS      Z5, Z6, Z6
+	VPMOVZXWD   96(BX)(DI*2), Z7
+	VPSLLD      $0x10, Z7, Z7
+	VMULPS      Z5, Z7, Z7
+	VFIXUPIMMPS $0x00, Z3, Z6, Z6
+	VPSRLD      $0x10, Z6, Z8
+	VPANDD      Z0, Z8, Z8
+	VPADDD      Z1, Z8, Z8
+	VPADDD      Z6, Z8, Z8
+	VFIXUPIMMPS $0x00, Z3, Z7, Z7
+	VPSRLD      $0x10, Z7, Z6
 	VPANDD      Z0, Z6, Z6
 	VPADDD      Z1, Z6, Z6
-	VPADDD      Z5, Z6, Z6
-	VPSRLD      $0x10, Z6, Z6
-	VPMOVDW     Z6, 32(CX)(DI*2)
-	VPMOVZXWD   64(BX)(DI*2), Z5
-	VPSLLD      $0x10, Z5, Z5
-	VMULPS      Z4, Z5, Z5
-	VFIXUPIMMPS $0x00, Z3, Z5, Z5
-	VPSRLD      $0x10, Z5, Z6
-	VPANDD      Z0, Z6, Z6
-	VPADDD      Z1, Z6, Z6
-	VPADDD      Z5, Z6, Z6
-	VPSRLD      $0x10, Z6, Z6
-	VPMOVDW     Z6, 64(CX)(DI*2)
-	VPMOVZXWD   96(BX)(DI*2), Z5
-	VPSLLD      $0x10, Z5, Z5
-	VMULPS      Z4, Z5, Z5
-	VFIXUPIMMPS $0x00, Z3, Z5, Z5
-	VPSRLD      $0x10, Z5, Z6
-	VPANDD      Z0, Z6, Z6
-	VPADDD      Z1, Z6, Z6
-	VPADDD      Z5, Z6, Z6
-	VPSRLD      $0x10, Z6, Z6
-	VPMOVDW     Z6, 96(CX)(DI*2)
+	VPADDD      Z7, Z6, Z6
+	VPERMT2W    Z6, Z4, Z8
+	VMOVDQU64   Z8, 64(CX)(DI*2)
 	ADDQ        $0x00000040, DI
 	JMP         scaleloop
 
@@ -9683,46 +9579,42 @@ scalepfloop:
 	JG          scaletail
 	PREFETCHT0  (R9)(DI*2)
 	PREFETCHT0  64(R9)(DI*2)
-	VPMOVZXWD   (BX)(DI*2), Z5
-	VPSLLD      $0x10, Z5, Z5
-	VMULPS      Z4, Z5, Z5
-	VFIXUPIMMPS $0x00, Z3, Z5, Z5
-	VPSRLD      $0x10, Z5, Z6
+	VPMOVZXWD   (BX)(DI*2), Z6
+	VPSLLD      $0x10, Z6, Z6
+	VMULPS      Z5, Z6, Z6
+	VPMOVZXWD   32(BX)(DI*2), Z7
+	VPSLLD      $0x10, Z7, Z7
+	VMULPS      Z5, Z7, Z7
+	VFIXUPIMMPS $0x00, Z3, Z6, Z6
+	VPSRLD      $0x10, Z6, Z8
+	VPANDD      Z0, Z8, Z8
+	VPADDD      Z1, Z8, Z8
+	VPADDD      Z6, Z8, Z8
+	VFIXUPIMMPS $0x00, Z3, Z7, Z7
+	VPSRLD      $0x10, Z7, Z6
 	VPANDD      Z0, Z6, Z6
 	VPADDD      Z1, Z6, Z6
-	VPADDD      Z5, Z6, Z6
-	VPSRLD      $0x10, Z6, Z6
-	VPMOVDW     Z6, (CX)(DI*2)
-	VPMOVZXWD   32(BX)(DI*2), Z5
-	VPSLLD      $0x10, Z5, Z5
-	VMULPS      Z4, Z5, Z5
-	VFIXUPIMMPS $0x00, Z3, Z5, Z5
-	VPSRLD      $0x10, Z5, Z6
+	VPADDD      Z7, Z6, Z6
+	VPERMT2W    Z6, Z4, Z8
+	VMOVDQU64   Z8, (CX)(DI*2)
+	VPMOVZXWD   64(BX)(DI*2), Z6
+	VPSLLD      $0x10, Z6, Z6
+	VMULPS      Z5, Z6, Z6
+	VPMOVZXWD   96(BX)(DI*2), Z7
+	VPSLLD      $0x10, Z7, Z7
+	VMULPS      Z5, Z7, Z7
+	VFIXUPIMMPS $0x00, Z3, Z6, Z6
+	VPSRLD      $0x10, Z6, Z8
+	VPANDD      Z0, Z8, Z8
+	VPADDD      Z1, Z8, Z8
+	VPADDD      Z6, Z8, Z8
+	VFIXUPIMMPS $0x00, Z3, Z7, Z7
+	VPSRLD      $0x10, Z7, Z6
 	VPANDD      Z0, Z6, Z6
 	VPADDD      Z1, Z6, Z6
-	VPADDD      Z5, Z6, Z6
-	VPSRLD      $0x10, Z6, Z6
-	VPMOVDW     Z6, 32(CX)(DI*2)
-	VPMOVZXWD   64(BX)(DI*2), Z5
-	VPSLLD      $0x10, Z5, Z5
-	VMULPS      Z4, Z5, Z5
-	VFIXUPIMMPS $0x00, Z3, Z5, Z5
-	VPSRLD      $0x10, Z5, Z6
-	VPANDD      Z0, Z6, Z6
-	VPADDD      Z1, Z6, Z6
-	VPADDD      Z5, Z6, Z6
-	VPSRLD      $0x10, Z6, Z6
-	VPMOVDW     Z6, 64(CX)(DI*2)
-	VPMOVZXWD   96(BX)(DI*2), Z5
-	VPSLLD      $0x10, Z5, Z5
-	VMULPS      Z4, Z5, Z5
-	VFIXUPIMMPS $0x00, Z3, Z5, Z5
-	VPSRLD      $0x10, Z5, Z6
-	VPANDD      Z0, Z6, Z6
-	VPADDD      Z1, Z6, Z6
-	VPADDD      Z5, Z6, Z6
-	VPSRLD      $0x10, Z6, Z6
-	VPMOVDW     Z6, 96(CX)(DI*2)
+	VPADDD      Z7, Z6, Z6
+	VPERMT2W    Z6, Z4, Z8
+	VMOVDQU64   Z8, 64(CX)(DI*2)
 	ADDQ        $0x00000040, DI
 	JMP         scalepfloop
 
@@ -9740,16 +9632,16 @@ scalent:
 scalehead:
 	CMPQ        R10, $0x00000010
 	JB          scaleheadpart
-	VPMOVZXWD   (BX)(DI*2), Z5
-	VPSLLD      $0x10, Z5, Z5
-	VMULPS      Z4, Z5, Z5
-	VFIXUPIMMPS $0x00, Z3, Z5, Z5
-	VPSRLD      $0x10, Z5, Z6
-	VPANDD      Z0, Z6, Z6
-	VPADDD      Z1, Z6, Z6
-	VPADDD      Z5, Z6, Z6
-	VPSRLD      $0x10, Z6, Z6
-	VPMOVDW     Z6, (CX)(DI*2)
+	VPMOVZXWD   (BX)(DI*2), Z6
+	VPSLLD      $0x10, Z6, Z6
+	VMULPS      Z5, Z6, Z6
+	VFIXUPIMMPS $0x00, Z3, Z6, Z6
+	VPSRLD      $0x10, Z6, Z7
+	VPANDD      Z0, Z7, Z7
+	VPADDD      Z1, Z7, Z7
+	VPADDD      Z6, Z7, Z7
+	VPSRLD      $0x10, Z7, Z7
+	VPMOVDW     Z7, (CX)(DI*2)
 	ADDQ        $0x00000010, DI
 	SUBQ        $0x00000010, R10
 	JZ          scalentloop
@@ -9757,69 +9649,61 @@ scalehead:
 scaleheadpart:
 	LEAQ        kmask<>+0(SB), R11
 	KMOVW       (R11)(R10*2), K1
-	VPMOVZXWD.Z (BX)(DI*2), K1, Z5
-	VPSLLD      $0x10, Z5, Z5
-	VMULPS      Z5, Z4, Z5
-	VFIXUPIMMPS $0x00, Z3, Z5, Z5
-	VPSRLD      $0x10, Z5, Z6
-	VPANDD      Z0, Z6, Z6
-	VPADDD      Z1, Z6, Z6
-	VPADDD      Z5, Z6, Z6
-	VPSRLD      $0x10, Z6, Z6
-	VPMOVDW     Z6, K1, (CX)(DI*2)
+	VPMOVZXWD.Z (BX)(DI*2), K1, Z6
+	VPSLLD      $0x10, Z6, Z6
+	VMULPS      Z6, Z5, Z6
+	VFIXUPIMMPS $0x00, Z3, Z6, Z6
+	VPSRLD      $0x10, Z6, Z7
+	VPANDD      Z0, Z7, Z7
+	VPADDD      Z1, Z7, Z7
+	VPADDD      Z6, Z7, Z7
+	VPSRLD      $0x10, Z7, Z7
+	VPMOVDW     Z7, K1, (CX)(DI*2)
 	ADDQ        R10, DI
 
 scalentloop:
-	CMPQ         DI, R8
-	JG           scaletail
-	PREFETCHT0   (R9)(DI*2)
-	PREFETCHT0   64(R9)(DI*2)
-	VPMOVZXWD    (BX)(DI*2), Z5
-	VPSLLD       $0x10, Z5, Z5
-	VMULPS       Z4, Z5, Z5
-	VPMOVZXWD    32(BX)(DI*2), Z6
-	VPSLLD       $0x10, Z6, Z6
-	VMULPS       Z4, Z6, Z6
-	VFIXUPIMMPS  $0x00, Z3, Z5, Z5
-	VPSRLD       $0x10, Z5, Z7
-	VPANDD       Z0, Z7, Z7
-	VPADDD       Z1, Z7, Z7
-	VPADDD       Z5, Z7, Z7
-	VPSRLD       $0x10, Z7, Z7
-	VPMOVDW      Z7, Y11
-	VFIXUPIMMPS  $0x00, Z3, Z6, Z6
-	VPSRLD       $0x10, Z6, Z5
-	VPANDD       Z0, Z5, Z5
-	VPADDD       Z1, Z5, Z5
-	VPADDD       Z6, Z5, Z5
-	VPSRLD       $0x10, Z5, Z5
-	VPMOVDW      Z5, Y5
-	VINSERTI64X4 $0x01, Y5, Z11, Z11
-	VMOVNTDQ     Z11, (CX)(DI*2)
-	VPMOVZXWD    64(BX)(DI*2), Z5
-	VPSLLD       $0x10, Z5, Z5
-	VMULPS       Z4, Z5, Z5
-	VPMOVZXWD    96(BX)(DI*2), Z6
-	VPSLLD       $0x10, Z6, Z6
-	VMULPS       Z4, Z6, Z6
-	VFIXUPIMMPS  $0x00, Z3, Z5, Z5
-	VPSRLD       $0x10, Z5, Z7
-	VPANDD       Z0, Z7, Z7
-	VPADDD       Z1, Z7, Z7
-	VPADDD       Z5, Z7, Z7
-	VPSRLD       $0x10, Z7, Z7
-	VPMOVDW      Z7, Y12
-	VFIXUPIMMPS  $0x00, Z3, Z6, Z6
-	VPSRLD       $0x10, Z6, Z5
-	VPANDD       Z0, Z5, Z5
-	VPADDD       Z1, Z5, Z5
-	VPADDD       Z6, Z5, Z5
-	VPSRLD       $0x10, Z5, Z5
-	VPMOVDW      Z5, Y5
-	VINSERTI64X4 $0x01, Y5, Z12, Z12
-	VMOVNTDQ     Z12, 64(CX)(DI*2)
-	ADDQ         $0x00000040, DI
-	JMP          scalentloop
+	CMPQ        DI, R8
+	JG          scaletail
+	PREFETCHT0  (R9)(DI*2)
+	PREFETCHT0  64(R9)(DI*2)
+	VPMOVZXWD   (BX)(DI*2), Z6
+	VPSLLD      $0x10, Z6, Z6
+	VMULPS      Z5, Z6, Z6
+	VPMOVZXWD   32(BX)(DI*2), Z7
+	VPSLLD      $0x10, Z7, Z7
+	VMULPS      Z5, Z7, Z7
+	VFIXUPIMMPS $0x00, Z3, Z6, Z6
+	VPSRLD      $0x10, Z6, Z8
+	VPANDD      Z0, Z8, Z8
+	VPADDD      Z1, Z8, Z8
+	VPADDD      Z6, Z8, Z8
+	VFIXUPIMMPS $0x00, Z3, Z7, Z7
+	VPSRLD      $0x10, Z7, Z6
+	VPANDD      Z0, Z6, Z6
+	VPADDD      Z1, Z6, Z6
+	VPADDD      Z7, Z6, Z6
+	VPERMT2W    Z6, Z4, Z8
+	VMOVNTDQ    Z8, (CX)(DI*2)
+	VPMOVZXWD   64(BX)(DI*2), Z6
+	VPSLLD      $0x10, Z6, Z6
+	VMULPS      Z5, Z6, Z6
+	VPMOVZXWD   96(BX)(DI*2), Z7
+	VPSLLD      $0x10, Z7, Z7
+	VMULPS      Z5, Z7, Z7
+	VFIXUPIMMPS $0x00, Z3, Z6, Z6
+	VPSRLD      $0x10, Z6, Z8
+	VPANDD      Z0, Z8, Z8
+	VPADDD      Z1, Z8, Z8
+	VPADDD      Z6, Z8, Z8
+	VFIXUPIMMPS $0x00, Z3, Z7, Z7
+	VPSRLD      $0x10, Z7, Z6
+	VPANDD      Z0, Z6, Z6
+	VPADDD      Z1, Z6, Z6
+	VPADDD      Z7, Z6, Z6
+	VPERMT2W    Z6, Z4, Z8
+	VMOVNTDQ    Z8, 64(CX)(DI*2)
+	ADDQ        $0x00000040, DI
+	JMP         scalentloop
 
 scaletail:
 	ADDQ $0x00000030, R8
@@ -9827,16 +9711,16 @@ scaletail:
 scaleone:
 	CMPQ        DI, R8
 	JG          scalepart
-	VPMOVZXWD   (BX)(DI*2), Z5
-	VPSLLD      $0x10, Z5, Z5
-	VMULPS      Z4, Z5, Z5
-	VFIXUPIMMPS $0x00, Z3, Z5, Z5
-	VPSRLD      $0x10, Z5, Z6
-	VPANDD      Z0, Z6, Z6
-	VPADDD      Z1, Z6, Z6
-	VPADDD      Z5, Z6, Z6
-	VPSRLD      $0x10, Z6, Z6
-	VPMOVDW     Z6, (CX)(DI*2)
+	VPMOVZXWD   (BX)(DI*2), Z6
+	VPSLLD      $0x10, Z6, Z6
+	VMULPS      Z5, Z6, Z6
+	VFIXUPIMMPS $0x00, Z3, Z6, Z6
+	VPSRLD      $0x10, Z6, Z7
+	VPANDD      Z0, Z7, Z7
+	VPADDD      Z1, Z7, Z7
+	VPADDD      Z6, Z7, Z7
+	VPSRLD      $0x10, Z7, Z7
+	VPMOVDW     Z7, (CX)(DI*2)
 	ADDQ        $0x00000010, DI
 	JMP         scaleone
 
@@ -9846,16 +9730,16 @@ scalepart:
 	JZ          scaled
 	LEAQ        kmask<>+0(SB), R8
 	KMOVW       (R8)(R10*2), K1
-	VPMOVZXWD.Z (BX)(DI*2), K1, Z5
-	VPSLLD      $0x10, Z5, Z5
-	VMULPS      Z5, Z4, Z5
-	VFIXUPIMMPS $0x00, Z3, Z5, Z5
-	VPSRLD      $0x10, Z5, Z4
-	VPANDD      Z0, Z4, Z4
-	VPADDD      Z1, Z4, Z4
-	VPADDD      Z5, Z4, Z4
-	VPSRLD      $0x10, Z4, Z4
-	VPMOVDW     Z4, K1, (CX)(DI*2)
+	VPMOVZXWD.Z (BX)(DI*2), K1, Z6
+	VPSLLD      $0x10, Z6, Z6
+	VMULPS      Z6, Z5, Z6
+	VFIXUPIMMPS $0x00, Z3, Z6, Z6
+	VPSRLD      $0x10, Z6, Z5
+	VPANDD      Z0, Z5, Z5
+	VPADDD      Z1, Z5, Z5
+	VPADDD      Z6, Z5, Z5
+	VPSRLD      $0x10, Z5, Z5
+	VPMOVDW     Z5, K1, (CX)(DI*2)
 
 scaled:
 	ADDQ SI, DX
@@ -10202,26 +10086,30 @@ scalebody:
 	JNZ   scalepf
 
 scaleloop:
-	CMPQ      DI, R8
-	JG        scaletail
-	VCVTPH2PS (DX)(DI*2), Z1
-	VMULPS    Z0, Z1, Z1
-	VMULPS    (BX)(DI*4), Z1, Z1
-	VCVTPS2PH $0x00, Z1, (CX)(DI*2)
-	VCVTPH2PS 32(DX)(DI*2), Z1
-	VMULPS    Z0, Z1, Z1
-	VMULPS    64(BX)(DI*4), Z1, Z1
-	VCVTPS2PH $0x00, Z1, 32(CX)(DI*2)
-	VCVTPH2PS 64(DX)(DI*2), Z1
-	VMULPS    Z0, Z1, Z1
-	VMULPS    128(BX)(DI*4), Z1, Z1
-	VCVTPS2PH $0x00, Z1, 64(CX)(DI*2)
-	VCVTPH2PS 96(DX)(DI*2), Z1
-	VMULPS    Z0, Z1, Z1
-	VMULPS    192(BX)(DI*4), Z1, Z1
-	VCVTPS2PH $0x00, Z1, 96(CX)(DI*2)
-	ADDQ      $0x00000040, DI
-	JMP       scaleloop
+	CMPQ         DI, R8
+	JG           scaletail
+	VCVTPH2PS    (DX)(DI*2), Z1
+	VMULPS       Z0, Z1, Z1
+	VMULPS       (BX)(DI*4), Z1, Z1
+	VCVTPH2PS    32(DX)(DI*2), Z2
+	VMULPS       Z0, Z2, Z2
+	VMULPS       64(BX)(DI*4), Z2, Z2
+	VCVTPS2PH    $0x00, Z1, Y6
+	VCVTPS2PH    $0x00, Z2, Y1
+	VINSERTI64X4 $0x01, Y1, Z6, Z6
+	VMOVDQU64    Z6, (CX)(DI*2)
+	VCVTPH2PS    64(DX)(DI*2), Z1
+	VMULPS       Z0, Z1, Z1
+	VMULPS       128(BX)(DI*4), Z1, Z1
+	VCVTPH2PS    96(DX)(DI*2), Z2
+	VMULPS       Z0, Z2, Z2
+	VMULPS       192(BX)(DI*4), Z2, Z2
+	VCVTPS2PH    $0x00, Z1, Y7
+	VCVTPS2PH    $0x00, Z2, Y1
+	VINSERTI64X4 $0x01, Y1, Z7, Z7
+	VMOVDQU64    Z7, 64(CX)(DI*2)
+	ADDQ         $0x00000040, DI
+	JMP          scaleloop
 
 scalepf:
 	MOVQ SI, R9
@@ -10235,28 +10123,32 @@ longrows6:
 	JNZ   scalent
 
 scalepfloop:
-	CMPQ       DI, R8
-	JG         scaletail
-	PREFETCHT0 (R9)(DI*2)
-	PREFETCHT0 64(R9)(DI*2)
-	VCVTPH2PS  (DX)(DI*2), Z1
-	VMULPS     Z0, Z1, Z1
-	VMULPS     (BX)(DI*4), Z1, Z1
-	VCVTPS2PH  $0x00, Z1, (CX)(DI*2)
-	VCVTPH2PS  32(DX)(DI*2), Z1
-	VMULPS     Z0, Z1, Z1
-	VMULPS     64(BX)(DI*4), Z1, Z1
-	VCVTPS2PH  $0x00, Z1, 32(CX)(DI*2)
-	VCVTPH2PS  64(DX)(DI*2), Z1
-	VMULPS     Z0, Z1, Z1
-	VMULPS     128(BX)(DI*4), Z1, Z1
-	VCVTPS2PH  $0x00, Z1, 64(CX)(DI*2)
-	VCVTPH2PS  96(DX)(DI*2), Z1
-	VMULPS     Z0, Z1, Z1
-	VMULPS     192(BX)(DI*4), Z1, Z1
-	VCVTPS2PH  $0x00, Z1, 96(CX)(DI*2)
-	ADDQ       $0x00000040, DI
-	JMP        scalepfloop
+	CMPQ         DI, R8
+	JG           scaletail
+	PREFETCHT0   (R9)(DI*2)
+	PREFETCHT0   64(R9)(DI*2)
+	VCVTPH2PS    (DX)(DI*2), Z1
+	VMULPS       Z0, Z1, Z1
+	VMULPS       (BX)(DI*4), Z1, Z1
+	VCVTPH2PS    32(DX)(DI*2), Z2
+	VMULPS       Z0, Z2, Z2
+	VMULPS       64(BX)(DI*4), Z2, Z2
+	VCVTPS2PH    $0x00, Z1, Y8
+	VCVTPS2PH    $0x00, Z2, Y1
+	VINSERTI64X4 $0x01, Y1, Z8, Z8
+	VMOVDQU64    Z8, (CX)(DI*2)
+	VCVTPH2PS    64(DX)(DI*2), Z1
+	VMULPS       Z0, Z1, Z1
+	VMULPS       128(BX)(DI*4), Z1, Z1
+	VCVTPH2PS    96(DX)(DI*2), Z2
+	VMULPS       Z0, Z2, Z2
+	VMULPS       192(BX)(DI*4), Z2, Z2
+	VCVTPS2PH    $0x00, Z1, Y9
+	VCVTPS2PH    $0x00, Z2, Y1
+	VINSERTI64X4 $0x01, Y1, Z9, Z9
+	VMOVDQU64    Z9, 64(CX)(DI*2)
+	ADDQ         $0x00000040, DI
+	JMP          scalepfloop
 
 scalent:
 	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
@@ -10301,20 +10193,20 @@ scalentloop:
 	VCVTPH2PS    32(DX)(DI*2), Z2
 	VMULPS       Z0, Z2, Z2
 	VMULPS       64(BX)(DI*4), Z2, Z2
-	VCVTPS2PH    $0x00, Z1, Y6
+	VCVTPS2PH    $0x00, Z1, Y10
 	VCVTPS2PH    $0x00, Z2, Y1
-	VINSERTI64X4 $0x01, Y1, Z6, Z6
-	VMOVNTDQ     Z6, (CX)(DI*2)
+	VINSERTI64X4 $0x01, Y1, Z10, Z10
+	VMOVNTDQ     Z10, (CX)(DI*2)
 	VCVTPH2PS    64(DX)(DI*2), Z1
 	VMULPS       Z0, Z1, Z1
 	VMULPS       128(BX)(DI*4), Z1, Z1
 	VCVTPH2PS    96(DX)(DI*2), Z2
 	VMULPS       Z0, Z2, Z2
 	VMULPS       192(BX)(DI*4), Z2, Z2
-	VCVTPS2PH    $0x00, Z1, Y7
+	VCVTPS2PH    $0x00, Z1, Y11
 	VCVTPS2PH    $0x00, Z2, Y1
-	VINSERTI64X4 $0x01, Y1, Z7, Z7
-	VMOVNTDQ     Z7, 64(CX)(DI*2)
+	VINSERTI64X4 $0x01, Y1, Z11, Z11
+	VMOVNTDQ     Z11, 64(CX)(DI*2)
 	ADDQ         $0x00000040, DI
 	JMP          scalentloop
 
@@ -10687,34 +10579,38 @@ scalebody:
 	JNZ   scalepf
 
 scaleloop:
-	CMPQ      DI, R8
-	JG        scaletail
-	VCVTPH2PS (DX)(DI*2), Z1
-	VMULPS    Z0, Z1, Z1
-	VCVTPS2PH $0x00, Z1, Y1
-	VCVTPH2PS Y1, Z1
-	VMULPS    (BX)(DI*4), Z1, Z1
-	VCVTPS2PH $0x00, Z1, (CX)(DI*2)
-	VCVTPH2PS 32(DX)(DI*2), Z1
-	VMULPS    Z0, Z1, Z1
-	VCVTPS2PH $0x00, Z1, Y1
-	VCVTPH2PS Y1, Z1
-	VMULPS    64(BX)(DI*4), Z1, Z1
-	VCVTPS2PH $0x00, Z1, 32(CX)(DI*2)
-	VCVTPH2PS 64(DX)(DI*2), Z1
-	VMULPS    Z0, Z1, Z1
-	VCVTPS2PH $0x00, Z1, Y1
-	VCVTPH2PS Y1, Z1
-	VMULPS    128(BX)(DI*4), Z1, Z1
-	VCVTPS2PH $0x00, Z1, 64(CX)(DI*2)
-	VCVTPH2PS 96(DX)(DI*2), Z1
-	VMULPS    Z0, Z1, Z1
-	VCVTPS2PH $0x00, Z1, Y1
-	VCVTPH2PS Y1, Z1
-	VMULPS    192(BX)(DI*4), Z1, Z1
-	VCVTPS2PH $0x00, Z1, 96(CX)(DI*2)
-	ADDQ      $0x00000040, DI
-	JMP       scaleloop
+	CMPQ         DI, R8
+	JG           scaletail
+	VCVTPH2PS    (DX)(DI*2), Z1
+	VMULPS       Z0, Z1, Z1
+	VCVTPS2PH    $0x00, Z1, Y1
+	VCVTPH2PS    Y1, Z1
+	VMULPS       (BX)(DI*4), Z1, Z1
+	VCVTPH2PS    32(DX)(DI*2), Z2
+	VMULPS       Z0, Z2, Z2
+	VCVTPS2PH    $0x00, Z2, Y2
+	VCVTPH2PS    Y2, Z2
+	VMULPS       64(BX)(DI*4), Z2, Z2
+	VCVTPS2PH    $0x00, Z1, Y6
+	VCVTPS2PH    $0x00, Z2, Y1
+	VINSERTI64X4 $0x01, Y1, Z6, Z6
+	VMOVDQU64    Z6, (CX)(DI*2)
+	VCVTPH2PS    64(DX)(DI*2), Z1
+	VMULPS       Z0, Z1, Z1
+	VCVTPS2PH    $0x00, Z1, Y1
+	VCVTPH2PS    Y1, Z1
+	VMULPS       128(BX)(DI*4), Z1, Z1
+	VCVTPH2PS    96(DX)(DI*2), Z2
+	VMULPS       Z0, Z2, Z2
+	VCVTPS2PH    $0x00, Z2, Y2
+	VCVTPH2PS    Y2, Z2
+	VMULPS       192(BX)(DI*4), Z2, Z2
+	VCVTPS2PH    $0x00, Z1, Y7
+	VCVTPS2PH    $0x00, Z2, Y1
+	VINSERTI64X4 $0x01, Y1, Z7, Z7
+	VMOVDQU64    Z7, 64(CX)(DI*2)
+	ADDQ         $0x00000040, DI
+	JMP          scaleloop
 
 scalepf:
 	MOVQ SI, R9
@@ -10728,36 +10624,40 @@ longrows6:
 	JNZ   scalent
 
 scalepfloop:
-	CMPQ       DI, R8
-	JG         scaletail
-	PREFETCHT0 (R9)(DI*2)
-	PREFETCHT0 64(R9)(DI*2)
-	VCVTPH2PS  (DX)(DI*2), Z1
-	VMULPS     Z0, Z1, Z1
-	VCVTPS2PH  $0x00, Z1, Y1
-	VCVTPH2PS  Y1, Z1
-	VMULPS     (BX)(DI*4), Z1, Z1
-	VCVTPS2PH  $0x00, Z1, (CX)(DI*2)
-	VCVTPH2PS  32(DX)(DI*2), Z1
-	VMULPS     Z0, Z1, Z1
-	VCVTPS2PH  $0x00, Z1, Y1
-	VCVTPH2PS  Y1, Z1
-	VMULPS     64(BX)(DI*4), Z1, Z1
-	VCVTPS2PH  $0x00, Z1, 32(CX)(DI*2)
-	VCVTPH2PS  64(DX)(DI*2), Z1
-	VMULPS     Z0, Z1, Z1
-	VCVTPS2PH  $0x00, Z1, Y1
-	VCVTPH2PS  Y1, Z1
-	VMULPS     128(BX)(DI*4), Z1, Z1
-	VCVTPS2PH  $0x00, Z1, 64(CX)(DI*2)
-	VCVTPH2PS  96(DX)(DI*2), Z1
-	VMULPS     Z0, Z1, Z1
-	VCVTPS2PH  $0x00, Z1, Y1
-	VCVTPH2PS  Y1, Z1
-	VMULPS     192(BX)(DI*4), Z1, Z1
-	VCVTPS2PH  $0x00, Z1, 96(CX)(DI*2)
-	ADDQ       $0x00000040, DI
-	JMP        scalepfloop
+	CMPQ         DI, R8
+	JG           scaletail
+	PREFETCHT0   (R9)(DI*2)
+	PREFETCHT0   64(R9)(DI*2)
+	VCVTPH2PS    (DX)(DI*2), Z1
+	VMULPS       Z0, Z1, Z1
+	VCVTPS2PH    $0x00, Z1, Y1
+	VCVTPH2PS    Y1, Z1
+	VMULPS       (BX)(DI*4), Z1, Z1
+	VCVTPH2PS    32(DX)(DI*2), Z2
+	VMULPS       Z0, Z2, Z2
+	VCVTPS2PH    $0x00, Z2, Y2
+	VCVTPH2PS    Y2, Z2
+	VMULPS       64(BX)(DI*4), Z2, Z2
+	VCVTPS2PH    $0x00, Z1, Y8
+	VCVTPS2PH    $0x00, Z2, Y1
+	VINSERTI64X4 $0x01, Y1, Z8, Z8
+	VMOVDQU64    Z8, (CX)(DI*2)
+	VCVTPH2PS    64(DX)(DI*2), Z1
+	VMULPS       Z0, Z1, Z1
+	VCVTPS2PH    $0x00, Z1, Y1
+	VCVTPH2PS    Y1, Z1
+	VMULPS       128(BX)(DI*4), Z1, Z1
+	VCVTPH2PS    96(DX)(DI*2), Z2
+	VMULPS       Z0, Z2, Z2
+	VCVTPS2PH    $0x00, Z2, Y2
+	VCVTPH2PS    Y2, Z2
+	VMULPS       192(BX)(DI*4), Z2, Z2
+	VCVTPS2PH    $0x00, Z1, Y9
+	VCVTPS2PH    $0x00, Z2, Y1
+	VINSERTI64X4 $0x01, Y1, Z9, Z9
+	VMOVDQU64    Z9, 64(CX)(DI*2)
+	ADDQ         $0x00000040, DI
+	JMP          scalepfloop
 
 scalent:
 	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
@@ -10810,10 +10710,10 @@ scalentloop:
 	VCVTPS2PH    $0x00, Z2, Y2
 	VCVTPH2PS    Y2, Z2
 	VMULPS       64(BX)(DI*4), Z2, Z2
-	VCVTPS2PH    $0x00, Z1, Y6
+	VCVTPS2PH    $0x00, Z1, Y10
 	VCVTPS2PH    $0x00, Z2, Y1
-	VINSERTI64X4 $0x01, Y1, Z6, Z6
-	VMOVNTDQ     Z6, (CX)(DI*2)
+	VINSERTI64X4 $0x01, Y1, Z10, Z10
+	VMOVNTDQ     Z10, (CX)(DI*2)
 	VCVTPH2PS    64(DX)(DI*2), Z1
 	VMULPS       Z0, Z1, Z1
 	VCVTPS2PH    $0x00, Z1, Y1
@@ -10824,10 +10724,10 @@ scalentloop:
 	VCVTPS2PH    $0x00, Z2, Y2
 	VCVTPH2PS    Y2, Z2
 	VMULPS       192(BX)(DI*4), Z2, Z2
-	VCVTPS2PH    $0x00, Z1, Y7
+	VCVTPS2PH    $0x00, Z1, Y11
 	VCVTPS2PH    $0x00, Z2, Y1
-	VINSERTI64X4 $0x01, Y1, Z7, Z7
-	VMOVNTDQ     Z7, 64(CX)(DI*2)
+	VINSERTI64X4 $0x01, Y1, Z11, Z11
+	VMOVNTDQ     Z11, 64(CX)(DI*2)
 	ADDQ         $0x00000040, DI
 	JMP          scalentloop
 
@@ -11206,34 +11106,38 @@ scalebody:
 	JNZ   scalepf
 
 scaleloop:
-	CMPQ      DI, R8
-	JG        scaletail
-	VCVTPH2PS (DX)(DI*2), Z2
-	VMULPS    Z0, Z2, Z2
-	VMOVUPS   (BX)(DI*4), Z3
-	VADDPS    Z1, Z3, Z3
-	VMULPS    Z3, Z2, Z2
-	VCVTPS2PH $0x00, Z2, (CX)(DI*2)
-	VCVTPH2PS 32(DX)(DI*2), Z2
-	VMULPS    Z0, Z2, Z2
-	VMOVUPS   64(BX)(DI*4), Z3
-	VADDPS    Z1, Z3, Z3
-	VMULPS    Z3, Z2, Z2
-	VCVTPS2PH $0x00, Z2, 32(CX)(DI*2)
-	VCVTPH2PS 64(DX)(DI*2), Z2
-	VMULPS    Z0, Z2, Z2
-	VMOVUPS   128(BX)(DI*4), Z3
-	VADDPS    Z1, Z3, Z3
-	VMULPS    Z3, Z2, Z2
-	VCVTPS2PH $0x00, Z2, 64(CX)(DI*2)
-	VCVTPH2PS 96(DX)(DI*2), Z2
-	VMULPS    Z0, Z2, Z2
-	VMOVUPS   192(BX)(DI*4), Z3
-	VADDPS    Z1, Z3, Z3
-	VMULPS    Z3, Z2, Z2
-	VCVTPS2PH $0x00, Z2, 96(CX)(DI*2)
-	ADDQ      $0x00000040, DI
-	JMP       scaleloop
+	CMPQ         DI, R8
+	JG           scaletail
+	VCVTPH2PS    (DX)(DI*2), Z2
+	VMULPS       Z0, Z2, Z2
+	VMOVUPS      (BX)(DI*4), Z3
+	VADDPS       Z1, Z3, Z3
+	VMULPS       Z3, Z2, Z2
+	VCVTPH2PS    32(DX)(DI*2), Z3
+	VMULPS       Z0, Z3, Z3
+	VMOVUPS      64(BX)(DI*4), Z4
+	VADDPS       Z1, Z4, Z4
+	VMULPS       Z4, Z3, Z3
+	VCVTPS2PH    $0x00, Z2, Y6
+	VCVTPS2PH    $0x00, Z3, Y2
+	VINSERTI64X4 $0x01, Y2, Z6, Z6
+	VMOVDQU64    Z6, (CX)(DI*2)
+	VCVTPH2PS    64(DX)(DI*2), Z2
+	VMULPS       Z0, Z2, Z2
+	VMOVUPS      128(BX)(DI*4), Z3
+	VADDPS       Z1, Z3, Z3
+	VMULPS       Z3, Z2, Z2
+	VCVTPH2PS    96(DX)(DI*2), Z3
+	VMULPS       Z0, Z3, Z3
+	VMOVUPS      192(BX)(DI*4), Z4
+	VADDPS       Z1, Z4, Z4
+	VMULPS       Z4, Z3, Z3
+	VCVTPS2PH    $0x00, Z2, Y7
+	VCVTPS2PH    $0x00, Z3, Y2
+	VINSERTI64X4 $0x01, Y2, Z7, Z7
+	VMOVDQU64    Z7, 64(CX)(DI*2)
+	ADDQ         $0x00000040, DI
+	JMP          scaleloop
 
 scalepf:
 	MOVQ SI, R9
@@ -11247,36 +11151,40 @@ longrows6:
 	JNZ   scalent
 
 scalepfloop:
-	CMPQ       DI, R8
-	JG         scaletail
-	PREFETCHT0 (R9)(DI*2)
-	PREFETCHT0 64(R9)(DI*2)
-	VCVTPH2PS  (DX)(DI*2), Z2
-	VMULPS     Z0, Z2, Z2
-	VMOVUPS    (BX)(DI*4), Z3
-	VADDPS     Z1, Z3, Z3
-	VMULPS     Z3, Z2, Z2
-	VCVTPS2PH  $0x00, Z2, (CX)(DI*2)
-	VCVTPH2PS  32(DX)(DI*2), Z2
-	VMULPS     Z0, Z2, Z2
-	VMOVUPS    64(BX)(DI*4), Z3
-	VADDPS     Z1, Z3, Z3
-	VMULPS     Z3, Z2, Z2
-	VCVTPS2PH  $0x00, Z2, 32(CX)(DI*2)
-	VCVTPH2PS  64(DX)(DI*2), Z2
-	VMULPS     Z0, Z2, Z2
-	VMOVUPS    128(BX)(DI*4), Z3
-	VADDPS     Z1, Z3, Z3
-	VMULPS     Z3, Z2, Z2
-	VCVTPS2PH  $0x00, Z2, 64(CX)(DI*2)
-	VCVTPH2PS  96(DX)(DI*2), Z2
-	VMULPS     Z0, Z2, Z2
-	VMOVUPS    192(BX)(DI*4), Z3
-	VADDPS     Z1, Z3, Z3
-	VMULPS     Z3, Z2, Z2
-	VCVTPS2PH  $0x00, Z2, 96(CX)(DI*2)
-	ADDQ       $0x00000040, DI
-	JMP        scalepfloop
+	CMPQ         DI, R8
+	JG           scaletail
+	PREFETCHT0   (R9)(DI*2)
+	PREFETCHT0   64(R9)(DI*2)
+	VCVTPH2PS    (DX)(DI*2), Z2
+	VMULPS       Z0, Z2, Z2
+	VMOVUPS      (BX)(DI*4), Z3
+	VADDPS       Z1, Z3, Z3
+	VMULPS       Z3, Z2, Z2
+	VCVTPH2PS    32(DX)(DI*2), Z3
+	VMULPS       Z0, Z3, Z3
+	VMOVUPS      64(BX)(DI*4), Z4
+	VADDPS       Z1, Z4, Z4
+	VMULPS       Z4, Z3, Z3
+	VCVTPS2PH    $0x00, Z2, Y8
+	VCVTPS2PH    $0x00, Z3, Y2
+	VINSERTI64X4 $0x01, Y2, Z8, Z8
+	VMOVDQU64    Z8, (CX)(DI*2)
+	VCVTPH2PS    64(DX)(DI*2), Z2
+	VMULPS       Z0, Z2, Z2
+	VMOVUPS      128(BX)(DI*4), Z3
+	VADDPS       Z1, Z3, Z3
+	VMULPS       Z3, Z2, Z2
+	VCVTPH2PS    96(DX)(DI*2), Z3
+	VMULPS       Z0, Z3, Z3
+	VMOVUPS      192(BX)(DI*4), Z4
+	VADDPS       Z1, Z4, Z4
+	VMULPS       Z4, Z3, Z3
+	VCVTPS2PH    $0x00, Z2, Y9
+	VCVTPS2PH    $0x00, Z3, Y2
+	VINSERTI64X4 $0x01, Y2, Z9, Z9
+	VMOVDQU64    Z9, 64(CX)(DI*2)
+	ADDQ         $0x00000040, DI
+	JMP          scalepfloop
 
 scalent:
 	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
@@ -11328,10 +11236,10 @@ scalentloop:
 	VMOVUPS      64(BX)(DI*4), Z4
 	VADDPS       Z1, Z4, Z4
 	VMULPS       Z4, Z3, Z3
-	VCVTPS2PH    $0x00, Z2, Y6
+	VCVTPS2PH    $0x00, Z2, Y10
 	VCVTPS2PH    $0x00, Z3, Y2
-	VINSERTI64X4 $0x01, Y2, Z6, Z6
-	VMOVNTDQ     Z6, (CX)(DI*2)
+	VINSERTI64X4 $0x01, Y2, Z10, Z10
+	VMOVNTDQ     Z10, (CX)(DI*2)
 	VCVTPH2PS    64(DX)(DI*2), Z2
 	VMULPS       Z0, Z2, Z2
 	VMOVUPS      128(BX)(DI*4), Z3
@@ -11342,10 +11250,10 @@ scalentloop:
 	VMOVUPS      192(BX)(DI*4), Z4
 	VADDPS       Z1, Z4, Z4
 	VMULPS       Z4, Z3, Z3
-	VCVTPS2PH    $0x00, Z2, Y7
+	VCVTPS2PH    $0x00, Z2, Y11
 	VCVTPS2PH    $0x00, Z3, Y2
-	VINSERTI64X4 $0x01, Y2, Z7, Z7
-	VMOVNTDQ     Z7, 64(CX)(DI*2)
+	VINSERTI64X4 $0x01, Y2, Z11, Z11
+	VMOVNTDQ     Z11, 64(CX)(DI*2)
 	ADDQ         $0x00000040, DI
 	JMP          scalentloop
 
@@ -11723,42 +11631,46 @@ scalebody:
 	JNZ   scalepf
 
 scaleloop:
-	CMPQ      DI, R8
-	JG        scaletail
-	VCVTPH2PS (DX)(DI*2), Z2
-	VMULPS    Z0, Z2, Z2
-	VCVTPS2PH $0x00, Z2, Y2
-	VCVTPH2PS Y2, Z2
-	VMOVUPS   (BX)(DI*4), Z3
-	VADDPS    Z1, Z3, Z3
-	VMULPS    Z3, Z2, Z2
-	VCVTPS2PH $0x00, Z2, (CX)(DI*2)
-	VCVTPH2PS 32(DX)(DI*2), Z2
-	VMULPS    Z0, Z2, Z2
-	VCVTPS2PH $0x00, Z2, Y2
-	VCVTPH2PS Y2, Z2
-	VMOVUPS   64(BX)(DI*4), Z3
-	VADDPS    Z1, Z3, Z3
-	VMULPS    Z3, Z2, Z2
-	VCVTPS2PH $0x00, Z2, 32(CX)(DI*2)
-	VCVTPH2PS 64(DX)(DI*2), Z2
-	VMULPS    Z0, Z2, Z2
-	VCVTPS2PH $0x00, Z2, Y2
-	VCVTPH2PS Y2, Z2
-	VMOVUPS   128(BX)(DI*4), Z3
-	VADDPS    Z1, Z3, Z3
-	VMULPS    Z3, Z2, Z2
-	VCVTPS2PH $0x00, Z2, 64(CX)(DI*2)
-	VCVTPH2PS 96(DX)(DI*2), Z2
-	VMULPS    Z0, Z2, Z2
-	VCVTPS2PH $0x00, Z2, Y2
-	VCVTPH2PS Y2, Z2
-	VMOVUPS   192(BX)(DI*4), Z3
-	VADDPS    Z1, Z3, Z3
-	VMULPS    Z3, Z2, Z2
-	VCVTPS2PH $0x00, Z2, 96(CX)(DI*2)
-	ADDQ      $0x00000040, DI
-	JMP       scaleloop
+	CMPQ         DI, R8
+	JG           scaletail
+	VCVTPH2PS    (DX)(DI*2), Z2
+	VMULPS       Z0, Z2, Z2
+	VCVTPS2PH    $0x00, Z2, Y2
+	VCVTPH2PS    Y2, Z2
+	VMOVUPS      (BX)(DI*4), Z3
+	VADDPS       Z1, Z3, Z3
+	VMULPS       Z3, Z2, Z2
+	VCVTPH2PS    32(DX)(DI*2), Z3
+	VMULPS       Z0, Z3, Z3
+	VCVTPS2PH    $0x00, Z3, Y3
+	VCVTPH2PS    Y3, Z3
+	VMOVUPS      64(BX)(DI*4), Z4
+	VADDPS       Z1, Z4, Z4
+	VMULPS       Z4, Z3, Z3
+	VCVTPS2PH    $0x00, Z2, Y6
+	VCVTPS2PH    $0x00, Z3, Y2
+	VINSERTI64X4 $0x01, Y2, Z6, Z6
+	VMOVDQU64    Z6, (CX)(DI*2)
+	VCVTPH2PS    64(DX)(DI*2), Z2
+	VMULPS       Z0, Z2, Z2
+	VCVTPS2PH    $0x00, Z2, Y2
+	VCVTPH2PS    Y2, Z2
+	VMOVUPS      128(BX)(DI*4), Z3
+	VADDPS       Z1, Z3, Z3
+	VMULPS       Z3, Z2, Z2
+	VCVTPH2PS    96(DX)(DI*2), Z3
+	VMULPS       Z0, Z3, Z3
+	VCVTPS2PH    $0x00, Z3, Y3
+	VCVTPH2PS    Y3, Z3
+	VMOVUPS      192(BX)(DI*4), Z4
+	VADDPS       Z1, Z4, Z4
+	VMULPS       Z4, Z3, Z3
+	VCVTPS2PH    $0x00, Z2, Y7
+	VCVTPS2PH    $0x00, Z3, Y2
+	VINSERTI64X4 $0x01, Y2, Z7, Z7
+	VMOVDQU64    Z7, 64(CX)(DI*2)
+	ADDQ         $0x00000040, DI
+	JMP          scaleloop
 
 scalepf:
 	MOVQ SI, R9
@@ -11772,44 +11684,48 @@ longrows6:
 	JNZ   scalent
 
 scalepfloop:
-	CMPQ       DI, R8
-	JG         scaletail
-	PREFETCHT0 (R9)(DI*2)
-	PREFETCHT0 64(R9)(DI*2)
-	VCVTPH2PS  (DX)(DI*2), Z2
-	VMULPS     Z0, Z2, Z2
-	VCVTPS2PH  $0x00, Z2, Y2
-	VCVTPH2PS  Y2, Z2
-	VMOVUPS    (BX)(DI*4), Z3
-	VADDPS     Z1, Z3, Z3
-	VMULPS     Z3, Z2, Z2
-	VCVTPS2PH  $0x00, Z2, (CX)(DI*2)
-	VCVTPH2PS  32(DX)(DI*2), Z2
-	VMULPS     Z0, Z2, Z2
-	VCVTPS2PH  $0x00, Z2, Y2
-	VCVTPH2PS  Y2, Z2
-	VMOVUPS    64(BX)(DI*4), Z3
-	VADDPS     Z1, Z3, Z3
-	VMULPS     Z3, Z2, Z2
-	VCVTPS2PH  $0x00, Z2, 32(CX)(DI*2)
-	VCVTPH2PS  64(DX)(DI*2), Z2
-	VMULPS     Z0, Z2, Z2
-	VCVTPS2PH  $0x00, Z2, Y2
-	VCVTPH2PS  Y2, Z2
-	VMOVUPS    128(BX)(DI*4), Z3
-	VADDPS     Z1, Z3, Z3
-	VMULPS     Z3, Z2, Z2
-	VCVTPS2PH  $0x00, Z2, 64(CX)(DI*2)
-	VCVTPH2PS  96(DX)(DI*2), Z2
-	VMULPS     Z0, Z2, Z2
-	VCVTPS2PH  $0x00, Z2, Y2
-	VCVTPH2PS  Y2, Z2
-	VMOVUPS    192(BX)(DI*4), Z3
-	VADDPS     Z1, Z3, Z3
-	VMULPS     Z3, Z2, Z2
-	VCVTPS2PH  $0x00, Z2, 96(CX)(DI*2)
-	ADDQ       $0x00000040, DI
-	JMP        scalepfloop
+	CMPQ         DI, R8
+	JG           scaletail
+	PREFETCHT0   (R9)(DI*2)
+	PREFETCHT0   64(R9)(DI*2)
+	VCVTPH2PS    (DX)(DI*2), Z2
+	VMULPS       Z0, Z2, Z2
+	VCVTPS2PH    $0x00, Z2, Y2
+	VCVTPH2PS    Y2, Z2
+	VMOVUPS      (BX)(DI*4), Z3
+	VADDPS       Z1, Z3, Z3
+	VMULPS       Z3, Z2, Z2
+	VCVTPH2PS    32(DX)(DI*2), Z3
+	VMULPS       Z0, Z3, Z3
+	VCVTPS2PH    $0x00, Z3, Y3
+	VCVTPH2PS    Y3, Z3
+	VMOVUPS      64(BX)(DI*4), Z4
+	VADDPS       Z1, Z4, Z4
+	VMULPS       Z4, Z3, Z3
+	VCVTPS2PH    $0x00, Z2, Y8
+	VCVTPS2PH    $0x00, Z3, Y2
+	VINSERTI64X4 $0x01, Y2, Z8, Z8
+	VMOVDQU64    Z8, (CX)(DI*2)
+	VCVTPH2PS    64(DX)(DI*2), Z2
+	VMULPS       Z0, Z2, Z2
+	VCVTPS2PH    $0x00, Z2, Y2
+	VCVTPH2PS    Y2, Z2
+	VMOVUPS      128(BX)(DI*4), Z3
+	VADDPS       Z1, Z3, Z3
+	VMULPS       Z3, Z2, Z2
+	VCVTPH2PS    96(DX)(DI*2), Z3
+	VMULPS       Z0, Z3, Z3
+	VCVTPS2PH    $0x00, Z3, Y3
+	VCVTPH2PS    Y3, Z3
+	VMOVUPS      192(BX)(DI*4), Z4
+	VADDPS       Z1, Z4, Z4
+	VMULPS       Z4, Z3, Z3
+	VCVTPS2PH    $0x00, Z2, Y9
+	VCVTPS2PH    $0x00, Z3, Y2
+	VINSERTI64X4 $0x01, Y2, Z9, Z9
+	VMOVDQU64    Z9, 64(CX)(DI*2)
+	ADDQ         $0x00000040, DI
+	JMP          scalepfloop
 
 scalent:
 	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
@@ -11869,10 +11785,10 @@ scalentloop:
 	VMOVUPS      64(BX)(DI*4), Z4
 	VADDPS       Z1, Z4, Z4
 	VMULPS       Z4, Z3, Z3
-	VCVTPS2PH    $0x00, Z2, Y6
+	VCVTPS2PH    $0x00, Z2, Y10
 	VCVTPS2PH    $0x00, Z3, Y2
-	VINSERTI64X4 $0x01, Y2, Z6, Z6
-	VMOVNTDQ     Z6, (CX)(DI*2)
+	VINSERTI64X4 $0x01, Y2, Z10, Z10
+	VMOVNTDQ     Z10, (CX)(DI*2)
 	VCVTPH2PS    64(DX)(DI*2), Z2
 	VMULPS       Z0, Z2, Z2
 	VCVTPS2PH    $0x00, Z2, Y2
@@ -11887,10 +11803,10 @@ scalentloop:
 	VMOVUPS      192(BX)(DI*4), Z4
 	VADDPS       Z1, Z4, Z4
 	VMULPS       Z4, Z3, Z3
-	VCVTPS2PH    $0x00, Z2, Y7
+	VCVTPS2PH    $0x00, Z2, Y11
 	VCVTPS2PH    $0x00, Z3, Y2
-	VINSERTI64X4 $0x01, Y2, Z7, Z7
-	VMOVNTDQ     Z7, 64(CX)(DI*2)
+	VINSERTI64X4 $0x01, Y2, Z11, Z11
+	VMOVNTDQ     Z11, 64(CX)(DI*2)
 	ADDQ         $0x00000040, DI
 	JMP          scalentloop
 
@@ -12269,22 +12185,26 @@ scalebody:
 	JNZ   scalepf
 
 scaleloop:
-	CMPQ      SI, DI
-	JG        scaletail
-	VCVTPH2PS (DX)(SI*2), Z1
-	VMULPS    Z0, Z1, Z1
-	VCVTPS2PH $0x00, Z1, (CX)(SI*2)
-	VCVTPH2PS 32(DX)(SI*2), Z1
-	VMULPS    Z0, Z1, Z1
-	VCVTPS2PH $0x00, Z1, 32(CX)(SI*2)
-	VCVTPH2PS 64(DX)(SI*2), Z1
-	VMULPS    Z0, Z1, Z1
-	VCVTPS2PH $0x00, Z1, 64(CX)(SI*2)
-	VCVTPH2PS 96(DX)(SI*2), Z1
-	VMULPS    Z0, Z1, Z1
-	VCVTPS2PH $0x00, Z1, 96(CX)(SI*2)
-	ADDQ      $0x00000040, SI
-	JMP       scaleloop
+	CMPQ         SI, DI
+	JG           scaletail
+	VCVTPH2PS    (DX)(SI*2), Z1
+	VMULPS       Z0, Z1, Z1
+	VCVTPH2PS    32(DX)(SI*2), Z2
+	VMULPS       Z0, Z2, Z2
+	VCVTPS2PH    $0x00, Z1, Y6
+	VCVTPS2PH    $0x00, Z2, Y1
+	VINSERTI64X4 $0x01, Y1, Z6, Z6
+	VMOVDQU64    Z6, (CX)(SI*2)
+	VCVTPH2PS    64(DX)(SI*2), Z1
+	VMULPS       Z0, Z1, Z1
+	VCVTPH2PS    96(DX)(SI*2), Z2
+	VMULPS       Z0, Z2, Z2
+	VCVTPS2PH    $0x00, Z1, Y7
+	VCVTPS2PH    $0x00, Z2, Y1
+	VINSERTI64X4 $0x01, Y1, Z7, Z7
+	VMOVDQU64    Z7, 64(CX)(SI*2)
+	ADDQ         $0x00000040, SI
+	JMP          scaleloop
 
 scalepf:
 	MOVQ BX, R8
@@ -12298,24 +12218,28 @@ longrows6:
 	JNZ   scalent
 
 scalepfloop:
-	CMPQ       SI, DI
-	JG         scaletail
-	PREFETCHT0 (R8)(SI*2)
-	PREFETCHT0 64(R8)(SI*2)
-	VCVTPH2PS  (DX)(SI*2), Z1
-	VMULPS     Z0, Z1, Z1
-	VCVTPS2PH  $0x00, Z1, (CX)(SI*2)
-	VCVTPH2PS  32(DX)(SI*2), Z1
-	VMULPS     Z0, Z1, Z1
-	VCVTPS2PH  $0x00, Z1, 32(CX)(SI*2)
-	VCVTPH2PS  64(DX)(SI*2), Z1
-	VMULPS     Z0, Z1, Z1
-	VCVTPS2PH  $0x00, Z1, 64(CX)(SI*2)
-	VCVTPH2PS  96(DX)(SI*2), Z1
-	VMULPS     Z0, Z1, Z1
-	VCVTPS2PH  $0x00, Z1, 96(CX)(SI*2)
-	ADDQ       $0x00000040, SI
-	JMP        scalepfloop
+	CMPQ         SI, DI
+	JG           scaletail
+	PREFETCHT0   (R8)(SI*2)
+	PREFETCHT0   64(R8)(SI*2)
+	VCVTPH2PS    (DX)(SI*2), Z1
+	VMULPS       Z0, Z1, Z1
+	VCVTPH2PS    32(DX)(SI*2), Z2
+	VMULPS       Z0, Z2, Z2
+	VCVTPS2PH    $0x00, Z1, Y8
+	VCVTPS2PH    $0x00, Z2, Y1
+	VINSERTI64X4 $0x01, Y1, Z8, Z8
+	VMOVDQU64    Z8, (CX)(SI*2)
+	VCVTPH2PS    64(DX)(SI*2), Z1
+	VMULPS       Z0, Z1, Z1
+	VCVTPH2PS    96(DX)(SI*2), Z2
+	VMULPS       Z0, Z2, Z2
+	VCVTPS2PH    $0x00, Z1, Y9
+	VCVTPS2PH    $0x00, Z2, Y1
+	VINSERTI64X4 $0x01, Y1, Z9, Z9
+	VMOVDQU64    Z9, 64(CX)(SI*2)
+	ADDQ         $0x00000040, SI
+	JMP          scalepfloop
 
 scalent:
 	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
@@ -12355,18 +12279,18 @@ scalentloop:
 	VMULPS       Z0, Z1, Z1
 	VCVTPH2PS    32(DX)(SI*2), Z2
 	VMULPS       Z0, Z2, Z2
-	VCVTPS2PH    $0x00, Z1, Y6
+	VCVTPS2PH    $0x00, Z1, Y10
 	VCVTPS2PH    $0x00, Z2, Y1
-	VINSERTI64X4 $0x01, Y1, Z6, Z6
-	VMOVNTDQ     Z6, (CX)(SI*2)
+	VINSERTI64X4 $0x01, Y1, Z10, Z10
+	VMOVNTDQ     Z10, (CX)(SI*2)
 	VCVTPH2PS    64(DX)(SI*2), Z1
 	VMULPS       Z0, Z1, Z1
 	VCVTPH2PS    96(DX)(SI*2), Z2
 	VMULPS       Z0, Z2, Z2
-	VCVTPS2PH    $0x00, Z1, Y7
+	VCVTPS2PH    $0x00, Z1, Y11
 	VCVTPS2PH    $0x00, Z2, Y1
-	VINSERTI64X4 $0x01, Y1, Z7, Z7
-	VMOVNTDQ     Z7, 64(CX)(SI*2)
+	VINSERTI64X4 $0x01, Y1, Z11, Z11
+	VMOVNTDQ     Z11, 64(CX)(SI*2)
 	ADDQ         $0x00000040, SI
 	JMP          scalentloop
 
@@ -12730,26 +12654,30 @@ scalebody:
 	JNZ   scalepf
 
 scaleloop:
-	CMPQ      R8, R9
-	JG        scaletail
-	VCVTPH2PS (SI)(R8*2), Z1
-	VMULPS    Z0, Z1, Z1
-	VMULPS    (BX)(R8*4), Z1, Z1
-	VCVTPS2PH $0x00, Z1, (CX)(R8*2)
-	VCVTPH2PS 32(SI)(R8*2), Z1
-	VMULPS    Z0, Z1, Z1
-	VMULPS    64(BX)(R8*4), Z1, Z1
-	VCVTPS2PH $0x00, Z1, 32(CX)(R8*2)
-	VCVTPH2PS 64(SI)(R8*2), Z1
-	VMULPS    Z0, Z1, Z1
-	VMULPS    128(BX)(R8*4), Z1, Z1
-	VCVTPS2PH $0x00, Z1, 64(CX)(R8*2)
-	VCVTPH2PS 96(SI)(R8*2), Z1
-	VMULPS    Z0, Z1, Z1
-	VMULPS    192(BX)(R8*4), Z1, Z1
-	VCVTPS2PH $0x00, Z1, 96(CX)(R8*2)
-	ADDQ      $0x00000040, R8
-	JMP       scaleloop
+	CMPQ         R8, R9
+	JG           scaletail
+	VCVTPH2PS    (SI)(R8*2), Z1
+	VMULPS       Z0, Z1, Z1
+	VMULPS       (BX)(R8*4), Z1, Z1
+	VCVTPH2PS    32(SI)(R8*2), Z2
+	VMULPS       Z0, Z2, Z2
+	VMULPS       64(BX)(R8*4), Z2, Z2
+	VCVTPS2PH    $0x00, Z1, Y7
+	VCVTPS2PH    $0x00, Z2, Y1
+	VINSERTI64X4 $0x01, Y1, Z7, Z7
+	VMOVDQU64    Z7, (CX)(R8*2)
+	VCVTPH2PS    64(SI)(R8*2), Z1
+	VMULPS       Z0, Z1, Z1
+	VMULPS       128(BX)(R8*4), Z1, Z1
+	VCVTPH2PS    96(SI)(R8*2), Z2
+	VMULPS       Z0, Z2, Z2
+	VMULPS       192(BX)(R8*4), Z2, Z2
+	VCVTPS2PH    $0x00, Z1, Y8
+	VCVTPS2PH    $0x00, Z2, Y1
+	VINSERTI64X4 $0x01, Y1, Z8, Z8
+	VMOVDQU64    Z8, 64(CX)(R8*2)
+	ADDQ         $0x00000040, R8
+	JMP          scaleloop
 
 scalepf:
 	MOVQ DI, R10
@@ -12763,28 +12691,32 @@ longrows4:
 	JNZ   scalent
 
 scalepfloop:
-	CMPQ       R8, R9
-	JG         scaletail
-	PREFETCHT0 (R10)(R8*2)
-	PREFETCHT0 64(R10)(R8*2)
-	VCVTPH2PS  (SI)(R8*2), Z1
-	VMULPS     Z0, Z1, Z1
-	VMULPS     (BX)(R8*4), Z1, Z1
-	VCVTPS2PH  $0x00, Z1, (CX)(R8*2)
-	VCVTPH2PS  32(SI)(R8*2), Z1
-	VMULPS     Z0, Z1, Z1
-	VMULPS     64(BX)(R8*4), Z1, Z1
-	VCVTPS2PH  $0x00, Z1, 32(CX)(R8*2)
-	VCVTPH2PS  64(SI)(R8*2), Z1
-	VMULPS     Z0, Z1, Z1
-	VMULPS     128(BX)(R8*4), Z1, Z1
-	VCVTPS2PH  $0x00, Z1, 64(CX)(R8*2)
-	VCVTPH2PS  96(SI)(R8*2), Z1
-	VMULPS     Z0, Z1, Z1
-	VMULPS     192(BX)(R8*4), Z1, Z1
-	VCVTPS2PH  $0x00, Z1, 96(CX)(R8*2)
-	ADDQ       $0x00000040, R8
-	JMP        scalepfloop
+	CMPQ         R8, R9
+	JG           scaletail
+	PREFETCHT0   (R10)(R8*2)
+	PREFETCHT0   64(R10)(R8*2)
+	VCVTPH2PS    (SI)(R8*2), Z1
+	VMULPS       Z0, Z1, Z1
+	VMULPS       (BX)(R8*4), Z1, Z1
+	VCVTPH2PS    32(SI)(R8*2), Z2
+	VMULPS       Z0, Z2, Z2
+	VMULPS       64(BX)(R8*4), Z2, Z2
+	VCVTPS2PH    $0x00, Z1, Y9
+	VCVTPS2PH    $0x00, Z2, Y1
+	VINSERTI64X4 $0x01, Y1, Z9, Z9
+	VMOVDQU64    Z9, (CX)(R8*2)
+	VCVTPH2PS    64(SI)(R8*2), Z1
+	VMULPS       Z0, Z1, Z1
+	VMULPS       128(BX)(R8*4), Z1, Z1
+	VCVTPH2PS    96(SI)(R8*2), Z2
+	VMULPS       Z0, Z2, Z2
+	VMULPS       192(BX)(R8*4), Z2, Z2
+	VCVTPS2PH    $0x00, Z1, Y10
+	VCVTPS2PH    $0x00, Z2, Y1
+	VINSERTI64X4 $0x01, Y1, Z10, Z10
+	VMOVDQU64    Z10, 64(CX)(R8*2)
+	ADDQ         $0x00000040, R8
+	JMP          scalepfloop
 
 scalent:
 	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
@@ -12829,20 +12761,20 @@ scalentloop:
 	VCVTPH2PS    32(SI)(R8*2), Z2
 	VMULPS       Z0, Z2, Z2
 	VMULPS       64(BX)(R8*4), Z2, Z2
-	VCVTPS2PH    $0x00, Z1, Y7
+	VCVTPS2PH    $0x00, Z1, Y11
 	VCVTPS2PH    $0x00, Z2, Y1
-	VINSERTI64X4 $0x01, Y1, Z7, Z7
-	VMOVNTDQ     Z7, (CX)(R8*2)
+	VINSERTI64X4 $0x01, Y1, Z11, Z11
+	VMOVNTDQ     Z11, (CX)(R8*2)
 	VCVTPH2PS    64(SI)(R8*2), Z1
 	VMULPS       Z0, Z1, Z1
 	VMULPS       128(BX)(R8*4), Z1, Z1
 	VCVTPH2PS    96(SI)(R8*2), Z2
 	VMULPS       Z0, Z2, Z2
 	VMULPS       192(BX)(R8*4), Z2, Z2
-	VCVTPS2PH    $0x00, Z1, Y8
+	VCVTPS2PH    $0x00, Z1, Y12
 	VCVTPS2PH    $0x00, Z2, Y1
-	VINSERTI64X4 $0x01, Y1, Z8, Z8
-	VMOVNTDQ     Z8, 64(CX)(R8*2)
+	VINSERTI64X4 $0x01, Y1, Z12, Z12
+	VMOVNTDQ     Z12, 64(CX)(R8*2)
 	ADDQ         $0x00000040, R8
 	JMP          scalentloop
 
@@ -13210,34 +13142,38 @@ scalebody:
 	JNZ   scalepf
 
 scaleloop:
-	CMPQ      R8, R9
-	JG        scaletail
-	VCVTPH2PS (SI)(R8*2), Z1
-	VMULPS    Z0, Z1, Z1
-	VCVTPS2PH $0x00, Z1, Y1
-	VCVTPH2PS Y1, Z1
-	VMULPS    (BX)(R8*4), Z1, Z1
-	VCVTPS2PH $0x00, Z1, (CX)(R8*2)
-	VCVTPH2PS 32(SI)(R8*2), Z1
-	VMULPS    Z0, Z1, Z1
-	VCVTPS2PH $0x00, Z1, Y1
-	VCVTPH2PS Y1, Z1
-	VMULPS    64(BX)(R8*4), Z1, Z1
-	VCVTPS2PH $0x00, Z1, 32(CX)(R8*2)
-	VCVTPH2PS 64(SI)(R8*2), Z1
-	VMULPS    Z0, Z1, Z1
-	VCVTPS2PH $0x00, Z1, Y1
-	VCVTPH2PS Y1, Z1
-	VMULPS    128(BX)(R8*4), Z1, Z1
-	VCVTPS2PH $0x00, Z1, 64(CX)(R8*2)
-	VCVTPH2PS 96(SI)(R8*2), Z1
-	VMULPS    Z0, Z1, Z1
-	VCVTPS2PH $0x00, Z1, Y1
-	VCVTPH2PS Y1, Z1
-	VMULPS    192(BX)(R8*4), Z1, Z1
-	VCVTPS2PH $0x00, Z1, 96(CX)(R8*2)
-	ADDQ      $0x00000040, R8
-	JMP       scaleloop
+	CMPQ         R8, R9
+	JG           scaletail
+	VCVTPH2PS    (SI)(R8*2), Z1
+	VMULPS       Z0, Z1, Z1
+	VCVTPS2PH    $0x00, Z1, Y1
+	VCVTPH2PS    Y1, Z1
+	VMULPS       (BX)(R8*4), Z1, Z1
+	VCVTPH2PS    32(SI)(R8*2), Z2
+	VMULPS       Z0, Z2, Z2
+	VCVTPS2PH    $0x00, Z2, Y2
+	VCVTPH2PS    Y2, Z2
+	VMULPS       64(BX)(R8*4), Z2, Z2
+	VCVTPS2PH    $0x00, Z1, Y7
+	VCVTPS2PH    $0x00, Z2, Y1
+	VINSERTI64X4 $0x01, Y1, Z7, Z7
+	VMOVDQU64    Z7, (CX)(R8*2)
+	VCVTPH2PS    64(SI)(R8*2), Z1
+	VMULPS       Z0, Z1, Z1
+	VCVTPS2PH    $0x00, Z1, Y1
+	VCVTPH2PS    Y1, Z1
+	VMULPS       128(BX)(R8*4), Z1, Z1
+	VCVTPH2PS    96(SI)(R8*2), Z2
+	VMULPS       Z0, Z2, Z2
+	VCVTPS2PH    $0x00, Z2, Y2
+	VCVTPH2PS    Y2, Z2
+	VMULPS       192(BX)(R8*4), Z2, Z2
+	VCVTPS2PH    $0x00, Z1, Y8
+	VCVTPS2PH    $0x00, Z2, Y1
+	VINSERTI64X4 $0x01, Y1, Z8, Z8
+	VMOVDQU64    Z8, 64(CX)(R8*2)
+	ADDQ         $0x00000040, R8
+	JMP          scaleloop
 
 scalepf:
 	MOVQ DI, R10
@@ -13251,36 +13187,40 @@ longrows4:
 	JNZ   scalent
 
 scalepfloop:
-	CMPQ       R8, R9
-	JG         scaletail
-	PREFETCHT0 (R10)(R8*2)
-	PREFETCHT0 64(R10)(R8*2)
-	VCVTPH2PS  (SI)(R8*2), Z1
-	VMULPS     Z0, Z1, Z1
-	VCVTPS2PH  $0x00, Z1, Y1
-	VCVTPH2PS  Y1, Z1
-	VMULPS     (BX)(R8*4), Z1, Z1
-	VCVTPS2PH  $0x00, Z1, (CX)(R8*2)
-	VCVTPH2PS  32(SI)(R8*2), Z1
-	VMULPS     Z0, Z1, Z1
-	VCVTPS2PH  $0x00, Z1, Y1
-	VCVTPH2PS  Y1, Z1
-	VMULPS     64(BX)(R8*4), Z1, Z1
-	VCVTPS2PH  $0x00, Z1, 32(CX)(R8*2)
-	VCVTPH2PS  64(SI)(R8*2), Z1
-	VMULPS     Z0, Z1, Z1
-	VCVTPS2PH  $0x00, Z1, Y1
-	VCVTPH2PS  Y1, Z1
-	VMULPS     128(BX)(R8*4), Z1, Z1
-	VCVTPS2PH  $0x00, Z1, 64(CX)(R8*2)
-	VCVTPH2PS  96(SI)(R8*2), Z1
-	VMULPS     Z0, Z1, Z1
-	VCVTPS2PH  $0x00, Z1, Y1
-	VCVTPH2PS  Y1, Z1
-	VMULPS     192(BX)(R8*4), Z1, Z1
-	VCVTPS2PH  $0x00, Z1, 96(CX)(R8*2)
-	ADDQ       $0x00000040, R8
-	JMP        scalepfloop
+	CMPQ         R8, R9
+	JG           scaletail
+	PREFETCHT0   (R10)(R8*2)
+	PREFETCHT0   64(R10)(R8*2)
+	VCVTPH2PS    (SI)(R8*2), Z1
+	VMULPS       Z0, Z1, Z1
+	VCVTPS2PH    $0x00, Z1, Y1
+	VCVTPH2PS    Y1, Z1
+	VMULPS       (BX)(R8*4), Z1, Z1
+	VCVTPH2PS    32(SI)(R8*2), Z2
+	VMULPS       Z0, Z2, Z2
+	VCVTPS2PH    $0x00, Z2, Y2
+	VCVTPH2PS    Y2, Z2
+	VMULPS       64(BX)(R8*4), Z2, Z2
+	VCVTPS2PH    $0x00, Z1, Y9
+	VCVTPS2PH    $0x00, Z2, Y1
+	VINSERTI64X4 $0x01, Y1, Z9, Z9
+	VMOVDQU64    Z9, (CX)(R8*2)
+	VCVTPH2PS    64(SI)(R8*2), Z1
+	VMULPS       Z0, Z1, Z1
+	VCVTPS2PH    $0x00, Z1, Y1
+	VCVTPH2PS    Y1, Z1
+	VMULPS       128(BX)(R8*4), Z1, Z1
+	VCVTPH2PS    96(SI)(R8*2), Z2
+	VMULPS       Z0, Z2, Z2
+	VCVTPS2PH    $0x00, Z2, Y2
+	VCVTPH2PS    Y2, Z2
+	VMULPS       192(BX)(R8*4), Z2, Z2
+	VCVTPS2PH    $0x00, Z1, Y10
+	VCVTPS2PH    $0x00, Z2, Y1
+	VINSERTI64X4 $0x01, Y1, Z10, Z10
+	VMOVDQU64    Z10, 64(CX)(R8*2)
+	ADDQ         $0x00000040, R8
+	JMP          scalepfloop
 
 scalent:
 	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
@@ -13333,10 +13273,10 @@ scalentloop:
 	VCVTPS2PH    $0x00, Z2, Y2
 	VCVTPH2PS    Y2, Z2
 	VMULPS       64(BX)(R8*4), Z2, Z2
-	VCVTPS2PH    $0x00, Z1, Y7
+	VCVTPS2PH    $0x00, Z1, Y11
 	VCVTPS2PH    $0x00, Z2, Y1
-	VINSERTI64X4 $0x01, Y1, Z7, Z7
-	VMOVNTDQ     Z7, (CX)(R8*2)
+	VINSERTI64X4 $0x01, Y1, Z11, Z11
+	VMOVNTDQ     Z11, (CX)(R8*2)
 	VCVTPH2PS    64(SI)(R8*2), Z1
 	VMULPS       Z0, Z1, Z1
 	VCVTPS2PH    $0x00, Z1, Y1
@@ -13347,10 +13287,10 @@ scalentloop:
 	VCVTPS2PH    $0x00, Z2, Y2
 	VCVTPH2PS    Y2, Z2
 	VMULPS       192(BX)(R8*4), Z2, Z2
-	VCVTPS2PH    $0x00, Z1, Y8
+	VCVTPS2PH    $0x00, Z1, Y12
 	VCVTPS2PH    $0x00, Z2, Y1
-	VINSERTI64X4 $0x01, Y1, Z8, Z8
-	VMOVNTDQ     Z8, 64(CX)(R8*2)
+	VINSERTI64X4 $0x01, Y1, Z12, Z12
+	VMOVNTDQ     Z12, 64(CX)(R8*2)
 	ADDQ         $0x00000040, R8
 	JMP          scalentloop
 
@@ -13724,34 +13664,38 @@ scalebody:
 	JNZ   scalepf
 
 scaleloop:
-	CMPQ      R8, R9
-	JG        scaletail
-	VCVTPH2PS (SI)(R8*2), Z2
-	VMULPS    Z0, Z2, Z2
-	VMOVUPS   (BX)(R8*4), Z3
-	VADDPS    Z1, Z3, Z3
-	VMULPS    Z3, Z2, Z2
-	VCVTPS2PH $0x00, Z2, (CX)(R8*2)
-	VCVTPH2PS 32(SI)(R8*2), Z2
-	VMULPS    Z0, Z2, Z2
-	VMOVUPS   64(BX)(R8*4), Z3
-	VADDPS    Z1, Z3, Z3
-	VMULPS    Z3, Z2, Z2
-	VCVTPS2PH $0x00, Z2, 32(CX)(R8*2)
-	VCVTPH2PS 64(SI)(R8*2), Z2
-	VMULPS    Z0, Z2, Z2
-	VMOVUPS   128(BX)(R8*4), Z3
-	VADDPS    Z1, Z3, Z3
-	VMULPS    Z3, Z2, Z2
-	VCVTPS2PH $0x00, Z2, 64(CX)(R8*2)
-	VCVTPH2PS 96(SI)(R8*2), Z2
-	VMULPS    Z0, Z2, Z2
-	VMOVUPS   192(BX)(R8*4), Z3
-	VADDPS    Z1, Z3, Z3
-	VMULPS    Z3, Z2, Z2
-	VCVTPS2PH $0x00, Z2, 96(CX)(R8*2)
-	ADDQ      $0x00000040, R8
-	JMP       scaleloop
+	CMPQ         R8, R9
+	JG           scaletail
+	VCVTPH2PS    (SI)(R8*2), Z2
+	VMULPS       Z0, Z2, Z2
+	VMOVUPS      (BX)(R8*4), Z3
+	VADDPS       Z1, Z3, Z3
+	VMULPS       Z3, Z2, Z2
+	VCVTPH2PS    32(SI)(R8*2), Z3
+	VMULPS       Z0, Z3, Z3
+	VMOVUPS      64(BX)(R8*4), Z4
+	VADDPS       Z1, Z4, Z4
+	VMULPS       Z4, Z3, Z3
+	VCVTPS2PH    $0x00, Z2, Y7
+	VCVTPS2PH    $0x00, Z3, Y2
+	VINSERTI64X4 $0x01, Y2, Z7, Z7
+	VMOVDQU64    Z7, (CX)(R8*2)
+	VCVTPH2PS    64(SI)(R8*2), Z2
+	VMULPS       Z0, Z2, Z2
+	VMOVUPS      128(BX)(R8*4), Z3
+	VADDPS       Z1, Z3, Z3
+	VMULPS       Z3, Z2, Z2
+	VCVTPH2PS    96(SI)(R8*2), Z3
+	VMULPS       Z0, Z3, Z3
+	VMOVUPS      192(BX)(R8*4), Z4
+	VADDPS       Z1, Z4, Z4
+	VMULPS       Z4, Z3, Z3
+	VCVTPS2PH    $0x00, Z2, Y8
+	VCVTPS2PH    $0x00, Z3, Y2
+	VINSERTI64X4 $0x01, Y2, Z8, Z8
+	VMOVDQU64    Z8, 64(CX)(R8*2)
+	ADDQ         $0x00000040, R8
+	JMP          scaleloop
 
 scalepf:
 	MOVQ DI, R10
@@ -13765,36 +13709,40 @@ longrows4:
 	JNZ   scalent
 
 scalepfloop:
-	CMPQ       R8, R9
-	JG         scaletail
-	PREFETCHT0 (R10)(R8*2)
-	PREFETCHT0 64(R10)(R8*2)
-	VCVTPH2PS  (SI)(R8*2), Z2
-	VMULPS     Z0, Z2, Z2
-	VMOVUPS    (BX)(R8*4), Z3
-	VADDPS     Z1, Z3, Z3
-	VMULPS     Z3, Z2, Z2
-	VCVTPS2PH  $0x00, Z2, (CX)(R8*2)
-	VCVTPH2PS  32(SI)(R8*2), Z2
-	VMULPS     Z0, Z2, Z2
-	VMOVUPS    64(BX)(R8*4), Z3
-	VADDPS     Z1, Z3, Z3
-	VMULPS     Z3, Z2, Z2
-	VCVTPS2PH  $0x00, Z2, 32(CX)(R8*2)
-	VCVTPH2PS  64(SI)(R8*2), Z2
-	VMULPS     Z0, Z2, Z2
-	VMOVUPS    128(BX)(R8*4), Z3
-	VADDPS     Z1, Z3, Z3
-	VMULPS     Z3, Z2, Z2
-	VCVTPS2PH  $0x00, Z2, 64(CX)(R8*2)
-	VCVTPH2PS  96(SI)(R8*2), Z2
-	VMULPS     Z0, Z2, Z2
-	VMOVUPS    192(BX)(R8*4), Z3
-	VADDPS     Z1, Z3, Z3
-	VMULPS     Z3, Z2, Z2
-	VCVTPS2PH  $0x00, Z2, 96(CX)(R8*2)
-	ADDQ       $0x00000040, R8
-	JMP        scalepfloop
+	CMPQ         R8, R9
+	JG           scaletail
+	PREFETCHT0   (R10)(R8*2)
+	PREFETCHT0   64(R10)(R8*2)
+	VCVTPH2PS    (SI)(R8*2), Z2
+	VMULPS       Z0, Z2, Z2
+	VMOVUPS      (BX)(R8*4), Z3
+	VADDPS       Z1, Z3, Z3
+	VMULPS       Z3, Z2, Z2
+	VCVTPH2PS    32(SI)(R8*2), Z3
+	VMULPS       Z0, Z3, Z3
+	VMOVUPS      64(BX)(R8*4), Z4
+	VADDPS       Z1, Z4, Z4
+	VMULPS       Z4, Z3, Z3
+	VCVTPS2PH    $0x00, Z2, Y9
+	VCVTPS2PH    $0x00, Z3, Y2
+	VINSERTI64X4 $0x01, Y2, Z9, Z9
+	VMOVDQU64    Z9, (CX)(R8*2)
+	VCVTPH2PS    64(SI)(R8*2), Z2
+	VMULPS       Z0, Z2, Z2
+	VMOVUPS      128(BX)(R8*4), Z3
+	VADDPS       Z1, Z3, Z3
+	VMULPS       Z3, Z2, Z2
+	VCVTPH2PS    96(SI)(R8*2), Z3
+	VMULPS       Z0, Z3, Z3
+	VMOVUPS      192(BX)(R8*4), Z4
+	VADDPS       Z1, Z4, Z4
+	VMULPS       Z4, Z3, Z3
+	VCVTPS2PH    $0x00, Z2, Y10
+	VCVTPS2PH    $0x00, Z3, Y2
+	VINSERTI64X4 $0x01, Y2, Z10, Z10
+	VMOVDQU64    Z10, 64(CX)(R8*2)
+	ADDQ         $0x00000040, R8
+	JMP          scalepfloop
 
 scalent:
 	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
@@ -13846,10 +13794,10 @@ scalentloop:
 	VMOVUPS      64(BX)(R8*4), Z4
 	VADDPS       Z1, Z4, Z4
 	VMULPS       Z4, Z3, Z3
-	VCVTPS2PH    $0x00, Z2, Y7
+	VCVTPS2PH    $0x00, Z2, Y11
 	VCVTPS2PH    $0x00, Z3, Y2
-	VINSERTI64X4 $0x01, Y2, Z7, Z7
-	VMOVNTDQ     Z7, (CX)(R8*2)
+	VINSERTI64X4 $0x01, Y2, Z11, Z11
+	VMOVNTDQ     Z11, (CX)(R8*2)
 	VCVTPH2PS    64(SI)(R8*2), Z2
 	VMULPS       Z0, Z2, Z2
 	VMOVUPS      128(BX)(R8*4), Z3
@@ -13860,10 +13808,10 @@ scalentloop:
 	VMOVUPS      192(BX)(R8*4), Z4
 	VADDPS       Z1, Z4, Z4
 	VMULPS       Z4, Z3, Z3
-	VCVTPS2PH    $0x00, Z2, Y8
+	VCVTPS2PH    $0x00, Z2, Y12
 	VCVTPS2PH    $0x00, Z3, Y2
-	VINSERTI64X4 $0x01, Y2, Z8, Z8
-	VMOVNTDQ     Z8, 64(CX)(R8*2)
+	VINSERTI64X4 $0x01, Y2, Z12, Z12
+	VMOVNTDQ     Z12, 64(CX)(R8*2)
 	ADDQ         $0x00000040, R8
 	JMP          scalentloop
 
@@ -14236,42 +14184,46 @@ scalebody:
 	JNZ   scalepf
 
 scaleloop:
-	CMPQ      R8, R9
-	JG        scaletail
-	VCVTPH2PS (SI)(R8*2), Z2
-	VMULPS    Z0, Z2, Z2
-	VCVTPS2PH $0x00, Z2, Y2
-	VCVTPH2PS Y2, Z2
-	VMOVUPS   (BX)(R8*4), Z3
-	VADDPS    Z1, Z3, Z3
-	VMULPS    Z3, Z2, Z2
-	VCVTPS2PH $0x00, Z2, (CX)(R8*2)
-	VCVTPH2PS 32(SI)(R8*2), Z2
-	VMULPS    Z0, Z2, Z2
-	VCVTPS2PH $0x00, Z2, Y2
-	VCVTPH2PS Y2, Z2
-	VMOVUPS   64(BX)(R8*4), Z3
-	VADDPS    Z1, Z3, Z3
-	VMULPS    Z3, Z2, Z2
-	VCVTPS2PH $0x00, Z2, 32(CX)(R8*2)
-	VCVTPH2PS 64(SI)(R8*2), Z2
-	VMULPS    Z0, Z2, Z2
-	VCVTPS2PH $0x00, Z2, Y2
-	VCVTPH2PS Y2, Z2
-	VMOVUPS   128(BX)(R8*4), Z3
-	VADDPS    Z1, Z3, Z3
-	VMULPS    Z3, Z2, Z2
-	VCVTPS2PH $0x00, Z2, 64(CX)(R8*2)
-	VCVTPH2PS 96(SI)(R8*2), Z2
-	VMULPS    Z0, Z2, Z2
-	VCVTPS2PH $0x00, Z2, Y2
-	VCVTPH2PS Y2, Z2
-	VMOVUPS   192(BX)(R8*4), Z3
-	VADDPS    Z1, Z3, Z3
-	VMULPS    Z3, Z2, Z2
-	VCVTPS2PH $0x00, Z2, 96(CX)(R8*2)
-	ADDQ      $0x00000040, R8
-	JMP       scaleloop
+	CMPQ         R8, R9
+	JG           scaletail
+	VCVTPH2PS    (SI)(R8*2), Z2
+	VMULPS       Z0, Z2, Z2
+	VCVTPS2PH    $0x00, Z2, Y2
+	VCVTPH2PS    Y2, Z2
+	VMOVUPS      (BX)(R8*4), Z3
+	VADDPS       Z1, Z3, Z3
+	VMULPS       Z3, Z2, Z2
+	VCVTPH2PS    32(SI)(R8*2), Z3
+	VMULPS       Z0, Z3, Z3
+	VCVTPS2PH    $0x00, Z3, Y3
+	VCVTPH2PS    Y3, Z3
+	VMOVUPS      64(BX)(R8*4), Z4
+	VADDPS       Z1, Z4, Z4
+	VMULPS       Z4, Z3, Z3
+	VCVTPS2PH    $0x00, Z2, Y7
+	VCVTPS2PH    $0x00, Z3, Y2
+	VINSERTI64X4 $0x01, Y2, Z7, Z7
+	VMOVDQU64    Z7, (CX)(R8*2)
+	VCVTPH2PS    64(SI)(R8*2), Z2
+	VMULPS       Z0, Z2, Z2
+	VCVTPS2PH    $0x00, Z2, Y2
+	VCVTPH2PS    Y2, Z2
+	VMOVUPS      128(BX)(R8*4), Z3
+	VADDPS       Z1, Z3, Z3
+	VMULPS       Z3, Z2, Z2
+	VCVTPH2PS    96(SI)(R8*2), Z3
+	VMULPS       Z0, Z3, Z3
+	VCVTPS2PH    $0x00, Z3, Y3
+	VCVTPH2PS    Y3, Z3
+	VMOVUPS      192(BX)(R8*4), Z4
+	VADDPS       Z1, Z4, Z4
+	VMULPS       Z4, Z3, Z3
+	VCVTPS2PH    $0x00, Z2, Y8
+	VCVTPS2PH    $0x00, Z3, Y2
+	VINSERTI64X4 $0x01, Y2, Z8, Z8
+	VMOVDQU64    Z8, 64(CX)(R8*2)
+	ADDQ         $0x00000040, R8
+	JMP          scaleloop
 
 scalepf:
 	MOVQ DI, R10
@@ -14285,44 +14237,48 @@ longrows4:
 	JNZ   scalent
 
 scalepfloop:
-	CMPQ       R8, R9
-	JG         scaletail
-	PREFETCHT0 (R10)(R8*2)
-	PREFETCHT0 64(R10)(R8*2)
-	VCVTPH2PS  (SI)(R8*2), Z2
-	VMULPS     Z0, Z2, Z2
-	VCVTPS2PH  $0x00, Z2, Y2
-	VCVTPH2PS  Y2, Z2
-	VMOVUPS    (BX)(R8*4), Z3
-	VADDPS     Z1, Z3, Z3
-	VMULPS     Z3, Z2, Z2
-	VCVTPS2PH  $0x00, Z2, (CX)(R8*2)
-	VCVTPH2PS  32(SI)(R8*2), Z2
-	VMULPS     Z0, Z2, Z2
-	VCVTPS2PH  $0x00, Z2, Y2
-	VCVTPH2PS  Y2, Z2
-	VMOVUPS    64(BX)(R8*4), Z3
-	VADDPS     Z1, Z3, Z3
-	VMULPS     Z3, Z2, Z2
-	VCVTPS2PH  $0x00, Z2, 32(CX)(R8*2)
-	VCVTPH2PS  64(SI)(R8*2), Z2
-	VMULPS     Z0, Z2, Z2
-	VCVTPS2PH  $0x00, Z2, Y2
-	VCVTPH2PS  Y2, Z2
-	VMOVUPS    128(BX)(R8*4), Z3
-	VADDPS     Z1, Z3, Z3
-	VMULPS     Z3, Z2, Z2
-	VCVTPS2PH  $0x00, Z2, 64(CX)(R8*2)
-	VCVTPH2PS  96(SI)(R8*2), Z2
-	VMULPS     Z0, Z2, Z2
-	VCVTPS2PH  $0x00, Z2, Y2
-	VCVTPH2PS  Y2, Z2
-	VMOVUPS    192(BX)(R8*4), Z3
-	VADDPS     Z1, Z3, Z3
-	VMULPS     Z3, Z2, Z2
-	VCVTPS2PH  $0x00, Z2, 96(CX)(R8*2)
-	ADDQ       $0x00000040, R8
-	JMP        scalepfloop
+	CMPQ         R8, R9
+	JG           scaletail
+	PREFETCHT0   (R10)(R8*2)
+	PREFETCHT0   64(R10)(R8*2)
+	VCVTPH2PS    (SI)(R8*2), Z2
+	VMULPS       Z0, Z2, Z2
+	VCVTPS2PH    $0x00, Z2, Y2
+	VCVTPH2PS    Y2, Z2
+	VMOVUPS      (BX)(R8*4), Z3
+	VADDPS       Z1, Z3, Z3
+	VMULPS       Z3, Z2, Z2
+	VCVTPH2PS    32(SI)(R8*2), Z3
+	VMULPS       Z0, Z3, Z3
+	VCVTPS2PH    $0x00, Z3, Y3
+	VCVTPH2PS    Y3, Z3
+	VMOVUPS      64(BX)(R8*4), Z4
+	VADDPS       Z1, Z4, Z4
+	VMULPS       Z4, Z3, Z3
+	VCVTPS2PH    $0x00, Z2, Y9
+	VCVTPS2PH    $0x00, Z3, Y2
+	VINSERTI64X4 $0x01, Y2, Z9, Z9
+	VMOVDQU64    Z9, (CX)(R8*2)
+	VCVTPH2PS    64(SI)(R8*2), Z2
+	VMULPS       Z0, Z2, Z2
+	VCVTPS2PH    $0x00, Z2, Y2
+	VCVTPH2PS    Y2, Z2
+	VMOVUPS      128(BX)(R8*4), Z3
+	VADDPS       Z1, Z3, Z3
+	VMULPS       Z3, Z2, Z2
+	VCVTPH2PS    96(SI)(R8*2), Z3
+	VMULPS       Z0, Z3, Z3
+	VCVTPS2PH    $0x00, Z3, Y3
+	VCVTPH2PS    Y3, Z3
+	VMOVUPS      192(BX)(R8*4), Z4
+	VADDPS       Z1, Z4, Z4
+	VMULPS       Z4, Z3, Z3
+	VCVTPS2PH    $0x00, Z2, Y10
+	VCVTPS2PH    $0x00, Z3, Y2
+	VINSERTI64X4 $0x01, Y2, Z10, Z10
+	VMOVDQU64    Z10, 64(CX)(R8*2)
+	ADDQ         $0x00000040, R8
+	JMP          scalepfloop
 
 scalent:
 	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
@@ -14382,10 +14338,10 @@ scalentloop:
 	VMOVUPS      64(BX)(R8*4), Z4
 	VADDPS       Z1, Z4, Z4
 	VMULPS       Z4, Z3, Z3
-	VCVTPS2PH    $0x00, Z2, Y7
+	VCVTPS2PH    $0x00, Z2, Y11
 	VCVTPS2PH    $0x00, Z3, Y2
-	VINSERTI64X4 $0x01, Y2, Z7, Z7
-	VMOVNTDQ     Z7, (CX)(R8*2)
+	VINSERTI64X4 $0x01, Y2, Z11, Z11
+	VMOVNTDQ     Z11, (CX)(R8*2)
 	VCVTPH2PS    64(SI)(R8*2), Z2
 	VMULPS       Z0, Z2, Z2
 	VCVTPS2PH    $0x00, Z2, Y2
@@ -14400,10 +14356,10 @@ scalentloop:
 	VMOVUPS      192(BX)(R8*4), Z4
 	VADDPS       Z1, Z4, Z4
 	VMULPS       Z4, Z3, Z3
-	VCVTPS2PH    $0x00, Z2, Y8
+	VCVTPS2PH    $0x00, Z2, Y12
 	VCVTPS2PH    $0x00, Z3, Y2
-	VINSERTI64X4 $0x01, Y2, Z8, Z8
-	VMOVNTDQ     Z8, 64(CX)(R8*2)
+	VINSERTI64X4 $0x01, Y2, Z12, Z12
+	VMOVNTDQ     Z12, 64(CX)(R8*2)
 	ADDQ         $0x00000040, R8
 	JMP          scalentloop
 
@@ -14777,22 +14733,26 @@ scalebody:
 	JNZ   scalepf
 
 scaleloop:
-	CMPQ      DI, R8
-	JG        scaletail
-	VCVTPH2PS (BX)(DI*2), Z1
-	VMULPS    Z0, Z1, Z1
-	VCVTPS2PH $0x00, Z1, (CX)(DI*2)
-	VCVTPH2PS 32(BX)(DI*2), Z1
-	VMULPS    Z0, Z1, Z1
-	VCVTPS2PH $0x00, Z1, 32(CX)(DI*2)
-	VCVTPH2PS 64(BX)(DI*2), Z1
-	VMULPS    Z0, Z1, Z1
-	VCVTPS2PH $0x00, Z1, 64(CX)(DI*2)
-	VCVTPH2PS 96(BX)(DI*2), Z1
-	VMULPS    Z0, Z1, Z1
-	VCVTPS2PH $0x00, Z1, 96(CX)(DI*2)
-	ADDQ      $0x00000040, DI
-	JMP       scaleloop
+	CMPQ         DI, R8
+	JG           scaletail
+	VCVTPH2PS    (BX)(DI*2), Z1
+	VMULPS       Z0, Z1, Z1
+	VCVTPH2PS    32(BX)(DI*2), Z2
+	VMULPS       Z0, Z2, Z2
+	VCVTPS2PH    $0x00, Z1, Y7
+	VCVTPS2PH    $0x00, Z2, Y1
+	VINSERTI64X4 $0x01, Y1, Z7, Z7
+	VMOVDQU64    Z7, (CX)(DI*2)
+	VCVTPH2PS    64(BX)(DI*2), Z1
+	VMULPS       Z0, Z1, Z1
+	VCVTPH2PS    96(BX)(DI*2), Z2
+	VMULPS       Z0, Z2, Z2
+	VCVTPS2PH    $0x00, Z1, Y8
+	VCVTPS2PH    $0x00, Z2, Y1
+	VINSERTI64X4 $0x01, Y1, Z8, Z8
+	VMOVDQU64    Z8, 64(CX)(DI*2)
+	ADDQ         $0x00000040, DI
+	JMP          scaleloop
 
 scalepf:
 	MOVQ SI, R9
@@ -14806,24 +14766,28 @@ longrows4:
 	JNZ   scalent
 
 scalepfloop:
-	CMPQ       DI, R8
-	JG         scaletail
-	PREFETCHT0 (R9)(DI*2)
-	PREFETCHT0 64(R9)(DI*2)
-	VCVTPH2PS  (BX)(DI*2), Z1
-	VMULPS     Z0, Z1, Z1
-	VCVTPS2PH  $0x00, Z1, (CX)(DI*2)
-	VCVTPH2PS  32(BX)(DI*2), Z1
-	VMULPS     Z0, Z1, Z1
-	VCVTPS2PH  $0x00, Z1, 32(CX)(DI*2)
-	VCVTPH2PS  64(BX)(DI*2), Z1
-	VMULPS     Z0, Z1, Z1
-	VCVTPS2PH  $0x00, Z1, 64(CX)(DI*2)
-	VCVTPH2PS  96(BX)(DI*2), Z1
-	VMULPS     Z0, Z1, Z1
-	VCVTPS2PH  $0x00, Z1, 96(CX)(DI*2)
-	ADDQ       $0x00000040, DI
-	JMP        scalepfloop
+	CMPQ         DI, R8
+	JG           scaletail
+	PREFETCHT0   (R9)(DI*2)
+	PREFETCHT0   64(R9)(DI*2)
+	VCVTPH2PS    (BX)(DI*2), Z1
+	VMULPS       Z0, Z1, Z1
+	VCVTPH2PS    32(BX)(DI*2), Z2
+	VMULPS       Z0, Z2, Z2
+	VCVTPS2PH    $0x00, Z1, Y9
+	VCVTPS2PH    $0x00, Z2, Y1
+	VINSERTI64X4 $0x01, Y1, Z9, Z9
+	VMOVDQU64    Z9, (CX)(DI*2)
+	VCVTPH2PS    64(BX)(DI*2), Z1
+	VMULPS       Z0, Z1, Z1
+	VCVTPH2PS    96(BX)(DI*2), Z2
+	VMULPS       Z0, Z2, Z2
+	VCVTPS2PH    $0x00, Z1, Y10
+	VCVTPS2PH    $0x00, Z2, Y1
+	VINSERTI64X4 $0x01, Y1, Z10, Z10
+	VMOVDQU64    Z10, 64(CX)(DI*2)
+	ADDQ         $0x00000040, DI
+	JMP          scalepfloop
 
 scalent:
 	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
@@ -14863,18 +14827,18 @@ scalentloop:
 	VMULPS       Z0, Z1, Z1
 	VCVTPH2PS    32(BX)(DI*2), Z2
 	VMULPS       Z0, Z2, Z2
-	VCVTPS2PH    $0x00, Z1, Y7
+	VCVTPS2PH    $0x00, Z1, Y11
 	VCVTPS2PH    $0x00, Z2, Y1
-	VINSERTI64X4 $0x01, Y1, Z7, Z7
-	VMOVNTDQ     Z7, (CX)(DI*2)
+	VINSERTI64X4 $0x01, Y1, Z11, Z11
+	VMOVNTDQ     Z11, (CX)(DI*2)
 	VCVTPH2PS    64(BX)(DI*2), Z1
 	VMULPS       Z0, Z1, Z1
 	VCVTPH2PS    96(BX)(DI*2), Z2
 	VMULPS       Z0, Z2, Z2
-	VCVTPS2PH    $0x00, Z1, Y8
+	VCVTPS2PH    $0x00, Z1, Y12
 	VCVTPS2PH    $0x00, Z2, Y1
-	VINSERTI64X4 $0x01, Y1, Z8, Z8
-	VMOVNTDQ     Z8, 64(CX)(DI*2)
+	VINSERTI64X4 $0x01, Y1, Z12, Z12
+	VMOVNTDQ     Z12, 64(CX)(DI*2)
 	ADDQ         $0x00000040, DI
 	JMP          scalentloop
 
@@ -14927,6 +14891,7 @@ vzero:
 // Requires: AVX, AVX512F
 TEXT ·avx512WidenBF16(SB), NOSPLIT, $0-24
 	// avx512WidenBF16 converts n elements: BF16 bits at src widened exactly to float32 at dst.
+	VMOVDQU64    oddwords<>+0(SB), Z0
 	VPBROADCASTD avx512bfone<>+0(SB), Z0
 	VPBROADCASTD avx512bfbias<>+0(SB), Z0
 	VPBROADCASTD avx512bfhigh<>+0(SB), Z0
@@ -15030,9 +14995,10 @@ done:
 	RET
 
 // func avx512NarrowBF16(dst uintptr, src uintptr, n int)
-// Requires: AVX, AVX512F
+// Requires: AVX, AVX512BW, AVX512F
 TEXT ·avx512NarrowBF16(SB), NOSPLIT, $0-24
 	// avx512NarrowBF16 converts n elements: float32 at src rounded to BF16 bits at dst (to nearest, ties to even).
+	VMOVDQU64    oddwords<>+0(SB), Z3
 	VPBROADCASTD avx512bfone<>+0(SB), Z0
 	VPBROADCASTD avx512bfbias<>+0(SB), Z1
 	VPBROADCASTD avx512bfhigh<>+0(SB), Z2
@@ -15047,38 +15013,34 @@ TEXT ·avx512NarrowBF16(SB), NOSPLIT, $0-24
 loop4:
 	CMPQ        BX, SI
 	JG          tail
-	VMOVUPS     (CX)(BX*4), Z3
-	VFIXUPIMMPS $0x00, Z2, Z3, Z3
-	VPSRLD      $0x10, Z3, Z4
+	VMOVUPS     (CX)(BX*4), Z4
+	VMOVUPS     64(CX)(BX*4), Z5
+	VFIXUPIMMPS $0x00, Z2, Z4, Z4
+	VPSRLD      $0x10, Z4, Z6
+	VPANDD      Z0, Z6, Z6
+	VPADDD      Z1, Z6, Z6
+	VPADDD      Z4, Z6, Z6
+	VFIXUPIMMPS $0x00, Z2, Z5, Z5
+	VPSRLD      $0x10, Z5, Z4
 	VPANDD      Z0, Z4, Z4
 	VPADDD      Z1, Z4, Z4
-	VPADDD      Z3, Z4, Z4
-	VPSRLD      $0x10, Z4, Z4
-	VPMOVDW     Z4, (AX)(BX*2)
-	VMOVUPS     64(CX)(BX*4), Z3
-	VFIXUPIMMPS $0x00, Z2, Z3, Z3
-	VPSRLD      $0x10, Z3, Z4
+	VPADDD      Z5, Z4, Z4
+	VPERMT2W    Z4, Z3, Z6
+	VMOVDQU64   Z6, (AX)(BX*2)
+	VMOVUPS     128(CX)(BX*4), Z4
+	VMOVUPS     192(CX)(BX*4), Z5
+	VFIXUPIMMPS $0x00, Z2, Z4, Z4
+	VPSRLD      $0x10, Z4, Z6
+	VPANDD      Z0, Z6, Z6
+	VPADDD      Z1, Z6, Z6
+	VPADDD      Z4, Z6, Z6
+	VFIXUPIMMPS $0x00, Z2, Z5, Z5
+	VPSRLD      $0x10, Z5, Z4
 	VPANDD      Z0, Z4, Z4
 	VPADDD      Z1, Z4, Z4
-	VPADDD      Z3, Z4, Z4
-	VPSRLD      $0x10, Z4, Z4
-	VPMOVDW     Z4, 32(AX)(BX*2)
-	VMOVUPS     128(CX)(BX*4), Z3
-	VFIXUPIMMPS $0x00, Z2, Z3, Z3
-	VPSRLD      $0x10, Z3, Z4
-	VPANDD      Z0, Z4, Z4
-	VPADDD      Z1, Z4, Z4
-	VPADDD      Z3, Z4, Z4
-	VPSRLD      $0x10, Z4, Z4
-	VPMOVDW     Z4, 64(AX)(BX*2)
-	VMOVUPS     192(CX)(BX*4), Z3
-	VFIXUPIMMPS $0x00, Z2, Z3, Z3
-	VPSRLD      $0x10, Z3, Z4
-	VPANDD      Z0, Z4, Z4
-	VPADDD      Z1, Z4, Z4
-	VPADDD      Z3, Z4, Z4
-	VPSRLD      $0x10, Z4, Z4
-	VPMOVDW     Z4, 96(AX)(BX*2)
+	VPADDD      Z5, Z4, Z4
+	VPERMT2W    Z4, Z3, Z6
+	VMOVDQU64   Z6, 64(AX)(BX*2)
 	ADDQ        $0x00000040, BX
 	JMP         loop4
 
@@ -15129,18 +15091,22 @@ TEXT ·avx512NarrowF16(SB), NOSPLIT, $0-24
 	SUBQ $0x00000040, SI
 
 loop4:
-	CMPQ      BX, SI
-	JG        tail
-	VMOVUPS   (CX)(BX*4), Z0
-	VCVTPS2PH $0x00, Z0, (AX)(BX*2)
-	VMOVUPS   64(CX)(BX*4), Z0
-	VCVTPS2PH $0x00, Z0, 32(AX)(BX*2)
-	VMOVUPS   128(CX)(BX*4), Z0
-	VCVTPS2PH $0x00, Z0, 64(AX)(BX*2)
-	VMOVUPS   192(CX)(BX*4), Z0
-	VCVTPS2PH $0x00, Z0, 96(AX)(BX*2)
-	ADDQ      $0x00000040, BX
-	JMP       loop4
+	CMPQ         BX, SI
+	JG           tail
+	VMOVUPS      (CX)(BX*4), Z0
+	VMOVUPS      64(CX)(BX*4), Z1
+	VCVTPS2PH    $0x00, Z0, Y2
+	VCVTPS2PH    $0x00, Z1, Y0
+	VINSERTI64X4 $0x01, Y0, Z2, Z2
+	VMOVDQU64    Z2, (AX)(BX*2)
+	VMOVUPS      128(CX)(BX*4), Z0
+	VMOVUPS      192(CX)(BX*4), Z1
+	VCVTPS2PH    $0x00, Z0, Y3
+	VCVTPS2PH    $0x00, Z1, Y0
+	VINSERTI64X4 $0x01, Y0, Z3, Z3
+	VMOVDQU64    Z3, 64(AX)(BX*2)
+	ADDQ         $0x00000040, BX
+	JMP          loop4
 
 tail:
 	ADDQ $0x00000030, SI
@@ -19445,28 +19411,28 @@ invone:
 	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
 	CMPL   324(SP), $0x00
 	JE     divide6
-	VMULSS 324(SP), X1, X0
+	VMULSS 324(SP), X1, X1
 	JMP    divided7
 
 divide6:
-	VDIVSS 320(SP), X1, X0
+	VDIVSS 320(SP), X1, X1
 
 divided7:
-	VADDSS   job_eps+0(AX), X0, X0
-	VUCOMISS tlo<>+0(SB), X0
+	VADDSS   job_eps+0(AX), X1, X1
+	VUCOMISS tlo<>+0(SB), X1
 	JCS      ret
-	VUCOMISS tmax<>+0(SB), X0
+	VUCOMISS tmax<>+0(SB), X1
 	JHI      ret
-	VSQRTSS  X0, X0, X0
-	VMOVSS   one<>+0(SB), X1
-	VDIVSS   X0, X1, X1
+	VSQRTSS  X1, X1, X1
+	VMOVSS   one<>+0(SB), X0
+	VDIVSS   X1, X0, X0
 
 	// Report 1/rms if asked.
 	MOVQ   job_inv+0(AX), DI
 	TESTQ  DI, DI
 	JZ     scale
 	MOVQ   272(SP), R8
-	VMOVSS X1, (DI)(R8*4)
+	VMOVSS X0, (DI)(R8*4)
 	JMP    scale
 
 invgroup:
@@ -19492,47 +19458,47 @@ invgroup:
 	CMPL         324(SP), $0x00
 	JE           divide8
 	VBROADCASTSS 324(SP), X1
-	VMULPS       X1, X0, X0
+	VMULPS       X1, X0, X1
 	JMP          divided9
 
 divide8:
 	VBROADCASTSS 320(SP), X1
-	VDIVPS       X1, X0, X0
+	VDIVPS       X1, X0, X1
 
 divided9:
-	VBROADCASTSS job_eps+0(AX), X1
-	VADDPS       X1, X0, X0
-	VCMPPS       $0x1d, tlo4<>+0(SB), X0, X1
-	VCMPPS       $0x12, tmax4<>+0(SB), X0, X2
-	VANDPS       X2, X1, X1
-	VMOVMSKPS    X1, DI
+	VBROADCASTSS job_eps+0(AX), X0
+	VADDPS       X0, X1, X1
+	VCMPPS       $0x1d, tlo4<>+0(SB), X1, X0
+	VCMPPS       $0x12, tmax4<>+0(SB), X1, X2
+	VANDPS       X2, X0, X0
+	VMOVMSKPS    X0, DI
 	CMPL         DI, $0x0f
 	JE           ginrange
 	MOVQ         $0x00000004, 280(SP)
 	JMP          row
 
 ginrange:
-	VSQRTPS      X0, X0
-	VBROADCASTSS one<>+0(SB), X1
-	VDIVPS       X0, X1, X1
+	VSQRTPS      X1, X1
+	VBROADCASTSS one<>+0(SB), X0
+	VDIVPS       X1, X0, X0
 
 	// Report 1/rms if asked.
 	MOVQ    job_inv+0(AX), DI
 	TESTQ   DI, DI
 	JZ      scale
 	MOVQ    272(SP), R8
-	VMOVUPS X1, (DI)(R8*4)
+	VMOVUPS X0, (DI)(R8*4)
 
 scale:
-	VBROADCASTSS X1, Y0
+	VBROADCASTSS X0, Y1
 	MOVQ         $0x00000000, 296(SP)
 	CMPQ         288(SP), $0x01
 	JE           scalebody
-	VMOVUPS      X1, 256(SP)
+	VMOVUPS      X0, 256(SP)
 
 scalerow:
 	MOVQ         296(SP), DI
-	VBROADCASTSS 256(SP)(DI*4), Y0
+	VBROADCASTSS 256(SP)(DI*4), Y1
 
 scalebody:
 	// y = (src*inv)*w, rounded after each multiply.
@@ -19543,66 +19509,60 @@ scalebody:
 	JNZ   scalepf
 
 scaleloop:
-	CMPQ         DI, R8
-	JG           scaletail
-	VPMOVZXWD    (DX)(DI*2), Y1
-	VPSLLD       $0x10, Y1, Y1
-	VMULPS       Y0, Y1, Y1
-	VMULPS       (BX)(DI*4), Y1, Y1
-	VPSRLD       $0x10, Y1, Y2
-	VPAND        avx2bfone<>+0(SB), Y2, Y2
-	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD       Y1, Y2, Y2
-	VPSRLD       $0x10, Y2, Y2
-	VCMPPS       $0x03, Y1, Y1, Y1
-	VBLENDVPS    Y1, avx2bfnanlow<>+0(SB), Y2, Y2
-	VEXTRACTI128 $0x01, Y2, X1
-	VPACKUSDW    X1, X2, X1
-	VMOVDQU      X1, (CX)(DI*2)
-	VPMOVZXWD    16(DX)(DI*2), Y1
-	VPSLLD       $0x10, Y1, Y1
-	VMULPS       Y0, Y1, Y1
-	VMULPS       32(BX)(DI*4), Y1, Y1
-	VPSRLD       $0x10, Y1, Y2
-	VPAND        avx2bfone<>+0(SB), Y2, Y2
-	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD       Y1, Y2, Y2
-	VPSRLD       $0x10, Y2, Y2
-	VCMPPS       $0x03, Y1, Y1, Y1
-	VBLENDVPS    Y1, avx2bfnanlow<>+0(SB), Y2, Y2
-	VEXTRACTI128 $0x01, Y2, X1
-	VPACKUSDW    X1, X2, X1
-	VMOVDQU      X1, 16(CX)(DI*2)
-	VPMOVZXWD    32(DX)(DI*2), Y1
-	VPSLLD       $0x10, Y1, Y1
-	VMULPS       Y0, Y1, Y1
-	VMULPS       64(BX)(DI*4), Y1, Y1
-	VPSRLD       $0x10, Y1, Y2
-	VPAND        avx2bfone<>+0(SB), Y2, Y2
-	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD       Y1, Y2, Y2
-	VPSRLD       $0x10, Y2, Y2
-	VCMPPS       $0x03, Y1, Y1, Y1
-	VBLENDVPS    Y1, avx2bfnanlow<>+0(SB), Y2, Y2
-	VEXTRACTI128 $0x01, Y2, X1
-	VPACKUSDW    X1, X2, X1
-	VMOVDQU      X1, 32(CX)(DI*2)
-	VPMOVZXWD    48(DX)(DI*2), Y1
-	VPSLLD       $0x10, Y1, Y1
-	VMULPS       Y0, Y1, Y1
-	VMULPS       96(BX)(DI*4), Y1, Y1
-	VPSRLD       $0x10, Y1, Y2
-	VPAND        avx2bfone<>+0(SB), Y2, Y2
-	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD       Y1, Y2, Y2
-	VPSRLD       $0x10, Y2, Y2
-	VCMPPS       $0x03, Y1, Y1, Y1
-	VBLENDVPS    Y1, avx2bfnanlow<>+0(SB), Y2, Y2
-	VEXTRACTI128 $0x01, Y2, X1
-	VPACKUSDW    X1, X2, X1
-	VMOVDQU      X1, 48(CX)(DI*2)
-	ADDQ         $0x00000020, DI
-	JMP          scaleloop
+	CMPQ      DI, R8
+	JG        scaletail
+	VPMOVZXWD (DX)(DI*2), Y0
+	VPSLLD    $0x10, Y0, Y0
+	VMULPS    Y1, Y0, Y0
+	VMULPS    (BX)(DI*4), Y0, Y0
+	VPMOVZXWD 16(DX)(DI*2), Y2
+	VPSLLD    $0x10, Y2, Y2
+	VMULPS    Y1, Y2, Y2
+	VMULPS    32(BX)(DI*4), Y2, Y2
+	VPSRLD    $0x10, Y0, Y3
+	VPAND     avx2bfone<>+0(SB), Y3, Y3
+	VPADDD    avx2bfbias<>+0(SB), Y3, Y3
+	VPADDD    Y0, Y3, Y3
+	VPSRLD    $0x10, Y3, Y3
+	VCMPPS    $0x03, Y0, Y0, Y0
+	VBLENDVPS Y0, avx2bfnanlow<>+0(SB), Y3, Y3
+	VPSRLD    $0x10, Y2, Y0
+	VPAND     avx2bfone<>+0(SB), Y0, Y0
+	VPADDD    avx2bfbias<>+0(SB), Y0, Y0
+	VPADDD    Y2, Y0, Y0
+	VPSRLD    $0x10, Y0, Y0
+	VCMPPS    $0x03, Y2, Y2, Y2
+	VBLENDVPS Y2, avx2bfnanlow<>+0(SB), Y0, Y0
+	VPACKUSDW Y0, Y3, Y3
+	VPERMQ    $0xd8, Y3, Y3
+	VMOVDQU   Y3, (CX)(DI*2)
+	VPMOVZXWD 32(DX)(DI*2), Y0
+	VPSLLD    $0x10, Y0, Y0
+	VMULPS    Y1, Y0, Y0
+	VMULPS    64(BX)(DI*4), Y0, Y0
+	VPMOVZXWD 48(DX)(DI*2), Y2
+	VPSLLD    $0x10, Y2, Y2
+	VMULPS    Y1, Y2, Y2
+	VMULPS    96(BX)(DI*4), Y2, Y2
+	VPSRLD    $0x10, Y0, Y3
+	VPAND     avx2bfone<>+0(SB), Y3, Y3
+	VPADDD    avx2bfbias<>+0(SB), Y3, Y3
+	VPADDD    Y0, Y3, Y3
+	VPSRLD    $0x10, Y3, Y3
+	VCMPPS    $0x03, Y0, Y0, Y0
+	VBLENDVPS Y0, avx2bfnanlow<>+0(SB), Y3, Y3
+	VPSRLD    $0x10, Y2, Y0
+	VPAND     avx2bfone<>+0(SB), Y0, Y0
+	VPADDD    avx2bfbias<>+0(SB), Y0, Y0
+	VPADDD    Y2, Y0, Y0
+	VPSRLD    $0x10, Y0, Y0
+	VCMPPS    $0x03, Y2, Y2, Y2
+	VBLENDVPS Y2, avx2bfnanlow<>+0(SB), Y0, Y0
+	VPACKUSDW Y0, Y3, Y3
+	VPERMQ    $0xd8, Y3, Y3
+	VMOVDQU   Y3, 32(CX)(DI*2)
+	ADDQ      $0x00000020, DI
+	JMP       scaleloop
 
 scalepf:
 	MOVQ SI, R9
@@ -19616,67 +19576,61 @@ longrows10:
 	JNZ   scalent
 
 scalepfloop:
-	CMPQ         DI, R8
-	JG           scaletail
-	PREFETCHT0   (R9)(DI*2)
-	VPMOVZXWD    (DX)(DI*2), Y1
-	VPSLLD       $0x10, Y1, Y1
-	VMULPS       Y0, Y1, Y1
-	VMULPS       (BX)(DI*4), Y1, Y1
-	VPSRLD       $0x10, Y1, Y2
-	VPAND        avx2bfone<>+0(SB), Y2, Y2
-	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD       Y1, Y2, Y2
-	VPSRLD       $0x10, Y2, Y2
-	VCMPPS       $0x03, Y1, Y1, Y1
-	VBLENDVPS    Y1, avx2bfnanlow<>+0(SB), Y2, Y2
-	VEXTRACTI128 $0x01, Y2, X1
-	VPACKUSDW    X1, X2, X1
-	VMOVDQU      X1, (CX)(DI*2)
-	VPMOVZXWD    16(DX)(DI*2), Y1
-	VPSLLD       $0x10, Y1, Y1
-	VMULPS       Y0, Y1, Y1
-	VMULPS       32(BX)(DI*4), Y1, Y1
-	VPSRLD       $0x10, Y1, Y2
-	VPAND        avx2bfone<>+0(SB), Y2, Y2
-	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD       Y1, Y2, Y2
-	VPSRLD       $0x10, Y2, Y2
-	VCMPPS       $0x03, Y1, Y1, Y1
-	VBLENDVPS    Y1, avx2bfnanlow<>+0(SB), Y2, Y2
-	VEXTRACTI128 $0x01, Y2, X1
-	VPACKUSDW    X1, X2, X1
-	VMOVDQU      X1, 16(CX)(DI*2)
-	VPMOVZXWD    32(DX)(DI*2), Y1
-	VPSLLD       $0x10, Y1, Y1
-	VMULPS       Y0, Y1, Y1
-	VMULPS       64(BX)(DI*4), Y1, Y1
-	VPSRLD       $0x10, Y1, Y2
-	VPAND        avx2bfone<>+0(SB), Y2, Y2
-	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD       Y1, Y2, Y2
-	VPSRLD       $0x10, Y2, Y2
-	VCMPPS       $0x03, Y1, Y1, Y1
-	VBLENDVPS    Y1, avx2bfnanlow<>+0(SB), Y2, Y2
-	VEXTRACTI128 $0x01, Y2, X1
-	VPACKUSDW    X1, X2, X1
-	VMOVDQU      X1, 32(CX)(DI*2)
-	VPMOVZXWD    48(DX)(DI*2), Y1
-	VPSLLD       $0x10, Y1, Y1
-	VMULPS       Y0, Y1, Y1
-	VMULPS       96(BX)(DI*4), Y1, Y1
-	VPSRLD       $0x10, Y1, Y2
-	VPAND        avx2bfone<>+0(SB), Y2, Y2
-	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD       Y1, Y2, Y2
-	VPSRLD       $0x10, Y2, Y2
-	VCMPPS       $0x03, Y1, Y1, Y1
-	VBLENDVPS    Y1, avx2bfnanlow<>+0(SB), Y2, Y2
-	VEXTRACTI128 $0x01, Y2, X1
-	VPACKUSDW    X1, X2, X1
-	VMOVDQU      X1, 48(CX)(DI*2)
-	ADDQ         $0x00000020, DI
-	JMP          scalepfloop
+	CMPQ       DI, R8
+	JG         scaletail
+	PREFETCHT0 (R9)(DI*2)
+	VPMOVZXWD  (DX)(DI*2), Y0
+	VPSLLD     $0x10, Y0, Y0
+	VMULPS     Y1, Y0, Y0
+	VMULPS     (BX)(DI*4), Y0, Y0
+	VPMOVZXWD  16(DX)(DI*2), Y2
+	VPSLLD     $0x10, Y2, Y2
+	VMULPS     Y1, Y2, Y2
+	VMULPS     32(BX)(DI*4), Y2, Y2
+	VPSRLD     $0x10, Y0, Y3
+	VPAND      avx2bfone<>+0(SB), Y3, Y3
+	VPADDD     avx2bfbias<>+0(SB), Y3, Y3
+	VPADDD     Y0, Y3, Y3
+	VPSRLD     $0x10, Y3, Y3
+	VCMPPS     $0x03, Y0, Y0, Y0
+	VBLENDVPS  Y0, avx2bfnanlow<>+0(SB), Y3, Y3
+	VPSRLD     $0x10, Y2, Y0
+	VPAND      avx2bfone<>+0(SB), Y0, Y0
+	VPADDD     avx2bfbias<>+0(SB), Y0, Y0
+	VPADDD     Y2, Y0, Y0
+	VPSRLD     $0x10, Y0, Y0
+	VCMPPS     $0x03, Y2, Y2, Y2
+	VBLENDVPS  Y2, avx2bfnanlow<>+0(SB), Y0, Y0
+	VPACKUSDW  Y0, Y3, Y3
+	VPERMQ     $0xd8, Y3, Y3
+	VMOVDQU    Y3, (CX)(DI*2)
+	VPMOVZXWD  32(DX)(DI*2), Y0
+	VPSLLD     $0x10, Y0, Y0
+	VMULPS     Y1, Y0, Y0
+	VMULPS     64(BX)(DI*4), Y0, Y0
+	VPMOVZXWD  48(DX)(DI*2), Y2
+	VPSLLD     $0x10, Y2, Y2
+	VMULPS     Y1, Y2, Y2
+	VMULPS     96(BX)(DI*4), Y2, Y2
+	VPSRLD     $0x10, Y0, Y3
+	VPAND      avx2bfone<>+0(SB), Y3, Y3
+	VPADDD     avx2bfbias<>+0(SB), Y3, Y3
+	VPADDD     Y0, Y3, Y3
+	VPSRLD     $0x10, Y3, Y3
+	VCMPPS     $0x03, Y0, Y0, Y0
+	VBLENDVPS  Y0, avx2bfnanlow<>+0(SB), Y3, Y3
+	VPSRLD     $0x10, Y2, Y0
+	VPAND      avx2bfone<>+0(SB), Y0, Y0
+	VPADDD     avx2bfbias<>+0(SB), Y0, Y0
+	VPADDD     Y2, Y0, Y0
+	VPSRLD     $0x10, Y0, Y0
+	VCMPPS     $0x03, Y2, Y2, Y2
+	VBLENDVPS  Y2, avx2bfnanlow<>+0(SB), Y0, Y0
+	VPACKUSDW  Y0, Y3, Y3
+	VPERMQ     $0xd8, Y3, Y3
+	VMOVDQU    Y3, 32(CX)(DI*2)
+	ADDQ       $0x00000020, DI
+	JMP        scalepfloop
 
 scalent:
 	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
@@ -19692,20 +19646,20 @@ scalent:
 scalehead:
 	CMPQ         R10, $0x00000008
 	JB           scaleheadpart
-	VPMOVZXWD    (DX)(DI*2), Y1
-	VPSLLD       $0x10, Y1, Y1
-	VMULPS       Y0, Y1, Y1
-	VMULPS       (BX)(DI*4), Y1, Y1
-	VPSRLD       $0x10, Y1, Y2
+	VPMOVZXWD    (DX)(DI*2), Y0
+	VPSLLD       $0x10, Y0, Y0
+	VMULPS       Y1, Y0, Y0
+	VMULPS       (BX)(DI*4), Y0, Y0
+	VPSRLD       $0x10, Y0, Y2
 	VPAND        avx2bfone<>+0(SB), Y2, Y2
 	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD       Y1, Y2, Y2
+	VPADDD       Y0, Y2, Y2
 	VPSRLD       $0x10, Y2, Y2
-	VCMPPS       $0x03, Y1, Y1, Y1
-	VBLENDVPS    Y1, avx2bfnanlow<>+0(SB), Y2, Y2
-	VEXTRACTI128 $0x01, Y2, X1
-	VPACKUSDW    X1, X2, X1
-	VMOVDQU      X1, (CX)(DI*2)
+	VCMPPS       $0x03, Y0, Y0, Y0
+	VBLENDVPS    Y0, avx2bfnanlow<>+0(SB), Y2, Y2
+	VEXTRACTI128 $0x01, Y2, X0
+	VPACKUSDW    X0, X2, X0
+	VMOVDQU      X0, (CX)(DI*2)
 	ADDQ         $0x00000008, DI
 	SUBQ         $0x00000008, R10
 	JZ           scalentloop
@@ -19720,8 +19674,8 @@ scaleheadpart:
 copyvec11:
 	CMPQ    R13, R14
 	JG      copyone12
-	VMOVUPS (R11)(R13*2), Y1
-	VMOVUPS Y1, (R12)(R13*2)
+	VMOVUPS (R11)(R13*2), Y0
+	VMOVUPS Y0, (R12)(R13*2)
 	ADDQ    $0x00000010, R13
 	JMP     copyvec11
 
@@ -19746,8 +19700,8 @@ copied13:
 copyvec15:
 	CMPQ    R13, R14
 	JG      copyone16
-	VMOVUPS (R11)(R13*4), Y1
-	VMOVUPS Y1, (R12)(R13*4)
+	VMOVUPS (R11)(R13*4), Y0
+	VMOVUPS Y0, (R12)(R13*4)
 	ADDQ    $0x00000008, R13
 	JMP     copyvec15
 
@@ -19763,20 +19717,20 @@ copyloop18:
 	JMP  copyloop18
 
 copied17:
-	VPMOVZXWD    128(SP), Y1
-	VPSLLD       $0x10, Y1, Y1
-	VMULPS       Y1, Y0, Y1
-	VMULPS       160(SP), Y1, Y1
-	VPSRLD       $0x10, Y1, Y2
+	VPMOVZXWD    128(SP), Y0
+	VPSLLD       $0x10, Y0, Y0
+	VMULPS       Y0, Y1, Y0
+	VMULPS       160(SP), Y0, Y0
+	VPSRLD       $0x10, Y0, Y2
 	VPAND        avx2bfone<>+0(SB), Y2, Y2
 	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD       Y1, Y2, Y2
+	VPADDD       Y0, Y2, Y2
 	VPSRLD       $0x10, Y2, Y2
-	VCMPPS       $0x03, Y1, Y1, Y1
-	VBLENDVPS    Y1, avx2bfnanlow<>+0(SB), Y2, Y2
-	VEXTRACTI128 $0x01, Y2, X1
-	VPACKUSDW    X1, X2, X1
-	VMOVDQU      X1, 192(SP)
+	VCMPPS       $0x03, Y0, Y0, Y0
+	VBLENDVPS    Y0, avx2bfnanlow<>+0(SB), Y2, Y2
+	VEXTRACTI128 $0x01, Y2, X0
+	VPACKUSDW    X0, X2, X0
+	VMOVDQU      X0, 192(SP)
 	LEAQ         192(SP), R12
 	LEAQ         (CX)(DI*2), R11
 	MOVQ         R10, R14
@@ -19786,8 +19740,8 @@ copied17:
 copyvec19:
 	CMPQ    R13, R14
 	JG      copyone20
-	VMOVUPS (R12)(R13*2), Y1
-	VMOVUPS Y1, (R11)(R13*2)
+	VMOVUPS (R12)(R13*2), Y0
+	VMOVUPS Y0, (R11)(R13*2)
 	ADDQ    $0x00000010, R13
 	JMP     copyvec19
 
@@ -19806,67 +19760,61 @@ copied21:
 	ADDQ R10, DI
 
 scalentloop:
-	CMPQ         DI, R8
-	JG           scaletail
-	PREFETCHT0   (R9)(DI*2)
-	VPMOVZXWD    (DX)(DI*2), Y1
-	VPSLLD       $0x10, Y1, Y1
-	VMULPS       Y0, Y1, Y1
-	VMULPS       (BX)(DI*4), Y1, Y1
-	VPMOVZXWD    16(DX)(DI*2), Y2
-	VPSLLD       $0x10, Y2, Y2
-	VMULPS       Y0, Y2, Y2
-	VMULPS       32(BX)(DI*4), Y2, Y2
-	VPSRLD       $0x10, Y1, Y3
-	VPAND        avx2bfone<>+0(SB), Y3, Y3
-	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
-	VPADDD       Y1, Y3, Y3
-	VPSRLD       $0x10, Y3, Y3
-	VCMPPS       $0x03, Y1, Y1, Y1
-	VBLENDVPS    Y1, avx2bfnanlow<>+0(SB), Y3, Y3
-	VEXTRACTI128 $0x01, Y3, X1
-	VPACKUSDW    X1, X3, X9
-	VPSRLD       $0x10, Y2, Y1
-	VPAND        avx2bfone<>+0(SB), Y1, Y1
-	VPADDD       avx2bfbias<>+0(SB), Y1, Y1
-	VPADDD       Y2, Y1, Y1
-	VPSRLD       $0x10, Y1, Y1
-	VCMPPS       $0x03, Y2, Y2, Y2
-	VBLENDVPS    Y2, avx2bfnanlow<>+0(SB), Y1, Y1
-	VEXTRACTI128 $0x01, Y1, X2
-	VPACKUSDW    X2, X1, X1
-	VINSERTI128  $0x01, X1, Y9, Y9
-	VMOVNTDQ     Y9, (CX)(DI*2)
-	VPMOVZXWD    32(DX)(DI*2), Y1
-	VPSLLD       $0x10, Y1, Y1
-	VMULPS       Y0, Y1, Y1
-	VMULPS       64(BX)(DI*4), Y1, Y1
-	VPMOVZXWD    48(DX)(DI*2), Y2
-	VPSLLD       $0x10, Y2, Y2
-	VMULPS       Y0, Y2, Y2
-	VMULPS       96(BX)(DI*4), Y2, Y2
-	VPSRLD       $0x10, Y1, Y3
-	VPAND        avx2bfone<>+0(SB), Y3, Y3
-	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
-	VPADDD       Y1, Y3, Y3
-	VPSRLD       $0x10, Y3, Y3
-	VCMPPS       $0x03, Y1, Y1, Y1
-	VBLENDVPS    Y1, avx2bfnanlow<>+0(SB), Y3, Y3
-	VEXTRACTI128 $0x01, Y3, X1
-	VPACKUSDW    X1, X3, X10
-	VPSRLD       $0x10, Y2, Y1
-	VPAND        avx2bfone<>+0(SB), Y1, Y1
-	VPADDD       avx2bfbias<>+0(SB), Y1, Y1
-	VPADDD       Y2, Y1, Y1
-	VPSRLD       $0x10, Y1, Y1
-	VCMPPS       $0x03, Y2, Y2, Y2
-	VBLENDVPS    Y2, avx2bfnanlow<>+0(SB), Y1, Y1
-	VEXTRACTI128 $0x01, Y1, X2
-	VPACKUSDW    X2, X1, X1
-	VINSERTI128  $0x01, X1, Y10, Y10
-	VMOVNTDQ     Y10, 32(CX)(DI*2)
-	ADDQ         $0x00000020, DI
-	JMP          scalentloop
+	CMPQ       DI, R8
+	JG         scaletail
+	PREFETCHT0 (R9)(DI*2)
+	VPMOVZXWD  (DX)(DI*2), Y0
+	VPSLLD     $0x10, Y0, Y0
+	VMULPS     Y1, Y0, Y0
+	VMULPS     (BX)(DI*4), Y0, Y0
+	VPMOVZXWD  16(DX)(DI*2), Y2
+	VPSLLD     $0x10, Y2, Y2
+	VMULPS     Y1, Y2, Y2
+	VMULPS     32(BX)(DI*4), Y2, Y2
+	VPSRLD     $0x10, Y0, Y3
+	VPAND      avx2bfone<>+0(SB), Y3, Y3
+	VPADDD     avx2bfbias<>+0(SB), Y3, Y3
+	VPADDD     Y0, Y3, Y3
+	VPSRLD     $0x10, Y3, Y3
+	VCMPPS     $0x03, Y0, Y0, Y0
+	VBLENDVPS  Y0, avx2bfnanlow<>+0(SB), Y3, Y3
+	VPSRLD     $0x10, Y2, Y0
+	VPAND      avx2bfone<>+0(SB), Y0, Y0
+	VPADDD     avx2bfbias<>+0(SB), Y0, Y0
+	VPADDD     Y2, Y0, Y0
+	VPSRLD     $0x10, Y0, Y0
+	VCMPPS     $0x03, Y2, Y2, Y2
+	VBLENDVPS  Y2, avx2bfnanlow<>+0(SB), Y0, Y0
+	VPACKUSDW  Y0, Y3, Y3
+	VPERMQ     $0xd8, Y3, Y3
+	VMOVNTDQ   Y3, (CX)(DI*2)
+	VPMOVZXWD  32(DX)(DI*2), Y0
+	VPSLLD     $0x10, Y0, Y0
+	VMULPS     Y1, Y0, Y0
+	VMULPS     64(BX)(DI*4), Y0, Y0
+	VPMOVZXWD  48(DX)(DI*2), Y2
+	VPSLLD     $0x10, Y2, Y2
+	VMULPS     Y1, Y2, Y2
+	VMULPS     96(BX)(DI*4), Y2, Y2
+	VPSRLD     $0x10, Y0, Y3
+	VPAND      avx2bfone<>+0(SB), Y3, Y3
+	VPADDD     avx2bfbias<>+0(SB), Y3, Y3
+	VPADDD     Y0, Y3, Y3
+	VPSRLD     $0x10, Y3, Y3
+	VCMPPS     $0x03, Y0, Y0, Y0
+	VBLENDVPS  Y0, avx2bfnanlow<>+0(SB), Y3, Y3
+	VPSRLD     $0x10, Y2, Y0
+	VPAND      avx2bfone<>+0(SB), Y0, Y0
+	VPADDD     avx2bfbias<>+0(SB), Y0, Y0
+	VPADDD     Y2, Y0, Y0
+	VPSRLD     $0x10, Y0, Y0
+	VCMPPS     $0x03, Y2, Y2, Y2
+	VBLENDVPS  Y2, avx2bfnanlow<>+0(SB), Y0, Y0
+	VPACKUSDW  Y0, Y3, Y3
+	VPERMQ     $0xd8, Y3, Y3
+	VMOVNTDQ   Y3, 32(CX)(DI*2)
+	ADDQ       $0x00000020, DI
+	JMP        scalentloop
 
 scaletail:
 	ADDQ $0x00000018, R8
@@ -19874,20 +19822,20 @@ scaletail:
 scaleone:
 	CMPQ         DI, R8
 	JG           scalepart
-	VPMOVZXWD    (DX)(DI*2), Y1
-	VPSLLD       $0x10, Y1, Y1
-	VMULPS       Y0, Y1, Y1
-	VMULPS       (BX)(DI*4), Y1, Y1
-	VPSRLD       $0x10, Y1, Y2
+	VPMOVZXWD    (DX)(DI*2), Y0
+	VPSLLD       $0x10, Y0, Y0
+	VMULPS       Y1, Y0, Y0
+	VMULPS       (BX)(DI*4), Y0, Y0
+	VPSRLD       $0x10, Y0, Y2
 	VPAND        avx2bfone<>+0(SB), Y2, Y2
 	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD       Y1, Y2, Y2
+	VPADDD       Y0, Y2, Y2
 	VPSRLD       $0x10, Y2, Y2
-	VCMPPS       $0x03, Y1, Y1, Y1
-	VBLENDVPS    Y1, avx2bfnanlow<>+0(SB), Y2, Y2
-	VEXTRACTI128 $0x01, Y2, X1
-	VPACKUSDW    X1, X2, X1
-	VMOVDQU      X1, (CX)(DI*2)
+	VCMPPS       $0x03, Y0, Y0, Y0
+	VBLENDVPS    Y0, avx2bfnanlow<>+0(SB), Y2, Y2
+	VEXTRACTI128 $0x01, Y2, X0
+	VPACKUSDW    X0, X2, X0
+	VMOVDQU      X0, (CX)(DI*2)
 	ADDQ         $0x00000008, DI
 	JMP          scaleone
 
@@ -19904,8 +19852,8 @@ scalepart:
 copyvec23:
 	CMPQ    R11, R12
 	JG      copyone24
-	VMOVUPS (R8)(R11*2), Y1
-	VMOVUPS Y1, (R9)(R11*2)
+	VMOVUPS (R8)(R11*2), Y0
+	VMOVUPS Y0, (R9)(R11*2)
 	ADDQ    $0x00000010, R11
 	JMP     copyvec23
 
@@ -19930,8 +19878,8 @@ copied25:
 copyvec27:
 	CMPQ    R11, R12
 	JG      copyone28
-	VMOVUPS (R8)(R11*4), Y1
-	VMOVUPS Y1, (R9)(R11*4)
+	VMOVUPS (R8)(R11*4), Y0
+	VMOVUPS Y0, (R9)(R11*4)
 	ADDQ    $0x00000008, R11
 	JMP     copyvec27
 
@@ -19947,20 +19895,20 @@ copyloop30:
 	JMP  copyloop30
 
 copied29:
-	VPMOVZXWD    128(SP), Y1
-	VPSLLD       $0x10, Y1, Y1
-	VMULPS       Y1, Y0, Y1
-	VMULPS       160(SP), Y1, Y1
-	VPSRLD       $0x10, Y1, Y0
-	VPAND        avx2bfone<>+0(SB), Y0, Y0
-	VPADDD       avx2bfbias<>+0(SB), Y0, Y0
-	VPADDD       Y1, Y0, Y0
-	VPSRLD       $0x10, Y0, Y0
-	VCMPPS       $0x03, Y1, Y1, Y1
-	VBLENDVPS    Y1, avx2bfnanlow<>+0(SB), Y0, Y0
-	VEXTRACTI128 $0x01, Y0, X1
-	VPACKUSDW    X1, X0, X1
-	VMOVDQU      X1, 192(SP)
+	VPMOVZXWD    128(SP), Y0
+	VPSLLD       $0x10, Y0, Y0
+	VMULPS       Y0, Y1, Y0
+	VMULPS       160(SP), Y0, Y0
+	VPSRLD       $0x10, Y0, Y1
+	VPAND        avx2bfone<>+0(SB), Y1, Y1
+	VPADDD       avx2bfbias<>+0(SB), Y1, Y1
+	VPADDD       Y0, Y1, Y1
+	VPSRLD       $0x10, Y1, Y1
+	VCMPPS       $0x03, Y0, Y0, Y0
+	VBLENDVPS    Y0, avx2bfnanlow<>+0(SB), Y1, Y1
+	VEXTRACTI128 $0x01, Y1, X0
+	VPACKUSDW    X0, X1, X0
+	VMOVDQU      X0, 192(SP)
 	LEAQ         192(SP), R9
 	LEAQ         (CX)(DI*2), R8
 	XORQ         DI, DI
@@ -20304,28 +20252,28 @@ invone:
 	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
 	CMPL   324(SP), $0x00
 	JE     divide6
-	VMULSS 324(SP), X1, X0
+	VMULSS 324(SP), X1, X1
 	JMP    divided7
 
 divide6:
-	VDIVSS 320(SP), X1, X0
+	VDIVSS 320(SP), X1, X1
 
 divided7:
-	VADDSS   job_eps+0(AX), X0, X0
-	VUCOMISS tlo<>+0(SB), X0
+	VADDSS   job_eps+0(AX), X1, X1
+	VUCOMISS tlo<>+0(SB), X1
 	JCS      ret
-	VUCOMISS tmax<>+0(SB), X0
+	VUCOMISS tmax<>+0(SB), X1
 	JHI      ret
-	VSQRTSS  X0, X0, X0
-	VMOVSS   one<>+0(SB), X1
-	VDIVSS   X0, X1, X1
+	VSQRTSS  X1, X1, X1
+	VMOVSS   one<>+0(SB), X0
+	VDIVSS   X1, X0, X0
 
 	// Report 1/rms if asked.
 	MOVQ   job_inv+0(AX), DI
 	TESTQ  DI, DI
 	JZ     scale
 	MOVQ   272(SP), R8
-	VMOVSS X1, (DI)(R8*4)
+	VMOVSS X0, (DI)(R8*4)
 	JMP    scale
 
 invgroup:
@@ -20351,47 +20299,47 @@ invgroup:
 	CMPL         324(SP), $0x00
 	JE           divide8
 	VBROADCASTSS 324(SP), X1
-	VMULPS       X1, X0, X0
+	VMULPS       X1, X0, X1
 	JMP          divided9
 
 divide8:
 	VBROADCASTSS 320(SP), X1
-	VDIVPS       X1, X0, X0
+	VDIVPS       X1, X0, X1
 
 divided9:
-	VBROADCASTSS job_eps+0(AX), X1
-	VADDPS       X1, X0, X0
-	VCMPPS       $0x1d, tlo4<>+0(SB), X0, X1
-	VCMPPS       $0x12, tmax4<>+0(SB), X0, X2
-	VANDPS       X2, X1, X1
-	VMOVMSKPS    X1, DI
+	VBROADCASTSS job_eps+0(AX), X0
+	VADDPS       X0, X1, X1
+	VCMPPS       $0x1d, tlo4<>+0(SB), X1, X0
+	VCMPPS       $0x12, tmax4<>+0(SB), X1, X2
+	VANDPS       X2, X0, X0
+	VMOVMSKPS    X0, DI
 	CMPL         DI, $0x0f
 	JE           ginrange
 	MOVQ         $0x00000004, 280(SP)
 	JMP          row
 
 ginrange:
-	VSQRTPS      X0, X0
-	VBROADCASTSS one<>+0(SB), X1
-	VDIVPS       X0, X1, X1
+	VSQRTPS      X1, X1
+	VBROADCASTSS one<>+0(SB), X0
+	VDIVPS       X1, X0, X0
 
 	// Report 1/rms if asked.
 	MOVQ    job_inv+0(AX), DI
 	TESTQ   DI, DI
 	JZ      scale
 	MOVQ    272(SP), R8
-	VMOVUPS X1, (DI)(R8*4)
+	VMOVUPS X0, (DI)(R8*4)
 
 scale:
-	VBROADCASTSS X1, Y0
+	VBROADCASTSS X0, Y1
 	MOVQ         $0x00000000, 296(SP)
 	CMPQ         288(SP), $0x01
 	JE           scalebody
-	VMOVUPS      X1, 256(SP)
+	VMOVUPS      X0, 256(SP)
 
 scalerow:
 	MOVQ         296(SP), DI
-	VBROADCASTSS 256(SP)(DI*4), Y0
+	VBROADCASTSS 256(SP)(DI*4), Y1
 
 scalebody:
 	// y = (src*inv)*w, rounded after each multiply.
@@ -20402,94 +20350,88 @@ scalebody:
 	JNZ   scalepf
 
 scaleloop:
-	CMPQ         DI, R8
-	JG           scaletail
-	VPMOVZXWD    (DX)(DI*2), Y1
-	VPSLLD       $0x10, Y1, Y1
-	VMULPS       Y0, Y1, Y1
-	VPSRLD       $0x10, Y1, Y2
-	VPAND        avx2bfone<>+0(SB), Y2, Y2
-	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD       Y1, Y2, Y2
-	VPAND        avx2bfhigh<>+0(SB), Y2, Y2
-	VCMPPS       $0x03, Y1, Y1, Y1
-	VBLENDVPS    Y1, avx2bfnanhigh<>+0(SB), Y2, Y2
-	VMULPS       (BX)(DI*4), Y2, Y2
-	VPSRLD       $0x10, Y2, Y1
-	VPAND        avx2bfone<>+0(SB), Y1, Y1
-	VPADDD       avx2bfbias<>+0(SB), Y1, Y1
-	VPADDD       Y2, Y1, Y1
-	VPSRLD       $0x10, Y1, Y1
-	VCMPPS       $0x03, Y2, Y2, Y2
-	VBLENDVPS    Y2, avx2bfnanlow<>+0(SB), Y1, Y1
-	VEXTRACTI128 $0x01, Y1, X2
-	VPACKUSDW    X2, X1, X2
-	VMOVDQU      X2, (CX)(DI*2)
-	VPMOVZXWD    16(DX)(DI*2), Y1
-	VPSLLD       $0x10, Y1, Y1
-	VMULPS       Y0, Y1, Y1
-	VPSRLD       $0x10, Y1, Y2
-	VPAND        avx2bfone<>+0(SB), Y2, Y2
-	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD       Y1, Y2, Y2
-	VPAND        avx2bfhigh<>+0(SB), Y2, Y2
-	VCMPPS       $0x03, Y1, Y1, Y1
-	VBLENDVPS    Y1, avx2bfnanhigh<>+0(SB), Y2, Y2
-	VMULPS       32(BX)(DI*4), Y2, Y2
-	VPSRLD       $0x10, Y2, Y1
-	VPAND        avx2bfone<>+0(SB), Y1, Y1
-	VPADDD       avx2bfbias<>+0(SB), Y1, Y1
-	VPADDD       Y2, Y1, Y1
-	VPSRLD       $0x10, Y1, Y1
-	VCMPPS       $0x03, Y2, Y2, Y2
-	VBLENDVPS    Y2, avx2bfnanlow<>+0(SB), Y1, Y1
-	VEXTRACTI128 $0x01, Y1, X2
-	VPACKUSDW    X2, X1, X2
-	VMOVDQU      X2, 16(CX)(DI*2)
-	VPMOVZXWD    32(DX)(DI*2), Y1
-	VPSLLD       $0x10, Y1, Y1
-	VMULPS       Y0, Y1, Y1
-	VPSRLD       $0x10, Y1, Y2
-	VPAND        avx2bfone<>+0(SB), Y2, Y2
-	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD       Y1, Y2, Y2
-	VPAND        avx2bfhigh<>+0(SB), Y2, Y2
-	VCMPPS       $0x03, Y1, Y1, Y1
-	VBLENDVPS    Y1, avx2bfnanhigh<>+0(SB), Y2, Y2
-	VMULPS       64(BX)(DI*4), Y2, Y2
-	VPSRLD       $0x10, Y2, Y1
-	VPAND        avx2bfone<>+0(SB), Y1, Y1
-	VPADDD       avx2bfbias<>+0(SB), Y1, Y1
-	VPADDD       Y2, Y1, Y1
-	VPSRLD       $0x10, Y1, Y1
-	VCMPPS       $0x03, Y2, Y2, Y2
-	VBLENDVPS    Y2, avx2bfnanlow<>+0(SB), Y1, Y1
-	VEXTRACTI128 $0x01, Y1, X2
-	VPACKUSDW    X2, X1, X2
-	VMOVDQU      X2, 32(CX)(DI*2)
-	VPMOVZXWD    48(DX)(DI*2), Y1
-	VPSLLD       $0x10, Y1, Y1
-	VMULPS       Y0, Y1, Y1
-	VPSRLD       $0x10, Y1, Y2
-	VPAND        avx2bfone<>+0(SB), Y2, Y2
-	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD       Y1, Y2, Y2
-	VPAND        avx2bfhigh<>+0(SB), Y2, Y2
-	VCMPPS       $0x03, Y1, Y1, Y1
-	VBLENDVPS    Y1, avx2bfnanhigh<>+0(SB), Y2, Y2
-	VMULPS       96(BX)(DI*4), Y2, Y2
-	VPSRLD       $0x10, Y2, Y1
-	VPAND        avx2bfone<>+0(SB), Y1, Y1
-	VPADDD       avx2bfbias<>+0(SB), Y1, Y1
-	VPADDD       Y2, Y1, Y1
-	VPSRLD       $0x10, Y1, Y1
-	VCMPPS       $0x03, Y2, Y2, Y2
-	VBLENDVPS    Y2, avx2bfnanlow<>+0(SB), Y1, Y1
-	VEXTRACTI128 $0x01, Y1, X2
-	VPACKUSDW    X2, X1, X2
-	VMOVDQU      X2, 48(CX)(DI*2)
-	ADDQ         $0x00000020, DI
-	JMP          scaleloop
+	CMPQ      DI, R8
+	JG        scaletail
+	VPMOVZXWD (DX)(DI*2), Y0
+	VPSLLD    $0x10, Y0, Y0
+	VMULPS    Y1, Y0, Y0
+	VPSRLD    $0x10, Y0, Y2
+	VPAND     avx2bfone<>+0(SB), Y2, Y2
+	VPADDD    avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD    Y0, Y2, Y2
+	VPAND     avx2bfhigh<>+0(SB), Y2, Y2
+	VCMPPS    $0x03, Y0, Y0, Y0
+	VBLENDVPS Y0, avx2bfnanhigh<>+0(SB), Y2, Y2
+	VMULPS    (BX)(DI*4), Y2, Y2
+	VPMOVZXWD 16(DX)(DI*2), Y0
+	VPSLLD    $0x10, Y0, Y0
+	VMULPS    Y1, Y0, Y0
+	VPSRLD    $0x10, Y0, Y3
+	VPAND     avx2bfone<>+0(SB), Y3, Y3
+	VPADDD    avx2bfbias<>+0(SB), Y3, Y3
+	VPADDD    Y0, Y3, Y3
+	VPAND     avx2bfhigh<>+0(SB), Y3, Y3
+	VCMPPS    $0x03, Y0, Y0, Y0
+	VBLENDVPS Y0, avx2bfnanhigh<>+0(SB), Y3, Y3
+	VMULPS    32(BX)(DI*4), Y3, Y3
+	VPSRLD    $0x10, Y2, Y0
+	VPAND     avx2bfone<>+0(SB), Y0, Y0
+	VPADDD    avx2bfbias<>+0(SB), Y0, Y0
+	VPADDD    Y2, Y0, Y0
+	VPSRLD    $0x10, Y0, Y0
+	VCMPPS    $0x03, Y2, Y2, Y2
+	VBLENDVPS Y2, avx2bfnanlow<>+0(SB), Y0, Y0
+	VPSRLD    $0x10, Y3, Y2
+	VPAND     avx2bfone<>+0(SB), Y2, Y2
+	VPADDD    avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD    Y3, Y2, Y2
+	VPSRLD    $0x10, Y2, Y2
+	VCMPPS    $0x03, Y3, Y3, Y3
+	VBLENDVPS Y3, avx2bfnanlow<>+0(SB), Y2, Y2
+	VPACKUSDW Y2, Y0, Y0
+	VPERMQ    $0xd8, Y0, Y0
+	VMOVDQU   Y0, (CX)(DI*2)
+	VPMOVZXWD 32(DX)(DI*2), Y0
+	VPSLLD    $0x10, Y0, Y0
+	VMULPS    Y1, Y0, Y0
+	VPSRLD    $0x10, Y0, Y2
+	VPAND     avx2bfone<>+0(SB), Y2, Y2
+	VPADDD    avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD    Y0, Y2, Y2
+	VPAND     avx2bfhigh<>+0(SB), Y2, Y2
+	VCMPPS    $0x03, Y0, Y0, Y0
+	VBLENDVPS Y0, avx2bfnanhigh<>+0(SB), Y2, Y2
+	VMULPS    64(BX)(DI*4), Y2, Y2
+	VPMOVZXWD 48(DX)(DI*2), Y0
+	VPSLLD    $0x10, Y0, Y0
+	VMULPS    Y1, Y0, Y0
+	VPSRLD    $0x10, Y0, Y3
+	VPAND     avx2bfone<>+0(SB), Y3, Y3
+	VPADDD    avx2bfbias<>+0(SB), Y3, Y3
+	VPADDD    Y0, Y3, Y3
+	VPAND     avx2bfhigh<>+0(SB), Y3, Y3
+	VCMPPS    $0x03, Y0, Y0, Y0
+	VBLENDVPS Y0, avx2bfnanhigh<>+0(SB), Y3, Y3
+	VMULPS    96(BX)(DI*4), Y3, Y3
+	VPSRLD    $0x10, Y2, Y0
+	VPAND     avx2bfone<>+0(SB), Y0, Y0
+	VPADDD    avx2bfbias<>+0(SB), Y0, Y0
+	VPADDD    Y2, Y0, Y0
+	VPSRLD    $0x10, Y0, Y0
+	VCMPPS    $0x03, Y2, Y2, Y2
+	VBLENDVPS Y2, avx2bfnanlow<>+0(SB), Y0, Y0
+	VPSRLD    $0x10, Y3, Y2
+	VPAND     avx2bfone<>+0(SB), Y2, Y2
+	VPADDD    avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD    Y3, Y2, Y2
+	VPSRLD    $0x10, Y2, Y2
+	VCMPPS    $0x03, Y3, Y3, Y3
+	VBLENDVPS Y3, avx2bfnanlow<>+0(SB), Y2, Y2
+	VPACKUSDW Y2, Y0, Y0
+	VPERMQ    $0xd8, Y0, Y0
+	VMOVDQU   Y0, 32(CX)(DI*2)
+	ADDQ      $0x00000020, DI
+	JMP       scaleloop
 
 scalepf:
 	MOVQ SI, R9
@@ -20503,95 +20445,89 @@ longrows10:
 	JNZ   scalent
 
 scalepfloop:
-	CMPQ         DI, R8
-	JG           scaletail
-	PREFETCHT0   (R9)(DI*2)
-	VPMOVZXWD    (DX)(DI*2), Y1
-	VPSLLD       $0x10, Y1, Y1
-	VMULPS       Y0, Y1, Y1
-	VPSRLD       $0x10, Y1, Y2
-	VPAND        avx2bfone<>+0(SB), Y2, Y2
-	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD       Y1, Y2, Y2
-	VPAND        avx2bfhigh<>+0(SB), Y2, Y2
-	VCMPPS       $0x03, Y1, Y1, Y1
-	VBLENDVPS    Y1, avx2bfnanhigh<>+0(SB), Y2, Y2
-	VMULPS       (BX)(DI*4), Y2, Y2
-	VPSRLD       $0x10, Y2, Y1
-	VPAND        avx2bfone<>+0(SB), Y1, Y1
-	VPADDD       avx2bfbias<>+0(SB), Y1, Y1
-	VPADDD       Y2, Y1, Y1
-	VPSRLD       $0x10, Y1, Y1
-	VCMPPS       $0x03, Y2, Y2, Y2
-	VBLENDVPS    Y2, avx2bfnanlow<>+0(SB), Y1, Y1
-	VEXTRACTI128 $0x01, Y1, X2
-	VPACKUSDW    X2, X1, X2
-	VMOVDQU      X2, (CX)(DI*2)
-	VPMOVZXWD    16(DX)(DI*2), Y1
-	VPSLLD       $0x10, Y1, Y1
-	VMULPS       Y0, Y1, Y1
-	VPSRLD       $0x10, Y1, Y2
-	VPAND        avx2bfone<>+0(SB), Y2, Y2
-	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD       Y1, Y2, Y2
-	VPAND        avx2bfhigh<>+0(SB), Y2, Y2
-	VCMPPS       $0x03, Y1, Y1, Y1
-	VBLENDVPS    Y1, avx2bfnanhigh<>+0(SB), Y2, Y2
-	VMULPS       32(BX)(DI*4), Y2, Y2
-	VPSRLD       $0x10, Y2, Y1
-	VPAND        avx2bfone<>+0(SB), Y1, Y1
-	VPADDD       avx2bfbias<>+0(SB), Y1, Y1
-	VPADDD       Y2, Y1, Y1
-	VPSRLD       $0x10, Y1, Y1
-	VCMPPS       $0x03, Y2, Y2, Y2
-	VBLENDVPS    Y2, avx2bfnanlow<>+0(SB), Y1, Y1
-	VEXTRACTI128 $0x01, Y1, X2
-	VPACKUSDW    X2, X1, X2
-	VMOVDQU      X2, 16(CX)(DI*2)
-	VPMOVZXWD    32(DX)(DI*2), Y1
-	VPSLLD       $0x10, Y1, Y1
-	VMULPS       Y0, Y1, Y1
-	VPSRLD       $0x10, Y1, Y2
-	VPAND        avx2bfone<>+0(SB), Y2, Y2
-	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD       Y1, Y2, Y2
-	VPAND        avx2bfhigh<>+0(SB), Y2, Y2
-	VCMPPS       $0x03, Y1, Y1, Y1
-	VBLENDVPS    Y1, avx2bfnanhigh<>+0(SB), Y2, Y2
-	VMULPS       64(BX)(DI*4), Y2, Y2
-	VPSRLD       $0x10, Y2, Y1
-	VPAND        avx2bfone<>+0(SB), Y1, Y1
-	VPADDD       avx2bfbias<>+0(SB), Y1, Y1
-	VPADDD       Y2, Y1, Y1
-	VPSRLD       $0x10, Y1, Y1
-	VCMPPS       $0x03, Y2, Y2, Y2
-	VBLENDVPS    Y2, avx2bfnanlow<>+0(SB), Y1, Y1
-	VEXTRACTI128 $0x01, Y1, X2
-	VPACKUSDW    X2, X1, X2
-	VMOVDQU      X2, 32(CX)(DI*2)
-	VPMOVZXWD    48(DX)(DI*2), Y1
-	VPSLLD       $0x10, Y1, Y1
-	VMULPS       Y0, Y1, Y1
-	VPSRLD       $0x10, Y1, Y2
-	VPAND        avx2bfone<>+0(SB), Y2, Y2
-	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD       Y1, Y2, Y2
-	VPAND        avx2bfhigh<>+0(SB), Y2, Y2
-	VCMPPS       $0x03, Y1, Y1, Y1
-	VBLENDVPS    Y1, avx2bfnanhigh<>+0(SB), Y2, Y2
-	VMULPS       96(BX)(DI*4), Y2, Y2
-	VPSRLD       $0x10, Y2, Y1
-	VPAND        avx2bfone<>+0(SB), Y1, Y1
-	VPADDD       avx2bfbias<>+0(SB), Y1, Y1
-	VPADDD       Y2, Y1, Y1
-	VPSRLD       $0x10, Y1, Y1
-	VCMPPS       $0x03, Y2, Y2, Y2
-	VBLENDVPS    Y2, avx2bfnanlow<>+0(SB), Y1, Y1
-	VEXTRACTI128 $0x01, Y1, X2
-	VPACKUSDW    X2, X1, X2
-	VMOVDQU      X2, 48(CX)(DI*2)
-	ADDQ         $0x00000020, DI
-	JMP          scalepfloop
+	CMPQ       DI, R8
+	JG         scaletail
+	PREFETCHT0 (R9)(DI*2)
+	VPMOVZXWD  (DX)(DI*2), Y0
+	VPSLLD     $0x10, Y0, Y0
+	VMULPS     Y1, Y0, Y0
+	VPSRLD     $0x10, Y0, Y2
+	VPAND      avx2bfone<>+0(SB), Y2, Y2
+	VPADDD     avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD     Y0, Y2, Y2
+	VPAND      avx2bfhigh<>+0(SB), Y2, Y2
+	VCMPPS     $0x03, Y0, Y0, Y0
+	VBLENDVPS  Y0, avx2bfnanhigh<>+0(SB), Y2, Y2
+	VMULPS     (BX)(DI*4), Y2, Y2
+	VPMOVZXWD  16(DX)(DI*2), Y0
+	VPSLLD     $0x10, Y0, Y0
+	VMULPS     Y1, Y0, Y0
+	VPSRLD     $0x10, Y0, Y3
+	VPAND      avx2bfone<>+0(SB), Y3, Y3
+	VPADDD     avx2bfbias<>+0(SB), Y3, Y3
+	VPADDD     Y0, Y3, Y3
+	VPAND      avx2bfhigh<>+0(SB), Y3, Y3
+	VCMPPS     $0x03, Y0, Y0, Y0
+	VBLENDVPS  Y0, avx2bfnanhigh<>+0(SB), Y3, Y3
+	VMULPS     32(BX)(DI*4), Y3, Y3
+	VPSRLD     $0x10, Y2, Y0
+	VPAND      avx2bfone<>+0(SB), Y0, Y0
+	VPADDD     avx2bfbias<>+0(SB), Y0, Y0
+	VPADDD     Y2, Y0, Y0
+	VPSRLD     $0x10, Y0, Y0
+	VCMPPS     $0x03, Y2, Y2, Y2
+	VBLENDVPS  Y2, avx2bfnanlow<>+0(SB), Y0, Y0
+	VPSRLD     $0x10, Y3, Y2
+	VPAND      avx2bfone<>+0(SB), Y2, Y2
+	VPADDD     avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD     Y3, Y2, Y2
+	VPSRLD     $0x10, Y2, Y2
+	VCMPPS     $0x03, Y3, Y3, Y3
+	VBLENDVPS  Y3, avx2bfnanlow<>+0(SB), Y2, Y2
+	VPACKUSDW  Y2, Y0, Y0
+	VPERMQ     $0xd8, Y0, Y0
+	VMOVDQU    Y0, (CX)(DI*2)
+	VPMOVZXWD  32(DX)(DI*2), Y0
+	VPSLLD     $0x10, Y0, Y0
+	VMULPS     Y1, Y0, Y0
+	VPSRLD     $0x10, Y0, Y2
+	VPAND      avx2bfone<>+0(SB), Y2, Y2
+	VPADDD     avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD     Y0, Y2, Y2
+	VPAND      avx2bfhigh<>+0(SB), Y2, Y2
+	VCMPPS     $0x03, Y0, Y0, Y0
+	VBLENDVPS  Y0, avx2bfnanhigh<>+0(SB), Y2, Y2
+	VMULPS     64(BX)(DI*4), Y2, Y2
+	VPMOVZXWD  48(DX)(DI*2), Y0
+	VPSLLD     $0x10, Y0, Y0
+	VMULPS     Y1, Y0, Y0
+	VPSRLD     $0x10, Y0, Y3
+	VPAND      avx2bfone<>+0(SB), Y3, Y3
+	VPADDD     avx2bfbias<>+0(SB), Y3, Y3
+	VPADDD     Y0, Y3, Y3
+	VPAND      avx2bfhigh<>+0(SB), Y3, Y3
+	VCMPPS     $0x03, Y0, Y0, Y0
+	VBLENDVPS  Y0, avx2bfnanhigh<>+0(SB), Y3, Y3
+	VMULPS     96(BX)(DI*4), Y3, Y3
+	VPSRLD     $0x10, Y2, Y0
+	VPAND      avx2bfone<>+0(SB), Y0, Y0
+	VPADDD     avx2bfbias<>+0(SB), Y0, Y0
+	VPADDD     Y2, Y0, Y0
+	VPSRLD     $0x10, Y0, Y0
+	VCMPPS     $0x03, Y2, Y2, Y2
+	VBLENDVPS  Y2, avx2bfnanlow<>+0(SB), Y0, Y0
+	VPSRLD     $0x10, Y3, Y2
+	VPAND      avx2bfone<>+0(SB), Y2, Y2
+	VPADDD     avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD     Y3, Y2, Y2
+	VPSRLD     $0x10, Y2, Y2
+	VCMPPS     $0x03, Y3, Y3, Y3
+	VBLENDVPS  Y3, avx2bfnanlow<>+0(SB), Y2, Y2
+	VPACKUSDW  Y2, Y0, Y0
+	VPERMQ     $0xd8, Y0, Y0
+	VMOVDQU    Y0, 32(CX)(DI*2)
+	ADDQ       $0x00000020, DI
+	JMP        scalepfloop
 
 scalent:
 	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
@@ -20607,26 +20543,26 @@ scalent:
 scalehead:
 	CMPQ         R10, $0x00000008
 	JB           scaleheadpart
-	VPMOVZXWD    (DX)(DI*2), Y1
-	VPSLLD       $0x10, Y1, Y1
-	VMULPS       Y0, Y1, Y1
-	VPSRLD       $0x10, Y1, Y2
+	VPMOVZXWD    (DX)(DI*2), Y0
+	VPSLLD       $0x10, Y0, Y0
+	VMULPS       Y1, Y0, Y0
+	VPSRLD       $0x10, Y0, Y2
 	VPAND        avx2bfone<>+0(SB), Y2, Y2
 	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD       Y1, Y2, Y2
+	VPADDD       Y0, Y2, Y2
 	VPAND        avx2bfhigh<>+0(SB), Y2, Y2
-	VCMPPS       $0x03, Y1, Y1, Y1
-	VBLENDVPS    Y1, avx2bfnanhigh<>+0(SB), Y2, Y2
+	VCMPPS       $0x03, Y0, Y0, Y0
+	VBLENDVPS    Y0, avx2bfnanhigh<>+0(SB), Y2, Y2
 	VMULPS       (BX)(DI*4), Y2, Y2
-	VPSRLD       $0x10, Y2, Y1
-	VPAND        avx2bfone<>+0(SB), Y1, Y1
-	VPADDD       avx2bfbias<>+0(SB), Y1, Y1
-	VPADDD       Y2, Y1, Y1
-	VPSRLD       $0x10, Y1, Y1
+	VPSRLD       $0x10, Y2, Y0
+	VPAND        avx2bfone<>+0(SB), Y0, Y0
+	VPADDD       avx2bfbias<>+0(SB), Y0, Y0
+	VPADDD       Y2, Y0, Y0
+	VPSRLD       $0x10, Y0, Y0
 	VCMPPS       $0x03, Y2, Y2, Y2
-	VBLENDVPS    Y2, avx2bfnanlow<>+0(SB), Y1, Y1
-	VEXTRACTI128 $0x01, Y1, X2
-	VPACKUSDW    X2, X1, X2
+	VBLENDVPS    Y2, avx2bfnanlow<>+0(SB), Y0, Y0
+	VEXTRACTI128 $0x01, Y0, X2
+	VPACKUSDW    X2, X0, X2
 	VMOVDQU      X2, (CX)(DI*2)
 	ADDQ         $0x00000008, DI
 	SUBQ         $0x00000008, R10
@@ -20642,8 +20578,8 @@ scaleheadpart:
 copyvec11:
 	CMPQ    R13, R14
 	JG      copyone12
-	VMOVUPS (R11)(R13*2), Y1
-	VMOVUPS Y1, (R12)(R13*2)
+	VMOVUPS (R11)(R13*2), Y0
+	VMOVUPS Y0, (R12)(R13*2)
 	ADDQ    $0x00000010, R13
 	JMP     copyvec11
 
@@ -20668,8 +20604,8 @@ copied13:
 copyvec15:
 	CMPQ    R13, R14
 	JG      copyone16
-	VMOVUPS (R11)(R13*4), Y1
-	VMOVUPS Y1, (R12)(R13*4)
+	VMOVUPS (R11)(R13*4), Y0
+	VMOVUPS Y0, (R12)(R13*4)
 	ADDQ    $0x00000008, R13
 	JMP     copyvec15
 
@@ -20685,26 +20621,26 @@ copyloop18:
 	JMP  copyloop18
 
 copied17:
-	VPMOVZXWD    128(SP), Y1
-	VPSLLD       $0x10, Y1, Y1
-	VMULPS       Y1, Y0, Y1
-	VPSRLD       $0x10, Y1, Y2
+	VPMOVZXWD    128(SP), Y0
+	VPSLLD       $0x10, Y0, Y0
+	VMULPS       Y0, Y1, Y0
+	VPSRLD       $0x10, Y0, Y2
 	VPAND        avx2bfone<>+0(SB), Y2, Y2
 	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD       Y1, Y2, Y2
+	VPADDD       Y0, Y2, Y2
 	VPAND        avx2bfhigh<>+0(SB), Y2, Y2
-	VCMPPS       $0x03, Y1, Y1, Y1
-	VBLENDVPS    Y1, avx2bfnanhigh<>+0(SB), Y2, Y2
+	VCMPPS       $0x03, Y0, Y0, Y0
+	VBLENDVPS    Y0, avx2bfnanhigh<>+0(SB), Y2, Y2
 	VMULPS       160(SP), Y2, Y2
-	VPSRLD       $0x10, Y2, Y1
-	VPAND        avx2bfone<>+0(SB), Y1, Y1
-	VPADDD       avx2bfbias<>+0(SB), Y1, Y1
-	VPADDD       Y2, Y1, Y1
-	VPSRLD       $0x10, Y1, Y1
+	VPSRLD       $0x10, Y2, Y0
+	VPAND        avx2bfone<>+0(SB), Y0, Y0
+	VPADDD       avx2bfbias<>+0(SB), Y0, Y0
+	VPADDD       Y2, Y0, Y0
+	VPSRLD       $0x10, Y0, Y0
 	VCMPPS       $0x03, Y2, Y2, Y2
-	VBLENDVPS    Y2, avx2bfnanlow<>+0(SB), Y1, Y1
-	VEXTRACTI128 $0x01, Y1, X2
-	VPACKUSDW    X2, X1, X2
+	VBLENDVPS    Y2, avx2bfnanlow<>+0(SB), Y0, Y0
+	VEXTRACTI128 $0x01, Y0, X2
+	VPACKUSDW    X2, X0, X2
 	VMOVDQU      X2, 192(SP)
 	LEAQ         192(SP), R12
 	LEAQ         (CX)(DI*2), R11
@@ -20715,8 +20651,8 @@ copied17:
 copyvec19:
 	CMPQ    R13, R14
 	JG      copyone20
-	VMOVUPS (R12)(R13*2), Y1
-	VMOVUPS Y1, (R11)(R13*2)
+	VMOVUPS (R12)(R13*2), Y0
+	VMOVUPS Y0, (R11)(R13*2)
 	ADDQ    $0x00000010, R13
 	JMP     copyvec19
 
@@ -20735,95 +20671,89 @@ copied21:
 	ADDQ R10, DI
 
 scalentloop:
-	CMPQ         DI, R8
-	JG           scaletail
-	PREFETCHT0   (R9)(DI*2)
-	VPMOVZXWD    (DX)(DI*2), Y1
-	VPSLLD       $0x10, Y1, Y1
-	VMULPS       Y0, Y1, Y1
-	VPSRLD       $0x10, Y1, Y2
-	VPAND        avx2bfone<>+0(SB), Y2, Y2
-	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD       Y1, Y2, Y2
-	VPAND        avx2bfhigh<>+0(SB), Y2, Y2
-	VCMPPS       $0x03, Y1, Y1, Y1
-	VBLENDVPS    Y1, avx2bfnanhigh<>+0(SB), Y2, Y2
-	VMULPS       (BX)(DI*4), Y2, Y2
-	VPMOVZXWD    16(DX)(DI*2), Y1
-	VPSLLD       $0x10, Y1, Y1
-	VMULPS       Y0, Y1, Y1
-	VPSRLD       $0x10, Y1, Y3
-	VPAND        avx2bfone<>+0(SB), Y3, Y3
-	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
-	VPADDD       Y1, Y3, Y3
-	VPAND        avx2bfhigh<>+0(SB), Y3, Y3
-	VCMPPS       $0x03, Y1, Y1, Y1
-	VBLENDVPS    Y1, avx2bfnanhigh<>+0(SB), Y3, Y3
-	VMULPS       32(BX)(DI*4), Y3, Y3
-	VPSRLD       $0x10, Y2, Y1
-	VPAND        avx2bfone<>+0(SB), Y1, Y1
-	VPADDD       avx2bfbias<>+0(SB), Y1, Y1
-	VPADDD       Y2, Y1, Y1
-	VPSRLD       $0x10, Y1, Y1
-	VCMPPS       $0x03, Y2, Y2, Y2
-	VBLENDVPS    Y2, avx2bfnanlow<>+0(SB), Y1, Y1
-	VEXTRACTI128 $0x01, Y1, X2
-	VPACKUSDW    X2, X1, X9
-	VPSRLD       $0x10, Y3, Y1
-	VPAND        avx2bfone<>+0(SB), Y1, Y1
-	VPADDD       avx2bfbias<>+0(SB), Y1, Y1
-	VPADDD       Y3, Y1, Y1
-	VPSRLD       $0x10, Y1, Y1
-	VCMPPS       $0x03, Y3, Y3, Y2
-	VBLENDVPS    Y2, avx2bfnanlow<>+0(SB), Y1, Y1
-	VEXTRACTI128 $0x01, Y1, X2
-	VPACKUSDW    X2, X1, X1
-	VINSERTI128  $0x01, X1, Y9, Y9
-	VMOVNTDQ     Y9, (CX)(DI*2)
-	VPMOVZXWD    32(DX)(DI*2), Y1
-	VPSLLD       $0x10, Y1, Y1
-	VMULPS       Y0, Y1, Y1
-	VPSRLD       $0x10, Y1, Y2
-	VPAND        avx2bfone<>+0(SB), Y2, Y2
-	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD       Y1, Y2, Y2
-	VPAND        avx2bfhigh<>+0(SB), Y2, Y2
-	VCMPPS       $0x03, Y1, Y1, Y1
-	VBLENDVPS    Y1, avx2bfnanhigh<>+0(SB), Y2, Y2
-	VMULPS       64(BX)(DI*4), Y2, Y2
-	VPMOVZXWD    48(DX)(DI*2), Y1
-	VPSLLD       $0x10, Y1, Y1
-	VMULPS       Y0, Y1, Y1
-	VPSRLD       $0x10, Y1, Y3
-	VPAND        avx2bfone<>+0(SB), Y3, Y3
-	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
-	VPADDD       Y1, Y3, Y3
-	VPAND        avx2bfhigh<>+0(SB), Y3, Y3
-	VCMPPS       $0x03, Y1, Y1, Y1
-	VBLENDVPS    Y1, avx2bfnanhigh<>+0(SB), Y3, Y3
-	VMULPS       96(BX)(DI*4), Y3, Y3
-	VPSRLD       $0x10, Y2, Y1
-	VPAND        avx2bfone<>+0(SB), Y1, Y1
-	VPADDD       avx2bfbias<>+0(SB), Y1, Y1
-	VPADDD       Y2, Y1, Y1
-	VPSRLD       $0x10, Y1, Y1
-	VCMPPS       $0x03, Y2, Y2, Y2
-	VBLENDVPS    Y2, avx2bfnanlow<>+0(SB), Y1, Y1
-	VEXTRACTI128 $0x01, Y1, X2
-	VPACKUSDW    X2, X1, X10
-	VPSRLD       $0x10, Y3, Y1
-	VPAND        avx2bfone<>+0(SB), Y1, Y1
-	VPADDD       avx2bfbias<>+0(SB), Y1, Y1
-	VPADDD       Y3, Y1, Y1
-	VPSRLD       $0x10, Y1, Y1
-	VCMPPS       $0x03, Y3, Y3, Y2
-	VBLENDVPS    Y2, avx2bfnanlow<>+0(SB), Y1, Y1
-	VEXTRACTI128 $0x01, Y1, X2
-	VPACKUSDW    X2, X1, X1
-	VINSERTI128  $0x01, X1, Y10, Y10
-	VMOVNTDQ     Y10, 32(CX)(DI*2)
-	ADDQ         $0x00000020, DI
-	JMP          scalentloop
+	CMPQ       DI, R8
+	JG         scaletail
+	PREFETCHT0 (R9)(DI*2)
+	VPMOVZXWD  (DX)(DI*2), Y0
+	VPSLLD     $0x10, Y0, Y0
+	VMULPS     Y1, Y0, Y0
+	VPSRLD     $0x10, Y0, Y2
+	VPAND      avx2bfone<>+0(SB), Y2, Y2
+	VPADDD     avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD     Y0, Y2, Y2
+	VPAND      avx2bfhigh<>+0(SB), Y2, Y2
+	VCMPPS     $0x03, Y0, Y0, Y0
+	VBLENDVPS  Y0, avx2bfnanhigh<>+0(SB), Y2, Y2
+	VMULPS     (BX)(DI*4), Y2, Y2
+	VPMOVZXWD  16(DX)(DI*2), Y0
+	VPSLLD     $0x10, Y0, Y0
+	VMULPS     Y1, Y0, Y0
+	VPSRLD     $0x10, Y0, Y3
+	VPAND      avx2bfone<>+0(SB), Y3, Y3
+	VPADDD     avx2bfbias<>+0(SB), Y3, Y3
+	VPADDD     Y0, Y3, Y3
+	VPAND      avx2bfhigh<>+0(SB), Y3, Y3
+	VCMPPS     $0x03, Y0, Y0, Y0
+	VBLENDVPS  Y0, avx2bfnanhigh<>+0(SB), Y3, Y3
+	VMULPS     32(BX)(DI*4), Y3, Y3
+	VPSRLD     $0x10, Y2, Y0
+	VPAND      avx2bfone<>+0(SB), Y0, Y0
+	VPADDD     avx2bfbias<>+0(SB), Y0, Y0
+	VPADDD     Y2, Y0, Y0
+	VPSRLD     $0x10, Y0, Y0
+	VCMPPS     $0x03, Y2, Y2, Y2
+	VBLENDVPS  Y2, avx2bfnanlow<>+0(SB), Y0, Y0
+	VPSRLD     $0x10, Y3, Y2
+	VPAND      avx2bfone<>+0(SB), Y2, Y2
+	VPADDD     avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD     Y3, Y2, Y2
+	VPSRLD     $0x10, Y2, Y2
+	VCMPPS     $0x03, Y3, Y3, Y3
+	VBLENDVPS  Y3, avx2bfnanlow<>+0(SB), Y2, Y2
+	VPACKUSDW  Y2, Y0, Y0
+	VPERMQ     $0xd8, Y0, Y0
+	VMOVNTDQ   Y0, (CX)(DI*2)
+	VPMOVZXWD  32(DX)(DI*2), Y0
+	VPSLLD     $0x10, Y0, Y0
+	VMULPS     Y1, Y0, Y0
+	VPSRLD     $0x10, Y0, Y2
+	VPAND      avx2bfone<>+0(SB), Y2, Y2
+	VPADDD     avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD     Y0, Y2, Y2
+	VPAND      avx2bfhigh<>+0(SB), Y2, Y2
+	VCMPPS     $0x03, Y0, Y0, Y0
+	VBLENDVPS  Y0, avx2bfnanhigh<>+0(SB), Y2, Y2
+	VMULPS     64(BX)(DI*4), Y2, Y2
+	VPMOVZXWD  48(DX)(DI*2), Y0
+	VPSLLD     $0x10, Y0, Y0
+	VMULPS     Y1, Y0, Y0
+	VPSRLD     $0x10, Y0, Y3
+	VPAND      avx2bfone<>+0(SB), Y3, Y3
+	VPADDD     avx2bfbias<>+0(SB), Y3, Y3
+	VPADDD     Y0, Y3, Y3
+	VPAND      avx2bfhigh<>+0(SB), Y3, Y3
+	VCMPPS     $0x03, Y0, Y0, Y0
+	VBLENDVPS  Y0, avx2bfnanhigh<>+0(SB), Y3, Y3
+	VMULPS     96(BX)(DI*4), Y3, Y3
+	VPSRLD     $0x10, Y2, Y0
+	VPAND      avx2bfone<>+0(SB), Y0, Y0
+	VPADDD     avx2bfbias<>+0(SB), Y0, Y0
+	VPADDD     Y2, Y0, Y0
+	VPSRLD     $0x10, Y0, Y0
+	VCMPPS     $0x03, Y2, Y2, Y2
+	VBLENDVPS  Y2, avx2bfnanlow<>+0(SB), Y0, Y0
+	VPSRLD     $0x10, Y3, Y2
+	VPAND      avx2bfone<>+0(SB), Y2, Y2
+	VPADDD     avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD     Y3, Y2, Y2
+	VPSRLD     $0x10, Y2, Y2
+	VCMPPS     $0x03, Y3, Y3, Y3
+	VBLENDVPS  Y3, avx2bfnanlow<>+0(SB), Y2, Y2
+	VPACKUSDW  Y2, Y0, Y0
+	VPERMQ     $0xd8, Y0, Y0
+	VMOVNTDQ   Y0, 32(CX)(DI*2)
+	ADDQ       $0x00000020, DI
+	JMP        scalentloop
 
 scaletail:
 	ADDQ $0x00000018, R8
@@ -20831,26 +20761,26 @@ scaletail:
 scaleone:
 	CMPQ         DI, R8
 	JG           scalepart
-	VPMOVZXWD    (DX)(DI*2), Y1
-	VPSLLD       $0x10, Y1, Y1
-	VMULPS       Y0, Y1, Y1
-	VPSRLD       $0x10, Y1, Y2
+	VPMOVZXWD    (DX)(DI*2), Y0
+	VPSLLD       $0x10, Y0, Y0
+	VMULPS       Y1, Y0, Y0
+	VPSRLD       $0x10, Y0, Y2
 	VPAND        avx2bfone<>+0(SB), Y2, Y2
 	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD       Y1, Y2, Y2
+	VPADDD       Y0, Y2, Y2
 	VPAND        avx2bfhigh<>+0(SB), Y2, Y2
-	VCMPPS       $0x03, Y1, Y1, Y1
-	VBLENDVPS    Y1, avx2bfnanhigh<>+0(SB), Y2, Y2
+	VCMPPS       $0x03, Y0, Y0, Y0
+	VBLENDVPS    Y0, avx2bfnanhigh<>+0(SB), Y2, Y2
 	VMULPS       (BX)(DI*4), Y2, Y2
-	VPSRLD       $0x10, Y2, Y1
-	VPAND        avx2bfone<>+0(SB), Y1, Y1
-	VPADDD       avx2bfbias<>+0(SB), Y1, Y1
-	VPADDD       Y2, Y1, Y1
-	VPSRLD       $0x10, Y1, Y1
+	VPSRLD       $0x10, Y2, Y0
+	VPAND        avx2bfone<>+0(SB), Y0, Y0
+	VPADDD       avx2bfbias<>+0(SB), Y0, Y0
+	VPADDD       Y2, Y0, Y0
+	VPSRLD       $0x10, Y0, Y0
 	VCMPPS       $0x03, Y2, Y2, Y2
-	VBLENDVPS    Y2, avx2bfnanlow<>+0(SB), Y1, Y1
-	VEXTRACTI128 $0x01, Y1, X2
-	VPACKUSDW    X2, X1, X2
+	VBLENDVPS    Y2, avx2bfnanlow<>+0(SB), Y0, Y0
+	VEXTRACTI128 $0x01, Y0, X2
+	VPACKUSDW    X2, X0, X2
 	VMOVDQU      X2, (CX)(DI*2)
 	ADDQ         $0x00000008, DI
 	JMP          scaleone
@@ -20868,8 +20798,8 @@ scalepart:
 copyvec23:
 	CMPQ    R11, R12
 	JG      copyone24
-	VMOVUPS (R8)(R11*2), Y1
-	VMOVUPS Y1, (R9)(R11*2)
+	VMOVUPS (R8)(R11*2), Y0
+	VMOVUPS Y0, (R9)(R11*2)
 	ADDQ    $0x00000010, R11
 	JMP     copyvec23
 
@@ -20894,8 +20824,8 @@ copied25:
 copyvec27:
 	CMPQ    R11, R12
 	JG      copyone28
-	VMOVUPS (R8)(R11*4), Y1
-	VMOVUPS Y1, (R9)(R11*4)
+	VMOVUPS (R8)(R11*4), Y0
+	VMOVUPS Y0, (R9)(R11*4)
 	ADDQ    $0x00000008, R11
 	JMP     copyvec27
 
@@ -20911,27 +20841,27 @@ copyloop30:
 	JMP  copyloop30
 
 copied29:
-	VPMOVZXWD    128(SP), Y1
-	VPSLLD       $0x10, Y1, Y1
-	VMULPS       Y1, Y0, Y1
-	VPSRLD       $0x10, Y1, Y0
-	VPAND        avx2bfone<>+0(SB), Y0, Y0
-	VPADDD       avx2bfbias<>+0(SB), Y0, Y0
-	VPADDD       Y1, Y0, Y0
-	VPAND        avx2bfhigh<>+0(SB), Y0, Y0
-	VCMPPS       $0x03, Y1, Y1, Y1
-	VBLENDVPS    Y1, avx2bfnanhigh<>+0(SB), Y0, Y0
-	VMULPS       160(SP), Y0, Y0
+	VPMOVZXWD    128(SP), Y0
+	VPSLLD       $0x10, Y0, Y0
+	VMULPS       Y0, Y1, Y0
 	VPSRLD       $0x10, Y0, Y1
 	VPAND        avx2bfone<>+0(SB), Y1, Y1
 	VPADDD       avx2bfbias<>+0(SB), Y1, Y1
 	VPADDD       Y0, Y1, Y1
-	VPSRLD       $0x10, Y1, Y1
+	VPAND        avx2bfhigh<>+0(SB), Y1, Y1
 	VCMPPS       $0x03, Y0, Y0, Y0
-	VBLENDVPS    Y0, avx2bfnanlow<>+0(SB), Y1, Y1
-	VEXTRACTI128 $0x01, Y1, X0
-	VPACKUSDW    X0, X1, X0
-	VMOVDQU      X0, 192(SP)
+	VBLENDVPS    Y0, avx2bfnanhigh<>+0(SB), Y1, Y1
+	VMULPS       160(SP), Y1, Y1
+	VPSRLD       $0x10, Y1, Y0
+	VPAND        avx2bfone<>+0(SB), Y0, Y0
+	VPADDD       avx2bfbias<>+0(SB), Y0, Y0
+	VPADDD       Y1, Y0, Y0
+	VPSRLD       $0x10, Y0, Y0
+	VCMPPS       $0x03, Y1, Y1, Y1
+	VBLENDVPS    Y1, avx2bfnanlow<>+0(SB), Y0, Y0
+	VEXTRACTI128 $0x01, Y0, X1
+	VPACKUSDW    X1, X0, X1
+	VMOVDQU      X1, 192(SP)
 	LEAQ         192(SP), R9
 	LEAQ         (CX)(DI*2), R8
 	XORQ         DI, DI
@@ -21275,28 +21205,28 @@ invone:
 	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
 	CMPL   324(SP), $0x00
 	JE     divide6
-	VMULSS 324(SP), X1, X0
+	VMULSS 324(SP), X1, X1
 	JMP    divided7
 
 divide6:
-	VDIVSS 320(SP), X1, X0
+	VDIVSS 320(SP), X1, X1
 
 divided7:
-	VADDSS   job_eps+0(AX), X0, X0
-	VUCOMISS tlo<>+0(SB), X0
+	VADDSS   job_eps+0(AX), X1, X1
+	VUCOMISS tlo<>+0(SB), X1
 	JCS      ret
-	VUCOMISS tmax<>+0(SB), X0
+	VUCOMISS tmax<>+0(SB), X1
 	JHI      ret
-	VSQRTSS  X0, X0, X0
-	VMOVSS   one<>+0(SB), X1
-	VDIVSS   X0, X1, X1
+	VSQRTSS  X1, X1, X1
+	VMOVSS   one<>+0(SB), X0
+	VDIVSS   X1, X0, X0
 
 	// Report 1/rms if asked.
 	MOVQ   job_inv+0(AX), DI
 	TESTQ  DI, DI
 	JZ     scale
 	MOVQ   272(SP), R8
-	VMOVSS X1, (DI)(R8*4)
+	VMOVSS X0, (DI)(R8*4)
 	JMP    scale
 
 invgroup:
@@ -21322,50 +21252,50 @@ invgroup:
 	CMPL         324(SP), $0x00
 	JE           divide8
 	VBROADCASTSS 324(SP), X1
-	VMULPS       X1, X0, X0
+	VMULPS       X1, X0, X1
 	JMP          divided9
 
 divide8:
 	VBROADCASTSS 320(SP), X1
-	VDIVPS       X1, X0, X0
+	VDIVPS       X1, X0, X1
 
 divided9:
-	VBROADCASTSS job_eps+0(AX), X1
-	VADDPS       X1, X0, X0
-	VCMPPS       $0x1d, tlo4<>+0(SB), X0, X1
-	VCMPPS       $0x12, tmax4<>+0(SB), X0, X2
-	VANDPS       X2, X1, X1
-	VMOVMSKPS    X1, DI
+	VBROADCASTSS job_eps+0(AX), X0
+	VADDPS       X0, X1, X1
+	VCMPPS       $0x1d, tlo4<>+0(SB), X1, X0
+	VCMPPS       $0x12, tmax4<>+0(SB), X1, X2
+	VANDPS       X2, X0, X0
+	VMOVMSKPS    X0, DI
 	CMPL         DI, $0x0f
 	JE           ginrange
 	MOVQ         $0x00000004, 280(SP)
 	JMP          row
 
 ginrange:
-	VSQRTPS      X0, X0
-	VBROADCASTSS one<>+0(SB), X1
-	VDIVPS       X0, X1, X1
+	VSQRTPS      X1, X1
+	VBROADCASTSS one<>+0(SB), X0
+	VDIVPS       X1, X0, X0
 
 	// Report 1/rms if asked.
 	MOVQ    job_inv+0(AX), DI
 	TESTQ   DI, DI
 	JZ      scale
 	MOVQ    272(SP), R8
-	VMOVUPS X1, (DI)(R8*4)
+	VMOVUPS X0, (DI)(R8*4)
 
 scale:
-	VBROADCASTSS X1, Y0
+	VBROADCASTSS X0, Y1
 	MOVQ         $0x00000000, 296(SP)
 	CMPQ         288(SP), $0x01
 	JE           scalebody
-	VMOVUPS      X1, 256(SP)
+	VMOVUPS      X0, 256(SP)
 
 scalerow:
 	MOVQ         296(SP), DI
-	VBROADCASTSS 256(SP)(DI*4), Y0
+	VBROADCASTSS 256(SP)(DI*4), Y1
 
 scalebody:
-	VBROADCASTSS one<>+0(SB), Y1
+	VBROADCASTSS one<>+0(SB), Y0
 
 	// y = (src*inv)*w, rounded after each multiply.
 	XORQ  DI, DI
@@ -21375,74 +21305,68 @@ scalebody:
 	JNZ   scalepf
 
 scaleloop:
-	CMPQ         DI, R8
-	JG           scaletail
-	VPMOVZXWD    (DX)(DI*2), Y2
-	VPSLLD       $0x10, Y2, Y2
-	VMULPS       Y0, Y2, Y2
-	VMOVUPS      (BX)(DI*4), Y3
-	VADDPS       Y1, Y3, Y3
-	VMULPS       Y3, Y2, Y2
-	VPSRLD       $0x10, Y2, Y3
-	VPAND        avx2bfone<>+0(SB), Y3, Y3
-	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
-	VPADDD       Y2, Y3, Y3
-	VPSRLD       $0x10, Y3, Y3
-	VCMPPS       $0x03, Y2, Y2, Y2
-	VBLENDVPS    Y2, avx2bfnanlow<>+0(SB), Y3, Y3
-	VEXTRACTI128 $0x01, Y3, X2
-	VPACKUSDW    X2, X3, X2
-	VMOVDQU      X2, (CX)(DI*2)
-	VPMOVZXWD    16(DX)(DI*2), Y2
-	VPSLLD       $0x10, Y2, Y2
-	VMULPS       Y0, Y2, Y2
-	VMOVUPS      32(BX)(DI*4), Y3
-	VADDPS       Y1, Y3, Y3
-	VMULPS       Y3, Y2, Y2
-	VPSRLD       $0x10, Y2, Y3
-	VPAND        avx2bfone<>+0(SB), Y3, Y3
-	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
-	VPADDD       Y2, Y3, Y3
-	VPSRLD       $0x10, Y3, Y3
-	VCMPPS       $0x03, Y2, Y2, Y2
-	VBLENDVPS    Y2, avx2bfnanlow<>+0(SB), Y3, Y3
-	VEXTRACTI128 $0x01, Y3, X2
-	VPACKUSDW    X2, X3, X2
-	VMOVDQU      X2, 16(CX)(DI*2)
-	VPMOVZXWD    32(DX)(DI*2), Y2
-	VPSLLD       $0x10, Y2, Y2
-	VMULPS       Y0, Y2, Y2
-	VMOVUPS      64(BX)(DI*4), Y3
-	VADDPS       Y1, Y3, Y3
-	VMULPS       Y3, Y2, Y2
-	VPSRLD       $0x10, Y2, Y3
-	VPAND        avx2bfone<>+0(SB), Y3, Y3
-	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
-	VPADDD       Y2, Y3, Y3
-	VPSRLD       $0x10, Y3, Y3
-	VCMPPS       $0x03, Y2, Y2, Y2
-	VBLENDVPS    Y2, avx2bfnanlow<>+0(SB), Y3, Y3
-	VEXTRACTI128 $0x01, Y3, X2
-	VPACKUSDW    X2, X3, X2
-	VMOVDQU      X2, 32(CX)(DI*2)
-	VPMOVZXWD    48(DX)(DI*2), Y2
-	VPSLLD       $0x10, Y2, Y2
-	VMULPS       Y0, Y2, Y2
-	VMOVUPS      96(BX)(DI*4), Y3
-	VADDPS       Y1, Y3, Y3
-	VMULPS       Y3, Y2, Y2
-	VPSRLD       $0x10, Y2, Y3
-	VPAND        avx2bfone<>+0(SB), Y3, Y3
-	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
-	VPADDD       Y2, Y3, Y3
-	VPSRLD       $0x10, Y3, Y3
-	VCMPPS       $0x03, Y2, Y2, Y2
-	VBLENDVPS    Y2, avx2bfnanlow<>+0(SB), Y3, Y3
-	VEXTRACTI128 $0x01, Y3, X2
-	VPACKUSDW    X2, X3, X2
-	VMOVDQU      X2, 48(CX)(DI*2)
-	ADDQ         $0x00000020, DI
-	JMP          scaleloop
+	CMPQ      DI, R8
+	JG        scaletail
+	VPMOVZXWD (DX)(DI*2), Y2
+	VPSLLD    $0x10, Y2, Y2
+	VMULPS    Y1, Y2, Y2
+	VMOVUPS   (BX)(DI*4), Y3
+	VADDPS    Y0, Y3, Y3
+	VMULPS    Y3, Y2, Y2
+	VPMOVZXWD 16(DX)(DI*2), Y3
+	VPSLLD    $0x10, Y3, Y3
+	VMULPS    Y1, Y3, Y3
+	VMOVUPS   32(BX)(DI*4), Y4
+	VADDPS    Y0, Y4, Y4
+	VMULPS    Y4, Y3, Y3
+	VPSRLD    $0x10, Y2, Y4
+	VPAND     avx2bfone<>+0(SB), Y4, Y4
+	VPADDD    avx2bfbias<>+0(SB), Y4, Y4
+	VPADDD    Y2, Y4, Y4
+	VPSRLD    $0x10, Y4, Y4
+	VCMPPS    $0x03, Y2, Y2, Y2
+	VBLENDVPS Y2, avx2bfnanlow<>+0(SB), Y4, Y4
+	VPSRLD    $0x10, Y3, Y2
+	VPAND     avx2bfone<>+0(SB), Y2, Y2
+	VPADDD    avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD    Y3, Y2, Y2
+	VPSRLD    $0x10, Y2, Y2
+	VCMPPS    $0x03, Y3, Y3, Y3
+	VBLENDVPS Y3, avx2bfnanlow<>+0(SB), Y2, Y2
+	VPACKUSDW Y2, Y4, Y4
+	VPERMQ    $0xd8, Y4, Y4
+	VMOVDQU   Y4, (CX)(DI*2)
+	VPMOVZXWD 32(DX)(DI*2), Y2
+	VPSLLD    $0x10, Y2, Y2
+	VMULPS    Y1, Y2, Y2
+	VMOVUPS   64(BX)(DI*4), Y3
+	VADDPS    Y0, Y3, Y3
+	VMULPS    Y3, Y2, Y2
+	VPMOVZXWD 48(DX)(DI*2), Y3
+	VPSLLD    $0x10, Y3, Y3
+	VMULPS    Y1, Y3, Y3
+	VMOVUPS   96(BX)(DI*4), Y4
+	VADDPS    Y0, Y4, Y4
+	VMULPS    Y4, Y3, Y3
+	VPSRLD    $0x10, Y2, Y4
+	VPAND     avx2bfone<>+0(SB), Y4, Y4
+	VPADDD    avx2bfbias<>+0(SB), Y4, Y4
+	VPADDD    Y2, Y4, Y4
+	VPSRLD    $0x10, Y4, Y4
+	VCMPPS    $0x03, Y2, Y2, Y2
+	VBLENDVPS Y2, avx2bfnanlow<>+0(SB), Y4, Y4
+	VPSRLD    $0x10, Y3, Y2
+	VPAND     avx2bfone<>+0(SB), Y2, Y2
+	VPADDD    avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD    Y3, Y2, Y2
+	VPSRLD    $0x10, Y2, Y2
+	VCMPPS    $0x03, Y3, Y3, Y3
+	VBLENDVPS Y3, avx2bfnanlow<>+0(SB), Y2, Y2
+	VPACKUSDW Y2, Y4, Y4
+	VPERMQ    $0xd8, Y4, Y4
+	VMOVDQU   Y4, 32(CX)(DI*2)
+	ADDQ      $0x00000020, DI
+	JMP       scaleloop
 
 scalepf:
 	MOVQ SI, R9
@@ -21456,75 +21380,69 @@ longrows10:
 	JNZ   scalent
 
 scalepfloop:
-	CMPQ         DI, R8
-	JG           scaletail
-	PREFETCHT0   (R9)(DI*2)
-	VPMOVZXWD    (DX)(DI*2), Y2
-	VPSLLD       $0x10, Y2, Y2
-	VMULPS       Y0, Y2, Y2
-	VMOVUPS      (BX)(DI*4), Y3
-	VADDPS       Y1, Y3, Y3
-	VMULPS       Y3, Y2, Y2
-	VPSRLD       $0x10, Y2, Y3
-	VPAND        avx2bfone<>+0(SB), Y3, Y3
-	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
-	VPADDD       Y2, Y3, Y3
-	VPSRLD       $0x10, Y3, Y3
-	VCMPPS       $0x03, Y2, Y2, Y2
-	VBLENDVPS    Y2, avx2bfnanlow<>+0(SB), Y3, Y3
-	VEXTRACTI128 $0x01, Y3, X2
-	VPACKUSDW    X2, X3, X2
-	VMOVDQU      X2, (CX)(DI*2)
-	VPMOVZXWD    16(DX)(DI*2), Y2
-	VPSLLD       $0x10, Y2, Y2
-	VMULPS       Y0, Y2, Y2
-	VMOVUPS      32(BX)(DI*4), Y3
-	VADDPS       Y1, Y3, Y3
-	VMULPS       Y3, Y2, Y2
-	VPSRLD       $0x10, Y2, Y3
-	VPAND        avx2bfone<>+0(SB), Y3, Y3
-	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
-	VPADDD       Y2, Y3, Y3
-	VPSRLD       $0x10, Y3, Y3
-	VCMPPS       $0x03, Y2, Y2, Y2
-	VBLENDVPS    Y2, avx2bfnanlow<>+0(SB), Y3, Y3
-	VEXTRACTI128 $0x01, Y3, X2
-	VPACKUSDW    X2, X3, X2
-	VMOVDQU      X2, 16(CX)(DI*2)
-	VPMOVZXWD    32(DX)(DI*2), Y2
-	VPSLLD       $0x10, Y2, Y2
-	VMULPS       Y0, Y2, Y2
-	VMOVUPS      64(BX)(DI*4), Y3
-	VADDPS       Y1, Y3, Y3
-	VMULPS       Y3, Y2, Y2
-	VPSRLD       $0x10, Y2, Y3
-	VPAND        avx2bfone<>+0(SB), Y3, Y3
-	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
-	VPADDD       Y2, Y3, Y3
-	VPSRLD       $0x10, Y3, Y3
-	VCMPPS       $0x03, Y2, Y2, Y2
-	VBLENDVPS    Y2, avx2bfnanlow<>+0(SB), Y3, Y3
-	VEXTRACTI128 $0x01, Y3, X2
-	VPACKUSDW    X2, X3, X2
-	VMOVDQU      X2, 32(CX)(DI*2)
-	VPMOVZXWD    48(DX)(DI*2), Y2
-	VPSLLD       $0x10, Y2, Y2
-	VMULPS       Y0, Y2, Y2
-	VMOVUPS      96(BX)(DI*4), Y3
-	VADDPS       Y1, Y3, Y3
-	VMULPS       Y3, Y2, Y2
-	VPSRLD       $0x10, Y2, Y3
-	VPAND        avx2bfone<>+0(SB), Y3, Y3
-	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
-	VPADDD       Y2, Y3, Y3
-	VPSRLD       $0x10, Y3, Y3
-	VCMPPS       $0x03, Y2, Y2, Y2
-	VBLENDVPS    Y2, avx2bfnanlow<>+0(SB), Y3, Y3
-	VEXTRACTI128 $0x01, Y3, X2
-	VPACKUSDW    X2, X3, X2
-	VMOVDQU      X2, 48(CX)(DI*2)
-	ADDQ         $0x00000020, DI
-	JMP          scalepfloop
+	CMPQ       DI, R8
+	JG         scaletail
+	PREFETCHT0 (R9)(DI*2)
+	VPMOVZXWD  (DX)(DI*2), Y2
+	VPSLLD     $0x10, Y2, Y2
+	VMULPS     Y1, Y2, Y2
+	VMOVUPS    (BX)(DI*4), Y3
+	VADDPS     Y0, Y3, Y3
+	VMULPS     Y3, Y2, Y2
+	VPMOVZXWD  16(DX)(DI*2), Y3
+	VPSLLD     $0x10, Y3, Y3
+	VMULPS     Y1, Y3, Y3
+	VMOVUPS    32(BX)(DI*4), Y4
+	VADDPS     Y0, Y4, Y4
+	VMULPS     Y4, Y3, Y3
+	VPSRLD     $0x10, Y2, Y4
+	VPAND      avx2bfone<>+0(SB), Y4, Y4
+	VPADDD     avx2bfbias<>+0(SB), Y4, Y4
+	VPADDD     Y2, Y4, Y4
+	VPSRLD     $0x10, Y4, Y4
+	VCMPPS     $0x03, Y2, Y2, Y2
+	VBLENDVPS  Y2, avx2bfnanlow<>+0(SB), Y4, Y4
+	VPSRLD     $0x10, Y3, Y2
+	VPAND      avx2bfone<>+0(SB), Y2, Y2
+	VPADDD     avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD     Y3, Y2, Y2
+	VPSRLD     $0x10, Y2, Y2
+	VCMPPS     $0x03, Y3, Y3, Y3
+	VBLENDVPS  Y3, avx2bfnanlow<>+0(SB), Y2, Y2
+	VPACKUSDW  Y2, Y4, Y4
+	VPERMQ     $0xd8, Y4, Y4
+	VMOVDQU    Y4, (CX)(DI*2)
+	VPMOVZXWD  32(DX)(DI*2), Y2
+	VPSLLD     $0x10, Y2, Y2
+	VMULPS     Y1, Y2, Y2
+	VMOVUPS    64(BX)(DI*4), Y3
+	VADDPS     Y0, Y3, Y3
+	VMULPS     Y3, Y2, Y2
+	VPMOVZXWD  48(DX)(DI*2), Y3
+	VPSLLD     $0x10, Y3, Y3
+	VMULPS     Y1, Y3, Y3
+	VMOVUPS    96(BX)(DI*4), Y4
+	VADDPS     Y0, Y4, Y4
+	VMULPS     Y4, Y3, Y3
+	VPSRLD     $0x10, Y2, Y4
+	VPAND      avx2bfone<>+0(SB), Y4, Y4
+	VPADDD     avx2bfbias<>+0(SB), Y4, Y4
+	VPADDD     Y2, Y4, Y4
+	VPSRLD     $0x10, Y4, Y4
+	VCMPPS     $0x03, Y2, Y2, Y2
+	VBLENDVPS  Y2, avx2bfnanlow<>+0(SB), Y4, Y4
+	VPSRLD     $0x10, Y3, Y2
+	VPAND      avx2bfone<>+0(SB), Y2, Y2
+	VPADDD     avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD     Y3, Y2, Y2
+	VPSRLD     $0x10, Y2, Y2
+	VCMPPS     $0x03, Y3, Y3, Y3
+	VBLENDVPS  Y3, avx2bfnanlow<>+0(SB), Y2, Y2
+	VPACKUSDW  Y2, Y4, Y4
+	VPERMQ     $0xd8, Y4, Y4
+	VMOVDQU    Y4, 32(CX)(DI*2)
+	ADDQ       $0x00000020, DI
+	JMP        scalepfloop
 
 scalent:
 	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
@@ -21542,9 +21460,9 @@ scalehead:
 	JB           scaleheadpart
 	VPMOVZXWD    (DX)(DI*2), Y2
 	VPSLLD       $0x10, Y2, Y2
-	VMULPS       Y0, Y2, Y2
+	VMULPS       Y1, Y2, Y2
 	VMOVUPS      (BX)(DI*4), Y3
-	VADDPS       Y1, Y3, Y3
+	VADDPS       Y0, Y3, Y3
 	VMULPS       Y3, Y2, Y2
 	VPSRLD       $0x10, Y2, Y3
 	VPAND        avx2bfone<>+0(SB), Y3, Y3
@@ -21615,9 +21533,9 @@ copyloop18:
 copied17:
 	VPMOVZXWD    128(SP), Y2
 	VPSLLD       $0x10, Y2, Y2
-	VMULPS       Y2, Y0, Y2
+	VMULPS       Y2, Y1, Y2
 	VMOVUPS      160(SP), Y3
-	VADDPS       Y1, Y3, Y3
+	VADDPS       Y0, Y3, Y3
 	VMULPS       Y3, Y2, Y2
 	VPSRLD       $0x10, Y2, Y3
 	VPAND        avx2bfone<>+0(SB), Y3, Y3
@@ -21658,75 +21576,69 @@ copied21:
 	ADDQ R10, DI
 
 scalentloop:
-	CMPQ         DI, R8
-	JG           scaletail
-	PREFETCHT0   (R9)(DI*2)
-	VPMOVZXWD    (DX)(DI*2), Y2
-	VPSLLD       $0x10, Y2, Y2
-	VMULPS       Y0, Y2, Y2
-	VMOVUPS      (BX)(DI*4), Y3
-	VADDPS       Y1, Y3, Y3
-	VMULPS       Y3, Y2, Y2
-	VPMOVZXWD    16(DX)(DI*2), Y3
-	VPSLLD       $0x10, Y3, Y3
-	VMULPS       Y0, Y3, Y3
-	VMOVUPS      32(BX)(DI*4), Y4
-	VADDPS       Y1, Y4, Y4
-	VMULPS       Y4, Y3, Y3
-	VPSRLD       $0x10, Y2, Y4
-	VPAND        avx2bfone<>+0(SB), Y4, Y4
-	VPADDD       avx2bfbias<>+0(SB), Y4, Y4
-	VPADDD       Y2, Y4, Y4
-	VPSRLD       $0x10, Y4, Y4
-	VCMPPS       $0x03, Y2, Y2, Y2
-	VBLENDVPS    Y2, avx2bfnanlow<>+0(SB), Y4, Y4
-	VEXTRACTI128 $0x01, Y4, X2
-	VPACKUSDW    X2, X4, X9
-	VPSRLD       $0x10, Y3, Y2
-	VPAND        avx2bfone<>+0(SB), Y2, Y2
-	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD       Y3, Y2, Y2
-	VPSRLD       $0x10, Y2, Y2
-	VCMPPS       $0x03, Y3, Y3, Y3
-	VBLENDVPS    Y3, avx2bfnanlow<>+0(SB), Y2, Y2
-	VEXTRACTI128 $0x01, Y2, X3
-	VPACKUSDW    X3, X2, X2
-	VINSERTI128  $0x01, X2, Y9, Y9
-	VMOVNTDQ     Y9, (CX)(DI*2)
-	VPMOVZXWD    32(DX)(DI*2), Y2
-	VPSLLD       $0x10, Y2, Y2
-	VMULPS       Y0, Y2, Y2
-	VMOVUPS      64(BX)(DI*4), Y3
-	VADDPS       Y1, Y3, Y3
-	VMULPS       Y3, Y2, Y2
-	VPMOVZXWD    48(DX)(DI*2), Y3
-	VPSLLD       $0x10, Y3, Y3
-	VMULPS       Y0, Y3, Y3
-	VMOVUPS      96(BX)(DI*4), Y4
-	VADDPS       Y1, Y4, Y4
-	VMULPS       Y4, Y3, Y3
-	VPSRLD       $0x10, Y2, Y4
-	VPAND        avx2bfone<>+0(SB), Y4, Y4
-	VPADDD       avx2bfbias<>+0(SB), Y4, Y4
-	VPADDD       Y2, Y4, Y4
-	VPSRLD       $0x10, Y4, Y4
-	VCMPPS       $0x03, Y2, Y2, Y2
-	VBLENDVPS    Y2, avx2bfnanlow<>+0(SB), Y4, Y4
-	VEXTRACTI128 $0x01, Y4, X2
-	VPACKUSDW    X2, X4, X10
-	VPSRLD       $0x10, Y3, Y2
-	VPAND        avx2bfone<>+0(SB), Y2, Y2
-	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD       Y3, Y2, Y2
-	VPSRLD       $0x10, Y2, Y2
-	VCMPPS       $0x03, Y3, Y3, Y3
-	VBLENDVPS    Y3, avx2bfnanlow<>+0(SB), Y2, Y2
-	VEXTRACTI128 $0x01, Y2, X3
-	VPACKUSDW    X3, X2, X2
-	VINSERTI128  $0x01, X2, Y10, Y10
-	VMOVNTDQ     Y10, 32(CX)(DI*2)
-	ADDQ         $0x00000020, DI
-	JMP          scalentloop
+	CMPQ       DI, R8
+	JG         scaletail
+	PREFETCHT0 (R9)(DI*2)
+	VPMOVZXWD  (DX)(DI*2), Y2
+	VPSLLD     $0x10, Y2, Y2
+	VMULPS     Y1, Y2, Y2
+	VMOVUPS    (BX)(DI*4), Y3
+	VADDPS     Y0, Y3, Y3
+	VMULPS     Y3, Y2, Y2
+	VPMOVZXWD  16(DX)(DI*2), Y3
+	VPSLLD     $0x10, Y3, Y3
+	VMULPS     Y1, Y3, Y3
+	VMOVUPS    32(BX)(DI*4), Y4
+	VADDPS     Y0, Y4, Y4
+	VMULPS     Y4, Y3, Y3
+	VPSRLD     $0x10, Y2, Y4
+	VPAND      avx2bfone<>+0(SB), Y4, Y4
+	VPADDD     avx2bfbias<>+0(SB), Y4, Y4
+	VPADDD     Y2, Y4, Y4
+	VPSRLD     $0x10, Y4, Y4
+	VCMPPS     $0x03, Y2, Y2, Y2
+	VBLENDVPS  Y2, avx2bfnanlow<>+0(SB), Y4, Y4
+	VPSRLD     $0x10, Y3, Y2
+	VPAND      avx2bfone<>+0(SB), Y2, Y2
+	VPADDD     avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD     Y3, Y2, Y2
+	VPSRLD     $0x10, Y2, Y2
+	VCMPPS     $0x03, Y3, Y3, Y3
+	VBLENDVPS  Y3, avx2bfnanlow<>+0(SB), Y2, Y2
+	VPACKUSDW  Y2, Y4, Y4
+	VPERMQ     $0xd8, Y4, Y4
+	VMOVNTDQ   Y4, (CX)(DI*2)
+	VPMOVZXWD  32(DX)(DI*2), Y2
+	VPSLLD     $0x10, Y2, Y2
+	VMULPS     Y1, Y2, Y2
+	VMOVUPS    64(BX)(DI*4), Y3
+	VADDPS     Y0, Y3, Y3
+	VMULPS     Y3, Y2, Y2
+	VPMOVZXWD  48(DX)(DI*2), Y3
+	VPSLLD     $0x10, Y3, Y3
+	VMULPS     Y1, Y3, Y3
+	VMOVUPS    96(BX)(DI*4), Y4
+	VADDPS     Y0, Y4, Y4
+	VMULPS     Y4, Y3, Y3
+	VPSRLD     $0x10, Y2, Y4
+	VPAND      avx2bfone<>+0(SB), Y4, Y4
+	VPADDD     avx2bfbias<>+0(SB), Y4, Y4
+	VPADDD     Y2, Y4, Y4
+	VPSRLD     $0x10, Y4, Y4
+	VCMPPS     $0x03, Y2, Y2, Y2
+	VBLENDVPS  Y2, avx2bfnanlow<>+0(SB), Y4, Y4
+	VPSRLD     $0x10, Y3, Y2
+	VPAND      avx2bfone<>+0(SB), Y2, Y2
+	VPADDD     avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD     Y3, Y2, Y2
+	VPSRLD     $0x10, Y2, Y2
+	VCMPPS     $0x03, Y3, Y3, Y3
+	VBLENDVPS  Y3, avx2bfnanlow<>+0(SB), Y2, Y2
+	VPACKUSDW  Y2, Y4, Y4
+	VPERMQ     $0xd8, Y4, Y4
+	VMOVNTDQ   Y4, 32(CX)(DI*2)
+	ADDQ       $0x00000020, DI
+	JMP        scalentloop
 
 scaletail:
 	ADDQ $0x00000018, R8
@@ -21736,9 +21648,9 @@ scaleone:
 	JG           scalepart
 	VPMOVZXWD    (DX)(DI*2), Y2
 	VPSLLD       $0x10, Y2, Y2
-	VMULPS       Y0, Y2, Y2
+	VMULPS       Y1, Y2, Y2
 	VMOVUPS      (BX)(DI*4), Y3
-	VADDPS       Y1, Y3, Y3
+	VADDPS       Y0, Y3, Y3
 	VMULPS       Y3, Y2, Y2
 	VPSRLD       $0x10, Y2, Y3
 	VPAND        avx2bfone<>+0(SB), Y3, Y3
@@ -21811,10 +21723,10 @@ copyloop30:
 copied29:
 	VPMOVZXWD    128(SP), Y2
 	VPSLLD       $0x10, Y2, Y2
-	VMULPS       Y2, Y0, Y2
-	VMOVUPS      160(SP), Y0
-	VADDPS       Y1, Y0, Y0
-	VMULPS       Y0, Y2, Y2
+	VMULPS       Y2, Y1, Y2
+	VMOVUPS      160(SP), Y1
+	VADDPS       Y0, Y1, Y1
+	VMULPS       Y1, Y2, Y2
 	VPSRLD       $0x10, Y2, Y0
 	VPAND        avx2bfone<>+0(SB), Y0, Y0
 	VPADDD       avx2bfbias<>+0(SB), Y0, Y0
@@ -22168,28 +22080,28 @@ invone:
 	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
 	CMPL   324(SP), $0x00
 	JE     divide6
-	VMULSS 324(SP), X1, X0
+	VMULSS 324(SP), X1, X1
 	JMP    divided7
 
 divide6:
-	VDIVSS 320(SP), X1, X0
+	VDIVSS 320(SP), X1, X1
 
 divided7:
-	VADDSS   job_eps+0(AX), X0, X0
-	VUCOMISS tlo<>+0(SB), X0
+	VADDSS   job_eps+0(AX), X1, X1
+	VUCOMISS tlo<>+0(SB), X1
 	JCS      ret
-	VUCOMISS tmax<>+0(SB), X0
+	VUCOMISS tmax<>+0(SB), X1
 	JHI      ret
-	VSQRTSS  X0, X0, X0
-	VMOVSS   one<>+0(SB), X1
-	VDIVSS   X0, X1, X1
+	VSQRTSS  X1, X1, X1
+	VMOVSS   one<>+0(SB), X0
+	VDIVSS   X1, X0, X0
 
 	// Report 1/rms if asked.
 	MOVQ   job_inv+0(AX), DI
 	TESTQ  DI, DI
 	JZ     scale
 	MOVQ   272(SP), R8
-	VMOVSS X1, (DI)(R8*4)
+	VMOVSS X0, (DI)(R8*4)
 	JMP    scale
 
 invgroup:
@@ -22215,50 +22127,50 @@ invgroup:
 	CMPL         324(SP), $0x00
 	JE           divide8
 	VBROADCASTSS 324(SP), X1
-	VMULPS       X1, X0, X0
+	VMULPS       X1, X0, X1
 	JMP          divided9
 
 divide8:
 	VBROADCASTSS 320(SP), X1
-	VDIVPS       X1, X0, X0
+	VDIVPS       X1, X0, X1
 
 divided9:
-	VBROADCASTSS job_eps+0(AX), X1
-	VADDPS       X1, X0, X0
-	VCMPPS       $0x1d, tlo4<>+0(SB), X0, X1
-	VCMPPS       $0x12, tmax4<>+0(SB), X0, X2
-	VANDPS       X2, X1, X1
-	VMOVMSKPS    X1, DI
+	VBROADCASTSS job_eps+0(AX), X0
+	VADDPS       X0, X1, X1
+	VCMPPS       $0x1d, tlo4<>+0(SB), X1, X0
+	VCMPPS       $0x12, tmax4<>+0(SB), X1, X2
+	VANDPS       X2, X0, X0
+	VMOVMSKPS    X0, DI
 	CMPL         DI, $0x0f
 	JE           ginrange
 	MOVQ         $0x00000004, 280(SP)
 	JMP          row
 
 ginrange:
-	VSQRTPS      X0, X0
-	VBROADCASTSS one<>+0(SB), X1
-	VDIVPS       X0, X1, X1
+	VSQRTPS      X1, X1
+	VBROADCASTSS one<>+0(SB), X0
+	VDIVPS       X1, X0, X0
 
 	// Report 1/rms if asked.
 	MOVQ    job_inv+0(AX), DI
 	TESTQ   DI, DI
 	JZ      scale
 	MOVQ    272(SP), R8
-	VMOVUPS X1, (DI)(R8*4)
+	VMOVUPS X0, (DI)(R8*4)
 
 scale:
-	VBROADCASTSS X1, Y0
+	VBROADCASTSS X0, Y1
 	MOVQ         $0x00000000, 296(SP)
 	CMPQ         288(SP), $0x01
 	JE           scalebody
-	VMOVUPS      X1, 256(SP)
+	VMOVUPS      X0, 256(SP)
 
 scalerow:
 	MOVQ         296(SP), DI
-	VBROADCASTSS 256(SP)(DI*4), Y0
+	VBROADCASTSS 256(SP)(DI*4), Y1
 
 scalebody:
-	VBROADCASTSS one<>+0(SB), Y1
+	VBROADCASTSS one<>+0(SB), Y0
 
 	// y = (src*inv)*w, rounded after each multiply.
 	XORQ  DI, DI
@@ -22268,102 +22180,96 @@ scalebody:
 	JNZ   scalepf
 
 scaleloop:
-	CMPQ         DI, R8
-	JG           scaletail
-	VPMOVZXWD    (DX)(DI*2), Y2
-	VPSLLD       $0x10, Y2, Y2
-	VMULPS       Y0, Y2, Y2
-	VPSRLD       $0x10, Y2, Y3
-	VPAND        avx2bfone<>+0(SB), Y3, Y3
-	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
-	VPADDD       Y2, Y3, Y3
-	VPAND        avx2bfhigh<>+0(SB), Y3, Y3
-	VCMPPS       $0x03, Y2, Y2, Y2
-	VBLENDVPS    Y2, avx2bfnanhigh<>+0(SB), Y3, Y3
-	VMOVUPS      (BX)(DI*4), Y2
-	VADDPS       Y1, Y2, Y2
-	VMULPS       Y2, Y3, Y3
-	VPSRLD       $0x10, Y3, Y2
-	VPAND        avx2bfone<>+0(SB), Y2, Y2
-	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD       Y3, Y2, Y2
-	VPSRLD       $0x10, Y2, Y2
-	VCMPPS       $0x03, Y3, Y3, Y3
-	VBLENDVPS    Y3, avx2bfnanlow<>+0(SB), Y2, Y2
-	VEXTRACTI128 $0x01, Y2, X3
-	VPACKUSDW    X3, X2, X3
-	VMOVDQU      X3, (CX)(DI*2)
-	VPMOVZXWD    16(DX)(DI*2), Y2
-	VPSLLD       $0x10, Y2, Y2
-	VMULPS       Y0, Y2, Y2
-	VPSRLD       $0x10, Y2, Y3
-	VPAND        avx2bfone<>+0(SB), Y3, Y3
-	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
-	VPADDD       Y2, Y3, Y3
-	VPAND        avx2bfhigh<>+0(SB), Y3, Y3
-	VCMPPS       $0x03, Y2, Y2, Y2
-	VBLENDVPS    Y2, avx2bfnanhigh<>+0(SB), Y3, Y3
-	VMOVUPS      32(BX)(DI*4), Y2
-	VADDPS       Y1, Y2, Y2
-	VMULPS       Y2, Y3, Y3
-	VPSRLD       $0x10, Y3, Y2
-	VPAND        avx2bfone<>+0(SB), Y2, Y2
-	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD       Y3, Y2, Y2
-	VPSRLD       $0x10, Y2, Y2
-	VCMPPS       $0x03, Y3, Y3, Y3
-	VBLENDVPS    Y3, avx2bfnanlow<>+0(SB), Y2, Y2
-	VEXTRACTI128 $0x01, Y2, X3
-	VPACKUSDW    X3, X2, X3
-	VMOVDQU      X3, 16(CX)(DI*2)
-	VPMOVZXWD    32(DX)(DI*2), Y2
-	VPSLLD       $0x10, Y2, Y2
-	VMULPS       Y0, Y2, Y2
-	VPSRLD       $0x10, Y2, Y3
-	VPAND        avx2bfone<>+0(SB), Y3, Y3
-	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
-	VPADDD       Y2, Y3, Y3
-	VPAND        avx2bfhigh<>+0(SB), Y3, Y3
-	VCMPPS       $0x03, Y2, Y2, Y2
-	VBLENDVPS    Y2, avx2bfnanhigh<>+0(SB), Y3, Y3
-	VMOVUPS      64(BX)(DI*4), Y2
-	VADDPS       Y1, Y2, Y2
-	VMULPS       Y2, Y3, Y3
-	VPSRLD       $0x10, Y3, Y2
-	VPAND        avx2bfone<>+0(SB), Y2, Y2
-	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD       Y3, Y2, Y2
-	VPSRLD       $0x10, Y2, Y2
-	VCMPPS       $0x03, Y3, Y3, Y3
-	VBLENDVPS    Y3, avx2bfnanlow<>+0(SB), Y2, Y2
-	VEXTRACTI128 $0x01, Y2, X3
-	VPACKUSDW    X3, X2, X3
-	VMOVDQU      X3, 32(CX)(DI*2)
-	VPMOVZXWD    48(DX)(DI*2), Y2
-	VPSLLD       $0x10, Y2, Y2
-	VMULPS       Y0, Y2, Y2
-	VPSRLD       $0x10, Y2, Y3
-	VPAND        avx2bfone<>+0(SB), Y3, Y3
-	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
-	VPADDD       Y2, Y3, Y3
-	VPAND        avx2bfhigh<>+0(SB), Y3, Y3
-	VCMPPS       $0x03, Y2, Y2, Y2
-	VBLENDVPS    Y2, avx2bfnanhigh<>+0(SB), Y3, Y3
-	VMOVUPS      96(BX)(DI*4), Y2
-	VADDPS       Y1, Y2, Y2
-	VMULPS       Y2, Y3, Y3
-	VPSRLD       $0x10, Y3, Y2
-	VPAND        avx2bfone<>+0(SB), Y2, Y2
-	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD       Y3, Y2, Y2
-	VPSRLD       $0x10, Y2, Y2
-	VCMPPS       $0x03, Y3, Y3, Y3
-	VBLENDVPS    Y3, avx2bfnanlow<>+0(SB), Y2, Y2
-	VEXTRACTI128 $0x01, Y2, X3
-	VPACKUSDW    X3, X2, X3
-	VMOVDQU      X3, 48(CX)(DI*2)
-	ADDQ         $0x00000020, DI
-	JMP          scaleloop
+	CMPQ      DI, R8
+	JG        scaletail
+	VPMOVZXWD (DX)(DI*2), Y2
+	VPSLLD    $0x10, Y2, Y2
+	VMULPS    Y1, Y2, Y2
+	VPSRLD    $0x10, Y2, Y3
+	VPAND     avx2bfone<>+0(SB), Y3, Y3
+	VPADDD    avx2bfbias<>+0(SB), Y3, Y3
+	VPADDD    Y2, Y3, Y3
+	VPAND     avx2bfhigh<>+0(SB), Y3, Y3
+	VCMPPS    $0x03, Y2, Y2, Y2
+	VBLENDVPS Y2, avx2bfnanhigh<>+0(SB), Y3, Y3
+	VMOVUPS   (BX)(DI*4), Y2
+	VADDPS    Y0, Y2, Y2
+	VMULPS    Y2, Y3, Y3
+	VPMOVZXWD 16(DX)(DI*2), Y2
+	VPSLLD    $0x10, Y2, Y2
+	VMULPS    Y1, Y2, Y2
+	VPSRLD    $0x10, Y2, Y4
+	VPAND     avx2bfone<>+0(SB), Y4, Y4
+	VPADDD    avx2bfbias<>+0(SB), Y4, Y4
+	VPADDD    Y2, Y4, Y4
+	VPAND     avx2bfhigh<>+0(SB), Y4, Y4
+	VCMPPS    $0x03, Y2, Y2, Y2
+	VBLENDVPS Y2, avx2bfnanhigh<>+0(SB), Y4, Y4
+	VMOVUPS   32(BX)(DI*4), Y2
+	VADDPS    Y0, Y2, Y2
+	VMULPS    Y2, Y4, Y4
+	VPSRLD    $0x10, Y3, Y2
+	VPAND     avx2bfone<>+0(SB), Y2, Y2
+	VPADDD    avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD    Y3, Y2, Y2
+	VPSRLD    $0x10, Y2, Y2
+	VCMPPS    $0x03, Y3, Y3, Y3
+	VBLENDVPS Y3, avx2bfnanlow<>+0(SB), Y2, Y2
+	VPSRLD    $0x10, Y4, Y3
+	VPAND     avx2bfone<>+0(SB), Y3, Y3
+	VPADDD    avx2bfbias<>+0(SB), Y3, Y3
+	VPADDD    Y4, Y3, Y3
+	VPSRLD    $0x10, Y3, Y3
+	VCMPPS    $0x03, Y4, Y4, Y4
+	VBLENDVPS Y4, avx2bfnanlow<>+0(SB), Y3, Y3
+	VPACKUSDW Y3, Y2, Y2
+	VPERMQ    $0xd8, Y2, Y2
+	VMOVDQU   Y2, (CX)(DI*2)
+	VPMOVZXWD 32(DX)(DI*2), Y2
+	VPSLLD    $0x10, Y2, Y2
+	VMULPS    Y1, Y2, Y2
+	VPSRLD    $0x10, Y2, Y3
+	VPAND     avx2bfone<>+0(SB), Y3, Y3
+	VPADDD    avx2bfbias<>+0(SB), Y3, Y3
+	VPADDD    Y2, Y3, Y3
+	VPAND     avx2bfhigh<>+0(SB), Y3, Y3
+	VCMPPS    $0x03, Y2, Y2, Y2
+	VBLENDVPS Y2, avx2bfnanhigh<>+0(SB), Y3, Y3
+	VMOVUPS   64(BX)(DI*4), Y2
+	VADDPS    Y0, Y2, Y2
+	VMULPS    Y2, Y3, Y3
+	VPMOVZXWD 48(DX)(DI*2), Y2
+	VPSLLD    $0x10, Y2, Y2
+	VMULPS    Y1, Y2, Y2
+	VPSRLD    $0x10, Y2, Y4
+	VPAND     avx2bfone<>+0(SB), Y4, Y4
+	VPADDD    avx2bfbias<>+0(SB), Y4, Y4
+	VPADDD    Y2, Y4, Y4
+	VPAND     avx2bfhigh<>+0(SB), Y4, Y4
+	VCMPPS    $0x03, Y2, Y2, Y2
+	VBLENDVPS Y2, avx2bfnanhigh<>+0(SB), Y4, Y4
+	VMOVUPS   96(BX)(DI*4), Y2
+	VADDPS    Y0, Y2, Y2
+	VMULPS    Y2, Y4, Y4
+	VPSRLD    $0x10, Y3, Y2
+	VPAND     avx2bfone<>+0(SB), Y2, Y2
+	VPADDD    avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD    Y3, Y2, Y2
+	VPSRLD    $0x10, Y2, Y2
+	VCMPPS    $0x03, Y3, Y3, Y3
+	VBLENDVPS Y3, avx2bfnanlow<>+0(SB), Y2, Y2
+	VPSRLD    $0x10, Y4, Y3
+	VPAND     avx2bfone<>+0(SB), Y3, Y3
+	VPADDD    avx2bfbias<>+0(SB), Y3, Y3
+	VPADDD    Y4, Y3, Y3
+	VPSRLD    $0x10, Y3, Y3
+	VCMPPS    $0x03, Y4, Y4, Y4
+	VBLENDVPS Y4, avx2bfnanlow<>+0(SB), Y3, Y3
+	VPACKUSDW Y3, Y2, Y2
+	VPERMQ    $0xd8, Y2, Y2
+	VMOVDQU   Y2, 32(CX)(DI*2)
+	ADDQ      $0x00000020, DI
+	JMP       scaleloop
 
 scalepf:
 	MOVQ SI, R9
@@ -22377,103 +22283,97 @@ longrows10:
 	JNZ   scalent
 
 scalepfloop:
-	CMPQ         DI, R8
-	JG           scaletail
-	PREFETCHT0   (R9)(DI*2)
-	VPMOVZXWD    (DX)(DI*2), Y2
-	VPSLLD       $0x10, Y2, Y2
-	VMULPS       Y0, Y2, Y2
-	VPSRLD       $0x10, Y2, Y3
-	VPAND        avx2bfone<>+0(SB), Y3, Y3
-	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
-	VPADDD       Y2, Y3, Y3
-	VPAND        avx2bfhigh<>+0(SB), Y3, Y3
-	VCMPPS       $0x03, Y2, Y2, Y2
-	VBLENDVPS    Y2, avx2bfnanhigh<>+0(SB), Y3, Y3
-	VMOVUPS      (BX)(DI*4), Y2
-	VADDPS       Y1, Y2, Y2
-	VMULPS       Y2, Y3, Y3
-	VPSRLD       $0x10, Y3, Y2
-	VPAND        avx2bfone<>+0(SB), Y2, Y2
-	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD       Y3, Y2, Y2
-	VPSRLD       $0x10, Y2, Y2
-	VCMPPS       $0x03, Y3, Y3, Y3
-	VBLENDVPS    Y3, avx2bfnanlow<>+0(SB), Y2, Y2
-	VEXTRACTI128 $0x01, Y2, X3
-	VPACKUSDW    X3, X2, X3
-	VMOVDQU      X3, (CX)(DI*2)
-	VPMOVZXWD    16(DX)(DI*2), Y2
-	VPSLLD       $0x10, Y2, Y2
-	VMULPS       Y0, Y2, Y2
-	VPSRLD       $0x10, Y2, Y3
-	VPAND        avx2bfone<>+0(SB), Y3, Y3
-	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
-	VPADDD       Y2, Y3, Y3
-	VPAND        avx2bfhigh<>+0(SB), Y3, Y3
-	VCMPPS       $0x03, Y2, Y2, Y2
-	VBLENDVPS    Y2, avx2bfnanhigh<>+0(SB), Y3, Y3
-	VMOVUPS      32(BX)(DI*4), Y2
-	VADDPS       Y1, Y2, Y2
-	VMULPS       Y2, Y3, Y3
-	VPSRLD       $0x10, Y3, Y2
-	VPAND        avx2bfone<>+0(SB), Y2, Y2
-	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD       Y3, Y2, Y2
-	VPSRLD       $0x10, Y2, Y2
-	VCMPPS       $0x03, Y3, Y3, Y3
-	VBLENDVPS    Y3, avx2bfnanlow<>+0(SB), Y2, Y2
-	VEXTRACTI128 $0x01, Y2, X3
-	VPACKUSDW    X3, X2, X3
-	VMOVDQU      X3, 16(CX)(DI*2)
-	VPMOVZXWD    32(DX)(DI*2), Y2
-	VPSLLD       $0x10, Y2, Y2
-	VMULPS       Y0, Y2, Y2
-	VPSRLD       $0x10, Y2, Y3
-	VPAND        avx2bfone<>+0(SB), Y3, Y3
-	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
-	VPADDD       Y2, Y3, Y3
-	VPAND        avx2bfhigh<>+0(SB), Y3, Y3
-	VCMPPS       $0x03, Y2, Y2, Y2
-	VBLENDVPS    Y2, avx2bfnanhigh<>+0(SB), Y3, Y3
-	VMOVUPS      64(BX)(DI*4), Y2
-	VADDPS       Y1, Y2, Y2
-	VMULPS       Y2, Y3, Y3
-	VPSRLD       $0x10, Y3, Y2
-	VPAND        avx2bfone<>+0(SB), Y2, Y2
-	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD       Y3, Y2, Y2
-	VPSRLD       $0x10, Y2, Y2
-	VCMPPS       $0x03, Y3, Y3, Y3
-	VBLENDVPS    Y3, avx2bfnanlow<>+0(SB), Y2, Y2
-	VEXTRACTI128 $0x01, Y2, X3
-	VPACKUSDW    X3, X2, X3
-	VMOVDQU      X3, 32(CX)(DI*2)
-	VPMOVZXWD    48(DX)(DI*2), Y2
-	VPSLLD       $0x10, Y2, Y2
-	VMULPS       Y0, Y2, Y2
-	VPSRLD       $0x10, Y2, Y3
-	VPAND        avx2bfone<>+0(SB), Y3, Y3
-	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
-	VPADDD       Y2, Y3, Y3
-	VPAND        avx2bfhigh<>+0(SB), Y3, Y3
-	VCMPPS       $0x03, Y2, Y2, Y2
-	VBLENDVPS    Y2, avx2bfnanhigh<>+0(SB), Y3, Y3
-	VMOVUPS      96(BX)(DI*4), Y2
-	VADDPS       Y1, Y2, Y2
-	VMULPS       Y2, Y3, Y3
-	VPSRLD       $0x10, Y3, Y2
-	VPAND        avx2bfone<>+0(SB), Y2, Y2
-	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD       Y3, Y2, Y2
-	VPSRLD       $0x10, Y2, Y2
-	VCMPPS       $0x03, Y3, Y3, Y3
-	VBLENDVPS    Y3, avx2bfnanlow<>+0(SB), Y2, Y2
-	VEXTRACTI128 $0x01, Y2, X3
-	VPACKUSDW    X3, X2, X3
-	VMOVDQU      X3, 48(CX)(DI*2)
-	ADDQ         $0x00000020, DI
-	JMP          scalepfloop
+	CMPQ       DI, R8
+	JG         scaletail
+	PREFETCHT0 (R9)(DI*2)
+	VPMOVZXWD  (DX)(DI*2), Y2
+	VPSLLD     $0x10, Y2, Y2
+	VMULPS     Y1, Y2, Y2
+	VPSRLD     $0x10, Y2, Y3
+	VPAND      avx2bfone<>+0(SB), Y3, Y3
+	VPADDD     avx2bfbias<>+0(SB), Y3, Y3
+	VPADDD     Y2, Y3, Y3
+	VPAND      avx2bfhigh<>+0(SB), Y3, Y3
+	VCMPPS     $0x03, Y2, Y2, Y2
+	VBLENDVPS  Y2, avx2bfnanhigh<>+0(SB), Y3, Y3
+	VMOVUPS    (BX)(DI*4), Y2
+	VADDPS     Y0, Y2, Y2
+	VMULPS     Y2, Y3, Y3
+	VPMOVZXWD  16(DX)(DI*2), Y2
+	VPSLLD     $0x10, Y2, Y2
+	VMULPS     Y1, Y2, Y2
+	VPSRLD     $0x10, Y2, Y4
+	VPAND      avx2bfone<>+0(SB), Y4, Y4
+	VPADDD     avx2bfbias<>+0(SB), Y4, Y4
+	VPADDD     Y2, Y4, Y4
+	VPAND      avx2bfhigh<>+0(SB), Y4, Y4
+	VCMPPS     $0x03, Y2, Y2, Y2
+	VBLENDVPS  Y2, avx2bfnanhigh<>+0(SB), Y4, Y4
+	VMOVUPS    32(BX)(DI*4), Y2
+	VADDPS     Y0, Y2, Y2
+	VMULPS     Y2, Y4, Y4
+	VPSRLD     $0x10, Y3, Y2
+	VPAND      avx2bfone<>+0(SB), Y2, Y2
+	VPADDD     avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD     Y3, Y2, Y2
+	VPSRLD     $0x10, Y2, Y2
+	VCMPPS     $0x03, Y3, Y3, Y3
+	VBLENDVPS  Y3, avx2bfnanlow<>+0(SB), Y2, Y2
+	VPSRLD     $0x10, Y4, Y3
+	VPAND      avx2bfone<>+0(SB), Y3, Y3
+	VPADDD     avx2bfbias<>+0(SB), Y3, Y3
+	VPADDD     Y4, Y3, Y3
+	VPSRLD     $0x10, Y3, Y3
+	VCMPPS     $0x03, Y4, Y4, Y4
+	VBLENDVPS  Y4, avx2bfnanlow<>+0(SB), Y3, Y3
+	VPACKUSDW  Y3, Y2, Y2
+	VPERMQ     $0xd8, Y2, Y2
+	VMOVDQU    Y2, (CX)(DI*2)
+	VPMOVZXWD  32(DX)(DI*2), Y2
+	VPSLLD     $0x10, Y2, Y2
+	VMULPS     Y1, Y2, Y2
+	VPSRLD     $0x10, Y2, Y3
+	VPAND      avx2bfone<>+0(SB), Y3, Y3
+	VPADDD     avx2bfbias<>+0(SB), Y3, Y3
+	VPADDD     Y2, Y3, Y3
+	VPAND      avx2bfhigh<>+0(SB), Y3, Y3
+	VCMPPS     $0x03, Y2, Y2, Y2
+	VBLENDVPS  Y2, avx2bfnanhigh<>+0(SB), Y3, Y3
+	VMOVUPS    64(BX)(DI*4), Y2
+	VADDPS     Y0, Y2, Y2
+	VMULPS     Y2, Y3, Y3
+	VPMOVZXWD  48(DX)(DI*2), Y2
+	VPSLLD     $0x10, Y2, Y2
+	VMULPS     Y1, Y2, Y2
+	VPSRLD     $0x10, Y2, Y4
+	VPAND      avx2bfone<>+0(SB), Y4, Y4
+	VPADDD     avx2bfbias<>+0(SB), Y4, Y4
+	VPADDD     Y2, Y4, Y4
+	VPAND      avx2bfhigh<>+0(SB), Y4, Y4
+	VCMPPS     $0x03, Y2, Y2, Y2
+	VBLENDVPS  Y2, avx2bfnanhigh<>+0(SB), Y4, Y4
+	VMOVUPS    96(BX)(DI*4), Y2
+	VADDPS     Y0, Y2, Y2
+	VMULPS     Y2, Y4, Y4
+	VPSRLD     $0x10, Y3, Y2
+	VPAND      avx2bfone<>+0(SB), Y2, Y2
+	VPADDD     avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD     Y3, Y2, Y2
+	VPSRLD     $0x10, Y2, Y2
+	VCMPPS     $0x03, Y3, Y3, Y3
+	VBLENDVPS  Y3, avx2bfnanlow<>+0(SB), Y2, Y2
+	VPSRLD     $0x10, Y4, Y3
+	VPAND      avx2bfone<>+0(SB), Y3, Y3
+	VPADDD     avx2bfbias<>+0(SB), Y3, Y3
+	VPADDD     Y4, Y3, Y3
+	VPSRLD     $0x10, Y3, Y3
+	VCMPPS     $0x03, Y4, Y4, Y4
+	VBLENDVPS  Y4, avx2bfnanlow<>+0(SB), Y3, Y3
+	VPACKUSDW  Y3, Y2, Y2
+	VPERMQ     $0xd8, Y2, Y2
+	VMOVDQU    Y2, 32(CX)(DI*2)
+	ADDQ       $0x00000020, DI
+	JMP        scalepfloop
 
 scalent:
 	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
@@ -22491,7 +22391,7 @@ scalehead:
 	JB           scaleheadpart
 	VPMOVZXWD    (DX)(DI*2), Y2
 	VPSLLD       $0x10, Y2, Y2
-	VMULPS       Y0, Y2, Y2
+	VMULPS       Y1, Y2, Y2
 	VPSRLD       $0x10, Y2, Y3
 	VPAND        avx2bfone<>+0(SB), Y3, Y3
 	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
@@ -22500,7 +22400,7 @@ scalehead:
 	VCMPPS       $0x03, Y2, Y2, Y2
 	VBLENDVPS    Y2, avx2bfnanhigh<>+0(SB), Y3, Y3
 	VMOVUPS      (BX)(DI*4), Y2
-	VADDPS       Y1, Y2, Y2
+	VADDPS       Y0, Y2, Y2
 	VMULPS       Y2, Y3, Y3
 	VPSRLD       $0x10, Y3, Y2
 	VPAND        avx2bfone<>+0(SB), Y2, Y2
@@ -22571,7 +22471,7 @@ copyloop18:
 copied17:
 	VPMOVZXWD    128(SP), Y2
 	VPSLLD       $0x10, Y2, Y2
-	VMULPS       Y2, Y0, Y2
+	VMULPS       Y2, Y1, Y2
 	VPSRLD       $0x10, Y2, Y3
 	VPAND        avx2bfone<>+0(SB), Y3, Y3
 	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
@@ -22580,7 +22480,7 @@ copied17:
 	VCMPPS       $0x03, Y2, Y2, Y2
 	VBLENDVPS    Y2, avx2bfnanhigh<>+0(SB), Y3, Y3
 	VMOVUPS      160(SP), Y2
-	VADDPS       Y1, Y2, Y2
+	VADDPS       Y0, Y2, Y2
 	VMULPS       Y2, Y3, Y3
 	VPSRLD       $0x10, Y3, Y2
 	VPAND        avx2bfone<>+0(SB), Y2, Y2
@@ -22621,103 +22521,97 @@ copied21:
 	ADDQ R10, DI
 
 scalentloop:
-	CMPQ         DI, R8
-	JG           scaletail
-	PREFETCHT0   (R9)(DI*2)
-	VPMOVZXWD    (DX)(DI*2), Y2
-	VPSLLD       $0x10, Y2, Y2
-	VMULPS       Y0, Y2, Y2
-	VPSRLD       $0x10, Y2, Y3
-	VPAND        avx2bfone<>+0(SB), Y3, Y3
-	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
-	VPADDD       Y2, Y3, Y3
-	VPAND        avx2bfhigh<>+0(SB), Y3, Y3
-	VCMPPS       $0x03, Y2, Y2, Y2
-	VBLENDVPS    Y2, avx2bfnanhigh<>+0(SB), Y3, Y3
-	VMOVUPS      (BX)(DI*4), Y2
-	VADDPS       Y1, Y2, Y2
-	VMULPS       Y2, Y3, Y3
-	VPMOVZXWD    16(DX)(DI*2), Y2
-	VPSLLD       $0x10, Y2, Y2
-	VMULPS       Y0, Y2, Y2
-	VPSRLD       $0x10, Y2, Y4
-	VPAND        avx2bfone<>+0(SB), Y4, Y4
-	VPADDD       avx2bfbias<>+0(SB), Y4, Y4
-	VPADDD       Y2, Y4, Y4
-	VPAND        avx2bfhigh<>+0(SB), Y4, Y4
-	VCMPPS       $0x03, Y2, Y2, Y2
-	VBLENDVPS    Y2, avx2bfnanhigh<>+0(SB), Y4, Y4
-	VMOVUPS      32(BX)(DI*4), Y2
-	VADDPS       Y1, Y2, Y2
-	VMULPS       Y2, Y4, Y4
-	VPSRLD       $0x10, Y3, Y2
-	VPAND        avx2bfone<>+0(SB), Y2, Y2
-	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD       Y3, Y2, Y2
-	VPSRLD       $0x10, Y2, Y2
-	VCMPPS       $0x03, Y3, Y3, Y3
-	VBLENDVPS    Y3, avx2bfnanlow<>+0(SB), Y2, Y2
-	VEXTRACTI128 $0x01, Y2, X3
-	VPACKUSDW    X3, X2, X9
-	VPSRLD       $0x10, Y4, Y2
-	VPAND        avx2bfone<>+0(SB), Y2, Y2
-	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD       Y4, Y2, Y2
-	VPSRLD       $0x10, Y2, Y2
-	VCMPPS       $0x03, Y4, Y4, Y3
-	VBLENDVPS    Y3, avx2bfnanlow<>+0(SB), Y2, Y2
-	VEXTRACTI128 $0x01, Y2, X3
-	VPACKUSDW    X3, X2, X2
-	VINSERTI128  $0x01, X2, Y9, Y9
-	VMOVNTDQ     Y9, (CX)(DI*2)
-	VPMOVZXWD    32(DX)(DI*2), Y2
-	VPSLLD       $0x10, Y2, Y2
-	VMULPS       Y0, Y2, Y2
-	VPSRLD       $0x10, Y2, Y3
-	VPAND        avx2bfone<>+0(SB), Y3, Y3
-	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
-	VPADDD       Y2, Y3, Y3
-	VPAND        avx2bfhigh<>+0(SB), Y3, Y3
-	VCMPPS       $0x03, Y2, Y2, Y2
-	VBLENDVPS    Y2, avx2bfnanhigh<>+0(SB), Y3, Y3
-	VMOVUPS      64(BX)(DI*4), Y2
-	VADDPS       Y1, Y2, Y2
-	VMULPS       Y2, Y3, Y3
-	VPMOVZXWD    48(DX)(DI*2), Y2
-	VPSLLD       $0x10, Y2, Y2
-	VMULPS       Y0, Y2, Y2
-	VPSRLD       $0x10, Y2, Y4
-	VPAND        avx2bfone<>+0(SB), Y4, Y4
-	VPADDD       avx2bfbias<>+0(SB), Y4, Y4
-	VPADDD       Y2, Y4, Y4
-	VPAND        avx2bfhigh<>+0(SB), Y4, Y4
-	VCMPPS       $0x03, Y2, Y2, Y2
-	VBLENDVPS    Y2, avx2bfnanhigh<>+0(SB), Y4, Y4
-	VMOVUPS      96(BX)(DI*4), Y2
-	VADDPS       Y1, Y2, Y2
-	VMULPS       Y2, Y4, Y4
-	VPSRLD       $0x10, Y3, Y2
-	VPAND        avx2bfone<>+0(SB), Y2, Y2
-	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD       Y3, Y2, Y2
-	VPSRLD       $0x10, Y2, Y2
-	VCMPPS       $0x03, Y3, Y3, Y3
-	VBLENDVPS    Y3, avx2bfnanlow<>+0(SB), Y2, Y2
-	VEXTRACTI128 $0x01, Y2, X3
-	VPACKUSDW    X3, X2, X10
-	VPSRLD       $0x10, Y4, Y2
-	VPAND        avx2bfone<>+0(SB), Y2, Y2
-	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD       Y4, Y2, Y2
-	VPSRLD       $0x10, Y2, Y2
-	VCMPPS       $0x03, Y4, Y4, Y3
-	VBLENDVPS    Y3, avx2bfnanlow<>+0(SB), Y2, Y2
-	VEXTRACTI128 $0x01, Y2, X3
-	VPACKUSDW    X3, X2, X2
-	VINSERTI128  $0x01, X2, Y10, Y10
-	VMOVNTDQ     Y10, 32(CX)(DI*2)
-	ADDQ         $0x00000020, DI
-	JMP          scalentloop
+	CMPQ       DI, R8
+	JG         scaletail
+	PREFETCHT0 (R9)(DI*2)
+	VPMOVZXWD  (DX)(DI*2), Y2
+	VPSLLD     $0x10, Y2, Y2
+	VMULPS     Y1, Y2, Y2
+	VPSRLD     $0x10, Y2, Y3
+	VPAND      avx2bfone<>+0(SB), Y3, Y3
+	VPADDD     avx2bfbias<>+0(SB), Y3, Y3
+	VPADDD     Y2, Y3, Y3
+	VPAND      avx2bfhigh<>+0(SB), Y3, Y3
+	VCMPPS     $0x03, Y2, Y2, Y2
+	VBLENDVPS  Y2, avx2bfnanhigh<>+0(SB), Y3, Y3
+	VMOVUPS    (BX)(DI*4), Y2
+	VADDPS     Y0, Y2, Y2
+	VMULPS     Y2, Y3, Y3
+	VPMOVZXWD  16(DX)(DI*2), Y2
+	VPSLLD     $0x10, Y2, Y2
+	VMULPS     Y1, Y2, Y2
+	VPSRLD     $0x10, Y2, Y4
+	VPAND      avx2bfone<>+0(SB), Y4, Y4
+	VPADDD     avx2bfbias<>+0(SB), Y4, Y4
+	VPADDD     Y2, Y4, Y4
+	VPAND      avx2bfhigh<>+0(SB), Y4, Y4
+	VCMPPS     $0x03, Y2, Y2, Y2
+	VBLENDVPS  Y2, avx2bfnanhigh<>+0(SB), Y4, Y4
+	VMOVUPS    32(BX)(DI*4), Y2
+	VADDPS     Y0, Y2, Y2
+	VMULPS     Y2, Y4, Y4
+	VPSRLD     $0x10, Y3, Y2
+	VPAND      avx2bfone<>+0(SB), Y2, Y2
+	VPADDD     avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD     Y3, Y2, Y2
+	VPSRLD     $0x10, Y2, Y2
+	VCMPPS     $0x03, Y3, Y3, Y3
+	VBLENDVPS  Y3, avx2bfnanlow<>+0(SB), Y2, Y2
+	VPSRLD     $0x10, Y4, Y3
+	VPAND      avx2bfone<>+0(SB), Y3, Y3
+	VPADDD     avx2bfbias<>+0(SB), Y3, Y3
+	VPADDD     Y4, Y3, Y3
+	VPSRLD     $0x10, Y3, Y3
+	VCMPPS     $0x03, Y4, Y4, Y4
+	VBLENDVPS  Y4, avx2bfnanlow<>+0(SB), Y3, Y3
+	VPACKUSDW  Y3, Y2, Y2
+	VPERMQ     $0xd8, Y2, Y2
+	VMOVNTDQ   Y2, (CX)(DI*2)
+	VPMOVZXWD  32(DX)(DI*2), Y2
+	VPSLLD     $0x10, Y2, Y2
+	VMULPS     Y1, Y2, Y2
+	VPSRLD     $0x10, Y2, Y3
+	VPAND      avx2bfone<>+0(SB), Y3, Y3
+	VPADDD     avx2bfbias<>+0(SB), Y3, Y3
+	VPADDD     Y2, Y3, Y3
+	VPAND      avx2bfhigh<>+0(SB), Y3, Y3
+	VCMPPS     $0x03, Y2, Y2, Y2
+	VBLENDVPS  Y2, avx2bfnanhigh<>+0(SB), Y3, Y3
+	VMOVUPS    64(BX)(DI*4), Y2
+	VADDPS     Y0, Y2, Y2
+	VMULPS     Y2, Y3, Y3
+	VPMOVZXWD  48(DX)(DI*2), Y2
+	VPSLLD     $0x10, Y2, Y2
+	VMULPS     Y1, Y2, Y2
+	VPSRLD     $0x10, Y2, Y4
+	VPAND      avx2bfone<>+0(SB), Y4, Y4
+	VPADDD     avx2bfbias<>+0(SB), Y4, Y4
+	VPADDD     Y2, Y4, Y4
+	VPAND      avx2bfhigh<>+0(SB), Y4, Y4
+	VCMPPS     $0x03, Y2, Y2, Y2
+	VBLENDVPS  Y2, avx2bfnanhigh<>+0(SB), Y4, Y4
+	VMOVUPS    96(BX)(DI*4), Y2
+	VADDPS     Y0, Y2, Y2
+	VMULPS     Y2, Y4, Y4
+	VPSRLD     $0x10, Y3, Y2
+	VPAND      avx2bfone<>+0(SB), Y2, Y2
+	VPADDD     avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD     Y3, Y2, Y2
+	VPSRLD     $0x10, Y2, Y2
+	VCMPPS     $0x03, Y3, Y3, Y3
+	VBLENDVPS  Y3, avx2bfnanlow<>+0(SB), Y2, Y2
+	VPSRLD     $0x10, Y4, Y3
+	VPAND      avx2bfone<>+0(SB), Y3, Y3
+	VPADDD     avx2bfbias<>+0(SB), Y3, Y3
+	VPADDD     Y4, Y3, Y3
+	VPSRLD     $0x10, Y3, Y3
+	VCMPPS     $0x03, Y4, Y4, Y4
+	VBLENDVPS  Y4, avx2bfnanlow<>+0(SB), Y3, Y3
+	VPACKUSDW  Y3, Y2, Y2
+	VPERMQ     $0xd8, Y2, Y2
+	VMOVNTDQ   Y2, 32(CX)(DI*2)
+	ADDQ       $0x00000020, DI
+	JMP        scalentloop
 
 scaletail:
 	ADDQ $0x00000018, R8
@@ -22727,7 +22621,7 @@ scaleone:
 	JG           scalepart
 	VPMOVZXWD    (DX)(DI*2), Y2
 	VPSLLD       $0x10, Y2, Y2
-	VMULPS       Y0, Y2, Y2
+	VMULPS       Y1, Y2, Y2
 	VPSRLD       $0x10, Y2, Y3
 	VPAND        avx2bfone<>+0(SB), Y3, Y3
 	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
@@ -22736,7 +22630,7 @@ scaleone:
 	VCMPPS       $0x03, Y2, Y2, Y2
 	VBLENDVPS    Y2, avx2bfnanhigh<>+0(SB), Y3, Y3
 	VMOVUPS      (BX)(DI*4), Y2
-	VADDPS       Y1, Y2, Y2
+	VADDPS       Y0, Y2, Y2
 	VMULPS       Y2, Y3, Y3
 	VPSRLD       $0x10, Y3, Y2
 	VPAND        avx2bfone<>+0(SB), Y2, Y2
@@ -22809,27 +22703,27 @@ copyloop30:
 copied29:
 	VPMOVZXWD    128(SP), Y2
 	VPSLLD       $0x10, Y2, Y2
-	VMULPS       Y2, Y0, Y2
-	VPSRLD       $0x10, Y2, Y0
-	VPAND        avx2bfone<>+0(SB), Y0, Y0
-	VPADDD       avx2bfbias<>+0(SB), Y0, Y0
-	VPADDD       Y2, Y0, Y0
-	VPAND        avx2bfhigh<>+0(SB), Y0, Y0
-	VCMPPS       $0x03, Y2, Y2, Y2
-	VBLENDVPS    Y2, avx2bfnanhigh<>+0(SB), Y0, Y0
-	VMOVUPS      160(SP), Y2
-	VADDPS       Y1, Y2, Y2
-	VMULPS       Y2, Y0, Y0
-	VPSRLD       $0x10, Y0, Y1
+	VMULPS       Y2, Y1, Y2
+	VPSRLD       $0x10, Y2, Y1
 	VPAND        avx2bfone<>+0(SB), Y1, Y1
 	VPADDD       avx2bfbias<>+0(SB), Y1, Y1
-	VPADDD       Y0, Y1, Y1
-	VPSRLD       $0x10, Y1, Y1
-	VCMPPS       $0x03, Y0, Y0, Y0
-	VBLENDVPS    Y0, avx2bfnanlow<>+0(SB), Y1, Y1
-	VEXTRACTI128 $0x01, Y1, X0
-	VPACKUSDW    X0, X1, X0
-	VMOVDQU      X0, 192(SP)
+	VPADDD       Y2, Y1, Y1
+	VPAND        avx2bfhigh<>+0(SB), Y1, Y1
+	VCMPPS       $0x03, Y2, Y2, Y2
+	VBLENDVPS    Y2, avx2bfnanhigh<>+0(SB), Y1, Y1
+	VMOVUPS      160(SP), Y2
+	VADDPS       Y0, Y2, Y2
+	VMULPS       Y2, Y1, Y1
+	VPSRLD       $0x10, Y1, Y0
+	VPAND        avx2bfone<>+0(SB), Y0, Y0
+	VPADDD       avx2bfbias<>+0(SB), Y0, Y0
+	VPADDD       Y1, Y0, Y0
+	VPSRLD       $0x10, Y0, Y0
+	VCMPPS       $0x03, Y1, Y1, Y1
+	VBLENDVPS    Y1, avx2bfnanlow<>+0(SB), Y0, Y0
+	VEXTRACTI128 $0x01, Y0, X1
+	VPACKUSDW    X1, X0, X1
+	VMOVDQU      X1, 192(SP)
 	LEAQ         192(SP), R9
 	LEAQ         (CX)(DI*2), R8
 	XORQ         DI, DI
@@ -23172,28 +23066,28 @@ invone:
 	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
 	CMPL   324(SP), $0x00
 	JE     divide6
-	VMULSS 324(SP), X1, X0
+	VMULSS 324(SP), X1, X1
 	JMP    divided7
 
 divide6:
-	VDIVSS 320(SP), X1, X0
+	VDIVSS 320(SP), X1, X1
 
 divided7:
-	VADDSS   job_eps+0(AX), X0, X0
-	VUCOMISS tlo<>+0(SB), X0
+	VADDSS   job_eps+0(AX), X1, X1
+	VUCOMISS tlo<>+0(SB), X1
 	JCS      ret
-	VUCOMISS tmax<>+0(SB), X0
+	VUCOMISS tmax<>+0(SB), X1
 	JHI      ret
-	VSQRTSS  X0, X0, X0
-	VMOVSS   one<>+0(SB), X1
-	VDIVSS   X0, X1, X1
+	VSQRTSS  X1, X1, X1
+	VMOVSS   one<>+0(SB), X0
+	VDIVSS   X1, X0, X0
 
 	// Report 1/rms if asked.
 	MOVQ   job_inv+0(AX), SI
 	TESTQ  SI, SI
 	JZ     scale
 	MOVQ   272(SP), DI
-	VMOVSS X1, (SI)(DI*4)
+	VMOVSS X0, (SI)(DI*4)
 	JMP    scale
 
 invgroup:
@@ -23219,47 +23113,47 @@ invgroup:
 	CMPL         324(SP), $0x00
 	JE           divide8
 	VBROADCASTSS 324(SP), X1
-	VMULPS       X1, X0, X0
+	VMULPS       X1, X0, X1
 	JMP          divided9
 
 divide8:
 	VBROADCASTSS 320(SP), X1
-	VDIVPS       X1, X0, X0
+	VDIVPS       X1, X0, X1
 
 divided9:
-	VBROADCASTSS job_eps+0(AX), X1
-	VADDPS       X1, X0, X0
-	VCMPPS       $0x1d, tlo4<>+0(SB), X0, X1
-	VCMPPS       $0x12, tmax4<>+0(SB), X0, X2
-	VANDPS       X2, X1, X1
-	VMOVMSKPS    X1, SI
+	VBROADCASTSS job_eps+0(AX), X0
+	VADDPS       X0, X1, X1
+	VCMPPS       $0x1d, tlo4<>+0(SB), X1, X0
+	VCMPPS       $0x12, tmax4<>+0(SB), X1, X2
+	VANDPS       X2, X0, X0
+	VMOVMSKPS    X0, SI
 	CMPL         SI, $0x0f
 	JE           ginrange
 	MOVQ         $0x00000004, 280(SP)
 	JMP          row
 
 ginrange:
-	VSQRTPS      X0, X0
-	VBROADCASTSS one<>+0(SB), X1
-	VDIVPS       X0, X1, X1
+	VSQRTPS      X1, X1
+	VBROADCASTSS one<>+0(SB), X0
+	VDIVPS       X1, X0, X0
 
 	// Report 1/rms if asked.
 	MOVQ    job_inv+0(AX), SI
 	TESTQ   SI, SI
 	JZ      scale
 	MOVQ    272(SP), DI
-	VMOVUPS X1, (SI)(DI*4)
+	VMOVUPS X0, (SI)(DI*4)
 
 scale:
-	VBROADCASTSS X1, Y0
+	VBROADCASTSS X0, Y1
 	MOVQ         $0x00000000, 296(SP)
 	CMPQ         288(SP), $0x01
 	JE           scalebody
-	VMOVUPS      X1, 256(SP)
+	VMOVUPS      X0, 256(SP)
 
 scalerow:
 	MOVQ         296(SP), SI
-	VBROADCASTSS 256(SP)(SI*4), Y0
+	VBROADCASTSS 256(SP)(SI*4), Y1
 
 scalebody:
 	// y = (src*inv)*w, rounded after each multiply.
@@ -23270,62 +23164,56 @@ scalebody:
 	JNZ   scalepf
 
 scaleloop:
-	CMPQ         SI, DI
-	JG           scaletail
-	VPMOVZXWD    (DX)(SI*2), Y1
-	VPSLLD       $0x10, Y1, Y1
-	VMULPS       Y0, Y1, Y1
-	VPSRLD       $0x10, Y1, Y2
-	VPAND        avx2bfone<>+0(SB), Y2, Y2
-	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD       Y1, Y2, Y2
-	VPSRLD       $0x10, Y2, Y2
-	VCMPPS       $0x03, Y1, Y1, Y1
-	VBLENDVPS    Y1, avx2bfnanlow<>+0(SB), Y2, Y2
-	VEXTRACTI128 $0x01, Y2, X1
-	VPACKUSDW    X1, X2, X1
-	VMOVDQU      X1, (CX)(SI*2)
-	VPMOVZXWD    16(DX)(SI*2), Y1
-	VPSLLD       $0x10, Y1, Y1
-	VMULPS       Y0, Y1, Y1
-	VPSRLD       $0x10, Y1, Y2
-	VPAND        avx2bfone<>+0(SB), Y2, Y2
-	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD       Y1, Y2, Y2
-	VPSRLD       $0x10, Y2, Y2
-	VCMPPS       $0x03, Y1, Y1, Y1
-	VBLENDVPS    Y1, avx2bfnanlow<>+0(SB), Y2, Y2
-	VEXTRACTI128 $0x01, Y2, X1
-	VPACKUSDW    X1, X2, X1
-	VMOVDQU      X1, 16(CX)(SI*2)
-	VPMOVZXWD    32(DX)(SI*2), Y1
-	VPSLLD       $0x10, Y1, Y1
-	VMULPS       Y0, Y1, Y1
-	VPSRLD       $0x10, Y1, Y2
-	VPAND        avx2bfone<>+0(SB), Y2, Y2
-	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD       Y1, Y2, Y2
-	VPSRLD       $0x10, Y2, Y2
-	VCMPPS       $0x03, Y1, Y1, Y1
-	VBLENDVPS    Y1, avx2bfnanlow<>+0(SB), Y2, Y2
-	VEXTRACTI128 $0x01, Y2, X1
-	VPACKUSDW    X1, X2, X1
-	VMOVDQU      X1, 32(CX)(SI*2)
-	VPMOVZXWD    48(DX)(SI*2), Y1
-	VPSLLD       $0x10, Y1, Y1
-	VMULPS       Y0, Y1, Y1
-	VPSRLD       $0x10, Y1, Y2
-	VPAND        avx2bfone<>+0(SB), Y2, Y2
-	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD       Y1, Y2, Y2
-	VPSRLD       $0x10, Y2, Y2
-	VCMPPS       $0x03, Y1, Y1, Y1
-	VBLENDVPS    Y1, avx2bfnanlow<>+0(SB), Y2, Y2
-	VEXTRACTI128 $0x01, Y2, X1
-	VPACKUSDW    X1, X2, X1
-	VMOVDQU      X1, 48(CX)(SI*2)
-	ADDQ         $0x00000020, SI
-	JMP          scaleloop
+	CMPQ      SI, DI
+	JG        scaletail
+	VPMOVZXWD (DX)(SI*2), Y0
+	VPSLLD    $0x10, Y0, Y0
+	VMULPS    Y1, Y0, Y0
+	VPMOVZXWD 16(DX)(SI*2), Y2
+	VPSLLD    $0x10, Y2, Y2
+	VMULPS    Y1, Y2, Y2
+	VPSRLD    $0x10, Y0, Y3
+	VPAND     avx2bfone<>+0(SB), Y3, Y3
+	VPADDD    avx2bfbias<>+0(SB), Y3, Y3
+	VPADDD    Y0, Y3, Y3
+	VPSRLD    $0x10, Y3, Y3
+	VCMPPS    $0x03, Y0, Y0, Y0
+	VBLENDVPS Y0, avx2bfnanlow<>+0(SB), Y3, Y3
+	VPSRLD    $0x10, Y2, Y0
+	VPAND     avx2bfone<>+0(SB), Y0, Y0
+	VPADDD    avx2bfbias<>+0(SB), Y0, Y0
+	VPADDD    Y2, Y0, Y0
+	VPSRLD    $0x10, Y0, Y0
+	VCMPPS    $0x03, Y2, Y2, Y2
+	VBLENDVPS Y2, avx2bfnanlow<>+0(SB), Y0, Y0
+	VPACKUSDW Y0, Y3, Y3
+	VPERMQ    $0xd8, Y3, Y3
+	VMOVDQU   Y3, (CX)(SI*2)
+	VPMOVZXWD 32(DX)(SI*2), Y0
+	VPSLLD    $0x10, Y0, Y0
+	VMULPS    Y1, Y0, Y0
+	VPMOVZXWD 48(DX)(SI*2), Y2
+	VPSLLD    $0x10, Y2, Y2
+	VMULPS    Y1, Y2, Y2
+	VPSRLD    $0x10, Y0, Y3
+	VPAND     avx2bfone<>+0(SB), Y3, Y3
+	VPADDD    avx2bfbias<>+0(SB), Y3, Y3
+	VPADDD    Y0, Y3, Y3
+	VPSRLD    $0x10, Y3, Y3
+	VCMPPS    $0x03, Y0, Y0, Y0
+	VBLENDVPS Y0, avx2bfnanlow<>+0(SB), Y3, Y3
+	VPSRLD    $0x10, Y2, Y0
+	VPAND     avx2bfone<>+0(SB), Y0, Y0
+	VPADDD    avx2bfbias<>+0(SB), Y0, Y0
+	VPADDD    Y2, Y0, Y0
+	VPSRLD    $0x10, Y0, Y0
+	VCMPPS    $0x03, Y2, Y2, Y2
+	VBLENDVPS Y2, avx2bfnanlow<>+0(SB), Y0, Y0
+	VPACKUSDW Y0, Y3, Y3
+	VPERMQ    $0xd8, Y3, Y3
+	VMOVDQU   Y3, 32(CX)(SI*2)
+	ADDQ      $0x00000020, SI
+	JMP       scaleloop
 
 scalepf:
 	MOVQ BX, R8
@@ -23339,63 +23227,57 @@ longrows10:
 	JNZ   scalent
 
 scalepfloop:
-	CMPQ         SI, DI
-	JG           scaletail
-	PREFETCHT0   (R8)(SI*2)
-	VPMOVZXWD    (DX)(SI*2), Y1
-	VPSLLD       $0x10, Y1, Y1
-	VMULPS       Y0, Y1, Y1
-	VPSRLD       $0x10, Y1, Y2
-	VPAND        avx2bfone<>+0(SB), Y2, Y2
-	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD       Y1, Y2, Y2
-	VPSRLD       $0x10, Y2, Y2
-	VCMPPS       $0x03, Y1, Y1, Y1
-	VBLENDVPS    Y1, avx2bfnanlow<>+0(SB), Y2, Y2
-	VEXTRACTI128 $0x01, Y2, X1
-	VPACKUSDW    X1, X2, X1
-	VMOVDQU      X1, (CX)(SI*2)
-	VPMOVZXWD    16(DX)(SI*2), Y1
-	VPSLLD       $0x10, Y1, Y1
-	VMULPS       Y0, Y1, Y1
-	VPSRLD       $0x10, Y1, Y2
-	VPAND        avx2bfone<>+0(SB), Y2, Y2
-	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD       Y1, Y2, Y2
-	VPSRLD       $0x10, Y2, Y2
-	VCMPPS       $0x03, Y1, Y1, Y1
-	VBLENDVPS    Y1, avx2bfnanlow<>+0(SB), Y2, Y2
-	VEXTRACTI128 $0x01, Y2, X1
-	VPACKUSDW    X1, X2, X1
-	VMOVDQU      X1, 16(CX)(SI*2)
-	VPMOVZXWD    32(DX)(SI*2), Y1
-	VPSLLD       $0x10, Y1, Y1
-	VMULPS       Y0, Y1, Y1
-	VPSRLD       $0x10, Y1, Y2
-	VPAND        avx2bfone<>+0(SB), Y2, Y2
-	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD       Y1, Y2, Y2
-	VPSRLD       $0x10, Y2, Y2
-	VCMPPS       $0x03, Y1, Y1, Y1
-	VBLENDVPS    Y1, avx2bfnanlow<>+0(SB), Y2, Y2
-	VEXTRACTI128 $0x01, Y2, X1
-	VPACKUSDW    X1, X2, X1
-	VMOVDQU      X1, 32(CX)(SI*2)
-	VPMOVZXWD    48(DX)(SI*2), Y1
-	VPSLLD       $0x10, Y1, Y1
-	VMULPS       Y0, Y1, Y1
-	VPSRLD       $0x10, Y1, Y2
-	VPAND        avx2bfone<>+0(SB), Y2, Y2
-	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD       Y1, Y2, Y2
-	VPSRLD       $0x10, Y2, Y2
-	VCMPPS       $0x03, Y1, Y1, Y1
-	VBLENDVPS    Y1, avx2bfnanlow<>+0(SB), Y2, Y2
-	VEXTRACTI128 $0x01, Y2, X1
-	VPACKUSDW    X1, X2, X1
-	VMOVDQU      X1, 48(CX)(SI*2)
-	ADDQ         $0x00000020, SI
-	JMP          scalepfloop
+	CMPQ       SI, DI
+	JG         scaletail
+	PREFETCHT0 (R8)(SI*2)
+	VPMOVZXWD  (DX)(SI*2), Y0
+	VPSLLD     $0x10, Y0, Y0
+	VMULPS     Y1, Y0, Y0
+	VPMOVZXWD  16(DX)(SI*2), Y2
+	VPSLLD     $0x10, Y2, Y2
+	VMULPS     Y1, Y2, Y2
+	VPSRLD     $0x10, Y0, Y3
+	VPAND      avx2bfone<>+0(SB), Y3, Y3
+	VPADDD     avx2bfbias<>+0(SB), Y3, Y3
+	VPADDD     Y0, Y3, Y3
+	VPSRLD     $0x10, Y3, Y3
+	VCMPPS     $0x03, Y0, Y0, Y0
+	VBLENDVPS  Y0, avx2bfnanlow<>+0(SB), Y3, Y3
+	VPSRLD     $0x10, Y2, Y0
+	VPAND      avx2bfone<>+0(SB), Y0, Y0
+	VPADDD     avx2bfbias<>+0(SB), Y0, Y0
+	VPADDD     Y2, Y0, Y0
+	VPSRLD     $0x10, Y0, Y0
+	VCMPPS     $0x03, Y2, Y2, Y2
+	VBLENDVPS  Y2, avx2bfnanlow<>+0(SB), Y0, Y0
+	VPACKUSDW  Y0, Y3, Y3
+	VPERMQ     $0xd8, Y3, Y3
+	VMOVDQU    Y3, (CX)(SI*2)
+	VPMOVZXWD  32(DX)(SI*2), Y0
+	VPSLLD     $0x10, Y0, Y0
+	VMULPS     Y1, Y0, Y0
+	VPMOVZXWD  48(DX)(SI*2), Y2
+	VPSLLD     $0x10, Y2, Y2
+	VMULPS     Y1, Y2, Y2
+	VPSRLD     $0x10, Y0, Y3
+	VPAND      avx2bfone<>+0(SB), Y3, Y3
+	VPADDD     avx2bfbias<>+0(SB), Y3, Y3
+	VPADDD     Y0, Y3, Y3
+	VPSRLD     $0x10, Y3, Y3
+	VCMPPS     $0x03, Y0, Y0, Y0
+	VBLENDVPS  Y0, avx2bfnanlow<>+0(SB), Y3, Y3
+	VPSRLD     $0x10, Y2, Y0
+	VPAND      avx2bfone<>+0(SB), Y0, Y0
+	VPADDD     avx2bfbias<>+0(SB), Y0, Y0
+	VPADDD     Y2, Y0, Y0
+	VPSRLD     $0x10, Y0, Y0
+	VCMPPS     $0x03, Y2, Y2, Y2
+	VBLENDVPS  Y2, avx2bfnanlow<>+0(SB), Y0, Y0
+	VPACKUSDW  Y0, Y3, Y3
+	VPERMQ     $0xd8, Y3, Y3
+	VMOVDQU    Y3, 32(CX)(SI*2)
+	ADDQ       $0x00000020, SI
+	JMP        scalepfloop
 
 scalent:
 	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
@@ -23411,19 +23293,19 @@ scalent:
 scalehead:
 	CMPQ         R9, $0x00000008
 	JB           scaleheadpart
-	VPMOVZXWD    (DX)(SI*2), Y1
-	VPSLLD       $0x10, Y1, Y1
-	VMULPS       Y0, Y1, Y1
-	VPSRLD       $0x10, Y1, Y2
+	VPMOVZXWD    (DX)(SI*2), Y0
+	VPSLLD       $0x10, Y0, Y0
+	VMULPS       Y1, Y0, Y0
+	VPSRLD       $0x10, Y0, Y2
 	VPAND        avx2bfone<>+0(SB), Y2, Y2
 	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD       Y1, Y2, Y2
+	VPADDD       Y0, Y2, Y2
 	VPSRLD       $0x10, Y2, Y2
-	VCMPPS       $0x03, Y1, Y1, Y1
-	VBLENDVPS    Y1, avx2bfnanlow<>+0(SB), Y2, Y2
-	VEXTRACTI128 $0x01, Y2, X1
-	VPACKUSDW    X1, X2, X1
-	VMOVDQU      X1, (CX)(SI*2)
+	VCMPPS       $0x03, Y0, Y0, Y0
+	VBLENDVPS    Y0, avx2bfnanlow<>+0(SB), Y2, Y2
+	VEXTRACTI128 $0x01, Y2, X0
+	VPACKUSDW    X0, X2, X0
+	VMOVDQU      X0, (CX)(SI*2)
 	ADDQ         $0x00000008, SI
 	SUBQ         $0x00000008, R9
 	JZ           scalentloop
@@ -23438,8 +23320,8 @@ scaleheadpart:
 copyvec11:
 	CMPQ    R12, R13
 	JG      copyone12
-	VMOVUPS (R10)(R12*2), Y1
-	VMOVUPS Y1, (R11)(R12*2)
+	VMOVUPS (R10)(R12*2), Y0
+	VMOVUPS Y0, (R11)(R12*2)
 	ADDQ    $0x00000010, R12
 	JMP     copyvec11
 
@@ -23455,19 +23337,19 @@ copyloop14:
 	JMP  copyloop14
 
 copied13:
-	VPMOVZXWD    128(SP), Y1
-	VPSLLD       $0x10, Y1, Y1
-	VMULPS       Y1, Y0, Y1
-	VPSRLD       $0x10, Y1, Y2
+	VPMOVZXWD    128(SP), Y0
+	VPSLLD       $0x10, Y0, Y0
+	VMULPS       Y0, Y1, Y0
+	VPSRLD       $0x10, Y0, Y2
 	VPAND        avx2bfone<>+0(SB), Y2, Y2
 	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD       Y1, Y2, Y2
+	VPADDD       Y0, Y2, Y2
 	VPSRLD       $0x10, Y2, Y2
-	VCMPPS       $0x03, Y1, Y1, Y1
-	VBLENDVPS    Y1, avx2bfnanlow<>+0(SB), Y2, Y2
-	VEXTRACTI128 $0x01, Y2, X1
-	VPACKUSDW    X1, X2, X1
-	VMOVDQU      X1, 192(SP)
+	VCMPPS       $0x03, Y0, Y0, Y0
+	VBLENDVPS    Y0, avx2bfnanlow<>+0(SB), Y2, Y2
+	VEXTRACTI128 $0x01, Y2, X0
+	VPACKUSDW    X0, X2, X0
+	VMOVDQU      X0, 192(SP)
 	LEAQ         192(SP), R11
 	LEAQ         (CX)(SI*2), R10
 	MOVQ         R9, R13
@@ -23477,8 +23359,8 @@ copied13:
 copyvec15:
 	CMPQ    R12, R13
 	JG      copyone16
-	VMOVUPS (R11)(R12*2), Y1
-	VMOVUPS Y1, (R10)(R12*2)
+	VMOVUPS (R11)(R12*2), Y0
+	VMOVUPS Y0, (R10)(R12*2)
 	ADDQ    $0x00000010, R12
 	JMP     copyvec15
 
@@ -23497,63 +23379,57 @@ copied17:
 	ADDQ R9, SI
 
 scalentloop:
-	CMPQ         SI, DI
-	JG           scaletail
-	PREFETCHT0   (R8)(SI*2)
-	VPMOVZXWD    (DX)(SI*2), Y1
-	VPSLLD       $0x10, Y1, Y1
-	VMULPS       Y0, Y1, Y1
-	VPMOVZXWD    16(DX)(SI*2), Y2
-	VPSLLD       $0x10, Y2, Y2
-	VMULPS       Y0, Y2, Y2
-	VPSRLD       $0x10, Y1, Y3
-	VPAND        avx2bfone<>+0(SB), Y3, Y3
-	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
-	VPADDD       Y1, Y3, Y3
-	VPSRLD       $0x10, Y3, Y3
-	VCMPPS       $0x03, Y1, Y1, Y1
-	VBLENDVPS    Y1, avx2bfnanlow<>+0(SB), Y3, Y3
-	VEXTRACTI128 $0x01, Y3, X1
-	VPACKUSDW    X1, X3, X9
-	VPSRLD       $0x10, Y2, Y1
-	VPAND        avx2bfone<>+0(SB), Y1, Y1
-	VPADDD       avx2bfbias<>+0(SB), Y1, Y1
-	VPADDD       Y2, Y1, Y1
-	VPSRLD       $0x10, Y1, Y1
-	VCMPPS       $0x03, Y2, Y2, Y2
-	VBLENDVPS    Y2, avx2bfnanlow<>+0(SB), Y1, Y1
-	VEXTRACTI128 $0x01, Y1, X2
-	VPACKUSDW    X2, X1, X1
-	VINSERTI128  $0x01, X1, Y9, Y9
-	VMOVNTDQ     Y9, (CX)(SI*2)
-	VPMOVZXWD    32(DX)(SI*2), Y1
-	VPSLLD       $0x10, Y1, Y1
-	VMULPS       Y0, Y1, Y1
-	VPMOVZXWD    48(DX)(SI*2), Y2
-	VPSLLD       $0x10, Y2, Y2
-	VMULPS       Y0, Y2, Y2
-	VPSRLD       $0x10, Y1, Y3
-	VPAND        avx2bfone<>+0(SB), Y3, Y3
-	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
-	VPADDD       Y1, Y3, Y3
-	VPSRLD       $0x10, Y3, Y3
-	VCMPPS       $0x03, Y1, Y1, Y1
-	VBLENDVPS    Y1, avx2bfnanlow<>+0(SB), Y3, Y3
-	VEXTRACTI128 $0x01, Y3, X1
-	VPACKUSDW    X1, X3, X10
-	VPSRLD       $0x10, Y2, Y1
-	VPAND        avx2bfone<>+0(SB), Y1, Y1
-	VPADDD       avx2bfbias<>+0(SB), Y1, Y1
-	VPADDD       Y2, Y1, Y1
-	VPSRLD       $0x10, Y1, Y1
-	VCMPPS       $0x03, Y2, Y2, Y2
-	VBLENDVPS    Y2, avx2bfnanlow<>+0(SB), Y1, Y1
-	VEXTRACTI128 $0x01, Y1, X2
-	VPACKUSDW    X2, X1, X1
-	VINSERTI128  $0x01, X1, Y10, Y10
-	VMOVNTDQ     Y10, 32(CX)(SI*2)
-	ADDQ         $0x00000020, SI
-	JMP          scalentloop
+	CMPQ       SI, DI
+	JG         scaletail
+	PREFETCHT0 (R8)(SI*2)
+	VPMOVZXWD  (DX)(SI*2), Y0
+	VPSLLD     $0x10, Y0, Y0
+	VMULPS     Y1, Y0, Y0
+	VPMOVZXWD  16(DX)(SI*2), Y2
+	VPSLLD     $0x10, Y2, Y2
+	VMULPS     Y1, Y2, Y2
+	VPSRLD     $0x10, Y0, Y3
+	VPAND      avx2bfone<>+0(SB), Y3, Y3
+	VPADDD     avx2bfbias<>+0(SB), Y3, Y3
+	VPADDD     Y0, Y3, Y3
+	VPSRLD     $0x10, Y3, Y3
+	VCMPPS     $0x03, Y0, Y0, Y0
+	VBLENDVPS  Y0, avx2bfnanlow<>+0(SB), Y3, Y3
+	VPSRLD     $0x10, Y2, Y0
+	VPAND      avx2bfone<>+0(SB), Y0, Y0
+	VPADDD     avx2bfbias<>+0(SB), Y0, Y0
+	VPADDD     Y2, Y0, Y0
+	VPSRLD     $0x10, Y0, Y0
+	VCMPPS     $0x03, Y2, Y2, Y2
+	VBLENDVPS  Y2, avx2bfnanlow<>+0(SB), Y0, Y0
+	VPACKUSDW  Y0, Y3, Y3
+	VPERMQ     $0xd8, Y3, Y3
+	VMOVNTDQ   Y3, (CX)(SI*2)
+	VPMOVZXWD  32(DX)(SI*2), Y0
+	VPSLLD     $0x10, Y0, Y0
+	VMULPS     Y1, Y0, Y0
+	VPMOVZXWD  48(DX)(SI*2), Y2
+	VPSLLD     $0x10, Y2, Y2
+	VMULPS     Y1, Y2, Y2
+	VPSRLD     $0x10, Y0, Y3
+	VPAND      avx2bfone<>+0(SB), Y3, Y3
+	VPADDD     avx2bfbias<>+0(SB), Y3, Y3
+	VPADDD     Y0, Y3, Y3
+	VPSRLD     $0x10, Y3, Y3
+	VCMPPS     $0x03, Y0, Y0, Y0
+	VBLENDVPS  Y0, avx2bfnanlow<>+0(SB), Y3, Y3
+	VPSRLD     $0x10, Y2, Y0
+	VPAND      avx2bfone<>+0(SB), Y0, Y0
+	VPADDD     avx2bfbias<>+0(SB), Y0, Y0
+	VPADDD     Y2, Y0, Y0
+	VPSRLD     $0x10, Y0, Y0
+	VCMPPS     $0x03, Y2, Y2, Y2
+	VBLENDVPS  Y2, avx2bfnanlow<>+0(SB), Y0, Y0
+	VPACKUSDW  Y0, Y3, Y3
+	VPERMQ     $0xd8, Y3, Y3
+	VMOVNTDQ   Y3, 32(CX)(SI*2)
+	ADDQ       $0x00000020, SI
+	JMP        scalentloop
 
 scaletail:
 	ADDQ $0x00000018, DI
@@ -23561,19 +23437,19 @@ scaletail:
 scaleone:
 	CMPQ         SI, DI
 	JG           scalepart
-	VPMOVZXWD    (DX)(SI*2), Y1
-	VPSLLD       $0x10, Y1, Y1
-	VMULPS       Y0, Y1, Y1
-	VPSRLD       $0x10, Y1, Y2
+	VPMOVZXWD    (DX)(SI*2), Y0
+	VPSLLD       $0x10, Y0, Y0
+	VMULPS       Y1, Y0, Y0
+	VPSRLD       $0x10, Y0, Y2
 	VPAND        avx2bfone<>+0(SB), Y2, Y2
 	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD       Y1, Y2, Y2
+	VPADDD       Y0, Y2, Y2
 	VPSRLD       $0x10, Y2, Y2
-	VCMPPS       $0x03, Y1, Y1, Y1
-	VBLENDVPS    Y1, avx2bfnanlow<>+0(SB), Y2, Y2
-	VEXTRACTI128 $0x01, Y2, X1
-	VPACKUSDW    X1, X2, X1
-	VMOVDQU      X1, (CX)(SI*2)
+	VCMPPS       $0x03, Y0, Y0, Y0
+	VBLENDVPS    Y0, avx2bfnanlow<>+0(SB), Y2, Y2
+	VEXTRACTI128 $0x01, Y2, X0
+	VPACKUSDW    X0, X2, X0
+	VMOVDQU      X0, (CX)(SI*2)
 	ADDQ         $0x00000008, SI
 	JMP          scaleone
 
@@ -23590,8 +23466,8 @@ scalepart:
 copyvec19:
 	CMPQ    R10, R11
 	JG      copyone20
-	VMOVUPS (DI)(R10*2), Y1
-	VMOVUPS Y1, (R8)(R10*2)
+	VMOVUPS (DI)(R10*2), Y0
+	VMOVUPS Y0, (R8)(R10*2)
 	ADDQ    $0x00000010, R10
 	JMP     copyvec19
 
@@ -23607,19 +23483,19 @@ copyloop22:
 	JMP  copyloop22
 
 copied21:
-	VPMOVZXWD    128(SP), Y1
-	VPSLLD       $0x10, Y1, Y1
-	VMULPS       Y1, Y0, Y1
-	VPSRLD       $0x10, Y1, Y0
-	VPAND        avx2bfone<>+0(SB), Y0, Y0
-	VPADDD       avx2bfbias<>+0(SB), Y0, Y0
-	VPADDD       Y1, Y0, Y0
-	VPSRLD       $0x10, Y0, Y0
-	VCMPPS       $0x03, Y1, Y1, Y1
-	VBLENDVPS    Y1, avx2bfnanlow<>+0(SB), Y0, Y0
-	VEXTRACTI128 $0x01, Y0, X1
-	VPACKUSDW    X1, X0, X1
-	VMOVDQU      X1, 192(SP)
+	VPMOVZXWD    128(SP), Y0
+	VPSLLD       $0x10, Y0, Y0
+	VMULPS       Y0, Y1, Y0
+	VPSRLD       $0x10, Y0, Y1
+	VPAND        avx2bfone<>+0(SB), Y1, Y1
+	VPADDD       avx2bfbias<>+0(SB), Y1, Y1
+	VPADDD       Y0, Y1, Y1
+	VPSRLD       $0x10, Y1, Y1
+	VCMPPS       $0x03, Y0, Y0, Y0
+	VBLENDVPS    Y0, avx2bfnanlow<>+0(SB), Y1, Y1
+	VEXTRACTI128 $0x01, Y1, X0
+	VPACKUSDW    X0, X1, X0
+	VMOVDQU      X0, 192(SP)
 	LEAQ         192(SP), R8
 	LEAQ         (CX)(SI*2), DI
 	XORQ         SI, SI
@@ -24447,39 +24323,39 @@ summed:
 	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
 	CMPL   452(SP), $0x00
 	JE     divide14
-	VMULSS 452(SP), X1, X0
+	VMULSS 452(SP), X1, X1
 	JMP    divided15
 
 divide14:
-	VDIVSS 448(SP), X1, X0
+	VDIVSS 448(SP), X1, X1
 
 divided15:
-	VADDSS   job_eps+0(AX), X0, X0
-	VUCOMISS tlo<>+0(SB), X0
+	VADDSS   job_eps+0(AX), X1, X1
+	VUCOMISS tlo<>+0(SB), X1
 	JCS      ret
-	VUCOMISS tmax<>+0(SB), X0
+	VUCOMISS tmax<>+0(SB), X1
 	JHI      ret
-	VSQRTSS  X0, X0, X0
-	VMOVSS   one<>+0(SB), X1
-	VDIVSS   X0, X1, X1
+	VSQRTSS  X1, X1, X1
+	VMOVSS   one<>+0(SB), X0
+	VDIVSS   X1, X0, X0
 
 	// Report 1/rms if asked.
 	MOVQ   job_inv+0(AX), R8
 	TESTQ  R8, R8
 	JZ     scale
 	MOVQ   400(SP), R9
-	VMOVSS X1, (R8)(R9*4)
+	VMOVSS X0, (R8)(R9*4)
 
 scale:
-	VBROADCASTSS X1, Y0
+	VBROADCASTSS X0, Y1
 	MOVQ         $0x00000000, 424(SP)
 	CMPQ         416(SP), $0x01
 	JE           scalebody
-	VMOVUPS      X1, 384(SP)
+	VMOVUPS      X0, 384(SP)
 
 scalerow:
 	MOVQ         424(SP), R8
-	VBROADCASTSS 384(SP)(R8*4), Y0
+	VBROADCASTSS 384(SP)(R8*4), Y1
 
 scalebody:
 	// y = (src*inv)*w, rounded after each multiply.
@@ -24490,66 +24366,60 @@ scalebody:
 	JNZ   scalepf
 
 scaleloop:
-	CMPQ         R8, R9
-	JG           scaletail
-	VPMOVZXWD    (SI)(R8*2), Y1
-	VPSLLD       $0x10, Y1, Y1
-	VMULPS       Y0, Y1, Y1
-	VMULPS       (BX)(R8*4), Y1, Y1
-	VPSRLD       $0x10, Y1, Y2
-	VPAND        avx2bfone<>+0(SB), Y2, Y2
-	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD       Y1, Y2, Y2
-	VPSRLD       $0x10, Y2, Y2
-	VCMPPS       $0x03, Y1, Y1, Y1
-	VBLENDVPS    Y1, avx2bfnanlow<>+0(SB), Y2, Y2
-	VEXTRACTI128 $0x01, Y2, X1
-	VPACKUSDW    X1, X2, X1
-	VMOVDQU      X1, (CX)(R8*2)
-	VPMOVZXWD    16(SI)(R8*2), Y1
-	VPSLLD       $0x10, Y1, Y1
-	VMULPS       Y0, Y1, Y1
-	VMULPS       32(BX)(R8*4), Y1, Y1
-	VPSRLD       $0x10, Y1, Y2
-	VPAND        avx2bfone<>+0(SB), Y2, Y2
-	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD       Y1, Y2, Y2
-	VPSRLD       $0x10, Y2, Y2
-	VCMPPS       $0x03, Y1, Y1, Y1
-	VBLENDVPS    Y1, avx2bfnanlow<>+0(SB), Y2, Y2
-	VEXTRACTI128 $0x01, Y2, X1
-	VPACKUSDW    X1, X2, X1
-	VMOVDQU      X1, 16(CX)(R8*2)
-	VPMOVZXWD    32(SI)(R8*2), Y1
-	VPSLLD       $0x10, Y1, Y1
-	VMULPS       Y0, Y1, Y1
-	VMULPS       64(BX)(R8*4), Y1, Y1
-	VPSRLD       $0x10, Y1, Y2
-	VPAND        avx2bfone<>+0(SB), Y2, Y2
-	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD       Y1, Y2, Y2
-	VPSRLD       $0x10, Y2, Y2
-	VCMPPS       $0x03, Y1, Y1, Y1
-	VBLENDVPS    Y1, avx2bfnanlow<>+0(SB), Y2, Y2
-	VEXTRACTI128 $0x01, Y2, X1
-	VPACKUSDW    X1, X2, X1
-	VMOVDQU      X1, 32(CX)(R8*2)
-	VPMOVZXWD    48(SI)(R8*2), Y1
-	VPSLLD       $0x10, Y1, Y1
-	VMULPS       Y0, Y1, Y1
-	VMULPS       96(BX)(R8*4), Y1, Y1
-	VPSRLD       $0x10, Y1, Y2
-	VPAND        avx2bfone<>+0(SB), Y2, Y2
-	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD       Y1, Y2, Y2
-	VPSRLD       $0x10, Y2, Y2
-	VCMPPS       $0x03, Y1, Y1, Y1
-	VBLENDVPS    Y1, avx2bfnanlow<>+0(SB), Y2, Y2
-	VEXTRACTI128 $0x01, Y2, X1
-	VPACKUSDW    X1, X2, X1
-	VMOVDQU      X1, 48(CX)(R8*2)
-	ADDQ         $0x00000020, R8
-	JMP          scaleloop
+	CMPQ      R8, R9
+	JG        scaletail
+	VPMOVZXWD (SI)(R8*2), Y0
+	VPSLLD    $0x10, Y0, Y0
+	VMULPS    Y1, Y0, Y0
+	VMULPS    (BX)(R8*4), Y0, Y0
+	VPMOVZXWD 16(SI)(R8*2), Y2
+	VPSLLD    $0x10, Y2, Y2
+	VMULPS    Y1, Y2, Y2
+	VMULPS    32(BX)(R8*4), Y2, Y2
+	VPSRLD    $0x10, Y0, Y3
+	VPAND     avx2bfone<>+0(SB), Y3, Y3
+	VPADDD    avx2bfbias<>+0(SB), Y3, Y3
+	VPADDD    Y0, Y3, Y3
+	VPSRLD    $0x10, Y3, Y3
+	VCMPPS    $0x03, Y0, Y0, Y0
+	VBLENDVPS Y0, avx2bfnanlow<>+0(SB), Y3, Y3
+	VPSRLD    $0x10, Y2, Y0
+	VPAND     avx2bfone<>+0(SB), Y0, Y0
+	VPADDD    avx2bfbias<>+0(SB), Y0, Y0
+	VPADDD    Y2, Y0, Y0
+	VPSRLD    $0x10, Y0, Y0
+	VCMPPS    $0x03, Y2, Y2, Y2
+	VBLENDVPS Y2, avx2bfnanlow<>+0(SB), Y0, Y0
+	VPACKUSDW Y0, Y3, Y3
+	VPERMQ    $0xd8, Y3, Y3
+	VMOVDQU   Y3, (CX)(R8*2)
+	VPMOVZXWD 32(SI)(R8*2), Y0
+	VPSLLD    $0x10, Y0, Y0
+	VMULPS    Y1, Y0, Y0
+	VMULPS    64(BX)(R8*4), Y0, Y0
+	VPMOVZXWD 48(SI)(R8*2), Y2
+	VPSLLD    $0x10, Y2, Y2
+	VMULPS    Y1, Y2, Y2
+	VMULPS    96(BX)(R8*4), Y2, Y2
+	VPSRLD    $0x10, Y0, Y3
+	VPAND     avx2bfone<>+0(SB), Y3, Y3
+	VPADDD    avx2bfbias<>+0(SB), Y3, Y3
+	VPADDD    Y0, Y3, Y3
+	VPSRLD    $0x10, Y3, Y3
+	VCMPPS    $0x03, Y0, Y0, Y0
+	VBLENDVPS Y0, avx2bfnanlow<>+0(SB), Y3, Y3
+	VPSRLD    $0x10, Y2, Y0
+	VPAND     avx2bfone<>+0(SB), Y0, Y0
+	VPADDD    avx2bfbias<>+0(SB), Y0, Y0
+	VPADDD    Y2, Y0, Y0
+	VPSRLD    $0x10, Y0, Y0
+	VCMPPS    $0x03, Y2, Y2, Y2
+	VBLENDVPS Y2, avx2bfnanlow<>+0(SB), Y0, Y0
+	VPACKUSDW Y0, Y3, Y3
+	VPERMQ    $0xd8, Y3, Y3
+	VMOVDQU   Y3, 32(CX)(R8*2)
+	ADDQ      $0x00000020, R8
+	JMP       scaleloop
 
 scalepf:
 	MOVQ DI, R10
@@ -24563,67 +24433,61 @@ longrows16:
 	JNZ   scalent
 
 scalepfloop:
-	CMPQ         R8, R9
-	JG           scaletail
-	PREFETCHT0   (R10)(R8*2)
-	VPMOVZXWD    (SI)(R8*2), Y1
-	VPSLLD       $0x10, Y1, Y1
-	VMULPS       Y0, Y1, Y1
-	VMULPS       (BX)(R8*4), Y1, Y1
-	VPSRLD       $0x10, Y1, Y2
-	VPAND        avx2bfone<>+0(SB), Y2, Y2
-	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD       Y1, Y2, Y2
-	VPSRLD       $0x10, Y2, Y2
-	VCMPPS       $0x03, Y1, Y1, Y1
-	VBLENDVPS    Y1, avx2bfnanlow<>+0(SB), Y2, Y2
-	VEXTRACTI128 $0x01, Y2, X1
-	VPACKUSDW    X1, X2, X1
-	VMOVDQU      X1, (CX)(R8*2)
-	VPMOVZXWD    16(SI)(R8*2), Y1
-	VPSLLD       $0x10, Y1, Y1
-	VMULPS       Y0, Y1, Y1
-	VMULPS       32(BX)(R8*4), Y1, Y1
-	VPSRLD       $0x10, Y1, Y2
-	VPAND        avx2bfone<>+0(SB), Y2, Y2
-	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD       Y1, Y2, Y2
-	VPSRLD       $0x10, Y2, Y2
-	VCMPPS       $0x03, Y1, Y1, Y1
-	VBLENDVPS    Y1, avx2bfnanlow<>+0(SB), Y2, Y2
-	VEXTRACTI128 $0x01, Y2, X1
-	VPACKUSDW    X1, X2, X1
-	VMOVDQU      X1, 16(CX)(R8*2)
-	VPMOVZXWD    32(SI)(R8*2), Y1
-	VPSLLD       $0x10, Y1, Y1
-	VMULPS       Y0, Y1, Y1
-	VMULPS       64(BX)(R8*4), Y1, Y1
-	VPSRLD       $0x10, Y1, Y2
-	VPAND        avx2bfone<>+0(SB), Y2, Y2
-	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD       Y1, Y2, Y2
-	VPSRLD       $0x10, Y2, Y2
-	VCMPPS       $0x03, Y1, Y1, Y1
-	VBLENDVPS    Y1, avx2bfnanlow<>+0(SB), Y2, Y2
-	VEXTRACTI128 $0x01, Y2, X1
-	VPACKUSDW    X1, X2, X1
-	VMOVDQU      X1, 32(CX)(R8*2)
-	VPMOVZXWD    48(SI)(R8*2), Y1
-	VPSLLD       $0x10, Y1, Y1
-	VMULPS       Y0, Y1, Y1
-	VMULPS       96(BX)(R8*4), Y1, Y1
-	VPSRLD       $0x10, Y1, Y2
-	VPAND        avx2bfone<>+0(SB), Y2, Y2
-	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD       Y1, Y2, Y2
-	VPSRLD       $0x10, Y2, Y2
-	VCMPPS       $0x03, Y1, Y1, Y1
-	VBLENDVPS    Y1, avx2bfnanlow<>+0(SB), Y2, Y2
-	VEXTRACTI128 $0x01, Y2, X1
-	VPACKUSDW    X1, X2, X1
-	VMOVDQU      X1, 48(CX)(R8*2)
-	ADDQ         $0x00000020, R8
-	JMP          scalepfloop
+	CMPQ       R8, R9
+	JG         scaletail
+	PREFETCHT0 (R10)(R8*2)
+	VPMOVZXWD  (SI)(R8*2), Y0
+	VPSLLD     $0x10, Y0, Y0
+	VMULPS     Y1, Y0, Y0
+	VMULPS     (BX)(R8*4), Y0, Y0
+	VPMOVZXWD  16(SI)(R8*2), Y2
+	VPSLLD     $0x10, Y2, Y2
+	VMULPS     Y1, Y2, Y2
+	VMULPS     32(BX)(R8*4), Y2, Y2
+	VPSRLD     $0x10, Y0, Y3
+	VPAND      avx2bfone<>+0(SB), Y3, Y3
+	VPADDD     avx2bfbias<>+0(SB), Y3, Y3
+	VPADDD     Y0, Y3, Y3
+	VPSRLD     $0x10, Y3, Y3
+	VCMPPS     $0x03, Y0, Y0, Y0
+	VBLENDVPS  Y0, avx2bfnanlow<>+0(SB), Y3, Y3
+	VPSRLD     $0x10, Y2, Y0
+	VPAND      avx2bfone<>+0(SB), Y0, Y0
+	VPADDD     avx2bfbias<>+0(SB), Y0, Y0
+	VPADDD     Y2, Y0, Y0
+	VPSRLD     $0x10, Y0, Y0
+	VCMPPS     $0x03, Y2, Y2, Y2
+	VBLENDVPS  Y2, avx2bfnanlow<>+0(SB), Y0, Y0
+	VPACKUSDW  Y0, Y3, Y3
+	VPERMQ     $0xd8, Y3, Y3
+	VMOVDQU    Y3, (CX)(R8*2)
+	VPMOVZXWD  32(SI)(R8*2), Y0
+	VPSLLD     $0x10, Y0, Y0
+	VMULPS     Y1, Y0, Y0
+	VMULPS     64(BX)(R8*4), Y0, Y0
+	VPMOVZXWD  48(SI)(R8*2), Y2
+	VPSLLD     $0x10, Y2, Y2
+	VMULPS     Y1, Y2, Y2
+	VMULPS     96(BX)(R8*4), Y2, Y2
+	VPSRLD     $0x10, Y0, Y3
+	VPAND      avx2bfone<>+0(SB), Y3, Y3
+	VPADDD     avx2bfbias<>+0(SB), Y3, Y3
+	VPADDD     Y0, Y3, Y3
+	VPSRLD     $0x10, Y3, Y3
+	VCMPPS     $0x03, Y0, Y0, Y0
+	VBLENDVPS  Y0, avx2bfnanlow<>+0(SB), Y3, Y3
+	VPSRLD     $0x10, Y2, Y0
+	VPAND      avx2bfone<>+0(SB), Y0, Y0
+	VPADDD     avx2bfbias<>+0(SB), Y0, Y0
+	VPADDD     Y2, Y0, Y0
+	VPSRLD     $0x10, Y0, Y0
+	VCMPPS     $0x03, Y2, Y2, Y2
+	VBLENDVPS  Y2, avx2bfnanlow<>+0(SB), Y0, Y0
+	VPACKUSDW  Y0, Y3, Y3
+	VPERMQ     $0xd8, Y3, Y3
+	VMOVDQU    Y3, 32(CX)(R8*2)
+	ADDQ       $0x00000020, R8
+	JMP        scalepfloop
 
 scalent:
 	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
@@ -24639,20 +24503,20 @@ scalent:
 scalehead:
 	CMPQ         R11, $0x00000008
 	JB           scaleheadpart
-	VPMOVZXWD    (SI)(R8*2), Y1
-	VPSLLD       $0x10, Y1, Y1
-	VMULPS       Y0, Y1, Y1
-	VMULPS       (BX)(R8*4), Y1, Y1
-	VPSRLD       $0x10, Y1, Y2
+	VPMOVZXWD    (SI)(R8*2), Y0
+	VPSLLD       $0x10, Y0, Y0
+	VMULPS       Y1, Y0, Y0
+	VMULPS       (BX)(R8*4), Y0, Y0
+	VPSRLD       $0x10, Y0, Y2
 	VPAND        avx2bfone<>+0(SB), Y2, Y2
 	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD       Y1, Y2, Y2
+	VPADDD       Y0, Y2, Y2
 	VPSRLD       $0x10, Y2, Y2
-	VCMPPS       $0x03, Y1, Y1, Y1
-	VBLENDVPS    Y1, avx2bfnanlow<>+0(SB), Y2, Y2
-	VEXTRACTI128 $0x01, Y2, X1
-	VPACKUSDW    X1, X2, X1
-	VMOVDQU      X1, (CX)(R8*2)
+	VCMPPS       $0x03, Y0, Y0, Y0
+	VBLENDVPS    Y0, avx2bfnanlow<>+0(SB), Y2, Y2
+	VEXTRACTI128 $0x01, Y2, X0
+	VPACKUSDW    X0, X2, X0
+	VMOVDQU      X0, (CX)(R8*2)
 	ADDQ         $0x00000008, R8
 	SUBQ         $0x00000008, R11
 	JZ           scalentloop
@@ -24667,8 +24531,8 @@ scaleheadpart:
 copyvec17:
 	CMPQ    R14, R15
 	JG      copyone18
-	VMOVUPS (R12)(R14*2), Y1
-	VMOVUPS Y1, (R13)(R14*2)
+	VMOVUPS (R12)(R14*2), Y0
+	VMOVUPS Y0, (R13)(R14*2)
 	ADDQ    $0x00000010, R14
 	JMP     copyvec17
 
@@ -24693,8 +24557,8 @@ copied19:
 copyvec21:
 	CMPQ    R14, R15
 	JG      copyone22
-	VMOVUPS (R12)(R14*4), Y1
-	VMOVUPS Y1, (R13)(R14*4)
+	VMOVUPS (R12)(R14*4), Y0
+	VMOVUPS Y0, (R13)(R14*4)
 	ADDQ    $0x00000008, R14
 	JMP     copyvec21
 
@@ -24710,20 +24574,20 @@ copyloop24:
 	JMP  copyloop24
 
 copied23:
-	VPMOVZXWD    128(SP), Y1
-	VPSLLD       $0x10, Y1, Y1
-	VMULPS       Y1, Y0, Y1
-	VMULPS       160(SP), Y1, Y1
-	VPSRLD       $0x10, Y1, Y2
+	VPMOVZXWD    128(SP), Y0
+	VPSLLD       $0x10, Y0, Y0
+	VMULPS       Y0, Y1, Y0
+	VMULPS       160(SP), Y0, Y0
+	VPSRLD       $0x10, Y0, Y2
 	VPAND        avx2bfone<>+0(SB), Y2, Y2
 	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD       Y1, Y2, Y2
+	VPADDD       Y0, Y2, Y2
 	VPSRLD       $0x10, Y2, Y2
-	VCMPPS       $0x03, Y1, Y1, Y1
-	VBLENDVPS    Y1, avx2bfnanlow<>+0(SB), Y2, Y2
-	VEXTRACTI128 $0x01, Y2, X1
-	VPACKUSDW    X1, X2, X1
-	VMOVDQU      X1, 192(SP)
+	VCMPPS       $0x03, Y0, Y0, Y0
+	VBLENDVPS    Y0, avx2bfnanlow<>+0(SB), Y2, Y2
+	VEXTRACTI128 $0x01, Y2, X0
+	VPACKUSDW    X0, X2, X0
+	VMOVDQU      X0, 192(SP)
 	LEAQ         192(SP), R13
 	LEAQ         (CX)(R8*2), R12
 	MOVQ         R11, R15
@@ -24733,8 +24597,8 @@ copied23:
 copyvec25:
 	CMPQ    R14, R15
 	JG      copyone26
-	VMOVUPS (R13)(R14*2), Y1
-	VMOVUPS Y1, (R12)(R14*2)
+	VMOVUPS (R13)(R14*2), Y0
+	VMOVUPS Y0, (R12)(R14*2)
 	ADDQ    $0x00000010, R14
 	JMP     copyvec25
 
@@ -24753,67 +24617,61 @@ copied27:
 	ADDQ R11, R8
 
 scalentloop:
-	CMPQ         R8, R9
-	JG           scaletail
-	PREFETCHT0   (R10)(R8*2)
-	VPMOVZXWD    (SI)(R8*2), Y1
-	VPSLLD       $0x10, Y1, Y1
-	VMULPS       Y0, Y1, Y1
-	VMULPS       (BX)(R8*4), Y1, Y1
-	VPMOVZXWD    16(SI)(R8*2), Y2
-	VPSLLD       $0x10, Y2, Y2
-	VMULPS       Y0, Y2, Y2
-	VMULPS       32(BX)(R8*4), Y2, Y2
-	VPSRLD       $0x10, Y1, Y3
-	VPAND        avx2bfone<>+0(SB), Y3, Y3
-	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
-	VPADDD       Y1, Y3, Y3
-	VPSRLD       $0x10, Y3, Y3
-	VCMPPS       $0x03, Y1, Y1, Y1
-	VBLENDVPS    Y1, avx2bfnanlow<>+0(SB), Y3, Y3
-	VEXTRACTI128 $0x01, Y3, X1
-	VPACKUSDW    X1, X3, X10
-	VPSRLD       $0x10, Y2, Y1
-	VPAND        avx2bfone<>+0(SB), Y1, Y1
-	VPADDD       avx2bfbias<>+0(SB), Y1, Y1
-	VPADDD       Y2, Y1, Y1
-	VPSRLD       $0x10, Y1, Y1
-	VCMPPS       $0x03, Y2, Y2, Y2
-	VBLENDVPS    Y2, avx2bfnanlow<>+0(SB), Y1, Y1
-	VEXTRACTI128 $0x01, Y1, X2
-	VPACKUSDW    X2, X1, X1
-	VINSERTI128  $0x01, X1, Y10, Y10
-	VMOVNTDQ     Y10, (CX)(R8*2)
-	VPMOVZXWD    32(SI)(R8*2), Y1
-	VPSLLD       $0x10, Y1, Y1
-	VMULPS       Y0, Y1, Y1
-	VMULPS       64(BX)(R8*4), Y1, Y1
-	VPMOVZXWD    48(SI)(R8*2), Y2
-	VPSLLD       $0x10, Y2, Y2
-	VMULPS       Y0, Y2, Y2
-	VMULPS       96(BX)(R8*4), Y2, Y2
-	VPSRLD       $0x10, Y1, Y3
-	VPAND        avx2bfone<>+0(SB), Y3, Y3
-	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
-	VPADDD       Y1, Y3, Y3
-	VPSRLD       $0x10, Y3, Y3
-	VCMPPS       $0x03, Y1, Y1, Y1
-	VBLENDVPS    Y1, avx2bfnanlow<>+0(SB), Y3, Y3
-	VEXTRACTI128 $0x01, Y3, X1
-	VPACKUSDW    X1, X3, X11
-	VPSRLD       $0x10, Y2, Y1
-	VPAND        avx2bfone<>+0(SB), Y1, Y1
-	VPADDD       avx2bfbias<>+0(SB), Y1, Y1
-	VPADDD       Y2, Y1, Y1
-	VPSRLD       $0x10, Y1, Y1
-	VCMPPS       $0x03, Y2, Y2, Y2
-	VBLENDVPS    Y2, avx2bfnanlow<>+0(SB), Y1, Y1
-	VEXTRACTI128 $0x01, Y1, X2
-	VPACKUSDW    X2, X1, X1
-	VINSERTI128  $0x01, X1, Y11, Y11
-	VMOVNTDQ     Y11, 32(CX)(R8*2)
-	ADDQ         $0x00000020, R8
-	JMP          scalentloop
+	CMPQ       R8, R9
+	JG         scaletail
+	PREFETCHT0 (R10)(R8*2)
+	VPMOVZXWD  (SI)(R8*2), Y0
+	VPSLLD     $0x10, Y0, Y0
+	VMULPS     Y1, Y0, Y0
+	VMULPS     (BX)(R8*4), Y0, Y0
+	VPMOVZXWD  16(SI)(R8*2), Y2
+	VPSLLD     $0x10, Y2, Y2
+	VMULPS     Y1, Y2, Y2
+	VMULPS     32(BX)(R8*4), Y2, Y2
+	VPSRLD     $0x10, Y0, Y3
+	VPAND      avx2bfone<>+0(SB), Y3, Y3
+	VPADDD     avx2bfbias<>+0(SB), Y3, Y3
+	VPADDD     Y0, Y3, Y3
+	VPSRLD     $0x10, Y3, Y3
+	VCMPPS     $0x03, Y0, Y0, Y0
+	VBLENDVPS  Y0, avx2bfnanlow<>+0(SB), Y3, Y3
+	VPSRLD     $0x10, Y2, Y0
+	VPAND      avx2bfone<>+0(SB), Y0, Y0
+	VPADDD     avx2bfbias<>+0(SB), Y0, Y0
+	VPADDD     Y2, Y0, Y0
+	VPSRLD     $0x10, Y0, Y0
+	VCMPPS     $0x03, Y2, Y2, Y2
+	VBLENDVPS  Y2, avx2bfnanlow<>+0(SB), Y0, Y0
+	VPACKUSDW  Y0, Y3, Y3
+	VPERMQ     $0xd8, Y3, Y3
+	VMOVNTDQ   Y3, (CX)(R8*2)
+	VPMOVZXWD  32(SI)(R8*2), Y0
+	VPSLLD     $0x10, Y0, Y0
+	VMULPS     Y1, Y0, Y0
+	VMULPS     64(BX)(R8*4), Y0, Y0
+	VPMOVZXWD  48(SI)(R8*2), Y2
+	VPSLLD     $0x10, Y2, Y2
+	VMULPS     Y1, Y2, Y2
+	VMULPS     96(BX)(R8*4), Y2, Y2
+	VPSRLD     $0x10, Y0, Y3
+	VPAND      avx2bfone<>+0(SB), Y3, Y3
+	VPADDD     avx2bfbias<>+0(SB), Y3, Y3
+	VPADDD     Y0, Y3, Y3
+	VPSRLD     $0x10, Y3, Y3
+	VCMPPS     $0x03, Y0, Y0, Y0
+	VBLENDVPS  Y0, avx2bfnanlow<>+0(SB), Y3, Y3
+	VPSRLD     $0x10, Y2, Y0
+	VPAND      avx2bfone<>+0(SB), Y0, Y0
+	VPADDD     avx2bfbias<>+0(SB), Y0, Y0
+	VPADDD     Y2, Y0, Y0
+	VPSRLD     $0x10, Y0, Y0
+	VCMPPS     $0x03, Y2, Y2, Y2
+	VBLENDVPS  Y2, avx2bfnanlow<>+0(SB), Y0, Y0
+	VPACKUSDW  Y0, Y3, Y3
+	VPERMQ     $0xd8, Y3, Y3
+	VMOVNTDQ   Y3, 32(CX)(R8*2)
+	ADDQ       $0x00000020, R8
+	JMP        scalentloop
 
 scaletail:
 	ADDQ $0x00000018, R9
@@ -24821,20 +24679,20 @@ scaletail:
 scaleone:
 	CMPQ         R8, R9
 	JG           scalepart
-	VPMOVZXWD    (SI)(R8*2), Y1
-	VPSLLD       $0x10, Y1, Y1
-	VMULPS       Y0, Y1, Y1
-	VMULPS       (BX)(R8*4), Y1, Y1
-	VPSRLD       $0x10, Y1, Y2
+	VPMOVZXWD    (SI)(R8*2), Y0
+	VPSLLD       $0x10, Y0, Y0
+	VMULPS       Y1, Y0, Y0
+	VMULPS       (BX)(R8*4), Y0, Y0
+	VPSRLD       $0x10, Y0, Y2
 	VPAND        avx2bfone<>+0(SB), Y2, Y2
 	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD       Y1, Y2, Y2
+	VPADDD       Y0, Y2, Y2
 	VPSRLD       $0x10, Y2, Y2
-	VCMPPS       $0x03, Y1, Y1, Y1
-	VBLENDVPS    Y1, avx2bfnanlow<>+0(SB), Y2, Y2
-	VEXTRACTI128 $0x01, Y2, X1
-	VPACKUSDW    X1, X2, X1
-	VMOVDQU      X1, (CX)(R8*2)
+	VCMPPS       $0x03, Y0, Y0, Y0
+	VBLENDVPS    Y0, avx2bfnanlow<>+0(SB), Y2, Y2
+	VEXTRACTI128 $0x01, Y2, X0
+	VPACKUSDW    X0, X2, X0
+	VMOVDQU      X0, (CX)(R8*2)
 	ADDQ         $0x00000008, R8
 	JMP          scaleone
 
@@ -24851,8 +24709,8 @@ scalepart:
 copyvec29:
 	CMPQ    R12, R13
 	JG      copyone30
-	VMOVUPS (R9)(R12*2), Y1
-	VMOVUPS Y1, (R10)(R12*2)
+	VMOVUPS (R9)(R12*2), Y0
+	VMOVUPS Y0, (R10)(R12*2)
 	ADDQ    $0x00000010, R12
 	JMP     copyvec29
 
@@ -24877,8 +24735,8 @@ copied31:
 copyvec33:
 	CMPQ    R12, R13
 	JG      copyone34
-	VMOVUPS (R9)(R12*4), Y1
-	VMOVUPS Y1, (R10)(R12*4)
+	VMOVUPS (R9)(R12*4), Y0
+	VMOVUPS Y0, (R10)(R12*4)
 	ADDQ    $0x00000008, R12
 	JMP     copyvec33
 
@@ -24894,20 +24752,20 @@ copyloop36:
 	JMP  copyloop36
 
 copied35:
-	VPMOVZXWD    128(SP), Y1
-	VPSLLD       $0x10, Y1, Y1
-	VMULPS       Y1, Y0, Y1
-	VMULPS       160(SP), Y1, Y1
-	VPSRLD       $0x10, Y1, Y0
-	VPAND        avx2bfone<>+0(SB), Y0, Y0
-	VPADDD       avx2bfbias<>+0(SB), Y0, Y0
-	VPADDD       Y1, Y0, Y0
-	VPSRLD       $0x10, Y0, Y0
-	VCMPPS       $0x03, Y1, Y1, Y1
-	VBLENDVPS    Y1, avx2bfnanlow<>+0(SB), Y0, Y0
-	VEXTRACTI128 $0x01, Y0, X1
-	VPACKUSDW    X1, X0, X1
-	VMOVDQU      X1, 192(SP)
+	VPMOVZXWD    128(SP), Y0
+	VPSLLD       $0x10, Y0, Y0
+	VMULPS       Y0, Y1, Y0
+	VMULPS       160(SP), Y0, Y0
+	VPSRLD       $0x10, Y0, Y1
+	VPAND        avx2bfone<>+0(SB), Y1, Y1
+	VPADDD       avx2bfbias<>+0(SB), Y1, Y1
+	VPADDD       Y0, Y1, Y1
+	VPSRLD       $0x10, Y1, Y1
+	VCMPPS       $0x03, Y0, Y0, Y0
+	VBLENDVPS    Y0, avx2bfnanlow<>+0(SB), Y1, Y1
+	VEXTRACTI128 $0x01, Y1, X0
+	VPACKUSDW    X0, X1, X0
+	VMOVDQU      X0, 192(SP)
 	LEAQ         192(SP), R10
 	LEAQ         (CX)(R8*2), R9
 	XORQ         R8, R8
@@ -25736,39 +25594,39 @@ summed:
 	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
 	CMPL   452(SP), $0x00
 	JE     divide14
-	VMULSS 452(SP), X1, X0
+	VMULSS 452(SP), X1, X1
 	JMP    divided15
 
 divide14:
-	VDIVSS 448(SP), X1, X0
+	VDIVSS 448(SP), X1, X1
 
 divided15:
-	VADDSS   job_eps+0(AX), X0, X0
-	VUCOMISS tlo<>+0(SB), X0
+	VADDSS   job_eps+0(AX), X1, X1
+	VUCOMISS tlo<>+0(SB), X1
 	JCS      ret
-	VUCOMISS tmax<>+0(SB), X0
+	VUCOMISS tmax<>+0(SB), X1
 	JHI      ret
-	VSQRTSS  X0, X0, X0
-	VMOVSS   one<>+0(SB), X1
-	VDIVSS   X0, X1, X1
+	VSQRTSS  X1, X1, X1
+	VMOVSS   one<>+0(SB), X0
+	VDIVSS   X1, X0, X0
 
 	// Report 1/rms if asked.
 	MOVQ   job_inv+0(AX), R8
 	TESTQ  R8, R8
 	JZ     scale
 	MOVQ   400(SP), R9
-	VMOVSS X1, (R8)(R9*4)
+	VMOVSS X0, (R8)(R9*4)
 
 scale:
-	VBROADCASTSS X1, Y0
+	VBROADCASTSS X0, Y1
 	MOVQ         $0x00000000, 424(SP)
 	CMPQ         416(SP), $0x01
 	JE           scalebody
-	VMOVUPS      X1, 384(SP)
+	VMOVUPS      X0, 384(SP)
 
 scalerow:
 	MOVQ         424(SP), R8
-	VBROADCASTSS 384(SP)(R8*4), Y0
+	VBROADCASTSS 384(SP)(R8*4), Y1
 
 scalebody:
 	// y = (src*inv)*w, rounded after each multiply.
@@ -25779,94 +25637,88 @@ scalebody:
 	JNZ   scalepf
 
 scaleloop:
-	CMPQ         R8, R9
-	JG           scaletail
-	VPMOVZXWD    (SI)(R8*2), Y1
-	VPSLLD       $0x10, Y1, Y1
-	VMULPS       Y0, Y1, Y1
-	VPSRLD       $0x10, Y1, Y2
-	VPAND        avx2bfone<>+0(SB), Y2, Y2
-	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD       Y1, Y2, Y2
-	VPAND        avx2bfhigh<>+0(SB), Y2, Y2
-	VCMPPS       $0x03, Y1, Y1, Y1
-	VBLENDVPS    Y1, avx2bfnanhigh<>+0(SB), Y2, Y2
-	VMULPS       (BX)(R8*4), Y2, Y2
-	VPSRLD       $0x10, Y2, Y1
-	VPAND        avx2bfone<>+0(SB), Y1, Y1
-	VPADDD       avx2bfbias<>+0(SB), Y1, Y1
-	VPADDD       Y2, Y1, Y1
-	VPSRLD       $0x10, Y1, Y1
-	VCMPPS       $0x03, Y2, Y2, Y2
-	VBLENDVPS    Y2, avx2bfnanlow<>+0(SB), Y1, Y1
-	VEXTRACTI128 $0x01, Y1, X2
-	VPACKUSDW    X2, X1, X2
-	VMOVDQU      X2, (CX)(R8*2)
-	VPMOVZXWD    16(SI)(R8*2), Y1
-	VPSLLD       $0x10, Y1, Y1
-	VMULPS       Y0, Y1, Y1
-	VPSRLD       $0x10, Y1, Y2
-	VPAND        avx2bfone<>+0(SB), Y2, Y2
-	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD       Y1, Y2, Y2
-	VPAND        avx2bfhigh<>+0(SB), Y2, Y2
-	VCMPPS       $0x03, Y1, Y1, Y1
-	VBLENDVPS    Y1, avx2bfnanhigh<>+0(SB), Y2, Y2
-	VMULPS       32(BX)(R8*4), Y2, Y2
-	VPSRLD       $0x10, Y2, Y1
-	VPAND        avx2bfone<>+0(SB), Y1, Y1
-	VPADDD       avx2bfbias<>+0(SB), Y1, Y1
-	VPADDD       Y2, Y1, Y1
-	VPSRLD       $0x10, Y1, Y1
-	VCMPPS       $0x03, Y2, Y2, Y2
-	VBLENDVPS    Y2, avx2bfnanlow<>+0(SB), Y1, Y1
-	VEXTRACTI128 $0x01, Y1, X2
-	VPACKUSDW    X2, X1, X2
-	VMOVDQU      X2, 16(CX)(R8*2)
-	VPMOVZXWD    32(SI)(R8*2), Y1
-	VPSLLD       $0x10, Y1, Y1
-	VMULPS       Y0, Y1, Y1
-	VPSRLD       $0x10, Y1, Y2
-	VPAND        avx2bfone<>+0(SB), Y2, Y2
-	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD       Y1, Y2, Y2
-	VPAND        avx2bfhigh<>+0(SB), Y2, Y2
-	VCMPPS       $0x03, Y1, Y1, Y1
-	VBLENDVPS    Y1, avx2bfnanhigh<>+0(SB), Y2, Y2
-	VMULPS       64(BX)(R8*4), Y2, Y2
-	VPSRLD       $0x10, Y2, Y1
-	VPAND        avx2bfone<>+0(SB), Y1, Y1
-	VPADDD       avx2bfbias<>+0(SB), Y1, Y1
-	VPADDD       Y2, Y1, Y1
-	VPSRLD       $0x10, Y1, Y1
-	VCMPPS       $0x03, Y2, Y2, Y2
-	VBLENDVPS    Y2, avx2bfnanlow<>+0(SB), Y1, Y1
-	VEXTRACTI128 $0x01, Y1, X2
-	VPACKUSDW    X2, X1, X2
-	VMOVDQU      X2, 32(CX)(R8*2)
-	VPMOVZXWD    48(SI)(R8*2), Y1
-	VPSLLD       $0x10, Y1, Y1
-	VMULPS       Y0, Y1, Y1
-	VPSRLD       $0x10, Y1, Y2
-	VPAND        avx2bfone<>+0(SB), Y2, Y2
-	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD       Y1, Y2, Y2
-	VPAND        avx2bfhigh<>+0(SB), Y2, Y2
-	VCMPPS       $0x03, Y1, Y1, Y1
-	VBLENDVPS    Y1, avx2bfnanhigh<>+0(SB), Y2, Y2
-	VMULPS       96(BX)(R8*4), Y2, Y2
-	VPSRLD       $0x10, Y2, Y1
-	VPAND        avx2bfone<>+0(SB), Y1, Y1
-	VPADDD       avx2bfbias<>+0(SB), Y1, Y1
-	VPADDD       Y2, Y1, Y1
-	VPSRLD       $0x10, Y1, Y1
-	VCMPPS       $0x03, Y2, Y2, Y2
-	VBLENDVPS    Y2, avx2bfnanlow<>+0(SB), Y1, Y1
-	VEXTRACTI128 $0x01, Y1, X2
-	VPACKUSDW    X2, X1, X2
-	VMOVDQU      X2, 48(CX)(R8*2)
-	ADDQ         $0x00000020, R8
-	JMP          scaleloop
+	CMPQ      R8, R9
+	JG        scaletail
+	VPMOVZXWD (SI)(R8*2), Y0
+	VPSLLD    $0x10, Y0, Y0
+	VMULPS    Y1, Y0, Y0
+	VPSRLD    $0x10, Y0, Y2
+	VPAND     avx2bfone<>+0(SB), Y2, Y2
+	VPADDD    avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD    Y0, Y2, Y2
+	VPAND     avx2bfhigh<>+0(SB), Y2, Y2
+	VCMPPS    $0x03, Y0, Y0, Y0
+	VBLENDVPS Y0, avx2bfnanhigh<>+0(SB), Y2, Y2
+	VMULPS    (BX)(R8*4), Y2, Y2
+	VPMOVZXWD 16(SI)(R8*2), Y0
+	VPSLLD    $0x10, Y0, Y0
+	VMULPS    Y1, Y0, Y0
+	VPSRLD    $0x10, Y0, Y3
+	VPAND     avx2bfone<>+0(SB), Y3, Y3
+	VPADDD    avx2bfbias<>+0(SB), Y3, Y3
+	VPADDD    Y0, Y3, Y3
+	VPAND     avx2bfhigh<>+0(SB), Y3, Y3
+	VCMPPS    $0x03, Y0, Y0, Y0
+	VBLENDVPS Y0, avx2bfnanhigh<>+0(SB), Y3, Y3
+	VMULPS    32(BX)(R8*4), Y3, Y3
+	VPSRLD    $0x10, Y2, Y0
+	VPAND     avx2bfone<>+0(SB), Y0, Y0
+	VPADDD    avx2bfbias<>+0(SB), Y0, Y0
+	VPADDD    Y2, Y0, Y0
+	VPSRLD    $0x10, Y0, Y0
+	VCMPPS    $0x03, Y2, Y2, Y2
+	VBLENDVPS Y2, avx2bfnanlow<>+0(SB), Y0, Y0
+	VPSRLD    $0x10, Y3, Y2
+	VPAND     avx2bfone<>+0(SB), Y2, Y2
+	VPADDD    avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD    Y3, Y2, Y2
+	VPSRLD    $0x10, Y2, Y2
+	VCMPPS    $0x03, Y3, Y3, Y3
+	VBLENDVPS Y3, avx2bfnanlow<>+0(SB), Y2, Y2
+	VPACKUSDW Y2, Y0, Y0
+	VPERMQ    $0xd8, Y0, Y0
+	VMOVDQU   Y0, (CX)(R8*2)
+	VPMOVZXWD 32(SI)(R8*2), Y0
+	VPSLLD    $0x10, Y0, Y0
+	VMULPS    Y1, Y0, Y0
+	VPSRLD    $0x10, Y0, Y2
+	VPAND     avx2bfone<>+0(SB), Y2, Y2
+	VPADDD    avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD    Y0, Y2, Y2
+	VPAND     avx2bfhigh<>+0(SB), Y2, Y2
+	VCMPPS    $0x03, Y0, Y0, Y0
+	VBLENDVPS Y0, avx2bfnanhigh<>+0(SB), Y2, Y2
+	VMULPS    64(BX)(R8*4), Y2, Y2
+	VPMOVZXWD 48(SI)(R8*2), Y0
+	VPSLLD    $0x10, Y0, Y0
+	VMULPS    Y1, Y0, Y0
+	VPSRLD    $0x10, Y0, Y3
+	VPAND     avx2bfone<>+0(SB), Y3, Y3
+	VPADDD    avx2bfbias<>+0(SB), Y3, Y3
+	VPADDD    Y0, Y3, Y3
+	VPAND     avx2bfhigh<>+0(SB), Y3, Y3
+	VCMPPS    $0x03, Y0, Y0, Y0
+	VBLENDVPS Y0, avx2bfnanhigh<>+0(SB), Y3, Y3
+	VMULPS    96(BX)(R8*4), Y3, Y3
+	VPSRLD    $0x10, Y2, Y0
+	VPAND     avx2bfone<>+0(SB), Y0, Y0
+	VPADDD    avx2bfbias<>+0(SB), Y0, Y0
+	VPADDD    Y2, Y0, Y0
+	VPSRLD    $0x10, Y0, Y0
+	VCMPPS    $0x03, Y2, Y2, Y2
+	VBLENDVPS Y2, avx2bfnanlow<>+0(SB), Y0, Y0
+	VPSRLD    $0x10, Y3, Y2
+	VPAND     avx2bfone<>+0(SB), Y2, Y2
+	VPADDD    avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD    Y3, Y2, Y2
+	VPSRLD    $0x10, Y2, Y2
+	VCMPPS    $0x03, Y3, Y3, Y3
+	VBLENDVPS Y3, avx2bfnanlow<>+0(SB), Y2, Y2
+	VPACKUSDW Y2, Y0, Y0
+	VPERMQ    $0xd8, Y0, Y0
+	VMOVDQU   Y0, 32(CX)(R8*2)
+	ADDQ      $0x00000020, R8
+	JMP       scaleloop
 
 scalepf:
 	MOVQ DI, R10
@@ -25880,95 +25732,89 @@ longrows16:
 	JNZ   scalent
 
 scalepfloop:
-	CMPQ         R8, R9
-	JG           scaletail
-	PREFETCHT0   (R10)(R8*2)
-	VPMOVZXWD    (SI)(R8*2), Y1
-	VPSLLD       $0x10, Y1, Y1
-	VMULPS       Y0, Y1, Y1
-	VPSRLD       $0x10, Y1, Y2
-	VPAND        avx2bfone<>+0(SB), Y2, Y2
-	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD       Y1, Y2, Y2
-	VPAND        avx2bfhigh<>+0(SB), Y2, Y2
-	VCMPPS       $0x03, Y1, Y1, Y1
-	VBLENDVPS    Y1, avx2bfnanhigh<>+0(SB), Y2, Y2
-	VMULPS       (BX)(R8*4), Y2, Y2
-	VPSRLD       $0x10, Y2, Y1
-	VPAND        avx2bfone<>+0(SB), Y1, Y1
-	VPADDD       avx2bfbias<>+0(SB), Y1, Y1
-	VPADDD       Y2, Y1, Y1
-	VPSRLD       $0x10, Y1, Y1
-	VCMPPS       $0x03, Y2, Y2, Y2
-	VBLENDVPS    Y2, avx2bfnanlow<>+0(SB), Y1, Y1
-	VEXTRACTI128 $0x01, Y1, X2
-	VPACKUSDW    X2, X1, X2
-	VMOVDQU      X2, (CX)(R8*2)
-	VPMOVZXWD    16(SI)(R8*2), Y1
-	VPSLLD       $0x10, Y1, Y1
-	VMULPS       Y0, Y1, Y1
-	VPSRLD       $0x10, Y1, Y2
-	VPAND        avx2bfone<>+0(SB), Y2, Y2
-	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD       Y1, Y2, Y2
-	VPAND        avx2bfhigh<>+0(SB), Y2, Y2
-	VCMPPS       $0x03, Y1, Y1, Y1
-	VBLENDVPS    Y1, avx2bfnanhigh<>+0(SB), Y2, Y2
-	VMULPS       32(BX)(R8*4), Y2, Y2
-	VPSRLD       $0x10, Y2, Y1
-	VPAND        avx2bfone<>+0(SB), Y1, Y1
-	VPADDD       avx2bfbias<>+0(SB), Y1, Y1
-	VPADDD       Y2, Y1, Y1
-	VPSRLD       $0x10, Y1, Y1
-	VCMPPS       $0x03, Y2, Y2, Y2
-	VBLENDVPS    Y2, avx2bfnanlow<>+0(SB), Y1, Y1
-	VEXTRACTI128 $0x01, Y1, X2
-	VPACKUSDW    X2, X1, X2
-	VMOVDQU      X2, 16(CX)(R8*2)
-	VPMOVZXWD    32(SI)(R8*2), Y1
-	VPSLLD       $0x10, Y1, Y1
-	VMULPS       Y0, Y1, Y1
-	VPSRLD       $0x10, Y1, Y2
-	VPAND        avx2bfone<>+0(SB), Y2, Y2
-	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD       Y1, Y2, Y2
-	VPAND        avx2bfhigh<>+0(SB), Y2, Y2
-	VCMPPS       $0x03, Y1, Y1, Y1
-	VBLENDVPS    Y1, avx2bfnanhigh<>+0(SB), Y2, Y2
-	VMULPS       64(BX)(R8*4), Y2, Y2
-	VPSRLD       $0x10, Y2, Y1
-	VPAND        avx2bfone<>+0(SB), Y1, Y1
-	VPADDD       avx2bfbias<>+0(SB), Y1, Y1
-	VPADDD       Y2, Y1, Y1
-	VPSRLD       $0x10, Y1, Y1
-	VCMPPS       $0x03, Y2, Y2, Y2
-	VBLENDVPS    Y2, avx2bfnanlow<>+0(SB), Y1, Y1
-	VEXTRACTI128 $0x01, Y1, X2
-	VPACKUSDW    X2, X1, X2
-	VMOVDQU      X2, 32(CX)(R8*2)
-	VPMOVZXWD    48(SI)(R8*2), Y1
-	VPSLLD       $0x10, Y1, Y1
-	VMULPS       Y0, Y1, Y1
-	VPSRLD       $0x10, Y1, Y2
-	VPAND        avx2bfone<>+0(SB), Y2, Y2
-	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD       Y1, Y2, Y2
-	VPAND        avx2bfhigh<>+0(SB), Y2, Y2
-	VCMPPS       $0x03, Y1, Y1, Y1
-	VBLENDVPS    Y1, avx2bfnanhigh<>+0(SB), Y2, Y2
-	VMULPS       96(BX)(R8*4), Y2, Y2
-	VPSRLD       $0x10, Y2, Y1
-	VPAND        avx2bfone<>+0(SB), Y1, Y1
-	VPADDD       avx2bfbias<>+0(SB), Y1, Y1
-	VPADDD       Y2, Y1, Y1
-	VPSRLD       $0x10, Y1, Y1
-	VCMPPS       $0x03, Y2, Y2, Y2
-	VBLENDVPS    Y2, avx2bfnanlow<>+0(SB), Y1, Y1
-	VEXTRACTI128 $0x01, Y1, X2
-	VPACKUSDW    X2, X1, X2
-	VMOVDQU      X2, 48(CX)(R8*2)
-	ADDQ         $0x00000020, R8
-	JMP          scalepfloop
+	CMPQ       R8, R9
+	JG         scaletail
+	PREFETCHT0 (R10)(R8*2)
+	VPMOVZXWD  (SI)(R8*2), Y0
+	VPSLLD     $0x10, Y0, Y0
+	VMULPS     Y1, Y0, Y0
+	VPSRLD     $0x10, Y0, Y2
+	VPAND      avx2bfone<>+0(SB), Y2, Y2
+	VPADDD     avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD     Y0, Y2, Y2
+	VPAND      avx2bfhigh<>+0(SB), Y2, Y2
+	VCMPPS     $0x03, Y0, Y0, Y0
+	VBLENDVPS  Y0, avx2bfnanhigh<>+0(SB), Y2, Y2
+	VMULPS     (BX)(R8*4), Y2, Y2
+	VPMOVZXWD  16(SI)(R8*2), Y0
+	VPSLLD     $0x10, Y0, Y0
+	VMULPS     Y1, Y0, Y0
+	VPSRLD     $0x10, Y0, Y3
+	VPAND      avx2bfone<>+0(SB), Y3, Y3
+	VPADDD     avx2bfbias<>+0(SB), Y3, Y3
+	VPADDD     Y0, Y3, Y3
+	VPAND      avx2bfhigh<>+0(SB), Y3, Y3
+	VCMPPS     $0x03, Y0, Y0, Y0
+	VBLENDVPS  Y0, avx2bfnanhigh<>+0(SB), Y3, Y3
+	VMULPS     32(BX)(R8*4), Y3, Y3
+	VPSRLD     $0x10, Y2, Y0
+	VPAND      avx2bfone<>+0(SB), Y0, Y0
+	VPADDD     avx2bfbias<>+0(SB), Y0, Y0
+	VPADDD     Y2, Y0, Y0
+	VPSRLD     $0x10, Y0, Y0
+	VCMPPS     $0x03, Y2, Y2, Y2
+	VBLENDVPS  Y2, avx2bfnanlow<>+0(SB), Y0, Y0
+	VPSRLD     $0x10, Y3, Y2
+	VPAND      avx2bfone<>+0(SB), Y2, Y2
+	VPADDD     avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD     Y3, Y2, Y2
+	VPSRLD     $0x10, Y2, Y2
+	VCMPPS     $0x03, Y3, Y3, Y3
+	VBLENDVPS  Y3, avx2bfnanlow<>+0(SB), Y2, Y2
+	VPACKUSDW  Y2, Y0, Y0
+	VPERMQ     $0xd8, Y0, Y0
+	VMOVDQU    Y0, (CX)(R8*2)
+	VPMOVZXWD  32(SI)(R8*2), Y0
+	VPSLLD     $0x10, Y0, Y0
+	VMULPS     Y1, Y0, Y0
+	VPSRLD     $0x10, Y0, Y2
+	VPAND      avx2bfone<>+0(SB), Y2, Y2
+	VPADDD     avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD     Y0, Y2, Y2
+	VPAND      avx2bfhigh<>+0(SB), Y2, Y2
+	VCMPPS     $0x03, Y0, Y0, Y0
+	VBLENDVPS  Y0, avx2bfnanhigh<>+0(SB), Y2, Y2
+	VMULPS     64(BX)(R8*4), Y2, Y2
+	VPMOVZXWD  48(SI)(R8*2), Y0
+	VPSLLD     $0x10, Y0, Y0
+	VMULPS     Y1, Y0, Y0
+	VPSRLD     $0x10, Y0, Y3
+	VPAND      avx2bfone<>+0(SB), Y3, Y3
+	VPADDD     avx2bfbias<>+0(SB), Y3, Y3
+	VPADDD     Y0, Y3, Y3
+	VPAND      avx2bfhigh<>+0(SB), Y3, Y3
+	VCMPPS     $0x03, Y0, Y0, Y0
+	VBLENDVPS  Y0, avx2bfnanhigh<>+0(SB), Y3, Y3
+	VMULPS     96(BX)(R8*4), Y3, Y3
+	VPSRLD     $0x10, Y2, Y0
+	VPAND      avx2bfone<>+0(SB), Y0, Y0
+	VPADDD     avx2bfbias<>+0(SB), Y0, Y0
+	VPADDD     Y2, Y0, Y0
+	VPSRLD     $0x10, Y0, Y0
+	VCMPPS     $0x03, Y2, Y2, Y2
+	VBLENDVPS  Y2, avx2bfnanlow<>+0(SB), Y0, Y0
+	VPSRLD     $0x10, Y3, Y2
+	VPAND      avx2bfone<>+0(SB), Y2, Y2
+	VPADDD     avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD     Y3, Y2, Y2
+	VPSRLD     $0x10, Y2, Y2
+	VCMPPS     $0x03, Y3, Y3, Y3
+	VBLENDVPS  Y3, avx2bfnanlow<>+0(SB), Y2, Y2
+	VPACKUSDW  Y2, Y0, Y0
+	VPERMQ     $0xd8, Y0, Y0
+	VMOVDQU    Y0, 32(CX)(R8*2)
+	ADDQ       $0x00000020, R8
+	JMP        scalepfloop
 
 scalent:
 	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
@@ -25984,26 +25830,26 @@ scalent:
 scalehead:
 	CMPQ         R11, $0x00000008
 	JB           scaleheadpart
-	VPMOVZXWD    (SI)(R8*2), Y1
-	VPSLLD       $0x10, Y1, Y1
-	VMULPS       Y0, Y1, Y1
-	VPSRLD       $0x10, Y1, Y2
+	VPMOVZXWD    (SI)(R8*2), Y0
+	VPSLLD       $0x10, Y0, Y0
+	VMULPS       Y1, Y0, Y0
+	VPSRLD       $0x10, Y0, Y2
 	VPAND        avx2bfone<>+0(SB), Y2, Y2
 	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD       Y1, Y2, Y2
+	VPADDD       Y0, Y2, Y2
 	VPAND        avx2bfhigh<>+0(SB), Y2, Y2
-	VCMPPS       $0x03, Y1, Y1, Y1
-	VBLENDVPS    Y1, avx2bfnanhigh<>+0(SB), Y2, Y2
+	VCMPPS       $0x03, Y0, Y0, Y0
+	VBLENDVPS    Y0, avx2bfnanhigh<>+0(SB), Y2, Y2
 	VMULPS       (BX)(R8*4), Y2, Y2
-	VPSRLD       $0x10, Y2, Y1
-	VPAND        avx2bfone<>+0(SB), Y1, Y1
-	VPADDD       avx2bfbias<>+0(SB), Y1, Y1
-	VPADDD       Y2, Y1, Y1
-	VPSRLD       $0x10, Y1, Y1
+	VPSRLD       $0x10, Y2, Y0
+	VPAND        avx2bfone<>+0(SB), Y0, Y0
+	VPADDD       avx2bfbias<>+0(SB), Y0, Y0
+	VPADDD       Y2, Y0, Y0
+	VPSRLD       $0x10, Y0, Y0
 	VCMPPS       $0x03, Y2, Y2, Y2
-	VBLENDVPS    Y2, avx2bfnanlow<>+0(SB), Y1, Y1
-	VEXTRACTI128 $0x01, Y1, X2
-	VPACKUSDW    X2, X1, X2
+	VBLENDVPS    Y2, avx2bfnanlow<>+0(SB), Y0, Y0
+	VEXTRACTI128 $0x01, Y0, X2
+	VPACKUSDW    X2, X0, X2
 	VMOVDQU      X2, (CX)(R8*2)
 	ADDQ         $0x00000008, R8
 	SUBQ         $0x00000008, R11
@@ -26019,8 +25865,8 @@ scaleheadpart:
 copyvec17:
 	CMPQ    R14, R15
 	JG      copyone18
-	VMOVUPS (R12)(R14*2), Y1
-	VMOVUPS Y1, (R13)(R14*2)
+	VMOVUPS (R12)(R14*2), Y0
+	VMOVUPS Y0, (R13)(R14*2)
 	ADDQ    $0x00000010, R14
 	JMP     copyvec17
 
@@ -26045,8 +25891,8 @@ copied19:
 copyvec21:
 	CMPQ    R14, R15
 	JG      copyone22
-	VMOVUPS (R12)(R14*4), Y1
-	VMOVUPS Y1, (R13)(R14*4)
+	VMOVUPS (R12)(R14*4), Y0
+	VMOVUPS Y0, (R13)(R14*4)
 	ADDQ    $0x00000008, R14
 	JMP     copyvec21
 
@@ -26062,26 +25908,26 @@ copyloop24:
 	JMP  copyloop24
 
 copied23:
-	VPMOVZXWD    128(SP), Y1
-	VPSLLD       $0x10, Y1, Y1
-	VMULPS       Y1, Y0, Y1
-	VPSRLD       $0x10, Y1, Y2
+	VPMOVZXWD    128(SP), Y0
+	VPSLLD       $0x10, Y0, Y0
+	VMULPS       Y0, Y1, Y0
+	VPSRLD       $0x10, Y0, Y2
 	VPAND        avx2bfone<>+0(SB), Y2, Y2
 	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD       Y1, Y2, Y2
+	VPADDD       Y0, Y2, Y2
 	VPAND        avx2bfhigh<>+0(SB), Y2, Y2
-	VCMPPS       $0x03, Y1, Y1, Y1
-	VBLENDVPS    Y1, avx2bfnanhigh<>+0(SB), Y2, Y2
+	VCMPPS       $0x03, Y0, Y0, Y0
+	VBLENDVPS    Y0, avx2bfnanhigh<>+0(SB), Y2, Y2
 	VMULPS       160(SP), Y2, Y2
-	VPSRLD       $0x10, Y2, Y1
-	VPAND        avx2bfone<>+0(SB), Y1, Y1
-	VPADDD       avx2bfbias<>+0(SB), Y1, Y1
-	VPADDD       Y2, Y1, Y1
-	VPSRLD       $0x10, Y1, Y1
+	VPSRLD       $0x10, Y2, Y0
+	VPAND        avx2bfone<>+0(SB), Y0, Y0
+	VPADDD       avx2bfbias<>+0(SB), Y0, Y0
+	VPADDD       Y2, Y0, Y0
+	VPSRLD       $0x10, Y0, Y0
 	VCMPPS       $0x03, Y2, Y2, Y2
-	VBLENDVPS    Y2, avx2bfnanlow<>+0(SB), Y1, Y1
-	VEXTRACTI128 $0x01, Y1, X2
-	VPACKUSDW    X2, X1, X2
+	VBLENDVPS    Y2, avx2bfnanlow<>+0(SB), Y0, Y0
+	VEXTRACTI128 $0x01, Y0, X2
+	VPACKUSDW    X2, X0, X2
 	VMOVDQU      X2, 192(SP)
 	LEAQ         192(SP), R13
 	LEAQ         (CX)(R8*2), R12
@@ -26092,8 +25938,8 @@ copied23:
 copyvec25:
 	CMPQ    R14, R15
 	JG      copyone26
-	VMOVUPS (R13)(R14*2), Y1
-	VMOVUPS Y1, (R12)(R14*2)
+	VMOVUPS (R13)(R14*2), Y0
+	VMOVUPS Y0, (R12)(R14*2)
 	ADDQ    $0x00000010, R14
 	JMP     copyvec25
 
@@ -26112,95 +25958,89 @@ copied27:
 	ADDQ R11, R8
 
 scalentloop:
-	CMPQ         R8, R9
-	JG           scaletail
-	PREFETCHT0   (R10)(R8*2)
-	VPMOVZXWD    (SI)(R8*2), Y1
-	VPSLLD       $0x10, Y1, Y1
-	VMULPS       Y0, Y1, Y1
-	VPSRLD       $0x10, Y1, Y2
-	VPAND        avx2bfone<>+0(SB), Y2, Y2
-	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD       Y1, Y2, Y2
-	VPAND        avx2bfhigh<>+0(SB), Y2, Y2
-	VCMPPS       $0x03, Y1, Y1, Y1
-	VBLENDVPS    Y1, avx2bfnanhigh<>+0(SB), Y2, Y2
-	VMULPS       (BX)(R8*4), Y2, Y2
-	VPMOVZXWD    16(SI)(R8*2), Y1
-	VPSLLD       $0x10, Y1, Y1
-	VMULPS       Y0, Y1, Y1
-	VPSRLD       $0x10, Y1, Y3
-	VPAND        avx2bfone<>+0(SB), Y3, Y3
-	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
-	VPADDD       Y1, Y3, Y3
-	VPAND        avx2bfhigh<>+0(SB), Y3, Y3
-	VCMPPS       $0x03, Y1, Y1, Y1
-	VBLENDVPS    Y1, avx2bfnanhigh<>+0(SB), Y3, Y3
-	VMULPS       32(BX)(R8*4), Y3, Y3
-	VPSRLD       $0x10, Y2, Y1
-	VPAND        avx2bfone<>+0(SB), Y1, Y1
-	VPADDD       avx2bfbias<>+0(SB), Y1, Y1
-	VPADDD       Y2, Y1, Y1
-	VPSRLD       $0x10, Y1, Y1
-	VCMPPS       $0x03, Y2, Y2, Y2
-	VBLENDVPS    Y2, avx2bfnanlow<>+0(SB), Y1, Y1
-	VEXTRACTI128 $0x01, Y1, X2
-	VPACKUSDW    X2, X1, X10
-	VPSRLD       $0x10, Y3, Y1
-	VPAND        avx2bfone<>+0(SB), Y1, Y1
-	VPADDD       avx2bfbias<>+0(SB), Y1, Y1
-	VPADDD       Y3, Y1, Y1
-	VPSRLD       $0x10, Y1, Y1
-	VCMPPS       $0x03, Y3, Y3, Y2
-	VBLENDVPS    Y2, avx2bfnanlow<>+0(SB), Y1, Y1
-	VEXTRACTI128 $0x01, Y1, X2
-	VPACKUSDW    X2, X1, X1
-	VINSERTI128  $0x01, X1, Y10, Y10
-	VMOVNTDQ     Y10, (CX)(R8*2)
-	VPMOVZXWD    32(SI)(R8*2), Y1
-	VPSLLD       $0x10, Y1, Y1
-	VMULPS       Y0, Y1, Y1
-	VPSRLD       $0x10, Y1, Y2
-	VPAND        avx2bfone<>+0(SB), Y2, Y2
-	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD       Y1, Y2, Y2
-	VPAND        avx2bfhigh<>+0(SB), Y2, Y2
-	VCMPPS       $0x03, Y1, Y1, Y1
-	VBLENDVPS    Y1, avx2bfnanhigh<>+0(SB), Y2, Y2
-	VMULPS       64(BX)(R8*4), Y2, Y2
-	VPMOVZXWD    48(SI)(R8*2), Y1
-	VPSLLD       $0x10, Y1, Y1
-	VMULPS       Y0, Y1, Y1
-	VPSRLD       $0x10, Y1, Y3
-	VPAND        avx2bfone<>+0(SB), Y3, Y3
-	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
-	VPADDD       Y1, Y3, Y3
-	VPAND        avx2bfhigh<>+0(SB), Y3, Y3
-	VCMPPS       $0x03, Y1, Y1, Y1
-	VBLENDVPS    Y1, avx2bfnanhigh<>+0(SB), Y3, Y3
-	VMULPS       96(BX)(R8*4), Y3, Y3
-	VPSRLD       $0x10, Y2, Y1
-	VPAND        avx2bfone<>+0(SB), Y1, Y1
-	VPADDD       avx2bfbias<>+0(SB), Y1, Y1
-	VPADDD       Y2, Y1, Y1
-	VPSRLD       $0x10, Y1, Y1
-	VCMPPS       $0x03, Y2, Y2, Y2
-	VBLENDVPS    Y2, avx2bfnanlow<>+0(SB), Y1, Y1
-	VEXTRACTI128 $0x01, Y1, X2
-	VPACKUSDW    X2, X1, X11
-	VPSRLD       $0x10, Y3, Y1
-	VPAND        avx2bfone<>+0(SB), Y1, Y1
-	VPADDD       avx2bfbias<>+0(SB), Y1, Y1
-	VPADDD       Y3, Y1, Y1
-	VPSRLD       $0x10, Y1, Y1
-	VCMPPS       $0x03, Y3, Y3, Y2
-	VBLENDVPS    Y2, avx2bfnanlow<>+0(SB), Y1, Y1
-	VEXTRACTI128 $0x01, Y1, X2
-	VPACKUSDW    X2, X1, X1
-	VINSERTI128  $0x01, X1, Y11, Y11
-	VMOVNTDQ     Y11, 32(CX)(R8*2)
-	ADDQ         $0x00000020, R8
-	JMP          scalentloop
+	CMPQ       R8, R9
+	JG         scaletail
+	PREFETCHT0 (R10)(R8*2)
+	VPMOVZXWD  (SI)(R8*2), Y0
+	VPSLLD     $0x10, Y0, Y0
+	VMULPS     Y1, Y0, Y0
+	VPSRLD     $0x10, Y0, Y2
+	VPAND      avx2bfone<>+0(SB), Y2, Y2
+	VPADDD     avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD     Y0, Y2, Y2
+	VPAND      avx2bfhigh<>+0(SB), Y2, Y2
+	VCMPPS     $0x03, Y0, Y0, Y0
+	VBLENDVPS  Y0, avx2bfnanhigh<>+0(SB), Y2, Y2
+	VMULPS     (BX)(R8*4), Y2, Y2
+	VPMOVZXWD  16(SI)(R8*2), Y0
+	VPSLLD     $0x10, Y0, Y0
+	VMULPS     Y1, Y0, Y0
+	VPSRLD     $0x10, Y0, Y3
+	VPAND      avx2bfone<>+0(SB), Y3, Y3
+	VPADDD     avx2bfbias<>+0(SB), Y3, Y3
+	VPADDD     Y0, Y3, Y3
+	VPAND      avx2bfhigh<>+0(SB), Y3, Y3
+	VCMPPS     $0x03, Y0, Y0, Y0
+	VBLENDVPS  Y0, avx2bfnanhigh<>+0(SB), Y3, Y3
+	VMULPS     32(BX)(R8*4), Y3, Y3
+	VPSRLD     $0x10, Y2, Y0
+	VPAND      avx2bfone<>+0(SB), Y0, Y0
+	VPADDD     avx2bfbias<>+0(SB), Y0, Y0
+	VPADDD     Y2, Y0, Y0
+	VPSRLD     $0x10, Y0, Y0
+	VCMPPS     $0x03, Y2, Y2, Y2
+	VBLENDVPS  Y2, avx2bfnanlow<>+0(SB), Y0, Y0
+	VPSRLD     $0x10, Y3, Y2
+	VPAND      avx2bfone<>+0(SB), Y2, Y2
+	VPADDD     avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD     Y3, Y2, Y2
+	VPSRLD     $0x10, Y2, Y2
+	VCMPPS     $0x03, Y3, Y3, Y3
+	VBLENDVPS  Y3, avx2bfnanlow<>+0(SB), Y2, Y2
+	VPACKUSDW  Y2, Y0, Y0
+	VPERMQ     $0xd8, Y0, Y0
+	VMOVNTDQ   Y0, (CX)(R8*2)
+	VPMOVZXWD  32(SI)(R8*2), Y0
+	VPSLLD     $0x10, Y0, Y0
+	VMULPS     Y1, Y0, Y0
+	VPSRLD     $0x10, Y0, Y2
+	VPAND      avx2bfone<>+0(SB), Y2, Y2
+	VPADDD     avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD     Y0, Y2, Y2
+	VPAND      avx2bfhigh<>+0(SB), Y2, Y2
+	VCMPPS     $0x03, Y0, Y0, Y0
+	VBLENDVPS  Y0, avx2bfnanhigh<>+0(SB), Y2, Y2
+	VMULPS     64(BX)(R8*4), Y2, Y2
+	VPMOVZXWD  48(SI)(R8*2), Y0
+	VPSLLD     $0x10, Y0, Y0
+	VMULPS     Y1, Y0, Y0
+	VPSRLD     $0x10, Y0, Y3
+	VPAND      avx2bfone<>+0(SB), Y3, Y3
+	VPADDD     avx2bfbias<>+0(SB), Y3, Y3
+	VPADDD     Y0, Y3, Y3
+	VPAND      avx2bfhigh<>+0(SB), Y3, Y3
+	VCMPPS     $0x03, Y0, Y0, Y0
+	VBLENDVPS  Y0, avx2bfnanhigh<>+0(SB), Y3, Y3
+	VMULPS     96(BX)(R8*4), Y3, Y3
+	VPSRLD     $0x10, Y2, Y0
+	VPAND      avx2bfone<>+0(SB), Y0, Y0
+	VPADDD     avx2bfbias<>+0(SB), Y0, Y0
+	VPADDD     Y2, Y0, Y0
+	VPSRLD     $0x10, Y0, Y0
+	VCMPPS     $0x03, Y2, Y2, Y2
+	VBLENDVPS  Y2, avx2bfnanlow<>+0(SB), Y0, Y0
+	VPSRLD     $0x10, Y3, Y2
+	VPAND      avx2bfone<>+0(SB), Y2, Y2
+	VPADDD     avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD     Y3, Y2, Y2
+	VPSRLD     $0x10, Y2, Y2
+	VCMPPS     $0x03, Y3, Y3, Y3
+	VBLENDVPS  Y3, avx2bfnanlow<>+0(SB), Y2, Y2
+	VPACKUSDW  Y2, Y0, Y0
+	VPERMQ     $0xd8, Y0, Y0
+	VMOVNTDQ   Y0, 32(CX)(R8*2)
+	ADDQ       $0x00000020, R8
+	JMP        scalentloop
 
 scaletail:
 	ADDQ $0x00000018, R9
@@ -26208,26 +26048,26 @@ scaletail:
 scaleone:
 	CMPQ         R8, R9
 	JG           scalepart
-	VPMOVZXWD    (SI)(R8*2), Y1
-	VPSLLD       $0x10, Y1, Y1
-	VMULPS       Y0, Y1, Y1
-	VPSRLD       $0x10, Y1, Y2
+	VPMOVZXWD    (SI)(R8*2), Y0
+	VPSLLD       $0x10, Y0, Y0
+	VMULPS       Y1, Y0, Y0
+	VPSRLD       $0x10, Y0, Y2
 	VPAND        avx2bfone<>+0(SB), Y2, Y2
 	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD       Y1, Y2, Y2
+	VPADDD       Y0, Y2, Y2
 	VPAND        avx2bfhigh<>+0(SB), Y2, Y2
-	VCMPPS       $0x03, Y1, Y1, Y1
-	VBLENDVPS    Y1, avx2bfnanhigh<>+0(SB), Y2, Y2
+	VCMPPS       $0x03, Y0, Y0, Y0
+	VBLENDVPS    Y0, avx2bfnanhigh<>+0(SB), Y2, Y2
 	VMULPS       (BX)(R8*4), Y2, Y2
-	VPSRLD       $0x10, Y2, Y1
-	VPAND        avx2bfone<>+0(SB), Y1, Y1
-	VPADDD       avx2bfbias<>+0(SB), Y1, Y1
-	VPADDD       Y2, Y1, Y1
-	VPSRLD       $0x10, Y1, Y1
+	VPSRLD       $0x10, Y2, Y0
+	VPAND        avx2bfone<>+0(SB), Y0, Y0
+	VPADDD       avx2bfbias<>+0(SB), Y0, Y0
+	VPADDD       Y2, Y0, Y0
+	VPSRLD       $0x10, Y0, Y0
 	VCMPPS       $0x03, Y2, Y2, Y2
-	VBLENDVPS    Y2, avx2bfnanlow<>+0(SB), Y1, Y1
-	VEXTRACTI128 $0x01, Y1, X2
-	VPACKUSDW    X2, X1, X2
+	VBLENDVPS    Y2, avx2bfnanlow<>+0(SB), Y0, Y0
+	VEXTRACTI128 $0x01, Y0, X2
+	VPACKUSDW    X2, X0, X2
 	VMOVDQU      X2, (CX)(R8*2)
 	ADDQ         $0x00000008, R8
 	JMP          scaleone
@@ -26245,8 +26085,8 @@ scalepart:
 copyvec29:
 	CMPQ    R12, R13
 	JG      copyone30
-	VMOVUPS (R9)(R12*2), Y1
-	VMOVUPS Y1, (R10)(R12*2)
+	VMOVUPS (R9)(R12*2), Y0
+	VMOVUPS Y0, (R10)(R12*2)
 	ADDQ    $0x00000010, R12
 	JMP     copyvec29
 
@@ -26271,8 +26111,8 @@ copied31:
 copyvec33:
 	CMPQ    R12, R13
 	JG      copyone34
-	VMOVUPS (R9)(R12*4), Y1
-	VMOVUPS Y1, (R10)(R12*4)
+	VMOVUPS (R9)(R12*4), Y0
+	VMOVUPS Y0, (R10)(R12*4)
 	ADDQ    $0x00000008, R12
 	JMP     copyvec33
 
@@ -26288,27 +26128,27 @@ copyloop36:
 	JMP  copyloop36
 
 copied35:
-	VPMOVZXWD    128(SP), Y1
-	VPSLLD       $0x10, Y1, Y1
-	VMULPS       Y1, Y0, Y1
-	VPSRLD       $0x10, Y1, Y0
-	VPAND        avx2bfone<>+0(SB), Y0, Y0
-	VPADDD       avx2bfbias<>+0(SB), Y0, Y0
-	VPADDD       Y1, Y0, Y0
-	VPAND        avx2bfhigh<>+0(SB), Y0, Y0
-	VCMPPS       $0x03, Y1, Y1, Y1
-	VBLENDVPS    Y1, avx2bfnanhigh<>+0(SB), Y0, Y0
-	VMULPS       160(SP), Y0, Y0
+	VPMOVZXWD    128(SP), Y0
+	VPSLLD       $0x10, Y0, Y0
+	VMULPS       Y0, Y1, Y0
 	VPSRLD       $0x10, Y0, Y1
 	VPAND        avx2bfone<>+0(SB), Y1, Y1
 	VPADDD       avx2bfbias<>+0(SB), Y1, Y1
 	VPADDD       Y0, Y1, Y1
-	VPSRLD       $0x10, Y1, Y1
+	VPAND        avx2bfhigh<>+0(SB), Y1, Y1
 	VCMPPS       $0x03, Y0, Y0, Y0
-	VBLENDVPS    Y0, avx2bfnanlow<>+0(SB), Y1, Y1
-	VEXTRACTI128 $0x01, Y1, X0
-	VPACKUSDW    X0, X1, X0
-	VMOVDQU      X0, 192(SP)
+	VBLENDVPS    Y0, avx2bfnanhigh<>+0(SB), Y1, Y1
+	VMULPS       160(SP), Y1, Y1
+	VPSRLD       $0x10, Y1, Y0
+	VPAND        avx2bfone<>+0(SB), Y0, Y0
+	VPADDD       avx2bfbias<>+0(SB), Y0, Y0
+	VPADDD       Y1, Y0, Y0
+	VPSRLD       $0x10, Y0, Y0
+	VCMPPS       $0x03, Y1, Y1, Y1
+	VBLENDVPS    Y1, avx2bfnanlow<>+0(SB), Y0, Y0
+	VEXTRACTI128 $0x01, Y0, X1
+	VPACKUSDW    X1, X0, X1
+	VMOVDQU      X1, 192(SP)
 	LEAQ         192(SP), R10
 	LEAQ         (CX)(R8*2), R9
 	XORQ         R8, R8
@@ -27137,42 +26977,42 @@ summed:
 	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
 	CMPL   452(SP), $0x00
 	JE     divide14
-	VMULSS 452(SP), X1, X0
+	VMULSS 452(SP), X1, X1
 	JMP    divided15
 
 divide14:
-	VDIVSS 448(SP), X1, X0
+	VDIVSS 448(SP), X1, X1
 
 divided15:
-	VADDSS   job_eps+0(AX), X0, X0
-	VUCOMISS tlo<>+0(SB), X0
+	VADDSS   job_eps+0(AX), X1, X1
+	VUCOMISS tlo<>+0(SB), X1
 	JCS      ret
-	VUCOMISS tmax<>+0(SB), X0
+	VUCOMISS tmax<>+0(SB), X1
 	JHI      ret
-	VSQRTSS  X0, X0, X0
-	VMOVSS   one<>+0(SB), X1
-	VDIVSS   X0, X1, X1
+	VSQRTSS  X1, X1, X1
+	VMOVSS   one<>+0(SB), X0
+	VDIVSS   X1, X0, X0
 
 	// Report 1/rms if asked.
 	MOVQ   job_inv+0(AX), R8
 	TESTQ  R8, R8
 	JZ     scale
 	MOVQ   400(SP), R9
-	VMOVSS X1, (R8)(R9*4)
+	VMOVSS X0, (R8)(R9*4)
 
 scale:
-	VBROADCASTSS X1, Y0
+	VBROADCASTSS X0, Y1
 	MOVQ         $0x00000000, 424(SP)
 	CMPQ         416(SP), $0x01
 	JE           scalebody
-	VMOVUPS      X1, 384(SP)
+	VMOVUPS      X0, 384(SP)
 
 scalerow:
 	MOVQ         424(SP), R8
-	VBROADCASTSS 384(SP)(R8*4), Y0
+	VBROADCASTSS 384(SP)(R8*4), Y1
 
 scalebody:
-	VBROADCASTSS one<>+0(SB), Y1
+	VBROADCASTSS one<>+0(SB), Y0
 
 	// y = (src*inv)*w, rounded after each multiply.
 	XORQ  R8, R8
@@ -27182,74 +27022,68 @@ scalebody:
 	JNZ   scalepf
 
 scaleloop:
-	CMPQ         R8, R9
-	JG           scaletail
-	VPMOVZXWD    (SI)(R8*2), Y2
-	VPSLLD       $0x10, Y2, Y2
-	VMULPS       Y0, Y2, Y2
-	VMOVUPS      (BX)(R8*4), Y3
-	VADDPS       Y1, Y3, Y3
-	VMULPS       Y3, Y2, Y2
-	VPSRLD       $0x10, Y2, Y3
-	VPAND        avx2bfone<>+0(SB), Y3, Y3
-	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
-	VPADDD       Y2, Y3, Y3
-	VPSRLD       $0x10, Y3, Y3
-	VCMPPS       $0x03, Y2, Y2, Y2
-	VBLENDVPS    Y2, avx2bfnanlow<>+0(SB), Y3, Y3
-	VEXTRACTI128 $0x01, Y3, X2
-	VPACKUSDW    X2, X3, X2
-	VMOVDQU      X2, (CX)(R8*2)
-	VPMOVZXWD    16(SI)(R8*2), Y2
-	VPSLLD       $0x10, Y2, Y2
-	VMULPS       Y0, Y2, Y2
-	VMOVUPS      32(BX)(R8*4), Y3
-	VADDPS       Y1, Y3, Y3
-	VMULPS       Y3, Y2, Y2
-	VPSRLD       $0x10, Y2, Y3
-	VPAND        avx2bfone<>+0(SB), Y3, Y3
-	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
-	VPADDD       Y2, Y3, Y3
-	VPSRLD       $0x10, Y3, Y3
-	VCMPPS       $0x03, Y2, Y2, Y2
-	VBLENDVPS    Y2, avx2bfnanlow<>+0(SB), Y3, Y3
-	VEXTRACTI128 $0x01, Y3, X2
-	VPACKUSDW    X2, X3, X2
-	VMOVDQU      X2, 16(CX)(R8*2)
-	VPMOVZXWD    32(SI)(R8*2), Y2
-	VPSLLD       $0x10, Y2, Y2
-	VMULPS       Y0, Y2, Y2
-	VMOVUPS      64(BX)(R8*4), Y3
-	VADDPS       Y1, Y3, Y3
-	VMULPS       Y3, Y2, Y2
-	VPSRLD       $0x10, Y2, Y3
-	VPAND        avx2bfone<>+0(SB), Y3, Y3
-	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
-	VPADDD       Y2, Y3, Y3
-	VPSRLD       $0x10, Y3, Y3
-	VCMPPS       $0x03, Y2, Y2, Y2
-	VBLENDVPS    Y2, avx2bfnanlow<>+0(SB), Y3, Y3
-	VEXTRACTI128 $0x01, Y3, X2
-	VPACKUSDW    X2, X3, X2
-	VMOVDQU      X2, 32(CX)(R8*2)
-	VPMOVZXWD    48(SI)(R8*2), Y2
-	VPSLLD       $0x10, Y2, Y2
-	VMULPS       Y0, Y2, Y2
-	VMOVUPS      96(BX)(R8*4), Y3
-	VADDPS       Y1, Y3, Y3
-	VMULPS       Y3, Y2, Y2
-	VPSRLD       $0x10, Y2, Y3
-	VPAND        avx2bfone<>+0(SB), Y3, Y3
-	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
-	VPADDD       Y2, Y3, Y3
-	VPSRLD       $0x10, Y3, Y3
-	VCMPPS       $0x03, Y2, Y2, Y2
-	VBLENDVPS    Y2, avx2bfnanlow<>+0(SB), Y3, Y3
-	VEXTRACTI128 $0x01, Y3, X2
-	VPACKUSDW    X2, X3, X2
-	VMOVDQU      X2, 48(CX)(R8*2)
-	ADDQ         $0x00000020, R8
-	JMP          scaleloop
+	CMPQ      R8, R9
+	JG        scaletail
+	VPMOVZXWD (SI)(R8*2), Y2
+	VPSLLD    $0x10, Y2, Y2
+	VMULPS    Y1, Y2, Y2
+	VMOVUPS   (BX)(R8*4), Y3
+	VADDPS    Y0, Y3, Y3
+	VMULPS    Y3, Y2, Y2
+	VPMOVZXWD 16(SI)(R8*2), Y3
+	VPSLLD    $0x10, Y3, Y3
+	VMULPS    Y1, Y3, Y3
+	VMOVUPS   32(BX)(R8*4), Y4
+	VADDPS    Y0, Y4, Y4
+	VMULPS    Y4, Y3, Y3
+	VPSRLD    $0x10, Y2, Y4
+	VPAND     avx2bfone<>+0(SB), Y4, Y4
+	VPADDD    avx2bfbias<>+0(SB), Y4, Y4
+	VPADDD    Y2, Y4, Y4
+	VPSRLD    $0x10, Y4, Y4
+	VCMPPS    $0x03, Y2, Y2, Y2
+	VBLENDVPS Y2, avx2bfnanlow<>+0(SB), Y4, Y4
+	VPSRLD    $0x10, Y3, Y2
+	VPAND     avx2bfone<>+0(SB), Y2, Y2
+	VPADDD    avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD    Y3, Y2, Y2
+	VPSRLD    $0x10, Y2, Y2
+	VCMPPS    $0x03, Y3, Y3, Y3
+	VBLENDVPS Y3, avx2bfnanlow<>+0(SB), Y2, Y2
+	VPACKUSDW Y2, Y4, Y4
+	VPERMQ    $0xd8, Y4, Y4
+	VMOVDQU   Y4, (CX)(R8*2)
+	VPMOVZXWD 32(SI)(R8*2), Y2
+	VPSLLD    $0x10, Y2, Y2
+	VMULPS    Y1, Y2, Y2
+	VMOVUPS   64(BX)(R8*4), Y3
+	VADDPS    Y0, Y3, Y3
+	VMULPS    Y3, Y2, Y2
+	VPMOVZXWD 48(SI)(R8*2), Y3
+	VPSLLD    $0x10, Y3, Y3
+	VMULPS    Y1, Y3, Y3
+	VMOVUPS   96(BX)(R8*4), Y4
+	VADDPS    Y0, Y4, Y4
+	VMULPS    Y4, Y3, Y3
+	VPSRLD    $0x10, Y2, Y4
+	VPAND     avx2bfone<>+0(SB), Y4, Y4
+	VPADDD    avx2bfbias<>+0(SB), Y4, Y4
+	VPADDD    Y2, Y4, Y4
+	VPSRLD    $0x10, Y4, Y4
+	VCMPPS    $0x03, Y2, Y2, Y2
+	VBLENDVPS Y2, avx2bfnanlow<>+0(SB), Y4, Y4
+	VPSRLD    $0x10, Y3, Y2
+	VPAND     avx2bfone<>+0(SB), Y2, Y2
+	VPADDD    avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD    Y3, Y2, Y2
+	VPSRLD    $0x10, Y2, Y2
+	VCMPPS    $0x03, Y3, Y3, Y3
+	VBLENDVPS Y3, avx2bfnanlow<>+0(SB), Y2, Y2
+	VPACKUSDW Y2, Y4, Y4
+	VPERMQ    $0xd8, Y4, Y4
+	VMOVDQU   Y4, 32(CX)(R8*2)
+	ADDQ      $0x00000020, R8
+	JMP       scaleloop
 
 scalepf:
 	MOVQ DI, R10
@@ -27263,75 +27097,69 @@ longrows16:
 	JNZ   scalent
 
 scalepfloop:
-	CMPQ         R8, R9
-	JG           scaletail
-	PREFETCHT0   (R10)(R8*2)
-	VPMOVZXWD    (SI)(R8*2), Y2
-	VPSLLD       $0x10, Y2, Y2
-	VMULPS       Y0, Y2, Y2
-	VMOVUPS      (BX)(R8*4), Y3
-	VADDPS       Y1, Y3, Y3
-	VMULPS       Y3, Y2, Y2
-	VPSRLD       $0x10, Y2, Y3
-	VPAND        avx2bfone<>+0(SB), Y3, Y3
-	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
-	VPADDD       Y2, Y3, Y3
-	VPSRLD       $0x10, Y3, Y3
-	VCMPPS       $0x03, Y2, Y2, Y2
-	VBLENDVPS    Y2, avx2bfnanlow<>+0(SB), Y3, Y3
-	VEXTRACTI128 $0x01, Y3, X2
-	VPACKUSDW    X2, X3, X2
-	VMOVDQU      X2, (CX)(R8*2)
-	VPMOVZXWD    16(SI)(R8*2), Y2
-	VPSLLD       $0x10, Y2, Y2
-	VMULPS       Y0, Y2, Y2
-	VMOVUPS      32(BX)(R8*4), Y3
-	VADDPS       Y1, Y3, Y3
-	VMULPS       Y3, Y2, Y2
-	VPSRLD       $0x10, Y2, Y3
-	VPAND        avx2bfone<>+0(SB), Y3, Y3
-	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
-	VPADDD       Y2, Y3, Y3
-	VPSRLD       $0x10, Y3, Y3
-	VCMPPS       $0x03, Y2, Y2, Y2
-	VBLENDVPS    Y2, avx2bfnanlow<>+0(SB), Y3, Y3
-	VEXTRACTI128 $0x01, Y3, X2
-	VPACKUSDW    X2, X3, X2
-	VMOVDQU      X2, 16(CX)(R8*2)
-	VPMOVZXWD    32(SI)(R8*2), Y2
-	VPSLLD       $0x10, Y2, Y2
-	VMULPS       Y0, Y2, Y2
-	VMOVUPS      64(BX)(R8*4), Y3
-	VADDPS       Y1, Y3, Y3
-	VMULPS       Y3, Y2, Y2
-	VPSRLD       $0x10, Y2, Y3
-	VPAND        avx2bfone<>+0(SB), Y3, Y3
-	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
-	VPADDD       Y2, Y3, Y3
-	VPSRLD       $0x10, Y3, Y3
-	VCMPPS       $0x03, Y2, Y2, Y2
-	VBLENDVPS    Y2, avx2bfnanlow<>+0(SB), Y3, Y3
-	VEXTRACTI128 $0x01, Y3, X2
-	VPACKUSDW    X2, X3, X2
-	VMOVDQU      X2, 32(CX)(R8*2)
-	VPMOVZXWD    48(SI)(R8*2), Y2
-	VPSLLD       $0x10, Y2, Y2
-	VMULPS       Y0, Y2, Y2
-	VMOVUPS      96(BX)(R8*4), Y3
-	VADDPS       Y1, Y3, Y3
-	VMULPS       Y3, Y2, Y2
-	VPSRLD       $0x10, Y2, Y3
-	VPAND        avx2bfone<>+0(SB), Y3, Y3
-	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
-	VPADDD       Y2, Y3, Y3
-	VPSRLD       $0x10, Y3, Y3
-	VCMPPS       $0x03, Y2, Y2, Y2
-	VBLENDVPS    Y2, avx2bfnanlow<>+0(SB), Y3, Y3
-	VEXTRACTI128 $0x01, Y3, X2
-	VPACKUSDW    X2, X3, X2
-	VMOVDQU      X2, 48(CX)(R8*2)
-	ADDQ         $0x00000020, R8
-	JMP          scalepfloop
+	CMPQ       R8, R9
+	JG         scaletail
+	PREFETCHT0 (R10)(R8*2)
+	VPMOVZXWD  (SI)(R8*2), Y2
+	VPSLLD     $0x10, Y2, Y2
+	VMULPS     Y1, Y2, Y2
+	VMOVUPS    (BX)(R8*4), Y3
+	VADDPS     Y0, Y3, Y3
+	VMULPS     Y3, Y2, Y2
+	VPMOVZXWD  16(SI)(R8*2), Y3
+	VPSLLD     $0x10, Y3, Y3
+	VMULPS     Y1, Y3, Y3
+	VMOVUPS    32(BX)(R8*4), Y4
+	VADDPS     Y0, Y4, Y4
+	VMULPS     Y4, Y3, Y3
+	VPSRLD     $0x10, Y2, Y4
+	VPAND      avx2bfone<>+0(SB), Y4, Y4
+	VPADDD     avx2bfbias<>+0(SB), Y4, Y4
+	VPADDD     Y2, Y4, Y4
+	VPSRLD     $0x10, Y4, Y4
+	VCMPPS     $0x03, Y2, Y2, Y2
+	VBLENDVPS  Y2, avx2bfnanlow<>+0(SB), Y4, Y4
+	VPSRLD     $0x10, Y3, Y2
+	VPAND      avx2bfone<>+0(SB), Y2, Y2
+	VPADDD     avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD     Y3, Y2, Y2
+	VPSRLD     $0x10, Y2, Y2
+	VCMPPS     $0x03, Y3, Y3, Y3
+	VBLENDVPS  Y3, avx2bfnanlow<>+0(SB), Y2, Y2
+	VPACKUSDW  Y2, Y4, Y4
+	VPERMQ     $0xd8, Y4, Y4
+	VMOVDQU    Y4, (CX)(R8*2)
+	VPMOVZXWD  32(SI)(R8*2), Y2
+	VPSLLD     $0x10, Y2, Y2
+	VMULPS     Y1, Y2, Y2
+	VMOVUPS    64(BX)(R8*4), Y3
+	VADDPS     Y0, Y3, Y3
+	VMULPS     Y3, Y2, Y2
+	VPMOVZXWD  48(SI)(R8*2), Y3
+	VPSLLD     $0x10, Y3, Y3
+	VMULPS     Y1, Y3, Y3
+	VMOVUPS    96(BX)(R8*4), Y4
+	VADDPS     Y0, Y4, Y4
+	VMULPS     Y4, Y3, Y3
+	VPSRLD     $0x10, Y2, Y4
+	VPAND      avx2bfone<>+0(SB), Y4, Y4
+	VPADDD     avx2bfbias<>+0(SB), Y4, Y4
+	VPADDD     Y2, Y4, Y4
+	VPSRLD     $0x10, Y4, Y4
+	VCMPPS     $0x03, Y2, Y2, Y2
+	VBLENDVPS  Y2, avx2bfnanlow<>+0(SB), Y4, Y4
+	VPSRLD     $0x10, Y3, Y2
+	VPAND      avx2bfone<>+0(SB), Y2, Y2
+	VPADDD     avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD     Y3, Y2, Y2
+	VPSRLD     $0x10, Y2, Y2
+	VCMPPS     $0x03, Y3, Y3, Y3
+	VBLENDVPS  Y3, avx2bfnanlow<>+0(SB), Y2, Y2
+	VPACKUSDW  Y2, Y4, Y4
+	VPERMQ     $0xd8, Y4, Y4
+	VMOVDQU    Y4, 32(CX)(R8*2)
+	ADDQ       $0x00000020, R8
+	JMP        scalepfloop
 
 scalent:
 	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
@@ -27349,9 +27177,9 @@ scalehead:
 	JB           scaleheadpart
 	VPMOVZXWD    (SI)(R8*2), Y2
 	VPSLLD       $0x10, Y2, Y2
-	VMULPS       Y0, Y2, Y2
+	VMULPS       Y1, Y2, Y2
 	VMOVUPS      (BX)(R8*4), Y3
-	VADDPS       Y1, Y3, Y3
+	VADDPS       Y0, Y3, Y3
 	VMULPS       Y3, Y2, Y2
 	VPSRLD       $0x10, Y2, Y3
 	VPAND        avx2bfone<>+0(SB), Y3, Y3
@@ -27422,9 +27250,9 @@ copyloop24:
 copied23:
 	VPMOVZXWD    128(SP), Y2
 	VPSLLD       $0x10, Y2, Y2
-	VMULPS       Y2, Y0, Y2
+	VMULPS       Y2, Y1, Y2
 	VMOVUPS      160(SP), Y3
-	VADDPS       Y1, Y3, Y3
+	VADDPS       Y0, Y3, Y3
 	VMULPS       Y3, Y2, Y2
 	VPSRLD       $0x10, Y2, Y3
 	VPAND        avx2bfone<>+0(SB), Y3, Y3
@@ -27465,75 +27293,69 @@ copied27:
 	ADDQ R11, R8
 
 scalentloop:
-	CMPQ         R8, R9
-	JG           scaletail
-	PREFETCHT0   (R10)(R8*2)
-	VPMOVZXWD    (SI)(R8*2), Y2
-	VPSLLD       $0x10, Y2, Y2
-	VMULPS       Y0, Y2, Y2
-	VMOVUPS      (BX)(R8*4), Y3
-	VADDPS       Y1, Y3, Y3
-	VMULPS       Y3, Y2, Y2
-	VPMOVZXWD    16(SI)(R8*2), Y3
-	VPSLLD       $0x10, Y3, Y3
-	VMULPS       Y0, Y3, Y3
-	VMOVUPS      32(BX)(R8*4), Y4
-	VADDPS       Y1, Y4, Y4
-	VMULPS       Y4, Y3, Y3
-	VPSRLD       $0x10, Y2, Y4
-	VPAND        avx2bfone<>+0(SB), Y4, Y4
-	VPADDD       avx2bfbias<>+0(SB), Y4, Y4
-	VPADDD       Y2, Y4, Y4
-	VPSRLD       $0x10, Y4, Y4
-	VCMPPS       $0x03, Y2, Y2, Y2
-	VBLENDVPS    Y2, avx2bfnanlow<>+0(SB), Y4, Y4
-	VEXTRACTI128 $0x01, Y4, X2
-	VPACKUSDW    X2, X4, X10
-	VPSRLD       $0x10, Y3, Y2
-	VPAND        avx2bfone<>+0(SB), Y2, Y2
-	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD       Y3, Y2, Y2
-	VPSRLD       $0x10, Y2, Y2
-	VCMPPS       $0x03, Y3, Y3, Y3
-	VBLENDVPS    Y3, avx2bfnanlow<>+0(SB), Y2, Y2
-	VEXTRACTI128 $0x01, Y2, X3
-	VPACKUSDW    X3, X2, X2
-	VINSERTI128  $0x01, X2, Y10, Y10
-	VMOVNTDQ     Y10, (CX)(R8*2)
-	VPMOVZXWD    32(SI)(R8*2), Y2
-	VPSLLD       $0x10, Y2, Y2
-	VMULPS       Y0, Y2, Y2
-	VMOVUPS      64(BX)(R8*4), Y3
-	VADDPS       Y1, Y3, Y3
-	VMULPS       Y3, Y2, Y2
-	VPMOVZXWD    48(SI)(R8*2), Y3
-	VPSLLD       $0x10, Y3, Y3
-	VMULPS       Y0, Y3, Y3
-	VMOVUPS      96(BX)(R8*4), Y4
-	VADDPS       Y1, Y4, Y4
-	VMULPS       Y4, Y3, Y3
-	VPSRLD       $0x10, Y2, Y4
-	VPAND        avx2bfone<>+0(SB), Y4, Y4
-	VPADDD       avx2bfbias<>+0(SB), Y4, Y4
-	VPADDD       Y2, Y4, Y4
-	VPSRLD       $0x10, Y4, Y4
-	VCMPPS       $0x03, Y2, Y2, Y2
-	VBLENDVPS    Y2, avx2bfnanlow<>+0(SB), Y4, Y4
-	VEXTRACTI128 $0x01, Y4, X2
-	VPACKUSDW    X2, X4, X11
-	VPSRLD       $0x10, Y3, Y2
-	VPAND        avx2bfone<>+0(SB), Y2, Y2
-	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD       Y3, Y2, Y2
-	VPSRLD       $0x10, Y2, Y2
-	VCMPPS       $0x03, Y3, Y3, Y3
-	VBLENDVPS    Y3, avx2bfnanlow<>+0(SB), Y2, Y2
-	VEXTRACTI128 $0x01, Y2, X3
-	VPACKUSDW    X3, X2, X2
-	VINSERTI128  $0x01, X2, Y11, Y11
-	VMOVNTDQ     Y11, 32(CX)(R8*2)
-	ADDQ         $0x00000020, R8
-	JMP          scalentloop
+	CMPQ       R8, R9
+	JG         scaletail
+	PREFETCHT0 (R10)(R8*2)
+	VPMOVZXWD  (SI)(R8*2), Y2
+	VPSLLD     $0x10, Y2, Y2
+	VMULPS     Y1, Y2, Y2
+	VMOVUPS    (BX)(R8*4), Y3
+	VADDPS     Y0, Y3, Y3
+	VMULPS     Y3, Y2, Y2
+	VPMOVZXWD  16(SI)(R8*2), Y3
+	VPSLLD     $0x10, Y3, Y3
+	VMULPS     Y1, Y3, Y3
+	VMOVUPS    32(BX)(R8*4), Y4
+	VADDPS     Y0, Y4, Y4
+	VMULPS     Y4, Y3, Y3
+	VPSRLD     $0x10, Y2, Y4
+	VPAND      avx2bfone<>+0(SB), Y4, Y4
+	VPADDD     avx2bfbias<>+0(SB), Y4, Y4
+	VPADDD     Y2, Y4, Y4
+	VPSRLD     $0x10, Y4, Y4
+	VCMPPS     $0x03, Y2, Y2, Y2
+	VBLENDVPS  Y2, avx2bfnanlow<>+0(SB), Y4, Y4
+	VPSRLD     $0x10, Y3, Y2
+	VPAND      avx2bfone<>+0(SB), Y2, Y2
+	VPADDD     avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD     Y3, Y2, Y2
+	VPSRLD     $0x10, Y2, Y2
+	VCMPPS     $0x03, Y3, Y3, Y3
+	VBLENDVPS  Y3, avx2bfnanlow<>+0(SB), Y2, Y2
+	VPACKUSDW  Y2, Y4, Y4
+	VPERMQ     $0xd8, Y4, Y4
+	VMOVNTDQ   Y4, (CX)(R8*2)
+	VPMOVZXWD  32(SI)(R8*2), Y2
+	VPSLLD     $0x10, Y2, Y2
+	VMULPS     Y1, Y2, Y2
+	VMOVUPS    64(BX)(R8*4), Y3
+	VADDPS     Y0, Y3, Y3
+	VMULPS     Y3, Y2, Y2
+	VPMOVZXWD  48(SI)(R8*2), Y3
+	VPSLLD     $0x10, Y3, Y3
+	VMULPS     Y1, Y3, Y3
+	VMOVUPS    96(BX)(R8*4), Y4
+	VADDPS     Y0, Y4, Y4
+	VMULPS     Y4, Y3, Y3
+	VPSRLD     $0x10, Y2, Y4
+	VPAND      avx2bfone<>+0(SB), Y4, Y4
+	VPADDD     avx2bfbias<>+0(SB), Y4, Y4
+	VPADDD     Y2, Y4, Y4
+	VPSRLD     $0x10, Y4, Y4
+	VCMPPS     $0x03, Y2, Y2, Y2
+	VBLENDVPS  Y2, avx2bfnanlow<>+0(SB), Y4, Y4
+	VPSRLD     $0x10, Y3, Y2
+	VPAND      avx2bfone<>+0(SB), Y2, Y2
+	VPADDD     avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD     Y3, Y2, Y2
+	VPSRLD     $0x10, Y2, Y2
+	VCMPPS     $0x03, Y3, Y3, Y3
+	VBLENDVPS  Y3, avx2bfnanlow<>+0(SB), Y2, Y2
+	VPACKUSDW  Y2, Y4, Y4
+	VPERMQ     $0xd8, Y4, Y4
+	VMOVNTDQ   Y4, 32(CX)(R8*2)
+	ADDQ       $0x00000020, R8
+	JMP        scalentloop
 
 scaletail:
 	ADDQ $0x00000018, R9
@@ -27543,9 +27365,9 @@ scaleone:
 	JG           scalepart
 	VPMOVZXWD    (SI)(R8*2), Y2
 	VPSLLD       $0x10, Y2, Y2
-	VMULPS       Y0, Y2, Y2
+	VMULPS       Y1, Y2, Y2
 	VMOVUPS      (BX)(R8*4), Y3
-	VADDPS       Y1, Y3, Y3
+	VADDPS       Y0, Y3, Y3
 	VMULPS       Y3, Y2, Y2
 	VPSRLD       $0x10, Y2, Y3
 	VPAND        avx2bfone<>+0(SB), Y3, Y3
@@ -27618,10 +27440,10 @@ copyloop36:
 copied35:
 	VPMOVZXWD    128(SP), Y2
 	VPSLLD       $0x10, Y2, Y2
-	VMULPS       Y2, Y0, Y2
-	VMOVUPS      160(SP), Y0
-	VADDPS       Y1, Y0, Y0
-	VMULPS       Y0, Y2, Y2
+	VMULPS       Y2, Y1, Y2
+	VMOVUPS      160(SP), Y1
+	VADDPS       Y0, Y1, Y1
+	VMULPS       Y1, Y2, Y2
 	VPSRLD       $0x10, Y2, Y0
 	VPAND        avx2bfone<>+0(SB), Y0, Y0
 	VPADDD       avx2bfbias<>+0(SB), Y0, Y0
@@ -28460,42 +28282,42 @@ summed:
 	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
 	CMPL   452(SP), $0x00
 	JE     divide14
-	VMULSS 452(SP), X1, X0
+	VMULSS 452(SP), X1, X1
 	JMP    divided15
 
 divide14:
-	VDIVSS 448(SP), X1, X0
+	VDIVSS 448(SP), X1, X1
 
 divided15:
-	VADDSS   job_eps+0(AX), X0, X0
-	VUCOMISS tlo<>+0(SB), X0
+	VADDSS   job_eps+0(AX), X1, X1
+	VUCOMISS tlo<>+0(SB), X1
 	JCS      ret
-	VUCOMISS tmax<>+0(SB), X0
+	VUCOMISS tmax<>+0(SB), X1
 	JHI      ret
-	VSQRTSS  X0, X0, X0
-	VMOVSS   one<>+0(SB), X1
-	VDIVSS   X0, X1, X1
+	VSQRTSS  X1, X1, X1
+	VMOVSS   one<>+0(SB), X0
+	VDIVSS   X1, X0, X0
 
 	// Report 1/rms if asked.
 	MOVQ   job_inv+0(AX), R8
 	TESTQ  R8, R8
 	JZ     scale
 	MOVQ   400(SP), R9
-	VMOVSS X1, (R8)(R9*4)
+	VMOVSS X0, (R8)(R9*4)
 
 scale:
-	VBROADCASTSS X1, Y0
+	VBROADCASTSS X0, Y1
 	MOVQ         $0x00000000, 424(SP)
 	CMPQ         416(SP), $0x01
 	JE           scalebody
-	VMOVUPS      X1, 384(SP)
+	VMOVUPS      X0, 384(SP)
 
 scalerow:
 	MOVQ         424(SP), R8
-	VBROADCASTSS 384(SP)(R8*4), Y0
+	VBROADCASTSS 384(SP)(R8*4), Y1
 
 scalebody:
-	VBROADCASTSS one<>+0(SB), Y1
+	VBROADCASTSS one<>+0(SB), Y0
 
 	// y = (src*inv)*w, rounded after each multiply.
 	XORQ  R8, R8
@@ -28505,102 +28327,96 @@ scalebody:
 	JNZ   scalepf
 
 scaleloop:
-	CMPQ         R8, R9
-	JG           scaletail
-	VPMOVZXWD    (SI)(R8*2), Y2
-	VPSLLD       $0x10, Y2, Y2
-	VMULPS       Y0, Y2, Y2
-	VPSRLD       $0x10, Y2, Y3
-	VPAND        avx2bfone<>+0(SB), Y3, Y3
-	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
-	VPADDD       Y2, Y3, Y3
-	VPAND        avx2bfhigh<>+0(SB), Y3, Y3
-	VCMPPS       $0x03, Y2, Y2, Y2
-	VBLENDVPS    Y2, avx2bfnanhigh<>+0(SB), Y3, Y3
-	VMOVUPS      (BX)(R8*4), Y2
-	VADDPS       Y1, Y2, Y2
-	VMULPS       Y2, Y3, Y3
-	VPSRLD       $0x10, Y3, Y2
-	VPAND        avx2bfone<>+0(SB), Y2, Y2
-	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD       Y3, Y2, Y2
-	VPSRLD       $0x10, Y2, Y2
-	VCMPPS       $0x03, Y3, Y3, Y3
-	VBLENDVPS    Y3, avx2bfnanlow<>+0(SB), Y2, Y2
-	VEXTRACTI128 $0x01, Y2, X3
-	VPACKUSDW    X3, X2, X3
-	VMOVDQU      X3, (CX)(R8*2)
-	VPMOVZXWD    16(SI)(R8*2), Y2
-	VPSLLD       $0x10, Y2, Y2
-	VMULPS       Y0, Y2, Y2
-	VPSRLD       $0x10, Y2, Y3
-	VPAND        avx2bfone<>+0(SB), Y3, Y3
-	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
-	VPADDD       Y2, Y3, Y3
-	VPAND        avx2bfhigh<>+0(SB), Y3, Y3
-	VCMPPS       $0x03, Y2, Y2, Y2
-	VBLENDVPS    Y2, avx2bfnanhigh<>+0(SB), Y3, Y3
-	VMOVUPS      32(BX)(R8*4), Y2
-	VADDPS       Y1, Y2, Y2
-	VMULPS       Y2, Y3, Y3
-	VPSRLD       $0x10, Y3, Y2
-	VPAND        avx2bfone<>+0(SB), Y2, Y2
-	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD       Y3, Y2, Y2
-	VPSRLD       $0x10, Y2, Y2
-	VCMPPS       $0x03, Y3, Y3, Y3
-	VBLENDVPS    Y3, avx2bfnanlow<>+0(SB), Y2, Y2
-	VEXTRACTI128 $0x01, Y2, X3
-	VPACKUSDW    X3, X2, X3
-	VMOVDQU      X3, 16(CX)(R8*2)
-	VPMOVZXWD    32(SI)(R8*2), Y2
-	VPSLLD       $0x10, Y2, Y2
-	VMULPS       Y0, Y2, Y2
-	VPSRLD       $0x10, Y2, Y3
-	VPAND        avx2bfone<>+0(SB), Y3, Y3
-	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
-	VPADDD       Y2, Y3, Y3
-	VPAND        avx2bfhigh<>+0(SB), Y3, Y3
-	VCMPPS       $0x03, Y2, Y2, Y2
-	VBLENDVPS    Y2, avx2bfnanhigh<>+0(SB), Y3, Y3
-	VMOVUPS      64(BX)(R8*4), Y2
-	VADDPS       Y1, Y2, Y2
-	VMULPS       Y2, Y3, Y3
-	VPSRLD       $0x10, Y3, Y2
-	VPAND        avx2bfone<>+0(SB), Y2, Y2
-	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD       Y3, Y2, Y2
-	VPSRLD       $0x10, Y2, Y2
-	VCMPPS       $0x03, Y3, Y3, Y3
-	VBLENDVPS    Y3, avx2bfnanlow<>+0(SB), Y2, Y2
-	VEXTRACTI128 $0x01, Y2, X3
-	VPACKUSDW    X3, X2, X3
-	VMOVDQU      X3, 32(CX)(R8*2)
-	VPMOVZXWD    48(SI)(R8*2), Y2
-	VPSLLD       $0x10, Y2, Y2
-	VMULPS       Y0, Y2, Y2
-	VPSRLD       $0x10, Y2, Y3
-	VPAND        avx2bfone<>+0(SB), Y3, Y3
-	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
-	VPADDD       Y2, Y3, Y3
-	VPAND        avx2bfhigh<>+0(SB), Y3, Y3
-	VCMPPS       $0x03, Y2, Y2, Y2
-	VBLENDVPS    Y2, avx2bfnanhigh<>+0(SB), Y3, Y3
-	VMOVUPS      96(BX)(R8*4), Y2
-	VADDPS       Y1, Y2, Y2
-	VMULPS       Y2, Y3, Y3
-	VPSRLD       $0x10, Y3, Y2
-	VPAND        avx2bfone<>+0(SB), Y2, Y2
-	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD       Y3, Y2, Y2
-	VPSRLD       $0x10, Y2, Y2
-	VCMPPS       $0x03, Y3, Y3, Y3
-	VBLENDVPS    Y3, avx2bfnanlow<>+0(SB), Y2, Y2
-	VEXTRACTI128 $0x01, Y2, X3
-	VPACKUSDW    X3, X2, X3
-	VMOVDQU      X3, 48(CX)(R8*2)
-	ADDQ         $0x00000020, R8
-	JMP          scaleloop
+	CMPQ      R8, R9
+	JG        scaletail
+	VPMOVZXWD (SI)(R8*2), Y2
+	VPSLLD    $0x10, Y2, Y2
+	VMULPS    Y1, Y2, Y2
+	VPSRLD    $0x10, Y2, Y3
+	VPAND     avx2bfone<>+0(SB), Y3, Y3
+	VPADDD    avx2bfbias<>+0(SB), Y3, Y3
+	VPADDD    Y2, Y3, Y3
+	VPAND     avx2bfhigh<>+0(SB), Y3, Y3
+	VCMPPS    $0x03, Y2, Y2, Y2
+	VBLENDVPS Y2, avx2bfnanhigh<>+0(SB), Y3, Y3
+	VMOVUPS   (BX)(R8*4), Y2
+	VADDPS    Y0, Y2, Y2
+	VMULPS    Y2, Y3, Y3
+	VPMOVZXWD 16(SI)(R8*2), Y2
+	VPSLLD    $0x10, Y2, Y2
+	VMULPS    Y1, Y2, Y2
+	VPSRLD    $0x10, Y2, Y4
+	VPAND     avx2bfone<>+0(SB), Y4, Y4
+	VPADDD    avx2bfbias<>+0(SB), Y4, Y4
+	VPADDD    Y2, Y4, Y4
+	VPAND     avx2bfhigh<>+0(SB), Y4, Y4
+	VCMPPS    $0x03, Y2, Y2, Y2
+	VBLENDVPS Y2, avx2bfnanhigh<>+0(SB), Y4, Y4
+	VMOVUPS   32(BX)(R8*4), Y2
+	VADDPS    Y0, Y2, Y2
+	VMULPS    Y2, Y4, Y4
+	VPSRLD    $0x10, Y3, Y2
+	VPAND     avx2bfone<>+0(SB), Y2, Y2
+	VPADDD    avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD    Y3, Y2, Y2
+	VPSRLD    $0x10, Y2, Y2
+	VCMPPS    $0x03, Y3, Y3, Y3
+	VBLENDVPS Y3, avx2bfnanlow<>+0(SB), Y2, Y2
+	VPSRLD    $0x10, Y4, Y3
+	VPAND     avx2bfone<>+0(SB), Y3, Y3
+	VPADDD    avx2bfbias<>+0(SB), Y3, Y3
+	VPADDD    Y4, Y3, Y3
+	VPSRLD    $0x10, Y3, Y3
+	VCMPPS    $0x03, Y4, Y4, Y4
+	VBLENDVPS Y4, avx2bfnanlow<>+0(SB), Y3, Y3
+	VPACKUSDW Y3, Y2, Y2
+	VPERMQ    $0xd8, Y2, Y2
+	VMOVDQU   Y2, (CX)(R8*2)
+	VPMOVZXWD 32(SI)(R8*2), Y2
+	VPSLLD    $0x10, Y2, Y2
+	VMULPS    Y1, Y2, Y2
+	VPSRLD    $0x10, Y2, Y3
+	VPAND     avx2bfone<>+0(SB), Y3, Y3
+	VPADDD    avx2bfbias<>+0(SB), Y3, Y3
+	VPADDD    Y2, Y3, Y3
+	VPAND     avx2bfhigh<>+0(SB), Y3, Y3
+	VCMPPS    $0x03, Y2, Y2, Y2
+	VBLENDVPS Y2, avx2bfnanhigh<>+0(SB), Y3, Y3
+	VMOVUPS   64(BX)(R8*4), Y2
+	VADDPS    Y0, Y2, Y2
+	VMULPS    Y2, Y3, Y3
+	VPMOVZXWD 48(SI)(R8*2), Y2
+	VPSLLD    $0x10, Y2, Y2
+	VMULPS    Y1, Y2, Y2
+	VPSRLD    $0x10, Y2, Y4
+	VPAND     avx2bfone<>+0(SB), Y4, Y4
+	VPADDD    avx2bfbias<>+0(SB), Y4, Y4
+	VPADDD    Y2, Y4, Y4
+	VPAND     avx2bfhigh<>+0(SB), Y4, Y4
+	VCMPPS    $0x03, Y2, Y2, Y2
+	VBLENDVPS Y2, avx2bfnanhigh<>+0(SB), Y4, Y4
+	VMOVUPS   96(BX)(R8*4), Y2
+	VADDPS    Y0, Y2, Y2
+	VMULPS    Y2, Y4, Y4
+	VPSRLD    $0x10, Y3, Y2
+	VPAND     avx2bfone<>+0(SB), Y2, Y2
+	VPADDD    avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD    Y3, Y2, Y2
+	VPSRLD    $0x10, Y2, Y2
+	VCMPPS    $0x03, Y3, Y3, Y3
+	VBLENDVPS Y3, avx2bfnanlow<>+0(SB), Y2, Y2
+	VPSRLD    $0x10, Y4, Y3
+	VPAND     avx2bfone<>+0(SB), Y3, Y3
+	VPADDD    avx2bfbias<>+0(SB), Y3, Y3
+	VPADDD    Y4, Y3, Y3
+	VPSRLD    $0x10, Y3, Y3
+	VCMPPS    $0x03, Y4, Y4, Y4
+	VBLENDVPS Y4, avx2bfnanlow<>+0(SB), Y3, Y3
+	VPACKUSDW Y3, Y2, Y2
+	VPERMQ    $0xd8, Y2, Y2
+	VMOVDQU   Y2, 32(CX)(R8*2)
+	ADDQ      $0x00000020, R8
+	JMP       scaleloop
 
 scalepf:
 	MOVQ DI, R10
@@ -28614,103 +28430,97 @@ longrows16:
 	JNZ   scalent
 
 scalepfloop:
-	CMPQ         R8, R9
-	JG           scaletail
-	PREFETCHT0   (R10)(R8*2)
-	VPMOVZXWD    (SI)(R8*2), Y2
-	VPSLLD       $0x10, Y2, Y2
-	VMULPS       Y0, Y2, Y2
-	VPSRLD       $0x10, Y2, Y3
-	VPAND        avx2bfone<>+0(SB), Y3, Y3
-	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
-	VPADDD       Y2, Y3, Y3
-	VPAND        avx2bfhigh<>+0(SB), Y3, Y3
-	VCMPPS       $0x03, Y2, Y2, Y2
-	VBLENDVPS    Y2, avx2bfnanhigh<>+0(SB), Y3, Y3
-	VMOVUPS      (BX)(R8*4), Y2
-	VADDPS       Y1, Y2, Y2
-	VMULPS       Y2, Y3, Y3
-	VPSRLD       $0x10, Y3, Y2
-	VPAND        avx2bfone<>+0(SB), Y2, Y2
-	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD       Y3, Y2, Y2
-	VPSRLD       $0x10, Y2, Y2
-	VCMPPS       $0x03, Y3, Y3, Y3
-	VBLENDVPS    Y3, avx2bfnanlow<>+0(SB), Y2, Y2
-	VEXTRACTI128 $0x01, Y2, X3
-	VPACKUSDW    X3, X2, X3
-	VMOVDQU      X3, (CX)(R8*2)
-	VPMOVZXWD    16(SI)(R8*2), Y2
-	VPSLLD       $0x10, Y2, Y2
-	VMULPS       Y0, Y2, Y2
-	VPSRLD       $0x10, Y2, Y3
-	VPAND        avx2bfone<>+0(SB), Y3, Y3
-	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
-	VPADDD       Y2, Y3, Y3
-	VPAND        avx2bfhigh<>+0(SB), Y3, Y3
-	VCMPPS       $0x03, Y2, Y2, Y2
-	VBLENDVPS    Y2, avx2bfnanhigh<>+0(SB), Y3, Y3
-	VMOVUPS      32(BX)(R8*4), Y2
-	VADDPS       Y1, Y2, Y2
-	VMULPS       Y2, Y3, Y3
-	VPSRLD       $0x10, Y3, Y2
-	VPAND        avx2bfone<>+0(SB), Y2, Y2
-	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD       Y3, Y2, Y2
-	VPSRLD       $0x10, Y2, Y2
-	VCMPPS       $0x03, Y3, Y3, Y3
-	VBLENDVPS    Y3, avx2bfnanlow<>+0(SB), Y2, Y2
-	VEXTRACTI128 $0x01, Y2, X3
-	VPACKUSDW    X3, X2, X3
-	VMOVDQU      X3, 16(CX)(R8*2)
-	VPMOVZXWD    32(SI)(R8*2), Y2
-	VPSLLD       $0x10, Y2, Y2
-	VMULPS       Y0, Y2, Y2
-	VPSRLD       $0x10, Y2, Y3
-	VPAND        avx2bfone<>+0(SB), Y3, Y3
-	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
-	VPADDD       Y2, Y3, Y3
-	VPAND        avx2bfhigh<>+0(SB), Y3, Y3
-	VCMPPS       $0x03, Y2, Y2, Y2
-	VBLENDVPS    Y2, avx2bfnanhigh<>+0(SB), Y3, Y3
-	VMOVUPS      64(BX)(R8*4), Y2
-	VADDPS       Y1, Y2, Y2
-	VMULPS       Y2, Y3, Y3
-	VPSRLD       $0x10, Y3, Y2
-	VPAND        avx2bfone<>+0(SB), Y2, Y2
-	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD       Y3, Y2, Y2
-	VPSRLD       $0x10, Y2, Y2
-	VCMPPS       $0x03, Y3, Y3, Y3
-	VBLENDVPS    Y3, avx2bfnanlow<>+0(SB), Y2, Y2
-	VEXTRACTI128 $0x01, Y2, X3
-	VPACKUSDW    X3, X2, X3
-	VMOVDQU      X3, 32(CX)(R8*2)
-	VPMOVZXWD    48(SI)(R8*2), Y2
-	VPSLLD       $0x10, Y2, Y2
-	VMULPS       Y0, Y2, Y2
-	VPSRLD       $0x10, Y2, Y3
-	VPAND        avx2bfone<>+0(SB), Y3, Y3
-	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
-	VPADDD       Y2, Y3, Y3
-	VPAND        avx2bfhigh<>+0(SB), Y3, Y3
-	VCMPPS       $0x03, Y2, Y2, Y2
-	VBLENDVPS    Y2, avx2bfnanhigh<>+0(SB), Y3, Y3
-	VMOVUPS      96(BX)(R8*4), Y2
-	VADDPS       Y1, Y2, Y2
-	VMULPS       Y2, Y3, Y3
-	VPSRLD       $0x10, Y3, Y2
-	VPAND        avx2bfone<>+0(SB), Y2, Y2
-	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD       Y3, Y2, Y2
-	VPSRLD       $0x10, Y2, Y2
-	VCMPPS       $0x03, Y3, Y3, Y3
-	VBLENDVPS    Y3, avx2bfnanlow<>+0(SB), Y2, Y2
-	VEXTRACTI128 $0x01, Y2, X3
-	VPACKUSDW    X3, X2, X3
-	VMOVDQU      X3, 48(CX)(R8*2)
-	ADDQ         $0x00000020, R8
-	JMP          scalepfloop
+	CMPQ       R8, R9
+	JG         scaletail
+	PREFETCHT0 (R10)(R8*2)
+	VPMOVZXWD  (SI)(R8*2), Y2
+	VPSLLD     $0x10, Y2, Y2
+	VMULPS     Y1, Y2, Y2
+	VPSRLD     $0x10, Y2, Y3
+	VPAND      avx2bfone<>+0(SB), Y3, Y3
+	VPADDD     avx2bfbias<>+0(SB), Y3, Y3
+	VPADDD     Y2, Y3, Y3
+	VPAND      avx2bfhigh<>+0(SB), Y3, Y3
+	VCMPPS     $0x03, Y2, Y2, Y2
+	VBLENDVPS  Y2, avx2bfnanhigh<>+0(SB), Y3, Y3
+	VMOVUPS    (BX)(R8*4), Y2
+	VADDPS     Y0, Y2, Y2
+	VMULPS     Y2, Y3, Y3
+	VPMOVZXWD  16(SI)(R8*2), Y2
+	VPSLLD     $0x10, Y2, Y2
+	VMULPS     Y1, Y2, Y2
+	VPSRLD     $0x10, Y2, Y4
+	VPAND      avx2bfone<>+0(SB), Y4, Y4
+	VPADDD     avx2bfbias<>+0(SB), Y4, Y4
+	VPADDD     Y2, Y4, Y4
+	VPAND      avx2bfhigh<>+0(SB), Y4, Y4
+	VCMPPS     $0x03, Y2, Y2, Y2
+	VBLENDVPS  Y2, avx2bfnanhigh<>+0(SB), Y4, Y4
+	VMOVUPS    32(BX)(R8*4), Y2
+	VADDPS     Y0, Y2, Y2
+	VMULPS     Y2, Y4, Y4
+	VPSRLD     $0x10, Y3, Y2
+	VPAND      avx2bfone<>+0(SB), Y2, Y2
+	VPADDD     avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD     Y3, Y2, Y2
+	VPSRLD     $0x10, Y2, Y2
+	VCMPPS     $0x03, Y3, Y3, Y3
+	VBLENDVPS  Y3, avx2bfnanlow<>+0(SB), Y2, Y2
+	VPSRLD     $0x10, Y4, Y3
+	VPAND      avx2bfone<>+0(SB), Y3, Y3
+	VPADDD     avx2bfbias<>+0(SB), Y3, Y3
+	VPADDD     Y4, Y3, Y3
+	VPSRLD     $0x10, Y3, Y3
+	VCMPPS     $0x03, Y4, Y4, Y4
+	VBLENDVPS  Y4, avx2bfnanlow<>+0(SB), Y3, Y3
+	VPACKUSDW  Y3, Y2, Y2
+	VPERMQ     $0xd8, Y2, Y2
+	VMOVDQU    Y2, (CX)(R8*2)
+	VPMOVZXWD  32(SI)(R8*2), Y2
+	VPSLLD     $0x10, Y2, Y2
+	VMULPS     Y1, Y2, Y2
+	VPSRLD     $0x10, Y2, Y3
+	VPAND      avx2bfone<>+0(SB), Y3, Y3
+	VPADDD     avx2bfbias<>+0(SB), Y3, Y3
+	VPADDD     Y2, Y3, Y3
+	VPAND      avx2bfhigh<>+0(SB), Y3, Y3
+	VCMPPS     $0x03, Y2, Y2, Y2
+	VBLENDVPS  Y2, avx2bfnanhigh<>+0(SB), Y3, Y3
+	VMOVUPS    64(BX)(R8*4), Y2
+	VADDPS     Y0, Y2, Y2
+	VMULPS     Y2, Y3, Y3
+	VPMOVZXWD  48(SI)(R8*2), Y2
+	VPSLLD     $0x10, Y2, Y2
+	VMULPS     Y1, Y2, Y2
+	VPSRLD     $0x10, Y2, Y4
+	VPAND      avx2bfone<>+0(SB), Y4, Y4
+	VPADDD     avx2bfbias<>+0(SB), Y4, Y4
+	VPADDD     Y2, Y4, Y4
+	VPAND      avx2bfhigh<>+0(SB), Y4, Y4
+	VCMPPS     $0x03, Y2, Y2, Y2
+	VBLENDVPS  Y2, avx2bfnanhigh<>+0(SB), Y4, Y4
+	VMOVUPS    96(BX)(R8*4), Y2
+	VADDPS     Y0, Y2, Y2
+	VMULPS     Y2, Y4, Y4
+	VPSRLD     $0x10, Y3, Y2
+	VPAND      avx2bfone<>+0(SB), Y2, Y2
+	VPADDD     avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD     Y3, Y2, Y2
+	VPSRLD     $0x10, Y2, Y2
+	VCMPPS     $0x03, Y3, Y3, Y3
+	VBLENDVPS  Y3, avx2bfnanlow<>+0(SB), Y2, Y2
+	VPSRLD     $0x10, Y4, Y3
+	VPAND      avx2bfone<>+0(SB), Y3, Y3
+	VPADDD     avx2bfbias<>+0(SB), Y3, Y3
+	VPADDD     Y4, Y3, Y3
+	VPSRLD     $0x10, Y3, Y3
+	VCMPPS     $0x03, Y4, Y4, Y4
+	VBLENDVPS  Y4, avx2bfnanlow<>+0(SB), Y3, Y3
+	VPACKUSDW  Y3, Y2, Y2
+	VPERMQ     $0xd8, Y2, Y2
+	VMOVDQU    Y2, 32(CX)(R8*2)
+	ADDQ       $0x00000020, R8
+	JMP        scalepfloop
 
 scalent:
 	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
@@ -28728,7 +28538,7 @@ scalehead:
 	JB           scaleheadpart
 	VPMOVZXWD    (SI)(R8*2), Y2
 	VPSLLD       $0x10, Y2, Y2
-	VMULPS       Y0, Y2, Y2
+	VMULPS       Y1, Y2, Y2
 	VPSRLD       $0x10, Y2, Y3
 	VPAND        avx2bfone<>+0(SB), Y3, Y3
 	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
@@ -28737,7 +28547,7 @@ scalehead:
 	VCMPPS       $0x03, Y2, Y2, Y2
 	VBLENDVPS    Y2, avx2bfnanhigh<>+0(SB), Y3, Y3
 	VMOVUPS      (BX)(R8*4), Y2
-	VADDPS       Y1, Y2, Y2
+	VADDPS       Y0, Y2, Y2
 	VMULPS       Y2, Y3, Y3
 	VPSRLD       $0x10, Y3, Y2
 	VPAND        avx2bfone<>+0(SB), Y2, Y2
@@ -28808,7 +28618,7 @@ copyloop24:
 copied23:
 	VPMOVZXWD    128(SP), Y2
 	VPSLLD       $0x10, Y2, Y2
-	VMULPS       Y2, Y0, Y2
+	VMULPS       Y2, Y1, Y2
 	VPSRLD       $0x10, Y2, Y3
 	VPAND        avx2bfone<>+0(SB), Y3, Y3
 	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
@@ -28817,7 +28627,7 @@ copied23:
 	VCMPPS       $0x03, Y2, Y2, Y2
 	VBLENDVPS    Y2, avx2bfnanhigh<>+0(SB), Y3, Y3
 	VMOVUPS      160(SP), Y2
-	VADDPS       Y1, Y2, Y2
+	VADDPS       Y0, Y2, Y2
 	VMULPS       Y2, Y3, Y3
 	VPSRLD       $0x10, Y3, Y2
 	VPAND        avx2bfone<>+0(SB), Y2, Y2
@@ -28858,103 +28668,97 @@ copied27:
 	ADDQ R11, R8
 
 scalentloop:
-	CMPQ         R8, R9
-	JG           scaletail
-	PREFETCHT0   (R10)(R8*2)
-	VPMOVZXWD    (SI)(R8*2), Y2
-	VPSLLD       $0x10, Y2, Y2
-	VMULPS       Y0, Y2, Y2
-	VPSRLD       $0x10, Y2, Y3
-	VPAND        avx2bfone<>+0(SB), Y3, Y3
-	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
-	VPADDD       Y2, Y3, Y3
-	VPAND        avx2bfhigh<>+0(SB), Y3, Y3
-	VCMPPS       $0x03, Y2, Y2, Y2
-	VBLENDVPS    Y2, avx2bfnanhigh<>+0(SB), Y3, Y3
-	VMOVUPS      (BX)(R8*4), Y2
-	VADDPS       Y1, Y2, Y2
-	VMULPS       Y2, Y3, Y3
-	VPMOVZXWD    16(SI)(R8*2), Y2
-	VPSLLD       $0x10, Y2, Y2
-	VMULPS       Y0, Y2, Y2
-	VPSRLD       $0x10, Y2, Y4
-	VPAND        avx2bfone<>+0(SB), Y4, Y4
-	VPADDD       avx2bfbias<>+0(SB), Y4, Y4
-	VPADDD       Y2, Y4, Y4
-	VPAND        avx2bfhigh<>+0(SB), Y4, Y4
-	VCMPPS       $0x03, Y2, Y2, Y2
-	VBLENDVPS    Y2, avx2bfnanhigh<>+0(SB), Y4, Y4
-	VMOVUPS      32(BX)(R8*4), Y2
-	VADDPS       Y1, Y2, Y2
-	VMULPS       Y2, Y4, Y4
-	VPSRLD       $0x10, Y3, Y2
-	VPAND        avx2bfone<>+0(SB), Y2, Y2
-	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD       Y3, Y2, Y2
-	VPSRLD       $0x10, Y2, Y2
-	VCMPPS       $0x03, Y3, Y3, Y3
-	VBLENDVPS    Y3, avx2bfnanlow<>+0(SB), Y2, Y2
-	VEXTRACTI128 $0x01, Y2, X3
-	VPACKUSDW    X3, X2, X10
-	VPSRLD       $0x10, Y4, Y2
-	VPAND        avx2bfone<>+0(SB), Y2, Y2
-	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD       Y4, Y2, Y2
-	VPSRLD       $0x10, Y2, Y2
-	VCMPPS       $0x03, Y4, Y4, Y3
-	VBLENDVPS    Y3, avx2bfnanlow<>+0(SB), Y2, Y2
-	VEXTRACTI128 $0x01, Y2, X3
-	VPACKUSDW    X3, X2, X2
-	VINSERTI128  $0x01, X2, Y10, Y10
-	VMOVNTDQ     Y10, (CX)(R8*2)
-	VPMOVZXWD    32(SI)(R8*2), Y2
-	VPSLLD       $0x10, Y2, Y2
-	VMULPS       Y0, Y2, Y2
-	VPSRLD       $0x10, Y2, Y3
-	VPAND        avx2bfone<>+0(SB), Y3, Y3
-	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
-	VPADDD       Y2, Y3, Y3
-	VPAND        avx2bfhigh<>+0(SB), Y3, Y3
-	VCMPPS       $0x03, Y2, Y2, Y2
-	VBLENDVPS    Y2, avx2bfnanhigh<>+0(SB), Y3, Y3
-	VMOVUPS      64(BX)(R8*4), Y2
-	VADDPS       Y1, Y2, Y2
-	VMULPS       Y2, Y3, Y3
-	VPMOVZXWD    48(SI)(R8*2), Y2
-	VPSLLD       $0x10, Y2, Y2
-	VMULPS       Y0, Y2, Y2
-	VPSRLD       $0x10, Y2, Y4
-	VPAND        avx2bfone<>+0(SB), Y4, Y4
-	VPADDD       avx2bfbias<>+0(SB), Y4, Y4
-	VPADDD       Y2, Y4, Y4
-	VPAND        avx2bfhigh<>+0(SB), Y4, Y4
-	VCMPPS       $0x03, Y2, Y2, Y2
-	VBLENDVPS    Y2, avx2bfnanhigh<>+0(SB), Y4, Y4
-	VMOVUPS      96(BX)(R8*4), Y2
-	VADDPS       Y1, Y2, Y2
-	VMULPS       Y2, Y4, Y4
-	VPSRLD       $0x10, Y3, Y2
-	VPAND        avx2bfone<>+0(SB), Y2, Y2
-	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD       Y3, Y2, Y2
-	VPSRLD       $0x10, Y2, Y2
-	VCMPPS       $0x03, Y3, Y3, Y3
-	VBLENDVPS    Y3, avx2bfnanlow<>+0(SB), Y2, Y2
-	VEXTRACTI128 $0x01, Y2, X3
-	VPACKUSDW    X3, X2, X11
-	VPSRLD       $0x10, Y4, Y2
-	VPAND        avx2bfone<>+0(SB), Y2, Y2
-	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD       Y4, Y2, Y2
-	VPSRLD       $0x10, Y2, Y2
-	VCMPPS       $0x03, Y4, Y4, Y3
-	VBLENDVPS    Y3, avx2bfnanlow<>+0(SB), Y2, Y2
-	VEXTRACTI128 $0x01, Y2, X3
-	VPACKUSDW    X3, X2, X2
-	VINSERTI128  $0x01, X2, Y11, Y11
-	VMOVNTDQ     Y11, 32(CX)(R8*2)
-	ADDQ         $0x00000020, R8
-	JMP          scalentloop
+	CMPQ       R8, R9
+	JG         scaletail
+	PREFETCHT0 (R10)(R8*2)
+	VPMOVZXWD  (SI)(R8*2), Y2
+	VPSLLD     $0x10, Y2, Y2
+	VMULPS     Y1, Y2, Y2
+	VPSRLD     $0x10, Y2, Y3
+	VPAND      avx2bfone<>+0(SB), Y3, Y3
+	VPADDD     avx2bfbias<>+0(SB), Y3, Y3
+	VPADDD     Y2, Y3, Y3
+	VPAND      avx2bfhigh<>+0(SB), Y3, Y3
+	VCMPPS     $0x03, Y2, Y2, Y2
+	VBLENDVPS  Y2, avx2bfnanhigh<>+0(SB), Y3, Y3
+	VMOVUPS    (BX)(R8*4), Y2
+	VADDPS     Y0, Y2, Y2
+	VMULPS     Y2, Y3, Y3
+	VPMOVZXWD  16(SI)(R8*2), Y2
+	VPSLLD     $0x10, Y2, Y2
+	VMULPS     Y1, Y2, Y2
+	VPSRLD     $0x10, Y2, Y4
+	VPAND      avx2bfone<>+0(SB), Y4, Y4
+	VPADDD     avx2bfbias<>+0(SB), Y4, Y4
+	VPADDD     Y2, Y4, Y4
+	VPAND      avx2bfhigh<>+0(SB), Y4, Y4
+	VCMPPS     $0x03, Y2, Y2, Y2
+	VBLENDVPS  Y2, avx2bfnanhigh<>+0(SB), Y4, Y4
+	VMOVUPS    32(BX)(R8*4), Y2
+	VADDPS     Y0, Y2, Y2
+	VMULPS     Y2, Y4, Y4
+	VPSRLD     $0x10, Y3, Y2
+	VPAND      avx2bfone<>+0(SB), Y2, Y2
+	VPADDD     avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD     Y3, Y2, Y2
+	VPSRLD     $0x10, Y2, Y2
+	VCMPPS     $0x03, Y3, Y3, Y3
+	VBLENDVPS  Y3, avx2bfnanlow<>+0(SB), Y2, Y2
+	VPSRLD     $0x10, Y4, Y3
+	VPAND      avx2bfone<>+0(SB), Y3, Y3
+	VPADDD     avx2bfbias<>+0(SB), Y3, Y3
+	VPADDD     Y4, Y3, Y3
+	VPSRLD     $0x10, Y3, Y3
+	VCMPPS     $0x03, Y4, Y4, Y4
+	VBLENDVPS  Y4, avx2bfnanlow<>+0(SB), Y3, Y3
+	VPACKUSDW  Y3, Y2, Y2
+	VPERMQ     $0xd8, Y2, Y2
+	VMOVNTDQ   Y2, (CX)(R8*2)
+	VPMOVZXWD  32(SI)(R8*2), Y2
+	VPSLLD     $0x10, Y2, Y2
+	VMULPS     Y1, Y2, Y2
+	VPSRLD     $0x10, Y2, Y3
+	VPAND      avx2bfone<>+0(SB), Y3, Y3
+	VPADDD     avx2bfbias<>+0(SB), Y3, Y3
+	VPADDD     Y2, Y3, Y3
+	VPAND      avx2bfhigh<>+0(SB), Y3, Y3
+	VCMPPS     $0x03, Y2, Y2, Y2
+	VBLENDVPS  Y2, avx2bfnanhigh<>+0(SB), Y3, Y3
+	VMOVUPS    64(BX)(R8*4), Y2
+	VADDPS     Y0, Y2, Y2
+	VMULPS     Y2, Y3, Y3
+	VPMOVZXWD  48(SI)(R8*2), Y2
+	VPSLLD     $0x10, Y2, Y2
+	VMULPS     Y1, Y2, Y2
+	VPSRLD     $0x10, Y2, Y4
+	VPAND      avx2bfone<>+0(SB), Y4, Y4
+	VPADDD     avx2bfbias<>+0(SB), Y4, Y4
+	VPADDD     Y2, Y4, Y4
+	VPAND      avx2bfhigh<>+0(SB), Y4, Y4
+	VCMPPS     $0x03, Y2, Y2, Y2
+	VBLENDVPS  Y2, avx2bfnanhigh<>+0(SB), Y4, Y4
+	VMOVUPS    96(BX)(R8*4), Y2
+	VADDPS     Y0, Y2, Y2
+	VMULPS     Y2, Y4, Y4
+	VPSRLD     $0x10, Y3, Y2
+	VPAND      avx2bfone<>+0(SB), Y2, Y2
+	VPADDD     avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD     Y3, Y2, Y2
+	VPSRLD     $0x10, Y2, Y2
+	VCMPPS     $0x03, Y3, Y3, Y3
+	VBLENDVPS  Y3, avx2bfnanlow<>+0(SB), Y2, Y2
+	VPSRLD     $0x10, Y4, Y3
+	VPAND      avx2bfone<>+0(SB), Y3, Y3
+	VPADDD     avx2bfbias<>+0(SB), Y3, Y3
+	VPADDD     Y4, Y3, Y3
+	VPSRLD     $0x10, Y3, Y3
+	VCMPPS     $0x03, Y4, Y4, Y4
+	VBLENDVPS  Y4, avx2bfnanlow<>+0(SB), Y3, Y3
+	VPACKUSDW  Y3, Y2, Y2
+	VPERMQ     $0xd8, Y2, Y2
+	VMOVNTDQ   Y2, 32(CX)(R8*2)
+	ADDQ       $0x00000020, R8
+	JMP        scalentloop
 
 scaletail:
 	ADDQ $0x00000018, R9
@@ -28964,7 +28768,7 @@ scaleone:
 	JG           scalepart
 	VPMOVZXWD    (SI)(R8*2), Y2
 	VPSLLD       $0x10, Y2, Y2
-	VMULPS       Y0, Y2, Y2
+	VMULPS       Y1, Y2, Y2
 	VPSRLD       $0x10, Y2, Y3
 	VPAND        avx2bfone<>+0(SB), Y3, Y3
 	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
@@ -28973,7 +28777,7 @@ scaleone:
 	VCMPPS       $0x03, Y2, Y2, Y2
 	VBLENDVPS    Y2, avx2bfnanhigh<>+0(SB), Y3, Y3
 	VMOVUPS      (BX)(R8*4), Y2
-	VADDPS       Y1, Y2, Y2
+	VADDPS       Y0, Y2, Y2
 	VMULPS       Y2, Y3, Y3
 	VPSRLD       $0x10, Y3, Y2
 	VPAND        avx2bfone<>+0(SB), Y2, Y2
@@ -29046,27 +28850,27 @@ copyloop36:
 copied35:
 	VPMOVZXWD    128(SP), Y2
 	VPSLLD       $0x10, Y2, Y2
-	VMULPS       Y2, Y0, Y2
-	VPSRLD       $0x10, Y2, Y0
-	VPAND        avx2bfone<>+0(SB), Y0, Y0
-	VPADDD       avx2bfbias<>+0(SB), Y0, Y0
-	VPADDD       Y2, Y0, Y0
-	VPAND        avx2bfhigh<>+0(SB), Y0, Y0
-	VCMPPS       $0x03, Y2, Y2, Y2
-	VBLENDVPS    Y2, avx2bfnanhigh<>+0(SB), Y0, Y0
-	VMOVUPS      160(SP), Y2
-	VADDPS       Y1, Y2, Y2
-	VMULPS       Y2, Y0, Y0
-	VPSRLD       $0x10, Y0, Y1
+	VMULPS       Y2, Y1, Y2
+	VPSRLD       $0x10, Y2, Y1
 	VPAND        avx2bfone<>+0(SB), Y1, Y1
 	VPADDD       avx2bfbias<>+0(SB), Y1, Y1
-	VPADDD       Y0, Y1, Y1
-	VPSRLD       $0x10, Y1, Y1
-	VCMPPS       $0x03, Y0, Y0, Y0
-	VBLENDVPS    Y0, avx2bfnanlow<>+0(SB), Y1, Y1
-	VEXTRACTI128 $0x01, Y1, X0
-	VPACKUSDW    X0, X1, X0
-	VMOVDQU      X0, 192(SP)
+	VPADDD       Y2, Y1, Y1
+	VPAND        avx2bfhigh<>+0(SB), Y1, Y1
+	VCMPPS       $0x03, Y2, Y2, Y2
+	VBLENDVPS    Y2, avx2bfnanhigh<>+0(SB), Y1, Y1
+	VMOVUPS      160(SP), Y2
+	VADDPS       Y0, Y2, Y2
+	VMULPS       Y2, Y1, Y1
+	VPSRLD       $0x10, Y1, Y0
+	VPAND        avx2bfone<>+0(SB), Y0, Y0
+	VPADDD       avx2bfbias<>+0(SB), Y0, Y0
+	VPADDD       Y1, Y0, Y0
+	VPSRLD       $0x10, Y0, Y0
+	VCMPPS       $0x03, Y1, Y1, Y1
+	VBLENDVPS    Y1, avx2bfnanlow<>+0(SB), Y0, Y0
+	VEXTRACTI128 $0x01, Y0, X1
+	VPACKUSDW    X1, X0, X1
+	VMOVDQU      X1, 192(SP)
 	LEAQ         192(SP), R10
 	LEAQ         (CX)(R8*2), R9
 	XORQ         R8, R8
@@ -29894,39 +29698,39 @@ summed:
 	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
 	CMPL   452(SP), $0x00
 	JE     divide14
-	VMULSS 452(SP), X1, X0
+	VMULSS 452(SP), X1, X1
 	JMP    divided15
 
 divide14:
-	VDIVSS 448(SP), X1, X0
+	VDIVSS 448(SP), X1, X1
 
 divided15:
-	VADDSS   job_eps+0(AX), X0, X0
-	VUCOMISS tlo<>+0(SB), X0
+	VADDSS   job_eps+0(AX), X1, X1
+	VUCOMISS tlo<>+0(SB), X1
 	JCS      ret
-	VUCOMISS tmax<>+0(SB), X0
+	VUCOMISS tmax<>+0(SB), X1
 	JHI      ret
-	VSQRTSS  X0, X0, X0
-	VMOVSS   one<>+0(SB), X1
-	VDIVSS   X0, X1, X1
+	VSQRTSS  X1, X1, X1
+	VMOVSS   one<>+0(SB), X0
+	VDIVSS   X1, X0, X0
 
 	// Report 1/rms if asked.
 	MOVQ   job_inv+0(AX), DI
 	TESTQ  DI, DI
 	JZ     scale
 	MOVQ   400(SP), R8
-	VMOVSS X1, (DI)(R8*4)
+	VMOVSS X0, (DI)(R8*4)
 
 scale:
-	VBROADCASTSS X1, Y0
+	VBROADCASTSS X0, Y1
 	MOVQ         $0x00000000, 424(SP)
 	CMPQ         416(SP), $0x01
 	JE           scalebody
-	VMOVUPS      X1, 384(SP)
+	VMOVUPS      X0, 384(SP)
 
 scalerow:
 	MOVQ         424(SP), DI
-	VBROADCASTSS 384(SP)(DI*4), Y0
+	VBROADCASTSS 384(SP)(DI*4), Y1
 
 scalebody:
 	// y = (src*inv)*w, rounded after each multiply.
@@ -29937,62 +29741,56 @@ scalebody:
 	JNZ   scalepf
 
 scaleloop:
-	CMPQ         DI, R8
-	JG           scaletail
-	VPMOVZXWD    (BX)(DI*2), Y1
-	VPSLLD       $0x10, Y1, Y1
-	VMULPS       Y0, Y1, Y1
-	VPSRLD       $0x10, Y1, Y2
-	VPAND        avx2bfone<>+0(SB), Y2, Y2
-	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD       Y1, Y2, Y2
-	VPSRLD       $0x10, Y2, Y2
-	VCMPPS       $0x03, Y1, Y1, Y1
-	VBLENDVPS    Y1, avx2bfnanlow<>+0(SB), Y2, Y2
-	VEXTRACTI128 $0x01, Y2, X1
-	VPACKUSDW    X1, X2, X1
-	VMOVDQU      X1, (CX)(DI*2)
-	VPMOVZXWD    16(BX)(DI*2), Y1
-	VPSLLD       $0x10, Y1, Y1
-	VMULPS       Y0, Y1, Y1
-	VPSRLD       $0x10, Y1, Y2
-	VPAND        avx2bfone<>+0(SB), Y2, Y2
-	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD       Y1, Y2, Y2
-	VPSRLD       $0x10, Y2, Y2
-	VCMPPS       $0x03, Y1, Y1, Y1
-	VBLENDVPS    Y1, avx2bfnanlow<>+0(SB), Y2, Y2
-	VEXTRACTI128 $0x01, Y2, X1
-	VPACKUSDW    X1, X2, X1
-	VMOVDQU      X1, 16(CX)(DI*2)
-	VPMOVZXWD    32(BX)(DI*2), Y1
-	VPSLLD       $0x10, Y1, Y1
-	VMULPS       Y0, Y1, Y1
-	VPSRLD       $0x10, Y1, Y2
-	VPAND        avx2bfone<>+0(SB), Y2, Y2
-	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD       Y1, Y2, Y2
-	VPSRLD       $0x10, Y2, Y2
-	VCMPPS       $0x03, Y1, Y1, Y1
-	VBLENDVPS    Y1, avx2bfnanlow<>+0(SB), Y2, Y2
-	VEXTRACTI128 $0x01, Y2, X1
-	VPACKUSDW    X1, X2, X1
-	VMOVDQU      X1, 32(CX)(DI*2)
-	VPMOVZXWD    48(BX)(DI*2), Y1
-	VPSLLD       $0x10, Y1, Y1
-	VMULPS       Y0, Y1, Y1
-	VPSRLD       $0x10, Y1, Y2
-	VPAND        avx2bfone<>+0(SB), Y2, Y2
-	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD       Y1, Y2, Y2
-	VPSRLD       $0x10, Y2, Y2
-	VCMPPS       $0x03, Y1, Y1, Y1
-	VBLENDVPS    Y1, avx2bfnanlow<>+0(SB), Y2, Y2
-	VEXTRACTI128 $0x01, Y2, X1
-	VPACKUSDW    X1, X2, X1
-	VMOVDQU      X1, 48(CX)(DI*2)
-	ADDQ         $0x00000020, DI
-	JMP          scaleloop
+	CMPQ      DI, R8
+	JG        scaletail
+	VPMOVZXWD (BX)(DI*2), Y0
+	VPSLLD    $0x10, Y0, Y0
+	VMULPS    Y1, Y0, Y0
+	VPMOVZXWD 16(BX)(DI*2), Y2
+	VPSLLD    $0x10, Y2, Y2
+	VMULPS    Y1, Y2, Y2
+	VPSRLD    $0x10, Y0, Y3
+	VPAND     avx2bfone<>+0(SB), Y3, Y3
+	VPADDD    avx2bfbias<>+0(SB), Y3, Y3
+	VPADDD    Y0, Y3, Y3
+	VPSRLD    $0x10, Y3, Y3
+	VCMPPS    $0x03, Y0, Y0, Y0
+	VBLENDVPS Y0, avx2bfnanlow<>+0(SB), Y3, Y3
+	VPSRLD    $0x10, Y2, Y0
+	VPAND     avx2bfone<>+0(SB), Y0, Y0
+	VPADDD    avx2bfbias<>+0(SB), Y0, Y0
+	VPADDD    Y2, Y0, Y0
+	VPSRLD    $0x10, Y0, Y0
+	VCMPPS    $0x03, Y2, Y2, Y2
+	VBLENDVPS Y2, avx2bfnanlow<>+0(SB), Y0, Y0
+	VPACKUSDW Y0, Y3, Y3
+	VPERMQ    $0xd8, Y3, Y3
+	VMOVDQU   Y3, (CX)(DI*2)
+	VPMOVZXWD 32(BX)(DI*2), Y0
+	VPSLLD    $0x10, Y0, Y0
+	VMULPS    Y1, Y0, Y0
+	VPMOVZXWD 48(BX)(DI*2), Y2
+	VPSLLD    $0x10, Y2, Y2
+	VMULPS    Y1, Y2, Y2
+	VPSRLD    $0x10, Y0, Y3
+	VPAND     avx2bfone<>+0(SB), Y3, Y3
+	VPADDD    avx2bfbias<>+0(SB), Y3, Y3
+	VPADDD    Y0, Y3, Y3
+	VPSRLD    $0x10, Y3, Y3
+	VCMPPS    $0x03, Y0, Y0, Y0
+	VBLENDVPS Y0, avx2bfnanlow<>+0(SB), Y3, Y3
+	VPSRLD    $0x10, Y2, Y0
+	VPAND     avx2bfone<>+0(SB), Y0, Y0
+	VPADDD    avx2bfbias<>+0(SB), Y0, Y0
+	VPADDD    Y2, Y0, Y0
+	VPSRLD    $0x10, Y0, Y0
+	VCMPPS    $0x03, Y2, Y2, Y2
+	VBLENDVPS Y2, avx2bfnanlow<>+0(SB), Y0, Y0
+	VPACKUSDW Y0, Y3, Y3
+	VPERMQ    $0xd8, Y3, Y3
+	VMOVDQU   Y3, 32(CX)(DI*2)
+	ADDQ      $0x00000020, DI
+	JMP       scaleloop
 
 scalepf:
 	MOVQ SI, R9
@@ -30006,63 +29804,57 @@ longrows16:
 	JNZ   scalent
 
 scalepfloop:
-	CMPQ         DI, R8
-	JG           scaletail
-	PREFETCHT0   (R9)(DI*2)
-	VPMOVZXWD    (BX)(DI*2), Y1
-	VPSLLD       $0x10, Y1, Y1
-	VMULPS       Y0, Y1, Y1
-	VPSRLD       $0x10, Y1, Y2
-	VPAND        avx2bfone<>+0(SB), Y2, Y2
-	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD       Y1, Y2, Y2
-	VPSRLD       $0x10, Y2, Y2
-	VCMPPS       $0x03, Y1, Y1, Y1
-	VBLENDVPS    Y1, avx2bfnanlow<>+0(SB), Y2, Y2
-	VEXTRACTI128 $0x01, Y2, X1
-	VPACKUSDW    X1, X2, X1
-	VMOVDQU      X1, (CX)(DI*2)
-	VPMOVZXWD    16(BX)(DI*2), Y1
-	VPSLLD       $0x10, Y1, Y1
-	VMULPS       Y0, Y1, Y1
-	VPSRLD       $0x10, Y1, Y2
-	VPAND        avx2bfone<>+0(SB), Y2, Y2
-	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD       Y1, Y2, Y2
-	VPSRLD       $0x10, Y2, Y2
-	VCMPPS       $0x03, Y1, Y1, Y1
-	VBLENDVPS    Y1, avx2bfnanlow<>+0(SB), Y2, Y2
-	VEXTRACTI128 $0x01, Y2, X1
-	VPACKUSDW    X1, X2, X1
-	VMOVDQU      X1, 16(CX)(DI*2)
-	VPMOVZXWD    32(BX)(DI*2), Y1
-	VPSLLD       $0x10, Y1, Y1
-	VMULPS       Y0, Y1, Y1
-	VPSRLD       $0x10, Y1, Y2
-	VPAND        avx2bfone<>+0(SB), Y2, Y2
-	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD       Y1, Y2, Y2
-	VPSRLD       $0x10, Y2, Y2
-	VCMPPS       $0x03, Y1, Y1, Y1
-	VBLENDVPS    Y1, avx2bfnanlow<>+0(SB), Y2, Y2
-	VEXTRACTI128 $0x01, Y2, X1
-	VPACKUSDW    X1, X2, X1
-	VMOVDQU      X1, 32(CX)(DI*2)
-	VPMOVZXWD    48(BX)(DI*2), Y1
-	VPSLLD       $0x10, Y1, Y1
-	VMULPS       Y0, Y1, Y1
-	VPSRLD       $0x10, Y1, Y2
-	VPAND        avx2bfone<>+0(SB), Y2, Y2
-	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD       Y1, Y2, Y2
-	VPSRLD       $0x10, Y2, Y2
-	VCMPPS       $0x03, Y1, Y1, Y1
-	VBLENDVPS    Y1, avx2bfnanlow<>+0(SB), Y2, Y2
-	VEXTRACTI128 $0x01, Y2, X1
-	VPACKUSDW    X1, X2, X1
-	VMOVDQU      X1, 48(CX)(DI*2)
-	ADDQ         $0x00000020, DI
-	JMP          scalepfloop
+	CMPQ       DI, R8
+	JG         scaletail
+	PREFETCHT0 (R9)(DI*2)
+	VPMOVZXWD  (BX)(DI*2), Y0
+	VPSLLD     $0x10, Y0, Y0
+	VMULPS     Y1, Y0, Y0
+	VPMOVZXWD  16(BX)(DI*2), Y2
+	VPSLLD     $0x10, Y2, Y2
+	VMULPS     Y1, Y2, Y2
+	VPSRLD     $0x10, Y0, Y3
+	VPAND      avx2bfone<>+0(SB), Y3, Y3
+	VPADDD     avx2bfbias<>+0(SB), Y3, Y3
+	VPADDD     Y0, Y3, Y3
+	VPSRLD     $0x10, Y3, Y3
+	VCMPPS     $0x03, Y0, Y0, Y0
+	VBLENDVPS  Y0, avx2bfnanlow<>+0(SB), Y3, Y3
+	VPSRLD     $0x10, Y2, Y0
+	VPAND      avx2bfone<>+0(SB), Y0, Y0
+	VPADDD     avx2bfbias<>+0(SB), Y0, Y0
+	VPADDD     Y2, Y0, Y0
+	VPSRLD     $0x10, Y0, Y0
+	VCMPPS     $0x03, Y2, Y2, Y2
+	VBLENDVPS  Y2, avx2bfnanlow<>+0(SB), Y0, Y0
+	VPACKUSDW  Y0, Y3, Y3
+	VPERMQ     $0xd8, Y3, Y3
+	VMOVDQU    Y3, (CX)(DI*2)
+	VPMOVZXWD  32(BX)(DI*2), Y0
+	VPSLLD     $0x10, Y0, Y0
+	VMULPS     Y1, Y0, Y0
+	VPMOVZXWD  48(BX)(DI*2), Y2
+	VPSLLD     $0x10, Y2, Y2
+	VMULPS     Y1, Y2, Y2
+	VPSRLD     $0x10, Y0, Y3
+	VPAND      avx2bfone<>+0(SB), Y3, Y3
+	VPADDD     avx2bfbias<>+0(SB), Y3, Y3
+	VPADDD     Y0, Y3, Y3
+	VPSRLD     $0x10, Y3, Y3
+	VCMPPS     $0x03, Y0, Y0, Y0
+	VBLENDVPS  Y0, avx2bfnanlow<>+0(SB), Y3, Y3
+	VPSRLD     $0x10, Y2, Y0
+	VPAND      avx2bfone<>+0(SB), Y0, Y0
+	VPADDD     avx2bfbias<>+0(SB), Y0, Y0
+	VPADDD     Y2, Y0, Y0
+	VPSRLD     $0x10, Y0, Y0
+	VCMPPS     $0x03, Y2, Y2, Y2
+	VBLENDVPS  Y2, avx2bfnanlow<>+0(SB), Y0, Y0
+	VPACKUSDW  Y0, Y3, Y3
+	VPERMQ     $0xd8, Y3, Y3
+	VMOVDQU    Y3, 32(CX)(DI*2)
+	ADDQ       $0x00000020, DI
+	JMP        scalepfloop
 
 scalent:
 	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
@@ -30078,19 +29870,19 @@ scalent:
 scalehead:
 	CMPQ         R10, $0x00000008
 	JB           scaleheadpart
-	VPMOVZXWD    (BX)(DI*2), Y1
-	VPSLLD       $0x10, Y1, Y1
-	VMULPS       Y0, Y1, Y1
-	VPSRLD       $0x10, Y1, Y2
+	VPMOVZXWD    (BX)(DI*2), Y0
+	VPSLLD       $0x10, Y0, Y0
+	VMULPS       Y1, Y0, Y0
+	VPSRLD       $0x10, Y0, Y2
 	VPAND        avx2bfone<>+0(SB), Y2, Y2
 	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD       Y1, Y2, Y2
+	VPADDD       Y0, Y2, Y2
 	VPSRLD       $0x10, Y2, Y2
-	VCMPPS       $0x03, Y1, Y1, Y1
-	VBLENDVPS    Y1, avx2bfnanlow<>+0(SB), Y2, Y2
-	VEXTRACTI128 $0x01, Y2, X1
-	VPACKUSDW    X1, X2, X1
-	VMOVDQU      X1, (CX)(DI*2)
+	VCMPPS       $0x03, Y0, Y0, Y0
+	VBLENDVPS    Y0, avx2bfnanlow<>+0(SB), Y2, Y2
+	VEXTRACTI128 $0x01, Y2, X0
+	VPACKUSDW    X0, X2, X0
+	VMOVDQU      X0, (CX)(DI*2)
 	ADDQ         $0x00000008, DI
 	SUBQ         $0x00000008, R10
 	JZ           scalentloop
@@ -30105,8 +29897,8 @@ scaleheadpart:
 copyvec17:
 	CMPQ    R13, R14
 	JG      copyone18
-	VMOVUPS (R11)(R13*2), Y1
-	VMOVUPS Y1, (R12)(R13*2)
+	VMOVUPS (R11)(R13*2), Y0
+	VMOVUPS Y0, (R12)(R13*2)
 	ADDQ    $0x00000010, R13
 	JMP     copyvec17
 
@@ -30122,19 +29914,19 @@ copyloop20:
 	JMP  copyloop20
 
 copied19:
-	VPMOVZXWD    128(SP), Y1
-	VPSLLD       $0x10, Y1, Y1
-	VMULPS       Y1, Y0, Y1
-	VPSRLD       $0x10, Y1, Y2
+	VPMOVZXWD    128(SP), Y0
+	VPSLLD       $0x10, Y0, Y0
+	VMULPS       Y0, Y1, Y0
+	VPSRLD       $0x10, Y0, Y2
 	VPAND        avx2bfone<>+0(SB), Y2, Y2
 	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD       Y1, Y2, Y2
+	VPADDD       Y0, Y2, Y2
 	VPSRLD       $0x10, Y2, Y2
-	VCMPPS       $0x03, Y1, Y1, Y1
-	VBLENDVPS    Y1, avx2bfnanlow<>+0(SB), Y2, Y2
-	VEXTRACTI128 $0x01, Y2, X1
-	VPACKUSDW    X1, X2, X1
-	VMOVDQU      X1, 192(SP)
+	VCMPPS       $0x03, Y0, Y0, Y0
+	VBLENDVPS    Y0, avx2bfnanlow<>+0(SB), Y2, Y2
+	VEXTRACTI128 $0x01, Y2, X0
+	VPACKUSDW    X0, X2, X0
+	VMOVDQU      X0, 192(SP)
 	LEAQ         192(SP), R12
 	LEAQ         (CX)(DI*2), R11
 	MOVQ         R10, R14
@@ -30144,8 +29936,8 @@ copied19:
 copyvec21:
 	CMPQ    R13, R14
 	JG      copyone22
-	VMOVUPS (R12)(R13*2), Y1
-	VMOVUPS Y1, (R11)(R13*2)
+	VMOVUPS (R12)(R13*2), Y0
+	VMOVUPS Y0, (R11)(R13*2)
 	ADDQ    $0x00000010, R13
 	JMP     copyvec21
 
@@ -30164,63 +29956,57 @@ copied23:
 	ADDQ R10, DI
 
 scalentloop:
-	CMPQ         DI, R8
-	JG           scaletail
-	PREFETCHT0   (R9)(DI*2)
-	VPMOVZXWD    (BX)(DI*2), Y1
-	VPSLLD       $0x10, Y1, Y1
-	VMULPS       Y0, Y1, Y1
-	VPMOVZXWD    16(BX)(DI*2), Y2
-	VPSLLD       $0x10, Y2, Y2
-	VMULPS       Y0, Y2, Y2
-	VPSRLD       $0x10, Y1, Y3
-	VPAND        avx2bfone<>+0(SB), Y3, Y3
-	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
-	VPADDD       Y1, Y3, Y3
-	VPSRLD       $0x10, Y3, Y3
-	VCMPPS       $0x03, Y1, Y1, Y1
-	VBLENDVPS    Y1, avx2bfnanlow<>+0(SB), Y3, Y3
-	VEXTRACTI128 $0x01, Y3, X1
-	VPACKUSDW    X1, X3, X10
-	VPSRLD       $0x10, Y2, Y1
-	VPAND        avx2bfone<>+0(SB), Y1, Y1
-	VPADDD       avx2bfbias<>+0(SB), Y1, Y1
-	VPADDD       Y2, Y1, Y1
-	VPSRLD       $0x10, Y1, Y1
-	VCMPPS       $0x03, Y2, Y2, Y2
-	VBLENDVPS    Y2, avx2bfnanlow<>+0(SB), Y1, Y1
-	VEXTRACTI128 $0x01, Y1, X2
-	VPACKUSDW    X2, X1, X1
-	VINSERTI128  $0x01, X1, Y10, Y10
-	VMOVNTDQ     Y10, (CX)(DI*2)
-	VPMOVZXWD    32(BX)(DI*2), Y1
-	VPSLLD       $0x10, Y1, Y1
-	VMULPS       Y0, Y1, Y1
-	VPMOVZXWD    48(BX)(DI*2), Y2
-	VPSLLD       $0x10, Y2, Y2
-	VMULPS       Y0, Y2, Y2
-	VPSRLD       $0x10, Y1, Y3
-	VPAND        avx2bfone<>+0(SB), Y3, Y3
-	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
-	VPADDD       Y1, Y3, Y3
-	VPSRLD       $0x10, Y3, Y3
-	VCMPPS       $0x03, Y1, Y1, Y1
-	VBLENDVPS    Y1, avx2bfnanlow<>+0(SB), Y3, Y3
-	VEXTRACTI128 $0x01, Y3, X1
-	VPACKUSDW    X1, X3, X11
-	VPSRLD       $0x10, Y2, Y1
-	VPAND        avx2bfone<>+0(SB), Y1, Y1
-	VPADDD       avx2bfbias<>+0(SB), Y1, Y1
-	VPADDD       Y2, Y1, Y1
-	VPSRLD       $0x10, Y1, Y1
-	VCMPPS       $0x03, Y2, Y2, Y2
-	VBLENDVPS    Y2, avx2bfnanlow<>+0(SB), Y1, Y1
-	VEXTRACTI128 $0x01, Y1, X2
-	VPACKUSDW    X2, X1, X1
-	VINSERTI128  $0x01, X1, Y11, Y11
-	VMOVNTDQ     Y11, 32(CX)(DI*2)
-	ADDQ         $0x00000020, DI
-	JMP          scalentloop
+	CMPQ       DI, R8
+	JG         scaletail
+	PREFETCHT0 (R9)(DI*2)
+	VPMOVZXWD  (BX)(DI*2), Y0
+	VPSLLD     $0x10, Y0, Y0
+	VMULPS     Y1, Y0, Y0
+	VPMOVZXWD  16(BX)(DI*2), Y2
+	VPSLLD     $0x10, Y2, Y2
+	VMULPS     Y1, Y2, Y2
+	VPSRLD     $0x10, Y0, Y3
+	VPAND      avx2bfone<>+0(SB), Y3, Y3
+	VPADDD     avx2bfbias<>+0(SB), Y3, Y3
+	VPADDD     Y0, Y3, Y3
+	VPSRLD     $0x10, Y3, Y3
+	VCMPPS     $0x03, Y0, Y0, Y0
+	VBLENDVPS  Y0, avx2bfnanlow<>+0(SB), Y3, Y3
+	VPSRLD     $0x10, Y2, Y0
+	VPAND      avx2bfone<>+0(SB), Y0, Y0
+	VPADDD     avx2bfbias<>+0(SB), Y0, Y0
+	VPADDD     Y2, Y0, Y0
+	VPSRLD     $0x10, Y0, Y0
+	VCMPPS     $0x03, Y2, Y2, Y2
+	VBLENDVPS  Y2, avx2bfnanlow<>+0(SB), Y0, Y0
+	VPACKUSDW  Y0, Y3, Y3
+	VPERMQ     $0xd8, Y3, Y3
+	VMOVNTDQ   Y3, (CX)(DI*2)
+	VPMOVZXWD  32(BX)(DI*2), Y0
+	VPSLLD     $0x10, Y0, Y0
+	VMULPS     Y1, Y0, Y0
+	VPMOVZXWD  48(BX)(DI*2), Y2
+	VPSLLD     $0x10, Y2, Y2
+	VMULPS     Y1, Y2, Y2
+	VPSRLD     $0x10, Y0, Y3
+	VPAND      avx2bfone<>+0(SB), Y3, Y3
+	VPADDD     avx2bfbias<>+0(SB), Y3, Y3
+	VPADDD     Y0, Y3, Y3
+	VPSRLD     $0x10, Y3, Y3
+	VCMPPS     $0x03, Y0, Y0, Y0
+	VBLENDVPS  Y0, avx2bfnanlow<>+0(SB), Y3, Y3
+	VPSRLD     $0x10, Y2, Y0
+	VPAND      avx2bfone<>+0(SB), Y0, Y0
+	VPADDD     avx2bfbias<>+0(SB), Y0, Y0
+	VPADDD     Y2, Y0, Y0
+	VPSRLD     $0x10, Y0, Y0
+	VCMPPS     $0x03, Y2, Y2, Y2
+	VBLENDVPS  Y2, avx2bfnanlow<>+0(SB), Y0, Y0
+	VPACKUSDW  Y0, Y3, Y3
+	VPERMQ     $0xd8, Y3, Y3
+	VMOVNTDQ   Y3, 32(CX)(DI*2)
+	ADDQ       $0x00000020, DI
+	JMP        scalentloop
 
 scaletail:
 	ADDQ $0x00000018, R8
@@ -30228,19 +30014,19 @@ scaletail:
 scaleone:
 	CMPQ         DI, R8
 	JG           scalepart
-	VPMOVZXWD    (BX)(DI*2), Y1
-	VPSLLD       $0x10, Y1, Y1
-	VMULPS       Y0, Y1, Y1
-	VPSRLD       $0x10, Y1, Y2
+	VPMOVZXWD    (BX)(DI*2), Y0
+	VPSLLD       $0x10, Y0, Y0
+	VMULPS       Y1, Y0, Y0
+	VPSRLD       $0x10, Y0, Y2
 	VPAND        avx2bfone<>+0(SB), Y2, Y2
 	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD       Y1, Y2, Y2
+	VPADDD       Y0, Y2, Y2
 	VPSRLD       $0x10, Y2, Y2
-	VCMPPS       $0x03, Y1, Y1, Y1
-	VBLENDVPS    Y1, avx2bfnanlow<>+0(SB), Y2, Y2
-	VEXTRACTI128 $0x01, Y2, X1
-	VPACKUSDW    X1, X2, X1
-	VMOVDQU      X1, (CX)(DI*2)
+	VCMPPS       $0x03, Y0, Y0, Y0
+	VBLENDVPS    Y0, avx2bfnanlow<>+0(SB), Y2, Y2
+	VEXTRACTI128 $0x01, Y2, X0
+	VPACKUSDW    X0, X2, X0
+	VMOVDQU      X0, (CX)(DI*2)
 	ADDQ         $0x00000008, DI
 	JMP          scaleone
 
@@ -30257,8 +30043,8 @@ scalepart:
 copyvec25:
 	CMPQ    R11, R12
 	JG      copyone26
-	VMOVUPS (R8)(R11*2), Y1
-	VMOVUPS Y1, (R9)(R11*2)
+	VMOVUPS (R8)(R11*2), Y0
+	VMOVUPS Y0, (R9)(R11*2)
 	ADDQ    $0x00000010, R11
 	JMP     copyvec25
 
@@ -30274,19 +30060,19 @@ copyloop28:
 	JMP  copyloop28
 
 copied27:
-	VPMOVZXWD    128(SP), Y1
-	VPSLLD       $0x10, Y1, Y1
-	VMULPS       Y1, Y0, Y1
-	VPSRLD       $0x10, Y1, Y0
-	VPAND        avx2bfone<>+0(SB), Y0, Y0
-	VPADDD       avx2bfbias<>+0(SB), Y0, Y0
-	VPADDD       Y1, Y0, Y0
-	VPSRLD       $0x10, Y0, Y0
-	VCMPPS       $0x03, Y1, Y1, Y1
-	VBLENDVPS    Y1, avx2bfnanlow<>+0(SB), Y0, Y0
-	VEXTRACTI128 $0x01, Y0, X1
-	VPACKUSDW    X1, X0, X1
-	VMOVDQU      X1, 192(SP)
+	VPMOVZXWD    128(SP), Y0
+	VPSLLD       $0x10, Y0, Y0
+	VMULPS       Y0, Y1, Y0
+	VPSRLD       $0x10, Y0, Y1
+	VPAND        avx2bfone<>+0(SB), Y1, Y1
+	VPADDD       avx2bfbias<>+0(SB), Y1, Y1
+	VPADDD       Y0, Y1, Y1
+	VPSRLD       $0x10, Y1, Y1
+	VCMPPS       $0x03, Y0, Y0, Y0
+	VBLENDVPS    Y0, avx2bfnanlow<>+0(SB), Y1, Y1
+	VEXTRACTI128 $0x01, Y1, X0
+	VPACKUSDW    X0, X1, X0
+	VMOVDQU      X0, 192(SP)
 	LEAQ         192(SP), R9
 	LEAQ         (CX)(DI*2), R8
 	XORQ         DI, DI
@@ -30697,26 +30483,30 @@ scalebody:
 	JNZ   scalepf
 
 scaleloop:
-	CMPQ      DI, R8
-	JG        scaletail
-	VCVTPH2PS (DX)(DI*2), Y1
-	VMULPS    Y0, Y1, Y1
-	VMULPS    (BX)(DI*4), Y1, Y1
-	VCVTPS2PH $0x00, Y1, (CX)(DI*2)
-	VCVTPH2PS 16(DX)(DI*2), Y1
-	VMULPS    Y0, Y1, Y1
-	VMULPS    32(BX)(DI*4), Y1, Y1
-	VCVTPS2PH $0x00, Y1, 16(CX)(DI*2)
-	VCVTPH2PS 32(DX)(DI*2), Y1
-	VMULPS    Y0, Y1, Y1
-	VMULPS    64(BX)(DI*4), Y1, Y1
-	VCVTPS2PH $0x00, Y1, 32(CX)(DI*2)
-	VCVTPH2PS 48(DX)(DI*2), Y1
-	VMULPS    Y0, Y1, Y1
-	VMULPS    96(BX)(DI*4), Y1, Y1
-	VCVTPS2PH $0x00, Y1, 48(CX)(DI*2)
-	ADDQ      $0x00000020, DI
-	JMP       scaleloop
+	CMPQ        DI, R8
+	JG          scaletail
+	VCVTPH2PS   (DX)(DI*2), Y1
+	VMULPS      Y0, Y1, Y1
+	VMULPS      (BX)(DI*4), Y1, Y1
+	VCVTPH2PS   16(DX)(DI*2), Y2
+	VMULPS      Y0, Y2, Y2
+	VMULPS      32(BX)(DI*4), Y2, Y2
+	VCVTPS2PH   $0x00, Y1, X9
+	VCVTPS2PH   $0x00, Y2, X1
+	VINSERTI128 $0x01, X1, Y9, Y9
+	VMOVDQU     Y9, (CX)(DI*2)
+	VCVTPH2PS   32(DX)(DI*2), Y1
+	VMULPS      Y0, Y1, Y1
+	VMULPS      64(BX)(DI*4), Y1, Y1
+	VCVTPH2PS   48(DX)(DI*2), Y2
+	VMULPS      Y0, Y2, Y2
+	VMULPS      96(BX)(DI*4), Y2, Y2
+	VCVTPS2PH   $0x00, Y1, X10
+	VCVTPS2PH   $0x00, Y2, X1
+	VINSERTI128 $0x01, X1, Y10, Y10
+	VMOVDQU     Y10, 32(CX)(DI*2)
+	ADDQ        $0x00000020, DI
+	JMP         scaleloop
 
 scalepf:
 	MOVQ SI, R9
@@ -30730,27 +30520,31 @@ longrows10:
 	JNZ   scalent
 
 scalepfloop:
-	CMPQ       DI, R8
-	JG         scaletail
-	PREFETCHT0 (R9)(DI*2)
-	VCVTPH2PS  (DX)(DI*2), Y1
-	VMULPS     Y0, Y1, Y1
-	VMULPS     (BX)(DI*4), Y1, Y1
-	VCVTPS2PH  $0x00, Y1, (CX)(DI*2)
-	VCVTPH2PS  16(DX)(DI*2), Y1
-	VMULPS     Y0, Y1, Y1
-	VMULPS     32(BX)(DI*4), Y1, Y1
-	VCVTPS2PH  $0x00, Y1, 16(CX)(DI*2)
-	VCVTPH2PS  32(DX)(DI*2), Y1
-	VMULPS     Y0, Y1, Y1
-	VMULPS     64(BX)(DI*4), Y1, Y1
-	VCVTPS2PH  $0x00, Y1, 32(CX)(DI*2)
-	VCVTPH2PS  48(DX)(DI*2), Y1
-	VMULPS     Y0, Y1, Y1
-	VMULPS     96(BX)(DI*4), Y1, Y1
-	VCVTPS2PH  $0x00, Y1, 48(CX)(DI*2)
-	ADDQ       $0x00000020, DI
-	JMP        scalepfloop
+	CMPQ        DI, R8
+	JG          scaletail
+	PREFETCHT0  (R9)(DI*2)
+	VCVTPH2PS   (DX)(DI*2), Y1
+	VMULPS      Y0, Y1, Y1
+	VMULPS      (BX)(DI*4), Y1, Y1
+	VCVTPH2PS   16(DX)(DI*2), Y2
+	VMULPS      Y0, Y2, Y2
+	VMULPS      32(BX)(DI*4), Y2, Y2
+	VCVTPS2PH   $0x00, Y1, X11
+	VCVTPS2PH   $0x00, Y2, X1
+	VINSERTI128 $0x01, X1, Y11, Y11
+	VMOVDQU     Y11, (CX)(DI*2)
+	VCVTPH2PS   32(DX)(DI*2), Y1
+	VMULPS      Y0, Y1, Y1
+	VMULPS      64(BX)(DI*4), Y1, Y1
+	VCVTPH2PS   48(DX)(DI*2), Y2
+	VMULPS      Y0, Y2, Y2
+	VMULPS      96(BX)(DI*4), Y2, Y2
+	VCVTPS2PH   $0x00, Y1, X12
+	VCVTPS2PH   $0x00, Y2, X1
+	VINSERTI128 $0x01, X1, Y12, Y12
+	VMOVDQU     Y12, 32(CX)(DI*2)
+	ADDQ        $0x00000020, DI
+	JMP         scalepfloop
 
 scalent:
 	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
@@ -30869,20 +30663,20 @@ scalentloop:
 	VCVTPH2PS   16(DX)(DI*2), Y2
 	VMULPS      Y0, Y2, Y2
 	VMULPS      32(BX)(DI*4), Y2, Y2
-	VCVTPS2PH   $0x00, Y1, X9
+	VCVTPS2PH   $0x00, Y1, X13
 	VCVTPS2PH   $0x00, Y2, X1
-	VINSERTI128 $0x01, X1, Y9, Y9
-	VMOVNTDQ    Y9, (CX)(DI*2)
+	VINSERTI128 $0x01, X1, Y13, Y13
+	VMOVNTDQ    Y13, (CX)(DI*2)
 	VCVTPH2PS   32(DX)(DI*2), Y1
 	VMULPS      Y0, Y1, Y1
 	VMULPS      64(BX)(DI*4), Y1, Y1
 	VCVTPH2PS   48(DX)(DI*2), Y2
 	VMULPS      Y0, Y2, Y2
 	VMULPS      96(BX)(DI*4), Y2, Y2
-	VCVTPS2PH   $0x00, Y1, X10
+	VCVTPS2PH   $0x00, Y1, X14
 	VCVTPS2PH   $0x00, Y2, X1
-	VINSERTI128 $0x01, X1, Y10, Y10
-	VMOVNTDQ    Y10, 32(CX)(DI*2)
+	VINSERTI128 $0x01, X1, Y14, Y14
+	VMOVNTDQ    Y14, 32(CX)(DI*2)
 	ADDQ        $0x00000020, DI
 	JMP         scalentloop
 
@@ -31368,34 +31162,38 @@ scalebody:
 	JNZ   scalepf
 
 scaleloop:
-	CMPQ      DI, R8
-	JG        scaletail
-	VCVTPH2PS (DX)(DI*2), Y1
-	VMULPS    Y0, Y1, Y1
-	VCVTPS2PH $0x00, Y1, X1
-	VCVTPH2PS X1, Y1
-	VMULPS    (BX)(DI*4), Y1, Y1
-	VCVTPS2PH $0x00, Y1, (CX)(DI*2)
-	VCVTPH2PS 16(DX)(DI*2), Y1
-	VMULPS    Y0, Y1, Y1
-	VCVTPS2PH $0x00, Y1, X1
-	VCVTPH2PS X1, Y1
-	VMULPS    32(BX)(DI*4), Y1, Y1
-	VCVTPS2PH $0x00, Y1, 16(CX)(DI*2)
-	VCVTPH2PS 32(DX)(DI*2), Y1
-	VMULPS    Y0, Y1, Y1
-	VCVTPS2PH $0x00, Y1, X1
-	VCVTPH2PS X1, Y1
-	VMULPS    64(BX)(DI*4), Y1, Y1
-	VCVTPS2PH $0x00, Y1, 32(CX)(DI*2)
-	VCVTPH2PS 48(DX)(DI*2), Y1
-	VMULPS    Y0, Y1, Y1
-	VCVTPS2PH $0x00, Y1, X1
-	VCVTPH2PS X1, Y1
-	VMULPS    96(BX)(DI*4), Y1, Y1
-	VCVTPS2PH $0x00, Y1, 48(CX)(DI*2)
-	ADDQ      $0x00000020, DI
-	JMP       scaleloop
+	CMPQ        DI, R8
+	JG          scaletail
+	VCVTPH2PS   (DX)(DI*2), Y1
+	VMULPS      Y0, Y1, Y1
+	VCVTPS2PH   $0x00, Y1, X1
+	VCVTPH2PS   X1, Y1
+	VMULPS      (BX)(DI*4), Y1, Y1
+	VCVTPH2PS   16(DX)(DI*2), Y2
+	VMULPS      Y0, Y2, Y2
+	VCVTPS2PH   $0x00, Y2, X2
+	VCVTPH2PS   X2, Y2
+	VMULPS      32(BX)(DI*4), Y2, Y2
+	VCVTPS2PH   $0x00, Y1, X9
+	VCVTPS2PH   $0x00, Y2, X1
+	VINSERTI128 $0x01, X1, Y9, Y9
+	VMOVDQU     Y9, (CX)(DI*2)
+	VCVTPH2PS   32(DX)(DI*2), Y1
+	VMULPS      Y0, Y1, Y1
+	VCVTPS2PH   $0x00, Y1, X1
+	VCVTPH2PS   X1, Y1
+	VMULPS      64(BX)(DI*4), Y1, Y1
+	VCVTPH2PS   48(DX)(DI*2), Y2
+	VMULPS      Y0, Y2, Y2
+	VCVTPS2PH   $0x00, Y2, X2
+	VCVTPH2PS   X2, Y2
+	VMULPS      96(BX)(DI*4), Y2, Y2
+	VCVTPS2PH   $0x00, Y1, X10
+	VCVTPS2PH   $0x00, Y2, X1
+	VINSERTI128 $0x01, X1, Y10, Y10
+	VMOVDQU     Y10, 32(CX)(DI*2)
+	ADDQ        $0x00000020, DI
+	JMP         scaleloop
 
 scalepf:
 	MOVQ SI, R9
@@ -31409,35 +31207,39 @@ longrows10:
 	JNZ   scalent
 
 scalepfloop:
-	CMPQ       DI, R8
-	JG         scaletail
-	PREFETCHT0 (R9)(DI*2)
-	VCVTPH2PS  (DX)(DI*2), Y1
-	VMULPS     Y0, Y1, Y1
-	VCVTPS2PH  $0x00, Y1, X1
-	VCVTPH2PS  X1, Y1
-	VMULPS     (BX)(DI*4), Y1, Y1
-	VCVTPS2PH  $0x00, Y1, (CX)(DI*2)
-	VCVTPH2PS  16(DX)(DI*2), Y1
-	VMULPS     Y0, Y1, Y1
-	VCVTPS2PH  $0x00, Y1, X1
-	VCVTPH2PS  X1, Y1
-	VMULPS     32(BX)(DI*4), Y1, Y1
-	VCVTPS2PH  $0x00, Y1, 16(CX)(DI*2)
-	VCVTPH2PS  32(DX)(DI*2), Y1
-	VMULPS     Y0, Y1, Y1
-	VCVTPS2PH  $0x00, Y1, X1
-	VCVTPH2PS  X1, Y1
-	VMULPS     64(BX)(DI*4), Y1, Y1
-	VCVTPS2PH  $0x00, Y1, 32(CX)(DI*2)
-	VCVTPH2PS  48(DX)(DI*2), Y1
-	VMULPS     Y0, Y1, Y1
-	VCVTPS2PH  $0x00, Y1, X1
-	VCVTPH2PS  X1, Y1
-	VMULPS     96(BX)(DI*4), Y1, Y1
-	VCVTPS2PH  $0x00, Y1, 48(CX)(DI*2)
-	ADDQ       $0x00000020, DI
-	JMP        scalepfloop
+	CMPQ        DI, R8
+	JG          scaletail
+	PREFETCHT0  (R9)(DI*2)
+	VCVTPH2PS   (DX)(DI*2), Y1
+	VMULPS      Y0, Y1, Y1
+	VCVTPS2PH   $0x00, Y1, X1
+	VCVTPH2PS   X1, Y1
+	VMULPS      (BX)(DI*4), Y1, Y1
+	VCVTPH2PS   16(DX)(DI*2), Y2
+	VMULPS      Y0, Y2, Y2
+	VCVTPS2PH   $0x00, Y2, X2
+	VCVTPH2PS   X2, Y2
+	VMULPS      32(BX)(DI*4), Y2, Y2
+	VCVTPS2PH   $0x00, Y1, X11
+	VCVTPS2PH   $0x00, Y2, X1
+	VINSERTI128 $0x01, X1, Y11, Y11
+	VMOVDQU     Y11, (CX)(DI*2)
+	VCVTPH2PS   32(DX)(DI*2), Y1
+	VMULPS      Y0, Y1, Y1
+	VCVTPS2PH   $0x00, Y1, X1
+	VCVTPH2PS   X1, Y1
+	VMULPS      64(BX)(DI*4), Y1, Y1
+	VCVTPH2PS   48(DX)(DI*2), Y2
+	VMULPS      Y0, Y2, Y2
+	VCVTPS2PH   $0x00, Y2, X2
+	VCVTPH2PS   X2, Y2
+	VMULPS      96(BX)(DI*4), Y2, Y2
+	VCVTPS2PH   $0x00, Y1, X12
+	VCVTPS2PH   $0x00, Y2, X1
+	VINSERTI128 $0x01, X1, Y12, Y12
+	VMOVDQU     Y12, 32(CX)(DI*2)
+	ADDQ        $0x00000020, DI
+	JMP         scalepfloop
 
 scalent:
 	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
@@ -31564,10 +31366,10 @@ scalentloop:
 	VCVTPS2PH   $0x00, Y2, X2
 	VCVTPH2PS   X2, Y2
 	VMULPS      32(BX)(DI*4), Y2, Y2
-	VCVTPS2PH   $0x00, Y1, X9
+	VCVTPS2PH   $0x00, Y1, X13
 	VCVTPS2PH   $0x00, Y2, X1
-	VINSERTI128 $0x01, X1, Y9, Y9
-	VMOVNTDQ    Y9, (CX)(DI*2)
+	VINSERTI128 $0x01, X1, Y13, Y13
+	VMOVNTDQ    Y13, (CX)(DI*2)
 	VCVTPH2PS   32(DX)(DI*2), Y1
 	VMULPS      Y0, Y1, Y1
 	VCVTPS2PH   $0x00, Y1, X1
@@ -31578,10 +31380,10 @@ scalentloop:
 	VCVTPS2PH   $0x00, Y2, X2
 	VCVTPH2PS   X2, Y2
 	VMULPS      96(BX)(DI*4), Y2, Y2
-	VCVTPS2PH   $0x00, Y1, X10
+	VCVTPS2PH   $0x00, Y1, X14
 	VCVTPS2PH   $0x00, Y2, X1
-	VINSERTI128 $0x01, X1, Y10, Y10
-	VMOVNTDQ    Y10, 32(CX)(DI*2)
+	VINSERTI128 $0x01, X1, Y14, Y14
+	VMOVNTDQ    Y14, 32(CX)(DI*2)
 	ADDQ        $0x00000020, DI
 	JMP         scalentloop
 
@@ -32073,34 +31875,38 @@ scalebody:
 	JNZ   scalepf
 
 scaleloop:
-	CMPQ      DI, R8
-	JG        scaletail
-	VCVTPH2PS (DX)(DI*2), Y2
-	VMULPS    Y0, Y2, Y2
-	VMOVUPS   (BX)(DI*4), Y3
-	VADDPS    Y1, Y3, Y3
-	VMULPS    Y3, Y2, Y2
-	VCVTPS2PH $0x00, Y2, (CX)(DI*2)
-	VCVTPH2PS 16(DX)(DI*2), Y2
-	VMULPS    Y0, Y2, Y2
-	VMOVUPS   32(BX)(DI*4), Y3
-	VADDPS    Y1, Y3, Y3
-	VMULPS    Y3, Y2, Y2
-	VCVTPS2PH $0x00, Y2, 16(CX)(DI*2)
-	VCVTPH2PS 32(DX)(DI*2), Y2
-	VMULPS    Y0, Y2, Y2
-	VMOVUPS   64(BX)(DI*4), Y3
-	VADDPS    Y1, Y3, Y3
-	VMULPS    Y3, Y2, Y2
-	VCVTPS2PH $0x00, Y2, 32(CX)(DI*2)
-	VCVTPH2PS 48(DX)(DI*2), Y2
-	VMULPS    Y0, Y2, Y2
-	VMOVUPS   96(BX)(DI*4), Y3
-	VADDPS    Y1, Y3, Y3
-	VMULPS    Y3, Y2, Y2
-	VCVTPS2PH $0x00, Y2, 48(CX)(DI*2)
-	ADDQ      $0x00000020, DI
-	JMP       scaleloop
+	CMPQ        DI, R8
+	JG          scaletail
+	VCVTPH2PS   (DX)(DI*2), Y2
+	VMULPS      Y0, Y2, Y2
+	VMOVUPS     (BX)(DI*4), Y3
+	VADDPS      Y1, Y3, Y3
+	VMULPS      Y3, Y2, Y2
+	VCVTPH2PS   16(DX)(DI*2), Y3
+	VMULPS      Y0, Y3, Y3
+	VMOVUPS     32(BX)(DI*4), Y4
+	VADDPS      Y1, Y4, Y4
+	VMULPS      Y4, Y3, Y3
+	VCVTPS2PH   $0x00, Y2, X9
+	VCVTPS2PH   $0x00, Y3, X2
+	VINSERTI128 $0x01, X2, Y9, Y9
+	VMOVDQU     Y9, (CX)(DI*2)
+	VCVTPH2PS   32(DX)(DI*2), Y2
+	VMULPS      Y0, Y2, Y2
+	VMOVUPS     64(BX)(DI*4), Y3
+	VADDPS      Y1, Y3, Y3
+	VMULPS      Y3, Y2, Y2
+	VCVTPH2PS   48(DX)(DI*2), Y3
+	VMULPS      Y0, Y3, Y3
+	VMOVUPS     96(BX)(DI*4), Y4
+	VADDPS      Y1, Y4, Y4
+	VMULPS      Y4, Y3, Y3
+	VCVTPS2PH   $0x00, Y2, X10
+	VCVTPS2PH   $0x00, Y3, X2
+	VINSERTI128 $0x01, X2, Y10, Y10
+	VMOVDQU     Y10, 32(CX)(DI*2)
+	ADDQ        $0x00000020, DI
+	JMP         scaleloop
 
 scalepf:
 	MOVQ SI, R9
@@ -32114,35 +31920,39 @@ longrows10:
 	JNZ   scalent
 
 scalepfloop:
-	CMPQ       DI, R8
-	JG         scaletail
-	PREFETCHT0 (R9)(DI*2)
-	VCVTPH2PS  (DX)(DI*2), Y2
-	VMULPS     Y0, Y2, Y2
-	VMOVUPS    (BX)(DI*4), Y3
-	VADDPS     Y1, Y3, Y3
-	VMULPS     Y3, Y2, Y2
-	VCVTPS2PH  $0x00, Y2, (CX)(DI*2)
-	VCVTPH2PS  16(DX)(DI*2), Y2
-	VMULPS     Y0, Y2, Y2
-	VMOVUPS    32(BX)(DI*4), Y3
-	VADDPS     Y1, Y3, Y3
-	VMULPS     Y3, Y2, Y2
-	VCVTPS2PH  $0x00, Y2, 16(CX)(DI*2)
-	VCVTPH2PS  32(DX)(DI*2), Y2
-	VMULPS     Y0, Y2, Y2
-	VMOVUPS    64(BX)(DI*4), Y3
-	VADDPS     Y1, Y3, Y3
-	VMULPS     Y3, Y2, Y2
-	VCVTPS2PH  $0x00, Y2, 32(CX)(DI*2)
-	VCVTPH2PS  48(DX)(DI*2), Y2
-	VMULPS     Y0, Y2, Y2
-	VMOVUPS    96(BX)(DI*4), Y3
-	VADDPS     Y1, Y3, Y3
-	VMULPS     Y3, Y2, Y2
-	VCVTPS2PH  $0x00, Y2, 48(CX)(DI*2)
-	ADDQ       $0x00000020, DI
-	JMP        scalepfloop
+	CMPQ        DI, R8
+	JG          scaletail
+	PREFETCHT0  (R9)(DI*2)
+	VCVTPH2PS   (DX)(DI*2), Y2
+	VMULPS      Y0, Y2, Y2
+	VMOVUPS     (BX)(DI*4), Y3
+	VADDPS      Y1, Y3, Y3
+	VMULPS      Y3, Y2, Y2
+	VCVTPH2PS   16(DX)(DI*2), Y3
+	VMULPS      Y0, Y3, Y3
+	VMOVUPS     32(BX)(DI*4), Y4
+	VADDPS      Y1, Y4, Y4
+	VMULPS      Y4, Y3, Y3
+	VCVTPS2PH   $0x00, Y2, X11
+	VCVTPS2PH   $0x00, Y3, X2
+	VINSERTI128 $0x01, X2, Y11, Y11
+	VMOVDQU     Y11, (CX)(DI*2)
+	VCVTPH2PS   32(DX)(DI*2), Y2
+	VMULPS      Y0, Y2, Y2
+	VMOVUPS     64(BX)(DI*4), Y3
+	VADDPS      Y1, Y3, Y3
+	VMULPS      Y3, Y2, Y2
+	VCVTPH2PS   48(DX)(DI*2), Y3
+	VMULPS      Y0, Y3, Y3
+	VMOVUPS     96(BX)(DI*4), Y4
+	VADDPS      Y1, Y4, Y4
+	VMULPS      Y4, Y3, Y3
+	VCVTPS2PH   $0x00, Y2, X12
+	VCVTPS2PH   $0x00, Y3, X2
+	VINSERTI128 $0x01, X2, Y12, Y12
+	VMOVDQU     Y12, 32(CX)(DI*2)
+	ADDQ        $0x00000020, DI
+	JMP         scalepfloop
 
 scalent:
 	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
@@ -32269,10 +32079,10 @@ scalentloop:
 	VMOVUPS     32(BX)(DI*4), Y4
 	VADDPS      Y1, Y4, Y4
 	VMULPS      Y4, Y3, Y3
-	VCVTPS2PH   $0x00, Y2, X9
+	VCVTPS2PH   $0x00, Y2, X13
 	VCVTPS2PH   $0x00, Y3, X2
-	VINSERTI128 $0x01, X2, Y9, Y9
-	VMOVNTDQ    Y9, (CX)(DI*2)
+	VINSERTI128 $0x01, X2, Y13, Y13
+	VMOVNTDQ    Y13, (CX)(DI*2)
 	VCVTPH2PS   32(DX)(DI*2), Y2
 	VMULPS      Y0, Y2, Y2
 	VMOVUPS     64(BX)(DI*4), Y3
@@ -32283,10 +32093,10 @@ scalentloop:
 	VMOVUPS     96(BX)(DI*4), Y4
 	VADDPS      Y1, Y4, Y4
 	VMULPS      Y4, Y3, Y3
-	VCVTPS2PH   $0x00, Y2, X10
+	VCVTPS2PH   $0x00, Y2, X14
 	VCVTPS2PH   $0x00, Y3, X2
-	VINSERTI128 $0x01, X2, Y10, Y10
-	VMOVNTDQ    Y10, 32(CX)(DI*2)
+	VINSERTI128 $0x01, X2, Y14, Y14
+	VMOVNTDQ    Y14, 32(CX)(DI*2)
 	ADDQ        $0x00000020, DI
 	JMP         scalentloop
 
@@ -32778,42 +32588,46 @@ scalebody:
 	JNZ   scalepf
 
 scaleloop:
-	CMPQ      DI, R8
-	JG        scaletail
-	VCVTPH2PS (DX)(DI*2), Y2
-	VMULPS    Y0, Y2, Y2
-	VCVTPS2PH $0x00, Y2, X2
-	VCVTPH2PS X2, Y2
-	VMOVUPS   (BX)(DI*4), Y3
-	VADDPS    Y1, Y3, Y3
-	VMULPS    Y3, Y2, Y2
-	VCVTPS2PH $0x00, Y2, (CX)(DI*2)
-	VCVTPH2PS 16(DX)(DI*2), Y2
-	VMULPS    Y0, Y2, Y2
-	VCVTPS2PH $0x00, Y2, X2
-	VCVTPH2PS X2, Y2
-	VMOVUPS   32(BX)(DI*4), Y3
-	VADDPS    Y1, Y3, Y3
-	VMULPS    Y3, Y2, Y2
-	VCVTPS2PH $0x00, Y2, 16(CX)(DI*2)
-	VCVTPH2PS 32(DX)(DI*2), Y2
-	VMULPS    Y0, Y2, Y2
-	VCVTPS2PH $0x00, Y2, X2
-	VCVTPH2PS X2, Y2
-	VMOVUPS   64(BX)(DI*4), Y3
-	VADDPS    Y1, Y3, Y3
-	VMULPS    Y3, Y2, Y2
-	VCVTPS2PH $0x00, Y2, 32(CX)(DI*2)
-	VCVTPH2PS 48(DX)(DI*2), Y2
-	VMULPS    Y0, Y2, Y2
-	VCVTPS2PH $0x00, Y2, X2
-	VCVTPH2PS X2, Y2
-	VMOVUPS   96(BX)(DI*4), Y3
-	VADDPS    Y1, Y3, Y3
-	VMULPS    Y3, Y2, Y2
-	VCVTPS2PH $0x00, Y2, 48(CX)(DI*2)
-	ADDQ      $0x00000020, DI
-	JMP       scaleloop
+	CMPQ        DI, R8
+	JG          scaletail
+	VCVTPH2PS   (DX)(DI*2), Y2
+	VMULPS      Y0, Y2, Y2
+	VCVTPS2PH   $0x00, Y2, X2
+	VCVTPH2PS   X2, Y2
+	VMOVUPS     (BX)(DI*4), Y3
+	VADDPS      Y1, Y3, Y3
+	VMULPS      Y3, Y2, Y2
+	VCVTPH2PS   16(DX)(DI*2), Y3
+	VMULPS      Y0, Y3, Y3
+	VCVTPS2PH   $0x00, Y3, X3
+	VCVTPH2PS   X3, Y3
+	VMOVUPS     32(BX)(DI*4), Y4
+	VADDPS      Y1, Y4, Y4
+	VMULPS      Y4, Y3, Y3
+	VCVTPS2PH   $0x00, Y2, X9
+	VCVTPS2PH   $0x00, Y3, X2
+	VINSERTI128 $0x01, X2, Y9, Y9
+	VMOVDQU     Y9, (CX)(DI*2)
+	VCVTPH2PS   32(DX)(DI*2), Y2
+	VMULPS      Y0, Y2, Y2
+	VCVTPS2PH   $0x00, Y2, X2
+	VCVTPH2PS   X2, Y2
+	VMOVUPS     64(BX)(DI*4), Y3
+	VADDPS      Y1, Y3, Y3
+	VMULPS      Y3, Y2, Y2
+	VCVTPH2PS   48(DX)(DI*2), Y3
+	VMULPS      Y0, Y3, Y3
+	VCVTPS2PH   $0x00, Y3, X3
+	VCVTPH2PS   X3, Y3
+	VMOVUPS     96(BX)(DI*4), Y4
+	VADDPS      Y1, Y4, Y4
+	VMULPS      Y4, Y3, Y3
+	VCVTPS2PH   $0x00, Y2, X10
+	VCVTPS2PH   $0x00, Y3, X2
+	VINSERTI128 $0x01, X2, Y10, Y10
+	VMOVDQU     Y10, 32(CX)(DI*2)
+	ADDQ        $0x00000020, DI
+	JMP         scaleloop
 
 scalepf:
 	MOVQ SI, R9
@@ -32827,43 +32641,47 @@ longrows10:
 	JNZ   scalent
 
 scalepfloop:
-	CMPQ       DI, R8
-	JG         scaletail
-	PREFETCHT0 (R9)(DI*2)
-	VCVTPH2PS  (DX)(DI*2), Y2
-	VMULPS     Y0, Y2, Y2
-	VCVTPS2PH  $0x00, Y2, X2
-	VCVTPH2PS  X2, Y2
-	VMOVUPS    (BX)(DI*4), Y3
-	VADDPS     Y1, Y3, Y3
-	VMULPS     Y3, Y2, Y2
-	VCVTPS2PH  $0x00, Y2, (CX)(DI*2)
-	VCVTPH2PS  16(DX)(DI*2), Y2
-	VMULPS     Y0, Y2, Y2
-	VCVTPS2PH  $0x00, Y2, X2
-	VCVTPH2PS  X2, Y2
-	VMOVUPS    32(BX)(DI*4), Y3
-	VADDPS     Y1, Y3, Y3
-	VMULPS     Y3, Y2, Y2
-	VCVTPS2PH  $0x00, Y2, 16(CX)(DI*2)
-	VCVTPH2PS  32(DX)(DI*2), Y2
-	VMULPS     Y0, Y2, Y2
-	VCVTPS2PH  $0x00, Y2, X2
-	VCVTPH2PS  X2, Y2
-	VMOVUPS    64(BX)(DI*4), Y3
-	VADDPS     Y1, Y3, Y3
-	VMULPS     Y3, Y2, Y2
-	VCVTPS2PH  $0x00, Y2, 32(CX)(DI*2)
-	VCVTPH2PS  48(DX)(DI*2), Y2
-	VMULPS     Y0, Y2, Y2
-	VCVTPS2PH  $0x00, Y2, X2
-	VCVTPH2PS  X2, Y2
-	VMOVUPS    96(BX)(DI*4), Y3
-	VADDPS     Y1, Y3, Y3
-	VMULPS     Y3, Y2, Y2
-	VCVTPS2PH  $0x00, Y2, 48(CX)(DI*2)
-	ADDQ       $0x00000020, DI
-	JMP        scalepfloop
+	CMPQ        DI, R8
+	JG          scaletail
+	PREFETCHT0  (R9)(DI*2)
+	VCVTPH2PS   (DX)(DI*2), Y2
+	VMULPS      Y0, Y2, Y2
+	VCVTPS2PH   $0x00, Y2, X2
+	VCVTPH2PS   X2, Y2
+	VMOVUPS     (BX)(DI*4), Y3
+	VADDPS      Y1, Y3, Y3
+	VMULPS      Y3, Y2, Y2
+	VCVTPH2PS   16(DX)(DI*2), Y3
+	VMULPS      Y0, Y3, Y3
+	VCVTPS2PH   $0x00, Y3, X3
+	VCVTPH2PS   X3, Y3
+	VMOVUPS     32(BX)(DI*4), Y4
+	VADDPS      Y1, Y4, Y4
+	VMULPS      Y4, Y3, Y3
+	VCVTPS2PH   $0x00, Y2, X11
+	VCVTPS2PH   $0x00, Y3, X2
+	VINSERTI128 $0x01, X2, Y11, Y11
+	VMOVDQU     Y11, (CX)(DI*2)
+	VCVTPH2PS   32(DX)(DI*2), Y2
+	VMULPS      Y0, Y2, Y2
+	VCVTPS2PH   $0x00, Y2, X2
+	VCVTPH2PS   X2, Y2
+	VMOVUPS     64(BX)(DI*4), Y3
+	VADDPS      Y1, Y3, Y3
+	VMULPS      Y3, Y2, Y2
+	VCVTPH2PS   48(DX)(DI*2), Y3
+	VMULPS      Y0, Y3, Y3
+	VCVTPS2PH   $0x00, Y3, X3
+	VCVTPH2PS   X3, Y3
+	VMOVUPS     96(BX)(DI*4), Y4
+	VADDPS      Y1, Y4, Y4
+	VMULPS      Y4, Y3, Y3
+	VCVTPS2PH   $0x00, Y2, X12
+	VCVTPS2PH   $0x00, Y3, X2
+	VINSERTI128 $0x01, X2, Y12, Y12
+	VMOVDQU     Y12, 32(CX)(DI*2)
+	ADDQ        $0x00000020, DI
+	JMP         scalepfloop
 
 scalent:
 	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
@@ -32998,10 +32816,10 @@ scalentloop:
 	VMOVUPS     32(BX)(DI*4), Y4
 	VADDPS      Y1, Y4, Y4
 	VMULPS      Y4, Y3, Y3
-	VCVTPS2PH   $0x00, Y2, X9
+	VCVTPS2PH   $0x00, Y2, X13
 	VCVTPS2PH   $0x00, Y3, X2
-	VINSERTI128 $0x01, X2, Y9, Y9
-	VMOVNTDQ    Y9, (CX)(DI*2)
+	VINSERTI128 $0x01, X2, Y13, Y13
+	VMOVNTDQ    Y13, (CX)(DI*2)
 	VCVTPH2PS   32(DX)(DI*2), Y2
 	VMULPS      Y0, Y2, Y2
 	VCVTPS2PH   $0x00, Y2, X2
@@ -33016,10 +32834,10 @@ scalentloop:
 	VMOVUPS     96(BX)(DI*4), Y4
 	VADDPS      Y1, Y4, Y4
 	VMULPS      Y4, Y3, Y3
-	VCVTPS2PH   $0x00, Y2, X10
+	VCVTPS2PH   $0x00, Y2, X14
 	VCVTPS2PH   $0x00, Y3, X2
-	VINSERTI128 $0x01, X2, Y10, Y10
-	VMOVNTDQ    Y10, 32(CX)(DI*2)
+	VINSERTI128 $0x01, X2, Y14, Y14
+	VMOVNTDQ    Y14, 32(CX)(DI*2)
 	ADDQ        $0x00000020, DI
 	JMP         scalentloop
 
@@ -33512,22 +33330,26 @@ scalebody:
 	JNZ   scalepf
 
 scaleloop:
-	CMPQ      SI, DI
-	JG        scaletail
-	VCVTPH2PS (DX)(SI*2), Y1
-	VMULPS    Y0, Y1, Y1
-	VCVTPS2PH $0x00, Y1, (CX)(SI*2)
-	VCVTPH2PS 16(DX)(SI*2), Y1
-	VMULPS    Y0, Y1, Y1
-	VCVTPS2PH $0x00, Y1, 16(CX)(SI*2)
-	VCVTPH2PS 32(DX)(SI*2), Y1
-	VMULPS    Y0, Y1, Y1
-	VCVTPS2PH $0x00, Y1, 32(CX)(SI*2)
-	VCVTPH2PS 48(DX)(SI*2), Y1
-	VMULPS    Y0, Y1, Y1
-	VCVTPS2PH $0x00, Y1, 48(CX)(SI*2)
-	ADDQ      $0x00000020, SI
-	JMP       scaleloop
+	CMPQ        SI, DI
+	JG          scaletail
+	VCVTPH2PS   (DX)(SI*2), Y1
+	VMULPS      Y0, Y1, Y1
+	VCVTPH2PS   16(DX)(SI*2), Y2
+	VMULPS      Y0, Y2, Y2
+	VCVTPS2PH   $0x00, Y1, X9
+	VCVTPS2PH   $0x00, Y2, X1
+	VINSERTI128 $0x01, X1, Y9, Y9
+	VMOVDQU     Y9, (CX)(SI*2)
+	VCVTPH2PS   32(DX)(SI*2), Y1
+	VMULPS      Y0, Y1, Y1
+	VCVTPH2PS   48(DX)(SI*2), Y2
+	VMULPS      Y0, Y2, Y2
+	VCVTPS2PH   $0x00, Y1, X10
+	VCVTPS2PH   $0x00, Y2, X1
+	VINSERTI128 $0x01, X1, Y10, Y10
+	VMOVDQU     Y10, 32(CX)(SI*2)
+	ADDQ        $0x00000020, SI
+	JMP         scaleloop
 
 scalepf:
 	MOVQ BX, R8
@@ -33541,23 +33363,27 @@ longrows10:
 	JNZ   scalent
 
 scalepfloop:
-	CMPQ       SI, DI
-	JG         scaletail
-	PREFETCHT0 (R8)(SI*2)
-	VCVTPH2PS  (DX)(SI*2), Y1
-	VMULPS     Y0, Y1, Y1
-	VCVTPS2PH  $0x00, Y1, (CX)(SI*2)
-	VCVTPH2PS  16(DX)(SI*2), Y1
-	VMULPS     Y0, Y1, Y1
-	VCVTPS2PH  $0x00, Y1, 16(CX)(SI*2)
-	VCVTPH2PS  32(DX)(SI*2), Y1
-	VMULPS     Y0, Y1, Y1
-	VCVTPS2PH  $0x00, Y1, 32(CX)(SI*2)
-	VCVTPH2PS  48(DX)(SI*2), Y1
-	VMULPS     Y0, Y1, Y1
-	VCVTPS2PH  $0x00, Y1, 48(CX)(SI*2)
-	ADDQ       $0x00000020, SI
-	JMP        scalepfloop
+	CMPQ        SI, DI
+	JG          scaletail
+	PREFETCHT0  (R8)(SI*2)
+	VCVTPH2PS   (DX)(SI*2), Y1
+	VMULPS      Y0, Y1, Y1
+	VCVTPH2PS   16(DX)(SI*2), Y2
+	VMULPS      Y0, Y2, Y2
+	VCVTPS2PH   $0x00, Y1, X11
+	VCVTPS2PH   $0x00, Y2, X1
+	VINSERTI128 $0x01, X1, Y11, Y11
+	VMOVDQU     Y11, (CX)(SI*2)
+	VCVTPH2PS   32(DX)(SI*2), Y1
+	VMULPS      Y0, Y1, Y1
+	VCVTPH2PS   48(DX)(SI*2), Y2
+	VMULPS      Y0, Y2, Y2
+	VCVTPS2PH   $0x00, Y1, X12
+	VCVTPS2PH   $0x00, Y2, X1
+	VINSERTI128 $0x01, X1, Y12, Y12
+	VMOVDQU     Y12, 32(CX)(SI*2)
+	ADDQ        $0x00000020, SI
+	JMP         scalepfloop
 
 scalent:
 	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
@@ -33646,18 +33472,18 @@ scalentloop:
 	VMULPS      Y0, Y1, Y1
 	VCVTPH2PS   16(DX)(SI*2), Y2
 	VMULPS      Y0, Y2, Y2
-	VCVTPS2PH   $0x00, Y1, X9
+	VCVTPS2PH   $0x00, Y1, X13
 	VCVTPS2PH   $0x00, Y2, X1
-	VINSERTI128 $0x01, X1, Y9, Y9
-	VMOVNTDQ    Y9, (CX)(SI*2)
+	VINSERTI128 $0x01, X1, Y13, Y13
+	VMOVNTDQ    Y13, (CX)(SI*2)
 	VCVTPH2PS   32(DX)(SI*2), Y1
 	VMULPS      Y0, Y1, Y1
 	VCVTPH2PS   48(DX)(SI*2), Y2
 	VMULPS      Y0, Y2, Y2
-	VCVTPS2PH   $0x00, Y1, X10
+	VCVTPS2PH   $0x00, Y1, X14
 	VCVTPS2PH   $0x00, Y2, X1
-	VINSERTI128 $0x01, X1, Y10, Y10
-	VMOVNTDQ    Y10, 32(CX)(SI*2)
+	VINSERTI128 $0x01, X1, Y14, Y14
+	VMOVNTDQ    Y14, 32(CX)(SI*2)
 	ADDQ        $0x00000020, SI
 	JMP         scalentloop
 
@@ -34256,26 +34082,30 @@ scalebody:
 	JNZ   scalepf
 
 scaleloop:
-	CMPQ      R8, R9
-	JG        scaletail
-	VCVTPH2PS (SI)(R8*2), Y1
-	VMULPS    Y0, Y1, Y1
-	VMULPS    (BX)(R8*4), Y1, Y1
-	VCVTPS2PH $0x00, Y1, (CX)(R8*2)
-	VCVTPH2PS 16(SI)(R8*2), Y1
-	VMULPS    Y0, Y1, Y1
-	VMULPS    32(BX)(R8*4), Y1, Y1
-	VCVTPS2PH $0x00, Y1, 16(CX)(R8*2)
-	VCVTPH2PS 32(SI)(R8*2), Y1
-	VMULPS    Y0, Y1, Y1
-	VMULPS    64(BX)(R8*4), Y1, Y1
-	VCVTPS2PH $0x00, Y1, 32(CX)(R8*2)
-	VCVTPH2PS 48(SI)(R8*2), Y1
-	VMULPS    Y0, Y1, Y1
-	VMULPS    96(BX)(R8*4), Y1, Y1
-	VCVTPS2PH $0x00, Y1, 48(CX)(R8*2)
-	ADDQ      $0x00000020, R8
-	JMP       scaleloop
+	CMPQ        R8, R9
+	JG          scaletail
+	VCVTPH2PS   (SI)(R8*2), Y1
+	VMULPS      Y0, Y1, Y1
+	VMULPS      (BX)(R8*4), Y1, Y1
+	VCVTPH2PS   16(SI)(R8*2), Y2
+	VMULPS      Y0, Y2, Y2
+	VMULPS      32(BX)(R8*4), Y2, Y2
+	VCVTPS2PH   $0x00, Y1, X10
+	VCVTPS2PH   $0x00, Y2, X1
+	VINSERTI128 $0x01, X1, Y10, Y10
+	VMOVDQU     Y10, (CX)(R8*2)
+	VCVTPH2PS   32(SI)(R8*2), Y1
+	VMULPS      Y0, Y1, Y1
+	VMULPS      64(BX)(R8*4), Y1, Y1
+	VCVTPH2PS   48(SI)(R8*2), Y2
+	VMULPS      Y0, Y2, Y2
+	VMULPS      96(BX)(R8*4), Y2, Y2
+	VCVTPS2PH   $0x00, Y1, X11
+	VCVTPS2PH   $0x00, Y2, X1
+	VINSERTI128 $0x01, X1, Y11, Y11
+	VMOVDQU     Y11, 32(CX)(R8*2)
+	ADDQ        $0x00000020, R8
+	JMP         scaleloop
 
 scalepf:
 	MOVQ DI, R10
@@ -34289,27 +34119,31 @@ longrows16:
 	JNZ   scalent
 
 scalepfloop:
-	CMPQ       R8, R9
-	JG         scaletail
-	PREFETCHT0 (R10)(R8*2)
-	VCVTPH2PS  (SI)(R8*2), Y1
-	VMULPS     Y0, Y1, Y1
-	VMULPS     (BX)(R8*4), Y1, Y1
-	VCVTPS2PH  $0x00, Y1, (CX)(R8*2)
-	VCVTPH2PS  16(SI)(R8*2), Y1
-	VMULPS     Y0, Y1, Y1
-	VMULPS     32(BX)(R8*4), Y1, Y1
-	VCVTPS2PH  $0x00, Y1, 16(CX)(R8*2)
-	VCVTPH2PS  32(SI)(R8*2), Y1
-	VMULPS     Y0, Y1, Y1
-	VMULPS     64(BX)(R8*4), Y1, Y1
-	VCVTPS2PH  $0x00, Y1, 32(CX)(R8*2)
-	VCVTPH2PS  48(SI)(R8*2), Y1
-	VMULPS     Y0, Y1, Y1
-	VMULPS     96(BX)(R8*4), Y1, Y1
-	VCVTPS2PH  $0x00, Y1, 48(CX)(R8*2)
-	ADDQ       $0x00000020, R8
-	JMP        scalepfloop
+	CMPQ        R8, R9
+	JG          scaletail
+	PREFETCHT0  (R10)(R8*2)
+	VCVTPH2PS   (SI)(R8*2), Y1
+	VMULPS      Y0, Y1, Y1
+	VMULPS      (BX)(R8*4), Y1, Y1
+	VCVTPH2PS   16(SI)(R8*2), Y2
+	VMULPS      Y0, Y2, Y2
+	VMULPS      32(BX)(R8*4), Y2, Y2
+	VCVTPS2PH   $0x00, Y1, X12
+	VCVTPS2PH   $0x00, Y2, X1
+	VINSERTI128 $0x01, X1, Y12, Y12
+	VMOVDQU     Y12, (CX)(R8*2)
+	VCVTPH2PS   32(SI)(R8*2), Y1
+	VMULPS      Y0, Y1, Y1
+	VMULPS      64(BX)(R8*4), Y1, Y1
+	VCVTPH2PS   48(SI)(R8*2), Y2
+	VMULPS      Y0, Y2, Y2
+	VMULPS      96(BX)(R8*4), Y2, Y2
+	VCVTPS2PH   $0x00, Y1, X13
+	VCVTPS2PH   $0x00, Y2, X1
+	VINSERTI128 $0x01, X1, Y13, Y13
+	VMOVDQU     Y13, 32(CX)(R8*2)
+	ADDQ        $0x00000020, R8
+	JMP         scalepfloop
 
 scalent:
 	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
@@ -34428,20 +34262,20 @@ scalentloop:
 	VCVTPH2PS   16(SI)(R8*2), Y2
 	VMULPS      Y0, Y2, Y2
 	VMULPS      32(BX)(R8*4), Y2, Y2
-	VCVTPS2PH   $0x00, Y1, X10
+	VCVTPS2PH   $0x00, Y1, X14
 	VCVTPS2PH   $0x00, Y2, X1
-	VINSERTI128 $0x01, X1, Y10, Y10
-	VMOVNTDQ    Y10, (CX)(R8*2)
+	VINSERTI128 $0x01, X1, Y14, Y14
+	VMOVNTDQ    Y14, (CX)(R8*2)
 	VCVTPH2PS   32(SI)(R8*2), Y1
 	VMULPS      Y0, Y1, Y1
 	VMULPS      64(BX)(R8*4), Y1, Y1
 	VCVTPH2PS   48(SI)(R8*2), Y2
 	VMULPS      Y0, Y2, Y2
 	VMULPS      96(BX)(R8*4), Y2, Y2
-	VCVTPS2PH   $0x00, Y1, X11
+	VCVTPS2PH   $0x00, Y1, X15
 	VCVTPS2PH   $0x00, Y2, X1
-	VINSERTI128 $0x01, X1, Y11, Y11
-	VMOVNTDQ    Y11, 32(CX)(R8*2)
+	VINSERTI128 $0x01, X1, Y15, Y15
+	VMOVNTDQ    Y15, 32(CX)(R8*2)
 	ADDQ        $0x00000020, R8
 	JMP         scalentloop
 
@@ -35069,34 +34903,38 @@ scalebody:
 	JNZ   scalepf
 
 scaleloop:
-	CMPQ      R8, R9
-	JG        scaletail
-	VCVTPH2PS (SI)(R8*2), Y1
-	VMULPS    Y0, Y1, Y1
-	VCVTPS2PH $0x00, Y1, X1
-	VCVTPH2PS X1, Y1
-	VMULPS    (BX)(R8*4), Y1, Y1
-	VCVTPS2PH $0x00, Y1, (CX)(R8*2)
-	VCVTPH2PS 16(SI)(R8*2), Y1
-	VMULPS    Y0, Y1, Y1
-	VCVTPS2PH $0x00, Y1, X1
-	VCVTPH2PS X1, Y1
-	VMULPS    32(BX)(R8*4), Y1, Y1
-	VCVTPS2PH $0x00, Y1, 16(CX)(R8*2)
-	VCVTPH2PS 32(SI)(R8*2), Y1
-	VMULPS    Y0, Y1, Y1
-	VCVTPS2PH $0x00, Y1, X1
-	VCVTPH2PS X1, Y1
-	VMULPS    64(BX)(R8*4), Y1, Y1
-	VCVTPS2PH $0x00, Y1, 32(CX)(R8*2)
-	VCVTPH2PS 48(SI)(R8*2), Y1
-	VMULPS    Y0, Y1, Y1
-	VCVTPS2PH $0x00, Y1, X1
-	VCVTPH2PS X1, Y1
-	VMULPS    96(BX)(R8*4), Y1, Y1
-	VCVTPS2PH $0x00, Y1, 48(CX)(R8*2)
-	ADDQ      $0x00000020, R8
-	JMP       scaleloop
+	CMPQ        R8, R9
+	JG          scaletail
+	VCVTPH2PS   (SI)(R8*2), Y1
+	VMULPS      Y0, Y1, Y1
+	VCVTPS2PH   $0x00, Y1, X1
+	VCVTPH2PS   X1, Y1
+	VMULPS      (BX)(R8*4), Y1, Y1
+	VCVTPH2PS   16(SI)(R8*2), Y2
+	VMULPS      Y0, Y2, Y2
+	VCVTPS2PH   $0x00, Y2, X2
+	VCVTPH2PS   X2, Y2
+	VMULPS      32(BX)(R8*4), Y2, Y2
+	VCVTPS2PH   $0x00, Y1, X10
+	VCVTPS2PH   $0x00, Y2, X1
+	VINSERTI128 $0x01, X1, Y10, Y10
+	VMOVDQU     Y10, (CX)(R8*2)
+	VCVTPH2PS   32(SI)(R8*2), Y1
+	VMULPS      Y0, Y1, Y1
+	VCVTPS2PH   $0x00, Y1, X1
+	VCVTPH2PS   X1, Y1
+	VMULPS      64(BX)(R8*4), Y1, Y1
+	VCVTPH2PS   48(SI)(R8*2), Y2
+	VMULPS      Y0, Y2, Y2
+	VCVTPS2PH   $0x00, Y2, X2
+	VCVTPH2PS   X2, Y2
+	VMULPS      96(BX)(R8*4), Y2, Y2
+	VCVTPS2PH   $0x00, Y1, X11
+	VCVTPS2PH   $0x00, Y2, X1
+	VINSERTI128 $0x01, X1, Y11, Y11
+	VMOVDQU     Y11, 32(CX)(R8*2)
+	ADDQ        $0x00000020, R8
+	JMP         scaleloop
 
 scalepf:
 	MOVQ DI, R10
@@ -35110,35 +34948,39 @@ longrows16:
 	JNZ   scalent
 
 scalepfloop:
-	CMPQ       R8, R9
-	JG         scaletail
-	PREFETCHT0 (R10)(R8*2)
-	VCVTPH2PS  (SI)(R8*2), Y1
-	VMULPS     Y0, Y1, Y1
-	VCVTPS2PH  $0x00, Y1, X1
-	VCVTPH2PS  X1, Y1
-	VMULPS     (BX)(R8*4), Y1, Y1
-	VCVTPS2PH  $0x00, Y1, (CX)(R8*2)
-	VCVTPH2PS  16(SI)(R8*2), Y1
-	VMULPS     Y0, Y1, Y1
-	VCVTPS2PH  $0x00, Y1, X1
-	VCVTPH2PS  X1, Y1
-	VMULPS     32(BX)(R8*4), Y1, Y1
-	VCVTPS2PH  $0x00, Y1, 16(CX)(R8*2)
-	VCVTPH2PS  32(SI)(R8*2), Y1
-	VMULPS     Y0, Y1, Y1
-	VCVTPS2PH  $0x00, Y1, X1
-	VCVTPH2PS  X1, Y1
-	VMULPS     64(BX)(R8*4), Y1, Y1
-	VCVTPS2PH  $0x00, Y1, 32(CX)(R8*2)
-	VCVTPH2PS  48(SI)(R8*2), Y1
-	VMULPS     Y0, Y1, Y1
-	VCVTPS2PH  $0x00, Y1, X1
-	VCVTPH2PS  X1, Y1
-	VMULPS     96(BX)(R8*4), Y1, Y1
-	VCVTPS2PH  $0x00, Y1, 48(CX)(R8*2)
-	ADDQ       $0x00000020, R8
-	JMP        scalepfloop
+	CMPQ        R8, R9
+	JG          scaletail
+	PREFETCHT0  (R10)(R8*2)
+	VCVTPH2PS   (SI)(R8*2), Y1
+	VMULPS      Y0, Y1, Y1
+	VCVTPS2PH   $0x00, Y1, X1
+	VCVTPH2PS   X1, Y1
+	VMULPS      (BX)(R8*4), Y1, Y1
+	VCVTPH2PS   16(SI)(R8*2), Y2
+	VMULPS      Y0, Y2, Y2
+	VCVTPS2PH   $0x00, Y2, X2
+	VCVTPH2PS   X2, Y2
+	VMULPS      32(BX)(R8*4), Y2, Y2
+	VCVTPS2PH   $0x00, Y1, X12
+	VCVTPS2PH   $0x00, Y2, X1
+	VINSERTI128 $0x01, X1, Y12, Y12
+	VMOVDQU     Y12, (CX)(R8*2)
+	VCVTPH2PS   32(SI)(R8*2), Y1
+	VMULPS      Y0, Y1, Y1
+	VCVTPS2PH   $0x00, Y1, X1
+	VCVTPH2PS   X1, Y1
+	VMULPS      64(BX)(R8*4), Y1, Y1
+	VCVTPH2PS   48(SI)(R8*2), Y2
+	VMULPS      Y0, Y2, Y2
+	VCVTPS2PH   $0x00, Y2, X2
+	VCVTPH2PS   X2, Y2
+	VMULPS      96(BX)(R8*4), Y2, Y2
+	VCVTPS2PH   $0x00, Y1, X13
+	VCVTPS2PH   $0x00, Y2, X1
+	VINSERTI128 $0x01, X1, Y13, Y13
+	VMOVDQU     Y13, 32(CX)(R8*2)
+	ADDQ        $0x00000020, R8
+	JMP         scalepfloop
 
 scalent:
 	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
@@ -35265,10 +35107,10 @@ scalentloop:
 	VCVTPS2PH   $0x00, Y2, X2
 	VCVTPH2PS   X2, Y2
 	VMULPS      32(BX)(R8*4), Y2, Y2
-	VCVTPS2PH   $0x00, Y1, X10
+	VCVTPS2PH   $0x00, Y1, X14
 	VCVTPS2PH   $0x00, Y2, X1
-	VINSERTI128 $0x01, X1, Y10, Y10
-	VMOVNTDQ    Y10, (CX)(R8*2)
+	VINSERTI128 $0x01, X1, Y14, Y14
+	VMOVNTDQ    Y14, (CX)(R8*2)
 	VCVTPH2PS   32(SI)(R8*2), Y1
 	VMULPS      Y0, Y1, Y1
 	VCVTPS2PH   $0x00, Y1, X1
@@ -35279,10 +35121,10 @@ scalentloop:
 	VCVTPS2PH   $0x00, Y2, X2
 	VCVTPH2PS   X2, Y2
 	VMULPS      96(BX)(R8*4), Y2, Y2
-	VCVTPS2PH   $0x00, Y1, X11
+	VCVTPS2PH   $0x00, Y1, X15
 	VCVTPS2PH   $0x00, Y2, X1
-	VINSERTI128 $0x01, X1, Y11, Y11
-	VMOVNTDQ    Y11, 32(CX)(R8*2)
+	VINSERTI128 $0x01, X1, Y15, Y15
+	VMOVNTDQ    Y15, 32(CX)(R8*2)
 	ADDQ        $0x00000020, R8
 	JMP         scalentloop
 
@@ -35916,34 +35758,38 @@ scalebody:
 	JNZ   scalepf
 
 scaleloop:
-	CMPQ      R8, R9
-	JG        scaletail
-	VCVTPH2PS (SI)(R8*2), Y2
-	VMULPS    Y0, Y2, Y2
-	VMOVUPS   (BX)(R8*4), Y3
-	VADDPS    Y1, Y3, Y3
-	VMULPS    Y3, Y2, Y2
-	VCVTPS2PH $0x00, Y2, (CX)(R8*2)
-	VCVTPH2PS 16(SI)(R8*2), Y2
-	VMULPS    Y0, Y2, Y2
-	VMOVUPS   32(BX)(R8*4), Y3
-	VADDPS    Y1, Y3, Y3
-	VMULPS    Y3, Y2, Y2
-	VCVTPS2PH $0x00, Y2, 16(CX)(R8*2)
-	VCVTPH2PS 32(SI)(R8*2), Y2
-	VMULPS    Y0, Y2, Y2
-	VMOVUPS   64(BX)(R8*4), Y3
-	VADDPS    Y1, Y3, Y3
-	VMULPS    Y3, Y2, Y2
-	VCVTPS2PH $0x00, Y2, 32(CX)(R8*2)
-	VCVTPH2PS 48(SI)(R8*2), Y2
-	VMULPS    Y0, Y2, Y2
-	VMOVUPS   96(BX)(R8*4), Y3
-	VADDPS    Y1, Y3, Y3
-	VMULPS    Y3, Y2, Y2
-	VCVTPS2PH $0x00, Y2, 48(CX)(R8*2)
-	ADDQ      $0x00000020, R8
-	JMP       scaleloop
+	CMPQ        R8, R9
+	JG          scaletail
+	VCVTPH2PS   (SI)(R8*2), Y2
+	VMULPS      Y0, Y2, Y2
+	VMOVUPS     (BX)(R8*4), Y3
+	VADDPS      Y1, Y3, Y3
+	VMULPS      Y3, Y2, Y2
+	VCVTPH2PS   16(SI)(R8*2), Y3
+	VMULPS      Y0, Y3, Y3
+	VMOVUPS     32(BX)(R8*4), Y4
+	VADDPS      Y1, Y4, Y4
+	VMULPS      Y4, Y3, Y3
+	VCVTPS2PH   $0x00, Y2, X10
+	VCVTPS2PH   $0x00, Y3, X2
+	VINSERTI128 $0x01, X2, Y10, Y10
+	VMOVDQU     Y10, (CX)(R8*2)
+	VCVTPH2PS   32(SI)(R8*2), Y2
+	VMULPS      Y0, Y2, Y2
+	VMOVUPS     64(BX)(R8*4), Y3
+	VADDPS      Y1, Y3, Y3
+	VMULPS      Y3, Y2, Y2
+	VCVTPH2PS   48(SI)(R8*2), Y3
+	VMULPS      Y0, Y3, Y3
+	VMOVUPS     96(BX)(R8*4), Y4
+	VADDPS      Y1, Y4, Y4
+	VMULPS      Y4, Y3, Y3
+	VCVTPS2PH   $0x00, Y2, X11
+	VCVTPS2PH   $0x00, Y3, X2
+	VINSERTI128 $0x01, X2, Y11, Y11
+	VMOVDQU     Y11, 32(CX)(R8*2)
+	ADDQ        $0x00000020, R8
+	JMP         scaleloop
 
 scalepf:
 	MOVQ DI, R10
@@ -35957,35 +35803,39 @@ longrows16:
 	JNZ   scalent
 
 scalepfloop:
-	CMPQ       R8, R9
-	JG         scaletail
-	PREFETCHT0 (R10)(R8*2)
-	VCVTPH2PS  (SI)(R8*2), Y2
-	VMULPS     Y0, Y2, Y2
-	VMOVUPS    (BX)(R8*4), Y3
-	VADDPS     Y1, Y3, Y3
-	VMULPS     Y3, Y2, Y2
-	VCVTPS2PH  $0x00, Y2, (CX)(R8*2)
-	VCVTPH2PS  16(SI)(R8*2), Y2
-	VMULPS     Y0, Y2, Y2
-	VMOVUPS    32(BX)(R8*4), Y3
-	VADDPS     Y1, Y3, Y3
-	VMULPS     Y3, Y2, Y2
-	VCVTPS2PH  $0x00, Y2, 16(CX)(R8*2)
-	VCVTPH2PS  32(SI)(R8*2), Y2
-	VMULPS     Y0, Y2, Y2
-	VMOVUPS    64(BX)(R8*4), Y3
-	VADDPS     Y1, Y3, Y3
-	VMULPS     Y3, Y2, Y2
-	VCVTPS2PH  $0x00, Y2, 32(CX)(R8*2)
-	VCVTPH2PS  48(SI)(R8*2), Y2
-	VMULPS     Y0, Y2, Y2
-	VMOVUPS    96(BX)(R8*4), Y3
-	VADDPS     Y1, Y3, Y3
-	VMULPS     Y3, Y2, Y2
-	VCVTPS2PH  $0x00, Y2, 48(CX)(R8*2)
-	ADDQ       $0x00000020, R8
-	JMP        scalepfloop
+	CMPQ        R8, R9
+	JG          scaletail
+	PREFETCHT0  (R10)(R8*2)
+	VCVTPH2PS   (SI)(R8*2), Y2
+	VMULPS      Y0, Y2, Y2
+	VMOVUPS     (BX)(R8*4), Y3
+	VADDPS      Y1, Y3, Y3
+	VMULPS      Y3, Y2, Y2
+	VCVTPH2PS   16(SI)(R8*2), Y3
+	VMULPS      Y0, Y3, Y3
+	VMOVUPS     32(BX)(R8*4), Y4
+	VADDPS      Y1, Y4, Y4
+	VMULPS      Y4, Y3, Y3
+	VCVTPS2PH   $0x00, Y2, X12
+	VCVTPS2PH   $0x00, Y3, X2
+	VINSERTI128 $0x01, X2, Y12, Y12
+	VMOVDQU     Y12, (CX)(R8*2)
+	VCVTPH2PS   32(SI)(R8*2), Y2
+	VMULPS      Y0, Y2, Y2
+	VMOVUPS     64(BX)(R8*4), Y3
+	VADDPS      Y1, Y3, Y3
+	VMULPS      Y3, Y2, Y2
+	VCVTPH2PS   48(SI)(R8*2), Y3
+	VMULPS      Y0, Y3, Y3
+	VMOVUPS     96(BX)(R8*4), Y4
+	VADDPS      Y1, Y4, Y4
+	VMULPS      Y4, Y3, Y3
+	VCVTPS2PH   $0x00, Y2, X13
+	VCVTPS2PH   $0x00, Y3, X2
+	VINSERTI128 $0x01, X2, Y13, Y13
+	VMOVDQU     Y13, 32(CX)(R8*2)
+	ADDQ        $0x00000020, R8
+	JMP         scalepfloop
 
 scalent:
 	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
@@ -36112,10 +35962,10 @@ scalentloop:
 	VMOVUPS     32(BX)(R8*4), Y4
 	VADDPS      Y1, Y4, Y4
 	VMULPS      Y4, Y3, Y3
-	VCVTPS2PH   $0x00, Y2, X10
+	VCVTPS2PH   $0x00, Y2, X14
 	VCVTPS2PH   $0x00, Y3, X2
-	VINSERTI128 $0x01, X2, Y10, Y10
-	VMOVNTDQ    Y10, (CX)(R8*2)
+	VINSERTI128 $0x01, X2, Y14, Y14
+	VMOVNTDQ    Y14, (CX)(R8*2)
 	VCVTPH2PS   32(SI)(R8*2), Y2
 	VMULPS      Y0, Y2, Y2
 	VMOVUPS     64(BX)(R8*4), Y3
@@ -36126,10 +35976,10 @@ scalentloop:
 	VMOVUPS     96(BX)(R8*4), Y4
 	VADDPS      Y1, Y4, Y4
 	VMULPS      Y4, Y3, Y3
-	VCVTPS2PH   $0x00, Y2, X11
+	VCVTPS2PH   $0x00, Y2, X15
 	VCVTPS2PH   $0x00, Y3, X2
-	VINSERTI128 $0x01, X2, Y11, Y11
-	VMOVNTDQ    Y11, 32(CX)(R8*2)
+	VINSERTI128 $0x01, X2, Y15, Y15
+	VMOVNTDQ    Y15, 32(CX)(R8*2)
 	ADDQ        $0x00000020, R8
 	JMP         scalentloop
 
@@ -36763,42 +36613,46 @@ scalebody:
 	JNZ   scalepf
 
 scaleloop:
-	CMPQ      R8, R9
-	JG        scaletail
-	VCVTPH2PS (SI)(R8*2), Y2
-	VMULPS    Y0, Y2, Y2
-	VCVTPS2PH $0x00, Y2, X2
-	VCVTPH2PS X2, Y2
-	VMOVUPS   (BX)(R8*4), Y3
-	VADDPS    Y1, Y3, Y3
-	VMULPS    Y3, Y2, Y2
-	VCVTPS2PH $0x00, Y2, (CX)(R8*2)
-	VCVTPH2PS 16(SI)(R8*2), Y2
-	VMULPS    Y0, Y2, Y2
-	VCVTPS2PH $0x00, Y2, X2
-	VCVTPH2PS X2, Y2
-	VMOVUPS   32(BX)(R8*4), Y3
-	VADDPS    Y1, Y3, Y3
-	VMULPS    Y3, Y2, Y2
-	VCVTPS2PH $0x00, Y2, 16(CX)(R8*2)
-	VCVTPH2PS 32(SI)(R8*2), Y2
-	VMULPS    Y0, Y2, Y2
-	VCVTPS2PH $0x00, Y2, X2
-	VCVTPH2PS X2, Y2
-	VMOVUPS   64(BX)(R8*4), Y3
-	VADDPS    Y1, Y3, Y3
-	VMULPS    Y3, Y2, Y2
-	VCVTPS2PH $0x00, Y2, 32(CX)(R8*2)
-	VCVTPH2PS 48(SI)(R8*2), Y2
-	VMULPS    Y0, Y2, Y2
-	VCVTPS2PH $0x00, Y2, X2
-	VCVTPH2PS X2, Y2
-	VMOVUPS   96(BX)(R8*4), Y3
-	VADDPS    Y1, Y3, Y3
-	VMULPS    Y3, Y2, Y2
-	VCVTPS2PH $0x00, Y2, 48(CX)(R8*2)
-	ADDQ      $0x00000020, R8
-	JMP       scaleloop
+	CMPQ        R8, R9
+	JG          scaletail
+	VCVTPH2PS   (SI)(R8*2), Y2
+	VMULPS      Y0, Y2, Y2
+	VCVTPS2PH   $0x00, Y2, X2
+	VCVTPH2PS   X2, Y2
+	VMOVUPS     (BX)(R8*4), Y3
+	VADDPS      Y1, Y3, Y3
+	VMULPS      Y3, Y2, Y2
+	VCVTPH2PS   16(SI)(R8*2), Y3
+	VMULPS      Y0, Y3, Y3
+	VCVTPS2PH   $0x00, Y3, X3
+	VCVTPH2PS   X3, Y3
+	VMOVUPS     32(BX)(R8*4), Y4
+	VADDPS      Y1, Y4, Y4
+	VMULPS      Y4, Y3, Y3
+	VCVTPS2PH   $0x00, Y2, X10
+	VCVTPS2PH   $0x00, Y3, X2
+	VINSERTI128 $0x01, X2, Y10, Y10
+	VMOVDQU     Y10, (CX)(R8*2)
+	VCVTPH2PS   32(SI)(R8*2), Y2
+	VMULPS      Y0, Y2, Y2
+	VCVTPS2PH   $0x00, Y2, X2
+	VCVTPH2PS   X2, Y2
+	VMOVUPS     64(BX)(R8*4), Y3
+	VADDPS      Y1, Y3, Y3
+	VMULPS      Y3, Y2, Y2
+	VCVTPH2PS   48(SI)(R8*2), Y3
+	VMULPS      Y0, Y3, Y3
+	VCVTPS2PH   $0x00, Y3, X3
+	VCVTPH2PS   X3, Y3
+	VMOVUPS     96(BX)(R8*4), Y4
+	VADDPS      Y1, Y4, Y4
+	VMULPS      Y4, Y3, Y3
+	VCVTPS2PH   $0x00, Y2, X11
+	VCVTPS2PH   $0x00, Y3, X2
+	VINSERTI128 $0x01, X2, Y11, Y11
+	VMOVDQU     Y11, 32(CX)(R8*2)
+	ADDQ        $0x00000020, R8
+	JMP         scaleloop
 
 scalepf:
 	MOVQ DI, R10
@@ -36812,43 +36666,47 @@ longrows16:
 	JNZ   scalent
 
 scalepfloop:
-	CMPQ       R8, R9
-	JG         scaletail
-	PREFETCHT0 (R10)(R8*2)
-	VCVTPH2PS  (SI)(R8*2), Y2
-	VMULPS     Y0, Y2, Y2
-	VCVTPS2PH  $0x00, Y2, X2
-	VCVTPH2PS  X2, Y2
-	VMOVUPS    (BX)(R8*4), Y3
-	VADDPS     Y1, Y3, Y3
-	VMULPS     Y3, Y2, Y2
-	VCVTPS2PH  $0x00, Y2, (CX)(R8*2)
-	VCVTPH2PS  16(SI)(R8*2), Y2
-	VMULPS     Y0, Y2, Y2
-	VCVTPS2PH  $0x00, Y2, X2
-	VCVTPH2PS  X2, Y2
-	VMOVUPS    32(BX)(R8*4), Y3
-	VADDPS     Y1, Y3, Y3
-	VMULPS     Y3, Y2, Y2
-	VCVTPS2PH  $0x00, Y2, 16(CX)(R8*2)
-	VCVTPH2PS  32(SI)(R8*2), Y2
-	VMULPS     Y0, Y2, Y2
-	VCVTPS2PH  $0x00, Y2, X2
-	VCVTPH2PS  X2, Y2
-	VMOVUPS    64(BX)(R8*4), Y3
-	VADDPS     Y1, Y3, Y3
-	VMULPS     Y3, Y2, Y2
-	VCVTPS2PH  $0x00, Y2, 32(CX)(R8*2)
-	VCVTPH2PS  48(SI)(R8*2), Y2
-	VMULPS     Y0, Y2, Y2
-	VCVTPS2PH  $0x00, Y2, X2
-	VCVTPH2PS  X2, Y2
-	VMOVUPS    96(BX)(R8*4), Y3
-	VADDPS     Y1, Y3, Y3
-	VMULPS     Y3, Y2, Y2
-	VCVTPS2PH  $0x00, Y2, 48(CX)(R8*2)
-	ADDQ       $0x00000020, R8
-	JMP        scalepfloop
+	CMPQ        R8, R9
+	JG          scaletail
+	PREFETCHT0  (R10)(R8*2)
+	VCVTPH2PS   (SI)(R8*2), Y2
+	VMULPS      Y0, Y2, Y2
+	VCVTPS2PH   $0x00, Y2, X2
+	VCVTPH2PS   X2, Y2
+	VMOVUPS     (BX)(R8*4), Y3
+	VADDPS      Y1, Y3, Y3
+	VMULPS      Y3, Y2, Y2
+	VCVTPH2PS   16(SI)(R8*2), Y3
+	VMULPS      Y0, Y3, Y3
+	VCVTPS2PH   $0x00, Y3, X3
+	VCVTPH2PS   X3, Y3
+	VMOVUPS     32(BX)(R8*4), Y4
+	VADDPS      Y1, Y4, Y4
+	VMULPS      Y4, Y3, Y3
+	VCVTPS2PH   $0x00, Y2, X12
+	VCVTPS2PH   $0x00, Y3, X2
+	VINSERTI128 $0x01, X2, Y12, Y12
+	VMOVDQU     Y12, (CX)(R8*2)
+	VCVTPH2PS   32(SI)(R8*2), Y2
+	VMULPS      Y0, Y2, Y2
+	VCVTPS2PH   $0x00, Y2, X2
+	VCVTPH2PS   X2, Y2
+	VMOVUPS     64(BX)(R8*4), Y3
+	VADDPS      Y1, Y3, Y3
+	VMULPS      Y3, Y2, Y2
+	VCVTPH2PS   48(SI)(R8*2), Y3
+	VMULPS      Y0, Y3, Y3
+	VCVTPS2PH   $0x00, Y3, X3
+	VCVTPH2PS   X3, Y3
+	VMOVUPS     96(BX)(R8*4), Y4
+	VADDPS      Y1, Y4, Y4
+	VMULPS      Y4, Y3, Y3
+	VCVTPS2PH   $0x00, Y2, X13
+	VCVTPS2PH   $0x00, Y3, X2
+	VINSERTI128 $0x01, X2, Y13, Y13
+	VMOVDQU     Y13, 32(CX)(R8*2)
+	ADDQ        $0x00000020, R8
+	JMP         scalepfloop
 
 scalent:
 	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
@@ -36983,10 +36841,10 @@ scalentloop:
 	VMOVUPS     32(BX)(R8*4), Y4
 	VADDPS      Y1, Y4, Y4
 	VMULPS      Y4, Y3, Y3
-	VCVTPS2PH   $0x00, Y2, X10
+	VCVTPS2PH   $0x00, Y2, X14
 	VCVTPS2PH   $0x00, Y3, X2
-	VINSERTI128 $0x01, X2, Y10, Y10
-	VMOVNTDQ    Y10, (CX)(R8*2)
+	VINSERTI128 $0x01, X2, Y14, Y14
+	VMOVNTDQ    Y14, (CX)(R8*2)
 	VCVTPH2PS   32(SI)(R8*2), Y2
 	VMULPS      Y0, Y2, Y2
 	VCVTPS2PH   $0x00, Y2, X2
@@ -37001,10 +36859,10 @@ scalentloop:
 	VMOVUPS     96(BX)(R8*4), Y4
 	VADDPS      Y1, Y4, Y4
 	VMULPS      Y4, Y3, Y3
-	VCVTPS2PH   $0x00, Y2, X11
+	VCVTPS2PH   $0x00, Y2, X15
 	VCVTPS2PH   $0x00, Y3, X2
-	VINSERTI128 $0x01, X2, Y11, Y11
-	VMOVNTDQ    Y11, 32(CX)(R8*2)
+	VINSERTI128 $0x01, X2, Y15, Y15
+	VMOVNTDQ    Y15, 32(CX)(R8*2)
 	ADDQ        $0x00000020, R8
 	JMP         scalentloop
 
@@ -37639,22 +37497,26 @@ scalebody:
 	JNZ   scalepf
 
 scaleloop:
-	CMPQ      DI, R8
-	JG        scaletail
-	VCVTPH2PS (BX)(DI*2), Y1
-	VMULPS    Y0, Y1, Y1
-	VCVTPS2PH $0x00, Y1, (CX)(DI*2)
-	VCVTPH2PS 16(BX)(DI*2), Y1
-	VMULPS    Y0, Y1, Y1
-	VCVTPS2PH $0x00, Y1, 16(CX)(DI*2)
-	VCVTPH2PS 32(BX)(DI*2), Y1
-	VMULPS    Y0, Y1, Y1
-	VCVTPS2PH $0x00, Y1, 32(CX)(DI*2)
-	VCVTPH2PS 48(BX)(DI*2), Y1
-	VMULPS    Y0, Y1, Y1
-	VCVTPS2PH $0x00, Y1, 48(CX)(DI*2)
-	ADDQ      $0x00000020, DI
-	JMP       scaleloop
+	CMPQ        DI, R8
+	JG          scaletail
+	VCVTPH2PS   (BX)(DI*2), Y1
+	VMULPS      Y0, Y1, Y1
+	VCVTPH2PS   16(BX)(DI*2), Y2
+	VMULPS      Y0, Y2, Y2
+	VCVTPS2PH   $0x00, Y1, X10
+	VCVTPS2PH   $0x00, Y2, X1
+	VINSERTI128 $0x01, X1, Y10, Y10
+	VMOVDQU     Y10, (CX)(DI*2)
+	VCVTPH2PS   32(BX)(DI*2), Y1
+	VMULPS      Y0, Y1, Y1
+	VCVTPH2PS   48(BX)(DI*2), Y2
+	VMULPS      Y0, Y2, Y2
+	VCVTPS2PH   $0x00, Y1, X11
+	VCVTPS2PH   $0x00, Y2, X1
+	VINSERTI128 $0x01, X1, Y11, Y11
+	VMOVDQU     Y11, 32(CX)(DI*2)
+	ADDQ        $0x00000020, DI
+	JMP         scaleloop
 
 scalepf:
 	MOVQ SI, R9
@@ -37668,23 +37530,27 @@ longrows16:
 	JNZ   scalent
 
 scalepfloop:
-	CMPQ       DI, R8
-	JG         scaletail
-	PREFETCHT0 (R9)(DI*2)
-	VCVTPH2PS  (BX)(DI*2), Y1
-	VMULPS     Y0, Y1, Y1
-	VCVTPS2PH  $0x00, Y1, (CX)(DI*2)
-	VCVTPH2PS  16(BX)(DI*2), Y1
-	VMULPS     Y0, Y1, Y1
-	VCVTPS2PH  $0x00, Y1, 16(CX)(DI*2)
-	VCVTPH2PS  32(BX)(DI*2), Y1
-	VMULPS     Y0, Y1, Y1
-	VCVTPS2PH  $0x00, Y1, 32(CX)(DI*2)
-	VCVTPH2PS  48(BX)(DI*2), Y1
-	VMULPS     Y0, Y1, Y1
-	VCVTPS2PH  $0x00, Y1, 48(CX)(DI*2)
-	ADDQ       $0x00000020, DI
-	JMP        scalepfloop
+	CMPQ        DI, R8
+	JG          scaletail
+	PREFETCHT0  (R9)(DI*2)
+	VCVTPH2PS   (BX)(DI*2), Y1
+	VMULPS      Y0, Y1, Y1
+	VCVTPH2PS   16(BX)(DI*2), Y2
+	VMULPS      Y0, Y2, Y2
+	VCVTPS2PH   $0x00, Y1, X12
+	VCVTPS2PH   $0x00, Y2, X1
+	VINSERTI128 $0x01, X1, Y12, Y12
+	VMOVDQU     Y12, (CX)(DI*2)
+	VCVTPH2PS   32(BX)(DI*2), Y1
+	VMULPS      Y0, Y1, Y1
+	VCVTPH2PS   48(BX)(DI*2), Y2
+	VMULPS      Y0, Y2, Y2
+	VCVTPS2PH   $0x00, Y1, X13
+	VCVTPS2PH   $0x00, Y2, X1
+	VINSERTI128 $0x01, X1, Y13, Y13
+	VMOVDQU     Y13, 32(CX)(DI*2)
+	ADDQ        $0x00000020, DI
+	JMP         scalepfloop
 
 scalent:
 	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
@@ -37773,18 +37639,18 @@ scalentloop:
 	VMULPS      Y0, Y1, Y1
 	VCVTPH2PS   16(BX)(DI*2), Y2
 	VMULPS      Y0, Y2, Y2
-	VCVTPS2PH   $0x00, Y1, X10
+	VCVTPS2PH   $0x00, Y1, X14
 	VCVTPS2PH   $0x00, Y2, X1
-	VINSERTI128 $0x01, X1, Y10, Y10
-	VMOVNTDQ    Y10, (CX)(DI*2)
+	VINSERTI128 $0x01, X1, Y14, Y14
+	VMOVNTDQ    Y14, (CX)(DI*2)
 	VCVTPH2PS   32(BX)(DI*2), Y1
 	VMULPS      Y0, Y1, Y1
 	VCVTPH2PS   48(BX)(DI*2), Y2
 	VMULPS      Y0, Y2, Y2
-	VCVTPS2PH   $0x00, Y1, X11
+	VCVTPS2PH   $0x00, Y1, X15
 	VCVTPS2PH   $0x00, Y2, X1
-	VINSERTI128 $0x01, X1, Y11, Y11
-	VMOVNTDQ    Y11, 32(CX)(DI*2)
+	VINSERTI128 $0x01, X1, Y15, Y15
+	VMOVNTDQ    Y15, 32(CX)(DI*2)
 	ADDQ        $0x00000020, DI
 	JMP         scalentloop
 
@@ -38091,54 +37957,48 @@ TEXT ·avx2NarrowBF16(SB), NOSPLIT, $64-24
 	SUBQ $0x00000020, SI
 
 loop4:
-	CMPQ         BX, SI
-	JG           tail
-	VMOVUPS      (CX)(BX*4), Y0
-	VPSRLD       $0x10, Y0, Y1
-	VPAND        avx2bfone<>+0(SB), Y1, Y1
-	VPADDD       avx2bfbias<>+0(SB), Y1, Y1
-	VPADDD       Y0, Y1, Y1
-	VPSRLD       $0x10, Y1, Y1
-	VCMPPS       $0x03, Y0, Y0, Y0
-	VBLENDVPS    Y0, avx2bfnanlow<>+0(SB), Y1, Y1
-	VEXTRACTI128 $0x01, Y1, X0
-	VPACKUSDW    X0, X1, X0
-	VMOVDQU      X0, (AX)(BX*2)
-	VMOVUPS      32(CX)(BX*4), Y0
-	VPSRLD       $0x10, Y0, Y1
-	VPAND        avx2bfone<>+0(SB), Y1, Y1
-	VPADDD       avx2bfbias<>+0(SB), Y1, Y1
-	VPADDD       Y0, Y1, Y1
-	VPSRLD       $0x10, Y1, Y1
-	VCMPPS       $0x03, Y0, Y0, Y0
-	VBLENDVPS    Y0, avx2bfnanlow<>+0(SB), Y1, Y1
-	VEXTRACTI128 $0x01, Y1, X0
-	VPACKUSDW    X0, X1, X0
-	VMOVDQU      X0, 16(AX)(BX*2)
-	VMOVUPS      64(CX)(BX*4), Y0
-	VPSRLD       $0x10, Y0, Y1
-	VPAND        avx2bfone<>+0(SB), Y1, Y1
-	VPADDD       avx2bfbias<>+0(SB), Y1, Y1
-	VPADDD       Y0, Y1, Y1
-	VPSRLD       $0x10, Y1, Y1
-	VCMPPS       $0x03, Y0, Y0, Y0
-	VBLENDVPS    Y0, avx2bfnanlow<>+0(SB), Y1, Y1
-	VEXTRACTI128 $0x01, Y1, X0
-	VPACKUSDW    X0, X1, X0
-	VMOVDQU      X0, 32(AX)(BX*2)
-	VMOVUPS      96(CX)(BX*4), Y0
-	VPSRLD       $0x10, Y0, Y1
-	VPAND        avx2bfone<>+0(SB), Y1, Y1
-	VPADDD       avx2bfbias<>+0(SB), Y1, Y1
-	VPADDD       Y0, Y1, Y1
-	VPSRLD       $0x10, Y1, Y1
-	VCMPPS       $0x03, Y0, Y0, Y0
-	VBLENDVPS    Y0, avx2bfnanlow<>+0(SB), Y1, Y1
-	VEXTRACTI128 $0x01, Y1, X0
-	VPACKUSDW    X0, X1, X0
-	VMOVDQU      X0, 48(AX)(BX*2)
-	ADDQ         $0x00000020, BX
-	JMP          loop4
+	CMPQ      BX, SI
+	JG        tail
+	VMOVUPS   (CX)(BX*4), Y0
+	VMOVUPS   32(CX)(BX*4), Y1
+	VPSRLD    $0x10, Y0, Y2
+	VPAND     avx2bfone<>+0(SB), Y2, Y2
+	VPADDD    avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD    Y0, Y2, Y2
+	VPSRLD    $0x10, Y2, Y2
+	VCMPPS    $0x03, Y0, Y0, Y0
+	VBLENDVPS Y0, avx2bfnanlow<>+0(SB), Y2, Y2
+	VPSRLD    $0x10, Y1, Y0
+	VPAND     avx2bfone<>+0(SB), Y0, Y0
+	VPADDD    avx2bfbias<>+0(SB), Y0, Y0
+	VPADDD    Y1, Y0, Y0
+	VPSRLD    $0x10, Y0, Y0
+	VCMPPS    $0x03, Y1, Y1, Y1
+	VBLENDVPS Y1, avx2bfnanlow<>+0(SB), Y0, Y0
+	VPACKUSDW Y0, Y2, Y2
+	VPERMQ    $0xd8, Y2, Y2
+	VMOVDQU   Y2, (AX)(BX*2)
+	VMOVUPS   64(CX)(BX*4), Y0
+	VMOVUPS   96(CX)(BX*4), Y1
+	VPSRLD    $0x10, Y0, Y2
+	VPAND     avx2bfone<>+0(SB), Y2, Y2
+	VPADDD    avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD    Y0, Y2, Y2
+	VPSRLD    $0x10, Y2, Y2
+	VCMPPS    $0x03, Y0, Y0, Y0
+	VBLENDVPS Y0, avx2bfnanlow<>+0(SB), Y2, Y2
+	VPSRLD    $0x10, Y1, Y0
+	VPAND     avx2bfone<>+0(SB), Y0, Y0
+	VPADDD    avx2bfbias<>+0(SB), Y0, Y0
+	VPADDD    Y1, Y0, Y0
+	VPSRLD    $0x10, Y0, Y0
+	VCMPPS    $0x03, Y1, Y1, Y1
+	VBLENDVPS Y1, avx2bfnanlow<>+0(SB), Y0, Y0
+	VPACKUSDW Y0, Y2, Y2
+	VPERMQ    $0xd8, Y2, Y2
+	VMOVDQU   Y2, 32(AX)(BX*2)
+	ADDQ      $0x00000020, BX
+	JMP       loop4
 
 tail:
 	ADDQ $0x00000018, SI
@@ -38230,7 +38090,7 @@ done:
 	RET
 
 // func avx2NarrowF16(dst uintptr, src uintptr, n int)
-// Requires: AVX, F16C
+// Requires: AVX, AVX2, F16C
 TEXT ·avx2NarrowF16(SB), NOSPLIT, $64-24
 	// avx2NarrowF16 converts n elements: float32 at src rounded to F16 bits at dst (to nearest, ties to even).
 	MOVQ dst+0(FP), AX
@@ -38241,18 +38101,22 @@ TEXT ·avx2NarrowF16(SB), NOSPLIT, $64-24
 	SUBQ $0x00000020, SI
 
 loop4:
-	CMPQ      BX, SI
-	JG        tail
-	VMOVUPS   (CX)(BX*4), Y0
-	VCVTPS2PH $0x00, Y0, (AX)(BX*2)
-	VMOVUPS   32(CX)(BX*4), Y0
-	VCVTPS2PH $0x00, Y0, 16(AX)(BX*2)
-	VMOVUPS   64(CX)(BX*4), Y0
-	VCVTPS2PH $0x00, Y0, 32(AX)(BX*2)
-	VMOVUPS   96(CX)(BX*4), Y0
-	VCVTPS2PH $0x00, Y0, 48(AX)(BX*2)
-	ADDQ      $0x00000020, BX
-	JMP       loop4
+	CMPQ        BX, SI
+	JG          tail
+	VMOVUPS     (CX)(BX*4), Y0
+	VMOVUPS     32(CX)(BX*4), Y1
+	VCVTPS2PH   $0x00, Y0, X2
+	VCVTPS2PH   $0x00, Y1, X0
+	VINSERTI128 $0x01, X0, Y2, Y2
+	VMOVDQU     Y2, (AX)(BX*2)
+	VMOVUPS     64(CX)(BX*4), Y0
+	VMOVUPS     96(CX)(BX*4), Y1
+	VCVTPS2PH   $0x00, Y0, X3
+	VCVTPS2PH   $0x00, Y1, X0
+	VINSERTI128 $0x01, X0, Y3, Y3
+	VMOVDQU     Y3, 32(AX)(BX*2)
+	ADDQ        $0x00000020, BX
+	JMP         loop4
 
 tail:
 	ADDQ $0x00000018, SI

@@ -34,7 +34,7 @@ func main() {
 				features = append(features, f)
 			}
 		}
-		if cpu.X86.HasAVX && cpu.X86.HasAVX512F {
+		if cpu.X86.HasAVX && cpu.X86.HasAVX512F && cpu.X86.HasAVX512BW {
 			kernels = append(kernels, "avx512")
 		}
 		if cpu.X86.HasAVX && cpu.X86.HasAVX2 && cpu.X86.HasF16C {

@@ -47,7 +47,17 @@ func convert(s *isa, c spec.Conversion) {
 	CMPQ(i, lim)
 	JG(LabelRef("tail"))
 	for u := 0; u < unroll; u++ {
-		one(i, u)
+		if c.Widen {
+			one(i, u)
+			continue
+		}
+		// Narrowing: two vectors of lanes make one full vector of 16-bit lanes.
+		if u%2 == 1 {
+			a, b := s.vec(), s.vec()
+			VMOVUPS(f32(src, i, (u-1)*s.vbytes()), a)
+			VMOVUPS(f32(src, i, u*s.vbytes()), b)
+			g.storePair(a, b, h16(dst, i, (u-1)*g.vstep()))
+		}
 	}
 	ADDQ(U32(unroll*s.lanes), i)
 	JMP(LabelRef("loop4"))

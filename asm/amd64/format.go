@@ -111,10 +111,21 @@ func (g *gen) bf16Round(v, t VecVirtual, keepTop bool) {
 	VBLENDVPS(m, nan, t, t)
 }
 
+// bf16RoundTop sets t (not v) to a vector whose top 16 bits of each lane are the bfloat16
+// rounding of v; the low 16 bits are left over from the rounding (AVX-512).
+func (g *gen) bf16RoundTop(v, t VecVirtual) {
+	c := g.bf
+	VFIXUPIMMPS(U8(0), c.fixNaN, v, v)
+	VPSRLD(U8(16), v, t)
+	VPANDD(c.one, t, t)
+	VPADDD(c.bias, t, t)
+	VPADDD(v, t, t)
+}
+
 // bfRegs are the constants of bfloat16 rounding in registers, for the AVX-512 kernels (which have
 // registers to spare): 1, 0x7fff, 0xffff0000 in every lane, and the VFIXUPIMMPS table that turns
-// NaN into the indefinite QNaN.
-type bfRegs struct{ one, bias, high, fixNaN VecVirtual }
+// NaN into the indefinite QNaN, and the indexes of the odd 16-bit words of two vectors (pack).
+type bfRegs struct{ one, bias, high, fixNaN, oddWords VecVirtual }
 
 // loadBF16Consts broadcasts the constants of bfloat16 rounding into registers (AVX-512).
 func (g *gen) loadBF16Consts() {
@@ -122,7 +133,8 @@ func (g *gen) loadBF16Consts() {
 		return
 	}
 	c := bfConsts[g.s.name]
-	g.bf = bfRegs{ZMM(), ZMM(), ZMM(), ZMM()}
+	g.bf = bfRegs{ZMM(), ZMM(), ZMM(), ZMM(), ZMM()}
+	VMOVDQU64(oddWordsAVX512, g.bf.oddWords)
 	VPBROADCASTD(c.one, g.bf.one)
 	VPBROADCASTD(c.bias, g.bf.bias)
 	VPBROADCASTD(c.high, g.bf.high)
@@ -194,28 +206,49 @@ func (g *gen) storeNT(vs []VecVirtual, m Mem) {
 		VMOVNTPS(vs[0], m)
 		return
 	}
-	lo, hi := g.s.vec(), g.s.vec()
-	for i, h := range []VecVirtual{lo, hi} {
-		switch g.v.Format {
-		case spec.BF16:
-			t := g.bf16Low(vs[i], false)
-			if g.s == avx512 {
-				VPMOVDW(t, h.AsY())
-			} else {
-				x := XMM()
-				VEXTRACTI128(U8(1), t, x)
-				VPACKUSDW(x, t.AsX(), h.AsX())
-			}
-		case spec.F16:
-			VCVTPS2PH(U8(0), vs[i], g.half(h))
-		}
-	}
+	VMOVNTDQ(g.pack(vs[0], vs[1]), m)
+}
+
+// storePair narrows a and b, two vectors of lanes, into the one vector of 16-bit lanes at m (a
+// first): one full-width store instead of two half-width ones, and on AVX-512 one permute
+// instead of two narrowing moves.
+func (g *gen) storePair(a, b VecVirtual, m Mem) {
 	if g.s == avx512 {
-		VINSERTI64X4(U8(1), hi.AsY(), lo, lo)
+		VMOVDQU64(g.pack(a, b), m)
 	} else {
-		VINSERTI128(U8(1), hi.AsX(), lo, lo)
+		VMOVDQU(g.pack(a, b), m)
 	}
-	VMOVNTDQ(lo, m)
+}
+
+// pack narrows a and b into one vector of 16-bit lanes, a's in the low half, and returns it.
+func (g *gen) pack(a, b VecVirtual) VecVirtual {
+	switch {
+	case g.v.Format == spec.BF16 && g.s == avx512:
+		// The rounded bits sit in the top half of each 32-bit lane: one two-table permute picks
+		// the odd 16-bit words of a, then those of b.
+		ta, tb := g.s.vec(), g.s.vec()
+		g.bf16RoundTop(a, ta)
+		g.bf16RoundTop(b, tb)
+		VPERMT2W(tb, g.bf.oddWords, ta)
+		return ta
+	case g.v.Format == spec.BF16:
+		// In-lane unsigned packs interleave the 128-bit halves of a and b; VPERMQ puts them back.
+		ta := g.bf16Low(a, false)
+		tb := g.bf16Low(b, false)
+		VPACKUSDW(tb, ta, ta)
+		VPERMQ(U8(0xd8), ta, ta)
+		return ta
+	default:
+		lo, hi := g.s.vec(), g.s.vec()
+		VCVTPS2PH(U8(0), a, g.half(lo))
+		VCVTPS2PH(U8(0), b, g.half(hi))
+		if g.s == avx512 {
+			VINSERTI64X4(U8(1), hi.AsY(), lo, lo)
+		} else {
+			VINSERTI128(U8(1), hi.AsX(), lo, lo)
+		}
+		return lo
+	}
 }
 
 // bfConst are the constants of bfloat16 rounding for one ISA: 32-bit values, broadcast from 4

@@ -209,6 +209,9 @@ var (
 	constMax4   Mem
 	constZero64 Mem // 64 zero bytes
 	kmaskAVX512 Mem // uint16 (1<<n)-1 for n = 0..16
+	// oddWordsAVX512 are the VPERMT2W indexes 1, 3, ..., 63: the odd 16-bit words of two ZMM
+	// registers, the first's then the second's.
+	oddWordsAVX512 Mem
 )
 
 func declareConstants() {
@@ -224,6 +227,11 @@ func declareConstants() {
 	kmaskAVX512 = GLOBL("kmask", RODATA|NOPTR)
 	for n := 0; n <= 16; n++ {
 		DATA(2*n, U16(uint16(1<<n-1)))
+	}
+
+	oddWordsAVX512 = GLOBL("oddwords", RODATA|NOPTR)
+	for i := 0; i < 32; i++ {
+		DATA(2*i, U16(uint16(2*i+1)))
 	}
 }
 

@@ -687,18 +687,21 @@ func (g *gen) scaleLoop(name string, src, i, lim, pf GPVirtual, invv, one VecVir
 	if pf != nil {
 		g.prefetchLines(pf, i)
 	}
-	var pair []VecVirtual
+	// 16-bit rows go out two vectors of lanes at a time, one full vector of 16-bit lanes.
+	var pair VecVirtual
 	for u := 0; u < unroll; u++ {
 		t := g.compute(src, i, u, invv, one)
 		switch {
-		case !nt:
-			g.store(t, g.at(g.dst, i, u*g.vstep()), false)
-		case !g.is16():
+		case !g.is16() && nt:
 			g.storeNT([]VecVirtual{t}, g.at(g.dst, i, u*g.vstep()))
+		case !g.is16():
+			g.store(t, g.at(g.dst, i, u*g.vstep()), false)
 		case u%2 == 0:
-			pair = []VecVirtual{t}
+			pair = t
+		case nt:
+			g.storeNT([]VecVirtual{pair, t}, g.at(g.dst, i, (u-1)*g.vstep()))
 		default:
-			g.storeNT(append(pair, t), g.at(g.dst, i, (u-1)*g.vstep()))
+			g.storePair(pair, t, g.at(g.dst, i, (u-1)*g.vstep()))
 		}
 	}
 	ADDQ(U32(unroll*s.lanes), i)

@@ -13,7 +13,7 @@ import (
 
 // The contract promises the same bits on every platform, not only on every kernel of one machine.
 // This test hashes the outputs of a fixed set of calls, with every kernel under test, and compares
-// the hash with testdata/golden.txt, written on amd64. CI runs it on arm64, arm, 386, s390x
+// the hash with testdata/golden.txt, written on amd64; the calls include 16-bit storage. CI runs it on arm64, arm, 386, s390x
 // (big-endian), ppc64le and riscv64 as well, where the compiler might fuse a multiply and an add
 // in the generic kernel or a kernel might round differently.
 
@@ -96,6 +96,26 @@ func goldenHash(k kernelID) uint64 {
 					}
 				}
 			}
+			// 16-bit storage: the same rows rounded to each format, both cast orders, with and
+			// without the residual stream.
+			for _, f := range formats16 {
+				x16, res16 := narrowAll(x, f), narrowAll(res, f)
+				for _, rn := range []bool{false, true} {
+					for _, residual := range []bool{false, true} {
+						n := Norm{Weight: w, Eps: 1e-6, RoundNormalized: rn}
+						y := make([]uint16, len(x16))
+						inv := make([]float32, rows)
+						var rr []uint16
+						if residual {
+							rr = append([]uint16(nil), res16...)
+						}
+						applyRowsWith(k, &n, f, y, x16, rr, inv, rows, d)
+						put(widenNaNAs(y, f))
+						put(inv)
+						put(widenNaNAs(rr, f))
+					}
+				}
+			}
 		}
 	}
 	// Many short rows: a fused multiply-add in a sum of squares changes a partial sum by an ulp
@@ -116,6 +136,14 @@ func goldenHash(k kernelID) uint64 {
 		put(y)
 	}
 	return h.Sum64()
+}
+
+// widenNaNAs widens 16-bit outputs for put, which hashes every NaN as one value.
+func widenNaNAs(h []uint16, f format) []float32 {
+	if h == nil {
+		return nil
+	}
+	return widenAll(h, f)
 }
 
 func TestGoldenAcrossPlatforms(t *testing.T) {

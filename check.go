@@ -181,6 +181,10 @@ func applyRows[T elem](n *Norm, nm *names, f format, dst, x, res []T, inv []floa
 	if k == useActive {
 		k = activeKernel()
 	}
+	if n.Workers > 1 {
+		j.runWorkers(k, n.Workers, es)
+		return
+	}
 	j.run(k)
 }
 

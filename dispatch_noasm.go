@@ -8,7 +8,12 @@ import "unsafe"
 func archKernels() []kernelID { return nil }
 
 // callKernel runs rows [from, to) of j with the generic kernel, the only one of this build.
-func callKernel(j *job, from, to int) int { return runGeneric(j, from, to) }
+func callKernel(j *job, from, to int) int {
+	if j.v >= numVariants {
+		return runGenericBackward(j, from, to)
+	}
+	return runGeneric(j, from, to)
+}
 
 // convertAsm reports that this build has no vector conversion loop.
 func convertAsm(k kernelID, op convOp, dst, src unsafe.Pointer, n int) bool { return false }

@@ -6,9 +6,13 @@ package rmsnorm
 
 // Flag bits of job.flags.
 const (
-	flagNT = 1 // write dst with non-temporal stores (the batch is larger than the cache)
-	flagPF = 2 // prefetch the rows ahead (they come from memory, or lie far apart)
+	flagNT   = 1 // write dst with non-temporal stores (the batch is larger than the cache)
+	flagPF   = 2 // prefetch the rows ahead (they come from memory, or lie far apart)
+	flagFuse = 4 // backward: the last row of a block adds the block's partial sum to DW
 )
+
+// gradBlock is the number of rows summed into one partial sum of the weight gradient.
+const gradBlock = 32
 
 // groupMax is the longest row the kernels normalize four at a time.
 const groupMax = 512
@@ -17,35 +21,42 @@ const groupMax = 512
 type variant uint8
 
 const (
-	vWeighted          variant = 0
-	vOffset            variant = 1
-	vUnweighted        variant = 2
-	vAddWeighted       variant = 3
-	vAddOffset         variant = 4
-	vAddUnweighted     variant = 5
-	vBF16Weighted      variant = 6
-	vBF16WeightedRN    variant = 7
-	vBF16Offset        variant = 8
-	vBF16OffsetRN      variant = 9
-	vBF16Unweighted    variant = 10
-	vBF16AddWeighted   variant = 11
-	vBF16AddWeightedRN variant = 12
-	vBF16AddOffset     variant = 13
-	vBF16AddOffsetRN   variant = 14
-	vBF16AddUnweighted variant = 15
-	vF16Weighted       variant = 16
-	vF16WeightedRN     variant = 17
-	vF16Offset         variant = 18
-	vF16OffsetRN       variant = 19
-	vF16Unweighted     variant = 20
-	vF16AddWeighted    variant = 21
-	vF16AddWeightedRN  variant = 22
-	vF16AddOffset      variant = 23
-	vF16AddOffsetRN    variant = 24
-	vF16AddUnweighted  variant = 25
+	vWeighted           variant = 0
+	vOffset             variant = 1
+	vUnweighted         variant = 2
+	vAddWeighted        variant = 3
+	vAddOffset          variant = 4
+	vAddUnweighted      variant = 5
+	vBF16Weighted       variant = 6
+	vBF16WeightedRN     variant = 7
+	vBF16Offset         variant = 8
+	vBF16OffsetRN       variant = 9
+	vBF16Unweighted     variant = 10
+	vBF16AddWeighted    variant = 11
+	vBF16AddWeightedRN  variant = 12
+	vBF16AddOffset      variant = 13
+	vBF16AddOffsetRN    variant = 14
+	vBF16AddUnweighted  variant = 15
+	vF16Weighted        variant = 16
+	vF16WeightedRN      variant = 17
+	vF16Offset          variant = 18
+	vF16OffsetRN        variant = 19
+	vF16Unweighted      variant = 20
+	vF16AddWeighted     variant = 21
+	vF16AddWeightedRN   variant = 22
+	vF16AddOffset       variant = 23
+	vF16AddOffsetRN     variant = 24
+	vF16AddUnweighted   variant = 25
+	vBackwardWeighted   variant = 26
+	vBackwardOffset     variant = 27
+	vBackwardUnweighted variant = 28
 )
 
-const numVariants = 26
+// numVariants is the number of forward variants; numEntries counts the backward functions too.
+const (
+	numVariants = 26
+	numEntries  = 29
+)
 
 // numConvOps is the number of conversions (convOp).
 const numConvOps = 4

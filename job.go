@@ -22,10 +22,16 @@ type job struct {
 	d      int            // row length
 	stride int            // elements from one row's start to the next's, in dst, x and res
 	eps    float32
-	flags  uint32 // flagNT, flagPF: how the kernels treat memory (set by setMemoryFlags)
-	fn     uint32 // the kernel function: kernelID*numVariants + v (callKernel)
+	flags  uint32 // flagNT, flagPF: how the kernels treat memory (set by setMemoryFlags); flagFuse
+	fn     uint32 // the kernel function: kernelID*numEntries + v (callKernel)
 
-	rows   int        // rows of the call
+	// Backward only.
+	dy   unsafe.Pointer // row 0 of the output gradient (dst holds dx)
+	dw   unsafe.Pointer // the weight gradient (len d), or nil
+	acc  unsafe.Pointer // partial sums of the weight gradient: one row of d, or one per block
+	blk0 int            // without flagFuse: the block whose partial sum is at acc
+
+	rows   int        // rows of the call (the kernels read it: the last row closes a gradient block)
 	mode   weightMode // the weight form, for the generic kernel and the float64 path
 	format format     // how dst, x and res are stored
 	rn     bool       // RoundNormalized (16-bit formats)
@@ -53,24 +59,4 @@ func (j *job) setInv(r int, inv float32) {
 }
 
 // run executes rows [0, rows) of the validated job with kernel k.
-func (j *job) run(k kernelID) {
-	j.fn = uint32(k)*numVariants + uint32(j.v)
-	if r := callKernel(j, 0, j.rows); r < j.rows {
-		j.finish(r)
-	}
-}
-
-// finish runs the rows from r on, r the first one the kernel handed back: a row that needs the
-// float64 path of the contract is done here in Go, and the kernel resumes after it. In the
-// residual forms the row handed over already holds h in res, and nothing else of it has been
-// written.
-func (j *job) finish(r int) {
-	for r < j.rows {
-		if j.format == formatF32 {
-			j.rowFloat64(r)
-		} else {
-			j.rowFloat64of16(r)
-		}
-		r = callKernel(j, r+1, j.rows)
-	}
-}
+func (j *job) run(k kernelID) { j.runRange(k, 0, j.rows) }

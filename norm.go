@@ -25,6 +25,12 @@ type Norm struct {
 	// Without it (the default) y = round16((x*inv)*w), one rounding, as PyTorch's F.rms_norm,
 	// vLLM and Gemma's 1+w form compute it. It has no effect on float32 rows or without a weight.
 	RoundNormalized bool
+	// Workers is the most goroutines one call may use. 0 or 1: the calling goroutine only. Above
+	// a size threshold (see the package documentation), Apply, Forward, ApplyBF16, ApplyF16 and
+	// Backward split the rows over up to Workers goroutines, the calling one included; below it
+	// the call stays on the calling goroutine. Results are bit-identical for every value of
+	// Workers.
+	Workers int
 }
 
 // Rows says where the rows of one call are and what else to do with them.

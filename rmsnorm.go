@@ -65,6 +65,40 @@
 // BF16ToFloat32, Float32ToBF16, F16ToFloat32 and Float32ToF16 are the same widening and rounding
 // as vector loops of their own, for weights at load and activations at save.
 //
+// # Backward
+//
+// Norm.Backward computes the gradient of the forward pass without a residual, for training. For
+// row x with output gradient dy, inv the forward's inv bit for bit (Grad.Inv, or recomputed by
+// steps 1-3 when Grad.Inv is nil), and w' the weight form (w, 1+w rounded to float32, or 1):
+//
+//  1. g[i] = dy[i]*w'[i], rounded (g = dy without a weight).
+//  2. c = the sum of g[i]*x[i] in the 64 partials and halving tree of steps 1-2 (each product
+//     rounded to float32, then added to p[i%64] in increasing i).
+//  3. s = ((inv*inv)*c)/float32(d), each operation rounded.
+//  4. dx[i] = inv*(g[i] - x[i]*s), rounded after the multiply, the subtraction and the multiply.
+//  5. The weight gradient: q[i] = dy[i]*(x[i]*inv), rounded after each multiply (x[i]*inv is
+//     the forward's normalized value). The rows are cut into blocks of 32 by their index in the
+//     call (rows 0-31, 32-63, ...). Within a block the q of its rows are summed in row order
+//     into a partial sum P (P = q of the first row, then P = P + q); then DW[i] = DW[i] + P[i],
+//     block after block in block order.
+//  6. A row is classified by its own sum of squares: a row whose t (step 3 of the forward) lies
+//     outside [2^-100, MaxFloat32] takes the float64 path of the forward, and its backward is
+//     computed in float64 too (inv recomputed in float64, whatever Grad.Inv holds; g, c, s and dx
+//     in float64 as above, dx rounded to float32 once; q[i] = float32(dy[i]*(x[i]*inv)) summed
+//     into the blocks like any row's).
+//
+// No fused multiply-add is used. So DX and DW have the same bits on every kernel, for any
+// Workers and any way the rows of the call are split. With UnitOffset the gradient of w is the
+// gradient of 1+w, the same sums.
+//
+// # Workers
+//
+// Norm.Workers lets one call use several goroutines. Rows are normalized independently, so the
+// forward forms split them at any row; Backward splits them at the blocks of step 5 and adds the
+// blocks' partial sums to DW in block order afterwards. A call uses one goroutine per 4 MiB of
+// rows it reads and writes, up to Workers: waking a goroutine costs microseconds, more than the
+// work it would take over below that (README: Workers).
+//
 // # Kernels
 //
 // At init the package picks the fastest kernel the CPU and the operating system support:

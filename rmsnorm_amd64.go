@@ -7,7 +7,7 @@ package rmsnorm
 import "unsafe"
 
 // callKernel runs rows [from, to) of j with the kernel function j.fn selects: kernel
-// fn/numVariants (a kernelID) for variant fn%numVariants. It returns the index of the first row
+// fn/numEntries (a kernelID) for variant fn%numEntries. It returns the index of the first row
 // that needs the float64 path, or to.
 //
 //go:noescape

@@ -71,6 +71,33 @@ var Forward = func() []Variant {
 	return vs
 }()
 
+// Backward lists the weight forms of the backward kernel functions, in the order the generated
+// files hold them, after the forward variants (job.v numbers them len(Forward)+i).
+var Backward = Modes
+
+// BackwardName is the part of a function name of the backward function for m, e.g.
+// "BackwardOffset".
+func BackwardName(m Mode) string { return "Backward" + m.String() }
+
+// BackwardDoc is the documentation of a backward kernel function.
+func BackwardDoc(name string, m Mode) []string {
+	g := map[Mode]string{Weighted: "dy*w", Offset: "dy*(1+w)", Unweighted: "dy"}[m]
+	return []string{
+		name + " computes the gradient of rows [from, to) of the job: with g = " + g + ", c the",
+		"contract's sum of g*x and s = ((inv*inv)*c)/d, dx = inv*(g - x*s); and, when the job has a",
+		"weight gradient, the products dy*(x*inv) into the row block's partial sum (see gradBlock).",
+		"It stops before the first row that needs the float64 path and returns that row's index, or to.",
+	}
+}
+
+// GradBlock is the number of rows whose weight-gradient products are summed, in row order, into
+// one partial sum before it is added to DW; blocks are fixed by the row index alone.
+const GradBlock = 32
+
+// Entries is the number of functions per kernel in the table callKernel jumps through: the
+// forward variants, then the backward functions.
+var Entries = len(Forward) + len(Backward)
+
 // canonical returns the variant that implements v: RoundNormalized dropped where it changes nothing.
 func (v Variant) canonical() Variant {
 	if v.Format == F32 || v.Mode == Unweighted {
@@ -142,17 +169,23 @@ const (
 // build instead of the results.
 var Job = struct {
 	Dst, X, Res, W, Inv, D, Stride, Eps, Flags, Fn string
-}{"job_dst", "job_x", "job_res", "job_w", "job_inv", "job_d", "job_stride", "job_eps", "job_flags", "job_fn"}
+	DY, DW, Acc, Blk0, Rows                         string
+}{"job_dst", "job_x", "job_res", "job_w", "job_inv", "job_d", "job_stride", "job_eps", "job_flags", "job_fn",
+	"job_dy", "job_dw", "job_acc", "job_blk0", "job_rows"}
 
 // KernelIDs are the Go side's kernelID constants, in their order (dispatch.go): job.fn is
-// kernelID*len(Forward) + the variant, an index into a table of functions that holds
-// runGeneric for the kernels an architecture lacks.
+// kernelID*Entries + the variant, an index into a table of functions that holds runGeneric (or
+// runGenericBackward) for the kernels an architecture lacks.
 var KernelIDs = []string{"kernelGeneric", "kernelAVX2", "kernelAVX512", "kernelNEON"}
 
 // Flag bits of job.flags.
 const (
 	FlagNT = 1 // write dst with non-temporal stores (the batch is larger than the cache)
 	FlagPF = 2 // prefetch the rows ahead while summing and scaling (they come from memory, or lie far apart)
+	// FlagFuse (backward with a weight gradient): one worker does all the rows of the call, so the
+	// last row of a block adds its block's partial sum to DW itself (DW += P + q). Without it each
+	// block's partial sum stays in its own slot of acc and the Go side adds the slots to DW.
+	FlagFuse = 4
 )
 
 // Bounds of t = ss/d + eps outside which a row takes the float64 path.
@@ -175,15 +208,21 @@ func GoSpec(header string) string {
 	b.WriteString("// Flag bits of job.flags.\nconst (\n")
 	fmt.Fprintf(&b, "\tflagNT = %d // write dst with non-temporal stores (the batch is larger than the cache)\n", FlagNT)
 	fmt.Fprintf(&b, "\tflagPF = %d // prefetch the rows ahead (they come from memory, or lie far apart)\n", FlagPF)
+	fmt.Fprintf(&b, "\tflagFuse = %d // backward: the last row of a block adds the block's partial sum to DW\n", FlagFuse)
 	b.WriteString(")\n\n")
+	fmt.Fprintf(&b, "// gradBlock is the number of rows summed into one partial sum of the weight gradient.\nconst gradBlock = %d\n\n", GradBlock)
 	fmt.Fprintf(&b, "// groupMax is the longest row the kernels normalize four at a time.\nconst groupMax = %d\n\n", GroupMax)
 	b.WriteString("// variant numbers a kernel body: the index of its weight form and residual in spec.Forward.\n")
 	b.WriteString("type variant uint8\n\nconst (\n")
 	for i, v := range Forward {
 		fmt.Fprintf(&b, "\tv%s variant = %d\n", v.Name(), i)
 	}
+	for i, m := range Backward {
+		fmt.Fprintf(&b, "\tv%s variant = %d\n", BackwardName(m), len(Forward)+i)
+	}
 	b.WriteString(")\n\n")
-	fmt.Fprintf(&b, "const numVariants = %d\n\n", len(Forward))
+	fmt.Fprintf(&b, "// numVariants is the number of forward variants; numEntries counts the backward functions too.\n")
+	fmt.Fprintf(&b, "const (\n\tnumVariants = %d\n\tnumEntries  = %d\n)\n\n", len(Forward), Entries)
 	fmt.Fprintf(&b, "// numConvOps is the number of conversions (convOp).\nconst numConvOps = %d\n\n", len(Conversions))
 	b.WriteString("// forwardVariant maps a call's storage format, weight form, residual and RoundNormalized to the\n")
 	b.WriteString("// variant that implements it.\n")
@@ -213,6 +252,7 @@ type Kernel struct {
 	Prefix      string    // the function-name prefix, e.g. "avx512"
 	Variants    []Variant // the variants it has functions for (the others run the generic kernel)
 	Conversions bool      // it has a function for each of Conversions
+	Backward    bool      // it has a function for each of Backward
 }
 
 // Conversion is a vector loop that converts n elements between float32 and a 16-bit format,
@@ -249,8 +289,21 @@ func GoStubs(header, constraint string, ks []Kernel) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s\n\n//go:build %s\n\npackage rmsnorm\n\nimport \"unsafe\"\n", header, constraint)
 	b.WriteString("\n// callKernel runs rows [from, to) of j with the kernel function j.fn selects: kernel\n")
-	b.WriteString("// fn/numVariants (a kernelID) for variant fn%numVariants. It returns the index of the first row\n")
+	b.WriteString("// fn/numEntries (a kernelID) for variant fn%numEntries. It returns the index of the first row\n")
 	b.WriteString("// that needs the float64 path, or to.\n//\n//go:noescape\nfunc callKernel" + Signature + "\n")
+	for _, k := range ks {
+		if !k.Backward {
+			continue
+		}
+		for _, m := range Backward {
+			name := k.Prefix + BackwardName(m)
+			b.WriteString("\n")
+			for _, line := range BackwardDoc(name, m) {
+				fmt.Fprintf(&b, "// %s\n", line)
+			}
+			fmt.Fprintf(&b, "//\n//go:noescape\nfunc %s%s\n", name, Signature)
+		}
+	}
 	for _, k := range ks {
 		for _, v := range k.Variants {
 			name := k.Prefix + v.Name()
@@ -312,6 +365,15 @@ func Table(ks []Kernel) []string {
 			for _, k := range ks {
 				if k.ID == id && k.Has(v) {
 					fn = k.Prefix + v.Name()
+				}
+			}
+			t = append(t, fn)
+		}
+		for _, m := range Backward {
+			fn := "runGenericBackward"
+			for _, k := range ks {
+				if k.ID == id && k.Backward {
+					fn = k.Prefix + BackwardName(m)
 				}
 			}
 			t = append(t, fn)

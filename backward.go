@@ -1,0 +1,250 @@
+package rmsnorm
+
+import (
+	"math"
+	"math/bits"
+	"sync"
+	"unsafe"
+)
+
+// Grad describes one backward call for rows laid out as in Rows.
+type Grad struct {
+	// DX receives dL/dx for the rows of X, given DY = dL/dy. DX may be DY itself (in place: the
+	// same first element) or share no memory with DY, X, Inv, DW or the weight.
+	DX, X, DY []float32
+	// N and Stride are as in Rows: N = 0 means len(X)/d rows back to back; Stride (>= d, with N)
+	// is the distance between row starts in DX, X and DY.
+	N, Stride int
+	// Inv, optional, holds 1/rms of each row from the forward pass (Rows.Inv). When nil, inv is
+	// recomputed by the forward contract.
+	Inv []float32
+	// DW, optional, of len d: the weight gradient is added to it, so that it accumulates over
+	// calls. It must be nil for a Norm without a weight.
+	DW []float32
+}
+
+// Backward computes the gradient of Apply without a residual, for
+// y = (x*inv)*w' with w' = Weight, 1+Weight (UnitOffset) or 1 (no weight):
+//
+//	DX = dL/dx given DY = dL/dy, for every row;
+//	DW += dL/dw' summed over the rows (dL/dw' = dL/dw, also for UnitOffset).
+//
+// The package documentation gives the exact arithmetic. With Rows.Residual in the forward pass,
+// the row that was normalized is h = x + residual, and the gradient DX of h flows both to the
+// residual stream and to the block's input: the caller adds it to both (Norm.Backward's example).
+// Backward panics, before writing anything, if the lengths, the stride, Eps or the overlaps break
+// the rules of Norm and Grad.
+//
+//go:noinline
+func (n Norm) Backward(g Grad) {
+	backwardRows(&n, &g, useActive)
+}
+
+var backwardNames = names{"Norm.Backward", "DX", "X", "Weight", "Eps"}
+
+// backwardRows validates a Backward call and runs it with kernel k.
+func backwardRows(n *Norm, g *Grad, k kernelID) {
+	nm := &backwardNames
+	d, mode := checkNorm(n, nm)
+	rows, stride := g.N, g.Stride
+	if rows < 0 || stride < 0 {
+		nm.fail("N = %d and Stride = %d must not be negative", rows, stride)
+	}
+	if d == 0 && (len(g.X) != 0 || rows != 0) {
+		nm.fail("the row length is 0 (Weight is empty and Dim is 0) with len(X) = %d and N = %d", len(g.X), rows)
+	}
+	var span int
+	if rows == 0 {
+		if stride != 0 && stride != d {
+			nm.fail("Stride = %d needs N: with N = 0 the rows of length %d fill X back to back", stride, d)
+		}
+		if len(g.X)%max(d, 1) != 0 {
+			nm.fail("len(X) = %d is not a multiple of the row length len(Weight) = %d", len(g.X), d)
+		}
+		for _, s := range []struct {
+			name string
+			n    int
+		}{{"DX", len(g.DX)}, {"DY", len(g.DY)}} {
+			if s.n != len(g.X) {
+				nm.fail("len(%s) = %d, want len(X) = %d", s.name, s.n, len(g.X))
+			}
+		}
+		span = len(g.X)
+		if d > 0 {
+			rows = span / d
+		}
+		stride = d
+	} else {
+		if stride == 0 {
+			stride = d
+		}
+		if stride < d {
+			nm.fail("Stride = %d is shorter than the row length %d", stride, d)
+		}
+		hi, lo := bits.Mul64(uint64(rows-1), uint64(stride))
+		if hi != 0 || lo > uint64(math.MaxInt-d) {
+			nm.fail("N = %d rows of Stride = %d do not fit in memory", rows, stride)
+		}
+		span = int(lo) + d
+		for _, s := range []struct {
+			name string
+			n    int
+		}{{"X", len(g.X)}, {"DX", len(g.DX)}, {"DY", len(g.DY)}} {
+			if s.n < span {
+				nm.fail("len(%s) = %d, want at least %d for N = %d rows of %d with Stride = %d", s.name, s.n, span, rows, d, stride)
+			}
+		}
+	}
+	checkEps(nm, n.Eps)
+	if g.Inv != nil && len(g.Inv) < rows {
+		nm.fail("len(Inv) = %d is shorter than the %d rows", len(g.Inv), rows)
+	}
+	if g.DW != nil {
+		if mode == unweighted {
+			nm.fail("DW is set but the Norm has no weight (len(DW) = %d)", len(g.DW))
+		}
+		if len(g.DW) != d {
+			nm.fail("len(DW) = %d, want the row length len(Weight) = %d", len(g.DW), d)
+		}
+	}
+	if rows == 0 {
+		return
+	}
+	dx, x, dy := region("DX", g.DX[:span]), region("X", g.X[:span]), region("DY", g.DY[:span])
+	w, dw, inv := region("Weight", n.Weight), noRegion, noRegion
+	if g.DW != nil {
+		dw = region("DW", g.DW)
+	}
+	if g.Inv != nil {
+		inv = region("Inv", g.Inv[:rows])
+	}
+	if dx.overlaps(dy) && dx.p != dy.p {
+		nm.fail("DX overlaps DY without starting at the same element (in place needs DX and DY to be the same slice)")
+	}
+	for _, o := range []area{x, w, inv, dw} {
+		if dx.overlaps(o) {
+			nm.fail("DX overlaps %s", o.name)
+		}
+	}
+	for _, o := range []area{x, dy, w, inv} {
+		if dw.overlaps(o) {
+			nm.fail("DW overlaps %s", o.name)
+		}
+	}
+
+	var j job
+	j.dst, j.x, j.dy = ptr(g.DX), ptr(g.X), ptr(g.DY)
+	if mode != unweighted {
+		j.w = ptr(n.Weight)
+	}
+	if g.Inv != nil {
+		j.inv = ptr(g.Inv)
+	}
+	if g.DW != nil {
+		j.dw = ptr(g.DW)
+	}
+	j.d, j.stride, j.rows, j.eps, j.mode, j.format = d, stride, rows, n.Eps, mode, formatF32
+	j.v = vBackwardWeighted + variant(mode)
+	if k == useActive {
+		k = activeKernel()
+	}
+	j.runBackward(k, n.Workers)
+}
+
+// checkNorm returns the row length and the weight form of n, or panics if its fields disagree.
+func checkNorm(n *Norm, nm *names) (int, weightMode) {
+	switch {
+	case n.Weight != nil:
+		if n.Dim != 0 && n.Dim != len(n.Weight) {
+			nm.fail("Dim = %d but len(Weight) = %d (Dim may be 0 when Weight is set)", n.Dim, len(n.Weight))
+		}
+		if n.UnitOffset {
+			return len(n.Weight), offset
+		}
+		return len(n.Weight), weighted
+	case n.UnitOffset:
+		nm.fail("UnitOffset is set but Weight is nil: 1 + Weight[i] needs a weight")
+	case n.Dim < 0:
+		nm.fail("Dim = %d is negative", n.Dim)
+	}
+	return n.Dim, unweighted
+}
+
+// accPool holds the buffers for the weight gradient's partial sums.
+var accPool sync.Pool
+
+// getAcc returns a buffer of at least n floats from accPool.
+func getAcc(n int) *[]float32 {
+	if b, ok := accPool.Get().(*[]float32); ok && cap(*b) >= n {
+		*b = (*b)[:n]
+		return b
+	}
+	b := make([]float32, n)
+	return &b
+}
+
+// runBackward runs the validated backward job on up to workers goroutines (see Norm.Workers).
+//
+// The weight gradient is summed by blocks of gradBlock rows, fixed by the row index: within a
+// block the products go into a partial sum P in row order (P = q of the first row, then P += q),
+// and the blocks' sums go into DW in block order (DW += P). One worker keeps one P and adds it to
+// DW at each block's last row (flagFuse); several workers each fill the P of their own blocks, one
+// slot per block, and the slots are added to DW afterwards, in block order, column by column, in
+// parallel. Both orders are the same additions, so the bits do not depend on the workers.
+func (j *job) runBackward(k kernelID, workers int) {
+	j.setMemoryFlags(4)
+	blocks := (j.rows + gradBlock - 1) / gradBlock
+	w := j.workersForBytes(workers, 3*uintptr(j.rows)*uintptr(j.d)*4, blocks) // x, dy, dx
+	if w <= 1 {
+		var acc *[]float32
+		if j.dw != nil && j.rows > 1 {
+			acc = getAcc(j.d)
+			j.acc = ptr(*acc)
+		}
+		j.flags |= flagFuse
+		j.runRange(k, 0, j.rows)
+		if acc != nil {
+			j.acc = nil
+			accPool.Put(acc)
+		}
+		return
+	}
+	var acc *[]float32
+	if j.dw != nil {
+		acc = getAcc(blocks * j.d)
+		j.acc = ptr(*acc)
+	}
+	parallel(w, func(i int) {
+		b0, b1 := blocks*i/w, blocks*(i+1)/w
+		jw := *j
+		jw.runRange(k, b0*gradBlock, min(b1*gradBlock, j.rows))
+	})
+	if acc != nil {
+		p, d := *acc, j.d
+		dw := unsafe.Slice((*float32)(j.dw), d)
+		parallel(w, func(i int) {
+			c0, c1 := d*i/w, d*(i+1)/w
+			for b := range blocks {
+				addInto(dw[c0:c1], p[b*d+c0:b*d+c1])
+			}
+		})
+		j.acc = nil
+		accPool.Put(acc)
+	}
+}
+
+// runRange runs rows [from, to) of the job with kernel k, the rows that need the float64 path
+// in Go.
+func (j *job) runRange(k kernelID, from, to int) {
+	j.fn = uint32(k)*numEntries + uint32(j.v)
+	for r := callKernel(j, from, to); r < to; r = callKernel(j, r+1, to) {
+		switch {
+		case j.v >= numVariants:
+			j.backwardFloat64(r)
+		case j.format == formatF32:
+			j.rowFloat64(r)
+		default:
+			j.rowFloat64of16(r)
+		}
+	}
+}

@@ -1,0 +1,132 @@
+package rmsnorm
+
+import (
+	"slices"
+	"strconv"
+	"testing"
+)
+
+// The backward pass: every kernel against the generic one, bit for bit, DX and DW.
+
+// backwardWith is n.Backward(g) with an explicit kernel.
+func backwardWith(k kernelID, n Norm, g Grad) { backwardRows(&n, &g, k) }
+
+// backwardCase is one backward call of the core matrix: the weight form, whether Inv is given,
+// whether DW is accumulated, in place (DX = DY) or not, and the stride (0: back to back).
+type backwardCase struct {
+	mode            weightMode
+	withInv, withDW bool
+	inPlace         bool
+	stride          int
+	workers         int
+}
+
+// splitAll makes every call with Workers > 1 split, whatever its size, for the rest of the test.
+func splitAll(t testing.TB) {
+	saved := workerBytes
+	workerBytes = 1
+	t.Cleanup(func() { workerBytes = saved })
+}
+
+func TestBackwardKernelsMatchGeneric(t *testing.T) {
+	splitAll(t)
+	forEachCase(t, func(t *testing.T, c matrixCase) {
+		r := c.rand(71)
+		for ci := range 6 {
+			bc := backwardCase{
+				mode:    weightMode(ci % 3),
+				withInv: ci%2 == 0,
+				withDW:  ci%3 != 2,
+				inPlace: ci >= 3,
+			}
+			if c.rows > 1 && ci%2 == 1 {
+				bc.stride = c.d + 1 + ci
+			}
+			if c.rows > 2 && ci == 4 {
+				bc.workers = 2 // block mode: each block's partial sum in its own slot
+			}
+			off := c.offsets[(ci+c.d)%len(c.offsets)]
+			checkBackward(t, c, bc, off, r.Uint64())
+		}
+	})
+}
+
+// checkBackward runs case bc with kernel c.k and with the generic kernel on the same inputs and
+// compares DX and DW bit for bit, with guards around every buffer the call writes.
+func checkBackward(t *testing.T, c matrixCase, bc backwardCase, off int, seed uint64) {
+	t.Helper()
+	d, rows := c.d, c.rows
+	stride := bc.stride
+	span := rows * d
+	if stride != 0 {
+		span = (rows-1)*stride + d
+	}
+	r := seedFor(d, rows, int(seed%1000))
+	x := make([]float32, span)
+	fill(x, c.class, r)
+	dy := make([]float32, span)
+	fill(dy, classNormal, r)
+	w := make([]float32, d)
+	fill(w, classNormal, r)
+	dw0 := make([]float32, d)
+	fill(dw0, classNormal, r)
+	n := Norm{Weight: w, Eps: c.eps, UnitOffset: bc.mode == offset, Workers: bc.workers}
+	if bc.mode == unweighted {
+		n = Norm{Dim: d, Eps: c.eps, Workers: bc.workers}
+	}
+	var inv []float32
+	if bc.withInv {
+		inv = make([]float32, rows)
+		y := make([]float32, span)
+		applyRowsWith(kernelGeneric, &n, formatF32, y, x, nil, inv, rows, stride)
+	}
+	run := func(k kernelID, dxg, dyg, dwg *guarded[float32]) {
+		g := Grad{DX: dxg.s, X: x, DY: dyg.s, N: rows, Stride: stride, Inv: inv}
+		if bc.inPlace {
+			g.DX = g.DY
+		}
+		if bc.withDW && bc.mode != unweighted {
+			g.DW = dwg.s
+		}
+		backwardWith(k, n, g)
+	}
+	mk := func(o int) (dxg, dyg, dwg *guarded[float32]) {
+		dxg, dyg, dwg = newGuarded[float32]("DX", span, o), newGuarded[float32]("DY", span, o), newGuarded[float32]("DW", d, o)
+		copy(dyg.s, dy)
+		copy(dwg.s, dw0)
+		return
+	}
+	wdx, wdy, wdw := mk(0)
+	run(kernelGeneric, wdx, wdy, wdw)
+	want := wdx.s
+	if bc.inPlace {
+		want = wdy.s
+	}
+	gdx, gdy, gdw := mk(off)
+	run(c.k, gdx, gdy, gdw)
+	got := gdx.s
+	if bc.inPlace {
+		got = gdy.s
+	}
+	ctx := func() string {
+		return c.String() + " " + [...]string{"weighted", "offset", "unweighted"}[bc.mode] +
+			map[bool]string{true: " Inv", false: ""}[bc.withInv] + map[bool]string{true: " DW", false: ""}[bc.withDW] +
+			map[bool]string{true: " in place", false: ""}[bc.inPlace] + " stride=" + strconv.Itoa(stride) + " workers=" + strconv.Itoa(bc.workers)
+	}
+	for _, gb := range []*guarded[float32]{gdx, gdy, gdw} {
+		gb.check(t, ctx())
+	}
+	// Between rows (a stride), DX keeps what it held.
+	for rr := 0; rr < rows; rr++ {
+		if i := firstDiff(got[rr*max(stride, d):rr*max(stride, d)+d], want[rr*max(stride, d):rr*max(stride, d)+d]); i >= 0 {
+			t.Fatalf("%s: DX row %d element %d = %g (%#x), generic %g (%#x)", ctx(), rr, i,
+				got[rr*max(stride, d)+i], bitsOf(got[rr*max(stride, d)+i]), want[rr*max(stride, d)+i], bitsOf(want[rr*max(stride, d)+i]))
+		}
+	}
+	if !slices.EqualFunc(got, want, sameBits) {
+		t.Fatalf("%s: DX differs outside the rows", ctx())
+	}
+	if i := firstDiff(gdw.s, wdw.s); i >= 0 {
+		t.Fatalf("%s: DW[%d] = %g (%#x), generic %g (%#x)", ctx(), i, gdw.s[i], bitsOf(gdw.s[i]), wdw.s[i], bitsOf(wdw.s[i]))
+	}
+}

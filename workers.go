@@ -16,7 +16,7 @@ var workerBytes uintptr = 4 << 20 // a variable so that tests can split small ca
 // workersForBytes returns how many goroutines a call moving bytes of rows should use: at most
 // workers, at most units, and no more than one per workerBytes.
 func (j *job) workersForBytes(workers int, bytes uintptr, units int) int {
-	w := min(workers, units, int(bytes / workerBytes))
+	w := min(workers, units, int(bytes/workerBytes))
 	return max(w, 1)
 }
 

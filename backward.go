@@ -42,8 +42,82 @@ func (n Norm) Backward(g Grad) {
 
 var backwardNames = names{"Norm.Backward", "DX", "X", "Weight", "Eps"}
 
-// backwardRows validates a Backward call and runs it with kernel k.
+// backwardRows validates a Backward call and runs it with kernel k. The checks here only decide
+// whether the call is valid; explainBackward finds the rule it breaks.
 func backwardRows(n *Norm, g *Grad, k kernelID) {
+	d, mode := n.Dim, unweighted
+	bad := n.Dim < 0 || n.UnitOffset
+	if n.Weight != nil {
+		d, mode = len(n.Weight), weighted
+		bad = n.Dim != 0 && n.Dim != d
+		if n.UnitOffset {
+			mode = offset
+		}
+	}
+	rows, stride, span := g.N, g.Stride, 0
+	if rows == 0 {
+		rows = 1
+		if len(g.X) != d {
+			rows = 0
+			if d > 0 {
+				rows = quo(len(g.X), d)
+			}
+		}
+		span = len(g.X)
+		bad = bad || rows*d != span || len(g.DX) != span || len(g.DY) != span || (stride != 0 && stride != d)
+		stride = d
+		if span == 0 {
+			rows = 0
+		}
+	} else {
+		if stride == 0 {
+			stride = d
+		}
+		hi, lo := bits.Mul64(uint64(rows-1), uint64(stride))
+		span = int(lo) + d
+		bad = bad || rows < 0 || stride < d || d == 0 || hi != 0 || lo > uint64(math.MaxInt-d) ||
+			len(g.X) < span || len(g.DX) < span || len(g.DY) < span
+	}
+	bad = bad || !epsOK(n.Eps) || (g.Inv != nil && len(g.Inv) < rows) ||
+		(g.DW != nil && (mode == unweighted || len(g.DW) != d))
+	if !bad && rows > 0 {
+		sb := uintptr(span) * 4
+		dxp, xp, dyp := addr(g.DX), addr(g.X), addr(g.DY)
+		wp, wb := addr(n.Weight), uintptr(len(n.Weight))*4
+		ip, ib := addr(g.Inv), uintptr(len(g.Inv[:min(rows, len(g.Inv))]))*4
+		dwp, dwb := addr(g.DW), uintptr(len(g.DW))*4
+		bad = (dxp != dyp && !disjoint(dxp, sb, dyp, sb)) || !disjoint(dxp, sb, xp, sb) ||
+			!disjoint(dxp, sb, wp, wb) || !disjoint(dxp, sb, ip, ib) || !disjoint(dxp, sb, dwp, dwb) ||
+			!disjoint(dwp, dwb, xp, sb) || !disjoint(dwp, dwb, dyp, sb) || !disjoint(dwp, dwb, wp, wb) ||
+			!disjoint(dwp, dwb, ip, ib)
+	}
+	if bad {
+		explainBackward(n, g)
+	}
+	if rows == 0 {
+		return
+	}
+	var j job
+	j.dst, j.x, j.dy = ptr(g.DX), ptr(g.X), ptr(g.DY)
+	if mode != unweighted {
+		j.w = ptr(n.Weight)
+	}
+	if g.Inv != nil {
+		j.inv = ptr(g.Inv)
+	}
+	if g.DW != nil {
+		j.dw = ptr(g.DW)
+	}
+	j.d, j.stride, j.rows, j.eps, j.mode, j.format = d, stride, rows, n.Eps, mode, formatF32
+	j.v = vBackwardWeighted + variant(mode)
+	if k == useActive {
+		k = activeKernel()
+	}
+	j.runBackward(k, n.Workers)
+}
+
+// explainBackward panics with the first rule a Backward call breaks.
+func explainBackward(n *Norm, g *Grad) {
 	nm := &backwardNames
 	d, mode := checkNorm(n, nm)
 	rows, stride := g.N, g.Stride
@@ -132,23 +206,7 @@ func backwardRows(n *Norm, g *Grad, k kernelID) {
 		}
 	}
 
-	var j job
-	j.dst, j.x, j.dy = ptr(g.DX), ptr(g.X), ptr(g.DY)
-	if mode != unweighted {
-		j.w = ptr(n.Weight)
-	}
-	if g.Inv != nil {
-		j.inv = ptr(g.Inv)
-	}
-	if g.DW != nil {
-		j.dw = ptr(g.DW)
-	}
-	j.d, j.stride, j.rows, j.eps, j.mode, j.format = d, stride, rows, n.Eps, mode, formatF32
-	j.v = vBackwardWeighted + variant(mode)
-	if k == useActive {
-		k = activeKernel()
-	}
-	j.runBackward(k, n.Workers)
+	panic("rmsnorm: " + nm.fn + ": internal error: the fast check rejected a valid call")
 }
 
 // checkNorm returns the row length and the weight form of n, or panics if its fields disagree.
@@ -209,6 +267,14 @@ func (j *job) runBackward(k kernelID, workers int) {
 		}
 		return
 	}
+	j.splitBackward(k, w, blocks)
+}
+
+// splitBackward runs the backward job on w goroutines, each on whole blocks of rows, then adds the
+// blocks' partial sums to DW. It takes the job by value, like split.
+//
+//go:noinline
+func (j job) splitBackward(k kernelID, w, blocks int) {
 	var acc *[]float32
 	if j.dw != nil {
 		acc = getAcc(blocks * j.d)
@@ -216,7 +282,7 @@ func (j *job) runBackward(k kernelID, workers int) {
 	}
 	parallel(w, func(i int) {
 		b0, b1 := blocks*i/w, blocks*(i+1)/w
-		jw := *j
+		jw := j
 		jw.runRange(k, b0*gradBlock, min(b1*gradBlock, j.rows))
 	})
 	if acc != nil {
@@ -228,7 +294,6 @@ func (j *job) runBackward(k kernelID, workers int) {
 				addInto(dw[c0:c1], p[b*d+c0:b*d+c1])
 			}
 		})
-		j.acc = nil
 		accPool.Put(acc)
 	}
 }

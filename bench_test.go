@@ -315,3 +315,31 @@ func BenchmarkConvert(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkBackward/<kernel>/<shape> runs Norm.Backward with Inv from the forward pass and DW,
+// the call of a training step; SetBytes counts x and dy read and dx written. The targets
+// compare it with BenchmarkForward of the same kernel and shape.
+func BenchmarkBackward(b *testing.B) {
+	for _, k := range available {
+		b.Run(k.String(), func(b *testing.B) {
+			for _, s := range benchShapes {
+				x, w := benchData(s)
+				dy := slices.Clone(x)
+				fill(dy, normal, seedFor(s.Rows, s.D, 1))
+				dx := slices.Clone(dy)
+				inv := make([]float32, s.Rows)
+				dw := make([]float32, s.D)
+				n := Norm{Weight: w, Eps: 1e-6}
+				n.Apply(Rows{Dst: dx, X: x, Inv: inv})
+				b.Run(s.String(), func(b *testing.B) {
+					withKernel(b, k)
+					b.SetBytes(int64(12 * len(x)))
+					b.ReportAllocs()
+					for b.Loop() {
+						n.Backward(Grad{DX: dx, X: x, DY: dy, Inv: inv, DW: dw})
+					}
+				})
+			}
+		})
+	}
+}

@@ -15131,6 +15131,2039 @@ done:
 	VZEROUPPER
 	RET
 
+// func avx512BackwardWeighted(j uintptr, from int, to int) int
+// Requires: AVX, AVX512F
+TEXT ·avx512BackwardWeighted(SB), NOSPLIT, $16-32
+	// avx512BackwardWeighted computes the gradient of rows [from, to) of the job: with g = dy*w, c the
+	// contract's sum of g*x and s = ((inv*inv)*c)/d, dx = inv*(g - x*s); and, when the job has a
+	// weight gradient, the products dy*(x*inv) into the row block's partial sum (see gradBlock).
+	// It stops before the first row that needs the float64 path and returns that row's index, or to.
+	MOVQ j+0(FP), AX
+	MOVQ job_dst+0(AX), CX
+	MOVQ job_x+0(AX), DX
+	MOVQ job_dy+0(AX), BX
+	MOVQ job_w+0(AX), SI
+	MOVQ job_stride+0(AX), DI
+	SHLQ $0x02, DI
+
+	// fd = float32(d); rd = 1/d when d is a power of two (a/d is then a*rd exactly), else 0.
+	MOVQ       job_d+0(AX), R8
+	VMOVSS     one<>+0(SB), X0
+	VCVTSI2SSQ R8, X0, X0
+	VMOVSS     X0, 8(SP)
+	XORL       R10, R10
+	LEAQ       -1(R8), R9
+	TESTQ      R8, R9
+	JNZ        notpow2
+	BSFQ       R8, R9
+	MOVL       $0x0000007f, R10
+	SUBL       R9, R10
+	SHLL       $0x17, R10
+
+notpow2:
+	MOVL R10, 12(SP)
+
+	// Start at row from.
+	MOVQ  from+8(FP), R8
+	MOVQ  R8, (SP)
+	IMULQ DI, R8
+	ADDQ  R8, CX
+	ADDQ  R8, DX
+	ADDQ  R8, BX
+
+row:
+	MOVQ (SP), R8
+	CMPQ R8, to+16(FP)
+	JAE  ret
+
+	// Partial sums (ss true, c true): element i goes to partial i%64.
+	VMOVUPS zero64<>+0(SB), Z0
+	VMOVUPS zero64<>+0(SB), Z1
+	VMOVUPS zero64<>+0(SB), Z2
+	VMOVUPS zero64<>+0(SB), Z3
+	VMOVUPS zero64<>+0(SB), Z4
+	VMOVUPS zero64<>+0(SB), Z5
+	VMOVUPS zero64<>+0(SB), Z6
+	VMOVUPS zero64<>+0(SB), Z7
+	XORQ    R8, R8
+	MOVQ    job_d+0(AX), R9
+	SUBQ    $0x00000040, R9
+
+sumloop:
+	CMPQ    R8, R9
+	JG      sumtail
+	VMOVUPS (DX)(R8*4), Z8
+	VMULPS  Z8, Z8, Z9
+	VADDPS  Z9, Z0, Z0
+	VMOVUPS (BX)(R8*4), Z9
+	VMOVUPS (SI)(R8*4), Z10
+	VMULPS  Z10, Z9, Z9
+	VMULPS  Z8, Z9, Z9
+	VADDPS  Z9, Z4, Z4
+	VMOVUPS 64(DX)(R8*4), Z8
+	VMULPS  Z8, Z8, Z9
+	VADDPS  Z9, Z1, Z1
+	VMOVUPS 64(BX)(R8*4), Z9
+	VMOVUPS 64(SI)(R8*4), Z10
+	VMULPS  Z10, Z9, Z9
+	VMULPS  Z8, Z9, Z9
+	VADDPS  Z9, Z5, Z5
+	VMOVUPS 128(DX)(R8*4), Z8
+	VMULPS  Z8, Z8, Z9
+	VADDPS  Z9, Z2, Z2
+	VMOVUPS 128(BX)(R8*4), Z9
+	VMOVUPS 128(SI)(R8*4), Z10
+	VMULPS  Z10, Z9, Z9
+	VMULPS  Z8, Z9, Z9
+	VADDPS  Z9, Z6, Z6
+	VMOVUPS 192(DX)(R8*4), Z8
+	VMULPS  Z8, Z8, Z9
+	VADDPS  Z9, Z3, Z3
+	VMOVUPS 192(BX)(R8*4), Z9
+	VMOVUPS 192(SI)(R8*4), Z10
+	VMULPS  Z10, Z9, Z9
+	VMULPS  Z8, Z9, Z9
+	VADDPS  Z9, Z7, Z7
+	ADDQ    $0x00000040, R8
+	JMP     sumloop
+
+sumtail:
+	// Fewer than 64 elements remain: whole vectors, then one partial vector (its other lanes add +0).
+	MOVQ    job_d+0(AX), R9
+	SUBQ    R8, R9
+	CMPQ    R9, $0x00000010
+	JL      sumpart0
+	VMOVUPS (DX)(R8*4), Z8
+	VMULPS  Z8, Z8, Z9
+	VADDPS  Z9, Z0, Z0
+	VMOVUPS (BX)(R8*4), Z9
+	VMOVUPS (SI)(R8*4), Z10
+	VMULPS  Z10, Z9, Z9
+	VMULPS  Z8, Z9, Z9
+	VADDPS  Z9, Z4, Z4
+	CMPQ    R9, $0x00000020
+	JL      sumpart1
+	VMOVUPS 64(DX)(R8*4), Z8
+	VMULPS  Z8, Z8, Z9
+	VADDPS  Z9, Z1, Z1
+	VMOVUPS 64(BX)(R8*4), Z9
+	VMOVUPS 64(SI)(R8*4), Z10
+	VMULPS  Z10, Z9, Z9
+	VMULPS  Z8, Z9, Z9
+	VADDPS  Z9, Z5, Z5
+	CMPQ    R9, $0x00000030
+	JL      sumpart2
+	VMOVUPS 128(DX)(R8*4), Z8
+	VMULPS  Z8, Z8, Z9
+	VADDPS  Z9, Z2, Z2
+	VMOVUPS 128(BX)(R8*4), Z9
+	VMOVUPS 128(SI)(R8*4), Z10
+	VMULPS  Z10, Z9, Z9
+	VMULPS  Z8, Z9, Z9
+	VADDPS  Z9, Z6, Z6
+	CMPQ    R9, $0x00000040
+	JL      sumpart3
+	VMOVUPS 192(DX)(R8*4), Z8
+	VMULPS  Z8, Z8, Z9
+	VADDPS  Z9, Z3, Z3
+	VMOVUPS 192(BX)(R8*4), Z9
+	VMOVUPS 192(SI)(R8*4), Z10
+	VMULPS  Z10, Z9, Z9
+	VMULPS  Z8, Z9, Z9
+	VADDPS  Z9, Z7, Z7
+	JMP     sumdone
+
+sumpart0:
+	SUBQ      $0x00000000, R9
+	JZ        sumdone
+	LEAQ      kmask<>+0(SB), R10
+	KMOVW     (R10)(R9*2), K1
+	VMOVUPS.Z (DX)(R8*4), K1, Z8
+	VMULPS    Z8, Z8, Z9
+	VADDPS    Z9, Z0, Z0
+	VMOVUPS.Z (BX)(R8*4), K1, Z9
+	VMOVUPS.Z (SI)(R8*4), K1, Z10
+	VMULPS    Z10, Z9, Z9
+	VMULPS    Z8, Z9, Z9
+	VADDPS    Z9, Z4, Z4
+	JMP       sumdone
+
+sumpart1:
+	SUBQ      $0x00000010, R9
+	JZ        sumdone
+	LEAQ      kmask<>+0(SB), R10
+	KMOVW     (R10)(R9*2), K1
+	VMOVUPS.Z 64(DX)(R8*4), K1, Z8
+	VMULPS    Z8, Z8, Z9
+	VADDPS    Z9, Z1, Z1
+	VMOVUPS.Z 64(BX)(R8*4), K1, Z9
+	VMOVUPS.Z 64(SI)(R8*4), K1, Z10
+	VMULPS    Z10, Z9, Z9
+	VMULPS    Z8, Z9, Z9
+	VADDPS    Z9, Z5, Z5
+	JMP       sumdone
+
+sumpart2:
+	SUBQ      $0x00000020, R9
+	JZ        sumdone
+	LEAQ      kmask<>+0(SB), R10
+	KMOVW     (R10)(R9*2), K1
+	VMOVUPS.Z 128(DX)(R8*4), K1, Z8
+	VMULPS    Z8, Z8, Z9
+	VADDPS    Z9, Z2, Z2
+	VMOVUPS.Z 128(BX)(R8*4), K1, Z9
+	VMOVUPS.Z 128(SI)(R8*4), K1, Z10
+	VMULPS    Z10, Z9, Z9
+	VMULPS    Z8, Z9, Z9
+	VADDPS    Z9, Z6, Z6
+	JMP       sumdone
+
+sumpart3:
+	SUBQ      $0x00000030, R9
+	JZ        sumdone
+	LEAQ      kmask<>+0(SB), R10
+	KMOVW     (R10)(R9*2), K1
+	VMOVUPS.Z 192(DX)(R8*4), K1, Z8
+	VMULPS    Z8, Z8, Z9
+	VADDPS    Z9, Z3, Z3
+	VMOVUPS.Z 192(BX)(R8*4), K1, Z9
+	VMOVUPS.Z 192(SI)(R8*4), K1, Z10
+	VMULPS    Z10, Z9, Z9
+	VMULPS    Z8, Z9, Z9
+	VADDPS    Z9, Z7, Z7
+
+sumdone:
+	VADDPS     Z2, Z0, Z0
+	VADDPS     Z3, Z1, Z1
+	VADDPS     Z1, Z0, Z0
+	VADDPS     Z6, Z4, Z4
+	VADDPS     Z7, Z5, Z5
+	VADDPS     Z5, Z4, Z4
+	VSHUFF64X2 $0xee, Z0, Z0, Z1
+	VADDPS     Z1, Z0, Z0
+	VSHUFF32X4 $0x01, Z0, Z0, Z1
+	VADDPS     Z1, Z0, Z0
+	VPERMILPS  $0x4e, Z0, Z1
+	VADDPS     Z1, Z0, Z0
+	VPERMILPS  $0xb1, Z0, Z1
+	VADDPS     Z1, Z0, Z0
+
+	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
+	CMPL   12(SP), $0x00
+	JE     divide1
+	VMULSS 12(SP), X0, X0
+	JMP    divided2
+
+divide1:
+	VDIVSS 8(SP), X0, X0
+
+divided2:
+	VADDSS   job_eps+0(AX), X0, X0
+	VUCOMISS tlo<>+0(SB), X0
+	JCS      ret
+	VUCOMISS tmax<>+0(SB), X0
+	JHI      ret
+	MOVQ     job_inv+0(AX), R8
+	TESTQ    R8, R8
+	JZ       computeinv
+	MOVQ     (SP), R9
+	VMOVSS   (R8)(R9*4), X1
+	JMP      haveinv
+
+computeinv:
+	VSQRTSS X0, X0, X0
+	VMOVSS  one<>+0(SB), X1
+	VDIVSS  X0, X1, X1
+
+haveinv:
+	VSHUFF64X2 $0xee, Z4, Z4, Z0
+	VADDPS     Z0, Z4, Z4
+	VSHUFF32X4 $0x01, Z4, Z4, Z0
+	VADDPS     Z0, Z4, Z4
+	VPERMILPS  $0x4e, Z4, Z0
+	VADDPS     Z0, Z4, Z4
+	VPERMILPS  $0xb1, Z4, Z0
+	VADDPS     Z0, Z4, Z4
+
+	// s = ((inv*inv)*c)/d
+	VMULSS X1, X1, X0
+	VMULSS X4, X0, X0
+	CMPL   12(SP), $0x00
+	JE     divide3
+	VMULSS 12(SP), X0, X0
+	JMP    divided4
+
+divide3:
+	VDIVSS 8(SP), X0, X0
+
+divided4:
+	VBROADCASTSS X1, Z1
+	VBROADCASTSS X0, Z0
+
+	// Which weight-gradient operation this row does.
+	MOVQ  job_dw+0(AX), R8
+	TESTQ R8, R8
+	JZ    dxnone
+	MOVQ  (SP), R10
+	MOVQ  R10, R11
+	ANDQ  $0x1f, R11
+	MOVQ  job_acc+0(AX), R9
+	XORQ  R12, R12
+	CMPQ  R11, $0x1f
+	JE    islast
+	INCQ  R10
+	CMPQ  R10, job_rows+0(AX)
+	JNE   notlast
+
+islast:
+	MOVQ $0x00000001, R12
+
+notlast:
+	TESTL $0x00000004, job_flags+0(AX)
+	JNZ   fused
+
+	// Each block in its slot: P at acc + (row/32 - blk0)*d*4.
+	MOVQ  (SP), R8
+	SHRQ  $0x05, R8
+	SUBQ  job_blk0+0(AX), R8
+	IMULQ job_d+0(AX), R8
+	LEAQ  (R9)(R8*4), R9
+	TESTQ R11, R11
+	JZ    dxset
+	JMP   dxadd
+
+fused:
+	TESTQ R11, R11
+	JNZ   fusednotfirst
+	TESTQ R12, R12
+	JNZ   dxfusesingle
+	JMP   dxset
+
+fusednotfirst:
+	TESTQ R12, R12
+	JNZ   dxfuselast
+	JMP   dxadd
+
+dxnone:
+	XORQ R8, R8
+	MOVQ job_d+0(AX), R9
+	SUBQ $0x00000040, R9
+
+dxnoneloop:
+	CMPQ    R8, R9
+	JG      dxnoneone
+	VMOVUPS (DX)(R8*4), Z2
+	VMOVUPS (BX)(R8*4), Z3
+	VMOVUPS (SI)(R8*4), Z4
+	VMULPS  Z4, Z3, Z3
+	VMULPS  Z0, Z2, Z2
+	VSUBPS  Z2, Z3, Z3
+	VMULPS  Z1, Z3, Z3
+	VMOVUPS Z3, (CX)(R8*4)
+	VMOVUPS 64(DX)(R8*4), Z2
+	VMOVUPS 64(BX)(R8*4), Z3
+	VMOVUPS 64(SI)(R8*4), Z4
+	VMULPS  Z4, Z3, Z3
+	VMULPS  Z0, Z2, Z2
+	VSUBPS  Z2, Z3, Z3
+	VMULPS  Z1, Z3, Z3
+	VMOVUPS Z3, 64(CX)(R8*4)
+	VMOVUPS 128(DX)(R8*4), Z2
+	VMOVUPS 128(BX)(R8*4), Z3
+	VMOVUPS 128(SI)(R8*4), Z4
+	VMULPS  Z4, Z3, Z3
+	VMULPS  Z0, Z2, Z2
+	VSUBPS  Z2, Z3, Z3
+	VMULPS  Z1, Z3, Z3
+	VMOVUPS Z3, 128(CX)(R8*4)
+	VMOVUPS 192(DX)(R8*4), Z2
+	VMOVUPS 192(BX)(R8*4), Z3
+	VMOVUPS 192(SI)(R8*4), Z4
+	VMULPS  Z4, Z3, Z3
+	VMULPS  Z0, Z2, Z2
+	VSUBPS  Z2, Z3, Z3
+	VMULPS  Z1, Z3, Z3
+	VMOVUPS Z3, 192(CX)(R8*4)
+	ADDQ    $0x00000040, R8
+	JMP     dxnoneloop
+
+dxnoneone:
+	ADDQ $0x00000030, R9
+
+dxnoneoneloop:
+	CMPQ    R8, R9
+	JG      dxnonepart
+	VMOVUPS (DX)(R8*4), Z2
+	VMOVUPS (BX)(R8*4), Z3
+	VMOVUPS (SI)(R8*4), Z4
+	VMULPS  Z4, Z3, Z3
+	VMULPS  Z0, Z2, Z2
+	VSUBPS  Z2, Z3, Z3
+	VMULPS  Z1, Z3, Z3
+	VMOVUPS Z3, (CX)(R8*4)
+	ADDQ    $0x00000010, R8
+	JMP     dxnoneoneloop
+
+dxnonepart:
+	MOVQ      job_d+0(AX), R9
+	SUBQ      R8, R9
+	JZ        rowdonenone
+	LEAQ      kmask<>+0(SB), R10
+	KMOVW     (R10)(R9*2), K1
+	VMOVUPS.Z (DX)(R8*4), K1, Z2
+	VMOVUPS.Z (BX)(R8*4), K1, Z3
+	VMOVUPS.Z (SI)(R8*4), K1, Z4
+	VMULPS    Z4, Z3, Z3
+	VMULPS    Z0, Z2, Z0
+	VSUBPS    Z0, Z3, Z3
+	VMULPS    Z1, Z3, Z3
+	VMOVUPS   Z3, K1, (CX)(R8*4)
+
+rowdonenone:
+	JMP rowdone
+
+dxset:
+	XORQ R8, R8
+	MOVQ job_d+0(AX), R10
+	SUBQ $0x00000040, R10
+
+dxsetloop:
+	CMPQ    R8, R10
+	JG      dxsetone
+	VMOVUPS (DX)(R8*4), Z2
+	VMOVUPS (BX)(R8*4), Z3
+	VMOVUPS (SI)(R8*4), Z4
+	VMULPS  Z4, Z3, Z4
+	VMULPS  Z0, Z2, Z5
+	VSUBPS  Z5, Z4, Z4
+	VMULPS  Z1, Z4, Z4
+	VMULPS  Z1, Z2, Z2
+	VMULPS  Z2, Z3, Z2
+	VMOVUPS Z2, (R9)(R8*4)
+	VMOVUPS Z4, (CX)(R8*4)
+	VMOVUPS 64(DX)(R8*4), Z2
+	VMOVUPS 64(BX)(R8*4), Z3
+	VMOVUPS 64(SI)(R8*4), Z4
+	VMULPS  Z4, Z3, Z4
+	VMULPS  Z0, Z2, Z5
+	VSUBPS  Z5, Z4, Z4
+	VMULPS  Z1, Z4, Z4
+	VMULPS  Z1, Z2, Z2
+	VMULPS  Z2, Z3, Z2
+	VMOVUPS Z2, 64(R9)(R8*4)
+	VMOVUPS Z4, 64(CX)(R8*4)
+	VMOVUPS 128(DX)(R8*4), Z2
+	VMOVUPS 128(BX)(R8*4), Z3
+	VMOVUPS 128(SI)(R8*4), Z4
+	VMULPS  Z4, Z3, Z4
+	VMULPS  Z0, Z2, Z5
+	VSUBPS  Z5, Z4, Z4
+	VMULPS  Z1, Z4, Z4
+	VMULPS  Z1, Z2, Z2
+	VMULPS  Z2, Z3, Z2
+	VMOVUPS Z2, 128(R9)(R8*4)
+	VMOVUPS Z4, 128(CX)(R8*4)
+	VMOVUPS 192(DX)(R8*4), Z2
+	VMOVUPS 192(BX)(R8*4), Z3
+	VMOVUPS 192(SI)(R8*4), Z4
+	VMULPS  Z4, Z3, Z4
+	VMULPS  Z0, Z2, Z5
+	VSUBPS  Z5, Z4, Z4
+	VMULPS  Z1, Z4, Z4
+	VMULPS  Z1, Z2, Z2
+	VMULPS  Z2, Z3, Z2
+	VMOVUPS Z2, 192(R9)(R8*4)
+	VMOVUPS Z4, 192(CX)(R8*4)
+	ADDQ    $0x00000040, R8
+	JMP     dxsetloop
+
+dxsetone:
+	ADDQ $0x00000030, R10
+
+dxsetoneloop:
+	CMPQ    R8, R10
+	JG      dxsetpart
+	VMOVUPS (DX)(R8*4), Z2
+	VMOVUPS (BX)(R8*4), Z3
+	VMOVUPS (SI)(R8*4), Z4
+	VMULPS  Z4, Z3, Z4
+	VMULPS  Z0, Z2, Z5
+	VSUBPS  Z5, Z4, Z4
+	VMULPS  Z1, Z4, Z4
+	VMULPS  Z1, Z2, Z2
+	VMULPS  Z2, Z3, Z2
+	VMOVUPS Z2, (R9)(R8*4)
+	VMOVUPS Z4, (CX)(R8*4)
+	ADDQ    $0x00000010, R8
+	JMP     dxsetoneloop
+
+dxsetpart:
+	MOVQ      job_d+0(AX), R10
+	SUBQ      R8, R10
+	JZ        rowdoneset
+	LEAQ      kmask<>+0(SB), R11
+	KMOVW     (R11)(R10*2), K1
+	VMOVUPS.Z (DX)(R8*4), K1, Z2
+	VMOVUPS.Z (BX)(R8*4), K1, Z3
+	VMOVUPS.Z (SI)(R8*4), K1, Z4
+	VMULPS    Z4, Z3, Z4
+	VMULPS    Z0, Z2, Z0
+	VSUBPS    Z0, Z4, Z4
+	VMULPS    Z1, Z4, Z4
+	VMULPS    Z1, Z2, Z0
+	VMULPS    Z0, Z3, Z0
+	VMOVUPS   Z0, K1, (R9)(R8*4)
+	VMOVUPS   Z4, K1, (CX)(R8*4)
+
+rowdoneset:
+	JMP rowdone
+
+dxadd:
+	XORQ R8, R8
+	MOVQ job_d+0(AX), R10
+	SUBQ $0x00000040, R10
+
+dxaddloop:
+	CMPQ    R8, R10
+	JG      dxaddone
+	VMOVUPS (DX)(R8*4), Z2
+	VMOVUPS (BX)(R8*4), Z3
+	VMOVUPS (SI)(R8*4), Z4
+	VMULPS  Z4, Z3, Z4
+	VMULPS  Z0, Z2, Z5
+	VSUBPS  Z5, Z4, Z4
+	VMULPS  Z1, Z4, Z4
+	VMULPS  Z1, Z2, Z2
+	VMULPS  Z2, Z3, Z2
+	VMOVUPS (R9)(R8*4), Z3
+	VADDPS  Z2, Z3, Z3
+	VMOVUPS Z3, (R9)(R8*4)
+	VMOVUPS Z4, (CX)(R8*4)
+	VMOVUPS 64(DX)(R8*4), Z2
+	VMOVUPS 64(BX)(R8*4), Z3
+	VMOVUPS 64(SI)(R8*4), Z4
+	VMULPS  Z4, Z3, Z4
+	VMULPS  Z0, Z2, Z5
+	VSUBPS  Z5, Z4, Z4
+	VMULPS  Z1, Z4, Z4
+	VMULPS  Z1, Z2, Z2
+	VMULPS  Z2, Z3, Z2
+	VMOVUPS 64(R9)(R8*4), Z3
+	VADDPS  Z2, Z3, Z3
+	VMOVUPS Z3, 64(R9)(R8*4)
+	VMOVUPS Z4, 64(CX)(R8*4)
+	VMOVUPS 128(DX)(R8*4), Z2
+	VMOVUPS 128(BX)(R8*4), Z3
+	VMOVUPS 128(SI)(R8*4), Z4
+	VMULPS  Z4, Z3, Z4
+	VMULPS  Z0, Z2, Z5
+	VSUBPS  Z5, Z4, Z4
+	VMULPS  Z1, Z4, Z4
+	VMULPS  Z1, Z2, Z2
+	VMULPS  Z2, Z3, Z2
+	VMOVUPS 128(R9)(R8*4), Z3
+	VADDPS  Z2, Z3, Z3
+	VMOVUPS Z3, 128(R9)(R8*4)
+	VMOVUPS Z4, 128(CX)(R8*4)
+	VMOVUPS 192(DX)(R8*4), Z2
+	VMOVUPS 192(BX)(R8*4), Z3
+	VMOVUPS 192(SI)(R8*4), Z4
+	VMULPS  Z4, Z3, Z4
+	VMULPS  Z0, Z2, Z5
+	VSUBPS  Z5, Z4, Z4
+	VMULPS  Z1, Z4, Z4
+	VMULPS  Z1, Z2, Z2
+	VMULPS  Z2, Z3, Z2
+	VMOVUPS 192(R9)(R8*4), Z3
+	VADDPS  Z2, Z3, Z3
+	VMOVUPS Z3, 192(R9)(R8*4)
+	VMOVUPS Z4, 192(CX)(R8*4)
+	ADDQ    $0x00000040, R8
+	JMP     dxaddloop
+
+dxaddone:
+	ADDQ $0x00000030, R10
+
+dxaddoneloop:
+	CMPQ    R8, R10
+	JG      dxaddpart
+	VMOVUPS (DX)(R8*4), Z2
+	VMOVUPS (BX)(R8*4), Z3
+	VMOVUPS (SI)(R8*4), Z4
+	VMULPS  Z4, Z3, Z4
+	VMULPS  Z0, Z2, Z5
+	VSUBPS  Z5, Z4, Z4
+	VMULPS  Z1, Z4, Z4
+	VMULPS  Z1, Z2, Z2
+	VMULPS  Z2, Z3, Z2
+	VMOVUPS (R9)(R8*4), Z3
+	VADDPS  Z2, Z3, Z3
+	VMOVUPS Z3, (R9)(R8*4)
+	VMOVUPS Z4, (CX)(R8*4)
+	ADDQ    $0x00000010, R8
+	JMP     dxaddoneloop
+
+dxaddpart:
+	MOVQ      job_d+0(AX), R10
+	SUBQ      R8, R10
+	JZ        rowdoneadd
+	LEAQ      kmask<>+0(SB), R11
+	KMOVW     (R11)(R10*2), K1
+	VMOVUPS.Z (DX)(R8*4), K1, Z2
+	VMOVUPS.Z (BX)(R8*4), K1, Z3
+	VMOVUPS.Z (SI)(R8*4), K1, Z4
+	VMULPS    Z4, Z3, Z4
+	VMULPS    Z0, Z2, Z0
+	VSUBPS    Z0, Z4, Z4
+	VMULPS    Z1, Z4, Z4
+	VMULPS    Z1, Z2, Z0
+	VMULPS    Z0, Z3, Z0
+	VMOVUPS.Z (R9)(R8*4), K1, Z1
+	VADDPS    Z0, Z1, Z1
+	VMOVUPS   Z1, K1, (R9)(R8*4)
+	VMOVUPS   Z4, K1, (CX)(R8*4)
+
+rowdoneadd:
+	JMP rowdone
+
+dxfuselast:
+	XORQ R10, R10
+	MOVQ job_d+0(AX), R11
+	SUBQ $0x00000040, R11
+
+dxfuselastloop:
+	CMPQ    R10, R11
+	JG      dxfuselastone
+	VMOVUPS (DX)(R10*4), Z2
+	VMOVUPS (BX)(R10*4), Z3
+	VMOVUPS (SI)(R10*4), Z4
+	VMULPS  Z4, Z3, Z4
+	VMULPS  Z0, Z2, Z5
+	VSUBPS  Z5, Z4, Z4
+	VMULPS  Z1, Z4, Z4
+	VMULPS  Z1, Z2, Z2
+	VMULPS  Z2, Z3, Z2
+	VMOVUPS (R9)(R10*4), Z3
+	VADDPS  Z2, Z3, Z3
+	VMOVUPS (R8)(R10*4), Z2
+	VADDPS  Z3, Z2, Z2
+	VMOVUPS Z2, (R8)(R10*4)
+	VMOVUPS Z4, (CX)(R10*4)
+	VMOVUPS 64(DX)(R10*4), Z2
+	VMOVUPS 64(BX)(R10*4), Z3
+	VMOVUPS 64(SI)(R10*4), Z4
+	VMULPS  Z4, Z3, Z4
+	VMULPS  Z0, Z2, Z5
+	VSUBPS  Z5, Z4, Z4
+	VMULPS  Z1, Z4, Z4
+	VMULPS  Z1, Z2, Z2
+	VMULPS  Z2, Z3, Z2
+	VMOVUPS 64(R9)(R10*4), Z3
+	VADDPS  Z2, Z3, Z3
+	VMOVUPS 64(R8)(R10*4), Z2
+	VADDPS  Z3, Z2, Z2
+	VMOVUPS Z2, 64(R8)(R10*4)
+	VMOVUPS Z4, 64(CX)(R10*4)
+	VMOVUPS 128(DX)(R10*4), Z2
+	VMOVUPS 128(BX)(R10*4), Z3
+	VMOVUPS 128(SI)(R10*4), Z4
+	VMULPS  Z4, Z3, Z4
+	VMULPS  Z0, Z2, Z5
+	VSUBPS  Z5, Z4, Z4
+	VMULPS  Z1, Z4, Z4
+	VMULPS  Z1, Z2, Z2
+	VMULPS  Z2, Z3, Z2
+	VMOVUPS 128(R9)(R10*4), Z3
+	VADDPS  Z2, Z3, Z3
+	VMOVUPS 128(R8)(R10*4), Z2
+	VADDPS  Z3, Z2, Z2
+	VMOVUPS Z2, 128(R8)(R10*4)
+	VMOVUPS Z4, 128(CX)(R10*4)
+	VMOVUPS 192(DX)(R10*4), Z2
+	VMOVUPS 192(BX)(R10*4), Z3
+	VMOVUPS 192(SI)(R10*4), Z4
+	VMULPS  Z4, Z3, Z4
+	VMULPS  Z0, Z2, Z5
+	VSUBPS  Z5, Z4, Z4
+	VMULPS  Z1, Z4, Z4
+	VMULPS  Z1, Z2, Z2
+	VMULPS  Z2, Z3, Z2
+	VMOVUPS 192(R9)(R10*4), Z3
+	VADDPS  Z2, Z3, Z3
+	VMOVUPS 192(R8)(R10*4), Z2
+	VADDPS  Z3, Z2, Z2
+	VMOVUPS Z2, 192(R8)(R10*4)
+	VMOVUPS Z4, 192(CX)(R10*4)
+	ADDQ    $0x00000040, R10
+	JMP     dxfuselastloop
+
+dxfuselastone:
+	ADDQ $0x00000030, R11
+
+dxfuselastoneloop:
+	CMPQ    R10, R11
+	JG      dxfuselastpart
+	VMOVUPS (DX)(R10*4), Z2
+	VMOVUPS (BX)(R10*4), Z3
+	VMOVUPS (SI)(R10*4), Z4
+	VMULPS  Z4, Z3, Z4
+	VMULPS  Z0, Z2, Z5
+	VSUBPS  Z5, Z4, Z4
+	VMULPS  Z1, Z4, Z4
+	VMULPS  Z1, Z2, Z2
+	VMULPS  Z2, Z3, Z2
+	VMOVUPS (R9)(R10*4), Z3
+	VADDPS  Z2, Z3, Z3
+	VMOVUPS (R8)(R10*4), Z2
+	VADDPS  Z3, Z2, Z2
+	VMOVUPS Z2, (R8)(R10*4)
+	VMOVUPS Z4, (CX)(R10*4)
+	ADDQ    $0x00000010, R10
+	JMP     dxfuselastoneloop
+
+dxfuselastpart:
+	MOVQ      job_d+0(AX), R11
+	SUBQ      R10, R11
+	JZ        rowdonefuselast
+	LEAQ      kmask<>+0(SB), R12
+	KMOVW     (R12)(R11*2), K1
+	VMOVUPS.Z (DX)(R10*4), K1, Z2
+	VMOVUPS.Z (BX)(R10*4), K1, Z3
+	VMOVUPS.Z (SI)(R10*4), K1, Z4
+	VMULPS    Z4, Z3, Z4
+	VMULPS    Z0, Z2, Z0
+	VSUBPS    Z0, Z4, Z4
+	VMULPS    Z1, Z4, Z4
+	VMULPS    Z1, Z2, Z0
+	VMULPS    Z0, Z3, Z0
+	VMOVUPS.Z (R9)(R10*4), K1, Z1
+	VADDPS    Z0, Z1, Z1
+	VMOVUPS.Z (R8)(R10*4), K1, Z0
+	VADDPS    Z1, Z0, Z0
+	VMOVUPS   Z0, K1, (R8)(R10*4)
+	VMOVUPS   Z4, K1, (CX)(R10*4)
+
+rowdonefuselast:
+	JMP rowdone
+
+dxfusesingle:
+	XORQ R9, R9
+	MOVQ job_d+0(AX), R10
+	SUBQ $0x00000040, R10
+
+dxfusesingleloop:
+	CMPQ    R9, R10
+	JG      dxfusesingleone
+	VMOVUPS (DX)(R9*4), Z2
+	VMOVUPS (BX)(R9*4), Z3
+	VMOVUPS (SI)(R9*4), Z4
+	VMULPS  Z4, Z3, Z4
+	VMULPS  Z0, Z2, Z5
+	VSUBPS  Z5, Z4, Z4
+	VMULPS  Z1, Z4, Z4
+	VMULPS  Z1, Z2, Z2
+	VMULPS  Z2, Z3, Z2
+	VMOVUPS (R8)(R9*4), Z3
+	VADDPS  Z2, Z3, Z3
+	VMOVUPS Z3, (R8)(R9*4)
+	VMOVUPS Z4, (CX)(R9*4)
+	VMOVUPS 64(DX)(R9*4), Z2
+	VMOVUPS 64(BX)(R9*4), Z3
+	VMOVUPS 64(SI)(R9*4), Z4
+	VMULPS  Z4, Z3, Z4
+	VMULPS  Z0, Z2, Z5
+	VSUBPS  Z5, Z4, Z4
+	VMULPS  Z1, Z4, Z4
+	VMULPS  Z1, Z2, Z2
+	VMULPS  Z2, Z3, Z2
+	VMOVUPS 64(R8)(R9*4), Z3
+	VADDPS  Z2, Z3, Z3
+	VMOVUPS Z3, 64(R8)(R9*4)
+	VMOVUPS Z4, 64(CX)(R9*4)
+	VMOVUPS 128(DX)(R9*4), Z2
+	VMOVUPS 128(BX)(R9*4), Z3
+	VMOVUPS 128(SI)(R9*4), Z4
+	VMULPS  Z4, Z3, Z4
+	VMULPS  Z0, Z2, Z5
+	VSUBPS  Z5, Z4, Z4
+	VMULPS  Z1, Z4, Z4
+	VMULPS  Z1, Z2, Z2
+	VMULPS  Z2, Z3, Z2
+	VMOVUPS 128(R8)(R9*4), Z3
+	VADDPS  Z2, Z3, Z3
+	VMOVUPS Z3, 128(R8)(R9*4)
+	VMOVUPS Z4, 128(CX)(R9*4)
+	VMOVUPS 192(DX)(R9*4), Z2
+	VMOVUPS 192(BX)(R9*4), Z3
+	VMOVUPS 192(SI)(R9*4), Z4
+	VMULPS  Z4, Z3, Z4
+	VMULPS  Z0, Z2, Z5
+	VSUBPS  Z5, Z4, Z4
+	VMULPS  Z1, Z4, Z4
+	VMULPS  Z1, Z2, Z2
+	VMULPS  Z2, Z3, Z2
+	VMOVUPS 192(R8)(R9*4), Z3
+	VADDPS  Z2, Z3, Z3
+	VMOVUPS Z3, 192(R8)(R9*4)
+	VMOVUPS Z4, 192(CX)(R9*4)
+	ADDQ    $0x00000040, R9
+	JMP     dxfusesingleloop
+
+dxfusesingleone:
+	ADDQ $0x00000030, R10
+
+dxfusesingleoneloop:
+	CMPQ    R9, R10
+	JG      dxfusesinglepart
+	VMOVUPS (DX)(R9*4), Z2
+	VMOVUPS (BX)(R9*4), Z3
+	VMOVUPS (SI)(R9*4), Z4
+	VMULPS  Z4, Z3, Z4
+	VMULPS  Z0, Z2, Z5
+	VSUBPS  Z5, Z4, Z4
+	VMULPS  Z1, Z4, Z4
+	VMULPS  Z1, Z2, Z2
+	VMULPS  Z2, Z3, Z2
+	VMOVUPS (R8)(R9*4), Z3
+	VADDPS  Z2, Z3, Z3
+	VMOVUPS Z3, (R8)(R9*4)
+	VMOVUPS Z4, (CX)(R9*4)
+	ADDQ    $0x00000010, R9
+	JMP     dxfusesingleoneloop
+
+dxfusesinglepart:
+	MOVQ      job_d+0(AX), R10
+	SUBQ      R9, R10
+	JZ        rowdonefusesingle
+	LEAQ      kmask<>+0(SB), R11
+	KMOVW     (R11)(R10*2), K1
+	VMOVUPS.Z (DX)(R9*4), K1, Z2
+	VMOVUPS.Z (BX)(R9*4), K1, Z3
+	VMOVUPS.Z (SI)(R9*4), K1, Z4
+	VMULPS    Z4, Z3, Z4
+	VMULPS    Z0, Z2, Z0
+	VSUBPS    Z0, Z4, Z4
+	VMULPS    Z1, Z4, Z4
+	VMULPS    Z1, Z2, Z0
+	VMULPS    Z0, Z3, Z0
+	VMOVUPS.Z (R8)(R9*4), K1, Z1
+	VADDPS    Z0, Z1, Z1
+	VMOVUPS   Z1, K1, (R8)(R9*4)
+	VMOVUPS   Z4, K1, (CX)(R9*4)
+
+rowdonefusesingle:
+rowdone:
+	// Next row.
+	ADDQ DI, DX
+	ADDQ DI, CX
+	ADDQ DI, BX
+	INCQ (SP)
+	JMP  row
+
+ret:
+	VZEROUPPER
+	MOVQ (SP), AX
+	MOVQ AX, ret+24(FP)
+	RET
+
+// func avx512BackwardOffset(j uintptr, from int, to int) int
+// Requires: AVX, AVX512F
+TEXT ·avx512BackwardOffset(SB), NOSPLIT, $16-32
+	// avx512BackwardOffset computes the gradient of rows [from, to) of the job: with g = dy*(1+w), c the
+	// contract's sum of g*x and s = ((inv*inv)*c)/d, dx = inv*(g - x*s); and, when the job has a
+	// weight gradient, the products dy*(x*inv) into the row block's partial sum (see gradBlock).
+	// It stops before the first row that needs the float64 path and returns that row's index, or to.
+	MOVQ j+0(FP), AX
+	MOVQ job_dst+0(AX), CX
+	MOVQ job_x+0(AX), DX
+	MOVQ job_dy+0(AX), BX
+	MOVQ job_w+0(AX), SI
+	MOVQ job_stride+0(AX), DI
+	SHLQ $0x02, DI
+
+	// fd = float32(d); rd = 1/d when d is a power of two (a/d is then a*rd exactly), else 0.
+	MOVQ       job_d+0(AX), R8
+	VMOVSS     one<>+0(SB), X0
+	VCVTSI2SSQ R8, X0, X0
+	VMOVSS     X0, 8(SP)
+	XORL       R10, R10
+	LEAQ       -1(R8), R9
+	TESTQ      R8, R9
+	JNZ        notpow2
+	BSFQ       R8, R9
+	MOVL       $0x0000007f, R10
+	SUBL       R9, R10
+	SHLL       $0x17, R10
+
+notpow2:
+	MOVL R10, 12(SP)
+
+	// Start at row from.
+	MOVQ  from+8(FP), R8
+	MOVQ  R8, (SP)
+	IMULQ DI, R8
+	ADDQ  R8, CX
+	ADDQ  R8, DX
+	ADDQ  R8, BX
+
+row:
+	MOVQ (SP), R8
+	CMPQ R8, to+16(FP)
+	JAE  ret
+
+	// Partial sums (ss true, c true): element i goes to partial i%64.
+	VMOVUPS      zero64<>+0(SB), Z0
+	VMOVUPS      zero64<>+0(SB), Z1
+	VMOVUPS      zero64<>+0(SB), Z2
+	VMOVUPS      zero64<>+0(SB), Z3
+	VMOVUPS      zero64<>+0(SB), Z4
+	VMOVUPS      zero64<>+0(SB), Z5
+	VMOVUPS      zero64<>+0(SB), Z6
+	VMOVUPS      zero64<>+0(SB), Z7
+	VBROADCASTSS one<>+0(SB), Z8
+	XORQ         R8, R8
+	MOVQ         job_d+0(AX), R9
+	SUBQ         $0x00000040, R9
+
+sumloop:
+	CMPQ    R8, R9
+	JG      sumtail
+	VMOVUPS (DX)(R8*4), Z9
+	VMULPS  Z9, Z9, Z10
+	VADDPS  Z10, Z0, Z0
+	VMOVUPS (BX)(R8*4), Z10
+	VMOVUPS (SI)(R8*4), Z11
+	VADDPS  Z8, Z11, Z11
+	VMULPS  Z11, Z10, Z10
+	VMULPS  Z9, Z10, Z10
+	VADDPS  Z10, Z4, Z4
+	VMOVUPS 64(DX)(R8*4), Z9
+	VMULPS  Z9, Z9, Z10
+	VADDPS  Z10, Z1, Z1
+	VMOVUPS 64(BX)(R8*4), Z10
+	VMOVUPS 64(SI)(R8*4), Z11
+	VADDPS  Z8, Z11, Z11
+	VMULPS  Z11, Z10, Z10
+	VMULPS  Z9, Z10, Z10
+	VADDPS  Z10, Z5, Z5
+	VMOVUPS 128(DX)(R8*4), Z9
+	VMULPS  Z9, Z9, Z10
+	VADDPS  Z10, Z2, Z2
+	VMOVUPS 128(BX)(R8*4), Z10
+	VMOVUPS 128(SI)(R8*4), Z11
+	VADDPS  Z8, Z11, Z11
+	VMULPS  Z11, Z10, Z10
+	VMULPS  Z9, Z10, Z10
+	VADDPS  Z10, Z6, Z6
+	VMOVUPS 192(DX)(R8*4), Z9
+	VMULPS  Z9, Z9, Z10
+	VADDPS  Z10, Z3, Z3
+	VMOVUPS 192(BX)(R8*4), Z10
+	VMOVUPS 192(SI)(R8*4), Z11
+	VADDPS  Z8, Z11, Z11
+	VMULPS  Z11, Z10, Z10
+	VMULPS  Z9, Z10, Z10
+	VADDPS  Z10, Z7, Z7
+	ADDQ    $0x00000040, R8
+	JMP     sumloop
+
+sumtail:
+	// Fewer than 64 elements remain: whole vectors, then one partial vector (its other lanes add +0).
+	MOVQ    job_d+0(AX), R9
+	SUBQ    R8, R9
+	CMPQ    R9, $0x00000010
+	JL      sumpart0
+	VMOVUPS (DX)(R8*4), Z9
+	VMULPS  Z9, Z9, Z10
+	VADDPS  Z10, Z0, Z0
+	VMOVUPS (BX)(R8*4), Z10
+	VMOVUPS (SI)(R8*4), Z11
+	VADDPS  Z8, Z11, Z11
+	VMULPS  Z11, Z10, Z10
+	VMULPS  Z9, Z10, Z10
+	VADDPS  Z10, Z4, Z4
+	CMPQ    R9, $0x00000020
+	JL      sumpart1
+	VMOVUPS 64(DX)(R8*4), Z9
+	VMULPS  Z9, Z9, Z10
+	VADDPS  Z10, Z1, Z1
+	VMOVUPS 64(BX)(R8*4), Z10
+	VMOVUPS 64(SI)(R8*4), Z11
+	VADDPS  Z8, Z11, Z11
+	VMULPS  Z11, Z10, Z10
+	VMULPS  Z9, Z10, Z10
+	VADDPS  Z10, Z5, Z5
+	CMPQ    R9, $0x00000030
+	JL      sumpart2
+	VMOVUPS 128(DX)(R8*4), Z9
+	VMULPS  Z9, Z9, Z10
+	VADDPS  Z10, Z2, Z2
+	VMOVUPS 128(BX)(R8*4), Z10
+	VMOVUPS 128(SI)(R8*4), Z11
+	VADDPS  Z8, Z11, Z11
+	VMULPS  Z11, Z10, Z10
+	VMULPS  Z9, Z10, Z10
+	VADDPS  Z10, Z6, Z6
+	CMPQ    R9, $0x00000040
+	JL      sumpart3
+	VMOVUPS 192(DX)(R8*4), Z9
+	VMULPS  Z9, Z9, Z10
+	VADDPS  Z10, Z3, Z3
+	VMOVUPS 192(BX)(R8*4), Z10
+	VMOVUPS 192(SI)(R8*4), Z11
+	VADDPS  Z8, Z11, Z11
+	VMULPS  Z11, Z10, Z10
+	VMULPS  Z9, Z10, Z10
+	VADDPS  Z10, Z7, Z7
+	JMP     sumdone
+
+sumpart0:
+	SUBQ      $0x00000000, R9
+	JZ        sumdone
+	LEAQ      kmask<>+0(SB), R10
+	KMOVW     (R10)(R9*2), K1
+	VMOVUPS.Z (DX)(R8*4), K1, Z9
+	VMULPS    Z9, Z9, Z10
+	VADDPS    Z10, Z0, Z0
+	VMOVUPS.Z (BX)(R8*4), K1, Z10
+	VMOVUPS.Z (SI)(R8*4), K1, Z11
+	VADDPS    Z8, Z11, Z11
+	VMULPS    Z11, Z10, Z10
+	VMULPS    Z9, Z10, Z10
+	VADDPS    Z10, Z4, Z4
+	JMP       sumdone
+
+sumpart1:
+	SUBQ      $0x00000010, R9
+	JZ        sumdone
+	LEAQ      kmask<>+0(SB), R10
+	KMOVW     (R10)(R9*2), K1
+	VMOVUPS.Z 64(DX)(R8*4), K1, Z9
+	VMULPS    Z9, Z9, Z10
+	VADDPS    Z10, Z1, Z1
+	VMOVUPS.Z 64(BX)(R8*4), K1, Z10
+	VMOVUPS.Z 64(SI)(R8*4), K1, Z11
+	VADDPS    Z8, Z11, Z11
+	VMULPS    Z11, Z10, Z10
+	VMULPS    Z9, Z10, Z10
+	VADDPS    Z10, Z5, Z5
+	JMP       sumdone
+
+sumpart2:
+	SUBQ      $0x00000020, R9
+	JZ        sumdone
+	LEAQ      kmask<>+0(SB), R10
+	KMOVW     (R10)(R9*2), K1
+	VMOVUPS.Z 128(DX)(R8*4), K1, Z9
+	VMULPS    Z9, Z9, Z10
+	VADDPS    Z10, Z2, Z2
+	VMOVUPS.Z 128(BX)(R8*4), K1, Z10
+	VMOVUPS.Z 128(SI)(R8*4), K1, Z11
+	VADDPS    Z8, Z11, Z11
+	VMULPS    Z11, Z10, Z10
+	VMULPS    Z9, Z10, Z10
+	VADDPS    Z10, Z6, Z6
+	JMP       sumdone
+
+sumpart3:
+	SUBQ      $0x00000030, R9
+	JZ        sumdone
+	LEAQ      kmask<>+0(SB), R10
+	KMOVW     (R10)(R9*2), K1
+	VMOVUPS.Z 192(DX)(R8*4), K1, Z9
+	VMULPS    Z9, Z9, Z10
+	VADDPS    Z10, Z3, Z3
+	VMOVUPS.Z 192(BX)(R8*4), K1, Z10
+	VMOVUPS.Z 192(SI)(R8*4), K1, Z11
+	VADDPS    Z8, Z11, Z11
+	VMULPS    Z11, Z10, Z10
+	VMULPS    Z9, Z10, Z10
+	VADDPS    Z10, Z7, Z7
+
+sumdone:
+	VADDPS     Z2, Z0, Z0
+	VADDPS     Z3, Z1, Z1
+	VADDPS     Z1, Z0, Z0
+	VADDPS     Z6, Z4, Z4
+	VADDPS     Z7, Z5, Z5
+	VADDPS     Z5, Z4, Z4
+	VSHUFF64X2 $0xee, Z0, Z0, Z1
+	VADDPS     Z1, Z0, Z0
+	VSHUFF32X4 $0x01, Z0, Z0, Z1
+	VADDPS     Z1, Z0, Z0
+	VPERMILPS  $0x4e, Z0, Z1
+	VADDPS     Z1, Z0, Z0
+	VPERMILPS  $0xb1, Z0, Z1
+	VADDPS     Z1, Z0, Z0
+
+	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
+	CMPL   12(SP), $0x00
+	JE     divide1
+	VMULSS 12(SP), X0, X0
+	JMP    divided2
+
+divide1:
+	VDIVSS 8(SP), X0, X0
+
+divided2:
+	VADDSS   job_eps+0(AX), X0, X0
+	VUCOMISS tlo<>+0(SB), X0
+	JCS      ret
+	VUCOMISS tmax<>+0(SB), X0
+	JHI      ret
+	MOVQ     job_inv+0(AX), R8
+	TESTQ    R8, R8
+	JZ       computeinv
+	MOVQ     (SP), R9
+	VMOVSS   (R8)(R9*4), X1
+	JMP      haveinv
+
+computeinv:
+	VSQRTSS X0, X0, X0
+	VMOVSS  one<>+0(SB), X1
+	VDIVSS  X0, X1, X1
+
+haveinv:
+	VSHUFF64X2 $0xee, Z4, Z4, Z0
+	VADDPS     Z0, Z4, Z4
+	VSHUFF32X4 $0x01, Z4, Z4, Z0
+	VADDPS     Z0, Z4, Z4
+	VPERMILPS  $0x4e, Z4, Z0
+	VADDPS     Z0, Z4, Z4
+	VPERMILPS  $0xb1, Z4, Z0
+	VADDPS     Z0, Z4, Z4
+
+	// s = ((inv*inv)*c)/d
+	VMULSS X1, X1, X0
+	VMULSS X4, X0, X0
+	CMPL   12(SP), $0x00
+	JE     divide3
+	VMULSS 12(SP), X0, X0
+	JMP    divided4
+
+divide3:
+	VDIVSS 8(SP), X0, X0
+
+divided4:
+	VBROADCASTSS X1, Z1
+	VBROADCASTSS X0, Z0
+	VBROADCASTSS one<>+0(SB), Z2
+
+	// Which weight-gradient operation this row does.
+	MOVQ  job_dw+0(AX), R8
+	TESTQ R8, R8
+	JZ    dxnone
+	MOVQ  (SP), R10
+	MOVQ  R10, R11
+	ANDQ  $0x1f, R11
+	MOVQ  job_acc+0(AX), R9
+	XORQ  R12, R12
+	CMPQ  R11, $0x1f
+	JE    islast
+	INCQ  R10
+	CMPQ  R10, job_rows+0(AX)
+	JNE   notlast
+
+islast:
+	MOVQ $0x00000001, R12
+
+notlast:
+	TESTL $0x00000004, job_flags+0(AX)
+	JNZ   fused
+
+	// Each block in its slot: P at acc + (row/32 - blk0)*d*4.
+	MOVQ  (SP), R8
+	SHRQ  $0x05, R8
+	SUBQ  job_blk0+0(AX), R8
+	IMULQ job_d+0(AX), R8
+	LEAQ  (R9)(R8*4), R9
+	TESTQ R11, R11
+	JZ    dxset
+	JMP   dxadd
+
+fused:
+	TESTQ R11, R11
+	JNZ   fusednotfirst
+	TESTQ R12, R12
+	JNZ   dxfusesingle
+	JMP   dxset
+
+fusednotfirst:
+	TESTQ R12, R12
+	JNZ   dxfuselast
+	JMP   dxadd
+
+dxnone:
+	XORQ R8, R8
+	MOVQ job_d+0(AX), R9
+	SUBQ $0x00000040, R9
+
+dxnoneloop:
+	CMPQ    R8, R9
+	JG      dxnoneone
+	VMOVUPS (DX)(R8*4), Z3
+	VMOVUPS (BX)(R8*4), Z4
+	VMOVUPS (SI)(R8*4), Z5
+	VADDPS  Z2, Z5, Z5
+	VMULPS  Z5, Z4, Z4
+	VMULPS  Z0, Z3, Z3
+	VSUBPS  Z3, Z4, Z4
+	VMULPS  Z1, Z4, Z4
+	VMOVUPS Z4, (CX)(R8*4)
+	VMOVUPS 64(DX)(R8*4), Z3
+	VMOVUPS 64(BX)(R8*4), Z4
+	VMOVUPS 64(SI)(R8*4), Z5
+	VADDPS  Z2, Z5, Z5
+	VMULPS  Z5, Z4, Z4
+	VMULPS  Z0, Z3, Z3
+	VSUBPS  Z3, Z4, Z4
+	VMULPS  Z1, Z4, Z4
+	VMOVUPS Z4, 64(CX)(R8*4)
+	VMOVUPS 128(DX)(R8*4), Z3
+	VMOVUPS 128(BX)(R8*4), Z4
+	VMOVUPS 128(SI)(R8*4), Z5
+	VADDPS  Z2, Z5, Z5
+	VMULPS  Z5, Z4, Z4
+	VMULPS  Z0, Z3, Z3
+	VSUBPS  Z3, Z4, Z4
+	VMULPS  Z1, Z4, Z4
+	VMOVUPS Z4, 128(CX)(R8*4)
+	VMOVUPS 192(DX)(R8*4), Z3
+	VMOVUPS 192(BX)(R8*4), Z4
+	VMOVUPS 192(SI)(R8*4), Z5
+	VADDPS  Z2, Z5, Z5
+	VMULPS  Z5, Z4, Z4
+	VMULPS  Z0, Z3, Z3
+	VSUBPS  Z3, Z4, Z4
+	VMULPS  Z1, Z4, Z4
+	VMOVUPS Z4, 192(CX)(R8*4)
+	ADDQ    $0x00000040, R8
+	JMP     dxnoneloop
+
+dxnoneone:
+	ADDQ $0x00000030, R9
+
+dxnoneoneloop:
+	CMPQ    R8, R9
+	JG      dxnonepart
+	VMOVUPS (DX)(R8*4), Z3
+	VMOVUPS (BX)(R8*4), Z4
+	VMOVUPS (SI)(R8*4), Z5
+	VADDPS  Z2, Z5, Z5
+	VMULPS  Z5, Z4, Z4
+	VMULPS  Z0, Z3, Z3
+	VSUBPS  Z3, Z4, Z4
+	VMULPS  Z1, Z4, Z4
+	VMOVUPS Z4, (CX)(R8*4)
+	ADDQ    $0x00000010, R8
+	JMP     dxnoneoneloop
+
+dxnonepart:
+	MOVQ      job_d+0(AX), R9
+	SUBQ      R8, R9
+	JZ        rowdonenone
+	LEAQ      kmask<>+0(SB), R10
+	KMOVW     (R10)(R9*2), K1
+	VMOVUPS.Z (DX)(R8*4), K1, Z3
+	VMOVUPS.Z (BX)(R8*4), K1, Z4
+	VMOVUPS.Z (SI)(R8*4), K1, Z5
+	VADDPS    Z2, Z5, Z5
+	VMULPS    Z5, Z4, Z2
+	VMULPS    Z0, Z3, Z0
+	VSUBPS    Z0, Z2, Z2
+	VMULPS    Z1, Z2, Z2
+	VMOVUPS   Z2, K1, (CX)(R8*4)
+
+rowdonenone:
+	JMP rowdone
+
+dxset:
+	XORQ R8, R8
+	MOVQ job_d+0(AX), R10
+	SUBQ $0x00000040, R10
+
+dxsetloop:
+	CMPQ    R8, R10
+	JG      dxsetone
+	VMOVUPS (DX)(R8*4), Z3
+	VMOVUPS (BX)(R8*4), Z4
+	VMOVUPS (SI)(R8*4), Z5
+	VADDPS  Z2, Z5, Z5
+	VMULPS  Z5, Z4, Z5
+	VMULPS  Z0, Z3, Z6
+	VSUBPS  Z6, Z5, Z5
+	VMULPS  Z1, Z5, Z5
+	VMULPS  Z1, Z3, Z3
+	VMULPS  Z3, Z4, Z3
+	VMOVUPS Z3, (R9)(R8*4)
+	VMOVUPS Z5, (CX)(R8*4)
+	VMOVUPS 64(DX)(R8*4), Z3
+	VMOVUPS 64(BX)(R8*4), Z4
+	VMOVUPS 64(SI)(R8*4), Z5
+	VADDPS  Z2, Z5, Z5
+	VMULPS  Z5, Z4, Z5
+	VMULPS  Z0, Z3, Z6
+	VSUBPS  Z6, Z5, Z5
+	VMULPS  Z1, Z5, Z5
+	VMULPS  Z1, Z3, Z3
+	VMULPS  Z3, Z4, Z3
+	VMOVUPS Z3, 64(R9)(R8*4)
+	VMOVUPS Z5, 64(CX)(R8*4)
+	VMOVUPS 128(DX)(R8*4), Z3
+	VMOVUPS 128(BX)(R8*4), Z4
+	VMOVUPS 128(SI)(R8*4), Z5
+	VADDPS  Z2, Z5, Z5
+	VMULPS  Z5, Z4, Z5
+	VMULPS  Z0, Z3, Z6
+	VSUBPS  Z6, Z5, Z5
+	VMULPS  Z1, Z5, Z5
+	VMULPS  Z1, Z3, Z3
+	VMULPS  Z3, Z4, Z3
+	VMOVUPS Z3, 128(R9)(R8*4)
+	VMOVUPS Z5, 128(CX)(R8*4)
+	VMOVUPS 192(DX)(R8*4), Z3
+	VMOVUPS 192(BX)(R8*4), Z4
+	VMOVUPS 192(SI)(R8*4), Z5
+	VADDPS  Z2, Z5, Z5
+	VMULPS  Z5, Z4, Z5
+	VMULPS  Z0, Z3, Z6
+	VSUBPS  Z6, Z5, Z5
+	VMULPS  Z1, Z5, Z5
+	VMULPS  Z1, Z3, Z3
+	VMULPS  Z3, Z4, Z3
+	VMOVUPS Z3, 192(R9)(R8*4)
+	VMOVUPS Z5, 192(CX)(R8*4)
+	ADDQ    $0x00000040, R8
+	JMP     dxsetloop
+
+dxsetone:
+	ADDQ $0x00000030, R10
+
+dxsetoneloop:
+	CMPQ    R8, R10
+	JG      dxsetpart
+	VMOVUPS (DX)(R8*4), Z3
+	VMOVUPS (BX)(R8*4), Z4
+	VMOVUPS (SI)(R8*4), Z5
+	VADDPS  Z2, Z5, Z5
+	VMULPS  Z5, Z4, Z5
+	VMULPS  Z0, Z3, Z6
+	VSUBPS  Z6, Z5, Z5
+	VMULPS  Z1, Z5, Z5
+	VMULPS  Z1, Z3, Z3
+	VMULPS  Z3, Z4, Z3
+	VMOVUPS Z3, (R9)(R8*4)
+	VMOVUPS Z5, (CX)(R8*4)
+	ADDQ    $0x00000010, R8
+	JMP     dxsetoneloop
+
+dxsetpart:
+	MOVQ      job_d+0(AX), R10
+	SUBQ      R8, R10
+	JZ        rowdoneset
+	LEAQ      kmask<>+0(SB), R11
+	KMOVW     (R11)(R10*2), K1
+	VMOVUPS.Z (DX)(R8*4), K1, Z3
+	VMOVUPS.Z (BX)(R8*4), K1, Z4
+	VMOVUPS.Z (SI)(R8*4), K1, Z5
+	VADDPS    Z2, Z5, Z5
+	VMULPS    Z5, Z4, Z2
+	VMULPS    Z0, Z3, Z0
+	VSUBPS    Z0, Z2, Z2
+	VMULPS    Z1, Z2, Z2
+	VMULPS    Z1, Z3, Z0
+	VMULPS    Z0, Z4, Z0
+	VMOVUPS   Z0, K1, (R9)(R8*4)
+	VMOVUPS   Z2, K1, (CX)(R8*4)
+
+rowdoneset:
+	JMP rowdone
+
+dxadd:
+	XORQ R8, R8
+	MOVQ job_d+0(AX), R10
+	SUBQ $0x00000040, R10
+
+dxaddloop:
+	CMPQ    R8, R10
+	JG      dxaddone
+	VMOVUPS (DX)(R8*4), Z3
+	VMOVUPS (BX)(R8*4), Z4
+	VMOVUPS (SI)(R8*4), Z5
+	VADDPS  Z2, Z5, Z5
+	VMULPS  Z5, Z4, Z5
+	VMULPS  Z0, Z3, Z6
+	VSUBPS  Z6, Z5, Z5
+	VMULPS  Z1, Z5, Z5
+	VMULPS  Z1, Z3, Z3
+	VMULPS  Z3, Z4, Z3
+	VMOVUPS (R9)(R8*4), Z4
+	VADDPS  Z3, Z4, Z4
+	VMOVUPS Z4, (R9)(R8*4)
+	VMOVUPS Z5, (CX)(R8*4)
+	VMOVUPS 64(DX)(R8*4), Z3
+	VMOVUPS 64(BX)(R8*4), Z4
+	VMOVUPS 64(SI)(R8*4), Z5
+	VADDPS  Z2, Z5, Z5
+	VMULPS  Z5, Z4, Z5
+	VMULPS  Z0, Z3, Z6
+	VSUBPS  Z6, Z5, Z5
+	VMULPS  Z1, Z5, Z5
+	VMULPS  Z1, Z3, Z3
+	VMULPS  Z3, Z4, Z3
+	VMOVUPS 64(R9)(R8*4), Z4
+	VADDPS  Z3, Z4, Z4
+	VMOVUPS Z4, 64(R9)(R8*4)
+	VMOVUPS Z5, 64(CX)(R8*4)
+	VMOVUPS 128(DX)(R8*4), Z3
+	VMOVUPS 128(BX)(R8*4), Z4
+	VMOVUPS 128(SI)(R8*4), Z5
+	VADDPS  Z2, Z5, Z5
+	VMULPS  Z5, Z4, Z5
+	VMULPS  Z0, Z3, Z6
+	VSUBPS  Z6, Z5, Z5
+	VMULPS  Z1, Z5, Z5
+	VMULPS  Z1, Z3, Z3
+	VMULPS  Z3, Z4, Z3
+	VMOVUPS 128(R9)(R8*4), Z4
+	VADDPS  Z3, Z4, Z4
+	VMOVUPS Z4, 128(R9)(R8*4)
+	VMOVUPS Z5, 128(CX)(R8*4)
+	VMOVUPS 192(DX)(R8*4), Z3
+	VMOVUPS 192(BX)(R8*4), Z4
+	VMOVUPS 192(SI)(R8*4), Z5
+	VADDPS  Z2, Z5, Z5
+	VMULPS  Z5, Z4, Z5
+	VMULPS  Z0, Z3, Z6
+	VSUBPS  Z6, Z5, Z5
+	VMULPS  Z1, Z5, Z5
+	VMULPS  Z1, Z3, Z3
+	VMULPS  Z3, Z4, Z3
+	VMOVUPS 192(R9)(R8*4), Z4
+	VADDPS  Z3, Z4, Z4
+	VMOVUPS Z4, 192(R9)(R8*4)
+	VMOVUPS Z5, 192(CX)(R8*4)
+	ADDQ    $0x00000040, R8
+	JMP     dxaddloop
+
+dxaddone:
+	ADDQ $0x00000030, R10
+
+dxaddoneloop:
+	CMPQ    R8, R10
+	JG      dxaddpart
+	VMOVUPS (DX)(R8*4), Z3
+	VMOVUPS (BX)(R8*4), Z4
+	VMOVUPS (SI)(R8*4), Z5
+	VADDPS  Z2, Z5, Z5
+	VMULPS  Z5, Z4, Z5
+	VMULPS  Z0, Z3, Z6
+	VSUBPS  Z6, Z5, Z5
+	VMULPS  Z1, Z5, Z5
+	VMULPS  Z1, Z3, Z3
+	VMULPS  Z3, Z4, Z3
+	VMOVUPS (R9)(R8*4), Z4
+	VADDPS  Z3, Z4, Z4
+	VMOVUPS Z4, (R9)(R8*4)
+	VMOVUPS Z5, (CX)(R8*4)
+	ADDQ    $0x00000010, R8
+	JMP     dxaddoneloop
+
+dxaddpart:
+	MOVQ      job_d+0(AX), R10
+	SUBQ      R8, R10
+	JZ        rowdoneadd
+	LEAQ      kmask<>+0(SB), R11
+	KMOVW     (R11)(R10*2), K1
+	VMOVUPS.Z (DX)(R8*4), K1, Z3
+	VMOVUPS.Z (BX)(R8*4), K1, Z4
+	VMOVUPS.Z (SI)(R8*4), K1, Z5
+	VADDPS    Z2, Z5, Z5
+	VMULPS    Z5, Z4, Z2
+	VMULPS    Z0, Z3, Z0
+	VSUBPS    Z0, Z2, Z2
+	VMULPS    Z1, Z2, Z2
+	VMULPS    Z1, Z3, Z0
+	VMULPS    Z0, Z4, Z0
+	VMOVUPS.Z (R9)(R8*4), K1, Z1
+	VADDPS    Z0, Z1, Z1
+	VMOVUPS   Z1, K1, (R9)(R8*4)
+	VMOVUPS   Z2, K1, (CX)(R8*4)
+
+rowdoneadd:
+	JMP rowdone
+
+dxfuselast:
+	XORQ R10, R10
+	MOVQ job_d+0(AX), R11
+	SUBQ $0x00000040, R11
+
+dxfuselastloop:
+	CMPQ    R10, R11
+	JG      dxfuselastone
+	VMOVUPS (DX)(R10*4), Z3
+	VMOVUPS (BX)(R10*4), Z4
+	VMOVUPS (SI)(R10*4), Z5
+	VADDPS  Z2, Z5, Z5
+	VMULPS  Z5, Z4, Z5
+	VMULPS  Z0, Z3, Z6
+	VSUBPS  Z6, Z5, Z5
+	VMULPS  Z1, Z5, Z5
+	VMULPS  Z1, Z3, Z3
+	VMULPS  Z3, Z4, Z3
+	VMOVUPS (R9)(R10*4), Z4
+	VADDPS  Z3, Z4, Z4
+	VMOVUPS (R8)(R10*4), Z3
+	VADDPS  Z4, Z3, Z3
+	VMOVUPS Z3, (R8)(R10*4)
+	VMOVUPS Z5, (CX)(R10*4)
+	VMOVUPS 64(DX)(R10*4), Z3
+	VMOVUPS 64(BX)(R10*4), Z4
+	VMOVUPS 64(SI)(R10*4), Z5
+	VADDPS  Z2, Z5, Z5
+	VMULPS  Z5, Z4, Z5
+	VMULPS  Z0, Z3, Z6
+	VSUBPS  Z6, Z5, Z5
+	VMULPS  Z1, Z5, Z5
+	VMULPS  Z1, Z3, Z3
+	VMULPS  Z3, Z4, Z3
+	VMOVUPS 64(R9)(R10*4), Z4
+	VADDPS  Z3, Z4, Z4
+	VMOVUPS 64(R8)(R10*4), Z3
+	VADDPS  Z4, Z3, Z3
+	VMOVUPS Z3, 64(R8)(R10*4)
+	VMOVUPS Z5, 64(CX)(R10*4)
+	VMOVUPS 128(DX)(R10*4), Z3
+	VMOVUPS 128(BX)(R10*4), Z4
+	VMOVUPS 128(SI)(R10*4), Z5
+	VADDPS  Z2, Z5, Z5
+	VMULPS  Z5, Z4, Z5
+	VMULPS  Z0, Z3, Z6
+	VSUBPS  Z6, Z5, Z5
+	VMULPS  Z1, Z5, Z5
+	VMULPS  Z1, Z3, Z3
+	VMULPS  Z3, Z4, Z3
+	VMOVUPS 128(R9)(R10*4), Z4
+	VADDPS  Z3, Z4, Z4
+	VMOVUPS 128(R8)(R10*4), Z3
+	VADDPS  Z4, Z3, Z3
+	VMOVUPS Z3, 128(R8)(R10*4)
+	VMOVUPS Z5, 128(CX)(R10*4)
+	VMOVUPS 192(DX)(R10*4), Z3
+	VMOVUPS 192(BX)(R10*4), Z4
+	VMOVUPS 192(SI)(R10*4), Z5
+	VADDPS  Z2, Z5, Z5
+	VMULPS  Z5, Z4, Z5
+	VMULPS  Z0, Z3, Z6
+	VSUBPS  Z6, Z5, Z5
+	VMULPS  Z1, Z5, Z5
+	VMULPS  Z1, Z3, Z3
+	VMULPS  Z3, Z4, Z3
+	VMOVUPS 192(R9)(R10*4), Z4
+	VADDPS  Z3, Z4, Z4
+	VMOVUPS 192(R8)(R10*4), Z3
+	VADDPS  Z4, Z3, Z3
+	VMOVUPS Z3, 192(R8)(R10*4)
+	VMOVUPS Z5, 192(CX)(R10*4)
+	ADDQ    $0x00000040, R10
+	JMP     dxfuselastloop
+
+dxfuselastone:
+	ADDQ $0x00000030, R11
+
+dxfuselastoneloop:
+	CMPQ    R10, R11
+	JG      dxfuselastpart
+	VMOVUPS (DX)(R10*4), Z3
+	VMOVUPS (BX)(R10*4), Z4
+	VMOVUPS (SI)(R10*4), Z5
+	VADDPS  Z2, Z5, Z5
+	VMULPS  Z5, Z4, Z5
+	VMULPS  Z0, Z3, Z6
+	VSUBPS  Z6, Z5, Z5
+	VMULPS  Z1, Z5, Z5
+	VMULPS  Z1, Z3, Z3
+	VMULPS  Z3, Z4, Z3
+	VMOVUPS (R9)(R10*4), Z4
+	VADDPS  Z3, Z4, Z4
+	VMOVUPS (R8)(R10*4), Z3
+	VADDPS  Z4, Z3, Z3
+	VMOVUPS Z3, (R8)(R10*4)
+	VMOVUPS Z5, (CX)(R10*4)
+	ADDQ    $0x00000010, R10
+	JMP     dxfuselastoneloop
+
+dxfuselastpart:
+	MOVQ      job_d+0(AX), R11
+	SUBQ      R10, R11
+	JZ        rowdonefuselast
+	LEAQ      kmask<>+0(SB), R12
+	KMOVW     (R12)(R11*2), K1
+	VMOVUPS.Z (DX)(R10*4), K1, Z3
+	VMOVUPS.Z (BX)(R10*4), K1, Z4
+	VMOVUPS.Z (SI)(R10*4), K1, Z5
+	VADDPS    Z2, Z5, Z5
+	VMULPS    Z5, Z4, Z2
+	VMULPS    Z0, Z3, Z0
+	VSUBPS    Z0, Z2, Z2
+	VMULPS    Z1, Z2, Z2
+	VMULPS    Z1, Z3, Z0
+	VMULPS    Z0, Z4, Z0
+	VMOVUPS.Z (R9)(R10*4), K1, Z1
+	VADDPS    Z0, Z1, Z1
+	VMOVUPS.Z (R8)(R10*4), K1, Z0
+	VADDPS    Z1, Z0, Z0
+	VMOVUPS   Z0, K1, (R8)(R10*4)
+	VMOVUPS   Z2, K1, (CX)(R10*4)
+
+rowdonefuselast:
+	JMP rowdone
+
+dxfusesingle:
+	XORQ R9, R9
+	MOVQ job_d+0(AX), R10
+	SUBQ $0x00000040, R10
+
+dxfusesingleloop:
+	CMPQ    R9, R10
+	JG      dxfusesingleone
+	VMOVUPS (DX)(R9*4), Z3
+	VMOVUPS (BX)(R9*4), Z4
+	VMOVUPS (SI)(R9*4), Z5
+	VADDPS  Z2, Z5, Z5
+	VMULPS  Z5, Z4, Z5
+	VMULPS  Z0, Z3, Z6
+	VSUBPS  Z6, Z5, Z5
+	VMULPS  Z1, Z5, Z5
+	VMULPS  Z1, Z3, Z3
+	VMULPS  Z3, Z4, Z3
+	VMOVUPS (R8)(R9*4), Z4
+	VADDPS  Z3, Z4, Z4
+	VMOVUPS Z4, (R8)(R9*4)
+	VMOVUPS Z5, (CX)(R9*4)
+	VMOVUPS 64(DX)(R9*4), Z3
+	VMOVUPS 64(BX)(R9*4), Z4
+	VMOVUPS 64(SI)(R9*4), Z5
+	VADDPS  Z2, Z5, Z5
+	VMULPS  Z5, Z4, Z5
+	VMULPS  Z0, Z3, Z6
+	VSUBPS  Z6, Z5, Z5
+	VMULPS  Z1, Z5, Z5
+	VMULPS  Z1, Z3, Z3
+	VMULPS  Z3, Z4, Z3
+	VMOVUPS 64(R8)(R9*4), Z4
+	VADDPS  Z3, Z4, Z4
+	VMOVUPS Z4, 64(R8)(R9*4)
+	VMOVUPS Z5, 64(CX)(R9*4)
+	VMOVUPS 128(DX)(R9*4), Z3
+	VMOVUPS 128(BX)(R9*4), Z4
+	VMOVUPS 128(SI)(R9*4), Z5
+	VADDPS  Z2, Z5, Z5
+	VMULPS  Z5, Z4, Z5
+	VMULPS  Z0, Z3, Z6
+	VSUBPS  Z6, Z5, Z5
+	VMULPS  Z1, Z5, Z5
+	VMULPS  Z1, Z3, Z3
+	VMULPS  Z3, Z4, Z3
+	VMOVUPS 128(R8)(R9*4), Z4
+	VADDPS  Z3, Z4, Z4
+	VMOVUPS Z4, 128(R8)(R9*4)
+	VMOVUPS Z5, 128(CX)(R9*4)
+	VMOVUPS 192(DX)(R9*4), Z3
+	VMOVUPS 192(BX)(R9*4), Z4
+	VMOVUPS 192(SI)(R9*4), Z5
+	VADDPS  Z2, Z5, Z5
+	VMULPS  Z5, Z4, Z5
+	VMULPS  Z0, Z3, Z6
+	VSUBPS  Z6, Z5, Z5
+	VMULPS  Z1, Z5, Z5
+	VMULPS  Z1, Z3, Z3
+	VMULPS  Z3, Z4, Z3
+	VMOVUPS 192(R8)(R9*4), Z4
+	VADDPS  Z3, Z4, Z4
+	VMOVUPS Z4, 192(R8)(R9*4)
+	VMOVUPS Z5, 192(CX)(R9*4)
+	ADDQ    $0x00000040, R9
+	JMP     dxfusesingleloop
+
+dxfusesingleone:
+	ADDQ $0x00000030, R10
+
+dxfusesingleoneloop:
+	CMPQ    R9, R10
+	JG      dxfusesinglepart
+	VMOVUPS (DX)(R9*4), Z3
+	VMOVUPS (BX)(R9*4), Z4
+	VMOVUPS (SI)(R9*4), Z5
+	VADDPS  Z2, Z5, Z5
+	VMULPS  Z5, Z4, Z5
+	VMULPS  Z0, Z3, Z6
+	VSUBPS  Z6, Z5, Z5
+	VMULPS  Z1, Z5, Z5
+	VMULPS  Z1, Z3, Z3
+	VMULPS  Z3, Z4, Z3
+	VMOVUPS (R8)(R9*4), Z4
+	VADDPS  Z3, Z4, Z4
+	VMOVUPS Z4, (R8)(R9*4)
+	VMOVUPS Z5, (CX)(R9*4)
+	ADDQ    $0x00000010, R9
+	JMP     dxfusesingleoneloop
+
+dxfusesinglepart:
+	MOVQ      job_d+0(AX), R10
+	SUBQ      R9, R10
+	JZ        rowdonefusesingle
+	LEAQ      kmask<>+0(SB), R11
+	KMOVW     (R11)(R10*2), K1
+	VMOVUPS.Z (DX)(R9*4), K1, Z3
+	VMOVUPS.Z (BX)(R9*4), K1, Z4
+	VMOVUPS.Z (SI)(R9*4), K1, Z5
+	VADDPS    Z2, Z5, Z5
+	VMULPS    Z5, Z4, Z2
+	VMULPS    Z0, Z3, Z0
+	VSUBPS    Z0, Z2, Z2
+	VMULPS    Z1, Z2, Z2
+	VMULPS    Z1, Z3, Z0
+	VMULPS    Z0, Z4, Z0
+	VMOVUPS.Z (R8)(R9*4), K1, Z1
+	VADDPS    Z0, Z1, Z1
+	VMOVUPS   Z1, K1, (R8)(R9*4)
+	VMOVUPS   Z2, K1, (CX)(R9*4)
+
+rowdonefusesingle:
+rowdone:
+	// Next row.
+	ADDQ DI, DX
+	ADDQ DI, CX
+	ADDQ DI, BX
+	INCQ (SP)
+	JMP  row
+
+ret:
+	VZEROUPPER
+	MOVQ (SP), AX
+	MOVQ AX, ret+24(FP)
+	RET
+
+// func avx512BackwardUnweighted(j uintptr, from int, to int) int
+// Requires: AVX, AVX512F
+TEXT ·avx512BackwardUnweighted(SB), NOSPLIT, $16-32
+	// avx512BackwardUnweighted computes the gradient of rows [from, to) of the job: with g = dy, c the
+	// contract's sum of g*x and s = ((inv*inv)*c)/d, dx = inv*(g - x*s); and, when the job has a
+	// weight gradient, the products dy*(x*inv) into the row block's partial sum (see gradBlock).
+	// It stops before the first row that needs the float64 path and returns that row's index, or to.
+	MOVQ j+0(FP), AX
+	MOVQ job_dst+0(AX), CX
+	MOVQ job_x+0(AX), DX
+	MOVQ job_dy+0(AX), BX
+	MOVQ job_stride+0(AX), SI
+	SHLQ $0x02, SI
+
+	// fd = float32(d); rd = 1/d when d is a power of two (a/d is then a*rd exactly), else 0.
+	MOVQ       job_d+0(AX), DI
+	VMOVSS     one<>+0(SB), X0
+	VCVTSI2SSQ DI, X0, X0
+	VMOVSS     X0, 8(SP)
+	XORL       R9, R9
+	LEAQ       -1(DI), R8
+	TESTQ      DI, R8
+	JNZ        notpow2
+	BSFQ       DI, R8
+	MOVL       $0x0000007f, R9
+	SUBL       R8, R9
+	SHLL       $0x17, R9
+
+notpow2:
+	MOVL R9, 12(SP)
+
+	// Start at row from.
+	MOVQ  from+8(FP), DI
+	MOVQ  DI, (SP)
+	IMULQ SI, DI
+	ADDQ  DI, CX
+	ADDQ  DI, DX
+	ADDQ  DI, BX
+
+row:
+	MOVQ (SP), DI
+	CMPQ DI, to+16(FP)
+	JAE  ret
+
+	// Partial sums (ss true, c true): element i goes to partial i%64.
+	VMOVUPS zero64<>+0(SB), Z0
+	VMOVUPS zero64<>+0(SB), Z1
+	VMOVUPS zero64<>+0(SB), Z2
+	VMOVUPS zero64<>+0(SB), Z3
+	VMOVUPS zero64<>+0(SB), Z4
+	VMOVUPS zero64<>+0(SB), Z5
+	VMOVUPS zero64<>+0(SB), Z6
+	VMOVUPS zero64<>+0(SB), Z7
+	XORQ    DI, DI
+	MOVQ    job_d+0(AX), R8
+	SUBQ    $0x00000040, R8
+
+sumloop:
+	CMPQ    DI, R8
+	JG      sumtail
+	VMOVUPS (DX)(DI*4), Z8
+	VMULPS  Z8, Z8, Z9
+	VADDPS  Z9, Z0, Z0
+	VMOVUPS (BX)(DI*4), Z9
+	VMULPS  Z8, Z9, Z9
+	VADDPS  Z9, Z4, Z4
+	VMOVUPS 64(DX)(DI*4), Z8
+	VMULPS  Z8, Z8, Z9
+	VADDPS  Z9, Z1, Z1
+	VMOVUPS 64(BX)(DI*4), Z9
+	VMULPS  Z8, Z9, Z9
+	VADDPS  Z9, Z5, Z5
+	VMOVUPS 128(DX)(DI*4), Z8
+	VMULPS  Z8, Z8, Z9
+	VADDPS  Z9, Z2, Z2
+	VMOVUPS 128(BX)(DI*4), Z9
+	VMULPS  Z8, Z9, Z9
+	VADDPS  Z9, Z6, Z6
+	VMOVUPS 192(DX)(DI*4), Z8
+	VMULPS  Z8, Z8, Z9
+	VADDPS  Z9, Z3, Z3
+	VMOVUPS 192(BX)(DI*4), Z9
+	VMULPS  Z8, Z9, Z9
+	VADDPS  Z9, Z7, Z7
+	ADDQ    $0x00000040, DI
+	JMP     sumloop
+
+sumtail:
+	// Fewer than 64 elements remain: whole vectors, then one partial vector (its other lanes add +0).
+	MOVQ    job_d+0(AX), R8
+	SUBQ    DI, R8
+	CMPQ    R8, $0x00000010
+	JL      sumpart0
+	VMOVUPS (DX)(DI*4), Z8
+	VMULPS  Z8, Z8, Z9
+	VADDPS  Z9, Z0, Z0
+	VMOVUPS (BX)(DI*4), Z9
+	VMULPS  Z8, Z9, Z9
+	VADDPS  Z9, Z4, Z4
+	CMPQ    R8, $0x00000020
+	JL      sumpart1
+	VMOVUPS 64(DX)(DI*4), Z8
+	VMULPS  Z8, Z8, Z9
+	VADDPS  Z9, Z1, Z1
+	VMOVUPS 64(BX)(DI*4), Z9
+	VMULPS  Z8, Z9, Z9
+	VADDPS  Z9, Z5, Z5
+	CMPQ    R8, $0x00000030
+	JL      sumpart2
+	VMOVUPS 128(DX)(DI*4), Z8
+	VMULPS  Z8, Z8, Z9
+	VADDPS  Z9, Z2, Z2
+	VMOVUPS 128(BX)(DI*4), Z9
+	VMULPS  Z8, Z9, Z9
+	VADDPS  Z9, Z6, Z6
+	CMPQ    R8, $0x00000040
+	JL      sumpart3
+	VMOVUPS 192(DX)(DI*4), Z8
+	VMULPS  Z8, Z8, Z9
+	VADDPS  Z9, Z3, Z3
+	VMOVUPS 192(BX)(DI*4), Z9
+	VMULPS  Z8, Z9, Z9
+	VADDPS  Z9, Z7, Z7
+	JMP     sumdone
+
+sumpart0:
+	SUBQ      $0x00000000, R8
+	JZ        sumdone
+	LEAQ      kmask<>+0(SB), R9
+	KMOVW     (R9)(R8*2), K1
+	VMOVUPS.Z (DX)(DI*4), K1, Z8
+	VMULPS    Z8, Z8, Z9
+	VADDPS    Z9, Z0, Z0
+	VMOVUPS.Z (BX)(DI*4), K1, Z9
+	VMULPS    Z8, Z9, Z9
+	VADDPS    Z9, Z4, Z4
+	JMP       sumdone
+
+sumpart1:
+	SUBQ      $0x00000010, R8
+	JZ        sumdone
+	LEAQ      kmask<>+0(SB), R9
+	KMOVW     (R9)(R8*2), K1
+	VMOVUPS.Z 64(DX)(DI*4), K1, Z8
+	VMULPS    Z8, Z8, Z9
+	VADDPS    Z9, Z1, Z1
+	VMOVUPS.Z 64(BX)(DI*4), K1, Z9
+	VMULPS    Z8, Z9, Z9
+	VADDPS    Z9, Z5, Z5
+	JMP       sumdone
+
+sumpart2:
+	SUBQ      $0x00000020, R8
+	JZ        sumdone
+	LEAQ      kmask<>+0(SB), R9
+	KMOVW     (R9)(R8*2), K1
+	VMOVUPS.Z 128(DX)(DI*4), K1, Z8
+	VMULPS    Z8, Z8, Z9
+	VADDPS    Z9, Z2, Z2
+	VMOVUPS.Z 128(BX)(DI*4), K1, Z9
+	VMULPS    Z8, Z9, Z9
+	VADDPS    Z9, Z6, Z6
+	JMP       sumdone
+
+sumpart3:
+	SUBQ      $0x00000030, R8
+	JZ        sumdone
+	LEAQ      kmask<>+0(SB), R9
+	KMOVW     (R9)(R8*2), K1
+	VMOVUPS.Z 192(DX)(DI*4), K1, Z8
+	VMULPS    Z8, Z8, Z9
+	VADDPS    Z9, Z3, Z3
+	VMOVUPS.Z 192(BX)(DI*4), K1, Z9
+	VMULPS    Z8, Z9, Z9
+	VADDPS    Z9, Z7, Z7
+
+sumdone:
+	VADDPS     Z2, Z0, Z0
+	VADDPS     Z3, Z1, Z1
+	VADDPS     Z1, Z0, Z0
+	VADDPS     Z6, Z4, Z4
+	VADDPS     Z7, Z5, Z5
+	VADDPS     Z5, Z4, Z4
+	VSHUFF64X2 $0xee, Z0, Z0, Z1
+	VADDPS     Z1, Z0, Z0
+	VSHUFF32X4 $0x01, Z0, Z0, Z1
+	VADDPS     Z1, Z0, Z0
+	VPERMILPS  $0x4e, Z0, Z1
+	VADDPS     Z1, Z0, Z0
+	VPERMILPS  $0xb1, Z0, Z1
+	VADDPS     Z1, Z0, Z0
+
+	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
+	CMPL   12(SP), $0x00
+	JE     divide1
+	VMULSS 12(SP), X0, X0
+	JMP    divided2
+
+divide1:
+	VDIVSS 8(SP), X0, X0
+
+divided2:
+	VADDSS   job_eps+0(AX), X0, X0
+	VUCOMISS tlo<>+0(SB), X0
+	JCS      ret
+	VUCOMISS tmax<>+0(SB), X0
+	JHI      ret
+	MOVQ     job_inv+0(AX), DI
+	TESTQ    DI, DI
+	JZ       computeinv
+	MOVQ     (SP), R8
+	VMOVSS   (DI)(R8*4), X1
+	JMP      haveinv
+
+computeinv:
+	VSQRTSS X0, X0, X0
+	VMOVSS  one<>+0(SB), X1
+	VDIVSS  X0, X1, X1
+
+haveinv:
+	VSHUFF64X2 $0xee, Z4, Z4, Z0
+	VADDPS     Z0, Z4, Z4
+	VSHUFF32X4 $0x01, Z4, Z4, Z0
+	VADDPS     Z0, Z4, Z4
+	VPERMILPS  $0x4e, Z4, Z0
+	VADDPS     Z0, Z4, Z4
+	VPERMILPS  $0xb1, Z4, Z0
+	VADDPS     Z0, Z4, Z4
+
+	// s = ((inv*inv)*c)/d
+	VMULSS X1, X1, X0
+	VMULSS X4, X0, X0
+	CMPL   12(SP), $0x00
+	JE     divide3
+	VMULSS 12(SP), X0, X0
+	JMP    divided4
+
+divide3:
+	VDIVSS 8(SP), X0, X0
+
+divided4:
+	VBROADCASTSS X1, Z1
+	VBROADCASTSS X0, Z0
+	XORQ         DI, DI
+	MOVQ         job_d+0(AX), R8
+	SUBQ         $0x00000040, R8
+
+dxnoneloop:
+	CMPQ    DI, R8
+	JG      dxnoneone
+	VMOVUPS (DX)(DI*4), Z2
+	VMOVUPS (BX)(DI*4), Z3
+	VMULPS  Z0, Z2, Z2
+	VSUBPS  Z2, Z3, Z2
+	VMULPS  Z1, Z2, Z2
+	VMOVUPS Z2, (CX)(DI*4)
+	VMOVUPS 64(DX)(DI*4), Z2
+	VMOVUPS 64(BX)(DI*4), Z3
+	VMULPS  Z0, Z2, Z2
+	VSUBPS  Z2, Z3, Z2
+	VMULPS  Z1, Z2, Z2
+	VMOVUPS Z2, 64(CX)(DI*4)
+	VMOVUPS 128(DX)(DI*4), Z2
+	VMOVUPS 128(BX)(DI*4), Z3
+	VMULPS  Z0, Z2, Z2
+	VSUBPS  Z2, Z3, Z2
+	VMULPS  Z1, Z2, Z2
+	VMOVUPS Z2, 128(CX)(DI*4)
+	VMOVUPS 192(DX)(DI*4), Z2
+	VMOVUPS 192(BX)(DI*4), Z3
+	VMULPS  Z0, Z2, Z2
+	VSUBPS  Z2, Z3, Z2
+	VMULPS  Z1, Z2, Z2
+	VMOVUPS Z2, 192(CX)(DI*4)
+	ADDQ    $0x00000040, DI
+	JMP     dxnoneloop
+
+dxnoneone:
+	ADDQ $0x00000030, R8
+
+dxnoneoneloop:
+	CMPQ    DI, R8
+	JG      dxnonepart
+	VMOVUPS (DX)(DI*4), Z2
+	VMOVUPS (BX)(DI*4), Z3
+	VMULPS  Z0, Z2, Z2
+	VSUBPS  Z2, Z3, Z2
+	VMULPS  Z1, Z2, Z2
+	VMOVUPS Z2, (CX)(DI*4)
+	ADDQ    $0x00000010, DI
+	JMP     dxnoneoneloop
+
+dxnonepart:
+	MOVQ      job_d+0(AX), R8
+	SUBQ      DI, R8
+	JZ        rowdonenone
+	LEAQ      kmask<>+0(SB), R9
+	KMOVW     (R9)(R8*2), K1
+	VMOVUPS.Z (DX)(DI*4), K1, Z2
+	VMOVUPS.Z (BX)(DI*4), K1, Z3
+	VMULPS    Z0, Z2, Z0
+	VSUBPS    Z0, Z3, Z0
+	VMULPS    Z1, Z0, Z0
+	VMOVUPS   Z0, K1, (CX)(DI*4)
+
+rowdonenone:
+	// Next row.
+	ADDQ SI, DX
+	ADDQ SI, CX
+	ADDQ SI, BX
+	INCQ (SP)
+	JMP  row
+
+ret:
+	VZEROUPPER
+	MOVQ (SP), AX
+	MOVQ AX, ret+24(FP)
+	RET
+
 // func avx2Weighted(j uintptr, from int, to int) int
 // Requires: AVX, AVX2, MMX+
 TEXT ·avx2Weighted(SB), NOSPLIT, $456-32
@@ -38189,6 +40222,6199 @@ done:
 	VZEROUPPER
 	RET
 
+// func avx2BackwardWeighted(j uintptr, from int, to int) int
+// Requires: AVX, AVX2
+TEXT ·avx2BackwardWeighted(SB), NOSPLIT, $16-32
+	// avx2BackwardWeighted computes the gradient of rows [from, to) of the job: with g = dy*w, c the
+	// contract's sum of g*x and s = ((inv*inv)*c)/d, dx = inv*(g - x*s); and, when the job has a
+	// weight gradient, the products dy*(x*inv) into the row block's partial sum (see gradBlock).
+	// It stops before the first row that needs the float64 path and returns that row's index, or to.
+	MOVQ j+0(FP), AX
+	MOVQ job_dst+0(AX), CX
+	MOVQ job_x+0(AX), DX
+	MOVQ job_dy+0(AX), BX
+	MOVQ job_w+0(AX), SI
+	MOVQ job_stride+0(AX), DI
+	SHLQ $0x02, DI
+
+	// fd = float32(d); rd = 1/d when d is a power of two (a/d is then a*rd exactly), else 0.
+	MOVQ       job_d+0(AX), R8
+	VMOVSS     one<>+0(SB), X0
+	VCVTSI2SSQ R8, X0, X0
+	VMOVSS     X0, 8(SP)
+	XORL       R10, R10
+	LEAQ       -1(R8), R9
+	TESTQ      R8, R9
+	JNZ        notpow2
+	BSFQ       R8, R9
+	MOVL       $0x0000007f, R10
+	SUBL       R9, R10
+	SHLL       $0x17, R10
+
+notpow2:
+	MOVL R10, 12(SP)
+
+	// Start at row from.
+	MOVQ  from+8(FP), R8
+	MOVQ  R8, (SP)
+	IMULQ DI, R8
+	ADDQ  R8, CX
+	ADDQ  R8, DX
+	ADDQ  R8, BX
+
+row:
+	MOVQ (SP), R8
+	CMPQ R8, to+16(FP)
+	JAE  ret
+
+	// Partial sums (ss true, c false): element i goes to partial i%64.
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	XORQ   R8, R8
+	MOVQ   job_d+0(AX), R9
+	SUBQ   $0x00000040, R9
+
+sumssloop:
+	CMPQ    R8, R9
+	JG      sumsstail
+	VMOVUPS (DX)(R8*4), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y0, Y0
+	VMOVUPS 32(DX)(R8*4), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y1, Y1
+	VMOVUPS 64(DX)(R8*4), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y2, Y2
+	VMOVUPS 96(DX)(R8*4), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y3, Y3
+	VMOVUPS 128(DX)(R8*4), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y4, Y4
+	VMOVUPS 160(DX)(R8*4), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y5, Y5
+	VMOVUPS 192(DX)(R8*4), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y6, Y6
+	VMOVUPS 224(DX)(R8*4), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y7, Y7
+	ADDQ    $0x00000040, R8
+	JMP     sumssloop
+
+sumsstail:
+	// Fewer than 64 elements remain: whole vectors, then one partial vector (its other lanes add +0).
+	MOVQ    job_d+0(AX), R9
+	SUBQ    R8, R9
+	CMPQ    R9, $0x00000008
+	JL      sumsspart0
+	VMOVUPS (DX)(R8*4), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y0, Y0
+	CMPQ    R9, $0x00000010
+	JL      sumsspart1
+	VMOVUPS 32(DX)(R8*4), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y1, Y1
+	CMPQ    R9, $0x00000018
+	JL      sumsspart2
+	VMOVUPS 64(DX)(R8*4), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y2, Y2
+	CMPQ    R9, $0x00000020
+	JL      sumsspart3
+	VMOVUPS 96(DX)(R8*4), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y3, Y3
+	CMPQ    R9, $0x00000028
+	JL      sumsspart4
+	VMOVUPS 128(DX)(R8*4), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y4, Y4
+	CMPQ    R9, $0x00000030
+	JL      sumsspart5
+	VMOVUPS 160(DX)(R8*4), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y5, Y5
+	CMPQ    R9, $0x00000038
+	JL      sumsspart6
+	VMOVUPS 192(DX)(R8*4), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y6, Y6
+	CMPQ    R9, $0x00000040
+	JL      sumsspart7
+	VMOVUPS 224(DX)(R8*4), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y7, Y7
+	JMP     sumssdone
+
+sumsspart0:
+	SUBQ      $0x00000000, R9
+	JZ        sumssdone
+	SHLQ      $0x02, R9
+	VXORPS    Y8, Y8, Y8
+	VMOVSS    (DX)(R8*4), X8
+	CMPQ      R9, $0x08
+	JL        sumssp0_1lo
+	VINSERTPS $0x10, 4(DX)(R8*4), X8, X8
+	CMPQ      R9, $0x0c
+	JL        sumssp0_1lo
+	VINSERTPS $0x20, 8(DX)(R8*4), X8, X8
+	CMPQ      R9, $0x10
+	JL        sumssp0_1lo
+	VINSERTPS $0x30, 12(DX)(R8*4), X8, X8
+	CMPQ      R9, $0x14
+	JL        sumssp0_1lo
+	VMOVSS    16(DX)(R8*4), X9
+	CMPQ      R9, $0x18
+	JL        sumssp0_1hi
+	VINSERTPS $0x10, 20(DX)(R8*4), X9, X9
+	CMPQ      R9, $0x1c
+	JL        sumssp0_1hi
+	VINSERTPS $0x20, 24(DX)(R8*4), X9, X9
+
+sumssp0_1hi:
+	VINSERTF128 $0x01, X9, Y8, Y8
+
+sumssp0_1lo:
+	VMULPS Y8, Y8, Y8
+	VADDPS Y8, Y0, Y0
+	JMP    sumssdone
+
+sumsspart1:
+	SUBQ      $0x00000008, R9
+	JZ        sumssdone
+	SHLQ      $0x02, R9
+	VXORPS    Y8, Y8, Y8
+	VMOVSS    32(DX)(R8*4), X8
+	CMPQ      R9, $0x08
+	JL        sumssp1_1lo
+	VINSERTPS $0x10, 36(DX)(R8*4), X8, X8
+	CMPQ      R9, $0x0c
+	JL        sumssp1_1lo
+	VINSERTPS $0x20, 40(DX)(R8*4), X8, X8
+	CMPQ      R9, $0x10
+	JL        sumssp1_1lo
+	VINSERTPS $0x30, 44(DX)(R8*4), X8, X8
+	CMPQ      R9, $0x14
+	JL        sumssp1_1lo
+	VMOVSS    48(DX)(R8*4), X9
+	CMPQ      R9, $0x18
+	JL        sumssp1_1hi
+	VINSERTPS $0x10, 52(DX)(R8*4), X9, X9
+	CMPQ      R9, $0x1c
+	JL        sumssp1_1hi
+	VINSERTPS $0x20, 56(DX)(R8*4), X9, X9
+
+sumssp1_1hi:
+	VINSERTF128 $0x01, X9, Y8, Y8
+
+sumssp1_1lo:
+	VMULPS Y8, Y8, Y8
+	VADDPS Y8, Y1, Y1
+	JMP    sumssdone
+
+sumsspart2:
+	SUBQ      $0x00000010, R9
+	JZ        sumssdone
+	SHLQ      $0x02, R9
+	VXORPS    Y8, Y8, Y8
+	VMOVSS    64(DX)(R8*4), X8
+	CMPQ      R9, $0x08
+	JL        sumssp2_1lo
+	VINSERTPS $0x10, 68(DX)(R8*4), X8, X8
+	CMPQ      R9, $0x0c
+	JL        sumssp2_1lo
+	VINSERTPS $0x20, 72(DX)(R8*4), X8, X8
+	CMPQ      R9, $0x10
+	JL        sumssp2_1lo
+	VINSERTPS $0x30, 76(DX)(R8*4), X8, X8
+	CMPQ      R9, $0x14
+	JL        sumssp2_1lo
+	VMOVSS    80(DX)(R8*4), X9
+	CMPQ      R9, $0x18
+	JL        sumssp2_1hi
+	VINSERTPS $0x10, 84(DX)(R8*4), X9, X9
+	CMPQ      R9, $0x1c
+	JL        sumssp2_1hi
+	VINSERTPS $0x20, 88(DX)(R8*4), X9, X9
+
+sumssp2_1hi:
+	VINSERTF128 $0x01, X9, Y8, Y8
+
+sumssp2_1lo:
+	VMULPS Y8, Y8, Y8
+	VADDPS Y8, Y2, Y2
+	JMP    sumssdone
+
+sumsspart3:
+	SUBQ      $0x00000018, R9
+	JZ        sumssdone
+	SHLQ      $0x02, R9
+	VXORPS    Y8, Y8, Y8
+	VMOVSS    96(DX)(R8*4), X8
+	CMPQ      R9, $0x08
+	JL        sumssp3_1lo
+	VINSERTPS $0x10, 100(DX)(R8*4), X8, X8
+	CMPQ      R9, $0x0c
+	JL        sumssp3_1lo
+	VINSERTPS $0x20, 104(DX)(R8*4), X8, X8
+	CMPQ      R9, $0x10
+	JL        sumssp3_1lo
+	VINSERTPS $0x30, 108(DX)(R8*4), X8, X8
+	CMPQ      R9, $0x14
+	JL        sumssp3_1lo
+	VMOVSS    112(DX)(R8*4), X9
+	CMPQ      R9, $0x18
+	JL        sumssp3_1hi
+	VINSERTPS $0x10, 116(DX)(R8*4), X9, X9
+	CMPQ      R9, $0x1c
+	JL        sumssp3_1hi
+	VINSERTPS $0x20, 120(DX)(R8*4), X9, X9
+
+sumssp3_1hi:
+	VINSERTF128 $0x01, X9, Y8, Y8
+
+sumssp3_1lo:
+	VMULPS Y8, Y8, Y8
+	VADDPS Y8, Y3, Y3
+	JMP    sumssdone
+
+sumsspart4:
+	SUBQ      $0x00000020, R9
+	JZ        sumssdone
+	SHLQ      $0x02, R9
+	VXORPS    Y8, Y8, Y8
+	VMOVSS    128(DX)(R8*4), X8
+	CMPQ      R9, $0x08
+	JL        sumssp4_1lo
+	VINSERTPS $0x10, 132(DX)(R8*4), X8, X8
+	CMPQ      R9, $0x0c
+	JL        sumssp4_1lo
+	VINSERTPS $0x20, 136(DX)(R8*4), X8, X8
+	CMPQ      R9, $0x10
+	JL        sumssp4_1lo
+	VINSERTPS $0x30, 140(DX)(R8*4), X8, X8
+	CMPQ      R9, $0x14
+	JL        sumssp4_1lo
+	VMOVSS    144(DX)(R8*4), X9
+	CMPQ      R9, $0x18
+	JL        sumssp4_1hi
+	VINSERTPS $0x10, 148(DX)(R8*4), X9, X9
+	CMPQ      R9, $0x1c
+	JL        sumssp4_1hi
+	VINSERTPS $0x20, 152(DX)(R8*4), X9, X9
+
+sumssp4_1hi:
+	VINSERTF128 $0x01, X9, Y8, Y8
+
+sumssp4_1lo:
+	VMULPS Y8, Y8, Y8
+	VADDPS Y8, Y4, Y4
+	JMP    sumssdone
+
+sumsspart5:
+	SUBQ      $0x00000028, R9
+	JZ        sumssdone
+	SHLQ      $0x02, R9
+	VXORPS    Y8, Y8, Y8
+	VMOVSS    160(DX)(R8*4), X8
+	CMPQ      R9, $0x08
+	JL        sumssp5_1lo
+	VINSERTPS $0x10, 164(DX)(R8*4), X8, X8
+	CMPQ      R9, $0x0c
+	JL        sumssp5_1lo
+	VINSERTPS $0x20, 168(DX)(R8*4), X8, X8
+	CMPQ      R9, $0x10
+	JL        sumssp5_1lo
+	VINSERTPS $0x30, 172(DX)(R8*4), X8, X8
+	CMPQ      R9, $0x14
+	JL        sumssp5_1lo
+	VMOVSS    176(DX)(R8*4), X9
+	CMPQ      R9, $0x18
+	JL        sumssp5_1hi
+	VINSERTPS $0x10, 180(DX)(R8*4), X9, X9
+	CMPQ      R9, $0x1c
+	JL        sumssp5_1hi
+	VINSERTPS $0x20, 184(DX)(R8*4), X9, X9
+
+sumssp5_1hi:
+	VINSERTF128 $0x01, X9, Y8, Y8
+
+sumssp5_1lo:
+	VMULPS Y8, Y8, Y8
+	VADDPS Y8, Y5, Y5
+	JMP    sumssdone
+
+sumsspart6:
+	SUBQ      $0x00000030, R9
+	JZ        sumssdone
+	SHLQ      $0x02, R9
+	VXORPS    Y8, Y8, Y8
+	VMOVSS    192(DX)(R8*4), X8
+	CMPQ      R9, $0x08
+	JL        sumssp6_1lo
+	VINSERTPS $0x10, 196(DX)(R8*4), X8, X8
+	CMPQ      R9, $0x0c
+	JL        sumssp6_1lo
+	VINSERTPS $0x20, 200(DX)(R8*4), X8, X8
+	CMPQ      R9, $0x10
+	JL        sumssp6_1lo
+	VINSERTPS $0x30, 204(DX)(R8*4), X8, X8
+	CMPQ      R9, $0x14
+	JL        sumssp6_1lo
+	VMOVSS    208(DX)(R8*4), X9
+	CMPQ      R9, $0x18
+	JL        sumssp6_1hi
+	VINSERTPS $0x10, 212(DX)(R8*4), X9, X9
+	CMPQ      R9, $0x1c
+	JL        sumssp6_1hi
+	VINSERTPS $0x20, 216(DX)(R8*4), X9, X9
+
+sumssp6_1hi:
+	VINSERTF128 $0x01, X9, Y8, Y8
+
+sumssp6_1lo:
+	VMULPS Y8, Y8, Y8
+	VADDPS Y8, Y6, Y6
+	JMP    sumssdone
+
+sumsspart7:
+	SUBQ      $0x00000038, R9
+	JZ        sumssdone
+	SHLQ      $0x02, R9
+	VXORPS    Y8, Y8, Y8
+	VMOVSS    224(DX)(R8*4), X8
+	CMPQ      R9, $0x08
+	JL        sumssp7_1lo
+	VINSERTPS $0x10, 228(DX)(R8*4), X8, X8
+	CMPQ      R9, $0x0c
+	JL        sumssp7_1lo
+	VINSERTPS $0x20, 232(DX)(R8*4), X8, X8
+	CMPQ      R9, $0x10
+	JL        sumssp7_1lo
+	VINSERTPS $0x30, 236(DX)(R8*4), X8, X8
+	CMPQ      R9, $0x14
+	JL        sumssp7_1lo
+	VMOVSS    240(DX)(R8*4), X9
+	CMPQ      R9, $0x18
+	JL        sumssp7_1hi
+	VINSERTPS $0x10, 244(DX)(R8*4), X9, X9
+	CMPQ      R9, $0x1c
+	JL        sumssp7_1hi
+	VINSERTPS $0x20, 248(DX)(R8*4), X9, X9
+
+sumssp7_1hi:
+	VINSERTF128 $0x01, X9, Y8, Y8
+
+sumssp7_1lo:
+	VMULPS Y8, Y8, Y8
+	VADDPS Y8, Y7, Y7
+
+sumssdone:
+	VADDPS       Y4, Y0, Y0
+	VADDPS       Y5, Y1, Y1
+	VADDPS       Y6, Y2, Y2
+	VADDPS       Y7, Y3, Y3
+	VADDPS       Y2, Y0, Y0
+	VADDPS       Y3, Y1, Y1
+	VADDPS       Y1, Y0, Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X1
+	VMOVHLPS     X1, X1, X0
+	VADDPS       X0, X1, X1
+	VMOVSHDUP    X1, X0
+	VADDSS       X0, X1, X1
+
+	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
+	CMPL   12(SP), $0x00
+	JE     divide1
+	VMULSS 12(SP), X1, X0
+	JMP    divided2
+
+divide1:
+	VDIVSS 8(SP), X1, X0
+
+divided2:
+	VADDSS   job_eps+0(AX), X0, X0
+	VUCOMISS tlo<>+0(SB), X0
+	JCS      ret
+	VUCOMISS tmax<>+0(SB), X0
+	JHI      ret
+	MOVQ     job_inv+0(AX), R8
+	TESTQ    R8, R8
+	JZ       computeinv
+	MOVQ     (SP), R9
+	VMOVSS   (R8)(R9*4), X1
+	JMP      haveinv
+
+computeinv:
+	VSQRTSS X0, X0, X0
+	VMOVSS  one<>+0(SB), X1
+	VDIVSS  X0, X1, X1
+
+haveinv:
+	// Partial sums (ss false, c true): element i goes to partial i%64.
+	VXORPS Y0, Y0, Y0
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	VXORPS Y8, Y8, Y8
+	XORQ   R8, R8
+	MOVQ   job_d+0(AX), R9
+	SUBQ   $0x00000040, R9
+
+sumcloop:
+	CMPQ    R8, R9
+	JG      sumctail
+	VMOVUPS (DX)(R8*4), Y9
+	VMOVUPS (BX)(R8*4), Y10
+	VMOVUPS (SI)(R8*4), Y11
+	VMULPS  Y11, Y10, Y10
+	VMULPS  Y9, Y10, Y10
+	VADDPS  Y10, Y0, Y0
+	VMOVUPS 32(DX)(R8*4), Y9
+	VMOVUPS 32(BX)(R8*4), Y10
+	VMOVUPS 32(SI)(R8*4), Y11
+	VMULPS  Y11, Y10, Y10
+	VMULPS  Y9, Y10, Y10
+	VADDPS  Y10, Y2, Y2
+	VMOVUPS 64(DX)(R8*4), Y9
+	VMOVUPS 64(BX)(R8*4), Y10
+	VMOVUPS 64(SI)(R8*4), Y11
+	VMULPS  Y11, Y10, Y10
+	VMULPS  Y9, Y10, Y10
+	VADDPS  Y10, Y3, Y3
+	VMOVUPS 96(DX)(R8*4), Y9
+	VMOVUPS 96(BX)(R8*4), Y10
+	VMOVUPS 96(SI)(R8*4), Y11
+	VMULPS  Y11, Y10, Y10
+	VMULPS  Y9, Y10, Y10
+	VADDPS  Y10, Y4, Y4
+	VMOVUPS 128(DX)(R8*4), Y9
+	VMOVUPS 128(BX)(R8*4), Y10
+	VMOVUPS 128(SI)(R8*4), Y11
+	VMULPS  Y11, Y10, Y10
+	VMULPS  Y9, Y10, Y10
+	VADDPS  Y10, Y5, Y5
+	VMOVUPS 160(DX)(R8*4), Y9
+	VMOVUPS 160(BX)(R8*4), Y10
+	VMOVUPS 160(SI)(R8*4), Y11
+	VMULPS  Y11, Y10, Y10
+	VMULPS  Y9, Y10, Y10
+	VADDPS  Y10, Y6, Y6
+	VMOVUPS 192(DX)(R8*4), Y9
+	VMOVUPS 192(BX)(R8*4), Y10
+	VMOVUPS 192(SI)(R8*4), Y11
+	VMULPS  Y11, Y10, Y10
+	VMULPS  Y9, Y10, Y10
+	VADDPS  Y10, Y7, Y7
+	VMOVUPS 224(DX)(R8*4), Y9
+	VMOVUPS 224(BX)(R8*4), Y10
+	VMOVUPS 224(SI)(R8*4), Y11
+	VMULPS  Y11, Y10, Y10
+	VMULPS  Y9, Y10, Y10
+	VADDPS  Y10, Y8, Y8
+	ADDQ    $0x00000040, R8
+	JMP     sumcloop
+
+sumctail:
+	// Fewer than 64 elements remain: whole vectors, then one partial vector (its other lanes add +0).
+	MOVQ    job_d+0(AX), R9
+	SUBQ    R8, R9
+	CMPQ    R9, $0x00000008
+	JL      sumcpart0
+	VMOVUPS (DX)(R8*4), Y9
+	VMOVUPS (BX)(R8*4), Y10
+	VMOVUPS (SI)(R8*4), Y11
+	VMULPS  Y11, Y10, Y10
+	VMULPS  Y9, Y10, Y10
+	VADDPS  Y10, Y0, Y0
+	CMPQ    R9, $0x00000010
+	JL      sumcpart1
+	VMOVUPS 32(DX)(R8*4), Y9
+	VMOVUPS 32(BX)(R8*4), Y10
+	VMOVUPS 32(SI)(R8*4), Y11
+	VMULPS  Y11, Y10, Y10
+	VMULPS  Y9, Y10, Y10
+	VADDPS  Y10, Y2, Y2
+	CMPQ    R9, $0x00000018
+	JL      sumcpart2
+	VMOVUPS 64(DX)(R8*4), Y9
+	VMOVUPS 64(BX)(R8*4), Y10
+	VMOVUPS 64(SI)(R8*4), Y11
+	VMULPS  Y11, Y10, Y10
+	VMULPS  Y9, Y10, Y10
+	VADDPS  Y10, Y3, Y3
+	CMPQ    R9, $0x00000020
+	JL      sumcpart3
+	VMOVUPS 96(DX)(R8*4), Y9
+	VMOVUPS 96(BX)(R8*4), Y10
+	VMOVUPS 96(SI)(R8*4), Y11
+	VMULPS  Y11, Y10, Y10
+	VMULPS  Y9, Y10, Y10
+	VADDPS  Y10, Y4, Y4
+	CMPQ    R9, $0x00000028
+	JL      sumcpart4
+	VMOVUPS 128(DX)(R8*4), Y9
+	VMOVUPS 128(BX)(R8*4), Y10
+	VMOVUPS 128(SI)(R8*4), Y11
+	VMULPS  Y11, Y10, Y10
+	VMULPS  Y9, Y10, Y10
+	VADDPS  Y10, Y5, Y5
+	CMPQ    R9, $0x00000030
+	JL      sumcpart5
+	VMOVUPS 160(DX)(R8*4), Y9
+	VMOVUPS 160(BX)(R8*4), Y10
+	VMOVUPS 160(SI)(R8*4), Y11
+	VMULPS  Y11, Y10, Y10
+	VMULPS  Y9, Y10, Y10
+	VADDPS  Y10, Y6, Y6
+	CMPQ    R9, $0x00000038
+	JL      sumcpart6
+	VMOVUPS 192(DX)(R8*4), Y9
+	VMOVUPS 192(BX)(R8*4), Y10
+	VMOVUPS 192(SI)(R8*4), Y11
+	VMULPS  Y11, Y10, Y10
+	VMULPS  Y9, Y10, Y10
+	VADDPS  Y10, Y7, Y7
+	CMPQ    R9, $0x00000040
+	JL      sumcpart7
+	VMOVUPS 224(DX)(R8*4), Y9
+	VMOVUPS 224(BX)(R8*4), Y10
+	VMOVUPS 224(SI)(R8*4), Y11
+	VMULPS  Y11, Y10, Y10
+	VMULPS  Y9, Y10, Y10
+	VADDPS  Y10, Y8, Y8
+	JMP     sumcdone
+
+sumcpart0:
+	SUBQ      $0x00000000, R9
+	JZ        sumcdone
+	SHLQ      $0x02, R9
+	VXORPS    Y9, Y9, Y9
+	VMOVSS    (DX)(R8*4), X9
+	CMPQ      R9, $0x08
+	JL        sumcp0_1lo
+	VINSERTPS $0x10, 4(DX)(R8*4), X9, X9
+	CMPQ      R9, $0x0c
+	JL        sumcp0_1lo
+	VINSERTPS $0x20, 8(DX)(R8*4), X9, X9
+	CMPQ      R9, $0x10
+	JL        sumcp0_1lo
+	VINSERTPS $0x30, 12(DX)(R8*4), X9, X9
+	CMPQ      R9, $0x14
+	JL        sumcp0_1lo
+	VMOVSS    16(DX)(R8*4), X10
+	CMPQ      R9, $0x18
+	JL        sumcp0_1hi
+	VINSERTPS $0x10, 20(DX)(R8*4), X10, X10
+	CMPQ      R9, $0x1c
+	JL        sumcp0_1hi
+	VINSERTPS $0x20, 24(DX)(R8*4), X10, X10
+
+sumcp0_1hi:
+	VINSERTF128 $0x01, X10, Y9, Y9
+
+sumcp0_1lo:
+	VXORPS    Y10, Y10, Y10
+	VMOVSS    (BX)(R8*4), X10
+	CMPQ      R9, $0x08
+	JL        sumcp0_2lo
+	VINSERTPS $0x10, 4(BX)(R8*4), X10, X10
+	CMPQ      R9, $0x0c
+	JL        sumcp0_2lo
+	VINSERTPS $0x20, 8(BX)(R8*4), X10, X10
+	CMPQ      R9, $0x10
+	JL        sumcp0_2lo
+	VINSERTPS $0x30, 12(BX)(R8*4), X10, X10
+	CMPQ      R9, $0x14
+	JL        sumcp0_2lo
+	VMOVSS    16(BX)(R8*4), X11
+	CMPQ      R9, $0x18
+	JL        sumcp0_2hi
+	VINSERTPS $0x10, 20(BX)(R8*4), X11, X11
+	CMPQ      R9, $0x1c
+	JL        sumcp0_2hi
+	VINSERTPS $0x20, 24(BX)(R8*4), X11, X11
+
+sumcp0_2hi:
+	VINSERTF128 $0x01, X11, Y10, Y10
+
+sumcp0_2lo:
+	VXORPS    Y11, Y11, Y11
+	VMOVSS    (SI)(R8*4), X11
+	CMPQ      R9, $0x08
+	JL        sumcp0_3lo
+	VINSERTPS $0x10, 4(SI)(R8*4), X11, X11
+	CMPQ      R9, $0x0c
+	JL        sumcp0_3lo
+	VINSERTPS $0x20, 8(SI)(R8*4), X11, X11
+	CMPQ      R9, $0x10
+	JL        sumcp0_3lo
+	VINSERTPS $0x30, 12(SI)(R8*4), X11, X11
+	CMPQ      R9, $0x14
+	JL        sumcp0_3lo
+	VMOVSS    16(SI)(R8*4), X12
+	CMPQ      R9, $0x18
+	JL        sumcp0_3hi
+	VINSERTPS $0x10, 20(SI)(R8*4), X12, X12
+	CMPQ      R9, $0x1c
+	JL        sumcp0_3hi
+	VINSERTPS $0x20, 24(SI)(R8*4), X12, X12
+
+sumcp0_3hi:
+	VINSERTF128 $0x01, X12, Y11, Y11
+
+sumcp0_3lo:
+	VMULPS Y11, Y10, Y10
+	VMULPS Y9, Y10, Y10
+	VADDPS Y10, Y0, Y0
+	JMP    sumcdone
+
+sumcpart1:
+	SUBQ      $0x00000008, R9
+	JZ        sumcdone
+	SHLQ      $0x02, R9
+	VXORPS    Y9, Y9, Y9
+	VMOVSS    32(DX)(R8*4), X9
+	CMPQ      R9, $0x08
+	JL        sumcp1_1lo
+	VINSERTPS $0x10, 36(DX)(R8*4), X9, X9
+	CMPQ      R9, $0x0c
+	JL        sumcp1_1lo
+	VINSERTPS $0x20, 40(DX)(R8*4), X9, X9
+	CMPQ      R9, $0x10
+	JL        sumcp1_1lo
+	VINSERTPS $0x30, 44(DX)(R8*4), X9, X9
+	CMPQ      R9, $0x14
+	JL        sumcp1_1lo
+	VMOVSS    48(DX)(R8*4), X10
+	CMPQ      R9, $0x18
+	JL        sumcp1_1hi
+	VINSERTPS $0x10, 52(DX)(R8*4), X10, X10
+	CMPQ      R9, $0x1c
+	JL        sumcp1_1hi
+	VINSERTPS $0x20, 56(DX)(R8*4), X10, X10
+
+sumcp1_1hi:
+	VINSERTF128 $0x01, X10, Y9, Y9
+
+sumcp1_1lo:
+	VXORPS    Y10, Y10, Y10
+	VMOVSS    32(BX)(R8*4), X10
+	CMPQ      R9, $0x08
+	JL        sumcp1_2lo
+	VINSERTPS $0x10, 36(BX)(R8*4), X10, X10
+	CMPQ      R9, $0x0c
+	JL        sumcp1_2lo
+	VINSERTPS $0x20, 40(BX)(R8*4), X10, X10
+	CMPQ      R9, $0x10
+	JL        sumcp1_2lo
+	VINSERTPS $0x30, 44(BX)(R8*4), X10, X10
+	CMPQ      R9, $0x14
+	JL        sumcp1_2lo
+	VMOVSS    48(BX)(R8*4), X11
+	CMPQ      R9, $0x18
+	JL        sumcp1_2hi
+	VINSERTPS $0x10, 52(BX)(R8*4), X11, X11
+	CMPQ      R9, $0x1c
+	JL        sumcp1_2hi
+	VINSERTPS $0x20, 56(BX)(R8*4), X11, X11
+
+sumcp1_2hi:
+	VINSERTF128 $0x01, X11, Y10, Y10
+
+sumcp1_2lo:
+	VXORPS    Y11, Y11, Y11
+	VMOVSS    32(SI)(R8*4), X11
+	CMPQ      R9, $0x08
+	JL        sumcp1_3lo
+	VINSERTPS $0x10, 36(SI)(R8*4), X11, X11
+	CMPQ      R9, $0x0c
+	JL        sumcp1_3lo
+	VINSERTPS $0x20, 40(SI)(R8*4), X11, X11
+	CMPQ      R9, $0x10
+	JL        sumcp1_3lo
+	VINSERTPS $0x30, 44(SI)(R8*4), X11, X11
+	CMPQ      R9, $0x14
+	JL        sumcp1_3lo
+	VMOVSS    48(SI)(R8*4), X12
+	CMPQ      R9, $0x18
+	JL        sumcp1_3hi
+	VINSERTPS $0x10, 52(SI)(R8*4), X12, X12
+	CMPQ      R9, $0x1c
+	JL        sumcp1_3hi
+	VINSERTPS $0x20, 56(SI)(R8*4), X12, X12
+
+sumcp1_3hi:
+	VINSERTF128 $0x01, X12, Y11, Y11
+
+sumcp1_3lo:
+	VMULPS Y11, Y10, Y10
+	VMULPS Y9, Y10, Y10
+	VADDPS Y10, Y2, Y2
+	JMP    sumcdone
+
+sumcpart2:
+	SUBQ      $0x00000010, R9
+	JZ        sumcdone
+	SHLQ      $0x02, R9
+	VXORPS    Y9, Y9, Y9
+	VMOVSS    64(DX)(R8*4), X9
+	CMPQ      R9, $0x08
+	JL        sumcp2_1lo
+	VINSERTPS $0x10, 68(DX)(R8*4), X9, X9
+	CMPQ      R9, $0x0c
+	JL        sumcp2_1lo
+	VINSERTPS $0x20, 72(DX)(R8*4), X9, X9
+	CMPQ      R9, $0x10
+	JL        sumcp2_1lo
+	VINSERTPS $0x30, 76(DX)(R8*4), X9, X9
+	CMPQ      R9, $0x14
+	JL        sumcp2_1lo
+	VMOVSS    80(DX)(R8*4), X10
+	CMPQ      R9, $0x18
+	JL        sumcp2_1hi
+	VINSERTPS $0x10, 84(DX)(R8*4), X10, X10
+	CMPQ      R9, $0x1c
+	JL        sumcp2_1hi
+	VINSERTPS $0x20, 88(DX)(R8*4), X10, X10
+
+sumcp2_1hi:
+	VINSERTF128 $0x01, X10, Y9, Y9
+
+sumcp2_1lo:
+	VXORPS    Y10, Y10, Y10
+	VMOVSS    64(BX)(R8*4), X10
+	CMPQ      R9, $0x08
+	JL        sumcp2_2lo
+	VINSERTPS $0x10, 68(BX)(R8*4), X10, X10
+	CMPQ      R9, $0x0c
+	JL        sumcp2_2lo
+	VINSERTPS $0x20, 72(BX)(R8*4), X10, X10
+	CMPQ      R9, $0x10
+	JL        sumcp2_2lo
+	VINSERTPS $0x30, 76(BX)(R8*4), X10, X10
+	CMPQ      R9, $0x14
+	JL        sumcp2_2lo
+	VMOVSS    80(BX)(R8*4), X11
+	CMPQ      R9, $0x18
+	JL        sumcp2_2hi
+	VINSERTPS $0x10, 84(BX)(R8*4), X11, X11
+	CMPQ      R9, $0x1c
+	JL        sumcp2_2hi
+	VINSERTPS $0x20, 88(BX)(R8*4), X11, X11
+
+sumcp2_2hi:
+	VINSERTF128 $0x01, X11, Y10, Y10
+
+sumcp2_2lo:
+	VXORPS    Y11, Y11, Y11
+	VMOVSS    64(SI)(R8*4), X11
+	CMPQ      R9, $0x08
+	JL        sumcp2_3lo
+	VINSERTPS $0x10, 68(SI)(R8*4), X11, X11
+	CMPQ      R9, $0x0c
+	JL        sumcp2_3lo
+	VINSERTPS $0x20, 72(SI)(R8*4), X11, X11
+	CMPQ      R9, $0x10
+	JL        sumcp2_3lo
+	VINSERTPS $0x30, 76(SI)(R8*4), X11, X11
+	CMPQ      R9, $0x14
+	JL        sumcp2_3lo
+	VMOVSS    80(SI)(R8*4), X12
+	CMPQ      R9, $0x18
+	JL        sumcp2_3hi
+	VINSERTPS $0x10, 84(SI)(R8*4), X12, X12
+	CMPQ      R9, $0x1c
+	JL        sumcp2_3hi
+	VINSERTPS $0x20, 88(SI)(R8*4), X12, X12
+
+sumcp2_3hi:
+	VINSERTF128 $0x01, X12, Y11, Y11
+
+sumcp2_3lo:
+	VMULPS Y11, Y10, Y10
+	VMULPS Y9, Y10, Y10
+	VADDPS Y10, Y3, Y3
+	JMP    sumcdone
+
+sumcpart3:
+	SUBQ      $0x00000018, R9
+	JZ        sumcdone
+	SHLQ      $0x02, R9
+	VXORPS    Y9, Y9, Y9
+	VMOVSS    96(DX)(R8*4), X9
+	CMPQ      R9, $0x08
+	JL        sumcp3_1lo
+	VINSERTPS $0x10, 100(DX)(R8*4), X9, X9
+	CMPQ      R9, $0x0c
+	JL        sumcp3_1lo
+	VINSERTPS $0x20, 104(DX)(R8*4), X9, X9
+	CMPQ      R9, $0x10
+	JL        sumcp3_1lo
+	VINSERTPS $0x30, 108(DX)(R8*4), X9, X9
+	CMPQ      R9, $0x14
+	JL        sumcp3_1lo
+	VMOVSS    112(DX)(R8*4), X10
+	CMPQ      R9, $0x18
+	JL        sumcp3_1hi
+	VINSERTPS $0x10, 116(DX)(R8*4), X10, X10
+	CMPQ      R9, $0x1c
+	JL        sumcp3_1hi
+	VINSERTPS $0x20, 120(DX)(R8*4), X10, X10
+
+sumcp3_1hi:
+	VINSERTF128 $0x01, X10, Y9, Y9
+
+sumcp3_1lo:
+	VXORPS    Y10, Y10, Y10
+	VMOVSS    96(BX)(R8*4), X10
+	CMPQ      R9, $0x08
+	JL        sumcp3_2lo
+	VINSERTPS $0x10, 100(BX)(R8*4), X10, X10
+	CMPQ      R9, $0x0c
+	JL        sumcp3_2lo
+	VINSERTPS $0x20, 104(BX)(R8*4), X10, X10
+	CMPQ      R9, $0x10
+	JL        sumcp3_2lo
+	VINSERTPS $0x30, 108(BX)(R8*4), X10, X10
+	CMPQ      R9, $0x14
+	JL        sumcp3_2lo
+	VMOVSS    112(BX)(R8*4), X11
+	CMPQ      R9, $0x18
+	JL        sumcp3_2hi
+	VINSERTPS $0x10, 116(BX)(R8*4), X11, X11
+	CMPQ      R9, $0x1c
+	JL        sumcp3_2hi
+	VINSERTPS $0x20, 120(BX)(R8*4), X11, X11
+
+sumcp3_2hi:
+	VINSERTF128 $0x01, X11, Y10, Y10
+
+sumcp3_2lo:
+	VXORPS    Y11, Y11, Y11
+	VMOVSS    96(SI)(R8*4), X11
+	CMPQ      R9, $0x08
+	JL        sumcp3_3lo
+	VINSERTPS $0x10, 100(SI)(R8*4), X11, X11
+	CMPQ      R9, $0x0c
+	JL        sumcp3_3lo
+	VINSERTPS $0x20, 104(SI)(R8*4), X11, X11
+	CMPQ      R9, $0x10
+	JL        sumcp3_3lo
+	VINSERTPS $0x30, 108(SI)(R8*4), X11, X11
+	CMPQ      R9, $0x14
+	JL        sumcp3_3lo
+	VMOVSS    112(SI)(R8*4), X12
+	CMPQ      R9, $0x18
+	JL        sumcp3_3hi
+	VINSERTPS $0x10, 116(SI)(R8*4), X12, X12
+	CMPQ      R9, $0x1c
+	JL        sumcp3_3hi
+	VINSERTPS $0x20, 120(SI)(R8*4), X12, X12
+
+sumcp3_3hi:
+	VINSERTF128 $0x01, X12, Y11, Y11
+
+sumcp3_3lo:
+	VMULPS Y11, Y10, Y10
+	VMULPS Y9, Y10, Y10
+	VADDPS Y10, Y4, Y4
+	JMP    sumcdone
+
+sumcpart4:
+	SUBQ      $0x00000020, R9
+	JZ        sumcdone
+	SHLQ      $0x02, R9
+	VXORPS    Y9, Y9, Y9
+	VMOVSS    128(DX)(R8*4), X9
+	CMPQ      R9, $0x08
+	JL        sumcp4_1lo
+	VINSERTPS $0x10, 132(DX)(R8*4), X9, X9
+	CMPQ      R9, $0x0c
+	JL        sumcp4_1lo
+	VINSERTPS $0x20, 136(DX)(R8*4), X9, X9
+	CMPQ      R9, $0x10
+	JL        sumcp4_1lo
+	VINSERTPS $0x30, 140(DX)(R8*4), X9, X9
+	CMPQ      R9, $0x14
+	JL        sumcp4_1lo
+	VMOVSS    144(DX)(R8*4), X10
+	CMPQ      R9, $0x18
+	JL        sumcp4_1hi
+	VINSERTPS $0x10, 148(DX)(R8*4), X10, X10
+	CMPQ      R9, $0x1c
+	JL        sumcp4_1hi
+	VINSERTPS $0x20, 152(DX)(R8*4), X10, X10
+
+sumcp4_1hi:
+	VINSERTF128 $0x01, X10, Y9, Y9
+
+sumcp4_1lo:
+	VXORPS    Y10, Y10, Y10
+	VMOVSS    128(BX)(R8*4), X10
+	CMPQ      R9, $0x08
+	JL        sumcp4_2lo
+	VINSERTPS $0x10, 132(BX)(R8*4), X10, X10
+	CMPQ      R9, $0x0c
+	JL        sumcp4_2lo
+	VINSERTPS $0x20, 136(BX)(R8*4), X10, X10
+	CMPQ      R9, $0x10
+	JL        sumcp4_2lo
+	VINSERTPS $0x30, 140(BX)(R8*4), X10, X10
+	CMPQ      R9, $0x14
+	JL        sumcp4_2lo
+	VMOVSS    144(BX)(R8*4), X11
+	CMPQ      R9, $0x18
+	JL        sumcp4_2hi
+	VINSERTPS $0x10, 148(BX)(R8*4), X11, X11
+	CMPQ      R9, $0x1c
+	JL        sumcp4_2hi
+	VINSERTPS $0x20, 152(BX)(R8*4), X11, X11
+
+sumcp4_2hi:
+	VINSERTF128 $0x01, X11, Y10, Y10
+
+sumcp4_2lo:
+	VXORPS    Y11, Y11, Y11
+	VMOVSS    128(SI)(R8*4), X11
+	CMPQ      R9, $0x08
+	JL        sumcp4_3lo
+	VINSERTPS $0x10, 132(SI)(R8*4), X11, X11
+	CMPQ      R9, $0x0c
+	JL        sumcp4_3lo
+	VINSERTPS $0x20, 136(SI)(R8*4), X11, X11
+	CMPQ      R9, $0x10
+	JL        sumcp4_3lo
+	VINSERTPS $0x30, 140(SI)(R8*4), X11, X11
+	CMPQ      R9, $0x14
+	JL        sumcp4_3lo
+	VMOVSS    144(SI)(R8*4), X12
+	CMPQ      R9, $0x18
+	JL        sumcp4_3hi
+	VINSERTPS $0x10, 148(SI)(R8*4), X12, X12
+	CMPQ      R9, $0x1c
+	JL        sumcp4_3hi
+	VINSERTPS $0x20, 152(SI)(R8*4), X12, X12
+
+sumcp4_3hi:
+	VINSERTF128 $0x01, X12, Y11, Y11
+
+sumcp4_3lo:
+	VMULPS Y11, Y10, Y10
+	VMULPS Y9, Y10, Y10
+	VADDPS Y10, Y5, Y5
+	JMP    sumcdone
+
+sumcpart5:
+	SUBQ      $0x00000028, R9
+	JZ        sumcdone
+	SHLQ      $0x02, R9
+	VXORPS    Y9, Y9, Y9
+	VMOVSS    160(DX)(R8*4), X9
+	CMPQ      R9, $0x08
+	JL        sumcp5_1lo
+	VINSERTPS $0x10, 164(DX)(R8*4), X9, X9
+	CMPQ      R9, $0x0c
+	JL        sumcp5_1lo
+	VINSERTPS $0x20, 168(DX)(R8*4), X9, X9
+	CMPQ      R9, $0x10
+	JL        sumcp5_1lo
+	VINSERTPS $0x30, 172(DX)(R8*4), X9, X9
+	CMPQ      R9, $0x14
+	JL        sumcp5_1lo
+	VMOVSS    176(DX)(R8*4), X10
+	CMPQ      R9, $0x18
+	JL        sumcp5_1hi
+	VINSERTPS $0x10, 180(DX)(R8*4), X10, X10
+	CMPQ      R9, $0x1c
+	JL        sumcp5_1hi
+	VINSERTPS $0x20, 184(DX)(R8*4), X10, X10
+
+sumcp5_1hi:
+	VINSERTF128 $0x01, X10, Y9, Y9
+
+sumcp5_1lo:
+	VXORPS    Y10, Y10, Y10
+	VMOVSS    160(BX)(R8*4), X10
+	CMPQ      R9, $0x08
+	JL        sumcp5_2lo
+	VINSERTPS $0x10, 164(BX)(R8*4), X10, X10
+	CMPQ      R9, $0x0c
+	JL        sumcp5_2lo
+	VINSERTPS $0x20, 168(BX)(R8*4), X10, X10
+	CMPQ      R9, $0x10
+	JL        sumcp5_2lo
+	VINSERTPS $0x30, 172(BX)(R8*4), X10, X10
+	CMPQ      R9, $0x14
+	JL        sumcp5_2lo
+	VMOVSS    176(BX)(R8*4), X11
+	CMPQ      R9, $0x18
+	JL        sumcp5_2hi
+	VINSERTPS $0x10, 180(BX)(R8*4), X11, X11
+	CMPQ      R9, $0x1c
+	JL        sumcp5_2hi
+	VINSERTPS $0x20, 184(BX)(R8*4), X11, X11
+
+sumcp5_2hi:
+	VINSERTF128 $0x01, X11, Y10, Y10
+
+sumcp5_2lo:
+	VXORPS    Y11, Y11, Y11
+	VMOVSS    160(SI)(R8*4), X11
+	CMPQ      R9, $0x08
+	JL        sumcp5_3lo
+	VINSERTPS $0x10, 164(SI)(R8*4), X11, X11
+	CMPQ      R9, $0x0c
+	JL        sumcp5_3lo
+	VINSERTPS $0x20, 168(SI)(R8*4), X11, X11
+	CMPQ      R9, $0x10
+	JL        sumcp5_3lo
+	VINSERTPS $0x30, 172(SI)(R8*4), X11, X11
+	CMPQ      R9, $0x14
+	JL        sumcp5_3lo
+	VMOVSS    176(SI)(R8*4), X12
+	CMPQ      R9, $0x18
+	JL        sumcp5_3hi
+	VINSERTPS $0x10, 180(SI)(R8*4), X12, X12
+	CMPQ      R9, $0x1c
+	JL        sumcp5_3hi
+	VINSERTPS $0x20, 184(SI)(R8*4), X12, X12
+
+sumcp5_3hi:
+	VINSERTF128 $0x01, X12, Y11, Y11
+
+sumcp5_3lo:
+	VMULPS Y11, Y10, Y10
+	VMULPS Y9, Y10, Y10
+	VADDPS Y10, Y6, Y6
+	JMP    sumcdone
+
+sumcpart6:
+	SUBQ      $0x00000030, R9
+	JZ        sumcdone
+	SHLQ      $0x02, R9
+	VXORPS    Y9, Y9, Y9
+	VMOVSS    192(DX)(R8*4), X9
+	CMPQ      R9, $0x08
+	JL        sumcp6_1lo
+	VINSERTPS $0x10, 196(DX)(R8*4), X9, X9
+	CMPQ      R9, $0x0c
+	JL        sumcp6_1lo
+	VINSERTPS $0x20, 200(DX)(R8*4), X9, X9
+	CMPQ      R9, $0x10
+	JL        sumcp6_1lo
+	VINSERTPS $0x30, 204(DX)(R8*4), X9, X9
+	CMPQ      R9, $0x14
+	JL        sumcp6_1lo
+	VMOVSS    208(DX)(R8*4), X10
+	CMPQ      R9, $0x18
+	JL        sumcp6_1hi
+	VINSERTPS $0x10, 212(DX)(R8*4), X10, X10
+	CMPQ      R9, $0x1c
+	JL        sumcp6_1hi
+	VINSERTPS $0x20, 216(DX)(R8*4), X10, X10
+
+sumcp6_1hi:
+	VINSERTF128 $0x01, X10, Y9, Y9
+
+sumcp6_1lo:
+	VXORPS    Y10, Y10, Y10
+	VMOVSS    192(BX)(R8*4), X10
+	CMPQ      R9, $0x08
+	JL        sumcp6_2lo
+	VINSERTPS $0x10, 196(BX)(R8*4), X10, X10
+	CMPQ      R9, $0x0c
+	JL        sumcp6_2lo
+	VINSERTPS $0x20, 200(BX)(R8*4), X10, X10
+	CMPQ      R9, $0x10
+	JL        sumcp6_2lo
+	VINSERTPS $0x30, 204(BX)(R8*4), X10, X10
+	CMPQ      R9, $0x14
+	JL        sumcp6_2lo
+	VMOVSS    208(BX)(R8*4), X11
+	CMPQ      R9, $0x18
+	JL        sumcp6_2hi
+	VINSERTPS $0x10, 212(BX)(R8*4), X11, X11
+	CMPQ      R9, $0x1c
+	JL        sumcp6_2hi
+	VINSERTPS $0x20, 216(BX)(R8*4), X11, X11
+
+sumcp6_2hi:
+	VINSERTF128 $0x01, X11, Y10, Y10
+
+sumcp6_2lo:
+	VXORPS    Y11, Y11, Y11
+	VMOVSS    192(SI)(R8*4), X11
+	CMPQ      R9, $0x08
+	JL        sumcp6_3lo
+	VINSERTPS $0x10, 196(SI)(R8*4), X11, X11
+	CMPQ      R9, $0x0c
+	JL        sumcp6_3lo
+	VINSERTPS $0x20, 200(SI)(R8*4), X11, X11
+	CMPQ      R9, $0x10
+	JL        sumcp6_3lo
+	VINSERTPS $0x30, 204(SI)(R8*4), X11, X11
+	CMPQ      R9, $0x14
+	JL        sumcp6_3lo
+	VMOVSS    208(SI)(R8*4), X12
+	CMPQ      R9, $0x18
+	JL        sumcp6_3hi
+	VINSERTPS $0x10, 212(SI)(R8*4), X12, X12
+	CMPQ      R9, $0x1c
+	JL        sumcp6_3hi
+	VINSERTPS $0x20, 216(SI)(R8*4), X12, X12
+
+sumcp6_3hi:
+	VINSERTF128 $0x01, X12, Y11, Y11
+
+sumcp6_3lo:
+	VMULPS Y11, Y10, Y10
+	VMULPS Y9, Y10, Y10
+	VADDPS Y10, Y7, Y7
+	JMP    sumcdone
+
+sumcpart7:
+	SUBQ      $0x00000038, R9
+	JZ        sumcdone
+	SHLQ      $0x02, R9
+	VXORPS    Y9, Y9, Y9
+	VMOVSS    224(DX)(R8*4), X9
+	CMPQ      R9, $0x08
+	JL        sumcp7_1lo
+	VINSERTPS $0x10, 228(DX)(R8*4), X9, X9
+	CMPQ      R9, $0x0c
+	JL        sumcp7_1lo
+	VINSERTPS $0x20, 232(DX)(R8*4), X9, X9
+	CMPQ      R9, $0x10
+	JL        sumcp7_1lo
+	VINSERTPS $0x30, 236(DX)(R8*4), X9, X9
+	CMPQ      R9, $0x14
+	JL        sumcp7_1lo
+	VMOVSS    240(DX)(R8*4), X10
+	CMPQ      R9, $0x18
+	JL        sumcp7_1hi
+	VINSERTPS $0x10, 244(DX)(R8*4), X10, X10
+	CMPQ      R9, $0x1c
+	JL        sumcp7_1hi
+	VINSERTPS $0x20, 248(DX)(R8*4), X10, X10
+
+sumcp7_1hi:
+	VINSERTF128 $0x01, X10, Y9, Y9
+
+sumcp7_1lo:
+	VXORPS    Y10, Y10, Y10
+	VMOVSS    224(BX)(R8*4), X10
+	CMPQ      R9, $0x08
+	JL        sumcp7_2lo
+	VINSERTPS $0x10, 228(BX)(R8*4), X10, X10
+	CMPQ      R9, $0x0c
+	JL        sumcp7_2lo
+	VINSERTPS $0x20, 232(BX)(R8*4), X10, X10
+	CMPQ      R9, $0x10
+	JL        sumcp7_2lo
+	VINSERTPS $0x30, 236(BX)(R8*4), X10, X10
+	CMPQ      R9, $0x14
+	JL        sumcp7_2lo
+	VMOVSS    240(BX)(R8*4), X11
+	CMPQ      R9, $0x18
+	JL        sumcp7_2hi
+	VINSERTPS $0x10, 244(BX)(R8*4), X11, X11
+	CMPQ      R9, $0x1c
+	JL        sumcp7_2hi
+	VINSERTPS $0x20, 248(BX)(R8*4), X11, X11
+
+sumcp7_2hi:
+	VINSERTF128 $0x01, X11, Y10, Y10
+
+sumcp7_2lo:
+	VXORPS    Y11, Y11, Y11
+	VMOVSS    224(SI)(R8*4), X11
+	CMPQ      R9, $0x08
+	JL        sumcp7_3lo
+	VINSERTPS $0x10, 228(SI)(R8*4), X11, X11
+	CMPQ      R9, $0x0c
+	JL        sumcp7_3lo
+	VINSERTPS $0x20, 232(SI)(R8*4), X11, X11
+	CMPQ      R9, $0x10
+	JL        sumcp7_3lo
+	VINSERTPS $0x30, 236(SI)(R8*4), X11, X11
+	CMPQ      R9, $0x14
+	JL        sumcp7_3lo
+	VMOVSS    240(SI)(R8*4), X12
+	CMPQ      R9, $0x18
+	JL        sumcp7_3hi
+	VINSERTPS $0x10, 244(SI)(R8*4), X12, X12
+	CMPQ      R9, $0x1c
+	JL        sumcp7_3hi
+	VINSERTPS $0x20, 248(SI)(R8*4), X12, X12
+
+sumcp7_3hi:
+	VINSERTF128 $0x01, X12, Y11, Y11
+
+sumcp7_3lo:
+	VMULPS Y11, Y10, Y10
+	VMULPS Y9, Y10, Y10
+	VADDPS Y10, Y8, Y8
+
+sumcdone:
+	VADDPS       Y5, Y0, Y0
+	VADDPS       Y6, Y2, Y2
+	VADDPS       Y7, Y3, Y3
+	VADDPS       Y8, Y4, Y4
+	VADDPS       Y3, Y0, Y0
+	VADDPS       Y4, Y2, Y2
+	VADDPS       Y2, Y0, Y0
+	VEXTRACTF128 $0x01, Y0, X2
+	VADDPS       X2, X0, X2
+	VMOVHLPS     X2, X2, X0
+	VADDPS       X0, X2, X2
+	VMOVSHDUP    X2, X0
+	VADDSS       X0, X2, X2
+
+	// s = ((inv*inv)*c)/d
+	VMULSS X1, X1, X0
+	VMULSS X2, X0, X0
+	CMPL   12(SP), $0x00
+	JE     divide3
+	VMULSS 12(SP), X0, X0
+	JMP    divided4
+
+divide3:
+	VDIVSS 8(SP), X0, X0
+
+divided4:
+	VBROADCASTSS X1, Y1
+	VBROADCASTSS X0, Y0
+
+	// Which weight-gradient operation this row does.
+	MOVQ  job_dw+0(AX), R8
+	TESTQ R8, R8
+	JZ    dxnone
+	MOVQ  (SP), R10
+	MOVQ  R10, R11
+	ANDQ  $0x1f, R11
+	MOVQ  job_acc+0(AX), R9
+	XORQ  R12, R12
+	CMPQ  R11, $0x1f
+	JE    islast
+	INCQ  R10
+	CMPQ  R10, job_rows+0(AX)
+	JNE   notlast
+
+islast:
+	MOVQ $0x00000001, R12
+
+notlast:
+	TESTL $0x00000004, job_flags+0(AX)
+	JNZ   fused
+
+	// Each block in its slot: P at acc + (row/32 - blk0)*d*4.
+	MOVQ  (SP), R8
+	SHRQ  $0x05, R8
+	SUBQ  job_blk0+0(AX), R8
+	IMULQ job_d+0(AX), R8
+	LEAQ  (R9)(R8*4), R9
+	TESTQ R11, R11
+	JZ    dxset
+	JMP   dxadd
+
+fused:
+	TESTQ R11, R11
+	JNZ   fusednotfirst
+	TESTQ R12, R12
+	JNZ   dxfusesingle
+	JMP   dxset
+
+fusednotfirst:
+	TESTQ R12, R12
+	JNZ   dxfuselast
+	JMP   dxadd
+
+dxnone:
+	XORQ R8, R8
+	MOVQ job_d+0(AX), R9
+	SUBQ $0x00000020, R9
+
+dxnoneloop:
+	CMPQ    R8, R9
+	JG      dxnoneone
+	VMOVUPS (DX)(R8*4), Y2
+	VMOVUPS (BX)(R8*4), Y3
+	VMOVUPS (SI)(R8*4), Y4
+	VMULPS  Y4, Y3, Y3
+	VMULPS  Y0, Y2, Y2
+	VSUBPS  Y2, Y3, Y3
+	VMULPS  Y1, Y3, Y3
+	VMOVUPS Y3, (CX)(R8*4)
+	VMOVUPS 32(DX)(R8*4), Y2
+	VMOVUPS 32(BX)(R8*4), Y3
+	VMOVUPS 32(SI)(R8*4), Y4
+	VMULPS  Y4, Y3, Y3
+	VMULPS  Y0, Y2, Y2
+	VSUBPS  Y2, Y3, Y3
+	VMULPS  Y1, Y3, Y3
+	VMOVUPS Y3, 32(CX)(R8*4)
+	VMOVUPS 64(DX)(R8*4), Y2
+	VMOVUPS 64(BX)(R8*4), Y3
+	VMOVUPS 64(SI)(R8*4), Y4
+	VMULPS  Y4, Y3, Y3
+	VMULPS  Y0, Y2, Y2
+	VSUBPS  Y2, Y3, Y3
+	VMULPS  Y1, Y3, Y3
+	VMOVUPS Y3, 64(CX)(R8*4)
+	VMOVUPS 96(DX)(R8*4), Y2
+	VMOVUPS 96(BX)(R8*4), Y3
+	VMOVUPS 96(SI)(R8*4), Y4
+	VMULPS  Y4, Y3, Y3
+	VMULPS  Y0, Y2, Y2
+	VSUBPS  Y2, Y3, Y3
+	VMULPS  Y1, Y3, Y3
+	VMOVUPS Y3, 96(CX)(R8*4)
+	ADDQ    $0x00000020, R8
+	JMP     dxnoneloop
+
+dxnoneone:
+	ADDQ $0x00000018, R9
+
+dxnoneoneloop:
+	CMPQ    R8, R9
+	JG      dxnonepart
+	VMOVUPS (DX)(R8*4), Y2
+	VMOVUPS (BX)(R8*4), Y3
+	VMOVUPS (SI)(R8*4), Y4
+	VMULPS  Y4, Y3, Y3
+	VMULPS  Y0, Y2, Y2
+	VSUBPS  Y2, Y3, Y3
+	VMULPS  Y1, Y3, Y3
+	VMOVUPS Y3, (CX)(R8*4)
+	ADDQ    $0x00000008, R8
+	JMP     dxnoneoneloop
+
+dxnonepart:
+	MOVQ      job_d+0(AX), R9
+	SUBQ      R8, R9
+	JZ        rowdonenone
+	SHLQ      $0x02, R9
+	VXORPS    Y2, Y2, Y2
+	VMOVSS    (DX)(R8*4), X2
+	CMPQ      R9, $0x08
+	JL        dxnonep_1lo
+	VINSERTPS $0x10, 4(DX)(R8*4), X2, X2
+	CMPQ      R9, $0x0c
+	JL        dxnonep_1lo
+	VINSERTPS $0x20, 8(DX)(R8*4), X2, X2
+	CMPQ      R9, $0x10
+	JL        dxnonep_1lo
+	VINSERTPS $0x30, 12(DX)(R8*4), X2, X2
+	CMPQ      R9, $0x14
+	JL        dxnonep_1lo
+	VMOVSS    16(DX)(R8*4), X3
+	CMPQ      R9, $0x18
+	JL        dxnonep_1hi
+	VINSERTPS $0x10, 20(DX)(R8*4), X3, X3
+	CMPQ      R9, $0x1c
+	JL        dxnonep_1hi
+	VINSERTPS $0x20, 24(DX)(R8*4), X3, X3
+
+dxnonep_1hi:
+	VINSERTF128 $0x01, X3, Y2, Y2
+
+dxnonep_1lo:
+	VXORPS    Y3, Y3, Y3
+	VMOVSS    (BX)(R8*4), X3
+	CMPQ      R9, $0x08
+	JL        dxnonep_2lo
+	VINSERTPS $0x10, 4(BX)(R8*4), X3, X3
+	CMPQ      R9, $0x0c
+	JL        dxnonep_2lo
+	VINSERTPS $0x20, 8(BX)(R8*4), X3, X3
+	CMPQ      R9, $0x10
+	JL        dxnonep_2lo
+	VINSERTPS $0x30, 12(BX)(R8*4), X3, X3
+	CMPQ      R9, $0x14
+	JL        dxnonep_2lo
+	VMOVSS    16(BX)(R8*4), X4
+	CMPQ      R9, $0x18
+	JL        dxnonep_2hi
+	VINSERTPS $0x10, 20(BX)(R8*4), X4, X4
+	CMPQ      R9, $0x1c
+	JL        dxnonep_2hi
+	VINSERTPS $0x20, 24(BX)(R8*4), X4, X4
+
+dxnonep_2hi:
+	VINSERTF128 $0x01, X4, Y3, Y3
+
+dxnonep_2lo:
+	VXORPS    Y4, Y4, Y4
+	VMOVSS    (SI)(R8*4), X4
+	CMPQ      R9, $0x08
+	JL        dxnonep_3lo
+	VINSERTPS $0x10, 4(SI)(R8*4), X4, X4
+	CMPQ      R9, $0x0c
+	JL        dxnonep_3lo
+	VINSERTPS $0x20, 8(SI)(R8*4), X4, X4
+	CMPQ      R9, $0x10
+	JL        dxnonep_3lo
+	VINSERTPS $0x30, 12(SI)(R8*4), X4, X4
+	CMPQ      R9, $0x14
+	JL        dxnonep_3lo
+	VMOVSS    16(SI)(R8*4), X5
+	CMPQ      R9, $0x18
+	JL        dxnonep_3hi
+	VINSERTPS $0x10, 20(SI)(R8*4), X5, X5
+	CMPQ      R9, $0x1c
+	JL        dxnonep_3hi
+	VINSERTPS $0x20, 24(SI)(R8*4), X5, X5
+
+dxnonep_3hi:
+	VINSERTF128 $0x01, X5, Y4, Y4
+
+dxnonep_3lo:
+	VMULPS       Y4, Y3, Y3
+	VMULPS       Y0, Y2, Y0
+	VSUBPS       Y0, Y3, Y3
+	VMULPS       Y1, Y3, Y3
+	VMOVSS       X3, (CX)(R8*4)
+	CMPQ         R9, $0x08
+	JL           dxnonep_4lo
+	VEXTRACTPS   $0x01, X3, 4(CX)(R8*4)
+	CMPQ         R9, $0x0c
+	JL           dxnonep_4lo
+	VEXTRACTPS   $0x02, X3, 8(CX)(R8*4)
+	CMPQ         R9, $0x10
+	JL           dxnonep_4lo
+	VEXTRACTPS   $0x03, X3, 12(CX)(R8*4)
+	VEXTRACTF128 $0x01, Y3, X0
+	CMPQ         R9, $0x14
+	JL           dxnonep_4lo
+	VEXTRACTPS   $0x00, X0, 16(CX)(R8*4)
+	CMPQ         R9, $0x18
+	JL           dxnonep_4lo
+	VEXTRACTPS   $0x01, X0, 20(CX)(R8*4)
+	CMPQ         R9, $0x1c
+	JL           dxnonep_4lo
+	VEXTRACTPS   $0x02, X0, 24(CX)(R8*4)
+
+dxnonep_4lo:
+rowdonenone:
+	JMP rowdone
+
+dxset:
+	XORQ R8, R8
+	MOVQ job_d+0(AX), R10
+	SUBQ $0x00000020, R10
+
+dxsetloop:
+	CMPQ    R8, R10
+	JG      dxsetone
+	VMOVUPS (DX)(R8*4), Y2
+	VMOVUPS (BX)(R8*4), Y3
+	VMOVUPS (SI)(R8*4), Y4
+	VMULPS  Y4, Y3, Y4
+	VMULPS  Y0, Y2, Y5
+	VSUBPS  Y5, Y4, Y4
+	VMULPS  Y1, Y4, Y4
+	VMULPS  Y1, Y2, Y2
+	VMULPS  Y2, Y3, Y2
+	VMOVUPS Y2, (R9)(R8*4)
+	VMOVUPS Y4, (CX)(R8*4)
+	VMOVUPS 32(DX)(R8*4), Y2
+	VMOVUPS 32(BX)(R8*4), Y3
+	VMOVUPS 32(SI)(R8*4), Y4
+	VMULPS  Y4, Y3, Y4
+	VMULPS  Y0, Y2, Y5
+	VSUBPS  Y5, Y4, Y4
+	VMULPS  Y1, Y4, Y4
+	VMULPS  Y1, Y2, Y2
+	VMULPS  Y2, Y3, Y2
+	VMOVUPS Y2, 32(R9)(R8*4)
+	VMOVUPS Y4, 32(CX)(R8*4)
+	VMOVUPS 64(DX)(R8*4), Y2
+	VMOVUPS 64(BX)(R8*4), Y3
+	VMOVUPS 64(SI)(R8*4), Y4
+	VMULPS  Y4, Y3, Y4
+	VMULPS  Y0, Y2, Y5
+	VSUBPS  Y5, Y4, Y4
+	VMULPS  Y1, Y4, Y4
+	VMULPS  Y1, Y2, Y2
+	VMULPS  Y2, Y3, Y2
+	VMOVUPS Y2, 64(R9)(R8*4)
+	VMOVUPS Y4, 64(CX)(R8*4)
+	VMOVUPS 96(DX)(R8*4), Y2
+	VMOVUPS 96(BX)(R8*4), Y3
+	VMOVUPS 96(SI)(R8*4), Y4
+	VMULPS  Y4, Y3, Y4
+	VMULPS  Y0, Y2, Y5
+	VSUBPS  Y5, Y4, Y4
+	VMULPS  Y1, Y4, Y4
+	VMULPS  Y1, Y2, Y2
+	VMULPS  Y2, Y3, Y2
+	VMOVUPS Y2, 96(R9)(R8*4)
+	VMOVUPS Y4, 96(CX)(R8*4)
+	ADDQ    $0x00000020, R8
+	JMP     dxsetloop
+
+dxsetone:
+	ADDQ $0x00000018, R10
+
+dxsetoneloop:
+	CMPQ    R8, R10
+	JG      dxsetpart
+	VMOVUPS (DX)(R8*4), Y2
+	VMOVUPS (BX)(R8*4), Y3
+	VMOVUPS (SI)(R8*4), Y4
+	VMULPS  Y4, Y3, Y4
+	VMULPS  Y0, Y2, Y5
+	VSUBPS  Y5, Y4, Y4
+	VMULPS  Y1, Y4, Y4
+	VMULPS  Y1, Y2, Y2
+	VMULPS  Y2, Y3, Y2
+	VMOVUPS Y2, (R9)(R8*4)
+	VMOVUPS Y4, (CX)(R8*4)
+	ADDQ    $0x00000008, R8
+	JMP     dxsetoneloop
+
+dxsetpart:
+	MOVQ      job_d+0(AX), R10
+	SUBQ      R8, R10
+	JZ        rowdoneset
+	SHLQ      $0x02, R10
+	VXORPS    Y2, Y2, Y2
+	VMOVSS    (DX)(R8*4), X2
+	CMPQ      R10, $0x08
+	JL        dxsetp_1lo
+	VINSERTPS $0x10, 4(DX)(R8*4), X2, X2
+	CMPQ      R10, $0x0c
+	JL        dxsetp_1lo
+	VINSERTPS $0x20, 8(DX)(R8*4), X2, X2
+	CMPQ      R10, $0x10
+	JL        dxsetp_1lo
+	VINSERTPS $0x30, 12(DX)(R8*4), X2, X2
+	CMPQ      R10, $0x14
+	JL        dxsetp_1lo
+	VMOVSS    16(DX)(R8*4), X3
+	CMPQ      R10, $0x18
+	JL        dxsetp_1hi
+	VINSERTPS $0x10, 20(DX)(R8*4), X3, X3
+	CMPQ      R10, $0x1c
+	JL        dxsetp_1hi
+	VINSERTPS $0x20, 24(DX)(R8*4), X3, X3
+
+dxsetp_1hi:
+	VINSERTF128 $0x01, X3, Y2, Y2
+
+dxsetp_1lo:
+	VXORPS    Y3, Y3, Y3
+	VMOVSS    (BX)(R8*4), X3
+	CMPQ      R10, $0x08
+	JL        dxsetp_2lo
+	VINSERTPS $0x10, 4(BX)(R8*4), X3, X3
+	CMPQ      R10, $0x0c
+	JL        dxsetp_2lo
+	VINSERTPS $0x20, 8(BX)(R8*4), X3, X3
+	CMPQ      R10, $0x10
+	JL        dxsetp_2lo
+	VINSERTPS $0x30, 12(BX)(R8*4), X3, X3
+	CMPQ      R10, $0x14
+	JL        dxsetp_2lo
+	VMOVSS    16(BX)(R8*4), X4
+	CMPQ      R10, $0x18
+	JL        dxsetp_2hi
+	VINSERTPS $0x10, 20(BX)(R8*4), X4, X4
+	CMPQ      R10, $0x1c
+	JL        dxsetp_2hi
+	VINSERTPS $0x20, 24(BX)(R8*4), X4, X4
+
+dxsetp_2hi:
+	VINSERTF128 $0x01, X4, Y3, Y3
+
+dxsetp_2lo:
+	VXORPS    Y4, Y4, Y4
+	VMOVSS    (SI)(R8*4), X4
+	CMPQ      R10, $0x08
+	JL        dxsetp_3lo
+	VINSERTPS $0x10, 4(SI)(R8*4), X4, X4
+	CMPQ      R10, $0x0c
+	JL        dxsetp_3lo
+	VINSERTPS $0x20, 8(SI)(R8*4), X4, X4
+	CMPQ      R10, $0x10
+	JL        dxsetp_3lo
+	VINSERTPS $0x30, 12(SI)(R8*4), X4, X4
+	CMPQ      R10, $0x14
+	JL        dxsetp_3lo
+	VMOVSS    16(SI)(R8*4), X5
+	CMPQ      R10, $0x18
+	JL        dxsetp_3hi
+	VINSERTPS $0x10, 20(SI)(R8*4), X5, X5
+	CMPQ      R10, $0x1c
+	JL        dxsetp_3hi
+	VINSERTPS $0x20, 24(SI)(R8*4), X5, X5
+
+dxsetp_3hi:
+	VINSERTF128 $0x01, X5, Y4, Y4
+
+dxsetp_3lo:
+	VMULPS       Y4, Y3, Y4
+	VMULPS       Y0, Y2, Y0
+	VSUBPS       Y0, Y4, Y4
+	VMULPS       Y1, Y4, Y4
+	VMULPS       Y1, Y2, Y0
+	VMULPS       Y0, Y3, Y0
+	VMOVSS       X0, (R9)(R8*4)
+	CMPQ         R10, $0x08
+	JL           dxsetp_4lo
+	VEXTRACTPS   $0x01, X0, 4(R9)(R8*4)
+	CMPQ         R10, $0x0c
+	JL           dxsetp_4lo
+	VEXTRACTPS   $0x02, X0, 8(R9)(R8*4)
+	CMPQ         R10, $0x10
+	JL           dxsetp_4lo
+	VEXTRACTPS   $0x03, X0, 12(R9)(R8*4)
+	VEXTRACTF128 $0x01, Y0, X0
+	CMPQ         R10, $0x14
+	JL           dxsetp_4lo
+	VEXTRACTPS   $0x00, X0, 16(R9)(R8*4)
+	CMPQ         R10, $0x18
+	JL           dxsetp_4lo
+	VEXTRACTPS   $0x01, X0, 20(R9)(R8*4)
+	CMPQ         R10, $0x1c
+	JL           dxsetp_4lo
+	VEXTRACTPS   $0x02, X0, 24(R9)(R8*4)
+
+dxsetp_4lo:
+	VMOVSS       X4, (CX)(R8*4)
+	CMPQ         R10, $0x08
+	JL           dxsetp_5lo
+	VEXTRACTPS   $0x01, X4, 4(CX)(R8*4)
+	CMPQ         R10, $0x0c
+	JL           dxsetp_5lo
+	VEXTRACTPS   $0x02, X4, 8(CX)(R8*4)
+	CMPQ         R10, $0x10
+	JL           dxsetp_5lo
+	VEXTRACTPS   $0x03, X4, 12(CX)(R8*4)
+	VEXTRACTF128 $0x01, Y4, X0
+	CMPQ         R10, $0x14
+	JL           dxsetp_5lo
+	VEXTRACTPS   $0x00, X0, 16(CX)(R8*4)
+	CMPQ         R10, $0x18
+	JL           dxsetp_5lo
+	VEXTRACTPS   $0x01, X0, 20(CX)(R8*4)
+	CMPQ         R10, $0x1c
+	JL           dxsetp_5lo
+	VEXTRACTPS   $0x02, X0, 24(CX)(R8*4)
+
+dxsetp_5lo:
+rowdoneset:
+	JMP rowdone
+
+dxadd:
+	XORQ R8, R8
+	MOVQ job_d+0(AX), R10
+	SUBQ $0x00000020, R10
+
+dxaddloop:
+	CMPQ    R8, R10
+	JG      dxaddone
+	VMOVUPS (DX)(R8*4), Y2
+	VMOVUPS (BX)(R8*4), Y3
+	VMOVUPS (SI)(R8*4), Y4
+	VMULPS  Y4, Y3, Y4
+	VMULPS  Y0, Y2, Y5
+	VSUBPS  Y5, Y4, Y4
+	VMULPS  Y1, Y4, Y4
+	VMULPS  Y1, Y2, Y2
+	VMULPS  Y2, Y3, Y2
+	VMOVUPS (R9)(R8*4), Y3
+	VADDPS  Y2, Y3, Y3
+	VMOVUPS Y3, (R9)(R8*4)
+	VMOVUPS Y4, (CX)(R8*4)
+	VMOVUPS 32(DX)(R8*4), Y2
+	VMOVUPS 32(BX)(R8*4), Y3
+	VMOVUPS 32(SI)(R8*4), Y4
+	VMULPS  Y4, Y3, Y4
+	VMULPS  Y0, Y2, Y5
+	VSUBPS  Y5, Y4, Y4
+	VMULPS  Y1, Y4, Y4
+	VMULPS  Y1, Y2, Y2
+	VMULPS  Y2, Y3, Y2
+	VMOVUPS 32(R9)(R8*4), Y3
+	VADDPS  Y2, Y3, Y3
+	VMOVUPS Y3, 32(R9)(R8*4)
+	VMOVUPS Y4, 32(CX)(R8*4)
+	VMOVUPS 64(DX)(R8*4), Y2
+	VMOVUPS 64(BX)(R8*4), Y3
+	VMOVUPS 64(SI)(R8*4), Y4
+	VMULPS  Y4, Y3, Y4
+	VMULPS  Y0, Y2, Y5
+	VSUBPS  Y5, Y4, Y4
+	VMULPS  Y1, Y4, Y4
+	VMULPS  Y1, Y2, Y2
+	VMULPS  Y2, Y3, Y2
+	VMOVUPS 64(R9)(R8*4), Y3
+	VADDPS  Y2, Y3, Y3
+	VMOVUPS Y3, 64(R9)(R8*4)
+	VMOVUPS Y4, 64(CX)(R8*4)
+	VMOVUPS 96(DX)(R8*4), Y2
+	VMOVUPS 96(BX)(R8*4), Y3
+	VMOVUPS 96(SI)(R8*4), Y4
+	VMULPS  Y4, Y3, Y4
+	VMULPS  Y0, Y2, Y5
+	VSUBPS  Y5, Y4, Y4
+	VMULPS  Y1, Y4, Y4
+	VMULPS  Y1, Y2, Y2
+	VMULPS  Y2, Y3, Y2
+	VMOVUPS 96(R9)(R8*4), Y3
+	VADDPS  Y2, Y3, Y3
+	VMOVUPS Y3, 96(R9)(R8*4)
+	VMOVUPS Y4, 96(CX)(R8*4)
+	ADDQ    $0x00000020, R8
+	JMP     dxaddloop
+
+dxaddone:
+	ADDQ $0x00000018, R10
+
+dxaddoneloop:
+	CMPQ    R8, R10
+	JG      dxaddpart
+	VMOVUPS (DX)(R8*4), Y2
+	VMOVUPS (BX)(R8*4), Y3
+	VMOVUPS (SI)(R8*4), Y4
+	VMULPS  Y4, Y3, Y4
+	VMULPS  Y0, Y2, Y5
+	VSUBPS  Y5, Y4, Y4
+	VMULPS  Y1, Y4, Y4
+	VMULPS  Y1, Y2, Y2
+	VMULPS  Y2, Y3, Y2
+	VMOVUPS (R9)(R8*4), Y3
+	VADDPS  Y2, Y3, Y3
+	VMOVUPS Y3, (R9)(R8*4)
+	VMOVUPS Y4, (CX)(R8*4)
+	ADDQ    $0x00000008, R8
+	JMP     dxaddoneloop
+
+dxaddpart:
+	MOVQ      job_d+0(AX), R10
+	SUBQ      R8, R10
+	JZ        rowdoneadd
+	SHLQ      $0x02, R10
+	VXORPS    Y2, Y2, Y2
+	VMOVSS    (DX)(R8*4), X2
+	CMPQ      R10, $0x08
+	JL        dxaddp_1lo
+	VINSERTPS $0x10, 4(DX)(R8*4), X2, X2
+	CMPQ      R10, $0x0c
+	JL        dxaddp_1lo
+	VINSERTPS $0x20, 8(DX)(R8*4), X2, X2
+	CMPQ      R10, $0x10
+	JL        dxaddp_1lo
+	VINSERTPS $0x30, 12(DX)(R8*4), X2, X2
+	CMPQ      R10, $0x14
+	JL        dxaddp_1lo
+	VMOVSS    16(DX)(R8*4), X3
+	CMPQ      R10, $0x18
+	JL        dxaddp_1hi
+	VINSERTPS $0x10, 20(DX)(R8*4), X3, X3
+	CMPQ      R10, $0x1c
+	JL        dxaddp_1hi
+	VINSERTPS $0x20, 24(DX)(R8*4), X3, X3
+
+dxaddp_1hi:
+	VINSERTF128 $0x01, X3, Y2, Y2
+
+dxaddp_1lo:
+	VXORPS    Y3, Y3, Y3
+	VMOVSS    (BX)(R8*4), X3
+	CMPQ      R10, $0x08
+	JL        dxaddp_2lo
+	VINSERTPS $0x10, 4(BX)(R8*4), X3, X3
+	CMPQ      R10, $0x0c
+	JL        dxaddp_2lo
+	VINSERTPS $0x20, 8(BX)(R8*4), X3, X3
+	CMPQ      R10, $0x10
+	JL        dxaddp_2lo
+	VINSERTPS $0x30, 12(BX)(R8*4), X3, X3
+	CMPQ      R10, $0x14
+	JL        dxaddp_2lo
+	VMOVSS    16(BX)(R8*4), X4
+	CMPQ      R10, $0x18
+	JL        dxaddp_2hi
+	VINSERTPS $0x10, 20(BX)(R8*4), X4, X4
+	CMPQ      R10, $0x1c
+	JL        dxaddp_2hi
+	VINSERTPS $0x20, 24(BX)(R8*4), X4, X4
+
+dxaddp_2hi:
+	VINSERTF128 $0x01, X4, Y3, Y3
+
+dxaddp_2lo:
+	VXORPS    Y4, Y4, Y4
+	VMOVSS    (SI)(R8*4), X4
+	CMPQ      R10, $0x08
+	JL        dxaddp_3lo
+	VINSERTPS $0x10, 4(SI)(R8*4), X4, X4
+	CMPQ      R10, $0x0c
+	JL        dxaddp_3lo
+	VINSERTPS $0x20, 8(SI)(R8*4), X4, X4
+	CMPQ      R10, $0x10
+	JL        dxaddp_3lo
+	VINSERTPS $0x30, 12(SI)(R8*4), X4, X4
+	CMPQ      R10, $0x14
+	JL        dxaddp_3lo
+	VMOVSS    16(SI)(R8*4), X5
+	CMPQ      R10, $0x18
+	JL        dxaddp_3hi
+	VINSERTPS $0x10, 20(SI)(R8*4), X5, X5
+	CMPQ      R10, $0x1c
+	JL        dxaddp_3hi
+	VINSERTPS $0x20, 24(SI)(R8*4), X5, X5
+
+dxaddp_3hi:
+	VINSERTF128 $0x01, X5, Y4, Y4
+
+dxaddp_3lo:
+	VMULPS    Y4, Y3, Y4
+	VMULPS    Y0, Y2, Y0
+	VSUBPS    Y0, Y4, Y4
+	VMULPS    Y1, Y4, Y4
+	VMULPS    Y1, Y2, Y0
+	VMULPS    Y0, Y3, Y0
+	VXORPS    Y1, Y1, Y1
+	VMOVSS    (R9)(R8*4), X1
+	CMPQ      R10, $0x08
+	JL        dxaddp_4lo
+	VINSERTPS $0x10, 4(R9)(R8*4), X1, X1
+	CMPQ      R10, $0x0c
+	JL        dxaddp_4lo
+	VINSERTPS $0x20, 8(R9)(R8*4), X1, X1
+	CMPQ      R10, $0x10
+	JL        dxaddp_4lo
+	VINSERTPS $0x30, 12(R9)(R8*4), X1, X1
+	CMPQ      R10, $0x14
+	JL        dxaddp_4lo
+	VMOVSS    16(R9)(R8*4), X2
+	CMPQ      R10, $0x18
+	JL        dxaddp_4hi
+	VINSERTPS $0x10, 20(R9)(R8*4), X2, X2
+	CMPQ      R10, $0x1c
+	JL        dxaddp_4hi
+	VINSERTPS $0x20, 24(R9)(R8*4), X2, X2
+
+dxaddp_4hi:
+	VINSERTF128 $0x01, X2, Y1, Y1
+
+dxaddp_4lo:
+	VADDPS       Y0, Y1, Y1
+	VMOVSS       X1, (R9)(R8*4)
+	CMPQ         R10, $0x08
+	JL           dxaddp_5lo
+	VEXTRACTPS   $0x01, X1, 4(R9)(R8*4)
+	CMPQ         R10, $0x0c
+	JL           dxaddp_5lo
+	VEXTRACTPS   $0x02, X1, 8(R9)(R8*4)
+	CMPQ         R10, $0x10
+	JL           dxaddp_5lo
+	VEXTRACTPS   $0x03, X1, 12(R9)(R8*4)
+	VEXTRACTF128 $0x01, Y1, X0
+	CMPQ         R10, $0x14
+	JL           dxaddp_5lo
+	VEXTRACTPS   $0x00, X0, 16(R9)(R8*4)
+	CMPQ         R10, $0x18
+	JL           dxaddp_5lo
+	VEXTRACTPS   $0x01, X0, 20(R9)(R8*4)
+	CMPQ         R10, $0x1c
+	JL           dxaddp_5lo
+	VEXTRACTPS   $0x02, X0, 24(R9)(R8*4)
+
+dxaddp_5lo:
+	VMOVSS       X4, (CX)(R8*4)
+	CMPQ         R10, $0x08
+	JL           dxaddp_6lo
+	VEXTRACTPS   $0x01, X4, 4(CX)(R8*4)
+	CMPQ         R10, $0x0c
+	JL           dxaddp_6lo
+	VEXTRACTPS   $0x02, X4, 8(CX)(R8*4)
+	CMPQ         R10, $0x10
+	JL           dxaddp_6lo
+	VEXTRACTPS   $0x03, X4, 12(CX)(R8*4)
+	VEXTRACTF128 $0x01, Y4, X0
+	CMPQ         R10, $0x14
+	JL           dxaddp_6lo
+	VEXTRACTPS   $0x00, X0, 16(CX)(R8*4)
+	CMPQ         R10, $0x18
+	JL           dxaddp_6lo
+	VEXTRACTPS   $0x01, X0, 20(CX)(R8*4)
+	CMPQ         R10, $0x1c
+	JL           dxaddp_6lo
+	VEXTRACTPS   $0x02, X0, 24(CX)(R8*4)
+
+dxaddp_6lo:
+rowdoneadd:
+	JMP rowdone
+
+dxfuselast:
+	XORQ R10, R10
+	MOVQ job_d+0(AX), R11
+	SUBQ $0x00000020, R11
+
+dxfuselastloop:
+	CMPQ    R10, R11
+	JG      dxfuselastone
+	VMOVUPS (DX)(R10*4), Y2
+	VMOVUPS (BX)(R10*4), Y3
+	VMOVUPS (SI)(R10*4), Y4
+	VMULPS  Y4, Y3, Y4
+	VMULPS  Y0, Y2, Y5
+	VSUBPS  Y5, Y4, Y4
+	VMULPS  Y1, Y4, Y4
+	VMULPS  Y1, Y2, Y2
+	VMULPS  Y2, Y3, Y2
+	VMOVUPS (R9)(R10*4), Y3
+	VADDPS  Y2, Y3, Y3
+	VMOVUPS (R8)(R10*4), Y2
+	VADDPS  Y3, Y2, Y2
+	VMOVUPS Y2, (R8)(R10*4)
+	VMOVUPS Y4, (CX)(R10*4)
+	VMOVUPS 32(DX)(R10*4), Y2
+	VMOVUPS 32(BX)(R10*4), Y3
+	VMOVUPS 32(SI)(R10*4), Y4
+	VMULPS  Y4, Y3, Y4
+	VMULPS  Y0, Y2, Y5
+	VSUBPS  Y5, Y4, Y4
+	VMULPS  Y1, Y4, Y4
+	VMULPS  Y1, Y2, Y2
+	VMULPS  Y2, Y3, Y2
+	VMOVUPS 32(R9)(R10*4), Y3
+	VADDPS  Y2, Y3, Y3
+	VMOVUPS 32(R8)(R10*4), Y2
+	VADDPS  Y3, Y2, Y2
+	VMOVUPS Y2, 32(R8)(R10*4)
+	VMOVUPS Y4, 32(CX)(R10*4)
+	VMOVUPS 64(DX)(R10*4), Y2
+	VMOVUPS 64(BX)(R10*4), Y3
+	VMOVUPS 64(SI)(R10*4), Y4
+	VMULPS  Y4, Y3, Y4
+	VMULPS  Y0, Y2, Y5
+	VSUBPS  Y5, Y4, Y4
+	VMULPS  Y1, Y4, Y4
+	VMULPS  Y1, Y2, Y2
+	VMULPS  Y2, Y3, Y2
+	VMOVUPS 64(R9)(R10*4), Y3
+	VADDPS  Y2, Y3, Y3
+	VMOVUPS 64(R8)(R10*4), Y2
+	VADDPS  Y3, Y2, Y2
+	VMOVUPS Y2, 64(R8)(R10*4)
+	VMOVUPS Y4, 64(CX)(R10*4)
+	VMOVUPS 96(DX)(R10*4), Y2
+	VMOVUPS 96(BX)(R10*4), Y3
+	VMOVUPS 96(SI)(R10*4), Y4
+	VMULPS  Y4, Y3, Y4
+	VMULPS  Y0, Y2, Y5
+	VSUBPS  Y5, Y4, Y4
+	VMULPS  Y1, Y4, Y4
+	VMULPS  Y1, Y2, Y2
+	VMULPS  Y2, Y3, Y2
+	VMOVUPS 96(R9)(R10*4), Y3
+	VADDPS  Y2, Y3, Y3
+	VMOVUPS 96(R8)(R10*4), Y2
+	VADDPS  Y3, Y2, Y2
+	VMOVUPS Y2, 96(R8)(R10*4)
+	VMOVUPS Y4, 96(CX)(R10*4)
+	ADDQ    $0x00000020, R10
+	JMP     dxfuselastloop
+
+dxfuselastone:
+	ADDQ $0x00000018, R11
+
+dxfuselastoneloop:
+	CMPQ    R10, R11
+	JG      dxfuselastpart
+	VMOVUPS (DX)(R10*4), Y2
+	VMOVUPS (BX)(R10*4), Y3
+	VMOVUPS (SI)(R10*4), Y4
+	VMULPS  Y4, Y3, Y4
+	VMULPS  Y0, Y2, Y5
+	VSUBPS  Y5, Y4, Y4
+	VMULPS  Y1, Y4, Y4
+	VMULPS  Y1, Y2, Y2
+	VMULPS  Y2, Y3, Y2
+	VMOVUPS (R9)(R10*4), Y3
+	VADDPS  Y2, Y3, Y3
+	VMOVUPS (R8)(R10*4), Y2
+	VADDPS  Y3, Y2, Y2
+	VMOVUPS Y2, (R8)(R10*4)
+	VMOVUPS Y4, (CX)(R10*4)
+	ADDQ    $0x00000008, R10
+	JMP     dxfuselastoneloop
+
+dxfuselastpart:
+	MOVQ      job_d+0(AX), R11
+	SUBQ      R10, R11
+	JZ        rowdonefuselast
+	SHLQ      $0x02, R11
+	VXORPS    Y2, Y2, Y2
+	VMOVSS    (DX)(R10*4), X2
+	CMPQ      R11, $0x08
+	JL        dxfuselastp_1lo
+	VINSERTPS $0x10, 4(DX)(R10*4), X2, X2
+	CMPQ      R11, $0x0c
+	JL        dxfuselastp_1lo
+	VINSERTPS $0x20, 8(DX)(R10*4), X2, X2
+	CMPQ      R11, $0x10
+	JL        dxfuselastp_1lo
+	VINSERTPS $0x30, 12(DX)(R10*4), X2, X2
+	CMPQ      R11, $0x14
+	JL        dxfuselastp_1lo
+	VMOVSS    16(DX)(R10*4), X3
+	CMPQ      R11, $0x18
+	JL        dxfuselastp_1hi
+	VINSERTPS $0x10, 20(DX)(R10*4), X3, X3
+	CMPQ      R11, $0x1c
+	JL        dxfuselastp_1hi
+	VINSERTPS $0x20, 24(DX)(R10*4), X3, X3
+
+dxfuselastp_1hi:
+	VINSERTF128 $0x01, X3, Y2, Y2
+
+dxfuselastp_1lo:
+	VXORPS    Y3, Y3, Y3
+	VMOVSS    (BX)(R10*4), X3
+	CMPQ      R11, $0x08
+	JL        dxfuselastp_2lo
+	VINSERTPS $0x10, 4(BX)(R10*4), X3, X3
+	CMPQ      R11, $0x0c
+	JL        dxfuselastp_2lo
+	VINSERTPS $0x20, 8(BX)(R10*4), X3, X3
+	CMPQ      R11, $0x10
+	JL        dxfuselastp_2lo
+	VINSERTPS $0x30, 12(BX)(R10*4), X3, X3
+	CMPQ      R11, $0x14
+	JL        dxfuselastp_2lo
+	VMOVSS    16(BX)(R10*4), X4
+	CMPQ      R11, $0x18
+	JL        dxfuselastp_2hi
+	VINSERTPS $0x10, 20(BX)(R10*4), X4, X4
+	CMPQ      R11, $0x1c
+	JL        dxfuselastp_2hi
+	VINSERTPS $0x20, 24(BX)(R10*4), X4, X4
+
+dxfuselastp_2hi:
+	VINSERTF128 $0x01, X4, Y3, Y3
+
+dxfuselastp_2lo:
+	VXORPS    Y4, Y4, Y4
+	VMOVSS    (SI)(R10*4), X4
+	CMPQ      R11, $0x08
+	JL        dxfuselastp_3lo
+	VINSERTPS $0x10, 4(SI)(R10*4), X4, X4
+	CMPQ      R11, $0x0c
+	JL        dxfuselastp_3lo
+	VINSERTPS $0x20, 8(SI)(R10*4), X4, X4
+	CMPQ      R11, $0x10
+	JL        dxfuselastp_3lo
+	VINSERTPS $0x30, 12(SI)(R10*4), X4, X4
+	CMPQ      R11, $0x14
+	JL        dxfuselastp_3lo
+	VMOVSS    16(SI)(R10*4), X5
+	CMPQ      R11, $0x18
+	JL        dxfuselastp_3hi
+	VINSERTPS $0x10, 20(SI)(R10*4), X5, X5
+	CMPQ      R11, $0x1c
+	JL        dxfuselastp_3hi
+	VINSERTPS $0x20, 24(SI)(R10*4), X5, X5
+
+dxfuselastp_3hi:
+	VINSERTF128 $0x01, X5, Y4, Y4
+
+dxfuselastp_3lo:
+	VMULPS    Y4, Y3, Y4
+	VMULPS    Y0, Y2, Y0
+	VSUBPS    Y0, Y4, Y4
+	VMULPS    Y1, Y4, Y4
+	VMULPS    Y1, Y2, Y0
+	VMULPS    Y0, Y3, Y0
+	VXORPS    Y1, Y1, Y1
+	VMOVSS    (R9)(R10*4), X1
+	CMPQ      R11, $0x08
+	JL        dxfuselastp_4lo
+	VINSERTPS $0x10, 4(R9)(R10*4), X1, X1
+	CMPQ      R11, $0x0c
+	JL        dxfuselastp_4lo
+	VINSERTPS $0x20, 8(R9)(R10*4), X1, X1
+	CMPQ      R11, $0x10
+	JL        dxfuselastp_4lo
+	VINSERTPS $0x30, 12(R9)(R10*4), X1, X1
+	CMPQ      R11, $0x14
+	JL        dxfuselastp_4lo
+	VMOVSS    16(R9)(R10*4), X2
+	CMPQ      R11, $0x18
+	JL        dxfuselastp_4hi
+	VINSERTPS $0x10, 20(R9)(R10*4), X2, X2
+	CMPQ      R11, $0x1c
+	JL        dxfuselastp_4hi
+	VINSERTPS $0x20, 24(R9)(R10*4), X2, X2
+
+dxfuselastp_4hi:
+	VINSERTF128 $0x01, X2, Y1, Y1
+
+dxfuselastp_4lo:
+	VADDPS    Y0, Y1, Y1
+	VXORPS    Y0, Y0, Y0
+	VMOVSS    (R8)(R10*4), X0
+	CMPQ      R11, $0x08
+	JL        dxfuselastp_5lo
+	VINSERTPS $0x10, 4(R8)(R10*4), X0, X0
+	CMPQ      R11, $0x0c
+	JL        dxfuselastp_5lo
+	VINSERTPS $0x20, 8(R8)(R10*4), X0, X0
+	CMPQ      R11, $0x10
+	JL        dxfuselastp_5lo
+	VINSERTPS $0x30, 12(R8)(R10*4), X0, X0
+	CMPQ      R11, $0x14
+	JL        dxfuselastp_5lo
+	VMOVSS    16(R8)(R10*4), X2
+	CMPQ      R11, $0x18
+	JL        dxfuselastp_5hi
+	VINSERTPS $0x10, 20(R8)(R10*4), X2, X2
+	CMPQ      R11, $0x1c
+	JL        dxfuselastp_5hi
+	VINSERTPS $0x20, 24(R8)(R10*4), X2, X2
+
+dxfuselastp_5hi:
+	VINSERTF128 $0x01, X2, Y0, Y0
+
+dxfuselastp_5lo:
+	VADDPS       Y1, Y0, Y0
+	VMOVSS       X0, (R8)(R10*4)
+	CMPQ         R11, $0x08
+	JL           dxfuselastp_6lo
+	VEXTRACTPS   $0x01, X0, 4(R8)(R10*4)
+	CMPQ         R11, $0x0c
+	JL           dxfuselastp_6lo
+	VEXTRACTPS   $0x02, X0, 8(R8)(R10*4)
+	CMPQ         R11, $0x10
+	JL           dxfuselastp_6lo
+	VEXTRACTPS   $0x03, X0, 12(R8)(R10*4)
+	VEXTRACTF128 $0x01, Y0, X0
+	CMPQ         R11, $0x14
+	JL           dxfuselastp_6lo
+	VEXTRACTPS   $0x00, X0, 16(R8)(R10*4)
+	CMPQ         R11, $0x18
+	JL           dxfuselastp_6lo
+	VEXTRACTPS   $0x01, X0, 20(R8)(R10*4)
+	CMPQ         R11, $0x1c
+	JL           dxfuselastp_6lo
+	VEXTRACTPS   $0x02, X0, 24(R8)(R10*4)
+
+dxfuselastp_6lo:
+	VMOVSS       X4, (CX)(R10*4)
+	CMPQ         R11, $0x08
+	JL           dxfuselastp_7lo
+	VEXTRACTPS   $0x01, X4, 4(CX)(R10*4)
+	CMPQ         R11, $0x0c
+	JL           dxfuselastp_7lo
+	VEXTRACTPS   $0x02, X4, 8(CX)(R10*4)
+	CMPQ         R11, $0x10
+	JL           dxfuselastp_7lo
+	VEXTRACTPS   $0x03, X4, 12(CX)(R10*4)
+	VEXTRACTF128 $0x01, Y4, X0
+	CMPQ         R11, $0x14
+	JL           dxfuselastp_7lo
+	VEXTRACTPS   $0x00, X0, 16(CX)(R10*4)
+	CMPQ         R11, $0x18
+	JL           dxfuselastp_7lo
+	VEXTRACTPS   $0x01, X0, 20(CX)(R10*4)
+	CMPQ         R11, $0x1c
+	JL           dxfuselastp_7lo
+	VEXTRACTPS   $0x02, X0, 24(CX)(R10*4)
+
+dxfuselastp_7lo:
+rowdonefuselast:
+	JMP rowdone
+
+dxfusesingle:
+	XORQ R9, R9
+	MOVQ job_d+0(AX), R10
+	SUBQ $0x00000020, R10
+
+dxfusesingleloop:
+	CMPQ    R9, R10
+	JG      dxfusesingleone
+	VMOVUPS (DX)(R9*4), Y2
+	VMOVUPS (BX)(R9*4), Y3
+	VMOVUPS (SI)(R9*4), Y4
+	VMULPS  Y4, Y3, Y4
+	VMULPS  Y0, Y2, Y5
+	VSUBPS  Y5, Y4, Y4
+	VMULPS  Y1, Y4, Y4
+	VMULPS  Y1, Y2, Y2
+	VMULPS  Y2, Y3, Y2
+	VMOVUPS (R8)(R9*4), Y3
+	VADDPS  Y2, Y3, Y3
+	VMOVUPS Y3, (R8)(R9*4)
+	VMOVUPS Y4, (CX)(R9*4)
+	VMOVUPS 32(DX)(R9*4), Y2
+	VMOVUPS 32(BX)(R9*4), Y3
+	VMOVUPS 32(SI)(R9*4), Y4
+	VMULPS  Y4, Y3, Y4
+	VMULPS  Y0, Y2, Y5
+	VSUBPS  Y5, Y4, Y4
+	VMULPS  Y1, Y4, Y4
+	VMULPS  Y1, Y2, Y2
+	VMULPS  Y2, Y3, Y2
+	VMOVUPS 32(R8)(R9*4), Y3
+	VADDPS  Y2, Y3, Y3
+	VMOVUPS Y3, 32(R8)(R9*4)
+	VMOVUPS Y4, 32(CX)(R9*4)
+	VMOVUPS 64(DX)(R9*4), Y2
+	VMOVUPS 64(BX)(R9*4), Y3
+	VMOVUPS 64(SI)(R9*4), Y4
+	VMULPS  Y4, Y3, Y4
+	VMULPS  Y0, Y2, Y5
+	VSUBPS  Y5, Y4, Y4
+	VMULPS  Y1, Y4, Y4
+	VMULPS  Y1, Y2, Y2
+	VMULPS  Y2, Y3, Y2
+	VMOVUPS 64(R8)(R9*4), Y3
+	VADDPS  Y2, Y3, Y3
+	VMOVUPS Y3, 64(R8)(R9*4)
+	VMOVUPS Y4, 64(CX)(R9*4)
+	VMOVUPS 96(DX)(R9*4), Y2
+	VMOVUPS 96(BX)(R9*4), Y3
+	VMOVUPS 96(SI)(R9*4), Y4
+	VMULPS  Y4, Y3, Y4
+	VMULPS  Y0, Y2, Y5
+	VSUBPS  Y5, Y4, Y4
+	VMULPS  Y1, Y4, Y4
+	VMULPS  Y1, Y2, Y2
+	VMULPS  Y2, Y3, Y2
+	VMOVUPS 96(R8)(R9*4), Y3
+	VADDPS  Y2, Y3, Y3
+	VMOVUPS Y3, 96(R8)(R9*4)
+	VMOVUPS Y4, 96(CX)(R9*4)
+	ADDQ    $0x00000020, R9
+	JMP     dxfusesingleloop
+
+dxfusesingleone:
+	ADDQ $0x00000018, R10
+
+dxfusesingleoneloop:
+	CMPQ    R9, R10
+	JG      dxfusesinglepart
+	VMOVUPS (DX)(R9*4), Y2
+	VMOVUPS (BX)(R9*4), Y3
+	VMOVUPS (SI)(R9*4), Y4
+	VMULPS  Y4, Y3, Y4
+	VMULPS  Y0, Y2, Y5
+	VSUBPS  Y5, Y4, Y4
+	VMULPS  Y1, Y4, Y4
+	VMULPS  Y1, Y2, Y2
+	VMULPS  Y2, Y3, Y2
+	VMOVUPS (R8)(R9*4), Y3
+	VADDPS  Y2, Y3, Y3
+	VMOVUPS Y3, (R8)(R9*4)
+	VMOVUPS Y4, (CX)(R9*4)
+	ADDQ    $0x00000008, R9
+	JMP     dxfusesingleoneloop
+
+dxfusesinglepart:
+	MOVQ      job_d+0(AX), R10
+	SUBQ      R9, R10
+	JZ        rowdonefusesingle
+	SHLQ      $0x02, R10
+	VXORPS    Y2, Y2, Y2
+	VMOVSS    (DX)(R9*4), X2
+	CMPQ      R10, $0x08
+	JL        dxfusesinglep_1lo
+	VINSERTPS $0x10, 4(DX)(R9*4), X2, X2
+	CMPQ      R10, $0x0c
+	JL        dxfusesinglep_1lo
+	VINSERTPS $0x20, 8(DX)(R9*4), X2, X2
+	CMPQ      R10, $0x10
+	JL        dxfusesinglep_1lo
+	VINSERTPS $0x30, 12(DX)(R9*4), X2, X2
+	CMPQ      R10, $0x14
+	JL        dxfusesinglep_1lo
+	VMOVSS    16(DX)(R9*4), X3
+	CMPQ      R10, $0x18
+	JL        dxfusesinglep_1hi
+	VINSERTPS $0x10, 20(DX)(R9*4), X3, X3
+	CMPQ      R10, $0x1c
+	JL        dxfusesinglep_1hi
+	VINSERTPS $0x20, 24(DX)(R9*4), X3, X3
+
+dxfusesinglep_1hi:
+	VINSERTF128 $0x01, X3, Y2, Y2
+
+dxfusesinglep_1lo:
+	VXORPS    Y3, Y3, Y3
+	VMOVSS    (BX)(R9*4), X3
+	CMPQ      R10, $0x08
+	JL        dxfusesinglep_2lo
+	VINSERTPS $0x10, 4(BX)(R9*4), X3, X3
+	CMPQ      R10, $0x0c
+	JL        dxfusesinglep_2lo
+	VINSERTPS $0x20, 8(BX)(R9*4), X3, X3
+	CMPQ      R10, $0x10
+	JL        dxfusesinglep_2lo
+	VINSERTPS $0x30, 12(BX)(R9*4), X3, X3
+	CMPQ      R10, $0x14
+	JL        dxfusesinglep_2lo
+	VMOVSS    16(BX)(R9*4), X4
+	CMPQ      R10, $0x18
+	JL        dxfusesinglep_2hi
+	VINSERTPS $0x10, 20(BX)(R9*4), X4, X4
+	CMPQ      R10, $0x1c
+	JL        dxfusesinglep_2hi
+	VINSERTPS $0x20, 24(BX)(R9*4), X4, X4
+
+dxfusesinglep_2hi:
+	VINSERTF128 $0x01, X4, Y3, Y3
+
+dxfusesinglep_2lo:
+	VXORPS    Y4, Y4, Y4
+	VMOVSS    (SI)(R9*4), X4
+	CMPQ      R10, $0x08
+	JL        dxfusesinglep_3lo
+	VINSERTPS $0x10, 4(SI)(R9*4), X4, X4
+	CMPQ      R10, $0x0c
+	JL        dxfusesinglep_3lo
+	VINSERTPS $0x20, 8(SI)(R9*4), X4, X4
+	CMPQ      R10, $0x10
+	JL        dxfusesinglep_3lo
+	VINSERTPS $0x30, 12(SI)(R9*4), X4, X4
+	CMPQ      R10, $0x14
+	JL        dxfusesinglep_3lo
+	VMOVSS    16(SI)(R9*4), X5
+	CMPQ      R10, $0x18
+	JL        dxfusesinglep_3hi
+	VINSERTPS $0x10, 20(SI)(R9*4), X5, X5
+	CMPQ      R10, $0x1c
+	JL        dxfusesinglep_3hi
+	VINSERTPS $0x20, 24(SI)(R9*4), X5, X5
+
+dxfusesinglep_3hi:
+	VINSERTF128 $0x01, X5, Y4, Y4
+
+dxfusesinglep_3lo:
+	VMULPS    Y4, Y3, Y4
+	VMULPS    Y0, Y2, Y0
+	VSUBPS    Y0, Y4, Y4
+	VMULPS    Y1, Y4, Y4
+	VMULPS    Y1, Y2, Y0
+	VMULPS    Y0, Y3, Y0
+	VXORPS    Y1, Y1, Y1
+	VMOVSS    (R8)(R9*4), X1
+	CMPQ      R10, $0x08
+	JL        dxfusesinglep_4lo
+	VINSERTPS $0x10, 4(R8)(R9*4), X1, X1
+	CMPQ      R10, $0x0c
+	JL        dxfusesinglep_4lo
+	VINSERTPS $0x20, 8(R8)(R9*4), X1, X1
+	CMPQ      R10, $0x10
+	JL        dxfusesinglep_4lo
+	VINSERTPS $0x30, 12(R8)(R9*4), X1, X1
+	CMPQ      R10, $0x14
+	JL        dxfusesinglep_4lo
+	VMOVSS    16(R8)(R9*4), X2
+	CMPQ      R10, $0x18
+	JL        dxfusesinglep_4hi
+	VINSERTPS $0x10, 20(R8)(R9*4), X2, X2
+	CMPQ      R10, $0x1c
+	JL        dxfusesinglep_4hi
+	VINSERTPS $0x20, 24(R8)(R9*4), X2, X2
+
+dxfusesinglep_4hi:
+	VINSERTF128 $0x01, X2, Y1, Y1
+
+dxfusesinglep_4lo:
+	VADDPS       Y0, Y1, Y1
+	VMOVSS       X1, (R8)(R9*4)
+	CMPQ         R10, $0x08
+	JL           dxfusesinglep_5lo
+	VEXTRACTPS   $0x01, X1, 4(R8)(R9*4)
+	CMPQ         R10, $0x0c
+	JL           dxfusesinglep_5lo
+	VEXTRACTPS   $0x02, X1, 8(R8)(R9*4)
+	CMPQ         R10, $0x10
+	JL           dxfusesinglep_5lo
+	VEXTRACTPS   $0x03, X1, 12(R8)(R9*4)
+	VEXTRACTF128 $0x01, Y1, X0
+	CMPQ         R10, $0x14
+	JL           dxfusesinglep_5lo
+	VEXTRACTPS   $0x00, X0, 16(R8)(R9*4)
+	CMPQ         R10, $0x18
+	JL           dxfusesinglep_5lo
+	VEXTRACTPS   $0x01, X0, 20(R8)(R9*4)
+	CMPQ         R10, $0x1c
+	JL           dxfusesinglep_5lo
+	VEXTRACTPS   $0x02, X0, 24(R8)(R9*4)
+
+dxfusesinglep_5lo:
+	VMOVSS       X4, (CX)(R9*4)
+	CMPQ         R10, $0x08
+	JL           dxfusesinglep_6lo
+	VEXTRACTPS   $0x01, X4, 4(CX)(R9*4)
+	CMPQ         R10, $0x0c
+	JL           dxfusesinglep_6lo
+	VEXTRACTPS   $0x02, X4, 8(CX)(R9*4)
+	CMPQ         R10, $0x10
+	JL           dxfusesinglep_6lo
+	VEXTRACTPS   $0x03, X4, 12(CX)(R9*4)
+	VEXTRACTF128 $0x01, Y4, X0
+	CMPQ         R10, $0x14
+	JL           dxfusesinglep_6lo
+	VEXTRACTPS   $0x00, X0, 16(CX)(R9*4)
+	CMPQ         R10, $0x18
+	JL           dxfusesinglep_6lo
+	VEXTRACTPS   $0x01, X0, 20(CX)(R9*4)
+	CMPQ         R10, $0x1c
+	JL           dxfusesinglep_6lo
+	VEXTRACTPS   $0x02, X0, 24(CX)(R9*4)
+
+dxfusesinglep_6lo:
+rowdonefusesingle:
+rowdone:
+	// Next row.
+	ADDQ DI, DX
+	ADDQ DI, CX
+	ADDQ DI, BX
+	INCQ (SP)
+	JMP  row
+
+ret:
+	VZEROUPPER
+	MOVQ (SP), AX
+	MOVQ AX, ret+24(FP)
+	RET
+
+// func avx2BackwardOffset(j uintptr, from int, to int) int
+// Requires: AVX, AVX2
+TEXT ·avx2BackwardOffset(SB), NOSPLIT, $16-32
+	// avx2BackwardOffset computes the gradient of rows [from, to) of the job: with g = dy*(1+w), c the
+	// contract's sum of g*x and s = ((inv*inv)*c)/d, dx = inv*(g - x*s); and, when the job has a
+	// weight gradient, the products dy*(x*inv) into the row block's partial sum (see gradBlock).
+	// It stops before the first row that needs the float64 path and returns that row's index, or to.
+	MOVQ j+0(FP), AX
+	MOVQ job_dst+0(AX), CX
+	MOVQ job_x+0(AX), DX
+	MOVQ job_dy+0(AX), BX
+	MOVQ job_w+0(AX), SI
+	MOVQ job_stride+0(AX), DI
+	SHLQ $0x02, DI
+
+	// fd = float32(d); rd = 1/d when d is a power of two (a/d is then a*rd exactly), else 0.
+	MOVQ       job_d+0(AX), R8
+	VMOVSS     one<>+0(SB), X0
+	VCVTSI2SSQ R8, X0, X0
+	VMOVSS     X0, 8(SP)
+	XORL       R10, R10
+	LEAQ       -1(R8), R9
+	TESTQ      R8, R9
+	JNZ        notpow2
+	BSFQ       R8, R9
+	MOVL       $0x0000007f, R10
+	SUBL       R9, R10
+	SHLL       $0x17, R10
+
+notpow2:
+	MOVL R10, 12(SP)
+
+	// Start at row from.
+	MOVQ  from+8(FP), R8
+	MOVQ  R8, (SP)
+	IMULQ DI, R8
+	ADDQ  R8, CX
+	ADDQ  R8, DX
+	ADDQ  R8, BX
+
+row:
+	MOVQ (SP), R8
+	CMPQ R8, to+16(FP)
+	JAE  ret
+
+	// Partial sums (ss true, c false): element i goes to partial i%64.
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	XORQ   R8, R8
+	MOVQ   job_d+0(AX), R9
+	SUBQ   $0x00000040, R9
+
+sumssloop:
+	CMPQ    R8, R9
+	JG      sumsstail
+	VMOVUPS (DX)(R8*4), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y0, Y0
+	VMOVUPS 32(DX)(R8*4), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y1, Y1
+	VMOVUPS 64(DX)(R8*4), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y2, Y2
+	VMOVUPS 96(DX)(R8*4), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y3, Y3
+	VMOVUPS 128(DX)(R8*4), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y4, Y4
+	VMOVUPS 160(DX)(R8*4), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y5, Y5
+	VMOVUPS 192(DX)(R8*4), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y6, Y6
+	VMOVUPS 224(DX)(R8*4), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y7, Y7
+	ADDQ    $0x00000040, R8
+	JMP     sumssloop
+
+sumsstail:
+	// Fewer than 64 elements remain: whole vectors, then one partial vector (its other lanes add +0).
+	MOVQ    job_d+0(AX), R9
+	SUBQ    R8, R9
+	CMPQ    R9, $0x00000008
+	JL      sumsspart0
+	VMOVUPS (DX)(R8*4), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y0, Y0
+	CMPQ    R9, $0x00000010
+	JL      sumsspart1
+	VMOVUPS 32(DX)(R8*4), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y1, Y1
+	CMPQ    R9, $0x00000018
+	JL      sumsspart2
+	VMOVUPS 64(DX)(R8*4), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y2, Y2
+	CMPQ    R9, $0x00000020
+	JL      sumsspart3
+	VMOVUPS 96(DX)(R8*4), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y3, Y3
+	CMPQ    R9, $0x00000028
+	JL      sumsspart4
+	VMOVUPS 128(DX)(R8*4), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y4, Y4
+	CMPQ    R9, $0x00000030
+	JL      sumsspart5
+	VMOVUPS 160(DX)(R8*4), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y5, Y5
+	CMPQ    R9, $0x00000038
+	JL      sumsspart6
+	VMOVUPS 192(DX)(R8*4), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y6, Y6
+	CMPQ    R9, $0x00000040
+	JL      sumsspart7
+	VMOVUPS 224(DX)(R8*4), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y7, Y7
+	JMP     sumssdone
+
+sumsspart0:
+	SUBQ      $0x00000000, R9
+	JZ        sumssdone
+	SHLQ      $0x02, R9
+	VXORPS    Y8, Y8, Y8
+	VMOVSS    (DX)(R8*4), X8
+	CMPQ      R9, $0x08
+	JL        sumssp0_1lo
+	VINSERTPS $0x10, 4(DX)(R8*4), X8, X8
+	CMPQ      R9, $0x0c
+	JL        sumssp0_1lo
+	VINSERTPS $0x20, 8(DX)(R8*4), X8, X8
+	CMPQ      R9, $0x10
+	JL        sumssp0_1lo
+	VINSERTPS $0x30, 12(DX)(R8*4), X8, X8
+	CMPQ      R9, $0x14
+	JL        sumssp0_1lo
+	VMOVSS    16(DX)(R8*4), X9
+	CMPQ      R9, $0x18
+	JL        sumssp0_1hi
+	VINSERTPS $0x10, 20(DX)(R8*4), X9, X9
+	CMPQ      R9, $0x1c
+	JL        sumssp0_1hi
+	VINSERTPS $0x20, 24(DX)(R8*4), X9, X9
+
+sumssp0_1hi:
+	VINSERTF128 $0x01, X9, Y8, Y8
+
+sumssp0_1lo:
+	VMULPS Y8, Y8, Y8
+	VADDPS Y8, Y0, Y0
+	JMP    sumssdone
+
+sumsspart1:
+	SUBQ      $0x00000008, R9
+	JZ        sumssdone
+	SHLQ      $0x02, R9
+	VXORPS    Y8, Y8, Y8
+	VMOVSS    32(DX)(R8*4), X8
+	CMPQ      R9, $0x08
+	JL        sumssp1_1lo
+	VINSERTPS $0x10, 36(DX)(R8*4), X8, X8
+	CMPQ      R9, $0x0c
+	JL        sumssp1_1lo
+	VINSERTPS $0x20, 40(DX)(R8*4), X8, X8
+	CMPQ      R9, $0x10
+	JL        sumssp1_1lo
+	VINSERTPS $0x30, 44(DX)(R8*4), X8, X8
+	CMPQ      R9, $0x14
+	JL        sumssp1_1lo
+	VMOVSS    48(DX)(R8*4), X9
+	CMPQ      R9, $0x18
+	JL        sumssp1_1hi
+	VINSERTPS $0x10, 52(DX)(R8*4), X9, X9
+	CMPQ      R9, $0x1c
+	JL        sumssp1_1hi
+	VINSERTPS $0x20, 56(DX)(R8*4), X9, X9
+
+sumssp1_1hi:
+	VINSERTF128 $0x01, X9, Y8, Y8
+
+sumssp1_1lo:
+	VMULPS Y8, Y8, Y8
+	VADDPS Y8, Y1, Y1
+	JMP    sumssdone
+
+sumsspart2:
+	SUBQ      $0x00000010, R9
+	JZ        sumssdone
+	SHLQ      $0x02, R9
+	VXORPS    Y8, Y8, Y8
+	VMOVSS    64(DX)(R8*4), X8
+	CMPQ      R9, $0x08
+	JL        sumssp2_1lo
+	VINSERTPS $0x10, 68(DX)(R8*4), X8, X8
+	CMPQ      R9, $0x0c
+	JL        sumssp2_1lo
+	VINSERTPS $0x20, 72(DX)(R8*4), X8, X8
+	CMPQ      R9, $0x10
+	JL        sumssp2_1lo
+	VINSERTPS $0x30, 76(DX)(R8*4), X8, X8
+	CMPQ      R9, $0x14
+	JL        sumssp2_1lo
+	VMOVSS    80(DX)(R8*4), X9
+	CMPQ      R9, $0x18
+	JL        sumssp2_1hi
+	VINSERTPS $0x10, 84(DX)(R8*4), X9, X9
+	CMPQ      R9, $0x1c
+	JL        sumssp2_1hi
+	VINSERTPS $0x20, 88(DX)(R8*4), X9, X9
+
+sumssp2_1hi:
+	VINSERTF128 $0x01, X9, Y8, Y8
+
+sumssp2_1lo:
+	VMULPS Y8, Y8, Y8
+	VADDPS Y8, Y2, Y2
+	JMP    sumssdone
+
+sumsspart3:
+	SUBQ      $0x00000018, R9
+	JZ        sumssdone
+	SHLQ      $0x02, R9
+	VXORPS    Y8, Y8, Y8
+	VMOVSS    96(DX)(R8*4), X8
+	CMPQ      R9, $0x08
+	JL        sumssp3_1lo
+	VINSERTPS $0x10, 100(DX)(R8*4), X8, X8
+	CMPQ      R9, $0x0c
+	JL        sumssp3_1lo
+	VINSERTPS $0x20, 104(DX)(R8*4), X8, X8
+	CMPQ      R9, $0x10
+	JL        sumssp3_1lo
+	VINSERTPS $0x30, 108(DX)(R8*4), X8, X8
+	CMPQ      R9, $0x14
+	JL        sumssp3_1lo
+	VMOVSS    112(DX)(R8*4), X9
+	CMPQ      R9, $0x18
+	JL        sumssp3_1hi
+	VINSERTPS $0x10, 116(DX)(R8*4), X9, X9
+	CMPQ      R9, $0x1c
+	JL        sumssp3_1hi
+	VINSERTPS $0x20, 120(DX)(R8*4), X9, X9
+
+sumssp3_1hi:
+	VINSERTF128 $0x01, X9, Y8, Y8
+
+sumssp3_1lo:
+	VMULPS Y8, Y8, Y8
+	VADDPS Y8, Y3, Y3
+	JMP    sumssdone
+
+sumsspart4:
+	SUBQ      $0x00000020, R9
+	JZ        sumssdone
+	SHLQ      $0x02, R9
+	VXORPS    Y8, Y8, Y8
+	VMOVSS    128(DX)(R8*4), X8
+	CMPQ      R9, $0x08
+	JL        sumssp4_1lo
+	VINSERTPS $0x10, 132(DX)(R8*4), X8, X8
+	CMPQ      R9, $0x0c
+	JL        sumssp4_1lo
+	VINSERTPS $0x20, 136(DX)(R8*4), X8, X8
+	CMPQ      R9, $0x10
+	JL        sumssp4_1lo
+	VINSERTPS $0x30, 140(DX)(R8*4), X8, X8
+	CMPQ      R9, $0x14
+	JL        sumssp4_1lo
+	VMOVSS    144(DX)(R8*4), X9
+	CMPQ      R9, $0x18
+	JL        sumssp4_1hi
+	VINSERTPS $0x10, 148(DX)(R8*4), X9, X9
+	CMPQ      R9, $0x1c
+	JL        sumssp4_1hi
+	VINSERTPS $0x20, 152(DX)(R8*4), X9, X9
+
+sumssp4_1hi:
+	VINSERTF128 $0x01, X9, Y8, Y8
+
+sumssp4_1lo:
+	VMULPS Y8, Y8, Y8
+	VADDPS Y8, Y4, Y4
+	JMP    sumssdone
+
+sumsspart5:
+	SUBQ      $0x00000028, R9
+	JZ        sumssdone
+	SHLQ      $0x02, R9
+	VXORPS    Y8, Y8, Y8
+	VMOVSS    160(DX)(R8*4), X8
+	CMPQ      R9, $0x08
+	JL        sumssp5_1lo
+	VINSERTPS $0x10, 164(DX)(R8*4), X8, X8
+	CMPQ      R9, $0x0c
+	JL        sumssp5_1lo
+	VINSERTPS $0x20, 168(DX)(R8*4), X8, X8
+	CMPQ      R9, $0x10
+	JL        sumssp5_1lo
+	VINSERTPS $0x30, 172(DX)(R8*4), X8, X8
+	CMPQ      R9, $0x14
+	JL        sumssp5_1lo
+	VMOVSS    176(DX)(R8*4), X9
+	CMPQ      R9, $0x18
+	JL        sumssp5_1hi
+	VINSERTPS $0x10, 180(DX)(R8*4), X9, X9
+	CMPQ      R9, $0x1c
+	JL        sumssp5_1hi
+	VINSERTPS $0x20, 184(DX)(R8*4), X9, X9
+
+sumssp5_1hi:
+	VINSERTF128 $0x01, X9, Y8, Y8
+
+sumssp5_1lo:
+	VMULPS Y8, Y8, Y8
+	VADDPS Y8, Y5, Y5
+	JMP    sumssdone
+
+sumsspart6:
+	SUBQ      $0x00000030, R9
+	JZ        sumssdone
+	SHLQ      $0x02, R9
+	VXORPS    Y8, Y8, Y8
+	VMOVSS    192(DX)(R8*4), X8
+	CMPQ      R9, $0x08
+	JL        sumssp6_1lo
+	VINSERTPS $0x10, 196(DX)(R8*4), X8, X8
+	CMPQ      R9, $0x0c
+	JL        sumssp6_1lo
+	VINSERTPS $0x20, 200(DX)(R8*4), X8, X8
+	CMPQ      R9, $0x10
+	JL        sumssp6_1lo
+	VINSERTPS $0x30, 204(DX)(R8*4), X8, X8
+	CMPQ      R9, $0x14
+	JL        sumssp6_1lo
+	VMOVSS    208(DX)(R8*4), X9
+	CMPQ      R9, $0x18
+	JL        sumssp6_1hi
+	VINSERTPS $0x10, 212(DX)(R8*4), X9, X9
+	CMPQ      R9, $0x1c
+	JL        sumssp6_1hi
+	VINSERTPS $0x20, 216(DX)(R8*4), X9, X9
+
+sumssp6_1hi:
+	VINSERTF128 $0x01, X9, Y8, Y8
+
+sumssp6_1lo:
+	VMULPS Y8, Y8, Y8
+	VADDPS Y8, Y6, Y6
+	JMP    sumssdone
+
+sumsspart7:
+	SUBQ      $0x00000038, R9
+	JZ        sumssdone
+	SHLQ      $0x02, R9
+	VXORPS    Y8, Y8, Y8
+	VMOVSS    224(DX)(R8*4), X8
+	CMPQ      R9, $0x08
+	JL        sumssp7_1lo
+	VINSERTPS $0x10, 228(DX)(R8*4), X8, X8
+	CMPQ      R9, $0x0c
+	JL        sumssp7_1lo
+	VINSERTPS $0x20, 232(DX)(R8*4), X8, X8
+	CMPQ      R9, $0x10
+	JL        sumssp7_1lo
+	VINSERTPS $0x30, 236(DX)(R8*4), X8, X8
+	CMPQ      R9, $0x14
+	JL        sumssp7_1lo
+	VMOVSS    240(DX)(R8*4), X9
+	CMPQ      R9, $0x18
+	JL        sumssp7_1hi
+	VINSERTPS $0x10, 244(DX)(R8*4), X9, X9
+	CMPQ      R9, $0x1c
+	JL        sumssp7_1hi
+	VINSERTPS $0x20, 248(DX)(R8*4), X9, X9
+
+sumssp7_1hi:
+	VINSERTF128 $0x01, X9, Y8, Y8
+
+sumssp7_1lo:
+	VMULPS Y8, Y8, Y8
+	VADDPS Y8, Y7, Y7
+
+sumssdone:
+	VADDPS       Y4, Y0, Y0
+	VADDPS       Y5, Y1, Y1
+	VADDPS       Y6, Y2, Y2
+	VADDPS       Y7, Y3, Y3
+	VADDPS       Y2, Y0, Y0
+	VADDPS       Y3, Y1, Y1
+	VADDPS       Y1, Y0, Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X1
+	VMOVHLPS     X1, X1, X0
+	VADDPS       X0, X1, X1
+	VMOVSHDUP    X1, X0
+	VADDSS       X0, X1, X1
+
+	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
+	CMPL   12(SP), $0x00
+	JE     divide1
+	VMULSS 12(SP), X1, X0
+	JMP    divided2
+
+divide1:
+	VDIVSS 8(SP), X1, X0
+
+divided2:
+	VADDSS   job_eps+0(AX), X0, X0
+	VUCOMISS tlo<>+0(SB), X0
+	JCS      ret
+	VUCOMISS tmax<>+0(SB), X0
+	JHI      ret
+	MOVQ     job_inv+0(AX), R8
+	TESTQ    R8, R8
+	JZ       computeinv
+	MOVQ     (SP), R9
+	VMOVSS   (R8)(R9*4), X1
+	JMP      haveinv
+
+computeinv:
+	VSQRTSS X0, X0, X0
+	VMOVSS  one<>+0(SB), X1
+	VDIVSS  X0, X1, X1
+
+haveinv:
+	// Partial sums (ss false, c true): element i goes to partial i%64.
+	VXORPS       Y0, Y0, Y0
+	VXORPS       Y2, Y2, Y2
+	VXORPS       Y3, Y3, Y3
+	VXORPS       Y4, Y4, Y4
+	VXORPS       Y5, Y5, Y5
+	VXORPS       Y6, Y6, Y6
+	VXORPS       Y7, Y7, Y7
+	VXORPS       Y8, Y8, Y8
+	VBROADCASTSS one<>+0(SB), Y9
+	XORQ         R8, R8
+	MOVQ         job_d+0(AX), R9
+	SUBQ         $0x00000040, R9
+
+sumcloop:
+	CMPQ    R8, R9
+	JG      sumctail
+	VMOVUPS (DX)(R8*4), Y10
+	VMOVUPS (BX)(R8*4), Y11
+	VMOVUPS (SI)(R8*4), Y12
+	VADDPS  Y9, Y12, Y12
+	VMULPS  Y12, Y11, Y11
+	VMULPS  Y10, Y11, Y11
+	VADDPS  Y11, Y0, Y0
+	VMOVUPS 32(DX)(R8*4), Y10
+	VMOVUPS 32(BX)(R8*4), Y11
+	VMOVUPS 32(SI)(R8*4), Y12
+	VADDPS  Y9, Y12, Y12
+	VMULPS  Y12, Y11, Y11
+	VMULPS  Y10, Y11, Y11
+	VADDPS  Y11, Y2, Y2
+	VMOVUPS 64(DX)(R8*4), Y10
+	VMOVUPS 64(BX)(R8*4), Y11
+	VMOVUPS 64(SI)(R8*4), Y12
+	VADDPS  Y9, Y12, Y12
+	VMULPS  Y12, Y11, Y11
+	VMULPS  Y10, Y11, Y11
+	VADDPS  Y11, Y3, Y3
+	VMOVUPS 96(DX)(R8*4), Y10
+	VMOVUPS 96(BX)(R8*4), Y11
+	VMOVUPS 96(SI)(R8*4), Y12
+	VADDPS  Y9, Y12, Y12
+	VMULPS  Y12, Y11, Y11
+	VMULPS  Y10, Y11, Y11
+	VADDPS  Y11, Y4, Y4
+	VMOVUPS 128(DX)(R8*4), Y10
+	VMOVUPS 128(BX)(R8*4), Y11
+	VMOVUPS 128(SI)(R8*4), Y12
+	VADDPS  Y9, Y12, Y12
+	VMULPS  Y12, Y11, Y11
+	VMULPS  Y10, Y11, Y11
+	VADDPS  Y11, Y5, Y5
+	VMOVUPS 160(DX)(R8*4), Y10
+	VMOVUPS 160(BX)(R8*4), Y11
+	VMOVUPS 160(SI)(R8*4), Y12
+	VADDPS  Y9, Y12, Y12
+	VMULPS  Y12, Y11, Y11
+	VMULPS  Y10, Y11, Y11
+	VADDPS  Y11, Y6, Y6
+	VMOVUPS 192(DX)(R8*4), Y10
+	VMOVUPS 192(BX)(R8*4), Y11
+	VMOVUPS 192(SI)(R8*4), Y12
+	VADDPS  Y9, Y12, Y12
+	VMULPS  Y12, Y11, Y11
+	VMULPS  Y10, Y11, Y11
+	VADDPS  Y11, Y7, Y7
+	VMOVUPS 224(DX)(R8*4), Y10
+	VMOVUPS 224(BX)(R8*4), Y11
+	VMOVUPS 224(SI)(R8*4), Y12
+	VADDPS  Y9, Y12, Y12
+	VMULPS  Y12, Y11, Y11
+	VMULPS  Y10, Y11, Y11
+	VADDPS  Y11, Y8, Y8
+	ADDQ    $0x00000040, R8
+	JMP     sumcloop
+
+sumctail:
+	// Fewer than 64 elements remain: whole vectors, then one partial vector (its other lanes add +0).
+	MOVQ    job_d+0(AX), R9
+	SUBQ    R8, R9
+	CMPQ    R9, $0x00000008
+	JL      sumcpart0
+	VMOVUPS (DX)(R8*4), Y10
+	VMOVUPS (BX)(R8*4), Y11
+	VMOVUPS (SI)(R8*4), Y12
+	VADDPS  Y9, Y12, Y12
+	VMULPS  Y12, Y11, Y11
+	VMULPS  Y10, Y11, Y11
+	VADDPS  Y11, Y0, Y0
+	CMPQ    R9, $0x00000010
+	JL      sumcpart1
+	VMOVUPS 32(DX)(R8*4), Y10
+	VMOVUPS 32(BX)(R8*4), Y11
+	VMOVUPS 32(SI)(R8*4), Y12
+	VADDPS  Y9, Y12, Y12
+	VMULPS  Y12, Y11, Y11
+	VMULPS  Y10, Y11, Y11
+	VADDPS  Y11, Y2, Y2
+	CMPQ    R9, $0x00000018
+	JL      sumcpart2
+	VMOVUPS 64(DX)(R8*4), Y10
+	VMOVUPS 64(BX)(R8*4), Y11
+	VMOVUPS 64(SI)(R8*4), Y12
+	VADDPS  Y9, Y12, Y12
+	VMULPS  Y12, Y11, Y11
+	VMULPS  Y10, Y11, Y11
+	VADDPS  Y11, Y3, Y3
+	CMPQ    R9, $0x00000020
+	JL      sumcpart3
+	VMOVUPS 96(DX)(R8*4), Y10
+	VMOVUPS 96(BX)(R8*4), Y11
+	VMOVUPS 96(SI)(R8*4), Y12
+	VADDPS  Y9, Y12, Y12
+	VMULPS  Y12, Y11, Y11
+	VMULPS  Y10, Y11, Y11
+	VADDPS  Y11, Y4, Y4
+	CMPQ    R9, $0x00000028
+	JL      sumcpart4
+	VMOVUPS 128(DX)(R8*4), Y10
+	VMOVUPS 128(BX)(R8*4), Y11
+	VMOVUPS 128(SI)(R8*4), Y12
+	VADDPS  Y9, Y12, Y12
+	VMULPS  Y12, Y11, Y11
+	VMULPS  Y10, Y11, Y11
+	VADDPS  Y11, Y5, Y5
+	CMPQ    R9, $0x00000030
+	JL      sumcpart5
+	VMOVUPS 160(DX)(R8*4), Y10
+	VMOVUPS 160(BX)(R8*4), Y11
+	VMOVUPS 160(SI)(R8*4), Y12
+	VADDPS  Y9, Y12, Y12
+	VMULPS  Y12, Y11, Y11
+	VMULPS  Y10, Y11, Y11
+	VADDPS  Y11, Y6, Y6
+	CMPQ    R9, $0x00000038
+	JL      sumcpart6
+	VMOVUPS 192(DX)(R8*4), Y10
+	VMOVUPS 192(BX)(R8*4), Y11
+	VMOVUPS 192(SI)(R8*4), Y12
+	VADDPS  Y9, Y12, Y12
+	VMULPS  Y12, Y11, Y11
+	VMULPS  Y10, Y11, Y11
+	VADDPS  Y11, Y7, Y7
+	CMPQ    R9, $0x00000040
+	JL      sumcpart7
+	VMOVUPS 224(DX)(R8*4), Y10
+	VMOVUPS 224(BX)(R8*4), Y11
+	VMOVUPS 224(SI)(R8*4), Y12
+	VADDPS  Y9, Y12, Y12
+	VMULPS  Y12, Y11, Y11
+	VMULPS  Y10, Y11, Y11
+	VADDPS  Y11, Y8, Y8
+	JMP     sumcdone
+
+sumcpart0:
+	SUBQ      $0x00000000, R9
+	JZ        sumcdone
+	SHLQ      $0x02, R9
+	VXORPS    Y10, Y10, Y10
+	VMOVSS    (DX)(R8*4), X10
+	CMPQ      R9, $0x08
+	JL        sumcp0_1lo
+	VINSERTPS $0x10, 4(DX)(R8*4), X10, X10
+	CMPQ      R9, $0x0c
+	JL        sumcp0_1lo
+	VINSERTPS $0x20, 8(DX)(R8*4), X10, X10
+	CMPQ      R9, $0x10
+	JL        sumcp0_1lo
+	VINSERTPS $0x30, 12(DX)(R8*4), X10, X10
+	CMPQ      R9, $0x14
+	JL        sumcp0_1lo
+	VMOVSS    16(DX)(R8*4), X11
+	CMPQ      R9, $0x18
+	JL        sumcp0_1hi
+	VINSERTPS $0x10, 20(DX)(R8*4), X11, X11
+	CMPQ      R9, $0x1c
+	JL        sumcp0_1hi
+	VINSERTPS $0x20, 24(DX)(R8*4), X11, X11
+
+sumcp0_1hi:
+	VINSERTF128 $0x01, X11, Y10, Y10
+
+sumcp0_1lo:
+	VXORPS    Y11, Y11, Y11
+	VMOVSS    (BX)(R8*4), X11
+	CMPQ      R9, $0x08
+	JL        sumcp0_2lo
+	VINSERTPS $0x10, 4(BX)(R8*4), X11, X11
+	CMPQ      R9, $0x0c
+	JL        sumcp0_2lo
+	VINSERTPS $0x20, 8(BX)(R8*4), X11, X11
+	CMPQ      R9, $0x10
+	JL        sumcp0_2lo
+	VINSERTPS $0x30, 12(BX)(R8*4), X11, X11
+	CMPQ      R9, $0x14
+	JL        sumcp0_2lo
+	VMOVSS    16(BX)(R8*4), X12
+	CMPQ      R9, $0x18
+	JL        sumcp0_2hi
+	VINSERTPS $0x10, 20(BX)(R8*4), X12, X12
+	CMPQ      R9, $0x1c
+	JL        sumcp0_2hi
+	VINSERTPS $0x20, 24(BX)(R8*4), X12, X12
+
+sumcp0_2hi:
+	VINSERTF128 $0x01, X12, Y11, Y11
+
+sumcp0_2lo:
+	VXORPS    Y12, Y12, Y12
+	VMOVSS    (SI)(R8*4), X12
+	CMPQ      R9, $0x08
+	JL        sumcp0_3lo
+	VINSERTPS $0x10, 4(SI)(R8*4), X12, X12
+	CMPQ      R9, $0x0c
+	JL        sumcp0_3lo
+	VINSERTPS $0x20, 8(SI)(R8*4), X12, X12
+	CMPQ      R9, $0x10
+	JL        sumcp0_3lo
+	VINSERTPS $0x30, 12(SI)(R8*4), X12, X12
+	CMPQ      R9, $0x14
+	JL        sumcp0_3lo
+	VMOVSS    16(SI)(R8*4), X13
+	CMPQ      R9, $0x18
+	JL        sumcp0_3hi
+	VINSERTPS $0x10, 20(SI)(R8*4), X13, X13
+	CMPQ      R9, $0x1c
+	JL        sumcp0_3hi
+	VINSERTPS $0x20, 24(SI)(R8*4), X13, X13
+
+sumcp0_3hi:
+	VINSERTF128 $0x01, X13, Y12, Y12
+
+sumcp0_3lo:
+	VADDPS Y9, Y12, Y12
+	VMULPS Y12, Y11, Y11
+	VMULPS Y10, Y11, Y11
+	VADDPS Y11, Y0, Y0
+	JMP    sumcdone
+
+sumcpart1:
+	SUBQ      $0x00000008, R9
+	JZ        sumcdone
+	SHLQ      $0x02, R9
+	VXORPS    Y10, Y10, Y10
+	VMOVSS    32(DX)(R8*4), X10
+	CMPQ      R9, $0x08
+	JL        sumcp1_1lo
+	VINSERTPS $0x10, 36(DX)(R8*4), X10, X10
+	CMPQ      R9, $0x0c
+	JL        sumcp1_1lo
+	VINSERTPS $0x20, 40(DX)(R8*4), X10, X10
+	CMPQ      R9, $0x10
+	JL        sumcp1_1lo
+	VINSERTPS $0x30, 44(DX)(R8*4), X10, X10
+	CMPQ      R9, $0x14
+	JL        sumcp1_1lo
+	VMOVSS    48(DX)(R8*4), X11
+	CMPQ      R9, $0x18
+	JL        sumcp1_1hi
+	VINSERTPS $0x10, 52(DX)(R8*4), X11, X11
+	CMPQ      R9, $0x1c
+	JL        sumcp1_1hi
+	VINSERTPS $0x20, 56(DX)(R8*4), X11, X11
+
+sumcp1_1hi:
+	VINSERTF128 $0x01, X11, Y10, Y10
+
+sumcp1_1lo:
+	VXORPS    Y11, Y11, Y11
+	VMOVSS    32(BX)(R8*4), X11
+	CMPQ      R9, $0x08
+	JL        sumcp1_2lo
+	VINSERTPS $0x10, 36(BX)(R8*4), X11, X11
+	CMPQ      R9, $0x0c
+	JL        sumcp1_2lo
+	VINSERTPS $0x20, 40(BX)(R8*4), X11, X11
+	CMPQ      R9, $0x10
+	JL        sumcp1_2lo
+	VINSERTPS $0x30, 44(BX)(R8*4), X11, X11
+	CMPQ      R9, $0x14
+	JL        sumcp1_2lo
+	VMOVSS    48(BX)(R8*4), X12
+	CMPQ      R9, $0x18
+	JL        sumcp1_2hi
+	VINSERTPS $0x10, 52(BX)(R8*4), X12, X12
+	CMPQ      R9, $0x1c
+	JL        sumcp1_2hi
+	VINSERTPS $0x20, 56(BX)(R8*4), X12, X12
+
+sumcp1_2hi:
+	VINSERTF128 $0x01, X12, Y11, Y11
+
+sumcp1_2lo:
+	VXORPS    Y12, Y12, Y12
+	VMOVSS    32(SI)(R8*4), X12
+	CMPQ      R9, $0x08
+	JL        sumcp1_3lo
+	VINSERTPS $0x10, 36(SI)(R8*4), X12, X12
+	CMPQ      R9, $0x0c
+	JL        sumcp1_3lo
+	VINSERTPS $0x20, 40(SI)(R8*4), X12, X12
+	CMPQ      R9, $0x10
+	JL        sumcp1_3lo
+	VINSERTPS $0x30, 44(SI)(R8*4), X12, X12
+	CMPQ      R9, $0x14
+	JL        sumcp1_3lo
+	VMOVSS    48(SI)(R8*4), X13
+	CMPQ      R9, $0x18
+	JL        sumcp1_3hi
+	VINSERTPS $0x10, 52(SI)(R8*4), X13, X13
+	CMPQ      R9, $0x1c
+	JL        sumcp1_3hi
+	VINSERTPS $0x20, 56(SI)(R8*4), X13, X13
+
+sumcp1_3hi:
+	VINSERTF128 $0x01, X13, Y12, Y12
+
+sumcp1_3lo:
+	VADDPS Y9, Y12, Y12
+	VMULPS Y12, Y11, Y11
+	VMULPS Y10, Y11, Y11
+	VADDPS Y11, Y2, Y2
+	JMP    sumcdone
+
+sumcpart2:
+	SUBQ      $0x00000010, R9
+	JZ        sumcdone
+	SHLQ      $0x02, R9
+	VXORPS    Y10, Y10, Y10
+	VMOVSS    64(DX)(R8*4), X10
+	CMPQ      R9, $0x08
+	JL        sumcp2_1lo
+	VINSERTPS $0x10, 68(DX)(R8*4), X10, X10
+	CMPQ      R9, $0x0c
+	JL        sumcp2_1lo
+	VINSERTPS $0x20, 72(DX)(R8*4), X10, X10
+	CMPQ      R9, $0x10
+	JL        sumcp2_1lo
+	VINSERTPS $0x30, 76(DX)(R8*4), X10, X10
+	CMPQ      R9, $0x14
+	JL        sumcp2_1lo
+	VMOVSS    80(DX)(R8*4), X11
+	CMPQ      R9, $0x18
+	JL        sumcp2_1hi
+	VINSERTPS $0x10, 84(DX)(R8*4), X11, X11
+	CMPQ      R9, $0x1c
+	JL        sumcp2_1hi
+	VINSERTPS $0x20, 88(DX)(R8*4), X11, X11
+
+sumcp2_1hi:
+	VINSERTF128 $0x01, X11, Y10, Y10
+
+sumcp2_1lo:
+	VXORPS    Y11, Y11, Y11
+	VMOVSS    64(BX)(R8*4), X11
+	CMPQ      R9, $0x08
+	JL        sumcp2_2lo
+	VINSERTPS $0x10, 68(BX)(R8*4), X11, X11
+	CMPQ      R9, $0x0c
+	JL        sumcp2_2lo
+	VINSERTPS $0x20, 72(BX)(R8*4), X11, X11
+	CMPQ      R9, $0x10
+	JL        sumcp2_2lo
+	VINSERTPS $0x30, 76(BX)(R8*4), X11, X11
+	CMPQ      R9, $0x14
+	JL        sumcp2_2lo
+	VMOVSS    80(BX)(R8*4), X12
+	CMPQ      R9, $0x18
+	JL        sumcp2_2hi
+	VINSERTPS $0x10, 84(BX)(R8*4), X12, X12
+	CMPQ      R9, $0x1c
+	JL        sumcp2_2hi
+	VINSERTPS $0x20, 88(BX)(R8*4), X12, X12
+
+sumcp2_2hi:
+	VINSERTF128 $0x01, X12, Y11, Y11
+
+sumcp2_2lo:
+	VXORPS    Y12, Y12, Y12
+	VMOVSS    64(SI)(R8*4), X12
+	CMPQ      R9, $0x08
+	JL        sumcp2_3lo
+	VINSERTPS $0x10, 68(SI)(R8*4), X12, X12
+	CMPQ      R9, $0x0c
+	JL        sumcp2_3lo
+	VINSERTPS $0x20, 72(SI)(R8*4), X12, X12
+	CMPQ      R9, $0x10
+	JL        sumcp2_3lo
+	VINSERTPS $0x30, 76(SI)(R8*4), X12, X12
+	CMPQ      R9, $0x14
+	JL        sumcp2_3lo
+	VMOVSS    80(SI)(R8*4), X13
+	CMPQ      R9, $0x18
+	JL        sumcp2_3hi
+	VINSERTPS $0x10, 84(SI)(R8*4), X13, X13
+	CMPQ      R9, $0x1c
+	JL        sumcp2_3hi
+	VINSERTPS $0x20, 88(SI)(R8*4), X13, X13
+
+sumcp2_3hi:
+	VINSERTF128 $0x01, X13, Y12, Y12
+
+sumcp2_3lo:
+	VADDPS Y9, Y12, Y12
+	VMULPS Y12, Y11, Y11
+	VMULPS Y10, Y11, Y11
+	VADDPS Y11, Y3, Y3
+	JMP    sumcdone
+
+sumcpart3:
+	SUBQ      $0x00000018, R9
+	JZ        sumcdone
+	SHLQ      $0x02, R9
+	VXORPS    Y10, Y10, Y10
+	VMOVSS    96(DX)(R8*4), X10
+	CMPQ      R9, $0x08
+	JL        sumcp3_1lo
+	VINSERTPS $0x10, 100(DX)(R8*4), X10, X10
+	CMPQ      R9, $0x0c
+	JL        sumcp3_1lo
+	VINSERTPS $0x20, 104(DX)(R8*4), X10, X10
+	CMPQ      R9, $0x10
+	JL        sumcp3_1lo
+	VINSERTPS $0x30, 108(DX)(R8*4), X10, X10
+	CMPQ      R9, $0x14
+	JL        sumcp3_1lo
+	VMOVSS    112(DX)(R8*4), X11
+	CMPQ      R9, $0x18
+	JL        sumcp3_1hi
+	VINSERTPS $0x10, 116(DX)(R8*4), X11, X11
+	CMPQ      R9, $0x1c
+	JL        sumcp3_1hi
+	VINSERTPS $0x20, 120(DX)(R8*4), X11, X11
+
+sumcp3_1hi:
+	VINSERTF128 $0x01, X11, Y10, Y10
+
+sumcp3_1lo:
+	VXORPS    Y11, Y11, Y11
+	VMOVSS    96(BX)(R8*4), X11
+	CMPQ      R9, $0x08
+	JL        sumcp3_2lo
+	VINSERTPS $0x10, 100(BX)(R8*4), X11, X11
+	CMPQ      R9, $0x0c
+	JL        sumcp3_2lo
+	VINSERTPS $0x20, 104(BX)(R8*4), X11, X11
+	CMPQ      R9, $0x10
+	JL        sumcp3_2lo
+	VINSERTPS $0x30, 108(BX)(R8*4), X11, X11
+	CMPQ      R9, $0x14
+	JL        sumcp3_2lo
+	VMOVSS    112(BX)(R8*4), X12
+	CMPQ      R9, $0x18
+	JL        sumcp3_2hi
+	VINSERTPS $0x10, 116(BX)(R8*4), X12, X12
+	CMPQ      R9, $0x1c
+	JL        sumcp3_2hi
+	VINSERTPS $0x20, 120(BX)(R8*4), X12, X12
+
+sumcp3_2hi:
+	VINSERTF128 $0x01, X12, Y11, Y11
+
+sumcp3_2lo:
+	VXORPS    Y12, Y12, Y12
+	VMOVSS    96(SI)(R8*4), X12
+	CMPQ      R9, $0x08
+	JL        sumcp3_3lo
+	VINSERTPS $0x10, 100(SI)(R8*4), X12, X12
+	CMPQ      R9, $0x0c
+	JL        sumcp3_3lo
+	VINSERTPS $0x20, 104(SI)(R8*4), X12, X12
+	CMPQ      R9, $0x10
+	JL        sumcp3_3lo
+	VINSERTPS $0x30, 108(SI)(R8*4), X12, X12
+	CMPQ      R9, $0x14
+	JL        sumcp3_3lo
+	VMOVSS    112(SI)(R8*4), X13
+	CMPQ      R9, $0x18
+	JL        sumcp3_3hi
+	VINSERTPS $0x10, 116(SI)(R8*4), X13, X13
+	CMPQ      R9, $0x1c
+	JL        sumcp3_3hi
+	VINSERTPS $0x20, 120(SI)(R8*4), X13, X13
+
+sumcp3_3hi:
+	VINSERTF128 $0x01, X13, Y12, Y12
+
+sumcp3_3lo:
+	VADDPS Y9, Y12, Y12
+	VMULPS Y12, Y11, Y11
+	VMULPS Y10, Y11, Y11
+	VADDPS Y11, Y4, Y4
+	JMP    sumcdone
+
+sumcpart4:
+	SUBQ      $0x00000020, R9
+	JZ        sumcdone
+	SHLQ      $0x02, R9
+	VXORPS    Y10, Y10, Y10
+	VMOVSS    128(DX)(R8*4), X10
+	CMPQ      R9, $0x08
+	JL        sumcp4_1lo
+	VINSERTPS $0x10, 132(DX)(R8*4), X10, X10
+	CMPQ      R9, $0x0c
+	JL        sumcp4_1lo
+	VINSERTPS $0x20, 136(DX)(R8*4), X10, X10
+	CMPQ      R9, $0x10
+	JL        sumcp4_1lo
+	VINSERTPS $0x30, 140(DX)(R8*4), X10, X10
+	CMPQ      R9, $0x14
+	JL        sumcp4_1lo
+	VMOVSS    144(DX)(R8*4), X11
+	CMPQ      R9, $0x18
+	JL        sumcp4_1hi
+	VINSERTPS $0x10, 148(DX)(R8*4), X11, X11
+	CMPQ      R9, $0x1c
+	JL        sumcp4_1hi
+	VINSERTPS $0x20, 152(DX)(R8*4), X11, X11
+
+sumcp4_1hi:
+	VINSERTF128 $0x01, X11, Y10, Y10
+
+sumcp4_1lo:
+	VXORPS    Y11, Y11, Y11
+	VMOVSS    128(BX)(R8*4), X11
+	CMPQ      R9, $0x08
+	JL        sumcp4_2lo
+	VINSERTPS $0x10, 132(BX)(R8*4), X11, X11
+	CMPQ      R9, $0x0c
+	JL        sumcp4_2lo
+	VINSERTPS $0x20, 136(BX)(R8*4), X11, X11
+	CMPQ      R9, $0x10
+	JL        sumcp4_2lo
+	VINSERTPS $0x30, 140(BX)(R8*4), X11, X11
+	CMPQ      R9, $0x14
+	JL        sumcp4_2lo
+	VMOVSS    144(BX)(R8*4), X12
+	CMPQ      R9, $0x18
+	JL        sumcp4_2hi
+	VINSERTPS $0x10, 148(BX)(R8*4), X12, X12
+	CMPQ      R9, $0x1c
+	JL        sumcp4_2hi
+	VINSERTPS $0x20, 152(BX)(R8*4), X12, X12
+
+sumcp4_2hi:
+	VINSERTF128 $0x01, X12, Y11, Y11
+
+sumcp4_2lo:
+	VXORPS    Y12, Y12, Y12
+	VMOVSS    128(SI)(R8*4), X12
+	CMPQ      R9, $0x08
+	JL        sumcp4_3lo
+	VINSERTPS $0x10, 132(SI)(R8*4), X12, X12
+	CMPQ      R9, $0x0c
+	JL        sumcp4_3lo
+	VINSERTPS $0x20, 136(SI)(R8*4), X12, X12
+	CMPQ      R9, $0x10
+	JL        sumcp4_3lo
+	VINSERTPS $0x30, 140(SI)(R8*4), X12, X12
+	CMPQ      R9, $0x14
+	JL        sumcp4_3lo
+	VMOVSS    144(SI)(R8*4), X13
+	CMPQ      R9, $0x18
+	JL        sumcp4_3hi
+	VINSERTPS $0x10, 148(SI)(R8*4), X13, X13
+	CMPQ      R9, $0x1c
+	JL        sumcp4_3hi
+	VINSERTPS $0x20, 152(SI)(R8*4), X13, X13
+
+sumcp4_3hi:
+	VINSERTF128 $0x01, X13, Y12, Y12
+
+sumcp4_3lo:
+	VADDPS Y9, Y12, Y12
+	VMULPS Y12, Y11, Y11
+	VMULPS Y10, Y11, Y11
+	VADDPS Y11, Y5, Y5
+	JMP    sumcdone
+
+sumcpart5:
+	SUBQ      $0x00000028, R9
+	JZ        sumcdone
+	SHLQ      $0x02, R9
+	VXORPS    Y10, Y10, Y10
+	VMOVSS    160(DX)(R8*4), X10
+	CMPQ      R9, $0x08
+	JL        sumcp5_1lo
+	VINSERTPS $0x10, 164(DX)(R8*4), X10, X10
+	CMPQ      R9, $0x0c
+	JL        sumcp5_1lo
+	VINSERTPS $0x20, 168(DX)(R8*4), X10, X10
+	CMPQ      R9, $0x10
+	JL        sumcp5_1lo
+	VINSERTPS $0x30, 172(DX)(R8*4), X10, X10
+	CMPQ      R9, $0x14
+	JL        sumcp5_1lo
+	VMOVSS    176(DX)(R8*4), X11
+	CMPQ      R9, $0x18
+	JL        sumcp5_1hi
+	VINSERTPS $0x10, 180(DX)(R8*4), X11, X11
+	CMPQ      R9, $0x1c
+	JL        sumcp5_1hi
+	VINSERTPS $0x20, 184(DX)(R8*4), X11, X11
+
+sumcp5_1hi:
+	VINSERTF128 $0x01, X11, Y10, Y10
+
+sumcp5_1lo:
+	VXORPS    Y11, Y11, Y11
+	VMOVSS    160(BX)(R8*4), X11
+	CMPQ      R9, $0x08
+	JL        sumcp5_2lo
+	VINSERTPS $0x10, 164(BX)(R8*4), X11, X11
+	CMPQ      R9, $0x0c
+	JL        sumcp5_2lo
+	VINSERTPS $0x20, 168(BX)(R8*4), X11, X11
+	CMPQ      R9, $0x10
+	JL        sumcp5_2lo
+	VINSERTPS $0x30, 172(BX)(R8*4), X11, X11
+	CMPQ      R9, $0x14
+	JL        sumcp5_2lo
+	VMOVSS    176(BX)(R8*4), X12
+	CMPQ      R9, $0x18
+	JL        sumcp5_2hi
+	VINSERTPS $0x10, 180(BX)(R8*4), X12, X12
+	CMPQ      R9, $0x1c
+	JL        sumcp5_2hi
+	VINSERTPS $0x20, 184(BX)(R8*4), X12, X12
+
+sumcp5_2hi:
+	VINSERTF128 $0x01, X12, Y11, Y11
+
+sumcp5_2lo:
+	VXORPS    Y12, Y12, Y12
+	VMOVSS    160(SI)(R8*4), X12
+	CMPQ      R9, $0x08
+	JL        sumcp5_3lo
+	VINSERTPS $0x10, 164(SI)(R8*4), X12, X12
+	CMPQ      R9, $0x0c
+	JL        sumcp5_3lo
+	VINSERTPS $0x20, 168(SI)(R8*4), X12, X12
+	CMPQ      R9, $0x10
+	JL        sumcp5_3lo
+	VINSERTPS $0x30, 172(SI)(R8*4), X12, X12
+	CMPQ      R9, $0x14
+	JL        sumcp5_3lo
+	VMOVSS    176(SI)(R8*4), X13
+	CMPQ      R9, $0x18
+	JL        sumcp5_3hi
+	VINSERTPS $0x10, 180(SI)(R8*4), X13, X13
+	CMPQ      R9, $0x1c
+	JL        sumcp5_3hi
+	VINSERTPS $0x20, 184(SI)(R8*4), X13, X13
+
+sumcp5_3hi:
+	VINSERTF128 $0x01, X13, Y12, Y12
+
+sumcp5_3lo:
+	VADDPS Y9, Y12, Y12
+	VMULPS Y12, Y11, Y11
+	VMULPS Y10, Y11, Y11
+	VADDPS Y11, Y6, Y6
+	JMP    sumcdone
+
+sumcpart6:
+	SUBQ      $0x00000030, R9
+	JZ        sumcdone
+	SHLQ      $0x02, R9
+	VXORPS    Y10, Y10, Y10
+	VMOVSS    192(DX)(R8*4), X10
+	CMPQ      R9, $0x08
+	JL        sumcp6_1lo
+	VINSERTPS $0x10, 196(DX)(R8*4), X10, X10
+	CMPQ      R9, $0x0c
+	JL        sumcp6_1lo
+	VINSERTPS $0x20, 200(DX)(R8*4), X10, X10
+	CMPQ      R9, $0x10
+	JL        sumcp6_1lo
+	VINSERTPS $0x30, 204(DX)(R8*4), X10, X10
+	CMPQ      R9, $0x14
+	JL        sumcp6_1lo
+	VMOVSS    208(DX)(R8*4), X11
+	CMPQ      R9, $0x18
+	JL        sumcp6_1hi
+	VINSERTPS $0x10, 212(DX)(R8*4), X11, X11
+	CMPQ      R9, $0x1c
+	JL        sumcp6_1hi
+	VINSERTPS $0x20, 216(DX)(R8*4), X11, X11
+
+sumcp6_1hi:
+	VINSERTF128 $0x01, X11, Y10, Y10
+
+sumcp6_1lo:
+	VXORPS    Y11, Y11, Y11
+	VMOVSS    192(BX)(R8*4), X11
+	CMPQ      R9, $0x08
+	JL        sumcp6_2lo
+	VINSERTPS $0x10, 196(BX)(R8*4), X11, X11
+	CMPQ      R9, $0x0c
+	JL        sumcp6_2lo
+	VINSERTPS $0x20, 200(BX)(R8*4), X11, X11
+	CMPQ      R9, $0x10
+	JL        sumcp6_2lo
+	VINSERTPS $0x30, 204(BX)(R8*4), X11, X11
+	CMPQ      R9, $0x14
+	JL        sumcp6_2lo
+	VMOVSS    208(BX)(R8*4), X12
+	CMPQ      R9, $0x18
+	JL        sumcp6_2hi
+	VINSERTPS $0x10, 212(BX)(R8*4), X12, X12
+	CMPQ      R9, $0x1c
+	JL        sumcp6_2hi
+	VINSERTPS $0x20, 216(BX)(R8*4), X12, X12
+
+sumcp6_2hi:
+	VINSERTF128 $0x01, X12, Y11, Y11
+
+sumcp6_2lo:
+	VXORPS    Y12, Y12, Y12
+	VMOVSS    192(SI)(R8*4), X12
+	CMPQ      R9, $0x08
+	JL        sumcp6_3lo
+	VINSERTPS $0x10, 196(SI)(R8*4), X12, X12
+	CMPQ      R9, $0x0c
+	JL        sumcp6_3lo
+	VINSERTPS $0x20, 200(SI)(R8*4), X12, X12
+	CMPQ      R9, $0x10
+	JL        sumcp6_3lo
+	VINSERTPS $0x30, 204(SI)(R8*4), X12, X12
+	CMPQ      R9, $0x14
+	JL        sumcp6_3lo
+	VMOVSS    208(SI)(R8*4), X13
+	CMPQ      R9, $0x18
+	JL        sumcp6_3hi
+	VINSERTPS $0x10, 212(SI)(R8*4), X13, X13
+	CMPQ      R9, $0x1c
+	JL        sumcp6_3hi
+	VINSERTPS $0x20, 216(SI)(R8*4), X13, X13
+
+sumcp6_3hi:
+	VINSERTF128 $0x01, X13, Y12, Y12
+
+sumcp6_3lo:
+	VADDPS Y9, Y12, Y12
+	VMULPS Y12, Y11, Y11
+	VMULPS Y10, Y11, Y11
+	VADDPS Y11, Y7, Y7
+	JMP    sumcdone
+
+sumcpart7:
+	SUBQ      $0x00000038, R9
+	JZ        sumcdone
+	SHLQ      $0x02, R9
+	VXORPS    Y10, Y10, Y10
+	VMOVSS    224(DX)(R8*4), X10
+	CMPQ      R9, $0x08
+	JL        sumcp7_1lo
+	VINSERTPS $0x10, 228(DX)(R8*4), X10, X10
+	CMPQ      R9, $0x0c
+	JL        sumcp7_1lo
+	VINSERTPS $0x20, 232(DX)(R8*4), X10, X10
+	CMPQ      R9, $0x10
+	JL        sumcp7_1lo
+	VINSERTPS $0x30, 236(DX)(R8*4), X10, X10
+	CMPQ      R9, $0x14
+	JL        sumcp7_1lo
+	VMOVSS    240(DX)(R8*4), X11
+	CMPQ      R9, $0x18
+	JL        sumcp7_1hi
+	VINSERTPS $0x10, 244(DX)(R8*4), X11, X11
+	CMPQ      R9, $0x1c
+	JL        sumcp7_1hi
+	VINSERTPS $0x20, 248(DX)(R8*4), X11, X11
+
+sumcp7_1hi:
+	VINSERTF128 $0x01, X11, Y10, Y10
+
+sumcp7_1lo:
+	VXORPS    Y11, Y11, Y11
+	VMOVSS    224(BX)(R8*4), X11
+	CMPQ      R9, $0x08
+	JL        sumcp7_2lo
+	VINSERTPS $0x10, 228(BX)(R8*4), X11, X11
+	CMPQ      R9, $0x0c
+	JL        sumcp7_2lo
+	VINSERTPS $0x20, 232(BX)(R8*4), X11, X11
+	CMPQ      R9, $0x10
+	JL        sumcp7_2lo
+	VINSERTPS $0x30, 236(BX)(R8*4), X11, X11
+	CMPQ      R9, $0x14
+	JL        sumcp7_2lo
+	VMOVSS    240(BX)(R8*4), X12
+	CMPQ      R9, $0x18
+	JL        sumcp7_2hi
+	VINSERTPS $0x10, 244(BX)(R8*4), X12, X12
+	CMPQ      R9, $0x1c
+	JL        sumcp7_2hi
+	VINSERTPS $0x20, 248(BX)(R8*4), X12, X12
+
+sumcp7_2hi:
+	VINSERTF128 $0x01, X12, Y11, Y11
+
+sumcp7_2lo:
+	VXORPS    Y12, Y12, Y12
+	VMOVSS    224(SI)(R8*4), X12
+	CMPQ      R9, $0x08
+	JL        sumcp7_3lo
+	VINSERTPS $0x10, 228(SI)(R8*4), X12, X12
+	CMPQ      R9, $0x0c
+	JL        sumcp7_3lo
+	VINSERTPS $0x20, 232(SI)(R8*4), X12, X12
+	CMPQ      R9, $0x10
+	JL        sumcp7_3lo
+	VINSERTPS $0x30, 236(SI)(R8*4), X12, X12
+	CMPQ      R9, $0x14
+	JL        sumcp7_3lo
+	VMOVSS    240(SI)(R8*4), X13
+	CMPQ      R9, $0x18
+	JL        sumcp7_3hi
+	VINSERTPS $0x10, 244(SI)(R8*4), X13, X13
+	CMPQ      R9, $0x1c
+	JL        sumcp7_3hi
+	VINSERTPS $0x20, 248(SI)(R8*4), X13, X13
+
+sumcp7_3hi:
+	VINSERTF128 $0x01, X13, Y12, Y12
+
+sumcp7_3lo:
+	VADDPS Y9, Y12, Y12
+	VMULPS Y12, Y11, Y11
+	VMULPS Y10, Y11, Y11
+	VADDPS Y11, Y8, Y8
+
+sumcdone:
+	VADDPS       Y5, Y0, Y0
+	VADDPS       Y6, Y2, Y2
+	VADDPS       Y7, Y3, Y3
+	VADDPS       Y8, Y4, Y4
+	VADDPS       Y3, Y0, Y0
+	VADDPS       Y4, Y2, Y2
+	VADDPS       Y2, Y0, Y0
+	VEXTRACTF128 $0x01, Y0, X2
+	VADDPS       X2, X0, X2
+	VMOVHLPS     X2, X2, X0
+	VADDPS       X0, X2, X2
+	VMOVSHDUP    X2, X0
+	VADDSS       X0, X2, X2
+
+	// s = ((inv*inv)*c)/d
+	VMULSS X1, X1, X0
+	VMULSS X2, X0, X0
+	CMPL   12(SP), $0x00
+	JE     divide3
+	VMULSS 12(SP), X0, X0
+	JMP    divided4
+
+divide3:
+	VDIVSS 8(SP), X0, X0
+
+divided4:
+	VBROADCASTSS X1, Y1
+	VBROADCASTSS X0, Y0
+	VBROADCASTSS one<>+0(SB), Y2
+
+	// Which weight-gradient operation this row does.
+	MOVQ  job_dw+0(AX), R8
+	TESTQ R8, R8
+	JZ    dxnone
+	MOVQ  (SP), R10
+	MOVQ  R10, R11
+	ANDQ  $0x1f, R11
+	MOVQ  job_acc+0(AX), R9
+	XORQ  R12, R12
+	CMPQ  R11, $0x1f
+	JE    islast
+	INCQ  R10
+	CMPQ  R10, job_rows+0(AX)
+	JNE   notlast
+
+islast:
+	MOVQ $0x00000001, R12
+
+notlast:
+	TESTL $0x00000004, job_flags+0(AX)
+	JNZ   fused
+
+	// Each block in its slot: P at acc + (row/32 - blk0)*d*4.
+	MOVQ  (SP), R8
+	SHRQ  $0x05, R8
+	SUBQ  job_blk0+0(AX), R8
+	IMULQ job_d+0(AX), R8
+	LEAQ  (R9)(R8*4), R9
+	TESTQ R11, R11
+	JZ    dxset
+	JMP   dxadd
+
+fused:
+	TESTQ R11, R11
+	JNZ   fusednotfirst
+	TESTQ R12, R12
+	JNZ   dxfusesingle
+	JMP   dxset
+
+fusednotfirst:
+	TESTQ R12, R12
+	JNZ   dxfuselast
+	JMP   dxadd
+
+dxnone:
+	XORQ R8, R8
+	MOVQ job_d+0(AX), R9
+	SUBQ $0x00000020, R9
+
+dxnoneloop:
+	CMPQ    R8, R9
+	JG      dxnoneone
+	VMOVUPS (DX)(R8*4), Y3
+	VMOVUPS (BX)(R8*4), Y4
+	VMOVUPS (SI)(R8*4), Y5
+	VADDPS  Y2, Y5, Y5
+	VMULPS  Y5, Y4, Y4
+	VMULPS  Y0, Y3, Y3
+	VSUBPS  Y3, Y4, Y4
+	VMULPS  Y1, Y4, Y4
+	VMOVUPS Y4, (CX)(R8*4)
+	VMOVUPS 32(DX)(R8*4), Y3
+	VMOVUPS 32(BX)(R8*4), Y4
+	VMOVUPS 32(SI)(R8*4), Y5
+	VADDPS  Y2, Y5, Y5
+	VMULPS  Y5, Y4, Y4
+	VMULPS  Y0, Y3, Y3
+	VSUBPS  Y3, Y4, Y4
+	VMULPS  Y1, Y4, Y4
+	VMOVUPS Y4, 32(CX)(R8*4)
+	VMOVUPS 64(DX)(R8*4), Y3
+	VMOVUPS 64(BX)(R8*4), Y4
+	VMOVUPS 64(SI)(R8*4), Y5
+	VADDPS  Y2, Y5, Y5
+	VMULPS  Y5, Y4, Y4
+	VMULPS  Y0, Y3, Y3
+	VSUBPS  Y3, Y4, Y4
+	VMULPS  Y1, Y4, Y4
+	VMOVUPS Y4, 64(CX)(R8*4)
+	VMOVUPS 96(DX)(R8*4), Y3
+	VMOVUPS 96(BX)(R8*4), Y4
+	VMOVUPS 96(SI)(R8*4), Y5
+	VADDPS  Y2, Y5, Y5
+	VMULPS  Y5, Y4, Y4
+	VMULPS  Y0, Y3, Y3
+	VSUBPS  Y3, Y4, Y4
+	VMULPS  Y1, Y4, Y4
+	VMOVUPS Y4, 96(CX)(R8*4)
+	ADDQ    $0x00000020, R8
+	JMP     dxnoneloop
+
+dxnoneone:
+	ADDQ $0x00000018, R9
+
+dxnoneoneloop:
+	CMPQ    R8, R9
+	JG      dxnonepart
+	VMOVUPS (DX)(R8*4), Y3
+	VMOVUPS (BX)(R8*4), Y4
+	VMOVUPS (SI)(R8*4), Y5
+	VADDPS  Y2, Y5, Y5
+	VMULPS  Y5, Y4, Y4
+	VMULPS  Y0, Y3, Y3
+	VSUBPS  Y3, Y4, Y4
+	VMULPS  Y1, Y4, Y4
+	VMOVUPS Y4, (CX)(R8*4)
+	ADDQ    $0x00000008, R8
+	JMP     dxnoneoneloop
+
+dxnonepart:
+	MOVQ      job_d+0(AX), R9
+	SUBQ      R8, R9
+	JZ        rowdonenone
+	SHLQ      $0x02, R9
+	VXORPS    Y3, Y3, Y3
+	VMOVSS    (DX)(R8*4), X3
+	CMPQ      R9, $0x08
+	JL        dxnonep_1lo
+	VINSERTPS $0x10, 4(DX)(R8*4), X3, X3
+	CMPQ      R9, $0x0c
+	JL        dxnonep_1lo
+	VINSERTPS $0x20, 8(DX)(R8*4), X3, X3
+	CMPQ      R9, $0x10
+	JL        dxnonep_1lo
+	VINSERTPS $0x30, 12(DX)(R8*4), X3, X3
+	CMPQ      R9, $0x14
+	JL        dxnonep_1lo
+	VMOVSS    16(DX)(R8*4), X4
+	CMPQ      R9, $0x18
+	JL        dxnonep_1hi
+	VINSERTPS $0x10, 20(DX)(R8*4), X4, X4
+	CMPQ      R9, $0x1c
+	JL        dxnonep_1hi
+	VINSERTPS $0x20, 24(DX)(R8*4), X4, X4
+
+dxnonep_1hi:
+	VINSERTF128 $0x01, X4, Y3, Y3
+
+dxnonep_1lo:
+	VXORPS    Y4, Y4, Y4
+	VMOVSS    (BX)(R8*4), X4
+	CMPQ      R9, $0x08
+	JL        dxnonep_2lo
+	VINSERTPS $0x10, 4(BX)(R8*4), X4, X4
+	CMPQ      R9, $0x0c
+	JL        dxnonep_2lo
+	VINSERTPS $0x20, 8(BX)(R8*4), X4, X4
+	CMPQ      R9, $0x10
+	JL        dxnonep_2lo
+	VINSERTPS $0x30, 12(BX)(R8*4), X4, X4
+	CMPQ      R9, $0x14
+	JL        dxnonep_2lo
+	VMOVSS    16(BX)(R8*4), X5
+	CMPQ      R9, $0x18
+	JL        dxnonep_2hi
+	VINSERTPS $0x10, 20(BX)(R8*4), X5, X5
+	CMPQ      R9, $0x1c
+	JL        dxnonep_2hi
+	VINSERTPS $0x20, 24(BX)(R8*4), X5, X5
+
+dxnonep_2hi:
+	VINSERTF128 $0x01, X5, Y4, Y4
+
+dxnonep_2lo:
+	VXORPS    Y5, Y5, Y5
+	VMOVSS    (SI)(R8*4), X5
+	CMPQ      R9, $0x08
+	JL        dxnonep_3lo
+	VINSERTPS $0x10, 4(SI)(R8*4), X5, X5
+	CMPQ      R9, $0x0c
+	JL        dxnonep_3lo
+	VINSERTPS $0x20, 8(SI)(R8*4), X5, X5
+	CMPQ      R9, $0x10
+	JL        dxnonep_3lo
+	VINSERTPS $0x30, 12(SI)(R8*4), X5, X5
+	CMPQ      R9, $0x14
+	JL        dxnonep_3lo
+	VMOVSS    16(SI)(R8*4), X6
+	CMPQ      R9, $0x18
+	JL        dxnonep_3hi
+	VINSERTPS $0x10, 20(SI)(R8*4), X6, X6
+	CMPQ      R9, $0x1c
+	JL        dxnonep_3hi
+	VINSERTPS $0x20, 24(SI)(R8*4), X6, X6
+
+dxnonep_3hi:
+	VINSERTF128 $0x01, X6, Y5, Y5
+
+dxnonep_3lo:
+	VADDPS       Y2, Y5, Y5
+	VMULPS       Y5, Y4, Y2
+	VMULPS       Y0, Y3, Y0
+	VSUBPS       Y0, Y2, Y2
+	VMULPS       Y1, Y2, Y2
+	VMOVSS       X2, (CX)(R8*4)
+	CMPQ         R9, $0x08
+	JL           dxnonep_4lo
+	VEXTRACTPS   $0x01, X2, 4(CX)(R8*4)
+	CMPQ         R9, $0x0c
+	JL           dxnonep_4lo
+	VEXTRACTPS   $0x02, X2, 8(CX)(R8*4)
+	CMPQ         R9, $0x10
+	JL           dxnonep_4lo
+	VEXTRACTPS   $0x03, X2, 12(CX)(R8*4)
+	VEXTRACTF128 $0x01, Y2, X0
+	CMPQ         R9, $0x14
+	JL           dxnonep_4lo
+	VEXTRACTPS   $0x00, X0, 16(CX)(R8*4)
+	CMPQ         R9, $0x18
+	JL           dxnonep_4lo
+	VEXTRACTPS   $0x01, X0, 20(CX)(R8*4)
+	CMPQ         R9, $0x1c
+	JL           dxnonep_4lo
+	VEXTRACTPS   $0x02, X0, 24(CX)(R8*4)
+
+dxnonep_4lo:
+rowdonenone:
+	JMP rowdone
+
+dxset:
+	XORQ R8, R8
+	MOVQ job_d+0(AX), R10
+	SUBQ $0x00000020, R10
+
+dxsetloop:
+	CMPQ    R8, R10
+	JG      dxsetone
+	VMOVUPS (DX)(R8*4), Y3
+	VMOVUPS (BX)(R8*4), Y4
+	VMOVUPS (SI)(R8*4), Y5
+	VADDPS  Y2, Y5, Y5
+	VMULPS  Y5, Y4, Y5
+	VMULPS  Y0, Y3, Y6
+	VSUBPS  Y6, Y5, Y5
+	VMULPS  Y1, Y5, Y5
+	VMULPS  Y1, Y3, Y3
+	VMULPS  Y3, Y4, Y3
+	VMOVUPS Y3, (R9)(R8*4)
+	VMOVUPS Y5, (CX)(R8*4)
+	VMOVUPS 32(DX)(R8*4), Y3
+	VMOVUPS 32(BX)(R8*4), Y4
+	VMOVUPS 32(SI)(R8*4), Y5
+	VADDPS  Y2, Y5, Y5
+	VMULPS  Y5, Y4, Y5
+	VMULPS  Y0, Y3, Y6
+	VSUBPS  Y6, Y5, Y5
+	VMULPS  Y1, Y5, Y5
+	VMULPS  Y1, Y3, Y3
+	VMULPS  Y3, Y4, Y3
+	VMOVUPS Y3, 32(R9)(R8*4)
+	VMOVUPS Y5, 32(CX)(R8*4)
+	VMOVUPS 64(DX)(R8*4), Y3
+	VMOVUPS 64(BX)(R8*4), Y4
+	VMOVUPS 64(SI)(R8*4), Y5
+	VADDPS  Y2, Y5, Y5
+	VMULPS  Y5, Y4, Y5
+	VMULPS  Y0, Y3, Y6
+	VSUBPS  Y6, Y5, Y5
+	VMULPS  Y1, Y5, Y5
+	VMULPS  Y1, Y3, Y3
+	VMULPS  Y3, Y4, Y3
+	VMOVUPS Y3, 64(R9)(R8*4)
+	VMOVUPS Y5, 64(CX)(R8*4)
+	VMOVUPS 96(DX)(R8*4), Y3
+	VMOVUPS 96(BX)(R8*4), Y4
+	VMOVUPS 96(SI)(R8*4), Y5
+	VADDPS  Y2, Y5, Y5
+	VMULPS  Y5, Y4, Y5
+	VMULPS  Y0, Y3, Y6
+	VSUBPS  Y6, Y5, Y5
+	VMULPS  Y1, Y5, Y5
+	VMULPS  Y1, Y3, Y3
+	VMULPS  Y3, Y4, Y3
+	VMOVUPS Y3, 96(R9)(R8*4)
+	VMOVUPS Y5, 96(CX)(R8*4)
+	ADDQ    $0x00000020, R8
+	JMP     dxsetloop
+
+dxsetone:
+	ADDQ $0x00000018, R10
+
+dxsetoneloop:
+	CMPQ    R8, R10
+	JG      dxsetpart
+	VMOVUPS (DX)(R8*4), Y3
+	VMOVUPS (BX)(R8*4), Y4
+	VMOVUPS (SI)(R8*4), Y5
+	VADDPS  Y2, Y5, Y5
+	VMULPS  Y5, Y4, Y5
+	VMULPS  Y0, Y3, Y6
+	VSUBPS  Y6, Y5, Y5
+	VMULPS  Y1, Y5, Y5
+	VMULPS  Y1, Y3, Y3
+	VMULPS  Y3, Y4, Y3
+	VMOVUPS Y3, (R9)(R8*4)
+	VMOVUPS Y5, (CX)(R8*4)
+	ADDQ    $0x00000008, R8
+	JMP     dxsetoneloop
+
+dxsetpart:
+	MOVQ      job_d+0(AX), R10
+	SUBQ      R8, R10
+	JZ        rowdoneset
+	SHLQ      $0x02, R10
+	VXORPS    Y3, Y3, Y3
+	VMOVSS    (DX)(R8*4), X3
+	CMPQ      R10, $0x08
+	JL        dxsetp_1lo
+	VINSERTPS $0x10, 4(DX)(R8*4), X3, X3
+	CMPQ      R10, $0x0c
+	JL        dxsetp_1lo
+	VINSERTPS $0x20, 8(DX)(R8*4), X3, X3
+	CMPQ      R10, $0x10
+	JL        dxsetp_1lo
+	VINSERTPS $0x30, 12(DX)(R8*4), X3, X3
+	CMPQ      R10, $0x14
+	JL        dxsetp_1lo
+	VMOVSS    16(DX)(R8*4), X4
+	CMPQ      R10, $0x18
+	JL        dxsetp_1hi
+	VINSERTPS $0x10, 20(DX)(R8*4), X4, X4
+	CMPQ      R10, $0x1c
+	JL        dxsetp_1hi
+	VINSERTPS $0x20, 24(DX)(R8*4), X4, X4
+
+dxsetp_1hi:
+	VINSERTF128 $0x01, X4, Y3, Y3
+
+dxsetp_1lo:
+	VXORPS    Y4, Y4, Y4
+	VMOVSS    (BX)(R8*4), X4
+	CMPQ      R10, $0x08
+	JL        dxsetp_2lo
+	VINSERTPS $0x10, 4(BX)(R8*4), X4, X4
+	CMPQ      R10, $0x0c
+	JL        dxsetp_2lo
+	VINSERTPS $0x20, 8(BX)(R8*4), X4, X4
+	CMPQ      R10, $0x10
+	JL        dxsetp_2lo
+	VINSERTPS $0x30, 12(BX)(R8*4), X4, X4
+	CMPQ      R10, $0x14
+	JL        dxsetp_2lo
+	VMOVSS    16(BX)(R8*4), X5
+	CMPQ      R10, $0x18
+	JL        dxsetp_2hi
+	VINSERTPS $0x10, 20(BX)(R8*4), X5, X5
+	CMPQ      R10, $0x1c
+	JL        dxsetp_2hi
+	VINSERTPS $0x20, 24(BX)(R8*4), X5, X5
+
+dxsetp_2hi:
+	VINSERTF128 $0x01, X5, Y4, Y4
+
+dxsetp_2lo:
+	VXORPS    Y5, Y5, Y5
+	VMOVSS    (SI)(R8*4), X5
+	CMPQ      R10, $0x08
+	JL        dxsetp_3lo
+	VINSERTPS $0x10, 4(SI)(R8*4), X5, X5
+	CMPQ      R10, $0x0c
+	JL        dxsetp_3lo
+	VINSERTPS $0x20, 8(SI)(R8*4), X5, X5
+	CMPQ      R10, $0x10
+	JL        dxsetp_3lo
+	VINSERTPS $0x30, 12(SI)(R8*4), X5, X5
+	CMPQ      R10, $0x14
+	JL        dxsetp_3lo
+	VMOVSS    16(SI)(R8*4), X6
+	CMPQ      R10, $0x18
+	JL        dxsetp_3hi
+	VINSERTPS $0x10, 20(SI)(R8*4), X6, X6
+	CMPQ      R10, $0x1c
+	JL        dxsetp_3hi
+	VINSERTPS $0x20, 24(SI)(R8*4), X6, X6
+
+dxsetp_3hi:
+	VINSERTF128 $0x01, X6, Y5, Y5
+
+dxsetp_3lo:
+	VADDPS       Y2, Y5, Y5
+	VMULPS       Y5, Y4, Y2
+	VMULPS       Y0, Y3, Y0
+	VSUBPS       Y0, Y2, Y2
+	VMULPS       Y1, Y2, Y2
+	VMULPS       Y1, Y3, Y0
+	VMULPS       Y0, Y4, Y0
+	VMOVSS       X0, (R9)(R8*4)
+	CMPQ         R10, $0x08
+	JL           dxsetp_4lo
+	VEXTRACTPS   $0x01, X0, 4(R9)(R8*4)
+	CMPQ         R10, $0x0c
+	JL           dxsetp_4lo
+	VEXTRACTPS   $0x02, X0, 8(R9)(R8*4)
+	CMPQ         R10, $0x10
+	JL           dxsetp_4lo
+	VEXTRACTPS   $0x03, X0, 12(R9)(R8*4)
+	VEXTRACTF128 $0x01, Y0, X0
+	CMPQ         R10, $0x14
+	JL           dxsetp_4lo
+	VEXTRACTPS   $0x00, X0, 16(R9)(R8*4)
+	CMPQ         R10, $0x18
+	JL           dxsetp_4lo
+	VEXTRACTPS   $0x01, X0, 20(R9)(R8*4)
+	CMPQ         R10, $0x1c
+	JL           dxsetp_4lo
+	VEXTRACTPS   $0x02, X0, 24(R9)(R8*4)
+
+dxsetp_4lo:
+	VMOVSS       X2, (CX)(R8*4)
+	CMPQ         R10, $0x08
+	JL           dxsetp_5lo
+	VEXTRACTPS   $0x01, X2, 4(CX)(R8*4)
+	CMPQ         R10, $0x0c
+	JL           dxsetp_5lo
+	VEXTRACTPS   $0x02, X2, 8(CX)(R8*4)
+	CMPQ         R10, $0x10
+	JL           dxsetp_5lo
+	VEXTRACTPS   $0x03, X2, 12(CX)(R8*4)
+	VEXTRACTF128 $0x01, Y2, X0
+	CMPQ         R10, $0x14
+	JL           dxsetp_5lo
+	VEXTRACTPS   $0x00, X0, 16(CX)(R8*4)
+	CMPQ         R10, $0x18
+	JL           dxsetp_5lo
+	VEXTRACTPS   $0x01, X0, 20(CX)(R8*4)
+	CMPQ         R10, $0x1c
+	JL           dxsetp_5lo
+	VEXTRACTPS   $0x02, X0, 24(CX)(R8*4)
+
+dxsetp_5lo:
+rowdoneset:
+	JMP rowdone
+
+dxadd:
+	XORQ R8, R8
+	MOVQ job_d+0(AX), R10
+	SUBQ $0x00000020, R10
+
+dxaddloop:
+	CMPQ    R8, R10
+	JG      dxaddone
+	VMOVUPS (DX)(R8*4), Y3
+	VMOVUPS (BX)(R8*4), Y4
+	VMOVUPS (SI)(R8*4), Y5
+	VADDPS  Y2, Y5, Y5
+	VMULPS  Y5, Y4, Y5
+	VMULPS  Y0, Y3, Y6
+	VSUBPS  Y6, Y5, Y5
+	VMULPS  Y1, Y5, Y5
+	VMULPS  Y1, Y3, Y3
+	VMULPS  Y3, Y4, Y3
+	VMOVUPS (R9)(R8*4), Y4
+	VADDPS  Y3, Y4, Y4
+	VMOVUPS Y4, (R9)(R8*4)
+	VMOVUPS Y5, (CX)(R8*4)
+	VMOVUPS 32(DX)(R8*4), Y3
+	VMOVUPS 32(BX)(R8*4), Y4
+	VMOVUPS 32(SI)(R8*4), Y5
+	VADDPS  Y2, Y5, Y5
+	VMULPS  Y5, Y4, Y5
+	VMULPS  Y0, Y3, Y6
+	VSUBPS  Y6, Y5, Y5
+	VMULPS  Y1, Y5, Y5
+	VMULPS  Y1, Y3, Y3
+	VMULPS  Y3, Y4, Y3
+	VMOVUPS 32(R9)(R8*4), Y4
+	VADDPS  Y3, Y4, Y4
+	VMOVUPS Y4, 32(R9)(R8*4)
+	VMOVUPS Y5, 32(CX)(R8*4)
+	VMOVUPS 64(DX)(R8*4), Y3
+	VMOVUPS 64(BX)(R8*4), Y4
+	VMOVUPS 64(SI)(R8*4), Y5
+	VADDPS  Y2, Y5, Y5
+	VMULPS  Y5, Y4, Y5
+	VMULPS  Y0, Y3, Y6
+	VSUBPS  Y6, Y5, Y5
+	VMULPS  Y1, Y5, Y5
+	VMULPS  Y1, Y3, Y3
+	VMULPS  Y3, Y4, Y3
+	VMOVUPS 64(R9)(R8*4), Y4
+	VADDPS  Y3, Y4, Y4
+	VMOVUPS Y4, 64(R9)(R8*4)
+	VMOVUPS Y5, 64(CX)(R8*4)
+	VMOVUPS 96(DX)(R8*4), Y3
+	VMOVUPS 96(BX)(R8*4), Y4
+	VMOVUPS 96(SI)(R8*4), Y5
+	VADDPS  Y2, Y5, Y5
+	VMULPS  Y5, Y4, Y5
+	VMULPS  Y0, Y3, Y6
+	VSUBPS  Y6, Y5, Y5
+	VMULPS  Y1, Y5, Y5
+	VMULPS  Y1, Y3, Y3
+	VMULPS  Y3, Y4, Y3
+	VMOVUPS 96(R9)(R8*4), Y4
+	VADDPS  Y3, Y4, Y4
+	VMOVUPS Y4, 96(R9)(R8*4)
+	VMOVUPS Y5, 96(CX)(R8*4)
+	ADDQ    $0x00000020, R8
+	JMP     dxaddloop
+
+dxaddone:
+	ADDQ $0x00000018, R10
+
+dxaddoneloop:
+	CMPQ    R8, R10
+	JG      dxaddpart
+	VMOVUPS (DX)(R8*4), Y3
+	VMOVUPS (BX)(R8*4), Y4
+	VMOVUPS (SI)(R8*4), Y5
+	VADDPS  Y2, Y5, Y5
+	VMULPS  Y5, Y4, Y5
+	VMULPS  Y0, Y3, Y6
+	VSUBPS  Y6, Y5, Y5
+	VMULPS  Y1, Y5, Y5
+	VMULPS  Y1, Y3, Y3
+	VMULPS  Y3, Y4, Y3
+	VMOVUPS (R9)(R8*4), Y4
+	VADDPS  Y3, Y4, Y4
+	VMOVUPS Y4, (R9)(R8*4)
+	VMOVUPS Y5, (CX)(R8*4)
+	ADDQ    $0x00000008, R8
+	JMP     dxaddoneloop
+
+dxaddpart:
+	MOVQ      job_d+0(AX), R10
+	SUBQ      R8, R10
+	JZ        rowdoneadd
+	SHLQ      $0x02, R10
+	VXORPS    Y3, Y3, Y3
+	VMOVSS    (DX)(R8*4), X3
+	CMPQ      R10, $0x08
+	JL        dxaddp_1lo
+	VINSERTPS $0x10, 4(DX)(R8*4), X3, X3
+	CMPQ      R10, $0x0c
+	JL        dxaddp_1lo
+	VINSERTPS $0x20, 8(DX)(R8*4), X3, X3
+	CMPQ      R10, $0x10
+	JL        dxaddp_1lo
+	VINSERTPS $0x30, 12(DX)(R8*4), X3, X3
+	CMPQ      R10, $0x14
+	JL        dxaddp_1lo
+	VMOVSS    16(DX)(R8*4), X4
+	CMPQ      R10, $0x18
+	JL        dxaddp_1hi
+	VINSERTPS $0x10, 20(DX)(R8*4), X4, X4
+	CMPQ      R10, $0x1c
+	JL        dxaddp_1hi
+	VINSERTPS $0x20, 24(DX)(R8*4), X4, X4
+
+dxaddp_1hi:
+	VINSERTF128 $0x01, X4, Y3, Y3
+
+dxaddp_1lo:
+	VXORPS    Y4, Y4, Y4
+	VMOVSS    (BX)(R8*4), X4
+	CMPQ      R10, $0x08
+	JL        dxaddp_2lo
+	VINSERTPS $0x10, 4(BX)(R8*4), X4, X4
+	CMPQ      R10, $0x0c
+	JL        dxaddp_2lo
+	VINSERTPS $0x20, 8(BX)(R8*4), X4, X4
+	CMPQ      R10, $0x10
+	JL        dxaddp_2lo
+	VINSERTPS $0x30, 12(BX)(R8*4), X4, X4
+	CMPQ      R10, $0x14
+	JL        dxaddp_2lo
+	VMOVSS    16(BX)(R8*4), X5
+	CMPQ      R10, $0x18
+	JL        dxaddp_2hi
+	VINSERTPS $0x10, 20(BX)(R8*4), X5, X5
+	CMPQ      R10, $0x1c
+	JL        dxaddp_2hi
+	VINSERTPS $0x20, 24(BX)(R8*4), X5, X5
+
+dxaddp_2hi:
+	VINSERTF128 $0x01, X5, Y4, Y4
+
+dxaddp_2lo:
+	VXORPS    Y5, Y5, Y5
+	VMOVSS    (SI)(R8*4), X5
+	CMPQ      R10, $0x08
+	JL        dxaddp_3lo
+	VINSERTPS $0x10, 4(SI)(R8*4), X5, X5
+	CMPQ      R10, $0x0c
+	JL        dxaddp_3lo
+	VINSERTPS $0x20, 8(SI)(R8*4), X5, X5
+	CMPQ      R10, $0x10
+	JL        dxaddp_3lo
+	VINSERTPS $0x30, 12(SI)(R8*4), X5, X5
+	CMPQ      R10, $0x14
+	JL        dxaddp_3lo
+	VMOVSS    16(SI)(R8*4), X6
+	CMPQ      R10, $0x18
+	JL        dxaddp_3hi
+	VINSERTPS $0x10, 20(SI)(R8*4), X6, X6
+	CMPQ      R10, $0x1c
+	JL        dxaddp_3hi
+	VINSERTPS $0x20, 24(SI)(R8*4), X6, X6
+
+dxaddp_3hi:
+	VINSERTF128 $0x01, X6, Y5, Y5
+
+dxaddp_3lo:
+	VADDPS    Y2, Y5, Y5
+	VMULPS    Y5, Y4, Y2
+	VMULPS    Y0, Y3, Y0
+	VSUBPS    Y0, Y2, Y2
+	VMULPS    Y1, Y2, Y2
+	VMULPS    Y1, Y3, Y0
+	VMULPS    Y0, Y4, Y0
+	VXORPS    Y1, Y1, Y1
+	VMOVSS    (R9)(R8*4), X1
+	CMPQ      R10, $0x08
+	JL        dxaddp_4lo
+	VINSERTPS $0x10, 4(R9)(R8*4), X1, X1
+	CMPQ      R10, $0x0c
+	JL        dxaddp_4lo
+	VINSERTPS $0x20, 8(R9)(R8*4), X1, X1
+	CMPQ      R10, $0x10
+	JL        dxaddp_4lo
+	VINSERTPS $0x30, 12(R9)(R8*4), X1, X1
+	CMPQ      R10, $0x14
+	JL        dxaddp_4lo
+	VMOVSS    16(R9)(R8*4), X3
+	CMPQ      R10, $0x18
+	JL        dxaddp_4hi
+	VINSERTPS $0x10, 20(R9)(R8*4), X3, X3
+	CMPQ      R10, $0x1c
+	JL        dxaddp_4hi
+	VINSERTPS $0x20, 24(R9)(R8*4), X3, X3
+
+dxaddp_4hi:
+	VINSERTF128 $0x01, X3, Y1, Y1
+
+dxaddp_4lo:
+	VADDPS       Y0, Y1, Y1
+	VMOVSS       X1, (R9)(R8*4)
+	CMPQ         R10, $0x08
+	JL           dxaddp_5lo
+	VEXTRACTPS   $0x01, X1, 4(R9)(R8*4)
+	CMPQ         R10, $0x0c
+	JL           dxaddp_5lo
+	VEXTRACTPS   $0x02, X1, 8(R9)(R8*4)
+	CMPQ         R10, $0x10
+	JL           dxaddp_5lo
+	VEXTRACTPS   $0x03, X1, 12(R9)(R8*4)
+	VEXTRACTF128 $0x01, Y1, X0
+	CMPQ         R10, $0x14
+	JL           dxaddp_5lo
+	VEXTRACTPS   $0x00, X0, 16(R9)(R8*4)
+	CMPQ         R10, $0x18
+	JL           dxaddp_5lo
+	VEXTRACTPS   $0x01, X0, 20(R9)(R8*4)
+	CMPQ         R10, $0x1c
+	JL           dxaddp_5lo
+	VEXTRACTPS   $0x02, X0, 24(R9)(R8*4)
+
+dxaddp_5lo:
+	VMOVSS       X2, (CX)(R8*4)
+	CMPQ         R10, $0x08
+	JL           dxaddp_6lo
+	VEXTRACTPS   $0x01, X2, 4(CX)(R8*4)
+	CMPQ         R10, $0x0c
+	JL           dxaddp_6lo
+	VEXTRACTPS   $0x02, X2, 8(CX)(R8*4)
+	CMPQ         R10, $0x10
+	JL           dxaddp_6lo
+	VEXTRACTPS   $0x03, X2, 12(CX)(R8*4)
+	VEXTRACTF128 $0x01, Y2, X0
+	CMPQ         R10, $0x14
+	JL           dxaddp_6lo
+	VEXTRACTPS   $0x00, X0, 16(CX)(R8*4)
+	CMPQ         R10, $0x18
+	JL           dxaddp_6lo
+	VEXTRACTPS   $0x01, X0, 20(CX)(R8*4)
+	CMPQ         R10, $0x1c
+	JL           dxaddp_6lo
+	VEXTRACTPS   $0x02, X0, 24(CX)(R8*4)
+
+dxaddp_6lo:
+rowdoneadd:
+	JMP rowdone
+
+dxfuselast:
+	XORQ R10, R10
+	MOVQ job_d+0(AX), R11
+	SUBQ $0x00000020, R11
+
+dxfuselastloop:
+	CMPQ    R10, R11
+	JG      dxfuselastone
+	VMOVUPS (DX)(R10*4), Y3
+	VMOVUPS (BX)(R10*4), Y4
+	VMOVUPS (SI)(R10*4), Y5
+	VADDPS  Y2, Y5, Y5
+	VMULPS  Y5, Y4, Y5
+	VMULPS  Y0, Y3, Y6
+	VSUBPS  Y6, Y5, Y5
+	VMULPS  Y1, Y5, Y5
+	VMULPS  Y1, Y3, Y3
+	VMULPS  Y3, Y4, Y3
+	VMOVUPS (R9)(R10*4), Y4
+	VADDPS  Y3, Y4, Y4
+	VMOVUPS (R8)(R10*4), Y3
+	VADDPS  Y4, Y3, Y3
+	VMOVUPS Y3, (R8)(R10*4)
+	VMOVUPS Y5, (CX)(R10*4)
+	VMOVUPS 32(DX)(R10*4), Y3
+	VMOVUPS 32(BX)(R10*4), Y4
+	VMOVUPS 32(SI)(R10*4), Y5
+	VADDPS  Y2, Y5, Y5
+	VMULPS  Y5, Y4, Y5
+	VMULPS  Y0, Y3, Y6
+	VSUBPS  Y6, Y5, Y5
+	VMULPS  Y1, Y5, Y5
+	VMULPS  Y1, Y3, Y3
+	VMULPS  Y3, Y4, Y3
+	VMOVUPS 32(R9)(R10*4), Y4
+	VADDPS  Y3, Y4, Y4
+	VMOVUPS 32(R8)(R10*4), Y3
+	VADDPS  Y4, Y3, Y3
+	VMOVUPS Y3, 32(R8)(R10*4)
+	VMOVUPS Y5, 32(CX)(R10*4)
+	VMOVUPS 64(DX)(R10*4), Y3
+	VMOVUPS 64(BX)(R10*4), Y4
+	VMOVUPS 64(SI)(R10*4), Y5
+	VADDPS  Y2, Y5, Y5
+	VMULPS  Y5, Y4, Y5
+	VMULPS  Y0, Y3, Y6
+	VSUBPS  Y6, Y5, Y5
+	VMULPS  Y1, Y5, Y5
+	VMULPS  Y1, Y3, Y3
+	VMULPS  Y3, Y4, Y3
+	VMOVUPS 64(R9)(R10*4), Y4
+	VADDPS  Y3, Y4, Y4
+	VMOVUPS 64(R8)(R10*4), Y3
+	VADDPS  Y4, Y3, Y3
+	VMOVUPS Y3, 64(R8)(R10*4)
+	VMOVUPS Y5, 64(CX)(R10*4)
+	VMOVUPS 96(DX)(R10*4), Y3
+	VMOVUPS 96(BX)(R10*4), Y4
+	VMOVUPS 96(SI)(R10*4), Y5
+	VADDPS  Y2, Y5, Y5
+	VMULPS  Y5, Y4, Y5
+	VMULPS  Y0, Y3, Y6
+	VSUBPS  Y6, Y5, Y5
+	VMULPS  Y1, Y5, Y5
+	VMULPS  Y1, Y3, Y3
+	VMULPS  Y3, Y4, Y3
+	VMOVUPS 96(R9)(R10*4), Y4
+	VADDPS  Y3, Y4, Y4
+	VMOVUPS 96(R8)(R10*4), Y3
+	VADDPS  Y4, Y3, Y3
+	VMOVUPS Y3, 96(R8)(R10*4)
+	VMOVUPS Y5, 96(CX)(R10*4)
+	ADDQ    $0x00000020, R10
+	JMP     dxfuselastloop
+
+dxfuselastone:
+	ADDQ $0x00000018, R11
+
+dxfuselastoneloop:
+	CMPQ    R10, R11
+	JG      dxfuselastpart
+	VMOVUPS (DX)(R10*4), Y3
+	VMOVUPS (BX)(R10*4), Y4
+	VMOVUPS (SI)(R10*4), Y5
+	VADDPS  Y2, Y5, Y5
+	VMULPS  Y5, Y4, Y5
+	VMULPS  Y0, Y3, Y6
+	VSUBPS  Y6, Y5, Y5
+	VMULPS  Y1, Y5, Y5
+	VMULPS  Y1, Y3, Y3
+	VMULPS  Y3, Y4, Y3
+	VMOVUPS (R9)(R10*4), Y4
+	VADDPS  Y3, Y4, Y4
+	VMOVUPS (R8)(R10*4), Y3
+	VADDPS  Y4, Y3, Y3
+	VMOVUPS Y3, (R8)(R10*4)
+	VMOVUPS Y5, (CX)(R10*4)
+	ADDQ    $0x00000008, R10
+	JMP     dxfuselastoneloop
+
+dxfuselastpart:
+	MOVQ      job_d+0(AX), R11
+	SUBQ      R10, R11
+	JZ        rowdonefuselast
+	SHLQ      $0x02, R11
+	VXORPS    Y3, Y3, Y3
+	VMOVSS    (DX)(R10*4), X3
+	CMPQ      R11, $0x08
+	JL        dxfuselastp_1lo
+	VINSERTPS $0x10, 4(DX)(R10*4), X3, X3
+	CMPQ      R11, $0x0c
+	JL        dxfuselastp_1lo
+	VINSERTPS $0x20, 8(DX)(R10*4), X3, X3
+	CMPQ      R11, $0x10
+	JL        dxfuselastp_1lo
+	VINSERTPS $0x30, 12(DX)(R10*4), X3, X3
+	CMPQ      R11, $0x14
+	JL        dxfuselastp_1lo
+	VMOVSS    16(DX)(R10*4), X4
+	CMPQ      R11, $0x18
+	JL        dxfuselastp_1hi
+	VINSERTPS $0x10, 20(DX)(R10*4), X4, X4
+	CMPQ      R11, $0x1c
+	JL        dxfuselastp_1hi
+	VINSERTPS $0x20, 24(DX)(R10*4), X4, X4
+
+dxfuselastp_1hi:
+	VINSERTF128 $0x01, X4, Y3, Y3
+
+dxfuselastp_1lo:
+	VXORPS    Y4, Y4, Y4
+	VMOVSS    (BX)(R10*4), X4
+	CMPQ      R11, $0x08
+	JL        dxfuselastp_2lo
+	VINSERTPS $0x10, 4(BX)(R10*4), X4, X4
+	CMPQ      R11, $0x0c
+	JL        dxfuselastp_2lo
+	VINSERTPS $0x20, 8(BX)(R10*4), X4, X4
+	CMPQ      R11, $0x10
+	JL        dxfuselastp_2lo
+	VINSERTPS $0x30, 12(BX)(R10*4), X4, X4
+	CMPQ      R11, $0x14
+	JL        dxfuselastp_2lo
+	VMOVSS    16(BX)(R10*4), X5
+	CMPQ      R11, $0x18
+	JL        dxfuselastp_2hi
+	VINSERTPS $0x10, 20(BX)(R10*4), X5, X5
+	CMPQ      R11, $0x1c
+	JL        dxfuselastp_2hi
+	VINSERTPS $0x20, 24(BX)(R10*4), X5, X5
+
+dxfuselastp_2hi:
+	VINSERTF128 $0x01, X5, Y4, Y4
+
+dxfuselastp_2lo:
+	VXORPS    Y5, Y5, Y5
+	VMOVSS    (SI)(R10*4), X5
+	CMPQ      R11, $0x08
+	JL        dxfuselastp_3lo
+	VINSERTPS $0x10, 4(SI)(R10*4), X5, X5
+	CMPQ      R11, $0x0c
+	JL        dxfuselastp_3lo
+	VINSERTPS $0x20, 8(SI)(R10*4), X5, X5
+	CMPQ      R11, $0x10
+	JL        dxfuselastp_3lo
+	VINSERTPS $0x30, 12(SI)(R10*4), X5, X5
+	CMPQ      R11, $0x14
+	JL        dxfuselastp_3lo
+	VMOVSS    16(SI)(R10*4), X6
+	CMPQ      R11, $0x18
+	JL        dxfuselastp_3hi
+	VINSERTPS $0x10, 20(SI)(R10*4), X6, X6
+	CMPQ      R11, $0x1c
+	JL        dxfuselastp_3hi
+	VINSERTPS $0x20, 24(SI)(R10*4), X6, X6
+
+dxfuselastp_3hi:
+	VINSERTF128 $0x01, X6, Y5, Y5
+
+dxfuselastp_3lo:
+	VADDPS    Y2, Y5, Y5
+	VMULPS    Y5, Y4, Y2
+	VMULPS    Y0, Y3, Y0
+	VSUBPS    Y0, Y2, Y2
+	VMULPS    Y1, Y2, Y2
+	VMULPS    Y1, Y3, Y0
+	VMULPS    Y0, Y4, Y0
+	VXORPS    Y1, Y1, Y1
+	VMOVSS    (R9)(R10*4), X1
+	CMPQ      R11, $0x08
+	JL        dxfuselastp_4lo
+	VINSERTPS $0x10, 4(R9)(R10*4), X1, X1
+	CMPQ      R11, $0x0c
+	JL        dxfuselastp_4lo
+	VINSERTPS $0x20, 8(R9)(R10*4), X1, X1
+	CMPQ      R11, $0x10
+	JL        dxfuselastp_4lo
+	VINSERTPS $0x30, 12(R9)(R10*4), X1, X1
+	CMPQ      R11, $0x14
+	JL        dxfuselastp_4lo
+	VMOVSS    16(R9)(R10*4), X3
+	CMPQ      R11, $0x18
+	JL        dxfuselastp_4hi
+	VINSERTPS $0x10, 20(R9)(R10*4), X3, X3
+	CMPQ      R11, $0x1c
+	JL        dxfuselastp_4hi
+	VINSERTPS $0x20, 24(R9)(R10*4), X3, X3
+
+dxfuselastp_4hi:
+	VINSERTF128 $0x01, X3, Y1, Y1
+
+dxfuselastp_4lo:
+	VADDPS    Y0, Y1, Y1
+	VXORPS    Y0, Y0, Y0
+	VMOVSS    (R8)(R10*4), X0
+	CMPQ      R11, $0x08
+	JL        dxfuselastp_5lo
+	VINSERTPS $0x10, 4(R8)(R10*4), X0, X0
+	CMPQ      R11, $0x0c
+	JL        dxfuselastp_5lo
+	VINSERTPS $0x20, 8(R8)(R10*4), X0, X0
+	CMPQ      R11, $0x10
+	JL        dxfuselastp_5lo
+	VINSERTPS $0x30, 12(R8)(R10*4), X0, X0
+	CMPQ      R11, $0x14
+	JL        dxfuselastp_5lo
+	VMOVSS    16(R8)(R10*4), X3
+	CMPQ      R11, $0x18
+	JL        dxfuselastp_5hi
+	VINSERTPS $0x10, 20(R8)(R10*4), X3, X3
+	CMPQ      R11, $0x1c
+	JL        dxfuselastp_5hi
+	VINSERTPS $0x20, 24(R8)(R10*4), X3, X3
+
+dxfuselastp_5hi:
+	VINSERTF128 $0x01, X3, Y0, Y0
+
+dxfuselastp_5lo:
+	VADDPS       Y1, Y0, Y0
+	VMOVSS       X0, (R8)(R10*4)
+	CMPQ         R11, $0x08
+	JL           dxfuselastp_6lo
+	VEXTRACTPS   $0x01, X0, 4(R8)(R10*4)
+	CMPQ         R11, $0x0c
+	JL           dxfuselastp_6lo
+	VEXTRACTPS   $0x02, X0, 8(R8)(R10*4)
+	CMPQ         R11, $0x10
+	JL           dxfuselastp_6lo
+	VEXTRACTPS   $0x03, X0, 12(R8)(R10*4)
+	VEXTRACTF128 $0x01, Y0, X0
+	CMPQ         R11, $0x14
+	JL           dxfuselastp_6lo
+	VEXTRACTPS   $0x00, X0, 16(R8)(R10*4)
+	CMPQ         R11, $0x18
+	JL           dxfuselastp_6lo
+	VEXTRACTPS   $0x01, X0, 20(R8)(R10*4)
+	CMPQ         R11, $0x1c
+	JL           dxfuselastp_6lo
+	VEXTRACTPS   $0x02, X0, 24(R8)(R10*4)
+
+dxfuselastp_6lo:
+	VMOVSS       X2, (CX)(R10*4)
+	CMPQ         R11, $0x08
+	JL           dxfuselastp_7lo
+	VEXTRACTPS   $0x01, X2, 4(CX)(R10*4)
+	CMPQ         R11, $0x0c
+	JL           dxfuselastp_7lo
+	VEXTRACTPS   $0x02, X2, 8(CX)(R10*4)
+	CMPQ         R11, $0x10
+	JL           dxfuselastp_7lo
+	VEXTRACTPS   $0x03, X2, 12(CX)(R10*4)
+	VEXTRACTF128 $0x01, Y2, X0
+	CMPQ         R11, $0x14
+	JL           dxfuselastp_7lo
+	VEXTRACTPS   $0x00, X0, 16(CX)(R10*4)
+	CMPQ         R11, $0x18
+	JL           dxfuselastp_7lo
+	VEXTRACTPS   $0x01, X0, 20(CX)(R10*4)
+	CMPQ         R11, $0x1c
+	JL           dxfuselastp_7lo
+	VEXTRACTPS   $0x02, X0, 24(CX)(R10*4)
+
+dxfuselastp_7lo:
+rowdonefuselast:
+	JMP rowdone
+
+dxfusesingle:
+	XORQ R9, R9
+	MOVQ job_d+0(AX), R10
+	SUBQ $0x00000020, R10
+
+dxfusesingleloop:
+	CMPQ    R9, R10
+	JG      dxfusesingleone
+	VMOVUPS (DX)(R9*4), Y3
+	VMOVUPS (BX)(R9*4), Y4
+	VMOVUPS (SI)(R9*4), Y5
+	VADDPS  Y2, Y5, Y5
+	VMULPS  Y5, Y4, Y5
+	VMULPS  Y0, Y3, Y6
+	VSUBPS  Y6, Y5, Y5
+	VMULPS  Y1, Y5, Y5
+	VMULPS  Y1, Y3, Y3
+	VMULPS  Y3, Y4, Y3
+	VMOVUPS (R8)(R9*4), Y4
+	VADDPS  Y3, Y4, Y4
+	VMOVUPS Y4, (R8)(R9*4)
+	VMOVUPS Y5, (CX)(R9*4)
+	VMOVUPS 32(DX)(R9*4), Y3
+	VMOVUPS 32(BX)(R9*4), Y4
+	VMOVUPS 32(SI)(R9*4), Y5
+	VADDPS  Y2, Y5, Y5
+	VMULPS  Y5, Y4, Y5
+	VMULPS  Y0, Y3, Y6
+	VSUBPS  Y6, Y5, Y5
+	VMULPS  Y1, Y5, Y5
+	VMULPS  Y1, Y3, Y3
+	VMULPS  Y3, Y4, Y3
+	VMOVUPS 32(R8)(R9*4), Y4
+	VADDPS  Y3, Y4, Y4
+	VMOVUPS Y4, 32(R8)(R9*4)
+	VMOVUPS Y5, 32(CX)(R9*4)
+	VMOVUPS 64(DX)(R9*4), Y3
+	VMOVUPS 64(BX)(R9*4), Y4
+	VMOVUPS 64(SI)(R9*4), Y5
+	VADDPS  Y2, Y5, Y5
+	VMULPS  Y5, Y4, Y5
+	VMULPS  Y0, Y3, Y6
+	VSUBPS  Y6, Y5, Y5
+	VMULPS  Y1, Y5, Y5
+	VMULPS  Y1, Y3, Y3
+	VMULPS  Y3, Y4, Y3
+	VMOVUPS 64(R8)(R9*4), Y4
+	VADDPS  Y3, Y4, Y4
+	VMOVUPS Y4, 64(R8)(R9*4)
+	VMOVUPS Y5, 64(CX)(R9*4)
+	VMOVUPS 96(DX)(R9*4), Y3
+	VMOVUPS 96(BX)(R9*4), Y4
+	VMOVUPS 96(SI)(R9*4), Y5
+	VADDPS  Y2, Y5, Y5
+	VMULPS  Y5, Y4, Y5
+	VMULPS  Y0, Y3, Y6
+	VSUBPS  Y6, Y5, Y5
+	VMULPS  Y1, Y5, Y5
+	VMULPS  Y1, Y3, Y3
+	VMULPS  Y3, Y4, Y3
+	VMOVUPS 96(R8)(R9*4), Y4
+	VADDPS  Y3, Y4, Y4
+	VMOVUPS Y4, 96(R8)(R9*4)
+	VMOVUPS Y5, 96(CX)(R9*4)
+	ADDQ    $0x00000020, R9
+	JMP     dxfusesingleloop
+
+dxfusesingleone:
+	ADDQ $0x00000018, R10
+
+dxfusesingleoneloop:
+	CMPQ    R9, R10
+	JG      dxfusesinglepart
+	VMOVUPS (DX)(R9*4), Y3
+	VMOVUPS (BX)(R9*4), Y4
+	VMOVUPS (SI)(R9*4), Y5
+	VADDPS  Y2, Y5, Y5
+	VMULPS  Y5, Y4, Y5
+	VMULPS  Y0, Y3, Y6
+	VSUBPS  Y6, Y5, Y5
+	VMULPS  Y1, Y5, Y5
+	VMULPS  Y1, Y3, Y3
+	VMULPS  Y3, Y4, Y3
+	VMOVUPS (R8)(R9*4), Y4
+	VADDPS  Y3, Y4, Y4
+	VMOVUPS Y4, (R8)(R9*4)
+	VMOVUPS Y5, (CX)(R9*4)
+	ADDQ    $0x00000008, R9
+	JMP     dxfusesingleoneloop
+
+dxfusesinglepart:
+	MOVQ      job_d+0(AX), R10
+	SUBQ      R9, R10
+	JZ        rowdonefusesingle
+	SHLQ      $0x02, R10
+	VXORPS    Y3, Y3, Y3
+	VMOVSS    (DX)(R9*4), X3
+	CMPQ      R10, $0x08
+	JL        dxfusesinglep_1lo
+	VINSERTPS $0x10, 4(DX)(R9*4), X3, X3
+	CMPQ      R10, $0x0c
+	JL        dxfusesinglep_1lo
+	VINSERTPS $0x20, 8(DX)(R9*4), X3, X3
+	CMPQ      R10, $0x10
+	JL        dxfusesinglep_1lo
+	VINSERTPS $0x30, 12(DX)(R9*4), X3, X3
+	CMPQ      R10, $0x14
+	JL        dxfusesinglep_1lo
+	VMOVSS    16(DX)(R9*4), X4
+	CMPQ      R10, $0x18
+	JL        dxfusesinglep_1hi
+	VINSERTPS $0x10, 20(DX)(R9*4), X4, X4
+	CMPQ      R10, $0x1c
+	JL        dxfusesinglep_1hi
+	VINSERTPS $0x20, 24(DX)(R9*4), X4, X4
+
+dxfusesinglep_1hi:
+	VINSERTF128 $0x01, X4, Y3, Y3
+
+dxfusesinglep_1lo:
+	VXORPS    Y4, Y4, Y4
+	VMOVSS    (BX)(R9*4), X4
+	CMPQ      R10, $0x08
+	JL        dxfusesinglep_2lo
+	VINSERTPS $0x10, 4(BX)(R9*4), X4, X4
+	CMPQ      R10, $0x0c
+	JL        dxfusesinglep_2lo
+	VINSERTPS $0x20, 8(BX)(R9*4), X4, X4
+	CMPQ      R10, $0x10
+	JL        dxfusesinglep_2lo
+	VINSERTPS $0x30, 12(BX)(R9*4), X4, X4
+	CMPQ      R10, $0x14
+	JL        dxfusesinglep_2lo
+	VMOVSS    16(BX)(R9*4), X5
+	CMPQ      R10, $0x18
+	JL        dxfusesinglep_2hi
+	VINSERTPS $0x10, 20(BX)(R9*4), X5, X5
+	CMPQ      R10, $0x1c
+	JL        dxfusesinglep_2hi
+	VINSERTPS $0x20, 24(BX)(R9*4), X5, X5
+
+dxfusesinglep_2hi:
+	VINSERTF128 $0x01, X5, Y4, Y4
+
+dxfusesinglep_2lo:
+	VXORPS    Y5, Y5, Y5
+	VMOVSS    (SI)(R9*4), X5
+	CMPQ      R10, $0x08
+	JL        dxfusesinglep_3lo
+	VINSERTPS $0x10, 4(SI)(R9*4), X5, X5
+	CMPQ      R10, $0x0c
+	JL        dxfusesinglep_3lo
+	VINSERTPS $0x20, 8(SI)(R9*4), X5, X5
+	CMPQ      R10, $0x10
+	JL        dxfusesinglep_3lo
+	VINSERTPS $0x30, 12(SI)(R9*4), X5, X5
+	CMPQ      R10, $0x14
+	JL        dxfusesinglep_3lo
+	VMOVSS    16(SI)(R9*4), X6
+	CMPQ      R10, $0x18
+	JL        dxfusesinglep_3hi
+	VINSERTPS $0x10, 20(SI)(R9*4), X6, X6
+	CMPQ      R10, $0x1c
+	JL        dxfusesinglep_3hi
+	VINSERTPS $0x20, 24(SI)(R9*4), X6, X6
+
+dxfusesinglep_3hi:
+	VINSERTF128 $0x01, X6, Y5, Y5
+
+dxfusesinglep_3lo:
+	VADDPS    Y2, Y5, Y5
+	VMULPS    Y5, Y4, Y2
+	VMULPS    Y0, Y3, Y0
+	VSUBPS    Y0, Y2, Y2
+	VMULPS    Y1, Y2, Y2
+	VMULPS    Y1, Y3, Y0
+	VMULPS    Y0, Y4, Y0
+	VXORPS    Y1, Y1, Y1
+	VMOVSS    (R8)(R9*4), X1
+	CMPQ      R10, $0x08
+	JL        dxfusesinglep_4lo
+	VINSERTPS $0x10, 4(R8)(R9*4), X1, X1
+	CMPQ      R10, $0x0c
+	JL        dxfusesinglep_4lo
+	VINSERTPS $0x20, 8(R8)(R9*4), X1, X1
+	CMPQ      R10, $0x10
+	JL        dxfusesinglep_4lo
+	VINSERTPS $0x30, 12(R8)(R9*4), X1, X1
+	CMPQ      R10, $0x14
+	JL        dxfusesinglep_4lo
+	VMOVSS    16(R8)(R9*4), X3
+	CMPQ      R10, $0x18
+	JL        dxfusesinglep_4hi
+	VINSERTPS $0x10, 20(R8)(R9*4), X3, X3
+	CMPQ      R10, $0x1c
+	JL        dxfusesinglep_4hi
+	VINSERTPS $0x20, 24(R8)(R9*4), X3, X3
+
+dxfusesinglep_4hi:
+	VINSERTF128 $0x01, X3, Y1, Y1
+
+dxfusesinglep_4lo:
+	VADDPS       Y0, Y1, Y1
+	VMOVSS       X1, (R8)(R9*4)
+	CMPQ         R10, $0x08
+	JL           dxfusesinglep_5lo
+	VEXTRACTPS   $0x01, X1, 4(R8)(R9*4)
+	CMPQ         R10, $0x0c
+	JL           dxfusesinglep_5lo
+	VEXTRACTPS   $0x02, X1, 8(R8)(R9*4)
+	CMPQ         R10, $0x10
+	JL           dxfusesinglep_5lo
+	VEXTRACTPS   $0x03, X1, 12(R8)(R9*4)
+	VEXTRACTF128 $0x01, Y1, X0
+	CMPQ         R10, $0x14
+	JL           dxfusesinglep_5lo
+	VEXTRACTPS   $0x00, X0, 16(R8)(R9*4)
+	CMPQ         R10, $0x18
+	JL           dxfusesinglep_5lo
+	VEXTRACTPS   $0x01, X0, 20(R8)(R9*4)
+	CMPQ         R10, $0x1c
+	JL           dxfusesinglep_5lo
+	VEXTRACTPS   $0x02, X0, 24(R8)(R9*4)
+
+dxfusesinglep_5lo:
+	VMOVSS       X2, (CX)(R9*4)
+	CMPQ         R10, $0x08
+	JL           dxfusesinglep_6lo
+	VEXTRACTPS   $0x01, X2, 4(CX)(R9*4)
+	CMPQ         R10, $0x0c
+	JL           dxfusesinglep_6lo
+	VEXTRACTPS   $0x02, X2, 8(CX)(R9*4)
+	CMPQ         R10, $0x10
+	JL           dxfusesinglep_6lo
+	VEXTRACTPS   $0x03, X2, 12(CX)(R9*4)
+	VEXTRACTF128 $0x01, Y2, X0
+	CMPQ         R10, $0x14
+	JL           dxfusesinglep_6lo
+	VEXTRACTPS   $0x00, X0, 16(CX)(R9*4)
+	CMPQ         R10, $0x18
+	JL           dxfusesinglep_6lo
+	VEXTRACTPS   $0x01, X0, 20(CX)(R9*4)
+	CMPQ         R10, $0x1c
+	JL           dxfusesinglep_6lo
+	VEXTRACTPS   $0x02, X0, 24(CX)(R9*4)
+
+dxfusesinglep_6lo:
+rowdonefusesingle:
+rowdone:
+	// Next row.
+	ADDQ DI, DX
+	ADDQ DI, CX
+	ADDQ DI, BX
+	INCQ (SP)
+	JMP  row
+
+ret:
+	VZEROUPPER
+	MOVQ (SP), AX
+	MOVQ AX, ret+24(FP)
+	RET
+
+// func avx2BackwardUnweighted(j uintptr, from int, to int) int
+// Requires: AVX, AVX2
+TEXT ·avx2BackwardUnweighted(SB), NOSPLIT, $16-32
+	// avx2BackwardUnweighted computes the gradient of rows [from, to) of the job: with g = dy, c the
+	// contract's sum of g*x and s = ((inv*inv)*c)/d, dx = inv*(g - x*s); and, when the job has a
+	// weight gradient, the products dy*(x*inv) into the row block's partial sum (see gradBlock).
+	// It stops before the first row that needs the float64 path and returns that row's index, or to.
+	MOVQ j+0(FP), AX
+	MOVQ job_dst+0(AX), CX
+	MOVQ job_x+0(AX), DX
+	MOVQ job_dy+0(AX), BX
+	MOVQ job_stride+0(AX), SI
+	SHLQ $0x02, SI
+
+	// fd = float32(d); rd = 1/d when d is a power of two (a/d is then a*rd exactly), else 0.
+	MOVQ       job_d+0(AX), DI
+	VMOVSS     one<>+0(SB), X0
+	VCVTSI2SSQ DI, X0, X0
+	VMOVSS     X0, 8(SP)
+	XORL       R9, R9
+	LEAQ       -1(DI), R8
+	TESTQ      DI, R8
+	JNZ        notpow2
+	BSFQ       DI, R8
+	MOVL       $0x0000007f, R9
+	SUBL       R8, R9
+	SHLL       $0x17, R9
+
+notpow2:
+	MOVL R9, 12(SP)
+
+	// Start at row from.
+	MOVQ  from+8(FP), DI
+	MOVQ  DI, (SP)
+	IMULQ SI, DI
+	ADDQ  DI, CX
+	ADDQ  DI, DX
+	ADDQ  DI, BX
+
+row:
+	MOVQ (SP), DI
+	CMPQ DI, to+16(FP)
+	JAE  ret
+
+	// Partial sums (ss true, c false): element i goes to partial i%64.
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	XORQ   DI, DI
+	MOVQ   job_d+0(AX), R8
+	SUBQ   $0x00000040, R8
+
+sumssloop:
+	CMPQ    DI, R8
+	JG      sumsstail
+	VMOVUPS (DX)(DI*4), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y0, Y0
+	VMOVUPS 32(DX)(DI*4), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y1, Y1
+	VMOVUPS 64(DX)(DI*4), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y2, Y2
+	VMOVUPS 96(DX)(DI*4), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y3, Y3
+	VMOVUPS 128(DX)(DI*4), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y4, Y4
+	VMOVUPS 160(DX)(DI*4), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y5, Y5
+	VMOVUPS 192(DX)(DI*4), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y6, Y6
+	VMOVUPS 224(DX)(DI*4), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y7, Y7
+	ADDQ    $0x00000040, DI
+	JMP     sumssloop
+
+sumsstail:
+	// Fewer than 64 elements remain: whole vectors, then one partial vector (its other lanes add +0).
+	MOVQ    job_d+0(AX), R8
+	SUBQ    DI, R8
+	CMPQ    R8, $0x00000008
+	JL      sumsspart0
+	VMOVUPS (DX)(DI*4), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y0, Y0
+	CMPQ    R8, $0x00000010
+	JL      sumsspart1
+	VMOVUPS 32(DX)(DI*4), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y1, Y1
+	CMPQ    R8, $0x00000018
+	JL      sumsspart2
+	VMOVUPS 64(DX)(DI*4), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y2, Y2
+	CMPQ    R8, $0x00000020
+	JL      sumsspart3
+	VMOVUPS 96(DX)(DI*4), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y3, Y3
+	CMPQ    R8, $0x00000028
+	JL      sumsspart4
+	VMOVUPS 128(DX)(DI*4), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y4, Y4
+	CMPQ    R8, $0x00000030
+	JL      sumsspart5
+	VMOVUPS 160(DX)(DI*4), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y5, Y5
+	CMPQ    R8, $0x00000038
+	JL      sumsspart6
+	VMOVUPS 192(DX)(DI*4), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y6, Y6
+	CMPQ    R8, $0x00000040
+	JL      sumsspart7
+	VMOVUPS 224(DX)(DI*4), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y7, Y7
+	JMP     sumssdone
+
+sumsspart0:
+	SUBQ      $0x00000000, R8
+	JZ        sumssdone
+	SHLQ      $0x02, R8
+	VXORPS    Y8, Y8, Y8
+	VMOVSS    (DX)(DI*4), X8
+	CMPQ      R8, $0x08
+	JL        sumssp0_1lo
+	VINSERTPS $0x10, 4(DX)(DI*4), X8, X8
+	CMPQ      R8, $0x0c
+	JL        sumssp0_1lo
+	VINSERTPS $0x20, 8(DX)(DI*4), X8, X8
+	CMPQ      R8, $0x10
+	JL        sumssp0_1lo
+	VINSERTPS $0x30, 12(DX)(DI*4), X8, X8
+	CMPQ      R8, $0x14
+	JL        sumssp0_1lo
+	VMOVSS    16(DX)(DI*4), X9
+	CMPQ      R8, $0x18
+	JL        sumssp0_1hi
+	VINSERTPS $0x10, 20(DX)(DI*4), X9, X9
+	CMPQ      R8, $0x1c
+	JL        sumssp0_1hi
+	VINSERTPS $0x20, 24(DX)(DI*4), X9, X9
+
+sumssp0_1hi:
+	VINSERTF128 $0x01, X9, Y8, Y8
+
+sumssp0_1lo:
+	VMULPS Y8, Y8, Y8
+	VADDPS Y8, Y0, Y0
+	JMP    sumssdone
+
+sumsspart1:
+	SUBQ      $0x00000008, R8
+	JZ        sumssdone
+	SHLQ      $0x02, R8
+	VXORPS    Y8, Y8, Y8
+	VMOVSS    32(DX)(DI*4), X8
+	CMPQ      R8, $0x08
+	JL        sumssp1_1lo
+	VINSERTPS $0x10, 36(DX)(DI*4), X8, X8
+	CMPQ      R8, $0x0c
+	JL        sumssp1_1lo
+	VINSERTPS $0x20, 40(DX)(DI*4), X8, X8
+	CMPQ      R8, $0x10
+	JL        sumssp1_1lo
+	VINSERTPS $0x30, 44(DX)(DI*4), X8, X8
+	CMPQ      R8, $0x14
+	JL        sumssp1_1lo
+	VMOVSS    48(DX)(DI*4), X9
+	CMPQ      R8, $0x18
+	JL        sumssp1_1hi
+	VINSERTPS $0x10, 52(DX)(DI*4), X9, X9
+	CMPQ      R8, $0x1c
+	JL        sumssp1_1hi
+	VINSERTPS $0x20, 56(DX)(DI*4), X9, X9
+
+sumssp1_1hi:
+	VINSERTF128 $0x01, X9, Y8, Y8
+
+sumssp1_1lo:
+	VMULPS Y8, Y8, Y8
+	VADDPS Y8, Y1, Y1
+	JMP    sumssdone
+
+sumsspart2:
+	SUBQ      $0x00000010, R8
+	JZ        sumssdone
+	SHLQ      $0x02, R8
+	VXORPS    Y8, Y8, Y8
+	VMOVSS    64(DX)(DI*4), X8
+	CMPQ      R8, $0x08
+	JL        sumssp2_1lo
+	VINSERTPS $0x10, 68(DX)(DI*4), X8, X8
+	CMPQ      R8, $0x0c
+	JL        sumssp2_1lo
+	VINSERTPS $0x20, 72(DX)(DI*4), X8, X8
+	CMPQ      R8, $0x10
+	JL        sumssp2_1lo
+	VINSERTPS $0x30, 76(DX)(DI*4), X8, X8
+	CMPQ      R8, $0x14
+	JL        sumssp2_1lo
+	VMOVSS    80(DX)(DI*4), X9
+	CMPQ      R8, $0x18
+	JL        sumssp2_1hi
+	VINSERTPS $0x10, 84(DX)(DI*4), X9, X9
+	CMPQ      R8, $0x1c
+	JL        sumssp2_1hi
+	VINSERTPS $0x20, 88(DX)(DI*4), X9, X9
+
+sumssp2_1hi:
+	VINSERTF128 $0x01, X9, Y8, Y8
+
+sumssp2_1lo:
+	VMULPS Y8, Y8, Y8
+	VADDPS Y8, Y2, Y2
+	JMP    sumssdone
+
+sumsspart3:
+	SUBQ      $0x00000018, R8
+	JZ        sumssdone
+	SHLQ      $0x02, R8
+	VXORPS    Y8, Y8, Y8
+	VMOVSS    96(DX)(DI*4), X8
+	CMPQ      R8, $0x08
+	JL        sumssp3_1lo
+	VINSERTPS $0x10, 100(DX)(DI*4), X8, X8
+	CMPQ      R8, $0x0c
+	JL        sumssp3_1lo
+	VINSERTPS $0x20, 104(DX)(DI*4), X8, X8
+	CMPQ      R8, $0x10
+	JL        sumssp3_1lo
+	VINSERTPS $0x30, 108(DX)(DI*4), X8, X8
+	CMPQ      R8, $0x14
+	JL        sumssp3_1lo
+	VMOVSS    112(DX)(DI*4), X9
+	CMPQ      R8, $0x18
+	JL        sumssp3_1hi
+	VINSERTPS $0x10, 116(DX)(DI*4), X9, X9
+	CMPQ      R8, $0x1c
+	JL        sumssp3_1hi
+	VINSERTPS $0x20, 120(DX)(DI*4), X9, X9
+
+sumssp3_1hi:
+	VINSERTF128 $0x01, X9, Y8, Y8
+
+sumssp3_1lo:
+	VMULPS Y8, Y8, Y8
+	VADDPS Y8, Y3, Y3
+	JMP    sumssdone
+
+sumsspart4:
+	SUBQ      $0x00000020, R8
+	JZ        sumssdone
+	SHLQ      $0x02, R8
+	VXORPS    Y8, Y8, Y8
+	VMOVSS    128(DX)(DI*4), X8
+	CMPQ      R8, $0x08
+	JL        sumssp4_1lo
+	VINSERTPS $0x10, 132(DX)(DI*4), X8, X8
+	CMPQ      R8, $0x0c
+	JL        sumssp4_1lo
+	VINSERTPS $0x20, 136(DX)(DI*4), X8, X8
+	CMPQ      R8, $0x10
+	JL        sumssp4_1lo
+	VINSERTPS $0x30, 140(DX)(DI*4), X8, X8
+	CMPQ      R8, $0x14
+	JL        sumssp4_1lo
+	VMOVSS    144(DX)(DI*4), X9
+	CMPQ      R8, $0x18
+	JL        sumssp4_1hi
+	VINSERTPS $0x10, 148(DX)(DI*4), X9, X9
+	CMPQ      R8, $0x1c
+	JL        sumssp4_1hi
+	VINSERTPS $0x20, 152(DX)(DI*4), X9, X9
+
+sumssp4_1hi:
+	VINSERTF128 $0x01, X9, Y8, Y8
+
+sumssp4_1lo:
+	VMULPS Y8, Y8, Y8
+	VADDPS Y8, Y4, Y4
+	JMP    sumssdone
+
+sumsspart5:
+	SUBQ      $0x00000028, R8
+	JZ        sumssdone
+	SHLQ      $0x02, R8
+	VXORPS    Y8, Y8, Y8
+	VMOVSS    160(DX)(DI*4), X8
+	CMPQ      R8, $0x08
+	JL        sumssp5_1lo
+	VINSERTPS $0x10, 164(DX)(DI*4), X8, X8
+	CMPQ      R8, $0x0c
+	JL        sumssp5_1lo
+	VINSERTPS $0x20, 168(DX)(DI*4), X8, X8
+	CMPQ      R8, $0x10
+	JL        sumssp5_1lo
+	VINSERTPS $0x30, 172(DX)(DI*4), X8, X8
+	CMPQ      R8, $0x14
+	JL        sumssp5_1lo
+	VMOVSS    176(DX)(DI*4), X9
+	CMPQ      R8, $0x18
+	JL        sumssp5_1hi
+	VINSERTPS $0x10, 180(DX)(DI*4), X9, X9
+	CMPQ      R8, $0x1c
+	JL        sumssp5_1hi
+	VINSERTPS $0x20, 184(DX)(DI*4), X9, X9
+
+sumssp5_1hi:
+	VINSERTF128 $0x01, X9, Y8, Y8
+
+sumssp5_1lo:
+	VMULPS Y8, Y8, Y8
+	VADDPS Y8, Y5, Y5
+	JMP    sumssdone
+
+sumsspart6:
+	SUBQ      $0x00000030, R8
+	JZ        sumssdone
+	SHLQ      $0x02, R8
+	VXORPS    Y8, Y8, Y8
+	VMOVSS    192(DX)(DI*4), X8
+	CMPQ      R8, $0x08
+	JL        sumssp6_1lo
+	VINSERTPS $0x10, 196(DX)(DI*4), X8, X8
+	CMPQ      R8, $0x0c
+	JL        sumssp6_1lo
+	VINSERTPS $0x20, 200(DX)(DI*4), X8, X8
+	CMPQ      R8, $0x10
+	JL        sumssp6_1lo
+	VINSERTPS $0x30, 204(DX)(DI*4), X8, X8
+	CMPQ      R8, $0x14
+	JL        sumssp6_1lo
+	VMOVSS    208(DX)(DI*4), X9
+	CMPQ      R8, $0x18
+	JL        sumssp6_1hi
+	VINSERTPS $0x10, 212(DX)(DI*4), X9, X9
+	CMPQ      R8, $0x1c
+	JL        sumssp6_1hi
+	VINSERTPS $0x20, 216(DX)(DI*4), X9, X9
+
+sumssp6_1hi:
+	VINSERTF128 $0x01, X9, Y8, Y8
+
+sumssp6_1lo:
+	VMULPS Y8, Y8, Y8
+	VADDPS Y8, Y6, Y6
+	JMP    sumssdone
+
+sumsspart7:
+	SUBQ      $0x00000038, R8
+	JZ        sumssdone
+	SHLQ      $0x02, R8
+	VXORPS    Y8, Y8, Y8
+	VMOVSS    224(DX)(DI*4), X8
+	CMPQ      R8, $0x08
+	JL        sumssp7_1lo
+	VINSERTPS $0x10, 228(DX)(DI*4), X8, X8
+	CMPQ      R8, $0x0c
+	JL        sumssp7_1lo
+	VINSERTPS $0x20, 232(DX)(DI*4), X8, X8
+	CMPQ      R8, $0x10
+	JL        sumssp7_1lo
+	VINSERTPS $0x30, 236(DX)(DI*4), X8, X8
+	CMPQ      R8, $0x14
+	JL        sumssp7_1lo
+	VMOVSS    240(DX)(DI*4), X9
+	CMPQ      R8, $0x18
+	JL        sumssp7_1hi
+	VINSERTPS $0x10, 244(DX)(DI*4), X9, X9
+	CMPQ      R8, $0x1c
+	JL        sumssp7_1hi
+	VINSERTPS $0x20, 248(DX)(DI*4), X9, X9
+
+sumssp7_1hi:
+	VINSERTF128 $0x01, X9, Y8, Y8
+
+sumssp7_1lo:
+	VMULPS Y8, Y8, Y8
+	VADDPS Y8, Y7, Y7
+
+sumssdone:
+	VADDPS       Y4, Y0, Y0
+	VADDPS       Y5, Y1, Y1
+	VADDPS       Y6, Y2, Y2
+	VADDPS       Y7, Y3, Y3
+	VADDPS       Y2, Y0, Y0
+	VADDPS       Y3, Y1, Y1
+	VADDPS       Y1, Y0, Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X1
+	VMOVHLPS     X1, X1, X0
+	VADDPS       X0, X1, X1
+	VMOVSHDUP    X1, X0
+	VADDSS       X0, X1, X1
+
+	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
+	CMPL   12(SP), $0x00
+	JE     divide1
+	VMULSS 12(SP), X1, X0
+	JMP    divided2
+
+divide1:
+	VDIVSS 8(SP), X1, X0
+
+divided2:
+	VADDSS   job_eps+0(AX), X0, X0
+	VUCOMISS tlo<>+0(SB), X0
+	JCS      ret
+	VUCOMISS tmax<>+0(SB), X0
+	JHI      ret
+	MOVQ     job_inv+0(AX), DI
+	TESTQ    DI, DI
+	JZ       computeinv
+	MOVQ     (SP), R8
+	VMOVSS   (DI)(R8*4), X1
+	JMP      haveinv
+
+computeinv:
+	VSQRTSS X0, X0, X0
+	VMOVSS  one<>+0(SB), X1
+	VDIVSS  X0, X1, X1
+
+haveinv:
+	// Partial sums (ss false, c true): element i goes to partial i%64.
+	VXORPS Y0, Y0, Y0
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	VXORPS Y8, Y8, Y8
+	XORQ   DI, DI
+	MOVQ   job_d+0(AX), R8
+	SUBQ   $0x00000040, R8
+
+sumcloop:
+	CMPQ    DI, R8
+	JG      sumctail
+	VMOVUPS (DX)(DI*4), Y9
+	VMOVUPS (BX)(DI*4), Y10
+	VMULPS  Y9, Y10, Y10
+	VADDPS  Y10, Y0, Y0
+	VMOVUPS 32(DX)(DI*4), Y9
+	VMOVUPS 32(BX)(DI*4), Y10
+	VMULPS  Y9, Y10, Y10
+	VADDPS  Y10, Y2, Y2
+	VMOVUPS 64(DX)(DI*4), Y9
+	VMOVUPS 64(BX)(DI*4), Y10
+	VMULPS  Y9, Y10, Y10
+	VADDPS  Y10, Y3, Y3
+	VMOVUPS 96(DX)(DI*4), Y9
+	VMOVUPS 96(BX)(DI*4), Y10
+	VMULPS  Y9, Y10, Y10
+	VADDPS  Y10, Y4, Y4
+	VMOVUPS 128(DX)(DI*4), Y9
+	VMOVUPS 128(BX)(DI*4), Y10
+	VMULPS  Y9, Y10, Y10
+	VADDPS  Y10, Y5, Y5
+	VMOVUPS 160(DX)(DI*4), Y9
+	VMOVUPS 160(BX)(DI*4), Y10
+	VMULPS  Y9, Y10, Y10
+	VADDPS  Y10, Y6, Y6
+	VMOVUPS 192(DX)(DI*4), Y9
+	VMOVUPS 192(BX)(DI*4), Y10
+	VMULPS  Y9, Y10, Y10
+	VADDPS  Y10, Y7, Y7
+	VMOVUPS 224(DX)(DI*4), Y9
+	VMOVUPS 224(BX)(DI*4), Y10
+	VMULPS  Y9, Y10, Y10
+	VADDPS  Y10, Y8, Y8
+	ADDQ    $0x00000040, DI
+	JMP     sumcloop
+
+sumctail:
+	// Fewer than 64 elements remain: whole vectors, then one partial vector (its other lanes add +0).
+	MOVQ    job_d+0(AX), R8
+	SUBQ    DI, R8
+	CMPQ    R8, $0x00000008
+	JL      sumcpart0
+	VMOVUPS (DX)(DI*4), Y9
+	VMOVUPS (BX)(DI*4), Y10
+	VMULPS  Y9, Y10, Y10
+	VADDPS  Y10, Y0, Y0
+	CMPQ    R8, $0x00000010
+	JL      sumcpart1
+	VMOVUPS 32(DX)(DI*4), Y9
+	VMOVUPS 32(BX)(DI*4), Y10
+	VMULPS  Y9, Y10, Y10
+	VADDPS  Y10, Y2, Y2
+	CMPQ    R8, $0x00000018
+	JL      sumcpart2
+	VMOVUPS 64(DX)(DI*4), Y9
+	VMOVUPS 64(BX)(DI*4), Y10
+	VMULPS  Y9, Y10, Y10
+	VADDPS  Y10, Y3, Y3
+	CMPQ    R8, $0x00000020
+	JL      sumcpart3
+	VMOVUPS 96(DX)(DI*4), Y9
+	VMOVUPS 96(BX)(DI*4), Y10
+	VMULPS  Y9, Y10, Y10
+	VADDPS  Y10, Y4, Y4
+	CMPQ    R8, $0x00000028
+	JL      sumcpart4
+	VMOVUPS 128(DX)(DI*4), Y9
+	VMOVUPS 128(BX)(DI*4), Y10
+	VMULPS  Y9, Y10, Y10
+	VADDPS  Y10, Y5, Y5
+	CMPQ    R8, $0x00000030
+	JL      sumcpart5
+	VMOVUPS 160(DX)(DI*4), Y9
+	VMOVUPS 160(BX)(DI*4), Y10
+	VMULPS  Y9, Y10, Y10
+	VADDPS  Y10, Y6, Y6
+	CMPQ    R8, $0x00000038
+	JL      sumcpart6
+	VMOVUPS 192(DX)(DI*4), Y9
+	VMOVUPS 192(BX)(DI*4), Y10
+	VMULPS  Y9, Y10, Y10
+	VADDPS  Y10, Y7, Y7
+	CMPQ    R8, $0x00000040
+	JL      sumcpart7
+	VMOVUPS 224(DX)(DI*4), Y9
+	VMOVUPS 224(BX)(DI*4), Y10
+	VMULPS  Y9, Y10, Y10
+	VADDPS  Y10, Y8, Y8
+	JMP     sumcdone
+
+sumcpart0:
+	SUBQ      $0x00000000, R8
+	JZ        sumcdone
+	SHLQ      $0x02, R8
+	VXORPS    Y9, Y9, Y9
+	VMOVSS    (DX)(DI*4), X9
+	CMPQ      R8, $0x08
+	JL        sumcp0_1lo
+	VINSERTPS $0x10, 4(DX)(DI*4), X9, X9
+	CMPQ      R8, $0x0c
+	JL        sumcp0_1lo
+	VINSERTPS $0x20, 8(DX)(DI*4), X9, X9
+	CMPQ      R8, $0x10
+	JL        sumcp0_1lo
+	VINSERTPS $0x30, 12(DX)(DI*4), X9, X9
+	CMPQ      R8, $0x14
+	JL        sumcp0_1lo
+	VMOVSS    16(DX)(DI*4), X10
+	CMPQ      R8, $0x18
+	JL        sumcp0_1hi
+	VINSERTPS $0x10, 20(DX)(DI*4), X10, X10
+	CMPQ      R8, $0x1c
+	JL        sumcp0_1hi
+	VINSERTPS $0x20, 24(DX)(DI*4), X10, X10
+
+sumcp0_1hi:
+	VINSERTF128 $0x01, X10, Y9, Y9
+
+sumcp0_1lo:
+	VXORPS    Y10, Y10, Y10
+	VMOVSS    (BX)(DI*4), X10
+	CMPQ      R8, $0x08
+	JL        sumcp0_2lo
+	VINSERTPS $0x10, 4(BX)(DI*4), X10, X10
+	CMPQ      R8, $0x0c
+	JL        sumcp0_2lo
+	VINSERTPS $0x20, 8(BX)(DI*4), X10, X10
+	CMPQ      R8, $0x10
+	JL        sumcp0_2lo
+	VINSERTPS $0x30, 12(BX)(DI*4), X10, X10
+	CMPQ      R8, $0x14
+	JL        sumcp0_2lo
+	VMOVSS    16(BX)(DI*4), X11
+	CMPQ      R8, $0x18
+	JL        sumcp0_2hi
+	VINSERTPS $0x10, 20(BX)(DI*4), X11, X11
+	CMPQ      R8, $0x1c
+	JL        sumcp0_2hi
+	VINSERTPS $0x20, 24(BX)(DI*4), X11, X11
+
+sumcp0_2hi:
+	VINSERTF128 $0x01, X11, Y10, Y10
+
+sumcp0_2lo:
+	VMULPS Y9, Y10, Y10
+	VADDPS Y10, Y0, Y0
+	JMP    sumcdone
+
+sumcpart1:
+	SUBQ      $0x00000008, R8
+	JZ        sumcdone
+	SHLQ      $0x02, R8
+	VXORPS    Y9, Y9, Y9
+	VMOVSS    32(DX)(DI*4), X9
+	CMPQ      R8, $0x08
+	JL        sumcp1_1lo
+	VINSERTPS $0x10, 36(DX)(DI*4), X9, X9
+	CMPQ      R8, $0x0c
+	JL        sumcp1_1lo
+	VINSERTPS $0x20, 40(DX)(DI*4), X9, X9
+	CMPQ      R8, $0x10
+	JL        sumcp1_1lo
+	VINSERTPS $0x30, 44(DX)(DI*4), X9, X9
+	CMPQ      R8, $0x14
+	JL        sumcp1_1lo
+	VMOVSS    48(DX)(DI*4), X10
+	CMPQ      R8, $0x18
+	JL        sumcp1_1hi
+	VINSERTPS $0x10, 52(DX)(DI*4), X10, X10
+	CMPQ      R8, $0x1c
+	JL        sumcp1_1hi
+	VINSERTPS $0x20, 56(DX)(DI*4), X10, X10
+
+sumcp1_1hi:
+	VINSERTF128 $0x01, X10, Y9, Y9
+
+sumcp1_1lo:
+	VXORPS    Y10, Y10, Y10
+	VMOVSS    32(BX)(DI*4), X10
+	CMPQ      R8, $0x08
+	JL        sumcp1_2lo
+	VINSERTPS $0x10, 36(BX)(DI*4), X10, X10
+	CMPQ      R8, $0x0c
+	JL        sumcp1_2lo
+	VINSERTPS $0x20, 40(BX)(DI*4), X10, X10
+	CMPQ      R8, $0x10
+	JL        sumcp1_2lo
+	VINSERTPS $0x30, 44(BX)(DI*4), X10, X10
+	CMPQ      R8, $0x14
+	JL        sumcp1_2lo
+	VMOVSS    48(BX)(DI*4), X11
+	CMPQ      R8, $0x18
+	JL        sumcp1_2hi
+	VINSERTPS $0x10, 52(BX)(DI*4), X11, X11
+	CMPQ      R8, $0x1c
+	JL        sumcp1_2hi
+	VINSERTPS $0x20, 56(BX)(DI*4), X11, X11
+
+sumcp1_2hi:
+	VINSERTF128 $0x01, X11, Y10, Y10
+
+sumcp1_2lo:
+	VMULPS Y9, Y10, Y10
+	VADDPS Y10, Y2, Y2
+	JMP    sumcdone
+
+sumcpart2:
+	SUBQ      $0x00000010, R8
+	JZ        sumcdone
+	SHLQ      $0x02, R8
+	VXORPS    Y9, Y9, Y9
+	VMOVSS    64(DX)(DI*4), X9
+	CMPQ      R8, $0x08
+	JL        sumcp2_1lo
+	VINSERTPS $0x10, 68(DX)(DI*4), X9, X9
+	CMPQ      R8, $0x0c
+	JL        sumcp2_1lo
+	VINSERTPS $0x20, 72(DX)(DI*4), X9, X9
+	CMPQ      R8, $0x10
+	JL        sumcp2_1lo
+	VINSERTPS $0x30, 76(DX)(DI*4), X9, X9
+	CMPQ      R8, $0x14
+	JL        sumcp2_1lo
+	VMOVSS    80(DX)(DI*4), X10
+	CMPQ      R8, $0x18
+	JL        sumcp2_1hi
+	VINSERTPS $0x10, 84(DX)(DI*4), X10, X10
+	CMPQ      R8, $0x1c
+	JL        sumcp2_1hi
+	VINSERTPS $0x20, 88(DX)(DI*4), X10, X10
+
+sumcp2_1hi:
+	VINSERTF128 $0x01, X10, Y9, Y9
+
+sumcp2_1lo:
+	VXORPS    Y10, Y10, Y10
+	VMOVSS    64(BX)(DI*4), X10
+	CMPQ      R8, $0x08
+	JL        sumcp2_2lo
+	VINSERTPS $0x10, 68(BX)(DI*4), X10, X10
+	CMPQ      R8, $0x0c
+	JL        sumcp2_2lo
+	VINSERTPS $0x20, 72(BX)(DI*4), X10, X10
+	CMPQ      R8, $0x10
+	JL        sumcp2_2lo
+	VINSERTPS $0x30, 76(BX)(DI*4), X10, X10
+	CMPQ      R8, $0x14
+	JL        sumcp2_2lo
+	VMOVSS    80(BX)(DI*4), X11
+	CMPQ      R8, $0x18
+	JL        sumcp2_2hi
+	VINSERTPS $0x10, 84(BX)(DI*4), X11, X11
+	CMPQ      R8, $0x1c
+	JL        sumcp2_2hi
+	VINSERTPS $0x20, 88(BX)(DI*4), X11, X11
+
+sumcp2_2hi:
+	VINSERTF128 $0x01, X11, Y10, Y10
+
+sumcp2_2lo:
+	VMULPS Y9, Y10, Y10
+	VADDPS Y10, Y3, Y3
+	JMP    sumcdone
+
+sumcpart3:
+	SUBQ      $0x00000018, R8
+	JZ        sumcdone
+	SHLQ      $0x02, R8
+	VXORPS    Y9, Y9, Y9
+	VMOVSS    96(DX)(DI*4), X9
+	CMPQ      R8, $0x08
+	JL        sumcp3_1lo
+	VINSERTPS $0x10, 100(DX)(DI*4), X9, X9
+	CMPQ      R8, $0x0c
+	JL        sumcp3_1lo
+	VINSERTPS $0x20, 104(DX)(DI*4), X9, X9
+	CMPQ      R8, $0x10
+	JL        sumcp3_1lo
+	VINSERTPS $0x30, 108(DX)(DI*4), X9, X9
+	CMPQ      R8, $0x14
+	JL        sumcp3_1lo
+	VMOVSS    112(DX)(DI*4), X10
+	CMPQ      R8, $0x18
+	JL        sumcp3_1hi
+	VINSERTPS $0x10, 116(DX)(DI*4), X10, X10
+	CMPQ      R8, $0x1c
+	JL        sumcp3_1hi
+	VINSERTPS $0x20, 120(DX)(DI*4), X10, X10
+
+sumcp3_1hi:
+	VINSERTF128 $0x01, X10, Y9, Y9
+
+sumcp3_1lo:
+	VXORPS    Y10, Y10, Y10
+	VMOVSS    96(BX)(DI*4), X10
+	CMPQ      R8, $0x08
+	JL        sumcp3_2lo
+	VINSERTPS $0x10, 100(BX)(DI*4), X10, X10
+	CMPQ      R8, $0x0c
+	JL        sumcp3_2lo
+	VINSERTPS $0x20, 104(BX)(DI*4), X10, X10
+	CMPQ      R8, $0x10
+	JL        sumcp3_2lo
+	VINSERTPS $0x30, 108(BX)(DI*4), X10, X10
+	CMPQ      R8, $0x14
+	JL        sumcp3_2lo
+	VMOVSS    112(BX)(DI*4), X11
+	CMPQ      R8, $0x18
+	JL        sumcp3_2hi
+	VINSERTPS $0x10, 116(BX)(DI*4), X11, X11
+	CMPQ      R8, $0x1c
+	JL        sumcp3_2hi
+	VINSERTPS $0x20, 120(BX)(DI*4), X11, X11
+
+sumcp3_2hi:
+	VINSERTF128 $0x01, X11, Y10, Y10
+
+sumcp3_2lo:
+	VMULPS Y9, Y10, Y10
+	VADDPS Y10, Y4, Y4
+	JMP    sumcdone
+
+sumcpart4:
+	SUBQ      $0x00000020, R8
+	JZ        sumcdone
+	SHLQ      $0x02, R8
+	VXORPS    Y9, Y9, Y9
+	VMOVSS    128(DX)(DI*4), X9
+	CMPQ      R8, $0x08
+	JL        sumcp4_1lo
+	VINSERTPS $0x10, 132(DX)(DI*4), X9, X9
+	CMPQ      R8, $0x0c
+	JL        sumcp4_1lo
+	VINSERTPS $0x20, 136(DX)(DI*4), X9, X9
+	CMPQ      R8, $0x10
+	JL        sumcp4_1lo
+	VINSERTPS $0x30, 140(DX)(DI*4), X9, X9
+	CMPQ      R8, $0x14
+	JL        sumcp4_1lo
+	VMOVSS    144(DX)(DI*4), X10
+	CMPQ      R8, $0x18
+	JL        sumcp4_1hi
+	VINSERTPS $0x10, 148(DX)(DI*4), X10, X10
+	CMPQ      R8, $0x1c
+	JL        sumcp4_1hi
+	VINSERTPS $0x20, 152(DX)(DI*4), X10, X10
+
+sumcp4_1hi:
+	VINSERTF128 $0x01, X10, Y9, Y9
+
+sumcp4_1lo:
+	VXORPS    Y10, Y10, Y10
+	VMOVSS    128(BX)(DI*4), X10
+	CMPQ      R8, $0x08
+	JL        sumcp4_2lo
+	VINSERTPS $0x10, 132(BX)(DI*4), X10, X10
+	CMPQ      R8, $0x0c
+	JL        sumcp4_2lo
+	VINSERTPS $0x20, 136(BX)(DI*4), X10, X10
+	CMPQ      R8, $0x10
+	JL        sumcp4_2lo
+	VINSERTPS $0x30, 140(BX)(DI*4), X10, X10
+	CMPQ      R8, $0x14
+	JL        sumcp4_2lo
+	VMOVSS    144(BX)(DI*4), X11
+	CMPQ      R8, $0x18
+	JL        sumcp4_2hi
+	VINSERTPS $0x10, 148(BX)(DI*4), X11, X11
+	CMPQ      R8, $0x1c
+	JL        sumcp4_2hi
+	VINSERTPS $0x20, 152(BX)(DI*4), X11, X11
+
+sumcp4_2hi:
+	VINSERTF128 $0x01, X11, Y10, Y10
+
+sumcp4_2lo:
+	VMULPS Y9, Y10, Y10
+	VADDPS Y10, Y5, Y5
+	JMP    sumcdone
+
+sumcpart5:
+	SUBQ      $0x00000028, R8
+	JZ        sumcdone
+	SHLQ      $0x02, R8
+	VXORPS    Y9, Y9, Y9
+	VMOVSS    160(DX)(DI*4), X9
+	CMPQ      R8, $0x08
+	JL        sumcp5_1lo
+	VINSERTPS $0x10, 164(DX)(DI*4), X9, X9
+	CMPQ      R8, $0x0c
+	JL        sumcp5_1lo
+	VINSERTPS $0x20, 168(DX)(DI*4), X9, X9
+	CMPQ      R8, $0x10
+	JL        sumcp5_1lo
+	VINSERTPS $0x30, 172(DX)(DI*4), X9, X9
+	CMPQ      R8, $0x14
+	JL        sumcp5_1lo
+	VMOVSS    176(DX)(DI*4), X10
+	CMPQ      R8, $0x18
+	JL        sumcp5_1hi
+	VINSERTPS $0x10, 180(DX)(DI*4), X10, X10
+	CMPQ      R8, $0x1c
+	JL        sumcp5_1hi
+	VINSERTPS $0x20, 184(DX)(DI*4), X10, X10
+
+sumcp5_1hi:
+	VINSERTF128 $0x01, X10, Y9, Y9
+
+sumcp5_1lo:
+	VXORPS    Y10, Y10, Y10
+	VMOVSS    160(BX)(DI*4), X10
+	CMPQ      R8, $0x08
+	JL        sumcp5_2lo
+	VINSERTPS $0x10, 164(BX)(DI*4), X10, X10
+	CMPQ      R8, $0x0c
+	JL        sumcp5_2lo
+	VINSERTPS $0x20, 168(BX)(DI*4), X10, X10
+	CMPQ      R8, $0x10
+	JL        sumcp5_2lo
+	VINSERTPS $0x30, 172(BX)(DI*4), X10, X10
+	CMPQ      R8, $0x14
+	JL        sumcp5_2lo
+	VMOVSS    176(BX)(DI*4), X11
+	CMPQ      R8, $0x18
+	JL        sumcp5_2hi
+	VINSERTPS $0x10, 180(BX)(DI*4), X11, X11
+	CMPQ      R8, $0x1c
+	JL        sumcp5_2hi
+	VINSERTPS $0x20, 184(BX)(DI*4), X11, X11
+
+sumcp5_2hi:
+	VINSERTF128 $0x01, X11, Y10, Y10
+
+sumcp5_2lo:
+	VMULPS Y9, Y10, Y10
+	VADDPS Y10, Y6, Y6
+	JMP    sumcdone
+
+sumcpart6:
+	SUBQ      $0x00000030, R8
+	JZ        sumcdone
+	SHLQ      $0x02, R8
+	VXORPS    Y9, Y9, Y9
+	VMOVSS    192(DX)(DI*4), X9
+	CMPQ      R8, $0x08
+	JL        sumcp6_1lo
+	VINSERTPS $0x10, 196(DX)(DI*4), X9, X9
+	CMPQ      R8, $0x0c
+	JL        sumcp6_1lo
+	VINSERTPS $0x20, 200(DX)(DI*4), X9, X9
+	CMPQ      R8, $0x10
+	JL        sumcp6_1lo
+	VINSERTPS $0x30, 204(DX)(DI*4), X9, X9
+	CMPQ      R8, $0x14
+	JL        sumcp6_1lo
+	VMOVSS    208(DX)(DI*4), X10
+	CMPQ      R8, $0x18
+	JL        sumcp6_1hi
+	VINSERTPS $0x10, 212(DX)(DI*4), X10, X10
+	CMPQ      R8, $0x1c
+	JL        sumcp6_1hi
+	VINSERTPS $0x20, 216(DX)(DI*4), X10, X10
+
+sumcp6_1hi:
+	VINSERTF128 $0x01, X10, Y9, Y9
+
+sumcp6_1lo:
+	VXORPS    Y10, Y10, Y10
+	VMOVSS    192(BX)(DI*4), X10
+	CMPQ      R8, $0x08
+	JL        sumcp6_2lo
+	VINSERTPS $0x10, 196(BX)(DI*4), X10, X10
+	CMPQ      R8, $0x0c
+	JL        sumcp6_2lo
+	VINSERTPS $0x20, 200(BX)(DI*4), X10, X10
+	CMPQ      R8, $0x10
+	JL        sumcp6_2lo
+	VINSERTPS $0x30, 204(BX)(DI*4), X10, X10
+	CMPQ      R8, $0x14
+	JL        sumcp6_2lo
+	VMOVSS    208(BX)(DI*4), X11
+	CMPQ      R8, $0x18
+	JL        sumcp6_2hi
+	VINSERTPS $0x10, 212(BX)(DI*4), X11, X11
+	CMPQ      R8, $0x1c
+	JL        sumcp6_2hi
+	VINSERTPS $0x20, 216(BX)(DI*4), X11, X11
+
+sumcp6_2hi:
+	VINSERTF128 $0x01, X11, Y10, Y10
+
+sumcp6_2lo:
+	VMULPS Y9, Y10, Y10
+	VADDPS Y10, Y7, Y7
+	JMP    sumcdone
+
+sumcpart7:
+	SUBQ      $0x00000038, R8
+	JZ        sumcdone
+	SHLQ      $0x02, R8
+	VXORPS    Y9, Y9, Y9
+	VMOVSS    224(DX)(DI*4), X9
+	CMPQ      R8, $0x08
+	JL        sumcp7_1lo
+	VINSERTPS $0x10, 228(DX)(DI*4), X9, X9
+	CMPQ      R8, $0x0c
+	JL        sumcp7_1lo
+	VINSERTPS $0x20, 232(DX)(DI*4), X9, X9
+	CMPQ      R8, $0x10
+	JL        sumcp7_1lo
+	VINSERTPS $0x30, 236(DX)(DI*4), X9, X9
+	CMPQ      R8, $0x14
+	JL        sumcp7_1lo
+	VMOVSS    240(DX)(DI*4), X10
+	CMPQ      R8, $0x18
+	JL        sumcp7_1hi
+	VINSERTPS $0x10, 244(DX)(DI*4), X10, X10
+	CMPQ      R8, $0x1c
+	JL        sumcp7_1hi
+	VINSERTPS $0x20, 248(DX)(DI*4), X10, X10
+
+sumcp7_1hi:
+	VINSERTF128 $0x01, X10, Y9, Y9
+
+sumcp7_1lo:
+	VXORPS    Y10, Y10, Y10
+	VMOVSS    224(BX)(DI*4), X10
+	CMPQ      R8, $0x08
+	JL        sumcp7_2lo
+	VINSERTPS $0x10, 228(BX)(DI*4), X10, X10
+	CMPQ      R8, $0x0c
+	JL        sumcp7_2lo
+	VINSERTPS $0x20, 232(BX)(DI*4), X10, X10
+	CMPQ      R8, $0x10
+	JL        sumcp7_2lo
+	VINSERTPS $0x30, 236(BX)(DI*4), X10, X10
+	CMPQ      R8, $0x14
+	JL        sumcp7_2lo
+	VMOVSS    240(BX)(DI*4), X11
+	CMPQ      R8, $0x18
+	JL        sumcp7_2hi
+	VINSERTPS $0x10, 244(BX)(DI*4), X11, X11
+	CMPQ      R8, $0x1c
+	JL        sumcp7_2hi
+	VINSERTPS $0x20, 248(BX)(DI*4), X11, X11
+
+sumcp7_2hi:
+	VINSERTF128 $0x01, X11, Y10, Y10
+
+sumcp7_2lo:
+	VMULPS Y9, Y10, Y10
+	VADDPS Y10, Y8, Y8
+
+sumcdone:
+	VADDPS       Y5, Y0, Y0
+	VADDPS       Y6, Y2, Y2
+	VADDPS       Y7, Y3, Y3
+	VADDPS       Y8, Y4, Y4
+	VADDPS       Y3, Y0, Y0
+	VADDPS       Y4, Y2, Y2
+	VADDPS       Y2, Y0, Y0
+	VEXTRACTF128 $0x01, Y0, X2
+	VADDPS       X2, X0, X2
+	VMOVHLPS     X2, X2, X0
+	VADDPS       X0, X2, X2
+	VMOVSHDUP    X2, X0
+	VADDSS       X0, X2, X2
+
+	// s = ((inv*inv)*c)/d
+	VMULSS X1, X1, X0
+	VMULSS X2, X0, X0
+	CMPL   12(SP), $0x00
+	JE     divide3
+	VMULSS 12(SP), X0, X0
+	JMP    divided4
+
+divide3:
+	VDIVSS 8(SP), X0, X0
+
+divided4:
+	VBROADCASTSS X1, Y1
+	VBROADCASTSS X0, Y0
+	XORQ         DI, DI
+	MOVQ         job_d+0(AX), R8
+	SUBQ         $0x00000020, R8
+
+dxnoneloop:
+	CMPQ    DI, R8
+	JG      dxnoneone
+	VMOVUPS (DX)(DI*4), Y2
+	VMOVUPS (BX)(DI*4), Y3
+	VMULPS  Y0, Y2, Y2
+	VSUBPS  Y2, Y3, Y2
+	VMULPS  Y1, Y2, Y2
+	VMOVUPS Y2, (CX)(DI*4)
+	VMOVUPS 32(DX)(DI*4), Y2
+	VMOVUPS 32(BX)(DI*4), Y3
+	VMULPS  Y0, Y2, Y2
+	VSUBPS  Y2, Y3, Y2
+	VMULPS  Y1, Y2, Y2
+	VMOVUPS Y2, 32(CX)(DI*4)
+	VMOVUPS 64(DX)(DI*4), Y2
+	VMOVUPS 64(BX)(DI*4), Y3
+	VMULPS  Y0, Y2, Y2
+	VSUBPS  Y2, Y3, Y2
+	VMULPS  Y1, Y2, Y2
+	VMOVUPS Y2, 64(CX)(DI*4)
+	VMOVUPS 96(DX)(DI*4), Y2
+	VMOVUPS 96(BX)(DI*4), Y3
+	VMULPS  Y0, Y2, Y2
+	VSUBPS  Y2, Y3, Y2
+	VMULPS  Y1, Y2, Y2
+	VMOVUPS Y2, 96(CX)(DI*4)
+	ADDQ    $0x00000020, DI
+	JMP     dxnoneloop
+
+dxnoneone:
+	ADDQ $0x00000018, R8
+
+dxnoneoneloop:
+	CMPQ    DI, R8
+	JG      dxnonepart
+	VMOVUPS (DX)(DI*4), Y2
+	VMOVUPS (BX)(DI*4), Y3
+	VMULPS  Y0, Y2, Y2
+	VSUBPS  Y2, Y3, Y2
+	VMULPS  Y1, Y2, Y2
+	VMOVUPS Y2, (CX)(DI*4)
+	ADDQ    $0x00000008, DI
+	JMP     dxnoneoneloop
+
+dxnonepart:
+	MOVQ      job_d+0(AX), R8
+	SUBQ      DI, R8
+	JZ        rowdonenone
+	SHLQ      $0x02, R8
+	VXORPS    Y2, Y2, Y2
+	VMOVSS    (DX)(DI*4), X2
+	CMPQ      R8, $0x08
+	JL        dxnonep_1lo
+	VINSERTPS $0x10, 4(DX)(DI*4), X2, X2
+	CMPQ      R8, $0x0c
+	JL        dxnonep_1lo
+	VINSERTPS $0x20, 8(DX)(DI*4), X2, X2
+	CMPQ      R8, $0x10
+	JL        dxnonep_1lo
+	VINSERTPS $0x30, 12(DX)(DI*4), X2, X2
+	CMPQ      R8, $0x14
+	JL        dxnonep_1lo
+	VMOVSS    16(DX)(DI*4), X3
+	CMPQ      R8, $0x18
+	JL        dxnonep_1hi
+	VINSERTPS $0x10, 20(DX)(DI*4), X3, X3
+	CMPQ      R8, $0x1c
+	JL        dxnonep_1hi
+	VINSERTPS $0x20, 24(DX)(DI*4), X3, X3
+
+dxnonep_1hi:
+	VINSERTF128 $0x01, X3, Y2, Y2
+
+dxnonep_1lo:
+	VXORPS    Y3, Y3, Y3
+	VMOVSS    (BX)(DI*4), X3
+	CMPQ      R8, $0x08
+	JL        dxnonep_2lo
+	VINSERTPS $0x10, 4(BX)(DI*4), X3, X3
+	CMPQ      R8, $0x0c
+	JL        dxnonep_2lo
+	VINSERTPS $0x20, 8(BX)(DI*4), X3, X3
+	CMPQ      R8, $0x10
+	JL        dxnonep_2lo
+	VINSERTPS $0x30, 12(BX)(DI*4), X3, X3
+	CMPQ      R8, $0x14
+	JL        dxnonep_2lo
+	VMOVSS    16(BX)(DI*4), X4
+	CMPQ      R8, $0x18
+	JL        dxnonep_2hi
+	VINSERTPS $0x10, 20(BX)(DI*4), X4, X4
+	CMPQ      R8, $0x1c
+	JL        dxnonep_2hi
+	VINSERTPS $0x20, 24(BX)(DI*4), X4, X4
+
+dxnonep_2hi:
+	VINSERTF128 $0x01, X4, Y3, Y3
+
+dxnonep_2lo:
+	VMULPS       Y0, Y2, Y0
+	VSUBPS       Y0, Y3, Y0
+	VMULPS       Y1, Y0, Y0
+	VMOVSS       X0, (CX)(DI*4)
+	CMPQ         R8, $0x08
+	JL           dxnonep_3lo
+	VEXTRACTPS   $0x01, X0, 4(CX)(DI*4)
+	CMPQ         R8, $0x0c
+	JL           dxnonep_3lo
+	VEXTRACTPS   $0x02, X0, 8(CX)(DI*4)
+	CMPQ         R8, $0x10
+	JL           dxnonep_3lo
+	VEXTRACTPS   $0x03, X0, 12(CX)(DI*4)
+	VEXTRACTF128 $0x01, Y0, X0
+	CMPQ         R8, $0x14
+	JL           dxnonep_3lo
+	VEXTRACTPS   $0x00, X0, 16(CX)(DI*4)
+	CMPQ         R8, $0x18
+	JL           dxnonep_3lo
+	VEXTRACTPS   $0x01, X0, 20(CX)(DI*4)
+	CMPQ         R8, $0x1c
+	JL           dxnonep_3lo
+	VEXTRACTPS   $0x02, X0, 24(CX)(DI*4)
+
+dxnonep_3lo:
+rowdonenone:
+	// Next row.
+	ADDQ SI, DX
+	ADDQ SI, CX
+	ADDQ SI, BX
+	INCQ (SP)
+	JMP  row
+
+ret:
+	VZEROUPPER
+	MOVQ (SP), AX
+	MOVQ AX, ret+24(FP)
+	RET
+
 // func callKernel(j *job, from, to int) int: jump to the function job.fn selects, with the
 // caller's arguments and return address in place.
 TEXT ·callKernel(SB), NOSPLIT, $0-32
@@ -38253,9 +46479,9 @@ DATA kernels<>+408(SB)/8, $·avx2F16AddWeightedRN(SB)
 DATA kernels<>+416(SB)/8, $·avx2F16AddOffset(SB)
 DATA kernels<>+424(SB)/8, $·avx2F16AddOffsetRN(SB)
 DATA kernels<>+432(SB)/8, $·avx2F16AddUnweighted(SB)
-DATA kernels<>+440(SB)/8, $·runGenericBackward(SB)
-DATA kernels<>+448(SB)/8, $·runGenericBackward(SB)
-DATA kernels<>+456(SB)/8, $·runGenericBackward(SB)
+DATA kernels<>+440(SB)/8, $·avx2BackwardWeighted(SB)
+DATA kernels<>+448(SB)/8, $·avx2BackwardOffset(SB)
+DATA kernels<>+456(SB)/8, $·avx2BackwardUnweighted(SB)
 DATA kernels<>+464(SB)/8, $·avx512Weighted(SB)
 DATA kernels<>+472(SB)/8, $·avx512Offset(SB)
 DATA kernels<>+480(SB)/8, $·avx512Unweighted(SB)
@@ -38282,9 +46508,9 @@ DATA kernels<>+640(SB)/8, $·avx512F16AddWeightedRN(SB)
 DATA kernels<>+648(SB)/8, $·avx512F16AddOffset(SB)
 DATA kernels<>+656(SB)/8, $·avx512F16AddOffsetRN(SB)
 DATA kernels<>+664(SB)/8, $·avx512F16AddUnweighted(SB)
-DATA kernels<>+672(SB)/8, $·runGenericBackward(SB)
-DATA kernels<>+680(SB)/8, $·runGenericBackward(SB)
-DATA kernels<>+688(SB)/8, $·runGenericBackward(SB)
+DATA kernels<>+672(SB)/8, $·avx512BackwardWeighted(SB)
+DATA kernels<>+680(SB)/8, $·avx512BackwardOffset(SB)
+DATA kernels<>+688(SB)/8, $·avx512BackwardUnweighted(SB)
 DATA kernels<>+696(SB)/8, $·runGeneric(SB)
 DATA kernels<>+704(SB)/8, $·runGeneric(SB)
 DATA kernels<>+712(SB)/8, $·runGeneric(SB)

@@ -32,8 +32,16 @@ func (j *job) runWorkers(k kernelID, workers int, elemBytes uintptr) {
 		j.run(k)
 		return
 	}
+	j.split(k, w)
+}
+
+// split runs the forward job on w goroutines. It takes the job by value: the goroutines share
+// this copy, and the caller's job stays on its stack.
+//
+//go:noinline
+func (j job) split(k kernelID, w int) {
 	parallel(w, func(i int) {
-		jw := *j
+		jw := j
 		jw.runRange(k, j.rows*i/w, j.rows*(i+1)/w)
 	})
 }

@@ -57,6 +57,10 @@ func main() {
 			convert(s, c)
 		}
 		k.Conversions = true
+		for _, m := range spec.Backward {
+			backward(s, m)
+		}
+		k.Backward = true
 		ks = append(ks, k)
 	}
 	Generate()

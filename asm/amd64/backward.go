@@ -1,0 +1,448 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/gosimd/rmsnorm/asm/internal/spec"
+
+	. "github.com/mmcloughlin/avo/build"
+	. "github.com/mmcloughlin/avo/operand"
+	. "github.com/mmcloughlin/avo/reg"
+)
+
+// A backward function does one row at a time (float32 rows only):
+//
+//	sums:   ss of the row (x*x) and c (g*x, g = dy*w'), each in the 64 partials of the contract;
+//	        AVX-512 has the registers to form both in one pass, AVX2 makes two
+//	inv:    t = ss/d + eps, its range test (outside [2^-100, MaxFloat32]: return the row for the
+//	        float64 path), inv = 1/sqrt(t) or Inv[r]; s = ((inv*inv)*c)/d
+//	dx:     dx = inv*(g - x*s) per element, and q = dy*(x*inv) into the row's block of the
+//	        weight gradient: one loop for each of the five things a row can do with q (below)
+//
+// The weight-gradient operation of row r, with first = r%32 == 0 and last = r%32 == 31 or the
+// call's last row: without a DW nothing; with flagFuse (one worker) P = q (first), P += q,
+// DW += P + q (last) or DW += q (first and last), P being one row of d floats at acc; without it
+// P = q (first) or P += q, P being block r/32's slot at acc.
+
+// gradOp is what a row does with its weight-gradient products q.
+type gradOp int
+
+const (
+	opNone       gradOp = iota // no DW
+	opSet                      // P = q
+	opAdd                      // P = P + q
+	opFuseLast                 // DW = DW + (P + q)
+	opFuseSingle               // DW = DW + q
+)
+
+var opNames = [...]string{"none", "set", "add", "fuselast", "fusesingle"}
+
+// bgen builds one backward function.
+type bgen struct {
+	*gen
+	mode spec.Mode
+	dy   GPVirtual // row `done` of dy
+	pAcc GPVirtual // the row's P (ops other than none)
+	dwp  GPVirtual // DW
+}
+
+func backward(s *isa, m spec.Mode) {
+	name := s.name + spec.BackwardName(m)
+	TEXT(name, NOSPLIT, spec.AvoSig)
+	for _, l := range spec.BackwardDoc(name, m) {
+		Comment(l)
+	}
+	b := &bgen{gen: &gen{s: s, v: spec.Variant{Format: spec.F32, Mode: m}, eb: 4}, mode: m}
+	b.done = AllocLocal(8)
+	b.fd, b.rd = AllocLocal(4), AllocLocal(4)
+	b.prologue()
+
+	Label("row")
+	t := GP64()
+	MOVQ(b.done, t)
+	CMPQ(t, b.to())
+	JAE(LabelRef("ret"))
+
+	var ss, c VecVirtual
+	if s == avx512 {
+		acc := b.sums("sum", true, true)
+		ss, c = s.partial(acc[0]), s.partial(acc[1])
+		ss = s.finish1(ss)
+	} else {
+		acc := b.sums("sumss", true, false)
+		ss = s.finish1(s.partial(acc[0]))
+	}
+	inv := b.invRow(ss)
+	if s == avx512 {
+		c = s.finish1(c)
+	} else {
+		acc := b.sums("sumc", false, true)
+		c = s.finish1(s.partial(acc[1]))
+	}
+	Comment("s = ((inv*inv)*c)/d")
+	a := XMM()
+	VMULSS(inv, inv, a)
+	VMULSS(c, a, a)
+	sv := XMM()
+	b.divideByD(a, sv, false)
+	b.dxRow(inv, sv)
+
+	Comment("Next row.")
+	ADDQ(b.strideB, b.x)
+	ADDQ(b.strideB, b.dst)
+	ADDQ(b.strideB, b.dy)
+	INCQ(b.done)
+	JMP(LabelRef("row"))
+
+	Label("ret")
+	VZEROUPPER()
+	r := GP64()
+	MOVQ(b.done, r)
+	Store(r, ReturnIndex(0))
+	RET()
+}
+
+// prologue loads the job's pointers, float32(d) and 1/d (see gen.prologue), and moves to row from.
+func (b *bgen) prologue() {
+	b.j = Load(Param("j"), GP64()).(GPVirtual)
+	b.dst, b.x, b.dy = GP64(), GP64(), GP64()
+	MOVQ(b.field(spec.Job.Dst), b.dst)
+	MOVQ(b.field(spec.Job.X), b.x)
+	MOVQ(b.field(spec.Job.DY), b.dy)
+	if b.mode != spec.Unweighted {
+		b.w = GP64()
+		MOVQ(b.field(spec.Job.W), b.w)
+	}
+	b.strideB = GP64()
+	MOVQ(b.field(spec.Job.Stride), b.strideB)
+	SHLQ(U8(2), b.strideB)
+
+	Comment("fd = float32(d); rd = 1/d when d is a power of two (a/d is then a*rd exactly), else 0.")
+	d, t := GP64(), GP64()
+	MOVQ(b.d(), d)
+	f := XMM()
+	VMOVSS(constOne, f)
+	VCVTSI2SSQ(d, f, f)
+	VMOVSS(f, b.fd)
+	e := GP32()
+	XORL(e, e)
+	LEAQ(Mem{Base: d, Disp: -1}, t)
+	TESTQ(d, t)
+	JNZ(LabelRef("notpow2"))
+	BSFQ(d, t)
+	MOVL(U32(127), e)
+	SUBL(t.As32(), e)
+	SHLL(U8(23), e)
+	Label("notpow2")
+	MOVL(e, b.rd)
+
+	Comment("Start at row from.")
+	off := Load(Param("from"), GP64()).(GPVirtual)
+	MOVQ(off, b.done)
+	IMULQ(b.strideB, off)
+	ADDQ(off, b.dst)
+	ADDQ(off, b.x)
+	ADDQ(off, b.dy)
+}
+
+// sums forms, in one pass over the row, the 64 partials of ss (withSS) and of c (withC); it
+// returns the accumulators of each (nil for the one not formed).
+func (b *bgen) sums(name string, withSS, withC bool) [2][]VecVirtual {
+	s := b.s
+	Comment(fmt.Sprintf("Partial sums (ss %v, c %v): element i goes to partial i%%64.", withSS, withC))
+	var acc [2][]VecVirtual
+	for k, on := range []bool{withSS, withC} {
+		if !on {
+			continue
+		}
+		acc[k] = make([]VecVirtual, block/s.lanes)
+		for i := range acc[k] {
+			acc[k][i] = s.vec()
+			s.zero(acc[k][i])
+		}
+	}
+	var one VecVirtual
+	if withC && b.mode == spec.Offset {
+		one = s.vec()
+		VBROADCASTSS(constOne, one)
+	}
+	// add accumulates the vector of elements at i (plus disp bytes), read with ld.
+	add := func(i GPVirtual, disp int, ld func(m Mem, v VecVirtual)) {
+		xv := s.vec()
+		ld(b.at(b.x, i, disp), xv)
+		k := disp / s.vbytes() % (block / s.lanes)
+		if withSS {
+			t := s.vec()
+			VMULPS(xv, xv, t)
+			VADDPS(t, acc[0][k], acc[0][k])
+		}
+		if withC {
+			g := b.grad(i, disp, ld, one)
+			VMULPS(xv, g, g)
+			VADDPS(g, acc[1][k], acc[1][k])
+		}
+	}
+	full := func(m Mem, v VecVirtual) { VMOVUPS(m, v) }
+	i, lim := GP64(), GP64()
+	XORQ(i, i)
+	MOVQ(b.d(), lim)
+	SUBQ(U32(block), lim)
+	Label(name + "loop")
+	CMPQ(i, lim)
+	JG(LabelRef(name + "tail"))
+	for disp := 0; disp < block*4; disp += s.vbytes() {
+		add(i, disp, full)
+	}
+	ADDQ(U32(block), i)
+	JMP(LabelRef(name + "loop"))
+
+	Label(name + "tail")
+	Comment("Fewer than 64 elements remain: whole vectors, then one partial vector (its other lanes add +0).")
+	rem := GP64()
+	MOVQ(b.d(), rem)
+	SUBQ(i, rem)
+	done := name + "done"
+	for k := 0; k < block/s.lanes; k++ {
+		l := fmt.Sprintf("%spart%d", name, k)
+		CMPQ(rem, U32((k+1)*s.lanes))
+		JL(LabelRef(l))
+		add(i, k*s.vbytes(), full)
+		if k == block/s.lanes-1 {
+			JMP(LabelRef(done)) // unreachable: fewer than 64 remain
+		}
+	}
+	for k := 0; k < block/s.lanes; k++ {
+		l := fmt.Sprintf("%spart%d", name, k)
+		Label(l)
+		n := GP64()
+		MOVQ(rem, n)
+		SUBQ(U32(k*s.lanes), n)
+		JZ(LabelRef(done))
+		p := b.part(n, fmt.Sprintf("%sp%d", name, k))
+		add(i, k*s.vbytes(), p.load)
+		JMP(LabelRef(done))
+	}
+	Label(done)
+	return acc
+}
+
+// part returns the reader and writer of the first n (1..lanes-1) elements of a vector.
+func (b *bgen) part(n GPVirtual, label string) part {
+	if b.s.masked {
+		tab := GP64()
+		LEAQ(kmaskAVX512, tab)
+		k := K()
+		KMOVW(Mem{Base: tab, Index: n, Scale: 2}, k)
+		return maskPart{k}
+	}
+	nb := GP64()
+	MOVQ(n, nb)
+	SHLQ(U8(2), nb)
+	return &insertPart{n: nb, label: label}
+}
+
+// grad returns g = dy*w' for the vector of elements at i (plus disp bytes), read with ld.
+func (b *bgen) grad(i GPVirtual, disp int, ld func(m Mem, v VecVirtual), one VecVirtual) VecVirtual {
+	s := b.s
+	g := s.vec()
+	ld(b.at(b.dy, i, disp), g)
+	switch b.mode {
+	case spec.Weighted:
+		wv := s.vec()
+		ld(b.atW(i, disp), wv)
+		VMULPS(wv, g, g)
+	case spec.Offset:
+		wv := s.vec()
+		ld(b.atW(i, disp), wv)
+		VADDPS(one, wv, wv)
+		VMULPS(wv, g, g)
+	}
+	return g
+}
+
+// invRow finishes ss: t = ss/d + eps, the range test, and inv = 1/sqrt(t) or the job's Inv[done],
+// in lane 0 of the register returned.
+func (b *bgen) invRow(ss VecVirtual) VecVirtual {
+	Comment("t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.")
+	t := XMM()
+	b.divideByD(ss, t, false)
+	VADDSS(b.eps(), t, t)
+	VUCOMISS(constLo, t)
+	JCS(LabelRef("ret"))
+	VUCOMISS(constMax, t)
+	JHI(LabelRef("ret"))
+	inv := XMM()
+	ip := GP64()
+	MOVQ(b.inv(), ip)
+	TESTQ(ip, ip)
+	JZ(LabelRef("computeinv"))
+	r := GP64()
+	MOVQ(b.done, r)
+	VMOVSS(Mem{Base: ip, Index: r, Scale: 4}, inv)
+	JMP(LabelRef("haveinv"))
+	Label("computeinv")
+	VSQRTSS(t, t, t)
+	VMOVSS(constOne, inv)
+	VDIVSS(t, inv, inv)
+	Label("haveinv")
+	return inv
+}
+
+// dxRow writes dx for the row and does its weight-gradient operation.
+func (b *bgen) dxRow(inv, sx VecVirtual) {
+	s := b.s
+	invv, sv := s.vec(), s.vec()
+	VBROADCASTSS(inv, invv)
+	VBROADCASTSS(sx, sv)
+	var one VecVirtual
+	if b.mode == spec.Offset {
+		one = s.vec()
+		VBROADCASTSS(constOne, one)
+	}
+	if b.mode == spec.Unweighted {
+		b.dxLoop(opNone, invv, sv, one)
+		Label("rowdone")
+		return
+	}
+	Comment("Which weight-gradient operation this row does.")
+	b.dwp, b.pAcc = GP64(), GP64()
+	MOVQ(b.field(spec.Job.DW), b.dwp)
+	TESTQ(b.dwp, b.dwp)
+	JZ(LabelRef("dx" + opNames[opNone]))
+	r, pos := GP64(), GP64()
+	MOVQ(b.done, r)
+	MOVQ(r, pos)
+	ANDQ(U8(spec.GradBlock-1), pos)
+	MOVQ(b.field(spec.Job.Acc), b.pAcc)
+	last := GP64() // 1 when the row closes its block
+	XORQ(last, last)
+	CMPQ(pos, U8(spec.GradBlock-1))
+	JE(LabelRef("islast"))
+	INCQ(r)
+	CMPQ(r, b.field(spec.Job.Rows))
+	JNE(LabelRef("notlast"))
+	Label("islast")
+	MOVQ(U32(1), last)
+	Label("notlast")
+	TESTL(U32(spec.FlagFuse), b.flags())
+	JNZ(LabelRef("fused"))
+	Comment("Each block in its slot: P at acc + (row/32 - blk0)*d*4.")
+	blk := GP64()
+	MOVQ(b.done, blk)
+	SHRQ(U8(5), blk)
+	SUBQ(b.field(spec.Job.Blk0), blk)
+	IMULQ(b.d(), blk)
+	LEAQ(Mem{Base: b.pAcc, Index: blk, Scale: 4}, b.pAcc)
+	TESTQ(pos, pos)
+	JZ(LabelRef("dx" + opNames[opSet]))
+	JMP(LabelRef("dx" + opNames[opAdd]))
+	Label("fused")
+	TESTQ(pos, pos)
+	JNZ(LabelRef("fusednotfirst"))
+	TESTQ(last, last)
+	JNZ(LabelRef("dx" + opNames[opFuseSingle]))
+	JMP(LabelRef("dx" + opNames[opSet]))
+	Label("fusednotfirst")
+	TESTQ(last, last)
+	JNZ(LabelRef("dx" + opNames[opFuseLast]))
+	JMP(LabelRef("dx" + opNames[opAdd]))
+
+	for _, op := range []gradOp{opNone, opSet, opAdd, opFuseLast, opFuseSingle} {
+		b.dxLoop(op, invv, sv, one)
+	}
+	Label("rowdone")
+}
+
+// dxLoop emits the dx pass of a row for one weight-gradient operation, then jumps to rowdone.
+func (b *bgen) dxLoop(op gradOp, invv, sv, one VecVirtual) {
+	s := b.s
+	name := "dx" + opNames[op]
+	Label(name)
+	i, lim := GP64(), GP64()
+	XORQ(i, i)
+	MOVQ(b.d(), lim)
+	SUBQ(U32(unroll*s.lanes), lim)
+	full := func(m Mem, v VecVirtual) { VMOVUPS(m, v) }
+	fullSt := func(v VecVirtual, m Mem) { VMOVUPS(v, m) }
+	Label(name + "loop")
+	CMPQ(i, lim)
+	JG(LabelRef(name + "one"))
+	for u := 0; u < unroll; u++ {
+		b.dxVec(op, i, u*s.vbytes(), invv, sv, one, full, fullSt)
+	}
+	ADDQ(U32(unroll*s.lanes), i)
+	JMP(LabelRef(name + "loop"))
+	Label(name + "one")
+	ADDQ(U32((unroll-1)*s.lanes), lim)
+	Label(name + "oneloop")
+	CMPQ(i, lim)
+	JG(LabelRef(name + "part"))
+	b.dxVec(op, i, 0, invv, sv, one, full, fullSt)
+	ADDQ(U32(s.lanes), i)
+	JMP(LabelRef(name + "oneloop"))
+	Label(name + "part")
+	n := GP64()
+	MOVQ(b.d(), n)
+	SUBQ(i, n)
+	JZ(LabelRef("rowdone" + opNames[op]))
+	p := b.part(n, name+"p")
+	b.dxVec(op, i, 0, invv, sv, one, p.load, p.store)
+	Label("rowdone" + opNames[op])
+	JMP(LabelRef("rowdone"))
+}
+
+// dxVec does one vector of elements at i (plus disp bytes): dx = inv*(g - x*s), and q = dy*(x*inv)
+// into P or DW as op says; ld and st read and write the row's vectors (whole or partial).
+func (b *bgen) dxVec(op gradOp, i GPVirtual, disp int, invv, sv, one VecVirtual, ld func(Mem, VecVirtual), st func(VecVirtual, Mem)) {
+	s := b.s
+	xv, dyv := s.vec(), s.vec()
+	ld(b.at(b.x, i, disp), xv)
+	ld(b.at(b.dy, i, disp), dyv)
+	g := dyv
+	if b.mode != spec.Unweighted {
+		g = s.vec()
+		wv := s.vec()
+		ld(b.atW(i, disp), wv)
+		if b.mode == spec.Offset {
+			VADDPS(one, wv, wv)
+		}
+		VMULPS(wv, dyv, g)
+	}
+	t := s.vec()
+	VMULPS(sv, xv, t)
+	if b.mode == spec.Unweighted {
+		VSUBPS(t, g, t)
+	} else {
+		VSUBPS(t, g, g)
+		t = g
+	}
+	VMULPS(invv, t, t)
+	if op != opNone {
+		q := s.vec()
+		VMULPS(invv, xv, q)
+		VMULPS(q, dyv, q)
+		at := func(base GPVirtual) Mem { return Mem{Base: base, Index: i, Scale: 4, Disp: disp} }
+		switch op {
+		case opSet:
+			st(q, at(b.pAcc))
+		case opAdd:
+			p := s.vec()
+			ld(at(b.pAcc), p)
+			VADDPS(q, p, p)
+			st(p, at(b.pAcc))
+		case opFuseLast:
+			p, w := s.vec(), s.vec()
+			ld(at(b.pAcc), p)
+			VADDPS(q, p, p)
+			ld(at(b.dwp), w)
+			VADDPS(p, w, w)
+			st(w, at(b.dwp))
+		case opFuseSingle:
+			w := s.vec()
+			ld(at(b.dwp), w)
+			VADDPS(q, w, w)
+			st(w, at(b.dwp))
+		}
+	}
+	st(t, b.at(b.dst, i, disp)) // after every read of dy: dx may be dy
+}

@@ -250,7 +250,7 @@ func getAcc(n int) *[]float32 {
 // slot per block, and the slots are added to DW afterwards, in block order, column by column, in
 // parallel. Both orders are the same additions, so the bits do not depend on the workers.
 func (j *job) runBackward(k kernelID, workers int) {
-	j.setMemoryFlags(4)
+	j.setBackwardMemoryFlags()
 	blocks := (j.rows + gradBlock - 1) / gradBlock
 	w := j.workersForBytes(workers, 3*uintptr(j.rows)*uintptr(j.d)*4, blocks) // x, dy, dx
 	if w <= 1 {

@@ -58,3 +58,12 @@ func (j *job) setMemoryFlags(elemBytes uintptr) {
 		}
 	}
 }
+
+// setBackwardMemoryFlags is setMemoryFlags for a backward job: when x, dy and dx fill the cache,
+// dx goes out with non-temporal stores, unless it is dy (in place, its lines are in cache
+// already).
+func (j *job) setBackwardMemoryFlags() {
+	if j.dst != j.dy && 3*uintptr(j.rows)*uintptr(j.d)*4 >= uintptr(streamBytes) {
+		j.flags = flagNT
+	}
+}

@@ -4,3 +4,6 @@ package rmsnorm
 
 // setMemoryFlags does nothing: only the assembly kernels read the flags.
 func (j *job) setMemoryFlags(elemBytes uintptr) {}
+
+// setBackwardMemoryFlags does nothing, like setMemoryFlags.
+func (j *job) setBackwardMemoryFlags() {}

@@ -15132,7 +15132,7 @@ done:
 	RET
 
 // func avx512BackwardWeighted(j uintptr, from int, to int) int
-// Requires: AVX, AVX512F
+// Requires: AVX, AVX512F, MMX+
 TEXT ·avx512BackwardWeighted(SB), NOSPLIT, $16-32
 	// avx512BackwardWeighted computes the gradient of rows [from, to) of the job: with g = dy*w, c the
 	// contract's sum of g*x and s = ((inv*inv)*c)/d, dx = inv*(g - x*s); and, when the job has a
@@ -15445,9 +15445,11 @@ fusednotfirst:
 	JMP   dxadd
 
 dxnone:
-	XORQ R8, R8
-	MOVQ job_d+0(AX), R9
-	SUBQ $0x00000040, R9
+	XORQ  R8, R8
+	MOVQ  job_d+0(AX), R9
+	SUBQ  $0x00000040, R9
+	TESTL $0x00000001, job_flags+0(AX)
+	JNZ   dxnonent
 
 dxnoneloop:
 	CMPQ    R8, R9
@@ -15487,6 +15489,68 @@ dxnoneloop:
 	ADDQ    $0x00000040, R8
 	JMP     dxnoneloop
 
+dxnonent:
+	// Up to the first vector-aligned element of dx with a partial vector, then non-temporal stores.
+	MOVQ CX, R10
+	NEGQ R10
+	ANDQ $0x0000003f, R10
+	SHRQ $0x02, R10
+	JZ   dxnonentloop
+	CMPQ R10, job_d+0(AX)
+	JLE  dxnonehead
+	MOVQ job_d+0(AX), R10
+
+dxnonehead:
+	LEAQ      kmask<>+0(SB), R11
+	KMOVW     (R11)(R10*2), K1
+	VMOVUPS.Z (DX)(R8*4), K1, Z2
+	VMOVUPS.Z (BX)(R8*4), K1, Z3
+	VMOVUPS.Z (SI)(R8*4), K1, Z4
+	VMULPS    Z4, Z3, Z3
+	VMULPS    Z0, Z2, Z2
+	VSUBPS    Z2, Z3, Z3
+	VMULPS    Z1, Z3, Z3
+	VMOVUPS   Z3, K1, (CX)(R8*4)
+	ADDQ      R10, R8
+
+dxnonentloop:
+	CMPQ     R8, R9
+	JG       dxnoneone
+	VMOVUPS  (DX)(R8*4), Z2
+	VMOVUPS  (BX)(R8*4), Z3
+	VMOVUPS  (SI)(R8*4), Z4
+	VMULPS   Z4, Z3, Z3
+	VMULPS   Z0, Z2, Z2
+	VSUBPS   Z2, Z3, Z3
+	VMULPS   Z1, Z3, Z3
+	VMOVNTPS Z3, (CX)(R8*4)
+	VMOVUPS  64(DX)(R8*4), Z2
+	VMOVUPS  64(BX)(R8*4), Z3
+	VMOVUPS  64(SI)(R8*4), Z4
+	VMULPS   Z4, Z3, Z3
+	VMULPS   Z0, Z2, Z2
+	VSUBPS   Z2, Z3, Z3
+	VMULPS   Z1, Z3, Z3
+	VMOVNTPS Z3, 64(CX)(R8*4)
+	VMOVUPS  128(DX)(R8*4), Z2
+	VMOVUPS  128(BX)(R8*4), Z3
+	VMOVUPS  128(SI)(R8*4), Z4
+	VMULPS   Z4, Z3, Z3
+	VMULPS   Z0, Z2, Z2
+	VSUBPS   Z2, Z3, Z3
+	VMULPS   Z1, Z3, Z3
+	VMOVNTPS Z3, 128(CX)(R8*4)
+	VMOVUPS  192(DX)(R8*4), Z2
+	VMOVUPS  192(BX)(R8*4), Z3
+	VMOVUPS  192(SI)(R8*4), Z4
+	VMULPS   Z4, Z3, Z3
+	VMULPS   Z0, Z2, Z2
+	VSUBPS   Z2, Z3, Z3
+	VMULPS   Z1, Z3, Z3
+	VMOVNTPS Z3, 192(CX)(R8*4)
+	ADDQ     $0x00000040, R8
+	JMP      dxnonentloop
+
 dxnoneone:
 	ADDQ $0x00000030, R9
 
@@ -15523,9 +15587,11 @@ rowdonenone:
 	JMP rowdone
 
 dxset:
-	XORQ R8, R8
-	MOVQ job_d+0(AX), R10
-	SUBQ $0x00000040, R10
+	XORQ  R8, R8
+	MOVQ  job_d+0(AX), R10
+	SUBQ  $0x00000040, R10
+	TESTL $0x00000001, job_flags+0(AX)
+	JNZ   dxsetnt
 
 dxsetloop:
 	CMPQ    R8, R10
@@ -15577,6 +15643,83 @@ dxsetloop:
 	ADDQ    $0x00000040, R8
 	JMP     dxsetloop
 
+dxsetnt:
+	// Up to the first vector-aligned element of dx with a partial vector, then non-temporal stores.
+	MOVQ CX, R11
+	NEGQ R11
+	ANDQ $0x0000003f, R11
+	SHRQ $0x02, R11
+	JZ   dxsetntloop
+	CMPQ R11, job_d+0(AX)
+	JLE  dxsethead
+	MOVQ job_d+0(AX), R11
+
+dxsethead:
+	LEAQ      kmask<>+0(SB), R12
+	KMOVW     (R12)(R11*2), K1
+	VMOVUPS.Z (DX)(R8*4), K1, Z2
+	VMOVUPS.Z (BX)(R8*4), K1, Z3
+	VMOVUPS.Z (SI)(R8*4), K1, Z4
+	VMULPS    Z4, Z3, Z4
+	VMULPS    Z0, Z2, Z5
+	VSUBPS    Z5, Z4, Z4
+	VMULPS    Z1, Z4, Z4
+	VMULPS    Z1, Z2, Z2
+	VMULPS    Z2, Z3, Z2
+	VMOVUPS   Z2, K1, (R9)(R8*4)
+	VMOVUPS   Z4, K1, (CX)(R8*4)
+	ADDQ      R11, R8
+
+dxsetntloop:
+	CMPQ     R8, R10
+	JG       dxsetone
+	VMOVUPS  (DX)(R8*4), Z2
+	VMOVUPS  (BX)(R8*4), Z3
+	VMOVUPS  (SI)(R8*4), Z4
+	VMULPS   Z4, Z3, Z4
+	VMULPS   Z0, Z2, Z5
+	VSUBPS   Z5, Z4, Z4
+	VMULPS   Z1, Z4, Z4
+	VMULPS   Z1, Z2, Z2
+	VMULPS   Z2, Z3, Z2
+	VMOVUPS  Z2, (R9)(R8*4)
+	VMOVNTPS Z4, (CX)(R8*4)
+	VMOVUPS  64(DX)(R8*4), Z2
+	VMOVUPS  64(BX)(R8*4), Z3
+	VMOVUPS  64(SI)(R8*4), Z4
+	VMULPS   Z4, Z3, Z4
+	VMULPS   Z0, Z2, Z5
+	VSUBPS   Z5, Z4, Z4
+	VMULPS   Z1, Z4, Z4
+	VMULPS   Z1, Z2, Z2
+	VMULPS   Z2, Z3, Z2
+	VMOVUPS  Z2, 64(R9)(R8*4)
+	VMOVNTPS Z4, 64(CX)(R8*4)
+	VMOVUPS  128(DX)(R8*4), Z2
+	VMOVUPS  128(BX)(R8*4), Z3
+	VMOVUPS  128(SI)(R8*4), Z4
+	VMULPS   Z4, Z3, Z4
+	VMULPS   Z0, Z2, Z5
+	VSUBPS   Z5, Z4, Z4
+	VMULPS   Z1, Z4, Z4
+	VMULPS   Z1, Z2, Z2
+	VMULPS   Z2, Z3, Z2
+	VMOVUPS  Z2, 128(R9)(R8*4)
+	VMOVNTPS Z4, 128(CX)(R8*4)
+	VMOVUPS  192(DX)(R8*4), Z2
+	VMOVUPS  192(BX)(R8*4), Z3
+	VMOVUPS  192(SI)(R8*4), Z4
+	VMULPS   Z4, Z3, Z4
+	VMULPS   Z0, Z2, Z5
+	VSUBPS   Z5, Z4, Z4
+	VMULPS   Z1, Z4, Z4
+	VMULPS   Z1, Z2, Z2
+	VMULPS   Z2, Z3, Z2
+	VMOVUPS  Z2, 192(R9)(R8*4)
+	VMOVNTPS Z4, 192(CX)(R8*4)
+	ADDQ     $0x00000040, R8
+	JMP      dxsetntloop
+
 dxsetone:
 	ADDQ $0x00000030, R10
 
@@ -15619,9 +15762,11 @@ rowdoneset:
 	JMP rowdone
 
 dxadd:
-	XORQ R8, R8
-	MOVQ job_d+0(AX), R10
-	SUBQ $0x00000040, R10
+	XORQ  R8, R8
+	MOVQ  job_d+0(AX), R10
+	SUBQ  $0x00000040, R10
+	TESTL $0x00000001, job_flags+0(AX)
+	JNZ   dxaddnt
 
 dxaddloop:
 	CMPQ    R8, R10
@@ -15681,6 +15826,93 @@ dxaddloop:
 	ADDQ    $0x00000040, R8
 	JMP     dxaddloop
 
+dxaddnt:
+	// Up to the first vector-aligned element of dx with a partial vector, then non-temporal stores.
+	MOVQ CX, R11
+	NEGQ R11
+	ANDQ $0x0000003f, R11
+	SHRQ $0x02, R11
+	JZ   dxaddntloop
+	CMPQ R11, job_d+0(AX)
+	JLE  dxaddhead
+	MOVQ job_d+0(AX), R11
+
+dxaddhead:
+	LEAQ      kmask<>+0(SB), R12
+	KMOVW     (R12)(R11*2), K1
+	VMOVUPS.Z (DX)(R8*4), K1, Z2
+	VMOVUPS.Z (BX)(R8*4), K1, Z3
+	VMOVUPS.Z (SI)(R8*4), K1, Z4
+	VMULPS    Z4, Z3, Z4
+	VMULPS    Z0, Z2, Z5
+	VSUBPS    Z5, Z4, Z4
+	VMULPS    Z1, Z4, Z4
+	VMULPS    Z1, Z2, Z2
+	VMULPS    Z2, Z3, Z2
+	VMOVUPS.Z (R9)(R8*4), K1, Z3
+	VADDPS    Z2, Z3, Z3
+	VMOVUPS   Z3, K1, (R9)(R8*4)
+	VMOVUPS   Z4, K1, (CX)(R8*4)
+	ADDQ      R11, R8
+
+dxaddntloop:
+	CMPQ     R8, R10
+	JG       dxaddone
+	VMOVUPS  (DX)(R8*4), Z2
+	VMOVUPS  (BX)(R8*4), Z3
+	VMOVUPS  (SI)(R8*4), Z4
+	VMULPS   Z4, Z3, Z4
+	VMULPS   Z0, Z2, Z5
+	VSUBPS   Z5, Z4, Z4
+	VMULPS   Z1, Z4, Z4
+	VMULPS   Z1, Z2, Z2
+	VMULPS   Z2, Z3, Z2
+	VMOVUPS  (R9)(R8*4), Z3
+	VADDPS   Z2, Z3, Z3
+	VMOVUPS  Z3, (R9)(R8*4)
+	VMOVNTPS Z4, (CX)(R8*4)
+	VMOVUPS  64(DX)(R8*4), Z2
+	VMOVUPS  64(BX)(R8*4), Z3
+	VMOVUPS  64(SI)(R8*4), Z4
+	VMULPS   Z4, Z3, Z4
+	VMULPS   Z0, Z2, Z5
+	VSUBPS   Z5, Z4, Z4
+	VMULPS   Z1, Z4, Z4
+	VMULPS   Z1, Z2, Z2
+	VMULPS   Z2, Z3, Z2
+	VMOVUPS  64(R9)(R8*4), Z3
+	VADDPS   Z2, Z3, Z3
+	VMOVUPS  Z3, 64(R9)(R8*4)
+	VMOVNTPS Z4, 64(CX)(R8*4)
+	VMOVUPS  128(DX)(R8*4), Z2
+	VMOVUPS  128(BX)(R8*4), Z3
+	VMOVUPS  128(SI)(R8*4), Z4
+	VMULPS   Z4, Z3, Z4
+	VMULPS   Z0, Z2, Z5
+	VSUBPS   Z5, Z4, Z4
+	VMULPS   Z1, Z4, Z4
+	VMULPS   Z1, Z2, Z2
+	VMULPS   Z2, Z3, Z2
+	VMOVUPS  128(R9)(R8*4), Z3
+	VADDPS   Z2, Z3, Z3
+	VMOVUPS  Z3, 128(R9)(R8*4)
+	VMOVNTPS Z4, 128(CX)(R8*4)
+	VMOVUPS  192(DX)(R8*4), Z2
+	VMOVUPS  192(BX)(R8*4), Z3
+	VMOVUPS  192(SI)(R8*4), Z4
+	VMULPS   Z4, Z3, Z4
+	VMULPS   Z0, Z2, Z5
+	VSUBPS   Z5, Z4, Z4
+	VMULPS   Z1, Z4, Z4
+	VMULPS   Z1, Z2, Z2
+	VMULPS   Z2, Z3, Z2
+	VMOVUPS  192(R9)(R8*4), Z3
+	VADDPS   Z2, Z3, Z3
+	VMOVUPS  Z3, 192(R9)(R8*4)
+	VMOVNTPS Z4, 192(CX)(R8*4)
+	ADDQ     $0x00000040, R8
+	JMP      dxaddntloop
+
 dxaddone:
 	ADDQ $0x00000030, R10
 
@@ -15727,9 +15959,11 @@ rowdoneadd:
 	JMP rowdone
 
 dxfuselast:
-	XORQ R10, R10
-	MOVQ job_d+0(AX), R11
-	SUBQ $0x00000040, R11
+	XORQ  R10, R10
+	MOVQ  job_d+0(AX), R11
+	SUBQ  $0x00000040, R11
+	TESTL $0x00000001, job_flags+0(AX)
+	JNZ   dxfuselastnt
 
 dxfuselastloop:
 	CMPQ    R10, R11
@@ -15797,6 +16031,103 @@ dxfuselastloop:
 	ADDQ    $0x00000040, R10
 	JMP     dxfuselastloop
 
+dxfuselastnt:
+	// Up to the first vector-aligned element of dx with a partial vector, then non-temporal stores.
+	MOVQ CX, R12
+	NEGQ R12
+	ANDQ $0x0000003f, R12
+	SHRQ $0x02, R12
+	JZ   dxfuselastntloop
+	CMPQ R12, job_d+0(AX)
+	JLE  dxfuselasthead
+	MOVQ job_d+0(AX), R12
+
+dxfuselasthead:
+	LEAQ      kmask<>+0(SB), R13
+	KMOVW     (R13)(R12*2), K1
+	VMOVUPS.Z (DX)(R10*4), K1, Z2
+	VMOVUPS.Z (BX)(R10*4), K1, Z3
+	VMOVUPS.Z (SI)(R10*4), K1, Z4
+	VMULPS    Z4, Z3, Z4
+	VMULPS    Z0, Z2, Z5
+	VSUBPS    Z5, Z4, Z4
+	VMULPS    Z1, Z4, Z4
+	VMULPS    Z1, Z2, Z2
+	VMULPS    Z2, Z3, Z2
+	VMOVUPS.Z (R9)(R10*4), K1, Z3
+	VADDPS    Z2, Z3, Z3
+	VMOVUPS.Z (R8)(R10*4), K1, Z2
+	VADDPS    Z3, Z2, Z2
+	VMOVUPS   Z2, K1, (R8)(R10*4)
+	VMOVUPS   Z4, K1, (CX)(R10*4)
+	ADDQ      R12, R10
+
+dxfuselastntloop:
+	CMPQ     R10, R11
+	JG       dxfuselastone
+	VMOVUPS  (DX)(R10*4), Z2
+	VMOVUPS  (BX)(R10*4), Z3
+	VMOVUPS  (SI)(R10*4), Z4
+	VMULPS   Z4, Z3, Z4
+	VMULPS   Z0, Z2, Z5
+	VSUBPS   Z5, Z4, Z4
+	VMULPS   Z1, Z4, Z4
+	VMULPS   Z1, Z2, Z2
+	VMULPS   Z2, Z3, Z2
+	VMOVUPS  (R9)(R10*4), Z3
+	VADDPS   Z2, Z3, Z3
+	VMOVUPS  (R8)(R10*4), Z2
+	VADDPS   Z3, Z2, Z2
+	VMOVUPS  Z2, (R8)(R10*4)
+	VMOVNTPS Z4, (CX)(R10*4)
+	VMOVUPS  64(DX)(R10*4), Z2
+	VMOVUPS  64(BX)(R10*4), Z3
+	VMOVUPS  64(SI)(R10*4), Z4
+	VMULPS   Z4, Z3, Z4
+	VMULPS   Z0, Z2, Z5
+	VSUBPS   Z5, Z4, Z4
+	VMULPS   Z1, Z4, Z4
+	VMULPS   Z1, Z2, Z2
+	VMULPS   Z2, Z3, Z2
+	VMOVUPS  64(R9)(R10*4), Z3
+	VADDPS   Z2, Z3, Z3
+	VMOVUPS  64(R8)(R10*4), Z2
+	VADDPS   Z3, Z2, Z2
+	VMOVUPS  Z2, 64(R8)(R10*4)
+	VMOVNTPS Z4, 64(CX)(R10*4)
+	VMOVUPS  128(DX)(R10*4), Z2
+	VMOVUPS  128(BX)(R10*4), Z3
+	VMOVUPS  128(SI)(R10*4), Z4
+	VMULPS   Z4, Z3, Z4
+	VMULPS   Z0, Z2, Z5
+	VSUBPS   Z5, Z4, Z4
+	VMULPS   Z1, Z4, Z4
+	VMULPS   Z1, Z2, Z2
+	VMULPS   Z2, Z3, Z2
+	VMOVUPS  128(R9)(R10*4), Z3
+	VADDPS   Z2, Z3, Z3
+	VMOVUPS  128(R8)(R10*4), Z2
+	VADDPS   Z3, Z2, Z2
+	VMOVUPS  Z2, 128(R8)(R10*4)
+	VMOVNTPS Z4, 128(CX)(R10*4)
+	VMOVUPS  192(DX)(R10*4), Z2
+	VMOVUPS  192(BX)(R10*4), Z3
+	VMOVUPS  192(SI)(R10*4), Z4
+	VMULPS   Z4, Z3, Z4
+	VMULPS   Z0, Z2, Z5
+	VSUBPS   Z5, Z4, Z4
+	VMULPS   Z1, Z4, Z4
+	VMULPS   Z1, Z2, Z2
+	VMULPS   Z2, Z3, Z2
+	VMOVUPS  192(R9)(R10*4), Z3
+	VADDPS   Z2, Z3, Z3
+	VMOVUPS  192(R8)(R10*4), Z2
+	VADDPS   Z3, Z2, Z2
+	VMOVUPS  Z2, 192(R8)(R10*4)
+	VMOVNTPS Z4, 192(CX)(R10*4)
+	ADDQ     $0x00000040, R10
+	JMP      dxfuselastntloop
+
 dxfuselastone:
 	ADDQ $0x00000030, R11
 
@@ -15847,9 +16178,11 @@ rowdonefuselast:
 	JMP rowdone
 
 dxfusesingle:
-	XORQ R9, R9
-	MOVQ job_d+0(AX), R10
-	SUBQ $0x00000040, R10
+	XORQ  R9, R9
+	MOVQ  job_d+0(AX), R10
+	SUBQ  $0x00000040, R10
+	TESTL $0x00000001, job_flags+0(AX)
+	JNZ   dxfusesinglent
 
 dxfusesingleloop:
 	CMPQ    R9, R10
@@ -15909,6 +16242,93 @@ dxfusesingleloop:
 	ADDQ    $0x00000040, R9
 	JMP     dxfusesingleloop
 
+dxfusesinglent:
+	// Up to the first vector-aligned element of dx with a partial vector, then non-temporal stores.
+	MOVQ CX, R11
+	NEGQ R11
+	ANDQ $0x0000003f, R11
+	SHRQ $0x02, R11
+	JZ   dxfusesinglentloop
+	CMPQ R11, job_d+0(AX)
+	JLE  dxfusesinglehead
+	MOVQ job_d+0(AX), R11
+
+dxfusesinglehead:
+	LEAQ      kmask<>+0(SB), R12
+	KMOVW     (R12)(R11*2), K1
+	VMOVUPS.Z (DX)(R9*4), K1, Z2
+	VMOVUPS.Z (BX)(R9*4), K1, Z3
+	VMOVUPS.Z (SI)(R9*4), K1, Z4
+	VMULPS    Z4, Z3, Z4
+	VMULPS    Z0, Z2, Z5
+	VSUBPS    Z5, Z4, Z4
+	VMULPS    Z1, Z4, Z4
+	VMULPS    Z1, Z2, Z2
+	VMULPS    Z2, Z3, Z2
+	VMOVUPS.Z (R8)(R9*4), K1, Z3
+	VADDPS    Z2, Z3, Z3
+	VMOVUPS   Z3, K1, (R8)(R9*4)
+	VMOVUPS   Z4, K1, (CX)(R9*4)
+	ADDQ      R11, R9
+
+dxfusesinglentloop:
+	CMPQ     R9, R10
+	JG       dxfusesingleone
+	VMOVUPS  (DX)(R9*4), Z2
+	VMOVUPS  (BX)(R9*4), Z3
+	VMOVUPS  (SI)(R9*4), Z4
+	VMULPS   Z4, Z3, Z4
+	VMULPS   Z0, Z2, Z5
+	VSUBPS   Z5, Z4, Z4
+	VMULPS   Z1, Z4, Z4
+	VMULPS   Z1, Z2, Z2
+	VMULPS   Z2, Z3, Z2
+	VMOVUPS  (R8)(R9*4), Z3
+	VADDPS   Z2, Z3, Z3
+	VMOVUPS  Z3, (R8)(R9*4)
+	VMOVNTPS Z4, (CX)(R9*4)
+	VMOVUPS  64(DX)(R9*4), Z2
+	VMOVUPS  64(BX)(R9*4), Z3
+	VMOVUPS  64(SI)(R9*4), Z4
+	VMULPS   Z4, Z3, Z4
+	VMULPS   Z0, Z2, Z5
+	VSUBPS   Z5, Z4, Z4
+	VMULPS   Z1, Z4, Z4
+	VMULPS   Z1, Z2, Z2
+	VMULPS   Z2, Z3, Z2
+	VMOVUPS  64(R8)(R9*4), Z3
+	VADDPS   Z2, Z3, Z3
+	VMOVUPS  Z3, 64(R8)(R9*4)
+	VMOVNTPS Z4, 64(CX)(R9*4)
+	VMOVUPS  128(DX)(R9*4), Z2
+	VMOVUPS  128(BX)(R9*4), Z3
+	VMOVUPS  128(SI)(R9*4), Z4
+	VMULPS   Z4, Z3, Z4
+	VMULPS   Z0, Z2, Z5
+	VSUBPS   Z5, Z4, Z4
+	VMULPS   Z1, Z4, Z4
+	VMULPS   Z1, Z2, Z2
+	VMULPS   Z2, Z3, Z2
+	VMOVUPS  128(R8)(R9*4), Z3
+	VADDPS   Z2, Z3, Z3
+	VMOVUPS  Z3, 128(R8)(R9*4)
+	VMOVNTPS Z4, 128(CX)(R9*4)
+	VMOVUPS  192(DX)(R9*4), Z2
+	VMOVUPS  192(BX)(R9*4), Z3
+	VMOVUPS  192(SI)(R9*4), Z4
+	VMULPS   Z4, Z3, Z4
+	VMULPS   Z0, Z2, Z5
+	VSUBPS   Z5, Z4, Z4
+	VMULPS   Z1, Z4, Z4
+	VMULPS   Z1, Z2, Z2
+	VMULPS   Z2, Z3, Z2
+	VMOVUPS  192(R8)(R9*4), Z3
+	VADDPS   Z2, Z3, Z3
+	VMOVUPS  Z3, 192(R8)(R9*4)
+	VMOVNTPS Z4, 192(CX)(R9*4)
+	ADDQ     $0x00000040, R9
+	JMP      dxfusesinglentloop
+
 dxfusesingleone:
 	ADDQ $0x00000030, R10
 
@@ -15961,13 +16381,18 @@ rowdone:
 	JMP  row
 
 ret:
+	TESTL $0x00000001, job_flags+0(AX)
+	JZ    vzero
+	SFENCE
+
+vzero:
 	VZEROUPPER
 	MOVQ (SP), AX
 	MOVQ AX, ret+24(FP)
 	RET
 
 // func avx512BackwardOffset(j uintptr, from int, to int) int
-// Requires: AVX, AVX512F
+// Requires: AVX, AVX512F, MMX+
 TEXT ·avx512BackwardOffset(SB), NOSPLIT, $16-32
 	// avx512BackwardOffset computes the gradient of rows [from, to) of the job: with g = dy*(1+w), c the
 	// contract's sum of g*x and s = ((inv*inv)*c)/d, dx = inv*(g - x*s); and, when the job has a
@@ -16294,9 +16719,11 @@ fusednotfirst:
 	JMP   dxadd
 
 dxnone:
-	XORQ R8, R8
-	MOVQ job_d+0(AX), R9
-	SUBQ $0x00000040, R9
+	XORQ  R8, R8
+	MOVQ  job_d+0(AX), R9
+	SUBQ  $0x00000040, R9
+	TESTL $0x00000001, job_flags+0(AX)
+	JNZ   dxnonent
 
 dxnoneloop:
 	CMPQ    R8, R9
@@ -16340,6 +16767,73 @@ dxnoneloop:
 	ADDQ    $0x00000040, R8
 	JMP     dxnoneloop
 
+dxnonent:
+	// Up to the first vector-aligned element of dx with a partial vector, then non-temporal stores.
+	MOVQ CX, R10
+	NEGQ R10
+	ANDQ $0x0000003f, R10
+	SHRQ $0x02, R10
+	JZ   dxnonentloop
+	CMPQ R10, job_d+0(AX)
+	JLE  dxnonehead
+	MOVQ job_d+0(AX), R10
+
+dxnonehead:
+	LEAQ      kmask<>+0(SB), R11
+	KMOVW     (R11)(R10*2), K1
+	VMOVUPS.Z (DX)(R8*4), K1, Z3
+	VMOVUPS.Z (BX)(R8*4), K1, Z4
+	VMOVUPS.Z (SI)(R8*4), K1, Z5
+	VADDPS    Z2, Z5, Z5
+	VMULPS    Z5, Z4, Z4
+	VMULPS    Z0, Z3, Z3
+	VSUBPS    Z3, Z4, Z4
+	VMULPS    Z1, Z4, Z4
+	VMOVUPS   Z4, K1, (CX)(R8*4)
+	ADDQ      R10, R8
+
+dxnonentloop:
+	CMPQ     R8, R9
+	JG       dxnoneone
+	VMOVUPS  (DX)(R8*4), Z3
+	VMOVUPS  (BX)(R8*4), Z4
+	VMOVUPS  (SI)(R8*4), Z5
+	VADDPS   Z2, Z5, Z5
+	VMULPS   Z5, Z4, Z4
+	VMULPS   Z0, Z3, Z3
+	VSUBPS   Z3, Z4, Z4
+	VMULPS   Z1, Z4, Z4
+	VMOVNTPS Z4, (CX)(R8*4)
+	VMOVUPS  64(DX)(R8*4), Z3
+	VMOVUPS  64(BX)(R8*4), Z4
+	VMOVUPS  64(SI)(R8*4), Z5
+	VADDPS   Z2, Z5, Z5
+	VMULPS   Z5, Z4, Z4
+	VMULPS   Z0, Z3, Z3
+	VSUBPS   Z3, Z4, Z4
+	VMULPS   Z1, Z4, Z4
+	VMOVNTPS Z4, 64(CX)(R8*4)
+	VMOVUPS  128(DX)(R8*4), Z3
+	VMOVUPS  128(BX)(R8*4), Z4
+	VMOVUPS  128(SI)(R8*4), Z5
+	VADDPS   Z2, Z5, Z5
+	VMULPS   Z5, Z4, Z4
+	VMULPS   Z0, Z3, Z3
+	VSUBPS   Z3, Z4, Z4
+	VMULPS   Z1, Z4, Z4
+	VMOVNTPS Z4, 128(CX)(R8*4)
+	VMOVUPS  192(DX)(R8*4), Z3
+	VMOVUPS  192(BX)(R8*4), Z4
+	VMOVUPS  192(SI)(R8*4), Z5
+	VADDPS   Z2, Z5, Z5
+	VMULPS   Z5, Z4, Z4
+	VMULPS   Z0, Z3, Z3
+	VSUBPS   Z3, Z4, Z4
+	VMULPS   Z1, Z4, Z4
+	VMOVNTPS Z4, 192(CX)(R8*4)
+	ADDQ     $0x00000040, R8
+	JMP      dxnonentloop
+
 dxnoneone:
 	ADDQ $0x00000030, R9
 
@@ -16378,9 +16872,11 @@ rowdonenone:
 	JMP rowdone
 
 dxset:
-	XORQ R8, R8
-	MOVQ job_d+0(AX), R10
-	SUBQ $0x00000040, R10
+	XORQ  R8, R8
+	MOVQ  job_d+0(AX), R10
+	SUBQ  $0x00000040, R10
+	TESTL $0x00000001, job_flags+0(AX)
+	JNZ   dxsetnt
 
 dxsetloop:
 	CMPQ    R8, R10
@@ -16436,6 +16932,88 @@ dxsetloop:
 	ADDQ    $0x00000040, R8
 	JMP     dxsetloop
 
+dxsetnt:
+	// Up to the first vector-aligned element of dx with a partial vector, then non-temporal stores.
+	MOVQ CX, R11
+	NEGQ R11
+	ANDQ $0x0000003f, R11
+	SHRQ $0x02, R11
+	JZ   dxsetntloop
+	CMPQ R11, job_d+0(AX)
+	JLE  dxsethead
+	MOVQ job_d+0(AX), R11
+
+dxsethead:
+	LEAQ      kmask<>+0(SB), R12
+	KMOVW     (R12)(R11*2), K1
+	VMOVUPS.Z (DX)(R8*4), K1, Z3
+	VMOVUPS.Z (BX)(R8*4), K1, Z4
+	VMOVUPS.Z (SI)(R8*4), K1, Z5
+	VADDPS    Z2, Z5, Z5
+	VMULPS    Z5, Z4, Z5
+	VMULPS    Z0, Z3, Z6
+	VSUBPS    Z6, Z5, Z5
+	VMULPS    Z1, Z5, Z5
+	VMULPS    Z1, Z3, Z3
+	VMULPS    Z3, Z4, Z3
+	VMOVUPS   Z3, K1, (R9)(R8*4)
+	VMOVUPS   Z5, K1, (CX)(R8*4)
+	ADDQ      R11, R8
+
+dxsetntloop:
+	CMPQ     R8, R10
+	JG       dxsetone
+	VMOVUPS  (DX)(R8*4), Z3
+	VMOVUPS  (BX)(R8*4), Z4
+	VMOVUPS  (SI)(R8*4), Z5
+	VADDPS   Z2, Z5, Z5
+	VMULPS   Z5, Z4, Z5
+	VMULPS   Z0, Z3, Z6
+	VSUBPS   Z6, Z5, Z5
+	VMULPS   Z1, Z5, Z5
+	VMULPS   Z1, Z3, Z3
+	VMULPS   Z3, Z4, Z3
+	VMOVUPS  Z3, (R9)(R8*4)
+	VMOVNTPS Z5, (CX)(R8*4)
+	VMOVUPS  64(DX)(R8*4), Z3
+	VMOVUPS  64(BX)(R8*4), Z4
+	VMOVUPS  64(SI)(R8*4), Z5
+	VADDPS   Z2, Z5, Z5
+	VMULPS   Z5, Z4, Z5
+	VMULPS   Z0, Z3, Z6
+	VSUBPS   Z6, Z5, Z5
+	VMULPS   Z1, Z5, Z5
+	VMULPS   Z1, Z3, Z3
+	VMULPS   Z3, Z4, Z3
+	VMOVUPS  Z3, 64(R9)(R8*4)
+	VMOVNTPS Z5, 64(CX)(R8*4)
+	VMOVUPS  128(DX)(R8*4), Z3
+	VMOVUPS  128(BX)(R8*4), Z4
+	VMOVUPS  128(SI)(R8*4), Z5
+	VADDPS   Z2, Z5, Z5
+	VMULPS   Z5, Z4, Z5
+	VMULPS   Z0, Z3, Z6
+	VSUBPS   Z6, Z5, Z5
+	VMULPS   Z1, Z5, Z5
+	VMULPS   Z1, Z3, Z3
+	VMULPS   Z3, Z4, Z3
+	VMOVUPS  Z3, 128(R9)(R8*4)
+	VMOVNTPS Z5, 128(CX)(R8*4)
+	VMOVUPS  192(DX)(R8*4), Z3
+	VMOVUPS  192(BX)(R8*4), Z4
+	VMOVUPS  192(SI)(R8*4), Z5
+	VADDPS   Z2, Z5, Z5
+	VMULPS   Z5, Z4, Z5
+	VMULPS   Z0, Z3, Z6
+	VSUBPS   Z6, Z5, Z5
+	VMULPS   Z1, Z5, Z5
+	VMULPS   Z1, Z3, Z3
+	VMULPS   Z3, Z4, Z3
+	VMOVUPS  Z3, 192(R9)(R8*4)
+	VMOVNTPS Z5, 192(CX)(R8*4)
+	ADDQ     $0x00000040, R8
+	JMP      dxsetntloop
+
 dxsetone:
 	ADDQ $0x00000030, R10
 
@@ -16480,9 +17058,11 @@ rowdoneset:
 	JMP rowdone
 
 dxadd:
-	XORQ R8, R8
-	MOVQ job_d+0(AX), R10
-	SUBQ $0x00000040, R10
+	XORQ  R8, R8
+	MOVQ  job_d+0(AX), R10
+	SUBQ  $0x00000040, R10
+	TESTL $0x00000001, job_flags+0(AX)
+	JNZ   dxaddnt
 
 dxaddloop:
 	CMPQ    R8, R10
@@ -16546,6 +17126,98 @@ dxaddloop:
 	ADDQ    $0x00000040, R8
 	JMP     dxaddloop
 
+dxaddnt:
+	// Up to the first vector-aligned element of dx with a partial vector, then non-temporal stores.
+	MOVQ CX, R11
+	NEGQ R11
+	ANDQ $0x0000003f, R11
+	SHRQ $0x02, R11
+	JZ   dxaddntloop
+	CMPQ R11, job_d+0(AX)
+	JLE  dxaddhead
+	MOVQ job_d+0(AX), R11
+
+dxaddhead:
+	LEAQ      kmask<>+0(SB), R12
+	KMOVW     (R12)(R11*2), K1
+	VMOVUPS.Z (DX)(R8*4), K1, Z3
+	VMOVUPS.Z (BX)(R8*4), K1, Z4
+	VMOVUPS.Z (SI)(R8*4), K1, Z5
+	VADDPS    Z2, Z5, Z5
+	VMULPS    Z5, Z4, Z5
+	VMULPS    Z0, Z3, Z6
+	VSUBPS    Z6, Z5, Z5
+	VMULPS    Z1, Z5, Z5
+	VMULPS    Z1, Z3, Z3
+	VMULPS    Z3, Z4, Z3
+	VMOVUPS.Z (R9)(R8*4), K1, Z4
+	VADDPS    Z3, Z4, Z4
+	VMOVUPS   Z4, K1, (R9)(R8*4)
+	VMOVUPS   Z5, K1, (CX)(R8*4)
+	ADDQ      R11, R8
+
+dxaddntloop:
+	CMPQ     R8, R10
+	JG       dxaddone
+	VMOVUPS  (DX)(R8*4), Z3
+	VMOVUPS  (BX)(R8*4), Z4
+	VMOVUPS  (SI)(R8*4), Z5
+	VADDPS   Z2, Z5, Z5
+	VMULPS   Z5, Z4, Z5
+	VMULPS   Z0, Z3, Z6
+	VSUBPS   Z6, Z5, Z5
+	VMULPS   Z1, Z5, Z5
+	VMULPS   Z1, Z3, Z3
+	VMULPS   Z3, Z4, Z3
+	VMOVUPS  (R9)(R8*4), Z4
+	VADDPS   Z3, Z4, Z4
+	VMOVUPS  Z4, (R9)(R8*4)
+	VMOVNTPS Z5, (CX)(R8*4)
+	VMOVUPS  64(DX)(R8*4), Z3
+	VMOVUPS  64(BX)(R8*4), Z4
+	VMOVUPS  64(SI)(R8*4), Z5
+	VADDPS   Z2, Z5, Z5
+	VMULPS   Z5, Z4, Z5
+	VMULPS   Z0, Z3, Z6
+	VSUBPS   Z6, Z5, Z5
+	VMULPS   Z1, Z5, Z5
+	VMULPS   Z1, Z3, Z3
+	VMULPS   Z3, Z4, Z3
+	VMOVUPS  64(R9)(R8*4), Z4
+	VADDPS   Z3, Z4, Z4
+	VMOVUPS  Z4, 64(R9)(R8*4)
+	VMOVNTPS Z5, 64(CX)(R8*4)
+	VMOVUPS  128(DX)(R8*4), Z3
+	VMOVUPS  128(BX)(R8*4), Z4
+	VMOVUPS  128(SI)(R8*4), Z5
+	VADDPS   Z2, Z5, Z5
+	VMULPS   Z5, Z4, Z5
+	VMULPS   Z0, Z3, Z6
+	VSUBPS   Z6, Z5, Z5
+	VMULPS   Z1, Z5, Z5
+	VMULPS   Z1, Z3, Z3
+	VMULPS   Z3, Z4, Z3
+	VMOVUPS  128(R9)(R8*4), Z4
+	VADDPS   Z3, Z4, Z4
+	VMOVUPS  Z4, 128(R9)(R8*4)
+	VMOVNTPS Z5, 128(CX)(R8*4)
+	VMOVUPS  192(DX)(R8*4), Z3
+	VMOVUPS  192(BX)(R8*4), Z4
+	VMOVUPS  192(SI)(R8*4), Z5
+	VADDPS   Z2, Z5, Z5
+	VMULPS   Z5, Z4, Z5
+	VMULPS   Z0, Z3, Z6
+	VSUBPS   Z6, Z5, Z5
+	VMULPS   Z1, Z5, Z5
+	VMULPS   Z1, Z3, Z3
+	VMULPS   Z3, Z4, Z3
+	VMOVUPS  192(R9)(R8*4), Z4
+	VADDPS   Z3, Z4, Z4
+	VMOVUPS  Z4, 192(R9)(R8*4)
+	VMOVNTPS Z5, 192(CX)(R8*4)
+	ADDQ     $0x00000040, R8
+	JMP      dxaddntloop
+
 dxaddone:
 	ADDQ $0x00000030, R10
 
@@ -16594,9 +17266,11 @@ rowdoneadd:
 	JMP rowdone
 
 dxfuselast:
-	XORQ R10, R10
-	MOVQ job_d+0(AX), R11
-	SUBQ $0x00000040, R11
+	XORQ  R10, R10
+	MOVQ  job_d+0(AX), R11
+	SUBQ  $0x00000040, R11
+	TESTL $0x00000001, job_flags+0(AX)
+	JNZ   dxfuselastnt
 
 dxfuselastloop:
 	CMPQ    R10, R11
@@ -16668,6 +17342,108 @@ dxfuselastloop:
 	ADDQ    $0x00000040, R10
 	JMP     dxfuselastloop
 
+dxfuselastnt:
+	// Up to the first vector-aligned element of dx with a partial vector, then non-temporal stores.
+	MOVQ CX, R12
+	NEGQ R12
+	ANDQ $0x0000003f, R12
+	SHRQ $0x02, R12
+	JZ   dxfuselastntloop
+	CMPQ R12, job_d+0(AX)
+	JLE  dxfuselasthead
+	MOVQ job_d+0(AX), R12
+
+dxfuselasthead:
+	LEAQ      kmask<>+0(SB), R13
+	KMOVW     (R13)(R12*2), K1
+	VMOVUPS.Z (DX)(R10*4), K1, Z3
+	VMOVUPS.Z (BX)(R10*4), K1, Z4
+	VMOVUPS.Z (SI)(R10*4), K1, Z5
+	VADDPS    Z2, Z5, Z5
+	VMULPS    Z5, Z4, Z5
+	VMULPS    Z0, Z3, Z6
+	VSUBPS    Z6, Z5, Z5
+	VMULPS    Z1, Z5, Z5
+	VMULPS    Z1, Z3, Z3
+	VMULPS    Z3, Z4, Z3
+	VMOVUPS.Z (R9)(R10*4), K1, Z4
+	VADDPS    Z3, Z4, Z4
+	VMOVUPS.Z (R8)(R10*4), K1, Z3
+	VADDPS    Z4, Z3, Z3
+	VMOVUPS   Z3, K1, (R8)(R10*4)
+	VMOVUPS   Z5, K1, (CX)(R10*4)
+	ADDQ      R12, R10
+
+dxfuselastntloop:
+	CMPQ     R10, R11
+	JG       dxfuselastone
+	VMOVUPS  (DX)(R10*4), Z3
+	VMOVUPS  (BX)(R10*4), Z4
+	VMOVUPS  (SI)(R10*4), Z5
+	VADDPS   Z2, Z5, Z5
+	VMULPS   Z5, Z4, Z5
+	VMULPS   Z0, Z3, Z6
+	VSUBPS   Z6, Z5, Z5
+	VMULPS   Z1, Z5, Z5
+	VMULPS   Z1, Z3, Z3
+	VMULPS   Z3, Z4, Z3
+	VMOVUPS  (R9)(R10*4), Z4
+	VADDPS   Z3, Z4, Z4
+	VMOVUPS  (R8)(R10*4), Z3
+	VADDPS   Z4, Z3, Z3
+	VMOVUPS  Z3, (R8)(R10*4)
+	VMOVNTPS Z5, (CX)(R10*4)
+	VMOVUPS  64(DX)(R10*4), Z3
+	VMOVUPS  64(BX)(R10*4), Z4
+	VMOVUPS  64(SI)(R10*4), Z5
+	VADDPS   Z2, Z5, Z5
+	VMULPS   Z5, Z4, Z5
+	VMULPS   Z0, Z3, Z6
+	VSUBPS   Z6, Z5, Z5
+	VMULPS   Z1, Z5, Z5
+	VMULPS   Z1, Z3, Z3
+	VMULPS   Z3, Z4, Z3
+	VMOVUPS  64(R9)(R10*4), Z4
+	VADDPS   Z3, Z4, Z4
+	VMOVUPS  64(R8)(R10*4), Z3
+	VADDPS   Z4, Z3, Z3
+	VMOVUPS  Z3, 64(R8)(R10*4)
+	VMOVNTPS Z5, 64(CX)(R10*4)
+	VMOVUPS  128(DX)(R10*4), Z3
+	VMOVUPS  128(BX)(R10*4), Z4
+	VMOVUPS  128(SI)(R10*4), Z5
+	VADDPS   Z2, Z5, Z5
+	VMULPS   Z5, Z4, Z5
+	VMULPS   Z0, Z3, Z6
+	VSUBPS   Z6, Z5, Z5
+	VMULPS   Z1, Z5, Z5
+	VMULPS   Z1, Z3, Z3
+	VMULPS   Z3, Z4, Z3
+	VMOVUPS  128(R9)(R10*4), Z4
+	VADDPS   Z3, Z4, Z4
+	VMOVUPS  128(R8)(R10*4), Z3
+	VADDPS   Z4, Z3, Z3
+	VMOVUPS  Z3, 128(R8)(R10*4)
+	VMOVNTPS Z5, 128(CX)(R10*4)
+	VMOVUPS  192(DX)(R10*4), Z3
+	VMOVUPS  192(BX)(R10*4), Z4
+	VMOVUPS  192(SI)(R10*4), Z5
+	VADDPS   Z2, Z5, Z5
+	VMULPS   Z5, Z4, Z5
+	VMULPS   Z0, Z3, Z6
+	VSUBPS   Z6, Z5, Z5
+	VMULPS   Z1, Z5, Z5
+	VMULPS   Z1, Z3, Z3
+	VMULPS   Z3, Z4, Z3
+	VMOVUPS  192(R9)(R10*4), Z4
+	VADDPS   Z3, Z4, Z4
+	VMOVUPS  192(R8)(R10*4), Z3
+	VADDPS   Z4, Z3, Z3
+	VMOVUPS  Z3, 192(R8)(R10*4)
+	VMOVNTPS Z5, 192(CX)(R10*4)
+	ADDQ     $0x00000040, R10
+	JMP      dxfuselastntloop
+
 dxfuselastone:
 	ADDQ $0x00000030, R11
 
@@ -16720,9 +17496,11 @@ rowdonefuselast:
 	JMP rowdone
 
 dxfusesingle:
-	XORQ R9, R9
-	MOVQ job_d+0(AX), R10
-	SUBQ $0x00000040, R10
+	XORQ  R9, R9
+	MOVQ  job_d+0(AX), R10
+	SUBQ  $0x00000040, R10
+	TESTL $0x00000001, job_flags+0(AX)
+	JNZ   dxfusesinglent
 
 dxfusesingleloop:
 	CMPQ    R9, R10
@@ -16786,6 +17564,98 @@ dxfusesingleloop:
 	ADDQ    $0x00000040, R9
 	JMP     dxfusesingleloop
 
+dxfusesinglent:
+	// Up to the first vector-aligned element of dx with a partial vector, then non-temporal stores.
+	MOVQ CX, R11
+	NEGQ R11
+	ANDQ $0x0000003f, R11
+	SHRQ $0x02, R11
+	JZ   dxfusesinglentloop
+	CMPQ R11, job_d+0(AX)
+	JLE  dxfusesinglehead
+	MOVQ job_d+0(AX), R11
+
+dxfusesinglehead:
+	LEAQ      kmask<>+0(SB), R12
+	KMOVW     (R12)(R11*2), K1
+	VMOVUPS.Z (DX)(R9*4), K1, Z3
+	VMOVUPS.Z (BX)(R9*4), K1, Z4
+	VMOVUPS.Z (SI)(R9*4), K1, Z5
+	VADDPS    Z2, Z5, Z5
+	VMULPS    Z5, Z4, Z5
+	VMULPS    Z0, Z3, Z6
+	VSUBPS    Z6, Z5, Z5
+	VMULPS    Z1, Z5, Z5
+	VMULPS    Z1, Z3, Z3
+	VMULPS    Z3, Z4, Z3
+	VMOVUPS.Z (R8)(R9*4), K1, Z4
+	VADDPS    Z3, Z4, Z4
+	VMOVUPS   Z4, K1, (R8)(R9*4)
+	VMOVUPS   Z5, K1, (CX)(R9*4)
+	ADDQ      R11, R9
+
+dxfusesinglentloop:
+	CMPQ     R9, R10
+	JG       dxfusesingleone
+	VMOVUPS  (DX)(R9*4), Z3
+	VMOVUPS  (BX)(R9*4), Z4
+	VMOVUPS  (SI)(R9*4), Z5
+	VADDPS   Z2, Z5, Z5
+	VMULPS   Z5, Z4, Z5
+	VMULPS   Z0, Z3, Z6
+	VSUBPS   Z6, Z5, Z5
+	VMULPS   Z1, Z5, Z5
+	VMULPS   Z1, Z3, Z3
+	VMULPS   Z3, Z4, Z3
+	VMOVUPS  (R8)(R9*4), Z4
+	VADDPS   Z3, Z4, Z4
+	VMOVUPS  Z4, (R8)(R9*4)
+	VMOVNTPS Z5, (CX)(R9*4)
+	VMOVUPS  64(DX)(R9*4), Z3
+	VMOVUPS  64(BX)(R9*4), Z4
+	VMOVUPS  64(SI)(R9*4), Z5
+	VADDPS   Z2, Z5, Z5
+	VMULPS   Z5, Z4, Z5
+	VMULPS   Z0, Z3, Z6
+	VSUBPS   Z6, Z5, Z5
+	VMULPS   Z1, Z5, Z5
+	VMULPS   Z1, Z3, Z3
+	VMULPS   Z3, Z4, Z3
+	VMOVUPS  64(R8)(R9*4), Z4
+	VADDPS   Z3, Z4, Z4
+	VMOVUPS  Z4, 64(R8)(R9*4)
+	VMOVNTPS Z5, 64(CX)(R9*4)
+	VMOVUPS  128(DX)(R9*4), Z3
+	VMOVUPS  128(BX)(R9*4), Z4
+	VMOVUPS  128(SI)(R9*4), Z5
+	VADDPS   Z2, Z5, Z5
+	VMULPS   Z5, Z4, Z5
+	VMULPS   Z0, Z3, Z6
+	VSUBPS   Z6, Z5, Z5
+	VMULPS   Z1, Z5, Z5
+	VMULPS   Z1, Z3, Z3
+	VMULPS   Z3, Z4, Z3
+	VMOVUPS  128(R8)(R9*4), Z4
+	VADDPS   Z3, Z4, Z4
+	VMOVUPS  Z4, 128(R8)(R9*4)
+	VMOVNTPS Z5, 128(CX)(R9*4)
+	VMOVUPS  192(DX)(R9*4), Z3
+	VMOVUPS  192(BX)(R9*4), Z4
+	VMOVUPS  192(SI)(R9*4), Z5
+	VADDPS   Z2, Z5, Z5
+	VMULPS   Z5, Z4, Z5
+	VMULPS   Z0, Z3, Z6
+	VSUBPS   Z6, Z5, Z5
+	VMULPS   Z1, Z5, Z5
+	VMULPS   Z1, Z3, Z3
+	VMULPS   Z3, Z4, Z3
+	VMOVUPS  192(R8)(R9*4), Z4
+	VADDPS   Z3, Z4, Z4
+	VMOVUPS  Z4, 192(R8)(R9*4)
+	VMOVNTPS Z5, 192(CX)(R9*4)
+	ADDQ     $0x00000040, R9
+	JMP      dxfusesinglentloop
+
 dxfusesingleone:
 	ADDQ $0x00000030, R10
 
@@ -16840,13 +17710,18 @@ rowdone:
 	JMP  row
 
 ret:
+	TESTL $0x00000001, job_flags+0(AX)
+	JZ    vzero
+	SFENCE
+
+vzero:
 	VZEROUPPER
 	MOVQ (SP), AX
 	MOVQ AX, ret+24(FP)
 	RET
 
 // func avx512BackwardUnweighted(j uintptr, from int, to int) int
-// Requires: AVX, AVX512F
+// Requires: AVX, AVX512F, MMX+
 TEXT ·avx512BackwardUnweighted(SB), NOSPLIT, $16-32
 	// avx512BackwardUnweighted computes the gradient of rows [from, to) of the job: with g = dy, c the
 	// contract's sum of g*x and s = ((inv*inv)*c)/d, dx = inv*(g - x*s); and, when the job has a
@@ -17091,6 +17966,8 @@ divided4:
 	XORQ         DI, DI
 	MOVQ         job_d+0(AX), R8
 	SUBQ         $0x00000040, R8
+	TESTL        $0x00000001, job_flags+0(AX)
+	JNZ          dxnonent
 
 dxnoneloop:
 	CMPQ    DI, R8
@@ -17121,6 +17998,58 @@ dxnoneloop:
 	VMOVUPS Z2, 192(CX)(DI*4)
 	ADDQ    $0x00000040, DI
 	JMP     dxnoneloop
+
+dxnonent:
+	// Up to the first vector-aligned element of dx with a partial vector, then non-temporal stores.
+	MOVQ CX, R9
+	NEGQ R9
+	ANDQ $0x0000003f, R9
+	SHRQ $0x02, R9
+	JZ   dxnonentloop
+	CMPQ R9, job_d+0(AX)
+	JLE  dxnonehead
+	MOVQ job_d+0(AX), R9
+
+dxnonehead:
+	LEAQ      kmask<>+0(SB), R10
+	KMOVW     (R10)(R9*2), K1
+	VMOVUPS.Z (DX)(DI*4), K1, Z2
+	VMOVUPS.Z (BX)(DI*4), K1, Z3
+	VMULPS    Z0, Z2, Z2
+	VSUBPS    Z2, Z3, Z2
+	VMULPS    Z1, Z2, Z2
+	VMOVUPS   Z2, K1, (CX)(DI*4)
+	ADDQ      R9, DI
+
+dxnonentloop:
+	CMPQ     DI, R8
+	JG       dxnoneone
+	VMOVUPS  (DX)(DI*4), Z2
+	VMOVUPS  (BX)(DI*4), Z3
+	VMULPS   Z0, Z2, Z2
+	VSUBPS   Z2, Z3, Z2
+	VMULPS   Z1, Z2, Z2
+	VMOVNTPS Z2, (CX)(DI*4)
+	VMOVUPS  64(DX)(DI*4), Z2
+	VMOVUPS  64(BX)(DI*4), Z3
+	VMULPS   Z0, Z2, Z2
+	VSUBPS   Z2, Z3, Z2
+	VMULPS   Z1, Z2, Z2
+	VMOVNTPS Z2, 64(CX)(DI*4)
+	VMOVUPS  128(DX)(DI*4), Z2
+	VMOVUPS  128(BX)(DI*4), Z3
+	VMULPS   Z0, Z2, Z2
+	VSUBPS   Z2, Z3, Z2
+	VMULPS   Z1, Z2, Z2
+	VMOVNTPS Z2, 128(CX)(DI*4)
+	VMOVUPS  192(DX)(DI*4), Z2
+	VMOVUPS  192(BX)(DI*4), Z3
+	VMULPS   Z0, Z2, Z2
+	VSUBPS   Z2, Z3, Z2
+	VMULPS   Z1, Z2, Z2
+	VMOVNTPS Z2, 192(CX)(DI*4)
+	ADDQ     $0x00000040, DI
+	JMP      dxnonentloop
 
 dxnoneone:
 	ADDQ $0x00000030, R8
@@ -17159,6 +18088,11 @@ rowdonenone:
 	JMP  row
 
 ret:
+	TESTL $0x00000001, job_flags+0(AX)
+	JZ    vzero
+	SFENCE
+
+vzero:
 	VZEROUPPER
 	MOVQ (SP), AX
 	MOVQ AX, ret+24(FP)
@@ -40223,7 +41157,7 @@ done:
 	RET
 
 // func avx2BackwardWeighted(j uintptr, from int, to int) int
-// Requires: AVX, AVX2
+// Requires: AVX, AVX2, MMX+
 TEXT ·avx2BackwardWeighted(SB), NOSPLIT, $16-32
 	// avx2BackwardWeighted computes the gradient of rows [from, to) of the job: with g = dy*w, c the
 	// contract's sum of g*x and s = ((inv*inv)*c)/d, dx = inv*(g - x*s); and, when the job has a
@@ -41545,9 +42479,11 @@ fusednotfirst:
 	JMP   dxadd
 
 dxnone:
-	XORQ R8, R8
-	MOVQ job_d+0(AX), R9
-	SUBQ $0x00000020, R9
+	XORQ  R8, R8
+	MOVQ  job_d+0(AX), R9
+	SUBQ  $0x00000020, R9
+	TESTL $0x00000001, job_flags+0(AX)
+	JNZ   dxnonent
 
 dxnoneloop:
 	CMPQ    R8, R9
@@ -41586,6 +42522,161 @@ dxnoneloop:
 	VMOVUPS Y3, 96(CX)(R8*4)
 	ADDQ    $0x00000020, R8
 	JMP     dxnoneloop
+
+dxnonent:
+	// Up to the first vector-aligned element of dx with a partial vector, then non-temporal stores.
+	MOVQ CX, R10
+	NEGQ R10
+	ANDQ $0x0000001f, R10
+	SHRQ $0x02, R10
+	JZ   dxnonentloop
+	CMPQ R10, job_d+0(AX)
+	JLE  dxnonehead
+	MOVQ job_d+0(AX), R10
+
+dxnonehead:
+	MOVQ      R10, R11
+	SHLQ      $0x02, R11
+	VXORPS    Y2, Y2, Y2
+	VMOVSS    (DX)(R8*4), X2
+	CMPQ      R11, $0x08
+	JL        dxnoneh_1lo
+	VINSERTPS $0x10, 4(DX)(R8*4), X2, X2
+	CMPQ      R11, $0x0c
+	JL        dxnoneh_1lo
+	VINSERTPS $0x20, 8(DX)(R8*4), X2, X2
+	CMPQ      R11, $0x10
+	JL        dxnoneh_1lo
+	VINSERTPS $0x30, 12(DX)(R8*4), X2, X2
+	CMPQ      R11, $0x14
+	JL        dxnoneh_1lo
+	VMOVSS    16(DX)(R8*4), X3
+	CMPQ      R11, $0x18
+	JL        dxnoneh_1hi
+	VINSERTPS $0x10, 20(DX)(R8*4), X3, X3
+	CMPQ      R11, $0x1c
+	JL        dxnoneh_1hi
+	VINSERTPS $0x20, 24(DX)(R8*4), X3, X3
+
+dxnoneh_1hi:
+	VINSERTF128 $0x01, X3, Y2, Y2
+
+dxnoneh_1lo:
+	VXORPS    Y3, Y3, Y3
+	VMOVSS    (BX)(R8*4), X3
+	CMPQ      R11, $0x08
+	JL        dxnoneh_2lo
+	VINSERTPS $0x10, 4(BX)(R8*4), X3, X3
+	CMPQ      R11, $0x0c
+	JL        dxnoneh_2lo
+	VINSERTPS $0x20, 8(BX)(R8*4), X3, X3
+	CMPQ      R11, $0x10
+	JL        dxnoneh_2lo
+	VINSERTPS $0x30, 12(BX)(R8*4), X3, X3
+	CMPQ      R11, $0x14
+	JL        dxnoneh_2lo
+	VMOVSS    16(BX)(R8*4), X4
+	CMPQ      R11, $0x18
+	JL        dxnoneh_2hi
+	VINSERTPS $0x10, 20(BX)(R8*4), X4, X4
+	CMPQ      R11, $0x1c
+	JL        dxnoneh_2hi
+	VINSERTPS $0x20, 24(BX)(R8*4), X4, X4
+
+dxnoneh_2hi:
+	VINSERTF128 $0x01, X4, Y3, Y3
+
+dxnoneh_2lo:
+	VXORPS    Y4, Y4, Y4
+	VMOVSS    (SI)(R8*4), X4
+	CMPQ      R11, $0x08
+	JL        dxnoneh_3lo
+	VINSERTPS $0x10, 4(SI)(R8*4), X4, X4
+	CMPQ      R11, $0x0c
+	JL        dxnoneh_3lo
+	VINSERTPS $0x20, 8(SI)(R8*4), X4, X4
+	CMPQ      R11, $0x10
+	JL        dxnoneh_3lo
+	VINSERTPS $0x30, 12(SI)(R8*4), X4, X4
+	CMPQ      R11, $0x14
+	JL        dxnoneh_3lo
+	VMOVSS    16(SI)(R8*4), X5
+	CMPQ      R11, $0x18
+	JL        dxnoneh_3hi
+	VINSERTPS $0x10, 20(SI)(R8*4), X5, X5
+	CMPQ      R11, $0x1c
+	JL        dxnoneh_3hi
+	VINSERTPS $0x20, 24(SI)(R8*4), X5, X5
+
+dxnoneh_3hi:
+	VINSERTF128 $0x01, X5, Y4, Y4
+
+dxnoneh_3lo:
+	VMULPS       Y4, Y3, Y3
+	VMULPS       Y0, Y2, Y2
+	VSUBPS       Y2, Y3, Y3
+	VMULPS       Y1, Y3, Y3
+	VMOVSS       X3, (CX)(R8*4)
+	CMPQ         R11, $0x08
+	JL           dxnoneh_4lo
+	VEXTRACTPS   $0x01, X3, 4(CX)(R8*4)
+	CMPQ         R11, $0x0c
+	JL           dxnoneh_4lo
+	VEXTRACTPS   $0x02, X3, 8(CX)(R8*4)
+	CMPQ         R11, $0x10
+	JL           dxnoneh_4lo
+	VEXTRACTPS   $0x03, X3, 12(CX)(R8*4)
+	VEXTRACTF128 $0x01, Y3, X2
+	CMPQ         R11, $0x14
+	JL           dxnoneh_4lo
+	VEXTRACTPS   $0x00, X2, 16(CX)(R8*4)
+	CMPQ         R11, $0x18
+	JL           dxnoneh_4lo
+	VEXTRACTPS   $0x01, X2, 20(CX)(R8*4)
+	CMPQ         R11, $0x1c
+	JL           dxnoneh_4lo
+	VEXTRACTPS   $0x02, X2, 24(CX)(R8*4)
+
+dxnoneh_4lo:
+	ADDQ R10, R8
+
+dxnonentloop:
+	CMPQ     R8, R9
+	JG       dxnoneone
+	VMOVUPS  (DX)(R8*4), Y2
+	VMOVUPS  (BX)(R8*4), Y3
+	VMOVUPS  (SI)(R8*4), Y4
+	VMULPS   Y4, Y3, Y3
+	VMULPS   Y0, Y2, Y2
+	VSUBPS   Y2, Y3, Y3
+	VMULPS   Y1, Y3, Y3
+	VMOVNTPS Y3, (CX)(R8*4)
+	VMOVUPS  32(DX)(R8*4), Y2
+	VMOVUPS  32(BX)(R8*4), Y3
+	VMOVUPS  32(SI)(R8*4), Y4
+	VMULPS   Y4, Y3, Y3
+	VMULPS   Y0, Y2, Y2
+	VSUBPS   Y2, Y3, Y3
+	VMULPS   Y1, Y3, Y3
+	VMOVNTPS Y3, 32(CX)(R8*4)
+	VMOVUPS  64(DX)(R8*4), Y2
+	VMOVUPS  64(BX)(R8*4), Y3
+	VMOVUPS  64(SI)(R8*4), Y4
+	VMULPS   Y4, Y3, Y3
+	VMULPS   Y0, Y2, Y2
+	VSUBPS   Y2, Y3, Y3
+	VMULPS   Y1, Y3, Y3
+	VMOVNTPS Y3, 64(CX)(R8*4)
+	VMOVUPS  96(DX)(R8*4), Y2
+	VMOVUPS  96(BX)(R8*4), Y3
+	VMOVUPS  96(SI)(R8*4), Y4
+	VMULPS   Y4, Y3, Y3
+	VMULPS   Y0, Y2, Y2
+	VSUBPS   Y2, Y3, Y3
+	VMULPS   Y1, Y3, Y3
+	VMOVNTPS Y3, 96(CX)(R8*4)
+	ADDQ     $0x00000020, R8
+	JMP      dxnonentloop
 
 dxnoneone:
 	ADDQ $0x00000018, R9
@@ -41714,9 +42805,11 @@ rowdonenone:
 	JMP rowdone
 
 dxset:
-	XORQ R8, R8
-	MOVQ job_d+0(AX), R10
-	SUBQ $0x00000020, R10
+	XORQ  R8, R8
+	MOVQ  job_d+0(AX), R10
+	SUBQ  $0x00000020, R10
+	TESTL $0x00000001, job_flags+0(AX)
+	JNZ   dxsetnt
 
 dxsetloop:
 	CMPQ    R8, R10
@@ -41767,6 +42860,197 @@ dxsetloop:
 	VMOVUPS Y4, 96(CX)(R8*4)
 	ADDQ    $0x00000020, R8
 	JMP     dxsetloop
+
+dxsetnt:
+	// Up to the first vector-aligned element of dx with a partial vector, then non-temporal stores.
+	MOVQ CX, R11
+	NEGQ R11
+	ANDQ $0x0000001f, R11
+	SHRQ $0x02, R11
+	JZ   dxsetntloop
+	CMPQ R11, job_d+0(AX)
+	JLE  dxsethead
+	MOVQ job_d+0(AX), R11
+
+dxsethead:
+	MOVQ      R11, R12
+	SHLQ      $0x02, R12
+	VXORPS    Y2, Y2, Y2
+	VMOVSS    (DX)(R8*4), X2
+	CMPQ      R12, $0x08
+	JL        dxseth_1lo
+	VINSERTPS $0x10, 4(DX)(R8*4), X2, X2
+	CMPQ      R12, $0x0c
+	JL        dxseth_1lo
+	VINSERTPS $0x20, 8(DX)(R8*4), X2, X2
+	CMPQ      R12, $0x10
+	JL        dxseth_1lo
+	VINSERTPS $0x30, 12(DX)(R8*4), X2, X2
+	CMPQ      R12, $0x14
+	JL        dxseth_1lo
+	VMOVSS    16(DX)(R8*4), X3
+	CMPQ      R12, $0x18
+	JL        dxseth_1hi
+	VINSERTPS $0x10, 20(DX)(R8*4), X3, X3
+	CMPQ      R12, $0x1c
+	JL        dxseth_1hi
+	VINSERTPS $0x20, 24(DX)(R8*4), X3, X3
+
+dxseth_1hi:
+	VINSERTF128 $0x01, X3, Y2, Y2
+
+dxseth_1lo:
+	VXORPS    Y3, Y3, Y3
+	VMOVSS    (BX)(R8*4), X3
+	CMPQ      R12, $0x08
+	JL        dxseth_2lo
+	VINSERTPS $0x10, 4(BX)(R8*4), X3, X3
+	CMPQ      R12, $0x0c
+	JL        dxseth_2lo
+	VINSERTPS $0x20, 8(BX)(R8*4), X3, X3
+	CMPQ      R12, $0x10
+	JL        dxseth_2lo
+	VINSERTPS $0x30, 12(BX)(R8*4), X3, X3
+	CMPQ      R12, $0x14
+	JL        dxseth_2lo
+	VMOVSS    16(BX)(R8*4), X4
+	CMPQ      R12, $0x18
+	JL        dxseth_2hi
+	VINSERTPS $0x10, 20(BX)(R8*4), X4, X4
+	CMPQ      R12, $0x1c
+	JL        dxseth_2hi
+	VINSERTPS $0x20, 24(BX)(R8*4), X4, X4
+
+dxseth_2hi:
+	VINSERTF128 $0x01, X4, Y3, Y3
+
+dxseth_2lo:
+	VXORPS    Y4, Y4, Y4
+	VMOVSS    (SI)(R8*4), X4
+	CMPQ      R12, $0x08
+	JL        dxseth_3lo
+	VINSERTPS $0x10, 4(SI)(R8*4), X4, X4
+	CMPQ      R12, $0x0c
+	JL        dxseth_3lo
+	VINSERTPS $0x20, 8(SI)(R8*4), X4, X4
+	CMPQ      R12, $0x10
+	JL        dxseth_3lo
+	VINSERTPS $0x30, 12(SI)(R8*4), X4, X4
+	CMPQ      R12, $0x14
+	JL        dxseth_3lo
+	VMOVSS    16(SI)(R8*4), X5
+	CMPQ      R12, $0x18
+	JL        dxseth_3hi
+	VINSERTPS $0x10, 20(SI)(R8*4), X5, X5
+	CMPQ      R12, $0x1c
+	JL        dxseth_3hi
+	VINSERTPS $0x20, 24(SI)(R8*4), X5, X5
+
+dxseth_3hi:
+	VINSERTF128 $0x01, X5, Y4, Y4
+
+dxseth_3lo:
+	VMULPS       Y4, Y3, Y4
+	VMULPS       Y0, Y2, Y5
+	VSUBPS       Y5, Y4, Y4
+	VMULPS       Y1, Y4, Y4
+	VMULPS       Y1, Y2, Y2
+	VMULPS       Y2, Y3, Y2
+	VMOVSS       X2, (R9)(R8*4)
+	CMPQ         R12, $0x08
+	JL           dxseth_4lo
+	VEXTRACTPS   $0x01, X2, 4(R9)(R8*4)
+	CMPQ         R12, $0x0c
+	JL           dxseth_4lo
+	VEXTRACTPS   $0x02, X2, 8(R9)(R8*4)
+	CMPQ         R12, $0x10
+	JL           dxseth_4lo
+	VEXTRACTPS   $0x03, X2, 12(R9)(R8*4)
+	VEXTRACTF128 $0x01, Y2, X2
+	CMPQ         R12, $0x14
+	JL           dxseth_4lo
+	VEXTRACTPS   $0x00, X2, 16(R9)(R8*4)
+	CMPQ         R12, $0x18
+	JL           dxseth_4lo
+	VEXTRACTPS   $0x01, X2, 20(R9)(R8*4)
+	CMPQ         R12, $0x1c
+	JL           dxseth_4lo
+	VEXTRACTPS   $0x02, X2, 24(R9)(R8*4)
+
+dxseth_4lo:
+	VMOVSS       X4, (CX)(R8*4)
+	CMPQ         R12, $0x08
+	JL           dxseth_5lo
+	VEXTRACTPS   $0x01, X4, 4(CX)(R8*4)
+	CMPQ         R12, $0x0c
+	JL           dxseth_5lo
+	VEXTRACTPS   $0x02, X4, 8(CX)(R8*4)
+	CMPQ         R12, $0x10
+	JL           dxseth_5lo
+	VEXTRACTPS   $0x03, X4, 12(CX)(R8*4)
+	VEXTRACTF128 $0x01, Y4, X2
+	CMPQ         R12, $0x14
+	JL           dxseth_5lo
+	VEXTRACTPS   $0x00, X2, 16(CX)(R8*4)
+	CMPQ         R12, $0x18
+	JL           dxseth_5lo
+	VEXTRACTPS   $0x01, X2, 20(CX)(R8*4)
+	CMPQ         R12, $0x1c
+	JL           dxseth_5lo
+	VEXTRACTPS   $0x02, X2, 24(CX)(R8*4)
+
+dxseth_5lo:
+	ADDQ R11, R8
+
+dxsetntloop:
+	CMPQ     R8, R10
+	JG       dxsetone
+	VMOVUPS  (DX)(R8*4), Y2
+	VMOVUPS  (BX)(R8*4), Y3
+	VMOVUPS  (SI)(R8*4), Y4
+	VMULPS   Y4, Y3, Y4
+	VMULPS   Y0, Y2, Y5
+	VSUBPS   Y5, Y4, Y4
+	VMULPS   Y1, Y4, Y4
+	VMULPS   Y1, Y2, Y2
+	VMULPS   Y2, Y3, Y2
+	VMOVUPS  Y2, (R9)(R8*4)
+	VMOVNTPS Y4, (CX)(R8*4)
+	VMOVUPS  32(DX)(R8*4), Y2
+	VMOVUPS  32(BX)(R8*4), Y3
+	VMOVUPS  32(SI)(R8*4), Y4
+	VMULPS   Y4, Y3, Y4
+	VMULPS   Y0, Y2, Y5
+	VSUBPS   Y5, Y4, Y4
+	VMULPS   Y1, Y4, Y4
+	VMULPS   Y1, Y2, Y2
+	VMULPS   Y2, Y3, Y2
+	VMOVUPS  Y2, 32(R9)(R8*4)
+	VMOVNTPS Y4, 32(CX)(R8*4)
+	VMOVUPS  64(DX)(R8*4), Y2
+	VMOVUPS  64(BX)(R8*4), Y3
+	VMOVUPS  64(SI)(R8*4), Y4
+	VMULPS   Y4, Y3, Y4
+	VMULPS   Y0, Y2, Y5
+	VSUBPS   Y5, Y4, Y4
+	VMULPS   Y1, Y4, Y4
+	VMULPS   Y1, Y2, Y2
+	VMULPS   Y2, Y3, Y2
+	VMOVUPS  Y2, 64(R9)(R8*4)
+	VMOVNTPS Y4, 64(CX)(R8*4)
+	VMOVUPS  96(DX)(R8*4), Y2
+	VMOVUPS  96(BX)(R8*4), Y3
+	VMOVUPS  96(SI)(R8*4), Y4
+	VMULPS   Y4, Y3, Y4
+	VMULPS   Y0, Y2, Y5
+	VSUBPS   Y5, Y4, Y4
+	VMULPS   Y1, Y4, Y4
+	VMULPS   Y1, Y2, Y2
+	VMULPS   Y2, Y3, Y2
+	VMOVUPS  Y2, 96(R9)(R8*4)
+	VMOVNTPS Y4, 96(CX)(R8*4)
+	ADDQ     $0x00000020, R8
+	JMP      dxsetntloop
 
 dxsetone:
 	ADDQ $0x00000018, R10
@@ -41922,9 +43206,11 @@ rowdoneset:
 	JMP rowdone
 
 dxadd:
-	XORQ R8, R8
-	MOVQ job_d+0(AX), R10
-	SUBQ $0x00000020, R10
+	XORQ  R8, R8
+	MOVQ  job_d+0(AX), R10
+	SUBQ  $0x00000020, R10
+	TESTL $0x00000001, job_flags+0(AX)
+	JNZ   dxaddnt
 
 dxaddloop:
 	CMPQ    R8, R10
@@ -41983,6 +43269,231 @@ dxaddloop:
 	VMOVUPS Y4, 96(CX)(R8*4)
 	ADDQ    $0x00000020, R8
 	JMP     dxaddloop
+
+dxaddnt:
+	// Up to the first vector-aligned element of dx with a partial vector, then non-temporal stores.
+	MOVQ CX, R11
+	NEGQ R11
+	ANDQ $0x0000001f, R11
+	SHRQ $0x02, R11
+	JZ   dxaddntloop
+	CMPQ R11, job_d+0(AX)
+	JLE  dxaddhead
+	MOVQ job_d+0(AX), R11
+
+dxaddhead:
+	MOVQ      R11, R12
+	SHLQ      $0x02, R12
+	VXORPS    Y2, Y2, Y2
+	VMOVSS    (DX)(R8*4), X2
+	CMPQ      R12, $0x08
+	JL        dxaddh_1lo
+	VINSERTPS $0x10, 4(DX)(R8*4), X2, X2
+	CMPQ      R12, $0x0c
+	JL        dxaddh_1lo
+	VINSERTPS $0x20, 8(DX)(R8*4), X2, X2
+	CMPQ      R12, $0x10
+	JL        dxaddh_1lo
+	VINSERTPS $0x30, 12(DX)(R8*4), X2, X2
+	CMPQ      R12, $0x14
+	JL        dxaddh_1lo
+	VMOVSS    16(DX)(R8*4), X3
+	CMPQ      R12, $0x18
+	JL        dxaddh_1hi
+	VINSERTPS $0x10, 20(DX)(R8*4), X3, X3
+	CMPQ      R12, $0x1c
+	JL        dxaddh_1hi
+	VINSERTPS $0x20, 24(DX)(R8*4), X3, X3
+
+dxaddh_1hi:
+	VINSERTF128 $0x01, X3, Y2, Y2
+
+dxaddh_1lo:
+	VXORPS    Y3, Y3, Y3
+	VMOVSS    (BX)(R8*4), X3
+	CMPQ      R12, $0x08
+	JL        dxaddh_2lo
+	VINSERTPS $0x10, 4(BX)(R8*4), X3, X3
+	CMPQ      R12, $0x0c
+	JL        dxaddh_2lo
+	VINSERTPS $0x20, 8(BX)(R8*4), X3, X3
+	CMPQ      R12, $0x10
+	JL        dxaddh_2lo
+	VINSERTPS $0x30, 12(BX)(R8*4), X3, X3
+	CMPQ      R12, $0x14
+	JL        dxaddh_2lo
+	VMOVSS    16(BX)(R8*4), X4
+	CMPQ      R12, $0x18
+	JL        dxaddh_2hi
+	VINSERTPS $0x10, 20(BX)(R8*4), X4, X4
+	CMPQ      R12, $0x1c
+	JL        dxaddh_2hi
+	VINSERTPS $0x20, 24(BX)(R8*4), X4, X4
+
+dxaddh_2hi:
+	VINSERTF128 $0x01, X4, Y3, Y3
+
+dxaddh_2lo:
+	VXORPS    Y4, Y4, Y4
+	VMOVSS    (SI)(R8*4), X4
+	CMPQ      R12, $0x08
+	JL        dxaddh_3lo
+	VINSERTPS $0x10, 4(SI)(R8*4), X4, X4
+	CMPQ      R12, $0x0c
+	JL        dxaddh_3lo
+	VINSERTPS $0x20, 8(SI)(R8*4), X4, X4
+	CMPQ      R12, $0x10
+	JL        dxaddh_3lo
+	VINSERTPS $0x30, 12(SI)(R8*4), X4, X4
+	CMPQ      R12, $0x14
+	JL        dxaddh_3lo
+	VMOVSS    16(SI)(R8*4), X5
+	CMPQ      R12, $0x18
+	JL        dxaddh_3hi
+	VINSERTPS $0x10, 20(SI)(R8*4), X5, X5
+	CMPQ      R12, $0x1c
+	JL        dxaddh_3hi
+	VINSERTPS $0x20, 24(SI)(R8*4), X5, X5
+
+dxaddh_3hi:
+	VINSERTF128 $0x01, X5, Y4, Y4
+
+dxaddh_3lo:
+	VMULPS    Y4, Y3, Y4
+	VMULPS    Y0, Y2, Y5
+	VSUBPS    Y5, Y4, Y4
+	VMULPS    Y1, Y4, Y4
+	VMULPS    Y1, Y2, Y2
+	VMULPS    Y2, Y3, Y2
+	VXORPS    Y3, Y3, Y3
+	VMOVSS    (R9)(R8*4), X3
+	CMPQ      R12, $0x08
+	JL        dxaddh_4lo
+	VINSERTPS $0x10, 4(R9)(R8*4), X3, X3
+	CMPQ      R12, $0x0c
+	JL        dxaddh_4lo
+	VINSERTPS $0x20, 8(R9)(R8*4), X3, X3
+	CMPQ      R12, $0x10
+	JL        dxaddh_4lo
+	VINSERTPS $0x30, 12(R9)(R8*4), X3, X3
+	CMPQ      R12, $0x14
+	JL        dxaddh_4lo
+	VMOVSS    16(R9)(R8*4), X5
+	CMPQ      R12, $0x18
+	JL        dxaddh_4hi
+	VINSERTPS $0x10, 20(R9)(R8*4), X5, X5
+	CMPQ      R12, $0x1c
+	JL        dxaddh_4hi
+	VINSERTPS $0x20, 24(R9)(R8*4), X5, X5
+
+dxaddh_4hi:
+	VINSERTF128 $0x01, X5, Y3, Y3
+
+dxaddh_4lo:
+	VADDPS       Y2, Y3, Y3
+	VMOVSS       X3, (R9)(R8*4)
+	CMPQ         R12, $0x08
+	JL           dxaddh_5lo
+	VEXTRACTPS   $0x01, X3, 4(R9)(R8*4)
+	CMPQ         R12, $0x0c
+	JL           dxaddh_5lo
+	VEXTRACTPS   $0x02, X3, 8(R9)(R8*4)
+	CMPQ         R12, $0x10
+	JL           dxaddh_5lo
+	VEXTRACTPS   $0x03, X3, 12(R9)(R8*4)
+	VEXTRACTF128 $0x01, Y3, X2
+	CMPQ         R12, $0x14
+	JL           dxaddh_5lo
+	VEXTRACTPS   $0x00, X2, 16(R9)(R8*4)
+	CMPQ         R12, $0x18
+	JL           dxaddh_5lo
+	VEXTRACTPS   $0x01, X2, 20(R9)(R8*4)
+	CMPQ         R12, $0x1c
+	JL           dxaddh_5lo
+	VEXTRACTPS   $0x02, X2, 24(R9)(R8*4)
+
+dxaddh_5lo:
+	VMOVSS       X4, (CX)(R8*4)
+	CMPQ         R12, $0x08
+	JL           dxaddh_6lo
+	VEXTRACTPS   $0x01, X4, 4(CX)(R8*4)
+	CMPQ         R12, $0x0c
+	JL           dxaddh_6lo
+	VEXTRACTPS   $0x02, X4, 8(CX)(R8*4)
+	CMPQ         R12, $0x10
+	JL           dxaddh_6lo
+	VEXTRACTPS   $0x03, X4, 12(CX)(R8*4)
+	VEXTRACTF128 $0x01, Y4, X2
+	CMPQ         R12, $0x14
+	JL           dxaddh_6lo
+	VEXTRACTPS   $0x00, X2, 16(CX)(R8*4)
+	CMPQ         R12, $0x18
+	JL           dxaddh_6lo
+	VEXTRACTPS   $0x01, X2, 20(CX)(R8*4)
+	CMPQ         R12, $0x1c
+	JL           dxaddh_6lo
+	VEXTRACTPS   $0x02, X2, 24(CX)(R8*4)
+
+dxaddh_6lo:
+	ADDQ R11, R8
+
+dxaddntloop:
+	CMPQ     R8, R10
+	JG       dxaddone
+	VMOVUPS  (DX)(R8*4), Y2
+	VMOVUPS  (BX)(R8*4), Y3
+	VMOVUPS  (SI)(R8*4), Y4
+	VMULPS   Y4, Y3, Y4
+	VMULPS   Y0, Y2, Y5
+	VSUBPS   Y5, Y4, Y4
+	VMULPS   Y1, Y4, Y4
+	VMULPS   Y1, Y2, Y2
+	VMULPS   Y2, Y3, Y2
+	VMOVUPS  (R9)(R8*4), Y3
+	VADDPS   Y2, Y3, Y3
+	VMOVUPS  Y3, (R9)(R8*4)
+	VMOVNTPS Y4, (CX)(R8*4)
+	VMOVUPS  32(DX)(R8*4), Y2
+	VMOVUPS  32(BX)(R8*4), Y3
+	VMOVUPS  32(SI)(R8*4), Y4
+	VMULPS   Y4, Y3, Y4
+	VMULPS   Y0, Y2, Y5
+	VSUBPS   Y5, Y4, Y4
+	VMULPS   Y1, Y4, Y4
+	VMULPS   Y1, Y2, Y2
+	VMULPS   Y2, Y3, Y2
+	VMOVUPS  32(R9)(R8*4), Y3
+	VADDPS   Y2, Y3, Y3
+	VMOVUPS  Y3, 32(R9)(R8*4)
+	VMOVNTPS Y4, 32(CX)(R8*4)
+	VMOVUPS  64(DX)(R8*4), Y2
+	VMOVUPS  64(BX)(R8*4), Y3
+	VMOVUPS  64(SI)(R8*4), Y4
+	VMULPS   Y4, Y3, Y4
+	VMULPS   Y0, Y2, Y5
+	VSUBPS   Y5, Y4, Y4
+	VMULPS   Y1, Y4, Y4
+	VMULPS   Y1, Y2, Y2
+	VMULPS   Y2, Y3, Y2
+	VMOVUPS  64(R9)(R8*4), Y3
+	VADDPS   Y2, Y3, Y3
+	VMOVUPS  Y3, 64(R9)(R8*4)
+	VMOVNTPS Y4, 64(CX)(R8*4)
+	VMOVUPS  96(DX)(R8*4), Y2
+	VMOVUPS  96(BX)(R8*4), Y3
+	VMOVUPS  96(SI)(R8*4), Y4
+	VMULPS   Y4, Y3, Y4
+	VMULPS   Y0, Y2, Y5
+	VSUBPS   Y5, Y4, Y4
+	VMULPS   Y1, Y4, Y4
+	VMULPS   Y1, Y2, Y2
+	VMULPS   Y2, Y3, Y2
+	VMOVUPS  96(R9)(R8*4), Y3
+	VADDPS   Y2, Y3, Y3
+	VMOVUPS  Y3, 96(R9)(R8*4)
+	VMOVNTPS Y4, 96(CX)(R8*4)
+	ADDQ     $0x00000020, R8
+	JMP      dxaddntloop
 
 dxaddone:
 	ADDQ $0x00000018, R10
@@ -42166,9 +43677,11 @@ rowdoneadd:
 	JMP rowdone
 
 dxfuselast:
-	XORQ R10, R10
-	MOVQ job_d+0(AX), R11
-	SUBQ $0x00000020, R11
+	XORQ  R10, R10
+	MOVQ  job_d+0(AX), R11
+	SUBQ  $0x00000020, R11
+	TESTL $0x00000001, job_flags+0(AX)
+	JNZ   dxfuselastnt
 
 dxfuselastloop:
 	CMPQ    R10, R11
@@ -42235,6 +43748,265 @@ dxfuselastloop:
 	VMOVUPS Y4, 96(CX)(R10*4)
 	ADDQ    $0x00000020, R10
 	JMP     dxfuselastloop
+
+dxfuselastnt:
+	// Up to the first vector-aligned element of dx with a partial vector, then non-temporal stores.
+	MOVQ CX, R12
+	NEGQ R12
+	ANDQ $0x0000001f, R12
+	SHRQ $0x02, R12
+	JZ   dxfuselastntloop
+	CMPQ R12, job_d+0(AX)
+	JLE  dxfuselasthead
+	MOVQ job_d+0(AX), R12
+
+dxfuselasthead:
+	MOVQ      R12, R13
+	SHLQ      $0x02, R13
+	VXORPS    Y2, Y2, Y2
+	VMOVSS    (DX)(R10*4), X2
+	CMPQ      R13, $0x08
+	JL        dxfuselasth_1lo
+	VINSERTPS $0x10, 4(DX)(R10*4), X2, X2
+	CMPQ      R13, $0x0c
+	JL        dxfuselasth_1lo
+	VINSERTPS $0x20, 8(DX)(R10*4), X2, X2
+	CMPQ      R13, $0x10
+	JL        dxfuselasth_1lo
+	VINSERTPS $0x30, 12(DX)(R10*4), X2, X2
+	CMPQ      R13, $0x14
+	JL        dxfuselasth_1lo
+	VMOVSS    16(DX)(R10*4), X3
+	CMPQ      R13, $0x18
+	JL        dxfuselasth_1hi
+	VINSERTPS $0x10, 20(DX)(R10*4), X3, X3
+	CMPQ      R13, $0x1c
+	JL        dxfuselasth_1hi
+	VINSERTPS $0x20, 24(DX)(R10*4), X3, X3
+
+dxfuselasth_1hi:
+	VINSERTF128 $0x01, X3, Y2, Y2
+
+dxfuselasth_1lo:
+	VXORPS    Y3, Y3, Y3
+	VMOVSS    (BX)(R10*4), X3
+	CMPQ      R13, $0x08
+	JL        dxfuselasth_2lo
+	VINSERTPS $0x10, 4(BX)(R10*4), X3, X3
+	CMPQ      R13, $0x0c
+	JL        dxfuselasth_2lo
+	VINSERTPS $0x20, 8(BX)(R10*4), X3, X3
+	CMPQ      R13, $0x10
+	JL        dxfuselasth_2lo
+	VINSERTPS $0x30, 12(BX)(R10*4), X3, X3
+	CMPQ      R13, $0x14
+	JL        dxfuselasth_2lo
+	VMOVSS    16(BX)(R10*4), X4
+	CMPQ      R13, $0x18
+	JL        dxfuselasth_2hi
+	VINSERTPS $0x10, 20(BX)(R10*4), X4, X4
+	CMPQ      R13, $0x1c
+	JL        dxfuselasth_2hi
+	VINSERTPS $0x20, 24(BX)(R10*4), X4, X4
+
+dxfuselasth_2hi:
+	VINSERTF128 $0x01, X4, Y3, Y3
+
+dxfuselasth_2lo:
+	VXORPS    Y4, Y4, Y4
+	VMOVSS    (SI)(R10*4), X4
+	CMPQ      R13, $0x08
+	JL        dxfuselasth_3lo
+	VINSERTPS $0x10, 4(SI)(R10*4), X4, X4
+	CMPQ      R13, $0x0c
+	JL        dxfuselasth_3lo
+	VINSERTPS $0x20, 8(SI)(R10*4), X4, X4
+	CMPQ      R13, $0x10
+	JL        dxfuselasth_3lo
+	VINSERTPS $0x30, 12(SI)(R10*4), X4, X4
+	CMPQ      R13, $0x14
+	JL        dxfuselasth_3lo
+	VMOVSS    16(SI)(R10*4), X5
+	CMPQ      R13, $0x18
+	JL        dxfuselasth_3hi
+	VINSERTPS $0x10, 20(SI)(R10*4), X5, X5
+	CMPQ      R13, $0x1c
+	JL        dxfuselasth_3hi
+	VINSERTPS $0x20, 24(SI)(R10*4), X5, X5
+
+dxfuselasth_3hi:
+	VINSERTF128 $0x01, X5, Y4, Y4
+
+dxfuselasth_3lo:
+	VMULPS    Y4, Y3, Y4
+	VMULPS    Y0, Y2, Y5
+	VSUBPS    Y5, Y4, Y4
+	VMULPS    Y1, Y4, Y4
+	VMULPS    Y1, Y2, Y2
+	VMULPS    Y2, Y3, Y2
+	VXORPS    Y3, Y3, Y3
+	VMOVSS    (R9)(R10*4), X3
+	CMPQ      R13, $0x08
+	JL        dxfuselasth_4lo
+	VINSERTPS $0x10, 4(R9)(R10*4), X3, X3
+	CMPQ      R13, $0x0c
+	JL        dxfuselasth_4lo
+	VINSERTPS $0x20, 8(R9)(R10*4), X3, X3
+	CMPQ      R13, $0x10
+	JL        dxfuselasth_4lo
+	VINSERTPS $0x30, 12(R9)(R10*4), X3, X3
+	CMPQ      R13, $0x14
+	JL        dxfuselasth_4lo
+	VMOVSS    16(R9)(R10*4), X5
+	CMPQ      R13, $0x18
+	JL        dxfuselasth_4hi
+	VINSERTPS $0x10, 20(R9)(R10*4), X5, X5
+	CMPQ      R13, $0x1c
+	JL        dxfuselasth_4hi
+	VINSERTPS $0x20, 24(R9)(R10*4), X5, X5
+
+dxfuselasth_4hi:
+	VINSERTF128 $0x01, X5, Y3, Y3
+
+dxfuselasth_4lo:
+	VADDPS    Y2, Y3, Y3
+	VXORPS    Y2, Y2, Y2
+	VMOVSS    (R8)(R10*4), X2
+	CMPQ      R13, $0x08
+	JL        dxfuselasth_5lo
+	VINSERTPS $0x10, 4(R8)(R10*4), X2, X2
+	CMPQ      R13, $0x0c
+	JL        dxfuselasth_5lo
+	VINSERTPS $0x20, 8(R8)(R10*4), X2, X2
+	CMPQ      R13, $0x10
+	JL        dxfuselasth_5lo
+	VINSERTPS $0x30, 12(R8)(R10*4), X2, X2
+	CMPQ      R13, $0x14
+	JL        dxfuselasth_5lo
+	VMOVSS    16(R8)(R10*4), X5
+	CMPQ      R13, $0x18
+	JL        dxfuselasth_5hi
+	VINSERTPS $0x10, 20(R8)(R10*4), X5, X5
+	CMPQ      R13, $0x1c
+	JL        dxfuselasth_5hi
+	VINSERTPS $0x20, 24(R8)(R10*4), X5, X5
+
+dxfuselasth_5hi:
+	VINSERTF128 $0x01, X5, Y2, Y2
+
+dxfuselasth_5lo:
+	VADDPS       Y3, Y2, Y2
+	VMOVSS       X2, (R8)(R10*4)
+	CMPQ         R13, $0x08
+	JL           dxfuselasth_6lo
+	VEXTRACTPS   $0x01, X2, 4(R8)(R10*4)
+	CMPQ         R13, $0x0c
+	JL           dxfuselasth_6lo
+	VEXTRACTPS   $0x02, X2, 8(R8)(R10*4)
+	CMPQ         R13, $0x10
+	JL           dxfuselasth_6lo
+	VEXTRACTPS   $0x03, X2, 12(R8)(R10*4)
+	VEXTRACTF128 $0x01, Y2, X2
+	CMPQ         R13, $0x14
+	JL           dxfuselasth_6lo
+	VEXTRACTPS   $0x00, X2, 16(R8)(R10*4)
+	CMPQ         R13, $0x18
+	JL           dxfuselasth_6lo
+	VEXTRACTPS   $0x01, X2, 20(R8)(R10*4)
+	CMPQ         R13, $0x1c
+	JL           dxfuselasth_6lo
+	VEXTRACTPS   $0x02, X2, 24(R8)(R10*4)
+
+dxfuselasth_6lo:
+	VMOVSS       X4, (CX)(R10*4)
+	CMPQ         R13, $0x08
+	JL           dxfuselasth_7lo
+	VEXTRACTPS   $0x01, X4, 4(CX)(R10*4)
+	CMPQ         R13, $0x0c
+	JL           dxfuselasth_7lo
+	VEXTRACTPS   $0x02, X4, 8(CX)(R10*4)
+	CMPQ         R13, $0x10
+	JL           dxfuselasth_7lo
+	VEXTRACTPS   $0x03, X4, 12(CX)(R10*4)
+	VEXTRACTF128 $0x01, Y4, X2
+	CMPQ         R13, $0x14
+	JL           dxfuselasth_7lo
+	VEXTRACTPS   $0x00, X2, 16(CX)(R10*4)
+	CMPQ         R13, $0x18
+	JL           dxfuselasth_7lo
+	VEXTRACTPS   $0x01, X2, 20(CX)(R10*4)
+	CMPQ         R13, $0x1c
+	JL           dxfuselasth_7lo
+	VEXTRACTPS   $0x02, X2, 24(CX)(R10*4)
+
+dxfuselasth_7lo:
+	ADDQ R12, R10
+
+dxfuselastntloop:
+	CMPQ     R10, R11
+	JG       dxfuselastone
+	VMOVUPS  (DX)(R10*4), Y2
+	VMOVUPS  (BX)(R10*4), Y3
+	VMOVUPS  (SI)(R10*4), Y4
+	VMULPS   Y4, Y3, Y4
+	VMULPS   Y0, Y2, Y5
+	VSUBPS   Y5, Y4, Y4
+	VMULPS   Y1, Y4, Y4
+	VMULPS   Y1, Y2, Y2
+	VMULPS   Y2, Y3, Y2
+	VMOVUPS  (R9)(R10*4), Y3
+	VADDPS   Y2, Y3, Y3
+	VMOVUPS  (R8)(R10*4), Y2
+	VADDPS   Y3, Y2, Y2
+	VMOVUPS  Y2, (R8)(R10*4)
+	VMOVNTPS Y4, (CX)(R10*4)
+	VMOVUPS  32(DX)(R10*4), Y2
+	VMOVUPS  32(BX)(R10*4), Y3
+	VMOVUPS  32(SI)(R10*4), Y4
+	VMULPS   Y4, Y3, Y4
+	VMULPS   Y0, Y2, Y5
+	VSUBPS   Y5, Y4, Y4
+	VMULPS   Y1, Y4, Y4
+	VMULPS   Y1, Y2, Y2
+	VMULPS   Y2, Y3, Y2
+	VMOVUPS  32(R9)(R10*4), Y3
+	VADDPS   Y2, Y3, Y3
+	VMOVUPS  32(R8)(R10*4), Y2
+	VADDPS   Y3, Y2, Y2
+	VMOVUPS  Y2, 32(R8)(R10*4)
+	VMOVNTPS Y4, 32(CX)(R10*4)
+	VMOVUPS  64(DX)(R10*4), Y2
+	VMOVUPS  64(BX)(R10*4), Y3
+	VMOVUPS  64(SI)(R10*4), Y4
+	VMULPS   Y4, Y3, Y4
+	VMULPS   Y0, Y2, Y5
+	VSUBPS   Y5, Y4, Y4
+	VMULPS   Y1, Y4, Y4
+	VMULPS   Y1, Y2, Y2
+	VMULPS   Y2, Y3, Y2
+	VMOVUPS  64(R9)(R10*4), Y3
+	VADDPS   Y2, Y3, Y3
+	VMOVUPS  64(R8)(R10*4), Y2
+	VADDPS   Y3, Y2, Y2
+	VMOVUPS  Y2, 64(R8)(R10*4)
+	VMOVNTPS Y4, 64(CX)(R10*4)
+	VMOVUPS  96(DX)(R10*4), Y2
+	VMOVUPS  96(BX)(R10*4), Y3
+	VMOVUPS  96(SI)(R10*4), Y4
+	VMULPS   Y4, Y3, Y4
+	VMULPS   Y0, Y2, Y5
+	VSUBPS   Y5, Y4, Y4
+	VMULPS   Y1, Y4, Y4
+	VMULPS   Y1, Y2, Y2
+	VMULPS   Y2, Y3, Y2
+	VMOVUPS  96(R9)(R10*4), Y3
+	VADDPS   Y2, Y3, Y3
+	VMOVUPS  96(R8)(R10*4), Y2
+	VADDPS   Y3, Y2, Y2
+	VMOVUPS  Y2, 96(R8)(R10*4)
+	VMOVNTPS Y4, 96(CX)(R10*4)
+	ADDQ     $0x00000020, R10
+	JMP      dxfuselastntloop
 
 dxfuselastone:
 	ADDQ $0x00000018, R11
@@ -42446,9 +44218,11 @@ rowdonefuselast:
 	JMP rowdone
 
 dxfusesingle:
-	XORQ R9, R9
-	MOVQ job_d+0(AX), R10
-	SUBQ $0x00000020, R10
+	XORQ  R9, R9
+	MOVQ  job_d+0(AX), R10
+	SUBQ  $0x00000020, R10
+	TESTL $0x00000001, job_flags+0(AX)
+	JNZ   dxfusesinglent
 
 dxfusesingleloop:
 	CMPQ    R9, R10
@@ -42507,6 +44281,231 @@ dxfusesingleloop:
 	VMOVUPS Y4, 96(CX)(R9*4)
 	ADDQ    $0x00000020, R9
 	JMP     dxfusesingleloop
+
+dxfusesinglent:
+	// Up to the first vector-aligned element of dx with a partial vector, then non-temporal stores.
+	MOVQ CX, R11
+	NEGQ R11
+	ANDQ $0x0000001f, R11
+	SHRQ $0x02, R11
+	JZ   dxfusesinglentloop
+	CMPQ R11, job_d+0(AX)
+	JLE  dxfusesinglehead
+	MOVQ job_d+0(AX), R11
+
+dxfusesinglehead:
+	MOVQ      R11, R12
+	SHLQ      $0x02, R12
+	VXORPS    Y2, Y2, Y2
+	VMOVSS    (DX)(R9*4), X2
+	CMPQ      R12, $0x08
+	JL        dxfusesingleh_1lo
+	VINSERTPS $0x10, 4(DX)(R9*4), X2, X2
+	CMPQ      R12, $0x0c
+	JL        dxfusesingleh_1lo
+	VINSERTPS $0x20, 8(DX)(R9*4), X2, X2
+	CMPQ      R12, $0x10
+	JL        dxfusesingleh_1lo
+	VINSERTPS $0x30, 12(DX)(R9*4), X2, X2
+	CMPQ      R12, $0x14
+	JL        dxfusesingleh_1lo
+	VMOVSS    16(DX)(R9*4), X3
+	CMPQ      R12, $0x18
+	JL        dxfusesingleh_1hi
+	VINSERTPS $0x10, 20(DX)(R9*4), X3, X3
+	CMPQ      R12, $0x1c
+	JL        dxfusesingleh_1hi
+	VINSERTPS $0x20, 24(DX)(R9*4), X3, X3
+
+dxfusesingleh_1hi:
+	VINSERTF128 $0x01, X3, Y2, Y2
+
+dxfusesingleh_1lo:
+	VXORPS    Y3, Y3, Y3
+	VMOVSS    (BX)(R9*4), X3
+	CMPQ      R12, $0x08
+	JL        dxfusesingleh_2lo
+	VINSERTPS $0x10, 4(BX)(R9*4), X3, X3
+	CMPQ      R12, $0x0c
+	JL        dxfusesingleh_2lo
+	VINSERTPS $0x20, 8(BX)(R9*4), X3, X3
+	CMPQ      R12, $0x10
+	JL        dxfusesingleh_2lo
+	VINSERTPS $0x30, 12(BX)(R9*4), X3, X3
+	CMPQ      R12, $0x14
+	JL        dxfusesingleh_2lo
+	VMOVSS    16(BX)(R9*4), X4
+	CMPQ      R12, $0x18
+	JL        dxfusesingleh_2hi
+	VINSERTPS $0x10, 20(BX)(R9*4), X4, X4
+	CMPQ      R12, $0x1c
+	JL        dxfusesingleh_2hi
+	VINSERTPS $0x20, 24(BX)(R9*4), X4, X4
+
+dxfusesingleh_2hi:
+	VINSERTF128 $0x01, X4, Y3, Y3
+
+dxfusesingleh_2lo:
+	VXORPS    Y4, Y4, Y4
+	VMOVSS    (SI)(R9*4), X4
+	CMPQ      R12, $0x08
+	JL        dxfusesingleh_3lo
+	VINSERTPS $0x10, 4(SI)(R9*4), X4, X4
+	CMPQ      R12, $0x0c
+	JL        dxfusesingleh_3lo
+	VINSERTPS $0x20, 8(SI)(R9*4), X4, X4
+	CMPQ      R12, $0x10
+	JL        dxfusesingleh_3lo
+	VINSERTPS $0x30, 12(SI)(R9*4), X4, X4
+	CMPQ      R12, $0x14
+	JL        dxfusesingleh_3lo
+	VMOVSS    16(SI)(R9*4), X5
+	CMPQ      R12, $0x18
+	JL        dxfusesingleh_3hi
+	VINSERTPS $0x10, 20(SI)(R9*4), X5, X5
+	CMPQ      R12, $0x1c
+	JL        dxfusesingleh_3hi
+	VINSERTPS $0x20, 24(SI)(R9*4), X5, X5
+
+dxfusesingleh_3hi:
+	VINSERTF128 $0x01, X5, Y4, Y4
+
+dxfusesingleh_3lo:
+	VMULPS    Y4, Y3, Y4
+	VMULPS    Y0, Y2, Y5
+	VSUBPS    Y5, Y4, Y4
+	VMULPS    Y1, Y4, Y4
+	VMULPS    Y1, Y2, Y2
+	VMULPS    Y2, Y3, Y2
+	VXORPS    Y3, Y3, Y3
+	VMOVSS    (R8)(R9*4), X3
+	CMPQ      R12, $0x08
+	JL        dxfusesingleh_4lo
+	VINSERTPS $0x10, 4(R8)(R9*4), X3, X3
+	CMPQ      R12, $0x0c
+	JL        dxfusesingleh_4lo
+	VINSERTPS $0x20, 8(R8)(R9*4), X3, X3
+	CMPQ      R12, $0x10
+	JL        dxfusesingleh_4lo
+	VINSERTPS $0x30, 12(R8)(R9*4), X3, X3
+	CMPQ      R12, $0x14
+	JL        dxfusesingleh_4lo
+	VMOVSS    16(R8)(R9*4), X5
+	CMPQ      R12, $0x18
+	JL        dxfusesingleh_4hi
+	VINSERTPS $0x10, 20(R8)(R9*4), X5, X5
+	CMPQ      R12, $0x1c
+	JL        dxfusesingleh_4hi
+	VINSERTPS $0x20, 24(R8)(R9*4), X5, X5
+
+dxfusesingleh_4hi:
+	VINSERTF128 $0x01, X5, Y3, Y3
+
+dxfusesingleh_4lo:
+	VADDPS       Y2, Y3, Y3
+	VMOVSS       X3, (R8)(R9*4)
+	CMPQ         R12, $0x08
+	JL           dxfusesingleh_5lo
+	VEXTRACTPS   $0x01, X3, 4(R8)(R9*4)
+	CMPQ         R12, $0x0c
+	JL           dxfusesingleh_5lo
+	VEXTRACTPS   $0x02, X3, 8(R8)(R9*4)
+	CMPQ         R12, $0x10
+	JL           dxfusesingleh_5lo
+	VEXTRACTPS   $0x03, X3, 12(R8)(R9*4)
+	VEXTRACTF128 $0x01, Y3, X2
+	CMPQ         R12, $0x14
+	JL           dxfusesingleh_5lo
+	VEXTRACTPS   $0x00, X2, 16(R8)(R9*4)
+	CMPQ         R12, $0x18
+	JL           dxfusesingleh_5lo
+	VEXTRACTPS   $0x01, X2, 20(R8)(R9*4)
+	CMPQ         R12, $0x1c
+	JL           dxfusesingleh_5lo
+	VEXTRACTPS   $0x02, X2, 24(R8)(R9*4)
+
+dxfusesingleh_5lo:
+	VMOVSS       X4, (CX)(R9*4)
+	CMPQ         R12, $0x08
+	JL           dxfusesingleh_6lo
+	VEXTRACTPS   $0x01, X4, 4(CX)(R9*4)
+	CMPQ         R12, $0x0c
+	JL           dxfusesingleh_6lo
+	VEXTRACTPS   $0x02, X4, 8(CX)(R9*4)
+	CMPQ         R12, $0x10
+	JL           dxfusesingleh_6lo
+	VEXTRACTPS   $0x03, X4, 12(CX)(R9*4)
+	VEXTRACTF128 $0x01, Y4, X2
+	CMPQ         R12, $0x14
+	JL           dxfusesingleh_6lo
+	VEXTRACTPS   $0x00, X2, 16(CX)(R9*4)
+	CMPQ         R12, $0x18
+	JL           dxfusesingleh_6lo
+	VEXTRACTPS   $0x01, X2, 20(CX)(R9*4)
+	CMPQ         R12, $0x1c
+	JL           dxfusesingleh_6lo
+	VEXTRACTPS   $0x02, X2, 24(CX)(R9*4)
+
+dxfusesingleh_6lo:
+	ADDQ R11, R9
+
+dxfusesinglentloop:
+	CMPQ     R9, R10
+	JG       dxfusesingleone
+	VMOVUPS  (DX)(R9*4), Y2
+	VMOVUPS  (BX)(R9*4), Y3
+	VMOVUPS  (SI)(R9*4), Y4
+	VMULPS   Y4, Y3, Y4
+	VMULPS   Y0, Y2, Y5
+	VSUBPS   Y5, Y4, Y4
+	VMULPS   Y1, Y4, Y4
+	VMULPS   Y1, Y2, Y2
+	VMULPS   Y2, Y3, Y2
+	VMOVUPS  (R8)(R9*4), Y3
+	VADDPS   Y2, Y3, Y3
+	VMOVUPS  Y3, (R8)(R9*4)
+	VMOVNTPS Y4, (CX)(R9*4)
+	VMOVUPS  32(DX)(R9*4), Y2
+	VMOVUPS  32(BX)(R9*4), Y3
+	VMOVUPS  32(SI)(R9*4), Y4
+	VMULPS   Y4, Y3, Y4
+	VMULPS   Y0, Y2, Y5
+	VSUBPS   Y5, Y4, Y4
+	VMULPS   Y1, Y4, Y4
+	VMULPS   Y1, Y2, Y2
+	VMULPS   Y2, Y3, Y2
+	VMOVUPS  32(R8)(R9*4), Y3
+	VADDPS   Y2, Y3, Y3
+	VMOVUPS  Y3, 32(R8)(R9*4)
+	VMOVNTPS Y4, 32(CX)(R9*4)
+	VMOVUPS  64(DX)(R9*4), Y2
+	VMOVUPS  64(BX)(R9*4), Y3
+	VMOVUPS  64(SI)(R9*4), Y4
+	VMULPS   Y4, Y3, Y4
+	VMULPS   Y0, Y2, Y5
+	VSUBPS   Y5, Y4, Y4
+	VMULPS   Y1, Y4, Y4
+	VMULPS   Y1, Y2, Y2
+	VMULPS   Y2, Y3, Y2
+	VMOVUPS  64(R8)(R9*4), Y3
+	VADDPS   Y2, Y3, Y3
+	VMOVUPS  Y3, 64(R8)(R9*4)
+	VMOVNTPS Y4, 64(CX)(R9*4)
+	VMOVUPS  96(DX)(R9*4), Y2
+	VMOVUPS  96(BX)(R9*4), Y3
+	VMOVUPS  96(SI)(R9*4), Y4
+	VMULPS   Y4, Y3, Y4
+	VMULPS   Y0, Y2, Y5
+	VSUBPS   Y5, Y4, Y4
+	VMULPS   Y1, Y4, Y4
+	VMULPS   Y1, Y2, Y2
+	VMULPS   Y2, Y3, Y2
+	VMOVUPS  96(R8)(R9*4), Y3
+	VADDPS   Y2, Y3, Y3
+	VMOVUPS  Y3, 96(R8)(R9*4)
+	VMOVNTPS Y4, 96(CX)(R9*4)
+	ADDQ     $0x00000020, R9
+	JMP      dxfusesinglentloop
 
 dxfusesingleone:
 	ADDQ $0x00000018, R10
@@ -42696,13 +44695,18 @@ rowdone:
 	JMP  row
 
 ret:
+	TESTL $0x00000001, job_flags+0(AX)
+	JZ    vzero
+	SFENCE
+
+vzero:
 	VZEROUPPER
 	MOVQ (SP), AX
 	MOVQ AX, ret+24(FP)
 	RET
 
 // func avx2BackwardOffset(j uintptr, from int, to int) int
-// Requires: AVX, AVX2
+// Requires: AVX, AVX2, MMX+
 TEXT ·avx2BackwardOffset(SB), NOSPLIT, $16-32
 	// avx2BackwardOffset computes the gradient of rows [from, to) of the job: with g = dy*(1+w), c the
 	// contract's sum of g*x and s = ((inv*inv)*c)/d, dx = inv*(g - x*s); and, when the job has a
@@ -44050,9 +46054,11 @@ fusednotfirst:
 	JMP   dxadd
 
 dxnone:
-	XORQ R8, R8
-	MOVQ job_d+0(AX), R9
-	SUBQ $0x00000020, R9
+	XORQ  R8, R8
+	MOVQ  job_d+0(AX), R9
+	SUBQ  $0x00000020, R9
+	TESTL $0x00000001, job_flags+0(AX)
+	JNZ   dxnonent
 
 dxnoneloop:
 	CMPQ    R8, R9
@@ -44095,6 +46101,166 @@ dxnoneloop:
 	VMOVUPS Y4, 96(CX)(R8*4)
 	ADDQ    $0x00000020, R8
 	JMP     dxnoneloop
+
+dxnonent:
+	// Up to the first vector-aligned element of dx with a partial vector, then non-temporal stores.
+	MOVQ CX, R10
+	NEGQ R10
+	ANDQ $0x0000001f, R10
+	SHRQ $0x02, R10
+	JZ   dxnonentloop
+	CMPQ R10, job_d+0(AX)
+	JLE  dxnonehead
+	MOVQ job_d+0(AX), R10
+
+dxnonehead:
+	MOVQ      R10, R11
+	SHLQ      $0x02, R11
+	VXORPS    Y3, Y3, Y3
+	VMOVSS    (DX)(R8*4), X3
+	CMPQ      R11, $0x08
+	JL        dxnoneh_1lo
+	VINSERTPS $0x10, 4(DX)(R8*4), X3, X3
+	CMPQ      R11, $0x0c
+	JL        dxnoneh_1lo
+	VINSERTPS $0x20, 8(DX)(R8*4), X3, X3
+	CMPQ      R11, $0x10
+	JL        dxnoneh_1lo
+	VINSERTPS $0x30, 12(DX)(R8*4), X3, X3
+	CMPQ      R11, $0x14
+	JL        dxnoneh_1lo
+	VMOVSS    16(DX)(R8*4), X4
+	CMPQ      R11, $0x18
+	JL        dxnoneh_1hi
+	VINSERTPS $0x10, 20(DX)(R8*4), X4, X4
+	CMPQ      R11, $0x1c
+	JL        dxnoneh_1hi
+	VINSERTPS $0x20, 24(DX)(R8*4), X4, X4
+
+dxnoneh_1hi:
+	VINSERTF128 $0x01, X4, Y3, Y3
+
+dxnoneh_1lo:
+	VXORPS    Y4, Y4, Y4
+	VMOVSS    (BX)(R8*4), X4
+	CMPQ      R11, $0x08
+	JL        dxnoneh_2lo
+	VINSERTPS $0x10, 4(BX)(R8*4), X4, X4
+	CMPQ      R11, $0x0c
+	JL        dxnoneh_2lo
+	VINSERTPS $0x20, 8(BX)(R8*4), X4, X4
+	CMPQ      R11, $0x10
+	JL        dxnoneh_2lo
+	VINSERTPS $0x30, 12(BX)(R8*4), X4, X4
+	CMPQ      R11, $0x14
+	JL        dxnoneh_2lo
+	VMOVSS    16(BX)(R8*4), X5
+	CMPQ      R11, $0x18
+	JL        dxnoneh_2hi
+	VINSERTPS $0x10, 20(BX)(R8*4), X5, X5
+	CMPQ      R11, $0x1c
+	JL        dxnoneh_2hi
+	VINSERTPS $0x20, 24(BX)(R8*4), X5, X5
+
+dxnoneh_2hi:
+	VINSERTF128 $0x01, X5, Y4, Y4
+
+dxnoneh_2lo:
+	VXORPS    Y5, Y5, Y5
+	VMOVSS    (SI)(R8*4), X5
+	CMPQ      R11, $0x08
+	JL        dxnoneh_3lo
+	VINSERTPS $0x10, 4(SI)(R8*4), X5, X5
+	CMPQ      R11, $0x0c
+	JL        dxnoneh_3lo
+	VINSERTPS $0x20, 8(SI)(R8*4), X5, X5
+	CMPQ      R11, $0x10
+	JL        dxnoneh_3lo
+	VINSERTPS $0x30, 12(SI)(R8*4), X5, X5
+	CMPQ      R11, $0x14
+	JL        dxnoneh_3lo
+	VMOVSS    16(SI)(R8*4), X6
+	CMPQ      R11, $0x18
+	JL        dxnoneh_3hi
+	VINSERTPS $0x10, 20(SI)(R8*4), X6, X6
+	CMPQ      R11, $0x1c
+	JL        dxnoneh_3hi
+	VINSERTPS $0x20, 24(SI)(R8*4), X6, X6
+
+dxnoneh_3hi:
+	VINSERTF128 $0x01, X6, Y5, Y5
+
+dxnoneh_3lo:
+	VADDPS       Y2, Y5, Y5
+	VMULPS       Y5, Y4, Y4
+	VMULPS       Y0, Y3, Y3
+	VSUBPS       Y3, Y4, Y4
+	VMULPS       Y1, Y4, Y4
+	VMOVSS       X4, (CX)(R8*4)
+	CMPQ         R11, $0x08
+	JL           dxnoneh_4lo
+	VEXTRACTPS   $0x01, X4, 4(CX)(R8*4)
+	CMPQ         R11, $0x0c
+	JL           dxnoneh_4lo
+	VEXTRACTPS   $0x02, X4, 8(CX)(R8*4)
+	CMPQ         R11, $0x10
+	JL           dxnoneh_4lo
+	VEXTRACTPS   $0x03, X4, 12(CX)(R8*4)
+	VEXTRACTF128 $0x01, Y4, X3
+	CMPQ         R11, $0x14
+	JL           dxnoneh_4lo
+	VEXTRACTPS   $0x00, X3, 16(CX)(R8*4)
+	CMPQ         R11, $0x18
+	JL           dxnoneh_4lo
+	VEXTRACTPS   $0x01, X3, 20(CX)(R8*4)
+	CMPQ         R11, $0x1c
+	JL           dxnoneh_4lo
+	VEXTRACTPS   $0x02, X3, 24(CX)(R8*4)
+
+dxnoneh_4lo:
+	ADDQ R10, R8
+
+dxnonentloop:
+	CMPQ     R8, R9
+	JG       dxnoneone
+	VMOVUPS  (DX)(R8*4), Y3
+	VMOVUPS  (BX)(R8*4), Y4
+	VMOVUPS  (SI)(R8*4), Y5
+	VADDPS   Y2, Y5, Y5
+	VMULPS   Y5, Y4, Y4
+	VMULPS   Y0, Y3, Y3
+	VSUBPS   Y3, Y4, Y4
+	VMULPS   Y1, Y4, Y4
+	VMOVNTPS Y4, (CX)(R8*4)
+	VMOVUPS  32(DX)(R8*4), Y3
+	VMOVUPS  32(BX)(R8*4), Y4
+	VMOVUPS  32(SI)(R8*4), Y5
+	VADDPS   Y2, Y5, Y5
+	VMULPS   Y5, Y4, Y4
+	VMULPS   Y0, Y3, Y3
+	VSUBPS   Y3, Y4, Y4
+	VMULPS   Y1, Y4, Y4
+	VMOVNTPS Y4, 32(CX)(R8*4)
+	VMOVUPS  64(DX)(R8*4), Y3
+	VMOVUPS  64(BX)(R8*4), Y4
+	VMOVUPS  64(SI)(R8*4), Y5
+	VADDPS   Y2, Y5, Y5
+	VMULPS   Y5, Y4, Y4
+	VMULPS   Y0, Y3, Y3
+	VSUBPS   Y3, Y4, Y4
+	VMULPS   Y1, Y4, Y4
+	VMOVNTPS Y4, 64(CX)(R8*4)
+	VMOVUPS  96(DX)(R8*4), Y3
+	VMOVUPS  96(BX)(R8*4), Y4
+	VMOVUPS  96(SI)(R8*4), Y5
+	VADDPS   Y2, Y5, Y5
+	VMULPS   Y5, Y4, Y4
+	VMULPS   Y0, Y3, Y3
+	VSUBPS   Y3, Y4, Y4
+	VMULPS   Y1, Y4, Y4
+	VMOVNTPS Y4, 96(CX)(R8*4)
+	ADDQ     $0x00000020, R8
+	JMP      dxnonentloop
 
 dxnoneone:
 	ADDQ $0x00000018, R9
@@ -44225,9 +46391,11 @@ rowdonenone:
 	JMP rowdone
 
 dxset:
-	XORQ R8, R8
-	MOVQ job_d+0(AX), R10
-	SUBQ $0x00000020, R10
+	XORQ  R8, R8
+	MOVQ  job_d+0(AX), R10
+	SUBQ  $0x00000020, R10
+	TESTL $0x00000001, job_flags+0(AX)
+	JNZ   dxsetnt
 
 dxsetloop:
 	CMPQ    R8, R10
@@ -44282,6 +46450,202 @@ dxsetloop:
 	VMOVUPS Y5, 96(CX)(R8*4)
 	ADDQ    $0x00000020, R8
 	JMP     dxsetloop
+
+dxsetnt:
+	// Up to the first vector-aligned element of dx with a partial vector, then non-temporal stores.
+	MOVQ CX, R11
+	NEGQ R11
+	ANDQ $0x0000001f, R11
+	SHRQ $0x02, R11
+	JZ   dxsetntloop
+	CMPQ R11, job_d+0(AX)
+	JLE  dxsethead
+	MOVQ job_d+0(AX), R11
+
+dxsethead:
+	MOVQ      R11, R12
+	SHLQ      $0x02, R12
+	VXORPS    Y3, Y3, Y3
+	VMOVSS    (DX)(R8*4), X3
+	CMPQ      R12, $0x08
+	JL        dxseth_1lo
+	VINSERTPS $0x10, 4(DX)(R8*4), X3, X3
+	CMPQ      R12, $0x0c
+	JL        dxseth_1lo
+	VINSERTPS $0x20, 8(DX)(R8*4), X3, X3
+	CMPQ      R12, $0x10
+	JL        dxseth_1lo
+	VINSERTPS $0x30, 12(DX)(R8*4), X3, X3
+	CMPQ      R12, $0x14
+	JL        dxseth_1lo
+	VMOVSS    16(DX)(R8*4), X4
+	CMPQ      R12, $0x18
+	JL        dxseth_1hi
+	VINSERTPS $0x10, 20(DX)(R8*4), X4, X4
+	CMPQ      R12, $0x1c
+	JL        dxseth_1hi
+	VINSERTPS $0x20, 24(DX)(R8*4), X4, X4
+
+dxseth_1hi:
+	VINSERTF128 $0x01, X4, Y3, Y3
+
+dxseth_1lo:
+	VXORPS    Y4, Y4, Y4
+	VMOVSS    (BX)(R8*4), X4
+	CMPQ      R12, $0x08
+	JL        dxseth_2lo
+	VINSERTPS $0x10, 4(BX)(R8*4), X4, X4
+	CMPQ      R12, $0x0c
+	JL        dxseth_2lo
+	VINSERTPS $0x20, 8(BX)(R8*4), X4, X4
+	CMPQ      R12, $0x10
+	JL        dxseth_2lo
+	VINSERTPS $0x30, 12(BX)(R8*4), X4, X4
+	CMPQ      R12, $0x14
+	JL        dxseth_2lo
+	VMOVSS    16(BX)(R8*4), X5
+	CMPQ      R12, $0x18
+	JL        dxseth_2hi
+	VINSERTPS $0x10, 20(BX)(R8*4), X5, X5
+	CMPQ      R12, $0x1c
+	JL        dxseth_2hi
+	VINSERTPS $0x20, 24(BX)(R8*4), X5, X5
+
+dxseth_2hi:
+	VINSERTF128 $0x01, X5, Y4, Y4
+
+dxseth_2lo:
+	VXORPS    Y5, Y5, Y5
+	VMOVSS    (SI)(R8*4), X5
+	CMPQ      R12, $0x08
+	JL        dxseth_3lo
+	VINSERTPS $0x10, 4(SI)(R8*4), X5, X5
+	CMPQ      R12, $0x0c
+	JL        dxseth_3lo
+	VINSERTPS $0x20, 8(SI)(R8*4), X5, X5
+	CMPQ      R12, $0x10
+	JL        dxseth_3lo
+	VINSERTPS $0x30, 12(SI)(R8*4), X5, X5
+	CMPQ      R12, $0x14
+	JL        dxseth_3lo
+	VMOVSS    16(SI)(R8*4), X6
+	CMPQ      R12, $0x18
+	JL        dxseth_3hi
+	VINSERTPS $0x10, 20(SI)(R8*4), X6, X6
+	CMPQ      R12, $0x1c
+	JL        dxseth_3hi
+	VINSERTPS $0x20, 24(SI)(R8*4), X6, X6
+
+dxseth_3hi:
+	VINSERTF128 $0x01, X6, Y5, Y5
+
+dxseth_3lo:
+	VADDPS       Y2, Y5, Y5
+	VMULPS       Y5, Y4, Y5
+	VMULPS       Y0, Y3, Y6
+	VSUBPS       Y6, Y5, Y5
+	VMULPS       Y1, Y5, Y5
+	VMULPS       Y1, Y3, Y3
+	VMULPS       Y3, Y4, Y3
+	VMOVSS       X3, (R9)(R8*4)
+	CMPQ         R12, $0x08
+	JL           dxseth_4lo
+	VEXTRACTPS   $0x01, X3, 4(R9)(R8*4)
+	CMPQ         R12, $0x0c
+	JL           dxseth_4lo
+	VEXTRACTPS   $0x02, X3, 8(R9)(R8*4)
+	CMPQ         R12, $0x10
+	JL           dxseth_4lo
+	VEXTRACTPS   $0x03, X3, 12(R9)(R8*4)
+	VEXTRACTF128 $0x01, Y3, X3
+	CMPQ         R12, $0x14
+	JL           dxseth_4lo
+	VEXTRACTPS   $0x00, X3, 16(R9)(R8*4)
+	CMPQ         R12, $0x18
+	JL           dxseth_4lo
+	VEXTRACTPS   $0x01, X3, 20(R9)(R8*4)
+	CMPQ         R12, $0x1c
+	JL           dxseth_4lo
+	VEXTRACTPS   $0x02, X3, 24(R9)(R8*4)
+
+dxseth_4lo:
+	VMOVSS       X5, (CX)(R8*4)
+	CMPQ         R12, $0x08
+	JL           dxseth_5lo
+	VEXTRACTPS   $0x01, X5, 4(CX)(R8*4)
+	CMPQ         R12, $0x0c
+	JL           dxseth_5lo
+	VEXTRACTPS   $0x02, X5, 8(CX)(R8*4)
+	CMPQ         R12, $0x10
+	JL           dxseth_5lo
+	VEXTRACTPS   $0x03, X5, 12(CX)(R8*4)
+	VEXTRACTF128 $0x01, Y5, X3
+	CMPQ         R12, $0x14
+	JL           dxseth_5lo
+	VEXTRACTPS   $0x00, X3, 16(CX)(R8*4)
+	CMPQ         R12, $0x18
+	JL           dxseth_5lo
+	VEXTRACTPS   $0x01, X3, 20(CX)(R8*4)
+	CMPQ         R12, $0x1c
+	JL           dxseth_5lo
+	VEXTRACTPS   $0x02, X3, 24(CX)(R8*4)
+
+dxseth_5lo:
+	ADDQ R11, R8
+
+dxsetntloop:
+	CMPQ     R8, R10
+	JG       dxsetone
+	VMOVUPS  (DX)(R8*4), Y3
+	VMOVUPS  (BX)(R8*4), Y4
+	VMOVUPS  (SI)(R8*4), Y5
+	VADDPS   Y2, Y5, Y5
+	VMULPS   Y5, Y4, Y5
+	VMULPS   Y0, Y3, Y6
+	VSUBPS   Y6, Y5, Y5
+	VMULPS   Y1, Y5, Y5
+	VMULPS   Y1, Y3, Y3
+	VMULPS   Y3, Y4, Y3
+	VMOVUPS  Y3, (R9)(R8*4)
+	VMOVNTPS Y5, (CX)(R8*4)
+	VMOVUPS  32(DX)(R8*4), Y3
+	VMOVUPS  32(BX)(R8*4), Y4
+	VMOVUPS  32(SI)(R8*4), Y5
+	VADDPS   Y2, Y5, Y5
+	VMULPS   Y5, Y4, Y5
+	VMULPS   Y0, Y3, Y6
+	VSUBPS   Y6, Y5, Y5
+	VMULPS   Y1, Y5, Y5
+	VMULPS   Y1, Y3, Y3
+	VMULPS   Y3, Y4, Y3
+	VMOVUPS  Y3, 32(R9)(R8*4)
+	VMOVNTPS Y5, 32(CX)(R8*4)
+	VMOVUPS  64(DX)(R8*4), Y3
+	VMOVUPS  64(BX)(R8*4), Y4
+	VMOVUPS  64(SI)(R8*4), Y5
+	VADDPS   Y2, Y5, Y5
+	VMULPS   Y5, Y4, Y5
+	VMULPS   Y0, Y3, Y6
+	VSUBPS   Y6, Y5, Y5
+	VMULPS   Y1, Y5, Y5
+	VMULPS   Y1, Y3, Y3
+	VMULPS   Y3, Y4, Y3
+	VMOVUPS  Y3, 64(R9)(R8*4)
+	VMOVNTPS Y5, 64(CX)(R8*4)
+	VMOVUPS  96(DX)(R8*4), Y3
+	VMOVUPS  96(BX)(R8*4), Y4
+	VMOVUPS  96(SI)(R8*4), Y5
+	VADDPS   Y2, Y5, Y5
+	VMULPS   Y5, Y4, Y5
+	VMULPS   Y0, Y3, Y6
+	VSUBPS   Y6, Y5, Y5
+	VMULPS   Y1, Y5, Y5
+	VMULPS   Y1, Y3, Y3
+	VMULPS   Y3, Y4, Y3
+	VMOVUPS  Y3, 96(R9)(R8*4)
+	VMOVNTPS Y5, 96(CX)(R8*4)
+	ADDQ     $0x00000020, R8
+	JMP      dxsetntloop
 
 dxsetone:
 	ADDQ $0x00000018, R10
@@ -44439,9 +46803,11 @@ rowdoneset:
 	JMP rowdone
 
 dxadd:
-	XORQ R8, R8
-	MOVQ job_d+0(AX), R10
-	SUBQ $0x00000020, R10
+	XORQ  R8, R8
+	MOVQ  job_d+0(AX), R10
+	SUBQ  $0x00000020, R10
+	TESTL $0x00000001, job_flags+0(AX)
+	JNZ   dxaddnt
 
 dxaddloop:
 	CMPQ    R8, R10
@@ -44504,6 +46870,236 @@ dxaddloop:
 	VMOVUPS Y5, 96(CX)(R8*4)
 	ADDQ    $0x00000020, R8
 	JMP     dxaddloop
+
+dxaddnt:
+	// Up to the first vector-aligned element of dx with a partial vector, then non-temporal stores.
+	MOVQ CX, R11
+	NEGQ R11
+	ANDQ $0x0000001f, R11
+	SHRQ $0x02, R11
+	JZ   dxaddntloop
+	CMPQ R11, job_d+0(AX)
+	JLE  dxaddhead
+	MOVQ job_d+0(AX), R11
+
+dxaddhead:
+	MOVQ      R11, R12
+	SHLQ      $0x02, R12
+	VXORPS    Y3, Y3, Y3
+	VMOVSS    (DX)(R8*4), X3
+	CMPQ      R12, $0x08
+	JL        dxaddh_1lo
+	VINSERTPS $0x10, 4(DX)(R8*4), X3, X3
+	CMPQ      R12, $0x0c
+	JL        dxaddh_1lo
+	VINSERTPS $0x20, 8(DX)(R8*4), X3, X3
+	CMPQ      R12, $0x10
+	JL        dxaddh_1lo
+	VINSERTPS $0x30, 12(DX)(R8*4), X3, X3
+	CMPQ      R12, $0x14
+	JL        dxaddh_1lo
+	VMOVSS    16(DX)(R8*4), X4
+	CMPQ      R12, $0x18
+	JL        dxaddh_1hi
+	VINSERTPS $0x10, 20(DX)(R8*4), X4, X4
+	CMPQ      R12, $0x1c
+	JL        dxaddh_1hi
+	VINSERTPS $0x20, 24(DX)(R8*4), X4, X4
+
+dxaddh_1hi:
+	VINSERTF128 $0x01, X4, Y3, Y3
+
+dxaddh_1lo:
+	VXORPS    Y4, Y4, Y4
+	VMOVSS    (BX)(R8*4), X4
+	CMPQ      R12, $0x08
+	JL        dxaddh_2lo
+	VINSERTPS $0x10, 4(BX)(R8*4), X4, X4
+	CMPQ      R12, $0x0c
+	JL        dxaddh_2lo
+	VINSERTPS $0x20, 8(BX)(R8*4), X4, X4
+	CMPQ      R12, $0x10
+	JL        dxaddh_2lo
+	VINSERTPS $0x30, 12(BX)(R8*4), X4, X4
+	CMPQ      R12, $0x14
+	JL        dxaddh_2lo
+	VMOVSS    16(BX)(R8*4), X5
+	CMPQ      R12, $0x18
+	JL        dxaddh_2hi
+	VINSERTPS $0x10, 20(BX)(R8*4), X5, X5
+	CMPQ      R12, $0x1c
+	JL        dxaddh_2hi
+	VINSERTPS $0x20, 24(BX)(R8*4), X5, X5
+
+dxaddh_2hi:
+	VINSERTF128 $0x01, X5, Y4, Y4
+
+dxaddh_2lo:
+	VXORPS    Y5, Y5, Y5
+	VMOVSS    (SI)(R8*4), X5
+	CMPQ      R12, $0x08
+	JL        dxaddh_3lo
+	VINSERTPS $0x10, 4(SI)(R8*4), X5, X5
+	CMPQ      R12, $0x0c
+	JL        dxaddh_3lo
+	VINSERTPS $0x20, 8(SI)(R8*4), X5, X5
+	CMPQ      R12, $0x10
+	JL        dxaddh_3lo
+	VINSERTPS $0x30, 12(SI)(R8*4), X5, X5
+	CMPQ      R12, $0x14
+	JL        dxaddh_3lo
+	VMOVSS    16(SI)(R8*4), X6
+	CMPQ      R12, $0x18
+	JL        dxaddh_3hi
+	VINSERTPS $0x10, 20(SI)(R8*4), X6, X6
+	CMPQ      R12, $0x1c
+	JL        dxaddh_3hi
+	VINSERTPS $0x20, 24(SI)(R8*4), X6, X6
+
+dxaddh_3hi:
+	VINSERTF128 $0x01, X6, Y5, Y5
+
+dxaddh_3lo:
+	VADDPS    Y2, Y5, Y5
+	VMULPS    Y5, Y4, Y5
+	VMULPS    Y0, Y3, Y6
+	VSUBPS    Y6, Y5, Y5
+	VMULPS    Y1, Y5, Y5
+	VMULPS    Y1, Y3, Y3
+	VMULPS    Y3, Y4, Y3
+	VXORPS    Y4, Y4, Y4
+	VMOVSS    (R9)(R8*4), X4
+	CMPQ      R12, $0x08
+	JL        dxaddh_4lo
+	VINSERTPS $0x10, 4(R9)(R8*4), X4, X4
+	CMPQ      R12, $0x0c
+	JL        dxaddh_4lo
+	VINSERTPS $0x20, 8(R9)(R8*4), X4, X4
+	CMPQ      R12, $0x10
+	JL        dxaddh_4lo
+	VINSERTPS $0x30, 12(R9)(R8*4), X4, X4
+	CMPQ      R12, $0x14
+	JL        dxaddh_4lo
+	VMOVSS    16(R9)(R8*4), X6
+	CMPQ      R12, $0x18
+	JL        dxaddh_4hi
+	VINSERTPS $0x10, 20(R9)(R8*4), X6, X6
+	CMPQ      R12, $0x1c
+	JL        dxaddh_4hi
+	VINSERTPS $0x20, 24(R9)(R8*4), X6, X6
+
+dxaddh_4hi:
+	VINSERTF128 $0x01, X6, Y4, Y4
+
+dxaddh_4lo:
+	VADDPS       Y3, Y4, Y4
+	VMOVSS       X4, (R9)(R8*4)
+	CMPQ         R12, $0x08
+	JL           dxaddh_5lo
+	VEXTRACTPS   $0x01, X4, 4(R9)(R8*4)
+	CMPQ         R12, $0x0c
+	JL           dxaddh_5lo
+	VEXTRACTPS   $0x02, X4, 8(R9)(R8*4)
+	CMPQ         R12, $0x10
+	JL           dxaddh_5lo
+	VEXTRACTPS   $0x03, X4, 12(R9)(R8*4)
+	VEXTRACTF128 $0x01, Y4, X3
+	CMPQ         R12, $0x14
+	JL           dxaddh_5lo
+	VEXTRACTPS   $0x00, X3, 16(R9)(R8*4)
+	CMPQ         R12, $0x18
+	JL           dxaddh_5lo
+	VEXTRACTPS   $0x01, X3, 20(R9)(R8*4)
+	CMPQ         R12, $0x1c
+	JL           dxaddh_5lo
+	VEXTRACTPS   $0x02, X3, 24(R9)(R8*4)
+
+dxaddh_5lo:
+	VMOVSS       X5, (CX)(R8*4)
+	CMPQ         R12, $0x08
+	JL           dxaddh_6lo
+	VEXTRACTPS   $0x01, X5, 4(CX)(R8*4)
+	CMPQ         R12, $0x0c
+	JL           dxaddh_6lo
+	VEXTRACTPS   $0x02, X5, 8(CX)(R8*4)
+	CMPQ         R12, $0x10
+	JL           dxaddh_6lo
+	VEXTRACTPS   $0x03, X5, 12(CX)(R8*4)
+	VEXTRACTF128 $0x01, Y5, X3
+	CMPQ         R12, $0x14
+	JL           dxaddh_6lo
+	VEXTRACTPS   $0x00, X3, 16(CX)(R8*4)
+	CMPQ         R12, $0x18
+	JL           dxaddh_6lo
+	VEXTRACTPS   $0x01, X3, 20(CX)(R8*4)
+	CMPQ         R12, $0x1c
+	JL           dxaddh_6lo
+	VEXTRACTPS   $0x02, X3, 24(CX)(R8*4)
+
+dxaddh_6lo:
+	ADDQ R11, R8
+
+dxaddntloop:
+	CMPQ     R8, R10
+	JG       dxaddone
+	VMOVUPS  (DX)(R8*4), Y3
+	VMOVUPS  (BX)(R8*4), Y4
+	VMOVUPS  (SI)(R8*4), Y5
+	VADDPS   Y2, Y5, Y5
+	VMULPS   Y5, Y4, Y5
+	VMULPS   Y0, Y3, Y6
+	VSUBPS   Y6, Y5, Y5
+	VMULPS   Y1, Y5, Y5
+	VMULPS   Y1, Y3, Y3
+	VMULPS   Y3, Y4, Y3
+	VMOVUPS  (R9)(R8*4), Y4
+	VADDPS   Y3, Y4, Y4
+	VMOVUPS  Y4, (R9)(R8*4)
+	VMOVNTPS Y5, (CX)(R8*4)
+	VMOVUPS  32(DX)(R8*4), Y3
+	VMOVUPS  32(BX)(R8*4), Y4
+	VMOVUPS  32(SI)(R8*4), Y5
+	VADDPS   Y2, Y5, Y5
+	VMULPS   Y5, Y4, Y5
+	VMULPS   Y0, Y3, Y6
+	VSUBPS   Y6, Y5, Y5
+	VMULPS   Y1, Y5, Y5
+	VMULPS   Y1, Y3, Y3
+	VMULPS   Y3, Y4, Y3
+	VMOVUPS  32(R9)(R8*4), Y4
+	VADDPS   Y3, Y4, Y4
+	VMOVUPS  Y4, 32(R9)(R8*4)
+	VMOVNTPS Y5, 32(CX)(R8*4)
+	VMOVUPS  64(DX)(R8*4), Y3
+	VMOVUPS  64(BX)(R8*4), Y4
+	VMOVUPS  64(SI)(R8*4), Y5
+	VADDPS   Y2, Y5, Y5
+	VMULPS   Y5, Y4, Y5
+	VMULPS   Y0, Y3, Y6
+	VSUBPS   Y6, Y5, Y5
+	VMULPS   Y1, Y5, Y5
+	VMULPS   Y1, Y3, Y3
+	VMULPS   Y3, Y4, Y3
+	VMOVUPS  64(R9)(R8*4), Y4
+	VADDPS   Y3, Y4, Y4
+	VMOVUPS  Y4, 64(R9)(R8*4)
+	VMOVNTPS Y5, 64(CX)(R8*4)
+	VMOVUPS  96(DX)(R8*4), Y3
+	VMOVUPS  96(BX)(R8*4), Y4
+	VMOVUPS  96(SI)(R8*4), Y5
+	VADDPS   Y2, Y5, Y5
+	VMULPS   Y5, Y4, Y5
+	VMULPS   Y0, Y3, Y6
+	VSUBPS   Y6, Y5, Y5
+	VMULPS   Y1, Y5, Y5
+	VMULPS   Y1, Y3, Y3
+	VMULPS   Y3, Y4, Y3
+	VMOVUPS  96(R9)(R8*4), Y4
+	VADDPS   Y3, Y4, Y4
+	VMOVUPS  Y4, 96(R9)(R8*4)
+	VMOVNTPS Y5, 96(CX)(R8*4)
+	ADDQ     $0x00000020, R8
+	JMP      dxaddntloop
 
 dxaddone:
 	ADDQ $0x00000018, R10
@@ -44689,9 +47285,11 @@ rowdoneadd:
 	JMP rowdone
 
 dxfuselast:
-	XORQ R10, R10
-	MOVQ job_d+0(AX), R11
-	SUBQ $0x00000020, R11
+	XORQ  R10, R10
+	MOVQ  job_d+0(AX), R11
+	SUBQ  $0x00000020, R11
+	TESTL $0x00000001, job_flags+0(AX)
+	JNZ   dxfuselastnt
 
 dxfuselastloop:
 	CMPQ    R10, R11
@@ -44762,6 +47360,270 @@ dxfuselastloop:
 	VMOVUPS Y5, 96(CX)(R10*4)
 	ADDQ    $0x00000020, R10
 	JMP     dxfuselastloop
+
+dxfuselastnt:
+	// Up to the first vector-aligned element of dx with a partial vector, then non-temporal stores.
+	MOVQ CX, R12
+	NEGQ R12
+	ANDQ $0x0000001f, R12
+	SHRQ $0x02, R12
+	JZ   dxfuselastntloop
+	CMPQ R12, job_d+0(AX)
+	JLE  dxfuselasthead
+	MOVQ job_d+0(AX), R12
+
+dxfuselasthead:
+	MOVQ      R12, R13
+	SHLQ      $0x02, R13
+	VXORPS    Y3, Y3, Y3
+	VMOVSS    (DX)(R10*4), X3
+	CMPQ      R13, $0x08
+	JL        dxfuselasth_1lo
+	VINSERTPS $0x10, 4(DX)(R10*4), X3, X3
+	CMPQ      R13, $0x0c
+	JL        dxfuselasth_1lo
+	VINSERTPS $0x20, 8(DX)(R10*4), X3, X3
+	CMPQ      R13, $0x10
+	JL        dxfuselasth_1lo
+	VINSERTPS $0x30, 12(DX)(R10*4), X3, X3
+	CMPQ      R13, $0x14
+	JL        dxfuselasth_1lo
+	VMOVSS    16(DX)(R10*4), X4
+	CMPQ      R13, $0x18
+	JL        dxfuselasth_1hi
+	VINSERTPS $0x10, 20(DX)(R10*4), X4, X4
+	CMPQ      R13, $0x1c
+	JL        dxfuselasth_1hi
+	VINSERTPS $0x20, 24(DX)(R10*4), X4, X4
+
+dxfuselasth_1hi:
+	VINSERTF128 $0x01, X4, Y3, Y3
+
+dxfuselasth_1lo:
+	VXORPS    Y4, Y4, Y4
+	VMOVSS    (BX)(R10*4), X4
+	CMPQ      R13, $0x08
+	JL        dxfuselasth_2lo
+	VINSERTPS $0x10, 4(BX)(R10*4), X4, X4
+	CMPQ      R13, $0x0c
+	JL        dxfuselasth_2lo
+	VINSERTPS $0x20, 8(BX)(R10*4), X4, X4
+	CMPQ      R13, $0x10
+	JL        dxfuselasth_2lo
+	VINSERTPS $0x30, 12(BX)(R10*4), X4, X4
+	CMPQ      R13, $0x14
+	JL        dxfuselasth_2lo
+	VMOVSS    16(BX)(R10*4), X5
+	CMPQ      R13, $0x18
+	JL        dxfuselasth_2hi
+	VINSERTPS $0x10, 20(BX)(R10*4), X5, X5
+	CMPQ      R13, $0x1c
+	JL        dxfuselasth_2hi
+	VINSERTPS $0x20, 24(BX)(R10*4), X5, X5
+
+dxfuselasth_2hi:
+	VINSERTF128 $0x01, X5, Y4, Y4
+
+dxfuselasth_2lo:
+	VXORPS    Y5, Y5, Y5
+	VMOVSS    (SI)(R10*4), X5
+	CMPQ      R13, $0x08
+	JL        dxfuselasth_3lo
+	VINSERTPS $0x10, 4(SI)(R10*4), X5, X5
+	CMPQ      R13, $0x0c
+	JL        dxfuselasth_3lo
+	VINSERTPS $0x20, 8(SI)(R10*4), X5, X5
+	CMPQ      R13, $0x10
+	JL        dxfuselasth_3lo
+	VINSERTPS $0x30, 12(SI)(R10*4), X5, X5
+	CMPQ      R13, $0x14
+	JL        dxfuselasth_3lo
+	VMOVSS    16(SI)(R10*4), X6
+	CMPQ      R13, $0x18
+	JL        dxfuselasth_3hi
+	VINSERTPS $0x10, 20(SI)(R10*4), X6, X6
+	CMPQ      R13, $0x1c
+	JL        dxfuselasth_3hi
+	VINSERTPS $0x20, 24(SI)(R10*4), X6, X6
+
+dxfuselasth_3hi:
+	VINSERTF128 $0x01, X6, Y5, Y5
+
+dxfuselasth_3lo:
+	VADDPS    Y2, Y5, Y5
+	VMULPS    Y5, Y4, Y5
+	VMULPS    Y0, Y3, Y6
+	VSUBPS    Y6, Y5, Y5
+	VMULPS    Y1, Y5, Y5
+	VMULPS    Y1, Y3, Y3
+	VMULPS    Y3, Y4, Y3
+	VXORPS    Y4, Y4, Y4
+	VMOVSS    (R9)(R10*4), X4
+	CMPQ      R13, $0x08
+	JL        dxfuselasth_4lo
+	VINSERTPS $0x10, 4(R9)(R10*4), X4, X4
+	CMPQ      R13, $0x0c
+	JL        dxfuselasth_4lo
+	VINSERTPS $0x20, 8(R9)(R10*4), X4, X4
+	CMPQ      R13, $0x10
+	JL        dxfuselasth_4lo
+	VINSERTPS $0x30, 12(R9)(R10*4), X4, X4
+	CMPQ      R13, $0x14
+	JL        dxfuselasth_4lo
+	VMOVSS    16(R9)(R10*4), X6
+	CMPQ      R13, $0x18
+	JL        dxfuselasth_4hi
+	VINSERTPS $0x10, 20(R9)(R10*4), X6, X6
+	CMPQ      R13, $0x1c
+	JL        dxfuselasth_4hi
+	VINSERTPS $0x20, 24(R9)(R10*4), X6, X6
+
+dxfuselasth_4hi:
+	VINSERTF128 $0x01, X6, Y4, Y4
+
+dxfuselasth_4lo:
+	VADDPS    Y3, Y4, Y4
+	VXORPS    Y3, Y3, Y3
+	VMOVSS    (R8)(R10*4), X3
+	CMPQ      R13, $0x08
+	JL        dxfuselasth_5lo
+	VINSERTPS $0x10, 4(R8)(R10*4), X3, X3
+	CMPQ      R13, $0x0c
+	JL        dxfuselasth_5lo
+	VINSERTPS $0x20, 8(R8)(R10*4), X3, X3
+	CMPQ      R13, $0x10
+	JL        dxfuselasth_5lo
+	VINSERTPS $0x30, 12(R8)(R10*4), X3, X3
+	CMPQ      R13, $0x14
+	JL        dxfuselasth_5lo
+	VMOVSS    16(R8)(R10*4), X6
+	CMPQ      R13, $0x18
+	JL        dxfuselasth_5hi
+	VINSERTPS $0x10, 20(R8)(R10*4), X6, X6
+	CMPQ      R13, $0x1c
+	JL        dxfuselasth_5hi
+	VINSERTPS $0x20, 24(R8)(R10*4), X6, X6
+
+dxfuselasth_5hi:
+	VINSERTF128 $0x01, X6, Y3, Y3
+
+dxfuselasth_5lo:
+	VADDPS       Y4, Y3, Y3
+	VMOVSS       X3, (R8)(R10*4)
+	CMPQ         R13, $0x08
+	JL           dxfuselasth_6lo
+	VEXTRACTPS   $0x01, X3, 4(R8)(R10*4)
+	CMPQ         R13, $0x0c
+	JL           dxfuselasth_6lo
+	VEXTRACTPS   $0x02, X3, 8(R8)(R10*4)
+	CMPQ         R13, $0x10
+	JL           dxfuselasth_6lo
+	VEXTRACTPS   $0x03, X3, 12(R8)(R10*4)
+	VEXTRACTF128 $0x01, Y3, X3
+	CMPQ         R13, $0x14
+	JL           dxfuselasth_6lo
+	VEXTRACTPS   $0x00, X3, 16(R8)(R10*4)
+	CMPQ         R13, $0x18
+	JL           dxfuselasth_6lo
+	VEXTRACTPS   $0x01, X3, 20(R8)(R10*4)
+	CMPQ         R13, $0x1c
+	JL           dxfuselasth_6lo
+	VEXTRACTPS   $0x02, X3, 24(R8)(R10*4)
+
+dxfuselasth_6lo:
+	VMOVSS       X5, (CX)(R10*4)
+	CMPQ         R13, $0x08
+	JL           dxfuselasth_7lo
+	VEXTRACTPS   $0x01, X5, 4(CX)(R10*4)
+	CMPQ         R13, $0x0c
+	JL           dxfuselasth_7lo
+	VEXTRACTPS   $0x02, X5, 8(CX)(R10*4)
+	CMPQ         R13, $0x10
+	JL           dxfuselasth_7lo
+	VEXTRACTPS   $0x03, X5, 12(CX)(R10*4)
+	VEXTRACTF128 $0x01, Y5, X3
+	CMPQ         R13, $0x14
+	JL           dxfuselasth_7lo
+	VEXTRACTPS   $0x00, X3, 16(CX)(R10*4)
+	CMPQ         R13, $0x18
+	JL           dxfuselasth_7lo
+	VEXTRACTPS   $0x01, X3, 20(CX)(R10*4)
+	CMPQ         R13, $0x1c
+	JL           dxfuselasth_7lo
+	VEXTRACTPS   $0x02, X3, 24(CX)(R10*4)
+
+dxfuselasth_7lo:
+	ADDQ R12, R10
+
+dxfuselastntloop:
+	CMPQ     R10, R11
+	JG       dxfuselastone
+	VMOVUPS  (DX)(R10*4), Y3
+	VMOVUPS  (BX)(R10*4), Y4
+	VMOVUPS  (SI)(R10*4), Y5
+	VADDPS   Y2, Y5, Y5
+	VMULPS   Y5, Y4, Y5
+	VMULPS   Y0, Y3, Y6
+	VSUBPS   Y6, Y5, Y5
+	VMULPS   Y1, Y5, Y5
+	VMULPS   Y1, Y3, Y3
+	VMULPS   Y3, Y4, Y3
+	VMOVUPS  (R9)(R10*4), Y4
+	VADDPS   Y3, Y4, Y4
+	VMOVUPS  (R8)(R10*4), Y3
+	VADDPS   Y4, Y3, Y3
+	VMOVUPS  Y3, (R8)(R10*4)
+	VMOVNTPS Y5, (CX)(R10*4)
+	VMOVUPS  32(DX)(R10*4), Y3
+	VMOVUPS  32(BX)(R10*4), Y4
+	VMOVUPS  32(SI)(R10*4), Y5
+	VADDPS   Y2, Y5, Y5
+	VMULPS   Y5, Y4, Y5
+	VMULPS   Y0, Y3, Y6
+	VSUBPS   Y6, Y5, Y5
+	VMULPS   Y1, Y5, Y5
+	VMULPS   Y1, Y3, Y3
+	VMULPS   Y3, Y4, Y3
+	VMOVUPS  32(R9)(R10*4), Y4
+	VADDPS   Y3, Y4, Y4
+	VMOVUPS  32(R8)(R10*4), Y3
+	VADDPS   Y4, Y3, Y3
+	VMOVUPS  Y3, 32(R8)(R10*4)
+	VMOVNTPS Y5, 32(CX)(R10*4)
+	VMOVUPS  64(DX)(R10*4), Y3
+	VMOVUPS  64(BX)(R10*4), Y4
+	VMOVUPS  64(SI)(R10*4), Y5
+	VADDPS   Y2, Y5, Y5
+	VMULPS   Y5, Y4, Y5
+	VMULPS   Y0, Y3, Y6
+	VSUBPS   Y6, Y5, Y5
+	VMULPS   Y1, Y5, Y5
+	VMULPS   Y1, Y3, Y3
+	VMULPS   Y3, Y4, Y3
+	VMOVUPS  64(R9)(R10*4), Y4
+	VADDPS   Y3, Y4, Y4
+	VMOVUPS  64(R8)(R10*4), Y3
+	VADDPS   Y4, Y3, Y3
+	VMOVUPS  Y3, 64(R8)(R10*4)
+	VMOVNTPS Y5, 64(CX)(R10*4)
+	VMOVUPS  96(DX)(R10*4), Y3
+	VMOVUPS  96(BX)(R10*4), Y4
+	VMOVUPS  96(SI)(R10*4), Y5
+	VADDPS   Y2, Y5, Y5
+	VMULPS   Y5, Y4, Y5
+	VMULPS   Y0, Y3, Y6
+	VSUBPS   Y6, Y5, Y5
+	VMULPS   Y1, Y5, Y5
+	VMULPS   Y1, Y3, Y3
+	VMULPS   Y3, Y4, Y3
+	VMOVUPS  96(R9)(R10*4), Y4
+	VADDPS   Y3, Y4, Y4
+	VMOVUPS  96(R8)(R10*4), Y3
+	VADDPS   Y4, Y3, Y3
+	VMOVUPS  Y3, 96(R8)(R10*4)
+	VMOVNTPS Y5, 96(CX)(R10*4)
+	ADDQ     $0x00000020, R10
+	JMP      dxfuselastntloop
 
 dxfuselastone:
 	ADDQ $0x00000018, R11
@@ -44975,9 +47837,11 @@ rowdonefuselast:
 	JMP rowdone
 
 dxfusesingle:
-	XORQ R9, R9
-	MOVQ job_d+0(AX), R10
-	SUBQ $0x00000020, R10
+	XORQ  R9, R9
+	MOVQ  job_d+0(AX), R10
+	SUBQ  $0x00000020, R10
+	TESTL $0x00000001, job_flags+0(AX)
+	JNZ   dxfusesinglent
 
 dxfusesingleloop:
 	CMPQ    R9, R10
@@ -45040,6 +47904,236 @@ dxfusesingleloop:
 	VMOVUPS Y5, 96(CX)(R9*4)
 	ADDQ    $0x00000020, R9
 	JMP     dxfusesingleloop
+
+dxfusesinglent:
+	// Up to the first vector-aligned element of dx with a partial vector, then non-temporal stores.
+	MOVQ CX, R11
+	NEGQ R11
+	ANDQ $0x0000001f, R11
+	SHRQ $0x02, R11
+	JZ   dxfusesinglentloop
+	CMPQ R11, job_d+0(AX)
+	JLE  dxfusesinglehead
+	MOVQ job_d+0(AX), R11
+
+dxfusesinglehead:
+	MOVQ      R11, R12
+	SHLQ      $0x02, R12
+	VXORPS    Y3, Y3, Y3
+	VMOVSS    (DX)(R9*4), X3
+	CMPQ      R12, $0x08
+	JL        dxfusesingleh_1lo
+	VINSERTPS $0x10, 4(DX)(R9*4), X3, X3
+	CMPQ      R12, $0x0c
+	JL        dxfusesingleh_1lo
+	VINSERTPS $0x20, 8(DX)(R9*4), X3, X3
+	CMPQ      R12, $0x10
+	JL        dxfusesingleh_1lo
+	VINSERTPS $0x30, 12(DX)(R9*4), X3, X3
+	CMPQ      R12, $0x14
+	JL        dxfusesingleh_1lo
+	VMOVSS    16(DX)(R9*4), X4
+	CMPQ      R12, $0x18
+	JL        dxfusesingleh_1hi
+	VINSERTPS $0x10, 20(DX)(R9*4), X4, X4
+	CMPQ      R12, $0x1c
+	JL        dxfusesingleh_1hi
+	VINSERTPS $0x20, 24(DX)(R9*4), X4, X4
+
+dxfusesingleh_1hi:
+	VINSERTF128 $0x01, X4, Y3, Y3
+
+dxfusesingleh_1lo:
+	VXORPS    Y4, Y4, Y4
+	VMOVSS    (BX)(R9*4), X4
+	CMPQ      R12, $0x08
+	JL        dxfusesingleh_2lo
+	VINSERTPS $0x10, 4(BX)(R9*4), X4, X4
+	CMPQ      R12, $0x0c
+	JL        dxfusesingleh_2lo
+	VINSERTPS $0x20, 8(BX)(R9*4), X4, X4
+	CMPQ      R12, $0x10
+	JL        dxfusesingleh_2lo
+	VINSERTPS $0x30, 12(BX)(R9*4), X4, X4
+	CMPQ      R12, $0x14
+	JL        dxfusesingleh_2lo
+	VMOVSS    16(BX)(R9*4), X5
+	CMPQ      R12, $0x18
+	JL        dxfusesingleh_2hi
+	VINSERTPS $0x10, 20(BX)(R9*4), X5, X5
+	CMPQ      R12, $0x1c
+	JL        dxfusesingleh_2hi
+	VINSERTPS $0x20, 24(BX)(R9*4), X5, X5
+
+dxfusesingleh_2hi:
+	VINSERTF128 $0x01, X5, Y4, Y4
+
+dxfusesingleh_2lo:
+	VXORPS    Y5, Y5, Y5
+	VMOVSS    (SI)(R9*4), X5
+	CMPQ      R12, $0x08
+	JL        dxfusesingleh_3lo
+	VINSERTPS $0x10, 4(SI)(R9*4), X5, X5
+	CMPQ      R12, $0x0c
+	JL        dxfusesingleh_3lo
+	VINSERTPS $0x20, 8(SI)(R9*4), X5, X5
+	CMPQ      R12, $0x10
+	JL        dxfusesingleh_3lo
+	VINSERTPS $0x30, 12(SI)(R9*4), X5, X5
+	CMPQ      R12, $0x14
+	JL        dxfusesingleh_3lo
+	VMOVSS    16(SI)(R9*4), X6
+	CMPQ      R12, $0x18
+	JL        dxfusesingleh_3hi
+	VINSERTPS $0x10, 20(SI)(R9*4), X6, X6
+	CMPQ      R12, $0x1c
+	JL        dxfusesingleh_3hi
+	VINSERTPS $0x20, 24(SI)(R9*4), X6, X6
+
+dxfusesingleh_3hi:
+	VINSERTF128 $0x01, X6, Y5, Y5
+
+dxfusesingleh_3lo:
+	VADDPS    Y2, Y5, Y5
+	VMULPS    Y5, Y4, Y5
+	VMULPS    Y0, Y3, Y6
+	VSUBPS    Y6, Y5, Y5
+	VMULPS    Y1, Y5, Y5
+	VMULPS    Y1, Y3, Y3
+	VMULPS    Y3, Y4, Y3
+	VXORPS    Y4, Y4, Y4
+	VMOVSS    (R8)(R9*4), X4
+	CMPQ      R12, $0x08
+	JL        dxfusesingleh_4lo
+	VINSERTPS $0x10, 4(R8)(R9*4), X4, X4
+	CMPQ      R12, $0x0c
+	JL        dxfusesingleh_4lo
+	VINSERTPS $0x20, 8(R8)(R9*4), X4, X4
+	CMPQ      R12, $0x10
+	JL        dxfusesingleh_4lo
+	VINSERTPS $0x30, 12(R8)(R9*4), X4, X4
+	CMPQ      R12, $0x14
+	JL        dxfusesingleh_4lo
+	VMOVSS    16(R8)(R9*4), X6
+	CMPQ      R12, $0x18
+	JL        dxfusesingleh_4hi
+	VINSERTPS $0x10, 20(R8)(R9*4), X6, X6
+	CMPQ      R12, $0x1c
+	JL        dxfusesingleh_4hi
+	VINSERTPS $0x20, 24(R8)(R9*4), X6, X6
+
+dxfusesingleh_4hi:
+	VINSERTF128 $0x01, X6, Y4, Y4
+
+dxfusesingleh_4lo:
+	VADDPS       Y3, Y4, Y4
+	VMOVSS       X4, (R8)(R9*4)
+	CMPQ         R12, $0x08
+	JL           dxfusesingleh_5lo
+	VEXTRACTPS   $0x01, X4, 4(R8)(R9*4)
+	CMPQ         R12, $0x0c
+	JL           dxfusesingleh_5lo
+	VEXTRACTPS   $0x02, X4, 8(R8)(R9*4)
+	CMPQ         R12, $0x10
+	JL           dxfusesingleh_5lo
+	VEXTRACTPS   $0x03, X4, 12(R8)(R9*4)
+	VEXTRACTF128 $0x01, Y4, X3
+	CMPQ         R12, $0x14
+	JL           dxfusesingleh_5lo
+	VEXTRACTPS   $0x00, X3, 16(R8)(R9*4)
+	CMPQ         R12, $0x18
+	JL           dxfusesingleh_5lo
+	VEXTRACTPS   $0x01, X3, 20(R8)(R9*4)
+	CMPQ         R12, $0x1c
+	JL           dxfusesingleh_5lo
+	VEXTRACTPS   $0x02, X3, 24(R8)(R9*4)
+
+dxfusesingleh_5lo:
+	VMOVSS       X5, (CX)(R9*4)
+	CMPQ         R12, $0x08
+	JL           dxfusesingleh_6lo
+	VEXTRACTPS   $0x01, X5, 4(CX)(R9*4)
+	CMPQ         R12, $0x0c
+	JL           dxfusesingleh_6lo
+	VEXTRACTPS   $0x02, X5, 8(CX)(R9*4)
+	CMPQ         R12, $0x10
+	JL           dxfusesingleh_6lo
+	VEXTRACTPS   $0x03, X5, 12(CX)(R9*4)
+	VEXTRACTF128 $0x01, Y5, X3
+	CMPQ         R12, $0x14
+	JL           dxfusesingleh_6lo
+	VEXTRACTPS   $0x00, X3, 16(CX)(R9*4)
+	CMPQ         R12, $0x18
+	JL           dxfusesingleh_6lo
+	VEXTRACTPS   $0x01, X3, 20(CX)(R9*4)
+	CMPQ         R12, $0x1c
+	JL           dxfusesingleh_6lo
+	VEXTRACTPS   $0x02, X3, 24(CX)(R9*4)
+
+dxfusesingleh_6lo:
+	ADDQ R11, R9
+
+dxfusesinglentloop:
+	CMPQ     R9, R10
+	JG       dxfusesingleone
+	VMOVUPS  (DX)(R9*4), Y3
+	VMOVUPS  (BX)(R9*4), Y4
+	VMOVUPS  (SI)(R9*4), Y5
+	VADDPS   Y2, Y5, Y5
+	VMULPS   Y5, Y4, Y5
+	VMULPS   Y0, Y3, Y6
+	VSUBPS   Y6, Y5, Y5
+	VMULPS   Y1, Y5, Y5
+	VMULPS   Y1, Y3, Y3
+	VMULPS   Y3, Y4, Y3
+	VMOVUPS  (R8)(R9*4), Y4
+	VADDPS   Y3, Y4, Y4
+	VMOVUPS  Y4, (R8)(R9*4)
+	VMOVNTPS Y5, (CX)(R9*4)
+	VMOVUPS  32(DX)(R9*4), Y3
+	VMOVUPS  32(BX)(R9*4), Y4
+	VMOVUPS  32(SI)(R9*4), Y5
+	VADDPS   Y2, Y5, Y5
+	VMULPS   Y5, Y4, Y5
+	VMULPS   Y0, Y3, Y6
+	VSUBPS   Y6, Y5, Y5
+	VMULPS   Y1, Y5, Y5
+	VMULPS   Y1, Y3, Y3
+	VMULPS   Y3, Y4, Y3
+	VMOVUPS  32(R8)(R9*4), Y4
+	VADDPS   Y3, Y4, Y4
+	VMOVUPS  Y4, 32(R8)(R9*4)
+	VMOVNTPS Y5, 32(CX)(R9*4)
+	VMOVUPS  64(DX)(R9*4), Y3
+	VMOVUPS  64(BX)(R9*4), Y4
+	VMOVUPS  64(SI)(R9*4), Y5
+	VADDPS   Y2, Y5, Y5
+	VMULPS   Y5, Y4, Y5
+	VMULPS   Y0, Y3, Y6
+	VSUBPS   Y6, Y5, Y5
+	VMULPS   Y1, Y5, Y5
+	VMULPS   Y1, Y3, Y3
+	VMULPS   Y3, Y4, Y3
+	VMOVUPS  64(R8)(R9*4), Y4
+	VADDPS   Y3, Y4, Y4
+	VMOVUPS  Y4, 64(R8)(R9*4)
+	VMOVNTPS Y5, 64(CX)(R9*4)
+	VMOVUPS  96(DX)(R9*4), Y3
+	VMOVUPS  96(BX)(R9*4), Y4
+	VMOVUPS  96(SI)(R9*4), Y5
+	VADDPS   Y2, Y5, Y5
+	VMULPS   Y5, Y4, Y5
+	VMULPS   Y0, Y3, Y6
+	VSUBPS   Y6, Y5, Y5
+	VMULPS   Y1, Y5, Y5
+	VMULPS   Y1, Y3, Y3
+	VMULPS   Y3, Y4, Y3
+	VMOVUPS  96(R8)(R9*4), Y4
+	VADDPS   Y3, Y4, Y4
+	VMOVUPS  Y4, 96(R8)(R9*4)
+	VMOVNTPS Y5, 96(CX)(R9*4)
+	ADDQ     $0x00000020, R9
+	JMP      dxfusesinglentloop
 
 dxfusesingleone:
 	ADDQ $0x00000018, R10
@@ -45231,13 +48325,18 @@ rowdone:
 	JMP  row
 
 ret:
+	TESTL $0x00000001, job_flags+0(AX)
+	JZ    vzero
+	SFENCE
+
+vzero:
 	VZEROUPPER
 	MOVQ (SP), AX
 	MOVQ AX, ret+24(FP)
 	RET
 
 // func avx2BackwardUnweighted(j uintptr, from int, to int) int
-// Requires: AVX, AVX2
+// Requires: AVX, AVX2, MMX+
 TEXT ·avx2BackwardUnweighted(SB), NOSPLIT, $16-32
 	// avx2BackwardUnweighted computes the gradient of rows [from, to) of the job: with g = dy, c the
 	// contract's sum of g*x and s = ((inv*inv)*c)/d, dx = inv*(g - x*s); and, when the job has a
@@ -46275,6 +49374,8 @@ divided4:
 	XORQ         DI, DI
 	MOVQ         job_d+0(AX), R8
 	SUBQ         $0x00000020, R8
+	TESTL        $0x00000001, job_flags+0(AX)
+	JNZ          dxnonent
 
 dxnoneloop:
 	CMPQ    DI, R8
@@ -46305,6 +49406,127 @@ dxnoneloop:
 	VMOVUPS Y2, 96(CX)(DI*4)
 	ADDQ    $0x00000020, DI
 	JMP     dxnoneloop
+
+dxnonent:
+	// Up to the first vector-aligned element of dx with a partial vector, then non-temporal stores.
+	MOVQ CX, R9
+	NEGQ R9
+	ANDQ $0x0000001f, R9
+	SHRQ $0x02, R9
+	JZ   dxnonentloop
+	CMPQ R9, job_d+0(AX)
+	JLE  dxnonehead
+	MOVQ job_d+0(AX), R9
+
+dxnonehead:
+	MOVQ      R9, R10
+	SHLQ      $0x02, R10
+	VXORPS    Y2, Y2, Y2
+	VMOVSS    (DX)(DI*4), X2
+	CMPQ      R10, $0x08
+	JL        dxnoneh_1lo
+	VINSERTPS $0x10, 4(DX)(DI*4), X2, X2
+	CMPQ      R10, $0x0c
+	JL        dxnoneh_1lo
+	VINSERTPS $0x20, 8(DX)(DI*4), X2, X2
+	CMPQ      R10, $0x10
+	JL        dxnoneh_1lo
+	VINSERTPS $0x30, 12(DX)(DI*4), X2, X2
+	CMPQ      R10, $0x14
+	JL        dxnoneh_1lo
+	VMOVSS    16(DX)(DI*4), X3
+	CMPQ      R10, $0x18
+	JL        dxnoneh_1hi
+	VINSERTPS $0x10, 20(DX)(DI*4), X3, X3
+	CMPQ      R10, $0x1c
+	JL        dxnoneh_1hi
+	VINSERTPS $0x20, 24(DX)(DI*4), X3, X3
+
+dxnoneh_1hi:
+	VINSERTF128 $0x01, X3, Y2, Y2
+
+dxnoneh_1lo:
+	VXORPS    Y3, Y3, Y3
+	VMOVSS    (BX)(DI*4), X3
+	CMPQ      R10, $0x08
+	JL        dxnoneh_2lo
+	VINSERTPS $0x10, 4(BX)(DI*4), X3, X3
+	CMPQ      R10, $0x0c
+	JL        dxnoneh_2lo
+	VINSERTPS $0x20, 8(BX)(DI*4), X3, X3
+	CMPQ      R10, $0x10
+	JL        dxnoneh_2lo
+	VINSERTPS $0x30, 12(BX)(DI*4), X3, X3
+	CMPQ      R10, $0x14
+	JL        dxnoneh_2lo
+	VMOVSS    16(BX)(DI*4), X4
+	CMPQ      R10, $0x18
+	JL        dxnoneh_2hi
+	VINSERTPS $0x10, 20(BX)(DI*4), X4, X4
+	CMPQ      R10, $0x1c
+	JL        dxnoneh_2hi
+	VINSERTPS $0x20, 24(BX)(DI*4), X4, X4
+
+dxnoneh_2hi:
+	VINSERTF128 $0x01, X4, Y3, Y3
+
+dxnoneh_2lo:
+	VMULPS       Y0, Y2, Y2
+	VSUBPS       Y2, Y3, Y2
+	VMULPS       Y1, Y2, Y2
+	VMOVSS       X2, (CX)(DI*4)
+	CMPQ         R10, $0x08
+	JL           dxnoneh_3lo
+	VEXTRACTPS   $0x01, X2, 4(CX)(DI*4)
+	CMPQ         R10, $0x0c
+	JL           dxnoneh_3lo
+	VEXTRACTPS   $0x02, X2, 8(CX)(DI*4)
+	CMPQ         R10, $0x10
+	JL           dxnoneh_3lo
+	VEXTRACTPS   $0x03, X2, 12(CX)(DI*4)
+	VEXTRACTF128 $0x01, Y2, X2
+	CMPQ         R10, $0x14
+	JL           dxnoneh_3lo
+	VEXTRACTPS   $0x00, X2, 16(CX)(DI*4)
+	CMPQ         R10, $0x18
+	JL           dxnoneh_3lo
+	VEXTRACTPS   $0x01, X2, 20(CX)(DI*4)
+	CMPQ         R10, $0x1c
+	JL           dxnoneh_3lo
+	VEXTRACTPS   $0x02, X2, 24(CX)(DI*4)
+
+dxnoneh_3lo:
+	ADDQ R9, DI
+
+dxnonentloop:
+	CMPQ     DI, R8
+	JG       dxnoneone
+	VMOVUPS  (DX)(DI*4), Y2
+	VMOVUPS  (BX)(DI*4), Y3
+	VMULPS   Y0, Y2, Y2
+	VSUBPS   Y2, Y3, Y2
+	VMULPS   Y1, Y2, Y2
+	VMOVNTPS Y2, (CX)(DI*4)
+	VMOVUPS  32(DX)(DI*4), Y2
+	VMOVUPS  32(BX)(DI*4), Y3
+	VMULPS   Y0, Y2, Y2
+	VSUBPS   Y2, Y3, Y2
+	VMULPS   Y1, Y2, Y2
+	VMOVNTPS Y2, 32(CX)(DI*4)
+	VMOVUPS  64(DX)(DI*4), Y2
+	VMOVUPS  64(BX)(DI*4), Y3
+	VMULPS   Y0, Y2, Y2
+	VSUBPS   Y2, Y3, Y2
+	VMULPS   Y1, Y2, Y2
+	VMOVNTPS Y2, 64(CX)(DI*4)
+	VMOVUPS  96(DX)(DI*4), Y2
+	VMOVUPS  96(BX)(DI*4), Y3
+	VMULPS   Y0, Y2, Y2
+	VSUBPS   Y2, Y3, Y2
+	VMULPS   Y1, Y2, Y2
+	VMOVNTPS Y2, 96(CX)(DI*4)
+	ADDQ     $0x00000020, DI
+	JMP      dxnonentloop
 
 dxnoneone:
 	ADDQ $0x00000018, R8
@@ -46410,6 +49632,11 @@ rowdonenone:
 	JMP  row
 
 ret:
+	TESTL $0x00000001, job_flags+0(AX)
+	JZ    vzero
+	SFENCE
+
+vzero:
 	VZEROUPPER
 	MOVQ (SP), AX
 	MOVQ AX, ret+24(FP)

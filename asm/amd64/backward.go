@@ -95,6 +95,10 @@ func backward(s *isa, m spec.Mode) {
 	JMP(LabelRef("row"))
 
 	Label("ret")
+	TESTL(U32(spec.FlagNT), b.flags())
+	JZ(LabelRef("vzero"))
+	SFENCE() // order the non-temporal stores before whatever the caller does next
+	Label("vzero")
 	VZEROUPPER()
 	r := GP64()
 	MOVQ(b.done, r)
@@ -354,6 +358,7 @@ func (b *bgen) dxRow(inv, sx VecVirtual) {
 }
 
 // dxLoop emits the dx pass of a row for one weight-gradient operation, then jumps to rowdone.
+// With flagNT, dx goes out with non-temporal stores from its first vector-aligned element on.
 func (b *bgen) dxLoop(op gradOp, invv, sv, one VecVirtual) {
 	s := b.s
 	name := "dx" + opNames[op]
@@ -364,20 +369,43 @@ func (b *bgen) dxLoop(op gradOp, invv, sv, one VecVirtual) {
 	SUBQ(U32(unroll*s.lanes), lim)
 	full := func(m Mem, v VecVirtual) { VMOVUPS(m, v) }
 	fullSt := func(v VecVirtual, m Mem) { VMOVUPS(v, m) }
-	Label(name + "loop")
-	CMPQ(i, lim)
-	JG(LabelRef(name + "one"))
-	for u := 0; u < unroll; u++ {
-		b.dxVec(op, i, u*s.vbytes(), invv, sv, one, full, fullSt)
+	TESTL(U32(spec.FlagNT), b.flags())
+	JNZ(LabelRef(name + "nt"))
+	loop := func(l string, dxSt func(VecVirtual, Mem)) {
+		Label(l)
+		CMPQ(i, lim)
+		JG(LabelRef(name + "one"))
+		for u := 0; u < unroll; u++ {
+			b.dxVec(op, i, u*s.vbytes(), invv, sv, one, full, fullSt, dxSt)
+		}
+		ADDQ(U32(unroll*s.lanes), i)
+		JMP(LabelRef(l))
 	}
-	ADDQ(U32(unroll*s.lanes), i)
-	JMP(LabelRef(name + "loop"))
+	loop(name+"loop", fullSt)
+
+	Label(name + "nt")
+	Comment("Up to the first vector-aligned element of dx with a partial vector, then non-temporal stores.")
+	h := GP64()
+	MOVQ(b.dst, h)
+	NEGQ(h)
+	ANDQ(U32(s.vbytes()-1), h)
+	SHRQ(U8(2), h)
+	JZ(LabelRef(name + "ntloop"))
+	CMPQ(h, b.d())
+	JLE(LabelRef(name + "head"))
+	MOVQ(b.d(), h)
+	Label(name + "head")
+	hp := b.part(h, name+"h")
+	b.dxVec(op, i, 0, invv, sv, one, hp.load, hp.store, hp.store)
+	ADDQ(h, i)
+	loop(name+"ntloop", func(v VecVirtual, m Mem) { VMOVNTPS(v, m) })
+
 	Label(name + "one")
 	ADDQ(U32((unroll-1)*s.lanes), lim)
 	Label(name + "oneloop")
 	CMPQ(i, lim)
 	JG(LabelRef(name + "part"))
-	b.dxVec(op, i, 0, invv, sv, one, full, fullSt)
+	b.dxVec(op, i, 0, invv, sv, one, full, fullSt, fullSt)
 	ADDQ(U32(s.lanes), i)
 	JMP(LabelRef(name + "oneloop"))
 	Label(name + "part")
@@ -386,14 +414,15 @@ func (b *bgen) dxLoop(op gradOp, invv, sv, one VecVirtual) {
 	SUBQ(i, n)
 	JZ(LabelRef("rowdone" + opNames[op]))
 	p := b.part(n, name+"p")
-	b.dxVec(op, i, 0, invv, sv, one, p.load, p.store)
+	b.dxVec(op, i, 0, invv, sv, one, p.load, p.store, p.store)
 	Label("rowdone" + opNames[op])
 	JMP(LabelRef("rowdone"))
 }
 
 // dxVec does one vector of elements at i (plus disp bytes): dx = inv*(g - x*s), and q = dy*(x*inv)
-// into P or DW as op says; ld and st read and write the row's vectors (whole or partial).
-func (b *bgen) dxVec(op gradOp, i GPVirtual, disp int, invv, sv, one VecVirtual, ld func(Mem, VecVirtual), st func(VecVirtual, Mem)) {
+// into P or DW as op says; ld and st read and write the row's vectors (whole or partial), dxSt
+// stores dx.
+func (b *bgen) dxVec(op gradOp, i GPVirtual, disp int, invv, sv, one VecVirtual, ld func(Mem, VecVirtual), st, dxSt func(VecVirtual, Mem)) {
 	s := b.s
 	xv, dyv := s.vec(), s.vec()
 	ld(b.at(b.x, i, disp), xv)
@@ -444,5 +473,5 @@ func (b *bgen) dxVec(op gradOp, i GPVirtual, disp int, invv, sv, one VecVirtual,
 			st(w, at(b.dwp))
 		}
 	}
-	st(t, b.at(b.dst, i, disp)) // after every read of dy: dx may be dy
+	dxSt(t, b.at(b.dst, i, disp)) // after every read of dy: dx may be dy
 }

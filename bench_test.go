@@ -343,3 +343,47 @@ func BenchmarkBackward(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkWorkers/<workers>/<shape>/<forward|backward> runs Norm.Apply and Norm.Backward with
+// Norm.Workers set, on the active kernel; "2-always" splits every call over two goroutines,
+// whatever its size, which shows what a split costs where the threshold keeps calls on one
+// goroutine (the README's Workers table comes from this benchmark).
+func BenchmarkWorkers(b *testing.B) {
+	shapes := benchutil.Must("16x4096,64x4096,256x4096,1024x4096,2048x4096,16384x4096,32768x128")
+	for _, wk := range []string{"1", "2", "2-always"} {
+		b.Run(wk, func(b *testing.B) {
+			workers := 1
+			if wk != "1" {
+				workers = 2
+			}
+			for _, s := range shapes {
+				x, w := benchData(s)
+				y := slices.Clone(x)
+				dy := slices.Clone(x)
+				fill(dy, normal, seedFor(s.Rows, s.D, 1))
+				dx := slices.Clone(dy)
+				inv := make([]float32, s.Rows)
+				dw := make([]float32, s.D)
+				n := Norm{Weight: w, Eps: 1e-6, Workers: workers}
+				n.Apply(Rows{Dst: y, X: x, Inv: inv})
+				b.Run(s.String(), func(b *testing.B) {
+					if wk == "2-always" {
+						splitAll(b)
+					}
+					b.Run("forward", func(b *testing.B) {
+						b.SetBytes(int64(8 * len(x)))
+						for b.Loop() {
+							n.Apply(Rows{Dst: y, X: x, Inv: inv})
+						}
+					})
+					b.Run("backward", func(b *testing.B) {
+						b.SetBytes(int64(12 * len(x)))
+						for b.Loop() {
+							n.Backward(Grad{DX: dx, X: x, DY: dy, Inv: inv, DW: dw})
+						}
+					})
+				})
+			}
+		})
+	}
+}

@@ -10,6 +10,8 @@
 //	go run ./cmd/rmsnormbench -list               # the available kernels, one per line
 //	go run ./cmd/rmsnormbench -peers              # side by side with the textbook loop, vek, gonum, archsimd
 //	go run ./cmd/rmsnormbench -variants=false -overhead=false  # the table of kernels and shapes only
+//	go run ./cmd/rmsnormbench -backward           # Norm.Backward (with Inv and DW) instead of the forward pass
+//	go run ./cmd/rmsnormbench -workers 4          # calls through a Norm with Workers: 4, against one goroutine
 package main
 
 import (
@@ -38,6 +40,8 @@ func main() {
 	overhead := flag.Bool("overhead", true, "also measure the cost of the API per call (Forward, Norm.Apply) with the active kernel,\non the shapes "+benchutil.Overhead)
 	withPeers := flag.Bool("peers", false, "also time what users would write instead, side by side: the textbook loop (one accumulator,\na divide per element), vek, gonum and simd/archsimd (bench/peers, run with go run from the\nrepository root)")
 	list := flag.Bool("list", false, "print the available kernels, best first, one per line, and exit")
+	backwardFlag := flag.Bool("backward", false, "time Norm.Backward (with Inv and DW, the call of a training step) instead of the forward pass,\nagainst copy() of x and dy into two other buffers, and against the forward pass of the same kernel")
+	workersFlag := flag.Int("workers", 0, "call through a Norm with this Workers value (0: the package-level Forward, one goroutine),\nand give each row's time over the same call with one goroutine")
 	formatFlag := flag.String("format", "f32", "how the rows are stored: f32, bf16 (ForwardBF16) or f16 (ForwardF16); with a 16-bit format\neach row of the table also gives the time over Forward on the same rows in float32")
 	flag.Parse()
 
@@ -66,6 +70,10 @@ func main() {
 		fatalf("-format %q: want f32, bf16 or f16", *formatFlag)
 	}
 
+	if *backwardFlag && forward16 != nil {
+		fatalf("-backward takes float32 rows (-format f32)")
+	}
+
 	var peerRows []benchutil.Result
 	if *withPeers {
 		peerRows, err = runPeers(*shapesFlag, *duration)
@@ -74,7 +82,7 @@ func main() {
 		}
 	}
 
-	rep := report{Machine: describeMachine(), Format: *formatFlag}
+	rep := report{Machine: describeMachine(), Format: *formatFlag, Backward: *backwardFlag, Workers: *workersFlag}
 	for _, s := range shapes {
 		x, w := benchutil.Data(s)
 		y := make([]float32, len(x))
@@ -94,18 +102,48 @@ func main() {
 		}
 		rep.Results = append(rep.Results, benchutil.Result{Shape: s.String(), Kernel: "copy()", NsPerRow: copyNs / float64(s.Rows),
 			GBps: bytes / copyNs, XCopy: 1})
+		var dy, dx, inv, dw []float32
+		if *backwardFlag {
+			dy, dx, inv, dw = slices.Clone(y), slices.Clone(y), make([]float32, s.Rows), make([]float32, s.D)
+			rmsnorm.Norm{Weight: w, Eps: 1e-6}.Apply(rmsnorm.Rows{Dst: dy, X: x, Inv: inv}) // dy: any values near 1
+			bytes = float64(12 * len(x))                                                    // x and dy read, dx written
+			copyNs = benchutil.Measure(*duration, func() { copy(y, x); copy(dx, dy) })
+			rep.Results[len(rep.Results)-1].NsPerRow = copyNs / float64(s.Rows)
+			rep.Results[len(rep.Results)-1].GBps = float64(16*len(x)) / copyNs
+		}
+		// call returns the timed call with Workers set to workers (0: the package-level functions).
+		call := func(workers int) func() {
+			n := rmsnorm.Norm{Weight: w, Eps: 1e-6, Workers: workers}
+			switch {
+			case *backwardFlag:
+				return func() { n.Backward(rmsnorm.Grad{DX: dx, X: x, DY: dy, Inv: inv, DW: dw}) }
+			case forward16 != nil && workers > 0:
+				apply := map[string]func(rmsnorm.Rows16){"bf16": n.ApplyBF16, "f16": n.ApplyF16}[*formatFlag]
+				return func() { apply(rmsnorm.Rows16{Dst: y16, X: x16}) }
+			case forward16 != nil:
+				return func() { forward16(y16, x16, w, 1e-6) }
+			case workers > 0:
+				return func() { n.Forward(y, x) }
+			}
+			return func() { rmsnorm.Forward(y, x, w, 1e-6) }
+		}
 		for _, k := range kernels {
 			if err := rmsnorm.SetKernel(k); err != nil {
 				fatalf("%v", err)
 			}
-			ns32 := benchutil.Measure(*duration, func() { rmsnorm.Forward(y, x, w, 1e-6) })
-			ns, xf32 := ns32, 0.0
+			ns := benchutil.Measure(*duration, call(*workersFlag))
+			res := benchutil.Result{Shape: s.String(), Kernel: k, NsPerRow: ns / float64(s.Rows), GBps: bytes / ns, XCopy: ns / copyNs}
 			if forward16 != nil {
-				ns = benchutil.Measure(*duration, func() { forward16(y16, x16, w, 1e-6) })
-				xf32 = ns / ns32
+				res.XF32 = ns / benchutil.Measure(*duration, func() { rmsnorm.Forward(y, x, w, 1e-6) })
 			}
-			rep.Results = append(rep.Results, benchutil.Result{Shape: s.String(), Kernel: k, NsPerRow: ns / float64(s.Rows),
-				GBps: bytes / ns, XCopy: ns / copyNs, XF32: xf32})
+			if *backwardFlag {
+				n := rmsnorm.Norm{Weight: w, Eps: 1e-6, Workers: *workersFlag}
+				res.XForward = ns / benchutil.Measure(*duration, func() { n.Apply(rmsnorm.Rows{Dst: y, X: x, Inv: inv}) })
+			}
+			if *workersFlag > 1 {
+				res.XOneWorker = ns / benchutil.Measure(*duration, call(1))
+			}
+			rep.Results = append(rep.Results, res)
 		}
 		for _, p := range peerRows {
 			if p.Shape == s.String() {
@@ -153,7 +191,9 @@ type machine struct {
 
 type report struct {
 	Machine  machine            `json:"machine"`
-	Format   string             `json:"format"` // how the rows of Results are stored: f32, bf16 or f16
+	Format   string             `json:"format"`   // how the rows of Results are stored: f32, bf16 or f16
+	Backward bool               `json:"backward"` // Results time Norm.Backward
+	Workers  int                `json:"workers"`  // Norm.Workers of the calls timed (0: package-level Forward)
 	Results  []benchutil.Result `json:"results"`
 	Variants []variant          `json:"variants,omitempty"`
 	Overhead []overheadRow      `json:"overhead,omitempty"`
@@ -241,21 +281,49 @@ func (r report) print() {
 	if wide {
 		fmt.Printf("rows stored as %s: ForwardBF16/ForwardF16, each against copy() of the same 16-bit bytes\n", r.Format)
 	}
+	if r.Backward {
+		fmt.Println("Norm.Backward with Inv and DW (a training step's call), against copy() of x and dy into two other buffers")
+	}
+	if r.Workers > 0 {
+		fmt.Printf("calls through a Norm with Workers: %d (one goroutine per 4 MiB of rows moved, at most %d)\n", r.Workers, r.Workers)
+	}
 	fmt.Printf("%-12s %-14s %12s %9s %8s", "shape", "kernel", "ns/row", "GB/s", "x copy")
 	if wide {
 		fmt.Printf(" %8s", "x f32")
 	}
+	if r.Backward {
+		fmt.Printf(" %8s", "x fwd")
+	}
+	if r.Workers > 1 {
+		fmt.Printf(" %9s", "x 1 gor.")
+	}
 	fmt.Println()
 	for _, res := range r.Results {
 		fmt.Printf("%-12s %-14s %12.1f %9.2f %8.2f", res.Shape, res.Kernel, res.NsPerRow, res.GBps, res.XCopy)
-		if wide && res.XF32 > 0 {
-			fmt.Printf(" %8.2f", res.XF32)
+		for _, c := range []struct {
+			on    bool
+			v     float64
+			width int
+		}{{wide, res.XF32, 8}, {r.Backward, res.XForward, 8}, {r.Workers > 1, res.XOneWorker, 9}} {
+			if c.on && c.v > 0 {
+				fmt.Printf(" %*.2f", c.width, c.v)
+			} else if c.on {
+				fmt.Printf(" %*s", c.width, "")
+			}
 		}
 		fmt.Println()
 	}
-	fmt.Println("\nGB/s counts x read plus y written; x copy is the time over copy() of the same bytes (lower is better).")
+	if r.Backward {
+		fmt.Println("\nGB/s counts x and dy read plus dx written; x copy is the time over copy() of x and dy (lower is better).")
+		fmt.Println("x fwd is the time over Norm.Apply on the same rows (with Inv) and the same kernel.")
+	} else {
+		fmt.Println("\nGB/s counts x read plus y written; x copy is the time over copy() of the same bytes (lower is better).")
+	}
 	if wide {
 		fmt.Println("x f32 is the time over Forward on the same rows in float32, with the same kernel (lower is better).")
+	}
+	if r.Workers > 1 {
+		fmt.Println("x 1 gor. is the time over the same call with Workers: 1 (below 1 the split pays).")
 	}
 	if slices.ContainsFunc(r.Results, func(res benchutil.Result) bool { return strings.HasPrefix(res.Kernel, "peer:") }) {
 		fmt.Println("peer: rows come from bench/peers, each against copy() timed in its own process.")

@@ -106,4 +106,8 @@ type Result struct {
 	GBps     float64 `json:"gb_per_s"`            // x read plus y written
 	XCopy    float64 `json:"x_copy"`              // time over copy() of the same bytes, measured in the same process
 	XF32     float64 `json:"x_float32,omitempty"` // 16-bit rows: time over Forward on the same rows in float32
+	// XForward (backward) is the time over Norm.Apply on the same rows with the same kernel.
+	XForward float64 `json:"x_forward,omitempty"`
+	// XOneWorker (Norm.Workers > 1) is the time over the same call with one goroutine.
+	XOneWorker float64 `json:"x_one_worker,omitempty"`
 }

@@ -342,9 +342,10 @@ func TestWorkersConcurrentCallers(t *testing.T) {
 // calling goroutine: it gives the same bits as Workers = 0 and allocates no more than the same
 // call with Workers = 0, where a split allocates its goroutines' closures and WaitGroup.
 //
-// The baseline is measured rather than assumed to be zero: the split paths' closures capture the
-// job, so the compiler moves every Norm method's job to the heap, one allocation per call
-// whatever Workers is (the package function Forward, which cannot split, allocates nothing).
+// The baseline is measured rather than assumed to be zero, so that this test is about splitting
+// alone: while a split path's closure captures the caller's job, the compiler moves the job of
+// every call to the heap, one allocation per call whatever Workers is (the package function
+// Forward, which never splits, allocates nothing).
 func TestWorkersBelowThreshold(t *testing.T) {
 	const d, rows = 128, 64 // 32 KiB of rows: far below one goroutine's share
 	in := newWorkersInput(d, rows, d, weighted)

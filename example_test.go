@@ -121,3 +121,81 @@ func ExampleNorm_ApplyBF16() {
 	// stream: [1.5 1.75 4 4]
 	// normed: [0.4902 0.5742 2.6250 0.6562]
 }
+
+// One training step of a norm layer: the forward pass keeps 1/rms of each row (Rows.Inv), the loss
+// L = 0.5*sum((y - target)^2) gives dL/dy = y - target, Backward turns it into the gradient of
+// the input and adds the weight gradient to DW, and plain SGD updates the weight.
+func ExampleNorm_Backward() {
+	const d = 4
+	norm := rmsnorm.Norm{Weight: []float32{1, 1, 1, 1}, Eps: 1e-6}
+	x := []float32{1, 2, 3, 4, 2, 0, -2, 1} // two rows
+	target := []float32{0, 1, 1, 1, 1, 0, -1, 1}
+
+	y := make([]float32, len(x))
+	inv := make([]float32, len(x)/d)
+	norm.Apply(rmsnorm.Rows{Dst: y, X: x, Inv: inv})
+	dy := make([]float32, len(y))
+	var loss float32
+	for i := range y {
+		dy[i] = y[i] - target[i]
+		loss += 0.5 * dy[i] * dy[i]
+	}
+
+	dx := make([]float32, len(x))
+	dw := make([]float32, d) // Backward adds to it: zero it before each step
+	norm.Backward(rmsnorm.Grad{DX: dx, X: x, DY: dy, Inv: inv, DW: dw})
+
+	const lr = 0.1
+	for i := range norm.Weight {
+		norm.Weight[i] -= lr * dw[i]
+	}
+	norm.Apply(rmsnorm.Rows{Dst: y, X: x})
+	var after float32
+	for i := range y {
+		after += 0.5 * (y[i] - target[i]) * (y[i] - target[i])
+	}
+	fmt.Printf("loss %.4f\n", loss)
+	fmt.Printf("dx   %.4f\n", dx[:d])
+	fmt.Printf("dw   %.4f\n", dw)
+	fmt.Printf("w    %.4f\n", norm.Weight)
+	fmt.Printf("loss %.4f after the step\n", after)
+	// Output:
+	// loss 0.3803
+	// dx   [0.1095 -0.1461 -0.0365 0.0730]
+	// dw   [0.5778 -0.1970 0.5490 0.4505]
+	// w    [0.9422 1.0197 0.9451 0.9549]
+	// loss 0.3030 after the step
+}
+
+// The backward pass of a pre-norm block, whose forward fused the residual add: h = x + r, with x
+// the previous block's output and r the residual stream, was normalized and stored into the
+// stream (Rows.Residual). Backward takes h as X and gives dh, the gradient of h through the norm
+// alone. h also goes on along the skip connection, so dL/dh = dh + the gradient that came back
+// along the stream; and since h = x + r, that sum is the gradient of both r and x. The caller
+// adds dh into the stream's gradient, which is then also the gradient of the block input.
+func ExampleNorm_Backward_residual() {
+	norm := rmsnorm.Norm{Weight: []float32{1, 1, 1, 1}, Eps: 1e-6}
+	stream := []float32{1, 2, 3, 4} // r
+	x := []float32{1, 0, -1, 0}     // the previous block's output
+	y := make([]float32, 4)
+	inv := make([]float32, 1)
+	norm.Apply(rmsnorm.Rows{Dst: y, X: x, Residual: stream, Inv: inv})
+	h := append([]float32(nil), stream...) // keep h: the next block's fused add overwrites the stream
+
+	dy := []float32{0.5, -0.5, 0, 1}         // dL/dy, from the attention or MLP that read y
+	dStream := []float32{0.1, 0.1, 0.1, 0.1} // dL/dh along the skip connection, from the blocks above
+	dh := make([]float32, 4)
+	norm.Backward(rmsnorm.Grad{DX: dh, X: h, DY: dy, Inv: inv})
+	for i := range dStream {
+		dStream[i] += dh[i] // now the whole dL/dh: the gradient of r, passed on down the stream
+	}
+	dx := dStream // h = x + r: the gradient of x, the previous block's output, is the same
+
+	fmt.Println("h:", h)
+	fmt.Printf("dh through the norm: %.4f\n", dh)
+	fmt.Printf("d stream = d x:      %.4f\n", dx)
+	// Output:
+	// h: [2 2 2 4]
+	// dh through the norm: [0.0810 -0.2970 -0.1080 0.1620]
+	// d stream = d x:      [0.1810 -0.1970 -0.0080 0.2620]
+}

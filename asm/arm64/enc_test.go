@@ -44,7 +44,7 @@ func TestWordsDecodeToTheirComments(t *testing.T) {
 		seen[strings.Fields(m[2])[0]] = true
 		n++
 	}
-	for _, op := range []string{"fmul", "fadd", "faddp", "fdiv", "fsqrt", "fcmge", "fcmeq", "shll", "fcvtl", "fcvtn", "shrn"} {
+	for _, op := range []string{"fmul", "fadd", "fsub", "faddp", "fdiv", "fsqrt", "fcmge", "fcmeq", "shll", "fcvtl", "fcvtn", "shrn"} {
 		if !seen[op] {
 			t.Errorf("no %s among the %d WORDs checked", op, n)
 		}

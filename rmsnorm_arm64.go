@@ -13,6 +13,30 @@ import "unsafe"
 //go:noescape
 func callKernel(j *job, from, to int) int
 
+// neonBackwardWeighted computes the gradient of rows [from, to) of the job: with g = dy*w, c the
+// contract's sum of g*x and s = ((inv*inv)*c)/d, dx = inv*(g - x*s); and, when the job has a
+// weight gradient, the products dy*(x*inv) into the row block's partial sum (see gradBlock).
+// It stops before the first row that needs the float64 path and returns that row's index, or to.
+//
+//go:noescape
+func neonBackwardWeighted(j *job, from, to int) int
+
+// neonBackwardOffset computes the gradient of rows [from, to) of the job: with g = dy*(1+w), c the
+// contract's sum of g*x and s = ((inv*inv)*c)/d, dx = inv*(g - x*s); and, when the job has a
+// weight gradient, the products dy*(x*inv) into the row block's partial sum (see gradBlock).
+// It stops before the first row that needs the float64 path and returns that row's index, or to.
+//
+//go:noescape
+func neonBackwardOffset(j *job, from, to int) int
+
+// neonBackwardUnweighted computes the gradient of rows [from, to) of the job: with g = dy, c the
+// contract's sum of g*x and s = ((inv*inv)*c)/d, dx = inv*(g - x*s); and, when the job has a
+// weight gradient, the products dy*(x*inv) into the row block's partial sum (see gradBlock).
+// It stops before the first row that needs the float64 path and returns that row's index, or to.
+//
+//go:noescape
+func neonBackwardUnweighted(j *job, from, to int) int
+
 // neonWeighted normalizes rows [from, to) of the job: y = (x*inv)*w, for each row.
 // It stops before the first row that needs the float64 path and returns that row's index, or to.
 //

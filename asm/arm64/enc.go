@@ -2,8 +2,8 @@ package main
 
 import "fmt"
 
-// Encodings of the NEON instructions the Go assembler does not accept (vector FMUL, FADD, FADDP,
-// FDIV, FSQRT, FCMGE, FCMEQ on .4S; SHLL, FCVTL, FCVTN and SHRN between .4S and .4H). Each is built from its fields, base | Rm<<16 | Rn<<5 | Rd, and comes
+// Encodings of the NEON instructions the Go assembler does not accept (vector FMUL, FADD, FSUB,
+// FADDP, FDIV, FSQRT, FCMGE, FCMEQ on .4S; SHLL, FCVTL, FCVTN and SHRN between .4S and .4H). Each is built from its fields, base | Rm<<16 | Rn<<5 | Rd, and comes
 // with its text in GNU syntax, which the test in this directory decodes back with
 // golang.org/x/arch/arm64/arm64asm and compares.
 
@@ -25,6 +25,7 @@ func three(base uint32, name string, d, n, m vreg) (uint32, string) {
 
 func fmul4s(d, n, m vreg) (uint32, string)  { return three(0x6e20dc00, "fmul", d, n, m) }
 func fadd4s(d, n, m vreg) (uint32, string)  { return three(0x4e20d400, "fadd", d, n, m) }
+func fsub4s(d, n, m vreg) (uint32, string)  { return three(0x4ea0d400, "fsub", d, n, m) }
 func faddp4s(d, n, m vreg) (uint32, string) { return three(0x6e20d400, "faddp", d, n, m) }
 func fdiv4s(d, n, m vreg) (uint32, string)  { return three(0x6e20fc00, "fdiv", d, n, m) }
 func fcmge4s(d, n, m vreg) (uint32, string) { return three(0x6e20e400, "fcmge", d, n, m) }

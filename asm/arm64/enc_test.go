@@ -44,7 +44,7 @@ func TestWordsDecodeToTheirComments(t *testing.T) {
 		seen[strings.Fields(m[2])[0]] = true
 		n++
 	}
-	for _, op := range []string{"fmul", "fadd", "faddp", "fdiv", "fsqrt", "fcmge", "fcmeq", "shll", "fcvtl", "fcvtn", "shrn"} {
+	for _, op := range []string{"fmul", "fadd", "fsub", "faddp", "fdiv", "fsqrt", "fcmge", "fcmeq", "shll", "fcvtl", "fcvtn", "shrn"} {
 		if !seen[op] {
 			t.Errorf("no %s among the %d WORDs checked", op, n)
 		}
@@ -61,6 +61,8 @@ func TestEncodersAgainstKnownEncodings(t *testing.T) {
 	}{
 		{func() (uint32, string) { return fmul4s(3, 5, 7) }, 0x6e27dca3},
 		{func() (uint32, string) { return fadd4s(3, 5, 7) }, 0x4e27d4a3},
+		{func() (uint32, string) { return fsub4s(3, 5, 7) }, 0x4ea7d4a3},
+		{func() (uint32, string) { return fsub4s(31, 31, 31) }, 0x4ebfd7ff},
 		{func() (uint32, string) { return faddp4s(3, 5, 7) }, 0x6e27d4a3},
 		{func() (uint32, string) { return fdiv4s(3, 5, 7) }, 0x6e27fca3},
 		{func() (uint32, string) { return fcmge4s(3, 5, 7) }, 0x6e27e4a3},

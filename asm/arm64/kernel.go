@@ -176,20 +176,7 @@ func (e *emitter) prologue() {
 			e.op("VDUP R10, V%d.S4", 24+i)
 		}
 	}
-	e.comment("fd = float32(d); rd = 1/d when d is a power of two, so that ss/d is ss*rd exactly.")
-	e.op("SCVTFS %s, F16", rD)
-	e.op("FMOVS F16, %d(RSP)", offFd)
-	e.op("SUB $1, %s, R10", rD)
-	e.op("TST R10, %s", rD)
-	e.op("BNE notpow2")
-	e.op("RBIT %s, R10", rD)
-	e.op("CLZ R10, R10")
-	e.op("MOVD $127, R11")
-	e.op("SUB R10, R11, R11")
-	e.op("LSL $23, R11, R11")
-	e.op("MOVW R11, %d(RSP)", offRd)
-	e.op("ORR $%d, %s, %s", flagRD, rFlags, rFlags)
-	e.label("notpow2")
+	e.divisor(offFd, offRd)
 	e.comment("Rows ahead for prefetching: the next one for long rows, eight for short ones.")
 	e.op("MOVD %s, %s", rStride, rPfScale)
 	e.op("CMP $%d, %s", spec.GroupMax, rD)
@@ -238,12 +225,7 @@ func (e *emitter) sumRows() {
 	e.op("MOVD $0, R23") // byte offset of the row's slot
 	e.label("sumrow")
 	e.sumRow()
-	e.comment("Halving tree: h = 32, 16, 8, 4 on vectors, leaving four partials in V0.")
-	for _, h := range []vreg{8, 4, 2, 1} {
-		for k := vreg(0); k < h; k++ {
-			e.word(fadd4s(k, k, k+h))
-		}
-	}
+	e.tree4()
 	if e.v.Residual {
 		return
 	}
@@ -400,30 +382,10 @@ func (e *emitter) copyElems(src, dst, n string, eb int) {
 func (e *emitter) invOne() {
 	e.label("invone")
 	e.comment("h = 2 and h = 1: ss in F0.")
-	e.op("VEXT $8, V0.B16, V0.B16, V16.B16")
-	e.word(fadd4s(0, 0, 16))
-	e.word(faddpScalar(0, 0))
+	e.tree21()
 	e.comment("t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.")
-	e.op("TST $%d, %s", flagRD, rFlags)
-	e.op("BEQ rdivide")
-	e.op("FMOVS %d(RSP), F17", offRd)
-	e.op("FMULS F17, F0, F1")
-	e.op("B rdivided")
-	e.label("rdivide")
-	e.op("FMOVS %d(RSP), F17", offFd)
-	e.op("FDIVS F17, F0, F1")
-	e.label("rdivided")
-	e.op("MOVD j+0(FP), R16")
-	e.op("FMOVS %s(R16), F17", spec.Job.Eps)
-	e.op("FADDS F17, F1, F1")
-	e.op("MOVW $0x%08x, R16", spec.TLowBits)
-	e.op("FMOVS R16, F16")
-	e.op("FCMPS F16, F1")
-	e.op("BLT ret") // t < 2^-100 or unordered
-	e.op("MOVW $0x%08x, R16", spec.TMaxBits)
-	e.op("FMOVS R16, F16")
-	e.op("FCMPS F16, F1")
-	e.op("BGT ret")
+	e.divD(0, 1, offFd, offRd, "r")
+	e.tInRange()
 	e.op("FSQRTS F1, F1")
 	e.op("FMOVS $1.0, F16")
 	e.op("FDIVS F1, F16, F29")
@@ -622,4 +584,72 @@ func (e *emitter) scale16() {
 	}
 	e.storeVecs(16, 4, "R14", true)
 	e.op("SUB $16, R12, R12")
+}
+
+// divisor stores fd = float32(d) at fd(RSP) and, when d is a power of two, rd = 1/d at rd(RSP)
+// with flagRD set in rFlags, so that x/d can be x*rd, the same correctly rounded value.
+func (e *emitter) divisor(fd, rd int) {
+	e.comment("fd = float32(d); rd = 1/d when d is a power of two, so that ss/d is ss*rd exactly.")
+	e.op("SCVTFS %s, F16", rD)
+	e.op("FMOVS F16, %d(RSP)", fd)
+	e.op("SUB $1, %s, R10", rD)
+	e.op("TST R10, %s", rD)
+	e.op("BNE notpow2")
+	e.op("RBIT %s, R10", rD)
+	e.op("CLZ R10, R10")
+	e.op("MOVD $127, R11")
+	e.op("SUB R10, R11, R11")
+	e.op("LSL $23, R11, R11")
+	e.op("MOVW R11, %d(RSP)", rd)
+	e.op("ORR $%d, %s, %s", flagRD, rFlags, rFlags)
+	e.label("notpow2")
+}
+
+// divD sets F(dst) = F(src)/d, rounded once: src*rd when d is a power of two, else a division
+// by fd (see divisor). l prefixes its labels. It uses F17.
+func (e *emitter) divD(src, dst, fd, rd int, l string) {
+	e.op("TST $%d, %s", flagRD, rFlags)
+	e.op("BEQ %sdivide", l)
+	e.op("FMOVS %d(RSP), F17", rd)
+	e.op("FMULS F17, F%d, F%d", src, dst)
+	e.op("B %sdivided", l)
+	e.label(l + "divide")
+	e.op("FMOVS %d(RSP), F17", fd)
+	e.op("FDIVS F17, F%d, F%d", src, dst)
+	e.label(l + "divided")
+}
+
+// tInRange adds eps to t in F1 and branches to ret, leaving the row to the float64 path, when t
+// is outside [2^-100, MaxFloat32] or NaN. It uses R16, F16 and F17.
+func (e *emitter) tInRange() {
+	e.op("MOVD j+0(FP), R16")
+	e.op("FMOVS %s(R16), F17", spec.Job.Eps)
+	e.op("FADDS F17, F1, F1")
+	e.op("MOVW $0x%08x, R16", spec.TLowBits)
+	e.op("FMOVS R16, F16")
+	e.op("FCMPS F16, F1")
+	e.op("BLT ret") // t < 2^-100 or unordered
+	e.op("MOVW $0x%08x, R16", spec.TMaxBits)
+	e.op("FMOVS R16, F16")
+	e.op("FCMPS F16, F1")
+	e.op("BGT ret")
+}
+
+// tree4 runs the halving tree's steps h = 32, 16, 8, 4 on the partials in V0-V15 (V_k holds
+// p[4k..4k+3]), leaving four partials in V0.
+func (e *emitter) tree4() {
+	e.comment("Halving tree: h = 32, 16, 8, 4 on vectors, leaving four partials in V0.")
+	for _, h := range []vreg{8, 4, 2, 1} {
+		for k := vreg(0); k < h; k++ {
+			e.word(fadd4s(k, k, k+h))
+		}
+	}
+}
+
+// tree21 runs the steps h = 2 (EXT and a vector FADD) and h = 1 (a scalar FADDP) on the four
+// partials in V0, leaving the sum in F0. It uses V16.
+func (e *emitter) tree21() {
+	e.op("VEXT $8, V0.B16, V0.B16, V16.B16")
+	e.word(fadd4s(0, 0, 16))
+	e.word(faddpScalar(0, 0))
 }

@@ -2,7 +2,8 @@
 // backend, so this is a small text emitter: Go assembler mnemonics where the assembler has them
 // (VLD1.P, VST1.P, VDUP, VMOV, VEXT, VZIP1/2, scalar FDIVS, FSQRTS, ...) and WORD directives,
 // built from their fields in enc.go, for the vector float instructions it lacks (FMUL, FADD,
-// FADDP, FDIV, FSQRT, FCMGE on .4S). Run it through `go generate ./...` at the repository root.
+// FSUB, FADDP, FDIV, FSQRT, FCMGE on .4S). Run it through `go generate ./...` at the repository
+// root.
 //
 // The kernels implement the numeric contract of the package doc bit for bit, with the same
 // signature, job fields (read through go_asm.h) and flags as the amd64 ones:
@@ -19,6 +20,12 @@
 // (without the residual) go four at a time: their sums are formed one after the other, their trees
 // finish together with ZIP1/ZIP2, FADD and FADDP, and the scalar steps run as vector FDIV, FADD,
 // FSQRT, FDIV.
+//
+// The backward functions (backward.go) do one row in three passes: the sum of squares as above,
+// c = the sum of g*x in the same 64 partials and tree, then dx = inv*(g - x*s) with the weight
+// gradient's products added to their block's partial sum (or to DW) in the same loop, one loop
+// per way of adding them; that pass does the last 1-3 elements of a row with scalar instructions
+// instead of a copy on the stack.
 //
 // Expected throughput of the inner loops (from the vendors' optimization guides; not measured,
 // since this project's CI has no arm64 hardware):
@@ -66,7 +73,7 @@ func main() {
 	var s bytes.Buffer
 	fmt.Fprintf(&s, "%s\n\n//go:build %s\n\n#include \"textflag.h\"\n#include \"go_asm.h\"\n", header, constraint)
 	k := spec.Kernel{ID: "kernelNEON", Prefix: "neon"}
-	k.Variants, k.Conversions = spec.Forward, true
+	k.Variants, k.Conversions, k.Backward = spec.Forward, true, true
 	ks := []spec.Kernel{k}
 	s.WriteString("\n// func callKernel(j *job, from, to int) int: jump to the function job.fn selects, with the\n")
 	s.WriteString("// caller's arguments and return address in place.\n")
@@ -78,6 +85,9 @@ func main() {
 	}
 	for _, c := range spec.Conversions {
 		s.WriteString(convert("neon"+c.Name, c))
+	}
+	for _, m := range spec.Backward {
+		s.WriteString(backward("neon"+spec.BackwardName(m), m))
 	}
 	if err := os.WriteFile(*out, s.Bytes(), 0o644); err != nil {
 		log.Fatal(err)

@@ -133,7 +133,7 @@ func explainBackward(n *Norm, g *Grad) {
 			nm.fail("Stride = %d needs N: with N = 0 the rows of length %d fill X back to back", stride, d)
 		}
 		if len(g.X)%max(d, 1) != 0 {
-			nm.fail("len(X) = %d is not a multiple of the row length len(Weight) = %d", len(g.X), d)
+			nm.fail("len(X) = %d is not a multiple of the row length %s = %d", len(g.X), rowLengthName(n, nm), d)
 		}
 		for _, s := range []struct {
 			name string

@@ -224,7 +224,7 @@ func explainApply[T elem](n *Norm, nm *names, dst, x, res []T, inv []float32, ro
 			nm.fail("Stride = %d needs N: with N = 0 the rows of length %d fill %s back to back", stride, d, nm.x)
 		}
 		if len(x) != 0 && len(x)%d != 0 {
-			nm.fail("len(%s) = %d is not a multiple of the row length len(%s) = %d", nm.x, len(x), nm.w, d)
+			nm.fail("len(%s) = %d is not a multiple of the row length %s = %d", nm.x, len(x), rowLengthName(n, nm), d)
 		}
 		if len(dst) != len(x) {
 			nm.fail("len(%s) = %d, want len(%s) = %d", nm.dst, len(dst), nm.x, len(x))
@@ -310,6 +310,14 @@ func explainOverlaps(nm *names, dst, x, w, res, inv area) {
 			nm.fail("Inv overlaps %s", o.name)
 		}
 	}
+}
+
+// rowLengthName says where a Norm's row length comes from: len(Weight), or Dim without a weight.
+func rowLengthName(n *Norm, nm *names) string {
+	if n.Weight == nil {
+		return "Dim"
+	}
+	return "len(" + nm.w + ")"
 }
 
 func checkEps(nm *names, eps float32) {

@@ -382,6 +382,9 @@ func TestWorkersBelowThreshold(t *testing.T) {
 		base[i] = testing.AllocsPerRun(50, func() { c.f(n0, b0) })
 		a := testing.AllocsPerRun(50, func() { c.f(n8, b8) })
 		t.Logf("%s: %v allocations per call with Workers=0, %v with Workers=8", c.name, base[i], a)
+		if base[i] != 0 {
+			t.Errorf("%s: %v allocations per call: the job of a call stays on the caller's stack", c.name, base[i])
+		}
 		if a > base[i] {
 			t.Errorf("%s with Workers=8 below the threshold: %v allocations per call, %v with Workers=0: it split", c.name, a, base[i])
 		}

@@ -349,7 +349,7 @@ func BenchmarkBackward(b *testing.B) {
 // whatever its size, which shows what a split costs where the threshold keeps calls on one
 // goroutine (the README's Workers table comes from this benchmark).
 func BenchmarkWorkers(b *testing.B) {
-	shapes := benchutil.Must("16x4096,64x4096,256x4096,1024x4096,2048x4096,16384x4096,32768x128")
+	shapes := benchutil.Must("16x4096,64x4096,128x4096,256x4096,512x4096,1024x4096,2048x4096,16384x4096,32768x128")
 	for _, wk := range []string{"1", "2", "2-always"} {
 		b.Run(wk, func(b *testing.B) {
 			workers := 1

@@ -95,7 +95,7 @@
 //
 // Norm.Workers lets one call use several goroutines. Rows are normalized independently, so the
 // forward forms split them at any row; Backward splits them at the blocks of step 5 and adds the
-// blocks' partial sums to DW in block order afterwards. A call uses one goroutine per 4 MiB of
+// blocks' partial sums to DW in block order afterwards. A call uses one goroutine per 12 MiB of
 // rows it reads and writes, up to Workers: waking a goroutine costs microseconds, more than the
 // work it would take over below that (README: Workers).
 //

@@ -3,15 +3,27 @@ package rmsnorm
 import "sync"
 
 // Multi-core rows (Norm.Workers). Rows are independent in the forward pass, so any split gives the
-// same bits; the backward pass splits on the blocks of the weight gradient (runBackward). A split
-// costs the start of the goroutines and, on a machine whose other cores sleep, their wake-up:
-// below workerBytes of rows per goroutine that costs more than the work saved.
+// same bits; the backward pass splits on the blocks of the weight gradient (runBackward).
+//
+// A split costs the start of the goroutines: about 0.2 us when the other cores are busy or have
+// just been (the runtime keeps an idle thread spinning for a while), but 6-10 us once they have
+// been idle for 10 us or more and their threads sleep in the kernel (measured on a 2-vCPU AMD EPYC
+// Zen 5 virtual machine, Linux). On that machine a two-way split only paid where the rows did not
+// fit the 32 MiB L3 (two cores draw more memory bandwidth than one; in cache, the two vCPUs gained
+// nothing), as BenchmarkWorkers shows, forced split against one goroutine:
+//
+//	rows x 4096    forward          backward
+//	64             0.87x            0.84x
+//	256            0.91x            0.96x
+//	512            0.99x            1.53x
+//	1024           1.34x            1.90x
+//	2048           1.30x            1.42x
+//	16384          1.25x            1.18x
+//
+// So a goroutine takes at least workerBytes of rows read and written: 12 MiB.
 
-// workerBytes is the least memory (rows read and written) a goroutine of a split call must move.
-// Measured on a 2-core AMD EPYC (Zen 5) virtual machine with BenchmarkWorkers (bench_test.go),
-// where starting the second goroutine and waking the second vCPU costs about 5-20 us: the README's
-// "Workers" section has the table.
-var workerBytes uintptr = 4 << 20 // a variable so that tests can split small calls
+// workerBytes is the least memory (rows read and written) a goroutine of a split call moves.
+var workerBytes uintptr = 12 << 20 // a variable so that tests can split small calls
 
 // workersForBytes returns how many goroutines a call moving bytes of rows should use: at most
 // workers, at most units, and no more than one per workerBytes.

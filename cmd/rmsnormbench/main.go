@@ -285,7 +285,7 @@ func (r report) print() {
 		fmt.Println("Norm.Backward with Inv and DW (a training step's call), against copy() of x and dy into two other buffers")
 	}
 	if r.Workers > 0 {
-		fmt.Printf("calls through a Norm with Workers: %d (one goroutine per 4 MiB of rows moved, at most %d)\n", r.Workers, r.Workers)
+		fmt.Printf("calls through a Norm with Workers: %d (one goroutine per 12 MiB of rows read and written, at most %d)\n", r.Workers, r.Workers)
 	}
 	fmt.Printf("%-12s %-14s %12s %9s %8s", "shape", "kernel", "ns/row", "GB/s", "x copy")
 	if wide {

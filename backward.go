@@ -298,11 +298,33 @@ func (j job) splitBackward(k kernelID, w, blocks int) {
 	}
 }
 
+// call runs rows [from, to) with kernel k: the generic kernel's Go functions directly, the others
+// through callKernel's table.
+func (j *job) call(k kernelID, from, to int) int {
+	if k == kernelGeneric {
+		if j.v >= numVariants {
+			return runGenericBackward(j, from, to)
+		}
+		return runGeneric(j, from, to)
+	}
+	return callKernel(j, from, to)
+}
+
 // runRange runs rows [from, to) of the job with kernel k, the rows that need the float64 path
 // in Go.
 func (j *job) runRange(k kernelID, from, to int) {
 	j.fn = uint32(k)*numEntries + uint32(j.v)
-	for r := callKernel(j, from, to); r < to; r = callKernel(j, r+1, to) {
+	if r := j.call(k, from, to); r < to {
+		j.finish(k, r, to)
+	}
+}
+
+// finish runs the rows from r to to, r the first one the kernel handed back: a row that needs
+// the float64 path of the contract is done here in Go, and the kernel resumes after it. In the
+// residual forms the row handed over already holds h in res, and nothing else of it has been
+// written.
+func (j *job) finish(k kernelID, r, to int) {
+	for ; r < to; r = j.call(k, r+1, to) {
 		switch {
 		case j.v >= numVariants:
 			j.backwardFloat64(r)

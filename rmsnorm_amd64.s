@@ -172,7 +172,7 @@ TEXT ·avx512Weighted(SB), NOSPLIT, $376-32
 	MOVQ job_stride+0(AX), SI
 	SHLQ $0x02, SI
 
-	// fd = float32(d); rd = 1/d when d is a power of two (ss/d is then ss*rd exactly), else 0.
+	// fd = float32(d); rd = 1/d when d is a power of two (a/d is then a*rd exactly), else 0.
 	MOVQ       job_d+0(AX), DI
 	VMOVSS     one<>+0(SB), X0
 	VCVTSI2SSQ DI, X0, X0
@@ -635,7 +635,7 @@ TEXT ·avx512Offset(SB), NOSPLIT, $376-32
 	MOVQ job_stride+0(AX), SI
 	SHLQ $0x02, SI
 
-	// fd = float32(d); rd = 1/d when d is a power of two (ss/d is then ss*rd exactly), else 0.
+	// fd = float32(d); rd = 1/d when d is a power of two (a/d is then a*rd exactly), else 0.
 	MOVQ       job_d+0(AX), DI
 	VMOVSS     one<>+0(SB), X0
 	VCVTSI2SSQ DI, X0, X0
@@ -1127,7 +1127,7 @@ TEXT ·avx512Unweighted(SB), NOSPLIT, $376-32
 	MOVQ job_stride+0(AX), BX
 	SHLQ $0x02, BX
 
-	// fd = float32(d); rd = 1/d when d is a power of two (ss/d is then ss*rd exactly), else 0.
+	// fd = float32(d); rd = 1/d when d is a power of two (a/d is then a*rd exactly), else 0.
 	MOVQ       job_d+0(AX), SI
 	VMOVSS     one<>+0(SB), X0
 	VCVTSI2SSQ SI, X0, X0
@@ -1574,7 +1574,7 @@ TEXT ·avx512AddWeighted(SB), NOSPLIT, $376-32
 	MOVQ job_stride+0(AX), DI
 	SHLQ $0x02, DI
 
-	// fd = float32(d); rd = 1/d when d is a power of two (ss/d is then ss*rd exactly), else 0.
+	// fd = float32(d); rd = 1/d when d is a power of two (a/d is then a*rd exactly), else 0.
 	MOVQ       job_d+0(AX), R8
 	VMOVSS     one<>+0(SB), X0
 	VCVTSI2SSQ R8, X0, X0
@@ -1988,7 +1988,7 @@ TEXT ·avx512AddOffset(SB), NOSPLIT, $376-32
 	MOVQ job_stride+0(AX), DI
 	SHLQ $0x02, DI
 
-	// fd = float32(d); rd = 1/d when d is a power of two (ss/d is then ss*rd exactly), else 0.
+	// fd = float32(d); rd = 1/d when d is a power of two (a/d is then a*rd exactly), else 0.
 	MOVQ       job_d+0(AX), R8
 	VMOVSS     one<>+0(SB), X0
 	VCVTSI2SSQ R8, X0, X0
@@ -2431,7 +2431,7 @@ TEXT ·avx512AddUnweighted(SB), NOSPLIT, $376-32
 	MOVQ job_stride+0(AX), SI
 	SHLQ $0x02, SI
 
-	// fd = float32(d); rd = 1/d when d is a power of two (ss/d is then ss*rd exactly), else 0.
+	// fd = float32(d); rd = 1/d when d is a power of two (a/d is then a*rd exactly), else 0.
 	MOVQ       job_d+0(AX), DI
 	VMOVSS     one<>+0(SB), X0
 	VCVTSI2SSQ DI, X0, X0
@@ -2832,7 +2832,7 @@ TEXT ·avx512BF16Weighted(SB), NOSPLIT, $376-32
 	VPBROADCASTD avx512bfhigh<>+0(SB), Z2
 	VPBROADCASTD avx512bffixnan<>+0(SB), Z2
 
-	// fd = float32(d); rd = 1/d when d is a power of two (ss/d is then ss*rd exactly), else 0.
+	// fd = float32(d); rd = 1/d when d is a power of two (a/d is then a*rd exactly), else 0.
 	MOVQ       job_d+0(AX), DI
 	VMOVSS     one<>+0(SB), X4
 	VCVTSI2SSQ DI, X4, X4
@@ -3434,7 +3434,7 @@ TEXT ·avx512BF16WeightedRN(SB), NOSPLIT, $376-32
 	VPBROADCASTD avx512bfhigh<>+0(SB), Z2
 	VPBROADCASTD avx512bffixnan<>+0(SB), Z3
 
-	// fd = float32(d); rd = 1/d when d is a power of two (ss/d is then ss*rd exactly), else 0.
+	// fd = float32(d); rd = 1/d when d is a power of two (a/d is then a*rd exactly), else 0.
 	MOVQ       job_d+0(AX), DI
 	VMOVSS     one<>+0(SB), X5
 	VCVTSI2SSQ DI, X5, X5
@@ -4132,7 +4132,7 @@ TEXT ·avx512BF16Offset(SB), NOSPLIT, $376-32
 	VPBROADCASTD avx512bfhigh<>+0(SB), Z2
 	VPBROADCASTD avx512bffixnan<>+0(SB), Z2
 
-	// fd = float32(d); rd = 1/d when d is a power of two (ss/d is then ss*rd exactly), else 0.
+	// fd = float32(d); rd = 1/d when d is a power of two (a/d is then a*rd exactly), else 0.
 	MOVQ       job_d+0(AX), DI
 	VMOVSS     one<>+0(SB), X4
 	VCVTSI2SSQ DI, X4, X4
@@ -4766,7 +4766,7 @@ TEXT ·avx512BF16OffsetRN(SB), NOSPLIT, $376-32
 	VPBROADCASTD avx512bfhigh<>+0(SB), Z2
 	VPBROADCASTD avx512bffixnan<>+0(SB), Z3
 
-	// fd = float32(d); rd = 1/d when d is a power of two (ss/d is then ss*rd exactly), else 0.
+	// fd = float32(d); rd = 1/d when d is a power of two (a/d is then a*rd exactly), else 0.
 	MOVQ       job_d+0(AX), DI
 	VMOVSS     one<>+0(SB), X5
 	VCVTSI2SSQ DI, X5, X5
@@ -5495,7 +5495,7 @@ TEXT ·avx512BF16Unweighted(SB), NOSPLIT, $376-32
 	VPBROADCASTD avx512bfhigh<>+0(SB), Z2
 	VPBROADCASTD avx512bffixnan<>+0(SB), Z2
 
-	// fd = float32(d); rd = 1/d when d is a power of two (ss/d is then ss*rd exactly), else 0.
+	// fd = float32(d); rd = 1/d when d is a power of two (a/d is then a*rd exactly), else 0.
 	MOVQ       job_d+0(AX), SI
 	VMOVSS     one<>+0(SB), X4
 	VCVTSI2SSQ SI, X4, X4
@@ -6080,7 +6080,7 @@ TEXT ·avx512BF16AddWeighted(SB), NOSPLIT, $376-32
 	VPBROADCASTD avx512bfhigh<>+0(SB), Z2
 	VPBROADCASTD avx512bffixnan<>+0(SB), Z3
 
-	// fd = float32(d); rd = 1/d when d is a power of two (ss/d is then ss*rd exactly), else 0.
+	// fd = float32(d); rd = 1/d when d is a power of two (a/d is then a*rd exactly), else 0.
 	MOVQ       job_d+0(AX), R8
 	VMOVSS     one<>+0(SB), X5
 	VCVTSI2SSQ R8, X5, X5
@@ -6773,7 +6773,7 @@ TEXT ·avx512BF16AddWeightedRN(SB), NOSPLIT, $376-32
 	VPBROADCASTD avx512bfhigh<>+0(SB), Z2
 	VPBROADCASTD avx512bffixnan<>+0(SB), Z3
 
-	// fd = float32(d); rd = 1/d when d is a power of two (ss/d is then ss*rd exactly), else 0.
+	// fd = float32(d); rd = 1/d when d is a power of two (a/d is then a*rd exactly), else 0.
 	MOVQ       job_d+0(AX), R8
 	VMOVSS     one<>+0(SB), X5
 	VCVTSI2SSQ R8, X5, X5
@@ -7562,7 +7562,7 @@ TEXT ·avx512BF16AddOffset(SB), NOSPLIT, $376-32
 	VPBROADCASTD avx512bfhigh<>+0(SB), Z2
 	VPBROADCASTD avx512bffixnan<>+0(SB), Z3
 
-	// fd = float32(d); rd = 1/d when d is a power of two (ss/d is then ss*rd exactly), else 0.
+	// fd = float32(d); rd = 1/d when d is a power of two (a/d is then a*rd exactly), else 0.
 	MOVQ       job_d+0(AX), R8
 	VMOVSS     one<>+0(SB), X5
 	VCVTSI2SSQ R8, X5, X5
@@ -8287,7 +8287,7 @@ TEXT ·avx512BF16AddOffsetRN(SB), NOSPLIT, $376-32
 	VPBROADCASTD avx512bfhigh<>+0(SB), Z2
 	VPBROADCASTD avx512bffixnan<>+0(SB), Z3
 
-	// fd = float32(d); rd = 1/d when d is a power of two (ss/d is then ss*rd exactly), else 0.
+	// fd = float32(d); rd = 1/d when d is a power of two (a/d is then a*rd exactly), else 0.
 	MOVQ       job_d+0(AX), R8
 	VMOVSS     one<>+0(SB), X5
 	VCVTSI2SSQ R8, X5, X5
@@ -9107,7 +9107,7 @@ TEXT ·avx512BF16AddUnweighted(SB), NOSPLIT, $376-32
 	VPBROADCASTD avx512bfhigh<>+0(SB), Z2
 	VPBROADCASTD avx512bffixnan<>+0(SB), Z3
 
-	// fd = float32(d); rd = 1/d when d is a power of two (ss/d is then ss*rd exactly), else 0.
+	// fd = float32(d); rd = 1/d when d is a power of two (a/d is then a*rd exactly), else 0.
 	MOVQ       job_d+0(AX), DI
 	VMOVSS     one<>+0(SB), X5
 	VCVTSI2SSQ DI, X5, X5
@@ -9776,7 +9776,7 @@ TEXT ·avx512F16Weighted(SB), NOSPLIT, $376-32
 	MOVQ job_stride+0(AX), SI
 	SHLQ $0x01, SI
 
-	// fd = float32(d); rd = 1/d when d is a power of two (ss/d is then ss*rd exactly), else 0.
+	// fd = float32(d); rd = 1/d when d is a power of two (a/d is then a*rd exactly), else 0.
 	MOVQ       job_d+0(AX), DI
 	VMOVSS     one<>+0(SB), X0
 	VCVTSI2SSQ DI, X0, X0
@@ -10269,7 +10269,7 @@ TEXT ·avx512F16WeightedRN(SB), NOSPLIT, $376-32
 	MOVQ job_stride+0(AX), SI
 	SHLQ $0x01, SI
 
-	// fd = float32(d); rd = 1/d when d is a power of two (ss/d is then ss*rd exactly), else 0.
+	// fd = float32(d); rd = 1/d when d is a power of two (a/d is then a*rd exactly), else 0.
 	MOVQ       job_d+0(AX), DI
 	VMOVSS     one<>+0(SB), X0
 	VCVTSI2SSQ DI, X0, X0
@@ -10794,7 +10794,7 @@ TEXT ·avx512F16Offset(SB), NOSPLIT, $376-32
 	MOVQ job_stride+0(AX), SI
 	SHLQ $0x01, SI
 
-	// fd = float32(d); rd = 1/d when d is a power of two (ss/d is then ss*rd exactly), else 0.
+	// fd = float32(d); rd = 1/d when d is a power of two (a/d is then a*rd exactly), else 0.
 	MOVQ       job_d+0(AX), DI
 	VMOVSS     one<>+0(SB), X0
 	VCVTSI2SSQ DI, X0, X0
@@ -11319,7 +11319,7 @@ TEXT ·avx512F16OffsetRN(SB), NOSPLIT, $376-32
 	MOVQ job_stride+0(AX), SI
 	SHLQ $0x01, SI
 
-	// fd = float32(d); rd = 1/d when d is a power of two (ss/d is then ss*rd exactly), else 0.
+	// fd = float32(d); rd = 1/d when d is a power of two (a/d is then a*rd exactly), else 0.
 	MOVQ       job_d+0(AX), DI
 	VMOVSS     one<>+0(SB), X0
 	VCVTSI2SSQ DI, X0, X0
@@ -11875,7 +11875,7 @@ TEXT ·avx512F16Unweighted(SB), NOSPLIT, $376-32
 	MOVQ job_stride+0(AX), BX
 	SHLQ $0x01, BX
 
-	// fd = float32(d); rd = 1/d when d is a power of two (ss/d is then ss*rd exactly), else 0.
+	// fd = float32(d); rd = 1/d when d is a power of two (a/d is then a*rd exactly), else 0.
 	MOVQ       job_d+0(AX), SI
 	VMOVSS     one<>+0(SB), X0
 	VCVTSI2SSQ SI, X0, X0
@@ -12351,7 +12351,7 @@ TEXT ·avx512F16AddWeighted(SB), NOSPLIT, $376-32
 	MOVQ job_stride+0(AX), DI
 	SHLQ $0x01, DI
 
-	// fd = float32(d); rd = 1/d when d is a power of two (ss/d is then ss*rd exactly), else 0.
+	// fd = float32(d); rd = 1/d when d is a power of two (a/d is then a*rd exactly), else 0.
 	MOVQ       job_d+0(AX), R8
 	VMOVSS     one<>+0(SB), X0
 	VCVTSI2SSQ R8, X0, X0
@@ -12839,7 +12839,7 @@ TEXT ·avx512F16AddWeightedRN(SB), NOSPLIT, $376-32
 	MOVQ job_stride+0(AX), DI
 	SHLQ $0x01, DI
 
-	// fd = float32(d); rd = 1/d when d is a power of two (ss/d is then ss*rd exactly), else 0.
+	// fd = float32(d); rd = 1/d when d is a power of two (a/d is then a*rd exactly), else 0.
 	MOVQ       job_d+0(AX), R8
 	VMOVSS     one<>+0(SB), X0
 	VCVTSI2SSQ R8, X0, X0
@@ -13359,7 +13359,7 @@ TEXT ·avx512F16AddOffset(SB), NOSPLIT, $376-32
 	MOVQ job_stride+0(AX), DI
 	SHLQ $0x01, DI
 
-	// fd = float32(d); rd = 1/d when d is a power of two (ss/d is then ss*rd exactly), else 0.
+	// fd = float32(d); rd = 1/d when d is a power of two (a/d is then a*rd exactly), else 0.
 	MOVQ       job_d+0(AX), R8
 	VMOVSS     one<>+0(SB), X0
 	VCVTSI2SSQ R8, X0, X0
@@ -13879,7 +13879,7 @@ TEXT ·avx512F16AddOffsetRN(SB), NOSPLIT, $376-32
 	MOVQ job_stride+0(AX), DI
 	SHLQ $0x01, DI
 
-	// fd = float32(d); rd = 1/d when d is a power of two (ss/d is then ss*rd exactly), else 0.
+	// fd = float32(d); rd = 1/d when d is a power of two (a/d is then a*rd exactly), else 0.
 	MOVQ       job_d+0(AX), R8
 	VMOVSS     one<>+0(SB), X0
 	VCVTSI2SSQ R8, X0, X0
@@ -14430,7 +14430,7 @@ TEXT ·avx512F16AddUnweighted(SB), NOSPLIT, $376-32
 	MOVQ job_stride+0(AX), SI
 	SHLQ $0x01, SI
 
-	// fd = float32(d); rd = 1/d when d is a power of two (ss/d is then ss*rd exactly), else 0.
+	// fd = float32(d); rd = 1/d when d is a power of two (a/d is then a*rd exactly), else 0.
 	MOVQ       job_d+0(AX), DI
 	VMOVSS     one<>+0(SB), X0
 	VCVTSI2SSQ DI, X0, X0
@@ -18110,7 +18110,7 @@ TEXT ·avx2Weighted(SB), NOSPLIT, $456-32
 	MOVQ job_stride+0(AX), SI
 	SHLQ $0x02, SI
 
-	// fd = float32(d); rd = 1/d when d is a power of two (ss/d is then ss*rd exactly), else 0.
+	// fd = float32(d); rd = 1/d when d is a power of two (a/d is then a*rd exactly), else 0.
 	MOVQ       job_d+0(AX), DI
 	VMOVSS     one<>+0(SB), X0
 	VCVTSI2SSQ DI, X0, X0
@@ -18761,7 +18761,7 @@ TEXT ·avx2Offset(SB), NOSPLIT, $456-32
 	MOVQ job_stride+0(AX), SI
 	SHLQ $0x02, SI
 
-	// fd = float32(d); rd = 1/d when d is a power of two (ss/d is then ss*rd exactly), else 0.
+	// fd = float32(d); rd = 1/d when d is a power of two (a/d is then a*rd exactly), else 0.
 	MOVQ       job_d+0(AX), DI
 	VMOVSS     one<>+0(SB), X0
 	VCVTSI2SSQ DI, X0, X0
@@ -19443,7 +19443,7 @@ TEXT ·avx2Unweighted(SB), NOSPLIT, $456-32
 	MOVQ job_stride+0(AX), BX
 	SHLQ $0x02, BX
 
-	// fd = float32(d); rd = 1/d when d is a power of two (ss/d is then ss*rd exactly), else 0.
+	// fd = float32(d); rd = 1/d when d is a power of two (a/d is then a*rd exactly), else 0.
 	MOVQ       job_d+0(AX), SI
 	VMOVSS     one<>+0(SB), X0
 	VCVTSI2SSQ SI, X0, X0
@@ -20028,7 +20028,7 @@ TEXT ·avx2AddWeighted(SB), NOSPLIT, $712-32
 	MOVQ job_stride+0(AX), DI
 	SHLQ $0x02, DI
 
-	// fd = float32(d); rd = 1/d when d is a power of two (ss/d is then ss*rd exactly), else 0.
+	// fd = float32(d); rd = 1/d when d is a power of two (a/d is then a*rd exactly), else 0.
 	MOVQ       job_d+0(AX), R8
 	VMOVSS     one<>+0(SB), X0
 	VCVTSI2SSQ R8, X0, X0
@@ -20729,7 +20729,7 @@ TEXT ·avx2AddOffset(SB), NOSPLIT, $712-32
 	MOVQ job_stride+0(AX), DI
 	SHLQ $0x02, DI
 
-	// fd = float32(d); rd = 1/d when d is a power of two (ss/d is then ss*rd exactly), else 0.
+	// fd = float32(d); rd = 1/d when d is a power of two (a/d is then a*rd exactly), else 0.
 	MOVQ       job_d+0(AX), R8
 	VMOVSS     one<>+0(SB), X0
 	VCVTSI2SSQ R8, X0, X0
@@ -21461,7 +21461,7 @@ TEXT ·avx2AddUnweighted(SB), NOSPLIT, $712-32
 	MOVQ job_stride+0(AX), SI
 	SHLQ $0x02, SI
 
-	// fd = float32(d); rd = 1/d when d is a power of two (ss/d is then ss*rd exactly), else 0.
+	// fd = float32(d); rd = 1/d when d is a power of two (a/d is then a*rd exactly), else 0.
 	MOVQ       job_d+0(AX), DI
 	VMOVSS     one<>+0(SB), X0
 	VCVTSI2SSQ DI, X0, X0
@@ -22094,7 +22094,7 @@ TEXT ·avx2BF16Weighted(SB), NOSPLIT, $328-32
 	MOVQ job_stride+0(AX), SI
 	SHLQ $0x01, SI
 
-	// fd = float32(d); rd = 1/d when d is a power of two (ss/d is then ss*rd exactly), else 0.
+	// fd = float32(d); rd = 1/d when d is a power of two (a/d is then a*rd exactly), else 0.
 	MOVQ       job_d+0(AX), DI
 	VMOVSS     one<>+0(SB), X0
 	VCVTSI2SSQ DI, X0, X0
@@ -22935,7 +22935,7 @@ TEXT ·avx2BF16WeightedRN(SB), NOSPLIT, $328-32
 	MOVQ job_stride+0(AX), SI
 	SHLQ $0x01, SI
 
-	// fd = float32(d); rd = 1/d when d is a power of two (ss/d is then ss*rd exactly), else 0.
+	// fd = float32(d); rd = 1/d when d is a power of two (a/d is then a*rd exactly), else 0.
 	MOVQ       job_d+0(AX), DI
 	VMOVSS     one<>+0(SB), X0
 	VCVTSI2SSQ DI, X0, X0
@@ -23888,7 +23888,7 @@ TEXT ·avx2BF16Offset(SB), NOSPLIT, $328-32
 	MOVQ job_stride+0(AX), SI
 	SHLQ $0x01, SI
 
-	// fd = float32(d); rd = 1/d when d is a power of two (ss/d is then ss*rd exactly), else 0.
+	// fd = float32(d); rd = 1/d when d is a power of two (a/d is then a*rd exactly), else 0.
 	MOVQ       job_d+0(AX), DI
 	VMOVSS     one<>+0(SB), X0
 	VCVTSI2SSQ DI, X0, X0
@@ -24763,7 +24763,7 @@ TEXT ·avx2BF16OffsetRN(SB), NOSPLIT, $328-32
 	MOVQ job_stride+0(AX), SI
 	SHLQ $0x01, SI
 
-	// fd = float32(d); rd = 1/d when d is a power of two (ss/d is then ss*rd exactly), else 0.
+	// fd = float32(d); rd = 1/d when d is a power of two (a/d is then a*rd exactly), else 0.
 	MOVQ       job_d+0(AX), DI
 	VMOVSS     one<>+0(SB), X0
 	VCVTSI2SSQ DI, X0, X0
@@ -25749,7 +25749,7 @@ TEXT ·avx2BF16Unweighted(SB), NOSPLIT, $328-32
 	MOVQ job_stride+0(AX), BX
 	SHLQ $0x01, BX
 
-	// fd = float32(d); rd = 1/d when d is a power of two (ss/d is then ss*rd exactly), else 0.
+	// fd = float32(d); rd = 1/d when d is a power of two (a/d is then a*rd exactly), else 0.
 	MOVQ       job_d+0(AX), SI
 	VMOVSS     one<>+0(SB), X0
 	VCVTSI2SSQ SI, X0, X0
@@ -26523,7 +26523,7 @@ TEXT ·avx2BF16AddWeighted(SB), NOSPLIT, $456-32
 	MOVQ job_stride+0(AX), DI
 	SHLQ $0x01, DI
 
-	// fd = float32(d); rd = 1/d when d is a power of two (ss/d is then ss*rd exactly), else 0.
+	// fd = float32(d); rd = 1/d when d is a power of two (a/d is then a*rd exactly), else 0.
 	MOVQ       job_d+0(AX), R8
 	VMOVSS     one<>+0(SB), X0
 	VCVTSI2SSQ R8, X0, X0
@@ -27794,7 +27794,7 @@ TEXT ·avx2BF16AddWeightedRN(SB), NOSPLIT, $456-32
 	MOVQ job_stride+0(AX), DI
 	SHLQ $0x01, DI
 
-	// fd = float32(d); rd = 1/d when d is a power of two (ss/d is then ss*rd exactly), else 0.
+	// fd = float32(d); rd = 1/d when d is a power of two (a/d is then a*rd exactly), else 0.
 	MOVQ       job_d+0(AX), R8
 	VMOVSS     one<>+0(SB), X0
 	VCVTSI2SSQ R8, X0, X0
@@ -29177,7 +29177,7 @@ TEXT ·avx2BF16AddOffset(SB), NOSPLIT, $456-32
 	MOVQ job_stride+0(AX), DI
 	SHLQ $0x01, DI
 
-	// fd = float32(d); rd = 1/d when d is a power of two (ss/d is then ss*rd exactly), else 0.
+	// fd = float32(d); rd = 1/d when d is a power of two (a/d is then a*rd exactly), else 0.
 	MOVQ       job_d+0(AX), R8
 	VMOVSS     one<>+0(SB), X0
 	VCVTSI2SSQ R8, X0, X0
@@ -30482,7 +30482,7 @@ TEXT ·avx2BF16AddOffsetRN(SB), NOSPLIT, $456-32
 	MOVQ job_stride+0(AX), DI
 	SHLQ $0x01, DI
 
-	// fd = float32(d); rd = 1/d when d is a power of two (ss/d is then ss*rd exactly), else 0.
+	// fd = float32(d); rd = 1/d when d is a power of two (a/d is then a*rd exactly), else 0.
 	MOVQ       job_d+0(AX), R8
 	VMOVSS     one<>+0(SB), X0
 	VCVTSI2SSQ R8, X0, X0
@@ -31898,7 +31898,7 @@ TEXT ·avx2BF16AddUnweighted(SB), NOSPLIT, $456-32
 	MOVQ job_stride+0(AX), SI
 	SHLQ $0x01, SI
 
-	// fd = float32(d); rd = 1/d when d is a power of two (ss/d is then ss*rd exactly), else 0.
+	// fd = float32(d); rd = 1/d when d is a power of two (a/d is then a*rd exactly), else 0.
 	MOVQ       job_d+0(AX), DI
 	VMOVSS     one<>+0(SB), X0
 	VCVTSI2SSQ DI, X0, X0
@@ -33100,7 +33100,7 @@ TEXT ·avx2F16Weighted(SB), NOSPLIT, $328-32
 	MOVQ job_stride+0(AX), SI
 	SHLQ $0x01, SI
 
-	// fd = float32(d); rd = 1/d when d is a power of two (ss/d is then ss*rd exactly), else 0.
+	// fd = float32(d); rd = 1/d when d is a power of two (a/d is then a*rd exactly), else 0.
 	MOVQ       job_d+0(AX), DI
 	VMOVSS     one<>+0(SB), X0
 	VCVTSI2SSQ DI, X0, X0
@@ -33779,7 +33779,7 @@ TEXT ·avx2F16WeightedRN(SB), NOSPLIT, $328-32
 	MOVQ job_stride+0(AX), SI
 	SHLQ $0x01, SI
 
-	// fd = float32(d); rd = 1/d when d is a power of two (ss/d is then ss*rd exactly), else 0.
+	// fd = float32(d); rd = 1/d when d is a power of two (a/d is then a*rd exactly), else 0.
 	MOVQ       job_d+0(AX), DI
 	VMOVSS     one<>+0(SB), X0
 	VCVTSI2SSQ DI, X0, X0
@@ -34490,7 +34490,7 @@ TEXT ·avx2F16Offset(SB), NOSPLIT, $328-32
 	MOVQ job_stride+0(AX), SI
 	SHLQ $0x01, SI
 
-	// fd = float32(d); rd = 1/d when d is a power of two (ss/d is then ss*rd exactly), else 0.
+	// fd = float32(d); rd = 1/d when d is a power of two (a/d is then a*rd exactly), else 0.
 	MOVQ       job_d+0(AX), DI
 	VMOVSS     one<>+0(SB), X0
 	VCVTSI2SSQ DI, X0, X0
@@ -35203,7 +35203,7 @@ TEXT ·avx2F16OffsetRN(SB), NOSPLIT, $328-32
 	MOVQ job_stride+0(AX), SI
 	SHLQ $0x01, SI
 
-	// fd = float32(d); rd = 1/d when d is a power of two (ss/d is then ss*rd exactly), else 0.
+	// fd = float32(d); rd = 1/d when d is a power of two (a/d is then a*rd exactly), else 0.
 	MOVQ       job_d+0(AX), DI
 	VMOVSS     one<>+0(SB), X0
 	VCVTSI2SSQ DI, X0, X0
@@ -35947,7 +35947,7 @@ TEXT ·avx2F16Unweighted(SB), NOSPLIT, $328-32
 	MOVQ job_stride+0(AX), BX
 	SHLQ $0x01, BX
 
-	// fd = float32(d); rd = 1/d when d is a power of two (ss/d is then ss*rd exactly), else 0.
+	// fd = float32(d); rd = 1/d when d is a power of two (a/d is then a*rd exactly), else 0.
 	MOVQ       job_d+0(AX), SI
 	VMOVSS     one<>+0(SB), X0
 	VCVTSI2SSQ SI, X0, X0
@@ -36559,7 +36559,7 @@ TEXT ·avx2F16AddWeighted(SB), NOSPLIT, $456-32
 	MOVQ job_stride+0(AX), DI
 	SHLQ $0x01, DI
 
-	// fd = float32(d); rd = 1/d when d is a power of two (ss/d is then ss*rd exactly), else 0.
+	// fd = float32(d); rd = 1/d when d is a power of two (a/d is then a*rd exactly), else 0.
 	MOVQ       job_d+0(AX), R8
 	VMOVSS     one<>+0(SB), X0
 	VCVTSI2SSQ R8, X0, X0
@@ -37380,7 +37380,7 @@ TEXT ·avx2F16AddWeightedRN(SB), NOSPLIT, $456-32
 	MOVQ job_stride+0(AX), DI
 	SHLQ $0x01, DI
 
-	// fd = float32(d); rd = 1/d when d is a power of two (ss/d is then ss*rd exactly), else 0.
+	// fd = float32(d); rd = 1/d when d is a power of two (a/d is then a*rd exactly), else 0.
 	MOVQ       job_d+0(AX), R8
 	VMOVSS     one<>+0(SB), X0
 	VCVTSI2SSQ R8, X0, X0
@@ -38233,7 +38233,7 @@ TEXT ·avx2F16AddOffset(SB), NOSPLIT, $456-32
 	MOVQ job_stride+0(AX), DI
 	SHLQ $0x01, DI
 
-	// fd = float32(d); rd = 1/d when d is a power of two (ss/d is then ss*rd exactly), else 0.
+	// fd = float32(d); rd = 1/d when d is a power of two (a/d is then a*rd exactly), else 0.
 	MOVQ       job_d+0(AX), R8
 	VMOVSS     one<>+0(SB), X0
 	VCVTSI2SSQ R8, X0, X0
@@ -39088,7 +39088,7 @@ TEXT ·avx2F16AddOffsetRN(SB), NOSPLIT, $456-32
 	MOVQ job_stride+0(AX), DI
 	SHLQ $0x01, DI
 
-	// fd = float32(d); rd = 1/d when d is a power of two (ss/d is then ss*rd exactly), else 0.
+	// fd = float32(d); rd = 1/d when d is a power of two (a/d is then a*rd exactly), else 0.
 	MOVQ       job_d+0(AX), R8
 	VMOVSS     one<>+0(SB), X0
 	VCVTSI2SSQ R8, X0, X0
@@ -39974,7 +39974,7 @@ TEXT ·avx2F16AddUnweighted(SB), NOSPLIT, $456-32
 	MOVQ job_stride+0(AX), SI
 	SHLQ $0x01, SI
 
-	// fd = float32(d); rd = 1/d when d is a power of two (ss/d is then ss*rd exactly), else 0.
+	// fd = float32(d); rd = 1/d when d is a power of two (a/d is then a*rd exactly), else 0.
 	MOVQ       job_d+0(AX), DI
 	VMOVSS     one<>+0(SB), X0
 	VCVTSI2SSQ DI, X0, X0
@@ -41158,7 +41158,7 @@ done:
 
 // func avx2BackwardWeighted(j uintptr, from int, to int) int
 // Requires: AVX, AVX2, MMX+
-TEXT ·avx2BackwardWeighted(SB), NOSPLIT, $16-32
+TEXT ·avx2BackwardWeighted(SB), NOSPLIT, $528-32
 	// avx2BackwardWeighted computes the gradient of rows [from, to) of the job: with g = dy*w, c the
 	// contract's sum of g*x and s = ((inv*inv)*c)/d, dx = inv*(g - x*s); and, when the job has a
 	// weight gradient, the products dy*(x*inv) into the row block's partial sum (see gradBlock).
@@ -41291,267 +41291,65 @@ sumsstail:
 	JMP     sumssdone
 
 sumsspart0:
-	SUBQ      $0x00000000, R9
-	JZ        sumssdone
-	SHLQ      $0x02, R9
-	VXORPS    Y8, Y8, Y8
-	VMOVSS    (DX)(R8*4), X8
-	CMPQ      R9, $0x08
-	JL        sumssp0_1lo
-	VINSERTPS $0x10, 4(DX)(R8*4), X8, X8
-	CMPQ      R9, $0x0c
-	JL        sumssp0_1lo
-	VINSERTPS $0x20, 8(DX)(R8*4), X8, X8
-	CMPQ      R9, $0x10
-	JL        sumssp0_1lo
-	VINSERTPS $0x30, 12(DX)(R8*4), X8, X8
-	CMPQ      R9, $0x14
-	JL        sumssp0_1lo
-	VMOVSS    16(DX)(R8*4), X9
-	CMPQ      R9, $0x18
-	JL        sumssp0_1hi
-	VINSERTPS $0x10, 20(DX)(R8*4), X9, X9
-	CMPQ      R9, $0x1c
-	JL        sumssp0_1hi
-	VINSERTPS $0x20, 24(DX)(R8*4), X9, X9
-
-sumssp0_1hi:
-	VINSERTF128 $0x01, X9, Y8, Y8
-
-sumssp0_1lo:
-	VMULPS Y8, Y8, Y8
-	VADDPS Y8, Y0, Y0
-	JMP    sumssdone
+	MOVQ $0x00000000, R10
+	JMP  sumssscalar
 
 sumsspart1:
-	SUBQ      $0x00000008, R9
-	JZ        sumssdone
-	SHLQ      $0x02, R9
-	VXORPS    Y8, Y8, Y8
-	VMOVSS    32(DX)(R8*4), X8
-	CMPQ      R9, $0x08
-	JL        sumssp1_1lo
-	VINSERTPS $0x10, 36(DX)(R8*4), X8, X8
-	CMPQ      R9, $0x0c
-	JL        sumssp1_1lo
-	VINSERTPS $0x20, 40(DX)(R8*4), X8, X8
-	CMPQ      R9, $0x10
-	JL        sumssp1_1lo
-	VINSERTPS $0x30, 44(DX)(R8*4), X8, X8
-	CMPQ      R9, $0x14
-	JL        sumssp1_1lo
-	VMOVSS    48(DX)(R8*4), X9
-	CMPQ      R9, $0x18
-	JL        sumssp1_1hi
-	VINSERTPS $0x10, 52(DX)(R8*4), X9, X9
-	CMPQ      R9, $0x1c
-	JL        sumssp1_1hi
-	VINSERTPS $0x20, 56(DX)(R8*4), X9, X9
-
-sumssp1_1hi:
-	VINSERTF128 $0x01, X9, Y8, Y8
-
-sumssp1_1lo:
-	VMULPS Y8, Y8, Y8
-	VADDPS Y8, Y1, Y1
-	JMP    sumssdone
+	MOVQ $0x00000008, R10
+	JMP  sumssscalar
 
 sumsspart2:
-	SUBQ      $0x00000010, R9
-	JZ        sumssdone
-	SHLQ      $0x02, R9
-	VXORPS    Y8, Y8, Y8
-	VMOVSS    64(DX)(R8*4), X8
-	CMPQ      R9, $0x08
-	JL        sumssp2_1lo
-	VINSERTPS $0x10, 68(DX)(R8*4), X8, X8
-	CMPQ      R9, $0x0c
-	JL        sumssp2_1lo
-	VINSERTPS $0x20, 72(DX)(R8*4), X8, X8
-	CMPQ      R9, $0x10
-	JL        sumssp2_1lo
-	VINSERTPS $0x30, 76(DX)(R8*4), X8, X8
-	CMPQ      R9, $0x14
-	JL        sumssp2_1lo
-	VMOVSS    80(DX)(R8*4), X9
-	CMPQ      R9, $0x18
-	JL        sumssp2_1hi
-	VINSERTPS $0x10, 84(DX)(R8*4), X9, X9
-	CMPQ      R9, $0x1c
-	JL        sumssp2_1hi
-	VINSERTPS $0x20, 88(DX)(R8*4), X9, X9
-
-sumssp2_1hi:
-	VINSERTF128 $0x01, X9, Y8, Y8
-
-sumssp2_1lo:
-	VMULPS Y8, Y8, Y8
-	VADDPS Y8, Y2, Y2
-	JMP    sumssdone
+	MOVQ $0x00000010, R10
+	JMP  sumssscalar
 
 sumsspart3:
-	SUBQ      $0x00000018, R9
-	JZ        sumssdone
-	SHLQ      $0x02, R9
-	VXORPS    Y8, Y8, Y8
-	VMOVSS    96(DX)(R8*4), X8
-	CMPQ      R9, $0x08
-	JL        sumssp3_1lo
-	VINSERTPS $0x10, 100(DX)(R8*4), X8, X8
-	CMPQ      R9, $0x0c
-	JL        sumssp3_1lo
-	VINSERTPS $0x20, 104(DX)(R8*4), X8, X8
-	CMPQ      R9, $0x10
-	JL        sumssp3_1lo
-	VINSERTPS $0x30, 108(DX)(R8*4), X8, X8
-	CMPQ      R9, $0x14
-	JL        sumssp3_1lo
-	VMOVSS    112(DX)(R8*4), X9
-	CMPQ      R9, $0x18
-	JL        sumssp3_1hi
-	VINSERTPS $0x10, 116(DX)(R8*4), X9, X9
-	CMPQ      R9, $0x1c
-	JL        sumssp3_1hi
-	VINSERTPS $0x20, 120(DX)(R8*4), X9, X9
-
-sumssp3_1hi:
-	VINSERTF128 $0x01, X9, Y8, Y8
-
-sumssp3_1lo:
-	VMULPS Y8, Y8, Y8
-	VADDPS Y8, Y3, Y3
-	JMP    sumssdone
+	MOVQ $0x00000018, R10
+	JMP  sumssscalar
 
 sumsspart4:
-	SUBQ      $0x00000020, R9
-	JZ        sumssdone
-	SHLQ      $0x02, R9
-	VXORPS    Y8, Y8, Y8
-	VMOVSS    128(DX)(R8*4), X8
-	CMPQ      R9, $0x08
-	JL        sumssp4_1lo
-	VINSERTPS $0x10, 132(DX)(R8*4), X8, X8
-	CMPQ      R9, $0x0c
-	JL        sumssp4_1lo
-	VINSERTPS $0x20, 136(DX)(R8*4), X8, X8
-	CMPQ      R9, $0x10
-	JL        sumssp4_1lo
-	VINSERTPS $0x30, 140(DX)(R8*4), X8, X8
-	CMPQ      R9, $0x14
-	JL        sumssp4_1lo
-	VMOVSS    144(DX)(R8*4), X9
-	CMPQ      R9, $0x18
-	JL        sumssp4_1hi
-	VINSERTPS $0x10, 148(DX)(R8*4), X9, X9
-	CMPQ      R9, $0x1c
-	JL        sumssp4_1hi
-	VINSERTPS $0x20, 152(DX)(R8*4), X9, X9
-
-sumssp4_1hi:
-	VINSERTF128 $0x01, X9, Y8, Y8
-
-sumssp4_1lo:
-	VMULPS Y8, Y8, Y8
-	VADDPS Y8, Y4, Y4
-	JMP    sumssdone
+	MOVQ $0x00000020, R10
+	JMP  sumssscalar
 
 sumsspart5:
-	SUBQ      $0x00000028, R9
-	JZ        sumssdone
-	SHLQ      $0x02, R9
-	VXORPS    Y8, Y8, Y8
-	VMOVSS    160(DX)(R8*4), X8
-	CMPQ      R9, $0x08
-	JL        sumssp5_1lo
-	VINSERTPS $0x10, 164(DX)(R8*4), X8, X8
-	CMPQ      R9, $0x0c
-	JL        sumssp5_1lo
-	VINSERTPS $0x20, 168(DX)(R8*4), X8, X8
-	CMPQ      R9, $0x10
-	JL        sumssp5_1lo
-	VINSERTPS $0x30, 172(DX)(R8*4), X8, X8
-	CMPQ      R9, $0x14
-	JL        sumssp5_1lo
-	VMOVSS    176(DX)(R8*4), X9
-	CMPQ      R9, $0x18
-	JL        sumssp5_1hi
-	VINSERTPS $0x10, 180(DX)(R8*4), X9, X9
-	CMPQ      R9, $0x1c
-	JL        sumssp5_1hi
-	VINSERTPS $0x20, 184(DX)(R8*4), X9, X9
-
-sumssp5_1hi:
-	VINSERTF128 $0x01, X9, Y8, Y8
-
-sumssp5_1lo:
-	VMULPS Y8, Y8, Y8
-	VADDPS Y8, Y5, Y5
-	JMP    sumssdone
+	MOVQ $0x00000028, R10
+	JMP  sumssscalar
 
 sumsspart6:
-	SUBQ      $0x00000030, R9
-	JZ        sumssdone
-	SHLQ      $0x02, R9
-	VXORPS    Y8, Y8, Y8
-	VMOVSS    192(DX)(R8*4), X8
-	CMPQ      R9, $0x08
-	JL        sumssp6_1lo
-	VINSERTPS $0x10, 196(DX)(R8*4), X8, X8
-	CMPQ      R9, $0x0c
-	JL        sumssp6_1lo
-	VINSERTPS $0x20, 200(DX)(R8*4), X8, X8
-	CMPQ      R9, $0x10
-	JL        sumssp6_1lo
-	VINSERTPS $0x30, 204(DX)(R8*4), X8, X8
-	CMPQ      R9, $0x14
-	JL        sumssp6_1lo
-	VMOVSS    208(DX)(R8*4), X9
-	CMPQ      R9, $0x18
-	JL        sumssp6_1hi
-	VINSERTPS $0x10, 212(DX)(R8*4), X9, X9
-	CMPQ      R9, $0x1c
-	JL        sumssp6_1hi
-	VINSERTPS $0x20, 216(DX)(R8*4), X9, X9
-
-sumssp6_1hi:
-	VINSERTF128 $0x01, X9, Y8, Y8
-
-sumssp6_1lo:
-	VMULPS Y8, Y8, Y8
-	VADDPS Y8, Y6, Y6
-	JMP    sumssdone
+	MOVQ $0x00000030, R10
+	JMP  sumssscalar
 
 sumsspart7:
-	SUBQ      $0x00000038, R9
-	JZ        sumssdone
-	SHLQ      $0x02, R9
-	VXORPS    Y8, Y8, Y8
-	VMOVSS    224(DX)(R8*4), X8
-	CMPQ      R9, $0x08
-	JL        sumssp7_1lo
-	VINSERTPS $0x10, 228(DX)(R8*4), X8, X8
-	CMPQ      R9, $0x0c
-	JL        sumssp7_1lo
-	VINSERTPS $0x20, 232(DX)(R8*4), X8, X8
-	CMPQ      R9, $0x10
-	JL        sumssp7_1lo
-	VINSERTPS $0x30, 236(DX)(R8*4), X8, X8
-	CMPQ      R9, $0x14
-	JL        sumssp7_1lo
-	VMOVSS    240(DX)(R8*4), X9
-	CMPQ      R9, $0x18
-	JL        sumssp7_1hi
-	VINSERTPS $0x10, 244(DX)(R8*4), X9, X9
-	CMPQ      R9, $0x1c
-	JL        sumssp7_1hi
-	VINSERTPS $0x20, 248(DX)(R8*4), X9, X9
+	MOVQ $0x00000038, R10
 
-sumssp7_1hi:
-	VINSERTF128 $0x01, X9, Y8, Y8
+sumssscalar:
+	CMPQ    R10, R9
+	JGE     sumssdone
+	VMOVUPS Y0, 16(SP)
+	VMOVUPS Y1, 48(SP)
+	VMOVUPS Y2, 80(SP)
+	VMOVUPS Y3, 112(SP)
+	VMOVUPS Y4, 144(SP)
+	VMOVUPS Y5, 176(SP)
+	VMOVUPS Y6, 208(SP)
+	VMOVUPS Y7, 240(SP)
 
-sumssp7_1lo:
-	VMULPS Y8, Y8, Y8
-	VADDPS Y8, Y7, Y7
+sumssscalarloop:
+	LEAQ    (R8)(R10*1), R11
+	VMOVSS  (DX)(R11*4), X0
+	VMULSS  X0, X0, X0
+	VADDSS  16(SP)(R10*4), X0, X0
+	VMOVSS  X0, 16(SP)(R10*4)
+	INCQ    R10
+	CMPQ    R10, R9
+	JL      sumssscalarloop
+	VMOVUPS 16(SP), Y0
+	VMOVUPS 48(SP), Y1
+	VMOVUPS 80(SP), Y2
+	VMOVUPS 112(SP), Y3
+	VMOVUPS 144(SP), Y4
+	VMOVUPS 176(SP), Y5
+	VMOVUPS 208(SP), Y6
+	VMOVUPS 240(SP), Y7
 
 sumssdone:
 	VADDPS       Y4, Y0, Y0
@@ -41734,675 +41532,68 @@ sumctail:
 	JMP     sumcdone
 
 sumcpart0:
-	SUBQ      $0x00000000, R9
-	JZ        sumcdone
-	SHLQ      $0x02, R9
-	VXORPS    Y9, Y9, Y9
-	VMOVSS    (DX)(R8*4), X9
-	CMPQ      R9, $0x08
-	JL        sumcp0_1lo
-	VINSERTPS $0x10, 4(DX)(R8*4), X9, X9
-	CMPQ      R9, $0x0c
-	JL        sumcp0_1lo
-	VINSERTPS $0x20, 8(DX)(R8*4), X9, X9
-	CMPQ      R9, $0x10
-	JL        sumcp0_1lo
-	VINSERTPS $0x30, 12(DX)(R8*4), X9, X9
-	CMPQ      R9, $0x14
-	JL        sumcp0_1lo
-	VMOVSS    16(DX)(R8*4), X10
-	CMPQ      R9, $0x18
-	JL        sumcp0_1hi
-	VINSERTPS $0x10, 20(DX)(R8*4), X10, X10
-	CMPQ      R9, $0x1c
-	JL        sumcp0_1hi
-	VINSERTPS $0x20, 24(DX)(R8*4), X10, X10
-
-sumcp0_1hi:
-	VINSERTF128 $0x01, X10, Y9, Y9
-
-sumcp0_1lo:
-	VXORPS    Y10, Y10, Y10
-	VMOVSS    (BX)(R8*4), X10
-	CMPQ      R9, $0x08
-	JL        sumcp0_2lo
-	VINSERTPS $0x10, 4(BX)(R8*4), X10, X10
-	CMPQ      R9, $0x0c
-	JL        sumcp0_2lo
-	VINSERTPS $0x20, 8(BX)(R8*4), X10, X10
-	CMPQ      R9, $0x10
-	JL        sumcp0_2lo
-	VINSERTPS $0x30, 12(BX)(R8*4), X10, X10
-	CMPQ      R9, $0x14
-	JL        sumcp0_2lo
-	VMOVSS    16(BX)(R8*4), X11
-	CMPQ      R9, $0x18
-	JL        sumcp0_2hi
-	VINSERTPS $0x10, 20(BX)(R8*4), X11, X11
-	CMPQ      R9, $0x1c
-	JL        sumcp0_2hi
-	VINSERTPS $0x20, 24(BX)(R8*4), X11, X11
-
-sumcp0_2hi:
-	VINSERTF128 $0x01, X11, Y10, Y10
-
-sumcp0_2lo:
-	VXORPS    Y11, Y11, Y11
-	VMOVSS    (SI)(R8*4), X11
-	CMPQ      R9, $0x08
-	JL        sumcp0_3lo
-	VINSERTPS $0x10, 4(SI)(R8*4), X11, X11
-	CMPQ      R9, $0x0c
-	JL        sumcp0_3lo
-	VINSERTPS $0x20, 8(SI)(R8*4), X11, X11
-	CMPQ      R9, $0x10
-	JL        sumcp0_3lo
-	VINSERTPS $0x30, 12(SI)(R8*4), X11, X11
-	CMPQ      R9, $0x14
-	JL        sumcp0_3lo
-	VMOVSS    16(SI)(R8*4), X12
-	CMPQ      R9, $0x18
-	JL        sumcp0_3hi
-	VINSERTPS $0x10, 20(SI)(R8*4), X12, X12
-	CMPQ      R9, $0x1c
-	JL        sumcp0_3hi
-	VINSERTPS $0x20, 24(SI)(R8*4), X12, X12
-
-sumcp0_3hi:
-	VINSERTF128 $0x01, X12, Y11, Y11
-
-sumcp0_3lo:
-	VMULPS Y11, Y10, Y10
-	VMULPS Y9, Y10, Y10
-	VADDPS Y10, Y0, Y0
-	JMP    sumcdone
+	MOVQ $0x00000000, R10
+	JMP  sumcscalar
 
 sumcpart1:
-	SUBQ      $0x00000008, R9
-	JZ        sumcdone
-	SHLQ      $0x02, R9
-	VXORPS    Y9, Y9, Y9
-	VMOVSS    32(DX)(R8*4), X9
-	CMPQ      R9, $0x08
-	JL        sumcp1_1lo
-	VINSERTPS $0x10, 36(DX)(R8*4), X9, X9
-	CMPQ      R9, $0x0c
-	JL        sumcp1_1lo
-	VINSERTPS $0x20, 40(DX)(R8*4), X9, X9
-	CMPQ      R9, $0x10
-	JL        sumcp1_1lo
-	VINSERTPS $0x30, 44(DX)(R8*4), X9, X9
-	CMPQ      R9, $0x14
-	JL        sumcp1_1lo
-	VMOVSS    48(DX)(R8*4), X10
-	CMPQ      R9, $0x18
-	JL        sumcp1_1hi
-	VINSERTPS $0x10, 52(DX)(R8*4), X10, X10
-	CMPQ      R9, $0x1c
-	JL        sumcp1_1hi
-	VINSERTPS $0x20, 56(DX)(R8*4), X10, X10
-
-sumcp1_1hi:
-	VINSERTF128 $0x01, X10, Y9, Y9
-
-sumcp1_1lo:
-	VXORPS    Y10, Y10, Y10
-	VMOVSS    32(BX)(R8*4), X10
-	CMPQ      R9, $0x08
-	JL        sumcp1_2lo
-	VINSERTPS $0x10, 36(BX)(R8*4), X10, X10
-	CMPQ      R9, $0x0c
-	JL        sumcp1_2lo
-	VINSERTPS $0x20, 40(BX)(R8*4), X10, X10
-	CMPQ      R9, $0x10
-	JL        sumcp1_2lo
-	VINSERTPS $0x30, 44(BX)(R8*4), X10, X10
-	CMPQ      R9, $0x14
-	JL        sumcp1_2lo
-	VMOVSS    48(BX)(R8*4), X11
-	CMPQ      R9, $0x18
-	JL        sumcp1_2hi
-	VINSERTPS $0x10, 52(BX)(R8*4), X11, X11
-	CMPQ      R9, $0x1c
-	JL        sumcp1_2hi
-	VINSERTPS $0x20, 56(BX)(R8*4), X11, X11
-
-sumcp1_2hi:
-	VINSERTF128 $0x01, X11, Y10, Y10
-
-sumcp1_2lo:
-	VXORPS    Y11, Y11, Y11
-	VMOVSS    32(SI)(R8*4), X11
-	CMPQ      R9, $0x08
-	JL        sumcp1_3lo
-	VINSERTPS $0x10, 36(SI)(R8*4), X11, X11
-	CMPQ      R9, $0x0c
-	JL        sumcp1_3lo
-	VINSERTPS $0x20, 40(SI)(R8*4), X11, X11
-	CMPQ      R9, $0x10
-	JL        sumcp1_3lo
-	VINSERTPS $0x30, 44(SI)(R8*4), X11, X11
-	CMPQ      R9, $0x14
-	JL        sumcp1_3lo
-	VMOVSS    48(SI)(R8*4), X12
-	CMPQ      R9, $0x18
-	JL        sumcp1_3hi
-	VINSERTPS $0x10, 52(SI)(R8*4), X12, X12
-	CMPQ      R9, $0x1c
-	JL        sumcp1_3hi
-	VINSERTPS $0x20, 56(SI)(R8*4), X12, X12
-
-sumcp1_3hi:
-	VINSERTF128 $0x01, X12, Y11, Y11
-
-sumcp1_3lo:
-	VMULPS Y11, Y10, Y10
-	VMULPS Y9, Y10, Y10
-	VADDPS Y10, Y2, Y2
-	JMP    sumcdone
+	MOVQ $0x00000008, R10
+	JMP  sumcscalar
 
 sumcpart2:
-	SUBQ      $0x00000010, R9
-	JZ        sumcdone
-	SHLQ      $0x02, R9
-	VXORPS    Y9, Y9, Y9
-	VMOVSS    64(DX)(R8*4), X9
-	CMPQ      R9, $0x08
-	JL        sumcp2_1lo
-	VINSERTPS $0x10, 68(DX)(R8*4), X9, X9
-	CMPQ      R9, $0x0c
-	JL        sumcp2_1lo
-	VINSERTPS $0x20, 72(DX)(R8*4), X9, X9
-	CMPQ      R9, $0x10
-	JL        sumcp2_1lo
-	VINSERTPS $0x30, 76(DX)(R8*4), X9, X9
-	CMPQ      R9, $0x14
-	JL        sumcp2_1lo
-	VMOVSS    80(DX)(R8*4), X10
-	CMPQ      R9, $0x18
-	JL        sumcp2_1hi
-	VINSERTPS $0x10, 84(DX)(R8*4), X10, X10
-	CMPQ      R9, $0x1c
-	JL        sumcp2_1hi
-	VINSERTPS $0x20, 88(DX)(R8*4), X10, X10
-
-sumcp2_1hi:
-	VINSERTF128 $0x01, X10, Y9, Y9
-
-sumcp2_1lo:
-	VXORPS    Y10, Y10, Y10
-	VMOVSS    64(BX)(R8*4), X10
-	CMPQ      R9, $0x08
-	JL        sumcp2_2lo
-	VINSERTPS $0x10, 68(BX)(R8*4), X10, X10
-	CMPQ      R9, $0x0c
-	JL        sumcp2_2lo
-	VINSERTPS $0x20, 72(BX)(R8*4), X10, X10
-	CMPQ      R9, $0x10
-	JL        sumcp2_2lo
-	VINSERTPS $0x30, 76(BX)(R8*4), X10, X10
-	CMPQ      R9, $0x14
-	JL        sumcp2_2lo
-	VMOVSS    80(BX)(R8*4), X11
-	CMPQ      R9, $0x18
-	JL        sumcp2_2hi
-	VINSERTPS $0x10, 84(BX)(R8*4), X11, X11
-	CMPQ      R9, $0x1c
-	JL        sumcp2_2hi
-	VINSERTPS $0x20, 88(BX)(R8*4), X11, X11
-
-sumcp2_2hi:
-	VINSERTF128 $0x01, X11, Y10, Y10
-
-sumcp2_2lo:
-	VXORPS    Y11, Y11, Y11
-	VMOVSS    64(SI)(R8*4), X11
-	CMPQ      R9, $0x08
-	JL        sumcp2_3lo
-	VINSERTPS $0x10, 68(SI)(R8*4), X11, X11
-	CMPQ      R9, $0x0c
-	JL        sumcp2_3lo
-	VINSERTPS $0x20, 72(SI)(R8*4), X11, X11
-	CMPQ      R9, $0x10
-	JL        sumcp2_3lo
-	VINSERTPS $0x30, 76(SI)(R8*4), X11, X11
-	CMPQ      R9, $0x14
-	JL        sumcp2_3lo
-	VMOVSS    80(SI)(R8*4), X12
-	CMPQ      R9, $0x18
-	JL        sumcp2_3hi
-	VINSERTPS $0x10, 84(SI)(R8*4), X12, X12
-	CMPQ      R9, $0x1c
-	JL        sumcp2_3hi
-	VINSERTPS $0x20, 88(SI)(R8*4), X12, X12
-
-sumcp2_3hi:
-	VINSERTF128 $0x01, X12, Y11, Y11
-
-sumcp2_3lo:
-	VMULPS Y11, Y10, Y10
-	VMULPS Y9, Y10, Y10
-	VADDPS Y10, Y3, Y3
-	JMP    sumcdone
+	MOVQ $0x00000010, R10
+	JMP  sumcscalar
 
 sumcpart3:
-	SUBQ      $0x00000018, R9
-	JZ        sumcdone
-	SHLQ      $0x02, R9
-	VXORPS    Y9, Y9, Y9
-	VMOVSS    96(DX)(R8*4), X9
-	CMPQ      R9, $0x08
-	JL        sumcp3_1lo
-	VINSERTPS $0x10, 100(DX)(R8*4), X9, X9
-	CMPQ      R9, $0x0c
-	JL        sumcp3_1lo
-	VINSERTPS $0x20, 104(DX)(R8*4), X9, X9
-	CMPQ      R9, $0x10
-	JL        sumcp3_1lo
-	VINSERTPS $0x30, 108(DX)(R8*4), X9, X9
-	CMPQ      R9, $0x14
-	JL        sumcp3_1lo
-	VMOVSS    112(DX)(R8*4), X10
-	CMPQ      R9, $0x18
-	JL        sumcp3_1hi
-	VINSERTPS $0x10, 116(DX)(R8*4), X10, X10
-	CMPQ      R9, $0x1c
-	JL        sumcp3_1hi
-	VINSERTPS $0x20, 120(DX)(R8*4), X10, X10
-
-sumcp3_1hi:
-	VINSERTF128 $0x01, X10, Y9, Y9
-
-sumcp3_1lo:
-	VXORPS    Y10, Y10, Y10
-	VMOVSS    96(BX)(R8*4), X10
-	CMPQ      R9, $0x08
-	JL        sumcp3_2lo
-	VINSERTPS $0x10, 100(BX)(R8*4), X10, X10
-	CMPQ      R9, $0x0c
-	JL        sumcp3_2lo
-	VINSERTPS $0x20, 104(BX)(R8*4), X10, X10
-	CMPQ      R9, $0x10
-	JL        sumcp3_2lo
-	VINSERTPS $0x30, 108(BX)(R8*4), X10, X10
-	CMPQ      R9, $0x14
-	JL        sumcp3_2lo
-	VMOVSS    112(BX)(R8*4), X11
-	CMPQ      R9, $0x18
-	JL        sumcp3_2hi
-	VINSERTPS $0x10, 116(BX)(R8*4), X11, X11
-	CMPQ      R9, $0x1c
-	JL        sumcp3_2hi
-	VINSERTPS $0x20, 120(BX)(R8*4), X11, X11
-
-sumcp3_2hi:
-	VINSERTF128 $0x01, X11, Y10, Y10
-
-sumcp3_2lo:
-	VXORPS    Y11, Y11, Y11
-	VMOVSS    96(SI)(R8*4), X11
-	CMPQ      R9, $0x08
-	JL        sumcp3_3lo
-	VINSERTPS $0x10, 100(SI)(R8*4), X11, X11
-	CMPQ      R9, $0x0c
-	JL        sumcp3_3lo
-	VINSERTPS $0x20, 104(SI)(R8*4), X11, X11
-	CMPQ      R9, $0x10
-	JL        sumcp3_3lo
-	VINSERTPS $0x30, 108(SI)(R8*4), X11, X11
-	CMPQ      R9, $0x14
-	JL        sumcp3_3lo
-	VMOVSS    112(SI)(R8*4), X12
-	CMPQ      R9, $0x18
-	JL        sumcp3_3hi
-	VINSERTPS $0x10, 116(SI)(R8*4), X12, X12
-	CMPQ      R9, $0x1c
-	JL        sumcp3_3hi
-	VINSERTPS $0x20, 120(SI)(R8*4), X12, X12
-
-sumcp3_3hi:
-	VINSERTF128 $0x01, X12, Y11, Y11
-
-sumcp3_3lo:
-	VMULPS Y11, Y10, Y10
-	VMULPS Y9, Y10, Y10
-	VADDPS Y10, Y4, Y4
-	JMP    sumcdone
+	MOVQ $0x00000018, R10
+	JMP  sumcscalar
 
 sumcpart4:
-	SUBQ      $0x00000020, R9
-	JZ        sumcdone
-	SHLQ      $0x02, R9
-	VXORPS    Y9, Y9, Y9
-	VMOVSS    128(DX)(R8*4), X9
-	CMPQ      R9, $0x08
-	JL        sumcp4_1lo
-	VINSERTPS $0x10, 132(DX)(R8*4), X9, X9
-	CMPQ      R9, $0x0c
-	JL        sumcp4_1lo
-	VINSERTPS $0x20, 136(DX)(R8*4), X9, X9
-	CMPQ      R9, $0x10
-	JL        sumcp4_1lo
-	VINSERTPS $0x30, 140(DX)(R8*4), X9, X9
-	CMPQ      R9, $0x14
-	JL        sumcp4_1lo
-	VMOVSS    144(DX)(R8*4), X10
-	CMPQ      R9, $0x18
-	JL        sumcp4_1hi
-	VINSERTPS $0x10, 148(DX)(R8*4), X10, X10
-	CMPQ      R9, $0x1c
-	JL        sumcp4_1hi
-	VINSERTPS $0x20, 152(DX)(R8*4), X10, X10
-
-sumcp4_1hi:
-	VINSERTF128 $0x01, X10, Y9, Y9
-
-sumcp4_1lo:
-	VXORPS    Y10, Y10, Y10
-	VMOVSS    128(BX)(R8*4), X10
-	CMPQ      R9, $0x08
-	JL        sumcp4_2lo
-	VINSERTPS $0x10, 132(BX)(R8*4), X10, X10
-	CMPQ      R9, $0x0c
-	JL        sumcp4_2lo
-	VINSERTPS $0x20, 136(BX)(R8*4), X10, X10
-	CMPQ      R9, $0x10
-	JL        sumcp4_2lo
-	VINSERTPS $0x30, 140(BX)(R8*4), X10, X10
-	CMPQ      R9, $0x14
-	JL        sumcp4_2lo
-	VMOVSS    144(BX)(R8*4), X11
-	CMPQ      R9, $0x18
-	JL        sumcp4_2hi
-	VINSERTPS $0x10, 148(BX)(R8*4), X11, X11
-	CMPQ      R9, $0x1c
-	JL        sumcp4_2hi
-	VINSERTPS $0x20, 152(BX)(R8*4), X11, X11
-
-sumcp4_2hi:
-	VINSERTF128 $0x01, X11, Y10, Y10
-
-sumcp4_2lo:
-	VXORPS    Y11, Y11, Y11
-	VMOVSS    128(SI)(R8*4), X11
-	CMPQ      R9, $0x08
-	JL        sumcp4_3lo
-	VINSERTPS $0x10, 132(SI)(R8*4), X11, X11
-	CMPQ      R9, $0x0c
-	JL        sumcp4_3lo
-	VINSERTPS $0x20, 136(SI)(R8*4), X11, X11
-	CMPQ      R9, $0x10
-	JL        sumcp4_3lo
-	VINSERTPS $0x30, 140(SI)(R8*4), X11, X11
-	CMPQ      R9, $0x14
-	JL        sumcp4_3lo
-	VMOVSS    144(SI)(R8*4), X12
-	CMPQ      R9, $0x18
-	JL        sumcp4_3hi
-	VINSERTPS $0x10, 148(SI)(R8*4), X12, X12
-	CMPQ      R9, $0x1c
-	JL        sumcp4_3hi
-	VINSERTPS $0x20, 152(SI)(R8*4), X12, X12
-
-sumcp4_3hi:
-	VINSERTF128 $0x01, X12, Y11, Y11
-
-sumcp4_3lo:
-	VMULPS Y11, Y10, Y10
-	VMULPS Y9, Y10, Y10
-	VADDPS Y10, Y5, Y5
-	JMP    sumcdone
+	MOVQ $0x00000020, R10
+	JMP  sumcscalar
 
 sumcpart5:
-	SUBQ      $0x00000028, R9
-	JZ        sumcdone
-	SHLQ      $0x02, R9
-	VXORPS    Y9, Y9, Y9
-	VMOVSS    160(DX)(R8*4), X9
-	CMPQ      R9, $0x08
-	JL        sumcp5_1lo
-	VINSERTPS $0x10, 164(DX)(R8*4), X9, X9
-	CMPQ      R9, $0x0c
-	JL        sumcp5_1lo
-	VINSERTPS $0x20, 168(DX)(R8*4), X9, X9
-	CMPQ      R9, $0x10
-	JL        sumcp5_1lo
-	VINSERTPS $0x30, 172(DX)(R8*4), X9, X9
-	CMPQ      R9, $0x14
-	JL        sumcp5_1lo
-	VMOVSS    176(DX)(R8*4), X10
-	CMPQ      R9, $0x18
-	JL        sumcp5_1hi
-	VINSERTPS $0x10, 180(DX)(R8*4), X10, X10
-	CMPQ      R9, $0x1c
-	JL        sumcp5_1hi
-	VINSERTPS $0x20, 184(DX)(R8*4), X10, X10
-
-sumcp5_1hi:
-	VINSERTF128 $0x01, X10, Y9, Y9
-
-sumcp5_1lo:
-	VXORPS    Y10, Y10, Y10
-	VMOVSS    160(BX)(R8*4), X10
-	CMPQ      R9, $0x08
-	JL        sumcp5_2lo
-	VINSERTPS $0x10, 164(BX)(R8*4), X10, X10
-	CMPQ      R9, $0x0c
-	JL        sumcp5_2lo
-	VINSERTPS $0x20, 168(BX)(R8*4), X10, X10
-	CMPQ      R9, $0x10
-	JL        sumcp5_2lo
-	VINSERTPS $0x30, 172(BX)(R8*4), X10, X10
-	CMPQ      R9, $0x14
-	JL        sumcp5_2lo
-	VMOVSS    176(BX)(R8*4), X11
-	CMPQ      R9, $0x18
-	JL        sumcp5_2hi
-	VINSERTPS $0x10, 180(BX)(R8*4), X11, X11
-	CMPQ      R9, $0x1c
-	JL        sumcp5_2hi
-	VINSERTPS $0x20, 184(BX)(R8*4), X11, X11
-
-sumcp5_2hi:
-	VINSERTF128 $0x01, X11, Y10, Y10
-
-sumcp5_2lo:
-	VXORPS    Y11, Y11, Y11
-	VMOVSS    160(SI)(R8*4), X11
-	CMPQ      R9, $0x08
-	JL        sumcp5_3lo
-	VINSERTPS $0x10, 164(SI)(R8*4), X11, X11
-	CMPQ      R9, $0x0c
-	JL        sumcp5_3lo
-	VINSERTPS $0x20, 168(SI)(R8*4), X11, X11
-	CMPQ      R9, $0x10
-	JL        sumcp5_3lo
-	VINSERTPS $0x30, 172(SI)(R8*4), X11, X11
-	CMPQ      R9, $0x14
-	JL        sumcp5_3lo
-	VMOVSS    176(SI)(R8*4), X12
-	CMPQ      R9, $0x18
-	JL        sumcp5_3hi
-	VINSERTPS $0x10, 180(SI)(R8*4), X12, X12
-	CMPQ      R9, $0x1c
-	JL        sumcp5_3hi
-	VINSERTPS $0x20, 184(SI)(R8*4), X12, X12
-
-sumcp5_3hi:
-	VINSERTF128 $0x01, X12, Y11, Y11
-
-sumcp5_3lo:
-	VMULPS Y11, Y10, Y10
-	VMULPS Y9, Y10, Y10
-	VADDPS Y10, Y6, Y6
-	JMP    sumcdone
+	MOVQ $0x00000028, R10
+	JMP  sumcscalar
 
 sumcpart6:
-	SUBQ      $0x00000030, R9
-	JZ        sumcdone
-	SHLQ      $0x02, R9
-	VXORPS    Y9, Y9, Y9
-	VMOVSS    192(DX)(R8*4), X9
-	CMPQ      R9, $0x08
-	JL        sumcp6_1lo
-	VINSERTPS $0x10, 196(DX)(R8*4), X9, X9
-	CMPQ      R9, $0x0c
-	JL        sumcp6_1lo
-	VINSERTPS $0x20, 200(DX)(R8*4), X9, X9
-	CMPQ      R9, $0x10
-	JL        sumcp6_1lo
-	VINSERTPS $0x30, 204(DX)(R8*4), X9, X9
-	CMPQ      R9, $0x14
-	JL        sumcp6_1lo
-	VMOVSS    208(DX)(R8*4), X10
-	CMPQ      R9, $0x18
-	JL        sumcp6_1hi
-	VINSERTPS $0x10, 212(DX)(R8*4), X10, X10
-	CMPQ      R9, $0x1c
-	JL        sumcp6_1hi
-	VINSERTPS $0x20, 216(DX)(R8*4), X10, X10
-
-sumcp6_1hi:
-	VINSERTF128 $0x01, X10, Y9, Y9
-
-sumcp6_1lo:
-	VXORPS    Y10, Y10, Y10
-	VMOVSS    192(BX)(R8*4), X10
-	CMPQ      R9, $0x08
-	JL        sumcp6_2lo
-	VINSERTPS $0x10, 196(BX)(R8*4), X10, X10
-	CMPQ      R9, $0x0c
-	JL        sumcp6_2lo
-	VINSERTPS $0x20, 200(BX)(R8*4), X10, X10
-	CMPQ      R9, $0x10
-	JL        sumcp6_2lo
-	VINSERTPS $0x30, 204(BX)(R8*4), X10, X10
-	CMPQ      R9, $0x14
-	JL        sumcp6_2lo
-	VMOVSS    208(BX)(R8*4), X11
-	CMPQ      R9, $0x18
-	JL        sumcp6_2hi
-	VINSERTPS $0x10, 212(BX)(R8*4), X11, X11
-	CMPQ      R9, $0x1c
-	JL        sumcp6_2hi
-	VINSERTPS $0x20, 216(BX)(R8*4), X11, X11
-
-sumcp6_2hi:
-	VINSERTF128 $0x01, X11, Y10, Y10
-
-sumcp6_2lo:
-	VXORPS    Y11, Y11, Y11
-	VMOVSS    192(SI)(R8*4), X11
-	CMPQ      R9, $0x08
-	JL        sumcp6_3lo
-	VINSERTPS $0x10, 196(SI)(R8*4), X11, X11
-	CMPQ      R9, $0x0c
-	JL        sumcp6_3lo
-	VINSERTPS $0x20, 200(SI)(R8*4), X11, X11
-	CMPQ      R9, $0x10
-	JL        sumcp6_3lo
-	VINSERTPS $0x30, 204(SI)(R8*4), X11, X11
-	CMPQ      R9, $0x14
-	JL        sumcp6_3lo
-	VMOVSS    208(SI)(R8*4), X12
-	CMPQ      R9, $0x18
-	JL        sumcp6_3hi
-	VINSERTPS $0x10, 212(SI)(R8*4), X12, X12
-	CMPQ      R9, $0x1c
-	JL        sumcp6_3hi
-	VINSERTPS $0x20, 216(SI)(R8*4), X12, X12
-
-sumcp6_3hi:
-	VINSERTF128 $0x01, X12, Y11, Y11
-
-sumcp6_3lo:
-	VMULPS Y11, Y10, Y10
-	VMULPS Y9, Y10, Y10
-	VADDPS Y10, Y7, Y7
-	JMP    sumcdone
+	MOVQ $0x00000030, R10
+	JMP  sumcscalar
 
 sumcpart7:
-	SUBQ      $0x00000038, R9
-	JZ        sumcdone
-	SHLQ      $0x02, R9
-	VXORPS    Y9, Y9, Y9
-	VMOVSS    224(DX)(R8*4), X9
-	CMPQ      R9, $0x08
-	JL        sumcp7_1lo
-	VINSERTPS $0x10, 228(DX)(R8*4), X9, X9
-	CMPQ      R9, $0x0c
-	JL        sumcp7_1lo
-	VINSERTPS $0x20, 232(DX)(R8*4), X9, X9
-	CMPQ      R9, $0x10
-	JL        sumcp7_1lo
-	VINSERTPS $0x30, 236(DX)(R8*4), X9, X9
-	CMPQ      R9, $0x14
-	JL        sumcp7_1lo
-	VMOVSS    240(DX)(R8*4), X10
-	CMPQ      R9, $0x18
-	JL        sumcp7_1hi
-	VINSERTPS $0x10, 244(DX)(R8*4), X10, X10
-	CMPQ      R9, $0x1c
-	JL        sumcp7_1hi
-	VINSERTPS $0x20, 248(DX)(R8*4), X10, X10
+	MOVQ $0x00000038, R10
 
-sumcp7_1hi:
-	VINSERTF128 $0x01, X10, Y9, Y9
+sumcscalar:
+	CMPQ    R10, R9
+	JGE     sumcdone
+	VMOVUPS Y0, 272(SP)
+	VMOVUPS Y2, 304(SP)
+	VMOVUPS Y3, 336(SP)
+	VMOVUPS Y4, 368(SP)
+	VMOVUPS Y5, 400(SP)
+	VMOVUPS Y6, 432(SP)
+	VMOVUPS Y7, 464(SP)
+	VMOVUPS Y8, 496(SP)
 
-sumcp7_1lo:
-	VXORPS    Y10, Y10, Y10
-	VMOVSS    224(BX)(R8*4), X10
-	CMPQ      R9, $0x08
-	JL        sumcp7_2lo
-	VINSERTPS $0x10, 228(BX)(R8*4), X10, X10
-	CMPQ      R9, $0x0c
-	JL        sumcp7_2lo
-	VINSERTPS $0x20, 232(BX)(R8*4), X10, X10
-	CMPQ      R9, $0x10
-	JL        sumcp7_2lo
-	VINSERTPS $0x30, 236(BX)(R8*4), X10, X10
-	CMPQ      R9, $0x14
-	JL        sumcp7_2lo
-	VMOVSS    240(BX)(R8*4), X11
-	CMPQ      R9, $0x18
-	JL        sumcp7_2hi
-	VINSERTPS $0x10, 244(BX)(R8*4), X11, X11
-	CMPQ      R9, $0x1c
-	JL        sumcp7_2hi
-	VINSERTPS $0x20, 248(BX)(R8*4), X11, X11
-
-sumcp7_2hi:
-	VINSERTF128 $0x01, X11, Y10, Y10
-
-sumcp7_2lo:
-	VXORPS    Y11, Y11, Y11
-	VMOVSS    224(SI)(R8*4), X11
-	CMPQ      R9, $0x08
-	JL        sumcp7_3lo
-	VINSERTPS $0x10, 228(SI)(R8*4), X11, X11
-	CMPQ      R9, $0x0c
-	JL        sumcp7_3lo
-	VINSERTPS $0x20, 232(SI)(R8*4), X11, X11
-	CMPQ      R9, $0x10
-	JL        sumcp7_3lo
-	VINSERTPS $0x30, 236(SI)(R8*4), X11, X11
-	CMPQ      R9, $0x14
-	JL        sumcp7_3lo
-	VMOVSS    240(SI)(R8*4), X12
-	CMPQ      R9, $0x18
-	JL        sumcp7_3hi
-	VINSERTPS $0x10, 244(SI)(R8*4), X12, X12
-	CMPQ      R9, $0x1c
-	JL        sumcp7_3hi
-	VINSERTPS $0x20, 248(SI)(R8*4), X12, X12
-
-sumcp7_3hi:
-	VINSERTF128 $0x01, X12, Y11, Y11
-
-sumcp7_3lo:
-	VMULPS Y11, Y10, Y10
-	VMULPS Y9, Y10, Y10
-	VADDPS Y10, Y8, Y8
+sumcscalarloop:
+	LEAQ    (R8)(R10*1), R11
+	VMOVSS  (DX)(R11*4), X0
+	VMOVSS  (BX)(R11*4), X2
+	VMOVSS  (SI)(R11*4), X3
+	VMULSS  X3, X2, X2
+	VMULSS  X0, X2, X2
+	VADDSS  272(SP)(R10*4), X2, X2
+	VMOVSS  X2, 272(SP)(R10*4)
+	INCQ    R10
+	CMPQ    R10, R9
+	JL      sumcscalarloop
+	VMOVUPS 272(SP), Y0
+	VMOVUPS 304(SP), Y2
+	VMOVUPS 336(SP), Y3
+	VMOVUPS 368(SP), Y4
+	VMOVUPS 400(SP), Y5
+	VMOVUPS 432(SP), Y6
+	VMOVUPS 464(SP), Y7
+	VMOVUPS 496(SP), Y8
 
 sumcdone:
 	VADDPS       Y5, Y0, Y0
@@ -42535,110 +41726,18 @@ dxnonent:
 	MOVQ job_d+0(AX), R10
 
 dxnonehead:
-	MOVQ      R10, R11
-	SHLQ      $0x02, R11
-	VXORPS    Y2, Y2, Y2
-	VMOVSS    (DX)(R8*4), X2
-	CMPQ      R11, $0x08
-	JL        dxnoneh_1lo
-	VINSERTPS $0x10, 4(DX)(R8*4), X2, X2
-	CMPQ      R11, $0x0c
-	JL        dxnoneh_1lo
-	VINSERTPS $0x20, 8(DX)(R8*4), X2, X2
-	CMPQ      R11, $0x10
-	JL        dxnoneh_1lo
-	VINSERTPS $0x30, 12(DX)(R8*4), X2, X2
-	CMPQ      R11, $0x14
-	JL        dxnoneh_1lo
-	VMOVSS    16(DX)(R8*4), X3
-	CMPQ      R11, $0x18
-	JL        dxnoneh_1hi
-	VINSERTPS $0x10, 20(DX)(R8*4), X3, X3
-	CMPQ      R11, $0x1c
-	JL        dxnoneh_1hi
-	VINSERTPS $0x20, 24(DX)(R8*4), X3, X3
-
-dxnoneh_1hi:
-	VINSERTF128 $0x01, X3, Y2, Y2
-
-dxnoneh_1lo:
-	VXORPS    Y3, Y3, Y3
-	VMOVSS    (BX)(R8*4), X3
-	CMPQ      R11, $0x08
-	JL        dxnoneh_2lo
-	VINSERTPS $0x10, 4(BX)(R8*4), X3, X3
-	CMPQ      R11, $0x0c
-	JL        dxnoneh_2lo
-	VINSERTPS $0x20, 8(BX)(R8*4), X3, X3
-	CMPQ      R11, $0x10
-	JL        dxnoneh_2lo
-	VINSERTPS $0x30, 12(BX)(R8*4), X3, X3
-	CMPQ      R11, $0x14
-	JL        dxnoneh_2lo
-	VMOVSS    16(BX)(R8*4), X4
-	CMPQ      R11, $0x18
-	JL        dxnoneh_2hi
-	VINSERTPS $0x10, 20(BX)(R8*4), X4, X4
-	CMPQ      R11, $0x1c
-	JL        dxnoneh_2hi
-	VINSERTPS $0x20, 24(BX)(R8*4), X4, X4
-
-dxnoneh_2hi:
-	VINSERTF128 $0x01, X4, Y3, Y3
-
-dxnoneh_2lo:
-	VXORPS    Y4, Y4, Y4
-	VMOVSS    (SI)(R8*4), X4
-	CMPQ      R11, $0x08
-	JL        dxnoneh_3lo
-	VINSERTPS $0x10, 4(SI)(R8*4), X4, X4
-	CMPQ      R11, $0x0c
-	JL        dxnoneh_3lo
-	VINSERTPS $0x20, 8(SI)(R8*4), X4, X4
-	CMPQ      R11, $0x10
-	JL        dxnoneh_3lo
-	VINSERTPS $0x30, 12(SI)(R8*4), X4, X4
-	CMPQ      R11, $0x14
-	JL        dxnoneh_3lo
-	VMOVSS    16(SI)(R8*4), X5
-	CMPQ      R11, $0x18
-	JL        dxnoneh_3hi
-	VINSERTPS $0x10, 20(SI)(R8*4), X5, X5
-	CMPQ      R11, $0x1c
-	JL        dxnoneh_3hi
-	VINSERTPS $0x20, 24(SI)(R8*4), X5, X5
-
-dxnoneh_3hi:
-	VINSERTF128 $0x01, X5, Y4, Y4
-
-dxnoneh_3lo:
-	VMULPS       Y4, Y3, Y3
-	VMULPS       Y0, Y2, Y2
-	VSUBPS       Y2, Y3, Y3
-	VMULPS       Y1, Y3, Y3
-	VMOVSS       X3, (CX)(R8*4)
-	CMPQ         R11, $0x08
-	JL           dxnoneh_4lo
-	VEXTRACTPS   $0x01, X3, 4(CX)(R8*4)
-	CMPQ         R11, $0x0c
-	JL           dxnoneh_4lo
-	VEXTRACTPS   $0x02, X3, 8(CX)(R8*4)
-	CMPQ         R11, $0x10
-	JL           dxnoneh_4lo
-	VEXTRACTPS   $0x03, X3, 12(CX)(R8*4)
-	VEXTRACTF128 $0x01, Y3, X2
-	CMPQ         R11, $0x14
-	JL           dxnoneh_4lo
-	VEXTRACTPS   $0x00, X2, 16(CX)(R8*4)
-	CMPQ         R11, $0x18
-	JL           dxnoneh_4lo
-	VEXTRACTPS   $0x01, X2, 20(CX)(R8*4)
-	CMPQ         R11, $0x1c
-	JL           dxnoneh_4lo
-	VEXTRACTPS   $0x02, X2, 24(CX)(R8*4)
-
-dxnoneh_4lo:
-	ADDQ R10, R8
+dxnoneheadloop:
+	VMOVSS (DX)(R8*4), X2
+	VMOVSS (BX)(R8*4), X3
+	VMOVSS (SI)(R8*4), X4
+	VMULSS X4, X3, X3
+	VMULSS X0, X2, X2
+	VSUBSS X2, X3, X2
+	VMULSS X1, X2, X2
+	VMOVSS X2, (CX)(R8*4)
+	INCQ   R8
+	CMPQ   R8, R10
+	JL     dxnoneheadloop
 
 dxnonentloop:
 	CMPQ     R8, R9
@@ -42696,111 +41795,23 @@ dxnoneoneloop:
 	JMP     dxnoneoneloop
 
 dxnonepart:
-	MOVQ      job_d+0(AX), R9
-	SUBQ      R8, R9
-	JZ        rowdonenone
-	SHLQ      $0x02, R9
-	VXORPS    Y2, Y2, Y2
-	VMOVSS    (DX)(R8*4), X2
-	CMPQ      R9, $0x08
-	JL        dxnonep_1lo
-	VINSERTPS $0x10, 4(DX)(R8*4), X2, X2
-	CMPQ      R9, $0x0c
-	JL        dxnonep_1lo
-	VINSERTPS $0x20, 8(DX)(R8*4), X2, X2
-	CMPQ      R9, $0x10
-	JL        dxnonep_1lo
-	VINSERTPS $0x30, 12(DX)(R8*4), X2, X2
-	CMPQ      R9, $0x14
-	JL        dxnonep_1lo
-	VMOVSS    16(DX)(R8*4), X3
-	CMPQ      R9, $0x18
-	JL        dxnonep_1hi
-	VINSERTPS $0x10, 20(DX)(R8*4), X3, X3
-	CMPQ      R9, $0x1c
-	JL        dxnonep_1hi
-	VINSERTPS $0x20, 24(DX)(R8*4), X3, X3
+	MOVQ job_d+0(AX), R9
+	SUBQ R8, R9
+	JZ   rowdonenone
 
-dxnonep_1hi:
-	VINSERTF128 $0x01, X3, Y2, Y2
+dxnonetailloop:
+	VMOVSS (DX)(R8*4), X2
+	VMOVSS (BX)(R8*4), X3
+	VMOVSS (SI)(R8*4), X4
+	VMULSS X4, X3, X3
+	VMULSS X0, X2, X2
+	VSUBSS X2, X3, X2
+	VMULSS X1, X2, X2
+	VMOVSS X2, (CX)(R8*4)
+	INCQ   R8
+	CMPQ   R8, job_d+0(AX)
+	JL     dxnonetailloop
 
-dxnonep_1lo:
-	VXORPS    Y3, Y3, Y3
-	VMOVSS    (BX)(R8*4), X3
-	CMPQ      R9, $0x08
-	JL        dxnonep_2lo
-	VINSERTPS $0x10, 4(BX)(R8*4), X3, X3
-	CMPQ      R9, $0x0c
-	JL        dxnonep_2lo
-	VINSERTPS $0x20, 8(BX)(R8*4), X3, X3
-	CMPQ      R9, $0x10
-	JL        dxnonep_2lo
-	VINSERTPS $0x30, 12(BX)(R8*4), X3, X3
-	CMPQ      R9, $0x14
-	JL        dxnonep_2lo
-	VMOVSS    16(BX)(R8*4), X4
-	CMPQ      R9, $0x18
-	JL        dxnonep_2hi
-	VINSERTPS $0x10, 20(BX)(R8*4), X4, X4
-	CMPQ      R9, $0x1c
-	JL        dxnonep_2hi
-	VINSERTPS $0x20, 24(BX)(R8*4), X4, X4
-
-dxnonep_2hi:
-	VINSERTF128 $0x01, X4, Y3, Y3
-
-dxnonep_2lo:
-	VXORPS    Y4, Y4, Y4
-	VMOVSS    (SI)(R8*4), X4
-	CMPQ      R9, $0x08
-	JL        dxnonep_3lo
-	VINSERTPS $0x10, 4(SI)(R8*4), X4, X4
-	CMPQ      R9, $0x0c
-	JL        dxnonep_3lo
-	VINSERTPS $0x20, 8(SI)(R8*4), X4, X4
-	CMPQ      R9, $0x10
-	JL        dxnonep_3lo
-	VINSERTPS $0x30, 12(SI)(R8*4), X4, X4
-	CMPQ      R9, $0x14
-	JL        dxnonep_3lo
-	VMOVSS    16(SI)(R8*4), X5
-	CMPQ      R9, $0x18
-	JL        dxnonep_3hi
-	VINSERTPS $0x10, 20(SI)(R8*4), X5, X5
-	CMPQ      R9, $0x1c
-	JL        dxnonep_3hi
-	VINSERTPS $0x20, 24(SI)(R8*4), X5, X5
-
-dxnonep_3hi:
-	VINSERTF128 $0x01, X5, Y4, Y4
-
-dxnonep_3lo:
-	VMULPS       Y4, Y3, Y3
-	VMULPS       Y0, Y2, Y0
-	VSUBPS       Y0, Y3, Y3
-	VMULPS       Y1, Y3, Y3
-	VMOVSS       X3, (CX)(R8*4)
-	CMPQ         R9, $0x08
-	JL           dxnonep_4lo
-	VEXTRACTPS   $0x01, X3, 4(CX)(R8*4)
-	CMPQ         R9, $0x0c
-	JL           dxnonep_4lo
-	VEXTRACTPS   $0x02, X3, 8(CX)(R8*4)
-	CMPQ         R9, $0x10
-	JL           dxnonep_4lo
-	VEXTRACTPS   $0x03, X3, 12(CX)(R8*4)
-	VEXTRACTF128 $0x01, Y3, X0
-	CMPQ         R9, $0x14
-	JL           dxnonep_4lo
-	VEXTRACTPS   $0x00, X0, 16(CX)(R8*4)
-	CMPQ         R9, $0x18
-	JL           dxnonep_4lo
-	VEXTRACTPS   $0x01, X0, 20(CX)(R8*4)
-	CMPQ         R9, $0x1c
-	JL           dxnonep_4lo
-	VEXTRACTPS   $0x02, X0, 24(CX)(R8*4)
-
-dxnonep_4lo:
 rowdonenone:
 	JMP rowdone
 
@@ -42873,134 +41884,21 @@ dxsetnt:
 	MOVQ job_d+0(AX), R11
 
 dxsethead:
-	MOVQ      R11, R12
-	SHLQ      $0x02, R12
-	VXORPS    Y2, Y2, Y2
-	VMOVSS    (DX)(R8*4), X2
-	CMPQ      R12, $0x08
-	JL        dxseth_1lo
-	VINSERTPS $0x10, 4(DX)(R8*4), X2, X2
-	CMPQ      R12, $0x0c
-	JL        dxseth_1lo
-	VINSERTPS $0x20, 8(DX)(R8*4), X2, X2
-	CMPQ      R12, $0x10
-	JL        dxseth_1lo
-	VINSERTPS $0x30, 12(DX)(R8*4), X2, X2
-	CMPQ      R12, $0x14
-	JL        dxseth_1lo
-	VMOVSS    16(DX)(R8*4), X3
-	CMPQ      R12, $0x18
-	JL        dxseth_1hi
-	VINSERTPS $0x10, 20(DX)(R8*4), X3, X3
-	CMPQ      R12, $0x1c
-	JL        dxseth_1hi
-	VINSERTPS $0x20, 24(DX)(R8*4), X3, X3
-
-dxseth_1hi:
-	VINSERTF128 $0x01, X3, Y2, Y2
-
-dxseth_1lo:
-	VXORPS    Y3, Y3, Y3
-	VMOVSS    (BX)(R8*4), X3
-	CMPQ      R12, $0x08
-	JL        dxseth_2lo
-	VINSERTPS $0x10, 4(BX)(R8*4), X3, X3
-	CMPQ      R12, $0x0c
-	JL        dxseth_2lo
-	VINSERTPS $0x20, 8(BX)(R8*4), X3, X3
-	CMPQ      R12, $0x10
-	JL        dxseth_2lo
-	VINSERTPS $0x30, 12(BX)(R8*4), X3, X3
-	CMPQ      R12, $0x14
-	JL        dxseth_2lo
-	VMOVSS    16(BX)(R8*4), X4
-	CMPQ      R12, $0x18
-	JL        dxseth_2hi
-	VINSERTPS $0x10, 20(BX)(R8*4), X4, X4
-	CMPQ      R12, $0x1c
-	JL        dxseth_2hi
-	VINSERTPS $0x20, 24(BX)(R8*4), X4, X4
-
-dxseth_2hi:
-	VINSERTF128 $0x01, X4, Y3, Y3
-
-dxseth_2lo:
-	VXORPS    Y4, Y4, Y4
-	VMOVSS    (SI)(R8*4), X4
-	CMPQ      R12, $0x08
-	JL        dxseth_3lo
-	VINSERTPS $0x10, 4(SI)(R8*4), X4, X4
-	CMPQ      R12, $0x0c
-	JL        dxseth_3lo
-	VINSERTPS $0x20, 8(SI)(R8*4), X4, X4
-	CMPQ      R12, $0x10
-	JL        dxseth_3lo
-	VINSERTPS $0x30, 12(SI)(R8*4), X4, X4
-	CMPQ      R12, $0x14
-	JL        dxseth_3lo
-	VMOVSS    16(SI)(R8*4), X5
-	CMPQ      R12, $0x18
-	JL        dxseth_3hi
-	VINSERTPS $0x10, 20(SI)(R8*4), X5, X5
-	CMPQ      R12, $0x1c
-	JL        dxseth_3hi
-	VINSERTPS $0x20, 24(SI)(R8*4), X5, X5
-
-dxseth_3hi:
-	VINSERTF128 $0x01, X5, Y4, Y4
-
-dxseth_3lo:
-	VMULPS       Y4, Y3, Y4
-	VMULPS       Y0, Y2, Y5
-	VSUBPS       Y5, Y4, Y4
-	VMULPS       Y1, Y4, Y4
-	VMULPS       Y1, Y2, Y2
-	VMULPS       Y2, Y3, Y2
-	VMOVSS       X2, (R9)(R8*4)
-	CMPQ         R12, $0x08
-	JL           dxseth_4lo
-	VEXTRACTPS   $0x01, X2, 4(R9)(R8*4)
-	CMPQ         R12, $0x0c
-	JL           dxseth_4lo
-	VEXTRACTPS   $0x02, X2, 8(R9)(R8*4)
-	CMPQ         R12, $0x10
-	JL           dxseth_4lo
-	VEXTRACTPS   $0x03, X2, 12(R9)(R8*4)
-	VEXTRACTF128 $0x01, Y2, X2
-	CMPQ         R12, $0x14
-	JL           dxseth_4lo
-	VEXTRACTPS   $0x00, X2, 16(R9)(R8*4)
-	CMPQ         R12, $0x18
-	JL           dxseth_4lo
-	VEXTRACTPS   $0x01, X2, 20(R9)(R8*4)
-	CMPQ         R12, $0x1c
-	JL           dxseth_4lo
-	VEXTRACTPS   $0x02, X2, 24(R9)(R8*4)
-
-dxseth_4lo:
-	VMOVSS       X4, (CX)(R8*4)
-	CMPQ         R12, $0x08
-	JL           dxseth_5lo
-	VEXTRACTPS   $0x01, X4, 4(CX)(R8*4)
-	CMPQ         R12, $0x0c
-	JL           dxseth_5lo
-	VEXTRACTPS   $0x02, X4, 8(CX)(R8*4)
-	CMPQ         R12, $0x10
-	JL           dxseth_5lo
-	VEXTRACTPS   $0x03, X4, 12(CX)(R8*4)
-	VEXTRACTF128 $0x01, Y4, X2
-	CMPQ         R12, $0x14
-	JL           dxseth_5lo
-	VEXTRACTPS   $0x00, X2, 16(CX)(R8*4)
-	CMPQ         R12, $0x18
-	JL           dxseth_5lo
-	VEXTRACTPS   $0x01, X2, 20(CX)(R8*4)
-	CMPQ         R12, $0x1c
-	JL           dxseth_5lo
-	VEXTRACTPS   $0x02, X2, 24(CX)(R8*4)
-
-dxseth_5lo:
-	ADDQ R11, R8
+dxsetheadloop:
+	VMOVSS (DX)(R8*4), X2
+	VMOVSS (BX)(R8*4), X3
+	VMOVSS (SI)(R8*4), X4
+	VMULSS X4, X3, X4
+	VMULSS X0, X2, X5
+	VSUBSS X5, X4, X5
+	VMULSS X1, X5, X5
+	VMULSS X1, X2, X2
+	VMULSS X2, X3, X2
+	VMOVSS X2, (R9)(R8*4)
+	VMOVSS X5, (CX)(R8*4)
+	INCQ   R8
+	CMPQ   R8, R11
+	JL     dxsetheadloop
 
 dxsetntloop:
 	CMPQ     R8, R10
@@ -43073,135 +41971,26 @@ dxsetoneloop:
 	JMP     dxsetoneloop
 
 dxsetpart:
-	MOVQ      job_d+0(AX), R10
-	SUBQ      R8, R10
-	JZ        rowdoneset
-	SHLQ      $0x02, R10
-	VXORPS    Y2, Y2, Y2
-	VMOVSS    (DX)(R8*4), X2
-	CMPQ      R10, $0x08
-	JL        dxsetp_1lo
-	VINSERTPS $0x10, 4(DX)(R8*4), X2, X2
-	CMPQ      R10, $0x0c
-	JL        dxsetp_1lo
-	VINSERTPS $0x20, 8(DX)(R8*4), X2, X2
-	CMPQ      R10, $0x10
-	JL        dxsetp_1lo
-	VINSERTPS $0x30, 12(DX)(R8*4), X2, X2
-	CMPQ      R10, $0x14
-	JL        dxsetp_1lo
-	VMOVSS    16(DX)(R8*4), X3
-	CMPQ      R10, $0x18
-	JL        dxsetp_1hi
-	VINSERTPS $0x10, 20(DX)(R8*4), X3, X3
-	CMPQ      R10, $0x1c
-	JL        dxsetp_1hi
-	VINSERTPS $0x20, 24(DX)(R8*4), X3, X3
+	MOVQ job_d+0(AX), R10
+	SUBQ R8, R10
+	JZ   rowdoneset
 
-dxsetp_1hi:
-	VINSERTF128 $0x01, X3, Y2, Y2
+dxsettailloop:
+	VMOVSS (DX)(R8*4), X2
+	VMOVSS (BX)(R8*4), X3
+	VMOVSS (SI)(R8*4), X4
+	VMULSS X4, X3, X4
+	VMULSS X0, X2, X5
+	VSUBSS X5, X4, X5
+	VMULSS X1, X5, X5
+	VMULSS X1, X2, X2
+	VMULSS X2, X3, X2
+	VMOVSS X2, (R9)(R8*4)
+	VMOVSS X5, (CX)(R8*4)
+	INCQ   R8
+	CMPQ   R8, job_d+0(AX)
+	JL     dxsettailloop
 
-dxsetp_1lo:
-	VXORPS    Y3, Y3, Y3
-	VMOVSS    (BX)(R8*4), X3
-	CMPQ      R10, $0x08
-	JL        dxsetp_2lo
-	VINSERTPS $0x10, 4(BX)(R8*4), X3, X3
-	CMPQ      R10, $0x0c
-	JL        dxsetp_2lo
-	VINSERTPS $0x20, 8(BX)(R8*4), X3, X3
-	CMPQ      R10, $0x10
-	JL        dxsetp_2lo
-	VINSERTPS $0x30, 12(BX)(R8*4), X3, X3
-	CMPQ      R10, $0x14
-	JL        dxsetp_2lo
-	VMOVSS    16(BX)(R8*4), X4
-	CMPQ      R10, $0x18
-	JL        dxsetp_2hi
-	VINSERTPS $0x10, 20(BX)(R8*4), X4, X4
-	CMPQ      R10, $0x1c
-	JL        dxsetp_2hi
-	VINSERTPS $0x20, 24(BX)(R8*4), X4, X4
-
-dxsetp_2hi:
-	VINSERTF128 $0x01, X4, Y3, Y3
-
-dxsetp_2lo:
-	VXORPS    Y4, Y4, Y4
-	VMOVSS    (SI)(R8*4), X4
-	CMPQ      R10, $0x08
-	JL        dxsetp_3lo
-	VINSERTPS $0x10, 4(SI)(R8*4), X4, X4
-	CMPQ      R10, $0x0c
-	JL        dxsetp_3lo
-	VINSERTPS $0x20, 8(SI)(R8*4), X4, X4
-	CMPQ      R10, $0x10
-	JL        dxsetp_3lo
-	VINSERTPS $0x30, 12(SI)(R8*4), X4, X4
-	CMPQ      R10, $0x14
-	JL        dxsetp_3lo
-	VMOVSS    16(SI)(R8*4), X5
-	CMPQ      R10, $0x18
-	JL        dxsetp_3hi
-	VINSERTPS $0x10, 20(SI)(R8*4), X5, X5
-	CMPQ      R10, $0x1c
-	JL        dxsetp_3hi
-	VINSERTPS $0x20, 24(SI)(R8*4), X5, X5
-
-dxsetp_3hi:
-	VINSERTF128 $0x01, X5, Y4, Y4
-
-dxsetp_3lo:
-	VMULPS       Y4, Y3, Y4
-	VMULPS       Y0, Y2, Y0
-	VSUBPS       Y0, Y4, Y4
-	VMULPS       Y1, Y4, Y4
-	VMULPS       Y1, Y2, Y0
-	VMULPS       Y0, Y3, Y0
-	VMOVSS       X0, (R9)(R8*4)
-	CMPQ         R10, $0x08
-	JL           dxsetp_4lo
-	VEXTRACTPS   $0x01, X0, 4(R9)(R8*4)
-	CMPQ         R10, $0x0c
-	JL           dxsetp_4lo
-	VEXTRACTPS   $0x02, X0, 8(R9)(R8*4)
-	CMPQ         R10, $0x10
-	JL           dxsetp_4lo
-	VEXTRACTPS   $0x03, X0, 12(R9)(R8*4)
-	VEXTRACTF128 $0x01, Y0, X0
-	CMPQ         R10, $0x14
-	JL           dxsetp_4lo
-	VEXTRACTPS   $0x00, X0, 16(R9)(R8*4)
-	CMPQ         R10, $0x18
-	JL           dxsetp_4lo
-	VEXTRACTPS   $0x01, X0, 20(R9)(R8*4)
-	CMPQ         R10, $0x1c
-	JL           dxsetp_4lo
-	VEXTRACTPS   $0x02, X0, 24(R9)(R8*4)
-
-dxsetp_4lo:
-	VMOVSS       X4, (CX)(R8*4)
-	CMPQ         R10, $0x08
-	JL           dxsetp_5lo
-	VEXTRACTPS   $0x01, X4, 4(CX)(R8*4)
-	CMPQ         R10, $0x0c
-	JL           dxsetp_5lo
-	VEXTRACTPS   $0x02, X4, 8(CX)(R8*4)
-	CMPQ         R10, $0x10
-	JL           dxsetp_5lo
-	VEXTRACTPS   $0x03, X4, 12(CX)(R8*4)
-	VEXTRACTF128 $0x01, Y4, X0
-	CMPQ         R10, $0x14
-	JL           dxsetp_5lo
-	VEXTRACTPS   $0x00, X0, 16(CX)(R8*4)
-	CMPQ         R10, $0x18
-	JL           dxsetp_5lo
-	VEXTRACTPS   $0x01, X0, 20(CX)(R8*4)
-	CMPQ         R10, $0x1c
-	JL           dxsetp_5lo
-	VEXTRACTPS   $0x02, X0, 24(CX)(R8*4)
-
-dxsetp_5lo:
 rowdoneset:
 	JMP rowdone
 
@@ -43282,160 +42071,22 @@ dxaddnt:
 	MOVQ job_d+0(AX), R11
 
 dxaddhead:
-	MOVQ      R11, R12
-	SHLQ      $0x02, R12
-	VXORPS    Y2, Y2, Y2
-	VMOVSS    (DX)(R8*4), X2
-	CMPQ      R12, $0x08
-	JL        dxaddh_1lo
-	VINSERTPS $0x10, 4(DX)(R8*4), X2, X2
-	CMPQ      R12, $0x0c
-	JL        dxaddh_1lo
-	VINSERTPS $0x20, 8(DX)(R8*4), X2, X2
-	CMPQ      R12, $0x10
-	JL        dxaddh_1lo
-	VINSERTPS $0x30, 12(DX)(R8*4), X2, X2
-	CMPQ      R12, $0x14
-	JL        dxaddh_1lo
-	VMOVSS    16(DX)(R8*4), X3
-	CMPQ      R12, $0x18
-	JL        dxaddh_1hi
-	VINSERTPS $0x10, 20(DX)(R8*4), X3, X3
-	CMPQ      R12, $0x1c
-	JL        dxaddh_1hi
-	VINSERTPS $0x20, 24(DX)(R8*4), X3, X3
-
-dxaddh_1hi:
-	VINSERTF128 $0x01, X3, Y2, Y2
-
-dxaddh_1lo:
-	VXORPS    Y3, Y3, Y3
-	VMOVSS    (BX)(R8*4), X3
-	CMPQ      R12, $0x08
-	JL        dxaddh_2lo
-	VINSERTPS $0x10, 4(BX)(R8*4), X3, X3
-	CMPQ      R12, $0x0c
-	JL        dxaddh_2lo
-	VINSERTPS $0x20, 8(BX)(R8*4), X3, X3
-	CMPQ      R12, $0x10
-	JL        dxaddh_2lo
-	VINSERTPS $0x30, 12(BX)(R8*4), X3, X3
-	CMPQ      R12, $0x14
-	JL        dxaddh_2lo
-	VMOVSS    16(BX)(R8*4), X4
-	CMPQ      R12, $0x18
-	JL        dxaddh_2hi
-	VINSERTPS $0x10, 20(BX)(R8*4), X4, X4
-	CMPQ      R12, $0x1c
-	JL        dxaddh_2hi
-	VINSERTPS $0x20, 24(BX)(R8*4), X4, X4
-
-dxaddh_2hi:
-	VINSERTF128 $0x01, X4, Y3, Y3
-
-dxaddh_2lo:
-	VXORPS    Y4, Y4, Y4
-	VMOVSS    (SI)(R8*4), X4
-	CMPQ      R12, $0x08
-	JL        dxaddh_3lo
-	VINSERTPS $0x10, 4(SI)(R8*4), X4, X4
-	CMPQ      R12, $0x0c
-	JL        dxaddh_3lo
-	VINSERTPS $0x20, 8(SI)(R8*4), X4, X4
-	CMPQ      R12, $0x10
-	JL        dxaddh_3lo
-	VINSERTPS $0x30, 12(SI)(R8*4), X4, X4
-	CMPQ      R12, $0x14
-	JL        dxaddh_3lo
-	VMOVSS    16(SI)(R8*4), X5
-	CMPQ      R12, $0x18
-	JL        dxaddh_3hi
-	VINSERTPS $0x10, 20(SI)(R8*4), X5, X5
-	CMPQ      R12, $0x1c
-	JL        dxaddh_3hi
-	VINSERTPS $0x20, 24(SI)(R8*4), X5, X5
-
-dxaddh_3hi:
-	VINSERTF128 $0x01, X5, Y4, Y4
-
-dxaddh_3lo:
-	VMULPS    Y4, Y3, Y4
-	VMULPS    Y0, Y2, Y5
-	VSUBPS    Y5, Y4, Y4
-	VMULPS    Y1, Y4, Y4
-	VMULPS    Y1, Y2, Y2
-	VMULPS    Y2, Y3, Y2
-	VXORPS    Y3, Y3, Y3
-	VMOVSS    (R9)(R8*4), X3
-	CMPQ      R12, $0x08
-	JL        dxaddh_4lo
-	VINSERTPS $0x10, 4(R9)(R8*4), X3, X3
-	CMPQ      R12, $0x0c
-	JL        dxaddh_4lo
-	VINSERTPS $0x20, 8(R9)(R8*4), X3, X3
-	CMPQ      R12, $0x10
-	JL        dxaddh_4lo
-	VINSERTPS $0x30, 12(R9)(R8*4), X3, X3
-	CMPQ      R12, $0x14
-	JL        dxaddh_4lo
-	VMOVSS    16(R9)(R8*4), X5
-	CMPQ      R12, $0x18
-	JL        dxaddh_4hi
-	VINSERTPS $0x10, 20(R9)(R8*4), X5, X5
-	CMPQ      R12, $0x1c
-	JL        dxaddh_4hi
-	VINSERTPS $0x20, 24(R9)(R8*4), X5, X5
-
-dxaddh_4hi:
-	VINSERTF128 $0x01, X5, Y3, Y3
-
-dxaddh_4lo:
-	VADDPS       Y2, Y3, Y3
-	VMOVSS       X3, (R9)(R8*4)
-	CMPQ         R12, $0x08
-	JL           dxaddh_5lo
-	VEXTRACTPS   $0x01, X3, 4(R9)(R8*4)
-	CMPQ         R12, $0x0c
-	JL           dxaddh_5lo
-	VEXTRACTPS   $0x02, X3, 8(R9)(R8*4)
-	CMPQ         R12, $0x10
-	JL           dxaddh_5lo
-	VEXTRACTPS   $0x03, X3, 12(R9)(R8*4)
-	VEXTRACTF128 $0x01, Y3, X2
-	CMPQ         R12, $0x14
-	JL           dxaddh_5lo
-	VEXTRACTPS   $0x00, X2, 16(R9)(R8*4)
-	CMPQ         R12, $0x18
-	JL           dxaddh_5lo
-	VEXTRACTPS   $0x01, X2, 20(R9)(R8*4)
-	CMPQ         R12, $0x1c
-	JL           dxaddh_5lo
-	VEXTRACTPS   $0x02, X2, 24(R9)(R8*4)
-
-dxaddh_5lo:
-	VMOVSS       X4, (CX)(R8*4)
-	CMPQ         R12, $0x08
-	JL           dxaddh_6lo
-	VEXTRACTPS   $0x01, X4, 4(CX)(R8*4)
-	CMPQ         R12, $0x0c
-	JL           dxaddh_6lo
-	VEXTRACTPS   $0x02, X4, 8(CX)(R8*4)
-	CMPQ         R12, $0x10
-	JL           dxaddh_6lo
-	VEXTRACTPS   $0x03, X4, 12(CX)(R8*4)
-	VEXTRACTF128 $0x01, Y4, X2
-	CMPQ         R12, $0x14
-	JL           dxaddh_6lo
-	VEXTRACTPS   $0x00, X2, 16(CX)(R8*4)
-	CMPQ         R12, $0x18
-	JL           dxaddh_6lo
-	VEXTRACTPS   $0x01, X2, 20(CX)(R8*4)
-	CMPQ         R12, $0x1c
-	JL           dxaddh_6lo
-	VEXTRACTPS   $0x02, X2, 24(CX)(R8*4)
-
-dxaddh_6lo:
-	ADDQ R11, R8
+dxaddheadloop:
+	VMOVSS (DX)(R8*4), X2
+	VMOVSS (BX)(R8*4), X3
+	VMOVSS (SI)(R8*4), X4
+	VMULSS X4, X3, X4
+	VMULSS X0, X2, X5
+	VSUBSS X5, X4, X5
+	VMULSS X1, X5, X5
+	VMULSS X1, X2, X2
+	VMULSS X2, X3, X2
+	VADDSS (R9)(R8*4), X2, X2
+	VMOVSS X2, (R9)(R8*4)
+	VMOVSS X5, (CX)(R8*4)
+	INCQ   R8
+	CMPQ   R8, R11
+	JL     dxaddheadloop
 
 dxaddntloop:
 	CMPQ     R8, R10
@@ -43518,161 +42169,27 @@ dxaddoneloop:
 	JMP     dxaddoneloop
 
 dxaddpart:
-	MOVQ      job_d+0(AX), R10
-	SUBQ      R8, R10
-	JZ        rowdoneadd
-	SHLQ      $0x02, R10
-	VXORPS    Y2, Y2, Y2
-	VMOVSS    (DX)(R8*4), X2
-	CMPQ      R10, $0x08
-	JL        dxaddp_1lo
-	VINSERTPS $0x10, 4(DX)(R8*4), X2, X2
-	CMPQ      R10, $0x0c
-	JL        dxaddp_1lo
-	VINSERTPS $0x20, 8(DX)(R8*4), X2, X2
-	CMPQ      R10, $0x10
-	JL        dxaddp_1lo
-	VINSERTPS $0x30, 12(DX)(R8*4), X2, X2
-	CMPQ      R10, $0x14
-	JL        dxaddp_1lo
-	VMOVSS    16(DX)(R8*4), X3
-	CMPQ      R10, $0x18
-	JL        dxaddp_1hi
-	VINSERTPS $0x10, 20(DX)(R8*4), X3, X3
-	CMPQ      R10, $0x1c
-	JL        dxaddp_1hi
-	VINSERTPS $0x20, 24(DX)(R8*4), X3, X3
+	MOVQ job_d+0(AX), R10
+	SUBQ R8, R10
+	JZ   rowdoneadd
 
-dxaddp_1hi:
-	VINSERTF128 $0x01, X3, Y2, Y2
+dxaddtailloop:
+	VMOVSS (DX)(R8*4), X2
+	VMOVSS (BX)(R8*4), X3
+	VMOVSS (SI)(R8*4), X4
+	VMULSS X4, X3, X4
+	VMULSS X0, X2, X5
+	VSUBSS X5, X4, X5
+	VMULSS X1, X5, X5
+	VMULSS X1, X2, X2
+	VMULSS X2, X3, X2
+	VADDSS (R9)(R8*4), X2, X2
+	VMOVSS X2, (R9)(R8*4)
+	VMOVSS X5, (CX)(R8*4)
+	INCQ   R8
+	CMPQ   R8, job_d+0(AX)
+	JL     dxaddtailloop
 
-dxaddp_1lo:
-	VXORPS    Y3, Y3, Y3
-	VMOVSS    (BX)(R8*4), X3
-	CMPQ      R10, $0x08
-	JL        dxaddp_2lo
-	VINSERTPS $0x10, 4(BX)(R8*4), X3, X3
-	CMPQ      R10, $0x0c
-	JL        dxaddp_2lo
-	VINSERTPS $0x20, 8(BX)(R8*4), X3, X3
-	CMPQ      R10, $0x10
-	JL        dxaddp_2lo
-	VINSERTPS $0x30, 12(BX)(R8*4), X3, X3
-	CMPQ      R10, $0x14
-	JL        dxaddp_2lo
-	VMOVSS    16(BX)(R8*4), X4
-	CMPQ      R10, $0x18
-	JL        dxaddp_2hi
-	VINSERTPS $0x10, 20(BX)(R8*4), X4, X4
-	CMPQ      R10, $0x1c
-	JL        dxaddp_2hi
-	VINSERTPS $0x20, 24(BX)(R8*4), X4, X4
-
-dxaddp_2hi:
-	VINSERTF128 $0x01, X4, Y3, Y3
-
-dxaddp_2lo:
-	VXORPS    Y4, Y4, Y4
-	VMOVSS    (SI)(R8*4), X4
-	CMPQ      R10, $0x08
-	JL        dxaddp_3lo
-	VINSERTPS $0x10, 4(SI)(R8*4), X4, X4
-	CMPQ      R10, $0x0c
-	JL        dxaddp_3lo
-	VINSERTPS $0x20, 8(SI)(R8*4), X4, X4
-	CMPQ      R10, $0x10
-	JL        dxaddp_3lo
-	VINSERTPS $0x30, 12(SI)(R8*4), X4, X4
-	CMPQ      R10, $0x14
-	JL        dxaddp_3lo
-	VMOVSS    16(SI)(R8*4), X5
-	CMPQ      R10, $0x18
-	JL        dxaddp_3hi
-	VINSERTPS $0x10, 20(SI)(R8*4), X5, X5
-	CMPQ      R10, $0x1c
-	JL        dxaddp_3hi
-	VINSERTPS $0x20, 24(SI)(R8*4), X5, X5
-
-dxaddp_3hi:
-	VINSERTF128 $0x01, X5, Y4, Y4
-
-dxaddp_3lo:
-	VMULPS    Y4, Y3, Y4
-	VMULPS    Y0, Y2, Y0
-	VSUBPS    Y0, Y4, Y4
-	VMULPS    Y1, Y4, Y4
-	VMULPS    Y1, Y2, Y0
-	VMULPS    Y0, Y3, Y0
-	VXORPS    Y1, Y1, Y1
-	VMOVSS    (R9)(R8*4), X1
-	CMPQ      R10, $0x08
-	JL        dxaddp_4lo
-	VINSERTPS $0x10, 4(R9)(R8*4), X1, X1
-	CMPQ      R10, $0x0c
-	JL        dxaddp_4lo
-	VINSERTPS $0x20, 8(R9)(R8*4), X1, X1
-	CMPQ      R10, $0x10
-	JL        dxaddp_4lo
-	VINSERTPS $0x30, 12(R9)(R8*4), X1, X1
-	CMPQ      R10, $0x14
-	JL        dxaddp_4lo
-	VMOVSS    16(R9)(R8*4), X2
-	CMPQ      R10, $0x18
-	JL        dxaddp_4hi
-	VINSERTPS $0x10, 20(R9)(R8*4), X2, X2
-	CMPQ      R10, $0x1c
-	JL        dxaddp_4hi
-	VINSERTPS $0x20, 24(R9)(R8*4), X2, X2
-
-dxaddp_4hi:
-	VINSERTF128 $0x01, X2, Y1, Y1
-
-dxaddp_4lo:
-	VADDPS       Y0, Y1, Y1
-	VMOVSS       X1, (R9)(R8*4)
-	CMPQ         R10, $0x08
-	JL           dxaddp_5lo
-	VEXTRACTPS   $0x01, X1, 4(R9)(R8*4)
-	CMPQ         R10, $0x0c
-	JL           dxaddp_5lo
-	VEXTRACTPS   $0x02, X1, 8(R9)(R8*4)
-	CMPQ         R10, $0x10
-	JL           dxaddp_5lo
-	VEXTRACTPS   $0x03, X1, 12(R9)(R8*4)
-	VEXTRACTF128 $0x01, Y1, X0
-	CMPQ         R10, $0x14
-	JL           dxaddp_5lo
-	VEXTRACTPS   $0x00, X0, 16(R9)(R8*4)
-	CMPQ         R10, $0x18
-	JL           dxaddp_5lo
-	VEXTRACTPS   $0x01, X0, 20(R9)(R8*4)
-	CMPQ         R10, $0x1c
-	JL           dxaddp_5lo
-	VEXTRACTPS   $0x02, X0, 24(R9)(R8*4)
-
-dxaddp_5lo:
-	VMOVSS       X4, (CX)(R8*4)
-	CMPQ         R10, $0x08
-	JL           dxaddp_6lo
-	VEXTRACTPS   $0x01, X4, 4(CX)(R8*4)
-	CMPQ         R10, $0x0c
-	JL           dxaddp_6lo
-	VEXTRACTPS   $0x02, X4, 8(CX)(R8*4)
-	CMPQ         R10, $0x10
-	JL           dxaddp_6lo
-	VEXTRACTPS   $0x03, X4, 12(CX)(R8*4)
-	VEXTRACTF128 $0x01, Y4, X0
-	CMPQ         R10, $0x14
-	JL           dxaddp_6lo
-	VEXTRACTPS   $0x00, X0, 16(CX)(R8*4)
-	CMPQ         R10, $0x18
-	JL           dxaddp_6lo
-	VEXTRACTPS   $0x01, X0, 20(CX)(R8*4)
-	CMPQ         R10, $0x1c
-	JL           dxaddp_6lo
-	VEXTRACTPS   $0x02, X0, 24(CX)(R8*4)
-
-dxaddp_6lo:
 rowdoneadd:
 	JMP rowdone
 
@@ -43761,186 +42278,23 @@ dxfuselastnt:
 	MOVQ job_d+0(AX), R12
 
 dxfuselasthead:
-	MOVQ      R12, R13
-	SHLQ      $0x02, R13
-	VXORPS    Y2, Y2, Y2
-	VMOVSS    (DX)(R10*4), X2
-	CMPQ      R13, $0x08
-	JL        dxfuselasth_1lo
-	VINSERTPS $0x10, 4(DX)(R10*4), X2, X2
-	CMPQ      R13, $0x0c
-	JL        dxfuselasth_1lo
-	VINSERTPS $0x20, 8(DX)(R10*4), X2, X2
-	CMPQ      R13, $0x10
-	JL        dxfuselasth_1lo
-	VINSERTPS $0x30, 12(DX)(R10*4), X2, X2
-	CMPQ      R13, $0x14
-	JL        dxfuselasth_1lo
-	VMOVSS    16(DX)(R10*4), X3
-	CMPQ      R13, $0x18
-	JL        dxfuselasth_1hi
-	VINSERTPS $0x10, 20(DX)(R10*4), X3, X3
-	CMPQ      R13, $0x1c
-	JL        dxfuselasth_1hi
-	VINSERTPS $0x20, 24(DX)(R10*4), X3, X3
-
-dxfuselasth_1hi:
-	VINSERTF128 $0x01, X3, Y2, Y2
-
-dxfuselasth_1lo:
-	VXORPS    Y3, Y3, Y3
-	VMOVSS    (BX)(R10*4), X3
-	CMPQ      R13, $0x08
-	JL        dxfuselasth_2lo
-	VINSERTPS $0x10, 4(BX)(R10*4), X3, X3
-	CMPQ      R13, $0x0c
-	JL        dxfuselasth_2lo
-	VINSERTPS $0x20, 8(BX)(R10*4), X3, X3
-	CMPQ      R13, $0x10
-	JL        dxfuselasth_2lo
-	VINSERTPS $0x30, 12(BX)(R10*4), X3, X3
-	CMPQ      R13, $0x14
-	JL        dxfuselasth_2lo
-	VMOVSS    16(BX)(R10*4), X4
-	CMPQ      R13, $0x18
-	JL        dxfuselasth_2hi
-	VINSERTPS $0x10, 20(BX)(R10*4), X4, X4
-	CMPQ      R13, $0x1c
-	JL        dxfuselasth_2hi
-	VINSERTPS $0x20, 24(BX)(R10*4), X4, X4
-
-dxfuselasth_2hi:
-	VINSERTF128 $0x01, X4, Y3, Y3
-
-dxfuselasth_2lo:
-	VXORPS    Y4, Y4, Y4
-	VMOVSS    (SI)(R10*4), X4
-	CMPQ      R13, $0x08
-	JL        dxfuselasth_3lo
-	VINSERTPS $0x10, 4(SI)(R10*4), X4, X4
-	CMPQ      R13, $0x0c
-	JL        dxfuselasth_3lo
-	VINSERTPS $0x20, 8(SI)(R10*4), X4, X4
-	CMPQ      R13, $0x10
-	JL        dxfuselasth_3lo
-	VINSERTPS $0x30, 12(SI)(R10*4), X4, X4
-	CMPQ      R13, $0x14
-	JL        dxfuselasth_3lo
-	VMOVSS    16(SI)(R10*4), X5
-	CMPQ      R13, $0x18
-	JL        dxfuselasth_3hi
-	VINSERTPS $0x10, 20(SI)(R10*4), X5, X5
-	CMPQ      R13, $0x1c
-	JL        dxfuselasth_3hi
-	VINSERTPS $0x20, 24(SI)(R10*4), X5, X5
-
-dxfuselasth_3hi:
-	VINSERTF128 $0x01, X5, Y4, Y4
-
-dxfuselasth_3lo:
-	VMULPS    Y4, Y3, Y4
-	VMULPS    Y0, Y2, Y5
-	VSUBPS    Y5, Y4, Y4
-	VMULPS    Y1, Y4, Y4
-	VMULPS    Y1, Y2, Y2
-	VMULPS    Y2, Y3, Y2
-	VXORPS    Y3, Y3, Y3
-	VMOVSS    (R9)(R10*4), X3
-	CMPQ      R13, $0x08
-	JL        dxfuselasth_4lo
-	VINSERTPS $0x10, 4(R9)(R10*4), X3, X3
-	CMPQ      R13, $0x0c
-	JL        dxfuselasth_4lo
-	VINSERTPS $0x20, 8(R9)(R10*4), X3, X3
-	CMPQ      R13, $0x10
-	JL        dxfuselasth_4lo
-	VINSERTPS $0x30, 12(R9)(R10*4), X3, X3
-	CMPQ      R13, $0x14
-	JL        dxfuselasth_4lo
-	VMOVSS    16(R9)(R10*4), X5
-	CMPQ      R13, $0x18
-	JL        dxfuselasth_4hi
-	VINSERTPS $0x10, 20(R9)(R10*4), X5, X5
-	CMPQ      R13, $0x1c
-	JL        dxfuselasth_4hi
-	VINSERTPS $0x20, 24(R9)(R10*4), X5, X5
-
-dxfuselasth_4hi:
-	VINSERTF128 $0x01, X5, Y3, Y3
-
-dxfuselasth_4lo:
-	VADDPS    Y2, Y3, Y3
-	VXORPS    Y2, Y2, Y2
-	VMOVSS    (R8)(R10*4), X2
-	CMPQ      R13, $0x08
-	JL        dxfuselasth_5lo
-	VINSERTPS $0x10, 4(R8)(R10*4), X2, X2
-	CMPQ      R13, $0x0c
-	JL        dxfuselasth_5lo
-	VINSERTPS $0x20, 8(R8)(R10*4), X2, X2
-	CMPQ      R13, $0x10
-	JL        dxfuselasth_5lo
-	VINSERTPS $0x30, 12(R8)(R10*4), X2, X2
-	CMPQ      R13, $0x14
-	JL        dxfuselasth_5lo
-	VMOVSS    16(R8)(R10*4), X5
-	CMPQ      R13, $0x18
-	JL        dxfuselasth_5hi
-	VINSERTPS $0x10, 20(R8)(R10*4), X5, X5
-	CMPQ      R13, $0x1c
-	JL        dxfuselasth_5hi
-	VINSERTPS $0x20, 24(R8)(R10*4), X5, X5
-
-dxfuselasth_5hi:
-	VINSERTF128 $0x01, X5, Y2, Y2
-
-dxfuselasth_5lo:
-	VADDPS       Y3, Y2, Y2
-	VMOVSS       X2, (R8)(R10*4)
-	CMPQ         R13, $0x08
-	JL           dxfuselasth_6lo
-	VEXTRACTPS   $0x01, X2, 4(R8)(R10*4)
-	CMPQ         R13, $0x0c
-	JL           dxfuselasth_6lo
-	VEXTRACTPS   $0x02, X2, 8(R8)(R10*4)
-	CMPQ         R13, $0x10
-	JL           dxfuselasth_6lo
-	VEXTRACTPS   $0x03, X2, 12(R8)(R10*4)
-	VEXTRACTF128 $0x01, Y2, X2
-	CMPQ         R13, $0x14
-	JL           dxfuselasth_6lo
-	VEXTRACTPS   $0x00, X2, 16(R8)(R10*4)
-	CMPQ         R13, $0x18
-	JL           dxfuselasth_6lo
-	VEXTRACTPS   $0x01, X2, 20(R8)(R10*4)
-	CMPQ         R13, $0x1c
-	JL           dxfuselasth_6lo
-	VEXTRACTPS   $0x02, X2, 24(R8)(R10*4)
-
-dxfuselasth_6lo:
-	VMOVSS       X4, (CX)(R10*4)
-	CMPQ         R13, $0x08
-	JL           dxfuselasth_7lo
-	VEXTRACTPS   $0x01, X4, 4(CX)(R10*4)
-	CMPQ         R13, $0x0c
-	JL           dxfuselasth_7lo
-	VEXTRACTPS   $0x02, X4, 8(CX)(R10*4)
-	CMPQ         R13, $0x10
-	JL           dxfuselasth_7lo
-	VEXTRACTPS   $0x03, X4, 12(CX)(R10*4)
-	VEXTRACTF128 $0x01, Y4, X2
-	CMPQ         R13, $0x14
-	JL           dxfuselasth_7lo
-	VEXTRACTPS   $0x00, X2, 16(CX)(R10*4)
-	CMPQ         R13, $0x18
-	JL           dxfuselasth_7lo
-	VEXTRACTPS   $0x01, X2, 20(CX)(R10*4)
-	CMPQ         R13, $0x1c
-	JL           dxfuselasth_7lo
-	VEXTRACTPS   $0x02, X2, 24(CX)(R10*4)
-
-dxfuselasth_7lo:
-	ADDQ R12, R10
+dxfuselastheadloop:
+	VMOVSS (DX)(R10*4), X2
+	VMOVSS (BX)(R10*4), X3
+	VMOVSS (SI)(R10*4), X4
+	VMULSS X4, X3, X4
+	VMULSS X0, X2, X5
+	VSUBSS X5, X4, X5
+	VMULSS X1, X5, X5
+	VMULSS X1, X2, X2
+	VMULSS X2, X3, X2
+	VADDSS (R9)(R10*4), X2, X2
+	VADDSS (R8)(R10*4), X2, X2
+	VMOVSS X2, (R8)(R10*4)
+	VMOVSS X5, (CX)(R10*4)
+	INCQ   R10
+	CMPQ   R10, R12
+	JL     dxfuselastheadloop
 
 dxfuselastntloop:
 	CMPQ     R10, R11
@@ -44033,187 +42387,28 @@ dxfuselastoneloop:
 	JMP     dxfuselastoneloop
 
 dxfuselastpart:
-	MOVQ      job_d+0(AX), R11
-	SUBQ      R10, R11
-	JZ        rowdonefuselast
-	SHLQ      $0x02, R11
-	VXORPS    Y2, Y2, Y2
-	VMOVSS    (DX)(R10*4), X2
-	CMPQ      R11, $0x08
-	JL        dxfuselastp_1lo
-	VINSERTPS $0x10, 4(DX)(R10*4), X2, X2
-	CMPQ      R11, $0x0c
-	JL        dxfuselastp_1lo
-	VINSERTPS $0x20, 8(DX)(R10*4), X2, X2
-	CMPQ      R11, $0x10
-	JL        dxfuselastp_1lo
-	VINSERTPS $0x30, 12(DX)(R10*4), X2, X2
-	CMPQ      R11, $0x14
-	JL        dxfuselastp_1lo
-	VMOVSS    16(DX)(R10*4), X3
-	CMPQ      R11, $0x18
-	JL        dxfuselastp_1hi
-	VINSERTPS $0x10, 20(DX)(R10*4), X3, X3
-	CMPQ      R11, $0x1c
-	JL        dxfuselastp_1hi
-	VINSERTPS $0x20, 24(DX)(R10*4), X3, X3
+	MOVQ job_d+0(AX), R11
+	SUBQ R10, R11
+	JZ   rowdonefuselast
 
-dxfuselastp_1hi:
-	VINSERTF128 $0x01, X3, Y2, Y2
+dxfuselasttailloop:
+	VMOVSS (DX)(R10*4), X2
+	VMOVSS (BX)(R10*4), X3
+	VMOVSS (SI)(R10*4), X4
+	VMULSS X4, X3, X4
+	VMULSS X0, X2, X5
+	VSUBSS X5, X4, X5
+	VMULSS X1, X5, X5
+	VMULSS X1, X2, X2
+	VMULSS X2, X3, X2
+	VADDSS (R9)(R10*4), X2, X2
+	VADDSS (R8)(R10*4), X2, X2
+	VMOVSS X2, (R8)(R10*4)
+	VMOVSS X5, (CX)(R10*4)
+	INCQ   R10
+	CMPQ   R10, job_d+0(AX)
+	JL     dxfuselasttailloop
 
-dxfuselastp_1lo:
-	VXORPS    Y3, Y3, Y3
-	VMOVSS    (BX)(R10*4), X3
-	CMPQ      R11, $0x08
-	JL        dxfuselastp_2lo
-	VINSERTPS $0x10, 4(BX)(R10*4), X3, X3
-	CMPQ      R11, $0x0c
-	JL        dxfuselastp_2lo
-	VINSERTPS $0x20, 8(BX)(R10*4), X3, X3
-	CMPQ      R11, $0x10
-	JL        dxfuselastp_2lo
-	VINSERTPS $0x30, 12(BX)(R10*4), X3, X3
-	CMPQ      R11, $0x14
-	JL        dxfuselastp_2lo
-	VMOVSS    16(BX)(R10*4), X4
-	CMPQ      R11, $0x18
-	JL        dxfuselastp_2hi
-	VINSERTPS $0x10, 20(BX)(R10*4), X4, X4
-	CMPQ      R11, $0x1c
-	JL        dxfuselastp_2hi
-	VINSERTPS $0x20, 24(BX)(R10*4), X4, X4
-
-dxfuselastp_2hi:
-	VINSERTF128 $0x01, X4, Y3, Y3
-
-dxfuselastp_2lo:
-	VXORPS    Y4, Y4, Y4
-	VMOVSS    (SI)(R10*4), X4
-	CMPQ      R11, $0x08
-	JL        dxfuselastp_3lo
-	VINSERTPS $0x10, 4(SI)(R10*4), X4, X4
-	CMPQ      R11, $0x0c
-	JL        dxfuselastp_3lo
-	VINSERTPS $0x20, 8(SI)(R10*4), X4, X4
-	CMPQ      R11, $0x10
-	JL        dxfuselastp_3lo
-	VINSERTPS $0x30, 12(SI)(R10*4), X4, X4
-	CMPQ      R11, $0x14
-	JL        dxfuselastp_3lo
-	VMOVSS    16(SI)(R10*4), X5
-	CMPQ      R11, $0x18
-	JL        dxfuselastp_3hi
-	VINSERTPS $0x10, 20(SI)(R10*4), X5, X5
-	CMPQ      R11, $0x1c
-	JL        dxfuselastp_3hi
-	VINSERTPS $0x20, 24(SI)(R10*4), X5, X5
-
-dxfuselastp_3hi:
-	VINSERTF128 $0x01, X5, Y4, Y4
-
-dxfuselastp_3lo:
-	VMULPS    Y4, Y3, Y4
-	VMULPS    Y0, Y2, Y0
-	VSUBPS    Y0, Y4, Y4
-	VMULPS    Y1, Y4, Y4
-	VMULPS    Y1, Y2, Y0
-	VMULPS    Y0, Y3, Y0
-	VXORPS    Y1, Y1, Y1
-	VMOVSS    (R9)(R10*4), X1
-	CMPQ      R11, $0x08
-	JL        dxfuselastp_4lo
-	VINSERTPS $0x10, 4(R9)(R10*4), X1, X1
-	CMPQ      R11, $0x0c
-	JL        dxfuselastp_4lo
-	VINSERTPS $0x20, 8(R9)(R10*4), X1, X1
-	CMPQ      R11, $0x10
-	JL        dxfuselastp_4lo
-	VINSERTPS $0x30, 12(R9)(R10*4), X1, X1
-	CMPQ      R11, $0x14
-	JL        dxfuselastp_4lo
-	VMOVSS    16(R9)(R10*4), X2
-	CMPQ      R11, $0x18
-	JL        dxfuselastp_4hi
-	VINSERTPS $0x10, 20(R9)(R10*4), X2, X2
-	CMPQ      R11, $0x1c
-	JL        dxfuselastp_4hi
-	VINSERTPS $0x20, 24(R9)(R10*4), X2, X2
-
-dxfuselastp_4hi:
-	VINSERTF128 $0x01, X2, Y1, Y1
-
-dxfuselastp_4lo:
-	VADDPS    Y0, Y1, Y1
-	VXORPS    Y0, Y0, Y0
-	VMOVSS    (R8)(R10*4), X0
-	CMPQ      R11, $0x08
-	JL        dxfuselastp_5lo
-	VINSERTPS $0x10, 4(R8)(R10*4), X0, X0
-	CMPQ      R11, $0x0c
-	JL        dxfuselastp_5lo
-	VINSERTPS $0x20, 8(R8)(R10*4), X0, X0
-	CMPQ      R11, $0x10
-	JL        dxfuselastp_5lo
-	VINSERTPS $0x30, 12(R8)(R10*4), X0, X0
-	CMPQ      R11, $0x14
-	JL        dxfuselastp_5lo
-	VMOVSS    16(R8)(R10*4), X2
-	CMPQ      R11, $0x18
-	JL        dxfuselastp_5hi
-	VINSERTPS $0x10, 20(R8)(R10*4), X2, X2
-	CMPQ      R11, $0x1c
-	JL        dxfuselastp_5hi
-	VINSERTPS $0x20, 24(R8)(R10*4), X2, X2
-
-dxfuselastp_5hi:
-	VINSERTF128 $0x01, X2, Y0, Y0
-
-dxfuselastp_5lo:
-	VADDPS       Y1, Y0, Y0
-	VMOVSS       X0, (R8)(R10*4)
-	CMPQ         R11, $0x08
-	JL           dxfuselastp_6lo
-	VEXTRACTPS   $0x01, X0, 4(R8)(R10*4)
-	CMPQ         R11, $0x0c
-	JL           dxfuselastp_6lo
-	VEXTRACTPS   $0x02, X0, 8(R8)(R10*4)
-	CMPQ         R11, $0x10
-	JL           dxfuselastp_6lo
-	VEXTRACTPS   $0x03, X0, 12(R8)(R10*4)
-	VEXTRACTF128 $0x01, Y0, X0
-	CMPQ         R11, $0x14
-	JL           dxfuselastp_6lo
-	VEXTRACTPS   $0x00, X0, 16(R8)(R10*4)
-	CMPQ         R11, $0x18
-	JL           dxfuselastp_6lo
-	VEXTRACTPS   $0x01, X0, 20(R8)(R10*4)
-	CMPQ         R11, $0x1c
-	JL           dxfuselastp_6lo
-	VEXTRACTPS   $0x02, X0, 24(R8)(R10*4)
-
-dxfuselastp_6lo:
-	VMOVSS       X4, (CX)(R10*4)
-	CMPQ         R11, $0x08
-	JL           dxfuselastp_7lo
-	VEXTRACTPS   $0x01, X4, 4(CX)(R10*4)
-	CMPQ         R11, $0x0c
-	JL           dxfuselastp_7lo
-	VEXTRACTPS   $0x02, X4, 8(CX)(R10*4)
-	CMPQ         R11, $0x10
-	JL           dxfuselastp_7lo
-	VEXTRACTPS   $0x03, X4, 12(CX)(R10*4)
-	VEXTRACTF128 $0x01, Y4, X0
-	CMPQ         R11, $0x14
-	JL           dxfuselastp_7lo
-	VEXTRACTPS   $0x00, X0, 16(CX)(R10*4)
-	CMPQ         R11, $0x18
-	JL           dxfuselastp_7lo
-	VEXTRACTPS   $0x01, X0, 20(CX)(R10*4)
-	CMPQ         R11, $0x1c
-	JL           dxfuselastp_7lo
-	VEXTRACTPS   $0x02, X0, 24(CX)(R10*4)
-
-dxfuselastp_7lo:
 rowdonefuselast:
 	JMP rowdone
 
@@ -44294,160 +42489,22 @@ dxfusesinglent:
 	MOVQ job_d+0(AX), R11
 
 dxfusesinglehead:
-	MOVQ      R11, R12
-	SHLQ      $0x02, R12
-	VXORPS    Y2, Y2, Y2
-	VMOVSS    (DX)(R9*4), X2
-	CMPQ      R12, $0x08
-	JL        dxfusesingleh_1lo
-	VINSERTPS $0x10, 4(DX)(R9*4), X2, X2
-	CMPQ      R12, $0x0c
-	JL        dxfusesingleh_1lo
-	VINSERTPS $0x20, 8(DX)(R9*4), X2, X2
-	CMPQ      R12, $0x10
-	JL        dxfusesingleh_1lo
-	VINSERTPS $0x30, 12(DX)(R9*4), X2, X2
-	CMPQ      R12, $0x14
-	JL        dxfusesingleh_1lo
-	VMOVSS    16(DX)(R9*4), X3
-	CMPQ      R12, $0x18
-	JL        dxfusesingleh_1hi
-	VINSERTPS $0x10, 20(DX)(R9*4), X3, X3
-	CMPQ      R12, $0x1c
-	JL        dxfusesingleh_1hi
-	VINSERTPS $0x20, 24(DX)(R9*4), X3, X3
-
-dxfusesingleh_1hi:
-	VINSERTF128 $0x01, X3, Y2, Y2
-
-dxfusesingleh_1lo:
-	VXORPS    Y3, Y3, Y3
-	VMOVSS    (BX)(R9*4), X3
-	CMPQ      R12, $0x08
-	JL        dxfusesingleh_2lo
-	VINSERTPS $0x10, 4(BX)(R9*4), X3, X3
-	CMPQ      R12, $0x0c
-	JL        dxfusesingleh_2lo
-	VINSERTPS $0x20, 8(BX)(R9*4), X3, X3
-	CMPQ      R12, $0x10
-	JL        dxfusesingleh_2lo
-	VINSERTPS $0x30, 12(BX)(R9*4), X3, X3
-	CMPQ      R12, $0x14
-	JL        dxfusesingleh_2lo
-	VMOVSS    16(BX)(R9*4), X4
-	CMPQ      R12, $0x18
-	JL        dxfusesingleh_2hi
-	VINSERTPS $0x10, 20(BX)(R9*4), X4, X4
-	CMPQ      R12, $0x1c
-	JL        dxfusesingleh_2hi
-	VINSERTPS $0x20, 24(BX)(R9*4), X4, X4
-
-dxfusesingleh_2hi:
-	VINSERTF128 $0x01, X4, Y3, Y3
-
-dxfusesingleh_2lo:
-	VXORPS    Y4, Y4, Y4
-	VMOVSS    (SI)(R9*4), X4
-	CMPQ      R12, $0x08
-	JL        dxfusesingleh_3lo
-	VINSERTPS $0x10, 4(SI)(R9*4), X4, X4
-	CMPQ      R12, $0x0c
-	JL        dxfusesingleh_3lo
-	VINSERTPS $0x20, 8(SI)(R9*4), X4, X4
-	CMPQ      R12, $0x10
-	JL        dxfusesingleh_3lo
-	VINSERTPS $0x30, 12(SI)(R9*4), X4, X4
-	CMPQ      R12, $0x14
-	JL        dxfusesingleh_3lo
-	VMOVSS    16(SI)(R9*4), X5
-	CMPQ      R12, $0x18
-	JL        dxfusesingleh_3hi
-	VINSERTPS $0x10, 20(SI)(R9*4), X5, X5
-	CMPQ      R12, $0x1c
-	JL        dxfusesingleh_3hi
-	VINSERTPS $0x20, 24(SI)(R9*4), X5, X5
-
-dxfusesingleh_3hi:
-	VINSERTF128 $0x01, X5, Y4, Y4
-
-dxfusesingleh_3lo:
-	VMULPS    Y4, Y3, Y4
-	VMULPS    Y0, Y2, Y5
-	VSUBPS    Y5, Y4, Y4
-	VMULPS    Y1, Y4, Y4
-	VMULPS    Y1, Y2, Y2
-	VMULPS    Y2, Y3, Y2
-	VXORPS    Y3, Y3, Y3
-	VMOVSS    (R8)(R9*4), X3
-	CMPQ      R12, $0x08
-	JL        dxfusesingleh_4lo
-	VINSERTPS $0x10, 4(R8)(R9*4), X3, X3
-	CMPQ      R12, $0x0c
-	JL        dxfusesingleh_4lo
-	VINSERTPS $0x20, 8(R8)(R9*4), X3, X3
-	CMPQ      R12, $0x10
-	JL        dxfusesingleh_4lo
-	VINSERTPS $0x30, 12(R8)(R9*4), X3, X3
-	CMPQ      R12, $0x14
-	JL        dxfusesingleh_4lo
-	VMOVSS    16(R8)(R9*4), X5
-	CMPQ      R12, $0x18
-	JL        dxfusesingleh_4hi
-	VINSERTPS $0x10, 20(R8)(R9*4), X5, X5
-	CMPQ      R12, $0x1c
-	JL        dxfusesingleh_4hi
-	VINSERTPS $0x20, 24(R8)(R9*4), X5, X5
-
-dxfusesingleh_4hi:
-	VINSERTF128 $0x01, X5, Y3, Y3
-
-dxfusesingleh_4lo:
-	VADDPS       Y2, Y3, Y3
-	VMOVSS       X3, (R8)(R9*4)
-	CMPQ         R12, $0x08
-	JL           dxfusesingleh_5lo
-	VEXTRACTPS   $0x01, X3, 4(R8)(R9*4)
-	CMPQ         R12, $0x0c
-	JL           dxfusesingleh_5lo
-	VEXTRACTPS   $0x02, X3, 8(R8)(R9*4)
-	CMPQ         R12, $0x10
-	JL           dxfusesingleh_5lo
-	VEXTRACTPS   $0x03, X3, 12(R8)(R9*4)
-	VEXTRACTF128 $0x01, Y3, X2
-	CMPQ         R12, $0x14
-	JL           dxfusesingleh_5lo
-	VEXTRACTPS   $0x00, X2, 16(R8)(R9*4)
-	CMPQ         R12, $0x18
-	JL           dxfusesingleh_5lo
-	VEXTRACTPS   $0x01, X2, 20(R8)(R9*4)
-	CMPQ         R12, $0x1c
-	JL           dxfusesingleh_5lo
-	VEXTRACTPS   $0x02, X2, 24(R8)(R9*4)
-
-dxfusesingleh_5lo:
-	VMOVSS       X4, (CX)(R9*4)
-	CMPQ         R12, $0x08
-	JL           dxfusesingleh_6lo
-	VEXTRACTPS   $0x01, X4, 4(CX)(R9*4)
-	CMPQ         R12, $0x0c
-	JL           dxfusesingleh_6lo
-	VEXTRACTPS   $0x02, X4, 8(CX)(R9*4)
-	CMPQ         R12, $0x10
-	JL           dxfusesingleh_6lo
-	VEXTRACTPS   $0x03, X4, 12(CX)(R9*4)
-	VEXTRACTF128 $0x01, Y4, X2
-	CMPQ         R12, $0x14
-	JL           dxfusesingleh_6lo
-	VEXTRACTPS   $0x00, X2, 16(CX)(R9*4)
-	CMPQ         R12, $0x18
-	JL           dxfusesingleh_6lo
-	VEXTRACTPS   $0x01, X2, 20(CX)(R9*4)
-	CMPQ         R12, $0x1c
-	JL           dxfusesingleh_6lo
-	VEXTRACTPS   $0x02, X2, 24(CX)(R9*4)
-
-dxfusesingleh_6lo:
-	ADDQ R11, R9
+dxfusesingleheadloop:
+	VMOVSS (DX)(R9*4), X2
+	VMOVSS (BX)(R9*4), X3
+	VMOVSS (SI)(R9*4), X4
+	VMULSS X4, X3, X4
+	VMULSS X0, X2, X5
+	VSUBSS X5, X4, X5
+	VMULSS X1, X5, X5
+	VMULSS X1, X2, X2
+	VMULSS X2, X3, X2
+	VADDSS (R8)(R9*4), X2, X2
+	VMOVSS X2, (R8)(R9*4)
+	VMOVSS X5, (CX)(R9*4)
+	INCQ   R9
+	CMPQ   R9, R11
+	JL     dxfusesingleheadloop
 
 dxfusesinglentloop:
 	CMPQ     R9, R10
@@ -44530,161 +42587,27 @@ dxfusesingleoneloop:
 	JMP     dxfusesingleoneloop
 
 dxfusesinglepart:
-	MOVQ      job_d+0(AX), R10
-	SUBQ      R9, R10
-	JZ        rowdonefusesingle
-	SHLQ      $0x02, R10
-	VXORPS    Y2, Y2, Y2
-	VMOVSS    (DX)(R9*4), X2
-	CMPQ      R10, $0x08
-	JL        dxfusesinglep_1lo
-	VINSERTPS $0x10, 4(DX)(R9*4), X2, X2
-	CMPQ      R10, $0x0c
-	JL        dxfusesinglep_1lo
-	VINSERTPS $0x20, 8(DX)(R9*4), X2, X2
-	CMPQ      R10, $0x10
-	JL        dxfusesinglep_1lo
-	VINSERTPS $0x30, 12(DX)(R9*4), X2, X2
-	CMPQ      R10, $0x14
-	JL        dxfusesinglep_1lo
-	VMOVSS    16(DX)(R9*4), X3
-	CMPQ      R10, $0x18
-	JL        dxfusesinglep_1hi
-	VINSERTPS $0x10, 20(DX)(R9*4), X3, X3
-	CMPQ      R10, $0x1c
-	JL        dxfusesinglep_1hi
-	VINSERTPS $0x20, 24(DX)(R9*4), X3, X3
+	MOVQ job_d+0(AX), R10
+	SUBQ R9, R10
+	JZ   rowdonefusesingle
 
-dxfusesinglep_1hi:
-	VINSERTF128 $0x01, X3, Y2, Y2
+dxfusesingletailloop:
+	VMOVSS (DX)(R9*4), X2
+	VMOVSS (BX)(R9*4), X3
+	VMOVSS (SI)(R9*4), X4
+	VMULSS X4, X3, X4
+	VMULSS X0, X2, X5
+	VSUBSS X5, X4, X5
+	VMULSS X1, X5, X5
+	VMULSS X1, X2, X2
+	VMULSS X2, X3, X2
+	VADDSS (R8)(R9*4), X2, X2
+	VMOVSS X2, (R8)(R9*4)
+	VMOVSS X5, (CX)(R9*4)
+	INCQ   R9
+	CMPQ   R9, job_d+0(AX)
+	JL     dxfusesingletailloop
 
-dxfusesinglep_1lo:
-	VXORPS    Y3, Y3, Y3
-	VMOVSS    (BX)(R9*4), X3
-	CMPQ      R10, $0x08
-	JL        dxfusesinglep_2lo
-	VINSERTPS $0x10, 4(BX)(R9*4), X3, X3
-	CMPQ      R10, $0x0c
-	JL        dxfusesinglep_2lo
-	VINSERTPS $0x20, 8(BX)(R9*4), X3, X3
-	CMPQ      R10, $0x10
-	JL        dxfusesinglep_2lo
-	VINSERTPS $0x30, 12(BX)(R9*4), X3, X3
-	CMPQ      R10, $0x14
-	JL        dxfusesinglep_2lo
-	VMOVSS    16(BX)(R9*4), X4
-	CMPQ      R10, $0x18
-	JL        dxfusesinglep_2hi
-	VINSERTPS $0x10, 20(BX)(R9*4), X4, X4
-	CMPQ      R10, $0x1c
-	JL        dxfusesinglep_2hi
-	VINSERTPS $0x20, 24(BX)(R9*4), X4, X4
-
-dxfusesinglep_2hi:
-	VINSERTF128 $0x01, X4, Y3, Y3
-
-dxfusesinglep_2lo:
-	VXORPS    Y4, Y4, Y4
-	VMOVSS    (SI)(R9*4), X4
-	CMPQ      R10, $0x08
-	JL        dxfusesinglep_3lo
-	VINSERTPS $0x10, 4(SI)(R9*4), X4, X4
-	CMPQ      R10, $0x0c
-	JL        dxfusesinglep_3lo
-	VINSERTPS $0x20, 8(SI)(R9*4), X4, X4
-	CMPQ      R10, $0x10
-	JL        dxfusesinglep_3lo
-	VINSERTPS $0x30, 12(SI)(R9*4), X4, X4
-	CMPQ      R10, $0x14
-	JL        dxfusesinglep_3lo
-	VMOVSS    16(SI)(R9*4), X5
-	CMPQ      R10, $0x18
-	JL        dxfusesinglep_3hi
-	VINSERTPS $0x10, 20(SI)(R9*4), X5, X5
-	CMPQ      R10, $0x1c
-	JL        dxfusesinglep_3hi
-	VINSERTPS $0x20, 24(SI)(R9*4), X5, X5
-
-dxfusesinglep_3hi:
-	VINSERTF128 $0x01, X5, Y4, Y4
-
-dxfusesinglep_3lo:
-	VMULPS    Y4, Y3, Y4
-	VMULPS    Y0, Y2, Y0
-	VSUBPS    Y0, Y4, Y4
-	VMULPS    Y1, Y4, Y4
-	VMULPS    Y1, Y2, Y0
-	VMULPS    Y0, Y3, Y0
-	VXORPS    Y1, Y1, Y1
-	VMOVSS    (R8)(R9*4), X1
-	CMPQ      R10, $0x08
-	JL        dxfusesinglep_4lo
-	VINSERTPS $0x10, 4(R8)(R9*4), X1, X1
-	CMPQ      R10, $0x0c
-	JL        dxfusesinglep_4lo
-	VINSERTPS $0x20, 8(R8)(R9*4), X1, X1
-	CMPQ      R10, $0x10
-	JL        dxfusesinglep_4lo
-	VINSERTPS $0x30, 12(R8)(R9*4), X1, X1
-	CMPQ      R10, $0x14
-	JL        dxfusesinglep_4lo
-	VMOVSS    16(R8)(R9*4), X2
-	CMPQ      R10, $0x18
-	JL        dxfusesinglep_4hi
-	VINSERTPS $0x10, 20(R8)(R9*4), X2, X2
-	CMPQ      R10, $0x1c
-	JL        dxfusesinglep_4hi
-	VINSERTPS $0x20, 24(R8)(R9*4), X2, X2
-
-dxfusesinglep_4hi:
-	VINSERTF128 $0x01, X2, Y1, Y1
-
-dxfusesinglep_4lo:
-	VADDPS       Y0, Y1, Y1
-	VMOVSS       X1, (R8)(R9*4)
-	CMPQ         R10, $0x08
-	JL           dxfusesinglep_5lo
-	VEXTRACTPS   $0x01, X1, 4(R8)(R9*4)
-	CMPQ         R10, $0x0c
-	JL           dxfusesinglep_5lo
-	VEXTRACTPS   $0x02, X1, 8(R8)(R9*4)
-	CMPQ         R10, $0x10
-	JL           dxfusesinglep_5lo
-	VEXTRACTPS   $0x03, X1, 12(R8)(R9*4)
-	VEXTRACTF128 $0x01, Y1, X0
-	CMPQ         R10, $0x14
-	JL           dxfusesinglep_5lo
-	VEXTRACTPS   $0x00, X0, 16(R8)(R9*4)
-	CMPQ         R10, $0x18
-	JL           dxfusesinglep_5lo
-	VEXTRACTPS   $0x01, X0, 20(R8)(R9*4)
-	CMPQ         R10, $0x1c
-	JL           dxfusesinglep_5lo
-	VEXTRACTPS   $0x02, X0, 24(R8)(R9*4)
-
-dxfusesinglep_5lo:
-	VMOVSS       X4, (CX)(R9*4)
-	CMPQ         R10, $0x08
-	JL           dxfusesinglep_6lo
-	VEXTRACTPS   $0x01, X4, 4(CX)(R9*4)
-	CMPQ         R10, $0x0c
-	JL           dxfusesinglep_6lo
-	VEXTRACTPS   $0x02, X4, 8(CX)(R9*4)
-	CMPQ         R10, $0x10
-	JL           dxfusesinglep_6lo
-	VEXTRACTPS   $0x03, X4, 12(CX)(R9*4)
-	VEXTRACTF128 $0x01, Y4, X0
-	CMPQ         R10, $0x14
-	JL           dxfusesinglep_6lo
-	VEXTRACTPS   $0x00, X0, 16(CX)(R9*4)
-	CMPQ         R10, $0x18
-	JL           dxfusesinglep_6lo
-	VEXTRACTPS   $0x01, X0, 20(CX)(R9*4)
-	CMPQ         R10, $0x1c
-	JL           dxfusesinglep_6lo
-	VEXTRACTPS   $0x02, X0, 24(CX)(R9*4)
-
-dxfusesinglep_6lo:
 rowdonefusesingle:
 rowdone:
 	// Next row.
@@ -44707,7 +42630,7 @@ vzero:
 
 // func avx2BackwardOffset(j uintptr, from int, to int) int
 // Requires: AVX, AVX2, MMX+
-TEXT ·avx2BackwardOffset(SB), NOSPLIT, $16-32
+TEXT ·avx2BackwardOffset(SB), NOSPLIT, $528-32
 	// avx2BackwardOffset computes the gradient of rows [from, to) of the job: with g = dy*(1+w), c the
 	// contract's sum of g*x and s = ((inv*inv)*c)/d, dx = inv*(g - x*s); and, when the job has a
 	// weight gradient, the products dy*(x*inv) into the row block's partial sum (see gradBlock).
@@ -44840,267 +42763,65 @@ sumsstail:
 	JMP     sumssdone
 
 sumsspart0:
-	SUBQ      $0x00000000, R9
-	JZ        sumssdone
-	SHLQ      $0x02, R9
-	VXORPS    Y8, Y8, Y8
-	VMOVSS    (DX)(R8*4), X8
-	CMPQ      R9, $0x08
-	JL        sumssp0_1lo
-	VINSERTPS $0x10, 4(DX)(R8*4), X8, X8
-	CMPQ      R9, $0x0c
-	JL        sumssp0_1lo
-	VINSERTPS $0x20, 8(DX)(R8*4), X8, X8
-	CMPQ      R9, $0x10
-	JL        sumssp0_1lo
-	VINSERTPS $0x30, 12(DX)(R8*4), X8, X8
-	CMPQ      R9, $0x14
-	JL        sumssp0_1lo
-	VMOVSS    16(DX)(R8*4), X9
-	CMPQ      R9, $0x18
-	JL        sumssp0_1hi
-	VINSERTPS $0x10, 20(DX)(R8*4), X9, X9
-	CMPQ      R9, $0x1c
-	JL        sumssp0_1hi
-	VINSERTPS $0x20, 24(DX)(R8*4), X9, X9
-
-sumssp0_1hi:
-	VINSERTF128 $0x01, X9, Y8, Y8
-
-sumssp0_1lo:
-	VMULPS Y8, Y8, Y8
-	VADDPS Y8, Y0, Y0
-	JMP    sumssdone
+	MOVQ $0x00000000, R10
+	JMP  sumssscalar
 
 sumsspart1:
-	SUBQ      $0x00000008, R9
-	JZ        sumssdone
-	SHLQ      $0x02, R9
-	VXORPS    Y8, Y8, Y8
-	VMOVSS    32(DX)(R8*4), X8
-	CMPQ      R9, $0x08
-	JL        sumssp1_1lo
-	VINSERTPS $0x10, 36(DX)(R8*4), X8, X8
-	CMPQ      R9, $0x0c
-	JL        sumssp1_1lo
-	VINSERTPS $0x20, 40(DX)(R8*4), X8, X8
-	CMPQ      R9, $0x10
-	JL        sumssp1_1lo
-	VINSERTPS $0x30, 44(DX)(R8*4), X8, X8
-	CMPQ      R9, $0x14
-	JL        sumssp1_1lo
-	VMOVSS    48(DX)(R8*4), X9
-	CMPQ      R9, $0x18
-	JL        sumssp1_1hi
-	VINSERTPS $0x10, 52(DX)(R8*4), X9, X9
-	CMPQ      R9, $0x1c
-	JL        sumssp1_1hi
-	VINSERTPS $0x20, 56(DX)(R8*4), X9, X9
-
-sumssp1_1hi:
-	VINSERTF128 $0x01, X9, Y8, Y8
-
-sumssp1_1lo:
-	VMULPS Y8, Y8, Y8
-	VADDPS Y8, Y1, Y1
-	JMP    sumssdone
+	MOVQ $0x00000008, R10
+	JMP  sumssscalar
 
 sumsspart2:
-	SUBQ      $0x00000010, R9
-	JZ        sumssdone
-	SHLQ      $0x02, R9
-	VXORPS    Y8, Y8, Y8
-	VMOVSS    64(DX)(R8*4), X8
-	CMPQ      R9, $0x08
-	JL        sumssp2_1lo
-	VINSERTPS $0x10, 68(DX)(R8*4), X8, X8
-	CMPQ      R9, $0x0c
-	JL        sumssp2_1lo
-	VINSERTPS $0x20, 72(DX)(R8*4), X8, X8
-	CMPQ      R9, $0x10
-	JL        sumssp2_1lo
-	VINSERTPS $0x30, 76(DX)(R8*4), X8, X8
-	CMPQ      R9, $0x14
-	JL        sumssp2_1lo
-	VMOVSS    80(DX)(R8*4), X9
-	CMPQ      R9, $0x18
-	JL        sumssp2_1hi
-	VINSERTPS $0x10, 84(DX)(R8*4), X9, X9
-	CMPQ      R9, $0x1c
-	JL        sumssp2_1hi
-	VINSERTPS $0x20, 88(DX)(R8*4), X9, X9
-
-sumssp2_1hi:
-	VINSERTF128 $0x01, X9, Y8, Y8
-
-sumssp2_1lo:
-	VMULPS Y8, Y8, Y8
-	VADDPS Y8, Y2, Y2
-	JMP    sumssdone
+	MOVQ $0x00000010, R10
+	JMP  sumssscalar
 
 sumsspart3:
-	SUBQ      $0x00000018, R9
-	JZ        sumssdone
-	SHLQ      $0x02, R9
-	VXORPS    Y8, Y8, Y8
-	VMOVSS    96(DX)(R8*4), X8
-	CMPQ      R9, $0x08
-	JL        sumssp3_1lo
-	VINSERTPS $0x10, 100(DX)(R8*4), X8, X8
-	CMPQ      R9, $0x0c
-	JL        sumssp3_1lo
-	VINSERTPS $0x20, 104(DX)(R8*4), X8, X8
-	CMPQ      R9, $0x10
-	JL        sumssp3_1lo
-	VINSERTPS $0x30, 108(DX)(R8*4), X8, X8
-	CMPQ      R9, $0x14
-	JL        sumssp3_1lo
-	VMOVSS    112(DX)(R8*4), X9
-	CMPQ      R9, $0x18
-	JL        sumssp3_1hi
-	VINSERTPS $0x10, 116(DX)(R8*4), X9, X9
-	CMPQ      R9, $0x1c
-	JL        sumssp3_1hi
-	VINSERTPS $0x20, 120(DX)(R8*4), X9, X9
-
-sumssp3_1hi:
-	VINSERTF128 $0x01, X9, Y8, Y8
-
-sumssp3_1lo:
-	VMULPS Y8, Y8, Y8
-	VADDPS Y8, Y3, Y3
-	JMP    sumssdone
+	MOVQ $0x00000018, R10
+	JMP  sumssscalar
 
 sumsspart4:
-	SUBQ      $0x00000020, R9
-	JZ        sumssdone
-	SHLQ      $0x02, R9
-	VXORPS    Y8, Y8, Y8
-	VMOVSS    128(DX)(R8*4), X8
-	CMPQ      R9, $0x08
-	JL        sumssp4_1lo
-	VINSERTPS $0x10, 132(DX)(R8*4), X8, X8
-	CMPQ      R9, $0x0c
-	JL        sumssp4_1lo
-	VINSERTPS $0x20, 136(DX)(R8*4), X8, X8
-	CMPQ      R9, $0x10
-	JL        sumssp4_1lo
-	VINSERTPS $0x30, 140(DX)(R8*4), X8, X8
-	CMPQ      R9, $0x14
-	JL        sumssp4_1lo
-	VMOVSS    144(DX)(R8*4), X9
-	CMPQ      R9, $0x18
-	JL        sumssp4_1hi
-	VINSERTPS $0x10, 148(DX)(R8*4), X9, X9
-	CMPQ      R9, $0x1c
-	JL        sumssp4_1hi
-	VINSERTPS $0x20, 152(DX)(R8*4), X9, X9
-
-sumssp4_1hi:
-	VINSERTF128 $0x01, X9, Y8, Y8
-
-sumssp4_1lo:
-	VMULPS Y8, Y8, Y8
-	VADDPS Y8, Y4, Y4
-	JMP    sumssdone
+	MOVQ $0x00000020, R10
+	JMP  sumssscalar
 
 sumsspart5:
-	SUBQ      $0x00000028, R9
-	JZ        sumssdone
-	SHLQ      $0x02, R9
-	VXORPS    Y8, Y8, Y8
-	VMOVSS    160(DX)(R8*4), X8
-	CMPQ      R9, $0x08
-	JL        sumssp5_1lo
-	VINSERTPS $0x10, 164(DX)(R8*4), X8, X8
-	CMPQ      R9, $0x0c
-	JL        sumssp5_1lo
-	VINSERTPS $0x20, 168(DX)(R8*4), X8, X8
-	CMPQ      R9, $0x10
-	JL        sumssp5_1lo
-	VINSERTPS $0x30, 172(DX)(R8*4), X8, X8
-	CMPQ      R9, $0x14
-	JL        sumssp5_1lo
-	VMOVSS    176(DX)(R8*4), X9
-	CMPQ      R9, $0x18
-	JL        sumssp5_1hi
-	VINSERTPS $0x10, 180(DX)(R8*4), X9, X9
-	CMPQ      R9, $0x1c
-	JL        sumssp5_1hi
-	VINSERTPS $0x20, 184(DX)(R8*4), X9, X9
-
-sumssp5_1hi:
-	VINSERTF128 $0x01, X9, Y8, Y8
-
-sumssp5_1lo:
-	VMULPS Y8, Y8, Y8
-	VADDPS Y8, Y5, Y5
-	JMP    sumssdone
+	MOVQ $0x00000028, R10
+	JMP  sumssscalar
 
 sumsspart6:
-	SUBQ      $0x00000030, R9
-	JZ        sumssdone
-	SHLQ      $0x02, R9
-	VXORPS    Y8, Y8, Y8
-	VMOVSS    192(DX)(R8*4), X8
-	CMPQ      R9, $0x08
-	JL        sumssp6_1lo
-	VINSERTPS $0x10, 196(DX)(R8*4), X8, X8
-	CMPQ      R9, $0x0c
-	JL        sumssp6_1lo
-	VINSERTPS $0x20, 200(DX)(R8*4), X8, X8
-	CMPQ      R9, $0x10
-	JL        sumssp6_1lo
-	VINSERTPS $0x30, 204(DX)(R8*4), X8, X8
-	CMPQ      R9, $0x14
-	JL        sumssp6_1lo
-	VMOVSS    208(DX)(R8*4), X9
-	CMPQ      R9, $0x18
-	JL        sumssp6_1hi
-	VINSERTPS $0x10, 212(DX)(R8*4), X9, X9
-	CMPQ      R9, $0x1c
-	JL        sumssp6_1hi
-	VINSERTPS $0x20, 216(DX)(R8*4), X9, X9
-
-sumssp6_1hi:
-	VINSERTF128 $0x01, X9, Y8, Y8
-
-sumssp6_1lo:
-	VMULPS Y8, Y8, Y8
-	VADDPS Y8, Y6, Y6
-	JMP    sumssdone
+	MOVQ $0x00000030, R10
+	JMP  sumssscalar
 
 sumsspart7:
-	SUBQ      $0x00000038, R9
-	JZ        sumssdone
-	SHLQ      $0x02, R9
-	VXORPS    Y8, Y8, Y8
-	VMOVSS    224(DX)(R8*4), X8
-	CMPQ      R9, $0x08
-	JL        sumssp7_1lo
-	VINSERTPS $0x10, 228(DX)(R8*4), X8, X8
-	CMPQ      R9, $0x0c
-	JL        sumssp7_1lo
-	VINSERTPS $0x20, 232(DX)(R8*4), X8, X8
-	CMPQ      R9, $0x10
-	JL        sumssp7_1lo
-	VINSERTPS $0x30, 236(DX)(R8*4), X8, X8
-	CMPQ      R9, $0x14
-	JL        sumssp7_1lo
-	VMOVSS    240(DX)(R8*4), X9
-	CMPQ      R9, $0x18
-	JL        sumssp7_1hi
-	VINSERTPS $0x10, 244(DX)(R8*4), X9, X9
-	CMPQ      R9, $0x1c
-	JL        sumssp7_1hi
-	VINSERTPS $0x20, 248(DX)(R8*4), X9, X9
+	MOVQ $0x00000038, R10
 
-sumssp7_1hi:
-	VINSERTF128 $0x01, X9, Y8, Y8
+sumssscalar:
+	CMPQ    R10, R9
+	JGE     sumssdone
+	VMOVUPS Y0, 16(SP)
+	VMOVUPS Y1, 48(SP)
+	VMOVUPS Y2, 80(SP)
+	VMOVUPS Y3, 112(SP)
+	VMOVUPS Y4, 144(SP)
+	VMOVUPS Y5, 176(SP)
+	VMOVUPS Y6, 208(SP)
+	VMOVUPS Y7, 240(SP)
 
-sumssp7_1lo:
-	VMULPS Y8, Y8, Y8
-	VADDPS Y8, Y7, Y7
+sumssscalarloop:
+	LEAQ    (R8)(R10*1), R11
+	VMOVSS  (DX)(R11*4), X0
+	VMULSS  X0, X0, X0
+	VADDSS  16(SP)(R10*4), X0, X0
+	VMOVSS  X0, 16(SP)(R10*4)
+	INCQ    R10
+	CMPQ    R10, R9
+	JL      sumssscalarloop
+	VMOVUPS 16(SP), Y0
+	VMOVUPS 48(SP), Y1
+	VMOVUPS 80(SP), Y2
+	VMOVUPS 112(SP), Y3
+	VMOVUPS 144(SP), Y4
+	VMOVUPS 176(SP), Y5
+	VMOVUPS 208(SP), Y6
+	VMOVUPS 240(SP), Y7
 
 sumssdone:
 	VADDPS       Y4, Y0, Y0
@@ -45300,683 +43021,69 @@ sumctail:
 	JMP     sumcdone
 
 sumcpart0:
-	SUBQ      $0x00000000, R9
-	JZ        sumcdone
-	SHLQ      $0x02, R9
-	VXORPS    Y10, Y10, Y10
-	VMOVSS    (DX)(R8*4), X10
-	CMPQ      R9, $0x08
-	JL        sumcp0_1lo
-	VINSERTPS $0x10, 4(DX)(R8*4), X10, X10
-	CMPQ      R9, $0x0c
-	JL        sumcp0_1lo
-	VINSERTPS $0x20, 8(DX)(R8*4), X10, X10
-	CMPQ      R9, $0x10
-	JL        sumcp0_1lo
-	VINSERTPS $0x30, 12(DX)(R8*4), X10, X10
-	CMPQ      R9, $0x14
-	JL        sumcp0_1lo
-	VMOVSS    16(DX)(R8*4), X11
-	CMPQ      R9, $0x18
-	JL        sumcp0_1hi
-	VINSERTPS $0x10, 20(DX)(R8*4), X11, X11
-	CMPQ      R9, $0x1c
-	JL        sumcp0_1hi
-	VINSERTPS $0x20, 24(DX)(R8*4), X11, X11
-
-sumcp0_1hi:
-	VINSERTF128 $0x01, X11, Y10, Y10
-
-sumcp0_1lo:
-	VXORPS    Y11, Y11, Y11
-	VMOVSS    (BX)(R8*4), X11
-	CMPQ      R9, $0x08
-	JL        sumcp0_2lo
-	VINSERTPS $0x10, 4(BX)(R8*4), X11, X11
-	CMPQ      R9, $0x0c
-	JL        sumcp0_2lo
-	VINSERTPS $0x20, 8(BX)(R8*4), X11, X11
-	CMPQ      R9, $0x10
-	JL        sumcp0_2lo
-	VINSERTPS $0x30, 12(BX)(R8*4), X11, X11
-	CMPQ      R9, $0x14
-	JL        sumcp0_2lo
-	VMOVSS    16(BX)(R8*4), X12
-	CMPQ      R9, $0x18
-	JL        sumcp0_2hi
-	VINSERTPS $0x10, 20(BX)(R8*4), X12, X12
-	CMPQ      R9, $0x1c
-	JL        sumcp0_2hi
-	VINSERTPS $0x20, 24(BX)(R8*4), X12, X12
-
-sumcp0_2hi:
-	VINSERTF128 $0x01, X12, Y11, Y11
-
-sumcp0_2lo:
-	VXORPS    Y12, Y12, Y12
-	VMOVSS    (SI)(R8*4), X12
-	CMPQ      R9, $0x08
-	JL        sumcp0_3lo
-	VINSERTPS $0x10, 4(SI)(R8*4), X12, X12
-	CMPQ      R9, $0x0c
-	JL        sumcp0_3lo
-	VINSERTPS $0x20, 8(SI)(R8*4), X12, X12
-	CMPQ      R9, $0x10
-	JL        sumcp0_3lo
-	VINSERTPS $0x30, 12(SI)(R8*4), X12, X12
-	CMPQ      R9, $0x14
-	JL        sumcp0_3lo
-	VMOVSS    16(SI)(R8*4), X13
-	CMPQ      R9, $0x18
-	JL        sumcp0_3hi
-	VINSERTPS $0x10, 20(SI)(R8*4), X13, X13
-	CMPQ      R9, $0x1c
-	JL        sumcp0_3hi
-	VINSERTPS $0x20, 24(SI)(R8*4), X13, X13
-
-sumcp0_3hi:
-	VINSERTF128 $0x01, X13, Y12, Y12
-
-sumcp0_3lo:
-	VADDPS Y9, Y12, Y12
-	VMULPS Y12, Y11, Y11
-	VMULPS Y10, Y11, Y11
-	VADDPS Y11, Y0, Y0
-	JMP    sumcdone
+	MOVQ $0x00000000, R10
+	JMP  sumcscalar
 
 sumcpart1:
-	SUBQ      $0x00000008, R9
-	JZ        sumcdone
-	SHLQ      $0x02, R9
-	VXORPS    Y10, Y10, Y10
-	VMOVSS    32(DX)(R8*4), X10
-	CMPQ      R9, $0x08
-	JL        sumcp1_1lo
-	VINSERTPS $0x10, 36(DX)(R8*4), X10, X10
-	CMPQ      R9, $0x0c
-	JL        sumcp1_1lo
-	VINSERTPS $0x20, 40(DX)(R8*4), X10, X10
-	CMPQ      R9, $0x10
-	JL        sumcp1_1lo
-	VINSERTPS $0x30, 44(DX)(R8*4), X10, X10
-	CMPQ      R9, $0x14
-	JL        sumcp1_1lo
-	VMOVSS    48(DX)(R8*4), X11
-	CMPQ      R9, $0x18
-	JL        sumcp1_1hi
-	VINSERTPS $0x10, 52(DX)(R8*4), X11, X11
-	CMPQ      R9, $0x1c
-	JL        sumcp1_1hi
-	VINSERTPS $0x20, 56(DX)(R8*4), X11, X11
-
-sumcp1_1hi:
-	VINSERTF128 $0x01, X11, Y10, Y10
-
-sumcp1_1lo:
-	VXORPS    Y11, Y11, Y11
-	VMOVSS    32(BX)(R8*4), X11
-	CMPQ      R9, $0x08
-	JL        sumcp1_2lo
-	VINSERTPS $0x10, 36(BX)(R8*4), X11, X11
-	CMPQ      R9, $0x0c
-	JL        sumcp1_2lo
-	VINSERTPS $0x20, 40(BX)(R8*4), X11, X11
-	CMPQ      R9, $0x10
-	JL        sumcp1_2lo
-	VINSERTPS $0x30, 44(BX)(R8*4), X11, X11
-	CMPQ      R9, $0x14
-	JL        sumcp1_2lo
-	VMOVSS    48(BX)(R8*4), X12
-	CMPQ      R9, $0x18
-	JL        sumcp1_2hi
-	VINSERTPS $0x10, 52(BX)(R8*4), X12, X12
-	CMPQ      R9, $0x1c
-	JL        sumcp1_2hi
-	VINSERTPS $0x20, 56(BX)(R8*4), X12, X12
-
-sumcp1_2hi:
-	VINSERTF128 $0x01, X12, Y11, Y11
-
-sumcp1_2lo:
-	VXORPS    Y12, Y12, Y12
-	VMOVSS    32(SI)(R8*4), X12
-	CMPQ      R9, $0x08
-	JL        sumcp1_3lo
-	VINSERTPS $0x10, 36(SI)(R8*4), X12, X12
-	CMPQ      R9, $0x0c
-	JL        sumcp1_3lo
-	VINSERTPS $0x20, 40(SI)(R8*4), X12, X12
-	CMPQ      R9, $0x10
-	JL        sumcp1_3lo
-	VINSERTPS $0x30, 44(SI)(R8*4), X12, X12
-	CMPQ      R9, $0x14
-	JL        sumcp1_3lo
-	VMOVSS    48(SI)(R8*4), X13
-	CMPQ      R9, $0x18
-	JL        sumcp1_3hi
-	VINSERTPS $0x10, 52(SI)(R8*4), X13, X13
-	CMPQ      R9, $0x1c
-	JL        sumcp1_3hi
-	VINSERTPS $0x20, 56(SI)(R8*4), X13, X13
-
-sumcp1_3hi:
-	VINSERTF128 $0x01, X13, Y12, Y12
-
-sumcp1_3lo:
-	VADDPS Y9, Y12, Y12
-	VMULPS Y12, Y11, Y11
-	VMULPS Y10, Y11, Y11
-	VADDPS Y11, Y2, Y2
-	JMP    sumcdone
+	MOVQ $0x00000008, R10
+	JMP  sumcscalar
 
 sumcpart2:
-	SUBQ      $0x00000010, R9
-	JZ        sumcdone
-	SHLQ      $0x02, R9
-	VXORPS    Y10, Y10, Y10
-	VMOVSS    64(DX)(R8*4), X10
-	CMPQ      R9, $0x08
-	JL        sumcp2_1lo
-	VINSERTPS $0x10, 68(DX)(R8*4), X10, X10
-	CMPQ      R9, $0x0c
-	JL        sumcp2_1lo
-	VINSERTPS $0x20, 72(DX)(R8*4), X10, X10
-	CMPQ      R9, $0x10
-	JL        sumcp2_1lo
-	VINSERTPS $0x30, 76(DX)(R8*4), X10, X10
-	CMPQ      R9, $0x14
-	JL        sumcp2_1lo
-	VMOVSS    80(DX)(R8*4), X11
-	CMPQ      R9, $0x18
-	JL        sumcp2_1hi
-	VINSERTPS $0x10, 84(DX)(R8*4), X11, X11
-	CMPQ      R9, $0x1c
-	JL        sumcp2_1hi
-	VINSERTPS $0x20, 88(DX)(R8*4), X11, X11
-
-sumcp2_1hi:
-	VINSERTF128 $0x01, X11, Y10, Y10
-
-sumcp2_1lo:
-	VXORPS    Y11, Y11, Y11
-	VMOVSS    64(BX)(R8*4), X11
-	CMPQ      R9, $0x08
-	JL        sumcp2_2lo
-	VINSERTPS $0x10, 68(BX)(R8*4), X11, X11
-	CMPQ      R9, $0x0c
-	JL        sumcp2_2lo
-	VINSERTPS $0x20, 72(BX)(R8*4), X11, X11
-	CMPQ      R9, $0x10
-	JL        sumcp2_2lo
-	VINSERTPS $0x30, 76(BX)(R8*4), X11, X11
-	CMPQ      R9, $0x14
-	JL        sumcp2_2lo
-	VMOVSS    80(BX)(R8*4), X12
-	CMPQ      R9, $0x18
-	JL        sumcp2_2hi
-	VINSERTPS $0x10, 84(BX)(R8*4), X12, X12
-	CMPQ      R9, $0x1c
-	JL        sumcp2_2hi
-	VINSERTPS $0x20, 88(BX)(R8*4), X12, X12
-
-sumcp2_2hi:
-	VINSERTF128 $0x01, X12, Y11, Y11
-
-sumcp2_2lo:
-	VXORPS    Y12, Y12, Y12
-	VMOVSS    64(SI)(R8*4), X12
-	CMPQ      R9, $0x08
-	JL        sumcp2_3lo
-	VINSERTPS $0x10, 68(SI)(R8*4), X12, X12
-	CMPQ      R9, $0x0c
-	JL        sumcp2_3lo
-	VINSERTPS $0x20, 72(SI)(R8*4), X12, X12
-	CMPQ      R9, $0x10
-	JL        sumcp2_3lo
-	VINSERTPS $0x30, 76(SI)(R8*4), X12, X12
-	CMPQ      R9, $0x14
-	JL        sumcp2_3lo
-	VMOVSS    80(SI)(R8*4), X13
-	CMPQ      R9, $0x18
-	JL        sumcp2_3hi
-	VINSERTPS $0x10, 84(SI)(R8*4), X13, X13
-	CMPQ      R9, $0x1c
-	JL        sumcp2_3hi
-	VINSERTPS $0x20, 88(SI)(R8*4), X13, X13
-
-sumcp2_3hi:
-	VINSERTF128 $0x01, X13, Y12, Y12
-
-sumcp2_3lo:
-	VADDPS Y9, Y12, Y12
-	VMULPS Y12, Y11, Y11
-	VMULPS Y10, Y11, Y11
-	VADDPS Y11, Y3, Y3
-	JMP    sumcdone
+	MOVQ $0x00000010, R10
+	JMP  sumcscalar
 
 sumcpart3:
-	SUBQ      $0x00000018, R9
-	JZ        sumcdone
-	SHLQ      $0x02, R9
-	VXORPS    Y10, Y10, Y10
-	VMOVSS    96(DX)(R8*4), X10
-	CMPQ      R9, $0x08
-	JL        sumcp3_1lo
-	VINSERTPS $0x10, 100(DX)(R8*4), X10, X10
-	CMPQ      R9, $0x0c
-	JL        sumcp3_1lo
-	VINSERTPS $0x20, 104(DX)(R8*4), X10, X10
-	CMPQ      R9, $0x10
-	JL        sumcp3_1lo
-	VINSERTPS $0x30, 108(DX)(R8*4), X10, X10
-	CMPQ      R9, $0x14
-	JL        sumcp3_1lo
-	VMOVSS    112(DX)(R8*4), X11
-	CMPQ      R9, $0x18
-	JL        sumcp3_1hi
-	VINSERTPS $0x10, 116(DX)(R8*4), X11, X11
-	CMPQ      R9, $0x1c
-	JL        sumcp3_1hi
-	VINSERTPS $0x20, 120(DX)(R8*4), X11, X11
-
-sumcp3_1hi:
-	VINSERTF128 $0x01, X11, Y10, Y10
-
-sumcp3_1lo:
-	VXORPS    Y11, Y11, Y11
-	VMOVSS    96(BX)(R8*4), X11
-	CMPQ      R9, $0x08
-	JL        sumcp3_2lo
-	VINSERTPS $0x10, 100(BX)(R8*4), X11, X11
-	CMPQ      R9, $0x0c
-	JL        sumcp3_2lo
-	VINSERTPS $0x20, 104(BX)(R8*4), X11, X11
-	CMPQ      R9, $0x10
-	JL        sumcp3_2lo
-	VINSERTPS $0x30, 108(BX)(R8*4), X11, X11
-	CMPQ      R9, $0x14
-	JL        sumcp3_2lo
-	VMOVSS    112(BX)(R8*4), X12
-	CMPQ      R9, $0x18
-	JL        sumcp3_2hi
-	VINSERTPS $0x10, 116(BX)(R8*4), X12, X12
-	CMPQ      R9, $0x1c
-	JL        sumcp3_2hi
-	VINSERTPS $0x20, 120(BX)(R8*4), X12, X12
-
-sumcp3_2hi:
-	VINSERTF128 $0x01, X12, Y11, Y11
-
-sumcp3_2lo:
-	VXORPS    Y12, Y12, Y12
-	VMOVSS    96(SI)(R8*4), X12
-	CMPQ      R9, $0x08
-	JL        sumcp3_3lo
-	VINSERTPS $0x10, 100(SI)(R8*4), X12, X12
-	CMPQ      R9, $0x0c
-	JL        sumcp3_3lo
-	VINSERTPS $0x20, 104(SI)(R8*4), X12, X12
-	CMPQ      R9, $0x10
-	JL        sumcp3_3lo
-	VINSERTPS $0x30, 108(SI)(R8*4), X12, X12
-	CMPQ      R9, $0x14
-	JL        sumcp3_3lo
-	VMOVSS    112(SI)(R8*4), X13
-	CMPQ      R9, $0x18
-	JL        sumcp3_3hi
-	VINSERTPS $0x10, 116(SI)(R8*4), X13, X13
-	CMPQ      R9, $0x1c
-	JL        sumcp3_3hi
-	VINSERTPS $0x20, 120(SI)(R8*4), X13, X13
-
-sumcp3_3hi:
-	VINSERTF128 $0x01, X13, Y12, Y12
-
-sumcp3_3lo:
-	VADDPS Y9, Y12, Y12
-	VMULPS Y12, Y11, Y11
-	VMULPS Y10, Y11, Y11
-	VADDPS Y11, Y4, Y4
-	JMP    sumcdone
+	MOVQ $0x00000018, R10
+	JMP  sumcscalar
 
 sumcpart4:
-	SUBQ      $0x00000020, R9
-	JZ        sumcdone
-	SHLQ      $0x02, R9
-	VXORPS    Y10, Y10, Y10
-	VMOVSS    128(DX)(R8*4), X10
-	CMPQ      R9, $0x08
-	JL        sumcp4_1lo
-	VINSERTPS $0x10, 132(DX)(R8*4), X10, X10
-	CMPQ      R9, $0x0c
-	JL        sumcp4_1lo
-	VINSERTPS $0x20, 136(DX)(R8*4), X10, X10
-	CMPQ      R9, $0x10
-	JL        sumcp4_1lo
-	VINSERTPS $0x30, 140(DX)(R8*4), X10, X10
-	CMPQ      R9, $0x14
-	JL        sumcp4_1lo
-	VMOVSS    144(DX)(R8*4), X11
-	CMPQ      R9, $0x18
-	JL        sumcp4_1hi
-	VINSERTPS $0x10, 148(DX)(R8*4), X11, X11
-	CMPQ      R9, $0x1c
-	JL        sumcp4_1hi
-	VINSERTPS $0x20, 152(DX)(R8*4), X11, X11
-
-sumcp4_1hi:
-	VINSERTF128 $0x01, X11, Y10, Y10
-
-sumcp4_1lo:
-	VXORPS    Y11, Y11, Y11
-	VMOVSS    128(BX)(R8*4), X11
-	CMPQ      R9, $0x08
-	JL        sumcp4_2lo
-	VINSERTPS $0x10, 132(BX)(R8*4), X11, X11
-	CMPQ      R9, $0x0c
-	JL        sumcp4_2lo
-	VINSERTPS $0x20, 136(BX)(R8*4), X11, X11
-	CMPQ      R9, $0x10
-	JL        sumcp4_2lo
-	VINSERTPS $0x30, 140(BX)(R8*4), X11, X11
-	CMPQ      R9, $0x14
-	JL        sumcp4_2lo
-	VMOVSS    144(BX)(R8*4), X12
-	CMPQ      R9, $0x18
-	JL        sumcp4_2hi
-	VINSERTPS $0x10, 148(BX)(R8*4), X12, X12
-	CMPQ      R9, $0x1c
-	JL        sumcp4_2hi
-	VINSERTPS $0x20, 152(BX)(R8*4), X12, X12
-
-sumcp4_2hi:
-	VINSERTF128 $0x01, X12, Y11, Y11
-
-sumcp4_2lo:
-	VXORPS    Y12, Y12, Y12
-	VMOVSS    128(SI)(R8*4), X12
-	CMPQ      R9, $0x08
-	JL        sumcp4_3lo
-	VINSERTPS $0x10, 132(SI)(R8*4), X12, X12
-	CMPQ      R9, $0x0c
-	JL        sumcp4_3lo
-	VINSERTPS $0x20, 136(SI)(R8*4), X12, X12
-	CMPQ      R9, $0x10
-	JL        sumcp4_3lo
-	VINSERTPS $0x30, 140(SI)(R8*4), X12, X12
-	CMPQ      R9, $0x14
-	JL        sumcp4_3lo
-	VMOVSS    144(SI)(R8*4), X13
-	CMPQ      R9, $0x18
-	JL        sumcp4_3hi
-	VINSERTPS $0x10, 148(SI)(R8*4), X13, X13
-	CMPQ      R9, $0x1c
-	JL        sumcp4_3hi
-	VINSERTPS $0x20, 152(SI)(R8*4), X13, X13
-
-sumcp4_3hi:
-	VINSERTF128 $0x01, X13, Y12, Y12
-
-sumcp4_3lo:
-	VADDPS Y9, Y12, Y12
-	VMULPS Y12, Y11, Y11
-	VMULPS Y10, Y11, Y11
-	VADDPS Y11, Y5, Y5
-	JMP    sumcdone
+	MOVQ $0x00000020, R10
+	JMP  sumcscalar
 
 sumcpart5:
-	SUBQ      $0x00000028, R9
-	JZ        sumcdone
-	SHLQ      $0x02, R9
-	VXORPS    Y10, Y10, Y10
-	VMOVSS    160(DX)(R8*4), X10
-	CMPQ      R9, $0x08
-	JL        sumcp5_1lo
-	VINSERTPS $0x10, 164(DX)(R8*4), X10, X10
-	CMPQ      R9, $0x0c
-	JL        sumcp5_1lo
-	VINSERTPS $0x20, 168(DX)(R8*4), X10, X10
-	CMPQ      R9, $0x10
-	JL        sumcp5_1lo
-	VINSERTPS $0x30, 172(DX)(R8*4), X10, X10
-	CMPQ      R9, $0x14
-	JL        sumcp5_1lo
-	VMOVSS    176(DX)(R8*4), X11
-	CMPQ      R9, $0x18
-	JL        sumcp5_1hi
-	VINSERTPS $0x10, 180(DX)(R8*4), X11, X11
-	CMPQ      R9, $0x1c
-	JL        sumcp5_1hi
-	VINSERTPS $0x20, 184(DX)(R8*4), X11, X11
-
-sumcp5_1hi:
-	VINSERTF128 $0x01, X11, Y10, Y10
-
-sumcp5_1lo:
-	VXORPS    Y11, Y11, Y11
-	VMOVSS    160(BX)(R8*4), X11
-	CMPQ      R9, $0x08
-	JL        sumcp5_2lo
-	VINSERTPS $0x10, 164(BX)(R8*4), X11, X11
-	CMPQ      R9, $0x0c
-	JL        sumcp5_2lo
-	VINSERTPS $0x20, 168(BX)(R8*4), X11, X11
-	CMPQ      R9, $0x10
-	JL        sumcp5_2lo
-	VINSERTPS $0x30, 172(BX)(R8*4), X11, X11
-	CMPQ      R9, $0x14
-	JL        sumcp5_2lo
-	VMOVSS    176(BX)(R8*4), X12
-	CMPQ      R9, $0x18
-	JL        sumcp5_2hi
-	VINSERTPS $0x10, 180(BX)(R8*4), X12, X12
-	CMPQ      R9, $0x1c
-	JL        sumcp5_2hi
-	VINSERTPS $0x20, 184(BX)(R8*4), X12, X12
-
-sumcp5_2hi:
-	VINSERTF128 $0x01, X12, Y11, Y11
-
-sumcp5_2lo:
-	VXORPS    Y12, Y12, Y12
-	VMOVSS    160(SI)(R8*4), X12
-	CMPQ      R9, $0x08
-	JL        sumcp5_3lo
-	VINSERTPS $0x10, 164(SI)(R8*4), X12, X12
-	CMPQ      R9, $0x0c
-	JL        sumcp5_3lo
-	VINSERTPS $0x20, 168(SI)(R8*4), X12, X12
-	CMPQ      R9, $0x10
-	JL        sumcp5_3lo
-	VINSERTPS $0x30, 172(SI)(R8*4), X12, X12
-	CMPQ      R9, $0x14
-	JL        sumcp5_3lo
-	VMOVSS    176(SI)(R8*4), X13
-	CMPQ      R9, $0x18
-	JL        sumcp5_3hi
-	VINSERTPS $0x10, 180(SI)(R8*4), X13, X13
-	CMPQ      R9, $0x1c
-	JL        sumcp5_3hi
-	VINSERTPS $0x20, 184(SI)(R8*4), X13, X13
-
-sumcp5_3hi:
-	VINSERTF128 $0x01, X13, Y12, Y12
-
-sumcp5_3lo:
-	VADDPS Y9, Y12, Y12
-	VMULPS Y12, Y11, Y11
-	VMULPS Y10, Y11, Y11
-	VADDPS Y11, Y6, Y6
-	JMP    sumcdone
+	MOVQ $0x00000028, R10
+	JMP  sumcscalar
 
 sumcpart6:
-	SUBQ      $0x00000030, R9
-	JZ        sumcdone
-	SHLQ      $0x02, R9
-	VXORPS    Y10, Y10, Y10
-	VMOVSS    192(DX)(R8*4), X10
-	CMPQ      R9, $0x08
-	JL        sumcp6_1lo
-	VINSERTPS $0x10, 196(DX)(R8*4), X10, X10
-	CMPQ      R9, $0x0c
-	JL        sumcp6_1lo
-	VINSERTPS $0x20, 200(DX)(R8*4), X10, X10
-	CMPQ      R9, $0x10
-	JL        sumcp6_1lo
-	VINSERTPS $0x30, 204(DX)(R8*4), X10, X10
-	CMPQ      R9, $0x14
-	JL        sumcp6_1lo
-	VMOVSS    208(DX)(R8*4), X11
-	CMPQ      R9, $0x18
-	JL        sumcp6_1hi
-	VINSERTPS $0x10, 212(DX)(R8*4), X11, X11
-	CMPQ      R9, $0x1c
-	JL        sumcp6_1hi
-	VINSERTPS $0x20, 216(DX)(R8*4), X11, X11
-
-sumcp6_1hi:
-	VINSERTF128 $0x01, X11, Y10, Y10
-
-sumcp6_1lo:
-	VXORPS    Y11, Y11, Y11
-	VMOVSS    192(BX)(R8*4), X11
-	CMPQ      R9, $0x08
-	JL        sumcp6_2lo
-	VINSERTPS $0x10, 196(BX)(R8*4), X11, X11
-	CMPQ      R9, $0x0c
-	JL        sumcp6_2lo
-	VINSERTPS $0x20, 200(BX)(R8*4), X11, X11
-	CMPQ      R9, $0x10
-	JL        sumcp6_2lo
-	VINSERTPS $0x30, 204(BX)(R8*4), X11, X11
-	CMPQ      R9, $0x14
-	JL        sumcp6_2lo
-	VMOVSS    208(BX)(R8*4), X12
-	CMPQ      R9, $0x18
-	JL        sumcp6_2hi
-	VINSERTPS $0x10, 212(BX)(R8*4), X12, X12
-	CMPQ      R9, $0x1c
-	JL        sumcp6_2hi
-	VINSERTPS $0x20, 216(BX)(R8*4), X12, X12
-
-sumcp6_2hi:
-	VINSERTF128 $0x01, X12, Y11, Y11
-
-sumcp6_2lo:
-	VXORPS    Y12, Y12, Y12
-	VMOVSS    192(SI)(R8*4), X12
-	CMPQ      R9, $0x08
-	JL        sumcp6_3lo
-	VINSERTPS $0x10, 196(SI)(R8*4), X12, X12
-	CMPQ      R9, $0x0c
-	JL        sumcp6_3lo
-	VINSERTPS $0x20, 200(SI)(R8*4), X12, X12
-	CMPQ      R9, $0x10
-	JL        sumcp6_3lo
-	VINSERTPS $0x30, 204(SI)(R8*4), X12, X12
-	CMPQ      R9, $0x14
-	JL        sumcp6_3lo
-	VMOVSS    208(SI)(R8*4), X13
-	CMPQ      R9, $0x18
-	JL        sumcp6_3hi
-	VINSERTPS $0x10, 212(SI)(R8*4), X13, X13
-	CMPQ      R9, $0x1c
-	JL        sumcp6_3hi
-	VINSERTPS $0x20, 216(SI)(R8*4), X13, X13
-
-sumcp6_3hi:
-	VINSERTF128 $0x01, X13, Y12, Y12
-
-sumcp6_3lo:
-	VADDPS Y9, Y12, Y12
-	VMULPS Y12, Y11, Y11
-	VMULPS Y10, Y11, Y11
-	VADDPS Y11, Y7, Y7
-	JMP    sumcdone
+	MOVQ $0x00000030, R10
+	JMP  sumcscalar
 
 sumcpart7:
-	SUBQ      $0x00000038, R9
-	JZ        sumcdone
-	SHLQ      $0x02, R9
-	VXORPS    Y10, Y10, Y10
-	VMOVSS    224(DX)(R8*4), X10
-	CMPQ      R9, $0x08
-	JL        sumcp7_1lo
-	VINSERTPS $0x10, 228(DX)(R8*4), X10, X10
-	CMPQ      R9, $0x0c
-	JL        sumcp7_1lo
-	VINSERTPS $0x20, 232(DX)(R8*4), X10, X10
-	CMPQ      R9, $0x10
-	JL        sumcp7_1lo
-	VINSERTPS $0x30, 236(DX)(R8*4), X10, X10
-	CMPQ      R9, $0x14
-	JL        sumcp7_1lo
-	VMOVSS    240(DX)(R8*4), X11
-	CMPQ      R9, $0x18
-	JL        sumcp7_1hi
-	VINSERTPS $0x10, 244(DX)(R8*4), X11, X11
-	CMPQ      R9, $0x1c
-	JL        sumcp7_1hi
-	VINSERTPS $0x20, 248(DX)(R8*4), X11, X11
+	MOVQ $0x00000038, R10
 
-sumcp7_1hi:
-	VINSERTF128 $0x01, X11, Y10, Y10
+sumcscalar:
+	CMPQ    R10, R9
+	JGE     sumcdone
+	VMOVUPS Y0, 272(SP)
+	VMOVUPS Y2, 304(SP)
+	VMOVUPS Y3, 336(SP)
+	VMOVUPS Y4, 368(SP)
+	VMOVUPS Y5, 400(SP)
+	VMOVUPS Y6, 432(SP)
+	VMOVUPS Y7, 464(SP)
+	VMOVUPS Y8, 496(SP)
 
-sumcp7_1lo:
-	VXORPS    Y11, Y11, Y11
-	VMOVSS    224(BX)(R8*4), X11
-	CMPQ      R9, $0x08
-	JL        sumcp7_2lo
-	VINSERTPS $0x10, 228(BX)(R8*4), X11, X11
-	CMPQ      R9, $0x0c
-	JL        sumcp7_2lo
-	VINSERTPS $0x20, 232(BX)(R8*4), X11, X11
-	CMPQ      R9, $0x10
-	JL        sumcp7_2lo
-	VINSERTPS $0x30, 236(BX)(R8*4), X11, X11
-	CMPQ      R9, $0x14
-	JL        sumcp7_2lo
-	VMOVSS    240(BX)(R8*4), X12
-	CMPQ      R9, $0x18
-	JL        sumcp7_2hi
-	VINSERTPS $0x10, 244(BX)(R8*4), X12, X12
-	CMPQ      R9, $0x1c
-	JL        sumcp7_2hi
-	VINSERTPS $0x20, 248(BX)(R8*4), X12, X12
-
-sumcp7_2hi:
-	VINSERTF128 $0x01, X12, Y11, Y11
-
-sumcp7_2lo:
-	VXORPS    Y12, Y12, Y12
-	VMOVSS    224(SI)(R8*4), X12
-	CMPQ      R9, $0x08
-	JL        sumcp7_3lo
-	VINSERTPS $0x10, 228(SI)(R8*4), X12, X12
-	CMPQ      R9, $0x0c
-	JL        sumcp7_3lo
-	VINSERTPS $0x20, 232(SI)(R8*4), X12, X12
-	CMPQ      R9, $0x10
-	JL        sumcp7_3lo
-	VINSERTPS $0x30, 236(SI)(R8*4), X12, X12
-	CMPQ      R9, $0x14
-	JL        sumcp7_3lo
-	VMOVSS    240(SI)(R8*4), X13
-	CMPQ      R9, $0x18
-	JL        sumcp7_3hi
-	VINSERTPS $0x10, 244(SI)(R8*4), X13, X13
-	CMPQ      R9, $0x1c
-	JL        sumcp7_3hi
-	VINSERTPS $0x20, 248(SI)(R8*4), X13, X13
-
-sumcp7_3hi:
-	VINSERTF128 $0x01, X13, Y12, Y12
-
-sumcp7_3lo:
-	VADDPS Y9, Y12, Y12
-	VMULPS Y12, Y11, Y11
-	VMULPS Y10, Y11, Y11
-	VADDPS Y11, Y8, Y8
+sumcscalarloop:
+	LEAQ    (R8)(R10*1), R11
+	VMOVSS  (DX)(R11*4), X0
+	VMOVSS  (BX)(R11*4), X2
+	VMOVSS  (SI)(R11*4), X3
+	VADDSS  X9, X3, X3
+	VMULSS  X3, X2, X2
+	VMULSS  X0, X2, X2
+	VADDSS  272(SP)(R10*4), X2, X2
+	VMOVSS  X2, 272(SP)(R10*4)
+	INCQ    R10
+	CMPQ    R10, R9
+	JL      sumcscalarloop
+	VMOVUPS 272(SP), Y0
+	VMOVUPS 304(SP), Y2
+	VMOVUPS 336(SP), Y3
+	VMOVUPS 368(SP), Y4
+	VMOVUPS 400(SP), Y5
+	VMOVUPS 432(SP), Y6
+	VMOVUPS 464(SP), Y7
+	VMOVUPS 496(SP), Y8
 
 sumcdone:
 	VADDPS       Y5, Y0, Y0
@@ -46114,111 +43221,19 @@ dxnonent:
 	MOVQ job_d+0(AX), R10
 
 dxnonehead:
-	MOVQ      R10, R11
-	SHLQ      $0x02, R11
-	VXORPS    Y3, Y3, Y3
-	VMOVSS    (DX)(R8*4), X3
-	CMPQ      R11, $0x08
-	JL        dxnoneh_1lo
-	VINSERTPS $0x10, 4(DX)(R8*4), X3, X3
-	CMPQ      R11, $0x0c
-	JL        dxnoneh_1lo
-	VINSERTPS $0x20, 8(DX)(R8*4), X3, X3
-	CMPQ      R11, $0x10
-	JL        dxnoneh_1lo
-	VINSERTPS $0x30, 12(DX)(R8*4), X3, X3
-	CMPQ      R11, $0x14
-	JL        dxnoneh_1lo
-	VMOVSS    16(DX)(R8*4), X4
-	CMPQ      R11, $0x18
-	JL        dxnoneh_1hi
-	VINSERTPS $0x10, 20(DX)(R8*4), X4, X4
-	CMPQ      R11, $0x1c
-	JL        dxnoneh_1hi
-	VINSERTPS $0x20, 24(DX)(R8*4), X4, X4
-
-dxnoneh_1hi:
-	VINSERTF128 $0x01, X4, Y3, Y3
-
-dxnoneh_1lo:
-	VXORPS    Y4, Y4, Y4
-	VMOVSS    (BX)(R8*4), X4
-	CMPQ      R11, $0x08
-	JL        dxnoneh_2lo
-	VINSERTPS $0x10, 4(BX)(R8*4), X4, X4
-	CMPQ      R11, $0x0c
-	JL        dxnoneh_2lo
-	VINSERTPS $0x20, 8(BX)(R8*4), X4, X4
-	CMPQ      R11, $0x10
-	JL        dxnoneh_2lo
-	VINSERTPS $0x30, 12(BX)(R8*4), X4, X4
-	CMPQ      R11, $0x14
-	JL        dxnoneh_2lo
-	VMOVSS    16(BX)(R8*4), X5
-	CMPQ      R11, $0x18
-	JL        dxnoneh_2hi
-	VINSERTPS $0x10, 20(BX)(R8*4), X5, X5
-	CMPQ      R11, $0x1c
-	JL        dxnoneh_2hi
-	VINSERTPS $0x20, 24(BX)(R8*4), X5, X5
-
-dxnoneh_2hi:
-	VINSERTF128 $0x01, X5, Y4, Y4
-
-dxnoneh_2lo:
-	VXORPS    Y5, Y5, Y5
-	VMOVSS    (SI)(R8*4), X5
-	CMPQ      R11, $0x08
-	JL        dxnoneh_3lo
-	VINSERTPS $0x10, 4(SI)(R8*4), X5, X5
-	CMPQ      R11, $0x0c
-	JL        dxnoneh_3lo
-	VINSERTPS $0x20, 8(SI)(R8*4), X5, X5
-	CMPQ      R11, $0x10
-	JL        dxnoneh_3lo
-	VINSERTPS $0x30, 12(SI)(R8*4), X5, X5
-	CMPQ      R11, $0x14
-	JL        dxnoneh_3lo
-	VMOVSS    16(SI)(R8*4), X6
-	CMPQ      R11, $0x18
-	JL        dxnoneh_3hi
-	VINSERTPS $0x10, 20(SI)(R8*4), X6, X6
-	CMPQ      R11, $0x1c
-	JL        dxnoneh_3hi
-	VINSERTPS $0x20, 24(SI)(R8*4), X6, X6
-
-dxnoneh_3hi:
-	VINSERTF128 $0x01, X6, Y5, Y5
-
-dxnoneh_3lo:
-	VADDPS       Y2, Y5, Y5
-	VMULPS       Y5, Y4, Y4
-	VMULPS       Y0, Y3, Y3
-	VSUBPS       Y3, Y4, Y4
-	VMULPS       Y1, Y4, Y4
-	VMOVSS       X4, (CX)(R8*4)
-	CMPQ         R11, $0x08
-	JL           dxnoneh_4lo
-	VEXTRACTPS   $0x01, X4, 4(CX)(R8*4)
-	CMPQ         R11, $0x0c
-	JL           dxnoneh_4lo
-	VEXTRACTPS   $0x02, X4, 8(CX)(R8*4)
-	CMPQ         R11, $0x10
-	JL           dxnoneh_4lo
-	VEXTRACTPS   $0x03, X4, 12(CX)(R8*4)
-	VEXTRACTF128 $0x01, Y4, X3
-	CMPQ         R11, $0x14
-	JL           dxnoneh_4lo
-	VEXTRACTPS   $0x00, X3, 16(CX)(R8*4)
-	CMPQ         R11, $0x18
-	JL           dxnoneh_4lo
-	VEXTRACTPS   $0x01, X3, 20(CX)(R8*4)
-	CMPQ         R11, $0x1c
-	JL           dxnoneh_4lo
-	VEXTRACTPS   $0x02, X3, 24(CX)(R8*4)
-
-dxnoneh_4lo:
-	ADDQ R10, R8
+dxnoneheadloop:
+	VMOVSS (DX)(R8*4), X3
+	VMOVSS (BX)(R8*4), X4
+	VMOVSS (SI)(R8*4), X5
+	VADDSS X2, X5, X5
+	VMULSS X5, X4, X4
+	VMULSS X0, X3, X3
+	VSUBSS X3, X4, X3
+	VMULSS X1, X3, X3
+	VMOVSS X3, (CX)(R8*4)
+	INCQ   R8
+	CMPQ   R8, R10
+	JL     dxnoneheadloop
 
 dxnonentloop:
 	CMPQ     R8, R9
@@ -46281,112 +43296,24 @@ dxnoneoneloop:
 	JMP     dxnoneoneloop
 
 dxnonepart:
-	MOVQ      job_d+0(AX), R9
-	SUBQ      R8, R9
-	JZ        rowdonenone
-	SHLQ      $0x02, R9
-	VXORPS    Y3, Y3, Y3
-	VMOVSS    (DX)(R8*4), X3
-	CMPQ      R9, $0x08
-	JL        dxnonep_1lo
-	VINSERTPS $0x10, 4(DX)(R8*4), X3, X3
-	CMPQ      R9, $0x0c
-	JL        dxnonep_1lo
-	VINSERTPS $0x20, 8(DX)(R8*4), X3, X3
-	CMPQ      R9, $0x10
-	JL        dxnonep_1lo
-	VINSERTPS $0x30, 12(DX)(R8*4), X3, X3
-	CMPQ      R9, $0x14
-	JL        dxnonep_1lo
-	VMOVSS    16(DX)(R8*4), X4
-	CMPQ      R9, $0x18
-	JL        dxnonep_1hi
-	VINSERTPS $0x10, 20(DX)(R8*4), X4, X4
-	CMPQ      R9, $0x1c
-	JL        dxnonep_1hi
-	VINSERTPS $0x20, 24(DX)(R8*4), X4, X4
+	MOVQ job_d+0(AX), R9
+	SUBQ R8, R9
+	JZ   rowdonenone
 
-dxnonep_1hi:
-	VINSERTF128 $0x01, X4, Y3, Y3
+dxnonetailloop:
+	VMOVSS (DX)(R8*4), X3
+	VMOVSS (BX)(R8*4), X4
+	VMOVSS (SI)(R8*4), X5
+	VADDSS X2, X5, X5
+	VMULSS X5, X4, X4
+	VMULSS X0, X3, X3
+	VSUBSS X3, X4, X3
+	VMULSS X1, X3, X3
+	VMOVSS X3, (CX)(R8*4)
+	INCQ   R8
+	CMPQ   R8, job_d+0(AX)
+	JL     dxnonetailloop
 
-dxnonep_1lo:
-	VXORPS    Y4, Y4, Y4
-	VMOVSS    (BX)(R8*4), X4
-	CMPQ      R9, $0x08
-	JL        dxnonep_2lo
-	VINSERTPS $0x10, 4(BX)(R8*4), X4, X4
-	CMPQ      R9, $0x0c
-	JL        dxnonep_2lo
-	VINSERTPS $0x20, 8(BX)(R8*4), X4, X4
-	CMPQ      R9, $0x10
-	JL        dxnonep_2lo
-	VINSERTPS $0x30, 12(BX)(R8*4), X4, X4
-	CMPQ      R9, $0x14
-	JL        dxnonep_2lo
-	VMOVSS    16(BX)(R8*4), X5
-	CMPQ      R9, $0x18
-	JL        dxnonep_2hi
-	VINSERTPS $0x10, 20(BX)(R8*4), X5, X5
-	CMPQ      R9, $0x1c
-	JL        dxnonep_2hi
-	VINSERTPS $0x20, 24(BX)(R8*4), X5, X5
-
-dxnonep_2hi:
-	VINSERTF128 $0x01, X5, Y4, Y4
-
-dxnonep_2lo:
-	VXORPS    Y5, Y5, Y5
-	VMOVSS    (SI)(R8*4), X5
-	CMPQ      R9, $0x08
-	JL        dxnonep_3lo
-	VINSERTPS $0x10, 4(SI)(R8*4), X5, X5
-	CMPQ      R9, $0x0c
-	JL        dxnonep_3lo
-	VINSERTPS $0x20, 8(SI)(R8*4), X5, X5
-	CMPQ      R9, $0x10
-	JL        dxnonep_3lo
-	VINSERTPS $0x30, 12(SI)(R8*4), X5, X5
-	CMPQ      R9, $0x14
-	JL        dxnonep_3lo
-	VMOVSS    16(SI)(R8*4), X6
-	CMPQ      R9, $0x18
-	JL        dxnonep_3hi
-	VINSERTPS $0x10, 20(SI)(R8*4), X6, X6
-	CMPQ      R9, $0x1c
-	JL        dxnonep_3hi
-	VINSERTPS $0x20, 24(SI)(R8*4), X6, X6
-
-dxnonep_3hi:
-	VINSERTF128 $0x01, X6, Y5, Y5
-
-dxnonep_3lo:
-	VADDPS       Y2, Y5, Y5
-	VMULPS       Y5, Y4, Y2
-	VMULPS       Y0, Y3, Y0
-	VSUBPS       Y0, Y2, Y2
-	VMULPS       Y1, Y2, Y2
-	VMOVSS       X2, (CX)(R8*4)
-	CMPQ         R9, $0x08
-	JL           dxnonep_4lo
-	VEXTRACTPS   $0x01, X2, 4(CX)(R8*4)
-	CMPQ         R9, $0x0c
-	JL           dxnonep_4lo
-	VEXTRACTPS   $0x02, X2, 8(CX)(R8*4)
-	CMPQ         R9, $0x10
-	JL           dxnonep_4lo
-	VEXTRACTPS   $0x03, X2, 12(CX)(R8*4)
-	VEXTRACTF128 $0x01, Y2, X0
-	CMPQ         R9, $0x14
-	JL           dxnonep_4lo
-	VEXTRACTPS   $0x00, X0, 16(CX)(R8*4)
-	CMPQ         R9, $0x18
-	JL           dxnonep_4lo
-	VEXTRACTPS   $0x01, X0, 20(CX)(R8*4)
-	CMPQ         R9, $0x1c
-	JL           dxnonep_4lo
-	VEXTRACTPS   $0x02, X0, 24(CX)(R8*4)
-
-dxnonep_4lo:
 rowdonenone:
 	JMP rowdone
 
@@ -46463,135 +43390,22 @@ dxsetnt:
 	MOVQ job_d+0(AX), R11
 
 dxsethead:
-	MOVQ      R11, R12
-	SHLQ      $0x02, R12
-	VXORPS    Y3, Y3, Y3
-	VMOVSS    (DX)(R8*4), X3
-	CMPQ      R12, $0x08
-	JL        dxseth_1lo
-	VINSERTPS $0x10, 4(DX)(R8*4), X3, X3
-	CMPQ      R12, $0x0c
-	JL        dxseth_1lo
-	VINSERTPS $0x20, 8(DX)(R8*4), X3, X3
-	CMPQ      R12, $0x10
-	JL        dxseth_1lo
-	VINSERTPS $0x30, 12(DX)(R8*4), X3, X3
-	CMPQ      R12, $0x14
-	JL        dxseth_1lo
-	VMOVSS    16(DX)(R8*4), X4
-	CMPQ      R12, $0x18
-	JL        dxseth_1hi
-	VINSERTPS $0x10, 20(DX)(R8*4), X4, X4
-	CMPQ      R12, $0x1c
-	JL        dxseth_1hi
-	VINSERTPS $0x20, 24(DX)(R8*4), X4, X4
-
-dxseth_1hi:
-	VINSERTF128 $0x01, X4, Y3, Y3
-
-dxseth_1lo:
-	VXORPS    Y4, Y4, Y4
-	VMOVSS    (BX)(R8*4), X4
-	CMPQ      R12, $0x08
-	JL        dxseth_2lo
-	VINSERTPS $0x10, 4(BX)(R8*4), X4, X4
-	CMPQ      R12, $0x0c
-	JL        dxseth_2lo
-	VINSERTPS $0x20, 8(BX)(R8*4), X4, X4
-	CMPQ      R12, $0x10
-	JL        dxseth_2lo
-	VINSERTPS $0x30, 12(BX)(R8*4), X4, X4
-	CMPQ      R12, $0x14
-	JL        dxseth_2lo
-	VMOVSS    16(BX)(R8*4), X5
-	CMPQ      R12, $0x18
-	JL        dxseth_2hi
-	VINSERTPS $0x10, 20(BX)(R8*4), X5, X5
-	CMPQ      R12, $0x1c
-	JL        dxseth_2hi
-	VINSERTPS $0x20, 24(BX)(R8*4), X5, X5
-
-dxseth_2hi:
-	VINSERTF128 $0x01, X5, Y4, Y4
-
-dxseth_2lo:
-	VXORPS    Y5, Y5, Y5
-	VMOVSS    (SI)(R8*4), X5
-	CMPQ      R12, $0x08
-	JL        dxseth_3lo
-	VINSERTPS $0x10, 4(SI)(R8*4), X5, X5
-	CMPQ      R12, $0x0c
-	JL        dxseth_3lo
-	VINSERTPS $0x20, 8(SI)(R8*4), X5, X5
-	CMPQ      R12, $0x10
-	JL        dxseth_3lo
-	VINSERTPS $0x30, 12(SI)(R8*4), X5, X5
-	CMPQ      R12, $0x14
-	JL        dxseth_3lo
-	VMOVSS    16(SI)(R8*4), X6
-	CMPQ      R12, $0x18
-	JL        dxseth_3hi
-	VINSERTPS $0x10, 20(SI)(R8*4), X6, X6
-	CMPQ      R12, $0x1c
-	JL        dxseth_3hi
-	VINSERTPS $0x20, 24(SI)(R8*4), X6, X6
-
-dxseth_3hi:
-	VINSERTF128 $0x01, X6, Y5, Y5
-
-dxseth_3lo:
-	VADDPS       Y2, Y5, Y5
-	VMULPS       Y5, Y4, Y5
-	VMULPS       Y0, Y3, Y6
-	VSUBPS       Y6, Y5, Y5
-	VMULPS       Y1, Y5, Y5
-	VMULPS       Y1, Y3, Y3
-	VMULPS       Y3, Y4, Y3
-	VMOVSS       X3, (R9)(R8*4)
-	CMPQ         R12, $0x08
-	JL           dxseth_4lo
-	VEXTRACTPS   $0x01, X3, 4(R9)(R8*4)
-	CMPQ         R12, $0x0c
-	JL           dxseth_4lo
-	VEXTRACTPS   $0x02, X3, 8(R9)(R8*4)
-	CMPQ         R12, $0x10
-	JL           dxseth_4lo
-	VEXTRACTPS   $0x03, X3, 12(R9)(R8*4)
-	VEXTRACTF128 $0x01, Y3, X3
-	CMPQ         R12, $0x14
-	JL           dxseth_4lo
-	VEXTRACTPS   $0x00, X3, 16(R9)(R8*4)
-	CMPQ         R12, $0x18
-	JL           dxseth_4lo
-	VEXTRACTPS   $0x01, X3, 20(R9)(R8*4)
-	CMPQ         R12, $0x1c
-	JL           dxseth_4lo
-	VEXTRACTPS   $0x02, X3, 24(R9)(R8*4)
-
-dxseth_4lo:
-	VMOVSS       X5, (CX)(R8*4)
-	CMPQ         R12, $0x08
-	JL           dxseth_5lo
-	VEXTRACTPS   $0x01, X5, 4(CX)(R8*4)
-	CMPQ         R12, $0x0c
-	JL           dxseth_5lo
-	VEXTRACTPS   $0x02, X5, 8(CX)(R8*4)
-	CMPQ         R12, $0x10
-	JL           dxseth_5lo
-	VEXTRACTPS   $0x03, X5, 12(CX)(R8*4)
-	VEXTRACTF128 $0x01, Y5, X3
-	CMPQ         R12, $0x14
-	JL           dxseth_5lo
-	VEXTRACTPS   $0x00, X3, 16(CX)(R8*4)
-	CMPQ         R12, $0x18
-	JL           dxseth_5lo
-	VEXTRACTPS   $0x01, X3, 20(CX)(R8*4)
-	CMPQ         R12, $0x1c
-	JL           dxseth_5lo
-	VEXTRACTPS   $0x02, X3, 24(CX)(R8*4)
-
-dxseth_5lo:
-	ADDQ R11, R8
+dxsetheadloop:
+	VMOVSS (DX)(R8*4), X3
+	VMOVSS (BX)(R8*4), X4
+	VMOVSS (SI)(R8*4), X5
+	VADDSS X2, X5, X5
+	VMULSS X5, X4, X5
+	VMULSS X0, X3, X6
+	VSUBSS X6, X5, X6
+	VMULSS X1, X6, X6
+	VMULSS X1, X3, X3
+	VMULSS X3, X4, X3
+	VMOVSS X3, (R9)(R8*4)
+	VMOVSS X6, (CX)(R8*4)
+	INCQ   R8
+	CMPQ   R8, R11
+	JL     dxsetheadloop
 
 dxsetntloop:
 	CMPQ     R8, R10
@@ -46669,136 +43483,27 @@ dxsetoneloop:
 	JMP     dxsetoneloop
 
 dxsetpart:
-	MOVQ      job_d+0(AX), R10
-	SUBQ      R8, R10
-	JZ        rowdoneset
-	SHLQ      $0x02, R10
-	VXORPS    Y3, Y3, Y3
-	VMOVSS    (DX)(R8*4), X3
-	CMPQ      R10, $0x08
-	JL        dxsetp_1lo
-	VINSERTPS $0x10, 4(DX)(R8*4), X3, X3
-	CMPQ      R10, $0x0c
-	JL        dxsetp_1lo
-	VINSERTPS $0x20, 8(DX)(R8*4), X3, X3
-	CMPQ      R10, $0x10
-	JL        dxsetp_1lo
-	VINSERTPS $0x30, 12(DX)(R8*4), X3, X3
-	CMPQ      R10, $0x14
-	JL        dxsetp_1lo
-	VMOVSS    16(DX)(R8*4), X4
-	CMPQ      R10, $0x18
-	JL        dxsetp_1hi
-	VINSERTPS $0x10, 20(DX)(R8*4), X4, X4
-	CMPQ      R10, $0x1c
-	JL        dxsetp_1hi
-	VINSERTPS $0x20, 24(DX)(R8*4), X4, X4
+	MOVQ job_d+0(AX), R10
+	SUBQ R8, R10
+	JZ   rowdoneset
 
-dxsetp_1hi:
-	VINSERTF128 $0x01, X4, Y3, Y3
+dxsettailloop:
+	VMOVSS (DX)(R8*4), X3
+	VMOVSS (BX)(R8*4), X4
+	VMOVSS (SI)(R8*4), X5
+	VADDSS X2, X5, X5
+	VMULSS X5, X4, X5
+	VMULSS X0, X3, X6
+	VSUBSS X6, X5, X6
+	VMULSS X1, X6, X6
+	VMULSS X1, X3, X3
+	VMULSS X3, X4, X3
+	VMOVSS X3, (R9)(R8*4)
+	VMOVSS X6, (CX)(R8*4)
+	INCQ   R8
+	CMPQ   R8, job_d+0(AX)
+	JL     dxsettailloop
 
-dxsetp_1lo:
-	VXORPS    Y4, Y4, Y4
-	VMOVSS    (BX)(R8*4), X4
-	CMPQ      R10, $0x08
-	JL        dxsetp_2lo
-	VINSERTPS $0x10, 4(BX)(R8*4), X4, X4
-	CMPQ      R10, $0x0c
-	JL        dxsetp_2lo
-	VINSERTPS $0x20, 8(BX)(R8*4), X4, X4
-	CMPQ      R10, $0x10
-	JL        dxsetp_2lo
-	VINSERTPS $0x30, 12(BX)(R8*4), X4, X4
-	CMPQ      R10, $0x14
-	JL        dxsetp_2lo
-	VMOVSS    16(BX)(R8*4), X5
-	CMPQ      R10, $0x18
-	JL        dxsetp_2hi
-	VINSERTPS $0x10, 20(BX)(R8*4), X5, X5
-	CMPQ      R10, $0x1c
-	JL        dxsetp_2hi
-	VINSERTPS $0x20, 24(BX)(R8*4), X5, X5
-
-dxsetp_2hi:
-	VINSERTF128 $0x01, X5, Y4, Y4
-
-dxsetp_2lo:
-	VXORPS    Y5, Y5, Y5
-	VMOVSS    (SI)(R8*4), X5
-	CMPQ      R10, $0x08
-	JL        dxsetp_3lo
-	VINSERTPS $0x10, 4(SI)(R8*4), X5, X5
-	CMPQ      R10, $0x0c
-	JL        dxsetp_3lo
-	VINSERTPS $0x20, 8(SI)(R8*4), X5, X5
-	CMPQ      R10, $0x10
-	JL        dxsetp_3lo
-	VINSERTPS $0x30, 12(SI)(R8*4), X5, X5
-	CMPQ      R10, $0x14
-	JL        dxsetp_3lo
-	VMOVSS    16(SI)(R8*4), X6
-	CMPQ      R10, $0x18
-	JL        dxsetp_3hi
-	VINSERTPS $0x10, 20(SI)(R8*4), X6, X6
-	CMPQ      R10, $0x1c
-	JL        dxsetp_3hi
-	VINSERTPS $0x20, 24(SI)(R8*4), X6, X6
-
-dxsetp_3hi:
-	VINSERTF128 $0x01, X6, Y5, Y5
-
-dxsetp_3lo:
-	VADDPS       Y2, Y5, Y5
-	VMULPS       Y5, Y4, Y2
-	VMULPS       Y0, Y3, Y0
-	VSUBPS       Y0, Y2, Y2
-	VMULPS       Y1, Y2, Y2
-	VMULPS       Y1, Y3, Y0
-	VMULPS       Y0, Y4, Y0
-	VMOVSS       X0, (R9)(R8*4)
-	CMPQ         R10, $0x08
-	JL           dxsetp_4lo
-	VEXTRACTPS   $0x01, X0, 4(R9)(R8*4)
-	CMPQ         R10, $0x0c
-	JL           dxsetp_4lo
-	VEXTRACTPS   $0x02, X0, 8(R9)(R8*4)
-	CMPQ         R10, $0x10
-	JL           dxsetp_4lo
-	VEXTRACTPS   $0x03, X0, 12(R9)(R8*4)
-	VEXTRACTF128 $0x01, Y0, X0
-	CMPQ         R10, $0x14
-	JL           dxsetp_4lo
-	VEXTRACTPS   $0x00, X0, 16(R9)(R8*4)
-	CMPQ         R10, $0x18
-	JL           dxsetp_4lo
-	VEXTRACTPS   $0x01, X0, 20(R9)(R8*4)
-	CMPQ         R10, $0x1c
-	JL           dxsetp_4lo
-	VEXTRACTPS   $0x02, X0, 24(R9)(R8*4)
-
-dxsetp_4lo:
-	VMOVSS       X2, (CX)(R8*4)
-	CMPQ         R10, $0x08
-	JL           dxsetp_5lo
-	VEXTRACTPS   $0x01, X2, 4(CX)(R8*4)
-	CMPQ         R10, $0x0c
-	JL           dxsetp_5lo
-	VEXTRACTPS   $0x02, X2, 8(CX)(R8*4)
-	CMPQ         R10, $0x10
-	JL           dxsetp_5lo
-	VEXTRACTPS   $0x03, X2, 12(CX)(R8*4)
-	VEXTRACTF128 $0x01, Y2, X0
-	CMPQ         R10, $0x14
-	JL           dxsetp_5lo
-	VEXTRACTPS   $0x00, X0, 16(CX)(R8*4)
-	CMPQ         R10, $0x18
-	JL           dxsetp_5lo
-	VEXTRACTPS   $0x01, X0, 20(CX)(R8*4)
-	CMPQ         R10, $0x1c
-	JL           dxsetp_5lo
-	VEXTRACTPS   $0x02, X0, 24(CX)(R8*4)
-
-dxsetp_5lo:
 rowdoneset:
 	JMP rowdone
 
@@ -46883,161 +43588,23 @@ dxaddnt:
 	MOVQ job_d+0(AX), R11
 
 dxaddhead:
-	MOVQ      R11, R12
-	SHLQ      $0x02, R12
-	VXORPS    Y3, Y3, Y3
-	VMOVSS    (DX)(R8*4), X3
-	CMPQ      R12, $0x08
-	JL        dxaddh_1lo
-	VINSERTPS $0x10, 4(DX)(R8*4), X3, X3
-	CMPQ      R12, $0x0c
-	JL        dxaddh_1lo
-	VINSERTPS $0x20, 8(DX)(R8*4), X3, X3
-	CMPQ      R12, $0x10
-	JL        dxaddh_1lo
-	VINSERTPS $0x30, 12(DX)(R8*4), X3, X3
-	CMPQ      R12, $0x14
-	JL        dxaddh_1lo
-	VMOVSS    16(DX)(R8*4), X4
-	CMPQ      R12, $0x18
-	JL        dxaddh_1hi
-	VINSERTPS $0x10, 20(DX)(R8*4), X4, X4
-	CMPQ      R12, $0x1c
-	JL        dxaddh_1hi
-	VINSERTPS $0x20, 24(DX)(R8*4), X4, X4
-
-dxaddh_1hi:
-	VINSERTF128 $0x01, X4, Y3, Y3
-
-dxaddh_1lo:
-	VXORPS    Y4, Y4, Y4
-	VMOVSS    (BX)(R8*4), X4
-	CMPQ      R12, $0x08
-	JL        dxaddh_2lo
-	VINSERTPS $0x10, 4(BX)(R8*4), X4, X4
-	CMPQ      R12, $0x0c
-	JL        dxaddh_2lo
-	VINSERTPS $0x20, 8(BX)(R8*4), X4, X4
-	CMPQ      R12, $0x10
-	JL        dxaddh_2lo
-	VINSERTPS $0x30, 12(BX)(R8*4), X4, X4
-	CMPQ      R12, $0x14
-	JL        dxaddh_2lo
-	VMOVSS    16(BX)(R8*4), X5
-	CMPQ      R12, $0x18
-	JL        dxaddh_2hi
-	VINSERTPS $0x10, 20(BX)(R8*4), X5, X5
-	CMPQ      R12, $0x1c
-	JL        dxaddh_2hi
-	VINSERTPS $0x20, 24(BX)(R8*4), X5, X5
-
-dxaddh_2hi:
-	VINSERTF128 $0x01, X5, Y4, Y4
-
-dxaddh_2lo:
-	VXORPS    Y5, Y5, Y5
-	VMOVSS    (SI)(R8*4), X5
-	CMPQ      R12, $0x08
-	JL        dxaddh_3lo
-	VINSERTPS $0x10, 4(SI)(R8*4), X5, X5
-	CMPQ      R12, $0x0c
-	JL        dxaddh_3lo
-	VINSERTPS $0x20, 8(SI)(R8*4), X5, X5
-	CMPQ      R12, $0x10
-	JL        dxaddh_3lo
-	VINSERTPS $0x30, 12(SI)(R8*4), X5, X5
-	CMPQ      R12, $0x14
-	JL        dxaddh_3lo
-	VMOVSS    16(SI)(R8*4), X6
-	CMPQ      R12, $0x18
-	JL        dxaddh_3hi
-	VINSERTPS $0x10, 20(SI)(R8*4), X6, X6
-	CMPQ      R12, $0x1c
-	JL        dxaddh_3hi
-	VINSERTPS $0x20, 24(SI)(R8*4), X6, X6
-
-dxaddh_3hi:
-	VINSERTF128 $0x01, X6, Y5, Y5
-
-dxaddh_3lo:
-	VADDPS    Y2, Y5, Y5
-	VMULPS    Y5, Y4, Y5
-	VMULPS    Y0, Y3, Y6
-	VSUBPS    Y6, Y5, Y5
-	VMULPS    Y1, Y5, Y5
-	VMULPS    Y1, Y3, Y3
-	VMULPS    Y3, Y4, Y3
-	VXORPS    Y4, Y4, Y4
-	VMOVSS    (R9)(R8*4), X4
-	CMPQ      R12, $0x08
-	JL        dxaddh_4lo
-	VINSERTPS $0x10, 4(R9)(R8*4), X4, X4
-	CMPQ      R12, $0x0c
-	JL        dxaddh_4lo
-	VINSERTPS $0x20, 8(R9)(R8*4), X4, X4
-	CMPQ      R12, $0x10
-	JL        dxaddh_4lo
-	VINSERTPS $0x30, 12(R9)(R8*4), X4, X4
-	CMPQ      R12, $0x14
-	JL        dxaddh_4lo
-	VMOVSS    16(R9)(R8*4), X6
-	CMPQ      R12, $0x18
-	JL        dxaddh_4hi
-	VINSERTPS $0x10, 20(R9)(R8*4), X6, X6
-	CMPQ      R12, $0x1c
-	JL        dxaddh_4hi
-	VINSERTPS $0x20, 24(R9)(R8*4), X6, X6
-
-dxaddh_4hi:
-	VINSERTF128 $0x01, X6, Y4, Y4
-
-dxaddh_4lo:
-	VADDPS       Y3, Y4, Y4
-	VMOVSS       X4, (R9)(R8*4)
-	CMPQ         R12, $0x08
-	JL           dxaddh_5lo
-	VEXTRACTPS   $0x01, X4, 4(R9)(R8*4)
-	CMPQ         R12, $0x0c
-	JL           dxaddh_5lo
-	VEXTRACTPS   $0x02, X4, 8(R9)(R8*4)
-	CMPQ         R12, $0x10
-	JL           dxaddh_5lo
-	VEXTRACTPS   $0x03, X4, 12(R9)(R8*4)
-	VEXTRACTF128 $0x01, Y4, X3
-	CMPQ         R12, $0x14
-	JL           dxaddh_5lo
-	VEXTRACTPS   $0x00, X3, 16(R9)(R8*4)
-	CMPQ         R12, $0x18
-	JL           dxaddh_5lo
-	VEXTRACTPS   $0x01, X3, 20(R9)(R8*4)
-	CMPQ         R12, $0x1c
-	JL           dxaddh_5lo
-	VEXTRACTPS   $0x02, X3, 24(R9)(R8*4)
-
-dxaddh_5lo:
-	VMOVSS       X5, (CX)(R8*4)
-	CMPQ         R12, $0x08
-	JL           dxaddh_6lo
-	VEXTRACTPS   $0x01, X5, 4(CX)(R8*4)
-	CMPQ         R12, $0x0c
-	JL           dxaddh_6lo
-	VEXTRACTPS   $0x02, X5, 8(CX)(R8*4)
-	CMPQ         R12, $0x10
-	JL           dxaddh_6lo
-	VEXTRACTPS   $0x03, X5, 12(CX)(R8*4)
-	VEXTRACTF128 $0x01, Y5, X3
-	CMPQ         R12, $0x14
-	JL           dxaddh_6lo
-	VEXTRACTPS   $0x00, X3, 16(CX)(R8*4)
-	CMPQ         R12, $0x18
-	JL           dxaddh_6lo
-	VEXTRACTPS   $0x01, X3, 20(CX)(R8*4)
-	CMPQ         R12, $0x1c
-	JL           dxaddh_6lo
-	VEXTRACTPS   $0x02, X3, 24(CX)(R8*4)
-
-dxaddh_6lo:
-	ADDQ R11, R8
+dxaddheadloop:
+	VMOVSS (DX)(R8*4), X3
+	VMOVSS (BX)(R8*4), X4
+	VMOVSS (SI)(R8*4), X5
+	VADDSS X2, X5, X5
+	VMULSS X5, X4, X5
+	VMULSS X0, X3, X6
+	VSUBSS X6, X5, X6
+	VMULSS X1, X6, X6
+	VMULSS X1, X3, X3
+	VMULSS X3, X4, X3
+	VADDSS (R9)(R8*4), X3, X3
+	VMOVSS X3, (R9)(R8*4)
+	VMOVSS X6, (CX)(R8*4)
+	INCQ   R8
+	CMPQ   R8, R11
+	JL     dxaddheadloop
 
 dxaddntloop:
 	CMPQ     R8, R10
@@ -47125,162 +43692,28 @@ dxaddoneloop:
 	JMP     dxaddoneloop
 
 dxaddpart:
-	MOVQ      job_d+0(AX), R10
-	SUBQ      R8, R10
-	JZ        rowdoneadd
-	SHLQ      $0x02, R10
-	VXORPS    Y3, Y3, Y3
-	VMOVSS    (DX)(R8*4), X3
-	CMPQ      R10, $0x08
-	JL        dxaddp_1lo
-	VINSERTPS $0x10, 4(DX)(R8*4), X3, X3
-	CMPQ      R10, $0x0c
-	JL        dxaddp_1lo
-	VINSERTPS $0x20, 8(DX)(R8*4), X3, X3
-	CMPQ      R10, $0x10
-	JL        dxaddp_1lo
-	VINSERTPS $0x30, 12(DX)(R8*4), X3, X3
-	CMPQ      R10, $0x14
-	JL        dxaddp_1lo
-	VMOVSS    16(DX)(R8*4), X4
-	CMPQ      R10, $0x18
-	JL        dxaddp_1hi
-	VINSERTPS $0x10, 20(DX)(R8*4), X4, X4
-	CMPQ      R10, $0x1c
-	JL        dxaddp_1hi
-	VINSERTPS $0x20, 24(DX)(R8*4), X4, X4
+	MOVQ job_d+0(AX), R10
+	SUBQ R8, R10
+	JZ   rowdoneadd
 
-dxaddp_1hi:
-	VINSERTF128 $0x01, X4, Y3, Y3
+dxaddtailloop:
+	VMOVSS (DX)(R8*4), X3
+	VMOVSS (BX)(R8*4), X4
+	VMOVSS (SI)(R8*4), X5
+	VADDSS X2, X5, X5
+	VMULSS X5, X4, X5
+	VMULSS X0, X3, X6
+	VSUBSS X6, X5, X6
+	VMULSS X1, X6, X6
+	VMULSS X1, X3, X3
+	VMULSS X3, X4, X3
+	VADDSS (R9)(R8*4), X3, X3
+	VMOVSS X3, (R9)(R8*4)
+	VMOVSS X6, (CX)(R8*4)
+	INCQ   R8
+	CMPQ   R8, job_d+0(AX)
+	JL     dxaddtailloop
 
-dxaddp_1lo:
-	VXORPS    Y4, Y4, Y4
-	VMOVSS    (BX)(R8*4), X4
-	CMPQ      R10, $0x08
-	JL        dxaddp_2lo
-	VINSERTPS $0x10, 4(BX)(R8*4), X4, X4
-	CMPQ      R10, $0x0c
-	JL        dxaddp_2lo
-	VINSERTPS $0x20, 8(BX)(R8*4), X4, X4
-	CMPQ      R10, $0x10
-	JL        dxaddp_2lo
-	VINSERTPS $0x30, 12(BX)(R8*4), X4, X4
-	CMPQ      R10, $0x14
-	JL        dxaddp_2lo
-	VMOVSS    16(BX)(R8*4), X5
-	CMPQ      R10, $0x18
-	JL        dxaddp_2hi
-	VINSERTPS $0x10, 20(BX)(R8*4), X5, X5
-	CMPQ      R10, $0x1c
-	JL        dxaddp_2hi
-	VINSERTPS $0x20, 24(BX)(R8*4), X5, X5
-
-dxaddp_2hi:
-	VINSERTF128 $0x01, X5, Y4, Y4
-
-dxaddp_2lo:
-	VXORPS    Y5, Y5, Y5
-	VMOVSS    (SI)(R8*4), X5
-	CMPQ      R10, $0x08
-	JL        dxaddp_3lo
-	VINSERTPS $0x10, 4(SI)(R8*4), X5, X5
-	CMPQ      R10, $0x0c
-	JL        dxaddp_3lo
-	VINSERTPS $0x20, 8(SI)(R8*4), X5, X5
-	CMPQ      R10, $0x10
-	JL        dxaddp_3lo
-	VINSERTPS $0x30, 12(SI)(R8*4), X5, X5
-	CMPQ      R10, $0x14
-	JL        dxaddp_3lo
-	VMOVSS    16(SI)(R8*4), X6
-	CMPQ      R10, $0x18
-	JL        dxaddp_3hi
-	VINSERTPS $0x10, 20(SI)(R8*4), X6, X6
-	CMPQ      R10, $0x1c
-	JL        dxaddp_3hi
-	VINSERTPS $0x20, 24(SI)(R8*4), X6, X6
-
-dxaddp_3hi:
-	VINSERTF128 $0x01, X6, Y5, Y5
-
-dxaddp_3lo:
-	VADDPS    Y2, Y5, Y5
-	VMULPS    Y5, Y4, Y2
-	VMULPS    Y0, Y3, Y0
-	VSUBPS    Y0, Y2, Y2
-	VMULPS    Y1, Y2, Y2
-	VMULPS    Y1, Y3, Y0
-	VMULPS    Y0, Y4, Y0
-	VXORPS    Y1, Y1, Y1
-	VMOVSS    (R9)(R8*4), X1
-	CMPQ      R10, $0x08
-	JL        dxaddp_4lo
-	VINSERTPS $0x10, 4(R9)(R8*4), X1, X1
-	CMPQ      R10, $0x0c
-	JL        dxaddp_4lo
-	VINSERTPS $0x20, 8(R9)(R8*4), X1, X1
-	CMPQ      R10, $0x10
-	JL        dxaddp_4lo
-	VINSERTPS $0x30, 12(R9)(R8*4), X1, X1
-	CMPQ      R10, $0x14
-	JL        dxaddp_4lo
-	VMOVSS    16(R9)(R8*4), X3
-	CMPQ      R10, $0x18
-	JL        dxaddp_4hi
-	VINSERTPS $0x10, 20(R9)(R8*4), X3, X3
-	CMPQ      R10, $0x1c
-	JL        dxaddp_4hi
-	VINSERTPS $0x20, 24(R9)(R8*4), X3, X3
-
-dxaddp_4hi:
-	VINSERTF128 $0x01, X3, Y1, Y1
-
-dxaddp_4lo:
-	VADDPS       Y0, Y1, Y1
-	VMOVSS       X1, (R9)(R8*4)
-	CMPQ         R10, $0x08
-	JL           dxaddp_5lo
-	VEXTRACTPS   $0x01, X1, 4(R9)(R8*4)
-	CMPQ         R10, $0x0c
-	JL           dxaddp_5lo
-	VEXTRACTPS   $0x02, X1, 8(R9)(R8*4)
-	CMPQ         R10, $0x10
-	JL           dxaddp_5lo
-	VEXTRACTPS   $0x03, X1, 12(R9)(R8*4)
-	VEXTRACTF128 $0x01, Y1, X0
-	CMPQ         R10, $0x14
-	JL           dxaddp_5lo
-	VEXTRACTPS   $0x00, X0, 16(R9)(R8*4)
-	CMPQ         R10, $0x18
-	JL           dxaddp_5lo
-	VEXTRACTPS   $0x01, X0, 20(R9)(R8*4)
-	CMPQ         R10, $0x1c
-	JL           dxaddp_5lo
-	VEXTRACTPS   $0x02, X0, 24(R9)(R8*4)
-
-dxaddp_5lo:
-	VMOVSS       X2, (CX)(R8*4)
-	CMPQ         R10, $0x08
-	JL           dxaddp_6lo
-	VEXTRACTPS   $0x01, X2, 4(CX)(R8*4)
-	CMPQ         R10, $0x0c
-	JL           dxaddp_6lo
-	VEXTRACTPS   $0x02, X2, 8(CX)(R8*4)
-	CMPQ         R10, $0x10
-	JL           dxaddp_6lo
-	VEXTRACTPS   $0x03, X2, 12(CX)(R8*4)
-	VEXTRACTF128 $0x01, Y2, X0
-	CMPQ         R10, $0x14
-	JL           dxaddp_6lo
-	VEXTRACTPS   $0x00, X0, 16(CX)(R8*4)
-	CMPQ         R10, $0x18
-	JL           dxaddp_6lo
-	VEXTRACTPS   $0x01, X0, 20(CX)(R8*4)
-	CMPQ         R10, $0x1c
-	JL           dxaddp_6lo
-	VEXTRACTPS   $0x02, X0, 24(CX)(R8*4)
-
-dxaddp_6lo:
 rowdoneadd:
 	JMP rowdone
 
@@ -47373,187 +43806,24 @@ dxfuselastnt:
 	MOVQ job_d+0(AX), R12
 
 dxfuselasthead:
-	MOVQ      R12, R13
-	SHLQ      $0x02, R13
-	VXORPS    Y3, Y3, Y3
-	VMOVSS    (DX)(R10*4), X3
-	CMPQ      R13, $0x08
-	JL        dxfuselasth_1lo
-	VINSERTPS $0x10, 4(DX)(R10*4), X3, X3
-	CMPQ      R13, $0x0c
-	JL        dxfuselasth_1lo
-	VINSERTPS $0x20, 8(DX)(R10*4), X3, X3
-	CMPQ      R13, $0x10
-	JL        dxfuselasth_1lo
-	VINSERTPS $0x30, 12(DX)(R10*4), X3, X3
-	CMPQ      R13, $0x14
-	JL        dxfuselasth_1lo
-	VMOVSS    16(DX)(R10*4), X4
-	CMPQ      R13, $0x18
-	JL        dxfuselasth_1hi
-	VINSERTPS $0x10, 20(DX)(R10*4), X4, X4
-	CMPQ      R13, $0x1c
-	JL        dxfuselasth_1hi
-	VINSERTPS $0x20, 24(DX)(R10*4), X4, X4
-
-dxfuselasth_1hi:
-	VINSERTF128 $0x01, X4, Y3, Y3
-
-dxfuselasth_1lo:
-	VXORPS    Y4, Y4, Y4
-	VMOVSS    (BX)(R10*4), X4
-	CMPQ      R13, $0x08
-	JL        dxfuselasth_2lo
-	VINSERTPS $0x10, 4(BX)(R10*4), X4, X4
-	CMPQ      R13, $0x0c
-	JL        dxfuselasth_2lo
-	VINSERTPS $0x20, 8(BX)(R10*4), X4, X4
-	CMPQ      R13, $0x10
-	JL        dxfuselasth_2lo
-	VINSERTPS $0x30, 12(BX)(R10*4), X4, X4
-	CMPQ      R13, $0x14
-	JL        dxfuselasth_2lo
-	VMOVSS    16(BX)(R10*4), X5
-	CMPQ      R13, $0x18
-	JL        dxfuselasth_2hi
-	VINSERTPS $0x10, 20(BX)(R10*4), X5, X5
-	CMPQ      R13, $0x1c
-	JL        dxfuselasth_2hi
-	VINSERTPS $0x20, 24(BX)(R10*4), X5, X5
-
-dxfuselasth_2hi:
-	VINSERTF128 $0x01, X5, Y4, Y4
-
-dxfuselasth_2lo:
-	VXORPS    Y5, Y5, Y5
-	VMOVSS    (SI)(R10*4), X5
-	CMPQ      R13, $0x08
-	JL        dxfuselasth_3lo
-	VINSERTPS $0x10, 4(SI)(R10*4), X5, X5
-	CMPQ      R13, $0x0c
-	JL        dxfuselasth_3lo
-	VINSERTPS $0x20, 8(SI)(R10*4), X5, X5
-	CMPQ      R13, $0x10
-	JL        dxfuselasth_3lo
-	VINSERTPS $0x30, 12(SI)(R10*4), X5, X5
-	CMPQ      R13, $0x14
-	JL        dxfuselasth_3lo
-	VMOVSS    16(SI)(R10*4), X6
-	CMPQ      R13, $0x18
-	JL        dxfuselasth_3hi
-	VINSERTPS $0x10, 20(SI)(R10*4), X6, X6
-	CMPQ      R13, $0x1c
-	JL        dxfuselasth_3hi
-	VINSERTPS $0x20, 24(SI)(R10*4), X6, X6
-
-dxfuselasth_3hi:
-	VINSERTF128 $0x01, X6, Y5, Y5
-
-dxfuselasth_3lo:
-	VADDPS    Y2, Y5, Y5
-	VMULPS    Y5, Y4, Y5
-	VMULPS    Y0, Y3, Y6
-	VSUBPS    Y6, Y5, Y5
-	VMULPS    Y1, Y5, Y5
-	VMULPS    Y1, Y3, Y3
-	VMULPS    Y3, Y4, Y3
-	VXORPS    Y4, Y4, Y4
-	VMOVSS    (R9)(R10*4), X4
-	CMPQ      R13, $0x08
-	JL        dxfuselasth_4lo
-	VINSERTPS $0x10, 4(R9)(R10*4), X4, X4
-	CMPQ      R13, $0x0c
-	JL        dxfuselasth_4lo
-	VINSERTPS $0x20, 8(R9)(R10*4), X4, X4
-	CMPQ      R13, $0x10
-	JL        dxfuselasth_4lo
-	VINSERTPS $0x30, 12(R9)(R10*4), X4, X4
-	CMPQ      R13, $0x14
-	JL        dxfuselasth_4lo
-	VMOVSS    16(R9)(R10*4), X6
-	CMPQ      R13, $0x18
-	JL        dxfuselasth_4hi
-	VINSERTPS $0x10, 20(R9)(R10*4), X6, X6
-	CMPQ      R13, $0x1c
-	JL        dxfuselasth_4hi
-	VINSERTPS $0x20, 24(R9)(R10*4), X6, X6
-
-dxfuselasth_4hi:
-	VINSERTF128 $0x01, X6, Y4, Y4
-
-dxfuselasth_4lo:
-	VADDPS    Y3, Y4, Y4
-	VXORPS    Y3, Y3, Y3
-	VMOVSS    (R8)(R10*4), X3
-	CMPQ      R13, $0x08
-	JL        dxfuselasth_5lo
-	VINSERTPS $0x10, 4(R8)(R10*4), X3, X3
-	CMPQ      R13, $0x0c
-	JL        dxfuselasth_5lo
-	VINSERTPS $0x20, 8(R8)(R10*4), X3, X3
-	CMPQ      R13, $0x10
-	JL        dxfuselasth_5lo
-	VINSERTPS $0x30, 12(R8)(R10*4), X3, X3
-	CMPQ      R13, $0x14
-	JL        dxfuselasth_5lo
-	VMOVSS    16(R8)(R10*4), X6
-	CMPQ      R13, $0x18
-	JL        dxfuselasth_5hi
-	VINSERTPS $0x10, 20(R8)(R10*4), X6, X6
-	CMPQ      R13, $0x1c
-	JL        dxfuselasth_5hi
-	VINSERTPS $0x20, 24(R8)(R10*4), X6, X6
-
-dxfuselasth_5hi:
-	VINSERTF128 $0x01, X6, Y3, Y3
-
-dxfuselasth_5lo:
-	VADDPS       Y4, Y3, Y3
-	VMOVSS       X3, (R8)(R10*4)
-	CMPQ         R13, $0x08
-	JL           dxfuselasth_6lo
-	VEXTRACTPS   $0x01, X3, 4(R8)(R10*4)
-	CMPQ         R13, $0x0c
-	JL           dxfuselasth_6lo
-	VEXTRACTPS   $0x02, X3, 8(R8)(R10*4)
-	CMPQ         R13, $0x10
-	JL           dxfuselasth_6lo
-	VEXTRACTPS   $0x03, X3, 12(R8)(R10*4)
-	VEXTRACTF128 $0x01, Y3, X3
-	CMPQ         R13, $0x14
-	JL           dxfuselasth_6lo
-	VEXTRACTPS   $0x00, X3, 16(R8)(R10*4)
-	CMPQ         R13, $0x18
-	JL           dxfuselasth_6lo
-	VEXTRACTPS   $0x01, X3, 20(R8)(R10*4)
-	CMPQ         R13, $0x1c
-	JL           dxfuselasth_6lo
-	VEXTRACTPS   $0x02, X3, 24(R8)(R10*4)
-
-dxfuselasth_6lo:
-	VMOVSS       X5, (CX)(R10*4)
-	CMPQ         R13, $0x08
-	JL           dxfuselasth_7lo
-	VEXTRACTPS   $0x01, X5, 4(CX)(R10*4)
-	CMPQ         R13, $0x0c
-	JL           dxfuselasth_7lo
-	VEXTRACTPS   $0x02, X5, 8(CX)(R10*4)
-	CMPQ         R13, $0x10
-	JL           dxfuselasth_7lo
-	VEXTRACTPS   $0x03, X5, 12(CX)(R10*4)
-	VEXTRACTF128 $0x01, Y5, X3
-	CMPQ         R13, $0x14
-	JL           dxfuselasth_7lo
-	VEXTRACTPS   $0x00, X3, 16(CX)(R10*4)
-	CMPQ         R13, $0x18
-	JL           dxfuselasth_7lo
-	VEXTRACTPS   $0x01, X3, 20(CX)(R10*4)
-	CMPQ         R13, $0x1c
-	JL           dxfuselasth_7lo
-	VEXTRACTPS   $0x02, X3, 24(CX)(R10*4)
-
-dxfuselasth_7lo:
-	ADDQ R12, R10
+dxfuselastheadloop:
+	VMOVSS (DX)(R10*4), X3
+	VMOVSS (BX)(R10*4), X4
+	VMOVSS (SI)(R10*4), X5
+	VADDSS X2, X5, X5
+	VMULSS X5, X4, X5
+	VMULSS X0, X3, X6
+	VSUBSS X6, X5, X6
+	VMULSS X1, X6, X6
+	VMULSS X1, X3, X3
+	VMULSS X3, X4, X3
+	VADDSS (R9)(R10*4), X3, X3
+	VADDSS (R8)(R10*4), X3, X3
+	VMOVSS X3, (R8)(R10*4)
+	VMOVSS X6, (CX)(R10*4)
+	INCQ   R10
+	CMPQ   R10, R12
+	JL     dxfuselastheadloop
 
 dxfuselastntloop:
 	CMPQ     R10, R11
@@ -47651,188 +43921,29 @@ dxfuselastoneloop:
 	JMP     dxfuselastoneloop
 
 dxfuselastpart:
-	MOVQ      job_d+0(AX), R11
-	SUBQ      R10, R11
-	JZ        rowdonefuselast
-	SHLQ      $0x02, R11
-	VXORPS    Y3, Y3, Y3
-	VMOVSS    (DX)(R10*4), X3
-	CMPQ      R11, $0x08
-	JL        dxfuselastp_1lo
-	VINSERTPS $0x10, 4(DX)(R10*4), X3, X3
-	CMPQ      R11, $0x0c
-	JL        dxfuselastp_1lo
-	VINSERTPS $0x20, 8(DX)(R10*4), X3, X3
-	CMPQ      R11, $0x10
-	JL        dxfuselastp_1lo
-	VINSERTPS $0x30, 12(DX)(R10*4), X3, X3
-	CMPQ      R11, $0x14
-	JL        dxfuselastp_1lo
-	VMOVSS    16(DX)(R10*4), X4
-	CMPQ      R11, $0x18
-	JL        dxfuselastp_1hi
-	VINSERTPS $0x10, 20(DX)(R10*4), X4, X4
-	CMPQ      R11, $0x1c
-	JL        dxfuselastp_1hi
-	VINSERTPS $0x20, 24(DX)(R10*4), X4, X4
+	MOVQ job_d+0(AX), R11
+	SUBQ R10, R11
+	JZ   rowdonefuselast
 
-dxfuselastp_1hi:
-	VINSERTF128 $0x01, X4, Y3, Y3
+dxfuselasttailloop:
+	VMOVSS (DX)(R10*4), X3
+	VMOVSS (BX)(R10*4), X4
+	VMOVSS (SI)(R10*4), X5
+	VADDSS X2, X5, X5
+	VMULSS X5, X4, X5
+	VMULSS X0, X3, X6
+	VSUBSS X6, X5, X6
+	VMULSS X1, X6, X6
+	VMULSS X1, X3, X3
+	VMULSS X3, X4, X3
+	VADDSS (R9)(R10*4), X3, X3
+	VADDSS (R8)(R10*4), X3, X3
+	VMOVSS X3, (R8)(R10*4)
+	VMOVSS X6, (CX)(R10*4)
+	INCQ   R10
+	CMPQ   R10, job_d+0(AX)
+	JL     dxfuselasttailloop
 
-dxfuselastp_1lo:
-	VXORPS    Y4, Y4, Y4
-	VMOVSS    (BX)(R10*4), X4
-	CMPQ      R11, $0x08
-	JL        dxfuselastp_2lo
-	VINSERTPS $0x10, 4(BX)(R10*4), X4, X4
-	CMPQ      R11, $0x0c
-	JL        dxfuselastp_2lo
-	VINSERTPS $0x20, 8(BX)(R10*4), X4, X4
-	CMPQ      R11, $0x10
-	JL        dxfuselastp_2lo
-	VINSERTPS $0x30, 12(BX)(R10*4), X4, X4
-	CMPQ      R11, $0x14
-	JL        dxfuselastp_2lo
-	VMOVSS    16(BX)(R10*4), X5
-	CMPQ      R11, $0x18
-	JL        dxfuselastp_2hi
-	VINSERTPS $0x10, 20(BX)(R10*4), X5, X5
-	CMPQ      R11, $0x1c
-	JL        dxfuselastp_2hi
-	VINSERTPS $0x20, 24(BX)(R10*4), X5, X5
-
-dxfuselastp_2hi:
-	VINSERTF128 $0x01, X5, Y4, Y4
-
-dxfuselastp_2lo:
-	VXORPS    Y5, Y5, Y5
-	VMOVSS    (SI)(R10*4), X5
-	CMPQ      R11, $0x08
-	JL        dxfuselastp_3lo
-	VINSERTPS $0x10, 4(SI)(R10*4), X5, X5
-	CMPQ      R11, $0x0c
-	JL        dxfuselastp_3lo
-	VINSERTPS $0x20, 8(SI)(R10*4), X5, X5
-	CMPQ      R11, $0x10
-	JL        dxfuselastp_3lo
-	VINSERTPS $0x30, 12(SI)(R10*4), X5, X5
-	CMPQ      R11, $0x14
-	JL        dxfuselastp_3lo
-	VMOVSS    16(SI)(R10*4), X6
-	CMPQ      R11, $0x18
-	JL        dxfuselastp_3hi
-	VINSERTPS $0x10, 20(SI)(R10*4), X6, X6
-	CMPQ      R11, $0x1c
-	JL        dxfuselastp_3hi
-	VINSERTPS $0x20, 24(SI)(R10*4), X6, X6
-
-dxfuselastp_3hi:
-	VINSERTF128 $0x01, X6, Y5, Y5
-
-dxfuselastp_3lo:
-	VADDPS    Y2, Y5, Y5
-	VMULPS    Y5, Y4, Y2
-	VMULPS    Y0, Y3, Y0
-	VSUBPS    Y0, Y2, Y2
-	VMULPS    Y1, Y2, Y2
-	VMULPS    Y1, Y3, Y0
-	VMULPS    Y0, Y4, Y0
-	VXORPS    Y1, Y1, Y1
-	VMOVSS    (R9)(R10*4), X1
-	CMPQ      R11, $0x08
-	JL        dxfuselastp_4lo
-	VINSERTPS $0x10, 4(R9)(R10*4), X1, X1
-	CMPQ      R11, $0x0c
-	JL        dxfuselastp_4lo
-	VINSERTPS $0x20, 8(R9)(R10*4), X1, X1
-	CMPQ      R11, $0x10
-	JL        dxfuselastp_4lo
-	VINSERTPS $0x30, 12(R9)(R10*4), X1, X1
-	CMPQ      R11, $0x14
-	JL        dxfuselastp_4lo
-	VMOVSS    16(R9)(R10*4), X3
-	CMPQ      R11, $0x18
-	JL        dxfuselastp_4hi
-	VINSERTPS $0x10, 20(R9)(R10*4), X3, X3
-	CMPQ      R11, $0x1c
-	JL        dxfuselastp_4hi
-	VINSERTPS $0x20, 24(R9)(R10*4), X3, X3
-
-dxfuselastp_4hi:
-	VINSERTF128 $0x01, X3, Y1, Y1
-
-dxfuselastp_4lo:
-	VADDPS    Y0, Y1, Y1
-	VXORPS    Y0, Y0, Y0
-	VMOVSS    (R8)(R10*4), X0
-	CMPQ      R11, $0x08
-	JL        dxfuselastp_5lo
-	VINSERTPS $0x10, 4(R8)(R10*4), X0, X0
-	CMPQ      R11, $0x0c
-	JL        dxfuselastp_5lo
-	VINSERTPS $0x20, 8(R8)(R10*4), X0, X0
-	CMPQ      R11, $0x10
-	JL        dxfuselastp_5lo
-	VINSERTPS $0x30, 12(R8)(R10*4), X0, X0
-	CMPQ      R11, $0x14
-	JL        dxfuselastp_5lo
-	VMOVSS    16(R8)(R10*4), X3
-	CMPQ      R11, $0x18
-	JL        dxfuselastp_5hi
-	VINSERTPS $0x10, 20(R8)(R10*4), X3, X3
-	CMPQ      R11, $0x1c
-	JL        dxfuselastp_5hi
-	VINSERTPS $0x20, 24(R8)(R10*4), X3, X3
-
-dxfuselastp_5hi:
-	VINSERTF128 $0x01, X3, Y0, Y0
-
-dxfuselastp_5lo:
-	VADDPS       Y1, Y0, Y0
-	VMOVSS       X0, (R8)(R10*4)
-	CMPQ         R11, $0x08
-	JL           dxfuselastp_6lo
-	VEXTRACTPS   $0x01, X0, 4(R8)(R10*4)
-	CMPQ         R11, $0x0c
-	JL           dxfuselastp_6lo
-	VEXTRACTPS   $0x02, X0, 8(R8)(R10*4)
-	CMPQ         R11, $0x10
-	JL           dxfuselastp_6lo
-	VEXTRACTPS   $0x03, X0, 12(R8)(R10*4)
-	VEXTRACTF128 $0x01, Y0, X0
-	CMPQ         R11, $0x14
-	JL           dxfuselastp_6lo
-	VEXTRACTPS   $0x00, X0, 16(R8)(R10*4)
-	CMPQ         R11, $0x18
-	JL           dxfuselastp_6lo
-	VEXTRACTPS   $0x01, X0, 20(R8)(R10*4)
-	CMPQ         R11, $0x1c
-	JL           dxfuselastp_6lo
-	VEXTRACTPS   $0x02, X0, 24(R8)(R10*4)
-
-dxfuselastp_6lo:
-	VMOVSS       X2, (CX)(R10*4)
-	CMPQ         R11, $0x08
-	JL           dxfuselastp_7lo
-	VEXTRACTPS   $0x01, X2, 4(CX)(R10*4)
-	CMPQ         R11, $0x0c
-	JL           dxfuselastp_7lo
-	VEXTRACTPS   $0x02, X2, 8(CX)(R10*4)
-	CMPQ         R11, $0x10
-	JL           dxfuselastp_7lo
-	VEXTRACTPS   $0x03, X2, 12(CX)(R10*4)
-	VEXTRACTF128 $0x01, Y2, X0
-	CMPQ         R11, $0x14
-	JL           dxfuselastp_7lo
-	VEXTRACTPS   $0x00, X0, 16(CX)(R10*4)
-	CMPQ         R11, $0x18
-	JL           dxfuselastp_7lo
-	VEXTRACTPS   $0x01, X0, 20(CX)(R10*4)
-	CMPQ         R11, $0x1c
-	JL           dxfuselastp_7lo
-	VEXTRACTPS   $0x02, X0, 24(CX)(R10*4)
-
-dxfuselastp_7lo:
 rowdonefuselast:
 	JMP rowdone
 
@@ -47917,161 +44028,23 @@ dxfusesinglent:
 	MOVQ job_d+0(AX), R11
 
 dxfusesinglehead:
-	MOVQ      R11, R12
-	SHLQ      $0x02, R12
-	VXORPS    Y3, Y3, Y3
-	VMOVSS    (DX)(R9*4), X3
-	CMPQ      R12, $0x08
-	JL        dxfusesingleh_1lo
-	VINSERTPS $0x10, 4(DX)(R9*4), X3, X3
-	CMPQ      R12, $0x0c
-	JL        dxfusesingleh_1lo
-	VINSERTPS $0x20, 8(DX)(R9*4), X3, X3
-	CMPQ      R12, $0x10
-	JL        dxfusesingleh_1lo
-	VINSERTPS $0x30, 12(DX)(R9*4), X3, X3
-	CMPQ      R12, $0x14
-	JL        dxfusesingleh_1lo
-	VMOVSS    16(DX)(R9*4), X4
-	CMPQ      R12, $0x18
-	JL        dxfusesingleh_1hi
-	VINSERTPS $0x10, 20(DX)(R9*4), X4, X4
-	CMPQ      R12, $0x1c
-	JL        dxfusesingleh_1hi
-	VINSERTPS $0x20, 24(DX)(R9*4), X4, X4
-
-dxfusesingleh_1hi:
-	VINSERTF128 $0x01, X4, Y3, Y3
-
-dxfusesingleh_1lo:
-	VXORPS    Y4, Y4, Y4
-	VMOVSS    (BX)(R9*4), X4
-	CMPQ      R12, $0x08
-	JL        dxfusesingleh_2lo
-	VINSERTPS $0x10, 4(BX)(R9*4), X4, X4
-	CMPQ      R12, $0x0c
-	JL        dxfusesingleh_2lo
-	VINSERTPS $0x20, 8(BX)(R9*4), X4, X4
-	CMPQ      R12, $0x10
-	JL        dxfusesingleh_2lo
-	VINSERTPS $0x30, 12(BX)(R9*4), X4, X4
-	CMPQ      R12, $0x14
-	JL        dxfusesingleh_2lo
-	VMOVSS    16(BX)(R9*4), X5
-	CMPQ      R12, $0x18
-	JL        dxfusesingleh_2hi
-	VINSERTPS $0x10, 20(BX)(R9*4), X5, X5
-	CMPQ      R12, $0x1c
-	JL        dxfusesingleh_2hi
-	VINSERTPS $0x20, 24(BX)(R9*4), X5, X5
-
-dxfusesingleh_2hi:
-	VINSERTF128 $0x01, X5, Y4, Y4
-
-dxfusesingleh_2lo:
-	VXORPS    Y5, Y5, Y5
-	VMOVSS    (SI)(R9*4), X5
-	CMPQ      R12, $0x08
-	JL        dxfusesingleh_3lo
-	VINSERTPS $0x10, 4(SI)(R9*4), X5, X5
-	CMPQ      R12, $0x0c
-	JL        dxfusesingleh_3lo
-	VINSERTPS $0x20, 8(SI)(R9*4), X5, X5
-	CMPQ      R12, $0x10
-	JL        dxfusesingleh_3lo
-	VINSERTPS $0x30, 12(SI)(R9*4), X5, X5
-	CMPQ      R12, $0x14
-	JL        dxfusesingleh_3lo
-	VMOVSS    16(SI)(R9*4), X6
-	CMPQ      R12, $0x18
-	JL        dxfusesingleh_3hi
-	VINSERTPS $0x10, 20(SI)(R9*4), X6, X6
-	CMPQ      R12, $0x1c
-	JL        dxfusesingleh_3hi
-	VINSERTPS $0x20, 24(SI)(R9*4), X6, X6
-
-dxfusesingleh_3hi:
-	VINSERTF128 $0x01, X6, Y5, Y5
-
-dxfusesingleh_3lo:
-	VADDPS    Y2, Y5, Y5
-	VMULPS    Y5, Y4, Y5
-	VMULPS    Y0, Y3, Y6
-	VSUBPS    Y6, Y5, Y5
-	VMULPS    Y1, Y5, Y5
-	VMULPS    Y1, Y3, Y3
-	VMULPS    Y3, Y4, Y3
-	VXORPS    Y4, Y4, Y4
-	VMOVSS    (R8)(R9*4), X4
-	CMPQ      R12, $0x08
-	JL        dxfusesingleh_4lo
-	VINSERTPS $0x10, 4(R8)(R9*4), X4, X4
-	CMPQ      R12, $0x0c
-	JL        dxfusesingleh_4lo
-	VINSERTPS $0x20, 8(R8)(R9*4), X4, X4
-	CMPQ      R12, $0x10
-	JL        dxfusesingleh_4lo
-	VINSERTPS $0x30, 12(R8)(R9*4), X4, X4
-	CMPQ      R12, $0x14
-	JL        dxfusesingleh_4lo
-	VMOVSS    16(R8)(R9*4), X6
-	CMPQ      R12, $0x18
-	JL        dxfusesingleh_4hi
-	VINSERTPS $0x10, 20(R8)(R9*4), X6, X6
-	CMPQ      R12, $0x1c
-	JL        dxfusesingleh_4hi
-	VINSERTPS $0x20, 24(R8)(R9*4), X6, X6
-
-dxfusesingleh_4hi:
-	VINSERTF128 $0x01, X6, Y4, Y4
-
-dxfusesingleh_4lo:
-	VADDPS       Y3, Y4, Y4
-	VMOVSS       X4, (R8)(R9*4)
-	CMPQ         R12, $0x08
-	JL           dxfusesingleh_5lo
-	VEXTRACTPS   $0x01, X4, 4(R8)(R9*4)
-	CMPQ         R12, $0x0c
-	JL           dxfusesingleh_5lo
-	VEXTRACTPS   $0x02, X4, 8(R8)(R9*4)
-	CMPQ         R12, $0x10
-	JL           dxfusesingleh_5lo
-	VEXTRACTPS   $0x03, X4, 12(R8)(R9*4)
-	VEXTRACTF128 $0x01, Y4, X3
-	CMPQ         R12, $0x14
-	JL           dxfusesingleh_5lo
-	VEXTRACTPS   $0x00, X3, 16(R8)(R9*4)
-	CMPQ         R12, $0x18
-	JL           dxfusesingleh_5lo
-	VEXTRACTPS   $0x01, X3, 20(R8)(R9*4)
-	CMPQ         R12, $0x1c
-	JL           dxfusesingleh_5lo
-	VEXTRACTPS   $0x02, X3, 24(R8)(R9*4)
-
-dxfusesingleh_5lo:
-	VMOVSS       X5, (CX)(R9*4)
-	CMPQ         R12, $0x08
-	JL           dxfusesingleh_6lo
-	VEXTRACTPS   $0x01, X5, 4(CX)(R9*4)
-	CMPQ         R12, $0x0c
-	JL           dxfusesingleh_6lo
-	VEXTRACTPS   $0x02, X5, 8(CX)(R9*4)
-	CMPQ         R12, $0x10
-	JL           dxfusesingleh_6lo
-	VEXTRACTPS   $0x03, X5, 12(CX)(R9*4)
-	VEXTRACTF128 $0x01, Y5, X3
-	CMPQ         R12, $0x14
-	JL           dxfusesingleh_6lo
-	VEXTRACTPS   $0x00, X3, 16(CX)(R9*4)
-	CMPQ         R12, $0x18
-	JL           dxfusesingleh_6lo
-	VEXTRACTPS   $0x01, X3, 20(CX)(R9*4)
-	CMPQ         R12, $0x1c
-	JL           dxfusesingleh_6lo
-	VEXTRACTPS   $0x02, X3, 24(CX)(R9*4)
-
-dxfusesingleh_6lo:
-	ADDQ R11, R9
+dxfusesingleheadloop:
+	VMOVSS (DX)(R9*4), X3
+	VMOVSS (BX)(R9*4), X4
+	VMOVSS (SI)(R9*4), X5
+	VADDSS X2, X5, X5
+	VMULSS X5, X4, X5
+	VMULSS X0, X3, X6
+	VSUBSS X6, X5, X6
+	VMULSS X1, X6, X6
+	VMULSS X1, X3, X3
+	VMULSS X3, X4, X3
+	VADDSS (R8)(R9*4), X3, X3
+	VMOVSS X3, (R8)(R9*4)
+	VMOVSS X6, (CX)(R9*4)
+	INCQ   R9
+	CMPQ   R9, R11
+	JL     dxfusesingleheadloop
 
 dxfusesinglentloop:
 	CMPQ     R9, R10
@@ -48159,162 +44132,28 @@ dxfusesingleoneloop:
 	JMP     dxfusesingleoneloop
 
 dxfusesinglepart:
-	MOVQ      job_d+0(AX), R10
-	SUBQ      R9, R10
-	JZ        rowdonefusesingle
-	SHLQ      $0x02, R10
-	VXORPS    Y3, Y3, Y3
-	VMOVSS    (DX)(R9*4), X3
-	CMPQ      R10, $0x08
-	JL        dxfusesinglep_1lo
-	VINSERTPS $0x10, 4(DX)(R9*4), X3, X3
-	CMPQ      R10, $0x0c
-	JL        dxfusesinglep_1lo
-	VINSERTPS $0x20, 8(DX)(R9*4), X3, X3
-	CMPQ      R10, $0x10
-	JL        dxfusesinglep_1lo
-	VINSERTPS $0x30, 12(DX)(R9*4), X3, X3
-	CMPQ      R10, $0x14
-	JL        dxfusesinglep_1lo
-	VMOVSS    16(DX)(R9*4), X4
-	CMPQ      R10, $0x18
-	JL        dxfusesinglep_1hi
-	VINSERTPS $0x10, 20(DX)(R9*4), X4, X4
-	CMPQ      R10, $0x1c
-	JL        dxfusesinglep_1hi
-	VINSERTPS $0x20, 24(DX)(R9*4), X4, X4
+	MOVQ job_d+0(AX), R10
+	SUBQ R9, R10
+	JZ   rowdonefusesingle
 
-dxfusesinglep_1hi:
-	VINSERTF128 $0x01, X4, Y3, Y3
+dxfusesingletailloop:
+	VMOVSS (DX)(R9*4), X3
+	VMOVSS (BX)(R9*4), X4
+	VMOVSS (SI)(R9*4), X5
+	VADDSS X2, X5, X5
+	VMULSS X5, X4, X5
+	VMULSS X0, X3, X6
+	VSUBSS X6, X5, X6
+	VMULSS X1, X6, X6
+	VMULSS X1, X3, X3
+	VMULSS X3, X4, X3
+	VADDSS (R8)(R9*4), X3, X3
+	VMOVSS X3, (R8)(R9*4)
+	VMOVSS X6, (CX)(R9*4)
+	INCQ   R9
+	CMPQ   R9, job_d+0(AX)
+	JL     dxfusesingletailloop
 
-dxfusesinglep_1lo:
-	VXORPS    Y4, Y4, Y4
-	VMOVSS    (BX)(R9*4), X4
-	CMPQ      R10, $0x08
-	JL        dxfusesinglep_2lo
-	VINSERTPS $0x10, 4(BX)(R9*4), X4, X4
-	CMPQ      R10, $0x0c
-	JL        dxfusesinglep_2lo
-	VINSERTPS $0x20, 8(BX)(R9*4), X4, X4
-	CMPQ      R10, $0x10
-	JL        dxfusesinglep_2lo
-	VINSERTPS $0x30, 12(BX)(R9*4), X4, X4
-	CMPQ      R10, $0x14
-	JL        dxfusesinglep_2lo
-	VMOVSS    16(BX)(R9*4), X5
-	CMPQ      R10, $0x18
-	JL        dxfusesinglep_2hi
-	VINSERTPS $0x10, 20(BX)(R9*4), X5, X5
-	CMPQ      R10, $0x1c
-	JL        dxfusesinglep_2hi
-	VINSERTPS $0x20, 24(BX)(R9*4), X5, X5
-
-dxfusesinglep_2hi:
-	VINSERTF128 $0x01, X5, Y4, Y4
-
-dxfusesinglep_2lo:
-	VXORPS    Y5, Y5, Y5
-	VMOVSS    (SI)(R9*4), X5
-	CMPQ      R10, $0x08
-	JL        dxfusesinglep_3lo
-	VINSERTPS $0x10, 4(SI)(R9*4), X5, X5
-	CMPQ      R10, $0x0c
-	JL        dxfusesinglep_3lo
-	VINSERTPS $0x20, 8(SI)(R9*4), X5, X5
-	CMPQ      R10, $0x10
-	JL        dxfusesinglep_3lo
-	VINSERTPS $0x30, 12(SI)(R9*4), X5, X5
-	CMPQ      R10, $0x14
-	JL        dxfusesinglep_3lo
-	VMOVSS    16(SI)(R9*4), X6
-	CMPQ      R10, $0x18
-	JL        dxfusesinglep_3hi
-	VINSERTPS $0x10, 20(SI)(R9*4), X6, X6
-	CMPQ      R10, $0x1c
-	JL        dxfusesinglep_3hi
-	VINSERTPS $0x20, 24(SI)(R9*4), X6, X6
-
-dxfusesinglep_3hi:
-	VINSERTF128 $0x01, X6, Y5, Y5
-
-dxfusesinglep_3lo:
-	VADDPS    Y2, Y5, Y5
-	VMULPS    Y5, Y4, Y2
-	VMULPS    Y0, Y3, Y0
-	VSUBPS    Y0, Y2, Y2
-	VMULPS    Y1, Y2, Y2
-	VMULPS    Y1, Y3, Y0
-	VMULPS    Y0, Y4, Y0
-	VXORPS    Y1, Y1, Y1
-	VMOVSS    (R8)(R9*4), X1
-	CMPQ      R10, $0x08
-	JL        dxfusesinglep_4lo
-	VINSERTPS $0x10, 4(R8)(R9*4), X1, X1
-	CMPQ      R10, $0x0c
-	JL        dxfusesinglep_4lo
-	VINSERTPS $0x20, 8(R8)(R9*4), X1, X1
-	CMPQ      R10, $0x10
-	JL        dxfusesinglep_4lo
-	VINSERTPS $0x30, 12(R8)(R9*4), X1, X1
-	CMPQ      R10, $0x14
-	JL        dxfusesinglep_4lo
-	VMOVSS    16(R8)(R9*4), X3
-	CMPQ      R10, $0x18
-	JL        dxfusesinglep_4hi
-	VINSERTPS $0x10, 20(R8)(R9*4), X3, X3
-	CMPQ      R10, $0x1c
-	JL        dxfusesinglep_4hi
-	VINSERTPS $0x20, 24(R8)(R9*4), X3, X3
-
-dxfusesinglep_4hi:
-	VINSERTF128 $0x01, X3, Y1, Y1
-
-dxfusesinglep_4lo:
-	VADDPS       Y0, Y1, Y1
-	VMOVSS       X1, (R8)(R9*4)
-	CMPQ         R10, $0x08
-	JL           dxfusesinglep_5lo
-	VEXTRACTPS   $0x01, X1, 4(R8)(R9*4)
-	CMPQ         R10, $0x0c
-	JL           dxfusesinglep_5lo
-	VEXTRACTPS   $0x02, X1, 8(R8)(R9*4)
-	CMPQ         R10, $0x10
-	JL           dxfusesinglep_5lo
-	VEXTRACTPS   $0x03, X1, 12(R8)(R9*4)
-	VEXTRACTF128 $0x01, Y1, X0
-	CMPQ         R10, $0x14
-	JL           dxfusesinglep_5lo
-	VEXTRACTPS   $0x00, X0, 16(R8)(R9*4)
-	CMPQ         R10, $0x18
-	JL           dxfusesinglep_5lo
-	VEXTRACTPS   $0x01, X0, 20(R8)(R9*4)
-	CMPQ         R10, $0x1c
-	JL           dxfusesinglep_5lo
-	VEXTRACTPS   $0x02, X0, 24(R8)(R9*4)
-
-dxfusesinglep_5lo:
-	VMOVSS       X2, (CX)(R9*4)
-	CMPQ         R10, $0x08
-	JL           dxfusesinglep_6lo
-	VEXTRACTPS   $0x01, X2, 4(CX)(R9*4)
-	CMPQ         R10, $0x0c
-	JL           dxfusesinglep_6lo
-	VEXTRACTPS   $0x02, X2, 8(CX)(R9*4)
-	CMPQ         R10, $0x10
-	JL           dxfusesinglep_6lo
-	VEXTRACTPS   $0x03, X2, 12(CX)(R9*4)
-	VEXTRACTF128 $0x01, Y2, X0
-	CMPQ         R10, $0x14
-	JL           dxfusesinglep_6lo
-	VEXTRACTPS   $0x00, X0, 16(CX)(R9*4)
-	CMPQ         R10, $0x18
-	JL           dxfusesinglep_6lo
-	VEXTRACTPS   $0x01, X0, 20(CX)(R9*4)
-	CMPQ         R10, $0x1c
-	JL           dxfusesinglep_6lo
-	VEXTRACTPS   $0x02, X0, 24(CX)(R9*4)
-
-dxfusesinglep_6lo:
 rowdonefusesingle:
 rowdone:
 	// Next row.
@@ -48337,7 +44176,7 @@ vzero:
 
 // func avx2BackwardUnweighted(j uintptr, from int, to int) int
 // Requires: AVX, AVX2, MMX+
-TEXT ·avx2BackwardUnweighted(SB), NOSPLIT, $16-32
+TEXT ·avx2BackwardUnweighted(SB), NOSPLIT, $528-32
 	// avx2BackwardUnweighted computes the gradient of rows [from, to) of the job: with g = dy, c the
 	// contract's sum of g*x and s = ((inv*inv)*c)/d, dx = inv*(g - x*s); and, when the job has a
 	// weight gradient, the products dy*(x*inv) into the row block's partial sum (see gradBlock).
@@ -48469,267 +44308,65 @@ sumsstail:
 	JMP     sumssdone
 
 sumsspart0:
-	SUBQ      $0x00000000, R8
-	JZ        sumssdone
-	SHLQ      $0x02, R8
-	VXORPS    Y8, Y8, Y8
-	VMOVSS    (DX)(DI*4), X8
-	CMPQ      R8, $0x08
-	JL        sumssp0_1lo
-	VINSERTPS $0x10, 4(DX)(DI*4), X8, X8
-	CMPQ      R8, $0x0c
-	JL        sumssp0_1lo
-	VINSERTPS $0x20, 8(DX)(DI*4), X8, X8
-	CMPQ      R8, $0x10
-	JL        sumssp0_1lo
-	VINSERTPS $0x30, 12(DX)(DI*4), X8, X8
-	CMPQ      R8, $0x14
-	JL        sumssp0_1lo
-	VMOVSS    16(DX)(DI*4), X9
-	CMPQ      R8, $0x18
-	JL        sumssp0_1hi
-	VINSERTPS $0x10, 20(DX)(DI*4), X9, X9
-	CMPQ      R8, $0x1c
-	JL        sumssp0_1hi
-	VINSERTPS $0x20, 24(DX)(DI*4), X9, X9
-
-sumssp0_1hi:
-	VINSERTF128 $0x01, X9, Y8, Y8
-
-sumssp0_1lo:
-	VMULPS Y8, Y8, Y8
-	VADDPS Y8, Y0, Y0
-	JMP    sumssdone
+	MOVQ $0x00000000, R9
+	JMP  sumssscalar
 
 sumsspart1:
-	SUBQ      $0x00000008, R8
-	JZ        sumssdone
-	SHLQ      $0x02, R8
-	VXORPS    Y8, Y8, Y8
-	VMOVSS    32(DX)(DI*4), X8
-	CMPQ      R8, $0x08
-	JL        sumssp1_1lo
-	VINSERTPS $0x10, 36(DX)(DI*4), X8, X8
-	CMPQ      R8, $0x0c
-	JL        sumssp1_1lo
-	VINSERTPS $0x20, 40(DX)(DI*4), X8, X8
-	CMPQ      R8, $0x10
-	JL        sumssp1_1lo
-	VINSERTPS $0x30, 44(DX)(DI*4), X8, X8
-	CMPQ      R8, $0x14
-	JL        sumssp1_1lo
-	VMOVSS    48(DX)(DI*4), X9
-	CMPQ      R8, $0x18
-	JL        sumssp1_1hi
-	VINSERTPS $0x10, 52(DX)(DI*4), X9, X9
-	CMPQ      R8, $0x1c
-	JL        sumssp1_1hi
-	VINSERTPS $0x20, 56(DX)(DI*4), X9, X9
-
-sumssp1_1hi:
-	VINSERTF128 $0x01, X9, Y8, Y8
-
-sumssp1_1lo:
-	VMULPS Y8, Y8, Y8
-	VADDPS Y8, Y1, Y1
-	JMP    sumssdone
+	MOVQ $0x00000008, R9
+	JMP  sumssscalar
 
 sumsspart2:
-	SUBQ      $0x00000010, R8
-	JZ        sumssdone
-	SHLQ      $0x02, R8
-	VXORPS    Y8, Y8, Y8
-	VMOVSS    64(DX)(DI*4), X8
-	CMPQ      R8, $0x08
-	JL        sumssp2_1lo
-	VINSERTPS $0x10, 68(DX)(DI*4), X8, X8
-	CMPQ      R8, $0x0c
-	JL        sumssp2_1lo
-	VINSERTPS $0x20, 72(DX)(DI*4), X8, X8
-	CMPQ      R8, $0x10
-	JL        sumssp2_1lo
-	VINSERTPS $0x30, 76(DX)(DI*4), X8, X8
-	CMPQ      R8, $0x14
-	JL        sumssp2_1lo
-	VMOVSS    80(DX)(DI*4), X9
-	CMPQ      R8, $0x18
-	JL        sumssp2_1hi
-	VINSERTPS $0x10, 84(DX)(DI*4), X9, X9
-	CMPQ      R8, $0x1c
-	JL        sumssp2_1hi
-	VINSERTPS $0x20, 88(DX)(DI*4), X9, X9
-
-sumssp2_1hi:
-	VINSERTF128 $0x01, X9, Y8, Y8
-
-sumssp2_1lo:
-	VMULPS Y8, Y8, Y8
-	VADDPS Y8, Y2, Y2
-	JMP    sumssdone
+	MOVQ $0x00000010, R9
+	JMP  sumssscalar
 
 sumsspart3:
-	SUBQ      $0x00000018, R8
-	JZ        sumssdone
-	SHLQ      $0x02, R8
-	VXORPS    Y8, Y8, Y8
-	VMOVSS    96(DX)(DI*4), X8
-	CMPQ      R8, $0x08
-	JL        sumssp3_1lo
-	VINSERTPS $0x10, 100(DX)(DI*4), X8, X8
-	CMPQ      R8, $0x0c
-	JL        sumssp3_1lo
-	VINSERTPS $0x20, 104(DX)(DI*4), X8, X8
-	CMPQ      R8, $0x10
-	JL        sumssp3_1lo
-	VINSERTPS $0x30, 108(DX)(DI*4), X8, X8
-	CMPQ      R8, $0x14
-	JL        sumssp3_1lo
-	VMOVSS    112(DX)(DI*4), X9
-	CMPQ      R8, $0x18
-	JL        sumssp3_1hi
-	VINSERTPS $0x10, 116(DX)(DI*4), X9, X9
-	CMPQ      R8, $0x1c
-	JL        sumssp3_1hi
-	VINSERTPS $0x20, 120(DX)(DI*4), X9, X9
-
-sumssp3_1hi:
-	VINSERTF128 $0x01, X9, Y8, Y8
-
-sumssp3_1lo:
-	VMULPS Y8, Y8, Y8
-	VADDPS Y8, Y3, Y3
-	JMP    sumssdone
+	MOVQ $0x00000018, R9
+	JMP  sumssscalar
 
 sumsspart4:
-	SUBQ      $0x00000020, R8
-	JZ        sumssdone
-	SHLQ      $0x02, R8
-	VXORPS    Y8, Y8, Y8
-	VMOVSS    128(DX)(DI*4), X8
-	CMPQ      R8, $0x08
-	JL        sumssp4_1lo
-	VINSERTPS $0x10, 132(DX)(DI*4), X8, X8
-	CMPQ      R8, $0x0c
-	JL        sumssp4_1lo
-	VINSERTPS $0x20, 136(DX)(DI*4), X8, X8
-	CMPQ      R8, $0x10
-	JL        sumssp4_1lo
-	VINSERTPS $0x30, 140(DX)(DI*4), X8, X8
-	CMPQ      R8, $0x14
-	JL        sumssp4_1lo
-	VMOVSS    144(DX)(DI*4), X9
-	CMPQ      R8, $0x18
-	JL        sumssp4_1hi
-	VINSERTPS $0x10, 148(DX)(DI*4), X9, X9
-	CMPQ      R8, $0x1c
-	JL        sumssp4_1hi
-	VINSERTPS $0x20, 152(DX)(DI*4), X9, X9
-
-sumssp4_1hi:
-	VINSERTF128 $0x01, X9, Y8, Y8
-
-sumssp4_1lo:
-	VMULPS Y8, Y8, Y8
-	VADDPS Y8, Y4, Y4
-	JMP    sumssdone
+	MOVQ $0x00000020, R9
+	JMP  sumssscalar
 
 sumsspart5:
-	SUBQ      $0x00000028, R8
-	JZ        sumssdone
-	SHLQ      $0x02, R8
-	VXORPS    Y8, Y8, Y8
-	VMOVSS    160(DX)(DI*4), X8
-	CMPQ      R8, $0x08
-	JL        sumssp5_1lo
-	VINSERTPS $0x10, 164(DX)(DI*4), X8, X8
-	CMPQ      R8, $0x0c
-	JL        sumssp5_1lo
-	VINSERTPS $0x20, 168(DX)(DI*4), X8, X8
-	CMPQ      R8, $0x10
-	JL        sumssp5_1lo
-	VINSERTPS $0x30, 172(DX)(DI*4), X8, X8
-	CMPQ      R8, $0x14
-	JL        sumssp5_1lo
-	VMOVSS    176(DX)(DI*4), X9
-	CMPQ      R8, $0x18
-	JL        sumssp5_1hi
-	VINSERTPS $0x10, 180(DX)(DI*4), X9, X9
-	CMPQ      R8, $0x1c
-	JL        sumssp5_1hi
-	VINSERTPS $0x20, 184(DX)(DI*4), X9, X9
-
-sumssp5_1hi:
-	VINSERTF128 $0x01, X9, Y8, Y8
-
-sumssp5_1lo:
-	VMULPS Y8, Y8, Y8
-	VADDPS Y8, Y5, Y5
-	JMP    sumssdone
+	MOVQ $0x00000028, R9
+	JMP  sumssscalar
 
 sumsspart6:
-	SUBQ      $0x00000030, R8
-	JZ        sumssdone
-	SHLQ      $0x02, R8
-	VXORPS    Y8, Y8, Y8
-	VMOVSS    192(DX)(DI*4), X8
-	CMPQ      R8, $0x08
-	JL        sumssp6_1lo
-	VINSERTPS $0x10, 196(DX)(DI*4), X8, X8
-	CMPQ      R8, $0x0c
-	JL        sumssp6_1lo
-	VINSERTPS $0x20, 200(DX)(DI*4), X8, X8
-	CMPQ      R8, $0x10
-	JL        sumssp6_1lo
-	VINSERTPS $0x30, 204(DX)(DI*4), X8, X8
-	CMPQ      R8, $0x14
-	JL        sumssp6_1lo
-	VMOVSS    208(DX)(DI*4), X9
-	CMPQ      R8, $0x18
-	JL        sumssp6_1hi
-	VINSERTPS $0x10, 212(DX)(DI*4), X9, X9
-	CMPQ      R8, $0x1c
-	JL        sumssp6_1hi
-	VINSERTPS $0x20, 216(DX)(DI*4), X9, X9
-
-sumssp6_1hi:
-	VINSERTF128 $0x01, X9, Y8, Y8
-
-sumssp6_1lo:
-	VMULPS Y8, Y8, Y8
-	VADDPS Y8, Y6, Y6
-	JMP    sumssdone
+	MOVQ $0x00000030, R9
+	JMP  sumssscalar
 
 sumsspart7:
-	SUBQ      $0x00000038, R8
-	JZ        sumssdone
-	SHLQ      $0x02, R8
-	VXORPS    Y8, Y8, Y8
-	VMOVSS    224(DX)(DI*4), X8
-	CMPQ      R8, $0x08
-	JL        sumssp7_1lo
-	VINSERTPS $0x10, 228(DX)(DI*4), X8, X8
-	CMPQ      R8, $0x0c
-	JL        sumssp7_1lo
-	VINSERTPS $0x20, 232(DX)(DI*4), X8, X8
-	CMPQ      R8, $0x10
-	JL        sumssp7_1lo
-	VINSERTPS $0x30, 236(DX)(DI*4), X8, X8
-	CMPQ      R8, $0x14
-	JL        sumssp7_1lo
-	VMOVSS    240(DX)(DI*4), X9
-	CMPQ      R8, $0x18
-	JL        sumssp7_1hi
-	VINSERTPS $0x10, 244(DX)(DI*4), X9, X9
-	CMPQ      R8, $0x1c
-	JL        sumssp7_1hi
-	VINSERTPS $0x20, 248(DX)(DI*4), X9, X9
+	MOVQ $0x00000038, R9
 
-sumssp7_1hi:
-	VINSERTF128 $0x01, X9, Y8, Y8
+sumssscalar:
+	CMPQ    R9, R8
+	JGE     sumssdone
+	VMOVUPS Y0, 16(SP)
+	VMOVUPS Y1, 48(SP)
+	VMOVUPS Y2, 80(SP)
+	VMOVUPS Y3, 112(SP)
+	VMOVUPS Y4, 144(SP)
+	VMOVUPS Y5, 176(SP)
+	VMOVUPS Y6, 208(SP)
+	VMOVUPS Y7, 240(SP)
 
-sumssp7_1lo:
-	VMULPS Y8, Y8, Y8
-	VADDPS Y8, Y7, Y7
+sumssscalarloop:
+	LEAQ    (DI)(R9*1), R10
+	VMOVSS  (DX)(R10*4), X0
+	VMULSS  X0, X0, X0
+	VADDSS  16(SP)(R9*4), X0, X0
+	VMOVSS  X0, 16(SP)(R9*4)
+	INCQ    R9
+	CMPQ    R9, R8
+	JL      sumssscalarloop
+	VMOVUPS 16(SP), Y0
+	VMOVUPS 48(SP), Y1
+	VMOVUPS 80(SP), Y2
+	VMOVUPS 112(SP), Y3
+	VMOVUPS 144(SP), Y4
+	VMOVUPS 176(SP), Y5
+	VMOVUPS 208(SP), Y6
+	VMOVUPS 240(SP), Y7
 
 sumssdone:
 	VADDPS       Y4, Y0, Y0
@@ -48880,467 +44517,66 @@ sumctail:
 	JMP     sumcdone
 
 sumcpart0:
-	SUBQ      $0x00000000, R8
-	JZ        sumcdone
-	SHLQ      $0x02, R8
-	VXORPS    Y9, Y9, Y9
-	VMOVSS    (DX)(DI*4), X9
-	CMPQ      R8, $0x08
-	JL        sumcp0_1lo
-	VINSERTPS $0x10, 4(DX)(DI*4), X9, X9
-	CMPQ      R8, $0x0c
-	JL        sumcp0_1lo
-	VINSERTPS $0x20, 8(DX)(DI*4), X9, X9
-	CMPQ      R8, $0x10
-	JL        sumcp0_1lo
-	VINSERTPS $0x30, 12(DX)(DI*4), X9, X9
-	CMPQ      R8, $0x14
-	JL        sumcp0_1lo
-	VMOVSS    16(DX)(DI*4), X10
-	CMPQ      R8, $0x18
-	JL        sumcp0_1hi
-	VINSERTPS $0x10, 20(DX)(DI*4), X10, X10
-	CMPQ      R8, $0x1c
-	JL        sumcp0_1hi
-	VINSERTPS $0x20, 24(DX)(DI*4), X10, X10
-
-sumcp0_1hi:
-	VINSERTF128 $0x01, X10, Y9, Y9
-
-sumcp0_1lo:
-	VXORPS    Y10, Y10, Y10
-	VMOVSS    (BX)(DI*4), X10
-	CMPQ      R8, $0x08
-	JL        sumcp0_2lo
-	VINSERTPS $0x10, 4(BX)(DI*4), X10, X10
-	CMPQ      R8, $0x0c
-	JL        sumcp0_2lo
-	VINSERTPS $0x20, 8(BX)(DI*4), X10, X10
-	CMPQ      R8, $0x10
-	JL        sumcp0_2lo
-	VINSERTPS $0x30, 12(BX)(DI*4), X10, X10
-	CMPQ      R8, $0x14
-	JL        sumcp0_2lo
-	VMOVSS    16(BX)(DI*4), X11
-	CMPQ      R8, $0x18
-	JL        sumcp0_2hi
-	VINSERTPS $0x10, 20(BX)(DI*4), X11, X11
-	CMPQ      R8, $0x1c
-	JL        sumcp0_2hi
-	VINSERTPS $0x20, 24(BX)(DI*4), X11, X11
-
-sumcp0_2hi:
-	VINSERTF128 $0x01, X11, Y10, Y10
-
-sumcp0_2lo:
-	VMULPS Y9, Y10, Y10
-	VADDPS Y10, Y0, Y0
-	JMP    sumcdone
+	MOVQ $0x00000000, R9
+	JMP  sumcscalar
 
 sumcpart1:
-	SUBQ      $0x00000008, R8
-	JZ        sumcdone
-	SHLQ      $0x02, R8
-	VXORPS    Y9, Y9, Y9
-	VMOVSS    32(DX)(DI*4), X9
-	CMPQ      R8, $0x08
-	JL        sumcp1_1lo
-	VINSERTPS $0x10, 36(DX)(DI*4), X9, X9
-	CMPQ      R8, $0x0c
-	JL        sumcp1_1lo
-	VINSERTPS $0x20, 40(DX)(DI*4), X9, X9
-	CMPQ      R8, $0x10
-	JL        sumcp1_1lo
-	VINSERTPS $0x30, 44(DX)(DI*4), X9, X9
-	CMPQ      R8, $0x14
-	JL        sumcp1_1lo
-	VMOVSS    48(DX)(DI*4), X10
-	CMPQ      R8, $0x18
-	JL        sumcp1_1hi
-	VINSERTPS $0x10, 52(DX)(DI*4), X10, X10
-	CMPQ      R8, $0x1c
-	JL        sumcp1_1hi
-	VINSERTPS $0x20, 56(DX)(DI*4), X10, X10
-
-sumcp1_1hi:
-	VINSERTF128 $0x01, X10, Y9, Y9
-
-sumcp1_1lo:
-	VXORPS    Y10, Y10, Y10
-	VMOVSS    32(BX)(DI*4), X10
-	CMPQ      R8, $0x08
-	JL        sumcp1_2lo
-	VINSERTPS $0x10, 36(BX)(DI*4), X10, X10
-	CMPQ      R8, $0x0c
-	JL        sumcp1_2lo
-	VINSERTPS $0x20, 40(BX)(DI*4), X10, X10
-	CMPQ      R8, $0x10
-	JL        sumcp1_2lo
-	VINSERTPS $0x30, 44(BX)(DI*4), X10, X10
-	CMPQ      R8, $0x14
-	JL        sumcp1_2lo
-	VMOVSS    48(BX)(DI*4), X11
-	CMPQ      R8, $0x18
-	JL        sumcp1_2hi
-	VINSERTPS $0x10, 52(BX)(DI*4), X11, X11
-	CMPQ      R8, $0x1c
-	JL        sumcp1_2hi
-	VINSERTPS $0x20, 56(BX)(DI*4), X11, X11
-
-sumcp1_2hi:
-	VINSERTF128 $0x01, X11, Y10, Y10
-
-sumcp1_2lo:
-	VMULPS Y9, Y10, Y10
-	VADDPS Y10, Y2, Y2
-	JMP    sumcdone
+	MOVQ $0x00000008, R9
+	JMP  sumcscalar
 
 sumcpart2:
-	SUBQ      $0x00000010, R8
-	JZ        sumcdone
-	SHLQ      $0x02, R8
-	VXORPS    Y9, Y9, Y9
-	VMOVSS    64(DX)(DI*4), X9
-	CMPQ      R8, $0x08
-	JL        sumcp2_1lo
-	VINSERTPS $0x10, 68(DX)(DI*4), X9, X9
-	CMPQ      R8, $0x0c
-	JL        sumcp2_1lo
-	VINSERTPS $0x20, 72(DX)(DI*4), X9, X9
-	CMPQ      R8, $0x10
-	JL        sumcp2_1lo
-	VINSERTPS $0x30, 76(DX)(DI*4), X9, X9
-	CMPQ      R8, $0x14
-	JL        sumcp2_1lo
-	VMOVSS    80(DX)(DI*4), X10
-	CMPQ      R8, $0x18
-	JL        sumcp2_1hi
-	VINSERTPS $0x10, 84(DX)(DI*4), X10, X10
-	CMPQ      R8, $0x1c
-	JL        sumcp2_1hi
-	VINSERTPS $0x20, 88(DX)(DI*4), X10, X10
-
-sumcp2_1hi:
-	VINSERTF128 $0x01, X10, Y9, Y9
-
-sumcp2_1lo:
-	VXORPS    Y10, Y10, Y10
-	VMOVSS    64(BX)(DI*4), X10
-	CMPQ      R8, $0x08
-	JL        sumcp2_2lo
-	VINSERTPS $0x10, 68(BX)(DI*4), X10, X10
-	CMPQ      R8, $0x0c
-	JL        sumcp2_2lo
-	VINSERTPS $0x20, 72(BX)(DI*4), X10, X10
-	CMPQ      R8, $0x10
-	JL        sumcp2_2lo
-	VINSERTPS $0x30, 76(BX)(DI*4), X10, X10
-	CMPQ      R8, $0x14
-	JL        sumcp2_2lo
-	VMOVSS    80(BX)(DI*4), X11
-	CMPQ      R8, $0x18
-	JL        sumcp2_2hi
-	VINSERTPS $0x10, 84(BX)(DI*4), X11, X11
-	CMPQ      R8, $0x1c
-	JL        sumcp2_2hi
-	VINSERTPS $0x20, 88(BX)(DI*4), X11, X11
-
-sumcp2_2hi:
-	VINSERTF128 $0x01, X11, Y10, Y10
-
-sumcp2_2lo:
-	VMULPS Y9, Y10, Y10
-	VADDPS Y10, Y3, Y3
-	JMP    sumcdone
+	MOVQ $0x00000010, R9
+	JMP  sumcscalar
 
 sumcpart3:
-	SUBQ      $0x00000018, R8
-	JZ        sumcdone
-	SHLQ      $0x02, R8
-	VXORPS    Y9, Y9, Y9
-	VMOVSS    96(DX)(DI*4), X9
-	CMPQ      R8, $0x08
-	JL        sumcp3_1lo
-	VINSERTPS $0x10, 100(DX)(DI*4), X9, X9
-	CMPQ      R8, $0x0c
-	JL        sumcp3_1lo
-	VINSERTPS $0x20, 104(DX)(DI*4), X9, X9
-	CMPQ      R8, $0x10
-	JL        sumcp3_1lo
-	VINSERTPS $0x30, 108(DX)(DI*4), X9, X9
-	CMPQ      R8, $0x14
-	JL        sumcp3_1lo
-	VMOVSS    112(DX)(DI*4), X10
-	CMPQ      R8, $0x18
-	JL        sumcp3_1hi
-	VINSERTPS $0x10, 116(DX)(DI*4), X10, X10
-	CMPQ      R8, $0x1c
-	JL        sumcp3_1hi
-	VINSERTPS $0x20, 120(DX)(DI*4), X10, X10
-
-sumcp3_1hi:
-	VINSERTF128 $0x01, X10, Y9, Y9
-
-sumcp3_1lo:
-	VXORPS    Y10, Y10, Y10
-	VMOVSS    96(BX)(DI*4), X10
-	CMPQ      R8, $0x08
-	JL        sumcp3_2lo
-	VINSERTPS $0x10, 100(BX)(DI*4), X10, X10
-	CMPQ      R8, $0x0c
-	JL        sumcp3_2lo
-	VINSERTPS $0x20, 104(BX)(DI*4), X10, X10
-	CMPQ      R8, $0x10
-	JL        sumcp3_2lo
-	VINSERTPS $0x30, 108(BX)(DI*4), X10, X10
-	CMPQ      R8, $0x14
-	JL        sumcp3_2lo
-	VMOVSS    112(BX)(DI*4), X11
-	CMPQ      R8, $0x18
-	JL        sumcp3_2hi
-	VINSERTPS $0x10, 116(BX)(DI*4), X11, X11
-	CMPQ      R8, $0x1c
-	JL        sumcp3_2hi
-	VINSERTPS $0x20, 120(BX)(DI*4), X11, X11
-
-sumcp3_2hi:
-	VINSERTF128 $0x01, X11, Y10, Y10
-
-sumcp3_2lo:
-	VMULPS Y9, Y10, Y10
-	VADDPS Y10, Y4, Y4
-	JMP    sumcdone
+	MOVQ $0x00000018, R9
+	JMP  sumcscalar
 
 sumcpart4:
-	SUBQ      $0x00000020, R8
-	JZ        sumcdone
-	SHLQ      $0x02, R8
-	VXORPS    Y9, Y9, Y9
-	VMOVSS    128(DX)(DI*4), X9
-	CMPQ      R8, $0x08
-	JL        sumcp4_1lo
-	VINSERTPS $0x10, 132(DX)(DI*4), X9, X9
-	CMPQ      R8, $0x0c
-	JL        sumcp4_1lo
-	VINSERTPS $0x20, 136(DX)(DI*4), X9, X9
-	CMPQ      R8, $0x10
-	JL        sumcp4_1lo
-	VINSERTPS $0x30, 140(DX)(DI*4), X9, X9
-	CMPQ      R8, $0x14
-	JL        sumcp4_1lo
-	VMOVSS    144(DX)(DI*4), X10
-	CMPQ      R8, $0x18
-	JL        sumcp4_1hi
-	VINSERTPS $0x10, 148(DX)(DI*4), X10, X10
-	CMPQ      R8, $0x1c
-	JL        sumcp4_1hi
-	VINSERTPS $0x20, 152(DX)(DI*4), X10, X10
-
-sumcp4_1hi:
-	VINSERTF128 $0x01, X10, Y9, Y9
-
-sumcp4_1lo:
-	VXORPS    Y10, Y10, Y10
-	VMOVSS    128(BX)(DI*4), X10
-	CMPQ      R8, $0x08
-	JL        sumcp4_2lo
-	VINSERTPS $0x10, 132(BX)(DI*4), X10, X10
-	CMPQ      R8, $0x0c
-	JL        sumcp4_2lo
-	VINSERTPS $0x20, 136(BX)(DI*4), X10, X10
-	CMPQ      R8, $0x10
-	JL        sumcp4_2lo
-	VINSERTPS $0x30, 140(BX)(DI*4), X10, X10
-	CMPQ      R8, $0x14
-	JL        sumcp4_2lo
-	VMOVSS    144(BX)(DI*4), X11
-	CMPQ      R8, $0x18
-	JL        sumcp4_2hi
-	VINSERTPS $0x10, 148(BX)(DI*4), X11, X11
-	CMPQ      R8, $0x1c
-	JL        sumcp4_2hi
-	VINSERTPS $0x20, 152(BX)(DI*4), X11, X11
-
-sumcp4_2hi:
-	VINSERTF128 $0x01, X11, Y10, Y10
-
-sumcp4_2lo:
-	VMULPS Y9, Y10, Y10
-	VADDPS Y10, Y5, Y5
-	JMP    sumcdone
+	MOVQ $0x00000020, R9
+	JMP  sumcscalar
 
 sumcpart5:
-	SUBQ      $0x00000028, R8
-	JZ        sumcdone
-	SHLQ      $0x02, R8
-	VXORPS    Y9, Y9, Y9
-	VMOVSS    160(DX)(DI*4), X9
-	CMPQ      R8, $0x08
-	JL        sumcp5_1lo
-	VINSERTPS $0x10, 164(DX)(DI*4), X9, X9
-	CMPQ      R8, $0x0c
-	JL        sumcp5_1lo
-	VINSERTPS $0x20, 168(DX)(DI*4), X9, X9
-	CMPQ      R8, $0x10
-	JL        sumcp5_1lo
-	VINSERTPS $0x30, 172(DX)(DI*4), X9, X9
-	CMPQ      R8, $0x14
-	JL        sumcp5_1lo
-	VMOVSS    176(DX)(DI*4), X10
-	CMPQ      R8, $0x18
-	JL        sumcp5_1hi
-	VINSERTPS $0x10, 180(DX)(DI*4), X10, X10
-	CMPQ      R8, $0x1c
-	JL        sumcp5_1hi
-	VINSERTPS $0x20, 184(DX)(DI*4), X10, X10
-
-sumcp5_1hi:
-	VINSERTF128 $0x01, X10, Y9, Y9
-
-sumcp5_1lo:
-	VXORPS    Y10, Y10, Y10
-	VMOVSS    160(BX)(DI*4), X10
-	CMPQ      R8, $0x08
-	JL        sumcp5_2lo
-	VINSERTPS $0x10, 164(BX)(DI*4), X10, X10
-	CMPQ      R8, $0x0c
-	JL        sumcp5_2lo
-	VINSERTPS $0x20, 168(BX)(DI*4), X10, X10
-	CMPQ      R8, $0x10
-	JL        sumcp5_2lo
-	VINSERTPS $0x30, 172(BX)(DI*4), X10, X10
-	CMPQ      R8, $0x14
-	JL        sumcp5_2lo
-	VMOVSS    176(BX)(DI*4), X11
-	CMPQ      R8, $0x18
-	JL        sumcp5_2hi
-	VINSERTPS $0x10, 180(BX)(DI*4), X11, X11
-	CMPQ      R8, $0x1c
-	JL        sumcp5_2hi
-	VINSERTPS $0x20, 184(BX)(DI*4), X11, X11
-
-sumcp5_2hi:
-	VINSERTF128 $0x01, X11, Y10, Y10
-
-sumcp5_2lo:
-	VMULPS Y9, Y10, Y10
-	VADDPS Y10, Y6, Y6
-	JMP    sumcdone
+	MOVQ $0x00000028, R9
+	JMP  sumcscalar
 
 sumcpart6:
-	SUBQ      $0x00000030, R8
-	JZ        sumcdone
-	SHLQ      $0x02, R8
-	VXORPS    Y9, Y9, Y9
-	VMOVSS    192(DX)(DI*4), X9
-	CMPQ      R8, $0x08
-	JL        sumcp6_1lo
-	VINSERTPS $0x10, 196(DX)(DI*4), X9, X9
-	CMPQ      R8, $0x0c
-	JL        sumcp6_1lo
-	VINSERTPS $0x20, 200(DX)(DI*4), X9, X9
-	CMPQ      R8, $0x10
-	JL        sumcp6_1lo
-	VINSERTPS $0x30, 204(DX)(DI*4), X9, X9
-	CMPQ      R8, $0x14
-	JL        sumcp6_1lo
-	VMOVSS    208(DX)(DI*4), X10
-	CMPQ      R8, $0x18
-	JL        sumcp6_1hi
-	VINSERTPS $0x10, 212(DX)(DI*4), X10, X10
-	CMPQ      R8, $0x1c
-	JL        sumcp6_1hi
-	VINSERTPS $0x20, 216(DX)(DI*4), X10, X10
-
-sumcp6_1hi:
-	VINSERTF128 $0x01, X10, Y9, Y9
-
-sumcp6_1lo:
-	VXORPS    Y10, Y10, Y10
-	VMOVSS    192(BX)(DI*4), X10
-	CMPQ      R8, $0x08
-	JL        sumcp6_2lo
-	VINSERTPS $0x10, 196(BX)(DI*4), X10, X10
-	CMPQ      R8, $0x0c
-	JL        sumcp6_2lo
-	VINSERTPS $0x20, 200(BX)(DI*4), X10, X10
-	CMPQ      R8, $0x10
-	JL        sumcp6_2lo
-	VINSERTPS $0x30, 204(BX)(DI*4), X10, X10
-	CMPQ      R8, $0x14
-	JL        sumcp6_2lo
-	VMOVSS    208(BX)(DI*4), X11
-	CMPQ      R8, $0x18
-	JL        sumcp6_2hi
-	VINSERTPS $0x10, 212(BX)(DI*4), X11, X11
-	CMPQ      R8, $0x1c
-	JL        sumcp6_2hi
-	VINSERTPS $0x20, 216(BX)(DI*4), X11, X11
-
-sumcp6_2hi:
-	VINSERTF128 $0x01, X11, Y10, Y10
-
-sumcp6_2lo:
-	VMULPS Y9, Y10, Y10
-	VADDPS Y10, Y7, Y7
-	JMP    sumcdone
+	MOVQ $0x00000030, R9
+	JMP  sumcscalar
 
 sumcpart7:
-	SUBQ      $0x00000038, R8
-	JZ        sumcdone
-	SHLQ      $0x02, R8
-	VXORPS    Y9, Y9, Y9
-	VMOVSS    224(DX)(DI*4), X9
-	CMPQ      R8, $0x08
-	JL        sumcp7_1lo
-	VINSERTPS $0x10, 228(DX)(DI*4), X9, X9
-	CMPQ      R8, $0x0c
-	JL        sumcp7_1lo
-	VINSERTPS $0x20, 232(DX)(DI*4), X9, X9
-	CMPQ      R8, $0x10
-	JL        sumcp7_1lo
-	VINSERTPS $0x30, 236(DX)(DI*4), X9, X9
-	CMPQ      R8, $0x14
-	JL        sumcp7_1lo
-	VMOVSS    240(DX)(DI*4), X10
-	CMPQ      R8, $0x18
-	JL        sumcp7_1hi
-	VINSERTPS $0x10, 244(DX)(DI*4), X10, X10
-	CMPQ      R8, $0x1c
-	JL        sumcp7_1hi
-	VINSERTPS $0x20, 248(DX)(DI*4), X10, X10
+	MOVQ $0x00000038, R9
 
-sumcp7_1hi:
-	VINSERTF128 $0x01, X10, Y9, Y9
+sumcscalar:
+	CMPQ    R9, R8
+	JGE     sumcdone
+	VMOVUPS Y0, 272(SP)
+	VMOVUPS Y2, 304(SP)
+	VMOVUPS Y3, 336(SP)
+	VMOVUPS Y4, 368(SP)
+	VMOVUPS Y5, 400(SP)
+	VMOVUPS Y6, 432(SP)
+	VMOVUPS Y7, 464(SP)
+	VMOVUPS Y8, 496(SP)
 
-sumcp7_1lo:
-	VXORPS    Y10, Y10, Y10
-	VMOVSS    224(BX)(DI*4), X10
-	CMPQ      R8, $0x08
-	JL        sumcp7_2lo
-	VINSERTPS $0x10, 228(BX)(DI*4), X10, X10
-	CMPQ      R8, $0x0c
-	JL        sumcp7_2lo
-	VINSERTPS $0x20, 232(BX)(DI*4), X10, X10
-	CMPQ      R8, $0x10
-	JL        sumcp7_2lo
-	VINSERTPS $0x30, 236(BX)(DI*4), X10, X10
-	CMPQ      R8, $0x14
-	JL        sumcp7_2lo
-	VMOVSS    240(BX)(DI*4), X11
-	CMPQ      R8, $0x18
-	JL        sumcp7_2hi
-	VINSERTPS $0x10, 244(BX)(DI*4), X11, X11
-	CMPQ      R8, $0x1c
-	JL        sumcp7_2hi
-	VINSERTPS $0x20, 248(BX)(DI*4), X11, X11
-
-sumcp7_2hi:
-	VINSERTF128 $0x01, X11, Y10, Y10
-
-sumcp7_2lo:
-	VMULPS Y9, Y10, Y10
-	VADDPS Y10, Y8, Y8
+sumcscalarloop:
+	LEAQ    (DI)(R9*1), R10
+	VMOVSS  (DX)(R10*4), X0
+	VMOVSS  (BX)(R10*4), X2
+	VMULSS  X0, X2, X2
+	VADDSS  272(SP)(R9*4), X2, X2
+	VMOVSS  X2, 272(SP)(R9*4)
+	INCQ    R9
+	CMPQ    R9, R8
+	JL      sumcscalarloop
+	VMOVUPS 272(SP), Y0
+	VMOVUPS 304(SP), Y2
+	VMOVUPS 336(SP), Y3
+	VMOVUPS 368(SP), Y4
+	VMOVUPS 400(SP), Y5
+	VMOVUPS 432(SP), Y6
+	VMOVUPS 464(SP), Y7
+	VMOVUPS 496(SP), Y8
 
 sumcdone:
 	VADDPS       Y5, Y0, Y0
@@ -49419,84 +44655,16 @@ dxnonent:
 	MOVQ job_d+0(AX), R9
 
 dxnonehead:
-	MOVQ      R9, R10
-	SHLQ      $0x02, R10
-	VXORPS    Y2, Y2, Y2
-	VMOVSS    (DX)(DI*4), X2
-	CMPQ      R10, $0x08
-	JL        dxnoneh_1lo
-	VINSERTPS $0x10, 4(DX)(DI*4), X2, X2
-	CMPQ      R10, $0x0c
-	JL        dxnoneh_1lo
-	VINSERTPS $0x20, 8(DX)(DI*4), X2, X2
-	CMPQ      R10, $0x10
-	JL        dxnoneh_1lo
-	VINSERTPS $0x30, 12(DX)(DI*4), X2, X2
-	CMPQ      R10, $0x14
-	JL        dxnoneh_1lo
-	VMOVSS    16(DX)(DI*4), X3
-	CMPQ      R10, $0x18
-	JL        dxnoneh_1hi
-	VINSERTPS $0x10, 20(DX)(DI*4), X3, X3
-	CMPQ      R10, $0x1c
-	JL        dxnoneh_1hi
-	VINSERTPS $0x20, 24(DX)(DI*4), X3, X3
-
-dxnoneh_1hi:
-	VINSERTF128 $0x01, X3, Y2, Y2
-
-dxnoneh_1lo:
-	VXORPS    Y3, Y3, Y3
-	VMOVSS    (BX)(DI*4), X3
-	CMPQ      R10, $0x08
-	JL        dxnoneh_2lo
-	VINSERTPS $0x10, 4(BX)(DI*4), X3, X3
-	CMPQ      R10, $0x0c
-	JL        dxnoneh_2lo
-	VINSERTPS $0x20, 8(BX)(DI*4), X3, X3
-	CMPQ      R10, $0x10
-	JL        dxnoneh_2lo
-	VINSERTPS $0x30, 12(BX)(DI*4), X3, X3
-	CMPQ      R10, $0x14
-	JL        dxnoneh_2lo
-	VMOVSS    16(BX)(DI*4), X4
-	CMPQ      R10, $0x18
-	JL        dxnoneh_2hi
-	VINSERTPS $0x10, 20(BX)(DI*4), X4, X4
-	CMPQ      R10, $0x1c
-	JL        dxnoneh_2hi
-	VINSERTPS $0x20, 24(BX)(DI*4), X4, X4
-
-dxnoneh_2hi:
-	VINSERTF128 $0x01, X4, Y3, Y3
-
-dxnoneh_2lo:
-	VMULPS       Y0, Y2, Y2
-	VSUBPS       Y2, Y3, Y2
-	VMULPS       Y1, Y2, Y2
-	VMOVSS       X2, (CX)(DI*4)
-	CMPQ         R10, $0x08
-	JL           dxnoneh_3lo
-	VEXTRACTPS   $0x01, X2, 4(CX)(DI*4)
-	CMPQ         R10, $0x0c
-	JL           dxnoneh_3lo
-	VEXTRACTPS   $0x02, X2, 8(CX)(DI*4)
-	CMPQ         R10, $0x10
-	JL           dxnoneh_3lo
-	VEXTRACTPS   $0x03, X2, 12(CX)(DI*4)
-	VEXTRACTF128 $0x01, Y2, X2
-	CMPQ         R10, $0x14
-	JL           dxnoneh_3lo
-	VEXTRACTPS   $0x00, X2, 16(CX)(DI*4)
-	CMPQ         R10, $0x18
-	JL           dxnoneh_3lo
-	VEXTRACTPS   $0x01, X2, 20(CX)(DI*4)
-	CMPQ         R10, $0x1c
-	JL           dxnoneh_3lo
-	VEXTRACTPS   $0x02, X2, 24(CX)(DI*4)
-
-dxnoneh_3lo:
-	ADDQ R9, DI
+dxnoneheadloop:
+	VMOVSS (DX)(DI*4), X2
+	VMOVSS (BX)(DI*4), X3
+	VMULSS X0, X2, X2
+	VSUBSS X2, X3, X2
+	VMULSS X1, X2, X2
+	VMOVSS X2, (CX)(DI*4)
+	INCQ   DI
+	CMPQ   DI, R9
+	JL     dxnoneheadloop
 
 dxnonentloop:
 	CMPQ     DI, R8
@@ -49544,85 +44712,21 @@ dxnoneoneloop:
 	JMP     dxnoneoneloop
 
 dxnonepart:
-	MOVQ      job_d+0(AX), R8
-	SUBQ      DI, R8
-	JZ        rowdonenone
-	SHLQ      $0x02, R8
-	VXORPS    Y2, Y2, Y2
-	VMOVSS    (DX)(DI*4), X2
-	CMPQ      R8, $0x08
-	JL        dxnonep_1lo
-	VINSERTPS $0x10, 4(DX)(DI*4), X2, X2
-	CMPQ      R8, $0x0c
-	JL        dxnonep_1lo
-	VINSERTPS $0x20, 8(DX)(DI*4), X2, X2
-	CMPQ      R8, $0x10
-	JL        dxnonep_1lo
-	VINSERTPS $0x30, 12(DX)(DI*4), X2, X2
-	CMPQ      R8, $0x14
-	JL        dxnonep_1lo
-	VMOVSS    16(DX)(DI*4), X3
-	CMPQ      R8, $0x18
-	JL        dxnonep_1hi
-	VINSERTPS $0x10, 20(DX)(DI*4), X3, X3
-	CMPQ      R8, $0x1c
-	JL        dxnonep_1hi
-	VINSERTPS $0x20, 24(DX)(DI*4), X3, X3
+	MOVQ job_d+0(AX), R8
+	SUBQ DI, R8
+	JZ   rowdonenone
 
-dxnonep_1hi:
-	VINSERTF128 $0x01, X3, Y2, Y2
+dxnonetailloop:
+	VMOVSS (DX)(DI*4), X2
+	VMOVSS (BX)(DI*4), X3
+	VMULSS X0, X2, X2
+	VSUBSS X2, X3, X2
+	VMULSS X1, X2, X2
+	VMOVSS X2, (CX)(DI*4)
+	INCQ   DI
+	CMPQ   DI, job_d+0(AX)
+	JL     dxnonetailloop
 
-dxnonep_1lo:
-	VXORPS    Y3, Y3, Y3
-	VMOVSS    (BX)(DI*4), X3
-	CMPQ      R8, $0x08
-	JL        dxnonep_2lo
-	VINSERTPS $0x10, 4(BX)(DI*4), X3, X3
-	CMPQ      R8, $0x0c
-	JL        dxnonep_2lo
-	VINSERTPS $0x20, 8(BX)(DI*4), X3, X3
-	CMPQ      R8, $0x10
-	JL        dxnonep_2lo
-	VINSERTPS $0x30, 12(BX)(DI*4), X3, X3
-	CMPQ      R8, $0x14
-	JL        dxnonep_2lo
-	VMOVSS    16(BX)(DI*4), X4
-	CMPQ      R8, $0x18
-	JL        dxnonep_2hi
-	VINSERTPS $0x10, 20(BX)(DI*4), X4, X4
-	CMPQ      R8, $0x1c
-	JL        dxnonep_2hi
-	VINSERTPS $0x20, 24(BX)(DI*4), X4, X4
-
-dxnonep_2hi:
-	VINSERTF128 $0x01, X4, Y3, Y3
-
-dxnonep_2lo:
-	VMULPS       Y0, Y2, Y0
-	VSUBPS       Y0, Y3, Y0
-	VMULPS       Y1, Y0, Y0
-	VMOVSS       X0, (CX)(DI*4)
-	CMPQ         R8, $0x08
-	JL           dxnonep_3lo
-	VEXTRACTPS   $0x01, X0, 4(CX)(DI*4)
-	CMPQ         R8, $0x0c
-	JL           dxnonep_3lo
-	VEXTRACTPS   $0x02, X0, 8(CX)(DI*4)
-	CMPQ         R8, $0x10
-	JL           dxnonep_3lo
-	VEXTRACTPS   $0x03, X0, 12(CX)(DI*4)
-	VEXTRACTF128 $0x01, Y0, X0
-	CMPQ         R8, $0x14
-	JL           dxnonep_3lo
-	VEXTRACTPS   $0x00, X0, 16(CX)(DI*4)
-	CMPQ         R8, $0x18
-	JL           dxnonep_3lo
-	VEXTRACTPS   $0x01, X0, 20(CX)(DI*4)
-	CMPQ         R8, $0x1c
-	JL           dxnonep_3lo
-	VEXTRACTPS   $0x02, X0, 24(CX)(DI*4)
-
-dxnonep_3lo:
 rowdonenone:
 	// Next row.
 	ADDQ SI, DX

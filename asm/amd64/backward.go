@@ -44,6 +44,11 @@ type bgen struct {
 	dy   GPVirtual // row `done` of dy
 	pAcc GPVirtual // the row's P (ops other than none)
 	dwp  GPVirtual // DW
+
+	// AVX2: the partials of ss and of c spilled to the stack while the last elements of a row (a
+	// partial vector) are added one at a time, and the scalar inv, s and 1.
+	accSlot        [2]Mem
+	invx, sx, onex VecVirtual
 }
 
 func backward(s *isa, m spec.Mode) {
@@ -55,6 +60,9 @@ func backward(s *isa, m spec.Mode) {
 	b := &bgen{gen: &gen{s: s, v: spec.Variant{Format: spec.F32, Mode: m}, eb: 4}, mode: m}
 	b.done = AllocLocal(8)
 	b.fd, b.rd = AllocLocal(4), AllocLocal(4)
+	if !s.masked {
+		b.accSlot = [2]Mem{AllocLocal(4 * block), AllocLocal(4 * block)}
+	}
 	b.prologue()
 
 	Label("row")
@@ -121,24 +129,7 @@ func (b *bgen) prologue() {
 	MOVQ(b.field(spec.Job.Stride), b.strideB)
 	SHLQ(U8(2), b.strideB)
 
-	Comment("fd = float32(d); rd = 1/d when d is a power of two (a/d is then a*rd exactly), else 0.")
-	d, t := GP64(), GP64()
-	MOVQ(b.d(), d)
-	f := XMM()
-	VMOVSS(constOne, f)
-	VCVTSI2SSQ(d, f, f)
-	VMOVSS(f, b.fd)
-	e := GP32()
-	XORL(e, e)
-	LEAQ(Mem{Base: d, Disp: -1}, t)
-	TESTQ(d, t)
-	JNZ(LabelRef("notpow2"))
-	BSFQ(d, t)
-	MOVL(U32(127), e)
-	SUBL(t.As32(), e)
-	SHLL(U8(23), e)
-	Label("notpow2")
-	MOVL(e, b.rd)
+	b.divisor()
 
 	Comment("Start at row from.")
 	off := Load(Param("from"), GP64()).(GPVirtual)
@@ -215,34 +206,85 @@ func (b *bgen) sums(name string, withSS, withC bool) [2][]VecVirtual {
 			JMP(LabelRef(done)) // unreachable: fewer than 64 remain
 		}
 	}
+	if s.masked {
+		for k := 0; k < block/s.lanes; k++ {
+			Label(fmt.Sprintf("%spart%d", name, k))
+			n := GP64()
+			MOVQ(rem, n)
+			SUBQ(U32(k*s.lanes), n)
+			JZ(LabelRef(done))
+			p := b.part(n)
+			add(i, k*s.vbytes(), p.load)
+			JMP(LabelRef(done))
+		}
+		Label(done)
+		return acc
+	}
+	// AVX2: the last rem%8 elements one at a time, each into its partial in a copy of the
+	// accumulators on the stack (element i+j goes to partial j, i being a multiple of 64).
+	j := GP64()
 	for k := 0; k < block/s.lanes; k++ {
-		l := fmt.Sprintf("%spart%d", name, k)
-		Label(l)
-		n := GP64()
-		MOVQ(rem, n)
-		SUBQ(U32(k*s.lanes), n)
-		JZ(LabelRef(done))
-		p := b.part(n, fmt.Sprintf("%sp%d", name, k))
-		add(i, k*s.vbytes(), p.load)
-		JMP(LabelRef(done))
+		Label(fmt.Sprintf("%spart%d", name, k))
+		MOVQ(U32(k*s.lanes), j)
+		if k < block/s.lanes-1 {
+			JMP(LabelRef(name + "scalar"))
+		}
+	}
+	Label(name + "scalar")
+	CMPQ(j, rem)
+	JGE(LabelRef(done))
+	for a := range acc {
+		for k, v := range acc[a] {
+			VMOVUPS(v, b.accSlot[a].Offset(k*s.vbytes()))
+		}
+	}
+	e := GP64() // the element, i+j
+	Label(name + "scalarloop")
+	LEAQ(Mem{Base: i, Index: j, Scale: 1}, e)
+	xs := XMM()
+	VMOVSS(b.at(b.x, e, 0), xs)
+	slot := func(a int) Mem { return Mem{Base: b.accSlot[a].Base, Disp: b.accSlot[a].Disp, Index: j, Scale: 4} }
+	if withSS {
+		t := XMM()
+		VMULSS(xs, xs, t)
+		VADDSS(slot(0), t, t)
+		VMOVSS(t, slot(0))
+	}
+	if withC {
+		g := XMM()
+		VMOVSS(b.at(b.dy, e, 0), g)
+		if b.mode != spec.Unweighted {
+			wv := XMM()
+			VMOVSS(b.atW(e, 0), wv)
+			if b.mode == spec.Offset {
+				VADDSS(one.AsX(), wv, wv)
+			}
+			VMULSS(wv, g, g)
+		}
+		VMULSS(xs, g, g)
+		VADDSS(slot(1), g, g)
+		VMOVSS(g, slot(1))
+	}
+	INCQ(j)
+	CMPQ(j, rem)
+	JL(LabelRef(name + "scalarloop"))
+	for a := range acc {
+		for k, v := range acc[a] {
+			VMOVUPS(b.accSlot[a].Offset(k*s.vbytes()), v)
+		}
 	}
 	Label(done)
 	return acc
 }
 
-// part returns the reader and writer of the first n (1..lanes-1) elements of a vector.
-func (b *bgen) part(n GPVirtual, label string) part {
-	if b.s.masked {
-		tab := GP64()
-		LEAQ(kmaskAVX512, tab)
-		k := K()
-		KMOVW(Mem{Base: tab, Index: n, Scale: 2}, k)
-		return maskPart{k}
-	}
-	nb := GP64()
-	MOVQ(n, nb)
-	SHLQ(U8(2), nb)
-	return &insertPart{n: nb, label: label}
+// part returns the masked reader and writer of the first n (1..lanes-1) elements of a vector
+// (AVX-512; AVX2 does its partial vectors one element at a time).
+func (b *bgen) part(n GPVirtual) part {
+	tab := GP64()
+	LEAQ(kmaskAVX512, tab)
+	k := K()
+	KMOVW(Mem{Base: tab, Index: n, Scale: 2}, k)
+	return maskPart{k}
 }
 
 // grad returns g = dy*w' for the vector of elements at i (plus disp bytes), read with ld.
@@ -302,7 +344,9 @@ func (b *bgen) dxRow(inv, sx VecVirtual) {
 	if b.mode == spec.Offset {
 		one = s.vec()
 		VBROADCASTSS(constOne, one)
+		b.onex = one.AsX().(VecVirtual)
 	}
+	b.invx, b.sx = invv.AsX().(VecVirtual), sv.AsX().(VecVirtual)
 	if b.mode == spec.Unweighted {
 		b.dxLoop(opNone, invv, sv, one)
 		Label("rowdone")
@@ -395,9 +439,17 @@ func (b *bgen) dxLoop(op gradOp, invv, sv, one VecVirtual) {
 	JLE(LabelRef(name + "head"))
 	MOVQ(b.d(), h)
 	Label(name + "head")
-	hp := b.part(h, name+"h")
-	b.dxVec(op, i, 0, invv, sv, one, hp.load, hp.store, hp.store)
-	ADDQ(h, i)
+	if s.masked {
+		hp := b.part(h)
+		b.dxVec(op, i, 0, invv, sv, one, hp.load, hp.store, hp.store)
+		ADDQ(h, i)
+	} else {
+		Label(name + "headloop") // i counts up from 0 to h
+		b.dxScalar(op, i)
+		INCQ(i)
+		CMPQ(i, h)
+		JL(LabelRef(name + "headloop"))
+	}
 	loop(name+"ntloop", func(v VecVirtual, m Mem) { VMOVNTPS(v, m) })
 
 	Label(name + "one")
@@ -413,8 +465,16 @@ func (b *bgen) dxLoop(op gradOp, invv, sv, one VecVirtual) {
 	MOVQ(b.d(), n)
 	SUBQ(i, n)
 	JZ(LabelRef("rowdone" + opNames[op]))
-	p := b.part(n, name+"p")
-	b.dxVec(op, i, 0, invv, sv, one, p.load, p.store, p.store)
+	if s.masked {
+		p := b.part(n)
+		b.dxVec(op, i, 0, invv, sv, one, p.load, p.store, p.store)
+	} else {
+		Label(name + "tailloop") // the last 1..7 elements one at a time
+		b.dxScalar(op, i)
+		INCQ(i)
+		CMPQ(i, b.d())
+		JL(LabelRef(name + "tailloop"))
+	}
 	Label("rowdone" + opNames[op])
 	JMP(LabelRef("rowdone"))
 }
@@ -474,4 +534,47 @@ func (b *bgen) dxVec(op gradOp, i GPVirtual, disp int, invv, sv, one VecVirtual,
 		}
 	}
 	dxSt(t, b.at(b.dst, i, disp)) // after every read of dy: dx may be dy
+}
+
+// dxScalar is dxVec for the one element i, in scalar instructions (AVX2's partial vectors): the
+// same operations in the same order, so the same bits.
+func (b *bgen) dxScalar(op gradOp, i GPVirtual) {
+	at := func(base GPVirtual) Mem { return Mem{Base: base, Index: i, Scale: 4} }
+	xv, dyv := XMM(), XMM()
+	VMOVSS(at(b.x), xv)
+	VMOVSS(at(b.dy), dyv)
+	g := dyv
+	if b.mode != spec.Unweighted {
+		g = XMM()
+		wv := XMM()
+		VMOVSS(at(b.w), wv)
+		if b.mode == spec.Offset {
+			VADDSS(b.onex, wv, wv)
+		}
+		VMULSS(wv, dyv, g)
+	}
+	t := XMM()
+	VMULSS(b.sx, xv, t)
+	VSUBSS(t, g, t)
+	VMULSS(b.invx, t, t)
+	if op != opNone {
+		q := XMM()
+		VMULSS(b.invx, xv, q)
+		VMULSS(q, dyv, q)
+		switch op {
+		case opSet:
+			VMOVSS(q, at(b.pAcc))
+		case opAdd:
+			VADDSS(at(b.pAcc), q, q)
+			VMOVSS(q, at(b.pAcc))
+		case opFuseLast:
+			VADDSS(at(b.pAcc), q, q)
+			VADDSS(at(b.dwp), q, q)
+			VMOVSS(q, at(b.dwp))
+		case opFuseSingle:
+			VADDSS(at(b.dwp), q, q)
+			VMOVSS(q, at(b.dwp))
+		}
+	}
+	VMOVSS(t, at(b.dst)) // after every read of dy: dx may be dy
 }

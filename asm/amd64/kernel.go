@@ -153,7 +153,24 @@ func (g *gen) prologue() {
 	SHLQ(U8(map[int]uint8{4: 2, 2: 1}[g.eb]), g.strideB)
 	g.loadBF16Consts()
 
-	Comment("fd = float32(d); rd = 1/d when d is a power of two (ss/d is then ss*rd exactly), else 0.")
+	g.divisor()
+
+	Comment("Start at row from.")
+	off := Load(Param("from"), GP64()).(GPVirtual)
+	MOVQ(off, g.done)
+	MOVQ(U32(0), g.skip)
+	IMULQ(g.strideB, off)
+	ADDQ(off, g.dst)
+	ADDQ(off, g.x)
+	if g.v.Residual {
+		ADDQ(off, g.res)
+	}
+}
+
+// divisor sets the locals fd = float32(d) and rd = 1/d when d is a power of two (a/d is then
+// a*rd exactly), else 0.
+func (g *gen) divisor() {
+	Comment("fd = float32(d); rd = 1/d when d is a power of two (a/d is then a*rd exactly), else 0.")
 	d, t := GP64(), GP64()
 	MOVQ(g.d(), d)
 	f := XMM()
@@ -171,17 +188,6 @@ func (g *gen) prologue() {
 	SHLL(U8(23), e)
 	Label("notpow2")
 	MOVL(e, g.rd)
-
-	Comment("Start at row from.")
-	off := Load(Param("from"), GP64()).(GPVirtual)
-	MOVQ(off, g.done)
-	MOVQ(U32(0), g.skip)
-	IMULQ(g.strideB, off)
-	ADDQ(off, g.dst)
-	ADDQ(off, g.x)
-	if g.v.Residual {
-		ADDQ(off, g.res)
-	}
 }
 
 // pickRows sets pend to the number of rows the sum pass does: four (a group) or one.

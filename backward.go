@@ -54,30 +54,8 @@ func backwardRows(n *Norm, g *Grad, k kernelID) {
 			mode = offset
 		}
 	}
-	rows, stride, span := g.N, g.Stride, 0
-	if rows == 0 {
-		rows = 1
-		if len(g.X) != d {
-			rows = 0
-			if d > 0 {
-				rows = quo(len(g.X), d)
-			}
-		}
-		span = len(g.X)
-		bad = bad || rows*d != span || len(g.DX) != span || len(g.DY) != span || (stride != 0 && stride != d)
-		stride = d
-		if span == 0 {
-			rows = 0
-		}
-	} else {
-		if stride == 0 {
-			stride = d
-		}
-		hi, lo := bits.Mul64(uint64(rows-1), uint64(stride))
-		span = int(lo) + d
-		bad = bad || rows < 0 || stride < d || d == 0 || hi != 0 || lo > uint64(math.MaxInt-d) ||
-			len(g.X) < span || len(g.DX) < span || len(g.DY) < span
-	}
+	rows, stride, span, exact, ok := layout(d, g.N, g.Stride, len(g.X))
+	bad = bad || !ok || !fits(len(g.DX), span, exact) || !fits(len(g.DY), span, exact)
 	bad = bad || !epsOK(n.Eps) || (g.Inv != nil && len(g.Inv) < rows) ||
 		(g.DW != nil && (mode == unweighted || len(g.DW) != d))
 	if !bad && rows > 0 {

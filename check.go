@@ -115,31 +115,8 @@ func applyRows[T elem](n *Norm, nm *names, f format, dst, x, res []T, inv []floa
 			mode = offset
 		}
 	}
-	span := 0
-	if rows == 0 { // rows back to back, as many as X holds
-		rows = 1
-		if len(x) != d {
-			rows = 0
-			if d > 0 {
-				rows = quo(len(x), d)
-			}
-		}
-		span = len(x)
-		bad = bad || rows*d != span || len(dst) != span || (res != nil && len(res) != span) ||
-			(stride != 0 && stride != d)
-		stride = d
-		if span == 0 {
-			rows = 0
-		}
-	} else {
-		if stride == 0 {
-			stride = d
-		}
-		hi, lo := bits.Mul64(uint64(rows-1), uint64(stride))
-		span = int(lo) + d
-		bad = bad || rows < 0 || stride < d || d == 0 || hi != 0 || lo > uint64(math.MaxInt-d) ||
-			len(x) < span || len(dst) < span || (res != nil && len(res) < span)
-	}
+	rows, stride, span, exact, ok := layout(d, rows, stride, len(x))
+	bad = bad || !ok || !fits(len(dst), span, exact) || (res != nil && !fits(len(res), span, exact))
 	bad = bad || !epsOK(n.Eps) || (inv != nil && len(inv) < rows)
 	var z T
 	es := unsafe.Sizeof(z)
@@ -187,6 +164,41 @@ func applyRows[T elem](n *Norm, nm *names, f format, dst, x, res []T, inv []floa
 	}
 	j.run(k)
 }
+
+// layout resolves the rows of a call for row length d from Rows.N (n), Rows.Stride and len(X)
+// (nx): the number of rows, the stride, and the span of X they cover, which every other row
+// buffer needs too; exact says it needs exactly span elements (n = 0: rows back to back, as many
+// as X holds), else at least span. ok is false for a layout the rules of Rows forbid.
+func layout(d, n, stride, nx int) (rows, str, span int, exact, ok bool) {
+	if n != 0 {
+		return layoutStrided(d, n, stride, nx)
+	}
+	rows = 1
+	if nx != d { // one row, the common call, needs no division
+		rows = 0
+		if d > 0 {
+			rows = quo(nx, d)
+		}
+	}
+	if nx == 0 {
+		rows = 0
+	}
+	return rows, d, nx, true, rows*d == nx && (stride == 0 || stride == d)
+}
+
+// layoutStrided is layout for n > 0 rows (Rows.N set).
+func layoutStrided(d, n, stride, nx int) (rows, str, span int, exact, ok bool) {
+	if stride == 0 {
+		stride = d
+	}
+	hi, lo := bits.Mul64(uint64(n-1), uint64(stride))
+	span = int(lo) + d
+	ok = n > 0 && stride >= d && d > 0 && hi == 0 && lo <= uint64(math.MaxInt-d) && nx >= span
+	return n, stride, span, false, ok
+}
+
+// fits reports whether a buffer of n elements holds a span (exactly, when exact).
+func fits(n, span int, exact bool) bool { return n == span || (!exact && n > span) }
 
 func b2i(b bool) int {
 	if b {

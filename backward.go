@@ -45,17 +45,9 @@ var backwardNames = names{"Norm.Backward", "DX", "X", "Weight", "Eps"}
 // backwardRows validates a Backward call and runs it with kernel k. The checks here only decide
 // whether the call is valid; explainBackward finds the rule it breaks.
 func backwardRows(n *Norm, g *Grad, k kernelID) {
-	d, mode := n.Dim, unweighted
-	bad := n.Dim < 0 || n.UnitOffset
-	if n.Weight != nil {
-		d, mode = len(n.Weight), weighted
-		bad = n.Dim != 0 && n.Dim != d
-		if n.UnitOffset {
-			mode = offset
-		}
-	}
+	d, mode, good := n.shape()
 	rows, stride, span, exact, ok := layout(d, g.N, g.Stride, len(g.X))
-	bad = bad || !ok || !fits(len(g.DX), span, exact) || !fits(len(g.DY), span, exact)
+	bad := !good || !ok || !fits(len(g.DX), span, exact) || !fits(len(g.DY), span, exact)
 	bad = bad || !epsOK(n.Eps) || (g.Inv != nil && len(g.Inv) < rows) ||
 		(g.DW != nil && (mode == unweighted || len(g.DW) != d))
 	if !bad && rows > 0 {
@@ -185,25 +177,6 @@ func explainBackward(n *Norm, g *Grad) {
 	}
 
 	panic("rmsnorm: " + nm.fn + ": internal error: the fast check rejected a valid call")
-}
-
-// checkNorm returns the row length and the weight form of n, or panics if its fields disagree.
-func checkNorm(n *Norm, nm *names) (int, weightMode) {
-	switch {
-	case n.Weight != nil:
-		if n.Dim != 0 && n.Dim != len(n.Weight) {
-			nm.fail("Dim = %d but len(Weight) = %d (Dim may be 0 when Weight is set)", n.Dim, len(n.Weight))
-		}
-		if n.UnitOffset {
-			return len(n.Weight), offset
-		}
-		return len(n.Weight), weighted
-	case n.UnitOffset:
-		nm.fail("UnitOffset is set but Weight is nil: 1 + Weight[i] needs a weight")
-	case n.Dim < 0:
-		nm.fail("Dim = %d is negative", n.Dim)
-	}
-	return n.Dim, unweighted
 }
 
 // accPool holds the buffers for the weight gradient's partial sums.

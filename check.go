@@ -106,17 +106,9 @@ func explainForward[T elem](nm *names, dst, x []T, w []float32, eps float32) {
 // fields of Rows, one by one (see Apply).
 func applyRows[T elem](n *Norm, nm *names, f format, dst, x, res []T, inv []float32, rows, stride int, k kernelID) {
 	n0, s0 := rows, stride // as given, for the messages
-	d, bad := n.Dim, n.Dim < 0 || n.UnitOffset
-	mode := unweighted
-	if n.Weight != nil {
-		d, bad = len(n.Weight), n.Dim != 0 && n.Dim != len(n.Weight)
-		mode = weighted
-		if n.UnitOffset {
-			mode = offset
-		}
-	}
+	d, mode, good := n.shape()
 	rows, stride, span, exact, ok := layout(d, rows, stride, len(x))
-	bad = bad || !ok || !fits(len(dst), span, exact) || (res != nil && !fits(len(res), span, exact))
+	bad := !good || !ok || !fits(len(dst), span, exact) || (res != nil && !fits(len(res), span, exact))
 	bad = bad || !epsOK(n.Eps) || (inv != nil && len(inv) < rows)
 	var z T
 	es := unsafe.Sizeof(z)
@@ -165,6 +157,38 @@ func applyRows[T elem](n *Norm, nm *names, f format, dst, x, res []T, inv []floa
 	j.run(k)
 }
 
+// checkNorm returns the row length and the weight form of n, or panics if its fields disagree.
+func checkNorm(n *Norm, nm *names) (int, weightMode) {
+	switch {
+	case n.Weight != nil:
+		if n.Dim != 0 && n.Dim != len(n.Weight) {
+			nm.fail("Dim = %d but len(Weight) = %d (Dim may be 0 when Weight is set)", n.Dim, len(n.Weight))
+		}
+		if n.UnitOffset {
+			return len(n.Weight), offset
+		}
+		return len(n.Weight), weighted
+	case n.UnitOffset:
+		nm.fail("UnitOffset is set but Weight is nil: 1 + Weight[i] needs a weight")
+	case n.Dim < 0:
+		nm.fail("Dim = %d is negative", n.Dim)
+	}
+	return n.Dim, unweighted
+}
+
+// shape returns the row length and weight form of n and whether its fields agree (the fast
+// check; checkNorm says what is wrong).
+func (n *Norm) shape() (d int, mode weightMode, ok bool) {
+	if n.Weight == nil {
+		return n.Dim, unweighted, n.Dim >= 0 && !n.UnitOffset
+	}
+	mode = weighted
+	if n.UnitOffset {
+		mode = offset
+	}
+	return len(n.Weight), mode, n.Dim == 0 || n.Dim == len(n.Weight)
+}
+
 // layout resolves the rows of a call for row length d from Rows.N (n), Rows.Stride and len(X)
 // (nx): the number of rows, the stride, and the span of X they cover, which every other row
 // buffer needs too; exact says it needs exactly span elements (n = 0: rows back to back, as many
@@ -210,20 +234,7 @@ func b2i(b bool) int {
 // explainApply panics with the first rule a Norm.Apply call breaks; rows and stride are Rows.N and
 // Rows.Stride as given.
 func explainApply[T elem](n *Norm, nm *names, dst, x, res []T, inv []float32, rows, stride int) {
-	var d int
-	switch {
-	case n.Weight != nil:
-		if n.Dim != 0 && n.Dim != len(n.Weight) {
-			nm.fail("Dim = %d but len(Weight) = %d (Dim may be 0 when Weight is set)", n.Dim, len(n.Weight))
-		}
-		d = len(n.Weight)
-	case n.UnitOffset:
-		nm.fail("UnitOffset is set but Weight is nil: 1 + Weight[i] needs a weight")
-	case n.Dim < 0:
-		nm.fail("Dim = %d is negative", n.Dim)
-	default:
-		d = n.Dim
-	}
+	d, _ := checkNorm(n, nm)
 	if rows < 0 || stride < 0 {
 		nm.fail("N = %d and Stride = %d must not be negative", rows, stride)
 	}

@@ -45,11 +45,17 @@ func fuzzInput(d16 uint16, rows8 uint8, epsBits uint32, data []byte) (x, w []flo
 	return x, w, eps
 }
 
-func FuzzForward(f *testing.F) {
+// addForwardSeeds adds the seeds of FuzzForward and FuzzForwardBF16, whose inputs have the same
+// shape: one row, a group and a tail, 4096 with Inf-like bits, and a row of 65.
+func addForwardSeeds(f *testing.F) {
 	f.Add(uint16(1), uint8(0), math.Float32bits(1e-6), []byte{0, 0, 0, 64, 64, 0, 0, 128, 64})
 	f.Add(uint16(127), uint8(2), math.Float32bits(1e-5), []byte{0, 1, 2, 3, 4, 5, 6, 7, 8})
 	f.Add(uint16(4096), uint8(1), uint32(0), []byte{1, 0xff, 0xff, 0x7f, 0x7f, 0, 0, 0x80, 0x7f})
 	f.Add(uint16(65), uint8(3), uint32(0), []byte{1, 1, 0, 0, 0, 0, 0, 0, 0x80})
+}
+
+func FuzzForward(f *testing.F) {
+	addForwardSeeds(f)
 	f.Fuzz(func(t *testing.T, d16 uint16, rows8 uint8, epsBits uint32, data []byte) {
 		x, w, eps := fuzzInput(d16, rows8, epsBits, data)
 		want := make([]float32, len(x))
@@ -115,10 +121,7 @@ func fuzzInput16(d16 uint16, rows8 uint8, epsBits uint32, data []byte) (x []uint
 // FuzzForwardBF16 runs ForwardBF16 and ForwardF16 on the fuzzer's bits on every kernel, in place
 // and not, against generic.
 func FuzzForwardBF16(f *testing.F) {
-	f.Add(uint16(1), uint8(0), math.Float32bits(1e-6), []byte{0, 0, 0, 64, 64, 0, 0, 128, 64})
-	f.Add(uint16(127), uint8(2), math.Float32bits(1e-5), []byte{0, 1, 2, 3, 4, 5, 6, 7, 8})
-	f.Add(uint16(4096), uint8(1), uint32(0), []byte{1, 0xff, 0xff, 0x7f, 0x7f, 0, 0, 0x80, 0x7f})
-	f.Add(uint16(65), uint8(3), uint32(0), []byte{1, 1, 0, 0, 0, 0, 0, 0, 0x80})
+	addForwardSeeds(f)
 	f.Fuzz(func(t *testing.T, d16 uint16, rows8 uint8, epsBits uint32, data []byte) {
 		x, w, eps := fuzzInput16(d16, rows8, epsBits, data)
 		for _, fm := range formats16 {

@@ -102,16 +102,7 @@ func backward(s *isa, m spec.Mode) {
 	INCQ(b.done)
 	JMP(LabelRef("row"))
 
-	Label("ret")
-	TESTL(U32(spec.FlagNT), b.flags())
-	JZ(LabelRef("vzero"))
-	SFENCE() // order the non-temporal stores before whatever the caller does next
-	Label("vzero")
-	VZEROUPPER()
-	r := GP64()
-	MOVQ(b.done, r)
-	Store(r, ReturnIndex(0))
-	RET()
+	b.epilogue()
 }
 
 // prologue loads the job's pointers, float32(d) and 1/d (see gen.prologue), and moves to row from.
@@ -309,14 +300,7 @@ func (b *bgen) grad(i GPVirtual, disp int, ld func(m Mem, v VecVirtual), one Vec
 // invRow finishes ss: t = ss/d + eps, the range test, and inv = 1/sqrt(t) or the job's Inv[done],
 // in lane 0 of the register returned.
 func (b *bgen) invRow(ss VecVirtual) VecVirtual {
-	Comment("t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.")
-	t := XMM()
-	b.divideByD(ss, t, false)
-	VADDSS(b.eps(), t, t)
-	VUCOMISS(constLo, t)
-	JCS(LabelRef("ret"))
-	VUCOMISS(constMax, t)
-	JHI(LabelRef("ret"))
+	t := b.tInRange(ss)
 	inv := XMM()
 	ip := GP64()
 	MOVQ(b.inv(), ip)

@@ -104,6 +104,12 @@ func kernel(s *isa, v spec.Variant) {
 	}
 	g.scaleRows(inv)
 
+	g.epilogue()
+}
+
+// epilogue is the label ret: it fences the non-temporal stores when there were any and returns
+// the row done, the first one not done.
+func (g *gen) epilogue() {
 	Label("ret")
 	TESTL(U32(spec.FlagNT), g.flags())
 	JZ(LabelRef("vzero"))
@@ -518,6 +524,18 @@ func (g *gen) invOne(p, inv VecVirtual) {
 	Label("invone")
 	Comment("Halving tree: p[j] += p[j+h] for the remaining h, down to ss.")
 	ss := g.s.finish1(p)
+	t := g.tInRange(ss)
+	VSQRTSS(t, t, t)
+	x := inv.AsX()
+	VMOVSS(constOne, x)
+	VDIVSS(t, x, x)
+	g.reportInv(func(m Mem) { VMOVSS(x, m) })
+	JMP(LabelRef("scale"))
+}
+
+// tInRange returns t = ss/d + eps in lane 0 of a new register, or returns from the function (ret)
+// with the row done for the float64 path when t lies outside [2^-100, MaxFloat32] or is NaN.
+func (g *gen) tInRange(ss VecVirtual) VecVirtual {
 	Comment("t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.")
 	t := XMM()
 	g.divideByD(ss, t, false)
@@ -526,12 +544,7 @@ func (g *gen) invOne(p, inv VecVirtual) {
 	JCS(LabelRef("ret")) // t < 2^-100 or unordered
 	VUCOMISS(constMax, t)
 	JHI(LabelRef("ret")) // t > MaxFloat32
-	VSQRTSS(t, t, t)
-	x := inv.AsX()
-	VMOVSS(constOne, x)
-	VDIVSS(t, x, x)
-	g.reportInv(func(m Mem) { VMOVSS(x, m) })
-	JMP(LabelRef("scale"))
+	return t
 }
 
 // reportInv stores inv of the rows from done into the job's inv with store, when the caller asked

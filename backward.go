@@ -203,7 +203,7 @@ func getAcc(n int) *[]float32 {
 func (j *job) runBackward(k kernelID, workers int) {
 	j.setBackwardMemoryFlags()
 	blocks := (j.rows + gradBlock - 1) / gradBlock
-	w := j.workersForBytes(workers, 3*uintptr(j.rows)*uintptr(j.d)*4, blocks) // x, dy, dx
+	w := workersFor(workers, 3*uintptr(j.rows)*uintptr(j.d)*4, blocks) // x, dy, dx
 	if w <= 1 {
 		var acc *[]float32
 		if j.dw != nil && j.rows > 1 {

@@ -82,7 +82,7 @@ func (j *job) accumulate(r, c0 int, q []float32) {
 	var p []float32
 	switch {
 	case j.flags&flagFuse == 0:
-		p = unsafe.Slice((*float32)(j.acc), (r/gradBlock-j.blk0+1)*j.d)[(r/gradBlock-j.blk0)*j.d+c0:]
+		p = unsafe.Slice((*float32)(j.acc), (r/gradBlock+1)*j.d)[r/gradBlock*j.d+c0:]
 	case !(first && last):
 		p = unsafe.Slice((*float32)(j.acc), j.d)[c0:]
 	}

@@ -26,10 +26,9 @@ type job struct {
 	fn     uint32 // the kernel function: kernelID*numEntries + v (callKernel)
 
 	// Backward only.
-	dy   unsafe.Pointer // row 0 of the output gradient (dst holds dx)
-	dw   unsafe.Pointer // the weight gradient (len d), or nil
-	acc  unsafe.Pointer // partial sums of the weight gradient: one row of d, or one per block
-	blk0 int            // without flagFuse: the block whose partial sum is at acc
+	dy  unsafe.Pointer // row 0 of the output gradient (dst holds dx)
+	dw  unsafe.Pointer // the weight gradient (len d), or nil
+	acc unsafe.Pointer // partial sums of the weight gradient: one row of d, or one per block of the call
 
 	rows   int        // rows of the call (the kernels read it: the last row closes a gradient block)
 	mode   weightMode // the weight form, for the generic kernel and the float64 path

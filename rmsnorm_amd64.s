@@ -15422,10 +15422,9 @@ notlast:
 	TESTL $0x00000004, job_flags+0(AX)
 	JNZ   fused
 
-	// Each block in its slot: P at acc + (row/32 - blk0)*d*4.
+	// Each block in its slot: P at acc + (row/32)*d*4.
 	MOVQ  (SP), R8
 	SHRQ  $0x05, R8
-	SUBQ  job_blk0+0(AX), R8
 	IMULQ job_d+0(AX), R8
 	LEAQ  (R9)(R8*4), R9
 	TESTQ R11, R11
@@ -16696,10 +16695,9 @@ notlast:
 	TESTL $0x00000004, job_flags+0(AX)
 	JNZ   fused
 
-	// Each block in its slot: P at acc + (row/32 - blk0)*d*4.
+	// Each block in its slot: P at acc + (row/32)*d*4.
 	MOVQ  (SP), R8
 	SHRQ  $0x05, R8
-	SUBQ  job_blk0+0(AX), R8
 	IMULQ job_d+0(AX), R8
 	LEAQ  (R9)(R8*4), R9
 	TESTQ R11, R11
@@ -41647,10 +41645,9 @@ notlast:
 	TESTL $0x00000004, job_flags+0(AX)
 	JNZ   fused
 
-	// Each block in its slot: P at acc + (row/32 - blk0)*d*4.
+	// Each block in its slot: P at acc + (row/32)*d*4.
 	MOVQ  (SP), R8
 	SHRQ  $0x05, R8
-	SUBQ  job_blk0+0(AX), R8
 	IMULQ job_d+0(AX), R8
 	LEAQ  (R9)(R8*4), R9
 	TESTQ R11, R11
@@ -43138,10 +43135,9 @@ notlast:
 	TESTL $0x00000004, job_flags+0(AX)
 	JNZ   fused
 
-	// Each block in its slot: P at acc + (row/32 - blk0)*d*4.
+	// Each block in its slot: P at acc + (row/32)*d*4.
 	MOVQ  (SP), R8
 	SHRQ  $0x05, R8
-	SUBQ  job_blk0+0(AX), R8
 	IMULQ job_d+0(AX), R8
 	LEAQ  (R9)(R8*4), R9
 	TESTQ R11, R11

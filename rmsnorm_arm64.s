@@ -17279,7 +17279,6 @@ TEXT ·neonBackwardWeighted(SB), $776-32
 	MOVD job_w(R16), R2
 	MOVD job_dw(R16), R19
 	MOVD job_acc(R16), R20
-	MOVD job_blk0(R16), R21
 	MOVD job_rows(R16), R22
 
 	// fd = float32(d); rd = 1/d when d is a power of two, so that ss/d is ss*rd exactly.
@@ -17656,9 +17655,8 @@ sdivided:
 	TST $4, R8
 	BNE fuse
 
-	// Without flagFuse, P is the block's own slot: acc + (r/32 - blk0)*d floats.
+	// Without flagFuse, P is the block's own slot: acc + (r/32)*d floats.
 	LSR $5, R9, R24
-	SUB R21, R24, R24
 	MUL R5, R24, R24
 	ADD R24<<2, R20, R15
 	CBZ R23, dwset
@@ -18060,7 +18058,6 @@ TEXT ·neonBackwardOffset(SB), $776-32
 	MOVD job_w(R16), R2
 	MOVD job_dw(R16), R19
 	MOVD job_acc(R16), R20
-	MOVD job_blk0(R16), R21
 	MOVD job_rows(R16), R22
 	FMOVS $1.0, F28
 	VDUP V28.S[0], V28.S4
@@ -18455,9 +18452,8 @@ sdivided:
 	TST $4, R8
 	BNE fuse
 
-	// Without flagFuse, P is the block's own slot: acc + (r/32 - blk0)*d floats.
+	// Without flagFuse, P is the block's own slot: acc + (r/32)*d floats.
 	LSR $5, R9, R24
-	SUB R21, R24, R24
 	MUL R5, R24, R24
 	ADD R24<<2, R20, R15
 	CBZ R23, dwset

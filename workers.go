@@ -25,9 +25,9 @@ import "sync"
 // workerBytes is the least memory (rows read and written) a goroutine of a split call moves.
 var workerBytes uintptr = 12 << 20 // a variable so that tests can split small calls
 
-// workersForBytes returns how many goroutines a call moving bytes of rows should use: at most
+// workersFor returns how many goroutines a call moving bytes of rows should use: at most
 // workers, at most units, and no more than one per workerBytes.
-func (j *job) workersForBytes(workers int, bytes uintptr, units int) int {
+func workersFor(workers int, bytes uintptr, units int) int {
 	w := min(workers, units, int(bytes/workerBytes))
 	return max(w, 1)
 }
@@ -39,7 +39,7 @@ func (j *job) runWorkers(k kernelID, workers int, elemBytes uintptr) {
 	if j.res != nil {
 		buffers += 2
 	}
-	w := j.workersForBytes(workers, buffers*uintptr(j.rows)*uintptr(j.d)*elemBytes, j.rows)
+	w := workersFor(workers, buffers*uintptr(j.rows)*uintptr(j.d)*elemBytes, j.rows)
 	if w <= 1 {
 		j.run(k)
 		return

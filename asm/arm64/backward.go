@@ -24,10 +24,10 @@ import (
 // DX may be DY: each element's dy is loaded before its dx is stored.
 
 // Registers besides those of the forward (kernel.go): R3 the dy row (the forward's res), R19 DW,
-// R20 acc, R21 blk0, R22 rows; in pass 3 R14 the dx pointer, R15 the P pointer, R16 the DW
+// R20 acc, R22 rows; in pass 3 R14 the dx pointer, R15 the P pointer, R16 the DW
 // pointer. Vector: V29 inv and V30 s (all lanes), V28 ones (1+w).
 const (
-	rDY, rDW, rAcc, rBlk0, rRows = "R3", "R19", "R20", "R21", "R22"
+	rDY, rDW, rAcc, rRows = "R3", "R19", "R20", "R22"
 )
 
 // Stack frame of a backward function.
@@ -86,7 +86,6 @@ func (e *emitter) bwdPrologue() {
 		e.op("MOVD %s(R16), %s", j.W, rW)
 		e.op("MOVD %s(R16), %s", j.DW, rDW)
 		e.op("MOVD %s(R16), %s", j.Acc, rAcc)
-		e.op("MOVD %s(R16), %s", j.Blk0, rBlk0)
 		e.op("MOVD %s(R16), %s", j.Rows, rRows)
 	}
 	if e.v.Mode == spec.Offset {
@@ -261,9 +260,8 @@ func (e *emitter) bwdGrad() {
 	e.op("AND $%d, %s, R23", spec.GradBlock-1, rDone)
 	e.op("TST $%d, %s", spec.FlagFuse, rFlags)
 	e.op("BNE fuse")
-	e.comment("Without flagFuse, P is the block's own slot: acc + (r/32 - blk0)*d floats.")
+	e.comment("Without flagFuse, P is the block's own slot: acc + (r/32)*d floats.")
 	e.op("LSR $%d, %s, R24", 5, rDone)
-	e.op("SUB %s, R24, R24", rBlk0)
 	e.op("MUL %s, R24, R24", rD)
 	e.op("ADD R24<<2, %s, R15", rAcc)
 	e.op("CBZ R23, %s", gradOpLabel[opSet])

@@ -169,9 +169,9 @@ const (
 // build instead of the results.
 var Job = struct {
 	Dst, X, Res, W, Inv, D, Stride, Eps, Flags, Fn string
-	DY, DW, Acc, Blk0, Rows                        string
+	DY, DW, Acc, Rows                              string
 }{"job_dst", "job_x", "job_res", "job_w", "job_inv", "job_d", "job_stride", "job_eps", "job_flags", "job_fn",
-	"job_dy", "job_dw", "job_acc", "job_blk0", "job_rows"}
+	"job_dy", "job_dw", "job_acc", "job_rows"}
 
 // KernelIDs are the Go side's kernelID constants, in their order (dispatch.go): job.fn is
 // kernelID*Entries + the variant, an index into a table of functions that holds runGeneric (or

@@ -62,7 +62,7 @@ func backwardRows(n *Norm, g *Grad, k kernelID) {
 			!disjoint(dwp, dwb, ip, ib)
 	}
 	if bad {
-		explainBackward(n, g)
+		panic(explainBackward(n, g))
 	}
 	if rows == 0 {
 		return
@@ -86,8 +86,8 @@ func backwardRows(n *Norm, g *Grad, k kernelID) {
 	j.runBackward(k, n.Workers)
 }
 
-// explainBackward panics with the first rule a Backward call breaks.
-func explainBackward(n *Norm, g *Grad) {
+// explainBackward panics with the first rule a Backward call breaks, as explainForward does.
+func explainBackward(n *Norm, g *Grad) string {
 	nm := &backwardNames
 	d, mode := checkNorm(n, nm)
 	rows, stride := g.N, g.Stride
@@ -152,7 +152,7 @@ func explainBackward(n *Norm, g *Grad) {
 		}
 	}
 	if rows == 0 {
-		return
+		return "rmsnorm: " + nm.fn + ": internal error: the fast check rejected a valid call"
 	}
 	dx, x, dy := region("DX", g.DX[:span]), region("X", g.X[:span]), region("DY", g.DY[:span])
 	w, dw, inv := region("Weight", n.Weight), noRegion, noRegion
@@ -176,7 +176,7 @@ func explainBackward(n *Norm, g *Grad) {
 		}
 	}
 
-	panic("rmsnorm: " + nm.fn + ": internal error: the fast check rejected a valid call")
+	return "rmsnorm: " + nm.fn + ": internal error: the fast check rejected a valid call"
 }
 
 // accPool holds the buffers for the weight gradient's partial sums.

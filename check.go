@@ -70,7 +70,7 @@ func forwardRows[T elem](nm *names, f format, dst, x []T, w []float32, eps float
 	ok := rows*d == n && len(dst) == n && epsOK(eps) &&
 		(dp == xp || disjoint(dp, nb, xp, nb)) && disjoint(dp, nb, addr(w), uintptr(d)*4)
 	if !ok {
-		explainForward(nm, dst, x, w, eps)
+		panic(explainForward(nm, dst, x, w, eps))
 	}
 	if n == 0 {
 		return
@@ -86,8 +86,10 @@ func forwardRows[T elem](nm *names, f format, dst, x []T, w []float32, eps float
 	j.run(k)
 }
 
-// explainForward panics with the first rule a Forward call breaks.
-func explainForward[T elem](nm *names, dst, x []T, w []float32, eps float32) {
+// explainForward panics with the first rule a Forward call breaks. It returns, for the caller to
+// panic with, only if the fast check rejected a valid call, a bug. The caller's panic ends its
+// path, so the compiler keeps no value of the fast path alive across the call.
+func explainForward[T elem](nm *names, dst, x []T, w []float32, eps float32) string {
 	if len(w) == 0 && len(x) != 0 {
 		nm.fail("len(%s) = 0 with len(%s) = %d: the row length is len(%s)", nm.w, nm.x, len(x), nm.w)
 	}
@@ -99,15 +101,22 @@ func explainForward[T elem](nm *names, dst, x []T, w []float32, eps float32) {
 	}
 	checkEps(nm, eps)
 	explainOverlaps(nm, region(nm.dst, dst), region(nm.x, x), region(nm.w, w), noRegion, noRegion)
-	panic("rmsnorm: " + nm.fn + ": internal error: the fast check rejected a valid call")
+	return "rmsnorm: " + nm.fn + ": internal error: the fast check rejected a valid call"
 }
 
 // applyRows validates a Norm.Apply call (Norm.Forward is one too) and runs it with kernel k: the
-// fields of Rows, one by one (see Apply).
-func applyRows[T elem](n *Norm, nm *names, f format, dst, x, res []T, inv []float32, rows, stride int, k kernelID) {
-	n0, s0 := rows, stride // as given, for the messages
+// fields of Rows, one by one (see Apply). Like forwardRows it is the whole path of a short row's
+// call: rows back to back (N = 0), the common call, are resolved inline, and the streaming
+// decision runs only for rows that could fill the cache.
+func applyRows[T elem](n *Norm, nm *names, f format, dst, x, res []T, inv []float32, n0, s0 int, k kernelID) {
 	d, mode, good := n.shape()
-	rows, stride, span, exact, ok := layout(d, rows, stride, len(x))
+	var rows, stride, span int
+	var exact, ok bool
+	if n0 == 0 && s0 == 0 {
+		rows, stride, span, exact, ok = layoutPacked(d, len(x))
+	} else {
+		rows, stride, span, exact, ok = layout(d, n0, s0, len(x))
+	}
 	bad := !good || !ok || !fits(len(dst), span, exact) || (res != nil && !fits(len(res), span, exact))
 	bad = bad || !epsOK(n.Eps) || (inv != nil && len(inv) < rows)
 	var z T
@@ -127,7 +136,7 @@ func applyRows[T elem](n *Norm, nm *names, f format, dst, x, res []T, inv []floa
 		}
 	}
 	if bad {
-		explainApply(n, nm, dst, x, res, inv, n0, s0)
+		panic(explainApply(n, nm, dst, x, res, inv, n0, s0))
 	}
 	if rows == 0 {
 		return
@@ -146,7 +155,9 @@ func applyRows[T elem](n *Norm, nm *names, f format, dst, x, res []T, inv []floa
 	j.d, j.stride, j.rows, j.eps, j.mode, j.format = d, stride, rows, n.Eps, mode, f
 	j.rn = n.RoundNormalized && f != formatF32 && mode != unweighted
 	j.v = forwardVariant[f][mode][b2i(res != nil)][b2i(j.rn)]
-	j.setMemoryFlags(es)
+	if 3*uintptr(span)*es >= uintptr(streamBytes) || stride != d { // x, dst and res could fill the cache
+		j.setMemoryFlags(es)
+	}
 	if k == useActive {
 		k = activeKernel()
 	}
@@ -154,7 +165,10 @@ func applyRows[T elem](n *Norm, nm *names, f format, dst, x, res []T, inv []floa
 		j.runWorkers(k, n.Workers, es)
 		return
 	}
-	j.run(k)
+	j.fn = uint32(k)*numEntries + uint32(j.v)
+	if r := callKernel(&j, 0, rows); r < rows {
+		j.finish(k, r, rows)
+	}
 }
 
 // checkNorm returns the row length and the weight form of n, or panics if its fields disagree.
@@ -189,6 +203,19 @@ func (n *Norm) shape() (d int, mode weightMode, ok bool) {
 	return len(n.Weight), mode, n.Dim == 0 || n.Dim == len(n.Weight)
 }
 
+// layoutPacked is layout for rows back to back (N = 0, Stride = 0), the common call: one row
+// needs no division.
+func layoutPacked(d, nx int) (rows, str, span int, exact, ok bool) {
+	rows = 1
+	if nx != d || d == 0 {
+		rows = 0
+		if d > 0 {
+			rows = quo(nx, d)
+		}
+	}
+	return rows, d, nx, true, rows*d == nx
+}
+
 // layout resolves the rows of a call for row length d from Rows.N (n), Rows.Stride and len(X)
 // (nx): the number of rows, the stride, and the span of X they cover, which every other row
 // buffer needs too; exact says it needs exactly span elements (n = 0: rows back to back, as many
@@ -197,17 +224,8 @@ func layout(d, n, stride, nx int) (rows, str, span int, exact, ok bool) {
 	if n != 0 {
 		return layoutStrided(d, n, stride, nx)
 	}
-	rows = 1
-	if nx != d { // one row, the common call, needs no division
-		rows = 0
-		if d > 0 {
-			rows = quo(nx, d)
-		}
-	}
-	if nx == 0 {
-		rows = 0
-	}
-	return rows, d, nx, true, rows*d == nx && (stride == 0 || stride == d)
+	rows, str, span, exact, ok = layoutPacked(d, nx)
+	return rows, str, span, exact, ok && (stride == 0 || stride == d)
 }
 
 // layoutStrided is layout for n > 0 rows (Rows.N set).
@@ -231,9 +249,9 @@ func b2i(b bool) int {
 	return 0
 }
 
-// explainApply panics with the first rule a Norm.Apply call breaks; rows and stride are Rows.N and
-// Rows.Stride as given.
-func explainApply[T elem](n *Norm, nm *names, dst, x, res []T, inv []float32, rows, stride int) {
+// explainApply panics with the first rule a Norm.Apply call breaks, as explainForward does; rows and
+// stride are Rows.N and Rows.Stride as given.
+func explainApply[T elem](n *Norm, nm *names, dst, x, res []T, inv []float32, rows, stride int) string {
 	d, _ := checkNorm(n, nm)
 	if rows < 0 || stride < 0 {
 		nm.fail("N = %d and Stride = %d must not be negative", rows, stride)
@@ -294,7 +312,7 @@ func explainApply[T elem](n *Norm, nm *names, dst, x, res []T, inv []float32, ro
 		}
 		explainOverlaps(nm, region(nm.dst, dst[:span]), region(nm.x, x[:span]), region(nm.w, n.Weight), r, i)
 	}
-	panic("rmsnorm: " + nm.fn + ": internal error: the fast check rejected a valid call")
+	return "rmsnorm: " + nm.fn + ": internal error: the fast check rejected a valid call"
 }
 
 // area is the memory of one slice argument, by name.

@@ -119,10 +119,16 @@ func BenchmarkCopy16(b *testing.B) {
 // called with a job validated once outside the loop; Forward, Apply (a Norm with a plain weight)
 // and ApplyResidual (with Rows.Residual, next to its own directResidual) validate and dispatch on
 // every call. The difference is the cost of the API per call.
+//
+// directRows is direct plus what the caller of Apply pays before Apply runs: a Rows literal passed
+// by value (17 words) to a function that does nothing. The compiler builds the literal with
+// 8-byte stores and copies it into the call's arguments with 16-byte loads, which cannot be
+// forwarded from those stores, so each copy waits for the stores ahead of it, the previous call's
+// rows included, to reach the cache. Apply - directRows is the package's own cost.
 func BenchmarkOverhead(b *testing.B) {
 	for _, k := range available {
 		b.Run(k.String(), func(b *testing.B) {
-			for _, api := range []string{"direct", "Forward", "Apply", "directResidual", "ApplyResidual"} {
+			for _, api := range []string{"direct", "directRows", "Forward", "Apply", "directResidual", "ApplyResidual"} {
 				b.Run(api, func(b *testing.B) {
 					for _, s := range benchutil.Must(benchutil.Overhead) {
 						x, w := benchData(s)
@@ -142,6 +148,15 @@ func BenchmarkOverhead(b *testing.B) {
 								}
 								j.setMemoryFlags(4)
 								callDirect(b, k, &j)
+							case "directRows":
+								j := job{dst: ptr(y), x: ptr(x), w: ptr(w), d: s.D, stride: s.D, rows: s.Rows,
+									eps: 1e-6, mode: weighted, v: vWeighted}
+								j.setMemoryFlags(4)
+								j.fn = uint32(k)*numEntries + uint32(j.v)
+								for b.Loop() {
+									n.takeRows(Rows{Dst: y, X: x})
+									callKernel(&j, 0, j.rows)
+								}
 							case "Forward":
 								for b.Loop() {
 									Forward(y, x, w, 1e-6)
@@ -162,6 +177,11 @@ func BenchmarkOverhead(b *testing.B) {
 		})
 	}
 }
+
+// takeRows receives a Rows the way Apply does and does nothing with it (BenchmarkOverhead).
+//
+//go:noinline
+func (n Norm) takeRows(r Rows) {}
 
 // BenchmarkResidual compares the fused residual add (one pass: h = x + res, res = h,
 // dst = RMSNorm(h)) with the same work done as a separate add loop followed by Forward. Bytes

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strconv"
 	"testing"
+	"unsafe"
 
 	"github.com/gosimd/rmsnorm/internal/benchutil"
 )
@@ -120,15 +121,17 @@ func BenchmarkCopy16(b *testing.B) {
 // and ApplyResidual (with Rows.Residual, next to its own directResidual) validate and dispatch on
 // every call. The difference is the cost of the API per call.
 //
-// directRows is direct plus what the caller of Apply pays before Apply runs: a Rows literal passed
-// by value (17 words) to a function that does nothing. The compiler builds the literal with
-// 8-byte stores and copies it into the call's arguments with 16-byte loads, which cannot be
-// forwarded from those stores, so each copy waits for the stores ahead of it, the previous call's
-// rows included, to reach the cache. Apply - directRows is the package's own cost.
+// directRows is direct plus what the caller of Apply pays for its argument: a Rows literal passed
+// by value (17 words) to a function that only returns its X, which the kernel then reads, as
+// Apply's kernel reads the rows it was given. The compiler builds the literal with 8-byte stores
+// and copies it into the call's arguments with 16-byte loads, which the CPU cannot forward from
+// those stores: the copy, and the kernel after it, wait for every store ahead of them, the
+// previous call's rows included, to reach the cache. Apply - directRows is the package's own cost,
+// and so is ApplyResidual - directResidualRows.
 func BenchmarkOverhead(b *testing.B) {
 	for _, k := range available {
 		b.Run(k.String(), func(b *testing.B) {
-			for _, api := range []string{"direct", "directRows", "Forward", "Apply", "directResidual", "ApplyResidual"} {
+			for _, api := range []string{"direct", "directRows", "Forward", "Apply", "directResidual", "directResidualRows", "ApplyResidual"} {
 				b.Run(api, func(b *testing.B) {
 					for _, s := range benchutil.Must(benchutil.Overhead) {
 						x, w := benchData(s)
@@ -154,7 +157,16 @@ func BenchmarkOverhead(b *testing.B) {
 								j.setMemoryFlags(4)
 								j.fn = uint32(k)*numEntries + uint32(j.v)
 								for b.Loop() {
-									n.takeRows(Rows{Dst: y, X: x})
+									j.x = n.takeRows(Rows{Dst: y, X: x})
+									callKernel(&j, 0, j.rows)
+								}
+							case "directResidualRows":
+								j := job{dst: ptr(y), x: ptr(x), res: ptr(res), w: ptr(w), d: s.D, stride: s.D,
+									rows: s.Rows, eps: 1e-6, mode: weighted, v: vAddWeighted}
+								j.setMemoryFlags(4)
+								j.fn = uint32(k)*numEntries + uint32(j.v)
+								for b.Loop() {
+									j.x = n.takeRows(Rows{Dst: y, X: x, Residual: res})
 									callKernel(&j, 0, j.rows)
 								}
 							case "Forward":
@@ -178,10 +190,10 @@ func BenchmarkOverhead(b *testing.B) {
 	}
 }
 
-// takeRows receives a Rows the way Apply does and does nothing with it (BenchmarkOverhead).
+// takeRows receives a Rows the way Apply does and returns its X (BenchmarkOverhead).
 //
 //go:noinline
-func (n Norm) takeRows(r Rows) {}
+func (n Norm) takeRows(r Rows) unsafe.Pointer { return ptr(r.X) }
 
 // BenchmarkResidual compares the fused residual add (one pass: h = x + res, res = h,
 // dst = RMSNorm(h)) with the same work done as a separate add loop followed by Forward. Bytes

@@ -78,7 +78,7 @@ func forwardRows[T elem](nm *names, f format, dst, x []T, w []float32, eps float
 	var j job
 	j.dst, j.x, j.w = ptr(dst), ptr(x), ptr(w)
 	j.d, j.stride, j.rows, j.eps = d, d, rows, eps
-	j.mode, j.format, j.v = weighted, f, forwardVariant[f][weighted][0][0]
+	j.mode, j.format, j.v = weighted, f, forwardVariant[f][weighted][0]
 	j.setMemoryFlags(es)
 	if k == useActive {
 		k = activeKernel()
@@ -154,9 +154,12 @@ func applyRows[T elem](n *Norm, nm *names, f format, dst, x, res []T, inv []floa
 	}
 	j.d, j.stride, j.rows, j.eps, j.mode, j.format = d, stride, rows, n.Eps, mode, f
 	j.rn = n.RoundNormalized && f != formatF32 && mode != unweighted
-	j.v = forwardVariant[f][mode][b2i(res != nil)][b2i(j.rn)]
+	j.v = forwardVariant[f][mode][b2i(res != nil)]
 	if 3*uintptr(span)*es >= uintptr(streamBytes) || stride != d { // x, dst and res could fill the cache
 		j.setMemoryFlags(es)
+	}
+	if j.rn {
+		j.flags |= flagRN
 	}
 	if k == useActive {
 		k = activeKernel()

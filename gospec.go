@@ -9,6 +9,7 @@ const (
 	flagNT   = 1 // write dst with non-temporal stores (the batch is larger than the cache)
 	flagPF   = 2 // prefetch the rows ahead (they come from memory, or lie far apart)
 	flagFuse = 4 // backward: the last row of a block adds the block's partial sum to DW
+	flagRN   = 8 // 16-bit rows with a weight: round x*inv to the format before the weight (RoundNormalized)
 )
 
 // gradBlock is the number of rows summed into one partial sum of the weight gradient.
@@ -28,55 +29,47 @@ const (
 	vAddOffset          variant = 4
 	vAddUnweighted      variant = 5
 	vBF16Weighted       variant = 6
-	vBF16WeightedRN     variant = 7
-	vBF16Offset         variant = 8
-	vBF16OffsetRN       variant = 9
-	vBF16Unweighted     variant = 10
-	vBF16AddWeighted    variant = 11
-	vBF16AddWeightedRN  variant = 12
-	vBF16AddOffset      variant = 13
-	vBF16AddOffsetRN    variant = 14
-	vBF16AddUnweighted  variant = 15
-	vF16Weighted        variant = 16
-	vF16WeightedRN      variant = 17
-	vF16Offset          variant = 18
-	vF16OffsetRN        variant = 19
-	vF16Unweighted      variant = 20
-	vF16AddWeighted     variant = 21
-	vF16AddWeightedRN   variant = 22
-	vF16AddOffset       variant = 23
-	vF16AddOffsetRN     variant = 24
-	vF16AddUnweighted   variant = 25
-	vBackwardWeighted   variant = 26
-	vBackwardOffset     variant = 27
-	vBackwardUnweighted variant = 28
+	vBF16Offset         variant = 7
+	vBF16Unweighted     variant = 8
+	vBF16AddWeighted    variant = 9
+	vBF16AddOffset      variant = 10
+	vBF16AddUnweighted  variant = 11
+	vF16Weighted        variant = 12
+	vF16Offset          variant = 13
+	vF16Unweighted      variant = 14
+	vF16AddWeighted     variant = 15
+	vF16AddOffset       variant = 16
+	vF16AddUnweighted   variant = 17
+	vBackwardWeighted   variant = 18
+	vBackwardOffset     variant = 19
+	vBackwardUnweighted variant = 20
 )
 
 // numVariants is the number of forward variants; numEntries counts the backward functions too.
 const (
-	numVariants = 26
-	numEntries  = 29
+	numVariants = 18
+	numEntries  = 21
 )
 
 // numConvOps is the number of conversions (convOp).
 const numConvOps = 4
 
-// forwardVariant maps a call's storage format, weight form, residual and RoundNormalized to the
-// variant that implements it.
-var forwardVariant = [3][3][2][2]variant{
+// forwardVariant maps a call's storage format, weight form and residual to the variant that
+// implements it (RoundNormalized is flagRN).
+var forwardVariant = [3][3][2]variant{
 	formatF32: {
-		weighted:   {{vWeighted, vWeighted}, {vAddWeighted, vAddWeighted}},
-		offset:     {{vOffset, vOffset}, {vAddOffset, vAddOffset}},
-		unweighted: {{vUnweighted, vUnweighted}, {vAddUnweighted, vAddUnweighted}},
+		weighted:   {vWeighted, vAddWeighted},
+		offset:     {vOffset, vAddOffset},
+		unweighted: {vUnweighted, vAddUnweighted},
 	},
 	formatBF16: {
-		weighted:   {{vBF16Weighted, vBF16WeightedRN}, {vBF16AddWeighted, vBF16AddWeightedRN}},
-		offset:     {{vBF16Offset, vBF16OffsetRN}, {vBF16AddOffset, vBF16AddOffsetRN}},
-		unweighted: {{vBF16Unweighted, vBF16Unweighted}, {vBF16AddUnweighted, vBF16AddUnweighted}},
+		weighted:   {vBF16Weighted, vBF16AddWeighted},
+		offset:     {vBF16Offset, vBF16AddOffset},
+		unweighted: {vBF16Unweighted, vBF16AddUnweighted},
 	},
 	formatF16: {
-		weighted:   {{vF16Weighted, vF16WeightedRN}, {vF16AddWeighted, vF16AddWeightedRN}},
-		offset:     {{vF16Offset, vF16OffsetRN}, {vF16AddOffset, vF16AddOffsetRN}},
-		unweighted: {{vF16Unweighted, vF16Unweighted}, {vF16AddUnweighted, vF16AddUnweighted}},
+		weighted:   {vF16Weighted, vF16AddWeighted},
+		offset:     {vF16Offset, vF16AddOffset},
+		unweighted: {vF16Unweighted, vF16AddUnweighted},
 	},
 }

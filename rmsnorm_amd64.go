@@ -97,29 +97,17 @@ func avx512AddOffset(j *job, from, to int) int
 //go:noescape
 func avx512AddUnweighted(j *job, from, to int) int
 
-// avx512BF16Weighted normalizes rows [from, to) of the job: BF16 rows: y = round16((x*inv)*w), for each row.
+// avx512BF16Weighted normalizes rows [from, to) of the job: BF16 rows: y = round16((x*inv)*w) (with flagRN, round16(x*inv) in place of (x*inv)), for each row.
 // It stops before the first row that needs the float64 path and returns that row's index, or to.
 //
 //go:noescape
 func avx512BF16Weighted(j *job, from, to int) int
 
-// avx512BF16WeightedRN normalizes rows [from, to) of the job: BF16 rows: y = round16(round16(x*inv)*w), for each row.
-// It stops before the first row that needs the float64 path and returns that row's index, or to.
-//
-//go:noescape
-func avx512BF16WeightedRN(j *job, from, to int) int
-
-// avx512BF16Offset normalizes rows [from, to) of the job: BF16 rows: y = round16((x*inv)*(1+w)), for each row.
+// avx512BF16Offset normalizes rows [from, to) of the job: BF16 rows: y = round16((x*inv)*(1+w)) (with flagRN, round16(x*inv) in place of (x*inv)), for each row.
 // It stops before the first row that needs the float64 path and returns that row's index, or to.
 //
 //go:noescape
 func avx512BF16Offset(j *job, from, to int) int
-
-// avx512BF16OffsetRN normalizes rows [from, to) of the job: BF16 rows: y = round16(round16(x*inv)*(1+w)), for each row.
-// It stops before the first row that needs the float64 path and returns that row's index, or to.
-//
-//go:noescape
-func avx512BF16OffsetRN(j *job, from, to int) int
 
 // avx512BF16Unweighted normalizes rows [from, to) of the job: BF16 rows: y = round16(x*inv), for each row.
 // It stops before the first row that needs the float64 path and returns that row's index, or to.
@@ -127,29 +115,17 @@ func avx512BF16OffsetRN(j *job, from, to int) int
 //go:noescape
 func avx512BF16Unweighted(j *job, from, to int) int
 
-// avx512BF16AddWeighted normalizes rows [from, to) of the job: BF16 rows: h = round16(x + res) and res = h per element, then y = round16((h*inv)*w), for each row.
+// avx512BF16AddWeighted normalizes rows [from, to) of the job: BF16 rows: h = round16(x + res) and res = h per element, then y = round16((h*inv)*w) (with flagRN, round16(h*inv) in place of (h*inv)), for each row.
 // It stops before the first row that needs the float64 path and returns that row's index, or to.
 //
 //go:noescape
 func avx512BF16AddWeighted(j *job, from, to int) int
 
-// avx512BF16AddWeightedRN normalizes rows [from, to) of the job: BF16 rows: h = round16(x + res) and res = h per element, then y = round16(round16(h*inv)*w), for each row.
-// It stops before the first row that needs the float64 path and returns that row's index, or to.
-//
-//go:noescape
-func avx512BF16AddWeightedRN(j *job, from, to int) int
-
-// avx512BF16AddOffset normalizes rows [from, to) of the job: BF16 rows: h = round16(x + res) and res = h per element, then y = round16((h*inv)*(1+w)), for each row.
+// avx512BF16AddOffset normalizes rows [from, to) of the job: BF16 rows: h = round16(x + res) and res = h per element, then y = round16((h*inv)*(1+w)) (with flagRN, round16(h*inv) in place of (h*inv)), for each row.
 // It stops before the first row that needs the float64 path and returns that row's index, or to.
 //
 //go:noescape
 func avx512BF16AddOffset(j *job, from, to int) int
-
-// avx512BF16AddOffsetRN normalizes rows [from, to) of the job: BF16 rows: h = round16(x + res) and res = h per element, then y = round16(round16(h*inv)*(1+w)), for each row.
-// It stops before the first row that needs the float64 path and returns that row's index, or to.
-//
-//go:noescape
-func avx512BF16AddOffsetRN(j *job, from, to int) int
 
 // avx512BF16AddUnweighted normalizes rows [from, to) of the job: BF16 rows: h = round16(x + res) and res = h per element, then y = round16(h*inv), for each row.
 // It stops before the first row that needs the float64 path and returns that row's index, or to.
@@ -157,29 +133,17 @@ func avx512BF16AddOffsetRN(j *job, from, to int) int
 //go:noescape
 func avx512BF16AddUnweighted(j *job, from, to int) int
 
-// avx512F16Weighted normalizes rows [from, to) of the job: F16 rows: y = round16((x*inv)*w), for each row.
+// avx512F16Weighted normalizes rows [from, to) of the job: F16 rows: y = round16((x*inv)*w) (with flagRN, round16(x*inv) in place of (x*inv)), for each row.
 // It stops before the first row that needs the float64 path and returns that row's index, or to.
 //
 //go:noescape
 func avx512F16Weighted(j *job, from, to int) int
 
-// avx512F16WeightedRN normalizes rows [from, to) of the job: F16 rows: y = round16(round16(x*inv)*w), for each row.
-// It stops before the first row that needs the float64 path and returns that row's index, or to.
-//
-//go:noescape
-func avx512F16WeightedRN(j *job, from, to int) int
-
-// avx512F16Offset normalizes rows [from, to) of the job: F16 rows: y = round16((x*inv)*(1+w)), for each row.
+// avx512F16Offset normalizes rows [from, to) of the job: F16 rows: y = round16((x*inv)*(1+w)) (with flagRN, round16(x*inv) in place of (x*inv)), for each row.
 // It stops before the first row that needs the float64 path and returns that row's index, or to.
 //
 //go:noescape
 func avx512F16Offset(j *job, from, to int) int
-
-// avx512F16OffsetRN normalizes rows [from, to) of the job: F16 rows: y = round16(round16(x*inv)*(1+w)), for each row.
-// It stops before the first row that needs the float64 path and returns that row's index, or to.
-//
-//go:noescape
-func avx512F16OffsetRN(j *job, from, to int) int
 
 // avx512F16Unweighted normalizes rows [from, to) of the job: F16 rows: y = round16(x*inv), for each row.
 // It stops before the first row that needs the float64 path and returns that row's index, or to.
@@ -187,29 +151,17 @@ func avx512F16OffsetRN(j *job, from, to int) int
 //go:noescape
 func avx512F16Unweighted(j *job, from, to int) int
 
-// avx512F16AddWeighted normalizes rows [from, to) of the job: F16 rows: h = round16(x + res) and res = h per element, then y = round16((h*inv)*w), for each row.
+// avx512F16AddWeighted normalizes rows [from, to) of the job: F16 rows: h = round16(x + res) and res = h per element, then y = round16((h*inv)*w) (with flagRN, round16(h*inv) in place of (h*inv)), for each row.
 // It stops before the first row that needs the float64 path and returns that row's index, or to.
 //
 //go:noescape
 func avx512F16AddWeighted(j *job, from, to int) int
 
-// avx512F16AddWeightedRN normalizes rows [from, to) of the job: F16 rows: h = round16(x + res) and res = h per element, then y = round16(round16(h*inv)*w), for each row.
-// It stops before the first row that needs the float64 path and returns that row's index, or to.
-//
-//go:noescape
-func avx512F16AddWeightedRN(j *job, from, to int) int
-
-// avx512F16AddOffset normalizes rows [from, to) of the job: F16 rows: h = round16(x + res) and res = h per element, then y = round16((h*inv)*(1+w)), for each row.
+// avx512F16AddOffset normalizes rows [from, to) of the job: F16 rows: h = round16(x + res) and res = h per element, then y = round16((h*inv)*(1+w)) (with flagRN, round16(h*inv) in place of (h*inv)), for each row.
 // It stops before the first row that needs the float64 path and returns that row's index, or to.
 //
 //go:noescape
 func avx512F16AddOffset(j *job, from, to int) int
-
-// avx512F16AddOffsetRN normalizes rows [from, to) of the job: F16 rows: h = round16(x + res) and res = h per element, then y = round16(round16(h*inv)*(1+w)), for each row.
-// It stops before the first row that needs the float64 path and returns that row's index, or to.
-//
-//go:noescape
-func avx512F16AddOffsetRN(j *job, from, to int) int
 
 // avx512F16AddUnweighted normalizes rows [from, to) of the job: F16 rows: h = round16(x + res) and res = h per element, then y = round16(h*inv), for each row.
 // It stops before the first row that needs the float64 path and returns that row's index, or to.
@@ -273,29 +225,17 @@ func avx2AddOffset(j *job, from, to int) int
 //go:noescape
 func avx2AddUnweighted(j *job, from, to int) int
 
-// avx2BF16Weighted normalizes rows [from, to) of the job: BF16 rows: y = round16((x*inv)*w), for each row.
+// avx2BF16Weighted normalizes rows [from, to) of the job: BF16 rows: y = round16((x*inv)*w) (with flagRN, round16(x*inv) in place of (x*inv)), for each row.
 // It stops before the first row that needs the float64 path and returns that row's index, or to.
 //
 //go:noescape
 func avx2BF16Weighted(j *job, from, to int) int
 
-// avx2BF16WeightedRN normalizes rows [from, to) of the job: BF16 rows: y = round16(round16(x*inv)*w), for each row.
-// It stops before the first row that needs the float64 path and returns that row's index, or to.
-//
-//go:noescape
-func avx2BF16WeightedRN(j *job, from, to int) int
-
-// avx2BF16Offset normalizes rows [from, to) of the job: BF16 rows: y = round16((x*inv)*(1+w)), for each row.
+// avx2BF16Offset normalizes rows [from, to) of the job: BF16 rows: y = round16((x*inv)*(1+w)) (with flagRN, round16(x*inv) in place of (x*inv)), for each row.
 // It stops before the first row that needs the float64 path and returns that row's index, or to.
 //
 //go:noescape
 func avx2BF16Offset(j *job, from, to int) int
-
-// avx2BF16OffsetRN normalizes rows [from, to) of the job: BF16 rows: y = round16(round16(x*inv)*(1+w)), for each row.
-// It stops before the first row that needs the float64 path and returns that row's index, or to.
-//
-//go:noescape
-func avx2BF16OffsetRN(j *job, from, to int) int
 
 // avx2BF16Unweighted normalizes rows [from, to) of the job: BF16 rows: y = round16(x*inv), for each row.
 // It stops before the first row that needs the float64 path and returns that row's index, or to.
@@ -303,29 +243,17 @@ func avx2BF16OffsetRN(j *job, from, to int) int
 //go:noescape
 func avx2BF16Unweighted(j *job, from, to int) int
 
-// avx2BF16AddWeighted normalizes rows [from, to) of the job: BF16 rows: h = round16(x + res) and res = h per element, then y = round16((h*inv)*w), for each row.
+// avx2BF16AddWeighted normalizes rows [from, to) of the job: BF16 rows: h = round16(x + res) and res = h per element, then y = round16((h*inv)*w) (with flagRN, round16(h*inv) in place of (h*inv)), for each row.
 // It stops before the first row that needs the float64 path and returns that row's index, or to.
 //
 //go:noescape
 func avx2BF16AddWeighted(j *job, from, to int) int
 
-// avx2BF16AddWeightedRN normalizes rows [from, to) of the job: BF16 rows: h = round16(x + res) and res = h per element, then y = round16(round16(h*inv)*w), for each row.
-// It stops before the first row that needs the float64 path and returns that row's index, or to.
-//
-//go:noescape
-func avx2BF16AddWeightedRN(j *job, from, to int) int
-
-// avx2BF16AddOffset normalizes rows [from, to) of the job: BF16 rows: h = round16(x + res) and res = h per element, then y = round16((h*inv)*(1+w)), for each row.
+// avx2BF16AddOffset normalizes rows [from, to) of the job: BF16 rows: h = round16(x + res) and res = h per element, then y = round16((h*inv)*(1+w)) (with flagRN, round16(h*inv) in place of (h*inv)), for each row.
 // It stops before the first row that needs the float64 path and returns that row's index, or to.
 //
 //go:noescape
 func avx2BF16AddOffset(j *job, from, to int) int
-
-// avx2BF16AddOffsetRN normalizes rows [from, to) of the job: BF16 rows: h = round16(x + res) and res = h per element, then y = round16(round16(h*inv)*(1+w)), for each row.
-// It stops before the first row that needs the float64 path and returns that row's index, or to.
-//
-//go:noescape
-func avx2BF16AddOffsetRN(j *job, from, to int) int
 
 // avx2BF16AddUnweighted normalizes rows [from, to) of the job: BF16 rows: h = round16(x + res) and res = h per element, then y = round16(h*inv), for each row.
 // It stops before the first row that needs the float64 path and returns that row's index, or to.
@@ -333,29 +261,17 @@ func avx2BF16AddOffsetRN(j *job, from, to int) int
 //go:noescape
 func avx2BF16AddUnweighted(j *job, from, to int) int
 
-// avx2F16Weighted normalizes rows [from, to) of the job: F16 rows: y = round16((x*inv)*w), for each row.
+// avx2F16Weighted normalizes rows [from, to) of the job: F16 rows: y = round16((x*inv)*w) (with flagRN, round16(x*inv) in place of (x*inv)), for each row.
 // It stops before the first row that needs the float64 path and returns that row's index, or to.
 //
 //go:noescape
 func avx2F16Weighted(j *job, from, to int) int
 
-// avx2F16WeightedRN normalizes rows [from, to) of the job: F16 rows: y = round16(round16(x*inv)*w), for each row.
-// It stops before the first row that needs the float64 path and returns that row's index, or to.
-//
-//go:noescape
-func avx2F16WeightedRN(j *job, from, to int) int
-
-// avx2F16Offset normalizes rows [from, to) of the job: F16 rows: y = round16((x*inv)*(1+w)), for each row.
+// avx2F16Offset normalizes rows [from, to) of the job: F16 rows: y = round16((x*inv)*(1+w)) (with flagRN, round16(x*inv) in place of (x*inv)), for each row.
 // It stops before the first row that needs the float64 path and returns that row's index, or to.
 //
 //go:noescape
 func avx2F16Offset(j *job, from, to int) int
-
-// avx2F16OffsetRN normalizes rows [from, to) of the job: F16 rows: y = round16(round16(x*inv)*(1+w)), for each row.
-// It stops before the first row that needs the float64 path and returns that row's index, or to.
-//
-//go:noescape
-func avx2F16OffsetRN(j *job, from, to int) int
 
 // avx2F16Unweighted normalizes rows [from, to) of the job: F16 rows: y = round16(x*inv), for each row.
 // It stops before the first row that needs the float64 path and returns that row's index, or to.
@@ -363,29 +279,17 @@ func avx2F16OffsetRN(j *job, from, to int) int
 //go:noescape
 func avx2F16Unweighted(j *job, from, to int) int
 
-// avx2F16AddWeighted normalizes rows [from, to) of the job: F16 rows: h = round16(x + res) and res = h per element, then y = round16((h*inv)*w), for each row.
+// avx2F16AddWeighted normalizes rows [from, to) of the job: F16 rows: h = round16(x + res) and res = h per element, then y = round16((h*inv)*w) (with flagRN, round16(h*inv) in place of (h*inv)), for each row.
 // It stops before the first row that needs the float64 path and returns that row's index, or to.
 //
 //go:noescape
 func avx2F16AddWeighted(j *job, from, to int) int
 
-// avx2F16AddWeightedRN normalizes rows [from, to) of the job: F16 rows: h = round16(x + res) and res = h per element, then y = round16(round16(h*inv)*w), for each row.
-// It stops before the first row that needs the float64 path and returns that row's index, or to.
-//
-//go:noescape
-func avx2F16AddWeightedRN(j *job, from, to int) int
-
-// avx2F16AddOffset normalizes rows [from, to) of the job: F16 rows: h = round16(x + res) and res = h per element, then y = round16((h*inv)*(1+w)), for each row.
+// avx2F16AddOffset normalizes rows [from, to) of the job: F16 rows: h = round16(x + res) and res = h per element, then y = round16((h*inv)*(1+w)) (with flagRN, round16(h*inv) in place of (h*inv)), for each row.
 // It stops before the first row that needs the float64 path and returns that row's index, or to.
 //
 //go:noescape
 func avx2F16AddOffset(j *job, from, to int) int
-
-// avx2F16AddOffsetRN normalizes rows [from, to) of the job: F16 rows: h = round16(x + res) and res = h per element, then y = round16(round16(h*inv)*(1+w)), for each row.
-// It stops before the first row that needs the float64 path and returns that row's index, or to.
-//
-//go:noescape
-func avx2F16AddOffsetRN(j *job, from, to int) int
 
 // avx2F16AddUnweighted normalizes rows [from, to) of the job: F16 rows: h = round16(x + res) and res = h per element, then y = round16(h*inv), for each row.
 // It stops before the first row that needs the float64 path and returns that row's index, or to.

@@ -487,17 +487,17 @@ scaleloop:
 	CMPQ    DI, R8
 	JG      scaletail
 	VMULPS  (DX)(DI*4), Z0, Z1
+	VMULPS  64(DX)(DI*4), Z0, Z2
+	VMULPS  128(DX)(DI*4), Z0, Z3
+	VMULPS  192(DX)(DI*4), Z0, Z4
 	VMULPS  (BX)(DI*4), Z1, Z1
 	VMOVUPS Z1, (CX)(DI*4)
-	VMULPS  64(DX)(DI*4), Z0, Z1
-	VMULPS  64(BX)(DI*4), Z1, Z1
-	VMOVUPS Z1, 64(CX)(DI*4)
-	VMULPS  128(DX)(DI*4), Z0, Z1
-	VMULPS  128(BX)(DI*4), Z1, Z1
-	VMOVUPS Z1, 128(CX)(DI*4)
-	VMULPS  192(DX)(DI*4), Z0, Z1
-	VMULPS  192(BX)(DI*4), Z1, Z1
-	VMOVUPS Z1, 192(CX)(DI*4)
+	VMULPS  64(BX)(DI*4), Z2, Z2
+	VMOVUPS Z2, 64(CX)(DI*4)
+	VMULPS  128(BX)(DI*4), Z3, Z3
+	VMOVUPS Z3, 128(CX)(DI*4)
+	VMULPS  192(BX)(DI*4), Z4, Z4
+	VMOVUPS Z4, 192(CX)(DI*4)
 	ADDQ    $0x00000040, DI
 	JMP     scaleloop
 
@@ -520,17 +520,17 @@ scalepfloop:
 	PREFETCHT0 128(R9)(DI*4)
 	PREFETCHT0 192(R9)(DI*4)
 	VMULPS     (DX)(DI*4), Z0, Z1
+	VMULPS     64(DX)(DI*4), Z0, Z2
+	VMULPS     128(DX)(DI*4), Z0, Z3
+	VMULPS     192(DX)(DI*4), Z0, Z4
 	VMULPS     (BX)(DI*4), Z1, Z1
 	VMOVUPS    Z1, (CX)(DI*4)
-	VMULPS     64(DX)(DI*4), Z0, Z1
-	VMULPS     64(BX)(DI*4), Z1, Z1
-	VMOVUPS    Z1, 64(CX)(DI*4)
-	VMULPS     128(DX)(DI*4), Z0, Z1
-	VMULPS     128(BX)(DI*4), Z1, Z1
-	VMOVUPS    Z1, 128(CX)(DI*4)
-	VMULPS     192(DX)(DI*4), Z0, Z1
-	VMULPS     192(BX)(DI*4), Z1, Z1
-	VMOVUPS    Z1, 192(CX)(DI*4)
+	VMULPS     64(BX)(DI*4), Z2, Z2
+	VMOVUPS    Z2, 64(CX)(DI*4)
+	VMULPS     128(BX)(DI*4), Z3, Z3
+	VMOVUPS    Z3, 128(CX)(DI*4)
+	VMULPS     192(BX)(DI*4), Z4, Z4
+	VMOVUPS    Z4, 192(CX)(DI*4)
 	ADDQ       $0x00000040, DI
 	JMP        scalepfloop
 
@@ -563,17 +563,17 @@ scalentloop:
 	PREFETCHT0 128(R9)(DI*4)
 	PREFETCHT0 192(R9)(DI*4)
 	VMULPS     (DX)(DI*4), Z0, Z1
+	VMULPS     64(DX)(DI*4), Z0, Z2
+	VMULPS     128(DX)(DI*4), Z0, Z3
+	VMULPS     192(DX)(DI*4), Z0, Z4
 	VMULPS     (BX)(DI*4), Z1, Z1
 	VMOVNTPS   Z1, (CX)(DI*4)
-	VMULPS     64(DX)(DI*4), Z0, Z1
-	VMULPS     64(BX)(DI*4), Z1, Z1
-	VMOVNTPS   Z1, 64(CX)(DI*4)
-	VMULPS     128(DX)(DI*4), Z0, Z1
-	VMULPS     128(BX)(DI*4), Z1, Z1
-	VMOVNTPS   Z1, 128(CX)(DI*4)
-	VMULPS     192(DX)(DI*4), Z0, Z1
-	VMULPS     192(BX)(DI*4), Z1, Z1
-	VMOVNTPS   Z1, 192(CX)(DI*4)
+	VMULPS     64(BX)(DI*4), Z2, Z2
+	VMOVNTPS   Z2, 64(CX)(DI*4)
+	VMULPS     128(BX)(DI*4), Z3, Z3
+	VMOVNTPS   Z3, 128(CX)(DI*4)
+	VMULPS     192(BX)(DI*4), Z4, Z4
+	VMOVNTPS   Z4, 192(CX)(DI*4)
 	ADDQ       $0x00000040, DI
 	JMP        scalentloop
 
@@ -952,25 +952,25 @@ scaleloop:
 	CMPQ    DI, R8
 	JG      scaletail
 	VMULPS  (DX)(DI*4), Z0, Z2
-	VMOVUPS (BX)(DI*4), Z3
-	VADDPS  Z1, Z3, Z3
-	VMULPS  Z3, Z2, Z2
+	VMULPS  64(DX)(DI*4), Z0, Z3
+	VMULPS  128(DX)(DI*4), Z0, Z4
+	VMULPS  192(DX)(DI*4), Z0, Z6
+	VMOVUPS (BX)(DI*4), Z7
+	VADDPS  Z1, Z7, Z7
+	VMULPS  Z7, Z2, Z2
 	VMOVUPS Z2, (CX)(DI*4)
-	VMULPS  64(DX)(DI*4), Z0, Z2
-	VMOVUPS 64(BX)(DI*4), Z3
-	VADDPS  Z1, Z3, Z3
-	VMULPS  Z3, Z2, Z2
-	VMOVUPS Z2, 64(CX)(DI*4)
-	VMULPS  128(DX)(DI*4), Z0, Z2
-	VMOVUPS 128(BX)(DI*4), Z3
-	VADDPS  Z1, Z3, Z3
-	VMULPS  Z3, Z2, Z2
-	VMOVUPS Z2, 128(CX)(DI*4)
-	VMULPS  192(DX)(DI*4), Z0, Z2
-	VMOVUPS 192(BX)(DI*4), Z3
-	VADDPS  Z1, Z3, Z3
-	VMULPS  Z3, Z2, Z2
-	VMOVUPS Z2, 192(CX)(DI*4)
+	VMOVUPS 64(BX)(DI*4), Z2
+	VADDPS  Z1, Z2, Z2
+	VMULPS  Z2, Z3, Z3
+	VMOVUPS Z3, 64(CX)(DI*4)
+	VMOVUPS 128(BX)(DI*4), Z2
+	VADDPS  Z1, Z2, Z2
+	VMULPS  Z2, Z4, Z4
+	VMOVUPS Z4, 128(CX)(DI*4)
+	VMOVUPS 192(BX)(DI*4), Z2
+	VADDPS  Z1, Z2, Z2
+	VMULPS  Z2, Z6, Z6
+	VMOVUPS Z6, 192(CX)(DI*4)
 	ADDQ    $0x00000040, DI
 	JMP     scaleloop
 
@@ -993,25 +993,25 @@ scalepfloop:
 	PREFETCHT0 128(R9)(DI*4)
 	PREFETCHT0 192(R9)(DI*4)
 	VMULPS     (DX)(DI*4), Z0, Z2
-	VMOVUPS    (BX)(DI*4), Z3
-	VADDPS     Z1, Z3, Z3
-	VMULPS     Z3, Z2, Z2
+	VMULPS     64(DX)(DI*4), Z0, Z3
+	VMULPS     128(DX)(DI*4), Z0, Z4
+	VMULPS     192(DX)(DI*4), Z0, Z6
+	VMOVUPS    (BX)(DI*4), Z7
+	VADDPS     Z1, Z7, Z7
+	VMULPS     Z7, Z2, Z2
 	VMOVUPS    Z2, (CX)(DI*4)
-	VMULPS     64(DX)(DI*4), Z0, Z2
-	VMOVUPS    64(BX)(DI*4), Z3
-	VADDPS     Z1, Z3, Z3
-	VMULPS     Z3, Z2, Z2
-	VMOVUPS    Z2, 64(CX)(DI*4)
-	VMULPS     128(DX)(DI*4), Z0, Z2
-	VMOVUPS    128(BX)(DI*4), Z3
-	VADDPS     Z1, Z3, Z3
-	VMULPS     Z3, Z2, Z2
-	VMOVUPS    Z2, 128(CX)(DI*4)
-	VMULPS     192(DX)(DI*4), Z0, Z2
-	VMOVUPS    192(BX)(DI*4), Z3
-	VADDPS     Z1, Z3, Z3
-	VMULPS     Z3, Z2, Z2
-	VMOVUPS    Z2, 192(CX)(DI*4)
+	VMOVUPS    64(BX)(DI*4), Z2
+	VADDPS     Z1, Z2, Z2
+	VMULPS     Z2, Z3, Z3
+	VMOVUPS    Z3, 64(CX)(DI*4)
+	VMOVUPS    128(BX)(DI*4), Z2
+	VADDPS     Z1, Z2, Z2
+	VMULPS     Z2, Z4, Z4
+	VMOVUPS    Z4, 128(CX)(DI*4)
+	VMOVUPS    192(BX)(DI*4), Z2
+	VADDPS     Z1, Z2, Z2
+	VMULPS     Z2, Z6, Z6
+	VMOVUPS    Z6, 192(CX)(DI*4)
 	ADDQ       $0x00000040, DI
 	JMP        scalepfloop
 
@@ -1045,25 +1045,25 @@ scalentloop:
 	PREFETCHT0 128(R9)(DI*4)
 	PREFETCHT0 192(R9)(DI*4)
 	VMULPS     (DX)(DI*4), Z0, Z2
-	VMOVUPS    (BX)(DI*4), Z3
-	VADDPS     Z1, Z3, Z3
-	VMULPS     Z3, Z2, Z2
+	VMULPS     64(DX)(DI*4), Z0, Z3
+	VMULPS     128(DX)(DI*4), Z0, Z4
+	VMULPS     192(DX)(DI*4), Z0, Z6
+	VMOVUPS    (BX)(DI*4), Z7
+	VADDPS     Z1, Z7, Z7
+	VMULPS     Z7, Z2, Z2
 	VMOVNTPS   Z2, (CX)(DI*4)
-	VMULPS     64(DX)(DI*4), Z0, Z2
-	VMOVUPS    64(BX)(DI*4), Z3
-	VADDPS     Z1, Z3, Z3
-	VMULPS     Z3, Z2, Z2
-	VMOVNTPS   Z2, 64(CX)(DI*4)
-	VMULPS     128(DX)(DI*4), Z0, Z2
-	VMOVUPS    128(BX)(DI*4), Z3
-	VADDPS     Z1, Z3, Z3
-	VMULPS     Z3, Z2, Z2
-	VMOVNTPS   Z2, 128(CX)(DI*4)
-	VMULPS     192(DX)(DI*4), Z0, Z2
-	VMOVUPS    192(BX)(DI*4), Z3
-	VADDPS     Z1, Z3, Z3
-	VMULPS     Z3, Z2, Z2
-	VMOVNTPS   Z2, 192(CX)(DI*4)
+	VMOVUPS    64(BX)(DI*4), Z2
+	VADDPS     Z1, Z2, Z2
+	VMULPS     Z2, Z3, Z3
+	VMOVNTPS   Z3, 64(CX)(DI*4)
+	VMOVUPS    128(BX)(DI*4), Z2
+	VADDPS     Z1, Z2, Z2
+	VMULPS     Z2, Z4, Z4
+	VMOVNTPS   Z4, 128(CX)(DI*4)
+	VMOVUPS    192(BX)(DI*4), Z2
+	VADDPS     Z1, Z2, Z2
+	VMULPS     Z2, Z6, Z6
+	VMOVNTPS   Z6, 192(CX)(DI*4)
 	ADDQ       $0x00000040, DI
 	JMP        scalentloop
 
@@ -1442,13 +1442,13 @@ scaleloop:
 	CMPQ    SI, DI
 	JG      scaletail
 	VMULPS  (DX)(SI*4), Z0, Z1
+	VMULPS  64(DX)(SI*4), Z0, Z2
+	VMULPS  128(DX)(SI*4), Z0, Z3
+	VMULPS  192(DX)(SI*4), Z0, Z4
 	VMOVUPS Z1, (CX)(SI*4)
-	VMULPS  64(DX)(SI*4), Z0, Z1
-	VMOVUPS Z1, 64(CX)(SI*4)
-	VMULPS  128(DX)(SI*4), Z0, Z1
-	VMOVUPS Z1, 128(CX)(SI*4)
-	VMULPS  192(DX)(SI*4), Z0, Z1
-	VMOVUPS Z1, 192(CX)(SI*4)
+	VMOVUPS Z2, 64(CX)(SI*4)
+	VMOVUPS Z3, 128(CX)(SI*4)
+	VMOVUPS Z4, 192(CX)(SI*4)
 	ADDQ    $0x00000040, SI
 	JMP     scaleloop
 
@@ -1471,13 +1471,13 @@ scalepfloop:
 	PREFETCHT0 128(R8)(SI*4)
 	PREFETCHT0 192(R8)(SI*4)
 	VMULPS     (DX)(SI*4), Z0, Z1
+	VMULPS     64(DX)(SI*4), Z0, Z2
+	VMULPS     128(DX)(SI*4), Z0, Z3
+	VMULPS     192(DX)(SI*4), Z0, Z4
 	VMOVUPS    Z1, (CX)(SI*4)
-	VMULPS     64(DX)(SI*4), Z0, Z1
-	VMOVUPS    Z1, 64(CX)(SI*4)
-	VMULPS     128(DX)(SI*4), Z0, Z1
-	VMOVUPS    Z1, 128(CX)(SI*4)
-	VMULPS     192(DX)(SI*4), Z0, Z1
-	VMOVUPS    Z1, 192(CX)(SI*4)
+	VMOVUPS    Z2, 64(CX)(SI*4)
+	VMOVUPS    Z3, 128(CX)(SI*4)
+	VMOVUPS    Z4, 192(CX)(SI*4)
 	ADDQ       $0x00000040, SI
 	JMP        scalepfloop
 
@@ -1508,13 +1508,13 @@ scalentloop:
 	PREFETCHT0 128(R8)(SI*4)
 	PREFETCHT0 192(R8)(SI*4)
 	VMULPS     (DX)(SI*4), Z0, Z1
+	VMULPS     64(DX)(SI*4), Z0, Z2
+	VMULPS     128(DX)(SI*4), Z0, Z3
+	VMULPS     192(DX)(SI*4), Z0, Z4
 	VMOVNTPS   Z1, (CX)(SI*4)
-	VMULPS     64(DX)(SI*4), Z0, Z1
-	VMOVNTPS   Z1, 64(CX)(SI*4)
-	VMULPS     128(DX)(SI*4), Z0, Z1
-	VMOVNTPS   Z1, 128(CX)(SI*4)
-	VMULPS     192(DX)(SI*4), Z0, Z1
-	VMOVNTPS   Z1, 192(CX)(SI*4)
+	VMOVNTPS   Z2, 64(CX)(SI*4)
+	VMOVNTPS   Z3, 128(CX)(SI*4)
+	VMOVNTPS   Z4, 192(CX)(SI*4)
 	ADDQ       $0x00000040, SI
 	JMP        scalentloop
 
@@ -1838,17 +1838,17 @@ scaleloop:
 	CMPQ    R8, R9
 	JG      scaletail
 	VMULPS  (SI)(R8*4), Z0, Z1
+	VMULPS  64(SI)(R8*4), Z0, Z2
+	VMULPS  128(SI)(R8*4), Z0, Z3
+	VMULPS  192(SI)(R8*4), Z0, Z4
 	VMULPS  (BX)(R8*4), Z1, Z1
 	VMOVUPS Z1, (CX)(R8*4)
-	VMULPS  64(SI)(R8*4), Z0, Z1
-	VMULPS  64(BX)(R8*4), Z1, Z1
-	VMOVUPS Z1, 64(CX)(R8*4)
-	VMULPS  128(SI)(R8*4), Z0, Z1
-	VMULPS  128(BX)(R8*4), Z1, Z1
-	VMOVUPS Z1, 128(CX)(R8*4)
-	VMULPS  192(SI)(R8*4), Z0, Z1
-	VMULPS  192(BX)(R8*4), Z1, Z1
-	VMOVUPS Z1, 192(CX)(R8*4)
+	VMULPS  64(BX)(R8*4), Z2, Z2
+	VMOVUPS Z2, 64(CX)(R8*4)
+	VMULPS  128(BX)(R8*4), Z3, Z3
+	VMOVUPS Z3, 128(CX)(R8*4)
+	VMULPS  192(BX)(R8*4), Z4, Z4
+	VMOVUPS Z4, 192(CX)(R8*4)
 	ADDQ    $0x00000040, R8
 	JMP     scaleloop
 
@@ -1871,17 +1871,17 @@ scalepfloop:
 	PREFETCHT0 128(R10)(R8*4)
 	PREFETCHT0 192(R10)(R8*4)
 	VMULPS     (SI)(R8*4), Z0, Z1
+	VMULPS     64(SI)(R8*4), Z0, Z2
+	VMULPS     128(SI)(R8*4), Z0, Z3
+	VMULPS     192(SI)(R8*4), Z0, Z4
 	VMULPS     (BX)(R8*4), Z1, Z1
 	VMOVUPS    Z1, (CX)(R8*4)
-	VMULPS     64(SI)(R8*4), Z0, Z1
-	VMULPS     64(BX)(R8*4), Z1, Z1
-	VMOVUPS    Z1, 64(CX)(R8*4)
-	VMULPS     128(SI)(R8*4), Z0, Z1
-	VMULPS     128(BX)(R8*4), Z1, Z1
-	VMOVUPS    Z1, 128(CX)(R8*4)
-	VMULPS     192(SI)(R8*4), Z0, Z1
-	VMULPS     192(BX)(R8*4), Z1, Z1
-	VMOVUPS    Z1, 192(CX)(R8*4)
+	VMULPS     64(BX)(R8*4), Z2, Z2
+	VMOVUPS    Z2, 64(CX)(R8*4)
+	VMULPS     128(BX)(R8*4), Z3, Z3
+	VMOVUPS    Z3, 128(CX)(R8*4)
+	VMULPS     192(BX)(R8*4), Z4, Z4
+	VMOVUPS    Z4, 192(CX)(R8*4)
 	ADDQ       $0x00000040, R8
 	JMP        scalepfloop
 
@@ -1914,17 +1914,17 @@ scalentloop:
 	PREFETCHT0 128(R10)(R8*4)
 	PREFETCHT0 192(R10)(R8*4)
 	VMULPS     (SI)(R8*4), Z0, Z1
+	VMULPS     64(SI)(R8*4), Z0, Z2
+	VMULPS     128(SI)(R8*4), Z0, Z3
+	VMULPS     192(SI)(R8*4), Z0, Z4
 	VMULPS     (BX)(R8*4), Z1, Z1
 	VMOVNTPS   Z1, (CX)(R8*4)
-	VMULPS     64(SI)(R8*4), Z0, Z1
-	VMULPS     64(BX)(R8*4), Z1, Z1
-	VMOVNTPS   Z1, 64(CX)(R8*4)
-	VMULPS     128(SI)(R8*4), Z0, Z1
-	VMULPS     128(BX)(R8*4), Z1, Z1
-	VMOVNTPS   Z1, 128(CX)(R8*4)
-	VMULPS     192(SI)(R8*4), Z0, Z1
-	VMULPS     192(BX)(R8*4), Z1, Z1
-	VMOVNTPS   Z1, 192(CX)(R8*4)
+	VMULPS     64(BX)(R8*4), Z2, Z2
+	VMOVNTPS   Z2, 64(CX)(R8*4)
+	VMULPS     128(BX)(R8*4), Z3, Z3
+	VMOVNTPS   Z3, 128(CX)(R8*4)
+	VMULPS     192(BX)(R8*4), Z4, Z4
+	VMOVNTPS   Z4, 192(CX)(R8*4)
 	ADDQ       $0x00000040, R8
 	JMP        scalentloop
 
@@ -2254,25 +2254,25 @@ scaleloop:
 	CMPQ    R8, R9
 	JG      scaletail
 	VMULPS  (SI)(R8*4), Z0, Z2
-	VMOVUPS (BX)(R8*4), Z3
-	VADDPS  Z1, Z3, Z3
-	VMULPS  Z3, Z2, Z2
+	VMULPS  64(SI)(R8*4), Z0, Z3
+	VMULPS  128(SI)(R8*4), Z0, Z4
+	VMULPS  192(SI)(R8*4), Z0, Z6
+	VMOVUPS (BX)(R8*4), Z7
+	VADDPS  Z1, Z7, Z7
+	VMULPS  Z7, Z2, Z2
 	VMOVUPS Z2, (CX)(R8*4)
-	VMULPS  64(SI)(R8*4), Z0, Z2
-	VMOVUPS 64(BX)(R8*4), Z3
-	VADDPS  Z1, Z3, Z3
-	VMULPS  Z3, Z2, Z2
-	VMOVUPS Z2, 64(CX)(R8*4)
-	VMULPS  128(SI)(R8*4), Z0, Z2
-	VMOVUPS 128(BX)(R8*4), Z3
-	VADDPS  Z1, Z3, Z3
-	VMULPS  Z3, Z2, Z2
-	VMOVUPS Z2, 128(CX)(R8*4)
-	VMULPS  192(SI)(R8*4), Z0, Z2
-	VMOVUPS 192(BX)(R8*4), Z3
-	VADDPS  Z1, Z3, Z3
-	VMULPS  Z3, Z2, Z2
-	VMOVUPS Z2, 192(CX)(R8*4)
+	VMOVUPS 64(BX)(R8*4), Z2
+	VADDPS  Z1, Z2, Z2
+	VMULPS  Z2, Z3, Z3
+	VMOVUPS Z3, 64(CX)(R8*4)
+	VMOVUPS 128(BX)(R8*4), Z2
+	VADDPS  Z1, Z2, Z2
+	VMULPS  Z2, Z4, Z4
+	VMOVUPS Z4, 128(CX)(R8*4)
+	VMOVUPS 192(BX)(R8*4), Z2
+	VADDPS  Z1, Z2, Z2
+	VMULPS  Z2, Z6, Z6
+	VMOVUPS Z6, 192(CX)(R8*4)
 	ADDQ    $0x00000040, R8
 	JMP     scaleloop
 
@@ -2295,25 +2295,25 @@ scalepfloop:
 	PREFETCHT0 128(R10)(R8*4)
 	PREFETCHT0 192(R10)(R8*4)
 	VMULPS     (SI)(R8*4), Z0, Z2
-	VMOVUPS    (BX)(R8*4), Z3
-	VADDPS     Z1, Z3, Z3
-	VMULPS     Z3, Z2, Z2
+	VMULPS     64(SI)(R8*4), Z0, Z3
+	VMULPS     128(SI)(R8*4), Z0, Z4
+	VMULPS     192(SI)(R8*4), Z0, Z6
+	VMOVUPS    (BX)(R8*4), Z7
+	VADDPS     Z1, Z7, Z7
+	VMULPS     Z7, Z2, Z2
 	VMOVUPS    Z2, (CX)(R8*4)
-	VMULPS     64(SI)(R8*4), Z0, Z2
-	VMOVUPS    64(BX)(R8*4), Z3
-	VADDPS     Z1, Z3, Z3
-	VMULPS     Z3, Z2, Z2
-	VMOVUPS    Z2, 64(CX)(R8*4)
-	VMULPS     128(SI)(R8*4), Z0, Z2
-	VMOVUPS    128(BX)(R8*4), Z3
-	VADDPS     Z1, Z3, Z3
-	VMULPS     Z3, Z2, Z2
-	VMOVUPS    Z2, 128(CX)(R8*4)
-	VMULPS     192(SI)(R8*4), Z0, Z2
-	VMOVUPS    192(BX)(R8*4), Z3
-	VADDPS     Z1, Z3, Z3
-	VMULPS     Z3, Z2, Z2
-	VMOVUPS    Z2, 192(CX)(R8*4)
+	VMOVUPS    64(BX)(R8*4), Z2
+	VADDPS     Z1, Z2, Z2
+	VMULPS     Z2, Z3, Z3
+	VMOVUPS    Z3, 64(CX)(R8*4)
+	VMOVUPS    128(BX)(R8*4), Z2
+	VADDPS     Z1, Z2, Z2
+	VMULPS     Z2, Z4, Z4
+	VMOVUPS    Z4, 128(CX)(R8*4)
+	VMOVUPS    192(BX)(R8*4), Z2
+	VADDPS     Z1, Z2, Z2
+	VMULPS     Z2, Z6, Z6
+	VMOVUPS    Z6, 192(CX)(R8*4)
 	ADDQ       $0x00000040, R8
 	JMP        scalepfloop
 
@@ -2347,25 +2347,25 @@ scalentloop:
 	PREFETCHT0 128(R10)(R8*4)
 	PREFETCHT0 192(R10)(R8*4)
 	VMULPS     (SI)(R8*4), Z0, Z2
-	VMOVUPS    (BX)(R8*4), Z3
-	VADDPS     Z1, Z3, Z3
-	VMULPS     Z3, Z2, Z2
+	VMULPS     64(SI)(R8*4), Z0, Z3
+	VMULPS     128(SI)(R8*4), Z0, Z4
+	VMULPS     192(SI)(R8*4), Z0, Z6
+	VMOVUPS    (BX)(R8*4), Z7
+	VADDPS     Z1, Z7, Z7
+	VMULPS     Z7, Z2, Z2
 	VMOVNTPS   Z2, (CX)(R8*4)
-	VMULPS     64(SI)(R8*4), Z0, Z2
-	VMOVUPS    64(BX)(R8*4), Z3
-	VADDPS     Z1, Z3, Z3
-	VMULPS     Z3, Z2, Z2
-	VMOVNTPS   Z2, 64(CX)(R8*4)
-	VMULPS     128(SI)(R8*4), Z0, Z2
-	VMOVUPS    128(BX)(R8*4), Z3
-	VADDPS     Z1, Z3, Z3
-	VMULPS     Z3, Z2, Z2
-	VMOVNTPS   Z2, 128(CX)(R8*4)
-	VMULPS     192(SI)(R8*4), Z0, Z2
-	VMOVUPS    192(BX)(R8*4), Z3
-	VADDPS     Z1, Z3, Z3
-	VMULPS     Z3, Z2, Z2
-	VMOVNTPS   Z2, 192(CX)(R8*4)
+	VMOVUPS    64(BX)(R8*4), Z2
+	VADDPS     Z1, Z2, Z2
+	VMULPS     Z2, Z3, Z3
+	VMOVNTPS   Z3, 64(CX)(R8*4)
+	VMOVUPS    128(BX)(R8*4), Z2
+	VADDPS     Z1, Z2, Z2
+	VMULPS     Z2, Z4, Z4
+	VMOVNTPS   Z4, 128(CX)(R8*4)
+	VMOVUPS    192(BX)(R8*4), Z2
+	VADDPS     Z1, Z2, Z2
+	VMULPS     Z2, Z6, Z6
+	VMOVNTPS   Z6, 192(CX)(R8*4)
 	ADDQ       $0x00000040, R8
 	JMP        scalentloop
 
@@ -2695,13 +2695,13 @@ scaleloop:
 	CMPQ    DI, R8
 	JG      scaletail
 	VMULPS  (BX)(DI*4), Z0, Z1
+	VMULPS  64(BX)(DI*4), Z0, Z2
+	VMULPS  128(BX)(DI*4), Z0, Z3
+	VMULPS  192(BX)(DI*4), Z0, Z4
 	VMOVUPS Z1, (CX)(DI*4)
-	VMULPS  64(BX)(DI*4), Z0, Z1
-	VMOVUPS Z1, 64(CX)(DI*4)
-	VMULPS  128(BX)(DI*4), Z0, Z1
-	VMOVUPS Z1, 128(CX)(DI*4)
-	VMULPS  192(BX)(DI*4), Z0, Z1
-	VMOVUPS Z1, 192(CX)(DI*4)
+	VMOVUPS Z2, 64(CX)(DI*4)
+	VMOVUPS Z3, 128(CX)(DI*4)
+	VMOVUPS Z4, 192(CX)(DI*4)
 	ADDQ    $0x00000040, DI
 	JMP     scaleloop
 
@@ -2724,13 +2724,13 @@ scalepfloop:
 	PREFETCHT0 128(R9)(DI*4)
 	PREFETCHT0 192(R9)(DI*4)
 	VMULPS     (BX)(DI*4), Z0, Z1
+	VMULPS     64(BX)(DI*4), Z0, Z2
+	VMULPS     128(BX)(DI*4), Z0, Z3
+	VMULPS     192(BX)(DI*4), Z0, Z4
 	VMOVUPS    Z1, (CX)(DI*4)
-	VMULPS     64(BX)(DI*4), Z0, Z1
-	VMOVUPS    Z1, 64(CX)(DI*4)
-	VMULPS     128(BX)(DI*4), Z0, Z1
-	VMOVUPS    Z1, 128(CX)(DI*4)
-	VMULPS     192(BX)(DI*4), Z0, Z1
-	VMOVUPS    Z1, 192(CX)(DI*4)
+	VMOVUPS    Z2, 64(CX)(DI*4)
+	VMOVUPS    Z3, 128(CX)(DI*4)
+	VMOVUPS    Z4, 192(CX)(DI*4)
 	ADDQ       $0x00000040, DI
 	JMP        scalepfloop
 
@@ -2761,13 +2761,13 @@ scalentloop:
 	PREFETCHT0 128(R9)(DI*4)
 	PREFETCHT0 192(R9)(DI*4)
 	VMULPS     (BX)(DI*4), Z0, Z1
+	VMULPS     64(BX)(DI*4), Z0, Z2
+	VMULPS     128(BX)(DI*4), Z0, Z3
+	VMULPS     192(BX)(DI*4), Z0, Z4
 	VMOVNTPS   Z1, (CX)(DI*4)
-	VMULPS     64(BX)(DI*4), Z0, Z1
-	VMOVNTPS   Z1, 64(CX)(DI*4)
-	VMULPS     128(BX)(DI*4), Z0, Z1
-	VMOVNTPS   Z1, 128(CX)(DI*4)
-	VMULPS     192(BX)(DI*4), Z0, Z1
-	VMOVNTPS   Z1, 192(CX)(DI*4)
+	VMOVNTPS   Z2, 64(CX)(DI*4)
+	VMOVNTPS   Z3, 128(CX)(DI*4)
+	VMOVNTPS   Z4, 192(CX)(DI*4)
 	ADDQ       $0x00000040, DI
 	JMP        scalentloop
 
@@ -2818,609 +2818,7 @@ vzero:
 // func avx512BF16Weighted(j uintptr, from int, to int) int
 // Requires: AVX, AVX512BW, AVX512F, MMX+
 TEXT ·avx512BF16Weighted(SB), NOSPLIT, $376-32
-	// avx512BF16Weighted normalizes rows [from, to) of the job: BF16 rows: y = round16((x*inv)*w), for each row.
-	// It stops before the first row that needs the float64 path and returns that row's index, or to.
-	MOVQ         j+0(FP), AX
-	MOVQ         job_dst+0(AX), CX
-	MOVQ         job_x+0(AX), DX
-	MOVQ         job_w+0(AX), BX
-	MOVQ         job_stride+0(AX), SI
-	SHLQ         $0x01, SI
-	VMOVDQU64    oddwords<>+0(SB), Z3
-	VPBROADCASTD avx512bfone<>+0(SB), Z0
-	VPBROADCASTD avx512bfbias<>+0(SB), Z1
-	VPBROADCASTD avx512bfhigh<>+0(SB), Z2
-	VPBROADCASTD avx512bffixnan<>+0(SB), Z2
-
-	// fd = float32(d); rd = 1/d when d is a power of two (a/d is then a*rd exactly), else 0.
-	MOVQ       job_d+0(AX), DI
-	VMOVSS     one<>+0(SB), X4
-	VCVTSI2SSQ DI, X4, X4
-	VMOVSS     X4, 368(SP)
-	XORL       R9, R9
-	LEAQ       -1(DI), R8
-	TESTQ      DI, R8
-	JNZ        notpow2
-	BSFQ       DI, R8
-	MOVL       $0x0000007f, R9
-	SUBL       R8, R9
-	SHLL       $0x17, R9
-
-notpow2:
-	MOVL R9, 372(SP)
-
-	// Start at row from.
-	MOVQ  from+8(FP), DI
-	MOVQ  DI, 320(SP)
-	MOVQ  $0x00000000, 328(SP)
-	IMULQ SI, DI
-	ADDQ  DI, CX
-	ADDQ  DI, DX
-
-row:
-	MOVQ 320(SP), DI
-	CMPQ DI, to+16(FP)
-	JAE  ret
-	MOVQ $0x00000001, 336(SP)
-	CMPQ 328(SP), $0x00
-	JE   trygroup
-	DECQ 328(SP)
-	JMP  sum
-
-trygroup:
-	CMPQ job_d+0(AX), $0x00000200
-	JA   sum
-	MOVQ to+16(FP), DI
-	SUBQ 320(SP), DI
-	CMPQ DI, $0x04
-	JB   sum
-	MOVQ $0x00000004, 336(SP)
-
-sum:
-	MOVQ DX, DI
-	XORQ R8, R8
-
-sumrow:
-	// Sum of squares: element i goes to partial i%64.
-	MOVQ    job_d+0(AX), R10
-	SUBQ    $0x00000040, R10
-	JGE     firstblock
-	VMOVUPS zero64<>+0(SB), Z5
-	VMOVUPS zero64<>+0(SB), Z6
-	VMOVUPS zero64<>+0(SB), Z7
-	VMOVUPS zero64<>+0(SB), Z8
-	XORQ    R9, R9
-	JMP     sumtail
-
-firstblock:
-	// +0 + square is the square itself: the first block initializes the partials.
-	XORQ      R9, R9
-	VPMOVZXWD (DI)(R9*2), Z5
-	VPSLLD    $0x10, Z5, Z5
-	VMULPS    Z5, Z5, Z5
-	VPMOVZXWD 32(DI)(R9*2), Z6
-	VPSLLD    $0x10, Z6, Z6
-	VMULPS    Z6, Z6, Z6
-	VPMOVZXWD 64(DI)(R9*2), Z7
-	VPSLLD    $0x10, Z7, Z7
-	VMULPS    Z7, Z7, Z7
-	VPMOVZXWD 96(DI)(R9*2), Z8
-	VPSLLD    $0x10, Z8, Z8
-	VMULPS    Z8, Z8, Z8
-	MOVQ      $0x00000040, R9
-	TESTL     $0x00000002, job_flags+0(AX)
-	JNZ       sumpf
-
-sumloop:
-	CMPQ      R9, R10
-	JG        sumtail
-	VPMOVZXWD (DI)(R9*2), Z9
-	VPSLLD    $0x10, Z9, Z9
-	VMULPS    Z9, Z9, Z9
-	VADDPS    Z9, Z5, Z5
-	VPMOVZXWD 32(DI)(R9*2), Z9
-	VPSLLD    $0x10, Z9, Z9
-	VMULPS    Z9, Z9, Z9
-	VADDPS    Z9, Z6, Z6
-	VPMOVZXWD 64(DI)(R9*2), Z9
-	VPSLLD    $0x10, Z9, Z9
-	VMULPS    Z9, Z9, Z9
-	VADDPS    Z9, Z7, Z7
-	VPMOVZXWD 96(DI)(R9*2), Z9
-	VPSLLD    $0x10, Z9, Z9
-	VMULPS    Z9, Z9, Z9
-	VADDPS    Z9, Z8, Z8
-	ADDQ      $0x00000040, R9
-	JMP       sumloop
-
-	// The same, prefetching the rows ahead.
-sumpf:
-	MOVQ SI, R11
-	SHLQ $0x01, R11
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows1
-	SHLQ $0x03, R11
-
-longrows1:
-	ADDQ DI, R11
-
-sumpfloop:
-	CMPQ       R9, R10
-	JG         sumtail
-	PREFETCHT0 (R11)(R9*2)
-	PREFETCHT0 64(R11)(R9*2)
-	VPMOVZXWD  (DI)(R9*2), Z9
-	VPSLLD     $0x10, Z9, Z9
-	VMULPS     Z9, Z9, Z9
-	VADDPS     Z9, Z5, Z5
-	VPMOVZXWD  32(DI)(R9*2), Z9
-	VPSLLD     $0x10, Z9, Z9
-	VMULPS     Z9, Z9, Z9
-	VADDPS     Z9, Z6, Z6
-	VPMOVZXWD  64(DI)(R9*2), Z9
-	VPSLLD     $0x10, Z9, Z9
-	VMULPS     Z9, Z9, Z9
-	VADDPS     Z9, Z7, Z7
-	VPMOVZXWD  96(DI)(R9*2), Z9
-	VPSLLD     $0x10, Z9, Z9
-	VMULPS     Z9, Z9, Z9
-	VADDPS     Z9, Z8, Z8
-	ADDQ       $0x00000040, R9
-	JMP        sumpfloop
-
-sumtail:
-	// Fewer than 64 elements remain.
-	MOVQ job_d+0(AX), R10
-	SUBQ R9, R10
-	JZ   summed
-	LEAQ kmask<>+0(SB), R11
-	MOVQ R10, R12
-	CMPQ R12, $0x00000010
-	JLE  tailmask0
-	MOVQ $0x00000010, R12
-
-tailmask0:
-	KMOVW       (R11)(R12*2), K1
-	VPMOVZXWD.Z (DI)(R9*2), K1, Z9
-	VPSLLD      $0x10, Z9, Z9
-	VMULPS      Z9, Z9, Z9
-	VADDPS      Z9, Z5, Z5
-	MOVQ        R10, R12
-	SUBQ        $0x00000010, R12
-	JLE         summed
-	CMPQ        R12, $0x00000010
-	JLE         tailmask1
-	MOVQ        $0x00000010, R12
-
-tailmask1:
-	KMOVW       (R11)(R12*2), K1
-	VPMOVZXWD.Z 32(DI)(R9*2), K1, Z9
-	VPSLLD      $0x10, Z9, Z9
-	VMULPS      Z9, Z9, Z9
-	VADDPS      Z9, Z6, Z6
-	MOVQ        R10, R12
-	SUBQ        $0x00000020, R12
-	JLE         summed
-	CMPQ        R12, $0x00000010
-	JLE         tailmask2
-	MOVQ        $0x00000010, R12
-
-tailmask2:
-	KMOVW       (R11)(R12*2), K1
-	VPMOVZXWD.Z 64(DI)(R9*2), K1, Z9
-	VPSLLD      $0x10, Z9, Z9
-	VMULPS      Z9, Z9, Z9
-	VADDPS      Z9, Z7, Z7
-	SUBQ        $0x00000030, R10
-	JLE         summed
-	CMPQ        R10, $0x00000010
-	JLE         tailmask3
-	MOVQ        $0x00000010, R10
-
-tailmask3:
-	KMOVW       (R11)(R10*2), K1
-	VPMOVZXWD.Z 96(DI)(R9*2), K1, Z9
-	VPSLLD      $0x10, Z9, Z9
-	VMULPS      Z9, Z9, Z9
-	VADDPS      Z9, Z8, Z8
-
-summed:
-	VADDPS  Z7, Z5, Z5
-	VADDPS  Z8, Z6, Z6
-	VADDPS  Z6, Z5, Z5
-	CMPQ    336(SP), $0x01
-	JE      invone
-	VMOVUPS Z5, (SP)(R8*1)
-	ADDQ    SI, DI
-	ADDQ    $0x00000040, R8
-	CMPQ    R8, $0x00000100
-	JB      sumrow
-	JMP     invgroup
-
-invone:
-	// Halving tree: p[j] += p[j+h] for the remaining h, down to ss.
-	VSHUFF64X2 $0xee, Z5, Z5, Z6
-	VADDPS     Z6, Z5, Z5
-	VSHUFF32X4 $0x01, Z5, Z5, Z6
-	VADDPS     Z6, Z5, Z5
-	VPERMILPS  $0x4e, Z5, Z6
-	VADDPS     Z6, Z5, Z5
-	VPERMILPS  $0xb1, Z5, Z6
-	VADDPS     Z6, Z5, Z5
-
-	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
-	CMPL   372(SP), $0x00
-	JE     divide2
-	VMULSS 372(SP), X5, X5
-	JMP    divided3
-
-divide2:
-	VDIVSS 368(SP), X5, X5
-
-divided3:
-	VADDSS   job_eps+0(AX), X5, X5
-	VUCOMISS tlo<>+0(SB), X5
-	JCS      ret
-	VUCOMISS tmax<>+0(SB), X5
-	JHI      ret
-	VSQRTSS  X5, X5, X5
-	VMOVSS   one<>+0(SB), X4
-	VDIVSS   X5, X4, X4
-
-	// Report 1/rms if asked.
-	MOVQ   job_inv+0(AX), DI
-	TESTQ  DI, DI
-	JZ     scale
-	MOVQ   320(SP), R8
-	VMOVSS X4, (DI)(R8*4)
-	JMP    scale
-
-invgroup:
-	// The rest of the halving tree, four rows at once.
-	VMOVUPS       (SP), Z5
-	VMOVUPS       64(SP), Z6
-	VMOVUPS       128(SP), Z7
-	VMOVUPS       192(SP), Z8
-	VSHUFF64X2    $0x44, Z6, Z5, Z9
-	VSHUFF64X2    $0xee, Z6, Z5, Z5
-	VADDPS        Z5, Z9, Z9
-	VSHUFF64X2    $0x44, Z8, Z7, Z5
-	VSHUFF64X2    $0xee, Z8, Z7, Z6
-	VADDPS        Z6, Z5, Z5
-	VSHUFF32X4    $0x88, Z5, Z9, Z6
-	VSHUFF32X4    $0xdd, Z5, Z9, Z5
-	VADDPS        Z5, Z6, Z6
-	VPERMILPS     $0x4e, Z6, Z5
-	VADDPS        Z5, Z6, Z6
-	VPERMILPS     $0xb1, Z6, Z5
-	VADDPS        Z5, Z6, Z6
-	MOVL          $0x00001111, DI
-	KMOVW         DI, K1
-	VCOMPRESSPS.Z Z6, K1, Z5
-
-	// t = ss/d + eps for the four rows; any t outside [2^-100, MaxFloat32] sends the group to the one-row path.
-	CMPL         372(SP), $0x00
-	JE           divide4
-	VBROADCASTSS 372(SP), Z6
-	VMULPS       Z6, Z5, Z5
-	JMP          divided5
-
-divide4:
-	VBROADCASTSS 368(SP), Z6
-	VDIVPS       Z6, Z5, Z5
-
-divided5:
-	VBROADCASTSS job_eps+0(AX), Z6
-	VADDPS       Z6, Z5, Z5
-	MOVL         $0x0000000f, DI
-	KMOVW        DI, K1
-	VBROADCASTSS tlo<>+0(SB), Z6
-	VBROADCASTSS tmax<>+0(SB), Z7
-	VCMPPS       $0x1d, Z6, Z5, K1, K1
-	VCMPPS       $0x12, Z7, Z5, K1, K1
-	KMOVW        K1, DI
-	CMPL         DI, $0x0f
-	JE           ginrange
-	MOVQ         $0x00000004, 328(SP)
-	JMP          row
-
-ginrange:
-	VSQRTPS      Z5, Z5
-	VBROADCASTSS one<>+0(SB), Z4
-	VDIVPS       Z5, Z4, Z4
-
-	// Report 1/rms if asked.
-	MOVQ    job_inv+0(AX), DI
-	TESTQ   DI, DI
-	JZ      scale
-	MOVQ    320(SP), R8
-	MOVL    $0x0000000f, R9
-	KMOVW   R9, K1
-	VMOVUPS Z4, K1, (DI)(R8*4)
-
-scale:
-	VBROADCASTSS X4, Z5
-	MOVQ         $0x00000000, 344(SP)
-	CMPQ         336(SP), $0x01
-	JE           scalebody
-	VMOVUPS      Z4, 256(SP)
-
-scalerow:
-	MOVQ         344(SP), DI
-	VBROADCASTSS 256(SP)(DI*4), Z5
-
-scalebody:
-	// y = (src*inv)*w, rounded after each multiply.
-	XORQ  DI, DI
-	MOVQ  job_d+0(AX), R8
-	SUBQ  $0x00000040, R8
-	TESTL $0x00000002, job_flags+0(AX)
-	JNZ   scalepf
-
-scaleloop:
-	CMPQ        DI, R8
-	JG          scaletail
-	VPMOVZXWD   (DX)(DI*2), Z6
-	VPSLLD      $0x10, Z6, Z6
-	VMULPS      Z5, Z6, Z6
-	VMULPS      (BX)(DI*4), Z6, Z6
-	VPMOVZXWD   32(DX)(DI*2), Z7
-	VPSLLD      $0x10, Z7, Z7
-	VMULPS      Z5, Z7, Z7
-	VMULPS      64(BX)(DI*4), Z7, Z7
-	VFIXUPIMMPS $0x00, Z2, Z6, Z6
-	VPSRLD      $0x10, Z6, Z8
-	VPANDD      Z0, Z8, Z8
-	VPADDD      Z1, Z8, Z8
-	VPADDD      Z6, Z8, Z8
-	VFIXUPIMMPS $0x00, Z2, Z7, Z7
-	VPSRLD      $0x10, Z7, Z6
-	VPANDD      Z0, Z6, Z6
-	VPADDD      Z1, Z6, Z6
-	VPADDD      Z7, Z6, Z6
-	VPERMT2W    Z6, Z3, Z8
-	VMOVDQU64   Z8, (CX)(DI*2)
-	VPMOVZXWD   64(DX)(DI*2), Z6
-	VPSLLD      $0x10, Z6, Z6
-	VMULPS      Z5, Z6, Z6
-	VMULPS      128(BX)(DI*4), Z6, Z6
-	VPMOVZXWD   96(DX)(DI*2), Z7
-	VPSLLD      $0x10, Z7, Z7
-	VMULPS      Z5, Z7, Z7
-	VMULPS      192(BX)(DI*4), Z7, Z7
-	VFIXUPIMMPS $0x00, Z2, Z6, Z6
-	VPSRLD      $0x10, Z6, Z8
-	VPANDD      Z0, Z8, Z8
-	VPADDD      Z1, Z8, Z8
-	VPADDD      Z6, Z8, Z8
-	VFIXUPIMMPS $0x00, Z2, Z7, Z7
-	VPSRLD      $0x10, Z7, Z6
-	VPANDD      Z0, Z6, Z6
-	VPADDD      Z1, Z6, Z6
-	VPADDD      Z7, Z6, Z6
-	VPERMT2W    Z6, Z3, Z8
-	VMOVDQU64   Z8, 64(CX)(DI*2)
-	ADDQ        $0x00000040, DI
-	JMP         scaleloop
-
-scalepf:
-	MOVQ SI, R9
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows6
-	SHLQ $0x03, R9
-
-longrows6:
-	ADDQ  DX, R9
-	TESTL $0x00000001, job_flags+0(AX)
-	JNZ   scalent
-
-scalepfloop:
-	CMPQ        DI, R8
-	JG          scaletail
-	PREFETCHT0  (R9)(DI*2)
-	PREFETCHT0  64(R9)(DI*2)
-	VPMOVZXWD   (DX)(DI*2), Z6
-	VPSLLD      $0x10, Z6, Z6
-	VMULPS      Z5, Z6, Z6
-	VMULPS      (BX)(DI*4), Z6, Z6
-	VPMOVZXWD   32(DX)(DI*2), Z7
-	VPSLLD      $0x10, Z7, Z7
-	VMULPS      Z5, Z7, Z7
-	VMULPS      64(BX)(DI*4), Z7, Z7
-	VFIXUPIMMPS $0x00, Z2, Z6, Z6
-	VPSRLD      $0x10, Z6, Z8
-	VPANDD      Z0, Z8, Z8
-	VPADDD      Z1, Z8, Z8
-	VPADDD      Z6, Z8, Z8
-	VFIXUPIMMPS $0x00, Z2, Z7, Z7
-	VPSRLD      $0x10, Z7, Z6
-	VPANDD      Z0, Z6, Z6
-	VPADDD      Z1, Z6, Z6
-	VPADDD      Z7, Z6, Z6
-	VPERMT2W    Z6, Z3, Z8
-	VMOVDQU64   Z8, (CX)(DI*2)
-	VPMOVZXWD   64(DX)(DI*2), Z6
-	VPSLLD      $0x10, Z6, Z6
-	VMULPS      Z5, Z6, Z6
-	VMULPS      128(BX)(DI*4), Z6, Z6
-	VPMOVZXWD   96(DX)(DI*2), Z7
-	VPSLLD      $0x10, Z7, Z7
-	VMULPS      Z5, Z7, Z7
-	VMULPS      192(BX)(DI*4), Z7, Z7
-	VFIXUPIMMPS $0x00, Z2, Z6, Z6
-	VPSRLD      $0x10, Z6, Z8
-	VPANDD      Z0, Z8, Z8
-	VPADDD      Z1, Z8, Z8
-	VPADDD      Z6, Z8, Z8
-	VFIXUPIMMPS $0x00, Z2, Z7, Z7
-	VPSRLD      $0x10, Z7, Z6
-	VPANDD      Z0, Z6, Z6
-	VPADDD      Z1, Z6, Z6
-	VPADDD      Z7, Z6, Z6
-	VPERMT2W    Z6, Z3, Z8
-	VMOVDQU64   Z8, 64(CX)(DI*2)
-	ADDQ        $0x00000040, DI
-	JMP         scalepfloop
-
-scalent:
-	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
-	MOVQ CX, R10
-	NEGQ R10
-	ANDQ $0x0000003f, R10
-	SHRQ $0x01, R10
-	JZ   scalentloop
-	CMPQ R10, job_d+0(AX)
-	JLE  scalehead
-	MOVQ job_d+0(AX), R10
-
-scalehead:
-	CMPQ        R10, $0x00000010
-	JB          scaleheadpart
-	VPMOVZXWD   (DX)(DI*2), Z6
-	VPSLLD      $0x10, Z6, Z6
-	VMULPS      Z5, Z6, Z6
-	VMULPS      (BX)(DI*4), Z6, Z6
-	VFIXUPIMMPS $0x00, Z2, Z6, Z6
-	VPSRLD      $0x10, Z6, Z7
-	VPANDD      Z0, Z7, Z7
-	VPADDD      Z1, Z7, Z7
-	VPADDD      Z6, Z7, Z7
-	VPSRLD      $0x10, Z7, Z7
-	VPMOVDW     Z7, (CX)(DI*2)
-	ADDQ        $0x00000010, DI
-	SUBQ        $0x00000010, R10
-	JZ          scalentloop
-
-scaleheadpart:
-	LEAQ        kmask<>+0(SB), R11
-	KMOVW       (R11)(R10*2), K1
-	VPMOVZXWD.Z (DX)(DI*2), K1, Z6
-	VPSLLD      $0x10, Z6, Z6
-	VMULPS      Z6, Z5, Z6
-	VMOVUPS.Z   (BX)(DI*4), K1, Z7
-	VMULPS      Z7, Z6, Z6
-	VFIXUPIMMPS $0x00, Z2, Z6, Z6
-	VPSRLD      $0x10, Z6, Z7
-	VPANDD      Z0, Z7, Z7
-	VPADDD      Z1, Z7, Z7
-	VPADDD      Z6, Z7, Z7
-	VPSRLD      $0x10, Z7, Z7
-	VPMOVDW     Z7, K1, (CX)(DI*2)
-	ADDQ        R10, DI
-
-scalentloop:
-	CMPQ        DI, R8
-	JG          scaletail
-	PREFETCHT0  (R9)(DI*2)
-	PREFETCHT0  64(R9)(DI*2)
-	VPMOVZXWD   (DX)(DI*2), Z6
-	VPSLLD      $0x10, Z6, Z6
-	VMULPS      Z5, Z6, Z6
-	VMULPS      (BX)(DI*4), Z6, Z6
-	VPMOVZXWD   32(DX)(DI*2), Z7
-	VPSLLD      $0x10, Z7, Z7
-	VMULPS      Z5, Z7, Z7
-	VMULPS      64(BX)(DI*4), Z7, Z7
-	VFIXUPIMMPS $0x00, Z2, Z6, Z6
-	VPSRLD      $0x10, Z6, Z8
-	VPANDD      Z0, Z8, Z8
-	VPADDD      Z1, Z8, Z8
-	VPADDD      Z6, Z8, Z8
-	VFIXUPIMMPS $0x00, Z2, Z7, Z7
-	VPSRLD      $0x10, Z7, Z6
-	VPANDD      Z0, Z6, Z6
-	VPADDD      Z1, Z6, Z6
-	VPADDD      Z7, Z6, Z6
-	VPERMT2W    Z6, Z3, Z8
-	VMOVNTDQ    Z8, (CX)(DI*2)
-	VPMOVZXWD   64(DX)(DI*2), Z6
-	VPSLLD      $0x10, Z6, Z6
-	VMULPS      Z5, Z6, Z6
-	VMULPS      128(BX)(DI*4), Z6, Z6
-	VPMOVZXWD   96(DX)(DI*2), Z7
-	VPSLLD      $0x10, Z7, Z7
-	VMULPS      Z5, Z7, Z7
-	VMULPS      192(BX)(DI*4), Z7, Z7
-	VFIXUPIMMPS $0x00, Z2, Z6, Z6
-	VPSRLD      $0x10, Z6, Z8
-	VPANDD      Z0, Z8, Z8
-	VPADDD      Z1, Z8, Z8
-	VPADDD      Z6, Z8, Z8
-	VFIXUPIMMPS $0x00, Z2, Z7, Z7
-	VPSRLD      $0x10, Z7, Z6
-	VPANDD      Z0, Z6, Z6
-	VPADDD      Z1, Z6, Z6
-	VPADDD      Z7, Z6, Z6
-	VPERMT2W    Z6, Z3, Z8
-	VMOVNTDQ    Z8, 64(CX)(DI*2)
-	ADDQ        $0x00000040, DI
-	JMP         scalentloop
-
-scaletail:
-	ADDQ $0x00000030, R8
-
-scaleone:
-	CMPQ        DI, R8
-	JG          scalepart
-	VPMOVZXWD   (DX)(DI*2), Z6
-	VPSLLD      $0x10, Z6, Z6
-	VMULPS      Z5, Z6, Z6
-	VMULPS      (BX)(DI*4), Z6, Z6
-	VFIXUPIMMPS $0x00, Z2, Z6, Z6
-	VPSRLD      $0x10, Z6, Z7
-	VPANDD      Z0, Z7, Z7
-	VPADDD      Z1, Z7, Z7
-	VPADDD      Z6, Z7, Z7
-	VPSRLD      $0x10, Z7, Z7
-	VPMOVDW     Z7, (CX)(DI*2)
-	ADDQ        $0x00000010, DI
-	JMP         scaleone
-
-scalepart:
-	MOVQ        job_d+0(AX), R10
-	SUBQ        DI, R10
-	JZ          scaled
-	LEAQ        kmask<>+0(SB), R8
-	KMOVW       (R8)(R10*2), K1
-	VPMOVZXWD.Z (DX)(DI*2), K1, Z6
-	VPSLLD      $0x10, Z6, Z6
-	VMULPS      Z6, Z5, Z6
-	VMOVUPS.Z   (BX)(DI*4), K1, Z5
-	VMULPS      Z5, Z6, Z6
-	VFIXUPIMMPS $0x00, Z2, Z6, Z6
-	VPSRLD      $0x10, Z6, Z5
-	VPANDD      Z0, Z5, Z5
-	VPADDD      Z1, Z5, Z5
-	VPADDD      Z6, Z5, Z5
-	VPSRLD      $0x10, Z5, Z5
-	VPMOVDW     Z5, K1, (CX)(DI*2)
-
-scaled:
-	ADDQ SI, DX
-	ADDQ SI, CX
-	INCQ 320(SP)
-	MOVQ 344(SP), DI
-	INCQ DI
-	MOVQ DI, 344(SP)
-	CMPQ DI, 336(SP)
-	JB   scalerow
-	JMP  row
-
-ret:
-	TESTL $0x00000001, job_flags+0(AX)
-	JZ    vzero
-	SFENCE
-
-vzero:
-	VZEROUPPER
-	MOVQ 320(SP), AX
-	MOVQ AX, ret+24(FP)
-	RET
-
-// func avx512BF16WeightedRN(j uintptr, from int, to int) int
-// Requires: AVX, AVX512BW, AVX512F, MMX+
-TEXT ·avx512BF16WeightedRN(SB), NOSPLIT, $376-32
-	// avx512BF16WeightedRN normalizes rows [from, to) of the job: BF16 rows: y = round16(round16(x*inv)*w), for each row.
+	// avx512BF16Weighted normalizes rows [from, to) of the job: BF16 rows: y = round16((x*inv)*w) (with flagRN, round16(x*inv) in place of (x*inv)), for each row.
 	// It stops before the first row that needs the float64 path and returns that row's index, or to.
 	MOVQ         j+0(FP), AX
 	MOVQ         job_dst+0(AX), CX
@@ -3765,65 +3163,73 @@ scaleloop:
 	VPMOVZXWD   (DX)(DI*2), Z6
 	VPSLLD      $0x10, Z6, Z6
 	VMULPS      Z5, Z6, Z6
+	VPMOVZXWD   32(DX)(DI*2), Z7
+	VPSLLD      $0x10, Z7, Z7
+	VMULPS      Z5, Z7, Z7
+	VPMOVZXWD   64(DX)(DI*2), Z8
+	VPSLLD      $0x10, Z8, Z8
+	VMULPS      Z5, Z8, Z8
+	VPMOVZXWD   96(DX)(DI*2), Z9
+	VPSLLD      $0x10, Z9, Z9
+	VMULPS      Z5, Z9, Z9
+	TESTL       $0x00000008, job_flags+0(AX)
+	JZ          notrn6
 	VFIXUPIMMPS $0x00, Z3, Z6, Z6
-	VPSRLD      $0x10, Z6, Z7
-	VPANDD      Z0, Z7, Z7
-	VPADDD      Z1, Z7, Z7
-	VPADDD      Z6, Z7, Z7
-	VPANDD      Z2, Z7, Z7
-	VMULPS      (BX)(DI*4), Z7, Z7
-	VPMOVZXWD   32(DX)(DI*2), Z6
-	VPSLLD      $0x10, Z6, Z6
-	VMULPS      Z5, Z6, Z6
+	VPSRLD      $0x10, Z6, Z11
+	VPANDD      Z0, Z11, Z11
+	VPADDD      Z1, Z11, Z11
+	VPADDD      Z6, Z11, Z11
+	VPANDD      Z2, Z11, Z11
+	VMOVUPS     Z11, Z6
+	VFIXUPIMMPS $0x00, Z3, Z7, Z7
+	VPSRLD      $0x10, Z7, Z11
+	VPANDD      Z0, Z11, Z11
+	VPADDD      Z1, Z11, Z11
+	VPADDD      Z7, Z11, Z11
+	VPANDD      Z2, Z11, Z11
+	VMOVUPS     Z11, Z7
+	VFIXUPIMMPS $0x00, Z3, Z8, Z8
+	VPSRLD      $0x10, Z8, Z11
+	VPANDD      Z0, Z11, Z11
+	VPADDD      Z1, Z11, Z11
+	VPADDD      Z8, Z11, Z11
+	VPANDD      Z2, Z11, Z11
+	VMOVUPS     Z11, Z8
+	VFIXUPIMMPS $0x00, Z3, Z9, Z9
+	VPSRLD      $0x10, Z9, Z11
+	VPANDD      Z0, Z11, Z11
+	VPADDD      Z1, Z11, Z11
+	VPADDD      Z9, Z11, Z11
+	VPANDD      Z2, Z11, Z11
+	VMOVUPS     Z11, Z9
+
+notrn6:
+	VMULPS      (BX)(DI*4), Z6, Z6
+	VMULPS      64(BX)(DI*4), Z7, Z7
 	VFIXUPIMMPS $0x00, Z3, Z6, Z6
-	VPSRLD      $0x10, Z6, Z8
-	VPANDD      Z0, Z8, Z8
-	VPADDD      Z1, Z8, Z8
-	VPADDD      Z6, Z8, Z8
-	VPANDD      Z2, Z8, Z8
-	VMULPS      64(BX)(DI*4), Z8, Z8
+	VPSRLD      $0x10, Z6, Z11
+	VPANDD      Z0, Z11, Z11
+	VPADDD      Z1, Z11, Z11
+	VPADDD      Z6, Z11, Z11
 	VFIXUPIMMPS $0x00, Z3, Z7, Z7
 	VPSRLD      $0x10, Z7, Z6
 	VPANDD      Z0, Z6, Z6
 	VPADDD      Z1, Z6, Z6
 	VPADDD      Z7, Z6, Z6
+	VPERMT2W    Z6, Z4, Z11
+	VMOVDQU64   Z11, (CX)(DI*2)
+	VMULPS      128(BX)(DI*4), Z8, Z8
+	VMULPS      192(BX)(DI*4), Z9, Z9
 	VFIXUPIMMPS $0x00, Z3, Z8, Z8
-	VPSRLD      $0x10, Z8, Z7
-	VPANDD      Z0, Z7, Z7
-	VPADDD      Z1, Z7, Z7
-	VPADDD      Z8, Z7, Z7
-	VPERMT2W    Z7, Z4, Z6
-	VMOVDQU64   Z6, (CX)(DI*2)
-	VPMOVZXWD   64(DX)(DI*2), Z6
-	VPSLLD      $0x10, Z6, Z6
-	VMULPS      Z5, Z6, Z6
-	VFIXUPIMMPS $0x00, Z3, Z6, Z6
-	VPSRLD      $0x10, Z6, Z7
-	VPANDD      Z0, Z7, Z7
-	VPADDD      Z1, Z7, Z7
-	VPADDD      Z6, Z7, Z7
-	VPANDD      Z2, Z7, Z7
-	VMULPS      128(BX)(DI*4), Z7, Z7
-	VPMOVZXWD   96(DX)(DI*2), Z6
-	VPSLLD      $0x10, Z6, Z6
-	VMULPS      Z5, Z6, Z6
-	VFIXUPIMMPS $0x00, Z3, Z6, Z6
-	VPSRLD      $0x10, Z6, Z8
-	VPANDD      Z0, Z8, Z8
-	VPADDD      Z1, Z8, Z8
-	VPADDD      Z6, Z8, Z8
-	VPANDD      Z2, Z8, Z8
-	VMULPS      192(BX)(DI*4), Z8, Z8
-	VFIXUPIMMPS $0x00, Z3, Z7, Z7
-	VPSRLD      $0x10, Z7, Z6
+	VPSRLD      $0x10, Z8, Z6
 	VPANDD      Z0, Z6, Z6
 	VPADDD      Z1, Z6, Z6
-	VPADDD      Z7, Z6, Z6
-	VFIXUPIMMPS $0x00, Z3, Z8, Z8
-	VPSRLD      $0x10, Z8, Z7
+	VPADDD      Z8, Z6, Z6
+	VFIXUPIMMPS $0x00, Z3, Z9, Z9
+	VPSRLD      $0x10, Z9, Z7
 	VPANDD      Z0, Z7, Z7
 	VPADDD      Z1, Z7, Z7
-	VPADDD      Z8, Z7, Z7
+	VPADDD      Z9, Z7, Z7
 	VPERMT2W    Z7, Z4, Z6
 	VMOVDQU64   Z6, 64(CX)(DI*2)
 	ADDQ        $0x00000040, DI
@@ -3832,10 +3238,10 @@ scaleloop:
 scalepf:
 	MOVQ SI, R9
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows6
+	JA   longrows7
 	SHLQ $0x03, R9
 
-longrows6:
+longrows7:
 	ADDQ  DX, R9
 	TESTL $0x00000001, job_flags+0(AX)
 	JNZ   scalent
@@ -3848,65 +3254,73 @@ scalepfloop:
 	VPMOVZXWD   (DX)(DI*2), Z6
 	VPSLLD      $0x10, Z6, Z6
 	VMULPS      Z5, Z6, Z6
+	VPMOVZXWD   32(DX)(DI*2), Z7
+	VPSLLD      $0x10, Z7, Z7
+	VMULPS      Z5, Z7, Z7
+	VPMOVZXWD   64(DX)(DI*2), Z8
+	VPSLLD      $0x10, Z8, Z8
+	VMULPS      Z5, Z8, Z8
+	VPMOVZXWD   96(DX)(DI*2), Z9
+	VPSLLD      $0x10, Z9, Z9
+	VMULPS      Z5, Z9, Z9
+	TESTL       $0x00000008, job_flags+0(AX)
+	JZ          notrn8
 	VFIXUPIMMPS $0x00, Z3, Z6, Z6
-	VPSRLD      $0x10, Z6, Z7
-	VPANDD      Z0, Z7, Z7
-	VPADDD      Z1, Z7, Z7
-	VPADDD      Z6, Z7, Z7
-	VPANDD      Z2, Z7, Z7
-	VMULPS      (BX)(DI*4), Z7, Z7
-	VPMOVZXWD   32(DX)(DI*2), Z6
-	VPSLLD      $0x10, Z6, Z6
-	VMULPS      Z5, Z6, Z6
+	VPSRLD      $0x10, Z6, Z11
+	VPANDD      Z0, Z11, Z11
+	VPADDD      Z1, Z11, Z11
+	VPADDD      Z6, Z11, Z11
+	VPANDD      Z2, Z11, Z11
+	VMOVUPS     Z11, Z6
+	VFIXUPIMMPS $0x00, Z3, Z7, Z7
+	VPSRLD      $0x10, Z7, Z11
+	VPANDD      Z0, Z11, Z11
+	VPADDD      Z1, Z11, Z11
+	VPADDD      Z7, Z11, Z11
+	VPANDD      Z2, Z11, Z11
+	VMOVUPS     Z11, Z7
+	VFIXUPIMMPS $0x00, Z3, Z8, Z8
+	VPSRLD      $0x10, Z8, Z11
+	VPANDD      Z0, Z11, Z11
+	VPADDD      Z1, Z11, Z11
+	VPADDD      Z8, Z11, Z11
+	VPANDD      Z2, Z11, Z11
+	VMOVUPS     Z11, Z8
+	VFIXUPIMMPS $0x00, Z3, Z9, Z9
+	VPSRLD      $0x10, Z9, Z11
+	VPANDD      Z0, Z11, Z11
+	VPADDD      Z1, Z11, Z11
+	VPADDD      Z9, Z11, Z11
+	VPANDD      Z2, Z11, Z11
+	VMOVUPS     Z11, Z9
+
+notrn8:
+	VMULPS      (BX)(DI*4), Z6, Z6
+	VMULPS      64(BX)(DI*4), Z7, Z7
 	VFIXUPIMMPS $0x00, Z3, Z6, Z6
-	VPSRLD      $0x10, Z6, Z8
-	VPANDD      Z0, Z8, Z8
-	VPADDD      Z1, Z8, Z8
-	VPADDD      Z6, Z8, Z8
-	VPANDD      Z2, Z8, Z8
-	VMULPS      64(BX)(DI*4), Z8, Z8
+	VPSRLD      $0x10, Z6, Z11
+	VPANDD      Z0, Z11, Z11
+	VPADDD      Z1, Z11, Z11
+	VPADDD      Z6, Z11, Z11
 	VFIXUPIMMPS $0x00, Z3, Z7, Z7
 	VPSRLD      $0x10, Z7, Z6
 	VPANDD      Z0, Z6, Z6
 	VPADDD      Z1, Z6, Z6
 	VPADDD      Z7, Z6, Z6
+	VPERMT2W    Z6, Z4, Z11
+	VMOVDQU64   Z11, (CX)(DI*2)
+	VMULPS      128(BX)(DI*4), Z8, Z8
+	VMULPS      192(BX)(DI*4), Z9, Z9
 	VFIXUPIMMPS $0x00, Z3, Z8, Z8
-	VPSRLD      $0x10, Z8, Z7
-	VPANDD      Z0, Z7, Z7
-	VPADDD      Z1, Z7, Z7
-	VPADDD      Z8, Z7, Z7
-	VPERMT2W    Z7, Z4, Z6
-	VMOVDQU64   Z6, (CX)(DI*2)
-	VPMOVZXWD   64(DX)(DI*2), Z6
-	VPSLLD      $0x10, Z6, Z6
-	VMULPS      Z5, Z6, Z6
-	VFIXUPIMMPS $0x00, Z3, Z6, Z6
-	VPSRLD      $0x10, Z6, Z7
-	VPANDD      Z0, Z7, Z7
-	VPADDD      Z1, Z7, Z7
-	VPADDD      Z6, Z7, Z7
-	VPANDD      Z2, Z7, Z7
-	VMULPS      128(BX)(DI*4), Z7, Z7
-	VPMOVZXWD   96(DX)(DI*2), Z6
-	VPSLLD      $0x10, Z6, Z6
-	VMULPS      Z5, Z6, Z6
-	VFIXUPIMMPS $0x00, Z3, Z6, Z6
-	VPSRLD      $0x10, Z6, Z8
-	VPANDD      Z0, Z8, Z8
-	VPADDD      Z1, Z8, Z8
-	VPADDD      Z6, Z8, Z8
-	VPANDD      Z2, Z8, Z8
-	VMULPS      192(BX)(DI*4), Z8, Z8
-	VFIXUPIMMPS $0x00, Z3, Z7, Z7
-	VPSRLD      $0x10, Z7, Z6
+	VPSRLD      $0x10, Z8, Z6
 	VPANDD      Z0, Z6, Z6
 	VPADDD      Z1, Z6, Z6
-	VPADDD      Z7, Z6, Z6
-	VFIXUPIMMPS $0x00, Z3, Z8, Z8
-	VPSRLD      $0x10, Z8, Z7
+	VPADDD      Z8, Z6, Z6
+	VFIXUPIMMPS $0x00, Z3, Z9, Z9
+	VPSRLD      $0x10, Z9, Z7
 	VPANDD      Z0, Z7, Z7
 	VPADDD      Z1, Z7, Z7
-	VPADDD      Z8, Z7, Z7
+	VPADDD      Z9, Z7, Z7
 	VPERMT2W    Z7, Z4, Z6
 	VMOVDQU64   Z6, 64(CX)(DI*2)
 	ADDQ        $0x00000040, DI
@@ -3929,20 +3343,25 @@ scalehead:
 	VPMOVZXWD   (DX)(DI*2), Z6
 	VPSLLD      $0x10, Z6, Z6
 	VMULPS      Z5, Z6, Z6
+	TESTL       $0x00000008, job_flags+0(AX)
+	JZ          notrn9
 	VFIXUPIMMPS $0x00, Z3, Z6, Z6
 	VPSRLD      $0x10, Z6, Z7
 	VPANDD      Z0, Z7, Z7
 	VPADDD      Z1, Z7, Z7
 	VPADDD      Z6, Z7, Z7
 	VPANDD      Z2, Z7, Z7
-	VMULPS      (BX)(DI*4), Z7, Z7
-	VFIXUPIMMPS $0x00, Z3, Z7, Z7
-	VPSRLD      $0x10, Z7, Z6
-	VPANDD      Z0, Z6, Z6
-	VPADDD      Z1, Z6, Z6
-	VPADDD      Z7, Z6, Z6
-	VPSRLD      $0x10, Z6, Z6
-	VPMOVDW     Z6, (CX)(DI*2)
+	VMOVUPS     Z7, Z6
+
+notrn9:
+	VMULPS      (BX)(DI*4), Z6, Z6
+	VFIXUPIMMPS $0x00, Z3, Z6, Z6
+	VPSRLD      $0x10, Z6, Z7
+	VPANDD      Z0, Z7, Z7
+	VPADDD      Z1, Z7, Z7
+	VPADDD      Z6, Z7, Z7
+	VPSRLD      $0x10, Z7, Z7
+	VPMOVDW     Z7, (CX)(DI*2)
 	ADDQ        $0x00000010, DI
 	SUBQ        $0x00000010, R10
 	JZ          scalentloop
@@ -3953,21 +3372,26 @@ scaleheadpart:
 	VPMOVZXWD.Z (DX)(DI*2), K1, Z6
 	VPSLLD      $0x10, Z6, Z6
 	VMULPS      Z6, Z5, Z6
+	TESTL       $0x00000008, job_flags+0(AX)
+	JZ          notrn10
 	VFIXUPIMMPS $0x00, Z3, Z6, Z6
 	VPSRLD      $0x10, Z6, Z7
 	VPANDD      Z0, Z7, Z7
 	VPADDD      Z1, Z7, Z7
 	VPADDD      Z6, Z7, Z7
 	VPANDD      Z2, Z7, Z7
-	VMOVUPS.Z   (BX)(DI*4), K1, Z6
-	VMULPS      Z6, Z7, Z7
-	VFIXUPIMMPS $0x00, Z3, Z7, Z7
-	VPSRLD      $0x10, Z7, Z6
-	VPANDD      Z0, Z6, Z6
-	VPADDD      Z1, Z6, Z6
-	VPADDD      Z7, Z6, Z6
-	VPSRLD      $0x10, Z6, Z6
-	VPMOVDW     Z6, K1, (CX)(DI*2)
+	VMOVUPS     Z7, Z6
+
+notrn10:
+	VMOVUPS.Z   (BX)(DI*4), K1, Z7
+	VMULPS      Z7, Z6, Z6
+	VFIXUPIMMPS $0x00, Z3, Z6, Z6
+	VPSRLD      $0x10, Z6, Z7
+	VPANDD      Z0, Z7, Z7
+	VPADDD      Z1, Z7, Z7
+	VPADDD      Z6, Z7, Z7
+	VPSRLD      $0x10, Z7, Z7
+	VPMOVDW     Z7, K1, (CX)(DI*2)
 	ADDQ        R10, DI
 
 scalentloop:
@@ -3978,65 +3402,73 @@ scalentloop:
 	VPMOVZXWD   (DX)(DI*2), Z6
 	VPSLLD      $0x10, Z6, Z6
 	VMULPS      Z5, Z6, Z6
+	VPMOVZXWD   32(DX)(DI*2), Z7
+	VPSLLD      $0x10, Z7, Z7
+	VMULPS      Z5, Z7, Z7
+	VPMOVZXWD   64(DX)(DI*2), Z8
+	VPSLLD      $0x10, Z8, Z8
+	VMULPS      Z5, Z8, Z8
+	VPMOVZXWD   96(DX)(DI*2), Z9
+	VPSLLD      $0x10, Z9, Z9
+	VMULPS      Z5, Z9, Z9
+	TESTL       $0x00000008, job_flags+0(AX)
+	JZ          notrn11
 	VFIXUPIMMPS $0x00, Z3, Z6, Z6
-	VPSRLD      $0x10, Z6, Z7
-	VPANDD      Z0, Z7, Z7
-	VPADDD      Z1, Z7, Z7
-	VPADDD      Z6, Z7, Z7
-	VPANDD      Z2, Z7, Z7
-	VMULPS      (BX)(DI*4), Z7, Z7
-	VPMOVZXWD   32(DX)(DI*2), Z6
-	VPSLLD      $0x10, Z6, Z6
-	VMULPS      Z5, Z6, Z6
+	VPSRLD      $0x10, Z6, Z11
+	VPANDD      Z0, Z11, Z11
+	VPADDD      Z1, Z11, Z11
+	VPADDD      Z6, Z11, Z11
+	VPANDD      Z2, Z11, Z11
+	VMOVUPS     Z11, Z6
+	VFIXUPIMMPS $0x00, Z3, Z7, Z7
+	VPSRLD      $0x10, Z7, Z11
+	VPANDD      Z0, Z11, Z11
+	VPADDD      Z1, Z11, Z11
+	VPADDD      Z7, Z11, Z11
+	VPANDD      Z2, Z11, Z11
+	VMOVUPS     Z11, Z7
+	VFIXUPIMMPS $0x00, Z3, Z8, Z8
+	VPSRLD      $0x10, Z8, Z11
+	VPANDD      Z0, Z11, Z11
+	VPADDD      Z1, Z11, Z11
+	VPADDD      Z8, Z11, Z11
+	VPANDD      Z2, Z11, Z11
+	VMOVUPS     Z11, Z8
+	VFIXUPIMMPS $0x00, Z3, Z9, Z9
+	VPSRLD      $0x10, Z9, Z11
+	VPANDD      Z0, Z11, Z11
+	VPADDD      Z1, Z11, Z11
+	VPADDD      Z9, Z11, Z11
+	VPANDD      Z2, Z11, Z11
+	VMOVUPS     Z11, Z9
+
+notrn11:
+	VMULPS      (BX)(DI*4), Z6, Z6
+	VMULPS      64(BX)(DI*4), Z7, Z7
 	VFIXUPIMMPS $0x00, Z3, Z6, Z6
-	VPSRLD      $0x10, Z6, Z8
-	VPANDD      Z0, Z8, Z8
-	VPADDD      Z1, Z8, Z8
-	VPADDD      Z6, Z8, Z8
-	VPANDD      Z2, Z8, Z8
-	VMULPS      64(BX)(DI*4), Z8, Z8
+	VPSRLD      $0x10, Z6, Z11
+	VPANDD      Z0, Z11, Z11
+	VPADDD      Z1, Z11, Z11
+	VPADDD      Z6, Z11, Z11
 	VFIXUPIMMPS $0x00, Z3, Z7, Z7
 	VPSRLD      $0x10, Z7, Z6
 	VPANDD      Z0, Z6, Z6
 	VPADDD      Z1, Z6, Z6
 	VPADDD      Z7, Z6, Z6
+	VPERMT2W    Z6, Z4, Z11
+	VMOVNTDQ    Z11, (CX)(DI*2)
+	VMULPS      128(BX)(DI*4), Z8, Z8
+	VMULPS      192(BX)(DI*4), Z9, Z9
 	VFIXUPIMMPS $0x00, Z3, Z8, Z8
-	VPSRLD      $0x10, Z8, Z7
-	VPANDD      Z0, Z7, Z7
-	VPADDD      Z1, Z7, Z7
-	VPADDD      Z8, Z7, Z7
-	VPERMT2W    Z7, Z4, Z6
-	VMOVNTDQ    Z6, (CX)(DI*2)
-	VPMOVZXWD   64(DX)(DI*2), Z6
-	VPSLLD      $0x10, Z6, Z6
-	VMULPS      Z5, Z6, Z6
-	VFIXUPIMMPS $0x00, Z3, Z6, Z6
-	VPSRLD      $0x10, Z6, Z7
-	VPANDD      Z0, Z7, Z7
-	VPADDD      Z1, Z7, Z7
-	VPADDD      Z6, Z7, Z7
-	VPANDD      Z2, Z7, Z7
-	VMULPS      128(BX)(DI*4), Z7, Z7
-	VPMOVZXWD   96(DX)(DI*2), Z6
-	VPSLLD      $0x10, Z6, Z6
-	VMULPS      Z5, Z6, Z6
-	VFIXUPIMMPS $0x00, Z3, Z6, Z6
-	VPSRLD      $0x10, Z6, Z8
-	VPANDD      Z0, Z8, Z8
-	VPADDD      Z1, Z8, Z8
-	VPADDD      Z6, Z8, Z8
-	VPANDD      Z2, Z8, Z8
-	VMULPS      192(BX)(DI*4), Z8, Z8
-	VFIXUPIMMPS $0x00, Z3, Z7, Z7
-	VPSRLD      $0x10, Z7, Z6
+	VPSRLD      $0x10, Z8, Z6
 	VPANDD      Z0, Z6, Z6
 	VPADDD      Z1, Z6, Z6
-	VPADDD      Z7, Z6, Z6
-	VFIXUPIMMPS $0x00, Z3, Z8, Z8
-	VPSRLD      $0x10, Z8, Z7
+	VPADDD      Z8, Z6, Z6
+	VFIXUPIMMPS $0x00, Z3, Z9, Z9
+	VPSRLD      $0x10, Z9, Z7
 	VPANDD      Z0, Z7, Z7
 	VPADDD      Z1, Z7, Z7
-	VPADDD      Z8, Z7, Z7
+	VPADDD      Z9, Z7, Z7
 	VPERMT2W    Z7, Z4, Z6
 	VMOVNTDQ    Z6, 64(CX)(DI*2)
 	ADDQ        $0x00000040, DI
@@ -4051,20 +3483,25 @@ scaleone:
 	VPMOVZXWD   (DX)(DI*2), Z6
 	VPSLLD      $0x10, Z6, Z6
 	VMULPS      Z5, Z6, Z6
+	TESTL       $0x00000008, job_flags+0(AX)
+	JZ          notrn12
 	VFIXUPIMMPS $0x00, Z3, Z6, Z6
 	VPSRLD      $0x10, Z6, Z7
 	VPANDD      Z0, Z7, Z7
 	VPADDD      Z1, Z7, Z7
 	VPADDD      Z6, Z7, Z7
 	VPANDD      Z2, Z7, Z7
-	VMULPS      (BX)(DI*4), Z7, Z7
-	VFIXUPIMMPS $0x00, Z3, Z7, Z7
-	VPSRLD      $0x10, Z7, Z6
-	VPANDD      Z0, Z6, Z6
-	VPADDD      Z1, Z6, Z6
-	VPADDD      Z7, Z6, Z6
-	VPSRLD      $0x10, Z6, Z6
-	VPMOVDW     Z6, (CX)(DI*2)
+	VMOVUPS     Z7, Z6
+
+notrn12:
+	VMULPS      (BX)(DI*4), Z6, Z6
+	VFIXUPIMMPS $0x00, Z3, Z6, Z6
+	VPSRLD      $0x10, Z6, Z7
+	VPANDD      Z0, Z7, Z7
+	VPADDD      Z1, Z7, Z7
+	VPADDD      Z6, Z7, Z7
+	VPSRLD      $0x10, Z7, Z7
+	VPMOVDW     Z7, (CX)(DI*2)
 	ADDQ        $0x00000010, DI
 	JMP         scaleone
 
@@ -4077,21 +3514,26 @@ scalepart:
 	VPMOVZXWD.Z (DX)(DI*2), K1, Z6
 	VPSLLD      $0x10, Z6, Z6
 	VMULPS      Z6, Z5, Z6
+	TESTL       $0x00000008, job_flags+0(AX)
+	JZ          notrn13
 	VFIXUPIMMPS $0x00, Z3, Z6, Z6
 	VPSRLD      $0x10, Z6, Z5
 	VPANDD      Z0, Z5, Z5
 	VPADDD      Z1, Z5, Z5
 	VPADDD      Z6, Z5, Z5
 	VPANDD      Z2, Z5, Z5
-	VMOVUPS.Z   (BX)(DI*4), K1, Z6
-	VMULPS      Z6, Z5, Z5
-	VFIXUPIMMPS $0x00, Z3, Z5, Z5
-	VPSRLD      $0x10, Z5, Z6
-	VPANDD      Z0, Z6, Z6
-	VPADDD      Z1, Z6, Z6
-	VPADDD      Z5, Z6, Z6
-	VPSRLD      $0x10, Z6, Z6
-	VPMOVDW     Z6, K1, (CX)(DI*2)
+	VMOVUPS     Z5, Z6
+
+notrn13:
+	VMOVUPS.Z   (BX)(DI*4), K1, Z5
+	VMULPS      Z5, Z6, Z6
+	VFIXUPIMMPS $0x00, Z3, Z6, Z6
+	VPSRLD      $0x10, Z6, Z5
+	VPANDD      Z0, Z5, Z5
+	VPADDD      Z1, Z5, Z5
+	VPADDD      Z6, Z5, Z5
+	VPSRLD      $0x10, Z5, Z5
+	VPMOVDW     Z5, K1, (CX)(DI*2)
 
 scaled:
 	ADDQ SI, DX
@@ -4118,641 +3560,7 @@ vzero:
 // func avx512BF16Offset(j uintptr, from int, to int) int
 // Requires: AVX, AVX512BW, AVX512F, MMX+
 TEXT ·avx512BF16Offset(SB), NOSPLIT, $376-32
-	// avx512BF16Offset normalizes rows [from, to) of the job: BF16 rows: y = round16((x*inv)*(1+w)), for each row.
-	// It stops before the first row that needs the float64 path and returns that row's index, or to.
-	MOVQ         j+0(FP), AX
-	MOVQ         job_dst+0(AX), CX
-	MOVQ         job_x+0(AX), DX
-	MOVQ         job_w+0(AX), BX
-	MOVQ         job_stride+0(AX), SI
-	SHLQ         $0x01, SI
-	VMOVDQU64    oddwords<>+0(SB), Z3
-	VPBROADCASTD avx512bfone<>+0(SB), Z0
-	VPBROADCASTD avx512bfbias<>+0(SB), Z1
-	VPBROADCASTD avx512bfhigh<>+0(SB), Z2
-	VPBROADCASTD avx512bffixnan<>+0(SB), Z2
-
-	// fd = float32(d); rd = 1/d when d is a power of two (a/d is then a*rd exactly), else 0.
-	MOVQ       job_d+0(AX), DI
-	VMOVSS     one<>+0(SB), X4
-	VCVTSI2SSQ DI, X4, X4
-	VMOVSS     X4, 368(SP)
-	XORL       R9, R9
-	LEAQ       -1(DI), R8
-	TESTQ      DI, R8
-	JNZ        notpow2
-	BSFQ       DI, R8
-	MOVL       $0x0000007f, R9
-	SUBL       R8, R9
-	SHLL       $0x17, R9
-
-notpow2:
-	MOVL R9, 372(SP)
-
-	// Start at row from.
-	MOVQ  from+8(FP), DI
-	MOVQ  DI, 320(SP)
-	MOVQ  $0x00000000, 328(SP)
-	IMULQ SI, DI
-	ADDQ  DI, CX
-	ADDQ  DI, DX
-
-row:
-	MOVQ 320(SP), DI
-	CMPQ DI, to+16(FP)
-	JAE  ret
-	MOVQ $0x00000001, 336(SP)
-	CMPQ 328(SP), $0x00
-	JE   trygroup
-	DECQ 328(SP)
-	JMP  sum
-
-trygroup:
-	CMPQ job_d+0(AX), $0x00000200
-	JA   sum
-	MOVQ to+16(FP), DI
-	SUBQ 320(SP), DI
-	CMPQ DI, $0x04
-	JB   sum
-	MOVQ $0x00000004, 336(SP)
-
-sum:
-	MOVQ DX, DI
-	XORQ R8, R8
-
-sumrow:
-	// Sum of squares: element i goes to partial i%64.
-	MOVQ    job_d+0(AX), R10
-	SUBQ    $0x00000040, R10
-	JGE     firstblock
-	VMOVUPS zero64<>+0(SB), Z5
-	VMOVUPS zero64<>+0(SB), Z6
-	VMOVUPS zero64<>+0(SB), Z7
-	VMOVUPS zero64<>+0(SB), Z8
-	XORQ    R9, R9
-	JMP     sumtail
-
-firstblock:
-	// +0 + square is the square itself: the first block initializes the partials.
-	XORQ      R9, R9
-	VPMOVZXWD (DI)(R9*2), Z5
-	VPSLLD    $0x10, Z5, Z5
-	VMULPS    Z5, Z5, Z5
-	VPMOVZXWD 32(DI)(R9*2), Z6
-	VPSLLD    $0x10, Z6, Z6
-	VMULPS    Z6, Z6, Z6
-	VPMOVZXWD 64(DI)(R9*2), Z7
-	VPSLLD    $0x10, Z7, Z7
-	VMULPS    Z7, Z7, Z7
-	VPMOVZXWD 96(DI)(R9*2), Z8
-	VPSLLD    $0x10, Z8, Z8
-	VMULPS    Z8, Z8, Z8
-	MOVQ      $0x00000040, R9
-	TESTL     $0x00000002, job_flags+0(AX)
-	JNZ       sumpf
-
-sumloop:
-	CMPQ      R9, R10
-	JG        sumtail
-	VPMOVZXWD (DI)(R9*2), Z9
-	VPSLLD    $0x10, Z9, Z9
-	VMULPS    Z9, Z9, Z9
-	VADDPS    Z9, Z5, Z5
-	VPMOVZXWD 32(DI)(R9*2), Z9
-	VPSLLD    $0x10, Z9, Z9
-	VMULPS    Z9, Z9, Z9
-	VADDPS    Z9, Z6, Z6
-	VPMOVZXWD 64(DI)(R9*2), Z9
-	VPSLLD    $0x10, Z9, Z9
-	VMULPS    Z9, Z9, Z9
-	VADDPS    Z9, Z7, Z7
-	VPMOVZXWD 96(DI)(R9*2), Z9
-	VPSLLD    $0x10, Z9, Z9
-	VMULPS    Z9, Z9, Z9
-	VADDPS    Z9, Z8, Z8
-	ADDQ      $0x00000040, R9
-	JMP       sumloop
-
-	// The same, prefetching the rows ahead.
-sumpf:
-	MOVQ SI, R11
-	SHLQ $0x01, R11
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows1
-	SHLQ $0x03, R11
-
-longrows1:
-	ADDQ DI, R11
-
-sumpfloop:
-	CMPQ       R9, R10
-	JG         sumtail
-	PREFETCHT0 (R11)(R9*2)
-	PREFETCHT0 64(R11)(R9*2)
-	VPMOVZXWD  (DI)(R9*2), Z9
-	VPSLLD     $0x10, Z9, Z9
-	VMULPS     Z9, Z9, Z9
-	VADDPS     Z9, Z5, Z5
-	VPMOVZXWD  32(DI)(R9*2), Z9
-	VPSLLD     $0x10, Z9, Z9
-	VMULPS     Z9, Z9, Z9
-	VADDPS     Z9, Z6, Z6
-	VPMOVZXWD  64(DI)(R9*2), Z9
-	VPSLLD     $0x10, Z9, Z9
-	VMULPS     Z9, Z9, Z9
-	VADDPS     Z9, Z7, Z7
-	VPMOVZXWD  96(DI)(R9*2), Z9
-	VPSLLD     $0x10, Z9, Z9
-	VMULPS     Z9, Z9, Z9
-	VADDPS     Z9, Z8, Z8
-	ADDQ       $0x00000040, R9
-	JMP        sumpfloop
-
-sumtail:
-	// Fewer than 64 elements remain.
-	MOVQ job_d+0(AX), R10
-	SUBQ R9, R10
-	JZ   summed
-	LEAQ kmask<>+0(SB), R11
-	MOVQ R10, R12
-	CMPQ R12, $0x00000010
-	JLE  tailmask0
-	MOVQ $0x00000010, R12
-
-tailmask0:
-	KMOVW       (R11)(R12*2), K1
-	VPMOVZXWD.Z (DI)(R9*2), K1, Z9
-	VPSLLD      $0x10, Z9, Z9
-	VMULPS      Z9, Z9, Z9
-	VADDPS      Z9, Z5, Z5
-	MOVQ        R10, R12
-	SUBQ        $0x00000010, R12
-	JLE         summed
-	CMPQ        R12, $0x00000010
-	JLE         tailmask1
-	MOVQ        $0x00000010, R12
-
-tailmask1:
-	KMOVW       (R11)(R12*2), K1
-	VPMOVZXWD.Z 32(DI)(R9*2), K1, Z9
-	VPSLLD      $0x10, Z9, Z9
-	VMULPS      Z9, Z9, Z9
-	VADDPS      Z9, Z6, Z6
-	MOVQ        R10, R12
-	SUBQ        $0x00000020, R12
-	JLE         summed
-	CMPQ        R12, $0x00000010
-	JLE         tailmask2
-	MOVQ        $0x00000010, R12
-
-tailmask2:
-	KMOVW       (R11)(R12*2), K1
-	VPMOVZXWD.Z 64(DI)(R9*2), K1, Z9
-	VPSLLD      $0x10, Z9, Z9
-	VMULPS      Z9, Z9, Z9
-	VADDPS      Z9, Z7, Z7
-	SUBQ        $0x00000030, R10
-	JLE         summed
-	CMPQ        R10, $0x00000010
-	JLE         tailmask3
-	MOVQ        $0x00000010, R10
-
-tailmask3:
-	KMOVW       (R11)(R10*2), K1
-	VPMOVZXWD.Z 96(DI)(R9*2), K1, Z9
-	VPSLLD      $0x10, Z9, Z9
-	VMULPS      Z9, Z9, Z9
-	VADDPS      Z9, Z8, Z8
-
-summed:
-	VADDPS  Z7, Z5, Z5
-	VADDPS  Z8, Z6, Z6
-	VADDPS  Z6, Z5, Z5
-	CMPQ    336(SP), $0x01
-	JE      invone
-	VMOVUPS Z5, (SP)(R8*1)
-	ADDQ    SI, DI
-	ADDQ    $0x00000040, R8
-	CMPQ    R8, $0x00000100
-	JB      sumrow
-	JMP     invgroup
-
-invone:
-	// Halving tree: p[j] += p[j+h] for the remaining h, down to ss.
-	VSHUFF64X2 $0xee, Z5, Z5, Z6
-	VADDPS     Z6, Z5, Z5
-	VSHUFF32X4 $0x01, Z5, Z5, Z6
-	VADDPS     Z6, Z5, Z5
-	VPERMILPS  $0x4e, Z5, Z6
-	VADDPS     Z6, Z5, Z5
-	VPERMILPS  $0xb1, Z5, Z6
-	VADDPS     Z6, Z5, Z5
-
-	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
-	CMPL   372(SP), $0x00
-	JE     divide2
-	VMULSS 372(SP), X5, X5
-	JMP    divided3
-
-divide2:
-	VDIVSS 368(SP), X5, X5
-
-divided3:
-	VADDSS   job_eps+0(AX), X5, X5
-	VUCOMISS tlo<>+0(SB), X5
-	JCS      ret
-	VUCOMISS tmax<>+0(SB), X5
-	JHI      ret
-	VSQRTSS  X5, X5, X5
-	VMOVSS   one<>+0(SB), X4
-	VDIVSS   X5, X4, X4
-
-	// Report 1/rms if asked.
-	MOVQ   job_inv+0(AX), DI
-	TESTQ  DI, DI
-	JZ     scale
-	MOVQ   320(SP), R8
-	VMOVSS X4, (DI)(R8*4)
-	JMP    scale
-
-invgroup:
-	// The rest of the halving tree, four rows at once.
-	VMOVUPS       (SP), Z5
-	VMOVUPS       64(SP), Z6
-	VMOVUPS       128(SP), Z7
-	VMOVUPS       192(SP), Z8
-	VSHUFF64X2    $0x44, Z6, Z5, Z9
-	VSHUFF64X2    $0xee, Z6, Z5, Z5
-	VADDPS        Z5, Z9, Z9
-	VSHUFF64X2    $0x44, Z8, Z7, Z5
-	VSHUFF64X2    $0xee, Z8, Z7, Z6
-	VADDPS        Z6, Z5, Z5
-	VSHUFF32X4    $0x88, Z5, Z9, Z6
-	VSHUFF32X4    $0xdd, Z5, Z9, Z5
-	VADDPS        Z5, Z6, Z6
-	VPERMILPS     $0x4e, Z6, Z5
-	VADDPS        Z5, Z6, Z6
-	VPERMILPS     $0xb1, Z6, Z5
-	VADDPS        Z5, Z6, Z6
-	MOVL          $0x00001111, DI
-	KMOVW         DI, K1
-	VCOMPRESSPS.Z Z6, K1, Z5
-
-	// t = ss/d + eps for the four rows; any t outside [2^-100, MaxFloat32] sends the group to the one-row path.
-	CMPL         372(SP), $0x00
-	JE           divide4
-	VBROADCASTSS 372(SP), Z6
-	VMULPS       Z6, Z5, Z5
-	JMP          divided5
-
-divide4:
-	VBROADCASTSS 368(SP), Z6
-	VDIVPS       Z6, Z5, Z5
-
-divided5:
-	VBROADCASTSS job_eps+0(AX), Z6
-	VADDPS       Z6, Z5, Z5
-	MOVL         $0x0000000f, DI
-	KMOVW        DI, K1
-	VBROADCASTSS tlo<>+0(SB), Z6
-	VBROADCASTSS tmax<>+0(SB), Z7
-	VCMPPS       $0x1d, Z6, Z5, K1, K1
-	VCMPPS       $0x12, Z7, Z5, K1, K1
-	KMOVW        K1, DI
-	CMPL         DI, $0x0f
-	JE           ginrange
-	MOVQ         $0x00000004, 328(SP)
-	JMP          row
-
-ginrange:
-	VSQRTPS      Z5, Z5
-	VBROADCASTSS one<>+0(SB), Z4
-	VDIVPS       Z5, Z4, Z4
-
-	// Report 1/rms if asked.
-	MOVQ    job_inv+0(AX), DI
-	TESTQ   DI, DI
-	JZ      scale
-	MOVQ    320(SP), R8
-	MOVL    $0x0000000f, R9
-	KMOVW   R9, K1
-	VMOVUPS Z4, K1, (DI)(R8*4)
-
-scale:
-	VBROADCASTSS X4, Z5
-	MOVQ         $0x00000000, 344(SP)
-	CMPQ         336(SP), $0x01
-	JE           scalebody
-	VMOVUPS      Z4, 256(SP)
-
-scalerow:
-	MOVQ         344(SP), DI
-	VBROADCASTSS 256(SP)(DI*4), Z5
-
-scalebody:
-	VBROADCASTSS one<>+0(SB), Z6
-
-	// y = (src*inv)*w, rounded after each multiply.
-	XORQ  DI, DI
-	MOVQ  job_d+0(AX), R8
-	SUBQ  $0x00000040, R8
-	TESTL $0x00000002, job_flags+0(AX)
-	JNZ   scalepf
-
-scaleloop:
-	CMPQ        DI, R8
-	JG          scaletail
-	VPMOVZXWD   (DX)(DI*2), Z7
-	VPSLLD      $0x10, Z7, Z7
-	VMULPS      Z5, Z7, Z7
-	VMOVUPS     (BX)(DI*4), Z8
-	VADDPS      Z6, Z8, Z8
-	VMULPS      Z8, Z7, Z7
-	VPMOVZXWD   32(DX)(DI*2), Z8
-	VPSLLD      $0x10, Z8, Z8
-	VMULPS      Z5, Z8, Z8
-	VMOVUPS     64(BX)(DI*4), Z9
-	VADDPS      Z6, Z9, Z9
-	VMULPS      Z9, Z8, Z8
-	VFIXUPIMMPS $0x00, Z2, Z7, Z7
-	VPSRLD      $0x10, Z7, Z9
-	VPANDD      Z0, Z9, Z9
-	VPADDD      Z1, Z9, Z9
-	VPADDD      Z7, Z9, Z9
-	VFIXUPIMMPS $0x00, Z2, Z8, Z8
-	VPSRLD      $0x10, Z8, Z7
-	VPANDD      Z0, Z7, Z7
-	VPADDD      Z1, Z7, Z7
-	VPADDD      Z8, Z7, Z7
-	VPERMT2W    Z7, Z3, Z9
-	VMOVDQU64   Z9, (CX)(DI*2)
-	VPMOVZXWD   64(DX)(DI*2), Z7
-	VPSLLD      $0x10, Z7, Z7
-	VMULPS      Z5, Z7, Z7
-	VMOVUPS     128(BX)(DI*4), Z8
-	VADDPS      Z6, Z8, Z8
-	VMULPS      Z8, Z7, Z7
-	VPMOVZXWD   96(DX)(DI*2), Z8
-	VPSLLD      $0x10, Z8, Z8
-	VMULPS      Z5, Z8, Z8
-	VMOVUPS     192(BX)(DI*4), Z9
-	VADDPS      Z6, Z9, Z9
-	VMULPS      Z9, Z8, Z8
-	VFIXUPIMMPS $0x00, Z2, Z7, Z7
-	VPSRLD      $0x10, Z7, Z9
-	VPANDD      Z0, Z9, Z9
-	VPADDD      Z1, Z9, Z9
-	VPADDD      Z7, Z9, Z9
-	VFIXUPIMMPS $0x00, Z2, Z8, Z8
-	VPSRLD      $0x10, Z8, Z7
-	VPANDD      Z0, Z7, Z7
-	VPADDD      Z1, Z7, Z7
-	VPADDD      Z8, Z7, Z7
-	VPERMT2W    Z7, Z3, Z9
-	VMOVDQU64   Z9, 64(CX)(DI*2)
-	ADDQ        $0x00000040, DI
-	JMP         scaleloop
-
-scalepf:
-	MOVQ SI, R9
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows6
-	SHLQ $0x03, R9
-
-longrows6:
-	ADDQ  DX, R9
-	TESTL $0x00000001, job_flags+0(AX)
-	JNZ   scalent
-
-scalepfloop:
-	CMPQ        DI, R8
-	JG          scaletail
-	PREFETCHT0  (R9)(DI*2)
-	PREFETCHT0  64(R9)(DI*2)
-	VPMOVZXWD   (DX)(DI*2), Z7
-	VPSLLD      $0x10, Z7, Z7
-	VMULPS      Z5, Z7, Z7
-	VMOVUPS     (BX)(DI*4), Z8
-	VADDPS      Z6, Z8, Z8
-	VMULPS      Z8, Z7, Z7
-	VPMOVZXWD   32(DX)(DI*2), Z8
-	VPSLLD      $0x10, Z8, Z8
-	VMULPS      Z5, Z8, Z8
-	VMOVUPS     64(BX)(DI*4), Z9
-	VADDPS      Z6, Z9, Z9
-	VMULPS      Z9, Z8, Z8
-	VFIXUPIMMPS $0x00, Z2, Z7, Z7
-	VPSRLD      $0x10, Z7, Z9
-	VPANDD      Z0, Z9, Z9
-	VPADDD      Z1, Z9, Z9
-	VPADDD      Z7, Z9, Z9
-	VFIXUPIMMPS $0x00, Z2, Z8, Z8
-	VPSRLD      $0x10, Z8, Z7
-	VPANDD      Z0, Z7, Z7
-	VPADDD      Z1, Z7, Z7
-	VPADDD      Z8, Z7, Z7
-	VPERMT2W    Z7, Z3, Z9
-	VMOVDQU64   Z9, (CX)(DI*2)
-	VPMOVZXWD   64(DX)(DI*2), Z7
-	VPSLLD      $0x10, Z7, Z7
-	VMULPS      Z5, Z7, Z7
-	VMOVUPS     128(BX)(DI*4), Z8
-	VADDPS      Z6, Z8, Z8
-	VMULPS      Z8, Z7, Z7
-	VPMOVZXWD   96(DX)(DI*2), Z8
-	VPSLLD      $0x10, Z8, Z8
-	VMULPS      Z5, Z8, Z8
-	VMOVUPS     192(BX)(DI*4), Z9
-	VADDPS      Z6, Z9, Z9
-	VMULPS      Z9, Z8, Z8
-	VFIXUPIMMPS $0x00, Z2, Z7, Z7
-	VPSRLD      $0x10, Z7, Z9
-	VPANDD      Z0, Z9, Z9
-	VPADDD      Z1, Z9, Z9
-	VPADDD      Z7, Z9, Z9
-	VFIXUPIMMPS $0x00, Z2, Z8, Z8
-	VPSRLD      $0x10, Z8, Z7
-	VPANDD      Z0, Z7, Z7
-	VPADDD      Z1, Z7, Z7
-	VPADDD      Z8, Z7, Z7
-	VPERMT2W    Z7, Z3, Z9
-	VMOVDQU64   Z9, 64(CX)(DI*2)
-	ADDQ        $0x00000040, DI
-	JMP         scalepfloop
-
-scalent:
-	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
-	MOVQ CX, R10
-	NEGQ R10
-	ANDQ $0x0000003f, R10
-	SHRQ $0x01, R10
-	JZ   scalentloop
-	CMPQ R10, job_d+0(AX)
-	JLE  scalehead
-	MOVQ job_d+0(AX), R10
-
-scalehead:
-	CMPQ        R10, $0x00000010
-	JB          scaleheadpart
-	VPMOVZXWD   (DX)(DI*2), Z7
-	VPSLLD      $0x10, Z7, Z7
-	VMULPS      Z5, Z7, Z7
-	VMOVUPS     (BX)(DI*4), Z8
-	VADDPS      Z6, Z8, Z8
-	VMULPS      Z8, Z7, Z7
-	VFIXUPIMMPS $0x00, Z2, Z7, Z7
-	VPSRLD      $0x10, Z7, Z8
-	VPANDD      Z0, Z8, Z8
-	VPADDD      Z1, Z8, Z8
-	VPADDD      Z7, Z8, Z8
-	VPSRLD      $0x10, Z8, Z8
-	VPMOVDW     Z8, (CX)(DI*2)
-	ADDQ        $0x00000010, DI
-	SUBQ        $0x00000010, R10
-	JZ          scalentloop
-
-scaleheadpart:
-	LEAQ        kmask<>+0(SB), R11
-	KMOVW       (R11)(R10*2), K1
-	VPMOVZXWD.Z (DX)(DI*2), K1, Z7
-	VPSLLD      $0x10, Z7, Z7
-	VMULPS      Z7, Z5, Z7
-	VMOVUPS.Z   (BX)(DI*4), K1, Z8
-	VADDPS      Z6, Z8, Z8
-	VMULPS      Z8, Z7, Z7
-	VFIXUPIMMPS $0x00, Z2, Z7, Z7
-	VPSRLD      $0x10, Z7, Z8
-	VPANDD      Z0, Z8, Z8
-	VPADDD      Z1, Z8, Z8
-	VPADDD      Z7, Z8, Z8
-	VPSRLD      $0x10, Z8, Z8
-	VPMOVDW     Z8, K1, (CX)(DI*2)
-	ADDQ        R10, DI
-
-scalentloop:
-	CMPQ        DI, R8
-	JG          scaletail
-	PREFETCHT0  (R9)(DI*2)
-	PREFETCHT0  64(R9)(DI*2)
-	VPMOVZXWD   (DX)(DI*2), Z7
-	VPSLLD      $0x10, Z7, Z7
-	VMULPS      Z5, Z7, Z7
-	VMOVUPS     (BX)(DI*4), Z8
-	VADDPS      Z6, Z8, Z8
-	VMULPS      Z8, Z7, Z7
-	VPMOVZXWD   32(DX)(DI*2), Z8
-	VPSLLD      $0x10, Z8, Z8
-	VMULPS      Z5, Z8, Z8
-	VMOVUPS     64(BX)(DI*4), Z9
-	VADDPS      Z6, Z9, Z9
-	VMULPS      Z9, Z8, Z8
-	VFIXUPIMMPS $0x00, Z2, Z7, Z7
-	VPSRLD      $0x10, Z7, Z9
-	VPANDD      Z0, Z9, Z9
-	VPADDD      Z1, Z9, Z9
-	VPADDD      Z7, Z9, Z9
-	VFIXUPIMMPS $0x00, Z2, Z8, Z8
-	VPSRLD      $0x10, Z8, Z7
-	VPANDD      Z0, Z7, Z7
-	VPADDD      Z1, Z7, Z7
-	VPADDD      Z8, Z7, Z7
-	VPERMT2W    Z7, Z3, Z9
-	VMOVNTDQ    Z9, (CX)(DI*2)
-	VPMOVZXWD   64(DX)(DI*2), Z7
-	VPSLLD      $0x10, Z7, Z7
-	VMULPS      Z5, Z7, Z7
-	VMOVUPS     128(BX)(DI*4), Z8
-	VADDPS      Z6, Z8, Z8
-	VMULPS      Z8, Z7, Z7
-	VPMOVZXWD   96(DX)(DI*2), Z8
-	VPSLLD      $0x10, Z8, Z8
-	VMULPS      Z5, Z8, Z8
-	VMOVUPS     192(BX)(DI*4), Z9
-	VADDPS      Z6, Z9, Z9
-	VMULPS      Z9, Z8, Z8
-	VFIXUPIMMPS $0x00, Z2, Z7, Z7
-	VPSRLD      $0x10, Z7, Z9
-	VPANDD      Z0, Z9, Z9
-	VPADDD      Z1, Z9, Z9
-	VPADDD      Z7, Z9, Z9
-	VFIXUPIMMPS $0x00, Z2, Z8, Z8
-	VPSRLD      $0x10, Z8, Z7
-	VPANDD      Z0, Z7, Z7
-	VPADDD      Z1, Z7, Z7
-	VPADDD      Z8, Z7, Z7
-	VPERMT2W    Z7, Z3, Z9
-	VMOVNTDQ    Z9, 64(CX)(DI*2)
-	ADDQ        $0x00000040, DI
-	JMP         scalentloop
-
-scaletail:
-	ADDQ $0x00000030, R8
-
-scaleone:
-	CMPQ        DI, R8
-	JG          scalepart
-	VPMOVZXWD   (DX)(DI*2), Z7
-	VPSLLD      $0x10, Z7, Z7
-	VMULPS      Z5, Z7, Z7
-	VMOVUPS     (BX)(DI*4), Z8
-	VADDPS      Z6, Z8, Z8
-	VMULPS      Z8, Z7, Z7
-	VFIXUPIMMPS $0x00, Z2, Z7, Z7
-	VPSRLD      $0x10, Z7, Z8
-	VPANDD      Z0, Z8, Z8
-	VPADDD      Z1, Z8, Z8
-	VPADDD      Z7, Z8, Z8
-	VPSRLD      $0x10, Z8, Z8
-	VPMOVDW     Z8, (CX)(DI*2)
-	ADDQ        $0x00000010, DI
-	JMP         scaleone
-
-scalepart:
-	MOVQ        job_d+0(AX), R10
-	SUBQ        DI, R10
-	JZ          scaled
-	LEAQ        kmask<>+0(SB), R8
-	KMOVW       (R8)(R10*2), K1
-	VPMOVZXWD.Z (DX)(DI*2), K1, Z7
-	VPSLLD      $0x10, Z7, Z7
-	VMULPS      Z7, Z5, Z7
-	VMOVUPS.Z   (BX)(DI*4), K1, Z5
-	VADDPS      Z6, Z5, Z5
-	VMULPS      Z5, Z7, Z7
-	VFIXUPIMMPS $0x00, Z2, Z7, Z7
-	VPSRLD      $0x10, Z7, Z5
-	VPANDD      Z0, Z5, Z5
-	VPADDD      Z1, Z5, Z5
-	VPADDD      Z7, Z5, Z5
-	VPSRLD      $0x10, Z5, Z5
-	VPMOVDW     Z5, K1, (CX)(DI*2)
-
-scaled:
-	ADDQ SI, DX
-	ADDQ SI, CX
-	INCQ 320(SP)
-	MOVQ 344(SP), DI
-	INCQ DI
-	MOVQ DI, 344(SP)
-	CMPQ DI, 336(SP)
-	JB   scalerow
-	JMP  row
-
-ret:
-	TESTL $0x00000001, job_flags+0(AX)
-	JZ    vzero
-	SFENCE
-
-vzero:
-	VZEROUPPER
-	MOVQ 320(SP), AX
-	MOVQ AX, ret+24(FP)
-	RET
-
-// func avx512BF16OffsetRN(j uintptr, from int, to int) int
-// Requires: AVX, AVX512BW, AVX512F, MMX+
-TEXT ·avx512BF16OffsetRN(SB), NOSPLIT, $376-32
-	// avx512BF16OffsetRN normalizes rows [from, to) of the job: BF16 rows: y = round16(round16(x*inv)*(1+w)), for each row.
+	// avx512BF16Offset normalizes rows [from, to) of the job: BF16 rows: y = round16((x*inv)*(1+w)) (with flagRN, round16(x*inv) in place of (x*inv)), for each row.
 	// It stops before the first row that needs the float64 path and returns that row's index, or to.
 	MOVQ         j+0(FP), AX
 	MOVQ         job_dst+0(AX), CX
@@ -5099,73 +3907,81 @@ scaleloop:
 	VPMOVZXWD   (DX)(DI*2), Z7
 	VPSLLD      $0x10, Z7, Z7
 	VMULPS      Z5, Z7, Z7
+	VPMOVZXWD   32(DX)(DI*2), Z8
+	VPSLLD      $0x10, Z8, Z8
+	VMULPS      Z5, Z8, Z8
+	VPMOVZXWD   64(DX)(DI*2), Z9
+	VPSLLD      $0x10, Z9, Z9
+	VMULPS      Z5, Z9, Z9
+	VPMOVZXWD   96(DX)(DI*2), Z11
+	VPSLLD      $0x10, Z11, Z11
+	VMULPS      Z5, Z11, Z11
+	TESTL       $0x00000008, job_flags+0(AX)
+	JZ          notrn6
 	VFIXUPIMMPS $0x00, Z3, Z7, Z7
-	VPSRLD      $0x10, Z7, Z8
-	VPANDD      Z0, Z8, Z8
-	VPADDD      Z1, Z8, Z8
-	VPADDD      Z7, Z8, Z8
-	VPANDD      Z2, Z8, Z8
-	VMOVUPS     (BX)(DI*4), Z7
-	VADDPS      Z6, Z7, Z7
-	VMULPS      Z7, Z8, Z8
-	VPMOVZXWD   32(DX)(DI*2), Z7
-	VPSLLD      $0x10, Z7, Z7
-	VMULPS      Z5, Z7, Z7
+	VPSRLD      $0x10, Z7, Z12
+	VPANDD      Z0, Z12, Z12
+	VPADDD      Z1, Z12, Z12
+	VPADDD      Z7, Z12, Z12
+	VPANDD      Z2, Z12, Z12
+	VMOVUPS     Z12, Z7
+	VFIXUPIMMPS $0x00, Z3, Z8, Z8
+	VPSRLD      $0x10, Z8, Z12
+	VPANDD      Z0, Z12, Z12
+	VPADDD      Z1, Z12, Z12
+	VPADDD      Z8, Z12, Z12
+	VPANDD      Z2, Z12, Z12
+	VMOVUPS     Z12, Z8
+	VFIXUPIMMPS $0x00, Z3, Z9, Z9
+	VPSRLD      $0x10, Z9, Z12
+	VPANDD      Z0, Z12, Z12
+	VPADDD      Z1, Z12, Z12
+	VPADDD      Z9, Z12, Z12
+	VPANDD      Z2, Z12, Z12
+	VMOVUPS     Z12, Z9
+	VFIXUPIMMPS $0x00, Z3, Z11, Z11
+	VPSRLD      $0x10, Z11, Z12
+	VPANDD      Z0, Z12, Z12
+	VPADDD      Z1, Z12, Z12
+	VPADDD      Z11, Z12, Z12
+	VPANDD      Z2, Z12, Z12
+	VMOVUPS     Z12, Z11
+
+notrn6:
+	VMOVUPS     (BX)(DI*4), Z12
+	VADDPS      Z6, Z12, Z12
+	VMULPS      Z12, Z7, Z7
+	VMOVUPS     64(BX)(DI*4), Z12
+	VADDPS      Z6, Z12, Z12
+	VMULPS      Z12, Z8, Z8
 	VFIXUPIMMPS $0x00, Z3, Z7, Z7
-	VPSRLD      $0x10, Z7, Z9
-	VPANDD      Z0, Z9, Z9
-	VPADDD      Z1, Z9, Z9
-	VPADDD      Z7, Z9, Z9
-	VPANDD      Z2, Z9, Z9
-	VMOVUPS     64(BX)(DI*4), Z7
-	VADDPS      Z6, Z7, Z7
-	VMULPS      Z7, Z9, Z9
+	VPSRLD      $0x10, Z7, Z12
+	VPANDD      Z0, Z12, Z12
+	VPADDD      Z1, Z12, Z12
+	VPADDD      Z7, Z12, Z12
 	VFIXUPIMMPS $0x00, Z3, Z8, Z8
 	VPSRLD      $0x10, Z8, Z7
 	VPANDD      Z0, Z7, Z7
 	VPADDD      Z1, Z7, Z7
 	VPADDD      Z8, Z7, Z7
-	VFIXUPIMMPS $0x00, Z3, Z9, Z9
-	VPSRLD      $0x10, Z9, Z8
-	VPANDD      Z0, Z8, Z8
-	VPADDD      Z1, Z8, Z8
-	VPADDD      Z9, Z8, Z8
-	VPERMT2W    Z8, Z4, Z7
-	VMOVDQU64   Z7, (CX)(DI*2)
-	VPMOVZXWD   64(DX)(DI*2), Z7
-	VPSLLD      $0x10, Z7, Z7
-	VMULPS      Z5, Z7, Z7
-	VFIXUPIMMPS $0x00, Z3, Z7, Z7
-	VPSRLD      $0x10, Z7, Z8
-	VPANDD      Z0, Z8, Z8
-	VPADDD      Z1, Z8, Z8
-	VPADDD      Z7, Z8, Z8
-	VPANDD      Z2, Z8, Z8
+	VPERMT2W    Z7, Z4, Z12
+	VMOVDQU64   Z12, (CX)(DI*2)
 	VMOVUPS     128(BX)(DI*4), Z7
 	VADDPS      Z6, Z7, Z7
-	VMULPS      Z7, Z8, Z8
-	VPMOVZXWD   96(DX)(DI*2), Z7
-	VPSLLD      $0x10, Z7, Z7
-	VMULPS      Z5, Z7, Z7
-	VFIXUPIMMPS $0x00, Z3, Z7, Z7
-	VPSRLD      $0x10, Z7, Z9
-	VPANDD      Z0, Z9, Z9
-	VPADDD      Z1, Z9, Z9
-	VPADDD      Z7, Z9, Z9
-	VPANDD      Z2, Z9, Z9
+	VMULPS      Z7, Z9, Z9
 	VMOVUPS     192(BX)(DI*4), Z7
 	VADDPS      Z6, Z7, Z7
-	VMULPS      Z7, Z9, Z9
-	VFIXUPIMMPS $0x00, Z3, Z8, Z8
-	VPSRLD      $0x10, Z8, Z7
+	VMULPS      Z7, Z11, Z11
+	VFIXUPIMMPS $0x00, Z3, Z9, Z9
+	VPSRLD      $0x10, Z9, Z7
 	VPANDD      Z0, Z7, Z7
 	VPADDD      Z1, Z7, Z7
-	VPADDD      Z8, Z7, Z7
-	VFIXUPIMMPS $0x00, Z3, Z9, Z9
-	VPSRLD      $0x10, Z9, Z8
+	VPADDD      Z9, Z7, Z7
+	VFIXUPIMMPS $0x00, Z3, Z11, Z11
+	VPSRLD      $0x10, Z11, Z8
 	VPANDD      Z0, Z8, Z8
 	VPADDD      Z1, Z8, Z8
-	VPADDD      Z9, Z8, Z8
+	VPADDD      Z11, Z8, Z8
 	VPERMT2W    Z8, Z4, Z7
 	VMOVDQU64   Z7, 64(CX)(DI*2)
 	ADDQ        $0x00000040, DI
@@ -5174,10 +3990,10 @@ scaleloop:
 scalepf:
 	MOVQ SI, R9
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows6
+	JA   longrows7
 	SHLQ $0x03, R9
 
-longrows6:
+longrows7:
 	ADDQ  DX, R9
 	TESTL $0x00000001, job_flags+0(AX)
 	JNZ   scalent
@@ -5190,73 +4006,81 @@ scalepfloop:
 	VPMOVZXWD   (DX)(DI*2), Z7
 	VPSLLD      $0x10, Z7, Z7
 	VMULPS      Z5, Z7, Z7
+	VPMOVZXWD   32(DX)(DI*2), Z8
+	VPSLLD      $0x10, Z8, Z8
+	VMULPS      Z5, Z8, Z8
+	VPMOVZXWD   64(DX)(DI*2), Z9
+	VPSLLD      $0x10, Z9, Z9
+	VMULPS      Z5, Z9, Z9
+	VPMOVZXWD   96(DX)(DI*2), Z11
+	VPSLLD      $0x10, Z11, Z11
+	VMULPS      Z5, Z11, Z11
+	TESTL       $0x00000008, job_flags+0(AX)
+	JZ          notrn8
 	VFIXUPIMMPS $0x00, Z3, Z7, Z7
-	VPSRLD      $0x10, Z7, Z8
-	VPANDD      Z0, Z8, Z8
-	VPADDD      Z1, Z8, Z8
-	VPADDD      Z7, Z8, Z8
-	VPANDD      Z2, Z8, Z8
-	VMOVUPS     (BX)(DI*4), Z7
-	VADDPS      Z6, Z7, Z7
-	VMULPS      Z7, Z8, Z8
-	VPMOVZXWD   32(DX)(DI*2), Z7
-	VPSLLD      $0x10, Z7, Z7
-	VMULPS      Z5, Z7, Z7
+	VPSRLD      $0x10, Z7, Z12
+	VPANDD      Z0, Z12, Z12
+	VPADDD      Z1, Z12, Z12
+	VPADDD      Z7, Z12, Z12
+	VPANDD      Z2, Z12, Z12
+	VMOVUPS     Z12, Z7
+	VFIXUPIMMPS $0x00, Z3, Z8, Z8
+	VPSRLD      $0x10, Z8, Z12
+	VPANDD      Z0, Z12, Z12
+	VPADDD      Z1, Z12, Z12
+	VPADDD      Z8, Z12, Z12
+	VPANDD      Z2, Z12, Z12
+	VMOVUPS     Z12, Z8
+	VFIXUPIMMPS $0x00, Z3, Z9, Z9
+	VPSRLD      $0x10, Z9, Z12
+	VPANDD      Z0, Z12, Z12
+	VPADDD      Z1, Z12, Z12
+	VPADDD      Z9, Z12, Z12
+	VPANDD      Z2, Z12, Z12
+	VMOVUPS     Z12, Z9
+	VFIXUPIMMPS $0x00, Z3, Z11, Z11
+	VPSRLD      $0x10, Z11, Z12
+	VPANDD      Z0, Z12, Z12
+	VPADDD      Z1, Z12, Z12
+	VPADDD      Z11, Z12, Z12
+	VPANDD      Z2, Z12, Z12
+	VMOVUPS     Z12, Z11
+
+notrn8:
+	VMOVUPS     (BX)(DI*4), Z12
+	VADDPS      Z6, Z12, Z12
+	VMULPS      Z12, Z7, Z7
+	VMOVUPS     64(BX)(DI*4), Z12
+	VADDPS      Z6, Z12, Z12
+	VMULPS      Z12, Z8, Z8
 	VFIXUPIMMPS $0x00, Z3, Z7, Z7
-	VPSRLD      $0x10, Z7, Z9
-	VPANDD      Z0, Z9, Z9
-	VPADDD      Z1, Z9, Z9
-	VPADDD      Z7, Z9, Z9
-	VPANDD      Z2, Z9, Z9
-	VMOVUPS     64(BX)(DI*4), Z7
-	VADDPS      Z6, Z7, Z7
-	VMULPS      Z7, Z9, Z9
+	VPSRLD      $0x10, Z7, Z12
+	VPANDD      Z0, Z12, Z12
+	VPADDD      Z1, Z12, Z12
+	VPADDD      Z7, Z12, Z12
 	VFIXUPIMMPS $0x00, Z3, Z8, Z8
 	VPSRLD      $0x10, Z8, Z7
 	VPANDD      Z0, Z7, Z7
 	VPADDD      Z1, Z7, Z7
 	VPADDD      Z8, Z7, Z7
-	VFIXUPIMMPS $0x00, Z3, Z9, Z9
-	VPSRLD      $0x10, Z9, Z8
-	VPANDD      Z0, Z8, Z8
-	VPADDD      Z1, Z8, Z8
-	VPADDD      Z9, Z8, Z8
-	VPERMT2W    Z8, Z4, Z7
-	VMOVDQU64   Z7, (CX)(DI*2)
-	VPMOVZXWD   64(DX)(DI*2), Z7
-	VPSLLD      $0x10, Z7, Z7
-	VMULPS      Z5, Z7, Z7
-	VFIXUPIMMPS $0x00, Z3, Z7, Z7
-	VPSRLD      $0x10, Z7, Z8
-	VPANDD      Z0, Z8, Z8
-	VPADDD      Z1, Z8, Z8
-	VPADDD      Z7, Z8, Z8
-	VPANDD      Z2, Z8, Z8
+	VPERMT2W    Z7, Z4, Z12
+	VMOVDQU64   Z12, (CX)(DI*2)
 	VMOVUPS     128(BX)(DI*4), Z7
 	VADDPS      Z6, Z7, Z7
-	VMULPS      Z7, Z8, Z8
-	VPMOVZXWD   96(DX)(DI*2), Z7
-	VPSLLD      $0x10, Z7, Z7
-	VMULPS      Z5, Z7, Z7
-	VFIXUPIMMPS $0x00, Z3, Z7, Z7
-	VPSRLD      $0x10, Z7, Z9
-	VPANDD      Z0, Z9, Z9
-	VPADDD      Z1, Z9, Z9
-	VPADDD      Z7, Z9, Z9
-	VPANDD      Z2, Z9, Z9
+	VMULPS      Z7, Z9, Z9
 	VMOVUPS     192(BX)(DI*4), Z7
 	VADDPS      Z6, Z7, Z7
-	VMULPS      Z7, Z9, Z9
-	VFIXUPIMMPS $0x00, Z3, Z8, Z8
-	VPSRLD      $0x10, Z8, Z7
+	VMULPS      Z7, Z11, Z11
+	VFIXUPIMMPS $0x00, Z3, Z9, Z9
+	VPSRLD      $0x10, Z9, Z7
 	VPANDD      Z0, Z7, Z7
 	VPADDD      Z1, Z7, Z7
-	VPADDD      Z8, Z7, Z7
-	VFIXUPIMMPS $0x00, Z3, Z9, Z9
-	VPSRLD      $0x10, Z9, Z8
+	VPADDD      Z9, Z7, Z7
+	VFIXUPIMMPS $0x00, Z3, Z11, Z11
+	VPSRLD      $0x10, Z11, Z8
 	VPANDD      Z0, Z8, Z8
 	VPADDD      Z1, Z8, Z8
-	VPADDD      Z9, Z8, Z8
+	VPADDD      Z11, Z8, Z8
 	VPERMT2W    Z8, Z4, Z7
 	VMOVDQU64   Z7, 64(CX)(DI*2)
 	ADDQ        $0x00000040, DI
@@ -5279,22 +4103,27 @@ scalehead:
 	VPMOVZXWD   (DX)(DI*2), Z7
 	VPSLLD      $0x10, Z7, Z7
 	VMULPS      Z5, Z7, Z7
+	TESTL       $0x00000008, job_flags+0(AX)
+	JZ          notrn9
 	VFIXUPIMMPS $0x00, Z3, Z7, Z7
 	VPSRLD      $0x10, Z7, Z8
 	VPANDD      Z0, Z8, Z8
 	VPADDD      Z1, Z8, Z8
 	VPADDD      Z7, Z8, Z8
 	VPANDD      Z2, Z8, Z8
-	VMOVUPS     (BX)(DI*4), Z7
-	VADDPS      Z6, Z7, Z7
-	VMULPS      Z7, Z8, Z8
-	VFIXUPIMMPS $0x00, Z3, Z8, Z8
-	VPSRLD      $0x10, Z8, Z7
-	VPANDD      Z0, Z7, Z7
-	VPADDD      Z1, Z7, Z7
-	VPADDD      Z8, Z7, Z7
-	VPSRLD      $0x10, Z7, Z7
-	VPMOVDW     Z7, (CX)(DI*2)
+	VMOVUPS     Z8, Z7
+
+notrn9:
+	VMOVUPS     (BX)(DI*4), Z8
+	VADDPS      Z6, Z8, Z8
+	VMULPS      Z8, Z7, Z7
+	VFIXUPIMMPS $0x00, Z3, Z7, Z7
+	VPSRLD      $0x10, Z7, Z8
+	VPANDD      Z0, Z8, Z8
+	VPADDD      Z1, Z8, Z8
+	VPADDD      Z7, Z8, Z8
+	VPSRLD      $0x10, Z8, Z8
+	VPMOVDW     Z8, (CX)(DI*2)
 	ADDQ        $0x00000010, DI
 	SUBQ        $0x00000010, R10
 	JZ          scalentloop
@@ -5305,22 +4134,27 @@ scaleheadpart:
 	VPMOVZXWD.Z (DX)(DI*2), K1, Z7
 	VPSLLD      $0x10, Z7, Z7
 	VMULPS      Z7, Z5, Z7
+	TESTL       $0x00000008, job_flags+0(AX)
+	JZ          notrn10
 	VFIXUPIMMPS $0x00, Z3, Z7, Z7
 	VPSRLD      $0x10, Z7, Z8
 	VPANDD      Z0, Z8, Z8
 	VPADDD      Z1, Z8, Z8
 	VPADDD      Z7, Z8, Z8
 	VPANDD      Z2, Z8, Z8
-	VMOVUPS.Z   (BX)(DI*4), K1, Z7
-	VADDPS      Z6, Z7, Z7
-	VMULPS      Z7, Z8, Z8
-	VFIXUPIMMPS $0x00, Z3, Z8, Z8
-	VPSRLD      $0x10, Z8, Z7
-	VPANDD      Z0, Z7, Z7
-	VPADDD      Z1, Z7, Z7
-	VPADDD      Z8, Z7, Z7
-	VPSRLD      $0x10, Z7, Z7
-	VPMOVDW     Z7, K1, (CX)(DI*2)
+	VMOVUPS     Z8, Z7
+
+notrn10:
+	VMOVUPS.Z   (BX)(DI*4), K1, Z8
+	VADDPS      Z6, Z8, Z8
+	VMULPS      Z8, Z7, Z7
+	VFIXUPIMMPS $0x00, Z3, Z7, Z7
+	VPSRLD      $0x10, Z7, Z8
+	VPANDD      Z0, Z8, Z8
+	VPADDD      Z1, Z8, Z8
+	VPADDD      Z7, Z8, Z8
+	VPSRLD      $0x10, Z8, Z8
+	VPMOVDW     Z8, K1, (CX)(DI*2)
 	ADDQ        R10, DI
 
 scalentloop:
@@ -5331,73 +4165,81 @@ scalentloop:
 	VPMOVZXWD   (DX)(DI*2), Z7
 	VPSLLD      $0x10, Z7, Z7
 	VMULPS      Z5, Z7, Z7
+	VPMOVZXWD   32(DX)(DI*2), Z8
+	VPSLLD      $0x10, Z8, Z8
+	VMULPS      Z5, Z8, Z8
+	VPMOVZXWD   64(DX)(DI*2), Z9
+	VPSLLD      $0x10, Z9, Z9
+	VMULPS      Z5, Z9, Z9
+	VPMOVZXWD   96(DX)(DI*2), Z11
+	VPSLLD      $0x10, Z11, Z11
+	VMULPS      Z5, Z11, Z11
+	TESTL       $0x00000008, job_flags+0(AX)
+	JZ          notrn11
 	VFIXUPIMMPS $0x00, Z3, Z7, Z7
-	VPSRLD      $0x10, Z7, Z8
-	VPANDD      Z0, Z8, Z8
-	VPADDD      Z1, Z8, Z8
-	VPADDD      Z7, Z8, Z8
-	VPANDD      Z2, Z8, Z8
-	VMOVUPS     (BX)(DI*4), Z7
-	VADDPS      Z6, Z7, Z7
-	VMULPS      Z7, Z8, Z8
-	VPMOVZXWD   32(DX)(DI*2), Z7
-	VPSLLD      $0x10, Z7, Z7
-	VMULPS      Z5, Z7, Z7
+	VPSRLD      $0x10, Z7, Z12
+	VPANDD      Z0, Z12, Z12
+	VPADDD      Z1, Z12, Z12
+	VPADDD      Z7, Z12, Z12
+	VPANDD      Z2, Z12, Z12
+	VMOVUPS     Z12, Z7
+	VFIXUPIMMPS $0x00, Z3, Z8, Z8
+	VPSRLD      $0x10, Z8, Z12
+	VPANDD      Z0, Z12, Z12
+	VPADDD      Z1, Z12, Z12
+	VPADDD      Z8, Z12, Z12
+	VPANDD      Z2, Z12, Z12
+	VMOVUPS     Z12, Z8
+	VFIXUPIMMPS $0x00, Z3, Z9, Z9
+	VPSRLD      $0x10, Z9, Z12
+	VPANDD      Z0, Z12, Z12
+	VPADDD      Z1, Z12, Z12
+	VPADDD      Z9, Z12, Z12
+	VPANDD      Z2, Z12, Z12
+	VMOVUPS     Z12, Z9
+	VFIXUPIMMPS $0x00, Z3, Z11, Z11
+	VPSRLD      $0x10, Z11, Z12
+	VPANDD      Z0, Z12, Z12
+	VPADDD      Z1, Z12, Z12
+	VPADDD      Z11, Z12, Z12
+	VPANDD      Z2, Z12, Z12
+	VMOVUPS     Z12, Z11
+
+notrn11:
+	VMOVUPS     (BX)(DI*4), Z12
+	VADDPS      Z6, Z12, Z12
+	VMULPS      Z12, Z7, Z7
+	VMOVUPS     64(BX)(DI*4), Z12
+	VADDPS      Z6, Z12, Z12
+	VMULPS      Z12, Z8, Z8
 	VFIXUPIMMPS $0x00, Z3, Z7, Z7
-	VPSRLD      $0x10, Z7, Z9
-	VPANDD      Z0, Z9, Z9
-	VPADDD      Z1, Z9, Z9
-	VPADDD      Z7, Z9, Z9
-	VPANDD      Z2, Z9, Z9
-	VMOVUPS     64(BX)(DI*4), Z7
-	VADDPS      Z6, Z7, Z7
-	VMULPS      Z7, Z9, Z9
+	VPSRLD      $0x10, Z7, Z12
+	VPANDD      Z0, Z12, Z12
+	VPADDD      Z1, Z12, Z12
+	VPADDD      Z7, Z12, Z12
 	VFIXUPIMMPS $0x00, Z3, Z8, Z8
 	VPSRLD      $0x10, Z8, Z7
 	VPANDD      Z0, Z7, Z7
 	VPADDD      Z1, Z7, Z7
 	VPADDD      Z8, Z7, Z7
-	VFIXUPIMMPS $0x00, Z3, Z9, Z9
-	VPSRLD      $0x10, Z9, Z8
-	VPANDD      Z0, Z8, Z8
-	VPADDD      Z1, Z8, Z8
-	VPADDD      Z9, Z8, Z8
-	VPERMT2W    Z8, Z4, Z7
-	VMOVNTDQ    Z7, (CX)(DI*2)
-	VPMOVZXWD   64(DX)(DI*2), Z7
-	VPSLLD      $0x10, Z7, Z7
-	VMULPS      Z5, Z7, Z7
-	VFIXUPIMMPS $0x00, Z3, Z7, Z7
-	VPSRLD      $0x10, Z7, Z8
-	VPANDD      Z0, Z8, Z8
-	VPADDD      Z1, Z8, Z8
-	VPADDD      Z7, Z8, Z8
-	VPANDD      Z2, Z8, Z8
+	VPERMT2W    Z7, Z4, Z12
+	VMOVNTDQ    Z12, (CX)(DI*2)
 	VMOVUPS     128(BX)(DI*4), Z7
 	VADDPS      Z6, Z7, Z7
-	VMULPS      Z7, Z8, Z8
-	VPMOVZXWD   96(DX)(DI*2), Z7
-	VPSLLD      $0x10, Z7, Z7
-	VMULPS      Z5, Z7, Z7
-	VFIXUPIMMPS $0x00, Z3, Z7, Z7
-	VPSRLD      $0x10, Z7, Z9
-	VPANDD      Z0, Z9, Z9
-	VPADDD      Z1, Z9, Z9
-	VPADDD      Z7, Z9, Z9
-	VPANDD      Z2, Z9, Z9
+	VMULPS      Z7, Z9, Z9
 	VMOVUPS     192(BX)(DI*4), Z7
 	VADDPS      Z6, Z7, Z7
-	VMULPS      Z7, Z9, Z9
-	VFIXUPIMMPS $0x00, Z3, Z8, Z8
-	VPSRLD      $0x10, Z8, Z7
+	VMULPS      Z7, Z11, Z11
+	VFIXUPIMMPS $0x00, Z3, Z9, Z9
+	VPSRLD      $0x10, Z9, Z7
 	VPANDD      Z0, Z7, Z7
 	VPADDD      Z1, Z7, Z7
-	VPADDD      Z8, Z7, Z7
-	VFIXUPIMMPS $0x00, Z3, Z9, Z9
-	VPSRLD      $0x10, Z9, Z8
+	VPADDD      Z9, Z7, Z7
+	VFIXUPIMMPS $0x00, Z3, Z11, Z11
+	VPSRLD      $0x10, Z11, Z8
 	VPANDD      Z0, Z8, Z8
 	VPADDD      Z1, Z8, Z8
-	VPADDD      Z9, Z8, Z8
+	VPADDD      Z11, Z8, Z8
 	VPERMT2W    Z8, Z4, Z7
 	VMOVNTDQ    Z7, 64(CX)(DI*2)
 	ADDQ        $0x00000040, DI
@@ -5412,22 +4254,27 @@ scaleone:
 	VPMOVZXWD   (DX)(DI*2), Z7
 	VPSLLD      $0x10, Z7, Z7
 	VMULPS      Z5, Z7, Z7
+	TESTL       $0x00000008, job_flags+0(AX)
+	JZ          notrn12
 	VFIXUPIMMPS $0x00, Z3, Z7, Z7
 	VPSRLD      $0x10, Z7, Z8
 	VPANDD      Z0, Z8, Z8
 	VPADDD      Z1, Z8, Z8
 	VPADDD      Z7, Z8, Z8
 	VPANDD      Z2, Z8, Z8
-	VMOVUPS     (BX)(DI*4), Z7
-	VADDPS      Z6, Z7, Z7
-	VMULPS      Z7, Z8, Z8
-	VFIXUPIMMPS $0x00, Z3, Z8, Z8
-	VPSRLD      $0x10, Z8, Z7
-	VPANDD      Z0, Z7, Z7
-	VPADDD      Z1, Z7, Z7
-	VPADDD      Z8, Z7, Z7
-	VPSRLD      $0x10, Z7, Z7
-	VPMOVDW     Z7, (CX)(DI*2)
+	VMOVUPS     Z8, Z7
+
+notrn12:
+	VMOVUPS     (BX)(DI*4), Z8
+	VADDPS      Z6, Z8, Z8
+	VMULPS      Z8, Z7, Z7
+	VFIXUPIMMPS $0x00, Z3, Z7, Z7
+	VPSRLD      $0x10, Z7, Z8
+	VPANDD      Z0, Z8, Z8
+	VPADDD      Z1, Z8, Z8
+	VPADDD      Z7, Z8, Z8
+	VPSRLD      $0x10, Z8, Z8
+	VPMOVDW     Z8, (CX)(DI*2)
 	ADDQ        $0x00000010, DI
 	JMP         scaleone
 
@@ -5440,22 +4287,27 @@ scalepart:
 	VPMOVZXWD.Z (DX)(DI*2), K1, Z7
 	VPSLLD      $0x10, Z7, Z7
 	VMULPS      Z7, Z5, Z7
+	TESTL       $0x00000008, job_flags+0(AX)
+	JZ          notrn13
 	VFIXUPIMMPS $0x00, Z3, Z7, Z7
 	VPSRLD      $0x10, Z7, Z5
 	VPANDD      Z0, Z5, Z5
 	VPADDD      Z1, Z5, Z5
 	VPADDD      Z7, Z5, Z5
 	VPANDD      Z2, Z5, Z5
-	VMOVUPS.Z   (BX)(DI*4), K1, Z7
-	VADDPS      Z6, Z7, Z7
-	VMULPS      Z7, Z5, Z5
-	VFIXUPIMMPS $0x00, Z3, Z5, Z5
-	VPSRLD      $0x10, Z5, Z6
-	VPANDD      Z0, Z6, Z6
-	VPADDD      Z1, Z6, Z6
-	VPADDD      Z5, Z6, Z6
-	VPSRLD      $0x10, Z6, Z6
-	VPMOVDW     Z6, K1, (CX)(DI*2)
+	VMOVUPS     Z5, Z7
+
+notrn13:
+	VMOVUPS.Z   (BX)(DI*4), K1, Z5
+	VADDPS      Z6, Z5, Z5
+	VMULPS      Z5, Z7, Z7
+	VFIXUPIMMPS $0x00, Z3, Z7, Z7
+	VPSRLD      $0x10, Z7, Z5
+	VPANDD      Z0, Z5, Z5
+	VPADDD      Z1, Z5, Z5
+	VPADDD      Z7, Z5, Z5
+	VPSRLD      $0x10, Z5, Z5
+	VPMOVDW     Z5, K1, (CX)(DI*2)
 
 scaled:
 	ADDQ SI, DX
@@ -5829,36 +4681,36 @@ scaleloop:
 	VPMOVZXWD   32(DX)(SI*2), Z7
 	VPSLLD      $0x10, Z7, Z7
 	VMULPS      Z5, Z7, Z7
+	VPMOVZXWD   64(DX)(SI*2), Z8
+	VPSLLD      $0x10, Z8, Z8
+	VMULPS      Z5, Z8, Z8
+	VPMOVZXWD   96(DX)(SI*2), Z9
+	VPSLLD      $0x10, Z9, Z9
+	VMULPS      Z5, Z9, Z9
 	VFIXUPIMMPS $0x00, Z2, Z6, Z6
-	VPSRLD      $0x10, Z6, Z8
-	VPANDD      Z0, Z8, Z8
-	VPADDD      Z1, Z8, Z8
-	VPADDD      Z6, Z8, Z8
+	VPSRLD      $0x10, Z6, Z10
+	VPANDD      Z0, Z10, Z10
+	VPADDD      Z1, Z10, Z10
+	VPADDD      Z6, Z10, Z10
 	VFIXUPIMMPS $0x00, Z2, Z7, Z7
 	VPSRLD      $0x10, Z7, Z6
 	VPANDD      Z0, Z6, Z6
 	VPADDD      Z1, Z6, Z6
 	VPADDD      Z7, Z6, Z6
-	VPERMT2W    Z6, Z3, Z8
-	VMOVDQU64   Z8, (CX)(SI*2)
-	VPMOVZXWD   64(DX)(SI*2), Z6
-	VPSLLD      $0x10, Z6, Z6
-	VMULPS      Z5, Z6, Z6
-	VPMOVZXWD   96(DX)(SI*2), Z7
-	VPSLLD      $0x10, Z7, Z7
-	VMULPS      Z5, Z7, Z7
-	VFIXUPIMMPS $0x00, Z2, Z6, Z6
-	VPSRLD      $0x10, Z6, Z8
-	VPANDD      Z0, Z8, Z8
-	VPADDD      Z1, Z8, Z8
-	VPADDD      Z6, Z8, Z8
-	VFIXUPIMMPS $0x00, Z2, Z7, Z7
-	VPSRLD      $0x10, Z7, Z6
+	VPERMT2W    Z6, Z3, Z10
+	VMOVDQU64   Z10, (CX)(SI*2)
+	VFIXUPIMMPS $0x00, Z2, Z8, Z8
+	VPSRLD      $0x10, Z8, Z6
 	VPANDD      Z0, Z6, Z6
 	VPADDD      Z1, Z6, Z6
-	VPADDD      Z7, Z6, Z6
-	VPERMT2W    Z6, Z3, Z8
-	VMOVDQU64   Z8, 64(CX)(SI*2)
+	VPADDD      Z8, Z6, Z6
+	VFIXUPIMMPS $0x00, Z2, Z9, Z9
+	VPSRLD      $0x10, Z9, Z7
+	VPANDD      Z0, Z7, Z7
+	VPADDD      Z1, Z7, Z7
+	VPADDD      Z9, Z7, Z7
+	VPERMT2W    Z7, Z3, Z6
+	VMOVDQU64   Z6, 64(CX)(SI*2)
 	ADDQ        $0x00000040, SI
 	JMP         scaleloop
 
@@ -5884,36 +4736,36 @@ scalepfloop:
 	VPMOVZXWD   32(DX)(SI*2), Z7
 	VPSLLD      $0x10, Z7, Z7
 	VMULPS      Z5, Z7, Z7
+	VPMOVZXWD   64(DX)(SI*2), Z8
+	VPSLLD      $0x10, Z8, Z8
+	VMULPS      Z5, Z8, Z8
+	VPMOVZXWD   96(DX)(SI*2), Z9
+	VPSLLD      $0x10, Z9, Z9
+	VMULPS      Z5, Z9, Z9
 	VFIXUPIMMPS $0x00, Z2, Z6, Z6
-	VPSRLD      $0x10, Z6, Z8
-	VPANDD      Z0, Z8, Z8
-	VPADDD      Z1, Z8, Z8
-	VPADDD      Z6, Z8, Z8
+	VPSRLD      $0x10, Z6, Z10
+	VPANDD      Z0, Z10, Z10
+	VPADDD      Z1, Z10, Z10
+	VPADDD      Z6, Z10, Z10
 	VFIXUPIMMPS $0x00, Z2, Z7, Z7
 	VPSRLD      $0x10, Z7, Z6
 	VPANDD      Z0, Z6, Z6
 	VPADDD      Z1, Z6, Z6
 	VPADDD      Z7, Z6, Z6
-	VPERMT2W    Z6, Z3, Z8
-	VMOVDQU64   Z8, (CX)(SI*2)
-	VPMOVZXWD   64(DX)(SI*2), Z6
-	VPSLLD      $0x10, Z6, Z6
-	VMULPS      Z5, Z6, Z6
-	VPMOVZXWD   96(DX)(SI*2), Z7
-	VPSLLD      $0x10, Z7, Z7
-	VMULPS      Z5, Z7, Z7
-	VFIXUPIMMPS $0x00, Z2, Z6, Z6
-	VPSRLD      $0x10, Z6, Z8
-	VPANDD      Z0, Z8, Z8
-	VPADDD      Z1, Z8, Z8
-	VPADDD      Z6, Z8, Z8
-	VFIXUPIMMPS $0x00, Z2, Z7, Z7
-	VPSRLD      $0x10, Z7, Z6
+	VPERMT2W    Z6, Z3, Z10
+	VMOVDQU64   Z10, (CX)(SI*2)
+	VFIXUPIMMPS $0x00, Z2, Z8, Z8
+	VPSRLD      $0x10, Z8, Z6
 	VPANDD      Z0, Z6, Z6
 	VPADDD      Z1, Z6, Z6
-	VPADDD      Z7, Z6, Z6
-	VPERMT2W    Z6, Z3, Z8
-	VMOVDQU64   Z8, 64(CX)(SI*2)
+	VPADDD      Z8, Z6, Z6
+	VFIXUPIMMPS $0x00, Z2, Z9, Z9
+	VPSRLD      $0x10, Z9, Z7
+	VPANDD      Z0, Z7, Z7
+	VPADDD      Z1, Z7, Z7
+	VPADDD      Z9, Z7, Z7
+	VPERMT2W    Z7, Z3, Z6
+	VMOVDQU64   Z6, 64(CX)(SI*2)
 	ADDQ        $0x00000040, SI
 	JMP         scalepfloop
 
@@ -5971,36 +4823,36 @@ scalentloop:
 	VPMOVZXWD   32(DX)(SI*2), Z7
 	VPSLLD      $0x10, Z7, Z7
 	VMULPS      Z5, Z7, Z7
+	VPMOVZXWD   64(DX)(SI*2), Z8
+	VPSLLD      $0x10, Z8, Z8
+	VMULPS      Z5, Z8, Z8
+	VPMOVZXWD   96(DX)(SI*2), Z9
+	VPSLLD      $0x10, Z9, Z9
+	VMULPS      Z5, Z9, Z9
 	VFIXUPIMMPS $0x00, Z2, Z6, Z6
-	VPSRLD      $0x10, Z6, Z8
-	VPANDD      Z0, Z8, Z8
-	VPADDD      Z1, Z8, Z8
-	VPADDD      Z6, Z8, Z8
+	VPSRLD      $0x10, Z6, Z10
+	VPANDD      Z0, Z10, Z10
+	VPADDD      Z1, Z10, Z10
+	VPADDD      Z6, Z10, Z10
 	VFIXUPIMMPS $0x00, Z2, Z7, Z7
 	VPSRLD      $0x10, Z7, Z6
 	VPANDD      Z0, Z6, Z6
 	VPADDD      Z1, Z6, Z6
 	VPADDD      Z7, Z6, Z6
-	VPERMT2W    Z6, Z3, Z8
-	VMOVNTDQ    Z8, (CX)(SI*2)
-	VPMOVZXWD   64(DX)(SI*2), Z6
-	VPSLLD      $0x10, Z6, Z6
-	VMULPS      Z5, Z6, Z6
-	VPMOVZXWD   96(DX)(SI*2), Z7
-	VPSLLD      $0x10, Z7, Z7
-	VMULPS      Z5, Z7, Z7
-	VFIXUPIMMPS $0x00, Z2, Z6, Z6
-	VPSRLD      $0x10, Z6, Z8
-	VPANDD      Z0, Z8, Z8
-	VPADDD      Z1, Z8, Z8
-	VPADDD      Z6, Z8, Z8
-	VFIXUPIMMPS $0x00, Z2, Z7, Z7
-	VPSRLD      $0x10, Z7, Z6
+	VPERMT2W    Z6, Z3, Z10
+	VMOVNTDQ    Z10, (CX)(SI*2)
+	VFIXUPIMMPS $0x00, Z2, Z8, Z8
+	VPSRLD      $0x10, Z8, Z6
 	VPANDD      Z0, Z6, Z6
 	VPADDD      Z1, Z6, Z6
-	VPADDD      Z7, Z6, Z6
-	VPERMT2W    Z6, Z3, Z8
-	VMOVNTDQ    Z8, 64(CX)(SI*2)
+	VPADDD      Z8, Z6, Z6
+	VFIXUPIMMPS $0x00, Z2, Z9, Z9
+	VPSRLD      $0x10, Z9, Z7
+	VPANDD      Z0, Z7, Z7
+	VPADDD      Z1, Z7, Z7
+	VPADDD      Z9, Z7, Z7
+	VPERMT2W    Z7, Z3, Z6
+	VMOVNTDQ    Z6, 64(CX)(SI*2)
 	ADDQ        $0x00000040, SI
 	JMP         scalentloop
 
@@ -6065,7 +4917,7 @@ vzero:
 // func avx512BF16AddWeighted(j uintptr, from int, to int) int
 // Requires: AVX, AVX512BW, AVX512F, MMX+
 TEXT ·avx512BF16AddWeighted(SB), NOSPLIT, $376-32
-	// avx512BF16AddWeighted normalizes rows [from, to) of the job: BF16 rows: h = round16(x + res) and res = h per element, then y = round16((h*inv)*w), for each row.
+	// avx512BF16AddWeighted normalizes rows [from, to) of the job: BF16 rows: h = round16(x + res) and res = h per element, then y = round16((h*inv)*w) (with flagRN, round16(h*inv) in place of (h*inv)), for each row.
 	// It stops before the first row that needs the float64 path and returns that row's index, or to.
 	MOVQ         j+0(FP), AX
 	MOVQ         job_dst+0(AX), CX
@@ -6500,53 +5352,85 @@ scaleloop:
 	VPMOVZXWD   (SI)(R8*2), Z6
 	VPSLLD      $0x10, Z6, Z6
 	VMULPS      Z5, Z6, Z6
-	VMULPS      (BX)(R8*4), Z6, Z6
 	VPMOVZXWD   32(SI)(R8*2), Z7
 	VPSLLD      $0x10, Z7, Z7
 	VMULPS      Z5, Z7, Z7
+	VPMOVZXWD   64(SI)(R8*2), Z8
+	VPSLLD      $0x10, Z8, Z8
+	VMULPS      Z5, Z8, Z8
+	VPMOVZXWD   96(SI)(R8*2), Z9
+	VPSLLD      $0x10, Z9, Z9
+	VMULPS      Z5, Z9, Z9
+	TESTL       $0x00000008, job_flags+0(AX)
+	JZ          notrn4
+	VFIXUPIMMPS $0x00, Z3, Z6, Z6
+	VPSRLD      $0x10, Z6, Z10
+	VPANDD      Z0, Z10, Z10
+	VPADDD      Z1, Z10, Z10
+	VPADDD      Z6, Z10, Z10
+	VPANDD      Z2, Z10, Z10
+	VMOVUPS     Z10, Z6
+	VFIXUPIMMPS $0x00, Z3, Z7, Z7
+	VPSRLD      $0x10, Z7, Z10
+	VPANDD      Z0, Z10, Z10
+	VPADDD      Z1, Z10, Z10
+	VPADDD      Z7, Z10, Z10
+	VPANDD      Z2, Z10, Z10
+	VMOVUPS     Z10, Z7
+	VFIXUPIMMPS $0x00, Z3, Z8, Z8
+	VPSRLD      $0x10, Z8, Z10
+	VPANDD      Z0, Z10, Z10
+	VPADDD      Z1, Z10, Z10
+	VPADDD      Z8, Z10, Z10
+	VPANDD      Z2, Z10, Z10
+	VMOVUPS     Z10, Z8
+	VFIXUPIMMPS $0x00, Z3, Z9, Z9
+	VPSRLD      $0x10, Z9, Z10
+	VPANDD      Z0, Z10, Z10
+	VPADDD      Z1, Z10, Z10
+	VPADDD      Z9, Z10, Z10
+	VPANDD      Z2, Z10, Z10
+	VMOVUPS     Z10, Z9
+
+notrn4:
+	VMULPS      (BX)(R8*4), Z6, Z6
 	VMULPS      64(BX)(R8*4), Z7, Z7
 	VFIXUPIMMPS $0x00, Z3, Z6, Z6
-	VPSRLD      $0x10, Z6, Z8
-	VPANDD      Z0, Z8, Z8
-	VPADDD      Z1, Z8, Z8
-	VPADDD      Z6, Z8, Z8
+	VPSRLD      $0x10, Z6, Z10
+	VPANDD      Z0, Z10, Z10
+	VPADDD      Z1, Z10, Z10
+	VPADDD      Z6, Z10, Z10
 	VFIXUPIMMPS $0x00, Z3, Z7, Z7
 	VPSRLD      $0x10, Z7, Z6
 	VPANDD      Z0, Z6, Z6
 	VPADDD      Z1, Z6, Z6
 	VPADDD      Z7, Z6, Z6
-	VPERMT2W    Z6, Z4, Z8
-	VMOVDQU64   Z8, (CX)(R8*2)
-	VPMOVZXWD   64(SI)(R8*2), Z6
-	VPSLLD      $0x10, Z6, Z6
-	VMULPS      Z5, Z6, Z6
-	VMULPS      128(BX)(R8*4), Z6, Z6
-	VPMOVZXWD   96(SI)(R8*2), Z7
-	VPSLLD      $0x10, Z7, Z7
-	VMULPS      Z5, Z7, Z7
-	VMULPS      192(BX)(R8*4), Z7, Z7
-	VFIXUPIMMPS $0x00, Z3, Z6, Z6
-	VPSRLD      $0x10, Z6, Z8
-	VPANDD      Z0, Z8, Z8
-	VPADDD      Z1, Z8, Z8
-	VPADDD      Z6, Z8, Z8
-	VFIXUPIMMPS $0x00, Z3, Z7, Z7
-	VPSRLD      $0x10, Z7, Z6
+	VPERMT2W    Z6, Z4, Z10
+	VMOVDQU64   Z10, (CX)(R8*2)
+	VMULPS      128(BX)(R8*4), Z8, Z8
+	VMULPS      192(BX)(R8*4), Z9, Z9
+	VFIXUPIMMPS $0x00, Z3, Z8, Z8
+	VPSRLD      $0x10, Z8, Z6
 	VPANDD      Z0, Z6, Z6
 	VPADDD      Z1, Z6, Z6
-	VPADDD      Z7, Z6, Z6
-	VPERMT2W    Z6, Z4, Z8
-	VMOVDQU64   Z8, 64(CX)(R8*2)
+	VPADDD      Z8, Z6, Z6
+	VFIXUPIMMPS $0x00, Z3, Z9, Z9
+	VPSRLD      $0x10, Z9, Z7
+	VPANDD      Z0, Z7, Z7
+	VPADDD      Z1, Z7, Z7
+	VPADDD      Z9, Z7, Z7
+	VPERMT2W    Z7, Z4, Z6
+	VMOVDQU64   Z6, 64(CX)(R8*2)
 	ADDQ        $0x00000040, R8
 	JMP         scaleloop
 
 scalepf:
 	MOVQ DI, R10
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows4
+	JA   longrows5
 	SHLQ $0x03, R10
 
-longrows4:
+longrows5:
 	ADDQ  SI, R10
 	TESTL $0x00000001, job_flags+0(AX)
 	JNZ   scalent
@@ -6559,43 +5443,75 @@ scalepfloop:
 	VPMOVZXWD   (SI)(R8*2), Z6
 	VPSLLD      $0x10, Z6, Z6
 	VMULPS      Z5, Z6, Z6
-	VMULPS      (BX)(R8*4), Z6, Z6
 	VPMOVZXWD   32(SI)(R8*2), Z7
 	VPSLLD      $0x10, Z7, Z7
 	VMULPS      Z5, Z7, Z7
+	VPMOVZXWD   64(SI)(R8*2), Z8
+	VPSLLD      $0x10, Z8, Z8
+	VMULPS      Z5, Z8, Z8
+	VPMOVZXWD   96(SI)(R8*2), Z9
+	VPSLLD      $0x10, Z9, Z9
+	VMULPS      Z5, Z9, Z9
+	TESTL       $0x00000008, job_flags+0(AX)
+	JZ          notrn6
+	VFIXUPIMMPS $0x00, Z3, Z6, Z6
+	VPSRLD      $0x10, Z6, Z10
+	VPANDD      Z0, Z10, Z10
+	VPADDD      Z1, Z10, Z10
+	VPADDD      Z6, Z10, Z10
+	VPANDD      Z2, Z10, Z10
+	VMOVUPS     Z10, Z6
+	VFIXUPIMMPS $0x00, Z3, Z7, Z7
+	VPSRLD      $0x10, Z7, Z10
+	VPANDD      Z0, Z10, Z10
+	VPADDD      Z1, Z10, Z10
+	VPADDD      Z7, Z10, Z10
+	VPANDD      Z2, Z10, Z10
+	VMOVUPS     Z10, Z7
+	VFIXUPIMMPS $0x00, Z3, Z8, Z8
+	VPSRLD      $0x10, Z8, Z10
+	VPANDD      Z0, Z10, Z10
+	VPADDD      Z1, Z10, Z10
+	VPADDD      Z8, Z10, Z10
+	VPANDD      Z2, Z10, Z10
+	VMOVUPS     Z10, Z8
+	VFIXUPIMMPS $0x00, Z3, Z9, Z9
+	VPSRLD      $0x10, Z9, Z10
+	VPANDD      Z0, Z10, Z10
+	VPADDD      Z1, Z10, Z10
+	VPADDD      Z9, Z10, Z10
+	VPANDD      Z2, Z10, Z10
+	VMOVUPS     Z10, Z9
+
+notrn6:
+	VMULPS      (BX)(R8*4), Z6, Z6
 	VMULPS      64(BX)(R8*4), Z7, Z7
 	VFIXUPIMMPS $0x00, Z3, Z6, Z6
-	VPSRLD      $0x10, Z6, Z8
-	VPANDD      Z0, Z8, Z8
-	VPADDD      Z1, Z8, Z8
-	VPADDD      Z6, Z8, Z8
+	VPSRLD      $0x10, Z6, Z10
+	VPANDD      Z0, Z10, Z10
+	VPADDD      Z1, Z10, Z10
+	VPADDD      Z6, Z10, Z10
 	VFIXUPIMMPS $0x00, Z3, Z7, Z7
 	VPSRLD      $0x10, Z7, Z6
 	VPANDD      Z0, Z6, Z6
 	VPADDD      Z1, Z6, Z6
 	VPADDD      Z7, Z6, Z6
-	VPERMT2W    Z6, Z4, Z8
-	VMOVDQU64   Z8, (CX)(R8*2)
-	VPMOVZXWD   64(SI)(R8*2), Z6
-	VPSLLD      $0x10, Z6, Z6
-	VMULPS      Z5, Z6, Z6
-	VMULPS      128(BX)(R8*4), Z6, Z6
-	VPMOVZXWD   96(SI)(R8*2), Z7
-	VPSLLD      $0x10, Z7, Z7
-	VMULPS      Z5, Z7, Z7
-	VMULPS      192(BX)(R8*4), Z7, Z7
-	VFIXUPIMMPS $0x00, Z3, Z6, Z6
-	VPSRLD      $0x10, Z6, Z8
-	VPANDD      Z0, Z8, Z8
-	VPADDD      Z1, Z8, Z8
-	VPADDD      Z6, Z8, Z8
-	VFIXUPIMMPS $0x00, Z3, Z7, Z7
-	VPSRLD      $0x10, Z7, Z6
+	VPERMT2W    Z6, Z4, Z10
+	VMOVDQU64   Z10, (CX)(R8*2)
+	VMULPS      128(BX)(R8*4), Z8, Z8
+	VMULPS      192(BX)(R8*4), Z9, Z9
+	VFIXUPIMMPS $0x00, Z3, Z8, Z8
+	VPSRLD      $0x10, Z8, Z6
 	VPANDD      Z0, Z6, Z6
 	VPADDD      Z1, Z6, Z6
-	VPADDD      Z7, Z6, Z6
-	VPERMT2W    Z6, Z4, Z8
-	VMOVDQU64   Z8, 64(CX)(R8*2)
+	VPADDD      Z8, Z6, Z6
+	VFIXUPIMMPS $0x00, Z3, Z9, Z9
+	VPSRLD      $0x10, Z9, Z7
+	VPANDD      Z0, Z7, Z7
+	VPADDD      Z1, Z7, Z7
+	VPADDD      Z9, Z7, Z7
+	VPERMT2W    Z7, Z4, Z6
+	VMOVDQU64   Z6, 64(CX)(R8*2)
 	ADDQ        $0x00000040, R8
 	JMP         scalepfloop
 
@@ -6616,6 +5532,17 @@ scalehead:
 	VPMOVZXWD   (SI)(R8*2), Z6
 	VPSLLD      $0x10, Z6, Z6
 	VMULPS      Z5, Z6, Z6
+	TESTL       $0x00000008, job_flags+0(AX)
+	JZ          notrn7
+	VFIXUPIMMPS $0x00, Z3, Z6, Z6
+	VPSRLD      $0x10, Z6, Z7
+	VPANDD      Z0, Z7, Z7
+	VPADDD      Z1, Z7, Z7
+	VPADDD      Z6, Z7, Z7
+	VPANDD      Z2, Z7, Z7
+	VMOVUPS     Z7, Z6
+
+notrn7:
 	VMULPS      (BX)(R8*4), Z6, Z6
 	VFIXUPIMMPS $0x00, Z3, Z6, Z6
 	VPSRLD      $0x10, Z6, Z7
@@ -6634,6 +5561,17 @@ scaleheadpart:
 	VPMOVZXWD.Z (SI)(R8*2), K1, Z6
 	VPSLLD      $0x10, Z6, Z6
 	VMULPS      Z6, Z5, Z6
+	TESTL       $0x00000008, job_flags+0(AX)
+	JZ          notrn8
+	VFIXUPIMMPS $0x00, Z3, Z6, Z6
+	VPSRLD      $0x10, Z6, Z7
+	VPANDD      Z0, Z7, Z7
+	VPADDD      Z1, Z7, Z7
+	VPADDD      Z6, Z7, Z7
+	VPANDD      Z2, Z7, Z7
+	VMOVUPS     Z7, Z6
+
+notrn8:
 	VMOVUPS.Z   (BX)(R8*4), K1, Z7
 	VMULPS      Z7, Z6, Z6
 	VFIXUPIMMPS $0x00, Z3, Z6, Z6
@@ -6653,43 +5591,75 @@ scalentloop:
 	VPMOVZXWD   (SI)(R8*2), Z6
 	VPSLLD      $0x10, Z6, Z6
 	VMULPS      Z5, Z6, Z6
-	VMULPS      (BX)(R8*4), Z6, Z6
 	VPMOVZXWD   32(SI)(R8*2), Z7
 	VPSLLD      $0x10, Z7, Z7
 	VMULPS      Z5, Z7, Z7
+	VPMOVZXWD   64(SI)(R8*2), Z8
+	VPSLLD      $0x10, Z8, Z8
+	VMULPS      Z5, Z8, Z8
+	VPMOVZXWD   96(SI)(R8*2), Z9
+	VPSLLD      $0x10, Z9, Z9
+	VMULPS      Z5, Z9, Z9
+	TESTL       $0x00000008, job_flags+0(AX)
+	JZ          notrn9
+	VFIXUPIMMPS $0x00, Z3, Z6, Z6
+	VPSRLD      $0x10, Z6, Z10
+	VPANDD      Z0, Z10, Z10
+	VPADDD      Z1, Z10, Z10
+	VPADDD      Z6, Z10, Z10
+	VPANDD      Z2, Z10, Z10
+	VMOVUPS     Z10, Z6
+	VFIXUPIMMPS $0x00, Z3, Z7, Z7
+	VPSRLD      $0x10, Z7, Z10
+	VPANDD      Z0, Z10, Z10
+	VPADDD      Z1, Z10, Z10
+	VPADDD      Z7, Z10, Z10
+	VPANDD      Z2, Z10, Z10
+	VMOVUPS     Z10, Z7
+	VFIXUPIMMPS $0x00, Z3, Z8, Z8
+	VPSRLD      $0x10, Z8, Z10
+	VPANDD      Z0, Z10, Z10
+	VPADDD      Z1, Z10, Z10
+	VPADDD      Z8, Z10, Z10
+	VPANDD      Z2, Z10, Z10
+	VMOVUPS     Z10, Z8
+	VFIXUPIMMPS $0x00, Z3, Z9, Z9
+	VPSRLD      $0x10, Z9, Z10
+	VPANDD      Z0, Z10, Z10
+	VPADDD      Z1, Z10, Z10
+	VPADDD      Z9, Z10, Z10
+	VPANDD      Z2, Z10, Z10
+	VMOVUPS     Z10, Z9
+
+notrn9:
+	VMULPS      (BX)(R8*4), Z6, Z6
 	VMULPS      64(BX)(R8*4), Z7, Z7
 	VFIXUPIMMPS $0x00, Z3, Z6, Z6
-	VPSRLD      $0x10, Z6, Z8
-	VPANDD      Z0, Z8, Z8
-	VPADDD      Z1, Z8, Z8
-	VPADDD      Z6, Z8, Z8
+	VPSRLD      $0x10, Z6, Z10
+	VPANDD      Z0, Z10, Z10
+	VPADDD      Z1, Z10, Z10
+	VPADDD      Z6, Z10, Z10
 	VFIXUPIMMPS $0x00, Z3, Z7, Z7
 	VPSRLD      $0x10, Z7, Z6
 	VPANDD      Z0, Z6, Z6
 	VPADDD      Z1, Z6, Z6
 	VPADDD      Z7, Z6, Z6
-	VPERMT2W    Z6, Z4, Z8
-	VMOVNTDQ    Z8, (CX)(R8*2)
-	VPMOVZXWD   64(SI)(R8*2), Z6
-	VPSLLD      $0x10, Z6, Z6
-	VMULPS      Z5, Z6, Z6
-	VMULPS      128(BX)(R8*4), Z6, Z6
-	VPMOVZXWD   96(SI)(R8*2), Z7
-	VPSLLD      $0x10, Z7, Z7
-	VMULPS      Z5, Z7, Z7
-	VMULPS      192(BX)(R8*4), Z7, Z7
-	VFIXUPIMMPS $0x00, Z3, Z6, Z6
-	VPSRLD      $0x10, Z6, Z8
-	VPANDD      Z0, Z8, Z8
-	VPADDD      Z1, Z8, Z8
-	VPADDD      Z6, Z8, Z8
-	VFIXUPIMMPS $0x00, Z3, Z7, Z7
-	VPSRLD      $0x10, Z7, Z6
+	VPERMT2W    Z6, Z4, Z10
+	VMOVNTDQ    Z10, (CX)(R8*2)
+	VMULPS      128(BX)(R8*4), Z8, Z8
+	VMULPS      192(BX)(R8*4), Z9, Z9
+	VFIXUPIMMPS $0x00, Z3, Z8, Z8
+	VPSRLD      $0x10, Z8, Z6
 	VPANDD      Z0, Z6, Z6
 	VPADDD      Z1, Z6, Z6
-	VPADDD      Z7, Z6, Z6
-	VPERMT2W    Z6, Z4, Z8
-	VMOVNTDQ    Z8, 64(CX)(R8*2)
+	VPADDD      Z8, Z6, Z6
+	VFIXUPIMMPS $0x00, Z3, Z9, Z9
+	VPSRLD      $0x10, Z9, Z7
+	VPANDD      Z0, Z7, Z7
+	VPADDD      Z1, Z7, Z7
+	VPADDD      Z9, Z7, Z7
+	VPERMT2W    Z7, Z4, Z6
+	VMOVNTDQ    Z6, 64(CX)(R8*2)
 	ADDQ        $0x00000040, R8
 	JMP         scalentloop
 
@@ -6702,6 +5672,17 @@ scaleone:
 	VPMOVZXWD   (SI)(R8*2), Z6
 	VPSLLD      $0x10, Z6, Z6
 	VMULPS      Z5, Z6, Z6
+	TESTL       $0x00000008, job_flags+0(AX)
+	JZ          notrn10
+	VFIXUPIMMPS $0x00, Z3, Z6, Z6
+	VPSRLD      $0x10, Z6, Z7
+	VPANDD      Z0, Z7, Z7
+	VPADDD      Z1, Z7, Z7
+	VPADDD      Z6, Z7, Z7
+	VPANDD      Z2, Z7, Z7
+	VMOVUPS     Z7, Z6
+
+notrn10:
 	VMULPS      (BX)(R8*4), Z6, Z6
 	VFIXUPIMMPS $0x00, Z3, Z6, Z6
 	VPSRLD      $0x10, Z6, Z7
@@ -6722,6 +5703,17 @@ scalepart:
 	VPMOVZXWD.Z (SI)(R8*2), K1, Z6
 	VPSLLD      $0x10, Z6, Z6
 	VMULPS      Z6, Z5, Z6
+	TESTL       $0x00000008, job_flags+0(AX)
+	JZ          notrn11
+	VFIXUPIMMPS $0x00, Z3, Z6, Z6
+	VPSRLD      $0x10, Z6, Z5
+	VPANDD      Z0, Z5, Z5
+	VPADDD      Z1, Z5, Z5
+	VPADDD      Z6, Z5, Z5
+	VPANDD      Z2, Z5, Z5
+	VMOVUPS     Z5, Z6
+
+notrn11:
 	VMOVUPS.Z   (BX)(R8*4), K1, Z5
 	VMULPS      Z5, Z6, Z6
 	VFIXUPIMMPS $0x00, Z3, Z6, Z6
@@ -6731,795 +5723,6 @@ scalepart:
 	VPADDD      Z6, Z5, Z5
 	VPSRLD      $0x10, Z5, Z5
 	VPMOVDW     Z5, K1, (CX)(R8*2)
-
-scaled:
-	ADDQ DI, DX
-	ADDQ DI, CX
-	ADDQ DI, SI
-	INCQ 320(SP)
-	MOVQ 344(SP), R8
-	INCQ R8
-	MOVQ R8, 344(SP)
-	CMPQ R8, 336(SP)
-	JB   scalerow
-	JMP  row
-
-ret:
-	TESTL $0x00000001, job_flags+0(AX)
-	JZ    vzero
-	SFENCE
-
-vzero:
-	VZEROUPPER
-	MOVQ 320(SP), AX
-	MOVQ AX, ret+24(FP)
-	RET
-
-// func avx512BF16AddWeightedRN(j uintptr, from int, to int) int
-// Requires: AVX, AVX512BW, AVX512F, MMX+
-TEXT ·avx512BF16AddWeightedRN(SB), NOSPLIT, $376-32
-	// avx512BF16AddWeightedRN normalizes rows [from, to) of the job: BF16 rows: h = round16(x + res) and res = h per element, then y = round16(round16(h*inv)*w), for each row.
-	// It stops before the first row that needs the float64 path and returns that row's index, or to.
-	MOVQ         j+0(FP), AX
-	MOVQ         job_dst+0(AX), CX
-	MOVQ         job_x+0(AX), DX
-	MOVQ         job_w+0(AX), BX
-	MOVQ         job_res+0(AX), SI
-	MOVQ         job_stride+0(AX), DI
-	SHLQ         $0x01, DI
-	VMOVDQU64    oddwords<>+0(SB), Z4
-	VPBROADCASTD avx512bfone<>+0(SB), Z0
-	VPBROADCASTD avx512bfbias<>+0(SB), Z1
-	VPBROADCASTD avx512bfhigh<>+0(SB), Z2
-	VPBROADCASTD avx512bffixnan<>+0(SB), Z3
-
-	// fd = float32(d); rd = 1/d when d is a power of two (a/d is then a*rd exactly), else 0.
-	MOVQ       job_d+0(AX), R8
-	VMOVSS     one<>+0(SB), X5
-	VCVTSI2SSQ R8, X5, X5
-	VMOVSS     X5, 368(SP)
-	XORL       R10, R10
-	LEAQ       -1(R8), R9
-	TESTQ      R8, R9
-	JNZ        notpow2
-	BSFQ       R8, R9
-	MOVL       $0x0000007f, R10
-	SUBL       R9, R10
-	SHLL       $0x17, R10
-
-notpow2:
-	MOVL R10, 372(SP)
-
-	// Start at row from.
-	MOVQ  from+8(FP), R8
-	MOVQ  R8, 320(SP)
-	MOVQ  $0x00000000, 328(SP)
-	IMULQ DI, R8
-	ADDQ  R8, CX
-	ADDQ  R8, DX
-	ADDQ  R8, SI
-
-row:
-	MOVQ 320(SP), R8
-	CMPQ R8, to+16(FP)
-	JAE  ret
-	MOVQ $0x00000001, 336(SP)
-	MOVQ DX, R8
-	MOVQ SI, R9
-	XORQ R10, R10
-
-	// Sum of squares: element i goes to partial i%64.
-	MOVQ    job_d+0(AX), R11
-	SUBQ    $0x00000040, R11
-	JGE     firstblock
-	VMOVUPS zero64<>+0(SB), Z5
-	VMOVUPS zero64<>+0(SB), Z6
-	VMOVUPS zero64<>+0(SB), Z7
-	VMOVUPS zero64<>+0(SB), Z8
-	XORQ    R10, R10
-	JMP     sumtail
-
-firstblock:
-	// +0 + square is the square itself: the first block initializes the partials.
-	XORQ        R10, R10
-	VPMOVZXWD   (R8)(R10*2), Z5
-	VPSLLD      $0x10, Z5, Z5
-	VPMOVZXWD   (R9)(R10*2), Z6
-	VPSLLD      $0x10, Z6, Z6
-	VADDPS      Z6, Z5, Z5
-	VFIXUPIMMPS $0x00, Z3, Z5, Z5
-	VPSRLD      $0x10, Z5, Z6
-	VPANDD      Z0, Z6, Z6
-	VPADDD      Z1, Z6, Z6
-	VPADDD      Z5, Z6, Z6
-	VPANDD      Z2, Z6, Z6
-	VPSRLD      $0x10, Z6, Z5
-	VPMOVDW     Z5, (R9)(R10*2)
-	VMULPS      Z6, Z6, Z5
-	VPMOVZXWD   32(R8)(R10*2), Z6
-	VPSLLD      $0x10, Z6, Z6
-	VPMOVZXWD   32(R9)(R10*2), Z7
-	VPSLLD      $0x10, Z7, Z7
-	VADDPS      Z7, Z6, Z6
-	VFIXUPIMMPS $0x00, Z3, Z6, Z6
-	VPSRLD      $0x10, Z6, Z7
-	VPANDD      Z0, Z7, Z7
-	VPADDD      Z1, Z7, Z7
-	VPADDD      Z6, Z7, Z7
-	VPANDD      Z2, Z7, Z7
-	VPSRLD      $0x10, Z7, Z6
-	VPMOVDW     Z6, 32(R9)(R10*2)
-	VMULPS      Z7, Z7, Z6
-	VPMOVZXWD   64(R8)(R10*2), Z7
-	VPSLLD      $0x10, Z7, Z7
-	VPMOVZXWD   64(R9)(R10*2), Z8
-	VPSLLD      $0x10, Z8, Z8
-	VADDPS      Z8, Z7, Z7
-	VFIXUPIMMPS $0x00, Z3, Z7, Z7
-	VPSRLD      $0x10, Z7, Z8
-	VPANDD      Z0, Z8, Z8
-	VPADDD      Z1, Z8, Z8
-	VPADDD      Z7, Z8, Z8
-	VPANDD      Z2, Z8, Z8
-	VPSRLD      $0x10, Z8, Z7
-	VPMOVDW     Z7, 64(R9)(R10*2)
-	VMULPS      Z8, Z8, Z7
-	VPMOVZXWD   96(R8)(R10*2), Z8
-	VPSLLD      $0x10, Z8, Z8
-	VPMOVZXWD   96(R9)(R10*2), Z9
-	VPSLLD      $0x10, Z9, Z9
-	VADDPS      Z9, Z8, Z8
-	VFIXUPIMMPS $0x00, Z3, Z8, Z8
-	VPSRLD      $0x10, Z8, Z9
-	VPANDD      Z0, Z9, Z9
-	VPADDD      Z1, Z9, Z9
-	VPADDD      Z8, Z9, Z9
-	VPANDD      Z2, Z9, Z9
-	VPSRLD      $0x10, Z9, Z8
-	VPMOVDW     Z8, 96(R9)(R10*2)
-	VMULPS      Z9, Z9, Z8
-	MOVQ        $0x00000040, R10
-	TESTL       $0x00000002, job_flags+0(AX)
-	JNZ         sumpf
-
-sumloop:
-	CMPQ        R10, R11
-	JG          sumtail
-	VPMOVZXWD   (R8)(R10*2), Z9
-	VPSLLD      $0x10, Z9, Z9
-	VPMOVZXWD   (R9)(R10*2), Z10
-	VPSLLD      $0x10, Z10, Z10
-	VADDPS      Z10, Z9, Z9
-	VFIXUPIMMPS $0x00, Z3, Z9, Z9
-	VPSRLD      $0x10, Z9, Z10
-	VPANDD      Z0, Z10, Z10
-	VPADDD      Z1, Z10, Z10
-	VPADDD      Z9, Z10, Z10
-	VPANDD      Z2, Z10, Z10
-	VPSRLD      $0x10, Z10, Z9
-	VPMOVDW     Z9, (R9)(R10*2)
-	VMULPS      Z10, Z10, Z10
-	VADDPS      Z10, Z5, Z5
-	VPMOVZXWD   32(R8)(R10*2), Z9
-	VPSLLD      $0x10, Z9, Z9
-	VPMOVZXWD   32(R9)(R10*2), Z10
-	VPSLLD      $0x10, Z10, Z10
-	VADDPS      Z10, Z9, Z9
-	VFIXUPIMMPS $0x00, Z3, Z9, Z9
-	VPSRLD      $0x10, Z9, Z10
-	VPANDD      Z0, Z10, Z10
-	VPADDD      Z1, Z10, Z10
-	VPADDD      Z9, Z10, Z10
-	VPANDD      Z2, Z10, Z10
-	VPSRLD      $0x10, Z10, Z9
-	VPMOVDW     Z9, 32(R9)(R10*2)
-	VMULPS      Z10, Z10, Z10
-	VADDPS      Z10, Z6, Z6
-	VPMOVZXWD   64(R8)(R10*2), Z9
-	VPSLLD      $0x10, Z9, Z9
-	VPMOVZXWD   64(R9)(R10*2), Z10
-	VPSLLD      $0x10, Z10, Z10
-	VADDPS      Z10, Z9, Z9
-	VFIXUPIMMPS $0x00, Z3, Z9, Z9
-	VPSRLD      $0x10, Z9, Z10
-	VPANDD      Z0, Z10, Z10
-	VPADDD      Z1, Z10, Z10
-	VPADDD      Z9, Z10, Z10
-	VPANDD      Z2, Z10, Z10
-	VPSRLD      $0x10, Z10, Z9
-	VPMOVDW     Z9, 64(R9)(R10*2)
-	VMULPS      Z10, Z10, Z10
-	VADDPS      Z10, Z7, Z7
-	VPMOVZXWD   96(R8)(R10*2), Z9
-	VPSLLD      $0x10, Z9, Z9
-	VPMOVZXWD   96(R9)(R10*2), Z10
-	VPSLLD      $0x10, Z10, Z10
-	VADDPS      Z10, Z9, Z9
-	VFIXUPIMMPS $0x00, Z3, Z9, Z9
-	VPSRLD      $0x10, Z9, Z10
-	VPANDD      Z0, Z10, Z10
-	VPADDD      Z1, Z10, Z10
-	VPADDD      Z9, Z10, Z10
-	VPANDD      Z2, Z10, Z10
-	VPSRLD      $0x10, Z10, Z9
-	VPMOVDW     Z9, 96(R9)(R10*2)
-	VMULPS      Z10, Z10, Z10
-	VADDPS      Z10, Z8, Z8
-	ADDQ        $0x00000040, R10
-	JMP         sumloop
-
-	// The same, prefetching the rows ahead.
-sumpf:
-	MOVQ DI, R12
-	SHLQ $0x01, R12
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows1
-	SHLQ $0x03, R12
-
-longrows1:
-	ADDQ R8, R12
-
-sumpfloop:
-	CMPQ        R10, R11
-	JG          sumtail
-	PREFETCHT0  (R12)(R10*2)
-	PREFETCHT0  64(R12)(R10*2)
-	VPMOVZXWD   (R8)(R10*2), Z9
-	VPSLLD      $0x10, Z9, Z9
-	VPMOVZXWD   (R9)(R10*2), Z10
-	VPSLLD      $0x10, Z10, Z10
-	VADDPS      Z10, Z9, Z9
-	VFIXUPIMMPS $0x00, Z3, Z9, Z9
-	VPSRLD      $0x10, Z9, Z10
-	VPANDD      Z0, Z10, Z10
-	VPADDD      Z1, Z10, Z10
-	VPADDD      Z9, Z10, Z10
-	VPANDD      Z2, Z10, Z10
-	VPSRLD      $0x10, Z10, Z9
-	VPMOVDW     Z9, (R9)(R10*2)
-	VMULPS      Z10, Z10, Z10
-	VADDPS      Z10, Z5, Z5
-	VPMOVZXWD   32(R8)(R10*2), Z9
-	VPSLLD      $0x10, Z9, Z9
-	VPMOVZXWD   32(R9)(R10*2), Z10
-	VPSLLD      $0x10, Z10, Z10
-	VADDPS      Z10, Z9, Z9
-	VFIXUPIMMPS $0x00, Z3, Z9, Z9
-	VPSRLD      $0x10, Z9, Z10
-	VPANDD      Z0, Z10, Z10
-	VPADDD      Z1, Z10, Z10
-	VPADDD      Z9, Z10, Z10
-	VPANDD      Z2, Z10, Z10
-	VPSRLD      $0x10, Z10, Z9
-	VPMOVDW     Z9, 32(R9)(R10*2)
-	VMULPS      Z10, Z10, Z10
-	VADDPS      Z10, Z6, Z6
-	VPMOVZXWD   64(R8)(R10*2), Z9
-	VPSLLD      $0x10, Z9, Z9
-	VPMOVZXWD   64(R9)(R10*2), Z10
-	VPSLLD      $0x10, Z10, Z10
-	VADDPS      Z10, Z9, Z9
-	VFIXUPIMMPS $0x00, Z3, Z9, Z9
-	VPSRLD      $0x10, Z9, Z10
-	VPANDD      Z0, Z10, Z10
-	VPADDD      Z1, Z10, Z10
-	VPADDD      Z9, Z10, Z10
-	VPANDD      Z2, Z10, Z10
-	VPSRLD      $0x10, Z10, Z9
-	VPMOVDW     Z9, 64(R9)(R10*2)
-	VMULPS      Z10, Z10, Z10
-	VADDPS      Z10, Z7, Z7
-	VPMOVZXWD   96(R8)(R10*2), Z9
-	VPSLLD      $0x10, Z9, Z9
-	VPMOVZXWD   96(R9)(R10*2), Z10
-	VPSLLD      $0x10, Z10, Z10
-	VADDPS      Z10, Z9, Z9
-	VFIXUPIMMPS $0x00, Z3, Z9, Z9
-	VPSRLD      $0x10, Z9, Z10
-	VPANDD      Z0, Z10, Z10
-	VPADDD      Z1, Z10, Z10
-	VPADDD      Z9, Z10, Z10
-	VPANDD      Z2, Z10, Z10
-	VPSRLD      $0x10, Z10, Z9
-	VPMOVDW     Z9, 96(R9)(R10*2)
-	VMULPS      Z10, Z10, Z10
-	VADDPS      Z10, Z8, Z8
-	ADDQ        $0x00000040, R10
-	JMP         sumpfloop
-
-sumtail:
-	// Fewer than 64 elements remain.
-	MOVQ job_d+0(AX), R11
-	SUBQ R10, R11
-	JZ   summed
-	LEAQ kmask<>+0(SB), R12
-	MOVQ R11, R13
-	CMPQ R13, $0x00000010
-	JLE  tailmask0
-	MOVQ $0x00000010, R13
-
-tailmask0:
-	KMOVW       (R12)(R13*2), K1
-	VPMOVZXWD.Z (R8)(R10*2), K1, Z9
-	VPSLLD      $0x10, Z9, Z9
-	VPMOVZXWD.Z (R9)(R10*2), K1, Z10
-	VPSLLD      $0x10, Z10, Z10
-	VADDPS      Z10, Z9, Z9
-	VFIXUPIMMPS $0x00, Z3, Z9, Z9
-	VPSRLD      $0x10, Z9, Z10
-	VPANDD      Z0, Z10, Z10
-	VPADDD      Z1, Z10, Z10
-	VPADDD      Z9, Z10, Z10
-	VPANDD      Z2, Z10, Z10
-	VPSRLD      $0x10, Z10, Z9
-	VPMOVDW     Z9, K1, (R9)(R10*2)
-	VMULPS      Z10, Z10, Z10
-	VADDPS      Z10, Z5, Z5
-	MOVQ        R11, R13
-	SUBQ        $0x00000010, R13
-	JLE         summed
-	CMPQ        R13, $0x00000010
-	JLE         tailmask1
-	MOVQ        $0x00000010, R13
-
-tailmask1:
-	KMOVW       (R12)(R13*2), K1
-	VPMOVZXWD.Z 32(R8)(R10*2), K1, Z9
-	VPSLLD      $0x10, Z9, Z9
-	VPMOVZXWD.Z 32(R9)(R10*2), K1, Z10
-	VPSLLD      $0x10, Z10, Z10
-	VADDPS      Z10, Z9, Z9
-	VFIXUPIMMPS $0x00, Z3, Z9, Z9
-	VPSRLD      $0x10, Z9, Z10
-	VPANDD      Z0, Z10, Z10
-	VPADDD      Z1, Z10, Z10
-	VPADDD      Z9, Z10, Z10
-	VPANDD      Z2, Z10, Z10
-	VPSRLD      $0x10, Z10, Z9
-	VPMOVDW     Z9, K1, 32(R9)(R10*2)
-	VMULPS      Z10, Z10, Z10
-	VADDPS      Z10, Z6, Z6
-	MOVQ        R11, R13
-	SUBQ        $0x00000020, R13
-	JLE         summed
-	CMPQ        R13, $0x00000010
-	JLE         tailmask2
-	MOVQ        $0x00000010, R13
-
-tailmask2:
-	KMOVW       (R12)(R13*2), K1
-	VPMOVZXWD.Z 64(R8)(R10*2), K1, Z9
-	VPSLLD      $0x10, Z9, Z9
-	VPMOVZXWD.Z 64(R9)(R10*2), K1, Z10
-	VPSLLD      $0x10, Z10, Z10
-	VADDPS      Z10, Z9, Z9
-	VFIXUPIMMPS $0x00, Z3, Z9, Z9
-	VPSRLD      $0x10, Z9, Z10
-	VPANDD      Z0, Z10, Z10
-	VPADDD      Z1, Z10, Z10
-	VPADDD      Z9, Z10, Z10
-	VPANDD      Z2, Z10, Z10
-	VPSRLD      $0x10, Z10, Z9
-	VPMOVDW     Z9, K1, 64(R9)(R10*2)
-	VMULPS      Z10, Z10, Z10
-	VADDPS      Z10, Z7, Z7
-	SUBQ        $0x00000030, R11
-	JLE         summed
-	CMPQ        R11, $0x00000010
-	JLE         tailmask3
-	MOVQ        $0x00000010, R11
-
-tailmask3:
-	KMOVW       (R12)(R11*2), K1
-	VPMOVZXWD.Z 96(R8)(R10*2), K1, Z9
-	VPSLLD      $0x10, Z9, Z9
-	VPMOVZXWD.Z 96(R9)(R10*2), K1, Z10
-	VPSLLD      $0x10, Z10, Z10
-	VADDPS      Z10, Z9, Z9
-	VFIXUPIMMPS $0x00, Z3, Z9, Z9
-	VPSRLD      $0x10, Z9, Z10
-	VPANDD      Z0, Z10, Z10
-	VPADDD      Z1, Z10, Z10
-	VPADDD      Z9, Z10, Z10
-	VPANDD      Z2, Z10, Z10
-	VPSRLD      $0x10, Z10, Z9
-	VPMOVDW     Z9, K1, 96(R9)(R10*2)
-	VMULPS      Z10, Z10, Z10
-	VADDPS      Z10, Z8, Z8
-
-summed:
-	VADDPS Z7, Z5, Z5
-	VADDPS Z8, Z6, Z6
-	VADDPS Z6, Z5, Z5
-
-	// Halving tree: p[j] += p[j+h] for the remaining h, down to ss.
-	VSHUFF64X2 $0xee, Z5, Z5, Z6
-	VADDPS     Z6, Z5, Z5
-	VSHUFF32X4 $0x01, Z5, Z5, Z6
-	VADDPS     Z6, Z5, Z5
-	VPERMILPS  $0x4e, Z5, Z6
-	VADDPS     Z6, Z5, Z5
-	VPERMILPS  $0xb1, Z5, Z6
-	VADDPS     Z6, Z5, Z5
-
-	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
-	CMPL   372(SP), $0x00
-	JE     divide2
-	VMULSS 372(SP), X5, X5
-	JMP    divided3
-
-divide2:
-	VDIVSS 368(SP), X5, X5
-
-divided3:
-	VADDSS   job_eps+0(AX), X5, X5
-	VUCOMISS tlo<>+0(SB), X5
-	JCS      ret
-	VUCOMISS tmax<>+0(SB), X5
-	JHI      ret
-	VSQRTSS  X5, X5, X5
-	VMOVSS   one<>+0(SB), X11
-	VDIVSS   X5, X11, X11
-
-	// Report 1/rms if asked.
-	MOVQ   job_inv+0(AX), R8
-	TESTQ  R8, R8
-	JZ     scale
-	MOVQ   320(SP), R9
-	VMOVSS X11, (R8)(R9*4)
-
-scale:
-	VBROADCASTSS X11, Z5
-	MOVQ         $0x00000000, 344(SP)
-	CMPQ         336(SP), $0x01
-	JE           scalebody
-	VMOVUPS      Z11, 256(SP)
-
-scalerow:
-	MOVQ         344(SP), R8
-	VBROADCASTSS 256(SP)(R8*4), Z5
-
-scalebody:
-	// y = (src*inv)*w, rounded after each multiply.
-	XORQ  R8, R8
-	MOVQ  job_d+0(AX), R9
-	SUBQ  $0x00000040, R9
-	TESTL $0x00000002, job_flags+0(AX)
-	JNZ   scalepf
-
-scaleloop:
-	CMPQ        R8, R9
-	JG          scaletail
-	VPMOVZXWD   (SI)(R8*2), Z6
-	VPSLLD      $0x10, Z6, Z6
-	VMULPS      Z5, Z6, Z6
-	VFIXUPIMMPS $0x00, Z3, Z6, Z6
-	VPSRLD      $0x10, Z6, Z7
-	VPANDD      Z0, Z7, Z7
-	VPADDD      Z1, Z7, Z7
-	VPADDD      Z6, Z7, Z7
-	VPANDD      Z2, Z7, Z7
-	VMULPS      (BX)(R8*4), Z7, Z7
-	VPMOVZXWD   32(SI)(R8*2), Z6
-	VPSLLD      $0x10, Z6, Z6
-	VMULPS      Z5, Z6, Z6
-	VFIXUPIMMPS $0x00, Z3, Z6, Z6
-	VPSRLD      $0x10, Z6, Z8
-	VPANDD      Z0, Z8, Z8
-	VPADDD      Z1, Z8, Z8
-	VPADDD      Z6, Z8, Z8
-	VPANDD      Z2, Z8, Z8
-	VMULPS      64(BX)(R8*4), Z8, Z8
-	VFIXUPIMMPS $0x00, Z3, Z7, Z7
-	VPSRLD      $0x10, Z7, Z6
-	VPANDD      Z0, Z6, Z6
-	VPADDD      Z1, Z6, Z6
-	VPADDD      Z7, Z6, Z6
-	VFIXUPIMMPS $0x00, Z3, Z8, Z8
-	VPSRLD      $0x10, Z8, Z7
-	VPANDD      Z0, Z7, Z7
-	VPADDD      Z1, Z7, Z7
-	VPADDD      Z8, Z7, Z7
-	VPERMT2W    Z7, Z4, Z6
-	VMOVDQU64   Z6, (CX)(R8*2)
-	VPMOVZXWD   64(SI)(R8*2), Z6
-	VPSLLD      $0x10, Z6, Z6
-	VMULPS      Z5, Z6, Z6
-	VFIXUPIMMPS $0x00, Z3, Z6, Z6
-	VPSRLD      $0x10, Z6, Z7
-	VPANDD      Z0, Z7, Z7
-	VPADDD      Z1, Z7, Z7
-	VPADDD      Z6, Z7, Z7
-	VPANDD      Z2, Z7, Z7
-	VMULPS      128(BX)(R8*4), Z7, Z7
-	VPMOVZXWD   96(SI)(R8*2), Z6
-	VPSLLD      $0x10, Z6, Z6
-	VMULPS      Z5, Z6, Z6
-	VFIXUPIMMPS $0x00, Z3, Z6, Z6
-	VPSRLD      $0x10, Z6, Z8
-	VPANDD      Z0, Z8, Z8
-	VPADDD      Z1, Z8, Z8
-	VPADDD      Z6, Z8, Z8
-	VPANDD      Z2, Z8, Z8
-	VMULPS      192(BX)(R8*4), Z8, Z8
-	VFIXUPIMMPS $0x00, Z3, Z7, Z7
-	VPSRLD      $0x10, Z7, Z6
-	VPANDD      Z0, Z6, Z6
-	VPADDD      Z1, Z6, Z6
-	VPADDD      Z7, Z6, Z6
-	VFIXUPIMMPS $0x00, Z3, Z8, Z8
-	VPSRLD      $0x10, Z8, Z7
-	VPANDD      Z0, Z7, Z7
-	VPADDD      Z1, Z7, Z7
-	VPADDD      Z8, Z7, Z7
-	VPERMT2W    Z7, Z4, Z6
-	VMOVDQU64   Z6, 64(CX)(R8*2)
-	ADDQ        $0x00000040, R8
-	JMP         scaleloop
-
-scalepf:
-	MOVQ DI, R10
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows4
-	SHLQ $0x03, R10
-
-longrows4:
-	ADDQ  SI, R10
-	TESTL $0x00000001, job_flags+0(AX)
-	JNZ   scalent
-
-scalepfloop:
-	CMPQ        R8, R9
-	JG          scaletail
-	PREFETCHT0  (R10)(R8*2)
-	PREFETCHT0  64(R10)(R8*2)
-	VPMOVZXWD   (SI)(R8*2), Z6
-	VPSLLD      $0x10, Z6, Z6
-	VMULPS      Z5, Z6, Z6
-	VFIXUPIMMPS $0x00, Z3, Z6, Z6
-	VPSRLD      $0x10, Z6, Z7
-	VPANDD      Z0, Z7, Z7
-	VPADDD      Z1, Z7, Z7
-	VPADDD      Z6, Z7, Z7
-	VPANDD      Z2, Z7, Z7
-	VMULPS      (BX)(R8*4), Z7, Z7
-	VPMOVZXWD   32(SI)(R8*2), Z6
-	VPSLLD      $0x10, Z6, Z6
-	VMULPS      Z5, Z6, Z6
-	VFIXUPIMMPS $0x00, Z3, Z6, Z6
-	VPSRLD      $0x10, Z6, Z8
-	VPANDD      Z0, Z8, Z8
-	VPADDD      Z1, Z8, Z8
-	VPADDD      Z6, Z8, Z8
-	VPANDD      Z2, Z8, Z8
-	VMULPS      64(BX)(R8*4), Z8, Z8
-	VFIXUPIMMPS $0x00, Z3, Z7, Z7
-	VPSRLD      $0x10, Z7, Z6
-	VPANDD      Z0, Z6, Z6
-	VPADDD      Z1, Z6, Z6
-	VPADDD      Z7, Z6, Z6
-	VFIXUPIMMPS $0x00, Z3, Z8, Z8
-	VPSRLD      $0x10, Z8, Z7
-	VPANDD      Z0, Z7, Z7
-	VPADDD      Z1, Z7, Z7
-	VPADDD      Z8, Z7, Z7
-	VPERMT2W    Z7, Z4, Z6
-	VMOVDQU64   Z6, (CX)(R8*2)
-	VPMOVZXWD   64(SI)(R8*2), Z6
-	VPSLLD      $0x10, Z6, Z6
-	VMULPS      Z5, Z6, Z6
-	VFIXUPIMMPS $0x00, Z3, Z6, Z6
-	VPSRLD      $0x10, Z6, Z7
-	VPANDD      Z0, Z7, Z7
-	VPADDD      Z1, Z7, Z7
-	VPADDD      Z6, Z7, Z7
-	VPANDD      Z2, Z7, Z7
-	VMULPS      128(BX)(R8*4), Z7, Z7
-	VPMOVZXWD   96(SI)(R8*2), Z6
-	VPSLLD      $0x10, Z6, Z6
-	VMULPS      Z5, Z6, Z6
-	VFIXUPIMMPS $0x00, Z3, Z6, Z6
-	VPSRLD      $0x10, Z6, Z8
-	VPANDD      Z0, Z8, Z8
-	VPADDD      Z1, Z8, Z8
-	VPADDD      Z6, Z8, Z8
-	VPANDD      Z2, Z8, Z8
-	VMULPS      192(BX)(R8*4), Z8, Z8
-	VFIXUPIMMPS $0x00, Z3, Z7, Z7
-	VPSRLD      $0x10, Z7, Z6
-	VPANDD      Z0, Z6, Z6
-	VPADDD      Z1, Z6, Z6
-	VPADDD      Z7, Z6, Z6
-	VFIXUPIMMPS $0x00, Z3, Z8, Z8
-	VPSRLD      $0x10, Z8, Z7
-	VPANDD      Z0, Z7, Z7
-	VPADDD      Z1, Z7, Z7
-	VPADDD      Z8, Z7, Z7
-	VPERMT2W    Z7, Z4, Z6
-	VMOVDQU64   Z6, 64(CX)(R8*2)
-	ADDQ        $0x00000040, R8
-	JMP         scalepfloop
-
-scalent:
-	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
-	MOVQ CX, R11
-	NEGQ R11
-	ANDQ $0x0000003f, R11
-	SHRQ $0x01, R11
-	JZ   scalentloop
-	CMPQ R11, job_d+0(AX)
-	JLE  scalehead
-	MOVQ job_d+0(AX), R11
-
-scalehead:
-	CMPQ        R11, $0x00000010
-	JB          scaleheadpart
-	VPMOVZXWD   (SI)(R8*2), Z6
-	VPSLLD      $0x10, Z6, Z6
-	VMULPS      Z5, Z6, Z6
-	VFIXUPIMMPS $0x00, Z3, Z6, Z6
-	VPSRLD      $0x10, Z6, Z7
-	VPANDD      Z0, Z7, Z7
-	VPADDD      Z1, Z7, Z7
-	VPADDD      Z6, Z7, Z7
-	VPANDD      Z2, Z7, Z7
-	VMULPS      (BX)(R8*4), Z7, Z7
-	VFIXUPIMMPS $0x00, Z3, Z7, Z7
-	VPSRLD      $0x10, Z7, Z6
-	VPANDD      Z0, Z6, Z6
-	VPADDD      Z1, Z6, Z6
-	VPADDD      Z7, Z6, Z6
-	VPSRLD      $0x10, Z6, Z6
-	VPMOVDW     Z6, (CX)(R8*2)
-	ADDQ        $0x00000010, R8
-	SUBQ        $0x00000010, R11
-	JZ          scalentloop
-
-scaleheadpart:
-	LEAQ        kmask<>+0(SB), R12
-	KMOVW       (R12)(R11*2), K1
-	VPMOVZXWD.Z (SI)(R8*2), K1, Z6
-	VPSLLD      $0x10, Z6, Z6
-	VMULPS      Z6, Z5, Z6
-	VFIXUPIMMPS $0x00, Z3, Z6, Z6
-	VPSRLD      $0x10, Z6, Z7
-	VPANDD      Z0, Z7, Z7
-	VPADDD      Z1, Z7, Z7
-	VPADDD      Z6, Z7, Z7
-	VPANDD      Z2, Z7, Z7
-	VMOVUPS.Z   (BX)(R8*4), K1, Z6
-	VMULPS      Z6, Z7, Z7
-	VFIXUPIMMPS $0x00, Z3, Z7, Z7
-	VPSRLD      $0x10, Z7, Z6
-	VPANDD      Z0, Z6, Z6
-	VPADDD      Z1, Z6, Z6
-	VPADDD      Z7, Z6, Z6
-	VPSRLD      $0x10, Z6, Z6
-	VPMOVDW     Z6, K1, (CX)(R8*2)
-	ADDQ        R11, R8
-
-scalentloop:
-	CMPQ        R8, R9
-	JG          scaletail
-	PREFETCHT0  (R10)(R8*2)
-	PREFETCHT0  64(R10)(R8*2)
-	VPMOVZXWD   (SI)(R8*2), Z6
-	VPSLLD      $0x10, Z6, Z6
-	VMULPS      Z5, Z6, Z6
-	VFIXUPIMMPS $0x00, Z3, Z6, Z6
-	VPSRLD      $0x10, Z6, Z7
-	VPANDD      Z0, Z7, Z7
-	VPADDD      Z1, Z7, Z7
-	VPADDD      Z6, Z7, Z7
-	VPANDD      Z2, Z7, Z7
-	VMULPS      (BX)(R8*4), Z7, Z7
-	VPMOVZXWD   32(SI)(R8*2), Z6
-	VPSLLD      $0x10, Z6, Z6
-	VMULPS      Z5, Z6, Z6
-	VFIXUPIMMPS $0x00, Z3, Z6, Z6
-	VPSRLD      $0x10, Z6, Z8
-	VPANDD      Z0, Z8, Z8
-	VPADDD      Z1, Z8, Z8
-	VPADDD      Z6, Z8, Z8
-	VPANDD      Z2, Z8, Z8
-	VMULPS      64(BX)(R8*4), Z8, Z8
-	VFIXUPIMMPS $0x00, Z3, Z7, Z7
-	VPSRLD      $0x10, Z7, Z6
-	VPANDD      Z0, Z6, Z6
-	VPADDD      Z1, Z6, Z6
-	VPADDD      Z7, Z6, Z6
-	VFIXUPIMMPS $0x00, Z3, Z8, Z8
-	VPSRLD      $0x10, Z8, Z7
-	VPANDD      Z0, Z7, Z7
-	VPADDD      Z1, Z7, Z7
-	VPADDD      Z8, Z7, Z7
-	VPERMT2W    Z7, Z4, Z6
-	VMOVNTDQ    Z6, (CX)(R8*2)
-	VPMOVZXWD   64(SI)(R8*2), Z6
-	VPSLLD      $0x10, Z6, Z6
-	VMULPS      Z5, Z6, Z6
-	VFIXUPIMMPS $0x00, Z3, Z6, Z6
-	VPSRLD      $0x10, Z6, Z7
-	VPANDD      Z0, Z7, Z7
-	VPADDD      Z1, Z7, Z7
-	VPADDD      Z6, Z7, Z7
-	VPANDD      Z2, Z7, Z7
-	VMULPS      128(BX)(R8*4), Z7, Z7
-	VPMOVZXWD   96(SI)(R8*2), Z6
-	VPSLLD      $0x10, Z6, Z6
-	VMULPS      Z5, Z6, Z6
-	VFIXUPIMMPS $0x00, Z3, Z6, Z6
-	VPSRLD      $0x10, Z6, Z8
-	VPANDD      Z0, Z8, Z8
-	VPADDD      Z1, Z8, Z8
-	VPADDD      Z6, Z8, Z8
-	VPANDD      Z2, Z8, Z8
-	VMULPS      192(BX)(R8*4), Z8, Z8
-	VFIXUPIMMPS $0x00, Z3, Z7, Z7
-	VPSRLD      $0x10, Z7, Z6
-	VPANDD      Z0, Z6, Z6
-	VPADDD      Z1, Z6, Z6
-	VPADDD      Z7, Z6, Z6
-	VFIXUPIMMPS $0x00, Z3, Z8, Z8
-	VPSRLD      $0x10, Z8, Z7
-	VPANDD      Z0, Z7, Z7
-	VPADDD      Z1, Z7, Z7
-	VPADDD      Z8, Z7, Z7
-	VPERMT2W    Z7, Z4, Z6
-	VMOVNTDQ    Z6, 64(CX)(R8*2)
-	ADDQ        $0x00000040, R8
-	JMP         scalentloop
-
-scaletail:
-	ADDQ $0x00000030, R9
-
-scaleone:
-	CMPQ        R8, R9
-	JG          scalepart
-	VPMOVZXWD   (SI)(R8*2), Z6
-	VPSLLD      $0x10, Z6, Z6
-	VMULPS      Z5, Z6, Z6
-	VFIXUPIMMPS $0x00, Z3, Z6, Z6
-	VPSRLD      $0x10, Z6, Z7
-	VPANDD      Z0, Z7, Z7
-	VPADDD      Z1, Z7, Z7
-	VPADDD      Z6, Z7, Z7
-	VPANDD      Z2, Z7, Z7
-	VMULPS      (BX)(R8*4), Z7, Z7
-	VFIXUPIMMPS $0x00, Z3, Z7, Z7
-	VPSRLD      $0x10, Z7, Z6
-	VPANDD      Z0, Z6, Z6
-	VPADDD      Z1, Z6, Z6
-	VPADDD      Z7, Z6, Z6
-	VPSRLD      $0x10, Z6, Z6
-	VPMOVDW     Z6, (CX)(R8*2)
-	ADDQ        $0x00000010, R8
-	JMP         scaleone
-
-scalepart:
-	MOVQ        job_d+0(AX), R11
-	SUBQ        R8, R11
-	JZ          scaled
-	LEAQ        kmask<>+0(SB), R9
-	KMOVW       (R9)(R11*2), K1
-	VPMOVZXWD.Z (SI)(R8*2), K1, Z6
-	VPSLLD      $0x10, Z6, Z6
-	VMULPS      Z6, Z5, Z6
-	VFIXUPIMMPS $0x00, Z3, Z6, Z6
-	VPSRLD      $0x10, Z6, Z5
-	VPANDD      Z0, Z5, Z5
-	VPADDD      Z1, Z5, Z5
-	VPADDD      Z6, Z5, Z5
-	VPANDD      Z2, Z5, Z5
-	VMOVUPS.Z   (BX)(R8*4), K1, Z6
-	VMULPS      Z6, Z5, Z5
-	VFIXUPIMMPS $0x00, Z3, Z5, Z5
-	VPSRLD      $0x10, Z5, Z6
-	VPANDD      Z0, Z6, Z6
-	VPADDD      Z1, Z6, Z6
-	VPADDD      Z5, Z6, Z6
-	VPSRLD      $0x10, Z6, Z6
-	VPMOVDW     Z6, K1, (CX)(R8*2)
 
 scaled:
 	ADDQ DI, DX
@@ -7547,7 +5750,7 @@ vzero:
 // func avx512BF16AddOffset(j uintptr, from int, to int) int
 // Requires: AVX, AVX512BW, AVX512F, MMX+
 TEXT ·avx512BF16AddOffset(SB), NOSPLIT, $376-32
-	// avx512BF16AddOffset normalizes rows [from, to) of the job: BF16 rows: h = round16(x + res) and res = h per element, then y = round16((h*inv)*(1+w)), for each row.
+	// avx512BF16AddOffset normalizes rows [from, to) of the job: BF16 rows: h = round16(x + res) and res = h per element, then y = round16((h*inv)*(1+w)) (with flagRN, round16(h*inv) in place of (h*inv)), for each row.
 	// It stops before the first row that needs the float64 path and returns that row's index, or to.
 	MOVQ         j+0(FP), AX
 	MOVQ         job_dst+0(AX), CX
@@ -7984,61 +6187,93 @@ scaleloop:
 	VPMOVZXWD   (SI)(R8*2), Z7
 	VPSLLD      $0x10, Z7, Z7
 	VMULPS      Z5, Z7, Z7
-	VMOVUPS     (BX)(R8*4), Z8
-	VADDPS      Z6, Z8, Z8
-	VMULPS      Z8, Z7, Z7
 	VPMOVZXWD   32(SI)(R8*2), Z8
 	VPSLLD      $0x10, Z8, Z8
 	VMULPS      Z5, Z8, Z8
-	VMOVUPS     64(BX)(R8*4), Z9
-	VADDPS      Z6, Z9, Z9
-	VMULPS      Z9, Z8, Z8
+	VPMOVZXWD   64(SI)(R8*2), Z9
+	VPSLLD      $0x10, Z9, Z9
+	VMULPS      Z5, Z9, Z9
+	VPMOVZXWD   96(SI)(R8*2), Z10
+	VPSLLD      $0x10, Z10, Z10
+	VMULPS      Z5, Z10, Z10
+	TESTL       $0x00000008, job_flags+0(AX)
+	JZ          notrn4
 	VFIXUPIMMPS $0x00, Z3, Z7, Z7
-	VPSRLD      $0x10, Z7, Z9
-	VPANDD      Z0, Z9, Z9
-	VPADDD      Z1, Z9, Z9
-	VPADDD      Z7, Z9, Z9
+	VPSRLD      $0x10, Z7, Z12
+	VPANDD      Z0, Z12, Z12
+	VPADDD      Z1, Z12, Z12
+	VPADDD      Z7, Z12, Z12
+	VPANDD      Z2, Z12, Z12
+	VMOVUPS     Z12, Z7
+	VFIXUPIMMPS $0x00, Z3, Z8, Z8
+	VPSRLD      $0x10, Z8, Z12
+	VPANDD      Z0, Z12, Z12
+	VPADDD      Z1, Z12, Z12
+	VPADDD      Z8, Z12, Z12
+	VPANDD      Z2, Z12, Z12
+	VMOVUPS     Z12, Z8
+	VFIXUPIMMPS $0x00, Z3, Z9, Z9
+	VPSRLD      $0x10, Z9, Z12
+	VPANDD      Z0, Z12, Z12
+	VPADDD      Z1, Z12, Z12
+	VPADDD      Z9, Z12, Z12
+	VPANDD      Z2, Z12, Z12
+	VMOVUPS     Z12, Z9
+	VFIXUPIMMPS $0x00, Z3, Z10, Z10
+	VPSRLD      $0x10, Z10, Z12
+	VPANDD      Z0, Z12, Z12
+	VPADDD      Z1, Z12, Z12
+	VPADDD      Z10, Z12, Z12
+	VPANDD      Z2, Z12, Z12
+	VMOVUPS     Z12, Z10
+
+notrn4:
+	VMOVUPS     (BX)(R8*4), Z12
+	VADDPS      Z6, Z12, Z12
+	VMULPS      Z12, Z7, Z7
+	VMOVUPS     64(BX)(R8*4), Z12
+	VADDPS      Z6, Z12, Z12
+	VMULPS      Z12, Z8, Z8
+	VFIXUPIMMPS $0x00, Z3, Z7, Z7
+	VPSRLD      $0x10, Z7, Z12
+	VPANDD      Z0, Z12, Z12
+	VPADDD      Z1, Z12, Z12
+	VPADDD      Z7, Z12, Z12
 	VFIXUPIMMPS $0x00, Z3, Z8, Z8
 	VPSRLD      $0x10, Z8, Z7
 	VPANDD      Z0, Z7, Z7
 	VPADDD      Z1, Z7, Z7
 	VPADDD      Z8, Z7, Z7
-	VPERMT2W    Z7, Z4, Z9
-	VMOVDQU64   Z9, (CX)(R8*2)
-	VPMOVZXWD   64(SI)(R8*2), Z7
-	VPSLLD      $0x10, Z7, Z7
-	VMULPS      Z5, Z7, Z7
-	VMOVUPS     128(BX)(R8*4), Z8
-	VADDPS      Z6, Z8, Z8
-	VMULPS      Z8, Z7, Z7
-	VPMOVZXWD   96(SI)(R8*2), Z8
-	VPSLLD      $0x10, Z8, Z8
-	VMULPS      Z5, Z8, Z8
-	VMOVUPS     192(BX)(R8*4), Z9
-	VADDPS      Z6, Z9, Z9
-	VMULPS      Z9, Z8, Z8
-	VFIXUPIMMPS $0x00, Z3, Z7, Z7
-	VPSRLD      $0x10, Z7, Z9
-	VPANDD      Z0, Z9, Z9
-	VPADDD      Z1, Z9, Z9
-	VPADDD      Z7, Z9, Z9
-	VFIXUPIMMPS $0x00, Z3, Z8, Z8
-	VPSRLD      $0x10, Z8, Z7
+	VPERMT2W    Z7, Z4, Z12
+	VMOVDQU64   Z12, (CX)(R8*2)
+	VMOVUPS     128(BX)(R8*4), Z7
+	VADDPS      Z6, Z7, Z7
+	VMULPS      Z7, Z9, Z9
+	VMOVUPS     192(BX)(R8*4), Z7
+	VADDPS      Z6, Z7, Z7
+	VMULPS      Z7, Z10, Z10
+	VFIXUPIMMPS $0x00, Z3, Z9, Z9
+	VPSRLD      $0x10, Z9, Z7
 	VPANDD      Z0, Z7, Z7
 	VPADDD      Z1, Z7, Z7
-	VPADDD      Z8, Z7, Z7
-	VPERMT2W    Z7, Z4, Z9
-	VMOVDQU64   Z9, 64(CX)(R8*2)
+	VPADDD      Z9, Z7, Z7
+	VFIXUPIMMPS $0x00, Z3, Z10, Z10
+	VPSRLD      $0x10, Z10, Z8
+	VPANDD      Z0, Z8, Z8
+	VPADDD      Z1, Z8, Z8
+	VPADDD      Z10, Z8, Z8
+	VPERMT2W    Z8, Z4, Z7
+	VMOVDQU64   Z7, 64(CX)(R8*2)
 	ADDQ        $0x00000040, R8
 	JMP         scaleloop
 
 scalepf:
 	MOVQ DI, R10
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows4
+	JA   longrows5
 	SHLQ $0x03, R10
 
-longrows4:
+longrows5:
 	ADDQ  SI, R10
 	TESTL $0x00000001, job_flags+0(AX)
 	JNZ   scalent
@@ -8051,51 +6286,83 @@ scalepfloop:
 	VPMOVZXWD   (SI)(R8*2), Z7
 	VPSLLD      $0x10, Z7, Z7
 	VMULPS      Z5, Z7, Z7
-	VMOVUPS     (BX)(R8*4), Z8
-	VADDPS      Z6, Z8, Z8
-	VMULPS      Z8, Z7, Z7
 	VPMOVZXWD   32(SI)(R8*2), Z8
 	VPSLLD      $0x10, Z8, Z8
 	VMULPS      Z5, Z8, Z8
-	VMOVUPS     64(BX)(R8*4), Z9
-	VADDPS      Z6, Z9, Z9
-	VMULPS      Z9, Z8, Z8
+	VPMOVZXWD   64(SI)(R8*2), Z9
+	VPSLLD      $0x10, Z9, Z9
+	VMULPS      Z5, Z9, Z9
+	VPMOVZXWD   96(SI)(R8*2), Z10
+	VPSLLD      $0x10, Z10, Z10
+	VMULPS      Z5, Z10, Z10
+	TESTL       $0x00000008, job_flags+0(AX)
+	JZ          notrn6
 	VFIXUPIMMPS $0x00, Z3, Z7, Z7
-	VPSRLD      $0x10, Z7, Z9
-	VPANDD      Z0, Z9, Z9
-	VPADDD      Z1, Z9, Z9
-	VPADDD      Z7, Z9, Z9
+	VPSRLD      $0x10, Z7, Z12
+	VPANDD      Z0, Z12, Z12
+	VPADDD      Z1, Z12, Z12
+	VPADDD      Z7, Z12, Z12
+	VPANDD      Z2, Z12, Z12
+	VMOVUPS     Z12, Z7
+	VFIXUPIMMPS $0x00, Z3, Z8, Z8
+	VPSRLD      $0x10, Z8, Z12
+	VPANDD      Z0, Z12, Z12
+	VPADDD      Z1, Z12, Z12
+	VPADDD      Z8, Z12, Z12
+	VPANDD      Z2, Z12, Z12
+	VMOVUPS     Z12, Z8
+	VFIXUPIMMPS $0x00, Z3, Z9, Z9
+	VPSRLD      $0x10, Z9, Z12
+	VPANDD      Z0, Z12, Z12
+	VPADDD      Z1, Z12, Z12
+	VPADDD      Z9, Z12, Z12
+	VPANDD      Z2, Z12, Z12
+	VMOVUPS     Z12, Z9
+	VFIXUPIMMPS $0x00, Z3, Z10, Z10
+	VPSRLD      $0x10, Z10, Z12
+	VPANDD      Z0, Z12, Z12
+	VPADDD      Z1, Z12, Z12
+	VPADDD      Z10, Z12, Z12
+	VPANDD      Z2, Z12, Z12
+	VMOVUPS     Z12, Z10
+
+notrn6:
+	VMOVUPS     (BX)(R8*4), Z12
+	VADDPS      Z6, Z12, Z12
+	VMULPS      Z12, Z7, Z7
+	VMOVUPS     64(BX)(R8*4), Z12
+	VADDPS      Z6, Z12, Z12
+	VMULPS      Z12, Z8, Z8
+	VFIXUPIMMPS $0x00, Z3, Z7, Z7
+	VPSRLD      $0x10, Z7, Z12
+	VPANDD      Z0, Z12, Z12
+	VPADDD      Z1, Z12, Z12
+	VPADDD      Z7, Z12, Z12
 	VFIXUPIMMPS $0x00, Z3, Z8, Z8
 	VPSRLD      $0x10, Z8, Z7
 	VPANDD      Z0, Z7, Z7
 	VPADDD      Z1, Z7, Z7
 	VPADDD      Z8, Z7, Z7
-	VPERMT2W    Z7, Z4, Z9
-	VMOVDQU64   Z9, (CX)(R8*2)
-	VPMOVZXWD   64(SI)(R8*2), Z7
-	VPSLLD      $0x10, Z7, Z7
-	VMULPS      Z5, Z7, Z7
-	VMOVUPS     128(BX)(R8*4), Z8
-	VADDPS      Z6, Z8, Z8
-	VMULPS      Z8, Z7, Z7
-	VPMOVZXWD   96(SI)(R8*2), Z8
-	VPSLLD      $0x10, Z8, Z8
-	VMULPS      Z5, Z8, Z8
-	VMOVUPS     192(BX)(R8*4), Z9
-	VADDPS      Z6, Z9, Z9
-	VMULPS      Z9, Z8, Z8
-	VFIXUPIMMPS $0x00, Z3, Z7, Z7
-	VPSRLD      $0x10, Z7, Z9
-	VPANDD      Z0, Z9, Z9
-	VPADDD      Z1, Z9, Z9
-	VPADDD      Z7, Z9, Z9
-	VFIXUPIMMPS $0x00, Z3, Z8, Z8
-	VPSRLD      $0x10, Z8, Z7
+	VPERMT2W    Z7, Z4, Z12
+	VMOVDQU64   Z12, (CX)(R8*2)
+	VMOVUPS     128(BX)(R8*4), Z7
+	VADDPS      Z6, Z7, Z7
+	VMULPS      Z7, Z9, Z9
+	VMOVUPS     192(BX)(R8*4), Z7
+	VADDPS      Z6, Z7, Z7
+	VMULPS      Z7, Z10, Z10
+	VFIXUPIMMPS $0x00, Z3, Z9, Z9
+	VPSRLD      $0x10, Z9, Z7
 	VPANDD      Z0, Z7, Z7
 	VPADDD      Z1, Z7, Z7
-	VPADDD      Z8, Z7, Z7
-	VPERMT2W    Z7, Z4, Z9
-	VMOVDQU64   Z9, 64(CX)(R8*2)
+	VPADDD      Z9, Z7, Z7
+	VFIXUPIMMPS $0x00, Z3, Z10, Z10
+	VPSRLD      $0x10, Z10, Z8
+	VPANDD      Z0, Z8, Z8
+	VPADDD      Z1, Z8, Z8
+	VPADDD      Z10, Z8, Z8
+	VPERMT2W    Z8, Z4, Z7
+	VMOVDQU64   Z7, 64(CX)(R8*2)
 	ADDQ        $0x00000040, R8
 	JMP         scalepfloop
 
@@ -8116,6 +6383,17 @@ scalehead:
 	VPMOVZXWD   (SI)(R8*2), Z7
 	VPSLLD      $0x10, Z7, Z7
 	VMULPS      Z5, Z7, Z7
+	TESTL       $0x00000008, job_flags+0(AX)
+	JZ          notrn7
+	VFIXUPIMMPS $0x00, Z3, Z7, Z7
+	VPSRLD      $0x10, Z7, Z8
+	VPANDD      Z0, Z8, Z8
+	VPADDD      Z1, Z8, Z8
+	VPADDD      Z7, Z8, Z8
+	VPANDD      Z2, Z8, Z8
+	VMOVUPS     Z8, Z7
+
+notrn7:
 	VMOVUPS     (BX)(R8*4), Z8
 	VADDPS      Z6, Z8, Z8
 	VMULPS      Z8, Z7, Z7
@@ -8136,6 +6414,17 @@ scaleheadpart:
 	VPMOVZXWD.Z (SI)(R8*2), K1, Z7
 	VPSLLD      $0x10, Z7, Z7
 	VMULPS      Z7, Z5, Z7
+	TESTL       $0x00000008, job_flags+0(AX)
+	JZ          notrn8
+	VFIXUPIMMPS $0x00, Z3, Z7, Z7
+	VPSRLD      $0x10, Z7, Z8
+	VPANDD      Z0, Z8, Z8
+	VPADDD      Z1, Z8, Z8
+	VPADDD      Z7, Z8, Z8
+	VPANDD      Z2, Z8, Z8
+	VMOVUPS     Z8, Z7
+
+notrn8:
 	VMOVUPS.Z   (BX)(R8*4), K1, Z8
 	VADDPS      Z6, Z8, Z8
 	VMULPS      Z8, Z7, Z7
@@ -8156,51 +6445,83 @@ scalentloop:
 	VPMOVZXWD   (SI)(R8*2), Z7
 	VPSLLD      $0x10, Z7, Z7
 	VMULPS      Z5, Z7, Z7
-	VMOVUPS     (BX)(R8*4), Z8
-	VADDPS      Z6, Z8, Z8
-	VMULPS      Z8, Z7, Z7
 	VPMOVZXWD   32(SI)(R8*2), Z8
 	VPSLLD      $0x10, Z8, Z8
 	VMULPS      Z5, Z8, Z8
-	VMOVUPS     64(BX)(R8*4), Z9
-	VADDPS      Z6, Z9, Z9
-	VMULPS      Z9, Z8, Z8
+	VPMOVZXWD   64(SI)(R8*2), Z9
+	VPSLLD      $0x10, Z9, Z9
+	VMULPS      Z5, Z9, Z9
+	VPMOVZXWD   96(SI)(R8*2), Z10
+	VPSLLD      $0x10, Z10, Z10
+	VMULPS      Z5, Z10, Z10
+	TESTL       $0x00000008, job_flags+0(AX)
+	JZ          notrn9
 	VFIXUPIMMPS $0x00, Z3, Z7, Z7
-	VPSRLD      $0x10, Z7, Z9
-	VPANDD      Z0, Z9, Z9
-	VPADDD      Z1, Z9, Z9
-	VPADDD      Z7, Z9, Z9
+	VPSRLD      $0x10, Z7, Z12
+	VPANDD      Z0, Z12, Z12
+	VPADDD      Z1, Z12, Z12
+	VPADDD      Z7, Z12, Z12
+	VPANDD      Z2, Z12, Z12
+	VMOVUPS     Z12, Z7
+	VFIXUPIMMPS $0x00, Z3, Z8, Z8
+	VPSRLD      $0x10, Z8, Z12
+	VPANDD      Z0, Z12, Z12
+	VPADDD      Z1, Z12, Z12
+	VPADDD      Z8, Z12, Z12
+	VPANDD      Z2, Z12, Z12
+	VMOVUPS     Z12, Z8
+	VFIXUPIMMPS $0x00, Z3, Z9, Z9
+	VPSRLD      $0x10, Z9, Z12
+	VPANDD      Z0, Z12, Z12
+	VPADDD      Z1, Z12, Z12
+	VPADDD      Z9, Z12, Z12
+	VPANDD      Z2, Z12, Z12
+	VMOVUPS     Z12, Z9
+	VFIXUPIMMPS $0x00, Z3, Z10, Z10
+	VPSRLD      $0x10, Z10, Z12
+	VPANDD      Z0, Z12, Z12
+	VPADDD      Z1, Z12, Z12
+	VPADDD      Z10, Z12, Z12
+	VPANDD      Z2, Z12, Z12
+	VMOVUPS     Z12, Z10
+
+notrn9:
+	VMOVUPS     (BX)(R8*4), Z12
+	VADDPS      Z6, Z12, Z12
+	VMULPS      Z12, Z7, Z7
+	VMOVUPS     64(BX)(R8*4), Z12
+	VADDPS      Z6, Z12, Z12
+	VMULPS      Z12, Z8, Z8
+	VFIXUPIMMPS $0x00, Z3, Z7, Z7
+	VPSRLD      $0x10, Z7, Z12
+	VPANDD      Z0, Z12, Z12
+	VPADDD      Z1, Z12, Z12
+	VPADDD      Z7, Z12, Z12
 	VFIXUPIMMPS $0x00, Z3, Z8, Z8
 	VPSRLD      $0x10, Z8, Z7
 	VPANDD      Z0, Z7, Z7
 	VPADDD      Z1, Z7, Z7
 	VPADDD      Z8, Z7, Z7
-	VPERMT2W    Z7, Z4, Z9
-	VMOVNTDQ    Z9, (CX)(R8*2)
-	VPMOVZXWD   64(SI)(R8*2), Z7
-	VPSLLD      $0x10, Z7, Z7
-	VMULPS      Z5, Z7, Z7
-	VMOVUPS     128(BX)(R8*4), Z8
-	VADDPS      Z6, Z8, Z8
-	VMULPS      Z8, Z7, Z7
-	VPMOVZXWD   96(SI)(R8*2), Z8
-	VPSLLD      $0x10, Z8, Z8
-	VMULPS      Z5, Z8, Z8
-	VMOVUPS     192(BX)(R8*4), Z9
-	VADDPS      Z6, Z9, Z9
-	VMULPS      Z9, Z8, Z8
-	VFIXUPIMMPS $0x00, Z3, Z7, Z7
-	VPSRLD      $0x10, Z7, Z9
-	VPANDD      Z0, Z9, Z9
-	VPADDD      Z1, Z9, Z9
-	VPADDD      Z7, Z9, Z9
-	VFIXUPIMMPS $0x00, Z3, Z8, Z8
-	VPSRLD      $0x10, Z8, Z7
+	VPERMT2W    Z7, Z4, Z12
+	VMOVNTDQ    Z12, (CX)(R8*2)
+	VMOVUPS     128(BX)(R8*4), Z7
+	VADDPS      Z6, Z7, Z7
+	VMULPS      Z7, Z9, Z9
+	VMOVUPS     192(BX)(R8*4), Z7
+	VADDPS      Z6, Z7, Z7
+	VMULPS      Z7, Z10, Z10
+	VFIXUPIMMPS $0x00, Z3, Z9, Z9
+	VPSRLD      $0x10, Z9, Z7
 	VPANDD      Z0, Z7, Z7
 	VPADDD      Z1, Z7, Z7
-	VPADDD      Z8, Z7, Z7
-	VPERMT2W    Z7, Z4, Z9
-	VMOVNTDQ    Z9, 64(CX)(R8*2)
+	VPADDD      Z9, Z7, Z7
+	VFIXUPIMMPS $0x00, Z3, Z10, Z10
+	VPSRLD      $0x10, Z10, Z8
+	VPANDD      Z0, Z8, Z8
+	VPADDD      Z1, Z8, Z8
+	VPADDD      Z10, Z8, Z8
+	VPERMT2W    Z8, Z4, Z7
+	VMOVNTDQ    Z7, 64(CX)(R8*2)
 	ADDQ        $0x00000040, R8
 	JMP         scalentloop
 
@@ -8213,6 +6534,17 @@ scaleone:
 	VPMOVZXWD   (SI)(R8*2), Z7
 	VPSLLD      $0x10, Z7, Z7
 	VMULPS      Z5, Z7, Z7
+	TESTL       $0x00000008, job_flags+0(AX)
+	JZ          notrn10
+	VFIXUPIMMPS $0x00, Z3, Z7, Z7
+	VPSRLD      $0x10, Z7, Z8
+	VPANDD      Z0, Z8, Z8
+	VPADDD      Z1, Z8, Z8
+	VPADDD      Z7, Z8, Z8
+	VPANDD      Z2, Z8, Z8
+	VMOVUPS     Z8, Z7
+
+notrn10:
 	VMOVUPS     (BX)(R8*4), Z8
 	VADDPS      Z6, Z8, Z8
 	VMULPS      Z8, Z7, Z7
@@ -8235,6 +6567,17 @@ scalepart:
 	VPMOVZXWD.Z (SI)(R8*2), K1, Z7
 	VPSLLD      $0x10, Z7, Z7
 	VMULPS      Z7, Z5, Z7
+	TESTL       $0x00000008, job_flags+0(AX)
+	JZ          notrn11
+	VFIXUPIMMPS $0x00, Z3, Z7, Z7
+	VPSRLD      $0x10, Z7, Z5
+	VPANDD      Z0, Z5, Z5
+	VPADDD      Z1, Z5, Z5
+	VPADDD      Z7, Z5, Z5
+	VPANDD      Z2, Z5, Z5
+	VMOVUPS     Z5, Z7
+
+notrn11:
 	VMOVUPS.Z   (BX)(R8*4), K1, Z5
 	VADDPS      Z6, Z5, Z5
 	VMULPS      Z5, Z7, Z7
@@ -8245,827 +6588,6 @@ scalepart:
 	VPADDD      Z7, Z5, Z5
 	VPSRLD      $0x10, Z5, Z5
 	VPMOVDW     Z5, K1, (CX)(R8*2)
-
-scaled:
-	ADDQ DI, DX
-	ADDQ DI, CX
-	ADDQ DI, SI
-	INCQ 320(SP)
-	MOVQ 344(SP), R8
-	INCQ R8
-	MOVQ R8, 344(SP)
-	CMPQ R8, 336(SP)
-	JB   scalerow
-	JMP  row
-
-ret:
-	TESTL $0x00000001, job_flags+0(AX)
-	JZ    vzero
-	SFENCE
-
-vzero:
-	VZEROUPPER
-	MOVQ 320(SP), AX
-	MOVQ AX, ret+24(FP)
-	RET
-
-// func avx512BF16AddOffsetRN(j uintptr, from int, to int) int
-// Requires: AVX, AVX512BW, AVX512F, MMX+
-TEXT ·avx512BF16AddOffsetRN(SB), NOSPLIT, $376-32
-	// avx512BF16AddOffsetRN normalizes rows [from, to) of the job: BF16 rows: h = round16(x + res) and res = h per element, then y = round16(round16(h*inv)*(1+w)), for each row.
-	// It stops before the first row that needs the float64 path and returns that row's index, or to.
-	MOVQ         j+0(FP), AX
-	MOVQ         job_dst+0(AX), CX
-	MOVQ         job_x+0(AX), DX
-	MOVQ         job_w+0(AX), BX
-	MOVQ         job_res+0(AX), SI
-	MOVQ         job_stride+0(AX), DI
-	SHLQ         $0x01, DI
-	VMOVDQU64    oddwords<>+0(SB), Z4
-	VPBROADCASTD avx512bfone<>+0(SB), Z0
-	VPBROADCASTD avx512bfbias<>+0(SB), Z1
-	VPBROADCASTD avx512bfhigh<>+0(SB), Z2
-	VPBROADCASTD avx512bffixnan<>+0(SB), Z3
-
-	// fd = float32(d); rd = 1/d when d is a power of two (a/d is then a*rd exactly), else 0.
-	MOVQ       job_d+0(AX), R8
-	VMOVSS     one<>+0(SB), X5
-	VCVTSI2SSQ R8, X5, X5
-	VMOVSS     X5, 368(SP)
-	XORL       R10, R10
-	LEAQ       -1(R8), R9
-	TESTQ      R8, R9
-	JNZ        notpow2
-	BSFQ       R8, R9
-	MOVL       $0x0000007f, R10
-	SUBL       R9, R10
-	SHLL       $0x17, R10
-
-notpow2:
-	MOVL R10, 372(SP)
-
-	// Start at row from.
-	MOVQ  from+8(FP), R8
-	MOVQ  R8, 320(SP)
-	MOVQ  $0x00000000, 328(SP)
-	IMULQ DI, R8
-	ADDQ  R8, CX
-	ADDQ  R8, DX
-	ADDQ  R8, SI
-
-row:
-	MOVQ 320(SP), R8
-	CMPQ R8, to+16(FP)
-	JAE  ret
-	MOVQ $0x00000001, 336(SP)
-	MOVQ DX, R8
-	MOVQ SI, R9
-	XORQ R10, R10
-
-	// Sum of squares: element i goes to partial i%64.
-	MOVQ    job_d+0(AX), R11
-	SUBQ    $0x00000040, R11
-	JGE     firstblock
-	VMOVUPS zero64<>+0(SB), Z5
-	VMOVUPS zero64<>+0(SB), Z6
-	VMOVUPS zero64<>+0(SB), Z7
-	VMOVUPS zero64<>+0(SB), Z8
-	XORQ    R10, R10
-	JMP     sumtail
-
-firstblock:
-	// +0 + square is the square itself: the first block initializes the partials.
-	XORQ        R10, R10
-	VPMOVZXWD   (R8)(R10*2), Z5
-	VPSLLD      $0x10, Z5, Z5
-	VPMOVZXWD   (R9)(R10*2), Z6
-	VPSLLD      $0x10, Z6, Z6
-	VADDPS      Z6, Z5, Z5
-	VFIXUPIMMPS $0x00, Z3, Z5, Z5
-	VPSRLD      $0x10, Z5, Z6
-	VPANDD      Z0, Z6, Z6
-	VPADDD      Z1, Z6, Z6
-	VPADDD      Z5, Z6, Z6
-	VPANDD      Z2, Z6, Z6
-	VPSRLD      $0x10, Z6, Z5
-	VPMOVDW     Z5, (R9)(R10*2)
-	VMULPS      Z6, Z6, Z5
-	VPMOVZXWD   32(R8)(R10*2), Z6
-	VPSLLD      $0x10, Z6, Z6
-	VPMOVZXWD   32(R9)(R10*2), Z7
-	VPSLLD      $0x10, Z7, Z7
-	VADDPS      Z7, Z6, Z6
-	VFIXUPIMMPS $0x00, Z3, Z6, Z6
-	VPSRLD      $0x10, Z6, Z7
-	VPANDD      Z0, Z7, Z7
-	VPADDD      Z1, Z7, Z7
-	VPADDD      Z6, Z7, Z7
-	VPANDD      Z2, Z7, Z7
-	VPSRLD      $0x10, Z7, Z6
-	VPMOVDW     Z6, 32(R9)(R10*2)
-	VMULPS      Z7, Z7, Z6
-	VPMOVZXWD   64(R8)(R10*2), Z7
-	VPSLLD      $0x10, Z7, Z7
-	VPMOVZXWD   64(R9)(R10*2), Z8
-	VPSLLD      $0x10, Z8, Z8
-	VADDPS      Z8, Z7, Z7
-	VFIXUPIMMPS $0x00, Z3, Z7, Z7
-	VPSRLD      $0x10, Z7, Z8
-	VPANDD      Z0, Z8, Z8
-	VPADDD      Z1, Z8, Z8
-	VPADDD      Z7, Z8, Z8
-	VPANDD      Z2, Z8, Z8
-	VPSRLD      $0x10, Z8, Z7
-	VPMOVDW     Z7, 64(R9)(R10*2)
-	VMULPS      Z8, Z8, Z7
-	VPMOVZXWD   96(R8)(R10*2), Z8
-	VPSLLD      $0x10, Z8, Z8
-	VPMOVZXWD   96(R9)(R10*2), Z9
-	VPSLLD      $0x10, Z9, Z9
-	VADDPS      Z9, Z8, Z8
-	VFIXUPIMMPS $0x00, Z3, Z8, Z8
-	VPSRLD      $0x10, Z8, Z9
-	VPANDD      Z0, Z9, Z9
-	VPADDD      Z1, Z9, Z9
-	VPADDD      Z8, Z9, Z9
-	VPANDD      Z2, Z9, Z9
-	VPSRLD      $0x10, Z9, Z8
-	VPMOVDW     Z8, 96(R9)(R10*2)
-	VMULPS      Z9, Z9, Z8
-	MOVQ        $0x00000040, R10
-	TESTL       $0x00000002, job_flags+0(AX)
-	JNZ         sumpf
-
-sumloop:
-	CMPQ        R10, R11
-	JG          sumtail
-	VPMOVZXWD   (R8)(R10*2), Z9
-	VPSLLD      $0x10, Z9, Z9
-	VPMOVZXWD   (R9)(R10*2), Z10
-	VPSLLD      $0x10, Z10, Z10
-	VADDPS      Z10, Z9, Z9
-	VFIXUPIMMPS $0x00, Z3, Z9, Z9
-	VPSRLD      $0x10, Z9, Z10
-	VPANDD      Z0, Z10, Z10
-	VPADDD      Z1, Z10, Z10
-	VPADDD      Z9, Z10, Z10
-	VPANDD      Z2, Z10, Z10
-	VPSRLD      $0x10, Z10, Z9
-	VPMOVDW     Z9, (R9)(R10*2)
-	VMULPS      Z10, Z10, Z10
-	VADDPS      Z10, Z5, Z5
-	VPMOVZXWD   32(R8)(R10*2), Z9
-	VPSLLD      $0x10, Z9, Z9
-	VPMOVZXWD   32(R9)(R10*2), Z10
-	VPSLLD      $0x10, Z10, Z10
-	VADDPS      Z10, Z9, Z9
-	VFIXUPIMMPS $0x00, Z3, Z9, Z9
-	VPSRLD      $0x10, Z9, Z10
-	VPANDD      Z0, Z10, Z10
-	VPADDD      Z1, Z10, Z10
-	VPADDD      Z9, Z10, Z10
-	VPANDD      Z2, Z10, Z10
-	VPSRLD      $0x10, Z10, Z9
-	VPMOVDW     Z9, 32(R9)(R10*2)
-	VMULPS      Z10, Z10, Z10
-	VADDPS      Z10, Z6, Z6
-	VPMOVZXWD   64(R8)(R10*2), Z9
-	VPSLLD      $0x10, Z9, Z9
-	VPMOVZXWD   64(R9)(R10*2), Z10
-	VPSLLD      $0x10, Z10, Z10
-	VADDPS      Z10, Z9, Z9
-	VFIXUPIMMPS $0x00, Z3, Z9, Z9
-	VPSRLD      $0x10, Z9, Z10
-	VPANDD      Z0, Z10, Z10
-	VPADDD      Z1, Z10, Z10
-	VPADDD      Z9, Z10, Z10
-	VPANDD      Z2, Z10, Z10
-	VPSRLD      $0x10, Z10, Z9
-	VPMOVDW     Z9, 64(R9)(R10*2)
-	VMULPS      Z10, Z10, Z10
-	VADDPS      Z10, Z7, Z7
-	VPMOVZXWD   96(R8)(R10*2), Z9
-	VPSLLD      $0x10, Z9, Z9
-	VPMOVZXWD   96(R9)(R10*2), Z10
-	VPSLLD      $0x10, Z10, Z10
-	VADDPS      Z10, Z9, Z9
-	VFIXUPIMMPS $0x00, Z3, Z9, Z9
-	VPSRLD      $0x10, Z9, Z10
-	VPANDD      Z0, Z10, Z10
-	VPADDD      Z1, Z10, Z10
-	VPADDD      Z9, Z10, Z10
-	VPANDD      Z2, Z10, Z10
-	VPSRLD      $0x10, Z10, Z9
-	VPMOVDW     Z9, 96(R9)(R10*2)
-	VMULPS      Z10, Z10, Z10
-	VADDPS      Z10, Z8, Z8
-	ADDQ        $0x00000040, R10
-	JMP         sumloop
-
-	// The same, prefetching the rows ahead.
-sumpf:
-	MOVQ DI, R12
-	SHLQ $0x01, R12
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows1
-	SHLQ $0x03, R12
-
-longrows1:
-	ADDQ R8, R12
-
-sumpfloop:
-	CMPQ        R10, R11
-	JG          sumtail
-	PREFETCHT0  (R12)(R10*2)
-	PREFETCHT0  64(R12)(R10*2)
-	VPMOVZXWD   (R8)(R10*2), Z9
-	VPSLLD      $0x10, Z9, Z9
-	VPMOVZXWD   (R9)(R10*2), Z10
-	VPSLLD      $0x10, Z10, Z10
-	VADDPS      Z10, Z9, Z9
-	VFIXUPIMMPS $0x00, Z3, Z9, Z9
-	VPSRLD      $0x10, Z9, Z10
-	VPANDD      Z0, Z10, Z10
-	VPADDD      Z1, Z10, Z10
-	VPADDD      Z9, Z10, Z10
-	VPANDD      Z2, Z10, Z10
-	VPSRLD      $0x10, Z10, Z9
-	VPMOVDW     Z9, (R9)(R10*2)
-	VMULPS      Z10, Z10, Z10
-	VADDPS      Z10, Z5, Z5
-	VPMOVZXWD   32(R8)(R10*2), Z9
-	VPSLLD      $0x10, Z9, Z9
-	VPMOVZXWD   32(R9)(R10*2), Z10
-	VPSLLD      $0x10, Z10, Z10
-	VADDPS      Z10, Z9, Z9
-	VFIXUPIMMPS $0x00, Z3, Z9, Z9
-	VPSRLD      $0x10, Z9, Z10
-	VPANDD      Z0, Z10, Z10
-	VPADDD      Z1, Z10, Z10
-	VPADDD      Z9, Z10, Z10
-	VPANDD      Z2, Z10, Z10
-	VPSRLD      $0x10, Z10, Z9
-	VPMOVDW     Z9, 32(R9)(R10*2)
-	VMULPS      Z10, Z10, Z10
-	VADDPS      Z10, Z6, Z6
-	VPMOVZXWD   64(R8)(R10*2), Z9
-	VPSLLD      $0x10, Z9, Z9
-	VPMOVZXWD   64(R9)(R10*2), Z10
-	VPSLLD      $0x10, Z10, Z10
-	VADDPS      Z10, Z9, Z9
-	VFIXUPIMMPS $0x00, Z3, Z9, Z9
-	VPSRLD      $0x10, Z9, Z10
-	VPANDD      Z0, Z10, Z10
-	VPADDD      Z1, Z10, Z10
-	VPADDD      Z9, Z10, Z10
-	VPANDD      Z2, Z10, Z10
-	VPSRLD      $0x10, Z10, Z9
-	VPMOVDW     Z9, 64(R9)(R10*2)
-	VMULPS      Z10, Z10, Z10
-	VADDPS      Z10, Z7, Z7
-	VPMOVZXWD   96(R8)(R10*2), Z9
-	VPSLLD      $0x10, Z9, Z9
-	VPMOVZXWD   96(R9)(R10*2), Z10
-	VPSLLD      $0x10, Z10, Z10
-	VADDPS      Z10, Z9, Z9
-	VFIXUPIMMPS $0x00, Z3, Z9, Z9
-	VPSRLD      $0x10, Z9, Z10
-	VPANDD      Z0, Z10, Z10
-	VPADDD      Z1, Z10, Z10
-	VPADDD      Z9, Z10, Z10
-	VPANDD      Z2, Z10, Z10
-	VPSRLD      $0x10, Z10, Z9
-	VPMOVDW     Z9, 96(R9)(R10*2)
-	VMULPS      Z10, Z10, Z10
-	VADDPS      Z10, Z8, Z8
-	ADDQ        $0x00000040, R10
-	JMP         sumpfloop
-
-sumtail:
-	// Fewer than 64 elements remain.
-	MOVQ job_d+0(AX), R11
-	SUBQ R10, R11
-	JZ   summed
-	LEAQ kmask<>+0(SB), R12
-	MOVQ R11, R13
-	CMPQ R13, $0x00000010
-	JLE  tailmask0
-	MOVQ $0x00000010, R13
-
-tailmask0:
-	KMOVW       (R12)(R13*2), K1
-	VPMOVZXWD.Z (R8)(R10*2), K1, Z9
-	VPSLLD      $0x10, Z9, Z9
-	VPMOVZXWD.Z (R9)(R10*2), K1, Z10
-	VPSLLD      $0x10, Z10, Z10
-	VADDPS      Z10, Z9, Z9
-	VFIXUPIMMPS $0x00, Z3, Z9, Z9
-	VPSRLD      $0x10, Z9, Z10
-	VPANDD      Z0, Z10, Z10
-	VPADDD      Z1, Z10, Z10
-	VPADDD      Z9, Z10, Z10
-	VPANDD      Z2, Z10, Z10
-	VPSRLD      $0x10, Z10, Z9
-	VPMOVDW     Z9, K1, (R9)(R10*2)
-	VMULPS      Z10, Z10, Z10
-	VADDPS      Z10, Z5, Z5
-	MOVQ        R11, R13
-	SUBQ        $0x00000010, R13
-	JLE         summed
-	CMPQ        R13, $0x00000010
-	JLE         tailmask1
-	MOVQ        $0x00000010, R13
-
-tailmask1:
-	KMOVW       (R12)(R13*2), K1
-	VPMOVZXWD.Z 32(R8)(R10*2), K1, Z9
-	VPSLLD      $0x10, Z9, Z9
-	VPMOVZXWD.Z 32(R9)(R10*2), K1, Z10
-	VPSLLD      $0x10, Z10, Z10
-	VADDPS      Z10, Z9, Z9
-	VFIXUPIMMPS $0x00, Z3, Z9, Z9
-	VPSRLD      $0x10, Z9, Z10
-	VPANDD      Z0, Z10, Z10
-	VPADDD      Z1, Z10, Z10
-	VPADDD      Z9, Z10, Z10
-	VPANDD      Z2, Z10, Z10
-	VPSRLD      $0x10, Z10, Z9
-	VPMOVDW     Z9, K1, 32(R9)(R10*2)
-	VMULPS      Z10, Z10, Z10
-	VADDPS      Z10, Z6, Z6
-	MOVQ        R11, R13
-	SUBQ        $0x00000020, R13
-	JLE         summed
-	CMPQ        R13, $0x00000010
-	JLE         tailmask2
-	MOVQ        $0x00000010, R13
-
-tailmask2:
-	KMOVW       (R12)(R13*2), K1
-	VPMOVZXWD.Z 64(R8)(R10*2), K1, Z9
-	VPSLLD      $0x10, Z9, Z9
-	VPMOVZXWD.Z 64(R9)(R10*2), K1, Z10
-	VPSLLD      $0x10, Z10, Z10
-	VADDPS      Z10, Z9, Z9
-	VFIXUPIMMPS $0x00, Z3, Z9, Z9
-	VPSRLD      $0x10, Z9, Z10
-	VPANDD      Z0, Z10, Z10
-	VPADDD      Z1, Z10, Z10
-	VPADDD      Z9, Z10, Z10
-	VPANDD      Z2, Z10, Z10
-	VPSRLD      $0x10, Z10, Z9
-	VPMOVDW     Z9, K1, 64(R9)(R10*2)
-	VMULPS      Z10, Z10, Z10
-	VADDPS      Z10, Z7, Z7
-	SUBQ        $0x00000030, R11
-	JLE         summed
-	CMPQ        R11, $0x00000010
-	JLE         tailmask3
-	MOVQ        $0x00000010, R11
-
-tailmask3:
-	KMOVW       (R12)(R11*2), K1
-	VPMOVZXWD.Z 96(R8)(R10*2), K1, Z9
-	VPSLLD      $0x10, Z9, Z9
-	VPMOVZXWD.Z 96(R9)(R10*2), K1, Z10
-	VPSLLD      $0x10, Z10, Z10
-	VADDPS      Z10, Z9, Z9
-	VFIXUPIMMPS $0x00, Z3, Z9, Z9
-	VPSRLD      $0x10, Z9, Z10
-	VPANDD      Z0, Z10, Z10
-	VPADDD      Z1, Z10, Z10
-	VPADDD      Z9, Z10, Z10
-	VPANDD      Z2, Z10, Z10
-	VPSRLD      $0x10, Z10, Z9
-	VPMOVDW     Z9, K1, 96(R9)(R10*2)
-	VMULPS      Z10, Z10, Z10
-	VADDPS      Z10, Z8, Z8
-
-summed:
-	VADDPS Z7, Z5, Z5
-	VADDPS Z8, Z6, Z6
-	VADDPS Z6, Z5, Z5
-
-	// Halving tree: p[j] += p[j+h] for the remaining h, down to ss.
-	VSHUFF64X2 $0xee, Z5, Z5, Z6
-	VADDPS     Z6, Z5, Z5
-	VSHUFF32X4 $0x01, Z5, Z5, Z6
-	VADDPS     Z6, Z5, Z5
-	VPERMILPS  $0x4e, Z5, Z6
-	VADDPS     Z6, Z5, Z5
-	VPERMILPS  $0xb1, Z5, Z6
-	VADDPS     Z6, Z5, Z5
-
-	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
-	CMPL   372(SP), $0x00
-	JE     divide2
-	VMULSS 372(SP), X5, X5
-	JMP    divided3
-
-divide2:
-	VDIVSS 368(SP), X5, X5
-
-divided3:
-	VADDSS   job_eps+0(AX), X5, X5
-	VUCOMISS tlo<>+0(SB), X5
-	JCS      ret
-	VUCOMISS tmax<>+0(SB), X5
-	JHI      ret
-	VSQRTSS  X5, X5, X5
-	VMOVSS   one<>+0(SB), X11
-	VDIVSS   X5, X11, X11
-
-	// Report 1/rms if asked.
-	MOVQ   job_inv+0(AX), R8
-	TESTQ  R8, R8
-	JZ     scale
-	MOVQ   320(SP), R9
-	VMOVSS X11, (R8)(R9*4)
-
-scale:
-	VBROADCASTSS X11, Z5
-	MOVQ         $0x00000000, 344(SP)
-	CMPQ         336(SP), $0x01
-	JE           scalebody
-	VMOVUPS      Z11, 256(SP)
-
-scalerow:
-	MOVQ         344(SP), R8
-	VBROADCASTSS 256(SP)(R8*4), Z5
-
-scalebody:
-	VBROADCASTSS one<>+0(SB), Z6
-
-	// y = (src*inv)*w, rounded after each multiply.
-	XORQ  R8, R8
-	MOVQ  job_d+0(AX), R9
-	SUBQ  $0x00000040, R9
-	TESTL $0x00000002, job_flags+0(AX)
-	JNZ   scalepf
-
-scaleloop:
-	CMPQ        R8, R9
-	JG          scaletail
-	VPMOVZXWD   (SI)(R8*2), Z7
-	VPSLLD      $0x10, Z7, Z7
-	VMULPS      Z5, Z7, Z7
-	VFIXUPIMMPS $0x00, Z3, Z7, Z7
-	VPSRLD      $0x10, Z7, Z8
-	VPANDD      Z0, Z8, Z8
-	VPADDD      Z1, Z8, Z8
-	VPADDD      Z7, Z8, Z8
-	VPANDD      Z2, Z8, Z8
-	VMOVUPS     (BX)(R8*4), Z7
-	VADDPS      Z6, Z7, Z7
-	VMULPS      Z7, Z8, Z8
-	VPMOVZXWD   32(SI)(R8*2), Z7
-	VPSLLD      $0x10, Z7, Z7
-	VMULPS      Z5, Z7, Z7
-	VFIXUPIMMPS $0x00, Z3, Z7, Z7
-	VPSRLD      $0x10, Z7, Z9
-	VPANDD      Z0, Z9, Z9
-	VPADDD      Z1, Z9, Z9
-	VPADDD      Z7, Z9, Z9
-	VPANDD      Z2, Z9, Z9
-	VMOVUPS     64(BX)(R8*4), Z7
-	VADDPS      Z6, Z7, Z7
-	VMULPS      Z7, Z9, Z9
-	VFIXUPIMMPS $0x00, Z3, Z8, Z8
-	VPSRLD      $0x10, Z8, Z7
-	VPANDD      Z0, Z7, Z7
-	VPADDD      Z1, Z7, Z7
-	VPADDD      Z8, Z7, Z7
-	VFIXUPIMMPS $0x00, Z3, Z9, Z9
-	VPSRLD      $0x10, Z9, Z8
-	VPANDD      Z0, Z8, Z8
-	VPADDD      Z1, Z8, Z8
-	VPADDD      Z9, Z8, Z8
-	VPERMT2W    Z8, Z4, Z7
-	VMOVDQU64   Z7, (CX)(R8*2)
-	VPMOVZXWD   64(SI)(R8*2), Z7
-	VPSLLD      $0x10, Z7, Z7
-	VMULPS      Z5, Z7, Z7
-	VFIXUPIMMPS $0x00, Z3, Z7, Z7
-	VPSRLD      $0x10, Z7, Z8
-	VPANDD      Z0, Z8, Z8
-	VPADDD      Z1, Z8, Z8
-	VPADDD      Z7, Z8, Z8
-	VPANDD      Z2, Z8, Z8
-	VMOVUPS     128(BX)(R8*4), Z7
-	VADDPS      Z6, Z7, Z7
-	VMULPS      Z7, Z8, Z8
-	VPMOVZXWD   96(SI)(R8*2), Z7
-	VPSLLD      $0x10, Z7, Z7
-	VMULPS      Z5, Z7, Z7
-	VFIXUPIMMPS $0x00, Z3, Z7, Z7
-	VPSRLD      $0x10, Z7, Z9
-	VPANDD      Z0, Z9, Z9
-	VPADDD      Z1, Z9, Z9
-	VPADDD      Z7, Z9, Z9
-	VPANDD      Z2, Z9, Z9
-	VMOVUPS     192(BX)(R8*4), Z7
-	VADDPS      Z6, Z7, Z7
-	VMULPS      Z7, Z9, Z9
-	VFIXUPIMMPS $0x00, Z3, Z8, Z8
-	VPSRLD      $0x10, Z8, Z7
-	VPANDD      Z0, Z7, Z7
-	VPADDD      Z1, Z7, Z7
-	VPADDD      Z8, Z7, Z7
-	VFIXUPIMMPS $0x00, Z3, Z9, Z9
-	VPSRLD      $0x10, Z9, Z8
-	VPANDD      Z0, Z8, Z8
-	VPADDD      Z1, Z8, Z8
-	VPADDD      Z9, Z8, Z8
-	VPERMT2W    Z8, Z4, Z7
-	VMOVDQU64   Z7, 64(CX)(R8*2)
-	ADDQ        $0x00000040, R8
-	JMP         scaleloop
-
-scalepf:
-	MOVQ DI, R10
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows4
-	SHLQ $0x03, R10
-
-longrows4:
-	ADDQ  SI, R10
-	TESTL $0x00000001, job_flags+0(AX)
-	JNZ   scalent
-
-scalepfloop:
-	CMPQ        R8, R9
-	JG          scaletail
-	PREFETCHT0  (R10)(R8*2)
-	PREFETCHT0  64(R10)(R8*2)
-	VPMOVZXWD   (SI)(R8*2), Z7
-	VPSLLD      $0x10, Z7, Z7
-	VMULPS      Z5, Z7, Z7
-	VFIXUPIMMPS $0x00, Z3, Z7, Z7
-	VPSRLD      $0x10, Z7, Z8
-	VPANDD      Z0, Z8, Z8
-	VPADDD      Z1, Z8, Z8
-	VPADDD      Z7, Z8, Z8
-	VPANDD      Z2, Z8, Z8
-	VMOVUPS     (BX)(R8*4), Z7
-	VADDPS      Z6, Z7, Z7
-	VMULPS      Z7, Z8, Z8
-	VPMOVZXWD   32(SI)(R8*2), Z7
-	VPSLLD      $0x10, Z7, Z7
-	VMULPS      Z5, Z7, Z7
-	VFIXUPIMMPS $0x00, Z3, Z7, Z7
-	VPSRLD      $0x10, Z7, Z9
-	VPANDD      Z0, Z9, Z9
-	VPADDD      Z1, Z9, Z9
-	VPADDD      Z7, Z9, Z9
-	VPANDD      Z2, Z9, Z9
-	VMOVUPS     64(BX)(R8*4), Z7
-	VADDPS      Z6, Z7, Z7
-	VMULPS      Z7, Z9, Z9
-	VFIXUPIMMPS $0x00, Z3, Z8, Z8
-	VPSRLD      $0x10, Z8, Z7
-	VPANDD      Z0, Z7, Z7
-	VPADDD      Z1, Z7, Z7
-	VPADDD      Z8, Z7, Z7
-	VFIXUPIMMPS $0x00, Z3, Z9, Z9
-	VPSRLD      $0x10, Z9, Z8
-	VPANDD      Z0, Z8, Z8
-	VPADDD      Z1, Z8, Z8
-	VPADDD      Z9, Z8, Z8
-	VPERMT2W    Z8, Z4, Z7
-	VMOVDQU64   Z7, (CX)(R8*2)
-	VPMOVZXWD   64(SI)(R8*2), Z7
-	VPSLLD      $0x10, Z7, Z7
-	VMULPS      Z5, Z7, Z7
-	VFIXUPIMMPS $0x00, Z3, Z7, Z7
-	VPSRLD      $0x10, Z7, Z8
-	VPANDD      Z0, Z8, Z8
-	VPADDD      Z1, Z8, Z8
-	VPADDD      Z7, Z8, Z8
-	VPANDD      Z2, Z8, Z8
-	VMOVUPS     128(BX)(R8*4), Z7
-	VADDPS      Z6, Z7, Z7
-	VMULPS      Z7, Z8, Z8
-	VPMOVZXWD   96(SI)(R8*2), Z7
-	VPSLLD      $0x10, Z7, Z7
-	VMULPS      Z5, Z7, Z7
-	VFIXUPIMMPS $0x00, Z3, Z7, Z7
-	VPSRLD      $0x10, Z7, Z9
-	VPANDD      Z0, Z9, Z9
-	VPADDD      Z1, Z9, Z9
-	VPADDD      Z7, Z9, Z9
-	VPANDD      Z2, Z9, Z9
-	VMOVUPS     192(BX)(R8*4), Z7
-	VADDPS      Z6, Z7, Z7
-	VMULPS      Z7, Z9, Z9
-	VFIXUPIMMPS $0x00, Z3, Z8, Z8
-	VPSRLD      $0x10, Z8, Z7
-	VPANDD      Z0, Z7, Z7
-	VPADDD      Z1, Z7, Z7
-	VPADDD      Z8, Z7, Z7
-	VFIXUPIMMPS $0x00, Z3, Z9, Z9
-	VPSRLD      $0x10, Z9, Z8
-	VPANDD      Z0, Z8, Z8
-	VPADDD      Z1, Z8, Z8
-	VPADDD      Z9, Z8, Z8
-	VPERMT2W    Z8, Z4, Z7
-	VMOVDQU64   Z7, 64(CX)(R8*2)
-	ADDQ        $0x00000040, R8
-	JMP         scalepfloop
-
-scalent:
-	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
-	MOVQ CX, R11
-	NEGQ R11
-	ANDQ $0x0000003f, R11
-	SHRQ $0x01, R11
-	JZ   scalentloop
-	CMPQ R11, job_d+0(AX)
-	JLE  scalehead
-	MOVQ job_d+0(AX), R11
-
-scalehead:
-	CMPQ        R11, $0x00000010
-	JB          scaleheadpart
-	VPMOVZXWD   (SI)(R8*2), Z7
-	VPSLLD      $0x10, Z7, Z7
-	VMULPS      Z5, Z7, Z7
-	VFIXUPIMMPS $0x00, Z3, Z7, Z7
-	VPSRLD      $0x10, Z7, Z8
-	VPANDD      Z0, Z8, Z8
-	VPADDD      Z1, Z8, Z8
-	VPADDD      Z7, Z8, Z8
-	VPANDD      Z2, Z8, Z8
-	VMOVUPS     (BX)(R8*4), Z7
-	VADDPS      Z6, Z7, Z7
-	VMULPS      Z7, Z8, Z8
-	VFIXUPIMMPS $0x00, Z3, Z8, Z8
-	VPSRLD      $0x10, Z8, Z7
-	VPANDD      Z0, Z7, Z7
-	VPADDD      Z1, Z7, Z7
-	VPADDD      Z8, Z7, Z7
-	VPSRLD      $0x10, Z7, Z7
-	VPMOVDW     Z7, (CX)(R8*2)
-	ADDQ        $0x00000010, R8
-	SUBQ        $0x00000010, R11
-	JZ          scalentloop
-
-scaleheadpart:
-	LEAQ        kmask<>+0(SB), R12
-	KMOVW       (R12)(R11*2), K1
-	VPMOVZXWD.Z (SI)(R8*2), K1, Z7
-	VPSLLD      $0x10, Z7, Z7
-	VMULPS      Z7, Z5, Z7
-	VFIXUPIMMPS $0x00, Z3, Z7, Z7
-	VPSRLD      $0x10, Z7, Z8
-	VPANDD      Z0, Z8, Z8
-	VPADDD      Z1, Z8, Z8
-	VPADDD      Z7, Z8, Z8
-	VPANDD      Z2, Z8, Z8
-	VMOVUPS.Z   (BX)(R8*4), K1, Z7
-	VADDPS      Z6, Z7, Z7
-	VMULPS      Z7, Z8, Z8
-	VFIXUPIMMPS $0x00, Z3, Z8, Z8
-	VPSRLD      $0x10, Z8, Z7
-	VPANDD      Z0, Z7, Z7
-	VPADDD      Z1, Z7, Z7
-	VPADDD      Z8, Z7, Z7
-	VPSRLD      $0x10, Z7, Z7
-	VPMOVDW     Z7, K1, (CX)(R8*2)
-	ADDQ        R11, R8
-
-scalentloop:
-	CMPQ        R8, R9
-	JG          scaletail
-	PREFETCHT0  (R10)(R8*2)
-	PREFETCHT0  64(R10)(R8*2)
-	VPMOVZXWD   (SI)(R8*2), Z7
-	VPSLLD      $0x10, Z7, Z7
-	VMULPS      Z5, Z7, Z7
-	VFIXUPIMMPS $0x00, Z3, Z7, Z7
-	VPSRLD      $0x10, Z7, Z8
-	VPANDD      Z0, Z8, Z8
-	VPADDD      Z1, Z8, Z8
-	VPADDD      Z7, Z8, Z8
-	VPANDD      Z2, Z8, Z8
-	VMOVUPS     (BX)(R8*4), Z7
-	VADDPS      Z6, Z7, Z7
-	VMULPS      Z7, Z8, Z8
-	VPMOVZXWD   32(SI)(R8*2), Z7
-	VPSLLD      $0x10, Z7, Z7
-	VMULPS      Z5, Z7, Z7
-	VFIXUPIMMPS $0x00, Z3, Z7, Z7
-	VPSRLD      $0x10, Z7, Z9
-	VPANDD      Z0, Z9, Z9
-	VPADDD      Z1, Z9, Z9
-	VPADDD      Z7, Z9, Z9
-	VPANDD      Z2, Z9, Z9
-	VMOVUPS     64(BX)(R8*4), Z7
-	VADDPS      Z6, Z7, Z7
-	VMULPS      Z7, Z9, Z9
-	VFIXUPIMMPS $0x00, Z3, Z8, Z8
-	VPSRLD      $0x10, Z8, Z7
-	VPANDD      Z0, Z7, Z7
-	VPADDD      Z1, Z7, Z7
-	VPADDD      Z8, Z7, Z7
-	VFIXUPIMMPS $0x00, Z3, Z9, Z9
-	VPSRLD      $0x10, Z9, Z8
-	VPANDD      Z0, Z8, Z8
-	VPADDD      Z1, Z8, Z8
-	VPADDD      Z9, Z8, Z8
-	VPERMT2W    Z8, Z4, Z7
-	VMOVNTDQ    Z7, (CX)(R8*2)
-	VPMOVZXWD   64(SI)(R8*2), Z7
-	VPSLLD      $0x10, Z7, Z7
-	VMULPS      Z5, Z7, Z7
-	VFIXUPIMMPS $0x00, Z3, Z7, Z7
-	VPSRLD      $0x10, Z7, Z8
-	VPANDD      Z0, Z8, Z8
-	VPADDD      Z1, Z8, Z8
-	VPADDD      Z7, Z8, Z8
-	VPANDD      Z2, Z8, Z8
-	VMOVUPS     128(BX)(R8*4), Z7
-	VADDPS      Z6, Z7, Z7
-	VMULPS      Z7, Z8, Z8
-	VPMOVZXWD   96(SI)(R8*2), Z7
-	VPSLLD      $0x10, Z7, Z7
-	VMULPS      Z5, Z7, Z7
-	VFIXUPIMMPS $0x00, Z3, Z7, Z7
-	VPSRLD      $0x10, Z7, Z9
-	VPANDD      Z0, Z9, Z9
-	VPADDD      Z1, Z9, Z9
-	VPADDD      Z7, Z9, Z9
-	VPANDD      Z2, Z9, Z9
-	VMOVUPS     192(BX)(R8*4), Z7
-	VADDPS      Z6, Z7, Z7
-	VMULPS      Z7, Z9, Z9
-	VFIXUPIMMPS $0x00, Z3, Z8, Z8
-	VPSRLD      $0x10, Z8, Z7
-	VPANDD      Z0, Z7, Z7
-	VPADDD      Z1, Z7, Z7
-	VPADDD      Z8, Z7, Z7
-	VFIXUPIMMPS $0x00, Z3, Z9, Z9
-	VPSRLD      $0x10, Z9, Z8
-	VPANDD      Z0, Z8, Z8
-	VPADDD      Z1, Z8, Z8
-	VPADDD      Z9, Z8, Z8
-	VPERMT2W    Z8, Z4, Z7
-	VMOVNTDQ    Z7, 64(CX)(R8*2)
-	ADDQ        $0x00000040, R8
-	JMP         scalentloop
-
-scaletail:
-	ADDQ $0x00000030, R9
-
-scaleone:
-	CMPQ        R8, R9
-	JG          scalepart
-	VPMOVZXWD   (SI)(R8*2), Z7
-	VPSLLD      $0x10, Z7, Z7
-	VMULPS      Z5, Z7, Z7
-	VFIXUPIMMPS $0x00, Z3, Z7, Z7
-	VPSRLD      $0x10, Z7, Z8
-	VPANDD      Z0, Z8, Z8
-	VPADDD      Z1, Z8, Z8
-	VPADDD      Z7, Z8, Z8
-	VPANDD      Z2, Z8, Z8
-	VMOVUPS     (BX)(R8*4), Z7
-	VADDPS      Z6, Z7, Z7
-	VMULPS      Z7, Z8, Z8
-	VFIXUPIMMPS $0x00, Z3, Z8, Z8
-	VPSRLD      $0x10, Z8, Z7
-	VPANDD      Z0, Z7, Z7
-	VPADDD      Z1, Z7, Z7
-	VPADDD      Z8, Z7, Z7
-	VPSRLD      $0x10, Z7, Z7
-	VPMOVDW     Z7, (CX)(R8*2)
-	ADDQ        $0x00000010, R8
-	JMP         scaleone
-
-scalepart:
-	MOVQ        job_d+0(AX), R11
-	SUBQ        R8, R11
-	JZ          scaled
-	LEAQ        kmask<>+0(SB), R9
-	KMOVW       (R9)(R11*2), K1
-	VPMOVZXWD.Z (SI)(R8*2), K1, Z7
-	VPSLLD      $0x10, Z7, Z7
-	VMULPS      Z7, Z5, Z7
-	VFIXUPIMMPS $0x00, Z3, Z7, Z7
-	VPSRLD      $0x10, Z7, Z5
-	VPANDD      Z0, Z5, Z5
-	VPADDD      Z1, Z5, Z5
-	VPADDD      Z7, Z5, Z5
-	VPANDD      Z2, Z5, Z5
-	VMOVUPS.Z   (BX)(R8*4), K1, Z7
-	VADDPS      Z6, Z7, Z7
-	VMULPS      Z7, Z5, Z5
-	VFIXUPIMMPS $0x00, Z3, Z5, Z5
-	VPSRLD      $0x10, Z5, Z6
-	VPANDD      Z0, Z6, Z6
-	VPADDD      Z1, Z6, Z6
-	VPADDD      Z5, Z6, Z6
-	VPSRLD      $0x10, Z6, Z6
-	VPMOVDW     Z6, K1, (CX)(R8*2)
 
 scaled:
 	ADDQ DI, DX
@@ -9530,36 +7052,36 @@ scaleloop:
 	VPMOVZXWD   32(BX)(DI*2), Z7
 	VPSLLD      $0x10, Z7, Z7
 	VMULPS      Z5, Z7, Z7
+	VPMOVZXWD   64(BX)(DI*2), Z8
+	VPSLLD      $0x10, Z8, Z8
+	VMULPS      Z5, Z8, Z8
+	VPMOVZXWD   96(BX)(DI*2), Z9
+	VPSLLD      $0x10, Z9, Z9
+	VMULPS      Z5, Z9, Z9
 	VFIXUPIMMPS $0x00, Z3, Z6, Z6
-	VPSRLD      $0x10, Z6, Z8
-	VPANDD      Z0, Z8, Z8
-	VPADDD      Z1, Z8, Z8
-	VPADDD      Z6, Z8, Z8
+	VPSRLD      $0x10, Z6, Z10
+	VPANDD      Z0, Z10, Z10
+	VPADDD      Z1, Z10, Z10
+	VPADDD      Z6, Z10, Z10
 	VFIXUPIMMPS $0x00, Z3, Z7, Z7
 	VPSRLD      $0x10, Z7, Z6
 	VPANDD      Z0, Z6, Z6
 	VPADDD      Z1, Z6, Z6
 	VPADDD      Z7, Z6, Z6
-	VPERMT2W    Z6, Z4, Z8
-	VMOVDQU64   Z8, (CX)(DI*2)
-	VPMOVZXWD   64(BX)(DI*2), Z6
-	VPSLLD      $0x10, Z6, Z6
-	VMULPS      Z5, Z6, Z6
-	VPMOVZXWD   96(BX)(DI*2), Z7
-	VPSLLD      $0x10, Z7, Z7
-	VMULPS      Z5, Z7, Z7
-	VFIXUPIMMPS $0x00, Z3, Z6, Z6
-	VPSRLD      $0x10, Z6, Z8
-	VPANDD      Z0, Z8, Z8
-	VPADDD      Z1, Z8, Z8
-	VPADDD      Z6, Z8, Z8
-	VFIXUPIMMPS $0x00, Z3, Z7, Z7
-	VPSRLD      $0x10, Z7, Z6
+	VPERMT2W    Z6, Z4, Z10
+	VMOVDQU64   Z10, (CX)(DI*2)
+	VFIXUPIMMPS $0x00, Z3, Z8, Z8
+	VPSRLD      $0x10, Z8, Z6
 	VPANDD      Z0, Z6, Z6
 	VPADDD      Z1, Z6, Z6
-	VPADDD      Z7, Z6, Z6
-	VPERMT2W    Z6, Z4, Z8
-	VMOVDQU64   Z8, 64(CX)(DI*2)
+	VPADDD      Z8, Z6, Z6
+	VFIXUPIMMPS $0x00, Z3, Z9, Z9
+	VPSRLD      $0x10, Z9, Z7
+	VPANDD      Z0, Z7, Z7
+	VPADDD      Z1, Z7, Z7
+	VPADDD      Z9, Z7, Z7
+	VPERMT2W    Z7, Z4, Z6
+	VMOVDQU64   Z6, 64(CX)(DI*2)
 	ADDQ        $0x00000040, DI
 	JMP         scaleloop
 
@@ -9585,36 +7107,36 @@ scalepfloop:
 	VPMOVZXWD   32(BX)(DI*2), Z7
 	VPSLLD      $0x10, Z7, Z7
 	VMULPS      Z5, Z7, Z7
+	VPMOVZXWD   64(BX)(DI*2), Z8
+	VPSLLD      $0x10, Z8, Z8
+	VMULPS      Z5, Z8, Z8
+	VPMOVZXWD   96(BX)(DI*2), Z9
+	VPSLLD      $0x10, Z9, Z9
+	VMULPS      Z5, Z9, Z9
 	VFIXUPIMMPS $0x00, Z3, Z6, Z6
-	VPSRLD      $0x10, Z6, Z8
-	VPANDD      Z0, Z8, Z8
-	VPADDD      Z1, Z8, Z8
-	VPADDD      Z6, Z8, Z8
+	VPSRLD      $0x10, Z6, Z10
+	VPANDD      Z0, Z10, Z10
+	VPADDD      Z1, Z10, Z10
+	VPADDD      Z6, Z10, Z10
 	VFIXUPIMMPS $0x00, Z3, Z7, Z7
 	VPSRLD      $0x10, Z7, Z6
 	VPANDD      Z0, Z6, Z6
 	VPADDD      Z1, Z6, Z6
 	VPADDD      Z7, Z6, Z6
-	VPERMT2W    Z6, Z4, Z8
-	VMOVDQU64   Z8, (CX)(DI*2)
-	VPMOVZXWD   64(BX)(DI*2), Z6
-	VPSLLD      $0x10, Z6, Z6
-	VMULPS      Z5, Z6, Z6
-	VPMOVZXWD   96(BX)(DI*2), Z7
-	VPSLLD      $0x10, Z7, Z7
-	VMULPS      Z5, Z7, Z7
-	VFIXUPIMMPS $0x00, Z3, Z6, Z6
-	VPSRLD      $0x10, Z6, Z8
-	VPANDD      Z0, Z8, Z8
-	VPADDD      Z1, Z8, Z8
-	VPADDD      Z6, Z8, Z8
-	VFIXUPIMMPS $0x00, Z3, Z7, Z7
-	VPSRLD      $0x10, Z7, Z6
+	VPERMT2W    Z6, Z4, Z10
+	VMOVDQU64   Z10, (CX)(DI*2)
+	VFIXUPIMMPS $0x00, Z3, Z8, Z8
+	VPSRLD      $0x10, Z8, Z6
 	VPANDD      Z0, Z6, Z6
 	VPADDD      Z1, Z6, Z6
-	VPADDD      Z7, Z6, Z6
-	VPERMT2W    Z6, Z4, Z8
-	VMOVDQU64   Z8, 64(CX)(DI*2)
+	VPADDD      Z8, Z6, Z6
+	VFIXUPIMMPS $0x00, Z3, Z9, Z9
+	VPSRLD      $0x10, Z9, Z7
+	VPANDD      Z0, Z7, Z7
+	VPADDD      Z1, Z7, Z7
+	VPADDD      Z9, Z7, Z7
+	VPERMT2W    Z7, Z4, Z6
+	VMOVDQU64   Z6, 64(CX)(DI*2)
 	ADDQ        $0x00000040, DI
 	JMP         scalepfloop
 
@@ -9672,36 +7194,36 @@ scalentloop:
 	VPMOVZXWD   32(BX)(DI*2), Z7
 	VPSLLD      $0x10, Z7, Z7
 	VMULPS      Z5, Z7, Z7
+	VPMOVZXWD   64(BX)(DI*2), Z8
+	VPSLLD      $0x10, Z8, Z8
+	VMULPS      Z5, Z8, Z8
+	VPMOVZXWD   96(BX)(DI*2), Z9
+	VPSLLD      $0x10, Z9, Z9
+	VMULPS      Z5, Z9, Z9
 	VFIXUPIMMPS $0x00, Z3, Z6, Z6
-	VPSRLD      $0x10, Z6, Z8
-	VPANDD      Z0, Z8, Z8
-	VPADDD      Z1, Z8, Z8
-	VPADDD      Z6, Z8, Z8
+	VPSRLD      $0x10, Z6, Z10
+	VPANDD      Z0, Z10, Z10
+	VPADDD      Z1, Z10, Z10
+	VPADDD      Z6, Z10, Z10
 	VFIXUPIMMPS $0x00, Z3, Z7, Z7
 	VPSRLD      $0x10, Z7, Z6
 	VPANDD      Z0, Z6, Z6
 	VPADDD      Z1, Z6, Z6
 	VPADDD      Z7, Z6, Z6
-	VPERMT2W    Z6, Z4, Z8
-	VMOVNTDQ    Z8, (CX)(DI*2)
-	VPMOVZXWD   64(BX)(DI*2), Z6
-	VPSLLD      $0x10, Z6, Z6
-	VMULPS      Z5, Z6, Z6
-	VPMOVZXWD   96(BX)(DI*2), Z7
-	VPSLLD      $0x10, Z7, Z7
-	VMULPS      Z5, Z7, Z7
-	VFIXUPIMMPS $0x00, Z3, Z6, Z6
-	VPSRLD      $0x10, Z6, Z8
-	VPANDD      Z0, Z8, Z8
-	VPADDD      Z1, Z8, Z8
-	VPADDD      Z6, Z8, Z8
-	VFIXUPIMMPS $0x00, Z3, Z7, Z7
-	VPSRLD      $0x10, Z7, Z6
+	VPERMT2W    Z6, Z4, Z10
+	VMOVNTDQ    Z10, (CX)(DI*2)
+	VFIXUPIMMPS $0x00, Z3, Z8, Z8
+	VPSRLD      $0x10, Z8, Z6
 	VPANDD      Z0, Z6, Z6
 	VPADDD      Z1, Z6, Z6
-	VPADDD      Z7, Z6, Z6
-	VPERMT2W    Z6, Z4, Z8
-	VMOVNTDQ    Z8, 64(CX)(DI*2)
+	VPADDD      Z8, Z6, Z6
+	VFIXUPIMMPS $0x00, Z3, Z9, Z9
+	VPSRLD      $0x10, Z9, Z7
+	VPANDD      Z0, Z7, Z7
+	VPADDD      Z1, Z7, Z7
+	VPADDD      Z9, Z7, Z7
+	VPERMT2W    Z7, Z4, Z6
+	VMOVNTDQ    Z6, 64(CX)(DI*2)
 	ADDQ        $0x00000040, DI
 	JMP         scalentloop
 
@@ -9767,7 +7289,7 @@ vzero:
 // func avx512F16Weighted(j uintptr, from int, to int) int
 // Requires: AVX, AVX512F, MMX+
 TEXT ·avx512F16Weighted(SB), NOSPLIT, $376-32
-	// avx512F16Weighted normalizes rows [from, to) of the job: F16 rows: y = round16((x*inv)*w), for each row.
+	// avx512F16Weighted normalizes rows [from, to) of the job: F16 rows: y = round16((x*inv)*w) (with flagRN, round16(x*inv) in place of (x*inv)), for each row.
 	// It stops before the first row that needs the float64 path and returns that row's index, or to.
 	MOVQ j+0(FP), AX
 	MOVQ job_dst+0(AX), CX
@@ -10086,597 +7608,125 @@ scalebody:
 	JNZ   scalepf
 
 scaleloop:
-	CMPQ         DI, R8
-	JG           scaletail
-	VCVTPH2PS    (DX)(DI*2), Z1
-	VMULPS       Z0, Z1, Z1
-	VMULPS       (BX)(DI*4), Z1, Z1
-	VCVTPH2PS    32(DX)(DI*2), Z2
-	VMULPS       Z0, Z2, Z2
-	VMULPS       64(BX)(DI*4), Z2, Z2
-	VCVTPS2PH    $0x00, Z1, Y6
-	VCVTPS2PH    $0x00, Z2, Y1
-	VINSERTI64X4 $0x01, Y1, Z6, Z6
-	VMOVDQU64    Z6, (CX)(DI*2)
-	VCVTPH2PS    64(DX)(DI*2), Z1
-	VMULPS       Z0, Z1, Z1
-	VMULPS       128(BX)(DI*4), Z1, Z1
-	VCVTPH2PS    96(DX)(DI*2), Z2
-	VMULPS       Z0, Z2, Z2
-	VMULPS       192(BX)(DI*4), Z2, Z2
-	VCVTPS2PH    $0x00, Z1, Y7
-	VCVTPS2PH    $0x00, Z2, Y1
-	VINSERTI64X4 $0x01, Y1, Z7, Z7
-	VMOVDQU64    Z7, 64(CX)(DI*2)
-	ADDQ         $0x00000040, DI
-	JMP          scaleloop
-
-scalepf:
-	MOVQ SI, R9
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows6
-	SHLQ $0x03, R9
-
-longrows6:
-	ADDQ  DX, R9
-	TESTL $0x00000001, job_flags+0(AX)
-	JNZ   scalent
-
-scalepfloop:
-	CMPQ         DI, R8
-	JG           scaletail
-	PREFETCHT0   (R9)(DI*2)
-	PREFETCHT0   64(R9)(DI*2)
-	VCVTPH2PS    (DX)(DI*2), Z1
-	VMULPS       Z0, Z1, Z1
-	VMULPS       (BX)(DI*4), Z1, Z1
-	VCVTPH2PS    32(DX)(DI*2), Z2
-	VMULPS       Z0, Z2, Z2
-	VMULPS       64(BX)(DI*4), Z2, Z2
-	VCVTPS2PH    $0x00, Z1, Y8
-	VCVTPS2PH    $0x00, Z2, Y1
-	VINSERTI64X4 $0x01, Y1, Z8, Z8
-	VMOVDQU64    Z8, (CX)(DI*2)
-	VCVTPH2PS    64(DX)(DI*2), Z1
-	VMULPS       Z0, Z1, Z1
-	VMULPS       128(BX)(DI*4), Z1, Z1
-	VCVTPH2PS    96(DX)(DI*2), Z2
-	VMULPS       Z0, Z2, Z2
-	VMULPS       192(BX)(DI*4), Z2, Z2
-	VCVTPS2PH    $0x00, Z1, Y9
-	VCVTPS2PH    $0x00, Z2, Y1
-	VINSERTI64X4 $0x01, Y1, Z9, Z9
-	VMOVDQU64    Z9, 64(CX)(DI*2)
-	ADDQ         $0x00000040, DI
-	JMP          scalepfloop
-
-scalent:
-	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
-	MOVQ CX, R10
-	NEGQ R10
-	ANDQ $0x0000003f, R10
-	SHRQ $0x01, R10
-	JZ   scalentloop
-	CMPQ R10, job_d+0(AX)
-	JLE  scalehead
-	MOVQ job_d+0(AX), R10
-
-scalehead:
-	CMPQ      R10, $0x00000010
-	JB        scaleheadpart
-	VCVTPH2PS (DX)(DI*2), Z1
-	VMULPS    Z0, Z1, Z1
-	VMULPS    (BX)(DI*4), Z1, Z1
-	VCVTPS2PH $0x00, Z1, (CX)(DI*2)
-	ADDQ      $0x00000010, DI
-	SUBQ      $0x00000010, R10
-	JZ        scalentloop
-
-scaleheadpart:
-	LEAQ        kmask<>+0(SB), R11
-	KMOVW       (R11)(R10*2), K1
-	VCVTPH2PS.Z (DX)(DI*2), K1, Z1
-	VMULPS      Z1, Z0, Z1
-	VMOVUPS.Z   (BX)(DI*4), K1, Z2
-	VMULPS      Z2, Z1, Z1
-	VCVTPS2PH   $0x00, Z1, K1, (CX)(DI*2)
-	ADDQ        R10, DI
-
-scalentloop:
-	CMPQ         DI, R8
-	JG           scaletail
-	PREFETCHT0   (R9)(DI*2)
-	PREFETCHT0   64(R9)(DI*2)
-	VCVTPH2PS    (DX)(DI*2), Z1
-	VMULPS       Z0, Z1, Z1
-	VMULPS       (BX)(DI*4), Z1, Z1
-	VCVTPH2PS    32(DX)(DI*2), Z2
-	VMULPS       Z0, Z2, Z2
-	VMULPS       64(BX)(DI*4), Z2, Z2
-	VCVTPS2PH    $0x00, Z1, Y10
-	VCVTPS2PH    $0x00, Z2, Y1
-	VINSERTI64X4 $0x01, Y1, Z10, Z10
-	VMOVNTDQ     Z10, (CX)(DI*2)
-	VCVTPH2PS    64(DX)(DI*2), Z1
-	VMULPS       Z0, Z1, Z1
-	VMULPS       128(BX)(DI*4), Z1, Z1
-	VCVTPH2PS    96(DX)(DI*2), Z2
-	VMULPS       Z0, Z2, Z2
-	VMULPS       192(BX)(DI*4), Z2, Z2
-	VCVTPS2PH    $0x00, Z1, Y11
-	VCVTPS2PH    $0x00, Z2, Y1
-	VINSERTI64X4 $0x01, Y1, Z11, Z11
-	VMOVNTDQ     Z11, 64(CX)(DI*2)
-	ADDQ         $0x00000040, DI
-	JMP          scalentloop
-
-scaletail:
-	ADDQ $0x00000030, R8
-
-scaleone:
 	CMPQ      DI, R8
-	JG        scalepart
+	JG        scaletail
 	VCVTPH2PS (DX)(DI*2), Z1
 	VMULPS    Z0, Z1, Z1
-	VMULPS    (BX)(DI*4), Z1, Z1
-	VCVTPS2PH $0x00, Z1, (CX)(DI*2)
-	ADDQ      $0x00000010, DI
-	JMP       scaleone
-
-scalepart:
-	MOVQ        job_d+0(AX), R10
-	SUBQ        DI, R10
-	JZ          scaled
-	LEAQ        kmask<>+0(SB), R8
-	KMOVW       (R8)(R10*2), K1
-	VCVTPH2PS.Z (DX)(DI*2), K1, Z1
-	VMULPS      Z1, Z0, Z1
-	VMOVUPS.Z   (BX)(DI*4), K1, Z0
-	VMULPS      Z0, Z1, Z1
-	VCVTPS2PH   $0x00, Z1, K1, (CX)(DI*2)
-
-scaled:
-	ADDQ SI, DX
-	ADDQ SI, CX
-	INCQ 320(SP)
-	MOVQ 344(SP), DI
-	INCQ DI
-	MOVQ DI, 344(SP)
-	CMPQ DI, 336(SP)
-	JB   scalerow
-	JMP  row
-
-ret:
-	TESTL $0x00000001, job_flags+0(AX)
-	JZ    vzero
-	SFENCE
-
-vzero:
-	VZEROUPPER
-	MOVQ 320(SP), AX
-	MOVQ AX, ret+24(FP)
-	RET
-
-// func avx512F16WeightedRN(j uintptr, from int, to int) int
-// Requires: AVX, AVX512F, MMX+
-TEXT ·avx512F16WeightedRN(SB), NOSPLIT, $376-32
-	// avx512F16WeightedRN normalizes rows [from, to) of the job: F16 rows: y = round16(round16(x*inv)*w), for each row.
-	// It stops before the first row that needs the float64 path and returns that row's index, or to.
-	MOVQ j+0(FP), AX
-	MOVQ job_dst+0(AX), CX
-	MOVQ job_x+0(AX), DX
-	MOVQ job_w+0(AX), BX
-	MOVQ job_stride+0(AX), SI
-	SHLQ $0x01, SI
-
-	// fd = float32(d); rd = 1/d when d is a power of two (a/d is then a*rd exactly), else 0.
-	MOVQ       job_d+0(AX), DI
-	VMOVSS     one<>+0(SB), X0
-	VCVTSI2SSQ DI, X0, X0
-	VMOVSS     X0, 368(SP)
-	XORL       R9, R9
-	LEAQ       -1(DI), R8
-	TESTQ      DI, R8
-	JNZ        notpow2
-	BSFQ       DI, R8
-	MOVL       $0x0000007f, R9
-	SUBL       R8, R9
-	SHLL       $0x17, R9
-
-notpow2:
-	MOVL R9, 372(SP)
-
-	// Start at row from.
-	MOVQ  from+8(FP), DI
-	MOVQ  DI, 320(SP)
-	MOVQ  $0x00000000, 328(SP)
-	IMULQ SI, DI
-	ADDQ  DI, CX
-	ADDQ  DI, DX
-
-row:
-	MOVQ 320(SP), DI
-	CMPQ DI, to+16(FP)
-	JAE  ret
-	MOVQ $0x00000001, 336(SP)
-	CMPQ 328(SP), $0x00
-	JE   trygroup
-	DECQ 328(SP)
-	JMP  sum
-
-trygroup:
-	CMPQ job_d+0(AX), $0x00000200
-	JA   sum
-	MOVQ to+16(FP), DI
-	SUBQ 320(SP), DI
-	CMPQ DI, $0x04
-	JB   sum
-	MOVQ $0x00000004, 336(SP)
-
-sum:
-	MOVQ DX, DI
-	XORQ R8, R8
-
-sumrow:
-	// Sum of squares: element i goes to partial i%64.
-	MOVQ    job_d+0(AX), R10
-	SUBQ    $0x00000040, R10
-	JGE     firstblock
-	VMOVUPS zero64<>+0(SB), Z0
-	VMOVUPS zero64<>+0(SB), Z1
-	VMOVUPS zero64<>+0(SB), Z2
-	VMOVUPS zero64<>+0(SB), Z3
-	XORQ    R9, R9
-	JMP     sumtail
-
-firstblock:
-	// +0 + square is the square itself: the first block initializes the partials.
-	XORQ      R9, R9
-	VCVTPH2PS (DI)(R9*2), Z0
-	VMULPS    Z0, Z0, Z0
-	VCVTPH2PS 32(DI)(R9*2), Z1
-	VMULPS    Z1, Z1, Z1
-	VCVTPH2PS 64(DI)(R9*2), Z2
-	VMULPS    Z2, Z2, Z2
-	VCVTPH2PS 96(DI)(R9*2), Z3
-	VMULPS    Z3, Z3, Z3
-	MOVQ      $0x00000040, R9
-	TESTL     $0x00000002, job_flags+0(AX)
-	JNZ       sumpf
-
-sumloop:
-	CMPQ      R9, R10
-	JG        sumtail
-	VCVTPH2PS (DI)(R9*2), Z4
-	VMULPS    Z4, Z4, Z4
-	VADDPS    Z4, Z0, Z0
-	VCVTPH2PS 32(DI)(R9*2), Z4
-	VMULPS    Z4, Z4, Z4
-	VADDPS    Z4, Z1, Z1
-	VCVTPH2PS 64(DI)(R9*2), Z4
-	VMULPS    Z4, Z4, Z4
-	VADDPS    Z4, Z2, Z2
-	VCVTPH2PS 96(DI)(R9*2), Z4
-	VMULPS    Z4, Z4, Z4
-	VADDPS    Z4, Z3, Z3
-	ADDQ      $0x00000040, R9
-	JMP       sumloop
-
-	// The same, prefetching the rows ahead.
-sumpf:
-	MOVQ SI, R11
-	SHLQ $0x01, R11
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows1
-	SHLQ $0x03, R11
-
-longrows1:
-	ADDQ DI, R11
-
-sumpfloop:
-	CMPQ       R9, R10
-	JG         sumtail
-	PREFETCHT0 (R11)(R9*2)
-	PREFETCHT0 64(R11)(R9*2)
-	VCVTPH2PS  (DI)(R9*2), Z4
-	VMULPS     Z4, Z4, Z4
-	VADDPS     Z4, Z0, Z0
-	VCVTPH2PS  32(DI)(R9*2), Z4
-	VMULPS     Z4, Z4, Z4
-	VADDPS     Z4, Z1, Z1
-	VCVTPH2PS  64(DI)(R9*2), Z4
-	VMULPS     Z4, Z4, Z4
-	VADDPS     Z4, Z2, Z2
-	VCVTPH2PS  96(DI)(R9*2), Z4
-	VMULPS     Z4, Z4, Z4
-	VADDPS     Z4, Z3, Z3
-	ADDQ       $0x00000040, R9
-	JMP        sumpfloop
-
-sumtail:
-	// Fewer than 64 elements remain.
-	MOVQ job_d+0(AX), R10
-	SUBQ R9, R10
-	JZ   summed
-	LEAQ kmask<>+0(SB), R11
-	MOVQ R10, R12
-	CMPQ R12, $0x00000010
-	JLE  tailmask0
-	MOVQ $0x00000010, R12
-
-tailmask0:
-	KMOVW       (R11)(R12*2), K1
-	VCVTPH2PS.Z (DI)(R9*2), K1, Z4
-	VMULPS      Z4, Z4, Z4
-	VADDPS      Z4, Z0, Z0
-	MOVQ        R10, R12
-	SUBQ        $0x00000010, R12
-	JLE         summed
-	CMPQ        R12, $0x00000010
-	JLE         tailmask1
-	MOVQ        $0x00000010, R12
-
-tailmask1:
-	KMOVW       (R11)(R12*2), K1
-	VCVTPH2PS.Z 32(DI)(R9*2), K1, Z4
-	VMULPS      Z4, Z4, Z4
-	VADDPS      Z4, Z1, Z1
-	MOVQ        R10, R12
-	SUBQ        $0x00000020, R12
-	JLE         summed
-	CMPQ        R12, $0x00000010
-	JLE         tailmask2
-	MOVQ        $0x00000010, R12
-
-tailmask2:
-	KMOVW       (R11)(R12*2), K1
-	VCVTPH2PS.Z 64(DI)(R9*2), K1, Z4
-	VMULPS      Z4, Z4, Z4
-	VADDPS      Z4, Z2, Z2
-	SUBQ        $0x00000030, R10
-	JLE         summed
-	CMPQ        R10, $0x00000010
-	JLE         tailmask3
-	MOVQ        $0x00000010, R10
-
-tailmask3:
-	KMOVW       (R11)(R10*2), K1
-	VCVTPH2PS.Z 96(DI)(R9*2), K1, Z4
-	VMULPS      Z4, Z4, Z4
-	VADDPS      Z4, Z3, Z3
-
-summed:
-	VADDPS  Z2, Z0, Z0
-	VADDPS  Z3, Z1, Z1
-	VADDPS  Z1, Z0, Z0
-	CMPQ    336(SP), $0x01
-	JE      invone
-	VMOVUPS Z0, (SP)(R8*1)
-	ADDQ    SI, DI
-	ADDQ    $0x00000040, R8
-	CMPQ    R8, $0x00000100
-	JB      sumrow
-	JMP     invgroup
-
-invone:
-	// Halving tree: p[j] += p[j+h] for the remaining h, down to ss.
-	VSHUFF64X2 $0xee, Z0, Z0, Z1
-	VADDPS     Z1, Z0, Z0
-	VSHUFF32X4 $0x01, Z0, Z0, Z1
-	VADDPS     Z1, Z0, Z0
-	VPERMILPS  $0x4e, Z0, Z1
-	VADDPS     Z1, Z0, Z0
-	VPERMILPS  $0xb1, Z0, Z1
-	VADDPS     Z1, Z0, Z0
-
-	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
-	CMPL   372(SP), $0x00
-	JE     divide2
-	VMULSS 372(SP), X0, X0
-	JMP    divided3
-
-divide2:
-	VDIVSS 368(SP), X0, X0
-
-divided3:
-	VADDSS   job_eps+0(AX), X0, X0
-	VUCOMISS tlo<>+0(SB), X0
-	JCS      ret
-	VUCOMISS tmax<>+0(SB), X0
-	JHI      ret
-	VSQRTSS  X0, X0, X0
-	VMOVSS   one<>+0(SB), X5
-	VDIVSS   X0, X5, X5
-
-	// Report 1/rms if asked.
-	MOVQ   job_inv+0(AX), DI
-	TESTQ  DI, DI
-	JZ     scale
-	MOVQ   320(SP), R8
-	VMOVSS X5, (DI)(R8*4)
-	JMP    scale
-
-invgroup:
-	// The rest of the halving tree, four rows at once.
-	VMOVUPS       (SP), Z0
-	VMOVUPS       64(SP), Z1
-	VMOVUPS       128(SP), Z2
-	VMOVUPS       192(SP), Z3
-	VSHUFF64X2    $0x44, Z1, Z0, Z4
-	VSHUFF64X2    $0xee, Z1, Z0, Z0
-	VADDPS        Z0, Z4, Z4
-	VSHUFF64X2    $0x44, Z3, Z2, Z0
-	VSHUFF64X2    $0xee, Z3, Z2, Z1
-	VADDPS        Z1, Z0, Z0
-	VSHUFF32X4    $0x88, Z0, Z4, Z1
-	VSHUFF32X4    $0xdd, Z0, Z4, Z0
-	VADDPS        Z0, Z1, Z1
-	VPERMILPS     $0x4e, Z1, Z0
-	VADDPS        Z0, Z1, Z1
-	VPERMILPS     $0xb1, Z1, Z0
-	VADDPS        Z0, Z1, Z1
-	MOVL          $0x00001111, DI
-	KMOVW         DI, K1
-	VCOMPRESSPS.Z Z1, K1, Z0
-
-	// t = ss/d + eps for the four rows; any t outside [2^-100, MaxFloat32] sends the group to the one-row path.
-	CMPL         372(SP), $0x00
-	JE           divide4
-	VBROADCASTSS 372(SP), Z1
-	VMULPS       Z1, Z0, Z0
-	JMP          divided5
-
-divide4:
-	VBROADCASTSS 368(SP), Z1
-	VDIVPS       Z1, Z0, Z0
-
-divided5:
-	VBROADCASTSS job_eps+0(AX), Z1
-	VADDPS       Z1, Z0, Z0
-	MOVL         $0x0000000f, DI
-	KMOVW        DI, K1
-	VBROADCASTSS tlo<>+0(SB), Z1
-	VBROADCASTSS tmax<>+0(SB), Z2
-	VCMPPS       $0x1d, Z1, Z0, K1, K1
-	VCMPPS       $0x12, Z2, Z0, K1, K1
-	KMOVW        K1, DI
-	CMPL         DI, $0x0f
-	JE           ginrange
-	MOVQ         $0x00000004, 328(SP)
-	JMP          row
-
-ginrange:
-	VSQRTPS      Z0, Z0
-	VBROADCASTSS one<>+0(SB), Z5
-	VDIVPS       Z0, Z5, Z5
-
-	// Report 1/rms if asked.
-	MOVQ    job_inv+0(AX), DI
-	TESTQ   DI, DI
-	JZ      scale
-	MOVQ    320(SP), R8
-	MOVL    $0x0000000f, R9
-	KMOVW   R9, K1
-	VMOVUPS Z5, K1, (DI)(R8*4)
-
-scale:
-	VBROADCASTSS X5, Z0
-	MOVQ         $0x00000000, 344(SP)
-	CMPQ         336(SP), $0x01
-	JE           scalebody
-	VMOVUPS      Z5, 256(SP)
-
-scalerow:
-	MOVQ         344(SP), DI
-	VBROADCASTSS 256(SP)(DI*4), Z0
-
-scalebody:
-	// y = (src*inv)*w, rounded after each multiply.
-	XORQ  DI, DI
-	MOVQ  job_d+0(AX), R8
-	SUBQ  $0x00000040, R8
-	TESTL $0x00000002, job_flags+0(AX)
-	JNZ   scalepf
-
-scaleloop:
-	CMPQ         DI, R8
-	JG           scaletail
-	VCVTPH2PS    (DX)(DI*2), Z1
-	VMULPS       Z0, Z1, Z1
-	VCVTPS2PH    $0x00, Z1, Y1
-	VCVTPH2PS    Y1, Z1
-	VMULPS       (BX)(DI*4), Z1, Z1
-	VCVTPH2PS    32(DX)(DI*2), Z2
-	VMULPS       Z0, Z2, Z2
-	VCVTPS2PH    $0x00, Z2, Y2
-	VCVTPH2PS    Y2, Z2
-	VMULPS       64(BX)(DI*4), Z2, Z2
-	VCVTPS2PH    $0x00, Z1, Y6
-	VCVTPS2PH    $0x00, Z2, Y1
-	VINSERTI64X4 $0x01, Y1, Z6, Z6
-	VMOVDQU64    Z6, (CX)(DI*2)
-	VCVTPH2PS    64(DX)(DI*2), Z1
-	VMULPS       Z0, Z1, Z1
-	VCVTPS2PH    $0x00, Z1, Y1
-	VCVTPH2PS    Y1, Z1
-	VMULPS       128(BX)(DI*4), Z1, Z1
-	VCVTPH2PS    96(DX)(DI*2), Z2
-	VMULPS       Z0, Z2, Z2
-	VCVTPS2PH    $0x00, Z2, Y2
-	VCVTPH2PS    Y2, Z2
-	VMULPS       192(BX)(DI*4), Z2, Z2
-	VCVTPS2PH    $0x00, Z1, Y7
-	VCVTPS2PH    $0x00, Z2, Y1
-	VINSERTI64X4 $0x01, Y1, Z7, Z7
-	VMOVDQU64    Z7, 64(CX)(DI*2)
-	ADDQ         $0x00000040, DI
-	JMP          scaleloop
-
-scalepf:
-	MOVQ SI, R9
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows6
-	SHLQ $0x03, R9
-
-longrows6:
-	ADDQ  DX, R9
-	TESTL $0x00000001, job_flags+0(AX)
-	JNZ   scalent
-
-scalepfloop:
-	CMPQ         DI, R8
-	JG           scaletail
-	PREFETCHT0   (R9)(DI*2)
-	PREFETCHT0   64(R9)(DI*2)
-	VCVTPH2PS    (DX)(DI*2), Z1
-	VMULPS       Z0, Z1, Z1
-	VCVTPS2PH    $0x00, Z1, Y1
-	VCVTPH2PS    Y1, Z1
-	VMULPS       (BX)(DI*4), Z1, Z1
-	VCVTPH2PS    32(DX)(DI*2), Z2
-	VMULPS       Z0, Z2, Z2
-	VCVTPS2PH    $0x00, Z2, Y2
-	VCVTPH2PS    Y2, Z2
-	VMULPS       64(BX)(DI*4), Z2, Z2
-	VCVTPS2PH    $0x00, Z1, Y8
-	VCVTPS2PH    $0x00, Z2, Y1
-	VINSERTI64X4 $0x01, Y1, Z8, Z8
-	VMOVDQU64    Z8, (CX)(DI*2)
-	VCVTPH2PS    64(DX)(DI*2), Z1
-	VMULPS       Z0, Z1, Z1
-	VCVTPS2PH    $0x00, Z1, Y1
-	VCVTPH2PS    Y1, Z1
-	VMULPS       128(BX)(DI*4), Z1, Z1
-	VCVTPH2PS    96(DX)(DI*2), Z2
-	VMULPS       Z0, Z2, Z2
-	VCVTPS2PH    $0x00, Z2, Y2
-	VCVTPH2PS    Y2, Z2
-	VMULPS       192(BX)(DI*4), Z2, Z2
-	VCVTPS2PH    $0x00, Z1, Y9
-	VCVTPS2PH    $0x00, Z2, Y1
-	VINSERTI64X4 $0x01, Y1, Z9, Z9
-	VMOVDQU64    Z9, 64(CX)(DI*2)
-	ADDQ         $0x00000040, DI
-	JMP          scalepfloop
-
-scalent:
-	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
-	MOVQ CX, R10
-	NEGQ R10
-	ANDQ $0x0000003f, R10
-	SHRQ $0x01, R10
-	JZ   scalentloop
-	CMPQ R10, job_d+0(AX)
-	JLE  scalehead
-	MOVQ job_d+0(AX), R10
-
-scalehead:
-	CMPQ      R10, $0x00000010
-	JB        scaleheadpart
-	VCVTPH2PS (DX)(DI*2), Z1
-	VMULPS    Z0, Z1, Z1
+	VCVTPH2PS 32(DX)(DI*2), Z2
+	VMULPS    Z0, Z2, Z2
+	VCVTPH2PS 64(DX)(DI*2), Z3
+	VMULPS    Z0, Z3, Z3
+	VCVTPH2PS 96(DX)(DI*2), Z4
+	VMULPS    Z0, Z4, Z4
+	TESTL     $0x00000008, job_flags+0(AX)
+	JZ        notrn6
 	VCVTPS2PH $0x00, Z1, Y1
 	VCVTPH2PS Y1, Z1
+	VMOVUPS   Z1, Z1
+	VCVTPS2PH $0x00, Z2, Y2
+	VCVTPH2PS Y2, Z2
+	VMOVUPS   Z2, Z2
+	VCVTPS2PH $0x00, Z3, Y3
+	VCVTPH2PS Y3, Z3
+	VMOVUPS   Z3, Z3
+	VCVTPS2PH $0x00, Z4, Y4
+	VCVTPH2PS Y4, Z4
+	VMOVUPS   Z4, Z4
+
+notrn6:
+	VMULPS       (BX)(DI*4), Z1, Z1
+	VMULPS       64(BX)(DI*4), Z2, Z2
+	VCVTPS2PH    $0x00, Z1, Y6
+	VCVTPS2PH    $0x00, Z2, Y1
+	VINSERTI64X4 $0x01, Y1, Z6, Z6
+	VMOVDQU64    Z6, (CX)(DI*2)
+	VMULPS       128(BX)(DI*4), Z3, Z3
+	VMULPS       192(BX)(DI*4), Z4, Z4
+	VCVTPS2PH    $0x00, Z3, Y7
+	VCVTPS2PH    $0x00, Z4, Y1
+	VINSERTI64X4 $0x01, Y1, Z7, Z7
+	VMOVDQU64    Z7, 64(CX)(DI*2)
+	ADDQ         $0x00000040, DI
+	JMP          scaleloop
+
+scalepf:
+	MOVQ SI, R9
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows7
+	SHLQ $0x03, R9
+
+longrows7:
+	ADDQ  DX, R9
+	TESTL $0x00000001, job_flags+0(AX)
+	JNZ   scalent
+
+scalepfloop:
+	CMPQ       DI, R8
+	JG         scaletail
+	PREFETCHT0 (R9)(DI*2)
+	PREFETCHT0 64(R9)(DI*2)
+	VCVTPH2PS  (DX)(DI*2), Z1
+	VMULPS     Z0, Z1, Z1
+	VCVTPH2PS  32(DX)(DI*2), Z2
+	VMULPS     Z0, Z2, Z2
+	VCVTPH2PS  64(DX)(DI*2), Z3
+	VMULPS     Z0, Z3, Z3
+	VCVTPH2PS  96(DX)(DI*2), Z4
+	VMULPS     Z0, Z4, Z4
+	TESTL      $0x00000008, job_flags+0(AX)
+	JZ         notrn8
+	VCVTPS2PH  $0x00, Z1, Y1
+	VCVTPH2PS  Y1, Z1
+	VMOVUPS    Z1, Z1
+	VCVTPS2PH  $0x00, Z2, Y2
+	VCVTPH2PS  Y2, Z2
+	VMOVUPS    Z2, Z2
+	VCVTPS2PH  $0x00, Z3, Y3
+	VCVTPH2PS  Y3, Z3
+	VMOVUPS    Z3, Z3
+	VCVTPS2PH  $0x00, Z4, Y4
+	VCVTPH2PS  Y4, Z4
+	VMOVUPS    Z4, Z4
+
+notrn8:
+	VMULPS       (BX)(DI*4), Z1, Z1
+	VMULPS       64(BX)(DI*4), Z2, Z2
+	VCVTPS2PH    $0x00, Z1, Y8
+	VCVTPS2PH    $0x00, Z2, Y1
+	VINSERTI64X4 $0x01, Y1, Z8, Z8
+	VMOVDQU64    Z8, (CX)(DI*2)
+	VMULPS       128(BX)(DI*4), Z3, Z3
+	VMULPS       192(BX)(DI*4), Z4, Z4
+	VCVTPS2PH    $0x00, Z3, Y9
+	VCVTPS2PH    $0x00, Z4, Y1
+	VINSERTI64X4 $0x01, Y1, Z9, Z9
+	VMOVDQU64    Z9, 64(CX)(DI*2)
+	ADDQ         $0x00000040, DI
+	JMP          scalepfloop
+
+scalent:
+	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
+	MOVQ CX, R10
+	NEGQ R10
+	ANDQ $0x0000003f, R10
+	SHRQ $0x01, R10
+	JZ   scalentloop
+	CMPQ R10, job_d+0(AX)
+	JLE  scalehead
+	MOVQ job_d+0(AX), R10
+
+scalehead:
+	CMPQ      R10, $0x00000010
+	JB        scaleheadpart
+	VCVTPH2PS (DX)(DI*2), Z1
+	VMULPS    Z0, Z1, Z1
+	TESTL     $0x00000008, job_flags+0(AX)
+	JZ        notrn9
+	VCVTPS2PH $0x00, Z1, Y1
+	VCVTPH2PS Y1, Z1
+	VMOVUPS   Z1, Z1
+
+notrn9:
 	VMULPS    (BX)(DI*4), Z1, Z1
 	VCVTPS2PH $0x00, Z1, (CX)(DI*2)
 	ADDQ      $0x00000010, DI
@@ -10688,44 +7738,57 @@ scaleheadpart:
 	KMOVW       (R11)(R10*2), K1
 	VCVTPH2PS.Z (DX)(DI*2), K1, Z1
 	VMULPS      Z1, Z0, Z1
+	TESTL       $0x00000008, job_flags+0(AX)
+	JZ          notrn10
 	VCVTPS2PH   $0x00, Z1, Y1
 	VCVTPH2PS   Y1, Z1
-	VMOVUPS.Z   (BX)(DI*4), K1, Z2
-	VMULPS      Z2, Z1, Z1
-	VCVTPS2PH   $0x00, Z1, K1, (CX)(DI*2)
-	ADDQ        R10, DI
+	VMOVUPS     Z1, Z1
+
+notrn10:
+	VMOVUPS.Z (BX)(DI*4), K1, Z2
+	VMULPS    Z2, Z1, Z1
+	VCVTPS2PH $0x00, Z1, K1, (CX)(DI*2)
+	ADDQ      R10, DI
 
 scalentloop:
-	CMPQ         DI, R8
-	JG           scaletail
-	PREFETCHT0   (R9)(DI*2)
-	PREFETCHT0   64(R9)(DI*2)
-	VCVTPH2PS    (DX)(DI*2), Z1
-	VMULPS       Z0, Z1, Z1
-	VCVTPS2PH    $0x00, Z1, Y1
-	VCVTPH2PS    Y1, Z1
+	CMPQ       DI, R8
+	JG         scaletail
+	PREFETCHT0 (R9)(DI*2)
+	PREFETCHT0 64(R9)(DI*2)
+	VCVTPH2PS  (DX)(DI*2), Z1
+	VMULPS     Z0, Z1, Z1
+	VCVTPH2PS  32(DX)(DI*2), Z2
+	VMULPS     Z0, Z2, Z2
+	VCVTPH2PS  64(DX)(DI*2), Z3
+	VMULPS     Z0, Z3, Z3
+	VCVTPH2PS  96(DX)(DI*2), Z4
+	VMULPS     Z0, Z4, Z4
+	TESTL      $0x00000008, job_flags+0(AX)
+	JZ         notrn11
+	VCVTPS2PH  $0x00, Z1, Y1
+	VCVTPH2PS  Y1, Z1
+	VMOVUPS    Z1, Z1
+	VCVTPS2PH  $0x00, Z2, Y2
+	VCVTPH2PS  Y2, Z2
+	VMOVUPS    Z2, Z2
+	VCVTPS2PH  $0x00, Z3, Y3
+	VCVTPH2PS  Y3, Z3
+	VMOVUPS    Z3, Z3
+	VCVTPS2PH  $0x00, Z4, Y4
+	VCVTPH2PS  Y4, Z4
+	VMOVUPS    Z4, Z4
+
+notrn11:
 	VMULPS       (BX)(DI*4), Z1, Z1
-	VCVTPH2PS    32(DX)(DI*2), Z2
-	VMULPS       Z0, Z2, Z2
-	VCVTPS2PH    $0x00, Z2, Y2
-	VCVTPH2PS    Y2, Z2
 	VMULPS       64(BX)(DI*4), Z2, Z2
 	VCVTPS2PH    $0x00, Z1, Y10
 	VCVTPS2PH    $0x00, Z2, Y1
 	VINSERTI64X4 $0x01, Y1, Z10, Z10
 	VMOVNTDQ     Z10, (CX)(DI*2)
-	VCVTPH2PS    64(DX)(DI*2), Z1
-	VMULPS       Z0, Z1, Z1
-	VCVTPS2PH    $0x00, Z1, Y1
-	VCVTPH2PS    Y1, Z1
-	VMULPS       128(BX)(DI*4), Z1, Z1
-	VCVTPH2PS    96(DX)(DI*2), Z2
-	VMULPS       Z0, Z2, Z2
-	VCVTPS2PH    $0x00, Z2, Y2
-	VCVTPH2PS    Y2, Z2
-	VMULPS       192(BX)(DI*4), Z2, Z2
-	VCVTPS2PH    $0x00, Z1, Y11
-	VCVTPS2PH    $0x00, Z2, Y1
+	VMULPS       128(BX)(DI*4), Z3, Z3
+	VMULPS       192(BX)(DI*4), Z4, Z4
+	VCVTPS2PH    $0x00, Z3, Y11
+	VCVTPS2PH    $0x00, Z4, Y1
 	VINSERTI64X4 $0x01, Y1, Z11, Z11
 	VMOVNTDQ     Z11, 64(CX)(DI*2)
 	ADDQ         $0x00000040, DI
@@ -10739,8 +7802,13 @@ scaleone:
 	JG        scalepart
 	VCVTPH2PS (DX)(DI*2), Z1
 	VMULPS    Z0, Z1, Z1
+	TESTL     $0x00000008, job_flags+0(AX)
+	JZ        notrn12
 	VCVTPS2PH $0x00, Z1, Y1
 	VCVTPH2PS Y1, Z1
+	VMOVUPS   Z1, Z1
+
+notrn12:
 	VMULPS    (BX)(DI*4), Z1, Z1
 	VCVTPS2PH $0x00, Z1, (CX)(DI*2)
 	ADDQ      $0x00000010, DI
@@ -10754,11 +7822,16 @@ scalepart:
 	KMOVW       (R8)(R10*2), K1
 	VCVTPH2PS.Z (DX)(DI*2), K1, Z1
 	VMULPS      Z1, Z0, Z1
+	TESTL       $0x00000008, job_flags+0(AX)
+	JZ          notrn13
 	VCVTPS2PH   $0x00, Z1, Y0
 	VCVTPH2PS   Y0, Z0
-	VMOVUPS.Z   (BX)(DI*4), K1, Z1
-	VMULPS      Z1, Z0, Z0
-	VCVTPS2PH   $0x00, Z0, K1, (CX)(DI*2)
+	VMOVUPS     Z0, Z1
+
+notrn13:
+	VMOVUPS.Z (BX)(DI*4), K1, Z0
+	VMULPS    Z0, Z1, Z1
+	VCVTPS2PH $0x00, Z1, K1, (CX)(DI*2)
 
 scaled:
 	ADDQ SI, DX
@@ -10785,7 +7858,7 @@ vzero:
 // func avx512F16Offset(j uintptr, from int, to int) int
 // Requires: AVX, AVX512F, MMX+
 TEXT ·avx512F16Offset(SB), NOSPLIT, $376-32
-	// avx512F16Offset normalizes rows [from, to) of the job: F16 rows: y = round16((x*inv)*(1+w)), for each row.
+	// avx512F16Offset normalizes rows [from, to) of the job: F16 rows: y = round16((x*inv)*(1+w)) (with flagRN, round16(x*inv) in place of (x*inv)), for each row.
 	// It stops before the first row that needs the float64 path and returns that row's index, or to.
 	MOVQ j+0(FP), AX
 	MOVQ job_dst+0(AX), CX
@@ -11106,645 +8179,141 @@ scalebody:
 	JNZ   scalepf
 
 scaleloop:
-	CMPQ         DI, R8
-	JG           scaletail
-	VCVTPH2PS    (DX)(DI*2), Z2
-	VMULPS       Z0, Z2, Z2
-	VMOVUPS      (BX)(DI*4), Z3
-	VADDPS       Z1, Z3, Z3
-	VMULPS       Z3, Z2, Z2
-	VCVTPH2PS    32(DX)(DI*2), Z3
-	VMULPS       Z0, Z3, Z3
-	VMOVUPS      64(BX)(DI*4), Z4
-	VADDPS       Z1, Z4, Z4
-	VMULPS       Z4, Z3, Z3
-	VCVTPS2PH    $0x00, Z2, Y6
-	VCVTPS2PH    $0x00, Z3, Y2
-	VINSERTI64X4 $0x01, Y2, Z6, Z6
-	VMOVDQU64    Z6, (CX)(DI*2)
-	VCVTPH2PS    64(DX)(DI*2), Z2
-	VMULPS       Z0, Z2, Z2
-	VMOVUPS      128(BX)(DI*4), Z3
-	VADDPS       Z1, Z3, Z3
-	VMULPS       Z3, Z2, Z2
-	VCVTPH2PS    96(DX)(DI*2), Z3
-	VMULPS       Z0, Z3, Z3
-	VMOVUPS      192(BX)(DI*4), Z4
-	VADDPS       Z1, Z4, Z4
-	VMULPS       Z4, Z3, Z3
-	VCVTPS2PH    $0x00, Z2, Y7
-	VCVTPS2PH    $0x00, Z3, Y2
-	VINSERTI64X4 $0x01, Y2, Z7, Z7
-	VMOVDQU64    Z7, 64(CX)(DI*2)
-	ADDQ         $0x00000040, DI
-	JMP          scaleloop
-
-scalepf:
-	MOVQ SI, R9
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows6
-	SHLQ $0x03, R9
-
-longrows6:
-	ADDQ  DX, R9
-	TESTL $0x00000001, job_flags+0(AX)
-	JNZ   scalent
-
-scalepfloop:
-	CMPQ         DI, R8
-	JG           scaletail
-	PREFETCHT0   (R9)(DI*2)
-	PREFETCHT0   64(R9)(DI*2)
-	VCVTPH2PS    (DX)(DI*2), Z2
-	VMULPS       Z0, Z2, Z2
-	VMOVUPS      (BX)(DI*4), Z3
-	VADDPS       Z1, Z3, Z3
-	VMULPS       Z3, Z2, Z2
-	VCVTPH2PS    32(DX)(DI*2), Z3
-	VMULPS       Z0, Z3, Z3
-	VMOVUPS      64(BX)(DI*4), Z4
-	VADDPS       Z1, Z4, Z4
-	VMULPS       Z4, Z3, Z3
-	VCVTPS2PH    $0x00, Z2, Y8
-	VCVTPS2PH    $0x00, Z3, Y2
-	VINSERTI64X4 $0x01, Y2, Z8, Z8
-	VMOVDQU64    Z8, (CX)(DI*2)
-	VCVTPH2PS    64(DX)(DI*2), Z2
-	VMULPS       Z0, Z2, Z2
-	VMOVUPS      128(BX)(DI*4), Z3
-	VADDPS       Z1, Z3, Z3
-	VMULPS       Z3, Z2, Z2
-	VCVTPH2PS    96(DX)(DI*2), Z3
-	VMULPS       Z0, Z3, Z3
-	VMOVUPS      192(BX)(DI*4), Z4
-	VADDPS       Z1, Z4, Z4
-	VMULPS       Z4, Z3, Z3
-	VCVTPS2PH    $0x00, Z2, Y9
-	VCVTPS2PH    $0x00, Z3, Y2
-	VINSERTI64X4 $0x01, Y2, Z9, Z9
-	VMOVDQU64    Z9, 64(CX)(DI*2)
-	ADDQ         $0x00000040, DI
-	JMP          scalepfloop
-
-scalent:
-	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
-	MOVQ CX, R10
-	NEGQ R10
-	ANDQ $0x0000003f, R10
-	SHRQ $0x01, R10
-	JZ   scalentloop
-	CMPQ R10, job_d+0(AX)
-	JLE  scalehead
-	MOVQ job_d+0(AX), R10
-
-scalehead:
-	CMPQ      R10, $0x00000010
-	JB        scaleheadpart
-	VCVTPH2PS (DX)(DI*2), Z2
-	VMULPS    Z0, Z2, Z2
-	VMOVUPS   (BX)(DI*4), Z3
-	VADDPS    Z1, Z3, Z3
-	VMULPS    Z3, Z2, Z2
-	VCVTPS2PH $0x00, Z2, (CX)(DI*2)
-	ADDQ      $0x00000010, DI
-	SUBQ      $0x00000010, R10
-	JZ        scalentloop
-
-scaleheadpart:
-	LEAQ        kmask<>+0(SB), R11
-	KMOVW       (R11)(R10*2), K1
-	VCVTPH2PS.Z (DX)(DI*2), K1, Z2
-	VMULPS      Z2, Z0, Z2
-	VMOVUPS.Z   (BX)(DI*4), K1, Z3
-	VADDPS      Z1, Z3, Z3
-	VMULPS      Z3, Z2, Z2
-	VCVTPS2PH   $0x00, Z2, K1, (CX)(DI*2)
-	ADDQ        R10, DI
-
-scalentloop:
-	CMPQ         DI, R8
-	JG           scaletail
-	PREFETCHT0   (R9)(DI*2)
-	PREFETCHT0   64(R9)(DI*2)
-	VCVTPH2PS    (DX)(DI*2), Z2
-	VMULPS       Z0, Z2, Z2
-	VMOVUPS      (BX)(DI*4), Z3
-	VADDPS       Z1, Z3, Z3
-	VMULPS       Z3, Z2, Z2
-	VCVTPH2PS    32(DX)(DI*2), Z3
-	VMULPS       Z0, Z3, Z3
-	VMOVUPS      64(BX)(DI*4), Z4
-	VADDPS       Z1, Z4, Z4
-	VMULPS       Z4, Z3, Z3
-	VCVTPS2PH    $0x00, Z2, Y10
-	VCVTPS2PH    $0x00, Z3, Y2
-	VINSERTI64X4 $0x01, Y2, Z10, Z10
-	VMOVNTDQ     Z10, (CX)(DI*2)
-	VCVTPH2PS    64(DX)(DI*2), Z2
-	VMULPS       Z0, Z2, Z2
-	VMOVUPS      128(BX)(DI*4), Z3
-	VADDPS       Z1, Z3, Z3
-	VMULPS       Z3, Z2, Z2
-	VCVTPH2PS    96(DX)(DI*2), Z3
-	VMULPS       Z0, Z3, Z3
-	VMOVUPS      192(BX)(DI*4), Z4
-	VADDPS       Z1, Z4, Z4
-	VMULPS       Z4, Z3, Z3
-	VCVTPS2PH    $0x00, Z2, Y11
-	VCVTPS2PH    $0x00, Z3, Y2
-	VINSERTI64X4 $0x01, Y2, Z11, Z11
-	VMOVNTDQ     Z11, 64(CX)(DI*2)
-	ADDQ         $0x00000040, DI
-	JMP          scalentloop
-
-scaletail:
-	ADDQ $0x00000030, R8
-
-scaleone:
 	CMPQ      DI, R8
-	JG        scalepart
+	JG        scaletail
 	VCVTPH2PS (DX)(DI*2), Z2
 	VMULPS    Z0, Z2, Z2
-	VMOVUPS   (BX)(DI*4), Z3
-	VADDPS    Z1, Z3, Z3
-	VMULPS    Z3, Z2, Z2
-	VCVTPS2PH $0x00, Z2, (CX)(DI*2)
-	ADDQ      $0x00000010, DI
-	JMP       scaleone
-
-scalepart:
-	MOVQ        job_d+0(AX), R10
-	SUBQ        DI, R10
-	JZ          scaled
-	LEAQ        kmask<>+0(SB), R8
-	KMOVW       (R8)(R10*2), K1
-	VCVTPH2PS.Z (DX)(DI*2), K1, Z2
-	VMULPS      Z2, Z0, Z2
-	VMOVUPS.Z   (BX)(DI*4), K1, Z0
-	VADDPS      Z1, Z0, Z0
-	VMULPS      Z0, Z2, Z2
-	VCVTPS2PH   $0x00, Z2, K1, (CX)(DI*2)
-
-scaled:
-	ADDQ SI, DX
-	ADDQ SI, CX
-	INCQ 320(SP)
-	MOVQ 344(SP), DI
-	INCQ DI
-	MOVQ DI, 344(SP)
-	CMPQ DI, 336(SP)
-	JB   scalerow
-	JMP  row
-
-ret:
-	TESTL $0x00000001, job_flags+0(AX)
-	JZ    vzero
-	SFENCE
-
-vzero:
-	VZEROUPPER
-	MOVQ 320(SP), AX
-	MOVQ AX, ret+24(FP)
-	RET
-
-// func avx512F16OffsetRN(j uintptr, from int, to int) int
-// Requires: AVX, AVX512F, MMX+
-TEXT ·avx512F16OffsetRN(SB), NOSPLIT, $376-32
-	// avx512F16OffsetRN normalizes rows [from, to) of the job: F16 rows: y = round16(round16(x*inv)*(1+w)), for each row.
-	// It stops before the first row that needs the float64 path and returns that row's index, or to.
-	MOVQ j+0(FP), AX
-	MOVQ job_dst+0(AX), CX
-	MOVQ job_x+0(AX), DX
-	MOVQ job_w+0(AX), BX
-	MOVQ job_stride+0(AX), SI
-	SHLQ $0x01, SI
-
-	// fd = float32(d); rd = 1/d when d is a power of two (a/d is then a*rd exactly), else 0.
-	MOVQ       job_d+0(AX), DI
-	VMOVSS     one<>+0(SB), X0
-	VCVTSI2SSQ DI, X0, X0
-	VMOVSS     X0, 368(SP)
-	XORL       R9, R9
-	LEAQ       -1(DI), R8
-	TESTQ      DI, R8
-	JNZ        notpow2
-	BSFQ       DI, R8
-	MOVL       $0x0000007f, R9
-	SUBL       R8, R9
-	SHLL       $0x17, R9
-
-notpow2:
-	MOVL R9, 372(SP)
-
-	// Start at row from.
-	MOVQ  from+8(FP), DI
-	MOVQ  DI, 320(SP)
-	MOVQ  $0x00000000, 328(SP)
-	IMULQ SI, DI
-	ADDQ  DI, CX
-	ADDQ  DI, DX
-
-row:
-	MOVQ 320(SP), DI
-	CMPQ DI, to+16(FP)
-	JAE  ret
-	MOVQ $0x00000001, 336(SP)
-	CMPQ 328(SP), $0x00
-	JE   trygroup
-	DECQ 328(SP)
-	JMP  sum
-
-trygroup:
-	CMPQ job_d+0(AX), $0x00000200
-	JA   sum
-	MOVQ to+16(FP), DI
-	SUBQ 320(SP), DI
-	CMPQ DI, $0x04
-	JB   sum
-	MOVQ $0x00000004, 336(SP)
-
-sum:
-	MOVQ DX, DI
-	XORQ R8, R8
-
-sumrow:
-	// Sum of squares: element i goes to partial i%64.
-	MOVQ    job_d+0(AX), R10
-	SUBQ    $0x00000040, R10
-	JGE     firstblock
-	VMOVUPS zero64<>+0(SB), Z0
-	VMOVUPS zero64<>+0(SB), Z1
-	VMOVUPS zero64<>+0(SB), Z2
-	VMOVUPS zero64<>+0(SB), Z3
-	XORQ    R9, R9
-	JMP     sumtail
-
-firstblock:
-	// +0 + square is the square itself: the first block initializes the partials.
-	XORQ      R9, R9
-	VCVTPH2PS (DI)(R9*2), Z0
-	VMULPS    Z0, Z0, Z0
-	VCVTPH2PS 32(DI)(R9*2), Z1
-	VMULPS    Z1, Z1, Z1
-	VCVTPH2PS 64(DI)(R9*2), Z2
-	VMULPS    Z2, Z2, Z2
-	VCVTPH2PS 96(DI)(R9*2), Z3
-	VMULPS    Z3, Z3, Z3
-	MOVQ      $0x00000040, R9
-	TESTL     $0x00000002, job_flags+0(AX)
-	JNZ       sumpf
-
-sumloop:
-	CMPQ      R9, R10
-	JG        sumtail
-	VCVTPH2PS (DI)(R9*2), Z4
-	VMULPS    Z4, Z4, Z4
-	VADDPS    Z4, Z0, Z0
-	VCVTPH2PS 32(DI)(R9*2), Z4
-	VMULPS    Z4, Z4, Z4
-	VADDPS    Z4, Z1, Z1
-	VCVTPH2PS 64(DI)(R9*2), Z4
-	VMULPS    Z4, Z4, Z4
-	VADDPS    Z4, Z2, Z2
-	VCVTPH2PS 96(DI)(R9*2), Z4
-	VMULPS    Z4, Z4, Z4
-	VADDPS    Z4, Z3, Z3
-	ADDQ      $0x00000040, R9
-	JMP       sumloop
-
-	// The same, prefetching the rows ahead.
-sumpf:
-	MOVQ SI, R11
-	SHLQ $0x01, R11
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows1
-	SHLQ $0x03, R11
-
-longrows1:
-	ADDQ DI, R11
-
-sumpfloop:
-	CMPQ       R9, R10
-	JG         sumtail
-	PREFETCHT0 (R11)(R9*2)
-	PREFETCHT0 64(R11)(R9*2)
-	VCVTPH2PS  (DI)(R9*2), Z4
-	VMULPS     Z4, Z4, Z4
-	VADDPS     Z4, Z0, Z0
-	VCVTPH2PS  32(DI)(R9*2), Z4
-	VMULPS     Z4, Z4, Z4
-	VADDPS     Z4, Z1, Z1
-	VCVTPH2PS  64(DI)(R9*2), Z4
-	VMULPS     Z4, Z4, Z4
-	VADDPS     Z4, Z2, Z2
-	VCVTPH2PS  96(DI)(R9*2), Z4
-	VMULPS     Z4, Z4, Z4
-	VADDPS     Z4, Z3, Z3
-	ADDQ       $0x00000040, R9
-	JMP        sumpfloop
-
-sumtail:
-	// Fewer than 64 elements remain.
-	MOVQ job_d+0(AX), R10
-	SUBQ R9, R10
-	JZ   summed
-	LEAQ kmask<>+0(SB), R11
-	MOVQ R10, R12
-	CMPQ R12, $0x00000010
-	JLE  tailmask0
-	MOVQ $0x00000010, R12
-
-tailmask0:
-	KMOVW       (R11)(R12*2), K1
-	VCVTPH2PS.Z (DI)(R9*2), K1, Z4
-	VMULPS      Z4, Z4, Z4
-	VADDPS      Z4, Z0, Z0
-	MOVQ        R10, R12
-	SUBQ        $0x00000010, R12
-	JLE         summed
-	CMPQ        R12, $0x00000010
-	JLE         tailmask1
-	MOVQ        $0x00000010, R12
-
-tailmask1:
-	KMOVW       (R11)(R12*2), K1
-	VCVTPH2PS.Z 32(DI)(R9*2), K1, Z4
-	VMULPS      Z4, Z4, Z4
-	VADDPS      Z4, Z1, Z1
-	MOVQ        R10, R12
-	SUBQ        $0x00000020, R12
-	JLE         summed
-	CMPQ        R12, $0x00000010
-	JLE         tailmask2
-	MOVQ        $0x00000010, R12
-
-tailmask2:
-	KMOVW       (R11)(R12*2), K1
-	VCVTPH2PS.Z 64(DI)(R9*2), K1, Z4
-	VMULPS      Z4, Z4, Z4
-	VADDPS      Z4, Z2, Z2
-	SUBQ        $0x00000030, R10
-	JLE         summed
-	CMPQ        R10, $0x00000010
-	JLE         tailmask3
-	MOVQ        $0x00000010, R10
-
-tailmask3:
-	KMOVW       (R11)(R10*2), K1
-	VCVTPH2PS.Z 96(DI)(R9*2), K1, Z4
-	VMULPS      Z4, Z4, Z4
-	VADDPS      Z4, Z3, Z3
-
-summed:
-	VADDPS  Z2, Z0, Z0
-	VADDPS  Z3, Z1, Z1
-	VADDPS  Z1, Z0, Z0
-	CMPQ    336(SP), $0x01
-	JE      invone
-	VMOVUPS Z0, (SP)(R8*1)
-	ADDQ    SI, DI
-	ADDQ    $0x00000040, R8
-	CMPQ    R8, $0x00000100
-	JB      sumrow
-	JMP     invgroup
-
-invone:
-	// Halving tree: p[j] += p[j+h] for the remaining h, down to ss.
-	VSHUFF64X2 $0xee, Z0, Z0, Z1
-	VADDPS     Z1, Z0, Z0
-	VSHUFF32X4 $0x01, Z0, Z0, Z1
-	VADDPS     Z1, Z0, Z0
-	VPERMILPS  $0x4e, Z0, Z1
-	VADDPS     Z1, Z0, Z0
-	VPERMILPS  $0xb1, Z0, Z1
-	VADDPS     Z1, Z0, Z0
-
-	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
-	CMPL   372(SP), $0x00
-	JE     divide2
-	VMULSS 372(SP), X0, X0
-	JMP    divided3
-
-divide2:
-	VDIVSS 368(SP), X0, X0
-
-divided3:
-	VADDSS   job_eps+0(AX), X0, X0
-	VUCOMISS tlo<>+0(SB), X0
-	JCS      ret
-	VUCOMISS tmax<>+0(SB), X0
-	JHI      ret
-	VSQRTSS  X0, X0, X0
-	VMOVSS   one<>+0(SB), X5
-	VDIVSS   X0, X5, X5
-
-	// Report 1/rms if asked.
-	MOVQ   job_inv+0(AX), DI
-	TESTQ  DI, DI
-	JZ     scale
-	MOVQ   320(SP), R8
-	VMOVSS X5, (DI)(R8*4)
-	JMP    scale
-
-invgroup:
-	// The rest of the halving tree, four rows at once.
-	VMOVUPS       (SP), Z0
-	VMOVUPS       64(SP), Z1
-	VMOVUPS       128(SP), Z2
-	VMOVUPS       192(SP), Z3
-	VSHUFF64X2    $0x44, Z1, Z0, Z4
-	VSHUFF64X2    $0xee, Z1, Z0, Z0
-	VADDPS        Z0, Z4, Z4
-	VSHUFF64X2    $0x44, Z3, Z2, Z0
-	VSHUFF64X2    $0xee, Z3, Z2, Z1
-	VADDPS        Z1, Z0, Z0
-	VSHUFF32X4    $0x88, Z0, Z4, Z1
-	VSHUFF32X4    $0xdd, Z0, Z4, Z0
-	VADDPS        Z0, Z1, Z1
-	VPERMILPS     $0x4e, Z1, Z0
-	VADDPS        Z0, Z1, Z1
-	VPERMILPS     $0xb1, Z1, Z0
-	VADDPS        Z0, Z1, Z1
-	MOVL          $0x00001111, DI
-	KMOVW         DI, K1
-	VCOMPRESSPS.Z Z1, K1, Z0
-
-	// t = ss/d + eps for the four rows; any t outside [2^-100, MaxFloat32] sends the group to the one-row path.
-	CMPL         372(SP), $0x00
-	JE           divide4
-	VBROADCASTSS 372(SP), Z1
-	VMULPS       Z1, Z0, Z0
-	JMP          divided5
-
-divide4:
-	VBROADCASTSS 368(SP), Z1
-	VDIVPS       Z1, Z0, Z0
-
-divided5:
-	VBROADCASTSS job_eps+0(AX), Z1
-	VADDPS       Z1, Z0, Z0
-	MOVL         $0x0000000f, DI
-	KMOVW        DI, K1
-	VBROADCASTSS tlo<>+0(SB), Z1
-	VBROADCASTSS tmax<>+0(SB), Z2
-	VCMPPS       $0x1d, Z1, Z0, K1, K1
-	VCMPPS       $0x12, Z2, Z0, K1, K1
-	KMOVW        K1, DI
-	CMPL         DI, $0x0f
-	JE           ginrange
-	MOVQ         $0x00000004, 328(SP)
-	JMP          row
-
-ginrange:
-	VSQRTPS      Z0, Z0
-	VBROADCASTSS one<>+0(SB), Z5
-	VDIVPS       Z0, Z5, Z5
-
-	// Report 1/rms if asked.
-	MOVQ    job_inv+0(AX), DI
-	TESTQ   DI, DI
-	JZ      scale
-	MOVQ    320(SP), R8
-	MOVL    $0x0000000f, R9
-	KMOVW   R9, K1
-	VMOVUPS Z5, K1, (DI)(R8*4)
-
-scale:
-	VBROADCASTSS X5, Z0
-	MOVQ         $0x00000000, 344(SP)
-	CMPQ         336(SP), $0x01
-	JE           scalebody
-	VMOVUPS      Z5, 256(SP)
-
-scalerow:
-	MOVQ         344(SP), DI
-	VBROADCASTSS 256(SP)(DI*4), Z0
-
-scalebody:
-	VBROADCASTSS one<>+0(SB), Z1
-
-	// y = (src*inv)*w, rounded after each multiply.
-	XORQ  DI, DI
-	MOVQ  job_d+0(AX), R8
-	SUBQ  $0x00000040, R8
-	TESTL $0x00000002, job_flags+0(AX)
-	JNZ   scalepf
-
-scaleloop:
-	CMPQ         DI, R8
-	JG           scaletail
-	VCVTPH2PS    (DX)(DI*2), Z2
-	VMULPS       Z0, Z2, Z2
-	VCVTPS2PH    $0x00, Z2, Y2
-	VCVTPH2PS    Y2, Z2
-	VMOVUPS      (BX)(DI*4), Z3
-	VADDPS       Z1, Z3, Z3
-	VMULPS       Z3, Z2, Z2
-	VCVTPH2PS    32(DX)(DI*2), Z3
-	VMULPS       Z0, Z3, Z3
-	VCVTPS2PH    $0x00, Z3, Y3
-	VCVTPH2PS    Y3, Z3
-	VMOVUPS      64(BX)(DI*4), Z4
-	VADDPS       Z1, Z4, Z4
-	VMULPS       Z4, Z3, Z3
-	VCVTPS2PH    $0x00, Z2, Y6
-	VCVTPS2PH    $0x00, Z3, Y2
-	VINSERTI64X4 $0x01, Y2, Z6, Z6
-	VMOVDQU64    Z6, (CX)(DI*2)
-	VCVTPH2PS    64(DX)(DI*2), Z2
-	VMULPS       Z0, Z2, Z2
-	VCVTPS2PH    $0x00, Z2, Y2
-	VCVTPH2PS    Y2, Z2
-	VMOVUPS      128(BX)(DI*4), Z3
-	VADDPS       Z1, Z3, Z3
-	VMULPS       Z3, Z2, Z2
-	VCVTPH2PS    96(DX)(DI*2), Z3
-	VMULPS       Z0, Z3, Z3
-	VCVTPS2PH    $0x00, Z3, Y3
-	VCVTPH2PS    Y3, Z3
-	VMOVUPS      192(BX)(DI*4), Z4
-	VADDPS       Z1, Z4, Z4
-	VMULPS       Z4, Z3, Z3
-	VCVTPS2PH    $0x00, Z2, Y7
-	VCVTPS2PH    $0x00, Z3, Y2
-	VINSERTI64X4 $0x01, Y2, Z7, Z7
-	VMOVDQU64    Z7, 64(CX)(DI*2)
-	ADDQ         $0x00000040, DI
-	JMP          scaleloop
-
-scalepf:
-	MOVQ SI, R9
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows6
-	SHLQ $0x03, R9
-
-longrows6:
-	ADDQ  DX, R9
-	TESTL $0x00000001, job_flags+0(AX)
-	JNZ   scalent
-
-scalepfloop:
-	CMPQ         DI, R8
-	JG           scaletail
-	PREFETCHT0   (R9)(DI*2)
-	PREFETCHT0   64(R9)(DI*2)
-	VCVTPH2PS    (DX)(DI*2), Z2
-	VMULPS       Z0, Z2, Z2
-	VCVTPS2PH    $0x00, Z2, Y2
-	VCVTPH2PS    Y2, Z2
-	VMOVUPS      (BX)(DI*4), Z3
-	VADDPS       Z1, Z3, Z3
-	VMULPS       Z3, Z2, Z2
-	VCVTPH2PS    32(DX)(DI*2), Z3
-	VMULPS       Z0, Z3, Z3
-	VCVTPS2PH    $0x00, Z3, Y3
-	VCVTPH2PS    Y3, Z3
-	VMOVUPS      64(BX)(DI*4), Z4
-	VADDPS       Z1, Z4, Z4
-	VMULPS       Z4, Z3, Z3
-	VCVTPS2PH    $0x00, Z2, Y8
-	VCVTPS2PH    $0x00, Z3, Y2
-	VINSERTI64X4 $0x01, Y2, Z8, Z8
-	VMOVDQU64    Z8, (CX)(DI*2)
-	VCVTPH2PS    64(DX)(DI*2), Z2
-	VMULPS       Z0, Z2, Z2
-	VCVTPS2PH    $0x00, Z2, Y2
-	VCVTPH2PS    Y2, Z2
-	VMOVUPS      128(BX)(DI*4), Z3
-	VADDPS       Z1, Z3, Z3
-	VMULPS       Z3, Z2, Z2
-	VCVTPH2PS    96(DX)(DI*2), Z3
-	VMULPS       Z0, Z3, Z3
-	VCVTPS2PH    $0x00, Z3, Y3
-	VCVTPH2PS    Y3, Z3
-	VMOVUPS      192(BX)(DI*4), Z4
-	VADDPS       Z1, Z4, Z4
-	VMULPS       Z4, Z3, Z3
-	VCVTPS2PH    $0x00, Z2, Y9
-	VCVTPS2PH    $0x00, Z3, Y2
-	VINSERTI64X4 $0x01, Y2, Z9, Z9
-	VMOVDQU64    Z9, 64(CX)(DI*2)
-	ADDQ         $0x00000040, DI
-	JMP          scalepfloop
-
-scalent:
-	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
-	MOVQ CX, R10
-	NEGQ R10
-	ANDQ $0x0000003f, R10
-	SHRQ $0x01, R10
-	JZ   scalentloop
-	CMPQ R10, job_d+0(AX)
-	JLE  scalehead
-	MOVQ job_d+0(AX), R10
-
-scalehead:
-	CMPQ      R10, $0x00000010
-	JB        scaleheadpart
-	VCVTPH2PS (DX)(DI*2), Z2
-	VMULPS    Z0, Z2, Z2
+	VCVTPH2PS 32(DX)(DI*2), Z3
+	VMULPS    Z0, Z3, Z3
+	VCVTPH2PS 64(DX)(DI*2), Z4
+	VMULPS    Z0, Z4, Z4
+	VCVTPH2PS 96(DX)(DI*2), Z12
+	VMULPS    Z0, Z12, Z12
+	TESTL     $0x00000008, job_flags+0(AX)
+	JZ        notrn6
 	VCVTPS2PH $0x00, Z2, Y2
 	VCVTPH2PS Y2, Z2
+	VMOVUPS   Z2, Z2
+	VCVTPS2PH $0x00, Z3, Y3
+	VCVTPH2PS Y3, Z3
+	VMOVUPS   Z3, Z3
+	VCVTPS2PH $0x00, Z4, Y4
+	VCVTPH2PS Y4, Z4
+	VMOVUPS   Z4, Z4
+	VCVTPS2PH $0x00, Z12, Y6
+	VCVTPH2PS Y6, Z12
+	VMOVUPS   Z12, Z12
+
+notrn6:
+	VMOVUPS      (BX)(DI*4), Z13
+	VADDPS       Z1, Z13, Z13
+	VMULPS       Z13, Z2, Z2
+	VMOVUPS      64(BX)(DI*4), Z13
+	VADDPS       Z1, Z13, Z13
+	VMULPS       Z13, Z3, Z3
+	VCVTPS2PH    $0x00, Z2, Y6
+	VCVTPS2PH    $0x00, Z3, Y2
+	VINSERTI64X4 $0x01, Y2, Z6, Z6
+	VMOVDQU64    Z6, (CX)(DI*2)
+	VMOVUPS      128(BX)(DI*4), Z2
+	VADDPS       Z1, Z2, Z2
+	VMULPS       Z2, Z4, Z4
+	VMOVUPS      192(BX)(DI*4), Z2
+	VADDPS       Z1, Z2, Z2
+	VMULPS       Z2, Z12, Z12
+	VCVTPS2PH    $0x00, Z4, Y7
+	VCVTPS2PH    $0x00, Z12, Y2
+	VINSERTI64X4 $0x01, Y2, Z7, Z7
+	VMOVDQU64    Z7, 64(CX)(DI*2)
+	ADDQ         $0x00000040, DI
+	JMP          scaleloop
+
+scalepf:
+	MOVQ SI, R9
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows7
+	SHLQ $0x03, R9
+
+longrows7:
+	ADDQ  DX, R9
+	TESTL $0x00000001, job_flags+0(AX)
+	JNZ   scalent
+
+scalepfloop:
+	CMPQ       DI, R8
+	JG         scaletail
+	PREFETCHT0 (R9)(DI*2)
+	PREFETCHT0 64(R9)(DI*2)
+	VCVTPH2PS  (DX)(DI*2), Z2
+	VMULPS     Z0, Z2, Z2
+	VCVTPH2PS  32(DX)(DI*2), Z3
+	VMULPS     Z0, Z3, Z3
+	VCVTPH2PS  64(DX)(DI*2), Z4
+	VMULPS     Z0, Z4, Z4
+	VCVTPH2PS  96(DX)(DI*2), Z12
+	VMULPS     Z0, Z12, Z12
+	TESTL      $0x00000008, job_flags+0(AX)
+	JZ         notrn8
+	VCVTPS2PH  $0x00, Z2, Y2
+	VCVTPH2PS  Y2, Z2
+	VMOVUPS    Z2, Z2
+	VCVTPS2PH  $0x00, Z3, Y3
+	VCVTPH2PS  Y3, Z3
+	VMOVUPS    Z3, Z3
+	VCVTPS2PH  $0x00, Z4, Y4
+	VCVTPH2PS  Y4, Z4
+	VMOVUPS    Z4, Z4
+	VCVTPS2PH  $0x00, Z12, Y6
+	VCVTPH2PS  Y6, Z12
+	VMOVUPS    Z12, Z12
+
+notrn8:
+	VMOVUPS      (BX)(DI*4), Z13
+	VADDPS       Z1, Z13, Z13
+	VMULPS       Z13, Z2, Z2
+	VMOVUPS      64(BX)(DI*4), Z13
+	VADDPS       Z1, Z13, Z13
+	VMULPS       Z13, Z3, Z3
+	VCVTPS2PH    $0x00, Z2, Y8
+	VCVTPS2PH    $0x00, Z3, Y2
+	VINSERTI64X4 $0x01, Y2, Z8, Z8
+	VMOVDQU64    Z8, (CX)(DI*2)
+	VMOVUPS      128(BX)(DI*4), Z2
+	VADDPS       Z1, Z2, Z2
+	VMULPS       Z2, Z4, Z4
+	VMOVUPS      192(BX)(DI*4), Z2
+	VADDPS       Z1, Z2, Z2
+	VMULPS       Z2, Z12, Z12
+	VCVTPS2PH    $0x00, Z4, Y9
+	VCVTPS2PH    $0x00, Z12, Y2
+	VINSERTI64X4 $0x01, Y2, Z9, Z9
+	VMOVDQU64    Z9, 64(CX)(DI*2)
+	ADDQ         $0x00000040, DI
+	JMP          scalepfloop
+
+scalent:
+	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
+	MOVQ CX, R10
+	NEGQ R10
+	ANDQ $0x0000003f, R10
+	SHRQ $0x01, R10
+	JZ   scalentloop
+	CMPQ R10, job_d+0(AX)
+	JLE  scalehead
+	MOVQ job_d+0(AX), R10
+
+scalehead:
+	CMPQ      R10, $0x00000010
+	JB        scaleheadpart
+	VCVTPH2PS (DX)(DI*2), Z2
+	VMULPS    Z0, Z2, Z2
+	TESTL     $0x00000008, job_flags+0(AX)
+	JZ        notrn9
+	VCVTPS2PH $0x00, Z2, Y2
+	VCVTPH2PS Y2, Z2
+	VMOVUPS   Z2, Z2
+
+notrn9:
 	VMOVUPS   (BX)(DI*4), Z3
 	VADDPS    Z1, Z3, Z3
 	VMULPS    Z3, Z2, Z2
@@ -11758,53 +8327,66 @@ scaleheadpart:
 	KMOVW       (R11)(R10*2), K1
 	VCVTPH2PS.Z (DX)(DI*2), K1, Z2
 	VMULPS      Z2, Z0, Z2
+	TESTL       $0x00000008, job_flags+0(AX)
+	JZ          notrn10
 	VCVTPS2PH   $0x00, Z2, Y2
 	VCVTPH2PS   Y2, Z2
-	VMOVUPS.Z   (BX)(DI*4), K1, Z3
-	VADDPS      Z1, Z3, Z3
-	VMULPS      Z3, Z2, Z2
-	VCVTPS2PH   $0x00, Z2, K1, (CX)(DI*2)
-	ADDQ        R10, DI
+	VMOVUPS     Z2, Z2
+
+notrn10:
+	VMOVUPS.Z (BX)(DI*4), K1, Z3
+	VADDPS    Z1, Z3, Z3
+	VMULPS    Z3, Z2, Z2
+	VCVTPS2PH $0x00, Z2, K1, (CX)(DI*2)
+	ADDQ      R10, DI
 
 scalentloop:
-	CMPQ         DI, R8
-	JG           scaletail
-	PREFETCHT0   (R9)(DI*2)
-	PREFETCHT0   64(R9)(DI*2)
-	VCVTPH2PS    (DX)(DI*2), Z2
-	VMULPS       Z0, Z2, Z2
-	VCVTPS2PH    $0x00, Z2, Y2
-	VCVTPH2PS    Y2, Z2
-	VMOVUPS      (BX)(DI*4), Z3
-	VADDPS       Z1, Z3, Z3
-	VMULPS       Z3, Z2, Z2
-	VCVTPH2PS    32(DX)(DI*2), Z3
-	VMULPS       Z0, Z3, Z3
-	VCVTPS2PH    $0x00, Z3, Y3
-	VCVTPH2PS    Y3, Z3
-	VMOVUPS      64(BX)(DI*4), Z4
-	VADDPS       Z1, Z4, Z4
-	VMULPS       Z4, Z3, Z3
+	CMPQ       DI, R8
+	JG         scaletail
+	PREFETCHT0 (R9)(DI*2)
+	PREFETCHT0 64(R9)(DI*2)
+	VCVTPH2PS  (DX)(DI*2), Z2
+	VMULPS     Z0, Z2, Z2
+	VCVTPH2PS  32(DX)(DI*2), Z3
+	VMULPS     Z0, Z3, Z3
+	VCVTPH2PS  64(DX)(DI*2), Z4
+	VMULPS     Z0, Z4, Z4
+	VCVTPH2PS  96(DX)(DI*2), Z12
+	VMULPS     Z0, Z12, Z12
+	TESTL      $0x00000008, job_flags+0(AX)
+	JZ         notrn11
+	VCVTPS2PH  $0x00, Z2, Y2
+	VCVTPH2PS  Y2, Z2
+	VMOVUPS    Z2, Z2
+	VCVTPS2PH  $0x00, Z3, Y3
+	VCVTPH2PS  Y3, Z3
+	VMOVUPS    Z3, Z3
+	VCVTPS2PH  $0x00, Z4, Y4
+	VCVTPH2PS  Y4, Z4
+	VMOVUPS    Z4, Z4
+	VCVTPS2PH  $0x00, Z12, Y6
+	VCVTPH2PS  Y6, Z12
+	VMOVUPS    Z12, Z12
+
+notrn11:
+	VMOVUPS      (BX)(DI*4), Z13
+	VADDPS       Z1, Z13, Z13
+	VMULPS       Z13, Z2, Z2
+	VMOVUPS      64(BX)(DI*4), Z13
+	VADDPS       Z1, Z13, Z13
+	VMULPS       Z13, Z3, Z3
 	VCVTPS2PH    $0x00, Z2, Y10
 	VCVTPS2PH    $0x00, Z3, Y2
 	VINSERTI64X4 $0x01, Y2, Z10, Z10
 	VMOVNTDQ     Z10, (CX)(DI*2)
-	VCVTPH2PS    64(DX)(DI*2), Z2
-	VMULPS       Z0, Z2, Z2
-	VCVTPS2PH    $0x00, Z2, Y2
-	VCVTPH2PS    Y2, Z2
-	VMOVUPS      128(BX)(DI*4), Z3
-	VADDPS       Z1, Z3, Z3
-	VMULPS       Z3, Z2, Z2
-	VCVTPH2PS    96(DX)(DI*2), Z3
-	VMULPS       Z0, Z3, Z3
-	VCVTPS2PH    $0x00, Z3, Y3
-	VCVTPH2PS    Y3, Z3
-	VMOVUPS      192(BX)(DI*4), Z4
-	VADDPS       Z1, Z4, Z4
-	VMULPS       Z4, Z3, Z3
-	VCVTPS2PH    $0x00, Z2, Y11
-	VCVTPS2PH    $0x00, Z3, Y2
+	VMOVUPS      128(BX)(DI*4), Z2
+	VADDPS       Z1, Z2, Z2
+	VMULPS       Z2, Z4, Z4
+	VMOVUPS      192(BX)(DI*4), Z2
+	VADDPS       Z1, Z2, Z2
+	VMULPS       Z2, Z12, Z12
+	VCVTPS2PH    $0x00, Z4, Y11
+	VCVTPS2PH    $0x00, Z12, Y2
 	VINSERTI64X4 $0x01, Y2, Z11, Z11
 	VMOVNTDQ     Z11, 64(CX)(DI*2)
 	ADDQ         $0x00000040, DI
@@ -11818,8 +8400,13 @@ scaleone:
 	JG        scalepart
 	VCVTPH2PS (DX)(DI*2), Z2
 	VMULPS    Z0, Z2, Z2
+	TESTL     $0x00000008, job_flags+0(AX)
+	JZ        notrn12
 	VCVTPS2PH $0x00, Z2, Y2
 	VCVTPH2PS Y2, Z2
+	VMOVUPS   Z2, Z2
+
+notrn12:
 	VMOVUPS   (BX)(DI*4), Z3
 	VADDPS    Z1, Z3, Z3
 	VMULPS    Z3, Z2, Z2
@@ -11835,12 +8422,17 @@ scalepart:
 	KMOVW       (R8)(R10*2), K1
 	VCVTPH2PS.Z (DX)(DI*2), K1, Z2
 	VMULPS      Z2, Z0, Z2
+	TESTL       $0x00000008, job_flags+0(AX)
+	JZ          notrn13
 	VCVTPS2PH   $0x00, Z2, Y0
 	VCVTPH2PS   Y0, Z0
-	VMOVUPS.Z   (BX)(DI*4), K1, Z2
-	VADDPS      Z1, Z2, Z2
-	VMULPS      Z2, Z0, Z0
-	VCVTPS2PH   $0x00, Z0, K1, (CX)(DI*2)
+	VMOVUPS     Z0, Z2
+
+notrn13:
+	VMOVUPS.Z (BX)(DI*4), K1, Z0
+	VADDPS    Z1, Z0, Z0
+	VMULPS    Z0, Z2, Z2
+	VCVTPS2PH $0x00, Z2, K1, (CX)(DI*2)
 
 scaled:
 	ADDQ SI, DX
@@ -12191,16 +8783,16 @@ scaleloop:
 	VMULPS       Z0, Z1, Z1
 	VCVTPH2PS    32(DX)(SI*2), Z2
 	VMULPS       Z0, Z2, Z2
+	VCVTPH2PS    64(DX)(SI*2), Z3
+	VMULPS       Z0, Z3, Z3
+	VCVTPH2PS    96(DX)(SI*2), Z4
+	VMULPS       Z0, Z4, Z4
 	VCVTPS2PH    $0x00, Z1, Y6
 	VCVTPS2PH    $0x00, Z2, Y1
 	VINSERTI64X4 $0x01, Y1, Z6, Z6
 	VMOVDQU64    Z6, (CX)(SI*2)
-	VCVTPH2PS    64(DX)(SI*2), Z1
-	VMULPS       Z0, Z1, Z1
-	VCVTPH2PS    96(DX)(SI*2), Z2
-	VMULPS       Z0, Z2, Z2
-	VCVTPS2PH    $0x00, Z1, Y7
-	VCVTPS2PH    $0x00, Z2, Y1
+	VCVTPS2PH    $0x00, Z3, Y7
+	VCVTPS2PH    $0x00, Z4, Y1
 	VINSERTI64X4 $0x01, Y1, Z7, Z7
 	VMOVDQU64    Z7, 64(CX)(SI*2)
 	ADDQ         $0x00000040, SI
@@ -12226,16 +8818,16 @@ scalepfloop:
 	VMULPS       Z0, Z1, Z1
 	VCVTPH2PS    32(DX)(SI*2), Z2
 	VMULPS       Z0, Z2, Z2
+	VCVTPH2PS    64(DX)(SI*2), Z3
+	VMULPS       Z0, Z3, Z3
+	VCVTPH2PS    96(DX)(SI*2), Z4
+	VMULPS       Z0, Z4, Z4
 	VCVTPS2PH    $0x00, Z1, Y8
 	VCVTPS2PH    $0x00, Z2, Y1
 	VINSERTI64X4 $0x01, Y1, Z8, Z8
 	VMOVDQU64    Z8, (CX)(SI*2)
-	VCVTPH2PS    64(DX)(SI*2), Z1
-	VMULPS       Z0, Z1, Z1
-	VCVTPH2PS    96(DX)(SI*2), Z2
-	VMULPS       Z0, Z2, Z2
-	VCVTPS2PH    $0x00, Z1, Y9
-	VCVTPS2PH    $0x00, Z2, Y1
+	VCVTPS2PH    $0x00, Z3, Y9
+	VCVTPS2PH    $0x00, Z4, Y1
 	VINSERTI64X4 $0x01, Y1, Z9, Z9
 	VMOVDQU64    Z9, 64(CX)(SI*2)
 	ADDQ         $0x00000040, SI
@@ -12279,16 +8871,16 @@ scalentloop:
 	VMULPS       Z0, Z1, Z1
 	VCVTPH2PS    32(DX)(SI*2), Z2
 	VMULPS       Z0, Z2, Z2
+	VCVTPH2PS    64(DX)(SI*2), Z3
+	VMULPS       Z0, Z3, Z3
+	VCVTPH2PS    96(DX)(SI*2), Z4
+	VMULPS       Z0, Z4, Z4
 	VCVTPS2PH    $0x00, Z1, Y10
 	VCVTPS2PH    $0x00, Z2, Y1
 	VINSERTI64X4 $0x01, Y1, Z10, Z10
 	VMOVNTDQ     Z10, (CX)(SI*2)
-	VCVTPH2PS    64(DX)(SI*2), Z1
-	VMULPS       Z0, Z1, Z1
-	VCVTPH2PS    96(DX)(SI*2), Z2
-	VMULPS       Z0, Z2, Z2
-	VCVTPS2PH    $0x00, Z1, Y11
-	VCVTPS2PH    $0x00, Z2, Y1
+	VCVTPS2PH    $0x00, Z3, Y11
+	VCVTPS2PH    $0x00, Z4, Y1
 	VINSERTI64X4 $0x01, Y1, Z11, Z11
 	VMOVNTDQ     Z11, 64(CX)(SI*2)
 	ADDQ         $0x00000040, SI
@@ -12341,7 +8933,7 @@ vzero:
 // func avx512F16AddWeighted(j uintptr, from int, to int) int
 // Requires: AVX, AVX512F, MMX+
 TEXT ·avx512F16AddWeighted(SB), NOSPLIT, $376-32
-	// avx512F16AddWeighted normalizes rows [from, to) of the job: F16 rows: h = round16(x + res) and res = h per element, then y = round16((h*inv)*w), for each row.
+	// avx512F16AddWeighted normalizes rows [from, to) of the job: F16 rows: h = round16(x + res) and res = h per element, then y = round16((h*inv)*w) (with flagRN, round16(h*inv) in place of (h*inv)), for each row.
 	// It stops before the first row that needs the float64 path and returns that row's index, or to.
 	MOVQ j+0(FP), AX
 	MOVQ job_dst+0(AX), CX
@@ -12654,522 +9246,42 @@ scalebody:
 	JNZ   scalepf
 
 scaleloop:
-	CMPQ         R8, R9
-	JG           scaletail
-	VCVTPH2PS    (SI)(R8*2), Z1
-	VMULPS       Z0, Z1, Z1
-	VMULPS       (BX)(R8*4), Z1, Z1
-	VCVTPH2PS    32(SI)(R8*2), Z2
-	VMULPS       Z0, Z2, Z2
-	VMULPS       64(BX)(R8*4), Z2, Z2
-	VCVTPS2PH    $0x00, Z1, Y7
-	VCVTPS2PH    $0x00, Z2, Y1
-	VINSERTI64X4 $0x01, Y1, Z7, Z7
-	VMOVDQU64    Z7, (CX)(R8*2)
-	VCVTPH2PS    64(SI)(R8*2), Z1
-	VMULPS       Z0, Z1, Z1
-	VMULPS       128(BX)(R8*4), Z1, Z1
-	VCVTPH2PS    96(SI)(R8*2), Z2
-	VMULPS       Z0, Z2, Z2
-	VMULPS       192(BX)(R8*4), Z2, Z2
-	VCVTPS2PH    $0x00, Z1, Y8
-	VCVTPS2PH    $0x00, Z2, Y1
-	VINSERTI64X4 $0x01, Y1, Z8, Z8
-	VMOVDQU64    Z8, 64(CX)(R8*2)
-	ADDQ         $0x00000040, R8
-	JMP          scaleloop
-
-scalepf:
-	MOVQ DI, R10
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows4
-	SHLQ $0x03, R10
-
-longrows4:
-	ADDQ  SI, R10
-	TESTL $0x00000001, job_flags+0(AX)
-	JNZ   scalent
-
-scalepfloop:
-	CMPQ         R8, R9
-	JG           scaletail
-	PREFETCHT0   (R10)(R8*2)
-	PREFETCHT0   64(R10)(R8*2)
-	VCVTPH2PS    (SI)(R8*2), Z1
-	VMULPS       Z0, Z1, Z1
-	VMULPS       (BX)(R8*4), Z1, Z1
-	VCVTPH2PS    32(SI)(R8*2), Z2
-	VMULPS       Z0, Z2, Z2
-	VMULPS       64(BX)(R8*4), Z2, Z2
-	VCVTPS2PH    $0x00, Z1, Y9
-	VCVTPS2PH    $0x00, Z2, Y1
-	VINSERTI64X4 $0x01, Y1, Z9, Z9
-	VMOVDQU64    Z9, (CX)(R8*2)
-	VCVTPH2PS    64(SI)(R8*2), Z1
-	VMULPS       Z0, Z1, Z1
-	VMULPS       128(BX)(R8*4), Z1, Z1
-	VCVTPH2PS    96(SI)(R8*2), Z2
-	VMULPS       Z0, Z2, Z2
-	VMULPS       192(BX)(R8*4), Z2, Z2
-	VCVTPS2PH    $0x00, Z1, Y10
-	VCVTPS2PH    $0x00, Z2, Y1
-	VINSERTI64X4 $0x01, Y1, Z10, Z10
-	VMOVDQU64    Z10, 64(CX)(R8*2)
-	ADDQ         $0x00000040, R8
-	JMP          scalepfloop
-
-scalent:
-	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
-	MOVQ CX, R11
-	NEGQ R11
-	ANDQ $0x0000003f, R11
-	SHRQ $0x01, R11
-	JZ   scalentloop
-	CMPQ R11, job_d+0(AX)
-	JLE  scalehead
-	MOVQ job_d+0(AX), R11
-
-scalehead:
-	CMPQ      R11, $0x00000010
-	JB        scaleheadpart
-	VCVTPH2PS (SI)(R8*2), Z1
-	VMULPS    Z0, Z1, Z1
-	VMULPS    (BX)(R8*4), Z1, Z1
-	VCVTPS2PH $0x00, Z1, (CX)(R8*2)
-	ADDQ      $0x00000010, R8
-	SUBQ      $0x00000010, R11
-	JZ        scalentloop
-
-scaleheadpart:
-	LEAQ        kmask<>+0(SB), R12
-	KMOVW       (R12)(R11*2), K1
-	VCVTPH2PS.Z (SI)(R8*2), K1, Z1
-	VMULPS      Z1, Z0, Z1
-	VMOVUPS.Z   (BX)(R8*4), K1, Z2
-	VMULPS      Z2, Z1, Z1
-	VCVTPS2PH   $0x00, Z1, K1, (CX)(R8*2)
-	ADDQ        R11, R8
-
-scalentloop:
-	CMPQ         R8, R9
-	JG           scaletail
-	PREFETCHT0   (R10)(R8*2)
-	PREFETCHT0   64(R10)(R8*2)
-	VCVTPH2PS    (SI)(R8*2), Z1
-	VMULPS       Z0, Z1, Z1
-	VMULPS       (BX)(R8*4), Z1, Z1
-	VCVTPH2PS    32(SI)(R8*2), Z2
-	VMULPS       Z0, Z2, Z2
-	VMULPS       64(BX)(R8*4), Z2, Z2
-	VCVTPS2PH    $0x00, Z1, Y11
-	VCVTPS2PH    $0x00, Z2, Y1
-	VINSERTI64X4 $0x01, Y1, Z11, Z11
-	VMOVNTDQ     Z11, (CX)(R8*2)
-	VCVTPH2PS    64(SI)(R8*2), Z1
-	VMULPS       Z0, Z1, Z1
-	VMULPS       128(BX)(R8*4), Z1, Z1
-	VCVTPH2PS    96(SI)(R8*2), Z2
-	VMULPS       Z0, Z2, Z2
-	VMULPS       192(BX)(R8*4), Z2, Z2
-	VCVTPS2PH    $0x00, Z1, Y12
-	VCVTPS2PH    $0x00, Z2, Y1
-	VINSERTI64X4 $0x01, Y1, Z12, Z12
-	VMOVNTDQ     Z12, 64(CX)(R8*2)
-	ADDQ         $0x00000040, R8
-	JMP          scalentloop
-
-scaletail:
-	ADDQ $0x00000030, R9
-
-scaleone:
 	CMPQ      R8, R9
-	JG        scalepart
+	JG        scaletail
 	VCVTPH2PS (SI)(R8*2), Z1
 	VMULPS    Z0, Z1, Z1
-	VMULPS    (BX)(R8*4), Z1, Z1
-	VCVTPS2PH $0x00, Z1, (CX)(R8*2)
-	ADDQ      $0x00000010, R8
-	JMP       scaleone
-
-scalepart:
-	MOVQ        job_d+0(AX), R11
-	SUBQ        R8, R11
-	JZ          scaled
-	LEAQ        kmask<>+0(SB), R9
-	KMOVW       (R9)(R11*2), K1
-	VCVTPH2PS.Z (SI)(R8*2), K1, Z1
-	VMULPS      Z1, Z0, Z1
-	VMOVUPS.Z   (BX)(R8*4), K1, Z0
-	VMULPS      Z0, Z1, Z1
-	VCVTPS2PH   $0x00, Z1, K1, (CX)(R8*2)
-
-scaled:
-	ADDQ DI, DX
-	ADDQ DI, CX
-	ADDQ DI, SI
-	INCQ 320(SP)
-	MOVQ 344(SP), R8
-	INCQ R8
-	MOVQ R8, 344(SP)
-	CMPQ R8, 336(SP)
-	JB   scalerow
-	JMP  row
-
-ret:
-	TESTL $0x00000001, job_flags+0(AX)
-	JZ    vzero
-	SFENCE
-
-vzero:
-	VZEROUPPER
-	MOVQ 320(SP), AX
-	MOVQ AX, ret+24(FP)
-	RET
-
-// func avx512F16AddWeightedRN(j uintptr, from int, to int) int
-// Requires: AVX, AVX512F, MMX+
-TEXT ·avx512F16AddWeightedRN(SB), NOSPLIT, $376-32
-	// avx512F16AddWeightedRN normalizes rows [from, to) of the job: F16 rows: h = round16(x + res) and res = h per element, then y = round16(round16(h*inv)*w), for each row.
-	// It stops before the first row that needs the float64 path and returns that row's index, or to.
-	MOVQ j+0(FP), AX
-	MOVQ job_dst+0(AX), CX
-	MOVQ job_x+0(AX), DX
-	MOVQ job_w+0(AX), BX
-	MOVQ job_res+0(AX), SI
-	MOVQ job_stride+0(AX), DI
-	SHLQ $0x01, DI
-
-	// fd = float32(d); rd = 1/d when d is a power of two (a/d is then a*rd exactly), else 0.
-	MOVQ       job_d+0(AX), R8
-	VMOVSS     one<>+0(SB), X0
-	VCVTSI2SSQ R8, X0, X0
-	VMOVSS     X0, 368(SP)
-	XORL       R10, R10
-	LEAQ       -1(R8), R9
-	TESTQ      R8, R9
-	JNZ        notpow2
-	BSFQ       R8, R9
-	MOVL       $0x0000007f, R10
-	SUBL       R9, R10
-	SHLL       $0x17, R10
-
-notpow2:
-	MOVL R10, 372(SP)
-
-	// Start at row from.
-	MOVQ  from+8(FP), R8
-	MOVQ  R8, 320(SP)
-	MOVQ  $0x00000000, 328(SP)
-	IMULQ DI, R8
-	ADDQ  R8, CX
-	ADDQ  R8, DX
-	ADDQ  R8, SI
-
-row:
-	MOVQ 320(SP), R8
-	CMPQ R8, to+16(FP)
-	JAE  ret
-	MOVQ $0x00000001, 336(SP)
-	MOVQ DX, R8
-	MOVQ SI, R9
-	XORQ R10, R10
-
-	// Sum of squares: element i goes to partial i%64.
-	MOVQ    job_d+0(AX), R11
-	SUBQ    $0x00000040, R11
-	JGE     firstblock
-	VMOVUPS zero64<>+0(SB), Z0
-	VMOVUPS zero64<>+0(SB), Z1
-	VMOVUPS zero64<>+0(SB), Z2
-	VMOVUPS zero64<>+0(SB), Z3
-	XORQ    R10, R10
-	JMP     sumtail
-
-firstblock:
-	// +0 + square is the square itself: the first block initializes the partials.
-	XORQ      R10, R10
-	VCVTPH2PS (R8)(R10*2), Z0
-	VCVTPH2PS (R9)(R10*2), Z1
-	VADDPS    Z1, Z0, Z0
-	VCVTPS2PH $0x00, Z0, Y0
-	VCVTPH2PS Y0, Z0
-	VCVTPS2PH $0x00, Z0, (R9)(R10*2)
-	VMULPS    Z0, Z0, Z0
-	VCVTPH2PS 32(R8)(R10*2), Z1
-	VCVTPH2PS 32(R9)(R10*2), Z2
-	VADDPS    Z2, Z1, Z1
+	VCVTPH2PS 32(SI)(R8*2), Z2
+	VMULPS    Z0, Z2, Z2
+	VCVTPH2PS 64(SI)(R8*2), Z3
+	VMULPS    Z0, Z3, Z3
+	VCVTPH2PS 96(SI)(R8*2), Z4
+	VMULPS    Z0, Z4, Z4
+	TESTL     $0x00000008, job_flags+0(AX)
+	JZ        notrn4
 	VCVTPS2PH $0x00, Z1, Y1
 	VCVTPH2PS Y1, Z1
-	VCVTPS2PH $0x00, Z1, 32(R9)(R10*2)
-	VMULPS    Z1, Z1, Z1
-	VCVTPH2PS 64(R8)(R10*2), Z2
-	VCVTPH2PS 64(R9)(R10*2), Z3
-	VADDPS    Z3, Z2, Z2
+	VMOVUPS   Z1, Z1
 	VCVTPS2PH $0x00, Z2, Y2
 	VCVTPH2PS Y2, Z2
-	VCVTPS2PH $0x00, Z2, 64(R9)(R10*2)
-	VMULPS    Z2, Z2, Z2
-	VCVTPH2PS 96(R8)(R10*2), Z3
-	VCVTPH2PS 96(R9)(R10*2), Z4
-	VADDPS    Z4, Z3, Z3
+	VMOVUPS   Z2, Z2
 	VCVTPS2PH $0x00, Z3, Y3
 	VCVTPH2PS Y3, Z3
-	VCVTPS2PH $0x00, Z3, 96(R9)(R10*2)
-	VMULPS    Z3, Z3, Z3
-	MOVQ      $0x00000040, R10
-	TESTL     $0x00000002, job_flags+0(AX)
-	JNZ       sumpf
-
-sumloop:
-	CMPQ      R10, R11
-	JG        sumtail
-	VCVTPH2PS (R8)(R10*2), Z4
-	VCVTPH2PS (R9)(R10*2), Z5
-	VADDPS    Z5, Z4, Z4
+	VMOVUPS   Z3, Z3
 	VCVTPS2PH $0x00, Z4, Y4
 	VCVTPH2PS Y4, Z4
-	VCVTPS2PH $0x00, Z4, (R9)(R10*2)
-	VMULPS    Z4, Z4, Z4
-	VADDPS    Z4, Z0, Z0
-	VCVTPH2PS 32(R8)(R10*2), Z4
-	VCVTPH2PS 32(R9)(R10*2), Z5
-	VADDPS    Z5, Z4, Z4
-	VCVTPS2PH $0x00, Z4, Y4
-	VCVTPH2PS Y4, Z4
-	VCVTPS2PH $0x00, Z4, 32(R9)(R10*2)
-	VMULPS    Z4, Z4, Z4
-	VADDPS    Z4, Z1, Z1
-	VCVTPH2PS 64(R8)(R10*2), Z4
-	VCVTPH2PS 64(R9)(R10*2), Z5
-	VADDPS    Z5, Z4, Z4
-	VCVTPS2PH $0x00, Z4, Y4
-	VCVTPH2PS Y4, Z4
-	VCVTPS2PH $0x00, Z4, 64(R9)(R10*2)
-	VMULPS    Z4, Z4, Z4
-	VADDPS    Z4, Z2, Z2
-	VCVTPH2PS 96(R8)(R10*2), Z4
-	VCVTPH2PS 96(R9)(R10*2), Z5
-	VADDPS    Z5, Z4, Z4
-	VCVTPS2PH $0x00, Z4, Y4
-	VCVTPH2PS Y4, Z4
-	VCVTPS2PH $0x00, Z4, 96(R9)(R10*2)
-	VMULPS    Z4, Z4, Z4
-	VADDPS    Z4, Z3, Z3
-	ADDQ      $0x00000040, R10
-	JMP       sumloop
+	VMOVUPS   Z4, Z4
 
-	// The same, prefetching the rows ahead.
-sumpf:
-	MOVQ DI, R12
-	SHLQ $0x01, R12
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows1
-	SHLQ $0x03, R12
-
-longrows1:
-	ADDQ R8, R12
-
-sumpfloop:
-	CMPQ       R10, R11
-	JG         sumtail
-	PREFETCHT0 (R12)(R10*2)
-	PREFETCHT0 64(R12)(R10*2)
-	VCVTPH2PS  (R8)(R10*2), Z4
-	VCVTPH2PS  (R9)(R10*2), Z5
-	VADDPS     Z5, Z4, Z4
-	VCVTPS2PH  $0x00, Z4, Y4
-	VCVTPH2PS  Y4, Z4
-	VCVTPS2PH  $0x00, Z4, (R9)(R10*2)
-	VMULPS     Z4, Z4, Z4
-	VADDPS     Z4, Z0, Z0
-	VCVTPH2PS  32(R8)(R10*2), Z4
-	VCVTPH2PS  32(R9)(R10*2), Z5
-	VADDPS     Z5, Z4, Z4
-	VCVTPS2PH  $0x00, Z4, Y4
-	VCVTPH2PS  Y4, Z4
-	VCVTPS2PH  $0x00, Z4, 32(R9)(R10*2)
-	VMULPS     Z4, Z4, Z4
-	VADDPS     Z4, Z1, Z1
-	VCVTPH2PS  64(R8)(R10*2), Z4
-	VCVTPH2PS  64(R9)(R10*2), Z5
-	VADDPS     Z5, Z4, Z4
-	VCVTPS2PH  $0x00, Z4, Y4
-	VCVTPH2PS  Y4, Z4
-	VCVTPS2PH  $0x00, Z4, 64(R9)(R10*2)
-	VMULPS     Z4, Z4, Z4
-	VADDPS     Z4, Z2, Z2
-	VCVTPH2PS  96(R8)(R10*2), Z4
-	VCVTPH2PS  96(R9)(R10*2), Z5
-	VADDPS     Z5, Z4, Z4
-	VCVTPS2PH  $0x00, Z4, Y4
-	VCVTPH2PS  Y4, Z4
-	VCVTPS2PH  $0x00, Z4, 96(R9)(R10*2)
-	VMULPS     Z4, Z4, Z4
-	VADDPS     Z4, Z3, Z3
-	ADDQ       $0x00000040, R10
-	JMP        sumpfloop
-
-sumtail:
-	// Fewer than 64 elements remain.
-	MOVQ job_d+0(AX), R11
-	SUBQ R10, R11
-	JZ   summed
-	LEAQ kmask<>+0(SB), R12
-	MOVQ R11, R13
-	CMPQ R13, $0x00000010
-	JLE  tailmask0
-	MOVQ $0x00000010, R13
-
-tailmask0:
-	KMOVW       (R12)(R13*2), K1
-	VCVTPH2PS.Z (R8)(R10*2), K1, Z4
-	VCVTPH2PS.Z (R9)(R10*2), K1, Z5
-	VADDPS      Z5, Z4, Z4
-	VCVTPS2PH   $0x00, Z4, Y4
-	VCVTPH2PS   Y4, Z4
-	VCVTPS2PH   $0x00, Z4, K1, (R9)(R10*2)
-	VMULPS      Z4, Z4, Z4
-	VADDPS      Z4, Z0, Z0
-	MOVQ        R11, R13
-	SUBQ        $0x00000010, R13
-	JLE         summed
-	CMPQ        R13, $0x00000010
-	JLE         tailmask1
-	MOVQ        $0x00000010, R13
-
-tailmask1:
-	KMOVW       (R12)(R13*2), K1
-	VCVTPH2PS.Z 32(R8)(R10*2), K1, Z4
-	VCVTPH2PS.Z 32(R9)(R10*2), K1, Z5
-	VADDPS      Z5, Z4, Z4
-	VCVTPS2PH   $0x00, Z4, Y4
-	VCVTPH2PS   Y4, Z4
-	VCVTPS2PH   $0x00, Z4, K1, 32(R9)(R10*2)
-	VMULPS      Z4, Z4, Z4
-	VADDPS      Z4, Z1, Z1
-	MOVQ        R11, R13
-	SUBQ        $0x00000020, R13
-	JLE         summed
-	CMPQ        R13, $0x00000010
-	JLE         tailmask2
-	MOVQ        $0x00000010, R13
-
-tailmask2:
-	KMOVW       (R12)(R13*2), K1
-	VCVTPH2PS.Z 64(R8)(R10*2), K1, Z4
-	VCVTPH2PS.Z 64(R9)(R10*2), K1, Z5
-	VADDPS      Z5, Z4, Z4
-	VCVTPS2PH   $0x00, Z4, Y4
-	VCVTPH2PS   Y4, Z4
-	VCVTPS2PH   $0x00, Z4, K1, 64(R9)(R10*2)
-	VMULPS      Z4, Z4, Z4
-	VADDPS      Z4, Z2, Z2
-	SUBQ        $0x00000030, R11
-	JLE         summed
-	CMPQ        R11, $0x00000010
-	JLE         tailmask3
-	MOVQ        $0x00000010, R11
-
-tailmask3:
-	KMOVW       (R12)(R11*2), K1
-	VCVTPH2PS.Z 96(R8)(R10*2), K1, Z4
-	VCVTPH2PS.Z 96(R9)(R10*2), K1, Z5
-	VADDPS      Z5, Z4, Z4
-	VCVTPS2PH   $0x00, Z4, Y4
-	VCVTPH2PS   Y4, Z4
-	VCVTPS2PH   $0x00, Z4, K1, 96(R9)(R10*2)
-	VMULPS      Z4, Z4, Z4
-	VADDPS      Z4, Z3, Z3
-
-summed:
-	VADDPS Z2, Z0, Z0
-	VADDPS Z3, Z1, Z1
-	VADDPS Z1, Z0, Z0
-
-	// Halving tree: p[j] += p[j+h] for the remaining h, down to ss.
-	VSHUFF64X2 $0xee, Z0, Z0, Z1
-	VADDPS     Z1, Z0, Z0
-	VSHUFF32X4 $0x01, Z0, Z0, Z1
-	VADDPS     Z1, Z0, Z0
-	VPERMILPS  $0x4e, Z0, Z1
-	VADDPS     Z1, Z0, Z0
-	VPERMILPS  $0xb1, Z0, Z1
-	VADDPS     Z1, Z0, Z0
-
-	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
-	CMPL   372(SP), $0x00
-	JE     divide2
-	VMULSS 372(SP), X0, X0
-	JMP    divided3
-
-divide2:
-	VDIVSS 368(SP), X0, X0
-
-divided3:
-	VADDSS   job_eps+0(AX), X0, X0
-	VUCOMISS tlo<>+0(SB), X0
-	JCS      ret
-	VUCOMISS tmax<>+0(SB), X0
-	JHI      ret
-	VSQRTSS  X0, X0, X0
-	VMOVSS   one<>+0(SB), X6
-	VDIVSS   X0, X6, X6
-
-	// Report 1/rms if asked.
-	MOVQ   job_inv+0(AX), R8
-	TESTQ  R8, R8
-	JZ     scale
-	MOVQ   320(SP), R9
-	VMOVSS X6, (R8)(R9*4)
-
-scale:
-	VBROADCASTSS X6, Z0
-	MOVQ         $0x00000000, 344(SP)
-	CMPQ         336(SP), $0x01
-	JE           scalebody
-	VMOVUPS      Z6, 256(SP)
-
-scalerow:
-	MOVQ         344(SP), R8
-	VBROADCASTSS 256(SP)(R8*4), Z0
-
-scalebody:
-	// y = (src*inv)*w, rounded after each multiply.
-	XORQ  R8, R8
-	MOVQ  job_d+0(AX), R9
-	SUBQ  $0x00000040, R9
-	TESTL $0x00000002, job_flags+0(AX)
-	JNZ   scalepf
-
-scaleloop:
-	CMPQ         R8, R9
-	JG           scaletail
-	VCVTPH2PS    (SI)(R8*2), Z1
-	VMULPS       Z0, Z1, Z1
-	VCVTPS2PH    $0x00, Z1, Y1
-	VCVTPH2PS    Y1, Z1
+notrn4:
 	VMULPS       (BX)(R8*4), Z1, Z1
-	VCVTPH2PS    32(SI)(R8*2), Z2
-	VMULPS       Z0, Z2, Z2
-	VCVTPS2PH    $0x00, Z2, Y2
-	VCVTPH2PS    Y2, Z2
 	VMULPS       64(BX)(R8*4), Z2, Z2
 	VCVTPS2PH    $0x00, Z1, Y7
 	VCVTPS2PH    $0x00, Z2, Y1
 	VINSERTI64X4 $0x01, Y1, Z7, Z7
 	VMOVDQU64    Z7, (CX)(R8*2)
-	VCVTPH2PS    64(SI)(R8*2), Z1
-	VMULPS       Z0, Z1, Z1
-	VCVTPS2PH    $0x00, Z1, Y1
-	VCVTPH2PS    Y1, Z1
-	VMULPS       128(BX)(R8*4), Z1, Z1
-	VCVTPH2PS    96(SI)(R8*2), Z2
-	VMULPS       Z0, Z2, Z2
-	VCVTPS2PH    $0x00, Z2, Y2
-	VCVTPH2PS    Y2, Z2
-	VMULPS       192(BX)(R8*4), Z2, Z2
-	VCVTPS2PH    $0x00, Z1, Y8
-	VCVTPS2PH    $0x00, Z2, Y1
+	VMULPS       128(BX)(R8*4), Z3, Z3
+	VMULPS       192(BX)(R8*4), Z4, Z4
+	VCVTPS2PH    $0x00, Z3, Y8
+	VCVTPS2PH    $0x00, Z4, Y1
 	VINSERTI64X4 $0x01, Y1, Z8, Z8
 	VMOVDQU64    Z8, 64(CX)(R8*2)
 	ADDQ         $0x00000040, R8
@@ -13178,45 +9290,53 @@ scaleloop:
 scalepf:
 	MOVQ DI, R10
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows4
+	JA   longrows5
 	SHLQ $0x03, R10
 
-longrows4:
+longrows5:
 	ADDQ  SI, R10
 	TESTL $0x00000001, job_flags+0(AX)
 	JNZ   scalent
 
 scalepfloop:
-	CMPQ         R8, R9
-	JG           scaletail
-	PREFETCHT0   (R10)(R8*2)
-	PREFETCHT0   64(R10)(R8*2)
-	VCVTPH2PS    (SI)(R8*2), Z1
-	VMULPS       Z0, Z1, Z1
-	VCVTPS2PH    $0x00, Z1, Y1
-	VCVTPH2PS    Y1, Z1
+	CMPQ       R8, R9
+	JG         scaletail
+	PREFETCHT0 (R10)(R8*2)
+	PREFETCHT0 64(R10)(R8*2)
+	VCVTPH2PS  (SI)(R8*2), Z1
+	VMULPS     Z0, Z1, Z1
+	VCVTPH2PS  32(SI)(R8*2), Z2
+	VMULPS     Z0, Z2, Z2
+	VCVTPH2PS  64(SI)(R8*2), Z3
+	VMULPS     Z0, Z3, Z3
+	VCVTPH2PS  96(SI)(R8*2), Z4
+	VMULPS     Z0, Z4, Z4
+	TESTL      $0x00000008, job_flags+0(AX)
+	JZ         notrn6
+	VCVTPS2PH  $0x00, Z1, Y1
+	VCVTPH2PS  Y1, Z1
+	VMOVUPS    Z1, Z1
+	VCVTPS2PH  $0x00, Z2, Y2
+	VCVTPH2PS  Y2, Z2
+	VMOVUPS    Z2, Z2
+	VCVTPS2PH  $0x00, Z3, Y3
+	VCVTPH2PS  Y3, Z3
+	VMOVUPS    Z3, Z3
+	VCVTPS2PH  $0x00, Z4, Y4
+	VCVTPH2PS  Y4, Z4
+	VMOVUPS    Z4, Z4
+
+notrn6:
 	VMULPS       (BX)(R8*4), Z1, Z1
-	VCVTPH2PS    32(SI)(R8*2), Z2
-	VMULPS       Z0, Z2, Z2
-	VCVTPS2PH    $0x00, Z2, Y2
-	VCVTPH2PS    Y2, Z2
 	VMULPS       64(BX)(R8*4), Z2, Z2
 	VCVTPS2PH    $0x00, Z1, Y9
 	VCVTPS2PH    $0x00, Z2, Y1
 	VINSERTI64X4 $0x01, Y1, Z9, Z9
 	VMOVDQU64    Z9, (CX)(R8*2)
-	VCVTPH2PS    64(SI)(R8*2), Z1
-	VMULPS       Z0, Z1, Z1
-	VCVTPS2PH    $0x00, Z1, Y1
-	VCVTPH2PS    Y1, Z1
-	VMULPS       128(BX)(R8*4), Z1, Z1
-	VCVTPH2PS    96(SI)(R8*2), Z2
-	VMULPS       Z0, Z2, Z2
-	VCVTPS2PH    $0x00, Z2, Y2
-	VCVTPH2PS    Y2, Z2
-	VMULPS       192(BX)(R8*4), Z2, Z2
-	VCVTPS2PH    $0x00, Z1, Y10
-	VCVTPS2PH    $0x00, Z2, Y1
+	VMULPS       128(BX)(R8*4), Z3, Z3
+	VMULPS       192(BX)(R8*4), Z4, Z4
+	VCVTPS2PH    $0x00, Z3, Y10
+	VCVTPS2PH    $0x00, Z4, Y1
 	VINSERTI64X4 $0x01, Y1, Z10, Z10
 	VMOVDQU64    Z10, 64(CX)(R8*2)
 	ADDQ         $0x00000040, R8
@@ -13238,8 +9358,13 @@ scalehead:
 	JB        scaleheadpart
 	VCVTPH2PS (SI)(R8*2), Z1
 	VMULPS    Z0, Z1, Z1
+	TESTL     $0x00000008, job_flags+0(AX)
+	JZ        notrn7
 	VCVTPS2PH $0x00, Z1, Y1
 	VCVTPH2PS Y1, Z1
+	VMOVUPS   Z1, Z1
+
+notrn7:
 	VMULPS    (BX)(R8*4), Z1, Z1
 	VCVTPS2PH $0x00, Z1, (CX)(R8*2)
 	ADDQ      $0x00000010, R8
@@ -13251,44 +9376,57 @@ scaleheadpart:
 	KMOVW       (R12)(R11*2), K1
 	VCVTPH2PS.Z (SI)(R8*2), K1, Z1
 	VMULPS      Z1, Z0, Z1
+	TESTL       $0x00000008, job_flags+0(AX)
+	JZ          notrn8
 	VCVTPS2PH   $0x00, Z1, Y1
 	VCVTPH2PS   Y1, Z1
-	VMOVUPS.Z   (BX)(R8*4), K1, Z2
-	VMULPS      Z2, Z1, Z1
-	VCVTPS2PH   $0x00, Z1, K1, (CX)(R8*2)
-	ADDQ        R11, R8
+	VMOVUPS     Z1, Z1
+
+notrn8:
+	VMOVUPS.Z (BX)(R8*4), K1, Z2
+	VMULPS    Z2, Z1, Z1
+	VCVTPS2PH $0x00, Z1, K1, (CX)(R8*2)
+	ADDQ      R11, R8
 
 scalentloop:
-	CMPQ         R8, R9
-	JG           scaletail
-	PREFETCHT0   (R10)(R8*2)
-	PREFETCHT0   64(R10)(R8*2)
-	VCVTPH2PS    (SI)(R8*2), Z1
-	VMULPS       Z0, Z1, Z1
-	VCVTPS2PH    $0x00, Z1, Y1
-	VCVTPH2PS    Y1, Z1
+	CMPQ       R8, R9
+	JG         scaletail
+	PREFETCHT0 (R10)(R8*2)
+	PREFETCHT0 64(R10)(R8*2)
+	VCVTPH2PS  (SI)(R8*2), Z1
+	VMULPS     Z0, Z1, Z1
+	VCVTPH2PS  32(SI)(R8*2), Z2
+	VMULPS     Z0, Z2, Z2
+	VCVTPH2PS  64(SI)(R8*2), Z3
+	VMULPS     Z0, Z3, Z3
+	VCVTPH2PS  96(SI)(R8*2), Z4
+	VMULPS     Z0, Z4, Z4
+	TESTL      $0x00000008, job_flags+0(AX)
+	JZ         notrn9
+	VCVTPS2PH  $0x00, Z1, Y1
+	VCVTPH2PS  Y1, Z1
+	VMOVUPS    Z1, Z1
+	VCVTPS2PH  $0x00, Z2, Y2
+	VCVTPH2PS  Y2, Z2
+	VMOVUPS    Z2, Z2
+	VCVTPS2PH  $0x00, Z3, Y3
+	VCVTPH2PS  Y3, Z3
+	VMOVUPS    Z3, Z3
+	VCVTPS2PH  $0x00, Z4, Y4
+	VCVTPH2PS  Y4, Z4
+	VMOVUPS    Z4, Z4
+
+notrn9:
 	VMULPS       (BX)(R8*4), Z1, Z1
-	VCVTPH2PS    32(SI)(R8*2), Z2
-	VMULPS       Z0, Z2, Z2
-	VCVTPS2PH    $0x00, Z2, Y2
-	VCVTPH2PS    Y2, Z2
 	VMULPS       64(BX)(R8*4), Z2, Z2
 	VCVTPS2PH    $0x00, Z1, Y11
 	VCVTPS2PH    $0x00, Z2, Y1
 	VINSERTI64X4 $0x01, Y1, Z11, Z11
 	VMOVNTDQ     Z11, (CX)(R8*2)
-	VCVTPH2PS    64(SI)(R8*2), Z1
-	VMULPS       Z0, Z1, Z1
-	VCVTPS2PH    $0x00, Z1, Y1
-	VCVTPH2PS    Y1, Z1
-	VMULPS       128(BX)(R8*4), Z1, Z1
-	VCVTPH2PS    96(SI)(R8*2), Z2
-	VMULPS       Z0, Z2, Z2
-	VCVTPS2PH    $0x00, Z2, Y2
-	VCVTPH2PS    Y2, Z2
-	VMULPS       192(BX)(R8*4), Z2, Z2
-	VCVTPS2PH    $0x00, Z1, Y12
-	VCVTPS2PH    $0x00, Z2, Y1
+	VMULPS       128(BX)(R8*4), Z3, Z3
+	VMULPS       192(BX)(R8*4), Z4, Z4
+	VCVTPS2PH    $0x00, Z3, Y12
+	VCVTPS2PH    $0x00, Z4, Y1
 	VINSERTI64X4 $0x01, Y1, Z12, Z12
 	VMOVNTDQ     Z12, 64(CX)(R8*2)
 	ADDQ         $0x00000040, R8
@@ -13302,8 +9440,13 @@ scaleone:
 	JG        scalepart
 	VCVTPH2PS (SI)(R8*2), Z1
 	VMULPS    Z0, Z1, Z1
+	TESTL     $0x00000008, job_flags+0(AX)
+	JZ        notrn10
 	VCVTPS2PH $0x00, Z1, Y1
 	VCVTPH2PS Y1, Z1
+	VMOVUPS   Z1, Z1
+
+notrn10:
 	VMULPS    (BX)(R8*4), Z1, Z1
 	VCVTPS2PH $0x00, Z1, (CX)(R8*2)
 	ADDQ      $0x00000010, R8
@@ -13317,11 +9460,16 @@ scalepart:
 	KMOVW       (R9)(R11*2), K1
 	VCVTPH2PS.Z (SI)(R8*2), K1, Z1
 	VMULPS      Z1, Z0, Z1
+	TESTL       $0x00000008, job_flags+0(AX)
+	JZ          notrn11
 	VCVTPS2PH   $0x00, Z1, Y0
 	VCVTPH2PS   Y0, Z0
-	VMOVUPS.Z   (BX)(R8*4), K1, Z1
-	VMULPS      Z1, Z0, Z0
-	VCVTPS2PH   $0x00, Z0, K1, (CX)(R8*2)
+	VMOVUPS     Z0, Z1
+
+notrn11:
+	VMOVUPS.Z (BX)(R8*4), K1, Z0
+	VMULPS    Z0, Z1, Z1
+	VCVTPS2PH $0x00, Z1, K1, (CX)(R8*2)
 
 scaled:
 	ADDQ DI, DX
@@ -13349,7 +9497,7 @@ vzero:
 // func avx512F16AddOffset(j uintptr, from int, to int) int
 // Requires: AVX, AVX512F, MMX+
 TEXT ·avx512F16AddOffset(SB), NOSPLIT, $376-32
-	// avx512F16AddOffset normalizes rows [from, to) of the job: F16 rows: h = round16(x + res) and res = h per element, then y = round16((h*inv)*(1+w)), for each row.
+	// avx512F16AddOffset normalizes rows [from, to) of the job: F16 rows: h = round16(x + res) and res = h per element, then y = round16((h*inv)*(1+w)) (with flagRN, round16(h*inv) in place of (h*inv)), for each row.
 	// It stops before the first row that needs the float64 path and returns that row's index, or to.
 	MOVQ j+0(FP), AX
 	MOVQ job_dst+0(AX), CX
@@ -13664,562 +9812,50 @@ scalebody:
 	JNZ   scalepf
 
 scaleloop:
-	CMPQ         R8, R9
-	JG           scaletail
-	VCVTPH2PS    (SI)(R8*2), Z2
-	VMULPS       Z0, Z2, Z2
-	VMOVUPS      (BX)(R8*4), Z3
-	VADDPS       Z1, Z3, Z3
-	VMULPS       Z3, Z2, Z2
-	VCVTPH2PS    32(SI)(R8*2), Z3
-	VMULPS       Z0, Z3, Z3
-	VMOVUPS      64(BX)(R8*4), Z4
-	VADDPS       Z1, Z4, Z4
-	VMULPS       Z4, Z3, Z3
-	VCVTPS2PH    $0x00, Z2, Y7
-	VCVTPS2PH    $0x00, Z3, Y2
-	VINSERTI64X4 $0x01, Y2, Z7, Z7
-	VMOVDQU64    Z7, (CX)(R8*2)
-	VCVTPH2PS    64(SI)(R8*2), Z2
-	VMULPS       Z0, Z2, Z2
-	VMOVUPS      128(BX)(R8*4), Z3
-	VADDPS       Z1, Z3, Z3
-	VMULPS       Z3, Z2, Z2
-	VCVTPH2PS    96(SI)(R8*2), Z3
-	VMULPS       Z0, Z3, Z3
-	VMOVUPS      192(BX)(R8*4), Z4
-	VADDPS       Z1, Z4, Z4
-	VMULPS       Z4, Z3, Z3
-	VCVTPS2PH    $0x00, Z2, Y8
-	VCVTPS2PH    $0x00, Z3, Y2
-	VINSERTI64X4 $0x01, Y2, Z8, Z8
-	VMOVDQU64    Z8, 64(CX)(R8*2)
-	ADDQ         $0x00000040, R8
-	JMP          scaleloop
-
-scalepf:
-	MOVQ DI, R10
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows4
-	SHLQ $0x03, R10
-
-longrows4:
-	ADDQ  SI, R10
-	TESTL $0x00000001, job_flags+0(AX)
-	JNZ   scalent
-
-scalepfloop:
-	CMPQ         R8, R9
-	JG           scaletail
-	PREFETCHT0   (R10)(R8*2)
-	PREFETCHT0   64(R10)(R8*2)
-	VCVTPH2PS    (SI)(R8*2), Z2
-	VMULPS       Z0, Z2, Z2
-	VMOVUPS      (BX)(R8*4), Z3
-	VADDPS       Z1, Z3, Z3
-	VMULPS       Z3, Z2, Z2
-	VCVTPH2PS    32(SI)(R8*2), Z3
-	VMULPS       Z0, Z3, Z3
-	VMOVUPS      64(BX)(R8*4), Z4
-	VADDPS       Z1, Z4, Z4
-	VMULPS       Z4, Z3, Z3
-	VCVTPS2PH    $0x00, Z2, Y9
-	VCVTPS2PH    $0x00, Z3, Y2
-	VINSERTI64X4 $0x01, Y2, Z9, Z9
-	VMOVDQU64    Z9, (CX)(R8*2)
-	VCVTPH2PS    64(SI)(R8*2), Z2
-	VMULPS       Z0, Z2, Z2
-	VMOVUPS      128(BX)(R8*4), Z3
-	VADDPS       Z1, Z3, Z3
-	VMULPS       Z3, Z2, Z2
-	VCVTPH2PS    96(SI)(R8*2), Z3
-	VMULPS       Z0, Z3, Z3
-	VMOVUPS      192(BX)(R8*4), Z4
-	VADDPS       Z1, Z4, Z4
-	VMULPS       Z4, Z3, Z3
-	VCVTPS2PH    $0x00, Z2, Y10
-	VCVTPS2PH    $0x00, Z3, Y2
-	VINSERTI64X4 $0x01, Y2, Z10, Z10
-	VMOVDQU64    Z10, 64(CX)(R8*2)
-	ADDQ         $0x00000040, R8
-	JMP          scalepfloop
-
-scalent:
-	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
-	MOVQ CX, R11
-	NEGQ R11
-	ANDQ $0x0000003f, R11
-	SHRQ $0x01, R11
-	JZ   scalentloop
-	CMPQ R11, job_d+0(AX)
-	JLE  scalehead
-	MOVQ job_d+0(AX), R11
-
-scalehead:
-	CMPQ      R11, $0x00000010
-	JB        scaleheadpart
-	VCVTPH2PS (SI)(R8*2), Z2
-	VMULPS    Z0, Z2, Z2
-	VMOVUPS   (BX)(R8*4), Z3
-	VADDPS    Z1, Z3, Z3
-	VMULPS    Z3, Z2, Z2
-	VCVTPS2PH $0x00, Z2, (CX)(R8*2)
-	ADDQ      $0x00000010, R8
-	SUBQ      $0x00000010, R11
-	JZ        scalentloop
-
-scaleheadpart:
-	LEAQ        kmask<>+0(SB), R12
-	KMOVW       (R12)(R11*2), K1
-	VCVTPH2PS.Z (SI)(R8*2), K1, Z2
-	VMULPS      Z2, Z0, Z2
-	VMOVUPS.Z   (BX)(R8*4), K1, Z3
-	VADDPS      Z1, Z3, Z3
-	VMULPS      Z3, Z2, Z2
-	VCVTPS2PH   $0x00, Z2, K1, (CX)(R8*2)
-	ADDQ        R11, R8
-
-scalentloop:
-	CMPQ         R8, R9
-	JG           scaletail
-	PREFETCHT0   (R10)(R8*2)
-	PREFETCHT0   64(R10)(R8*2)
-	VCVTPH2PS    (SI)(R8*2), Z2
-	VMULPS       Z0, Z2, Z2
-	VMOVUPS      (BX)(R8*4), Z3
-	VADDPS       Z1, Z3, Z3
-	VMULPS       Z3, Z2, Z2
-	VCVTPH2PS    32(SI)(R8*2), Z3
-	VMULPS       Z0, Z3, Z3
-	VMOVUPS      64(BX)(R8*4), Z4
-	VADDPS       Z1, Z4, Z4
-	VMULPS       Z4, Z3, Z3
-	VCVTPS2PH    $0x00, Z2, Y11
-	VCVTPS2PH    $0x00, Z3, Y2
-	VINSERTI64X4 $0x01, Y2, Z11, Z11
-	VMOVNTDQ     Z11, (CX)(R8*2)
-	VCVTPH2PS    64(SI)(R8*2), Z2
-	VMULPS       Z0, Z2, Z2
-	VMOVUPS      128(BX)(R8*4), Z3
-	VADDPS       Z1, Z3, Z3
-	VMULPS       Z3, Z2, Z2
-	VCVTPH2PS    96(SI)(R8*2), Z3
-	VMULPS       Z0, Z3, Z3
-	VMOVUPS      192(BX)(R8*4), Z4
-	VADDPS       Z1, Z4, Z4
-	VMULPS       Z4, Z3, Z3
-	VCVTPS2PH    $0x00, Z2, Y12
-	VCVTPS2PH    $0x00, Z3, Y2
-	VINSERTI64X4 $0x01, Y2, Z12, Z12
-	VMOVNTDQ     Z12, 64(CX)(R8*2)
-	ADDQ         $0x00000040, R8
-	JMP          scalentloop
-
-scaletail:
-	ADDQ $0x00000030, R9
-
-scaleone:
 	CMPQ      R8, R9
-	JG        scalepart
+	JG        scaletail
 	VCVTPH2PS (SI)(R8*2), Z2
 	VMULPS    Z0, Z2, Z2
-	VMOVUPS   (BX)(R8*4), Z3
-	VADDPS    Z1, Z3, Z3
-	VMULPS    Z3, Z2, Z2
-	VCVTPS2PH $0x00, Z2, (CX)(R8*2)
-	ADDQ      $0x00000010, R8
-	JMP       scaleone
-
-scalepart:
-	MOVQ        job_d+0(AX), R11
-	SUBQ        R8, R11
-	JZ          scaled
-	LEAQ        kmask<>+0(SB), R9
-	KMOVW       (R9)(R11*2), K1
-	VCVTPH2PS.Z (SI)(R8*2), K1, Z2
-	VMULPS      Z2, Z0, Z2
-	VMOVUPS.Z   (BX)(R8*4), K1, Z0
-	VADDPS      Z1, Z0, Z0
-	VMULPS      Z0, Z2, Z2
-	VCVTPS2PH   $0x00, Z2, K1, (CX)(R8*2)
-
-scaled:
-	ADDQ DI, DX
-	ADDQ DI, CX
-	ADDQ DI, SI
-	INCQ 320(SP)
-	MOVQ 344(SP), R8
-	INCQ R8
-	MOVQ R8, 344(SP)
-	CMPQ R8, 336(SP)
-	JB   scalerow
-	JMP  row
-
-ret:
-	TESTL $0x00000001, job_flags+0(AX)
-	JZ    vzero
-	SFENCE
-
-vzero:
-	VZEROUPPER
-	MOVQ 320(SP), AX
-	MOVQ AX, ret+24(FP)
-	RET
-
-// func avx512F16AddOffsetRN(j uintptr, from int, to int) int
-// Requires: AVX, AVX512F, MMX+
-TEXT ·avx512F16AddOffsetRN(SB), NOSPLIT, $376-32
-	// avx512F16AddOffsetRN normalizes rows [from, to) of the job: F16 rows: h = round16(x + res) and res = h per element, then y = round16(round16(h*inv)*(1+w)), for each row.
-	// It stops before the first row that needs the float64 path and returns that row's index, or to.
-	MOVQ j+0(FP), AX
-	MOVQ job_dst+0(AX), CX
-	MOVQ job_x+0(AX), DX
-	MOVQ job_w+0(AX), BX
-	MOVQ job_res+0(AX), SI
-	MOVQ job_stride+0(AX), DI
-	SHLQ $0x01, DI
-
-	// fd = float32(d); rd = 1/d when d is a power of two (a/d is then a*rd exactly), else 0.
-	MOVQ       job_d+0(AX), R8
-	VMOVSS     one<>+0(SB), X0
-	VCVTSI2SSQ R8, X0, X0
-	VMOVSS     X0, 368(SP)
-	XORL       R10, R10
-	LEAQ       -1(R8), R9
-	TESTQ      R8, R9
-	JNZ        notpow2
-	BSFQ       R8, R9
-	MOVL       $0x0000007f, R10
-	SUBL       R9, R10
-	SHLL       $0x17, R10
-
-notpow2:
-	MOVL R10, 372(SP)
-
-	// Start at row from.
-	MOVQ  from+8(FP), R8
-	MOVQ  R8, 320(SP)
-	MOVQ  $0x00000000, 328(SP)
-	IMULQ DI, R8
-	ADDQ  R8, CX
-	ADDQ  R8, DX
-	ADDQ  R8, SI
-
-row:
-	MOVQ 320(SP), R8
-	CMPQ R8, to+16(FP)
-	JAE  ret
-	MOVQ $0x00000001, 336(SP)
-	MOVQ DX, R8
-	MOVQ SI, R9
-	XORQ R10, R10
-
-	// Sum of squares: element i goes to partial i%64.
-	MOVQ    job_d+0(AX), R11
-	SUBQ    $0x00000040, R11
-	JGE     firstblock
-	VMOVUPS zero64<>+0(SB), Z0
-	VMOVUPS zero64<>+0(SB), Z1
-	VMOVUPS zero64<>+0(SB), Z2
-	VMOVUPS zero64<>+0(SB), Z3
-	XORQ    R10, R10
-	JMP     sumtail
-
-firstblock:
-	// +0 + square is the square itself: the first block initializes the partials.
-	XORQ      R10, R10
-	VCVTPH2PS (R8)(R10*2), Z0
-	VCVTPH2PS (R9)(R10*2), Z1
-	VADDPS    Z1, Z0, Z0
-	VCVTPS2PH $0x00, Z0, Y0
-	VCVTPH2PS Y0, Z0
-	VCVTPS2PH $0x00, Z0, (R9)(R10*2)
-	VMULPS    Z0, Z0, Z0
-	VCVTPH2PS 32(R8)(R10*2), Z1
-	VCVTPH2PS 32(R9)(R10*2), Z2
-	VADDPS    Z2, Z1, Z1
-	VCVTPS2PH $0x00, Z1, Y1
-	VCVTPH2PS Y1, Z1
-	VCVTPS2PH $0x00, Z1, 32(R9)(R10*2)
-	VMULPS    Z1, Z1, Z1
-	VCVTPH2PS 64(R8)(R10*2), Z2
-	VCVTPH2PS 64(R9)(R10*2), Z3
-	VADDPS    Z3, Z2, Z2
+	VCVTPH2PS 32(SI)(R8*2), Z3
+	VMULPS    Z0, Z3, Z3
+	VCVTPH2PS 64(SI)(R8*2), Z4
+	VMULPS    Z0, Z4, Z4
+	VCVTPH2PS 96(SI)(R8*2), Z5
+	VMULPS    Z0, Z5, Z5
+	TESTL     $0x00000008, job_flags+0(AX)
+	JZ        notrn4
 	VCVTPS2PH $0x00, Z2, Y2
 	VCVTPH2PS Y2, Z2
-	VCVTPS2PH $0x00, Z2, 64(R9)(R10*2)
-	VMULPS    Z2, Z2, Z2
-	VCVTPH2PS 96(R8)(R10*2), Z3
-	VCVTPH2PS 96(R9)(R10*2), Z4
-	VADDPS    Z4, Z3, Z3
+	VMOVUPS   Z2, Z2
 	VCVTPS2PH $0x00, Z3, Y3
 	VCVTPH2PS Y3, Z3
-	VCVTPS2PH $0x00, Z3, 96(R9)(R10*2)
-	VMULPS    Z3, Z3, Z3
-	MOVQ      $0x00000040, R10
-	TESTL     $0x00000002, job_flags+0(AX)
-	JNZ       sumpf
-
-sumloop:
-	CMPQ      R10, R11
-	JG        sumtail
-	VCVTPH2PS (R8)(R10*2), Z4
-	VCVTPH2PS (R9)(R10*2), Z5
-	VADDPS    Z5, Z4, Z4
+	VMOVUPS   Z3, Z3
 	VCVTPS2PH $0x00, Z4, Y4
 	VCVTPH2PS Y4, Z4
-	VCVTPS2PH $0x00, Z4, (R9)(R10*2)
-	VMULPS    Z4, Z4, Z4
-	VADDPS    Z4, Z0, Z0
-	VCVTPH2PS 32(R8)(R10*2), Z4
-	VCVTPH2PS 32(R9)(R10*2), Z5
-	VADDPS    Z5, Z4, Z4
-	VCVTPS2PH $0x00, Z4, Y4
-	VCVTPH2PS Y4, Z4
-	VCVTPS2PH $0x00, Z4, 32(R9)(R10*2)
-	VMULPS    Z4, Z4, Z4
-	VADDPS    Z4, Z1, Z1
-	VCVTPH2PS 64(R8)(R10*2), Z4
-	VCVTPH2PS 64(R9)(R10*2), Z5
-	VADDPS    Z5, Z4, Z4
-	VCVTPS2PH $0x00, Z4, Y4
-	VCVTPH2PS Y4, Z4
-	VCVTPS2PH $0x00, Z4, 64(R9)(R10*2)
-	VMULPS    Z4, Z4, Z4
-	VADDPS    Z4, Z2, Z2
-	VCVTPH2PS 96(R8)(R10*2), Z4
-	VCVTPH2PS 96(R9)(R10*2), Z5
-	VADDPS    Z5, Z4, Z4
-	VCVTPS2PH $0x00, Z4, Y4
-	VCVTPH2PS Y4, Z4
-	VCVTPS2PH $0x00, Z4, 96(R9)(R10*2)
-	VMULPS    Z4, Z4, Z4
-	VADDPS    Z4, Z3, Z3
-	ADDQ      $0x00000040, R10
-	JMP       sumloop
+	VMOVUPS   Z4, Z4
+	VCVTPS2PH $0x00, Z5, Y5
+	VCVTPH2PS Y5, Z5
+	VMOVUPS   Z5, Z5
 
-	// The same, prefetching the rows ahead.
-sumpf:
-	MOVQ DI, R12
-	SHLQ $0x01, R12
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows1
-	SHLQ $0x03, R12
-
-longrows1:
-	ADDQ R8, R12
-
-sumpfloop:
-	CMPQ       R10, R11
-	JG         sumtail
-	PREFETCHT0 (R12)(R10*2)
-	PREFETCHT0 64(R12)(R10*2)
-	VCVTPH2PS  (R8)(R10*2), Z4
-	VCVTPH2PS  (R9)(R10*2), Z5
-	VADDPS     Z5, Z4, Z4
-	VCVTPS2PH  $0x00, Z4, Y4
-	VCVTPH2PS  Y4, Z4
-	VCVTPS2PH  $0x00, Z4, (R9)(R10*2)
-	VMULPS     Z4, Z4, Z4
-	VADDPS     Z4, Z0, Z0
-	VCVTPH2PS  32(R8)(R10*2), Z4
-	VCVTPH2PS  32(R9)(R10*2), Z5
-	VADDPS     Z5, Z4, Z4
-	VCVTPS2PH  $0x00, Z4, Y4
-	VCVTPH2PS  Y4, Z4
-	VCVTPS2PH  $0x00, Z4, 32(R9)(R10*2)
-	VMULPS     Z4, Z4, Z4
-	VADDPS     Z4, Z1, Z1
-	VCVTPH2PS  64(R8)(R10*2), Z4
-	VCVTPH2PS  64(R9)(R10*2), Z5
-	VADDPS     Z5, Z4, Z4
-	VCVTPS2PH  $0x00, Z4, Y4
-	VCVTPH2PS  Y4, Z4
-	VCVTPS2PH  $0x00, Z4, 64(R9)(R10*2)
-	VMULPS     Z4, Z4, Z4
-	VADDPS     Z4, Z2, Z2
-	VCVTPH2PS  96(R8)(R10*2), Z4
-	VCVTPH2PS  96(R9)(R10*2), Z5
-	VADDPS     Z5, Z4, Z4
-	VCVTPS2PH  $0x00, Z4, Y4
-	VCVTPH2PS  Y4, Z4
-	VCVTPS2PH  $0x00, Z4, 96(R9)(R10*2)
-	VMULPS     Z4, Z4, Z4
-	VADDPS     Z4, Z3, Z3
-	ADDQ       $0x00000040, R10
-	JMP        sumpfloop
-
-sumtail:
-	// Fewer than 64 elements remain.
-	MOVQ job_d+0(AX), R11
-	SUBQ R10, R11
-	JZ   summed
-	LEAQ kmask<>+0(SB), R12
-	MOVQ R11, R13
-	CMPQ R13, $0x00000010
-	JLE  tailmask0
-	MOVQ $0x00000010, R13
-
-tailmask0:
-	KMOVW       (R12)(R13*2), K1
-	VCVTPH2PS.Z (R8)(R10*2), K1, Z4
-	VCVTPH2PS.Z (R9)(R10*2), K1, Z5
-	VADDPS      Z5, Z4, Z4
-	VCVTPS2PH   $0x00, Z4, Y4
-	VCVTPH2PS   Y4, Z4
-	VCVTPS2PH   $0x00, Z4, K1, (R9)(R10*2)
-	VMULPS      Z4, Z4, Z4
-	VADDPS      Z4, Z0, Z0
-	MOVQ        R11, R13
-	SUBQ        $0x00000010, R13
-	JLE         summed
-	CMPQ        R13, $0x00000010
-	JLE         tailmask1
-	MOVQ        $0x00000010, R13
-
-tailmask1:
-	KMOVW       (R12)(R13*2), K1
-	VCVTPH2PS.Z 32(R8)(R10*2), K1, Z4
-	VCVTPH2PS.Z 32(R9)(R10*2), K1, Z5
-	VADDPS      Z5, Z4, Z4
-	VCVTPS2PH   $0x00, Z4, Y4
-	VCVTPH2PS   Y4, Z4
-	VCVTPS2PH   $0x00, Z4, K1, 32(R9)(R10*2)
-	VMULPS      Z4, Z4, Z4
-	VADDPS      Z4, Z1, Z1
-	MOVQ        R11, R13
-	SUBQ        $0x00000020, R13
-	JLE         summed
-	CMPQ        R13, $0x00000010
-	JLE         tailmask2
-	MOVQ        $0x00000010, R13
-
-tailmask2:
-	KMOVW       (R12)(R13*2), K1
-	VCVTPH2PS.Z 64(R8)(R10*2), K1, Z4
-	VCVTPH2PS.Z 64(R9)(R10*2), K1, Z5
-	VADDPS      Z5, Z4, Z4
-	VCVTPS2PH   $0x00, Z4, Y4
-	VCVTPH2PS   Y4, Z4
-	VCVTPS2PH   $0x00, Z4, K1, 64(R9)(R10*2)
-	VMULPS      Z4, Z4, Z4
-	VADDPS      Z4, Z2, Z2
-	SUBQ        $0x00000030, R11
-	JLE         summed
-	CMPQ        R11, $0x00000010
-	JLE         tailmask3
-	MOVQ        $0x00000010, R11
-
-tailmask3:
-	KMOVW       (R12)(R11*2), K1
-	VCVTPH2PS.Z 96(R8)(R10*2), K1, Z4
-	VCVTPH2PS.Z 96(R9)(R10*2), K1, Z5
-	VADDPS      Z5, Z4, Z4
-	VCVTPS2PH   $0x00, Z4, Y4
-	VCVTPH2PS   Y4, Z4
-	VCVTPS2PH   $0x00, Z4, K1, 96(R9)(R10*2)
-	VMULPS      Z4, Z4, Z4
-	VADDPS      Z4, Z3, Z3
-
-summed:
-	VADDPS Z2, Z0, Z0
-	VADDPS Z3, Z1, Z1
-	VADDPS Z1, Z0, Z0
-
-	// Halving tree: p[j] += p[j+h] for the remaining h, down to ss.
-	VSHUFF64X2 $0xee, Z0, Z0, Z1
-	VADDPS     Z1, Z0, Z0
-	VSHUFF32X4 $0x01, Z0, Z0, Z1
-	VADDPS     Z1, Z0, Z0
-	VPERMILPS  $0x4e, Z0, Z1
-	VADDPS     Z1, Z0, Z0
-	VPERMILPS  $0xb1, Z0, Z1
-	VADDPS     Z1, Z0, Z0
-
-	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
-	CMPL   372(SP), $0x00
-	JE     divide2
-	VMULSS 372(SP), X0, X0
-	JMP    divided3
-
-divide2:
-	VDIVSS 368(SP), X0, X0
-
-divided3:
-	VADDSS   job_eps+0(AX), X0, X0
-	VUCOMISS tlo<>+0(SB), X0
-	JCS      ret
-	VUCOMISS tmax<>+0(SB), X0
-	JHI      ret
-	VSQRTSS  X0, X0, X0
-	VMOVSS   one<>+0(SB), X6
-	VDIVSS   X0, X6, X6
-
-	// Report 1/rms if asked.
-	MOVQ   job_inv+0(AX), R8
-	TESTQ  R8, R8
-	JZ     scale
-	MOVQ   320(SP), R9
-	VMOVSS X6, (R8)(R9*4)
-
-scale:
-	VBROADCASTSS X6, Z0
-	MOVQ         $0x00000000, 344(SP)
-	CMPQ         336(SP), $0x01
-	JE           scalebody
-	VMOVUPS      Z6, 256(SP)
-
-scalerow:
-	MOVQ         344(SP), R8
-	VBROADCASTSS 256(SP)(R8*4), Z0
-
-scalebody:
-	VBROADCASTSS one<>+0(SB), Z1
-
-	// y = (src*inv)*w, rounded after each multiply.
-	XORQ  R8, R8
-	MOVQ  job_d+0(AX), R9
-	SUBQ  $0x00000040, R9
-	TESTL $0x00000002, job_flags+0(AX)
-	JNZ   scalepf
-
-scaleloop:
-	CMPQ         R8, R9
-	JG           scaletail
-	VCVTPH2PS    (SI)(R8*2), Z2
-	VMULPS       Z0, Z2, Z2
-	VCVTPS2PH    $0x00, Z2, Y2
-	VCVTPH2PS    Y2, Z2
-	VMOVUPS      (BX)(R8*4), Z3
-	VADDPS       Z1, Z3, Z3
-	VMULPS       Z3, Z2, Z2
-	VCVTPH2PS    32(SI)(R8*2), Z3
-	VMULPS       Z0, Z3, Z3
-	VCVTPS2PH    $0x00, Z3, Y3
-	VCVTPH2PS    Y3, Z3
-	VMOVUPS      64(BX)(R8*4), Z4
-	VADDPS       Z1, Z4, Z4
-	VMULPS       Z4, Z3, Z3
+notrn4:
+	VMOVUPS      (BX)(R8*4), Z13
+	VADDPS       Z1, Z13, Z13
+	VMULPS       Z13, Z2, Z2
+	VMOVUPS      64(BX)(R8*4), Z13
+	VADDPS       Z1, Z13, Z13
+	VMULPS       Z13, Z3, Z3
 	VCVTPS2PH    $0x00, Z2, Y7
 	VCVTPS2PH    $0x00, Z3, Y2
 	VINSERTI64X4 $0x01, Y2, Z7, Z7
 	VMOVDQU64    Z7, (CX)(R8*2)
-	VCVTPH2PS    64(SI)(R8*2), Z2
-	VMULPS       Z0, Z2, Z2
-	VCVTPS2PH    $0x00, Z2, Y2
-	VCVTPH2PS    Y2, Z2
-	VMOVUPS      128(BX)(R8*4), Z3
-	VADDPS       Z1, Z3, Z3
-	VMULPS       Z3, Z2, Z2
-	VCVTPH2PS    96(SI)(R8*2), Z3
-	VMULPS       Z0, Z3, Z3
-	VCVTPS2PH    $0x00, Z3, Y3
-	VCVTPH2PS    Y3, Z3
-	VMOVUPS      192(BX)(R8*4), Z4
-	VADDPS       Z1, Z4, Z4
-	VMULPS       Z4, Z3, Z3
-	VCVTPS2PH    $0x00, Z2, Y8
-	VCVTPS2PH    $0x00, Z3, Y2
+	VMOVUPS      128(BX)(R8*4), Z2
+	VADDPS       Z1, Z2, Z2
+	VMULPS       Z2, Z4, Z4
+	VMOVUPS      192(BX)(R8*4), Z2
+	VADDPS       Z1, Z2, Z2
+	VMULPS       Z2, Z5, Z5
+	VCVTPS2PH    $0x00, Z4, Y8
+	VCVTPS2PH    $0x00, Z5, Y2
 	VINSERTI64X4 $0x01, Y2, Z8, Z8
 	VMOVDQU64    Z8, 64(CX)(R8*2)
 	ADDQ         $0x00000040, R8
@@ -14228,53 +9864,61 @@ scaleloop:
 scalepf:
 	MOVQ DI, R10
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows4
+	JA   longrows5
 	SHLQ $0x03, R10
 
-longrows4:
+longrows5:
 	ADDQ  SI, R10
 	TESTL $0x00000001, job_flags+0(AX)
 	JNZ   scalent
 
 scalepfloop:
-	CMPQ         R8, R9
-	JG           scaletail
-	PREFETCHT0   (R10)(R8*2)
-	PREFETCHT0   64(R10)(R8*2)
-	VCVTPH2PS    (SI)(R8*2), Z2
-	VMULPS       Z0, Z2, Z2
-	VCVTPS2PH    $0x00, Z2, Y2
-	VCVTPH2PS    Y2, Z2
-	VMOVUPS      (BX)(R8*4), Z3
-	VADDPS       Z1, Z3, Z3
-	VMULPS       Z3, Z2, Z2
-	VCVTPH2PS    32(SI)(R8*2), Z3
-	VMULPS       Z0, Z3, Z3
-	VCVTPS2PH    $0x00, Z3, Y3
-	VCVTPH2PS    Y3, Z3
-	VMOVUPS      64(BX)(R8*4), Z4
-	VADDPS       Z1, Z4, Z4
-	VMULPS       Z4, Z3, Z3
+	CMPQ       R8, R9
+	JG         scaletail
+	PREFETCHT0 (R10)(R8*2)
+	PREFETCHT0 64(R10)(R8*2)
+	VCVTPH2PS  (SI)(R8*2), Z2
+	VMULPS     Z0, Z2, Z2
+	VCVTPH2PS  32(SI)(R8*2), Z3
+	VMULPS     Z0, Z3, Z3
+	VCVTPH2PS  64(SI)(R8*2), Z4
+	VMULPS     Z0, Z4, Z4
+	VCVTPH2PS  96(SI)(R8*2), Z5
+	VMULPS     Z0, Z5, Z5
+	TESTL      $0x00000008, job_flags+0(AX)
+	JZ         notrn6
+	VCVTPS2PH  $0x00, Z2, Y2
+	VCVTPH2PS  Y2, Z2
+	VMOVUPS    Z2, Z2
+	VCVTPS2PH  $0x00, Z3, Y3
+	VCVTPH2PS  Y3, Z3
+	VMOVUPS    Z3, Z3
+	VCVTPS2PH  $0x00, Z4, Y4
+	VCVTPH2PS  Y4, Z4
+	VMOVUPS    Z4, Z4
+	VCVTPS2PH  $0x00, Z5, Y5
+	VCVTPH2PS  Y5, Z5
+	VMOVUPS    Z5, Z5
+
+notrn6:
+	VMOVUPS      (BX)(R8*4), Z13
+	VADDPS       Z1, Z13, Z13
+	VMULPS       Z13, Z2, Z2
+	VMOVUPS      64(BX)(R8*4), Z13
+	VADDPS       Z1, Z13, Z13
+	VMULPS       Z13, Z3, Z3
 	VCVTPS2PH    $0x00, Z2, Y9
 	VCVTPS2PH    $0x00, Z3, Y2
 	VINSERTI64X4 $0x01, Y2, Z9, Z9
 	VMOVDQU64    Z9, (CX)(R8*2)
-	VCVTPH2PS    64(SI)(R8*2), Z2
-	VMULPS       Z0, Z2, Z2
-	VCVTPS2PH    $0x00, Z2, Y2
-	VCVTPH2PS    Y2, Z2
-	VMOVUPS      128(BX)(R8*4), Z3
-	VADDPS       Z1, Z3, Z3
-	VMULPS       Z3, Z2, Z2
-	VCVTPH2PS    96(SI)(R8*2), Z3
-	VMULPS       Z0, Z3, Z3
-	VCVTPS2PH    $0x00, Z3, Y3
-	VCVTPH2PS    Y3, Z3
-	VMOVUPS      192(BX)(R8*4), Z4
-	VADDPS       Z1, Z4, Z4
-	VMULPS       Z4, Z3, Z3
-	VCVTPS2PH    $0x00, Z2, Y10
-	VCVTPS2PH    $0x00, Z3, Y2
+	VMOVUPS      128(BX)(R8*4), Z2
+	VADDPS       Z1, Z2, Z2
+	VMULPS       Z2, Z4, Z4
+	VMOVUPS      192(BX)(R8*4), Z2
+	VADDPS       Z1, Z2, Z2
+	VMULPS       Z2, Z5, Z5
+	VCVTPS2PH    $0x00, Z4, Y10
+	VCVTPS2PH    $0x00, Z5, Y2
 	VINSERTI64X4 $0x01, Y2, Z10, Z10
 	VMOVDQU64    Z10, 64(CX)(R8*2)
 	ADDQ         $0x00000040, R8
@@ -14296,8 +9940,13 @@ scalehead:
 	JB        scaleheadpart
 	VCVTPH2PS (SI)(R8*2), Z2
 	VMULPS    Z0, Z2, Z2
+	TESTL     $0x00000008, job_flags+0(AX)
+	JZ        notrn7
 	VCVTPS2PH $0x00, Z2, Y2
 	VCVTPH2PS Y2, Z2
+	VMOVUPS   Z2, Z2
+
+notrn7:
 	VMOVUPS   (BX)(R8*4), Z3
 	VADDPS    Z1, Z3, Z3
 	VMULPS    Z3, Z2, Z2
@@ -14311,53 +9960,66 @@ scaleheadpart:
 	KMOVW       (R12)(R11*2), K1
 	VCVTPH2PS.Z (SI)(R8*2), K1, Z2
 	VMULPS      Z2, Z0, Z2
+	TESTL       $0x00000008, job_flags+0(AX)
+	JZ          notrn8
 	VCVTPS2PH   $0x00, Z2, Y2
 	VCVTPH2PS   Y2, Z2
-	VMOVUPS.Z   (BX)(R8*4), K1, Z3
-	VADDPS      Z1, Z3, Z3
-	VMULPS      Z3, Z2, Z2
-	VCVTPS2PH   $0x00, Z2, K1, (CX)(R8*2)
-	ADDQ        R11, R8
+	VMOVUPS     Z2, Z2
+
+notrn8:
+	VMOVUPS.Z (BX)(R8*4), K1, Z3
+	VADDPS    Z1, Z3, Z3
+	VMULPS    Z3, Z2, Z2
+	VCVTPS2PH $0x00, Z2, K1, (CX)(R8*2)
+	ADDQ      R11, R8
 
 scalentloop:
-	CMPQ         R8, R9
-	JG           scaletail
-	PREFETCHT0   (R10)(R8*2)
-	PREFETCHT0   64(R10)(R8*2)
-	VCVTPH2PS    (SI)(R8*2), Z2
-	VMULPS       Z0, Z2, Z2
-	VCVTPS2PH    $0x00, Z2, Y2
-	VCVTPH2PS    Y2, Z2
-	VMOVUPS      (BX)(R8*4), Z3
-	VADDPS       Z1, Z3, Z3
-	VMULPS       Z3, Z2, Z2
-	VCVTPH2PS    32(SI)(R8*2), Z3
-	VMULPS       Z0, Z3, Z3
-	VCVTPS2PH    $0x00, Z3, Y3
-	VCVTPH2PS    Y3, Z3
-	VMOVUPS      64(BX)(R8*4), Z4
-	VADDPS       Z1, Z4, Z4
-	VMULPS       Z4, Z3, Z3
+	CMPQ       R8, R9
+	JG         scaletail
+	PREFETCHT0 (R10)(R8*2)
+	PREFETCHT0 64(R10)(R8*2)
+	VCVTPH2PS  (SI)(R8*2), Z2
+	VMULPS     Z0, Z2, Z2
+	VCVTPH2PS  32(SI)(R8*2), Z3
+	VMULPS     Z0, Z3, Z3
+	VCVTPH2PS  64(SI)(R8*2), Z4
+	VMULPS     Z0, Z4, Z4
+	VCVTPH2PS  96(SI)(R8*2), Z5
+	VMULPS     Z0, Z5, Z5
+	TESTL      $0x00000008, job_flags+0(AX)
+	JZ         notrn9
+	VCVTPS2PH  $0x00, Z2, Y2
+	VCVTPH2PS  Y2, Z2
+	VMOVUPS    Z2, Z2
+	VCVTPS2PH  $0x00, Z3, Y3
+	VCVTPH2PS  Y3, Z3
+	VMOVUPS    Z3, Z3
+	VCVTPS2PH  $0x00, Z4, Y4
+	VCVTPH2PS  Y4, Z4
+	VMOVUPS    Z4, Z4
+	VCVTPS2PH  $0x00, Z5, Y5
+	VCVTPH2PS  Y5, Z5
+	VMOVUPS    Z5, Z5
+
+notrn9:
+	VMOVUPS      (BX)(R8*4), Z13
+	VADDPS       Z1, Z13, Z13
+	VMULPS       Z13, Z2, Z2
+	VMOVUPS      64(BX)(R8*4), Z13
+	VADDPS       Z1, Z13, Z13
+	VMULPS       Z13, Z3, Z3
 	VCVTPS2PH    $0x00, Z2, Y11
 	VCVTPS2PH    $0x00, Z3, Y2
 	VINSERTI64X4 $0x01, Y2, Z11, Z11
 	VMOVNTDQ     Z11, (CX)(R8*2)
-	VCVTPH2PS    64(SI)(R8*2), Z2
-	VMULPS       Z0, Z2, Z2
-	VCVTPS2PH    $0x00, Z2, Y2
-	VCVTPH2PS    Y2, Z2
-	VMOVUPS      128(BX)(R8*4), Z3
-	VADDPS       Z1, Z3, Z3
-	VMULPS       Z3, Z2, Z2
-	VCVTPH2PS    96(SI)(R8*2), Z3
-	VMULPS       Z0, Z3, Z3
-	VCVTPS2PH    $0x00, Z3, Y3
-	VCVTPH2PS    Y3, Z3
-	VMOVUPS      192(BX)(R8*4), Z4
-	VADDPS       Z1, Z4, Z4
-	VMULPS       Z4, Z3, Z3
-	VCVTPS2PH    $0x00, Z2, Y12
-	VCVTPS2PH    $0x00, Z3, Y2
+	VMOVUPS      128(BX)(R8*4), Z2
+	VADDPS       Z1, Z2, Z2
+	VMULPS       Z2, Z4, Z4
+	VMOVUPS      192(BX)(R8*4), Z2
+	VADDPS       Z1, Z2, Z2
+	VMULPS       Z2, Z5, Z5
+	VCVTPS2PH    $0x00, Z4, Y12
+	VCVTPS2PH    $0x00, Z5, Y2
 	VINSERTI64X4 $0x01, Y2, Z12, Z12
 	VMOVNTDQ     Z12, 64(CX)(R8*2)
 	ADDQ         $0x00000040, R8
@@ -14371,8 +10033,13 @@ scaleone:
 	JG        scalepart
 	VCVTPH2PS (SI)(R8*2), Z2
 	VMULPS    Z0, Z2, Z2
+	TESTL     $0x00000008, job_flags+0(AX)
+	JZ        notrn10
 	VCVTPS2PH $0x00, Z2, Y2
 	VCVTPH2PS Y2, Z2
+	VMOVUPS   Z2, Z2
+
+notrn10:
 	VMOVUPS   (BX)(R8*4), Z3
 	VADDPS    Z1, Z3, Z3
 	VMULPS    Z3, Z2, Z2
@@ -14388,12 +10055,17 @@ scalepart:
 	KMOVW       (R9)(R11*2), K1
 	VCVTPH2PS.Z (SI)(R8*2), K1, Z2
 	VMULPS      Z2, Z0, Z2
+	TESTL       $0x00000008, job_flags+0(AX)
+	JZ          notrn11
 	VCVTPS2PH   $0x00, Z2, Y0
 	VCVTPH2PS   Y0, Z0
-	VMOVUPS.Z   (BX)(R8*4), K1, Z2
-	VADDPS      Z1, Z2, Z2
-	VMULPS      Z2, Z0, Z0
-	VCVTPS2PH   $0x00, Z0, K1, (CX)(R8*2)
+	VMOVUPS     Z0, Z2
+
+notrn11:
+	VMOVUPS.Z (BX)(R8*4), K1, Z0
+	VADDPS    Z1, Z0, Z0
+	VMULPS    Z0, Z2, Z2
+	VCVTPS2PH $0x00, Z2, K1, (CX)(R8*2)
 
 scaled:
 	ADDQ DI, DX
@@ -14739,16 +10411,16 @@ scaleloop:
 	VMULPS       Z0, Z1, Z1
 	VCVTPH2PS    32(BX)(DI*2), Z2
 	VMULPS       Z0, Z2, Z2
+	VCVTPH2PS    64(BX)(DI*2), Z3
+	VMULPS       Z0, Z3, Z3
+	VCVTPH2PS    96(BX)(DI*2), Z4
+	VMULPS       Z0, Z4, Z4
 	VCVTPS2PH    $0x00, Z1, Y7
 	VCVTPS2PH    $0x00, Z2, Y1
 	VINSERTI64X4 $0x01, Y1, Z7, Z7
 	VMOVDQU64    Z7, (CX)(DI*2)
-	VCVTPH2PS    64(BX)(DI*2), Z1
-	VMULPS       Z0, Z1, Z1
-	VCVTPH2PS    96(BX)(DI*2), Z2
-	VMULPS       Z0, Z2, Z2
-	VCVTPS2PH    $0x00, Z1, Y8
-	VCVTPS2PH    $0x00, Z2, Y1
+	VCVTPS2PH    $0x00, Z3, Y8
+	VCVTPS2PH    $0x00, Z4, Y1
 	VINSERTI64X4 $0x01, Y1, Z8, Z8
 	VMOVDQU64    Z8, 64(CX)(DI*2)
 	ADDQ         $0x00000040, DI
@@ -14774,16 +10446,16 @@ scalepfloop:
 	VMULPS       Z0, Z1, Z1
 	VCVTPH2PS    32(BX)(DI*2), Z2
 	VMULPS       Z0, Z2, Z2
+	VCVTPH2PS    64(BX)(DI*2), Z3
+	VMULPS       Z0, Z3, Z3
+	VCVTPH2PS    96(BX)(DI*2), Z4
+	VMULPS       Z0, Z4, Z4
 	VCVTPS2PH    $0x00, Z1, Y9
 	VCVTPS2PH    $0x00, Z2, Y1
 	VINSERTI64X4 $0x01, Y1, Z9, Z9
 	VMOVDQU64    Z9, (CX)(DI*2)
-	VCVTPH2PS    64(BX)(DI*2), Z1
-	VMULPS       Z0, Z1, Z1
-	VCVTPH2PS    96(BX)(DI*2), Z2
-	VMULPS       Z0, Z2, Z2
-	VCVTPS2PH    $0x00, Z1, Y10
-	VCVTPS2PH    $0x00, Z2, Y1
+	VCVTPS2PH    $0x00, Z3, Y10
+	VCVTPS2PH    $0x00, Z4, Y1
 	VINSERTI64X4 $0x01, Y1, Z10, Z10
 	VMOVDQU64    Z10, 64(CX)(DI*2)
 	ADDQ         $0x00000040, DI
@@ -14827,16 +10499,16 @@ scalentloop:
 	VMULPS       Z0, Z1, Z1
 	VCVTPH2PS    32(BX)(DI*2), Z2
 	VMULPS       Z0, Z2, Z2
+	VCVTPH2PS    64(BX)(DI*2), Z3
+	VMULPS       Z0, Z3, Z3
+	VCVTPH2PS    96(BX)(DI*2), Z4
+	VMULPS       Z0, Z4, Z4
 	VCVTPS2PH    $0x00, Z1, Y11
 	VCVTPS2PH    $0x00, Z2, Y1
 	VINSERTI64X4 $0x01, Y1, Z11, Z11
 	VMOVNTDQ     Z11, (CX)(DI*2)
-	VCVTPH2PS    64(BX)(DI*2), Z1
-	VMULPS       Z0, Z1, Z1
-	VCVTPH2PS    96(BX)(DI*2), Z2
-	VMULPS       Z0, Z2, Z2
-	VCVTPS2PH    $0x00, Z1, Y12
-	VCVTPS2PH    $0x00, Z2, Y1
+	VCVTPS2PH    $0x00, Z3, Y12
+	VCVTPS2PH    $0x00, Z4, Y1
 	VINSERTI64X4 $0x01, Y1, Z12, Z12
 	VMOVNTDQ     Z12, 64(CX)(DI*2)
 	ADDQ         $0x00000040, DI
@@ -18467,17 +14139,17 @@ scaleloop:
 	CMPQ    DI, R8
 	JG      scaletail
 	VMULPS  (DX)(DI*4), Y1, Y0
+	VMULPS  32(DX)(DI*4), Y1, Y2
+	VMULPS  64(DX)(DI*4), Y1, Y3
+	VMULPS  96(DX)(DI*4), Y1, Y4
 	VMULPS  (BX)(DI*4), Y0, Y0
 	VMOVUPS Y0, (CX)(DI*4)
-	VMULPS  32(DX)(DI*4), Y1, Y0
-	VMULPS  32(BX)(DI*4), Y0, Y0
-	VMOVUPS Y0, 32(CX)(DI*4)
-	VMULPS  64(DX)(DI*4), Y1, Y0
-	VMULPS  64(BX)(DI*4), Y0, Y0
-	VMOVUPS Y0, 64(CX)(DI*4)
-	VMULPS  96(DX)(DI*4), Y1, Y0
-	VMULPS  96(BX)(DI*4), Y0, Y0
-	VMOVUPS Y0, 96(CX)(DI*4)
+	VMULPS  32(BX)(DI*4), Y2, Y2
+	VMOVUPS Y2, 32(CX)(DI*4)
+	VMULPS  64(BX)(DI*4), Y3, Y3
+	VMOVUPS Y3, 64(CX)(DI*4)
+	VMULPS  96(BX)(DI*4), Y4, Y4
+	VMOVUPS Y4, 96(CX)(DI*4)
 	ADDQ    $0x00000020, DI
 	JMP     scaleloop
 
@@ -18498,17 +14170,17 @@ scalepfloop:
 	PREFETCHT0 (R9)(DI*4)
 	PREFETCHT0 64(R9)(DI*4)
 	VMULPS     (DX)(DI*4), Y1, Y0
+	VMULPS     32(DX)(DI*4), Y1, Y2
+	VMULPS     64(DX)(DI*4), Y1, Y3
+	VMULPS     96(DX)(DI*4), Y1, Y4
 	VMULPS     (BX)(DI*4), Y0, Y0
 	VMOVUPS    Y0, (CX)(DI*4)
-	VMULPS     32(DX)(DI*4), Y1, Y0
-	VMULPS     32(BX)(DI*4), Y0, Y0
-	VMOVUPS    Y0, 32(CX)(DI*4)
-	VMULPS     64(DX)(DI*4), Y1, Y0
-	VMULPS     64(BX)(DI*4), Y0, Y0
-	VMOVUPS    Y0, 64(CX)(DI*4)
-	VMULPS     96(DX)(DI*4), Y1, Y0
-	VMULPS     96(BX)(DI*4), Y0, Y0
-	VMOVUPS    Y0, 96(CX)(DI*4)
+	VMULPS     32(BX)(DI*4), Y2, Y2
+	VMOVUPS    Y2, 32(CX)(DI*4)
+	VMULPS     64(BX)(DI*4), Y3, Y3
+	VMOVUPS    Y3, 64(CX)(DI*4)
+	VMULPS     96(BX)(DI*4), Y4, Y4
+	VMOVUPS    Y4, 96(CX)(DI*4)
 	ADDQ       $0x00000020, DI
 	JMP        scalepfloop
 
@@ -18614,17 +14286,17 @@ scalentloop:
 	PREFETCHT0 (R9)(DI*4)
 	PREFETCHT0 64(R9)(DI*4)
 	VMULPS     (DX)(DI*4), Y1, Y0
+	VMULPS     32(DX)(DI*4), Y1, Y2
+	VMULPS     64(DX)(DI*4), Y1, Y3
+	VMULPS     96(DX)(DI*4), Y1, Y4
 	VMULPS     (BX)(DI*4), Y0, Y0
 	VMOVNTPS   Y0, (CX)(DI*4)
-	VMULPS     32(DX)(DI*4), Y1, Y0
-	VMULPS     32(BX)(DI*4), Y0, Y0
-	VMOVNTPS   Y0, 32(CX)(DI*4)
-	VMULPS     64(DX)(DI*4), Y1, Y0
-	VMULPS     64(BX)(DI*4), Y0, Y0
-	VMOVNTPS   Y0, 64(CX)(DI*4)
-	VMULPS     96(DX)(DI*4), Y1, Y0
-	VMULPS     96(BX)(DI*4), Y0, Y0
-	VMOVNTPS   Y0, 96(CX)(DI*4)
+	VMULPS     32(BX)(DI*4), Y2, Y2
+	VMOVNTPS   Y2, 32(CX)(DI*4)
+	VMULPS     64(BX)(DI*4), Y3, Y3
+	VMOVNTPS   Y3, 64(CX)(DI*4)
+	VMULPS     96(BX)(DI*4), Y4, Y4
+	VMOVNTPS   Y4, 96(CX)(DI*4)
 	ADDQ       $0x00000020, DI
 	JMP        scalentloop
 
@@ -19120,25 +14792,25 @@ scaleloop:
 	CMPQ    DI, R8
 	JG      scaletail
 	VMULPS  (DX)(DI*4), Y1, Y2
-	VMOVUPS (BX)(DI*4), Y3
-	VADDPS  Y0, Y3, Y3
-	VMULPS  Y3, Y2, Y2
+	VMULPS  32(DX)(DI*4), Y1, Y3
+	VMULPS  64(DX)(DI*4), Y1, Y4
+	VMULPS  96(DX)(DI*4), Y1, Y5
+	VMOVUPS (BX)(DI*4), Y6
+	VADDPS  Y0, Y6, Y6
+	VMULPS  Y6, Y2, Y2
 	VMOVUPS Y2, (CX)(DI*4)
-	VMULPS  32(DX)(DI*4), Y1, Y2
-	VMOVUPS 32(BX)(DI*4), Y3
-	VADDPS  Y0, Y3, Y3
-	VMULPS  Y3, Y2, Y2
-	VMOVUPS Y2, 32(CX)(DI*4)
-	VMULPS  64(DX)(DI*4), Y1, Y2
-	VMOVUPS 64(BX)(DI*4), Y3
-	VADDPS  Y0, Y3, Y3
-	VMULPS  Y3, Y2, Y2
-	VMOVUPS Y2, 64(CX)(DI*4)
-	VMULPS  96(DX)(DI*4), Y1, Y2
-	VMOVUPS 96(BX)(DI*4), Y3
-	VADDPS  Y0, Y3, Y3
-	VMULPS  Y3, Y2, Y2
-	VMOVUPS Y2, 96(CX)(DI*4)
+	VMOVUPS 32(BX)(DI*4), Y2
+	VADDPS  Y0, Y2, Y2
+	VMULPS  Y2, Y3, Y3
+	VMOVUPS Y3, 32(CX)(DI*4)
+	VMOVUPS 64(BX)(DI*4), Y2
+	VADDPS  Y0, Y2, Y2
+	VMULPS  Y2, Y4, Y4
+	VMOVUPS Y4, 64(CX)(DI*4)
+	VMOVUPS 96(BX)(DI*4), Y2
+	VADDPS  Y0, Y2, Y2
+	VMULPS  Y2, Y5, Y5
+	VMOVUPS Y5, 96(CX)(DI*4)
 	ADDQ    $0x00000020, DI
 	JMP     scaleloop
 
@@ -19159,25 +14831,25 @@ scalepfloop:
 	PREFETCHT0 (R9)(DI*4)
 	PREFETCHT0 64(R9)(DI*4)
 	VMULPS     (DX)(DI*4), Y1, Y2
-	VMOVUPS    (BX)(DI*4), Y3
-	VADDPS     Y0, Y3, Y3
-	VMULPS     Y3, Y2, Y2
+	VMULPS     32(DX)(DI*4), Y1, Y3
+	VMULPS     64(DX)(DI*4), Y1, Y4
+	VMULPS     96(DX)(DI*4), Y1, Y5
+	VMOVUPS    (BX)(DI*4), Y6
+	VADDPS     Y0, Y6, Y6
+	VMULPS     Y6, Y2, Y2
 	VMOVUPS    Y2, (CX)(DI*4)
-	VMULPS     32(DX)(DI*4), Y1, Y2
-	VMOVUPS    32(BX)(DI*4), Y3
-	VADDPS     Y0, Y3, Y3
-	VMULPS     Y3, Y2, Y2
-	VMOVUPS    Y2, 32(CX)(DI*4)
-	VMULPS     64(DX)(DI*4), Y1, Y2
-	VMOVUPS    64(BX)(DI*4), Y3
-	VADDPS     Y0, Y3, Y3
-	VMULPS     Y3, Y2, Y2
-	VMOVUPS    Y2, 64(CX)(DI*4)
-	VMULPS     96(DX)(DI*4), Y1, Y2
-	VMOVUPS    96(BX)(DI*4), Y3
-	VADDPS     Y0, Y3, Y3
-	VMULPS     Y3, Y2, Y2
-	VMOVUPS    Y2, 96(CX)(DI*4)
+	VMOVUPS    32(BX)(DI*4), Y2
+	VADDPS     Y0, Y2, Y2
+	VMULPS     Y2, Y3, Y3
+	VMOVUPS    Y3, 32(CX)(DI*4)
+	VMOVUPS    64(BX)(DI*4), Y2
+	VADDPS     Y0, Y2, Y2
+	VMULPS     Y2, Y4, Y4
+	VMOVUPS    Y4, 64(CX)(DI*4)
+	VMOVUPS    96(BX)(DI*4), Y2
+	VADDPS     Y0, Y2, Y2
+	VMULPS     Y2, Y5, Y5
+	VMOVUPS    Y5, 96(CX)(DI*4)
 	ADDQ       $0x00000020, DI
 	JMP        scalepfloop
 
@@ -19285,25 +14957,25 @@ scalentloop:
 	PREFETCHT0 (R9)(DI*4)
 	PREFETCHT0 64(R9)(DI*4)
 	VMULPS     (DX)(DI*4), Y1, Y2
-	VMOVUPS    (BX)(DI*4), Y3
-	VADDPS     Y0, Y3, Y3
-	VMULPS     Y3, Y2, Y2
+	VMULPS     32(DX)(DI*4), Y1, Y3
+	VMULPS     64(DX)(DI*4), Y1, Y4
+	VMULPS     96(DX)(DI*4), Y1, Y5
+	VMOVUPS    (BX)(DI*4), Y6
+	VADDPS     Y0, Y6, Y6
+	VMULPS     Y6, Y2, Y2
 	VMOVNTPS   Y2, (CX)(DI*4)
-	VMULPS     32(DX)(DI*4), Y1, Y2
-	VMOVUPS    32(BX)(DI*4), Y3
-	VADDPS     Y0, Y3, Y3
-	VMULPS     Y3, Y2, Y2
-	VMOVNTPS   Y2, 32(CX)(DI*4)
-	VMULPS     64(DX)(DI*4), Y1, Y2
-	VMOVUPS    64(BX)(DI*4), Y3
-	VADDPS     Y0, Y3, Y3
-	VMULPS     Y3, Y2, Y2
-	VMOVNTPS   Y2, 64(CX)(DI*4)
-	VMULPS     96(DX)(DI*4), Y1, Y2
-	VMOVUPS    96(BX)(DI*4), Y3
-	VADDPS     Y0, Y3, Y3
-	VMULPS     Y3, Y2, Y2
-	VMOVNTPS   Y2, 96(CX)(DI*4)
+	VMOVUPS    32(BX)(DI*4), Y2
+	VADDPS     Y0, Y2, Y2
+	VMULPS     Y2, Y3, Y3
+	VMOVNTPS   Y3, 32(CX)(DI*4)
+	VMOVUPS    64(BX)(DI*4), Y2
+	VADDPS     Y0, Y2, Y2
+	VMULPS     Y2, Y4, Y4
+	VMOVNTPS   Y4, 64(CX)(DI*4)
+	VMOVUPS    96(BX)(DI*4), Y2
+	VADDPS     Y0, Y2, Y2
+	VMULPS     Y2, Y5, Y5
+	VMOVNTPS   Y5, 96(CX)(DI*4)
 	ADDQ       $0x00000020, DI
 	JMP        scalentloop
 
@@ -19800,13 +15472,13 @@ scaleloop:
 	CMPQ    SI, DI
 	JG      scaletail
 	VMULPS  (DX)(SI*4), Y1, Y0
+	VMULPS  32(DX)(SI*4), Y1, Y2
+	VMULPS  64(DX)(SI*4), Y1, Y3
+	VMULPS  96(DX)(SI*4), Y1, Y4
 	VMOVUPS Y0, (CX)(SI*4)
-	VMULPS  32(DX)(SI*4), Y1, Y0
-	VMOVUPS Y0, 32(CX)(SI*4)
-	VMULPS  64(DX)(SI*4), Y1, Y0
-	VMOVUPS Y0, 64(CX)(SI*4)
-	VMULPS  96(DX)(SI*4), Y1, Y0
-	VMOVUPS Y0, 96(CX)(SI*4)
+	VMOVUPS Y2, 32(CX)(SI*4)
+	VMOVUPS Y3, 64(CX)(SI*4)
+	VMOVUPS Y4, 96(CX)(SI*4)
 	ADDQ    $0x00000020, SI
 	JMP     scaleloop
 
@@ -19827,13 +15499,13 @@ scalepfloop:
 	PREFETCHT0 (R8)(SI*4)
 	PREFETCHT0 64(R8)(SI*4)
 	VMULPS     (DX)(SI*4), Y1, Y0
+	VMULPS     32(DX)(SI*4), Y1, Y2
+	VMULPS     64(DX)(SI*4), Y1, Y3
+	VMULPS     96(DX)(SI*4), Y1, Y4
 	VMOVUPS    Y0, (CX)(SI*4)
-	VMULPS     32(DX)(SI*4), Y1, Y0
-	VMOVUPS    Y0, 32(CX)(SI*4)
-	VMULPS     64(DX)(SI*4), Y1, Y0
-	VMOVUPS    Y0, 64(CX)(SI*4)
-	VMULPS     96(DX)(SI*4), Y1, Y0
-	VMOVUPS    Y0, 96(CX)(SI*4)
+	VMOVUPS    Y2, 32(CX)(SI*4)
+	VMOVUPS    Y3, 64(CX)(SI*4)
+	VMOVUPS    Y4, 96(CX)(SI*4)
 	ADDQ       $0x00000020, SI
 	JMP        scalepfloop
 
@@ -19912,13 +15584,13 @@ scalentloop:
 	PREFETCHT0 (R8)(SI*4)
 	PREFETCHT0 64(R8)(SI*4)
 	VMULPS     (DX)(SI*4), Y1, Y0
+	VMULPS     32(DX)(SI*4), Y1, Y2
+	VMULPS     64(DX)(SI*4), Y1, Y3
+	VMULPS     96(DX)(SI*4), Y1, Y4
 	VMOVNTPS   Y0, (CX)(SI*4)
-	VMULPS     32(DX)(SI*4), Y1, Y0
-	VMOVNTPS   Y0, 32(CX)(SI*4)
-	VMULPS     64(DX)(SI*4), Y1, Y0
-	VMOVNTPS   Y0, 64(CX)(SI*4)
-	VMULPS     96(DX)(SI*4), Y1, Y0
-	VMOVNTPS   Y0, 96(CX)(SI*4)
+	VMOVNTPS   Y2, 32(CX)(SI*4)
+	VMOVNTPS   Y3, 64(CX)(SI*4)
+	VMOVNTPS   Y4, 96(CX)(SI*4)
 	ADDQ       $0x00000020, SI
 	JMP        scalentloop
 
@@ -20433,17 +16105,17 @@ scaleloop:
 	CMPQ    R8, R9
 	JG      scaletail
 	VMULPS  (SI)(R8*4), Y1, Y0
+	VMULPS  32(SI)(R8*4), Y1, Y2
+	VMULPS  64(SI)(R8*4), Y1, Y3
+	VMULPS  96(SI)(R8*4), Y1, Y4
 	VMULPS  (BX)(R8*4), Y0, Y0
 	VMOVUPS Y0, (CX)(R8*4)
-	VMULPS  32(SI)(R8*4), Y1, Y0
-	VMULPS  32(BX)(R8*4), Y0, Y0
-	VMOVUPS Y0, 32(CX)(R8*4)
-	VMULPS  64(SI)(R8*4), Y1, Y0
-	VMULPS  64(BX)(R8*4), Y0, Y0
-	VMOVUPS Y0, 64(CX)(R8*4)
-	VMULPS  96(SI)(R8*4), Y1, Y0
-	VMULPS  96(BX)(R8*4), Y0, Y0
-	VMOVUPS Y0, 96(CX)(R8*4)
+	VMULPS  32(BX)(R8*4), Y2, Y2
+	VMOVUPS Y2, 32(CX)(R8*4)
+	VMULPS  64(BX)(R8*4), Y3, Y3
+	VMOVUPS Y3, 64(CX)(R8*4)
+	VMULPS  96(BX)(R8*4), Y4, Y4
+	VMOVUPS Y4, 96(CX)(R8*4)
 	ADDQ    $0x00000020, R8
 	JMP     scaleloop
 
@@ -20464,17 +16136,17 @@ scalepfloop:
 	PREFETCHT0 (R10)(R8*4)
 	PREFETCHT0 64(R10)(R8*4)
 	VMULPS     (SI)(R8*4), Y1, Y0
+	VMULPS     32(SI)(R8*4), Y1, Y2
+	VMULPS     64(SI)(R8*4), Y1, Y3
+	VMULPS     96(SI)(R8*4), Y1, Y4
 	VMULPS     (BX)(R8*4), Y0, Y0
 	VMOVUPS    Y0, (CX)(R8*4)
-	VMULPS     32(SI)(R8*4), Y1, Y0
-	VMULPS     32(BX)(R8*4), Y0, Y0
-	VMOVUPS    Y0, 32(CX)(R8*4)
-	VMULPS     64(SI)(R8*4), Y1, Y0
-	VMULPS     64(BX)(R8*4), Y0, Y0
-	VMOVUPS    Y0, 64(CX)(R8*4)
-	VMULPS     96(SI)(R8*4), Y1, Y0
-	VMULPS     96(BX)(R8*4), Y0, Y0
-	VMOVUPS    Y0, 96(CX)(R8*4)
+	VMULPS     32(BX)(R8*4), Y2, Y2
+	VMOVUPS    Y2, 32(CX)(R8*4)
+	VMULPS     64(BX)(R8*4), Y3, Y3
+	VMOVUPS    Y3, 64(CX)(R8*4)
+	VMULPS     96(BX)(R8*4), Y4, Y4
+	VMOVUPS    Y4, 96(CX)(R8*4)
 	ADDQ       $0x00000020, R8
 	JMP        scalepfloop
 
@@ -20580,17 +16252,17 @@ scalentloop:
 	PREFETCHT0 (R10)(R8*4)
 	PREFETCHT0 64(R10)(R8*4)
 	VMULPS     (SI)(R8*4), Y1, Y0
+	VMULPS     32(SI)(R8*4), Y1, Y2
+	VMULPS     64(SI)(R8*4), Y1, Y3
+	VMULPS     96(SI)(R8*4), Y1, Y4
 	VMULPS     (BX)(R8*4), Y0, Y0
 	VMOVNTPS   Y0, (CX)(R8*4)
-	VMULPS     32(SI)(R8*4), Y1, Y0
-	VMULPS     32(BX)(R8*4), Y0, Y0
-	VMOVNTPS   Y0, 32(CX)(R8*4)
-	VMULPS     64(SI)(R8*4), Y1, Y0
-	VMULPS     64(BX)(R8*4), Y0, Y0
-	VMOVNTPS   Y0, 64(CX)(R8*4)
-	VMULPS     96(SI)(R8*4), Y1, Y0
-	VMULPS     96(BX)(R8*4), Y0, Y0
-	VMOVNTPS   Y0, 96(CX)(R8*4)
+	VMULPS     32(BX)(R8*4), Y2, Y2
+	VMOVNTPS   Y2, 32(CX)(R8*4)
+	VMULPS     64(BX)(R8*4), Y3, Y3
+	VMOVNTPS   Y3, 64(CX)(R8*4)
+	VMULPS     96(BX)(R8*4), Y4, Y4
+	VMOVNTPS   Y4, 96(CX)(R8*4)
 	ADDQ       $0x00000020, R8
 	JMP        scalentloop
 
@@ -21136,25 +16808,25 @@ scaleloop:
 	CMPQ    R8, R9
 	JG      scaletail
 	VMULPS  (SI)(R8*4), Y1, Y2
-	VMOVUPS (BX)(R8*4), Y3
-	VADDPS  Y0, Y3, Y3
-	VMULPS  Y3, Y2, Y2
+	VMULPS  32(SI)(R8*4), Y1, Y3
+	VMULPS  64(SI)(R8*4), Y1, Y4
+	VMULPS  96(SI)(R8*4), Y1, Y5
+	VMOVUPS (BX)(R8*4), Y6
+	VADDPS  Y0, Y6, Y6
+	VMULPS  Y6, Y2, Y2
 	VMOVUPS Y2, (CX)(R8*4)
-	VMULPS  32(SI)(R8*4), Y1, Y2
-	VMOVUPS 32(BX)(R8*4), Y3
-	VADDPS  Y0, Y3, Y3
-	VMULPS  Y3, Y2, Y2
-	VMOVUPS Y2, 32(CX)(R8*4)
-	VMULPS  64(SI)(R8*4), Y1, Y2
-	VMOVUPS 64(BX)(R8*4), Y3
-	VADDPS  Y0, Y3, Y3
-	VMULPS  Y3, Y2, Y2
-	VMOVUPS Y2, 64(CX)(R8*4)
-	VMULPS  96(SI)(R8*4), Y1, Y2
-	VMOVUPS 96(BX)(R8*4), Y3
-	VADDPS  Y0, Y3, Y3
-	VMULPS  Y3, Y2, Y2
-	VMOVUPS Y2, 96(CX)(R8*4)
+	VMOVUPS 32(BX)(R8*4), Y2
+	VADDPS  Y0, Y2, Y2
+	VMULPS  Y2, Y3, Y3
+	VMOVUPS Y3, 32(CX)(R8*4)
+	VMOVUPS 64(BX)(R8*4), Y2
+	VADDPS  Y0, Y2, Y2
+	VMULPS  Y2, Y4, Y4
+	VMOVUPS Y4, 64(CX)(R8*4)
+	VMOVUPS 96(BX)(R8*4), Y2
+	VADDPS  Y0, Y2, Y2
+	VMULPS  Y2, Y5, Y5
+	VMOVUPS Y5, 96(CX)(R8*4)
 	ADDQ    $0x00000020, R8
 	JMP     scaleloop
 
@@ -21175,25 +16847,25 @@ scalepfloop:
 	PREFETCHT0 (R10)(R8*4)
 	PREFETCHT0 64(R10)(R8*4)
 	VMULPS     (SI)(R8*4), Y1, Y2
-	VMOVUPS    (BX)(R8*4), Y3
-	VADDPS     Y0, Y3, Y3
-	VMULPS     Y3, Y2, Y2
+	VMULPS     32(SI)(R8*4), Y1, Y3
+	VMULPS     64(SI)(R8*4), Y1, Y4
+	VMULPS     96(SI)(R8*4), Y1, Y5
+	VMOVUPS    (BX)(R8*4), Y6
+	VADDPS     Y0, Y6, Y6
+	VMULPS     Y6, Y2, Y2
 	VMOVUPS    Y2, (CX)(R8*4)
-	VMULPS     32(SI)(R8*4), Y1, Y2
-	VMOVUPS    32(BX)(R8*4), Y3
-	VADDPS     Y0, Y3, Y3
-	VMULPS     Y3, Y2, Y2
-	VMOVUPS    Y2, 32(CX)(R8*4)
-	VMULPS     64(SI)(R8*4), Y1, Y2
-	VMOVUPS    64(BX)(R8*4), Y3
-	VADDPS     Y0, Y3, Y3
-	VMULPS     Y3, Y2, Y2
-	VMOVUPS    Y2, 64(CX)(R8*4)
-	VMULPS     96(SI)(R8*4), Y1, Y2
-	VMOVUPS    96(BX)(R8*4), Y3
-	VADDPS     Y0, Y3, Y3
-	VMULPS     Y3, Y2, Y2
-	VMOVUPS    Y2, 96(CX)(R8*4)
+	VMOVUPS    32(BX)(R8*4), Y2
+	VADDPS     Y0, Y2, Y2
+	VMULPS     Y2, Y3, Y3
+	VMOVUPS    Y3, 32(CX)(R8*4)
+	VMOVUPS    64(BX)(R8*4), Y2
+	VADDPS     Y0, Y2, Y2
+	VMULPS     Y2, Y4, Y4
+	VMOVUPS    Y4, 64(CX)(R8*4)
+	VMOVUPS    96(BX)(R8*4), Y2
+	VADDPS     Y0, Y2, Y2
+	VMULPS     Y2, Y5, Y5
+	VMOVUPS    Y5, 96(CX)(R8*4)
 	ADDQ       $0x00000020, R8
 	JMP        scalepfloop
 
@@ -21301,25 +16973,25 @@ scalentloop:
 	PREFETCHT0 (R10)(R8*4)
 	PREFETCHT0 64(R10)(R8*4)
 	VMULPS     (SI)(R8*4), Y1, Y2
-	VMOVUPS    (BX)(R8*4), Y3
-	VADDPS     Y0, Y3, Y3
-	VMULPS     Y3, Y2, Y2
+	VMULPS     32(SI)(R8*4), Y1, Y3
+	VMULPS     64(SI)(R8*4), Y1, Y4
+	VMULPS     96(SI)(R8*4), Y1, Y5
+	VMOVUPS    (BX)(R8*4), Y6
+	VADDPS     Y0, Y6, Y6
+	VMULPS     Y6, Y2, Y2
 	VMOVNTPS   Y2, (CX)(R8*4)
-	VMULPS     32(SI)(R8*4), Y1, Y2
-	VMOVUPS    32(BX)(R8*4), Y3
-	VADDPS     Y0, Y3, Y3
-	VMULPS     Y3, Y2, Y2
-	VMOVNTPS   Y2, 32(CX)(R8*4)
-	VMULPS     64(SI)(R8*4), Y1, Y2
-	VMOVUPS    64(BX)(R8*4), Y3
-	VADDPS     Y0, Y3, Y3
-	VMULPS     Y3, Y2, Y2
-	VMOVNTPS   Y2, 64(CX)(R8*4)
-	VMULPS     96(SI)(R8*4), Y1, Y2
-	VMOVUPS    96(BX)(R8*4), Y3
-	VADDPS     Y0, Y3, Y3
-	VMULPS     Y3, Y2, Y2
-	VMOVNTPS   Y2, 96(CX)(R8*4)
+	VMOVUPS    32(BX)(R8*4), Y2
+	VADDPS     Y0, Y2, Y2
+	VMULPS     Y2, Y3, Y3
+	VMOVNTPS   Y3, 32(CX)(R8*4)
+	VMOVUPS    64(BX)(R8*4), Y2
+	VADDPS     Y0, Y2, Y2
+	VMULPS     Y2, Y4, Y4
+	VMOVNTPS   Y4, 64(CX)(R8*4)
+	VMOVUPS    96(BX)(R8*4), Y2
+	VADDPS     Y0, Y2, Y2
+	VMULPS     Y2, Y5, Y5
+	VMOVNTPS   Y5, 96(CX)(R8*4)
 	ADDQ       $0x00000020, R8
 	JMP        scalentloop
 
@@ -21866,13 +17538,13 @@ scaleloop:
 	CMPQ    DI, R8
 	JG      scaletail
 	VMULPS  (BX)(DI*4), Y1, Y0
+	VMULPS  32(BX)(DI*4), Y1, Y2
+	VMULPS  64(BX)(DI*4), Y1, Y3
+	VMULPS  96(BX)(DI*4), Y1, Y4
 	VMOVUPS Y0, (CX)(DI*4)
-	VMULPS  32(BX)(DI*4), Y1, Y0
-	VMOVUPS Y0, 32(CX)(DI*4)
-	VMULPS  64(BX)(DI*4), Y1, Y0
-	VMOVUPS Y0, 64(CX)(DI*4)
-	VMULPS  96(BX)(DI*4), Y1, Y0
-	VMOVUPS Y0, 96(CX)(DI*4)
+	VMOVUPS Y2, 32(CX)(DI*4)
+	VMOVUPS Y3, 64(CX)(DI*4)
+	VMOVUPS Y4, 96(CX)(DI*4)
 	ADDQ    $0x00000020, DI
 	JMP     scaleloop
 
@@ -21893,13 +17565,13 @@ scalepfloop:
 	PREFETCHT0 (R9)(DI*4)
 	PREFETCHT0 64(R9)(DI*4)
 	VMULPS     (BX)(DI*4), Y1, Y0
+	VMULPS     32(BX)(DI*4), Y1, Y2
+	VMULPS     64(BX)(DI*4), Y1, Y3
+	VMULPS     96(BX)(DI*4), Y1, Y4
 	VMOVUPS    Y0, (CX)(DI*4)
-	VMULPS     32(BX)(DI*4), Y1, Y0
-	VMOVUPS    Y0, 32(CX)(DI*4)
-	VMULPS     64(BX)(DI*4), Y1, Y0
-	VMOVUPS    Y0, 64(CX)(DI*4)
-	VMULPS     96(BX)(DI*4), Y1, Y0
-	VMOVUPS    Y0, 96(CX)(DI*4)
+	VMOVUPS    Y2, 32(CX)(DI*4)
+	VMOVUPS    Y3, 64(CX)(DI*4)
+	VMOVUPS    Y4, 96(CX)(DI*4)
 	ADDQ       $0x00000020, DI
 	JMP        scalepfloop
 
@@ -21978,13 +17650,13 @@ scalentloop:
 	PREFETCHT0 (R9)(DI*4)
 	PREFETCHT0 64(R9)(DI*4)
 	VMULPS     (BX)(DI*4), Y1, Y0
+	VMULPS     32(BX)(DI*4), Y1, Y2
+	VMULPS     64(BX)(DI*4), Y1, Y3
+	VMULPS     96(BX)(DI*4), Y1, Y4
 	VMOVNTPS   Y0, (CX)(DI*4)
-	VMULPS     32(BX)(DI*4), Y1, Y0
-	VMOVNTPS   Y0, 32(CX)(DI*4)
-	VMULPS     64(BX)(DI*4), Y1, Y0
-	VMOVNTPS   Y0, 64(CX)(DI*4)
-	VMULPS     96(BX)(DI*4), Y1, Y0
-	VMOVNTPS   Y0, 96(CX)(DI*4)
+	VMOVNTPS   Y2, 32(CX)(DI*4)
+	VMOVNTPS   Y3, 64(CX)(DI*4)
+	VMOVNTPS   Y4, 96(CX)(DI*4)
 	ADDQ       $0x00000020, DI
 	JMP        scalentloop
 
@@ -22083,7 +17755,7 @@ vzero:
 // func avx2BF16Weighted(j uintptr, from int, to int) int
 // Requires: AVX, AVX2, MMX+
 TEXT ·avx2BF16Weighted(SB), NOSPLIT, $328-32
-	// avx2BF16Weighted normalizes rows [from, to) of the job: BF16 rows: y = round16((x*inv)*w), for each row.
+	// avx2BF16Weighted normalizes rows [from, to) of the job: BF16 rows: y = round16((x*inv)*w) (with flagRN, round16(x*inv) in place of (x*inv)), for each row.
 	// It stops before the first row that needs the float64 path and returns that row's index, or to.
 	MOVQ j+0(FP), AX
 	MOVQ job_dst+0(AX), CX
@@ -22479,18 +18151,60 @@ scaleloop:
 	VPMOVZXWD (DX)(DI*2), Y0
 	VPSLLD    $0x10, Y0, Y0
 	VMULPS    Y1, Y0, Y0
-	VMULPS    (BX)(DI*4), Y0, Y0
 	VPMOVZXWD 16(DX)(DI*2), Y2
 	VPSLLD    $0x10, Y2, Y2
 	VMULPS    Y1, Y2, Y2
+	VPMOVZXWD 32(DX)(DI*2), Y3
+	VPSLLD    $0x10, Y3, Y3
+	VMULPS    Y1, Y3, Y3
+	VPMOVZXWD 48(DX)(DI*2), Y4
+	VPSLLD    $0x10, Y4, Y4
+	VMULPS    Y1, Y4, Y4
+	TESTL     $0x00000008, job_flags+0(AX)
+	JZ        notrn10
+	VPSRLD    $0x10, Y0, Y5
+	VPAND     avx2bfone<>+0(SB), Y5, Y5
+	VPADDD    avx2bfbias<>+0(SB), Y5, Y5
+	VPADDD    Y0, Y5, Y5
+	VPAND     avx2bfhigh<>+0(SB), Y5, Y5
+	VCMPPS    $0x03, Y0, Y0, Y0
+	VBLENDVPS Y0, avx2bfnanhigh<>+0(SB), Y5, Y5
+	VMOVUPS   Y5, Y0
+	VPSRLD    $0x10, Y2, Y5
+	VPAND     avx2bfone<>+0(SB), Y5, Y5
+	VPADDD    avx2bfbias<>+0(SB), Y5, Y5
+	VPADDD    Y2, Y5, Y5
+	VPAND     avx2bfhigh<>+0(SB), Y5, Y5
+	VCMPPS    $0x03, Y2, Y2, Y2
+	VBLENDVPS Y2, avx2bfnanhigh<>+0(SB), Y5, Y5
+	VMOVUPS   Y5, Y2
+	VPSRLD    $0x10, Y3, Y5
+	VPAND     avx2bfone<>+0(SB), Y5, Y5
+	VPADDD    avx2bfbias<>+0(SB), Y5, Y5
+	VPADDD    Y3, Y5, Y5
+	VPAND     avx2bfhigh<>+0(SB), Y5, Y5
+	VCMPPS    $0x03, Y3, Y3, Y3
+	VBLENDVPS Y3, avx2bfnanhigh<>+0(SB), Y5, Y5
+	VMOVUPS   Y5, Y3
+	VPSRLD    $0x10, Y4, Y5
+	VPAND     avx2bfone<>+0(SB), Y5, Y5
+	VPADDD    avx2bfbias<>+0(SB), Y5, Y5
+	VPADDD    Y4, Y5, Y5
+	VPAND     avx2bfhigh<>+0(SB), Y5, Y5
+	VCMPPS    $0x03, Y4, Y4, Y4
+	VBLENDVPS Y4, avx2bfnanhigh<>+0(SB), Y5, Y5
+	VMOVUPS   Y5, Y4
+
+notrn10:
+	VMULPS    (BX)(DI*4), Y0, Y0
 	VMULPS    32(BX)(DI*4), Y2, Y2
-	VPSRLD    $0x10, Y0, Y3
-	VPAND     avx2bfone<>+0(SB), Y3, Y3
-	VPADDD    avx2bfbias<>+0(SB), Y3, Y3
-	VPADDD    Y0, Y3, Y3
-	VPSRLD    $0x10, Y3, Y3
+	VPSRLD    $0x10, Y0, Y5
+	VPAND     avx2bfone<>+0(SB), Y5, Y5
+	VPADDD    avx2bfbias<>+0(SB), Y5, Y5
+	VPADDD    Y0, Y5, Y5
+	VPSRLD    $0x10, Y5, Y5
 	VCMPPS    $0x03, Y0, Y0, Y0
-	VBLENDVPS Y0, avx2bfnanlow<>+0(SB), Y3, Y3
+	VBLENDVPS Y0, avx2bfnanlow<>+0(SB), Y5, Y5
 	VPSRLD    $0x10, Y2, Y0
 	VPAND     avx2bfone<>+0(SB), Y0, Y0
 	VPADDD    avx2bfbias<>+0(SB), Y0, Y0
@@ -22498,44 +18212,38 @@ scaleloop:
 	VPSRLD    $0x10, Y0, Y0
 	VCMPPS    $0x03, Y2, Y2, Y2
 	VBLENDVPS Y2, avx2bfnanlow<>+0(SB), Y0, Y0
-	VPACKUSDW Y0, Y3, Y3
-	VPERMQ    $0xd8, Y3, Y3
-	VMOVDQU   Y3, (CX)(DI*2)
-	VPMOVZXWD 32(DX)(DI*2), Y0
-	VPSLLD    $0x10, Y0, Y0
-	VMULPS    Y1, Y0, Y0
-	VMULPS    64(BX)(DI*4), Y0, Y0
-	VPMOVZXWD 48(DX)(DI*2), Y2
-	VPSLLD    $0x10, Y2, Y2
-	VMULPS    Y1, Y2, Y2
-	VMULPS    96(BX)(DI*4), Y2, Y2
-	VPSRLD    $0x10, Y0, Y3
-	VPAND     avx2bfone<>+0(SB), Y3, Y3
-	VPADDD    avx2bfbias<>+0(SB), Y3, Y3
-	VPADDD    Y0, Y3, Y3
-	VPSRLD    $0x10, Y3, Y3
-	VCMPPS    $0x03, Y0, Y0, Y0
-	VBLENDVPS Y0, avx2bfnanlow<>+0(SB), Y3, Y3
-	VPSRLD    $0x10, Y2, Y0
+	VPACKUSDW Y0, Y5, Y5
+	VPERMQ    $0xd8, Y5, Y5
+	VMOVDQU   Y5, (CX)(DI*2)
+	VMULPS    64(BX)(DI*4), Y3, Y3
+	VMULPS    96(BX)(DI*4), Y4, Y4
+	VPSRLD    $0x10, Y3, Y0
 	VPAND     avx2bfone<>+0(SB), Y0, Y0
 	VPADDD    avx2bfbias<>+0(SB), Y0, Y0
-	VPADDD    Y2, Y0, Y0
+	VPADDD    Y3, Y0, Y0
 	VPSRLD    $0x10, Y0, Y0
-	VCMPPS    $0x03, Y2, Y2, Y2
+	VCMPPS    $0x03, Y3, Y3, Y2
 	VBLENDVPS Y2, avx2bfnanlow<>+0(SB), Y0, Y0
-	VPACKUSDW Y0, Y3, Y3
-	VPERMQ    $0xd8, Y3, Y3
-	VMOVDQU   Y3, 32(CX)(DI*2)
+	VPSRLD    $0x10, Y4, Y2
+	VPAND     avx2bfone<>+0(SB), Y2, Y2
+	VPADDD    avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD    Y4, Y2, Y2
+	VPSRLD    $0x10, Y2, Y2
+	VCMPPS    $0x03, Y4, Y4, Y3
+	VBLENDVPS Y3, avx2bfnanlow<>+0(SB), Y2, Y2
+	VPACKUSDW Y2, Y0, Y0
+	VPERMQ    $0xd8, Y0, Y0
+	VMOVDQU   Y0, 32(CX)(DI*2)
 	ADDQ      $0x00000020, DI
 	JMP       scaleloop
 
 scalepf:
 	MOVQ SI, R9
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows10
+	JA   longrows11
 	SHLQ $0x03, R9
 
-longrows10:
+longrows11:
 	ADDQ  DX, R9
 	TESTL $0x00000001, job_flags+0(AX)
 	JNZ   scalent
@@ -22547,55 +18255,91 @@ scalepfloop:
 	VPMOVZXWD  (DX)(DI*2), Y0
 	VPSLLD     $0x10, Y0, Y0
 	VMULPS     Y1, Y0, Y0
-	VMULPS     (BX)(DI*4), Y0, Y0
 	VPMOVZXWD  16(DX)(DI*2), Y2
 	VPSLLD     $0x10, Y2, Y2
 	VMULPS     Y1, Y2, Y2
-	VMULPS     32(BX)(DI*4), Y2, Y2
-	VPSRLD     $0x10, Y0, Y3
-	VPAND      avx2bfone<>+0(SB), Y3, Y3
-	VPADDD     avx2bfbias<>+0(SB), Y3, Y3
-	VPADDD     Y0, Y3, Y3
-	VPSRLD     $0x10, Y3, Y3
+	VPMOVZXWD  32(DX)(DI*2), Y3
+	VPSLLD     $0x10, Y3, Y3
+	VMULPS     Y1, Y3, Y3
+	VPMOVZXWD  48(DX)(DI*2), Y4
+	VPSLLD     $0x10, Y4, Y4
+	VMULPS     Y1, Y4, Y4
+	TESTL      $0x00000008, job_flags+0(AX)
+	JZ         notrn12
+	VPSRLD     $0x10, Y0, Y5
+	VPAND      avx2bfone<>+0(SB), Y5, Y5
+	VPADDD     avx2bfbias<>+0(SB), Y5, Y5
+	VPADDD     Y0, Y5, Y5
+	VPAND      avx2bfhigh<>+0(SB), Y5, Y5
 	VCMPPS     $0x03, Y0, Y0, Y0
-	VBLENDVPS  Y0, avx2bfnanlow<>+0(SB), Y3, Y3
-	VPSRLD     $0x10, Y2, Y0
-	VPAND      avx2bfone<>+0(SB), Y0, Y0
-	VPADDD     avx2bfbias<>+0(SB), Y0, Y0
-	VPADDD     Y2, Y0, Y0
-	VPSRLD     $0x10, Y0, Y0
+	VBLENDVPS  Y0, avx2bfnanhigh<>+0(SB), Y5, Y5
+	VMOVUPS    Y5, Y0
+	VPSRLD     $0x10, Y2, Y5
+	VPAND      avx2bfone<>+0(SB), Y5, Y5
+	VPADDD     avx2bfbias<>+0(SB), Y5, Y5
+	VPADDD     Y2, Y5, Y5
+	VPAND      avx2bfhigh<>+0(SB), Y5, Y5
 	VCMPPS     $0x03, Y2, Y2, Y2
-	VBLENDVPS  Y2, avx2bfnanlow<>+0(SB), Y0, Y0
-	VPACKUSDW  Y0, Y3, Y3
-	VPERMQ     $0xd8, Y3, Y3
-	VMOVDQU    Y3, (CX)(DI*2)
-	VPMOVZXWD  32(DX)(DI*2), Y0
-	VPSLLD     $0x10, Y0, Y0
-	VMULPS     Y1, Y0, Y0
-	VMULPS     64(BX)(DI*4), Y0, Y0
-	VPMOVZXWD  48(DX)(DI*2), Y2
-	VPSLLD     $0x10, Y2, Y2
-	VMULPS     Y1, Y2, Y2
-	VMULPS     96(BX)(DI*4), Y2, Y2
-	VPSRLD     $0x10, Y0, Y3
-	VPAND      avx2bfone<>+0(SB), Y3, Y3
-	VPADDD     avx2bfbias<>+0(SB), Y3, Y3
-	VPADDD     Y0, Y3, Y3
-	VPSRLD     $0x10, Y3, Y3
-	VCMPPS     $0x03, Y0, Y0, Y0
-	VBLENDVPS  Y0, avx2bfnanlow<>+0(SB), Y3, Y3
-	VPSRLD     $0x10, Y2, Y0
-	VPAND      avx2bfone<>+0(SB), Y0, Y0
-	VPADDD     avx2bfbias<>+0(SB), Y0, Y0
-	VPADDD     Y2, Y0, Y0
-	VPSRLD     $0x10, Y0, Y0
-	VCMPPS     $0x03, Y2, Y2, Y2
-	VBLENDVPS  Y2, avx2bfnanlow<>+0(SB), Y0, Y0
-	VPACKUSDW  Y0, Y3, Y3
-	VPERMQ     $0xd8, Y3, Y3
-	VMOVDQU    Y3, 32(CX)(DI*2)
-	ADDQ       $0x00000020, DI
-	JMP        scalepfloop
+	VBLENDVPS  Y2, avx2bfnanhigh<>+0(SB), Y5, Y5
+	VMOVUPS    Y5, Y2
+	VPSRLD     $0x10, Y3, Y5
+	VPAND      avx2bfone<>+0(SB), Y5, Y5
+	VPADDD     avx2bfbias<>+0(SB), Y5, Y5
+	VPADDD     Y3, Y5, Y5
+	VPAND      avx2bfhigh<>+0(SB), Y5, Y5
+	VCMPPS     $0x03, Y3, Y3, Y3
+	VBLENDVPS  Y3, avx2bfnanhigh<>+0(SB), Y5, Y5
+	VMOVUPS    Y5, Y3
+	VPSRLD     $0x10, Y4, Y5
+	VPAND      avx2bfone<>+0(SB), Y5, Y5
+	VPADDD     avx2bfbias<>+0(SB), Y5, Y5
+	VPADDD     Y4, Y5, Y5
+	VPAND      avx2bfhigh<>+0(SB), Y5, Y5
+	VCMPPS     $0x03, Y4, Y4, Y4
+	VBLENDVPS  Y4, avx2bfnanhigh<>+0(SB), Y5, Y5
+	VMOVUPS    Y5, Y4
+
+notrn12:
+	VMULPS    (BX)(DI*4), Y0, Y0
+	VMULPS    32(BX)(DI*4), Y2, Y2
+	VPSRLD    $0x10, Y0, Y5
+	VPAND     avx2bfone<>+0(SB), Y5, Y5
+	VPADDD    avx2bfbias<>+0(SB), Y5, Y5
+	VPADDD    Y0, Y5, Y5
+	VPSRLD    $0x10, Y5, Y5
+	VCMPPS    $0x03, Y0, Y0, Y0
+	VBLENDVPS Y0, avx2bfnanlow<>+0(SB), Y5, Y5
+	VPSRLD    $0x10, Y2, Y0
+	VPAND     avx2bfone<>+0(SB), Y0, Y0
+	VPADDD    avx2bfbias<>+0(SB), Y0, Y0
+	VPADDD    Y2, Y0, Y0
+	VPSRLD    $0x10, Y0, Y0
+	VCMPPS    $0x03, Y2, Y2, Y2
+	VBLENDVPS Y2, avx2bfnanlow<>+0(SB), Y0, Y0
+	VPACKUSDW Y0, Y5, Y5
+	VPERMQ    $0xd8, Y5, Y5
+	VMOVDQU   Y5, (CX)(DI*2)
+	VMULPS    64(BX)(DI*4), Y3, Y3
+	VMULPS    96(BX)(DI*4), Y4, Y4
+	VPSRLD    $0x10, Y3, Y0
+	VPAND     avx2bfone<>+0(SB), Y0, Y0
+	VPADDD    avx2bfbias<>+0(SB), Y0, Y0
+	VPADDD    Y3, Y0, Y0
+	VPSRLD    $0x10, Y0, Y0
+	VCMPPS    $0x03, Y3, Y3, Y2
+	VBLENDVPS Y2, avx2bfnanlow<>+0(SB), Y0, Y0
+	VPSRLD    $0x10, Y4, Y2
+	VPAND     avx2bfone<>+0(SB), Y2, Y2
+	VPADDD    avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD    Y4, Y2, Y2
+	VPSRLD    $0x10, Y2, Y2
+	VCMPPS    $0x03, Y4, Y4, Y3
+	VBLENDVPS Y3, avx2bfnanlow<>+0(SB), Y2, Y2
+	VPACKUSDW Y2, Y0, Y0
+	VPERMQ    $0xd8, Y0, Y0
+	VMOVDQU   Y0, 32(CX)(DI*2)
+	ADDQ      $0x00000020, DI
+	JMP       scalepfloop
 
 scalent:
 	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
@@ -22609,11 +18353,23 @@ scalent:
 	MOVQ job_d+0(AX), R10
 
 scalehead:
-	CMPQ         R10, $0x00000008
-	JB           scaleheadpart
-	VPMOVZXWD    (DX)(DI*2), Y0
-	VPSLLD       $0x10, Y0, Y0
-	VMULPS       Y1, Y0, Y0
+	CMPQ      R10, $0x00000008
+	JB        scaleheadpart
+	VPMOVZXWD (DX)(DI*2), Y0
+	VPSLLD    $0x10, Y0, Y0
+	VMULPS    Y1, Y0, Y0
+	TESTL     $0x00000008, job_flags+0(AX)
+	JZ        notrn13
+	VPSRLD    $0x10, Y0, Y2
+	VPAND     avx2bfone<>+0(SB), Y2, Y2
+	VPADDD    avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD    Y0, Y2, Y2
+	VPAND     avx2bfhigh<>+0(SB), Y2, Y2
+	VCMPPS    $0x03, Y0, Y0, Y0
+	VBLENDVPS Y0, avx2bfnanhigh<>+0(SB), Y2, Y2
+	VMOVUPS   Y2, Y0
+
+notrn13:
 	VMULPS       (BX)(DI*4), Y0, Y0
 	VPSRLD       $0x10, Y0, Y2
 	VPAND        avx2bfone<>+0(SB), Y2, Y2
@@ -22636,55 +18392,67 @@ scaleheadpart:
 	XORQ R13, R13
 	SUBQ $0x00000010, R14
 
-copyvec11:
+copyvec14:
 	CMPQ    R13, R14
-	JG      copyone12
+	JG      copyone15
 	VMOVUPS (R11)(R13*2), Y0
 	VMOVUPS Y0, (R12)(R13*2)
 	ADDQ    $0x00000010, R13
-	JMP     copyvec11
+	JMP     copyvec14
 
-copyone12:
+copyone15:
 	ADDQ $0x00000010, R14
 
-copyloop14:
+copyloop17:
 	CMPQ R13, R14
-	JGE  copied13
+	JGE  copied16
 	MOVW (R11)(R13*2), R15
 	MOVW R15, (R12)(R13*2)
 	INCQ R13
-	JMP  copyloop14
+	JMP  copyloop17
 
-copied13:
+copied16:
 	LEAQ (BX)(DI*4), R11
 	LEAQ 160(SP), R12
 	MOVQ R10, R14
 	XORQ R13, R13
 	SUBQ $0x00000008, R14
 
-copyvec15:
+copyvec18:
 	CMPQ    R13, R14
-	JG      copyone16
+	JG      copyone19
 	VMOVUPS (R11)(R13*4), Y0
 	VMOVUPS Y0, (R12)(R13*4)
 	ADDQ    $0x00000008, R13
-	JMP     copyvec15
+	JMP     copyvec18
 
-copyone16:
+copyone19:
 	ADDQ $0x00000008, R14
 
-copyloop18:
+copyloop21:
 	CMPQ R13, R14
-	JGE  copied17
+	JGE  copied20
 	MOVL (R11)(R13*4), R15
 	MOVL R15, (R12)(R13*4)
 	INCQ R13
-	JMP  copyloop18
+	JMP  copyloop21
 
-copied17:
-	VPMOVZXWD    128(SP), Y0
-	VPSLLD       $0x10, Y0, Y0
-	VMULPS       Y0, Y1, Y0
+copied20:
+	VPMOVZXWD 128(SP), Y0
+	VPSLLD    $0x10, Y0, Y0
+	VMULPS    Y0, Y1, Y0
+	TESTL     $0x00000008, job_flags+0(AX)
+	JZ        notrn22
+	VPSRLD    $0x10, Y0, Y2
+	VPAND     avx2bfone<>+0(SB), Y2, Y2
+	VPADDD    avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD    Y0, Y2, Y2
+	VPAND     avx2bfhigh<>+0(SB), Y2, Y2
+	VCMPPS    $0x03, Y0, Y0, Y0
+	VBLENDVPS Y0, avx2bfnanhigh<>+0(SB), Y2, Y2
+	VMOVUPS   Y2, Y0
+
+notrn22:
 	VMULPS       160(SP), Y0, Y0
 	VPSRLD       $0x10, Y0, Y2
 	VPAND        avx2bfone<>+0(SB), Y2, Y2
@@ -22702,26 +18470,26 @@ copied17:
 	XORQ         R13, R13
 	SUBQ         $0x00000010, R14
 
-copyvec19:
+copyvec23:
 	CMPQ    R13, R14
-	JG      copyone20
+	JG      copyone24
 	VMOVUPS (R12)(R13*2), Y0
 	VMOVUPS Y0, (R11)(R13*2)
 	ADDQ    $0x00000010, R13
-	JMP     copyvec19
+	JMP     copyvec23
 
-copyone20:
+copyone24:
 	ADDQ $0x00000010, R14
 
-copyloop22:
+copyloop26:
 	CMPQ R13, R14
-	JGE  copied21
+	JGE  copied25
 	MOVW (R12)(R13*2), R15
 	MOVW R15, (R11)(R13*2)
 	INCQ R13
-	JMP  copyloop22
+	JMP  copyloop26
 
-copied21:
+copied25:
 	ADDQ R10, DI
 
 scalentloop:
@@ -22731,65 +18499,113 @@ scalentloop:
 	VPMOVZXWD  (DX)(DI*2), Y0
 	VPSLLD     $0x10, Y0, Y0
 	VMULPS     Y1, Y0, Y0
-	VMULPS     (BX)(DI*4), Y0, Y0
 	VPMOVZXWD  16(DX)(DI*2), Y2
 	VPSLLD     $0x10, Y2, Y2
 	VMULPS     Y1, Y2, Y2
-	VMULPS     32(BX)(DI*4), Y2, Y2
-	VPSRLD     $0x10, Y0, Y3
-	VPAND      avx2bfone<>+0(SB), Y3, Y3
-	VPADDD     avx2bfbias<>+0(SB), Y3, Y3
-	VPADDD     Y0, Y3, Y3
-	VPSRLD     $0x10, Y3, Y3
+	VPMOVZXWD  32(DX)(DI*2), Y3
+	VPSLLD     $0x10, Y3, Y3
+	VMULPS     Y1, Y3, Y3
+	VPMOVZXWD  48(DX)(DI*2), Y4
+	VPSLLD     $0x10, Y4, Y4
+	VMULPS     Y1, Y4, Y4
+	TESTL      $0x00000008, job_flags+0(AX)
+	JZ         notrn27
+	VPSRLD     $0x10, Y0, Y5
+	VPAND      avx2bfone<>+0(SB), Y5, Y5
+	VPADDD     avx2bfbias<>+0(SB), Y5, Y5
+	VPADDD     Y0, Y5, Y5
+	VPAND      avx2bfhigh<>+0(SB), Y5, Y5
 	VCMPPS     $0x03, Y0, Y0, Y0
-	VBLENDVPS  Y0, avx2bfnanlow<>+0(SB), Y3, Y3
-	VPSRLD     $0x10, Y2, Y0
-	VPAND      avx2bfone<>+0(SB), Y0, Y0
-	VPADDD     avx2bfbias<>+0(SB), Y0, Y0
-	VPADDD     Y2, Y0, Y0
-	VPSRLD     $0x10, Y0, Y0
+	VBLENDVPS  Y0, avx2bfnanhigh<>+0(SB), Y5, Y5
+	VMOVUPS    Y5, Y0
+	VPSRLD     $0x10, Y2, Y5
+	VPAND      avx2bfone<>+0(SB), Y5, Y5
+	VPADDD     avx2bfbias<>+0(SB), Y5, Y5
+	VPADDD     Y2, Y5, Y5
+	VPAND      avx2bfhigh<>+0(SB), Y5, Y5
 	VCMPPS     $0x03, Y2, Y2, Y2
-	VBLENDVPS  Y2, avx2bfnanlow<>+0(SB), Y0, Y0
-	VPACKUSDW  Y0, Y3, Y3
-	VPERMQ     $0xd8, Y3, Y3
-	VMOVNTDQ   Y3, (CX)(DI*2)
-	VPMOVZXWD  32(DX)(DI*2), Y0
-	VPSLLD     $0x10, Y0, Y0
-	VMULPS     Y1, Y0, Y0
-	VMULPS     64(BX)(DI*4), Y0, Y0
-	VPMOVZXWD  48(DX)(DI*2), Y2
-	VPSLLD     $0x10, Y2, Y2
-	VMULPS     Y1, Y2, Y2
-	VMULPS     96(BX)(DI*4), Y2, Y2
-	VPSRLD     $0x10, Y0, Y3
-	VPAND      avx2bfone<>+0(SB), Y3, Y3
-	VPADDD     avx2bfbias<>+0(SB), Y3, Y3
-	VPADDD     Y0, Y3, Y3
-	VPSRLD     $0x10, Y3, Y3
-	VCMPPS     $0x03, Y0, Y0, Y0
-	VBLENDVPS  Y0, avx2bfnanlow<>+0(SB), Y3, Y3
-	VPSRLD     $0x10, Y2, Y0
-	VPAND      avx2bfone<>+0(SB), Y0, Y0
-	VPADDD     avx2bfbias<>+0(SB), Y0, Y0
-	VPADDD     Y2, Y0, Y0
-	VPSRLD     $0x10, Y0, Y0
-	VCMPPS     $0x03, Y2, Y2, Y2
-	VBLENDVPS  Y2, avx2bfnanlow<>+0(SB), Y0, Y0
-	VPACKUSDW  Y0, Y3, Y3
-	VPERMQ     $0xd8, Y3, Y3
-	VMOVNTDQ   Y3, 32(CX)(DI*2)
-	ADDQ       $0x00000020, DI
-	JMP        scalentloop
+	VBLENDVPS  Y2, avx2bfnanhigh<>+0(SB), Y5, Y5
+	VMOVUPS    Y5, Y2
+	VPSRLD     $0x10, Y3, Y5
+	VPAND      avx2bfone<>+0(SB), Y5, Y5
+	VPADDD     avx2bfbias<>+0(SB), Y5, Y5
+	VPADDD     Y3, Y5, Y5
+	VPAND      avx2bfhigh<>+0(SB), Y5, Y5
+	VCMPPS     $0x03, Y3, Y3, Y3
+	VBLENDVPS  Y3, avx2bfnanhigh<>+0(SB), Y5, Y5
+	VMOVUPS    Y5, Y3
+	VPSRLD     $0x10, Y4, Y5
+	VPAND      avx2bfone<>+0(SB), Y5, Y5
+	VPADDD     avx2bfbias<>+0(SB), Y5, Y5
+	VPADDD     Y4, Y5, Y5
+	VPAND      avx2bfhigh<>+0(SB), Y5, Y5
+	VCMPPS     $0x03, Y4, Y4, Y4
+	VBLENDVPS  Y4, avx2bfnanhigh<>+0(SB), Y5, Y5
+	VMOVUPS    Y5, Y4
+
+notrn27:
+	VMULPS    (BX)(DI*4), Y0, Y0
+	VMULPS    32(BX)(DI*4), Y2, Y2
+	VPSRLD    $0x10, Y0, Y5
+	VPAND     avx2bfone<>+0(SB), Y5, Y5
+	VPADDD    avx2bfbias<>+0(SB), Y5, Y5
+	VPADDD    Y0, Y5, Y5
+	VPSRLD    $0x10, Y5, Y5
+	VCMPPS    $0x03, Y0, Y0, Y0
+	VBLENDVPS Y0, avx2bfnanlow<>+0(SB), Y5, Y5
+	VPSRLD    $0x10, Y2, Y0
+	VPAND     avx2bfone<>+0(SB), Y0, Y0
+	VPADDD    avx2bfbias<>+0(SB), Y0, Y0
+	VPADDD    Y2, Y0, Y0
+	VPSRLD    $0x10, Y0, Y0
+	VCMPPS    $0x03, Y2, Y2, Y2
+	VBLENDVPS Y2, avx2bfnanlow<>+0(SB), Y0, Y0
+	VPACKUSDW Y0, Y5, Y5
+	VPERMQ    $0xd8, Y5, Y5
+	VMOVNTDQ  Y5, (CX)(DI*2)
+	VMULPS    64(BX)(DI*4), Y3, Y3
+	VMULPS    96(BX)(DI*4), Y4, Y4
+	VPSRLD    $0x10, Y3, Y0
+	VPAND     avx2bfone<>+0(SB), Y0, Y0
+	VPADDD    avx2bfbias<>+0(SB), Y0, Y0
+	VPADDD    Y3, Y0, Y0
+	VPSRLD    $0x10, Y0, Y0
+	VCMPPS    $0x03, Y3, Y3, Y2
+	VBLENDVPS Y2, avx2bfnanlow<>+0(SB), Y0, Y0
+	VPSRLD    $0x10, Y4, Y2
+	VPAND     avx2bfone<>+0(SB), Y2, Y2
+	VPADDD    avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD    Y4, Y2, Y2
+	VPSRLD    $0x10, Y2, Y2
+	VCMPPS    $0x03, Y4, Y4, Y3
+	VBLENDVPS Y3, avx2bfnanlow<>+0(SB), Y2, Y2
+	VPACKUSDW Y2, Y0, Y0
+	VPERMQ    $0xd8, Y0, Y0
+	VMOVNTDQ  Y0, 32(CX)(DI*2)
+	ADDQ      $0x00000020, DI
+	JMP       scalentloop
 
 scaletail:
 	ADDQ $0x00000018, R8
 
 scaleone:
-	CMPQ         DI, R8
-	JG           scalepart
-	VPMOVZXWD    (DX)(DI*2), Y0
-	VPSLLD       $0x10, Y0, Y0
-	VMULPS       Y1, Y0, Y0
+	CMPQ      DI, R8
+	JG        scalepart
+	VPMOVZXWD (DX)(DI*2), Y0
+	VPSLLD    $0x10, Y0, Y0
+	VMULPS    Y1, Y0, Y0
+	TESTL     $0x00000008, job_flags+0(AX)
+	JZ        notrn28
+	VPSRLD    $0x10, Y0, Y2
+	VPAND     avx2bfone<>+0(SB), Y2, Y2
+	VPADDD    avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD    Y0, Y2, Y2
+	VPAND     avx2bfhigh<>+0(SB), Y2, Y2
+	VCMPPS    $0x03, Y0, Y0, Y0
+	VBLENDVPS Y0, avx2bfnanhigh<>+0(SB), Y2, Y2
+	VMOVUPS   Y2, Y0
+
+notrn28:
 	VMULPS       (BX)(DI*4), Y0, Y0
 	VPSRLD       $0x10, Y0, Y2
 	VPAND        avx2bfone<>+0(SB), Y2, Y2
@@ -22814,55 +18630,67 @@ scalepart:
 	XORQ R11, R11
 	SUBQ $0x00000010, R12
 
-copyvec23:
+copyvec29:
 	CMPQ    R11, R12
-	JG      copyone24
+	JG      copyone30
 	VMOVUPS (R8)(R11*2), Y0
 	VMOVUPS Y0, (R9)(R11*2)
 	ADDQ    $0x00000010, R11
-	JMP     copyvec23
+	JMP     copyvec29
 
-copyone24:
+copyone30:
 	ADDQ $0x00000010, R12
 
-copyloop26:
+copyloop32:
 	CMPQ R11, R12
-	JGE  copied25
+	JGE  copied31
 	MOVW (R8)(R11*2), R13
 	MOVW R13, (R9)(R11*2)
 	INCQ R11
-	JMP  copyloop26
+	JMP  copyloop32
 
-copied25:
+copied31:
 	LEAQ (BX)(DI*4), R8
 	LEAQ 160(SP), R9
 	MOVQ R10, R12
 	XORQ R11, R11
 	SUBQ $0x00000008, R12
 
-copyvec27:
+copyvec33:
 	CMPQ    R11, R12
-	JG      copyone28
+	JG      copyone34
 	VMOVUPS (R8)(R11*4), Y0
 	VMOVUPS Y0, (R9)(R11*4)
 	ADDQ    $0x00000008, R11
-	JMP     copyvec27
+	JMP     copyvec33
 
-copyone28:
+copyone34:
 	ADDQ $0x00000008, R12
 
-copyloop30:
+copyloop36:
 	CMPQ R11, R12
-	JGE  copied29
+	JGE  copied35
 	MOVL (R8)(R11*4), R13
 	MOVL R13, (R9)(R11*4)
 	INCQ R11
-	JMP  copyloop30
+	JMP  copyloop36
 
-copied29:
-	VPMOVZXWD    128(SP), Y0
-	VPSLLD       $0x10, Y0, Y0
-	VMULPS       Y0, Y1, Y0
+copied35:
+	VPMOVZXWD 128(SP), Y0
+	VPSLLD    $0x10, Y0, Y0
+	VMULPS    Y0, Y1, Y0
+	TESTL     $0x00000008, job_flags+0(AX)
+	JZ        notrn37
+	VPSRLD    $0x10, Y0, Y1
+	VPAND     avx2bfone<>+0(SB), Y1, Y1
+	VPADDD    avx2bfbias<>+0(SB), Y1, Y1
+	VPADDD    Y0, Y1, Y1
+	VPAND     avx2bfhigh<>+0(SB), Y1, Y1
+	VCMPPS    $0x03, Y0, Y0, Y0
+	VBLENDVPS Y0, avx2bfnanhigh<>+0(SB), Y1, Y1
+	VMOVUPS   Y1, Y0
+
+notrn37:
 	VMULPS       160(SP), Y0, Y0
 	VPSRLD       $0x10, Y0, Y1
 	VPAND        avx2bfone<>+0(SB), Y1, Y1
@@ -22879,979 +18707,26 @@ copied29:
 	XORQ         DI, DI
 	SUBQ         $0x00000010, R10
 
-copyvec31:
+copyvec38:
 	CMPQ    DI, R10
-	JG      copyone32
+	JG      copyone39
 	VMOVUPS (R9)(DI*2), Y0
 	VMOVUPS Y0, (R8)(DI*2)
 	ADDQ    $0x00000010, DI
-	JMP     copyvec31
+	JMP     copyvec38
 
-copyone32:
+copyone39:
 	ADDQ $0x00000010, R10
 
-copyloop34:
+copyloop41:
 	CMPQ DI, R10
-	JGE  copied33
+	JGE  copied40
 	MOVW (R9)(DI*2), R11
 	MOVW R11, (R8)(DI*2)
 	INCQ DI
-	JMP  copyloop34
+	JMP  copyloop41
 
-copied33:
-scaled:
-	ADDQ SI, DX
-	ADDQ SI, CX
-	INCQ 272(SP)
-	MOVQ 296(SP), DI
-	INCQ DI
-	MOVQ DI, 296(SP)
-	CMPQ DI, 288(SP)
-	JB   scalerow
-	JMP  row
-
-ret:
-	TESTL $0x00000001, job_flags+0(AX)
-	JZ    vzero
-	SFENCE
-
-vzero:
-	VZEROUPPER
-	MOVQ 272(SP), AX
-	MOVQ AX, ret+24(FP)
-	RET
-
-// func avx2BF16WeightedRN(j uintptr, from int, to int) int
-// Requires: AVX, AVX2, MMX+
-TEXT ·avx2BF16WeightedRN(SB), NOSPLIT, $328-32
-	// avx2BF16WeightedRN normalizes rows [from, to) of the job: BF16 rows: y = round16(round16(x*inv)*w), for each row.
-	// It stops before the first row that needs the float64 path and returns that row's index, or to.
-	MOVQ j+0(FP), AX
-	MOVQ job_dst+0(AX), CX
-	MOVQ job_x+0(AX), DX
-	MOVQ job_w+0(AX), BX
-	MOVQ job_stride+0(AX), SI
-	SHLQ $0x01, SI
-
-	// fd = float32(d); rd = 1/d when d is a power of two (a/d is then a*rd exactly), else 0.
-	MOVQ       job_d+0(AX), DI
-	VMOVSS     one<>+0(SB), X0
-	VCVTSI2SSQ DI, X0, X0
-	VMOVSS     X0, 320(SP)
-	XORL       R9, R9
-	LEAQ       -1(DI), R8
-	TESTQ      DI, R8
-	JNZ        notpow2
-	BSFQ       DI, R8
-	MOVL       $0x0000007f, R9
-	SUBL       R8, R9
-	SHLL       $0x17, R9
-
-notpow2:
-	MOVL R9, 324(SP)
-
-	// Start at row from.
-	MOVQ  from+8(FP), DI
-	MOVQ  DI, 272(SP)
-	MOVQ  $0x00000000, 280(SP)
-	IMULQ SI, DI
-	ADDQ  DI, CX
-	ADDQ  DI, DX
-
-row:
-	MOVQ 272(SP), DI
-	CMPQ DI, to+16(FP)
-	JAE  ret
-	MOVQ $0x00000001, 288(SP)
-	CMPQ 280(SP), $0x00
-	JE   trygroup
-	DECQ 280(SP)
-	JMP  sum
-
-trygroup:
-	CMPQ job_d+0(AX), $0x00000200
-	JA   sum
-	MOVQ to+16(FP), DI
-	SUBQ 272(SP), DI
-	CMPQ DI, $0x04
-	JB   sum
-	MOVQ $0x00000004, 288(SP)
-
-sum:
-	MOVQ DX, DI
-	XORQ R8, R8
-
-sumrow:
-	// Sum of squares: element i goes to partial i%64.
-	MOVQ   job_d+0(AX), R10
-	SUBQ   $0x00000040, R10
-	JGE    firstblock
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
-	VXORPS Y4, Y4, Y4
-	VXORPS Y5, Y5, Y5
-	VXORPS Y6, Y6, Y6
-	VXORPS Y7, Y7, Y7
-	XORQ   R9, R9
-	JMP    sumtail
-
-firstblock:
-	// +0 + square is the square itself: the first block initializes the partials.
-	XORQ      R9, R9
-	VPMOVZXWD (DI)(R9*2), Y0
-	VPSLLD    $0x10, Y0, Y0
-	VMULPS    Y0, Y0, Y0
-	VPMOVZXWD 16(DI)(R9*2), Y1
-	VPSLLD    $0x10, Y1, Y1
-	VMULPS    Y1, Y1, Y1
-	VPMOVZXWD 32(DI)(R9*2), Y2
-	VPSLLD    $0x10, Y2, Y2
-	VMULPS    Y2, Y2, Y2
-	VPMOVZXWD 48(DI)(R9*2), Y3
-	VPSLLD    $0x10, Y3, Y3
-	VMULPS    Y3, Y3, Y3
-	VPMOVZXWD 64(DI)(R9*2), Y4
-	VPSLLD    $0x10, Y4, Y4
-	VMULPS    Y4, Y4, Y4
-	VPMOVZXWD 80(DI)(R9*2), Y5
-	VPSLLD    $0x10, Y5, Y5
-	VMULPS    Y5, Y5, Y5
-	VPMOVZXWD 96(DI)(R9*2), Y6
-	VPSLLD    $0x10, Y6, Y6
-	VMULPS    Y6, Y6, Y6
-	VPMOVZXWD 112(DI)(R9*2), Y7
-	VPSLLD    $0x10, Y7, Y7
-	VMULPS    Y7, Y7, Y7
-	MOVQ      $0x00000040, R9
-	TESTL     $0x00000002, job_flags+0(AX)
-	JNZ       sumpf
-
-sumloop:
-	CMPQ      R9, R10
-	JG        sumtail
-	VPMOVZXWD (DI)(R9*2), Y8
-	VPSLLD    $0x10, Y8, Y8
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y0, Y0
-	VPMOVZXWD 16(DI)(R9*2), Y8
-	VPSLLD    $0x10, Y8, Y8
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y1, Y1
-	VPMOVZXWD 32(DI)(R9*2), Y8
-	VPSLLD    $0x10, Y8, Y8
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y2, Y2
-	VPMOVZXWD 48(DI)(R9*2), Y8
-	VPSLLD    $0x10, Y8, Y8
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y3, Y3
-	VPMOVZXWD 64(DI)(R9*2), Y8
-	VPSLLD    $0x10, Y8, Y8
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y4, Y4
-	VPMOVZXWD 80(DI)(R9*2), Y8
-	VPSLLD    $0x10, Y8, Y8
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y5, Y5
-	VPMOVZXWD 96(DI)(R9*2), Y8
-	VPSLLD    $0x10, Y8, Y8
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y6, Y6
-	VPMOVZXWD 112(DI)(R9*2), Y8
-	VPSLLD    $0x10, Y8, Y8
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y7, Y7
-	ADDQ      $0x00000040, R9
-	JMP       sumloop
-
-	// The same, prefetching the rows ahead.
-sumpf:
-	MOVQ SI, R11
-	SHLQ $0x01, R11
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows1
-	SHLQ $0x03, R11
-
-longrows1:
-	ADDQ DI, R11
-
-sumpfloop:
-	CMPQ       R9, R10
-	JG         sumtail
-	PREFETCHT0 (R11)(R9*2)
-	PREFETCHT0 64(R11)(R9*2)
-	VPMOVZXWD  (DI)(R9*2), Y8
-	VPSLLD     $0x10, Y8, Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y0, Y0
-	VPMOVZXWD  16(DI)(R9*2), Y8
-	VPSLLD     $0x10, Y8, Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y1, Y1
-	VPMOVZXWD  32(DI)(R9*2), Y8
-	VPSLLD     $0x10, Y8, Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y2, Y2
-	VPMOVZXWD  48(DI)(R9*2), Y8
-	VPSLLD     $0x10, Y8, Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y3, Y3
-	VPMOVZXWD  64(DI)(R9*2), Y8
-	VPSLLD     $0x10, Y8, Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y4, Y4
-	VPMOVZXWD  80(DI)(R9*2), Y8
-	VPSLLD     $0x10, Y8, Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y5, Y5
-	VPMOVZXWD  96(DI)(R9*2), Y8
-	VPSLLD     $0x10, Y8, Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y6, Y6
-	VPMOVZXWD  112(DI)(R9*2), Y8
-	VPSLLD     $0x10, Y8, Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y7, Y7
-	ADDQ       $0x00000040, R9
-	JMP        sumpfloop
-
-sumtail:
-	// Fewer than 64 elements remain.
-	MOVQ    job_d+0(AX), R10
-	SUBQ    R9, R10
-	JZ      summed
-	MOVQ    R10, 304(SP)
-	LEAQ    (DI)(R9*2), R9
-	LEAQ    128(SP), R10
-	VXORPS  Y8, Y8, Y8
-	VMOVUPS Y8, (R10)
-	VMOVUPS Y8, 32(R10)
-	VMOVUPS Y8, 64(R10)
-	VMOVUPS Y8, 96(R10)
-	MOVQ    304(SP), R12
-	XORQ    R11, R11
-	SUBQ    $0x00000010, R12
-
-copyvec2:
-	CMPQ    R11, R12
-	JG      copyone3
-	VMOVUPS (R9)(R11*2), Y8
-	VMOVUPS Y8, (R10)(R11*2)
-	ADDQ    $0x00000010, R11
-	JMP     copyvec2
-
-copyone3:
-	ADDQ $0x00000010, R12
-
-copyloop5:
-	CMPQ R11, R12
-	JGE  copied4
-	MOVW (R9)(R11*2), R13
-	MOVW R13, (R10)(R11*2)
-	INCQ R11
-	JMP  copyloop5
-
-copied4:
-	XORQ      R9, R9
-	VPMOVZXWD (R10)(R9*2), Y8
-	VPSLLD    $0x10, Y8, Y8
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y0, Y0
-	VPMOVZXWD 16(R10)(R9*2), Y8
-	VPSLLD    $0x10, Y8, Y8
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y1, Y1
-	VPMOVZXWD 32(R10)(R9*2), Y8
-	VPSLLD    $0x10, Y8, Y8
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y2, Y2
-	VPMOVZXWD 48(R10)(R9*2), Y8
-	VPSLLD    $0x10, Y8, Y8
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y3, Y3
-	VPMOVZXWD 64(R10)(R9*2), Y8
-	VPSLLD    $0x10, Y8, Y8
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y4, Y4
-	VPMOVZXWD 80(R10)(R9*2), Y8
-	VPSLLD    $0x10, Y8, Y8
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y5, Y5
-	VPMOVZXWD 96(R10)(R9*2), Y8
-	VPSLLD    $0x10, Y8, Y8
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y6, Y6
-	VPMOVZXWD 112(R10)(R9*2), Y8
-	VPSLLD    $0x10, Y8, Y8
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y7, Y7
-
-summed:
-	VADDPS  Y4, Y0, Y0
-	VADDPS  Y5, Y1, Y1
-	VADDPS  Y6, Y2, Y2
-	VADDPS  Y7, Y3, Y3
-	VADDPS  Y2, Y0, Y0
-	VADDPS  Y3, Y1, Y1
-	VADDPS  Y1, Y0, Y0
-	CMPQ    288(SP), $0x01
-	JE      invone
-	VMOVUPS Y0, (SP)(R8*1)
-	ADDQ    SI, DI
-	ADDQ    $0x00000020, R8
-	CMPQ    R8, $0x00000080
-	JB      sumrow
-	JMP     invgroup
-
-invone:
-	// Halving tree: p[j] += p[j+h] for the remaining h, down to ss.
-	VEXTRACTF128 $0x01, Y0, X1
-	VADDPS       X1, X0, X1
-	VMOVHLPS     X1, X1, X0
-	VADDPS       X0, X1, X1
-	VMOVSHDUP    X1, X0
-	VADDSS       X0, X1, X1
-
-	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
-	CMPL   324(SP), $0x00
-	JE     divide6
-	VMULSS 324(SP), X1, X1
-	JMP    divided7
-
-divide6:
-	VDIVSS 320(SP), X1, X1
-
-divided7:
-	VADDSS   job_eps+0(AX), X1, X1
-	VUCOMISS tlo<>+0(SB), X1
-	JCS      ret
-	VUCOMISS tmax<>+0(SB), X1
-	JHI      ret
-	VSQRTSS  X1, X1, X1
-	VMOVSS   one<>+0(SB), X0
-	VDIVSS   X1, X0, X0
-
-	// Report 1/rms if asked.
-	MOVQ   job_inv+0(AX), DI
-	TESTQ  DI, DI
-	JZ     scale
-	MOVQ   272(SP), R8
-	VMOVSS X0, (DI)(R8*4)
-	JMP    scale
-
-invgroup:
-	// The rest of the halving tree, four rows at once.
-	VMOVUPS      (SP), Y0
-	VMOVUPS      32(SP), Y1
-	VMOVUPS      64(SP), Y2
-	VMOVUPS      96(SP), Y3
-	VPERM2F128   $0x20, Y1, Y0, Y4
-	VPERM2F128   $0x31, Y1, Y0, Y0
-	VADDPS       Y0, Y4, Y4
-	VPERM2F128   $0x20, Y3, Y2, Y0
-	VPERM2F128   $0x31, Y3, Y2, Y1
-	VADDPS       Y1, Y0, Y0
-	VSHUFPS      $0x44, Y0, Y4, Y1
-	VSHUFPS      $0xee, Y0, Y4, Y0
-	VADDPS       Y0, Y1, Y1
-	VHADDPS      Y1, Y1, Y1
-	VEXTRACTF128 $0x01, Y1, X0
-	VUNPCKLPS    X0, X1, X0
-
-	// t = ss/d + eps for the four rows; any t outside [2^-100, MaxFloat32] sends the group to the one-row path.
-	CMPL         324(SP), $0x00
-	JE           divide8
-	VBROADCASTSS 324(SP), X1
-	VMULPS       X1, X0, X1
-	JMP          divided9
-
-divide8:
-	VBROADCASTSS 320(SP), X1
-	VDIVPS       X1, X0, X1
-
-divided9:
-	VBROADCASTSS job_eps+0(AX), X0
-	VADDPS       X0, X1, X1
-	VCMPPS       $0x1d, tlo4<>+0(SB), X1, X0
-	VCMPPS       $0x12, tmax4<>+0(SB), X1, X2
-	VANDPS       X2, X0, X0
-	VMOVMSKPS    X0, DI
-	CMPL         DI, $0x0f
-	JE           ginrange
-	MOVQ         $0x00000004, 280(SP)
-	JMP          row
-
-ginrange:
-	VSQRTPS      X1, X1
-	VBROADCASTSS one<>+0(SB), X0
-	VDIVPS       X1, X0, X0
-
-	// Report 1/rms if asked.
-	MOVQ    job_inv+0(AX), DI
-	TESTQ   DI, DI
-	JZ      scale
-	MOVQ    272(SP), R8
-	VMOVUPS X0, (DI)(R8*4)
-
-scale:
-	VBROADCASTSS X0, Y1
-	MOVQ         $0x00000000, 296(SP)
-	CMPQ         288(SP), $0x01
-	JE           scalebody
-	VMOVUPS      X0, 256(SP)
-
-scalerow:
-	MOVQ         296(SP), DI
-	VBROADCASTSS 256(SP)(DI*4), Y1
-
-scalebody:
-	// y = (src*inv)*w, rounded after each multiply.
-	XORQ  DI, DI
-	MOVQ  job_d+0(AX), R8
-	SUBQ  $0x00000020, R8
-	TESTL $0x00000002, job_flags+0(AX)
-	JNZ   scalepf
-
-scaleloop:
-	CMPQ      DI, R8
-	JG        scaletail
-	VPMOVZXWD (DX)(DI*2), Y0
-	VPSLLD    $0x10, Y0, Y0
-	VMULPS    Y1, Y0, Y0
-	VPSRLD    $0x10, Y0, Y2
-	VPAND     avx2bfone<>+0(SB), Y2, Y2
-	VPADDD    avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD    Y0, Y2, Y2
-	VPAND     avx2bfhigh<>+0(SB), Y2, Y2
-	VCMPPS    $0x03, Y0, Y0, Y0
-	VBLENDVPS Y0, avx2bfnanhigh<>+0(SB), Y2, Y2
-	VMULPS    (BX)(DI*4), Y2, Y2
-	VPMOVZXWD 16(DX)(DI*2), Y0
-	VPSLLD    $0x10, Y0, Y0
-	VMULPS    Y1, Y0, Y0
-	VPSRLD    $0x10, Y0, Y3
-	VPAND     avx2bfone<>+0(SB), Y3, Y3
-	VPADDD    avx2bfbias<>+0(SB), Y3, Y3
-	VPADDD    Y0, Y3, Y3
-	VPAND     avx2bfhigh<>+0(SB), Y3, Y3
-	VCMPPS    $0x03, Y0, Y0, Y0
-	VBLENDVPS Y0, avx2bfnanhigh<>+0(SB), Y3, Y3
-	VMULPS    32(BX)(DI*4), Y3, Y3
-	VPSRLD    $0x10, Y2, Y0
-	VPAND     avx2bfone<>+0(SB), Y0, Y0
-	VPADDD    avx2bfbias<>+0(SB), Y0, Y0
-	VPADDD    Y2, Y0, Y0
-	VPSRLD    $0x10, Y0, Y0
-	VCMPPS    $0x03, Y2, Y2, Y2
-	VBLENDVPS Y2, avx2bfnanlow<>+0(SB), Y0, Y0
-	VPSRLD    $0x10, Y3, Y2
-	VPAND     avx2bfone<>+0(SB), Y2, Y2
-	VPADDD    avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD    Y3, Y2, Y2
-	VPSRLD    $0x10, Y2, Y2
-	VCMPPS    $0x03, Y3, Y3, Y3
-	VBLENDVPS Y3, avx2bfnanlow<>+0(SB), Y2, Y2
-	VPACKUSDW Y2, Y0, Y0
-	VPERMQ    $0xd8, Y0, Y0
-	VMOVDQU   Y0, (CX)(DI*2)
-	VPMOVZXWD 32(DX)(DI*2), Y0
-	VPSLLD    $0x10, Y0, Y0
-	VMULPS    Y1, Y0, Y0
-	VPSRLD    $0x10, Y0, Y2
-	VPAND     avx2bfone<>+0(SB), Y2, Y2
-	VPADDD    avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD    Y0, Y2, Y2
-	VPAND     avx2bfhigh<>+0(SB), Y2, Y2
-	VCMPPS    $0x03, Y0, Y0, Y0
-	VBLENDVPS Y0, avx2bfnanhigh<>+0(SB), Y2, Y2
-	VMULPS    64(BX)(DI*4), Y2, Y2
-	VPMOVZXWD 48(DX)(DI*2), Y0
-	VPSLLD    $0x10, Y0, Y0
-	VMULPS    Y1, Y0, Y0
-	VPSRLD    $0x10, Y0, Y3
-	VPAND     avx2bfone<>+0(SB), Y3, Y3
-	VPADDD    avx2bfbias<>+0(SB), Y3, Y3
-	VPADDD    Y0, Y3, Y3
-	VPAND     avx2bfhigh<>+0(SB), Y3, Y3
-	VCMPPS    $0x03, Y0, Y0, Y0
-	VBLENDVPS Y0, avx2bfnanhigh<>+0(SB), Y3, Y3
-	VMULPS    96(BX)(DI*4), Y3, Y3
-	VPSRLD    $0x10, Y2, Y0
-	VPAND     avx2bfone<>+0(SB), Y0, Y0
-	VPADDD    avx2bfbias<>+0(SB), Y0, Y0
-	VPADDD    Y2, Y0, Y0
-	VPSRLD    $0x10, Y0, Y0
-	VCMPPS    $0x03, Y2, Y2, Y2
-	VBLENDVPS Y2, avx2bfnanlow<>+0(SB), Y0, Y0
-	VPSRLD    $0x10, Y3, Y2
-	VPAND     avx2bfone<>+0(SB), Y2, Y2
-	VPADDD    avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD    Y3, Y2, Y2
-	VPSRLD    $0x10, Y2, Y2
-	VCMPPS    $0x03, Y3, Y3, Y3
-	VBLENDVPS Y3, avx2bfnanlow<>+0(SB), Y2, Y2
-	VPACKUSDW Y2, Y0, Y0
-	VPERMQ    $0xd8, Y0, Y0
-	VMOVDQU   Y0, 32(CX)(DI*2)
-	ADDQ      $0x00000020, DI
-	JMP       scaleloop
-
-scalepf:
-	MOVQ SI, R9
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows10
-	SHLQ $0x03, R9
-
-longrows10:
-	ADDQ  DX, R9
-	TESTL $0x00000001, job_flags+0(AX)
-	JNZ   scalent
-
-scalepfloop:
-	CMPQ       DI, R8
-	JG         scaletail
-	PREFETCHT0 (R9)(DI*2)
-	VPMOVZXWD  (DX)(DI*2), Y0
-	VPSLLD     $0x10, Y0, Y0
-	VMULPS     Y1, Y0, Y0
-	VPSRLD     $0x10, Y0, Y2
-	VPAND      avx2bfone<>+0(SB), Y2, Y2
-	VPADDD     avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD     Y0, Y2, Y2
-	VPAND      avx2bfhigh<>+0(SB), Y2, Y2
-	VCMPPS     $0x03, Y0, Y0, Y0
-	VBLENDVPS  Y0, avx2bfnanhigh<>+0(SB), Y2, Y2
-	VMULPS     (BX)(DI*4), Y2, Y2
-	VPMOVZXWD  16(DX)(DI*2), Y0
-	VPSLLD     $0x10, Y0, Y0
-	VMULPS     Y1, Y0, Y0
-	VPSRLD     $0x10, Y0, Y3
-	VPAND      avx2bfone<>+0(SB), Y3, Y3
-	VPADDD     avx2bfbias<>+0(SB), Y3, Y3
-	VPADDD     Y0, Y3, Y3
-	VPAND      avx2bfhigh<>+0(SB), Y3, Y3
-	VCMPPS     $0x03, Y0, Y0, Y0
-	VBLENDVPS  Y0, avx2bfnanhigh<>+0(SB), Y3, Y3
-	VMULPS     32(BX)(DI*4), Y3, Y3
-	VPSRLD     $0x10, Y2, Y0
-	VPAND      avx2bfone<>+0(SB), Y0, Y0
-	VPADDD     avx2bfbias<>+0(SB), Y0, Y0
-	VPADDD     Y2, Y0, Y0
-	VPSRLD     $0x10, Y0, Y0
-	VCMPPS     $0x03, Y2, Y2, Y2
-	VBLENDVPS  Y2, avx2bfnanlow<>+0(SB), Y0, Y0
-	VPSRLD     $0x10, Y3, Y2
-	VPAND      avx2bfone<>+0(SB), Y2, Y2
-	VPADDD     avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD     Y3, Y2, Y2
-	VPSRLD     $0x10, Y2, Y2
-	VCMPPS     $0x03, Y3, Y3, Y3
-	VBLENDVPS  Y3, avx2bfnanlow<>+0(SB), Y2, Y2
-	VPACKUSDW  Y2, Y0, Y0
-	VPERMQ     $0xd8, Y0, Y0
-	VMOVDQU    Y0, (CX)(DI*2)
-	VPMOVZXWD  32(DX)(DI*2), Y0
-	VPSLLD     $0x10, Y0, Y0
-	VMULPS     Y1, Y0, Y0
-	VPSRLD     $0x10, Y0, Y2
-	VPAND      avx2bfone<>+0(SB), Y2, Y2
-	VPADDD     avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD     Y0, Y2, Y2
-	VPAND      avx2bfhigh<>+0(SB), Y2, Y2
-	VCMPPS     $0x03, Y0, Y0, Y0
-	VBLENDVPS  Y0, avx2bfnanhigh<>+0(SB), Y2, Y2
-	VMULPS     64(BX)(DI*4), Y2, Y2
-	VPMOVZXWD  48(DX)(DI*2), Y0
-	VPSLLD     $0x10, Y0, Y0
-	VMULPS     Y1, Y0, Y0
-	VPSRLD     $0x10, Y0, Y3
-	VPAND      avx2bfone<>+0(SB), Y3, Y3
-	VPADDD     avx2bfbias<>+0(SB), Y3, Y3
-	VPADDD     Y0, Y3, Y3
-	VPAND      avx2bfhigh<>+0(SB), Y3, Y3
-	VCMPPS     $0x03, Y0, Y0, Y0
-	VBLENDVPS  Y0, avx2bfnanhigh<>+0(SB), Y3, Y3
-	VMULPS     96(BX)(DI*4), Y3, Y3
-	VPSRLD     $0x10, Y2, Y0
-	VPAND      avx2bfone<>+0(SB), Y0, Y0
-	VPADDD     avx2bfbias<>+0(SB), Y0, Y0
-	VPADDD     Y2, Y0, Y0
-	VPSRLD     $0x10, Y0, Y0
-	VCMPPS     $0x03, Y2, Y2, Y2
-	VBLENDVPS  Y2, avx2bfnanlow<>+0(SB), Y0, Y0
-	VPSRLD     $0x10, Y3, Y2
-	VPAND      avx2bfone<>+0(SB), Y2, Y2
-	VPADDD     avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD     Y3, Y2, Y2
-	VPSRLD     $0x10, Y2, Y2
-	VCMPPS     $0x03, Y3, Y3, Y3
-	VBLENDVPS  Y3, avx2bfnanlow<>+0(SB), Y2, Y2
-	VPACKUSDW  Y2, Y0, Y0
-	VPERMQ     $0xd8, Y0, Y0
-	VMOVDQU    Y0, 32(CX)(DI*2)
-	ADDQ       $0x00000020, DI
-	JMP        scalepfloop
-
-scalent:
-	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
-	MOVQ CX, R10
-	NEGQ R10
-	ANDQ $0x0000001f, R10
-	SHRQ $0x01, R10
-	JZ   scalentloop
-	CMPQ R10, job_d+0(AX)
-	JLE  scalehead
-	MOVQ job_d+0(AX), R10
-
-scalehead:
-	CMPQ         R10, $0x00000008
-	JB           scaleheadpart
-	VPMOVZXWD    (DX)(DI*2), Y0
-	VPSLLD       $0x10, Y0, Y0
-	VMULPS       Y1, Y0, Y0
-	VPSRLD       $0x10, Y0, Y2
-	VPAND        avx2bfone<>+0(SB), Y2, Y2
-	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD       Y0, Y2, Y2
-	VPAND        avx2bfhigh<>+0(SB), Y2, Y2
-	VCMPPS       $0x03, Y0, Y0, Y0
-	VBLENDVPS    Y0, avx2bfnanhigh<>+0(SB), Y2, Y2
-	VMULPS       (BX)(DI*4), Y2, Y2
-	VPSRLD       $0x10, Y2, Y0
-	VPAND        avx2bfone<>+0(SB), Y0, Y0
-	VPADDD       avx2bfbias<>+0(SB), Y0, Y0
-	VPADDD       Y2, Y0, Y0
-	VPSRLD       $0x10, Y0, Y0
-	VCMPPS       $0x03, Y2, Y2, Y2
-	VBLENDVPS    Y2, avx2bfnanlow<>+0(SB), Y0, Y0
-	VEXTRACTI128 $0x01, Y0, X2
-	VPACKUSDW    X2, X0, X2
-	VMOVDQU      X2, (CX)(DI*2)
-	ADDQ         $0x00000008, DI
-	SUBQ         $0x00000008, R10
-	JZ           scalentloop
-
-scaleheadpart:
-	LEAQ (DX)(DI*2), R11
-	LEAQ 128(SP), R12
-	MOVQ R10, R14
-	XORQ R13, R13
-	SUBQ $0x00000010, R14
-
-copyvec11:
-	CMPQ    R13, R14
-	JG      copyone12
-	VMOVUPS (R11)(R13*2), Y0
-	VMOVUPS Y0, (R12)(R13*2)
-	ADDQ    $0x00000010, R13
-	JMP     copyvec11
-
-copyone12:
-	ADDQ $0x00000010, R14
-
-copyloop14:
-	CMPQ R13, R14
-	JGE  copied13
-	MOVW (R11)(R13*2), R15
-	MOVW R15, (R12)(R13*2)
-	INCQ R13
-	JMP  copyloop14
-
-copied13:
-	LEAQ (BX)(DI*4), R11
-	LEAQ 160(SP), R12
-	MOVQ R10, R14
-	XORQ R13, R13
-	SUBQ $0x00000008, R14
-
-copyvec15:
-	CMPQ    R13, R14
-	JG      copyone16
-	VMOVUPS (R11)(R13*4), Y0
-	VMOVUPS Y0, (R12)(R13*4)
-	ADDQ    $0x00000008, R13
-	JMP     copyvec15
-
-copyone16:
-	ADDQ $0x00000008, R14
-
-copyloop18:
-	CMPQ R13, R14
-	JGE  copied17
-	MOVL (R11)(R13*4), R15
-	MOVL R15, (R12)(R13*4)
-	INCQ R13
-	JMP  copyloop18
-
-copied17:
-	VPMOVZXWD    128(SP), Y0
-	VPSLLD       $0x10, Y0, Y0
-	VMULPS       Y0, Y1, Y0
-	VPSRLD       $0x10, Y0, Y2
-	VPAND        avx2bfone<>+0(SB), Y2, Y2
-	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD       Y0, Y2, Y2
-	VPAND        avx2bfhigh<>+0(SB), Y2, Y2
-	VCMPPS       $0x03, Y0, Y0, Y0
-	VBLENDVPS    Y0, avx2bfnanhigh<>+0(SB), Y2, Y2
-	VMULPS       160(SP), Y2, Y2
-	VPSRLD       $0x10, Y2, Y0
-	VPAND        avx2bfone<>+0(SB), Y0, Y0
-	VPADDD       avx2bfbias<>+0(SB), Y0, Y0
-	VPADDD       Y2, Y0, Y0
-	VPSRLD       $0x10, Y0, Y0
-	VCMPPS       $0x03, Y2, Y2, Y2
-	VBLENDVPS    Y2, avx2bfnanlow<>+0(SB), Y0, Y0
-	VEXTRACTI128 $0x01, Y0, X2
-	VPACKUSDW    X2, X0, X2
-	VMOVDQU      X2, 192(SP)
-	LEAQ         192(SP), R12
-	LEAQ         (CX)(DI*2), R11
-	MOVQ         R10, R14
-	XORQ         R13, R13
-	SUBQ         $0x00000010, R14
-
-copyvec19:
-	CMPQ    R13, R14
-	JG      copyone20
-	VMOVUPS (R12)(R13*2), Y0
-	VMOVUPS Y0, (R11)(R13*2)
-	ADDQ    $0x00000010, R13
-	JMP     copyvec19
-
-copyone20:
-	ADDQ $0x00000010, R14
-
-copyloop22:
-	CMPQ R13, R14
-	JGE  copied21
-	MOVW (R12)(R13*2), R15
-	MOVW R15, (R11)(R13*2)
-	INCQ R13
-	JMP  copyloop22
-
-copied21:
-	ADDQ R10, DI
-
-scalentloop:
-	CMPQ       DI, R8
-	JG         scaletail
-	PREFETCHT0 (R9)(DI*2)
-	VPMOVZXWD  (DX)(DI*2), Y0
-	VPSLLD     $0x10, Y0, Y0
-	VMULPS     Y1, Y0, Y0
-	VPSRLD     $0x10, Y0, Y2
-	VPAND      avx2bfone<>+0(SB), Y2, Y2
-	VPADDD     avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD     Y0, Y2, Y2
-	VPAND      avx2bfhigh<>+0(SB), Y2, Y2
-	VCMPPS     $0x03, Y0, Y0, Y0
-	VBLENDVPS  Y0, avx2bfnanhigh<>+0(SB), Y2, Y2
-	VMULPS     (BX)(DI*4), Y2, Y2
-	VPMOVZXWD  16(DX)(DI*2), Y0
-	VPSLLD     $0x10, Y0, Y0
-	VMULPS     Y1, Y0, Y0
-	VPSRLD     $0x10, Y0, Y3
-	VPAND      avx2bfone<>+0(SB), Y3, Y3
-	VPADDD     avx2bfbias<>+0(SB), Y3, Y3
-	VPADDD     Y0, Y3, Y3
-	VPAND      avx2bfhigh<>+0(SB), Y3, Y3
-	VCMPPS     $0x03, Y0, Y0, Y0
-	VBLENDVPS  Y0, avx2bfnanhigh<>+0(SB), Y3, Y3
-	VMULPS     32(BX)(DI*4), Y3, Y3
-	VPSRLD     $0x10, Y2, Y0
-	VPAND      avx2bfone<>+0(SB), Y0, Y0
-	VPADDD     avx2bfbias<>+0(SB), Y0, Y0
-	VPADDD     Y2, Y0, Y0
-	VPSRLD     $0x10, Y0, Y0
-	VCMPPS     $0x03, Y2, Y2, Y2
-	VBLENDVPS  Y2, avx2bfnanlow<>+0(SB), Y0, Y0
-	VPSRLD     $0x10, Y3, Y2
-	VPAND      avx2bfone<>+0(SB), Y2, Y2
-	VPADDD     avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD     Y3, Y2, Y2
-	VPSRLD     $0x10, Y2, Y2
-	VCMPPS     $0x03, Y3, Y3, Y3
-	VBLENDVPS  Y3, avx2bfnanlow<>+0(SB), Y2, Y2
-	VPACKUSDW  Y2, Y0, Y0
-	VPERMQ     $0xd8, Y0, Y0
-	VMOVNTDQ   Y0, (CX)(DI*2)
-	VPMOVZXWD  32(DX)(DI*2), Y0
-	VPSLLD     $0x10, Y0, Y0
-	VMULPS     Y1, Y0, Y0
-	VPSRLD     $0x10, Y0, Y2
-	VPAND      avx2bfone<>+0(SB), Y2, Y2
-	VPADDD     avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD     Y0, Y2, Y2
-	VPAND      avx2bfhigh<>+0(SB), Y2, Y2
-	VCMPPS     $0x03, Y0, Y0, Y0
-	VBLENDVPS  Y0, avx2bfnanhigh<>+0(SB), Y2, Y2
-	VMULPS     64(BX)(DI*4), Y2, Y2
-	VPMOVZXWD  48(DX)(DI*2), Y0
-	VPSLLD     $0x10, Y0, Y0
-	VMULPS     Y1, Y0, Y0
-	VPSRLD     $0x10, Y0, Y3
-	VPAND      avx2bfone<>+0(SB), Y3, Y3
-	VPADDD     avx2bfbias<>+0(SB), Y3, Y3
-	VPADDD     Y0, Y3, Y3
-	VPAND      avx2bfhigh<>+0(SB), Y3, Y3
-	VCMPPS     $0x03, Y0, Y0, Y0
-	VBLENDVPS  Y0, avx2bfnanhigh<>+0(SB), Y3, Y3
-	VMULPS     96(BX)(DI*4), Y3, Y3
-	VPSRLD     $0x10, Y2, Y0
-	VPAND      avx2bfone<>+0(SB), Y0, Y0
-	VPADDD     avx2bfbias<>+0(SB), Y0, Y0
-	VPADDD     Y2, Y0, Y0
-	VPSRLD     $0x10, Y0, Y0
-	VCMPPS     $0x03, Y2, Y2, Y2
-	VBLENDVPS  Y2, avx2bfnanlow<>+0(SB), Y0, Y0
-	VPSRLD     $0x10, Y3, Y2
-	VPAND      avx2bfone<>+0(SB), Y2, Y2
-	VPADDD     avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD     Y3, Y2, Y2
-	VPSRLD     $0x10, Y2, Y2
-	VCMPPS     $0x03, Y3, Y3, Y3
-	VBLENDVPS  Y3, avx2bfnanlow<>+0(SB), Y2, Y2
-	VPACKUSDW  Y2, Y0, Y0
-	VPERMQ     $0xd8, Y0, Y0
-	VMOVNTDQ   Y0, 32(CX)(DI*2)
-	ADDQ       $0x00000020, DI
-	JMP        scalentloop
-
-scaletail:
-	ADDQ $0x00000018, R8
-
-scaleone:
-	CMPQ         DI, R8
-	JG           scalepart
-	VPMOVZXWD    (DX)(DI*2), Y0
-	VPSLLD       $0x10, Y0, Y0
-	VMULPS       Y1, Y0, Y0
-	VPSRLD       $0x10, Y0, Y2
-	VPAND        avx2bfone<>+0(SB), Y2, Y2
-	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD       Y0, Y2, Y2
-	VPAND        avx2bfhigh<>+0(SB), Y2, Y2
-	VCMPPS       $0x03, Y0, Y0, Y0
-	VBLENDVPS    Y0, avx2bfnanhigh<>+0(SB), Y2, Y2
-	VMULPS       (BX)(DI*4), Y2, Y2
-	VPSRLD       $0x10, Y2, Y0
-	VPAND        avx2bfone<>+0(SB), Y0, Y0
-	VPADDD       avx2bfbias<>+0(SB), Y0, Y0
-	VPADDD       Y2, Y0, Y0
-	VPSRLD       $0x10, Y0, Y0
-	VCMPPS       $0x03, Y2, Y2, Y2
-	VBLENDVPS    Y2, avx2bfnanlow<>+0(SB), Y0, Y0
-	VEXTRACTI128 $0x01, Y0, X2
-	VPACKUSDW    X2, X0, X2
-	VMOVDQU      X2, (CX)(DI*2)
-	ADDQ         $0x00000008, DI
-	JMP          scaleone
-
-scalepart:
-	MOVQ job_d+0(AX), R10
-	SUBQ DI, R10
-	JZ   scaled
-	LEAQ (DX)(DI*2), R8
-	LEAQ 128(SP), R9
-	MOVQ R10, R12
-	XORQ R11, R11
-	SUBQ $0x00000010, R12
-
-copyvec23:
-	CMPQ    R11, R12
-	JG      copyone24
-	VMOVUPS (R8)(R11*2), Y0
-	VMOVUPS Y0, (R9)(R11*2)
-	ADDQ    $0x00000010, R11
-	JMP     copyvec23
-
-copyone24:
-	ADDQ $0x00000010, R12
-
-copyloop26:
-	CMPQ R11, R12
-	JGE  copied25
-	MOVW (R8)(R11*2), R13
-	MOVW R13, (R9)(R11*2)
-	INCQ R11
-	JMP  copyloop26
-
-copied25:
-	LEAQ (BX)(DI*4), R8
-	LEAQ 160(SP), R9
-	MOVQ R10, R12
-	XORQ R11, R11
-	SUBQ $0x00000008, R12
-
-copyvec27:
-	CMPQ    R11, R12
-	JG      copyone28
-	VMOVUPS (R8)(R11*4), Y0
-	VMOVUPS Y0, (R9)(R11*4)
-	ADDQ    $0x00000008, R11
-	JMP     copyvec27
-
-copyone28:
-	ADDQ $0x00000008, R12
-
-copyloop30:
-	CMPQ R11, R12
-	JGE  copied29
-	MOVL (R8)(R11*4), R13
-	MOVL R13, (R9)(R11*4)
-	INCQ R11
-	JMP  copyloop30
-
-copied29:
-	VPMOVZXWD    128(SP), Y0
-	VPSLLD       $0x10, Y0, Y0
-	VMULPS       Y0, Y1, Y0
-	VPSRLD       $0x10, Y0, Y1
-	VPAND        avx2bfone<>+0(SB), Y1, Y1
-	VPADDD       avx2bfbias<>+0(SB), Y1, Y1
-	VPADDD       Y0, Y1, Y1
-	VPAND        avx2bfhigh<>+0(SB), Y1, Y1
-	VCMPPS       $0x03, Y0, Y0, Y0
-	VBLENDVPS    Y0, avx2bfnanhigh<>+0(SB), Y1, Y1
-	VMULPS       160(SP), Y1, Y1
-	VPSRLD       $0x10, Y1, Y0
-	VPAND        avx2bfone<>+0(SB), Y0, Y0
-	VPADDD       avx2bfbias<>+0(SB), Y0, Y0
-	VPADDD       Y1, Y0, Y0
-	VPSRLD       $0x10, Y0, Y0
-	VCMPPS       $0x03, Y1, Y1, Y1
-	VBLENDVPS    Y1, avx2bfnanlow<>+0(SB), Y0, Y0
-	VEXTRACTI128 $0x01, Y0, X1
-	VPACKUSDW    X1, X0, X1
-	VMOVDQU      X1, 192(SP)
-	LEAQ         192(SP), R9
-	LEAQ         (CX)(DI*2), R8
-	XORQ         DI, DI
-	SUBQ         $0x00000010, R10
-
-copyvec31:
-	CMPQ    DI, R10
-	JG      copyone32
-	VMOVUPS (R9)(DI*2), Y0
-	VMOVUPS Y0, (R8)(DI*2)
-	ADDQ    $0x00000010, DI
-	JMP     copyvec31
-
-copyone32:
-	ADDQ $0x00000010, R10
-
-copyloop34:
-	CMPQ DI, R10
-	JGE  copied33
-	MOVW (R9)(DI*2), R11
-	MOVW R11, (R8)(DI*2)
-	INCQ DI
-	JMP  copyloop34
-
-copied33:
+copied40:
 scaled:
 	ADDQ SI, DX
 	ADDQ SI, CX
@@ -23877,7 +18752,7 @@ vzero:
 // func avx2BF16Offset(j uintptr, from int, to int) int
 // Requires: AVX, AVX2, MMX+
 TEXT ·avx2BF16Offset(SB), NOSPLIT, $328-32
-	// avx2BF16Offset normalizes rows [from, to) of the job: BF16 rows: y = round16((x*inv)*(1+w)), for each row.
+	// avx2BF16Offset normalizes rows [from, to) of the job: BF16 rows: y = round16((x*inv)*(1+w)) (with flagRN, round16(x*inv) in place of (x*inv)), for each row.
 	// It stops before the first row that needs the float64 path and returns that row's index, or to.
 	MOVQ j+0(FP), AX
 	MOVQ job_dst+0(AX), CX
@@ -24275,22 +19150,64 @@ scaleloop:
 	VPMOVZXWD (DX)(DI*2), Y2
 	VPSLLD    $0x10, Y2, Y2
 	VMULPS    Y1, Y2, Y2
-	VMOVUPS   (BX)(DI*4), Y3
-	VADDPS    Y0, Y3, Y3
-	VMULPS    Y3, Y2, Y2
 	VPMOVZXWD 16(DX)(DI*2), Y3
 	VPSLLD    $0x10, Y3, Y3
 	VMULPS    Y1, Y3, Y3
-	VMOVUPS   32(BX)(DI*4), Y4
-	VADDPS    Y0, Y4, Y4
-	VMULPS    Y4, Y3, Y3
-	VPSRLD    $0x10, Y2, Y4
-	VPAND     avx2bfone<>+0(SB), Y4, Y4
-	VPADDD    avx2bfbias<>+0(SB), Y4, Y4
-	VPADDD    Y2, Y4, Y4
-	VPSRLD    $0x10, Y4, Y4
+	VPMOVZXWD 32(DX)(DI*2), Y4
+	VPSLLD    $0x10, Y4, Y4
+	VMULPS    Y1, Y4, Y4
+	VPMOVZXWD 48(DX)(DI*2), Y5
+	VPSLLD    $0x10, Y5, Y5
+	VMULPS    Y1, Y5, Y5
+	TESTL     $0x00000008, job_flags+0(AX)
+	JZ        notrn10
+	VPSRLD    $0x10, Y2, Y6
+	VPAND     avx2bfone<>+0(SB), Y6, Y6
+	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
+	VPADDD    Y2, Y6, Y6
+	VPAND     avx2bfhigh<>+0(SB), Y6, Y6
 	VCMPPS    $0x03, Y2, Y2, Y2
-	VBLENDVPS Y2, avx2bfnanlow<>+0(SB), Y4, Y4
+	VBLENDVPS Y2, avx2bfnanhigh<>+0(SB), Y6, Y6
+	VMOVUPS   Y6, Y2
+	VPSRLD    $0x10, Y3, Y6
+	VPAND     avx2bfone<>+0(SB), Y6, Y6
+	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
+	VPADDD    Y3, Y6, Y6
+	VPAND     avx2bfhigh<>+0(SB), Y6, Y6
+	VCMPPS    $0x03, Y3, Y3, Y3
+	VBLENDVPS Y3, avx2bfnanhigh<>+0(SB), Y6, Y6
+	VMOVUPS   Y6, Y3
+	VPSRLD    $0x10, Y4, Y6
+	VPAND     avx2bfone<>+0(SB), Y6, Y6
+	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
+	VPADDD    Y4, Y6, Y6
+	VPAND     avx2bfhigh<>+0(SB), Y6, Y6
+	VCMPPS    $0x03, Y4, Y4, Y4
+	VBLENDVPS Y4, avx2bfnanhigh<>+0(SB), Y6, Y6
+	VMOVUPS   Y6, Y4
+	VPSRLD    $0x10, Y5, Y6
+	VPAND     avx2bfone<>+0(SB), Y6, Y6
+	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
+	VPADDD    Y5, Y6, Y6
+	VPAND     avx2bfhigh<>+0(SB), Y6, Y6
+	VCMPPS    $0x03, Y5, Y5, Y5
+	VBLENDVPS Y5, avx2bfnanhigh<>+0(SB), Y6, Y6
+	VMOVUPS   Y6, Y5
+
+notrn10:
+	VMOVUPS   (BX)(DI*4), Y6
+	VADDPS    Y0, Y6, Y6
+	VMULPS    Y6, Y2, Y2
+	VMOVUPS   32(BX)(DI*4), Y6
+	VADDPS    Y0, Y6, Y6
+	VMULPS    Y6, Y3, Y3
+	VPSRLD    $0x10, Y2, Y6
+	VPAND     avx2bfone<>+0(SB), Y6, Y6
+	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
+	VPADDD    Y2, Y6, Y6
+	VPSRLD    $0x10, Y6, Y6
+	VCMPPS    $0x03, Y2, Y2, Y2
+	VBLENDVPS Y2, avx2bfnanlow<>+0(SB), Y6, Y6
 	VPSRLD    $0x10, Y3, Y2
 	VPAND     avx2bfone<>+0(SB), Y2, Y2
 	VPADDD    avx2bfbias<>+0(SB), Y2, Y2
@@ -24298,48 +19215,42 @@ scaleloop:
 	VPSRLD    $0x10, Y2, Y2
 	VCMPPS    $0x03, Y3, Y3, Y3
 	VBLENDVPS Y3, avx2bfnanlow<>+0(SB), Y2, Y2
-	VPACKUSDW Y2, Y4, Y4
-	VPERMQ    $0xd8, Y4, Y4
-	VMOVDQU   Y4, (CX)(DI*2)
-	VPMOVZXWD 32(DX)(DI*2), Y2
-	VPSLLD    $0x10, Y2, Y2
-	VMULPS    Y1, Y2, Y2
-	VMOVUPS   64(BX)(DI*4), Y3
-	VADDPS    Y0, Y3, Y3
-	VMULPS    Y3, Y2, Y2
-	VPMOVZXWD 48(DX)(DI*2), Y3
-	VPSLLD    $0x10, Y3, Y3
-	VMULPS    Y1, Y3, Y3
-	VMOVUPS   96(BX)(DI*4), Y4
-	VADDPS    Y0, Y4, Y4
-	VMULPS    Y4, Y3, Y3
-	VPSRLD    $0x10, Y2, Y4
-	VPAND     avx2bfone<>+0(SB), Y4, Y4
-	VPADDD    avx2bfbias<>+0(SB), Y4, Y4
-	VPADDD    Y2, Y4, Y4
-	VPSRLD    $0x10, Y4, Y4
-	VCMPPS    $0x03, Y2, Y2, Y2
-	VBLENDVPS Y2, avx2bfnanlow<>+0(SB), Y4, Y4
-	VPSRLD    $0x10, Y3, Y2
+	VPACKUSDW Y2, Y6, Y6
+	VPERMQ    $0xd8, Y6, Y6
+	VMOVDQU   Y6, (CX)(DI*2)
+	VMOVUPS   64(BX)(DI*4), Y2
+	VADDPS    Y0, Y2, Y2
+	VMULPS    Y2, Y4, Y4
+	VMOVUPS   96(BX)(DI*4), Y2
+	VADDPS    Y0, Y2, Y2
+	VMULPS    Y2, Y5, Y5
+	VPSRLD    $0x10, Y4, Y2
 	VPAND     avx2bfone<>+0(SB), Y2, Y2
 	VPADDD    avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD    Y3, Y2, Y2
+	VPADDD    Y4, Y2, Y2
 	VPSRLD    $0x10, Y2, Y2
-	VCMPPS    $0x03, Y3, Y3, Y3
+	VCMPPS    $0x03, Y4, Y4, Y3
 	VBLENDVPS Y3, avx2bfnanlow<>+0(SB), Y2, Y2
-	VPACKUSDW Y2, Y4, Y4
-	VPERMQ    $0xd8, Y4, Y4
-	VMOVDQU   Y4, 32(CX)(DI*2)
+	VPSRLD    $0x10, Y5, Y3
+	VPAND     avx2bfone<>+0(SB), Y3, Y3
+	VPADDD    avx2bfbias<>+0(SB), Y3, Y3
+	VPADDD    Y5, Y3, Y3
+	VPSRLD    $0x10, Y3, Y3
+	VCMPPS    $0x03, Y5, Y5, Y4
+	VBLENDVPS Y4, avx2bfnanlow<>+0(SB), Y3, Y3
+	VPACKUSDW Y3, Y2, Y2
+	VPERMQ    $0xd8, Y2, Y2
+	VMOVDQU   Y2, 32(CX)(DI*2)
 	ADDQ      $0x00000020, DI
 	JMP       scaleloop
 
 scalepf:
 	MOVQ SI, R9
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows10
+	JA   longrows11
 	SHLQ $0x03, R9
 
-longrows10:
+longrows11:
 	ADDQ  DX, R9
 	TESTL $0x00000001, job_flags+0(AX)
 	JNZ   scalent
@@ -24351,63 +19262,99 @@ scalepfloop:
 	VPMOVZXWD  (DX)(DI*2), Y2
 	VPSLLD     $0x10, Y2, Y2
 	VMULPS     Y1, Y2, Y2
-	VMOVUPS    (BX)(DI*4), Y3
-	VADDPS     Y0, Y3, Y3
-	VMULPS     Y3, Y2, Y2
 	VPMOVZXWD  16(DX)(DI*2), Y3
 	VPSLLD     $0x10, Y3, Y3
 	VMULPS     Y1, Y3, Y3
-	VMOVUPS    32(BX)(DI*4), Y4
-	VADDPS     Y0, Y4, Y4
-	VMULPS     Y4, Y3, Y3
-	VPSRLD     $0x10, Y2, Y4
-	VPAND      avx2bfone<>+0(SB), Y4, Y4
-	VPADDD     avx2bfbias<>+0(SB), Y4, Y4
-	VPADDD     Y2, Y4, Y4
-	VPSRLD     $0x10, Y4, Y4
+	VPMOVZXWD  32(DX)(DI*2), Y4
+	VPSLLD     $0x10, Y4, Y4
+	VMULPS     Y1, Y4, Y4
+	VPMOVZXWD  48(DX)(DI*2), Y5
+	VPSLLD     $0x10, Y5, Y5
+	VMULPS     Y1, Y5, Y5
+	TESTL      $0x00000008, job_flags+0(AX)
+	JZ         notrn12
+	VPSRLD     $0x10, Y2, Y6
+	VPAND      avx2bfone<>+0(SB), Y6, Y6
+	VPADDD     avx2bfbias<>+0(SB), Y6, Y6
+	VPADDD     Y2, Y6, Y6
+	VPAND      avx2bfhigh<>+0(SB), Y6, Y6
 	VCMPPS     $0x03, Y2, Y2, Y2
-	VBLENDVPS  Y2, avx2bfnanlow<>+0(SB), Y4, Y4
-	VPSRLD     $0x10, Y3, Y2
-	VPAND      avx2bfone<>+0(SB), Y2, Y2
-	VPADDD     avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD     Y3, Y2, Y2
-	VPSRLD     $0x10, Y2, Y2
+	VBLENDVPS  Y2, avx2bfnanhigh<>+0(SB), Y6, Y6
+	VMOVUPS    Y6, Y2
+	VPSRLD     $0x10, Y3, Y6
+	VPAND      avx2bfone<>+0(SB), Y6, Y6
+	VPADDD     avx2bfbias<>+0(SB), Y6, Y6
+	VPADDD     Y3, Y6, Y6
+	VPAND      avx2bfhigh<>+0(SB), Y6, Y6
 	VCMPPS     $0x03, Y3, Y3, Y3
-	VBLENDVPS  Y3, avx2bfnanlow<>+0(SB), Y2, Y2
-	VPACKUSDW  Y2, Y4, Y4
-	VPERMQ     $0xd8, Y4, Y4
-	VMOVDQU    Y4, (CX)(DI*2)
-	VPMOVZXWD  32(DX)(DI*2), Y2
-	VPSLLD     $0x10, Y2, Y2
-	VMULPS     Y1, Y2, Y2
-	VMOVUPS    64(BX)(DI*4), Y3
-	VADDPS     Y0, Y3, Y3
-	VMULPS     Y3, Y2, Y2
-	VPMOVZXWD  48(DX)(DI*2), Y3
-	VPSLLD     $0x10, Y3, Y3
-	VMULPS     Y1, Y3, Y3
-	VMOVUPS    96(BX)(DI*4), Y4
-	VADDPS     Y0, Y4, Y4
-	VMULPS     Y4, Y3, Y3
-	VPSRLD     $0x10, Y2, Y4
-	VPAND      avx2bfone<>+0(SB), Y4, Y4
-	VPADDD     avx2bfbias<>+0(SB), Y4, Y4
-	VPADDD     Y2, Y4, Y4
-	VPSRLD     $0x10, Y4, Y4
-	VCMPPS     $0x03, Y2, Y2, Y2
-	VBLENDVPS  Y2, avx2bfnanlow<>+0(SB), Y4, Y4
-	VPSRLD     $0x10, Y3, Y2
-	VPAND      avx2bfone<>+0(SB), Y2, Y2
-	VPADDD     avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD     Y3, Y2, Y2
-	VPSRLD     $0x10, Y2, Y2
-	VCMPPS     $0x03, Y3, Y3, Y3
-	VBLENDVPS  Y3, avx2bfnanlow<>+0(SB), Y2, Y2
-	VPACKUSDW  Y2, Y4, Y4
-	VPERMQ     $0xd8, Y4, Y4
-	VMOVDQU    Y4, 32(CX)(DI*2)
-	ADDQ       $0x00000020, DI
-	JMP        scalepfloop
+	VBLENDVPS  Y3, avx2bfnanhigh<>+0(SB), Y6, Y6
+	VMOVUPS    Y6, Y3
+	VPSRLD     $0x10, Y4, Y6
+	VPAND      avx2bfone<>+0(SB), Y6, Y6
+	VPADDD     avx2bfbias<>+0(SB), Y6, Y6
+	VPADDD     Y4, Y6, Y6
+	VPAND      avx2bfhigh<>+0(SB), Y6, Y6
+	VCMPPS     $0x03, Y4, Y4, Y4
+	VBLENDVPS  Y4, avx2bfnanhigh<>+0(SB), Y6, Y6
+	VMOVUPS    Y6, Y4
+	VPSRLD     $0x10, Y5, Y6
+	VPAND      avx2bfone<>+0(SB), Y6, Y6
+	VPADDD     avx2bfbias<>+0(SB), Y6, Y6
+	VPADDD     Y5, Y6, Y6
+	VPAND      avx2bfhigh<>+0(SB), Y6, Y6
+	VCMPPS     $0x03, Y5, Y5, Y5
+	VBLENDVPS  Y5, avx2bfnanhigh<>+0(SB), Y6, Y6
+	VMOVUPS    Y6, Y5
+
+notrn12:
+	VMOVUPS   (BX)(DI*4), Y6
+	VADDPS    Y0, Y6, Y6
+	VMULPS    Y6, Y2, Y2
+	VMOVUPS   32(BX)(DI*4), Y6
+	VADDPS    Y0, Y6, Y6
+	VMULPS    Y6, Y3, Y3
+	VPSRLD    $0x10, Y2, Y6
+	VPAND     avx2bfone<>+0(SB), Y6, Y6
+	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
+	VPADDD    Y2, Y6, Y6
+	VPSRLD    $0x10, Y6, Y6
+	VCMPPS    $0x03, Y2, Y2, Y2
+	VBLENDVPS Y2, avx2bfnanlow<>+0(SB), Y6, Y6
+	VPSRLD    $0x10, Y3, Y2
+	VPAND     avx2bfone<>+0(SB), Y2, Y2
+	VPADDD    avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD    Y3, Y2, Y2
+	VPSRLD    $0x10, Y2, Y2
+	VCMPPS    $0x03, Y3, Y3, Y3
+	VBLENDVPS Y3, avx2bfnanlow<>+0(SB), Y2, Y2
+	VPACKUSDW Y2, Y6, Y6
+	VPERMQ    $0xd8, Y6, Y6
+	VMOVDQU   Y6, (CX)(DI*2)
+	VMOVUPS   64(BX)(DI*4), Y2
+	VADDPS    Y0, Y2, Y2
+	VMULPS    Y2, Y4, Y4
+	VMOVUPS   96(BX)(DI*4), Y2
+	VADDPS    Y0, Y2, Y2
+	VMULPS    Y2, Y5, Y5
+	VPSRLD    $0x10, Y4, Y2
+	VPAND     avx2bfone<>+0(SB), Y2, Y2
+	VPADDD    avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD    Y4, Y2, Y2
+	VPSRLD    $0x10, Y2, Y2
+	VCMPPS    $0x03, Y4, Y4, Y3
+	VBLENDVPS Y3, avx2bfnanlow<>+0(SB), Y2, Y2
+	VPSRLD    $0x10, Y5, Y3
+	VPAND     avx2bfone<>+0(SB), Y3, Y3
+	VPADDD    avx2bfbias<>+0(SB), Y3, Y3
+	VPADDD    Y5, Y3, Y3
+	VPSRLD    $0x10, Y3, Y3
+	VCMPPS    $0x03, Y5, Y5, Y4
+	VBLENDVPS Y4, avx2bfnanlow<>+0(SB), Y3, Y3
+	VPACKUSDW Y3, Y2, Y2
+	VPERMQ    $0xd8, Y2, Y2
+	VMOVDQU   Y2, 32(CX)(DI*2)
+	ADDQ      $0x00000020, DI
+	JMP       scalepfloop
 
 scalent:
 	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
@@ -24421,11 +19368,23 @@ scalent:
 	MOVQ job_d+0(AX), R10
 
 scalehead:
-	CMPQ         R10, $0x00000008
-	JB           scaleheadpart
-	VPMOVZXWD    (DX)(DI*2), Y2
-	VPSLLD       $0x10, Y2, Y2
-	VMULPS       Y1, Y2, Y2
+	CMPQ      R10, $0x00000008
+	JB        scaleheadpart
+	VPMOVZXWD (DX)(DI*2), Y2
+	VPSLLD    $0x10, Y2, Y2
+	VMULPS    Y1, Y2, Y2
+	TESTL     $0x00000008, job_flags+0(AX)
+	JZ        notrn13
+	VPSRLD    $0x10, Y2, Y3
+	VPAND     avx2bfone<>+0(SB), Y3, Y3
+	VPADDD    avx2bfbias<>+0(SB), Y3, Y3
+	VPADDD    Y2, Y3, Y3
+	VPAND     avx2bfhigh<>+0(SB), Y3, Y3
+	VCMPPS    $0x03, Y2, Y2, Y2
+	VBLENDVPS Y2, avx2bfnanhigh<>+0(SB), Y3, Y3
+	VMOVUPS   Y3, Y2
+
+notrn13:
 	VMOVUPS      (BX)(DI*4), Y3
 	VADDPS       Y0, Y3, Y3
 	VMULPS       Y3, Y2, Y2
@@ -24450,55 +19409,67 @@ scaleheadpart:
 	XORQ R13, R13
 	SUBQ $0x00000010, R14
 
-copyvec11:
+copyvec14:
 	CMPQ    R13, R14
-	JG      copyone12
+	JG      copyone15
 	VMOVUPS (R11)(R13*2), Y2
 	VMOVUPS Y2, (R12)(R13*2)
 	ADDQ    $0x00000010, R13
-	JMP     copyvec11
+	JMP     copyvec14
 
-copyone12:
+copyone15:
 	ADDQ $0x00000010, R14
 
-copyloop14:
+copyloop17:
 	CMPQ R13, R14
-	JGE  copied13
+	JGE  copied16
 	MOVW (R11)(R13*2), R15
 	MOVW R15, (R12)(R13*2)
 	INCQ R13
-	JMP  copyloop14
+	JMP  copyloop17
 
-copied13:
+copied16:
 	LEAQ (BX)(DI*4), R11
 	LEAQ 160(SP), R12
 	MOVQ R10, R14
 	XORQ R13, R13
 	SUBQ $0x00000008, R14
 
-copyvec15:
+copyvec18:
 	CMPQ    R13, R14
-	JG      copyone16
+	JG      copyone19
 	VMOVUPS (R11)(R13*4), Y2
 	VMOVUPS Y2, (R12)(R13*4)
 	ADDQ    $0x00000008, R13
-	JMP     copyvec15
+	JMP     copyvec18
 
-copyone16:
+copyone19:
 	ADDQ $0x00000008, R14
 
-copyloop18:
+copyloop21:
 	CMPQ R13, R14
-	JGE  copied17
+	JGE  copied20
 	MOVL (R11)(R13*4), R15
 	MOVL R15, (R12)(R13*4)
 	INCQ R13
-	JMP  copyloop18
+	JMP  copyloop21
 
-copied17:
-	VPMOVZXWD    128(SP), Y2
-	VPSLLD       $0x10, Y2, Y2
-	VMULPS       Y2, Y1, Y2
+copied20:
+	VPMOVZXWD 128(SP), Y2
+	VPSLLD    $0x10, Y2, Y2
+	VMULPS    Y2, Y1, Y2
+	TESTL     $0x00000008, job_flags+0(AX)
+	JZ        notrn22
+	VPSRLD    $0x10, Y2, Y3
+	VPAND     avx2bfone<>+0(SB), Y3, Y3
+	VPADDD    avx2bfbias<>+0(SB), Y3, Y3
+	VPADDD    Y2, Y3, Y3
+	VPAND     avx2bfhigh<>+0(SB), Y3, Y3
+	VCMPPS    $0x03, Y2, Y2, Y2
+	VBLENDVPS Y2, avx2bfnanhigh<>+0(SB), Y3, Y3
+	VMOVUPS   Y3, Y2
+
+notrn22:
 	VMOVUPS      160(SP), Y3
 	VADDPS       Y0, Y3, Y3
 	VMULPS       Y3, Y2, Y2
@@ -24518,26 +19489,26 @@ copied17:
 	XORQ         R13, R13
 	SUBQ         $0x00000010, R14
 
-copyvec19:
+copyvec23:
 	CMPQ    R13, R14
-	JG      copyone20
+	JG      copyone24
 	VMOVUPS (R12)(R13*2), Y2
 	VMOVUPS Y2, (R11)(R13*2)
 	ADDQ    $0x00000010, R13
-	JMP     copyvec19
+	JMP     copyvec23
 
-copyone20:
+copyone24:
 	ADDQ $0x00000010, R14
 
-copyloop22:
+copyloop26:
 	CMPQ R13, R14
-	JGE  copied21
+	JGE  copied25
 	MOVW (R12)(R13*2), R15
 	MOVW R15, (R11)(R13*2)
 	INCQ R13
-	JMP  copyloop22
+	JMP  copyloop26
 
-copied21:
+copied25:
 	ADDQ R10, DI
 
 scalentloop:
@@ -24547,73 +19518,121 @@ scalentloop:
 	VPMOVZXWD  (DX)(DI*2), Y2
 	VPSLLD     $0x10, Y2, Y2
 	VMULPS     Y1, Y2, Y2
-	VMOVUPS    (BX)(DI*4), Y3
-	VADDPS     Y0, Y3, Y3
-	VMULPS     Y3, Y2, Y2
 	VPMOVZXWD  16(DX)(DI*2), Y3
 	VPSLLD     $0x10, Y3, Y3
 	VMULPS     Y1, Y3, Y3
-	VMOVUPS    32(BX)(DI*4), Y4
-	VADDPS     Y0, Y4, Y4
-	VMULPS     Y4, Y3, Y3
-	VPSRLD     $0x10, Y2, Y4
-	VPAND      avx2bfone<>+0(SB), Y4, Y4
-	VPADDD     avx2bfbias<>+0(SB), Y4, Y4
-	VPADDD     Y2, Y4, Y4
-	VPSRLD     $0x10, Y4, Y4
+	VPMOVZXWD  32(DX)(DI*2), Y4
+	VPSLLD     $0x10, Y4, Y4
+	VMULPS     Y1, Y4, Y4
+	VPMOVZXWD  48(DX)(DI*2), Y5
+	VPSLLD     $0x10, Y5, Y5
+	VMULPS     Y1, Y5, Y5
+	TESTL      $0x00000008, job_flags+0(AX)
+	JZ         notrn27
+	VPSRLD     $0x10, Y2, Y6
+	VPAND      avx2bfone<>+0(SB), Y6, Y6
+	VPADDD     avx2bfbias<>+0(SB), Y6, Y6
+	VPADDD     Y2, Y6, Y6
+	VPAND      avx2bfhigh<>+0(SB), Y6, Y6
 	VCMPPS     $0x03, Y2, Y2, Y2
-	VBLENDVPS  Y2, avx2bfnanlow<>+0(SB), Y4, Y4
-	VPSRLD     $0x10, Y3, Y2
-	VPAND      avx2bfone<>+0(SB), Y2, Y2
-	VPADDD     avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD     Y3, Y2, Y2
-	VPSRLD     $0x10, Y2, Y2
+	VBLENDVPS  Y2, avx2bfnanhigh<>+0(SB), Y6, Y6
+	VMOVUPS    Y6, Y2
+	VPSRLD     $0x10, Y3, Y6
+	VPAND      avx2bfone<>+0(SB), Y6, Y6
+	VPADDD     avx2bfbias<>+0(SB), Y6, Y6
+	VPADDD     Y3, Y6, Y6
+	VPAND      avx2bfhigh<>+0(SB), Y6, Y6
 	VCMPPS     $0x03, Y3, Y3, Y3
-	VBLENDVPS  Y3, avx2bfnanlow<>+0(SB), Y2, Y2
-	VPACKUSDW  Y2, Y4, Y4
-	VPERMQ     $0xd8, Y4, Y4
-	VMOVNTDQ   Y4, (CX)(DI*2)
-	VPMOVZXWD  32(DX)(DI*2), Y2
-	VPSLLD     $0x10, Y2, Y2
-	VMULPS     Y1, Y2, Y2
-	VMOVUPS    64(BX)(DI*4), Y3
-	VADDPS     Y0, Y3, Y3
-	VMULPS     Y3, Y2, Y2
-	VPMOVZXWD  48(DX)(DI*2), Y3
-	VPSLLD     $0x10, Y3, Y3
-	VMULPS     Y1, Y3, Y3
-	VMOVUPS    96(BX)(DI*4), Y4
-	VADDPS     Y0, Y4, Y4
-	VMULPS     Y4, Y3, Y3
-	VPSRLD     $0x10, Y2, Y4
-	VPAND      avx2bfone<>+0(SB), Y4, Y4
-	VPADDD     avx2bfbias<>+0(SB), Y4, Y4
-	VPADDD     Y2, Y4, Y4
-	VPSRLD     $0x10, Y4, Y4
-	VCMPPS     $0x03, Y2, Y2, Y2
-	VBLENDVPS  Y2, avx2bfnanlow<>+0(SB), Y4, Y4
-	VPSRLD     $0x10, Y3, Y2
-	VPAND      avx2bfone<>+0(SB), Y2, Y2
-	VPADDD     avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD     Y3, Y2, Y2
-	VPSRLD     $0x10, Y2, Y2
-	VCMPPS     $0x03, Y3, Y3, Y3
-	VBLENDVPS  Y3, avx2bfnanlow<>+0(SB), Y2, Y2
-	VPACKUSDW  Y2, Y4, Y4
-	VPERMQ     $0xd8, Y4, Y4
-	VMOVNTDQ   Y4, 32(CX)(DI*2)
-	ADDQ       $0x00000020, DI
-	JMP        scalentloop
+	VBLENDVPS  Y3, avx2bfnanhigh<>+0(SB), Y6, Y6
+	VMOVUPS    Y6, Y3
+	VPSRLD     $0x10, Y4, Y6
+	VPAND      avx2bfone<>+0(SB), Y6, Y6
+	VPADDD     avx2bfbias<>+0(SB), Y6, Y6
+	VPADDD     Y4, Y6, Y6
+	VPAND      avx2bfhigh<>+0(SB), Y6, Y6
+	VCMPPS     $0x03, Y4, Y4, Y4
+	VBLENDVPS  Y4, avx2bfnanhigh<>+0(SB), Y6, Y6
+	VMOVUPS    Y6, Y4
+	VPSRLD     $0x10, Y5, Y6
+	VPAND      avx2bfone<>+0(SB), Y6, Y6
+	VPADDD     avx2bfbias<>+0(SB), Y6, Y6
+	VPADDD     Y5, Y6, Y6
+	VPAND      avx2bfhigh<>+0(SB), Y6, Y6
+	VCMPPS     $0x03, Y5, Y5, Y5
+	VBLENDVPS  Y5, avx2bfnanhigh<>+0(SB), Y6, Y6
+	VMOVUPS    Y6, Y5
+
+notrn27:
+	VMOVUPS   (BX)(DI*4), Y6
+	VADDPS    Y0, Y6, Y6
+	VMULPS    Y6, Y2, Y2
+	VMOVUPS   32(BX)(DI*4), Y6
+	VADDPS    Y0, Y6, Y6
+	VMULPS    Y6, Y3, Y3
+	VPSRLD    $0x10, Y2, Y6
+	VPAND     avx2bfone<>+0(SB), Y6, Y6
+	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
+	VPADDD    Y2, Y6, Y6
+	VPSRLD    $0x10, Y6, Y6
+	VCMPPS    $0x03, Y2, Y2, Y2
+	VBLENDVPS Y2, avx2bfnanlow<>+0(SB), Y6, Y6
+	VPSRLD    $0x10, Y3, Y2
+	VPAND     avx2bfone<>+0(SB), Y2, Y2
+	VPADDD    avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD    Y3, Y2, Y2
+	VPSRLD    $0x10, Y2, Y2
+	VCMPPS    $0x03, Y3, Y3, Y3
+	VBLENDVPS Y3, avx2bfnanlow<>+0(SB), Y2, Y2
+	VPACKUSDW Y2, Y6, Y6
+	VPERMQ    $0xd8, Y6, Y6
+	VMOVNTDQ  Y6, (CX)(DI*2)
+	VMOVUPS   64(BX)(DI*4), Y2
+	VADDPS    Y0, Y2, Y2
+	VMULPS    Y2, Y4, Y4
+	VMOVUPS   96(BX)(DI*4), Y2
+	VADDPS    Y0, Y2, Y2
+	VMULPS    Y2, Y5, Y5
+	VPSRLD    $0x10, Y4, Y2
+	VPAND     avx2bfone<>+0(SB), Y2, Y2
+	VPADDD    avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD    Y4, Y2, Y2
+	VPSRLD    $0x10, Y2, Y2
+	VCMPPS    $0x03, Y4, Y4, Y3
+	VBLENDVPS Y3, avx2bfnanlow<>+0(SB), Y2, Y2
+	VPSRLD    $0x10, Y5, Y3
+	VPAND     avx2bfone<>+0(SB), Y3, Y3
+	VPADDD    avx2bfbias<>+0(SB), Y3, Y3
+	VPADDD    Y5, Y3, Y3
+	VPSRLD    $0x10, Y3, Y3
+	VCMPPS    $0x03, Y5, Y5, Y4
+	VBLENDVPS Y4, avx2bfnanlow<>+0(SB), Y3, Y3
+	VPACKUSDW Y3, Y2, Y2
+	VPERMQ    $0xd8, Y2, Y2
+	VMOVNTDQ  Y2, 32(CX)(DI*2)
+	ADDQ      $0x00000020, DI
+	JMP       scalentloop
 
 scaletail:
 	ADDQ $0x00000018, R8
 
 scaleone:
-	CMPQ         DI, R8
-	JG           scalepart
-	VPMOVZXWD    (DX)(DI*2), Y2
-	VPSLLD       $0x10, Y2, Y2
-	VMULPS       Y1, Y2, Y2
+	CMPQ      DI, R8
+	JG        scalepart
+	VPMOVZXWD (DX)(DI*2), Y2
+	VPSLLD    $0x10, Y2, Y2
+	VMULPS    Y1, Y2, Y2
+	TESTL     $0x00000008, job_flags+0(AX)
+	JZ        notrn28
+	VPSRLD    $0x10, Y2, Y3
+	VPAND     avx2bfone<>+0(SB), Y3, Y3
+	VPADDD    avx2bfbias<>+0(SB), Y3, Y3
+	VPADDD    Y2, Y3, Y3
+	VPAND     avx2bfhigh<>+0(SB), Y3, Y3
+	VCMPPS    $0x03, Y2, Y2, Y2
+	VBLENDVPS Y2, avx2bfnanhigh<>+0(SB), Y3, Y3
+	VMOVUPS   Y3, Y2
+
+notrn28:
 	VMOVUPS      (BX)(DI*4), Y3
 	VADDPS       Y0, Y3, Y3
 	VMULPS       Y3, Y2, Y2
@@ -24640,55 +19659,67 @@ scalepart:
 	XORQ R11, R11
 	SUBQ $0x00000010, R12
 
-copyvec23:
+copyvec29:
 	CMPQ    R11, R12
-	JG      copyone24
+	JG      copyone30
 	VMOVUPS (R8)(R11*2), Y2
 	VMOVUPS Y2, (R9)(R11*2)
 	ADDQ    $0x00000010, R11
-	JMP     copyvec23
+	JMP     copyvec29
 
-copyone24:
+copyone30:
 	ADDQ $0x00000010, R12
 
-copyloop26:
+copyloop32:
 	CMPQ R11, R12
-	JGE  copied25
+	JGE  copied31
 	MOVW (R8)(R11*2), R13
 	MOVW R13, (R9)(R11*2)
 	INCQ R11
-	JMP  copyloop26
+	JMP  copyloop32
 
-copied25:
+copied31:
 	LEAQ (BX)(DI*4), R8
 	LEAQ 160(SP), R9
 	MOVQ R10, R12
 	XORQ R11, R11
 	SUBQ $0x00000008, R12
 
-copyvec27:
+copyvec33:
 	CMPQ    R11, R12
-	JG      copyone28
+	JG      copyone34
 	VMOVUPS (R8)(R11*4), Y2
 	VMOVUPS Y2, (R9)(R11*4)
 	ADDQ    $0x00000008, R11
-	JMP     copyvec27
+	JMP     copyvec33
 
-copyone28:
+copyone34:
 	ADDQ $0x00000008, R12
 
-copyloop30:
+copyloop36:
 	CMPQ R11, R12
-	JGE  copied29
+	JGE  copied35
 	MOVL (R8)(R11*4), R13
 	MOVL R13, (R9)(R11*4)
 	INCQ R11
-	JMP  copyloop30
+	JMP  copyloop36
 
-copied29:
-	VPMOVZXWD    128(SP), Y2
-	VPSLLD       $0x10, Y2, Y2
-	VMULPS       Y2, Y1, Y2
+copied35:
+	VPMOVZXWD 128(SP), Y2
+	VPSLLD    $0x10, Y2, Y2
+	VMULPS    Y2, Y1, Y2
+	TESTL     $0x00000008, job_flags+0(AX)
+	JZ        notrn37
+	VPSRLD    $0x10, Y2, Y1
+	VPAND     avx2bfone<>+0(SB), Y1, Y1
+	VPADDD    avx2bfbias<>+0(SB), Y1, Y1
+	VPADDD    Y2, Y1, Y1
+	VPAND     avx2bfhigh<>+0(SB), Y1, Y1
+	VCMPPS    $0x03, Y2, Y2, Y2
+	VBLENDVPS Y2, avx2bfnanhigh<>+0(SB), Y1, Y1
+	VMOVUPS   Y1, Y2
+
+notrn37:
 	VMOVUPS      160(SP), Y1
 	VADDPS       Y0, Y1, Y1
 	VMULPS       Y1, Y2, Y2
@@ -24707,1013 +19738,26 @@ copied29:
 	XORQ         DI, DI
 	SUBQ         $0x00000010, R10
 
-copyvec31:
+copyvec38:
 	CMPQ    DI, R10
-	JG      copyone32
+	JG      copyone39
 	VMOVUPS (R9)(DI*2), Y0
 	VMOVUPS Y0, (R8)(DI*2)
 	ADDQ    $0x00000010, DI
-	JMP     copyvec31
+	JMP     copyvec38
 
-copyone32:
+copyone39:
 	ADDQ $0x00000010, R10
 
-copyloop34:
+copyloop41:
 	CMPQ DI, R10
-	JGE  copied33
+	JGE  copied40
 	MOVW (R9)(DI*2), R11
 	MOVW R11, (R8)(DI*2)
 	INCQ DI
-	JMP  copyloop34
+	JMP  copyloop41
 
-copied33:
-scaled:
-	ADDQ SI, DX
-	ADDQ SI, CX
-	INCQ 272(SP)
-	MOVQ 296(SP), DI
-	INCQ DI
-	MOVQ DI, 296(SP)
-	CMPQ DI, 288(SP)
-	JB   scalerow
-	JMP  row
-
-ret:
-	TESTL $0x00000001, job_flags+0(AX)
-	JZ    vzero
-	SFENCE
-
-vzero:
-	VZEROUPPER
-	MOVQ 272(SP), AX
-	MOVQ AX, ret+24(FP)
-	RET
-
-// func avx2BF16OffsetRN(j uintptr, from int, to int) int
-// Requires: AVX, AVX2, MMX+
-TEXT ·avx2BF16OffsetRN(SB), NOSPLIT, $328-32
-	// avx2BF16OffsetRN normalizes rows [from, to) of the job: BF16 rows: y = round16(round16(x*inv)*(1+w)), for each row.
-	// It stops before the first row that needs the float64 path and returns that row's index, or to.
-	MOVQ j+0(FP), AX
-	MOVQ job_dst+0(AX), CX
-	MOVQ job_x+0(AX), DX
-	MOVQ job_w+0(AX), BX
-	MOVQ job_stride+0(AX), SI
-	SHLQ $0x01, SI
-
-	// fd = float32(d); rd = 1/d when d is a power of two (a/d is then a*rd exactly), else 0.
-	MOVQ       job_d+0(AX), DI
-	VMOVSS     one<>+0(SB), X0
-	VCVTSI2SSQ DI, X0, X0
-	VMOVSS     X0, 320(SP)
-	XORL       R9, R9
-	LEAQ       -1(DI), R8
-	TESTQ      DI, R8
-	JNZ        notpow2
-	BSFQ       DI, R8
-	MOVL       $0x0000007f, R9
-	SUBL       R8, R9
-	SHLL       $0x17, R9
-
-notpow2:
-	MOVL R9, 324(SP)
-
-	// Start at row from.
-	MOVQ  from+8(FP), DI
-	MOVQ  DI, 272(SP)
-	MOVQ  $0x00000000, 280(SP)
-	IMULQ SI, DI
-	ADDQ  DI, CX
-	ADDQ  DI, DX
-
-row:
-	MOVQ 272(SP), DI
-	CMPQ DI, to+16(FP)
-	JAE  ret
-	MOVQ $0x00000001, 288(SP)
-	CMPQ 280(SP), $0x00
-	JE   trygroup
-	DECQ 280(SP)
-	JMP  sum
-
-trygroup:
-	CMPQ job_d+0(AX), $0x00000200
-	JA   sum
-	MOVQ to+16(FP), DI
-	SUBQ 272(SP), DI
-	CMPQ DI, $0x04
-	JB   sum
-	MOVQ $0x00000004, 288(SP)
-
-sum:
-	MOVQ DX, DI
-	XORQ R8, R8
-
-sumrow:
-	// Sum of squares: element i goes to partial i%64.
-	MOVQ   job_d+0(AX), R10
-	SUBQ   $0x00000040, R10
-	JGE    firstblock
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
-	VXORPS Y4, Y4, Y4
-	VXORPS Y5, Y5, Y5
-	VXORPS Y6, Y6, Y6
-	VXORPS Y7, Y7, Y7
-	XORQ   R9, R9
-	JMP    sumtail
-
-firstblock:
-	// +0 + square is the square itself: the first block initializes the partials.
-	XORQ      R9, R9
-	VPMOVZXWD (DI)(R9*2), Y0
-	VPSLLD    $0x10, Y0, Y0
-	VMULPS    Y0, Y0, Y0
-	VPMOVZXWD 16(DI)(R9*2), Y1
-	VPSLLD    $0x10, Y1, Y1
-	VMULPS    Y1, Y1, Y1
-	VPMOVZXWD 32(DI)(R9*2), Y2
-	VPSLLD    $0x10, Y2, Y2
-	VMULPS    Y2, Y2, Y2
-	VPMOVZXWD 48(DI)(R9*2), Y3
-	VPSLLD    $0x10, Y3, Y3
-	VMULPS    Y3, Y3, Y3
-	VPMOVZXWD 64(DI)(R9*2), Y4
-	VPSLLD    $0x10, Y4, Y4
-	VMULPS    Y4, Y4, Y4
-	VPMOVZXWD 80(DI)(R9*2), Y5
-	VPSLLD    $0x10, Y5, Y5
-	VMULPS    Y5, Y5, Y5
-	VPMOVZXWD 96(DI)(R9*2), Y6
-	VPSLLD    $0x10, Y6, Y6
-	VMULPS    Y6, Y6, Y6
-	VPMOVZXWD 112(DI)(R9*2), Y7
-	VPSLLD    $0x10, Y7, Y7
-	VMULPS    Y7, Y7, Y7
-	MOVQ      $0x00000040, R9
-	TESTL     $0x00000002, job_flags+0(AX)
-	JNZ       sumpf
-
-sumloop:
-	CMPQ      R9, R10
-	JG        sumtail
-	VPMOVZXWD (DI)(R9*2), Y8
-	VPSLLD    $0x10, Y8, Y8
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y0, Y0
-	VPMOVZXWD 16(DI)(R9*2), Y8
-	VPSLLD    $0x10, Y8, Y8
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y1, Y1
-	VPMOVZXWD 32(DI)(R9*2), Y8
-	VPSLLD    $0x10, Y8, Y8
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y2, Y2
-	VPMOVZXWD 48(DI)(R9*2), Y8
-	VPSLLD    $0x10, Y8, Y8
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y3, Y3
-	VPMOVZXWD 64(DI)(R9*2), Y8
-	VPSLLD    $0x10, Y8, Y8
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y4, Y4
-	VPMOVZXWD 80(DI)(R9*2), Y8
-	VPSLLD    $0x10, Y8, Y8
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y5, Y5
-	VPMOVZXWD 96(DI)(R9*2), Y8
-	VPSLLD    $0x10, Y8, Y8
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y6, Y6
-	VPMOVZXWD 112(DI)(R9*2), Y8
-	VPSLLD    $0x10, Y8, Y8
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y7, Y7
-	ADDQ      $0x00000040, R9
-	JMP       sumloop
-
-	// The same, prefetching the rows ahead.
-sumpf:
-	MOVQ SI, R11
-	SHLQ $0x01, R11
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows1
-	SHLQ $0x03, R11
-
-longrows1:
-	ADDQ DI, R11
-
-sumpfloop:
-	CMPQ       R9, R10
-	JG         sumtail
-	PREFETCHT0 (R11)(R9*2)
-	PREFETCHT0 64(R11)(R9*2)
-	VPMOVZXWD  (DI)(R9*2), Y8
-	VPSLLD     $0x10, Y8, Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y0, Y0
-	VPMOVZXWD  16(DI)(R9*2), Y8
-	VPSLLD     $0x10, Y8, Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y1, Y1
-	VPMOVZXWD  32(DI)(R9*2), Y8
-	VPSLLD     $0x10, Y8, Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y2, Y2
-	VPMOVZXWD  48(DI)(R9*2), Y8
-	VPSLLD     $0x10, Y8, Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y3, Y3
-	VPMOVZXWD  64(DI)(R9*2), Y8
-	VPSLLD     $0x10, Y8, Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y4, Y4
-	VPMOVZXWD  80(DI)(R9*2), Y8
-	VPSLLD     $0x10, Y8, Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y5, Y5
-	VPMOVZXWD  96(DI)(R9*2), Y8
-	VPSLLD     $0x10, Y8, Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y6, Y6
-	VPMOVZXWD  112(DI)(R9*2), Y8
-	VPSLLD     $0x10, Y8, Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y7, Y7
-	ADDQ       $0x00000040, R9
-	JMP        sumpfloop
-
-sumtail:
-	// Fewer than 64 elements remain.
-	MOVQ    job_d+0(AX), R10
-	SUBQ    R9, R10
-	JZ      summed
-	MOVQ    R10, 304(SP)
-	LEAQ    (DI)(R9*2), R9
-	LEAQ    128(SP), R10
-	VXORPS  Y8, Y8, Y8
-	VMOVUPS Y8, (R10)
-	VMOVUPS Y8, 32(R10)
-	VMOVUPS Y8, 64(R10)
-	VMOVUPS Y8, 96(R10)
-	MOVQ    304(SP), R12
-	XORQ    R11, R11
-	SUBQ    $0x00000010, R12
-
-copyvec2:
-	CMPQ    R11, R12
-	JG      copyone3
-	VMOVUPS (R9)(R11*2), Y8
-	VMOVUPS Y8, (R10)(R11*2)
-	ADDQ    $0x00000010, R11
-	JMP     copyvec2
-
-copyone3:
-	ADDQ $0x00000010, R12
-
-copyloop5:
-	CMPQ R11, R12
-	JGE  copied4
-	MOVW (R9)(R11*2), R13
-	MOVW R13, (R10)(R11*2)
-	INCQ R11
-	JMP  copyloop5
-
-copied4:
-	XORQ      R9, R9
-	VPMOVZXWD (R10)(R9*2), Y8
-	VPSLLD    $0x10, Y8, Y8
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y0, Y0
-	VPMOVZXWD 16(R10)(R9*2), Y8
-	VPSLLD    $0x10, Y8, Y8
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y1, Y1
-	VPMOVZXWD 32(R10)(R9*2), Y8
-	VPSLLD    $0x10, Y8, Y8
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y2, Y2
-	VPMOVZXWD 48(R10)(R9*2), Y8
-	VPSLLD    $0x10, Y8, Y8
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y3, Y3
-	VPMOVZXWD 64(R10)(R9*2), Y8
-	VPSLLD    $0x10, Y8, Y8
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y4, Y4
-	VPMOVZXWD 80(R10)(R9*2), Y8
-	VPSLLD    $0x10, Y8, Y8
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y5, Y5
-	VPMOVZXWD 96(R10)(R9*2), Y8
-	VPSLLD    $0x10, Y8, Y8
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y6, Y6
-	VPMOVZXWD 112(R10)(R9*2), Y8
-	VPSLLD    $0x10, Y8, Y8
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y7, Y7
-
-summed:
-	VADDPS  Y4, Y0, Y0
-	VADDPS  Y5, Y1, Y1
-	VADDPS  Y6, Y2, Y2
-	VADDPS  Y7, Y3, Y3
-	VADDPS  Y2, Y0, Y0
-	VADDPS  Y3, Y1, Y1
-	VADDPS  Y1, Y0, Y0
-	CMPQ    288(SP), $0x01
-	JE      invone
-	VMOVUPS Y0, (SP)(R8*1)
-	ADDQ    SI, DI
-	ADDQ    $0x00000020, R8
-	CMPQ    R8, $0x00000080
-	JB      sumrow
-	JMP     invgroup
-
-invone:
-	// Halving tree: p[j] += p[j+h] for the remaining h, down to ss.
-	VEXTRACTF128 $0x01, Y0, X1
-	VADDPS       X1, X0, X1
-	VMOVHLPS     X1, X1, X0
-	VADDPS       X0, X1, X1
-	VMOVSHDUP    X1, X0
-	VADDSS       X0, X1, X1
-
-	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
-	CMPL   324(SP), $0x00
-	JE     divide6
-	VMULSS 324(SP), X1, X1
-	JMP    divided7
-
-divide6:
-	VDIVSS 320(SP), X1, X1
-
-divided7:
-	VADDSS   job_eps+0(AX), X1, X1
-	VUCOMISS tlo<>+0(SB), X1
-	JCS      ret
-	VUCOMISS tmax<>+0(SB), X1
-	JHI      ret
-	VSQRTSS  X1, X1, X1
-	VMOVSS   one<>+0(SB), X0
-	VDIVSS   X1, X0, X0
-
-	// Report 1/rms if asked.
-	MOVQ   job_inv+0(AX), DI
-	TESTQ  DI, DI
-	JZ     scale
-	MOVQ   272(SP), R8
-	VMOVSS X0, (DI)(R8*4)
-	JMP    scale
-
-invgroup:
-	// The rest of the halving tree, four rows at once.
-	VMOVUPS      (SP), Y0
-	VMOVUPS      32(SP), Y1
-	VMOVUPS      64(SP), Y2
-	VMOVUPS      96(SP), Y3
-	VPERM2F128   $0x20, Y1, Y0, Y4
-	VPERM2F128   $0x31, Y1, Y0, Y0
-	VADDPS       Y0, Y4, Y4
-	VPERM2F128   $0x20, Y3, Y2, Y0
-	VPERM2F128   $0x31, Y3, Y2, Y1
-	VADDPS       Y1, Y0, Y0
-	VSHUFPS      $0x44, Y0, Y4, Y1
-	VSHUFPS      $0xee, Y0, Y4, Y0
-	VADDPS       Y0, Y1, Y1
-	VHADDPS      Y1, Y1, Y1
-	VEXTRACTF128 $0x01, Y1, X0
-	VUNPCKLPS    X0, X1, X0
-
-	// t = ss/d + eps for the four rows; any t outside [2^-100, MaxFloat32] sends the group to the one-row path.
-	CMPL         324(SP), $0x00
-	JE           divide8
-	VBROADCASTSS 324(SP), X1
-	VMULPS       X1, X0, X1
-	JMP          divided9
-
-divide8:
-	VBROADCASTSS 320(SP), X1
-	VDIVPS       X1, X0, X1
-
-divided9:
-	VBROADCASTSS job_eps+0(AX), X0
-	VADDPS       X0, X1, X1
-	VCMPPS       $0x1d, tlo4<>+0(SB), X1, X0
-	VCMPPS       $0x12, tmax4<>+0(SB), X1, X2
-	VANDPS       X2, X0, X0
-	VMOVMSKPS    X0, DI
-	CMPL         DI, $0x0f
-	JE           ginrange
-	MOVQ         $0x00000004, 280(SP)
-	JMP          row
-
-ginrange:
-	VSQRTPS      X1, X1
-	VBROADCASTSS one<>+0(SB), X0
-	VDIVPS       X1, X0, X0
-
-	// Report 1/rms if asked.
-	MOVQ    job_inv+0(AX), DI
-	TESTQ   DI, DI
-	JZ      scale
-	MOVQ    272(SP), R8
-	VMOVUPS X0, (DI)(R8*4)
-
-scale:
-	VBROADCASTSS X0, Y1
-	MOVQ         $0x00000000, 296(SP)
-	CMPQ         288(SP), $0x01
-	JE           scalebody
-	VMOVUPS      X0, 256(SP)
-
-scalerow:
-	MOVQ         296(SP), DI
-	VBROADCASTSS 256(SP)(DI*4), Y1
-
-scalebody:
-	VBROADCASTSS one<>+0(SB), Y0
-
-	// y = (src*inv)*w, rounded after each multiply.
-	XORQ  DI, DI
-	MOVQ  job_d+0(AX), R8
-	SUBQ  $0x00000020, R8
-	TESTL $0x00000002, job_flags+0(AX)
-	JNZ   scalepf
-
-scaleloop:
-	CMPQ      DI, R8
-	JG        scaletail
-	VPMOVZXWD (DX)(DI*2), Y2
-	VPSLLD    $0x10, Y2, Y2
-	VMULPS    Y1, Y2, Y2
-	VPSRLD    $0x10, Y2, Y3
-	VPAND     avx2bfone<>+0(SB), Y3, Y3
-	VPADDD    avx2bfbias<>+0(SB), Y3, Y3
-	VPADDD    Y2, Y3, Y3
-	VPAND     avx2bfhigh<>+0(SB), Y3, Y3
-	VCMPPS    $0x03, Y2, Y2, Y2
-	VBLENDVPS Y2, avx2bfnanhigh<>+0(SB), Y3, Y3
-	VMOVUPS   (BX)(DI*4), Y2
-	VADDPS    Y0, Y2, Y2
-	VMULPS    Y2, Y3, Y3
-	VPMOVZXWD 16(DX)(DI*2), Y2
-	VPSLLD    $0x10, Y2, Y2
-	VMULPS    Y1, Y2, Y2
-	VPSRLD    $0x10, Y2, Y4
-	VPAND     avx2bfone<>+0(SB), Y4, Y4
-	VPADDD    avx2bfbias<>+0(SB), Y4, Y4
-	VPADDD    Y2, Y4, Y4
-	VPAND     avx2bfhigh<>+0(SB), Y4, Y4
-	VCMPPS    $0x03, Y2, Y2, Y2
-	VBLENDVPS Y2, avx2bfnanhigh<>+0(SB), Y4, Y4
-	VMOVUPS   32(BX)(DI*4), Y2
-	VADDPS    Y0, Y2, Y2
-	VMULPS    Y2, Y4, Y4
-	VPSRLD    $0x10, Y3, Y2
-	VPAND     avx2bfone<>+0(SB), Y2, Y2
-	VPADDD    avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD    Y3, Y2, Y2
-	VPSRLD    $0x10, Y2, Y2
-	VCMPPS    $0x03, Y3, Y3, Y3
-	VBLENDVPS Y3, avx2bfnanlow<>+0(SB), Y2, Y2
-	VPSRLD    $0x10, Y4, Y3
-	VPAND     avx2bfone<>+0(SB), Y3, Y3
-	VPADDD    avx2bfbias<>+0(SB), Y3, Y3
-	VPADDD    Y4, Y3, Y3
-	VPSRLD    $0x10, Y3, Y3
-	VCMPPS    $0x03, Y4, Y4, Y4
-	VBLENDVPS Y4, avx2bfnanlow<>+0(SB), Y3, Y3
-	VPACKUSDW Y3, Y2, Y2
-	VPERMQ    $0xd8, Y2, Y2
-	VMOVDQU   Y2, (CX)(DI*2)
-	VPMOVZXWD 32(DX)(DI*2), Y2
-	VPSLLD    $0x10, Y2, Y2
-	VMULPS    Y1, Y2, Y2
-	VPSRLD    $0x10, Y2, Y3
-	VPAND     avx2bfone<>+0(SB), Y3, Y3
-	VPADDD    avx2bfbias<>+0(SB), Y3, Y3
-	VPADDD    Y2, Y3, Y3
-	VPAND     avx2bfhigh<>+0(SB), Y3, Y3
-	VCMPPS    $0x03, Y2, Y2, Y2
-	VBLENDVPS Y2, avx2bfnanhigh<>+0(SB), Y3, Y3
-	VMOVUPS   64(BX)(DI*4), Y2
-	VADDPS    Y0, Y2, Y2
-	VMULPS    Y2, Y3, Y3
-	VPMOVZXWD 48(DX)(DI*2), Y2
-	VPSLLD    $0x10, Y2, Y2
-	VMULPS    Y1, Y2, Y2
-	VPSRLD    $0x10, Y2, Y4
-	VPAND     avx2bfone<>+0(SB), Y4, Y4
-	VPADDD    avx2bfbias<>+0(SB), Y4, Y4
-	VPADDD    Y2, Y4, Y4
-	VPAND     avx2bfhigh<>+0(SB), Y4, Y4
-	VCMPPS    $0x03, Y2, Y2, Y2
-	VBLENDVPS Y2, avx2bfnanhigh<>+0(SB), Y4, Y4
-	VMOVUPS   96(BX)(DI*4), Y2
-	VADDPS    Y0, Y2, Y2
-	VMULPS    Y2, Y4, Y4
-	VPSRLD    $0x10, Y3, Y2
-	VPAND     avx2bfone<>+0(SB), Y2, Y2
-	VPADDD    avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD    Y3, Y2, Y2
-	VPSRLD    $0x10, Y2, Y2
-	VCMPPS    $0x03, Y3, Y3, Y3
-	VBLENDVPS Y3, avx2bfnanlow<>+0(SB), Y2, Y2
-	VPSRLD    $0x10, Y4, Y3
-	VPAND     avx2bfone<>+0(SB), Y3, Y3
-	VPADDD    avx2bfbias<>+0(SB), Y3, Y3
-	VPADDD    Y4, Y3, Y3
-	VPSRLD    $0x10, Y3, Y3
-	VCMPPS    $0x03, Y4, Y4, Y4
-	VBLENDVPS Y4, avx2bfnanlow<>+0(SB), Y3, Y3
-	VPACKUSDW Y3, Y2, Y2
-	VPERMQ    $0xd8, Y2, Y2
-	VMOVDQU   Y2, 32(CX)(DI*2)
-	ADDQ      $0x00000020, DI
-	JMP       scaleloop
-
-scalepf:
-	MOVQ SI, R9
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows10
-	SHLQ $0x03, R9
-
-longrows10:
-	ADDQ  DX, R9
-	TESTL $0x00000001, job_flags+0(AX)
-	JNZ   scalent
-
-scalepfloop:
-	CMPQ       DI, R8
-	JG         scaletail
-	PREFETCHT0 (R9)(DI*2)
-	VPMOVZXWD  (DX)(DI*2), Y2
-	VPSLLD     $0x10, Y2, Y2
-	VMULPS     Y1, Y2, Y2
-	VPSRLD     $0x10, Y2, Y3
-	VPAND      avx2bfone<>+0(SB), Y3, Y3
-	VPADDD     avx2bfbias<>+0(SB), Y3, Y3
-	VPADDD     Y2, Y3, Y3
-	VPAND      avx2bfhigh<>+0(SB), Y3, Y3
-	VCMPPS     $0x03, Y2, Y2, Y2
-	VBLENDVPS  Y2, avx2bfnanhigh<>+0(SB), Y3, Y3
-	VMOVUPS    (BX)(DI*4), Y2
-	VADDPS     Y0, Y2, Y2
-	VMULPS     Y2, Y3, Y3
-	VPMOVZXWD  16(DX)(DI*2), Y2
-	VPSLLD     $0x10, Y2, Y2
-	VMULPS     Y1, Y2, Y2
-	VPSRLD     $0x10, Y2, Y4
-	VPAND      avx2bfone<>+0(SB), Y4, Y4
-	VPADDD     avx2bfbias<>+0(SB), Y4, Y4
-	VPADDD     Y2, Y4, Y4
-	VPAND      avx2bfhigh<>+0(SB), Y4, Y4
-	VCMPPS     $0x03, Y2, Y2, Y2
-	VBLENDVPS  Y2, avx2bfnanhigh<>+0(SB), Y4, Y4
-	VMOVUPS    32(BX)(DI*4), Y2
-	VADDPS     Y0, Y2, Y2
-	VMULPS     Y2, Y4, Y4
-	VPSRLD     $0x10, Y3, Y2
-	VPAND      avx2bfone<>+0(SB), Y2, Y2
-	VPADDD     avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD     Y3, Y2, Y2
-	VPSRLD     $0x10, Y2, Y2
-	VCMPPS     $0x03, Y3, Y3, Y3
-	VBLENDVPS  Y3, avx2bfnanlow<>+0(SB), Y2, Y2
-	VPSRLD     $0x10, Y4, Y3
-	VPAND      avx2bfone<>+0(SB), Y3, Y3
-	VPADDD     avx2bfbias<>+0(SB), Y3, Y3
-	VPADDD     Y4, Y3, Y3
-	VPSRLD     $0x10, Y3, Y3
-	VCMPPS     $0x03, Y4, Y4, Y4
-	VBLENDVPS  Y4, avx2bfnanlow<>+0(SB), Y3, Y3
-	VPACKUSDW  Y3, Y2, Y2
-	VPERMQ     $0xd8, Y2, Y2
-	VMOVDQU    Y2, (CX)(DI*2)
-	VPMOVZXWD  32(DX)(DI*2), Y2
-	VPSLLD     $0x10, Y2, Y2
-	VMULPS     Y1, Y2, Y2
-	VPSRLD     $0x10, Y2, Y3
-	VPAND      avx2bfone<>+0(SB), Y3, Y3
-	VPADDD     avx2bfbias<>+0(SB), Y3, Y3
-	VPADDD     Y2, Y3, Y3
-	VPAND      avx2bfhigh<>+0(SB), Y3, Y3
-	VCMPPS     $0x03, Y2, Y2, Y2
-	VBLENDVPS  Y2, avx2bfnanhigh<>+0(SB), Y3, Y3
-	VMOVUPS    64(BX)(DI*4), Y2
-	VADDPS     Y0, Y2, Y2
-	VMULPS     Y2, Y3, Y3
-	VPMOVZXWD  48(DX)(DI*2), Y2
-	VPSLLD     $0x10, Y2, Y2
-	VMULPS     Y1, Y2, Y2
-	VPSRLD     $0x10, Y2, Y4
-	VPAND      avx2bfone<>+0(SB), Y4, Y4
-	VPADDD     avx2bfbias<>+0(SB), Y4, Y4
-	VPADDD     Y2, Y4, Y4
-	VPAND      avx2bfhigh<>+0(SB), Y4, Y4
-	VCMPPS     $0x03, Y2, Y2, Y2
-	VBLENDVPS  Y2, avx2bfnanhigh<>+0(SB), Y4, Y4
-	VMOVUPS    96(BX)(DI*4), Y2
-	VADDPS     Y0, Y2, Y2
-	VMULPS     Y2, Y4, Y4
-	VPSRLD     $0x10, Y3, Y2
-	VPAND      avx2bfone<>+0(SB), Y2, Y2
-	VPADDD     avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD     Y3, Y2, Y2
-	VPSRLD     $0x10, Y2, Y2
-	VCMPPS     $0x03, Y3, Y3, Y3
-	VBLENDVPS  Y3, avx2bfnanlow<>+0(SB), Y2, Y2
-	VPSRLD     $0x10, Y4, Y3
-	VPAND      avx2bfone<>+0(SB), Y3, Y3
-	VPADDD     avx2bfbias<>+0(SB), Y3, Y3
-	VPADDD     Y4, Y3, Y3
-	VPSRLD     $0x10, Y3, Y3
-	VCMPPS     $0x03, Y4, Y4, Y4
-	VBLENDVPS  Y4, avx2bfnanlow<>+0(SB), Y3, Y3
-	VPACKUSDW  Y3, Y2, Y2
-	VPERMQ     $0xd8, Y2, Y2
-	VMOVDQU    Y2, 32(CX)(DI*2)
-	ADDQ       $0x00000020, DI
-	JMP        scalepfloop
-
-scalent:
-	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
-	MOVQ CX, R10
-	NEGQ R10
-	ANDQ $0x0000001f, R10
-	SHRQ $0x01, R10
-	JZ   scalentloop
-	CMPQ R10, job_d+0(AX)
-	JLE  scalehead
-	MOVQ job_d+0(AX), R10
-
-scalehead:
-	CMPQ         R10, $0x00000008
-	JB           scaleheadpart
-	VPMOVZXWD    (DX)(DI*2), Y2
-	VPSLLD       $0x10, Y2, Y2
-	VMULPS       Y1, Y2, Y2
-	VPSRLD       $0x10, Y2, Y3
-	VPAND        avx2bfone<>+0(SB), Y3, Y3
-	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
-	VPADDD       Y2, Y3, Y3
-	VPAND        avx2bfhigh<>+0(SB), Y3, Y3
-	VCMPPS       $0x03, Y2, Y2, Y2
-	VBLENDVPS    Y2, avx2bfnanhigh<>+0(SB), Y3, Y3
-	VMOVUPS      (BX)(DI*4), Y2
-	VADDPS       Y0, Y2, Y2
-	VMULPS       Y2, Y3, Y3
-	VPSRLD       $0x10, Y3, Y2
-	VPAND        avx2bfone<>+0(SB), Y2, Y2
-	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD       Y3, Y2, Y2
-	VPSRLD       $0x10, Y2, Y2
-	VCMPPS       $0x03, Y3, Y3, Y3
-	VBLENDVPS    Y3, avx2bfnanlow<>+0(SB), Y2, Y2
-	VEXTRACTI128 $0x01, Y2, X3
-	VPACKUSDW    X3, X2, X3
-	VMOVDQU      X3, (CX)(DI*2)
-	ADDQ         $0x00000008, DI
-	SUBQ         $0x00000008, R10
-	JZ           scalentloop
-
-scaleheadpart:
-	LEAQ (DX)(DI*2), R11
-	LEAQ 128(SP), R12
-	MOVQ R10, R14
-	XORQ R13, R13
-	SUBQ $0x00000010, R14
-
-copyvec11:
-	CMPQ    R13, R14
-	JG      copyone12
-	VMOVUPS (R11)(R13*2), Y2
-	VMOVUPS Y2, (R12)(R13*2)
-	ADDQ    $0x00000010, R13
-	JMP     copyvec11
-
-copyone12:
-	ADDQ $0x00000010, R14
-
-copyloop14:
-	CMPQ R13, R14
-	JGE  copied13
-	MOVW (R11)(R13*2), R15
-	MOVW R15, (R12)(R13*2)
-	INCQ R13
-	JMP  copyloop14
-
-copied13:
-	LEAQ (BX)(DI*4), R11
-	LEAQ 160(SP), R12
-	MOVQ R10, R14
-	XORQ R13, R13
-	SUBQ $0x00000008, R14
-
-copyvec15:
-	CMPQ    R13, R14
-	JG      copyone16
-	VMOVUPS (R11)(R13*4), Y2
-	VMOVUPS Y2, (R12)(R13*4)
-	ADDQ    $0x00000008, R13
-	JMP     copyvec15
-
-copyone16:
-	ADDQ $0x00000008, R14
-
-copyloop18:
-	CMPQ R13, R14
-	JGE  copied17
-	MOVL (R11)(R13*4), R15
-	MOVL R15, (R12)(R13*4)
-	INCQ R13
-	JMP  copyloop18
-
-copied17:
-	VPMOVZXWD    128(SP), Y2
-	VPSLLD       $0x10, Y2, Y2
-	VMULPS       Y2, Y1, Y2
-	VPSRLD       $0x10, Y2, Y3
-	VPAND        avx2bfone<>+0(SB), Y3, Y3
-	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
-	VPADDD       Y2, Y3, Y3
-	VPAND        avx2bfhigh<>+0(SB), Y3, Y3
-	VCMPPS       $0x03, Y2, Y2, Y2
-	VBLENDVPS    Y2, avx2bfnanhigh<>+0(SB), Y3, Y3
-	VMOVUPS      160(SP), Y2
-	VADDPS       Y0, Y2, Y2
-	VMULPS       Y2, Y3, Y3
-	VPSRLD       $0x10, Y3, Y2
-	VPAND        avx2bfone<>+0(SB), Y2, Y2
-	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD       Y3, Y2, Y2
-	VPSRLD       $0x10, Y2, Y2
-	VCMPPS       $0x03, Y3, Y3, Y3
-	VBLENDVPS    Y3, avx2bfnanlow<>+0(SB), Y2, Y2
-	VEXTRACTI128 $0x01, Y2, X3
-	VPACKUSDW    X3, X2, X3
-	VMOVDQU      X3, 192(SP)
-	LEAQ         192(SP), R12
-	LEAQ         (CX)(DI*2), R11
-	MOVQ         R10, R14
-	XORQ         R13, R13
-	SUBQ         $0x00000010, R14
-
-copyvec19:
-	CMPQ    R13, R14
-	JG      copyone20
-	VMOVUPS (R12)(R13*2), Y2
-	VMOVUPS Y2, (R11)(R13*2)
-	ADDQ    $0x00000010, R13
-	JMP     copyvec19
-
-copyone20:
-	ADDQ $0x00000010, R14
-
-copyloop22:
-	CMPQ R13, R14
-	JGE  copied21
-	MOVW (R12)(R13*2), R15
-	MOVW R15, (R11)(R13*2)
-	INCQ R13
-	JMP  copyloop22
-
-copied21:
-	ADDQ R10, DI
-
-scalentloop:
-	CMPQ       DI, R8
-	JG         scaletail
-	PREFETCHT0 (R9)(DI*2)
-	VPMOVZXWD  (DX)(DI*2), Y2
-	VPSLLD     $0x10, Y2, Y2
-	VMULPS     Y1, Y2, Y2
-	VPSRLD     $0x10, Y2, Y3
-	VPAND      avx2bfone<>+0(SB), Y3, Y3
-	VPADDD     avx2bfbias<>+0(SB), Y3, Y3
-	VPADDD     Y2, Y3, Y3
-	VPAND      avx2bfhigh<>+0(SB), Y3, Y3
-	VCMPPS     $0x03, Y2, Y2, Y2
-	VBLENDVPS  Y2, avx2bfnanhigh<>+0(SB), Y3, Y3
-	VMOVUPS    (BX)(DI*4), Y2
-	VADDPS     Y0, Y2, Y2
-	VMULPS     Y2, Y3, Y3
-	VPMOVZXWD  16(DX)(DI*2), Y2
-	VPSLLD     $0x10, Y2, Y2
-	VMULPS     Y1, Y2, Y2
-	VPSRLD     $0x10, Y2, Y4
-	VPAND      avx2bfone<>+0(SB), Y4, Y4
-	VPADDD     avx2bfbias<>+0(SB), Y4, Y4
-	VPADDD     Y2, Y4, Y4
-	VPAND      avx2bfhigh<>+0(SB), Y4, Y4
-	VCMPPS     $0x03, Y2, Y2, Y2
-	VBLENDVPS  Y2, avx2bfnanhigh<>+0(SB), Y4, Y4
-	VMOVUPS    32(BX)(DI*4), Y2
-	VADDPS     Y0, Y2, Y2
-	VMULPS     Y2, Y4, Y4
-	VPSRLD     $0x10, Y3, Y2
-	VPAND      avx2bfone<>+0(SB), Y2, Y2
-	VPADDD     avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD     Y3, Y2, Y2
-	VPSRLD     $0x10, Y2, Y2
-	VCMPPS     $0x03, Y3, Y3, Y3
-	VBLENDVPS  Y3, avx2bfnanlow<>+0(SB), Y2, Y2
-	VPSRLD     $0x10, Y4, Y3
-	VPAND      avx2bfone<>+0(SB), Y3, Y3
-	VPADDD     avx2bfbias<>+0(SB), Y3, Y3
-	VPADDD     Y4, Y3, Y3
-	VPSRLD     $0x10, Y3, Y3
-	VCMPPS     $0x03, Y4, Y4, Y4
-	VBLENDVPS  Y4, avx2bfnanlow<>+0(SB), Y3, Y3
-	VPACKUSDW  Y3, Y2, Y2
-	VPERMQ     $0xd8, Y2, Y2
-	VMOVNTDQ   Y2, (CX)(DI*2)
-	VPMOVZXWD  32(DX)(DI*2), Y2
-	VPSLLD     $0x10, Y2, Y2
-	VMULPS     Y1, Y2, Y2
-	VPSRLD     $0x10, Y2, Y3
-	VPAND      avx2bfone<>+0(SB), Y3, Y3
-	VPADDD     avx2bfbias<>+0(SB), Y3, Y3
-	VPADDD     Y2, Y3, Y3
-	VPAND      avx2bfhigh<>+0(SB), Y3, Y3
-	VCMPPS     $0x03, Y2, Y2, Y2
-	VBLENDVPS  Y2, avx2bfnanhigh<>+0(SB), Y3, Y3
-	VMOVUPS    64(BX)(DI*4), Y2
-	VADDPS     Y0, Y2, Y2
-	VMULPS     Y2, Y3, Y3
-	VPMOVZXWD  48(DX)(DI*2), Y2
-	VPSLLD     $0x10, Y2, Y2
-	VMULPS     Y1, Y2, Y2
-	VPSRLD     $0x10, Y2, Y4
-	VPAND      avx2bfone<>+0(SB), Y4, Y4
-	VPADDD     avx2bfbias<>+0(SB), Y4, Y4
-	VPADDD     Y2, Y4, Y4
-	VPAND      avx2bfhigh<>+0(SB), Y4, Y4
-	VCMPPS     $0x03, Y2, Y2, Y2
-	VBLENDVPS  Y2, avx2bfnanhigh<>+0(SB), Y4, Y4
-	VMOVUPS    96(BX)(DI*4), Y2
-	VADDPS     Y0, Y2, Y2
-	VMULPS     Y2, Y4, Y4
-	VPSRLD     $0x10, Y3, Y2
-	VPAND      avx2bfone<>+0(SB), Y2, Y2
-	VPADDD     avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD     Y3, Y2, Y2
-	VPSRLD     $0x10, Y2, Y2
-	VCMPPS     $0x03, Y3, Y3, Y3
-	VBLENDVPS  Y3, avx2bfnanlow<>+0(SB), Y2, Y2
-	VPSRLD     $0x10, Y4, Y3
-	VPAND      avx2bfone<>+0(SB), Y3, Y3
-	VPADDD     avx2bfbias<>+0(SB), Y3, Y3
-	VPADDD     Y4, Y3, Y3
-	VPSRLD     $0x10, Y3, Y3
-	VCMPPS     $0x03, Y4, Y4, Y4
-	VBLENDVPS  Y4, avx2bfnanlow<>+0(SB), Y3, Y3
-	VPACKUSDW  Y3, Y2, Y2
-	VPERMQ     $0xd8, Y2, Y2
-	VMOVNTDQ   Y2, 32(CX)(DI*2)
-	ADDQ       $0x00000020, DI
-	JMP        scalentloop
-
-scaletail:
-	ADDQ $0x00000018, R8
-
-scaleone:
-	CMPQ         DI, R8
-	JG           scalepart
-	VPMOVZXWD    (DX)(DI*2), Y2
-	VPSLLD       $0x10, Y2, Y2
-	VMULPS       Y1, Y2, Y2
-	VPSRLD       $0x10, Y2, Y3
-	VPAND        avx2bfone<>+0(SB), Y3, Y3
-	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
-	VPADDD       Y2, Y3, Y3
-	VPAND        avx2bfhigh<>+0(SB), Y3, Y3
-	VCMPPS       $0x03, Y2, Y2, Y2
-	VBLENDVPS    Y2, avx2bfnanhigh<>+0(SB), Y3, Y3
-	VMOVUPS      (BX)(DI*4), Y2
-	VADDPS       Y0, Y2, Y2
-	VMULPS       Y2, Y3, Y3
-	VPSRLD       $0x10, Y3, Y2
-	VPAND        avx2bfone<>+0(SB), Y2, Y2
-	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD       Y3, Y2, Y2
-	VPSRLD       $0x10, Y2, Y2
-	VCMPPS       $0x03, Y3, Y3, Y3
-	VBLENDVPS    Y3, avx2bfnanlow<>+0(SB), Y2, Y2
-	VEXTRACTI128 $0x01, Y2, X3
-	VPACKUSDW    X3, X2, X3
-	VMOVDQU      X3, (CX)(DI*2)
-	ADDQ         $0x00000008, DI
-	JMP          scaleone
-
-scalepart:
-	MOVQ job_d+0(AX), R10
-	SUBQ DI, R10
-	JZ   scaled
-	LEAQ (DX)(DI*2), R8
-	LEAQ 128(SP), R9
-	MOVQ R10, R12
-	XORQ R11, R11
-	SUBQ $0x00000010, R12
-
-copyvec23:
-	CMPQ    R11, R12
-	JG      copyone24
-	VMOVUPS (R8)(R11*2), Y2
-	VMOVUPS Y2, (R9)(R11*2)
-	ADDQ    $0x00000010, R11
-	JMP     copyvec23
-
-copyone24:
-	ADDQ $0x00000010, R12
-
-copyloop26:
-	CMPQ R11, R12
-	JGE  copied25
-	MOVW (R8)(R11*2), R13
-	MOVW R13, (R9)(R11*2)
-	INCQ R11
-	JMP  copyloop26
-
-copied25:
-	LEAQ (BX)(DI*4), R8
-	LEAQ 160(SP), R9
-	MOVQ R10, R12
-	XORQ R11, R11
-	SUBQ $0x00000008, R12
-
-copyvec27:
-	CMPQ    R11, R12
-	JG      copyone28
-	VMOVUPS (R8)(R11*4), Y2
-	VMOVUPS Y2, (R9)(R11*4)
-	ADDQ    $0x00000008, R11
-	JMP     copyvec27
-
-copyone28:
-	ADDQ $0x00000008, R12
-
-copyloop30:
-	CMPQ R11, R12
-	JGE  copied29
-	MOVL (R8)(R11*4), R13
-	MOVL R13, (R9)(R11*4)
-	INCQ R11
-	JMP  copyloop30
-
-copied29:
-	VPMOVZXWD    128(SP), Y2
-	VPSLLD       $0x10, Y2, Y2
-	VMULPS       Y2, Y1, Y2
-	VPSRLD       $0x10, Y2, Y1
-	VPAND        avx2bfone<>+0(SB), Y1, Y1
-	VPADDD       avx2bfbias<>+0(SB), Y1, Y1
-	VPADDD       Y2, Y1, Y1
-	VPAND        avx2bfhigh<>+0(SB), Y1, Y1
-	VCMPPS       $0x03, Y2, Y2, Y2
-	VBLENDVPS    Y2, avx2bfnanhigh<>+0(SB), Y1, Y1
-	VMOVUPS      160(SP), Y2
-	VADDPS       Y0, Y2, Y2
-	VMULPS       Y2, Y1, Y1
-	VPSRLD       $0x10, Y1, Y0
-	VPAND        avx2bfone<>+0(SB), Y0, Y0
-	VPADDD       avx2bfbias<>+0(SB), Y0, Y0
-	VPADDD       Y1, Y0, Y0
-	VPSRLD       $0x10, Y0, Y0
-	VCMPPS       $0x03, Y1, Y1, Y1
-	VBLENDVPS    Y1, avx2bfnanlow<>+0(SB), Y0, Y0
-	VEXTRACTI128 $0x01, Y0, X1
-	VPACKUSDW    X1, X0, X1
-	VMOVDQU      X1, 192(SP)
-	LEAQ         192(SP), R9
-	LEAQ         (CX)(DI*2), R8
-	XORQ         DI, DI
-	SUBQ         $0x00000010, R10
-
-copyvec31:
-	CMPQ    DI, R10
-	JG      copyone32
-	VMOVUPS (R9)(DI*2), Y0
-	VMOVUPS Y0, (R8)(DI*2)
-	ADDQ    $0x00000010, DI
-	JMP     copyvec31
-
-copyone32:
-	ADDQ $0x00000010, R10
-
-copyloop34:
-	CMPQ DI, R10
-	JGE  copied33
-	MOVW (R9)(DI*2), R11
-	MOVW R11, (R8)(DI*2)
-	INCQ DI
-	JMP  copyloop34
-
-copied33:
+copied40:
 scaled:
 	ADDQ SI, DX
 	ADDQ SI, CX
@@ -26137,13 +20181,19 @@ scaleloop:
 	VPMOVZXWD 16(DX)(SI*2), Y2
 	VPSLLD    $0x10, Y2, Y2
 	VMULPS    Y1, Y2, Y2
-	VPSRLD    $0x10, Y0, Y3
-	VPAND     avx2bfone<>+0(SB), Y3, Y3
-	VPADDD    avx2bfbias<>+0(SB), Y3, Y3
-	VPADDD    Y0, Y3, Y3
-	VPSRLD    $0x10, Y3, Y3
+	VPMOVZXWD 32(DX)(SI*2), Y3
+	VPSLLD    $0x10, Y3, Y3
+	VMULPS    Y1, Y3, Y3
+	VPMOVZXWD 48(DX)(SI*2), Y4
+	VPSLLD    $0x10, Y4, Y4
+	VMULPS    Y1, Y4, Y4
+	VPSRLD    $0x10, Y0, Y5
+	VPAND     avx2bfone<>+0(SB), Y5, Y5
+	VPADDD    avx2bfbias<>+0(SB), Y5, Y5
+	VPADDD    Y0, Y5, Y5
+	VPSRLD    $0x10, Y5, Y5
 	VCMPPS    $0x03, Y0, Y0, Y0
-	VBLENDVPS Y0, avx2bfnanlow<>+0(SB), Y3, Y3
+	VBLENDVPS Y0, avx2bfnanlow<>+0(SB), Y5, Y5
 	VPSRLD    $0x10, Y2, Y0
 	VPAND     avx2bfone<>+0(SB), Y0, Y0
 	VPADDD    avx2bfbias<>+0(SB), Y0, Y0
@@ -26151,32 +20201,26 @@ scaleloop:
 	VPSRLD    $0x10, Y0, Y0
 	VCMPPS    $0x03, Y2, Y2, Y2
 	VBLENDVPS Y2, avx2bfnanlow<>+0(SB), Y0, Y0
-	VPACKUSDW Y0, Y3, Y3
-	VPERMQ    $0xd8, Y3, Y3
-	VMOVDQU   Y3, (CX)(SI*2)
-	VPMOVZXWD 32(DX)(SI*2), Y0
-	VPSLLD    $0x10, Y0, Y0
-	VMULPS    Y1, Y0, Y0
-	VPMOVZXWD 48(DX)(SI*2), Y2
-	VPSLLD    $0x10, Y2, Y2
-	VMULPS    Y1, Y2, Y2
-	VPSRLD    $0x10, Y0, Y3
-	VPAND     avx2bfone<>+0(SB), Y3, Y3
-	VPADDD    avx2bfbias<>+0(SB), Y3, Y3
-	VPADDD    Y0, Y3, Y3
-	VPSRLD    $0x10, Y3, Y3
-	VCMPPS    $0x03, Y0, Y0, Y0
-	VBLENDVPS Y0, avx2bfnanlow<>+0(SB), Y3, Y3
-	VPSRLD    $0x10, Y2, Y0
+	VPACKUSDW Y0, Y5, Y5
+	VPERMQ    $0xd8, Y5, Y5
+	VMOVDQU   Y5, (CX)(SI*2)
+	VPSRLD    $0x10, Y3, Y0
 	VPAND     avx2bfone<>+0(SB), Y0, Y0
 	VPADDD    avx2bfbias<>+0(SB), Y0, Y0
-	VPADDD    Y2, Y0, Y0
+	VPADDD    Y3, Y0, Y0
 	VPSRLD    $0x10, Y0, Y0
-	VCMPPS    $0x03, Y2, Y2, Y2
+	VCMPPS    $0x03, Y3, Y3, Y2
 	VBLENDVPS Y2, avx2bfnanlow<>+0(SB), Y0, Y0
-	VPACKUSDW Y0, Y3, Y3
-	VPERMQ    $0xd8, Y3, Y3
-	VMOVDQU   Y3, 32(CX)(SI*2)
+	VPSRLD    $0x10, Y4, Y2
+	VPAND     avx2bfone<>+0(SB), Y2, Y2
+	VPADDD    avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD    Y4, Y2, Y2
+	VPSRLD    $0x10, Y2, Y2
+	VCMPPS    $0x03, Y4, Y4, Y3
+	VBLENDVPS Y3, avx2bfnanlow<>+0(SB), Y2, Y2
+	VPACKUSDW Y2, Y0, Y0
+	VPERMQ    $0xd8, Y0, Y0
+	VMOVDQU   Y0, 32(CX)(SI*2)
 	ADDQ      $0x00000020, SI
 	JMP       scaleloop
 
@@ -26201,13 +20245,19 @@ scalepfloop:
 	VPMOVZXWD  16(DX)(SI*2), Y2
 	VPSLLD     $0x10, Y2, Y2
 	VMULPS     Y1, Y2, Y2
-	VPSRLD     $0x10, Y0, Y3
-	VPAND      avx2bfone<>+0(SB), Y3, Y3
-	VPADDD     avx2bfbias<>+0(SB), Y3, Y3
-	VPADDD     Y0, Y3, Y3
-	VPSRLD     $0x10, Y3, Y3
+	VPMOVZXWD  32(DX)(SI*2), Y3
+	VPSLLD     $0x10, Y3, Y3
+	VMULPS     Y1, Y3, Y3
+	VPMOVZXWD  48(DX)(SI*2), Y4
+	VPSLLD     $0x10, Y4, Y4
+	VMULPS     Y1, Y4, Y4
+	VPSRLD     $0x10, Y0, Y5
+	VPAND      avx2bfone<>+0(SB), Y5, Y5
+	VPADDD     avx2bfbias<>+0(SB), Y5, Y5
+	VPADDD     Y0, Y5, Y5
+	VPSRLD     $0x10, Y5, Y5
 	VCMPPS     $0x03, Y0, Y0, Y0
-	VBLENDVPS  Y0, avx2bfnanlow<>+0(SB), Y3, Y3
+	VBLENDVPS  Y0, avx2bfnanlow<>+0(SB), Y5, Y5
 	VPSRLD     $0x10, Y2, Y0
 	VPAND      avx2bfone<>+0(SB), Y0, Y0
 	VPADDD     avx2bfbias<>+0(SB), Y0, Y0
@@ -26215,32 +20265,26 @@ scalepfloop:
 	VPSRLD     $0x10, Y0, Y0
 	VCMPPS     $0x03, Y2, Y2, Y2
 	VBLENDVPS  Y2, avx2bfnanlow<>+0(SB), Y0, Y0
-	VPACKUSDW  Y0, Y3, Y3
-	VPERMQ     $0xd8, Y3, Y3
-	VMOVDQU    Y3, (CX)(SI*2)
-	VPMOVZXWD  32(DX)(SI*2), Y0
-	VPSLLD     $0x10, Y0, Y0
-	VMULPS     Y1, Y0, Y0
-	VPMOVZXWD  48(DX)(SI*2), Y2
-	VPSLLD     $0x10, Y2, Y2
-	VMULPS     Y1, Y2, Y2
-	VPSRLD     $0x10, Y0, Y3
-	VPAND      avx2bfone<>+0(SB), Y3, Y3
-	VPADDD     avx2bfbias<>+0(SB), Y3, Y3
-	VPADDD     Y0, Y3, Y3
-	VPSRLD     $0x10, Y3, Y3
-	VCMPPS     $0x03, Y0, Y0, Y0
-	VBLENDVPS  Y0, avx2bfnanlow<>+0(SB), Y3, Y3
-	VPSRLD     $0x10, Y2, Y0
+	VPACKUSDW  Y0, Y5, Y5
+	VPERMQ     $0xd8, Y5, Y5
+	VMOVDQU    Y5, (CX)(SI*2)
+	VPSRLD     $0x10, Y3, Y0
 	VPAND      avx2bfone<>+0(SB), Y0, Y0
 	VPADDD     avx2bfbias<>+0(SB), Y0, Y0
-	VPADDD     Y2, Y0, Y0
+	VPADDD     Y3, Y0, Y0
 	VPSRLD     $0x10, Y0, Y0
-	VCMPPS     $0x03, Y2, Y2, Y2
+	VCMPPS     $0x03, Y3, Y3, Y2
 	VBLENDVPS  Y2, avx2bfnanlow<>+0(SB), Y0, Y0
-	VPACKUSDW  Y0, Y3, Y3
-	VPERMQ     $0xd8, Y3, Y3
-	VMOVDQU    Y3, 32(CX)(SI*2)
+	VPSRLD     $0x10, Y4, Y2
+	VPAND      avx2bfone<>+0(SB), Y2, Y2
+	VPADDD     avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD     Y4, Y2, Y2
+	VPSRLD     $0x10, Y2, Y2
+	VCMPPS     $0x03, Y4, Y4, Y3
+	VBLENDVPS  Y3, avx2bfnanlow<>+0(SB), Y2, Y2
+	VPACKUSDW  Y2, Y0, Y0
+	VPERMQ     $0xd8, Y0, Y0
+	VMOVDQU    Y0, 32(CX)(SI*2)
 	ADDQ       $0x00000020, SI
 	JMP        scalepfloop
 
@@ -26353,13 +20397,19 @@ scalentloop:
 	VPMOVZXWD  16(DX)(SI*2), Y2
 	VPSLLD     $0x10, Y2, Y2
 	VMULPS     Y1, Y2, Y2
-	VPSRLD     $0x10, Y0, Y3
-	VPAND      avx2bfone<>+0(SB), Y3, Y3
-	VPADDD     avx2bfbias<>+0(SB), Y3, Y3
-	VPADDD     Y0, Y3, Y3
-	VPSRLD     $0x10, Y3, Y3
+	VPMOVZXWD  32(DX)(SI*2), Y3
+	VPSLLD     $0x10, Y3, Y3
+	VMULPS     Y1, Y3, Y3
+	VPMOVZXWD  48(DX)(SI*2), Y4
+	VPSLLD     $0x10, Y4, Y4
+	VMULPS     Y1, Y4, Y4
+	VPSRLD     $0x10, Y0, Y5
+	VPAND      avx2bfone<>+0(SB), Y5, Y5
+	VPADDD     avx2bfbias<>+0(SB), Y5, Y5
+	VPADDD     Y0, Y5, Y5
+	VPSRLD     $0x10, Y5, Y5
 	VCMPPS     $0x03, Y0, Y0, Y0
-	VBLENDVPS  Y0, avx2bfnanlow<>+0(SB), Y3, Y3
+	VBLENDVPS  Y0, avx2bfnanlow<>+0(SB), Y5, Y5
 	VPSRLD     $0x10, Y2, Y0
 	VPAND      avx2bfone<>+0(SB), Y0, Y0
 	VPADDD     avx2bfbias<>+0(SB), Y0, Y0
@@ -26367,32 +20417,26 @@ scalentloop:
 	VPSRLD     $0x10, Y0, Y0
 	VCMPPS     $0x03, Y2, Y2, Y2
 	VBLENDVPS  Y2, avx2bfnanlow<>+0(SB), Y0, Y0
-	VPACKUSDW  Y0, Y3, Y3
-	VPERMQ     $0xd8, Y3, Y3
-	VMOVNTDQ   Y3, (CX)(SI*2)
-	VPMOVZXWD  32(DX)(SI*2), Y0
-	VPSLLD     $0x10, Y0, Y0
-	VMULPS     Y1, Y0, Y0
-	VPMOVZXWD  48(DX)(SI*2), Y2
-	VPSLLD     $0x10, Y2, Y2
-	VMULPS     Y1, Y2, Y2
-	VPSRLD     $0x10, Y0, Y3
-	VPAND      avx2bfone<>+0(SB), Y3, Y3
-	VPADDD     avx2bfbias<>+0(SB), Y3, Y3
-	VPADDD     Y0, Y3, Y3
-	VPSRLD     $0x10, Y3, Y3
-	VCMPPS     $0x03, Y0, Y0, Y0
-	VBLENDVPS  Y0, avx2bfnanlow<>+0(SB), Y3, Y3
-	VPSRLD     $0x10, Y2, Y0
+	VPACKUSDW  Y0, Y5, Y5
+	VPERMQ     $0xd8, Y5, Y5
+	VMOVNTDQ   Y5, (CX)(SI*2)
+	VPSRLD     $0x10, Y3, Y0
 	VPAND      avx2bfone<>+0(SB), Y0, Y0
 	VPADDD     avx2bfbias<>+0(SB), Y0, Y0
-	VPADDD     Y2, Y0, Y0
+	VPADDD     Y3, Y0, Y0
 	VPSRLD     $0x10, Y0, Y0
-	VCMPPS     $0x03, Y2, Y2, Y2
+	VCMPPS     $0x03, Y3, Y3, Y2
 	VBLENDVPS  Y2, avx2bfnanlow<>+0(SB), Y0, Y0
-	VPACKUSDW  Y0, Y3, Y3
-	VPERMQ     $0xd8, Y3, Y3
-	VMOVNTDQ   Y3, 32(CX)(SI*2)
+	VPSRLD     $0x10, Y4, Y2
+	VPAND      avx2bfone<>+0(SB), Y2, Y2
+	VPADDD     avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD     Y4, Y2, Y2
+	VPSRLD     $0x10, Y2, Y2
+	VCMPPS     $0x03, Y4, Y4, Y3
+	VBLENDVPS  Y3, avx2bfnanlow<>+0(SB), Y2, Y2
+	VPACKUSDW  Y2, Y0, Y0
+	VPERMQ     $0xd8, Y0, Y0
+	VMOVNTDQ   Y0, 32(CX)(SI*2)
 	ADDQ       $0x00000020, SI
 	JMP        scalentloop
 
@@ -26511,7 +20555,7 @@ vzero:
 // func avx2BF16AddWeighted(j uintptr, from int, to int) int
 // Requires: AVX, AVX2, MMX+
 TEXT ·avx2BF16AddWeighted(SB), NOSPLIT, $456-32
-	// avx2BF16AddWeighted normalizes rows [from, to) of the job: BF16 rows: h = round16(x + res) and res = h per element, then y = round16((h*inv)*w), for each row.
+	// avx2BF16AddWeighted normalizes rows [from, to) of the job: BF16 rows: h = round16(x + res) and res = h per element, then y = round16((h*inv)*w) (with flagRN, round16(h*inv) in place of (h*inv)), for each row.
 	// It stops before the first row that needs the float64 path and returns that row's index, or to.
 	MOVQ j+0(FP), AX
 	MOVQ job_dst+0(AX), CX
@@ -27336,18 +21380,60 @@ scaleloop:
 	VPMOVZXWD (SI)(R8*2), Y0
 	VPSLLD    $0x10, Y0, Y0
 	VMULPS    Y1, Y0, Y0
-	VMULPS    (BX)(R8*4), Y0, Y0
 	VPMOVZXWD 16(SI)(R8*2), Y2
 	VPSLLD    $0x10, Y2, Y2
 	VMULPS    Y1, Y2, Y2
+	VPMOVZXWD 32(SI)(R8*2), Y3
+	VPSLLD    $0x10, Y3, Y3
+	VMULPS    Y1, Y3, Y3
+	VPMOVZXWD 48(SI)(R8*2), Y4
+	VPSLLD    $0x10, Y4, Y4
+	VMULPS    Y1, Y4, Y4
+	TESTL     $0x00000008, job_flags+0(AX)
+	JZ        notrn16
+	VPSRLD    $0x10, Y0, Y5
+	VPAND     avx2bfone<>+0(SB), Y5, Y5
+	VPADDD    avx2bfbias<>+0(SB), Y5, Y5
+	VPADDD    Y0, Y5, Y5
+	VPAND     avx2bfhigh<>+0(SB), Y5, Y5
+	VCMPPS    $0x03, Y0, Y0, Y0
+	VBLENDVPS Y0, avx2bfnanhigh<>+0(SB), Y5, Y5
+	VMOVUPS   Y5, Y0
+	VPSRLD    $0x10, Y2, Y5
+	VPAND     avx2bfone<>+0(SB), Y5, Y5
+	VPADDD    avx2bfbias<>+0(SB), Y5, Y5
+	VPADDD    Y2, Y5, Y5
+	VPAND     avx2bfhigh<>+0(SB), Y5, Y5
+	VCMPPS    $0x03, Y2, Y2, Y2
+	VBLENDVPS Y2, avx2bfnanhigh<>+0(SB), Y5, Y5
+	VMOVUPS   Y5, Y2
+	VPSRLD    $0x10, Y3, Y5
+	VPAND     avx2bfone<>+0(SB), Y5, Y5
+	VPADDD    avx2bfbias<>+0(SB), Y5, Y5
+	VPADDD    Y3, Y5, Y5
+	VPAND     avx2bfhigh<>+0(SB), Y5, Y5
+	VCMPPS    $0x03, Y3, Y3, Y3
+	VBLENDVPS Y3, avx2bfnanhigh<>+0(SB), Y5, Y5
+	VMOVUPS   Y5, Y3
+	VPSRLD    $0x10, Y4, Y5
+	VPAND     avx2bfone<>+0(SB), Y5, Y5
+	VPADDD    avx2bfbias<>+0(SB), Y5, Y5
+	VPADDD    Y4, Y5, Y5
+	VPAND     avx2bfhigh<>+0(SB), Y5, Y5
+	VCMPPS    $0x03, Y4, Y4, Y4
+	VBLENDVPS Y4, avx2bfnanhigh<>+0(SB), Y5, Y5
+	VMOVUPS   Y5, Y4
+
+notrn16:
+	VMULPS    (BX)(R8*4), Y0, Y0
 	VMULPS    32(BX)(R8*4), Y2, Y2
-	VPSRLD    $0x10, Y0, Y3
-	VPAND     avx2bfone<>+0(SB), Y3, Y3
-	VPADDD    avx2bfbias<>+0(SB), Y3, Y3
-	VPADDD    Y0, Y3, Y3
-	VPSRLD    $0x10, Y3, Y3
+	VPSRLD    $0x10, Y0, Y5
+	VPAND     avx2bfone<>+0(SB), Y5, Y5
+	VPADDD    avx2bfbias<>+0(SB), Y5, Y5
+	VPADDD    Y0, Y5, Y5
+	VPSRLD    $0x10, Y5, Y5
 	VCMPPS    $0x03, Y0, Y0, Y0
-	VBLENDVPS Y0, avx2bfnanlow<>+0(SB), Y3, Y3
+	VBLENDVPS Y0, avx2bfnanlow<>+0(SB), Y5, Y5
 	VPSRLD    $0x10, Y2, Y0
 	VPAND     avx2bfone<>+0(SB), Y0, Y0
 	VPADDD    avx2bfbias<>+0(SB), Y0, Y0
@@ -27355,44 +21441,38 @@ scaleloop:
 	VPSRLD    $0x10, Y0, Y0
 	VCMPPS    $0x03, Y2, Y2, Y2
 	VBLENDVPS Y2, avx2bfnanlow<>+0(SB), Y0, Y0
-	VPACKUSDW Y0, Y3, Y3
-	VPERMQ    $0xd8, Y3, Y3
-	VMOVDQU   Y3, (CX)(R8*2)
-	VPMOVZXWD 32(SI)(R8*2), Y0
-	VPSLLD    $0x10, Y0, Y0
-	VMULPS    Y1, Y0, Y0
-	VMULPS    64(BX)(R8*4), Y0, Y0
-	VPMOVZXWD 48(SI)(R8*2), Y2
-	VPSLLD    $0x10, Y2, Y2
-	VMULPS    Y1, Y2, Y2
-	VMULPS    96(BX)(R8*4), Y2, Y2
-	VPSRLD    $0x10, Y0, Y3
-	VPAND     avx2bfone<>+0(SB), Y3, Y3
-	VPADDD    avx2bfbias<>+0(SB), Y3, Y3
-	VPADDD    Y0, Y3, Y3
-	VPSRLD    $0x10, Y3, Y3
-	VCMPPS    $0x03, Y0, Y0, Y0
-	VBLENDVPS Y0, avx2bfnanlow<>+0(SB), Y3, Y3
-	VPSRLD    $0x10, Y2, Y0
+	VPACKUSDW Y0, Y5, Y5
+	VPERMQ    $0xd8, Y5, Y5
+	VMOVDQU   Y5, (CX)(R8*2)
+	VMULPS    64(BX)(R8*4), Y3, Y3
+	VMULPS    96(BX)(R8*4), Y4, Y4
+	VPSRLD    $0x10, Y3, Y0
 	VPAND     avx2bfone<>+0(SB), Y0, Y0
 	VPADDD    avx2bfbias<>+0(SB), Y0, Y0
-	VPADDD    Y2, Y0, Y0
+	VPADDD    Y3, Y0, Y0
 	VPSRLD    $0x10, Y0, Y0
-	VCMPPS    $0x03, Y2, Y2, Y2
+	VCMPPS    $0x03, Y3, Y3, Y2
 	VBLENDVPS Y2, avx2bfnanlow<>+0(SB), Y0, Y0
-	VPACKUSDW Y0, Y3, Y3
-	VPERMQ    $0xd8, Y3, Y3
-	VMOVDQU   Y3, 32(CX)(R8*2)
+	VPSRLD    $0x10, Y4, Y2
+	VPAND     avx2bfone<>+0(SB), Y2, Y2
+	VPADDD    avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD    Y4, Y2, Y2
+	VPSRLD    $0x10, Y2, Y2
+	VCMPPS    $0x03, Y4, Y4, Y3
+	VBLENDVPS Y3, avx2bfnanlow<>+0(SB), Y2, Y2
+	VPACKUSDW Y2, Y0, Y0
+	VPERMQ    $0xd8, Y0, Y0
+	VMOVDQU   Y0, 32(CX)(R8*2)
 	ADDQ      $0x00000020, R8
 	JMP       scaleloop
 
 scalepf:
 	MOVQ DI, R10
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows16
+	JA   longrows17
 	SHLQ $0x03, R10
 
-longrows16:
+longrows17:
 	ADDQ  SI, R10
 	TESTL $0x00000001, job_flags+0(AX)
 	JNZ   scalent
@@ -27404,55 +21484,91 @@ scalepfloop:
 	VPMOVZXWD  (SI)(R8*2), Y0
 	VPSLLD     $0x10, Y0, Y0
 	VMULPS     Y1, Y0, Y0
-	VMULPS     (BX)(R8*4), Y0, Y0
 	VPMOVZXWD  16(SI)(R8*2), Y2
 	VPSLLD     $0x10, Y2, Y2
 	VMULPS     Y1, Y2, Y2
-	VMULPS     32(BX)(R8*4), Y2, Y2
-	VPSRLD     $0x10, Y0, Y3
-	VPAND      avx2bfone<>+0(SB), Y3, Y3
-	VPADDD     avx2bfbias<>+0(SB), Y3, Y3
-	VPADDD     Y0, Y3, Y3
-	VPSRLD     $0x10, Y3, Y3
+	VPMOVZXWD  32(SI)(R8*2), Y3
+	VPSLLD     $0x10, Y3, Y3
+	VMULPS     Y1, Y3, Y3
+	VPMOVZXWD  48(SI)(R8*2), Y4
+	VPSLLD     $0x10, Y4, Y4
+	VMULPS     Y1, Y4, Y4
+	TESTL      $0x00000008, job_flags+0(AX)
+	JZ         notrn18
+	VPSRLD     $0x10, Y0, Y5
+	VPAND      avx2bfone<>+0(SB), Y5, Y5
+	VPADDD     avx2bfbias<>+0(SB), Y5, Y5
+	VPADDD     Y0, Y5, Y5
+	VPAND      avx2bfhigh<>+0(SB), Y5, Y5
 	VCMPPS     $0x03, Y0, Y0, Y0
-	VBLENDVPS  Y0, avx2bfnanlow<>+0(SB), Y3, Y3
-	VPSRLD     $0x10, Y2, Y0
-	VPAND      avx2bfone<>+0(SB), Y0, Y0
-	VPADDD     avx2bfbias<>+0(SB), Y0, Y0
-	VPADDD     Y2, Y0, Y0
-	VPSRLD     $0x10, Y0, Y0
+	VBLENDVPS  Y0, avx2bfnanhigh<>+0(SB), Y5, Y5
+	VMOVUPS    Y5, Y0
+	VPSRLD     $0x10, Y2, Y5
+	VPAND      avx2bfone<>+0(SB), Y5, Y5
+	VPADDD     avx2bfbias<>+0(SB), Y5, Y5
+	VPADDD     Y2, Y5, Y5
+	VPAND      avx2bfhigh<>+0(SB), Y5, Y5
 	VCMPPS     $0x03, Y2, Y2, Y2
-	VBLENDVPS  Y2, avx2bfnanlow<>+0(SB), Y0, Y0
-	VPACKUSDW  Y0, Y3, Y3
-	VPERMQ     $0xd8, Y3, Y3
-	VMOVDQU    Y3, (CX)(R8*2)
-	VPMOVZXWD  32(SI)(R8*2), Y0
-	VPSLLD     $0x10, Y0, Y0
-	VMULPS     Y1, Y0, Y0
-	VMULPS     64(BX)(R8*4), Y0, Y0
-	VPMOVZXWD  48(SI)(R8*2), Y2
-	VPSLLD     $0x10, Y2, Y2
-	VMULPS     Y1, Y2, Y2
-	VMULPS     96(BX)(R8*4), Y2, Y2
-	VPSRLD     $0x10, Y0, Y3
-	VPAND      avx2bfone<>+0(SB), Y3, Y3
-	VPADDD     avx2bfbias<>+0(SB), Y3, Y3
-	VPADDD     Y0, Y3, Y3
-	VPSRLD     $0x10, Y3, Y3
-	VCMPPS     $0x03, Y0, Y0, Y0
-	VBLENDVPS  Y0, avx2bfnanlow<>+0(SB), Y3, Y3
-	VPSRLD     $0x10, Y2, Y0
-	VPAND      avx2bfone<>+0(SB), Y0, Y0
-	VPADDD     avx2bfbias<>+0(SB), Y0, Y0
-	VPADDD     Y2, Y0, Y0
-	VPSRLD     $0x10, Y0, Y0
-	VCMPPS     $0x03, Y2, Y2, Y2
-	VBLENDVPS  Y2, avx2bfnanlow<>+0(SB), Y0, Y0
-	VPACKUSDW  Y0, Y3, Y3
-	VPERMQ     $0xd8, Y3, Y3
-	VMOVDQU    Y3, 32(CX)(R8*2)
-	ADDQ       $0x00000020, R8
-	JMP        scalepfloop
+	VBLENDVPS  Y2, avx2bfnanhigh<>+0(SB), Y5, Y5
+	VMOVUPS    Y5, Y2
+	VPSRLD     $0x10, Y3, Y5
+	VPAND      avx2bfone<>+0(SB), Y5, Y5
+	VPADDD     avx2bfbias<>+0(SB), Y5, Y5
+	VPADDD     Y3, Y5, Y5
+	VPAND      avx2bfhigh<>+0(SB), Y5, Y5
+	VCMPPS     $0x03, Y3, Y3, Y3
+	VBLENDVPS  Y3, avx2bfnanhigh<>+0(SB), Y5, Y5
+	VMOVUPS    Y5, Y3
+	VPSRLD     $0x10, Y4, Y5
+	VPAND      avx2bfone<>+0(SB), Y5, Y5
+	VPADDD     avx2bfbias<>+0(SB), Y5, Y5
+	VPADDD     Y4, Y5, Y5
+	VPAND      avx2bfhigh<>+0(SB), Y5, Y5
+	VCMPPS     $0x03, Y4, Y4, Y4
+	VBLENDVPS  Y4, avx2bfnanhigh<>+0(SB), Y5, Y5
+	VMOVUPS    Y5, Y4
+
+notrn18:
+	VMULPS    (BX)(R8*4), Y0, Y0
+	VMULPS    32(BX)(R8*4), Y2, Y2
+	VPSRLD    $0x10, Y0, Y5
+	VPAND     avx2bfone<>+0(SB), Y5, Y5
+	VPADDD    avx2bfbias<>+0(SB), Y5, Y5
+	VPADDD    Y0, Y5, Y5
+	VPSRLD    $0x10, Y5, Y5
+	VCMPPS    $0x03, Y0, Y0, Y0
+	VBLENDVPS Y0, avx2bfnanlow<>+0(SB), Y5, Y5
+	VPSRLD    $0x10, Y2, Y0
+	VPAND     avx2bfone<>+0(SB), Y0, Y0
+	VPADDD    avx2bfbias<>+0(SB), Y0, Y0
+	VPADDD    Y2, Y0, Y0
+	VPSRLD    $0x10, Y0, Y0
+	VCMPPS    $0x03, Y2, Y2, Y2
+	VBLENDVPS Y2, avx2bfnanlow<>+0(SB), Y0, Y0
+	VPACKUSDW Y0, Y5, Y5
+	VPERMQ    $0xd8, Y5, Y5
+	VMOVDQU   Y5, (CX)(R8*2)
+	VMULPS    64(BX)(R8*4), Y3, Y3
+	VMULPS    96(BX)(R8*4), Y4, Y4
+	VPSRLD    $0x10, Y3, Y0
+	VPAND     avx2bfone<>+0(SB), Y0, Y0
+	VPADDD    avx2bfbias<>+0(SB), Y0, Y0
+	VPADDD    Y3, Y0, Y0
+	VPSRLD    $0x10, Y0, Y0
+	VCMPPS    $0x03, Y3, Y3, Y2
+	VBLENDVPS Y2, avx2bfnanlow<>+0(SB), Y0, Y0
+	VPSRLD    $0x10, Y4, Y2
+	VPAND     avx2bfone<>+0(SB), Y2, Y2
+	VPADDD    avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD    Y4, Y2, Y2
+	VPSRLD    $0x10, Y2, Y2
+	VCMPPS    $0x03, Y4, Y4, Y3
+	VBLENDVPS Y3, avx2bfnanlow<>+0(SB), Y2, Y2
+	VPACKUSDW Y2, Y0, Y0
+	VPERMQ    $0xd8, Y0, Y0
+	VMOVDQU   Y0, 32(CX)(R8*2)
+	ADDQ      $0x00000020, R8
+	JMP       scalepfloop
 
 scalent:
 	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
@@ -27466,11 +21582,23 @@ scalent:
 	MOVQ job_d+0(AX), R11
 
 scalehead:
-	CMPQ         R11, $0x00000008
-	JB           scaleheadpart
-	VPMOVZXWD    (SI)(R8*2), Y0
-	VPSLLD       $0x10, Y0, Y0
-	VMULPS       Y1, Y0, Y0
+	CMPQ      R11, $0x00000008
+	JB        scaleheadpart
+	VPMOVZXWD (SI)(R8*2), Y0
+	VPSLLD    $0x10, Y0, Y0
+	VMULPS    Y1, Y0, Y0
+	TESTL     $0x00000008, job_flags+0(AX)
+	JZ        notrn19
+	VPSRLD    $0x10, Y0, Y2
+	VPAND     avx2bfone<>+0(SB), Y2, Y2
+	VPADDD    avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD    Y0, Y2, Y2
+	VPAND     avx2bfhigh<>+0(SB), Y2, Y2
+	VCMPPS    $0x03, Y0, Y0, Y0
+	VBLENDVPS Y0, avx2bfnanhigh<>+0(SB), Y2, Y2
+	VMOVUPS   Y2, Y0
+
+notrn19:
 	VMULPS       (BX)(R8*4), Y0, Y0
 	VPSRLD       $0x10, Y0, Y2
 	VPAND        avx2bfone<>+0(SB), Y2, Y2
@@ -27493,55 +21621,67 @@ scaleheadpart:
 	XORQ R14, R14
 	SUBQ $0x00000010, R15
 
-copyvec17:
+copyvec20:
 	CMPQ    R14, R15
-	JG      copyone18
+	JG      copyone21
 	VMOVUPS (R12)(R14*2), Y0
 	VMOVUPS Y0, (R13)(R14*2)
 	ADDQ    $0x00000010, R14
-	JMP     copyvec17
+	JMP     copyvec20
 
-copyone18:
+copyone21:
 	ADDQ $0x00000010, R15
 
-copyloop20:
+copyloop23:
 	CMPQ R14, R15
-	JGE  copied19
+	JGE  copied22
 	MOVW (R12)(R14*2), BP
 	MOVW BP, (R13)(R14*2)
 	INCQ R14
-	JMP  copyloop20
+	JMP  copyloop23
 
-copied19:
+copied22:
 	LEAQ (BX)(R8*4), R12
 	LEAQ 160(SP), R13
 	MOVQ R11, R15
 	XORQ R14, R14
 	SUBQ $0x00000008, R15
 
-copyvec21:
+copyvec24:
 	CMPQ    R14, R15
-	JG      copyone22
+	JG      copyone25
 	VMOVUPS (R12)(R14*4), Y0
 	VMOVUPS Y0, (R13)(R14*4)
 	ADDQ    $0x00000008, R14
-	JMP     copyvec21
+	JMP     copyvec24
 
-copyone22:
+copyone25:
 	ADDQ $0x00000008, R15
 
-copyloop24:
+copyloop27:
 	CMPQ R14, R15
-	JGE  copied23
+	JGE  copied26
 	MOVL (R12)(R14*4), BP
 	MOVL BP, (R13)(R14*4)
 	INCQ R14
-	JMP  copyloop24
+	JMP  copyloop27
 
-copied23:
-	VPMOVZXWD    128(SP), Y0
-	VPSLLD       $0x10, Y0, Y0
-	VMULPS       Y0, Y1, Y0
+copied26:
+	VPMOVZXWD 128(SP), Y0
+	VPSLLD    $0x10, Y0, Y0
+	VMULPS    Y0, Y1, Y0
+	TESTL     $0x00000008, job_flags+0(AX)
+	JZ        notrn28
+	VPSRLD    $0x10, Y0, Y2
+	VPAND     avx2bfone<>+0(SB), Y2, Y2
+	VPADDD    avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD    Y0, Y2, Y2
+	VPAND     avx2bfhigh<>+0(SB), Y2, Y2
+	VCMPPS    $0x03, Y0, Y0, Y0
+	VBLENDVPS Y0, avx2bfnanhigh<>+0(SB), Y2, Y2
+	VMOVUPS   Y2, Y0
+
+notrn28:
 	VMULPS       160(SP), Y0, Y0
 	VPSRLD       $0x10, Y0, Y2
 	VPAND        avx2bfone<>+0(SB), Y2, Y2
@@ -27559,26 +21699,26 @@ copied23:
 	XORQ         R14, R14
 	SUBQ         $0x00000010, R15
 
-copyvec25:
+copyvec29:
 	CMPQ    R14, R15
-	JG      copyone26
+	JG      copyone30
 	VMOVUPS (R13)(R14*2), Y0
 	VMOVUPS Y0, (R12)(R14*2)
 	ADDQ    $0x00000010, R14
-	JMP     copyvec25
+	JMP     copyvec29
 
-copyone26:
+copyone30:
 	ADDQ $0x00000010, R15
 
-copyloop28:
+copyloop32:
 	CMPQ R14, R15
-	JGE  copied27
+	JGE  copied31
 	MOVW (R13)(R14*2), BP
 	MOVW BP, (R12)(R14*2)
 	INCQ R14
-	JMP  copyloop28
+	JMP  copyloop32
 
-copied27:
+copied31:
 	ADDQ R11, R8
 
 scalentloop:
@@ -27588,65 +21728,113 @@ scalentloop:
 	VPMOVZXWD  (SI)(R8*2), Y0
 	VPSLLD     $0x10, Y0, Y0
 	VMULPS     Y1, Y0, Y0
-	VMULPS     (BX)(R8*4), Y0, Y0
 	VPMOVZXWD  16(SI)(R8*2), Y2
 	VPSLLD     $0x10, Y2, Y2
 	VMULPS     Y1, Y2, Y2
-	VMULPS     32(BX)(R8*4), Y2, Y2
-	VPSRLD     $0x10, Y0, Y3
-	VPAND      avx2bfone<>+0(SB), Y3, Y3
-	VPADDD     avx2bfbias<>+0(SB), Y3, Y3
-	VPADDD     Y0, Y3, Y3
-	VPSRLD     $0x10, Y3, Y3
+	VPMOVZXWD  32(SI)(R8*2), Y3
+	VPSLLD     $0x10, Y3, Y3
+	VMULPS     Y1, Y3, Y3
+	VPMOVZXWD  48(SI)(R8*2), Y4
+	VPSLLD     $0x10, Y4, Y4
+	VMULPS     Y1, Y4, Y4
+	TESTL      $0x00000008, job_flags+0(AX)
+	JZ         notrn33
+	VPSRLD     $0x10, Y0, Y5
+	VPAND      avx2bfone<>+0(SB), Y5, Y5
+	VPADDD     avx2bfbias<>+0(SB), Y5, Y5
+	VPADDD     Y0, Y5, Y5
+	VPAND      avx2bfhigh<>+0(SB), Y5, Y5
 	VCMPPS     $0x03, Y0, Y0, Y0
-	VBLENDVPS  Y0, avx2bfnanlow<>+0(SB), Y3, Y3
-	VPSRLD     $0x10, Y2, Y0
-	VPAND      avx2bfone<>+0(SB), Y0, Y0
-	VPADDD     avx2bfbias<>+0(SB), Y0, Y0
-	VPADDD     Y2, Y0, Y0
-	VPSRLD     $0x10, Y0, Y0
+	VBLENDVPS  Y0, avx2bfnanhigh<>+0(SB), Y5, Y5
+	VMOVUPS    Y5, Y0
+	VPSRLD     $0x10, Y2, Y5
+	VPAND      avx2bfone<>+0(SB), Y5, Y5
+	VPADDD     avx2bfbias<>+0(SB), Y5, Y5
+	VPADDD     Y2, Y5, Y5
+	VPAND      avx2bfhigh<>+0(SB), Y5, Y5
 	VCMPPS     $0x03, Y2, Y2, Y2
-	VBLENDVPS  Y2, avx2bfnanlow<>+0(SB), Y0, Y0
-	VPACKUSDW  Y0, Y3, Y3
-	VPERMQ     $0xd8, Y3, Y3
-	VMOVNTDQ   Y3, (CX)(R8*2)
-	VPMOVZXWD  32(SI)(R8*2), Y0
-	VPSLLD     $0x10, Y0, Y0
-	VMULPS     Y1, Y0, Y0
-	VMULPS     64(BX)(R8*4), Y0, Y0
-	VPMOVZXWD  48(SI)(R8*2), Y2
-	VPSLLD     $0x10, Y2, Y2
-	VMULPS     Y1, Y2, Y2
-	VMULPS     96(BX)(R8*4), Y2, Y2
-	VPSRLD     $0x10, Y0, Y3
-	VPAND      avx2bfone<>+0(SB), Y3, Y3
-	VPADDD     avx2bfbias<>+0(SB), Y3, Y3
-	VPADDD     Y0, Y3, Y3
-	VPSRLD     $0x10, Y3, Y3
-	VCMPPS     $0x03, Y0, Y0, Y0
-	VBLENDVPS  Y0, avx2bfnanlow<>+0(SB), Y3, Y3
-	VPSRLD     $0x10, Y2, Y0
-	VPAND      avx2bfone<>+0(SB), Y0, Y0
-	VPADDD     avx2bfbias<>+0(SB), Y0, Y0
-	VPADDD     Y2, Y0, Y0
-	VPSRLD     $0x10, Y0, Y0
-	VCMPPS     $0x03, Y2, Y2, Y2
-	VBLENDVPS  Y2, avx2bfnanlow<>+0(SB), Y0, Y0
-	VPACKUSDW  Y0, Y3, Y3
-	VPERMQ     $0xd8, Y3, Y3
-	VMOVNTDQ   Y3, 32(CX)(R8*2)
-	ADDQ       $0x00000020, R8
-	JMP        scalentloop
+	VBLENDVPS  Y2, avx2bfnanhigh<>+0(SB), Y5, Y5
+	VMOVUPS    Y5, Y2
+	VPSRLD     $0x10, Y3, Y5
+	VPAND      avx2bfone<>+0(SB), Y5, Y5
+	VPADDD     avx2bfbias<>+0(SB), Y5, Y5
+	VPADDD     Y3, Y5, Y5
+	VPAND      avx2bfhigh<>+0(SB), Y5, Y5
+	VCMPPS     $0x03, Y3, Y3, Y3
+	VBLENDVPS  Y3, avx2bfnanhigh<>+0(SB), Y5, Y5
+	VMOVUPS    Y5, Y3
+	VPSRLD     $0x10, Y4, Y5
+	VPAND      avx2bfone<>+0(SB), Y5, Y5
+	VPADDD     avx2bfbias<>+0(SB), Y5, Y5
+	VPADDD     Y4, Y5, Y5
+	VPAND      avx2bfhigh<>+0(SB), Y5, Y5
+	VCMPPS     $0x03, Y4, Y4, Y4
+	VBLENDVPS  Y4, avx2bfnanhigh<>+0(SB), Y5, Y5
+	VMOVUPS    Y5, Y4
+
+notrn33:
+	VMULPS    (BX)(R8*4), Y0, Y0
+	VMULPS    32(BX)(R8*4), Y2, Y2
+	VPSRLD    $0x10, Y0, Y5
+	VPAND     avx2bfone<>+0(SB), Y5, Y5
+	VPADDD    avx2bfbias<>+0(SB), Y5, Y5
+	VPADDD    Y0, Y5, Y5
+	VPSRLD    $0x10, Y5, Y5
+	VCMPPS    $0x03, Y0, Y0, Y0
+	VBLENDVPS Y0, avx2bfnanlow<>+0(SB), Y5, Y5
+	VPSRLD    $0x10, Y2, Y0
+	VPAND     avx2bfone<>+0(SB), Y0, Y0
+	VPADDD    avx2bfbias<>+0(SB), Y0, Y0
+	VPADDD    Y2, Y0, Y0
+	VPSRLD    $0x10, Y0, Y0
+	VCMPPS    $0x03, Y2, Y2, Y2
+	VBLENDVPS Y2, avx2bfnanlow<>+0(SB), Y0, Y0
+	VPACKUSDW Y0, Y5, Y5
+	VPERMQ    $0xd8, Y5, Y5
+	VMOVNTDQ  Y5, (CX)(R8*2)
+	VMULPS    64(BX)(R8*4), Y3, Y3
+	VMULPS    96(BX)(R8*4), Y4, Y4
+	VPSRLD    $0x10, Y3, Y0
+	VPAND     avx2bfone<>+0(SB), Y0, Y0
+	VPADDD    avx2bfbias<>+0(SB), Y0, Y0
+	VPADDD    Y3, Y0, Y0
+	VPSRLD    $0x10, Y0, Y0
+	VCMPPS    $0x03, Y3, Y3, Y2
+	VBLENDVPS Y2, avx2bfnanlow<>+0(SB), Y0, Y0
+	VPSRLD    $0x10, Y4, Y2
+	VPAND     avx2bfone<>+0(SB), Y2, Y2
+	VPADDD    avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD    Y4, Y2, Y2
+	VPSRLD    $0x10, Y2, Y2
+	VCMPPS    $0x03, Y4, Y4, Y3
+	VBLENDVPS Y3, avx2bfnanlow<>+0(SB), Y2, Y2
+	VPACKUSDW Y2, Y0, Y0
+	VPERMQ    $0xd8, Y0, Y0
+	VMOVNTDQ  Y0, 32(CX)(R8*2)
+	ADDQ      $0x00000020, R8
+	JMP       scalentloop
 
 scaletail:
 	ADDQ $0x00000018, R9
 
 scaleone:
-	CMPQ         R8, R9
-	JG           scalepart
-	VPMOVZXWD    (SI)(R8*2), Y0
-	VPSLLD       $0x10, Y0, Y0
-	VMULPS       Y1, Y0, Y0
+	CMPQ      R8, R9
+	JG        scalepart
+	VPMOVZXWD (SI)(R8*2), Y0
+	VPSLLD    $0x10, Y0, Y0
+	VMULPS    Y1, Y0, Y0
+	TESTL     $0x00000008, job_flags+0(AX)
+	JZ        notrn34
+	VPSRLD    $0x10, Y0, Y2
+	VPAND     avx2bfone<>+0(SB), Y2, Y2
+	VPADDD    avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD    Y0, Y2, Y2
+	VPAND     avx2bfhigh<>+0(SB), Y2, Y2
+	VCMPPS    $0x03, Y0, Y0, Y0
+	VBLENDVPS Y0, avx2bfnanhigh<>+0(SB), Y2, Y2
+	VMOVUPS   Y2, Y0
+
+notrn34:
 	VMULPS       (BX)(R8*4), Y0, Y0
 	VPSRLD       $0x10, Y0, Y2
 	VPAND        avx2bfone<>+0(SB), Y2, Y2
@@ -27671,55 +21859,67 @@ scalepart:
 	XORQ R12, R12
 	SUBQ $0x00000010, R13
 
-copyvec29:
+copyvec35:
 	CMPQ    R12, R13
-	JG      copyone30
+	JG      copyone36
 	VMOVUPS (R9)(R12*2), Y0
 	VMOVUPS Y0, (R10)(R12*2)
 	ADDQ    $0x00000010, R12
-	JMP     copyvec29
+	JMP     copyvec35
 
-copyone30:
+copyone36:
 	ADDQ $0x00000010, R13
 
-copyloop32:
+copyloop38:
 	CMPQ R12, R13
-	JGE  copied31
+	JGE  copied37
 	MOVW (R9)(R12*2), R14
 	MOVW R14, (R10)(R12*2)
 	INCQ R12
-	JMP  copyloop32
+	JMP  copyloop38
 
-copied31:
+copied37:
 	LEAQ (BX)(R8*4), R9
 	LEAQ 160(SP), R10
 	MOVQ R11, R13
 	XORQ R12, R12
 	SUBQ $0x00000008, R13
 
-copyvec33:
+copyvec39:
 	CMPQ    R12, R13
-	JG      copyone34
+	JG      copyone40
 	VMOVUPS (R9)(R12*4), Y0
 	VMOVUPS Y0, (R10)(R12*4)
 	ADDQ    $0x00000008, R12
-	JMP     copyvec33
+	JMP     copyvec39
 
-copyone34:
+copyone40:
 	ADDQ $0x00000008, R13
 
-copyloop36:
+copyloop42:
 	CMPQ R12, R13
-	JGE  copied35
+	JGE  copied41
 	MOVL (R9)(R12*4), R14
 	MOVL R14, (R10)(R12*4)
 	INCQ R12
-	JMP  copyloop36
+	JMP  copyloop42
 
-copied35:
-	VPMOVZXWD    128(SP), Y0
-	VPSLLD       $0x10, Y0, Y0
-	VMULPS       Y0, Y1, Y0
+copied41:
+	VPMOVZXWD 128(SP), Y0
+	VPSLLD    $0x10, Y0, Y0
+	VMULPS    Y0, Y1, Y0
+	TESTL     $0x00000008, job_flags+0(AX)
+	JZ        notrn43
+	VPSRLD    $0x10, Y0, Y1
+	VPAND     avx2bfone<>+0(SB), Y1, Y1
+	VPADDD    avx2bfbias<>+0(SB), Y1, Y1
+	VPADDD    Y0, Y1, Y1
+	VPAND     avx2bfhigh<>+0(SB), Y1, Y1
+	VCMPPS    $0x03, Y0, Y0, Y0
+	VBLENDVPS Y0, avx2bfnanhigh<>+0(SB), Y1, Y1
+	VMOVUPS   Y1, Y0
+
+notrn43:
 	VMULPS       160(SP), Y0, Y0
 	VPSRLD       $0x10, Y0, Y1
 	VPAND        avx2bfone<>+0(SB), Y1, Y1
@@ -27736,1409 +21936,26 @@ copied35:
 	XORQ         R8, R8
 	SUBQ         $0x00000010, R11
 
-copyvec37:
+copyvec44:
 	CMPQ    R8, R11
-	JG      copyone38
+	JG      copyone45
 	VMOVUPS (R10)(R8*2), Y0
 	VMOVUPS Y0, (R9)(R8*2)
 	ADDQ    $0x00000010, R8
-	JMP     copyvec37
+	JMP     copyvec44
 
-copyone38:
+copyone45:
 	ADDQ $0x00000010, R11
 
-copyloop40:
+copyloop47:
 	CMPQ R8, R11
-	JGE  copied39
+	JGE  copied46
 	MOVW (R10)(R8*2), R12
 	MOVW R12, (R9)(R8*2)
 	INCQ R8
-	JMP  copyloop40
+	JMP  copyloop47
 
-copied39:
-scaled:
-	ADDQ DI, DX
-	ADDQ DI, CX
-	ADDQ DI, SI
-	INCQ 400(SP)
-	MOVQ 424(SP), R8
-	INCQ R8
-	MOVQ R8, 424(SP)
-	CMPQ R8, 416(SP)
-	JB   scalerow
-	JMP  row
-
-ret:
-	TESTL $0x00000001, job_flags+0(AX)
-	JZ    vzero
-	SFENCE
-
-vzero:
-	VZEROUPPER
-	MOVQ 400(SP), AX
-	MOVQ AX, ret+24(FP)
-	RET
-
-// func avx2BF16AddWeightedRN(j uintptr, from int, to int) int
-// Requires: AVX, AVX2, MMX+
-TEXT ·avx2BF16AddWeightedRN(SB), NOSPLIT, $456-32
-	// avx2BF16AddWeightedRN normalizes rows [from, to) of the job: BF16 rows: h = round16(x + res) and res = h per element, then y = round16(round16(h*inv)*w), for each row.
-	// It stops before the first row that needs the float64 path and returns that row's index, or to.
-	MOVQ j+0(FP), AX
-	MOVQ job_dst+0(AX), CX
-	MOVQ job_x+0(AX), DX
-	MOVQ job_w+0(AX), BX
-	MOVQ job_res+0(AX), SI
-	MOVQ job_stride+0(AX), DI
-	SHLQ $0x01, DI
-
-	// fd = float32(d); rd = 1/d when d is a power of two (a/d is then a*rd exactly), else 0.
-	MOVQ       job_d+0(AX), R8
-	VMOVSS     one<>+0(SB), X0
-	VCVTSI2SSQ R8, X0, X0
-	VMOVSS     X0, 448(SP)
-	XORL       R10, R10
-	LEAQ       -1(R8), R9
-	TESTQ      R8, R9
-	JNZ        notpow2
-	BSFQ       R8, R9
-	MOVL       $0x0000007f, R10
-	SUBL       R9, R10
-	SHLL       $0x17, R10
-
-notpow2:
-	MOVL R10, 452(SP)
-
-	// Start at row from.
-	MOVQ  from+8(FP), R8
-	MOVQ  R8, 400(SP)
-	MOVQ  $0x00000000, 408(SP)
-	IMULQ DI, R8
-	ADDQ  R8, CX
-	ADDQ  R8, DX
-	ADDQ  R8, SI
-
-row:
-	MOVQ 400(SP), R8
-	CMPQ R8, to+16(FP)
-	JAE  ret
-	MOVQ $0x00000001, 416(SP)
-	MOVQ DX, R8
-	MOVQ SI, R9
-	XORQ R10, R10
-
-	// Sum of squares: element i goes to partial i%64.
-	MOVQ   job_d+0(AX), R11
-	SUBQ   $0x00000040, R11
-	JGE    firstblock
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
-	VXORPS Y4, Y4, Y4
-	VXORPS Y5, Y5, Y5
-	VXORPS Y6, Y6, Y6
-	VXORPS Y7, Y7, Y7
-	XORQ   R10, R10
-	JMP    sumtail
-
-firstblock:
-	// +0 + square is the square itself: the first block initializes the partials.
-	XORQ         R10, R10
-	VPMOVZXWD    (R8)(R10*2), Y0
-	VPSLLD       $0x10, Y0, Y0
-	VPMOVZXWD    (R9)(R10*2), Y1
-	VPSLLD       $0x10, Y1, Y1
-	VADDPS       Y1, Y0, Y0
-	VPSRLD       $0x10, Y0, Y1
-	VPAND        avx2bfone<>+0(SB), Y1, Y1
-	VPADDD       avx2bfbias<>+0(SB), Y1, Y1
-	VPADDD       Y0, Y1, Y1
-	VPAND        avx2bfhigh<>+0(SB), Y1, Y1
-	VCMPPS       $0x03, Y0, Y0, Y0
-	VBLENDVPS    Y0, avx2bfnanhigh<>+0(SB), Y1, Y1
-	VPSRLD       $0x10, Y1, Y0
-	VEXTRACTI128 $0x01, Y0, X2
-	VPACKUSDW    X2, X0, X2
-	VMOVDQU      X2, (R9)(R10*2)
-	VMULPS       Y1, Y1, Y0
-	VPMOVZXWD    16(R8)(R10*2), Y1
-	VPSLLD       $0x10, Y1, Y1
-	VPMOVZXWD    16(R9)(R10*2), Y2
-	VPSLLD       $0x10, Y2, Y2
-	VADDPS       Y2, Y1, Y1
-	VPSRLD       $0x10, Y1, Y2
-	VPAND        avx2bfone<>+0(SB), Y2, Y2
-	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD       Y1, Y2, Y2
-	VPAND        avx2bfhigh<>+0(SB), Y2, Y2
-	VCMPPS       $0x03, Y1, Y1, Y1
-	VBLENDVPS    Y1, avx2bfnanhigh<>+0(SB), Y2, Y2
-	VPSRLD       $0x10, Y2, Y1
-	VEXTRACTI128 $0x01, Y1, X3
-	VPACKUSDW    X3, X1, X3
-	VMOVDQU      X3, 16(R9)(R10*2)
-	VMULPS       Y2, Y2, Y1
-	VPMOVZXWD    32(R8)(R10*2), Y2
-	VPSLLD       $0x10, Y2, Y2
-	VPMOVZXWD    32(R9)(R10*2), Y3
-	VPSLLD       $0x10, Y3, Y3
-	VADDPS       Y3, Y2, Y2
-	VPSRLD       $0x10, Y2, Y3
-	VPAND        avx2bfone<>+0(SB), Y3, Y3
-	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
-	VPADDD       Y2, Y3, Y3
-	VPAND        avx2bfhigh<>+0(SB), Y3, Y3
-	VCMPPS       $0x03, Y2, Y2, Y2
-	VBLENDVPS    Y2, avx2bfnanhigh<>+0(SB), Y3, Y3
-	VPSRLD       $0x10, Y3, Y2
-	VEXTRACTI128 $0x01, Y2, X4
-	VPACKUSDW    X4, X2, X4
-	VMOVDQU      X4, 32(R9)(R10*2)
-	VMULPS       Y3, Y3, Y2
-	VPMOVZXWD    48(R8)(R10*2), Y3
-	VPSLLD       $0x10, Y3, Y3
-	VPMOVZXWD    48(R9)(R10*2), Y4
-	VPSLLD       $0x10, Y4, Y4
-	VADDPS       Y4, Y3, Y3
-	VPSRLD       $0x10, Y3, Y4
-	VPAND        avx2bfone<>+0(SB), Y4, Y4
-	VPADDD       avx2bfbias<>+0(SB), Y4, Y4
-	VPADDD       Y3, Y4, Y4
-	VPAND        avx2bfhigh<>+0(SB), Y4, Y4
-	VCMPPS       $0x03, Y3, Y3, Y3
-	VBLENDVPS    Y3, avx2bfnanhigh<>+0(SB), Y4, Y4
-	VPSRLD       $0x10, Y4, Y3
-	VEXTRACTI128 $0x01, Y3, X5
-	VPACKUSDW    X5, X3, X5
-	VMOVDQU      X5, 48(R9)(R10*2)
-	VMULPS       Y4, Y4, Y3
-	VPMOVZXWD    64(R8)(R10*2), Y4
-	VPSLLD       $0x10, Y4, Y4
-	VPMOVZXWD    64(R9)(R10*2), Y5
-	VPSLLD       $0x10, Y5, Y5
-	VADDPS       Y5, Y4, Y4
-	VPSRLD       $0x10, Y4, Y5
-	VPAND        avx2bfone<>+0(SB), Y5, Y5
-	VPADDD       avx2bfbias<>+0(SB), Y5, Y5
-	VPADDD       Y4, Y5, Y5
-	VPAND        avx2bfhigh<>+0(SB), Y5, Y5
-	VCMPPS       $0x03, Y4, Y4, Y4
-	VBLENDVPS    Y4, avx2bfnanhigh<>+0(SB), Y5, Y5
-	VPSRLD       $0x10, Y5, Y4
-	VEXTRACTI128 $0x01, Y4, X6
-	VPACKUSDW    X6, X4, X6
-	VMOVDQU      X6, 64(R9)(R10*2)
-	VMULPS       Y5, Y5, Y4
-	VPMOVZXWD    80(R8)(R10*2), Y5
-	VPSLLD       $0x10, Y5, Y5
-	VPMOVZXWD    80(R9)(R10*2), Y6
-	VPSLLD       $0x10, Y6, Y6
-	VADDPS       Y6, Y5, Y5
-	VPSRLD       $0x10, Y5, Y6
-	VPAND        avx2bfone<>+0(SB), Y6, Y6
-	VPADDD       avx2bfbias<>+0(SB), Y6, Y6
-	VPADDD       Y5, Y6, Y6
-	VPAND        avx2bfhigh<>+0(SB), Y6, Y6
-	VCMPPS       $0x03, Y5, Y5, Y5
-	VBLENDVPS    Y5, avx2bfnanhigh<>+0(SB), Y6, Y6
-	VPSRLD       $0x10, Y6, Y5
-	VEXTRACTI128 $0x01, Y5, X7
-	VPACKUSDW    X7, X5, X7
-	VMOVDQU      X7, 80(R9)(R10*2)
-	VMULPS       Y6, Y6, Y5
-	VPMOVZXWD    96(R8)(R10*2), Y6
-	VPSLLD       $0x10, Y6, Y6
-	VPMOVZXWD    96(R9)(R10*2), Y7
-	VPSLLD       $0x10, Y7, Y7
-	VADDPS       Y7, Y6, Y6
-	VPSRLD       $0x10, Y6, Y7
-	VPAND        avx2bfone<>+0(SB), Y7, Y7
-	VPADDD       avx2bfbias<>+0(SB), Y7, Y7
-	VPADDD       Y6, Y7, Y7
-	VPAND        avx2bfhigh<>+0(SB), Y7, Y7
-	VCMPPS       $0x03, Y6, Y6, Y6
-	VBLENDVPS    Y6, avx2bfnanhigh<>+0(SB), Y7, Y7
-	VPSRLD       $0x10, Y7, Y6
-	VEXTRACTI128 $0x01, Y6, X8
-	VPACKUSDW    X8, X6, X8
-	VMOVDQU      X8, 96(R9)(R10*2)
-	VMULPS       Y7, Y7, Y6
-	VPMOVZXWD    112(R8)(R10*2), Y7
-	VPSLLD       $0x10, Y7, Y7
-	VPMOVZXWD    112(R9)(R10*2), Y8
-	VPSLLD       $0x10, Y8, Y8
-	VADDPS       Y8, Y7, Y7
-	VPSRLD       $0x10, Y7, Y8
-	VPAND        avx2bfone<>+0(SB), Y8, Y8
-	VPADDD       avx2bfbias<>+0(SB), Y8, Y8
-	VPADDD       Y7, Y8, Y8
-	VPAND        avx2bfhigh<>+0(SB), Y8, Y8
-	VCMPPS       $0x03, Y7, Y7, Y7
-	VBLENDVPS    Y7, avx2bfnanhigh<>+0(SB), Y8, Y8
-	VPSRLD       $0x10, Y8, Y7
-	VEXTRACTI128 $0x01, Y7, X9
-	VPACKUSDW    X9, X7, X9
-	VMOVDQU      X9, 112(R9)(R10*2)
-	VMULPS       Y8, Y8, Y7
-	MOVQ         $0x00000040, R10
-	TESTL        $0x00000002, job_flags+0(AX)
-	JNZ          sumpf
-
-sumloop:
-	CMPQ         R10, R11
-	JG           sumtail
-	VPMOVZXWD    (R8)(R10*2), Y8
-	VPSLLD       $0x10, Y8, Y8
-	VPMOVZXWD    (R9)(R10*2), Y9
-	VPSLLD       $0x10, Y9, Y9
-	VADDPS       Y9, Y8, Y8
-	VPSRLD       $0x10, Y8, Y9
-	VPAND        avx2bfone<>+0(SB), Y9, Y9
-	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
-	VPADDD       Y8, Y9, Y9
-	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
-	VCMPPS       $0x03, Y8, Y8, Y8
-	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
-	VPSRLD       $0x10, Y9, Y8
-	VEXTRACTI128 $0x01, Y8, X10
-	VPACKUSDW    X10, X8, X10
-	VMOVDQU      X10, (R9)(R10*2)
-	VMULPS       Y9, Y9, Y9
-	VADDPS       Y9, Y0, Y0
-	VPMOVZXWD    16(R8)(R10*2), Y8
-	VPSLLD       $0x10, Y8, Y8
-	VPMOVZXWD    16(R9)(R10*2), Y9
-	VPSLLD       $0x10, Y9, Y9
-	VADDPS       Y9, Y8, Y8
-	VPSRLD       $0x10, Y8, Y9
-	VPAND        avx2bfone<>+0(SB), Y9, Y9
-	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
-	VPADDD       Y8, Y9, Y9
-	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
-	VCMPPS       $0x03, Y8, Y8, Y8
-	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
-	VPSRLD       $0x10, Y9, Y8
-	VEXTRACTI128 $0x01, Y8, X10
-	VPACKUSDW    X10, X8, X10
-	VMOVDQU      X10, 16(R9)(R10*2)
-	VMULPS       Y9, Y9, Y9
-	VADDPS       Y9, Y1, Y1
-	VPMOVZXWD    32(R8)(R10*2), Y8
-	VPSLLD       $0x10, Y8, Y8
-	VPMOVZXWD    32(R9)(R10*2), Y9
-	VPSLLD       $0x10, Y9, Y9
-	VADDPS       Y9, Y8, Y8
-	VPSRLD       $0x10, Y8, Y9
-	VPAND        avx2bfone<>+0(SB), Y9, Y9
-	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
-	VPADDD       Y8, Y9, Y9
-	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
-	VCMPPS       $0x03, Y8, Y8, Y8
-	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
-	VPSRLD       $0x10, Y9, Y8
-	VEXTRACTI128 $0x01, Y8, X10
-	VPACKUSDW    X10, X8, X10
-	VMOVDQU      X10, 32(R9)(R10*2)
-	VMULPS       Y9, Y9, Y9
-	VADDPS       Y9, Y2, Y2
-	VPMOVZXWD    48(R8)(R10*2), Y8
-	VPSLLD       $0x10, Y8, Y8
-	VPMOVZXWD    48(R9)(R10*2), Y9
-	VPSLLD       $0x10, Y9, Y9
-	VADDPS       Y9, Y8, Y8
-	VPSRLD       $0x10, Y8, Y9
-	VPAND        avx2bfone<>+0(SB), Y9, Y9
-	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
-	VPADDD       Y8, Y9, Y9
-	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
-	VCMPPS       $0x03, Y8, Y8, Y8
-	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
-	VPSRLD       $0x10, Y9, Y8
-	VEXTRACTI128 $0x01, Y8, X10
-	VPACKUSDW    X10, X8, X10
-	VMOVDQU      X10, 48(R9)(R10*2)
-	VMULPS       Y9, Y9, Y9
-	VADDPS       Y9, Y3, Y3
-	VPMOVZXWD    64(R8)(R10*2), Y8
-	VPSLLD       $0x10, Y8, Y8
-	VPMOVZXWD    64(R9)(R10*2), Y9
-	VPSLLD       $0x10, Y9, Y9
-	VADDPS       Y9, Y8, Y8
-	VPSRLD       $0x10, Y8, Y9
-	VPAND        avx2bfone<>+0(SB), Y9, Y9
-	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
-	VPADDD       Y8, Y9, Y9
-	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
-	VCMPPS       $0x03, Y8, Y8, Y8
-	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
-	VPSRLD       $0x10, Y9, Y8
-	VEXTRACTI128 $0x01, Y8, X10
-	VPACKUSDW    X10, X8, X10
-	VMOVDQU      X10, 64(R9)(R10*2)
-	VMULPS       Y9, Y9, Y9
-	VADDPS       Y9, Y4, Y4
-	VPMOVZXWD    80(R8)(R10*2), Y8
-	VPSLLD       $0x10, Y8, Y8
-	VPMOVZXWD    80(R9)(R10*2), Y9
-	VPSLLD       $0x10, Y9, Y9
-	VADDPS       Y9, Y8, Y8
-	VPSRLD       $0x10, Y8, Y9
-	VPAND        avx2bfone<>+0(SB), Y9, Y9
-	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
-	VPADDD       Y8, Y9, Y9
-	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
-	VCMPPS       $0x03, Y8, Y8, Y8
-	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
-	VPSRLD       $0x10, Y9, Y8
-	VEXTRACTI128 $0x01, Y8, X10
-	VPACKUSDW    X10, X8, X10
-	VMOVDQU      X10, 80(R9)(R10*2)
-	VMULPS       Y9, Y9, Y9
-	VADDPS       Y9, Y5, Y5
-	VPMOVZXWD    96(R8)(R10*2), Y8
-	VPSLLD       $0x10, Y8, Y8
-	VPMOVZXWD    96(R9)(R10*2), Y9
-	VPSLLD       $0x10, Y9, Y9
-	VADDPS       Y9, Y8, Y8
-	VPSRLD       $0x10, Y8, Y9
-	VPAND        avx2bfone<>+0(SB), Y9, Y9
-	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
-	VPADDD       Y8, Y9, Y9
-	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
-	VCMPPS       $0x03, Y8, Y8, Y8
-	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
-	VPSRLD       $0x10, Y9, Y8
-	VEXTRACTI128 $0x01, Y8, X10
-	VPACKUSDW    X10, X8, X10
-	VMOVDQU      X10, 96(R9)(R10*2)
-	VMULPS       Y9, Y9, Y9
-	VADDPS       Y9, Y6, Y6
-	VPMOVZXWD    112(R8)(R10*2), Y8
-	VPSLLD       $0x10, Y8, Y8
-	VPMOVZXWD    112(R9)(R10*2), Y9
-	VPSLLD       $0x10, Y9, Y9
-	VADDPS       Y9, Y8, Y8
-	VPSRLD       $0x10, Y8, Y9
-	VPAND        avx2bfone<>+0(SB), Y9, Y9
-	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
-	VPADDD       Y8, Y9, Y9
-	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
-	VCMPPS       $0x03, Y8, Y8, Y8
-	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
-	VPSRLD       $0x10, Y9, Y8
-	VEXTRACTI128 $0x01, Y8, X10
-	VPACKUSDW    X10, X8, X10
-	VMOVDQU      X10, 112(R9)(R10*2)
-	VMULPS       Y9, Y9, Y9
-	VADDPS       Y9, Y7, Y7
-	ADDQ         $0x00000040, R10
-	JMP          sumloop
-
-	// The same, prefetching the rows ahead.
-sumpf:
-	MOVQ DI, R12
-	SHLQ $0x01, R12
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows1
-	SHLQ $0x03, R12
-
-longrows1:
-	ADDQ R8, R12
-
-sumpfloop:
-	CMPQ         R10, R11
-	JG           sumtail
-	PREFETCHT0   (R12)(R10*2)
-	PREFETCHT0   64(R12)(R10*2)
-	VPMOVZXWD    (R8)(R10*2), Y8
-	VPSLLD       $0x10, Y8, Y8
-	VPMOVZXWD    (R9)(R10*2), Y9
-	VPSLLD       $0x10, Y9, Y9
-	VADDPS       Y9, Y8, Y8
-	VPSRLD       $0x10, Y8, Y9
-	VPAND        avx2bfone<>+0(SB), Y9, Y9
-	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
-	VPADDD       Y8, Y9, Y9
-	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
-	VCMPPS       $0x03, Y8, Y8, Y8
-	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
-	VPSRLD       $0x10, Y9, Y8
-	VEXTRACTI128 $0x01, Y8, X10
-	VPACKUSDW    X10, X8, X10
-	VMOVDQU      X10, (R9)(R10*2)
-	VMULPS       Y9, Y9, Y9
-	VADDPS       Y9, Y0, Y0
-	VPMOVZXWD    16(R8)(R10*2), Y8
-	VPSLLD       $0x10, Y8, Y8
-	VPMOVZXWD    16(R9)(R10*2), Y9
-	VPSLLD       $0x10, Y9, Y9
-	VADDPS       Y9, Y8, Y8
-	VPSRLD       $0x10, Y8, Y9
-	VPAND        avx2bfone<>+0(SB), Y9, Y9
-	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
-	VPADDD       Y8, Y9, Y9
-	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
-	VCMPPS       $0x03, Y8, Y8, Y8
-	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
-	VPSRLD       $0x10, Y9, Y8
-	VEXTRACTI128 $0x01, Y8, X10
-	VPACKUSDW    X10, X8, X10
-	VMOVDQU      X10, 16(R9)(R10*2)
-	VMULPS       Y9, Y9, Y9
-	VADDPS       Y9, Y1, Y1
-	VPMOVZXWD    32(R8)(R10*2), Y8
-	VPSLLD       $0x10, Y8, Y8
-	VPMOVZXWD    32(R9)(R10*2), Y9
-	VPSLLD       $0x10, Y9, Y9
-	VADDPS       Y9, Y8, Y8
-	VPSRLD       $0x10, Y8, Y9
-	VPAND        avx2bfone<>+0(SB), Y9, Y9
-	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
-	VPADDD       Y8, Y9, Y9
-	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
-	VCMPPS       $0x03, Y8, Y8, Y8
-	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
-	VPSRLD       $0x10, Y9, Y8
-	VEXTRACTI128 $0x01, Y8, X10
-	VPACKUSDW    X10, X8, X10
-	VMOVDQU      X10, 32(R9)(R10*2)
-	VMULPS       Y9, Y9, Y9
-	VADDPS       Y9, Y2, Y2
-	VPMOVZXWD    48(R8)(R10*2), Y8
-	VPSLLD       $0x10, Y8, Y8
-	VPMOVZXWD    48(R9)(R10*2), Y9
-	VPSLLD       $0x10, Y9, Y9
-	VADDPS       Y9, Y8, Y8
-	VPSRLD       $0x10, Y8, Y9
-	VPAND        avx2bfone<>+0(SB), Y9, Y9
-	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
-	VPADDD       Y8, Y9, Y9
-	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
-	VCMPPS       $0x03, Y8, Y8, Y8
-	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
-	VPSRLD       $0x10, Y9, Y8
-	VEXTRACTI128 $0x01, Y8, X10
-	VPACKUSDW    X10, X8, X10
-	VMOVDQU      X10, 48(R9)(R10*2)
-	VMULPS       Y9, Y9, Y9
-	VADDPS       Y9, Y3, Y3
-	VPMOVZXWD    64(R8)(R10*2), Y8
-	VPSLLD       $0x10, Y8, Y8
-	VPMOVZXWD    64(R9)(R10*2), Y9
-	VPSLLD       $0x10, Y9, Y9
-	VADDPS       Y9, Y8, Y8
-	VPSRLD       $0x10, Y8, Y9
-	VPAND        avx2bfone<>+0(SB), Y9, Y9
-	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
-	VPADDD       Y8, Y9, Y9
-	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
-	VCMPPS       $0x03, Y8, Y8, Y8
-	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
-	VPSRLD       $0x10, Y9, Y8
-	VEXTRACTI128 $0x01, Y8, X10
-	VPACKUSDW    X10, X8, X10
-	VMOVDQU      X10, 64(R9)(R10*2)
-	VMULPS       Y9, Y9, Y9
-	VADDPS       Y9, Y4, Y4
-	VPMOVZXWD    80(R8)(R10*2), Y8
-	VPSLLD       $0x10, Y8, Y8
-	VPMOVZXWD    80(R9)(R10*2), Y9
-	VPSLLD       $0x10, Y9, Y9
-	VADDPS       Y9, Y8, Y8
-	VPSRLD       $0x10, Y8, Y9
-	VPAND        avx2bfone<>+0(SB), Y9, Y9
-	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
-	VPADDD       Y8, Y9, Y9
-	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
-	VCMPPS       $0x03, Y8, Y8, Y8
-	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
-	VPSRLD       $0x10, Y9, Y8
-	VEXTRACTI128 $0x01, Y8, X10
-	VPACKUSDW    X10, X8, X10
-	VMOVDQU      X10, 80(R9)(R10*2)
-	VMULPS       Y9, Y9, Y9
-	VADDPS       Y9, Y5, Y5
-	VPMOVZXWD    96(R8)(R10*2), Y8
-	VPSLLD       $0x10, Y8, Y8
-	VPMOVZXWD    96(R9)(R10*2), Y9
-	VPSLLD       $0x10, Y9, Y9
-	VADDPS       Y9, Y8, Y8
-	VPSRLD       $0x10, Y8, Y9
-	VPAND        avx2bfone<>+0(SB), Y9, Y9
-	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
-	VPADDD       Y8, Y9, Y9
-	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
-	VCMPPS       $0x03, Y8, Y8, Y8
-	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
-	VPSRLD       $0x10, Y9, Y8
-	VEXTRACTI128 $0x01, Y8, X10
-	VPACKUSDW    X10, X8, X10
-	VMOVDQU      X10, 96(R9)(R10*2)
-	VMULPS       Y9, Y9, Y9
-	VADDPS       Y9, Y6, Y6
-	VPMOVZXWD    112(R8)(R10*2), Y8
-	VPSLLD       $0x10, Y8, Y8
-	VPMOVZXWD    112(R9)(R10*2), Y9
-	VPSLLD       $0x10, Y9, Y9
-	VADDPS       Y9, Y8, Y8
-	VPSRLD       $0x10, Y8, Y9
-	VPAND        avx2bfone<>+0(SB), Y9, Y9
-	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
-	VPADDD       Y8, Y9, Y9
-	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
-	VCMPPS       $0x03, Y8, Y8, Y8
-	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
-	VPSRLD       $0x10, Y9, Y8
-	VEXTRACTI128 $0x01, Y8, X10
-	VPACKUSDW    X10, X8, X10
-	VMOVDQU      X10, 112(R9)(R10*2)
-	VMULPS       Y9, Y9, Y9
-	VADDPS       Y9, Y7, Y7
-	ADDQ         $0x00000040, R10
-	JMP          sumpfloop
-
-sumtail:
-	// Fewer than 64 elements remain.
-	MOVQ    job_d+0(AX), R11
-	SUBQ    R10, R11
-	JZ      summed
-	MOVQ    R11, 432(SP)
-	LEAQ    (R8)(R10*2), R8
-	LEAQ    (R9)(R10*2), R9
-	MOVQ    R9, 440(SP)
-	LEAQ    128(SP), R9
-	VXORPS  Y8, Y8, Y8
-	VMOVUPS Y8, (R9)
-	VMOVUPS Y8, 32(R9)
-	VMOVUPS Y8, 64(R9)
-	VMOVUPS Y8, 96(R9)
-	MOVQ    432(SP), R11
-	XORQ    R10, R10
-	SUBQ    $0x00000010, R11
-
-copyvec2:
-	CMPQ    R10, R11
-	JG      copyone3
-	VMOVUPS (R8)(R10*2), Y8
-	VMOVUPS Y8, (R9)(R10*2)
-	ADDQ    $0x00000010, R10
-	JMP     copyvec2
-
-copyone3:
-	ADDQ $0x00000010, R11
-
-copyloop5:
-	CMPQ R10, R11
-	JGE  copied4
-	MOVW (R8)(R10*2), R12
-	MOVW R12, (R9)(R10*2)
-	INCQ R10
-	JMP  copyloop5
-
-copied4:
-	MOVQ    440(SP), R8
-	LEAQ    256(SP), R10
-	VXORPS  Y8, Y8, Y8
-	VMOVUPS Y8, (R10)
-	VMOVUPS Y8, 32(R10)
-	VMOVUPS Y8, 64(R10)
-	VMOVUPS Y8, 96(R10)
-	MOVQ    432(SP), R12
-	XORQ    R11, R11
-	SUBQ    $0x00000010, R12
-
-copyvec6:
-	CMPQ    R11, R12
-	JG      copyone7
-	VMOVUPS (R8)(R11*2), Y8
-	VMOVUPS Y8, (R10)(R11*2)
-	ADDQ    $0x00000010, R11
-	JMP     copyvec6
-
-copyone7:
-	ADDQ $0x00000010, R12
-
-copyloop9:
-	CMPQ R11, R12
-	JGE  copied8
-	MOVW (R8)(R11*2), R13
-	MOVW R13, (R10)(R11*2)
-	INCQ R11
-	JMP  copyloop9
-
-copied8:
-	XORQ         R8, R8
-	VPMOVZXWD    (R9)(R8*2), Y8
-	VPSLLD       $0x10, Y8, Y8
-	VPMOVZXWD    (R10)(R8*2), Y9
-	VPSLLD       $0x10, Y9, Y9
-	VADDPS       Y9, Y8, Y8
-	VPSRLD       $0x10, Y8, Y9
-	VPAND        avx2bfone<>+0(SB), Y9, Y9
-	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
-	VPADDD       Y8, Y9, Y9
-	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
-	VCMPPS       $0x03, Y8, Y8, Y8
-	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
-	VPSRLD       $0x10, Y9, Y8
-	VEXTRACTI128 $0x01, Y8, X10
-	VPACKUSDW    X10, X8, X10
-	VMOVDQU      X10, (R10)(R8*2)
-	VMULPS       Y9, Y9, Y9
-	VADDPS       Y9, Y0, Y0
-	VPMOVZXWD    16(R9)(R8*2), Y8
-	VPSLLD       $0x10, Y8, Y8
-	VPMOVZXWD    16(R10)(R8*2), Y9
-	VPSLLD       $0x10, Y9, Y9
-	VADDPS       Y9, Y8, Y8
-	VPSRLD       $0x10, Y8, Y9
-	VPAND        avx2bfone<>+0(SB), Y9, Y9
-	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
-	VPADDD       Y8, Y9, Y9
-	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
-	VCMPPS       $0x03, Y8, Y8, Y8
-	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
-	VPSRLD       $0x10, Y9, Y8
-	VEXTRACTI128 $0x01, Y8, X10
-	VPACKUSDW    X10, X8, X10
-	VMOVDQU      X10, 16(R10)(R8*2)
-	VMULPS       Y9, Y9, Y9
-	VADDPS       Y9, Y1, Y1
-	VPMOVZXWD    32(R9)(R8*2), Y8
-	VPSLLD       $0x10, Y8, Y8
-	VPMOVZXWD    32(R10)(R8*2), Y9
-	VPSLLD       $0x10, Y9, Y9
-	VADDPS       Y9, Y8, Y8
-	VPSRLD       $0x10, Y8, Y9
-	VPAND        avx2bfone<>+0(SB), Y9, Y9
-	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
-	VPADDD       Y8, Y9, Y9
-	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
-	VCMPPS       $0x03, Y8, Y8, Y8
-	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
-	VPSRLD       $0x10, Y9, Y8
-	VEXTRACTI128 $0x01, Y8, X10
-	VPACKUSDW    X10, X8, X10
-	VMOVDQU      X10, 32(R10)(R8*2)
-	VMULPS       Y9, Y9, Y9
-	VADDPS       Y9, Y2, Y2
-	VPMOVZXWD    48(R9)(R8*2), Y8
-	VPSLLD       $0x10, Y8, Y8
-	VPMOVZXWD    48(R10)(R8*2), Y9
-	VPSLLD       $0x10, Y9, Y9
-	VADDPS       Y9, Y8, Y8
-	VPSRLD       $0x10, Y8, Y9
-	VPAND        avx2bfone<>+0(SB), Y9, Y9
-	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
-	VPADDD       Y8, Y9, Y9
-	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
-	VCMPPS       $0x03, Y8, Y8, Y8
-	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
-	VPSRLD       $0x10, Y9, Y8
-	VEXTRACTI128 $0x01, Y8, X10
-	VPACKUSDW    X10, X8, X10
-	VMOVDQU      X10, 48(R10)(R8*2)
-	VMULPS       Y9, Y9, Y9
-	VADDPS       Y9, Y3, Y3
-	VPMOVZXWD    64(R9)(R8*2), Y8
-	VPSLLD       $0x10, Y8, Y8
-	VPMOVZXWD    64(R10)(R8*2), Y9
-	VPSLLD       $0x10, Y9, Y9
-	VADDPS       Y9, Y8, Y8
-	VPSRLD       $0x10, Y8, Y9
-	VPAND        avx2bfone<>+0(SB), Y9, Y9
-	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
-	VPADDD       Y8, Y9, Y9
-	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
-	VCMPPS       $0x03, Y8, Y8, Y8
-	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
-	VPSRLD       $0x10, Y9, Y8
-	VEXTRACTI128 $0x01, Y8, X10
-	VPACKUSDW    X10, X8, X10
-	VMOVDQU      X10, 64(R10)(R8*2)
-	VMULPS       Y9, Y9, Y9
-	VADDPS       Y9, Y4, Y4
-	VPMOVZXWD    80(R9)(R8*2), Y8
-	VPSLLD       $0x10, Y8, Y8
-	VPMOVZXWD    80(R10)(R8*2), Y9
-	VPSLLD       $0x10, Y9, Y9
-	VADDPS       Y9, Y8, Y8
-	VPSRLD       $0x10, Y8, Y9
-	VPAND        avx2bfone<>+0(SB), Y9, Y9
-	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
-	VPADDD       Y8, Y9, Y9
-	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
-	VCMPPS       $0x03, Y8, Y8, Y8
-	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
-	VPSRLD       $0x10, Y9, Y8
-	VEXTRACTI128 $0x01, Y8, X10
-	VPACKUSDW    X10, X8, X10
-	VMOVDQU      X10, 80(R10)(R8*2)
-	VMULPS       Y9, Y9, Y9
-	VADDPS       Y9, Y5, Y5
-	VPMOVZXWD    96(R9)(R8*2), Y8
-	VPSLLD       $0x10, Y8, Y8
-	VPMOVZXWD    96(R10)(R8*2), Y9
-	VPSLLD       $0x10, Y9, Y9
-	VADDPS       Y9, Y8, Y8
-	VPSRLD       $0x10, Y8, Y9
-	VPAND        avx2bfone<>+0(SB), Y9, Y9
-	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
-	VPADDD       Y8, Y9, Y9
-	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
-	VCMPPS       $0x03, Y8, Y8, Y8
-	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
-	VPSRLD       $0x10, Y9, Y8
-	VEXTRACTI128 $0x01, Y8, X10
-	VPACKUSDW    X10, X8, X10
-	VMOVDQU      X10, 96(R10)(R8*2)
-	VMULPS       Y9, Y9, Y9
-	VADDPS       Y9, Y6, Y6
-	VPMOVZXWD    112(R9)(R8*2), Y8
-	VPSLLD       $0x10, Y8, Y8
-	VPMOVZXWD    112(R10)(R8*2), Y9
-	VPSLLD       $0x10, Y9, Y9
-	VADDPS       Y9, Y8, Y8
-	VPSRLD       $0x10, Y8, Y9
-	VPAND        avx2bfone<>+0(SB), Y9, Y9
-	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
-	VPADDD       Y8, Y9, Y9
-	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
-	VCMPPS       $0x03, Y8, Y8, Y8
-	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
-	VPSRLD       $0x10, Y9, Y8
-	VEXTRACTI128 $0x01, Y8, X10
-	VPACKUSDW    X10, X8, X10
-	VMOVDQU      X10, 112(R10)(R8*2)
-	VMULPS       Y9, Y9, Y9
-	VADDPS       Y9, Y7, Y7
-	MOVQ         440(SP), R8
-	LEAQ         256(SP), R9
-	MOVQ         432(SP), R11
-	XORQ         R10, R10
-	SUBQ         $0x00000010, R11
-
-copyvec10:
-	CMPQ    R10, R11
-	JG      copyone11
-	VMOVUPS (R9)(R10*2), Y8
-	VMOVUPS Y8, (R8)(R10*2)
-	ADDQ    $0x00000010, R10
-	JMP     copyvec10
-
-copyone11:
-	ADDQ $0x00000010, R11
-
-copyloop13:
-	CMPQ R10, R11
-	JGE  copied12
-	MOVW (R9)(R10*2), R12
-	MOVW R12, (R8)(R10*2)
-	INCQ R10
-	JMP  copyloop13
-
-copied12:
-summed:
-	VADDPS Y4, Y0, Y0
-	VADDPS Y5, Y1, Y1
-	VADDPS Y6, Y2, Y2
-	VADDPS Y7, Y3, Y3
-	VADDPS Y2, Y0, Y0
-	VADDPS Y3, Y1, Y1
-	VADDPS Y1, Y0, Y0
-
-	// Halving tree: p[j] += p[j+h] for the remaining h, down to ss.
-	VEXTRACTF128 $0x01, Y0, X1
-	VADDPS       X1, X0, X1
-	VMOVHLPS     X1, X1, X0
-	VADDPS       X0, X1, X1
-	VMOVSHDUP    X1, X0
-	VADDSS       X0, X1, X1
-
-	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
-	CMPL   452(SP), $0x00
-	JE     divide14
-	VMULSS 452(SP), X1, X1
-	JMP    divided15
-
-divide14:
-	VDIVSS 448(SP), X1, X1
-
-divided15:
-	VADDSS   job_eps+0(AX), X1, X1
-	VUCOMISS tlo<>+0(SB), X1
-	JCS      ret
-	VUCOMISS tmax<>+0(SB), X1
-	JHI      ret
-	VSQRTSS  X1, X1, X1
-	VMOVSS   one<>+0(SB), X0
-	VDIVSS   X1, X0, X0
-
-	// Report 1/rms if asked.
-	MOVQ   job_inv+0(AX), R8
-	TESTQ  R8, R8
-	JZ     scale
-	MOVQ   400(SP), R9
-	VMOVSS X0, (R8)(R9*4)
-
-scale:
-	VBROADCASTSS X0, Y1
-	MOVQ         $0x00000000, 424(SP)
-	CMPQ         416(SP), $0x01
-	JE           scalebody
-	VMOVUPS      X0, 384(SP)
-
-scalerow:
-	MOVQ         424(SP), R8
-	VBROADCASTSS 384(SP)(R8*4), Y1
-
-scalebody:
-	// y = (src*inv)*w, rounded after each multiply.
-	XORQ  R8, R8
-	MOVQ  job_d+0(AX), R9
-	SUBQ  $0x00000020, R9
-	TESTL $0x00000002, job_flags+0(AX)
-	JNZ   scalepf
-
-scaleloop:
-	CMPQ      R8, R9
-	JG        scaletail
-	VPMOVZXWD (SI)(R8*2), Y0
-	VPSLLD    $0x10, Y0, Y0
-	VMULPS    Y1, Y0, Y0
-	VPSRLD    $0x10, Y0, Y2
-	VPAND     avx2bfone<>+0(SB), Y2, Y2
-	VPADDD    avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD    Y0, Y2, Y2
-	VPAND     avx2bfhigh<>+0(SB), Y2, Y2
-	VCMPPS    $0x03, Y0, Y0, Y0
-	VBLENDVPS Y0, avx2bfnanhigh<>+0(SB), Y2, Y2
-	VMULPS    (BX)(R8*4), Y2, Y2
-	VPMOVZXWD 16(SI)(R8*2), Y0
-	VPSLLD    $0x10, Y0, Y0
-	VMULPS    Y1, Y0, Y0
-	VPSRLD    $0x10, Y0, Y3
-	VPAND     avx2bfone<>+0(SB), Y3, Y3
-	VPADDD    avx2bfbias<>+0(SB), Y3, Y3
-	VPADDD    Y0, Y3, Y3
-	VPAND     avx2bfhigh<>+0(SB), Y3, Y3
-	VCMPPS    $0x03, Y0, Y0, Y0
-	VBLENDVPS Y0, avx2bfnanhigh<>+0(SB), Y3, Y3
-	VMULPS    32(BX)(R8*4), Y3, Y3
-	VPSRLD    $0x10, Y2, Y0
-	VPAND     avx2bfone<>+0(SB), Y0, Y0
-	VPADDD    avx2bfbias<>+0(SB), Y0, Y0
-	VPADDD    Y2, Y0, Y0
-	VPSRLD    $0x10, Y0, Y0
-	VCMPPS    $0x03, Y2, Y2, Y2
-	VBLENDVPS Y2, avx2bfnanlow<>+0(SB), Y0, Y0
-	VPSRLD    $0x10, Y3, Y2
-	VPAND     avx2bfone<>+0(SB), Y2, Y2
-	VPADDD    avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD    Y3, Y2, Y2
-	VPSRLD    $0x10, Y2, Y2
-	VCMPPS    $0x03, Y3, Y3, Y3
-	VBLENDVPS Y3, avx2bfnanlow<>+0(SB), Y2, Y2
-	VPACKUSDW Y2, Y0, Y0
-	VPERMQ    $0xd8, Y0, Y0
-	VMOVDQU   Y0, (CX)(R8*2)
-	VPMOVZXWD 32(SI)(R8*2), Y0
-	VPSLLD    $0x10, Y0, Y0
-	VMULPS    Y1, Y0, Y0
-	VPSRLD    $0x10, Y0, Y2
-	VPAND     avx2bfone<>+0(SB), Y2, Y2
-	VPADDD    avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD    Y0, Y2, Y2
-	VPAND     avx2bfhigh<>+0(SB), Y2, Y2
-	VCMPPS    $0x03, Y0, Y0, Y0
-	VBLENDVPS Y0, avx2bfnanhigh<>+0(SB), Y2, Y2
-	VMULPS    64(BX)(R8*4), Y2, Y2
-	VPMOVZXWD 48(SI)(R8*2), Y0
-	VPSLLD    $0x10, Y0, Y0
-	VMULPS    Y1, Y0, Y0
-	VPSRLD    $0x10, Y0, Y3
-	VPAND     avx2bfone<>+0(SB), Y3, Y3
-	VPADDD    avx2bfbias<>+0(SB), Y3, Y3
-	VPADDD    Y0, Y3, Y3
-	VPAND     avx2bfhigh<>+0(SB), Y3, Y3
-	VCMPPS    $0x03, Y0, Y0, Y0
-	VBLENDVPS Y0, avx2bfnanhigh<>+0(SB), Y3, Y3
-	VMULPS    96(BX)(R8*4), Y3, Y3
-	VPSRLD    $0x10, Y2, Y0
-	VPAND     avx2bfone<>+0(SB), Y0, Y0
-	VPADDD    avx2bfbias<>+0(SB), Y0, Y0
-	VPADDD    Y2, Y0, Y0
-	VPSRLD    $0x10, Y0, Y0
-	VCMPPS    $0x03, Y2, Y2, Y2
-	VBLENDVPS Y2, avx2bfnanlow<>+0(SB), Y0, Y0
-	VPSRLD    $0x10, Y3, Y2
-	VPAND     avx2bfone<>+0(SB), Y2, Y2
-	VPADDD    avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD    Y3, Y2, Y2
-	VPSRLD    $0x10, Y2, Y2
-	VCMPPS    $0x03, Y3, Y3, Y3
-	VBLENDVPS Y3, avx2bfnanlow<>+0(SB), Y2, Y2
-	VPACKUSDW Y2, Y0, Y0
-	VPERMQ    $0xd8, Y0, Y0
-	VMOVDQU   Y0, 32(CX)(R8*2)
-	ADDQ      $0x00000020, R8
-	JMP       scaleloop
-
-scalepf:
-	MOVQ DI, R10
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows16
-	SHLQ $0x03, R10
-
-longrows16:
-	ADDQ  SI, R10
-	TESTL $0x00000001, job_flags+0(AX)
-	JNZ   scalent
-
-scalepfloop:
-	CMPQ       R8, R9
-	JG         scaletail
-	PREFETCHT0 (R10)(R8*2)
-	VPMOVZXWD  (SI)(R8*2), Y0
-	VPSLLD     $0x10, Y0, Y0
-	VMULPS     Y1, Y0, Y0
-	VPSRLD     $0x10, Y0, Y2
-	VPAND      avx2bfone<>+0(SB), Y2, Y2
-	VPADDD     avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD     Y0, Y2, Y2
-	VPAND      avx2bfhigh<>+0(SB), Y2, Y2
-	VCMPPS     $0x03, Y0, Y0, Y0
-	VBLENDVPS  Y0, avx2bfnanhigh<>+0(SB), Y2, Y2
-	VMULPS     (BX)(R8*4), Y2, Y2
-	VPMOVZXWD  16(SI)(R8*2), Y0
-	VPSLLD     $0x10, Y0, Y0
-	VMULPS     Y1, Y0, Y0
-	VPSRLD     $0x10, Y0, Y3
-	VPAND      avx2bfone<>+0(SB), Y3, Y3
-	VPADDD     avx2bfbias<>+0(SB), Y3, Y3
-	VPADDD     Y0, Y3, Y3
-	VPAND      avx2bfhigh<>+0(SB), Y3, Y3
-	VCMPPS     $0x03, Y0, Y0, Y0
-	VBLENDVPS  Y0, avx2bfnanhigh<>+0(SB), Y3, Y3
-	VMULPS     32(BX)(R8*4), Y3, Y3
-	VPSRLD     $0x10, Y2, Y0
-	VPAND      avx2bfone<>+0(SB), Y0, Y0
-	VPADDD     avx2bfbias<>+0(SB), Y0, Y0
-	VPADDD     Y2, Y0, Y0
-	VPSRLD     $0x10, Y0, Y0
-	VCMPPS     $0x03, Y2, Y2, Y2
-	VBLENDVPS  Y2, avx2bfnanlow<>+0(SB), Y0, Y0
-	VPSRLD     $0x10, Y3, Y2
-	VPAND      avx2bfone<>+0(SB), Y2, Y2
-	VPADDD     avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD     Y3, Y2, Y2
-	VPSRLD     $0x10, Y2, Y2
-	VCMPPS     $0x03, Y3, Y3, Y3
-	VBLENDVPS  Y3, avx2bfnanlow<>+0(SB), Y2, Y2
-	VPACKUSDW  Y2, Y0, Y0
-	VPERMQ     $0xd8, Y0, Y0
-	VMOVDQU    Y0, (CX)(R8*2)
-	VPMOVZXWD  32(SI)(R8*2), Y0
-	VPSLLD     $0x10, Y0, Y0
-	VMULPS     Y1, Y0, Y0
-	VPSRLD     $0x10, Y0, Y2
-	VPAND      avx2bfone<>+0(SB), Y2, Y2
-	VPADDD     avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD     Y0, Y2, Y2
-	VPAND      avx2bfhigh<>+0(SB), Y2, Y2
-	VCMPPS     $0x03, Y0, Y0, Y0
-	VBLENDVPS  Y0, avx2bfnanhigh<>+0(SB), Y2, Y2
-	VMULPS     64(BX)(R8*4), Y2, Y2
-	VPMOVZXWD  48(SI)(R8*2), Y0
-	VPSLLD     $0x10, Y0, Y0
-	VMULPS     Y1, Y0, Y0
-	VPSRLD     $0x10, Y0, Y3
-	VPAND      avx2bfone<>+0(SB), Y3, Y3
-	VPADDD     avx2bfbias<>+0(SB), Y3, Y3
-	VPADDD     Y0, Y3, Y3
-	VPAND      avx2bfhigh<>+0(SB), Y3, Y3
-	VCMPPS     $0x03, Y0, Y0, Y0
-	VBLENDVPS  Y0, avx2bfnanhigh<>+0(SB), Y3, Y3
-	VMULPS     96(BX)(R8*4), Y3, Y3
-	VPSRLD     $0x10, Y2, Y0
-	VPAND      avx2bfone<>+0(SB), Y0, Y0
-	VPADDD     avx2bfbias<>+0(SB), Y0, Y0
-	VPADDD     Y2, Y0, Y0
-	VPSRLD     $0x10, Y0, Y0
-	VCMPPS     $0x03, Y2, Y2, Y2
-	VBLENDVPS  Y2, avx2bfnanlow<>+0(SB), Y0, Y0
-	VPSRLD     $0x10, Y3, Y2
-	VPAND      avx2bfone<>+0(SB), Y2, Y2
-	VPADDD     avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD     Y3, Y2, Y2
-	VPSRLD     $0x10, Y2, Y2
-	VCMPPS     $0x03, Y3, Y3, Y3
-	VBLENDVPS  Y3, avx2bfnanlow<>+0(SB), Y2, Y2
-	VPACKUSDW  Y2, Y0, Y0
-	VPERMQ     $0xd8, Y0, Y0
-	VMOVDQU    Y0, 32(CX)(R8*2)
-	ADDQ       $0x00000020, R8
-	JMP        scalepfloop
-
-scalent:
-	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
-	MOVQ CX, R11
-	NEGQ R11
-	ANDQ $0x0000001f, R11
-	SHRQ $0x01, R11
-	JZ   scalentloop
-	CMPQ R11, job_d+0(AX)
-	JLE  scalehead
-	MOVQ job_d+0(AX), R11
-
-scalehead:
-	CMPQ         R11, $0x00000008
-	JB           scaleheadpart
-	VPMOVZXWD    (SI)(R8*2), Y0
-	VPSLLD       $0x10, Y0, Y0
-	VMULPS       Y1, Y0, Y0
-	VPSRLD       $0x10, Y0, Y2
-	VPAND        avx2bfone<>+0(SB), Y2, Y2
-	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD       Y0, Y2, Y2
-	VPAND        avx2bfhigh<>+0(SB), Y2, Y2
-	VCMPPS       $0x03, Y0, Y0, Y0
-	VBLENDVPS    Y0, avx2bfnanhigh<>+0(SB), Y2, Y2
-	VMULPS       (BX)(R8*4), Y2, Y2
-	VPSRLD       $0x10, Y2, Y0
-	VPAND        avx2bfone<>+0(SB), Y0, Y0
-	VPADDD       avx2bfbias<>+0(SB), Y0, Y0
-	VPADDD       Y2, Y0, Y0
-	VPSRLD       $0x10, Y0, Y0
-	VCMPPS       $0x03, Y2, Y2, Y2
-	VBLENDVPS    Y2, avx2bfnanlow<>+0(SB), Y0, Y0
-	VEXTRACTI128 $0x01, Y0, X2
-	VPACKUSDW    X2, X0, X2
-	VMOVDQU      X2, (CX)(R8*2)
-	ADDQ         $0x00000008, R8
-	SUBQ         $0x00000008, R11
-	JZ           scalentloop
-
-scaleheadpart:
-	LEAQ (SI)(R8*2), R12
-	LEAQ 128(SP), R13
-	MOVQ R11, R15
-	XORQ R14, R14
-	SUBQ $0x00000010, R15
-
-copyvec17:
-	CMPQ    R14, R15
-	JG      copyone18
-	VMOVUPS (R12)(R14*2), Y0
-	VMOVUPS Y0, (R13)(R14*2)
-	ADDQ    $0x00000010, R14
-	JMP     copyvec17
-
-copyone18:
-	ADDQ $0x00000010, R15
-
-copyloop20:
-	CMPQ R14, R15
-	JGE  copied19
-	MOVW (R12)(R14*2), BP
-	MOVW BP, (R13)(R14*2)
-	INCQ R14
-	JMP  copyloop20
-
-copied19:
-	LEAQ (BX)(R8*4), R12
-	LEAQ 160(SP), R13
-	MOVQ R11, R15
-	XORQ R14, R14
-	SUBQ $0x00000008, R15
-
-copyvec21:
-	CMPQ    R14, R15
-	JG      copyone22
-	VMOVUPS (R12)(R14*4), Y0
-	VMOVUPS Y0, (R13)(R14*4)
-	ADDQ    $0x00000008, R14
-	JMP     copyvec21
-
-copyone22:
-	ADDQ $0x00000008, R15
-
-copyloop24:
-	CMPQ R14, R15
-	JGE  copied23
-	MOVL (R12)(R14*4), BP
-	MOVL BP, (R13)(R14*4)
-	INCQ R14
-	JMP  copyloop24
-
-copied23:
-	VPMOVZXWD    128(SP), Y0
-	VPSLLD       $0x10, Y0, Y0
-	VMULPS       Y0, Y1, Y0
-	VPSRLD       $0x10, Y0, Y2
-	VPAND        avx2bfone<>+0(SB), Y2, Y2
-	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD       Y0, Y2, Y2
-	VPAND        avx2bfhigh<>+0(SB), Y2, Y2
-	VCMPPS       $0x03, Y0, Y0, Y0
-	VBLENDVPS    Y0, avx2bfnanhigh<>+0(SB), Y2, Y2
-	VMULPS       160(SP), Y2, Y2
-	VPSRLD       $0x10, Y2, Y0
-	VPAND        avx2bfone<>+0(SB), Y0, Y0
-	VPADDD       avx2bfbias<>+0(SB), Y0, Y0
-	VPADDD       Y2, Y0, Y0
-	VPSRLD       $0x10, Y0, Y0
-	VCMPPS       $0x03, Y2, Y2, Y2
-	VBLENDVPS    Y2, avx2bfnanlow<>+0(SB), Y0, Y0
-	VEXTRACTI128 $0x01, Y0, X2
-	VPACKUSDW    X2, X0, X2
-	VMOVDQU      X2, 192(SP)
-	LEAQ         192(SP), R13
-	LEAQ         (CX)(R8*2), R12
-	MOVQ         R11, R15
-	XORQ         R14, R14
-	SUBQ         $0x00000010, R15
-
-copyvec25:
-	CMPQ    R14, R15
-	JG      copyone26
-	VMOVUPS (R13)(R14*2), Y0
-	VMOVUPS Y0, (R12)(R14*2)
-	ADDQ    $0x00000010, R14
-	JMP     copyvec25
-
-copyone26:
-	ADDQ $0x00000010, R15
-
-copyloop28:
-	CMPQ R14, R15
-	JGE  copied27
-	MOVW (R13)(R14*2), BP
-	MOVW BP, (R12)(R14*2)
-	INCQ R14
-	JMP  copyloop28
-
-copied27:
-	ADDQ R11, R8
-
-scalentloop:
-	CMPQ       R8, R9
-	JG         scaletail
-	PREFETCHT0 (R10)(R8*2)
-	VPMOVZXWD  (SI)(R8*2), Y0
-	VPSLLD     $0x10, Y0, Y0
-	VMULPS     Y1, Y0, Y0
-	VPSRLD     $0x10, Y0, Y2
-	VPAND      avx2bfone<>+0(SB), Y2, Y2
-	VPADDD     avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD     Y0, Y2, Y2
-	VPAND      avx2bfhigh<>+0(SB), Y2, Y2
-	VCMPPS     $0x03, Y0, Y0, Y0
-	VBLENDVPS  Y0, avx2bfnanhigh<>+0(SB), Y2, Y2
-	VMULPS     (BX)(R8*4), Y2, Y2
-	VPMOVZXWD  16(SI)(R8*2), Y0
-	VPSLLD     $0x10, Y0, Y0
-	VMULPS     Y1, Y0, Y0
-	VPSRLD     $0x10, Y0, Y3
-	VPAND      avx2bfone<>+0(SB), Y3, Y3
-	VPADDD     avx2bfbias<>+0(SB), Y3, Y3
-	VPADDD     Y0, Y3, Y3
-	VPAND      avx2bfhigh<>+0(SB), Y3, Y3
-	VCMPPS     $0x03, Y0, Y0, Y0
-	VBLENDVPS  Y0, avx2bfnanhigh<>+0(SB), Y3, Y3
-	VMULPS     32(BX)(R8*4), Y3, Y3
-	VPSRLD     $0x10, Y2, Y0
-	VPAND      avx2bfone<>+0(SB), Y0, Y0
-	VPADDD     avx2bfbias<>+0(SB), Y0, Y0
-	VPADDD     Y2, Y0, Y0
-	VPSRLD     $0x10, Y0, Y0
-	VCMPPS     $0x03, Y2, Y2, Y2
-	VBLENDVPS  Y2, avx2bfnanlow<>+0(SB), Y0, Y0
-	VPSRLD     $0x10, Y3, Y2
-	VPAND      avx2bfone<>+0(SB), Y2, Y2
-	VPADDD     avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD     Y3, Y2, Y2
-	VPSRLD     $0x10, Y2, Y2
-	VCMPPS     $0x03, Y3, Y3, Y3
-	VBLENDVPS  Y3, avx2bfnanlow<>+0(SB), Y2, Y2
-	VPACKUSDW  Y2, Y0, Y0
-	VPERMQ     $0xd8, Y0, Y0
-	VMOVNTDQ   Y0, (CX)(R8*2)
-	VPMOVZXWD  32(SI)(R8*2), Y0
-	VPSLLD     $0x10, Y0, Y0
-	VMULPS     Y1, Y0, Y0
-	VPSRLD     $0x10, Y0, Y2
-	VPAND      avx2bfone<>+0(SB), Y2, Y2
-	VPADDD     avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD     Y0, Y2, Y2
-	VPAND      avx2bfhigh<>+0(SB), Y2, Y2
-	VCMPPS     $0x03, Y0, Y0, Y0
-	VBLENDVPS  Y0, avx2bfnanhigh<>+0(SB), Y2, Y2
-	VMULPS     64(BX)(R8*4), Y2, Y2
-	VPMOVZXWD  48(SI)(R8*2), Y0
-	VPSLLD     $0x10, Y0, Y0
-	VMULPS     Y1, Y0, Y0
-	VPSRLD     $0x10, Y0, Y3
-	VPAND      avx2bfone<>+0(SB), Y3, Y3
-	VPADDD     avx2bfbias<>+0(SB), Y3, Y3
-	VPADDD     Y0, Y3, Y3
-	VPAND      avx2bfhigh<>+0(SB), Y3, Y3
-	VCMPPS     $0x03, Y0, Y0, Y0
-	VBLENDVPS  Y0, avx2bfnanhigh<>+0(SB), Y3, Y3
-	VMULPS     96(BX)(R8*4), Y3, Y3
-	VPSRLD     $0x10, Y2, Y0
-	VPAND      avx2bfone<>+0(SB), Y0, Y0
-	VPADDD     avx2bfbias<>+0(SB), Y0, Y0
-	VPADDD     Y2, Y0, Y0
-	VPSRLD     $0x10, Y0, Y0
-	VCMPPS     $0x03, Y2, Y2, Y2
-	VBLENDVPS  Y2, avx2bfnanlow<>+0(SB), Y0, Y0
-	VPSRLD     $0x10, Y3, Y2
-	VPAND      avx2bfone<>+0(SB), Y2, Y2
-	VPADDD     avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD     Y3, Y2, Y2
-	VPSRLD     $0x10, Y2, Y2
-	VCMPPS     $0x03, Y3, Y3, Y3
-	VBLENDVPS  Y3, avx2bfnanlow<>+0(SB), Y2, Y2
-	VPACKUSDW  Y2, Y0, Y0
-	VPERMQ     $0xd8, Y0, Y0
-	VMOVNTDQ   Y0, 32(CX)(R8*2)
-	ADDQ       $0x00000020, R8
-	JMP        scalentloop
-
-scaletail:
-	ADDQ $0x00000018, R9
-
-scaleone:
-	CMPQ         R8, R9
-	JG           scalepart
-	VPMOVZXWD    (SI)(R8*2), Y0
-	VPSLLD       $0x10, Y0, Y0
-	VMULPS       Y1, Y0, Y0
-	VPSRLD       $0x10, Y0, Y2
-	VPAND        avx2bfone<>+0(SB), Y2, Y2
-	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD       Y0, Y2, Y2
-	VPAND        avx2bfhigh<>+0(SB), Y2, Y2
-	VCMPPS       $0x03, Y0, Y0, Y0
-	VBLENDVPS    Y0, avx2bfnanhigh<>+0(SB), Y2, Y2
-	VMULPS       (BX)(R8*4), Y2, Y2
-	VPSRLD       $0x10, Y2, Y0
-	VPAND        avx2bfone<>+0(SB), Y0, Y0
-	VPADDD       avx2bfbias<>+0(SB), Y0, Y0
-	VPADDD       Y2, Y0, Y0
-	VPSRLD       $0x10, Y0, Y0
-	VCMPPS       $0x03, Y2, Y2, Y2
-	VBLENDVPS    Y2, avx2bfnanlow<>+0(SB), Y0, Y0
-	VEXTRACTI128 $0x01, Y0, X2
-	VPACKUSDW    X2, X0, X2
-	VMOVDQU      X2, (CX)(R8*2)
-	ADDQ         $0x00000008, R8
-	JMP          scaleone
-
-scalepart:
-	MOVQ job_d+0(AX), R11
-	SUBQ R8, R11
-	JZ   scaled
-	LEAQ (SI)(R8*2), R9
-	LEAQ 128(SP), R10
-	MOVQ R11, R13
-	XORQ R12, R12
-	SUBQ $0x00000010, R13
-
-copyvec29:
-	CMPQ    R12, R13
-	JG      copyone30
-	VMOVUPS (R9)(R12*2), Y0
-	VMOVUPS Y0, (R10)(R12*2)
-	ADDQ    $0x00000010, R12
-	JMP     copyvec29
-
-copyone30:
-	ADDQ $0x00000010, R13
-
-copyloop32:
-	CMPQ R12, R13
-	JGE  copied31
-	MOVW (R9)(R12*2), R14
-	MOVW R14, (R10)(R12*2)
-	INCQ R12
-	JMP  copyloop32
-
-copied31:
-	LEAQ (BX)(R8*4), R9
-	LEAQ 160(SP), R10
-	MOVQ R11, R13
-	XORQ R12, R12
-	SUBQ $0x00000008, R13
-
-copyvec33:
-	CMPQ    R12, R13
-	JG      copyone34
-	VMOVUPS (R9)(R12*4), Y0
-	VMOVUPS Y0, (R10)(R12*4)
-	ADDQ    $0x00000008, R12
-	JMP     copyvec33
-
-copyone34:
-	ADDQ $0x00000008, R13
-
-copyloop36:
-	CMPQ R12, R13
-	JGE  copied35
-	MOVL (R9)(R12*4), R14
-	MOVL R14, (R10)(R12*4)
-	INCQ R12
-	JMP  copyloop36
-
-copied35:
-	VPMOVZXWD    128(SP), Y0
-	VPSLLD       $0x10, Y0, Y0
-	VMULPS       Y0, Y1, Y0
-	VPSRLD       $0x10, Y0, Y1
-	VPAND        avx2bfone<>+0(SB), Y1, Y1
-	VPADDD       avx2bfbias<>+0(SB), Y1, Y1
-	VPADDD       Y0, Y1, Y1
-	VPAND        avx2bfhigh<>+0(SB), Y1, Y1
-	VCMPPS       $0x03, Y0, Y0, Y0
-	VBLENDVPS    Y0, avx2bfnanhigh<>+0(SB), Y1, Y1
-	VMULPS       160(SP), Y1, Y1
-	VPSRLD       $0x10, Y1, Y0
-	VPAND        avx2bfone<>+0(SB), Y0, Y0
-	VPADDD       avx2bfbias<>+0(SB), Y0, Y0
-	VPADDD       Y1, Y0, Y0
-	VPSRLD       $0x10, Y0, Y0
-	VCMPPS       $0x03, Y1, Y1, Y1
-	VBLENDVPS    Y1, avx2bfnanlow<>+0(SB), Y0, Y0
-	VEXTRACTI128 $0x01, Y0, X1
-	VPACKUSDW    X1, X0, X1
-	VMOVDQU      X1, 192(SP)
-	LEAQ         192(SP), R10
-	LEAQ         (CX)(R8*2), R9
-	XORQ         R8, R8
-	SUBQ         $0x00000010, R11
-
-copyvec37:
-	CMPQ    R8, R11
-	JG      copyone38
-	VMOVUPS (R10)(R8*2), Y0
-	VMOVUPS Y0, (R9)(R8*2)
-	ADDQ    $0x00000010, R8
-	JMP     copyvec37
-
-copyone38:
-	ADDQ $0x00000010, R11
-
-copyloop40:
-	CMPQ R8, R11
-	JGE  copied39
-	MOVW (R10)(R8*2), R12
-	MOVW R12, (R9)(R8*2)
-	INCQ R8
-	JMP  copyloop40
-
-copied39:
+copied46:
 scaled:
 	ADDQ DI, DX
 	ADDQ DI, CX
@@ -29165,7 +21982,7 @@ vzero:
 // func avx2BF16AddOffset(j uintptr, from int, to int) int
 // Requires: AVX, AVX2, MMX+
 TEXT ·avx2BF16AddOffset(SB), NOSPLIT, $456-32
-	// avx2BF16AddOffset normalizes rows [from, to) of the job: BF16 rows: h = round16(x + res) and res = h per element, then y = round16((h*inv)*(1+w)), for each row.
+	// avx2BF16AddOffset normalizes rows [from, to) of the job: BF16 rows: h = round16(x + res) and res = h per element, then y = round16((h*inv)*(1+w)) (with flagRN, round16(h*inv) in place of (h*inv)), for each row.
 	// It stops before the first row that needs the float64 path and returns that row's index, or to.
 	MOVQ j+0(FP), AX
 	MOVQ job_dst+0(AX), CX
@@ -29992,22 +22809,64 @@ scaleloop:
 	VPMOVZXWD (SI)(R8*2), Y2
 	VPSLLD    $0x10, Y2, Y2
 	VMULPS    Y1, Y2, Y2
-	VMOVUPS   (BX)(R8*4), Y3
-	VADDPS    Y0, Y3, Y3
-	VMULPS    Y3, Y2, Y2
 	VPMOVZXWD 16(SI)(R8*2), Y3
 	VPSLLD    $0x10, Y3, Y3
 	VMULPS    Y1, Y3, Y3
-	VMOVUPS   32(BX)(R8*4), Y4
-	VADDPS    Y0, Y4, Y4
-	VMULPS    Y4, Y3, Y3
-	VPSRLD    $0x10, Y2, Y4
-	VPAND     avx2bfone<>+0(SB), Y4, Y4
-	VPADDD    avx2bfbias<>+0(SB), Y4, Y4
-	VPADDD    Y2, Y4, Y4
-	VPSRLD    $0x10, Y4, Y4
+	VPMOVZXWD 32(SI)(R8*2), Y4
+	VPSLLD    $0x10, Y4, Y4
+	VMULPS    Y1, Y4, Y4
+	VPMOVZXWD 48(SI)(R8*2), Y5
+	VPSLLD    $0x10, Y5, Y5
+	VMULPS    Y1, Y5, Y5
+	TESTL     $0x00000008, job_flags+0(AX)
+	JZ        notrn16
+	VPSRLD    $0x10, Y2, Y6
+	VPAND     avx2bfone<>+0(SB), Y6, Y6
+	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
+	VPADDD    Y2, Y6, Y6
+	VPAND     avx2bfhigh<>+0(SB), Y6, Y6
 	VCMPPS    $0x03, Y2, Y2, Y2
-	VBLENDVPS Y2, avx2bfnanlow<>+0(SB), Y4, Y4
+	VBLENDVPS Y2, avx2bfnanhigh<>+0(SB), Y6, Y6
+	VMOVUPS   Y6, Y2
+	VPSRLD    $0x10, Y3, Y6
+	VPAND     avx2bfone<>+0(SB), Y6, Y6
+	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
+	VPADDD    Y3, Y6, Y6
+	VPAND     avx2bfhigh<>+0(SB), Y6, Y6
+	VCMPPS    $0x03, Y3, Y3, Y3
+	VBLENDVPS Y3, avx2bfnanhigh<>+0(SB), Y6, Y6
+	VMOVUPS   Y6, Y3
+	VPSRLD    $0x10, Y4, Y6
+	VPAND     avx2bfone<>+0(SB), Y6, Y6
+	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
+	VPADDD    Y4, Y6, Y6
+	VPAND     avx2bfhigh<>+0(SB), Y6, Y6
+	VCMPPS    $0x03, Y4, Y4, Y4
+	VBLENDVPS Y4, avx2bfnanhigh<>+0(SB), Y6, Y6
+	VMOVUPS   Y6, Y4
+	VPSRLD    $0x10, Y5, Y6
+	VPAND     avx2bfone<>+0(SB), Y6, Y6
+	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
+	VPADDD    Y5, Y6, Y6
+	VPAND     avx2bfhigh<>+0(SB), Y6, Y6
+	VCMPPS    $0x03, Y5, Y5, Y5
+	VBLENDVPS Y5, avx2bfnanhigh<>+0(SB), Y6, Y6
+	VMOVUPS   Y6, Y5
+
+notrn16:
+	VMOVUPS   (BX)(R8*4), Y6
+	VADDPS    Y0, Y6, Y6
+	VMULPS    Y6, Y2, Y2
+	VMOVUPS   32(BX)(R8*4), Y6
+	VADDPS    Y0, Y6, Y6
+	VMULPS    Y6, Y3, Y3
+	VPSRLD    $0x10, Y2, Y6
+	VPAND     avx2bfone<>+0(SB), Y6, Y6
+	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
+	VPADDD    Y2, Y6, Y6
+	VPSRLD    $0x10, Y6, Y6
+	VCMPPS    $0x03, Y2, Y2, Y2
+	VBLENDVPS Y2, avx2bfnanlow<>+0(SB), Y6, Y6
 	VPSRLD    $0x10, Y3, Y2
 	VPAND     avx2bfone<>+0(SB), Y2, Y2
 	VPADDD    avx2bfbias<>+0(SB), Y2, Y2
@@ -30015,48 +22874,42 @@ scaleloop:
 	VPSRLD    $0x10, Y2, Y2
 	VCMPPS    $0x03, Y3, Y3, Y3
 	VBLENDVPS Y3, avx2bfnanlow<>+0(SB), Y2, Y2
-	VPACKUSDW Y2, Y4, Y4
-	VPERMQ    $0xd8, Y4, Y4
-	VMOVDQU   Y4, (CX)(R8*2)
-	VPMOVZXWD 32(SI)(R8*2), Y2
-	VPSLLD    $0x10, Y2, Y2
-	VMULPS    Y1, Y2, Y2
-	VMOVUPS   64(BX)(R8*4), Y3
-	VADDPS    Y0, Y3, Y3
-	VMULPS    Y3, Y2, Y2
-	VPMOVZXWD 48(SI)(R8*2), Y3
-	VPSLLD    $0x10, Y3, Y3
-	VMULPS    Y1, Y3, Y3
-	VMOVUPS   96(BX)(R8*4), Y4
-	VADDPS    Y0, Y4, Y4
-	VMULPS    Y4, Y3, Y3
-	VPSRLD    $0x10, Y2, Y4
-	VPAND     avx2bfone<>+0(SB), Y4, Y4
-	VPADDD    avx2bfbias<>+0(SB), Y4, Y4
-	VPADDD    Y2, Y4, Y4
-	VPSRLD    $0x10, Y4, Y4
-	VCMPPS    $0x03, Y2, Y2, Y2
-	VBLENDVPS Y2, avx2bfnanlow<>+0(SB), Y4, Y4
-	VPSRLD    $0x10, Y3, Y2
+	VPACKUSDW Y2, Y6, Y6
+	VPERMQ    $0xd8, Y6, Y6
+	VMOVDQU   Y6, (CX)(R8*2)
+	VMOVUPS   64(BX)(R8*4), Y2
+	VADDPS    Y0, Y2, Y2
+	VMULPS    Y2, Y4, Y4
+	VMOVUPS   96(BX)(R8*4), Y2
+	VADDPS    Y0, Y2, Y2
+	VMULPS    Y2, Y5, Y5
+	VPSRLD    $0x10, Y4, Y2
 	VPAND     avx2bfone<>+0(SB), Y2, Y2
 	VPADDD    avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD    Y3, Y2, Y2
+	VPADDD    Y4, Y2, Y2
 	VPSRLD    $0x10, Y2, Y2
-	VCMPPS    $0x03, Y3, Y3, Y3
+	VCMPPS    $0x03, Y4, Y4, Y3
 	VBLENDVPS Y3, avx2bfnanlow<>+0(SB), Y2, Y2
-	VPACKUSDW Y2, Y4, Y4
-	VPERMQ    $0xd8, Y4, Y4
-	VMOVDQU   Y4, 32(CX)(R8*2)
+	VPSRLD    $0x10, Y5, Y3
+	VPAND     avx2bfone<>+0(SB), Y3, Y3
+	VPADDD    avx2bfbias<>+0(SB), Y3, Y3
+	VPADDD    Y5, Y3, Y3
+	VPSRLD    $0x10, Y3, Y3
+	VCMPPS    $0x03, Y5, Y5, Y4
+	VBLENDVPS Y4, avx2bfnanlow<>+0(SB), Y3, Y3
+	VPACKUSDW Y3, Y2, Y2
+	VPERMQ    $0xd8, Y2, Y2
+	VMOVDQU   Y2, 32(CX)(R8*2)
 	ADDQ      $0x00000020, R8
 	JMP       scaleloop
 
 scalepf:
 	MOVQ DI, R10
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows16
+	JA   longrows17
 	SHLQ $0x03, R10
 
-longrows16:
+longrows17:
 	ADDQ  SI, R10
 	TESTL $0x00000001, job_flags+0(AX)
 	JNZ   scalent
@@ -30068,63 +22921,99 @@ scalepfloop:
 	VPMOVZXWD  (SI)(R8*2), Y2
 	VPSLLD     $0x10, Y2, Y2
 	VMULPS     Y1, Y2, Y2
-	VMOVUPS    (BX)(R8*4), Y3
-	VADDPS     Y0, Y3, Y3
-	VMULPS     Y3, Y2, Y2
 	VPMOVZXWD  16(SI)(R8*2), Y3
 	VPSLLD     $0x10, Y3, Y3
 	VMULPS     Y1, Y3, Y3
-	VMOVUPS    32(BX)(R8*4), Y4
-	VADDPS     Y0, Y4, Y4
-	VMULPS     Y4, Y3, Y3
-	VPSRLD     $0x10, Y2, Y4
-	VPAND      avx2bfone<>+0(SB), Y4, Y4
-	VPADDD     avx2bfbias<>+0(SB), Y4, Y4
-	VPADDD     Y2, Y4, Y4
-	VPSRLD     $0x10, Y4, Y4
+	VPMOVZXWD  32(SI)(R8*2), Y4
+	VPSLLD     $0x10, Y4, Y4
+	VMULPS     Y1, Y4, Y4
+	VPMOVZXWD  48(SI)(R8*2), Y5
+	VPSLLD     $0x10, Y5, Y5
+	VMULPS     Y1, Y5, Y5
+	TESTL      $0x00000008, job_flags+0(AX)
+	JZ         notrn18
+	VPSRLD     $0x10, Y2, Y6
+	VPAND      avx2bfone<>+0(SB), Y6, Y6
+	VPADDD     avx2bfbias<>+0(SB), Y6, Y6
+	VPADDD     Y2, Y6, Y6
+	VPAND      avx2bfhigh<>+0(SB), Y6, Y6
 	VCMPPS     $0x03, Y2, Y2, Y2
-	VBLENDVPS  Y2, avx2bfnanlow<>+0(SB), Y4, Y4
-	VPSRLD     $0x10, Y3, Y2
-	VPAND      avx2bfone<>+0(SB), Y2, Y2
-	VPADDD     avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD     Y3, Y2, Y2
-	VPSRLD     $0x10, Y2, Y2
+	VBLENDVPS  Y2, avx2bfnanhigh<>+0(SB), Y6, Y6
+	VMOVUPS    Y6, Y2
+	VPSRLD     $0x10, Y3, Y6
+	VPAND      avx2bfone<>+0(SB), Y6, Y6
+	VPADDD     avx2bfbias<>+0(SB), Y6, Y6
+	VPADDD     Y3, Y6, Y6
+	VPAND      avx2bfhigh<>+0(SB), Y6, Y6
 	VCMPPS     $0x03, Y3, Y3, Y3
-	VBLENDVPS  Y3, avx2bfnanlow<>+0(SB), Y2, Y2
-	VPACKUSDW  Y2, Y4, Y4
-	VPERMQ     $0xd8, Y4, Y4
-	VMOVDQU    Y4, (CX)(R8*2)
-	VPMOVZXWD  32(SI)(R8*2), Y2
-	VPSLLD     $0x10, Y2, Y2
-	VMULPS     Y1, Y2, Y2
-	VMOVUPS    64(BX)(R8*4), Y3
-	VADDPS     Y0, Y3, Y3
-	VMULPS     Y3, Y2, Y2
-	VPMOVZXWD  48(SI)(R8*2), Y3
-	VPSLLD     $0x10, Y3, Y3
-	VMULPS     Y1, Y3, Y3
-	VMOVUPS    96(BX)(R8*4), Y4
-	VADDPS     Y0, Y4, Y4
-	VMULPS     Y4, Y3, Y3
-	VPSRLD     $0x10, Y2, Y4
-	VPAND      avx2bfone<>+0(SB), Y4, Y4
-	VPADDD     avx2bfbias<>+0(SB), Y4, Y4
-	VPADDD     Y2, Y4, Y4
-	VPSRLD     $0x10, Y4, Y4
-	VCMPPS     $0x03, Y2, Y2, Y2
-	VBLENDVPS  Y2, avx2bfnanlow<>+0(SB), Y4, Y4
-	VPSRLD     $0x10, Y3, Y2
-	VPAND      avx2bfone<>+0(SB), Y2, Y2
-	VPADDD     avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD     Y3, Y2, Y2
-	VPSRLD     $0x10, Y2, Y2
-	VCMPPS     $0x03, Y3, Y3, Y3
-	VBLENDVPS  Y3, avx2bfnanlow<>+0(SB), Y2, Y2
-	VPACKUSDW  Y2, Y4, Y4
-	VPERMQ     $0xd8, Y4, Y4
-	VMOVDQU    Y4, 32(CX)(R8*2)
-	ADDQ       $0x00000020, R8
-	JMP        scalepfloop
+	VBLENDVPS  Y3, avx2bfnanhigh<>+0(SB), Y6, Y6
+	VMOVUPS    Y6, Y3
+	VPSRLD     $0x10, Y4, Y6
+	VPAND      avx2bfone<>+0(SB), Y6, Y6
+	VPADDD     avx2bfbias<>+0(SB), Y6, Y6
+	VPADDD     Y4, Y6, Y6
+	VPAND      avx2bfhigh<>+0(SB), Y6, Y6
+	VCMPPS     $0x03, Y4, Y4, Y4
+	VBLENDVPS  Y4, avx2bfnanhigh<>+0(SB), Y6, Y6
+	VMOVUPS    Y6, Y4
+	VPSRLD     $0x10, Y5, Y6
+	VPAND      avx2bfone<>+0(SB), Y6, Y6
+	VPADDD     avx2bfbias<>+0(SB), Y6, Y6
+	VPADDD     Y5, Y6, Y6
+	VPAND      avx2bfhigh<>+0(SB), Y6, Y6
+	VCMPPS     $0x03, Y5, Y5, Y5
+	VBLENDVPS  Y5, avx2bfnanhigh<>+0(SB), Y6, Y6
+	VMOVUPS    Y6, Y5
+
+notrn18:
+	VMOVUPS   (BX)(R8*4), Y6
+	VADDPS    Y0, Y6, Y6
+	VMULPS    Y6, Y2, Y2
+	VMOVUPS   32(BX)(R8*4), Y6
+	VADDPS    Y0, Y6, Y6
+	VMULPS    Y6, Y3, Y3
+	VPSRLD    $0x10, Y2, Y6
+	VPAND     avx2bfone<>+0(SB), Y6, Y6
+	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
+	VPADDD    Y2, Y6, Y6
+	VPSRLD    $0x10, Y6, Y6
+	VCMPPS    $0x03, Y2, Y2, Y2
+	VBLENDVPS Y2, avx2bfnanlow<>+0(SB), Y6, Y6
+	VPSRLD    $0x10, Y3, Y2
+	VPAND     avx2bfone<>+0(SB), Y2, Y2
+	VPADDD    avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD    Y3, Y2, Y2
+	VPSRLD    $0x10, Y2, Y2
+	VCMPPS    $0x03, Y3, Y3, Y3
+	VBLENDVPS Y3, avx2bfnanlow<>+0(SB), Y2, Y2
+	VPACKUSDW Y2, Y6, Y6
+	VPERMQ    $0xd8, Y6, Y6
+	VMOVDQU   Y6, (CX)(R8*2)
+	VMOVUPS   64(BX)(R8*4), Y2
+	VADDPS    Y0, Y2, Y2
+	VMULPS    Y2, Y4, Y4
+	VMOVUPS   96(BX)(R8*4), Y2
+	VADDPS    Y0, Y2, Y2
+	VMULPS    Y2, Y5, Y5
+	VPSRLD    $0x10, Y4, Y2
+	VPAND     avx2bfone<>+0(SB), Y2, Y2
+	VPADDD    avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD    Y4, Y2, Y2
+	VPSRLD    $0x10, Y2, Y2
+	VCMPPS    $0x03, Y4, Y4, Y3
+	VBLENDVPS Y3, avx2bfnanlow<>+0(SB), Y2, Y2
+	VPSRLD    $0x10, Y5, Y3
+	VPAND     avx2bfone<>+0(SB), Y3, Y3
+	VPADDD    avx2bfbias<>+0(SB), Y3, Y3
+	VPADDD    Y5, Y3, Y3
+	VPSRLD    $0x10, Y3, Y3
+	VCMPPS    $0x03, Y5, Y5, Y4
+	VBLENDVPS Y4, avx2bfnanlow<>+0(SB), Y3, Y3
+	VPACKUSDW Y3, Y2, Y2
+	VPERMQ    $0xd8, Y2, Y2
+	VMOVDQU   Y2, 32(CX)(R8*2)
+	ADDQ      $0x00000020, R8
+	JMP       scalepfloop
 
 scalent:
 	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
@@ -30138,11 +23027,23 @@ scalent:
 	MOVQ job_d+0(AX), R11
 
 scalehead:
-	CMPQ         R11, $0x00000008
-	JB           scaleheadpart
-	VPMOVZXWD    (SI)(R8*2), Y2
-	VPSLLD       $0x10, Y2, Y2
-	VMULPS       Y1, Y2, Y2
+	CMPQ      R11, $0x00000008
+	JB        scaleheadpart
+	VPMOVZXWD (SI)(R8*2), Y2
+	VPSLLD    $0x10, Y2, Y2
+	VMULPS    Y1, Y2, Y2
+	TESTL     $0x00000008, job_flags+0(AX)
+	JZ        notrn19
+	VPSRLD    $0x10, Y2, Y3
+	VPAND     avx2bfone<>+0(SB), Y3, Y3
+	VPADDD    avx2bfbias<>+0(SB), Y3, Y3
+	VPADDD    Y2, Y3, Y3
+	VPAND     avx2bfhigh<>+0(SB), Y3, Y3
+	VCMPPS    $0x03, Y2, Y2, Y2
+	VBLENDVPS Y2, avx2bfnanhigh<>+0(SB), Y3, Y3
+	VMOVUPS   Y3, Y2
+
+notrn19:
 	VMOVUPS      (BX)(R8*4), Y3
 	VADDPS       Y0, Y3, Y3
 	VMULPS       Y3, Y2, Y2
@@ -30167,55 +23068,67 @@ scaleheadpart:
 	XORQ R14, R14
 	SUBQ $0x00000010, R15
 
-copyvec17:
+copyvec20:
 	CMPQ    R14, R15
-	JG      copyone18
+	JG      copyone21
 	VMOVUPS (R12)(R14*2), Y2
 	VMOVUPS Y2, (R13)(R14*2)
 	ADDQ    $0x00000010, R14
-	JMP     copyvec17
+	JMP     copyvec20
 
-copyone18:
+copyone21:
 	ADDQ $0x00000010, R15
 
-copyloop20:
+copyloop23:
 	CMPQ R14, R15
-	JGE  copied19
+	JGE  copied22
 	MOVW (R12)(R14*2), BP
 	MOVW BP, (R13)(R14*2)
 	INCQ R14
-	JMP  copyloop20
+	JMP  copyloop23
 
-copied19:
+copied22:
 	LEAQ (BX)(R8*4), R12
 	LEAQ 160(SP), R13
 	MOVQ R11, R15
 	XORQ R14, R14
 	SUBQ $0x00000008, R15
 
-copyvec21:
+copyvec24:
 	CMPQ    R14, R15
-	JG      copyone22
+	JG      copyone25
 	VMOVUPS (R12)(R14*4), Y2
 	VMOVUPS Y2, (R13)(R14*4)
 	ADDQ    $0x00000008, R14
-	JMP     copyvec21
+	JMP     copyvec24
 
-copyone22:
+copyone25:
 	ADDQ $0x00000008, R15
 
-copyloop24:
+copyloop27:
 	CMPQ R14, R15
-	JGE  copied23
+	JGE  copied26
 	MOVL (R12)(R14*4), BP
 	MOVL BP, (R13)(R14*4)
 	INCQ R14
-	JMP  copyloop24
+	JMP  copyloop27
 
-copied23:
-	VPMOVZXWD    128(SP), Y2
-	VPSLLD       $0x10, Y2, Y2
-	VMULPS       Y2, Y1, Y2
+copied26:
+	VPMOVZXWD 128(SP), Y2
+	VPSLLD    $0x10, Y2, Y2
+	VMULPS    Y2, Y1, Y2
+	TESTL     $0x00000008, job_flags+0(AX)
+	JZ        notrn28
+	VPSRLD    $0x10, Y2, Y3
+	VPAND     avx2bfone<>+0(SB), Y3, Y3
+	VPADDD    avx2bfbias<>+0(SB), Y3, Y3
+	VPADDD    Y2, Y3, Y3
+	VPAND     avx2bfhigh<>+0(SB), Y3, Y3
+	VCMPPS    $0x03, Y2, Y2, Y2
+	VBLENDVPS Y2, avx2bfnanhigh<>+0(SB), Y3, Y3
+	VMOVUPS   Y3, Y2
+
+notrn28:
 	VMOVUPS      160(SP), Y3
 	VADDPS       Y0, Y3, Y3
 	VMULPS       Y3, Y2, Y2
@@ -30235,26 +23148,26 @@ copied23:
 	XORQ         R14, R14
 	SUBQ         $0x00000010, R15
 
-copyvec25:
+copyvec29:
 	CMPQ    R14, R15
-	JG      copyone26
+	JG      copyone30
 	VMOVUPS (R13)(R14*2), Y2
 	VMOVUPS Y2, (R12)(R14*2)
 	ADDQ    $0x00000010, R14
-	JMP     copyvec25
+	JMP     copyvec29
 
-copyone26:
+copyone30:
 	ADDQ $0x00000010, R15
 
-copyloop28:
+copyloop32:
 	CMPQ R14, R15
-	JGE  copied27
+	JGE  copied31
 	MOVW (R13)(R14*2), BP
 	MOVW BP, (R12)(R14*2)
 	INCQ R14
-	JMP  copyloop28
+	JMP  copyloop32
 
-copied27:
+copied31:
 	ADDQ R11, R8
 
 scalentloop:
@@ -30264,73 +23177,121 @@ scalentloop:
 	VPMOVZXWD  (SI)(R8*2), Y2
 	VPSLLD     $0x10, Y2, Y2
 	VMULPS     Y1, Y2, Y2
-	VMOVUPS    (BX)(R8*4), Y3
-	VADDPS     Y0, Y3, Y3
-	VMULPS     Y3, Y2, Y2
 	VPMOVZXWD  16(SI)(R8*2), Y3
 	VPSLLD     $0x10, Y3, Y3
 	VMULPS     Y1, Y3, Y3
-	VMOVUPS    32(BX)(R8*4), Y4
-	VADDPS     Y0, Y4, Y4
-	VMULPS     Y4, Y3, Y3
-	VPSRLD     $0x10, Y2, Y4
-	VPAND      avx2bfone<>+0(SB), Y4, Y4
-	VPADDD     avx2bfbias<>+0(SB), Y4, Y4
-	VPADDD     Y2, Y4, Y4
-	VPSRLD     $0x10, Y4, Y4
+	VPMOVZXWD  32(SI)(R8*2), Y4
+	VPSLLD     $0x10, Y4, Y4
+	VMULPS     Y1, Y4, Y4
+	VPMOVZXWD  48(SI)(R8*2), Y5
+	VPSLLD     $0x10, Y5, Y5
+	VMULPS     Y1, Y5, Y5
+	TESTL      $0x00000008, job_flags+0(AX)
+	JZ         notrn33
+	VPSRLD     $0x10, Y2, Y6
+	VPAND      avx2bfone<>+0(SB), Y6, Y6
+	VPADDD     avx2bfbias<>+0(SB), Y6, Y6
+	VPADDD     Y2, Y6, Y6
+	VPAND      avx2bfhigh<>+0(SB), Y6, Y6
 	VCMPPS     $0x03, Y2, Y2, Y2
-	VBLENDVPS  Y2, avx2bfnanlow<>+0(SB), Y4, Y4
-	VPSRLD     $0x10, Y3, Y2
-	VPAND      avx2bfone<>+0(SB), Y2, Y2
-	VPADDD     avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD     Y3, Y2, Y2
-	VPSRLD     $0x10, Y2, Y2
+	VBLENDVPS  Y2, avx2bfnanhigh<>+0(SB), Y6, Y6
+	VMOVUPS    Y6, Y2
+	VPSRLD     $0x10, Y3, Y6
+	VPAND      avx2bfone<>+0(SB), Y6, Y6
+	VPADDD     avx2bfbias<>+0(SB), Y6, Y6
+	VPADDD     Y3, Y6, Y6
+	VPAND      avx2bfhigh<>+0(SB), Y6, Y6
 	VCMPPS     $0x03, Y3, Y3, Y3
-	VBLENDVPS  Y3, avx2bfnanlow<>+0(SB), Y2, Y2
-	VPACKUSDW  Y2, Y4, Y4
-	VPERMQ     $0xd8, Y4, Y4
-	VMOVNTDQ   Y4, (CX)(R8*2)
-	VPMOVZXWD  32(SI)(R8*2), Y2
-	VPSLLD     $0x10, Y2, Y2
-	VMULPS     Y1, Y2, Y2
-	VMOVUPS    64(BX)(R8*4), Y3
-	VADDPS     Y0, Y3, Y3
-	VMULPS     Y3, Y2, Y2
-	VPMOVZXWD  48(SI)(R8*2), Y3
-	VPSLLD     $0x10, Y3, Y3
-	VMULPS     Y1, Y3, Y3
-	VMOVUPS    96(BX)(R8*4), Y4
-	VADDPS     Y0, Y4, Y4
-	VMULPS     Y4, Y3, Y3
-	VPSRLD     $0x10, Y2, Y4
-	VPAND      avx2bfone<>+0(SB), Y4, Y4
-	VPADDD     avx2bfbias<>+0(SB), Y4, Y4
-	VPADDD     Y2, Y4, Y4
-	VPSRLD     $0x10, Y4, Y4
-	VCMPPS     $0x03, Y2, Y2, Y2
-	VBLENDVPS  Y2, avx2bfnanlow<>+0(SB), Y4, Y4
-	VPSRLD     $0x10, Y3, Y2
-	VPAND      avx2bfone<>+0(SB), Y2, Y2
-	VPADDD     avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD     Y3, Y2, Y2
-	VPSRLD     $0x10, Y2, Y2
-	VCMPPS     $0x03, Y3, Y3, Y3
-	VBLENDVPS  Y3, avx2bfnanlow<>+0(SB), Y2, Y2
-	VPACKUSDW  Y2, Y4, Y4
-	VPERMQ     $0xd8, Y4, Y4
-	VMOVNTDQ   Y4, 32(CX)(R8*2)
-	ADDQ       $0x00000020, R8
-	JMP        scalentloop
+	VBLENDVPS  Y3, avx2bfnanhigh<>+0(SB), Y6, Y6
+	VMOVUPS    Y6, Y3
+	VPSRLD     $0x10, Y4, Y6
+	VPAND      avx2bfone<>+0(SB), Y6, Y6
+	VPADDD     avx2bfbias<>+0(SB), Y6, Y6
+	VPADDD     Y4, Y6, Y6
+	VPAND      avx2bfhigh<>+0(SB), Y6, Y6
+	VCMPPS     $0x03, Y4, Y4, Y4
+	VBLENDVPS  Y4, avx2bfnanhigh<>+0(SB), Y6, Y6
+	VMOVUPS    Y6, Y4
+	VPSRLD     $0x10, Y5, Y6
+	VPAND      avx2bfone<>+0(SB), Y6, Y6
+	VPADDD     avx2bfbias<>+0(SB), Y6, Y6
+	VPADDD     Y5, Y6, Y6
+	VPAND      avx2bfhigh<>+0(SB), Y6, Y6
+	VCMPPS     $0x03, Y5, Y5, Y5
+	VBLENDVPS  Y5, avx2bfnanhigh<>+0(SB), Y6, Y6
+	VMOVUPS    Y6, Y5
+
+notrn33:
+	VMOVUPS   (BX)(R8*4), Y6
+	VADDPS    Y0, Y6, Y6
+	VMULPS    Y6, Y2, Y2
+	VMOVUPS   32(BX)(R8*4), Y6
+	VADDPS    Y0, Y6, Y6
+	VMULPS    Y6, Y3, Y3
+	VPSRLD    $0x10, Y2, Y6
+	VPAND     avx2bfone<>+0(SB), Y6, Y6
+	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
+	VPADDD    Y2, Y6, Y6
+	VPSRLD    $0x10, Y6, Y6
+	VCMPPS    $0x03, Y2, Y2, Y2
+	VBLENDVPS Y2, avx2bfnanlow<>+0(SB), Y6, Y6
+	VPSRLD    $0x10, Y3, Y2
+	VPAND     avx2bfone<>+0(SB), Y2, Y2
+	VPADDD    avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD    Y3, Y2, Y2
+	VPSRLD    $0x10, Y2, Y2
+	VCMPPS    $0x03, Y3, Y3, Y3
+	VBLENDVPS Y3, avx2bfnanlow<>+0(SB), Y2, Y2
+	VPACKUSDW Y2, Y6, Y6
+	VPERMQ    $0xd8, Y6, Y6
+	VMOVNTDQ  Y6, (CX)(R8*2)
+	VMOVUPS   64(BX)(R8*4), Y2
+	VADDPS    Y0, Y2, Y2
+	VMULPS    Y2, Y4, Y4
+	VMOVUPS   96(BX)(R8*4), Y2
+	VADDPS    Y0, Y2, Y2
+	VMULPS    Y2, Y5, Y5
+	VPSRLD    $0x10, Y4, Y2
+	VPAND     avx2bfone<>+0(SB), Y2, Y2
+	VPADDD    avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD    Y4, Y2, Y2
+	VPSRLD    $0x10, Y2, Y2
+	VCMPPS    $0x03, Y4, Y4, Y3
+	VBLENDVPS Y3, avx2bfnanlow<>+0(SB), Y2, Y2
+	VPSRLD    $0x10, Y5, Y3
+	VPAND     avx2bfone<>+0(SB), Y3, Y3
+	VPADDD    avx2bfbias<>+0(SB), Y3, Y3
+	VPADDD    Y5, Y3, Y3
+	VPSRLD    $0x10, Y3, Y3
+	VCMPPS    $0x03, Y5, Y5, Y4
+	VBLENDVPS Y4, avx2bfnanlow<>+0(SB), Y3, Y3
+	VPACKUSDW Y3, Y2, Y2
+	VPERMQ    $0xd8, Y2, Y2
+	VMOVNTDQ  Y2, 32(CX)(R8*2)
+	ADDQ      $0x00000020, R8
+	JMP       scalentloop
 
 scaletail:
 	ADDQ $0x00000018, R9
 
 scaleone:
-	CMPQ         R8, R9
-	JG           scalepart
-	VPMOVZXWD    (SI)(R8*2), Y2
-	VPSLLD       $0x10, Y2, Y2
-	VMULPS       Y1, Y2, Y2
+	CMPQ      R8, R9
+	JG        scalepart
+	VPMOVZXWD (SI)(R8*2), Y2
+	VPSLLD    $0x10, Y2, Y2
+	VMULPS    Y1, Y2, Y2
+	TESTL     $0x00000008, job_flags+0(AX)
+	JZ        notrn34
+	VPSRLD    $0x10, Y2, Y3
+	VPAND     avx2bfone<>+0(SB), Y3, Y3
+	VPADDD    avx2bfbias<>+0(SB), Y3, Y3
+	VPADDD    Y2, Y3, Y3
+	VPAND     avx2bfhigh<>+0(SB), Y3, Y3
+	VCMPPS    $0x03, Y2, Y2, Y2
+	VBLENDVPS Y2, avx2bfnanhigh<>+0(SB), Y3, Y3
+	VMOVUPS   Y3, Y2
+
+notrn34:
 	VMOVUPS      (BX)(R8*4), Y3
 	VADDPS       Y0, Y3, Y3
 	VMULPS       Y3, Y2, Y2
@@ -30357,55 +23318,67 @@ scalepart:
 	XORQ R12, R12
 	SUBQ $0x00000010, R13
 
-copyvec29:
+copyvec35:
 	CMPQ    R12, R13
-	JG      copyone30
+	JG      copyone36
 	VMOVUPS (R9)(R12*2), Y2
 	VMOVUPS Y2, (R10)(R12*2)
 	ADDQ    $0x00000010, R12
-	JMP     copyvec29
+	JMP     copyvec35
 
-copyone30:
+copyone36:
 	ADDQ $0x00000010, R13
 
-copyloop32:
+copyloop38:
 	CMPQ R12, R13
-	JGE  copied31
+	JGE  copied37
 	MOVW (R9)(R12*2), R14
 	MOVW R14, (R10)(R12*2)
 	INCQ R12
-	JMP  copyloop32
+	JMP  copyloop38
 
-copied31:
+copied37:
 	LEAQ (BX)(R8*4), R9
 	LEAQ 160(SP), R10
 	MOVQ R11, R13
 	XORQ R12, R12
 	SUBQ $0x00000008, R13
 
-copyvec33:
+copyvec39:
 	CMPQ    R12, R13
-	JG      copyone34
+	JG      copyone40
 	VMOVUPS (R9)(R12*4), Y2
 	VMOVUPS Y2, (R10)(R12*4)
 	ADDQ    $0x00000008, R12
-	JMP     copyvec33
+	JMP     copyvec39
 
-copyone34:
+copyone40:
 	ADDQ $0x00000008, R13
 
-copyloop36:
+copyloop42:
 	CMPQ R12, R13
-	JGE  copied35
+	JGE  copied41
 	MOVL (R9)(R12*4), R14
 	MOVL R14, (R10)(R12*4)
 	INCQ R12
-	JMP  copyloop36
+	JMP  copyloop42
 
-copied35:
-	VPMOVZXWD    128(SP), Y2
-	VPSLLD       $0x10, Y2, Y2
-	VMULPS       Y2, Y1, Y2
+copied41:
+	VPMOVZXWD 128(SP), Y2
+	VPSLLD    $0x10, Y2, Y2
+	VMULPS    Y2, Y1, Y2
+	TESTL     $0x00000008, job_flags+0(AX)
+	JZ        notrn43
+	VPSRLD    $0x10, Y2, Y1
+	VPAND     avx2bfone<>+0(SB), Y1, Y1
+	VPADDD    avx2bfbias<>+0(SB), Y1, Y1
+	VPADDD    Y2, Y1, Y1
+	VPAND     avx2bfhigh<>+0(SB), Y1, Y1
+	VCMPPS    $0x03, Y2, Y2, Y2
+	VBLENDVPS Y2, avx2bfnanhigh<>+0(SB), Y1, Y1
+	VMOVUPS   Y1, Y2
+
+notrn43:
 	VMOVUPS      160(SP), Y1
 	VADDPS       Y0, Y1, Y1
 	VMULPS       Y1, Y2, Y2
@@ -30424,1443 +23397,26 @@ copied35:
 	XORQ         R8, R8
 	SUBQ         $0x00000010, R11
 
-copyvec37:
+copyvec44:
 	CMPQ    R8, R11
-	JG      copyone38
+	JG      copyone45
 	VMOVUPS (R10)(R8*2), Y0
 	VMOVUPS Y0, (R9)(R8*2)
 	ADDQ    $0x00000010, R8
-	JMP     copyvec37
+	JMP     copyvec44
 
-copyone38:
+copyone45:
 	ADDQ $0x00000010, R11
 
-copyloop40:
+copyloop47:
 	CMPQ R8, R11
-	JGE  copied39
+	JGE  copied46
 	MOVW (R10)(R8*2), R12
 	MOVW R12, (R9)(R8*2)
 	INCQ R8
-	JMP  copyloop40
+	JMP  copyloop47
 
-copied39:
-scaled:
-	ADDQ DI, DX
-	ADDQ DI, CX
-	ADDQ DI, SI
-	INCQ 400(SP)
-	MOVQ 424(SP), R8
-	INCQ R8
-	MOVQ R8, 424(SP)
-	CMPQ R8, 416(SP)
-	JB   scalerow
-	JMP  row
-
-ret:
-	TESTL $0x00000001, job_flags+0(AX)
-	JZ    vzero
-	SFENCE
-
-vzero:
-	VZEROUPPER
-	MOVQ 400(SP), AX
-	MOVQ AX, ret+24(FP)
-	RET
-
-// func avx2BF16AddOffsetRN(j uintptr, from int, to int) int
-// Requires: AVX, AVX2, MMX+
-TEXT ·avx2BF16AddOffsetRN(SB), NOSPLIT, $456-32
-	// avx2BF16AddOffsetRN normalizes rows [from, to) of the job: BF16 rows: h = round16(x + res) and res = h per element, then y = round16(round16(h*inv)*(1+w)), for each row.
-	// It stops before the first row that needs the float64 path and returns that row's index, or to.
-	MOVQ j+0(FP), AX
-	MOVQ job_dst+0(AX), CX
-	MOVQ job_x+0(AX), DX
-	MOVQ job_w+0(AX), BX
-	MOVQ job_res+0(AX), SI
-	MOVQ job_stride+0(AX), DI
-	SHLQ $0x01, DI
-
-	// fd = float32(d); rd = 1/d when d is a power of two (a/d is then a*rd exactly), else 0.
-	MOVQ       job_d+0(AX), R8
-	VMOVSS     one<>+0(SB), X0
-	VCVTSI2SSQ R8, X0, X0
-	VMOVSS     X0, 448(SP)
-	XORL       R10, R10
-	LEAQ       -1(R8), R9
-	TESTQ      R8, R9
-	JNZ        notpow2
-	BSFQ       R8, R9
-	MOVL       $0x0000007f, R10
-	SUBL       R9, R10
-	SHLL       $0x17, R10
-
-notpow2:
-	MOVL R10, 452(SP)
-
-	// Start at row from.
-	MOVQ  from+8(FP), R8
-	MOVQ  R8, 400(SP)
-	MOVQ  $0x00000000, 408(SP)
-	IMULQ DI, R8
-	ADDQ  R8, CX
-	ADDQ  R8, DX
-	ADDQ  R8, SI
-
-row:
-	MOVQ 400(SP), R8
-	CMPQ R8, to+16(FP)
-	JAE  ret
-	MOVQ $0x00000001, 416(SP)
-	MOVQ DX, R8
-	MOVQ SI, R9
-	XORQ R10, R10
-
-	// Sum of squares: element i goes to partial i%64.
-	MOVQ   job_d+0(AX), R11
-	SUBQ   $0x00000040, R11
-	JGE    firstblock
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
-	VXORPS Y4, Y4, Y4
-	VXORPS Y5, Y5, Y5
-	VXORPS Y6, Y6, Y6
-	VXORPS Y7, Y7, Y7
-	XORQ   R10, R10
-	JMP    sumtail
-
-firstblock:
-	// +0 + square is the square itself: the first block initializes the partials.
-	XORQ         R10, R10
-	VPMOVZXWD    (R8)(R10*2), Y0
-	VPSLLD       $0x10, Y0, Y0
-	VPMOVZXWD    (R9)(R10*2), Y1
-	VPSLLD       $0x10, Y1, Y1
-	VADDPS       Y1, Y0, Y0
-	VPSRLD       $0x10, Y0, Y1
-	VPAND        avx2bfone<>+0(SB), Y1, Y1
-	VPADDD       avx2bfbias<>+0(SB), Y1, Y1
-	VPADDD       Y0, Y1, Y1
-	VPAND        avx2bfhigh<>+0(SB), Y1, Y1
-	VCMPPS       $0x03, Y0, Y0, Y0
-	VBLENDVPS    Y0, avx2bfnanhigh<>+0(SB), Y1, Y1
-	VPSRLD       $0x10, Y1, Y0
-	VEXTRACTI128 $0x01, Y0, X2
-	VPACKUSDW    X2, X0, X2
-	VMOVDQU      X2, (R9)(R10*2)
-	VMULPS       Y1, Y1, Y0
-	VPMOVZXWD    16(R8)(R10*2), Y1
-	VPSLLD       $0x10, Y1, Y1
-	VPMOVZXWD    16(R9)(R10*2), Y2
-	VPSLLD       $0x10, Y2, Y2
-	VADDPS       Y2, Y1, Y1
-	VPSRLD       $0x10, Y1, Y2
-	VPAND        avx2bfone<>+0(SB), Y2, Y2
-	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD       Y1, Y2, Y2
-	VPAND        avx2bfhigh<>+0(SB), Y2, Y2
-	VCMPPS       $0x03, Y1, Y1, Y1
-	VBLENDVPS    Y1, avx2bfnanhigh<>+0(SB), Y2, Y2
-	VPSRLD       $0x10, Y2, Y1
-	VEXTRACTI128 $0x01, Y1, X3
-	VPACKUSDW    X3, X1, X3
-	VMOVDQU      X3, 16(R9)(R10*2)
-	VMULPS       Y2, Y2, Y1
-	VPMOVZXWD    32(R8)(R10*2), Y2
-	VPSLLD       $0x10, Y2, Y2
-	VPMOVZXWD    32(R9)(R10*2), Y3
-	VPSLLD       $0x10, Y3, Y3
-	VADDPS       Y3, Y2, Y2
-	VPSRLD       $0x10, Y2, Y3
-	VPAND        avx2bfone<>+0(SB), Y3, Y3
-	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
-	VPADDD       Y2, Y3, Y3
-	VPAND        avx2bfhigh<>+0(SB), Y3, Y3
-	VCMPPS       $0x03, Y2, Y2, Y2
-	VBLENDVPS    Y2, avx2bfnanhigh<>+0(SB), Y3, Y3
-	VPSRLD       $0x10, Y3, Y2
-	VEXTRACTI128 $0x01, Y2, X4
-	VPACKUSDW    X4, X2, X4
-	VMOVDQU      X4, 32(R9)(R10*2)
-	VMULPS       Y3, Y3, Y2
-	VPMOVZXWD    48(R8)(R10*2), Y3
-	VPSLLD       $0x10, Y3, Y3
-	VPMOVZXWD    48(R9)(R10*2), Y4
-	VPSLLD       $0x10, Y4, Y4
-	VADDPS       Y4, Y3, Y3
-	VPSRLD       $0x10, Y3, Y4
-	VPAND        avx2bfone<>+0(SB), Y4, Y4
-	VPADDD       avx2bfbias<>+0(SB), Y4, Y4
-	VPADDD       Y3, Y4, Y4
-	VPAND        avx2bfhigh<>+0(SB), Y4, Y4
-	VCMPPS       $0x03, Y3, Y3, Y3
-	VBLENDVPS    Y3, avx2bfnanhigh<>+0(SB), Y4, Y4
-	VPSRLD       $0x10, Y4, Y3
-	VEXTRACTI128 $0x01, Y3, X5
-	VPACKUSDW    X5, X3, X5
-	VMOVDQU      X5, 48(R9)(R10*2)
-	VMULPS       Y4, Y4, Y3
-	VPMOVZXWD    64(R8)(R10*2), Y4
-	VPSLLD       $0x10, Y4, Y4
-	VPMOVZXWD    64(R9)(R10*2), Y5
-	VPSLLD       $0x10, Y5, Y5
-	VADDPS       Y5, Y4, Y4
-	VPSRLD       $0x10, Y4, Y5
-	VPAND        avx2bfone<>+0(SB), Y5, Y5
-	VPADDD       avx2bfbias<>+0(SB), Y5, Y5
-	VPADDD       Y4, Y5, Y5
-	VPAND        avx2bfhigh<>+0(SB), Y5, Y5
-	VCMPPS       $0x03, Y4, Y4, Y4
-	VBLENDVPS    Y4, avx2bfnanhigh<>+0(SB), Y5, Y5
-	VPSRLD       $0x10, Y5, Y4
-	VEXTRACTI128 $0x01, Y4, X6
-	VPACKUSDW    X6, X4, X6
-	VMOVDQU      X6, 64(R9)(R10*2)
-	VMULPS       Y5, Y5, Y4
-	VPMOVZXWD    80(R8)(R10*2), Y5
-	VPSLLD       $0x10, Y5, Y5
-	VPMOVZXWD    80(R9)(R10*2), Y6
-	VPSLLD       $0x10, Y6, Y6
-	VADDPS       Y6, Y5, Y5
-	VPSRLD       $0x10, Y5, Y6
-	VPAND        avx2bfone<>+0(SB), Y6, Y6
-	VPADDD       avx2bfbias<>+0(SB), Y6, Y6
-	VPADDD       Y5, Y6, Y6
-	VPAND        avx2bfhigh<>+0(SB), Y6, Y6
-	VCMPPS       $0x03, Y5, Y5, Y5
-	VBLENDVPS    Y5, avx2bfnanhigh<>+0(SB), Y6, Y6
-	VPSRLD       $0x10, Y6, Y5
-	VEXTRACTI128 $0x01, Y5, X7
-	VPACKUSDW    X7, X5, X7
-	VMOVDQU      X7, 80(R9)(R10*2)
-	VMULPS       Y6, Y6, Y5
-	VPMOVZXWD    96(R8)(R10*2), Y6
-	VPSLLD       $0x10, Y6, Y6
-	VPMOVZXWD    96(R9)(R10*2), Y7
-	VPSLLD       $0x10, Y7, Y7
-	VADDPS       Y7, Y6, Y6
-	VPSRLD       $0x10, Y6, Y7
-	VPAND        avx2bfone<>+0(SB), Y7, Y7
-	VPADDD       avx2bfbias<>+0(SB), Y7, Y7
-	VPADDD       Y6, Y7, Y7
-	VPAND        avx2bfhigh<>+0(SB), Y7, Y7
-	VCMPPS       $0x03, Y6, Y6, Y6
-	VBLENDVPS    Y6, avx2bfnanhigh<>+0(SB), Y7, Y7
-	VPSRLD       $0x10, Y7, Y6
-	VEXTRACTI128 $0x01, Y6, X8
-	VPACKUSDW    X8, X6, X8
-	VMOVDQU      X8, 96(R9)(R10*2)
-	VMULPS       Y7, Y7, Y6
-	VPMOVZXWD    112(R8)(R10*2), Y7
-	VPSLLD       $0x10, Y7, Y7
-	VPMOVZXWD    112(R9)(R10*2), Y8
-	VPSLLD       $0x10, Y8, Y8
-	VADDPS       Y8, Y7, Y7
-	VPSRLD       $0x10, Y7, Y8
-	VPAND        avx2bfone<>+0(SB), Y8, Y8
-	VPADDD       avx2bfbias<>+0(SB), Y8, Y8
-	VPADDD       Y7, Y8, Y8
-	VPAND        avx2bfhigh<>+0(SB), Y8, Y8
-	VCMPPS       $0x03, Y7, Y7, Y7
-	VBLENDVPS    Y7, avx2bfnanhigh<>+0(SB), Y8, Y8
-	VPSRLD       $0x10, Y8, Y7
-	VEXTRACTI128 $0x01, Y7, X9
-	VPACKUSDW    X9, X7, X9
-	VMOVDQU      X9, 112(R9)(R10*2)
-	VMULPS       Y8, Y8, Y7
-	MOVQ         $0x00000040, R10
-	TESTL        $0x00000002, job_flags+0(AX)
-	JNZ          sumpf
-
-sumloop:
-	CMPQ         R10, R11
-	JG           sumtail
-	VPMOVZXWD    (R8)(R10*2), Y8
-	VPSLLD       $0x10, Y8, Y8
-	VPMOVZXWD    (R9)(R10*2), Y9
-	VPSLLD       $0x10, Y9, Y9
-	VADDPS       Y9, Y8, Y8
-	VPSRLD       $0x10, Y8, Y9
-	VPAND        avx2bfone<>+0(SB), Y9, Y9
-	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
-	VPADDD       Y8, Y9, Y9
-	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
-	VCMPPS       $0x03, Y8, Y8, Y8
-	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
-	VPSRLD       $0x10, Y9, Y8
-	VEXTRACTI128 $0x01, Y8, X10
-	VPACKUSDW    X10, X8, X10
-	VMOVDQU      X10, (R9)(R10*2)
-	VMULPS       Y9, Y9, Y9
-	VADDPS       Y9, Y0, Y0
-	VPMOVZXWD    16(R8)(R10*2), Y8
-	VPSLLD       $0x10, Y8, Y8
-	VPMOVZXWD    16(R9)(R10*2), Y9
-	VPSLLD       $0x10, Y9, Y9
-	VADDPS       Y9, Y8, Y8
-	VPSRLD       $0x10, Y8, Y9
-	VPAND        avx2bfone<>+0(SB), Y9, Y9
-	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
-	VPADDD       Y8, Y9, Y9
-	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
-	VCMPPS       $0x03, Y8, Y8, Y8
-	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
-	VPSRLD       $0x10, Y9, Y8
-	VEXTRACTI128 $0x01, Y8, X10
-	VPACKUSDW    X10, X8, X10
-	VMOVDQU      X10, 16(R9)(R10*2)
-	VMULPS       Y9, Y9, Y9
-	VADDPS       Y9, Y1, Y1
-	VPMOVZXWD    32(R8)(R10*2), Y8
-	VPSLLD       $0x10, Y8, Y8
-	VPMOVZXWD    32(R9)(R10*2), Y9
-	VPSLLD       $0x10, Y9, Y9
-	VADDPS       Y9, Y8, Y8
-	VPSRLD       $0x10, Y8, Y9
-	VPAND        avx2bfone<>+0(SB), Y9, Y9
-	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
-	VPADDD       Y8, Y9, Y9
-	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
-	VCMPPS       $0x03, Y8, Y8, Y8
-	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
-	VPSRLD       $0x10, Y9, Y8
-	VEXTRACTI128 $0x01, Y8, X10
-	VPACKUSDW    X10, X8, X10
-	VMOVDQU      X10, 32(R9)(R10*2)
-	VMULPS       Y9, Y9, Y9
-	VADDPS       Y9, Y2, Y2
-	VPMOVZXWD    48(R8)(R10*2), Y8
-	VPSLLD       $0x10, Y8, Y8
-	VPMOVZXWD    48(R9)(R10*2), Y9
-	VPSLLD       $0x10, Y9, Y9
-	VADDPS       Y9, Y8, Y8
-	VPSRLD       $0x10, Y8, Y9
-	VPAND        avx2bfone<>+0(SB), Y9, Y9
-	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
-	VPADDD       Y8, Y9, Y9
-	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
-	VCMPPS       $0x03, Y8, Y8, Y8
-	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
-	VPSRLD       $0x10, Y9, Y8
-	VEXTRACTI128 $0x01, Y8, X10
-	VPACKUSDW    X10, X8, X10
-	VMOVDQU      X10, 48(R9)(R10*2)
-	VMULPS       Y9, Y9, Y9
-	VADDPS       Y9, Y3, Y3
-	VPMOVZXWD    64(R8)(R10*2), Y8
-	VPSLLD       $0x10, Y8, Y8
-	VPMOVZXWD    64(R9)(R10*2), Y9
-	VPSLLD       $0x10, Y9, Y9
-	VADDPS       Y9, Y8, Y8
-	VPSRLD       $0x10, Y8, Y9
-	VPAND        avx2bfone<>+0(SB), Y9, Y9
-	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
-	VPADDD       Y8, Y9, Y9
-	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
-	VCMPPS       $0x03, Y8, Y8, Y8
-	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
-	VPSRLD       $0x10, Y9, Y8
-	VEXTRACTI128 $0x01, Y8, X10
-	VPACKUSDW    X10, X8, X10
-	VMOVDQU      X10, 64(R9)(R10*2)
-	VMULPS       Y9, Y9, Y9
-	VADDPS       Y9, Y4, Y4
-	VPMOVZXWD    80(R8)(R10*2), Y8
-	VPSLLD       $0x10, Y8, Y8
-	VPMOVZXWD    80(R9)(R10*2), Y9
-	VPSLLD       $0x10, Y9, Y9
-	VADDPS       Y9, Y8, Y8
-	VPSRLD       $0x10, Y8, Y9
-	VPAND        avx2bfone<>+0(SB), Y9, Y9
-	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
-	VPADDD       Y8, Y9, Y9
-	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
-	VCMPPS       $0x03, Y8, Y8, Y8
-	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
-	VPSRLD       $0x10, Y9, Y8
-	VEXTRACTI128 $0x01, Y8, X10
-	VPACKUSDW    X10, X8, X10
-	VMOVDQU      X10, 80(R9)(R10*2)
-	VMULPS       Y9, Y9, Y9
-	VADDPS       Y9, Y5, Y5
-	VPMOVZXWD    96(R8)(R10*2), Y8
-	VPSLLD       $0x10, Y8, Y8
-	VPMOVZXWD    96(R9)(R10*2), Y9
-	VPSLLD       $0x10, Y9, Y9
-	VADDPS       Y9, Y8, Y8
-	VPSRLD       $0x10, Y8, Y9
-	VPAND        avx2bfone<>+0(SB), Y9, Y9
-	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
-	VPADDD       Y8, Y9, Y9
-	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
-	VCMPPS       $0x03, Y8, Y8, Y8
-	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
-	VPSRLD       $0x10, Y9, Y8
-	VEXTRACTI128 $0x01, Y8, X10
-	VPACKUSDW    X10, X8, X10
-	VMOVDQU      X10, 96(R9)(R10*2)
-	VMULPS       Y9, Y9, Y9
-	VADDPS       Y9, Y6, Y6
-	VPMOVZXWD    112(R8)(R10*2), Y8
-	VPSLLD       $0x10, Y8, Y8
-	VPMOVZXWD    112(R9)(R10*2), Y9
-	VPSLLD       $0x10, Y9, Y9
-	VADDPS       Y9, Y8, Y8
-	VPSRLD       $0x10, Y8, Y9
-	VPAND        avx2bfone<>+0(SB), Y9, Y9
-	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
-	VPADDD       Y8, Y9, Y9
-	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
-	VCMPPS       $0x03, Y8, Y8, Y8
-	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
-	VPSRLD       $0x10, Y9, Y8
-	VEXTRACTI128 $0x01, Y8, X10
-	VPACKUSDW    X10, X8, X10
-	VMOVDQU      X10, 112(R9)(R10*2)
-	VMULPS       Y9, Y9, Y9
-	VADDPS       Y9, Y7, Y7
-	ADDQ         $0x00000040, R10
-	JMP          sumloop
-
-	// The same, prefetching the rows ahead.
-sumpf:
-	MOVQ DI, R12
-	SHLQ $0x01, R12
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows1
-	SHLQ $0x03, R12
-
-longrows1:
-	ADDQ R8, R12
-
-sumpfloop:
-	CMPQ         R10, R11
-	JG           sumtail
-	PREFETCHT0   (R12)(R10*2)
-	PREFETCHT0   64(R12)(R10*2)
-	VPMOVZXWD    (R8)(R10*2), Y8
-	VPSLLD       $0x10, Y8, Y8
-	VPMOVZXWD    (R9)(R10*2), Y9
-	VPSLLD       $0x10, Y9, Y9
-	VADDPS       Y9, Y8, Y8
-	VPSRLD       $0x10, Y8, Y9
-	VPAND        avx2bfone<>+0(SB), Y9, Y9
-	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
-	VPADDD       Y8, Y9, Y9
-	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
-	VCMPPS       $0x03, Y8, Y8, Y8
-	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
-	VPSRLD       $0x10, Y9, Y8
-	VEXTRACTI128 $0x01, Y8, X10
-	VPACKUSDW    X10, X8, X10
-	VMOVDQU      X10, (R9)(R10*2)
-	VMULPS       Y9, Y9, Y9
-	VADDPS       Y9, Y0, Y0
-	VPMOVZXWD    16(R8)(R10*2), Y8
-	VPSLLD       $0x10, Y8, Y8
-	VPMOVZXWD    16(R9)(R10*2), Y9
-	VPSLLD       $0x10, Y9, Y9
-	VADDPS       Y9, Y8, Y8
-	VPSRLD       $0x10, Y8, Y9
-	VPAND        avx2bfone<>+0(SB), Y9, Y9
-	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
-	VPADDD       Y8, Y9, Y9
-	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
-	VCMPPS       $0x03, Y8, Y8, Y8
-	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
-	VPSRLD       $0x10, Y9, Y8
-	VEXTRACTI128 $0x01, Y8, X10
-	VPACKUSDW    X10, X8, X10
-	VMOVDQU      X10, 16(R9)(R10*2)
-	VMULPS       Y9, Y9, Y9
-	VADDPS       Y9, Y1, Y1
-	VPMOVZXWD    32(R8)(R10*2), Y8
-	VPSLLD       $0x10, Y8, Y8
-	VPMOVZXWD    32(R9)(R10*2), Y9
-	VPSLLD       $0x10, Y9, Y9
-	VADDPS       Y9, Y8, Y8
-	VPSRLD       $0x10, Y8, Y9
-	VPAND        avx2bfone<>+0(SB), Y9, Y9
-	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
-	VPADDD       Y8, Y9, Y9
-	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
-	VCMPPS       $0x03, Y8, Y8, Y8
-	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
-	VPSRLD       $0x10, Y9, Y8
-	VEXTRACTI128 $0x01, Y8, X10
-	VPACKUSDW    X10, X8, X10
-	VMOVDQU      X10, 32(R9)(R10*2)
-	VMULPS       Y9, Y9, Y9
-	VADDPS       Y9, Y2, Y2
-	VPMOVZXWD    48(R8)(R10*2), Y8
-	VPSLLD       $0x10, Y8, Y8
-	VPMOVZXWD    48(R9)(R10*2), Y9
-	VPSLLD       $0x10, Y9, Y9
-	VADDPS       Y9, Y8, Y8
-	VPSRLD       $0x10, Y8, Y9
-	VPAND        avx2bfone<>+0(SB), Y9, Y9
-	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
-	VPADDD       Y8, Y9, Y9
-	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
-	VCMPPS       $0x03, Y8, Y8, Y8
-	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
-	VPSRLD       $0x10, Y9, Y8
-	VEXTRACTI128 $0x01, Y8, X10
-	VPACKUSDW    X10, X8, X10
-	VMOVDQU      X10, 48(R9)(R10*2)
-	VMULPS       Y9, Y9, Y9
-	VADDPS       Y9, Y3, Y3
-	VPMOVZXWD    64(R8)(R10*2), Y8
-	VPSLLD       $0x10, Y8, Y8
-	VPMOVZXWD    64(R9)(R10*2), Y9
-	VPSLLD       $0x10, Y9, Y9
-	VADDPS       Y9, Y8, Y8
-	VPSRLD       $0x10, Y8, Y9
-	VPAND        avx2bfone<>+0(SB), Y9, Y9
-	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
-	VPADDD       Y8, Y9, Y9
-	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
-	VCMPPS       $0x03, Y8, Y8, Y8
-	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
-	VPSRLD       $0x10, Y9, Y8
-	VEXTRACTI128 $0x01, Y8, X10
-	VPACKUSDW    X10, X8, X10
-	VMOVDQU      X10, 64(R9)(R10*2)
-	VMULPS       Y9, Y9, Y9
-	VADDPS       Y9, Y4, Y4
-	VPMOVZXWD    80(R8)(R10*2), Y8
-	VPSLLD       $0x10, Y8, Y8
-	VPMOVZXWD    80(R9)(R10*2), Y9
-	VPSLLD       $0x10, Y9, Y9
-	VADDPS       Y9, Y8, Y8
-	VPSRLD       $0x10, Y8, Y9
-	VPAND        avx2bfone<>+0(SB), Y9, Y9
-	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
-	VPADDD       Y8, Y9, Y9
-	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
-	VCMPPS       $0x03, Y8, Y8, Y8
-	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
-	VPSRLD       $0x10, Y9, Y8
-	VEXTRACTI128 $0x01, Y8, X10
-	VPACKUSDW    X10, X8, X10
-	VMOVDQU      X10, 80(R9)(R10*2)
-	VMULPS       Y9, Y9, Y9
-	VADDPS       Y9, Y5, Y5
-	VPMOVZXWD    96(R8)(R10*2), Y8
-	VPSLLD       $0x10, Y8, Y8
-	VPMOVZXWD    96(R9)(R10*2), Y9
-	VPSLLD       $0x10, Y9, Y9
-	VADDPS       Y9, Y8, Y8
-	VPSRLD       $0x10, Y8, Y9
-	VPAND        avx2bfone<>+0(SB), Y9, Y9
-	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
-	VPADDD       Y8, Y9, Y9
-	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
-	VCMPPS       $0x03, Y8, Y8, Y8
-	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
-	VPSRLD       $0x10, Y9, Y8
-	VEXTRACTI128 $0x01, Y8, X10
-	VPACKUSDW    X10, X8, X10
-	VMOVDQU      X10, 96(R9)(R10*2)
-	VMULPS       Y9, Y9, Y9
-	VADDPS       Y9, Y6, Y6
-	VPMOVZXWD    112(R8)(R10*2), Y8
-	VPSLLD       $0x10, Y8, Y8
-	VPMOVZXWD    112(R9)(R10*2), Y9
-	VPSLLD       $0x10, Y9, Y9
-	VADDPS       Y9, Y8, Y8
-	VPSRLD       $0x10, Y8, Y9
-	VPAND        avx2bfone<>+0(SB), Y9, Y9
-	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
-	VPADDD       Y8, Y9, Y9
-	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
-	VCMPPS       $0x03, Y8, Y8, Y8
-	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
-	VPSRLD       $0x10, Y9, Y8
-	VEXTRACTI128 $0x01, Y8, X10
-	VPACKUSDW    X10, X8, X10
-	VMOVDQU      X10, 112(R9)(R10*2)
-	VMULPS       Y9, Y9, Y9
-	VADDPS       Y9, Y7, Y7
-	ADDQ         $0x00000040, R10
-	JMP          sumpfloop
-
-sumtail:
-	// Fewer than 64 elements remain.
-	MOVQ    job_d+0(AX), R11
-	SUBQ    R10, R11
-	JZ      summed
-	MOVQ    R11, 432(SP)
-	LEAQ    (R8)(R10*2), R8
-	LEAQ    (R9)(R10*2), R9
-	MOVQ    R9, 440(SP)
-	LEAQ    128(SP), R9
-	VXORPS  Y8, Y8, Y8
-	VMOVUPS Y8, (R9)
-	VMOVUPS Y8, 32(R9)
-	VMOVUPS Y8, 64(R9)
-	VMOVUPS Y8, 96(R9)
-	MOVQ    432(SP), R11
-	XORQ    R10, R10
-	SUBQ    $0x00000010, R11
-
-copyvec2:
-	CMPQ    R10, R11
-	JG      copyone3
-	VMOVUPS (R8)(R10*2), Y8
-	VMOVUPS Y8, (R9)(R10*2)
-	ADDQ    $0x00000010, R10
-	JMP     copyvec2
-
-copyone3:
-	ADDQ $0x00000010, R11
-
-copyloop5:
-	CMPQ R10, R11
-	JGE  copied4
-	MOVW (R8)(R10*2), R12
-	MOVW R12, (R9)(R10*2)
-	INCQ R10
-	JMP  copyloop5
-
-copied4:
-	MOVQ    440(SP), R8
-	LEAQ    256(SP), R10
-	VXORPS  Y8, Y8, Y8
-	VMOVUPS Y8, (R10)
-	VMOVUPS Y8, 32(R10)
-	VMOVUPS Y8, 64(R10)
-	VMOVUPS Y8, 96(R10)
-	MOVQ    432(SP), R12
-	XORQ    R11, R11
-	SUBQ    $0x00000010, R12
-
-copyvec6:
-	CMPQ    R11, R12
-	JG      copyone7
-	VMOVUPS (R8)(R11*2), Y8
-	VMOVUPS Y8, (R10)(R11*2)
-	ADDQ    $0x00000010, R11
-	JMP     copyvec6
-
-copyone7:
-	ADDQ $0x00000010, R12
-
-copyloop9:
-	CMPQ R11, R12
-	JGE  copied8
-	MOVW (R8)(R11*2), R13
-	MOVW R13, (R10)(R11*2)
-	INCQ R11
-	JMP  copyloop9
-
-copied8:
-	XORQ         R8, R8
-	VPMOVZXWD    (R9)(R8*2), Y8
-	VPSLLD       $0x10, Y8, Y8
-	VPMOVZXWD    (R10)(R8*2), Y9
-	VPSLLD       $0x10, Y9, Y9
-	VADDPS       Y9, Y8, Y8
-	VPSRLD       $0x10, Y8, Y9
-	VPAND        avx2bfone<>+0(SB), Y9, Y9
-	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
-	VPADDD       Y8, Y9, Y9
-	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
-	VCMPPS       $0x03, Y8, Y8, Y8
-	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
-	VPSRLD       $0x10, Y9, Y8
-	VEXTRACTI128 $0x01, Y8, X10
-	VPACKUSDW    X10, X8, X10
-	VMOVDQU      X10, (R10)(R8*2)
-	VMULPS       Y9, Y9, Y9
-	VADDPS       Y9, Y0, Y0
-	VPMOVZXWD    16(R9)(R8*2), Y8
-	VPSLLD       $0x10, Y8, Y8
-	VPMOVZXWD    16(R10)(R8*2), Y9
-	VPSLLD       $0x10, Y9, Y9
-	VADDPS       Y9, Y8, Y8
-	VPSRLD       $0x10, Y8, Y9
-	VPAND        avx2bfone<>+0(SB), Y9, Y9
-	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
-	VPADDD       Y8, Y9, Y9
-	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
-	VCMPPS       $0x03, Y8, Y8, Y8
-	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
-	VPSRLD       $0x10, Y9, Y8
-	VEXTRACTI128 $0x01, Y8, X10
-	VPACKUSDW    X10, X8, X10
-	VMOVDQU      X10, 16(R10)(R8*2)
-	VMULPS       Y9, Y9, Y9
-	VADDPS       Y9, Y1, Y1
-	VPMOVZXWD    32(R9)(R8*2), Y8
-	VPSLLD       $0x10, Y8, Y8
-	VPMOVZXWD    32(R10)(R8*2), Y9
-	VPSLLD       $0x10, Y9, Y9
-	VADDPS       Y9, Y8, Y8
-	VPSRLD       $0x10, Y8, Y9
-	VPAND        avx2bfone<>+0(SB), Y9, Y9
-	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
-	VPADDD       Y8, Y9, Y9
-	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
-	VCMPPS       $0x03, Y8, Y8, Y8
-	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
-	VPSRLD       $0x10, Y9, Y8
-	VEXTRACTI128 $0x01, Y8, X10
-	VPACKUSDW    X10, X8, X10
-	VMOVDQU      X10, 32(R10)(R8*2)
-	VMULPS       Y9, Y9, Y9
-	VADDPS       Y9, Y2, Y2
-	VPMOVZXWD    48(R9)(R8*2), Y8
-	VPSLLD       $0x10, Y8, Y8
-	VPMOVZXWD    48(R10)(R8*2), Y9
-	VPSLLD       $0x10, Y9, Y9
-	VADDPS       Y9, Y8, Y8
-	VPSRLD       $0x10, Y8, Y9
-	VPAND        avx2bfone<>+0(SB), Y9, Y9
-	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
-	VPADDD       Y8, Y9, Y9
-	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
-	VCMPPS       $0x03, Y8, Y8, Y8
-	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
-	VPSRLD       $0x10, Y9, Y8
-	VEXTRACTI128 $0x01, Y8, X10
-	VPACKUSDW    X10, X8, X10
-	VMOVDQU      X10, 48(R10)(R8*2)
-	VMULPS       Y9, Y9, Y9
-	VADDPS       Y9, Y3, Y3
-	VPMOVZXWD    64(R9)(R8*2), Y8
-	VPSLLD       $0x10, Y8, Y8
-	VPMOVZXWD    64(R10)(R8*2), Y9
-	VPSLLD       $0x10, Y9, Y9
-	VADDPS       Y9, Y8, Y8
-	VPSRLD       $0x10, Y8, Y9
-	VPAND        avx2bfone<>+0(SB), Y9, Y9
-	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
-	VPADDD       Y8, Y9, Y9
-	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
-	VCMPPS       $0x03, Y8, Y8, Y8
-	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
-	VPSRLD       $0x10, Y9, Y8
-	VEXTRACTI128 $0x01, Y8, X10
-	VPACKUSDW    X10, X8, X10
-	VMOVDQU      X10, 64(R10)(R8*2)
-	VMULPS       Y9, Y9, Y9
-	VADDPS       Y9, Y4, Y4
-	VPMOVZXWD    80(R9)(R8*2), Y8
-	VPSLLD       $0x10, Y8, Y8
-	VPMOVZXWD    80(R10)(R8*2), Y9
-	VPSLLD       $0x10, Y9, Y9
-	VADDPS       Y9, Y8, Y8
-	VPSRLD       $0x10, Y8, Y9
-	VPAND        avx2bfone<>+0(SB), Y9, Y9
-	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
-	VPADDD       Y8, Y9, Y9
-	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
-	VCMPPS       $0x03, Y8, Y8, Y8
-	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
-	VPSRLD       $0x10, Y9, Y8
-	VEXTRACTI128 $0x01, Y8, X10
-	VPACKUSDW    X10, X8, X10
-	VMOVDQU      X10, 80(R10)(R8*2)
-	VMULPS       Y9, Y9, Y9
-	VADDPS       Y9, Y5, Y5
-	VPMOVZXWD    96(R9)(R8*2), Y8
-	VPSLLD       $0x10, Y8, Y8
-	VPMOVZXWD    96(R10)(R8*2), Y9
-	VPSLLD       $0x10, Y9, Y9
-	VADDPS       Y9, Y8, Y8
-	VPSRLD       $0x10, Y8, Y9
-	VPAND        avx2bfone<>+0(SB), Y9, Y9
-	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
-	VPADDD       Y8, Y9, Y9
-	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
-	VCMPPS       $0x03, Y8, Y8, Y8
-	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
-	VPSRLD       $0x10, Y9, Y8
-	VEXTRACTI128 $0x01, Y8, X10
-	VPACKUSDW    X10, X8, X10
-	VMOVDQU      X10, 96(R10)(R8*2)
-	VMULPS       Y9, Y9, Y9
-	VADDPS       Y9, Y6, Y6
-	VPMOVZXWD    112(R9)(R8*2), Y8
-	VPSLLD       $0x10, Y8, Y8
-	VPMOVZXWD    112(R10)(R8*2), Y9
-	VPSLLD       $0x10, Y9, Y9
-	VADDPS       Y9, Y8, Y8
-	VPSRLD       $0x10, Y8, Y9
-	VPAND        avx2bfone<>+0(SB), Y9, Y9
-	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
-	VPADDD       Y8, Y9, Y9
-	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
-	VCMPPS       $0x03, Y8, Y8, Y8
-	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
-	VPSRLD       $0x10, Y9, Y8
-	VEXTRACTI128 $0x01, Y8, X10
-	VPACKUSDW    X10, X8, X10
-	VMOVDQU      X10, 112(R10)(R8*2)
-	VMULPS       Y9, Y9, Y9
-	VADDPS       Y9, Y7, Y7
-	MOVQ         440(SP), R8
-	LEAQ         256(SP), R9
-	MOVQ         432(SP), R11
-	XORQ         R10, R10
-	SUBQ         $0x00000010, R11
-
-copyvec10:
-	CMPQ    R10, R11
-	JG      copyone11
-	VMOVUPS (R9)(R10*2), Y8
-	VMOVUPS Y8, (R8)(R10*2)
-	ADDQ    $0x00000010, R10
-	JMP     copyvec10
-
-copyone11:
-	ADDQ $0x00000010, R11
-
-copyloop13:
-	CMPQ R10, R11
-	JGE  copied12
-	MOVW (R9)(R10*2), R12
-	MOVW R12, (R8)(R10*2)
-	INCQ R10
-	JMP  copyloop13
-
-copied12:
-summed:
-	VADDPS Y4, Y0, Y0
-	VADDPS Y5, Y1, Y1
-	VADDPS Y6, Y2, Y2
-	VADDPS Y7, Y3, Y3
-	VADDPS Y2, Y0, Y0
-	VADDPS Y3, Y1, Y1
-	VADDPS Y1, Y0, Y0
-
-	// Halving tree: p[j] += p[j+h] for the remaining h, down to ss.
-	VEXTRACTF128 $0x01, Y0, X1
-	VADDPS       X1, X0, X1
-	VMOVHLPS     X1, X1, X0
-	VADDPS       X0, X1, X1
-	VMOVSHDUP    X1, X0
-	VADDSS       X0, X1, X1
-
-	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
-	CMPL   452(SP), $0x00
-	JE     divide14
-	VMULSS 452(SP), X1, X1
-	JMP    divided15
-
-divide14:
-	VDIVSS 448(SP), X1, X1
-
-divided15:
-	VADDSS   job_eps+0(AX), X1, X1
-	VUCOMISS tlo<>+0(SB), X1
-	JCS      ret
-	VUCOMISS tmax<>+0(SB), X1
-	JHI      ret
-	VSQRTSS  X1, X1, X1
-	VMOVSS   one<>+0(SB), X0
-	VDIVSS   X1, X0, X0
-
-	// Report 1/rms if asked.
-	MOVQ   job_inv+0(AX), R8
-	TESTQ  R8, R8
-	JZ     scale
-	MOVQ   400(SP), R9
-	VMOVSS X0, (R8)(R9*4)
-
-scale:
-	VBROADCASTSS X0, Y1
-	MOVQ         $0x00000000, 424(SP)
-	CMPQ         416(SP), $0x01
-	JE           scalebody
-	VMOVUPS      X0, 384(SP)
-
-scalerow:
-	MOVQ         424(SP), R8
-	VBROADCASTSS 384(SP)(R8*4), Y1
-
-scalebody:
-	VBROADCASTSS one<>+0(SB), Y0
-
-	// y = (src*inv)*w, rounded after each multiply.
-	XORQ  R8, R8
-	MOVQ  job_d+0(AX), R9
-	SUBQ  $0x00000020, R9
-	TESTL $0x00000002, job_flags+0(AX)
-	JNZ   scalepf
-
-scaleloop:
-	CMPQ      R8, R9
-	JG        scaletail
-	VPMOVZXWD (SI)(R8*2), Y2
-	VPSLLD    $0x10, Y2, Y2
-	VMULPS    Y1, Y2, Y2
-	VPSRLD    $0x10, Y2, Y3
-	VPAND     avx2bfone<>+0(SB), Y3, Y3
-	VPADDD    avx2bfbias<>+0(SB), Y3, Y3
-	VPADDD    Y2, Y3, Y3
-	VPAND     avx2bfhigh<>+0(SB), Y3, Y3
-	VCMPPS    $0x03, Y2, Y2, Y2
-	VBLENDVPS Y2, avx2bfnanhigh<>+0(SB), Y3, Y3
-	VMOVUPS   (BX)(R8*4), Y2
-	VADDPS    Y0, Y2, Y2
-	VMULPS    Y2, Y3, Y3
-	VPMOVZXWD 16(SI)(R8*2), Y2
-	VPSLLD    $0x10, Y2, Y2
-	VMULPS    Y1, Y2, Y2
-	VPSRLD    $0x10, Y2, Y4
-	VPAND     avx2bfone<>+0(SB), Y4, Y4
-	VPADDD    avx2bfbias<>+0(SB), Y4, Y4
-	VPADDD    Y2, Y4, Y4
-	VPAND     avx2bfhigh<>+0(SB), Y4, Y4
-	VCMPPS    $0x03, Y2, Y2, Y2
-	VBLENDVPS Y2, avx2bfnanhigh<>+0(SB), Y4, Y4
-	VMOVUPS   32(BX)(R8*4), Y2
-	VADDPS    Y0, Y2, Y2
-	VMULPS    Y2, Y4, Y4
-	VPSRLD    $0x10, Y3, Y2
-	VPAND     avx2bfone<>+0(SB), Y2, Y2
-	VPADDD    avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD    Y3, Y2, Y2
-	VPSRLD    $0x10, Y2, Y2
-	VCMPPS    $0x03, Y3, Y3, Y3
-	VBLENDVPS Y3, avx2bfnanlow<>+0(SB), Y2, Y2
-	VPSRLD    $0x10, Y4, Y3
-	VPAND     avx2bfone<>+0(SB), Y3, Y3
-	VPADDD    avx2bfbias<>+0(SB), Y3, Y3
-	VPADDD    Y4, Y3, Y3
-	VPSRLD    $0x10, Y3, Y3
-	VCMPPS    $0x03, Y4, Y4, Y4
-	VBLENDVPS Y4, avx2bfnanlow<>+0(SB), Y3, Y3
-	VPACKUSDW Y3, Y2, Y2
-	VPERMQ    $0xd8, Y2, Y2
-	VMOVDQU   Y2, (CX)(R8*2)
-	VPMOVZXWD 32(SI)(R8*2), Y2
-	VPSLLD    $0x10, Y2, Y2
-	VMULPS    Y1, Y2, Y2
-	VPSRLD    $0x10, Y2, Y3
-	VPAND     avx2bfone<>+0(SB), Y3, Y3
-	VPADDD    avx2bfbias<>+0(SB), Y3, Y3
-	VPADDD    Y2, Y3, Y3
-	VPAND     avx2bfhigh<>+0(SB), Y3, Y3
-	VCMPPS    $0x03, Y2, Y2, Y2
-	VBLENDVPS Y2, avx2bfnanhigh<>+0(SB), Y3, Y3
-	VMOVUPS   64(BX)(R8*4), Y2
-	VADDPS    Y0, Y2, Y2
-	VMULPS    Y2, Y3, Y3
-	VPMOVZXWD 48(SI)(R8*2), Y2
-	VPSLLD    $0x10, Y2, Y2
-	VMULPS    Y1, Y2, Y2
-	VPSRLD    $0x10, Y2, Y4
-	VPAND     avx2bfone<>+0(SB), Y4, Y4
-	VPADDD    avx2bfbias<>+0(SB), Y4, Y4
-	VPADDD    Y2, Y4, Y4
-	VPAND     avx2bfhigh<>+0(SB), Y4, Y4
-	VCMPPS    $0x03, Y2, Y2, Y2
-	VBLENDVPS Y2, avx2bfnanhigh<>+0(SB), Y4, Y4
-	VMOVUPS   96(BX)(R8*4), Y2
-	VADDPS    Y0, Y2, Y2
-	VMULPS    Y2, Y4, Y4
-	VPSRLD    $0x10, Y3, Y2
-	VPAND     avx2bfone<>+0(SB), Y2, Y2
-	VPADDD    avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD    Y3, Y2, Y2
-	VPSRLD    $0x10, Y2, Y2
-	VCMPPS    $0x03, Y3, Y3, Y3
-	VBLENDVPS Y3, avx2bfnanlow<>+0(SB), Y2, Y2
-	VPSRLD    $0x10, Y4, Y3
-	VPAND     avx2bfone<>+0(SB), Y3, Y3
-	VPADDD    avx2bfbias<>+0(SB), Y3, Y3
-	VPADDD    Y4, Y3, Y3
-	VPSRLD    $0x10, Y3, Y3
-	VCMPPS    $0x03, Y4, Y4, Y4
-	VBLENDVPS Y4, avx2bfnanlow<>+0(SB), Y3, Y3
-	VPACKUSDW Y3, Y2, Y2
-	VPERMQ    $0xd8, Y2, Y2
-	VMOVDQU   Y2, 32(CX)(R8*2)
-	ADDQ      $0x00000020, R8
-	JMP       scaleloop
-
-scalepf:
-	MOVQ DI, R10
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows16
-	SHLQ $0x03, R10
-
-longrows16:
-	ADDQ  SI, R10
-	TESTL $0x00000001, job_flags+0(AX)
-	JNZ   scalent
-
-scalepfloop:
-	CMPQ       R8, R9
-	JG         scaletail
-	PREFETCHT0 (R10)(R8*2)
-	VPMOVZXWD  (SI)(R8*2), Y2
-	VPSLLD     $0x10, Y2, Y2
-	VMULPS     Y1, Y2, Y2
-	VPSRLD     $0x10, Y2, Y3
-	VPAND      avx2bfone<>+0(SB), Y3, Y3
-	VPADDD     avx2bfbias<>+0(SB), Y3, Y3
-	VPADDD     Y2, Y3, Y3
-	VPAND      avx2bfhigh<>+0(SB), Y3, Y3
-	VCMPPS     $0x03, Y2, Y2, Y2
-	VBLENDVPS  Y2, avx2bfnanhigh<>+0(SB), Y3, Y3
-	VMOVUPS    (BX)(R8*4), Y2
-	VADDPS     Y0, Y2, Y2
-	VMULPS     Y2, Y3, Y3
-	VPMOVZXWD  16(SI)(R8*2), Y2
-	VPSLLD     $0x10, Y2, Y2
-	VMULPS     Y1, Y2, Y2
-	VPSRLD     $0x10, Y2, Y4
-	VPAND      avx2bfone<>+0(SB), Y4, Y4
-	VPADDD     avx2bfbias<>+0(SB), Y4, Y4
-	VPADDD     Y2, Y4, Y4
-	VPAND      avx2bfhigh<>+0(SB), Y4, Y4
-	VCMPPS     $0x03, Y2, Y2, Y2
-	VBLENDVPS  Y2, avx2bfnanhigh<>+0(SB), Y4, Y4
-	VMOVUPS    32(BX)(R8*4), Y2
-	VADDPS     Y0, Y2, Y2
-	VMULPS     Y2, Y4, Y4
-	VPSRLD     $0x10, Y3, Y2
-	VPAND      avx2bfone<>+0(SB), Y2, Y2
-	VPADDD     avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD     Y3, Y2, Y2
-	VPSRLD     $0x10, Y2, Y2
-	VCMPPS     $0x03, Y3, Y3, Y3
-	VBLENDVPS  Y3, avx2bfnanlow<>+0(SB), Y2, Y2
-	VPSRLD     $0x10, Y4, Y3
-	VPAND      avx2bfone<>+0(SB), Y3, Y3
-	VPADDD     avx2bfbias<>+0(SB), Y3, Y3
-	VPADDD     Y4, Y3, Y3
-	VPSRLD     $0x10, Y3, Y3
-	VCMPPS     $0x03, Y4, Y4, Y4
-	VBLENDVPS  Y4, avx2bfnanlow<>+0(SB), Y3, Y3
-	VPACKUSDW  Y3, Y2, Y2
-	VPERMQ     $0xd8, Y2, Y2
-	VMOVDQU    Y2, (CX)(R8*2)
-	VPMOVZXWD  32(SI)(R8*2), Y2
-	VPSLLD     $0x10, Y2, Y2
-	VMULPS     Y1, Y2, Y2
-	VPSRLD     $0x10, Y2, Y3
-	VPAND      avx2bfone<>+0(SB), Y3, Y3
-	VPADDD     avx2bfbias<>+0(SB), Y3, Y3
-	VPADDD     Y2, Y3, Y3
-	VPAND      avx2bfhigh<>+0(SB), Y3, Y3
-	VCMPPS     $0x03, Y2, Y2, Y2
-	VBLENDVPS  Y2, avx2bfnanhigh<>+0(SB), Y3, Y3
-	VMOVUPS    64(BX)(R8*4), Y2
-	VADDPS     Y0, Y2, Y2
-	VMULPS     Y2, Y3, Y3
-	VPMOVZXWD  48(SI)(R8*2), Y2
-	VPSLLD     $0x10, Y2, Y2
-	VMULPS     Y1, Y2, Y2
-	VPSRLD     $0x10, Y2, Y4
-	VPAND      avx2bfone<>+0(SB), Y4, Y4
-	VPADDD     avx2bfbias<>+0(SB), Y4, Y4
-	VPADDD     Y2, Y4, Y4
-	VPAND      avx2bfhigh<>+0(SB), Y4, Y4
-	VCMPPS     $0x03, Y2, Y2, Y2
-	VBLENDVPS  Y2, avx2bfnanhigh<>+0(SB), Y4, Y4
-	VMOVUPS    96(BX)(R8*4), Y2
-	VADDPS     Y0, Y2, Y2
-	VMULPS     Y2, Y4, Y4
-	VPSRLD     $0x10, Y3, Y2
-	VPAND      avx2bfone<>+0(SB), Y2, Y2
-	VPADDD     avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD     Y3, Y2, Y2
-	VPSRLD     $0x10, Y2, Y2
-	VCMPPS     $0x03, Y3, Y3, Y3
-	VBLENDVPS  Y3, avx2bfnanlow<>+0(SB), Y2, Y2
-	VPSRLD     $0x10, Y4, Y3
-	VPAND      avx2bfone<>+0(SB), Y3, Y3
-	VPADDD     avx2bfbias<>+0(SB), Y3, Y3
-	VPADDD     Y4, Y3, Y3
-	VPSRLD     $0x10, Y3, Y3
-	VCMPPS     $0x03, Y4, Y4, Y4
-	VBLENDVPS  Y4, avx2bfnanlow<>+0(SB), Y3, Y3
-	VPACKUSDW  Y3, Y2, Y2
-	VPERMQ     $0xd8, Y2, Y2
-	VMOVDQU    Y2, 32(CX)(R8*2)
-	ADDQ       $0x00000020, R8
-	JMP        scalepfloop
-
-scalent:
-	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
-	MOVQ CX, R11
-	NEGQ R11
-	ANDQ $0x0000001f, R11
-	SHRQ $0x01, R11
-	JZ   scalentloop
-	CMPQ R11, job_d+0(AX)
-	JLE  scalehead
-	MOVQ job_d+0(AX), R11
-
-scalehead:
-	CMPQ         R11, $0x00000008
-	JB           scaleheadpart
-	VPMOVZXWD    (SI)(R8*2), Y2
-	VPSLLD       $0x10, Y2, Y2
-	VMULPS       Y1, Y2, Y2
-	VPSRLD       $0x10, Y2, Y3
-	VPAND        avx2bfone<>+0(SB), Y3, Y3
-	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
-	VPADDD       Y2, Y3, Y3
-	VPAND        avx2bfhigh<>+0(SB), Y3, Y3
-	VCMPPS       $0x03, Y2, Y2, Y2
-	VBLENDVPS    Y2, avx2bfnanhigh<>+0(SB), Y3, Y3
-	VMOVUPS      (BX)(R8*4), Y2
-	VADDPS       Y0, Y2, Y2
-	VMULPS       Y2, Y3, Y3
-	VPSRLD       $0x10, Y3, Y2
-	VPAND        avx2bfone<>+0(SB), Y2, Y2
-	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD       Y3, Y2, Y2
-	VPSRLD       $0x10, Y2, Y2
-	VCMPPS       $0x03, Y3, Y3, Y3
-	VBLENDVPS    Y3, avx2bfnanlow<>+0(SB), Y2, Y2
-	VEXTRACTI128 $0x01, Y2, X3
-	VPACKUSDW    X3, X2, X3
-	VMOVDQU      X3, (CX)(R8*2)
-	ADDQ         $0x00000008, R8
-	SUBQ         $0x00000008, R11
-	JZ           scalentloop
-
-scaleheadpart:
-	LEAQ (SI)(R8*2), R12
-	LEAQ 128(SP), R13
-	MOVQ R11, R15
-	XORQ R14, R14
-	SUBQ $0x00000010, R15
-
-copyvec17:
-	CMPQ    R14, R15
-	JG      copyone18
-	VMOVUPS (R12)(R14*2), Y2
-	VMOVUPS Y2, (R13)(R14*2)
-	ADDQ    $0x00000010, R14
-	JMP     copyvec17
-
-copyone18:
-	ADDQ $0x00000010, R15
-
-copyloop20:
-	CMPQ R14, R15
-	JGE  copied19
-	MOVW (R12)(R14*2), BP
-	MOVW BP, (R13)(R14*2)
-	INCQ R14
-	JMP  copyloop20
-
-copied19:
-	LEAQ (BX)(R8*4), R12
-	LEAQ 160(SP), R13
-	MOVQ R11, R15
-	XORQ R14, R14
-	SUBQ $0x00000008, R15
-
-copyvec21:
-	CMPQ    R14, R15
-	JG      copyone22
-	VMOVUPS (R12)(R14*4), Y2
-	VMOVUPS Y2, (R13)(R14*4)
-	ADDQ    $0x00000008, R14
-	JMP     copyvec21
-
-copyone22:
-	ADDQ $0x00000008, R15
-
-copyloop24:
-	CMPQ R14, R15
-	JGE  copied23
-	MOVL (R12)(R14*4), BP
-	MOVL BP, (R13)(R14*4)
-	INCQ R14
-	JMP  copyloop24
-
-copied23:
-	VPMOVZXWD    128(SP), Y2
-	VPSLLD       $0x10, Y2, Y2
-	VMULPS       Y2, Y1, Y2
-	VPSRLD       $0x10, Y2, Y3
-	VPAND        avx2bfone<>+0(SB), Y3, Y3
-	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
-	VPADDD       Y2, Y3, Y3
-	VPAND        avx2bfhigh<>+0(SB), Y3, Y3
-	VCMPPS       $0x03, Y2, Y2, Y2
-	VBLENDVPS    Y2, avx2bfnanhigh<>+0(SB), Y3, Y3
-	VMOVUPS      160(SP), Y2
-	VADDPS       Y0, Y2, Y2
-	VMULPS       Y2, Y3, Y3
-	VPSRLD       $0x10, Y3, Y2
-	VPAND        avx2bfone<>+0(SB), Y2, Y2
-	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD       Y3, Y2, Y2
-	VPSRLD       $0x10, Y2, Y2
-	VCMPPS       $0x03, Y3, Y3, Y3
-	VBLENDVPS    Y3, avx2bfnanlow<>+0(SB), Y2, Y2
-	VEXTRACTI128 $0x01, Y2, X3
-	VPACKUSDW    X3, X2, X3
-	VMOVDQU      X3, 192(SP)
-	LEAQ         192(SP), R13
-	LEAQ         (CX)(R8*2), R12
-	MOVQ         R11, R15
-	XORQ         R14, R14
-	SUBQ         $0x00000010, R15
-
-copyvec25:
-	CMPQ    R14, R15
-	JG      copyone26
-	VMOVUPS (R13)(R14*2), Y2
-	VMOVUPS Y2, (R12)(R14*2)
-	ADDQ    $0x00000010, R14
-	JMP     copyvec25
-
-copyone26:
-	ADDQ $0x00000010, R15
-
-copyloop28:
-	CMPQ R14, R15
-	JGE  copied27
-	MOVW (R13)(R14*2), BP
-	MOVW BP, (R12)(R14*2)
-	INCQ R14
-	JMP  copyloop28
-
-copied27:
-	ADDQ R11, R8
-
-scalentloop:
-	CMPQ       R8, R9
-	JG         scaletail
-	PREFETCHT0 (R10)(R8*2)
-	VPMOVZXWD  (SI)(R8*2), Y2
-	VPSLLD     $0x10, Y2, Y2
-	VMULPS     Y1, Y2, Y2
-	VPSRLD     $0x10, Y2, Y3
-	VPAND      avx2bfone<>+0(SB), Y3, Y3
-	VPADDD     avx2bfbias<>+0(SB), Y3, Y3
-	VPADDD     Y2, Y3, Y3
-	VPAND      avx2bfhigh<>+0(SB), Y3, Y3
-	VCMPPS     $0x03, Y2, Y2, Y2
-	VBLENDVPS  Y2, avx2bfnanhigh<>+0(SB), Y3, Y3
-	VMOVUPS    (BX)(R8*4), Y2
-	VADDPS     Y0, Y2, Y2
-	VMULPS     Y2, Y3, Y3
-	VPMOVZXWD  16(SI)(R8*2), Y2
-	VPSLLD     $0x10, Y2, Y2
-	VMULPS     Y1, Y2, Y2
-	VPSRLD     $0x10, Y2, Y4
-	VPAND      avx2bfone<>+0(SB), Y4, Y4
-	VPADDD     avx2bfbias<>+0(SB), Y4, Y4
-	VPADDD     Y2, Y4, Y4
-	VPAND      avx2bfhigh<>+0(SB), Y4, Y4
-	VCMPPS     $0x03, Y2, Y2, Y2
-	VBLENDVPS  Y2, avx2bfnanhigh<>+0(SB), Y4, Y4
-	VMOVUPS    32(BX)(R8*4), Y2
-	VADDPS     Y0, Y2, Y2
-	VMULPS     Y2, Y4, Y4
-	VPSRLD     $0x10, Y3, Y2
-	VPAND      avx2bfone<>+0(SB), Y2, Y2
-	VPADDD     avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD     Y3, Y2, Y2
-	VPSRLD     $0x10, Y2, Y2
-	VCMPPS     $0x03, Y3, Y3, Y3
-	VBLENDVPS  Y3, avx2bfnanlow<>+0(SB), Y2, Y2
-	VPSRLD     $0x10, Y4, Y3
-	VPAND      avx2bfone<>+0(SB), Y3, Y3
-	VPADDD     avx2bfbias<>+0(SB), Y3, Y3
-	VPADDD     Y4, Y3, Y3
-	VPSRLD     $0x10, Y3, Y3
-	VCMPPS     $0x03, Y4, Y4, Y4
-	VBLENDVPS  Y4, avx2bfnanlow<>+0(SB), Y3, Y3
-	VPACKUSDW  Y3, Y2, Y2
-	VPERMQ     $0xd8, Y2, Y2
-	VMOVNTDQ   Y2, (CX)(R8*2)
-	VPMOVZXWD  32(SI)(R8*2), Y2
-	VPSLLD     $0x10, Y2, Y2
-	VMULPS     Y1, Y2, Y2
-	VPSRLD     $0x10, Y2, Y3
-	VPAND      avx2bfone<>+0(SB), Y3, Y3
-	VPADDD     avx2bfbias<>+0(SB), Y3, Y3
-	VPADDD     Y2, Y3, Y3
-	VPAND      avx2bfhigh<>+0(SB), Y3, Y3
-	VCMPPS     $0x03, Y2, Y2, Y2
-	VBLENDVPS  Y2, avx2bfnanhigh<>+0(SB), Y3, Y3
-	VMOVUPS    64(BX)(R8*4), Y2
-	VADDPS     Y0, Y2, Y2
-	VMULPS     Y2, Y3, Y3
-	VPMOVZXWD  48(SI)(R8*2), Y2
-	VPSLLD     $0x10, Y2, Y2
-	VMULPS     Y1, Y2, Y2
-	VPSRLD     $0x10, Y2, Y4
-	VPAND      avx2bfone<>+0(SB), Y4, Y4
-	VPADDD     avx2bfbias<>+0(SB), Y4, Y4
-	VPADDD     Y2, Y4, Y4
-	VPAND      avx2bfhigh<>+0(SB), Y4, Y4
-	VCMPPS     $0x03, Y2, Y2, Y2
-	VBLENDVPS  Y2, avx2bfnanhigh<>+0(SB), Y4, Y4
-	VMOVUPS    96(BX)(R8*4), Y2
-	VADDPS     Y0, Y2, Y2
-	VMULPS     Y2, Y4, Y4
-	VPSRLD     $0x10, Y3, Y2
-	VPAND      avx2bfone<>+0(SB), Y2, Y2
-	VPADDD     avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD     Y3, Y2, Y2
-	VPSRLD     $0x10, Y2, Y2
-	VCMPPS     $0x03, Y3, Y3, Y3
-	VBLENDVPS  Y3, avx2bfnanlow<>+0(SB), Y2, Y2
-	VPSRLD     $0x10, Y4, Y3
-	VPAND      avx2bfone<>+0(SB), Y3, Y3
-	VPADDD     avx2bfbias<>+0(SB), Y3, Y3
-	VPADDD     Y4, Y3, Y3
-	VPSRLD     $0x10, Y3, Y3
-	VCMPPS     $0x03, Y4, Y4, Y4
-	VBLENDVPS  Y4, avx2bfnanlow<>+0(SB), Y3, Y3
-	VPACKUSDW  Y3, Y2, Y2
-	VPERMQ     $0xd8, Y2, Y2
-	VMOVNTDQ   Y2, 32(CX)(R8*2)
-	ADDQ       $0x00000020, R8
-	JMP        scalentloop
-
-scaletail:
-	ADDQ $0x00000018, R9
-
-scaleone:
-	CMPQ         R8, R9
-	JG           scalepart
-	VPMOVZXWD    (SI)(R8*2), Y2
-	VPSLLD       $0x10, Y2, Y2
-	VMULPS       Y1, Y2, Y2
-	VPSRLD       $0x10, Y2, Y3
-	VPAND        avx2bfone<>+0(SB), Y3, Y3
-	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
-	VPADDD       Y2, Y3, Y3
-	VPAND        avx2bfhigh<>+0(SB), Y3, Y3
-	VCMPPS       $0x03, Y2, Y2, Y2
-	VBLENDVPS    Y2, avx2bfnanhigh<>+0(SB), Y3, Y3
-	VMOVUPS      (BX)(R8*4), Y2
-	VADDPS       Y0, Y2, Y2
-	VMULPS       Y2, Y3, Y3
-	VPSRLD       $0x10, Y3, Y2
-	VPAND        avx2bfone<>+0(SB), Y2, Y2
-	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD       Y3, Y2, Y2
-	VPSRLD       $0x10, Y2, Y2
-	VCMPPS       $0x03, Y3, Y3, Y3
-	VBLENDVPS    Y3, avx2bfnanlow<>+0(SB), Y2, Y2
-	VEXTRACTI128 $0x01, Y2, X3
-	VPACKUSDW    X3, X2, X3
-	VMOVDQU      X3, (CX)(R8*2)
-	ADDQ         $0x00000008, R8
-	JMP          scaleone
-
-scalepart:
-	MOVQ job_d+0(AX), R11
-	SUBQ R8, R11
-	JZ   scaled
-	LEAQ (SI)(R8*2), R9
-	LEAQ 128(SP), R10
-	MOVQ R11, R13
-	XORQ R12, R12
-	SUBQ $0x00000010, R13
-
-copyvec29:
-	CMPQ    R12, R13
-	JG      copyone30
-	VMOVUPS (R9)(R12*2), Y2
-	VMOVUPS Y2, (R10)(R12*2)
-	ADDQ    $0x00000010, R12
-	JMP     copyvec29
-
-copyone30:
-	ADDQ $0x00000010, R13
-
-copyloop32:
-	CMPQ R12, R13
-	JGE  copied31
-	MOVW (R9)(R12*2), R14
-	MOVW R14, (R10)(R12*2)
-	INCQ R12
-	JMP  copyloop32
-
-copied31:
-	LEAQ (BX)(R8*4), R9
-	LEAQ 160(SP), R10
-	MOVQ R11, R13
-	XORQ R12, R12
-	SUBQ $0x00000008, R13
-
-copyvec33:
-	CMPQ    R12, R13
-	JG      copyone34
-	VMOVUPS (R9)(R12*4), Y2
-	VMOVUPS Y2, (R10)(R12*4)
-	ADDQ    $0x00000008, R12
-	JMP     copyvec33
-
-copyone34:
-	ADDQ $0x00000008, R13
-
-copyloop36:
-	CMPQ R12, R13
-	JGE  copied35
-	MOVL (R9)(R12*4), R14
-	MOVL R14, (R10)(R12*4)
-	INCQ R12
-	JMP  copyloop36
-
-copied35:
-	VPMOVZXWD    128(SP), Y2
-	VPSLLD       $0x10, Y2, Y2
-	VMULPS       Y2, Y1, Y2
-	VPSRLD       $0x10, Y2, Y1
-	VPAND        avx2bfone<>+0(SB), Y1, Y1
-	VPADDD       avx2bfbias<>+0(SB), Y1, Y1
-	VPADDD       Y2, Y1, Y1
-	VPAND        avx2bfhigh<>+0(SB), Y1, Y1
-	VCMPPS       $0x03, Y2, Y2, Y2
-	VBLENDVPS    Y2, avx2bfnanhigh<>+0(SB), Y1, Y1
-	VMOVUPS      160(SP), Y2
-	VADDPS       Y0, Y2, Y2
-	VMULPS       Y2, Y1, Y1
-	VPSRLD       $0x10, Y1, Y0
-	VPAND        avx2bfone<>+0(SB), Y0, Y0
-	VPADDD       avx2bfbias<>+0(SB), Y0, Y0
-	VPADDD       Y1, Y0, Y0
-	VPSRLD       $0x10, Y0, Y0
-	VCMPPS       $0x03, Y1, Y1, Y1
-	VBLENDVPS    Y1, avx2bfnanlow<>+0(SB), Y0, Y0
-	VEXTRACTI128 $0x01, Y0, X1
-	VPACKUSDW    X1, X0, X1
-	VMOVDQU      X1, 192(SP)
-	LEAQ         192(SP), R10
-	LEAQ         (CX)(R8*2), R9
-	XORQ         R8, R8
-	SUBQ         $0x00000010, R11
-
-copyvec37:
-	CMPQ    R8, R11
-	JG      copyone38
-	VMOVUPS (R10)(R8*2), Y0
-	VMOVUPS Y0, (R9)(R8*2)
-	ADDQ    $0x00000010, R8
-	JMP     copyvec37
-
-copyone38:
-	ADDQ $0x00000010, R11
-
-copyloop40:
-	CMPQ R8, R11
-	JGE  copied39
-	MOVW (R10)(R8*2), R12
-	MOVW R12, (R9)(R8*2)
-	INCQ R8
-	JMP  copyloop40
-
-copied39:
+copied46:
 scaled:
 	ADDQ DI, DX
 	ADDQ DI, CX
@@ -32714,13 +24270,19 @@ scaleloop:
 	VPMOVZXWD 16(BX)(DI*2), Y2
 	VPSLLD    $0x10, Y2, Y2
 	VMULPS    Y1, Y2, Y2
-	VPSRLD    $0x10, Y0, Y3
-	VPAND     avx2bfone<>+0(SB), Y3, Y3
-	VPADDD    avx2bfbias<>+0(SB), Y3, Y3
-	VPADDD    Y0, Y3, Y3
-	VPSRLD    $0x10, Y3, Y3
+	VPMOVZXWD 32(BX)(DI*2), Y3
+	VPSLLD    $0x10, Y3, Y3
+	VMULPS    Y1, Y3, Y3
+	VPMOVZXWD 48(BX)(DI*2), Y4
+	VPSLLD    $0x10, Y4, Y4
+	VMULPS    Y1, Y4, Y4
+	VPSRLD    $0x10, Y0, Y5
+	VPAND     avx2bfone<>+0(SB), Y5, Y5
+	VPADDD    avx2bfbias<>+0(SB), Y5, Y5
+	VPADDD    Y0, Y5, Y5
+	VPSRLD    $0x10, Y5, Y5
 	VCMPPS    $0x03, Y0, Y0, Y0
-	VBLENDVPS Y0, avx2bfnanlow<>+0(SB), Y3, Y3
+	VBLENDVPS Y0, avx2bfnanlow<>+0(SB), Y5, Y5
 	VPSRLD    $0x10, Y2, Y0
 	VPAND     avx2bfone<>+0(SB), Y0, Y0
 	VPADDD    avx2bfbias<>+0(SB), Y0, Y0
@@ -32728,32 +24290,26 @@ scaleloop:
 	VPSRLD    $0x10, Y0, Y0
 	VCMPPS    $0x03, Y2, Y2, Y2
 	VBLENDVPS Y2, avx2bfnanlow<>+0(SB), Y0, Y0
-	VPACKUSDW Y0, Y3, Y3
-	VPERMQ    $0xd8, Y3, Y3
-	VMOVDQU   Y3, (CX)(DI*2)
-	VPMOVZXWD 32(BX)(DI*2), Y0
-	VPSLLD    $0x10, Y0, Y0
-	VMULPS    Y1, Y0, Y0
-	VPMOVZXWD 48(BX)(DI*2), Y2
-	VPSLLD    $0x10, Y2, Y2
-	VMULPS    Y1, Y2, Y2
-	VPSRLD    $0x10, Y0, Y3
-	VPAND     avx2bfone<>+0(SB), Y3, Y3
-	VPADDD    avx2bfbias<>+0(SB), Y3, Y3
-	VPADDD    Y0, Y3, Y3
-	VPSRLD    $0x10, Y3, Y3
-	VCMPPS    $0x03, Y0, Y0, Y0
-	VBLENDVPS Y0, avx2bfnanlow<>+0(SB), Y3, Y3
-	VPSRLD    $0x10, Y2, Y0
+	VPACKUSDW Y0, Y5, Y5
+	VPERMQ    $0xd8, Y5, Y5
+	VMOVDQU   Y5, (CX)(DI*2)
+	VPSRLD    $0x10, Y3, Y0
 	VPAND     avx2bfone<>+0(SB), Y0, Y0
 	VPADDD    avx2bfbias<>+0(SB), Y0, Y0
-	VPADDD    Y2, Y0, Y0
+	VPADDD    Y3, Y0, Y0
 	VPSRLD    $0x10, Y0, Y0
-	VCMPPS    $0x03, Y2, Y2, Y2
+	VCMPPS    $0x03, Y3, Y3, Y2
 	VBLENDVPS Y2, avx2bfnanlow<>+0(SB), Y0, Y0
-	VPACKUSDW Y0, Y3, Y3
-	VPERMQ    $0xd8, Y3, Y3
-	VMOVDQU   Y3, 32(CX)(DI*2)
+	VPSRLD    $0x10, Y4, Y2
+	VPAND     avx2bfone<>+0(SB), Y2, Y2
+	VPADDD    avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD    Y4, Y2, Y2
+	VPSRLD    $0x10, Y2, Y2
+	VCMPPS    $0x03, Y4, Y4, Y3
+	VBLENDVPS Y3, avx2bfnanlow<>+0(SB), Y2, Y2
+	VPACKUSDW Y2, Y0, Y0
+	VPERMQ    $0xd8, Y0, Y0
+	VMOVDQU   Y0, 32(CX)(DI*2)
 	ADDQ      $0x00000020, DI
 	JMP       scaleloop
 
@@ -32778,13 +24334,19 @@ scalepfloop:
 	VPMOVZXWD  16(BX)(DI*2), Y2
 	VPSLLD     $0x10, Y2, Y2
 	VMULPS     Y1, Y2, Y2
-	VPSRLD     $0x10, Y0, Y3
-	VPAND      avx2bfone<>+0(SB), Y3, Y3
-	VPADDD     avx2bfbias<>+0(SB), Y3, Y3
-	VPADDD     Y0, Y3, Y3
-	VPSRLD     $0x10, Y3, Y3
+	VPMOVZXWD  32(BX)(DI*2), Y3
+	VPSLLD     $0x10, Y3, Y3
+	VMULPS     Y1, Y3, Y3
+	VPMOVZXWD  48(BX)(DI*2), Y4
+	VPSLLD     $0x10, Y4, Y4
+	VMULPS     Y1, Y4, Y4
+	VPSRLD     $0x10, Y0, Y5
+	VPAND      avx2bfone<>+0(SB), Y5, Y5
+	VPADDD     avx2bfbias<>+0(SB), Y5, Y5
+	VPADDD     Y0, Y5, Y5
+	VPSRLD     $0x10, Y5, Y5
 	VCMPPS     $0x03, Y0, Y0, Y0
-	VBLENDVPS  Y0, avx2bfnanlow<>+0(SB), Y3, Y3
+	VBLENDVPS  Y0, avx2bfnanlow<>+0(SB), Y5, Y5
 	VPSRLD     $0x10, Y2, Y0
 	VPAND      avx2bfone<>+0(SB), Y0, Y0
 	VPADDD     avx2bfbias<>+0(SB), Y0, Y0
@@ -32792,32 +24354,26 @@ scalepfloop:
 	VPSRLD     $0x10, Y0, Y0
 	VCMPPS     $0x03, Y2, Y2, Y2
 	VBLENDVPS  Y2, avx2bfnanlow<>+0(SB), Y0, Y0
-	VPACKUSDW  Y0, Y3, Y3
-	VPERMQ     $0xd8, Y3, Y3
-	VMOVDQU    Y3, (CX)(DI*2)
-	VPMOVZXWD  32(BX)(DI*2), Y0
-	VPSLLD     $0x10, Y0, Y0
-	VMULPS     Y1, Y0, Y0
-	VPMOVZXWD  48(BX)(DI*2), Y2
-	VPSLLD     $0x10, Y2, Y2
-	VMULPS     Y1, Y2, Y2
-	VPSRLD     $0x10, Y0, Y3
-	VPAND      avx2bfone<>+0(SB), Y3, Y3
-	VPADDD     avx2bfbias<>+0(SB), Y3, Y3
-	VPADDD     Y0, Y3, Y3
-	VPSRLD     $0x10, Y3, Y3
-	VCMPPS     $0x03, Y0, Y0, Y0
-	VBLENDVPS  Y0, avx2bfnanlow<>+0(SB), Y3, Y3
-	VPSRLD     $0x10, Y2, Y0
+	VPACKUSDW  Y0, Y5, Y5
+	VPERMQ     $0xd8, Y5, Y5
+	VMOVDQU    Y5, (CX)(DI*2)
+	VPSRLD     $0x10, Y3, Y0
 	VPAND      avx2bfone<>+0(SB), Y0, Y0
 	VPADDD     avx2bfbias<>+0(SB), Y0, Y0
-	VPADDD     Y2, Y0, Y0
+	VPADDD     Y3, Y0, Y0
 	VPSRLD     $0x10, Y0, Y0
-	VCMPPS     $0x03, Y2, Y2, Y2
+	VCMPPS     $0x03, Y3, Y3, Y2
 	VBLENDVPS  Y2, avx2bfnanlow<>+0(SB), Y0, Y0
-	VPACKUSDW  Y0, Y3, Y3
-	VPERMQ     $0xd8, Y3, Y3
-	VMOVDQU    Y3, 32(CX)(DI*2)
+	VPSRLD     $0x10, Y4, Y2
+	VPAND      avx2bfone<>+0(SB), Y2, Y2
+	VPADDD     avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD     Y4, Y2, Y2
+	VPSRLD     $0x10, Y2, Y2
+	VCMPPS     $0x03, Y4, Y4, Y3
+	VBLENDVPS  Y3, avx2bfnanlow<>+0(SB), Y2, Y2
+	VPACKUSDW  Y2, Y0, Y0
+	VPERMQ     $0xd8, Y0, Y0
+	VMOVDQU    Y0, 32(CX)(DI*2)
 	ADDQ       $0x00000020, DI
 	JMP        scalepfloop
 
@@ -32930,13 +24486,19 @@ scalentloop:
 	VPMOVZXWD  16(BX)(DI*2), Y2
 	VPSLLD     $0x10, Y2, Y2
 	VMULPS     Y1, Y2, Y2
-	VPSRLD     $0x10, Y0, Y3
-	VPAND      avx2bfone<>+0(SB), Y3, Y3
-	VPADDD     avx2bfbias<>+0(SB), Y3, Y3
-	VPADDD     Y0, Y3, Y3
-	VPSRLD     $0x10, Y3, Y3
+	VPMOVZXWD  32(BX)(DI*2), Y3
+	VPSLLD     $0x10, Y3, Y3
+	VMULPS     Y1, Y3, Y3
+	VPMOVZXWD  48(BX)(DI*2), Y4
+	VPSLLD     $0x10, Y4, Y4
+	VMULPS     Y1, Y4, Y4
+	VPSRLD     $0x10, Y0, Y5
+	VPAND      avx2bfone<>+0(SB), Y5, Y5
+	VPADDD     avx2bfbias<>+0(SB), Y5, Y5
+	VPADDD     Y0, Y5, Y5
+	VPSRLD     $0x10, Y5, Y5
 	VCMPPS     $0x03, Y0, Y0, Y0
-	VBLENDVPS  Y0, avx2bfnanlow<>+0(SB), Y3, Y3
+	VBLENDVPS  Y0, avx2bfnanlow<>+0(SB), Y5, Y5
 	VPSRLD     $0x10, Y2, Y0
 	VPAND      avx2bfone<>+0(SB), Y0, Y0
 	VPADDD     avx2bfbias<>+0(SB), Y0, Y0
@@ -32944,32 +24506,26 @@ scalentloop:
 	VPSRLD     $0x10, Y0, Y0
 	VCMPPS     $0x03, Y2, Y2, Y2
 	VBLENDVPS  Y2, avx2bfnanlow<>+0(SB), Y0, Y0
-	VPACKUSDW  Y0, Y3, Y3
-	VPERMQ     $0xd8, Y3, Y3
-	VMOVNTDQ   Y3, (CX)(DI*2)
-	VPMOVZXWD  32(BX)(DI*2), Y0
-	VPSLLD     $0x10, Y0, Y0
-	VMULPS     Y1, Y0, Y0
-	VPMOVZXWD  48(BX)(DI*2), Y2
-	VPSLLD     $0x10, Y2, Y2
-	VMULPS     Y1, Y2, Y2
-	VPSRLD     $0x10, Y0, Y3
-	VPAND      avx2bfone<>+0(SB), Y3, Y3
-	VPADDD     avx2bfbias<>+0(SB), Y3, Y3
-	VPADDD     Y0, Y3, Y3
-	VPSRLD     $0x10, Y3, Y3
-	VCMPPS     $0x03, Y0, Y0, Y0
-	VBLENDVPS  Y0, avx2bfnanlow<>+0(SB), Y3, Y3
-	VPSRLD     $0x10, Y2, Y0
+	VPACKUSDW  Y0, Y5, Y5
+	VPERMQ     $0xd8, Y5, Y5
+	VMOVNTDQ   Y5, (CX)(DI*2)
+	VPSRLD     $0x10, Y3, Y0
 	VPAND      avx2bfone<>+0(SB), Y0, Y0
 	VPADDD     avx2bfbias<>+0(SB), Y0, Y0
-	VPADDD     Y2, Y0, Y0
+	VPADDD     Y3, Y0, Y0
 	VPSRLD     $0x10, Y0, Y0
-	VCMPPS     $0x03, Y2, Y2, Y2
+	VCMPPS     $0x03, Y3, Y3, Y2
 	VBLENDVPS  Y2, avx2bfnanlow<>+0(SB), Y0, Y0
-	VPACKUSDW  Y0, Y3, Y3
-	VPERMQ     $0xd8, Y3, Y3
-	VMOVNTDQ   Y3, 32(CX)(DI*2)
+	VPSRLD     $0x10, Y4, Y2
+	VPAND      avx2bfone<>+0(SB), Y2, Y2
+	VPADDD     avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD     Y4, Y2, Y2
+	VPSRLD     $0x10, Y2, Y2
+	VCMPPS     $0x03, Y4, Y4, Y3
+	VBLENDVPS  Y3, avx2bfnanlow<>+0(SB), Y2, Y2
+	VPACKUSDW  Y2, Y0, Y0
+	VPERMQ     $0xd8, Y0, Y0
+	VMOVNTDQ   Y0, 32(CX)(DI*2)
 	ADDQ       $0x00000020, DI
 	JMP        scalentloop
 
@@ -33089,7 +24645,7 @@ vzero:
 // func avx2F16Weighted(j uintptr, from int, to int) int
 // Requires: AVX, AVX2, F16C, MMX+
 TEXT ·avx2F16Weighted(SB), NOSPLIT, $328-32
-	// avx2F16Weighted normalizes rows [from, to) of the job: F16 rows: y = round16((x*inv)*w), for each row.
+	// avx2F16Weighted normalizes rows [from, to) of the job: F16 rows: y = round16((x*inv)*w) (with flagRN, round16(x*inv) in place of (x*inv)), for each row.
 	// It stops before the first row that needs the float64 path and returns that row's index, or to.
 	MOVQ j+0(FP), AX
 	MOVQ job_dst+0(AX), CX
@@ -33448,26 +25004,42 @@ scalebody:
 	JNZ   scalepf
 
 scaleloop:
-	CMPQ        DI, R8
-	JG          scaletail
-	VCVTPH2PS   (DX)(DI*2), Y1
-	VMULPS      Y0, Y1, Y1
+	CMPQ      DI, R8
+	JG        scaletail
+	VCVTPH2PS (DX)(DI*2), Y1
+	VMULPS    Y0, Y1, Y1
+	VCVTPH2PS 16(DX)(DI*2), Y2
+	VMULPS    Y0, Y2, Y2
+	VCVTPH2PS 32(DX)(DI*2), Y3
+	VMULPS    Y0, Y3, Y3
+	VCVTPH2PS 48(DX)(DI*2), Y4
+	VMULPS    Y0, Y4, Y4
+	TESTL     $0x00000008, job_flags+0(AX)
+	JZ        notrn10
+	VCVTPS2PH $0x00, Y1, X1
+	VCVTPH2PS X1, Y1
+	VMOVUPS   Y1, Y1
+	VCVTPS2PH $0x00, Y2, X2
+	VCVTPH2PS X2, Y2
+	VMOVUPS   Y2, Y2
+	VCVTPS2PH $0x00, Y3, X3
+	VCVTPH2PS X3, Y3
+	VMOVUPS   Y3, Y3
+	VCVTPS2PH $0x00, Y4, X4
+	VCVTPH2PS X4, Y4
+	VMOVUPS   Y4, Y4
+
+notrn10:
 	VMULPS      (BX)(DI*4), Y1, Y1
-	VCVTPH2PS   16(DX)(DI*2), Y2
-	VMULPS      Y0, Y2, Y2
 	VMULPS      32(BX)(DI*4), Y2, Y2
 	VCVTPS2PH   $0x00, Y1, X9
 	VCVTPS2PH   $0x00, Y2, X1
 	VINSERTI128 $0x01, X1, Y9, Y9
 	VMOVDQU     Y9, (CX)(DI*2)
-	VCVTPH2PS   32(DX)(DI*2), Y1
-	VMULPS      Y0, Y1, Y1
-	VMULPS      64(BX)(DI*4), Y1, Y1
-	VCVTPH2PS   48(DX)(DI*2), Y2
-	VMULPS      Y0, Y2, Y2
-	VMULPS      96(BX)(DI*4), Y2, Y2
-	VCVTPS2PH   $0x00, Y1, X10
-	VCVTPS2PH   $0x00, Y2, X1
+	VMULPS      64(BX)(DI*4), Y3, Y3
+	VMULPS      96(BX)(DI*4), Y4, Y4
+	VCVTPS2PH   $0x00, Y3, X10
+	VCVTPS2PH   $0x00, Y4, X1
 	VINSERTI128 $0x01, X1, Y10, Y10
 	VMOVDQU     Y10, 32(CX)(DI*2)
 	ADDQ        $0x00000020, DI
@@ -33476,36 +25048,52 @@ scaleloop:
 scalepf:
 	MOVQ SI, R9
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows10
+	JA   longrows11
 	SHLQ $0x03, R9
 
-longrows10:
+longrows11:
 	ADDQ  DX, R9
 	TESTL $0x00000001, job_flags+0(AX)
 	JNZ   scalent
 
 scalepfloop:
-	CMPQ        DI, R8
-	JG          scaletail
-	PREFETCHT0  (R9)(DI*2)
-	VCVTPH2PS   (DX)(DI*2), Y1
-	VMULPS      Y0, Y1, Y1
+	CMPQ       DI, R8
+	JG         scaletail
+	PREFETCHT0 (R9)(DI*2)
+	VCVTPH2PS  (DX)(DI*2), Y1
+	VMULPS     Y0, Y1, Y1
+	VCVTPH2PS  16(DX)(DI*2), Y2
+	VMULPS     Y0, Y2, Y2
+	VCVTPH2PS  32(DX)(DI*2), Y3
+	VMULPS     Y0, Y3, Y3
+	VCVTPH2PS  48(DX)(DI*2), Y4
+	VMULPS     Y0, Y4, Y4
+	TESTL      $0x00000008, job_flags+0(AX)
+	JZ         notrn12
+	VCVTPS2PH  $0x00, Y1, X1
+	VCVTPH2PS  X1, Y1
+	VMOVUPS    Y1, Y1
+	VCVTPS2PH  $0x00, Y2, X2
+	VCVTPH2PS  X2, Y2
+	VMOVUPS    Y2, Y2
+	VCVTPS2PH  $0x00, Y3, X3
+	VCVTPH2PS  X3, Y3
+	VMOVUPS    Y3, Y3
+	VCVTPS2PH  $0x00, Y4, X4
+	VCVTPH2PS  X4, Y4
+	VMOVUPS    Y4, Y4
+
+notrn12:
 	VMULPS      (BX)(DI*4), Y1, Y1
-	VCVTPH2PS   16(DX)(DI*2), Y2
-	VMULPS      Y0, Y2, Y2
 	VMULPS      32(BX)(DI*4), Y2, Y2
 	VCVTPS2PH   $0x00, Y1, X11
 	VCVTPS2PH   $0x00, Y2, X1
 	VINSERTI128 $0x01, X1, Y11, Y11
 	VMOVDQU     Y11, (CX)(DI*2)
-	VCVTPH2PS   32(DX)(DI*2), Y1
-	VMULPS      Y0, Y1, Y1
-	VMULPS      64(BX)(DI*4), Y1, Y1
-	VCVTPH2PS   48(DX)(DI*2), Y2
-	VMULPS      Y0, Y2, Y2
-	VMULPS      96(BX)(DI*4), Y2, Y2
-	VCVTPS2PH   $0x00, Y1, X12
-	VCVTPS2PH   $0x00, Y2, X1
+	VMULPS      64(BX)(DI*4), Y3, Y3
+	VMULPS      96(BX)(DI*4), Y4, Y4
+	VCVTPS2PH   $0x00, Y3, X12
+	VCVTPS2PH   $0x00, Y4, X1
 	VINSERTI128 $0x01, X1, Y12, Y12
 	VMOVDQU     Y12, 32(CX)(DI*2)
 	ADDQ        $0x00000020, DI
@@ -33527,6 +25115,13 @@ scalehead:
 	JB        scaleheadpart
 	VCVTPH2PS (DX)(DI*2), Y1
 	VMULPS    Y0, Y1, Y1
+	TESTL     $0x00000008, job_flags+0(AX)
+	JZ        notrn13
+	VCVTPS2PH $0x00, Y1, X1
+	VCVTPH2PS X1, Y1
+	VMOVUPS   Y1, Y1
+
+notrn13:
 	VMULPS    (BX)(DI*4), Y1, Y1
 	VCVTPS2PH $0x00, Y1, (CX)(DI*2)
 	ADDQ      $0x00000008, DI
@@ -33540,54 +25135,61 @@ scaleheadpart:
 	XORQ R13, R13
 	SUBQ $0x00000010, R14
 
-copyvec11:
+copyvec14:
 	CMPQ    R13, R14
-	JG      copyone12
+	JG      copyone15
 	VMOVUPS (R11)(R13*2), Y1
 	VMOVUPS Y1, (R12)(R13*2)
 	ADDQ    $0x00000010, R13
-	JMP     copyvec11
+	JMP     copyvec14
 
-copyone12:
+copyone15:
 	ADDQ $0x00000010, R14
 
-copyloop14:
+copyloop17:
 	CMPQ R13, R14
-	JGE  copied13
+	JGE  copied16
 	MOVW (R11)(R13*2), R15
 	MOVW R15, (R12)(R13*2)
 	INCQ R13
-	JMP  copyloop14
+	JMP  copyloop17
 
-copied13:
+copied16:
 	LEAQ (BX)(DI*4), R11
 	LEAQ 160(SP), R12
 	MOVQ R10, R14
 	XORQ R13, R13
 	SUBQ $0x00000008, R14
 
-copyvec15:
+copyvec18:
 	CMPQ    R13, R14
-	JG      copyone16
+	JG      copyone19
 	VMOVUPS (R11)(R13*4), Y1
 	VMOVUPS Y1, (R12)(R13*4)
 	ADDQ    $0x00000008, R13
-	JMP     copyvec15
+	JMP     copyvec18
 
-copyone16:
+copyone19:
 	ADDQ $0x00000008, R14
 
-copyloop18:
+copyloop21:
 	CMPQ R13, R14
-	JGE  copied17
+	JGE  copied20
 	MOVL (R11)(R13*4), R15
 	MOVL R15, (R12)(R13*4)
 	INCQ R13
-	JMP  copyloop18
+	JMP  copyloop21
 
-copied17:
+copied20:
 	VCVTPH2PS 128(SP), Y1
 	VMULPS    Y1, Y0, Y1
+	TESTL     $0x00000008, job_flags+0(AX)
+	JZ        notrn22
+	VCVTPS2PH $0x00, Y1, X1
+	VCVTPH2PS X1, Y1
+	VMOVUPS   Y1, Y1
+
+notrn22:
 	VMULPS    160(SP), Y1, Y1
 	VCVTPS2PH $0x00, Y1, 192(SP)
 	LEAQ      192(SP), R12
@@ -33596,50 +25198,66 @@ copied17:
 	XORQ      R13, R13
 	SUBQ      $0x00000010, R14
 
-copyvec19:
+copyvec23:
 	CMPQ    R13, R14
-	JG      copyone20
+	JG      copyone24
 	VMOVUPS (R12)(R13*2), Y1
 	VMOVUPS Y1, (R11)(R13*2)
 	ADDQ    $0x00000010, R13
-	JMP     copyvec19
+	JMP     copyvec23
 
-copyone20:
+copyone24:
 	ADDQ $0x00000010, R14
 
-copyloop22:
+copyloop26:
 	CMPQ R13, R14
-	JGE  copied21
+	JGE  copied25
 	MOVW (R12)(R13*2), R15
 	MOVW R15, (R11)(R13*2)
 	INCQ R13
-	JMP  copyloop22
+	JMP  copyloop26
 
-copied21:
+copied25:
 	ADDQ R10, DI
 
 scalentloop:
-	CMPQ        DI, R8
-	JG          scaletail
-	PREFETCHT0  (R9)(DI*2)
-	VCVTPH2PS   (DX)(DI*2), Y1
-	VMULPS      Y0, Y1, Y1
+	CMPQ       DI, R8
+	JG         scaletail
+	PREFETCHT0 (R9)(DI*2)
+	VCVTPH2PS  (DX)(DI*2), Y1
+	VMULPS     Y0, Y1, Y1
+	VCVTPH2PS  16(DX)(DI*2), Y2
+	VMULPS     Y0, Y2, Y2
+	VCVTPH2PS  32(DX)(DI*2), Y3
+	VMULPS     Y0, Y3, Y3
+	VCVTPH2PS  48(DX)(DI*2), Y4
+	VMULPS     Y0, Y4, Y4
+	TESTL      $0x00000008, job_flags+0(AX)
+	JZ         notrn27
+	VCVTPS2PH  $0x00, Y1, X1
+	VCVTPH2PS  X1, Y1
+	VMOVUPS    Y1, Y1
+	VCVTPS2PH  $0x00, Y2, X2
+	VCVTPH2PS  X2, Y2
+	VMOVUPS    Y2, Y2
+	VCVTPS2PH  $0x00, Y3, X3
+	VCVTPH2PS  X3, Y3
+	VMOVUPS    Y3, Y3
+	VCVTPS2PH  $0x00, Y4, X4
+	VCVTPH2PS  X4, Y4
+	VMOVUPS    Y4, Y4
+
+notrn27:
 	VMULPS      (BX)(DI*4), Y1, Y1
-	VCVTPH2PS   16(DX)(DI*2), Y2
-	VMULPS      Y0, Y2, Y2
 	VMULPS      32(BX)(DI*4), Y2, Y2
 	VCVTPS2PH   $0x00, Y1, X13
 	VCVTPS2PH   $0x00, Y2, X1
 	VINSERTI128 $0x01, X1, Y13, Y13
 	VMOVNTDQ    Y13, (CX)(DI*2)
-	VCVTPH2PS   32(DX)(DI*2), Y1
-	VMULPS      Y0, Y1, Y1
-	VMULPS      64(BX)(DI*4), Y1, Y1
-	VCVTPH2PS   48(DX)(DI*2), Y2
-	VMULPS      Y0, Y2, Y2
-	VMULPS      96(BX)(DI*4), Y2, Y2
-	VCVTPS2PH   $0x00, Y1, X14
-	VCVTPS2PH   $0x00, Y2, X1
+	VMULPS      64(BX)(DI*4), Y3, Y3
+	VMULPS      96(BX)(DI*4), Y4, Y4
+	VCVTPS2PH   $0x00, Y3, X14
+	VCVTPS2PH   $0x00, Y4, X1
 	VINSERTI128 $0x01, X1, Y14, Y14
 	VMOVNTDQ    Y14, 32(CX)(DI*2)
 	ADDQ        $0x00000020, DI
@@ -33653,6 +25271,13 @@ scaleone:
 	JG        scalepart
 	VCVTPH2PS (DX)(DI*2), Y1
 	VMULPS    Y0, Y1, Y1
+	TESTL     $0x00000008, job_flags+0(AX)
+	JZ        notrn28
+	VCVTPS2PH $0x00, Y1, X1
+	VCVTPH2PS X1, Y1
+	VMOVUPS   Y1, Y1
+
+notrn28:
 	VMULPS    (BX)(DI*4), Y1, Y1
 	VCVTPS2PH $0x00, Y1, (CX)(DI*2)
 	ADDQ      $0x00000008, DI
@@ -33668,792 +25293,88 @@ scalepart:
 	XORQ R11, R11
 	SUBQ $0x00000010, R12
 
-copyvec23:
+copyvec29:
 	CMPQ    R11, R12
-	JG      copyone24
+	JG      copyone30
 	VMOVUPS (R8)(R11*2), Y1
 	VMOVUPS Y1, (R9)(R11*2)
 	ADDQ    $0x00000010, R11
-	JMP     copyvec23
+	JMP     copyvec29
 
-copyone24:
+copyone30:
 	ADDQ $0x00000010, R12
 
-copyloop26:
+copyloop32:
 	CMPQ R11, R12
-	JGE  copied25
+	JGE  copied31
 	MOVW (R8)(R11*2), R13
 	MOVW R13, (R9)(R11*2)
 	INCQ R11
-	JMP  copyloop26
+	JMP  copyloop32
 
-copied25:
+copied31:
 	LEAQ (BX)(DI*4), R8
 	LEAQ 160(SP), R9
 	MOVQ R10, R12
 	XORQ R11, R11
 	SUBQ $0x00000008, R12
 
-copyvec27:
+copyvec33:
 	CMPQ    R11, R12
-	JG      copyone28
+	JG      copyone34
 	VMOVUPS (R8)(R11*4), Y1
 	VMOVUPS Y1, (R9)(R11*4)
 	ADDQ    $0x00000008, R11
-	JMP     copyvec27
+	JMP     copyvec33
 
-copyone28:
+copyone34:
 	ADDQ $0x00000008, R12
 
-copyloop30:
+copyloop36:
 	CMPQ R11, R12
-	JGE  copied29
+	JGE  copied35
 	MOVL (R8)(R11*4), R13
 	MOVL R13, (R9)(R11*4)
 	INCQ R11
-	JMP  copyloop30
+	JMP  copyloop36
 
-copied29:
+copied35:
 	VCVTPH2PS 128(SP), Y1
 	VMULPS    Y1, Y0, Y1
-	VMULPS    160(SP), Y1, Y1
-	VCVTPS2PH $0x00, Y1, 192(SP)
-	LEAQ      192(SP), R9
-	LEAQ      (CX)(DI*2), R8
-	XORQ      DI, DI
-	SUBQ      $0x00000010, R10
-
-copyvec31:
-	CMPQ    DI, R10
-	JG      copyone32
-	VMOVUPS (R9)(DI*2), Y0
-	VMOVUPS Y0, (R8)(DI*2)
-	ADDQ    $0x00000010, DI
-	JMP     copyvec31
-
-copyone32:
-	ADDQ $0x00000010, R10
-
-copyloop34:
-	CMPQ DI, R10
-	JGE  copied33
-	MOVW (R9)(DI*2), R11
-	MOVW R11, (R8)(DI*2)
-	INCQ DI
-	JMP  copyloop34
-
-copied33:
-scaled:
-	ADDQ SI, DX
-	ADDQ SI, CX
-	INCQ 272(SP)
-	MOVQ 296(SP), DI
-	INCQ DI
-	MOVQ DI, 296(SP)
-	CMPQ DI, 288(SP)
-	JB   scalerow
-	JMP  row
-
-ret:
-	TESTL $0x00000001, job_flags+0(AX)
-	JZ    vzero
-	SFENCE
-
-vzero:
-	VZEROUPPER
-	MOVQ 272(SP), AX
-	MOVQ AX, ret+24(FP)
-	RET
-
-// func avx2F16WeightedRN(j uintptr, from int, to int) int
-// Requires: AVX, AVX2, F16C, MMX+
-TEXT ·avx2F16WeightedRN(SB), NOSPLIT, $328-32
-	// avx2F16WeightedRN normalizes rows [from, to) of the job: F16 rows: y = round16(round16(x*inv)*w), for each row.
-	// It stops before the first row that needs the float64 path and returns that row's index, or to.
-	MOVQ j+0(FP), AX
-	MOVQ job_dst+0(AX), CX
-	MOVQ job_x+0(AX), DX
-	MOVQ job_w+0(AX), BX
-	MOVQ job_stride+0(AX), SI
-	SHLQ $0x01, SI
-
-	// fd = float32(d); rd = 1/d when d is a power of two (a/d is then a*rd exactly), else 0.
-	MOVQ       job_d+0(AX), DI
-	VMOVSS     one<>+0(SB), X0
-	VCVTSI2SSQ DI, X0, X0
-	VMOVSS     X0, 320(SP)
-	XORL       R9, R9
-	LEAQ       -1(DI), R8
-	TESTQ      DI, R8
-	JNZ        notpow2
-	BSFQ       DI, R8
-	MOVL       $0x0000007f, R9
-	SUBL       R8, R9
-	SHLL       $0x17, R9
-
-notpow2:
-	MOVL R9, 324(SP)
-
-	// Start at row from.
-	MOVQ  from+8(FP), DI
-	MOVQ  DI, 272(SP)
-	MOVQ  $0x00000000, 280(SP)
-	IMULQ SI, DI
-	ADDQ  DI, CX
-	ADDQ  DI, DX
-
-row:
-	MOVQ 272(SP), DI
-	CMPQ DI, to+16(FP)
-	JAE  ret
-	MOVQ $0x00000001, 288(SP)
-	CMPQ 280(SP), $0x00
-	JE   trygroup
-	DECQ 280(SP)
-	JMP  sum
-
-trygroup:
-	CMPQ job_d+0(AX), $0x00000200
-	JA   sum
-	MOVQ to+16(FP), DI
-	SUBQ 272(SP), DI
-	CMPQ DI, $0x04
-	JB   sum
-	MOVQ $0x00000004, 288(SP)
-
-sum:
-	MOVQ DX, DI
-	XORQ R8, R8
-
-sumrow:
-	// Sum of squares: element i goes to partial i%64.
-	MOVQ   job_d+0(AX), R10
-	SUBQ   $0x00000040, R10
-	JGE    firstblock
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
-	VXORPS Y4, Y4, Y4
-	VXORPS Y5, Y5, Y5
-	VXORPS Y6, Y6, Y6
-	VXORPS Y7, Y7, Y7
-	XORQ   R9, R9
-	JMP    sumtail
-
-firstblock:
-	// +0 + square is the square itself: the first block initializes the partials.
-	XORQ      R9, R9
-	VCVTPH2PS (DI)(R9*2), Y0
-	VMULPS    Y0, Y0, Y0
-	VCVTPH2PS 16(DI)(R9*2), Y1
-	VMULPS    Y1, Y1, Y1
-	VCVTPH2PS 32(DI)(R9*2), Y2
-	VMULPS    Y2, Y2, Y2
-	VCVTPH2PS 48(DI)(R9*2), Y3
-	VMULPS    Y3, Y3, Y3
-	VCVTPH2PS 64(DI)(R9*2), Y4
-	VMULPS    Y4, Y4, Y4
-	VCVTPH2PS 80(DI)(R9*2), Y5
-	VMULPS    Y5, Y5, Y5
-	VCVTPH2PS 96(DI)(R9*2), Y6
-	VMULPS    Y6, Y6, Y6
-	VCVTPH2PS 112(DI)(R9*2), Y7
-	VMULPS    Y7, Y7, Y7
-	MOVQ      $0x00000040, R9
-	TESTL     $0x00000002, job_flags+0(AX)
-	JNZ       sumpf
-
-sumloop:
-	CMPQ      R9, R10
-	JG        sumtail
-	VCVTPH2PS (DI)(R9*2), Y8
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y0, Y0
-	VCVTPH2PS 16(DI)(R9*2), Y8
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y1, Y1
-	VCVTPH2PS 32(DI)(R9*2), Y8
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y2, Y2
-	VCVTPH2PS 48(DI)(R9*2), Y8
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y3, Y3
-	VCVTPH2PS 64(DI)(R9*2), Y8
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y4, Y4
-	VCVTPH2PS 80(DI)(R9*2), Y8
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y5, Y5
-	VCVTPH2PS 96(DI)(R9*2), Y8
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y6, Y6
-	VCVTPH2PS 112(DI)(R9*2), Y8
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y7, Y7
-	ADDQ      $0x00000040, R9
-	JMP       sumloop
-
-	// The same, prefetching the rows ahead.
-sumpf:
-	MOVQ SI, R11
-	SHLQ $0x01, R11
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows1
-	SHLQ $0x03, R11
-
-longrows1:
-	ADDQ DI, R11
-
-sumpfloop:
-	CMPQ       R9, R10
-	JG         sumtail
-	PREFETCHT0 (R11)(R9*2)
-	PREFETCHT0 64(R11)(R9*2)
-	VCVTPH2PS  (DI)(R9*2), Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y0, Y0
-	VCVTPH2PS  16(DI)(R9*2), Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y1, Y1
-	VCVTPH2PS  32(DI)(R9*2), Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y2, Y2
-	VCVTPH2PS  48(DI)(R9*2), Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y3, Y3
-	VCVTPH2PS  64(DI)(R9*2), Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y4, Y4
-	VCVTPH2PS  80(DI)(R9*2), Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y5, Y5
-	VCVTPH2PS  96(DI)(R9*2), Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y6, Y6
-	VCVTPH2PS  112(DI)(R9*2), Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y7, Y7
-	ADDQ       $0x00000040, R9
-	JMP        sumpfloop
-
-sumtail:
-	// Fewer than 64 elements remain.
-	MOVQ    job_d+0(AX), R10
-	SUBQ    R9, R10
-	JZ      summed
-	MOVQ    R10, 304(SP)
-	LEAQ    (DI)(R9*2), R9
-	LEAQ    128(SP), R10
-	VXORPS  Y8, Y8, Y8
-	VMOVUPS Y8, (R10)
-	VMOVUPS Y8, 32(R10)
-	VMOVUPS Y8, 64(R10)
-	VMOVUPS Y8, 96(R10)
-	MOVQ    304(SP), R12
-	XORQ    R11, R11
-	SUBQ    $0x00000010, R12
-
-copyvec2:
-	CMPQ    R11, R12
-	JG      copyone3
-	VMOVUPS (R9)(R11*2), Y8
-	VMOVUPS Y8, (R10)(R11*2)
-	ADDQ    $0x00000010, R11
-	JMP     copyvec2
-
-copyone3:
-	ADDQ $0x00000010, R12
-
-copyloop5:
-	CMPQ R11, R12
-	JGE  copied4
-	MOVW (R9)(R11*2), R13
-	MOVW R13, (R10)(R11*2)
-	INCQ R11
-	JMP  copyloop5
-
-copied4:
-	XORQ      R9, R9
-	VCVTPH2PS (R10)(R9*2), Y8
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y0, Y0
-	VCVTPH2PS 16(R10)(R9*2), Y8
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y1, Y1
-	VCVTPH2PS 32(R10)(R9*2), Y8
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y2, Y2
-	VCVTPH2PS 48(R10)(R9*2), Y8
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y3, Y3
-	VCVTPH2PS 64(R10)(R9*2), Y8
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y4, Y4
-	VCVTPH2PS 80(R10)(R9*2), Y8
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y5, Y5
-	VCVTPH2PS 96(R10)(R9*2), Y8
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y6, Y6
-	VCVTPH2PS 112(R10)(R9*2), Y8
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y7, Y7
-
-summed:
-	VADDPS  Y4, Y0, Y0
-	VADDPS  Y5, Y1, Y1
-	VADDPS  Y6, Y2, Y2
-	VADDPS  Y7, Y3, Y3
-	VADDPS  Y2, Y0, Y0
-	VADDPS  Y3, Y1, Y1
-	VADDPS  Y1, Y0, Y0
-	CMPQ    288(SP), $0x01
-	JE      invone
-	VMOVUPS Y0, (SP)(R8*1)
-	ADDQ    SI, DI
-	ADDQ    $0x00000020, R8
-	CMPQ    R8, $0x00000080
-	JB      sumrow
-	JMP     invgroup
-
-invone:
-	// Halving tree: p[j] += p[j+h] for the remaining h, down to ss.
-	VEXTRACTF128 $0x01, Y0, X1
-	VADDPS       X1, X0, X1
-	VMOVHLPS     X1, X1, X0
-	VADDPS       X0, X1, X1
-	VMOVSHDUP    X1, X0
-	VADDSS       X0, X1, X1
-
-	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
-	CMPL   324(SP), $0x00
-	JE     divide6
-	VMULSS 324(SP), X1, X0
-	JMP    divided7
-
-divide6:
-	VDIVSS 320(SP), X1, X0
-
-divided7:
-	VADDSS   job_eps+0(AX), X0, X0
-	VUCOMISS tlo<>+0(SB), X0
-	JCS      ret
-	VUCOMISS tmax<>+0(SB), X0
-	JHI      ret
-	VSQRTSS  X0, X0, X0
-	VMOVSS   one<>+0(SB), X1
-	VDIVSS   X0, X1, X1
-
-	// Report 1/rms if asked.
-	MOVQ   job_inv+0(AX), DI
-	TESTQ  DI, DI
-	JZ     scale
-	MOVQ   272(SP), R8
-	VMOVSS X1, (DI)(R8*4)
-	JMP    scale
-
-invgroup:
-	// The rest of the halving tree, four rows at once.
-	VMOVUPS      (SP), Y0
-	VMOVUPS      32(SP), Y1
-	VMOVUPS      64(SP), Y2
-	VMOVUPS      96(SP), Y3
-	VPERM2F128   $0x20, Y1, Y0, Y4
-	VPERM2F128   $0x31, Y1, Y0, Y0
-	VADDPS       Y0, Y4, Y4
-	VPERM2F128   $0x20, Y3, Y2, Y0
-	VPERM2F128   $0x31, Y3, Y2, Y1
-	VADDPS       Y1, Y0, Y0
-	VSHUFPS      $0x44, Y0, Y4, Y1
-	VSHUFPS      $0xee, Y0, Y4, Y0
-	VADDPS       Y0, Y1, Y1
-	VHADDPS      Y1, Y1, Y1
-	VEXTRACTF128 $0x01, Y1, X0
-	VUNPCKLPS    X0, X1, X0
-
-	// t = ss/d + eps for the four rows; any t outside [2^-100, MaxFloat32] sends the group to the one-row path.
-	CMPL         324(SP), $0x00
-	JE           divide8
-	VBROADCASTSS 324(SP), X1
-	VMULPS       X1, X0, X0
-	JMP          divided9
-
-divide8:
-	VBROADCASTSS 320(SP), X1
-	VDIVPS       X1, X0, X0
-
-divided9:
-	VBROADCASTSS job_eps+0(AX), X1
-	VADDPS       X1, X0, X0
-	VCMPPS       $0x1d, tlo4<>+0(SB), X0, X1
-	VCMPPS       $0x12, tmax4<>+0(SB), X0, X2
-	VANDPS       X2, X1, X1
-	VMOVMSKPS    X1, DI
-	CMPL         DI, $0x0f
-	JE           ginrange
-	MOVQ         $0x00000004, 280(SP)
-	JMP          row
-
-ginrange:
-	VSQRTPS      X0, X0
-	VBROADCASTSS one<>+0(SB), X1
-	VDIVPS       X0, X1, X1
-
-	// Report 1/rms if asked.
-	MOVQ    job_inv+0(AX), DI
-	TESTQ   DI, DI
-	JZ      scale
-	MOVQ    272(SP), R8
-	VMOVUPS X1, (DI)(R8*4)
-
-scale:
-	VBROADCASTSS X1, Y0
-	MOVQ         $0x00000000, 296(SP)
-	CMPQ         288(SP), $0x01
-	JE           scalebody
-	VMOVUPS      X1, 256(SP)
-
-scalerow:
-	MOVQ         296(SP), DI
-	VBROADCASTSS 256(SP)(DI*4), Y0
-
-scalebody:
-	// y = (src*inv)*w, rounded after each multiply.
-	XORQ  DI, DI
-	MOVQ  job_d+0(AX), R8
-	SUBQ  $0x00000020, R8
-	TESTL $0x00000002, job_flags+0(AX)
-	JNZ   scalepf
-
-scaleloop:
-	CMPQ        DI, R8
-	JG          scaletail
-	VCVTPH2PS   (DX)(DI*2), Y1
-	VMULPS      Y0, Y1, Y1
-	VCVTPS2PH   $0x00, Y1, X1
-	VCVTPH2PS   X1, Y1
-	VMULPS      (BX)(DI*4), Y1, Y1
-	VCVTPH2PS   16(DX)(DI*2), Y2
-	VMULPS      Y0, Y2, Y2
-	VCVTPS2PH   $0x00, Y2, X2
-	VCVTPH2PS   X2, Y2
-	VMULPS      32(BX)(DI*4), Y2, Y2
-	VCVTPS2PH   $0x00, Y1, X9
-	VCVTPS2PH   $0x00, Y2, X1
-	VINSERTI128 $0x01, X1, Y9, Y9
-	VMOVDQU     Y9, (CX)(DI*2)
-	VCVTPH2PS   32(DX)(DI*2), Y1
-	VMULPS      Y0, Y1, Y1
-	VCVTPS2PH   $0x00, Y1, X1
-	VCVTPH2PS   X1, Y1
-	VMULPS      64(BX)(DI*4), Y1, Y1
-	VCVTPH2PS   48(DX)(DI*2), Y2
-	VMULPS      Y0, Y2, Y2
-	VCVTPS2PH   $0x00, Y2, X2
-	VCVTPH2PS   X2, Y2
-	VMULPS      96(BX)(DI*4), Y2, Y2
-	VCVTPS2PH   $0x00, Y1, X10
-	VCVTPS2PH   $0x00, Y2, X1
-	VINSERTI128 $0x01, X1, Y10, Y10
-	VMOVDQU     Y10, 32(CX)(DI*2)
-	ADDQ        $0x00000020, DI
-	JMP         scaleloop
-
-scalepf:
-	MOVQ SI, R9
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows10
-	SHLQ $0x03, R9
-
-longrows10:
-	ADDQ  DX, R9
-	TESTL $0x00000001, job_flags+0(AX)
-	JNZ   scalent
-
-scalepfloop:
-	CMPQ        DI, R8
-	JG          scaletail
-	PREFETCHT0  (R9)(DI*2)
-	VCVTPH2PS   (DX)(DI*2), Y1
-	VMULPS      Y0, Y1, Y1
-	VCVTPS2PH   $0x00, Y1, X1
-	VCVTPH2PS   X1, Y1
-	VMULPS      (BX)(DI*4), Y1, Y1
-	VCVTPH2PS   16(DX)(DI*2), Y2
-	VMULPS      Y0, Y2, Y2
-	VCVTPS2PH   $0x00, Y2, X2
-	VCVTPH2PS   X2, Y2
-	VMULPS      32(BX)(DI*4), Y2, Y2
-	VCVTPS2PH   $0x00, Y1, X11
-	VCVTPS2PH   $0x00, Y2, X1
-	VINSERTI128 $0x01, X1, Y11, Y11
-	VMOVDQU     Y11, (CX)(DI*2)
-	VCVTPH2PS   32(DX)(DI*2), Y1
-	VMULPS      Y0, Y1, Y1
-	VCVTPS2PH   $0x00, Y1, X1
-	VCVTPH2PS   X1, Y1
-	VMULPS      64(BX)(DI*4), Y1, Y1
-	VCVTPH2PS   48(DX)(DI*2), Y2
-	VMULPS      Y0, Y2, Y2
-	VCVTPS2PH   $0x00, Y2, X2
-	VCVTPH2PS   X2, Y2
-	VMULPS      96(BX)(DI*4), Y2, Y2
-	VCVTPS2PH   $0x00, Y1, X12
-	VCVTPS2PH   $0x00, Y2, X1
-	VINSERTI128 $0x01, X1, Y12, Y12
-	VMOVDQU     Y12, 32(CX)(DI*2)
-	ADDQ        $0x00000020, DI
-	JMP         scalepfloop
-
-scalent:
-	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
-	MOVQ CX, R10
-	NEGQ R10
-	ANDQ $0x0000001f, R10
-	SHRQ $0x01, R10
-	JZ   scalentloop
-	CMPQ R10, job_d+0(AX)
-	JLE  scalehead
-	MOVQ job_d+0(AX), R10
-
-scalehead:
-	CMPQ      R10, $0x00000008
-	JB        scaleheadpart
-	VCVTPH2PS (DX)(DI*2), Y1
-	VMULPS    Y0, Y1, Y1
-	VCVTPS2PH $0x00, Y1, X1
-	VCVTPH2PS X1, Y1
-	VMULPS    (BX)(DI*4), Y1, Y1
-	VCVTPS2PH $0x00, Y1, (CX)(DI*2)
-	ADDQ      $0x00000008, DI
-	SUBQ      $0x00000008, R10
-	JZ        scalentloop
-
-scaleheadpart:
-	LEAQ (DX)(DI*2), R11
-	LEAQ 128(SP), R12
-	MOVQ R10, R14
-	XORQ R13, R13
-	SUBQ $0x00000010, R14
-
-copyvec11:
-	CMPQ    R13, R14
-	JG      copyone12
-	VMOVUPS (R11)(R13*2), Y1
-	VMOVUPS Y1, (R12)(R13*2)
-	ADDQ    $0x00000010, R13
-	JMP     copyvec11
-
-copyone12:
-	ADDQ $0x00000010, R14
-
-copyloop14:
-	CMPQ R13, R14
-	JGE  copied13
-	MOVW (R11)(R13*2), R15
-	MOVW R15, (R12)(R13*2)
-	INCQ R13
-	JMP  copyloop14
-
-copied13:
-	LEAQ (BX)(DI*4), R11
-	LEAQ 160(SP), R12
-	MOVQ R10, R14
-	XORQ R13, R13
-	SUBQ $0x00000008, R14
-
-copyvec15:
-	CMPQ    R13, R14
-	JG      copyone16
-	VMOVUPS (R11)(R13*4), Y1
-	VMOVUPS Y1, (R12)(R13*4)
-	ADDQ    $0x00000008, R13
-	JMP     copyvec15
-
-copyone16:
-	ADDQ $0x00000008, R14
-
-copyloop18:
-	CMPQ R13, R14
-	JGE  copied17
-	MOVL (R11)(R13*4), R15
-	MOVL R15, (R12)(R13*4)
-	INCQ R13
-	JMP  copyloop18
-
-copied17:
-	VCVTPH2PS 128(SP), Y1
-	VMULPS    Y1, Y0, Y1
-	VCVTPS2PH $0x00, Y1, X1
-	VCVTPH2PS X1, Y1
-	VMULPS    160(SP), Y1, Y1
-	VCVTPS2PH $0x00, Y1, 192(SP)
-	LEAQ      192(SP), R12
-	LEAQ      (CX)(DI*2), R11
-	MOVQ      R10, R14
-	XORQ      R13, R13
-	SUBQ      $0x00000010, R14
-
-copyvec19:
-	CMPQ    R13, R14
-	JG      copyone20
-	VMOVUPS (R12)(R13*2), Y1
-	VMOVUPS Y1, (R11)(R13*2)
-	ADDQ    $0x00000010, R13
-	JMP     copyvec19
-
-copyone20:
-	ADDQ $0x00000010, R14
-
-copyloop22:
-	CMPQ R13, R14
-	JGE  copied21
-	MOVW (R12)(R13*2), R15
-	MOVW R15, (R11)(R13*2)
-	INCQ R13
-	JMP  copyloop22
-
-copied21:
-	ADDQ R10, DI
-
-scalentloop:
-	CMPQ        DI, R8
-	JG          scaletail
-	PREFETCHT0  (R9)(DI*2)
-	VCVTPH2PS   (DX)(DI*2), Y1
-	VMULPS      Y0, Y1, Y1
-	VCVTPS2PH   $0x00, Y1, X1
-	VCVTPH2PS   X1, Y1
-	VMULPS      (BX)(DI*4), Y1, Y1
-	VCVTPH2PS   16(DX)(DI*2), Y2
-	VMULPS      Y0, Y2, Y2
-	VCVTPS2PH   $0x00, Y2, X2
-	VCVTPH2PS   X2, Y2
-	VMULPS      32(BX)(DI*4), Y2, Y2
-	VCVTPS2PH   $0x00, Y1, X13
-	VCVTPS2PH   $0x00, Y2, X1
-	VINSERTI128 $0x01, X1, Y13, Y13
-	VMOVNTDQ    Y13, (CX)(DI*2)
-	VCVTPH2PS   32(DX)(DI*2), Y1
-	VMULPS      Y0, Y1, Y1
-	VCVTPS2PH   $0x00, Y1, X1
-	VCVTPH2PS   X1, Y1
-	VMULPS      64(BX)(DI*4), Y1, Y1
-	VCVTPH2PS   48(DX)(DI*2), Y2
-	VMULPS      Y0, Y2, Y2
-	VCVTPS2PH   $0x00, Y2, X2
-	VCVTPH2PS   X2, Y2
-	VMULPS      96(BX)(DI*4), Y2, Y2
-	VCVTPS2PH   $0x00, Y1, X14
-	VCVTPS2PH   $0x00, Y2, X1
-	VINSERTI128 $0x01, X1, Y14, Y14
-	VMOVNTDQ    Y14, 32(CX)(DI*2)
-	ADDQ        $0x00000020, DI
-	JMP         scalentloop
-
-scaletail:
-	ADDQ $0x00000018, R8
-
-scaleone:
-	CMPQ      DI, R8
-	JG        scalepart
-	VCVTPH2PS (DX)(DI*2), Y1
-	VMULPS    Y0, Y1, Y1
-	VCVTPS2PH $0x00, Y1, X1
-	VCVTPH2PS X1, Y1
-	VMULPS    (BX)(DI*4), Y1, Y1
-	VCVTPS2PH $0x00, Y1, (CX)(DI*2)
-	ADDQ      $0x00000008, DI
-	JMP       scaleone
-
-scalepart:
-	MOVQ job_d+0(AX), R10
-	SUBQ DI, R10
-	JZ   scaled
-	LEAQ (DX)(DI*2), R8
-	LEAQ 128(SP), R9
-	MOVQ R10, R12
-	XORQ R11, R11
-	SUBQ $0x00000010, R12
-
-copyvec23:
-	CMPQ    R11, R12
-	JG      copyone24
-	VMOVUPS (R8)(R11*2), Y1
-	VMOVUPS Y1, (R9)(R11*2)
-	ADDQ    $0x00000010, R11
-	JMP     copyvec23
-
-copyone24:
-	ADDQ $0x00000010, R12
-
-copyloop26:
-	CMPQ R11, R12
-	JGE  copied25
-	MOVW (R8)(R11*2), R13
-	MOVW R13, (R9)(R11*2)
-	INCQ R11
-	JMP  copyloop26
-
-copied25:
-	LEAQ (BX)(DI*4), R8
-	LEAQ 160(SP), R9
-	MOVQ R10, R12
-	XORQ R11, R11
-	SUBQ $0x00000008, R12
-
-copyvec27:
-	CMPQ    R11, R12
-	JG      copyone28
-	VMOVUPS (R8)(R11*4), Y1
-	VMOVUPS Y1, (R9)(R11*4)
-	ADDQ    $0x00000008, R11
-	JMP     copyvec27
-
-copyone28:
-	ADDQ $0x00000008, R12
-
-copyloop30:
-	CMPQ R11, R12
-	JGE  copied29
-	MOVL (R8)(R11*4), R13
-	MOVL R13, (R9)(R11*4)
-	INCQ R11
-	JMP  copyloop30
-
-copied29:
-	VCVTPH2PS 128(SP), Y1
-	VMULPS    Y1, Y0, Y1
+	TESTL     $0x00000008, job_flags+0(AX)
+	JZ        notrn37
 	VCVTPS2PH $0x00, Y1, X0
 	VCVTPH2PS X0, Y0
-	VMULPS    160(SP), Y0, Y0
-	VCVTPS2PH $0x00, Y0, 192(SP)
+	VMOVUPS   Y0, Y1
+
+notrn37:
+	VMULPS    160(SP), Y1, Y1
+	VCVTPS2PH $0x00, Y1, 192(SP)
 	LEAQ      192(SP), R9
 	LEAQ      (CX)(DI*2), R8
 	XORQ      DI, DI
 	SUBQ      $0x00000010, R10
 
-copyvec31:
+copyvec38:
 	CMPQ    DI, R10
-	JG      copyone32
+	JG      copyone39
 	VMOVUPS (R9)(DI*2), Y0
 	VMOVUPS Y0, (R8)(DI*2)
 	ADDQ    $0x00000010, DI
-	JMP     copyvec31
+	JMP     copyvec38
 
-copyone32:
+copyone39:
 	ADDQ $0x00000010, R10
 
-copyloop34:
+copyloop41:
 	CMPQ DI, R10
-	JGE  copied33
+	JGE  copied40
 	MOVW (R9)(DI*2), R11
 	MOVW R11, (R8)(DI*2)
 	INCQ DI
-	JMP  copyloop34
+	JMP  copyloop41
 
-copied33:
+copied40:
 scaled:
 	ADDQ SI, DX
 	ADDQ SI, CX
@@ -34479,7 +25400,7 @@ vzero:
 // func avx2F16Offset(j uintptr, from int, to int) int
 // Requires: AVX, AVX2, F16C, MMX+
 TEXT ·avx2F16Offset(SB), NOSPLIT, $328-32
-	// avx2F16Offset normalizes rows [from, to) of the job: F16 rows: y = round16((x*inv)*(1+w)), for each row.
+	// avx2F16Offset normalizes rows [from, to) of the job: F16 rows: y = round16((x*inv)*(1+w)) (with flagRN, round16(x*inv) in place of (x*inv)), for each row.
 	// It stops before the first row that needs the float64 path and returns that row's index, or to.
 	MOVQ j+0(FP), AX
 	MOVQ job_dst+0(AX), CX
@@ -34840,34 +25761,50 @@ scalebody:
 	JNZ   scalepf
 
 scaleloop:
-	CMPQ        DI, R8
-	JG          scaletail
-	VCVTPH2PS   (DX)(DI*2), Y2
-	VMULPS      Y0, Y2, Y2
-	VMOVUPS     (BX)(DI*4), Y3
-	VADDPS      Y1, Y3, Y3
-	VMULPS      Y3, Y2, Y2
-	VCVTPH2PS   16(DX)(DI*2), Y3
-	VMULPS      Y0, Y3, Y3
-	VMOVUPS     32(BX)(DI*4), Y4
-	VADDPS      Y1, Y4, Y4
-	VMULPS      Y4, Y3, Y3
+	CMPQ      DI, R8
+	JG        scaletail
+	VCVTPH2PS (DX)(DI*2), Y2
+	VMULPS    Y0, Y2, Y2
+	VCVTPH2PS 16(DX)(DI*2), Y3
+	VMULPS    Y0, Y3, Y3
+	VCVTPH2PS 32(DX)(DI*2), Y4
+	VMULPS    Y0, Y4, Y4
+	VCVTPH2PS 48(DX)(DI*2), Y5
+	VMULPS    Y0, Y5, Y5
+	TESTL     $0x00000008, job_flags+0(AX)
+	JZ        notrn10
+	VCVTPS2PH $0x00, Y2, X2
+	VCVTPH2PS X2, Y2
+	VMOVUPS   Y2, Y2
+	VCVTPS2PH $0x00, Y3, X3
+	VCVTPH2PS X3, Y3
+	VMOVUPS   Y3, Y3
+	VCVTPS2PH $0x00, Y4, X4
+	VCVTPH2PS X4, Y4
+	VMOVUPS   Y4, Y4
+	VCVTPS2PH $0x00, Y5, X5
+	VCVTPH2PS X5, Y5
+	VMOVUPS   Y5, Y5
+
+notrn10:
+	VMOVUPS     (BX)(DI*4), Y6
+	VADDPS      Y1, Y6, Y6
+	VMULPS      Y6, Y2, Y2
+	VMOVUPS     32(BX)(DI*4), Y6
+	VADDPS      Y1, Y6, Y6
+	VMULPS      Y6, Y3, Y3
 	VCVTPS2PH   $0x00, Y2, X9
 	VCVTPS2PH   $0x00, Y3, X2
 	VINSERTI128 $0x01, X2, Y9, Y9
 	VMOVDQU     Y9, (CX)(DI*2)
-	VCVTPH2PS   32(DX)(DI*2), Y2
-	VMULPS      Y0, Y2, Y2
-	VMOVUPS     64(BX)(DI*4), Y3
-	VADDPS      Y1, Y3, Y3
-	VMULPS      Y3, Y2, Y2
-	VCVTPH2PS   48(DX)(DI*2), Y3
-	VMULPS      Y0, Y3, Y3
-	VMOVUPS     96(BX)(DI*4), Y4
-	VADDPS      Y1, Y4, Y4
-	VMULPS      Y4, Y3, Y3
-	VCVTPS2PH   $0x00, Y2, X10
-	VCVTPS2PH   $0x00, Y3, X2
+	VMOVUPS     64(BX)(DI*4), Y2
+	VADDPS      Y1, Y2, Y2
+	VMULPS      Y2, Y4, Y4
+	VMOVUPS     96(BX)(DI*4), Y2
+	VADDPS      Y1, Y2, Y2
+	VMULPS      Y2, Y5, Y5
+	VCVTPS2PH   $0x00, Y4, X10
+	VCVTPS2PH   $0x00, Y5, X2
 	VINSERTI128 $0x01, X2, Y10, Y10
 	VMOVDQU     Y10, 32(CX)(DI*2)
 	ADDQ        $0x00000020, DI
@@ -34876,44 +25813,60 @@ scaleloop:
 scalepf:
 	MOVQ SI, R9
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows10
+	JA   longrows11
 	SHLQ $0x03, R9
 
-longrows10:
+longrows11:
 	ADDQ  DX, R9
 	TESTL $0x00000001, job_flags+0(AX)
 	JNZ   scalent
 
 scalepfloop:
-	CMPQ        DI, R8
-	JG          scaletail
-	PREFETCHT0  (R9)(DI*2)
-	VCVTPH2PS   (DX)(DI*2), Y2
-	VMULPS      Y0, Y2, Y2
-	VMOVUPS     (BX)(DI*4), Y3
-	VADDPS      Y1, Y3, Y3
-	VMULPS      Y3, Y2, Y2
-	VCVTPH2PS   16(DX)(DI*2), Y3
-	VMULPS      Y0, Y3, Y3
-	VMOVUPS     32(BX)(DI*4), Y4
-	VADDPS      Y1, Y4, Y4
-	VMULPS      Y4, Y3, Y3
+	CMPQ       DI, R8
+	JG         scaletail
+	PREFETCHT0 (R9)(DI*2)
+	VCVTPH2PS  (DX)(DI*2), Y2
+	VMULPS     Y0, Y2, Y2
+	VCVTPH2PS  16(DX)(DI*2), Y3
+	VMULPS     Y0, Y3, Y3
+	VCVTPH2PS  32(DX)(DI*2), Y4
+	VMULPS     Y0, Y4, Y4
+	VCVTPH2PS  48(DX)(DI*2), Y5
+	VMULPS     Y0, Y5, Y5
+	TESTL      $0x00000008, job_flags+0(AX)
+	JZ         notrn12
+	VCVTPS2PH  $0x00, Y2, X2
+	VCVTPH2PS  X2, Y2
+	VMOVUPS    Y2, Y2
+	VCVTPS2PH  $0x00, Y3, X3
+	VCVTPH2PS  X3, Y3
+	VMOVUPS    Y3, Y3
+	VCVTPS2PH  $0x00, Y4, X4
+	VCVTPH2PS  X4, Y4
+	VMOVUPS    Y4, Y4
+	VCVTPS2PH  $0x00, Y5, X5
+	VCVTPH2PS  X5, Y5
+	VMOVUPS    Y5, Y5
+
+notrn12:
+	VMOVUPS     (BX)(DI*4), Y6
+	VADDPS      Y1, Y6, Y6
+	VMULPS      Y6, Y2, Y2
+	VMOVUPS     32(BX)(DI*4), Y6
+	VADDPS      Y1, Y6, Y6
+	VMULPS      Y6, Y3, Y3
 	VCVTPS2PH   $0x00, Y2, X11
 	VCVTPS2PH   $0x00, Y3, X2
 	VINSERTI128 $0x01, X2, Y11, Y11
 	VMOVDQU     Y11, (CX)(DI*2)
-	VCVTPH2PS   32(DX)(DI*2), Y2
-	VMULPS      Y0, Y2, Y2
-	VMOVUPS     64(BX)(DI*4), Y3
-	VADDPS      Y1, Y3, Y3
-	VMULPS      Y3, Y2, Y2
-	VCVTPH2PS   48(DX)(DI*2), Y3
-	VMULPS      Y0, Y3, Y3
-	VMOVUPS     96(BX)(DI*4), Y4
-	VADDPS      Y1, Y4, Y4
-	VMULPS      Y4, Y3, Y3
-	VCVTPS2PH   $0x00, Y2, X12
-	VCVTPS2PH   $0x00, Y3, X2
+	VMOVUPS     64(BX)(DI*4), Y2
+	VADDPS      Y1, Y2, Y2
+	VMULPS      Y2, Y4, Y4
+	VMOVUPS     96(BX)(DI*4), Y2
+	VADDPS      Y1, Y2, Y2
+	VMULPS      Y2, Y5, Y5
+	VCVTPS2PH   $0x00, Y4, X12
+	VCVTPS2PH   $0x00, Y5, X2
 	VINSERTI128 $0x01, X2, Y12, Y12
 	VMOVDQU     Y12, 32(CX)(DI*2)
 	ADDQ        $0x00000020, DI
@@ -34935,6 +25888,13 @@ scalehead:
 	JB        scaleheadpart
 	VCVTPH2PS (DX)(DI*2), Y2
 	VMULPS    Y0, Y2, Y2
+	TESTL     $0x00000008, job_flags+0(AX)
+	JZ        notrn13
+	VCVTPS2PH $0x00, Y2, X2
+	VCVTPH2PS X2, Y2
+	VMOVUPS   Y2, Y2
+
+notrn13:
 	VMOVUPS   (BX)(DI*4), Y3
 	VADDPS    Y1, Y3, Y3
 	VMULPS    Y3, Y2, Y2
@@ -34950,54 +25910,61 @@ scaleheadpart:
 	XORQ R13, R13
 	SUBQ $0x00000010, R14
 
-copyvec11:
+copyvec14:
 	CMPQ    R13, R14
-	JG      copyone12
+	JG      copyone15
 	VMOVUPS (R11)(R13*2), Y2
 	VMOVUPS Y2, (R12)(R13*2)
 	ADDQ    $0x00000010, R13
-	JMP     copyvec11
+	JMP     copyvec14
 
-copyone12:
+copyone15:
 	ADDQ $0x00000010, R14
 
-copyloop14:
+copyloop17:
 	CMPQ R13, R14
-	JGE  copied13
+	JGE  copied16
 	MOVW (R11)(R13*2), R15
 	MOVW R15, (R12)(R13*2)
 	INCQ R13
-	JMP  copyloop14
+	JMP  copyloop17
 
-copied13:
+copied16:
 	LEAQ (BX)(DI*4), R11
 	LEAQ 160(SP), R12
 	MOVQ R10, R14
 	XORQ R13, R13
 	SUBQ $0x00000008, R14
 
-copyvec15:
+copyvec18:
 	CMPQ    R13, R14
-	JG      copyone16
+	JG      copyone19
 	VMOVUPS (R11)(R13*4), Y2
 	VMOVUPS Y2, (R12)(R13*4)
 	ADDQ    $0x00000008, R13
-	JMP     copyvec15
+	JMP     copyvec18
 
-copyone16:
+copyone19:
 	ADDQ $0x00000008, R14
 
-copyloop18:
+copyloop21:
 	CMPQ R13, R14
-	JGE  copied17
+	JGE  copied20
 	MOVL (R11)(R13*4), R15
 	MOVL R15, (R12)(R13*4)
 	INCQ R13
-	JMP  copyloop18
+	JMP  copyloop21
 
-copied17:
+copied20:
 	VCVTPH2PS 128(SP), Y2
 	VMULPS    Y2, Y0, Y2
+	TESTL     $0x00000008, job_flags+0(AX)
+	JZ        notrn22
+	VCVTPS2PH $0x00, Y2, X2
+	VCVTPH2PS X2, Y2
+	VMOVUPS   Y2, Y2
+
+notrn22:
 	VMOVUPS   160(SP), Y3
 	VADDPS    Y1, Y3, Y3
 	VMULPS    Y3, Y2, Y2
@@ -35008,58 +25975,74 @@ copied17:
 	XORQ      R13, R13
 	SUBQ      $0x00000010, R14
 
-copyvec19:
+copyvec23:
 	CMPQ    R13, R14
-	JG      copyone20
+	JG      copyone24
 	VMOVUPS (R12)(R13*2), Y2
 	VMOVUPS Y2, (R11)(R13*2)
 	ADDQ    $0x00000010, R13
-	JMP     copyvec19
+	JMP     copyvec23
 
-copyone20:
+copyone24:
 	ADDQ $0x00000010, R14
 
-copyloop22:
+copyloop26:
 	CMPQ R13, R14
-	JGE  copied21
+	JGE  copied25
 	MOVW (R12)(R13*2), R15
 	MOVW R15, (R11)(R13*2)
 	INCQ R13
-	JMP  copyloop22
+	JMP  copyloop26
 
-copied21:
+copied25:
 	ADDQ R10, DI
 
 scalentloop:
-	CMPQ        DI, R8
-	JG          scaletail
-	PREFETCHT0  (R9)(DI*2)
-	VCVTPH2PS   (DX)(DI*2), Y2
-	VMULPS      Y0, Y2, Y2
-	VMOVUPS     (BX)(DI*4), Y3
-	VADDPS      Y1, Y3, Y3
-	VMULPS      Y3, Y2, Y2
-	VCVTPH2PS   16(DX)(DI*2), Y3
-	VMULPS      Y0, Y3, Y3
-	VMOVUPS     32(BX)(DI*4), Y4
-	VADDPS      Y1, Y4, Y4
-	VMULPS      Y4, Y3, Y3
+	CMPQ       DI, R8
+	JG         scaletail
+	PREFETCHT0 (R9)(DI*2)
+	VCVTPH2PS  (DX)(DI*2), Y2
+	VMULPS     Y0, Y2, Y2
+	VCVTPH2PS  16(DX)(DI*2), Y3
+	VMULPS     Y0, Y3, Y3
+	VCVTPH2PS  32(DX)(DI*2), Y4
+	VMULPS     Y0, Y4, Y4
+	VCVTPH2PS  48(DX)(DI*2), Y5
+	VMULPS     Y0, Y5, Y5
+	TESTL      $0x00000008, job_flags+0(AX)
+	JZ         notrn27
+	VCVTPS2PH  $0x00, Y2, X2
+	VCVTPH2PS  X2, Y2
+	VMOVUPS    Y2, Y2
+	VCVTPS2PH  $0x00, Y3, X3
+	VCVTPH2PS  X3, Y3
+	VMOVUPS    Y3, Y3
+	VCVTPS2PH  $0x00, Y4, X4
+	VCVTPH2PS  X4, Y4
+	VMOVUPS    Y4, Y4
+	VCVTPS2PH  $0x00, Y5, X5
+	VCVTPH2PS  X5, Y5
+	VMOVUPS    Y5, Y5
+
+notrn27:
+	VMOVUPS     (BX)(DI*4), Y6
+	VADDPS      Y1, Y6, Y6
+	VMULPS      Y6, Y2, Y2
+	VMOVUPS     32(BX)(DI*4), Y6
+	VADDPS      Y1, Y6, Y6
+	VMULPS      Y6, Y3, Y3
 	VCVTPS2PH   $0x00, Y2, X13
 	VCVTPS2PH   $0x00, Y3, X2
 	VINSERTI128 $0x01, X2, Y13, Y13
 	VMOVNTDQ    Y13, (CX)(DI*2)
-	VCVTPH2PS   32(DX)(DI*2), Y2
-	VMULPS      Y0, Y2, Y2
-	VMOVUPS     64(BX)(DI*4), Y3
-	VADDPS      Y1, Y3, Y3
-	VMULPS      Y3, Y2, Y2
-	VCVTPH2PS   48(DX)(DI*2), Y3
-	VMULPS      Y0, Y3, Y3
-	VMOVUPS     96(BX)(DI*4), Y4
-	VADDPS      Y1, Y4, Y4
-	VMULPS      Y4, Y3, Y3
-	VCVTPS2PH   $0x00, Y2, X14
-	VCVTPS2PH   $0x00, Y3, X2
+	VMOVUPS     64(BX)(DI*4), Y2
+	VADDPS      Y1, Y2, Y2
+	VMULPS      Y2, Y4, Y4
+	VMOVUPS     96(BX)(DI*4), Y2
+	VADDPS      Y1, Y2, Y2
+	VMULPS      Y2, Y5, Y5
+	VCVTPS2PH   $0x00, Y4, X14
+	VCVTPS2PH   $0x00, Y5, X2
 	VINSERTI128 $0x01, X2, Y14, Y14
 	VMOVNTDQ    Y14, 32(CX)(DI*2)
 	ADDQ        $0x00000020, DI
@@ -35073,6 +26056,13 @@ scaleone:
 	JG        scalepart
 	VCVTPH2PS (DX)(DI*2), Y2
 	VMULPS    Y0, Y2, Y2
+	TESTL     $0x00000008, job_flags+0(AX)
+	JZ        notrn28
+	VCVTPS2PH $0x00, Y2, X2
+	VCVTPH2PS X2, Y2
+	VMOVUPS   Y2, Y2
+
+notrn28:
 	VMOVUPS   (BX)(DI*4), Y3
 	VADDPS    Y1, Y3, Y3
 	VMULPS    Y3, Y2, Y2
@@ -35090,54 +26080,61 @@ scalepart:
 	XORQ R11, R11
 	SUBQ $0x00000010, R12
 
-copyvec23:
+copyvec29:
 	CMPQ    R11, R12
-	JG      copyone24
+	JG      copyone30
 	VMOVUPS (R8)(R11*2), Y2
 	VMOVUPS Y2, (R9)(R11*2)
 	ADDQ    $0x00000010, R11
-	JMP     copyvec23
+	JMP     copyvec29
 
-copyone24:
+copyone30:
 	ADDQ $0x00000010, R12
 
-copyloop26:
+copyloop32:
 	CMPQ R11, R12
-	JGE  copied25
+	JGE  copied31
 	MOVW (R8)(R11*2), R13
 	MOVW R13, (R9)(R11*2)
 	INCQ R11
-	JMP  copyloop26
+	JMP  copyloop32
 
-copied25:
+copied31:
 	LEAQ (BX)(DI*4), R8
 	LEAQ 160(SP), R9
 	MOVQ R10, R12
 	XORQ R11, R11
 	SUBQ $0x00000008, R12
 
-copyvec27:
+copyvec33:
 	CMPQ    R11, R12
-	JG      copyone28
+	JG      copyone34
 	VMOVUPS (R8)(R11*4), Y2
 	VMOVUPS Y2, (R9)(R11*4)
 	ADDQ    $0x00000008, R11
-	JMP     copyvec27
+	JMP     copyvec33
 
-copyone28:
+copyone34:
 	ADDQ $0x00000008, R12
 
-copyloop30:
+copyloop36:
 	CMPQ R11, R12
-	JGE  copied29
+	JGE  copied35
 	MOVL (R8)(R11*4), R13
 	MOVL R13, (R9)(R11*4)
 	INCQ R11
-	JMP  copyloop30
+	JMP  copyloop36
 
-copied29:
+copied35:
 	VCVTPH2PS 128(SP), Y2
 	VMULPS    Y2, Y0, Y2
+	TESTL     $0x00000008, job_flags+0(AX)
+	JZ        notrn37
+	VCVTPS2PH $0x00, Y2, X0
+	VCVTPH2PS X0, Y0
+	VMOVUPS   Y0, Y2
+
+notrn37:
 	VMOVUPS   160(SP), Y0
 	VADDPS    Y1, Y0, Y0
 	VMULPS    Y0, Y2, Y2
@@ -35147,771 +26144,26 @@ copied29:
 	XORQ      DI, DI
 	SUBQ      $0x00000010, R10
 
-copyvec31:
+copyvec38:
 	CMPQ    DI, R10
-	JG      copyone32
+	JG      copyone39
 	VMOVUPS (R9)(DI*2), Y0
 	VMOVUPS Y0, (R8)(DI*2)
 	ADDQ    $0x00000010, DI
-	JMP     copyvec31
+	JMP     copyvec38
 
-copyone32:
+copyone39:
 	ADDQ $0x00000010, R10
 
-copyloop34:
+copyloop41:
 	CMPQ DI, R10
-	JGE  copied33
+	JGE  copied40
 	MOVW (R9)(DI*2), R11
 	MOVW R11, (R8)(DI*2)
 	INCQ DI
-	JMP  copyloop34
+	JMP  copyloop41
 
-copied33:
-scaled:
-	ADDQ SI, DX
-	ADDQ SI, CX
-	INCQ 272(SP)
-	MOVQ 296(SP), DI
-	INCQ DI
-	MOVQ DI, 296(SP)
-	CMPQ DI, 288(SP)
-	JB   scalerow
-	JMP  row
-
-ret:
-	TESTL $0x00000001, job_flags+0(AX)
-	JZ    vzero
-	SFENCE
-
-vzero:
-	VZEROUPPER
-	MOVQ 272(SP), AX
-	MOVQ AX, ret+24(FP)
-	RET
-
-// func avx2F16OffsetRN(j uintptr, from int, to int) int
-// Requires: AVX, AVX2, F16C, MMX+
-TEXT ·avx2F16OffsetRN(SB), NOSPLIT, $328-32
-	// avx2F16OffsetRN normalizes rows [from, to) of the job: F16 rows: y = round16(round16(x*inv)*(1+w)), for each row.
-	// It stops before the first row that needs the float64 path and returns that row's index, or to.
-	MOVQ j+0(FP), AX
-	MOVQ job_dst+0(AX), CX
-	MOVQ job_x+0(AX), DX
-	MOVQ job_w+0(AX), BX
-	MOVQ job_stride+0(AX), SI
-	SHLQ $0x01, SI
-
-	// fd = float32(d); rd = 1/d when d is a power of two (a/d is then a*rd exactly), else 0.
-	MOVQ       job_d+0(AX), DI
-	VMOVSS     one<>+0(SB), X0
-	VCVTSI2SSQ DI, X0, X0
-	VMOVSS     X0, 320(SP)
-	XORL       R9, R9
-	LEAQ       -1(DI), R8
-	TESTQ      DI, R8
-	JNZ        notpow2
-	BSFQ       DI, R8
-	MOVL       $0x0000007f, R9
-	SUBL       R8, R9
-	SHLL       $0x17, R9
-
-notpow2:
-	MOVL R9, 324(SP)
-
-	// Start at row from.
-	MOVQ  from+8(FP), DI
-	MOVQ  DI, 272(SP)
-	MOVQ  $0x00000000, 280(SP)
-	IMULQ SI, DI
-	ADDQ  DI, CX
-	ADDQ  DI, DX
-
-row:
-	MOVQ 272(SP), DI
-	CMPQ DI, to+16(FP)
-	JAE  ret
-	MOVQ $0x00000001, 288(SP)
-	CMPQ 280(SP), $0x00
-	JE   trygroup
-	DECQ 280(SP)
-	JMP  sum
-
-trygroup:
-	CMPQ job_d+0(AX), $0x00000200
-	JA   sum
-	MOVQ to+16(FP), DI
-	SUBQ 272(SP), DI
-	CMPQ DI, $0x04
-	JB   sum
-	MOVQ $0x00000004, 288(SP)
-
-sum:
-	MOVQ DX, DI
-	XORQ R8, R8
-
-sumrow:
-	// Sum of squares: element i goes to partial i%64.
-	MOVQ   job_d+0(AX), R10
-	SUBQ   $0x00000040, R10
-	JGE    firstblock
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
-	VXORPS Y4, Y4, Y4
-	VXORPS Y5, Y5, Y5
-	VXORPS Y6, Y6, Y6
-	VXORPS Y7, Y7, Y7
-	XORQ   R9, R9
-	JMP    sumtail
-
-firstblock:
-	// +0 + square is the square itself: the first block initializes the partials.
-	XORQ      R9, R9
-	VCVTPH2PS (DI)(R9*2), Y0
-	VMULPS    Y0, Y0, Y0
-	VCVTPH2PS 16(DI)(R9*2), Y1
-	VMULPS    Y1, Y1, Y1
-	VCVTPH2PS 32(DI)(R9*2), Y2
-	VMULPS    Y2, Y2, Y2
-	VCVTPH2PS 48(DI)(R9*2), Y3
-	VMULPS    Y3, Y3, Y3
-	VCVTPH2PS 64(DI)(R9*2), Y4
-	VMULPS    Y4, Y4, Y4
-	VCVTPH2PS 80(DI)(R9*2), Y5
-	VMULPS    Y5, Y5, Y5
-	VCVTPH2PS 96(DI)(R9*2), Y6
-	VMULPS    Y6, Y6, Y6
-	VCVTPH2PS 112(DI)(R9*2), Y7
-	VMULPS    Y7, Y7, Y7
-	MOVQ      $0x00000040, R9
-	TESTL     $0x00000002, job_flags+0(AX)
-	JNZ       sumpf
-
-sumloop:
-	CMPQ      R9, R10
-	JG        sumtail
-	VCVTPH2PS (DI)(R9*2), Y8
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y0, Y0
-	VCVTPH2PS 16(DI)(R9*2), Y8
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y1, Y1
-	VCVTPH2PS 32(DI)(R9*2), Y8
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y2, Y2
-	VCVTPH2PS 48(DI)(R9*2), Y8
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y3, Y3
-	VCVTPH2PS 64(DI)(R9*2), Y8
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y4, Y4
-	VCVTPH2PS 80(DI)(R9*2), Y8
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y5, Y5
-	VCVTPH2PS 96(DI)(R9*2), Y8
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y6, Y6
-	VCVTPH2PS 112(DI)(R9*2), Y8
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y7, Y7
-	ADDQ      $0x00000040, R9
-	JMP       sumloop
-
-	// The same, prefetching the rows ahead.
-sumpf:
-	MOVQ SI, R11
-	SHLQ $0x01, R11
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows1
-	SHLQ $0x03, R11
-
-longrows1:
-	ADDQ DI, R11
-
-sumpfloop:
-	CMPQ       R9, R10
-	JG         sumtail
-	PREFETCHT0 (R11)(R9*2)
-	PREFETCHT0 64(R11)(R9*2)
-	VCVTPH2PS  (DI)(R9*2), Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y0, Y0
-	VCVTPH2PS  16(DI)(R9*2), Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y1, Y1
-	VCVTPH2PS  32(DI)(R9*2), Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y2, Y2
-	VCVTPH2PS  48(DI)(R9*2), Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y3, Y3
-	VCVTPH2PS  64(DI)(R9*2), Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y4, Y4
-	VCVTPH2PS  80(DI)(R9*2), Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y5, Y5
-	VCVTPH2PS  96(DI)(R9*2), Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y6, Y6
-	VCVTPH2PS  112(DI)(R9*2), Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y7, Y7
-	ADDQ       $0x00000040, R9
-	JMP        sumpfloop
-
-sumtail:
-	// Fewer than 64 elements remain.
-	MOVQ    job_d+0(AX), R10
-	SUBQ    R9, R10
-	JZ      summed
-	MOVQ    R10, 304(SP)
-	LEAQ    (DI)(R9*2), R9
-	LEAQ    128(SP), R10
-	VXORPS  Y8, Y8, Y8
-	VMOVUPS Y8, (R10)
-	VMOVUPS Y8, 32(R10)
-	VMOVUPS Y8, 64(R10)
-	VMOVUPS Y8, 96(R10)
-	MOVQ    304(SP), R12
-	XORQ    R11, R11
-	SUBQ    $0x00000010, R12
-
-copyvec2:
-	CMPQ    R11, R12
-	JG      copyone3
-	VMOVUPS (R9)(R11*2), Y8
-	VMOVUPS Y8, (R10)(R11*2)
-	ADDQ    $0x00000010, R11
-	JMP     copyvec2
-
-copyone3:
-	ADDQ $0x00000010, R12
-
-copyloop5:
-	CMPQ R11, R12
-	JGE  copied4
-	MOVW (R9)(R11*2), R13
-	MOVW R13, (R10)(R11*2)
-	INCQ R11
-	JMP  copyloop5
-
-copied4:
-	XORQ      R9, R9
-	VCVTPH2PS (R10)(R9*2), Y8
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y0, Y0
-	VCVTPH2PS 16(R10)(R9*2), Y8
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y1, Y1
-	VCVTPH2PS 32(R10)(R9*2), Y8
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y2, Y2
-	VCVTPH2PS 48(R10)(R9*2), Y8
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y3, Y3
-	VCVTPH2PS 64(R10)(R9*2), Y8
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y4, Y4
-	VCVTPH2PS 80(R10)(R9*2), Y8
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y5, Y5
-	VCVTPH2PS 96(R10)(R9*2), Y8
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y6, Y6
-	VCVTPH2PS 112(R10)(R9*2), Y8
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y7, Y7
-
-summed:
-	VADDPS  Y4, Y0, Y0
-	VADDPS  Y5, Y1, Y1
-	VADDPS  Y6, Y2, Y2
-	VADDPS  Y7, Y3, Y3
-	VADDPS  Y2, Y0, Y0
-	VADDPS  Y3, Y1, Y1
-	VADDPS  Y1, Y0, Y0
-	CMPQ    288(SP), $0x01
-	JE      invone
-	VMOVUPS Y0, (SP)(R8*1)
-	ADDQ    SI, DI
-	ADDQ    $0x00000020, R8
-	CMPQ    R8, $0x00000080
-	JB      sumrow
-	JMP     invgroup
-
-invone:
-	// Halving tree: p[j] += p[j+h] for the remaining h, down to ss.
-	VEXTRACTF128 $0x01, Y0, X1
-	VADDPS       X1, X0, X1
-	VMOVHLPS     X1, X1, X0
-	VADDPS       X0, X1, X1
-	VMOVSHDUP    X1, X0
-	VADDSS       X0, X1, X1
-
-	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
-	CMPL   324(SP), $0x00
-	JE     divide6
-	VMULSS 324(SP), X1, X0
-	JMP    divided7
-
-divide6:
-	VDIVSS 320(SP), X1, X0
-
-divided7:
-	VADDSS   job_eps+0(AX), X0, X0
-	VUCOMISS tlo<>+0(SB), X0
-	JCS      ret
-	VUCOMISS tmax<>+0(SB), X0
-	JHI      ret
-	VSQRTSS  X0, X0, X0
-	VMOVSS   one<>+0(SB), X1
-	VDIVSS   X0, X1, X1
-
-	// Report 1/rms if asked.
-	MOVQ   job_inv+0(AX), DI
-	TESTQ  DI, DI
-	JZ     scale
-	MOVQ   272(SP), R8
-	VMOVSS X1, (DI)(R8*4)
-	JMP    scale
-
-invgroup:
-	// The rest of the halving tree, four rows at once.
-	VMOVUPS      (SP), Y0
-	VMOVUPS      32(SP), Y1
-	VMOVUPS      64(SP), Y2
-	VMOVUPS      96(SP), Y3
-	VPERM2F128   $0x20, Y1, Y0, Y4
-	VPERM2F128   $0x31, Y1, Y0, Y0
-	VADDPS       Y0, Y4, Y4
-	VPERM2F128   $0x20, Y3, Y2, Y0
-	VPERM2F128   $0x31, Y3, Y2, Y1
-	VADDPS       Y1, Y0, Y0
-	VSHUFPS      $0x44, Y0, Y4, Y1
-	VSHUFPS      $0xee, Y0, Y4, Y0
-	VADDPS       Y0, Y1, Y1
-	VHADDPS      Y1, Y1, Y1
-	VEXTRACTF128 $0x01, Y1, X0
-	VUNPCKLPS    X0, X1, X0
-
-	// t = ss/d + eps for the four rows; any t outside [2^-100, MaxFloat32] sends the group to the one-row path.
-	CMPL         324(SP), $0x00
-	JE           divide8
-	VBROADCASTSS 324(SP), X1
-	VMULPS       X1, X0, X0
-	JMP          divided9
-
-divide8:
-	VBROADCASTSS 320(SP), X1
-	VDIVPS       X1, X0, X0
-
-divided9:
-	VBROADCASTSS job_eps+0(AX), X1
-	VADDPS       X1, X0, X0
-	VCMPPS       $0x1d, tlo4<>+0(SB), X0, X1
-	VCMPPS       $0x12, tmax4<>+0(SB), X0, X2
-	VANDPS       X2, X1, X1
-	VMOVMSKPS    X1, DI
-	CMPL         DI, $0x0f
-	JE           ginrange
-	MOVQ         $0x00000004, 280(SP)
-	JMP          row
-
-ginrange:
-	VSQRTPS      X0, X0
-	VBROADCASTSS one<>+0(SB), X1
-	VDIVPS       X0, X1, X1
-
-	// Report 1/rms if asked.
-	MOVQ    job_inv+0(AX), DI
-	TESTQ   DI, DI
-	JZ      scale
-	MOVQ    272(SP), R8
-	VMOVUPS X1, (DI)(R8*4)
-
-scale:
-	VBROADCASTSS X1, Y0
-	MOVQ         $0x00000000, 296(SP)
-	CMPQ         288(SP), $0x01
-	JE           scalebody
-	VMOVUPS      X1, 256(SP)
-
-scalerow:
-	MOVQ         296(SP), DI
-	VBROADCASTSS 256(SP)(DI*4), Y0
-
-scalebody:
-	VBROADCASTSS one<>+0(SB), Y1
-
-	// y = (src*inv)*w, rounded after each multiply.
-	XORQ  DI, DI
-	MOVQ  job_d+0(AX), R8
-	SUBQ  $0x00000020, R8
-	TESTL $0x00000002, job_flags+0(AX)
-	JNZ   scalepf
-
-scaleloop:
-	CMPQ        DI, R8
-	JG          scaletail
-	VCVTPH2PS   (DX)(DI*2), Y2
-	VMULPS      Y0, Y2, Y2
-	VCVTPS2PH   $0x00, Y2, X2
-	VCVTPH2PS   X2, Y2
-	VMOVUPS     (BX)(DI*4), Y3
-	VADDPS      Y1, Y3, Y3
-	VMULPS      Y3, Y2, Y2
-	VCVTPH2PS   16(DX)(DI*2), Y3
-	VMULPS      Y0, Y3, Y3
-	VCVTPS2PH   $0x00, Y3, X3
-	VCVTPH2PS   X3, Y3
-	VMOVUPS     32(BX)(DI*4), Y4
-	VADDPS      Y1, Y4, Y4
-	VMULPS      Y4, Y3, Y3
-	VCVTPS2PH   $0x00, Y2, X9
-	VCVTPS2PH   $0x00, Y3, X2
-	VINSERTI128 $0x01, X2, Y9, Y9
-	VMOVDQU     Y9, (CX)(DI*2)
-	VCVTPH2PS   32(DX)(DI*2), Y2
-	VMULPS      Y0, Y2, Y2
-	VCVTPS2PH   $0x00, Y2, X2
-	VCVTPH2PS   X2, Y2
-	VMOVUPS     64(BX)(DI*4), Y3
-	VADDPS      Y1, Y3, Y3
-	VMULPS      Y3, Y2, Y2
-	VCVTPH2PS   48(DX)(DI*2), Y3
-	VMULPS      Y0, Y3, Y3
-	VCVTPS2PH   $0x00, Y3, X3
-	VCVTPH2PS   X3, Y3
-	VMOVUPS     96(BX)(DI*4), Y4
-	VADDPS      Y1, Y4, Y4
-	VMULPS      Y4, Y3, Y3
-	VCVTPS2PH   $0x00, Y2, X10
-	VCVTPS2PH   $0x00, Y3, X2
-	VINSERTI128 $0x01, X2, Y10, Y10
-	VMOVDQU     Y10, 32(CX)(DI*2)
-	ADDQ        $0x00000020, DI
-	JMP         scaleloop
-
-scalepf:
-	MOVQ SI, R9
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows10
-	SHLQ $0x03, R9
-
-longrows10:
-	ADDQ  DX, R9
-	TESTL $0x00000001, job_flags+0(AX)
-	JNZ   scalent
-
-scalepfloop:
-	CMPQ        DI, R8
-	JG          scaletail
-	PREFETCHT0  (R9)(DI*2)
-	VCVTPH2PS   (DX)(DI*2), Y2
-	VMULPS      Y0, Y2, Y2
-	VCVTPS2PH   $0x00, Y2, X2
-	VCVTPH2PS   X2, Y2
-	VMOVUPS     (BX)(DI*4), Y3
-	VADDPS      Y1, Y3, Y3
-	VMULPS      Y3, Y2, Y2
-	VCVTPH2PS   16(DX)(DI*2), Y3
-	VMULPS      Y0, Y3, Y3
-	VCVTPS2PH   $0x00, Y3, X3
-	VCVTPH2PS   X3, Y3
-	VMOVUPS     32(BX)(DI*4), Y4
-	VADDPS      Y1, Y4, Y4
-	VMULPS      Y4, Y3, Y3
-	VCVTPS2PH   $0x00, Y2, X11
-	VCVTPS2PH   $0x00, Y3, X2
-	VINSERTI128 $0x01, X2, Y11, Y11
-	VMOVDQU     Y11, (CX)(DI*2)
-	VCVTPH2PS   32(DX)(DI*2), Y2
-	VMULPS      Y0, Y2, Y2
-	VCVTPS2PH   $0x00, Y2, X2
-	VCVTPH2PS   X2, Y2
-	VMOVUPS     64(BX)(DI*4), Y3
-	VADDPS      Y1, Y3, Y3
-	VMULPS      Y3, Y2, Y2
-	VCVTPH2PS   48(DX)(DI*2), Y3
-	VMULPS      Y0, Y3, Y3
-	VCVTPS2PH   $0x00, Y3, X3
-	VCVTPH2PS   X3, Y3
-	VMOVUPS     96(BX)(DI*4), Y4
-	VADDPS      Y1, Y4, Y4
-	VMULPS      Y4, Y3, Y3
-	VCVTPS2PH   $0x00, Y2, X12
-	VCVTPS2PH   $0x00, Y3, X2
-	VINSERTI128 $0x01, X2, Y12, Y12
-	VMOVDQU     Y12, 32(CX)(DI*2)
-	ADDQ        $0x00000020, DI
-	JMP         scalepfloop
-
-scalent:
-	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
-	MOVQ CX, R10
-	NEGQ R10
-	ANDQ $0x0000001f, R10
-	SHRQ $0x01, R10
-	JZ   scalentloop
-	CMPQ R10, job_d+0(AX)
-	JLE  scalehead
-	MOVQ job_d+0(AX), R10
-
-scalehead:
-	CMPQ      R10, $0x00000008
-	JB        scaleheadpart
-	VCVTPH2PS (DX)(DI*2), Y2
-	VMULPS    Y0, Y2, Y2
-	VCVTPS2PH $0x00, Y2, X2
-	VCVTPH2PS X2, Y2
-	VMOVUPS   (BX)(DI*4), Y3
-	VADDPS    Y1, Y3, Y3
-	VMULPS    Y3, Y2, Y2
-	VCVTPS2PH $0x00, Y2, (CX)(DI*2)
-	ADDQ      $0x00000008, DI
-	SUBQ      $0x00000008, R10
-	JZ        scalentloop
-
-scaleheadpart:
-	LEAQ (DX)(DI*2), R11
-	LEAQ 128(SP), R12
-	MOVQ R10, R14
-	XORQ R13, R13
-	SUBQ $0x00000010, R14
-
-copyvec11:
-	CMPQ    R13, R14
-	JG      copyone12
-	VMOVUPS (R11)(R13*2), Y2
-	VMOVUPS Y2, (R12)(R13*2)
-	ADDQ    $0x00000010, R13
-	JMP     copyvec11
-
-copyone12:
-	ADDQ $0x00000010, R14
-
-copyloop14:
-	CMPQ R13, R14
-	JGE  copied13
-	MOVW (R11)(R13*2), R15
-	MOVW R15, (R12)(R13*2)
-	INCQ R13
-	JMP  copyloop14
-
-copied13:
-	LEAQ (BX)(DI*4), R11
-	LEAQ 160(SP), R12
-	MOVQ R10, R14
-	XORQ R13, R13
-	SUBQ $0x00000008, R14
-
-copyvec15:
-	CMPQ    R13, R14
-	JG      copyone16
-	VMOVUPS (R11)(R13*4), Y2
-	VMOVUPS Y2, (R12)(R13*4)
-	ADDQ    $0x00000008, R13
-	JMP     copyvec15
-
-copyone16:
-	ADDQ $0x00000008, R14
-
-copyloop18:
-	CMPQ R13, R14
-	JGE  copied17
-	MOVL (R11)(R13*4), R15
-	MOVL R15, (R12)(R13*4)
-	INCQ R13
-	JMP  copyloop18
-
-copied17:
-	VCVTPH2PS 128(SP), Y2
-	VMULPS    Y2, Y0, Y2
-	VCVTPS2PH $0x00, Y2, X2
-	VCVTPH2PS X2, Y2
-	VMOVUPS   160(SP), Y3
-	VADDPS    Y1, Y3, Y3
-	VMULPS    Y3, Y2, Y2
-	VCVTPS2PH $0x00, Y2, 192(SP)
-	LEAQ      192(SP), R12
-	LEAQ      (CX)(DI*2), R11
-	MOVQ      R10, R14
-	XORQ      R13, R13
-	SUBQ      $0x00000010, R14
-
-copyvec19:
-	CMPQ    R13, R14
-	JG      copyone20
-	VMOVUPS (R12)(R13*2), Y2
-	VMOVUPS Y2, (R11)(R13*2)
-	ADDQ    $0x00000010, R13
-	JMP     copyvec19
-
-copyone20:
-	ADDQ $0x00000010, R14
-
-copyloop22:
-	CMPQ R13, R14
-	JGE  copied21
-	MOVW (R12)(R13*2), R15
-	MOVW R15, (R11)(R13*2)
-	INCQ R13
-	JMP  copyloop22
-
-copied21:
-	ADDQ R10, DI
-
-scalentloop:
-	CMPQ        DI, R8
-	JG          scaletail
-	PREFETCHT0  (R9)(DI*2)
-	VCVTPH2PS   (DX)(DI*2), Y2
-	VMULPS      Y0, Y2, Y2
-	VCVTPS2PH   $0x00, Y2, X2
-	VCVTPH2PS   X2, Y2
-	VMOVUPS     (BX)(DI*4), Y3
-	VADDPS      Y1, Y3, Y3
-	VMULPS      Y3, Y2, Y2
-	VCVTPH2PS   16(DX)(DI*2), Y3
-	VMULPS      Y0, Y3, Y3
-	VCVTPS2PH   $0x00, Y3, X3
-	VCVTPH2PS   X3, Y3
-	VMOVUPS     32(BX)(DI*4), Y4
-	VADDPS      Y1, Y4, Y4
-	VMULPS      Y4, Y3, Y3
-	VCVTPS2PH   $0x00, Y2, X13
-	VCVTPS2PH   $0x00, Y3, X2
-	VINSERTI128 $0x01, X2, Y13, Y13
-	VMOVNTDQ    Y13, (CX)(DI*2)
-	VCVTPH2PS   32(DX)(DI*2), Y2
-	VMULPS      Y0, Y2, Y2
-	VCVTPS2PH   $0x00, Y2, X2
-	VCVTPH2PS   X2, Y2
-	VMOVUPS     64(BX)(DI*4), Y3
-	VADDPS      Y1, Y3, Y3
-	VMULPS      Y3, Y2, Y2
-	VCVTPH2PS   48(DX)(DI*2), Y3
-	VMULPS      Y0, Y3, Y3
-	VCVTPS2PH   $0x00, Y3, X3
-	VCVTPH2PS   X3, Y3
-	VMOVUPS     96(BX)(DI*4), Y4
-	VADDPS      Y1, Y4, Y4
-	VMULPS      Y4, Y3, Y3
-	VCVTPS2PH   $0x00, Y2, X14
-	VCVTPS2PH   $0x00, Y3, X2
-	VINSERTI128 $0x01, X2, Y14, Y14
-	VMOVNTDQ    Y14, 32(CX)(DI*2)
-	ADDQ        $0x00000020, DI
-	JMP         scalentloop
-
-scaletail:
-	ADDQ $0x00000018, R8
-
-scaleone:
-	CMPQ      DI, R8
-	JG        scalepart
-	VCVTPH2PS (DX)(DI*2), Y2
-	VMULPS    Y0, Y2, Y2
-	VCVTPS2PH $0x00, Y2, X2
-	VCVTPH2PS X2, Y2
-	VMOVUPS   (BX)(DI*4), Y3
-	VADDPS    Y1, Y3, Y3
-	VMULPS    Y3, Y2, Y2
-	VCVTPS2PH $0x00, Y2, (CX)(DI*2)
-	ADDQ      $0x00000008, DI
-	JMP       scaleone
-
-scalepart:
-	MOVQ job_d+0(AX), R10
-	SUBQ DI, R10
-	JZ   scaled
-	LEAQ (DX)(DI*2), R8
-	LEAQ 128(SP), R9
-	MOVQ R10, R12
-	XORQ R11, R11
-	SUBQ $0x00000010, R12
-
-copyvec23:
-	CMPQ    R11, R12
-	JG      copyone24
-	VMOVUPS (R8)(R11*2), Y2
-	VMOVUPS Y2, (R9)(R11*2)
-	ADDQ    $0x00000010, R11
-	JMP     copyvec23
-
-copyone24:
-	ADDQ $0x00000010, R12
-
-copyloop26:
-	CMPQ R11, R12
-	JGE  copied25
-	MOVW (R8)(R11*2), R13
-	MOVW R13, (R9)(R11*2)
-	INCQ R11
-	JMP  copyloop26
-
-copied25:
-	LEAQ (BX)(DI*4), R8
-	LEAQ 160(SP), R9
-	MOVQ R10, R12
-	XORQ R11, R11
-	SUBQ $0x00000008, R12
-
-copyvec27:
-	CMPQ    R11, R12
-	JG      copyone28
-	VMOVUPS (R8)(R11*4), Y2
-	VMOVUPS Y2, (R9)(R11*4)
-	ADDQ    $0x00000008, R11
-	JMP     copyvec27
-
-copyone28:
-	ADDQ $0x00000008, R12
-
-copyloop30:
-	CMPQ R11, R12
-	JGE  copied29
-	MOVL (R8)(R11*4), R13
-	MOVL R13, (R9)(R11*4)
-	INCQ R11
-	JMP  copyloop30
-
-copied29:
-	VCVTPH2PS 128(SP), Y2
-	VMULPS    Y2, Y0, Y2
-	VCVTPS2PH $0x00, Y2, X0
-	VCVTPH2PS X0, Y0
-	VMOVUPS   160(SP), Y2
-	VADDPS    Y1, Y2, Y2
-	VMULPS    Y2, Y0, Y0
-	VCVTPS2PH $0x00, Y0, 192(SP)
-	LEAQ      192(SP), R9
-	LEAQ      (CX)(DI*2), R8
-	XORQ      DI, DI
-	SUBQ      $0x00000010, R10
-
-copyvec31:
-	CMPQ    DI, R10
-	JG      copyone32
-	VMOVUPS (R9)(DI*2), Y0
-	VMOVUPS Y0, (R8)(DI*2)
-	ADDQ    $0x00000010, DI
-	JMP     copyvec31
-
-copyone32:
-	ADDQ $0x00000010, R10
-
-copyloop34:
-	CMPQ DI, R10
-	JGE  copied33
-	MOVW (R9)(DI*2), R11
-	MOVW R11, (R8)(DI*2)
-	INCQ DI
-	JMP  copyloop34
-
-copied33:
+copied40:
 scaled:
 	ADDQ SI, DX
 	ADDQ SI, CX
@@ -36301,16 +26553,16 @@ scaleloop:
 	VMULPS      Y0, Y1, Y1
 	VCVTPH2PS   16(DX)(SI*2), Y2
 	VMULPS      Y0, Y2, Y2
+	VCVTPH2PS   32(DX)(SI*2), Y3
+	VMULPS      Y0, Y3, Y3
+	VCVTPH2PS   48(DX)(SI*2), Y4
+	VMULPS      Y0, Y4, Y4
 	VCVTPS2PH   $0x00, Y1, X9
 	VCVTPS2PH   $0x00, Y2, X1
 	VINSERTI128 $0x01, X1, Y9, Y9
 	VMOVDQU     Y9, (CX)(SI*2)
-	VCVTPH2PS   32(DX)(SI*2), Y1
-	VMULPS      Y0, Y1, Y1
-	VCVTPH2PS   48(DX)(SI*2), Y2
-	VMULPS      Y0, Y2, Y2
-	VCVTPS2PH   $0x00, Y1, X10
-	VCVTPS2PH   $0x00, Y2, X1
+	VCVTPS2PH   $0x00, Y3, X10
+	VCVTPS2PH   $0x00, Y4, X1
 	VINSERTI128 $0x01, X1, Y10, Y10
 	VMOVDQU     Y10, 32(CX)(SI*2)
 	ADDQ        $0x00000020, SI
@@ -36335,16 +26587,16 @@ scalepfloop:
 	VMULPS      Y0, Y1, Y1
 	VCVTPH2PS   16(DX)(SI*2), Y2
 	VMULPS      Y0, Y2, Y2
+	VCVTPH2PS   32(DX)(SI*2), Y3
+	VMULPS      Y0, Y3, Y3
+	VCVTPH2PS   48(DX)(SI*2), Y4
+	VMULPS      Y0, Y4, Y4
 	VCVTPS2PH   $0x00, Y1, X11
 	VCVTPS2PH   $0x00, Y2, X1
 	VINSERTI128 $0x01, X1, Y11, Y11
 	VMOVDQU     Y11, (CX)(SI*2)
-	VCVTPH2PS   32(DX)(SI*2), Y1
-	VMULPS      Y0, Y1, Y1
-	VCVTPH2PS   48(DX)(SI*2), Y2
-	VMULPS      Y0, Y2, Y2
-	VCVTPS2PH   $0x00, Y1, X12
-	VCVTPS2PH   $0x00, Y2, X1
+	VCVTPS2PH   $0x00, Y3, X12
+	VCVTPS2PH   $0x00, Y4, X1
 	VINSERTI128 $0x01, X1, Y12, Y12
 	VMOVDQU     Y12, 32(CX)(SI*2)
 	ADDQ        $0x00000020, SI
@@ -36437,16 +26689,16 @@ scalentloop:
 	VMULPS      Y0, Y1, Y1
 	VCVTPH2PS   16(DX)(SI*2), Y2
 	VMULPS      Y0, Y2, Y2
+	VCVTPH2PS   32(DX)(SI*2), Y3
+	VMULPS      Y0, Y3, Y3
+	VCVTPH2PS   48(DX)(SI*2), Y4
+	VMULPS      Y0, Y4, Y4
 	VCVTPS2PH   $0x00, Y1, X13
 	VCVTPS2PH   $0x00, Y2, X1
 	VINSERTI128 $0x01, X1, Y13, Y13
 	VMOVNTDQ    Y13, (CX)(SI*2)
-	VCVTPH2PS   32(DX)(SI*2), Y1
-	VMULPS      Y0, Y1, Y1
-	VCVTPH2PS   48(DX)(SI*2), Y2
-	VMULPS      Y0, Y2, Y2
-	VCVTPS2PH   $0x00, Y1, X14
-	VCVTPS2PH   $0x00, Y2, X1
+	VCVTPS2PH   $0x00, Y3, X14
+	VCVTPS2PH   $0x00, Y4, X1
 	VINSERTI128 $0x01, X1, Y14, Y14
 	VMOVNTDQ    Y14, 32(CX)(SI*2)
 	ADDQ        $0x00000020, SI
@@ -36547,7 +26799,7 @@ vzero:
 // func avx2F16AddWeighted(j uintptr, from int, to int) int
 // Requires: AVX, AVX2, F16C, MMX+
 TEXT ·avx2F16AddWeighted(SB), NOSPLIT, $456-32
-	// avx2F16AddWeighted normalizes rows [from, to) of the job: F16 rows: h = round16(x + res) and res = h per element, then y = round16((h*inv)*w), for each row.
+	// avx2F16AddWeighted normalizes rows [from, to) of the job: F16 rows: h = round16(x + res) and res = h per element, then y = round16((h*inv)*w) (with flagRN, round16(h*inv) in place of (h*inv)), for each row.
 	// It stops before the first row that needs the float64 path and returns that row's index, or to.
 	MOVQ j+0(FP), AX
 	MOVQ job_dst+0(AX), CX
@@ -37047,855 +27299,42 @@ scalebody:
 	JNZ   scalepf
 
 scaleloop:
-	CMPQ        R8, R9
-	JG          scaletail
-	VCVTPH2PS   (SI)(R8*2), Y1
-	VMULPS      Y0, Y1, Y1
-	VMULPS      (BX)(R8*4), Y1, Y1
-	VCVTPH2PS   16(SI)(R8*2), Y2
-	VMULPS      Y0, Y2, Y2
-	VMULPS      32(BX)(R8*4), Y2, Y2
-	VCVTPS2PH   $0x00, Y1, X10
-	VCVTPS2PH   $0x00, Y2, X1
-	VINSERTI128 $0x01, X1, Y10, Y10
-	VMOVDQU     Y10, (CX)(R8*2)
-	VCVTPH2PS   32(SI)(R8*2), Y1
-	VMULPS      Y0, Y1, Y1
-	VMULPS      64(BX)(R8*4), Y1, Y1
-	VCVTPH2PS   48(SI)(R8*2), Y2
-	VMULPS      Y0, Y2, Y2
-	VMULPS      96(BX)(R8*4), Y2, Y2
-	VCVTPS2PH   $0x00, Y1, X11
-	VCVTPS2PH   $0x00, Y2, X1
-	VINSERTI128 $0x01, X1, Y11, Y11
-	VMOVDQU     Y11, 32(CX)(R8*2)
-	ADDQ        $0x00000020, R8
-	JMP         scaleloop
-
-scalepf:
-	MOVQ DI, R10
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows16
-	SHLQ $0x03, R10
-
-longrows16:
-	ADDQ  SI, R10
-	TESTL $0x00000001, job_flags+0(AX)
-	JNZ   scalent
-
-scalepfloop:
-	CMPQ        R8, R9
-	JG          scaletail
-	PREFETCHT0  (R10)(R8*2)
-	VCVTPH2PS   (SI)(R8*2), Y1
-	VMULPS      Y0, Y1, Y1
-	VMULPS      (BX)(R8*4), Y1, Y1
-	VCVTPH2PS   16(SI)(R8*2), Y2
-	VMULPS      Y0, Y2, Y2
-	VMULPS      32(BX)(R8*4), Y2, Y2
-	VCVTPS2PH   $0x00, Y1, X12
-	VCVTPS2PH   $0x00, Y2, X1
-	VINSERTI128 $0x01, X1, Y12, Y12
-	VMOVDQU     Y12, (CX)(R8*2)
-	VCVTPH2PS   32(SI)(R8*2), Y1
-	VMULPS      Y0, Y1, Y1
-	VMULPS      64(BX)(R8*4), Y1, Y1
-	VCVTPH2PS   48(SI)(R8*2), Y2
-	VMULPS      Y0, Y2, Y2
-	VMULPS      96(BX)(R8*4), Y2, Y2
-	VCVTPS2PH   $0x00, Y1, X13
-	VCVTPS2PH   $0x00, Y2, X1
-	VINSERTI128 $0x01, X1, Y13, Y13
-	VMOVDQU     Y13, 32(CX)(R8*2)
-	ADDQ        $0x00000020, R8
-	JMP         scalepfloop
-
-scalent:
-	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
-	MOVQ CX, R11
-	NEGQ R11
-	ANDQ $0x0000001f, R11
-	SHRQ $0x01, R11
-	JZ   scalentloop
-	CMPQ R11, job_d+0(AX)
-	JLE  scalehead
-	MOVQ job_d+0(AX), R11
-
-scalehead:
-	CMPQ      R11, $0x00000008
-	JB        scaleheadpart
-	VCVTPH2PS (SI)(R8*2), Y1
-	VMULPS    Y0, Y1, Y1
-	VMULPS    (BX)(R8*4), Y1, Y1
-	VCVTPS2PH $0x00, Y1, (CX)(R8*2)
-	ADDQ      $0x00000008, R8
-	SUBQ      $0x00000008, R11
-	JZ        scalentloop
-
-scaleheadpart:
-	LEAQ (SI)(R8*2), R12
-	LEAQ 128(SP), R13
-	MOVQ R11, R15
-	XORQ R14, R14
-	SUBQ $0x00000010, R15
-
-copyvec17:
-	CMPQ    R14, R15
-	JG      copyone18
-	VMOVUPS (R12)(R14*2), Y1
-	VMOVUPS Y1, (R13)(R14*2)
-	ADDQ    $0x00000010, R14
-	JMP     copyvec17
-
-copyone18:
-	ADDQ $0x00000010, R15
-
-copyloop20:
-	CMPQ R14, R15
-	JGE  copied19
-	MOVW (R12)(R14*2), BP
-	MOVW BP, (R13)(R14*2)
-	INCQ R14
-	JMP  copyloop20
-
-copied19:
-	LEAQ (BX)(R8*4), R12
-	LEAQ 160(SP), R13
-	MOVQ R11, R15
-	XORQ R14, R14
-	SUBQ $0x00000008, R15
-
-copyvec21:
-	CMPQ    R14, R15
-	JG      copyone22
-	VMOVUPS (R12)(R14*4), Y1
-	VMOVUPS Y1, (R13)(R14*4)
-	ADDQ    $0x00000008, R14
-	JMP     copyvec21
-
-copyone22:
-	ADDQ $0x00000008, R15
-
-copyloop24:
-	CMPQ R14, R15
-	JGE  copied23
-	MOVL (R12)(R14*4), BP
-	MOVL BP, (R13)(R14*4)
-	INCQ R14
-	JMP  copyloop24
-
-copied23:
-	VCVTPH2PS 128(SP), Y1
-	VMULPS    Y1, Y0, Y1
-	VMULPS    160(SP), Y1, Y1
-	VCVTPS2PH $0x00, Y1, 192(SP)
-	LEAQ      192(SP), R13
-	LEAQ      (CX)(R8*2), R12
-	MOVQ      R11, R15
-	XORQ      R14, R14
-	SUBQ      $0x00000010, R15
-
-copyvec25:
-	CMPQ    R14, R15
-	JG      copyone26
-	VMOVUPS (R13)(R14*2), Y1
-	VMOVUPS Y1, (R12)(R14*2)
-	ADDQ    $0x00000010, R14
-	JMP     copyvec25
-
-copyone26:
-	ADDQ $0x00000010, R15
-
-copyloop28:
-	CMPQ R14, R15
-	JGE  copied27
-	MOVW (R13)(R14*2), BP
-	MOVW BP, (R12)(R14*2)
-	INCQ R14
-	JMP  copyloop28
-
-copied27:
-	ADDQ R11, R8
-
-scalentloop:
-	CMPQ        R8, R9
-	JG          scaletail
-	PREFETCHT0  (R10)(R8*2)
-	VCVTPH2PS   (SI)(R8*2), Y1
-	VMULPS      Y0, Y1, Y1
-	VMULPS      (BX)(R8*4), Y1, Y1
-	VCVTPH2PS   16(SI)(R8*2), Y2
-	VMULPS      Y0, Y2, Y2
-	VMULPS      32(BX)(R8*4), Y2, Y2
-	VCVTPS2PH   $0x00, Y1, X14
-	VCVTPS2PH   $0x00, Y2, X1
-	VINSERTI128 $0x01, X1, Y14, Y14
-	VMOVNTDQ    Y14, (CX)(R8*2)
-	VCVTPH2PS   32(SI)(R8*2), Y1
-	VMULPS      Y0, Y1, Y1
-	VMULPS      64(BX)(R8*4), Y1, Y1
-	VCVTPH2PS   48(SI)(R8*2), Y2
-	VMULPS      Y0, Y2, Y2
-	VMULPS      96(BX)(R8*4), Y2, Y2
-	VCVTPS2PH   $0x00, Y1, X15
-	VCVTPS2PH   $0x00, Y2, X1
-	VINSERTI128 $0x01, X1, Y15, Y15
-	VMOVNTDQ    Y15, 32(CX)(R8*2)
-	ADDQ        $0x00000020, R8
-	JMP         scalentloop
-
-scaletail:
-	ADDQ $0x00000018, R9
-
-scaleone:
 	CMPQ      R8, R9
-	JG        scalepart
+	JG        scaletail
 	VCVTPH2PS (SI)(R8*2), Y1
 	VMULPS    Y0, Y1, Y1
-	VMULPS    (BX)(R8*4), Y1, Y1
-	VCVTPS2PH $0x00, Y1, (CX)(R8*2)
-	ADDQ      $0x00000008, R8
-	JMP       scaleone
-
-scalepart:
-	MOVQ job_d+0(AX), R11
-	SUBQ R8, R11
-	JZ   scaled
-	LEAQ (SI)(R8*2), R9
-	LEAQ 128(SP), R10
-	MOVQ R11, R13
-	XORQ R12, R12
-	SUBQ $0x00000010, R13
-
-copyvec29:
-	CMPQ    R12, R13
-	JG      copyone30
-	VMOVUPS (R9)(R12*2), Y1
-	VMOVUPS Y1, (R10)(R12*2)
-	ADDQ    $0x00000010, R12
-	JMP     copyvec29
-
-copyone30:
-	ADDQ $0x00000010, R13
-
-copyloop32:
-	CMPQ R12, R13
-	JGE  copied31
-	MOVW (R9)(R12*2), R14
-	MOVW R14, (R10)(R12*2)
-	INCQ R12
-	JMP  copyloop32
-
-copied31:
-	LEAQ (BX)(R8*4), R9
-	LEAQ 160(SP), R10
-	MOVQ R11, R13
-	XORQ R12, R12
-	SUBQ $0x00000008, R13
-
-copyvec33:
-	CMPQ    R12, R13
-	JG      copyone34
-	VMOVUPS (R9)(R12*4), Y1
-	VMOVUPS Y1, (R10)(R12*4)
-	ADDQ    $0x00000008, R12
-	JMP     copyvec33
-
-copyone34:
-	ADDQ $0x00000008, R13
-
-copyloop36:
-	CMPQ R12, R13
-	JGE  copied35
-	MOVL (R9)(R12*4), R14
-	MOVL R14, (R10)(R12*4)
-	INCQ R12
-	JMP  copyloop36
-
-copied35:
-	VCVTPH2PS 128(SP), Y1
-	VMULPS    Y1, Y0, Y1
-	VMULPS    160(SP), Y1, Y1
-	VCVTPS2PH $0x00, Y1, 192(SP)
-	LEAQ      192(SP), R10
-	LEAQ      (CX)(R8*2), R9
-	XORQ      R8, R8
-	SUBQ      $0x00000010, R11
-
-copyvec37:
-	CMPQ    R8, R11
-	JG      copyone38
-	VMOVUPS (R10)(R8*2), Y0
-	VMOVUPS Y0, (R9)(R8*2)
-	ADDQ    $0x00000010, R8
-	JMP     copyvec37
-
-copyone38:
-	ADDQ $0x00000010, R11
-
-copyloop40:
-	CMPQ R8, R11
-	JGE  copied39
-	MOVW (R10)(R8*2), R12
-	MOVW R12, (R9)(R8*2)
-	INCQ R8
-	JMP  copyloop40
-
-copied39:
-scaled:
-	ADDQ DI, DX
-	ADDQ DI, CX
-	ADDQ DI, SI
-	INCQ 400(SP)
-	MOVQ 424(SP), R8
-	INCQ R8
-	MOVQ R8, 424(SP)
-	CMPQ R8, 416(SP)
-	JB   scalerow
-	JMP  row
-
-ret:
-	TESTL $0x00000001, job_flags+0(AX)
-	JZ    vzero
-	SFENCE
-
-vzero:
-	VZEROUPPER
-	MOVQ 400(SP), AX
-	MOVQ AX, ret+24(FP)
-	RET
-
-// func avx2F16AddWeightedRN(j uintptr, from int, to int) int
-// Requires: AVX, AVX2, F16C, MMX+
-TEXT ·avx2F16AddWeightedRN(SB), NOSPLIT, $456-32
-	// avx2F16AddWeightedRN normalizes rows [from, to) of the job: F16 rows: h = round16(x + res) and res = h per element, then y = round16(round16(h*inv)*w), for each row.
-	// It stops before the first row that needs the float64 path and returns that row's index, or to.
-	MOVQ j+0(FP), AX
-	MOVQ job_dst+0(AX), CX
-	MOVQ job_x+0(AX), DX
-	MOVQ job_w+0(AX), BX
-	MOVQ job_res+0(AX), SI
-	MOVQ job_stride+0(AX), DI
-	SHLQ $0x01, DI
-
-	// fd = float32(d); rd = 1/d when d is a power of two (a/d is then a*rd exactly), else 0.
-	MOVQ       job_d+0(AX), R8
-	VMOVSS     one<>+0(SB), X0
-	VCVTSI2SSQ R8, X0, X0
-	VMOVSS     X0, 448(SP)
-	XORL       R10, R10
-	LEAQ       -1(R8), R9
-	TESTQ      R8, R9
-	JNZ        notpow2
-	BSFQ       R8, R9
-	MOVL       $0x0000007f, R10
-	SUBL       R9, R10
-	SHLL       $0x17, R10
-
-notpow2:
-	MOVL R10, 452(SP)
-
-	// Start at row from.
-	MOVQ  from+8(FP), R8
-	MOVQ  R8, 400(SP)
-	MOVQ  $0x00000000, 408(SP)
-	IMULQ DI, R8
-	ADDQ  R8, CX
-	ADDQ  R8, DX
-	ADDQ  R8, SI
-
-row:
-	MOVQ 400(SP), R8
-	CMPQ R8, to+16(FP)
-	JAE  ret
-	MOVQ $0x00000001, 416(SP)
-	MOVQ DX, R8
-	MOVQ SI, R9
-	XORQ R10, R10
-
-	// Sum of squares: element i goes to partial i%64.
-	MOVQ   job_d+0(AX), R11
-	SUBQ   $0x00000040, R11
-	JGE    firstblock
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
-	VXORPS Y4, Y4, Y4
-	VXORPS Y5, Y5, Y5
-	VXORPS Y6, Y6, Y6
-	VXORPS Y7, Y7, Y7
-	XORQ   R10, R10
-	JMP    sumtail
-
-firstblock:
-	// +0 + square is the square itself: the first block initializes the partials.
-	XORQ      R10, R10
-	VCVTPH2PS (R8)(R10*2), Y0
-	VCVTPH2PS (R9)(R10*2), Y1
-	VADDPS    Y1, Y0, Y0
-	VCVTPS2PH $0x00, Y0, X0
-	VCVTPH2PS X0, Y0
-	VCVTPS2PH $0x00, Y0, (R9)(R10*2)
-	VMULPS    Y0, Y0, Y0
-	VCVTPH2PS 16(R8)(R10*2), Y1
-	VCVTPH2PS 16(R9)(R10*2), Y2
-	VADDPS    Y2, Y1, Y1
+	VCVTPH2PS 16(SI)(R8*2), Y2
+	VMULPS    Y0, Y2, Y2
+	VCVTPH2PS 32(SI)(R8*2), Y3
+	VMULPS    Y0, Y3, Y3
+	VCVTPH2PS 48(SI)(R8*2), Y4
+	VMULPS    Y0, Y4, Y4
+	TESTL     $0x00000008, job_flags+0(AX)
+	JZ        notrn16
 	VCVTPS2PH $0x00, Y1, X1
 	VCVTPH2PS X1, Y1
-	VCVTPS2PH $0x00, Y1, 16(R9)(R10*2)
-	VMULPS    Y1, Y1, Y1
-	VCVTPH2PS 32(R8)(R10*2), Y2
-	VCVTPH2PS 32(R9)(R10*2), Y3
-	VADDPS    Y3, Y2, Y2
+	VMOVUPS   Y1, Y1
 	VCVTPS2PH $0x00, Y2, X2
 	VCVTPH2PS X2, Y2
-	VCVTPS2PH $0x00, Y2, 32(R9)(R10*2)
-	VMULPS    Y2, Y2, Y2
-	VCVTPH2PS 48(R8)(R10*2), Y3
-	VCVTPH2PS 48(R9)(R10*2), Y4
-	VADDPS    Y4, Y3, Y3
+	VMOVUPS   Y2, Y2
 	VCVTPS2PH $0x00, Y3, X3
 	VCVTPH2PS X3, Y3
-	VCVTPS2PH $0x00, Y3, 48(R9)(R10*2)
-	VMULPS    Y3, Y3, Y3
-	VCVTPH2PS 64(R8)(R10*2), Y4
-	VCVTPH2PS 64(R9)(R10*2), Y5
-	VADDPS    Y5, Y4, Y4
+	VMOVUPS   Y3, Y3
 	VCVTPS2PH $0x00, Y4, X4
 	VCVTPH2PS X4, Y4
-	VCVTPS2PH $0x00, Y4, 64(R9)(R10*2)
-	VMULPS    Y4, Y4, Y4
-	VCVTPH2PS 80(R8)(R10*2), Y5
-	VCVTPH2PS 80(R9)(R10*2), Y6
-	VADDPS    Y6, Y5, Y5
-	VCVTPS2PH $0x00, Y5, X5
-	VCVTPH2PS X5, Y5
-	VCVTPS2PH $0x00, Y5, 80(R9)(R10*2)
-	VMULPS    Y5, Y5, Y5
-	VCVTPH2PS 96(R8)(R10*2), Y6
-	VCVTPH2PS 96(R9)(R10*2), Y7
-	VADDPS    Y7, Y6, Y6
-	VCVTPS2PH $0x00, Y6, X6
-	VCVTPH2PS X6, Y6
-	VCVTPS2PH $0x00, Y6, 96(R9)(R10*2)
-	VMULPS    Y6, Y6, Y6
-	VCVTPH2PS 112(R8)(R10*2), Y7
-	VCVTPH2PS 112(R9)(R10*2), Y8
-	VADDPS    Y8, Y7, Y7
-	VCVTPS2PH $0x00, Y7, X7
-	VCVTPH2PS X7, Y7
-	VCVTPS2PH $0x00, Y7, 112(R9)(R10*2)
-	VMULPS    Y7, Y7, Y7
-	MOVQ      $0x00000040, R10
-	TESTL     $0x00000002, job_flags+0(AX)
-	JNZ       sumpf
+	VMOVUPS   Y4, Y4
 
-sumloop:
-	CMPQ      R10, R11
-	JG        sumtail
-	VCVTPH2PS (R8)(R10*2), Y8
-	VCVTPH2PS (R9)(R10*2), Y9
-	VADDPS    Y9, Y8, Y8
-	VCVTPS2PH $0x00, Y8, X8
-	VCVTPH2PS X8, Y8
-	VCVTPS2PH $0x00, Y8, (R9)(R10*2)
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y0, Y0
-	VCVTPH2PS 16(R8)(R10*2), Y8
-	VCVTPH2PS 16(R9)(R10*2), Y9
-	VADDPS    Y9, Y8, Y8
-	VCVTPS2PH $0x00, Y8, X8
-	VCVTPH2PS X8, Y8
-	VCVTPS2PH $0x00, Y8, 16(R9)(R10*2)
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y1, Y1
-	VCVTPH2PS 32(R8)(R10*2), Y8
-	VCVTPH2PS 32(R9)(R10*2), Y9
-	VADDPS    Y9, Y8, Y8
-	VCVTPS2PH $0x00, Y8, X8
-	VCVTPH2PS X8, Y8
-	VCVTPS2PH $0x00, Y8, 32(R9)(R10*2)
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y2, Y2
-	VCVTPH2PS 48(R8)(R10*2), Y8
-	VCVTPH2PS 48(R9)(R10*2), Y9
-	VADDPS    Y9, Y8, Y8
-	VCVTPS2PH $0x00, Y8, X8
-	VCVTPH2PS X8, Y8
-	VCVTPS2PH $0x00, Y8, 48(R9)(R10*2)
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y3, Y3
-	VCVTPH2PS 64(R8)(R10*2), Y8
-	VCVTPH2PS 64(R9)(R10*2), Y9
-	VADDPS    Y9, Y8, Y8
-	VCVTPS2PH $0x00, Y8, X8
-	VCVTPH2PS X8, Y8
-	VCVTPS2PH $0x00, Y8, 64(R9)(R10*2)
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y4, Y4
-	VCVTPH2PS 80(R8)(R10*2), Y8
-	VCVTPH2PS 80(R9)(R10*2), Y9
-	VADDPS    Y9, Y8, Y8
-	VCVTPS2PH $0x00, Y8, X8
-	VCVTPH2PS X8, Y8
-	VCVTPS2PH $0x00, Y8, 80(R9)(R10*2)
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y5, Y5
-	VCVTPH2PS 96(R8)(R10*2), Y8
-	VCVTPH2PS 96(R9)(R10*2), Y9
-	VADDPS    Y9, Y8, Y8
-	VCVTPS2PH $0x00, Y8, X8
-	VCVTPH2PS X8, Y8
-	VCVTPS2PH $0x00, Y8, 96(R9)(R10*2)
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y6, Y6
-	VCVTPH2PS 112(R8)(R10*2), Y8
-	VCVTPH2PS 112(R9)(R10*2), Y9
-	VADDPS    Y9, Y8, Y8
-	VCVTPS2PH $0x00, Y8, X8
-	VCVTPH2PS X8, Y8
-	VCVTPS2PH $0x00, Y8, 112(R9)(R10*2)
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y7, Y7
-	ADDQ      $0x00000040, R10
-	JMP       sumloop
-
-	// The same, prefetching the rows ahead.
-sumpf:
-	MOVQ DI, R12
-	SHLQ $0x01, R12
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows1
-	SHLQ $0x03, R12
-
-longrows1:
-	ADDQ R8, R12
-
-sumpfloop:
-	CMPQ       R10, R11
-	JG         sumtail
-	PREFETCHT0 (R12)(R10*2)
-	PREFETCHT0 64(R12)(R10*2)
-	VCVTPH2PS  (R8)(R10*2), Y8
-	VCVTPH2PS  (R9)(R10*2), Y9
-	VADDPS     Y9, Y8, Y8
-	VCVTPS2PH  $0x00, Y8, X8
-	VCVTPH2PS  X8, Y8
-	VCVTPS2PH  $0x00, Y8, (R9)(R10*2)
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y0, Y0
-	VCVTPH2PS  16(R8)(R10*2), Y8
-	VCVTPH2PS  16(R9)(R10*2), Y9
-	VADDPS     Y9, Y8, Y8
-	VCVTPS2PH  $0x00, Y8, X8
-	VCVTPH2PS  X8, Y8
-	VCVTPS2PH  $0x00, Y8, 16(R9)(R10*2)
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y1, Y1
-	VCVTPH2PS  32(R8)(R10*2), Y8
-	VCVTPH2PS  32(R9)(R10*2), Y9
-	VADDPS     Y9, Y8, Y8
-	VCVTPS2PH  $0x00, Y8, X8
-	VCVTPH2PS  X8, Y8
-	VCVTPS2PH  $0x00, Y8, 32(R9)(R10*2)
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y2, Y2
-	VCVTPH2PS  48(R8)(R10*2), Y8
-	VCVTPH2PS  48(R9)(R10*2), Y9
-	VADDPS     Y9, Y8, Y8
-	VCVTPS2PH  $0x00, Y8, X8
-	VCVTPH2PS  X8, Y8
-	VCVTPS2PH  $0x00, Y8, 48(R9)(R10*2)
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y3, Y3
-	VCVTPH2PS  64(R8)(R10*2), Y8
-	VCVTPH2PS  64(R9)(R10*2), Y9
-	VADDPS     Y9, Y8, Y8
-	VCVTPS2PH  $0x00, Y8, X8
-	VCVTPH2PS  X8, Y8
-	VCVTPS2PH  $0x00, Y8, 64(R9)(R10*2)
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y4, Y4
-	VCVTPH2PS  80(R8)(R10*2), Y8
-	VCVTPH2PS  80(R9)(R10*2), Y9
-	VADDPS     Y9, Y8, Y8
-	VCVTPS2PH  $0x00, Y8, X8
-	VCVTPH2PS  X8, Y8
-	VCVTPS2PH  $0x00, Y8, 80(R9)(R10*2)
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y5, Y5
-	VCVTPH2PS  96(R8)(R10*2), Y8
-	VCVTPH2PS  96(R9)(R10*2), Y9
-	VADDPS     Y9, Y8, Y8
-	VCVTPS2PH  $0x00, Y8, X8
-	VCVTPH2PS  X8, Y8
-	VCVTPS2PH  $0x00, Y8, 96(R9)(R10*2)
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y6, Y6
-	VCVTPH2PS  112(R8)(R10*2), Y8
-	VCVTPH2PS  112(R9)(R10*2), Y9
-	VADDPS     Y9, Y8, Y8
-	VCVTPS2PH  $0x00, Y8, X8
-	VCVTPH2PS  X8, Y8
-	VCVTPS2PH  $0x00, Y8, 112(R9)(R10*2)
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y7, Y7
-	ADDQ       $0x00000040, R10
-	JMP        sumpfloop
-
-sumtail:
-	// Fewer than 64 elements remain.
-	MOVQ    job_d+0(AX), R11
-	SUBQ    R10, R11
-	JZ      summed
-	MOVQ    R11, 432(SP)
-	LEAQ    (R8)(R10*2), R8
-	LEAQ    (R9)(R10*2), R9
-	MOVQ    R9, 440(SP)
-	LEAQ    128(SP), R9
-	VXORPS  Y8, Y8, Y8
-	VMOVUPS Y8, (R9)
-	VMOVUPS Y8, 32(R9)
-	VMOVUPS Y8, 64(R9)
-	VMOVUPS Y8, 96(R9)
-	MOVQ    432(SP), R11
-	XORQ    R10, R10
-	SUBQ    $0x00000010, R11
-
-copyvec2:
-	CMPQ    R10, R11
-	JG      copyone3
-	VMOVUPS (R8)(R10*2), Y8
-	VMOVUPS Y8, (R9)(R10*2)
-	ADDQ    $0x00000010, R10
-	JMP     copyvec2
-
-copyone3:
-	ADDQ $0x00000010, R11
-
-copyloop5:
-	CMPQ R10, R11
-	JGE  copied4
-	MOVW (R8)(R10*2), R12
-	MOVW R12, (R9)(R10*2)
-	INCQ R10
-	JMP  copyloop5
-
-copied4:
-	MOVQ    440(SP), R8
-	LEAQ    256(SP), R10
-	VXORPS  Y8, Y8, Y8
-	VMOVUPS Y8, (R10)
-	VMOVUPS Y8, 32(R10)
-	VMOVUPS Y8, 64(R10)
-	VMOVUPS Y8, 96(R10)
-	MOVQ    432(SP), R12
-	XORQ    R11, R11
-	SUBQ    $0x00000010, R12
-
-copyvec6:
-	CMPQ    R11, R12
-	JG      copyone7
-	VMOVUPS (R8)(R11*2), Y8
-	VMOVUPS Y8, (R10)(R11*2)
-	ADDQ    $0x00000010, R11
-	JMP     copyvec6
-
-copyone7:
-	ADDQ $0x00000010, R12
-
-copyloop9:
-	CMPQ R11, R12
-	JGE  copied8
-	MOVW (R8)(R11*2), R13
-	MOVW R13, (R10)(R11*2)
-	INCQ R11
-	JMP  copyloop9
-
-copied8:
-	XORQ      R8, R8
-	VCVTPH2PS (R9)(R8*2), Y8
-	VCVTPH2PS (R10)(R8*2), Y9
-	VADDPS    Y9, Y8, Y8
-	VCVTPS2PH $0x00, Y8, X8
-	VCVTPH2PS X8, Y8
-	VCVTPS2PH $0x00, Y8, (R10)(R8*2)
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y0, Y0
-	VCVTPH2PS 16(R9)(R8*2), Y8
-	VCVTPH2PS 16(R10)(R8*2), Y9
-	VADDPS    Y9, Y8, Y8
-	VCVTPS2PH $0x00, Y8, X8
-	VCVTPH2PS X8, Y8
-	VCVTPS2PH $0x00, Y8, 16(R10)(R8*2)
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y1, Y1
-	VCVTPH2PS 32(R9)(R8*2), Y8
-	VCVTPH2PS 32(R10)(R8*2), Y9
-	VADDPS    Y9, Y8, Y8
-	VCVTPS2PH $0x00, Y8, X8
-	VCVTPH2PS X8, Y8
-	VCVTPS2PH $0x00, Y8, 32(R10)(R8*2)
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y2, Y2
-	VCVTPH2PS 48(R9)(R8*2), Y8
-	VCVTPH2PS 48(R10)(R8*2), Y9
-	VADDPS    Y9, Y8, Y8
-	VCVTPS2PH $0x00, Y8, X8
-	VCVTPH2PS X8, Y8
-	VCVTPS2PH $0x00, Y8, 48(R10)(R8*2)
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y3, Y3
-	VCVTPH2PS 64(R9)(R8*2), Y8
-	VCVTPH2PS 64(R10)(R8*2), Y9
-	VADDPS    Y9, Y8, Y8
-	VCVTPS2PH $0x00, Y8, X8
-	VCVTPH2PS X8, Y8
-	VCVTPS2PH $0x00, Y8, 64(R10)(R8*2)
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y4, Y4
-	VCVTPH2PS 80(R9)(R8*2), Y8
-	VCVTPH2PS 80(R10)(R8*2), Y9
-	VADDPS    Y9, Y8, Y8
-	VCVTPS2PH $0x00, Y8, X8
-	VCVTPH2PS X8, Y8
-	VCVTPS2PH $0x00, Y8, 80(R10)(R8*2)
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y5, Y5
-	VCVTPH2PS 96(R9)(R8*2), Y8
-	VCVTPH2PS 96(R10)(R8*2), Y9
-	VADDPS    Y9, Y8, Y8
-	VCVTPS2PH $0x00, Y8, X8
-	VCVTPH2PS X8, Y8
-	VCVTPS2PH $0x00, Y8, 96(R10)(R8*2)
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y6, Y6
-	VCVTPH2PS 112(R9)(R8*2), Y8
-	VCVTPH2PS 112(R10)(R8*2), Y9
-	VADDPS    Y9, Y8, Y8
-	VCVTPS2PH $0x00, Y8, X8
-	VCVTPH2PS X8, Y8
-	VCVTPS2PH $0x00, Y8, 112(R10)(R8*2)
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y7, Y7
-	MOVQ      440(SP), R8
-	LEAQ      256(SP), R9
-	MOVQ      432(SP), R11
-	XORQ      R10, R10
-	SUBQ      $0x00000010, R11
-
-copyvec10:
-	CMPQ    R10, R11
-	JG      copyone11
-	VMOVUPS (R9)(R10*2), Y8
-	VMOVUPS Y8, (R8)(R10*2)
-	ADDQ    $0x00000010, R10
-	JMP     copyvec10
-
-copyone11:
-	ADDQ $0x00000010, R11
-
-copyloop13:
-	CMPQ R10, R11
-	JGE  copied12
-	MOVW (R9)(R10*2), R12
-	MOVW R12, (R8)(R10*2)
-	INCQ R10
-	JMP  copyloop13
-
-copied12:
-summed:
-	VADDPS Y4, Y0, Y0
-	VADDPS Y5, Y1, Y1
-	VADDPS Y6, Y2, Y2
-	VADDPS Y7, Y3, Y3
-	VADDPS Y2, Y0, Y0
-	VADDPS Y3, Y1, Y1
-	VADDPS Y1, Y0, Y0
-
-	// Halving tree: p[j] += p[j+h] for the remaining h, down to ss.
-	VEXTRACTF128 $0x01, Y0, X1
-	VADDPS       X1, X0, X1
-	VMOVHLPS     X1, X1, X0
-	VADDPS       X0, X1, X1
-	VMOVSHDUP    X1, X0
-	VADDSS       X0, X1, X1
-
-	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
-	CMPL   452(SP), $0x00
-	JE     divide14
-	VMULSS 452(SP), X1, X0
-	JMP    divided15
-
-divide14:
-	VDIVSS 448(SP), X1, X0
-
-divided15:
-	VADDSS   job_eps+0(AX), X0, X0
-	VUCOMISS tlo<>+0(SB), X0
-	JCS      ret
-	VUCOMISS tmax<>+0(SB), X0
-	JHI      ret
-	VSQRTSS  X0, X0, X0
-	VMOVSS   one<>+0(SB), X1
-	VDIVSS   X0, X1, X1
-
-	// Report 1/rms if asked.
-	MOVQ   job_inv+0(AX), R8
-	TESTQ  R8, R8
-	JZ     scale
-	MOVQ   400(SP), R9
-	VMOVSS X1, (R8)(R9*4)
-
-scale:
-	VBROADCASTSS X1, Y0
-	MOVQ         $0x00000000, 424(SP)
-	CMPQ         416(SP), $0x01
-	JE           scalebody
-	VMOVUPS      X1, 384(SP)
-
-scalerow:
-	MOVQ         424(SP), R8
-	VBROADCASTSS 384(SP)(R8*4), Y0
-
-scalebody:
-	// y = (src*inv)*w, rounded after each multiply.
-	XORQ  R8, R8
-	MOVQ  job_d+0(AX), R9
-	SUBQ  $0x00000020, R9
-	TESTL $0x00000002, job_flags+0(AX)
-	JNZ   scalepf
-
-scaleloop:
-	CMPQ        R8, R9
-	JG          scaletail
-	VCVTPH2PS   (SI)(R8*2), Y1
-	VMULPS      Y0, Y1, Y1
-	VCVTPS2PH   $0x00, Y1, X1
-	VCVTPH2PS   X1, Y1
+notrn16:
 	VMULPS      (BX)(R8*4), Y1, Y1
-	VCVTPH2PS   16(SI)(R8*2), Y2
-	VMULPS      Y0, Y2, Y2
-	VCVTPS2PH   $0x00, Y2, X2
-	VCVTPH2PS   X2, Y2
 	VMULPS      32(BX)(R8*4), Y2, Y2
 	VCVTPS2PH   $0x00, Y1, X10
 	VCVTPS2PH   $0x00, Y2, X1
 	VINSERTI128 $0x01, X1, Y10, Y10
 	VMOVDQU     Y10, (CX)(R8*2)
-	VCVTPH2PS   32(SI)(R8*2), Y1
-	VMULPS      Y0, Y1, Y1
-	VCVTPS2PH   $0x00, Y1, X1
-	VCVTPH2PS   X1, Y1
-	VMULPS      64(BX)(R8*4), Y1, Y1
-	VCVTPH2PS   48(SI)(R8*2), Y2
-	VMULPS      Y0, Y2, Y2
-	VCVTPS2PH   $0x00, Y2, X2
-	VCVTPH2PS   X2, Y2
-	VMULPS      96(BX)(R8*4), Y2, Y2
-	VCVTPS2PH   $0x00, Y1, X11
-	VCVTPS2PH   $0x00, Y2, X1
+	VMULPS      64(BX)(R8*4), Y3, Y3
+	VMULPS      96(BX)(R8*4), Y4, Y4
+	VCVTPS2PH   $0x00, Y3, X11
+	VCVTPS2PH   $0x00, Y4, X1
 	VINSERTI128 $0x01, X1, Y11, Y11
 	VMOVDQU     Y11, 32(CX)(R8*2)
 	ADDQ        $0x00000020, R8
@@ -37904,44 +27343,52 @@ scaleloop:
 scalepf:
 	MOVQ DI, R10
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows16
+	JA   longrows17
 	SHLQ $0x03, R10
 
-longrows16:
+longrows17:
 	ADDQ  SI, R10
 	TESTL $0x00000001, job_flags+0(AX)
 	JNZ   scalent
 
 scalepfloop:
-	CMPQ        R8, R9
-	JG          scaletail
-	PREFETCHT0  (R10)(R8*2)
-	VCVTPH2PS   (SI)(R8*2), Y1
-	VMULPS      Y0, Y1, Y1
-	VCVTPS2PH   $0x00, Y1, X1
-	VCVTPH2PS   X1, Y1
+	CMPQ       R8, R9
+	JG         scaletail
+	PREFETCHT0 (R10)(R8*2)
+	VCVTPH2PS  (SI)(R8*2), Y1
+	VMULPS     Y0, Y1, Y1
+	VCVTPH2PS  16(SI)(R8*2), Y2
+	VMULPS     Y0, Y2, Y2
+	VCVTPH2PS  32(SI)(R8*2), Y3
+	VMULPS     Y0, Y3, Y3
+	VCVTPH2PS  48(SI)(R8*2), Y4
+	VMULPS     Y0, Y4, Y4
+	TESTL      $0x00000008, job_flags+0(AX)
+	JZ         notrn18
+	VCVTPS2PH  $0x00, Y1, X1
+	VCVTPH2PS  X1, Y1
+	VMOVUPS    Y1, Y1
+	VCVTPS2PH  $0x00, Y2, X2
+	VCVTPH2PS  X2, Y2
+	VMOVUPS    Y2, Y2
+	VCVTPS2PH  $0x00, Y3, X3
+	VCVTPH2PS  X3, Y3
+	VMOVUPS    Y3, Y3
+	VCVTPS2PH  $0x00, Y4, X4
+	VCVTPH2PS  X4, Y4
+	VMOVUPS    Y4, Y4
+
+notrn18:
 	VMULPS      (BX)(R8*4), Y1, Y1
-	VCVTPH2PS   16(SI)(R8*2), Y2
-	VMULPS      Y0, Y2, Y2
-	VCVTPS2PH   $0x00, Y2, X2
-	VCVTPH2PS   X2, Y2
 	VMULPS      32(BX)(R8*4), Y2, Y2
 	VCVTPS2PH   $0x00, Y1, X12
 	VCVTPS2PH   $0x00, Y2, X1
 	VINSERTI128 $0x01, X1, Y12, Y12
 	VMOVDQU     Y12, (CX)(R8*2)
-	VCVTPH2PS   32(SI)(R8*2), Y1
-	VMULPS      Y0, Y1, Y1
-	VCVTPS2PH   $0x00, Y1, X1
-	VCVTPH2PS   X1, Y1
-	VMULPS      64(BX)(R8*4), Y1, Y1
-	VCVTPH2PS   48(SI)(R8*2), Y2
-	VMULPS      Y0, Y2, Y2
-	VCVTPS2PH   $0x00, Y2, X2
-	VCVTPH2PS   X2, Y2
-	VMULPS      96(BX)(R8*4), Y2, Y2
-	VCVTPS2PH   $0x00, Y1, X13
-	VCVTPS2PH   $0x00, Y2, X1
+	VMULPS      64(BX)(R8*4), Y3, Y3
+	VMULPS      96(BX)(R8*4), Y4, Y4
+	VCVTPS2PH   $0x00, Y3, X13
+	VCVTPS2PH   $0x00, Y4, X1
 	VINSERTI128 $0x01, X1, Y13, Y13
 	VMOVDQU     Y13, 32(CX)(R8*2)
 	ADDQ        $0x00000020, R8
@@ -37963,8 +27410,13 @@ scalehead:
 	JB        scaleheadpart
 	VCVTPH2PS (SI)(R8*2), Y1
 	VMULPS    Y0, Y1, Y1
+	TESTL     $0x00000008, job_flags+0(AX)
+	JZ        notrn19
 	VCVTPS2PH $0x00, Y1, X1
 	VCVTPH2PS X1, Y1
+	VMOVUPS   Y1, Y1
+
+notrn19:
 	VMULPS    (BX)(R8*4), Y1, Y1
 	VCVTPS2PH $0x00, Y1, (CX)(R8*2)
 	ADDQ      $0x00000008, R8
@@ -37978,56 +27430,61 @@ scaleheadpart:
 	XORQ R14, R14
 	SUBQ $0x00000010, R15
 
-copyvec17:
+copyvec20:
 	CMPQ    R14, R15
-	JG      copyone18
+	JG      copyone21
 	VMOVUPS (R12)(R14*2), Y1
 	VMOVUPS Y1, (R13)(R14*2)
 	ADDQ    $0x00000010, R14
-	JMP     copyvec17
+	JMP     copyvec20
 
-copyone18:
+copyone21:
 	ADDQ $0x00000010, R15
 
-copyloop20:
+copyloop23:
 	CMPQ R14, R15
-	JGE  copied19
+	JGE  copied22
 	MOVW (R12)(R14*2), BP
 	MOVW BP, (R13)(R14*2)
 	INCQ R14
-	JMP  copyloop20
+	JMP  copyloop23
 
-copied19:
+copied22:
 	LEAQ (BX)(R8*4), R12
 	LEAQ 160(SP), R13
 	MOVQ R11, R15
 	XORQ R14, R14
 	SUBQ $0x00000008, R15
 
-copyvec21:
+copyvec24:
 	CMPQ    R14, R15
-	JG      copyone22
+	JG      copyone25
 	VMOVUPS (R12)(R14*4), Y1
 	VMOVUPS Y1, (R13)(R14*4)
 	ADDQ    $0x00000008, R14
-	JMP     copyvec21
+	JMP     copyvec24
 
-copyone22:
+copyone25:
 	ADDQ $0x00000008, R15
 
-copyloop24:
+copyloop27:
 	CMPQ R14, R15
-	JGE  copied23
+	JGE  copied26
 	MOVL (R12)(R14*4), BP
 	MOVL BP, (R13)(R14*4)
 	INCQ R14
-	JMP  copyloop24
+	JMP  copyloop27
 
-copied23:
+copied26:
 	VCVTPH2PS 128(SP), Y1
 	VMULPS    Y1, Y0, Y1
+	TESTL     $0x00000008, job_flags+0(AX)
+	JZ        notrn28
 	VCVTPS2PH $0x00, Y1, X1
 	VCVTPH2PS X1, Y1
+	VMOVUPS   Y1, Y1
+
+notrn28:
 	VMULPS    160(SP), Y1, Y1
 	VCVTPS2PH $0x00, Y1, 192(SP)
 	LEAQ      192(SP), R13
@@ -38036,58 +27493,66 @@ copied23:
 	XORQ      R14, R14
 	SUBQ      $0x00000010, R15
 
-copyvec25:
+copyvec29:
 	CMPQ    R14, R15
-	JG      copyone26
+	JG      copyone30
 	VMOVUPS (R13)(R14*2), Y1
 	VMOVUPS Y1, (R12)(R14*2)
 	ADDQ    $0x00000010, R14
-	JMP     copyvec25
+	JMP     copyvec29
 
-copyone26:
+copyone30:
 	ADDQ $0x00000010, R15
 
-copyloop28:
+copyloop32:
 	CMPQ R14, R15
-	JGE  copied27
+	JGE  copied31
 	MOVW (R13)(R14*2), BP
 	MOVW BP, (R12)(R14*2)
 	INCQ R14
-	JMP  copyloop28
+	JMP  copyloop32
 
-copied27:
+copied31:
 	ADDQ R11, R8
 
 scalentloop:
-	CMPQ        R8, R9
-	JG          scaletail
-	PREFETCHT0  (R10)(R8*2)
-	VCVTPH2PS   (SI)(R8*2), Y1
-	VMULPS      Y0, Y1, Y1
-	VCVTPS2PH   $0x00, Y1, X1
-	VCVTPH2PS   X1, Y1
+	CMPQ       R8, R9
+	JG         scaletail
+	PREFETCHT0 (R10)(R8*2)
+	VCVTPH2PS  (SI)(R8*2), Y1
+	VMULPS     Y0, Y1, Y1
+	VCVTPH2PS  16(SI)(R8*2), Y2
+	VMULPS     Y0, Y2, Y2
+	VCVTPH2PS  32(SI)(R8*2), Y3
+	VMULPS     Y0, Y3, Y3
+	VCVTPH2PS  48(SI)(R8*2), Y4
+	VMULPS     Y0, Y4, Y4
+	TESTL      $0x00000008, job_flags+0(AX)
+	JZ         notrn33
+	VCVTPS2PH  $0x00, Y1, X1
+	VCVTPH2PS  X1, Y1
+	VMOVUPS    Y1, Y1
+	VCVTPS2PH  $0x00, Y2, X2
+	VCVTPH2PS  X2, Y2
+	VMOVUPS    Y2, Y2
+	VCVTPS2PH  $0x00, Y3, X3
+	VCVTPH2PS  X3, Y3
+	VMOVUPS    Y3, Y3
+	VCVTPS2PH  $0x00, Y4, X4
+	VCVTPH2PS  X4, Y4
+	VMOVUPS    Y4, Y4
+
+notrn33:
 	VMULPS      (BX)(R8*4), Y1, Y1
-	VCVTPH2PS   16(SI)(R8*2), Y2
-	VMULPS      Y0, Y2, Y2
-	VCVTPS2PH   $0x00, Y2, X2
-	VCVTPH2PS   X2, Y2
 	VMULPS      32(BX)(R8*4), Y2, Y2
 	VCVTPS2PH   $0x00, Y1, X14
 	VCVTPS2PH   $0x00, Y2, X1
 	VINSERTI128 $0x01, X1, Y14, Y14
 	VMOVNTDQ    Y14, (CX)(R8*2)
-	VCVTPH2PS   32(SI)(R8*2), Y1
-	VMULPS      Y0, Y1, Y1
-	VCVTPS2PH   $0x00, Y1, X1
-	VCVTPH2PS   X1, Y1
-	VMULPS      64(BX)(R8*4), Y1, Y1
-	VCVTPH2PS   48(SI)(R8*2), Y2
-	VMULPS      Y0, Y2, Y2
-	VCVTPS2PH   $0x00, Y2, X2
-	VCVTPH2PS   X2, Y2
-	VMULPS      96(BX)(R8*4), Y2, Y2
-	VCVTPS2PH   $0x00, Y1, X15
-	VCVTPS2PH   $0x00, Y2, X1
+	VMULPS      64(BX)(R8*4), Y3, Y3
+	VMULPS      96(BX)(R8*4), Y4, Y4
+	VCVTPS2PH   $0x00, Y3, X15
+	VCVTPS2PH   $0x00, Y4, X1
 	VINSERTI128 $0x01, X1, Y15, Y15
 	VMOVNTDQ    Y15, 32(CX)(R8*2)
 	ADDQ        $0x00000020, R8
@@ -38101,8 +27566,13 @@ scaleone:
 	JG        scalepart
 	VCVTPH2PS (SI)(R8*2), Y1
 	VMULPS    Y0, Y1, Y1
+	TESTL     $0x00000008, job_flags+0(AX)
+	JZ        notrn34
 	VCVTPS2PH $0x00, Y1, X1
 	VCVTPH2PS X1, Y1
+	VMOVUPS   Y1, Y1
+
+notrn34:
 	VMULPS    (BX)(R8*4), Y1, Y1
 	VCVTPS2PH $0x00, Y1, (CX)(R8*2)
 	ADDQ      $0x00000008, R8
@@ -38118,83 +27588,88 @@ scalepart:
 	XORQ R12, R12
 	SUBQ $0x00000010, R13
 
-copyvec29:
+copyvec35:
 	CMPQ    R12, R13
-	JG      copyone30
+	JG      copyone36
 	VMOVUPS (R9)(R12*2), Y1
 	VMOVUPS Y1, (R10)(R12*2)
 	ADDQ    $0x00000010, R12
-	JMP     copyvec29
+	JMP     copyvec35
 
-copyone30:
+copyone36:
 	ADDQ $0x00000010, R13
 
-copyloop32:
+copyloop38:
 	CMPQ R12, R13
-	JGE  copied31
+	JGE  copied37
 	MOVW (R9)(R12*2), R14
 	MOVW R14, (R10)(R12*2)
 	INCQ R12
-	JMP  copyloop32
+	JMP  copyloop38
 
-copied31:
+copied37:
 	LEAQ (BX)(R8*4), R9
 	LEAQ 160(SP), R10
 	MOVQ R11, R13
 	XORQ R12, R12
 	SUBQ $0x00000008, R13
 
-copyvec33:
+copyvec39:
 	CMPQ    R12, R13
-	JG      copyone34
+	JG      copyone40
 	VMOVUPS (R9)(R12*4), Y1
 	VMOVUPS Y1, (R10)(R12*4)
 	ADDQ    $0x00000008, R12
-	JMP     copyvec33
+	JMP     copyvec39
 
-copyone34:
+copyone40:
 	ADDQ $0x00000008, R13
 
-copyloop36:
+copyloop42:
 	CMPQ R12, R13
-	JGE  copied35
+	JGE  copied41
 	MOVL (R9)(R12*4), R14
 	MOVL R14, (R10)(R12*4)
 	INCQ R12
-	JMP  copyloop36
+	JMP  copyloop42
 
-copied35:
+copied41:
 	VCVTPH2PS 128(SP), Y1
 	VMULPS    Y1, Y0, Y1
+	TESTL     $0x00000008, job_flags+0(AX)
+	JZ        notrn43
 	VCVTPS2PH $0x00, Y1, X0
 	VCVTPH2PS X0, Y0
-	VMULPS    160(SP), Y0, Y0
-	VCVTPS2PH $0x00, Y0, 192(SP)
+	VMOVUPS   Y0, Y1
+
+notrn43:
+	VMULPS    160(SP), Y1, Y1
+	VCVTPS2PH $0x00, Y1, 192(SP)
 	LEAQ      192(SP), R10
 	LEAQ      (CX)(R8*2), R9
 	XORQ      R8, R8
 	SUBQ      $0x00000010, R11
 
-copyvec37:
+copyvec44:
 	CMPQ    R8, R11
-	JG      copyone38
+	JG      copyone45
 	VMOVUPS (R10)(R8*2), Y0
 	VMOVUPS Y0, (R9)(R8*2)
 	ADDQ    $0x00000010, R8
-	JMP     copyvec37
+	JMP     copyvec44
 
-copyone38:
+copyone45:
 	ADDQ $0x00000010, R11
 
-copyloop40:
+copyloop47:
 	CMPQ R8, R11
-	JGE  copied39
+	JGE  copied46
 	MOVW (R10)(R8*2), R12
 	MOVW R12, (R9)(R8*2)
 	INCQ R8
-	JMP  copyloop40
+	JMP  copyloop47
 
-copied39:
+copied46:
 scaled:
 	ADDQ DI, DX
 	ADDQ DI, CX
@@ -38221,7 +27696,7 @@ vzero:
 // func avx2F16AddOffset(j uintptr, from int, to int) int
 // Requires: AVX, AVX2, F16C, MMX+
 TEXT ·avx2F16AddOffset(SB), NOSPLIT, $456-32
-	// avx2F16AddOffset normalizes rows [from, to) of the job: F16 rows: h = round16(x + res) and res = h per element, then y = round16((h*inv)*(1+w)), for each row.
+	// avx2F16AddOffset normalizes rows [from, to) of the job: F16 rows: h = round16(x + res) and res = h per element, then y = round16((h*inv)*(1+w)) (with flagRN, round16(h*inv) in place of (h*inv)), for each row.
 	// It stops before the first row that needs the float64 path and returns that row's index, or to.
 	MOVQ j+0(FP), AX
 	MOVQ job_dst+0(AX), CX
@@ -38723,34 +28198,50 @@ scalebody:
 	JNZ   scalepf
 
 scaleloop:
-	CMPQ        R8, R9
-	JG          scaletail
-	VCVTPH2PS   (SI)(R8*2), Y2
-	VMULPS      Y0, Y2, Y2
-	VMOVUPS     (BX)(R8*4), Y3
-	VADDPS      Y1, Y3, Y3
-	VMULPS      Y3, Y2, Y2
-	VCVTPH2PS   16(SI)(R8*2), Y3
-	VMULPS      Y0, Y3, Y3
-	VMOVUPS     32(BX)(R8*4), Y4
-	VADDPS      Y1, Y4, Y4
-	VMULPS      Y4, Y3, Y3
+	CMPQ      R8, R9
+	JG        scaletail
+	VCVTPH2PS (SI)(R8*2), Y2
+	VMULPS    Y0, Y2, Y2
+	VCVTPH2PS 16(SI)(R8*2), Y3
+	VMULPS    Y0, Y3, Y3
+	VCVTPH2PS 32(SI)(R8*2), Y4
+	VMULPS    Y0, Y4, Y4
+	VCVTPH2PS 48(SI)(R8*2), Y5
+	VMULPS    Y0, Y5, Y5
+	TESTL     $0x00000008, job_flags+0(AX)
+	JZ        notrn16
+	VCVTPS2PH $0x00, Y2, X2
+	VCVTPH2PS X2, Y2
+	VMOVUPS   Y2, Y2
+	VCVTPS2PH $0x00, Y3, X3
+	VCVTPH2PS X3, Y3
+	VMOVUPS   Y3, Y3
+	VCVTPS2PH $0x00, Y4, X4
+	VCVTPH2PS X4, Y4
+	VMOVUPS   Y4, Y4
+	VCVTPS2PH $0x00, Y5, X5
+	VCVTPH2PS X5, Y5
+	VMOVUPS   Y5, Y5
+
+notrn16:
+	VMOVUPS     (BX)(R8*4), Y6
+	VADDPS      Y1, Y6, Y6
+	VMULPS      Y6, Y2, Y2
+	VMOVUPS     32(BX)(R8*4), Y6
+	VADDPS      Y1, Y6, Y6
+	VMULPS      Y6, Y3, Y3
 	VCVTPS2PH   $0x00, Y2, X10
 	VCVTPS2PH   $0x00, Y3, X2
 	VINSERTI128 $0x01, X2, Y10, Y10
 	VMOVDQU     Y10, (CX)(R8*2)
-	VCVTPH2PS   32(SI)(R8*2), Y2
-	VMULPS      Y0, Y2, Y2
-	VMOVUPS     64(BX)(R8*4), Y3
-	VADDPS      Y1, Y3, Y3
-	VMULPS      Y3, Y2, Y2
-	VCVTPH2PS   48(SI)(R8*2), Y3
-	VMULPS      Y0, Y3, Y3
-	VMOVUPS     96(BX)(R8*4), Y4
-	VADDPS      Y1, Y4, Y4
-	VMULPS      Y4, Y3, Y3
-	VCVTPS2PH   $0x00, Y2, X11
-	VCVTPS2PH   $0x00, Y3, X2
+	VMOVUPS     64(BX)(R8*4), Y2
+	VADDPS      Y1, Y2, Y2
+	VMULPS      Y2, Y4, Y4
+	VMOVUPS     96(BX)(R8*4), Y2
+	VADDPS      Y1, Y2, Y2
+	VMULPS      Y2, Y5, Y5
+	VCVTPS2PH   $0x00, Y4, X11
+	VCVTPS2PH   $0x00, Y5, X2
 	VINSERTI128 $0x01, X2, Y11, Y11
 	VMOVDQU     Y11, 32(CX)(R8*2)
 	ADDQ        $0x00000020, R8
@@ -38759,44 +28250,60 @@ scaleloop:
 scalepf:
 	MOVQ DI, R10
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows16
+	JA   longrows17
 	SHLQ $0x03, R10
 
-longrows16:
+longrows17:
 	ADDQ  SI, R10
 	TESTL $0x00000001, job_flags+0(AX)
 	JNZ   scalent
 
 scalepfloop:
-	CMPQ        R8, R9
-	JG          scaletail
-	PREFETCHT0  (R10)(R8*2)
-	VCVTPH2PS   (SI)(R8*2), Y2
-	VMULPS      Y0, Y2, Y2
-	VMOVUPS     (BX)(R8*4), Y3
-	VADDPS      Y1, Y3, Y3
-	VMULPS      Y3, Y2, Y2
-	VCVTPH2PS   16(SI)(R8*2), Y3
-	VMULPS      Y0, Y3, Y3
-	VMOVUPS     32(BX)(R8*4), Y4
-	VADDPS      Y1, Y4, Y4
-	VMULPS      Y4, Y3, Y3
+	CMPQ       R8, R9
+	JG         scaletail
+	PREFETCHT0 (R10)(R8*2)
+	VCVTPH2PS  (SI)(R8*2), Y2
+	VMULPS     Y0, Y2, Y2
+	VCVTPH2PS  16(SI)(R8*2), Y3
+	VMULPS     Y0, Y3, Y3
+	VCVTPH2PS  32(SI)(R8*2), Y4
+	VMULPS     Y0, Y4, Y4
+	VCVTPH2PS  48(SI)(R8*2), Y5
+	VMULPS     Y0, Y5, Y5
+	TESTL      $0x00000008, job_flags+0(AX)
+	JZ         notrn18
+	VCVTPS2PH  $0x00, Y2, X2
+	VCVTPH2PS  X2, Y2
+	VMOVUPS    Y2, Y2
+	VCVTPS2PH  $0x00, Y3, X3
+	VCVTPH2PS  X3, Y3
+	VMOVUPS    Y3, Y3
+	VCVTPS2PH  $0x00, Y4, X4
+	VCVTPH2PS  X4, Y4
+	VMOVUPS    Y4, Y4
+	VCVTPS2PH  $0x00, Y5, X5
+	VCVTPH2PS  X5, Y5
+	VMOVUPS    Y5, Y5
+
+notrn18:
+	VMOVUPS     (BX)(R8*4), Y6
+	VADDPS      Y1, Y6, Y6
+	VMULPS      Y6, Y2, Y2
+	VMOVUPS     32(BX)(R8*4), Y6
+	VADDPS      Y1, Y6, Y6
+	VMULPS      Y6, Y3, Y3
 	VCVTPS2PH   $0x00, Y2, X12
 	VCVTPS2PH   $0x00, Y3, X2
 	VINSERTI128 $0x01, X2, Y12, Y12
 	VMOVDQU     Y12, (CX)(R8*2)
-	VCVTPH2PS   32(SI)(R8*2), Y2
-	VMULPS      Y0, Y2, Y2
-	VMOVUPS     64(BX)(R8*4), Y3
-	VADDPS      Y1, Y3, Y3
-	VMULPS      Y3, Y2, Y2
-	VCVTPH2PS   48(SI)(R8*2), Y3
-	VMULPS      Y0, Y3, Y3
-	VMOVUPS     96(BX)(R8*4), Y4
-	VADDPS      Y1, Y4, Y4
-	VMULPS      Y4, Y3, Y3
-	VCVTPS2PH   $0x00, Y2, X13
-	VCVTPS2PH   $0x00, Y3, X2
+	VMOVUPS     64(BX)(R8*4), Y2
+	VADDPS      Y1, Y2, Y2
+	VMULPS      Y2, Y4, Y4
+	VMOVUPS     96(BX)(R8*4), Y2
+	VADDPS      Y1, Y2, Y2
+	VMULPS      Y2, Y5, Y5
+	VCVTPS2PH   $0x00, Y4, X13
+	VCVTPS2PH   $0x00, Y5, X2
 	VINSERTI128 $0x01, X2, Y13, Y13
 	VMOVDQU     Y13, 32(CX)(R8*2)
 	ADDQ        $0x00000020, R8
@@ -38818,6 +28325,13 @@ scalehead:
 	JB        scaleheadpart
 	VCVTPH2PS (SI)(R8*2), Y2
 	VMULPS    Y0, Y2, Y2
+	TESTL     $0x00000008, job_flags+0(AX)
+	JZ        notrn19
+	VCVTPS2PH $0x00, Y2, X2
+	VCVTPH2PS X2, Y2
+	VMOVUPS   Y2, Y2
+
+notrn19:
 	VMOVUPS   (BX)(R8*4), Y3
 	VADDPS    Y1, Y3, Y3
 	VMULPS    Y3, Y2, Y2
@@ -38833,54 +28347,61 @@ scaleheadpart:
 	XORQ R14, R14
 	SUBQ $0x00000010, R15
 
-copyvec17:
+copyvec20:
 	CMPQ    R14, R15
-	JG      copyone18
+	JG      copyone21
 	VMOVUPS (R12)(R14*2), Y2
 	VMOVUPS Y2, (R13)(R14*2)
 	ADDQ    $0x00000010, R14
-	JMP     copyvec17
+	JMP     copyvec20
 
-copyone18:
+copyone21:
 	ADDQ $0x00000010, R15
 
-copyloop20:
+copyloop23:
 	CMPQ R14, R15
-	JGE  copied19
+	JGE  copied22
 	MOVW (R12)(R14*2), BP
 	MOVW BP, (R13)(R14*2)
 	INCQ R14
-	JMP  copyloop20
+	JMP  copyloop23
 
-copied19:
+copied22:
 	LEAQ (BX)(R8*4), R12
 	LEAQ 160(SP), R13
 	MOVQ R11, R15
 	XORQ R14, R14
 	SUBQ $0x00000008, R15
 
-copyvec21:
+copyvec24:
 	CMPQ    R14, R15
-	JG      copyone22
+	JG      copyone25
 	VMOVUPS (R12)(R14*4), Y2
 	VMOVUPS Y2, (R13)(R14*4)
 	ADDQ    $0x00000008, R14
-	JMP     copyvec21
+	JMP     copyvec24
 
-copyone22:
+copyone25:
 	ADDQ $0x00000008, R15
 
-copyloop24:
+copyloop27:
 	CMPQ R14, R15
-	JGE  copied23
+	JGE  copied26
 	MOVL (R12)(R14*4), BP
 	MOVL BP, (R13)(R14*4)
 	INCQ R14
-	JMP  copyloop24
+	JMP  copyloop27
 
-copied23:
+copied26:
 	VCVTPH2PS 128(SP), Y2
 	VMULPS    Y2, Y0, Y2
+	TESTL     $0x00000008, job_flags+0(AX)
+	JZ        notrn28
+	VCVTPS2PH $0x00, Y2, X2
+	VCVTPH2PS X2, Y2
+	VMOVUPS   Y2, Y2
+
+notrn28:
 	VMOVUPS   160(SP), Y3
 	VADDPS    Y1, Y3, Y3
 	VMULPS    Y3, Y2, Y2
@@ -38891,58 +28412,74 @@ copied23:
 	XORQ      R14, R14
 	SUBQ      $0x00000010, R15
 
-copyvec25:
+copyvec29:
 	CMPQ    R14, R15
-	JG      copyone26
+	JG      copyone30
 	VMOVUPS (R13)(R14*2), Y2
 	VMOVUPS Y2, (R12)(R14*2)
 	ADDQ    $0x00000010, R14
-	JMP     copyvec25
+	JMP     copyvec29
 
-copyone26:
+copyone30:
 	ADDQ $0x00000010, R15
 
-copyloop28:
+copyloop32:
 	CMPQ R14, R15
-	JGE  copied27
+	JGE  copied31
 	MOVW (R13)(R14*2), BP
 	MOVW BP, (R12)(R14*2)
 	INCQ R14
-	JMP  copyloop28
+	JMP  copyloop32
 
-copied27:
+copied31:
 	ADDQ R11, R8
 
 scalentloop:
-	CMPQ        R8, R9
-	JG          scaletail
-	PREFETCHT0  (R10)(R8*2)
-	VCVTPH2PS   (SI)(R8*2), Y2
-	VMULPS      Y0, Y2, Y2
-	VMOVUPS     (BX)(R8*4), Y3
-	VADDPS      Y1, Y3, Y3
-	VMULPS      Y3, Y2, Y2
-	VCVTPH2PS   16(SI)(R8*2), Y3
-	VMULPS      Y0, Y3, Y3
-	VMOVUPS     32(BX)(R8*4), Y4
-	VADDPS      Y1, Y4, Y4
-	VMULPS      Y4, Y3, Y3
+	CMPQ       R8, R9
+	JG         scaletail
+	PREFETCHT0 (R10)(R8*2)
+	VCVTPH2PS  (SI)(R8*2), Y2
+	VMULPS     Y0, Y2, Y2
+	VCVTPH2PS  16(SI)(R8*2), Y3
+	VMULPS     Y0, Y3, Y3
+	VCVTPH2PS  32(SI)(R8*2), Y4
+	VMULPS     Y0, Y4, Y4
+	VCVTPH2PS  48(SI)(R8*2), Y5
+	VMULPS     Y0, Y5, Y5
+	TESTL      $0x00000008, job_flags+0(AX)
+	JZ         notrn33
+	VCVTPS2PH  $0x00, Y2, X2
+	VCVTPH2PS  X2, Y2
+	VMOVUPS    Y2, Y2
+	VCVTPS2PH  $0x00, Y3, X3
+	VCVTPH2PS  X3, Y3
+	VMOVUPS    Y3, Y3
+	VCVTPS2PH  $0x00, Y4, X4
+	VCVTPH2PS  X4, Y4
+	VMOVUPS    Y4, Y4
+	VCVTPS2PH  $0x00, Y5, X5
+	VCVTPH2PS  X5, Y5
+	VMOVUPS    Y5, Y5
+
+notrn33:
+	VMOVUPS     (BX)(R8*4), Y6
+	VADDPS      Y1, Y6, Y6
+	VMULPS      Y6, Y2, Y2
+	VMOVUPS     32(BX)(R8*4), Y6
+	VADDPS      Y1, Y6, Y6
+	VMULPS      Y6, Y3, Y3
 	VCVTPS2PH   $0x00, Y2, X14
 	VCVTPS2PH   $0x00, Y3, X2
 	VINSERTI128 $0x01, X2, Y14, Y14
 	VMOVNTDQ    Y14, (CX)(R8*2)
-	VCVTPH2PS   32(SI)(R8*2), Y2
-	VMULPS      Y0, Y2, Y2
-	VMOVUPS     64(BX)(R8*4), Y3
-	VADDPS      Y1, Y3, Y3
-	VMULPS      Y3, Y2, Y2
-	VCVTPH2PS   48(SI)(R8*2), Y3
-	VMULPS      Y0, Y3, Y3
-	VMOVUPS     96(BX)(R8*4), Y4
-	VADDPS      Y1, Y4, Y4
-	VMULPS      Y4, Y3, Y3
-	VCVTPS2PH   $0x00, Y2, X15
-	VCVTPS2PH   $0x00, Y3, X2
+	VMOVUPS     64(BX)(R8*4), Y2
+	VADDPS      Y1, Y2, Y2
+	VMULPS      Y2, Y4, Y4
+	VMOVUPS     96(BX)(R8*4), Y2
+	VADDPS      Y1, Y2, Y2
+	VMULPS      Y2, Y5, Y5
+	VCVTPS2PH   $0x00, Y4, X15
+	VCVTPS2PH   $0x00, Y5, X2
 	VINSERTI128 $0x01, X2, Y15, Y15
 	VMOVNTDQ    Y15, 32(CX)(R8*2)
 	ADDQ        $0x00000020, R8
@@ -38956,6 +28493,13 @@ scaleone:
 	JG        scalepart
 	VCVTPH2PS (SI)(R8*2), Y2
 	VMULPS    Y0, Y2, Y2
+	TESTL     $0x00000008, job_flags+0(AX)
+	JZ        notrn34
+	VCVTPS2PH $0x00, Y2, X2
+	VCVTPH2PS X2, Y2
+	VMOVUPS   Y2, Y2
+
+notrn34:
 	VMOVUPS   (BX)(R8*4), Y3
 	VADDPS    Y1, Y3, Y3
 	VMULPS    Y3, Y2, Y2
@@ -38973,54 +28517,61 @@ scalepart:
 	XORQ R12, R12
 	SUBQ $0x00000010, R13
 
-copyvec29:
+copyvec35:
 	CMPQ    R12, R13
-	JG      copyone30
+	JG      copyone36
 	VMOVUPS (R9)(R12*2), Y2
 	VMOVUPS Y2, (R10)(R12*2)
 	ADDQ    $0x00000010, R12
-	JMP     copyvec29
+	JMP     copyvec35
 
-copyone30:
+copyone36:
 	ADDQ $0x00000010, R13
 
-copyloop32:
+copyloop38:
 	CMPQ R12, R13
-	JGE  copied31
+	JGE  copied37
 	MOVW (R9)(R12*2), R14
 	MOVW R14, (R10)(R12*2)
 	INCQ R12
-	JMP  copyloop32
+	JMP  copyloop38
 
-copied31:
+copied37:
 	LEAQ (BX)(R8*4), R9
 	LEAQ 160(SP), R10
 	MOVQ R11, R13
 	XORQ R12, R12
 	SUBQ $0x00000008, R13
 
-copyvec33:
+copyvec39:
 	CMPQ    R12, R13
-	JG      copyone34
+	JG      copyone40
 	VMOVUPS (R9)(R12*4), Y2
 	VMOVUPS Y2, (R10)(R12*4)
 	ADDQ    $0x00000008, R12
-	JMP     copyvec33
+	JMP     copyvec39
 
-copyone34:
+copyone40:
 	ADDQ $0x00000008, R13
 
-copyloop36:
+copyloop42:
 	CMPQ R12, R13
-	JGE  copied35
+	JGE  copied41
 	MOVL (R9)(R12*4), R14
 	MOVL R14, (R10)(R12*4)
 	INCQ R12
-	JMP  copyloop36
+	JMP  copyloop42
 
-copied35:
+copied41:
 	VCVTPH2PS 128(SP), Y2
 	VMULPS    Y2, Y0, Y2
+	TESTL     $0x00000008, job_flags+0(AX)
+	JZ        notrn43
+	VCVTPS2PH $0x00, Y2, X0
+	VCVTPH2PS X0, Y0
+	VMOVUPS   Y0, Y2
+
+notrn43:
 	VMOVUPS   160(SP), Y0
 	VADDPS    Y1, Y0, Y0
 	VMULPS    Y0, Y2, Y2
@@ -39030,913 +28581,26 @@ copied35:
 	XORQ      R8, R8
 	SUBQ      $0x00000010, R11
 
-copyvec37:
+copyvec44:
 	CMPQ    R8, R11
-	JG      copyone38
+	JG      copyone45
 	VMOVUPS (R10)(R8*2), Y0
 	VMOVUPS Y0, (R9)(R8*2)
 	ADDQ    $0x00000010, R8
-	JMP     copyvec37
+	JMP     copyvec44
 
-copyone38:
+copyone45:
 	ADDQ $0x00000010, R11
 
-copyloop40:
+copyloop47:
 	CMPQ R8, R11
-	JGE  copied39
+	JGE  copied46
 	MOVW (R10)(R8*2), R12
 	MOVW R12, (R9)(R8*2)
 	INCQ R8
-	JMP  copyloop40
+	JMP  copyloop47
 
-copied39:
-scaled:
-	ADDQ DI, DX
-	ADDQ DI, CX
-	ADDQ DI, SI
-	INCQ 400(SP)
-	MOVQ 424(SP), R8
-	INCQ R8
-	MOVQ R8, 424(SP)
-	CMPQ R8, 416(SP)
-	JB   scalerow
-	JMP  row
-
-ret:
-	TESTL $0x00000001, job_flags+0(AX)
-	JZ    vzero
-	SFENCE
-
-vzero:
-	VZEROUPPER
-	MOVQ 400(SP), AX
-	MOVQ AX, ret+24(FP)
-	RET
-
-// func avx2F16AddOffsetRN(j uintptr, from int, to int) int
-// Requires: AVX, AVX2, F16C, MMX+
-TEXT ·avx2F16AddOffsetRN(SB), NOSPLIT, $456-32
-	// avx2F16AddOffsetRN normalizes rows [from, to) of the job: F16 rows: h = round16(x + res) and res = h per element, then y = round16(round16(h*inv)*(1+w)), for each row.
-	// It stops before the first row that needs the float64 path and returns that row's index, or to.
-	MOVQ j+0(FP), AX
-	MOVQ job_dst+0(AX), CX
-	MOVQ job_x+0(AX), DX
-	MOVQ job_w+0(AX), BX
-	MOVQ job_res+0(AX), SI
-	MOVQ job_stride+0(AX), DI
-	SHLQ $0x01, DI
-
-	// fd = float32(d); rd = 1/d when d is a power of two (a/d is then a*rd exactly), else 0.
-	MOVQ       job_d+0(AX), R8
-	VMOVSS     one<>+0(SB), X0
-	VCVTSI2SSQ R8, X0, X0
-	VMOVSS     X0, 448(SP)
-	XORL       R10, R10
-	LEAQ       -1(R8), R9
-	TESTQ      R8, R9
-	JNZ        notpow2
-	BSFQ       R8, R9
-	MOVL       $0x0000007f, R10
-	SUBL       R9, R10
-	SHLL       $0x17, R10
-
-notpow2:
-	MOVL R10, 452(SP)
-
-	// Start at row from.
-	MOVQ  from+8(FP), R8
-	MOVQ  R8, 400(SP)
-	MOVQ  $0x00000000, 408(SP)
-	IMULQ DI, R8
-	ADDQ  R8, CX
-	ADDQ  R8, DX
-	ADDQ  R8, SI
-
-row:
-	MOVQ 400(SP), R8
-	CMPQ R8, to+16(FP)
-	JAE  ret
-	MOVQ $0x00000001, 416(SP)
-	MOVQ DX, R8
-	MOVQ SI, R9
-	XORQ R10, R10
-
-	// Sum of squares: element i goes to partial i%64.
-	MOVQ   job_d+0(AX), R11
-	SUBQ   $0x00000040, R11
-	JGE    firstblock
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
-	VXORPS Y4, Y4, Y4
-	VXORPS Y5, Y5, Y5
-	VXORPS Y6, Y6, Y6
-	VXORPS Y7, Y7, Y7
-	XORQ   R10, R10
-	JMP    sumtail
-
-firstblock:
-	// +0 + square is the square itself: the first block initializes the partials.
-	XORQ      R10, R10
-	VCVTPH2PS (R8)(R10*2), Y0
-	VCVTPH2PS (R9)(R10*2), Y1
-	VADDPS    Y1, Y0, Y0
-	VCVTPS2PH $0x00, Y0, X0
-	VCVTPH2PS X0, Y0
-	VCVTPS2PH $0x00, Y0, (R9)(R10*2)
-	VMULPS    Y0, Y0, Y0
-	VCVTPH2PS 16(R8)(R10*2), Y1
-	VCVTPH2PS 16(R9)(R10*2), Y2
-	VADDPS    Y2, Y1, Y1
-	VCVTPS2PH $0x00, Y1, X1
-	VCVTPH2PS X1, Y1
-	VCVTPS2PH $0x00, Y1, 16(R9)(R10*2)
-	VMULPS    Y1, Y1, Y1
-	VCVTPH2PS 32(R8)(R10*2), Y2
-	VCVTPH2PS 32(R9)(R10*2), Y3
-	VADDPS    Y3, Y2, Y2
-	VCVTPS2PH $0x00, Y2, X2
-	VCVTPH2PS X2, Y2
-	VCVTPS2PH $0x00, Y2, 32(R9)(R10*2)
-	VMULPS    Y2, Y2, Y2
-	VCVTPH2PS 48(R8)(R10*2), Y3
-	VCVTPH2PS 48(R9)(R10*2), Y4
-	VADDPS    Y4, Y3, Y3
-	VCVTPS2PH $0x00, Y3, X3
-	VCVTPH2PS X3, Y3
-	VCVTPS2PH $0x00, Y3, 48(R9)(R10*2)
-	VMULPS    Y3, Y3, Y3
-	VCVTPH2PS 64(R8)(R10*2), Y4
-	VCVTPH2PS 64(R9)(R10*2), Y5
-	VADDPS    Y5, Y4, Y4
-	VCVTPS2PH $0x00, Y4, X4
-	VCVTPH2PS X4, Y4
-	VCVTPS2PH $0x00, Y4, 64(R9)(R10*2)
-	VMULPS    Y4, Y4, Y4
-	VCVTPH2PS 80(R8)(R10*2), Y5
-	VCVTPH2PS 80(R9)(R10*2), Y6
-	VADDPS    Y6, Y5, Y5
-	VCVTPS2PH $0x00, Y5, X5
-	VCVTPH2PS X5, Y5
-	VCVTPS2PH $0x00, Y5, 80(R9)(R10*2)
-	VMULPS    Y5, Y5, Y5
-	VCVTPH2PS 96(R8)(R10*2), Y6
-	VCVTPH2PS 96(R9)(R10*2), Y7
-	VADDPS    Y7, Y6, Y6
-	VCVTPS2PH $0x00, Y6, X6
-	VCVTPH2PS X6, Y6
-	VCVTPS2PH $0x00, Y6, 96(R9)(R10*2)
-	VMULPS    Y6, Y6, Y6
-	VCVTPH2PS 112(R8)(R10*2), Y7
-	VCVTPH2PS 112(R9)(R10*2), Y8
-	VADDPS    Y8, Y7, Y7
-	VCVTPS2PH $0x00, Y7, X7
-	VCVTPH2PS X7, Y7
-	VCVTPS2PH $0x00, Y7, 112(R9)(R10*2)
-	VMULPS    Y7, Y7, Y7
-	MOVQ      $0x00000040, R10
-	TESTL     $0x00000002, job_flags+0(AX)
-	JNZ       sumpf
-
-sumloop:
-	CMPQ      R10, R11
-	JG        sumtail
-	VCVTPH2PS (R8)(R10*2), Y8
-	VCVTPH2PS (R9)(R10*2), Y9
-	VADDPS    Y9, Y8, Y8
-	VCVTPS2PH $0x00, Y8, X8
-	VCVTPH2PS X8, Y8
-	VCVTPS2PH $0x00, Y8, (R9)(R10*2)
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y0, Y0
-	VCVTPH2PS 16(R8)(R10*2), Y8
-	VCVTPH2PS 16(R9)(R10*2), Y9
-	VADDPS    Y9, Y8, Y8
-	VCVTPS2PH $0x00, Y8, X8
-	VCVTPH2PS X8, Y8
-	VCVTPS2PH $0x00, Y8, 16(R9)(R10*2)
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y1, Y1
-	VCVTPH2PS 32(R8)(R10*2), Y8
-	VCVTPH2PS 32(R9)(R10*2), Y9
-	VADDPS    Y9, Y8, Y8
-	VCVTPS2PH $0x00, Y8, X8
-	VCVTPH2PS X8, Y8
-	VCVTPS2PH $0x00, Y8, 32(R9)(R10*2)
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y2, Y2
-	VCVTPH2PS 48(R8)(R10*2), Y8
-	VCVTPH2PS 48(R9)(R10*2), Y9
-	VADDPS    Y9, Y8, Y8
-	VCVTPS2PH $0x00, Y8, X8
-	VCVTPH2PS X8, Y8
-	VCVTPS2PH $0x00, Y8, 48(R9)(R10*2)
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y3, Y3
-	VCVTPH2PS 64(R8)(R10*2), Y8
-	VCVTPH2PS 64(R9)(R10*2), Y9
-	VADDPS    Y9, Y8, Y8
-	VCVTPS2PH $0x00, Y8, X8
-	VCVTPH2PS X8, Y8
-	VCVTPS2PH $0x00, Y8, 64(R9)(R10*2)
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y4, Y4
-	VCVTPH2PS 80(R8)(R10*2), Y8
-	VCVTPH2PS 80(R9)(R10*2), Y9
-	VADDPS    Y9, Y8, Y8
-	VCVTPS2PH $0x00, Y8, X8
-	VCVTPH2PS X8, Y8
-	VCVTPS2PH $0x00, Y8, 80(R9)(R10*2)
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y5, Y5
-	VCVTPH2PS 96(R8)(R10*2), Y8
-	VCVTPH2PS 96(R9)(R10*2), Y9
-	VADDPS    Y9, Y8, Y8
-	VCVTPS2PH $0x00, Y8, X8
-	VCVTPH2PS X8, Y8
-	VCVTPS2PH $0x00, Y8, 96(R9)(R10*2)
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y6, Y6
-	VCVTPH2PS 112(R8)(R10*2), Y8
-	VCVTPH2PS 112(R9)(R10*2), Y9
-	VADDPS    Y9, Y8, Y8
-	VCVTPS2PH $0x00, Y8, X8
-	VCVTPH2PS X8, Y8
-	VCVTPS2PH $0x00, Y8, 112(R9)(R10*2)
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y7, Y7
-	ADDQ      $0x00000040, R10
-	JMP       sumloop
-
-	// The same, prefetching the rows ahead.
-sumpf:
-	MOVQ DI, R12
-	SHLQ $0x01, R12
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows1
-	SHLQ $0x03, R12
-
-longrows1:
-	ADDQ R8, R12
-
-sumpfloop:
-	CMPQ       R10, R11
-	JG         sumtail
-	PREFETCHT0 (R12)(R10*2)
-	PREFETCHT0 64(R12)(R10*2)
-	VCVTPH2PS  (R8)(R10*2), Y8
-	VCVTPH2PS  (R9)(R10*2), Y9
-	VADDPS     Y9, Y8, Y8
-	VCVTPS2PH  $0x00, Y8, X8
-	VCVTPH2PS  X8, Y8
-	VCVTPS2PH  $0x00, Y8, (R9)(R10*2)
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y0, Y0
-	VCVTPH2PS  16(R8)(R10*2), Y8
-	VCVTPH2PS  16(R9)(R10*2), Y9
-	VADDPS     Y9, Y8, Y8
-	VCVTPS2PH  $0x00, Y8, X8
-	VCVTPH2PS  X8, Y8
-	VCVTPS2PH  $0x00, Y8, 16(R9)(R10*2)
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y1, Y1
-	VCVTPH2PS  32(R8)(R10*2), Y8
-	VCVTPH2PS  32(R9)(R10*2), Y9
-	VADDPS     Y9, Y8, Y8
-	VCVTPS2PH  $0x00, Y8, X8
-	VCVTPH2PS  X8, Y8
-	VCVTPS2PH  $0x00, Y8, 32(R9)(R10*2)
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y2, Y2
-	VCVTPH2PS  48(R8)(R10*2), Y8
-	VCVTPH2PS  48(R9)(R10*2), Y9
-	VADDPS     Y9, Y8, Y8
-	VCVTPS2PH  $0x00, Y8, X8
-	VCVTPH2PS  X8, Y8
-	VCVTPS2PH  $0x00, Y8, 48(R9)(R10*2)
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y3, Y3
-	VCVTPH2PS  64(R8)(R10*2), Y8
-	VCVTPH2PS  64(R9)(R10*2), Y9
-	VADDPS     Y9, Y8, Y8
-	VCVTPS2PH  $0x00, Y8, X8
-	VCVTPH2PS  X8, Y8
-	VCVTPS2PH  $0x00, Y8, 64(R9)(R10*2)
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y4, Y4
-	VCVTPH2PS  80(R8)(R10*2), Y8
-	VCVTPH2PS  80(R9)(R10*2), Y9
-	VADDPS     Y9, Y8, Y8
-	VCVTPS2PH  $0x00, Y8, X8
-	VCVTPH2PS  X8, Y8
-	VCVTPS2PH  $0x00, Y8, 80(R9)(R10*2)
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y5, Y5
-	VCVTPH2PS  96(R8)(R10*2), Y8
-	VCVTPH2PS  96(R9)(R10*2), Y9
-	VADDPS     Y9, Y8, Y8
-	VCVTPS2PH  $0x00, Y8, X8
-	VCVTPH2PS  X8, Y8
-	VCVTPS2PH  $0x00, Y8, 96(R9)(R10*2)
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y6, Y6
-	VCVTPH2PS  112(R8)(R10*2), Y8
-	VCVTPH2PS  112(R9)(R10*2), Y9
-	VADDPS     Y9, Y8, Y8
-	VCVTPS2PH  $0x00, Y8, X8
-	VCVTPH2PS  X8, Y8
-	VCVTPS2PH  $0x00, Y8, 112(R9)(R10*2)
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y7, Y7
-	ADDQ       $0x00000040, R10
-	JMP        sumpfloop
-
-sumtail:
-	// Fewer than 64 elements remain.
-	MOVQ    job_d+0(AX), R11
-	SUBQ    R10, R11
-	JZ      summed
-	MOVQ    R11, 432(SP)
-	LEAQ    (R8)(R10*2), R8
-	LEAQ    (R9)(R10*2), R9
-	MOVQ    R9, 440(SP)
-	LEAQ    128(SP), R9
-	VXORPS  Y8, Y8, Y8
-	VMOVUPS Y8, (R9)
-	VMOVUPS Y8, 32(R9)
-	VMOVUPS Y8, 64(R9)
-	VMOVUPS Y8, 96(R9)
-	MOVQ    432(SP), R11
-	XORQ    R10, R10
-	SUBQ    $0x00000010, R11
-
-copyvec2:
-	CMPQ    R10, R11
-	JG      copyone3
-	VMOVUPS (R8)(R10*2), Y8
-	VMOVUPS Y8, (R9)(R10*2)
-	ADDQ    $0x00000010, R10
-	JMP     copyvec2
-
-copyone3:
-	ADDQ $0x00000010, R11
-
-copyloop5:
-	CMPQ R10, R11
-	JGE  copied4
-	MOVW (R8)(R10*2), R12
-	MOVW R12, (R9)(R10*2)
-	INCQ R10
-	JMP  copyloop5
-
-copied4:
-	MOVQ    440(SP), R8
-	LEAQ    256(SP), R10
-	VXORPS  Y8, Y8, Y8
-	VMOVUPS Y8, (R10)
-	VMOVUPS Y8, 32(R10)
-	VMOVUPS Y8, 64(R10)
-	VMOVUPS Y8, 96(R10)
-	MOVQ    432(SP), R12
-	XORQ    R11, R11
-	SUBQ    $0x00000010, R12
-
-copyvec6:
-	CMPQ    R11, R12
-	JG      copyone7
-	VMOVUPS (R8)(R11*2), Y8
-	VMOVUPS Y8, (R10)(R11*2)
-	ADDQ    $0x00000010, R11
-	JMP     copyvec6
-
-copyone7:
-	ADDQ $0x00000010, R12
-
-copyloop9:
-	CMPQ R11, R12
-	JGE  copied8
-	MOVW (R8)(R11*2), R13
-	MOVW R13, (R10)(R11*2)
-	INCQ R11
-	JMP  copyloop9
-
-copied8:
-	XORQ      R8, R8
-	VCVTPH2PS (R9)(R8*2), Y8
-	VCVTPH2PS (R10)(R8*2), Y9
-	VADDPS    Y9, Y8, Y8
-	VCVTPS2PH $0x00, Y8, X8
-	VCVTPH2PS X8, Y8
-	VCVTPS2PH $0x00, Y8, (R10)(R8*2)
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y0, Y0
-	VCVTPH2PS 16(R9)(R8*2), Y8
-	VCVTPH2PS 16(R10)(R8*2), Y9
-	VADDPS    Y9, Y8, Y8
-	VCVTPS2PH $0x00, Y8, X8
-	VCVTPH2PS X8, Y8
-	VCVTPS2PH $0x00, Y8, 16(R10)(R8*2)
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y1, Y1
-	VCVTPH2PS 32(R9)(R8*2), Y8
-	VCVTPH2PS 32(R10)(R8*2), Y9
-	VADDPS    Y9, Y8, Y8
-	VCVTPS2PH $0x00, Y8, X8
-	VCVTPH2PS X8, Y8
-	VCVTPS2PH $0x00, Y8, 32(R10)(R8*2)
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y2, Y2
-	VCVTPH2PS 48(R9)(R8*2), Y8
-	VCVTPH2PS 48(R10)(R8*2), Y9
-	VADDPS    Y9, Y8, Y8
-	VCVTPS2PH $0x00, Y8, X8
-	VCVTPH2PS X8, Y8
-	VCVTPS2PH $0x00, Y8, 48(R10)(R8*2)
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y3, Y3
-	VCVTPH2PS 64(R9)(R8*2), Y8
-	VCVTPH2PS 64(R10)(R8*2), Y9
-	VADDPS    Y9, Y8, Y8
-	VCVTPS2PH $0x00, Y8, X8
-	VCVTPH2PS X8, Y8
-	VCVTPS2PH $0x00, Y8, 64(R10)(R8*2)
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y4, Y4
-	VCVTPH2PS 80(R9)(R8*2), Y8
-	VCVTPH2PS 80(R10)(R8*2), Y9
-	VADDPS    Y9, Y8, Y8
-	VCVTPS2PH $0x00, Y8, X8
-	VCVTPH2PS X8, Y8
-	VCVTPS2PH $0x00, Y8, 80(R10)(R8*2)
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y5, Y5
-	VCVTPH2PS 96(R9)(R8*2), Y8
-	VCVTPH2PS 96(R10)(R8*2), Y9
-	VADDPS    Y9, Y8, Y8
-	VCVTPS2PH $0x00, Y8, X8
-	VCVTPH2PS X8, Y8
-	VCVTPS2PH $0x00, Y8, 96(R10)(R8*2)
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y6, Y6
-	VCVTPH2PS 112(R9)(R8*2), Y8
-	VCVTPH2PS 112(R10)(R8*2), Y9
-	VADDPS    Y9, Y8, Y8
-	VCVTPS2PH $0x00, Y8, X8
-	VCVTPH2PS X8, Y8
-	VCVTPS2PH $0x00, Y8, 112(R10)(R8*2)
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y7, Y7
-	MOVQ      440(SP), R8
-	LEAQ      256(SP), R9
-	MOVQ      432(SP), R11
-	XORQ      R10, R10
-	SUBQ      $0x00000010, R11
-
-copyvec10:
-	CMPQ    R10, R11
-	JG      copyone11
-	VMOVUPS (R9)(R10*2), Y8
-	VMOVUPS Y8, (R8)(R10*2)
-	ADDQ    $0x00000010, R10
-	JMP     copyvec10
-
-copyone11:
-	ADDQ $0x00000010, R11
-
-copyloop13:
-	CMPQ R10, R11
-	JGE  copied12
-	MOVW (R9)(R10*2), R12
-	MOVW R12, (R8)(R10*2)
-	INCQ R10
-	JMP  copyloop13
-
-copied12:
-summed:
-	VADDPS Y4, Y0, Y0
-	VADDPS Y5, Y1, Y1
-	VADDPS Y6, Y2, Y2
-	VADDPS Y7, Y3, Y3
-	VADDPS Y2, Y0, Y0
-	VADDPS Y3, Y1, Y1
-	VADDPS Y1, Y0, Y0
-
-	// Halving tree: p[j] += p[j+h] for the remaining h, down to ss.
-	VEXTRACTF128 $0x01, Y0, X1
-	VADDPS       X1, X0, X1
-	VMOVHLPS     X1, X1, X0
-	VADDPS       X0, X1, X1
-	VMOVSHDUP    X1, X0
-	VADDSS       X0, X1, X1
-
-	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
-	CMPL   452(SP), $0x00
-	JE     divide14
-	VMULSS 452(SP), X1, X0
-	JMP    divided15
-
-divide14:
-	VDIVSS 448(SP), X1, X0
-
-divided15:
-	VADDSS   job_eps+0(AX), X0, X0
-	VUCOMISS tlo<>+0(SB), X0
-	JCS      ret
-	VUCOMISS tmax<>+0(SB), X0
-	JHI      ret
-	VSQRTSS  X0, X0, X0
-	VMOVSS   one<>+0(SB), X1
-	VDIVSS   X0, X1, X1
-
-	// Report 1/rms if asked.
-	MOVQ   job_inv+0(AX), R8
-	TESTQ  R8, R8
-	JZ     scale
-	MOVQ   400(SP), R9
-	VMOVSS X1, (R8)(R9*4)
-
-scale:
-	VBROADCASTSS X1, Y0
-	MOVQ         $0x00000000, 424(SP)
-	CMPQ         416(SP), $0x01
-	JE           scalebody
-	VMOVUPS      X1, 384(SP)
-
-scalerow:
-	MOVQ         424(SP), R8
-	VBROADCASTSS 384(SP)(R8*4), Y0
-
-scalebody:
-	VBROADCASTSS one<>+0(SB), Y1
-
-	// y = (src*inv)*w, rounded after each multiply.
-	XORQ  R8, R8
-	MOVQ  job_d+0(AX), R9
-	SUBQ  $0x00000020, R9
-	TESTL $0x00000002, job_flags+0(AX)
-	JNZ   scalepf
-
-scaleloop:
-	CMPQ        R8, R9
-	JG          scaletail
-	VCVTPH2PS   (SI)(R8*2), Y2
-	VMULPS      Y0, Y2, Y2
-	VCVTPS2PH   $0x00, Y2, X2
-	VCVTPH2PS   X2, Y2
-	VMOVUPS     (BX)(R8*4), Y3
-	VADDPS      Y1, Y3, Y3
-	VMULPS      Y3, Y2, Y2
-	VCVTPH2PS   16(SI)(R8*2), Y3
-	VMULPS      Y0, Y3, Y3
-	VCVTPS2PH   $0x00, Y3, X3
-	VCVTPH2PS   X3, Y3
-	VMOVUPS     32(BX)(R8*4), Y4
-	VADDPS      Y1, Y4, Y4
-	VMULPS      Y4, Y3, Y3
-	VCVTPS2PH   $0x00, Y2, X10
-	VCVTPS2PH   $0x00, Y3, X2
-	VINSERTI128 $0x01, X2, Y10, Y10
-	VMOVDQU     Y10, (CX)(R8*2)
-	VCVTPH2PS   32(SI)(R8*2), Y2
-	VMULPS      Y0, Y2, Y2
-	VCVTPS2PH   $0x00, Y2, X2
-	VCVTPH2PS   X2, Y2
-	VMOVUPS     64(BX)(R8*4), Y3
-	VADDPS      Y1, Y3, Y3
-	VMULPS      Y3, Y2, Y2
-	VCVTPH2PS   48(SI)(R8*2), Y3
-	VMULPS      Y0, Y3, Y3
-	VCVTPS2PH   $0x00, Y3, X3
-	VCVTPH2PS   X3, Y3
-	VMOVUPS     96(BX)(R8*4), Y4
-	VADDPS      Y1, Y4, Y4
-	VMULPS      Y4, Y3, Y3
-	VCVTPS2PH   $0x00, Y2, X11
-	VCVTPS2PH   $0x00, Y3, X2
-	VINSERTI128 $0x01, X2, Y11, Y11
-	VMOVDQU     Y11, 32(CX)(R8*2)
-	ADDQ        $0x00000020, R8
-	JMP         scaleloop
-
-scalepf:
-	MOVQ DI, R10
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows16
-	SHLQ $0x03, R10
-
-longrows16:
-	ADDQ  SI, R10
-	TESTL $0x00000001, job_flags+0(AX)
-	JNZ   scalent
-
-scalepfloop:
-	CMPQ        R8, R9
-	JG          scaletail
-	PREFETCHT0  (R10)(R8*2)
-	VCVTPH2PS   (SI)(R8*2), Y2
-	VMULPS      Y0, Y2, Y2
-	VCVTPS2PH   $0x00, Y2, X2
-	VCVTPH2PS   X2, Y2
-	VMOVUPS     (BX)(R8*4), Y3
-	VADDPS      Y1, Y3, Y3
-	VMULPS      Y3, Y2, Y2
-	VCVTPH2PS   16(SI)(R8*2), Y3
-	VMULPS      Y0, Y3, Y3
-	VCVTPS2PH   $0x00, Y3, X3
-	VCVTPH2PS   X3, Y3
-	VMOVUPS     32(BX)(R8*4), Y4
-	VADDPS      Y1, Y4, Y4
-	VMULPS      Y4, Y3, Y3
-	VCVTPS2PH   $0x00, Y2, X12
-	VCVTPS2PH   $0x00, Y3, X2
-	VINSERTI128 $0x01, X2, Y12, Y12
-	VMOVDQU     Y12, (CX)(R8*2)
-	VCVTPH2PS   32(SI)(R8*2), Y2
-	VMULPS      Y0, Y2, Y2
-	VCVTPS2PH   $0x00, Y2, X2
-	VCVTPH2PS   X2, Y2
-	VMOVUPS     64(BX)(R8*4), Y3
-	VADDPS      Y1, Y3, Y3
-	VMULPS      Y3, Y2, Y2
-	VCVTPH2PS   48(SI)(R8*2), Y3
-	VMULPS      Y0, Y3, Y3
-	VCVTPS2PH   $0x00, Y3, X3
-	VCVTPH2PS   X3, Y3
-	VMOVUPS     96(BX)(R8*4), Y4
-	VADDPS      Y1, Y4, Y4
-	VMULPS      Y4, Y3, Y3
-	VCVTPS2PH   $0x00, Y2, X13
-	VCVTPS2PH   $0x00, Y3, X2
-	VINSERTI128 $0x01, X2, Y13, Y13
-	VMOVDQU     Y13, 32(CX)(R8*2)
-	ADDQ        $0x00000020, R8
-	JMP         scalepfloop
-
-scalent:
-	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
-	MOVQ CX, R11
-	NEGQ R11
-	ANDQ $0x0000001f, R11
-	SHRQ $0x01, R11
-	JZ   scalentloop
-	CMPQ R11, job_d+0(AX)
-	JLE  scalehead
-	MOVQ job_d+0(AX), R11
-
-scalehead:
-	CMPQ      R11, $0x00000008
-	JB        scaleheadpart
-	VCVTPH2PS (SI)(R8*2), Y2
-	VMULPS    Y0, Y2, Y2
-	VCVTPS2PH $0x00, Y2, X2
-	VCVTPH2PS X2, Y2
-	VMOVUPS   (BX)(R8*4), Y3
-	VADDPS    Y1, Y3, Y3
-	VMULPS    Y3, Y2, Y2
-	VCVTPS2PH $0x00, Y2, (CX)(R8*2)
-	ADDQ      $0x00000008, R8
-	SUBQ      $0x00000008, R11
-	JZ        scalentloop
-
-scaleheadpart:
-	LEAQ (SI)(R8*2), R12
-	LEAQ 128(SP), R13
-	MOVQ R11, R15
-	XORQ R14, R14
-	SUBQ $0x00000010, R15
-
-copyvec17:
-	CMPQ    R14, R15
-	JG      copyone18
-	VMOVUPS (R12)(R14*2), Y2
-	VMOVUPS Y2, (R13)(R14*2)
-	ADDQ    $0x00000010, R14
-	JMP     copyvec17
-
-copyone18:
-	ADDQ $0x00000010, R15
-
-copyloop20:
-	CMPQ R14, R15
-	JGE  copied19
-	MOVW (R12)(R14*2), BP
-	MOVW BP, (R13)(R14*2)
-	INCQ R14
-	JMP  copyloop20
-
-copied19:
-	LEAQ (BX)(R8*4), R12
-	LEAQ 160(SP), R13
-	MOVQ R11, R15
-	XORQ R14, R14
-	SUBQ $0x00000008, R15
-
-copyvec21:
-	CMPQ    R14, R15
-	JG      copyone22
-	VMOVUPS (R12)(R14*4), Y2
-	VMOVUPS Y2, (R13)(R14*4)
-	ADDQ    $0x00000008, R14
-	JMP     copyvec21
-
-copyone22:
-	ADDQ $0x00000008, R15
-
-copyloop24:
-	CMPQ R14, R15
-	JGE  copied23
-	MOVL (R12)(R14*4), BP
-	MOVL BP, (R13)(R14*4)
-	INCQ R14
-	JMP  copyloop24
-
-copied23:
-	VCVTPH2PS 128(SP), Y2
-	VMULPS    Y2, Y0, Y2
-	VCVTPS2PH $0x00, Y2, X2
-	VCVTPH2PS X2, Y2
-	VMOVUPS   160(SP), Y3
-	VADDPS    Y1, Y3, Y3
-	VMULPS    Y3, Y2, Y2
-	VCVTPS2PH $0x00, Y2, 192(SP)
-	LEAQ      192(SP), R13
-	LEAQ      (CX)(R8*2), R12
-	MOVQ      R11, R15
-	XORQ      R14, R14
-	SUBQ      $0x00000010, R15
-
-copyvec25:
-	CMPQ    R14, R15
-	JG      copyone26
-	VMOVUPS (R13)(R14*2), Y2
-	VMOVUPS Y2, (R12)(R14*2)
-	ADDQ    $0x00000010, R14
-	JMP     copyvec25
-
-copyone26:
-	ADDQ $0x00000010, R15
-
-copyloop28:
-	CMPQ R14, R15
-	JGE  copied27
-	MOVW (R13)(R14*2), BP
-	MOVW BP, (R12)(R14*2)
-	INCQ R14
-	JMP  copyloop28
-
-copied27:
-	ADDQ R11, R8
-
-scalentloop:
-	CMPQ        R8, R9
-	JG          scaletail
-	PREFETCHT0  (R10)(R8*2)
-	VCVTPH2PS   (SI)(R8*2), Y2
-	VMULPS      Y0, Y2, Y2
-	VCVTPS2PH   $0x00, Y2, X2
-	VCVTPH2PS   X2, Y2
-	VMOVUPS     (BX)(R8*4), Y3
-	VADDPS      Y1, Y3, Y3
-	VMULPS      Y3, Y2, Y2
-	VCVTPH2PS   16(SI)(R8*2), Y3
-	VMULPS      Y0, Y3, Y3
-	VCVTPS2PH   $0x00, Y3, X3
-	VCVTPH2PS   X3, Y3
-	VMOVUPS     32(BX)(R8*4), Y4
-	VADDPS      Y1, Y4, Y4
-	VMULPS      Y4, Y3, Y3
-	VCVTPS2PH   $0x00, Y2, X14
-	VCVTPS2PH   $0x00, Y3, X2
-	VINSERTI128 $0x01, X2, Y14, Y14
-	VMOVNTDQ    Y14, (CX)(R8*2)
-	VCVTPH2PS   32(SI)(R8*2), Y2
-	VMULPS      Y0, Y2, Y2
-	VCVTPS2PH   $0x00, Y2, X2
-	VCVTPH2PS   X2, Y2
-	VMOVUPS     64(BX)(R8*4), Y3
-	VADDPS      Y1, Y3, Y3
-	VMULPS      Y3, Y2, Y2
-	VCVTPH2PS   48(SI)(R8*2), Y3
-	VMULPS      Y0, Y3, Y3
-	VCVTPS2PH   $0x00, Y3, X3
-	VCVTPH2PS   X3, Y3
-	VMOVUPS     96(BX)(R8*4), Y4
-	VADDPS      Y1, Y4, Y4
-	VMULPS      Y4, Y3, Y3
-	VCVTPS2PH   $0x00, Y2, X15
-	VCVTPS2PH   $0x00, Y3, X2
-	VINSERTI128 $0x01, X2, Y15, Y15
-	VMOVNTDQ    Y15, 32(CX)(R8*2)
-	ADDQ        $0x00000020, R8
-	JMP         scalentloop
-
-scaletail:
-	ADDQ $0x00000018, R9
-
-scaleone:
-	CMPQ      R8, R9
-	JG        scalepart
-	VCVTPH2PS (SI)(R8*2), Y2
-	VMULPS    Y0, Y2, Y2
-	VCVTPS2PH $0x00, Y2, X2
-	VCVTPH2PS X2, Y2
-	VMOVUPS   (BX)(R8*4), Y3
-	VADDPS    Y1, Y3, Y3
-	VMULPS    Y3, Y2, Y2
-	VCVTPS2PH $0x00, Y2, (CX)(R8*2)
-	ADDQ      $0x00000008, R8
-	JMP       scaleone
-
-scalepart:
-	MOVQ job_d+0(AX), R11
-	SUBQ R8, R11
-	JZ   scaled
-	LEAQ (SI)(R8*2), R9
-	LEAQ 128(SP), R10
-	MOVQ R11, R13
-	XORQ R12, R12
-	SUBQ $0x00000010, R13
-
-copyvec29:
-	CMPQ    R12, R13
-	JG      copyone30
-	VMOVUPS (R9)(R12*2), Y2
-	VMOVUPS Y2, (R10)(R12*2)
-	ADDQ    $0x00000010, R12
-	JMP     copyvec29
-
-copyone30:
-	ADDQ $0x00000010, R13
-
-copyloop32:
-	CMPQ R12, R13
-	JGE  copied31
-	MOVW (R9)(R12*2), R14
-	MOVW R14, (R10)(R12*2)
-	INCQ R12
-	JMP  copyloop32
-
-copied31:
-	LEAQ (BX)(R8*4), R9
-	LEAQ 160(SP), R10
-	MOVQ R11, R13
-	XORQ R12, R12
-	SUBQ $0x00000008, R13
-
-copyvec33:
-	CMPQ    R12, R13
-	JG      copyone34
-	VMOVUPS (R9)(R12*4), Y2
-	VMOVUPS Y2, (R10)(R12*4)
-	ADDQ    $0x00000008, R12
-	JMP     copyvec33
-
-copyone34:
-	ADDQ $0x00000008, R13
-
-copyloop36:
-	CMPQ R12, R13
-	JGE  copied35
-	MOVL (R9)(R12*4), R14
-	MOVL R14, (R10)(R12*4)
-	INCQ R12
-	JMP  copyloop36
-
-copied35:
-	VCVTPH2PS 128(SP), Y2
-	VMULPS    Y2, Y0, Y2
-	VCVTPS2PH $0x00, Y2, X0
-	VCVTPH2PS X0, Y0
-	VMOVUPS   160(SP), Y2
-	VADDPS    Y1, Y2, Y2
-	VMULPS    Y2, Y0, Y0
-	VCVTPS2PH $0x00, Y0, 192(SP)
-	LEAQ      192(SP), R10
-	LEAQ      (CX)(R8*2), R9
-	XORQ      R8, R8
-	SUBQ      $0x00000010, R11
-
-copyvec37:
-	CMPQ    R8, R11
-	JG      copyone38
-	VMOVUPS (R10)(R8*2), Y0
-	VMOVUPS Y0, (R9)(R8*2)
-	ADDQ    $0x00000010, R8
-	JMP     copyvec37
-
-copyone38:
-	ADDQ $0x00000010, R11
-
-copyloop40:
-	CMPQ R8, R11
-	JGE  copied39
-	MOVW (R10)(R8*2), R12
-	MOVW R12, (R9)(R8*2)
-	INCQ R8
-	JMP  copyloop40
-
-copied39:
+copied46:
 scaled:
 	ADDQ DI, DX
 	ADDQ DI, CX
@@ -40468,16 +29132,16 @@ scaleloop:
 	VMULPS      Y0, Y1, Y1
 	VCVTPH2PS   16(BX)(DI*2), Y2
 	VMULPS      Y0, Y2, Y2
+	VCVTPH2PS   32(BX)(DI*2), Y3
+	VMULPS      Y0, Y3, Y3
+	VCVTPH2PS   48(BX)(DI*2), Y4
+	VMULPS      Y0, Y4, Y4
 	VCVTPS2PH   $0x00, Y1, X10
 	VCVTPS2PH   $0x00, Y2, X1
 	VINSERTI128 $0x01, X1, Y10, Y10
 	VMOVDQU     Y10, (CX)(DI*2)
-	VCVTPH2PS   32(BX)(DI*2), Y1
-	VMULPS      Y0, Y1, Y1
-	VCVTPH2PS   48(BX)(DI*2), Y2
-	VMULPS      Y0, Y2, Y2
-	VCVTPS2PH   $0x00, Y1, X11
-	VCVTPS2PH   $0x00, Y2, X1
+	VCVTPS2PH   $0x00, Y3, X11
+	VCVTPS2PH   $0x00, Y4, X1
 	VINSERTI128 $0x01, X1, Y11, Y11
 	VMOVDQU     Y11, 32(CX)(DI*2)
 	ADDQ        $0x00000020, DI
@@ -40502,16 +29166,16 @@ scalepfloop:
 	VMULPS      Y0, Y1, Y1
 	VCVTPH2PS   16(BX)(DI*2), Y2
 	VMULPS      Y0, Y2, Y2
+	VCVTPH2PS   32(BX)(DI*2), Y3
+	VMULPS      Y0, Y3, Y3
+	VCVTPH2PS   48(BX)(DI*2), Y4
+	VMULPS      Y0, Y4, Y4
 	VCVTPS2PH   $0x00, Y1, X12
 	VCVTPS2PH   $0x00, Y2, X1
 	VINSERTI128 $0x01, X1, Y12, Y12
 	VMOVDQU     Y12, (CX)(DI*2)
-	VCVTPH2PS   32(BX)(DI*2), Y1
-	VMULPS      Y0, Y1, Y1
-	VCVTPH2PS   48(BX)(DI*2), Y2
-	VMULPS      Y0, Y2, Y2
-	VCVTPS2PH   $0x00, Y1, X13
-	VCVTPS2PH   $0x00, Y2, X1
+	VCVTPS2PH   $0x00, Y3, X13
+	VCVTPS2PH   $0x00, Y4, X1
 	VINSERTI128 $0x01, X1, Y13, Y13
 	VMOVDQU     Y13, 32(CX)(DI*2)
 	ADDQ        $0x00000020, DI
@@ -40604,16 +29268,16 @@ scalentloop:
 	VMULPS      Y0, Y1, Y1
 	VCVTPH2PS   16(BX)(DI*2), Y2
 	VMULPS      Y0, Y2, Y2
+	VCVTPH2PS   32(BX)(DI*2), Y3
+	VMULPS      Y0, Y3, Y3
+	VCVTPH2PS   48(BX)(DI*2), Y4
+	VMULPS      Y0, Y4, Y4
 	VCVTPS2PH   $0x00, Y1, X14
 	VCVTPS2PH   $0x00, Y2, X1
 	VINSERTI128 $0x01, X1, Y14, Y14
 	VMOVNTDQ    Y14, (CX)(DI*2)
-	VCVTPH2PS   32(BX)(DI*2), Y1
-	VMULPS      Y0, Y1, Y1
-	VCVTPH2PS   48(BX)(DI*2), Y2
-	VMULPS      Y0, Y2, Y2
-	VCVTPS2PH   $0x00, Y1, X15
-	VCVTPS2PH   $0x00, Y2, X1
+	VCVTPS2PH   $0x00, Y3, X15
+	VCVTPS2PH   $0x00, Y4, X1
 	VINSERTI128 $0x01, X1, Y15, Y15
 	VMOVNTDQ    Y15, 32(CX)(DI*2)
 	ADDQ        $0x00000020, DI
@@ -44769,102 +33433,70 @@ DATA kernels<>+112(SB)/8, $·runGeneric(SB)
 DATA kernels<>+120(SB)/8, $·runGeneric(SB)
 DATA kernels<>+128(SB)/8, $·runGeneric(SB)
 DATA kernels<>+136(SB)/8, $·runGeneric(SB)
-DATA kernels<>+144(SB)/8, $·runGeneric(SB)
-DATA kernels<>+152(SB)/8, $·runGeneric(SB)
-DATA kernels<>+160(SB)/8, $·runGeneric(SB)
-DATA kernels<>+168(SB)/8, $·runGeneric(SB)
-DATA kernels<>+176(SB)/8, $·runGeneric(SB)
-DATA kernels<>+184(SB)/8, $·runGeneric(SB)
-DATA kernels<>+192(SB)/8, $·runGeneric(SB)
-DATA kernels<>+200(SB)/8, $·runGeneric(SB)
-DATA kernels<>+208(SB)/8, $·runGenericBackward(SB)
-DATA kernels<>+216(SB)/8, $·runGenericBackward(SB)
-DATA kernels<>+224(SB)/8, $·runGenericBackward(SB)
-DATA kernels<>+232(SB)/8, $·avx2Weighted(SB)
-DATA kernels<>+240(SB)/8, $·avx2Offset(SB)
-DATA kernels<>+248(SB)/8, $·avx2Unweighted(SB)
-DATA kernels<>+256(SB)/8, $·avx2AddWeighted(SB)
-DATA kernels<>+264(SB)/8, $·avx2AddOffset(SB)
-DATA kernels<>+272(SB)/8, $·avx2AddUnweighted(SB)
-DATA kernels<>+280(SB)/8, $·avx2BF16Weighted(SB)
-DATA kernels<>+288(SB)/8, $·avx2BF16WeightedRN(SB)
-DATA kernels<>+296(SB)/8, $·avx2BF16Offset(SB)
-DATA kernels<>+304(SB)/8, $·avx2BF16OffsetRN(SB)
-DATA kernels<>+312(SB)/8, $·avx2BF16Unweighted(SB)
-DATA kernels<>+320(SB)/8, $·avx2BF16AddWeighted(SB)
-DATA kernels<>+328(SB)/8, $·avx2BF16AddWeightedRN(SB)
-DATA kernels<>+336(SB)/8, $·avx2BF16AddOffset(SB)
-DATA kernels<>+344(SB)/8, $·avx2BF16AddOffsetRN(SB)
-DATA kernels<>+352(SB)/8, $·avx2BF16AddUnweighted(SB)
-DATA kernels<>+360(SB)/8, $·avx2F16Weighted(SB)
-DATA kernels<>+368(SB)/8, $·avx2F16WeightedRN(SB)
-DATA kernels<>+376(SB)/8, $·avx2F16Offset(SB)
-DATA kernels<>+384(SB)/8, $·avx2F16OffsetRN(SB)
-DATA kernels<>+392(SB)/8, $·avx2F16Unweighted(SB)
-DATA kernels<>+400(SB)/8, $·avx2F16AddWeighted(SB)
-DATA kernels<>+408(SB)/8, $·avx2F16AddWeightedRN(SB)
-DATA kernels<>+416(SB)/8, $·avx2F16AddOffset(SB)
-DATA kernels<>+424(SB)/8, $·avx2F16AddOffsetRN(SB)
-DATA kernels<>+432(SB)/8, $·avx2F16AddUnweighted(SB)
-DATA kernels<>+440(SB)/8, $·avx2BackwardWeighted(SB)
-DATA kernels<>+448(SB)/8, $·avx2BackwardOffset(SB)
-DATA kernels<>+456(SB)/8, $·avx2BackwardUnweighted(SB)
-DATA kernels<>+464(SB)/8, $·avx512Weighted(SB)
-DATA kernels<>+472(SB)/8, $·avx512Offset(SB)
-DATA kernels<>+480(SB)/8, $·avx512Unweighted(SB)
-DATA kernels<>+488(SB)/8, $·avx512AddWeighted(SB)
-DATA kernels<>+496(SB)/8, $·avx512AddOffset(SB)
-DATA kernels<>+504(SB)/8, $·avx512AddUnweighted(SB)
-DATA kernels<>+512(SB)/8, $·avx512BF16Weighted(SB)
-DATA kernels<>+520(SB)/8, $·avx512BF16WeightedRN(SB)
-DATA kernels<>+528(SB)/8, $·avx512BF16Offset(SB)
-DATA kernels<>+536(SB)/8, $·avx512BF16OffsetRN(SB)
-DATA kernels<>+544(SB)/8, $·avx512BF16Unweighted(SB)
-DATA kernels<>+552(SB)/8, $·avx512BF16AddWeighted(SB)
-DATA kernels<>+560(SB)/8, $·avx512BF16AddWeightedRN(SB)
-DATA kernels<>+568(SB)/8, $·avx512BF16AddOffset(SB)
-DATA kernels<>+576(SB)/8, $·avx512BF16AddOffsetRN(SB)
-DATA kernels<>+584(SB)/8, $·avx512BF16AddUnweighted(SB)
-DATA kernels<>+592(SB)/8, $·avx512F16Weighted(SB)
-DATA kernels<>+600(SB)/8, $·avx512F16WeightedRN(SB)
-DATA kernels<>+608(SB)/8, $·avx512F16Offset(SB)
-DATA kernels<>+616(SB)/8, $·avx512F16OffsetRN(SB)
-DATA kernels<>+624(SB)/8, $·avx512F16Unweighted(SB)
-DATA kernels<>+632(SB)/8, $·avx512F16AddWeighted(SB)
-DATA kernels<>+640(SB)/8, $·avx512F16AddWeightedRN(SB)
-DATA kernels<>+648(SB)/8, $·avx512F16AddOffset(SB)
-DATA kernels<>+656(SB)/8, $·avx512F16AddOffsetRN(SB)
-DATA kernels<>+664(SB)/8, $·avx512F16AddUnweighted(SB)
-DATA kernels<>+672(SB)/8, $·avx512BackwardWeighted(SB)
-DATA kernels<>+680(SB)/8, $·avx512BackwardOffset(SB)
-DATA kernels<>+688(SB)/8, $·avx512BackwardUnweighted(SB)
-DATA kernels<>+696(SB)/8, $·runGeneric(SB)
-DATA kernels<>+704(SB)/8, $·runGeneric(SB)
-DATA kernels<>+712(SB)/8, $·runGeneric(SB)
-DATA kernels<>+720(SB)/8, $·runGeneric(SB)
-DATA kernels<>+728(SB)/8, $·runGeneric(SB)
-DATA kernels<>+736(SB)/8, $·runGeneric(SB)
-DATA kernels<>+744(SB)/8, $·runGeneric(SB)
-DATA kernels<>+752(SB)/8, $·runGeneric(SB)
-DATA kernels<>+760(SB)/8, $·runGeneric(SB)
-DATA kernels<>+768(SB)/8, $·runGeneric(SB)
-DATA kernels<>+776(SB)/8, $·runGeneric(SB)
-DATA kernels<>+784(SB)/8, $·runGeneric(SB)
-DATA kernels<>+792(SB)/8, $·runGeneric(SB)
-DATA kernels<>+800(SB)/8, $·runGeneric(SB)
-DATA kernels<>+808(SB)/8, $·runGeneric(SB)
-DATA kernels<>+816(SB)/8, $·runGeneric(SB)
-DATA kernels<>+824(SB)/8, $·runGeneric(SB)
-DATA kernels<>+832(SB)/8, $·runGeneric(SB)
-DATA kernels<>+840(SB)/8, $·runGeneric(SB)
-DATA kernels<>+848(SB)/8, $·runGeneric(SB)
-DATA kernels<>+856(SB)/8, $·runGeneric(SB)
-DATA kernels<>+864(SB)/8, $·runGeneric(SB)
-DATA kernels<>+872(SB)/8, $·runGeneric(SB)
-DATA kernels<>+880(SB)/8, $·runGeneric(SB)
-DATA kernels<>+888(SB)/8, $·runGeneric(SB)
-DATA kernels<>+896(SB)/8, $·runGeneric(SB)
-DATA kernels<>+904(SB)/8, $·runGenericBackward(SB)
-DATA kernels<>+912(SB)/8, $·runGenericBackward(SB)
-DATA kernels<>+920(SB)/8, $·runGenericBackward(SB)
-GLOBL kernels<>(SB), RODATA|NOPTR, $928
+DATA kernels<>+144(SB)/8, $·runGenericBackward(SB)
+DATA kernels<>+152(SB)/8, $·runGenericBackward(SB)
+DATA kernels<>+160(SB)/8, $·runGenericBackward(SB)
+DATA kernels<>+168(SB)/8, $·avx2Weighted(SB)
+DATA kernels<>+176(SB)/8, $·avx2Offset(SB)
+DATA kernels<>+184(SB)/8, $·avx2Unweighted(SB)
+DATA kernels<>+192(SB)/8, $·avx2AddWeighted(SB)
+DATA kernels<>+200(SB)/8, $·avx2AddOffset(SB)
+DATA kernels<>+208(SB)/8, $·avx2AddUnweighted(SB)
+DATA kernels<>+216(SB)/8, $·avx2BF16Weighted(SB)
+DATA kernels<>+224(SB)/8, $·avx2BF16Offset(SB)
+DATA kernels<>+232(SB)/8, $·avx2BF16Unweighted(SB)
+DATA kernels<>+240(SB)/8, $·avx2BF16AddWeighted(SB)
+DATA kernels<>+248(SB)/8, $·avx2BF16AddOffset(SB)
+DATA kernels<>+256(SB)/8, $·avx2BF16AddUnweighted(SB)
+DATA kernels<>+264(SB)/8, $·avx2F16Weighted(SB)
+DATA kernels<>+272(SB)/8, $·avx2F16Offset(SB)
+DATA kernels<>+280(SB)/8, $·avx2F16Unweighted(SB)
+DATA kernels<>+288(SB)/8, $·avx2F16AddWeighted(SB)
+DATA kernels<>+296(SB)/8, $·avx2F16AddOffset(SB)
+DATA kernels<>+304(SB)/8, $·avx2F16AddUnweighted(SB)
+DATA kernels<>+312(SB)/8, $·avx2BackwardWeighted(SB)
+DATA kernels<>+320(SB)/8, $·avx2BackwardOffset(SB)
+DATA kernels<>+328(SB)/8, $·avx2BackwardUnweighted(SB)
+DATA kernels<>+336(SB)/8, $·avx512Weighted(SB)
+DATA kernels<>+344(SB)/8, $·avx512Offset(SB)
+DATA kernels<>+352(SB)/8, $·avx512Unweighted(SB)
+DATA kernels<>+360(SB)/8, $·avx512AddWeighted(SB)
+DATA kernels<>+368(SB)/8, $·avx512AddOffset(SB)
+DATA kernels<>+376(SB)/8, $·avx512AddUnweighted(SB)
+DATA kernels<>+384(SB)/8, $·avx512BF16Weighted(SB)
+DATA kernels<>+392(SB)/8, $·avx512BF16Offset(SB)
+DATA kernels<>+400(SB)/8, $·avx512BF16Unweighted(SB)
+DATA kernels<>+408(SB)/8, $·avx512BF16AddWeighted(SB)
+DATA kernels<>+416(SB)/8, $·avx512BF16AddOffset(SB)
+DATA kernels<>+424(SB)/8, $·avx512BF16AddUnweighted(SB)
+DATA kernels<>+432(SB)/8, $·avx512F16Weighted(SB)
+DATA kernels<>+440(SB)/8, $·avx512F16Offset(SB)
+DATA kernels<>+448(SB)/8, $·avx512F16Unweighted(SB)
+DATA kernels<>+456(SB)/8, $·avx512F16AddWeighted(SB)
+DATA kernels<>+464(SB)/8, $·avx512F16AddOffset(SB)
+DATA kernels<>+472(SB)/8, $·avx512F16AddUnweighted(SB)
+DATA kernels<>+480(SB)/8, $·avx512BackwardWeighted(SB)
+DATA kernels<>+488(SB)/8, $·avx512BackwardOffset(SB)
+DATA kernels<>+496(SB)/8, $·avx512BackwardUnweighted(SB)
+DATA kernels<>+504(SB)/8, $·runGeneric(SB)
+DATA kernels<>+512(SB)/8, $·runGeneric(SB)
+DATA kernels<>+520(SB)/8, $·runGeneric(SB)
+DATA kernels<>+528(SB)/8, $·runGeneric(SB)
+DATA kernels<>+536(SB)/8, $·runGeneric(SB)
+DATA kernels<>+544(SB)/8, $·runGeneric(SB)
+DATA kernels<>+552(SB)/8, $·runGeneric(SB)
+DATA kernels<>+560(SB)/8, $·runGeneric(SB)
+DATA kernels<>+568(SB)/8, $·runGeneric(SB)
+DATA kernels<>+576(SB)/8, $·runGeneric(SB)
+DATA kernels<>+584(SB)/8, $·runGeneric(SB)
+DATA kernels<>+592(SB)/8, $·runGeneric(SB)
+DATA kernels<>+600(SB)/8, $·runGeneric(SB)
+DATA kernels<>+608(SB)/8, $·runGeneric(SB)
+DATA kernels<>+616(SB)/8, $·runGeneric(SB)
+DATA kernels<>+624(SB)/8, $·runGeneric(SB)
+DATA kernels<>+632(SB)/8, $·runGeneric(SB)
+DATA kernels<>+640(SB)/8, $·runGeneric(SB)
+DATA kernels<>+648(SB)/8, $·runGenericBackward(SB)
+DATA kernels<>+656(SB)/8, $·runGenericBackward(SB)
+DATA kernels<>+664(SB)/8, $·runGenericBackward(SB)
+GLOBL kernels<>(SB), RODATA|NOPTR, $672

@@ -73,29 +73,17 @@ func neonAddOffset(j *job, from, to int) int
 //go:noescape
 func neonAddUnweighted(j *job, from, to int) int
 
-// neonBF16Weighted normalizes rows [from, to) of the job: BF16 rows: y = round16((x*inv)*w), for each row.
+// neonBF16Weighted normalizes rows [from, to) of the job: BF16 rows: y = round16((x*inv)*w) (with flagRN, round16(x*inv) in place of (x*inv)), for each row.
 // It stops before the first row that needs the float64 path and returns that row's index, or to.
 //
 //go:noescape
 func neonBF16Weighted(j *job, from, to int) int
 
-// neonBF16WeightedRN normalizes rows [from, to) of the job: BF16 rows: y = round16(round16(x*inv)*w), for each row.
-// It stops before the first row that needs the float64 path and returns that row's index, or to.
-//
-//go:noescape
-func neonBF16WeightedRN(j *job, from, to int) int
-
-// neonBF16Offset normalizes rows [from, to) of the job: BF16 rows: y = round16((x*inv)*(1+w)), for each row.
+// neonBF16Offset normalizes rows [from, to) of the job: BF16 rows: y = round16((x*inv)*(1+w)) (with flagRN, round16(x*inv) in place of (x*inv)), for each row.
 // It stops before the first row that needs the float64 path and returns that row's index, or to.
 //
 //go:noescape
 func neonBF16Offset(j *job, from, to int) int
-
-// neonBF16OffsetRN normalizes rows [from, to) of the job: BF16 rows: y = round16(round16(x*inv)*(1+w)), for each row.
-// It stops before the first row that needs the float64 path and returns that row's index, or to.
-//
-//go:noescape
-func neonBF16OffsetRN(j *job, from, to int) int
 
 // neonBF16Unweighted normalizes rows [from, to) of the job: BF16 rows: y = round16(x*inv), for each row.
 // It stops before the first row that needs the float64 path and returns that row's index, or to.
@@ -103,29 +91,17 @@ func neonBF16OffsetRN(j *job, from, to int) int
 //go:noescape
 func neonBF16Unweighted(j *job, from, to int) int
 
-// neonBF16AddWeighted normalizes rows [from, to) of the job: BF16 rows: h = round16(x + res) and res = h per element, then y = round16((h*inv)*w), for each row.
+// neonBF16AddWeighted normalizes rows [from, to) of the job: BF16 rows: h = round16(x + res) and res = h per element, then y = round16((h*inv)*w) (with flagRN, round16(h*inv) in place of (h*inv)), for each row.
 // It stops before the first row that needs the float64 path and returns that row's index, or to.
 //
 //go:noescape
 func neonBF16AddWeighted(j *job, from, to int) int
 
-// neonBF16AddWeightedRN normalizes rows [from, to) of the job: BF16 rows: h = round16(x + res) and res = h per element, then y = round16(round16(h*inv)*w), for each row.
-// It stops before the first row that needs the float64 path and returns that row's index, or to.
-//
-//go:noescape
-func neonBF16AddWeightedRN(j *job, from, to int) int
-
-// neonBF16AddOffset normalizes rows [from, to) of the job: BF16 rows: h = round16(x + res) and res = h per element, then y = round16((h*inv)*(1+w)), for each row.
+// neonBF16AddOffset normalizes rows [from, to) of the job: BF16 rows: h = round16(x + res) and res = h per element, then y = round16((h*inv)*(1+w)) (with flagRN, round16(h*inv) in place of (h*inv)), for each row.
 // It stops before the first row that needs the float64 path and returns that row's index, or to.
 //
 //go:noescape
 func neonBF16AddOffset(j *job, from, to int) int
-
-// neonBF16AddOffsetRN normalizes rows [from, to) of the job: BF16 rows: h = round16(x + res) and res = h per element, then y = round16(round16(h*inv)*(1+w)), for each row.
-// It stops before the first row that needs the float64 path and returns that row's index, or to.
-//
-//go:noescape
-func neonBF16AddOffsetRN(j *job, from, to int) int
 
 // neonBF16AddUnweighted normalizes rows [from, to) of the job: BF16 rows: h = round16(x + res) and res = h per element, then y = round16(h*inv), for each row.
 // It stops before the first row that needs the float64 path and returns that row's index, or to.
@@ -133,29 +109,17 @@ func neonBF16AddOffsetRN(j *job, from, to int) int
 //go:noescape
 func neonBF16AddUnweighted(j *job, from, to int) int
 
-// neonF16Weighted normalizes rows [from, to) of the job: F16 rows: y = round16((x*inv)*w), for each row.
+// neonF16Weighted normalizes rows [from, to) of the job: F16 rows: y = round16((x*inv)*w) (with flagRN, round16(x*inv) in place of (x*inv)), for each row.
 // It stops before the first row that needs the float64 path and returns that row's index, or to.
 //
 //go:noescape
 func neonF16Weighted(j *job, from, to int) int
 
-// neonF16WeightedRN normalizes rows [from, to) of the job: F16 rows: y = round16(round16(x*inv)*w), for each row.
-// It stops before the first row that needs the float64 path and returns that row's index, or to.
-//
-//go:noescape
-func neonF16WeightedRN(j *job, from, to int) int
-
-// neonF16Offset normalizes rows [from, to) of the job: F16 rows: y = round16((x*inv)*(1+w)), for each row.
+// neonF16Offset normalizes rows [from, to) of the job: F16 rows: y = round16((x*inv)*(1+w)) (with flagRN, round16(x*inv) in place of (x*inv)), for each row.
 // It stops before the first row that needs the float64 path and returns that row's index, or to.
 //
 //go:noescape
 func neonF16Offset(j *job, from, to int) int
-
-// neonF16OffsetRN normalizes rows [from, to) of the job: F16 rows: y = round16(round16(x*inv)*(1+w)), for each row.
-// It stops before the first row that needs the float64 path and returns that row's index, or to.
-//
-//go:noescape
-func neonF16OffsetRN(j *job, from, to int) int
 
 // neonF16Unweighted normalizes rows [from, to) of the job: F16 rows: y = round16(x*inv), for each row.
 // It stops before the first row that needs the float64 path and returns that row's index, or to.
@@ -163,29 +127,17 @@ func neonF16OffsetRN(j *job, from, to int) int
 //go:noescape
 func neonF16Unweighted(j *job, from, to int) int
 
-// neonF16AddWeighted normalizes rows [from, to) of the job: F16 rows: h = round16(x + res) and res = h per element, then y = round16((h*inv)*w), for each row.
+// neonF16AddWeighted normalizes rows [from, to) of the job: F16 rows: h = round16(x + res) and res = h per element, then y = round16((h*inv)*w) (with flagRN, round16(h*inv) in place of (h*inv)), for each row.
 // It stops before the first row that needs the float64 path and returns that row's index, or to.
 //
 //go:noescape
 func neonF16AddWeighted(j *job, from, to int) int
 
-// neonF16AddWeightedRN normalizes rows [from, to) of the job: F16 rows: h = round16(x + res) and res = h per element, then y = round16(round16(h*inv)*w), for each row.
-// It stops before the first row that needs the float64 path and returns that row's index, or to.
-//
-//go:noescape
-func neonF16AddWeightedRN(j *job, from, to int) int
-
-// neonF16AddOffset normalizes rows [from, to) of the job: F16 rows: h = round16(x + res) and res = h per element, then y = round16((h*inv)*(1+w)), for each row.
+// neonF16AddOffset normalizes rows [from, to) of the job: F16 rows: h = round16(x + res) and res = h per element, then y = round16((h*inv)*(1+w)) (with flagRN, round16(h*inv) in place of (h*inv)), for each row.
 // It stops before the first row that needs the float64 path and returns that row's index, or to.
 //
 //go:noescape
 func neonF16AddOffset(j *job, from, to int) int
-
-// neonF16AddOffsetRN normalizes rows [from, to) of the job: F16 rows: h = round16(x + res) and res = h per element, then y = round16(round16(h*inv)*(1+w)), for each row.
-// It stops before the first row that needs the float64 path and returns that row's index, or to.
-//
-//go:noescape
-func neonF16AddOffsetRN(j *job, from, to int) int
 
 // neonF16AddUnweighted normalizes rows [from, to) of the job: F16 rows: h = round16(x + res) and res = h per element, then y = round16(h*inv), for each row.
 // It stops before the first row that needs the float64 path and returns that row's index, or to.

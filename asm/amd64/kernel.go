@@ -708,10 +708,17 @@ func (g *gen) scaleLoop(name string, src, i, lim, pf GPVirtual, invv, one VecVir
 	if pf != nil {
 		g.prefetchLines(pf, i)
 	}
+	// The products of the iteration first, so that flagRN is tested once for all of them.
+	ts := make([]VecVirtual, unroll)
+	for u := range ts {
+		ts[u] = g.s.vec()
+		g.mulLoad(g.at(src, i, u*g.vstep()), invv, ts[u])
+	}
+	g.roundIfRN(ts...)
 	// 16-bit rows go out two vectors of lanes at a time, one full vector of 16-bit lanes.
 	var pair VecVirtual
-	for u := 0; u < unroll; u++ {
-		t := g.compute(src, i, u, invv, one)
+	for u, t := range ts {
+		g.applyWeight(t, g.atW(i, u*g.s.vbytes()), one, nil)
 		switch {
 		case !g.is16() && nt:
 			g.storeNT([]VecVirtual{t}, g.at(g.dst, i, u*g.vstep()))
@@ -741,11 +748,27 @@ func (g *gen) prefetchLines(pf, i GPVirtual) {
 func (g *gen) compute(src, i GPVirtual, u int, invv, one VecVirtual) VecVirtual {
 	t := g.s.vec()
 	g.mulLoad(g.at(src, i, u*g.vstep()), invv, t)
-	if g.v.RoundNormalized {
-		t = g.round(t)
-	}
+	g.roundIfRN(t)
 	g.applyWeight(t, g.atW(i, u*g.s.vbytes()), one, nil)
 	return t
+}
+
+// roundIfRN rounds ts to the storage format in place when the job has flagRN (RoundNormalized),
+// for the variants that take it (spec.Variant.Rounds). The flag is tested once per call, in the
+// scale loop once per iteration: a branch that always goes the same way costs less than a second
+// copy of the function.
+func (g *gen) roundIfRN(ts ...VecVirtual) {
+	if !g.v.Rounds() {
+		return
+	}
+	skip := g.label("notrn")
+	TESTL(U32(spec.FlagRN), g.flags())
+	JZ(LabelRef(skip))
+	for _, t := range ts {
+		r := g.round(t)
+		VMOVUPS(r, t)
+	}
+	Label(skip)
 }
 
 // applyWeight multiplies t by the weight vector at m, or by 1 + it, as the variant asks; with k
@@ -781,9 +804,7 @@ func (g *gen) partialOut(src, i, n GPVirtual, invv, one VecVirtual) {
 		t := s.vec()
 		g.loadMasked(g.at(src, i, 0), m, t)
 		VMULPS(t, invv, t)
-		if g.v.RoundNormalized {
-			t = g.round(t)
-		}
+		g.roundIfRN(t)
 		g.applyWeight(t, g.atW(i, 0), one, m)
 		g.storeMasked(t, m, g.at(g.dst, i, 0), false)
 		return
@@ -802,9 +823,7 @@ func (g *gen) partialOut(src, i, n GPVirtual, invv, one VecVirtual) {
 	t := s.vec()
 	g.load(g.slotX, t)
 	VMULPS(t, invv, t)
-	if g.v.RoundNormalized {
-		t = g.round(t)
-	}
+	g.roundIfRN(t)
 	g.applyWeight(t, g.slotX.Offset(vb), one, nil)
 	g.store(t, g.slotX.Offset(2*vb), false)
 	LEAQ(g.slotX.Offset(2*vb), sl)

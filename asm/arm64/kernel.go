@@ -125,6 +125,22 @@ func (e *emitter) op(format string, args ...any) { fmt.Fprintf(&e.b, "\t"+format
 func (e *emitter) label(l string)                { fmt.Fprintf(&e.b, "%s:\n", l) }
 func (e *emitter) comment(c string)              { fmt.Fprintf(&e.b, "\n\t// %s\n", c) }
 
+// roundIfRN rounds the vectors vs to the storage format in place when the job has flagRN
+// (RoundNormalized), for the variants that take it (spec.Variant.Rounds): one branch for the
+// vectors, always going the same way, instead of a second copy of the function.
+func (e *emitter) roundIfRN(tmp [3]vreg, vs ...vreg) {
+	if !e.v.Rounds() {
+		return
+	}
+	skip := e.fresh("notrn")
+	e.op("TST $%d, %s", spec.FlagRN, rFlags)
+	e.op("BEQ %s", skip)
+	for _, v := range vs {
+		e.round(v, tmp)
+	}
+	e.label(skip)
+}
+
 // fresh returns a new label name starting with p.
 func (e *emitter) fresh(p string) string {
 	e.labels++
@@ -534,12 +550,10 @@ func (e *emitter) scaleRow(src string) {
 }
 
 // scaleVec turns x in Vx into (x*inv)*w (or the variant's form), loading w into Vw with loadW;
-// with RoundNormalized, x*inv is rounded to the format first.
+// with flagRN (RoundNormalized), x*inv is rounded to the format first.
 func (e *emitter) scaleVec(x, w vreg, loadW string) {
 	e.word(fmul4s(x, x, 29))
-	if e.v.RoundNormalized {
-		e.round(x, [3]vreg{21, 22, 23})
-	}
+	e.roundIfRN([3]vreg{21, 22, 23}, x)
 	if e.v.Mode == spec.Unweighted {
 		return
 	}
@@ -569,10 +583,8 @@ func (e *emitter) scale16() {
 	for i := vreg(0); i < 4; i++ {
 		e.widen(16 + i)
 		e.word(fmul4s(16+i, 16+i, 29))
-		if e.v.RoundNormalized {
-			e.round(16+i, [3]vreg{20, 21, 22})
-		}
 	}
+	e.roundIfRN([3]vreg{20, 21, 22}, 16, 17, 18, 19)
 	if e.v.Mode != spec.Unweighted {
 		e.op("VLD1.P 64(R13), [V20.S4, V21.S4, V22.S4, V23.S4]")
 		for i := vreg(0); i < 4; i++ {

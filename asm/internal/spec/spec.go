@@ -47,24 +47,24 @@ func (f Format) Bytes() int {
 
 // Variant is one specialized kernel body.
 type Variant struct {
-	Format          Format
-	Mode            Mode
-	Residual        bool // h = x + res (rounded to the format); res = h; normalize h
-	RoundNormalized bool // 16-bit formats, with a weight: x*inv is rounded to the format before the weight
+	Format   Format
+	Mode     Mode
+	Residual bool // h = x + res (rounded to the format); res = h; normalize h
 }
 
+// Rounds reports whether the variant takes RoundNormalized from FlagRN: 16-bit rows with a weight,
+// where x*inv may be rounded to the format before the weight. A test of the flag per vector costs
+// less than a second copy of every such function (a third of the generated code).
+func (v Variant) Rounds() bool { return v.Format != F32 && v.Mode != Unweighted }
+
 // Forward lists every forward variant, in the order the generated files hold them; the Go side
-// numbers them the same way (gospec.go). RoundNormalized changes nothing for float32 rows or
-// without a weight, so those have no such variant.
+// numbers them the same way (gospec.go).
 var Forward = func() []Variant {
 	var vs []Variant
 	for _, f := range Formats {
 		for _, res := range []bool{false, true} {
 			for _, m := range Modes {
-				vs = append(vs, Variant{f, m, res, false})
-				if f != F32 && m != Unweighted {
-					vs = append(vs, Variant{f, m, res, true})
-				}
+				vs = append(vs, Variant{f, m, res})
 			}
 		}
 	}
@@ -98,25 +98,13 @@ const GradBlock = 32
 // forward variants, then the backward functions.
 var Entries = len(Forward) + len(Backward)
 
-// canonical returns the variant that implements v: RoundNormalized dropped where it changes nothing.
-func (v Variant) canonical() Variant {
-	if v.Format == F32 || v.Mode == Unweighted {
-		v.RoundNormalized = false
-	}
-	return v
-}
-
-// Name is the variant's part of a function name, e.g. "AddOffset" or "BF16AddWeightedRN".
+// Name is the variant's part of a function name, e.g. "AddOffset" or "BF16AddWeighted".
 func (v Variant) Name() string {
 	s := v.Format.String()
 	if v.Residual {
 		s += "Add"
 	}
-	s += v.Mode.String()
-	if v.RoundNormalized {
-		s += "RN"
-	}
-	return s
+	return s + v.Mode.String()
 }
 
 // Formula is the doc-comment line for the variant.
@@ -131,12 +119,7 @@ func (v Variant) Formula() string {
 		s += "h = " + round("x + res") + " and res = h per element, then "
 		src = "h"
 	}
-	n := src + "*inv"
-	if v.RoundNormalized {
-		n = round(n)
-	} else {
-		n = "(" + n + ")"
-	}
+	n := "(" + src + "*inv)"
 	switch v.Mode {
 	case Weighted:
 		s += "y = " + round(n+"*w")
@@ -144,6 +127,9 @@ func (v Variant) Formula() string {
 		s += "y = " + round(n+"*(1+w)")
 	default:
 		s += "y = " + round(src+"*inv")
+	}
+	if v.Rounds() {
+		s += " (with flagRN, " + round(src+"*inv") + " in place of " + n + ")"
 	}
 	return s + ", for each row."
 }
@@ -186,6 +172,9 @@ const (
 	// last row of a block adds its block's partial sum to DW itself (DW += P + q). Without it each
 	// block's partial sum stays in its own slot of acc and the Go side adds the slots to DW.
 	FlagFuse = 4
+	// FlagRN (16-bit rows with a weight): Norm.RoundNormalized, x*inv rounded to the format before
+	// the weight (see Variant.Rounds).
+	FlagRN = 8
 )
 
 // Bounds of t = ss/d + eps outside which a row takes the float64 path.
@@ -209,6 +198,7 @@ func GoSpec(header string) string {
 	fmt.Fprintf(&b, "\tflagNT = %d // write dst with non-temporal stores (the batch is larger than the cache)\n", FlagNT)
 	fmt.Fprintf(&b, "\tflagPF = %d // prefetch the rows ahead (they come from memory, or lie far apart)\n", FlagPF)
 	fmt.Fprintf(&b, "\tflagFuse = %d // backward: the last row of a block adds the block's partial sum to DW\n", FlagFuse)
+	fmt.Fprintf(&b, "\tflagRN = %d // 16-bit rows with a weight: round x*inv to the format before the weight (RoundNormalized)\n", FlagRN)
 	b.WriteString(")\n\n")
 	fmt.Fprintf(&b, "// gradBlock is the number of rows summed into one partial sum of the weight gradient.\nconst gradBlock = %d\n\n", GradBlock)
 	fmt.Fprintf(&b, "// groupMax is the longest row the kernels normalize four at a time.\nconst groupMax = %d\n\n", GroupMax)
@@ -224,19 +214,15 @@ func GoSpec(header string) string {
 	fmt.Fprintf(&b, "// numVariants is the number of forward variants; numEntries counts the backward functions too.\n")
 	fmt.Fprintf(&b, "const (\n\tnumVariants = %d\n\tnumEntries  = %d\n)\n\n", len(Forward), Entries)
 	fmt.Fprintf(&b, "// numConvOps is the number of conversions (convOp).\nconst numConvOps = %d\n\n", len(Conversions))
-	b.WriteString("// forwardVariant maps a call's storage format, weight form, residual and RoundNormalized to the\n")
-	b.WriteString("// variant that implements it.\n")
-	b.WriteString("var forwardVariant = [3][3][2][2]variant{\n")
+	b.WriteString("// forwardVariant maps a call's storage format, weight form and residual to the variant that\n")
+	b.WriteString("// implements it (RoundNormalized is flagRN).\n")
+	b.WriteString("var forwardVariant = [3][3][2]variant{\n")
 	for _, f := range Formats {
 		fmt.Fprintf(&b, "\tformat%s: {\n", map[Format]string{F32: "F32", BF16: "BF16", F16: "F16"}[f])
 		for _, m := range Modes {
 			var rs []string
 			for _, res := range []bool{false, true} {
-				var vs []string
-				for _, rn := range []bool{false, true} {
-					vs = append(vs, "v"+Variant{f, m, res, rn}.canonical().Name())
-				}
-				rs = append(rs, "{"+strings.Join(vs, ", ")+"}")
+				rs = append(rs, "v"+Variant{f, m, res}.Name())
 			}
 			fmt.Fprintf(&b, "\t\t%s: {%s},\n", strings.ToLower(m.String()), strings.Join(rs, ", "))
 		}

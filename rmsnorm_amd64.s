@@ -2908,12 +2908,25 @@ firstblock:
 	VPSLLD    $0x10, Z8, Z8
 	VMULPS    Z8, Z8, Z8
 	MOVQ      $0x00000040, R9
-	TESTL     $0x00000002, job_flags+0(AX)
-	JNZ       sumpf
+
+	// With flagPF, the rows ahead are prefetched: one loop for both, the flag tested per block.
+	MOVQ SI, R11
+	SHLQ $0x01, R11
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows1
+	SHLQ $0x03, R11
+
+longrows1:
+	ADDQ DI, R11
+	MOVL job_flags+0(AX), R12
 
 sumloop:
-	CMPQ      R9, R10
-	JG        sumtail
+	CMPQ  R9, R10
+	JG    sumtail
+	TESTL $0x00000002, R12
+	JNZ   sumpf
+
+sumblock:
 	VPMOVZXWD (DI)(R9*2), Z9
 	VPSLLD    $0x10, Z9, Z9
 	VMULPS    Z9, Z9, Z9
@@ -2933,40 +2946,11 @@ sumloop:
 	ADDQ      $0x00000040, R9
 	JMP       sumloop
 
-	// The same, prefetching the rows ahead.
+	// Out of the loop's way: the prefetches, whose flag is usually clear.
 sumpf:
-	MOVQ SI, R11
-	SHLQ $0x01, R11
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows1
-	SHLQ $0x03, R11
-
-longrows1:
-	ADDQ DI, R11
-
-sumpfloop:
-	CMPQ       R9, R10
-	JG         sumtail
 	PREFETCHT0 (R11)(R9*2)
 	PREFETCHT0 64(R11)(R9*2)
-	VPMOVZXWD  (DI)(R9*2), Z9
-	VPSLLD     $0x10, Z9, Z9
-	VMULPS     Z9, Z9, Z9
-	VADDPS     Z9, Z5, Z5
-	VPMOVZXWD  32(DI)(R9*2), Z9
-	VPSLLD     $0x10, Z9, Z9
-	VMULPS     Z9, Z9, Z9
-	VADDPS     Z9, Z6, Z6
-	VPMOVZXWD  64(DI)(R9*2), Z9
-	VPSLLD     $0x10, Z9, Z9
-	VMULPS     Z9, Z9, Z9
-	VADDPS     Z9, Z7, Z7
-	VPMOVZXWD  96(DI)(R9*2), Z9
-	VPSLLD     $0x10, Z9, Z9
-	VMULPS     Z9, Z9, Z9
-	VADDPS     Z9, Z8, Z8
-	ADDQ       $0x00000040, R9
-	JMP        sumpfloop
+	JMP        sumblock
 
 sumtail:
 	// Fewer than 64 elements remain.
@@ -3151,15 +3135,27 @@ scalerow:
 
 scalebody:
 	// y = (src*inv)*w, rounded after each multiply.
-	XORQ  DI, DI
-	MOVQ  job_d+0(AX), R8
-	SUBQ  $0x00000040, R8
-	TESTL $0x00000002, job_flags+0(AX)
-	JNZ   scalepf
+	XORQ DI, DI
+	MOVQ job_d+0(AX), R8
+	SUBQ $0x00000040, R8
+	MOVQ SI, R9
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows6
+	SHLQ $0x03, R9
+
+longrows6:
+	ADDQ  DX, R9
+	MOVL  job_flags+0(AX), R10
+	TESTL $0x00000001, R10
+	JNZ   scalent
 
 scaleloop:
-	CMPQ        DI, R8
-	JG          scaletail
+	CMPQ  DI, R8
+	JG    scaletail
+	TESTL $0x00000002, R10
+	JNZ   scalelooppf7
+
+scaleloopbody8:
 	VPMOVZXWD   (DX)(DI*2), Z6
 	VPSLLD      $0x10, Z6, Z6
 	VMULPS      Z5, Z6, Z6
@@ -3173,7 +3169,7 @@ scaleloop:
 	VPSLLD      $0x10, Z9, Z9
 	VMULPS      Z5, Z9, Z9
 	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn6
+	JZ          notrn9
 	VFIXUPIMMPS $0x00, Z3, Z6, Z6
 	VPSRLD      $0x10, Z6, Z11
 	VPANDD      Z0, Z11, Z11
@@ -3203,7 +3199,7 @@ scaleloop:
 	VPANDD      Z2, Z11, Z11
 	VMOVUPS     Z11, Z9
 
-notrn6:
+notrn9:
 	VMULPS      (BX)(DI*4), Z6, Z6
 	VMULPS      64(BX)(DI*4), Z7, Z7
 	VFIXUPIMMPS $0x00, Z3, Z6, Z6
@@ -3235,96 +3231,10 @@ notrn6:
 	ADDQ        $0x00000040, DI
 	JMP         scaleloop
 
-scalepf:
-	MOVQ SI, R9
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows7
-	SHLQ $0x03, R9
-
-longrows7:
-	ADDQ  DX, R9
-	TESTL $0x00000001, job_flags+0(AX)
-	JNZ   scalent
-
-scalepfloop:
-	CMPQ        DI, R8
-	JG          scaletail
-	PREFETCHT0  (R9)(DI*2)
-	PREFETCHT0  64(R9)(DI*2)
-	VPMOVZXWD   (DX)(DI*2), Z6
-	VPSLLD      $0x10, Z6, Z6
-	VMULPS      Z5, Z6, Z6
-	VPMOVZXWD   32(DX)(DI*2), Z7
-	VPSLLD      $0x10, Z7, Z7
-	VMULPS      Z5, Z7, Z7
-	VPMOVZXWD   64(DX)(DI*2), Z8
-	VPSLLD      $0x10, Z8, Z8
-	VMULPS      Z5, Z8, Z8
-	VPMOVZXWD   96(DX)(DI*2), Z9
-	VPSLLD      $0x10, Z9, Z9
-	VMULPS      Z5, Z9, Z9
-	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn8
-	VFIXUPIMMPS $0x00, Z3, Z6, Z6
-	VPSRLD      $0x10, Z6, Z11
-	VPANDD      Z0, Z11, Z11
-	VPADDD      Z1, Z11, Z11
-	VPADDD      Z6, Z11, Z11
-	VPANDD      Z2, Z11, Z11
-	VMOVUPS     Z11, Z6
-	VFIXUPIMMPS $0x00, Z3, Z7, Z7
-	VPSRLD      $0x10, Z7, Z11
-	VPANDD      Z0, Z11, Z11
-	VPADDD      Z1, Z11, Z11
-	VPADDD      Z7, Z11, Z11
-	VPANDD      Z2, Z11, Z11
-	VMOVUPS     Z11, Z7
-	VFIXUPIMMPS $0x00, Z3, Z8, Z8
-	VPSRLD      $0x10, Z8, Z11
-	VPANDD      Z0, Z11, Z11
-	VPADDD      Z1, Z11, Z11
-	VPADDD      Z8, Z11, Z11
-	VPANDD      Z2, Z11, Z11
-	VMOVUPS     Z11, Z8
-	VFIXUPIMMPS $0x00, Z3, Z9, Z9
-	VPSRLD      $0x10, Z9, Z11
-	VPANDD      Z0, Z11, Z11
-	VPADDD      Z1, Z11, Z11
-	VPADDD      Z9, Z11, Z11
-	VPANDD      Z2, Z11, Z11
-	VMOVUPS     Z11, Z9
-
-notrn8:
-	VMULPS      (BX)(DI*4), Z6, Z6
-	VMULPS      64(BX)(DI*4), Z7, Z7
-	VFIXUPIMMPS $0x00, Z3, Z6, Z6
-	VPSRLD      $0x10, Z6, Z11
-	VPANDD      Z0, Z11, Z11
-	VPADDD      Z1, Z11, Z11
-	VPADDD      Z6, Z11, Z11
-	VFIXUPIMMPS $0x00, Z3, Z7, Z7
-	VPSRLD      $0x10, Z7, Z6
-	VPANDD      Z0, Z6, Z6
-	VPADDD      Z1, Z6, Z6
-	VPADDD      Z7, Z6, Z6
-	VPERMT2W    Z6, Z4, Z11
-	VMOVDQU64   Z11, (CX)(DI*2)
-	VMULPS      128(BX)(DI*4), Z8, Z8
-	VMULPS      192(BX)(DI*4), Z9, Z9
-	VFIXUPIMMPS $0x00, Z3, Z8, Z8
-	VPSRLD      $0x10, Z8, Z6
-	VPANDD      Z0, Z6, Z6
-	VPADDD      Z1, Z6, Z6
-	VPADDD      Z8, Z6, Z6
-	VFIXUPIMMPS $0x00, Z3, Z9, Z9
-	VPSRLD      $0x10, Z9, Z7
-	VPANDD      Z0, Z7, Z7
-	VPADDD      Z1, Z7, Z7
-	VPADDD      Z9, Z7, Z7
-	VPERMT2W    Z7, Z4, Z6
-	VMOVDQU64   Z6, 64(CX)(DI*2)
-	ADDQ        $0x00000040, DI
-	JMP         scalepfloop
+scalelooppf7:
+	PREFETCHT0 (R9)(DI*2)
+	PREFETCHT0 64(R9)(DI*2)
+	JMP        scaleloopbody8
 
 scalent:
 	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
@@ -3344,7 +3254,7 @@ scalehead:
 	VPSLLD      $0x10, Z6, Z6
 	VMULPS      Z5, Z6, Z6
 	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn9
+	JZ          notrn10
 	VFIXUPIMMPS $0x00, Z3, Z6, Z6
 	VPSRLD      $0x10, Z6, Z7
 	VPANDD      Z0, Z7, Z7
@@ -3353,7 +3263,7 @@ scalehead:
 	VPANDD      Z2, Z7, Z7
 	VMOVUPS     Z7, Z6
 
-notrn9:
+notrn10:
 	VMULPS      (BX)(DI*4), Z6, Z6
 	VFIXUPIMMPS $0x00, Z3, Z6, Z6
 	VPSRLD      $0x10, Z6, Z7
@@ -3373,7 +3283,7 @@ scaleheadpart:
 	VPSLLD      $0x10, Z6, Z6
 	VMULPS      Z6, Z5, Z6
 	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn10
+	JZ          notrn11
 	VFIXUPIMMPS $0x00, Z3, Z6, Z6
 	VPSRLD      $0x10, Z6, Z7
 	VPANDD      Z0, Z7, Z7
@@ -3382,7 +3292,7 @@ scaleheadpart:
 	VPANDD      Z2, Z7, Z7
 	VMOVUPS     Z7, Z6
 
-notrn10:
+notrn11:
 	VMOVUPS.Z   (BX)(DI*4), K1, Z7
 	VMULPS      Z7, Z6, Z6
 	VFIXUPIMMPS $0x00, Z3, Z6, Z6
@@ -3412,7 +3322,7 @@ scalentloop:
 	VPSLLD      $0x10, Z9, Z9
 	VMULPS      Z5, Z9, Z9
 	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn11
+	JZ          notrn12
 	VFIXUPIMMPS $0x00, Z3, Z6, Z6
 	VPSRLD      $0x10, Z6, Z11
 	VPANDD      Z0, Z11, Z11
@@ -3442,7 +3352,7 @@ scalentloop:
 	VPANDD      Z2, Z11, Z11
 	VMOVUPS     Z11, Z9
 
-notrn11:
+notrn12:
 	VMULPS      (BX)(DI*4), Z6, Z6
 	VMULPS      64(BX)(DI*4), Z7, Z7
 	VFIXUPIMMPS $0x00, Z3, Z6, Z6
@@ -3484,7 +3394,7 @@ scaleone:
 	VPSLLD      $0x10, Z6, Z6
 	VMULPS      Z5, Z6, Z6
 	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn12
+	JZ          notrn13
 	VFIXUPIMMPS $0x00, Z3, Z6, Z6
 	VPSRLD      $0x10, Z6, Z7
 	VPANDD      Z0, Z7, Z7
@@ -3493,7 +3403,7 @@ scaleone:
 	VPANDD      Z2, Z7, Z7
 	VMOVUPS     Z7, Z6
 
-notrn12:
+notrn13:
 	VMULPS      (BX)(DI*4), Z6, Z6
 	VFIXUPIMMPS $0x00, Z3, Z6, Z6
 	VPSRLD      $0x10, Z6, Z7
@@ -3515,7 +3425,7 @@ scalepart:
 	VPSLLD      $0x10, Z6, Z6
 	VMULPS      Z6, Z5, Z6
 	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn13
+	JZ          notrn14
 	VFIXUPIMMPS $0x00, Z3, Z6, Z6
 	VPSRLD      $0x10, Z6, Z5
 	VPANDD      Z0, Z5, Z5
@@ -3524,7 +3434,7 @@ scalepart:
 	VPANDD      Z2, Z5, Z5
 	VMOVUPS     Z5, Z6
 
-notrn13:
+notrn14:
 	VMOVUPS.Z   (BX)(DI*4), K1, Z5
 	VMULPS      Z5, Z6, Z6
 	VFIXUPIMMPS $0x00, Z3, Z6, Z6
@@ -3650,12 +3560,25 @@ firstblock:
 	VPSLLD    $0x10, Z8, Z8
 	VMULPS    Z8, Z8, Z8
 	MOVQ      $0x00000040, R9
-	TESTL     $0x00000002, job_flags+0(AX)
-	JNZ       sumpf
+
+	// With flagPF, the rows ahead are prefetched: one loop for both, the flag tested per block.
+	MOVQ SI, R11
+	SHLQ $0x01, R11
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows1
+	SHLQ $0x03, R11
+
+longrows1:
+	ADDQ DI, R11
+	MOVL job_flags+0(AX), R12
 
 sumloop:
-	CMPQ      R9, R10
-	JG        sumtail
+	CMPQ  R9, R10
+	JG    sumtail
+	TESTL $0x00000002, R12
+	JNZ   sumpf
+
+sumblock:
 	VPMOVZXWD (DI)(R9*2), Z9
 	VPSLLD    $0x10, Z9, Z9
 	VMULPS    Z9, Z9, Z9
@@ -3675,40 +3598,11 @@ sumloop:
 	ADDQ      $0x00000040, R9
 	JMP       sumloop
 
-	// The same, prefetching the rows ahead.
+	// Out of the loop's way: the prefetches, whose flag is usually clear.
 sumpf:
-	MOVQ SI, R11
-	SHLQ $0x01, R11
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows1
-	SHLQ $0x03, R11
-
-longrows1:
-	ADDQ DI, R11
-
-sumpfloop:
-	CMPQ       R9, R10
-	JG         sumtail
 	PREFETCHT0 (R11)(R9*2)
 	PREFETCHT0 64(R11)(R9*2)
-	VPMOVZXWD  (DI)(R9*2), Z9
-	VPSLLD     $0x10, Z9, Z9
-	VMULPS     Z9, Z9, Z9
-	VADDPS     Z9, Z5, Z5
-	VPMOVZXWD  32(DI)(R9*2), Z9
-	VPSLLD     $0x10, Z9, Z9
-	VMULPS     Z9, Z9, Z9
-	VADDPS     Z9, Z6, Z6
-	VPMOVZXWD  64(DI)(R9*2), Z9
-	VPSLLD     $0x10, Z9, Z9
-	VMULPS     Z9, Z9, Z9
-	VADDPS     Z9, Z7, Z7
-	VPMOVZXWD  96(DI)(R9*2), Z9
-	VPSLLD     $0x10, Z9, Z9
-	VMULPS     Z9, Z9, Z9
-	VADDPS     Z9, Z8, Z8
-	ADDQ       $0x00000040, R9
-	JMP        sumpfloop
+	JMP        sumblock
 
 sumtail:
 	// Fewer than 64 elements remain.
@@ -3895,15 +3789,27 @@ scalebody:
 	VBROADCASTSS one<>+0(SB), Z6
 
 	// y = (src*inv)*w, rounded after each multiply.
-	XORQ  DI, DI
-	MOVQ  job_d+0(AX), R8
-	SUBQ  $0x00000040, R8
-	TESTL $0x00000002, job_flags+0(AX)
-	JNZ   scalepf
+	XORQ DI, DI
+	MOVQ job_d+0(AX), R8
+	SUBQ $0x00000040, R8
+	MOVQ SI, R9
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows6
+	SHLQ $0x03, R9
+
+longrows6:
+	ADDQ  DX, R9
+	MOVL  job_flags+0(AX), R10
+	TESTL $0x00000001, R10
+	JNZ   scalent
 
 scaleloop:
-	CMPQ        DI, R8
-	JG          scaletail
+	CMPQ  DI, R8
+	JG    scaletail
+	TESTL $0x00000002, R10
+	JNZ   scalelooppf7
+
+scaleloopbody8:
 	VPMOVZXWD   (DX)(DI*2), Z7
 	VPSLLD      $0x10, Z7, Z7
 	VMULPS      Z5, Z7, Z7
@@ -3917,7 +3823,7 @@ scaleloop:
 	VPSLLD      $0x10, Z11, Z11
 	VMULPS      Z5, Z11, Z11
 	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn6
+	JZ          notrn9
 	VFIXUPIMMPS $0x00, Z3, Z7, Z7
 	VPSRLD      $0x10, Z7, Z12
 	VPANDD      Z0, Z12, Z12
@@ -3947,7 +3853,7 @@ scaleloop:
 	VPANDD      Z2, Z12, Z12
 	VMOVUPS     Z12, Z11
 
-notrn6:
+notrn9:
 	VMOVUPS     (BX)(DI*4), Z12
 	VADDPS      Z6, Z12, Z12
 	VMULPS      Z12, Z7, Z7
@@ -3987,104 +3893,10 @@ notrn6:
 	ADDQ        $0x00000040, DI
 	JMP         scaleloop
 
-scalepf:
-	MOVQ SI, R9
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows7
-	SHLQ $0x03, R9
-
-longrows7:
-	ADDQ  DX, R9
-	TESTL $0x00000001, job_flags+0(AX)
-	JNZ   scalent
-
-scalepfloop:
-	CMPQ        DI, R8
-	JG          scaletail
-	PREFETCHT0  (R9)(DI*2)
-	PREFETCHT0  64(R9)(DI*2)
-	VPMOVZXWD   (DX)(DI*2), Z7
-	VPSLLD      $0x10, Z7, Z7
-	VMULPS      Z5, Z7, Z7
-	VPMOVZXWD   32(DX)(DI*2), Z8
-	VPSLLD      $0x10, Z8, Z8
-	VMULPS      Z5, Z8, Z8
-	VPMOVZXWD   64(DX)(DI*2), Z9
-	VPSLLD      $0x10, Z9, Z9
-	VMULPS      Z5, Z9, Z9
-	VPMOVZXWD   96(DX)(DI*2), Z11
-	VPSLLD      $0x10, Z11, Z11
-	VMULPS      Z5, Z11, Z11
-	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn8
-	VFIXUPIMMPS $0x00, Z3, Z7, Z7
-	VPSRLD      $0x10, Z7, Z12
-	VPANDD      Z0, Z12, Z12
-	VPADDD      Z1, Z12, Z12
-	VPADDD      Z7, Z12, Z12
-	VPANDD      Z2, Z12, Z12
-	VMOVUPS     Z12, Z7
-	VFIXUPIMMPS $0x00, Z3, Z8, Z8
-	VPSRLD      $0x10, Z8, Z12
-	VPANDD      Z0, Z12, Z12
-	VPADDD      Z1, Z12, Z12
-	VPADDD      Z8, Z12, Z12
-	VPANDD      Z2, Z12, Z12
-	VMOVUPS     Z12, Z8
-	VFIXUPIMMPS $0x00, Z3, Z9, Z9
-	VPSRLD      $0x10, Z9, Z12
-	VPANDD      Z0, Z12, Z12
-	VPADDD      Z1, Z12, Z12
-	VPADDD      Z9, Z12, Z12
-	VPANDD      Z2, Z12, Z12
-	VMOVUPS     Z12, Z9
-	VFIXUPIMMPS $0x00, Z3, Z11, Z11
-	VPSRLD      $0x10, Z11, Z12
-	VPANDD      Z0, Z12, Z12
-	VPADDD      Z1, Z12, Z12
-	VPADDD      Z11, Z12, Z12
-	VPANDD      Z2, Z12, Z12
-	VMOVUPS     Z12, Z11
-
-notrn8:
-	VMOVUPS     (BX)(DI*4), Z12
-	VADDPS      Z6, Z12, Z12
-	VMULPS      Z12, Z7, Z7
-	VMOVUPS     64(BX)(DI*4), Z12
-	VADDPS      Z6, Z12, Z12
-	VMULPS      Z12, Z8, Z8
-	VFIXUPIMMPS $0x00, Z3, Z7, Z7
-	VPSRLD      $0x10, Z7, Z12
-	VPANDD      Z0, Z12, Z12
-	VPADDD      Z1, Z12, Z12
-	VPADDD      Z7, Z12, Z12
-	VFIXUPIMMPS $0x00, Z3, Z8, Z8
-	VPSRLD      $0x10, Z8, Z7
-	VPANDD      Z0, Z7, Z7
-	VPADDD      Z1, Z7, Z7
-	VPADDD      Z8, Z7, Z7
-	VPERMT2W    Z7, Z4, Z12
-	VMOVDQU64   Z12, (CX)(DI*2)
-	VMOVUPS     128(BX)(DI*4), Z7
-	VADDPS      Z6, Z7, Z7
-	VMULPS      Z7, Z9, Z9
-	VMOVUPS     192(BX)(DI*4), Z7
-	VADDPS      Z6, Z7, Z7
-	VMULPS      Z7, Z11, Z11
-	VFIXUPIMMPS $0x00, Z3, Z9, Z9
-	VPSRLD      $0x10, Z9, Z7
-	VPANDD      Z0, Z7, Z7
-	VPADDD      Z1, Z7, Z7
-	VPADDD      Z9, Z7, Z7
-	VFIXUPIMMPS $0x00, Z3, Z11, Z11
-	VPSRLD      $0x10, Z11, Z8
-	VPANDD      Z0, Z8, Z8
-	VPADDD      Z1, Z8, Z8
-	VPADDD      Z11, Z8, Z8
-	VPERMT2W    Z8, Z4, Z7
-	VMOVDQU64   Z7, 64(CX)(DI*2)
-	ADDQ        $0x00000040, DI
-	JMP         scalepfloop
+scalelooppf7:
+	PREFETCHT0 (R9)(DI*2)
+	PREFETCHT0 64(R9)(DI*2)
+	JMP        scaleloopbody8
 
 scalent:
 	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
@@ -4104,7 +3916,7 @@ scalehead:
 	VPSLLD      $0x10, Z7, Z7
 	VMULPS      Z5, Z7, Z7
 	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn9
+	JZ          notrn10
 	VFIXUPIMMPS $0x00, Z3, Z7, Z7
 	VPSRLD      $0x10, Z7, Z8
 	VPANDD      Z0, Z8, Z8
@@ -4113,7 +3925,7 @@ scalehead:
 	VPANDD      Z2, Z8, Z8
 	VMOVUPS     Z8, Z7
 
-notrn9:
+notrn10:
 	VMOVUPS     (BX)(DI*4), Z8
 	VADDPS      Z6, Z8, Z8
 	VMULPS      Z8, Z7, Z7
@@ -4135,7 +3947,7 @@ scaleheadpart:
 	VPSLLD      $0x10, Z7, Z7
 	VMULPS      Z7, Z5, Z7
 	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn10
+	JZ          notrn11
 	VFIXUPIMMPS $0x00, Z3, Z7, Z7
 	VPSRLD      $0x10, Z7, Z8
 	VPANDD      Z0, Z8, Z8
@@ -4144,7 +3956,7 @@ scaleheadpart:
 	VPANDD      Z2, Z8, Z8
 	VMOVUPS     Z8, Z7
 
-notrn10:
+notrn11:
 	VMOVUPS.Z   (BX)(DI*4), K1, Z8
 	VADDPS      Z6, Z8, Z8
 	VMULPS      Z8, Z7, Z7
@@ -4175,7 +3987,7 @@ scalentloop:
 	VPSLLD      $0x10, Z11, Z11
 	VMULPS      Z5, Z11, Z11
 	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn11
+	JZ          notrn12
 	VFIXUPIMMPS $0x00, Z3, Z7, Z7
 	VPSRLD      $0x10, Z7, Z12
 	VPANDD      Z0, Z12, Z12
@@ -4205,7 +4017,7 @@ scalentloop:
 	VPANDD      Z2, Z12, Z12
 	VMOVUPS     Z12, Z11
 
-notrn11:
+notrn12:
 	VMOVUPS     (BX)(DI*4), Z12
 	VADDPS      Z6, Z12, Z12
 	VMULPS      Z12, Z7, Z7
@@ -4255,7 +4067,7 @@ scaleone:
 	VPSLLD      $0x10, Z7, Z7
 	VMULPS      Z5, Z7, Z7
 	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn12
+	JZ          notrn13
 	VFIXUPIMMPS $0x00, Z3, Z7, Z7
 	VPSRLD      $0x10, Z7, Z8
 	VPANDD      Z0, Z8, Z8
@@ -4264,7 +4076,7 @@ scaleone:
 	VPANDD      Z2, Z8, Z8
 	VMOVUPS     Z8, Z7
 
-notrn12:
+notrn13:
 	VMOVUPS     (BX)(DI*4), Z8
 	VADDPS      Z6, Z8, Z8
 	VMULPS      Z8, Z7, Z7
@@ -4288,7 +4100,7 @@ scalepart:
 	VPSLLD      $0x10, Z7, Z7
 	VMULPS      Z7, Z5, Z7
 	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn13
+	JZ          notrn14
 	VFIXUPIMMPS $0x00, Z3, Z7, Z7
 	VPSRLD      $0x10, Z7, Z5
 	VPANDD      Z0, Z5, Z5
@@ -4297,7 +4109,7 @@ scalepart:
 	VPANDD      Z2, Z5, Z5
 	VMOVUPS     Z5, Z7
 
-notrn13:
+notrn14:
 	VMOVUPS.Z   (BX)(DI*4), K1, Z5
 	VADDPS      Z6, Z5, Z5
 	VMULPS      Z5, Z7, Z7
@@ -4423,12 +4235,25 @@ firstblock:
 	VPSLLD    $0x10, Z8, Z8
 	VMULPS    Z8, Z8, Z8
 	MOVQ      $0x00000040, R8
-	TESTL     $0x00000002, job_flags+0(AX)
-	JNZ       sumpf
+
+	// With flagPF, the rows ahead are prefetched: one loop for both, the flag tested per block.
+	MOVQ BX, R10
+	SHLQ $0x01, R10
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows1
+	SHLQ $0x03, R10
+
+longrows1:
+	ADDQ SI, R10
+	MOVL job_flags+0(AX), R11
 
 sumloop:
-	CMPQ      R8, R9
-	JG        sumtail
+	CMPQ  R8, R9
+	JG    sumtail
+	TESTL $0x00000002, R11
+	JNZ   sumpf
+
+sumblock:
 	VPMOVZXWD (SI)(R8*2), Z9
 	VPSLLD    $0x10, Z9, Z9
 	VMULPS    Z9, Z9, Z9
@@ -4448,40 +4273,11 @@ sumloop:
 	ADDQ      $0x00000040, R8
 	JMP       sumloop
 
-	// The same, prefetching the rows ahead.
+	// Out of the loop's way: the prefetches, whose flag is usually clear.
 sumpf:
-	MOVQ BX, R10
-	SHLQ $0x01, R10
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows1
-	SHLQ $0x03, R10
-
-longrows1:
-	ADDQ SI, R10
-
-sumpfloop:
-	CMPQ       R8, R9
-	JG         sumtail
 	PREFETCHT0 (R10)(R8*2)
 	PREFETCHT0 64(R10)(R8*2)
-	VPMOVZXWD  (SI)(R8*2), Z9
-	VPSLLD     $0x10, Z9, Z9
-	VMULPS     Z9, Z9, Z9
-	VADDPS     Z9, Z5, Z5
-	VPMOVZXWD  32(SI)(R8*2), Z9
-	VPSLLD     $0x10, Z9, Z9
-	VMULPS     Z9, Z9, Z9
-	VADDPS     Z9, Z6, Z6
-	VPMOVZXWD  64(SI)(R8*2), Z9
-	VPSLLD     $0x10, Z9, Z9
-	VMULPS     Z9, Z9, Z9
-	VADDPS     Z9, Z7, Z7
-	VPMOVZXWD  96(SI)(R8*2), Z9
-	VPSLLD     $0x10, Z9, Z9
-	VMULPS     Z9, Z9, Z9
-	VADDPS     Z9, Z8, Z8
-	ADDQ       $0x00000040, R8
-	JMP        sumpfloop
+	JMP        sumblock
 
 sumtail:
 	// Fewer than 64 elements remain.
@@ -4666,15 +4462,27 @@ scalerow:
 
 scalebody:
 	// y = (src*inv)*w, rounded after each multiply.
-	XORQ  SI, SI
-	MOVQ  job_d+0(AX), DI
-	SUBQ  $0x00000040, DI
-	TESTL $0x00000002, job_flags+0(AX)
-	JNZ   scalepf
+	XORQ SI, SI
+	MOVQ job_d+0(AX), DI
+	SUBQ $0x00000040, DI
+	MOVQ BX, R8
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows6
+	SHLQ $0x03, R8
+
+longrows6:
+	ADDQ  DX, R8
+	MOVL  job_flags+0(AX), R9
+	TESTL $0x00000001, R9
+	JNZ   scalent
 
 scaleloop:
-	CMPQ        SI, DI
-	JG          scaletail
+	CMPQ  SI, DI
+	JG    scaletail
+	TESTL $0x00000002, R9
+	JNZ   scalelooppf7
+
+scaleloopbody8:
 	VPMOVZXWD   (DX)(SI*2), Z6
 	VPSLLD      $0x10, Z6, Z6
 	VMULPS      Z5, Z6, Z6
@@ -4714,60 +4522,10 @@ scaleloop:
 	ADDQ        $0x00000040, SI
 	JMP         scaleloop
 
-scalepf:
-	MOVQ BX, R8
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows6
-	SHLQ $0x03, R8
-
-longrows6:
-	ADDQ  DX, R8
-	TESTL $0x00000001, job_flags+0(AX)
-	JNZ   scalent
-
-scalepfloop:
-	CMPQ        SI, DI
-	JG          scaletail
-	PREFETCHT0  (R8)(SI*2)
-	PREFETCHT0  64(R8)(SI*2)
-	VPMOVZXWD   (DX)(SI*2), Z6
-	VPSLLD      $0x10, Z6, Z6
-	VMULPS      Z5, Z6, Z6
-	VPMOVZXWD   32(DX)(SI*2), Z7
-	VPSLLD      $0x10, Z7, Z7
-	VMULPS      Z5, Z7, Z7
-	VPMOVZXWD   64(DX)(SI*2), Z8
-	VPSLLD      $0x10, Z8, Z8
-	VMULPS      Z5, Z8, Z8
-	VPMOVZXWD   96(DX)(SI*2), Z9
-	VPSLLD      $0x10, Z9, Z9
-	VMULPS      Z5, Z9, Z9
-	VFIXUPIMMPS $0x00, Z2, Z6, Z6
-	VPSRLD      $0x10, Z6, Z10
-	VPANDD      Z0, Z10, Z10
-	VPADDD      Z1, Z10, Z10
-	VPADDD      Z6, Z10, Z10
-	VFIXUPIMMPS $0x00, Z2, Z7, Z7
-	VPSRLD      $0x10, Z7, Z6
-	VPANDD      Z0, Z6, Z6
-	VPADDD      Z1, Z6, Z6
-	VPADDD      Z7, Z6, Z6
-	VPERMT2W    Z6, Z3, Z10
-	VMOVDQU64   Z10, (CX)(SI*2)
-	VFIXUPIMMPS $0x00, Z2, Z8, Z8
-	VPSRLD      $0x10, Z8, Z6
-	VPANDD      Z0, Z6, Z6
-	VPADDD      Z1, Z6, Z6
-	VPADDD      Z8, Z6, Z6
-	VFIXUPIMMPS $0x00, Z2, Z9, Z9
-	VPSRLD      $0x10, Z9, Z7
-	VPANDD      Z0, Z7, Z7
-	VPADDD      Z1, Z7, Z7
-	VPADDD      Z9, Z7, Z7
-	VPERMT2W    Z7, Z3, Z6
-	VMOVDQU64   Z6, 64(CX)(SI*2)
-	ADDQ        $0x00000040, SI
-	JMP         scalepfloop
+scalelooppf7:
+	PREFETCHT0 (R8)(SI*2)
+	PREFETCHT0 64(R8)(SI*2)
+	JMP        scaleloopbody8
 
 scalent:
 	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
@@ -5038,12 +4796,25 @@ firstblock:
 	VPMOVDW     Z8, 96(R9)(R10*2)
 	VMULPS      Z9, Z9, Z8
 	MOVQ        $0x00000040, R10
-	TESTL       $0x00000002, job_flags+0(AX)
-	JNZ         sumpf
+
+	// With flagPF, the rows ahead are prefetched: one loop for both, the flag tested per block.
+	MOVQ DI, R12
+	SHLQ $0x01, R12
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows1
+	SHLQ $0x03, R12
+
+longrows1:
+	ADDQ R8, R12
+	MOVL job_flags+0(AX), R13
 
 sumloop:
-	CMPQ        R10, R11
-	JG          sumtail
+	CMPQ  R10, R11
+	JG    sumtail
+	TESTL $0x00000002, R13
+	JNZ   sumpf
+
+sumblock:
 	VPMOVZXWD   (R8)(R10*2), Z9
 	VPSLLD      $0x10, Z9, Z9
 	VPMOVZXWD   (R9)(R10*2), Z10
@@ -5107,84 +4878,11 @@ sumloop:
 	ADDQ        $0x00000040, R10
 	JMP         sumloop
 
-	// The same, prefetching the rows ahead.
+	// Out of the loop's way: the prefetches, whose flag is usually clear.
 sumpf:
-	MOVQ DI, R12
-	SHLQ $0x01, R12
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows1
-	SHLQ $0x03, R12
-
-longrows1:
-	ADDQ R8, R12
-
-sumpfloop:
-	CMPQ        R10, R11
-	JG          sumtail
-	PREFETCHT0  (R12)(R10*2)
-	PREFETCHT0  64(R12)(R10*2)
-	VPMOVZXWD   (R8)(R10*2), Z9
-	VPSLLD      $0x10, Z9, Z9
-	VPMOVZXWD   (R9)(R10*2), Z10
-	VPSLLD      $0x10, Z10, Z10
-	VADDPS      Z10, Z9, Z9
-	VFIXUPIMMPS $0x00, Z3, Z9, Z9
-	VPSRLD      $0x10, Z9, Z10
-	VPANDD      Z0, Z10, Z10
-	VPADDD      Z1, Z10, Z10
-	VPADDD      Z9, Z10, Z10
-	VPANDD      Z2, Z10, Z10
-	VPSRLD      $0x10, Z10, Z9
-	VPMOVDW     Z9, (R9)(R10*2)
-	VMULPS      Z10, Z10, Z10
-	VADDPS      Z10, Z5, Z5
-	VPMOVZXWD   32(R8)(R10*2), Z9
-	VPSLLD      $0x10, Z9, Z9
-	VPMOVZXWD   32(R9)(R10*2), Z10
-	VPSLLD      $0x10, Z10, Z10
-	VADDPS      Z10, Z9, Z9
-	VFIXUPIMMPS $0x00, Z3, Z9, Z9
-	VPSRLD      $0x10, Z9, Z10
-	VPANDD      Z0, Z10, Z10
-	VPADDD      Z1, Z10, Z10
-	VPADDD      Z9, Z10, Z10
-	VPANDD      Z2, Z10, Z10
-	VPSRLD      $0x10, Z10, Z9
-	VPMOVDW     Z9, 32(R9)(R10*2)
-	VMULPS      Z10, Z10, Z10
-	VADDPS      Z10, Z6, Z6
-	VPMOVZXWD   64(R8)(R10*2), Z9
-	VPSLLD      $0x10, Z9, Z9
-	VPMOVZXWD   64(R9)(R10*2), Z10
-	VPSLLD      $0x10, Z10, Z10
-	VADDPS      Z10, Z9, Z9
-	VFIXUPIMMPS $0x00, Z3, Z9, Z9
-	VPSRLD      $0x10, Z9, Z10
-	VPANDD      Z0, Z10, Z10
-	VPADDD      Z1, Z10, Z10
-	VPADDD      Z9, Z10, Z10
-	VPANDD      Z2, Z10, Z10
-	VPSRLD      $0x10, Z10, Z9
-	VPMOVDW     Z9, 64(R9)(R10*2)
-	VMULPS      Z10, Z10, Z10
-	VADDPS      Z10, Z7, Z7
-	VPMOVZXWD   96(R8)(R10*2), Z9
-	VPSLLD      $0x10, Z9, Z9
-	VPMOVZXWD   96(R9)(R10*2), Z10
-	VPSLLD      $0x10, Z10, Z10
-	VADDPS      Z10, Z9, Z9
-	VFIXUPIMMPS $0x00, Z3, Z9, Z9
-	VPSRLD      $0x10, Z9, Z10
-	VPANDD      Z0, Z10, Z10
-	VPADDD      Z1, Z10, Z10
-	VPADDD      Z9, Z10, Z10
-	VPANDD      Z2, Z10, Z10
-	VPSRLD      $0x10, Z10, Z9
-	VPMOVDW     Z9, 96(R9)(R10*2)
-	VMULPS      Z10, Z10, Z10
-	VADDPS      Z10, Z8, Z8
-	ADDQ        $0x00000040, R10
-	JMP         sumpfloop
+	PREFETCHT0 (R12)(R10*2)
+	PREFETCHT0 64(R12)(R10*2)
+	JMP        sumblock
 
 sumtail:
 	// Fewer than 64 elements remain.
@@ -5340,15 +5038,27 @@ scalerow:
 
 scalebody:
 	// y = (src*inv)*w, rounded after each multiply.
-	XORQ  R8, R8
-	MOVQ  job_d+0(AX), R9
-	SUBQ  $0x00000040, R9
-	TESTL $0x00000002, job_flags+0(AX)
-	JNZ   scalepf
+	XORQ R8, R8
+	MOVQ job_d+0(AX), R9
+	SUBQ $0x00000040, R9
+	MOVQ DI, R10
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows4
+	SHLQ $0x03, R10
+
+longrows4:
+	ADDQ  SI, R10
+	MOVL  job_flags+0(AX), R11
+	TESTL $0x00000001, R11
+	JNZ   scalent
 
 scaleloop:
-	CMPQ        R8, R9
-	JG          scaletail
+	CMPQ  R8, R9
+	JG    scaletail
+	TESTL $0x00000002, R11
+	JNZ   scalelooppf5
+
+scaleloopbody6:
 	VPMOVZXWD   (SI)(R8*2), Z6
 	VPSLLD      $0x10, Z6, Z6
 	VMULPS      Z5, Z6, Z6
@@ -5362,7 +5072,7 @@ scaleloop:
 	VPSLLD      $0x10, Z9, Z9
 	VMULPS      Z5, Z9, Z9
 	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn4
+	JZ          notrn7
 	VFIXUPIMMPS $0x00, Z3, Z6, Z6
 	VPSRLD      $0x10, Z6, Z10
 	VPANDD      Z0, Z10, Z10
@@ -5392,7 +5102,7 @@ scaleloop:
 	VPANDD      Z2, Z10, Z10
 	VMOVUPS     Z10, Z9
 
-notrn4:
+notrn7:
 	VMULPS      (BX)(R8*4), Z6, Z6
 	VMULPS      64(BX)(R8*4), Z7, Z7
 	VFIXUPIMMPS $0x00, Z3, Z6, Z6
@@ -5424,96 +5134,10 @@ notrn4:
 	ADDQ        $0x00000040, R8
 	JMP         scaleloop
 
-scalepf:
-	MOVQ DI, R10
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows5
-	SHLQ $0x03, R10
-
-longrows5:
-	ADDQ  SI, R10
-	TESTL $0x00000001, job_flags+0(AX)
-	JNZ   scalent
-
-scalepfloop:
-	CMPQ        R8, R9
-	JG          scaletail
-	PREFETCHT0  (R10)(R8*2)
-	PREFETCHT0  64(R10)(R8*2)
-	VPMOVZXWD   (SI)(R8*2), Z6
-	VPSLLD      $0x10, Z6, Z6
-	VMULPS      Z5, Z6, Z6
-	VPMOVZXWD   32(SI)(R8*2), Z7
-	VPSLLD      $0x10, Z7, Z7
-	VMULPS      Z5, Z7, Z7
-	VPMOVZXWD   64(SI)(R8*2), Z8
-	VPSLLD      $0x10, Z8, Z8
-	VMULPS      Z5, Z8, Z8
-	VPMOVZXWD   96(SI)(R8*2), Z9
-	VPSLLD      $0x10, Z9, Z9
-	VMULPS      Z5, Z9, Z9
-	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn6
-	VFIXUPIMMPS $0x00, Z3, Z6, Z6
-	VPSRLD      $0x10, Z6, Z10
-	VPANDD      Z0, Z10, Z10
-	VPADDD      Z1, Z10, Z10
-	VPADDD      Z6, Z10, Z10
-	VPANDD      Z2, Z10, Z10
-	VMOVUPS     Z10, Z6
-	VFIXUPIMMPS $0x00, Z3, Z7, Z7
-	VPSRLD      $0x10, Z7, Z10
-	VPANDD      Z0, Z10, Z10
-	VPADDD      Z1, Z10, Z10
-	VPADDD      Z7, Z10, Z10
-	VPANDD      Z2, Z10, Z10
-	VMOVUPS     Z10, Z7
-	VFIXUPIMMPS $0x00, Z3, Z8, Z8
-	VPSRLD      $0x10, Z8, Z10
-	VPANDD      Z0, Z10, Z10
-	VPADDD      Z1, Z10, Z10
-	VPADDD      Z8, Z10, Z10
-	VPANDD      Z2, Z10, Z10
-	VMOVUPS     Z10, Z8
-	VFIXUPIMMPS $0x00, Z3, Z9, Z9
-	VPSRLD      $0x10, Z9, Z10
-	VPANDD      Z0, Z10, Z10
-	VPADDD      Z1, Z10, Z10
-	VPADDD      Z9, Z10, Z10
-	VPANDD      Z2, Z10, Z10
-	VMOVUPS     Z10, Z9
-
-notrn6:
-	VMULPS      (BX)(R8*4), Z6, Z6
-	VMULPS      64(BX)(R8*4), Z7, Z7
-	VFIXUPIMMPS $0x00, Z3, Z6, Z6
-	VPSRLD      $0x10, Z6, Z10
-	VPANDD      Z0, Z10, Z10
-	VPADDD      Z1, Z10, Z10
-	VPADDD      Z6, Z10, Z10
-	VFIXUPIMMPS $0x00, Z3, Z7, Z7
-	VPSRLD      $0x10, Z7, Z6
-	VPANDD      Z0, Z6, Z6
-	VPADDD      Z1, Z6, Z6
-	VPADDD      Z7, Z6, Z6
-	VPERMT2W    Z6, Z4, Z10
-	VMOVDQU64   Z10, (CX)(R8*2)
-	VMULPS      128(BX)(R8*4), Z8, Z8
-	VMULPS      192(BX)(R8*4), Z9, Z9
-	VFIXUPIMMPS $0x00, Z3, Z8, Z8
-	VPSRLD      $0x10, Z8, Z6
-	VPANDD      Z0, Z6, Z6
-	VPADDD      Z1, Z6, Z6
-	VPADDD      Z8, Z6, Z6
-	VFIXUPIMMPS $0x00, Z3, Z9, Z9
-	VPSRLD      $0x10, Z9, Z7
-	VPANDD      Z0, Z7, Z7
-	VPADDD      Z1, Z7, Z7
-	VPADDD      Z9, Z7, Z7
-	VPERMT2W    Z7, Z4, Z6
-	VMOVDQU64   Z6, 64(CX)(R8*2)
-	ADDQ        $0x00000040, R8
-	JMP         scalepfloop
+scalelooppf5:
+	PREFETCHT0 (R10)(R8*2)
+	PREFETCHT0 64(R10)(R8*2)
+	JMP        scaleloopbody6
 
 scalent:
 	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
@@ -5533,7 +5157,7 @@ scalehead:
 	VPSLLD      $0x10, Z6, Z6
 	VMULPS      Z5, Z6, Z6
 	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn7
+	JZ          notrn8
 	VFIXUPIMMPS $0x00, Z3, Z6, Z6
 	VPSRLD      $0x10, Z6, Z7
 	VPANDD      Z0, Z7, Z7
@@ -5542,7 +5166,7 @@ scalehead:
 	VPANDD      Z2, Z7, Z7
 	VMOVUPS     Z7, Z6
 
-notrn7:
+notrn8:
 	VMULPS      (BX)(R8*4), Z6, Z6
 	VFIXUPIMMPS $0x00, Z3, Z6, Z6
 	VPSRLD      $0x10, Z6, Z7
@@ -5562,7 +5186,7 @@ scaleheadpart:
 	VPSLLD      $0x10, Z6, Z6
 	VMULPS      Z6, Z5, Z6
 	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn8
+	JZ          notrn9
 	VFIXUPIMMPS $0x00, Z3, Z6, Z6
 	VPSRLD      $0x10, Z6, Z7
 	VPANDD      Z0, Z7, Z7
@@ -5571,7 +5195,7 @@ scaleheadpart:
 	VPANDD      Z2, Z7, Z7
 	VMOVUPS     Z7, Z6
 
-notrn8:
+notrn9:
 	VMOVUPS.Z   (BX)(R8*4), K1, Z7
 	VMULPS      Z7, Z6, Z6
 	VFIXUPIMMPS $0x00, Z3, Z6, Z6
@@ -5601,7 +5225,7 @@ scalentloop:
 	VPSLLD      $0x10, Z9, Z9
 	VMULPS      Z5, Z9, Z9
 	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn9
+	JZ          notrn10
 	VFIXUPIMMPS $0x00, Z3, Z6, Z6
 	VPSRLD      $0x10, Z6, Z10
 	VPANDD      Z0, Z10, Z10
@@ -5631,7 +5255,7 @@ scalentloop:
 	VPANDD      Z2, Z10, Z10
 	VMOVUPS     Z10, Z9
 
-notrn9:
+notrn10:
 	VMULPS      (BX)(R8*4), Z6, Z6
 	VMULPS      64(BX)(R8*4), Z7, Z7
 	VFIXUPIMMPS $0x00, Z3, Z6, Z6
@@ -5673,7 +5297,7 @@ scaleone:
 	VPSLLD      $0x10, Z6, Z6
 	VMULPS      Z5, Z6, Z6
 	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn10
+	JZ          notrn11
 	VFIXUPIMMPS $0x00, Z3, Z6, Z6
 	VPSRLD      $0x10, Z6, Z7
 	VPANDD      Z0, Z7, Z7
@@ -5682,7 +5306,7 @@ scaleone:
 	VPANDD      Z2, Z7, Z7
 	VMOVUPS     Z7, Z6
 
-notrn10:
+notrn11:
 	VMULPS      (BX)(R8*4), Z6, Z6
 	VFIXUPIMMPS $0x00, Z3, Z6, Z6
 	VPSRLD      $0x10, Z6, Z7
@@ -5704,7 +5328,7 @@ scalepart:
 	VPSLLD      $0x10, Z6, Z6
 	VMULPS      Z6, Z5, Z6
 	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn11
+	JZ          notrn12
 	VFIXUPIMMPS $0x00, Z3, Z6, Z6
 	VPSRLD      $0x10, Z6, Z5
 	VPANDD      Z0, Z5, Z5
@@ -5713,7 +5337,7 @@ scalepart:
 	VPANDD      Z2, Z5, Z5
 	VMOVUPS     Z5, Z6
 
-notrn11:
+notrn12:
 	VMOVUPS.Z   (BX)(R8*4), K1, Z5
 	VMULPS      Z5, Z6, Z6
 	VFIXUPIMMPS $0x00, Z3, Z6, Z6
@@ -5871,12 +5495,25 @@ firstblock:
 	VPMOVDW     Z8, 96(R9)(R10*2)
 	VMULPS      Z9, Z9, Z8
 	MOVQ        $0x00000040, R10
-	TESTL       $0x00000002, job_flags+0(AX)
-	JNZ         sumpf
+
+	// With flagPF, the rows ahead are prefetched: one loop for both, the flag tested per block.
+	MOVQ DI, R12
+	SHLQ $0x01, R12
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows1
+	SHLQ $0x03, R12
+
+longrows1:
+	ADDQ R8, R12
+	MOVL job_flags+0(AX), R13
 
 sumloop:
-	CMPQ        R10, R11
-	JG          sumtail
+	CMPQ  R10, R11
+	JG    sumtail
+	TESTL $0x00000002, R13
+	JNZ   sumpf
+
+sumblock:
 	VPMOVZXWD   (R8)(R10*2), Z9
 	VPSLLD      $0x10, Z9, Z9
 	VPMOVZXWD   (R9)(R10*2), Z10
@@ -5940,84 +5577,11 @@ sumloop:
 	ADDQ        $0x00000040, R10
 	JMP         sumloop
 
-	// The same, prefetching the rows ahead.
+	// Out of the loop's way: the prefetches, whose flag is usually clear.
 sumpf:
-	MOVQ DI, R12
-	SHLQ $0x01, R12
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows1
-	SHLQ $0x03, R12
-
-longrows1:
-	ADDQ R8, R12
-
-sumpfloop:
-	CMPQ        R10, R11
-	JG          sumtail
-	PREFETCHT0  (R12)(R10*2)
-	PREFETCHT0  64(R12)(R10*2)
-	VPMOVZXWD   (R8)(R10*2), Z9
-	VPSLLD      $0x10, Z9, Z9
-	VPMOVZXWD   (R9)(R10*2), Z10
-	VPSLLD      $0x10, Z10, Z10
-	VADDPS      Z10, Z9, Z9
-	VFIXUPIMMPS $0x00, Z3, Z9, Z9
-	VPSRLD      $0x10, Z9, Z10
-	VPANDD      Z0, Z10, Z10
-	VPADDD      Z1, Z10, Z10
-	VPADDD      Z9, Z10, Z10
-	VPANDD      Z2, Z10, Z10
-	VPSRLD      $0x10, Z10, Z9
-	VPMOVDW     Z9, (R9)(R10*2)
-	VMULPS      Z10, Z10, Z10
-	VADDPS      Z10, Z5, Z5
-	VPMOVZXWD   32(R8)(R10*2), Z9
-	VPSLLD      $0x10, Z9, Z9
-	VPMOVZXWD   32(R9)(R10*2), Z10
-	VPSLLD      $0x10, Z10, Z10
-	VADDPS      Z10, Z9, Z9
-	VFIXUPIMMPS $0x00, Z3, Z9, Z9
-	VPSRLD      $0x10, Z9, Z10
-	VPANDD      Z0, Z10, Z10
-	VPADDD      Z1, Z10, Z10
-	VPADDD      Z9, Z10, Z10
-	VPANDD      Z2, Z10, Z10
-	VPSRLD      $0x10, Z10, Z9
-	VPMOVDW     Z9, 32(R9)(R10*2)
-	VMULPS      Z10, Z10, Z10
-	VADDPS      Z10, Z6, Z6
-	VPMOVZXWD   64(R8)(R10*2), Z9
-	VPSLLD      $0x10, Z9, Z9
-	VPMOVZXWD   64(R9)(R10*2), Z10
-	VPSLLD      $0x10, Z10, Z10
-	VADDPS      Z10, Z9, Z9
-	VFIXUPIMMPS $0x00, Z3, Z9, Z9
-	VPSRLD      $0x10, Z9, Z10
-	VPANDD      Z0, Z10, Z10
-	VPADDD      Z1, Z10, Z10
-	VPADDD      Z9, Z10, Z10
-	VPANDD      Z2, Z10, Z10
-	VPSRLD      $0x10, Z10, Z9
-	VPMOVDW     Z9, 64(R9)(R10*2)
-	VMULPS      Z10, Z10, Z10
-	VADDPS      Z10, Z7, Z7
-	VPMOVZXWD   96(R8)(R10*2), Z9
-	VPSLLD      $0x10, Z9, Z9
-	VPMOVZXWD   96(R9)(R10*2), Z10
-	VPSLLD      $0x10, Z10, Z10
-	VADDPS      Z10, Z9, Z9
-	VFIXUPIMMPS $0x00, Z3, Z9, Z9
-	VPSRLD      $0x10, Z9, Z10
-	VPANDD      Z0, Z10, Z10
-	VPADDD      Z1, Z10, Z10
-	VPADDD      Z9, Z10, Z10
-	VPANDD      Z2, Z10, Z10
-	VPSRLD      $0x10, Z10, Z9
-	VPMOVDW     Z9, 96(R9)(R10*2)
-	VMULPS      Z10, Z10, Z10
-	VADDPS      Z10, Z8, Z8
-	ADDQ        $0x00000040, R10
-	JMP         sumpfloop
+	PREFETCHT0 (R12)(R10*2)
+	PREFETCHT0 64(R12)(R10*2)
+	JMP        sumblock
 
 sumtail:
 	// Fewer than 64 elements remain.
@@ -6175,15 +5739,27 @@ scalebody:
 	VBROADCASTSS one<>+0(SB), Z6
 
 	// y = (src*inv)*w, rounded after each multiply.
-	XORQ  R8, R8
-	MOVQ  job_d+0(AX), R9
-	SUBQ  $0x00000040, R9
-	TESTL $0x00000002, job_flags+0(AX)
-	JNZ   scalepf
+	XORQ R8, R8
+	MOVQ job_d+0(AX), R9
+	SUBQ $0x00000040, R9
+	MOVQ DI, R10
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows4
+	SHLQ $0x03, R10
+
+longrows4:
+	ADDQ  SI, R10
+	MOVL  job_flags+0(AX), R11
+	TESTL $0x00000001, R11
+	JNZ   scalent
 
 scaleloop:
-	CMPQ        R8, R9
-	JG          scaletail
+	CMPQ  R8, R9
+	JG    scaletail
+	TESTL $0x00000002, R11
+	JNZ   scalelooppf5
+
+scaleloopbody6:
 	VPMOVZXWD   (SI)(R8*2), Z7
 	VPSLLD      $0x10, Z7, Z7
 	VMULPS      Z5, Z7, Z7
@@ -6197,7 +5773,7 @@ scaleloop:
 	VPSLLD      $0x10, Z10, Z10
 	VMULPS      Z5, Z10, Z10
 	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn4
+	JZ          notrn7
 	VFIXUPIMMPS $0x00, Z3, Z7, Z7
 	VPSRLD      $0x10, Z7, Z12
 	VPANDD      Z0, Z12, Z12
@@ -6227,7 +5803,7 @@ scaleloop:
 	VPANDD      Z2, Z12, Z12
 	VMOVUPS     Z12, Z10
 
-notrn4:
+notrn7:
 	VMOVUPS     (BX)(R8*4), Z12
 	VADDPS      Z6, Z12, Z12
 	VMULPS      Z12, Z7, Z7
@@ -6267,104 +5843,10 @@ notrn4:
 	ADDQ        $0x00000040, R8
 	JMP         scaleloop
 
-scalepf:
-	MOVQ DI, R10
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows5
-	SHLQ $0x03, R10
-
-longrows5:
-	ADDQ  SI, R10
-	TESTL $0x00000001, job_flags+0(AX)
-	JNZ   scalent
-
-scalepfloop:
-	CMPQ        R8, R9
-	JG          scaletail
-	PREFETCHT0  (R10)(R8*2)
-	PREFETCHT0  64(R10)(R8*2)
-	VPMOVZXWD   (SI)(R8*2), Z7
-	VPSLLD      $0x10, Z7, Z7
-	VMULPS      Z5, Z7, Z7
-	VPMOVZXWD   32(SI)(R8*2), Z8
-	VPSLLD      $0x10, Z8, Z8
-	VMULPS      Z5, Z8, Z8
-	VPMOVZXWD   64(SI)(R8*2), Z9
-	VPSLLD      $0x10, Z9, Z9
-	VMULPS      Z5, Z9, Z9
-	VPMOVZXWD   96(SI)(R8*2), Z10
-	VPSLLD      $0x10, Z10, Z10
-	VMULPS      Z5, Z10, Z10
-	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn6
-	VFIXUPIMMPS $0x00, Z3, Z7, Z7
-	VPSRLD      $0x10, Z7, Z12
-	VPANDD      Z0, Z12, Z12
-	VPADDD      Z1, Z12, Z12
-	VPADDD      Z7, Z12, Z12
-	VPANDD      Z2, Z12, Z12
-	VMOVUPS     Z12, Z7
-	VFIXUPIMMPS $0x00, Z3, Z8, Z8
-	VPSRLD      $0x10, Z8, Z12
-	VPANDD      Z0, Z12, Z12
-	VPADDD      Z1, Z12, Z12
-	VPADDD      Z8, Z12, Z12
-	VPANDD      Z2, Z12, Z12
-	VMOVUPS     Z12, Z8
-	VFIXUPIMMPS $0x00, Z3, Z9, Z9
-	VPSRLD      $0x10, Z9, Z12
-	VPANDD      Z0, Z12, Z12
-	VPADDD      Z1, Z12, Z12
-	VPADDD      Z9, Z12, Z12
-	VPANDD      Z2, Z12, Z12
-	VMOVUPS     Z12, Z9
-	VFIXUPIMMPS $0x00, Z3, Z10, Z10
-	VPSRLD      $0x10, Z10, Z12
-	VPANDD      Z0, Z12, Z12
-	VPADDD      Z1, Z12, Z12
-	VPADDD      Z10, Z12, Z12
-	VPANDD      Z2, Z12, Z12
-	VMOVUPS     Z12, Z10
-
-notrn6:
-	VMOVUPS     (BX)(R8*4), Z12
-	VADDPS      Z6, Z12, Z12
-	VMULPS      Z12, Z7, Z7
-	VMOVUPS     64(BX)(R8*4), Z12
-	VADDPS      Z6, Z12, Z12
-	VMULPS      Z12, Z8, Z8
-	VFIXUPIMMPS $0x00, Z3, Z7, Z7
-	VPSRLD      $0x10, Z7, Z12
-	VPANDD      Z0, Z12, Z12
-	VPADDD      Z1, Z12, Z12
-	VPADDD      Z7, Z12, Z12
-	VFIXUPIMMPS $0x00, Z3, Z8, Z8
-	VPSRLD      $0x10, Z8, Z7
-	VPANDD      Z0, Z7, Z7
-	VPADDD      Z1, Z7, Z7
-	VPADDD      Z8, Z7, Z7
-	VPERMT2W    Z7, Z4, Z12
-	VMOVDQU64   Z12, (CX)(R8*2)
-	VMOVUPS     128(BX)(R8*4), Z7
-	VADDPS      Z6, Z7, Z7
-	VMULPS      Z7, Z9, Z9
-	VMOVUPS     192(BX)(R8*4), Z7
-	VADDPS      Z6, Z7, Z7
-	VMULPS      Z7, Z10, Z10
-	VFIXUPIMMPS $0x00, Z3, Z9, Z9
-	VPSRLD      $0x10, Z9, Z7
-	VPANDD      Z0, Z7, Z7
-	VPADDD      Z1, Z7, Z7
-	VPADDD      Z9, Z7, Z7
-	VFIXUPIMMPS $0x00, Z3, Z10, Z10
-	VPSRLD      $0x10, Z10, Z8
-	VPANDD      Z0, Z8, Z8
-	VPADDD      Z1, Z8, Z8
-	VPADDD      Z10, Z8, Z8
-	VPERMT2W    Z8, Z4, Z7
-	VMOVDQU64   Z7, 64(CX)(R8*2)
-	ADDQ        $0x00000040, R8
-	JMP         scalepfloop
+scalelooppf5:
+	PREFETCHT0 (R10)(R8*2)
+	PREFETCHT0 64(R10)(R8*2)
+	JMP        scaleloopbody6
 
 scalent:
 	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
@@ -6384,7 +5866,7 @@ scalehead:
 	VPSLLD      $0x10, Z7, Z7
 	VMULPS      Z5, Z7, Z7
 	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn7
+	JZ          notrn8
 	VFIXUPIMMPS $0x00, Z3, Z7, Z7
 	VPSRLD      $0x10, Z7, Z8
 	VPANDD      Z0, Z8, Z8
@@ -6393,7 +5875,7 @@ scalehead:
 	VPANDD      Z2, Z8, Z8
 	VMOVUPS     Z8, Z7
 
-notrn7:
+notrn8:
 	VMOVUPS     (BX)(R8*4), Z8
 	VADDPS      Z6, Z8, Z8
 	VMULPS      Z8, Z7, Z7
@@ -6415,7 +5897,7 @@ scaleheadpart:
 	VPSLLD      $0x10, Z7, Z7
 	VMULPS      Z7, Z5, Z7
 	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn8
+	JZ          notrn9
 	VFIXUPIMMPS $0x00, Z3, Z7, Z7
 	VPSRLD      $0x10, Z7, Z8
 	VPANDD      Z0, Z8, Z8
@@ -6424,7 +5906,7 @@ scaleheadpart:
 	VPANDD      Z2, Z8, Z8
 	VMOVUPS     Z8, Z7
 
-notrn8:
+notrn9:
 	VMOVUPS.Z   (BX)(R8*4), K1, Z8
 	VADDPS      Z6, Z8, Z8
 	VMULPS      Z8, Z7, Z7
@@ -6455,7 +5937,7 @@ scalentloop:
 	VPSLLD      $0x10, Z10, Z10
 	VMULPS      Z5, Z10, Z10
 	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn9
+	JZ          notrn10
 	VFIXUPIMMPS $0x00, Z3, Z7, Z7
 	VPSRLD      $0x10, Z7, Z12
 	VPANDD      Z0, Z12, Z12
@@ -6485,7 +5967,7 @@ scalentloop:
 	VPANDD      Z2, Z12, Z12
 	VMOVUPS     Z12, Z10
 
-notrn9:
+notrn10:
 	VMOVUPS     (BX)(R8*4), Z12
 	VADDPS      Z6, Z12, Z12
 	VMULPS      Z12, Z7, Z7
@@ -6535,7 +6017,7 @@ scaleone:
 	VPSLLD      $0x10, Z7, Z7
 	VMULPS      Z5, Z7, Z7
 	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn10
+	JZ          notrn11
 	VFIXUPIMMPS $0x00, Z3, Z7, Z7
 	VPSRLD      $0x10, Z7, Z8
 	VPANDD      Z0, Z8, Z8
@@ -6544,7 +6026,7 @@ scaleone:
 	VPANDD      Z2, Z8, Z8
 	VMOVUPS     Z8, Z7
 
-notrn10:
+notrn11:
 	VMOVUPS     (BX)(R8*4), Z8
 	VADDPS      Z6, Z8, Z8
 	VMULPS      Z8, Z7, Z7
@@ -6568,7 +6050,7 @@ scalepart:
 	VPSLLD      $0x10, Z7, Z7
 	VMULPS      Z7, Z5, Z7
 	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn11
+	JZ          notrn12
 	VFIXUPIMMPS $0x00, Z3, Z7, Z7
 	VPSRLD      $0x10, Z7, Z5
 	VPANDD      Z0, Z5, Z5
@@ -6577,7 +6059,7 @@ scalepart:
 	VPANDD      Z2, Z5, Z5
 	VMOVUPS     Z5, Z7
 
-notrn11:
+notrn12:
 	VMOVUPS.Z   (BX)(R8*4), K1, Z5
 	VADDPS      Z6, Z5, Z5
 	VMULPS      Z5, Z7, Z7
@@ -6735,12 +6217,25 @@ firstblock:
 	VPMOVDW     Z8, 96(R8)(R9*2)
 	VMULPS      Z9, Z9, Z8
 	MOVQ        $0x00000040, R9
-	TESTL       $0x00000002, job_flags+0(AX)
-	JNZ         sumpf
+
+	// With flagPF, the rows ahead are prefetched: one loop for both, the flag tested per block.
+	MOVQ SI, R11
+	SHLQ $0x01, R11
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows1
+	SHLQ $0x03, R11
+
+longrows1:
+	ADDQ DI, R11
+	MOVL job_flags+0(AX), R12
 
 sumloop:
-	CMPQ        R9, R10
-	JG          sumtail
+	CMPQ  R9, R10
+	JG    sumtail
+	TESTL $0x00000002, R12
+	JNZ   sumpf
+
+sumblock:
 	VPMOVZXWD   (DI)(R9*2), Z9
 	VPSLLD      $0x10, Z9, Z9
 	VPMOVZXWD   (R8)(R9*2), Z10
@@ -6804,84 +6299,11 @@ sumloop:
 	ADDQ        $0x00000040, R9
 	JMP         sumloop
 
-	// The same, prefetching the rows ahead.
+	// Out of the loop's way: the prefetches, whose flag is usually clear.
 sumpf:
-	MOVQ SI, R11
-	SHLQ $0x01, R11
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows1
-	SHLQ $0x03, R11
-
-longrows1:
-	ADDQ DI, R11
-
-sumpfloop:
-	CMPQ        R9, R10
-	JG          sumtail
-	PREFETCHT0  (R11)(R9*2)
-	PREFETCHT0  64(R11)(R9*2)
-	VPMOVZXWD   (DI)(R9*2), Z9
-	VPSLLD      $0x10, Z9, Z9
-	VPMOVZXWD   (R8)(R9*2), Z10
-	VPSLLD      $0x10, Z10, Z10
-	VADDPS      Z10, Z9, Z9
-	VFIXUPIMMPS $0x00, Z3, Z9, Z9
-	VPSRLD      $0x10, Z9, Z10
-	VPANDD      Z0, Z10, Z10
-	VPADDD      Z1, Z10, Z10
-	VPADDD      Z9, Z10, Z10
-	VPANDD      Z2, Z10, Z10
-	VPSRLD      $0x10, Z10, Z9
-	VPMOVDW     Z9, (R8)(R9*2)
-	VMULPS      Z10, Z10, Z10
-	VADDPS      Z10, Z5, Z5
-	VPMOVZXWD   32(DI)(R9*2), Z9
-	VPSLLD      $0x10, Z9, Z9
-	VPMOVZXWD   32(R8)(R9*2), Z10
-	VPSLLD      $0x10, Z10, Z10
-	VADDPS      Z10, Z9, Z9
-	VFIXUPIMMPS $0x00, Z3, Z9, Z9
-	VPSRLD      $0x10, Z9, Z10
-	VPANDD      Z0, Z10, Z10
-	VPADDD      Z1, Z10, Z10
-	VPADDD      Z9, Z10, Z10
-	VPANDD      Z2, Z10, Z10
-	VPSRLD      $0x10, Z10, Z9
-	VPMOVDW     Z9, 32(R8)(R9*2)
-	VMULPS      Z10, Z10, Z10
-	VADDPS      Z10, Z6, Z6
-	VPMOVZXWD   64(DI)(R9*2), Z9
-	VPSLLD      $0x10, Z9, Z9
-	VPMOVZXWD   64(R8)(R9*2), Z10
-	VPSLLD      $0x10, Z10, Z10
-	VADDPS      Z10, Z9, Z9
-	VFIXUPIMMPS $0x00, Z3, Z9, Z9
-	VPSRLD      $0x10, Z9, Z10
-	VPANDD      Z0, Z10, Z10
-	VPADDD      Z1, Z10, Z10
-	VPADDD      Z9, Z10, Z10
-	VPANDD      Z2, Z10, Z10
-	VPSRLD      $0x10, Z10, Z9
-	VPMOVDW     Z9, 64(R8)(R9*2)
-	VMULPS      Z10, Z10, Z10
-	VADDPS      Z10, Z7, Z7
-	VPMOVZXWD   96(DI)(R9*2), Z9
-	VPSLLD      $0x10, Z9, Z9
-	VPMOVZXWD   96(R8)(R9*2), Z10
-	VPSLLD      $0x10, Z10, Z10
-	VADDPS      Z10, Z9, Z9
-	VFIXUPIMMPS $0x00, Z3, Z9, Z9
-	VPSRLD      $0x10, Z9, Z10
-	VPANDD      Z0, Z10, Z10
-	VPADDD      Z1, Z10, Z10
-	VPADDD      Z9, Z10, Z10
-	VPANDD      Z2, Z10, Z10
-	VPSRLD      $0x10, Z10, Z9
-	VPMOVDW     Z9, 96(R8)(R9*2)
-	VMULPS      Z10, Z10, Z10
-	VADDPS      Z10, Z8, Z8
-	ADDQ        $0x00000040, R9
-	JMP         sumpfloop
+	PREFETCHT0 (R11)(R9*2)
+	PREFETCHT0 64(R11)(R9*2)
+	JMP        sumblock
 
 sumtail:
 	// Fewer than 64 elements remain.
@@ -7037,15 +6459,27 @@ scalerow:
 
 scalebody:
 	// y = (src*inv)*w, rounded after each multiply.
-	XORQ  DI, DI
-	MOVQ  job_d+0(AX), R8
-	SUBQ  $0x00000040, R8
-	TESTL $0x00000002, job_flags+0(AX)
-	JNZ   scalepf
+	XORQ DI, DI
+	MOVQ job_d+0(AX), R8
+	SUBQ $0x00000040, R8
+	MOVQ SI, R9
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows4
+	SHLQ $0x03, R9
+
+longrows4:
+	ADDQ  BX, R9
+	MOVL  job_flags+0(AX), R10
+	TESTL $0x00000001, R10
+	JNZ   scalent
 
 scaleloop:
-	CMPQ        DI, R8
-	JG          scaletail
+	CMPQ  DI, R8
+	JG    scaletail
+	TESTL $0x00000002, R10
+	JNZ   scalelooppf5
+
+scaleloopbody6:
 	VPMOVZXWD   (BX)(DI*2), Z6
 	VPSLLD      $0x10, Z6, Z6
 	VMULPS      Z5, Z6, Z6
@@ -7085,60 +6519,10 @@ scaleloop:
 	ADDQ        $0x00000040, DI
 	JMP         scaleloop
 
-scalepf:
-	MOVQ SI, R9
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows4
-	SHLQ $0x03, R9
-
-longrows4:
-	ADDQ  BX, R9
-	TESTL $0x00000001, job_flags+0(AX)
-	JNZ   scalent
-
-scalepfloop:
-	CMPQ        DI, R8
-	JG          scaletail
-	PREFETCHT0  (R9)(DI*2)
-	PREFETCHT0  64(R9)(DI*2)
-	VPMOVZXWD   (BX)(DI*2), Z6
-	VPSLLD      $0x10, Z6, Z6
-	VMULPS      Z5, Z6, Z6
-	VPMOVZXWD   32(BX)(DI*2), Z7
-	VPSLLD      $0x10, Z7, Z7
-	VMULPS      Z5, Z7, Z7
-	VPMOVZXWD   64(BX)(DI*2), Z8
-	VPSLLD      $0x10, Z8, Z8
-	VMULPS      Z5, Z8, Z8
-	VPMOVZXWD   96(BX)(DI*2), Z9
-	VPSLLD      $0x10, Z9, Z9
-	VMULPS      Z5, Z9, Z9
-	VFIXUPIMMPS $0x00, Z3, Z6, Z6
-	VPSRLD      $0x10, Z6, Z10
-	VPANDD      Z0, Z10, Z10
-	VPADDD      Z1, Z10, Z10
-	VPADDD      Z6, Z10, Z10
-	VFIXUPIMMPS $0x00, Z3, Z7, Z7
-	VPSRLD      $0x10, Z7, Z6
-	VPANDD      Z0, Z6, Z6
-	VPADDD      Z1, Z6, Z6
-	VPADDD      Z7, Z6, Z6
-	VPERMT2W    Z6, Z4, Z10
-	VMOVDQU64   Z10, (CX)(DI*2)
-	VFIXUPIMMPS $0x00, Z3, Z8, Z8
-	VPSRLD      $0x10, Z8, Z6
-	VPANDD      Z0, Z6, Z6
-	VPADDD      Z1, Z6, Z6
-	VPADDD      Z8, Z6, Z6
-	VFIXUPIMMPS $0x00, Z3, Z9, Z9
-	VPSRLD      $0x10, Z9, Z7
-	VPANDD      Z0, Z7, Z7
-	VPADDD      Z1, Z7, Z7
-	VPADDD      Z9, Z7, Z7
-	VPERMT2W    Z7, Z4, Z6
-	VMOVDQU64   Z6, 64(CX)(DI*2)
-	ADDQ        $0x00000040, DI
-	JMP         scalepfloop
+scalelooppf5:
+	PREFETCHT0 (R9)(DI*2)
+	PREFETCHT0 64(R9)(DI*2)
+	JMP        scaleloopbody6
 
 scalent:
 	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
@@ -7370,12 +6754,25 @@ firstblock:
 	VCVTPH2PS 96(DI)(R9*2), Z3
 	VMULPS    Z3, Z3, Z3
 	MOVQ      $0x00000040, R9
-	TESTL     $0x00000002, job_flags+0(AX)
-	JNZ       sumpf
+
+	// With flagPF, the rows ahead are prefetched: one loop for both, the flag tested per block.
+	MOVQ SI, R11
+	SHLQ $0x01, R11
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows1
+	SHLQ $0x03, R11
+
+longrows1:
+	ADDQ DI, R11
+	MOVL job_flags+0(AX), R12
 
 sumloop:
-	CMPQ      R9, R10
-	JG        sumtail
+	CMPQ  R9, R10
+	JG    sumtail
+	TESTL $0x00000002, R12
+	JNZ   sumpf
+
+sumblock:
 	VCVTPH2PS (DI)(R9*2), Z4
 	VMULPS    Z4, Z4, Z4
 	VADDPS    Z4, Z0, Z0
@@ -7391,36 +6788,11 @@ sumloop:
 	ADDQ      $0x00000040, R9
 	JMP       sumloop
 
-	// The same, prefetching the rows ahead.
+	// Out of the loop's way: the prefetches, whose flag is usually clear.
 sumpf:
-	MOVQ SI, R11
-	SHLQ $0x01, R11
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows1
-	SHLQ $0x03, R11
-
-longrows1:
-	ADDQ DI, R11
-
-sumpfloop:
-	CMPQ       R9, R10
-	JG         sumtail
 	PREFETCHT0 (R11)(R9*2)
 	PREFETCHT0 64(R11)(R9*2)
-	VCVTPH2PS  (DI)(R9*2), Z4
-	VMULPS     Z4, Z4, Z4
-	VADDPS     Z4, Z0, Z0
-	VCVTPH2PS  32(DI)(R9*2), Z4
-	VMULPS     Z4, Z4, Z4
-	VADDPS     Z4, Z1, Z1
-	VCVTPH2PS  64(DI)(R9*2), Z4
-	VMULPS     Z4, Z4, Z4
-	VADDPS     Z4, Z2, Z2
-	VCVTPH2PS  96(DI)(R9*2), Z4
-	VMULPS     Z4, Z4, Z4
-	VADDPS     Z4, Z3, Z3
-	ADDQ       $0x00000040, R9
-	JMP        sumpfloop
+	JMP        sumblock
 
 sumtail:
 	// Fewer than 64 elements remain.
@@ -7601,15 +6973,27 @@ scalerow:
 
 scalebody:
 	// y = (src*inv)*w, rounded after each multiply.
-	XORQ  DI, DI
-	MOVQ  job_d+0(AX), R8
-	SUBQ  $0x00000040, R8
-	TESTL $0x00000002, job_flags+0(AX)
-	JNZ   scalepf
+	XORQ DI, DI
+	MOVQ job_d+0(AX), R8
+	SUBQ $0x00000040, R8
+	MOVQ SI, R9
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows6
+	SHLQ $0x03, R9
+
+longrows6:
+	ADDQ  DX, R9
+	MOVL  job_flags+0(AX), R10
+	TESTL $0x00000001, R10
+	JNZ   scalent
 
 scaleloop:
-	CMPQ      DI, R8
-	JG        scaletail
+	CMPQ  DI, R8
+	JG    scaletail
+	TESTL $0x00000002, R10
+	JNZ   scalelooppf7
+
+scaleloopbody8:
 	VCVTPH2PS (DX)(DI*2), Z1
 	VMULPS    Z0, Z1, Z1
 	VCVTPH2PS 32(DX)(DI*2), Z2
@@ -7619,7 +7003,7 @@ scaleloop:
 	VCVTPH2PS 96(DX)(DI*2), Z4
 	VMULPS    Z0, Z4, Z4
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn6
+	JZ        notrn9
 	VCVTPS2PH $0x00, Z1, Y1
 	VCVTPH2PS Y1, Z1
 	VMOVUPS   Z1, Z1
@@ -7633,7 +7017,7 @@ scaleloop:
 	VCVTPH2PS Y4, Z4
 	VMOVUPS   Z4, Z4
 
-notrn6:
+notrn9:
 	VMULPS       (BX)(DI*4), Z1, Z1
 	VMULPS       64(BX)(DI*4), Z2, Z2
 	VCVTPS2PH    $0x00, Z1, Y6
@@ -7649,60 +7033,10 @@ notrn6:
 	ADDQ         $0x00000040, DI
 	JMP          scaleloop
 
-scalepf:
-	MOVQ SI, R9
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows7
-	SHLQ $0x03, R9
-
-longrows7:
-	ADDQ  DX, R9
-	TESTL $0x00000001, job_flags+0(AX)
-	JNZ   scalent
-
-scalepfloop:
-	CMPQ       DI, R8
-	JG         scaletail
+scalelooppf7:
 	PREFETCHT0 (R9)(DI*2)
 	PREFETCHT0 64(R9)(DI*2)
-	VCVTPH2PS  (DX)(DI*2), Z1
-	VMULPS     Z0, Z1, Z1
-	VCVTPH2PS  32(DX)(DI*2), Z2
-	VMULPS     Z0, Z2, Z2
-	VCVTPH2PS  64(DX)(DI*2), Z3
-	VMULPS     Z0, Z3, Z3
-	VCVTPH2PS  96(DX)(DI*2), Z4
-	VMULPS     Z0, Z4, Z4
-	TESTL      $0x00000008, job_flags+0(AX)
-	JZ         notrn8
-	VCVTPS2PH  $0x00, Z1, Y1
-	VCVTPH2PS  Y1, Z1
-	VMOVUPS    Z1, Z1
-	VCVTPS2PH  $0x00, Z2, Y2
-	VCVTPH2PS  Y2, Z2
-	VMOVUPS    Z2, Z2
-	VCVTPS2PH  $0x00, Z3, Y3
-	VCVTPH2PS  Y3, Z3
-	VMOVUPS    Z3, Z3
-	VCVTPS2PH  $0x00, Z4, Y4
-	VCVTPH2PS  Y4, Z4
-	VMOVUPS    Z4, Z4
-
-notrn8:
-	VMULPS       (BX)(DI*4), Z1, Z1
-	VMULPS       64(BX)(DI*4), Z2, Z2
-	VCVTPS2PH    $0x00, Z1, Y8
-	VCVTPS2PH    $0x00, Z2, Y1
-	VINSERTI64X4 $0x01, Y1, Z8, Z8
-	VMOVDQU64    Z8, (CX)(DI*2)
-	VMULPS       128(BX)(DI*4), Z3, Z3
-	VMULPS       192(BX)(DI*4), Z4, Z4
-	VCVTPS2PH    $0x00, Z3, Y9
-	VCVTPS2PH    $0x00, Z4, Y1
-	VINSERTI64X4 $0x01, Y1, Z9, Z9
-	VMOVDQU64    Z9, 64(CX)(DI*2)
-	ADDQ         $0x00000040, DI
-	JMP          scalepfloop
+	JMP        scaleloopbody8
 
 scalent:
 	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
@@ -7721,12 +7055,12 @@ scalehead:
 	VCVTPH2PS (DX)(DI*2), Z1
 	VMULPS    Z0, Z1, Z1
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn9
+	JZ        notrn10
 	VCVTPS2PH $0x00, Z1, Y1
 	VCVTPH2PS Y1, Z1
 	VMOVUPS   Z1, Z1
 
-notrn9:
+notrn10:
 	VMULPS    (BX)(DI*4), Z1, Z1
 	VCVTPS2PH $0x00, Z1, (CX)(DI*2)
 	ADDQ      $0x00000010, DI
@@ -7739,12 +7073,12 @@ scaleheadpart:
 	VCVTPH2PS.Z (DX)(DI*2), K1, Z1
 	VMULPS      Z1, Z0, Z1
 	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn10
+	JZ          notrn11
 	VCVTPS2PH   $0x00, Z1, Y1
 	VCVTPH2PS   Y1, Z1
 	VMOVUPS     Z1, Z1
 
-notrn10:
+notrn11:
 	VMOVUPS.Z (BX)(DI*4), K1, Z2
 	VMULPS    Z2, Z1, Z1
 	VCVTPS2PH $0x00, Z1, K1, (CX)(DI*2)
@@ -7764,7 +7098,7 @@ scalentloop:
 	VCVTPH2PS  96(DX)(DI*2), Z4
 	VMULPS     Z0, Z4, Z4
 	TESTL      $0x00000008, job_flags+0(AX)
-	JZ         notrn11
+	JZ         notrn12
 	VCVTPS2PH  $0x00, Z1, Y1
 	VCVTPH2PS  Y1, Z1
 	VMOVUPS    Z1, Z1
@@ -7778,19 +7112,19 @@ scalentloop:
 	VCVTPH2PS  Y4, Z4
 	VMOVUPS    Z4, Z4
 
-notrn11:
+notrn12:
 	VMULPS       (BX)(DI*4), Z1, Z1
 	VMULPS       64(BX)(DI*4), Z2, Z2
-	VCVTPS2PH    $0x00, Z1, Y10
+	VCVTPS2PH    $0x00, Z1, Y8
 	VCVTPS2PH    $0x00, Z2, Y1
-	VINSERTI64X4 $0x01, Y1, Z10, Z10
-	VMOVNTDQ     Z10, (CX)(DI*2)
+	VINSERTI64X4 $0x01, Y1, Z8, Z8
+	VMOVNTDQ     Z8, (CX)(DI*2)
 	VMULPS       128(BX)(DI*4), Z3, Z3
 	VMULPS       192(BX)(DI*4), Z4, Z4
-	VCVTPS2PH    $0x00, Z3, Y11
+	VCVTPS2PH    $0x00, Z3, Y9
 	VCVTPS2PH    $0x00, Z4, Y1
-	VINSERTI64X4 $0x01, Y1, Z11, Z11
-	VMOVNTDQ     Z11, 64(CX)(DI*2)
+	VINSERTI64X4 $0x01, Y1, Z9, Z9
+	VMOVNTDQ     Z9, 64(CX)(DI*2)
 	ADDQ         $0x00000040, DI
 	JMP          scalentloop
 
@@ -7803,12 +7137,12 @@ scaleone:
 	VCVTPH2PS (DX)(DI*2), Z1
 	VMULPS    Z0, Z1, Z1
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn12
+	JZ        notrn13
 	VCVTPS2PH $0x00, Z1, Y1
 	VCVTPH2PS Y1, Z1
 	VMOVUPS   Z1, Z1
 
-notrn12:
+notrn13:
 	VMULPS    (BX)(DI*4), Z1, Z1
 	VCVTPS2PH $0x00, Z1, (CX)(DI*2)
 	ADDQ      $0x00000010, DI
@@ -7823,12 +7157,12 @@ scalepart:
 	VCVTPH2PS.Z (DX)(DI*2), K1, Z1
 	VMULPS      Z1, Z0, Z1
 	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn13
+	JZ          notrn14
 	VCVTPS2PH   $0x00, Z1, Y0
 	VCVTPH2PS   Y0, Z0
 	VMOVUPS     Z0, Z1
 
-notrn13:
+notrn14:
 	VMOVUPS.Z (BX)(DI*4), K1, Z0
 	VMULPS    Z0, Z1, Z1
 	VCVTPS2PH $0x00, Z1, K1, (CX)(DI*2)
@@ -7939,12 +7273,25 @@ firstblock:
 	VCVTPH2PS 96(DI)(R9*2), Z3
 	VMULPS    Z3, Z3, Z3
 	MOVQ      $0x00000040, R9
-	TESTL     $0x00000002, job_flags+0(AX)
-	JNZ       sumpf
+
+	// With flagPF, the rows ahead are prefetched: one loop for both, the flag tested per block.
+	MOVQ SI, R11
+	SHLQ $0x01, R11
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows1
+	SHLQ $0x03, R11
+
+longrows1:
+	ADDQ DI, R11
+	MOVL job_flags+0(AX), R12
 
 sumloop:
-	CMPQ      R9, R10
-	JG        sumtail
+	CMPQ  R9, R10
+	JG    sumtail
+	TESTL $0x00000002, R12
+	JNZ   sumpf
+
+sumblock:
 	VCVTPH2PS (DI)(R9*2), Z4
 	VMULPS    Z4, Z4, Z4
 	VADDPS    Z4, Z0, Z0
@@ -7960,36 +7307,11 @@ sumloop:
 	ADDQ      $0x00000040, R9
 	JMP       sumloop
 
-	// The same, prefetching the rows ahead.
+	// Out of the loop's way: the prefetches, whose flag is usually clear.
 sumpf:
-	MOVQ SI, R11
-	SHLQ $0x01, R11
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows1
-	SHLQ $0x03, R11
-
-longrows1:
-	ADDQ DI, R11
-
-sumpfloop:
-	CMPQ       R9, R10
-	JG         sumtail
 	PREFETCHT0 (R11)(R9*2)
 	PREFETCHT0 64(R11)(R9*2)
-	VCVTPH2PS  (DI)(R9*2), Z4
-	VMULPS     Z4, Z4, Z4
-	VADDPS     Z4, Z0, Z0
-	VCVTPH2PS  32(DI)(R9*2), Z4
-	VMULPS     Z4, Z4, Z4
-	VADDPS     Z4, Z1, Z1
-	VCVTPH2PS  64(DI)(R9*2), Z4
-	VMULPS     Z4, Z4, Z4
-	VADDPS     Z4, Z2, Z2
-	VCVTPH2PS  96(DI)(R9*2), Z4
-	VMULPS     Z4, Z4, Z4
-	VADDPS     Z4, Z3, Z3
-	ADDQ       $0x00000040, R9
-	JMP        sumpfloop
+	JMP        sumblock
 
 sumtail:
 	// Fewer than 64 elements remain.
@@ -8172,25 +7494,37 @@ scalebody:
 	VBROADCASTSS one<>+0(SB), Z1
 
 	// y = (src*inv)*w, rounded after each multiply.
-	XORQ  DI, DI
-	MOVQ  job_d+0(AX), R8
-	SUBQ  $0x00000040, R8
-	TESTL $0x00000002, job_flags+0(AX)
-	JNZ   scalepf
+	XORQ DI, DI
+	MOVQ job_d+0(AX), R8
+	SUBQ $0x00000040, R8
+	MOVQ SI, R9
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows6
+	SHLQ $0x03, R9
+
+longrows6:
+	ADDQ  DX, R9
+	MOVL  job_flags+0(AX), R10
+	TESTL $0x00000001, R10
+	JNZ   scalent
 
 scaleloop:
-	CMPQ      DI, R8
-	JG        scaletail
+	CMPQ  DI, R8
+	JG    scaletail
+	TESTL $0x00000002, R10
+	JNZ   scalelooppf7
+
+scaleloopbody8:
 	VCVTPH2PS (DX)(DI*2), Z2
 	VMULPS    Z0, Z2, Z2
 	VCVTPH2PS 32(DX)(DI*2), Z3
 	VMULPS    Z0, Z3, Z3
 	VCVTPH2PS 64(DX)(DI*2), Z4
 	VMULPS    Z0, Z4, Z4
-	VCVTPH2PS 96(DX)(DI*2), Z12
-	VMULPS    Z0, Z12, Z12
+	VCVTPH2PS 96(DX)(DI*2), Z10
+	VMULPS    Z0, Z10, Z10
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn6
+	JZ        notrn9
 	VCVTPS2PH $0x00, Z2, Y2
 	VCVTPH2PS Y2, Z2
 	VMOVUPS   Z2, Z2
@@ -8200,17 +7534,17 @@ scaleloop:
 	VCVTPS2PH $0x00, Z4, Y4
 	VCVTPH2PS Y4, Z4
 	VMOVUPS   Z4, Z4
-	VCVTPS2PH $0x00, Z12, Y6
-	VCVTPH2PS Y6, Z12
-	VMOVUPS   Z12, Z12
+	VCVTPS2PH $0x00, Z10, Y6
+	VCVTPH2PS Y6, Z10
+	VMOVUPS   Z10, Z10
 
-notrn6:
-	VMOVUPS      (BX)(DI*4), Z13
-	VADDPS       Z1, Z13, Z13
-	VMULPS       Z13, Z2, Z2
-	VMOVUPS      64(BX)(DI*4), Z13
-	VADDPS       Z1, Z13, Z13
-	VMULPS       Z13, Z3, Z3
+notrn9:
+	VMOVUPS      (BX)(DI*4), Z11
+	VADDPS       Z1, Z11, Z11
+	VMULPS       Z11, Z2, Z2
+	VMOVUPS      64(BX)(DI*4), Z11
+	VADDPS       Z1, Z11, Z11
+	VMULPS       Z11, Z3, Z3
 	VCVTPS2PH    $0x00, Z2, Y6
 	VCVTPS2PH    $0x00, Z3, Y2
 	VINSERTI64X4 $0x01, Y2, Z6, Z6
@@ -8220,76 +7554,18 @@ notrn6:
 	VMULPS       Z2, Z4, Z4
 	VMOVUPS      192(BX)(DI*4), Z2
 	VADDPS       Z1, Z2, Z2
-	VMULPS       Z2, Z12, Z12
+	VMULPS       Z2, Z10, Z10
 	VCVTPS2PH    $0x00, Z4, Y7
-	VCVTPS2PH    $0x00, Z12, Y2
+	VCVTPS2PH    $0x00, Z10, Y2
 	VINSERTI64X4 $0x01, Y2, Z7, Z7
 	VMOVDQU64    Z7, 64(CX)(DI*2)
 	ADDQ         $0x00000040, DI
 	JMP          scaleloop
 
-scalepf:
-	MOVQ SI, R9
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows7
-	SHLQ $0x03, R9
-
-longrows7:
-	ADDQ  DX, R9
-	TESTL $0x00000001, job_flags+0(AX)
-	JNZ   scalent
-
-scalepfloop:
-	CMPQ       DI, R8
-	JG         scaletail
+scalelooppf7:
 	PREFETCHT0 (R9)(DI*2)
 	PREFETCHT0 64(R9)(DI*2)
-	VCVTPH2PS  (DX)(DI*2), Z2
-	VMULPS     Z0, Z2, Z2
-	VCVTPH2PS  32(DX)(DI*2), Z3
-	VMULPS     Z0, Z3, Z3
-	VCVTPH2PS  64(DX)(DI*2), Z4
-	VMULPS     Z0, Z4, Z4
-	VCVTPH2PS  96(DX)(DI*2), Z12
-	VMULPS     Z0, Z12, Z12
-	TESTL      $0x00000008, job_flags+0(AX)
-	JZ         notrn8
-	VCVTPS2PH  $0x00, Z2, Y2
-	VCVTPH2PS  Y2, Z2
-	VMOVUPS    Z2, Z2
-	VCVTPS2PH  $0x00, Z3, Y3
-	VCVTPH2PS  Y3, Z3
-	VMOVUPS    Z3, Z3
-	VCVTPS2PH  $0x00, Z4, Y4
-	VCVTPH2PS  Y4, Z4
-	VMOVUPS    Z4, Z4
-	VCVTPS2PH  $0x00, Z12, Y6
-	VCVTPH2PS  Y6, Z12
-	VMOVUPS    Z12, Z12
-
-notrn8:
-	VMOVUPS      (BX)(DI*4), Z13
-	VADDPS       Z1, Z13, Z13
-	VMULPS       Z13, Z2, Z2
-	VMOVUPS      64(BX)(DI*4), Z13
-	VADDPS       Z1, Z13, Z13
-	VMULPS       Z13, Z3, Z3
-	VCVTPS2PH    $0x00, Z2, Y8
-	VCVTPS2PH    $0x00, Z3, Y2
-	VINSERTI64X4 $0x01, Y2, Z8, Z8
-	VMOVDQU64    Z8, (CX)(DI*2)
-	VMOVUPS      128(BX)(DI*4), Z2
-	VADDPS       Z1, Z2, Z2
-	VMULPS       Z2, Z4, Z4
-	VMOVUPS      192(BX)(DI*4), Z2
-	VADDPS       Z1, Z2, Z2
-	VMULPS       Z2, Z12, Z12
-	VCVTPS2PH    $0x00, Z4, Y9
-	VCVTPS2PH    $0x00, Z12, Y2
-	VINSERTI64X4 $0x01, Y2, Z9, Z9
-	VMOVDQU64    Z9, 64(CX)(DI*2)
-	ADDQ         $0x00000040, DI
-	JMP          scalepfloop
+	JMP        scaleloopbody8
 
 scalent:
 	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
@@ -8308,12 +7584,12 @@ scalehead:
 	VCVTPH2PS (DX)(DI*2), Z2
 	VMULPS    Z0, Z2, Z2
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn9
+	JZ        notrn10
 	VCVTPS2PH $0x00, Z2, Y2
 	VCVTPH2PS Y2, Z2
 	VMOVUPS   Z2, Z2
 
-notrn9:
+notrn10:
 	VMOVUPS   (BX)(DI*4), Z3
 	VADDPS    Z1, Z3, Z3
 	VMULPS    Z3, Z2, Z2
@@ -8328,12 +7604,12 @@ scaleheadpart:
 	VCVTPH2PS.Z (DX)(DI*2), K1, Z2
 	VMULPS      Z2, Z0, Z2
 	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn10
+	JZ          notrn11
 	VCVTPS2PH   $0x00, Z2, Y2
 	VCVTPH2PS   Y2, Z2
 	VMOVUPS     Z2, Z2
 
-notrn10:
+notrn11:
 	VMOVUPS.Z (BX)(DI*4), K1, Z3
 	VADDPS    Z1, Z3, Z3
 	VMULPS    Z3, Z2, Z2
@@ -8351,10 +7627,10 @@ scalentloop:
 	VMULPS     Z0, Z3, Z3
 	VCVTPH2PS  64(DX)(DI*2), Z4
 	VMULPS     Z0, Z4, Z4
-	VCVTPH2PS  96(DX)(DI*2), Z12
-	VMULPS     Z0, Z12, Z12
+	VCVTPH2PS  96(DX)(DI*2), Z10
+	VMULPS     Z0, Z10, Z10
 	TESTL      $0x00000008, job_flags+0(AX)
-	JZ         notrn11
+	JZ         notrn12
 	VCVTPS2PH  $0x00, Z2, Y2
 	VCVTPH2PS  Y2, Z2
 	VMOVUPS    Z2, Z2
@@ -8364,31 +7640,31 @@ scalentloop:
 	VCVTPS2PH  $0x00, Z4, Y4
 	VCVTPH2PS  Y4, Z4
 	VMOVUPS    Z4, Z4
-	VCVTPS2PH  $0x00, Z12, Y6
-	VCVTPH2PS  Y6, Z12
-	VMOVUPS    Z12, Z12
+	VCVTPS2PH  $0x00, Z10, Y6
+	VCVTPH2PS  Y6, Z10
+	VMOVUPS    Z10, Z10
 
-notrn11:
-	VMOVUPS      (BX)(DI*4), Z13
-	VADDPS       Z1, Z13, Z13
-	VMULPS       Z13, Z2, Z2
-	VMOVUPS      64(BX)(DI*4), Z13
-	VADDPS       Z1, Z13, Z13
-	VMULPS       Z13, Z3, Z3
-	VCVTPS2PH    $0x00, Z2, Y10
+notrn12:
+	VMOVUPS      (BX)(DI*4), Z11
+	VADDPS       Z1, Z11, Z11
+	VMULPS       Z11, Z2, Z2
+	VMOVUPS      64(BX)(DI*4), Z11
+	VADDPS       Z1, Z11, Z11
+	VMULPS       Z11, Z3, Z3
+	VCVTPS2PH    $0x00, Z2, Y8
 	VCVTPS2PH    $0x00, Z3, Y2
-	VINSERTI64X4 $0x01, Y2, Z10, Z10
-	VMOVNTDQ     Z10, (CX)(DI*2)
+	VINSERTI64X4 $0x01, Y2, Z8, Z8
+	VMOVNTDQ     Z8, (CX)(DI*2)
 	VMOVUPS      128(BX)(DI*4), Z2
 	VADDPS       Z1, Z2, Z2
 	VMULPS       Z2, Z4, Z4
 	VMOVUPS      192(BX)(DI*4), Z2
 	VADDPS       Z1, Z2, Z2
-	VMULPS       Z2, Z12, Z12
-	VCVTPS2PH    $0x00, Z4, Y11
-	VCVTPS2PH    $0x00, Z12, Y2
-	VINSERTI64X4 $0x01, Y2, Z11, Z11
-	VMOVNTDQ     Z11, 64(CX)(DI*2)
+	VMULPS       Z2, Z10, Z10
+	VCVTPS2PH    $0x00, Z4, Y9
+	VCVTPS2PH    $0x00, Z10, Y2
+	VINSERTI64X4 $0x01, Y2, Z9, Z9
+	VMOVNTDQ     Z9, 64(CX)(DI*2)
 	ADDQ         $0x00000040, DI
 	JMP          scalentloop
 
@@ -8401,12 +7677,12 @@ scaleone:
 	VCVTPH2PS (DX)(DI*2), Z2
 	VMULPS    Z0, Z2, Z2
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn12
+	JZ        notrn13
 	VCVTPS2PH $0x00, Z2, Y2
 	VCVTPH2PS Y2, Z2
 	VMOVUPS   Z2, Z2
 
-notrn12:
+notrn13:
 	VMOVUPS   (BX)(DI*4), Z3
 	VADDPS    Z1, Z3, Z3
 	VMULPS    Z3, Z2, Z2
@@ -8423,12 +7699,12 @@ scalepart:
 	VCVTPH2PS.Z (DX)(DI*2), K1, Z2
 	VMULPS      Z2, Z0, Z2
 	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn13
+	JZ          notrn14
 	VCVTPS2PH   $0x00, Z2, Y0
 	VCVTPH2PS   Y0, Z0
 	VMOVUPS     Z0, Z2
 
-notrn13:
+notrn14:
 	VMOVUPS.Z (BX)(DI*4), K1, Z0
 	VADDPS    Z1, Z0, Z0
 	VMULPS    Z0, Z2, Z2
@@ -8539,12 +7815,25 @@ firstblock:
 	VCVTPH2PS 96(SI)(R8*2), Z3
 	VMULPS    Z3, Z3, Z3
 	MOVQ      $0x00000040, R8
-	TESTL     $0x00000002, job_flags+0(AX)
-	JNZ       sumpf
+
+	// With flagPF, the rows ahead are prefetched: one loop for both, the flag tested per block.
+	MOVQ BX, R10
+	SHLQ $0x01, R10
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows1
+	SHLQ $0x03, R10
+
+longrows1:
+	ADDQ SI, R10
+	MOVL job_flags+0(AX), R11
 
 sumloop:
-	CMPQ      R8, R9
-	JG        sumtail
+	CMPQ  R8, R9
+	JG    sumtail
+	TESTL $0x00000002, R11
+	JNZ   sumpf
+
+sumblock:
 	VCVTPH2PS (SI)(R8*2), Z4
 	VMULPS    Z4, Z4, Z4
 	VADDPS    Z4, Z0, Z0
@@ -8560,36 +7849,11 @@ sumloop:
 	ADDQ      $0x00000040, R8
 	JMP       sumloop
 
-	// The same, prefetching the rows ahead.
+	// Out of the loop's way: the prefetches, whose flag is usually clear.
 sumpf:
-	MOVQ BX, R10
-	SHLQ $0x01, R10
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows1
-	SHLQ $0x03, R10
-
-longrows1:
-	ADDQ SI, R10
-
-sumpfloop:
-	CMPQ       R8, R9
-	JG         sumtail
 	PREFETCHT0 (R10)(R8*2)
 	PREFETCHT0 64(R10)(R8*2)
-	VCVTPH2PS  (SI)(R8*2), Z4
-	VMULPS     Z4, Z4, Z4
-	VADDPS     Z4, Z0, Z0
-	VCVTPH2PS  32(SI)(R8*2), Z4
-	VMULPS     Z4, Z4, Z4
-	VADDPS     Z4, Z1, Z1
-	VCVTPH2PS  64(SI)(R8*2), Z4
-	VMULPS     Z4, Z4, Z4
-	VADDPS     Z4, Z2, Z2
-	VCVTPH2PS  96(SI)(R8*2), Z4
-	VMULPS     Z4, Z4, Z4
-	VADDPS     Z4, Z3, Z3
-	ADDQ       $0x00000040, R8
-	JMP        sumpfloop
+	JMP        sumblock
 
 sumtail:
 	// Fewer than 64 elements remain.
@@ -8770,15 +8034,27 @@ scalerow:
 
 scalebody:
 	// y = (src*inv)*w, rounded after each multiply.
-	XORQ  SI, SI
-	MOVQ  job_d+0(AX), DI
-	SUBQ  $0x00000040, DI
-	TESTL $0x00000002, job_flags+0(AX)
-	JNZ   scalepf
+	XORQ SI, SI
+	MOVQ job_d+0(AX), DI
+	SUBQ $0x00000040, DI
+	MOVQ BX, R8
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows6
+	SHLQ $0x03, R8
+
+longrows6:
+	ADDQ  DX, R8
+	MOVL  job_flags+0(AX), R9
+	TESTL $0x00000001, R9
+	JNZ   scalent
 
 scaleloop:
-	CMPQ         SI, DI
-	JG           scaletail
+	CMPQ  SI, DI
+	JG    scaletail
+	TESTL $0x00000002, R9
+	JNZ   scalelooppf7
+
+scaleloopbody8:
 	VCVTPH2PS    (DX)(SI*2), Z1
 	VMULPS       Z0, Z1, Z1
 	VCVTPH2PS    32(DX)(SI*2), Z2
@@ -8798,40 +8074,10 @@ scaleloop:
 	ADDQ         $0x00000040, SI
 	JMP          scaleloop
 
-scalepf:
-	MOVQ BX, R8
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows6
-	SHLQ $0x03, R8
-
-longrows6:
-	ADDQ  DX, R8
-	TESTL $0x00000001, job_flags+0(AX)
-	JNZ   scalent
-
-scalepfloop:
-	CMPQ         SI, DI
-	JG           scaletail
-	PREFETCHT0   (R8)(SI*2)
-	PREFETCHT0   64(R8)(SI*2)
-	VCVTPH2PS    (DX)(SI*2), Z1
-	VMULPS       Z0, Z1, Z1
-	VCVTPH2PS    32(DX)(SI*2), Z2
-	VMULPS       Z0, Z2, Z2
-	VCVTPH2PS    64(DX)(SI*2), Z3
-	VMULPS       Z0, Z3, Z3
-	VCVTPH2PS    96(DX)(SI*2), Z4
-	VMULPS       Z0, Z4, Z4
-	VCVTPS2PH    $0x00, Z1, Y8
-	VCVTPS2PH    $0x00, Z2, Y1
-	VINSERTI64X4 $0x01, Y1, Z8, Z8
-	VMOVDQU64    Z8, (CX)(SI*2)
-	VCVTPS2PH    $0x00, Z3, Y9
-	VCVTPS2PH    $0x00, Z4, Y1
-	VINSERTI64X4 $0x01, Y1, Z9, Z9
-	VMOVDQU64    Z9, 64(CX)(SI*2)
-	ADDQ         $0x00000040, SI
-	JMP          scalepfloop
+scalelooppf7:
+	PREFETCHT0 (R8)(SI*2)
+	PREFETCHT0 64(R8)(SI*2)
+	JMP        scaleloopbody8
 
 scalent:
 	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
@@ -8875,14 +8121,14 @@ scalentloop:
 	VMULPS       Z0, Z3, Z3
 	VCVTPH2PS    96(DX)(SI*2), Z4
 	VMULPS       Z0, Z4, Z4
-	VCVTPS2PH    $0x00, Z1, Y10
+	VCVTPS2PH    $0x00, Z1, Y8
 	VCVTPS2PH    $0x00, Z2, Y1
-	VINSERTI64X4 $0x01, Y1, Z10, Z10
-	VMOVNTDQ     Z10, (CX)(SI*2)
-	VCVTPS2PH    $0x00, Z3, Y11
+	VINSERTI64X4 $0x01, Y1, Z8, Z8
+	VMOVNTDQ     Z8, (CX)(SI*2)
+	VCVTPS2PH    $0x00, Z3, Y9
 	VCVTPS2PH    $0x00, Z4, Y1
-	VINSERTI64X4 $0x01, Y1, Z11, Z11
-	VMOVNTDQ     Z11, 64(CX)(SI*2)
+	VINSERTI64X4 $0x01, Y1, Z9, Z9
+	VMOVNTDQ     Z9, 64(CX)(SI*2)
 	ADDQ         $0x00000040, SI
 	JMP          scalentloop
 
@@ -9021,12 +8267,25 @@ firstblock:
 	VCVTPS2PH $0x00, Z3, 96(R9)(R10*2)
 	VMULPS    Z3, Z3, Z3
 	MOVQ      $0x00000040, R10
-	TESTL     $0x00000002, job_flags+0(AX)
-	JNZ       sumpf
+
+	// With flagPF, the rows ahead are prefetched: one loop for both, the flag tested per block.
+	MOVQ DI, R12
+	SHLQ $0x01, R12
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows1
+	SHLQ $0x03, R12
+
+longrows1:
+	ADDQ R8, R12
+	MOVL job_flags+0(AX), R13
 
 sumloop:
-	CMPQ      R10, R11
-	JG        sumtail
+	CMPQ  R10, R11
+	JG    sumtail
+	TESTL $0x00000002, R13
+	JNZ   sumpf
+
+sumblock:
 	VCVTPH2PS (R8)(R10*2), Z4
 	VCVTPH2PS (R9)(R10*2), Z5
 	VADDPS    Z5, Z4, Z4
@@ -9062,56 +8321,11 @@ sumloop:
 	ADDQ      $0x00000040, R10
 	JMP       sumloop
 
-	// The same, prefetching the rows ahead.
+	// Out of the loop's way: the prefetches, whose flag is usually clear.
 sumpf:
-	MOVQ DI, R12
-	SHLQ $0x01, R12
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows1
-	SHLQ $0x03, R12
-
-longrows1:
-	ADDQ R8, R12
-
-sumpfloop:
-	CMPQ       R10, R11
-	JG         sumtail
 	PREFETCHT0 (R12)(R10*2)
 	PREFETCHT0 64(R12)(R10*2)
-	VCVTPH2PS  (R8)(R10*2), Z4
-	VCVTPH2PS  (R9)(R10*2), Z5
-	VADDPS     Z5, Z4, Z4
-	VCVTPS2PH  $0x00, Z4, Y4
-	VCVTPH2PS  Y4, Z4
-	VCVTPS2PH  $0x00, Z4, (R9)(R10*2)
-	VMULPS     Z4, Z4, Z4
-	VADDPS     Z4, Z0, Z0
-	VCVTPH2PS  32(R8)(R10*2), Z4
-	VCVTPH2PS  32(R9)(R10*2), Z5
-	VADDPS     Z5, Z4, Z4
-	VCVTPS2PH  $0x00, Z4, Y4
-	VCVTPH2PS  Y4, Z4
-	VCVTPS2PH  $0x00, Z4, 32(R9)(R10*2)
-	VMULPS     Z4, Z4, Z4
-	VADDPS     Z4, Z1, Z1
-	VCVTPH2PS  64(R8)(R10*2), Z4
-	VCVTPH2PS  64(R9)(R10*2), Z5
-	VADDPS     Z5, Z4, Z4
-	VCVTPS2PH  $0x00, Z4, Y4
-	VCVTPH2PS  Y4, Z4
-	VCVTPS2PH  $0x00, Z4, 64(R9)(R10*2)
-	VMULPS     Z4, Z4, Z4
-	VADDPS     Z4, Z2, Z2
-	VCVTPH2PS  96(R8)(R10*2), Z4
-	VCVTPH2PS  96(R9)(R10*2), Z5
-	VADDPS     Z5, Z4, Z4
-	VCVTPS2PH  $0x00, Z4, Y4
-	VCVTPH2PS  Y4, Z4
-	VCVTPS2PH  $0x00, Z4, 96(R9)(R10*2)
-	VMULPS     Z4, Z4, Z4
-	VADDPS     Z4, Z3, Z3
-	ADDQ       $0x00000040, R10
-	JMP        sumpfloop
+	JMP        sumblock
 
 sumtail:
 	// Fewer than 64 elements remain.
@@ -9239,15 +8453,27 @@ scalerow:
 
 scalebody:
 	// y = (src*inv)*w, rounded after each multiply.
-	XORQ  R8, R8
-	MOVQ  job_d+0(AX), R9
-	SUBQ  $0x00000040, R9
-	TESTL $0x00000002, job_flags+0(AX)
-	JNZ   scalepf
+	XORQ R8, R8
+	MOVQ job_d+0(AX), R9
+	SUBQ $0x00000040, R9
+	MOVQ DI, R10
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows4
+	SHLQ $0x03, R10
+
+longrows4:
+	ADDQ  SI, R10
+	MOVL  job_flags+0(AX), R11
+	TESTL $0x00000001, R11
+	JNZ   scalent
 
 scaleloop:
-	CMPQ      R8, R9
-	JG        scaletail
+	CMPQ  R8, R9
+	JG    scaletail
+	TESTL $0x00000002, R11
+	JNZ   scalelooppf5
+
+scaleloopbody6:
 	VCVTPH2PS (SI)(R8*2), Z1
 	VMULPS    Z0, Z1, Z1
 	VCVTPH2PS 32(SI)(R8*2), Z2
@@ -9257,7 +8483,7 @@ scaleloop:
 	VCVTPH2PS 96(SI)(R8*2), Z4
 	VMULPS    Z0, Z4, Z4
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn4
+	JZ        notrn7
 	VCVTPS2PH $0x00, Z1, Y1
 	VCVTPH2PS Y1, Z1
 	VMOVUPS   Z1, Z1
@@ -9271,7 +8497,7 @@ scaleloop:
 	VCVTPH2PS Y4, Z4
 	VMOVUPS   Z4, Z4
 
-notrn4:
+notrn7:
 	VMULPS       (BX)(R8*4), Z1, Z1
 	VMULPS       64(BX)(R8*4), Z2, Z2
 	VCVTPS2PH    $0x00, Z1, Y7
@@ -9287,60 +8513,10 @@ notrn4:
 	ADDQ         $0x00000040, R8
 	JMP          scaleloop
 
-scalepf:
-	MOVQ DI, R10
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows5
-	SHLQ $0x03, R10
-
-longrows5:
-	ADDQ  SI, R10
-	TESTL $0x00000001, job_flags+0(AX)
-	JNZ   scalent
-
-scalepfloop:
-	CMPQ       R8, R9
-	JG         scaletail
+scalelooppf5:
 	PREFETCHT0 (R10)(R8*2)
 	PREFETCHT0 64(R10)(R8*2)
-	VCVTPH2PS  (SI)(R8*2), Z1
-	VMULPS     Z0, Z1, Z1
-	VCVTPH2PS  32(SI)(R8*2), Z2
-	VMULPS     Z0, Z2, Z2
-	VCVTPH2PS  64(SI)(R8*2), Z3
-	VMULPS     Z0, Z3, Z3
-	VCVTPH2PS  96(SI)(R8*2), Z4
-	VMULPS     Z0, Z4, Z4
-	TESTL      $0x00000008, job_flags+0(AX)
-	JZ         notrn6
-	VCVTPS2PH  $0x00, Z1, Y1
-	VCVTPH2PS  Y1, Z1
-	VMOVUPS    Z1, Z1
-	VCVTPS2PH  $0x00, Z2, Y2
-	VCVTPH2PS  Y2, Z2
-	VMOVUPS    Z2, Z2
-	VCVTPS2PH  $0x00, Z3, Y3
-	VCVTPH2PS  Y3, Z3
-	VMOVUPS    Z3, Z3
-	VCVTPS2PH  $0x00, Z4, Y4
-	VCVTPH2PS  Y4, Z4
-	VMOVUPS    Z4, Z4
-
-notrn6:
-	VMULPS       (BX)(R8*4), Z1, Z1
-	VMULPS       64(BX)(R8*4), Z2, Z2
-	VCVTPS2PH    $0x00, Z1, Y9
-	VCVTPS2PH    $0x00, Z2, Y1
-	VINSERTI64X4 $0x01, Y1, Z9, Z9
-	VMOVDQU64    Z9, (CX)(R8*2)
-	VMULPS       128(BX)(R8*4), Z3, Z3
-	VMULPS       192(BX)(R8*4), Z4, Z4
-	VCVTPS2PH    $0x00, Z3, Y10
-	VCVTPS2PH    $0x00, Z4, Y1
-	VINSERTI64X4 $0x01, Y1, Z10, Z10
-	VMOVDQU64    Z10, 64(CX)(R8*2)
-	ADDQ         $0x00000040, R8
-	JMP          scalepfloop
+	JMP        scaleloopbody6
 
 scalent:
 	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
@@ -9359,12 +8535,12 @@ scalehead:
 	VCVTPH2PS (SI)(R8*2), Z1
 	VMULPS    Z0, Z1, Z1
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn7
+	JZ        notrn8
 	VCVTPS2PH $0x00, Z1, Y1
 	VCVTPH2PS Y1, Z1
 	VMOVUPS   Z1, Z1
 
-notrn7:
+notrn8:
 	VMULPS    (BX)(R8*4), Z1, Z1
 	VCVTPS2PH $0x00, Z1, (CX)(R8*2)
 	ADDQ      $0x00000010, R8
@@ -9377,12 +8553,12 @@ scaleheadpart:
 	VCVTPH2PS.Z (SI)(R8*2), K1, Z1
 	VMULPS      Z1, Z0, Z1
 	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn8
+	JZ          notrn9
 	VCVTPS2PH   $0x00, Z1, Y1
 	VCVTPH2PS   Y1, Z1
 	VMOVUPS     Z1, Z1
 
-notrn8:
+notrn9:
 	VMOVUPS.Z (BX)(R8*4), K1, Z2
 	VMULPS    Z2, Z1, Z1
 	VCVTPS2PH $0x00, Z1, K1, (CX)(R8*2)
@@ -9402,7 +8578,7 @@ scalentloop:
 	VCVTPH2PS  96(SI)(R8*2), Z4
 	VMULPS     Z0, Z4, Z4
 	TESTL      $0x00000008, job_flags+0(AX)
-	JZ         notrn9
+	JZ         notrn10
 	VCVTPS2PH  $0x00, Z1, Y1
 	VCVTPH2PS  Y1, Z1
 	VMOVUPS    Z1, Z1
@@ -9416,19 +8592,19 @@ scalentloop:
 	VCVTPH2PS  Y4, Z4
 	VMOVUPS    Z4, Z4
 
-notrn9:
+notrn10:
 	VMULPS       (BX)(R8*4), Z1, Z1
 	VMULPS       64(BX)(R8*4), Z2, Z2
-	VCVTPS2PH    $0x00, Z1, Y11
+	VCVTPS2PH    $0x00, Z1, Y9
 	VCVTPS2PH    $0x00, Z2, Y1
-	VINSERTI64X4 $0x01, Y1, Z11, Z11
-	VMOVNTDQ     Z11, (CX)(R8*2)
+	VINSERTI64X4 $0x01, Y1, Z9, Z9
+	VMOVNTDQ     Z9, (CX)(R8*2)
 	VMULPS       128(BX)(R8*4), Z3, Z3
 	VMULPS       192(BX)(R8*4), Z4, Z4
-	VCVTPS2PH    $0x00, Z3, Y12
+	VCVTPS2PH    $0x00, Z3, Y10
 	VCVTPS2PH    $0x00, Z4, Y1
-	VINSERTI64X4 $0x01, Y1, Z12, Z12
-	VMOVNTDQ     Z12, 64(CX)(R8*2)
+	VINSERTI64X4 $0x01, Y1, Z10, Z10
+	VMOVNTDQ     Z10, 64(CX)(R8*2)
 	ADDQ         $0x00000040, R8
 	JMP          scalentloop
 
@@ -9441,12 +8617,12 @@ scaleone:
 	VCVTPH2PS (SI)(R8*2), Z1
 	VMULPS    Z0, Z1, Z1
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn10
+	JZ        notrn11
 	VCVTPS2PH $0x00, Z1, Y1
 	VCVTPH2PS Y1, Z1
 	VMOVUPS   Z1, Z1
 
-notrn10:
+notrn11:
 	VMULPS    (BX)(R8*4), Z1, Z1
 	VCVTPS2PH $0x00, Z1, (CX)(R8*2)
 	ADDQ      $0x00000010, R8
@@ -9461,12 +8637,12 @@ scalepart:
 	VCVTPH2PS.Z (SI)(R8*2), K1, Z1
 	VMULPS      Z1, Z0, Z1
 	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn11
+	JZ          notrn12
 	VCVTPS2PH   $0x00, Z1, Y0
 	VCVTPH2PS   Y0, Z0
 	VMOVUPS     Z0, Z1
 
-notrn11:
+notrn12:
 	VMOVUPS.Z (BX)(R8*4), K1, Z0
 	VMULPS    Z0, Z1, Z1
 	VCVTPS2PH $0x00, Z1, K1, (CX)(R8*2)
@@ -9585,12 +8761,25 @@ firstblock:
 	VCVTPS2PH $0x00, Z3, 96(R9)(R10*2)
 	VMULPS    Z3, Z3, Z3
 	MOVQ      $0x00000040, R10
-	TESTL     $0x00000002, job_flags+0(AX)
-	JNZ       sumpf
+
+	// With flagPF, the rows ahead are prefetched: one loop for both, the flag tested per block.
+	MOVQ DI, R12
+	SHLQ $0x01, R12
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows1
+	SHLQ $0x03, R12
+
+longrows1:
+	ADDQ R8, R12
+	MOVL job_flags+0(AX), R13
 
 sumloop:
-	CMPQ      R10, R11
-	JG        sumtail
+	CMPQ  R10, R11
+	JG    sumtail
+	TESTL $0x00000002, R13
+	JNZ   sumpf
+
+sumblock:
 	VCVTPH2PS (R8)(R10*2), Z4
 	VCVTPH2PS (R9)(R10*2), Z5
 	VADDPS    Z5, Z4, Z4
@@ -9626,56 +8815,11 @@ sumloop:
 	ADDQ      $0x00000040, R10
 	JMP       sumloop
 
-	// The same, prefetching the rows ahead.
+	// Out of the loop's way: the prefetches, whose flag is usually clear.
 sumpf:
-	MOVQ DI, R12
-	SHLQ $0x01, R12
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows1
-	SHLQ $0x03, R12
-
-longrows1:
-	ADDQ R8, R12
-
-sumpfloop:
-	CMPQ       R10, R11
-	JG         sumtail
 	PREFETCHT0 (R12)(R10*2)
 	PREFETCHT0 64(R12)(R10*2)
-	VCVTPH2PS  (R8)(R10*2), Z4
-	VCVTPH2PS  (R9)(R10*2), Z5
-	VADDPS     Z5, Z4, Z4
-	VCVTPS2PH  $0x00, Z4, Y4
-	VCVTPH2PS  Y4, Z4
-	VCVTPS2PH  $0x00, Z4, (R9)(R10*2)
-	VMULPS     Z4, Z4, Z4
-	VADDPS     Z4, Z0, Z0
-	VCVTPH2PS  32(R8)(R10*2), Z4
-	VCVTPH2PS  32(R9)(R10*2), Z5
-	VADDPS     Z5, Z4, Z4
-	VCVTPS2PH  $0x00, Z4, Y4
-	VCVTPH2PS  Y4, Z4
-	VCVTPS2PH  $0x00, Z4, 32(R9)(R10*2)
-	VMULPS     Z4, Z4, Z4
-	VADDPS     Z4, Z1, Z1
-	VCVTPH2PS  64(R8)(R10*2), Z4
-	VCVTPH2PS  64(R9)(R10*2), Z5
-	VADDPS     Z5, Z4, Z4
-	VCVTPS2PH  $0x00, Z4, Y4
-	VCVTPH2PS  Y4, Z4
-	VCVTPS2PH  $0x00, Z4, 64(R9)(R10*2)
-	VMULPS     Z4, Z4, Z4
-	VADDPS     Z4, Z2, Z2
-	VCVTPH2PS  96(R8)(R10*2), Z4
-	VCVTPH2PS  96(R9)(R10*2), Z5
-	VADDPS     Z5, Z4, Z4
-	VCVTPS2PH  $0x00, Z4, Y4
-	VCVTPH2PS  Y4, Z4
-	VCVTPS2PH  $0x00, Z4, 96(R9)(R10*2)
-	VMULPS     Z4, Z4, Z4
-	VADDPS     Z4, Z3, Z3
-	ADDQ       $0x00000040, R10
-	JMP        sumpfloop
+	JMP        sumblock
 
 sumtail:
 	// Fewer than 64 elements remain.
@@ -9805,15 +8949,27 @@ scalebody:
 	VBROADCASTSS one<>+0(SB), Z1
 
 	// y = (src*inv)*w, rounded after each multiply.
-	XORQ  R8, R8
-	MOVQ  job_d+0(AX), R9
-	SUBQ  $0x00000040, R9
-	TESTL $0x00000002, job_flags+0(AX)
-	JNZ   scalepf
+	XORQ R8, R8
+	MOVQ job_d+0(AX), R9
+	SUBQ $0x00000040, R9
+	MOVQ DI, R10
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows4
+	SHLQ $0x03, R10
+
+longrows4:
+	ADDQ  SI, R10
+	MOVL  job_flags+0(AX), R11
+	TESTL $0x00000001, R11
+	JNZ   scalent
 
 scaleloop:
-	CMPQ      R8, R9
-	JG        scaletail
+	CMPQ  R8, R9
+	JG    scaletail
+	TESTL $0x00000002, R11
+	JNZ   scalelooppf5
+
+scaleloopbody6:
 	VCVTPH2PS (SI)(R8*2), Z2
 	VMULPS    Z0, Z2, Z2
 	VCVTPH2PS 32(SI)(R8*2), Z3
@@ -9823,7 +8979,7 @@ scaleloop:
 	VCVTPH2PS 96(SI)(R8*2), Z5
 	VMULPS    Z0, Z5, Z5
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn4
+	JZ        notrn7
 	VCVTPS2PH $0x00, Z2, Y2
 	VCVTPH2PS Y2, Z2
 	VMOVUPS   Z2, Z2
@@ -9837,13 +8993,13 @@ scaleloop:
 	VCVTPH2PS Y5, Z5
 	VMOVUPS   Z5, Z5
 
-notrn4:
-	VMOVUPS      (BX)(R8*4), Z13
-	VADDPS       Z1, Z13, Z13
-	VMULPS       Z13, Z2, Z2
-	VMOVUPS      64(BX)(R8*4), Z13
-	VADDPS       Z1, Z13, Z13
-	VMULPS       Z13, Z3, Z3
+notrn7:
+	VMOVUPS      (BX)(R8*4), Z11
+	VADDPS       Z1, Z11, Z11
+	VMULPS       Z11, Z2, Z2
+	VMOVUPS      64(BX)(R8*4), Z11
+	VADDPS       Z1, Z11, Z11
+	VMULPS       Z11, Z3, Z3
 	VCVTPS2PH    $0x00, Z2, Y7
 	VCVTPS2PH    $0x00, Z3, Y2
 	VINSERTI64X4 $0x01, Y2, Z7, Z7
@@ -9861,68 +9017,10 @@ notrn4:
 	ADDQ         $0x00000040, R8
 	JMP          scaleloop
 
-scalepf:
-	MOVQ DI, R10
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows5
-	SHLQ $0x03, R10
-
-longrows5:
-	ADDQ  SI, R10
-	TESTL $0x00000001, job_flags+0(AX)
-	JNZ   scalent
-
-scalepfloop:
-	CMPQ       R8, R9
-	JG         scaletail
+scalelooppf5:
 	PREFETCHT0 (R10)(R8*2)
 	PREFETCHT0 64(R10)(R8*2)
-	VCVTPH2PS  (SI)(R8*2), Z2
-	VMULPS     Z0, Z2, Z2
-	VCVTPH2PS  32(SI)(R8*2), Z3
-	VMULPS     Z0, Z3, Z3
-	VCVTPH2PS  64(SI)(R8*2), Z4
-	VMULPS     Z0, Z4, Z4
-	VCVTPH2PS  96(SI)(R8*2), Z5
-	VMULPS     Z0, Z5, Z5
-	TESTL      $0x00000008, job_flags+0(AX)
-	JZ         notrn6
-	VCVTPS2PH  $0x00, Z2, Y2
-	VCVTPH2PS  Y2, Z2
-	VMOVUPS    Z2, Z2
-	VCVTPS2PH  $0x00, Z3, Y3
-	VCVTPH2PS  Y3, Z3
-	VMOVUPS    Z3, Z3
-	VCVTPS2PH  $0x00, Z4, Y4
-	VCVTPH2PS  Y4, Z4
-	VMOVUPS    Z4, Z4
-	VCVTPS2PH  $0x00, Z5, Y5
-	VCVTPH2PS  Y5, Z5
-	VMOVUPS    Z5, Z5
-
-notrn6:
-	VMOVUPS      (BX)(R8*4), Z13
-	VADDPS       Z1, Z13, Z13
-	VMULPS       Z13, Z2, Z2
-	VMOVUPS      64(BX)(R8*4), Z13
-	VADDPS       Z1, Z13, Z13
-	VMULPS       Z13, Z3, Z3
-	VCVTPS2PH    $0x00, Z2, Y9
-	VCVTPS2PH    $0x00, Z3, Y2
-	VINSERTI64X4 $0x01, Y2, Z9, Z9
-	VMOVDQU64    Z9, (CX)(R8*2)
-	VMOVUPS      128(BX)(R8*4), Z2
-	VADDPS       Z1, Z2, Z2
-	VMULPS       Z2, Z4, Z4
-	VMOVUPS      192(BX)(R8*4), Z2
-	VADDPS       Z1, Z2, Z2
-	VMULPS       Z2, Z5, Z5
-	VCVTPS2PH    $0x00, Z4, Y10
-	VCVTPS2PH    $0x00, Z5, Y2
-	VINSERTI64X4 $0x01, Y2, Z10, Z10
-	VMOVDQU64    Z10, 64(CX)(R8*2)
-	ADDQ         $0x00000040, R8
-	JMP          scalepfloop
+	JMP        scaleloopbody6
 
 scalent:
 	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
@@ -9941,12 +9039,12 @@ scalehead:
 	VCVTPH2PS (SI)(R8*2), Z2
 	VMULPS    Z0, Z2, Z2
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn7
+	JZ        notrn8
 	VCVTPS2PH $0x00, Z2, Y2
 	VCVTPH2PS Y2, Z2
 	VMOVUPS   Z2, Z2
 
-notrn7:
+notrn8:
 	VMOVUPS   (BX)(R8*4), Z3
 	VADDPS    Z1, Z3, Z3
 	VMULPS    Z3, Z2, Z2
@@ -9961,12 +9059,12 @@ scaleheadpart:
 	VCVTPH2PS.Z (SI)(R8*2), K1, Z2
 	VMULPS      Z2, Z0, Z2
 	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn8
+	JZ          notrn9
 	VCVTPS2PH   $0x00, Z2, Y2
 	VCVTPH2PS   Y2, Z2
 	VMOVUPS     Z2, Z2
 
-notrn8:
+notrn9:
 	VMOVUPS.Z (BX)(R8*4), K1, Z3
 	VADDPS    Z1, Z3, Z3
 	VMULPS    Z3, Z2, Z2
@@ -9987,7 +9085,7 @@ scalentloop:
 	VCVTPH2PS  96(SI)(R8*2), Z5
 	VMULPS     Z0, Z5, Z5
 	TESTL      $0x00000008, job_flags+0(AX)
-	JZ         notrn9
+	JZ         notrn10
 	VCVTPS2PH  $0x00, Z2, Y2
 	VCVTPH2PS  Y2, Z2
 	VMOVUPS    Z2, Z2
@@ -10001,27 +9099,27 @@ scalentloop:
 	VCVTPH2PS  Y5, Z5
 	VMOVUPS    Z5, Z5
 
-notrn9:
-	VMOVUPS      (BX)(R8*4), Z13
-	VADDPS       Z1, Z13, Z13
-	VMULPS       Z13, Z2, Z2
-	VMOVUPS      64(BX)(R8*4), Z13
-	VADDPS       Z1, Z13, Z13
-	VMULPS       Z13, Z3, Z3
-	VCVTPS2PH    $0x00, Z2, Y11
+notrn10:
+	VMOVUPS      (BX)(R8*4), Z11
+	VADDPS       Z1, Z11, Z11
+	VMULPS       Z11, Z2, Z2
+	VMOVUPS      64(BX)(R8*4), Z11
+	VADDPS       Z1, Z11, Z11
+	VMULPS       Z11, Z3, Z3
+	VCVTPS2PH    $0x00, Z2, Y9
 	VCVTPS2PH    $0x00, Z3, Y2
-	VINSERTI64X4 $0x01, Y2, Z11, Z11
-	VMOVNTDQ     Z11, (CX)(R8*2)
+	VINSERTI64X4 $0x01, Y2, Z9, Z9
+	VMOVNTDQ     Z9, (CX)(R8*2)
 	VMOVUPS      128(BX)(R8*4), Z2
 	VADDPS       Z1, Z2, Z2
 	VMULPS       Z2, Z4, Z4
 	VMOVUPS      192(BX)(R8*4), Z2
 	VADDPS       Z1, Z2, Z2
 	VMULPS       Z2, Z5, Z5
-	VCVTPS2PH    $0x00, Z4, Y12
+	VCVTPS2PH    $0x00, Z4, Y10
 	VCVTPS2PH    $0x00, Z5, Y2
-	VINSERTI64X4 $0x01, Y2, Z12, Z12
-	VMOVNTDQ     Z12, 64(CX)(R8*2)
+	VINSERTI64X4 $0x01, Y2, Z10, Z10
+	VMOVNTDQ     Z10, 64(CX)(R8*2)
 	ADDQ         $0x00000040, R8
 	JMP          scalentloop
 
@@ -10034,12 +9132,12 @@ scaleone:
 	VCVTPH2PS (SI)(R8*2), Z2
 	VMULPS    Z0, Z2, Z2
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn10
+	JZ        notrn11
 	VCVTPS2PH $0x00, Z2, Y2
 	VCVTPH2PS Y2, Z2
 	VMOVUPS   Z2, Z2
 
-notrn10:
+notrn11:
 	VMOVUPS   (BX)(R8*4), Z3
 	VADDPS    Z1, Z3, Z3
 	VMULPS    Z3, Z2, Z2
@@ -10056,12 +9154,12 @@ scalepart:
 	VCVTPH2PS.Z (SI)(R8*2), K1, Z2
 	VMULPS      Z2, Z0, Z2
 	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn11
+	JZ          notrn12
 	VCVTPS2PH   $0x00, Z2, Y0
 	VCVTPH2PS   Y0, Z0
 	VMOVUPS     Z0, Z2
 
-notrn11:
+notrn12:
 	VMOVUPS.Z (BX)(R8*4), K1, Z0
 	VADDPS    Z1, Z0, Z0
 	VMULPS    Z0, Z2, Z2
@@ -10180,12 +9278,25 @@ firstblock:
 	VCVTPS2PH $0x00, Z3, 96(R8)(R9*2)
 	VMULPS    Z3, Z3, Z3
 	MOVQ      $0x00000040, R9
-	TESTL     $0x00000002, job_flags+0(AX)
-	JNZ       sumpf
+
+	// With flagPF, the rows ahead are prefetched: one loop for both, the flag tested per block.
+	MOVQ SI, R11
+	SHLQ $0x01, R11
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows1
+	SHLQ $0x03, R11
+
+longrows1:
+	ADDQ DI, R11
+	MOVL job_flags+0(AX), R12
 
 sumloop:
-	CMPQ      R9, R10
-	JG        sumtail
+	CMPQ  R9, R10
+	JG    sumtail
+	TESTL $0x00000002, R12
+	JNZ   sumpf
+
+sumblock:
 	VCVTPH2PS (DI)(R9*2), Z4
 	VCVTPH2PS (R8)(R9*2), Z5
 	VADDPS    Z5, Z4, Z4
@@ -10221,56 +9332,11 @@ sumloop:
 	ADDQ      $0x00000040, R9
 	JMP       sumloop
 
-	// The same, prefetching the rows ahead.
+	// Out of the loop's way: the prefetches, whose flag is usually clear.
 sumpf:
-	MOVQ SI, R11
-	SHLQ $0x01, R11
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows1
-	SHLQ $0x03, R11
-
-longrows1:
-	ADDQ DI, R11
-
-sumpfloop:
-	CMPQ       R9, R10
-	JG         sumtail
 	PREFETCHT0 (R11)(R9*2)
 	PREFETCHT0 64(R11)(R9*2)
-	VCVTPH2PS  (DI)(R9*2), Z4
-	VCVTPH2PS  (R8)(R9*2), Z5
-	VADDPS     Z5, Z4, Z4
-	VCVTPS2PH  $0x00, Z4, Y4
-	VCVTPH2PS  Y4, Z4
-	VCVTPS2PH  $0x00, Z4, (R8)(R9*2)
-	VMULPS     Z4, Z4, Z4
-	VADDPS     Z4, Z0, Z0
-	VCVTPH2PS  32(DI)(R9*2), Z4
-	VCVTPH2PS  32(R8)(R9*2), Z5
-	VADDPS     Z5, Z4, Z4
-	VCVTPS2PH  $0x00, Z4, Y4
-	VCVTPH2PS  Y4, Z4
-	VCVTPS2PH  $0x00, Z4, 32(R8)(R9*2)
-	VMULPS     Z4, Z4, Z4
-	VADDPS     Z4, Z1, Z1
-	VCVTPH2PS  64(DI)(R9*2), Z4
-	VCVTPH2PS  64(R8)(R9*2), Z5
-	VADDPS     Z5, Z4, Z4
-	VCVTPS2PH  $0x00, Z4, Y4
-	VCVTPH2PS  Y4, Z4
-	VCVTPS2PH  $0x00, Z4, 64(R8)(R9*2)
-	VMULPS     Z4, Z4, Z4
-	VADDPS     Z4, Z2, Z2
-	VCVTPH2PS  96(DI)(R9*2), Z4
-	VCVTPH2PS  96(R8)(R9*2), Z5
-	VADDPS     Z5, Z4, Z4
-	VCVTPS2PH  $0x00, Z4, Y4
-	VCVTPH2PS  Y4, Z4
-	VCVTPS2PH  $0x00, Z4, 96(R8)(R9*2)
-	VMULPS     Z4, Z4, Z4
-	VADDPS     Z4, Z3, Z3
-	ADDQ       $0x00000040, R9
-	JMP        sumpfloop
+	JMP        sumblock
 
 sumtail:
 	// Fewer than 64 elements remain.
@@ -10398,15 +9464,27 @@ scalerow:
 
 scalebody:
 	// y = (src*inv)*w, rounded after each multiply.
-	XORQ  DI, DI
-	MOVQ  job_d+0(AX), R8
-	SUBQ  $0x00000040, R8
-	TESTL $0x00000002, job_flags+0(AX)
-	JNZ   scalepf
+	XORQ DI, DI
+	MOVQ job_d+0(AX), R8
+	SUBQ $0x00000040, R8
+	MOVQ SI, R9
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows4
+	SHLQ $0x03, R9
+
+longrows4:
+	ADDQ  BX, R9
+	MOVL  job_flags+0(AX), R10
+	TESTL $0x00000001, R10
+	JNZ   scalent
 
 scaleloop:
-	CMPQ         DI, R8
-	JG           scaletail
+	CMPQ  DI, R8
+	JG    scaletail
+	TESTL $0x00000002, R10
+	JNZ   scalelooppf5
+
+scaleloopbody6:
 	VCVTPH2PS    (BX)(DI*2), Z1
 	VMULPS       Z0, Z1, Z1
 	VCVTPH2PS    32(BX)(DI*2), Z2
@@ -10426,40 +9504,10 @@ scaleloop:
 	ADDQ         $0x00000040, DI
 	JMP          scaleloop
 
-scalepf:
-	MOVQ SI, R9
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows4
-	SHLQ $0x03, R9
-
-longrows4:
-	ADDQ  BX, R9
-	TESTL $0x00000001, job_flags+0(AX)
-	JNZ   scalent
-
-scalepfloop:
-	CMPQ         DI, R8
-	JG           scaletail
-	PREFETCHT0   (R9)(DI*2)
-	PREFETCHT0   64(R9)(DI*2)
-	VCVTPH2PS    (BX)(DI*2), Z1
-	VMULPS       Z0, Z1, Z1
-	VCVTPH2PS    32(BX)(DI*2), Z2
-	VMULPS       Z0, Z2, Z2
-	VCVTPH2PS    64(BX)(DI*2), Z3
-	VMULPS       Z0, Z3, Z3
-	VCVTPH2PS    96(BX)(DI*2), Z4
-	VMULPS       Z0, Z4, Z4
-	VCVTPS2PH    $0x00, Z1, Y9
-	VCVTPS2PH    $0x00, Z2, Y1
-	VINSERTI64X4 $0x01, Y1, Z9, Z9
-	VMOVDQU64    Z9, (CX)(DI*2)
-	VCVTPS2PH    $0x00, Z3, Y10
-	VCVTPS2PH    $0x00, Z4, Y1
-	VINSERTI64X4 $0x01, Y1, Z10, Z10
-	VMOVDQU64    Z10, 64(CX)(DI*2)
-	ADDQ         $0x00000040, DI
-	JMP          scalepfloop
+scalelooppf5:
+	PREFETCHT0 (R9)(DI*2)
+	PREFETCHT0 64(R9)(DI*2)
+	JMP        scaleloopbody6
 
 scalent:
 	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
@@ -10503,14 +9551,14 @@ scalentloop:
 	VMULPS       Z0, Z3, Z3
 	VCVTPH2PS    96(BX)(DI*2), Z4
 	VMULPS       Z0, Z4, Z4
-	VCVTPS2PH    $0x00, Z1, Y11
+	VCVTPS2PH    $0x00, Z1, Y9
 	VCVTPS2PH    $0x00, Z2, Y1
-	VINSERTI64X4 $0x01, Y1, Z11, Z11
-	VMOVNTDQ     Z11, (CX)(DI*2)
-	VCVTPS2PH    $0x00, Z3, Y12
+	VINSERTI64X4 $0x01, Y1, Z9, Z9
+	VMOVNTDQ     Z9, (CX)(DI*2)
+	VCVTPS2PH    $0x00, Z3, Y10
 	VCVTPS2PH    $0x00, Z4, Y1
-	VINSERTI64X4 $0x01, Y1, Z12, Z12
-	VMOVNTDQ     Z12, 64(CX)(DI*2)
+	VINSERTI64X4 $0x01, Y1, Z10, Z10
+	VMOVNTDQ     Z10, 64(CX)(DI*2)
 	ADDQ         $0x00000040, DI
 	JMP          scalentloop
 
@@ -17856,12 +16904,25 @@ firstblock:
 	VPSLLD    $0x10, Y7, Y7
 	VMULPS    Y7, Y7, Y7
 	MOVQ      $0x00000040, R9
-	TESTL     $0x00000002, job_flags+0(AX)
-	JNZ       sumpf
+
+	// With flagPF, the rows ahead are prefetched: one loop for both, the flag tested per block.
+	MOVQ SI, R11
+	SHLQ $0x01, R11
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows1
+	SHLQ $0x03, R11
+
+longrows1:
+	ADDQ DI, R11
+	MOVL job_flags+0(AX), R12
 
 sumloop:
-	CMPQ      R9, R10
-	JG        sumtail
+	CMPQ  R9, R10
+	JG    sumtail
+	TESTL $0x00000002, R12
+	JNZ   sumpf
+
+sumblock:
 	VPMOVZXWD (DI)(R9*2), Y8
 	VPSLLD    $0x10, Y8, Y8
 	VMULPS    Y8, Y8, Y8
@@ -17897,56 +16958,11 @@ sumloop:
 	ADDQ      $0x00000040, R9
 	JMP       sumloop
 
-	// The same, prefetching the rows ahead.
+	// Out of the loop's way: the prefetches, whose flag is usually clear.
 sumpf:
-	MOVQ SI, R11
-	SHLQ $0x01, R11
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows1
-	SHLQ $0x03, R11
-
-longrows1:
-	ADDQ DI, R11
-
-sumpfloop:
-	CMPQ       R9, R10
-	JG         sumtail
 	PREFETCHT0 (R11)(R9*2)
 	PREFETCHT0 64(R11)(R9*2)
-	VPMOVZXWD  (DI)(R9*2), Y8
-	VPSLLD     $0x10, Y8, Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y0, Y0
-	VPMOVZXWD  16(DI)(R9*2), Y8
-	VPSLLD     $0x10, Y8, Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y1, Y1
-	VPMOVZXWD  32(DI)(R9*2), Y8
-	VPSLLD     $0x10, Y8, Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y2, Y2
-	VPMOVZXWD  48(DI)(R9*2), Y8
-	VPSLLD     $0x10, Y8, Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y3, Y3
-	VPMOVZXWD  64(DI)(R9*2), Y8
-	VPSLLD     $0x10, Y8, Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y4, Y4
-	VPMOVZXWD  80(DI)(R9*2), Y8
-	VPSLLD     $0x10, Y8, Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y5, Y5
-	VPMOVZXWD  96(DI)(R9*2), Y8
-	VPSLLD     $0x10, Y8, Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y6, Y6
-	VPMOVZXWD  112(DI)(R9*2), Y8
-	VPSLLD     $0x10, Y8, Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y7, Y7
-	ADDQ       $0x00000040, R9
-	JMP        sumpfloop
+	JMP        sumblock
 
 sumtail:
 	// Fewer than 64 elements remain.
@@ -18139,15 +17155,27 @@ scalerow:
 
 scalebody:
 	// y = (src*inv)*w, rounded after each multiply.
-	XORQ  DI, DI
-	MOVQ  job_d+0(AX), R8
-	SUBQ  $0x00000020, R8
-	TESTL $0x00000002, job_flags+0(AX)
-	JNZ   scalepf
+	XORQ DI, DI
+	MOVQ job_d+0(AX), R8
+	SUBQ $0x00000020, R8
+	MOVQ SI, R9
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows10
+	SHLQ $0x03, R9
+
+longrows10:
+	ADDQ  DX, R9
+	MOVL  job_flags+0(AX), R10
+	TESTL $0x00000001, R10
+	JNZ   scalent
 
 scaleloop:
-	CMPQ      DI, R8
-	JG        scaletail
+	CMPQ  DI, R8
+	JG    scaletail
+	TESTL $0x00000002, R10
+	JNZ   scalelooppf11
+
+scaleloopbody12:
 	VPMOVZXWD (DX)(DI*2), Y0
 	VPSLLD    $0x10, Y0, Y0
 	VMULPS    Y1, Y0, Y0
@@ -18161,7 +17189,7 @@ scaleloop:
 	VPSLLD    $0x10, Y4, Y4
 	VMULPS    Y1, Y4, Y4
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn10
+	JZ        notrn13
 	VPSRLD    $0x10, Y0, Y5
 	VPAND     avx2bfone<>+0(SB), Y5, Y5
 	VPADDD    avx2bfbias<>+0(SB), Y5, Y5
@@ -18195,7 +17223,7 @@ scaleloop:
 	VBLENDVPS Y4, avx2bfnanhigh<>+0(SB), Y5, Y5
 	VMOVUPS   Y5, Y4
 
-notrn10:
+notrn13:
 	VMULPS    (BX)(DI*4), Y0, Y0
 	VMULPS    32(BX)(DI*4), Y2, Y2
 	VPSRLD    $0x10, Y0, Y5
@@ -18237,109 +17265,9 @@ notrn10:
 	ADDQ      $0x00000020, DI
 	JMP       scaleloop
 
-scalepf:
-	MOVQ SI, R9
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows11
-	SHLQ $0x03, R9
-
-longrows11:
-	ADDQ  DX, R9
-	TESTL $0x00000001, job_flags+0(AX)
-	JNZ   scalent
-
-scalepfloop:
-	CMPQ       DI, R8
-	JG         scaletail
+scalelooppf11:
 	PREFETCHT0 (R9)(DI*2)
-	VPMOVZXWD  (DX)(DI*2), Y0
-	VPSLLD     $0x10, Y0, Y0
-	VMULPS     Y1, Y0, Y0
-	VPMOVZXWD  16(DX)(DI*2), Y2
-	VPSLLD     $0x10, Y2, Y2
-	VMULPS     Y1, Y2, Y2
-	VPMOVZXWD  32(DX)(DI*2), Y3
-	VPSLLD     $0x10, Y3, Y3
-	VMULPS     Y1, Y3, Y3
-	VPMOVZXWD  48(DX)(DI*2), Y4
-	VPSLLD     $0x10, Y4, Y4
-	VMULPS     Y1, Y4, Y4
-	TESTL      $0x00000008, job_flags+0(AX)
-	JZ         notrn12
-	VPSRLD     $0x10, Y0, Y5
-	VPAND      avx2bfone<>+0(SB), Y5, Y5
-	VPADDD     avx2bfbias<>+0(SB), Y5, Y5
-	VPADDD     Y0, Y5, Y5
-	VPAND      avx2bfhigh<>+0(SB), Y5, Y5
-	VCMPPS     $0x03, Y0, Y0, Y0
-	VBLENDVPS  Y0, avx2bfnanhigh<>+0(SB), Y5, Y5
-	VMOVUPS    Y5, Y0
-	VPSRLD     $0x10, Y2, Y5
-	VPAND      avx2bfone<>+0(SB), Y5, Y5
-	VPADDD     avx2bfbias<>+0(SB), Y5, Y5
-	VPADDD     Y2, Y5, Y5
-	VPAND      avx2bfhigh<>+0(SB), Y5, Y5
-	VCMPPS     $0x03, Y2, Y2, Y2
-	VBLENDVPS  Y2, avx2bfnanhigh<>+0(SB), Y5, Y5
-	VMOVUPS    Y5, Y2
-	VPSRLD     $0x10, Y3, Y5
-	VPAND      avx2bfone<>+0(SB), Y5, Y5
-	VPADDD     avx2bfbias<>+0(SB), Y5, Y5
-	VPADDD     Y3, Y5, Y5
-	VPAND      avx2bfhigh<>+0(SB), Y5, Y5
-	VCMPPS     $0x03, Y3, Y3, Y3
-	VBLENDVPS  Y3, avx2bfnanhigh<>+0(SB), Y5, Y5
-	VMOVUPS    Y5, Y3
-	VPSRLD     $0x10, Y4, Y5
-	VPAND      avx2bfone<>+0(SB), Y5, Y5
-	VPADDD     avx2bfbias<>+0(SB), Y5, Y5
-	VPADDD     Y4, Y5, Y5
-	VPAND      avx2bfhigh<>+0(SB), Y5, Y5
-	VCMPPS     $0x03, Y4, Y4, Y4
-	VBLENDVPS  Y4, avx2bfnanhigh<>+0(SB), Y5, Y5
-	VMOVUPS    Y5, Y4
-
-notrn12:
-	VMULPS    (BX)(DI*4), Y0, Y0
-	VMULPS    32(BX)(DI*4), Y2, Y2
-	VPSRLD    $0x10, Y0, Y5
-	VPAND     avx2bfone<>+0(SB), Y5, Y5
-	VPADDD    avx2bfbias<>+0(SB), Y5, Y5
-	VPADDD    Y0, Y5, Y5
-	VPSRLD    $0x10, Y5, Y5
-	VCMPPS    $0x03, Y0, Y0, Y0
-	VBLENDVPS Y0, avx2bfnanlow<>+0(SB), Y5, Y5
-	VPSRLD    $0x10, Y2, Y0
-	VPAND     avx2bfone<>+0(SB), Y0, Y0
-	VPADDD    avx2bfbias<>+0(SB), Y0, Y0
-	VPADDD    Y2, Y0, Y0
-	VPSRLD    $0x10, Y0, Y0
-	VCMPPS    $0x03, Y2, Y2, Y2
-	VBLENDVPS Y2, avx2bfnanlow<>+0(SB), Y0, Y0
-	VPACKUSDW Y0, Y5, Y5
-	VPERMQ    $0xd8, Y5, Y5
-	VMOVDQU   Y5, (CX)(DI*2)
-	VMULPS    64(BX)(DI*4), Y3, Y3
-	VMULPS    96(BX)(DI*4), Y4, Y4
-	VPSRLD    $0x10, Y3, Y0
-	VPAND     avx2bfone<>+0(SB), Y0, Y0
-	VPADDD    avx2bfbias<>+0(SB), Y0, Y0
-	VPADDD    Y3, Y0, Y0
-	VPSRLD    $0x10, Y0, Y0
-	VCMPPS    $0x03, Y3, Y3, Y2
-	VBLENDVPS Y2, avx2bfnanlow<>+0(SB), Y0, Y0
-	VPSRLD    $0x10, Y4, Y2
-	VPAND     avx2bfone<>+0(SB), Y2, Y2
-	VPADDD    avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD    Y4, Y2, Y2
-	VPSRLD    $0x10, Y2, Y2
-	VCMPPS    $0x03, Y4, Y4, Y3
-	VBLENDVPS Y3, avx2bfnanlow<>+0(SB), Y2, Y2
-	VPACKUSDW Y2, Y0, Y0
-	VPERMQ    $0xd8, Y0, Y0
-	VMOVDQU   Y0, 32(CX)(DI*2)
-	ADDQ      $0x00000020, DI
-	JMP       scalepfloop
+	JMP        scaleloopbody12
 
 scalent:
 	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
@@ -18359,7 +17287,7 @@ scalehead:
 	VPSLLD    $0x10, Y0, Y0
 	VMULPS    Y1, Y0, Y0
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn13
+	JZ        notrn14
 	VPSRLD    $0x10, Y0, Y2
 	VPAND     avx2bfone<>+0(SB), Y2, Y2
 	VPADDD    avx2bfbias<>+0(SB), Y2, Y2
@@ -18369,7 +17297,7 @@ scalehead:
 	VBLENDVPS Y0, avx2bfnanhigh<>+0(SB), Y2, Y2
 	VMOVUPS   Y2, Y0
 
-notrn13:
+notrn14:
 	VMULPS       (BX)(DI*4), Y0, Y0
 	VPSRLD       $0x10, Y0, Y2
 	VPAND        avx2bfone<>+0(SB), Y2, Y2
@@ -18392,57 +17320,57 @@ scaleheadpart:
 	XORQ R13, R13
 	SUBQ $0x00000010, R14
 
-copyvec14:
+copyvec15:
 	CMPQ    R13, R14
-	JG      copyone15
+	JG      copyone16
 	VMOVUPS (R11)(R13*2), Y0
 	VMOVUPS Y0, (R12)(R13*2)
 	ADDQ    $0x00000010, R13
-	JMP     copyvec14
+	JMP     copyvec15
 
-copyone15:
+copyone16:
 	ADDQ $0x00000010, R14
 
-copyloop17:
+copyloop18:
 	CMPQ R13, R14
-	JGE  copied16
+	JGE  copied17
 	MOVW (R11)(R13*2), R15
 	MOVW R15, (R12)(R13*2)
 	INCQ R13
-	JMP  copyloop17
+	JMP  copyloop18
 
-copied16:
+copied17:
 	LEAQ (BX)(DI*4), R11
 	LEAQ 160(SP), R12
 	MOVQ R10, R14
 	XORQ R13, R13
 	SUBQ $0x00000008, R14
 
-copyvec18:
+copyvec19:
 	CMPQ    R13, R14
-	JG      copyone19
+	JG      copyone20
 	VMOVUPS (R11)(R13*4), Y0
 	VMOVUPS Y0, (R12)(R13*4)
 	ADDQ    $0x00000008, R13
-	JMP     copyvec18
+	JMP     copyvec19
 
-copyone19:
+copyone20:
 	ADDQ $0x00000008, R14
 
-copyloop21:
+copyloop22:
 	CMPQ R13, R14
-	JGE  copied20
+	JGE  copied21
 	MOVL (R11)(R13*4), R15
 	MOVL R15, (R12)(R13*4)
 	INCQ R13
-	JMP  copyloop21
+	JMP  copyloop22
 
-copied20:
+copied21:
 	VPMOVZXWD 128(SP), Y0
 	VPSLLD    $0x10, Y0, Y0
 	VMULPS    Y0, Y1, Y0
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn22
+	JZ        notrn23
 	VPSRLD    $0x10, Y0, Y2
 	VPAND     avx2bfone<>+0(SB), Y2, Y2
 	VPADDD    avx2bfbias<>+0(SB), Y2, Y2
@@ -18452,7 +17380,7 @@ copied20:
 	VBLENDVPS Y0, avx2bfnanhigh<>+0(SB), Y2, Y2
 	VMOVUPS   Y2, Y0
 
-notrn22:
+notrn23:
 	VMULPS       160(SP), Y0, Y0
 	VPSRLD       $0x10, Y0, Y2
 	VPAND        avx2bfone<>+0(SB), Y2, Y2
@@ -18470,26 +17398,26 @@ notrn22:
 	XORQ         R13, R13
 	SUBQ         $0x00000010, R14
 
-copyvec23:
+copyvec24:
 	CMPQ    R13, R14
-	JG      copyone24
+	JG      copyone25
 	VMOVUPS (R12)(R13*2), Y0
 	VMOVUPS Y0, (R11)(R13*2)
 	ADDQ    $0x00000010, R13
-	JMP     copyvec23
+	JMP     copyvec24
 
-copyone24:
+copyone25:
 	ADDQ $0x00000010, R14
 
-copyloop26:
+copyloop27:
 	CMPQ R13, R14
-	JGE  copied25
+	JGE  copied26
 	MOVW (R12)(R13*2), R15
 	MOVW R15, (R11)(R13*2)
 	INCQ R13
-	JMP  copyloop26
+	JMP  copyloop27
 
-copied25:
+copied26:
 	ADDQ R10, DI
 
 scalentloop:
@@ -18509,7 +17437,7 @@ scalentloop:
 	VPSLLD     $0x10, Y4, Y4
 	VMULPS     Y1, Y4, Y4
 	TESTL      $0x00000008, job_flags+0(AX)
-	JZ         notrn27
+	JZ         notrn28
 	VPSRLD     $0x10, Y0, Y5
 	VPAND      avx2bfone<>+0(SB), Y5, Y5
 	VPADDD     avx2bfbias<>+0(SB), Y5, Y5
@@ -18543,7 +17471,7 @@ scalentloop:
 	VBLENDVPS  Y4, avx2bfnanhigh<>+0(SB), Y5, Y5
 	VMOVUPS    Y5, Y4
 
-notrn27:
+notrn28:
 	VMULPS    (BX)(DI*4), Y0, Y0
 	VMULPS    32(BX)(DI*4), Y2, Y2
 	VPSRLD    $0x10, Y0, Y5
@@ -18595,7 +17523,7 @@ scaleone:
 	VPSLLD    $0x10, Y0, Y0
 	VMULPS    Y1, Y0, Y0
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn28
+	JZ        notrn29
 	VPSRLD    $0x10, Y0, Y2
 	VPAND     avx2bfone<>+0(SB), Y2, Y2
 	VPADDD    avx2bfbias<>+0(SB), Y2, Y2
@@ -18605,7 +17533,7 @@ scaleone:
 	VBLENDVPS Y0, avx2bfnanhigh<>+0(SB), Y2, Y2
 	VMOVUPS   Y2, Y0
 
-notrn28:
+notrn29:
 	VMULPS       (BX)(DI*4), Y0, Y0
 	VPSRLD       $0x10, Y0, Y2
 	VPAND        avx2bfone<>+0(SB), Y2, Y2
@@ -18630,57 +17558,57 @@ scalepart:
 	XORQ R11, R11
 	SUBQ $0x00000010, R12
 
-copyvec29:
+copyvec30:
 	CMPQ    R11, R12
-	JG      copyone30
+	JG      copyone31
 	VMOVUPS (R8)(R11*2), Y0
 	VMOVUPS Y0, (R9)(R11*2)
 	ADDQ    $0x00000010, R11
-	JMP     copyvec29
+	JMP     copyvec30
 
-copyone30:
+copyone31:
 	ADDQ $0x00000010, R12
 
-copyloop32:
+copyloop33:
 	CMPQ R11, R12
-	JGE  copied31
+	JGE  copied32
 	MOVW (R8)(R11*2), R13
 	MOVW R13, (R9)(R11*2)
 	INCQ R11
-	JMP  copyloop32
+	JMP  copyloop33
 
-copied31:
+copied32:
 	LEAQ (BX)(DI*4), R8
 	LEAQ 160(SP), R9
 	MOVQ R10, R12
 	XORQ R11, R11
 	SUBQ $0x00000008, R12
 
-copyvec33:
+copyvec34:
 	CMPQ    R11, R12
-	JG      copyone34
+	JG      copyone35
 	VMOVUPS (R8)(R11*4), Y0
 	VMOVUPS Y0, (R9)(R11*4)
 	ADDQ    $0x00000008, R11
-	JMP     copyvec33
+	JMP     copyvec34
 
-copyone34:
+copyone35:
 	ADDQ $0x00000008, R12
 
-copyloop36:
+copyloop37:
 	CMPQ R11, R12
-	JGE  copied35
+	JGE  copied36
 	MOVL (R8)(R11*4), R13
 	MOVL R13, (R9)(R11*4)
 	INCQ R11
-	JMP  copyloop36
+	JMP  copyloop37
 
-copied35:
+copied36:
 	VPMOVZXWD 128(SP), Y0
 	VPSLLD    $0x10, Y0, Y0
 	VMULPS    Y0, Y1, Y0
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn37
+	JZ        notrn38
 	VPSRLD    $0x10, Y0, Y1
 	VPAND     avx2bfone<>+0(SB), Y1, Y1
 	VPADDD    avx2bfbias<>+0(SB), Y1, Y1
@@ -18690,7 +17618,7 @@ copied35:
 	VBLENDVPS Y0, avx2bfnanhigh<>+0(SB), Y1, Y1
 	VMOVUPS   Y1, Y0
 
-notrn37:
+notrn38:
 	VMULPS       160(SP), Y0, Y0
 	VPSRLD       $0x10, Y0, Y1
 	VPAND        avx2bfone<>+0(SB), Y1, Y1
@@ -18707,26 +17635,26 @@ notrn37:
 	XORQ         DI, DI
 	SUBQ         $0x00000010, R10
 
-copyvec38:
+copyvec39:
 	CMPQ    DI, R10
-	JG      copyone39
+	JG      copyone40
 	VMOVUPS (R9)(DI*2), Y0
 	VMOVUPS Y0, (R8)(DI*2)
 	ADDQ    $0x00000010, DI
-	JMP     copyvec38
+	JMP     copyvec39
 
-copyone39:
+copyone40:
 	ADDQ $0x00000010, R10
 
-copyloop41:
+copyloop42:
 	CMPQ DI, R10
-	JGE  copied40
+	JGE  copied41
 	MOVW (R9)(DI*2), R11
 	MOVW R11, (R8)(DI*2)
 	INCQ DI
-	JMP  copyloop41
+	JMP  copyloop42
 
-copied40:
+copied41:
 scaled:
 	ADDQ SI, DX
 	ADDQ SI, CX
@@ -18853,12 +17781,25 @@ firstblock:
 	VPSLLD    $0x10, Y7, Y7
 	VMULPS    Y7, Y7, Y7
 	MOVQ      $0x00000040, R9
-	TESTL     $0x00000002, job_flags+0(AX)
-	JNZ       sumpf
+
+	// With flagPF, the rows ahead are prefetched: one loop for both, the flag tested per block.
+	MOVQ SI, R11
+	SHLQ $0x01, R11
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows1
+	SHLQ $0x03, R11
+
+longrows1:
+	ADDQ DI, R11
+	MOVL job_flags+0(AX), R12
 
 sumloop:
-	CMPQ      R9, R10
-	JG        sumtail
+	CMPQ  R9, R10
+	JG    sumtail
+	TESTL $0x00000002, R12
+	JNZ   sumpf
+
+sumblock:
 	VPMOVZXWD (DI)(R9*2), Y8
 	VPSLLD    $0x10, Y8, Y8
 	VMULPS    Y8, Y8, Y8
@@ -18894,56 +17835,11 @@ sumloop:
 	ADDQ      $0x00000040, R9
 	JMP       sumloop
 
-	// The same, prefetching the rows ahead.
+	// Out of the loop's way: the prefetches, whose flag is usually clear.
 sumpf:
-	MOVQ SI, R11
-	SHLQ $0x01, R11
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows1
-	SHLQ $0x03, R11
-
-longrows1:
-	ADDQ DI, R11
-
-sumpfloop:
-	CMPQ       R9, R10
-	JG         sumtail
 	PREFETCHT0 (R11)(R9*2)
 	PREFETCHT0 64(R11)(R9*2)
-	VPMOVZXWD  (DI)(R9*2), Y8
-	VPSLLD     $0x10, Y8, Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y0, Y0
-	VPMOVZXWD  16(DI)(R9*2), Y8
-	VPSLLD     $0x10, Y8, Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y1, Y1
-	VPMOVZXWD  32(DI)(R9*2), Y8
-	VPSLLD     $0x10, Y8, Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y2, Y2
-	VPMOVZXWD  48(DI)(R9*2), Y8
-	VPSLLD     $0x10, Y8, Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y3, Y3
-	VPMOVZXWD  64(DI)(R9*2), Y8
-	VPSLLD     $0x10, Y8, Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y4, Y4
-	VPMOVZXWD  80(DI)(R9*2), Y8
-	VPSLLD     $0x10, Y8, Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y5, Y5
-	VPMOVZXWD  96(DI)(R9*2), Y8
-	VPSLLD     $0x10, Y8, Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y6, Y6
-	VPMOVZXWD  112(DI)(R9*2), Y8
-	VPSLLD     $0x10, Y8, Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y7, Y7
-	ADDQ       $0x00000040, R9
-	JMP        sumpfloop
+	JMP        sumblock
 
 sumtail:
 	// Fewer than 64 elements remain.
@@ -19138,15 +18034,27 @@ scalebody:
 	VBROADCASTSS one<>+0(SB), Y0
 
 	// y = (src*inv)*w, rounded after each multiply.
-	XORQ  DI, DI
-	MOVQ  job_d+0(AX), R8
-	SUBQ  $0x00000020, R8
-	TESTL $0x00000002, job_flags+0(AX)
-	JNZ   scalepf
+	XORQ DI, DI
+	MOVQ job_d+0(AX), R8
+	SUBQ $0x00000020, R8
+	MOVQ SI, R9
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows10
+	SHLQ $0x03, R9
+
+longrows10:
+	ADDQ  DX, R9
+	MOVL  job_flags+0(AX), R10
+	TESTL $0x00000001, R10
+	JNZ   scalent
 
 scaleloop:
-	CMPQ      DI, R8
-	JG        scaletail
+	CMPQ  DI, R8
+	JG    scaletail
+	TESTL $0x00000002, R10
+	JNZ   scalelooppf11
+
+scaleloopbody12:
 	VPMOVZXWD (DX)(DI*2), Y2
 	VPSLLD    $0x10, Y2, Y2
 	VMULPS    Y1, Y2, Y2
@@ -19160,7 +18068,7 @@ scaleloop:
 	VPSLLD    $0x10, Y5, Y5
 	VMULPS    Y1, Y5, Y5
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn10
+	JZ        notrn13
 	VPSRLD    $0x10, Y2, Y6
 	VPAND     avx2bfone<>+0(SB), Y6, Y6
 	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
@@ -19194,7 +18102,7 @@ scaleloop:
 	VBLENDVPS Y5, avx2bfnanhigh<>+0(SB), Y6, Y6
 	VMOVUPS   Y6, Y5
 
-notrn10:
+notrn13:
 	VMOVUPS   (BX)(DI*4), Y6
 	VADDPS    Y0, Y6, Y6
 	VMULPS    Y6, Y2, Y2
@@ -19244,117 +18152,9 @@ notrn10:
 	ADDQ      $0x00000020, DI
 	JMP       scaleloop
 
-scalepf:
-	MOVQ SI, R9
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows11
-	SHLQ $0x03, R9
-
-longrows11:
-	ADDQ  DX, R9
-	TESTL $0x00000001, job_flags+0(AX)
-	JNZ   scalent
-
-scalepfloop:
-	CMPQ       DI, R8
-	JG         scaletail
+scalelooppf11:
 	PREFETCHT0 (R9)(DI*2)
-	VPMOVZXWD  (DX)(DI*2), Y2
-	VPSLLD     $0x10, Y2, Y2
-	VMULPS     Y1, Y2, Y2
-	VPMOVZXWD  16(DX)(DI*2), Y3
-	VPSLLD     $0x10, Y3, Y3
-	VMULPS     Y1, Y3, Y3
-	VPMOVZXWD  32(DX)(DI*2), Y4
-	VPSLLD     $0x10, Y4, Y4
-	VMULPS     Y1, Y4, Y4
-	VPMOVZXWD  48(DX)(DI*2), Y5
-	VPSLLD     $0x10, Y5, Y5
-	VMULPS     Y1, Y5, Y5
-	TESTL      $0x00000008, job_flags+0(AX)
-	JZ         notrn12
-	VPSRLD     $0x10, Y2, Y6
-	VPAND      avx2bfone<>+0(SB), Y6, Y6
-	VPADDD     avx2bfbias<>+0(SB), Y6, Y6
-	VPADDD     Y2, Y6, Y6
-	VPAND      avx2bfhigh<>+0(SB), Y6, Y6
-	VCMPPS     $0x03, Y2, Y2, Y2
-	VBLENDVPS  Y2, avx2bfnanhigh<>+0(SB), Y6, Y6
-	VMOVUPS    Y6, Y2
-	VPSRLD     $0x10, Y3, Y6
-	VPAND      avx2bfone<>+0(SB), Y6, Y6
-	VPADDD     avx2bfbias<>+0(SB), Y6, Y6
-	VPADDD     Y3, Y6, Y6
-	VPAND      avx2bfhigh<>+0(SB), Y6, Y6
-	VCMPPS     $0x03, Y3, Y3, Y3
-	VBLENDVPS  Y3, avx2bfnanhigh<>+0(SB), Y6, Y6
-	VMOVUPS    Y6, Y3
-	VPSRLD     $0x10, Y4, Y6
-	VPAND      avx2bfone<>+0(SB), Y6, Y6
-	VPADDD     avx2bfbias<>+0(SB), Y6, Y6
-	VPADDD     Y4, Y6, Y6
-	VPAND      avx2bfhigh<>+0(SB), Y6, Y6
-	VCMPPS     $0x03, Y4, Y4, Y4
-	VBLENDVPS  Y4, avx2bfnanhigh<>+0(SB), Y6, Y6
-	VMOVUPS    Y6, Y4
-	VPSRLD     $0x10, Y5, Y6
-	VPAND      avx2bfone<>+0(SB), Y6, Y6
-	VPADDD     avx2bfbias<>+0(SB), Y6, Y6
-	VPADDD     Y5, Y6, Y6
-	VPAND      avx2bfhigh<>+0(SB), Y6, Y6
-	VCMPPS     $0x03, Y5, Y5, Y5
-	VBLENDVPS  Y5, avx2bfnanhigh<>+0(SB), Y6, Y6
-	VMOVUPS    Y6, Y5
-
-notrn12:
-	VMOVUPS   (BX)(DI*4), Y6
-	VADDPS    Y0, Y6, Y6
-	VMULPS    Y6, Y2, Y2
-	VMOVUPS   32(BX)(DI*4), Y6
-	VADDPS    Y0, Y6, Y6
-	VMULPS    Y6, Y3, Y3
-	VPSRLD    $0x10, Y2, Y6
-	VPAND     avx2bfone<>+0(SB), Y6, Y6
-	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
-	VPADDD    Y2, Y6, Y6
-	VPSRLD    $0x10, Y6, Y6
-	VCMPPS    $0x03, Y2, Y2, Y2
-	VBLENDVPS Y2, avx2bfnanlow<>+0(SB), Y6, Y6
-	VPSRLD    $0x10, Y3, Y2
-	VPAND     avx2bfone<>+0(SB), Y2, Y2
-	VPADDD    avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD    Y3, Y2, Y2
-	VPSRLD    $0x10, Y2, Y2
-	VCMPPS    $0x03, Y3, Y3, Y3
-	VBLENDVPS Y3, avx2bfnanlow<>+0(SB), Y2, Y2
-	VPACKUSDW Y2, Y6, Y6
-	VPERMQ    $0xd8, Y6, Y6
-	VMOVDQU   Y6, (CX)(DI*2)
-	VMOVUPS   64(BX)(DI*4), Y2
-	VADDPS    Y0, Y2, Y2
-	VMULPS    Y2, Y4, Y4
-	VMOVUPS   96(BX)(DI*4), Y2
-	VADDPS    Y0, Y2, Y2
-	VMULPS    Y2, Y5, Y5
-	VPSRLD    $0x10, Y4, Y2
-	VPAND     avx2bfone<>+0(SB), Y2, Y2
-	VPADDD    avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD    Y4, Y2, Y2
-	VPSRLD    $0x10, Y2, Y2
-	VCMPPS    $0x03, Y4, Y4, Y3
-	VBLENDVPS Y3, avx2bfnanlow<>+0(SB), Y2, Y2
-	VPSRLD    $0x10, Y5, Y3
-	VPAND     avx2bfone<>+0(SB), Y3, Y3
-	VPADDD    avx2bfbias<>+0(SB), Y3, Y3
-	VPADDD    Y5, Y3, Y3
-	VPSRLD    $0x10, Y3, Y3
-	VCMPPS    $0x03, Y5, Y5, Y4
-	VBLENDVPS Y4, avx2bfnanlow<>+0(SB), Y3, Y3
-	VPACKUSDW Y3, Y2, Y2
-	VPERMQ    $0xd8, Y2, Y2
-	VMOVDQU   Y2, 32(CX)(DI*2)
-	ADDQ      $0x00000020, DI
-	JMP       scalepfloop
+	JMP        scaleloopbody12
 
 scalent:
 	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
@@ -19374,7 +18174,7 @@ scalehead:
 	VPSLLD    $0x10, Y2, Y2
 	VMULPS    Y1, Y2, Y2
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn13
+	JZ        notrn14
 	VPSRLD    $0x10, Y2, Y3
 	VPAND     avx2bfone<>+0(SB), Y3, Y3
 	VPADDD    avx2bfbias<>+0(SB), Y3, Y3
@@ -19384,7 +18184,7 @@ scalehead:
 	VBLENDVPS Y2, avx2bfnanhigh<>+0(SB), Y3, Y3
 	VMOVUPS   Y3, Y2
 
-notrn13:
+notrn14:
 	VMOVUPS      (BX)(DI*4), Y3
 	VADDPS       Y0, Y3, Y3
 	VMULPS       Y3, Y2, Y2
@@ -19409,57 +18209,57 @@ scaleheadpart:
 	XORQ R13, R13
 	SUBQ $0x00000010, R14
 
-copyvec14:
+copyvec15:
 	CMPQ    R13, R14
-	JG      copyone15
+	JG      copyone16
 	VMOVUPS (R11)(R13*2), Y2
 	VMOVUPS Y2, (R12)(R13*2)
 	ADDQ    $0x00000010, R13
-	JMP     copyvec14
+	JMP     copyvec15
 
-copyone15:
+copyone16:
 	ADDQ $0x00000010, R14
 
-copyloop17:
+copyloop18:
 	CMPQ R13, R14
-	JGE  copied16
+	JGE  copied17
 	MOVW (R11)(R13*2), R15
 	MOVW R15, (R12)(R13*2)
 	INCQ R13
-	JMP  copyloop17
+	JMP  copyloop18
 
-copied16:
+copied17:
 	LEAQ (BX)(DI*4), R11
 	LEAQ 160(SP), R12
 	MOVQ R10, R14
 	XORQ R13, R13
 	SUBQ $0x00000008, R14
 
-copyvec18:
+copyvec19:
 	CMPQ    R13, R14
-	JG      copyone19
+	JG      copyone20
 	VMOVUPS (R11)(R13*4), Y2
 	VMOVUPS Y2, (R12)(R13*4)
 	ADDQ    $0x00000008, R13
-	JMP     copyvec18
+	JMP     copyvec19
 
-copyone19:
+copyone20:
 	ADDQ $0x00000008, R14
 
-copyloop21:
+copyloop22:
 	CMPQ R13, R14
-	JGE  copied20
+	JGE  copied21
 	MOVL (R11)(R13*4), R15
 	MOVL R15, (R12)(R13*4)
 	INCQ R13
-	JMP  copyloop21
+	JMP  copyloop22
 
-copied20:
+copied21:
 	VPMOVZXWD 128(SP), Y2
 	VPSLLD    $0x10, Y2, Y2
 	VMULPS    Y2, Y1, Y2
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn22
+	JZ        notrn23
 	VPSRLD    $0x10, Y2, Y3
 	VPAND     avx2bfone<>+0(SB), Y3, Y3
 	VPADDD    avx2bfbias<>+0(SB), Y3, Y3
@@ -19469,7 +18269,7 @@ copied20:
 	VBLENDVPS Y2, avx2bfnanhigh<>+0(SB), Y3, Y3
 	VMOVUPS   Y3, Y2
 
-notrn22:
+notrn23:
 	VMOVUPS      160(SP), Y3
 	VADDPS       Y0, Y3, Y3
 	VMULPS       Y3, Y2, Y2
@@ -19489,26 +18289,26 @@ notrn22:
 	XORQ         R13, R13
 	SUBQ         $0x00000010, R14
 
-copyvec23:
+copyvec24:
 	CMPQ    R13, R14
-	JG      copyone24
+	JG      copyone25
 	VMOVUPS (R12)(R13*2), Y2
 	VMOVUPS Y2, (R11)(R13*2)
 	ADDQ    $0x00000010, R13
-	JMP     copyvec23
+	JMP     copyvec24
 
-copyone24:
+copyone25:
 	ADDQ $0x00000010, R14
 
-copyloop26:
+copyloop27:
 	CMPQ R13, R14
-	JGE  copied25
+	JGE  copied26
 	MOVW (R12)(R13*2), R15
 	MOVW R15, (R11)(R13*2)
 	INCQ R13
-	JMP  copyloop26
+	JMP  copyloop27
 
-copied25:
+copied26:
 	ADDQ R10, DI
 
 scalentloop:
@@ -19528,7 +18328,7 @@ scalentloop:
 	VPSLLD     $0x10, Y5, Y5
 	VMULPS     Y1, Y5, Y5
 	TESTL      $0x00000008, job_flags+0(AX)
-	JZ         notrn27
+	JZ         notrn28
 	VPSRLD     $0x10, Y2, Y6
 	VPAND      avx2bfone<>+0(SB), Y6, Y6
 	VPADDD     avx2bfbias<>+0(SB), Y6, Y6
@@ -19562,7 +18362,7 @@ scalentloop:
 	VBLENDVPS  Y5, avx2bfnanhigh<>+0(SB), Y6, Y6
 	VMOVUPS    Y6, Y5
 
-notrn27:
+notrn28:
 	VMOVUPS   (BX)(DI*4), Y6
 	VADDPS    Y0, Y6, Y6
 	VMULPS    Y6, Y2, Y2
@@ -19622,7 +18422,7 @@ scaleone:
 	VPSLLD    $0x10, Y2, Y2
 	VMULPS    Y1, Y2, Y2
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn28
+	JZ        notrn29
 	VPSRLD    $0x10, Y2, Y3
 	VPAND     avx2bfone<>+0(SB), Y3, Y3
 	VPADDD    avx2bfbias<>+0(SB), Y3, Y3
@@ -19632,7 +18432,7 @@ scaleone:
 	VBLENDVPS Y2, avx2bfnanhigh<>+0(SB), Y3, Y3
 	VMOVUPS   Y3, Y2
 
-notrn28:
+notrn29:
 	VMOVUPS      (BX)(DI*4), Y3
 	VADDPS       Y0, Y3, Y3
 	VMULPS       Y3, Y2, Y2
@@ -19659,57 +18459,57 @@ scalepart:
 	XORQ R11, R11
 	SUBQ $0x00000010, R12
 
-copyvec29:
+copyvec30:
 	CMPQ    R11, R12
-	JG      copyone30
+	JG      copyone31
 	VMOVUPS (R8)(R11*2), Y2
 	VMOVUPS Y2, (R9)(R11*2)
 	ADDQ    $0x00000010, R11
-	JMP     copyvec29
+	JMP     copyvec30
 
-copyone30:
+copyone31:
 	ADDQ $0x00000010, R12
 
-copyloop32:
+copyloop33:
 	CMPQ R11, R12
-	JGE  copied31
+	JGE  copied32
 	MOVW (R8)(R11*2), R13
 	MOVW R13, (R9)(R11*2)
 	INCQ R11
-	JMP  copyloop32
+	JMP  copyloop33
 
-copied31:
+copied32:
 	LEAQ (BX)(DI*4), R8
 	LEAQ 160(SP), R9
 	MOVQ R10, R12
 	XORQ R11, R11
 	SUBQ $0x00000008, R12
 
-copyvec33:
+copyvec34:
 	CMPQ    R11, R12
-	JG      copyone34
+	JG      copyone35
 	VMOVUPS (R8)(R11*4), Y2
 	VMOVUPS Y2, (R9)(R11*4)
 	ADDQ    $0x00000008, R11
-	JMP     copyvec33
+	JMP     copyvec34
 
-copyone34:
+copyone35:
 	ADDQ $0x00000008, R12
 
-copyloop36:
+copyloop37:
 	CMPQ R11, R12
-	JGE  copied35
+	JGE  copied36
 	MOVL (R8)(R11*4), R13
 	MOVL R13, (R9)(R11*4)
 	INCQ R11
-	JMP  copyloop36
+	JMP  copyloop37
 
-copied35:
+copied36:
 	VPMOVZXWD 128(SP), Y2
 	VPSLLD    $0x10, Y2, Y2
 	VMULPS    Y2, Y1, Y2
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn37
+	JZ        notrn38
 	VPSRLD    $0x10, Y2, Y1
 	VPAND     avx2bfone<>+0(SB), Y1, Y1
 	VPADDD    avx2bfbias<>+0(SB), Y1, Y1
@@ -19719,7 +18519,7 @@ copied35:
 	VBLENDVPS Y2, avx2bfnanhigh<>+0(SB), Y1, Y1
 	VMOVUPS   Y1, Y2
 
-notrn37:
+notrn38:
 	VMOVUPS      160(SP), Y1
 	VADDPS       Y0, Y1, Y1
 	VMULPS       Y1, Y2, Y2
@@ -19738,26 +18538,26 @@ notrn37:
 	XORQ         DI, DI
 	SUBQ         $0x00000010, R10
 
-copyvec38:
+copyvec39:
 	CMPQ    DI, R10
-	JG      copyone39
+	JG      copyone40
 	VMOVUPS (R9)(DI*2), Y0
 	VMOVUPS Y0, (R8)(DI*2)
 	ADDQ    $0x00000010, DI
-	JMP     copyvec38
+	JMP     copyvec39
 
-copyone39:
+copyone40:
 	ADDQ $0x00000010, R10
 
-copyloop41:
+copyloop42:
 	CMPQ DI, R10
-	JGE  copied40
+	JGE  copied41
 	MOVW (R9)(DI*2), R11
 	MOVW R11, (R8)(DI*2)
 	INCQ DI
-	JMP  copyloop41
+	JMP  copyloop42
 
-copied40:
+copied41:
 scaled:
 	ADDQ SI, DX
 	ADDQ SI, CX
@@ -19883,12 +18683,25 @@ firstblock:
 	VPSLLD    $0x10, Y7, Y7
 	VMULPS    Y7, Y7, Y7
 	MOVQ      $0x00000040, R8
-	TESTL     $0x00000002, job_flags+0(AX)
-	JNZ       sumpf
+
+	// With flagPF, the rows ahead are prefetched: one loop for both, the flag tested per block.
+	MOVQ BX, R10
+	SHLQ $0x01, R10
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows1
+	SHLQ $0x03, R10
+
+longrows1:
+	ADDQ SI, R10
+	MOVL job_flags+0(AX), R11
 
 sumloop:
-	CMPQ      R8, R9
-	JG        sumtail
+	CMPQ  R8, R9
+	JG    sumtail
+	TESTL $0x00000002, R11
+	JNZ   sumpf
+
+sumblock:
 	VPMOVZXWD (SI)(R8*2), Y8
 	VPSLLD    $0x10, Y8, Y8
 	VMULPS    Y8, Y8, Y8
@@ -19924,56 +18737,11 @@ sumloop:
 	ADDQ      $0x00000040, R8
 	JMP       sumloop
 
-	// The same, prefetching the rows ahead.
+	// Out of the loop's way: the prefetches, whose flag is usually clear.
 sumpf:
-	MOVQ BX, R10
-	SHLQ $0x01, R10
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows1
-	SHLQ $0x03, R10
-
-longrows1:
-	ADDQ SI, R10
-
-sumpfloop:
-	CMPQ       R8, R9
-	JG         sumtail
 	PREFETCHT0 (R10)(R8*2)
 	PREFETCHT0 64(R10)(R8*2)
-	VPMOVZXWD  (SI)(R8*2), Y8
-	VPSLLD     $0x10, Y8, Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y0, Y0
-	VPMOVZXWD  16(SI)(R8*2), Y8
-	VPSLLD     $0x10, Y8, Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y1, Y1
-	VPMOVZXWD  32(SI)(R8*2), Y8
-	VPSLLD     $0x10, Y8, Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y2, Y2
-	VPMOVZXWD  48(SI)(R8*2), Y8
-	VPSLLD     $0x10, Y8, Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y3, Y3
-	VPMOVZXWD  64(SI)(R8*2), Y8
-	VPSLLD     $0x10, Y8, Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y4, Y4
-	VPMOVZXWD  80(SI)(R8*2), Y8
-	VPSLLD     $0x10, Y8, Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y5, Y5
-	VPMOVZXWD  96(SI)(R8*2), Y8
-	VPSLLD     $0x10, Y8, Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y6, Y6
-	VPMOVZXWD  112(SI)(R8*2), Y8
-	VPSLLD     $0x10, Y8, Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y7, Y7
-	ADDQ       $0x00000040, R8
-	JMP        sumpfloop
+	JMP        sumblock
 
 sumtail:
 	// Fewer than 64 elements remain.
@@ -20166,15 +18934,27 @@ scalerow:
 
 scalebody:
 	// y = (src*inv)*w, rounded after each multiply.
-	XORQ  SI, SI
-	MOVQ  job_d+0(AX), DI
-	SUBQ  $0x00000020, DI
-	TESTL $0x00000002, job_flags+0(AX)
-	JNZ   scalepf
+	XORQ SI, SI
+	MOVQ job_d+0(AX), DI
+	SUBQ $0x00000020, DI
+	MOVQ BX, R8
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows10
+	SHLQ $0x03, R8
+
+longrows10:
+	ADDQ  DX, R8
+	MOVL  job_flags+0(AX), R9
+	TESTL $0x00000001, R9
+	JNZ   scalent
 
 scaleloop:
-	CMPQ      SI, DI
-	JG        scaletail
+	CMPQ  SI, DI
+	JG    scaletail
+	TESTL $0x00000002, R9
+	JNZ   scalelooppf11
+
+scaleloopbody12:
 	VPMOVZXWD (DX)(SI*2), Y0
 	VPSLLD    $0x10, Y0, Y0
 	VMULPS    Y1, Y0, Y0
@@ -20224,69 +19004,9 @@ scaleloop:
 	ADDQ      $0x00000020, SI
 	JMP       scaleloop
 
-scalepf:
-	MOVQ BX, R8
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows10
-	SHLQ $0x03, R8
-
-longrows10:
-	ADDQ  DX, R8
-	TESTL $0x00000001, job_flags+0(AX)
-	JNZ   scalent
-
-scalepfloop:
-	CMPQ       SI, DI
-	JG         scaletail
+scalelooppf11:
 	PREFETCHT0 (R8)(SI*2)
-	VPMOVZXWD  (DX)(SI*2), Y0
-	VPSLLD     $0x10, Y0, Y0
-	VMULPS     Y1, Y0, Y0
-	VPMOVZXWD  16(DX)(SI*2), Y2
-	VPSLLD     $0x10, Y2, Y2
-	VMULPS     Y1, Y2, Y2
-	VPMOVZXWD  32(DX)(SI*2), Y3
-	VPSLLD     $0x10, Y3, Y3
-	VMULPS     Y1, Y3, Y3
-	VPMOVZXWD  48(DX)(SI*2), Y4
-	VPSLLD     $0x10, Y4, Y4
-	VMULPS     Y1, Y4, Y4
-	VPSRLD     $0x10, Y0, Y5
-	VPAND      avx2bfone<>+0(SB), Y5, Y5
-	VPADDD     avx2bfbias<>+0(SB), Y5, Y5
-	VPADDD     Y0, Y5, Y5
-	VPSRLD     $0x10, Y5, Y5
-	VCMPPS     $0x03, Y0, Y0, Y0
-	VBLENDVPS  Y0, avx2bfnanlow<>+0(SB), Y5, Y5
-	VPSRLD     $0x10, Y2, Y0
-	VPAND      avx2bfone<>+0(SB), Y0, Y0
-	VPADDD     avx2bfbias<>+0(SB), Y0, Y0
-	VPADDD     Y2, Y0, Y0
-	VPSRLD     $0x10, Y0, Y0
-	VCMPPS     $0x03, Y2, Y2, Y2
-	VBLENDVPS  Y2, avx2bfnanlow<>+0(SB), Y0, Y0
-	VPACKUSDW  Y0, Y5, Y5
-	VPERMQ     $0xd8, Y5, Y5
-	VMOVDQU    Y5, (CX)(SI*2)
-	VPSRLD     $0x10, Y3, Y0
-	VPAND      avx2bfone<>+0(SB), Y0, Y0
-	VPADDD     avx2bfbias<>+0(SB), Y0, Y0
-	VPADDD     Y3, Y0, Y0
-	VPSRLD     $0x10, Y0, Y0
-	VCMPPS     $0x03, Y3, Y3, Y2
-	VBLENDVPS  Y2, avx2bfnanlow<>+0(SB), Y0, Y0
-	VPSRLD     $0x10, Y4, Y2
-	VPAND      avx2bfone<>+0(SB), Y2, Y2
-	VPADDD     avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD     Y4, Y2, Y2
-	VPSRLD     $0x10, Y2, Y2
-	VCMPPS     $0x03, Y4, Y4, Y3
-	VBLENDVPS  Y3, avx2bfnanlow<>+0(SB), Y2, Y2
-	VPACKUSDW  Y2, Y0, Y0
-	VPERMQ     $0xd8, Y0, Y0
-	VMOVDQU    Y0, 32(CX)(SI*2)
-	ADDQ       $0x00000020, SI
-	JMP        scalepfloop
+	JMP        scaleloopbody12
 
 scalent:
 	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
@@ -20326,26 +19046,26 @@ scaleheadpart:
 	XORQ R12, R12
 	SUBQ $0x00000010, R13
 
-copyvec11:
+copyvec13:
 	CMPQ    R12, R13
-	JG      copyone12
+	JG      copyone14
 	VMOVUPS (R10)(R12*2), Y0
 	VMOVUPS Y0, (R11)(R12*2)
 	ADDQ    $0x00000010, R12
-	JMP     copyvec11
+	JMP     copyvec13
 
-copyone12:
+copyone14:
 	ADDQ $0x00000010, R13
 
-copyloop14:
+copyloop16:
 	CMPQ R12, R13
-	JGE  copied13
+	JGE  copied15
 	MOVW (R10)(R12*2), R14
 	MOVW R14, (R11)(R12*2)
 	INCQ R12
-	JMP  copyloop14
+	JMP  copyloop16
 
-copied13:
+copied15:
 	VPMOVZXWD    128(SP), Y0
 	VPSLLD       $0x10, Y0, Y0
 	VMULPS       Y0, Y1, Y0
@@ -20365,26 +19085,26 @@ copied13:
 	XORQ         R12, R12
 	SUBQ         $0x00000010, R13
 
-copyvec15:
+copyvec17:
 	CMPQ    R12, R13
-	JG      copyone16
+	JG      copyone18
 	VMOVUPS (R11)(R12*2), Y0
 	VMOVUPS Y0, (R10)(R12*2)
 	ADDQ    $0x00000010, R12
-	JMP     copyvec15
+	JMP     copyvec17
 
-copyone16:
+copyone18:
 	ADDQ $0x00000010, R13
 
-copyloop18:
+copyloop20:
 	CMPQ R12, R13
-	JGE  copied17
+	JGE  copied19
 	MOVW (R11)(R12*2), R14
 	MOVW R14, (R10)(R12*2)
 	INCQ R12
-	JMP  copyloop18
+	JMP  copyloop20
 
-copied17:
+copied19:
 	ADDQ R9, SI
 
 scalentloop:
@@ -20472,26 +19192,26 @@ scalepart:
 	XORQ R10, R10
 	SUBQ $0x00000010, R11
 
-copyvec19:
+copyvec21:
 	CMPQ    R10, R11
-	JG      copyone20
+	JG      copyone22
 	VMOVUPS (DI)(R10*2), Y0
 	VMOVUPS Y0, (R8)(R10*2)
 	ADDQ    $0x00000010, R10
-	JMP     copyvec19
+	JMP     copyvec21
 
-copyone20:
+copyone22:
 	ADDQ $0x00000010, R11
 
-copyloop22:
+copyloop24:
 	CMPQ R10, R11
-	JGE  copied21
+	JGE  copied23
 	MOVW (DI)(R10*2), R12
 	MOVW R12, (R8)(R10*2)
 	INCQ R10
-	JMP  copyloop22
+	JMP  copyloop24
 
-copied21:
+copied23:
 	VPMOVZXWD    128(SP), Y0
 	VPSLLD       $0x10, Y0, Y0
 	VMULPS       Y0, Y1, Y0
@@ -20510,26 +19230,26 @@ copied21:
 	XORQ         SI, SI
 	SUBQ         $0x00000010, R9
 
-copyvec23:
+copyvec25:
 	CMPQ    SI, R9
-	JG      copyone24
+	JG      copyone26
 	VMOVUPS (R8)(SI*2), Y0
 	VMOVUPS Y0, (DI)(SI*2)
 	ADDQ    $0x00000010, SI
-	JMP     copyvec23
+	JMP     copyvec25
 
-copyone24:
+copyone26:
 	ADDQ $0x00000010, R9
 
-copyloop26:
+copyloop28:
 	CMPQ SI, R9
-	JGE  copied25
+	JGE  copied27
 	MOVW (R8)(SI*2), R10
 	MOVW R10, (DI)(SI*2)
 	INCQ SI
-	JMP  copyloop26
+	JMP  copyloop28
 
-copied25:
+copied27:
 scaled:
 	ADDQ BX, DX
 	ADDQ BX, CX
@@ -20755,12 +19475,25 @@ firstblock:
 	VMOVDQU      X9, 112(R9)(R10*2)
 	VMULPS       Y8, Y8, Y7
 	MOVQ         $0x00000040, R10
-	TESTL        $0x00000002, job_flags+0(AX)
-	JNZ          sumpf
+
+	// With flagPF, the rows ahead are prefetched: one loop for both, the flag tested per block.
+	MOVQ DI, R12
+	SHLQ $0x01, R12
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows1
+	SHLQ $0x03, R12
+
+longrows1:
+	ADDQ R8, R12
+	MOVL job_flags+0(AX), R13
 
 sumloop:
-	CMPQ         R10, R11
-	JG           sumtail
+	CMPQ  R10, R11
+	JG    sumtail
+	TESTL $0x00000002, R13
+	JNZ   sumpf
+
+sumblock:
 	VPMOVZXWD    (R8)(R10*2), Y8
 	VPSLLD       $0x10, Y8, Y8
 	VPMOVZXWD    (R9)(R10*2), Y9
@@ -20908,168 +19641,11 @@ sumloop:
 	ADDQ         $0x00000040, R10
 	JMP          sumloop
 
-	// The same, prefetching the rows ahead.
+	// Out of the loop's way: the prefetches, whose flag is usually clear.
 sumpf:
-	MOVQ DI, R12
-	SHLQ $0x01, R12
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows1
-	SHLQ $0x03, R12
-
-longrows1:
-	ADDQ R8, R12
-
-sumpfloop:
-	CMPQ         R10, R11
-	JG           sumtail
-	PREFETCHT0   (R12)(R10*2)
-	PREFETCHT0   64(R12)(R10*2)
-	VPMOVZXWD    (R8)(R10*2), Y8
-	VPSLLD       $0x10, Y8, Y8
-	VPMOVZXWD    (R9)(R10*2), Y9
-	VPSLLD       $0x10, Y9, Y9
-	VADDPS       Y9, Y8, Y8
-	VPSRLD       $0x10, Y8, Y9
-	VPAND        avx2bfone<>+0(SB), Y9, Y9
-	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
-	VPADDD       Y8, Y9, Y9
-	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
-	VCMPPS       $0x03, Y8, Y8, Y8
-	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
-	VPSRLD       $0x10, Y9, Y8
-	VEXTRACTI128 $0x01, Y8, X10
-	VPACKUSDW    X10, X8, X10
-	VMOVDQU      X10, (R9)(R10*2)
-	VMULPS       Y9, Y9, Y9
-	VADDPS       Y9, Y0, Y0
-	VPMOVZXWD    16(R8)(R10*2), Y8
-	VPSLLD       $0x10, Y8, Y8
-	VPMOVZXWD    16(R9)(R10*2), Y9
-	VPSLLD       $0x10, Y9, Y9
-	VADDPS       Y9, Y8, Y8
-	VPSRLD       $0x10, Y8, Y9
-	VPAND        avx2bfone<>+0(SB), Y9, Y9
-	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
-	VPADDD       Y8, Y9, Y9
-	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
-	VCMPPS       $0x03, Y8, Y8, Y8
-	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
-	VPSRLD       $0x10, Y9, Y8
-	VEXTRACTI128 $0x01, Y8, X10
-	VPACKUSDW    X10, X8, X10
-	VMOVDQU      X10, 16(R9)(R10*2)
-	VMULPS       Y9, Y9, Y9
-	VADDPS       Y9, Y1, Y1
-	VPMOVZXWD    32(R8)(R10*2), Y8
-	VPSLLD       $0x10, Y8, Y8
-	VPMOVZXWD    32(R9)(R10*2), Y9
-	VPSLLD       $0x10, Y9, Y9
-	VADDPS       Y9, Y8, Y8
-	VPSRLD       $0x10, Y8, Y9
-	VPAND        avx2bfone<>+0(SB), Y9, Y9
-	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
-	VPADDD       Y8, Y9, Y9
-	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
-	VCMPPS       $0x03, Y8, Y8, Y8
-	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
-	VPSRLD       $0x10, Y9, Y8
-	VEXTRACTI128 $0x01, Y8, X10
-	VPACKUSDW    X10, X8, X10
-	VMOVDQU      X10, 32(R9)(R10*2)
-	VMULPS       Y9, Y9, Y9
-	VADDPS       Y9, Y2, Y2
-	VPMOVZXWD    48(R8)(R10*2), Y8
-	VPSLLD       $0x10, Y8, Y8
-	VPMOVZXWD    48(R9)(R10*2), Y9
-	VPSLLD       $0x10, Y9, Y9
-	VADDPS       Y9, Y8, Y8
-	VPSRLD       $0x10, Y8, Y9
-	VPAND        avx2bfone<>+0(SB), Y9, Y9
-	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
-	VPADDD       Y8, Y9, Y9
-	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
-	VCMPPS       $0x03, Y8, Y8, Y8
-	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
-	VPSRLD       $0x10, Y9, Y8
-	VEXTRACTI128 $0x01, Y8, X10
-	VPACKUSDW    X10, X8, X10
-	VMOVDQU      X10, 48(R9)(R10*2)
-	VMULPS       Y9, Y9, Y9
-	VADDPS       Y9, Y3, Y3
-	VPMOVZXWD    64(R8)(R10*2), Y8
-	VPSLLD       $0x10, Y8, Y8
-	VPMOVZXWD    64(R9)(R10*2), Y9
-	VPSLLD       $0x10, Y9, Y9
-	VADDPS       Y9, Y8, Y8
-	VPSRLD       $0x10, Y8, Y9
-	VPAND        avx2bfone<>+0(SB), Y9, Y9
-	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
-	VPADDD       Y8, Y9, Y9
-	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
-	VCMPPS       $0x03, Y8, Y8, Y8
-	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
-	VPSRLD       $0x10, Y9, Y8
-	VEXTRACTI128 $0x01, Y8, X10
-	VPACKUSDW    X10, X8, X10
-	VMOVDQU      X10, 64(R9)(R10*2)
-	VMULPS       Y9, Y9, Y9
-	VADDPS       Y9, Y4, Y4
-	VPMOVZXWD    80(R8)(R10*2), Y8
-	VPSLLD       $0x10, Y8, Y8
-	VPMOVZXWD    80(R9)(R10*2), Y9
-	VPSLLD       $0x10, Y9, Y9
-	VADDPS       Y9, Y8, Y8
-	VPSRLD       $0x10, Y8, Y9
-	VPAND        avx2bfone<>+0(SB), Y9, Y9
-	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
-	VPADDD       Y8, Y9, Y9
-	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
-	VCMPPS       $0x03, Y8, Y8, Y8
-	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
-	VPSRLD       $0x10, Y9, Y8
-	VEXTRACTI128 $0x01, Y8, X10
-	VPACKUSDW    X10, X8, X10
-	VMOVDQU      X10, 80(R9)(R10*2)
-	VMULPS       Y9, Y9, Y9
-	VADDPS       Y9, Y5, Y5
-	VPMOVZXWD    96(R8)(R10*2), Y8
-	VPSLLD       $0x10, Y8, Y8
-	VPMOVZXWD    96(R9)(R10*2), Y9
-	VPSLLD       $0x10, Y9, Y9
-	VADDPS       Y9, Y8, Y8
-	VPSRLD       $0x10, Y8, Y9
-	VPAND        avx2bfone<>+0(SB), Y9, Y9
-	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
-	VPADDD       Y8, Y9, Y9
-	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
-	VCMPPS       $0x03, Y8, Y8, Y8
-	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
-	VPSRLD       $0x10, Y9, Y8
-	VEXTRACTI128 $0x01, Y8, X10
-	VPACKUSDW    X10, X8, X10
-	VMOVDQU      X10, 96(R9)(R10*2)
-	VMULPS       Y9, Y9, Y9
-	VADDPS       Y9, Y6, Y6
-	VPMOVZXWD    112(R8)(R10*2), Y8
-	VPSLLD       $0x10, Y8, Y8
-	VPMOVZXWD    112(R9)(R10*2), Y9
-	VPSLLD       $0x10, Y9, Y9
-	VADDPS       Y9, Y8, Y8
-	VPSRLD       $0x10, Y8, Y9
-	VPAND        avx2bfone<>+0(SB), Y9, Y9
-	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
-	VPADDD       Y8, Y9, Y9
-	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
-	VCMPPS       $0x03, Y8, Y8, Y8
-	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
-	VPSRLD       $0x10, Y9, Y8
-	VEXTRACTI128 $0x01, Y8, X10
-	VPACKUSDW    X10, X8, X10
-	VMOVDQU      X10, 112(R9)(R10*2)
-	VMULPS       Y9, Y9, Y9
-	VADDPS       Y9, Y7, Y7
-	ADDQ         $0x00000040, R10
-	JMP          sumpfloop
+	PREFETCHT0 (R12)(R10*2)
+	PREFETCHT0 64(R12)(R10*2)
+	JMP        sumblock
 
 sumtail:
 	// Fewer than 64 elements remain.
@@ -21368,15 +19944,27 @@ scalerow:
 
 scalebody:
 	// y = (src*inv)*w, rounded after each multiply.
-	XORQ  R8, R8
-	MOVQ  job_d+0(AX), R9
-	SUBQ  $0x00000020, R9
-	TESTL $0x00000002, job_flags+0(AX)
-	JNZ   scalepf
+	XORQ R8, R8
+	MOVQ job_d+0(AX), R9
+	SUBQ $0x00000020, R9
+	MOVQ DI, R10
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows16
+	SHLQ $0x03, R10
+
+longrows16:
+	ADDQ  SI, R10
+	MOVL  job_flags+0(AX), R11
+	TESTL $0x00000001, R11
+	JNZ   scalent
 
 scaleloop:
-	CMPQ      R8, R9
-	JG        scaletail
+	CMPQ  R8, R9
+	JG    scaletail
+	TESTL $0x00000002, R11
+	JNZ   scalelooppf17
+
+scaleloopbody18:
 	VPMOVZXWD (SI)(R8*2), Y0
 	VPSLLD    $0x10, Y0, Y0
 	VMULPS    Y1, Y0, Y0
@@ -21390,7 +19978,7 @@ scaleloop:
 	VPSLLD    $0x10, Y4, Y4
 	VMULPS    Y1, Y4, Y4
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn16
+	JZ        notrn19
 	VPSRLD    $0x10, Y0, Y5
 	VPAND     avx2bfone<>+0(SB), Y5, Y5
 	VPADDD    avx2bfbias<>+0(SB), Y5, Y5
@@ -21424,7 +20012,7 @@ scaleloop:
 	VBLENDVPS Y4, avx2bfnanhigh<>+0(SB), Y5, Y5
 	VMOVUPS   Y5, Y4
 
-notrn16:
+notrn19:
 	VMULPS    (BX)(R8*4), Y0, Y0
 	VMULPS    32(BX)(R8*4), Y2, Y2
 	VPSRLD    $0x10, Y0, Y5
@@ -21466,109 +20054,9 @@ notrn16:
 	ADDQ      $0x00000020, R8
 	JMP       scaleloop
 
-scalepf:
-	MOVQ DI, R10
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows17
-	SHLQ $0x03, R10
-
-longrows17:
-	ADDQ  SI, R10
-	TESTL $0x00000001, job_flags+0(AX)
-	JNZ   scalent
-
-scalepfloop:
-	CMPQ       R8, R9
-	JG         scaletail
+scalelooppf17:
 	PREFETCHT0 (R10)(R8*2)
-	VPMOVZXWD  (SI)(R8*2), Y0
-	VPSLLD     $0x10, Y0, Y0
-	VMULPS     Y1, Y0, Y0
-	VPMOVZXWD  16(SI)(R8*2), Y2
-	VPSLLD     $0x10, Y2, Y2
-	VMULPS     Y1, Y2, Y2
-	VPMOVZXWD  32(SI)(R8*2), Y3
-	VPSLLD     $0x10, Y3, Y3
-	VMULPS     Y1, Y3, Y3
-	VPMOVZXWD  48(SI)(R8*2), Y4
-	VPSLLD     $0x10, Y4, Y4
-	VMULPS     Y1, Y4, Y4
-	TESTL      $0x00000008, job_flags+0(AX)
-	JZ         notrn18
-	VPSRLD     $0x10, Y0, Y5
-	VPAND      avx2bfone<>+0(SB), Y5, Y5
-	VPADDD     avx2bfbias<>+0(SB), Y5, Y5
-	VPADDD     Y0, Y5, Y5
-	VPAND      avx2bfhigh<>+0(SB), Y5, Y5
-	VCMPPS     $0x03, Y0, Y0, Y0
-	VBLENDVPS  Y0, avx2bfnanhigh<>+0(SB), Y5, Y5
-	VMOVUPS    Y5, Y0
-	VPSRLD     $0x10, Y2, Y5
-	VPAND      avx2bfone<>+0(SB), Y5, Y5
-	VPADDD     avx2bfbias<>+0(SB), Y5, Y5
-	VPADDD     Y2, Y5, Y5
-	VPAND      avx2bfhigh<>+0(SB), Y5, Y5
-	VCMPPS     $0x03, Y2, Y2, Y2
-	VBLENDVPS  Y2, avx2bfnanhigh<>+0(SB), Y5, Y5
-	VMOVUPS    Y5, Y2
-	VPSRLD     $0x10, Y3, Y5
-	VPAND      avx2bfone<>+0(SB), Y5, Y5
-	VPADDD     avx2bfbias<>+0(SB), Y5, Y5
-	VPADDD     Y3, Y5, Y5
-	VPAND      avx2bfhigh<>+0(SB), Y5, Y5
-	VCMPPS     $0x03, Y3, Y3, Y3
-	VBLENDVPS  Y3, avx2bfnanhigh<>+0(SB), Y5, Y5
-	VMOVUPS    Y5, Y3
-	VPSRLD     $0x10, Y4, Y5
-	VPAND      avx2bfone<>+0(SB), Y5, Y5
-	VPADDD     avx2bfbias<>+0(SB), Y5, Y5
-	VPADDD     Y4, Y5, Y5
-	VPAND      avx2bfhigh<>+0(SB), Y5, Y5
-	VCMPPS     $0x03, Y4, Y4, Y4
-	VBLENDVPS  Y4, avx2bfnanhigh<>+0(SB), Y5, Y5
-	VMOVUPS    Y5, Y4
-
-notrn18:
-	VMULPS    (BX)(R8*4), Y0, Y0
-	VMULPS    32(BX)(R8*4), Y2, Y2
-	VPSRLD    $0x10, Y0, Y5
-	VPAND     avx2bfone<>+0(SB), Y5, Y5
-	VPADDD    avx2bfbias<>+0(SB), Y5, Y5
-	VPADDD    Y0, Y5, Y5
-	VPSRLD    $0x10, Y5, Y5
-	VCMPPS    $0x03, Y0, Y0, Y0
-	VBLENDVPS Y0, avx2bfnanlow<>+0(SB), Y5, Y5
-	VPSRLD    $0x10, Y2, Y0
-	VPAND     avx2bfone<>+0(SB), Y0, Y0
-	VPADDD    avx2bfbias<>+0(SB), Y0, Y0
-	VPADDD    Y2, Y0, Y0
-	VPSRLD    $0x10, Y0, Y0
-	VCMPPS    $0x03, Y2, Y2, Y2
-	VBLENDVPS Y2, avx2bfnanlow<>+0(SB), Y0, Y0
-	VPACKUSDW Y0, Y5, Y5
-	VPERMQ    $0xd8, Y5, Y5
-	VMOVDQU   Y5, (CX)(R8*2)
-	VMULPS    64(BX)(R8*4), Y3, Y3
-	VMULPS    96(BX)(R8*4), Y4, Y4
-	VPSRLD    $0x10, Y3, Y0
-	VPAND     avx2bfone<>+0(SB), Y0, Y0
-	VPADDD    avx2bfbias<>+0(SB), Y0, Y0
-	VPADDD    Y3, Y0, Y0
-	VPSRLD    $0x10, Y0, Y0
-	VCMPPS    $0x03, Y3, Y3, Y2
-	VBLENDVPS Y2, avx2bfnanlow<>+0(SB), Y0, Y0
-	VPSRLD    $0x10, Y4, Y2
-	VPAND     avx2bfone<>+0(SB), Y2, Y2
-	VPADDD    avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD    Y4, Y2, Y2
-	VPSRLD    $0x10, Y2, Y2
-	VCMPPS    $0x03, Y4, Y4, Y3
-	VBLENDVPS Y3, avx2bfnanlow<>+0(SB), Y2, Y2
-	VPACKUSDW Y2, Y0, Y0
-	VPERMQ    $0xd8, Y0, Y0
-	VMOVDQU   Y0, 32(CX)(R8*2)
-	ADDQ      $0x00000020, R8
-	JMP       scalepfloop
+	JMP        scaleloopbody18
 
 scalent:
 	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
@@ -21588,7 +20076,7 @@ scalehead:
 	VPSLLD    $0x10, Y0, Y0
 	VMULPS    Y1, Y0, Y0
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn19
+	JZ        notrn20
 	VPSRLD    $0x10, Y0, Y2
 	VPAND     avx2bfone<>+0(SB), Y2, Y2
 	VPADDD    avx2bfbias<>+0(SB), Y2, Y2
@@ -21598,7 +20086,7 @@ scalehead:
 	VBLENDVPS Y0, avx2bfnanhigh<>+0(SB), Y2, Y2
 	VMOVUPS   Y2, Y0
 
-notrn19:
+notrn20:
 	VMULPS       (BX)(R8*4), Y0, Y0
 	VPSRLD       $0x10, Y0, Y2
 	VPAND        avx2bfone<>+0(SB), Y2, Y2
@@ -21621,57 +20109,57 @@ scaleheadpart:
 	XORQ R14, R14
 	SUBQ $0x00000010, R15
 
-copyvec20:
+copyvec21:
 	CMPQ    R14, R15
-	JG      copyone21
+	JG      copyone22
 	VMOVUPS (R12)(R14*2), Y0
 	VMOVUPS Y0, (R13)(R14*2)
 	ADDQ    $0x00000010, R14
-	JMP     copyvec20
+	JMP     copyvec21
 
-copyone21:
+copyone22:
 	ADDQ $0x00000010, R15
 
-copyloop23:
+copyloop24:
 	CMPQ R14, R15
-	JGE  copied22
+	JGE  copied23
 	MOVW (R12)(R14*2), BP
 	MOVW BP, (R13)(R14*2)
 	INCQ R14
-	JMP  copyloop23
+	JMP  copyloop24
 
-copied22:
+copied23:
 	LEAQ (BX)(R8*4), R12
 	LEAQ 160(SP), R13
 	MOVQ R11, R15
 	XORQ R14, R14
 	SUBQ $0x00000008, R15
 
-copyvec24:
+copyvec25:
 	CMPQ    R14, R15
-	JG      copyone25
+	JG      copyone26
 	VMOVUPS (R12)(R14*4), Y0
 	VMOVUPS Y0, (R13)(R14*4)
 	ADDQ    $0x00000008, R14
-	JMP     copyvec24
+	JMP     copyvec25
 
-copyone25:
+copyone26:
 	ADDQ $0x00000008, R15
 
-copyloop27:
+copyloop28:
 	CMPQ R14, R15
-	JGE  copied26
+	JGE  copied27
 	MOVL (R12)(R14*4), BP
 	MOVL BP, (R13)(R14*4)
 	INCQ R14
-	JMP  copyloop27
+	JMP  copyloop28
 
-copied26:
+copied27:
 	VPMOVZXWD 128(SP), Y0
 	VPSLLD    $0x10, Y0, Y0
 	VMULPS    Y0, Y1, Y0
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn28
+	JZ        notrn29
 	VPSRLD    $0x10, Y0, Y2
 	VPAND     avx2bfone<>+0(SB), Y2, Y2
 	VPADDD    avx2bfbias<>+0(SB), Y2, Y2
@@ -21681,7 +20169,7 @@ copied26:
 	VBLENDVPS Y0, avx2bfnanhigh<>+0(SB), Y2, Y2
 	VMOVUPS   Y2, Y0
 
-notrn28:
+notrn29:
 	VMULPS       160(SP), Y0, Y0
 	VPSRLD       $0x10, Y0, Y2
 	VPAND        avx2bfone<>+0(SB), Y2, Y2
@@ -21699,26 +20187,26 @@ notrn28:
 	XORQ         R14, R14
 	SUBQ         $0x00000010, R15
 
-copyvec29:
+copyvec30:
 	CMPQ    R14, R15
-	JG      copyone30
+	JG      copyone31
 	VMOVUPS (R13)(R14*2), Y0
 	VMOVUPS Y0, (R12)(R14*2)
 	ADDQ    $0x00000010, R14
-	JMP     copyvec29
+	JMP     copyvec30
 
-copyone30:
+copyone31:
 	ADDQ $0x00000010, R15
 
-copyloop32:
+copyloop33:
 	CMPQ R14, R15
-	JGE  copied31
+	JGE  copied32
 	MOVW (R13)(R14*2), BP
 	MOVW BP, (R12)(R14*2)
 	INCQ R14
-	JMP  copyloop32
+	JMP  copyloop33
 
-copied31:
+copied32:
 	ADDQ R11, R8
 
 scalentloop:
@@ -21738,7 +20226,7 @@ scalentloop:
 	VPSLLD     $0x10, Y4, Y4
 	VMULPS     Y1, Y4, Y4
 	TESTL      $0x00000008, job_flags+0(AX)
-	JZ         notrn33
+	JZ         notrn34
 	VPSRLD     $0x10, Y0, Y5
 	VPAND      avx2bfone<>+0(SB), Y5, Y5
 	VPADDD     avx2bfbias<>+0(SB), Y5, Y5
@@ -21772,7 +20260,7 @@ scalentloop:
 	VBLENDVPS  Y4, avx2bfnanhigh<>+0(SB), Y5, Y5
 	VMOVUPS    Y5, Y4
 
-notrn33:
+notrn34:
 	VMULPS    (BX)(R8*4), Y0, Y0
 	VMULPS    32(BX)(R8*4), Y2, Y2
 	VPSRLD    $0x10, Y0, Y5
@@ -21824,7 +20312,7 @@ scaleone:
 	VPSLLD    $0x10, Y0, Y0
 	VMULPS    Y1, Y0, Y0
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn34
+	JZ        notrn35
 	VPSRLD    $0x10, Y0, Y2
 	VPAND     avx2bfone<>+0(SB), Y2, Y2
 	VPADDD    avx2bfbias<>+0(SB), Y2, Y2
@@ -21834,7 +20322,7 @@ scaleone:
 	VBLENDVPS Y0, avx2bfnanhigh<>+0(SB), Y2, Y2
 	VMOVUPS   Y2, Y0
 
-notrn34:
+notrn35:
 	VMULPS       (BX)(R8*4), Y0, Y0
 	VPSRLD       $0x10, Y0, Y2
 	VPAND        avx2bfone<>+0(SB), Y2, Y2
@@ -21859,57 +20347,57 @@ scalepart:
 	XORQ R12, R12
 	SUBQ $0x00000010, R13
 
-copyvec35:
+copyvec36:
 	CMPQ    R12, R13
-	JG      copyone36
+	JG      copyone37
 	VMOVUPS (R9)(R12*2), Y0
 	VMOVUPS Y0, (R10)(R12*2)
 	ADDQ    $0x00000010, R12
-	JMP     copyvec35
+	JMP     copyvec36
 
-copyone36:
+copyone37:
 	ADDQ $0x00000010, R13
 
-copyloop38:
+copyloop39:
 	CMPQ R12, R13
-	JGE  copied37
+	JGE  copied38
 	MOVW (R9)(R12*2), R14
 	MOVW R14, (R10)(R12*2)
 	INCQ R12
-	JMP  copyloop38
+	JMP  copyloop39
 
-copied37:
+copied38:
 	LEAQ (BX)(R8*4), R9
 	LEAQ 160(SP), R10
 	MOVQ R11, R13
 	XORQ R12, R12
 	SUBQ $0x00000008, R13
 
-copyvec39:
+copyvec40:
 	CMPQ    R12, R13
-	JG      copyone40
+	JG      copyone41
 	VMOVUPS (R9)(R12*4), Y0
 	VMOVUPS Y0, (R10)(R12*4)
 	ADDQ    $0x00000008, R12
-	JMP     copyvec39
+	JMP     copyvec40
 
-copyone40:
+copyone41:
 	ADDQ $0x00000008, R13
 
-copyloop42:
+copyloop43:
 	CMPQ R12, R13
-	JGE  copied41
+	JGE  copied42
 	MOVL (R9)(R12*4), R14
 	MOVL R14, (R10)(R12*4)
 	INCQ R12
-	JMP  copyloop42
+	JMP  copyloop43
 
-copied41:
+copied42:
 	VPMOVZXWD 128(SP), Y0
 	VPSLLD    $0x10, Y0, Y0
 	VMULPS    Y0, Y1, Y0
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn43
+	JZ        notrn44
 	VPSRLD    $0x10, Y0, Y1
 	VPAND     avx2bfone<>+0(SB), Y1, Y1
 	VPADDD    avx2bfbias<>+0(SB), Y1, Y1
@@ -21919,7 +20407,7 @@ copied41:
 	VBLENDVPS Y0, avx2bfnanhigh<>+0(SB), Y1, Y1
 	VMOVUPS   Y1, Y0
 
-notrn43:
+notrn44:
 	VMULPS       160(SP), Y0, Y0
 	VPSRLD       $0x10, Y0, Y1
 	VPAND        avx2bfone<>+0(SB), Y1, Y1
@@ -21936,26 +20424,26 @@ notrn43:
 	XORQ         R8, R8
 	SUBQ         $0x00000010, R11
 
-copyvec44:
+copyvec45:
 	CMPQ    R8, R11
-	JG      copyone45
+	JG      copyone46
 	VMOVUPS (R10)(R8*2), Y0
 	VMOVUPS Y0, (R9)(R8*2)
 	ADDQ    $0x00000010, R8
-	JMP     copyvec44
+	JMP     copyvec45
 
-copyone45:
+copyone46:
 	ADDQ $0x00000010, R11
 
-copyloop47:
+copyloop48:
 	CMPQ R8, R11
-	JGE  copied46
+	JGE  copied47
 	MOVW (R10)(R8*2), R12
 	MOVW R12, (R9)(R8*2)
 	INCQ R8
-	JMP  copyloop47
+	JMP  copyloop48
 
-copied46:
+copied47:
 scaled:
 	ADDQ DI, DX
 	ADDQ DI, CX
@@ -22182,12 +20670,25 @@ firstblock:
 	VMOVDQU      X9, 112(R9)(R10*2)
 	VMULPS       Y8, Y8, Y7
 	MOVQ         $0x00000040, R10
-	TESTL        $0x00000002, job_flags+0(AX)
-	JNZ          sumpf
+
+	// With flagPF, the rows ahead are prefetched: one loop for both, the flag tested per block.
+	MOVQ DI, R12
+	SHLQ $0x01, R12
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows1
+	SHLQ $0x03, R12
+
+longrows1:
+	ADDQ R8, R12
+	MOVL job_flags+0(AX), R13
 
 sumloop:
-	CMPQ         R10, R11
-	JG           sumtail
+	CMPQ  R10, R11
+	JG    sumtail
+	TESTL $0x00000002, R13
+	JNZ   sumpf
+
+sumblock:
 	VPMOVZXWD    (R8)(R10*2), Y8
 	VPSLLD       $0x10, Y8, Y8
 	VPMOVZXWD    (R9)(R10*2), Y9
@@ -22335,168 +20836,11 @@ sumloop:
 	ADDQ         $0x00000040, R10
 	JMP          sumloop
 
-	// The same, prefetching the rows ahead.
+	// Out of the loop's way: the prefetches, whose flag is usually clear.
 sumpf:
-	MOVQ DI, R12
-	SHLQ $0x01, R12
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows1
-	SHLQ $0x03, R12
-
-longrows1:
-	ADDQ R8, R12
-
-sumpfloop:
-	CMPQ         R10, R11
-	JG           sumtail
-	PREFETCHT0   (R12)(R10*2)
-	PREFETCHT0   64(R12)(R10*2)
-	VPMOVZXWD    (R8)(R10*2), Y8
-	VPSLLD       $0x10, Y8, Y8
-	VPMOVZXWD    (R9)(R10*2), Y9
-	VPSLLD       $0x10, Y9, Y9
-	VADDPS       Y9, Y8, Y8
-	VPSRLD       $0x10, Y8, Y9
-	VPAND        avx2bfone<>+0(SB), Y9, Y9
-	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
-	VPADDD       Y8, Y9, Y9
-	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
-	VCMPPS       $0x03, Y8, Y8, Y8
-	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
-	VPSRLD       $0x10, Y9, Y8
-	VEXTRACTI128 $0x01, Y8, X10
-	VPACKUSDW    X10, X8, X10
-	VMOVDQU      X10, (R9)(R10*2)
-	VMULPS       Y9, Y9, Y9
-	VADDPS       Y9, Y0, Y0
-	VPMOVZXWD    16(R8)(R10*2), Y8
-	VPSLLD       $0x10, Y8, Y8
-	VPMOVZXWD    16(R9)(R10*2), Y9
-	VPSLLD       $0x10, Y9, Y9
-	VADDPS       Y9, Y8, Y8
-	VPSRLD       $0x10, Y8, Y9
-	VPAND        avx2bfone<>+0(SB), Y9, Y9
-	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
-	VPADDD       Y8, Y9, Y9
-	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
-	VCMPPS       $0x03, Y8, Y8, Y8
-	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
-	VPSRLD       $0x10, Y9, Y8
-	VEXTRACTI128 $0x01, Y8, X10
-	VPACKUSDW    X10, X8, X10
-	VMOVDQU      X10, 16(R9)(R10*2)
-	VMULPS       Y9, Y9, Y9
-	VADDPS       Y9, Y1, Y1
-	VPMOVZXWD    32(R8)(R10*2), Y8
-	VPSLLD       $0x10, Y8, Y8
-	VPMOVZXWD    32(R9)(R10*2), Y9
-	VPSLLD       $0x10, Y9, Y9
-	VADDPS       Y9, Y8, Y8
-	VPSRLD       $0x10, Y8, Y9
-	VPAND        avx2bfone<>+0(SB), Y9, Y9
-	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
-	VPADDD       Y8, Y9, Y9
-	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
-	VCMPPS       $0x03, Y8, Y8, Y8
-	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
-	VPSRLD       $0x10, Y9, Y8
-	VEXTRACTI128 $0x01, Y8, X10
-	VPACKUSDW    X10, X8, X10
-	VMOVDQU      X10, 32(R9)(R10*2)
-	VMULPS       Y9, Y9, Y9
-	VADDPS       Y9, Y2, Y2
-	VPMOVZXWD    48(R8)(R10*2), Y8
-	VPSLLD       $0x10, Y8, Y8
-	VPMOVZXWD    48(R9)(R10*2), Y9
-	VPSLLD       $0x10, Y9, Y9
-	VADDPS       Y9, Y8, Y8
-	VPSRLD       $0x10, Y8, Y9
-	VPAND        avx2bfone<>+0(SB), Y9, Y9
-	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
-	VPADDD       Y8, Y9, Y9
-	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
-	VCMPPS       $0x03, Y8, Y8, Y8
-	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
-	VPSRLD       $0x10, Y9, Y8
-	VEXTRACTI128 $0x01, Y8, X10
-	VPACKUSDW    X10, X8, X10
-	VMOVDQU      X10, 48(R9)(R10*2)
-	VMULPS       Y9, Y9, Y9
-	VADDPS       Y9, Y3, Y3
-	VPMOVZXWD    64(R8)(R10*2), Y8
-	VPSLLD       $0x10, Y8, Y8
-	VPMOVZXWD    64(R9)(R10*2), Y9
-	VPSLLD       $0x10, Y9, Y9
-	VADDPS       Y9, Y8, Y8
-	VPSRLD       $0x10, Y8, Y9
-	VPAND        avx2bfone<>+0(SB), Y9, Y9
-	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
-	VPADDD       Y8, Y9, Y9
-	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
-	VCMPPS       $0x03, Y8, Y8, Y8
-	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
-	VPSRLD       $0x10, Y9, Y8
-	VEXTRACTI128 $0x01, Y8, X10
-	VPACKUSDW    X10, X8, X10
-	VMOVDQU      X10, 64(R9)(R10*2)
-	VMULPS       Y9, Y9, Y9
-	VADDPS       Y9, Y4, Y4
-	VPMOVZXWD    80(R8)(R10*2), Y8
-	VPSLLD       $0x10, Y8, Y8
-	VPMOVZXWD    80(R9)(R10*2), Y9
-	VPSLLD       $0x10, Y9, Y9
-	VADDPS       Y9, Y8, Y8
-	VPSRLD       $0x10, Y8, Y9
-	VPAND        avx2bfone<>+0(SB), Y9, Y9
-	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
-	VPADDD       Y8, Y9, Y9
-	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
-	VCMPPS       $0x03, Y8, Y8, Y8
-	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
-	VPSRLD       $0x10, Y9, Y8
-	VEXTRACTI128 $0x01, Y8, X10
-	VPACKUSDW    X10, X8, X10
-	VMOVDQU      X10, 80(R9)(R10*2)
-	VMULPS       Y9, Y9, Y9
-	VADDPS       Y9, Y5, Y5
-	VPMOVZXWD    96(R8)(R10*2), Y8
-	VPSLLD       $0x10, Y8, Y8
-	VPMOVZXWD    96(R9)(R10*2), Y9
-	VPSLLD       $0x10, Y9, Y9
-	VADDPS       Y9, Y8, Y8
-	VPSRLD       $0x10, Y8, Y9
-	VPAND        avx2bfone<>+0(SB), Y9, Y9
-	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
-	VPADDD       Y8, Y9, Y9
-	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
-	VCMPPS       $0x03, Y8, Y8, Y8
-	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
-	VPSRLD       $0x10, Y9, Y8
-	VEXTRACTI128 $0x01, Y8, X10
-	VPACKUSDW    X10, X8, X10
-	VMOVDQU      X10, 96(R9)(R10*2)
-	VMULPS       Y9, Y9, Y9
-	VADDPS       Y9, Y6, Y6
-	VPMOVZXWD    112(R8)(R10*2), Y8
-	VPSLLD       $0x10, Y8, Y8
-	VPMOVZXWD    112(R9)(R10*2), Y9
-	VPSLLD       $0x10, Y9, Y9
-	VADDPS       Y9, Y8, Y8
-	VPSRLD       $0x10, Y8, Y9
-	VPAND        avx2bfone<>+0(SB), Y9, Y9
-	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
-	VPADDD       Y8, Y9, Y9
-	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
-	VCMPPS       $0x03, Y8, Y8, Y8
-	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
-	VPSRLD       $0x10, Y9, Y8
-	VEXTRACTI128 $0x01, Y8, X10
-	VPACKUSDW    X10, X8, X10
-	VMOVDQU      X10, 112(R9)(R10*2)
-	VMULPS       Y9, Y9, Y9
-	VADDPS       Y9, Y7, Y7
-	ADDQ         $0x00000040, R10
-	JMP          sumpfloop
+	PREFETCHT0 (R12)(R10*2)
+	PREFETCHT0 64(R12)(R10*2)
+	JMP        sumblock
 
 sumtail:
 	// Fewer than 64 elements remain.
@@ -22797,15 +21141,27 @@ scalebody:
 	VBROADCASTSS one<>+0(SB), Y0
 
 	// y = (src*inv)*w, rounded after each multiply.
-	XORQ  R8, R8
-	MOVQ  job_d+0(AX), R9
-	SUBQ  $0x00000020, R9
-	TESTL $0x00000002, job_flags+0(AX)
-	JNZ   scalepf
+	XORQ R8, R8
+	MOVQ job_d+0(AX), R9
+	SUBQ $0x00000020, R9
+	MOVQ DI, R10
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows16
+	SHLQ $0x03, R10
+
+longrows16:
+	ADDQ  SI, R10
+	MOVL  job_flags+0(AX), R11
+	TESTL $0x00000001, R11
+	JNZ   scalent
 
 scaleloop:
-	CMPQ      R8, R9
-	JG        scaletail
+	CMPQ  R8, R9
+	JG    scaletail
+	TESTL $0x00000002, R11
+	JNZ   scalelooppf17
+
+scaleloopbody18:
 	VPMOVZXWD (SI)(R8*2), Y2
 	VPSLLD    $0x10, Y2, Y2
 	VMULPS    Y1, Y2, Y2
@@ -22819,7 +21175,7 @@ scaleloop:
 	VPSLLD    $0x10, Y5, Y5
 	VMULPS    Y1, Y5, Y5
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn16
+	JZ        notrn19
 	VPSRLD    $0x10, Y2, Y6
 	VPAND     avx2bfone<>+0(SB), Y6, Y6
 	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
@@ -22853,7 +21209,7 @@ scaleloop:
 	VBLENDVPS Y5, avx2bfnanhigh<>+0(SB), Y6, Y6
 	VMOVUPS   Y6, Y5
 
-notrn16:
+notrn19:
 	VMOVUPS   (BX)(R8*4), Y6
 	VADDPS    Y0, Y6, Y6
 	VMULPS    Y6, Y2, Y2
@@ -22903,117 +21259,9 @@ notrn16:
 	ADDQ      $0x00000020, R8
 	JMP       scaleloop
 
-scalepf:
-	MOVQ DI, R10
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows17
-	SHLQ $0x03, R10
-
-longrows17:
-	ADDQ  SI, R10
-	TESTL $0x00000001, job_flags+0(AX)
-	JNZ   scalent
-
-scalepfloop:
-	CMPQ       R8, R9
-	JG         scaletail
+scalelooppf17:
 	PREFETCHT0 (R10)(R8*2)
-	VPMOVZXWD  (SI)(R8*2), Y2
-	VPSLLD     $0x10, Y2, Y2
-	VMULPS     Y1, Y2, Y2
-	VPMOVZXWD  16(SI)(R8*2), Y3
-	VPSLLD     $0x10, Y3, Y3
-	VMULPS     Y1, Y3, Y3
-	VPMOVZXWD  32(SI)(R8*2), Y4
-	VPSLLD     $0x10, Y4, Y4
-	VMULPS     Y1, Y4, Y4
-	VPMOVZXWD  48(SI)(R8*2), Y5
-	VPSLLD     $0x10, Y5, Y5
-	VMULPS     Y1, Y5, Y5
-	TESTL      $0x00000008, job_flags+0(AX)
-	JZ         notrn18
-	VPSRLD     $0x10, Y2, Y6
-	VPAND      avx2bfone<>+0(SB), Y6, Y6
-	VPADDD     avx2bfbias<>+0(SB), Y6, Y6
-	VPADDD     Y2, Y6, Y6
-	VPAND      avx2bfhigh<>+0(SB), Y6, Y6
-	VCMPPS     $0x03, Y2, Y2, Y2
-	VBLENDVPS  Y2, avx2bfnanhigh<>+0(SB), Y6, Y6
-	VMOVUPS    Y6, Y2
-	VPSRLD     $0x10, Y3, Y6
-	VPAND      avx2bfone<>+0(SB), Y6, Y6
-	VPADDD     avx2bfbias<>+0(SB), Y6, Y6
-	VPADDD     Y3, Y6, Y6
-	VPAND      avx2bfhigh<>+0(SB), Y6, Y6
-	VCMPPS     $0x03, Y3, Y3, Y3
-	VBLENDVPS  Y3, avx2bfnanhigh<>+0(SB), Y6, Y6
-	VMOVUPS    Y6, Y3
-	VPSRLD     $0x10, Y4, Y6
-	VPAND      avx2bfone<>+0(SB), Y6, Y6
-	VPADDD     avx2bfbias<>+0(SB), Y6, Y6
-	VPADDD     Y4, Y6, Y6
-	VPAND      avx2bfhigh<>+0(SB), Y6, Y6
-	VCMPPS     $0x03, Y4, Y4, Y4
-	VBLENDVPS  Y4, avx2bfnanhigh<>+0(SB), Y6, Y6
-	VMOVUPS    Y6, Y4
-	VPSRLD     $0x10, Y5, Y6
-	VPAND      avx2bfone<>+0(SB), Y6, Y6
-	VPADDD     avx2bfbias<>+0(SB), Y6, Y6
-	VPADDD     Y5, Y6, Y6
-	VPAND      avx2bfhigh<>+0(SB), Y6, Y6
-	VCMPPS     $0x03, Y5, Y5, Y5
-	VBLENDVPS  Y5, avx2bfnanhigh<>+0(SB), Y6, Y6
-	VMOVUPS    Y6, Y5
-
-notrn18:
-	VMOVUPS   (BX)(R8*4), Y6
-	VADDPS    Y0, Y6, Y6
-	VMULPS    Y6, Y2, Y2
-	VMOVUPS   32(BX)(R8*4), Y6
-	VADDPS    Y0, Y6, Y6
-	VMULPS    Y6, Y3, Y3
-	VPSRLD    $0x10, Y2, Y6
-	VPAND     avx2bfone<>+0(SB), Y6, Y6
-	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
-	VPADDD    Y2, Y6, Y6
-	VPSRLD    $0x10, Y6, Y6
-	VCMPPS    $0x03, Y2, Y2, Y2
-	VBLENDVPS Y2, avx2bfnanlow<>+0(SB), Y6, Y6
-	VPSRLD    $0x10, Y3, Y2
-	VPAND     avx2bfone<>+0(SB), Y2, Y2
-	VPADDD    avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD    Y3, Y2, Y2
-	VPSRLD    $0x10, Y2, Y2
-	VCMPPS    $0x03, Y3, Y3, Y3
-	VBLENDVPS Y3, avx2bfnanlow<>+0(SB), Y2, Y2
-	VPACKUSDW Y2, Y6, Y6
-	VPERMQ    $0xd8, Y6, Y6
-	VMOVDQU   Y6, (CX)(R8*2)
-	VMOVUPS   64(BX)(R8*4), Y2
-	VADDPS    Y0, Y2, Y2
-	VMULPS    Y2, Y4, Y4
-	VMOVUPS   96(BX)(R8*4), Y2
-	VADDPS    Y0, Y2, Y2
-	VMULPS    Y2, Y5, Y5
-	VPSRLD    $0x10, Y4, Y2
-	VPAND     avx2bfone<>+0(SB), Y2, Y2
-	VPADDD    avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD    Y4, Y2, Y2
-	VPSRLD    $0x10, Y2, Y2
-	VCMPPS    $0x03, Y4, Y4, Y3
-	VBLENDVPS Y3, avx2bfnanlow<>+0(SB), Y2, Y2
-	VPSRLD    $0x10, Y5, Y3
-	VPAND     avx2bfone<>+0(SB), Y3, Y3
-	VPADDD    avx2bfbias<>+0(SB), Y3, Y3
-	VPADDD    Y5, Y3, Y3
-	VPSRLD    $0x10, Y3, Y3
-	VCMPPS    $0x03, Y5, Y5, Y4
-	VBLENDVPS Y4, avx2bfnanlow<>+0(SB), Y3, Y3
-	VPACKUSDW Y3, Y2, Y2
-	VPERMQ    $0xd8, Y2, Y2
-	VMOVDQU   Y2, 32(CX)(R8*2)
-	ADDQ      $0x00000020, R8
-	JMP       scalepfloop
+	JMP        scaleloopbody18
 
 scalent:
 	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
@@ -23033,7 +21281,7 @@ scalehead:
 	VPSLLD    $0x10, Y2, Y2
 	VMULPS    Y1, Y2, Y2
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn19
+	JZ        notrn20
 	VPSRLD    $0x10, Y2, Y3
 	VPAND     avx2bfone<>+0(SB), Y3, Y3
 	VPADDD    avx2bfbias<>+0(SB), Y3, Y3
@@ -23043,7 +21291,7 @@ scalehead:
 	VBLENDVPS Y2, avx2bfnanhigh<>+0(SB), Y3, Y3
 	VMOVUPS   Y3, Y2
 
-notrn19:
+notrn20:
 	VMOVUPS      (BX)(R8*4), Y3
 	VADDPS       Y0, Y3, Y3
 	VMULPS       Y3, Y2, Y2
@@ -23068,57 +21316,57 @@ scaleheadpart:
 	XORQ R14, R14
 	SUBQ $0x00000010, R15
 
-copyvec20:
+copyvec21:
 	CMPQ    R14, R15
-	JG      copyone21
+	JG      copyone22
 	VMOVUPS (R12)(R14*2), Y2
 	VMOVUPS Y2, (R13)(R14*2)
 	ADDQ    $0x00000010, R14
-	JMP     copyvec20
+	JMP     copyvec21
 
-copyone21:
+copyone22:
 	ADDQ $0x00000010, R15
 
-copyloop23:
+copyloop24:
 	CMPQ R14, R15
-	JGE  copied22
+	JGE  copied23
 	MOVW (R12)(R14*2), BP
 	MOVW BP, (R13)(R14*2)
 	INCQ R14
-	JMP  copyloop23
+	JMP  copyloop24
 
-copied22:
+copied23:
 	LEAQ (BX)(R8*4), R12
 	LEAQ 160(SP), R13
 	MOVQ R11, R15
 	XORQ R14, R14
 	SUBQ $0x00000008, R15
 
-copyvec24:
+copyvec25:
 	CMPQ    R14, R15
-	JG      copyone25
+	JG      copyone26
 	VMOVUPS (R12)(R14*4), Y2
 	VMOVUPS Y2, (R13)(R14*4)
 	ADDQ    $0x00000008, R14
-	JMP     copyvec24
+	JMP     copyvec25
 
-copyone25:
+copyone26:
 	ADDQ $0x00000008, R15
 
-copyloop27:
+copyloop28:
 	CMPQ R14, R15
-	JGE  copied26
+	JGE  copied27
 	MOVL (R12)(R14*4), BP
 	MOVL BP, (R13)(R14*4)
 	INCQ R14
-	JMP  copyloop27
+	JMP  copyloop28
 
-copied26:
+copied27:
 	VPMOVZXWD 128(SP), Y2
 	VPSLLD    $0x10, Y2, Y2
 	VMULPS    Y2, Y1, Y2
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn28
+	JZ        notrn29
 	VPSRLD    $0x10, Y2, Y3
 	VPAND     avx2bfone<>+0(SB), Y3, Y3
 	VPADDD    avx2bfbias<>+0(SB), Y3, Y3
@@ -23128,7 +21376,7 @@ copied26:
 	VBLENDVPS Y2, avx2bfnanhigh<>+0(SB), Y3, Y3
 	VMOVUPS   Y3, Y2
 
-notrn28:
+notrn29:
 	VMOVUPS      160(SP), Y3
 	VADDPS       Y0, Y3, Y3
 	VMULPS       Y3, Y2, Y2
@@ -23148,26 +21396,26 @@ notrn28:
 	XORQ         R14, R14
 	SUBQ         $0x00000010, R15
 
-copyvec29:
+copyvec30:
 	CMPQ    R14, R15
-	JG      copyone30
+	JG      copyone31
 	VMOVUPS (R13)(R14*2), Y2
 	VMOVUPS Y2, (R12)(R14*2)
 	ADDQ    $0x00000010, R14
-	JMP     copyvec29
+	JMP     copyvec30
 
-copyone30:
+copyone31:
 	ADDQ $0x00000010, R15
 
-copyloop32:
+copyloop33:
 	CMPQ R14, R15
-	JGE  copied31
+	JGE  copied32
 	MOVW (R13)(R14*2), BP
 	MOVW BP, (R12)(R14*2)
 	INCQ R14
-	JMP  copyloop32
+	JMP  copyloop33
 
-copied31:
+copied32:
 	ADDQ R11, R8
 
 scalentloop:
@@ -23187,7 +21435,7 @@ scalentloop:
 	VPSLLD     $0x10, Y5, Y5
 	VMULPS     Y1, Y5, Y5
 	TESTL      $0x00000008, job_flags+0(AX)
-	JZ         notrn33
+	JZ         notrn34
 	VPSRLD     $0x10, Y2, Y6
 	VPAND      avx2bfone<>+0(SB), Y6, Y6
 	VPADDD     avx2bfbias<>+0(SB), Y6, Y6
@@ -23221,7 +21469,7 @@ scalentloop:
 	VBLENDVPS  Y5, avx2bfnanhigh<>+0(SB), Y6, Y6
 	VMOVUPS    Y6, Y5
 
-notrn33:
+notrn34:
 	VMOVUPS   (BX)(R8*4), Y6
 	VADDPS    Y0, Y6, Y6
 	VMULPS    Y6, Y2, Y2
@@ -23281,7 +21529,7 @@ scaleone:
 	VPSLLD    $0x10, Y2, Y2
 	VMULPS    Y1, Y2, Y2
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn34
+	JZ        notrn35
 	VPSRLD    $0x10, Y2, Y3
 	VPAND     avx2bfone<>+0(SB), Y3, Y3
 	VPADDD    avx2bfbias<>+0(SB), Y3, Y3
@@ -23291,7 +21539,7 @@ scaleone:
 	VBLENDVPS Y2, avx2bfnanhigh<>+0(SB), Y3, Y3
 	VMOVUPS   Y3, Y2
 
-notrn34:
+notrn35:
 	VMOVUPS      (BX)(R8*4), Y3
 	VADDPS       Y0, Y3, Y3
 	VMULPS       Y3, Y2, Y2
@@ -23318,57 +21566,57 @@ scalepart:
 	XORQ R12, R12
 	SUBQ $0x00000010, R13
 
-copyvec35:
+copyvec36:
 	CMPQ    R12, R13
-	JG      copyone36
+	JG      copyone37
 	VMOVUPS (R9)(R12*2), Y2
 	VMOVUPS Y2, (R10)(R12*2)
 	ADDQ    $0x00000010, R12
-	JMP     copyvec35
+	JMP     copyvec36
 
-copyone36:
+copyone37:
 	ADDQ $0x00000010, R13
 
-copyloop38:
+copyloop39:
 	CMPQ R12, R13
-	JGE  copied37
+	JGE  copied38
 	MOVW (R9)(R12*2), R14
 	MOVW R14, (R10)(R12*2)
 	INCQ R12
-	JMP  copyloop38
+	JMP  copyloop39
 
-copied37:
+copied38:
 	LEAQ (BX)(R8*4), R9
 	LEAQ 160(SP), R10
 	MOVQ R11, R13
 	XORQ R12, R12
 	SUBQ $0x00000008, R13
 
-copyvec39:
+copyvec40:
 	CMPQ    R12, R13
-	JG      copyone40
+	JG      copyone41
 	VMOVUPS (R9)(R12*4), Y2
 	VMOVUPS Y2, (R10)(R12*4)
 	ADDQ    $0x00000008, R12
-	JMP     copyvec39
+	JMP     copyvec40
 
-copyone40:
+copyone41:
 	ADDQ $0x00000008, R13
 
-copyloop42:
+copyloop43:
 	CMPQ R12, R13
-	JGE  copied41
+	JGE  copied42
 	MOVL (R9)(R12*4), R14
 	MOVL R14, (R10)(R12*4)
 	INCQ R12
-	JMP  copyloop42
+	JMP  copyloop43
 
-copied41:
+copied42:
 	VPMOVZXWD 128(SP), Y2
 	VPSLLD    $0x10, Y2, Y2
 	VMULPS    Y2, Y1, Y2
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn43
+	JZ        notrn44
 	VPSRLD    $0x10, Y2, Y1
 	VPAND     avx2bfone<>+0(SB), Y1, Y1
 	VPADDD    avx2bfbias<>+0(SB), Y1, Y1
@@ -23378,7 +21626,7 @@ copied41:
 	VBLENDVPS Y2, avx2bfnanhigh<>+0(SB), Y1, Y1
 	VMOVUPS   Y1, Y2
 
-notrn43:
+notrn44:
 	VMOVUPS      160(SP), Y1
 	VADDPS       Y0, Y1, Y1
 	VMULPS       Y1, Y2, Y2
@@ -23397,26 +21645,26 @@ notrn43:
 	XORQ         R8, R8
 	SUBQ         $0x00000010, R11
 
-copyvec44:
+copyvec45:
 	CMPQ    R8, R11
-	JG      copyone45
+	JG      copyone46
 	VMOVUPS (R10)(R8*2), Y0
 	VMOVUPS Y0, (R9)(R8*2)
 	ADDQ    $0x00000010, R8
-	JMP     copyvec44
+	JMP     copyvec45
 
-copyone45:
+copyone46:
 	ADDQ $0x00000010, R11
 
-copyloop47:
+copyloop48:
 	CMPQ R8, R11
-	JGE  copied46
+	JGE  copied47
 	MOVW (R10)(R8*2), R12
 	MOVW R12, (R9)(R8*2)
 	INCQ R8
-	JMP  copyloop47
+	JMP  copyloop48
 
-copied46:
+copied47:
 scaled:
 	ADDQ DI, DX
 	ADDQ DI, CX
@@ -23642,12 +21890,25 @@ firstblock:
 	VMOVDQU      X9, 112(R8)(R9*2)
 	VMULPS       Y8, Y8, Y7
 	MOVQ         $0x00000040, R9
-	TESTL        $0x00000002, job_flags+0(AX)
-	JNZ          sumpf
+
+	// With flagPF, the rows ahead are prefetched: one loop for both, the flag tested per block.
+	MOVQ SI, R11
+	SHLQ $0x01, R11
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows1
+	SHLQ $0x03, R11
+
+longrows1:
+	ADDQ DI, R11
+	MOVL job_flags+0(AX), R12
 
 sumloop:
-	CMPQ         R9, R10
-	JG           sumtail
+	CMPQ  R9, R10
+	JG    sumtail
+	TESTL $0x00000002, R12
+	JNZ   sumpf
+
+sumblock:
 	VPMOVZXWD    (DI)(R9*2), Y8
 	VPSLLD       $0x10, Y8, Y8
 	VPMOVZXWD    (R8)(R9*2), Y9
@@ -23795,168 +22056,11 @@ sumloop:
 	ADDQ         $0x00000040, R9
 	JMP          sumloop
 
-	// The same, prefetching the rows ahead.
+	// Out of the loop's way: the prefetches, whose flag is usually clear.
 sumpf:
-	MOVQ SI, R11
-	SHLQ $0x01, R11
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows1
-	SHLQ $0x03, R11
-
-longrows1:
-	ADDQ DI, R11
-
-sumpfloop:
-	CMPQ         R9, R10
-	JG           sumtail
-	PREFETCHT0   (R11)(R9*2)
-	PREFETCHT0   64(R11)(R9*2)
-	VPMOVZXWD    (DI)(R9*2), Y8
-	VPSLLD       $0x10, Y8, Y8
-	VPMOVZXWD    (R8)(R9*2), Y9
-	VPSLLD       $0x10, Y9, Y9
-	VADDPS       Y9, Y8, Y8
-	VPSRLD       $0x10, Y8, Y9
-	VPAND        avx2bfone<>+0(SB), Y9, Y9
-	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
-	VPADDD       Y8, Y9, Y9
-	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
-	VCMPPS       $0x03, Y8, Y8, Y8
-	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
-	VPSRLD       $0x10, Y9, Y8
-	VEXTRACTI128 $0x01, Y8, X10
-	VPACKUSDW    X10, X8, X10
-	VMOVDQU      X10, (R8)(R9*2)
-	VMULPS       Y9, Y9, Y9
-	VADDPS       Y9, Y0, Y0
-	VPMOVZXWD    16(DI)(R9*2), Y8
-	VPSLLD       $0x10, Y8, Y8
-	VPMOVZXWD    16(R8)(R9*2), Y9
-	VPSLLD       $0x10, Y9, Y9
-	VADDPS       Y9, Y8, Y8
-	VPSRLD       $0x10, Y8, Y9
-	VPAND        avx2bfone<>+0(SB), Y9, Y9
-	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
-	VPADDD       Y8, Y9, Y9
-	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
-	VCMPPS       $0x03, Y8, Y8, Y8
-	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
-	VPSRLD       $0x10, Y9, Y8
-	VEXTRACTI128 $0x01, Y8, X10
-	VPACKUSDW    X10, X8, X10
-	VMOVDQU      X10, 16(R8)(R9*2)
-	VMULPS       Y9, Y9, Y9
-	VADDPS       Y9, Y1, Y1
-	VPMOVZXWD    32(DI)(R9*2), Y8
-	VPSLLD       $0x10, Y8, Y8
-	VPMOVZXWD    32(R8)(R9*2), Y9
-	VPSLLD       $0x10, Y9, Y9
-	VADDPS       Y9, Y8, Y8
-	VPSRLD       $0x10, Y8, Y9
-	VPAND        avx2bfone<>+0(SB), Y9, Y9
-	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
-	VPADDD       Y8, Y9, Y9
-	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
-	VCMPPS       $0x03, Y8, Y8, Y8
-	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
-	VPSRLD       $0x10, Y9, Y8
-	VEXTRACTI128 $0x01, Y8, X10
-	VPACKUSDW    X10, X8, X10
-	VMOVDQU      X10, 32(R8)(R9*2)
-	VMULPS       Y9, Y9, Y9
-	VADDPS       Y9, Y2, Y2
-	VPMOVZXWD    48(DI)(R9*2), Y8
-	VPSLLD       $0x10, Y8, Y8
-	VPMOVZXWD    48(R8)(R9*2), Y9
-	VPSLLD       $0x10, Y9, Y9
-	VADDPS       Y9, Y8, Y8
-	VPSRLD       $0x10, Y8, Y9
-	VPAND        avx2bfone<>+0(SB), Y9, Y9
-	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
-	VPADDD       Y8, Y9, Y9
-	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
-	VCMPPS       $0x03, Y8, Y8, Y8
-	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
-	VPSRLD       $0x10, Y9, Y8
-	VEXTRACTI128 $0x01, Y8, X10
-	VPACKUSDW    X10, X8, X10
-	VMOVDQU      X10, 48(R8)(R9*2)
-	VMULPS       Y9, Y9, Y9
-	VADDPS       Y9, Y3, Y3
-	VPMOVZXWD    64(DI)(R9*2), Y8
-	VPSLLD       $0x10, Y8, Y8
-	VPMOVZXWD    64(R8)(R9*2), Y9
-	VPSLLD       $0x10, Y9, Y9
-	VADDPS       Y9, Y8, Y8
-	VPSRLD       $0x10, Y8, Y9
-	VPAND        avx2bfone<>+0(SB), Y9, Y9
-	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
-	VPADDD       Y8, Y9, Y9
-	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
-	VCMPPS       $0x03, Y8, Y8, Y8
-	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
-	VPSRLD       $0x10, Y9, Y8
-	VEXTRACTI128 $0x01, Y8, X10
-	VPACKUSDW    X10, X8, X10
-	VMOVDQU      X10, 64(R8)(R9*2)
-	VMULPS       Y9, Y9, Y9
-	VADDPS       Y9, Y4, Y4
-	VPMOVZXWD    80(DI)(R9*2), Y8
-	VPSLLD       $0x10, Y8, Y8
-	VPMOVZXWD    80(R8)(R9*2), Y9
-	VPSLLD       $0x10, Y9, Y9
-	VADDPS       Y9, Y8, Y8
-	VPSRLD       $0x10, Y8, Y9
-	VPAND        avx2bfone<>+0(SB), Y9, Y9
-	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
-	VPADDD       Y8, Y9, Y9
-	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
-	VCMPPS       $0x03, Y8, Y8, Y8
-	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
-	VPSRLD       $0x10, Y9, Y8
-	VEXTRACTI128 $0x01, Y8, X10
-	VPACKUSDW    X10, X8, X10
-	VMOVDQU      X10, 80(R8)(R9*2)
-	VMULPS       Y9, Y9, Y9
-	VADDPS       Y9, Y5, Y5
-	VPMOVZXWD    96(DI)(R9*2), Y8
-	VPSLLD       $0x10, Y8, Y8
-	VPMOVZXWD    96(R8)(R9*2), Y9
-	VPSLLD       $0x10, Y9, Y9
-	VADDPS       Y9, Y8, Y8
-	VPSRLD       $0x10, Y8, Y9
-	VPAND        avx2bfone<>+0(SB), Y9, Y9
-	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
-	VPADDD       Y8, Y9, Y9
-	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
-	VCMPPS       $0x03, Y8, Y8, Y8
-	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
-	VPSRLD       $0x10, Y9, Y8
-	VEXTRACTI128 $0x01, Y8, X10
-	VPACKUSDW    X10, X8, X10
-	VMOVDQU      X10, 96(R8)(R9*2)
-	VMULPS       Y9, Y9, Y9
-	VADDPS       Y9, Y6, Y6
-	VPMOVZXWD    112(DI)(R9*2), Y8
-	VPSLLD       $0x10, Y8, Y8
-	VPMOVZXWD    112(R8)(R9*2), Y9
-	VPSLLD       $0x10, Y9, Y9
-	VADDPS       Y9, Y8, Y8
-	VPSRLD       $0x10, Y8, Y9
-	VPAND        avx2bfone<>+0(SB), Y9, Y9
-	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
-	VPADDD       Y8, Y9, Y9
-	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
-	VCMPPS       $0x03, Y8, Y8, Y8
-	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
-	VPSRLD       $0x10, Y9, Y8
-	VEXTRACTI128 $0x01, Y8, X10
-	VPACKUSDW    X10, X8, X10
-	VMOVDQU      X10, 112(R8)(R9*2)
-	VMULPS       Y9, Y9, Y9
-	VADDPS       Y9, Y7, Y7
-	ADDQ         $0x00000040, R9
-	JMP          sumpfloop
+	PREFETCHT0 (R11)(R9*2)
+	PREFETCHT0 64(R11)(R9*2)
+	JMP        sumblock
 
 sumtail:
 	// Fewer than 64 elements remain.
@@ -24255,15 +22359,27 @@ scalerow:
 
 scalebody:
 	// y = (src*inv)*w, rounded after each multiply.
-	XORQ  DI, DI
-	MOVQ  job_d+0(AX), R8
-	SUBQ  $0x00000020, R8
-	TESTL $0x00000002, job_flags+0(AX)
-	JNZ   scalepf
+	XORQ DI, DI
+	MOVQ job_d+0(AX), R8
+	SUBQ $0x00000020, R8
+	MOVQ SI, R9
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows16
+	SHLQ $0x03, R9
+
+longrows16:
+	ADDQ  BX, R9
+	MOVL  job_flags+0(AX), R10
+	TESTL $0x00000001, R10
+	JNZ   scalent
 
 scaleloop:
-	CMPQ      DI, R8
-	JG        scaletail
+	CMPQ  DI, R8
+	JG    scaletail
+	TESTL $0x00000002, R10
+	JNZ   scalelooppf17
+
+scaleloopbody18:
 	VPMOVZXWD (BX)(DI*2), Y0
 	VPSLLD    $0x10, Y0, Y0
 	VMULPS    Y1, Y0, Y0
@@ -24313,69 +22429,9 @@ scaleloop:
 	ADDQ      $0x00000020, DI
 	JMP       scaleloop
 
-scalepf:
-	MOVQ SI, R9
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows16
-	SHLQ $0x03, R9
-
-longrows16:
-	ADDQ  BX, R9
-	TESTL $0x00000001, job_flags+0(AX)
-	JNZ   scalent
-
-scalepfloop:
-	CMPQ       DI, R8
-	JG         scaletail
+scalelooppf17:
 	PREFETCHT0 (R9)(DI*2)
-	VPMOVZXWD  (BX)(DI*2), Y0
-	VPSLLD     $0x10, Y0, Y0
-	VMULPS     Y1, Y0, Y0
-	VPMOVZXWD  16(BX)(DI*2), Y2
-	VPSLLD     $0x10, Y2, Y2
-	VMULPS     Y1, Y2, Y2
-	VPMOVZXWD  32(BX)(DI*2), Y3
-	VPSLLD     $0x10, Y3, Y3
-	VMULPS     Y1, Y3, Y3
-	VPMOVZXWD  48(BX)(DI*2), Y4
-	VPSLLD     $0x10, Y4, Y4
-	VMULPS     Y1, Y4, Y4
-	VPSRLD     $0x10, Y0, Y5
-	VPAND      avx2bfone<>+0(SB), Y5, Y5
-	VPADDD     avx2bfbias<>+0(SB), Y5, Y5
-	VPADDD     Y0, Y5, Y5
-	VPSRLD     $0x10, Y5, Y5
-	VCMPPS     $0x03, Y0, Y0, Y0
-	VBLENDVPS  Y0, avx2bfnanlow<>+0(SB), Y5, Y5
-	VPSRLD     $0x10, Y2, Y0
-	VPAND      avx2bfone<>+0(SB), Y0, Y0
-	VPADDD     avx2bfbias<>+0(SB), Y0, Y0
-	VPADDD     Y2, Y0, Y0
-	VPSRLD     $0x10, Y0, Y0
-	VCMPPS     $0x03, Y2, Y2, Y2
-	VBLENDVPS  Y2, avx2bfnanlow<>+0(SB), Y0, Y0
-	VPACKUSDW  Y0, Y5, Y5
-	VPERMQ     $0xd8, Y5, Y5
-	VMOVDQU    Y5, (CX)(DI*2)
-	VPSRLD     $0x10, Y3, Y0
-	VPAND      avx2bfone<>+0(SB), Y0, Y0
-	VPADDD     avx2bfbias<>+0(SB), Y0, Y0
-	VPADDD     Y3, Y0, Y0
-	VPSRLD     $0x10, Y0, Y0
-	VCMPPS     $0x03, Y3, Y3, Y2
-	VBLENDVPS  Y2, avx2bfnanlow<>+0(SB), Y0, Y0
-	VPSRLD     $0x10, Y4, Y2
-	VPAND      avx2bfone<>+0(SB), Y2, Y2
-	VPADDD     avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD     Y4, Y2, Y2
-	VPSRLD     $0x10, Y2, Y2
-	VCMPPS     $0x03, Y4, Y4, Y3
-	VBLENDVPS  Y3, avx2bfnanlow<>+0(SB), Y2, Y2
-	VPACKUSDW  Y2, Y0, Y0
-	VPERMQ     $0xd8, Y0, Y0
-	VMOVDQU    Y0, 32(CX)(DI*2)
-	ADDQ       $0x00000020, DI
-	JMP        scalepfloop
+	JMP        scaleloopbody18
 
 scalent:
 	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
@@ -24415,26 +22471,26 @@ scaleheadpart:
 	XORQ R13, R13
 	SUBQ $0x00000010, R14
 
-copyvec17:
+copyvec19:
 	CMPQ    R13, R14
-	JG      copyone18
+	JG      copyone20
 	VMOVUPS (R11)(R13*2), Y0
 	VMOVUPS Y0, (R12)(R13*2)
 	ADDQ    $0x00000010, R13
-	JMP     copyvec17
+	JMP     copyvec19
 
-copyone18:
+copyone20:
 	ADDQ $0x00000010, R14
 
-copyloop20:
+copyloop22:
 	CMPQ R13, R14
-	JGE  copied19
+	JGE  copied21
 	MOVW (R11)(R13*2), R15
 	MOVW R15, (R12)(R13*2)
 	INCQ R13
-	JMP  copyloop20
+	JMP  copyloop22
 
-copied19:
+copied21:
 	VPMOVZXWD    128(SP), Y0
 	VPSLLD       $0x10, Y0, Y0
 	VMULPS       Y0, Y1, Y0
@@ -24454,26 +22510,26 @@ copied19:
 	XORQ         R13, R13
 	SUBQ         $0x00000010, R14
 
-copyvec21:
+copyvec23:
 	CMPQ    R13, R14
-	JG      copyone22
+	JG      copyone24
 	VMOVUPS (R12)(R13*2), Y0
 	VMOVUPS Y0, (R11)(R13*2)
 	ADDQ    $0x00000010, R13
-	JMP     copyvec21
+	JMP     copyvec23
 
-copyone22:
+copyone24:
 	ADDQ $0x00000010, R14
 
-copyloop24:
+copyloop26:
 	CMPQ R13, R14
-	JGE  copied23
+	JGE  copied25
 	MOVW (R12)(R13*2), R15
 	MOVW R15, (R11)(R13*2)
 	INCQ R13
-	JMP  copyloop24
+	JMP  copyloop26
 
-copied23:
+copied25:
 	ADDQ R10, DI
 
 scalentloop:
@@ -24561,26 +22617,26 @@ scalepart:
 	XORQ R11, R11
 	SUBQ $0x00000010, R12
 
-copyvec25:
+copyvec27:
 	CMPQ    R11, R12
-	JG      copyone26
+	JG      copyone28
 	VMOVUPS (R8)(R11*2), Y0
 	VMOVUPS Y0, (R9)(R11*2)
 	ADDQ    $0x00000010, R11
-	JMP     copyvec25
+	JMP     copyvec27
 
-copyone26:
+copyone28:
 	ADDQ $0x00000010, R12
 
-copyloop28:
+copyloop30:
 	CMPQ R11, R12
-	JGE  copied27
+	JGE  copied29
 	MOVW (R8)(R11*2), R13
 	MOVW R13, (R9)(R11*2)
 	INCQ R11
-	JMP  copyloop28
+	JMP  copyloop30
 
-copied27:
+copied29:
 	VPMOVZXWD    128(SP), Y0
 	VPSLLD       $0x10, Y0, Y0
 	VMULPS       Y0, Y1, Y0
@@ -24599,26 +22655,26 @@ copied27:
 	XORQ         DI, DI
 	SUBQ         $0x00000010, R10
 
-copyvec29:
+copyvec31:
 	CMPQ    DI, R10
-	JG      copyone30
+	JG      copyone32
 	VMOVUPS (R9)(DI*2), Y0
 	VMOVUPS Y0, (R8)(DI*2)
 	ADDQ    $0x00000010, DI
-	JMP     copyvec29
+	JMP     copyvec31
 
-copyone30:
+copyone32:
 	ADDQ $0x00000010, R10
 
-copyloop32:
+copyloop34:
 	CMPQ DI, R10
-	JGE  copied31
+	JGE  copied33
 	MOVW (R9)(DI*2), R11
 	MOVW R11, (R8)(DI*2)
 	INCQ DI
-	JMP  copyloop32
+	JMP  copyloop34
 
-copied31:
+copied33:
 scaled:
 	ADDQ SI, DX
 	ADDQ SI, CX
@@ -24738,12 +22794,25 @@ firstblock:
 	VCVTPH2PS 112(DI)(R9*2), Y7
 	VMULPS    Y7, Y7, Y7
 	MOVQ      $0x00000040, R9
-	TESTL     $0x00000002, job_flags+0(AX)
-	JNZ       sumpf
+
+	// With flagPF, the rows ahead are prefetched: one loop for both, the flag tested per block.
+	MOVQ SI, R11
+	SHLQ $0x01, R11
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows1
+	SHLQ $0x03, R11
+
+longrows1:
+	ADDQ DI, R11
+	MOVL job_flags+0(AX), R12
 
 sumloop:
-	CMPQ      R9, R10
-	JG        sumtail
+	CMPQ  R9, R10
+	JG    sumtail
+	TESTL $0x00000002, R12
+	JNZ   sumpf
+
+sumblock:
 	VCVTPH2PS (DI)(R9*2), Y8
 	VMULPS    Y8, Y8, Y8
 	VADDPS    Y8, Y0, Y0
@@ -24771,48 +22840,11 @@ sumloop:
 	ADDQ      $0x00000040, R9
 	JMP       sumloop
 
-	// The same, prefetching the rows ahead.
+	// Out of the loop's way: the prefetches, whose flag is usually clear.
 sumpf:
-	MOVQ SI, R11
-	SHLQ $0x01, R11
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows1
-	SHLQ $0x03, R11
-
-longrows1:
-	ADDQ DI, R11
-
-sumpfloop:
-	CMPQ       R9, R10
-	JG         sumtail
 	PREFETCHT0 (R11)(R9*2)
 	PREFETCHT0 64(R11)(R9*2)
-	VCVTPH2PS  (DI)(R9*2), Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y0, Y0
-	VCVTPH2PS  16(DI)(R9*2), Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y1, Y1
-	VCVTPH2PS  32(DI)(R9*2), Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y2, Y2
-	VCVTPH2PS  48(DI)(R9*2), Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y3, Y3
-	VCVTPH2PS  64(DI)(R9*2), Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y4, Y4
-	VCVTPH2PS  80(DI)(R9*2), Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y5, Y5
-	VCVTPH2PS  96(DI)(R9*2), Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y6, Y6
-	VCVTPH2PS  112(DI)(R9*2), Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y7, Y7
-	ADDQ       $0x00000040, R9
-	JMP        sumpfloop
+	JMP        sumblock
 
 sumtail:
 	// Fewer than 64 elements remain.
@@ -24997,15 +23029,27 @@ scalerow:
 
 scalebody:
 	// y = (src*inv)*w, rounded after each multiply.
-	XORQ  DI, DI
-	MOVQ  job_d+0(AX), R8
-	SUBQ  $0x00000020, R8
-	TESTL $0x00000002, job_flags+0(AX)
-	JNZ   scalepf
+	XORQ DI, DI
+	MOVQ job_d+0(AX), R8
+	SUBQ $0x00000020, R8
+	MOVQ SI, R9
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows10
+	SHLQ $0x03, R9
+
+longrows10:
+	ADDQ  DX, R9
+	MOVL  job_flags+0(AX), R10
+	TESTL $0x00000001, R10
+	JNZ   scalent
 
 scaleloop:
-	CMPQ      DI, R8
-	JG        scaletail
+	CMPQ  DI, R8
+	JG    scaletail
+	TESTL $0x00000002, R10
+	JNZ   scalelooppf11
+
+scaleloopbody12:
 	VCVTPH2PS (DX)(DI*2), Y1
 	VMULPS    Y0, Y1, Y1
 	VCVTPH2PS 16(DX)(DI*2), Y2
@@ -25015,7 +23059,7 @@ scaleloop:
 	VCVTPH2PS 48(DX)(DI*2), Y4
 	VMULPS    Y0, Y4, Y4
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn10
+	JZ        notrn13
 	VCVTPS2PH $0x00, Y1, X1
 	VCVTPH2PS X1, Y1
 	VMOVUPS   Y1, Y1
@@ -25029,7 +23073,7 @@ scaleloop:
 	VCVTPH2PS X4, Y4
 	VMOVUPS   Y4, Y4
 
-notrn10:
+notrn13:
 	VMULPS      (BX)(DI*4), Y1, Y1
 	VMULPS      32(BX)(DI*4), Y2, Y2
 	VCVTPS2PH   $0x00, Y1, X9
@@ -25045,59 +23089,9 @@ notrn10:
 	ADDQ        $0x00000020, DI
 	JMP         scaleloop
 
-scalepf:
-	MOVQ SI, R9
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows11
-	SHLQ $0x03, R9
-
-longrows11:
-	ADDQ  DX, R9
-	TESTL $0x00000001, job_flags+0(AX)
-	JNZ   scalent
-
-scalepfloop:
-	CMPQ       DI, R8
-	JG         scaletail
+scalelooppf11:
 	PREFETCHT0 (R9)(DI*2)
-	VCVTPH2PS  (DX)(DI*2), Y1
-	VMULPS     Y0, Y1, Y1
-	VCVTPH2PS  16(DX)(DI*2), Y2
-	VMULPS     Y0, Y2, Y2
-	VCVTPH2PS  32(DX)(DI*2), Y3
-	VMULPS     Y0, Y3, Y3
-	VCVTPH2PS  48(DX)(DI*2), Y4
-	VMULPS     Y0, Y4, Y4
-	TESTL      $0x00000008, job_flags+0(AX)
-	JZ         notrn12
-	VCVTPS2PH  $0x00, Y1, X1
-	VCVTPH2PS  X1, Y1
-	VMOVUPS    Y1, Y1
-	VCVTPS2PH  $0x00, Y2, X2
-	VCVTPH2PS  X2, Y2
-	VMOVUPS    Y2, Y2
-	VCVTPS2PH  $0x00, Y3, X3
-	VCVTPH2PS  X3, Y3
-	VMOVUPS    Y3, Y3
-	VCVTPS2PH  $0x00, Y4, X4
-	VCVTPH2PS  X4, Y4
-	VMOVUPS    Y4, Y4
-
-notrn12:
-	VMULPS      (BX)(DI*4), Y1, Y1
-	VMULPS      32(BX)(DI*4), Y2, Y2
-	VCVTPS2PH   $0x00, Y1, X11
-	VCVTPS2PH   $0x00, Y2, X1
-	VINSERTI128 $0x01, X1, Y11, Y11
-	VMOVDQU     Y11, (CX)(DI*2)
-	VMULPS      64(BX)(DI*4), Y3, Y3
-	VMULPS      96(BX)(DI*4), Y4, Y4
-	VCVTPS2PH   $0x00, Y3, X12
-	VCVTPS2PH   $0x00, Y4, X1
-	VINSERTI128 $0x01, X1, Y12, Y12
-	VMOVDQU     Y12, 32(CX)(DI*2)
-	ADDQ        $0x00000020, DI
-	JMP         scalepfloop
+	JMP        scaleloopbody12
 
 scalent:
 	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
@@ -25116,12 +23110,12 @@ scalehead:
 	VCVTPH2PS (DX)(DI*2), Y1
 	VMULPS    Y0, Y1, Y1
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn13
+	JZ        notrn14
 	VCVTPS2PH $0x00, Y1, X1
 	VCVTPH2PS X1, Y1
 	VMOVUPS   Y1, Y1
 
-notrn13:
+notrn14:
 	VMULPS    (BX)(DI*4), Y1, Y1
 	VCVTPS2PH $0x00, Y1, (CX)(DI*2)
 	ADDQ      $0x00000008, DI
@@ -25135,61 +23129,61 @@ scaleheadpart:
 	XORQ R13, R13
 	SUBQ $0x00000010, R14
 
-copyvec14:
+copyvec15:
 	CMPQ    R13, R14
-	JG      copyone15
+	JG      copyone16
 	VMOVUPS (R11)(R13*2), Y1
 	VMOVUPS Y1, (R12)(R13*2)
 	ADDQ    $0x00000010, R13
-	JMP     copyvec14
+	JMP     copyvec15
 
-copyone15:
+copyone16:
 	ADDQ $0x00000010, R14
 
-copyloop17:
+copyloop18:
 	CMPQ R13, R14
-	JGE  copied16
+	JGE  copied17
 	MOVW (R11)(R13*2), R15
 	MOVW R15, (R12)(R13*2)
 	INCQ R13
-	JMP  copyloop17
+	JMP  copyloop18
 
-copied16:
+copied17:
 	LEAQ (BX)(DI*4), R11
 	LEAQ 160(SP), R12
 	MOVQ R10, R14
 	XORQ R13, R13
 	SUBQ $0x00000008, R14
 
-copyvec18:
+copyvec19:
 	CMPQ    R13, R14
-	JG      copyone19
+	JG      copyone20
 	VMOVUPS (R11)(R13*4), Y1
 	VMOVUPS Y1, (R12)(R13*4)
 	ADDQ    $0x00000008, R13
-	JMP     copyvec18
+	JMP     copyvec19
 
-copyone19:
+copyone20:
 	ADDQ $0x00000008, R14
 
-copyloop21:
+copyloop22:
 	CMPQ R13, R14
-	JGE  copied20
+	JGE  copied21
 	MOVL (R11)(R13*4), R15
 	MOVL R15, (R12)(R13*4)
 	INCQ R13
-	JMP  copyloop21
+	JMP  copyloop22
 
-copied20:
+copied21:
 	VCVTPH2PS 128(SP), Y1
 	VMULPS    Y1, Y0, Y1
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn22
+	JZ        notrn23
 	VCVTPS2PH $0x00, Y1, X1
 	VCVTPH2PS X1, Y1
 	VMOVUPS   Y1, Y1
 
-notrn22:
+notrn23:
 	VMULPS    160(SP), Y1, Y1
 	VCVTPS2PH $0x00, Y1, 192(SP)
 	LEAQ      192(SP), R12
@@ -25198,26 +23192,26 @@ notrn22:
 	XORQ      R13, R13
 	SUBQ      $0x00000010, R14
 
-copyvec23:
+copyvec24:
 	CMPQ    R13, R14
-	JG      copyone24
+	JG      copyone25
 	VMOVUPS (R12)(R13*2), Y1
 	VMOVUPS Y1, (R11)(R13*2)
 	ADDQ    $0x00000010, R13
-	JMP     copyvec23
+	JMP     copyvec24
 
-copyone24:
+copyone25:
 	ADDQ $0x00000010, R14
 
-copyloop26:
+copyloop27:
 	CMPQ R13, R14
-	JGE  copied25
+	JGE  copied26
 	MOVW (R12)(R13*2), R15
 	MOVW R15, (R11)(R13*2)
 	INCQ R13
-	JMP  copyloop26
+	JMP  copyloop27
 
-copied25:
+copied26:
 	ADDQ R10, DI
 
 scalentloop:
@@ -25233,7 +23227,7 @@ scalentloop:
 	VCVTPH2PS  48(DX)(DI*2), Y4
 	VMULPS     Y0, Y4, Y4
 	TESTL      $0x00000008, job_flags+0(AX)
-	JZ         notrn27
+	JZ         notrn28
 	VCVTPS2PH  $0x00, Y1, X1
 	VCVTPH2PS  X1, Y1
 	VMOVUPS    Y1, Y1
@@ -25247,19 +23241,19 @@ scalentloop:
 	VCVTPH2PS  X4, Y4
 	VMOVUPS    Y4, Y4
 
-notrn27:
+notrn28:
 	VMULPS      (BX)(DI*4), Y1, Y1
 	VMULPS      32(BX)(DI*4), Y2, Y2
-	VCVTPS2PH   $0x00, Y1, X13
+	VCVTPS2PH   $0x00, Y1, X11
 	VCVTPS2PH   $0x00, Y2, X1
-	VINSERTI128 $0x01, X1, Y13, Y13
-	VMOVNTDQ    Y13, (CX)(DI*2)
+	VINSERTI128 $0x01, X1, Y11, Y11
+	VMOVNTDQ    Y11, (CX)(DI*2)
 	VMULPS      64(BX)(DI*4), Y3, Y3
 	VMULPS      96(BX)(DI*4), Y4, Y4
-	VCVTPS2PH   $0x00, Y3, X14
+	VCVTPS2PH   $0x00, Y3, X12
 	VCVTPS2PH   $0x00, Y4, X1
-	VINSERTI128 $0x01, X1, Y14, Y14
-	VMOVNTDQ    Y14, 32(CX)(DI*2)
+	VINSERTI128 $0x01, X1, Y12, Y12
+	VMOVNTDQ    Y12, 32(CX)(DI*2)
 	ADDQ        $0x00000020, DI
 	JMP         scalentloop
 
@@ -25272,12 +23266,12 @@ scaleone:
 	VCVTPH2PS (DX)(DI*2), Y1
 	VMULPS    Y0, Y1, Y1
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn28
+	JZ        notrn29
 	VCVTPS2PH $0x00, Y1, X1
 	VCVTPH2PS X1, Y1
 	VMOVUPS   Y1, Y1
 
-notrn28:
+notrn29:
 	VMULPS    (BX)(DI*4), Y1, Y1
 	VCVTPS2PH $0x00, Y1, (CX)(DI*2)
 	ADDQ      $0x00000008, DI
@@ -25293,61 +23287,61 @@ scalepart:
 	XORQ R11, R11
 	SUBQ $0x00000010, R12
 
-copyvec29:
+copyvec30:
 	CMPQ    R11, R12
-	JG      copyone30
+	JG      copyone31
 	VMOVUPS (R8)(R11*2), Y1
 	VMOVUPS Y1, (R9)(R11*2)
 	ADDQ    $0x00000010, R11
-	JMP     copyvec29
+	JMP     copyvec30
 
-copyone30:
+copyone31:
 	ADDQ $0x00000010, R12
 
-copyloop32:
+copyloop33:
 	CMPQ R11, R12
-	JGE  copied31
+	JGE  copied32
 	MOVW (R8)(R11*2), R13
 	MOVW R13, (R9)(R11*2)
 	INCQ R11
-	JMP  copyloop32
+	JMP  copyloop33
 
-copied31:
+copied32:
 	LEAQ (BX)(DI*4), R8
 	LEAQ 160(SP), R9
 	MOVQ R10, R12
 	XORQ R11, R11
 	SUBQ $0x00000008, R12
 
-copyvec33:
+copyvec34:
 	CMPQ    R11, R12
-	JG      copyone34
+	JG      copyone35
 	VMOVUPS (R8)(R11*4), Y1
 	VMOVUPS Y1, (R9)(R11*4)
 	ADDQ    $0x00000008, R11
-	JMP     copyvec33
+	JMP     copyvec34
 
-copyone34:
+copyone35:
 	ADDQ $0x00000008, R12
 
-copyloop36:
+copyloop37:
 	CMPQ R11, R12
-	JGE  copied35
+	JGE  copied36
 	MOVL (R8)(R11*4), R13
 	MOVL R13, (R9)(R11*4)
 	INCQ R11
-	JMP  copyloop36
+	JMP  copyloop37
 
-copied35:
+copied36:
 	VCVTPH2PS 128(SP), Y1
 	VMULPS    Y1, Y0, Y1
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn37
+	JZ        notrn38
 	VCVTPS2PH $0x00, Y1, X0
 	VCVTPH2PS X0, Y0
 	VMOVUPS   Y0, Y1
 
-notrn37:
+notrn38:
 	VMULPS    160(SP), Y1, Y1
 	VCVTPS2PH $0x00, Y1, 192(SP)
 	LEAQ      192(SP), R9
@@ -25355,26 +23349,26 @@ notrn37:
 	XORQ      DI, DI
 	SUBQ      $0x00000010, R10
 
-copyvec38:
+copyvec39:
 	CMPQ    DI, R10
-	JG      copyone39
+	JG      copyone40
 	VMOVUPS (R9)(DI*2), Y0
 	VMOVUPS Y0, (R8)(DI*2)
 	ADDQ    $0x00000010, DI
-	JMP     copyvec38
+	JMP     copyvec39
 
-copyone39:
+copyone40:
 	ADDQ $0x00000010, R10
 
-copyloop41:
+copyloop42:
 	CMPQ DI, R10
-	JGE  copied40
+	JGE  copied41
 	MOVW (R9)(DI*2), R11
 	MOVW R11, (R8)(DI*2)
 	INCQ DI
-	JMP  copyloop41
+	JMP  copyloop42
 
-copied40:
+copied41:
 scaled:
 	ADDQ SI, DX
 	ADDQ SI, CX
@@ -25493,12 +23487,25 @@ firstblock:
 	VCVTPH2PS 112(DI)(R9*2), Y7
 	VMULPS    Y7, Y7, Y7
 	MOVQ      $0x00000040, R9
-	TESTL     $0x00000002, job_flags+0(AX)
-	JNZ       sumpf
+
+	// With flagPF, the rows ahead are prefetched: one loop for both, the flag tested per block.
+	MOVQ SI, R11
+	SHLQ $0x01, R11
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows1
+	SHLQ $0x03, R11
+
+longrows1:
+	ADDQ DI, R11
+	MOVL job_flags+0(AX), R12
 
 sumloop:
-	CMPQ      R9, R10
-	JG        sumtail
+	CMPQ  R9, R10
+	JG    sumtail
+	TESTL $0x00000002, R12
+	JNZ   sumpf
+
+sumblock:
 	VCVTPH2PS (DI)(R9*2), Y8
 	VMULPS    Y8, Y8, Y8
 	VADDPS    Y8, Y0, Y0
@@ -25526,48 +23533,11 @@ sumloop:
 	ADDQ      $0x00000040, R9
 	JMP       sumloop
 
-	// The same, prefetching the rows ahead.
+	// Out of the loop's way: the prefetches, whose flag is usually clear.
 sumpf:
-	MOVQ SI, R11
-	SHLQ $0x01, R11
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows1
-	SHLQ $0x03, R11
-
-longrows1:
-	ADDQ DI, R11
-
-sumpfloop:
-	CMPQ       R9, R10
-	JG         sumtail
 	PREFETCHT0 (R11)(R9*2)
 	PREFETCHT0 64(R11)(R9*2)
-	VCVTPH2PS  (DI)(R9*2), Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y0, Y0
-	VCVTPH2PS  16(DI)(R9*2), Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y1, Y1
-	VCVTPH2PS  32(DI)(R9*2), Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y2, Y2
-	VCVTPH2PS  48(DI)(R9*2), Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y3, Y3
-	VCVTPH2PS  64(DI)(R9*2), Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y4, Y4
-	VCVTPH2PS  80(DI)(R9*2), Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y5, Y5
-	VCVTPH2PS  96(DI)(R9*2), Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y6, Y6
-	VCVTPH2PS  112(DI)(R9*2), Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y7, Y7
-	ADDQ       $0x00000040, R9
-	JMP        sumpfloop
+	JMP        sumblock
 
 sumtail:
 	// Fewer than 64 elements remain.
@@ -25754,15 +23724,27 @@ scalebody:
 	VBROADCASTSS one<>+0(SB), Y1
 
 	// y = (src*inv)*w, rounded after each multiply.
-	XORQ  DI, DI
-	MOVQ  job_d+0(AX), R8
-	SUBQ  $0x00000020, R8
-	TESTL $0x00000002, job_flags+0(AX)
-	JNZ   scalepf
+	XORQ DI, DI
+	MOVQ job_d+0(AX), R8
+	SUBQ $0x00000020, R8
+	MOVQ SI, R9
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows10
+	SHLQ $0x03, R9
+
+longrows10:
+	ADDQ  DX, R9
+	MOVL  job_flags+0(AX), R10
+	TESTL $0x00000001, R10
+	JNZ   scalent
 
 scaleloop:
-	CMPQ      DI, R8
-	JG        scaletail
+	CMPQ  DI, R8
+	JG    scaletail
+	TESTL $0x00000002, R10
+	JNZ   scalelooppf11
+
+scaleloopbody12:
 	VCVTPH2PS (DX)(DI*2), Y2
 	VMULPS    Y0, Y2, Y2
 	VCVTPH2PS 16(DX)(DI*2), Y3
@@ -25772,7 +23754,7 @@ scaleloop:
 	VCVTPH2PS 48(DX)(DI*2), Y5
 	VMULPS    Y0, Y5, Y5
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn10
+	JZ        notrn13
 	VCVTPS2PH $0x00, Y2, X2
 	VCVTPH2PS X2, Y2
 	VMOVUPS   Y2, Y2
@@ -25786,7 +23768,7 @@ scaleloop:
 	VCVTPH2PS X5, Y5
 	VMOVUPS   Y5, Y5
 
-notrn10:
+notrn13:
 	VMOVUPS     (BX)(DI*4), Y6
 	VADDPS      Y1, Y6, Y6
 	VMULPS      Y6, Y2, Y2
@@ -25810,67 +23792,9 @@ notrn10:
 	ADDQ        $0x00000020, DI
 	JMP         scaleloop
 
-scalepf:
-	MOVQ SI, R9
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows11
-	SHLQ $0x03, R9
-
-longrows11:
-	ADDQ  DX, R9
-	TESTL $0x00000001, job_flags+0(AX)
-	JNZ   scalent
-
-scalepfloop:
-	CMPQ       DI, R8
-	JG         scaletail
+scalelooppf11:
 	PREFETCHT0 (R9)(DI*2)
-	VCVTPH2PS  (DX)(DI*2), Y2
-	VMULPS     Y0, Y2, Y2
-	VCVTPH2PS  16(DX)(DI*2), Y3
-	VMULPS     Y0, Y3, Y3
-	VCVTPH2PS  32(DX)(DI*2), Y4
-	VMULPS     Y0, Y4, Y4
-	VCVTPH2PS  48(DX)(DI*2), Y5
-	VMULPS     Y0, Y5, Y5
-	TESTL      $0x00000008, job_flags+0(AX)
-	JZ         notrn12
-	VCVTPS2PH  $0x00, Y2, X2
-	VCVTPH2PS  X2, Y2
-	VMOVUPS    Y2, Y2
-	VCVTPS2PH  $0x00, Y3, X3
-	VCVTPH2PS  X3, Y3
-	VMOVUPS    Y3, Y3
-	VCVTPS2PH  $0x00, Y4, X4
-	VCVTPH2PS  X4, Y4
-	VMOVUPS    Y4, Y4
-	VCVTPS2PH  $0x00, Y5, X5
-	VCVTPH2PS  X5, Y5
-	VMOVUPS    Y5, Y5
-
-notrn12:
-	VMOVUPS     (BX)(DI*4), Y6
-	VADDPS      Y1, Y6, Y6
-	VMULPS      Y6, Y2, Y2
-	VMOVUPS     32(BX)(DI*4), Y6
-	VADDPS      Y1, Y6, Y6
-	VMULPS      Y6, Y3, Y3
-	VCVTPS2PH   $0x00, Y2, X11
-	VCVTPS2PH   $0x00, Y3, X2
-	VINSERTI128 $0x01, X2, Y11, Y11
-	VMOVDQU     Y11, (CX)(DI*2)
-	VMOVUPS     64(BX)(DI*4), Y2
-	VADDPS      Y1, Y2, Y2
-	VMULPS      Y2, Y4, Y4
-	VMOVUPS     96(BX)(DI*4), Y2
-	VADDPS      Y1, Y2, Y2
-	VMULPS      Y2, Y5, Y5
-	VCVTPS2PH   $0x00, Y4, X12
-	VCVTPS2PH   $0x00, Y5, X2
-	VINSERTI128 $0x01, X2, Y12, Y12
-	VMOVDQU     Y12, 32(CX)(DI*2)
-	ADDQ        $0x00000020, DI
-	JMP         scalepfloop
+	JMP        scaleloopbody12
 
 scalent:
 	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
@@ -25889,12 +23813,12 @@ scalehead:
 	VCVTPH2PS (DX)(DI*2), Y2
 	VMULPS    Y0, Y2, Y2
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn13
+	JZ        notrn14
 	VCVTPS2PH $0x00, Y2, X2
 	VCVTPH2PS X2, Y2
 	VMOVUPS   Y2, Y2
 
-notrn13:
+notrn14:
 	VMOVUPS   (BX)(DI*4), Y3
 	VADDPS    Y1, Y3, Y3
 	VMULPS    Y3, Y2, Y2
@@ -25910,61 +23834,61 @@ scaleheadpart:
 	XORQ R13, R13
 	SUBQ $0x00000010, R14
 
-copyvec14:
+copyvec15:
 	CMPQ    R13, R14
-	JG      copyone15
+	JG      copyone16
 	VMOVUPS (R11)(R13*2), Y2
 	VMOVUPS Y2, (R12)(R13*2)
 	ADDQ    $0x00000010, R13
-	JMP     copyvec14
+	JMP     copyvec15
 
-copyone15:
+copyone16:
 	ADDQ $0x00000010, R14
 
-copyloop17:
+copyloop18:
 	CMPQ R13, R14
-	JGE  copied16
+	JGE  copied17
 	MOVW (R11)(R13*2), R15
 	MOVW R15, (R12)(R13*2)
 	INCQ R13
-	JMP  copyloop17
+	JMP  copyloop18
 
-copied16:
+copied17:
 	LEAQ (BX)(DI*4), R11
 	LEAQ 160(SP), R12
 	MOVQ R10, R14
 	XORQ R13, R13
 	SUBQ $0x00000008, R14
 
-copyvec18:
+copyvec19:
 	CMPQ    R13, R14
-	JG      copyone19
+	JG      copyone20
 	VMOVUPS (R11)(R13*4), Y2
 	VMOVUPS Y2, (R12)(R13*4)
 	ADDQ    $0x00000008, R13
-	JMP     copyvec18
+	JMP     copyvec19
 
-copyone19:
+copyone20:
 	ADDQ $0x00000008, R14
 
-copyloop21:
+copyloop22:
 	CMPQ R13, R14
-	JGE  copied20
+	JGE  copied21
 	MOVL (R11)(R13*4), R15
 	MOVL R15, (R12)(R13*4)
 	INCQ R13
-	JMP  copyloop21
+	JMP  copyloop22
 
-copied20:
+copied21:
 	VCVTPH2PS 128(SP), Y2
 	VMULPS    Y2, Y0, Y2
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn22
+	JZ        notrn23
 	VCVTPS2PH $0x00, Y2, X2
 	VCVTPH2PS X2, Y2
 	VMOVUPS   Y2, Y2
 
-notrn22:
+notrn23:
 	VMOVUPS   160(SP), Y3
 	VADDPS    Y1, Y3, Y3
 	VMULPS    Y3, Y2, Y2
@@ -25975,26 +23899,26 @@ notrn22:
 	XORQ      R13, R13
 	SUBQ      $0x00000010, R14
 
-copyvec23:
+copyvec24:
 	CMPQ    R13, R14
-	JG      copyone24
+	JG      copyone25
 	VMOVUPS (R12)(R13*2), Y2
 	VMOVUPS Y2, (R11)(R13*2)
 	ADDQ    $0x00000010, R13
-	JMP     copyvec23
+	JMP     copyvec24
 
-copyone24:
+copyone25:
 	ADDQ $0x00000010, R14
 
-copyloop26:
+copyloop27:
 	CMPQ R13, R14
-	JGE  copied25
+	JGE  copied26
 	MOVW (R12)(R13*2), R15
 	MOVW R15, (R11)(R13*2)
 	INCQ R13
-	JMP  copyloop26
+	JMP  copyloop27
 
-copied25:
+copied26:
 	ADDQ R10, DI
 
 scalentloop:
@@ -26010,7 +23934,7 @@ scalentloop:
 	VCVTPH2PS  48(DX)(DI*2), Y5
 	VMULPS     Y0, Y5, Y5
 	TESTL      $0x00000008, job_flags+0(AX)
-	JZ         notrn27
+	JZ         notrn28
 	VCVTPS2PH  $0x00, Y2, X2
 	VCVTPH2PS  X2, Y2
 	VMOVUPS    Y2, Y2
@@ -26024,27 +23948,27 @@ scalentloop:
 	VCVTPH2PS  X5, Y5
 	VMOVUPS    Y5, Y5
 
-notrn27:
+notrn28:
 	VMOVUPS     (BX)(DI*4), Y6
 	VADDPS      Y1, Y6, Y6
 	VMULPS      Y6, Y2, Y2
 	VMOVUPS     32(BX)(DI*4), Y6
 	VADDPS      Y1, Y6, Y6
 	VMULPS      Y6, Y3, Y3
-	VCVTPS2PH   $0x00, Y2, X13
+	VCVTPS2PH   $0x00, Y2, X11
 	VCVTPS2PH   $0x00, Y3, X2
-	VINSERTI128 $0x01, X2, Y13, Y13
-	VMOVNTDQ    Y13, (CX)(DI*2)
+	VINSERTI128 $0x01, X2, Y11, Y11
+	VMOVNTDQ    Y11, (CX)(DI*2)
 	VMOVUPS     64(BX)(DI*4), Y2
 	VADDPS      Y1, Y2, Y2
 	VMULPS      Y2, Y4, Y4
 	VMOVUPS     96(BX)(DI*4), Y2
 	VADDPS      Y1, Y2, Y2
 	VMULPS      Y2, Y5, Y5
-	VCVTPS2PH   $0x00, Y4, X14
+	VCVTPS2PH   $0x00, Y4, X12
 	VCVTPS2PH   $0x00, Y5, X2
-	VINSERTI128 $0x01, X2, Y14, Y14
-	VMOVNTDQ    Y14, 32(CX)(DI*2)
+	VINSERTI128 $0x01, X2, Y12, Y12
+	VMOVNTDQ    Y12, 32(CX)(DI*2)
 	ADDQ        $0x00000020, DI
 	JMP         scalentloop
 
@@ -26057,12 +23981,12 @@ scaleone:
 	VCVTPH2PS (DX)(DI*2), Y2
 	VMULPS    Y0, Y2, Y2
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn28
+	JZ        notrn29
 	VCVTPS2PH $0x00, Y2, X2
 	VCVTPH2PS X2, Y2
 	VMOVUPS   Y2, Y2
 
-notrn28:
+notrn29:
 	VMOVUPS   (BX)(DI*4), Y3
 	VADDPS    Y1, Y3, Y3
 	VMULPS    Y3, Y2, Y2
@@ -26080,61 +24004,61 @@ scalepart:
 	XORQ R11, R11
 	SUBQ $0x00000010, R12
 
-copyvec29:
+copyvec30:
 	CMPQ    R11, R12
-	JG      copyone30
+	JG      copyone31
 	VMOVUPS (R8)(R11*2), Y2
 	VMOVUPS Y2, (R9)(R11*2)
 	ADDQ    $0x00000010, R11
-	JMP     copyvec29
+	JMP     copyvec30
 
-copyone30:
+copyone31:
 	ADDQ $0x00000010, R12
 
-copyloop32:
+copyloop33:
 	CMPQ R11, R12
-	JGE  copied31
+	JGE  copied32
 	MOVW (R8)(R11*2), R13
 	MOVW R13, (R9)(R11*2)
 	INCQ R11
-	JMP  copyloop32
+	JMP  copyloop33
 
-copied31:
+copied32:
 	LEAQ (BX)(DI*4), R8
 	LEAQ 160(SP), R9
 	MOVQ R10, R12
 	XORQ R11, R11
 	SUBQ $0x00000008, R12
 
-copyvec33:
+copyvec34:
 	CMPQ    R11, R12
-	JG      copyone34
+	JG      copyone35
 	VMOVUPS (R8)(R11*4), Y2
 	VMOVUPS Y2, (R9)(R11*4)
 	ADDQ    $0x00000008, R11
-	JMP     copyvec33
+	JMP     copyvec34
 
-copyone34:
+copyone35:
 	ADDQ $0x00000008, R12
 
-copyloop36:
+copyloop37:
 	CMPQ R11, R12
-	JGE  copied35
+	JGE  copied36
 	MOVL (R8)(R11*4), R13
 	MOVL R13, (R9)(R11*4)
 	INCQ R11
-	JMP  copyloop36
+	JMP  copyloop37
 
-copied35:
+copied36:
 	VCVTPH2PS 128(SP), Y2
 	VMULPS    Y2, Y0, Y2
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn37
+	JZ        notrn38
 	VCVTPS2PH $0x00, Y2, X0
 	VCVTPH2PS X0, Y0
 	VMOVUPS   Y0, Y2
 
-notrn37:
+notrn38:
 	VMOVUPS   160(SP), Y0
 	VADDPS    Y1, Y0, Y0
 	VMULPS    Y0, Y2, Y2
@@ -26144,26 +24068,26 @@ notrn37:
 	XORQ      DI, DI
 	SUBQ      $0x00000010, R10
 
-copyvec38:
+copyvec39:
 	CMPQ    DI, R10
-	JG      copyone39
+	JG      copyone40
 	VMOVUPS (R9)(DI*2), Y0
 	VMOVUPS Y0, (R8)(DI*2)
 	ADDQ    $0x00000010, DI
-	JMP     copyvec38
+	JMP     copyvec39
 
-copyone39:
+copyone40:
 	ADDQ $0x00000010, R10
 
-copyloop41:
+copyloop42:
 	CMPQ DI, R10
-	JGE  copied40
+	JGE  copied41
 	MOVW (R9)(DI*2), R11
 	MOVW R11, (R8)(DI*2)
 	INCQ DI
-	JMP  copyloop41
+	JMP  copyloop42
 
-copied40:
+copied41:
 scaled:
 	ADDQ SI, DX
 	ADDQ SI, CX
@@ -26281,12 +24205,25 @@ firstblock:
 	VCVTPH2PS 112(SI)(R8*2), Y7
 	VMULPS    Y7, Y7, Y7
 	MOVQ      $0x00000040, R8
-	TESTL     $0x00000002, job_flags+0(AX)
-	JNZ       sumpf
+
+	// With flagPF, the rows ahead are prefetched: one loop for both, the flag tested per block.
+	MOVQ BX, R10
+	SHLQ $0x01, R10
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows1
+	SHLQ $0x03, R10
+
+longrows1:
+	ADDQ SI, R10
+	MOVL job_flags+0(AX), R11
 
 sumloop:
-	CMPQ      R8, R9
-	JG        sumtail
+	CMPQ  R8, R9
+	JG    sumtail
+	TESTL $0x00000002, R11
+	JNZ   sumpf
+
+sumblock:
 	VCVTPH2PS (SI)(R8*2), Y8
 	VMULPS    Y8, Y8, Y8
 	VADDPS    Y8, Y0, Y0
@@ -26314,48 +24251,11 @@ sumloop:
 	ADDQ      $0x00000040, R8
 	JMP       sumloop
 
-	// The same, prefetching the rows ahead.
+	// Out of the loop's way: the prefetches, whose flag is usually clear.
 sumpf:
-	MOVQ BX, R10
-	SHLQ $0x01, R10
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows1
-	SHLQ $0x03, R10
-
-longrows1:
-	ADDQ SI, R10
-
-sumpfloop:
-	CMPQ       R8, R9
-	JG         sumtail
 	PREFETCHT0 (R10)(R8*2)
 	PREFETCHT0 64(R10)(R8*2)
-	VCVTPH2PS  (SI)(R8*2), Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y0, Y0
-	VCVTPH2PS  16(SI)(R8*2), Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y1, Y1
-	VCVTPH2PS  32(SI)(R8*2), Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y2, Y2
-	VCVTPH2PS  48(SI)(R8*2), Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y3, Y3
-	VCVTPH2PS  64(SI)(R8*2), Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y4, Y4
-	VCVTPH2PS  80(SI)(R8*2), Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y5, Y5
-	VCVTPH2PS  96(SI)(R8*2), Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y6, Y6
-	VCVTPH2PS  112(SI)(R8*2), Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y7, Y7
-	ADDQ       $0x00000040, R8
-	JMP        sumpfloop
+	JMP        sumblock
 
 sumtail:
 	// Fewer than 64 elements remain.
@@ -26540,15 +24440,27 @@ scalerow:
 
 scalebody:
 	// y = (src*inv)*w, rounded after each multiply.
-	XORQ  SI, SI
-	MOVQ  job_d+0(AX), DI
-	SUBQ  $0x00000020, DI
-	TESTL $0x00000002, job_flags+0(AX)
-	JNZ   scalepf
+	XORQ SI, SI
+	MOVQ job_d+0(AX), DI
+	SUBQ $0x00000020, DI
+	MOVQ BX, R8
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows10
+	SHLQ $0x03, R8
+
+longrows10:
+	ADDQ  DX, R8
+	MOVL  job_flags+0(AX), R9
+	TESTL $0x00000001, R9
+	JNZ   scalent
 
 scaleloop:
-	CMPQ        SI, DI
-	JG          scaletail
+	CMPQ  SI, DI
+	JG    scaletail
+	TESTL $0x00000002, R9
+	JNZ   scalelooppf11
+
+scaleloopbody12:
 	VCVTPH2PS   (DX)(SI*2), Y1
 	VMULPS      Y0, Y1, Y1
 	VCVTPH2PS   16(DX)(SI*2), Y2
@@ -26568,39 +24480,9 @@ scaleloop:
 	ADDQ        $0x00000020, SI
 	JMP         scaleloop
 
-scalepf:
-	MOVQ BX, R8
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows10
-	SHLQ $0x03, R8
-
-longrows10:
-	ADDQ  DX, R8
-	TESTL $0x00000001, job_flags+0(AX)
-	JNZ   scalent
-
-scalepfloop:
-	CMPQ        SI, DI
-	JG          scaletail
-	PREFETCHT0  (R8)(SI*2)
-	VCVTPH2PS   (DX)(SI*2), Y1
-	VMULPS      Y0, Y1, Y1
-	VCVTPH2PS   16(DX)(SI*2), Y2
-	VMULPS      Y0, Y2, Y2
-	VCVTPH2PS   32(DX)(SI*2), Y3
-	VMULPS      Y0, Y3, Y3
-	VCVTPH2PS   48(DX)(SI*2), Y4
-	VMULPS      Y0, Y4, Y4
-	VCVTPS2PH   $0x00, Y1, X11
-	VCVTPS2PH   $0x00, Y2, X1
-	VINSERTI128 $0x01, X1, Y11, Y11
-	VMOVDQU     Y11, (CX)(SI*2)
-	VCVTPS2PH   $0x00, Y3, X12
-	VCVTPS2PH   $0x00, Y4, X1
-	VINSERTI128 $0x01, X1, Y12, Y12
-	VMOVDQU     Y12, 32(CX)(SI*2)
-	ADDQ        $0x00000020, SI
-	JMP         scalepfloop
+scalelooppf11:
+	PREFETCHT0 (R8)(SI*2)
+	JMP        scaleloopbody12
 
 scalent:
 	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
@@ -26630,26 +24512,26 @@ scaleheadpart:
 	XORQ R12, R12
 	SUBQ $0x00000010, R13
 
-copyvec11:
+copyvec13:
 	CMPQ    R12, R13
-	JG      copyone12
+	JG      copyone14
 	VMOVUPS (R10)(R12*2), Y1
 	VMOVUPS Y1, (R11)(R12*2)
 	ADDQ    $0x00000010, R12
-	JMP     copyvec11
+	JMP     copyvec13
 
-copyone12:
+copyone14:
 	ADDQ $0x00000010, R13
 
-copyloop14:
+copyloop16:
 	CMPQ R12, R13
-	JGE  copied13
+	JGE  copied15
 	MOVW (R10)(R12*2), R14
 	MOVW R14, (R11)(R12*2)
 	INCQ R12
-	JMP  copyloop14
+	JMP  copyloop16
 
-copied13:
+copied15:
 	VCVTPH2PS 128(SP), Y1
 	VMULPS    Y1, Y0, Y1
 	VCVTPS2PH $0x00, Y1, 192(SP)
@@ -26659,26 +24541,26 @@ copied13:
 	XORQ      R12, R12
 	SUBQ      $0x00000010, R13
 
-copyvec15:
+copyvec17:
 	CMPQ    R12, R13
-	JG      copyone16
+	JG      copyone18
 	VMOVUPS (R11)(R12*2), Y1
 	VMOVUPS Y1, (R10)(R12*2)
 	ADDQ    $0x00000010, R12
-	JMP     copyvec15
+	JMP     copyvec17
 
-copyone16:
+copyone18:
 	ADDQ $0x00000010, R13
 
-copyloop18:
+copyloop20:
 	CMPQ R12, R13
-	JGE  copied17
+	JGE  copied19
 	MOVW (R11)(R12*2), R14
 	MOVW R14, (R10)(R12*2)
 	INCQ R12
-	JMP  copyloop18
+	JMP  copyloop20
 
-copied17:
+copied19:
 	ADDQ R9, SI
 
 scalentloop:
@@ -26693,14 +24575,14 @@ scalentloop:
 	VMULPS      Y0, Y3, Y3
 	VCVTPH2PS   48(DX)(SI*2), Y4
 	VMULPS      Y0, Y4, Y4
-	VCVTPS2PH   $0x00, Y1, X13
+	VCVTPS2PH   $0x00, Y1, X11
 	VCVTPS2PH   $0x00, Y2, X1
-	VINSERTI128 $0x01, X1, Y13, Y13
-	VMOVNTDQ    Y13, (CX)(SI*2)
-	VCVTPS2PH   $0x00, Y3, X14
+	VINSERTI128 $0x01, X1, Y11, Y11
+	VMOVNTDQ    Y11, (CX)(SI*2)
+	VCVTPS2PH   $0x00, Y3, X12
 	VCVTPS2PH   $0x00, Y4, X1
-	VINSERTI128 $0x01, X1, Y14, Y14
-	VMOVNTDQ    Y14, 32(CX)(SI*2)
+	VINSERTI128 $0x01, X1, Y12, Y12
+	VMOVNTDQ    Y12, 32(CX)(SI*2)
 	ADDQ        $0x00000020, SI
 	JMP         scalentloop
 
@@ -26726,26 +24608,26 @@ scalepart:
 	XORQ R10, R10
 	SUBQ $0x00000010, R11
 
-copyvec19:
+copyvec21:
 	CMPQ    R10, R11
-	JG      copyone20
+	JG      copyone22
 	VMOVUPS (DI)(R10*2), Y1
 	VMOVUPS Y1, (R8)(R10*2)
 	ADDQ    $0x00000010, R10
-	JMP     copyvec19
+	JMP     copyvec21
 
-copyone20:
+copyone22:
 	ADDQ $0x00000010, R11
 
-copyloop22:
+copyloop24:
 	CMPQ R10, R11
-	JGE  copied21
+	JGE  copied23
 	MOVW (DI)(R10*2), R12
 	MOVW R12, (R8)(R10*2)
 	INCQ R10
-	JMP  copyloop22
+	JMP  copyloop24
 
-copied21:
+copied23:
 	VCVTPH2PS 128(SP), Y1
 	VMULPS    Y1, Y0, Y1
 	VCVTPS2PH $0x00, Y1, 192(SP)
@@ -26754,26 +24636,26 @@ copied21:
 	XORQ      SI, SI
 	SUBQ      $0x00000010, R9
 
-copyvec23:
+copyvec25:
 	CMPQ    SI, R9
-	JG      copyone24
+	JG      copyone26
 	VMOVUPS (R8)(SI*2), Y0
 	VMOVUPS Y0, (DI)(SI*2)
 	ADDQ    $0x00000010, SI
-	JMP     copyvec23
+	JMP     copyvec25
 
-copyone24:
+copyone26:
 	ADDQ $0x00000010, R9
 
-copyloop26:
+copyloop28:
 	CMPQ SI, R9
-	JGE  copied25
+	JGE  copied27
 	MOVW (R8)(SI*2), R10
 	MOVW R10, (DI)(SI*2)
 	INCQ SI
-	JMP  copyloop26
+	JMP  copyloop28
 
-copied25:
+copied27:
 scaled:
 	ADDQ BX, DX
 	ADDQ BX, CX
@@ -26919,12 +24801,25 @@ firstblock:
 	VCVTPS2PH $0x00, Y7, 112(R9)(R10*2)
 	VMULPS    Y7, Y7, Y7
 	MOVQ      $0x00000040, R10
-	TESTL     $0x00000002, job_flags+0(AX)
-	JNZ       sumpf
+
+	// With flagPF, the rows ahead are prefetched: one loop for both, the flag tested per block.
+	MOVQ DI, R12
+	SHLQ $0x01, R12
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows1
+	SHLQ $0x03, R12
+
+longrows1:
+	ADDQ R8, R12
+	MOVL job_flags+0(AX), R13
 
 sumloop:
-	CMPQ      R10, R11
-	JG        sumtail
+	CMPQ  R10, R11
+	JG    sumtail
+	TESTL $0x00000002, R13
+	JNZ   sumpf
+
+sumblock:
 	VCVTPH2PS (R8)(R10*2), Y8
 	VCVTPH2PS (R9)(R10*2), Y9
 	VADDPS    Y9, Y8, Y8
@@ -26992,88 +24887,11 @@ sumloop:
 	ADDQ      $0x00000040, R10
 	JMP       sumloop
 
-	// The same, prefetching the rows ahead.
+	// Out of the loop's way: the prefetches, whose flag is usually clear.
 sumpf:
-	MOVQ DI, R12
-	SHLQ $0x01, R12
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows1
-	SHLQ $0x03, R12
-
-longrows1:
-	ADDQ R8, R12
-
-sumpfloop:
-	CMPQ       R10, R11
-	JG         sumtail
 	PREFETCHT0 (R12)(R10*2)
 	PREFETCHT0 64(R12)(R10*2)
-	VCVTPH2PS  (R8)(R10*2), Y8
-	VCVTPH2PS  (R9)(R10*2), Y9
-	VADDPS     Y9, Y8, Y8
-	VCVTPS2PH  $0x00, Y8, X8
-	VCVTPH2PS  X8, Y8
-	VCVTPS2PH  $0x00, Y8, (R9)(R10*2)
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y0, Y0
-	VCVTPH2PS  16(R8)(R10*2), Y8
-	VCVTPH2PS  16(R9)(R10*2), Y9
-	VADDPS     Y9, Y8, Y8
-	VCVTPS2PH  $0x00, Y8, X8
-	VCVTPH2PS  X8, Y8
-	VCVTPS2PH  $0x00, Y8, 16(R9)(R10*2)
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y1, Y1
-	VCVTPH2PS  32(R8)(R10*2), Y8
-	VCVTPH2PS  32(R9)(R10*2), Y9
-	VADDPS     Y9, Y8, Y8
-	VCVTPS2PH  $0x00, Y8, X8
-	VCVTPH2PS  X8, Y8
-	VCVTPS2PH  $0x00, Y8, 32(R9)(R10*2)
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y2, Y2
-	VCVTPH2PS  48(R8)(R10*2), Y8
-	VCVTPH2PS  48(R9)(R10*2), Y9
-	VADDPS     Y9, Y8, Y8
-	VCVTPS2PH  $0x00, Y8, X8
-	VCVTPH2PS  X8, Y8
-	VCVTPS2PH  $0x00, Y8, 48(R9)(R10*2)
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y3, Y3
-	VCVTPH2PS  64(R8)(R10*2), Y8
-	VCVTPH2PS  64(R9)(R10*2), Y9
-	VADDPS     Y9, Y8, Y8
-	VCVTPS2PH  $0x00, Y8, X8
-	VCVTPH2PS  X8, Y8
-	VCVTPS2PH  $0x00, Y8, 64(R9)(R10*2)
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y4, Y4
-	VCVTPH2PS  80(R8)(R10*2), Y8
-	VCVTPH2PS  80(R9)(R10*2), Y9
-	VADDPS     Y9, Y8, Y8
-	VCVTPS2PH  $0x00, Y8, X8
-	VCVTPH2PS  X8, Y8
-	VCVTPS2PH  $0x00, Y8, 80(R9)(R10*2)
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y5, Y5
-	VCVTPH2PS  96(R8)(R10*2), Y8
-	VCVTPH2PS  96(R9)(R10*2), Y9
-	VADDPS     Y9, Y8, Y8
-	VCVTPS2PH  $0x00, Y8, X8
-	VCVTPH2PS  X8, Y8
-	VCVTPS2PH  $0x00, Y8, 96(R9)(R10*2)
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y6, Y6
-	VCVTPH2PS  112(R8)(R10*2), Y8
-	VCVTPH2PS  112(R9)(R10*2), Y9
-	VADDPS     Y9, Y8, Y8
-	VCVTPS2PH  $0x00, Y8, X8
-	VCVTPH2PS  X8, Y8
-	VCVTPS2PH  $0x00, Y8, 112(R9)(R10*2)
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y7, Y7
-	ADDQ       $0x00000040, R10
-	JMP        sumpfloop
+	JMP        sumblock
 
 sumtail:
 	// Fewer than 64 elements remain.
@@ -27292,15 +25110,27 @@ scalerow:
 
 scalebody:
 	// y = (src*inv)*w, rounded after each multiply.
-	XORQ  R8, R8
-	MOVQ  job_d+0(AX), R9
-	SUBQ  $0x00000020, R9
-	TESTL $0x00000002, job_flags+0(AX)
-	JNZ   scalepf
+	XORQ R8, R8
+	MOVQ job_d+0(AX), R9
+	SUBQ $0x00000020, R9
+	MOVQ DI, R10
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows16
+	SHLQ $0x03, R10
+
+longrows16:
+	ADDQ  SI, R10
+	MOVL  job_flags+0(AX), R11
+	TESTL $0x00000001, R11
+	JNZ   scalent
 
 scaleloop:
-	CMPQ      R8, R9
-	JG        scaletail
+	CMPQ  R8, R9
+	JG    scaletail
+	TESTL $0x00000002, R11
+	JNZ   scalelooppf17
+
+scaleloopbody18:
 	VCVTPH2PS (SI)(R8*2), Y1
 	VMULPS    Y0, Y1, Y1
 	VCVTPH2PS 16(SI)(R8*2), Y2
@@ -27310,7 +25140,7 @@ scaleloop:
 	VCVTPH2PS 48(SI)(R8*2), Y4
 	VMULPS    Y0, Y4, Y4
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn16
+	JZ        notrn19
 	VCVTPS2PH $0x00, Y1, X1
 	VCVTPH2PS X1, Y1
 	VMOVUPS   Y1, Y1
@@ -27324,7 +25154,7 @@ scaleloop:
 	VCVTPH2PS X4, Y4
 	VMOVUPS   Y4, Y4
 
-notrn16:
+notrn19:
 	VMULPS      (BX)(R8*4), Y1, Y1
 	VMULPS      32(BX)(R8*4), Y2, Y2
 	VCVTPS2PH   $0x00, Y1, X10
@@ -27340,59 +25170,9 @@ notrn16:
 	ADDQ        $0x00000020, R8
 	JMP         scaleloop
 
-scalepf:
-	MOVQ DI, R10
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows17
-	SHLQ $0x03, R10
-
-longrows17:
-	ADDQ  SI, R10
-	TESTL $0x00000001, job_flags+0(AX)
-	JNZ   scalent
-
-scalepfloop:
-	CMPQ       R8, R9
-	JG         scaletail
+scalelooppf17:
 	PREFETCHT0 (R10)(R8*2)
-	VCVTPH2PS  (SI)(R8*2), Y1
-	VMULPS     Y0, Y1, Y1
-	VCVTPH2PS  16(SI)(R8*2), Y2
-	VMULPS     Y0, Y2, Y2
-	VCVTPH2PS  32(SI)(R8*2), Y3
-	VMULPS     Y0, Y3, Y3
-	VCVTPH2PS  48(SI)(R8*2), Y4
-	VMULPS     Y0, Y4, Y4
-	TESTL      $0x00000008, job_flags+0(AX)
-	JZ         notrn18
-	VCVTPS2PH  $0x00, Y1, X1
-	VCVTPH2PS  X1, Y1
-	VMOVUPS    Y1, Y1
-	VCVTPS2PH  $0x00, Y2, X2
-	VCVTPH2PS  X2, Y2
-	VMOVUPS    Y2, Y2
-	VCVTPS2PH  $0x00, Y3, X3
-	VCVTPH2PS  X3, Y3
-	VMOVUPS    Y3, Y3
-	VCVTPS2PH  $0x00, Y4, X4
-	VCVTPH2PS  X4, Y4
-	VMOVUPS    Y4, Y4
-
-notrn18:
-	VMULPS      (BX)(R8*4), Y1, Y1
-	VMULPS      32(BX)(R8*4), Y2, Y2
-	VCVTPS2PH   $0x00, Y1, X12
-	VCVTPS2PH   $0x00, Y2, X1
-	VINSERTI128 $0x01, X1, Y12, Y12
-	VMOVDQU     Y12, (CX)(R8*2)
-	VMULPS      64(BX)(R8*4), Y3, Y3
-	VMULPS      96(BX)(R8*4), Y4, Y4
-	VCVTPS2PH   $0x00, Y3, X13
-	VCVTPS2PH   $0x00, Y4, X1
-	VINSERTI128 $0x01, X1, Y13, Y13
-	VMOVDQU     Y13, 32(CX)(R8*2)
-	ADDQ        $0x00000020, R8
-	JMP         scalepfloop
+	JMP        scaleloopbody18
 
 scalent:
 	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
@@ -27411,12 +25191,12 @@ scalehead:
 	VCVTPH2PS (SI)(R8*2), Y1
 	VMULPS    Y0, Y1, Y1
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn19
+	JZ        notrn20
 	VCVTPS2PH $0x00, Y1, X1
 	VCVTPH2PS X1, Y1
 	VMOVUPS   Y1, Y1
 
-notrn19:
+notrn20:
 	VMULPS    (BX)(R8*4), Y1, Y1
 	VCVTPS2PH $0x00, Y1, (CX)(R8*2)
 	ADDQ      $0x00000008, R8
@@ -27430,61 +25210,61 @@ scaleheadpart:
 	XORQ R14, R14
 	SUBQ $0x00000010, R15
 
-copyvec20:
+copyvec21:
 	CMPQ    R14, R15
-	JG      copyone21
+	JG      copyone22
 	VMOVUPS (R12)(R14*2), Y1
 	VMOVUPS Y1, (R13)(R14*2)
 	ADDQ    $0x00000010, R14
-	JMP     copyvec20
+	JMP     copyvec21
 
-copyone21:
+copyone22:
 	ADDQ $0x00000010, R15
 
-copyloop23:
+copyloop24:
 	CMPQ R14, R15
-	JGE  copied22
+	JGE  copied23
 	MOVW (R12)(R14*2), BP
 	MOVW BP, (R13)(R14*2)
 	INCQ R14
-	JMP  copyloop23
+	JMP  copyloop24
 
-copied22:
+copied23:
 	LEAQ (BX)(R8*4), R12
 	LEAQ 160(SP), R13
 	MOVQ R11, R15
 	XORQ R14, R14
 	SUBQ $0x00000008, R15
 
-copyvec24:
+copyvec25:
 	CMPQ    R14, R15
-	JG      copyone25
+	JG      copyone26
 	VMOVUPS (R12)(R14*4), Y1
 	VMOVUPS Y1, (R13)(R14*4)
 	ADDQ    $0x00000008, R14
-	JMP     copyvec24
+	JMP     copyvec25
 
-copyone25:
+copyone26:
 	ADDQ $0x00000008, R15
 
-copyloop27:
+copyloop28:
 	CMPQ R14, R15
-	JGE  copied26
+	JGE  copied27
 	MOVL (R12)(R14*4), BP
 	MOVL BP, (R13)(R14*4)
 	INCQ R14
-	JMP  copyloop27
+	JMP  copyloop28
 
-copied26:
+copied27:
 	VCVTPH2PS 128(SP), Y1
 	VMULPS    Y1, Y0, Y1
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn28
+	JZ        notrn29
 	VCVTPS2PH $0x00, Y1, X1
 	VCVTPH2PS X1, Y1
 	VMOVUPS   Y1, Y1
 
-notrn28:
+notrn29:
 	VMULPS    160(SP), Y1, Y1
 	VCVTPS2PH $0x00, Y1, 192(SP)
 	LEAQ      192(SP), R13
@@ -27493,26 +25273,26 @@ notrn28:
 	XORQ      R14, R14
 	SUBQ      $0x00000010, R15
 
-copyvec29:
+copyvec30:
 	CMPQ    R14, R15
-	JG      copyone30
+	JG      copyone31
 	VMOVUPS (R13)(R14*2), Y1
 	VMOVUPS Y1, (R12)(R14*2)
 	ADDQ    $0x00000010, R14
-	JMP     copyvec29
+	JMP     copyvec30
 
-copyone30:
+copyone31:
 	ADDQ $0x00000010, R15
 
-copyloop32:
+copyloop33:
 	CMPQ R14, R15
-	JGE  copied31
+	JGE  copied32
 	MOVW (R13)(R14*2), BP
 	MOVW BP, (R12)(R14*2)
 	INCQ R14
-	JMP  copyloop32
+	JMP  copyloop33
 
-copied31:
+copied32:
 	ADDQ R11, R8
 
 scalentloop:
@@ -27528,7 +25308,7 @@ scalentloop:
 	VCVTPH2PS  48(SI)(R8*2), Y4
 	VMULPS     Y0, Y4, Y4
 	TESTL      $0x00000008, job_flags+0(AX)
-	JZ         notrn33
+	JZ         notrn34
 	VCVTPS2PH  $0x00, Y1, X1
 	VCVTPH2PS  X1, Y1
 	VMOVUPS    Y1, Y1
@@ -27542,19 +25322,19 @@ scalentloop:
 	VCVTPH2PS  X4, Y4
 	VMOVUPS    Y4, Y4
 
-notrn33:
+notrn34:
 	VMULPS      (BX)(R8*4), Y1, Y1
 	VMULPS      32(BX)(R8*4), Y2, Y2
-	VCVTPS2PH   $0x00, Y1, X14
+	VCVTPS2PH   $0x00, Y1, X12
 	VCVTPS2PH   $0x00, Y2, X1
-	VINSERTI128 $0x01, X1, Y14, Y14
-	VMOVNTDQ    Y14, (CX)(R8*2)
+	VINSERTI128 $0x01, X1, Y12, Y12
+	VMOVNTDQ    Y12, (CX)(R8*2)
 	VMULPS      64(BX)(R8*4), Y3, Y3
 	VMULPS      96(BX)(R8*4), Y4, Y4
-	VCVTPS2PH   $0x00, Y3, X15
+	VCVTPS2PH   $0x00, Y3, X13
 	VCVTPS2PH   $0x00, Y4, X1
-	VINSERTI128 $0x01, X1, Y15, Y15
-	VMOVNTDQ    Y15, 32(CX)(R8*2)
+	VINSERTI128 $0x01, X1, Y13, Y13
+	VMOVNTDQ    Y13, 32(CX)(R8*2)
 	ADDQ        $0x00000020, R8
 	JMP         scalentloop
 
@@ -27567,12 +25347,12 @@ scaleone:
 	VCVTPH2PS (SI)(R8*2), Y1
 	VMULPS    Y0, Y1, Y1
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn34
+	JZ        notrn35
 	VCVTPS2PH $0x00, Y1, X1
 	VCVTPH2PS X1, Y1
 	VMOVUPS   Y1, Y1
 
-notrn34:
+notrn35:
 	VMULPS    (BX)(R8*4), Y1, Y1
 	VCVTPS2PH $0x00, Y1, (CX)(R8*2)
 	ADDQ      $0x00000008, R8
@@ -27588,61 +25368,61 @@ scalepart:
 	XORQ R12, R12
 	SUBQ $0x00000010, R13
 
-copyvec35:
+copyvec36:
 	CMPQ    R12, R13
-	JG      copyone36
+	JG      copyone37
 	VMOVUPS (R9)(R12*2), Y1
 	VMOVUPS Y1, (R10)(R12*2)
 	ADDQ    $0x00000010, R12
-	JMP     copyvec35
+	JMP     copyvec36
 
-copyone36:
+copyone37:
 	ADDQ $0x00000010, R13
 
-copyloop38:
+copyloop39:
 	CMPQ R12, R13
-	JGE  copied37
+	JGE  copied38
 	MOVW (R9)(R12*2), R14
 	MOVW R14, (R10)(R12*2)
 	INCQ R12
-	JMP  copyloop38
+	JMP  copyloop39
 
-copied37:
+copied38:
 	LEAQ (BX)(R8*4), R9
 	LEAQ 160(SP), R10
 	MOVQ R11, R13
 	XORQ R12, R12
 	SUBQ $0x00000008, R13
 
-copyvec39:
+copyvec40:
 	CMPQ    R12, R13
-	JG      copyone40
+	JG      copyone41
 	VMOVUPS (R9)(R12*4), Y1
 	VMOVUPS Y1, (R10)(R12*4)
 	ADDQ    $0x00000008, R12
-	JMP     copyvec39
+	JMP     copyvec40
 
-copyone40:
+copyone41:
 	ADDQ $0x00000008, R13
 
-copyloop42:
+copyloop43:
 	CMPQ R12, R13
-	JGE  copied41
+	JGE  copied42
 	MOVL (R9)(R12*4), R14
 	MOVL R14, (R10)(R12*4)
 	INCQ R12
-	JMP  copyloop42
+	JMP  copyloop43
 
-copied41:
+copied42:
 	VCVTPH2PS 128(SP), Y1
 	VMULPS    Y1, Y0, Y1
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn43
+	JZ        notrn44
 	VCVTPS2PH $0x00, Y1, X0
 	VCVTPH2PS X0, Y0
 	VMOVUPS   Y0, Y1
 
-notrn43:
+notrn44:
 	VMULPS    160(SP), Y1, Y1
 	VCVTPS2PH $0x00, Y1, 192(SP)
 	LEAQ      192(SP), R10
@@ -27650,26 +25430,26 @@ notrn43:
 	XORQ      R8, R8
 	SUBQ      $0x00000010, R11
 
-copyvec44:
+copyvec45:
 	CMPQ    R8, R11
-	JG      copyone45
+	JG      copyone46
 	VMOVUPS (R10)(R8*2), Y0
 	VMOVUPS Y0, (R9)(R8*2)
 	ADDQ    $0x00000010, R8
-	JMP     copyvec44
+	JMP     copyvec45
 
-copyone45:
+copyone46:
 	ADDQ $0x00000010, R11
 
-copyloop47:
+copyloop48:
 	CMPQ R8, R11
-	JGE  copied46
+	JGE  copied47
 	MOVW (R10)(R8*2), R12
 	MOVW R12, (R9)(R8*2)
 	INCQ R8
-	JMP  copyloop47
+	JMP  copyloop48
 
-copied46:
+copied47:
 scaled:
 	ADDQ DI, DX
 	ADDQ DI, CX
@@ -27816,12 +25596,25 @@ firstblock:
 	VCVTPS2PH $0x00, Y7, 112(R9)(R10*2)
 	VMULPS    Y7, Y7, Y7
 	MOVQ      $0x00000040, R10
-	TESTL     $0x00000002, job_flags+0(AX)
-	JNZ       sumpf
+
+	// With flagPF, the rows ahead are prefetched: one loop for both, the flag tested per block.
+	MOVQ DI, R12
+	SHLQ $0x01, R12
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows1
+	SHLQ $0x03, R12
+
+longrows1:
+	ADDQ R8, R12
+	MOVL job_flags+0(AX), R13
 
 sumloop:
-	CMPQ      R10, R11
-	JG        sumtail
+	CMPQ  R10, R11
+	JG    sumtail
+	TESTL $0x00000002, R13
+	JNZ   sumpf
+
+sumblock:
 	VCVTPH2PS (R8)(R10*2), Y8
 	VCVTPH2PS (R9)(R10*2), Y9
 	VADDPS    Y9, Y8, Y8
@@ -27889,88 +25682,11 @@ sumloop:
 	ADDQ      $0x00000040, R10
 	JMP       sumloop
 
-	// The same, prefetching the rows ahead.
+	// Out of the loop's way: the prefetches, whose flag is usually clear.
 sumpf:
-	MOVQ DI, R12
-	SHLQ $0x01, R12
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows1
-	SHLQ $0x03, R12
-
-longrows1:
-	ADDQ R8, R12
-
-sumpfloop:
-	CMPQ       R10, R11
-	JG         sumtail
 	PREFETCHT0 (R12)(R10*2)
 	PREFETCHT0 64(R12)(R10*2)
-	VCVTPH2PS  (R8)(R10*2), Y8
-	VCVTPH2PS  (R9)(R10*2), Y9
-	VADDPS     Y9, Y8, Y8
-	VCVTPS2PH  $0x00, Y8, X8
-	VCVTPH2PS  X8, Y8
-	VCVTPS2PH  $0x00, Y8, (R9)(R10*2)
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y0, Y0
-	VCVTPH2PS  16(R8)(R10*2), Y8
-	VCVTPH2PS  16(R9)(R10*2), Y9
-	VADDPS     Y9, Y8, Y8
-	VCVTPS2PH  $0x00, Y8, X8
-	VCVTPH2PS  X8, Y8
-	VCVTPS2PH  $0x00, Y8, 16(R9)(R10*2)
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y1, Y1
-	VCVTPH2PS  32(R8)(R10*2), Y8
-	VCVTPH2PS  32(R9)(R10*2), Y9
-	VADDPS     Y9, Y8, Y8
-	VCVTPS2PH  $0x00, Y8, X8
-	VCVTPH2PS  X8, Y8
-	VCVTPS2PH  $0x00, Y8, 32(R9)(R10*2)
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y2, Y2
-	VCVTPH2PS  48(R8)(R10*2), Y8
-	VCVTPH2PS  48(R9)(R10*2), Y9
-	VADDPS     Y9, Y8, Y8
-	VCVTPS2PH  $0x00, Y8, X8
-	VCVTPH2PS  X8, Y8
-	VCVTPS2PH  $0x00, Y8, 48(R9)(R10*2)
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y3, Y3
-	VCVTPH2PS  64(R8)(R10*2), Y8
-	VCVTPH2PS  64(R9)(R10*2), Y9
-	VADDPS     Y9, Y8, Y8
-	VCVTPS2PH  $0x00, Y8, X8
-	VCVTPH2PS  X8, Y8
-	VCVTPS2PH  $0x00, Y8, 64(R9)(R10*2)
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y4, Y4
-	VCVTPH2PS  80(R8)(R10*2), Y8
-	VCVTPH2PS  80(R9)(R10*2), Y9
-	VADDPS     Y9, Y8, Y8
-	VCVTPS2PH  $0x00, Y8, X8
-	VCVTPH2PS  X8, Y8
-	VCVTPS2PH  $0x00, Y8, 80(R9)(R10*2)
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y5, Y5
-	VCVTPH2PS  96(R8)(R10*2), Y8
-	VCVTPH2PS  96(R9)(R10*2), Y9
-	VADDPS     Y9, Y8, Y8
-	VCVTPS2PH  $0x00, Y8, X8
-	VCVTPH2PS  X8, Y8
-	VCVTPS2PH  $0x00, Y8, 96(R9)(R10*2)
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y6, Y6
-	VCVTPH2PS  112(R8)(R10*2), Y8
-	VCVTPH2PS  112(R9)(R10*2), Y9
-	VADDPS     Y9, Y8, Y8
-	VCVTPS2PH  $0x00, Y8, X8
-	VCVTPH2PS  X8, Y8
-	VCVTPS2PH  $0x00, Y8, 112(R9)(R10*2)
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y7, Y7
-	ADDQ       $0x00000040, R10
-	JMP        sumpfloop
+	JMP        sumblock
 
 sumtail:
 	// Fewer than 64 elements remain.
@@ -28191,15 +25907,27 @@ scalebody:
 	VBROADCASTSS one<>+0(SB), Y1
 
 	// y = (src*inv)*w, rounded after each multiply.
-	XORQ  R8, R8
-	MOVQ  job_d+0(AX), R9
-	SUBQ  $0x00000020, R9
-	TESTL $0x00000002, job_flags+0(AX)
-	JNZ   scalepf
+	XORQ R8, R8
+	MOVQ job_d+0(AX), R9
+	SUBQ $0x00000020, R9
+	MOVQ DI, R10
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows16
+	SHLQ $0x03, R10
+
+longrows16:
+	ADDQ  SI, R10
+	MOVL  job_flags+0(AX), R11
+	TESTL $0x00000001, R11
+	JNZ   scalent
 
 scaleloop:
-	CMPQ      R8, R9
-	JG        scaletail
+	CMPQ  R8, R9
+	JG    scaletail
+	TESTL $0x00000002, R11
+	JNZ   scalelooppf17
+
+scaleloopbody18:
 	VCVTPH2PS (SI)(R8*2), Y2
 	VMULPS    Y0, Y2, Y2
 	VCVTPH2PS 16(SI)(R8*2), Y3
@@ -28209,7 +25937,7 @@ scaleloop:
 	VCVTPH2PS 48(SI)(R8*2), Y5
 	VMULPS    Y0, Y5, Y5
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn16
+	JZ        notrn19
 	VCVTPS2PH $0x00, Y2, X2
 	VCVTPH2PS X2, Y2
 	VMOVUPS   Y2, Y2
@@ -28223,7 +25951,7 @@ scaleloop:
 	VCVTPH2PS X5, Y5
 	VMOVUPS   Y5, Y5
 
-notrn16:
+notrn19:
 	VMOVUPS     (BX)(R8*4), Y6
 	VADDPS      Y1, Y6, Y6
 	VMULPS      Y6, Y2, Y2
@@ -28247,67 +25975,9 @@ notrn16:
 	ADDQ        $0x00000020, R8
 	JMP         scaleloop
 
-scalepf:
-	MOVQ DI, R10
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows17
-	SHLQ $0x03, R10
-
-longrows17:
-	ADDQ  SI, R10
-	TESTL $0x00000001, job_flags+0(AX)
-	JNZ   scalent
-
-scalepfloop:
-	CMPQ       R8, R9
-	JG         scaletail
+scalelooppf17:
 	PREFETCHT0 (R10)(R8*2)
-	VCVTPH2PS  (SI)(R8*2), Y2
-	VMULPS     Y0, Y2, Y2
-	VCVTPH2PS  16(SI)(R8*2), Y3
-	VMULPS     Y0, Y3, Y3
-	VCVTPH2PS  32(SI)(R8*2), Y4
-	VMULPS     Y0, Y4, Y4
-	VCVTPH2PS  48(SI)(R8*2), Y5
-	VMULPS     Y0, Y5, Y5
-	TESTL      $0x00000008, job_flags+0(AX)
-	JZ         notrn18
-	VCVTPS2PH  $0x00, Y2, X2
-	VCVTPH2PS  X2, Y2
-	VMOVUPS    Y2, Y2
-	VCVTPS2PH  $0x00, Y3, X3
-	VCVTPH2PS  X3, Y3
-	VMOVUPS    Y3, Y3
-	VCVTPS2PH  $0x00, Y4, X4
-	VCVTPH2PS  X4, Y4
-	VMOVUPS    Y4, Y4
-	VCVTPS2PH  $0x00, Y5, X5
-	VCVTPH2PS  X5, Y5
-	VMOVUPS    Y5, Y5
-
-notrn18:
-	VMOVUPS     (BX)(R8*4), Y6
-	VADDPS      Y1, Y6, Y6
-	VMULPS      Y6, Y2, Y2
-	VMOVUPS     32(BX)(R8*4), Y6
-	VADDPS      Y1, Y6, Y6
-	VMULPS      Y6, Y3, Y3
-	VCVTPS2PH   $0x00, Y2, X12
-	VCVTPS2PH   $0x00, Y3, X2
-	VINSERTI128 $0x01, X2, Y12, Y12
-	VMOVDQU     Y12, (CX)(R8*2)
-	VMOVUPS     64(BX)(R8*4), Y2
-	VADDPS      Y1, Y2, Y2
-	VMULPS      Y2, Y4, Y4
-	VMOVUPS     96(BX)(R8*4), Y2
-	VADDPS      Y1, Y2, Y2
-	VMULPS      Y2, Y5, Y5
-	VCVTPS2PH   $0x00, Y4, X13
-	VCVTPS2PH   $0x00, Y5, X2
-	VINSERTI128 $0x01, X2, Y13, Y13
-	VMOVDQU     Y13, 32(CX)(R8*2)
-	ADDQ        $0x00000020, R8
-	JMP         scalepfloop
+	JMP        scaleloopbody18
 
 scalent:
 	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
@@ -28326,12 +25996,12 @@ scalehead:
 	VCVTPH2PS (SI)(R8*2), Y2
 	VMULPS    Y0, Y2, Y2
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn19
+	JZ        notrn20
 	VCVTPS2PH $0x00, Y2, X2
 	VCVTPH2PS X2, Y2
 	VMOVUPS   Y2, Y2
 
-notrn19:
+notrn20:
 	VMOVUPS   (BX)(R8*4), Y3
 	VADDPS    Y1, Y3, Y3
 	VMULPS    Y3, Y2, Y2
@@ -28347,61 +26017,61 @@ scaleheadpart:
 	XORQ R14, R14
 	SUBQ $0x00000010, R15
 
-copyvec20:
+copyvec21:
 	CMPQ    R14, R15
-	JG      copyone21
+	JG      copyone22
 	VMOVUPS (R12)(R14*2), Y2
 	VMOVUPS Y2, (R13)(R14*2)
 	ADDQ    $0x00000010, R14
-	JMP     copyvec20
+	JMP     copyvec21
 
-copyone21:
+copyone22:
 	ADDQ $0x00000010, R15
 
-copyloop23:
+copyloop24:
 	CMPQ R14, R15
-	JGE  copied22
+	JGE  copied23
 	MOVW (R12)(R14*2), BP
 	MOVW BP, (R13)(R14*2)
 	INCQ R14
-	JMP  copyloop23
+	JMP  copyloop24
 
-copied22:
+copied23:
 	LEAQ (BX)(R8*4), R12
 	LEAQ 160(SP), R13
 	MOVQ R11, R15
 	XORQ R14, R14
 	SUBQ $0x00000008, R15
 
-copyvec24:
+copyvec25:
 	CMPQ    R14, R15
-	JG      copyone25
+	JG      copyone26
 	VMOVUPS (R12)(R14*4), Y2
 	VMOVUPS Y2, (R13)(R14*4)
 	ADDQ    $0x00000008, R14
-	JMP     copyvec24
+	JMP     copyvec25
 
-copyone25:
+copyone26:
 	ADDQ $0x00000008, R15
 
-copyloop27:
+copyloop28:
 	CMPQ R14, R15
-	JGE  copied26
+	JGE  copied27
 	MOVL (R12)(R14*4), BP
 	MOVL BP, (R13)(R14*4)
 	INCQ R14
-	JMP  copyloop27
+	JMP  copyloop28
 
-copied26:
+copied27:
 	VCVTPH2PS 128(SP), Y2
 	VMULPS    Y2, Y0, Y2
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn28
+	JZ        notrn29
 	VCVTPS2PH $0x00, Y2, X2
 	VCVTPH2PS X2, Y2
 	VMOVUPS   Y2, Y2
 
-notrn28:
+notrn29:
 	VMOVUPS   160(SP), Y3
 	VADDPS    Y1, Y3, Y3
 	VMULPS    Y3, Y2, Y2
@@ -28412,26 +26082,26 @@ notrn28:
 	XORQ      R14, R14
 	SUBQ      $0x00000010, R15
 
-copyvec29:
+copyvec30:
 	CMPQ    R14, R15
-	JG      copyone30
+	JG      copyone31
 	VMOVUPS (R13)(R14*2), Y2
 	VMOVUPS Y2, (R12)(R14*2)
 	ADDQ    $0x00000010, R14
-	JMP     copyvec29
+	JMP     copyvec30
 
-copyone30:
+copyone31:
 	ADDQ $0x00000010, R15
 
-copyloop32:
+copyloop33:
 	CMPQ R14, R15
-	JGE  copied31
+	JGE  copied32
 	MOVW (R13)(R14*2), BP
 	MOVW BP, (R12)(R14*2)
 	INCQ R14
-	JMP  copyloop32
+	JMP  copyloop33
 
-copied31:
+copied32:
 	ADDQ R11, R8
 
 scalentloop:
@@ -28447,7 +26117,7 @@ scalentloop:
 	VCVTPH2PS  48(SI)(R8*2), Y5
 	VMULPS     Y0, Y5, Y5
 	TESTL      $0x00000008, job_flags+0(AX)
-	JZ         notrn33
+	JZ         notrn34
 	VCVTPS2PH  $0x00, Y2, X2
 	VCVTPH2PS  X2, Y2
 	VMOVUPS    Y2, Y2
@@ -28461,27 +26131,27 @@ scalentloop:
 	VCVTPH2PS  X5, Y5
 	VMOVUPS    Y5, Y5
 
-notrn33:
+notrn34:
 	VMOVUPS     (BX)(R8*4), Y6
 	VADDPS      Y1, Y6, Y6
 	VMULPS      Y6, Y2, Y2
 	VMOVUPS     32(BX)(R8*4), Y6
 	VADDPS      Y1, Y6, Y6
 	VMULPS      Y6, Y3, Y3
-	VCVTPS2PH   $0x00, Y2, X14
+	VCVTPS2PH   $0x00, Y2, X12
 	VCVTPS2PH   $0x00, Y3, X2
-	VINSERTI128 $0x01, X2, Y14, Y14
-	VMOVNTDQ    Y14, (CX)(R8*2)
+	VINSERTI128 $0x01, X2, Y12, Y12
+	VMOVNTDQ    Y12, (CX)(R8*2)
 	VMOVUPS     64(BX)(R8*4), Y2
 	VADDPS      Y1, Y2, Y2
 	VMULPS      Y2, Y4, Y4
 	VMOVUPS     96(BX)(R8*4), Y2
 	VADDPS      Y1, Y2, Y2
 	VMULPS      Y2, Y5, Y5
-	VCVTPS2PH   $0x00, Y4, X15
+	VCVTPS2PH   $0x00, Y4, X13
 	VCVTPS2PH   $0x00, Y5, X2
-	VINSERTI128 $0x01, X2, Y15, Y15
-	VMOVNTDQ    Y15, 32(CX)(R8*2)
+	VINSERTI128 $0x01, X2, Y13, Y13
+	VMOVNTDQ    Y13, 32(CX)(R8*2)
 	ADDQ        $0x00000020, R8
 	JMP         scalentloop
 
@@ -28494,12 +26164,12 @@ scaleone:
 	VCVTPH2PS (SI)(R8*2), Y2
 	VMULPS    Y0, Y2, Y2
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn34
+	JZ        notrn35
 	VCVTPS2PH $0x00, Y2, X2
 	VCVTPH2PS X2, Y2
 	VMOVUPS   Y2, Y2
 
-notrn34:
+notrn35:
 	VMOVUPS   (BX)(R8*4), Y3
 	VADDPS    Y1, Y3, Y3
 	VMULPS    Y3, Y2, Y2
@@ -28517,61 +26187,61 @@ scalepart:
 	XORQ R12, R12
 	SUBQ $0x00000010, R13
 
-copyvec35:
+copyvec36:
 	CMPQ    R12, R13
-	JG      copyone36
+	JG      copyone37
 	VMOVUPS (R9)(R12*2), Y2
 	VMOVUPS Y2, (R10)(R12*2)
 	ADDQ    $0x00000010, R12
-	JMP     copyvec35
+	JMP     copyvec36
 
-copyone36:
+copyone37:
 	ADDQ $0x00000010, R13
 
-copyloop38:
+copyloop39:
 	CMPQ R12, R13
-	JGE  copied37
+	JGE  copied38
 	MOVW (R9)(R12*2), R14
 	MOVW R14, (R10)(R12*2)
 	INCQ R12
-	JMP  copyloop38
+	JMP  copyloop39
 
-copied37:
+copied38:
 	LEAQ (BX)(R8*4), R9
 	LEAQ 160(SP), R10
 	MOVQ R11, R13
 	XORQ R12, R12
 	SUBQ $0x00000008, R13
 
-copyvec39:
+copyvec40:
 	CMPQ    R12, R13
-	JG      copyone40
+	JG      copyone41
 	VMOVUPS (R9)(R12*4), Y2
 	VMOVUPS Y2, (R10)(R12*4)
 	ADDQ    $0x00000008, R12
-	JMP     copyvec39
+	JMP     copyvec40
 
-copyone40:
+copyone41:
 	ADDQ $0x00000008, R13
 
-copyloop42:
+copyloop43:
 	CMPQ R12, R13
-	JGE  copied41
+	JGE  copied42
 	MOVL (R9)(R12*4), R14
 	MOVL R14, (R10)(R12*4)
 	INCQ R12
-	JMP  copyloop42
+	JMP  copyloop43
 
-copied41:
+copied42:
 	VCVTPH2PS 128(SP), Y2
 	VMULPS    Y2, Y0, Y2
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn43
+	JZ        notrn44
 	VCVTPS2PH $0x00, Y2, X0
 	VCVTPH2PS X0, Y0
 	VMOVUPS   Y0, Y2
 
-notrn43:
+notrn44:
 	VMOVUPS   160(SP), Y0
 	VADDPS    Y1, Y0, Y0
 	VMULPS    Y0, Y2, Y2
@@ -28581,26 +26251,26 @@ notrn43:
 	XORQ      R8, R8
 	SUBQ      $0x00000010, R11
 
-copyvec44:
+copyvec45:
 	CMPQ    R8, R11
-	JG      copyone45
+	JG      copyone46
 	VMOVUPS (R10)(R8*2), Y0
 	VMOVUPS Y0, (R9)(R8*2)
 	ADDQ    $0x00000010, R8
-	JMP     copyvec44
+	JMP     copyvec45
 
-copyone45:
+copyone46:
 	ADDQ $0x00000010, R11
 
-copyloop47:
+copyloop48:
 	CMPQ R8, R11
-	JGE  copied46
+	JGE  copied47
 	MOVW (R10)(R8*2), R12
 	MOVW R12, (R9)(R8*2)
 	INCQ R8
-	JMP  copyloop47
+	JMP  copyloop48
 
-copied46:
+copied47:
 scaled:
 	ADDQ DI, DX
 	ADDQ DI, CX
@@ -28746,12 +26416,25 @@ firstblock:
 	VCVTPS2PH $0x00, Y7, 112(R8)(R9*2)
 	VMULPS    Y7, Y7, Y7
 	MOVQ      $0x00000040, R9
-	TESTL     $0x00000002, job_flags+0(AX)
-	JNZ       sumpf
+
+	// With flagPF, the rows ahead are prefetched: one loop for both, the flag tested per block.
+	MOVQ SI, R11
+	SHLQ $0x01, R11
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows1
+	SHLQ $0x03, R11
+
+longrows1:
+	ADDQ DI, R11
+	MOVL job_flags+0(AX), R12
 
 sumloop:
-	CMPQ      R9, R10
-	JG        sumtail
+	CMPQ  R9, R10
+	JG    sumtail
+	TESTL $0x00000002, R12
+	JNZ   sumpf
+
+sumblock:
 	VCVTPH2PS (DI)(R9*2), Y8
 	VCVTPH2PS (R8)(R9*2), Y9
 	VADDPS    Y9, Y8, Y8
@@ -28819,88 +26502,11 @@ sumloop:
 	ADDQ      $0x00000040, R9
 	JMP       sumloop
 
-	// The same, prefetching the rows ahead.
+	// Out of the loop's way: the prefetches, whose flag is usually clear.
 sumpf:
-	MOVQ SI, R11
-	SHLQ $0x01, R11
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows1
-	SHLQ $0x03, R11
-
-longrows1:
-	ADDQ DI, R11
-
-sumpfloop:
-	CMPQ       R9, R10
-	JG         sumtail
 	PREFETCHT0 (R11)(R9*2)
 	PREFETCHT0 64(R11)(R9*2)
-	VCVTPH2PS  (DI)(R9*2), Y8
-	VCVTPH2PS  (R8)(R9*2), Y9
-	VADDPS     Y9, Y8, Y8
-	VCVTPS2PH  $0x00, Y8, X8
-	VCVTPH2PS  X8, Y8
-	VCVTPS2PH  $0x00, Y8, (R8)(R9*2)
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y0, Y0
-	VCVTPH2PS  16(DI)(R9*2), Y8
-	VCVTPH2PS  16(R8)(R9*2), Y9
-	VADDPS     Y9, Y8, Y8
-	VCVTPS2PH  $0x00, Y8, X8
-	VCVTPH2PS  X8, Y8
-	VCVTPS2PH  $0x00, Y8, 16(R8)(R9*2)
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y1, Y1
-	VCVTPH2PS  32(DI)(R9*2), Y8
-	VCVTPH2PS  32(R8)(R9*2), Y9
-	VADDPS     Y9, Y8, Y8
-	VCVTPS2PH  $0x00, Y8, X8
-	VCVTPH2PS  X8, Y8
-	VCVTPS2PH  $0x00, Y8, 32(R8)(R9*2)
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y2, Y2
-	VCVTPH2PS  48(DI)(R9*2), Y8
-	VCVTPH2PS  48(R8)(R9*2), Y9
-	VADDPS     Y9, Y8, Y8
-	VCVTPS2PH  $0x00, Y8, X8
-	VCVTPH2PS  X8, Y8
-	VCVTPS2PH  $0x00, Y8, 48(R8)(R9*2)
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y3, Y3
-	VCVTPH2PS  64(DI)(R9*2), Y8
-	VCVTPH2PS  64(R8)(R9*2), Y9
-	VADDPS     Y9, Y8, Y8
-	VCVTPS2PH  $0x00, Y8, X8
-	VCVTPH2PS  X8, Y8
-	VCVTPS2PH  $0x00, Y8, 64(R8)(R9*2)
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y4, Y4
-	VCVTPH2PS  80(DI)(R9*2), Y8
-	VCVTPH2PS  80(R8)(R9*2), Y9
-	VADDPS     Y9, Y8, Y8
-	VCVTPS2PH  $0x00, Y8, X8
-	VCVTPH2PS  X8, Y8
-	VCVTPS2PH  $0x00, Y8, 80(R8)(R9*2)
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y5, Y5
-	VCVTPH2PS  96(DI)(R9*2), Y8
-	VCVTPH2PS  96(R8)(R9*2), Y9
-	VADDPS     Y9, Y8, Y8
-	VCVTPS2PH  $0x00, Y8, X8
-	VCVTPH2PS  X8, Y8
-	VCVTPS2PH  $0x00, Y8, 96(R8)(R9*2)
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y6, Y6
-	VCVTPH2PS  112(DI)(R9*2), Y8
-	VCVTPH2PS  112(R8)(R9*2), Y9
-	VADDPS     Y9, Y8, Y8
-	VCVTPS2PH  $0x00, Y8, X8
-	VCVTPH2PS  X8, Y8
-	VCVTPS2PH  $0x00, Y8, 112(R8)(R9*2)
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y7, Y7
-	ADDQ       $0x00000040, R9
-	JMP        sumpfloop
+	JMP        sumblock
 
 sumtail:
 	// Fewer than 64 elements remain.
@@ -29119,15 +26725,27 @@ scalerow:
 
 scalebody:
 	// y = (src*inv)*w, rounded after each multiply.
-	XORQ  DI, DI
-	MOVQ  job_d+0(AX), R8
-	SUBQ  $0x00000020, R8
-	TESTL $0x00000002, job_flags+0(AX)
-	JNZ   scalepf
+	XORQ DI, DI
+	MOVQ job_d+0(AX), R8
+	SUBQ $0x00000020, R8
+	MOVQ SI, R9
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows16
+	SHLQ $0x03, R9
+
+longrows16:
+	ADDQ  BX, R9
+	MOVL  job_flags+0(AX), R10
+	TESTL $0x00000001, R10
+	JNZ   scalent
 
 scaleloop:
-	CMPQ        DI, R8
-	JG          scaletail
+	CMPQ  DI, R8
+	JG    scaletail
+	TESTL $0x00000002, R10
+	JNZ   scalelooppf17
+
+scaleloopbody18:
 	VCVTPH2PS   (BX)(DI*2), Y1
 	VMULPS      Y0, Y1, Y1
 	VCVTPH2PS   16(BX)(DI*2), Y2
@@ -29147,39 +26765,9 @@ scaleloop:
 	ADDQ        $0x00000020, DI
 	JMP         scaleloop
 
-scalepf:
-	MOVQ SI, R9
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows16
-	SHLQ $0x03, R9
-
-longrows16:
-	ADDQ  BX, R9
-	TESTL $0x00000001, job_flags+0(AX)
-	JNZ   scalent
-
-scalepfloop:
-	CMPQ        DI, R8
-	JG          scaletail
-	PREFETCHT0  (R9)(DI*2)
-	VCVTPH2PS   (BX)(DI*2), Y1
-	VMULPS      Y0, Y1, Y1
-	VCVTPH2PS   16(BX)(DI*2), Y2
-	VMULPS      Y0, Y2, Y2
-	VCVTPH2PS   32(BX)(DI*2), Y3
-	VMULPS      Y0, Y3, Y3
-	VCVTPH2PS   48(BX)(DI*2), Y4
-	VMULPS      Y0, Y4, Y4
-	VCVTPS2PH   $0x00, Y1, X12
-	VCVTPS2PH   $0x00, Y2, X1
-	VINSERTI128 $0x01, X1, Y12, Y12
-	VMOVDQU     Y12, (CX)(DI*2)
-	VCVTPS2PH   $0x00, Y3, X13
-	VCVTPS2PH   $0x00, Y4, X1
-	VINSERTI128 $0x01, X1, Y13, Y13
-	VMOVDQU     Y13, 32(CX)(DI*2)
-	ADDQ        $0x00000020, DI
-	JMP         scalepfloop
+scalelooppf17:
+	PREFETCHT0 (R9)(DI*2)
+	JMP        scaleloopbody18
 
 scalent:
 	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
@@ -29209,26 +26797,26 @@ scaleheadpart:
 	XORQ R13, R13
 	SUBQ $0x00000010, R14
 
-copyvec17:
+copyvec19:
 	CMPQ    R13, R14
-	JG      copyone18
+	JG      copyone20
 	VMOVUPS (R11)(R13*2), Y1
 	VMOVUPS Y1, (R12)(R13*2)
 	ADDQ    $0x00000010, R13
-	JMP     copyvec17
+	JMP     copyvec19
 
-copyone18:
+copyone20:
 	ADDQ $0x00000010, R14
 
-copyloop20:
+copyloop22:
 	CMPQ R13, R14
-	JGE  copied19
+	JGE  copied21
 	MOVW (R11)(R13*2), R15
 	MOVW R15, (R12)(R13*2)
 	INCQ R13
-	JMP  copyloop20
+	JMP  copyloop22
 
-copied19:
+copied21:
 	VCVTPH2PS 128(SP), Y1
 	VMULPS    Y1, Y0, Y1
 	VCVTPS2PH $0x00, Y1, 192(SP)
@@ -29238,26 +26826,26 @@ copied19:
 	XORQ      R13, R13
 	SUBQ      $0x00000010, R14
 
-copyvec21:
+copyvec23:
 	CMPQ    R13, R14
-	JG      copyone22
+	JG      copyone24
 	VMOVUPS (R12)(R13*2), Y1
 	VMOVUPS Y1, (R11)(R13*2)
 	ADDQ    $0x00000010, R13
-	JMP     copyvec21
+	JMP     copyvec23
 
-copyone22:
+copyone24:
 	ADDQ $0x00000010, R14
 
-copyloop24:
+copyloop26:
 	CMPQ R13, R14
-	JGE  copied23
+	JGE  copied25
 	MOVW (R12)(R13*2), R15
 	MOVW R15, (R11)(R13*2)
 	INCQ R13
-	JMP  copyloop24
+	JMP  copyloop26
 
-copied23:
+copied25:
 	ADDQ R10, DI
 
 scalentloop:
@@ -29272,14 +26860,14 @@ scalentloop:
 	VMULPS      Y0, Y3, Y3
 	VCVTPH2PS   48(BX)(DI*2), Y4
 	VMULPS      Y0, Y4, Y4
-	VCVTPS2PH   $0x00, Y1, X14
+	VCVTPS2PH   $0x00, Y1, X12
 	VCVTPS2PH   $0x00, Y2, X1
-	VINSERTI128 $0x01, X1, Y14, Y14
-	VMOVNTDQ    Y14, (CX)(DI*2)
-	VCVTPS2PH   $0x00, Y3, X15
+	VINSERTI128 $0x01, X1, Y12, Y12
+	VMOVNTDQ    Y12, (CX)(DI*2)
+	VCVTPS2PH   $0x00, Y3, X13
 	VCVTPS2PH   $0x00, Y4, X1
-	VINSERTI128 $0x01, X1, Y15, Y15
-	VMOVNTDQ    Y15, 32(CX)(DI*2)
+	VINSERTI128 $0x01, X1, Y13, Y13
+	VMOVNTDQ    Y13, 32(CX)(DI*2)
 	ADDQ        $0x00000020, DI
 	JMP         scalentloop
 
@@ -29305,26 +26893,26 @@ scalepart:
 	XORQ R11, R11
 	SUBQ $0x00000010, R12
 
-copyvec25:
+copyvec27:
 	CMPQ    R11, R12
-	JG      copyone26
+	JG      copyone28
 	VMOVUPS (R8)(R11*2), Y1
 	VMOVUPS Y1, (R9)(R11*2)
 	ADDQ    $0x00000010, R11
-	JMP     copyvec25
+	JMP     copyvec27
 
-copyone26:
+copyone28:
 	ADDQ $0x00000010, R12
 
-copyloop28:
+copyloop30:
 	CMPQ R11, R12
-	JGE  copied27
+	JGE  copied29
 	MOVW (R8)(R11*2), R13
 	MOVW R13, (R9)(R11*2)
 	INCQ R11
-	JMP  copyloop28
+	JMP  copyloop30
 
-copied27:
+copied29:
 	VCVTPH2PS 128(SP), Y1
 	VMULPS    Y1, Y0, Y1
 	VCVTPS2PH $0x00, Y1, 192(SP)
@@ -29333,26 +26921,26 @@ copied27:
 	XORQ      DI, DI
 	SUBQ      $0x00000010, R10
 
-copyvec29:
+copyvec31:
 	CMPQ    DI, R10
-	JG      copyone30
+	JG      copyone32
 	VMOVUPS (R9)(DI*2), Y0
 	VMOVUPS Y0, (R8)(DI*2)
 	ADDQ    $0x00000010, DI
-	JMP     copyvec29
+	JMP     copyvec31
 
-copyone30:
+copyone32:
 	ADDQ $0x00000010, R10
 
-copyloop32:
+copyloop34:
 	CMPQ DI, R10
-	JGE  copied31
+	JGE  copied33
 	MOVW (R9)(DI*2), R11
 	MOVW R11, (R8)(DI*2)
 	INCQ DI
-	JMP  copyloop32
+	JMP  copyloop34
 
-copied31:
+copied33:
 scaled:
 	ADDQ SI, DX
 	ADDQ SI, CX

@@ -3002,12 +3002,13 @@ sumrow:
 	VEOR V15.B16, V15.B16, V15.B16
 	MOVD R5, R12
 	MOVD $0, R24
-	TST $2, R8
 	ADD R21, R10, R13
-	BNE sumpf
 sum64:
 	CMP $64, R12
 	BLT sumtail
+	TST $2, R8
+	BNE sumpf
+sumblock:
 	VLD1.P 32(R10), [V16.H4, V17.H4, V18.H4, V19.H4]
 	WORD $0x2e613a10 // shll v16.4s, v16.4h, #16
 	WORD $0x2e613a31 // shll v17.4s, v17.4h, #16
@@ -3063,65 +3064,10 @@ sum64:
 	SUB $64, R12, R12
 	B sum64
 sumpf:
-	CMP $64, R12
-	BLT sumtail
 	PRFM 0(R13), PLDL1KEEP
 	PRFM 64(R13), PLDL1KEEP
 	ADD $128, R13, R13
-	VLD1.P 32(R10), [V16.H4, V17.H4, V18.H4, V19.H4]
-	WORD $0x2e613a10 // shll v16.4s, v16.4h, #16
-	WORD $0x2e613a31 // shll v17.4s, v17.4h, #16
-	WORD $0x2e613a52 // shll v18.4s, v18.4h, #16
-	WORD $0x2e613a73 // shll v19.4s, v19.4h, #16
-	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
-	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
-	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
-	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
-	WORD $0x4e30d400 // fadd v0.4s, v0.4s, v16.4s
-	WORD $0x4e31d421 // fadd v1.4s, v1.4s, v17.4s
-	WORD $0x4e32d442 // fadd v2.4s, v2.4s, v18.4s
-	WORD $0x4e33d463 // fadd v3.4s, v3.4s, v19.4s
-	VLD1.P 32(R10), [V16.H4, V17.H4, V18.H4, V19.H4]
-	WORD $0x2e613a10 // shll v16.4s, v16.4h, #16
-	WORD $0x2e613a31 // shll v17.4s, v17.4h, #16
-	WORD $0x2e613a52 // shll v18.4s, v18.4h, #16
-	WORD $0x2e613a73 // shll v19.4s, v19.4h, #16
-	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
-	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
-	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
-	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
-	WORD $0x4e30d484 // fadd v4.4s, v4.4s, v16.4s
-	WORD $0x4e31d4a5 // fadd v5.4s, v5.4s, v17.4s
-	WORD $0x4e32d4c6 // fadd v6.4s, v6.4s, v18.4s
-	WORD $0x4e33d4e7 // fadd v7.4s, v7.4s, v19.4s
-	VLD1.P 32(R10), [V16.H4, V17.H4, V18.H4, V19.H4]
-	WORD $0x2e613a10 // shll v16.4s, v16.4h, #16
-	WORD $0x2e613a31 // shll v17.4s, v17.4h, #16
-	WORD $0x2e613a52 // shll v18.4s, v18.4h, #16
-	WORD $0x2e613a73 // shll v19.4s, v19.4h, #16
-	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
-	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
-	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
-	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
-	WORD $0x4e30d508 // fadd v8.4s, v8.4s, v16.4s
-	WORD $0x4e31d529 // fadd v9.4s, v9.4s, v17.4s
-	WORD $0x4e32d54a // fadd v10.4s, v10.4s, v18.4s
-	WORD $0x4e33d56b // fadd v11.4s, v11.4s, v19.4s
-	VLD1.P 32(R10), [V16.H4, V17.H4, V18.H4, V19.H4]
-	WORD $0x2e613a10 // shll v16.4s, v16.4h, #16
-	WORD $0x2e613a31 // shll v17.4s, v17.4h, #16
-	WORD $0x2e613a52 // shll v18.4s, v18.4h, #16
-	WORD $0x2e613a73 // shll v19.4s, v19.4h, #16
-	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
-	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
-	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
-	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
-	WORD $0x4e30d58c // fadd v12.4s, v12.4s, v16.4s
-	WORD $0x4e31d5ad // fadd v13.4s, v13.4s, v17.4s
-	WORD $0x4e32d5ce // fadd v14.4s, v14.4s, v18.4s
-	WORD $0x4e33d5ef // fadd v15.4s, v15.4s, v19.4s
-	SUB $64, R12, R12
-	B sumpf
+	B sumblock
 sumtail:
 
 	// Fewer than 64 elements: copied to a zero-padded block on the stack, summed as a whole block (zeros add +0).
@@ -3286,14 +3232,13 @@ scalerow:
 	MOVD R2, R13
 	MOVD R0, R14
 	MOVD R5, R12
-	TST $2, R8
-	BEQ loop16
 	ADD R22, R10, R15
-pf16:
+loop16:
 	CMP $16, R12
 	BLT loop4
-	PRFM (R15), PLDL1KEEP
-	ADD $64, R15, R15
+	TST $2, R8
+	BNE pf16
+body16:
 	VLD1.P 32(R10), [V16.H4, V17.H4, V18.H4, V19.H4]
 	WORD $0x2e613a10 // shll v16.4s, v16.4h, #16
 	WORD $0x6e3dde10 // fmul v16.4s, v16.4s, v29.4s
@@ -3377,94 +3322,11 @@ notrn4:
 	WORD $0x0f1086d3 // shrn v19.4h, v22.4s, #16
 	VST1.P [V16.H4, V17.H4, V18.H4, V19.H4], 32(R14)
 	SUB $16, R12, R12
-	B pf16
-loop16:
-	CMP $16, R12
-	BLT loop4
-	VLD1.P 32(R10), [V16.H4, V17.H4, V18.H4, V19.H4]
-	WORD $0x2e613a10 // shll v16.4s, v16.4h, #16
-	WORD $0x6e3dde10 // fmul v16.4s, v16.4s, v29.4s
-	WORD $0x2e613a31 // shll v17.4s, v17.4h, #16
-	WORD $0x6e3dde31 // fmul v17.4s, v17.4s, v29.4s
-	WORD $0x2e613a52 // shll v18.4s, v18.4h, #16
-	WORD $0x6e3dde52 // fmul v18.4s, v18.4s, v29.4s
-	WORD $0x2e613a73 // shll v19.4s, v19.4h, #16
-	WORD $0x6e3dde73 // fmul v19.4s, v19.4s, v29.4s
-	TST $8, R8
-	BEQ notrn5
-	VUSHR $16, V16.S4, V20.S4
-	VAND V24.B16, V20.B16, V20.B16
-	VADD V25.S4, V20.S4, V20.S4
-	VADD V16.S4, V20.S4, V20.S4
-	WORD $0x4e30e615 // fcmeq v21.4s, v16.4s, v16.4s
-	VMOV V27.B16, V22.B16
-	VBIT V21.B16, V20.B16, V22.B16
-	VAND V26.B16, V22.B16, V16.B16
-	VUSHR $16, V17.S4, V20.S4
-	VAND V24.B16, V20.B16, V20.B16
-	VADD V25.S4, V20.S4, V20.S4
-	VADD V17.S4, V20.S4, V20.S4
-	WORD $0x4e31e635 // fcmeq v21.4s, v17.4s, v17.4s
-	VMOV V27.B16, V22.B16
-	VBIT V21.B16, V20.B16, V22.B16
-	VAND V26.B16, V22.B16, V17.B16
-	VUSHR $16, V18.S4, V20.S4
-	VAND V24.B16, V20.B16, V20.B16
-	VADD V25.S4, V20.S4, V20.S4
-	VADD V18.S4, V20.S4, V20.S4
-	WORD $0x4e32e655 // fcmeq v21.4s, v18.4s, v18.4s
-	VMOV V27.B16, V22.B16
-	VBIT V21.B16, V20.B16, V22.B16
-	VAND V26.B16, V22.B16, V18.B16
-	VUSHR $16, V19.S4, V20.S4
-	VAND V24.B16, V20.B16, V20.B16
-	VADD V25.S4, V20.S4, V20.S4
-	VADD V19.S4, V20.S4, V20.S4
-	WORD $0x4e33e675 // fcmeq v21.4s, v19.4s, v19.4s
-	VMOV V27.B16, V22.B16
-	VBIT V21.B16, V20.B16, V22.B16
-	VAND V26.B16, V22.B16, V19.B16
-notrn5:
-	VLD1.P 64(R13), [V20.S4, V21.S4, V22.S4, V23.S4]
-	WORD $0x6e34de10 // fmul v16.4s, v16.4s, v20.4s
-	WORD $0x6e35de31 // fmul v17.4s, v17.4s, v21.4s
-	WORD $0x6e36de52 // fmul v18.4s, v18.4s, v22.4s
-	WORD $0x6e37de73 // fmul v19.4s, v19.4s, v23.4s
-	VUSHR $16, V16.S4, V20.S4
-	VAND V24.B16, V20.B16, V20.B16
-	VADD V25.S4, V20.S4, V20.S4
-	VADD V16.S4, V20.S4, V20.S4
-	WORD $0x4e30e615 // fcmeq v21.4s, v16.4s, v16.4s
-	VMOV V27.B16, V22.B16
-	VBIT V21.B16, V20.B16, V22.B16
-	WORD $0x0f1086d0 // shrn v16.4h, v22.4s, #16
-	VUSHR $16, V17.S4, V20.S4
-	VAND V24.B16, V20.B16, V20.B16
-	VADD V25.S4, V20.S4, V20.S4
-	VADD V17.S4, V20.S4, V20.S4
-	WORD $0x4e31e635 // fcmeq v21.4s, v17.4s, v17.4s
-	VMOV V27.B16, V22.B16
-	VBIT V21.B16, V20.B16, V22.B16
-	WORD $0x0f1086d1 // shrn v17.4h, v22.4s, #16
-	VUSHR $16, V18.S4, V20.S4
-	VAND V24.B16, V20.B16, V20.B16
-	VADD V25.S4, V20.S4, V20.S4
-	VADD V18.S4, V20.S4, V20.S4
-	WORD $0x4e32e655 // fcmeq v21.4s, v18.4s, v18.4s
-	VMOV V27.B16, V22.B16
-	VBIT V21.B16, V20.B16, V22.B16
-	WORD $0x0f1086d2 // shrn v18.4h, v22.4s, #16
-	VUSHR $16, V19.S4, V20.S4
-	VAND V24.B16, V20.B16, V20.B16
-	VADD V25.S4, V20.S4, V20.S4
-	VADD V19.S4, V20.S4, V20.S4
-	WORD $0x4e33e675 // fcmeq v21.4s, v19.4s, v19.4s
-	VMOV V27.B16, V22.B16
-	VBIT V21.B16, V20.B16, V22.B16
-	WORD $0x0f1086d3 // shrn v19.4h, v22.4s, #16
-	VST1.P [V16.H4, V17.H4, V18.H4, V19.H4], 32(R14)
-	SUB $16, R12, R12
 	B loop16
+pf16:
+	PRFM (R15), PLDL1KEEP
+	ADD $64, R15, R15
+	B body16
 loop4:
 	CMP $4, R12
 	BLT part
@@ -3472,7 +3334,7 @@ loop4:
 	WORD $0x2e613a10 // shll v16.4s, v16.4h, #16
 	WORD $0x6e3dde10 // fmul v16.4s, v16.4s, v29.4s
 	TST $8, R8
-	BEQ notrn6
+	BEQ notrn5
 	VUSHR $16, V16.S4, V21.S4
 	VAND V24.B16, V21.B16, V21.B16
 	VADD V25.S4, V21.S4, V21.S4
@@ -3481,7 +3343,7 @@ loop4:
 	VMOV V27.B16, V23.B16
 	VBIT V22.B16, V21.B16, V23.B16
 	VAND V26.B16, V23.B16, V16.B16
-notrn6:
+notrn5:
 	VLD1.P 16(R13), [V20.S4]
 	WORD $0x6e34de10 // fmul v16.4s, v16.4s, v20.4s
 	VUSHR $16, V16.S4, V20.S4
@@ -3503,45 +3365,45 @@ part:
 	MOVD R10, R15
 	MOVD R11, R17
 	MOVD R12, R16
-copyvec7:
+copyvec6:
 	CMP $8, R16
-	BLT copyone8
+	BLT copyone7
 	VLD1.P 16(R15), [V20.B16]
 	VST1.P [V20.B16], 16(R17)
 	SUB $8, R16, R16
-	B copyvec7
-copyone8:
-	CBZ R16, copied9
+	B copyvec6
+copyone7:
+	CBZ R16, copied8
 	MOVHU.P 2(R15), R26
 	MOVH.P R26, 2(R17)
 	SUB $1, R16, R16
-	B copyone8
-copied9:
+	B copyone7
+copied8:
 	ADD $120, RSP, R11
 	MOVD R13, R15
 	MOVD R11, R17
 	MOVD R12, R16
-copyvec10:
+copyvec9:
 	CMP $4, R16
-	BLT copyone11
+	BLT copyone10
 	VLD1.P 16(R15), [V20.B16]
 	VST1.P [V20.B16], 16(R17)
 	SUB $4, R16, R16
-	B copyvec10
-copyone11:
-	CBZ R16, copied12
+	B copyvec9
+copyone10:
+	CBZ R16, copied11
 	MOVWU.P 4(R15), R26
 	MOVW.P R26, 4(R17)
 	SUB $1, R16, R16
-	B copyone11
-copied12:
+	B copyone10
+copied11:
 	ADD $104, RSP, R11
 	VLD1 (R11), [V16.H4]
 	WORD $0x2e613a10 // shll v16.4s, v16.4h, #16
 	ADD $16, R11, R11
 	WORD $0x6e3dde10 // fmul v16.4s, v16.4s, v29.4s
 	TST $8, R8
-	BEQ notrn13
+	BEQ notrn12
 	VUSHR $16, V16.S4, V21.S4
 	VAND V24.B16, V21.B16, V21.B16
 	VADD V25.S4, V21.S4, V21.S4
@@ -3550,7 +3412,7 @@ copied12:
 	VMOV V27.B16, V23.B16
 	VBIT V22.B16, V21.B16, V23.B16
 	VAND V26.B16, V23.B16, V16.B16
-notrn13:
+notrn12:
 	VLD1 (R11), [V20.S4]
 	WORD $0x6e34de10 // fmul v16.4s, v16.4s, v20.4s
 	VUSHR $16, V16.S4, V20.S4
@@ -3565,20 +3427,20 @@ notrn13:
 	MOVD R11, R15
 	MOVD R14, R17
 	MOVD R12, R16
-copyvec14:
+copyvec13:
 	CMP $8, R16
-	BLT copyone15
+	BLT copyone14
 	VLD1.P 16(R15), [V20.B16]
 	VST1.P [V20.B16], 16(R17)
 	SUB $8, R16, R16
-	B copyvec14
-copyone15:
-	CBZ R16, copied16
+	B copyvec13
+copyone14:
+	CBZ R16, copied15
 	MOVHU.P 2(R15), R26
 	MOVH.P R26, 2(R17)
 	SUB $1, R16, R16
-	B copyone15
-copied16:
+	B copyone14
+copied15:
 scaled:
 	ADD R7, R1, R1
 	ADD R7, R0, R0
@@ -3686,12 +3548,13 @@ sumrow:
 	VEOR V15.B16, V15.B16, V15.B16
 	MOVD R5, R12
 	MOVD $0, R24
-	TST $2, R8
 	ADD R21, R10, R13
-	BNE sumpf
 sum64:
 	CMP $64, R12
 	BLT sumtail
+	TST $2, R8
+	BNE sumpf
+sumblock:
 	VLD1.P 32(R10), [V16.H4, V17.H4, V18.H4, V19.H4]
 	WORD $0x2e613a10 // shll v16.4s, v16.4h, #16
 	WORD $0x2e613a31 // shll v17.4s, v17.4h, #16
@@ -3747,65 +3610,10 @@ sum64:
 	SUB $64, R12, R12
 	B sum64
 sumpf:
-	CMP $64, R12
-	BLT sumtail
 	PRFM 0(R13), PLDL1KEEP
 	PRFM 64(R13), PLDL1KEEP
 	ADD $128, R13, R13
-	VLD1.P 32(R10), [V16.H4, V17.H4, V18.H4, V19.H4]
-	WORD $0x2e613a10 // shll v16.4s, v16.4h, #16
-	WORD $0x2e613a31 // shll v17.4s, v17.4h, #16
-	WORD $0x2e613a52 // shll v18.4s, v18.4h, #16
-	WORD $0x2e613a73 // shll v19.4s, v19.4h, #16
-	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
-	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
-	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
-	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
-	WORD $0x4e30d400 // fadd v0.4s, v0.4s, v16.4s
-	WORD $0x4e31d421 // fadd v1.4s, v1.4s, v17.4s
-	WORD $0x4e32d442 // fadd v2.4s, v2.4s, v18.4s
-	WORD $0x4e33d463 // fadd v3.4s, v3.4s, v19.4s
-	VLD1.P 32(R10), [V16.H4, V17.H4, V18.H4, V19.H4]
-	WORD $0x2e613a10 // shll v16.4s, v16.4h, #16
-	WORD $0x2e613a31 // shll v17.4s, v17.4h, #16
-	WORD $0x2e613a52 // shll v18.4s, v18.4h, #16
-	WORD $0x2e613a73 // shll v19.4s, v19.4h, #16
-	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
-	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
-	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
-	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
-	WORD $0x4e30d484 // fadd v4.4s, v4.4s, v16.4s
-	WORD $0x4e31d4a5 // fadd v5.4s, v5.4s, v17.4s
-	WORD $0x4e32d4c6 // fadd v6.4s, v6.4s, v18.4s
-	WORD $0x4e33d4e7 // fadd v7.4s, v7.4s, v19.4s
-	VLD1.P 32(R10), [V16.H4, V17.H4, V18.H4, V19.H4]
-	WORD $0x2e613a10 // shll v16.4s, v16.4h, #16
-	WORD $0x2e613a31 // shll v17.4s, v17.4h, #16
-	WORD $0x2e613a52 // shll v18.4s, v18.4h, #16
-	WORD $0x2e613a73 // shll v19.4s, v19.4h, #16
-	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
-	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
-	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
-	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
-	WORD $0x4e30d508 // fadd v8.4s, v8.4s, v16.4s
-	WORD $0x4e31d529 // fadd v9.4s, v9.4s, v17.4s
-	WORD $0x4e32d54a // fadd v10.4s, v10.4s, v18.4s
-	WORD $0x4e33d56b // fadd v11.4s, v11.4s, v19.4s
-	VLD1.P 32(R10), [V16.H4, V17.H4, V18.H4, V19.H4]
-	WORD $0x2e613a10 // shll v16.4s, v16.4h, #16
-	WORD $0x2e613a31 // shll v17.4s, v17.4h, #16
-	WORD $0x2e613a52 // shll v18.4s, v18.4h, #16
-	WORD $0x2e613a73 // shll v19.4s, v19.4h, #16
-	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
-	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
-	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
-	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
-	WORD $0x4e30d58c // fadd v12.4s, v12.4s, v16.4s
-	WORD $0x4e31d5ad // fadd v13.4s, v13.4s, v17.4s
-	WORD $0x4e32d5ce // fadd v14.4s, v14.4s, v18.4s
-	WORD $0x4e33d5ef // fadd v15.4s, v15.4s, v19.4s
-	SUB $64, R12, R12
-	B sumpf
+	B sumblock
 sumtail:
 
 	// Fewer than 64 elements: copied to a zero-padded block on the stack, summed as a whole block (zeros add +0).
@@ -3970,14 +3778,13 @@ scalerow:
 	MOVD R2, R13
 	MOVD R0, R14
 	MOVD R5, R12
-	TST $2, R8
-	BEQ loop16
 	ADD R22, R10, R15
-pf16:
+loop16:
 	CMP $16, R12
 	BLT loop4
-	PRFM (R15), PLDL1KEEP
-	ADD $64, R15, R15
+	TST $2, R8
+	BNE pf16
+body16:
 	VLD1.P 32(R10), [V16.H4, V17.H4, V18.H4, V19.H4]
 	WORD $0x2e613a10 // shll v16.4s, v16.4h, #16
 	WORD $0x6e3dde10 // fmul v16.4s, v16.4s, v29.4s
@@ -4065,98 +3872,11 @@ notrn4:
 	WORD $0x0f1086d3 // shrn v19.4h, v22.4s, #16
 	VST1.P [V16.H4, V17.H4, V18.H4, V19.H4], 32(R14)
 	SUB $16, R12, R12
-	B pf16
-loop16:
-	CMP $16, R12
-	BLT loop4
-	VLD1.P 32(R10), [V16.H4, V17.H4, V18.H4, V19.H4]
-	WORD $0x2e613a10 // shll v16.4s, v16.4h, #16
-	WORD $0x6e3dde10 // fmul v16.4s, v16.4s, v29.4s
-	WORD $0x2e613a31 // shll v17.4s, v17.4h, #16
-	WORD $0x6e3dde31 // fmul v17.4s, v17.4s, v29.4s
-	WORD $0x2e613a52 // shll v18.4s, v18.4h, #16
-	WORD $0x6e3dde52 // fmul v18.4s, v18.4s, v29.4s
-	WORD $0x2e613a73 // shll v19.4s, v19.4h, #16
-	WORD $0x6e3dde73 // fmul v19.4s, v19.4s, v29.4s
-	TST $8, R8
-	BEQ notrn5
-	VUSHR $16, V16.S4, V20.S4
-	VAND V24.B16, V20.B16, V20.B16
-	VADD V25.S4, V20.S4, V20.S4
-	VADD V16.S4, V20.S4, V20.S4
-	WORD $0x4e30e615 // fcmeq v21.4s, v16.4s, v16.4s
-	VMOV V27.B16, V22.B16
-	VBIT V21.B16, V20.B16, V22.B16
-	VAND V26.B16, V22.B16, V16.B16
-	VUSHR $16, V17.S4, V20.S4
-	VAND V24.B16, V20.B16, V20.B16
-	VADD V25.S4, V20.S4, V20.S4
-	VADD V17.S4, V20.S4, V20.S4
-	WORD $0x4e31e635 // fcmeq v21.4s, v17.4s, v17.4s
-	VMOV V27.B16, V22.B16
-	VBIT V21.B16, V20.B16, V22.B16
-	VAND V26.B16, V22.B16, V17.B16
-	VUSHR $16, V18.S4, V20.S4
-	VAND V24.B16, V20.B16, V20.B16
-	VADD V25.S4, V20.S4, V20.S4
-	VADD V18.S4, V20.S4, V20.S4
-	WORD $0x4e32e655 // fcmeq v21.4s, v18.4s, v18.4s
-	VMOV V27.B16, V22.B16
-	VBIT V21.B16, V20.B16, V22.B16
-	VAND V26.B16, V22.B16, V18.B16
-	VUSHR $16, V19.S4, V20.S4
-	VAND V24.B16, V20.B16, V20.B16
-	VADD V25.S4, V20.S4, V20.S4
-	VADD V19.S4, V20.S4, V20.S4
-	WORD $0x4e33e675 // fcmeq v21.4s, v19.4s, v19.4s
-	VMOV V27.B16, V22.B16
-	VBIT V21.B16, V20.B16, V22.B16
-	VAND V26.B16, V22.B16, V19.B16
-notrn5:
-	VLD1.P 64(R13), [V20.S4, V21.S4, V22.S4, V23.S4]
-	WORD $0x4e3cd694 // fadd v20.4s, v20.4s, v28.4s
-	WORD $0x6e34de10 // fmul v16.4s, v16.4s, v20.4s
-	WORD $0x4e3cd6b5 // fadd v21.4s, v21.4s, v28.4s
-	WORD $0x6e35de31 // fmul v17.4s, v17.4s, v21.4s
-	WORD $0x4e3cd6d6 // fadd v22.4s, v22.4s, v28.4s
-	WORD $0x6e36de52 // fmul v18.4s, v18.4s, v22.4s
-	WORD $0x4e3cd6f7 // fadd v23.4s, v23.4s, v28.4s
-	WORD $0x6e37de73 // fmul v19.4s, v19.4s, v23.4s
-	VUSHR $16, V16.S4, V20.S4
-	VAND V24.B16, V20.B16, V20.B16
-	VADD V25.S4, V20.S4, V20.S4
-	VADD V16.S4, V20.S4, V20.S4
-	WORD $0x4e30e615 // fcmeq v21.4s, v16.4s, v16.4s
-	VMOV V27.B16, V22.B16
-	VBIT V21.B16, V20.B16, V22.B16
-	WORD $0x0f1086d0 // shrn v16.4h, v22.4s, #16
-	VUSHR $16, V17.S4, V20.S4
-	VAND V24.B16, V20.B16, V20.B16
-	VADD V25.S4, V20.S4, V20.S4
-	VADD V17.S4, V20.S4, V20.S4
-	WORD $0x4e31e635 // fcmeq v21.4s, v17.4s, v17.4s
-	VMOV V27.B16, V22.B16
-	VBIT V21.B16, V20.B16, V22.B16
-	WORD $0x0f1086d1 // shrn v17.4h, v22.4s, #16
-	VUSHR $16, V18.S4, V20.S4
-	VAND V24.B16, V20.B16, V20.B16
-	VADD V25.S4, V20.S4, V20.S4
-	VADD V18.S4, V20.S4, V20.S4
-	WORD $0x4e32e655 // fcmeq v21.4s, v18.4s, v18.4s
-	VMOV V27.B16, V22.B16
-	VBIT V21.B16, V20.B16, V22.B16
-	WORD $0x0f1086d2 // shrn v18.4h, v22.4s, #16
-	VUSHR $16, V19.S4, V20.S4
-	VAND V24.B16, V20.B16, V20.B16
-	VADD V25.S4, V20.S4, V20.S4
-	VADD V19.S4, V20.S4, V20.S4
-	WORD $0x4e33e675 // fcmeq v21.4s, v19.4s, v19.4s
-	VMOV V27.B16, V22.B16
-	VBIT V21.B16, V20.B16, V22.B16
-	WORD $0x0f1086d3 // shrn v19.4h, v22.4s, #16
-	VST1.P [V16.H4, V17.H4, V18.H4, V19.H4], 32(R14)
-	SUB $16, R12, R12
 	B loop16
+pf16:
+	PRFM (R15), PLDL1KEEP
+	ADD $64, R15, R15
+	B body16
 loop4:
 	CMP $4, R12
 	BLT part
@@ -4164,7 +3884,7 @@ loop4:
 	WORD $0x2e613a10 // shll v16.4s, v16.4h, #16
 	WORD $0x6e3dde10 // fmul v16.4s, v16.4s, v29.4s
 	TST $8, R8
-	BEQ notrn6
+	BEQ notrn5
 	VUSHR $16, V16.S4, V21.S4
 	VAND V24.B16, V21.B16, V21.B16
 	VADD V25.S4, V21.S4, V21.S4
@@ -4173,7 +3893,7 @@ loop4:
 	VMOV V27.B16, V23.B16
 	VBIT V22.B16, V21.B16, V23.B16
 	VAND V26.B16, V23.B16, V16.B16
-notrn6:
+notrn5:
 	VLD1.P 16(R13), [V20.S4]
 	WORD $0x4e3cd694 // fadd v20.4s, v20.4s, v28.4s
 	WORD $0x6e34de10 // fmul v16.4s, v16.4s, v20.4s
@@ -4196,45 +3916,45 @@ part:
 	MOVD R10, R15
 	MOVD R11, R17
 	MOVD R12, R16
-copyvec7:
+copyvec6:
 	CMP $8, R16
-	BLT copyone8
+	BLT copyone7
 	VLD1.P 16(R15), [V20.B16]
 	VST1.P [V20.B16], 16(R17)
 	SUB $8, R16, R16
-	B copyvec7
-copyone8:
-	CBZ R16, copied9
+	B copyvec6
+copyone7:
+	CBZ R16, copied8
 	MOVHU.P 2(R15), R26
 	MOVH.P R26, 2(R17)
 	SUB $1, R16, R16
-	B copyone8
-copied9:
+	B copyone7
+copied8:
 	ADD $120, RSP, R11
 	MOVD R13, R15
 	MOVD R11, R17
 	MOVD R12, R16
-copyvec10:
+copyvec9:
 	CMP $4, R16
-	BLT copyone11
+	BLT copyone10
 	VLD1.P 16(R15), [V20.B16]
 	VST1.P [V20.B16], 16(R17)
 	SUB $4, R16, R16
-	B copyvec10
-copyone11:
-	CBZ R16, copied12
+	B copyvec9
+copyone10:
+	CBZ R16, copied11
 	MOVWU.P 4(R15), R26
 	MOVW.P R26, 4(R17)
 	SUB $1, R16, R16
-	B copyone11
-copied12:
+	B copyone10
+copied11:
 	ADD $104, RSP, R11
 	VLD1 (R11), [V16.H4]
 	WORD $0x2e613a10 // shll v16.4s, v16.4h, #16
 	ADD $16, R11, R11
 	WORD $0x6e3dde10 // fmul v16.4s, v16.4s, v29.4s
 	TST $8, R8
-	BEQ notrn13
+	BEQ notrn12
 	VUSHR $16, V16.S4, V21.S4
 	VAND V24.B16, V21.B16, V21.B16
 	VADD V25.S4, V21.S4, V21.S4
@@ -4243,7 +3963,7 @@ copied12:
 	VMOV V27.B16, V23.B16
 	VBIT V22.B16, V21.B16, V23.B16
 	VAND V26.B16, V23.B16, V16.B16
-notrn13:
+notrn12:
 	VLD1 (R11), [V20.S4]
 	WORD $0x4e3cd694 // fadd v20.4s, v20.4s, v28.4s
 	WORD $0x6e34de10 // fmul v16.4s, v16.4s, v20.4s
@@ -4259,20 +3979,20 @@ notrn13:
 	MOVD R11, R15
 	MOVD R14, R17
 	MOVD R12, R16
-copyvec14:
+copyvec13:
 	CMP $8, R16
-	BLT copyone15
+	BLT copyone14
 	VLD1.P 16(R15), [V20.B16]
 	VST1.P [V20.B16], 16(R17)
 	SUB $8, R16, R16
-	B copyvec14
-copyone15:
-	CBZ R16, copied16
+	B copyvec13
+copyone14:
+	CBZ R16, copied15
 	MOVHU.P 2(R15), R26
 	MOVH.P R26, 2(R17)
 	SUB $1, R16, R16
-	B copyone15
-copied16:
+	B copyone14
+copied15:
 scaled:
 	ADD R7, R1, R1
 	ADD R7, R0, R0
@@ -4378,12 +4098,13 @@ sumrow:
 	VEOR V15.B16, V15.B16, V15.B16
 	MOVD R5, R12
 	MOVD $0, R24
-	TST $2, R8
 	ADD R21, R10, R13
-	BNE sumpf
 sum64:
 	CMP $64, R12
 	BLT sumtail
+	TST $2, R8
+	BNE sumpf
+sumblock:
 	VLD1.P 32(R10), [V16.H4, V17.H4, V18.H4, V19.H4]
 	WORD $0x2e613a10 // shll v16.4s, v16.4h, #16
 	WORD $0x2e613a31 // shll v17.4s, v17.4h, #16
@@ -4439,65 +4160,10 @@ sum64:
 	SUB $64, R12, R12
 	B sum64
 sumpf:
-	CMP $64, R12
-	BLT sumtail
 	PRFM 0(R13), PLDL1KEEP
 	PRFM 64(R13), PLDL1KEEP
 	ADD $128, R13, R13
-	VLD1.P 32(R10), [V16.H4, V17.H4, V18.H4, V19.H4]
-	WORD $0x2e613a10 // shll v16.4s, v16.4h, #16
-	WORD $0x2e613a31 // shll v17.4s, v17.4h, #16
-	WORD $0x2e613a52 // shll v18.4s, v18.4h, #16
-	WORD $0x2e613a73 // shll v19.4s, v19.4h, #16
-	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
-	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
-	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
-	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
-	WORD $0x4e30d400 // fadd v0.4s, v0.4s, v16.4s
-	WORD $0x4e31d421 // fadd v1.4s, v1.4s, v17.4s
-	WORD $0x4e32d442 // fadd v2.4s, v2.4s, v18.4s
-	WORD $0x4e33d463 // fadd v3.4s, v3.4s, v19.4s
-	VLD1.P 32(R10), [V16.H4, V17.H4, V18.H4, V19.H4]
-	WORD $0x2e613a10 // shll v16.4s, v16.4h, #16
-	WORD $0x2e613a31 // shll v17.4s, v17.4h, #16
-	WORD $0x2e613a52 // shll v18.4s, v18.4h, #16
-	WORD $0x2e613a73 // shll v19.4s, v19.4h, #16
-	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
-	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
-	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
-	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
-	WORD $0x4e30d484 // fadd v4.4s, v4.4s, v16.4s
-	WORD $0x4e31d4a5 // fadd v5.4s, v5.4s, v17.4s
-	WORD $0x4e32d4c6 // fadd v6.4s, v6.4s, v18.4s
-	WORD $0x4e33d4e7 // fadd v7.4s, v7.4s, v19.4s
-	VLD1.P 32(R10), [V16.H4, V17.H4, V18.H4, V19.H4]
-	WORD $0x2e613a10 // shll v16.4s, v16.4h, #16
-	WORD $0x2e613a31 // shll v17.4s, v17.4h, #16
-	WORD $0x2e613a52 // shll v18.4s, v18.4h, #16
-	WORD $0x2e613a73 // shll v19.4s, v19.4h, #16
-	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
-	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
-	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
-	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
-	WORD $0x4e30d508 // fadd v8.4s, v8.4s, v16.4s
-	WORD $0x4e31d529 // fadd v9.4s, v9.4s, v17.4s
-	WORD $0x4e32d54a // fadd v10.4s, v10.4s, v18.4s
-	WORD $0x4e33d56b // fadd v11.4s, v11.4s, v19.4s
-	VLD1.P 32(R10), [V16.H4, V17.H4, V18.H4, V19.H4]
-	WORD $0x2e613a10 // shll v16.4s, v16.4h, #16
-	WORD $0x2e613a31 // shll v17.4s, v17.4h, #16
-	WORD $0x2e613a52 // shll v18.4s, v18.4h, #16
-	WORD $0x2e613a73 // shll v19.4s, v19.4h, #16
-	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
-	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
-	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
-	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
-	WORD $0x4e30d58c // fadd v12.4s, v12.4s, v16.4s
-	WORD $0x4e31d5ad // fadd v13.4s, v13.4s, v17.4s
-	WORD $0x4e32d5ce // fadd v14.4s, v14.4s, v18.4s
-	WORD $0x4e33d5ef // fadd v15.4s, v15.4s, v19.4s
-	SUB $64, R12, R12
-	B sumpf
+	B sumblock
 sumtail:
 
 	// Fewer than 64 elements: copied to a zero-padded block on the stack, summed as a whole block (zeros add +0).
@@ -4662,61 +4328,13 @@ scalerow:
 	MOVD R2, R13
 	MOVD R0, R14
 	MOVD R5, R12
-	TST $2, R8
-	BEQ loop16
 	ADD R22, R10, R15
-pf16:
-	CMP $16, R12
-	BLT loop4
-	PRFM (R15), PLDL1KEEP
-	ADD $64, R15, R15
-	VLD1.P 32(R10), [V16.H4, V17.H4, V18.H4, V19.H4]
-	WORD $0x2e613a10 // shll v16.4s, v16.4h, #16
-	WORD $0x6e3dde10 // fmul v16.4s, v16.4s, v29.4s
-	WORD $0x2e613a31 // shll v17.4s, v17.4h, #16
-	WORD $0x6e3dde31 // fmul v17.4s, v17.4s, v29.4s
-	WORD $0x2e613a52 // shll v18.4s, v18.4h, #16
-	WORD $0x6e3dde52 // fmul v18.4s, v18.4s, v29.4s
-	WORD $0x2e613a73 // shll v19.4s, v19.4h, #16
-	WORD $0x6e3dde73 // fmul v19.4s, v19.4s, v29.4s
-	VUSHR $16, V16.S4, V20.S4
-	VAND V24.B16, V20.B16, V20.B16
-	VADD V25.S4, V20.S4, V20.S4
-	VADD V16.S4, V20.S4, V20.S4
-	WORD $0x4e30e615 // fcmeq v21.4s, v16.4s, v16.4s
-	VMOV V27.B16, V22.B16
-	VBIT V21.B16, V20.B16, V22.B16
-	WORD $0x0f1086d0 // shrn v16.4h, v22.4s, #16
-	VUSHR $16, V17.S4, V20.S4
-	VAND V24.B16, V20.B16, V20.B16
-	VADD V25.S4, V20.S4, V20.S4
-	VADD V17.S4, V20.S4, V20.S4
-	WORD $0x4e31e635 // fcmeq v21.4s, v17.4s, v17.4s
-	VMOV V27.B16, V22.B16
-	VBIT V21.B16, V20.B16, V22.B16
-	WORD $0x0f1086d1 // shrn v17.4h, v22.4s, #16
-	VUSHR $16, V18.S4, V20.S4
-	VAND V24.B16, V20.B16, V20.B16
-	VADD V25.S4, V20.S4, V20.S4
-	VADD V18.S4, V20.S4, V20.S4
-	WORD $0x4e32e655 // fcmeq v21.4s, v18.4s, v18.4s
-	VMOV V27.B16, V22.B16
-	VBIT V21.B16, V20.B16, V22.B16
-	WORD $0x0f1086d2 // shrn v18.4h, v22.4s, #16
-	VUSHR $16, V19.S4, V20.S4
-	VAND V24.B16, V20.B16, V20.B16
-	VADD V25.S4, V20.S4, V20.S4
-	VADD V19.S4, V20.S4, V20.S4
-	WORD $0x4e33e675 // fcmeq v21.4s, v19.4s, v19.4s
-	VMOV V27.B16, V22.B16
-	VBIT V21.B16, V20.B16, V22.B16
-	WORD $0x0f1086d3 // shrn v19.4h, v22.4s, #16
-	VST1.P [V16.H4, V17.H4, V18.H4, V19.H4], 32(R14)
-	SUB $16, R12, R12
-	B pf16
 loop16:
 	CMP $16, R12
 	BLT loop4
+	TST $2, R8
+	BNE pf16
+body16:
 	VLD1.P 32(R10), [V16.H4, V17.H4, V18.H4, V19.H4]
 	WORD $0x2e613a10 // shll v16.4s, v16.4h, #16
 	WORD $0x6e3dde10 // fmul v16.4s, v16.4s, v29.4s
@@ -4761,6 +4379,10 @@ loop16:
 	VST1.P [V16.H4, V17.H4, V18.H4, V19.H4], 32(R14)
 	SUB $16, R12, R12
 	B loop16
+pf16:
+	PRFM (R15), PLDL1KEEP
+	ADD $64, R15, R15
+	B body16
 loop4:
 	CMP $4, R12
 	BLT part
@@ -4928,12 +4550,13 @@ sumrow:
 	VEOR V15.B16, V15.B16, V15.B16
 	MOVD R5, R12
 	MOVD $0, R24
-	TST $2, R8
 	ADD R21, R10, R13
-	BNE sumpf
 sum64:
 	CMP $64, R12
 	BLT sumtail
+	TST $2, R8
+	BNE sumpf
+sumblock:
 	VLD1.P 32(R10), [V16.H4, V17.H4, V18.H4, V19.H4]
 	WORD $0x2e613a10 // shll v16.4s, v16.4h, #16
 	WORD $0x2e613a31 // shll v17.4s, v17.4h, #16
@@ -5189,265 +4812,10 @@ sum64:
 	SUB $64, R12, R12
 	B sum64
 sumpf:
-	CMP $64, R12
-	BLT sumtail
 	PRFM 0(R13), PLDL1KEEP
 	PRFM 64(R13), PLDL1KEEP
 	ADD $128, R13, R13
-	VLD1.P 32(R10), [V16.H4, V17.H4, V18.H4, V19.H4]
-	WORD $0x2e613a10 // shll v16.4s, v16.4h, #16
-	WORD $0x2e613a31 // shll v17.4s, v17.4h, #16
-	WORD $0x2e613a52 // shll v18.4s, v18.4h, #16
-	WORD $0x2e613a73 // shll v19.4s, v19.4h, #16
-	VLD1 (R11), [V20.H4, V21.H4, V22.H4, V23.H4]
-	WORD $0x2e613a94 // shll v20.4s, v20.4h, #16
-	WORD $0x4e34d610 // fadd v16.4s, v16.4s, v20.4s
-	VUSHR $16, V16.S4, V29.S4
-	VAND V24.B16, V29.B16, V29.B16
-	VADD V25.S4, V29.S4, V29.S4
-	VADD V16.S4, V29.S4, V29.S4
-	WORD $0x4e30e61e // fcmeq v30.4s, v16.4s, v16.4s
-	VMOV V27.B16, V31.B16
-	VBIT V30.B16, V29.B16, V31.B16
-	WORD $0x0f1087f4 // shrn v20.4h, v31.4s, #16
-	VMOV V20.B16, V16.B16
-	WORD $0x2e613a10 // shll v16.4s, v16.4h, #16
-	WORD $0x2e613ab5 // shll v21.4s, v21.4h, #16
-	WORD $0x4e35d631 // fadd v17.4s, v17.4s, v21.4s
-	VUSHR $16, V17.S4, V29.S4
-	VAND V24.B16, V29.B16, V29.B16
-	VADD V25.S4, V29.S4, V29.S4
-	VADD V17.S4, V29.S4, V29.S4
-	WORD $0x4e31e63e // fcmeq v30.4s, v17.4s, v17.4s
-	VMOV V27.B16, V31.B16
-	VBIT V30.B16, V29.B16, V31.B16
-	WORD $0x0f1087f5 // shrn v21.4h, v31.4s, #16
-	VMOV V21.B16, V17.B16
-	WORD $0x2e613a31 // shll v17.4s, v17.4h, #16
-	WORD $0x2e613ad6 // shll v22.4s, v22.4h, #16
-	WORD $0x4e36d652 // fadd v18.4s, v18.4s, v22.4s
-	VUSHR $16, V18.S4, V29.S4
-	VAND V24.B16, V29.B16, V29.B16
-	VADD V25.S4, V29.S4, V29.S4
-	VADD V18.S4, V29.S4, V29.S4
-	WORD $0x4e32e65e // fcmeq v30.4s, v18.4s, v18.4s
-	VMOV V27.B16, V31.B16
-	VBIT V30.B16, V29.B16, V31.B16
-	WORD $0x0f1087f6 // shrn v22.4h, v31.4s, #16
-	VMOV V22.B16, V18.B16
-	WORD $0x2e613a52 // shll v18.4s, v18.4h, #16
-	WORD $0x2e613af7 // shll v23.4s, v23.4h, #16
-	WORD $0x4e37d673 // fadd v19.4s, v19.4s, v23.4s
-	VUSHR $16, V19.S4, V29.S4
-	VAND V24.B16, V29.B16, V29.B16
-	VADD V25.S4, V29.S4, V29.S4
-	VADD V19.S4, V29.S4, V29.S4
-	WORD $0x4e33e67e // fcmeq v30.4s, v19.4s, v19.4s
-	VMOV V27.B16, V31.B16
-	VBIT V30.B16, V29.B16, V31.B16
-	WORD $0x0f1087f7 // shrn v23.4h, v31.4s, #16
-	VMOV V23.B16, V19.B16
-	WORD $0x2e613a73 // shll v19.4s, v19.4h, #16
-	VST1.P [V20.H4, V21.H4, V22.H4, V23.H4], 32(R11)
-	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
-	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
-	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
-	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
-	WORD $0x4e30d400 // fadd v0.4s, v0.4s, v16.4s
-	WORD $0x4e31d421 // fadd v1.4s, v1.4s, v17.4s
-	WORD $0x4e32d442 // fadd v2.4s, v2.4s, v18.4s
-	WORD $0x4e33d463 // fadd v3.4s, v3.4s, v19.4s
-	VLD1.P 32(R10), [V16.H4, V17.H4, V18.H4, V19.H4]
-	WORD $0x2e613a10 // shll v16.4s, v16.4h, #16
-	WORD $0x2e613a31 // shll v17.4s, v17.4h, #16
-	WORD $0x2e613a52 // shll v18.4s, v18.4h, #16
-	WORD $0x2e613a73 // shll v19.4s, v19.4h, #16
-	VLD1 (R11), [V20.H4, V21.H4, V22.H4, V23.H4]
-	WORD $0x2e613a94 // shll v20.4s, v20.4h, #16
-	WORD $0x4e34d610 // fadd v16.4s, v16.4s, v20.4s
-	VUSHR $16, V16.S4, V29.S4
-	VAND V24.B16, V29.B16, V29.B16
-	VADD V25.S4, V29.S4, V29.S4
-	VADD V16.S4, V29.S4, V29.S4
-	WORD $0x4e30e61e // fcmeq v30.4s, v16.4s, v16.4s
-	VMOV V27.B16, V31.B16
-	VBIT V30.B16, V29.B16, V31.B16
-	WORD $0x0f1087f4 // shrn v20.4h, v31.4s, #16
-	VMOV V20.B16, V16.B16
-	WORD $0x2e613a10 // shll v16.4s, v16.4h, #16
-	WORD $0x2e613ab5 // shll v21.4s, v21.4h, #16
-	WORD $0x4e35d631 // fadd v17.4s, v17.4s, v21.4s
-	VUSHR $16, V17.S4, V29.S4
-	VAND V24.B16, V29.B16, V29.B16
-	VADD V25.S4, V29.S4, V29.S4
-	VADD V17.S4, V29.S4, V29.S4
-	WORD $0x4e31e63e // fcmeq v30.4s, v17.4s, v17.4s
-	VMOV V27.B16, V31.B16
-	VBIT V30.B16, V29.B16, V31.B16
-	WORD $0x0f1087f5 // shrn v21.4h, v31.4s, #16
-	VMOV V21.B16, V17.B16
-	WORD $0x2e613a31 // shll v17.4s, v17.4h, #16
-	WORD $0x2e613ad6 // shll v22.4s, v22.4h, #16
-	WORD $0x4e36d652 // fadd v18.4s, v18.4s, v22.4s
-	VUSHR $16, V18.S4, V29.S4
-	VAND V24.B16, V29.B16, V29.B16
-	VADD V25.S4, V29.S4, V29.S4
-	VADD V18.S4, V29.S4, V29.S4
-	WORD $0x4e32e65e // fcmeq v30.4s, v18.4s, v18.4s
-	VMOV V27.B16, V31.B16
-	VBIT V30.B16, V29.B16, V31.B16
-	WORD $0x0f1087f6 // shrn v22.4h, v31.4s, #16
-	VMOV V22.B16, V18.B16
-	WORD $0x2e613a52 // shll v18.4s, v18.4h, #16
-	WORD $0x2e613af7 // shll v23.4s, v23.4h, #16
-	WORD $0x4e37d673 // fadd v19.4s, v19.4s, v23.4s
-	VUSHR $16, V19.S4, V29.S4
-	VAND V24.B16, V29.B16, V29.B16
-	VADD V25.S4, V29.S4, V29.S4
-	VADD V19.S4, V29.S4, V29.S4
-	WORD $0x4e33e67e // fcmeq v30.4s, v19.4s, v19.4s
-	VMOV V27.B16, V31.B16
-	VBIT V30.B16, V29.B16, V31.B16
-	WORD $0x0f1087f7 // shrn v23.4h, v31.4s, #16
-	VMOV V23.B16, V19.B16
-	WORD $0x2e613a73 // shll v19.4s, v19.4h, #16
-	VST1.P [V20.H4, V21.H4, V22.H4, V23.H4], 32(R11)
-	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
-	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
-	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
-	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
-	WORD $0x4e30d484 // fadd v4.4s, v4.4s, v16.4s
-	WORD $0x4e31d4a5 // fadd v5.4s, v5.4s, v17.4s
-	WORD $0x4e32d4c6 // fadd v6.4s, v6.4s, v18.4s
-	WORD $0x4e33d4e7 // fadd v7.4s, v7.4s, v19.4s
-	VLD1.P 32(R10), [V16.H4, V17.H4, V18.H4, V19.H4]
-	WORD $0x2e613a10 // shll v16.4s, v16.4h, #16
-	WORD $0x2e613a31 // shll v17.4s, v17.4h, #16
-	WORD $0x2e613a52 // shll v18.4s, v18.4h, #16
-	WORD $0x2e613a73 // shll v19.4s, v19.4h, #16
-	VLD1 (R11), [V20.H4, V21.H4, V22.H4, V23.H4]
-	WORD $0x2e613a94 // shll v20.4s, v20.4h, #16
-	WORD $0x4e34d610 // fadd v16.4s, v16.4s, v20.4s
-	VUSHR $16, V16.S4, V29.S4
-	VAND V24.B16, V29.B16, V29.B16
-	VADD V25.S4, V29.S4, V29.S4
-	VADD V16.S4, V29.S4, V29.S4
-	WORD $0x4e30e61e // fcmeq v30.4s, v16.4s, v16.4s
-	VMOV V27.B16, V31.B16
-	VBIT V30.B16, V29.B16, V31.B16
-	WORD $0x0f1087f4 // shrn v20.4h, v31.4s, #16
-	VMOV V20.B16, V16.B16
-	WORD $0x2e613a10 // shll v16.4s, v16.4h, #16
-	WORD $0x2e613ab5 // shll v21.4s, v21.4h, #16
-	WORD $0x4e35d631 // fadd v17.4s, v17.4s, v21.4s
-	VUSHR $16, V17.S4, V29.S4
-	VAND V24.B16, V29.B16, V29.B16
-	VADD V25.S4, V29.S4, V29.S4
-	VADD V17.S4, V29.S4, V29.S4
-	WORD $0x4e31e63e // fcmeq v30.4s, v17.4s, v17.4s
-	VMOV V27.B16, V31.B16
-	VBIT V30.B16, V29.B16, V31.B16
-	WORD $0x0f1087f5 // shrn v21.4h, v31.4s, #16
-	VMOV V21.B16, V17.B16
-	WORD $0x2e613a31 // shll v17.4s, v17.4h, #16
-	WORD $0x2e613ad6 // shll v22.4s, v22.4h, #16
-	WORD $0x4e36d652 // fadd v18.4s, v18.4s, v22.4s
-	VUSHR $16, V18.S4, V29.S4
-	VAND V24.B16, V29.B16, V29.B16
-	VADD V25.S4, V29.S4, V29.S4
-	VADD V18.S4, V29.S4, V29.S4
-	WORD $0x4e32e65e // fcmeq v30.4s, v18.4s, v18.4s
-	VMOV V27.B16, V31.B16
-	VBIT V30.B16, V29.B16, V31.B16
-	WORD $0x0f1087f6 // shrn v22.4h, v31.4s, #16
-	VMOV V22.B16, V18.B16
-	WORD $0x2e613a52 // shll v18.4s, v18.4h, #16
-	WORD $0x2e613af7 // shll v23.4s, v23.4h, #16
-	WORD $0x4e37d673 // fadd v19.4s, v19.4s, v23.4s
-	VUSHR $16, V19.S4, V29.S4
-	VAND V24.B16, V29.B16, V29.B16
-	VADD V25.S4, V29.S4, V29.S4
-	VADD V19.S4, V29.S4, V29.S4
-	WORD $0x4e33e67e // fcmeq v30.4s, v19.4s, v19.4s
-	VMOV V27.B16, V31.B16
-	VBIT V30.B16, V29.B16, V31.B16
-	WORD $0x0f1087f7 // shrn v23.4h, v31.4s, #16
-	VMOV V23.B16, V19.B16
-	WORD $0x2e613a73 // shll v19.4s, v19.4h, #16
-	VST1.P [V20.H4, V21.H4, V22.H4, V23.H4], 32(R11)
-	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
-	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
-	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
-	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
-	WORD $0x4e30d508 // fadd v8.4s, v8.4s, v16.4s
-	WORD $0x4e31d529 // fadd v9.4s, v9.4s, v17.4s
-	WORD $0x4e32d54a // fadd v10.4s, v10.4s, v18.4s
-	WORD $0x4e33d56b // fadd v11.4s, v11.4s, v19.4s
-	VLD1.P 32(R10), [V16.H4, V17.H4, V18.H4, V19.H4]
-	WORD $0x2e613a10 // shll v16.4s, v16.4h, #16
-	WORD $0x2e613a31 // shll v17.4s, v17.4h, #16
-	WORD $0x2e613a52 // shll v18.4s, v18.4h, #16
-	WORD $0x2e613a73 // shll v19.4s, v19.4h, #16
-	VLD1 (R11), [V20.H4, V21.H4, V22.H4, V23.H4]
-	WORD $0x2e613a94 // shll v20.4s, v20.4h, #16
-	WORD $0x4e34d610 // fadd v16.4s, v16.4s, v20.4s
-	VUSHR $16, V16.S4, V29.S4
-	VAND V24.B16, V29.B16, V29.B16
-	VADD V25.S4, V29.S4, V29.S4
-	VADD V16.S4, V29.S4, V29.S4
-	WORD $0x4e30e61e // fcmeq v30.4s, v16.4s, v16.4s
-	VMOV V27.B16, V31.B16
-	VBIT V30.B16, V29.B16, V31.B16
-	WORD $0x0f1087f4 // shrn v20.4h, v31.4s, #16
-	VMOV V20.B16, V16.B16
-	WORD $0x2e613a10 // shll v16.4s, v16.4h, #16
-	WORD $0x2e613ab5 // shll v21.4s, v21.4h, #16
-	WORD $0x4e35d631 // fadd v17.4s, v17.4s, v21.4s
-	VUSHR $16, V17.S4, V29.S4
-	VAND V24.B16, V29.B16, V29.B16
-	VADD V25.S4, V29.S4, V29.S4
-	VADD V17.S4, V29.S4, V29.S4
-	WORD $0x4e31e63e // fcmeq v30.4s, v17.4s, v17.4s
-	VMOV V27.B16, V31.B16
-	VBIT V30.B16, V29.B16, V31.B16
-	WORD $0x0f1087f5 // shrn v21.4h, v31.4s, #16
-	VMOV V21.B16, V17.B16
-	WORD $0x2e613a31 // shll v17.4s, v17.4h, #16
-	WORD $0x2e613ad6 // shll v22.4s, v22.4h, #16
-	WORD $0x4e36d652 // fadd v18.4s, v18.4s, v22.4s
-	VUSHR $16, V18.S4, V29.S4
-	VAND V24.B16, V29.B16, V29.B16
-	VADD V25.S4, V29.S4, V29.S4
-	VADD V18.S4, V29.S4, V29.S4
-	WORD $0x4e32e65e // fcmeq v30.4s, v18.4s, v18.4s
-	VMOV V27.B16, V31.B16
-	VBIT V30.B16, V29.B16, V31.B16
-	WORD $0x0f1087f6 // shrn v22.4h, v31.4s, #16
-	VMOV V22.B16, V18.B16
-	WORD $0x2e613a52 // shll v18.4s, v18.4h, #16
-	WORD $0x2e613af7 // shll v23.4s, v23.4h, #16
-	WORD $0x4e37d673 // fadd v19.4s, v19.4s, v23.4s
-	VUSHR $16, V19.S4, V29.S4
-	VAND V24.B16, V29.B16, V29.B16
-	VADD V25.S4, V29.S4, V29.S4
-	VADD V19.S4, V29.S4, V29.S4
-	WORD $0x4e33e67e // fcmeq v30.4s, v19.4s, v19.4s
-	VMOV V27.B16, V31.B16
-	VBIT V30.B16, V29.B16, V31.B16
-	WORD $0x0f1087f7 // shrn v23.4h, v31.4s, #16
-	VMOV V23.B16, V19.B16
-	WORD $0x2e613a73 // shll v19.4s, v19.4h, #16
-	VST1.P [V20.H4, V21.H4, V22.H4, V23.H4], 32(R11)
-	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
-	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
-	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
-	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
-	WORD $0x4e30d58c // fadd v12.4s, v12.4s, v16.4s
-	WORD $0x4e31d5ad // fadd v13.4s, v13.4s, v17.4s
-	WORD $0x4e32d5ce // fadd v14.4s, v14.4s, v18.4s
-	WORD $0x4e33d5ef // fadd v15.4s, v15.4s, v19.4s
-	SUB $64, R12, R12
-	B sumpf
+	B sumblock
 sumtail:
 
 	// Fewer than 64 elements: copied to a zero-padded block on the stack, summed as a whole block (zeros add +0).
@@ -5595,14 +4963,13 @@ scalerow:
 	MOVD R2, R13
 	MOVD R0, R14
 	MOVD R5, R12
-	TST $2, R8
-	BEQ loop16
 	ADD R22, R10, R15
-pf16:
+loop16:
 	CMP $16, R12
 	BLT loop4
-	PRFM (R15), PLDL1KEEP
-	ADD $64, R15, R15
+	TST $2, R8
+	BNE pf16
+body16:
 	VLD1.P 32(R10), [V16.H4, V17.H4, V18.H4, V19.H4]
 	WORD $0x2e613a10 // shll v16.4s, v16.4h, #16
 	WORD $0x6e3dde10 // fmul v16.4s, v16.4s, v29.4s
@@ -5686,94 +5053,11 @@ notrn10:
 	WORD $0x0f1086d3 // shrn v19.4h, v22.4s, #16
 	VST1.P [V16.H4, V17.H4, V18.H4, V19.H4], 32(R14)
 	SUB $16, R12, R12
-	B pf16
-loop16:
-	CMP $16, R12
-	BLT loop4
-	VLD1.P 32(R10), [V16.H4, V17.H4, V18.H4, V19.H4]
-	WORD $0x2e613a10 // shll v16.4s, v16.4h, #16
-	WORD $0x6e3dde10 // fmul v16.4s, v16.4s, v29.4s
-	WORD $0x2e613a31 // shll v17.4s, v17.4h, #16
-	WORD $0x6e3dde31 // fmul v17.4s, v17.4s, v29.4s
-	WORD $0x2e613a52 // shll v18.4s, v18.4h, #16
-	WORD $0x6e3dde52 // fmul v18.4s, v18.4s, v29.4s
-	WORD $0x2e613a73 // shll v19.4s, v19.4h, #16
-	WORD $0x6e3dde73 // fmul v19.4s, v19.4s, v29.4s
-	TST $8, R8
-	BEQ notrn11
-	VUSHR $16, V16.S4, V20.S4
-	VAND V24.B16, V20.B16, V20.B16
-	VADD V25.S4, V20.S4, V20.S4
-	VADD V16.S4, V20.S4, V20.S4
-	WORD $0x4e30e615 // fcmeq v21.4s, v16.4s, v16.4s
-	VMOV V27.B16, V22.B16
-	VBIT V21.B16, V20.B16, V22.B16
-	VAND V26.B16, V22.B16, V16.B16
-	VUSHR $16, V17.S4, V20.S4
-	VAND V24.B16, V20.B16, V20.B16
-	VADD V25.S4, V20.S4, V20.S4
-	VADD V17.S4, V20.S4, V20.S4
-	WORD $0x4e31e635 // fcmeq v21.4s, v17.4s, v17.4s
-	VMOV V27.B16, V22.B16
-	VBIT V21.B16, V20.B16, V22.B16
-	VAND V26.B16, V22.B16, V17.B16
-	VUSHR $16, V18.S4, V20.S4
-	VAND V24.B16, V20.B16, V20.B16
-	VADD V25.S4, V20.S4, V20.S4
-	VADD V18.S4, V20.S4, V20.S4
-	WORD $0x4e32e655 // fcmeq v21.4s, v18.4s, v18.4s
-	VMOV V27.B16, V22.B16
-	VBIT V21.B16, V20.B16, V22.B16
-	VAND V26.B16, V22.B16, V18.B16
-	VUSHR $16, V19.S4, V20.S4
-	VAND V24.B16, V20.B16, V20.B16
-	VADD V25.S4, V20.S4, V20.S4
-	VADD V19.S4, V20.S4, V20.S4
-	WORD $0x4e33e675 // fcmeq v21.4s, v19.4s, v19.4s
-	VMOV V27.B16, V22.B16
-	VBIT V21.B16, V20.B16, V22.B16
-	VAND V26.B16, V22.B16, V19.B16
-notrn11:
-	VLD1.P 64(R13), [V20.S4, V21.S4, V22.S4, V23.S4]
-	WORD $0x6e34de10 // fmul v16.4s, v16.4s, v20.4s
-	WORD $0x6e35de31 // fmul v17.4s, v17.4s, v21.4s
-	WORD $0x6e36de52 // fmul v18.4s, v18.4s, v22.4s
-	WORD $0x6e37de73 // fmul v19.4s, v19.4s, v23.4s
-	VUSHR $16, V16.S4, V20.S4
-	VAND V24.B16, V20.B16, V20.B16
-	VADD V25.S4, V20.S4, V20.S4
-	VADD V16.S4, V20.S4, V20.S4
-	WORD $0x4e30e615 // fcmeq v21.4s, v16.4s, v16.4s
-	VMOV V27.B16, V22.B16
-	VBIT V21.B16, V20.B16, V22.B16
-	WORD $0x0f1086d0 // shrn v16.4h, v22.4s, #16
-	VUSHR $16, V17.S4, V20.S4
-	VAND V24.B16, V20.B16, V20.B16
-	VADD V25.S4, V20.S4, V20.S4
-	VADD V17.S4, V20.S4, V20.S4
-	WORD $0x4e31e635 // fcmeq v21.4s, v17.4s, v17.4s
-	VMOV V27.B16, V22.B16
-	VBIT V21.B16, V20.B16, V22.B16
-	WORD $0x0f1086d1 // shrn v17.4h, v22.4s, #16
-	VUSHR $16, V18.S4, V20.S4
-	VAND V24.B16, V20.B16, V20.B16
-	VADD V25.S4, V20.S4, V20.S4
-	VADD V18.S4, V20.S4, V20.S4
-	WORD $0x4e32e655 // fcmeq v21.4s, v18.4s, v18.4s
-	VMOV V27.B16, V22.B16
-	VBIT V21.B16, V20.B16, V22.B16
-	WORD $0x0f1086d2 // shrn v18.4h, v22.4s, #16
-	VUSHR $16, V19.S4, V20.S4
-	VAND V24.B16, V20.B16, V20.B16
-	VADD V25.S4, V20.S4, V20.S4
-	VADD V19.S4, V20.S4, V20.S4
-	WORD $0x4e33e675 // fcmeq v21.4s, v19.4s, v19.4s
-	VMOV V27.B16, V22.B16
-	VBIT V21.B16, V20.B16, V22.B16
-	WORD $0x0f1086d3 // shrn v19.4h, v22.4s, #16
-	VST1.P [V16.H4, V17.H4, V18.H4, V19.H4], 32(R14)
-	SUB $16, R12, R12
 	B loop16
+pf16:
+	PRFM (R15), PLDL1KEEP
+	ADD $64, R15, R15
+	B body16
 loop4:
 	CMP $4, R12
 	BLT part
@@ -5781,7 +5065,7 @@ loop4:
 	WORD $0x2e613a10 // shll v16.4s, v16.4h, #16
 	WORD $0x6e3dde10 // fmul v16.4s, v16.4s, v29.4s
 	TST $8, R8
-	BEQ notrn12
+	BEQ notrn11
 	VUSHR $16, V16.S4, V21.S4
 	VAND V24.B16, V21.B16, V21.B16
 	VADD V25.S4, V21.S4, V21.S4
@@ -5790,7 +5074,7 @@ loop4:
 	VMOV V27.B16, V23.B16
 	VBIT V22.B16, V21.B16, V23.B16
 	VAND V26.B16, V23.B16, V16.B16
-notrn12:
+notrn11:
 	VLD1.P 16(R13), [V20.S4]
 	WORD $0x6e34de10 // fmul v16.4s, v16.4s, v20.4s
 	VUSHR $16, V16.S4, V20.S4
@@ -5812,45 +5096,45 @@ part:
 	MOVD R10, R15
 	MOVD R11, R17
 	MOVD R12, R16
-copyvec13:
+copyvec12:
 	CMP $8, R16
-	BLT copyone14
+	BLT copyone13
 	VLD1.P 16(R15), [V20.B16]
 	VST1.P [V20.B16], 16(R17)
 	SUB $8, R16, R16
-	B copyvec13
-copyone14:
-	CBZ R16, copied15
+	B copyvec12
+copyone13:
+	CBZ R16, copied14
 	MOVHU.P 2(R15), R26
 	MOVH.P R26, 2(R17)
 	SUB $1, R16, R16
-	B copyone14
-copied15:
+	B copyone13
+copied14:
 	ADD $120, RSP, R11
 	MOVD R13, R15
 	MOVD R11, R17
 	MOVD R12, R16
-copyvec16:
+copyvec15:
 	CMP $4, R16
-	BLT copyone17
+	BLT copyone16
 	VLD1.P 16(R15), [V20.B16]
 	VST1.P [V20.B16], 16(R17)
 	SUB $4, R16, R16
-	B copyvec16
-copyone17:
-	CBZ R16, copied18
+	B copyvec15
+copyone16:
+	CBZ R16, copied17
 	MOVWU.P 4(R15), R26
 	MOVW.P R26, 4(R17)
 	SUB $1, R16, R16
-	B copyone17
-copied18:
+	B copyone16
+copied17:
 	ADD $104, RSP, R11
 	VLD1 (R11), [V16.H4]
 	WORD $0x2e613a10 // shll v16.4s, v16.4h, #16
 	ADD $16, R11, R11
 	WORD $0x6e3dde10 // fmul v16.4s, v16.4s, v29.4s
 	TST $8, R8
-	BEQ notrn19
+	BEQ notrn18
 	VUSHR $16, V16.S4, V21.S4
 	VAND V24.B16, V21.B16, V21.B16
 	VADD V25.S4, V21.S4, V21.S4
@@ -5859,7 +5143,7 @@ copied18:
 	VMOV V27.B16, V23.B16
 	VBIT V22.B16, V21.B16, V23.B16
 	VAND V26.B16, V23.B16, V16.B16
-notrn19:
+notrn18:
 	VLD1 (R11), [V20.S4]
 	WORD $0x6e34de10 // fmul v16.4s, v16.4s, v20.4s
 	VUSHR $16, V16.S4, V20.S4
@@ -5874,20 +5158,20 @@ notrn19:
 	MOVD R11, R15
 	MOVD R14, R17
 	MOVD R12, R16
-copyvec20:
+copyvec19:
 	CMP $8, R16
-	BLT copyone21
+	BLT copyone20
 	VLD1.P 16(R15), [V20.B16]
 	VST1.P [V20.B16], 16(R17)
 	SUB $8, R16, R16
-	B copyvec20
-copyone21:
-	CBZ R16, copied22
+	B copyvec19
+copyone20:
+	CBZ R16, copied21
 	MOVHU.P 2(R15), R26
 	MOVH.P R26, 2(R17)
 	SUB $1, R16, R16
-	B copyone21
-copied22:
+	B copyone20
+copied21:
 scaled:
 	ADD R7, R1, R1
 	ADD R7, R0, R0
@@ -5987,12 +5271,13 @@ sumrow:
 	VEOR V15.B16, V15.B16, V15.B16
 	MOVD R5, R12
 	MOVD $0, R24
-	TST $2, R8
 	ADD R21, R10, R13
-	BNE sumpf
 sum64:
 	CMP $64, R12
 	BLT sumtail
+	TST $2, R8
+	BNE sumpf
+sumblock:
 	VLD1.P 32(R10), [V16.H4, V17.H4, V18.H4, V19.H4]
 	WORD $0x2e613a10 // shll v16.4s, v16.4h, #16
 	WORD $0x2e613a31 // shll v17.4s, v17.4h, #16
@@ -6248,265 +5533,10 @@ sum64:
 	SUB $64, R12, R12
 	B sum64
 sumpf:
-	CMP $64, R12
-	BLT sumtail
 	PRFM 0(R13), PLDL1KEEP
 	PRFM 64(R13), PLDL1KEEP
 	ADD $128, R13, R13
-	VLD1.P 32(R10), [V16.H4, V17.H4, V18.H4, V19.H4]
-	WORD $0x2e613a10 // shll v16.4s, v16.4h, #16
-	WORD $0x2e613a31 // shll v17.4s, v17.4h, #16
-	WORD $0x2e613a52 // shll v18.4s, v18.4h, #16
-	WORD $0x2e613a73 // shll v19.4s, v19.4h, #16
-	VLD1 (R11), [V20.H4, V21.H4, V22.H4, V23.H4]
-	WORD $0x2e613a94 // shll v20.4s, v20.4h, #16
-	WORD $0x4e34d610 // fadd v16.4s, v16.4s, v20.4s
-	VUSHR $16, V16.S4, V29.S4
-	VAND V24.B16, V29.B16, V29.B16
-	VADD V25.S4, V29.S4, V29.S4
-	VADD V16.S4, V29.S4, V29.S4
-	WORD $0x4e30e61e // fcmeq v30.4s, v16.4s, v16.4s
-	VMOV V27.B16, V31.B16
-	VBIT V30.B16, V29.B16, V31.B16
-	WORD $0x0f1087f4 // shrn v20.4h, v31.4s, #16
-	VMOV V20.B16, V16.B16
-	WORD $0x2e613a10 // shll v16.4s, v16.4h, #16
-	WORD $0x2e613ab5 // shll v21.4s, v21.4h, #16
-	WORD $0x4e35d631 // fadd v17.4s, v17.4s, v21.4s
-	VUSHR $16, V17.S4, V29.S4
-	VAND V24.B16, V29.B16, V29.B16
-	VADD V25.S4, V29.S4, V29.S4
-	VADD V17.S4, V29.S4, V29.S4
-	WORD $0x4e31e63e // fcmeq v30.4s, v17.4s, v17.4s
-	VMOV V27.B16, V31.B16
-	VBIT V30.B16, V29.B16, V31.B16
-	WORD $0x0f1087f5 // shrn v21.4h, v31.4s, #16
-	VMOV V21.B16, V17.B16
-	WORD $0x2e613a31 // shll v17.4s, v17.4h, #16
-	WORD $0x2e613ad6 // shll v22.4s, v22.4h, #16
-	WORD $0x4e36d652 // fadd v18.4s, v18.4s, v22.4s
-	VUSHR $16, V18.S4, V29.S4
-	VAND V24.B16, V29.B16, V29.B16
-	VADD V25.S4, V29.S4, V29.S4
-	VADD V18.S4, V29.S4, V29.S4
-	WORD $0x4e32e65e // fcmeq v30.4s, v18.4s, v18.4s
-	VMOV V27.B16, V31.B16
-	VBIT V30.B16, V29.B16, V31.B16
-	WORD $0x0f1087f6 // shrn v22.4h, v31.4s, #16
-	VMOV V22.B16, V18.B16
-	WORD $0x2e613a52 // shll v18.4s, v18.4h, #16
-	WORD $0x2e613af7 // shll v23.4s, v23.4h, #16
-	WORD $0x4e37d673 // fadd v19.4s, v19.4s, v23.4s
-	VUSHR $16, V19.S4, V29.S4
-	VAND V24.B16, V29.B16, V29.B16
-	VADD V25.S4, V29.S4, V29.S4
-	VADD V19.S4, V29.S4, V29.S4
-	WORD $0x4e33e67e // fcmeq v30.4s, v19.4s, v19.4s
-	VMOV V27.B16, V31.B16
-	VBIT V30.B16, V29.B16, V31.B16
-	WORD $0x0f1087f7 // shrn v23.4h, v31.4s, #16
-	VMOV V23.B16, V19.B16
-	WORD $0x2e613a73 // shll v19.4s, v19.4h, #16
-	VST1.P [V20.H4, V21.H4, V22.H4, V23.H4], 32(R11)
-	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
-	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
-	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
-	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
-	WORD $0x4e30d400 // fadd v0.4s, v0.4s, v16.4s
-	WORD $0x4e31d421 // fadd v1.4s, v1.4s, v17.4s
-	WORD $0x4e32d442 // fadd v2.4s, v2.4s, v18.4s
-	WORD $0x4e33d463 // fadd v3.4s, v3.4s, v19.4s
-	VLD1.P 32(R10), [V16.H4, V17.H4, V18.H4, V19.H4]
-	WORD $0x2e613a10 // shll v16.4s, v16.4h, #16
-	WORD $0x2e613a31 // shll v17.4s, v17.4h, #16
-	WORD $0x2e613a52 // shll v18.4s, v18.4h, #16
-	WORD $0x2e613a73 // shll v19.4s, v19.4h, #16
-	VLD1 (R11), [V20.H4, V21.H4, V22.H4, V23.H4]
-	WORD $0x2e613a94 // shll v20.4s, v20.4h, #16
-	WORD $0x4e34d610 // fadd v16.4s, v16.4s, v20.4s
-	VUSHR $16, V16.S4, V29.S4
-	VAND V24.B16, V29.B16, V29.B16
-	VADD V25.S4, V29.S4, V29.S4
-	VADD V16.S4, V29.S4, V29.S4
-	WORD $0x4e30e61e // fcmeq v30.4s, v16.4s, v16.4s
-	VMOV V27.B16, V31.B16
-	VBIT V30.B16, V29.B16, V31.B16
-	WORD $0x0f1087f4 // shrn v20.4h, v31.4s, #16
-	VMOV V20.B16, V16.B16
-	WORD $0x2e613a10 // shll v16.4s, v16.4h, #16
-	WORD $0x2e613ab5 // shll v21.4s, v21.4h, #16
-	WORD $0x4e35d631 // fadd v17.4s, v17.4s, v21.4s
-	VUSHR $16, V17.S4, V29.S4
-	VAND V24.B16, V29.B16, V29.B16
-	VADD V25.S4, V29.S4, V29.S4
-	VADD V17.S4, V29.S4, V29.S4
-	WORD $0x4e31e63e // fcmeq v30.4s, v17.4s, v17.4s
-	VMOV V27.B16, V31.B16
-	VBIT V30.B16, V29.B16, V31.B16
-	WORD $0x0f1087f5 // shrn v21.4h, v31.4s, #16
-	VMOV V21.B16, V17.B16
-	WORD $0x2e613a31 // shll v17.4s, v17.4h, #16
-	WORD $0x2e613ad6 // shll v22.4s, v22.4h, #16
-	WORD $0x4e36d652 // fadd v18.4s, v18.4s, v22.4s
-	VUSHR $16, V18.S4, V29.S4
-	VAND V24.B16, V29.B16, V29.B16
-	VADD V25.S4, V29.S4, V29.S4
-	VADD V18.S4, V29.S4, V29.S4
-	WORD $0x4e32e65e // fcmeq v30.4s, v18.4s, v18.4s
-	VMOV V27.B16, V31.B16
-	VBIT V30.B16, V29.B16, V31.B16
-	WORD $0x0f1087f6 // shrn v22.4h, v31.4s, #16
-	VMOV V22.B16, V18.B16
-	WORD $0x2e613a52 // shll v18.4s, v18.4h, #16
-	WORD $0x2e613af7 // shll v23.4s, v23.4h, #16
-	WORD $0x4e37d673 // fadd v19.4s, v19.4s, v23.4s
-	VUSHR $16, V19.S4, V29.S4
-	VAND V24.B16, V29.B16, V29.B16
-	VADD V25.S4, V29.S4, V29.S4
-	VADD V19.S4, V29.S4, V29.S4
-	WORD $0x4e33e67e // fcmeq v30.4s, v19.4s, v19.4s
-	VMOV V27.B16, V31.B16
-	VBIT V30.B16, V29.B16, V31.B16
-	WORD $0x0f1087f7 // shrn v23.4h, v31.4s, #16
-	VMOV V23.B16, V19.B16
-	WORD $0x2e613a73 // shll v19.4s, v19.4h, #16
-	VST1.P [V20.H4, V21.H4, V22.H4, V23.H4], 32(R11)
-	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
-	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
-	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
-	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
-	WORD $0x4e30d484 // fadd v4.4s, v4.4s, v16.4s
-	WORD $0x4e31d4a5 // fadd v5.4s, v5.4s, v17.4s
-	WORD $0x4e32d4c6 // fadd v6.4s, v6.4s, v18.4s
-	WORD $0x4e33d4e7 // fadd v7.4s, v7.4s, v19.4s
-	VLD1.P 32(R10), [V16.H4, V17.H4, V18.H4, V19.H4]
-	WORD $0x2e613a10 // shll v16.4s, v16.4h, #16
-	WORD $0x2e613a31 // shll v17.4s, v17.4h, #16
-	WORD $0x2e613a52 // shll v18.4s, v18.4h, #16
-	WORD $0x2e613a73 // shll v19.4s, v19.4h, #16
-	VLD1 (R11), [V20.H4, V21.H4, V22.H4, V23.H4]
-	WORD $0x2e613a94 // shll v20.4s, v20.4h, #16
-	WORD $0x4e34d610 // fadd v16.4s, v16.4s, v20.4s
-	VUSHR $16, V16.S4, V29.S4
-	VAND V24.B16, V29.B16, V29.B16
-	VADD V25.S4, V29.S4, V29.S4
-	VADD V16.S4, V29.S4, V29.S4
-	WORD $0x4e30e61e // fcmeq v30.4s, v16.4s, v16.4s
-	VMOV V27.B16, V31.B16
-	VBIT V30.B16, V29.B16, V31.B16
-	WORD $0x0f1087f4 // shrn v20.4h, v31.4s, #16
-	VMOV V20.B16, V16.B16
-	WORD $0x2e613a10 // shll v16.4s, v16.4h, #16
-	WORD $0x2e613ab5 // shll v21.4s, v21.4h, #16
-	WORD $0x4e35d631 // fadd v17.4s, v17.4s, v21.4s
-	VUSHR $16, V17.S4, V29.S4
-	VAND V24.B16, V29.B16, V29.B16
-	VADD V25.S4, V29.S4, V29.S4
-	VADD V17.S4, V29.S4, V29.S4
-	WORD $0x4e31e63e // fcmeq v30.4s, v17.4s, v17.4s
-	VMOV V27.B16, V31.B16
-	VBIT V30.B16, V29.B16, V31.B16
-	WORD $0x0f1087f5 // shrn v21.4h, v31.4s, #16
-	VMOV V21.B16, V17.B16
-	WORD $0x2e613a31 // shll v17.4s, v17.4h, #16
-	WORD $0x2e613ad6 // shll v22.4s, v22.4h, #16
-	WORD $0x4e36d652 // fadd v18.4s, v18.4s, v22.4s
-	VUSHR $16, V18.S4, V29.S4
-	VAND V24.B16, V29.B16, V29.B16
-	VADD V25.S4, V29.S4, V29.S4
-	VADD V18.S4, V29.S4, V29.S4
-	WORD $0x4e32e65e // fcmeq v30.4s, v18.4s, v18.4s
-	VMOV V27.B16, V31.B16
-	VBIT V30.B16, V29.B16, V31.B16
-	WORD $0x0f1087f6 // shrn v22.4h, v31.4s, #16
-	VMOV V22.B16, V18.B16
-	WORD $0x2e613a52 // shll v18.4s, v18.4h, #16
-	WORD $0x2e613af7 // shll v23.4s, v23.4h, #16
-	WORD $0x4e37d673 // fadd v19.4s, v19.4s, v23.4s
-	VUSHR $16, V19.S4, V29.S4
-	VAND V24.B16, V29.B16, V29.B16
-	VADD V25.S4, V29.S4, V29.S4
-	VADD V19.S4, V29.S4, V29.S4
-	WORD $0x4e33e67e // fcmeq v30.4s, v19.4s, v19.4s
-	VMOV V27.B16, V31.B16
-	VBIT V30.B16, V29.B16, V31.B16
-	WORD $0x0f1087f7 // shrn v23.4h, v31.4s, #16
-	VMOV V23.B16, V19.B16
-	WORD $0x2e613a73 // shll v19.4s, v19.4h, #16
-	VST1.P [V20.H4, V21.H4, V22.H4, V23.H4], 32(R11)
-	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
-	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
-	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
-	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
-	WORD $0x4e30d508 // fadd v8.4s, v8.4s, v16.4s
-	WORD $0x4e31d529 // fadd v9.4s, v9.4s, v17.4s
-	WORD $0x4e32d54a // fadd v10.4s, v10.4s, v18.4s
-	WORD $0x4e33d56b // fadd v11.4s, v11.4s, v19.4s
-	VLD1.P 32(R10), [V16.H4, V17.H4, V18.H4, V19.H4]
-	WORD $0x2e613a10 // shll v16.4s, v16.4h, #16
-	WORD $0x2e613a31 // shll v17.4s, v17.4h, #16
-	WORD $0x2e613a52 // shll v18.4s, v18.4h, #16
-	WORD $0x2e613a73 // shll v19.4s, v19.4h, #16
-	VLD1 (R11), [V20.H4, V21.H4, V22.H4, V23.H4]
-	WORD $0x2e613a94 // shll v20.4s, v20.4h, #16
-	WORD $0x4e34d610 // fadd v16.4s, v16.4s, v20.4s
-	VUSHR $16, V16.S4, V29.S4
-	VAND V24.B16, V29.B16, V29.B16
-	VADD V25.S4, V29.S4, V29.S4
-	VADD V16.S4, V29.S4, V29.S4
-	WORD $0x4e30e61e // fcmeq v30.4s, v16.4s, v16.4s
-	VMOV V27.B16, V31.B16
-	VBIT V30.B16, V29.B16, V31.B16
-	WORD $0x0f1087f4 // shrn v20.4h, v31.4s, #16
-	VMOV V20.B16, V16.B16
-	WORD $0x2e613a10 // shll v16.4s, v16.4h, #16
-	WORD $0x2e613ab5 // shll v21.4s, v21.4h, #16
-	WORD $0x4e35d631 // fadd v17.4s, v17.4s, v21.4s
-	VUSHR $16, V17.S4, V29.S4
-	VAND V24.B16, V29.B16, V29.B16
-	VADD V25.S4, V29.S4, V29.S4
-	VADD V17.S4, V29.S4, V29.S4
-	WORD $0x4e31e63e // fcmeq v30.4s, v17.4s, v17.4s
-	VMOV V27.B16, V31.B16
-	VBIT V30.B16, V29.B16, V31.B16
-	WORD $0x0f1087f5 // shrn v21.4h, v31.4s, #16
-	VMOV V21.B16, V17.B16
-	WORD $0x2e613a31 // shll v17.4s, v17.4h, #16
-	WORD $0x2e613ad6 // shll v22.4s, v22.4h, #16
-	WORD $0x4e36d652 // fadd v18.4s, v18.4s, v22.4s
-	VUSHR $16, V18.S4, V29.S4
-	VAND V24.B16, V29.B16, V29.B16
-	VADD V25.S4, V29.S4, V29.S4
-	VADD V18.S4, V29.S4, V29.S4
-	WORD $0x4e32e65e // fcmeq v30.4s, v18.4s, v18.4s
-	VMOV V27.B16, V31.B16
-	VBIT V30.B16, V29.B16, V31.B16
-	WORD $0x0f1087f6 // shrn v22.4h, v31.4s, #16
-	VMOV V22.B16, V18.B16
-	WORD $0x2e613a52 // shll v18.4s, v18.4h, #16
-	WORD $0x2e613af7 // shll v23.4s, v23.4h, #16
-	WORD $0x4e37d673 // fadd v19.4s, v19.4s, v23.4s
-	VUSHR $16, V19.S4, V29.S4
-	VAND V24.B16, V29.B16, V29.B16
-	VADD V25.S4, V29.S4, V29.S4
-	VADD V19.S4, V29.S4, V29.S4
-	WORD $0x4e33e67e // fcmeq v30.4s, v19.4s, v19.4s
-	VMOV V27.B16, V31.B16
-	VBIT V30.B16, V29.B16, V31.B16
-	WORD $0x0f1087f7 // shrn v23.4h, v31.4s, #16
-	VMOV V23.B16, V19.B16
-	WORD $0x2e613a73 // shll v19.4s, v19.4h, #16
-	VST1.P [V20.H4, V21.H4, V22.H4, V23.H4], 32(R11)
-	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
-	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
-	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
-	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
-	WORD $0x4e30d58c // fadd v12.4s, v12.4s, v16.4s
-	WORD $0x4e31d5ad // fadd v13.4s, v13.4s, v17.4s
-	WORD $0x4e32d5ce // fadd v14.4s, v14.4s, v18.4s
-	WORD $0x4e33d5ef // fadd v15.4s, v15.4s, v19.4s
-	SUB $64, R12, R12
-	B sumpf
+	B sumblock
 sumtail:
 
 	// Fewer than 64 elements: copied to a zero-padded block on the stack, summed as a whole block (zeros add +0).
@@ -6654,14 +5684,13 @@ scalerow:
 	MOVD R2, R13
 	MOVD R0, R14
 	MOVD R5, R12
-	TST $2, R8
-	BEQ loop16
 	ADD R22, R10, R15
-pf16:
+loop16:
 	CMP $16, R12
 	BLT loop4
-	PRFM (R15), PLDL1KEEP
-	ADD $64, R15, R15
+	TST $2, R8
+	BNE pf16
+body16:
 	VLD1.P 32(R10), [V16.H4, V17.H4, V18.H4, V19.H4]
 	WORD $0x2e613a10 // shll v16.4s, v16.4h, #16
 	WORD $0x6e3dde10 // fmul v16.4s, v16.4s, v29.4s
@@ -6749,98 +5778,11 @@ notrn10:
 	WORD $0x0f1086d3 // shrn v19.4h, v22.4s, #16
 	VST1.P [V16.H4, V17.H4, V18.H4, V19.H4], 32(R14)
 	SUB $16, R12, R12
-	B pf16
-loop16:
-	CMP $16, R12
-	BLT loop4
-	VLD1.P 32(R10), [V16.H4, V17.H4, V18.H4, V19.H4]
-	WORD $0x2e613a10 // shll v16.4s, v16.4h, #16
-	WORD $0x6e3dde10 // fmul v16.4s, v16.4s, v29.4s
-	WORD $0x2e613a31 // shll v17.4s, v17.4h, #16
-	WORD $0x6e3dde31 // fmul v17.4s, v17.4s, v29.4s
-	WORD $0x2e613a52 // shll v18.4s, v18.4h, #16
-	WORD $0x6e3dde52 // fmul v18.4s, v18.4s, v29.4s
-	WORD $0x2e613a73 // shll v19.4s, v19.4h, #16
-	WORD $0x6e3dde73 // fmul v19.4s, v19.4s, v29.4s
-	TST $8, R8
-	BEQ notrn11
-	VUSHR $16, V16.S4, V20.S4
-	VAND V24.B16, V20.B16, V20.B16
-	VADD V25.S4, V20.S4, V20.S4
-	VADD V16.S4, V20.S4, V20.S4
-	WORD $0x4e30e615 // fcmeq v21.4s, v16.4s, v16.4s
-	VMOV V27.B16, V22.B16
-	VBIT V21.B16, V20.B16, V22.B16
-	VAND V26.B16, V22.B16, V16.B16
-	VUSHR $16, V17.S4, V20.S4
-	VAND V24.B16, V20.B16, V20.B16
-	VADD V25.S4, V20.S4, V20.S4
-	VADD V17.S4, V20.S4, V20.S4
-	WORD $0x4e31e635 // fcmeq v21.4s, v17.4s, v17.4s
-	VMOV V27.B16, V22.B16
-	VBIT V21.B16, V20.B16, V22.B16
-	VAND V26.B16, V22.B16, V17.B16
-	VUSHR $16, V18.S4, V20.S4
-	VAND V24.B16, V20.B16, V20.B16
-	VADD V25.S4, V20.S4, V20.S4
-	VADD V18.S4, V20.S4, V20.S4
-	WORD $0x4e32e655 // fcmeq v21.4s, v18.4s, v18.4s
-	VMOV V27.B16, V22.B16
-	VBIT V21.B16, V20.B16, V22.B16
-	VAND V26.B16, V22.B16, V18.B16
-	VUSHR $16, V19.S4, V20.S4
-	VAND V24.B16, V20.B16, V20.B16
-	VADD V25.S4, V20.S4, V20.S4
-	VADD V19.S4, V20.S4, V20.S4
-	WORD $0x4e33e675 // fcmeq v21.4s, v19.4s, v19.4s
-	VMOV V27.B16, V22.B16
-	VBIT V21.B16, V20.B16, V22.B16
-	VAND V26.B16, V22.B16, V19.B16
-notrn11:
-	VLD1.P 64(R13), [V20.S4, V21.S4, V22.S4, V23.S4]
-	WORD $0x4e3cd694 // fadd v20.4s, v20.4s, v28.4s
-	WORD $0x6e34de10 // fmul v16.4s, v16.4s, v20.4s
-	WORD $0x4e3cd6b5 // fadd v21.4s, v21.4s, v28.4s
-	WORD $0x6e35de31 // fmul v17.4s, v17.4s, v21.4s
-	WORD $0x4e3cd6d6 // fadd v22.4s, v22.4s, v28.4s
-	WORD $0x6e36de52 // fmul v18.4s, v18.4s, v22.4s
-	WORD $0x4e3cd6f7 // fadd v23.4s, v23.4s, v28.4s
-	WORD $0x6e37de73 // fmul v19.4s, v19.4s, v23.4s
-	VUSHR $16, V16.S4, V20.S4
-	VAND V24.B16, V20.B16, V20.B16
-	VADD V25.S4, V20.S4, V20.S4
-	VADD V16.S4, V20.S4, V20.S4
-	WORD $0x4e30e615 // fcmeq v21.4s, v16.4s, v16.4s
-	VMOV V27.B16, V22.B16
-	VBIT V21.B16, V20.B16, V22.B16
-	WORD $0x0f1086d0 // shrn v16.4h, v22.4s, #16
-	VUSHR $16, V17.S4, V20.S4
-	VAND V24.B16, V20.B16, V20.B16
-	VADD V25.S4, V20.S4, V20.S4
-	VADD V17.S4, V20.S4, V20.S4
-	WORD $0x4e31e635 // fcmeq v21.4s, v17.4s, v17.4s
-	VMOV V27.B16, V22.B16
-	VBIT V21.B16, V20.B16, V22.B16
-	WORD $0x0f1086d1 // shrn v17.4h, v22.4s, #16
-	VUSHR $16, V18.S4, V20.S4
-	VAND V24.B16, V20.B16, V20.B16
-	VADD V25.S4, V20.S4, V20.S4
-	VADD V18.S4, V20.S4, V20.S4
-	WORD $0x4e32e655 // fcmeq v21.4s, v18.4s, v18.4s
-	VMOV V27.B16, V22.B16
-	VBIT V21.B16, V20.B16, V22.B16
-	WORD $0x0f1086d2 // shrn v18.4h, v22.4s, #16
-	VUSHR $16, V19.S4, V20.S4
-	VAND V24.B16, V20.B16, V20.B16
-	VADD V25.S4, V20.S4, V20.S4
-	VADD V19.S4, V20.S4, V20.S4
-	WORD $0x4e33e675 // fcmeq v21.4s, v19.4s, v19.4s
-	VMOV V27.B16, V22.B16
-	VBIT V21.B16, V20.B16, V22.B16
-	WORD $0x0f1086d3 // shrn v19.4h, v22.4s, #16
-	VST1.P [V16.H4, V17.H4, V18.H4, V19.H4], 32(R14)
-	SUB $16, R12, R12
 	B loop16
+pf16:
+	PRFM (R15), PLDL1KEEP
+	ADD $64, R15, R15
+	B body16
 loop4:
 	CMP $4, R12
 	BLT part
@@ -6848,7 +5790,7 @@ loop4:
 	WORD $0x2e613a10 // shll v16.4s, v16.4h, #16
 	WORD $0x6e3dde10 // fmul v16.4s, v16.4s, v29.4s
 	TST $8, R8
-	BEQ notrn12
+	BEQ notrn11
 	VUSHR $16, V16.S4, V21.S4
 	VAND V24.B16, V21.B16, V21.B16
 	VADD V25.S4, V21.S4, V21.S4
@@ -6857,7 +5799,7 @@ loop4:
 	VMOV V27.B16, V23.B16
 	VBIT V22.B16, V21.B16, V23.B16
 	VAND V26.B16, V23.B16, V16.B16
-notrn12:
+notrn11:
 	VLD1.P 16(R13), [V20.S4]
 	WORD $0x4e3cd694 // fadd v20.4s, v20.4s, v28.4s
 	WORD $0x6e34de10 // fmul v16.4s, v16.4s, v20.4s
@@ -6880,45 +5822,45 @@ part:
 	MOVD R10, R15
 	MOVD R11, R17
 	MOVD R12, R16
-copyvec13:
+copyvec12:
 	CMP $8, R16
-	BLT copyone14
+	BLT copyone13
 	VLD1.P 16(R15), [V20.B16]
 	VST1.P [V20.B16], 16(R17)
 	SUB $8, R16, R16
-	B copyvec13
-copyone14:
-	CBZ R16, copied15
+	B copyvec12
+copyone13:
+	CBZ R16, copied14
 	MOVHU.P 2(R15), R26
 	MOVH.P R26, 2(R17)
 	SUB $1, R16, R16
-	B copyone14
-copied15:
+	B copyone13
+copied14:
 	ADD $120, RSP, R11
 	MOVD R13, R15
 	MOVD R11, R17
 	MOVD R12, R16
-copyvec16:
+copyvec15:
 	CMP $4, R16
-	BLT copyone17
+	BLT copyone16
 	VLD1.P 16(R15), [V20.B16]
 	VST1.P [V20.B16], 16(R17)
 	SUB $4, R16, R16
-	B copyvec16
-copyone17:
-	CBZ R16, copied18
+	B copyvec15
+copyone16:
+	CBZ R16, copied17
 	MOVWU.P 4(R15), R26
 	MOVW.P R26, 4(R17)
 	SUB $1, R16, R16
-	B copyone17
-copied18:
+	B copyone16
+copied17:
 	ADD $104, RSP, R11
 	VLD1 (R11), [V16.H4]
 	WORD $0x2e613a10 // shll v16.4s, v16.4h, #16
 	ADD $16, R11, R11
 	WORD $0x6e3dde10 // fmul v16.4s, v16.4s, v29.4s
 	TST $8, R8
-	BEQ notrn19
+	BEQ notrn18
 	VUSHR $16, V16.S4, V21.S4
 	VAND V24.B16, V21.B16, V21.B16
 	VADD V25.S4, V21.S4, V21.S4
@@ -6927,7 +5869,7 @@ copied18:
 	VMOV V27.B16, V23.B16
 	VBIT V22.B16, V21.B16, V23.B16
 	VAND V26.B16, V23.B16, V16.B16
-notrn19:
+notrn18:
 	VLD1 (R11), [V20.S4]
 	WORD $0x4e3cd694 // fadd v20.4s, v20.4s, v28.4s
 	WORD $0x6e34de10 // fmul v16.4s, v16.4s, v20.4s
@@ -6943,20 +5885,20 @@ notrn19:
 	MOVD R11, R15
 	MOVD R14, R17
 	MOVD R12, R16
-copyvec20:
+copyvec19:
 	CMP $8, R16
-	BLT copyone21
+	BLT copyone20
 	VLD1.P 16(R15), [V20.B16]
 	VST1.P [V20.B16], 16(R17)
 	SUB $8, R16, R16
-	B copyvec20
-copyone21:
-	CBZ R16, copied22
+	B copyvec19
+copyone20:
+	CBZ R16, copied21
 	MOVHU.P 2(R15), R26
 	MOVH.P R26, 2(R17)
 	SUB $1, R16, R16
-	B copyone21
-copied22:
+	B copyone20
+copied21:
 scaled:
 	ADD R7, R1, R1
 	ADD R7, R0, R0
@@ -7054,12 +5996,13 @@ sumrow:
 	VEOR V15.B16, V15.B16, V15.B16
 	MOVD R5, R12
 	MOVD $0, R24
-	TST $2, R8
 	ADD R21, R10, R13
-	BNE sumpf
 sum64:
 	CMP $64, R12
 	BLT sumtail
+	TST $2, R8
+	BNE sumpf
+sumblock:
 	VLD1.P 32(R10), [V16.H4, V17.H4, V18.H4, V19.H4]
 	WORD $0x2e613a10 // shll v16.4s, v16.4h, #16
 	WORD $0x2e613a31 // shll v17.4s, v17.4h, #16
@@ -7315,265 +6258,10 @@ sum64:
 	SUB $64, R12, R12
 	B sum64
 sumpf:
-	CMP $64, R12
-	BLT sumtail
 	PRFM 0(R13), PLDL1KEEP
 	PRFM 64(R13), PLDL1KEEP
 	ADD $128, R13, R13
-	VLD1.P 32(R10), [V16.H4, V17.H4, V18.H4, V19.H4]
-	WORD $0x2e613a10 // shll v16.4s, v16.4h, #16
-	WORD $0x2e613a31 // shll v17.4s, v17.4h, #16
-	WORD $0x2e613a52 // shll v18.4s, v18.4h, #16
-	WORD $0x2e613a73 // shll v19.4s, v19.4h, #16
-	VLD1 (R11), [V20.H4, V21.H4, V22.H4, V23.H4]
-	WORD $0x2e613a94 // shll v20.4s, v20.4h, #16
-	WORD $0x4e34d610 // fadd v16.4s, v16.4s, v20.4s
-	VUSHR $16, V16.S4, V29.S4
-	VAND V24.B16, V29.B16, V29.B16
-	VADD V25.S4, V29.S4, V29.S4
-	VADD V16.S4, V29.S4, V29.S4
-	WORD $0x4e30e61e // fcmeq v30.4s, v16.4s, v16.4s
-	VMOV V27.B16, V31.B16
-	VBIT V30.B16, V29.B16, V31.B16
-	WORD $0x0f1087f4 // shrn v20.4h, v31.4s, #16
-	VMOV V20.B16, V16.B16
-	WORD $0x2e613a10 // shll v16.4s, v16.4h, #16
-	WORD $0x2e613ab5 // shll v21.4s, v21.4h, #16
-	WORD $0x4e35d631 // fadd v17.4s, v17.4s, v21.4s
-	VUSHR $16, V17.S4, V29.S4
-	VAND V24.B16, V29.B16, V29.B16
-	VADD V25.S4, V29.S4, V29.S4
-	VADD V17.S4, V29.S4, V29.S4
-	WORD $0x4e31e63e // fcmeq v30.4s, v17.4s, v17.4s
-	VMOV V27.B16, V31.B16
-	VBIT V30.B16, V29.B16, V31.B16
-	WORD $0x0f1087f5 // shrn v21.4h, v31.4s, #16
-	VMOV V21.B16, V17.B16
-	WORD $0x2e613a31 // shll v17.4s, v17.4h, #16
-	WORD $0x2e613ad6 // shll v22.4s, v22.4h, #16
-	WORD $0x4e36d652 // fadd v18.4s, v18.4s, v22.4s
-	VUSHR $16, V18.S4, V29.S4
-	VAND V24.B16, V29.B16, V29.B16
-	VADD V25.S4, V29.S4, V29.S4
-	VADD V18.S4, V29.S4, V29.S4
-	WORD $0x4e32e65e // fcmeq v30.4s, v18.4s, v18.4s
-	VMOV V27.B16, V31.B16
-	VBIT V30.B16, V29.B16, V31.B16
-	WORD $0x0f1087f6 // shrn v22.4h, v31.4s, #16
-	VMOV V22.B16, V18.B16
-	WORD $0x2e613a52 // shll v18.4s, v18.4h, #16
-	WORD $0x2e613af7 // shll v23.4s, v23.4h, #16
-	WORD $0x4e37d673 // fadd v19.4s, v19.4s, v23.4s
-	VUSHR $16, V19.S4, V29.S4
-	VAND V24.B16, V29.B16, V29.B16
-	VADD V25.S4, V29.S4, V29.S4
-	VADD V19.S4, V29.S4, V29.S4
-	WORD $0x4e33e67e // fcmeq v30.4s, v19.4s, v19.4s
-	VMOV V27.B16, V31.B16
-	VBIT V30.B16, V29.B16, V31.B16
-	WORD $0x0f1087f7 // shrn v23.4h, v31.4s, #16
-	VMOV V23.B16, V19.B16
-	WORD $0x2e613a73 // shll v19.4s, v19.4h, #16
-	VST1.P [V20.H4, V21.H4, V22.H4, V23.H4], 32(R11)
-	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
-	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
-	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
-	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
-	WORD $0x4e30d400 // fadd v0.4s, v0.4s, v16.4s
-	WORD $0x4e31d421 // fadd v1.4s, v1.4s, v17.4s
-	WORD $0x4e32d442 // fadd v2.4s, v2.4s, v18.4s
-	WORD $0x4e33d463 // fadd v3.4s, v3.4s, v19.4s
-	VLD1.P 32(R10), [V16.H4, V17.H4, V18.H4, V19.H4]
-	WORD $0x2e613a10 // shll v16.4s, v16.4h, #16
-	WORD $0x2e613a31 // shll v17.4s, v17.4h, #16
-	WORD $0x2e613a52 // shll v18.4s, v18.4h, #16
-	WORD $0x2e613a73 // shll v19.4s, v19.4h, #16
-	VLD1 (R11), [V20.H4, V21.H4, V22.H4, V23.H4]
-	WORD $0x2e613a94 // shll v20.4s, v20.4h, #16
-	WORD $0x4e34d610 // fadd v16.4s, v16.4s, v20.4s
-	VUSHR $16, V16.S4, V29.S4
-	VAND V24.B16, V29.B16, V29.B16
-	VADD V25.S4, V29.S4, V29.S4
-	VADD V16.S4, V29.S4, V29.S4
-	WORD $0x4e30e61e // fcmeq v30.4s, v16.4s, v16.4s
-	VMOV V27.B16, V31.B16
-	VBIT V30.B16, V29.B16, V31.B16
-	WORD $0x0f1087f4 // shrn v20.4h, v31.4s, #16
-	VMOV V20.B16, V16.B16
-	WORD $0x2e613a10 // shll v16.4s, v16.4h, #16
-	WORD $0x2e613ab5 // shll v21.4s, v21.4h, #16
-	WORD $0x4e35d631 // fadd v17.4s, v17.4s, v21.4s
-	VUSHR $16, V17.S4, V29.S4
-	VAND V24.B16, V29.B16, V29.B16
-	VADD V25.S4, V29.S4, V29.S4
-	VADD V17.S4, V29.S4, V29.S4
-	WORD $0x4e31e63e // fcmeq v30.4s, v17.4s, v17.4s
-	VMOV V27.B16, V31.B16
-	VBIT V30.B16, V29.B16, V31.B16
-	WORD $0x0f1087f5 // shrn v21.4h, v31.4s, #16
-	VMOV V21.B16, V17.B16
-	WORD $0x2e613a31 // shll v17.4s, v17.4h, #16
-	WORD $0x2e613ad6 // shll v22.4s, v22.4h, #16
-	WORD $0x4e36d652 // fadd v18.4s, v18.4s, v22.4s
-	VUSHR $16, V18.S4, V29.S4
-	VAND V24.B16, V29.B16, V29.B16
-	VADD V25.S4, V29.S4, V29.S4
-	VADD V18.S4, V29.S4, V29.S4
-	WORD $0x4e32e65e // fcmeq v30.4s, v18.4s, v18.4s
-	VMOV V27.B16, V31.B16
-	VBIT V30.B16, V29.B16, V31.B16
-	WORD $0x0f1087f6 // shrn v22.4h, v31.4s, #16
-	VMOV V22.B16, V18.B16
-	WORD $0x2e613a52 // shll v18.4s, v18.4h, #16
-	WORD $0x2e613af7 // shll v23.4s, v23.4h, #16
-	WORD $0x4e37d673 // fadd v19.4s, v19.4s, v23.4s
-	VUSHR $16, V19.S4, V29.S4
-	VAND V24.B16, V29.B16, V29.B16
-	VADD V25.S4, V29.S4, V29.S4
-	VADD V19.S4, V29.S4, V29.S4
-	WORD $0x4e33e67e // fcmeq v30.4s, v19.4s, v19.4s
-	VMOV V27.B16, V31.B16
-	VBIT V30.B16, V29.B16, V31.B16
-	WORD $0x0f1087f7 // shrn v23.4h, v31.4s, #16
-	VMOV V23.B16, V19.B16
-	WORD $0x2e613a73 // shll v19.4s, v19.4h, #16
-	VST1.P [V20.H4, V21.H4, V22.H4, V23.H4], 32(R11)
-	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
-	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
-	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
-	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
-	WORD $0x4e30d484 // fadd v4.4s, v4.4s, v16.4s
-	WORD $0x4e31d4a5 // fadd v5.4s, v5.4s, v17.4s
-	WORD $0x4e32d4c6 // fadd v6.4s, v6.4s, v18.4s
-	WORD $0x4e33d4e7 // fadd v7.4s, v7.4s, v19.4s
-	VLD1.P 32(R10), [V16.H4, V17.H4, V18.H4, V19.H4]
-	WORD $0x2e613a10 // shll v16.4s, v16.4h, #16
-	WORD $0x2e613a31 // shll v17.4s, v17.4h, #16
-	WORD $0x2e613a52 // shll v18.4s, v18.4h, #16
-	WORD $0x2e613a73 // shll v19.4s, v19.4h, #16
-	VLD1 (R11), [V20.H4, V21.H4, V22.H4, V23.H4]
-	WORD $0x2e613a94 // shll v20.4s, v20.4h, #16
-	WORD $0x4e34d610 // fadd v16.4s, v16.4s, v20.4s
-	VUSHR $16, V16.S4, V29.S4
-	VAND V24.B16, V29.B16, V29.B16
-	VADD V25.S4, V29.S4, V29.S4
-	VADD V16.S4, V29.S4, V29.S4
-	WORD $0x4e30e61e // fcmeq v30.4s, v16.4s, v16.4s
-	VMOV V27.B16, V31.B16
-	VBIT V30.B16, V29.B16, V31.B16
-	WORD $0x0f1087f4 // shrn v20.4h, v31.4s, #16
-	VMOV V20.B16, V16.B16
-	WORD $0x2e613a10 // shll v16.4s, v16.4h, #16
-	WORD $0x2e613ab5 // shll v21.4s, v21.4h, #16
-	WORD $0x4e35d631 // fadd v17.4s, v17.4s, v21.4s
-	VUSHR $16, V17.S4, V29.S4
-	VAND V24.B16, V29.B16, V29.B16
-	VADD V25.S4, V29.S4, V29.S4
-	VADD V17.S4, V29.S4, V29.S4
-	WORD $0x4e31e63e // fcmeq v30.4s, v17.4s, v17.4s
-	VMOV V27.B16, V31.B16
-	VBIT V30.B16, V29.B16, V31.B16
-	WORD $0x0f1087f5 // shrn v21.4h, v31.4s, #16
-	VMOV V21.B16, V17.B16
-	WORD $0x2e613a31 // shll v17.4s, v17.4h, #16
-	WORD $0x2e613ad6 // shll v22.4s, v22.4h, #16
-	WORD $0x4e36d652 // fadd v18.4s, v18.4s, v22.4s
-	VUSHR $16, V18.S4, V29.S4
-	VAND V24.B16, V29.B16, V29.B16
-	VADD V25.S4, V29.S4, V29.S4
-	VADD V18.S4, V29.S4, V29.S4
-	WORD $0x4e32e65e // fcmeq v30.4s, v18.4s, v18.4s
-	VMOV V27.B16, V31.B16
-	VBIT V30.B16, V29.B16, V31.B16
-	WORD $0x0f1087f6 // shrn v22.4h, v31.4s, #16
-	VMOV V22.B16, V18.B16
-	WORD $0x2e613a52 // shll v18.4s, v18.4h, #16
-	WORD $0x2e613af7 // shll v23.4s, v23.4h, #16
-	WORD $0x4e37d673 // fadd v19.4s, v19.4s, v23.4s
-	VUSHR $16, V19.S4, V29.S4
-	VAND V24.B16, V29.B16, V29.B16
-	VADD V25.S4, V29.S4, V29.S4
-	VADD V19.S4, V29.S4, V29.S4
-	WORD $0x4e33e67e // fcmeq v30.4s, v19.4s, v19.4s
-	VMOV V27.B16, V31.B16
-	VBIT V30.B16, V29.B16, V31.B16
-	WORD $0x0f1087f7 // shrn v23.4h, v31.4s, #16
-	VMOV V23.B16, V19.B16
-	WORD $0x2e613a73 // shll v19.4s, v19.4h, #16
-	VST1.P [V20.H4, V21.H4, V22.H4, V23.H4], 32(R11)
-	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
-	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
-	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
-	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
-	WORD $0x4e30d508 // fadd v8.4s, v8.4s, v16.4s
-	WORD $0x4e31d529 // fadd v9.4s, v9.4s, v17.4s
-	WORD $0x4e32d54a // fadd v10.4s, v10.4s, v18.4s
-	WORD $0x4e33d56b // fadd v11.4s, v11.4s, v19.4s
-	VLD1.P 32(R10), [V16.H4, V17.H4, V18.H4, V19.H4]
-	WORD $0x2e613a10 // shll v16.4s, v16.4h, #16
-	WORD $0x2e613a31 // shll v17.4s, v17.4h, #16
-	WORD $0x2e613a52 // shll v18.4s, v18.4h, #16
-	WORD $0x2e613a73 // shll v19.4s, v19.4h, #16
-	VLD1 (R11), [V20.H4, V21.H4, V22.H4, V23.H4]
-	WORD $0x2e613a94 // shll v20.4s, v20.4h, #16
-	WORD $0x4e34d610 // fadd v16.4s, v16.4s, v20.4s
-	VUSHR $16, V16.S4, V29.S4
-	VAND V24.B16, V29.B16, V29.B16
-	VADD V25.S4, V29.S4, V29.S4
-	VADD V16.S4, V29.S4, V29.S4
-	WORD $0x4e30e61e // fcmeq v30.4s, v16.4s, v16.4s
-	VMOV V27.B16, V31.B16
-	VBIT V30.B16, V29.B16, V31.B16
-	WORD $0x0f1087f4 // shrn v20.4h, v31.4s, #16
-	VMOV V20.B16, V16.B16
-	WORD $0x2e613a10 // shll v16.4s, v16.4h, #16
-	WORD $0x2e613ab5 // shll v21.4s, v21.4h, #16
-	WORD $0x4e35d631 // fadd v17.4s, v17.4s, v21.4s
-	VUSHR $16, V17.S4, V29.S4
-	VAND V24.B16, V29.B16, V29.B16
-	VADD V25.S4, V29.S4, V29.S4
-	VADD V17.S4, V29.S4, V29.S4
-	WORD $0x4e31e63e // fcmeq v30.4s, v17.4s, v17.4s
-	VMOV V27.B16, V31.B16
-	VBIT V30.B16, V29.B16, V31.B16
-	WORD $0x0f1087f5 // shrn v21.4h, v31.4s, #16
-	VMOV V21.B16, V17.B16
-	WORD $0x2e613a31 // shll v17.4s, v17.4h, #16
-	WORD $0x2e613ad6 // shll v22.4s, v22.4h, #16
-	WORD $0x4e36d652 // fadd v18.4s, v18.4s, v22.4s
-	VUSHR $16, V18.S4, V29.S4
-	VAND V24.B16, V29.B16, V29.B16
-	VADD V25.S4, V29.S4, V29.S4
-	VADD V18.S4, V29.S4, V29.S4
-	WORD $0x4e32e65e // fcmeq v30.4s, v18.4s, v18.4s
-	VMOV V27.B16, V31.B16
-	VBIT V30.B16, V29.B16, V31.B16
-	WORD $0x0f1087f6 // shrn v22.4h, v31.4s, #16
-	VMOV V22.B16, V18.B16
-	WORD $0x2e613a52 // shll v18.4s, v18.4h, #16
-	WORD $0x2e613af7 // shll v23.4s, v23.4h, #16
-	WORD $0x4e37d673 // fadd v19.4s, v19.4s, v23.4s
-	VUSHR $16, V19.S4, V29.S4
-	VAND V24.B16, V29.B16, V29.B16
-	VADD V25.S4, V29.S4, V29.S4
-	VADD V19.S4, V29.S4, V29.S4
-	WORD $0x4e33e67e // fcmeq v30.4s, v19.4s, v19.4s
-	VMOV V27.B16, V31.B16
-	VBIT V30.B16, V29.B16, V31.B16
-	WORD $0x0f1087f7 // shrn v23.4h, v31.4s, #16
-	VMOV V23.B16, V19.B16
-	WORD $0x2e613a73 // shll v19.4s, v19.4h, #16
-	VST1.P [V20.H4, V21.H4, V22.H4, V23.H4], 32(R11)
-	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
-	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
-	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
-	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
-	WORD $0x4e30d58c // fadd v12.4s, v12.4s, v16.4s
-	WORD $0x4e31d5ad // fadd v13.4s, v13.4s, v17.4s
-	WORD $0x4e32d5ce // fadd v14.4s, v14.4s, v18.4s
-	WORD $0x4e33d5ef // fadd v15.4s, v15.4s, v19.4s
-	SUB $64, R12, R12
-	B sumpf
+	B sumblock
 sumtail:
 
 	// Fewer than 64 elements: copied to a zero-padded block on the stack, summed as a whole block (zeros add +0).
@@ -7721,61 +6409,13 @@ scalerow:
 	MOVD R2, R13
 	MOVD R0, R14
 	MOVD R5, R12
-	TST $2, R8
-	BEQ loop16
 	ADD R22, R10, R15
-pf16:
-	CMP $16, R12
-	BLT loop4
-	PRFM (R15), PLDL1KEEP
-	ADD $64, R15, R15
-	VLD1.P 32(R10), [V16.H4, V17.H4, V18.H4, V19.H4]
-	WORD $0x2e613a10 // shll v16.4s, v16.4h, #16
-	WORD $0x6e3dde10 // fmul v16.4s, v16.4s, v29.4s
-	WORD $0x2e613a31 // shll v17.4s, v17.4h, #16
-	WORD $0x6e3dde31 // fmul v17.4s, v17.4s, v29.4s
-	WORD $0x2e613a52 // shll v18.4s, v18.4h, #16
-	WORD $0x6e3dde52 // fmul v18.4s, v18.4s, v29.4s
-	WORD $0x2e613a73 // shll v19.4s, v19.4h, #16
-	WORD $0x6e3dde73 // fmul v19.4s, v19.4s, v29.4s
-	VUSHR $16, V16.S4, V20.S4
-	VAND V24.B16, V20.B16, V20.B16
-	VADD V25.S4, V20.S4, V20.S4
-	VADD V16.S4, V20.S4, V20.S4
-	WORD $0x4e30e615 // fcmeq v21.4s, v16.4s, v16.4s
-	VMOV V27.B16, V22.B16
-	VBIT V21.B16, V20.B16, V22.B16
-	WORD $0x0f1086d0 // shrn v16.4h, v22.4s, #16
-	VUSHR $16, V17.S4, V20.S4
-	VAND V24.B16, V20.B16, V20.B16
-	VADD V25.S4, V20.S4, V20.S4
-	VADD V17.S4, V20.S4, V20.S4
-	WORD $0x4e31e635 // fcmeq v21.4s, v17.4s, v17.4s
-	VMOV V27.B16, V22.B16
-	VBIT V21.B16, V20.B16, V22.B16
-	WORD $0x0f1086d1 // shrn v17.4h, v22.4s, #16
-	VUSHR $16, V18.S4, V20.S4
-	VAND V24.B16, V20.B16, V20.B16
-	VADD V25.S4, V20.S4, V20.S4
-	VADD V18.S4, V20.S4, V20.S4
-	WORD $0x4e32e655 // fcmeq v21.4s, v18.4s, v18.4s
-	VMOV V27.B16, V22.B16
-	VBIT V21.B16, V20.B16, V22.B16
-	WORD $0x0f1086d2 // shrn v18.4h, v22.4s, #16
-	VUSHR $16, V19.S4, V20.S4
-	VAND V24.B16, V20.B16, V20.B16
-	VADD V25.S4, V20.S4, V20.S4
-	VADD V19.S4, V20.S4, V20.S4
-	WORD $0x4e33e675 // fcmeq v21.4s, v19.4s, v19.4s
-	VMOV V27.B16, V22.B16
-	VBIT V21.B16, V20.B16, V22.B16
-	WORD $0x0f1086d3 // shrn v19.4h, v22.4s, #16
-	VST1.P [V16.H4, V17.H4, V18.H4, V19.H4], 32(R14)
-	SUB $16, R12, R12
-	B pf16
 loop16:
 	CMP $16, R12
 	BLT loop4
+	TST $2, R8
+	BNE pf16
+body16:
 	VLD1.P 32(R10), [V16.H4, V17.H4, V18.H4, V19.H4]
 	WORD $0x2e613a10 // shll v16.4s, v16.4h, #16
 	WORD $0x6e3dde10 // fmul v16.4s, v16.4s, v29.4s
@@ -7820,6 +6460,10 @@ loop16:
 	VST1.P [V16.H4, V17.H4, V18.H4, V19.H4], 32(R14)
 	SUB $16, R12, R12
 	B loop16
+pf16:
+	PRFM (R15), PLDL1KEEP
+	ADD $64, R15, R15
+	B body16
 loop4:
 	CMP $4, R12
 	BLT part
@@ -7987,12 +6631,13 @@ sumrow:
 	VEOR V15.B16, V15.B16, V15.B16
 	MOVD R5, R12
 	MOVD $0, R24
-	TST $2, R8
 	ADD R21, R10, R13
-	BNE sumpf
 sum64:
 	CMP $64, R12
 	BLT sumtail
+	TST $2, R8
+	BNE sumpf
+sumblock:
 	VLD1.P 32(R10), [V16.H4, V17.H4, V18.H4, V19.H4]
 	WORD $0x0e217a10 // fcvtl v16.4s, v16.4h
 	WORD $0x0e217a31 // fcvtl v17.4s, v17.4h
@@ -8048,65 +6693,10 @@ sum64:
 	SUB $64, R12, R12
 	B sum64
 sumpf:
-	CMP $64, R12
-	BLT sumtail
 	PRFM 0(R13), PLDL1KEEP
 	PRFM 64(R13), PLDL1KEEP
 	ADD $128, R13, R13
-	VLD1.P 32(R10), [V16.H4, V17.H4, V18.H4, V19.H4]
-	WORD $0x0e217a10 // fcvtl v16.4s, v16.4h
-	WORD $0x0e217a31 // fcvtl v17.4s, v17.4h
-	WORD $0x0e217a52 // fcvtl v18.4s, v18.4h
-	WORD $0x0e217a73 // fcvtl v19.4s, v19.4h
-	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
-	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
-	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
-	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
-	WORD $0x4e30d400 // fadd v0.4s, v0.4s, v16.4s
-	WORD $0x4e31d421 // fadd v1.4s, v1.4s, v17.4s
-	WORD $0x4e32d442 // fadd v2.4s, v2.4s, v18.4s
-	WORD $0x4e33d463 // fadd v3.4s, v3.4s, v19.4s
-	VLD1.P 32(R10), [V16.H4, V17.H4, V18.H4, V19.H4]
-	WORD $0x0e217a10 // fcvtl v16.4s, v16.4h
-	WORD $0x0e217a31 // fcvtl v17.4s, v17.4h
-	WORD $0x0e217a52 // fcvtl v18.4s, v18.4h
-	WORD $0x0e217a73 // fcvtl v19.4s, v19.4h
-	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
-	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
-	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
-	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
-	WORD $0x4e30d484 // fadd v4.4s, v4.4s, v16.4s
-	WORD $0x4e31d4a5 // fadd v5.4s, v5.4s, v17.4s
-	WORD $0x4e32d4c6 // fadd v6.4s, v6.4s, v18.4s
-	WORD $0x4e33d4e7 // fadd v7.4s, v7.4s, v19.4s
-	VLD1.P 32(R10), [V16.H4, V17.H4, V18.H4, V19.H4]
-	WORD $0x0e217a10 // fcvtl v16.4s, v16.4h
-	WORD $0x0e217a31 // fcvtl v17.4s, v17.4h
-	WORD $0x0e217a52 // fcvtl v18.4s, v18.4h
-	WORD $0x0e217a73 // fcvtl v19.4s, v19.4h
-	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
-	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
-	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
-	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
-	WORD $0x4e30d508 // fadd v8.4s, v8.4s, v16.4s
-	WORD $0x4e31d529 // fadd v9.4s, v9.4s, v17.4s
-	WORD $0x4e32d54a // fadd v10.4s, v10.4s, v18.4s
-	WORD $0x4e33d56b // fadd v11.4s, v11.4s, v19.4s
-	VLD1.P 32(R10), [V16.H4, V17.H4, V18.H4, V19.H4]
-	WORD $0x0e217a10 // fcvtl v16.4s, v16.4h
-	WORD $0x0e217a31 // fcvtl v17.4s, v17.4h
-	WORD $0x0e217a52 // fcvtl v18.4s, v18.4h
-	WORD $0x0e217a73 // fcvtl v19.4s, v19.4h
-	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
-	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
-	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
-	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
-	WORD $0x4e30d58c // fadd v12.4s, v12.4s, v16.4s
-	WORD $0x4e31d5ad // fadd v13.4s, v13.4s, v17.4s
-	WORD $0x4e32d5ce // fadd v14.4s, v14.4s, v18.4s
-	WORD $0x4e33d5ef // fadd v15.4s, v15.4s, v19.4s
-	SUB $64, R12, R12
-	B sumpf
+	B sumblock
 sumtail:
 
 	// Fewer than 64 elements: copied to a zero-padded block on the stack, summed as a whole block (zeros add +0).
@@ -8271,14 +6861,13 @@ scalerow:
 	MOVD R2, R13
 	MOVD R0, R14
 	MOVD R5, R12
-	TST $2, R8
-	BEQ loop16
 	ADD R22, R10, R15
-pf16:
+loop16:
 	CMP $16, R12
 	BLT loop4
-	PRFM (R15), PLDL1KEEP
-	ADD $64, R15, R15
+	TST $2, R8
+	BNE pf16
+body16:
 	VLD1.P 32(R10), [V16.H4, V17.H4, V18.H4, V19.H4]
 	WORD $0x0e217a10 // fcvtl v16.4s, v16.4h
 	WORD $0x6e3dde10 // fmul v16.4s, v16.4s, v29.4s
@@ -8310,42 +6899,11 @@ notrn4:
 	WORD $0x0e216a73 // fcvtn v19.4h, v19.4s
 	VST1.P [V16.H4, V17.H4, V18.H4, V19.H4], 32(R14)
 	SUB $16, R12, R12
-	B pf16
-loop16:
-	CMP $16, R12
-	BLT loop4
-	VLD1.P 32(R10), [V16.H4, V17.H4, V18.H4, V19.H4]
-	WORD $0x0e217a10 // fcvtl v16.4s, v16.4h
-	WORD $0x6e3dde10 // fmul v16.4s, v16.4s, v29.4s
-	WORD $0x0e217a31 // fcvtl v17.4s, v17.4h
-	WORD $0x6e3dde31 // fmul v17.4s, v17.4s, v29.4s
-	WORD $0x0e217a52 // fcvtl v18.4s, v18.4h
-	WORD $0x6e3dde52 // fmul v18.4s, v18.4s, v29.4s
-	WORD $0x0e217a73 // fcvtl v19.4s, v19.4h
-	WORD $0x6e3dde73 // fmul v19.4s, v19.4s, v29.4s
-	TST $8, R8
-	BEQ notrn5
-	WORD $0x0e216a10 // fcvtn v16.4h, v16.4s
-	WORD $0x0e217a10 // fcvtl v16.4s, v16.4h
-	WORD $0x0e216a31 // fcvtn v17.4h, v17.4s
-	WORD $0x0e217a31 // fcvtl v17.4s, v17.4h
-	WORD $0x0e216a52 // fcvtn v18.4h, v18.4s
-	WORD $0x0e217a52 // fcvtl v18.4s, v18.4h
-	WORD $0x0e216a73 // fcvtn v19.4h, v19.4s
-	WORD $0x0e217a73 // fcvtl v19.4s, v19.4h
-notrn5:
-	VLD1.P 64(R13), [V20.S4, V21.S4, V22.S4, V23.S4]
-	WORD $0x6e34de10 // fmul v16.4s, v16.4s, v20.4s
-	WORD $0x6e35de31 // fmul v17.4s, v17.4s, v21.4s
-	WORD $0x6e36de52 // fmul v18.4s, v18.4s, v22.4s
-	WORD $0x6e37de73 // fmul v19.4s, v19.4s, v23.4s
-	WORD $0x0e216a10 // fcvtn v16.4h, v16.4s
-	WORD $0x0e216a31 // fcvtn v17.4h, v17.4s
-	WORD $0x0e216a52 // fcvtn v18.4h, v18.4s
-	WORD $0x0e216a73 // fcvtn v19.4h, v19.4s
-	VST1.P [V16.H4, V17.H4, V18.H4, V19.H4], 32(R14)
-	SUB $16, R12, R12
 	B loop16
+pf16:
+	PRFM (R15), PLDL1KEEP
+	ADD $64, R15, R15
+	B body16
 loop4:
 	CMP $4, R12
 	BLT part
@@ -8353,10 +6911,10 @@ loop4:
 	WORD $0x0e217a10 // fcvtl v16.4s, v16.4h
 	WORD $0x6e3dde10 // fmul v16.4s, v16.4s, v29.4s
 	TST $8, R8
-	BEQ notrn6
+	BEQ notrn5
 	WORD $0x0e216a10 // fcvtn v16.4h, v16.4s
 	WORD $0x0e217a10 // fcvtl v16.4s, v16.4h
-notrn6:
+notrn5:
 	VLD1.P 16(R13), [V20.S4]
 	WORD $0x6e34de10 // fmul v16.4s, v16.4s, v20.4s
 	WORD $0x0e216a10 // fcvtn v16.4h, v16.4s
@@ -8371,48 +6929,48 @@ part:
 	MOVD R10, R15
 	MOVD R11, R17
 	MOVD R12, R16
-copyvec7:
+copyvec6:
 	CMP $8, R16
-	BLT copyone8
+	BLT copyone7
 	VLD1.P 16(R15), [V20.B16]
 	VST1.P [V20.B16], 16(R17)
 	SUB $8, R16, R16
-	B copyvec7
-copyone8:
-	CBZ R16, copied9
+	B copyvec6
+copyone7:
+	CBZ R16, copied8
 	MOVHU.P 2(R15), R26
 	MOVH.P R26, 2(R17)
 	SUB $1, R16, R16
-	B copyone8
-copied9:
+	B copyone7
+copied8:
 	ADD $120, RSP, R11
 	MOVD R13, R15
 	MOVD R11, R17
 	MOVD R12, R16
-copyvec10:
+copyvec9:
 	CMP $4, R16
-	BLT copyone11
+	BLT copyone10
 	VLD1.P 16(R15), [V20.B16]
 	VST1.P [V20.B16], 16(R17)
 	SUB $4, R16, R16
-	B copyvec10
-copyone11:
-	CBZ R16, copied12
+	B copyvec9
+copyone10:
+	CBZ R16, copied11
 	MOVWU.P 4(R15), R26
 	MOVW.P R26, 4(R17)
 	SUB $1, R16, R16
-	B copyone11
-copied12:
+	B copyone10
+copied11:
 	ADD $104, RSP, R11
 	VLD1 (R11), [V16.H4]
 	WORD $0x0e217a10 // fcvtl v16.4s, v16.4h
 	ADD $16, R11, R11
 	WORD $0x6e3dde10 // fmul v16.4s, v16.4s, v29.4s
 	TST $8, R8
-	BEQ notrn13
+	BEQ notrn12
 	WORD $0x0e216a10 // fcvtn v16.4h, v16.4s
 	WORD $0x0e217a10 // fcvtl v16.4s, v16.4h
-notrn13:
+notrn12:
 	VLD1 (R11), [V20.S4]
 	WORD $0x6e34de10 // fmul v16.4s, v16.4s, v20.4s
 	WORD $0x0e216a10 // fcvtn v16.4h, v16.4s
@@ -8420,20 +6978,20 @@ notrn13:
 	MOVD R11, R15
 	MOVD R14, R17
 	MOVD R12, R16
-copyvec14:
+copyvec13:
 	CMP $8, R16
-	BLT copyone15
+	BLT copyone14
 	VLD1.P 16(R15), [V20.B16]
 	VST1.P [V20.B16], 16(R17)
 	SUB $8, R16, R16
-	B copyvec14
-copyone15:
-	CBZ R16, copied16
+	B copyvec13
+copyone14:
+	CBZ R16, copied15
 	MOVHU.P 2(R15), R26
 	MOVH.P R26, 2(R17)
 	SUB $1, R16, R16
-	B copyone15
-copied16:
+	B copyone14
+copied15:
 scaled:
 	ADD R7, R1, R1
 	ADD R7, R0, R0
@@ -8531,12 +7089,13 @@ sumrow:
 	VEOR V15.B16, V15.B16, V15.B16
 	MOVD R5, R12
 	MOVD $0, R24
-	TST $2, R8
 	ADD R21, R10, R13
-	BNE sumpf
 sum64:
 	CMP $64, R12
 	BLT sumtail
+	TST $2, R8
+	BNE sumpf
+sumblock:
 	VLD1.P 32(R10), [V16.H4, V17.H4, V18.H4, V19.H4]
 	WORD $0x0e217a10 // fcvtl v16.4s, v16.4h
 	WORD $0x0e217a31 // fcvtl v17.4s, v17.4h
@@ -8592,65 +7151,10 @@ sum64:
 	SUB $64, R12, R12
 	B sum64
 sumpf:
-	CMP $64, R12
-	BLT sumtail
 	PRFM 0(R13), PLDL1KEEP
 	PRFM 64(R13), PLDL1KEEP
 	ADD $128, R13, R13
-	VLD1.P 32(R10), [V16.H4, V17.H4, V18.H4, V19.H4]
-	WORD $0x0e217a10 // fcvtl v16.4s, v16.4h
-	WORD $0x0e217a31 // fcvtl v17.4s, v17.4h
-	WORD $0x0e217a52 // fcvtl v18.4s, v18.4h
-	WORD $0x0e217a73 // fcvtl v19.4s, v19.4h
-	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
-	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
-	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
-	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
-	WORD $0x4e30d400 // fadd v0.4s, v0.4s, v16.4s
-	WORD $0x4e31d421 // fadd v1.4s, v1.4s, v17.4s
-	WORD $0x4e32d442 // fadd v2.4s, v2.4s, v18.4s
-	WORD $0x4e33d463 // fadd v3.4s, v3.4s, v19.4s
-	VLD1.P 32(R10), [V16.H4, V17.H4, V18.H4, V19.H4]
-	WORD $0x0e217a10 // fcvtl v16.4s, v16.4h
-	WORD $0x0e217a31 // fcvtl v17.4s, v17.4h
-	WORD $0x0e217a52 // fcvtl v18.4s, v18.4h
-	WORD $0x0e217a73 // fcvtl v19.4s, v19.4h
-	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
-	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
-	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
-	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
-	WORD $0x4e30d484 // fadd v4.4s, v4.4s, v16.4s
-	WORD $0x4e31d4a5 // fadd v5.4s, v5.4s, v17.4s
-	WORD $0x4e32d4c6 // fadd v6.4s, v6.4s, v18.4s
-	WORD $0x4e33d4e7 // fadd v7.4s, v7.4s, v19.4s
-	VLD1.P 32(R10), [V16.H4, V17.H4, V18.H4, V19.H4]
-	WORD $0x0e217a10 // fcvtl v16.4s, v16.4h
-	WORD $0x0e217a31 // fcvtl v17.4s, v17.4h
-	WORD $0x0e217a52 // fcvtl v18.4s, v18.4h
-	WORD $0x0e217a73 // fcvtl v19.4s, v19.4h
-	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
-	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
-	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
-	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
-	WORD $0x4e30d508 // fadd v8.4s, v8.4s, v16.4s
-	WORD $0x4e31d529 // fadd v9.4s, v9.4s, v17.4s
-	WORD $0x4e32d54a // fadd v10.4s, v10.4s, v18.4s
-	WORD $0x4e33d56b // fadd v11.4s, v11.4s, v19.4s
-	VLD1.P 32(R10), [V16.H4, V17.H4, V18.H4, V19.H4]
-	WORD $0x0e217a10 // fcvtl v16.4s, v16.4h
-	WORD $0x0e217a31 // fcvtl v17.4s, v17.4h
-	WORD $0x0e217a52 // fcvtl v18.4s, v18.4h
-	WORD $0x0e217a73 // fcvtl v19.4s, v19.4h
-	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
-	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
-	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
-	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
-	WORD $0x4e30d58c // fadd v12.4s, v12.4s, v16.4s
-	WORD $0x4e31d5ad // fadd v13.4s, v13.4s, v17.4s
-	WORD $0x4e32d5ce // fadd v14.4s, v14.4s, v18.4s
-	WORD $0x4e33d5ef // fadd v15.4s, v15.4s, v19.4s
-	SUB $64, R12, R12
-	B sumpf
+	B sumblock
 sumtail:
 
 	// Fewer than 64 elements: copied to a zero-padded block on the stack, summed as a whole block (zeros add +0).
@@ -8815,14 +7319,13 @@ scalerow:
 	MOVD R2, R13
 	MOVD R0, R14
 	MOVD R5, R12
-	TST $2, R8
-	BEQ loop16
 	ADD R22, R10, R15
-pf16:
+loop16:
 	CMP $16, R12
 	BLT loop4
-	PRFM (R15), PLDL1KEEP
-	ADD $64, R15, R15
+	TST $2, R8
+	BNE pf16
+body16:
 	VLD1.P 32(R10), [V16.H4, V17.H4, V18.H4, V19.H4]
 	WORD $0x0e217a10 // fcvtl v16.4s, v16.4h
 	WORD $0x6e3dde10 // fmul v16.4s, v16.4s, v29.4s
@@ -8858,46 +7361,11 @@ notrn4:
 	WORD $0x0e216a73 // fcvtn v19.4h, v19.4s
 	VST1.P [V16.H4, V17.H4, V18.H4, V19.H4], 32(R14)
 	SUB $16, R12, R12
-	B pf16
-loop16:
-	CMP $16, R12
-	BLT loop4
-	VLD1.P 32(R10), [V16.H4, V17.H4, V18.H4, V19.H4]
-	WORD $0x0e217a10 // fcvtl v16.4s, v16.4h
-	WORD $0x6e3dde10 // fmul v16.4s, v16.4s, v29.4s
-	WORD $0x0e217a31 // fcvtl v17.4s, v17.4h
-	WORD $0x6e3dde31 // fmul v17.4s, v17.4s, v29.4s
-	WORD $0x0e217a52 // fcvtl v18.4s, v18.4h
-	WORD $0x6e3dde52 // fmul v18.4s, v18.4s, v29.4s
-	WORD $0x0e217a73 // fcvtl v19.4s, v19.4h
-	WORD $0x6e3dde73 // fmul v19.4s, v19.4s, v29.4s
-	TST $8, R8
-	BEQ notrn5
-	WORD $0x0e216a10 // fcvtn v16.4h, v16.4s
-	WORD $0x0e217a10 // fcvtl v16.4s, v16.4h
-	WORD $0x0e216a31 // fcvtn v17.4h, v17.4s
-	WORD $0x0e217a31 // fcvtl v17.4s, v17.4h
-	WORD $0x0e216a52 // fcvtn v18.4h, v18.4s
-	WORD $0x0e217a52 // fcvtl v18.4s, v18.4h
-	WORD $0x0e216a73 // fcvtn v19.4h, v19.4s
-	WORD $0x0e217a73 // fcvtl v19.4s, v19.4h
-notrn5:
-	VLD1.P 64(R13), [V20.S4, V21.S4, V22.S4, V23.S4]
-	WORD $0x4e3cd694 // fadd v20.4s, v20.4s, v28.4s
-	WORD $0x6e34de10 // fmul v16.4s, v16.4s, v20.4s
-	WORD $0x4e3cd6b5 // fadd v21.4s, v21.4s, v28.4s
-	WORD $0x6e35de31 // fmul v17.4s, v17.4s, v21.4s
-	WORD $0x4e3cd6d6 // fadd v22.4s, v22.4s, v28.4s
-	WORD $0x6e36de52 // fmul v18.4s, v18.4s, v22.4s
-	WORD $0x4e3cd6f7 // fadd v23.4s, v23.4s, v28.4s
-	WORD $0x6e37de73 // fmul v19.4s, v19.4s, v23.4s
-	WORD $0x0e216a10 // fcvtn v16.4h, v16.4s
-	WORD $0x0e216a31 // fcvtn v17.4h, v17.4s
-	WORD $0x0e216a52 // fcvtn v18.4h, v18.4s
-	WORD $0x0e216a73 // fcvtn v19.4h, v19.4s
-	VST1.P [V16.H4, V17.H4, V18.H4, V19.H4], 32(R14)
-	SUB $16, R12, R12
 	B loop16
+pf16:
+	PRFM (R15), PLDL1KEEP
+	ADD $64, R15, R15
+	B body16
 loop4:
 	CMP $4, R12
 	BLT part
@@ -8905,10 +7373,10 @@ loop4:
 	WORD $0x0e217a10 // fcvtl v16.4s, v16.4h
 	WORD $0x6e3dde10 // fmul v16.4s, v16.4s, v29.4s
 	TST $8, R8
-	BEQ notrn6
+	BEQ notrn5
 	WORD $0x0e216a10 // fcvtn v16.4h, v16.4s
 	WORD $0x0e217a10 // fcvtl v16.4s, v16.4h
-notrn6:
+notrn5:
 	VLD1.P 16(R13), [V20.S4]
 	WORD $0x4e3cd694 // fadd v20.4s, v20.4s, v28.4s
 	WORD $0x6e34de10 // fmul v16.4s, v16.4s, v20.4s
@@ -8924,48 +7392,48 @@ part:
 	MOVD R10, R15
 	MOVD R11, R17
 	MOVD R12, R16
-copyvec7:
+copyvec6:
 	CMP $8, R16
-	BLT copyone8
+	BLT copyone7
 	VLD1.P 16(R15), [V20.B16]
 	VST1.P [V20.B16], 16(R17)
 	SUB $8, R16, R16
-	B copyvec7
-copyone8:
-	CBZ R16, copied9
+	B copyvec6
+copyone7:
+	CBZ R16, copied8
 	MOVHU.P 2(R15), R26
 	MOVH.P R26, 2(R17)
 	SUB $1, R16, R16
-	B copyone8
-copied9:
+	B copyone7
+copied8:
 	ADD $120, RSP, R11
 	MOVD R13, R15
 	MOVD R11, R17
 	MOVD R12, R16
-copyvec10:
+copyvec9:
 	CMP $4, R16
-	BLT copyone11
+	BLT copyone10
 	VLD1.P 16(R15), [V20.B16]
 	VST1.P [V20.B16], 16(R17)
 	SUB $4, R16, R16
-	B copyvec10
-copyone11:
-	CBZ R16, copied12
+	B copyvec9
+copyone10:
+	CBZ R16, copied11
 	MOVWU.P 4(R15), R26
 	MOVW.P R26, 4(R17)
 	SUB $1, R16, R16
-	B copyone11
-copied12:
+	B copyone10
+copied11:
 	ADD $104, RSP, R11
 	VLD1 (R11), [V16.H4]
 	WORD $0x0e217a10 // fcvtl v16.4s, v16.4h
 	ADD $16, R11, R11
 	WORD $0x6e3dde10 // fmul v16.4s, v16.4s, v29.4s
 	TST $8, R8
-	BEQ notrn13
+	BEQ notrn12
 	WORD $0x0e216a10 // fcvtn v16.4h, v16.4s
 	WORD $0x0e217a10 // fcvtl v16.4s, v16.4h
-notrn13:
+notrn12:
 	VLD1 (R11), [V20.S4]
 	WORD $0x4e3cd694 // fadd v20.4s, v20.4s, v28.4s
 	WORD $0x6e34de10 // fmul v16.4s, v16.4s, v20.4s
@@ -8974,20 +7442,20 @@ notrn13:
 	MOVD R11, R15
 	MOVD R14, R17
 	MOVD R12, R16
-copyvec14:
+copyvec13:
 	CMP $8, R16
-	BLT copyone15
+	BLT copyone14
 	VLD1.P 16(R15), [V20.B16]
 	VST1.P [V20.B16], 16(R17)
 	SUB $8, R16, R16
-	B copyvec14
-copyone15:
-	CBZ R16, copied16
+	B copyvec13
+copyone14:
+	CBZ R16, copied15
 	MOVHU.P 2(R15), R26
 	MOVH.P R26, 2(R17)
 	SUB $1, R16, R16
-	B copyone15
-copied16:
+	B copyone14
+copied15:
 scaled:
 	ADD R7, R1, R1
 	ADD R7, R0, R0
@@ -9083,12 +7551,13 @@ sumrow:
 	VEOR V15.B16, V15.B16, V15.B16
 	MOVD R5, R12
 	MOVD $0, R24
-	TST $2, R8
 	ADD R21, R10, R13
-	BNE sumpf
 sum64:
 	CMP $64, R12
 	BLT sumtail
+	TST $2, R8
+	BNE sumpf
+sumblock:
 	VLD1.P 32(R10), [V16.H4, V17.H4, V18.H4, V19.H4]
 	WORD $0x0e217a10 // fcvtl v16.4s, v16.4h
 	WORD $0x0e217a31 // fcvtl v17.4s, v17.4h
@@ -9144,65 +7613,10 @@ sum64:
 	SUB $64, R12, R12
 	B sum64
 sumpf:
-	CMP $64, R12
-	BLT sumtail
 	PRFM 0(R13), PLDL1KEEP
 	PRFM 64(R13), PLDL1KEEP
 	ADD $128, R13, R13
-	VLD1.P 32(R10), [V16.H4, V17.H4, V18.H4, V19.H4]
-	WORD $0x0e217a10 // fcvtl v16.4s, v16.4h
-	WORD $0x0e217a31 // fcvtl v17.4s, v17.4h
-	WORD $0x0e217a52 // fcvtl v18.4s, v18.4h
-	WORD $0x0e217a73 // fcvtl v19.4s, v19.4h
-	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
-	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
-	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
-	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
-	WORD $0x4e30d400 // fadd v0.4s, v0.4s, v16.4s
-	WORD $0x4e31d421 // fadd v1.4s, v1.4s, v17.4s
-	WORD $0x4e32d442 // fadd v2.4s, v2.4s, v18.4s
-	WORD $0x4e33d463 // fadd v3.4s, v3.4s, v19.4s
-	VLD1.P 32(R10), [V16.H4, V17.H4, V18.H4, V19.H4]
-	WORD $0x0e217a10 // fcvtl v16.4s, v16.4h
-	WORD $0x0e217a31 // fcvtl v17.4s, v17.4h
-	WORD $0x0e217a52 // fcvtl v18.4s, v18.4h
-	WORD $0x0e217a73 // fcvtl v19.4s, v19.4h
-	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
-	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
-	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
-	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
-	WORD $0x4e30d484 // fadd v4.4s, v4.4s, v16.4s
-	WORD $0x4e31d4a5 // fadd v5.4s, v5.4s, v17.4s
-	WORD $0x4e32d4c6 // fadd v6.4s, v6.4s, v18.4s
-	WORD $0x4e33d4e7 // fadd v7.4s, v7.4s, v19.4s
-	VLD1.P 32(R10), [V16.H4, V17.H4, V18.H4, V19.H4]
-	WORD $0x0e217a10 // fcvtl v16.4s, v16.4h
-	WORD $0x0e217a31 // fcvtl v17.4s, v17.4h
-	WORD $0x0e217a52 // fcvtl v18.4s, v18.4h
-	WORD $0x0e217a73 // fcvtl v19.4s, v19.4h
-	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
-	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
-	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
-	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
-	WORD $0x4e30d508 // fadd v8.4s, v8.4s, v16.4s
-	WORD $0x4e31d529 // fadd v9.4s, v9.4s, v17.4s
-	WORD $0x4e32d54a // fadd v10.4s, v10.4s, v18.4s
-	WORD $0x4e33d56b // fadd v11.4s, v11.4s, v19.4s
-	VLD1.P 32(R10), [V16.H4, V17.H4, V18.H4, V19.H4]
-	WORD $0x0e217a10 // fcvtl v16.4s, v16.4h
-	WORD $0x0e217a31 // fcvtl v17.4s, v17.4h
-	WORD $0x0e217a52 // fcvtl v18.4s, v18.4h
-	WORD $0x0e217a73 // fcvtl v19.4s, v19.4h
-	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
-	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
-	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
-	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
-	WORD $0x4e30d58c // fadd v12.4s, v12.4s, v16.4s
-	WORD $0x4e31d5ad // fadd v13.4s, v13.4s, v17.4s
-	WORD $0x4e32d5ce // fadd v14.4s, v14.4s, v18.4s
-	WORD $0x4e33d5ef // fadd v15.4s, v15.4s, v19.4s
-	SUB $64, R12, R12
-	B sumpf
+	B sumblock
 sumtail:
 
 	// Fewer than 64 elements: copied to a zero-padded block on the stack, summed as a whole block (zeros add +0).
@@ -9367,33 +7781,13 @@ scalerow:
 	MOVD R2, R13
 	MOVD R0, R14
 	MOVD R5, R12
-	TST $2, R8
-	BEQ loop16
 	ADD R22, R10, R15
-pf16:
-	CMP $16, R12
-	BLT loop4
-	PRFM (R15), PLDL1KEEP
-	ADD $64, R15, R15
-	VLD1.P 32(R10), [V16.H4, V17.H4, V18.H4, V19.H4]
-	WORD $0x0e217a10 // fcvtl v16.4s, v16.4h
-	WORD $0x6e3dde10 // fmul v16.4s, v16.4s, v29.4s
-	WORD $0x0e217a31 // fcvtl v17.4s, v17.4h
-	WORD $0x6e3dde31 // fmul v17.4s, v17.4s, v29.4s
-	WORD $0x0e217a52 // fcvtl v18.4s, v18.4h
-	WORD $0x6e3dde52 // fmul v18.4s, v18.4s, v29.4s
-	WORD $0x0e217a73 // fcvtl v19.4s, v19.4h
-	WORD $0x6e3dde73 // fmul v19.4s, v19.4s, v29.4s
-	WORD $0x0e216a10 // fcvtn v16.4h, v16.4s
-	WORD $0x0e216a31 // fcvtn v17.4h, v17.4s
-	WORD $0x0e216a52 // fcvtn v18.4h, v18.4s
-	WORD $0x0e216a73 // fcvtn v19.4h, v19.4s
-	VST1.P [V16.H4, V17.H4, V18.H4, V19.H4], 32(R14)
-	SUB $16, R12, R12
-	B pf16
 loop16:
 	CMP $16, R12
 	BLT loop4
+	TST $2, R8
+	BNE pf16
+body16:
 	VLD1.P 32(R10), [V16.H4, V17.H4, V18.H4, V19.H4]
 	WORD $0x0e217a10 // fcvtl v16.4s, v16.4h
 	WORD $0x6e3dde10 // fmul v16.4s, v16.4s, v29.4s
@@ -9410,6 +7804,10 @@ loop16:
 	VST1.P [V16.H4, V17.H4, V18.H4, V19.H4], 32(R14)
 	SUB $16, R12, R12
 	B loop16
+pf16:
+	PRFM (R15), PLDL1KEEP
+	ADD $64, R15, R15
+	B body16
 loop4:
 	CMP $4, R12
 	BLT part
@@ -9553,12 +7951,13 @@ sumrow:
 	VEOR V15.B16, V15.B16, V15.B16
 	MOVD R5, R12
 	MOVD $0, R24
-	TST $2, R8
 	ADD R21, R10, R13
-	BNE sumpf
 sum64:
 	CMP $64, R12
 	BLT sumtail
+	TST $2, R8
+	BNE sumpf
+sumblock:
 	VLD1.P 32(R10), [V16.H4, V17.H4, V18.H4, V19.H4]
 	WORD $0x0e217a10 // fcvtl v16.4s, v16.4h
 	WORD $0x0e217a31 // fcvtl v17.4s, v17.4h
@@ -9702,153 +8101,10 @@ sum64:
 	SUB $64, R12, R12
 	B sum64
 sumpf:
-	CMP $64, R12
-	BLT sumtail
 	PRFM 0(R13), PLDL1KEEP
 	PRFM 64(R13), PLDL1KEEP
 	ADD $128, R13, R13
-	VLD1.P 32(R10), [V16.H4, V17.H4, V18.H4, V19.H4]
-	WORD $0x0e217a10 // fcvtl v16.4s, v16.4h
-	WORD $0x0e217a31 // fcvtl v17.4s, v17.4h
-	WORD $0x0e217a52 // fcvtl v18.4s, v18.4h
-	WORD $0x0e217a73 // fcvtl v19.4s, v19.4h
-	VLD1 (R11), [V20.H4, V21.H4, V22.H4, V23.H4]
-	WORD $0x0e217a94 // fcvtl v20.4s, v20.4h
-	WORD $0x4e34d610 // fadd v16.4s, v16.4s, v20.4s
-	WORD $0x0e216a14 // fcvtn v20.4h, v16.4s
-	VMOV V20.B16, V16.B16
-	WORD $0x0e217a10 // fcvtl v16.4s, v16.4h
-	WORD $0x0e217ab5 // fcvtl v21.4s, v21.4h
-	WORD $0x4e35d631 // fadd v17.4s, v17.4s, v21.4s
-	WORD $0x0e216a35 // fcvtn v21.4h, v17.4s
-	VMOV V21.B16, V17.B16
-	WORD $0x0e217a31 // fcvtl v17.4s, v17.4h
-	WORD $0x0e217ad6 // fcvtl v22.4s, v22.4h
-	WORD $0x4e36d652 // fadd v18.4s, v18.4s, v22.4s
-	WORD $0x0e216a56 // fcvtn v22.4h, v18.4s
-	VMOV V22.B16, V18.B16
-	WORD $0x0e217a52 // fcvtl v18.4s, v18.4h
-	WORD $0x0e217af7 // fcvtl v23.4s, v23.4h
-	WORD $0x4e37d673 // fadd v19.4s, v19.4s, v23.4s
-	WORD $0x0e216a77 // fcvtn v23.4h, v19.4s
-	VMOV V23.B16, V19.B16
-	WORD $0x0e217a73 // fcvtl v19.4s, v19.4h
-	VST1.P [V20.H4, V21.H4, V22.H4, V23.H4], 32(R11)
-	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
-	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
-	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
-	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
-	WORD $0x4e30d400 // fadd v0.4s, v0.4s, v16.4s
-	WORD $0x4e31d421 // fadd v1.4s, v1.4s, v17.4s
-	WORD $0x4e32d442 // fadd v2.4s, v2.4s, v18.4s
-	WORD $0x4e33d463 // fadd v3.4s, v3.4s, v19.4s
-	VLD1.P 32(R10), [V16.H4, V17.H4, V18.H4, V19.H4]
-	WORD $0x0e217a10 // fcvtl v16.4s, v16.4h
-	WORD $0x0e217a31 // fcvtl v17.4s, v17.4h
-	WORD $0x0e217a52 // fcvtl v18.4s, v18.4h
-	WORD $0x0e217a73 // fcvtl v19.4s, v19.4h
-	VLD1 (R11), [V20.H4, V21.H4, V22.H4, V23.H4]
-	WORD $0x0e217a94 // fcvtl v20.4s, v20.4h
-	WORD $0x4e34d610 // fadd v16.4s, v16.4s, v20.4s
-	WORD $0x0e216a14 // fcvtn v20.4h, v16.4s
-	VMOV V20.B16, V16.B16
-	WORD $0x0e217a10 // fcvtl v16.4s, v16.4h
-	WORD $0x0e217ab5 // fcvtl v21.4s, v21.4h
-	WORD $0x4e35d631 // fadd v17.4s, v17.4s, v21.4s
-	WORD $0x0e216a35 // fcvtn v21.4h, v17.4s
-	VMOV V21.B16, V17.B16
-	WORD $0x0e217a31 // fcvtl v17.4s, v17.4h
-	WORD $0x0e217ad6 // fcvtl v22.4s, v22.4h
-	WORD $0x4e36d652 // fadd v18.4s, v18.4s, v22.4s
-	WORD $0x0e216a56 // fcvtn v22.4h, v18.4s
-	VMOV V22.B16, V18.B16
-	WORD $0x0e217a52 // fcvtl v18.4s, v18.4h
-	WORD $0x0e217af7 // fcvtl v23.4s, v23.4h
-	WORD $0x4e37d673 // fadd v19.4s, v19.4s, v23.4s
-	WORD $0x0e216a77 // fcvtn v23.4h, v19.4s
-	VMOV V23.B16, V19.B16
-	WORD $0x0e217a73 // fcvtl v19.4s, v19.4h
-	VST1.P [V20.H4, V21.H4, V22.H4, V23.H4], 32(R11)
-	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
-	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
-	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
-	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
-	WORD $0x4e30d484 // fadd v4.4s, v4.4s, v16.4s
-	WORD $0x4e31d4a5 // fadd v5.4s, v5.4s, v17.4s
-	WORD $0x4e32d4c6 // fadd v6.4s, v6.4s, v18.4s
-	WORD $0x4e33d4e7 // fadd v7.4s, v7.4s, v19.4s
-	VLD1.P 32(R10), [V16.H4, V17.H4, V18.H4, V19.H4]
-	WORD $0x0e217a10 // fcvtl v16.4s, v16.4h
-	WORD $0x0e217a31 // fcvtl v17.4s, v17.4h
-	WORD $0x0e217a52 // fcvtl v18.4s, v18.4h
-	WORD $0x0e217a73 // fcvtl v19.4s, v19.4h
-	VLD1 (R11), [V20.H4, V21.H4, V22.H4, V23.H4]
-	WORD $0x0e217a94 // fcvtl v20.4s, v20.4h
-	WORD $0x4e34d610 // fadd v16.4s, v16.4s, v20.4s
-	WORD $0x0e216a14 // fcvtn v20.4h, v16.4s
-	VMOV V20.B16, V16.B16
-	WORD $0x0e217a10 // fcvtl v16.4s, v16.4h
-	WORD $0x0e217ab5 // fcvtl v21.4s, v21.4h
-	WORD $0x4e35d631 // fadd v17.4s, v17.4s, v21.4s
-	WORD $0x0e216a35 // fcvtn v21.4h, v17.4s
-	VMOV V21.B16, V17.B16
-	WORD $0x0e217a31 // fcvtl v17.4s, v17.4h
-	WORD $0x0e217ad6 // fcvtl v22.4s, v22.4h
-	WORD $0x4e36d652 // fadd v18.4s, v18.4s, v22.4s
-	WORD $0x0e216a56 // fcvtn v22.4h, v18.4s
-	VMOV V22.B16, V18.B16
-	WORD $0x0e217a52 // fcvtl v18.4s, v18.4h
-	WORD $0x0e217af7 // fcvtl v23.4s, v23.4h
-	WORD $0x4e37d673 // fadd v19.4s, v19.4s, v23.4s
-	WORD $0x0e216a77 // fcvtn v23.4h, v19.4s
-	VMOV V23.B16, V19.B16
-	WORD $0x0e217a73 // fcvtl v19.4s, v19.4h
-	VST1.P [V20.H4, V21.H4, V22.H4, V23.H4], 32(R11)
-	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
-	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
-	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
-	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
-	WORD $0x4e30d508 // fadd v8.4s, v8.4s, v16.4s
-	WORD $0x4e31d529 // fadd v9.4s, v9.4s, v17.4s
-	WORD $0x4e32d54a // fadd v10.4s, v10.4s, v18.4s
-	WORD $0x4e33d56b // fadd v11.4s, v11.4s, v19.4s
-	VLD1.P 32(R10), [V16.H4, V17.H4, V18.H4, V19.H4]
-	WORD $0x0e217a10 // fcvtl v16.4s, v16.4h
-	WORD $0x0e217a31 // fcvtl v17.4s, v17.4h
-	WORD $0x0e217a52 // fcvtl v18.4s, v18.4h
-	WORD $0x0e217a73 // fcvtl v19.4s, v19.4h
-	VLD1 (R11), [V20.H4, V21.H4, V22.H4, V23.H4]
-	WORD $0x0e217a94 // fcvtl v20.4s, v20.4h
-	WORD $0x4e34d610 // fadd v16.4s, v16.4s, v20.4s
-	WORD $0x0e216a14 // fcvtn v20.4h, v16.4s
-	VMOV V20.B16, V16.B16
-	WORD $0x0e217a10 // fcvtl v16.4s, v16.4h
-	WORD $0x0e217ab5 // fcvtl v21.4s, v21.4h
-	WORD $0x4e35d631 // fadd v17.4s, v17.4s, v21.4s
-	WORD $0x0e216a35 // fcvtn v21.4h, v17.4s
-	VMOV V21.B16, V17.B16
-	WORD $0x0e217a31 // fcvtl v17.4s, v17.4h
-	WORD $0x0e217ad6 // fcvtl v22.4s, v22.4h
-	WORD $0x4e36d652 // fadd v18.4s, v18.4s, v22.4s
-	WORD $0x0e216a56 // fcvtn v22.4h, v18.4s
-	VMOV V22.B16, V18.B16
-	WORD $0x0e217a52 // fcvtl v18.4s, v18.4h
-	WORD $0x0e217af7 // fcvtl v23.4s, v23.4h
-	WORD $0x4e37d673 // fadd v19.4s, v19.4s, v23.4s
-	WORD $0x0e216a77 // fcvtn v23.4h, v19.4s
-	VMOV V23.B16, V19.B16
-	WORD $0x0e217a73 // fcvtl v19.4s, v19.4h
-	VST1.P [V20.H4, V21.H4, V22.H4, V23.H4], 32(R11)
-	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
-	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
-	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
-	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
-	WORD $0x4e30d58c // fadd v12.4s, v12.4s, v16.4s
-	WORD $0x4e31d5ad // fadd v13.4s, v13.4s, v17.4s
-	WORD $0x4e32d5ce // fadd v14.4s, v14.4s, v18.4s
-	WORD $0x4e33d5ef // fadd v15.4s, v15.4s, v19.4s
-	SUB $64, R12, R12
-	B sumpf
+	B sumblock
 sumtail:
 
 	// Fewer than 64 elements: copied to a zero-padded block on the stack, summed as a whole block (zeros add +0).
@@ -9996,14 +8252,13 @@ scalerow:
 	MOVD R2, R13
 	MOVD R0, R14
 	MOVD R5, R12
-	TST $2, R8
-	BEQ loop16
 	ADD R22, R10, R15
-pf16:
+loop16:
 	CMP $16, R12
 	BLT loop4
-	PRFM (R15), PLDL1KEEP
-	ADD $64, R15, R15
+	TST $2, R8
+	BNE pf16
+body16:
 	VLD1.P 32(R10), [V16.H4, V17.H4, V18.H4, V19.H4]
 	WORD $0x0e217a10 // fcvtl v16.4s, v16.4h
 	WORD $0x6e3dde10 // fmul v16.4s, v16.4s, v29.4s
@@ -10035,42 +8290,11 @@ notrn10:
 	WORD $0x0e216a73 // fcvtn v19.4h, v19.4s
 	VST1.P [V16.H4, V17.H4, V18.H4, V19.H4], 32(R14)
 	SUB $16, R12, R12
-	B pf16
-loop16:
-	CMP $16, R12
-	BLT loop4
-	VLD1.P 32(R10), [V16.H4, V17.H4, V18.H4, V19.H4]
-	WORD $0x0e217a10 // fcvtl v16.4s, v16.4h
-	WORD $0x6e3dde10 // fmul v16.4s, v16.4s, v29.4s
-	WORD $0x0e217a31 // fcvtl v17.4s, v17.4h
-	WORD $0x6e3dde31 // fmul v17.4s, v17.4s, v29.4s
-	WORD $0x0e217a52 // fcvtl v18.4s, v18.4h
-	WORD $0x6e3dde52 // fmul v18.4s, v18.4s, v29.4s
-	WORD $0x0e217a73 // fcvtl v19.4s, v19.4h
-	WORD $0x6e3dde73 // fmul v19.4s, v19.4s, v29.4s
-	TST $8, R8
-	BEQ notrn11
-	WORD $0x0e216a10 // fcvtn v16.4h, v16.4s
-	WORD $0x0e217a10 // fcvtl v16.4s, v16.4h
-	WORD $0x0e216a31 // fcvtn v17.4h, v17.4s
-	WORD $0x0e217a31 // fcvtl v17.4s, v17.4h
-	WORD $0x0e216a52 // fcvtn v18.4h, v18.4s
-	WORD $0x0e217a52 // fcvtl v18.4s, v18.4h
-	WORD $0x0e216a73 // fcvtn v19.4h, v19.4s
-	WORD $0x0e217a73 // fcvtl v19.4s, v19.4h
-notrn11:
-	VLD1.P 64(R13), [V20.S4, V21.S4, V22.S4, V23.S4]
-	WORD $0x6e34de10 // fmul v16.4s, v16.4s, v20.4s
-	WORD $0x6e35de31 // fmul v17.4s, v17.4s, v21.4s
-	WORD $0x6e36de52 // fmul v18.4s, v18.4s, v22.4s
-	WORD $0x6e37de73 // fmul v19.4s, v19.4s, v23.4s
-	WORD $0x0e216a10 // fcvtn v16.4h, v16.4s
-	WORD $0x0e216a31 // fcvtn v17.4h, v17.4s
-	WORD $0x0e216a52 // fcvtn v18.4h, v18.4s
-	WORD $0x0e216a73 // fcvtn v19.4h, v19.4s
-	VST1.P [V16.H4, V17.H4, V18.H4, V19.H4], 32(R14)
-	SUB $16, R12, R12
 	B loop16
+pf16:
+	PRFM (R15), PLDL1KEEP
+	ADD $64, R15, R15
+	B body16
 loop4:
 	CMP $4, R12
 	BLT part
@@ -10078,10 +8302,10 @@ loop4:
 	WORD $0x0e217a10 // fcvtl v16.4s, v16.4h
 	WORD $0x6e3dde10 // fmul v16.4s, v16.4s, v29.4s
 	TST $8, R8
-	BEQ notrn12
+	BEQ notrn11
 	WORD $0x0e216a10 // fcvtn v16.4h, v16.4s
 	WORD $0x0e217a10 // fcvtl v16.4s, v16.4h
-notrn12:
+notrn11:
 	VLD1.P 16(R13), [V20.S4]
 	WORD $0x6e34de10 // fmul v16.4s, v16.4s, v20.4s
 	WORD $0x0e216a10 // fcvtn v16.4h, v16.4s
@@ -10096,48 +8320,48 @@ part:
 	MOVD R10, R15
 	MOVD R11, R17
 	MOVD R12, R16
-copyvec13:
+copyvec12:
 	CMP $8, R16
-	BLT copyone14
+	BLT copyone13
 	VLD1.P 16(R15), [V20.B16]
 	VST1.P [V20.B16], 16(R17)
 	SUB $8, R16, R16
-	B copyvec13
-copyone14:
-	CBZ R16, copied15
+	B copyvec12
+copyone13:
+	CBZ R16, copied14
 	MOVHU.P 2(R15), R26
 	MOVH.P R26, 2(R17)
 	SUB $1, R16, R16
-	B copyone14
-copied15:
+	B copyone13
+copied14:
 	ADD $120, RSP, R11
 	MOVD R13, R15
 	MOVD R11, R17
 	MOVD R12, R16
-copyvec16:
+copyvec15:
 	CMP $4, R16
-	BLT copyone17
+	BLT copyone16
 	VLD1.P 16(R15), [V20.B16]
 	VST1.P [V20.B16], 16(R17)
 	SUB $4, R16, R16
-	B copyvec16
-copyone17:
-	CBZ R16, copied18
+	B copyvec15
+copyone16:
+	CBZ R16, copied17
 	MOVWU.P 4(R15), R26
 	MOVW.P R26, 4(R17)
 	SUB $1, R16, R16
-	B copyone17
-copied18:
+	B copyone16
+copied17:
 	ADD $104, RSP, R11
 	VLD1 (R11), [V16.H4]
 	WORD $0x0e217a10 // fcvtl v16.4s, v16.4h
 	ADD $16, R11, R11
 	WORD $0x6e3dde10 // fmul v16.4s, v16.4s, v29.4s
 	TST $8, R8
-	BEQ notrn19
+	BEQ notrn18
 	WORD $0x0e216a10 // fcvtn v16.4h, v16.4s
 	WORD $0x0e217a10 // fcvtl v16.4s, v16.4h
-notrn19:
+notrn18:
 	VLD1 (R11), [V20.S4]
 	WORD $0x6e34de10 // fmul v16.4s, v16.4s, v20.4s
 	WORD $0x0e216a10 // fcvtn v16.4h, v16.4s
@@ -10145,20 +8369,20 @@ notrn19:
 	MOVD R11, R15
 	MOVD R14, R17
 	MOVD R12, R16
-copyvec20:
+copyvec19:
 	CMP $8, R16
-	BLT copyone21
+	BLT copyone20
 	VLD1.P 16(R15), [V20.B16]
 	VST1.P [V20.B16], 16(R17)
 	SUB $8, R16, R16
-	B copyvec20
-copyone21:
-	CBZ R16, copied22
+	B copyvec19
+copyone20:
+	CBZ R16, copied21
 	MOVHU.P 2(R15), R26
 	MOVH.P R26, 2(R17)
 	SUB $1, R16, R16
-	B copyone21
-copied22:
+	B copyone20
+copied21:
 scaled:
 	ADD R7, R1, R1
 	ADD R7, R0, R0
@@ -10248,12 +8472,13 @@ sumrow:
 	VEOR V15.B16, V15.B16, V15.B16
 	MOVD R5, R12
 	MOVD $0, R24
-	TST $2, R8
 	ADD R21, R10, R13
-	BNE sumpf
 sum64:
 	CMP $64, R12
 	BLT sumtail
+	TST $2, R8
+	BNE sumpf
+sumblock:
 	VLD1.P 32(R10), [V16.H4, V17.H4, V18.H4, V19.H4]
 	WORD $0x0e217a10 // fcvtl v16.4s, v16.4h
 	WORD $0x0e217a31 // fcvtl v17.4s, v17.4h
@@ -10397,153 +8622,10 @@ sum64:
 	SUB $64, R12, R12
 	B sum64
 sumpf:
-	CMP $64, R12
-	BLT sumtail
 	PRFM 0(R13), PLDL1KEEP
 	PRFM 64(R13), PLDL1KEEP
 	ADD $128, R13, R13
-	VLD1.P 32(R10), [V16.H4, V17.H4, V18.H4, V19.H4]
-	WORD $0x0e217a10 // fcvtl v16.4s, v16.4h
-	WORD $0x0e217a31 // fcvtl v17.4s, v17.4h
-	WORD $0x0e217a52 // fcvtl v18.4s, v18.4h
-	WORD $0x0e217a73 // fcvtl v19.4s, v19.4h
-	VLD1 (R11), [V20.H4, V21.H4, V22.H4, V23.H4]
-	WORD $0x0e217a94 // fcvtl v20.4s, v20.4h
-	WORD $0x4e34d610 // fadd v16.4s, v16.4s, v20.4s
-	WORD $0x0e216a14 // fcvtn v20.4h, v16.4s
-	VMOV V20.B16, V16.B16
-	WORD $0x0e217a10 // fcvtl v16.4s, v16.4h
-	WORD $0x0e217ab5 // fcvtl v21.4s, v21.4h
-	WORD $0x4e35d631 // fadd v17.4s, v17.4s, v21.4s
-	WORD $0x0e216a35 // fcvtn v21.4h, v17.4s
-	VMOV V21.B16, V17.B16
-	WORD $0x0e217a31 // fcvtl v17.4s, v17.4h
-	WORD $0x0e217ad6 // fcvtl v22.4s, v22.4h
-	WORD $0x4e36d652 // fadd v18.4s, v18.4s, v22.4s
-	WORD $0x0e216a56 // fcvtn v22.4h, v18.4s
-	VMOV V22.B16, V18.B16
-	WORD $0x0e217a52 // fcvtl v18.4s, v18.4h
-	WORD $0x0e217af7 // fcvtl v23.4s, v23.4h
-	WORD $0x4e37d673 // fadd v19.4s, v19.4s, v23.4s
-	WORD $0x0e216a77 // fcvtn v23.4h, v19.4s
-	VMOV V23.B16, V19.B16
-	WORD $0x0e217a73 // fcvtl v19.4s, v19.4h
-	VST1.P [V20.H4, V21.H4, V22.H4, V23.H4], 32(R11)
-	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
-	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
-	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
-	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
-	WORD $0x4e30d400 // fadd v0.4s, v0.4s, v16.4s
-	WORD $0x4e31d421 // fadd v1.4s, v1.4s, v17.4s
-	WORD $0x4e32d442 // fadd v2.4s, v2.4s, v18.4s
-	WORD $0x4e33d463 // fadd v3.4s, v3.4s, v19.4s
-	VLD1.P 32(R10), [V16.H4, V17.H4, V18.H4, V19.H4]
-	WORD $0x0e217a10 // fcvtl v16.4s, v16.4h
-	WORD $0x0e217a31 // fcvtl v17.4s, v17.4h
-	WORD $0x0e217a52 // fcvtl v18.4s, v18.4h
-	WORD $0x0e217a73 // fcvtl v19.4s, v19.4h
-	VLD1 (R11), [V20.H4, V21.H4, V22.H4, V23.H4]
-	WORD $0x0e217a94 // fcvtl v20.4s, v20.4h
-	WORD $0x4e34d610 // fadd v16.4s, v16.4s, v20.4s
-	WORD $0x0e216a14 // fcvtn v20.4h, v16.4s
-	VMOV V20.B16, V16.B16
-	WORD $0x0e217a10 // fcvtl v16.4s, v16.4h
-	WORD $0x0e217ab5 // fcvtl v21.4s, v21.4h
-	WORD $0x4e35d631 // fadd v17.4s, v17.4s, v21.4s
-	WORD $0x0e216a35 // fcvtn v21.4h, v17.4s
-	VMOV V21.B16, V17.B16
-	WORD $0x0e217a31 // fcvtl v17.4s, v17.4h
-	WORD $0x0e217ad6 // fcvtl v22.4s, v22.4h
-	WORD $0x4e36d652 // fadd v18.4s, v18.4s, v22.4s
-	WORD $0x0e216a56 // fcvtn v22.4h, v18.4s
-	VMOV V22.B16, V18.B16
-	WORD $0x0e217a52 // fcvtl v18.4s, v18.4h
-	WORD $0x0e217af7 // fcvtl v23.4s, v23.4h
-	WORD $0x4e37d673 // fadd v19.4s, v19.4s, v23.4s
-	WORD $0x0e216a77 // fcvtn v23.4h, v19.4s
-	VMOV V23.B16, V19.B16
-	WORD $0x0e217a73 // fcvtl v19.4s, v19.4h
-	VST1.P [V20.H4, V21.H4, V22.H4, V23.H4], 32(R11)
-	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
-	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
-	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
-	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
-	WORD $0x4e30d484 // fadd v4.4s, v4.4s, v16.4s
-	WORD $0x4e31d4a5 // fadd v5.4s, v5.4s, v17.4s
-	WORD $0x4e32d4c6 // fadd v6.4s, v6.4s, v18.4s
-	WORD $0x4e33d4e7 // fadd v7.4s, v7.4s, v19.4s
-	VLD1.P 32(R10), [V16.H4, V17.H4, V18.H4, V19.H4]
-	WORD $0x0e217a10 // fcvtl v16.4s, v16.4h
-	WORD $0x0e217a31 // fcvtl v17.4s, v17.4h
-	WORD $0x0e217a52 // fcvtl v18.4s, v18.4h
-	WORD $0x0e217a73 // fcvtl v19.4s, v19.4h
-	VLD1 (R11), [V20.H4, V21.H4, V22.H4, V23.H4]
-	WORD $0x0e217a94 // fcvtl v20.4s, v20.4h
-	WORD $0x4e34d610 // fadd v16.4s, v16.4s, v20.4s
-	WORD $0x0e216a14 // fcvtn v20.4h, v16.4s
-	VMOV V20.B16, V16.B16
-	WORD $0x0e217a10 // fcvtl v16.4s, v16.4h
-	WORD $0x0e217ab5 // fcvtl v21.4s, v21.4h
-	WORD $0x4e35d631 // fadd v17.4s, v17.4s, v21.4s
-	WORD $0x0e216a35 // fcvtn v21.4h, v17.4s
-	VMOV V21.B16, V17.B16
-	WORD $0x0e217a31 // fcvtl v17.4s, v17.4h
-	WORD $0x0e217ad6 // fcvtl v22.4s, v22.4h
-	WORD $0x4e36d652 // fadd v18.4s, v18.4s, v22.4s
-	WORD $0x0e216a56 // fcvtn v22.4h, v18.4s
-	VMOV V22.B16, V18.B16
-	WORD $0x0e217a52 // fcvtl v18.4s, v18.4h
-	WORD $0x0e217af7 // fcvtl v23.4s, v23.4h
-	WORD $0x4e37d673 // fadd v19.4s, v19.4s, v23.4s
-	WORD $0x0e216a77 // fcvtn v23.4h, v19.4s
-	VMOV V23.B16, V19.B16
-	WORD $0x0e217a73 // fcvtl v19.4s, v19.4h
-	VST1.P [V20.H4, V21.H4, V22.H4, V23.H4], 32(R11)
-	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
-	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
-	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
-	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
-	WORD $0x4e30d508 // fadd v8.4s, v8.4s, v16.4s
-	WORD $0x4e31d529 // fadd v9.4s, v9.4s, v17.4s
-	WORD $0x4e32d54a // fadd v10.4s, v10.4s, v18.4s
-	WORD $0x4e33d56b // fadd v11.4s, v11.4s, v19.4s
-	VLD1.P 32(R10), [V16.H4, V17.H4, V18.H4, V19.H4]
-	WORD $0x0e217a10 // fcvtl v16.4s, v16.4h
-	WORD $0x0e217a31 // fcvtl v17.4s, v17.4h
-	WORD $0x0e217a52 // fcvtl v18.4s, v18.4h
-	WORD $0x0e217a73 // fcvtl v19.4s, v19.4h
-	VLD1 (R11), [V20.H4, V21.H4, V22.H4, V23.H4]
-	WORD $0x0e217a94 // fcvtl v20.4s, v20.4h
-	WORD $0x4e34d610 // fadd v16.4s, v16.4s, v20.4s
-	WORD $0x0e216a14 // fcvtn v20.4h, v16.4s
-	VMOV V20.B16, V16.B16
-	WORD $0x0e217a10 // fcvtl v16.4s, v16.4h
-	WORD $0x0e217ab5 // fcvtl v21.4s, v21.4h
-	WORD $0x4e35d631 // fadd v17.4s, v17.4s, v21.4s
-	WORD $0x0e216a35 // fcvtn v21.4h, v17.4s
-	VMOV V21.B16, V17.B16
-	WORD $0x0e217a31 // fcvtl v17.4s, v17.4h
-	WORD $0x0e217ad6 // fcvtl v22.4s, v22.4h
-	WORD $0x4e36d652 // fadd v18.4s, v18.4s, v22.4s
-	WORD $0x0e216a56 // fcvtn v22.4h, v18.4s
-	VMOV V22.B16, V18.B16
-	WORD $0x0e217a52 // fcvtl v18.4s, v18.4h
-	WORD $0x0e217af7 // fcvtl v23.4s, v23.4h
-	WORD $0x4e37d673 // fadd v19.4s, v19.4s, v23.4s
-	WORD $0x0e216a77 // fcvtn v23.4h, v19.4s
-	VMOV V23.B16, V19.B16
-	WORD $0x0e217a73 // fcvtl v19.4s, v19.4h
-	VST1.P [V20.H4, V21.H4, V22.H4, V23.H4], 32(R11)
-	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
-	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
-	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
-	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
-	WORD $0x4e30d58c // fadd v12.4s, v12.4s, v16.4s
-	WORD $0x4e31d5ad // fadd v13.4s, v13.4s, v17.4s
-	WORD $0x4e32d5ce // fadd v14.4s, v14.4s, v18.4s
-	WORD $0x4e33d5ef // fadd v15.4s, v15.4s, v19.4s
-	SUB $64, R12, R12
-	B sumpf
+	B sumblock
 sumtail:
 
 	// Fewer than 64 elements: copied to a zero-padded block on the stack, summed as a whole block (zeros add +0).
@@ -10691,14 +8773,13 @@ scalerow:
 	MOVD R2, R13
 	MOVD R0, R14
 	MOVD R5, R12
-	TST $2, R8
-	BEQ loop16
 	ADD R22, R10, R15
-pf16:
+loop16:
 	CMP $16, R12
 	BLT loop4
-	PRFM (R15), PLDL1KEEP
-	ADD $64, R15, R15
+	TST $2, R8
+	BNE pf16
+body16:
 	VLD1.P 32(R10), [V16.H4, V17.H4, V18.H4, V19.H4]
 	WORD $0x0e217a10 // fcvtl v16.4s, v16.4h
 	WORD $0x6e3dde10 // fmul v16.4s, v16.4s, v29.4s
@@ -10734,46 +8815,11 @@ notrn10:
 	WORD $0x0e216a73 // fcvtn v19.4h, v19.4s
 	VST1.P [V16.H4, V17.H4, V18.H4, V19.H4], 32(R14)
 	SUB $16, R12, R12
-	B pf16
-loop16:
-	CMP $16, R12
-	BLT loop4
-	VLD1.P 32(R10), [V16.H4, V17.H4, V18.H4, V19.H4]
-	WORD $0x0e217a10 // fcvtl v16.4s, v16.4h
-	WORD $0x6e3dde10 // fmul v16.4s, v16.4s, v29.4s
-	WORD $0x0e217a31 // fcvtl v17.4s, v17.4h
-	WORD $0x6e3dde31 // fmul v17.4s, v17.4s, v29.4s
-	WORD $0x0e217a52 // fcvtl v18.4s, v18.4h
-	WORD $0x6e3dde52 // fmul v18.4s, v18.4s, v29.4s
-	WORD $0x0e217a73 // fcvtl v19.4s, v19.4h
-	WORD $0x6e3dde73 // fmul v19.4s, v19.4s, v29.4s
-	TST $8, R8
-	BEQ notrn11
-	WORD $0x0e216a10 // fcvtn v16.4h, v16.4s
-	WORD $0x0e217a10 // fcvtl v16.4s, v16.4h
-	WORD $0x0e216a31 // fcvtn v17.4h, v17.4s
-	WORD $0x0e217a31 // fcvtl v17.4s, v17.4h
-	WORD $0x0e216a52 // fcvtn v18.4h, v18.4s
-	WORD $0x0e217a52 // fcvtl v18.4s, v18.4h
-	WORD $0x0e216a73 // fcvtn v19.4h, v19.4s
-	WORD $0x0e217a73 // fcvtl v19.4s, v19.4h
-notrn11:
-	VLD1.P 64(R13), [V20.S4, V21.S4, V22.S4, V23.S4]
-	WORD $0x4e3cd694 // fadd v20.4s, v20.4s, v28.4s
-	WORD $0x6e34de10 // fmul v16.4s, v16.4s, v20.4s
-	WORD $0x4e3cd6b5 // fadd v21.4s, v21.4s, v28.4s
-	WORD $0x6e35de31 // fmul v17.4s, v17.4s, v21.4s
-	WORD $0x4e3cd6d6 // fadd v22.4s, v22.4s, v28.4s
-	WORD $0x6e36de52 // fmul v18.4s, v18.4s, v22.4s
-	WORD $0x4e3cd6f7 // fadd v23.4s, v23.4s, v28.4s
-	WORD $0x6e37de73 // fmul v19.4s, v19.4s, v23.4s
-	WORD $0x0e216a10 // fcvtn v16.4h, v16.4s
-	WORD $0x0e216a31 // fcvtn v17.4h, v17.4s
-	WORD $0x0e216a52 // fcvtn v18.4h, v18.4s
-	WORD $0x0e216a73 // fcvtn v19.4h, v19.4s
-	VST1.P [V16.H4, V17.H4, V18.H4, V19.H4], 32(R14)
-	SUB $16, R12, R12
 	B loop16
+pf16:
+	PRFM (R15), PLDL1KEEP
+	ADD $64, R15, R15
+	B body16
 loop4:
 	CMP $4, R12
 	BLT part
@@ -10781,10 +8827,10 @@ loop4:
 	WORD $0x0e217a10 // fcvtl v16.4s, v16.4h
 	WORD $0x6e3dde10 // fmul v16.4s, v16.4s, v29.4s
 	TST $8, R8
-	BEQ notrn12
+	BEQ notrn11
 	WORD $0x0e216a10 // fcvtn v16.4h, v16.4s
 	WORD $0x0e217a10 // fcvtl v16.4s, v16.4h
-notrn12:
+notrn11:
 	VLD1.P 16(R13), [V20.S4]
 	WORD $0x4e3cd694 // fadd v20.4s, v20.4s, v28.4s
 	WORD $0x6e34de10 // fmul v16.4s, v16.4s, v20.4s
@@ -10800,48 +8846,48 @@ part:
 	MOVD R10, R15
 	MOVD R11, R17
 	MOVD R12, R16
-copyvec13:
+copyvec12:
 	CMP $8, R16
-	BLT copyone14
+	BLT copyone13
 	VLD1.P 16(R15), [V20.B16]
 	VST1.P [V20.B16], 16(R17)
 	SUB $8, R16, R16
-	B copyvec13
-copyone14:
-	CBZ R16, copied15
+	B copyvec12
+copyone13:
+	CBZ R16, copied14
 	MOVHU.P 2(R15), R26
 	MOVH.P R26, 2(R17)
 	SUB $1, R16, R16
-	B copyone14
-copied15:
+	B copyone13
+copied14:
 	ADD $120, RSP, R11
 	MOVD R13, R15
 	MOVD R11, R17
 	MOVD R12, R16
-copyvec16:
+copyvec15:
 	CMP $4, R16
-	BLT copyone17
+	BLT copyone16
 	VLD1.P 16(R15), [V20.B16]
 	VST1.P [V20.B16], 16(R17)
 	SUB $4, R16, R16
-	B copyvec16
-copyone17:
-	CBZ R16, copied18
+	B copyvec15
+copyone16:
+	CBZ R16, copied17
 	MOVWU.P 4(R15), R26
 	MOVW.P R26, 4(R17)
 	SUB $1, R16, R16
-	B copyone17
-copied18:
+	B copyone16
+copied17:
 	ADD $104, RSP, R11
 	VLD1 (R11), [V16.H4]
 	WORD $0x0e217a10 // fcvtl v16.4s, v16.4h
 	ADD $16, R11, R11
 	WORD $0x6e3dde10 // fmul v16.4s, v16.4s, v29.4s
 	TST $8, R8
-	BEQ notrn19
+	BEQ notrn18
 	WORD $0x0e216a10 // fcvtn v16.4h, v16.4s
 	WORD $0x0e217a10 // fcvtl v16.4s, v16.4h
-notrn19:
+notrn18:
 	VLD1 (R11), [V20.S4]
 	WORD $0x4e3cd694 // fadd v20.4s, v20.4s, v28.4s
 	WORD $0x6e34de10 // fmul v16.4s, v16.4s, v20.4s
@@ -10850,20 +8896,20 @@ notrn19:
 	MOVD R11, R15
 	MOVD R14, R17
 	MOVD R12, R16
-copyvec20:
+copyvec19:
 	CMP $8, R16
-	BLT copyone21
+	BLT copyone20
 	VLD1.P 16(R15), [V20.B16]
 	VST1.P [V20.B16], 16(R17)
 	SUB $8, R16, R16
-	B copyvec20
-copyone21:
-	CBZ R16, copied22
+	B copyvec19
+copyone20:
+	CBZ R16, copied21
 	MOVHU.P 2(R15), R26
 	MOVH.P R26, 2(R17)
 	SUB $1, R16, R16
-	B copyone21
-copied22:
+	B copyone20
+copied21:
 scaled:
 	ADD R7, R1, R1
 	ADD R7, R0, R0
@@ -10951,12 +8997,13 @@ sumrow:
 	VEOR V15.B16, V15.B16, V15.B16
 	MOVD R5, R12
 	MOVD $0, R24
-	TST $2, R8
 	ADD R21, R10, R13
-	BNE sumpf
 sum64:
 	CMP $64, R12
 	BLT sumtail
+	TST $2, R8
+	BNE sumpf
+sumblock:
 	VLD1.P 32(R10), [V16.H4, V17.H4, V18.H4, V19.H4]
 	WORD $0x0e217a10 // fcvtl v16.4s, v16.4h
 	WORD $0x0e217a31 // fcvtl v17.4s, v17.4h
@@ -11100,153 +9147,10 @@ sum64:
 	SUB $64, R12, R12
 	B sum64
 sumpf:
-	CMP $64, R12
-	BLT sumtail
 	PRFM 0(R13), PLDL1KEEP
 	PRFM 64(R13), PLDL1KEEP
 	ADD $128, R13, R13
-	VLD1.P 32(R10), [V16.H4, V17.H4, V18.H4, V19.H4]
-	WORD $0x0e217a10 // fcvtl v16.4s, v16.4h
-	WORD $0x0e217a31 // fcvtl v17.4s, v17.4h
-	WORD $0x0e217a52 // fcvtl v18.4s, v18.4h
-	WORD $0x0e217a73 // fcvtl v19.4s, v19.4h
-	VLD1 (R11), [V20.H4, V21.H4, V22.H4, V23.H4]
-	WORD $0x0e217a94 // fcvtl v20.4s, v20.4h
-	WORD $0x4e34d610 // fadd v16.4s, v16.4s, v20.4s
-	WORD $0x0e216a14 // fcvtn v20.4h, v16.4s
-	VMOV V20.B16, V16.B16
-	WORD $0x0e217a10 // fcvtl v16.4s, v16.4h
-	WORD $0x0e217ab5 // fcvtl v21.4s, v21.4h
-	WORD $0x4e35d631 // fadd v17.4s, v17.4s, v21.4s
-	WORD $0x0e216a35 // fcvtn v21.4h, v17.4s
-	VMOV V21.B16, V17.B16
-	WORD $0x0e217a31 // fcvtl v17.4s, v17.4h
-	WORD $0x0e217ad6 // fcvtl v22.4s, v22.4h
-	WORD $0x4e36d652 // fadd v18.4s, v18.4s, v22.4s
-	WORD $0x0e216a56 // fcvtn v22.4h, v18.4s
-	VMOV V22.B16, V18.B16
-	WORD $0x0e217a52 // fcvtl v18.4s, v18.4h
-	WORD $0x0e217af7 // fcvtl v23.4s, v23.4h
-	WORD $0x4e37d673 // fadd v19.4s, v19.4s, v23.4s
-	WORD $0x0e216a77 // fcvtn v23.4h, v19.4s
-	VMOV V23.B16, V19.B16
-	WORD $0x0e217a73 // fcvtl v19.4s, v19.4h
-	VST1.P [V20.H4, V21.H4, V22.H4, V23.H4], 32(R11)
-	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
-	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
-	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
-	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
-	WORD $0x4e30d400 // fadd v0.4s, v0.4s, v16.4s
-	WORD $0x4e31d421 // fadd v1.4s, v1.4s, v17.4s
-	WORD $0x4e32d442 // fadd v2.4s, v2.4s, v18.4s
-	WORD $0x4e33d463 // fadd v3.4s, v3.4s, v19.4s
-	VLD1.P 32(R10), [V16.H4, V17.H4, V18.H4, V19.H4]
-	WORD $0x0e217a10 // fcvtl v16.4s, v16.4h
-	WORD $0x0e217a31 // fcvtl v17.4s, v17.4h
-	WORD $0x0e217a52 // fcvtl v18.4s, v18.4h
-	WORD $0x0e217a73 // fcvtl v19.4s, v19.4h
-	VLD1 (R11), [V20.H4, V21.H4, V22.H4, V23.H4]
-	WORD $0x0e217a94 // fcvtl v20.4s, v20.4h
-	WORD $0x4e34d610 // fadd v16.4s, v16.4s, v20.4s
-	WORD $0x0e216a14 // fcvtn v20.4h, v16.4s
-	VMOV V20.B16, V16.B16
-	WORD $0x0e217a10 // fcvtl v16.4s, v16.4h
-	WORD $0x0e217ab5 // fcvtl v21.4s, v21.4h
-	WORD $0x4e35d631 // fadd v17.4s, v17.4s, v21.4s
-	WORD $0x0e216a35 // fcvtn v21.4h, v17.4s
-	VMOV V21.B16, V17.B16
-	WORD $0x0e217a31 // fcvtl v17.4s, v17.4h
-	WORD $0x0e217ad6 // fcvtl v22.4s, v22.4h
-	WORD $0x4e36d652 // fadd v18.4s, v18.4s, v22.4s
-	WORD $0x0e216a56 // fcvtn v22.4h, v18.4s
-	VMOV V22.B16, V18.B16
-	WORD $0x0e217a52 // fcvtl v18.4s, v18.4h
-	WORD $0x0e217af7 // fcvtl v23.4s, v23.4h
-	WORD $0x4e37d673 // fadd v19.4s, v19.4s, v23.4s
-	WORD $0x0e216a77 // fcvtn v23.4h, v19.4s
-	VMOV V23.B16, V19.B16
-	WORD $0x0e217a73 // fcvtl v19.4s, v19.4h
-	VST1.P [V20.H4, V21.H4, V22.H4, V23.H4], 32(R11)
-	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
-	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
-	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
-	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
-	WORD $0x4e30d484 // fadd v4.4s, v4.4s, v16.4s
-	WORD $0x4e31d4a5 // fadd v5.4s, v5.4s, v17.4s
-	WORD $0x4e32d4c6 // fadd v6.4s, v6.4s, v18.4s
-	WORD $0x4e33d4e7 // fadd v7.4s, v7.4s, v19.4s
-	VLD1.P 32(R10), [V16.H4, V17.H4, V18.H4, V19.H4]
-	WORD $0x0e217a10 // fcvtl v16.4s, v16.4h
-	WORD $0x0e217a31 // fcvtl v17.4s, v17.4h
-	WORD $0x0e217a52 // fcvtl v18.4s, v18.4h
-	WORD $0x0e217a73 // fcvtl v19.4s, v19.4h
-	VLD1 (R11), [V20.H4, V21.H4, V22.H4, V23.H4]
-	WORD $0x0e217a94 // fcvtl v20.4s, v20.4h
-	WORD $0x4e34d610 // fadd v16.4s, v16.4s, v20.4s
-	WORD $0x0e216a14 // fcvtn v20.4h, v16.4s
-	VMOV V20.B16, V16.B16
-	WORD $0x0e217a10 // fcvtl v16.4s, v16.4h
-	WORD $0x0e217ab5 // fcvtl v21.4s, v21.4h
-	WORD $0x4e35d631 // fadd v17.4s, v17.4s, v21.4s
-	WORD $0x0e216a35 // fcvtn v21.4h, v17.4s
-	VMOV V21.B16, V17.B16
-	WORD $0x0e217a31 // fcvtl v17.4s, v17.4h
-	WORD $0x0e217ad6 // fcvtl v22.4s, v22.4h
-	WORD $0x4e36d652 // fadd v18.4s, v18.4s, v22.4s
-	WORD $0x0e216a56 // fcvtn v22.4h, v18.4s
-	VMOV V22.B16, V18.B16
-	WORD $0x0e217a52 // fcvtl v18.4s, v18.4h
-	WORD $0x0e217af7 // fcvtl v23.4s, v23.4h
-	WORD $0x4e37d673 // fadd v19.4s, v19.4s, v23.4s
-	WORD $0x0e216a77 // fcvtn v23.4h, v19.4s
-	VMOV V23.B16, V19.B16
-	WORD $0x0e217a73 // fcvtl v19.4s, v19.4h
-	VST1.P [V20.H4, V21.H4, V22.H4, V23.H4], 32(R11)
-	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
-	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
-	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
-	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
-	WORD $0x4e30d508 // fadd v8.4s, v8.4s, v16.4s
-	WORD $0x4e31d529 // fadd v9.4s, v9.4s, v17.4s
-	WORD $0x4e32d54a // fadd v10.4s, v10.4s, v18.4s
-	WORD $0x4e33d56b // fadd v11.4s, v11.4s, v19.4s
-	VLD1.P 32(R10), [V16.H4, V17.H4, V18.H4, V19.H4]
-	WORD $0x0e217a10 // fcvtl v16.4s, v16.4h
-	WORD $0x0e217a31 // fcvtl v17.4s, v17.4h
-	WORD $0x0e217a52 // fcvtl v18.4s, v18.4h
-	WORD $0x0e217a73 // fcvtl v19.4s, v19.4h
-	VLD1 (R11), [V20.H4, V21.H4, V22.H4, V23.H4]
-	WORD $0x0e217a94 // fcvtl v20.4s, v20.4h
-	WORD $0x4e34d610 // fadd v16.4s, v16.4s, v20.4s
-	WORD $0x0e216a14 // fcvtn v20.4h, v16.4s
-	VMOV V20.B16, V16.B16
-	WORD $0x0e217a10 // fcvtl v16.4s, v16.4h
-	WORD $0x0e217ab5 // fcvtl v21.4s, v21.4h
-	WORD $0x4e35d631 // fadd v17.4s, v17.4s, v21.4s
-	WORD $0x0e216a35 // fcvtn v21.4h, v17.4s
-	VMOV V21.B16, V17.B16
-	WORD $0x0e217a31 // fcvtl v17.4s, v17.4h
-	WORD $0x0e217ad6 // fcvtl v22.4s, v22.4h
-	WORD $0x4e36d652 // fadd v18.4s, v18.4s, v22.4s
-	WORD $0x0e216a56 // fcvtn v22.4h, v18.4s
-	VMOV V22.B16, V18.B16
-	WORD $0x0e217a52 // fcvtl v18.4s, v18.4h
-	WORD $0x0e217af7 // fcvtl v23.4s, v23.4h
-	WORD $0x4e37d673 // fadd v19.4s, v19.4s, v23.4s
-	WORD $0x0e216a77 // fcvtn v23.4h, v19.4s
-	VMOV V23.B16, V19.B16
-	WORD $0x0e217a73 // fcvtl v19.4s, v19.4h
-	VST1.P [V20.H4, V21.H4, V22.H4, V23.H4], 32(R11)
-	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
-	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
-	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
-	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
-	WORD $0x4e30d58c // fadd v12.4s, v12.4s, v16.4s
-	WORD $0x4e31d5ad // fadd v13.4s, v13.4s, v17.4s
-	WORD $0x4e32d5ce // fadd v14.4s, v14.4s, v18.4s
-	WORD $0x4e33d5ef // fadd v15.4s, v15.4s, v19.4s
-	SUB $64, R12, R12
-	B sumpf
+	B sumblock
 sumtail:
 
 	// Fewer than 64 elements: copied to a zero-padded block on the stack, summed as a whole block (zeros add +0).
@@ -11394,33 +9298,13 @@ scalerow:
 	MOVD R2, R13
 	MOVD R0, R14
 	MOVD R5, R12
-	TST $2, R8
-	BEQ loop16
 	ADD R22, R10, R15
-pf16:
-	CMP $16, R12
-	BLT loop4
-	PRFM (R15), PLDL1KEEP
-	ADD $64, R15, R15
-	VLD1.P 32(R10), [V16.H4, V17.H4, V18.H4, V19.H4]
-	WORD $0x0e217a10 // fcvtl v16.4s, v16.4h
-	WORD $0x6e3dde10 // fmul v16.4s, v16.4s, v29.4s
-	WORD $0x0e217a31 // fcvtl v17.4s, v17.4h
-	WORD $0x6e3dde31 // fmul v17.4s, v17.4s, v29.4s
-	WORD $0x0e217a52 // fcvtl v18.4s, v18.4h
-	WORD $0x6e3dde52 // fmul v18.4s, v18.4s, v29.4s
-	WORD $0x0e217a73 // fcvtl v19.4s, v19.4h
-	WORD $0x6e3dde73 // fmul v19.4s, v19.4s, v29.4s
-	WORD $0x0e216a10 // fcvtn v16.4h, v16.4s
-	WORD $0x0e216a31 // fcvtn v17.4h, v17.4s
-	WORD $0x0e216a52 // fcvtn v18.4h, v18.4s
-	WORD $0x0e216a73 // fcvtn v19.4h, v19.4s
-	VST1.P [V16.H4, V17.H4, V18.H4, V19.H4], 32(R14)
-	SUB $16, R12, R12
-	B pf16
 loop16:
 	CMP $16, R12
 	BLT loop4
+	TST $2, R8
+	BNE pf16
+body16:
 	VLD1.P 32(R10), [V16.H4, V17.H4, V18.H4, V19.H4]
 	WORD $0x0e217a10 // fcvtl v16.4s, v16.4h
 	WORD $0x6e3dde10 // fmul v16.4s, v16.4s, v29.4s
@@ -11437,6 +9321,10 @@ loop16:
 	VST1.P [V16.H4, V17.H4, V18.H4, V19.H4], 32(R14)
 	SUB $16, R12, R12
 	B loop16
+pf16:
+	PRFM (R15), PLDL1KEEP
+	ADD $64, R15, R15
+	B body16
 loop4:
 	CMP $4, R12
 	BLT part

@@ -141,6 +141,11 @@ func (e *emitter) roundIfRN(tmp [3]vreg, vs ...vreg) {
 	e.label(skip)
 }
 
+// oneLoop reports whether the sum and scale passes have one loop for rows with and without
+// flagPF, which tests the flag per iteration, rather than a loop for each: for 16-bit rows, whose
+// conversions hide the test, as on amd64 (asm/amd64 oneLoop has the measurement).
+func (e *emitter) oneLoop() bool { return e.eb == 2 }
+
 // fresh returns a new label name starting with p.
 func (e *emitter) fresh(p string) string {
 	e.labels++
@@ -268,23 +273,41 @@ func (e *emitter) sumRow() {
 	}
 	e.op("MOVD %s, R12", rD)
 	e.op("MOVD $0, R24") // where h of a copied row end goes back to (0: nowhere)
-	e.op("TST $%d, %s", spec.FlagPF, rFlags)
-	e.op("ADD %s, R10, R13", rPfSum) // the row prefetched
-	e.op("BNE sumpf")
-	e.label("sum64")
-	e.op("CMP $%d, R12", block)
-	e.op("BLT sumtail")
-	e.block(res)
-	e.op("B sum64")
-	e.label("sumpf")
-	e.op("CMP $%d, R12", block)
-	e.op("BLT sumtail")
-	for off := 0; off < e.eb*block; off += 64 {
-		e.op("PRFM %d(R13), PLDL1KEEP", off)
+	if e.oneLoop() {
+		e.op("ADD %s, R10, R13", rPfSum) // the row prefetched with flagPF
+		e.label("sum64")
+		e.op("CMP $%d, R12", block)
+		e.op("BLT sumtail")
+		e.op("TST $%d, %s", spec.FlagPF, rFlags)
+		e.op("BNE sumpf")
+		e.label("sumblock")
+		e.block(res)
+		e.op("B sum64")
+		e.label("sumpf") // out of the loop's way: the flag is usually clear
+		for off := 0; off < e.eb*block; off += 64 {
+			e.op("PRFM %d(R13), PLDL1KEEP", off)
+		}
+		e.op("ADD $%d, R13, R13", e.eb*block)
+		e.op("B sumblock")
+	} else {
+		e.op("TST $%d, %s", spec.FlagPF, rFlags)
+		e.op("ADD %s, R10, R13", rPfSum) // the row prefetched
+		e.op("BNE sumpf")
+		e.label("sum64")
+		e.op("CMP $%d, R12", block)
+		e.op("BLT sumtail")
+		e.block(res)
+		e.op("B sum64")
+		e.label("sumpf")
+		e.op("CMP $%d, R12", block)
+		e.op("BLT sumtail")
+		for off := 0; off < e.eb*block; off += 64 {
+			e.op("PRFM %d(R13), PLDL1KEEP", off)
+		}
+		e.op("ADD $%d, R13, R13", e.eb*block)
+		e.block(res)
+		e.op("B sumpf")
 	}
-	e.op("ADD $%d, R13, R13", e.eb*block)
-	e.block(res)
-	e.op("B sumpf")
 
 	e.label("sumtail")
 	e.comment("Fewer than 64 elements: copied to a zero-padded block on the stack, summed as a whole block (zeros add +0).")
@@ -504,21 +527,37 @@ func (e *emitter) scaleRow(src string) {
 	e.op("MOVD %s, R13", rW)
 	e.op("MOVD %s, R14", rDst)
 	e.op("MOVD %s, R12", rD)
-	e.op("TST $%d, %s", spec.FlagPF, rFlags)
-	e.op("BEQ loop16")
-	e.op("ADD %s, R10, R15", rPfScale)
-	e.label("pf16")
-	e.op("CMP $16, R12")
-	e.op("BLT loop4")
-	e.op("PRFM (R15), PLDL1KEEP")
-	e.op("ADD $64, R15, R15")
-	e.scale16()
-	e.op("B pf16")
-	e.label("loop16")
-	e.op("CMP $16, R12")
-	e.op("BLT loop4")
-	e.scale16()
-	e.op("B loop16")
+	if e.oneLoop() {
+		e.op("ADD %s, R10, R15", rPfScale) // the row prefetched with flagPF
+		e.label("loop16")
+		e.op("CMP $16, R12")
+		e.op("BLT loop4")
+		e.op("TST $%d, %s", spec.FlagPF, rFlags)
+		e.op("BNE pf16")
+		e.label("body16")
+		e.scale16()
+		e.op("B loop16")
+		e.label("pf16") // out of the loop's way: the flag is usually clear
+		e.op("PRFM (R15), PLDL1KEEP")
+		e.op("ADD $64, R15, R15")
+		e.op("B body16")
+	} else {
+		e.op("TST $%d, %s", spec.FlagPF, rFlags)
+		e.op("BEQ loop16")
+		e.op("ADD %s, R10, R15", rPfScale)
+		e.label("pf16")
+		e.op("CMP $16, R12")
+		e.op("BLT loop4")
+		e.op("PRFM (R15), PLDL1KEEP")
+		e.op("ADD $64, R15, R15")
+		e.scale16()
+		e.op("B pf16")
+		e.label("loop16")
+		e.op("CMP $16, R12")
+		e.op("BLT loop4")
+		e.scale16()
+		e.op("B loop16")
+	}
 
 	e.label("loop4")
 	e.op("CMP $4, R12")

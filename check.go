@@ -105,9 +105,9 @@ func explainForward[T elem](nm *names, dst, x []T, w []float32, eps float32) str
 }
 
 // applyRows validates a Norm.Apply call (Norm.Forward is one too) and runs it with kernel k: the
-// fields of Rows, one by one (see Apply). Like forwardRows it is the whole path of a short row's
-// call: rows back to back (N = 0), the common call, are resolved inline, and the streaming
-// decision runs only for rows that could fill the cache.
+// fields of Rows, one by one (see Apply). It is the whole path of a short row's call, so rows back
+// to back (N = 0), the common call, are resolved inline, the streaming decision runs only for rows
+// that could fill the cache or lie a stride apart, and the kernel is called directly.
 func applyRows[T elem](n *Norm, nm *names, f format, dst, x, res []T, inv []float32, n0, s0 int, k kernelID) {
 	d, mode, good := n.shape()
 	var rows, stride, span int

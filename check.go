@@ -153,12 +153,11 @@ func applyRows[T elem](n *Norm, nm *names, f format, dst, x, res []T, inv []floa
 		j.inv = ptr(inv)
 	}
 	j.d, j.stride, j.rows, j.eps, j.mode, j.format = d, stride, rows, n.Eps, mode, f
-	j.rn = n.RoundNormalized && f != formatF32 && mode != unweighted
 	j.v = forwardVariant[f][mode][b2i(res != nil)]
 	if 3*uintptr(span)*es >= uintptr(streamBytes) || stride != d { // x, dst and res could fill the cache
 		j.setMemoryFlags(es)
 	}
-	if j.rn {
+	if n.RoundNormalized && f != formatF32 && mode != unweighted {
 		j.flags |= flagRN
 	}
 	if k == useActive {

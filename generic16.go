@@ -55,7 +55,7 @@ func runGeneric16(j *job, from, to int) int {
 			if w != nil {
 				ww = w[c : c+len(part)]
 			}
-			scale16(part, ww, inv, j.mode, j.rn, f)
+			scale16(part, ww, inv, j.mode, j.rn(), f)
 			for i, v := range part {
 				dst[c+i] = f.narrow(v)
 			}
@@ -102,7 +102,7 @@ func (j *job) rowFloat64of16(r int) {
 	w := j.weight()
 	for i, h := range src {
 		y := float64(f.widen(h)) * inv
-		if j.rn {
+		if j.rn() {
 			y = float64(f.round(float32(y)))
 		}
 		switch j.mode {

@@ -33,9 +33,12 @@ type job struct {
 	rows   int        // rows of the call (the kernels read it: the last row closes a gradient block)
 	mode   weightMode // the weight form, for the generic kernel and the float64 path
 	format format     // how dst, x and res are stored
-	rn     bool       // RoundNormalized (16-bit formats)
-	v      variant    // the kernel body: format, weight form, residual, rn
+	v      variant    // the kernel body: format, weight form, residual
 }
+
+// rn reports whether x*inv is rounded to the 16-bit format before the weight (RoundNormalized,
+// flagRN).
+func (j *job) rn() bool { return j.flags&flagRN != 0 }
 
 // row returns row r of the float32 rows starting at p.
 func (j *job) row(p unsafe.Pointer, r int) []float32 {

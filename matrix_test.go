@@ -137,6 +137,17 @@ func (c matrixCase) rand(salt ...int) *rand.Rand {
 	return seedFor(append([]int{c.d, c.rows, c.ci}, salt...)...)
 }
 
+// weightClasses are the weights the core matrix cycles through: ordinary ones, and those whose
+// bits a kernel could change where normal weights would not show it: signed zeros (a kernel that
+// adds to the weight must keep -0), subnormals, and ±Inf, NaN and ±MaxFloat32.
+var weightClasses = []valueClass{classNormal, classSignedZero, classSubnormal, classSpecial}
+
+// weightClass returns the class of the case's weight: it cycles with the row length and the
+// class of x, so that each variant meets each weight class.
+func (c matrixCase) weightClass() valueClass {
+	return weightClasses[(c.d+c.ci)%len(weightClasses)]
+}
+
 func (c matrixCase) String() string {
 	return fmt.Sprintf("%s d=%d rows=%d %s eps=%g", c.k, c.d, c.rows, c.class.name, c.eps)
 }

@@ -326,7 +326,7 @@ func TestVariantsMatchGeneric16(t *testing.T) {
 				res := make([]float32, c.rows*c.d)
 				fill(res, valueClasses[(c.ci+1)%len(valueClasses)], r)
 				w := make([]float32, c.d)
-				fill(w, classNormal, r)
+				fill(w, c.weightClass(), r)
 				x, rs := narrowAll(x32, f), narrowAll(res, f)
 				for i, vc := range cases {
 					if (i+c.ci)%c.nclasses != 0 && c.nclasses < len(cases) {

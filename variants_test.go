@@ -216,7 +216,7 @@ func TestVariantsMatchGeneric(t *testing.T) {
 			res := make([]float32, c.rows*c.d)
 			fill(res, valueClasses[(c.ci+1)%len(valueClasses)], r)
 			w := make([]float32, c.d)
-			fill(w, classNormal, r)
+			fill(w, c.weightClass(), r)
 			for i, vc := range cases {
 				// Case i runs with the class ci for which (i+ci)%nclasses == 0: every case once
 				// per (d, rows) while the matrix has fewer classes than there are cases.

@@ -62,18 +62,23 @@ func BenchmarkForward(b *testing.B) {
 // BenchmarkForward16/<kernel>/<bf16|f16>/<shape> runs ForwardBF16 and ForwardF16 on the rows of
 // BenchmarkForward rounded to the format; SetBytes counts the 16-bit x read and y written, so
 // that BenchmarkCopy16 gives the ratio to copy() and BenchmarkForward the ratio to float32 rows.
-// bf16RN and f16RN are Norm.ApplyBF16 and Norm.ApplyF16 with RoundNormalized on the same rows.
+// bf16RN and f16RN are Norm.ApplyBF16 and Norm.ApplyF16 with RoundNormalized on the same rows,
+// bf16UO and f16UO with UnitOffset (the weight form 1+w).
 func BenchmarkForward16(b *testing.B) {
 	for _, k := range available {
 		b.Run(k.String(), func(b *testing.B) {
 			for _, fr := range []struct {
-				f  format
-				rn bool
-			}{{formatBF16, false}, {formatF16, false}, {formatBF16, true}, {formatF16, true}} {
+				f      format
+				rn, uo bool
+			}{{formatBF16, false, false}, {formatF16, false, false}, {formatBF16, true, false}, {formatF16, true, false},
+				{formatBF16, false, true}, {formatF16, false, true}} {
 				f := fr.f
 				name := map[format]string{formatBF16: "bf16", formatF16: "f16"}[f]
 				if fr.rn {
 					name += "RN"
+				}
+				if fr.uo {
+					name += "UO"
 				}
 				b.Run(name, func(b *testing.B) {
 					for _, s := range benchShapes {
@@ -81,8 +86,8 @@ func BenchmarkForward16(b *testing.B) {
 						x := narrowAll(x32, f)
 						y := slices.Clone(x)
 						fwd := map[format]func(dst, x []uint16, w []float32, eps float32){formatBF16: ForwardBF16, formatF16: ForwardF16}[f]
-						if fr.rn {
-							n := Norm{Weight: w, Eps: 1e-6, RoundNormalized: true}
+						if fr.rn || fr.uo {
+							n := Norm{Weight: w, Eps: 1e-6, RoundNormalized: fr.rn, UnitOffset: fr.uo}
 							apply := map[format]func(Rows16){formatBF16: n.ApplyBF16, formatF16: n.ApplyF16}[f]
 							fwd = func(dst, x []uint16, _ []float32, _ float32) { apply(Rows16{Dst: dst, X: x}) }
 						}

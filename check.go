@@ -160,6 +160,9 @@ func applyRows[T elem](n *Norm, nm *names, f format, dst, x, res []T, inv []floa
 	if n.RoundNormalized && f != formatF32 && mode != unweighted {
 		j.flags |= flagRN
 	}
+	if mode == offset {
+		j.flags |= flagOffset // the 16-bit kernels have one function for both weight forms
+	}
 	if k == useActive {
 		k = activeKernel()
 	}

@@ -22,7 +22,7 @@ type job struct {
 	d      int            // row length
 	stride int            // elements from one row's start to the next's, in dst, x and res
 	eps    float32
-	flags  uint32 // flagNT, flagPF: how the kernels treat memory (set by setMemoryFlags); flagRN; flagFuse
+	flags  uint32 // flagNT, flagPF: how the kernels treat memory (set by setMemoryFlags); flagRN; flagOffset; flagFuse
 	fn     uint32 // the kernel function: kernelID*numEntries + v (callKernel)
 
 	// Backward only.

@@ -97,17 +97,11 @@ func avx512AddOffset(j *job, from, to int) int
 //go:noescape
 func avx512AddUnweighted(j *job, from, to int) int
 
-// avx512BF16Weighted normalizes rows [from, to) of the job: BF16 rows: y = round16((x*inv)*w) (with flagRN, round16(x*inv) in place of (x*inv)), for each row.
+// avx512BF16WeightedOrOffset normalizes rows [from, to) of the job: BF16 rows: y = round16((x*inv)*w), or round16((x*inv)*(1+w)) with flagOffset (with flagRN, round16(x*inv) in place of (x*inv)), for each row.
 // It stops before the first row that needs the float64 path and returns that row's index, or to.
 //
 //go:noescape
-func avx512BF16Weighted(j *job, from, to int) int
-
-// avx512BF16Offset normalizes rows [from, to) of the job: BF16 rows: y = round16((x*inv)*(1+w)) (with flagRN, round16(x*inv) in place of (x*inv)), for each row.
-// It stops before the first row that needs the float64 path and returns that row's index, or to.
-//
-//go:noescape
-func avx512BF16Offset(j *job, from, to int) int
+func avx512BF16WeightedOrOffset(j *job, from, to int) int
 
 // avx512BF16Unweighted normalizes rows [from, to) of the job: BF16 rows: y = round16(x*inv), for each row.
 // It stops before the first row that needs the float64 path and returns that row's index, or to.
@@ -115,17 +109,11 @@ func avx512BF16Offset(j *job, from, to int) int
 //go:noescape
 func avx512BF16Unweighted(j *job, from, to int) int
 
-// avx512BF16AddWeighted normalizes rows [from, to) of the job: BF16 rows: h = round16(x + res) and res = h per element, then y = round16((h*inv)*w) (with flagRN, round16(h*inv) in place of (h*inv)), for each row.
+// avx512BF16AddWeightedOrOffset normalizes rows [from, to) of the job: BF16 rows: h = round16(x + res) and res = h per element, then y = round16((h*inv)*w), or round16((h*inv)*(1+w)) with flagOffset (with flagRN, round16(h*inv) in place of (h*inv)), for each row.
 // It stops before the first row that needs the float64 path and returns that row's index, or to.
 //
 //go:noescape
-func avx512BF16AddWeighted(j *job, from, to int) int
-
-// avx512BF16AddOffset normalizes rows [from, to) of the job: BF16 rows: h = round16(x + res) and res = h per element, then y = round16((h*inv)*(1+w)) (with flagRN, round16(h*inv) in place of (h*inv)), for each row.
-// It stops before the first row that needs the float64 path and returns that row's index, or to.
-//
-//go:noescape
-func avx512BF16AddOffset(j *job, from, to int) int
+func avx512BF16AddWeightedOrOffset(j *job, from, to int) int
 
 // avx512BF16AddUnweighted normalizes rows [from, to) of the job: BF16 rows: h = round16(x + res) and res = h per element, then y = round16(h*inv), for each row.
 // It stops before the first row that needs the float64 path and returns that row's index, or to.
@@ -133,17 +121,11 @@ func avx512BF16AddOffset(j *job, from, to int) int
 //go:noescape
 func avx512BF16AddUnweighted(j *job, from, to int) int
 
-// avx512F16Weighted normalizes rows [from, to) of the job: F16 rows: y = round16((x*inv)*w) (with flagRN, round16(x*inv) in place of (x*inv)), for each row.
+// avx512F16WeightedOrOffset normalizes rows [from, to) of the job: F16 rows: y = round16((x*inv)*w), or round16((x*inv)*(1+w)) with flagOffset (with flagRN, round16(x*inv) in place of (x*inv)), for each row.
 // It stops before the first row that needs the float64 path and returns that row's index, or to.
 //
 //go:noescape
-func avx512F16Weighted(j *job, from, to int) int
-
-// avx512F16Offset normalizes rows [from, to) of the job: F16 rows: y = round16((x*inv)*(1+w)) (with flagRN, round16(x*inv) in place of (x*inv)), for each row.
-// It stops before the first row that needs the float64 path and returns that row's index, or to.
-//
-//go:noescape
-func avx512F16Offset(j *job, from, to int) int
+func avx512F16WeightedOrOffset(j *job, from, to int) int
 
 // avx512F16Unweighted normalizes rows [from, to) of the job: F16 rows: y = round16(x*inv), for each row.
 // It stops before the first row that needs the float64 path and returns that row's index, or to.
@@ -151,17 +133,11 @@ func avx512F16Offset(j *job, from, to int) int
 //go:noescape
 func avx512F16Unweighted(j *job, from, to int) int
 
-// avx512F16AddWeighted normalizes rows [from, to) of the job: F16 rows: h = round16(x + res) and res = h per element, then y = round16((h*inv)*w) (with flagRN, round16(h*inv) in place of (h*inv)), for each row.
+// avx512F16AddWeightedOrOffset normalizes rows [from, to) of the job: F16 rows: h = round16(x + res) and res = h per element, then y = round16((h*inv)*w), or round16((h*inv)*(1+w)) with flagOffset (with flagRN, round16(h*inv) in place of (h*inv)), for each row.
 // It stops before the first row that needs the float64 path and returns that row's index, or to.
 //
 //go:noescape
-func avx512F16AddWeighted(j *job, from, to int) int
-
-// avx512F16AddOffset normalizes rows [from, to) of the job: F16 rows: h = round16(x + res) and res = h per element, then y = round16((h*inv)*(1+w)) (with flagRN, round16(h*inv) in place of (h*inv)), for each row.
-// It stops before the first row that needs the float64 path and returns that row's index, or to.
-//
-//go:noescape
-func avx512F16AddOffset(j *job, from, to int) int
+func avx512F16AddWeightedOrOffset(j *job, from, to int) int
 
 // avx512F16AddUnweighted normalizes rows [from, to) of the job: F16 rows: h = round16(x + res) and res = h per element, then y = round16(h*inv), for each row.
 // It stops before the first row that needs the float64 path and returns that row's index, or to.
@@ -225,17 +201,11 @@ func avx2AddOffset(j *job, from, to int) int
 //go:noescape
 func avx2AddUnweighted(j *job, from, to int) int
 
-// avx2BF16Weighted normalizes rows [from, to) of the job: BF16 rows: y = round16((x*inv)*w) (with flagRN, round16(x*inv) in place of (x*inv)), for each row.
+// avx2BF16WeightedOrOffset normalizes rows [from, to) of the job: BF16 rows: y = round16((x*inv)*w), or round16((x*inv)*(1+w)) with flagOffset (with flagRN, round16(x*inv) in place of (x*inv)), for each row.
 // It stops before the first row that needs the float64 path and returns that row's index, or to.
 //
 //go:noescape
-func avx2BF16Weighted(j *job, from, to int) int
-
-// avx2BF16Offset normalizes rows [from, to) of the job: BF16 rows: y = round16((x*inv)*(1+w)) (with flagRN, round16(x*inv) in place of (x*inv)), for each row.
-// It stops before the first row that needs the float64 path and returns that row's index, or to.
-//
-//go:noescape
-func avx2BF16Offset(j *job, from, to int) int
+func avx2BF16WeightedOrOffset(j *job, from, to int) int
 
 // avx2BF16Unweighted normalizes rows [from, to) of the job: BF16 rows: y = round16(x*inv), for each row.
 // It stops before the first row that needs the float64 path and returns that row's index, or to.
@@ -243,17 +213,11 @@ func avx2BF16Offset(j *job, from, to int) int
 //go:noescape
 func avx2BF16Unweighted(j *job, from, to int) int
 
-// avx2BF16AddWeighted normalizes rows [from, to) of the job: BF16 rows: h = round16(x + res) and res = h per element, then y = round16((h*inv)*w) (with flagRN, round16(h*inv) in place of (h*inv)), for each row.
+// avx2BF16AddWeightedOrOffset normalizes rows [from, to) of the job: BF16 rows: h = round16(x + res) and res = h per element, then y = round16((h*inv)*w), or round16((h*inv)*(1+w)) with flagOffset (with flagRN, round16(h*inv) in place of (h*inv)), for each row.
 // It stops before the first row that needs the float64 path and returns that row's index, or to.
 //
 //go:noescape
-func avx2BF16AddWeighted(j *job, from, to int) int
-
-// avx2BF16AddOffset normalizes rows [from, to) of the job: BF16 rows: h = round16(x + res) and res = h per element, then y = round16((h*inv)*(1+w)) (with flagRN, round16(h*inv) in place of (h*inv)), for each row.
-// It stops before the first row that needs the float64 path and returns that row's index, or to.
-//
-//go:noescape
-func avx2BF16AddOffset(j *job, from, to int) int
+func avx2BF16AddWeightedOrOffset(j *job, from, to int) int
 
 // avx2BF16AddUnweighted normalizes rows [from, to) of the job: BF16 rows: h = round16(x + res) and res = h per element, then y = round16(h*inv), for each row.
 // It stops before the first row that needs the float64 path and returns that row's index, or to.
@@ -261,17 +225,11 @@ func avx2BF16AddOffset(j *job, from, to int) int
 //go:noescape
 func avx2BF16AddUnweighted(j *job, from, to int) int
 
-// avx2F16Weighted normalizes rows [from, to) of the job: F16 rows: y = round16((x*inv)*w) (with flagRN, round16(x*inv) in place of (x*inv)), for each row.
+// avx2F16WeightedOrOffset normalizes rows [from, to) of the job: F16 rows: y = round16((x*inv)*w), or round16((x*inv)*(1+w)) with flagOffset (with flagRN, round16(x*inv) in place of (x*inv)), for each row.
 // It stops before the first row that needs the float64 path and returns that row's index, or to.
 //
 //go:noescape
-func avx2F16Weighted(j *job, from, to int) int
-
-// avx2F16Offset normalizes rows [from, to) of the job: F16 rows: y = round16((x*inv)*(1+w)) (with flagRN, round16(x*inv) in place of (x*inv)), for each row.
-// It stops before the first row that needs the float64 path and returns that row's index, or to.
-//
-//go:noescape
-func avx2F16Offset(j *job, from, to int) int
+func avx2F16WeightedOrOffset(j *job, from, to int) int
 
 // avx2F16Unweighted normalizes rows [from, to) of the job: F16 rows: y = round16(x*inv), for each row.
 // It stops before the first row that needs the float64 path and returns that row's index, or to.
@@ -279,17 +237,11 @@ func avx2F16Offset(j *job, from, to int) int
 //go:noescape
 func avx2F16Unweighted(j *job, from, to int) int
 
-// avx2F16AddWeighted normalizes rows [from, to) of the job: F16 rows: h = round16(x + res) and res = h per element, then y = round16((h*inv)*w) (with flagRN, round16(h*inv) in place of (h*inv)), for each row.
+// avx2F16AddWeightedOrOffset normalizes rows [from, to) of the job: F16 rows: h = round16(x + res) and res = h per element, then y = round16((h*inv)*w), or round16((h*inv)*(1+w)) with flagOffset (with flagRN, round16(h*inv) in place of (h*inv)), for each row.
 // It stops before the first row that needs the float64 path and returns that row's index, or to.
 //
 //go:noescape
-func avx2F16AddWeighted(j *job, from, to int) int
-
-// avx2F16AddOffset normalizes rows [from, to) of the job: F16 rows: h = round16(x + res) and res = h per element, then y = round16((h*inv)*(1+w)) (with flagRN, round16(h*inv) in place of (h*inv)), for each row.
-// It stops before the first row that needs the float64 path and returns that row's index, or to.
-//
-//go:noescape
-func avx2F16AddOffset(j *job, from, to int) int
+func avx2F16AddWeightedOrOffset(j *job, from, to int) int
 
 // avx2F16AddUnweighted normalizes rows [from, to) of the job: F16 rows: h = round16(x + res) and res = h per element, then y = round16(h*inv), for each row.
 // It stops before the first row that needs the float64 path and returns that row's index, or to.

@@ -8,6 +8,9 @@
 DATA one<>+0(SB)/4, $(1.0)
 GLOBL one<>(SB), RODATA|NOPTR, $4
 
+DATA negzero<>+0(SB)/4, $0x80000000
+GLOBL negzero<>(SB), RODATA|NOPTR, $4
+
 DATA tlo<>+0(SB)/4, $0x0d800000
 GLOBL tlo<>(SB), RODATA|NOPTR, $4
 
@@ -2815,662 +2818,10 @@ vzero:
 	MOVQ AX, ret+24(FP)
 	RET
 
-// func avx512BF16Weighted(j uintptr, from int, to int) int
+// func avx512BF16WeightedOrOffset(j uintptr, from int, to int) int
 // Requires: AVX, AVX512BW, AVX512F, MMX+
-TEXT ·avx512BF16Weighted(SB), NOSPLIT, $376-32
-	// avx512BF16Weighted normalizes rows [from, to) of the job: BF16 rows: y = round16((x*inv)*w) (with flagRN, round16(x*inv) in place of (x*inv)), for each row.
-	// It stops before the first row that needs the float64 path and returns that row's index, or to.
-	MOVQ         j+0(FP), AX
-	MOVQ         job_dst+0(AX), CX
-	MOVQ         job_x+0(AX), DX
-	MOVQ         job_w+0(AX), BX
-	MOVQ         job_stride+0(AX), SI
-	SHLQ         $0x01, SI
-	VMOVDQU64    oddwords<>+0(SB), Z4
-	VPBROADCASTD avx512bfone<>+0(SB), Z0
-	VPBROADCASTD avx512bfbias<>+0(SB), Z1
-	VPBROADCASTD avx512bfhigh<>+0(SB), Z2
-	VPBROADCASTD avx512bffixnan<>+0(SB), Z3
-
-	// fd = float32(d); rd = 1/d when d is a power of two (a/d is then a*rd exactly), else 0.
-	MOVQ       job_d+0(AX), DI
-	VMOVSS     one<>+0(SB), X5
-	VCVTSI2SSQ DI, X5, X5
-	VMOVSS     X5, 368(SP)
-	XORL       R9, R9
-	LEAQ       -1(DI), R8
-	TESTQ      DI, R8
-	JNZ        notpow2
-	BSFQ       DI, R8
-	MOVL       $0x0000007f, R9
-	SUBL       R8, R9
-	SHLL       $0x17, R9
-
-notpow2:
-	MOVL R9, 372(SP)
-
-	// Start at row from.
-	MOVQ  from+8(FP), DI
-	MOVQ  DI, 320(SP)
-	MOVQ  $0x00000000, 328(SP)
-	IMULQ SI, DI
-	ADDQ  DI, CX
-	ADDQ  DI, DX
-
-row:
-	MOVQ 320(SP), DI
-	CMPQ DI, to+16(FP)
-	JAE  ret
-	MOVQ $0x00000001, 336(SP)
-	CMPQ 328(SP), $0x00
-	JE   trygroup
-	DECQ 328(SP)
-	JMP  sum
-
-trygroup:
-	CMPQ job_d+0(AX), $0x00000200
-	JA   sum
-	MOVQ to+16(FP), DI
-	SUBQ 320(SP), DI
-	CMPQ DI, $0x04
-	JB   sum
-	MOVQ $0x00000004, 336(SP)
-
-sum:
-	MOVQ DX, DI
-	XORQ R8, R8
-
-sumrow:
-	// Sum of squares: element i goes to partial i%64.
-	MOVQ    job_d+0(AX), R10
-	SUBQ    $0x00000040, R10
-	JGE     firstblock
-	VMOVUPS zero64<>+0(SB), Z5
-	VMOVUPS zero64<>+0(SB), Z6
-	VMOVUPS zero64<>+0(SB), Z7
-	VMOVUPS zero64<>+0(SB), Z8
-	XORQ    R9, R9
-	JMP     sumtail
-
-firstblock:
-	// +0 + square is the square itself: the first block initializes the partials.
-	XORQ      R9, R9
-	VPMOVZXWD (DI)(R9*2), Z5
-	VPSLLD    $0x10, Z5, Z5
-	VMULPS    Z5, Z5, Z5
-	VPMOVZXWD 32(DI)(R9*2), Z6
-	VPSLLD    $0x10, Z6, Z6
-	VMULPS    Z6, Z6, Z6
-	VPMOVZXWD 64(DI)(R9*2), Z7
-	VPSLLD    $0x10, Z7, Z7
-	VMULPS    Z7, Z7, Z7
-	VPMOVZXWD 96(DI)(R9*2), Z8
-	VPSLLD    $0x10, Z8, Z8
-	VMULPS    Z8, Z8, Z8
-	MOVQ      $0x00000040, R9
-
-	// With flagPF, the rows ahead are prefetched: one loop for both, the flag tested per block.
-	MOVQ SI, R11
-	SHLQ $0x01, R11
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows1
-	SHLQ $0x03, R11
-
-longrows1:
-	ADDQ DI, R11
-	MOVL job_flags+0(AX), R12
-
-sumloop:
-	CMPQ  R9, R10
-	JG    sumtail
-	TESTL $0x00000002, R12
-	JNZ   sumpf
-
-sumblock:
-	VPMOVZXWD (DI)(R9*2), Z9
-	VPSLLD    $0x10, Z9, Z9
-	VMULPS    Z9, Z9, Z9
-	VADDPS    Z9, Z5, Z5
-	VPMOVZXWD 32(DI)(R9*2), Z9
-	VPSLLD    $0x10, Z9, Z9
-	VMULPS    Z9, Z9, Z9
-	VADDPS    Z9, Z6, Z6
-	VPMOVZXWD 64(DI)(R9*2), Z9
-	VPSLLD    $0x10, Z9, Z9
-	VMULPS    Z9, Z9, Z9
-	VADDPS    Z9, Z7, Z7
-	VPMOVZXWD 96(DI)(R9*2), Z9
-	VPSLLD    $0x10, Z9, Z9
-	VMULPS    Z9, Z9, Z9
-	VADDPS    Z9, Z8, Z8
-	ADDQ      $0x00000040, R9
-	JMP       sumloop
-
-	// Out of the loop's way: the prefetches, whose flag is usually clear.
-sumpf:
-	PREFETCHT0 (R11)(R9*2)
-	PREFETCHT0 64(R11)(R9*2)
-	JMP        sumblock
-
-sumtail:
-	// Fewer than 64 elements remain.
-	MOVQ job_d+0(AX), R10
-	SUBQ R9, R10
-	JZ   summed
-	LEAQ kmask<>+0(SB), R11
-	MOVQ R10, R12
-	CMPQ R12, $0x00000010
-	JLE  tailmask0
-	MOVQ $0x00000010, R12
-
-tailmask0:
-	KMOVW       (R11)(R12*2), K1
-	VPMOVZXWD.Z (DI)(R9*2), K1, Z9
-	VPSLLD      $0x10, Z9, Z9
-	VMULPS      Z9, Z9, Z9
-	VADDPS      Z9, Z5, Z5
-	MOVQ        R10, R12
-	SUBQ        $0x00000010, R12
-	JLE         summed
-	CMPQ        R12, $0x00000010
-	JLE         tailmask1
-	MOVQ        $0x00000010, R12
-
-tailmask1:
-	KMOVW       (R11)(R12*2), K1
-	VPMOVZXWD.Z 32(DI)(R9*2), K1, Z9
-	VPSLLD      $0x10, Z9, Z9
-	VMULPS      Z9, Z9, Z9
-	VADDPS      Z9, Z6, Z6
-	MOVQ        R10, R12
-	SUBQ        $0x00000020, R12
-	JLE         summed
-	CMPQ        R12, $0x00000010
-	JLE         tailmask2
-	MOVQ        $0x00000010, R12
-
-tailmask2:
-	KMOVW       (R11)(R12*2), K1
-	VPMOVZXWD.Z 64(DI)(R9*2), K1, Z9
-	VPSLLD      $0x10, Z9, Z9
-	VMULPS      Z9, Z9, Z9
-	VADDPS      Z9, Z7, Z7
-	SUBQ        $0x00000030, R10
-	JLE         summed
-	CMPQ        R10, $0x00000010
-	JLE         tailmask3
-	MOVQ        $0x00000010, R10
-
-tailmask3:
-	KMOVW       (R11)(R10*2), K1
-	VPMOVZXWD.Z 96(DI)(R9*2), K1, Z9
-	VPSLLD      $0x10, Z9, Z9
-	VMULPS      Z9, Z9, Z9
-	VADDPS      Z9, Z8, Z8
-
-summed:
-	VADDPS  Z7, Z5, Z5
-	VADDPS  Z8, Z6, Z6
-	VADDPS  Z6, Z5, Z5
-	CMPQ    336(SP), $0x01
-	JE      invone
-	VMOVUPS Z5, (SP)(R8*1)
-	ADDQ    SI, DI
-	ADDQ    $0x00000040, R8
-	CMPQ    R8, $0x00000100
-	JB      sumrow
-	JMP     invgroup
-
-invone:
-	// Halving tree: p[j] += p[j+h] for the remaining h, down to ss.
-	VSHUFF64X2 $0xee, Z5, Z5, Z6
-	VADDPS     Z6, Z5, Z5
-	VSHUFF32X4 $0x01, Z5, Z5, Z6
-	VADDPS     Z6, Z5, Z5
-	VPERMILPS  $0x4e, Z5, Z6
-	VADDPS     Z6, Z5, Z5
-	VPERMILPS  $0xb1, Z5, Z6
-	VADDPS     Z6, Z5, Z5
-
-	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
-	CMPL   372(SP), $0x00
-	JE     divide2
-	VMULSS 372(SP), X5, X5
-	JMP    divided3
-
-divide2:
-	VDIVSS 368(SP), X5, X5
-
-divided3:
-	VADDSS   job_eps+0(AX), X5, X5
-	VUCOMISS tlo<>+0(SB), X5
-	JCS      ret
-	VUCOMISS tmax<>+0(SB), X5
-	JHI      ret
-	VSQRTSS  X5, X5, X5
-	VMOVSS   one<>+0(SB), X10
-	VDIVSS   X5, X10, X10
-
-	// Report 1/rms if asked.
-	MOVQ   job_inv+0(AX), DI
-	TESTQ  DI, DI
-	JZ     scale
-	MOVQ   320(SP), R8
-	VMOVSS X10, (DI)(R8*4)
-	JMP    scale
-
-invgroup:
-	// The rest of the halving tree, four rows at once.
-	VMOVUPS       (SP), Z5
-	VMOVUPS       64(SP), Z6
-	VMOVUPS       128(SP), Z7
-	VMOVUPS       192(SP), Z8
-	VSHUFF64X2    $0x44, Z6, Z5, Z9
-	VSHUFF64X2    $0xee, Z6, Z5, Z5
-	VADDPS        Z5, Z9, Z9
-	VSHUFF64X2    $0x44, Z8, Z7, Z5
-	VSHUFF64X2    $0xee, Z8, Z7, Z6
-	VADDPS        Z6, Z5, Z5
-	VSHUFF32X4    $0x88, Z5, Z9, Z6
-	VSHUFF32X4    $0xdd, Z5, Z9, Z5
-	VADDPS        Z5, Z6, Z6
-	VPERMILPS     $0x4e, Z6, Z5
-	VADDPS        Z5, Z6, Z6
-	VPERMILPS     $0xb1, Z6, Z5
-	VADDPS        Z5, Z6, Z6
-	MOVL          $0x00001111, DI
-	KMOVW         DI, K1
-	VCOMPRESSPS.Z Z6, K1, Z5
-
-	// t = ss/d + eps for the four rows; any t outside [2^-100, MaxFloat32] sends the group to the one-row path.
-	CMPL         372(SP), $0x00
-	JE           divide4
-	VBROADCASTSS 372(SP), Z6
-	VMULPS       Z6, Z5, Z5
-	JMP          divided5
-
-divide4:
-	VBROADCASTSS 368(SP), Z6
-	VDIVPS       Z6, Z5, Z5
-
-divided5:
-	VBROADCASTSS job_eps+0(AX), Z6
-	VADDPS       Z6, Z5, Z5
-	MOVL         $0x0000000f, DI
-	KMOVW        DI, K1
-	VBROADCASTSS tlo<>+0(SB), Z6
-	VBROADCASTSS tmax<>+0(SB), Z7
-	VCMPPS       $0x1d, Z6, Z5, K1, K1
-	VCMPPS       $0x12, Z7, Z5, K1, K1
-	KMOVW        K1, DI
-	CMPL         DI, $0x0f
-	JE           ginrange
-	MOVQ         $0x00000004, 328(SP)
-	JMP          row
-
-ginrange:
-	VSQRTPS      Z5, Z5
-	VBROADCASTSS one<>+0(SB), Z10
-	VDIVPS       Z5, Z10, Z10
-
-	// Report 1/rms if asked.
-	MOVQ    job_inv+0(AX), DI
-	TESTQ   DI, DI
-	JZ      scale
-	MOVQ    320(SP), R8
-	MOVL    $0x0000000f, R9
-	KMOVW   R9, K1
-	VMOVUPS Z10, K1, (DI)(R8*4)
-
-scale:
-	VBROADCASTSS X10, Z5
-	MOVQ         $0x00000000, 344(SP)
-	CMPQ         336(SP), $0x01
-	JE           scalebody
-	VMOVUPS      Z10, 256(SP)
-
-scalerow:
-	MOVQ         344(SP), DI
-	VBROADCASTSS 256(SP)(DI*4), Z5
-
-scalebody:
-	// y = (src*inv)*w, rounded after each multiply.
-	XORQ DI, DI
-	MOVQ job_d+0(AX), R8
-	SUBQ $0x00000040, R8
-	MOVQ SI, R9
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows6
-	SHLQ $0x03, R9
-
-longrows6:
-	ADDQ  DX, R9
-	MOVL  job_flags+0(AX), R10
-	TESTL $0x00000001, R10
-	JNZ   scalent
-
-scaleloop:
-	CMPQ  DI, R8
-	JG    scaletail
-	TESTL $0x00000002, R10
-	JNZ   scalelooppf7
-
-scaleloopbody8:
-	VPMOVZXWD   (DX)(DI*2), Z6
-	VPSLLD      $0x10, Z6, Z6
-	VMULPS      Z5, Z6, Z6
-	VPMOVZXWD   32(DX)(DI*2), Z7
-	VPSLLD      $0x10, Z7, Z7
-	VMULPS      Z5, Z7, Z7
-	VPMOVZXWD   64(DX)(DI*2), Z8
-	VPSLLD      $0x10, Z8, Z8
-	VMULPS      Z5, Z8, Z8
-	VPMOVZXWD   96(DX)(DI*2), Z9
-	VPSLLD      $0x10, Z9, Z9
-	VMULPS      Z5, Z9, Z9
-	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn9
-	VFIXUPIMMPS $0x00, Z3, Z6, Z6
-	VPSRLD      $0x10, Z6, Z11
-	VPANDD      Z0, Z11, Z11
-	VPADDD      Z1, Z11, Z11
-	VPADDD      Z6, Z11, Z11
-	VPANDD      Z2, Z11, Z11
-	VMOVUPS     Z11, Z6
-	VFIXUPIMMPS $0x00, Z3, Z7, Z7
-	VPSRLD      $0x10, Z7, Z11
-	VPANDD      Z0, Z11, Z11
-	VPADDD      Z1, Z11, Z11
-	VPADDD      Z7, Z11, Z11
-	VPANDD      Z2, Z11, Z11
-	VMOVUPS     Z11, Z7
-	VFIXUPIMMPS $0x00, Z3, Z8, Z8
-	VPSRLD      $0x10, Z8, Z11
-	VPANDD      Z0, Z11, Z11
-	VPADDD      Z1, Z11, Z11
-	VPADDD      Z8, Z11, Z11
-	VPANDD      Z2, Z11, Z11
-	VMOVUPS     Z11, Z8
-	VFIXUPIMMPS $0x00, Z3, Z9, Z9
-	VPSRLD      $0x10, Z9, Z11
-	VPANDD      Z0, Z11, Z11
-	VPADDD      Z1, Z11, Z11
-	VPADDD      Z9, Z11, Z11
-	VPANDD      Z2, Z11, Z11
-	VMOVUPS     Z11, Z9
-
-notrn9:
-	VMULPS      (BX)(DI*4), Z6, Z6
-	VMULPS      64(BX)(DI*4), Z7, Z7
-	VFIXUPIMMPS $0x00, Z3, Z6, Z6
-	VPSRLD      $0x10, Z6, Z11
-	VPANDD      Z0, Z11, Z11
-	VPADDD      Z1, Z11, Z11
-	VPADDD      Z6, Z11, Z11
-	VFIXUPIMMPS $0x00, Z3, Z7, Z7
-	VPSRLD      $0x10, Z7, Z6
-	VPANDD      Z0, Z6, Z6
-	VPADDD      Z1, Z6, Z6
-	VPADDD      Z7, Z6, Z6
-	VPERMT2W    Z6, Z4, Z11
-	VMOVDQU64   Z11, (CX)(DI*2)
-	VMULPS      128(BX)(DI*4), Z8, Z8
-	VMULPS      192(BX)(DI*4), Z9, Z9
-	VFIXUPIMMPS $0x00, Z3, Z8, Z8
-	VPSRLD      $0x10, Z8, Z6
-	VPANDD      Z0, Z6, Z6
-	VPADDD      Z1, Z6, Z6
-	VPADDD      Z8, Z6, Z6
-	VFIXUPIMMPS $0x00, Z3, Z9, Z9
-	VPSRLD      $0x10, Z9, Z7
-	VPANDD      Z0, Z7, Z7
-	VPADDD      Z1, Z7, Z7
-	VPADDD      Z9, Z7, Z7
-	VPERMT2W    Z7, Z4, Z6
-	VMOVDQU64   Z6, 64(CX)(DI*2)
-	ADDQ        $0x00000040, DI
-	JMP         scaleloop
-
-scalelooppf7:
-	PREFETCHT0 (R9)(DI*2)
-	PREFETCHT0 64(R9)(DI*2)
-	JMP        scaleloopbody8
-
-scalent:
-	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
-	MOVQ CX, R10
-	NEGQ R10
-	ANDQ $0x0000003f, R10
-	SHRQ $0x01, R10
-	JZ   scalentloop
-	CMPQ R10, job_d+0(AX)
-	JLE  scalehead
-	MOVQ job_d+0(AX), R10
-
-scalehead:
-	CMPQ        R10, $0x00000010
-	JB          scaleheadpart
-	VPMOVZXWD   (DX)(DI*2), Z6
-	VPSLLD      $0x10, Z6, Z6
-	VMULPS      Z5, Z6, Z6
-	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn10
-	VFIXUPIMMPS $0x00, Z3, Z6, Z6
-	VPSRLD      $0x10, Z6, Z7
-	VPANDD      Z0, Z7, Z7
-	VPADDD      Z1, Z7, Z7
-	VPADDD      Z6, Z7, Z7
-	VPANDD      Z2, Z7, Z7
-	VMOVUPS     Z7, Z6
-
-notrn10:
-	VMULPS      (BX)(DI*4), Z6, Z6
-	VFIXUPIMMPS $0x00, Z3, Z6, Z6
-	VPSRLD      $0x10, Z6, Z7
-	VPANDD      Z0, Z7, Z7
-	VPADDD      Z1, Z7, Z7
-	VPADDD      Z6, Z7, Z7
-	VPSRLD      $0x10, Z7, Z7
-	VPMOVDW     Z7, (CX)(DI*2)
-	ADDQ        $0x00000010, DI
-	SUBQ        $0x00000010, R10
-	JZ          scalentloop
-
-scaleheadpart:
-	LEAQ        kmask<>+0(SB), R11
-	KMOVW       (R11)(R10*2), K1
-	VPMOVZXWD.Z (DX)(DI*2), K1, Z6
-	VPSLLD      $0x10, Z6, Z6
-	VMULPS      Z6, Z5, Z6
-	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn11
-	VFIXUPIMMPS $0x00, Z3, Z6, Z6
-	VPSRLD      $0x10, Z6, Z7
-	VPANDD      Z0, Z7, Z7
-	VPADDD      Z1, Z7, Z7
-	VPADDD      Z6, Z7, Z7
-	VPANDD      Z2, Z7, Z7
-	VMOVUPS     Z7, Z6
-
-notrn11:
-	VMOVUPS.Z   (BX)(DI*4), K1, Z7
-	VMULPS      Z7, Z6, Z6
-	VFIXUPIMMPS $0x00, Z3, Z6, Z6
-	VPSRLD      $0x10, Z6, Z7
-	VPANDD      Z0, Z7, Z7
-	VPADDD      Z1, Z7, Z7
-	VPADDD      Z6, Z7, Z7
-	VPSRLD      $0x10, Z7, Z7
-	VPMOVDW     Z7, K1, (CX)(DI*2)
-	ADDQ        R10, DI
-
-scalentloop:
-	CMPQ        DI, R8
-	JG          scaletail
-	PREFETCHT0  (R9)(DI*2)
-	PREFETCHT0  64(R9)(DI*2)
-	VPMOVZXWD   (DX)(DI*2), Z6
-	VPSLLD      $0x10, Z6, Z6
-	VMULPS      Z5, Z6, Z6
-	VPMOVZXWD   32(DX)(DI*2), Z7
-	VPSLLD      $0x10, Z7, Z7
-	VMULPS      Z5, Z7, Z7
-	VPMOVZXWD   64(DX)(DI*2), Z8
-	VPSLLD      $0x10, Z8, Z8
-	VMULPS      Z5, Z8, Z8
-	VPMOVZXWD   96(DX)(DI*2), Z9
-	VPSLLD      $0x10, Z9, Z9
-	VMULPS      Z5, Z9, Z9
-	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn12
-	VFIXUPIMMPS $0x00, Z3, Z6, Z6
-	VPSRLD      $0x10, Z6, Z11
-	VPANDD      Z0, Z11, Z11
-	VPADDD      Z1, Z11, Z11
-	VPADDD      Z6, Z11, Z11
-	VPANDD      Z2, Z11, Z11
-	VMOVUPS     Z11, Z6
-	VFIXUPIMMPS $0x00, Z3, Z7, Z7
-	VPSRLD      $0x10, Z7, Z11
-	VPANDD      Z0, Z11, Z11
-	VPADDD      Z1, Z11, Z11
-	VPADDD      Z7, Z11, Z11
-	VPANDD      Z2, Z11, Z11
-	VMOVUPS     Z11, Z7
-	VFIXUPIMMPS $0x00, Z3, Z8, Z8
-	VPSRLD      $0x10, Z8, Z11
-	VPANDD      Z0, Z11, Z11
-	VPADDD      Z1, Z11, Z11
-	VPADDD      Z8, Z11, Z11
-	VPANDD      Z2, Z11, Z11
-	VMOVUPS     Z11, Z8
-	VFIXUPIMMPS $0x00, Z3, Z9, Z9
-	VPSRLD      $0x10, Z9, Z11
-	VPANDD      Z0, Z11, Z11
-	VPADDD      Z1, Z11, Z11
-	VPADDD      Z9, Z11, Z11
-	VPANDD      Z2, Z11, Z11
-	VMOVUPS     Z11, Z9
-
-notrn12:
-	VMULPS      (BX)(DI*4), Z6, Z6
-	VMULPS      64(BX)(DI*4), Z7, Z7
-	VFIXUPIMMPS $0x00, Z3, Z6, Z6
-	VPSRLD      $0x10, Z6, Z11
-	VPANDD      Z0, Z11, Z11
-	VPADDD      Z1, Z11, Z11
-	VPADDD      Z6, Z11, Z11
-	VFIXUPIMMPS $0x00, Z3, Z7, Z7
-	VPSRLD      $0x10, Z7, Z6
-	VPANDD      Z0, Z6, Z6
-	VPADDD      Z1, Z6, Z6
-	VPADDD      Z7, Z6, Z6
-	VPERMT2W    Z6, Z4, Z11
-	VMOVNTDQ    Z11, (CX)(DI*2)
-	VMULPS      128(BX)(DI*4), Z8, Z8
-	VMULPS      192(BX)(DI*4), Z9, Z9
-	VFIXUPIMMPS $0x00, Z3, Z8, Z8
-	VPSRLD      $0x10, Z8, Z6
-	VPANDD      Z0, Z6, Z6
-	VPADDD      Z1, Z6, Z6
-	VPADDD      Z8, Z6, Z6
-	VFIXUPIMMPS $0x00, Z3, Z9, Z9
-	VPSRLD      $0x10, Z9, Z7
-	VPANDD      Z0, Z7, Z7
-	VPADDD      Z1, Z7, Z7
-	VPADDD      Z9, Z7, Z7
-	VPERMT2W    Z7, Z4, Z6
-	VMOVNTDQ    Z6, 64(CX)(DI*2)
-	ADDQ        $0x00000040, DI
-	JMP         scalentloop
-
-scaletail:
-	ADDQ $0x00000030, R8
-
-scaleone:
-	CMPQ        DI, R8
-	JG          scalepart
-	VPMOVZXWD   (DX)(DI*2), Z6
-	VPSLLD      $0x10, Z6, Z6
-	VMULPS      Z5, Z6, Z6
-	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn13
-	VFIXUPIMMPS $0x00, Z3, Z6, Z6
-	VPSRLD      $0x10, Z6, Z7
-	VPANDD      Z0, Z7, Z7
-	VPADDD      Z1, Z7, Z7
-	VPADDD      Z6, Z7, Z7
-	VPANDD      Z2, Z7, Z7
-	VMOVUPS     Z7, Z6
-
-notrn13:
-	VMULPS      (BX)(DI*4), Z6, Z6
-	VFIXUPIMMPS $0x00, Z3, Z6, Z6
-	VPSRLD      $0x10, Z6, Z7
-	VPANDD      Z0, Z7, Z7
-	VPADDD      Z1, Z7, Z7
-	VPADDD      Z6, Z7, Z7
-	VPSRLD      $0x10, Z7, Z7
-	VPMOVDW     Z7, (CX)(DI*2)
-	ADDQ        $0x00000010, DI
-	JMP         scaleone
-
-scalepart:
-	MOVQ        job_d+0(AX), R10
-	SUBQ        DI, R10
-	JZ          scaled
-	LEAQ        kmask<>+0(SB), R8
-	KMOVW       (R8)(R10*2), K1
-	VPMOVZXWD.Z (DX)(DI*2), K1, Z6
-	VPSLLD      $0x10, Z6, Z6
-	VMULPS      Z6, Z5, Z6
-	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn14
-	VFIXUPIMMPS $0x00, Z3, Z6, Z6
-	VPSRLD      $0x10, Z6, Z5
-	VPANDD      Z0, Z5, Z5
-	VPADDD      Z1, Z5, Z5
-	VPADDD      Z6, Z5, Z5
-	VPANDD      Z2, Z5, Z5
-	VMOVUPS     Z5, Z6
-
-notrn14:
-	VMOVUPS.Z   (BX)(DI*4), K1, Z5
-	VMULPS      Z5, Z6, Z6
-	VFIXUPIMMPS $0x00, Z3, Z6, Z6
-	VPSRLD      $0x10, Z6, Z5
-	VPANDD      Z0, Z5, Z5
-	VPADDD      Z1, Z5, Z5
-	VPADDD      Z6, Z5, Z5
-	VPSRLD      $0x10, Z5, Z5
-	VPMOVDW     Z5, K1, (CX)(DI*2)
-
-scaled:
-	ADDQ SI, DX
-	ADDQ SI, CX
-	INCQ 320(SP)
-	MOVQ 344(SP), DI
-	INCQ DI
-	MOVQ DI, 344(SP)
-	CMPQ DI, 336(SP)
-	JB   scalerow
-	JMP  row
-
-ret:
-	TESTL $0x00000001, job_flags+0(AX)
-	JZ    vzero
-	SFENCE
-
-vzero:
-	VZEROUPPER
-	MOVQ 320(SP), AX
-	MOVQ AX, ret+24(FP)
-	RET
-
-// func avx512BF16Offset(j uintptr, from int, to int) int
-// Requires: AVX, AVX512BW, AVX512F, MMX+
-TEXT ·avx512BF16Offset(SB), NOSPLIT, $376-32
-	// avx512BF16Offset normalizes rows [from, to) of the job: BF16 rows: y = round16((x*inv)*(1+w)) (with flagRN, round16(x*inv) in place of (x*inv)), for each row.
+TEXT ·avx512BF16WeightedOrOffset(SB), NOSPLIT, $376-32
+	// avx512BF16WeightedOrOffset normalizes rows [from, to) of the job: BF16 rows: y = round16((x*inv)*w), or round16((x*inv)*(1+w)) with flagOffset (with flagRN, round16(x*inv) in place of (x*inv)), for each row.
 	// It stops before the first row that needs the float64 path and returns that row's index, or to.
 	MOVQ         j+0(FP), AX
 	MOVQ         job_dst+0(AX), CX
@@ -3787,29 +3138,35 @@ scalerow:
 
 scalebody:
 	VBROADCASTSS one<>+0(SB), Z6
+	TESTL        $0x00000010, job_flags+0(AX)
+	JNZ          weightadd6
+	VBROADCASTSS negzero<>+0(SB), Z6
 
+weightadd6:
 	// y = (src*inv)*w, rounded after each multiply.
 	XORQ DI, DI
 	MOVQ job_d+0(AX), R8
 	SUBQ $0x00000040, R8
 	MOVQ SI, R9
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows6
+	JA   longrows7
 	SHLQ $0x03, R9
 
-longrows6:
+longrows7:
 	ADDQ  DX, R9
 	MOVL  job_flags+0(AX), R10
 	TESTL $0x00000001, R10
 	JNZ   scalent
+	TESTL $0x00000010, R10
+	JNZ   scaleoffsetloop
 
 scaleloop:
 	CMPQ  DI, R8
 	JG    scaletail
 	TESTL $0x00000002, R10
-	JNZ   scalelooppf7
+	JNZ   scalelooppf8
 
-scaleloopbody8:
+scaleloopbody9:
 	VPMOVZXWD   (DX)(DI*2), Z7
 	VPSLLD      $0x10, Z7, Z7
 	VMULPS      Z5, Z7, Z7
@@ -3823,7 +3180,7 @@ scaleloopbody8:
 	VPSLLD      $0x10, Z11, Z11
 	VMULPS      Z5, Z11, Z11
 	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn9
+	JZ          notrn10
 	VFIXUPIMMPS $0x00, Z3, Z7, Z7
 	VPSRLD      $0x10, Z7, Z12
 	VPANDD      Z0, Z12, Z12
@@ -3853,7 +3210,94 @@ scaleloopbody8:
 	VPANDD      Z2, Z12, Z12
 	VMOVUPS     Z12, Z11
 
-notrn9:
+notrn10:
+	VMULPS      (BX)(DI*4), Z7, Z7
+	VMULPS      64(BX)(DI*4), Z8, Z8
+	VFIXUPIMMPS $0x00, Z3, Z7, Z7
+	VPSRLD      $0x10, Z7, Z12
+	VPANDD      Z0, Z12, Z12
+	VPADDD      Z1, Z12, Z12
+	VPADDD      Z7, Z12, Z12
+	VFIXUPIMMPS $0x00, Z3, Z8, Z8
+	VPSRLD      $0x10, Z8, Z7
+	VPANDD      Z0, Z7, Z7
+	VPADDD      Z1, Z7, Z7
+	VPADDD      Z8, Z7, Z7
+	VPERMT2W    Z7, Z4, Z12
+	VMOVDQU64   Z12, (CX)(DI*2)
+	VMULPS      128(BX)(DI*4), Z9, Z9
+	VMULPS      192(BX)(DI*4), Z11, Z11
+	VFIXUPIMMPS $0x00, Z3, Z9, Z9
+	VPSRLD      $0x10, Z9, Z7
+	VPANDD      Z0, Z7, Z7
+	VPADDD      Z1, Z7, Z7
+	VPADDD      Z9, Z7, Z7
+	VFIXUPIMMPS $0x00, Z3, Z11, Z11
+	VPSRLD      $0x10, Z11, Z8
+	VPANDD      Z0, Z8, Z8
+	VPADDD      Z1, Z8, Z8
+	VPADDD      Z11, Z8, Z8
+	VPERMT2W    Z8, Z4, Z7
+	VMOVDQU64   Z7, 64(CX)(DI*2)
+	ADDQ        $0x00000040, DI
+	JMP         scaleloop
+
+scalelooppf8:
+	PREFETCHT0 (R9)(DI*2)
+	PREFETCHT0 64(R9)(DI*2)
+	JMP        scaleloopbody9
+
+scaleoffsetloop:
+	CMPQ  DI, R8
+	JG    scaletail
+	TESTL $0x00000002, R10
+	JNZ   scaleoffsetlooppf11
+
+scaleoffsetloopbody12:
+	VPMOVZXWD   (DX)(DI*2), Z7
+	VPSLLD      $0x10, Z7, Z7
+	VMULPS      Z5, Z7, Z7
+	VPMOVZXWD   32(DX)(DI*2), Z8
+	VPSLLD      $0x10, Z8, Z8
+	VMULPS      Z5, Z8, Z8
+	VPMOVZXWD   64(DX)(DI*2), Z9
+	VPSLLD      $0x10, Z9, Z9
+	VMULPS      Z5, Z9, Z9
+	VPMOVZXWD   96(DX)(DI*2), Z11
+	VPSLLD      $0x10, Z11, Z11
+	VMULPS      Z5, Z11, Z11
+	TESTL       $0x00000008, job_flags+0(AX)
+	JZ          notrn13
+	VFIXUPIMMPS $0x00, Z3, Z7, Z7
+	VPSRLD      $0x10, Z7, Z12
+	VPANDD      Z0, Z12, Z12
+	VPADDD      Z1, Z12, Z12
+	VPADDD      Z7, Z12, Z12
+	VPANDD      Z2, Z12, Z12
+	VMOVUPS     Z12, Z7
+	VFIXUPIMMPS $0x00, Z3, Z8, Z8
+	VPSRLD      $0x10, Z8, Z12
+	VPANDD      Z0, Z12, Z12
+	VPADDD      Z1, Z12, Z12
+	VPADDD      Z8, Z12, Z12
+	VPANDD      Z2, Z12, Z12
+	VMOVUPS     Z12, Z8
+	VFIXUPIMMPS $0x00, Z3, Z9, Z9
+	VPSRLD      $0x10, Z9, Z12
+	VPANDD      Z0, Z12, Z12
+	VPADDD      Z1, Z12, Z12
+	VPADDD      Z9, Z12, Z12
+	VPANDD      Z2, Z12, Z12
+	VMOVUPS     Z12, Z9
+	VFIXUPIMMPS $0x00, Z3, Z11, Z11
+	VPSRLD      $0x10, Z11, Z12
+	VPANDD      Z0, Z12, Z12
+	VPADDD      Z1, Z12, Z12
+	VPADDD      Z11, Z12, Z12
+	VPANDD      Z2, Z12, Z12
+	VMOVUPS     Z12, Z11
+
+notrn13:
 	VMOVUPS     (BX)(DI*4), Z12
 	VADDPS      Z6, Z12, Z12
 	VMULPS      Z12, Z7, Z7
@@ -3891,32 +3335,32 @@ notrn9:
 	VPERMT2W    Z8, Z4, Z7
 	VMOVDQU64   Z7, 64(CX)(DI*2)
 	ADDQ        $0x00000040, DI
-	JMP         scaleloop
+	JMP         scaleoffsetloop
 
-scalelooppf7:
+scaleoffsetlooppf11:
 	PREFETCHT0 (R9)(DI*2)
 	PREFETCHT0 64(R9)(DI*2)
-	JMP        scaleloopbody8
+	JMP        scaleoffsetloopbody12
 
 scalent:
 	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
-	MOVQ CX, R10
-	NEGQ R10
-	ANDQ $0x0000003f, R10
-	SHRQ $0x01, R10
+	MOVQ CX, R11
+	NEGQ R11
+	ANDQ $0x0000003f, R11
+	SHRQ $0x01, R11
 	JZ   scalentloop
-	CMPQ R10, job_d+0(AX)
+	CMPQ R11, job_d+0(AX)
 	JLE  scalehead
-	MOVQ job_d+0(AX), R10
+	MOVQ job_d+0(AX), R11
 
 scalehead:
-	CMPQ        R10, $0x00000010
+	CMPQ        R11, $0x00000010
 	JB          scaleheadpart
 	VPMOVZXWD   (DX)(DI*2), Z7
 	VPSLLD      $0x10, Z7, Z7
 	VMULPS      Z5, Z7, Z7
 	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn10
+	JZ          notrn14
 	VFIXUPIMMPS $0x00, Z3, Z7, Z7
 	VPSRLD      $0x10, Z7, Z8
 	VPANDD      Z0, Z8, Z8
@@ -3925,7 +3369,7 @@ scalehead:
 	VPANDD      Z2, Z8, Z8
 	VMOVUPS     Z8, Z7
 
-notrn10:
+notrn14:
 	VMOVUPS     (BX)(DI*4), Z8
 	VADDPS      Z6, Z8, Z8
 	VMULPS      Z8, Z7, Z7
@@ -3937,17 +3381,17 @@ notrn10:
 	VPSRLD      $0x10, Z8, Z8
 	VPMOVDW     Z8, (CX)(DI*2)
 	ADDQ        $0x00000010, DI
-	SUBQ        $0x00000010, R10
+	SUBQ        $0x00000010, R11
 	JZ          scalentloop
 
 scaleheadpart:
-	LEAQ        kmask<>+0(SB), R11
-	KMOVW       (R11)(R10*2), K1
+	LEAQ        kmask<>+0(SB), R10
+	KMOVW       (R10)(R11*2), K1
 	VPMOVZXWD.Z (DX)(DI*2), K1, Z7
 	VPSLLD      $0x10, Z7, Z7
 	VMULPS      Z7, Z5, Z7
 	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn11
+	JZ          notrn15
 	VFIXUPIMMPS $0x00, Z3, Z7, Z7
 	VPSRLD      $0x10, Z7, Z8
 	VPANDD      Z0, Z8, Z8
@@ -3956,7 +3400,7 @@ scaleheadpart:
 	VPANDD      Z2, Z8, Z8
 	VMOVUPS     Z8, Z7
 
-notrn11:
+notrn15:
 	VMOVUPS.Z   (BX)(DI*4), K1, Z8
 	VADDPS      Z6, Z8, Z8
 	VMULPS      Z8, Z7, Z7
@@ -3967,7 +3411,8 @@ notrn11:
 	VPADDD      Z7, Z8, Z8
 	VPSRLD      $0x10, Z8, Z8
 	VPMOVDW     Z8, K1, (CX)(DI*2)
-	ADDQ        R10, DI
+	ADDQ        R11, DI
+	MOVL        job_flags+0(AX), R10
 
 scalentloop:
 	CMPQ        DI, R8
@@ -3987,7 +3432,7 @@ scalentloop:
 	VPSLLD      $0x10, Z11, Z11
 	VMULPS      Z5, Z11, Z11
 	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn12
+	JZ          notrn16
 	VFIXUPIMMPS $0x00, Z3, Z7, Z7
 	VPSRLD      $0x10, Z7, Z12
 	VPANDD      Z0, Z12, Z12
@@ -4017,13 +3462,15 @@ scalentloop:
 	VPANDD      Z2, Z12, Z12
 	VMOVUPS     Z12, Z11
 
-notrn12:
-	VMOVUPS     (BX)(DI*4), Z12
-	VADDPS      Z6, Z12, Z12
-	VMULPS      Z12, Z7, Z7
-	VMOVUPS     64(BX)(DI*4), Z12
-	VADDPS      Z6, Z12, Z12
-	VMULPS      Z12, Z8, Z8
+notrn16:
+	TESTL  $0x00000010, R10
+	JNZ    offset17
+	VMULPS (BX)(DI*4), Z7, Z7
+	VMULPS 64(BX)(DI*4), Z8, Z8
+	VMULPS 128(BX)(DI*4), Z9, Z9
+	VMULPS 192(BX)(DI*4), Z11, Z11
+
+weighed18:
 	VFIXUPIMMPS $0x00, Z3, Z7, Z7
 	VPSRLD      $0x10, Z7, Z12
 	VPANDD      Z0, Z12, Z12
@@ -4036,12 +3483,6 @@ notrn12:
 	VPADDD      Z8, Z7, Z7
 	VPERMT2W    Z7, Z4, Z12
 	VMOVNTDQ    Z12, (CX)(DI*2)
-	VMOVUPS     128(BX)(DI*4), Z7
-	VADDPS      Z6, Z7, Z7
-	VMULPS      Z7, Z9, Z9
-	VMOVUPS     192(BX)(DI*4), Z7
-	VADDPS      Z6, Z7, Z7
-	VMULPS      Z7, Z11, Z11
 	VFIXUPIMMPS $0x00, Z3, Z9, Z9
 	VPSRLD      $0x10, Z9, Z7
 	VPANDD      Z0, Z7, Z7
@@ -4057,6 +3498,21 @@ notrn12:
 	ADDQ        $0x00000040, DI
 	JMP         scalentloop
 
+offset17:
+	VMOVUPS (BX)(DI*4), Z12
+	VADDPS  Z6, Z12, Z12
+	VMULPS  Z12, Z7, Z7
+	VMOVUPS 64(BX)(DI*4), Z12
+	VADDPS  Z6, Z12, Z12
+	VMULPS  Z12, Z8, Z8
+	VMOVUPS 128(BX)(DI*4), Z12
+	VADDPS  Z6, Z12, Z12
+	VMULPS  Z12, Z9, Z9
+	VMOVUPS 192(BX)(DI*4), Z12
+	VADDPS  Z6, Z12, Z12
+	VMULPS  Z12, Z11, Z11
+	JMP     weighed18
+
 scaletail:
 	ADDQ $0x00000030, R8
 
@@ -4067,7 +3523,7 @@ scaleone:
 	VPSLLD      $0x10, Z7, Z7
 	VMULPS      Z5, Z7, Z7
 	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn13
+	JZ          notrn19
 	VFIXUPIMMPS $0x00, Z3, Z7, Z7
 	VPSRLD      $0x10, Z7, Z8
 	VPANDD      Z0, Z8, Z8
@@ -4076,7 +3532,7 @@ scaleone:
 	VPANDD      Z2, Z8, Z8
 	VMOVUPS     Z8, Z7
 
-notrn13:
+notrn19:
 	VMOVUPS     (BX)(DI*4), Z8
 	VADDPS      Z6, Z8, Z8
 	VMULPS      Z8, Z7, Z7
@@ -4091,16 +3547,16 @@ notrn13:
 	JMP         scaleone
 
 scalepart:
-	MOVQ        job_d+0(AX), R10
-	SUBQ        DI, R10
+	MOVQ        job_d+0(AX), R11
+	SUBQ        DI, R11
 	JZ          scaled
 	LEAQ        kmask<>+0(SB), R8
-	KMOVW       (R8)(R10*2), K1
+	KMOVW       (R8)(R11*2), K1
 	VPMOVZXWD.Z (DX)(DI*2), K1, Z7
 	VPSLLD      $0x10, Z7, Z7
 	VMULPS      Z7, Z5, Z7
 	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn14
+	JZ          notrn20
 	VFIXUPIMMPS $0x00, Z3, Z7, Z7
 	VPSRLD      $0x10, Z7, Z5
 	VPANDD      Z0, Z5, Z5
@@ -4109,7 +3565,7 @@ scalepart:
 	VPANDD      Z2, Z5, Z5
 	VMOVUPS     Z5, Z7
 
-notrn14:
+notrn20:
 	VMOVUPS.Z   (BX)(DI*4), K1, Z5
 	VADDPS      Z6, Z5, Z5
 	VMULPS      Z5, Z7, Z7
@@ -4672,709 +4128,10 @@ vzero:
 	MOVQ AX, ret+24(FP)
 	RET
 
-// func avx512BF16AddWeighted(j uintptr, from int, to int) int
+// func avx512BF16AddWeightedOrOffset(j uintptr, from int, to int) int
 // Requires: AVX, AVX512BW, AVX512F, MMX+
-TEXT ·avx512BF16AddWeighted(SB), NOSPLIT, $376-32
-	// avx512BF16AddWeighted normalizes rows [from, to) of the job: BF16 rows: h = round16(x + res) and res = h per element, then y = round16((h*inv)*w) (with flagRN, round16(h*inv) in place of (h*inv)), for each row.
-	// It stops before the first row that needs the float64 path and returns that row's index, or to.
-	MOVQ         j+0(FP), AX
-	MOVQ         job_dst+0(AX), CX
-	MOVQ         job_x+0(AX), DX
-	MOVQ         job_w+0(AX), BX
-	MOVQ         job_res+0(AX), SI
-	MOVQ         job_stride+0(AX), DI
-	SHLQ         $0x01, DI
-	VMOVDQU64    oddwords<>+0(SB), Z4
-	VPBROADCASTD avx512bfone<>+0(SB), Z0
-	VPBROADCASTD avx512bfbias<>+0(SB), Z1
-	VPBROADCASTD avx512bfhigh<>+0(SB), Z2
-	VPBROADCASTD avx512bffixnan<>+0(SB), Z3
-
-	// fd = float32(d); rd = 1/d when d is a power of two (a/d is then a*rd exactly), else 0.
-	MOVQ       job_d+0(AX), R8
-	VMOVSS     one<>+0(SB), X5
-	VCVTSI2SSQ R8, X5, X5
-	VMOVSS     X5, 368(SP)
-	XORL       R10, R10
-	LEAQ       -1(R8), R9
-	TESTQ      R8, R9
-	JNZ        notpow2
-	BSFQ       R8, R9
-	MOVL       $0x0000007f, R10
-	SUBL       R9, R10
-	SHLL       $0x17, R10
-
-notpow2:
-	MOVL R10, 372(SP)
-
-	// Start at row from.
-	MOVQ  from+8(FP), R8
-	MOVQ  R8, 320(SP)
-	MOVQ  $0x00000000, 328(SP)
-	IMULQ DI, R8
-	ADDQ  R8, CX
-	ADDQ  R8, DX
-	ADDQ  R8, SI
-
-row:
-	MOVQ 320(SP), R8
-	CMPQ R8, to+16(FP)
-	JAE  ret
-	MOVQ $0x00000001, 336(SP)
-	MOVQ DX, R8
-	MOVQ SI, R9
-	XORQ R10, R10
-
-	// Sum of squares: element i goes to partial i%64.
-	MOVQ    job_d+0(AX), R11
-	SUBQ    $0x00000040, R11
-	JGE     firstblock
-	VMOVUPS zero64<>+0(SB), Z5
-	VMOVUPS zero64<>+0(SB), Z6
-	VMOVUPS zero64<>+0(SB), Z7
-	VMOVUPS zero64<>+0(SB), Z8
-	XORQ    R10, R10
-	JMP     sumtail
-
-firstblock:
-	// +0 + square is the square itself: the first block initializes the partials.
-	XORQ        R10, R10
-	VPMOVZXWD   (R8)(R10*2), Z5
-	VPSLLD      $0x10, Z5, Z5
-	VPMOVZXWD   (R9)(R10*2), Z6
-	VPSLLD      $0x10, Z6, Z6
-	VADDPS      Z6, Z5, Z5
-	VFIXUPIMMPS $0x00, Z3, Z5, Z5
-	VPSRLD      $0x10, Z5, Z6
-	VPANDD      Z0, Z6, Z6
-	VPADDD      Z1, Z6, Z6
-	VPADDD      Z5, Z6, Z6
-	VPANDD      Z2, Z6, Z6
-	VPSRLD      $0x10, Z6, Z5
-	VPMOVDW     Z5, (R9)(R10*2)
-	VMULPS      Z6, Z6, Z5
-	VPMOVZXWD   32(R8)(R10*2), Z6
-	VPSLLD      $0x10, Z6, Z6
-	VPMOVZXWD   32(R9)(R10*2), Z7
-	VPSLLD      $0x10, Z7, Z7
-	VADDPS      Z7, Z6, Z6
-	VFIXUPIMMPS $0x00, Z3, Z6, Z6
-	VPSRLD      $0x10, Z6, Z7
-	VPANDD      Z0, Z7, Z7
-	VPADDD      Z1, Z7, Z7
-	VPADDD      Z6, Z7, Z7
-	VPANDD      Z2, Z7, Z7
-	VPSRLD      $0x10, Z7, Z6
-	VPMOVDW     Z6, 32(R9)(R10*2)
-	VMULPS      Z7, Z7, Z6
-	VPMOVZXWD   64(R8)(R10*2), Z7
-	VPSLLD      $0x10, Z7, Z7
-	VPMOVZXWD   64(R9)(R10*2), Z8
-	VPSLLD      $0x10, Z8, Z8
-	VADDPS      Z8, Z7, Z7
-	VFIXUPIMMPS $0x00, Z3, Z7, Z7
-	VPSRLD      $0x10, Z7, Z8
-	VPANDD      Z0, Z8, Z8
-	VPADDD      Z1, Z8, Z8
-	VPADDD      Z7, Z8, Z8
-	VPANDD      Z2, Z8, Z8
-	VPSRLD      $0x10, Z8, Z7
-	VPMOVDW     Z7, 64(R9)(R10*2)
-	VMULPS      Z8, Z8, Z7
-	VPMOVZXWD   96(R8)(R10*2), Z8
-	VPSLLD      $0x10, Z8, Z8
-	VPMOVZXWD   96(R9)(R10*2), Z9
-	VPSLLD      $0x10, Z9, Z9
-	VADDPS      Z9, Z8, Z8
-	VFIXUPIMMPS $0x00, Z3, Z8, Z8
-	VPSRLD      $0x10, Z8, Z9
-	VPANDD      Z0, Z9, Z9
-	VPADDD      Z1, Z9, Z9
-	VPADDD      Z8, Z9, Z9
-	VPANDD      Z2, Z9, Z9
-	VPSRLD      $0x10, Z9, Z8
-	VPMOVDW     Z8, 96(R9)(R10*2)
-	VMULPS      Z9, Z9, Z8
-	MOVQ        $0x00000040, R10
-
-	// With flagPF, the rows ahead are prefetched: one loop for both, the flag tested per block.
-	MOVQ DI, R12
-	SHLQ $0x01, R12
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows1
-	SHLQ $0x03, R12
-
-longrows1:
-	ADDQ R8, R12
-	MOVL job_flags+0(AX), R13
-
-sumloop:
-	CMPQ  R10, R11
-	JG    sumtail
-	TESTL $0x00000002, R13
-	JNZ   sumpf
-
-sumblock:
-	VPMOVZXWD   (R8)(R10*2), Z9
-	VPSLLD      $0x10, Z9, Z9
-	VPMOVZXWD   (R9)(R10*2), Z10
-	VPSLLD      $0x10, Z10, Z10
-	VADDPS      Z10, Z9, Z9
-	VFIXUPIMMPS $0x00, Z3, Z9, Z9
-	VPSRLD      $0x10, Z9, Z10
-	VPANDD      Z0, Z10, Z10
-	VPADDD      Z1, Z10, Z10
-	VPADDD      Z9, Z10, Z10
-	VPANDD      Z2, Z10, Z10
-	VPSRLD      $0x10, Z10, Z9
-	VPMOVDW     Z9, (R9)(R10*2)
-	VMULPS      Z10, Z10, Z10
-	VADDPS      Z10, Z5, Z5
-	VPMOVZXWD   32(R8)(R10*2), Z9
-	VPSLLD      $0x10, Z9, Z9
-	VPMOVZXWD   32(R9)(R10*2), Z10
-	VPSLLD      $0x10, Z10, Z10
-	VADDPS      Z10, Z9, Z9
-	VFIXUPIMMPS $0x00, Z3, Z9, Z9
-	VPSRLD      $0x10, Z9, Z10
-	VPANDD      Z0, Z10, Z10
-	VPADDD      Z1, Z10, Z10
-	VPADDD      Z9, Z10, Z10
-	VPANDD      Z2, Z10, Z10
-	VPSRLD      $0x10, Z10, Z9
-	VPMOVDW     Z9, 32(R9)(R10*2)
-	VMULPS      Z10, Z10, Z10
-	VADDPS      Z10, Z6, Z6
-	VPMOVZXWD   64(R8)(R10*2), Z9
-	VPSLLD      $0x10, Z9, Z9
-	VPMOVZXWD   64(R9)(R10*2), Z10
-	VPSLLD      $0x10, Z10, Z10
-	VADDPS      Z10, Z9, Z9
-	VFIXUPIMMPS $0x00, Z3, Z9, Z9
-	VPSRLD      $0x10, Z9, Z10
-	VPANDD      Z0, Z10, Z10
-	VPADDD      Z1, Z10, Z10
-	VPADDD      Z9, Z10, Z10
-	VPANDD      Z2, Z10, Z10
-	VPSRLD      $0x10, Z10, Z9
-	VPMOVDW     Z9, 64(R9)(R10*2)
-	VMULPS      Z10, Z10, Z10
-	VADDPS      Z10, Z7, Z7
-	VPMOVZXWD   96(R8)(R10*2), Z9
-	VPSLLD      $0x10, Z9, Z9
-	VPMOVZXWD   96(R9)(R10*2), Z10
-	VPSLLD      $0x10, Z10, Z10
-	VADDPS      Z10, Z9, Z9
-	VFIXUPIMMPS $0x00, Z3, Z9, Z9
-	VPSRLD      $0x10, Z9, Z10
-	VPANDD      Z0, Z10, Z10
-	VPADDD      Z1, Z10, Z10
-	VPADDD      Z9, Z10, Z10
-	VPANDD      Z2, Z10, Z10
-	VPSRLD      $0x10, Z10, Z9
-	VPMOVDW     Z9, 96(R9)(R10*2)
-	VMULPS      Z10, Z10, Z10
-	VADDPS      Z10, Z8, Z8
-	ADDQ        $0x00000040, R10
-	JMP         sumloop
-
-	// Out of the loop's way: the prefetches, whose flag is usually clear.
-sumpf:
-	PREFETCHT0 (R12)(R10*2)
-	PREFETCHT0 64(R12)(R10*2)
-	JMP        sumblock
-
-sumtail:
-	// Fewer than 64 elements remain.
-	MOVQ job_d+0(AX), R11
-	SUBQ R10, R11
-	JZ   summed
-	LEAQ kmask<>+0(SB), R12
-	MOVQ R11, R13
-	CMPQ R13, $0x00000010
-	JLE  tailmask0
-	MOVQ $0x00000010, R13
-
-tailmask0:
-	KMOVW       (R12)(R13*2), K1
-	VPMOVZXWD.Z (R8)(R10*2), K1, Z9
-	VPSLLD      $0x10, Z9, Z9
-	VPMOVZXWD.Z (R9)(R10*2), K1, Z10
-	VPSLLD      $0x10, Z10, Z10
-	VADDPS      Z10, Z9, Z9
-	VFIXUPIMMPS $0x00, Z3, Z9, Z9
-	VPSRLD      $0x10, Z9, Z10
-	VPANDD      Z0, Z10, Z10
-	VPADDD      Z1, Z10, Z10
-	VPADDD      Z9, Z10, Z10
-	VPANDD      Z2, Z10, Z10
-	VPSRLD      $0x10, Z10, Z9
-	VPMOVDW     Z9, K1, (R9)(R10*2)
-	VMULPS      Z10, Z10, Z10
-	VADDPS      Z10, Z5, Z5
-	MOVQ        R11, R13
-	SUBQ        $0x00000010, R13
-	JLE         summed
-	CMPQ        R13, $0x00000010
-	JLE         tailmask1
-	MOVQ        $0x00000010, R13
-
-tailmask1:
-	KMOVW       (R12)(R13*2), K1
-	VPMOVZXWD.Z 32(R8)(R10*2), K1, Z9
-	VPSLLD      $0x10, Z9, Z9
-	VPMOVZXWD.Z 32(R9)(R10*2), K1, Z10
-	VPSLLD      $0x10, Z10, Z10
-	VADDPS      Z10, Z9, Z9
-	VFIXUPIMMPS $0x00, Z3, Z9, Z9
-	VPSRLD      $0x10, Z9, Z10
-	VPANDD      Z0, Z10, Z10
-	VPADDD      Z1, Z10, Z10
-	VPADDD      Z9, Z10, Z10
-	VPANDD      Z2, Z10, Z10
-	VPSRLD      $0x10, Z10, Z9
-	VPMOVDW     Z9, K1, 32(R9)(R10*2)
-	VMULPS      Z10, Z10, Z10
-	VADDPS      Z10, Z6, Z6
-	MOVQ        R11, R13
-	SUBQ        $0x00000020, R13
-	JLE         summed
-	CMPQ        R13, $0x00000010
-	JLE         tailmask2
-	MOVQ        $0x00000010, R13
-
-tailmask2:
-	KMOVW       (R12)(R13*2), K1
-	VPMOVZXWD.Z 64(R8)(R10*2), K1, Z9
-	VPSLLD      $0x10, Z9, Z9
-	VPMOVZXWD.Z 64(R9)(R10*2), K1, Z10
-	VPSLLD      $0x10, Z10, Z10
-	VADDPS      Z10, Z9, Z9
-	VFIXUPIMMPS $0x00, Z3, Z9, Z9
-	VPSRLD      $0x10, Z9, Z10
-	VPANDD      Z0, Z10, Z10
-	VPADDD      Z1, Z10, Z10
-	VPADDD      Z9, Z10, Z10
-	VPANDD      Z2, Z10, Z10
-	VPSRLD      $0x10, Z10, Z9
-	VPMOVDW     Z9, K1, 64(R9)(R10*2)
-	VMULPS      Z10, Z10, Z10
-	VADDPS      Z10, Z7, Z7
-	SUBQ        $0x00000030, R11
-	JLE         summed
-	CMPQ        R11, $0x00000010
-	JLE         tailmask3
-	MOVQ        $0x00000010, R11
-
-tailmask3:
-	KMOVW       (R12)(R11*2), K1
-	VPMOVZXWD.Z 96(R8)(R10*2), K1, Z9
-	VPSLLD      $0x10, Z9, Z9
-	VPMOVZXWD.Z 96(R9)(R10*2), K1, Z10
-	VPSLLD      $0x10, Z10, Z10
-	VADDPS      Z10, Z9, Z9
-	VFIXUPIMMPS $0x00, Z3, Z9, Z9
-	VPSRLD      $0x10, Z9, Z10
-	VPANDD      Z0, Z10, Z10
-	VPADDD      Z1, Z10, Z10
-	VPADDD      Z9, Z10, Z10
-	VPANDD      Z2, Z10, Z10
-	VPSRLD      $0x10, Z10, Z9
-	VPMOVDW     Z9, K1, 96(R9)(R10*2)
-	VMULPS      Z10, Z10, Z10
-	VADDPS      Z10, Z8, Z8
-
-summed:
-	VADDPS Z7, Z5, Z5
-	VADDPS Z8, Z6, Z6
-	VADDPS Z6, Z5, Z5
-
-	// Halving tree: p[j] += p[j+h] for the remaining h, down to ss.
-	VSHUFF64X2 $0xee, Z5, Z5, Z6
-	VADDPS     Z6, Z5, Z5
-	VSHUFF32X4 $0x01, Z5, Z5, Z6
-	VADDPS     Z6, Z5, Z5
-	VPERMILPS  $0x4e, Z5, Z6
-	VADDPS     Z6, Z5, Z5
-	VPERMILPS  $0xb1, Z5, Z6
-	VADDPS     Z6, Z5, Z5
-
-	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
-	CMPL   372(SP), $0x00
-	JE     divide2
-	VMULSS 372(SP), X5, X5
-	JMP    divided3
-
-divide2:
-	VDIVSS 368(SP), X5, X5
-
-divided3:
-	VADDSS   job_eps+0(AX), X5, X5
-	VUCOMISS tlo<>+0(SB), X5
-	JCS      ret
-	VUCOMISS tmax<>+0(SB), X5
-	JHI      ret
-	VSQRTSS  X5, X5, X5
-	VMOVSS   one<>+0(SB), X11
-	VDIVSS   X5, X11, X11
-
-	// Report 1/rms if asked.
-	MOVQ   job_inv+0(AX), R8
-	TESTQ  R8, R8
-	JZ     scale
-	MOVQ   320(SP), R9
-	VMOVSS X11, (R8)(R9*4)
-
-scale:
-	VBROADCASTSS X11, Z5
-	MOVQ         $0x00000000, 344(SP)
-	CMPQ         336(SP), $0x01
-	JE           scalebody
-	VMOVUPS      Z11, 256(SP)
-
-scalerow:
-	MOVQ         344(SP), R8
-	VBROADCASTSS 256(SP)(R8*4), Z5
-
-scalebody:
-	// y = (src*inv)*w, rounded after each multiply.
-	XORQ R8, R8
-	MOVQ job_d+0(AX), R9
-	SUBQ $0x00000040, R9
-	MOVQ DI, R10
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows4
-	SHLQ $0x03, R10
-
-longrows4:
-	ADDQ  SI, R10
-	MOVL  job_flags+0(AX), R11
-	TESTL $0x00000001, R11
-	JNZ   scalent
-
-scaleloop:
-	CMPQ  R8, R9
-	JG    scaletail
-	TESTL $0x00000002, R11
-	JNZ   scalelooppf5
-
-scaleloopbody6:
-	VPMOVZXWD   (SI)(R8*2), Z6
-	VPSLLD      $0x10, Z6, Z6
-	VMULPS      Z5, Z6, Z6
-	VPMOVZXWD   32(SI)(R8*2), Z7
-	VPSLLD      $0x10, Z7, Z7
-	VMULPS      Z5, Z7, Z7
-	VPMOVZXWD   64(SI)(R8*2), Z8
-	VPSLLD      $0x10, Z8, Z8
-	VMULPS      Z5, Z8, Z8
-	VPMOVZXWD   96(SI)(R8*2), Z9
-	VPSLLD      $0x10, Z9, Z9
-	VMULPS      Z5, Z9, Z9
-	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn7
-	VFIXUPIMMPS $0x00, Z3, Z6, Z6
-	VPSRLD      $0x10, Z6, Z10
-	VPANDD      Z0, Z10, Z10
-	VPADDD      Z1, Z10, Z10
-	VPADDD      Z6, Z10, Z10
-	VPANDD      Z2, Z10, Z10
-	VMOVUPS     Z10, Z6
-	VFIXUPIMMPS $0x00, Z3, Z7, Z7
-	VPSRLD      $0x10, Z7, Z10
-	VPANDD      Z0, Z10, Z10
-	VPADDD      Z1, Z10, Z10
-	VPADDD      Z7, Z10, Z10
-	VPANDD      Z2, Z10, Z10
-	VMOVUPS     Z10, Z7
-	VFIXUPIMMPS $0x00, Z3, Z8, Z8
-	VPSRLD      $0x10, Z8, Z10
-	VPANDD      Z0, Z10, Z10
-	VPADDD      Z1, Z10, Z10
-	VPADDD      Z8, Z10, Z10
-	VPANDD      Z2, Z10, Z10
-	VMOVUPS     Z10, Z8
-	VFIXUPIMMPS $0x00, Z3, Z9, Z9
-	VPSRLD      $0x10, Z9, Z10
-	VPANDD      Z0, Z10, Z10
-	VPADDD      Z1, Z10, Z10
-	VPADDD      Z9, Z10, Z10
-	VPANDD      Z2, Z10, Z10
-	VMOVUPS     Z10, Z9
-
-notrn7:
-	VMULPS      (BX)(R8*4), Z6, Z6
-	VMULPS      64(BX)(R8*4), Z7, Z7
-	VFIXUPIMMPS $0x00, Z3, Z6, Z6
-	VPSRLD      $0x10, Z6, Z10
-	VPANDD      Z0, Z10, Z10
-	VPADDD      Z1, Z10, Z10
-	VPADDD      Z6, Z10, Z10
-	VFIXUPIMMPS $0x00, Z3, Z7, Z7
-	VPSRLD      $0x10, Z7, Z6
-	VPANDD      Z0, Z6, Z6
-	VPADDD      Z1, Z6, Z6
-	VPADDD      Z7, Z6, Z6
-	VPERMT2W    Z6, Z4, Z10
-	VMOVDQU64   Z10, (CX)(R8*2)
-	VMULPS      128(BX)(R8*4), Z8, Z8
-	VMULPS      192(BX)(R8*4), Z9, Z9
-	VFIXUPIMMPS $0x00, Z3, Z8, Z8
-	VPSRLD      $0x10, Z8, Z6
-	VPANDD      Z0, Z6, Z6
-	VPADDD      Z1, Z6, Z6
-	VPADDD      Z8, Z6, Z6
-	VFIXUPIMMPS $0x00, Z3, Z9, Z9
-	VPSRLD      $0x10, Z9, Z7
-	VPANDD      Z0, Z7, Z7
-	VPADDD      Z1, Z7, Z7
-	VPADDD      Z9, Z7, Z7
-	VPERMT2W    Z7, Z4, Z6
-	VMOVDQU64   Z6, 64(CX)(R8*2)
-	ADDQ        $0x00000040, R8
-	JMP         scaleloop
-
-scalelooppf5:
-	PREFETCHT0 (R10)(R8*2)
-	PREFETCHT0 64(R10)(R8*2)
-	JMP        scaleloopbody6
-
-scalent:
-	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
-	MOVQ CX, R11
-	NEGQ R11
-	ANDQ $0x0000003f, R11
-	SHRQ $0x01, R11
-	JZ   scalentloop
-	CMPQ R11, job_d+0(AX)
-	JLE  scalehead
-	MOVQ job_d+0(AX), R11
-
-scalehead:
-	CMPQ        R11, $0x00000010
-	JB          scaleheadpart
-	VPMOVZXWD   (SI)(R8*2), Z6
-	VPSLLD      $0x10, Z6, Z6
-	VMULPS      Z5, Z6, Z6
-	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn8
-	VFIXUPIMMPS $0x00, Z3, Z6, Z6
-	VPSRLD      $0x10, Z6, Z7
-	VPANDD      Z0, Z7, Z7
-	VPADDD      Z1, Z7, Z7
-	VPADDD      Z6, Z7, Z7
-	VPANDD      Z2, Z7, Z7
-	VMOVUPS     Z7, Z6
-
-notrn8:
-	VMULPS      (BX)(R8*4), Z6, Z6
-	VFIXUPIMMPS $0x00, Z3, Z6, Z6
-	VPSRLD      $0x10, Z6, Z7
-	VPANDD      Z0, Z7, Z7
-	VPADDD      Z1, Z7, Z7
-	VPADDD      Z6, Z7, Z7
-	VPSRLD      $0x10, Z7, Z7
-	VPMOVDW     Z7, (CX)(R8*2)
-	ADDQ        $0x00000010, R8
-	SUBQ        $0x00000010, R11
-	JZ          scalentloop
-
-scaleheadpart:
-	LEAQ        kmask<>+0(SB), R12
-	KMOVW       (R12)(R11*2), K1
-	VPMOVZXWD.Z (SI)(R8*2), K1, Z6
-	VPSLLD      $0x10, Z6, Z6
-	VMULPS      Z6, Z5, Z6
-	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn9
-	VFIXUPIMMPS $0x00, Z3, Z6, Z6
-	VPSRLD      $0x10, Z6, Z7
-	VPANDD      Z0, Z7, Z7
-	VPADDD      Z1, Z7, Z7
-	VPADDD      Z6, Z7, Z7
-	VPANDD      Z2, Z7, Z7
-	VMOVUPS     Z7, Z6
-
-notrn9:
-	VMOVUPS.Z   (BX)(R8*4), K1, Z7
-	VMULPS      Z7, Z6, Z6
-	VFIXUPIMMPS $0x00, Z3, Z6, Z6
-	VPSRLD      $0x10, Z6, Z7
-	VPANDD      Z0, Z7, Z7
-	VPADDD      Z1, Z7, Z7
-	VPADDD      Z6, Z7, Z7
-	VPSRLD      $0x10, Z7, Z7
-	VPMOVDW     Z7, K1, (CX)(R8*2)
-	ADDQ        R11, R8
-
-scalentloop:
-	CMPQ        R8, R9
-	JG          scaletail
-	PREFETCHT0  (R10)(R8*2)
-	PREFETCHT0  64(R10)(R8*2)
-	VPMOVZXWD   (SI)(R8*2), Z6
-	VPSLLD      $0x10, Z6, Z6
-	VMULPS      Z5, Z6, Z6
-	VPMOVZXWD   32(SI)(R8*2), Z7
-	VPSLLD      $0x10, Z7, Z7
-	VMULPS      Z5, Z7, Z7
-	VPMOVZXWD   64(SI)(R8*2), Z8
-	VPSLLD      $0x10, Z8, Z8
-	VMULPS      Z5, Z8, Z8
-	VPMOVZXWD   96(SI)(R8*2), Z9
-	VPSLLD      $0x10, Z9, Z9
-	VMULPS      Z5, Z9, Z9
-	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn10
-	VFIXUPIMMPS $0x00, Z3, Z6, Z6
-	VPSRLD      $0x10, Z6, Z10
-	VPANDD      Z0, Z10, Z10
-	VPADDD      Z1, Z10, Z10
-	VPADDD      Z6, Z10, Z10
-	VPANDD      Z2, Z10, Z10
-	VMOVUPS     Z10, Z6
-	VFIXUPIMMPS $0x00, Z3, Z7, Z7
-	VPSRLD      $0x10, Z7, Z10
-	VPANDD      Z0, Z10, Z10
-	VPADDD      Z1, Z10, Z10
-	VPADDD      Z7, Z10, Z10
-	VPANDD      Z2, Z10, Z10
-	VMOVUPS     Z10, Z7
-	VFIXUPIMMPS $0x00, Z3, Z8, Z8
-	VPSRLD      $0x10, Z8, Z10
-	VPANDD      Z0, Z10, Z10
-	VPADDD      Z1, Z10, Z10
-	VPADDD      Z8, Z10, Z10
-	VPANDD      Z2, Z10, Z10
-	VMOVUPS     Z10, Z8
-	VFIXUPIMMPS $0x00, Z3, Z9, Z9
-	VPSRLD      $0x10, Z9, Z10
-	VPANDD      Z0, Z10, Z10
-	VPADDD      Z1, Z10, Z10
-	VPADDD      Z9, Z10, Z10
-	VPANDD      Z2, Z10, Z10
-	VMOVUPS     Z10, Z9
-
-notrn10:
-	VMULPS      (BX)(R8*4), Z6, Z6
-	VMULPS      64(BX)(R8*4), Z7, Z7
-	VFIXUPIMMPS $0x00, Z3, Z6, Z6
-	VPSRLD      $0x10, Z6, Z10
-	VPANDD      Z0, Z10, Z10
-	VPADDD      Z1, Z10, Z10
-	VPADDD      Z6, Z10, Z10
-	VFIXUPIMMPS $0x00, Z3, Z7, Z7
-	VPSRLD      $0x10, Z7, Z6
-	VPANDD      Z0, Z6, Z6
-	VPADDD      Z1, Z6, Z6
-	VPADDD      Z7, Z6, Z6
-	VPERMT2W    Z6, Z4, Z10
-	VMOVNTDQ    Z10, (CX)(R8*2)
-	VMULPS      128(BX)(R8*4), Z8, Z8
-	VMULPS      192(BX)(R8*4), Z9, Z9
-	VFIXUPIMMPS $0x00, Z3, Z8, Z8
-	VPSRLD      $0x10, Z8, Z6
-	VPANDD      Z0, Z6, Z6
-	VPADDD      Z1, Z6, Z6
-	VPADDD      Z8, Z6, Z6
-	VFIXUPIMMPS $0x00, Z3, Z9, Z9
-	VPSRLD      $0x10, Z9, Z7
-	VPANDD      Z0, Z7, Z7
-	VPADDD      Z1, Z7, Z7
-	VPADDD      Z9, Z7, Z7
-	VPERMT2W    Z7, Z4, Z6
-	VMOVNTDQ    Z6, 64(CX)(R8*2)
-	ADDQ        $0x00000040, R8
-	JMP         scalentloop
-
-scaletail:
-	ADDQ $0x00000030, R9
-
-scaleone:
-	CMPQ        R8, R9
-	JG          scalepart
-	VPMOVZXWD   (SI)(R8*2), Z6
-	VPSLLD      $0x10, Z6, Z6
-	VMULPS      Z5, Z6, Z6
-	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn11
-	VFIXUPIMMPS $0x00, Z3, Z6, Z6
-	VPSRLD      $0x10, Z6, Z7
-	VPANDD      Z0, Z7, Z7
-	VPADDD      Z1, Z7, Z7
-	VPADDD      Z6, Z7, Z7
-	VPANDD      Z2, Z7, Z7
-	VMOVUPS     Z7, Z6
-
-notrn11:
-	VMULPS      (BX)(R8*4), Z6, Z6
-	VFIXUPIMMPS $0x00, Z3, Z6, Z6
-	VPSRLD      $0x10, Z6, Z7
-	VPANDD      Z0, Z7, Z7
-	VPADDD      Z1, Z7, Z7
-	VPADDD      Z6, Z7, Z7
-	VPSRLD      $0x10, Z7, Z7
-	VPMOVDW     Z7, (CX)(R8*2)
-	ADDQ        $0x00000010, R8
-	JMP         scaleone
-
-scalepart:
-	MOVQ        job_d+0(AX), R11
-	SUBQ        R8, R11
-	JZ          scaled
-	LEAQ        kmask<>+0(SB), R9
-	KMOVW       (R9)(R11*2), K1
-	VPMOVZXWD.Z (SI)(R8*2), K1, Z6
-	VPSLLD      $0x10, Z6, Z6
-	VMULPS      Z6, Z5, Z6
-	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn12
-	VFIXUPIMMPS $0x00, Z3, Z6, Z6
-	VPSRLD      $0x10, Z6, Z5
-	VPANDD      Z0, Z5, Z5
-	VPADDD      Z1, Z5, Z5
-	VPADDD      Z6, Z5, Z5
-	VPANDD      Z2, Z5, Z5
-	VMOVUPS     Z5, Z6
-
-notrn12:
-	VMOVUPS.Z   (BX)(R8*4), K1, Z5
-	VMULPS      Z5, Z6, Z6
-	VFIXUPIMMPS $0x00, Z3, Z6, Z6
-	VPSRLD      $0x10, Z6, Z5
-	VPANDD      Z0, Z5, Z5
-	VPADDD      Z1, Z5, Z5
-	VPADDD      Z6, Z5, Z5
-	VPSRLD      $0x10, Z5, Z5
-	VPMOVDW     Z5, K1, (CX)(R8*2)
-
-scaled:
-	ADDQ DI, DX
-	ADDQ DI, CX
-	ADDQ DI, SI
-	INCQ 320(SP)
-	MOVQ 344(SP), R8
-	INCQ R8
-	MOVQ R8, 344(SP)
-	CMPQ R8, 336(SP)
-	JB   scalerow
-	JMP  row
-
-ret:
-	TESTL $0x00000001, job_flags+0(AX)
-	JZ    vzero
-	SFENCE
-
-vzero:
-	VZEROUPPER
-	MOVQ 320(SP), AX
-	MOVQ AX, ret+24(FP)
-	RET
-
-// func avx512BF16AddOffset(j uintptr, from int, to int) int
-// Requires: AVX, AVX512BW, AVX512F, MMX+
-TEXT ·avx512BF16AddOffset(SB), NOSPLIT, $376-32
-	// avx512BF16AddOffset normalizes rows [from, to) of the job: BF16 rows: h = round16(x + res) and res = h per element, then y = round16((h*inv)*(1+w)) (with flagRN, round16(h*inv) in place of (h*inv)), for each row.
+TEXT ·avx512BF16AddWeightedOrOffset(SB), NOSPLIT, $376-32
+	// avx512BF16AddWeightedOrOffset normalizes rows [from, to) of the job: BF16 rows: h = round16(x + res) and res = h per element, then y = round16((h*inv)*w), or round16((h*inv)*(1+w)) with flagOffset (with flagRN, round16(h*inv) in place of (h*inv)), for each row.
 	// It stops before the first row that needs the float64 path and returns that row's index, or to.
 	MOVQ         j+0(FP), AX
 	MOVQ         job_dst+0(AX), CX
@@ -5737,29 +4494,35 @@ scalerow:
 
 scalebody:
 	VBROADCASTSS one<>+0(SB), Z6
+	TESTL        $0x00000010, job_flags+0(AX)
+	JNZ          weightadd4
+	VBROADCASTSS negzero<>+0(SB), Z6
 
+weightadd4:
 	// y = (src*inv)*w, rounded after each multiply.
 	XORQ R8, R8
 	MOVQ job_d+0(AX), R9
 	SUBQ $0x00000040, R9
 	MOVQ DI, R10
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows4
+	JA   longrows5
 	SHLQ $0x03, R10
 
-longrows4:
+longrows5:
 	ADDQ  SI, R10
 	MOVL  job_flags+0(AX), R11
 	TESTL $0x00000001, R11
 	JNZ   scalent
+	TESTL $0x00000010, R11
+	JNZ   scaleoffsetloop
 
 scaleloop:
 	CMPQ  R8, R9
 	JG    scaletail
 	TESTL $0x00000002, R11
-	JNZ   scalelooppf5
+	JNZ   scalelooppf6
 
-scaleloopbody6:
+scaleloopbody7:
 	VPMOVZXWD   (SI)(R8*2), Z7
 	VPSLLD      $0x10, Z7, Z7
 	VMULPS      Z5, Z7, Z7
@@ -5773,7 +4536,7 @@ scaleloopbody6:
 	VPSLLD      $0x10, Z10, Z10
 	VMULPS      Z5, Z10, Z10
 	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn7
+	JZ          notrn8
 	VFIXUPIMMPS $0x00, Z3, Z7, Z7
 	VPSRLD      $0x10, Z7, Z12
 	VPANDD      Z0, Z12, Z12
@@ -5803,7 +4566,94 @@ scaleloopbody6:
 	VPANDD      Z2, Z12, Z12
 	VMOVUPS     Z12, Z10
 
-notrn7:
+notrn8:
+	VMULPS      (BX)(R8*4), Z7, Z7
+	VMULPS      64(BX)(R8*4), Z8, Z8
+	VFIXUPIMMPS $0x00, Z3, Z7, Z7
+	VPSRLD      $0x10, Z7, Z12
+	VPANDD      Z0, Z12, Z12
+	VPADDD      Z1, Z12, Z12
+	VPADDD      Z7, Z12, Z12
+	VFIXUPIMMPS $0x00, Z3, Z8, Z8
+	VPSRLD      $0x10, Z8, Z7
+	VPANDD      Z0, Z7, Z7
+	VPADDD      Z1, Z7, Z7
+	VPADDD      Z8, Z7, Z7
+	VPERMT2W    Z7, Z4, Z12
+	VMOVDQU64   Z12, (CX)(R8*2)
+	VMULPS      128(BX)(R8*4), Z9, Z9
+	VMULPS      192(BX)(R8*4), Z10, Z10
+	VFIXUPIMMPS $0x00, Z3, Z9, Z9
+	VPSRLD      $0x10, Z9, Z7
+	VPANDD      Z0, Z7, Z7
+	VPADDD      Z1, Z7, Z7
+	VPADDD      Z9, Z7, Z7
+	VFIXUPIMMPS $0x00, Z3, Z10, Z10
+	VPSRLD      $0x10, Z10, Z8
+	VPANDD      Z0, Z8, Z8
+	VPADDD      Z1, Z8, Z8
+	VPADDD      Z10, Z8, Z8
+	VPERMT2W    Z8, Z4, Z7
+	VMOVDQU64   Z7, 64(CX)(R8*2)
+	ADDQ        $0x00000040, R8
+	JMP         scaleloop
+
+scalelooppf6:
+	PREFETCHT0 (R10)(R8*2)
+	PREFETCHT0 64(R10)(R8*2)
+	JMP        scaleloopbody7
+
+scaleoffsetloop:
+	CMPQ  R8, R9
+	JG    scaletail
+	TESTL $0x00000002, R11
+	JNZ   scaleoffsetlooppf9
+
+scaleoffsetloopbody10:
+	VPMOVZXWD   (SI)(R8*2), Z7
+	VPSLLD      $0x10, Z7, Z7
+	VMULPS      Z5, Z7, Z7
+	VPMOVZXWD   32(SI)(R8*2), Z8
+	VPSLLD      $0x10, Z8, Z8
+	VMULPS      Z5, Z8, Z8
+	VPMOVZXWD   64(SI)(R8*2), Z9
+	VPSLLD      $0x10, Z9, Z9
+	VMULPS      Z5, Z9, Z9
+	VPMOVZXWD   96(SI)(R8*2), Z10
+	VPSLLD      $0x10, Z10, Z10
+	VMULPS      Z5, Z10, Z10
+	TESTL       $0x00000008, job_flags+0(AX)
+	JZ          notrn11
+	VFIXUPIMMPS $0x00, Z3, Z7, Z7
+	VPSRLD      $0x10, Z7, Z12
+	VPANDD      Z0, Z12, Z12
+	VPADDD      Z1, Z12, Z12
+	VPADDD      Z7, Z12, Z12
+	VPANDD      Z2, Z12, Z12
+	VMOVUPS     Z12, Z7
+	VFIXUPIMMPS $0x00, Z3, Z8, Z8
+	VPSRLD      $0x10, Z8, Z12
+	VPANDD      Z0, Z12, Z12
+	VPADDD      Z1, Z12, Z12
+	VPADDD      Z8, Z12, Z12
+	VPANDD      Z2, Z12, Z12
+	VMOVUPS     Z12, Z8
+	VFIXUPIMMPS $0x00, Z3, Z9, Z9
+	VPSRLD      $0x10, Z9, Z12
+	VPANDD      Z0, Z12, Z12
+	VPADDD      Z1, Z12, Z12
+	VPADDD      Z9, Z12, Z12
+	VPANDD      Z2, Z12, Z12
+	VMOVUPS     Z12, Z9
+	VFIXUPIMMPS $0x00, Z3, Z10, Z10
+	VPSRLD      $0x10, Z10, Z12
+	VPANDD      Z0, Z12, Z12
+	VPADDD      Z1, Z12, Z12
+	VPADDD      Z10, Z12, Z12
+	VPANDD      Z2, Z12, Z12
+	VMOVUPS     Z12, Z10
+
+notrn11:
 	VMOVUPS     (BX)(R8*4), Z12
 	VADDPS      Z6, Z12, Z12
 	VMULPS      Z12, Z7, Z7
@@ -5841,32 +4691,32 @@ notrn7:
 	VPERMT2W    Z8, Z4, Z7
 	VMOVDQU64   Z7, 64(CX)(R8*2)
 	ADDQ        $0x00000040, R8
-	JMP         scaleloop
+	JMP         scaleoffsetloop
 
-scalelooppf5:
+scaleoffsetlooppf9:
 	PREFETCHT0 (R10)(R8*2)
 	PREFETCHT0 64(R10)(R8*2)
-	JMP        scaleloopbody6
+	JMP        scaleoffsetloopbody10
 
 scalent:
 	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
-	MOVQ CX, R11
-	NEGQ R11
-	ANDQ $0x0000003f, R11
-	SHRQ $0x01, R11
+	MOVQ CX, R12
+	NEGQ R12
+	ANDQ $0x0000003f, R12
+	SHRQ $0x01, R12
 	JZ   scalentloop
-	CMPQ R11, job_d+0(AX)
+	CMPQ R12, job_d+0(AX)
 	JLE  scalehead
-	MOVQ job_d+0(AX), R11
+	MOVQ job_d+0(AX), R12
 
 scalehead:
-	CMPQ        R11, $0x00000010
+	CMPQ        R12, $0x00000010
 	JB          scaleheadpart
 	VPMOVZXWD   (SI)(R8*2), Z7
 	VPSLLD      $0x10, Z7, Z7
 	VMULPS      Z5, Z7, Z7
 	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn8
+	JZ          notrn12
 	VFIXUPIMMPS $0x00, Z3, Z7, Z7
 	VPSRLD      $0x10, Z7, Z8
 	VPANDD      Z0, Z8, Z8
@@ -5875,7 +4725,7 @@ scalehead:
 	VPANDD      Z2, Z8, Z8
 	VMOVUPS     Z8, Z7
 
-notrn8:
+notrn12:
 	VMOVUPS     (BX)(R8*4), Z8
 	VADDPS      Z6, Z8, Z8
 	VMULPS      Z8, Z7, Z7
@@ -5887,17 +4737,17 @@ notrn8:
 	VPSRLD      $0x10, Z8, Z8
 	VPMOVDW     Z8, (CX)(R8*2)
 	ADDQ        $0x00000010, R8
-	SUBQ        $0x00000010, R11
+	SUBQ        $0x00000010, R12
 	JZ          scalentloop
 
 scaleheadpart:
-	LEAQ        kmask<>+0(SB), R12
-	KMOVW       (R12)(R11*2), K1
+	LEAQ        kmask<>+0(SB), R11
+	KMOVW       (R11)(R12*2), K1
 	VPMOVZXWD.Z (SI)(R8*2), K1, Z7
 	VPSLLD      $0x10, Z7, Z7
 	VMULPS      Z7, Z5, Z7
 	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn9
+	JZ          notrn13
 	VFIXUPIMMPS $0x00, Z3, Z7, Z7
 	VPSRLD      $0x10, Z7, Z8
 	VPANDD      Z0, Z8, Z8
@@ -5906,7 +4756,7 @@ scaleheadpart:
 	VPANDD      Z2, Z8, Z8
 	VMOVUPS     Z8, Z7
 
-notrn9:
+notrn13:
 	VMOVUPS.Z   (BX)(R8*4), K1, Z8
 	VADDPS      Z6, Z8, Z8
 	VMULPS      Z8, Z7, Z7
@@ -5917,7 +4767,8 @@ notrn9:
 	VPADDD      Z7, Z8, Z8
 	VPSRLD      $0x10, Z8, Z8
 	VPMOVDW     Z8, K1, (CX)(R8*2)
-	ADDQ        R11, R8
+	ADDQ        R12, R8
+	MOVL        job_flags+0(AX), R11
 
 scalentloop:
 	CMPQ        R8, R9
@@ -5937,7 +4788,7 @@ scalentloop:
 	VPSLLD      $0x10, Z10, Z10
 	VMULPS      Z5, Z10, Z10
 	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn10
+	JZ          notrn14
 	VFIXUPIMMPS $0x00, Z3, Z7, Z7
 	VPSRLD      $0x10, Z7, Z12
 	VPANDD      Z0, Z12, Z12
@@ -5967,13 +4818,15 @@ scalentloop:
 	VPANDD      Z2, Z12, Z12
 	VMOVUPS     Z12, Z10
 
-notrn10:
-	VMOVUPS     (BX)(R8*4), Z12
-	VADDPS      Z6, Z12, Z12
-	VMULPS      Z12, Z7, Z7
-	VMOVUPS     64(BX)(R8*4), Z12
-	VADDPS      Z6, Z12, Z12
-	VMULPS      Z12, Z8, Z8
+notrn14:
+	TESTL  $0x00000010, R11
+	JNZ    offset15
+	VMULPS (BX)(R8*4), Z7, Z7
+	VMULPS 64(BX)(R8*4), Z8, Z8
+	VMULPS 128(BX)(R8*4), Z9, Z9
+	VMULPS 192(BX)(R8*4), Z10, Z10
+
+weighed16:
 	VFIXUPIMMPS $0x00, Z3, Z7, Z7
 	VPSRLD      $0x10, Z7, Z12
 	VPANDD      Z0, Z12, Z12
@@ -5986,12 +4839,6 @@ notrn10:
 	VPADDD      Z8, Z7, Z7
 	VPERMT2W    Z7, Z4, Z12
 	VMOVNTDQ    Z12, (CX)(R8*2)
-	VMOVUPS     128(BX)(R8*4), Z7
-	VADDPS      Z6, Z7, Z7
-	VMULPS      Z7, Z9, Z9
-	VMOVUPS     192(BX)(R8*4), Z7
-	VADDPS      Z6, Z7, Z7
-	VMULPS      Z7, Z10, Z10
 	VFIXUPIMMPS $0x00, Z3, Z9, Z9
 	VPSRLD      $0x10, Z9, Z7
 	VPANDD      Z0, Z7, Z7
@@ -6007,6 +4854,21 @@ notrn10:
 	ADDQ        $0x00000040, R8
 	JMP         scalentloop
 
+offset15:
+	VMOVUPS (BX)(R8*4), Z12
+	VADDPS  Z6, Z12, Z12
+	VMULPS  Z12, Z7, Z7
+	VMOVUPS 64(BX)(R8*4), Z12
+	VADDPS  Z6, Z12, Z12
+	VMULPS  Z12, Z8, Z8
+	VMOVUPS 128(BX)(R8*4), Z12
+	VADDPS  Z6, Z12, Z12
+	VMULPS  Z12, Z9, Z9
+	VMOVUPS 192(BX)(R8*4), Z12
+	VADDPS  Z6, Z12, Z12
+	VMULPS  Z12, Z10, Z10
+	JMP     weighed16
+
 scaletail:
 	ADDQ $0x00000030, R9
 
@@ -6017,7 +4879,7 @@ scaleone:
 	VPSLLD      $0x10, Z7, Z7
 	VMULPS      Z5, Z7, Z7
 	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn11
+	JZ          notrn17
 	VFIXUPIMMPS $0x00, Z3, Z7, Z7
 	VPSRLD      $0x10, Z7, Z8
 	VPANDD      Z0, Z8, Z8
@@ -6026,7 +4888,7 @@ scaleone:
 	VPANDD      Z2, Z8, Z8
 	VMOVUPS     Z8, Z7
 
-notrn11:
+notrn17:
 	VMOVUPS     (BX)(R8*4), Z8
 	VADDPS      Z6, Z8, Z8
 	VMULPS      Z8, Z7, Z7
@@ -6041,16 +4903,16 @@ notrn11:
 	JMP         scaleone
 
 scalepart:
-	MOVQ        job_d+0(AX), R11
-	SUBQ        R8, R11
+	MOVQ        job_d+0(AX), R12
+	SUBQ        R8, R12
 	JZ          scaled
 	LEAQ        kmask<>+0(SB), R9
-	KMOVW       (R9)(R11*2), K1
+	KMOVW       (R9)(R12*2), K1
 	VPMOVZXWD.Z (SI)(R8*2), K1, Z7
 	VPSLLD      $0x10, Z7, Z7
 	VMULPS      Z7, Z5, Z7
 	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn12
+	JZ          notrn18
 	VFIXUPIMMPS $0x00, Z3, Z7, Z7
 	VPSRLD      $0x10, Z7, Z5
 	VPANDD      Z0, Z5, Z5
@@ -6059,7 +4921,7 @@ scalepart:
 	VPANDD      Z2, Z5, Z5
 	VMOVUPS     Z5, Z7
 
-notrn12:
+notrn18:
 	VMOVUPS.Z   (BX)(R8*4), K1, Z5
 	VADDPS      Z6, Z5, Z5
 	VMULPS      Z5, Z7, Z7
@@ -6670,529 +5532,10 @@ vzero:
 	MOVQ AX, ret+24(FP)
 	RET
 
-// func avx512F16Weighted(j uintptr, from int, to int) int
+// func avx512F16WeightedOrOffset(j uintptr, from int, to int) int
 // Requires: AVX, AVX512F, MMX+
-TEXT ·avx512F16Weighted(SB), NOSPLIT, $376-32
-	// avx512F16Weighted normalizes rows [from, to) of the job: F16 rows: y = round16((x*inv)*w) (with flagRN, round16(x*inv) in place of (x*inv)), for each row.
-	// It stops before the first row that needs the float64 path and returns that row's index, or to.
-	MOVQ j+0(FP), AX
-	MOVQ job_dst+0(AX), CX
-	MOVQ job_x+0(AX), DX
-	MOVQ job_w+0(AX), BX
-	MOVQ job_stride+0(AX), SI
-	SHLQ $0x01, SI
-
-	// fd = float32(d); rd = 1/d when d is a power of two (a/d is then a*rd exactly), else 0.
-	MOVQ       job_d+0(AX), DI
-	VMOVSS     one<>+0(SB), X0
-	VCVTSI2SSQ DI, X0, X0
-	VMOVSS     X0, 368(SP)
-	XORL       R9, R9
-	LEAQ       -1(DI), R8
-	TESTQ      DI, R8
-	JNZ        notpow2
-	BSFQ       DI, R8
-	MOVL       $0x0000007f, R9
-	SUBL       R8, R9
-	SHLL       $0x17, R9
-
-notpow2:
-	MOVL R9, 372(SP)
-
-	// Start at row from.
-	MOVQ  from+8(FP), DI
-	MOVQ  DI, 320(SP)
-	MOVQ  $0x00000000, 328(SP)
-	IMULQ SI, DI
-	ADDQ  DI, CX
-	ADDQ  DI, DX
-
-row:
-	MOVQ 320(SP), DI
-	CMPQ DI, to+16(FP)
-	JAE  ret
-	MOVQ $0x00000001, 336(SP)
-	CMPQ 328(SP), $0x00
-	JE   trygroup
-	DECQ 328(SP)
-	JMP  sum
-
-trygroup:
-	CMPQ job_d+0(AX), $0x00000200
-	JA   sum
-	MOVQ to+16(FP), DI
-	SUBQ 320(SP), DI
-	CMPQ DI, $0x04
-	JB   sum
-	MOVQ $0x00000004, 336(SP)
-
-sum:
-	MOVQ DX, DI
-	XORQ R8, R8
-
-sumrow:
-	// Sum of squares: element i goes to partial i%64.
-	MOVQ    job_d+0(AX), R10
-	SUBQ    $0x00000040, R10
-	JGE     firstblock
-	VMOVUPS zero64<>+0(SB), Z0
-	VMOVUPS zero64<>+0(SB), Z1
-	VMOVUPS zero64<>+0(SB), Z2
-	VMOVUPS zero64<>+0(SB), Z3
-	XORQ    R9, R9
-	JMP     sumtail
-
-firstblock:
-	// +0 + square is the square itself: the first block initializes the partials.
-	XORQ      R9, R9
-	VCVTPH2PS (DI)(R9*2), Z0
-	VMULPS    Z0, Z0, Z0
-	VCVTPH2PS 32(DI)(R9*2), Z1
-	VMULPS    Z1, Z1, Z1
-	VCVTPH2PS 64(DI)(R9*2), Z2
-	VMULPS    Z2, Z2, Z2
-	VCVTPH2PS 96(DI)(R9*2), Z3
-	VMULPS    Z3, Z3, Z3
-	MOVQ      $0x00000040, R9
-
-	// With flagPF, the rows ahead are prefetched: one loop for both, the flag tested per block.
-	MOVQ SI, R11
-	SHLQ $0x01, R11
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows1
-	SHLQ $0x03, R11
-
-longrows1:
-	ADDQ DI, R11
-	MOVL job_flags+0(AX), R12
-
-sumloop:
-	CMPQ  R9, R10
-	JG    sumtail
-	TESTL $0x00000002, R12
-	JNZ   sumpf
-
-sumblock:
-	VCVTPH2PS (DI)(R9*2), Z4
-	VMULPS    Z4, Z4, Z4
-	VADDPS    Z4, Z0, Z0
-	VCVTPH2PS 32(DI)(R9*2), Z4
-	VMULPS    Z4, Z4, Z4
-	VADDPS    Z4, Z1, Z1
-	VCVTPH2PS 64(DI)(R9*2), Z4
-	VMULPS    Z4, Z4, Z4
-	VADDPS    Z4, Z2, Z2
-	VCVTPH2PS 96(DI)(R9*2), Z4
-	VMULPS    Z4, Z4, Z4
-	VADDPS    Z4, Z3, Z3
-	ADDQ      $0x00000040, R9
-	JMP       sumloop
-
-	// Out of the loop's way: the prefetches, whose flag is usually clear.
-sumpf:
-	PREFETCHT0 (R11)(R9*2)
-	PREFETCHT0 64(R11)(R9*2)
-	JMP        sumblock
-
-sumtail:
-	// Fewer than 64 elements remain.
-	MOVQ job_d+0(AX), R10
-	SUBQ R9, R10
-	JZ   summed
-	LEAQ kmask<>+0(SB), R11
-	MOVQ R10, R12
-	CMPQ R12, $0x00000010
-	JLE  tailmask0
-	MOVQ $0x00000010, R12
-
-tailmask0:
-	KMOVW       (R11)(R12*2), K1
-	VCVTPH2PS.Z (DI)(R9*2), K1, Z4
-	VMULPS      Z4, Z4, Z4
-	VADDPS      Z4, Z0, Z0
-	MOVQ        R10, R12
-	SUBQ        $0x00000010, R12
-	JLE         summed
-	CMPQ        R12, $0x00000010
-	JLE         tailmask1
-	MOVQ        $0x00000010, R12
-
-tailmask1:
-	KMOVW       (R11)(R12*2), K1
-	VCVTPH2PS.Z 32(DI)(R9*2), K1, Z4
-	VMULPS      Z4, Z4, Z4
-	VADDPS      Z4, Z1, Z1
-	MOVQ        R10, R12
-	SUBQ        $0x00000020, R12
-	JLE         summed
-	CMPQ        R12, $0x00000010
-	JLE         tailmask2
-	MOVQ        $0x00000010, R12
-
-tailmask2:
-	KMOVW       (R11)(R12*2), K1
-	VCVTPH2PS.Z 64(DI)(R9*2), K1, Z4
-	VMULPS      Z4, Z4, Z4
-	VADDPS      Z4, Z2, Z2
-	SUBQ        $0x00000030, R10
-	JLE         summed
-	CMPQ        R10, $0x00000010
-	JLE         tailmask3
-	MOVQ        $0x00000010, R10
-
-tailmask3:
-	KMOVW       (R11)(R10*2), K1
-	VCVTPH2PS.Z 96(DI)(R9*2), K1, Z4
-	VMULPS      Z4, Z4, Z4
-	VADDPS      Z4, Z3, Z3
-
-summed:
-	VADDPS  Z2, Z0, Z0
-	VADDPS  Z3, Z1, Z1
-	VADDPS  Z1, Z0, Z0
-	CMPQ    336(SP), $0x01
-	JE      invone
-	VMOVUPS Z0, (SP)(R8*1)
-	ADDQ    SI, DI
-	ADDQ    $0x00000040, R8
-	CMPQ    R8, $0x00000100
-	JB      sumrow
-	JMP     invgroup
-
-invone:
-	// Halving tree: p[j] += p[j+h] for the remaining h, down to ss.
-	VSHUFF64X2 $0xee, Z0, Z0, Z1
-	VADDPS     Z1, Z0, Z0
-	VSHUFF32X4 $0x01, Z0, Z0, Z1
-	VADDPS     Z1, Z0, Z0
-	VPERMILPS  $0x4e, Z0, Z1
-	VADDPS     Z1, Z0, Z0
-	VPERMILPS  $0xb1, Z0, Z1
-	VADDPS     Z1, Z0, Z0
-
-	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
-	CMPL   372(SP), $0x00
-	JE     divide2
-	VMULSS 372(SP), X0, X0
-	JMP    divided3
-
-divide2:
-	VDIVSS 368(SP), X0, X0
-
-divided3:
-	VADDSS   job_eps+0(AX), X0, X0
-	VUCOMISS tlo<>+0(SB), X0
-	JCS      ret
-	VUCOMISS tmax<>+0(SB), X0
-	JHI      ret
-	VSQRTSS  X0, X0, X0
-	VMOVSS   one<>+0(SB), X5
-	VDIVSS   X0, X5, X5
-
-	// Report 1/rms if asked.
-	MOVQ   job_inv+0(AX), DI
-	TESTQ  DI, DI
-	JZ     scale
-	MOVQ   320(SP), R8
-	VMOVSS X5, (DI)(R8*4)
-	JMP    scale
-
-invgroup:
-	// The rest of the halving tree, four rows at once.
-	VMOVUPS       (SP), Z0
-	VMOVUPS       64(SP), Z1
-	VMOVUPS       128(SP), Z2
-	VMOVUPS       192(SP), Z3
-	VSHUFF64X2    $0x44, Z1, Z0, Z4
-	VSHUFF64X2    $0xee, Z1, Z0, Z0
-	VADDPS        Z0, Z4, Z4
-	VSHUFF64X2    $0x44, Z3, Z2, Z0
-	VSHUFF64X2    $0xee, Z3, Z2, Z1
-	VADDPS        Z1, Z0, Z0
-	VSHUFF32X4    $0x88, Z0, Z4, Z1
-	VSHUFF32X4    $0xdd, Z0, Z4, Z0
-	VADDPS        Z0, Z1, Z1
-	VPERMILPS     $0x4e, Z1, Z0
-	VADDPS        Z0, Z1, Z1
-	VPERMILPS     $0xb1, Z1, Z0
-	VADDPS        Z0, Z1, Z1
-	MOVL          $0x00001111, DI
-	KMOVW         DI, K1
-	VCOMPRESSPS.Z Z1, K1, Z0
-
-	// t = ss/d + eps for the four rows; any t outside [2^-100, MaxFloat32] sends the group to the one-row path.
-	CMPL         372(SP), $0x00
-	JE           divide4
-	VBROADCASTSS 372(SP), Z1
-	VMULPS       Z1, Z0, Z0
-	JMP          divided5
-
-divide4:
-	VBROADCASTSS 368(SP), Z1
-	VDIVPS       Z1, Z0, Z0
-
-divided5:
-	VBROADCASTSS job_eps+0(AX), Z1
-	VADDPS       Z1, Z0, Z0
-	MOVL         $0x0000000f, DI
-	KMOVW        DI, K1
-	VBROADCASTSS tlo<>+0(SB), Z1
-	VBROADCASTSS tmax<>+0(SB), Z2
-	VCMPPS       $0x1d, Z1, Z0, K1, K1
-	VCMPPS       $0x12, Z2, Z0, K1, K1
-	KMOVW        K1, DI
-	CMPL         DI, $0x0f
-	JE           ginrange
-	MOVQ         $0x00000004, 328(SP)
-	JMP          row
-
-ginrange:
-	VSQRTPS      Z0, Z0
-	VBROADCASTSS one<>+0(SB), Z5
-	VDIVPS       Z0, Z5, Z5
-
-	// Report 1/rms if asked.
-	MOVQ    job_inv+0(AX), DI
-	TESTQ   DI, DI
-	JZ      scale
-	MOVQ    320(SP), R8
-	MOVL    $0x0000000f, R9
-	KMOVW   R9, K1
-	VMOVUPS Z5, K1, (DI)(R8*4)
-
-scale:
-	VBROADCASTSS X5, Z0
-	MOVQ         $0x00000000, 344(SP)
-	CMPQ         336(SP), $0x01
-	JE           scalebody
-	VMOVUPS      Z5, 256(SP)
-
-scalerow:
-	MOVQ         344(SP), DI
-	VBROADCASTSS 256(SP)(DI*4), Z0
-
-scalebody:
-	// y = (src*inv)*w, rounded after each multiply.
-	XORQ DI, DI
-	MOVQ job_d+0(AX), R8
-	SUBQ $0x00000040, R8
-	MOVQ SI, R9
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows6
-	SHLQ $0x03, R9
-
-longrows6:
-	ADDQ  DX, R9
-	MOVL  job_flags+0(AX), R10
-	TESTL $0x00000001, R10
-	JNZ   scalent
-
-scaleloop:
-	CMPQ  DI, R8
-	JG    scaletail
-	TESTL $0x00000002, R10
-	JNZ   scalelooppf7
-
-scaleloopbody8:
-	VCVTPH2PS (DX)(DI*2), Z1
-	VMULPS    Z0, Z1, Z1
-	VCVTPH2PS 32(DX)(DI*2), Z2
-	VMULPS    Z0, Z2, Z2
-	VCVTPH2PS 64(DX)(DI*2), Z3
-	VMULPS    Z0, Z3, Z3
-	VCVTPH2PS 96(DX)(DI*2), Z4
-	VMULPS    Z0, Z4, Z4
-	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn9
-	VCVTPS2PH $0x00, Z1, Y1
-	VCVTPH2PS Y1, Z1
-	VMOVUPS   Z1, Z1
-	VCVTPS2PH $0x00, Z2, Y2
-	VCVTPH2PS Y2, Z2
-	VMOVUPS   Z2, Z2
-	VCVTPS2PH $0x00, Z3, Y3
-	VCVTPH2PS Y3, Z3
-	VMOVUPS   Z3, Z3
-	VCVTPS2PH $0x00, Z4, Y4
-	VCVTPH2PS Y4, Z4
-	VMOVUPS   Z4, Z4
-
-notrn9:
-	VMULPS       (BX)(DI*4), Z1, Z1
-	VMULPS       64(BX)(DI*4), Z2, Z2
-	VCVTPS2PH    $0x00, Z1, Y6
-	VCVTPS2PH    $0x00, Z2, Y1
-	VINSERTI64X4 $0x01, Y1, Z6, Z6
-	VMOVDQU64    Z6, (CX)(DI*2)
-	VMULPS       128(BX)(DI*4), Z3, Z3
-	VMULPS       192(BX)(DI*4), Z4, Z4
-	VCVTPS2PH    $0x00, Z3, Y7
-	VCVTPS2PH    $0x00, Z4, Y1
-	VINSERTI64X4 $0x01, Y1, Z7, Z7
-	VMOVDQU64    Z7, 64(CX)(DI*2)
-	ADDQ         $0x00000040, DI
-	JMP          scaleloop
-
-scalelooppf7:
-	PREFETCHT0 (R9)(DI*2)
-	PREFETCHT0 64(R9)(DI*2)
-	JMP        scaleloopbody8
-
-scalent:
-	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
-	MOVQ CX, R10
-	NEGQ R10
-	ANDQ $0x0000003f, R10
-	SHRQ $0x01, R10
-	JZ   scalentloop
-	CMPQ R10, job_d+0(AX)
-	JLE  scalehead
-	MOVQ job_d+0(AX), R10
-
-scalehead:
-	CMPQ      R10, $0x00000010
-	JB        scaleheadpart
-	VCVTPH2PS (DX)(DI*2), Z1
-	VMULPS    Z0, Z1, Z1
-	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn10
-	VCVTPS2PH $0x00, Z1, Y1
-	VCVTPH2PS Y1, Z1
-	VMOVUPS   Z1, Z1
-
-notrn10:
-	VMULPS    (BX)(DI*4), Z1, Z1
-	VCVTPS2PH $0x00, Z1, (CX)(DI*2)
-	ADDQ      $0x00000010, DI
-	SUBQ      $0x00000010, R10
-	JZ        scalentloop
-
-scaleheadpart:
-	LEAQ        kmask<>+0(SB), R11
-	KMOVW       (R11)(R10*2), K1
-	VCVTPH2PS.Z (DX)(DI*2), K1, Z1
-	VMULPS      Z1, Z0, Z1
-	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn11
-	VCVTPS2PH   $0x00, Z1, Y1
-	VCVTPH2PS   Y1, Z1
-	VMOVUPS     Z1, Z1
-
-notrn11:
-	VMOVUPS.Z (BX)(DI*4), K1, Z2
-	VMULPS    Z2, Z1, Z1
-	VCVTPS2PH $0x00, Z1, K1, (CX)(DI*2)
-	ADDQ      R10, DI
-
-scalentloop:
-	CMPQ       DI, R8
-	JG         scaletail
-	PREFETCHT0 (R9)(DI*2)
-	PREFETCHT0 64(R9)(DI*2)
-	VCVTPH2PS  (DX)(DI*2), Z1
-	VMULPS     Z0, Z1, Z1
-	VCVTPH2PS  32(DX)(DI*2), Z2
-	VMULPS     Z0, Z2, Z2
-	VCVTPH2PS  64(DX)(DI*2), Z3
-	VMULPS     Z0, Z3, Z3
-	VCVTPH2PS  96(DX)(DI*2), Z4
-	VMULPS     Z0, Z4, Z4
-	TESTL      $0x00000008, job_flags+0(AX)
-	JZ         notrn12
-	VCVTPS2PH  $0x00, Z1, Y1
-	VCVTPH2PS  Y1, Z1
-	VMOVUPS    Z1, Z1
-	VCVTPS2PH  $0x00, Z2, Y2
-	VCVTPH2PS  Y2, Z2
-	VMOVUPS    Z2, Z2
-	VCVTPS2PH  $0x00, Z3, Y3
-	VCVTPH2PS  Y3, Z3
-	VMOVUPS    Z3, Z3
-	VCVTPS2PH  $0x00, Z4, Y4
-	VCVTPH2PS  Y4, Z4
-	VMOVUPS    Z4, Z4
-
-notrn12:
-	VMULPS       (BX)(DI*4), Z1, Z1
-	VMULPS       64(BX)(DI*4), Z2, Z2
-	VCVTPS2PH    $0x00, Z1, Y8
-	VCVTPS2PH    $0x00, Z2, Y1
-	VINSERTI64X4 $0x01, Y1, Z8, Z8
-	VMOVNTDQ     Z8, (CX)(DI*2)
-	VMULPS       128(BX)(DI*4), Z3, Z3
-	VMULPS       192(BX)(DI*4), Z4, Z4
-	VCVTPS2PH    $0x00, Z3, Y9
-	VCVTPS2PH    $0x00, Z4, Y1
-	VINSERTI64X4 $0x01, Y1, Z9, Z9
-	VMOVNTDQ     Z9, 64(CX)(DI*2)
-	ADDQ         $0x00000040, DI
-	JMP          scalentloop
-
-scaletail:
-	ADDQ $0x00000030, R8
-
-scaleone:
-	CMPQ      DI, R8
-	JG        scalepart
-	VCVTPH2PS (DX)(DI*2), Z1
-	VMULPS    Z0, Z1, Z1
-	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn13
-	VCVTPS2PH $0x00, Z1, Y1
-	VCVTPH2PS Y1, Z1
-	VMOVUPS   Z1, Z1
-
-notrn13:
-	VMULPS    (BX)(DI*4), Z1, Z1
-	VCVTPS2PH $0x00, Z1, (CX)(DI*2)
-	ADDQ      $0x00000010, DI
-	JMP       scaleone
-
-scalepart:
-	MOVQ        job_d+0(AX), R10
-	SUBQ        DI, R10
-	JZ          scaled
-	LEAQ        kmask<>+0(SB), R8
-	KMOVW       (R8)(R10*2), K1
-	VCVTPH2PS.Z (DX)(DI*2), K1, Z1
-	VMULPS      Z1, Z0, Z1
-	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn14
-	VCVTPS2PH   $0x00, Z1, Y0
-	VCVTPH2PS   Y0, Z0
-	VMOVUPS     Z0, Z1
-
-notrn14:
-	VMOVUPS.Z (BX)(DI*4), K1, Z0
-	VMULPS    Z0, Z1, Z1
-	VCVTPS2PH $0x00, Z1, K1, (CX)(DI*2)
-
-scaled:
-	ADDQ SI, DX
-	ADDQ SI, CX
-	INCQ 320(SP)
-	MOVQ 344(SP), DI
-	INCQ DI
-	MOVQ DI, 344(SP)
-	CMPQ DI, 336(SP)
-	JB   scalerow
-	JMP  row
-
-ret:
-	TESTL $0x00000001, job_flags+0(AX)
-	JZ    vzero
-	SFENCE
-
-vzero:
-	VZEROUPPER
-	MOVQ 320(SP), AX
-	MOVQ AX, ret+24(FP)
-	RET
-
-// func avx512F16Offset(j uintptr, from int, to int) int
-// Requires: AVX, AVX512F, MMX+
-TEXT ·avx512F16Offset(SB), NOSPLIT, $376-32
-	// avx512F16Offset normalizes rows [from, to) of the job: F16 rows: y = round16((x*inv)*(1+w)) (with flagRN, round16(x*inv) in place of (x*inv)), for each row.
+TEXT ·avx512F16WeightedOrOffset(SB), NOSPLIT, $376-32
+	// avx512F16WeightedOrOffset normalizes rows [from, to) of the job: F16 rows: y = round16((x*inv)*w), or round16((x*inv)*(1+w)) with flagOffset (with flagRN, round16(x*inv) in place of (x*inv)), for each row.
 	// It stops before the first row that needs the float64 path and returns that row's index, or to.
 	MOVQ j+0(FP), AX
 	MOVQ job_dst+0(AX), CX
@@ -7492,39 +5835,45 @@ scalerow:
 
 scalebody:
 	VBROADCASTSS one<>+0(SB), Z1
+	TESTL        $0x00000010, job_flags+0(AX)
+	JNZ          weightadd6
+	VBROADCASTSS negzero<>+0(SB), Z1
 
+weightadd6:
 	// y = (src*inv)*w, rounded after each multiply.
 	XORQ DI, DI
 	MOVQ job_d+0(AX), R8
 	SUBQ $0x00000040, R8
 	MOVQ SI, R9
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows6
+	JA   longrows7
 	SHLQ $0x03, R9
 
-longrows6:
+longrows7:
 	ADDQ  DX, R9
 	MOVL  job_flags+0(AX), R10
 	TESTL $0x00000001, R10
 	JNZ   scalent
+	TESTL $0x00000010, R10
+	JNZ   scaleoffsetloop
 
 scaleloop:
 	CMPQ  DI, R8
 	JG    scaletail
 	TESTL $0x00000002, R10
-	JNZ   scalelooppf7
+	JNZ   scalelooppf8
 
-scaleloopbody8:
+scaleloopbody9:
 	VCVTPH2PS (DX)(DI*2), Z2
 	VMULPS    Z0, Z2, Z2
 	VCVTPH2PS 32(DX)(DI*2), Z3
 	VMULPS    Z0, Z3, Z3
 	VCVTPH2PS 64(DX)(DI*2), Z4
 	VMULPS    Z0, Z4, Z4
-	VCVTPH2PS 96(DX)(DI*2), Z10
-	VMULPS    Z0, Z10, Z10
+	VCVTPH2PS 96(DX)(DI*2), Z12
+	VMULPS    Z0, Z12, Z12
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn9
+	JZ        notrn10
 	VCVTPS2PH $0x00, Z2, Y2
 	VCVTPH2PS Y2, Z2
 	VMOVUPS   Z2, Z2
@@ -7534,87 +5883,139 @@ scaleloopbody8:
 	VCVTPS2PH $0x00, Z4, Y4
 	VCVTPH2PS Y4, Z4
 	VMOVUPS   Z4, Z4
-	VCVTPS2PH $0x00, Z10, Y6
-	VCVTPH2PS Y6, Z10
-	VMOVUPS   Z10, Z10
+	VCVTPS2PH $0x00, Z12, Y6
+	VCVTPH2PS Y6, Z12
+	VMOVUPS   Z12, Z12
 
-notrn9:
-	VMOVUPS      (BX)(DI*4), Z11
-	VADDPS       Z1, Z11, Z11
-	VMULPS       Z11, Z2, Z2
-	VMOVUPS      64(BX)(DI*4), Z11
-	VADDPS       Z1, Z11, Z11
-	VMULPS       Z11, Z3, Z3
+notrn10:
+	VMULPS       (BX)(DI*4), Z2, Z2
+	VMULPS       64(BX)(DI*4), Z3, Z3
 	VCVTPS2PH    $0x00, Z2, Y6
 	VCVTPS2PH    $0x00, Z3, Y2
 	VINSERTI64X4 $0x01, Y2, Z6, Z6
 	VMOVDQU64    Z6, (CX)(DI*2)
-	VMOVUPS      128(BX)(DI*4), Z2
-	VADDPS       Z1, Z2, Z2
-	VMULPS       Z2, Z4, Z4
-	VMOVUPS      192(BX)(DI*4), Z2
-	VADDPS       Z1, Z2, Z2
-	VMULPS       Z2, Z10, Z10
+	VMULPS       128(BX)(DI*4), Z4, Z4
+	VMULPS       192(BX)(DI*4), Z12, Z12
 	VCVTPS2PH    $0x00, Z4, Y7
-	VCVTPS2PH    $0x00, Z10, Y2
+	VCVTPS2PH    $0x00, Z12, Y2
 	VINSERTI64X4 $0x01, Y2, Z7, Z7
 	VMOVDQU64    Z7, 64(CX)(DI*2)
 	ADDQ         $0x00000040, DI
 	JMP          scaleloop
 
-scalelooppf7:
+scalelooppf8:
 	PREFETCHT0 (R9)(DI*2)
 	PREFETCHT0 64(R9)(DI*2)
-	JMP        scaleloopbody8
+	JMP        scaleloopbody9
+
+scaleoffsetloop:
+	CMPQ  DI, R8
+	JG    scaletail
+	TESTL $0x00000002, R10
+	JNZ   scaleoffsetlooppf11
+
+scaleoffsetloopbody12:
+	VCVTPH2PS (DX)(DI*2), Z2
+	VMULPS    Z0, Z2, Z2
+	VCVTPH2PS 32(DX)(DI*2), Z3
+	VMULPS    Z0, Z3, Z3
+	VCVTPH2PS 64(DX)(DI*2), Z4
+	VMULPS    Z0, Z4, Z4
+	VCVTPH2PS 96(DX)(DI*2), Z12
+	VMULPS    Z0, Z12, Z12
+	TESTL     $0x00000008, job_flags+0(AX)
+	JZ        notrn13
+	VCVTPS2PH $0x00, Z2, Y2
+	VCVTPH2PS Y2, Z2
+	VMOVUPS   Z2, Z2
+	VCVTPS2PH $0x00, Z3, Y3
+	VCVTPH2PS Y3, Z3
+	VMOVUPS   Z3, Z3
+	VCVTPS2PH $0x00, Z4, Y4
+	VCVTPH2PS Y4, Z4
+	VMOVUPS   Z4, Z4
+	VCVTPS2PH $0x00, Z12, Y6
+	VCVTPH2PS Y6, Z12
+	VMOVUPS   Z12, Z12
+
+notrn13:
+	VMOVUPS      (BX)(DI*4), Z13
+	VADDPS       Z1, Z13, Z13
+	VMULPS       Z13, Z2, Z2
+	VMOVUPS      64(BX)(DI*4), Z13
+	VADDPS       Z1, Z13, Z13
+	VMULPS       Z13, Z3, Z3
+	VCVTPS2PH    $0x00, Z2, Y8
+	VCVTPS2PH    $0x00, Z3, Y2
+	VINSERTI64X4 $0x01, Y2, Z8, Z8
+	VMOVDQU64    Z8, (CX)(DI*2)
+	VMOVUPS      128(BX)(DI*4), Z2
+	VADDPS       Z1, Z2, Z2
+	VMULPS       Z2, Z4, Z4
+	VMOVUPS      192(BX)(DI*4), Z2
+	VADDPS       Z1, Z2, Z2
+	VMULPS       Z2, Z12, Z12
+	VCVTPS2PH    $0x00, Z4, Y9
+	VCVTPS2PH    $0x00, Z12, Y2
+	VINSERTI64X4 $0x01, Y2, Z9, Z9
+	VMOVDQU64    Z9, 64(CX)(DI*2)
+	ADDQ         $0x00000040, DI
+	JMP          scaleoffsetloop
+
+scaleoffsetlooppf11:
+	PREFETCHT0 (R9)(DI*2)
+	PREFETCHT0 64(R9)(DI*2)
+	JMP        scaleoffsetloopbody12
 
 scalent:
 	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
-	MOVQ CX, R10
-	NEGQ R10
-	ANDQ $0x0000003f, R10
-	SHRQ $0x01, R10
+	MOVQ CX, R11
+	NEGQ R11
+	ANDQ $0x0000003f, R11
+	SHRQ $0x01, R11
 	JZ   scalentloop
-	CMPQ R10, job_d+0(AX)
+	CMPQ R11, job_d+0(AX)
 	JLE  scalehead
-	MOVQ job_d+0(AX), R10
+	MOVQ job_d+0(AX), R11
 
 scalehead:
-	CMPQ      R10, $0x00000010
+	CMPQ      R11, $0x00000010
 	JB        scaleheadpart
 	VCVTPH2PS (DX)(DI*2), Z2
 	VMULPS    Z0, Z2, Z2
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn10
+	JZ        notrn14
 	VCVTPS2PH $0x00, Z2, Y2
 	VCVTPH2PS Y2, Z2
 	VMOVUPS   Z2, Z2
 
-notrn10:
+notrn14:
 	VMOVUPS   (BX)(DI*4), Z3
 	VADDPS    Z1, Z3, Z3
 	VMULPS    Z3, Z2, Z2
 	VCVTPS2PH $0x00, Z2, (CX)(DI*2)
 	ADDQ      $0x00000010, DI
-	SUBQ      $0x00000010, R10
+	SUBQ      $0x00000010, R11
 	JZ        scalentloop
 
 scaleheadpart:
-	LEAQ        kmask<>+0(SB), R11
-	KMOVW       (R11)(R10*2), K1
+	LEAQ        kmask<>+0(SB), R10
+	KMOVW       (R10)(R11*2), K1
 	VCVTPH2PS.Z (DX)(DI*2), K1, Z2
 	VMULPS      Z2, Z0, Z2
 	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn11
+	JZ          notrn15
 	VCVTPS2PH   $0x00, Z2, Y2
 	VCVTPH2PS   Y2, Z2
 	VMOVUPS     Z2, Z2
 
-notrn11:
+notrn15:
 	VMOVUPS.Z (BX)(DI*4), K1, Z3
 	VADDPS    Z1, Z3, Z3
 	VMULPS    Z3, Z2, Z2
 	VCVTPS2PH $0x00, Z2, K1, (CX)(DI*2)
-	ADDQ      R10, DI
+	ADDQ      R11, DI
+	MOVL      job_flags+0(AX), R10
 
 scalentloop:
 	CMPQ       DI, R8
@@ -7627,10 +6028,10 @@ scalentloop:
 	VMULPS     Z0, Z3, Z3
 	VCVTPH2PS  64(DX)(DI*2), Z4
 	VMULPS     Z0, Z4, Z4
-	VCVTPH2PS  96(DX)(DI*2), Z10
-	VMULPS     Z0, Z10, Z10
+	VCVTPH2PS  96(DX)(DI*2), Z12
+	VMULPS     Z0, Z12, Z12
 	TESTL      $0x00000008, job_flags+0(AX)
-	JZ         notrn12
+	JZ         notrn16
 	VCVTPS2PH  $0x00, Z2, Y2
 	VCVTPH2PS  Y2, Z2
 	VMOVUPS    Z2, Z2
@@ -7640,33 +6041,44 @@ scalentloop:
 	VCVTPS2PH  $0x00, Z4, Y4
 	VCVTPH2PS  Y4, Z4
 	VMOVUPS    Z4, Z4
-	VCVTPS2PH  $0x00, Z10, Y6
-	VCVTPH2PS  Y6, Z10
-	VMOVUPS    Z10, Z10
+	VCVTPS2PH  $0x00, Z12, Y6
+	VCVTPH2PS  Y6, Z12
+	VMOVUPS    Z12, Z12
 
-notrn12:
-	VMOVUPS      (BX)(DI*4), Z11
-	VADDPS       Z1, Z11, Z11
-	VMULPS       Z11, Z2, Z2
-	VMOVUPS      64(BX)(DI*4), Z11
-	VADDPS       Z1, Z11, Z11
-	VMULPS       Z11, Z3, Z3
-	VCVTPS2PH    $0x00, Z2, Y8
+notrn16:
+	TESTL  $0x00000010, R10
+	JNZ    offset17
+	VMULPS (BX)(DI*4), Z2, Z2
+	VMULPS 64(BX)(DI*4), Z3, Z3
+	VMULPS 128(BX)(DI*4), Z4, Z4
+	VMULPS 192(BX)(DI*4), Z12, Z12
+
+weighed18:
+	VCVTPS2PH    $0x00, Z2, Y10
 	VCVTPS2PH    $0x00, Z3, Y2
-	VINSERTI64X4 $0x01, Y2, Z8, Z8
-	VMOVNTDQ     Z8, (CX)(DI*2)
-	VMOVUPS      128(BX)(DI*4), Z2
-	VADDPS       Z1, Z2, Z2
-	VMULPS       Z2, Z4, Z4
-	VMOVUPS      192(BX)(DI*4), Z2
-	VADDPS       Z1, Z2, Z2
-	VMULPS       Z2, Z10, Z10
-	VCVTPS2PH    $0x00, Z4, Y9
-	VCVTPS2PH    $0x00, Z10, Y2
-	VINSERTI64X4 $0x01, Y2, Z9, Z9
-	VMOVNTDQ     Z9, 64(CX)(DI*2)
+	VINSERTI64X4 $0x01, Y2, Z10, Z10
+	VMOVNTDQ     Z10, (CX)(DI*2)
+	VCVTPS2PH    $0x00, Z4, Y11
+	VCVTPS2PH    $0x00, Z12, Y2
+	VINSERTI64X4 $0x01, Y2, Z11, Z11
+	VMOVNTDQ     Z11, 64(CX)(DI*2)
 	ADDQ         $0x00000040, DI
 	JMP          scalentloop
+
+offset17:
+	VMOVUPS (BX)(DI*4), Z13
+	VADDPS  Z1, Z13, Z13
+	VMULPS  Z13, Z2, Z2
+	VMOVUPS 64(BX)(DI*4), Z13
+	VADDPS  Z1, Z13, Z13
+	VMULPS  Z13, Z3, Z3
+	VMOVUPS 128(BX)(DI*4), Z13
+	VADDPS  Z1, Z13, Z13
+	VMULPS  Z13, Z4, Z4
+	VMOVUPS 192(BX)(DI*4), Z13
+	VADDPS  Z1, Z13, Z13
+	VMULPS  Z13, Z12, Z12
+	JMP     weighed18
 
 scaletail:
 	ADDQ $0x00000030, R8
@@ -7677,12 +6089,12 @@ scaleone:
 	VCVTPH2PS (DX)(DI*2), Z2
 	VMULPS    Z0, Z2, Z2
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn13
+	JZ        notrn19
 	VCVTPS2PH $0x00, Z2, Y2
 	VCVTPH2PS Y2, Z2
 	VMOVUPS   Z2, Z2
 
-notrn13:
+notrn19:
 	VMOVUPS   (BX)(DI*4), Z3
 	VADDPS    Z1, Z3, Z3
 	VMULPS    Z3, Z2, Z2
@@ -7691,20 +6103,20 @@ notrn13:
 	JMP       scaleone
 
 scalepart:
-	MOVQ        job_d+0(AX), R10
-	SUBQ        DI, R10
+	MOVQ        job_d+0(AX), R11
+	SUBQ        DI, R11
 	JZ          scaled
 	LEAQ        kmask<>+0(SB), R8
-	KMOVW       (R8)(R10*2), K1
+	KMOVW       (R8)(R11*2), K1
 	VCVTPH2PS.Z (DX)(DI*2), K1, Z2
 	VMULPS      Z2, Z0, Z2
 	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn14
+	JZ          notrn20
 	VCVTPS2PH   $0x00, Z2, Y0
 	VCVTPH2PS   Y0, Z0
 	VMOVUPS     Z0, Z2
 
-notrn14:
+notrn20:
 	VMOVUPS.Z (BX)(DI*4), K1, Z0
 	VADDPS    Z1, Z0, Z0
 	VMULPS    Z0, Z2, Z2
@@ -8176,504 +6588,10 @@ vzero:
 	MOVQ AX, ret+24(FP)
 	RET
 
-// func avx512F16AddWeighted(j uintptr, from int, to int) int
+// func avx512F16AddWeightedOrOffset(j uintptr, from int, to int) int
 // Requires: AVX, AVX512F, MMX+
-TEXT ·avx512F16AddWeighted(SB), NOSPLIT, $376-32
-	// avx512F16AddWeighted normalizes rows [from, to) of the job: F16 rows: h = round16(x + res) and res = h per element, then y = round16((h*inv)*w) (with flagRN, round16(h*inv) in place of (h*inv)), for each row.
-	// It stops before the first row that needs the float64 path and returns that row's index, or to.
-	MOVQ j+0(FP), AX
-	MOVQ job_dst+0(AX), CX
-	MOVQ job_x+0(AX), DX
-	MOVQ job_w+0(AX), BX
-	MOVQ job_res+0(AX), SI
-	MOVQ job_stride+0(AX), DI
-	SHLQ $0x01, DI
-
-	// fd = float32(d); rd = 1/d when d is a power of two (a/d is then a*rd exactly), else 0.
-	MOVQ       job_d+0(AX), R8
-	VMOVSS     one<>+0(SB), X0
-	VCVTSI2SSQ R8, X0, X0
-	VMOVSS     X0, 368(SP)
-	XORL       R10, R10
-	LEAQ       -1(R8), R9
-	TESTQ      R8, R9
-	JNZ        notpow2
-	BSFQ       R8, R9
-	MOVL       $0x0000007f, R10
-	SUBL       R9, R10
-	SHLL       $0x17, R10
-
-notpow2:
-	MOVL R10, 372(SP)
-
-	// Start at row from.
-	MOVQ  from+8(FP), R8
-	MOVQ  R8, 320(SP)
-	MOVQ  $0x00000000, 328(SP)
-	IMULQ DI, R8
-	ADDQ  R8, CX
-	ADDQ  R8, DX
-	ADDQ  R8, SI
-
-row:
-	MOVQ 320(SP), R8
-	CMPQ R8, to+16(FP)
-	JAE  ret
-	MOVQ $0x00000001, 336(SP)
-	MOVQ DX, R8
-	MOVQ SI, R9
-	XORQ R10, R10
-
-	// Sum of squares: element i goes to partial i%64.
-	MOVQ    job_d+0(AX), R11
-	SUBQ    $0x00000040, R11
-	JGE     firstblock
-	VMOVUPS zero64<>+0(SB), Z0
-	VMOVUPS zero64<>+0(SB), Z1
-	VMOVUPS zero64<>+0(SB), Z2
-	VMOVUPS zero64<>+0(SB), Z3
-	XORQ    R10, R10
-	JMP     sumtail
-
-firstblock:
-	// +0 + square is the square itself: the first block initializes the partials.
-	XORQ      R10, R10
-	VCVTPH2PS (R8)(R10*2), Z0
-	VCVTPH2PS (R9)(R10*2), Z1
-	VADDPS    Z1, Z0, Z0
-	VCVTPS2PH $0x00, Z0, Y0
-	VCVTPH2PS Y0, Z0
-	VCVTPS2PH $0x00, Z0, (R9)(R10*2)
-	VMULPS    Z0, Z0, Z0
-	VCVTPH2PS 32(R8)(R10*2), Z1
-	VCVTPH2PS 32(R9)(R10*2), Z2
-	VADDPS    Z2, Z1, Z1
-	VCVTPS2PH $0x00, Z1, Y1
-	VCVTPH2PS Y1, Z1
-	VCVTPS2PH $0x00, Z1, 32(R9)(R10*2)
-	VMULPS    Z1, Z1, Z1
-	VCVTPH2PS 64(R8)(R10*2), Z2
-	VCVTPH2PS 64(R9)(R10*2), Z3
-	VADDPS    Z3, Z2, Z2
-	VCVTPS2PH $0x00, Z2, Y2
-	VCVTPH2PS Y2, Z2
-	VCVTPS2PH $0x00, Z2, 64(R9)(R10*2)
-	VMULPS    Z2, Z2, Z2
-	VCVTPH2PS 96(R8)(R10*2), Z3
-	VCVTPH2PS 96(R9)(R10*2), Z4
-	VADDPS    Z4, Z3, Z3
-	VCVTPS2PH $0x00, Z3, Y3
-	VCVTPH2PS Y3, Z3
-	VCVTPS2PH $0x00, Z3, 96(R9)(R10*2)
-	VMULPS    Z3, Z3, Z3
-	MOVQ      $0x00000040, R10
-
-	// With flagPF, the rows ahead are prefetched: one loop for both, the flag tested per block.
-	MOVQ DI, R12
-	SHLQ $0x01, R12
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows1
-	SHLQ $0x03, R12
-
-longrows1:
-	ADDQ R8, R12
-	MOVL job_flags+0(AX), R13
-
-sumloop:
-	CMPQ  R10, R11
-	JG    sumtail
-	TESTL $0x00000002, R13
-	JNZ   sumpf
-
-sumblock:
-	VCVTPH2PS (R8)(R10*2), Z4
-	VCVTPH2PS (R9)(R10*2), Z5
-	VADDPS    Z5, Z4, Z4
-	VCVTPS2PH $0x00, Z4, Y4
-	VCVTPH2PS Y4, Z4
-	VCVTPS2PH $0x00, Z4, (R9)(R10*2)
-	VMULPS    Z4, Z4, Z4
-	VADDPS    Z4, Z0, Z0
-	VCVTPH2PS 32(R8)(R10*2), Z4
-	VCVTPH2PS 32(R9)(R10*2), Z5
-	VADDPS    Z5, Z4, Z4
-	VCVTPS2PH $0x00, Z4, Y4
-	VCVTPH2PS Y4, Z4
-	VCVTPS2PH $0x00, Z4, 32(R9)(R10*2)
-	VMULPS    Z4, Z4, Z4
-	VADDPS    Z4, Z1, Z1
-	VCVTPH2PS 64(R8)(R10*2), Z4
-	VCVTPH2PS 64(R9)(R10*2), Z5
-	VADDPS    Z5, Z4, Z4
-	VCVTPS2PH $0x00, Z4, Y4
-	VCVTPH2PS Y4, Z4
-	VCVTPS2PH $0x00, Z4, 64(R9)(R10*2)
-	VMULPS    Z4, Z4, Z4
-	VADDPS    Z4, Z2, Z2
-	VCVTPH2PS 96(R8)(R10*2), Z4
-	VCVTPH2PS 96(R9)(R10*2), Z5
-	VADDPS    Z5, Z4, Z4
-	VCVTPS2PH $0x00, Z4, Y4
-	VCVTPH2PS Y4, Z4
-	VCVTPS2PH $0x00, Z4, 96(R9)(R10*2)
-	VMULPS    Z4, Z4, Z4
-	VADDPS    Z4, Z3, Z3
-	ADDQ      $0x00000040, R10
-	JMP       sumloop
-
-	// Out of the loop's way: the prefetches, whose flag is usually clear.
-sumpf:
-	PREFETCHT0 (R12)(R10*2)
-	PREFETCHT0 64(R12)(R10*2)
-	JMP        sumblock
-
-sumtail:
-	// Fewer than 64 elements remain.
-	MOVQ job_d+0(AX), R11
-	SUBQ R10, R11
-	JZ   summed
-	LEAQ kmask<>+0(SB), R12
-	MOVQ R11, R13
-	CMPQ R13, $0x00000010
-	JLE  tailmask0
-	MOVQ $0x00000010, R13
-
-tailmask0:
-	KMOVW       (R12)(R13*2), K1
-	VCVTPH2PS.Z (R8)(R10*2), K1, Z4
-	VCVTPH2PS.Z (R9)(R10*2), K1, Z5
-	VADDPS      Z5, Z4, Z4
-	VCVTPS2PH   $0x00, Z4, Y4
-	VCVTPH2PS   Y4, Z4
-	VCVTPS2PH   $0x00, Z4, K1, (R9)(R10*2)
-	VMULPS      Z4, Z4, Z4
-	VADDPS      Z4, Z0, Z0
-	MOVQ        R11, R13
-	SUBQ        $0x00000010, R13
-	JLE         summed
-	CMPQ        R13, $0x00000010
-	JLE         tailmask1
-	MOVQ        $0x00000010, R13
-
-tailmask1:
-	KMOVW       (R12)(R13*2), K1
-	VCVTPH2PS.Z 32(R8)(R10*2), K1, Z4
-	VCVTPH2PS.Z 32(R9)(R10*2), K1, Z5
-	VADDPS      Z5, Z4, Z4
-	VCVTPS2PH   $0x00, Z4, Y4
-	VCVTPH2PS   Y4, Z4
-	VCVTPS2PH   $0x00, Z4, K1, 32(R9)(R10*2)
-	VMULPS      Z4, Z4, Z4
-	VADDPS      Z4, Z1, Z1
-	MOVQ        R11, R13
-	SUBQ        $0x00000020, R13
-	JLE         summed
-	CMPQ        R13, $0x00000010
-	JLE         tailmask2
-	MOVQ        $0x00000010, R13
-
-tailmask2:
-	KMOVW       (R12)(R13*2), K1
-	VCVTPH2PS.Z 64(R8)(R10*2), K1, Z4
-	VCVTPH2PS.Z 64(R9)(R10*2), K1, Z5
-	VADDPS      Z5, Z4, Z4
-	VCVTPS2PH   $0x00, Z4, Y4
-	VCVTPH2PS   Y4, Z4
-	VCVTPS2PH   $0x00, Z4, K1, 64(R9)(R10*2)
-	VMULPS      Z4, Z4, Z4
-	VADDPS      Z4, Z2, Z2
-	SUBQ        $0x00000030, R11
-	JLE         summed
-	CMPQ        R11, $0x00000010
-	JLE         tailmask3
-	MOVQ        $0x00000010, R11
-
-tailmask3:
-	KMOVW       (R12)(R11*2), K1
-	VCVTPH2PS.Z 96(R8)(R10*2), K1, Z4
-	VCVTPH2PS.Z 96(R9)(R10*2), K1, Z5
-	VADDPS      Z5, Z4, Z4
-	VCVTPS2PH   $0x00, Z4, Y4
-	VCVTPH2PS   Y4, Z4
-	VCVTPS2PH   $0x00, Z4, K1, 96(R9)(R10*2)
-	VMULPS      Z4, Z4, Z4
-	VADDPS      Z4, Z3, Z3
-
-summed:
-	VADDPS Z2, Z0, Z0
-	VADDPS Z3, Z1, Z1
-	VADDPS Z1, Z0, Z0
-
-	// Halving tree: p[j] += p[j+h] for the remaining h, down to ss.
-	VSHUFF64X2 $0xee, Z0, Z0, Z1
-	VADDPS     Z1, Z0, Z0
-	VSHUFF32X4 $0x01, Z0, Z0, Z1
-	VADDPS     Z1, Z0, Z0
-	VPERMILPS  $0x4e, Z0, Z1
-	VADDPS     Z1, Z0, Z0
-	VPERMILPS  $0xb1, Z0, Z1
-	VADDPS     Z1, Z0, Z0
-
-	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
-	CMPL   372(SP), $0x00
-	JE     divide2
-	VMULSS 372(SP), X0, X0
-	JMP    divided3
-
-divide2:
-	VDIVSS 368(SP), X0, X0
-
-divided3:
-	VADDSS   job_eps+0(AX), X0, X0
-	VUCOMISS tlo<>+0(SB), X0
-	JCS      ret
-	VUCOMISS tmax<>+0(SB), X0
-	JHI      ret
-	VSQRTSS  X0, X0, X0
-	VMOVSS   one<>+0(SB), X6
-	VDIVSS   X0, X6, X6
-
-	// Report 1/rms if asked.
-	MOVQ   job_inv+0(AX), R8
-	TESTQ  R8, R8
-	JZ     scale
-	MOVQ   320(SP), R9
-	VMOVSS X6, (R8)(R9*4)
-
-scale:
-	VBROADCASTSS X6, Z0
-	MOVQ         $0x00000000, 344(SP)
-	CMPQ         336(SP), $0x01
-	JE           scalebody
-	VMOVUPS      Z6, 256(SP)
-
-scalerow:
-	MOVQ         344(SP), R8
-	VBROADCASTSS 256(SP)(R8*4), Z0
-
-scalebody:
-	// y = (src*inv)*w, rounded after each multiply.
-	XORQ R8, R8
-	MOVQ job_d+0(AX), R9
-	SUBQ $0x00000040, R9
-	MOVQ DI, R10
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows4
-	SHLQ $0x03, R10
-
-longrows4:
-	ADDQ  SI, R10
-	MOVL  job_flags+0(AX), R11
-	TESTL $0x00000001, R11
-	JNZ   scalent
-
-scaleloop:
-	CMPQ  R8, R9
-	JG    scaletail
-	TESTL $0x00000002, R11
-	JNZ   scalelooppf5
-
-scaleloopbody6:
-	VCVTPH2PS (SI)(R8*2), Z1
-	VMULPS    Z0, Z1, Z1
-	VCVTPH2PS 32(SI)(R8*2), Z2
-	VMULPS    Z0, Z2, Z2
-	VCVTPH2PS 64(SI)(R8*2), Z3
-	VMULPS    Z0, Z3, Z3
-	VCVTPH2PS 96(SI)(R8*2), Z4
-	VMULPS    Z0, Z4, Z4
-	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn7
-	VCVTPS2PH $0x00, Z1, Y1
-	VCVTPH2PS Y1, Z1
-	VMOVUPS   Z1, Z1
-	VCVTPS2PH $0x00, Z2, Y2
-	VCVTPH2PS Y2, Z2
-	VMOVUPS   Z2, Z2
-	VCVTPS2PH $0x00, Z3, Y3
-	VCVTPH2PS Y3, Z3
-	VMOVUPS   Z3, Z3
-	VCVTPS2PH $0x00, Z4, Y4
-	VCVTPH2PS Y4, Z4
-	VMOVUPS   Z4, Z4
-
-notrn7:
-	VMULPS       (BX)(R8*4), Z1, Z1
-	VMULPS       64(BX)(R8*4), Z2, Z2
-	VCVTPS2PH    $0x00, Z1, Y7
-	VCVTPS2PH    $0x00, Z2, Y1
-	VINSERTI64X4 $0x01, Y1, Z7, Z7
-	VMOVDQU64    Z7, (CX)(R8*2)
-	VMULPS       128(BX)(R8*4), Z3, Z3
-	VMULPS       192(BX)(R8*4), Z4, Z4
-	VCVTPS2PH    $0x00, Z3, Y8
-	VCVTPS2PH    $0x00, Z4, Y1
-	VINSERTI64X4 $0x01, Y1, Z8, Z8
-	VMOVDQU64    Z8, 64(CX)(R8*2)
-	ADDQ         $0x00000040, R8
-	JMP          scaleloop
-
-scalelooppf5:
-	PREFETCHT0 (R10)(R8*2)
-	PREFETCHT0 64(R10)(R8*2)
-	JMP        scaleloopbody6
-
-scalent:
-	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
-	MOVQ CX, R11
-	NEGQ R11
-	ANDQ $0x0000003f, R11
-	SHRQ $0x01, R11
-	JZ   scalentloop
-	CMPQ R11, job_d+0(AX)
-	JLE  scalehead
-	MOVQ job_d+0(AX), R11
-
-scalehead:
-	CMPQ      R11, $0x00000010
-	JB        scaleheadpart
-	VCVTPH2PS (SI)(R8*2), Z1
-	VMULPS    Z0, Z1, Z1
-	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn8
-	VCVTPS2PH $0x00, Z1, Y1
-	VCVTPH2PS Y1, Z1
-	VMOVUPS   Z1, Z1
-
-notrn8:
-	VMULPS    (BX)(R8*4), Z1, Z1
-	VCVTPS2PH $0x00, Z1, (CX)(R8*2)
-	ADDQ      $0x00000010, R8
-	SUBQ      $0x00000010, R11
-	JZ        scalentloop
-
-scaleheadpart:
-	LEAQ        kmask<>+0(SB), R12
-	KMOVW       (R12)(R11*2), K1
-	VCVTPH2PS.Z (SI)(R8*2), K1, Z1
-	VMULPS      Z1, Z0, Z1
-	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn9
-	VCVTPS2PH   $0x00, Z1, Y1
-	VCVTPH2PS   Y1, Z1
-	VMOVUPS     Z1, Z1
-
-notrn9:
-	VMOVUPS.Z (BX)(R8*4), K1, Z2
-	VMULPS    Z2, Z1, Z1
-	VCVTPS2PH $0x00, Z1, K1, (CX)(R8*2)
-	ADDQ      R11, R8
-
-scalentloop:
-	CMPQ       R8, R9
-	JG         scaletail
-	PREFETCHT0 (R10)(R8*2)
-	PREFETCHT0 64(R10)(R8*2)
-	VCVTPH2PS  (SI)(R8*2), Z1
-	VMULPS     Z0, Z1, Z1
-	VCVTPH2PS  32(SI)(R8*2), Z2
-	VMULPS     Z0, Z2, Z2
-	VCVTPH2PS  64(SI)(R8*2), Z3
-	VMULPS     Z0, Z3, Z3
-	VCVTPH2PS  96(SI)(R8*2), Z4
-	VMULPS     Z0, Z4, Z4
-	TESTL      $0x00000008, job_flags+0(AX)
-	JZ         notrn10
-	VCVTPS2PH  $0x00, Z1, Y1
-	VCVTPH2PS  Y1, Z1
-	VMOVUPS    Z1, Z1
-	VCVTPS2PH  $0x00, Z2, Y2
-	VCVTPH2PS  Y2, Z2
-	VMOVUPS    Z2, Z2
-	VCVTPS2PH  $0x00, Z3, Y3
-	VCVTPH2PS  Y3, Z3
-	VMOVUPS    Z3, Z3
-	VCVTPS2PH  $0x00, Z4, Y4
-	VCVTPH2PS  Y4, Z4
-	VMOVUPS    Z4, Z4
-
-notrn10:
-	VMULPS       (BX)(R8*4), Z1, Z1
-	VMULPS       64(BX)(R8*4), Z2, Z2
-	VCVTPS2PH    $0x00, Z1, Y9
-	VCVTPS2PH    $0x00, Z2, Y1
-	VINSERTI64X4 $0x01, Y1, Z9, Z9
-	VMOVNTDQ     Z9, (CX)(R8*2)
-	VMULPS       128(BX)(R8*4), Z3, Z3
-	VMULPS       192(BX)(R8*4), Z4, Z4
-	VCVTPS2PH    $0x00, Z3, Y10
-	VCVTPS2PH    $0x00, Z4, Y1
-	VINSERTI64X4 $0x01, Y1, Z10, Z10
-	VMOVNTDQ     Z10, 64(CX)(R8*2)
-	ADDQ         $0x00000040, R8
-	JMP          scalentloop
-
-scaletail:
-	ADDQ $0x00000030, R9
-
-scaleone:
-	CMPQ      R8, R9
-	JG        scalepart
-	VCVTPH2PS (SI)(R8*2), Z1
-	VMULPS    Z0, Z1, Z1
-	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn11
-	VCVTPS2PH $0x00, Z1, Y1
-	VCVTPH2PS Y1, Z1
-	VMOVUPS   Z1, Z1
-
-notrn11:
-	VMULPS    (BX)(R8*4), Z1, Z1
-	VCVTPS2PH $0x00, Z1, (CX)(R8*2)
-	ADDQ      $0x00000010, R8
-	JMP       scaleone
-
-scalepart:
-	MOVQ        job_d+0(AX), R11
-	SUBQ        R8, R11
-	JZ          scaled
-	LEAQ        kmask<>+0(SB), R9
-	KMOVW       (R9)(R11*2), K1
-	VCVTPH2PS.Z (SI)(R8*2), K1, Z1
-	VMULPS      Z1, Z0, Z1
-	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn12
-	VCVTPS2PH   $0x00, Z1, Y0
-	VCVTPH2PS   Y0, Z0
-	VMOVUPS     Z0, Z1
-
-notrn12:
-	VMOVUPS.Z (BX)(R8*4), K1, Z0
-	VMULPS    Z0, Z1, Z1
-	VCVTPS2PH $0x00, Z1, K1, (CX)(R8*2)
-
-scaled:
-	ADDQ DI, DX
-	ADDQ DI, CX
-	ADDQ DI, SI
-	INCQ 320(SP)
-	MOVQ 344(SP), R8
-	INCQ R8
-	MOVQ R8, 344(SP)
-	CMPQ R8, 336(SP)
-	JB   scalerow
-	JMP  row
-
-ret:
-	TESTL $0x00000001, job_flags+0(AX)
-	JZ    vzero
-	SFENCE
-
-vzero:
-	VZEROUPPER
-	MOVQ 320(SP), AX
-	MOVQ AX, ret+24(FP)
-	RET
-
-// func avx512F16AddOffset(j uintptr, from int, to int) int
-// Requires: AVX, AVX512F, MMX+
-TEXT ·avx512F16AddOffset(SB), NOSPLIT, $376-32
-	// avx512F16AddOffset normalizes rows [from, to) of the job: F16 rows: h = round16(x + res) and res = h per element, then y = round16((h*inv)*(1+w)) (with flagRN, round16(h*inv) in place of (h*inv)), for each row.
+TEXT ·avx512F16AddWeightedOrOffset(SB), NOSPLIT, $376-32
+	// avx512F16AddWeightedOrOffset normalizes rows [from, to) of the job: F16 rows: h = round16(x + res) and res = h per element, then y = round16((h*inv)*w), or round16((h*inv)*(1+w)) with flagOffset (with flagRN, round16(h*inv) in place of (h*inv)), for each row.
 	// It stops before the first row that needs the float64 path and returns that row's index, or to.
 	MOVQ j+0(FP), AX
 	MOVQ job_dst+0(AX), CX
@@ -8947,29 +6865,35 @@ scalerow:
 
 scalebody:
 	VBROADCASTSS one<>+0(SB), Z1
+	TESTL        $0x00000010, job_flags+0(AX)
+	JNZ          weightadd4
+	VBROADCASTSS negzero<>+0(SB), Z1
 
+weightadd4:
 	// y = (src*inv)*w, rounded after each multiply.
 	XORQ R8, R8
 	MOVQ job_d+0(AX), R9
 	SUBQ $0x00000040, R9
 	MOVQ DI, R10
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows4
+	JA   longrows5
 	SHLQ $0x03, R10
 
-longrows4:
+longrows5:
 	ADDQ  SI, R10
 	MOVL  job_flags+0(AX), R11
 	TESTL $0x00000001, R11
 	JNZ   scalent
+	TESTL $0x00000010, R11
+	JNZ   scaleoffsetloop
 
 scaleloop:
 	CMPQ  R8, R9
 	JG    scaletail
 	TESTL $0x00000002, R11
-	JNZ   scalelooppf5
+	JNZ   scalelooppf6
 
-scaleloopbody6:
+scaleloopbody7:
 	VCVTPH2PS (SI)(R8*2), Z2
 	VMULPS    Z0, Z2, Z2
 	VCVTPH2PS 32(SI)(R8*2), Z3
@@ -8979,7 +6903,7 @@ scaleloopbody6:
 	VCVTPH2PS 96(SI)(R8*2), Z5
 	VMULPS    Z0, Z5, Z5
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn7
+	JZ        notrn8
 	VCVTPS2PH $0x00, Z2, Y2
 	VCVTPH2PS Y2, Z2
 	VMOVUPS   Z2, Z2
@@ -8993,23 +6917,15 @@ scaleloopbody6:
 	VCVTPH2PS Y5, Z5
 	VMOVUPS   Z5, Z5
 
-notrn7:
-	VMOVUPS      (BX)(R8*4), Z11
-	VADDPS       Z1, Z11, Z11
-	VMULPS       Z11, Z2, Z2
-	VMOVUPS      64(BX)(R8*4), Z11
-	VADDPS       Z1, Z11, Z11
-	VMULPS       Z11, Z3, Z3
+notrn8:
+	VMULPS       (BX)(R8*4), Z2, Z2
+	VMULPS       64(BX)(R8*4), Z3, Z3
 	VCVTPS2PH    $0x00, Z2, Y7
 	VCVTPS2PH    $0x00, Z3, Y2
 	VINSERTI64X4 $0x01, Y2, Z7, Z7
 	VMOVDQU64    Z7, (CX)(R8*2)
-	VMOVUPS      128(BX)(R8*4), Z2
-	VADDPS       Z1, Z2, Z2
-	VMULPS       Z2, Z4, Z4
-	VMOVUPS      192(BX)(R8*4), Z2
-	VADDPS       Z1, Z2, Z2
-	VMULPS       Z2, Z5, Z5
+	VMULPS       128(BX)(R8*4), Z4, Z4
+	VMULPS       192(BX)(R8*4), Z5, Z5
 	VCVTPS2PH    $0x00, Z4, Y8
 	VCVTPS2PH    $0x00, Z5, Y2
 	VINSERTI64X4 $0x01, Y2, Z8, Z8
@@ -9017,59 +6933,119 @@ notrn7:
 	ADDQ         $0x00000040, R8
 	JMP          scaleloop
 
-scalelooppf5:
+scalelooppf6:
 	PREFETCHT0 (R10)(R8*2)
 	PREFETCHT0 64(R10)(R8*2)
-	JMP        scaleloopbody6
+	JMP        scaleloopbody7
+
+scaleoffsetloop:
+	CMPQ  R8, R9
+	JG    scaletail
+	TESTL $0x00000002, R11
+	JNZ   scaleoffsetlooppf9
+
+scaleoffsetloopbody10:
+	VCVTPH2PS (SI)(R8*2), Z2
+	VMULPS    Z0, Z2, Z2
+	VCVTPH2PS 32(SI)(R8*2), Z3
+	VMULPS    Z0, Z3, Z3
+	VCVTPH2PS 64(SI)(R8*2), Z4
+	VMULPS    Z0, Z4, Z4
+	VCVTPH2PS 96(SI)(R8*2), Z5
+	VMULPS    Z0, Z5, Z5
+	TESTL     $0x00000008, job_flags+0(AX)
+	JZ        notrn11
+	VCVTPS2PH $0x00, Z2, Y2
+	VCVTPH2PS Y2, Z2
+	VMOVUPS   Z2, Z2
+	VCVTPS2PH $0x00, Z3, Y3
+	VCVTPH2PS Y3, Z3
+	VMOVUPS   Z3, Z3
+	VCVTPS2PH $0x00, Z4, Y4
+	VCVTPH2PS Y4, Z4
+	VMOVUPS   Z4, Z4
+	VCVTPS2PH $0x00, Z5, Y5
+	VCVTPH2PS Y5, Z5
+	VMOVUPS   Z5, Z5
+
+notrn11:
+	VMOVUPS      (BX)(R8*4), Z13
+	VADDPS       Z1, Z13, Z13
+	VMULPS       Z13, Z2, Z2
+	VMOVUPS      64(BX)(R8*4), Z13
+	VADDPS       Z1, Z13, Z13
+	VMULPS       Z13, Z3, Z3
+	VCVTPS2PH    $0x00, Z2, Y9
+	VCVTPS2PH    $0x00, Z3, Y2
+	VINSERTI64X4 $0x01, Y2, Z9, Z9
+	VMOVDQU64    Z9, (CX)(R8*2)
+	VMOVUPS      128(BX)(R8*4), Z2
+	VADDPS       Z1, Z2, Z2
+	VMULPS       Z2, Z4, Z4
+	VMOVUPS      192(BX)(R8*4), Z2
+	VADDPS       Z1, Z2, Z2
+	VMULPS       Z2, Z5, Z5
+	VCVTPS2PH    $0x00, Z4, Y10
+	VCVTPS2PH    $0x00, Z5, Y2
+	VINSERTI64X4 $0x01, Y2, Z10, Z10
+	VMOVDQU64    Z10, 64(CX)(R8*2)
+	ADDQ         $0x00000040, R8
+	JMP          scaleoffsetloop
+
+scaleoffsetlooppf9:
+	PREFETCHT0 (R10)(R8*2)
+	PREFETCHT0 64(R10)(R8*2)
+	JMP        scaleoffsetloopbody10
 
 scalent:
 	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
-	MOVQ CX, R11
-	NEGQ R11
-	ANDQ $0x0000003f, R11
-	SHRQ $0x01, R11
+	MOVQ CX, R12
+	NEGQ R12
+	ANDQ $0x0000003f, R12
+	SHRQ $0x01, R12
 	JZ   scalentloop
-	CMPQ R11, job_d+0(AX)
+	CMPQ R12, job_d+0(AX)
 	JLE  scalehead
-	MOVQ job_d+0(AX), R11
+	MOVQ job_d+0(AX), R12
 
 scalehead:
-	CMPQ      R11, $0x00000010
+	CMPQ      R12, $0x00000010
 	JB        scaleheadpart
 	VCVTPH2PS (SI)(R8*2), Z2
 	VMULPS    Z0, Z2, Z2
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn8
+	JZ        notrn12
 	VCVTPS2PH $0x00, Z2, Y2
 	VCVTPH2PS Y2, Z2
 	VMOVUPS   Z2, Z2
 
-notrn8:
+notrn12:
 	VMOVUPS   (BX)(R8*4), Z3
 	VADDPS    Z1, Z3, Z3
 	VMULPS    Z3, Z2, Z2
 	VCVTPS2PH $0x00, Z2, (CX)(R8*2)
 	ADDQ      $0x00000010, R8
-	SUBQ      $0x00000010, R11
+	SUBQ      $0x00000010, R12
 	JZ        scalentloop
 
 scaleheadpart:
-	LEAQ        kmask<>+0(SB), R12
-	KMOVW       (R12)(R11*2), K1
+	LEAQ        kmask<>+0(SB), R11
+	KMOVW       (R11)(R12*2), K1
 	VCVTPH2PS.Z (SI)(R8*2), K1, Z2
 	VMULPS      Z2, Z0, Z2
 	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn9
+	JZ          notrn13
 	VCVTPS2PH   $0x00, Z2, Y2
 	VCVTPH2PS   Y2, Z2
 	VMOVUPS     Z2, Z2
 
-notrn9:
+notrn13:
 	VMOVUPS.Z (BX)(R8*4), K1, Z3
 	VADDPS    Z1, Z3, Z3
 	VMULPS    Z3, Z2, Z2
 	VCVTPS2PH $0x00, Z2, K1, (CX)(R8*2)
-	ADDQ      R11, R8
+	ADDQ      R12, R8
+	MOVL      job_flags+0(AX), R11
 
 scalentloop:
 	CMPQ       R8, R9
@@ -9085,7 +7061,7 @@ scalentloop:
 	VCVTPH2PS  96(SI)(R8*2), Z5
 	VMULPS     Z0, Z5, Z5
 	TESTL      $0x00000008, job_flags+0(AX)
-	JZ         notrn10
+	JZ         notrn14
 	VCVTPS2PH  $0x00, Z2, Y2
 	VCVTPH2PS  Y2, Z2
 	VMOVUPS    Z2, Z2
@@ -9099,29 +7075,40 @@ scalentloop:
 	VCVTPH2PS  Y5, Z5
 	VMOVUPS    Z5, Z5
 
-notrn10:
-	VMOVUPS      (BX)(R8*4), Z11
-	VADDPS       Z1, Z11, Z11
-	VMULPS       Z11, Z2, Z2
-	VMOVUPS      64(BX)(R8*4), Z11
-	VADDPS       Z1, Z11, Z11
-	VMULPS       Z11, Z3, Z3
-	VCVTPS2PH    $0x00, Z2, Y9
+notrn14:
+	TESTL  $0x00000010, R11
+	JNZ    offset15
+	VMULPS (BX)(R8*4), Z2, Z2
+	VMULPS 64(BX)(R8*4), Z3, Z3
+	VMULPS 128(BX)(R8*4), Z4, Z4
+	VMULPS 192(BX)(R8*4), Z5, Z5
+
+weighed16:
+	VCVTPS2PH    $0x00, Z2, Y11
 	VCVTPS2PH    $0x00, Z3, Y2
-	VINSERTI64X4 $0x01, Y2, Z9, Z9
-	VMOVNTDQ     Z9, (CX)(R8*2)
-	VMOVUPS      128(BX)(R8*4), Z2
-	VADDPS       Z1, Z2, Z2
-	VMULPS       Z2, Z4, Z4
-	VMOVUPS      192(BX)(R8*4), Z2
-	VADDPS       Z1, Z2, Z2
-	VMULPS       Z2, Z5, Z5
-	VCVTPS2PH    $0x00, Z4, Y10
+	VINSERTI64X4 $0x01, Y2, Z11, Z11
+	VMOVNTDQ     Z11, (CX)(R8*2)
+	VCVTPS2PH    $0x00, Z4, Y12
 	VCVTPS2PH    $0x00, Z5, Y2
-	VINSERTI64X4 $0x01, Y2, Z10, Z10
-	VMOVNTDQ     Z10, 64(CX)(R8*2)
+	VINSERTI64X4 $0x01, Y2, Z12, Z12
+	VMOVNTDQ     Z12, 64(CX)(R8*2)
 	ADDQ         $0x00000040, R8
 	JMP          scalentloop
+
+offset15:
+	VMOVUPS (BX)(R8*4), Z13
+	VADDPS  Z1, Z13, Z13
+	VMULPS  Z13, Z2, Z2
+	VMOVUPS 64(BX)(R8*4), Z13
+	VADDPS  Z1, Z13, Z13
+	VMULPS  Z13, Z3, Z3
+	VMOVUPS 128(BX)(R8*4), Z13
+	VADDPS  Z1, Z13, Z13
+	VMULPS  Z13, Z4, Z4
+	VMOVUPS 192(BX)(R8*4), Z13
+	VADDPS  Z1, Z13, Z13
+	VMULPS  Z13, Z5, Z5
+	JMP     weighed16
 
 scaletail:
 	ADDQ $0x00000030, R9
@@ -9132,12 +7119,12 @@ scaleone:
 	VCVTPH2PS (SI)(R8*2), Z2
 	VMULPS    Z0, Z2, Z2
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn11
+	JZ        notrn17
 	VCVTPS2PH $0x00, Z2, Y2
 	VCVTPH2PS Y2, Z2
 	VMOVUPS   Z2, Z2
 
-notrn11:
+notrn17:
 	VMOVUPS   (BX)(R8*4), Z3
 	VADDPS    Z1, Z3, Z3
 	VMULPS    Z3, Z2, Z2
@@ -9146,20 +7133,20 @@ notrn11:
 	JMP       scaleone
 
 scalepart:
-	MOVQ        job_d+0(AX), R11
-	SUBQ        R8, R11
+	MOVQ        job_d+0(AX), R12
+	SUBQ        R8, R12
 	JZ          scaled
 	LEAQ        kmask<>+0(SB), R9
-	KMOVW       (R9)(R11*2), K1
+	KMOVW       (R9)(R12*2), K1
 	VCVTPH2PS.Z (SI)(R8*2), K1, Z2
 	VMULPS      Z2, Z0, Z2
 	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn12
+	JZ          notrn18
 	VCVTPS2PH   $0x00, Z2, Y0
 	VCVTPH2PS   Y0, Z0
 	VMOVUPS     Z0, Z2
 
-notrn12:
+notrn18:
 	VMOVUPS.Z (BX)(R8*4), K1, Z0
 	VADDPS    Z1, Z0, Z0
 	VMULPS    Z0, Z2, Z2
@@ -16800,887 +14787,10 @@ vzero:
 	MOVQ AX, ret+24(FP)
 	RET
 
-// func avx2BF16Weighted(j uintptr, from int, to int) int
+// func avx2BF16WeightedOrOffset(j uintptr, from int, to int) int
 // Requires: AVX, AVX2, MMX+
-TEXT ·avx2BF16Weighted(SB), NOSPLIT, $328-32
-	// avx2BF16Weighted normalizes rows [from, to) of the job: BF16 rows: y = round16((x*inv)*w) (with flagRN, round16(x*inv) in place of (x*inv)), for each row.
-	// It stops before the first row that needs the float64 path and returns that row's index, or to.
-	MOVQ j+0(FP), AX
-	MOVQ job_dst+0(AX), CX
-	MOVQ job_x+0(AX), DX
-	MOVQ job_w+0(AX), BX
-	MOVQ job_stride+0(AX), SI
-	SHLQ $0x01, SI
-
-	// fd = float32(d); rd = 1/d when d is a power of two (a/d is then a*rd exactly), else 0.
-	MOVQ       job_d+0(AX), DI
-	VMOVSS     one<>+0(SB), X0
-	VCVTSI2SSQ DI, X0, X0
-	VMOVSS     X0, 320(SP)
-	XORL       R9, R9
-	LEAQ       -1(DI), R8
-	TESTQ      DI, R8
-	JNZ        notpow2
-	BSFQ       DI, R8
-	MOVL       $0x0000007f, R9
-	SUBL       R8, R9
-	SHLL       $0x17, R9
-
-notpow2:
-	MOVL R9, 324(SP)
-
-	// Start at row from.
-	MOVQ  from+8(FP), DI
-	MOVQ  DI, 272(SP)
-	MOVQ  $0x00000000, 280(SP)
-	IMULQ SI, DI
-	ADDQ  DI, CX
-	ADDQ  DI, DX
-
-row:
-	MOVQ 272(SP), DI
-	CMPQ DI, to+16(FP)
-	JAE  ret
-	MOVQ $0x00000001, 288(SP)
-	CMPQ 280(SP), $0x00
-	JE   trygroup
-	DECQ 280(SP)
-	JMP  sum
-
-trygroup:
-	CMPQ job_d+0(AX), $0x00000200
-	JA   sum
-	MOVQ to+16(FP), DI
-	SUBQ 272(SP), DI
-	CMPQ DI, $0x04
-	JB   sum
-	MOVQ $0x00000004, 288(SP)
-
-sum:
-	MOVQ DX, DI
-	XORQ R8, R8
-
-sumrow:
-	// Sum of squares: element i goes to partial i%64.
-	MOVQ   job_d+0(AX), R10
-	SUBQ   $0x00000040, R10
-	JGE    firstblock
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
-	VXORPS Y4, Y4, Y4
-	VXORPS Y5, Y5, Y5
-	VXORPS Y6, Y6, Y6
-	VXORPS Y7, Y7, Y7
-	XORQ   R9, R9
-	JMP    sumtail
-
-firstblock:
-	// +0 + square is the square itself: the first block initializes the partials.
-	XORQ      R9, R9
-	VPMOVZXWD (DI)(R9*2), Y0
-	VPSLLD    $0x10, Y0, Y0
-	VMULPS    Y0, Y0, Y0
-	VPMOVZXWD 16(DI)(R9*2), Y1
-	VPSLLD    $0x10, Y1, Y1
-	VMULPS    Y1, Y1, Y1
-	VPMOVZXWD 32(DI)(R9*2), Y2
-	VPSLLD    $0x10, Y2, Y2
-	VMULPS    Y2, Y2, Y2
-	VPMOVZXWD 48(DI)(R9*2), Y3
-	VPSLLD    $0x10, Y3, Y3
-	VMULPS    Y3, Y3, Y3
-	VPMOVZXWD 64(DI)(R9*2), Y4
-	VPSLLD    $0x10, Y4, Y4
-	VMULPS    Y4, Y4, Y4
-	VPMOVZXWD 80(DI)(R9*2), Y5
-	VPSLLD    $0x10, Y5, Y5
-	VMULPS    Y5, Y5, Y5
-	VPMOVZXWD 96(DI)(R9*2), Y6
-	VPSLLD    $0x10, Y6, Y6
-	VMULPS    Y6, Y6, Y6
-	VPMOVZXWD 112(DI)(R9*2), Y7
-	VPSLLD    $0x10, Y7, Y7
-	VMULPS    Y7, Y7, Y7
-	MOVQ      $0x00000040, R9
-
-	// With flagPF, the rows ahead are prefetched: one loop for both, the flag tested per block.
-	MOVQ SI, R11
-	SHLQ $0x01, R11
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows1
-	SHLQ $0x03, R11
-
-longrows1:
-	ADDQ DI, R11
-	MOVL job_flags+0(AX), R12
-
-sumloop:
-	CMPQ  R9, R10
-	JG    sumtail
-	TESTL $0x00000002, R12
-	JNZ   sumpf
-
-sumblock:
-	VPMOVZXWD (DI)(R9*2), Y8
-	VPSLLD    $0x10, Y8, Y8
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y0, Y0
-	VPMOVZXWD 16(DI)(R9*2), Y8
-	VPSLLD    $0x10, Y8, Y8
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y1, Y1
-	VPMOVZXWD 32(DI)(R9*2), Y8
-	VPSLLD    $0x10, Y8, Y8
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y2, Y2
-	VPMOVZXWD 48(DI)(R9*2), Y8
-	VPSLLD    $0x10, Y8, Y8
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y3, Y3
-	VPMOVZXWD 64(DI)(R9*2), Y8
-	VPSLLD    $0x10, Y8, Y8
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y4, Y4
-	VPMOVZXWD 80(DI)(R9*2), Y8
-	VPSLLD    $0x10, Y8, Y8
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y5, Y5
-	VPMOVZXWD 96(DI)(R9*2), Y8
-	VPSLLD    $0x10, Y8, Y8
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y6, Y6
-	VPMOVZXWD 112(DI)(R9*2), Y8
-	VPSLLD    $0x10, Y8, Y8
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y7, Y7
-	ADDQ      $0x00000040, R9
-	JMP       sumloop
-
-	// Out of the loop's way: the prefetches, whose flag is usually clear.
-sumpf:
-	PREFETCHT0 (R11)(R9*2)
-	PREFETCHT0 64(R11)(R9*2)
-	JMP        sumblock
-
-sumtail:
-	// Fewer than 64 elements remain.
-	MOVQ    job_d+0(AX), R10
-	SUBQ    R9, R10
-	JZ      summed
-	MOVQ    R10, 304(SP)
-	LEAQ    (DI)(R9*2), R9
-	LEAQ    128(SP), R10
-	VXORPS  Y8, Y8, Y8
-	VMOVUPS Y8, (R10)
-	VMOVUPS Y8, 32(R10)
-	VMOVUPS Y8, 64(R10)
-	VMOVUPS Y8, 96(R10)
-	MOVQ    304(SP), R12
-	XORQ    R11, R11
-	SUBQ    $0x00000010, R12
-
-copyvec2:
-	CMPQ    R11, R12
-	JG      copyone3
-	VMOVUPS (R9)(R11*2), Y8
-	VMOVUPS Y8, (R10)(R11*2)
-	ADDQ    $0x00000010, R11
-	JMP     copyvec2
-
-copyone3:
-	ADDQ $0x00000010, R12
-
-copyloop5:
-	CMPQ R11, R12
-	JGE  copied4
-	MOVW (R9)(R11*2), R13
-	MOVW R13, (R10)(R11*2)
-	INCQ R11
-	JMP  copyloop5
-
-copied4:
-	XORQ      R9, R9
-	VPMOVZXWD (R10)(R9*2), Y8
-	VPSLLD    $0x10, Y8, Y8
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y0, Y0
-	VPMOVZXWD 16(R10)(R9*2), Y8
-	VPSLLD    $0x10, Y8, Y8
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y1, Y1
-	VPMOVZXWD 32(R10)(R9*2), Y8
-	VPSLLD    $0x10, Y8, Y8
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y2, Y2
-	VPMOVZXWD 48(R10)(R9*2), Y8
-	VPSLLD    $0x10, Y8, Y8
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y3, Y3
-	VPMOVZXWD 64(R10)(R9*2), Y8
-	VPSLLD    $0x10, Y8, Y8
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y4, Y4
-	VPMOVZXWD 80(R10)(R9*2), Y8
-	VPSLLD    $0x10, Y8, Y8
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y5, Y5
-	VPMOVZXWD 96(R10)(R9*2), Y8
-	VPSLLD    $0x10, Y8, Y8
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y6, Y6
-	VPMOVZXWD 112(R10)(R9*2), Y8
-	VPSLLD    $0x10, Y8, Y8
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y7, Y7
-
-summed:
-	VADDPS  Y4, Y0, Y0
-	VADDPS  Y5, Y1, Y1
-	VADDPS  Y6, Y2, Y2
-	VADDPS  Y7, Y3, Y3
-	VADDPS  Y2, Y0, Y0
-	VADDPS  Y3, Y1, Y1
-	VADDPS  Y1, Y0, Y0
-	CMPQ    288(SP), $0x01
-	JE      invone
-	VMOVUPS Y0, (SP)(R8*1)
-	ADDQ    SI, DI
-	ADDQ    $0x00000020, R8
-	CMPQ    R8, $0x00000080
-	JB      sumrow
-	JMP     invgroup
-
-invone:
-	// Halving tree: p[j] += p[j+h] for the remaining h, down to ss.
-	VEXTRACTF128 $0x01, Y0, X1
-	VADDPS       X1, X0, X1
-	VMOVHLPS     X1, X1, X0
-	VADDPS       X0, X1, X1
-	VMOVSHDUP    X1, X0
-	VADDSS       X0, X1, X1
-
-	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
-	CMPL   324(SP), $0x00
-	JE     divide6
-	VMULSS 324(SP), X1, X1
-	JMP    divided7
-
-divide6:
-	VDIVSS 320(SP), X1, X1
-
-divided7:
-	VADDSS   job_eps+0(AX), X1, X1
-	VUCOMISS tlo<>+0(SB), X1
-	JCS      ret
-	VUCOMISS tmax<>+0(SB), X1
-	JHI      ret
-	VSQRTSS  X1, X1, X1
-	VMOVSS   one<>+0(SB), X0
-	VDIVSS   X1, X0, X0
-
-	// Report 1/rms if asked.
-	MOVQ   job_inv+0(AX), DI
-	TESTQ  DI, DI
-	JZ     scale
-	MOVQ   272(SP), R8
-	VMOVSS X0, (DI)(R8*4)
-	JMP    scale
-
-invgroup:
-	// The rest of the halving tree, four rows at once.
-	VMOVUPS      (SP), Y0
-	VMOVUPS      32(SP), Y1
-	VMOVUPS      64(SP), Y2
-	VMOVUPS      96(SP), Y3
-	VPERM2F128   $0x20, Y1, Y0, Y4
-	VPERM2F128   $0x31, Y1, Y0, Y0
-	VADDPS       Y0, Y4, Y4
-	VPERM2F128   $0x20, Y3, Y2, Y0
-	VPERM2F128   $0x31, Y3, Y2, Y1
-	VADDPS       Y1, Y0, Y0
-	VSHUFPS      $0x44, Y0, Y4, Y1
-	VSHUFPS      $0xee, Y0, Y4, Y0
-	VADDPS       Y0, Y1, Y1
-	VHADDPS      Y1, Y1, Y1
-	VEXTRACTF128 $0x01, Y1, X0
-	VUNPCKLPS    X0, X1, X0
-
-	// t = ss/d + eps for the four rows; any t outside [2^-100, MaxFloat32] sends the group to the one-row path.
-	CMPL         324(SP), $0x00
-	JE           divide8
-	VBROADCASTSS 324(SP), X1
-	VMULPS       X1, X0, X1
-	JMP          divided9
-
-divide8:
-	VBROADCASTSS 320(SP), X1
-	VDIVPS       X1, X0, X1
-
-divided9:
-	VBROADCASTSS job_eps+0(AX), X0
-	VADDPS       X0, X1, X1
-	VCMPPS       $0x1d, tlo4<>+0(SB), X1, X0
-	VCMPPS       $0x12, tmax4<>+0(SB), X1, X2
-	VANDPS       X2, X0, X0
-	VMOVMSKPS    X0, DI
-	CMPL         DI, $0x0f
-	JE           ginrange
-	MOVQ         $0x00000004, 280(SP)
-	JMP          row
-
-ginrange:
-	VSQRTPS      X1, X1
-	VBROADCASTSS one<>+0(SB), X0
-	VDIVPS       X1, X0, X0
-
-	// Report 1/rms if asked.
-	MOVQ    job_inv+0(AX), DI
-	TESTQ   DI, DI
-	JZ      scale
-	MOVQ    272(SP), R8
-	VMOVUPS X0, (DI)(R8*4)
-
-scale:
-	VBROADCASTSS X0, Y1
-	MOVQ         $0x00000000, 296(SP)
-	CMPQ         288(SP), $0x01
-	JE           scalebody
-	VMOVUPS      X0, 256(SP)
-
-scalerow:
-	MOVQ         296(SP), DI
-	VBROADCASTSS 256(SP)(DI*4), Y1
-
-scalebody:
-	// y = (src*inv)*w, rounded after each multiply.
-	XORQ DI, DI
-	MOVQ job_d+0(AX), R8
-	SUBQ $0x00000020, R8
-	MOVQ SI, R9
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows10
-	SHLQ $0x03, R9
-
-longrows10:
-	ADDQ  DX, R9
-	MOVL  job_flags+0(AX), R10
-	TESTL $0x00000001, R10
-	JNZ   scalent
-
-scaleloop:
-	CMPQ  DI, R8
-	JG    scaletail
-	TESTL $0x00000002, R10
-	JNZ   scalelooppf11
-
-scaleloopbody12:
-	VPMOVZXWD (DX)(DI*2), Y0
-	VPSLLD    $0x10, Y0, Y0
-	VMULPS    Y1, Y0, Y0
-	VPMOVZXWD 16(DX)(DI*2), Y2
-	VPSLLD    $0x10, Y2, Y2
-	VMULPS    Y1, Y2, Y2
-	VPMOVZXWD 32(DX)(DI*2), Y3
-	VPSLLD    $0x10, Y3, Y3
-	VMULPS    Y1, Y3, Y3
-	VPMOVZXWD 48(DX)(DI*2), Y4
-	VPSLLD    $0x10, Y4, Y4
-	VMULPS    Y1, Y4, Y4
-	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn13
-	VPSRLD    $0x10, Y0, Y5
-	VPAND     avx2bfone<>+0(SB), Y5, Y5
-	VPADDD    avx2bfbias<>+0(SB), Y5, Y5
-	VPADDD    Y0, Y5, Y5
-	VPAND     avx2bfhigh<>+0(SB), Y5, Y5
-	VCMPPS    $0x03, Y0, Y0, Y0
-	VBLENDVPS Y0, avx2bfnanhigh<>+0(SB), Y5, Y5
-	VMOVUPS   Y5, Y0
-	VPSRLD    $0x10, Y2, Y5
-	VPAND     avx2bfone<>+0(SB), Y5, Y5
-	VPADDD    avx2bfbias<>+0(SB), Y5, Y5
-	VPADDD    Y2, Y5, Y5
-	VPAND     avx2bfhigh<>+0(SB), Y5, Y5
-	VCMPPS    $0x03, Y2, Y2, Y2
-	VBLENDVPS Y2, avx2bfnanhigh<>+0(SB), Y5, Y5
-	VMOVUPS   Y5, Y2
-	VPSRLD    $0x10, Y3, Y5
-	VPAND     avx2bfone<>+0(SB), Y5, Y5
-	VPADDD    avx2bfbias<>+0(SB), Y5, Y5
-	VPADDD    Y3, Y5, Y5
-	VPAND     avx2bfhigh<>+0(SB), Y5, Y5
-	VCMPPS    $0x03, Y3, Y3, Y3
-	VBLENDVPS Y3, avx2bfnanhigh<>+0(SB), Y5, Y5
-	VMOVUPS   Y5, Y3
-	VPSRLD    $0x10, Y4, Y5
-	VPAND     avx2bfone<>+0(SB), Y5, Y5
-	VPADDD    avx2bfbias<>+0(SB), Y5, Y5
-	VPADDD    Y4, Y5, Y5
-	VPAND     avx2bfhigh<>+0(SB), Y5, Y5
-	VCMPPS    $0x03, Y4, Y4, Y4
-	VBLENDVPS Y4, avx2bfnanhigh<>+0(SB), Y5, Y5
-	VMOVUPS   Y5, Y4
-
-notrn13:
-	VMULPS    (BX)(DI*4), Y0, Y0
-	VMULPS    32(BX)(DI*4), Y2, Y2
-	VPSRLD    $0x10, Y0, Y5
-	VPAND     avx2bfone<>+0(SB), Y5, Y5
-	VPADDD    avx2bfbias<>+0(SB), Y5, Y5
-	VPADDD    Y0, Y5, Y5
-	VPSRLD    $0x10, Y5, Y5
-	VCMPPS    $0x03, Y0, Y0, Y0
-	VBLENDVPS Y0, avx2bfnanlow<>+0(SB), Y5, Y5
-	VPSRLD    $0x10, Y2, Y0
-	VPAND     avx2bfone<>+0(SB), Y0, Y0
-	VPADDD    avx2bfbias<>+0(SB), Y0, Y0
-	VPADDD    Y2, Y0, Y0
-	VPSRLD    $0x10, Y0, Y0
-	VCMPPS    $0x03, Y2, Y2, Y2
-	VBLENDVPS Y2, avx2bfnanlow<>+0(SB), Y0, Y0
-	VPACKUSDW Y0, Y5, Y5
-	VPERMQ    $0xd8, Y5, Y5
-	VMOVDQU   Y5, (CX)(DI*2)
-	VMULPS    64(BX)(DI*4), Y3, Y3
-	VMULPS    96(BX)(DI*4), Y4, Y4
-	VPSRLD    $0x10, Y3, Y0
-	VPAND     avx2bfone<>+0(SB), Y0, Y0
-	VPADDD    avx2bfbias<>+0(SB), Y0, Y0
-	VPADDD    Y3, Y0, Y0
-	VPSRLD    $0x10, Y0, Y0
-	VCMPPS    $0x03, Y3, Y3, Y2
-	VBLENDVPS Y2, avx2bfnanlow<>+0(SB), Y0, Y0
-	VPSRLD    $0x10, Y4, Y2
-	VPAND     avx2bfone<>+0(SB), Y2, Y2
-	VPADDD    avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD    Y4, Y2, Y2
-	VPSRLD    $0x10, Y2, Y2
-	VCMPPS    $0x03, Y4, Y4, Y3
-	VBLENDVPS Y3, avx2bfnanlow<>+0(SB), Y2, Y2
-	VPACKUSDW Y2, Y0, Y0
-	VPERMQ    $0xd8, Y0, Y0
-	VMOVDQU   Y0, 32(CX)(DI*2)
-	ADDQ      $0x00000020, DI
-	JMP       scaleloop
-
-scalelooppf11:
-	PREFETCHT0 (R9)(DI*2)
-	JMP        scaleloopbody12
-
-scalent:
-	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
-	MOVQ CX, R10
-	NEGQ R10
-	ANDQ $0x0000001f, R10
-	SHRQ $0x01, R10
-	JZ   scalentloop
-	CMPQ R10, job_d+0(AX)
-	JLE  scalehead
-	MOVQ job_d+0(AX), R10
-
-scalehead:
-	CMPQ      R10, $0x00000008
-	JB        scaleheadpart
-	VPMOVZXWD (DX)(DI*2), Y0
-	VPSLLD    $0x10, Y0, Y0
-	VMULPS    Y1, Y0, Y0
-	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn14
-	VPSRLD    $0x10, Y0, Y2
-	VPAND     avx2bfone<>+0(SB), Y2, Y2
-	VPADDD    avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD    Y0, Y2, Y2
-	VPAND     avx2bfhigh<>+0(SB), Y2, Y2
-	VCMPPS    $0x03, Y0, Y0, Y0
-	VBLENDVPS Y0, avx2bfnanhigh<>+0(SB), Y2, Y2
-	VMOVUPS   Y2, Y0
-
-notrn14:
-	VMULPS       (BX)(DI*4), Y0, Y0
-	VPSRLD       $0x10, Y0, Y2
-	VPAND        avx2bfone<>+0(SB), Y2, Y2
-	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD       Y0, Y2, Y2
-	VPSRLD       $0x10, Y2, Y2
-	VCMPPS       $0x03, Y0, Y0, Y0
-	VBLENDVPS    Y0, avx2bfnanlow<>+0(SB), Y2, Y2
-	VEXTRACTI128 $0x01, Y2, X0
-	VPACKUSDW    X0, X2, X0
-	VMOVDQU      X0, (CX)(DI*2)
-	ADDQ         $0x00000008, DI
-	SUBQ         $0x00000008, R10
-	JZ           scalentloop
-
-scaleheadpart:
-	LEAQ (DX)(DI*2), R11
-	LEAQ 128(SP), R12
-	MOVQ R10, R14
-	XORQ R13, R13
-	SUBQ $0x00000010, R14
-
-copyvec15:
-	CMPQ    R13, R14
-	JG      copyone16
-	VMOVUPS (R11)(R13*2), Y0
-	VMOVUPS Y0, (R12)(R13*2)
-	ADDQ    $0x00000010, R13
-	JMP     copyvec15
-
-copyone16:
-	ADDQ $0x00000010, R14
-
-copyloop18:
-	CMPQ R13, R14
-	JGE  copied17
-	MOVW (R11)(R13*2), R15
-	MOVW R15, (R12)(R13*2)
-	INCQ R13
-	JMP  copyloop18
-
-copied17:
-	LEAQ (BX)(DI*4), R11
-	LEAQ 160(SP), R12
-	MOVQ R10, R14
-	XORQ R13, R13
-	SUBQ $0x00000008, R14
-
-copyvec19:
-	CMPQ    R13, R14
-	JG      copyone20
-	VMOVUPS (R11)(R13*4), Y0
-	VMOVUPS Y0, (R12)(R13*4)
-	ADDQ    $0x00000008, R13
-	JMP     copyvec19
-
-copyone20:
-	ADDQ $0x00000008, R14
-
-copyloop22:
-	CMPQ R13, R14
-	JGE  copied21
-	MOVL (R11)(R13*4), R15
-	MOVL R15, (R12)(R13*4)
-	INCQ R13
-	JMP  copyloop22
-
-copied21:
-	VPMOVZXWD 128(SP), Y0
-	VPSLLD    $0x10, Y0, Y0
-	VMULPS    Y0, Y1, Y0
-	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn23
-	VPSRLD    $0x10, Y0, Y2
-	VPAND     avx2bfone<>+0(SB), Y2, Y2
-	VPADDD    avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD    Y0, Y2, Y2
-	VPAND     avx2bfhigh<>+0(SB), Y2, Y2
-	VCMPPS    $0x03, Y0, Y0, Y0
-	VBLENDVPS Y0, avx2bfnanhigh<>+0(SB), Y2, Y2
-	VMOVUPS   Y2, Y0
-
-notrn23:
-	VMULPS       160(SP), Y0, Y0
-	VPSRLD       $0x10, Y0, Y2
-	VPAND        avx2bfone<>+0(SB), Y2, Y2
-	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD       Y0, Y2, Y2
-	VPSRLD       $0x10, Y2, Y2
-	VCMPPS       $0x03, Y0, Y0, Y0
-	VBLENDVPS    Y0, avx2bfnanlow<>+0(SB), Y2, Y2
-	VEXTRACTI128 $0x01, Y2, X0
-	VPACKUSDW    X0, X2, X0
-	VMOVDQU      X0, 192(SP)
-	LEAQ         192(SP), R12
-	LEAQ         (CX)(DI*2), R11
-	MOVQ         R10, R14
-	XORQ         R13, R13
-	SUBQ         $0x00000010, R14
-
-copyvec24:
-	CMPQ    R13, R14
-	JG      copyone25
-	VMOVUPS (R12)(R13*2), Y0
-	VMOVUPS Y0, (R11)(R13*2)
-	ADDQ    $0x00000010, R13
-	JMP     copyvec24
-
-copyone25:
-	ADDQ $0x00000010, R14
-
-copyloop27:
-	CMPQ R13, R14
-	JGE  copied26
-	MOVW (R12)(R13*2), R15
-	MOVW R15, (R11)(R13*2)
-	INCQ R13
-	JMP  copyloop27
-
-copied26:
-	ADDQ R10, DI
-
-scalentloop:
-	CMPQ       DI, R8
-	JG         scaletail
-	PREFETCHT0 (R9)(DI*2)
-	VPMOVZXWD  (DX)(DI*2), Y0
-	VPSLLD     $0x10, Y0, Y0
-	VMULPS     Y1, Y0, Y0
-	VPMOVZXWD  16(DX)(DI*2), Y2
-	VPSLLD     $0x10, Y2, Y2
-	VMULPS     Y1, Y2, Y2
-	VPMOVZXWD  32(DX)(DI*2), Y3
-	VPSLLD     $0x10, Y3, Y3
-	VMULPS     Y1, Y3, Y3
-	VPMOVZXWD  48(DX)(DI*2), Y4
-	VPSLLD     $0x10, Y4, Y4
-	VMULPS     Y1, Y4, Y4
-	TESTL      $0x00000008, job_flags+0(AX)
-	JZ         notrn28
-	VPSRLD     $0x10, Y0, Y5
-	VPAND      avx2bfone<>+0(SB), Y5, Y5
-	VPADDD     avx2bfbias<>+0(SB), Y5, Y5
-	VPADDD     Y0, Y5, Y5
-	VPAND      avx2bfhigh<>+0(SB), Y5, Y5
-	VCMPPS     $0x03, Y0, Y0, Y0
-	VBLENDVPS  Y0, avx2bfnanhigh<>+0(SB), Y5, Y5
-	VMOVUPS    Y5, Y0
-	VPSRLD     $0x10, Y2, Y5
-	VPAND      avx2bfone<>+0(SB), Y5, Y5
-	VPADDD     avx2bfbias<>+0(SB), Y5, Y5
-	VPADDD     Y2, Y5, Y5
-	VPAND      avx2bfhigh<>+0(SB), Y5, Y5
-	VCMPPS     $0x03, Y2, Y2, Y2
-	VBLENDVPS  Y2, avx2bfnanhigh<>+0(SB), Y5, Y5
-	VMOVUPS    Y5, Y2
-	VPSRLD     $0x10, Y3, Y5
-	VPAND      avx2bfone<>+0(SB), Y5, Y5
-	VPADDD     avx2bfbias<>+0(SB), Y5, Y5
-	VPADDD     Y3, Y5, Y5
-	VPAND      avx2bfhigh<>+0(SB), Y5, Y5
-	VCMPPS     $0x03, Y3, Y3, Y3
-	VBLENDVPS  Y3, avx2bfnanhigh<>+0(SB), Y5, Y5
-	VMOVUPS    Y5, Y3
-	VPSRLD     $0x10, Y4, Y5
-	VPAND      avx2bfone<>+0(SB), Y5, Y5
-	VPADDD     avx2bfbias<>+0(SB), Y5, Y5
-	VPADDD     Y4, Y5, Y5
-	VPAND      avx2bfhigh<>+0(SB), Y5, Y5
-	VCMPPS     $0x03, Y4, Y4, Y4
-	VBLENDVPS  Y4, avx2bfnanhigh<>+0(SB), Y5, Y5
-	VMOVUPS    Y5, Y4
-
-notrn28:
-	VMULPS    (BX)(DI*4), Y0, Y0
-	VMULPS    32(BX)(DI*4), Y2, Y2
-	VPSRLD    $0x10, Y0, Y5
-	VPAND     avx2bfone<>+0(SB), Y5, Y5
-	VPADDD    avx2bfbias<>+0(SB), Y5, Y5
-	VPADDD    Y0, Y5, Y5
-	VPSRLD    $0x10, Y5, Y5
-	VCMPPS    $0x03, Y0, Y0, Y0
-	VBLENDVPS Y0, avx2bfnanlow<>+0(SB), Y5, Y5
-	VPSRLD    $0x10, Y2, Y0
-	VPAND     avx2bfone<>+0(SB), Y0, Y0
-	VPADDD    avx2bfbias<>+0(SB), Y0, Y0
-	VPADDD    Y2, Y0, Y0
-	VPSRLD    $0x10, Y0, Y0
-	VCMPPS    $0x03, Y2, Y2, Y2
-	VBLENDVPS Y2, avx2bfnanlow<>+0(SB), Y0, Y0
-	VPACKUSDW Y0, Y5, Y5
-	VPERMQ    $0xd8, Y5, Y5
-	VMOVNTDQ  Y5, (CX)(DI*2)
-	VMULPS    64(BX)(DI*4), Y3, Y3
-	VMULPS    96(BX)(DI*4), Y4, Y4
-	VPSRLD    $0x10, Y3, Y0
-	VPAND     avx2bfone<>+0(SB), Y0, Y0
-	VPADDD    avx2bfbias<>+0(SB), Y0, Y0
-	VPADDD    Y3, Y0, Y0
-	VPSRLD    $0x10, Y0, Y0
-	VCMPPS    $0x03, Y3, Y3, Y2
-	VBLENDVPS Y2, avx2bfnanlow<>+0(SB), Y0, Y0
-	VPSRLD    $0x10, Y4, Y2
-	VPAND     avx2bfone<>+0(SB), Y2, Y2
-	VPADDD    avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD    Y4, Y2, Y2
-	VPSRLD    $0x10, Y2, Y2
-	VCMPPS    $0x03, Y4, Y4, Y3
-	VBLENDVPS Y3, avx2bfnanlow<>+0(SB), Y2, Y2
-	VPACKUSDW Y2, Y0, Y0
-	VPERMQ    $0xd8, Y0, Y0
-	VMOVNTDQ  Y0, 32(CX)(DI*2)
-	ADDQ      $0x00000020, DI
-	JMP       scalentloop
-
-scaletail:
-	ADDQ $0x00000018, R8
-
-scaleone:
-	CMPQ      DI, R8
-	JG        scalepart
-	VPMOVZXWD (DX)(DI*2), Y0
-	VPSLLD    $0x10, Y0, Y0
-	VMULPS    Y1, Y0, Y0
-	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn29
-	VPSRLD    $0x10, Y0, Y2
-	VPAND     avx2bfone<>+0(SB), Y2, Y2
-	VPADDD    avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD    Y0, Y2, Y2
-	VPAND     avx2bfhigh<>+0(SB), Y2, Y2
-	VCMPPS    $0x03, Y0, Y0, Y0
-	VBLENDVPS Y0, avx2bfnanhigh<>+0(SB), Y2, Y2
-	VMOVUPS   Y2, Y0
-
-notrn29:
-	VMULPS       (BX)(DI*4), Y0, Y0
-	VPSRLD       $0x10, Y0, Y2
-	VPAND        avx2bfone<>+0(SB), Y2, Y2
-	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD       Y0, Y2, Y2
-	VPSRLD       $0x10, Y2, Y2
-	VCMPPS       $0x03, Y0, Y0, Y0
-	VBLENDVPS    Y0, avx2bfnanlow<>+0(SB), Y2, Y2
-	VEXTRACTI128 $0x01, Y2, X0
-	VPACKUSDW    X0, X2, X0
-	VMOVDQU      X0, (CX)(DI*2)
-	ADDQ         $0x00000008, DI
-	JMP          scaleone
-
-scalepart:
-	MOVQ job_d+0(AX), R10
-	SUBQ DI, R10
-	JZ   scaled
-	LEAQ (DX)(DI*2), R8
-	LEAQ 128(SP), R9
-	MOVQ R10, R12
-	XORQ R11, R11
-	SUBQ $0x00000010, R12
-
-copyvec30:
-	CMPQ    R11, R12
-	JG      copyone31
-	VMOVUPS (R8)(R11*2), Y0
-	VMOVUPS Y0, (R9)(R11*2)
-	ADDQ    $0x00000010, R11
-	JMP     copyvec30
-
-copyone31:
-	ADDQ $0x00000010, R12
-
-copyloop33:
-	CMPQ R11, R12
-	JGE  copied32
-	MOVW (R8)(R11*2), R13
-	MOVW R13, (R9)(R11*2)
-	INCQ R11
-	JMP  copyloop33
-
-copied32:
-	LEAQ (BX)(DI*4), R8
-	LEAQ 160(SP), R9
-	MOVQ R10, R12
-	XORQ R11, R11
-	SUBQ $0x00000008, R12
-
-copyvec34:
-	CMPQ    R11, R12
-	JG      copyone35
-	VMOVUPS (R8)(R11*4), Y0
-	VMOVUPS Y0, (R9)(R11*4)
-	ADDQ    $0x00000008, R11
-	JMP     copyvec34
-
-copyone35:
-	ADDQ $0x00000008, R12
-
-copyloop37:
-	CMPQ R11, R12
-	JGE  copied36
-	MOVL (R8)(R11*4), R13
-	MOVL R13, (R9)(R11*4)
-	INCQ R11
-	JMP  copyloop37
-
-copied36:
-	VPMOVZXWD 128(SP), Y0
-	VPSLLD    $0x10, Y0, Y0
-	VMULPS    Y0, Y1, Y0
-	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn38
-	VPSRLD    $0x10, Y0, Y1
-	VPAND     avx2bfone<>+0(SB), Y1, Y1
-	VPADDD    avx2bfbias<>+0(SB), Y1, Y1
-	VPADDD    Y0, Y1, Y1
-	VPAND     avx2bfhigh<>+0(SB), Y1, Y1
-	VCMPPS    $0x03, Y0, Y0, Y0
-	VBLENDVPS Y0, avx2bfnanhigh<>+0(SB), Y1, Y1
-	VMOVUPS   Y1, Y0
-
-notrn38:
-	VMULPS       160(SP), Y0, Y0
-	VPSRLD       $0x10, Y0, Y1
-	VPAND        avx2bfone<>+0(SB), Y1, Y1
-	VPADDD       avx2bfbias<>+0(SB), Y1, Y1
-	VPADDD       Y0, Y1, Y1
-	VPSRLD       $0x10, Y1, Y1
-	VCMPPS       $0x03, Y0, Y0, Y0
-	VBLENDVPS    Y0, avx2bfnanlow<>+0(SB), Y1, Y1
-	VEXTRACTI128 $0x01, Y1, X0
-	VPACKUSDW    X0, X1, X0
-	VMOVDQU      X0, 192(SP)
-	LEAQ         192(SP), R9
-	LEAQ         (CX)(DI*2), R8
-	XORQ         DI, DI
-	SUBQ         $0x00000010, R10
-
-copyvec39:
-	CMPQ    DI, R10
-	JG      copyone40
-	VMOVUPS (R9)(DI*2), Y0
-	VMOVUPS Y0, (R8)(DI*2)
-	ADDQ    $0x00000010, DI
-	JMP     copyvec39
-
-copyone40:
-	ADDQ $0x00000010, R10
-
-copyloop42:
-	CMPQ DI, R10
-	JGE  copied41
-	MOVW (R9)(DI*2), R11
-	MOVW R11, (R8)(DI*2)
-	INCQ DI
-	JMP  copyloop42
-
-copied41:
-scaled:
-	ADDQ SI, DX
-	ADDQ SI, CX
-	INCQ 272(SP)
-	MOVQ 296(SP), DI
-	INCQ DI
-	MOVQ DI, 296(SP)
-	CMPQ DI, 288(SP)
-	JB   scalerow
-	JMP  row
-
-ret:
-	TESTL $0x00000001, job_flags+0(AX)
-	JZ    vzero
-	SFENCE
-
-vzero:
-	VZEROUPPER
-	MOVQ 272(SP), AX
-	MOVQ AX, ret+24(FP)
-	RET
-
-// func avx2BF16Offset(j uintptr, from int, to int) int
-// Requires: AVX, AVX2, MMX+
-TEXT ·avx2BF16Offset(SB), NOSPLIT, $328-32
-	// avx2BF16Offset normalizes rows [from, to) of the job: BF16 rows: y = round16((x*inv)*(1+w)) (with flagRN, round16(x*inv) in place of (x*inv)), for each row.
+TEXT ·avx2BF16WeightedOrOffset(SB), NOSPLIT, $328-32
+	// avx2BF16WeightedOrOffset normalizes rows [from, to) of the job: BF16 rows: y = round16((x*inv)*w), or round16((x*inv)*(1+w)) with flagOffset (with flagRN, round16(x*inv) in place of (x*inv)), for each row.
 	// It stops before the first row that needs the float64 path and returns that row's index, or to.
 	MOVQ j+0(FP), AX
 	MOVQ job_dst+0(AX), CX
@@ -18032,29 +15142,35 @@ scalerow:
 
 scalebody:
 	VBROADCASTSS one<>+0(SB), Y0
+	TESTL        $0x00000010, job_flags+0(AX)
+	JNZ          weightadd10
+	VBROADCASTSS negzero<>+0(SB), Y0
 
+weightadd10:
 	// y = (src*inv)*w, rounded after each multiply.
 	XORQ DI, DI
 	MOVQ job_d+0(AX), R8
 	SUBQ $0x00000020, R8
 	MOVQ SI, R9
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows10
+	JA   longrows11
 	SHLQ $0x03, R9
 
-longrows10:
+longrows11:
 	ADDQ  DX, R9
 	MOVL  job_flags+0(AX), R10
 	TESTL $0x00000001, R10
 	JNZ   scalent
+	TESTL $0x00000010, R10
+	JNZ   scaleoffsetloop
 
 scaleloop:
 	CMPQ  DI, R8
 	JG    scaletail
 	TESTL $0x00000002, R10
-	JNZ   scalelooppf11
+	JNZ   scalelooppf12
 
-scaleloopbody12:
+scaleloopbody13:
 	VPMOVZXWD (DX)(DI*2), Y2
 	VPSLLD    $0x10, Y2, Y2
 	VMULPS    Y1, Y2, Y2
@@ -18068,7 +15184,7 @@ scaleloopbody12:
 	VPSLLD    $0x10, Y5, Y5
 	VMULPS    Y1, Y5, Y5
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn13
+	JZ        notrn14
 	VPSRLD    $0x10, Y2, Y6
 	VPAND     avx2bfone<>+0(SB), Y6, Y6
 	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
@@ -18102,7 +15218,107 @@ scaleloopbody12:
 	VBLENDVPS Y5, avx2bfnanhigh<>+0(SB), Y6, Y6
 	VMOVUPS   Y6, Y5
 
-notrn13:
+notrn14:
+	VMULPS    (BX)(DI*4), Y2, Y2
+	VMULPS    32(BX)(DI*4), Y3, Y3
+	VPSRLD    $0x10, Y2, Y6
+	VPAND     avx2bfone<>+0(SB), Y6, Y6
+	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
+	VPADDD    Y2, Y6, Y6
+	VPSRLD    $0x10, Y6, Y6
+	VCMPPS    $0x03, Y2, Y2, Y2
+	VBLENDVPS Y2, avx2bfnanlow<>+0(SB), Y6, Y6
+	VPSRLD    $0x10, Y3, Y2
+	VPAND     avx2bfone<>+0(SB), Y2, Y2
+	VPADDD    avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD    Y3, Y2, Y2
+	VPSRLD    $0x10, Y2, Y2
+	VCMPPS    $0x03, Y3, Y3, Y3
+	VBLENDVPS Y3, avx2bfnanlow<>+0(SB), Y2, Y2
+	VPACKUSDW Y2, Y6, Y6
+	VPERMQ    $0xd8, Y6, Y6
+	VMOVDQU   Y6, (CX)(DI*2)
+	VMULPS    64(BX)(DI*4), Y4, Y4
+	VMULPS    96(BX)(DI*4), Y5, Y5
+	VPSRLD    $0x10, Y4, Y2
+	VPAND     avx2bfone<>+0(SB), Y2, Y2
+	VPADDD    avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD    Y4, Y2, Y2
+	VPSRLD    $0x10, Y2, Y2
+	VCMPPS    $0x03, Y4, Y4, Y3
+	VBLENDVPS Y3, avx2bfnanlow<>+0(SB), Y2, Y2
+	VPSRLD    $0x10, Y5, Y3
+	VPAND     avx2bfone<>+0(SB), Y3, Y3
+	VPADDD    avx2bfbias<>+0(SB), Y3, Y3
+	VPADDD    Y5, Y3, Y3
+	VPSRLD    $0x10, Y3, Y3
+	VCMPPS    $0x03, Y5, Y5, Y4
+	VBLENDVPS Y4, avx2bfnanlow<>+0(SB), Y3, Y3
+	VPACKUSDW Y3, Y2, Y2
+	VPERMQ    $0xd8, Y2, Y2
+	VMOVDQU   Y2, 32(CX)(DI*2)
+	ADDQ      $0x00000020, DI
+	JMP       scaleloop
+
+scalelooppf12:
+	PREFETCHT0 (R9)(DI*2)
+	JMP        scaleloopbody13
+
+scaleoffsetloop:
+	CMPQ  DI, R8
+	JG    scaletail
+	TESTL $0x00000002, R10
+	JNZ   scaleoffsetlooppf15
+
+scaleoffsetloopbody16:
+	VPMOVZXWD (DX)(DI*2), Y2
+	VPSLLD    $0x10, Y2, Y2
+	VMULPS    Y1, Y2, Y2
+	VPMOVZXWD 16(DX)(DI*2), Y3
+	VPSLLD    $0x10, Y3, Y3
+	VMULPS    Y1, Y3, Y3
+	VPMOVZXWD 32(DX)(DI*2), Y4
+	VPSLLD    $0x10, Y4, Y4
+	VMULPS    Y1, Y4, Y4
+	VPMOVZXWD 48(DX)(DI*2), Y5
+	VPSLLD    $0x10, Y5, Y5
+	VMULPS    Y1, Y5, Y5
+	TESTL     $0x00000008, job_flags+0(AX)
+	JZ        notrn17
+	VPSRLD    $0x10, Y2, Y6
+	VPAND     avx2bfone<>+0(SB), Y6, Y6
+	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
+	VPADDD    Y2, Y6, Y6
+	VPAND     avx2bfhigh<>+0(SB), Y6, Y6
+	VCMPPS    $0x03, Y2, Y2, Y2
+	VBLENDVPS Y2, avx2bfnanhigh<>+0(SB), Y6, Y6
+	VMOVUPS   Y6, Y2
+	VPSRLD    $0x10, Y3, Y6
+	VPAND     avx2bfone<>+0(SB), Y6, Y6
+	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
+	VPADDD    Y3, Y6, Y6
+	VPAND     avx2bfhigh<>+0(SB), Y6, Y6
+	VCMPPS    $0x03, Y3, Y3, Y3
+	VBLENDVPS Y3, avx2bfnanhigh<>+0(SB), Y6, Y6
+	VMOVUPS   Y6, Y3
+	VPSRLD    $0x10, Y4, Y6
+	VPAND     avx2bfone<>+0(SB), Y6, Y6
+	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
+	VPADDD    Y4, Y6, Y6
+	VPAND     avx2bfhigh<>+0(SB), Y6, Y6
+	VCMPPS    $0x03, Y4, Y4, Y4
+	VBLENDVPS Y4, avx2bfnanhigh<>+0(SB), Y6, Y6
+	VMOVUPS   Y6, Y4
+	VPSRLD    $0x10, Y5, Y6
+	VPAND     avx2bfone<>+0(SB), Y6, Y6
+	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
+	VPADDD    Y5, Y6, Y6
+	VPAND     avx2bfhigh<>+0(SB), Y6, Y6
+	VCMPPS    $0x03, Y5, Y5, Y5
+	VBLENDVPS Y5, avx2bfnanhigh<>+0(SB), Y6, Y6
+	VMOVUPS   Y6, Y5
+
+notrn17:
 	VMOVUPS   (BX)(DI*4), Y6
 	VADDPS    Y0, Y6, Y6
 	VMULPS    Y6, Y2, Y2
@@ -18150,31 +15366,31 @@ notrn13:
 	VPERMQ    $0xd8, Y2, Y2
 	VMOVDQU   Y2, 32(CX)(DI*2)
 	ADDQ      $0x00000020, DI
-	JMP       scaleloop
+	JMP       scaleoffsetloop
 
-scalelooppf11:
+scaleoffsetlooppf15:
 	PREFETCHT0 (R9)(DI*2)
-	JMP        scaleloopbody12
+	JMP        scaleoffsetloopbody16
 
 scalent:
 	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
-	MOVQ CX, R10
-	NEGQ R10
-	ANDQ $0x0000001f, R10
-	SHRQ $0x01, R10
+	MOVQ CX, R11
+	NEGQ R11
+	ANDQ $0x0000001f, R11
+	SHRQ $0x01, R11
 	JZ   scalentloop
-	CMPQ R10, job_d+0(AX)
+	CMPQ R11, job_d+0(AX)
 	JLE  scalehead
-	MOVQ job_d+0(AX), R10
+	MOVQ job_d+0(AX), R11
 
 scalehead:
-	CMPQ      R10, $0x00000008
+	CMPQ      R11, $0x00000008
 	JB        scaleheadpart
 	VPMOVZXWD (DX)(DI*2), Y2
 	VPSLLD    $0x10, Y2, Y2
 	VMULPS    Y1, Y2, Y2
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn14
+	JZ        notrn18
 	VPSRLD    $0x10, Y2, Y3
 	VPAND     avx2bfone<>+0(SB), Y3, Y3
 	VPADDD    avx2bfbias<>+0(SB), Y3, Y3
@@ -18184,7 +15400,7 @@ scalehead:
 	VBLENDVPS Y2, avx2bfnanhigh<>+0(SB), Y3, Y3
 	VMOVUPS   Y3, Y2
 
-notrn14:
+notrn18:
 	VMOVUPS      (BX)(DI*4), Y3
 	VADDPS       Y0, Y3, Y3
 	VMULPS       Y3, Y2, Y2
@@ -18199,67 +15415,67 @@ notrn14:
 	VPACKUSDW    X2, X3, X2
 	VMOVDQU      X2, (CX)(DI*2)
 	ADDQ         $0x00000008, DI
-	SUBQ         $0x00000008, R10
+	SUBQ         $0x00000008, R11
 	JZ           scalentloop
 
 scaleheadpart:
-	LEAQ (DX)(DI*2), R11
+	LEAQ (DX)(DI*2), R10
 	LEAQ 128(SP), R12
-	MOVQ R10, R14
+	MOVQ R11, R14
 	XORQ R13, R13
 	SUBQ $0x00000010, R14
-
-copyvec15:
-	CMPQ    R13, R14
-	JG      copyone16
-	VMOVUPS (R11)(R13*2), Y2
-	VMOVUPS Y2, (R12)(R13*2)
-	ADDQ    $0x00000010, R13
-	JMP     copyvec15
-
-copyone16:
-	ADDQ $0x00000010, R14
-
-copyloop18:
-	CMPQ R13, R14
-	JGE  copied17
-	MOVW (R11)(R13*2), R15
-	MOVW R15, (R12)(R13*2)
-	INCQ R13
-	JMP  copyloop18
-
-copied17:
-	LEAQ (BX)(DI*4), R11
-	LEAQ 160(SP), R12
-	MOVQ R10, R14
-	XORQ R13, R13
-	SUBQ $0x00000008, R14
 
 copyvec19:
 	CMPQ    R13, R14
 	JG      copyone20
-	VMOVUPS (R11)(R13*4), Y2
-	VMOVUPS Y2, (R12)(R13*4)
-	ADDQ    $0x00000008, R13
+	VMOVUPS (R10)(R13*2), Y2
+	VMOVUPS Y2, (R12)(R13*2)
+	ADDQ    $0x00000010, R13
 	JMP     copyvec19
 
 copyone20:
-	ADDQ $0x00000008, R14
+	ADDQ $0x00000010, R14
 
 copyloop22:
 	CMPQ R13, R14
 	JGE  copied21
-	MOVL (R11)(R13*4), R15
-	MOVL R15, (R12)(R13*4)
+	MOVW (R10)(R13*2), R15
+	MOVW R15, (R12)(R13*2)
 	INCQ R13
 	JMP  copyloop22
 
 copied21:
+	LEAQ (BX)(DI*4), R10
+	LEAQ 160(SP), R12
+	MOVQ R11, R14
+	XORQ R13, R13
+	SUBQ $0x00000008, R14
+
+copyvec23:
+	CMPQ    R13, R14
+	JG      copyone24
+	VMOVUPS (R10)(R13*4), Y2
+	VMOVUPS Y2, (R12)(R13*4)
+	ADDQ    $0x00000008, R13
+	JMP     copyvec23
+
+copyone24:
+	ADDQ $0x00000008, R14
+
+copyloop26:
+	CMPQ R13, R14
+	JGE  copied25
+	MOVL (R10)(R13*4), R15
+	MOVL R15, (R12)(R13*4)
+	INCQ R13
+	JMP  copyloop26
+
+copied25:
 	VPMOVZXWD 128(SP), Y2
 	VPSLLD    $0x10, Y2, Y2
 	VMULPS    Y2, Y1, Y2
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn23
+	JZ        notrn27
 	VPSRLD    $0x10, Y2, Y3
 	VPAND     avx2bfone<>+0(SB), Y3, Y3
 	VPADDD    avx2bfbias<>+0(SB), Y3, Y3
@@ -18269,7 +15485,7 @@ copied21:
 	VBLENDVPS Y2, avx2bfnanhigh<>+0(SB), Y3, Y3
 	VMOVUPS   Y3, Y2
 
-notrn23:
+notrn27:
 	VMOVUPS      160(SP), Y3
 	VADDPS       Y0, Y3, Y3
 	VMULPS       Y3, Y2, Y2
@@ -18284,32 +15500,33 @@ notrn23:
 	VPACKUSDW    X2, X3, X2
 	VMOVDQU      X2, 192(SP)
 	LEAQ         192(SP), R12
-	LEAQ         (CX)(DI*2), R11
-	MOVQ         R10, R14
+	LEAQ         (CX)(DI*2), R10
+	MOVQ         R11, R14
 	XORQ         R13, R13
 	SUBQ         $0x00000010, R14
 
-copyvec24:
+copyvec28:
 	CMPQ    R13, R14
-	JG      copyone25
+	JG      copyone29
 	VMOVUPS (R12)(R13*2), Y2
-	VMOVUPS Y2, (R11)(R13*2)
+	VMOVUPS Y2, (R10)(R13*2)
 	ADDQ    $0x00000010, R13
-	JMP     copyvec24
+	JMP     copyvec28
 
-copyone25:
+copyone29:
 	ADDQ $0x00000010, R14
 
-copyloop27:
+copyloop31:
 	CMPQ R13, R14
-	JGE  copied26
+	JGE  copied30
 	MOVW (R12)(R13*2), R15
-	MOVW R15, (R11)(R13*2)
+	MOVW R15, (R10)(R13*2)
 	INCQ R13
-	JMP  copyloop27
+	JMP  copyloop31
 
-copied26:
-	ADDQ R10, DI
+copied30:
+	ADDQ R11, DI
+	MOVL job_flags+0(AX), R10
 
 scalentloop:
 	CMPQ       DI, R8
@@ -18328,7 +15545,7 @@ scalentloop:
 	VPSLLD     $0x10, Y5, Y5
 	VMULPS     Y1, Y5, Y5
 	TESTL      $0x00000008, job_flags+0(AX)
-	JZ         notrn28
+	JZ         notrn32
 	VPSRLD     $0x10, Y2, Y6
 	VPAND      avx2bfone<>+0(SB), Y6, Y6
 	VPADDD     avx2bfbias<>+0(SB), Y6, Y6
@@ -18362,13 +15579,15 @@ scalentloop:
 	VBLENDVPS  Y5, avx2bfnanhigh<>+0(SB), Y6, Y6
 	VMOVUPS    Y6, Y5
 
-notrn28:
-	VMOVUPS   (BX)(DI*4), Y6
-	VADDPS    Y0, Y6, Y6
-	VMULPS    Y6, Y2, Y2
-	VMOVUPS   32(BX)(DI*4), Y6
-	VADDPS    Y0, Y6, Y6
-	VMULPS    Y6, Y3, Y3
+notrn32:
+	TESTL  $0x00000010, R10
+	JNZ    offset33
+	VMULPS (BX)(DI*4), Y2, Y2
+	VMULPS 32(BX)(DI*4), Y3, Y3
+	VMULPS 64(BX)(DI*4), Y4, Y4
+	VMULPS 96(BX)(DI*4), Y5, Y5
+
+weighed34:
 	VPSRLD    $0x10, Y2, Y6
 	VPAND     avx2bfone<>+0(SB), Y6, Y6
 	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
@@ -18386,12 +15605,6 @@ notrn28:
 	VPACKUSDW Y2, Y6, Y6
 	VPERMQ    $0xd8, Y6, Y6
 	VMOVNTDQ  Y6, (CX)(DI*2)
-	VMOVUPS   64(BX)(DI*4), Y2
-	VADDPS    Y0, Y2, Y2
-	VMULPS    Y2, Y4, Y4
-	VMOVUPS   96(BX)(DI*4), Y2
-	VADDPS    Y0, Y2, Y2
-	VMULPS    Y2, Y5, Y5
 	VPSRLD    $0x10, Y4, Y2
 	VPAND     avx2bfone<>+0(SB), Y2, Y2
 	VPADDD    avx2bfbias<>+0(SB), Y2, Y2
@@ -18412,6 +15625,21 @@ notrn28:
 	ADDQ      $0x00000020, DI
 	JMP       scalentloop
 
+offset33:
+	VMOVUPS (BX)(DI*4), Y6
+	VADDPS  Y0, Y6, Y6
+	VMULPS  Y6, Y2, Y2
+	VMOVUPS 32(BX)(DI*4), Y6
+	VADDPS  Y0, Y6, Y6
+	VMULPS  Y6, Y3, Y3
+	VMOVUPS 64(BX)(DI*4), Y6
+	VADDPS  Y0, Y6, Y6
+	VMULPS  Y6, Y4, Y4
+	VMOVUPS 96(BX)(DI*4), Y6
+	VADDPS  Y0, Y6, Y6
+	VMULPS  Y6, Y5, Y5
+	JMP     weighed34
+
 scaletail:
 	ADDQ $0x00000018, R8
 
@@ -18422,7 +15650,7 @@ scaleone:
 	VPSLLD    $0x10, Y2, Y2
 	VMULPS    Y1, Y2, Y2
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn29
+	JZ        notrn35
 	VPSRLD    $0x10, Y2, Y3
 	VPAND     avx2bfone<>+0(SB), Y3, Y3
 	VPADDD    avx2bfbias<>+0(SB), Y3, Y3
@@ -18432,7 +15660,7 @@ scaleone:
 	VBLENDVPS Y2, avx2bfnanhigh<>+0(SB), Y3, Y3
 	VMOVUPS   Y3, Y2
 
-notrn29:
+notrn35:
 	VMOVUPS      (BX)(DI*4), Y3
 	VADDPS       Y0, Y3, Y3
 	VMULPS       Y3, Y2, Y2
@@ -18450,66 +15678,66 @@ notrn29:
 	JMP          scaleone
 
 scalepart:
-	MOVQ job_d+0(AX), R10
-	SUBQ DI, R10
+	MOVQ job_d+0(AX), R11
+	SUBQ DI, R11
 	JZ   scaled
 	LEAQ (DX)(DI*2), R8
 	LEAQ 128(SP), R9
-	MOVQ R10, R12
-	XORQ R11, R11
+	MOVQ R11, R12
+	XORQ R10, R10
 	SUBQ $0x00000010, R12
 
-copyvec30:
-	CMPQ    R11, R12
-	JG      copyone31
-	VMOVUPS (R8)(R11*2), Y2
-	VMOVUPS Y2, (R9)(R11*2)
-	ADDQ    $0x00000010, R11
-	JMP     copyvec30
+copyvec36:
+	CMPQ    R10, R12
+	JG      copyone37
+	VMOVUPS (R8)(R10*2), Y2
+	VMOVUPS Y2, (R9)(R10*2)
+	ADDQ    $0x00000010, R10
+	JMP     copyvec36
 
-copyone31:
+copyone37:
 	ADDQ $0x00000010, R12
 
-copyloop33:
-	CMPQ R11, R12
-	JGE  copied32
-	MOVW (R8)(R11*2), R13
-	MOVW R13, (R9)(R11*2)
-	INCQ R11
-	JMP  copyloop33
+copyloop39:
+	CMPQ R10, R12
+	JGE  copied38
+	MOVW (R8)(R10*2), R13
+	MOVW R13, (R9)(R10*2)
+	INCQ R10
+	JMP  copyloop39
 
-copied32:
+copied38:
 	LEAQ (BX)(DI*4), R8
 	LEAQ 160(SP), R9
-	MOVQ R10, R12
-	XORQ R11, R11
+	MOVQ R11, R12
+	XORQ R10, R10
 	SUBQ $0x00000008, R12
 
-copyvec34:
-	CMPQ    R11, R12
-	JG      copyone35
-	VMOVUPS (R8)(R11*4), Y2
-	VMOVUPS Y2, (R9)(R11*4)
-	ADDQ    $0x00000008, R11
-	JMP     copyvec34
+copyvec40:
+	CMPQ    R10, R12
+	JG      copyone41
+	VMOVUPS (R8)(R10*4), Y2
+	VMOVUPS Y2, (R9)(R10*4)
+	ADDQ    $0x00000008, R10
+	JMP     copyvec40
 
-copyone35:
+copyone41:
 	ADDQ $0x00000008, R12
 
-copyloop37:
-	CMPQ R11, R12
-	JGE  copied36
-	MOVL (R8)(R11*4), R13
-	MOVL R13, (R9)(R11*4)
-	INCQ R11
-	JMP  copyloop37
+copyloop43:
+	CMPQ R10, R12
+	JGE  copied42
+	MOVL (R8)(R10*4), R13
+	MOVL R13, (R9)(R10*4)
+	INCQ R10
+	JMP  copyloop43
 
-copied36:
+copied42:
 	VPMOVZXWD 128(SP), Y2
 	VPSLLD    $0x10, Y2, Y2
 	VMULPS    Y2, Y1, Y2
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn38
+	JZ        notrn44
 	VPSRLD    $0x10, Y2, Y1
 	VPAND     avx2bfone<>+0(SB), Y1, Y1
 	VPADDD    avx2bfbias<>+0(SB), Y1, Y1
@@ -18519,7 +15747,7 @@ copied36:
 	VBLENDVPS Y2, avx2bfnanhigh<>+0(SB), Y1, Y1
 	VMOVUPS   Y1, Y2
 
-notrn38:
+notrn44:
 	VMOVUPS      160(SP), Y1
 	VADDPS       Y0, Y1, Y1
 	VMULPS       Y1, Y2, Y2
@@ -18535,29 +15763,30 @@ notrn38:
 	VMOVDQU      X1, 192(SP)
 	LEAQ         192(SP), R9
 	LEAQ         (CX)(DI*2), R8
+	MOVQ         R11, R10
 	XORQ         DI, DI
 	SUBQ         $0x00000010, R10
 
-copyvec39:
+copyvec45:
 	CMPQ    DI, R10
-	JG      copyone40
+	JG      copyone46
 	VMOVUPS (R9)(DI*2), Y0
 	VMOVUPS Y0, (R8)(DI*2)
 	ADDQ    $0x00000010, DI
-	JMP     copyvec39
+	JMP     copyvec45
 
-copyone40:
+copyone46:
 	ADDQ $0x00000010, R10
 
-copyloop42:
+copyloop48:
 	CMPQ DI, R10
-	JGE  copied41
+	JGE  copied47
 	MOVW (R9)(DI*2), R11
 	MOVW R11, (R8)(DI*2)
 	INCQ DI
-	JMP  copyloop42
+	JMP  copyloop48
 
-copied41:
+copied47:
 scaled:
 	ADDQ SI, DX
 	ADDQ SI, CX
@@ -19272,1205 +16501,10 @@ vzero:
 	MOVQ AX, ret+24(FP)
 	RET
 
-// func avx2BF16AddWeighted(j uintptr, from int, to int) int
+// func avx2BF16AddWeightedOrOffset(j uintptr, from int, to int) int
 // Requires: AVX, AVX2, MMX+
-TEXT ·avx2BF16AddWeighted(SB), NOSPLIT, $456-32
-	// avx2BF16AddWeighted normalizes rows [from, to) of the job: BF16 rows: h = round16(x + res) and res = h per element, then y = round16((h*inv)*w) (with flagRN, round16(h*inv) in place of (h*inv)), for each row.
-	// It stops before the first row that needs the float64 path and returns that row's index, or to.
-	MOVQ j+0(FP), AX
-	MOVQ job_dst+0(AX), CX
-	MOVQ job_x+0(AX), DX
-	MOVQ job_w+0(AX), BX
-	MOVQ job_res+0(AX), SI
-	MOVQ job_stride+0(AX), DI
-	SHLQ $0x01, DI
-
-	// fd = float32(d); rd = 1/d when d is a power of two (a/d is then a*rd exactly), else 0.
-	MOVQ       job_d+0(AX), R8
-	VMOVSS     one<>+0(SB), X0
-	VCVTSI2SSQ R8, X0, X0
-	VMOVSS     X0, 448(SP)
-	XORL       R10, R10
-	LEAQ       -1(R8), R9
-	TESTQ      R8, R9
-	JNZ        notpow2
-	BSFQ       R8, R9
-	MOVL       $0x0000007f, R10
-	SUBL       R9, R10
-	SHLL       $0x17, R10
-
-notpow2:
-	MOVL R10, 452(SP)
-
-	// Start at row from.
-	MOVQ  from+8(FP), R8
-	MOVQ  R8, 400(SP)
-	MOVQ  $0x00000000, 408(SP)
-	IMULQ DI, R8
-	ADDQ  R8, CX
-	ADDQ  R8, DX
-	ADDQ  R8, SI
-
-row:
-	MOVQ 400(SP), R8
-	CMPQ R8, to+16(FP)
-	JAE  ret
-	MOVQ $0x00000001, 416(SP)
-	MOVQ DX, R8
-	MOVQ SI, R9
-	XORQ R10, R10
-
-	// Sum of squares: element i goes to partial i%64.
-	MOVQ   job_d+0(AX), R11
-	SUBQ   $0x00000040, R11
-	JGE    firstblock
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
-	VXORPS Y4, Y4, Y4
-	VXORPS Y5, Y5, Y5
-	VXORPS Y6, Y6, Y6
-	VXORPS Y7, Y7, Y7
-	XORQ   R10, R10
-	JMP    sumtail
-
-firstblock:
-	// +0 + square is the square itself: the first block initializes the partials.
-	XORQ         R10, R10
-	VPMOVZXWD    (R8)(R10*2), Y0
-	VPSLLD       $0x10, Y0, Y0
-	VPMOVZXWD    (R9)(R10*2), Y1
-	VPSLLD       $0x10, Y1, Y1
-	VADDPS       Y1, Y0, Y0
-	VPSRLD       $0x10, Y0, Y1
-	VPAND        avx2bfone<>+0(SB), Y1, Y1
-	VPADDD       avx2bfbias<>+0(SB), Y1, Y1
-	VPADDD       Y0, Y1, Y1
-	VPAND        avx2bfhigh<>+0(SB), Y1, Y1
-	VCMPPS       $0x03, Y0, Y0, Y0
-	VBLENDVPS    Y0, avx2bfnanhigh<>+0(SB), Y1, Y1
-	VPSRLD       $0x10, Y1, Y0
-	VEXTRACTI128 $0x01, Y0, X2
-	VPACKUSDW    X2, X0, X2
-	VMOVDQU      X2, (R9)(R10*2)
-	VMULPS       Y1, Y1, Y0
-	VPMOVZXWD    16(R8)(R10*2), Y1
-	VPSLLD       $0x10, Y1, Y1
-	VPMOVZXWD    16(R9)(R10*2), Y2
-	VPSLLD       $0x10, Y2, Y2
-	VADDPS       Y2, Y1, Y1
-	VPSRLD       $0x10, Y1, Y2
-	VPAND        avx2bfone<>+0(SB), Y2, Y2
-	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD       Y1, Y2, Y2
-	VPAND        avx2bfhigh<>+0(SB), Y2, Y2
-	VCMPPS       $0x03, Y1, Y1, Y1
-	VBLENDVPS    Y1, avx2bfnanhigh<>+0(SB), Y2, Y2
-	VPSRLD       $0x10, Y2, Y1
-	VEXTRACTI128 $0x01, Y1, X3
-	VPACKUSDW    X3, X1, X3
-	VMOVDQU      X3, 16(R9)(R10*2)
-	VMULPS       Y2, Y2, Y1
-	VPMOVZXWD    32(R8)(R10*2), Y2
-	VPSLLD       $0x10, Y2, Y2
-	VPMOVZXWD    32(R9)(R10*2), Y3
-	VPSLLD       $0x10, Y3, Y3
-	VADDPS       Y3, Y2, Y2
-	VPSRLD       $0x10, Y2, Y3
-	VPAND        avx2bfone<>+0(SB), Y3, Y3
-	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
-	VPADDD       Y2, Y3, Y3
-	VPAND        avx2bfhigh<>+0(SB), Y3, Y3
-	VCMPPS       $0x03, Y2, Y2, Y2
-	VBLENDVPS    Y2, avx2bfnanhigh<>+0(SB), Y3, Y3
-	VPSRLD       $0x10, Y3, Y2
-	VEXTRACTI128 $0x01, Y2, X4
-	VPACKUSDW    X4, X2, X4
-	VMOVDQU      X4, 32(R9)(R10*2)
-	VMULPS       Y3, Y3, Y2
-	VPMOVZXWD    48(R8)(R10*2), Y3
-	VPSLLD       $0x10, Y3, Y3
-	VPMOVZXWD    48(R9)(R10*2), Y4
-	VPSLLD       $0x10, Y4, Y4
-	VADDPS       Y4, Y3, Y3
-	VPSRLD       $0x10, Y3, Y4
-	VPAND        avx2bfone<>+0(SB), Y4, Y4
-	VPADDD       avx2bfbias<>+0(SB), Y4, Y4
-	VPADDD       Y3, Y4, Y4
-	VPAND        avx2bfhigh<>+0(SB), Y4, Y4
-	VCMPPS       $0x03, Y3, Y3, Y3
-	VBLENDVPS    Y3, avx2bfnanhigh<>+0(SB), Y4, Y4
-	VPSRLD       $0x10, Y4, Y3
-	VEXTRACTI128 $0x01, Y3, X5
-	VPACKUSDW    X5, X3, X5
-	VMOVDQU      X5, 48(R9)(R10*2)
-	VMULPS       Y4, Y4, Y3
-	VPMOVZXWD    64(R8)(R10*2), Y4
-	VPSLLD       $0x10, Y4, Y4
-	VPMOVZXWD    64(R9)(R10*2), Y5
-	VPSLLD       $0x10, Y5, Y5
-	VADDPS       Y5, Y4, Y4
-	VPSRLD       $0x10, Y4, Y5
-	VPAND        avx2bfone<>+0(SB), Y5, Y5
-	VPADDD       avx2bfbias<>+0(SB), Y5, Y5
-	VPADDD       Y4, Y5, Y5
-	VPAND        avx2bfhigh<>+0(SB), Y5, Y5
-	VCMPPS       $0x03, Y4, Y4, Y4
-	VBLENDVPS    Y4, avx2bfnanhigh<>+0(SB), Y5, Y5
-	VPSRLD       $0x10, Y5, Y4
-	VEXTRACTI128 $0x01, Y4, X6
-	VPACKUSDW    X6, X4, X6
-	VMOVDQU      X6, 64(R9)(R10*2)
-	VMULPS       Y5, Y5, Y4
-	VPMOVZXWD    80(R8)(R10*2), Y5
-	VPSLLD       $0x10, Y5, Y5
-	VPMOVZXWD    80(R9)(R10*2), Y6
-	VPSLLD       $0x10, Y6, Y6
-	VADDPS       Y6, Y5, Y5
-	VPSRLD       $0x10, Y5, Y6
-	VPAND        avx2bfone<>+0(SB), Y6, Y6
-	VPADDD       avx2bfbias<>+0(SB), Y6, Y6
-	VPADDD       Y5, Y6, Y6
-	VPAND        avx2bfhigh<>+0(SB), Y6, Y6
-	VCMPPS       $0x03, Y5, Y5, Y5
-	VBLENDVPS    Y5, avx2bfnanhigh<>+0(SB), Y6, Y6
-	VPSRLD       $0x10, Y6, Y5
-	VEXTRACTI128 $0x01, Y5, X7
-	VPACKUSDW    X7, X5, X7
-	VMOVDQU      X7, 80(R9)(R10*2)
-	VMULPS       Y6, Y6, Y5
-	VPMOVZXWD    96(R8)(R10*2), Y6
-	VPSLLD       $0x10, Y6, Y6
-	VPMOVZXWD    96(R9)(R10*2), Y7
-	VPSLLD       $0x10, Y7, Y7
-	VADDPS       Y7, Y6, Y6
-	VPSRLD       $0x10, Y6, Y7
-	VPAND        avx2bfone<>+0(SB), Y7, Y7
-	VPADDD       avx2bfbias<>+0(SB), Y7, Y7
-	VPADDD       Y6, Y7, Y7
-	VPAND        avx2bfhigh<>+0(SB), Y7, Y7
-	VCMPPS       $0x03, Y6, Y6, Y6
-	VBLENDVPS    Y6, avx2bfnanhigh<>+0(SB), Y7, Y7
-	VPSRLD       $0x10, Y7, Y6
-	VEXTRACTI128 $0x01, Y6, X8
-	VPACKUSDW    X8, X6, X8
-	VMOVDQU      X8, 96(R9)(R10*2)
-	VMULPS       Y7, Y7, Y6
-	VPMOVZXWD    112(R8)(R10*2), Y7
-	VPSLLD       $0x10, Y7, Y7
-	VPMOVZXWD    112(R9)(R10*2), Y8
-	VPSLLD       $0x10, Y8, Y8
-	VADDPS       Y8, Y7, Y7
-	VPSRLD       $0x10, Y7, Y8
-	VPAND        avx2bfone<>+0(SB), Y8, Y8
-	VPADDD       avx2bfbias<>+0(SB), Y8, Y8
-	VPADDD       Y7, Y8, Y8
-	VPAND        avx2bfhigh<>+0(SB), Y8, Y8
-	VCMPPS       $0x03, Y7, Y7, Y7
-	VBLENDVPS    Y7, avx2bfnanhigh<>+0(SB), Y8, Y8
-	VPSRLD       $0x10, Y8, Y7
-	VEXTRACTI128 $0x01, Y7, X9
-	VPACKUSDW    X9, X7, X9
-	VMOVDQU      X9, 112(R9)(R10*2)
-	VMULPS       Y8, Y8, Y7
-	MOVQ         $0x00000040, R10
-
-	// With flagPF, the rows ahead are prefetched: one loop for both, the flag tested per block.
-	MOVQ DI, R12
-	SHLQ $0x01, R12
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows1
-	SHLQ $0x03, R12
-
-longrows1:
-	ADDQ R8, R12
-	MOVL job_flags+0(AX), R13
-
-sumloop:
-	CMPQ  R10, R11
-	JG    sumtail
-	TESTL $0x00000002, R13
-	JNZ   sumpf
-
-sumblock:
-	VPMOVZXWD    (R8)(R10*2), Y8
-	VPSLLD       $0x10, Y8, Y8
-	VPMOVZXWD    (R9)(R10*2), Y9
-	VPSLLD       $0x10, Y9, Y9
-	VADDPS       Y9, Y8, Y8
-	VPSRLD       $0x10, Y8, Y9
-	VPAND        avx2bfone<>+0(SB), Y9, Y9
-	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
-	VPADDD       Y8, Y9, Y9
-	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
-	VCMPPS       $0x03, Y8, Y8, Y8
-	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
-	VPSRLD       $0x10, Y9, Y8
-	VEXTRACTI128 $0x01, Y8, X10
-	VPACKUSDW    X10, X8, X10
-	VMOVDQU      X10, (R9)(R10*2)
-	VMULPS       Y9, Y9, Y9
-	VADDPS       Y9, Y0, Y0
-	VPMOVZXWD    16(R8)(R10*2), Y8
-	VPSLLD       $0x10, Y8, Y8
-	VPMOVZXWD    16(R9)(R10*2), Y9
-	VPSLLD       $0x10, Y9, Y9
-	VADDPS       Y9, Y8, Y8
-	VPSRLD       $0x10, Y8, Y9
-	VPAND        avx2bfone<>+0(SB), Y9, Y9
-	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
-	VPADDD       Y8, Y9, Y9
-	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
-	VCMPPS       $0x03, Y8, Y8, Y8
-	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
-	VPSRLD       $0x10, Y9, Y8
-	VEXTRACTI128 $0x01, Y8, X10
-	VPACKUSDW    X10, X8, X10
-	VMOVDQU      X10, 16(R9)(R10*2)
-	VMULPS       Y9, Y9, Y9
-	VADDPS       Y9, Y1, Y1
-	VPMOVZXWD    32(R8)(R10*2), Y8
-	VPSLLD       $0x10, Y8, Y8
-	VPMOVZXWD    32(R9)(R10*2), Y9
-	VPSLLD       $0x10, Y9, Y9
-	VADDPS       Y9, Y8, Y8
-	VPSRLD       $0x10, Y8, Y9
-	VPAND        avx2bfone<>+0(SB), Y9, Y9
-	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
-	VPADDD       Y8, Y9, Y9
-	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
-	VCMPPS       $0x03, Y8, Y8, Y8
-	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
-	VPSRLD       $0x10, Y9, Y8
-	VEXTRACTI128 $0x01, Y8, X10
-	VPACKUSDW    X10, X8, X10
-	VMOVDQU      X10, 32(R9)(R10*2)
-	VMULPS       Y9, Y9, Y9
-	VADDPS       Y9, Y2, Y2
-	VPMOVZXWD    48(R8)(R10*2), Y8
-	VPSLLD       $0x10, Y8, Y8
-	VPMOVZXWD    48(R9)(R10*2), Y9
-	VPSLLD       $0x10, Y9, Y9
-	VADDPS       Y9, Y8, Y8
-	VPSRLD       $0x10, Y8, Y9
-	VPAND        avx2bfone<>+0(SB), Y9, Y9
-	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
-	VPADDD       Y8, Y9, Y9
-	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
-	VCMPPS       $0x03, Y8, Y8, Y8
-	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
-	VPSRLD       $0x10, Y9, Y8
-	VEXTRACTI128 $0x01, Y8, X10
-	VPACKUSDW    X10, X8, X10
-	VMOVDQU      X10, 48(R9)(R10*2)
-	VMULPS       Y9, Y9, Y9
-	VADDPS       Y9, Y3, Y3
-	VPMOVZXWD    64(R8)(R10*2), Y8
-	VPSLLD       $0x10, Y8, Y8
-	VPMOVZXWD    64(R9)(R10*2), Y9
-	VPSLLD       $0x10, Y9, Y9
-	VADDPS       Y9, Y8, Y8
-	VPSRLD       $0x10, Y8, Y9
-	VPAND        avx2bfone<>+0(SB), Y9, Y9
-	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
-	VPADDD       Y8, Y9, Y9
-	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
-	VCMPPS       $0x03, Y8, Y8, Y8
-	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
-	VPSRLD       $0x10, Y9, Y8
-	VEXTRACTI128 $0x01, Y8, X10
-	VPACKUSDW    X10, X8, X10
-	VMOVDQU      X10, 64(R9)(R10*2)
-	VMULPS       Y9, Y9, Y9
-	VADDPS       Y9, Y4, Y4
-	VPMOVZXWD    80(R8)(R10*2), Y8
-	VPSLLD       $0x10, Y8, Y8
-	VPMOVZXWD    80(R9)(R10*2), Y9
-	VPSLLD       $0x10, Y9, Y9
-	VADDPS       Y9, Y8, Y8
-	VPSRLD       $0x10, Y8, Y9
-	VPAND        avx2bfone<>+0(SB), Y9, Y9
-	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
-	VPADDD       Y8, Y9, Y9
-	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
-	VCMPPS       $0x03, Y8, Y8, Y8
-	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
-	VPSRLD       $0x10, Y9, Y8
-	VEXTRACTI128 $0x01, Y8, X10
-	VPACKUSDW    X10, X8, X10
-	VMOVDQU      X10, 80(R9)(R10*2)
-	VMULPS       Y9, Y9, Y9
-	VADDPS       Y9, Y5, Y5
-	VPMOVZXWD    96(R8)(R10*2), Y8
-	VPSLLD       $0x10, Y8, Y8
-	VPMOVZXWD    96(R9)(R10*2), Y9
-	VPSLLD       $0x10, Y9, Y9
-	VADDPS       Y9, Y8, Y8
-	VPSRLD       $0x10, Y8, Y9
-	VPAND        avx2bfone<>+0(SB), Y9, Y9
-	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
-	VPADDD       Y8, Y9, Y9
-	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
-	VCMPPS       $0x03, Y8, Y8, Y8
-	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
-	VPSRLD       $0x10, Y9, Y8
-	VEXTRACTI128 $0x01, Y8, X10
-	VPACKUSDW    X10, X8, X10
-	VMOVDQU      X10, 96(R9)(R10*2)
-	VMULPS       Y9, Y9, Y9
-	VADDPS       Y9, Y6, Y6
-	VPMOVZXWD    112(R8)(R10*2), Y8
-	VPSLLD       $0x10, Y8, Y8
-	VPMOVZXWD    112(R9)(R10*2), Y9
-	VPSLLD       $0x10, Y9, Y9
-	VADDPS       Y9, Y8, Y8
-	VPSRLD       $0x10, Y8, Y9
-	VPAND        avx2bfone<>+0(SB), Y9, Y9
-	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
-	VPADDD       Y8, Y9, Y9
-	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
-	VCMPPS       $0x03, Y8, Y8, Y8
-	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
-	VPSRLD       $0x10, Y9, Y8
-	VEXTRACTI128 $0x01, Y8, X10
-	VPACKUSDW    X10, X8, X10
-	VMOVDQU      X10, 112(R9)(R10*2)
-	VMULPS       Y9, Y9, Y9
-	VADDPS       Y9, Y7, Y7
-	ADDQ         $0x00000040, R10
-	JMP          sumloop
-
-	// Out of the loop's way: the prefetches, whose flag is usually clear.
-sumpf:
-	PREFETCHT0 (R12)(R10*2)
-	PREFETCHT0 64(R12)(R10*2)
-	JMP        sumblock
-
-sumtail:
-	// Fewer than 64 elements remain.
-	MOVQ    job_d+0(AX), R11
-	SUBQ    R10, R11
-	JZ      summed
-	MOVQ    R11, 432(SP)
-	LEAQ    (R8)(R10*2), R8
-	LEAQ    (R9)(R10*2), R9
-	MOVQ    R9, 440(SP)
-	LEAQ    128(SP), R9
-	VXORPS  Y8, Y8, Y8
-	VMOVUPS Y8, (R9)
-	VMOVUPS Y8, 32(R9)
-	VMOVUPS Y8, 64(R9)
-	VMOVUPS Y8, 96(R9)
-	MOVQ    432(SP), R11
-	XORQ    R10, R10
-	SUBQ    $0x00000010, R11
-
-copyvec2:
-	CMPQ    R10, R11
-	JG      copyone3
-	VMOVUPS (R8)(R10*2), Y8
-	VMOVUPS Y8, (R9)(R10*2)
-	ADDQ    $0x00000010, R10
-	JMP     copyvec2
-
-copyone3:
-	ADDQ $0x00000010, R11
-
-copyloop5:
-	CMPQ R10, R11
-	JGE  copied4
-	MOVW (R8)(R10*2), R12
-	MOVW R12, (R9)(R10*2)
-	INCQ R10
-	JMP  copyloop5
-
-copied4:
-	MOVQ    440(SP), R8
-	LEAQ    256(SP), R10
-	VXORPS  Y8, Y8, Y8
-	VMOVUPS Y8, (R10)
-	VMOVUPS Y8, 32(R10)
-	VMOVUPS Y8, 64(R10)
-	VMOVUPS Y8, 96(R10)
-	MOVQ    432(SP), R12
-	XORQ    R11, R11
-	SUBQ    $0x00000010, R12
-
-copyvec6:
-	CMPQ    R11, R12
-	JG      copyone7
-	VMOVUPS (R8)(R11*2), Y8
-	VMOVUPS Y8, (R10)(R11*2)
-	ADDQ    $0x00000010, R11
-	JMP     copyvec6
-
-copyone7:
-	ADDQ $0x00000010, R12
-
-copyloop9:
-	CMPQ R11, R12
-	JGE  copied8
-	MOVW (R8)(R11*2), R13
-	MOVW R13, (R10)(R11*2)
-	INCQ R11
-	JMP  copyloop9
-
-copied8:
-	XORQ         R8, R8
-	VPMOVZXWD    (R9)(R8*2), Y8
-	VPSLLD       $0x10, Y8, Y8
-	VPMOVZXWD    (R10)(R8*2), Y9
-	VPSLLD       $0x10, Y9, Y9
-	VADDPS       Y9, Y8, Y8
-	VPSRLD       $0x10, Y8, Y9
-	VPAND        avx2bfone<>+0(SB), Y9, Y9
-	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
-	VPADDD       Y8, Y9, Y9
-	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
-	VCMPPS       $0x03, Y8, Y8, Y8
-	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
-	VPSRLD       $0x10, Y9, Y8
-	VEXTRACTI128 $0x01, Y8, X10
-	VPACKUSDW    X10, X8, X10
-	VMOVDQU      X10, (R10)(R8*2)
-	VMULPS       Y9, Y9, Y9
-	VADDPS       Y9, Y0, Y0
-	VPMOVZXWD    16(R9)(R8*2), Y8
-	VPSLLD       $0x10, Y8, Y8
-	VPMOVZXWD    16(R10)(R8*2), Y9
-	VPSLLD       $0x10, Y9, Y9
-	VADDPS       Y9, Y8, Y8
-	VPSRLD       $0x10, Y8, Y9
-	VPAND        avx2bfone<>+0(SB), Y9, Y9
-	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
-	VPADDD       Y8, Y9, Y9
-	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
-	VCMPPS       $0x03, Y8, Y8, Y8
-	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
-	VPSRLD       $0x10, Y9, Y8
-	VEXTRACTI128 $0x01, Y8, X10
-	VPACKUSDW    X10, X8, X10
-	VMOVDQU      X10, 16(R10)(R8*2)
-	VMULPS       Y9, Y9, Y9
-	VADDPS       Y9, Y1, Y1
-	VPMOVZXWD    32(R9)(R8*2), Y8
-	VPSLLD       $0x10, Y8, Y8
-	VPMOVZXWD    32(R10)(R8*2), Y9
-	VPSLLD       $0x10, Y9, Y9
-	VADDPS       Y9, Y8, Y8
-	VPSRLD       $0x10, Y8, Y9
-	VPAND        avx2bfone<>+0(SB), Y9, Y9
-	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
-	VPADDD       Y8, Y9, Y9
-	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
-	VCMPPS       $0x03, Y8, Y8, Y8
-	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
-	VPSRLD       $0x10, Y9, Y8
-	VEXTRACTI128 $0x01, Y8, X10
-	VPACKUSDW    X10, X8, X10
-	VMOVDQU      X10, 32(R10)(R8*2)
-	VMULPS       Y9, Y9, Y9
-	VADDPS       Y9, Y2, Y2
-	VPMOVZXWD    48(R9)(R8*2), Y8
-	VPSLLD       $0x10, Y8, Y8
-	VPMOVZXWD    48(R10)(R8*2), Y9
-	VPSLLD       $0x10, Y9, Y9
-	VADDPS       Y9, Y8, Y8
-	VPSRLD       $0x10, Y8, Y9
-	VPAND        avx2bfone<>+0(SB), Y9, Y9
-	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
-	VPADDD       Y8, Y9, Y9
-	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
-	VCMPPS       $0x03, Y8, Y8, Y8
-	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
-	VPSRLD       $0x10, Y9, Y8
-	VEXTRACTI128 $0x01, Y8, X10
-	VPACKUSDW    X10, X8, X10
-	VMOVDQU      X10, 48(R10)(R8*2)
-	VMULPS       Y9, Y9, Y9
-	VADDPS       Y9, Y3, Y3
-	VPMOVZXWD    64(R9)(R8*2), Y8
-	VPSLLD       $0x10, Y8, Y8
-	VPMOVZXWD    64(R10)(R8*2), Y9
-	VPSLLD       $0x10, Y9, Y9
-	VADDPS       Y9, Y8, Y8
-	VPSRLD       $0x10, Y8, Y9
-	VPAND        avx2bfone<>+0(SB), Y9, Y9
-	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
-	VPADDD       Y8, Y9, Y9
-	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
-	VCMPPS       $0x03, Y8, Y8, Y8
-	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
-	VPSRLD       $0x10, Y9, Y8
-	VEXTRACTI128 $0x01, Y8, X10
-	VPACKUSDW    X10, X8, X10
-	VMOVDQU      X10, 64(R10)(R8*2)
-	VMULPS       Y9, Y9, Y9
-	VADDPS       Y9, Y4, Y4
-	VPMOVZXWD    80(R9)(R8*2), Y8
-	VPSLLD       $0x10, Y8, Y8
-	VPMOVZXWD    80(R10)(R8*2), Y9
-	VPSLLD       $0x10, Y9, Y9
-	VADDPS       Y9, Y8, Y8
-	VPSRLD       $0x10, Y8, Y9
-	VPAND        avx2bfone<>+0(SB), Y9, Y9
-	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
-	VPADDD       Y8, Y9, Y9
-	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
-	VCMPPS       $0x03, Y8, Y8, Y8
-	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
-	VPSRLD       $0x10, Y9, Y8
-	VEXTRACTI128 $0x01, Y8, X10
-	VPACKUSDW    X10, X8, X10
-	VMOVDQU      X10, 80(R10)(R8*2)
-	VMULPS       Y9, Y9, Y9
-	VADDPS       Y9, Y5, Y5
-	VPMOVZXWD    96(R9)(R8*2), Y8
-	VPSLLD       $0x10, Y8, Y8
-	VPMOVZXWD    96(R10)(R8*2), Y9
-	VPSLLD       $0x10, Y9, Y9
-	VADDPS       Y9, Y8, Y8
-	VPSRLD       $0x10, Y8, Y9
-	VPAND        avx2bfone<>+0(SB), Y9, Y9
-	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
-	VPADDD       Y8, Y9, Y9
-	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
-	VCMPPS       $0x03, Y8, Y8, Y8
-	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
-	VPSRLD       $0x10, Y9, Y8
-	VEXTRACTI128 $0x01, Y8, X10
-	VPACKUSDW    X10, X8, X10
-	VMOVDQU      X10, 96(R10)(R8*2)
-	VMULPS       Y9, Y9, Y9
-	VADDPS       Y9, Y6, Y6
-	VPMOVZXWD    112(R9)(R8*2), Y8
-	VPSLLD       $0x10, Y8, Y8
-	VPMOVZXWD    112(R10)(R8*2), Y9
-	VPSLLD       $0x10, Y9, Y9
-	VADDPS       Y9, Y8, Y8
-	VPSRLD       $0x10, Y8, Y9
-	VPAND        avx2bfone<>+0(SB), Y9, Y9
-	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
-	VPADDD       Y8, Y9, Y9
-	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
-	VCMPPS       $0x03, Y8, Y8, Y8
-	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
-	VPSRLD       $0x10, Y9, Y8
-	VEXTRACTI128 $0x01, Y8, X10
-	VPACKUSDW    X10, X8, X10
-	VMOVDQU      X10, 112(R10)(R8*2)
-	VMULPS       Y9, Y9, Y9
-	VADDPS       Y9, Y7, Y7
-	MOVQ         440(SP), R8
-	LEAQ         256(SP), R9
-	MOVQ         432(SP), R11
-	XORQ         R10, R10
-	SUBQ         $0x00000010, R11
-
-copyvec10:
-	CMPQ    R10, R11
-	JG      copyone11
-	VMOVUPS (R9)(R10*2), Y8
-	VMOVUPS Y8, (R8)(R10*2)
-	ADDQ    $0x00000010, R10
-	JMP     copyvec10
-
-copyone11:
-	ADDQ $0x00000010, R11
-
-copyloop13:
-	CMPQ R10, R11
-	JGE  copied12
-	MOVW (R9)(R10*2), R12
-	MOVW R12, (R8)(R10*2)
-	INCQ R10
-	JMP  copyloop13
-
-copied12:
-summed:
-	VADDPS Y4, Y0, Y0
-	VADDPS Y5, Y1, Y1
-	VADDPS Y6, Y2, Y2
-	VADDPS Y7, Y3, Y3
-	VADDPS Y2, Y0, Y0
-	VADDPS Y3, Y1, Y1
-	VADDPS Y1, Y0, Y0
-
-	// Halving tree: p[j] += p[j+h] for the remaining h, down to ss.
-	VEXTRACTF128 $0x01, Y0, X1
-	VADDPS       X1, X0, X1
-	VMOVHLPS     X1, X1, X0
-	VADDPS       X0, X1, X1
-	VMOVSHDUP    X1, X0
-	VADDSS       X0, X1, X1
-
-	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
-	CMPL   452(SP), $0x00
-	JE     divide14
-	VMULSS 452(SP), X1, X1
-	JMP    divided15
-
-divide14:
-	VDIVSS 448(SP), X1, X1
-
-divided15:
-	VADDSS   job_eps+0(AX), X1, X1
-	VUCOMISS tlo<>+0(SB), X1
-	JCS      ret
-	VUCOMISS tmax<>+0(SB), X1
-	JHI      ret
-	VSQRTSS  X1, X1, X1
-	VMOVSS   one<>+0(SB), X0
-	VDIVSS   X1, X0, X0
-
-	// Report 1/rms if asked.
-	MOVQ   job_inv+0(AX), R8
-	TESTQ  R8, R8
-	JZ     scale
-	MOVQ   400(SP), R9
-	VMOVSS X0, (R8)(R9*4)
-
-scale:
-	VBROADCASTSS X0, Y1
-	MOVQ         $0x00000000, 424(SP)
-	CMPQ         416(SP), $0x01
-	JE           scalebody
-	VMOVUPS      X0, 384(SP)
-
-scalerow:
-	MOVQ         424(SP), R8
-	VBROADCASTSS 384(SP)(R8*4), Y1
-
-scalebody:
-	// y = (src*inv)*w, rounded after each multiply.
-	XORQ R8, R8
-	MOVQ job_d+0(AX), R9
-	SUBQ $0x00000020, R9
-	MOVQ DI, R10
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows16
-	SHLQ $0x03, R10
-
-longrows16:
-	ADDQ  SI, R10
-	MOVL  job_flags+0(AX), R11
-	TESTL $0x00000001, R11
-	JNZ   scalent
-
-scaleloop:
-	CMPQ  R8, R9
-	JG    scaletail
-	TESTL $0x00000002, R11
-	JNZ   scalelooppf17
-
-scaleloopbody18:
-	VPMOVZXWD (SI)(R8*2), Y0
-	VPSLLD    $0x10, Y0, Y0
-	VMULPS    Y1, Y0, Y0
-	VPMOVZXWD 16(SI)(R8*2), Y2
-	VPSLLD    $0x10, Y2, Y2
-	VMULPS    Y1, Y2, Y2
-	VPMOVZXWD 32(SI)(R8*2), Y3
-	VPSLLD    $0x10, Y3, Y3
-	VMULPS    Y1, Y3, Y3
-	VPMOVZXWD 48(SI)(R8*2), Y4
-	VPSLLD    $0x10, Y4, Y4
-	VMULPS    Y1, Y4, Y4
-	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn19
-	VPSRLD    $0x10, Y0, Y5
-	VPAND     avx2bfone<>+0(SB), Y5, Y5
-	VPADDD    avx2bfbias<>+0(SB), Y5, Y5
-	VPADDD    Y0, Y5, Y5
-	VPAND     avx2bfhigh<>+0(SB), Y5, Y5
-	VCMPPS    $0x03, Y0, Y0, Y0
-	VBLENDVPS Y0, avx2bfnanhigh<>+0(SB), Y5, Y5
-	VMOVUPS   Y5, Y0
-	VPSRLD    $0x10, Y2, Y5
-	VPAND     avx2bfone<>+0(SB), Y5, Y5
-	VPADDD    avx2bfbias<>+0(SB), Y5, Y5
-	VPADDD    Y2, Y5, Y5
-	VPAND     avx2bfhigh<>+0(SB), Y5, Y5
-	VCMPPS    $0x03, Y2, Y2, Y2
-	VBLENDVPS Y2, avx2bfnanhigh<>+0(SB), Y5, Y5
-	VMOVUPS   Y5, Y2
-	VPSRLD    $0x10, Y3, Y5
-	VPAND     avx2bfone<>+0(SB), Y5, Y5
-	VPADDD    avx2bfbias<>+0(SB), Y5, Y5
-	VPADDD    Y3, Y5, Y5
-	VPAND     avx2bfhigh<>+0(SB), Y5, Y5
-	VCMPPS    $0x03, Y3, Y3, Y3
-	VBLENDVPS Y3, avx2bfnanhigh<>+0(SB), Y5, Y5
-	VMOVUPS   Y5, Y3
-	VPSRLD    $0x10, Y4, Y5
-	VPAND     avx2bfone<>+0(SB), Y5, Y5
-	VPADDD    avx2bfbias<>+0(SB), Y5, Y5
-	VPADDD    Y4, Y5, Y5
-	VPAND     avx2bfhigh<>+0(SB), Y5, Y5
-	VCMPPS    $0x03, Y4, Y4, Y4
-	VBLENDVPS Y4, avx2bfnanhigh<>+0(SB), Y5, Y5
-	VMOVUPS   Y5, Y4
-
-notrn19:
-	VMULPS    (BX)(R8*4), Y0, Y0
-	VMULPS    32(BX)(R8*4), Y2, Y2
-	VPSRLD    $0x10, Y0, Y5
-	VPAND     avx2bfone<>+0(SB), Y5, Y5
-	VPADDD    avx2bfbias<>+0(SB), Y5, Y5
-	VPADDD    Y0, Y5, Y5
-	VPSRLD    $0x10, Y5, Y5
-	VCMPPS    $0x03, Y0, Y0, Y0
-	VBLENDVPS Y0, avx2bfnanlow<>+0(SB), Y5, Y5
-	VPSRLD    $0x10, Y2, Y0
-	VPAND     avx2bfone<>+0(SB), Y0, Y0
-	VPADDD    avx2bfbias<>+0(SB), Y0, Y0
-	VPADDD    Y2, Y0, Y0
-	VPSRLD    $0x10, Y0, Y0
-	VCMPPS    $0x03, Y2, Y2, Y2
-	VBLENDVPS Y2, avx2bfnanlow<>+0(SB), Y0, Y0
-	VPACKUSDW Y0, Y5, Y5
-	VPERMQ    $0xd8, Y5, Y5
-	VMOVDQU   Y5, (CX)(R8*2)
-	VMULPS    64(BX)(R8*4), Y3, Y3
-	VMULPS    96(BX)(R8*4), Y4, Y4
-	VPSRLD    $0x10, Y3, Y0
-	VPAND     avx2bfone<>+0(SB), Y0, Y0
-	VPADDD    avx2bfbias<>+0(SB), Y0, Y0
-	VPADDD    Y3, Y0, Y0
-	VPSRLD    $0x10, Y0, Y0
-	VCMPPS    $0x03, Y3, Y3, Y2
-	VBLENDVPS Y2, avx2bfnanlow<>+0(SB), Y0, Y0
-	VPSRLD    $0x10, Y4, Y2
-	VPAND     avx2bfone<>+0(SB), Y2, Y2
-	VPADDD    avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD    Y4, Y2, Y2
-	VPSRLD    $0x10, Y2, Y2
-	VCMPPS    $0x03, Y4, Y4, Y3
-	VBLENDVPS Y3, avx2bfnanlow<>+0(SB), Y2, Y2
-	VPACKUSDW Y2, Y0, Y0
-	VPERMQ    $0xd8, Y0, Y0
-	VMOVDQU   Y0, 32(CX)(R8*2)
-	ADDQ      $0x00000020, R8
-	JMP       scaleloop
-
-scalelooppf17:
-	PREFETCHT0 (R10)(R8*2)
-	JMP        scaleloopbody18
-
-scalent:
-	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
-	MOVQ CX, R11
-	NEGQ R11
-	ANDQ $0x0000001f, R11
-	SHRQ $0x01, R11
-	JZ   scalentloop
-	CMPQ R11, job_d+0(AX)
-	JLE  scalehead
-	MOVQ job_d+0(AX), R11
-
-scalehead:
-	CMPQ      R11, $0x00000008
-	JB        scaleheadpart
-	VPMOVZXWD (SI)(R8*2), Y0
-	VPSLLD    $0x10, Y0, Y0
-	VMULPS    Y1, Y0, Y0
-	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn20
-	VPSRLD    $0x10, Y0, Y2
-	VPAND     avx2bfone<>+0(SB), Y2, Y2
-	VPADDD    avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD    Y0, Y2, Y2
-	VPAND     avx2bfhigh<>+0(SB), Y2, Y2
-	VCMPPS    $0x03, Y0, Y0, Y0
-	VBLENDVPS Y0, avx2bfnanhigh<>+0(SB), Y2, Y2
-	VMOVUPS   Y2, Y0
-
-notrn20:
-	VMULPS       (BX)(R8*4), Y0, Y0
-	VPSRLD       $0x10, Y0, Y2
-	VPAND        avx2bfone<>+0(SB), Y2, Y2
-	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD       Y0, Y2, Y2
-	VPSRLD       $0x10, Y2, Y2
-	VCMPPS       $0x03, Y0, Y0, Y0
-	VBLENDVPS    Y0, avx2bfnanlow<>+0(SB), Y2, Y2
-	VEXTRACTI128 $0x01, Y2, X0
-	VPACKUSDW    X0, X2, X0
-	VMOVDQU      X0, (CX)(R8*2)
-	ADDQ         $0x00000008, R8
-	SUBQ         $0x00000008, R11
-	JZ           scalentloop
-
-scaleheadpart:
-	LEAQ (SI)(R8*2), R12
-	LEAQ 128(SP), R13
-	MOVQ R11, R15
-	XORQ R14, R14
-	SUBQ $0x00000010, R15
-
-copyvec21:
-	CMPQ    R14, R15
-	JG      copyone22
-	VMOVUPS (R12)(R14*2), Y0
-	VMOVUPS Y0, (R13)(R14*2)
-	ADDQ    $0x00000010, R14
-	JMP     copyvec21
-
-copyone22:
-	ADDQ $0x00000010, R15
-
-copyloop24:
-	CMPQ R14, R15
-	JGE  copied23
-	MOVW (R12)(R14*2), BP
-	MOVW BP, (R13)(R14*2)
-	INCQ R14
-	JMP  copyloop24
-
-copied23:
-	LEAQ (BX)(R8*4), R12
-	LEAQ 160(SP), R13
-	MOVQ R11, R15
-	XORQ R14, R14
-	SUBQ $0x00000008, R15
-
-copyvec25:
-	CMPQ    R14, R15
-	JG      copyone26
-	VMOVUPS (R12)(R14*4), Y0
-	VMOVUPS Y0, (R13)(R14*4)
-	ADDQ    $0x00000008, R14
-	JMP     copyvec25
-
-copyone26:
-	ADDQ $0x00000008, R15
-
-copyloop28:
-	CMPQ R14, R15
-	JGE  copied27
-	MOVL (R12)(R14*4), BP
-	MOVL BP, (R13)(R14*4)
-	INCQ R14
-	JMP  copyloop28
-
-copied27:
-	VPMOVZXWD 128(SP), Y0
-	VPSLLD    $0x10, Y0, Y0
-	VMULPS    Y0, Y1, Y0
-	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn29
-	VPSRLD    $0x10, Y0, Y2
-	VPAND     avx2bfone<>+0(SB), Y2, Y2
-	VPADDD    avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD    Y0, Y2, Y2
-	VPAND     avx2bfhigh<>+0(SB), Y2, Y2
-	VCMPPS    $0x03, Y0, Y0, Y0
-	VBLENDVPS Y0, avx2bfnanhigh<>+0(SB), Y2, Y2
-	VMOVUPS   Y2, Y0
-
-notrn29:
-	VMULPS       160(SP), Y0, Y0
-	VPSRLD       $0x10, Y0, Y2
-	VPAND        avx2bfone<>+0(SB), Y2, Y2
-	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD       Y0, Y2, Y2
-	VPSRLD       $0x10, Y2, Y2
-	VCMPPS       $0x03, Y0, Y0, Y0
-	VBLENDVPS    Y0, avx2bfnanlow<>+0(SB), Y2, Y2
-	VEXTRACTI128 $0x01, Y2, X0
-	VPACKUSDW    X0, X2, X0
-	VMOVDQU      X0, 192(SP)
-	LEAQ         192(SP), R13
-	LEAQ         (CX)(R8*2), R12
-	MOVQ         R11, R15
-	XORQ         R14, R14
-	SUBQ         $0x00000010, R15
-
-copyvec30:
-	CMPQ    R14, R15
-	JG      copyone31
-	VMOVUPS (R13)(R14*2), Y0
-	VMOVUPS Y0, (R12)(R14*2)
-	ADDQ    $0x00000010, R14
-	JMP     copyvec30
-
-copyone31:
-	ADDQ $0x00000010, R15
-
-copyloop33:
-	CMPQ R14, R15
-	JGE  copied32
-	MOVW (R13)(R14*2), BP
-	MOVW BP, (R12)(R14*2)
-	INCQ R14
-	JMP  copyloop33
-
-copied32:
-	ADDQ R11, R8
-
-scalentloop:
-	CMPQ       R8, R9
-	JG         scaletail
-	PREFETCHT0 (R10)(R8*2)
-	VPMOVZXWD  (SI)(R8*2), Y0
-	VPSLLD     $0x10, Y0, Y0
-	VMULPS     Y1, Y0, Y0
-	VPMOVZXWD  16(SI)(R8*2), Y2
-	VPSLLD     $0x10, Y2, Y2
-	VMULPS     Y1, Y2, Y2
-	VPMOVZXWD  32(SI)(R8*2), Y3
-	VPSLLD     $0x10, Y3, Y3
-	VMULPS     Y1, Y3, Y3
-	VPMOVZXWD  48(SI)(R8*2), Y4
-	VPSLLD     $0x10, Y4, Y4
-	VMULPS     Y1, Y4, Y4
-	TESTL      $0x00000008, job_flags+0(AX)
-	JZ         notrn34
-	VPSRLD     $0x10, Y0, Y5
-	VPAND      avx2bfone<>+0(SB), Y5, Y5
-	VPADDD     avx2bfbias<>+0(SB), Y5, Y5
-	VPADDD     Y0, Y5, Y5
-	VPAND      avx2bfhigh<>+0(SB), Y5, Y5
-	VCMPPS     $0x03, Y0, Y0, Y0
-	VBLENDVPS  Y0, avx2bfnanhigh<>+0(SB), Y5, Y5
-	VMOVUPS    Y5, Y0
-	VPSRLD     $0x10, Y2, Y5
-	VPAND      avx2bfone<>+0(SB), Y5, Y5
-	VPADDD     avx2bfbias<>+0(SB), Y5, Y5
-	VPADDD     Y2, Y5, Y5
-	VPAND      avx2bfhigh<>+0(SB), Y5, Y5
-	VCMPPS     $0x03, Y2, Y2, Y2
-	VBLENDVPS  Y2, avx2bfnanhigh<>+0(SB), Y5, Y5
-	VMOVUPS    Y5, Y2
-	VPSRLD     $0x10, Y3, Y5
-	VPAND      avx2bfone<>+0(SB), Y5, Y5
-	VPADDD     avx2bfbias<>+0(SB), Y5, Y5
-	VPADDD     Y3, Y5, Y5
-	VPAND      avx2bfhigh<>+0(SB), Y5, Y5
-	VCMPPS     $0x03, Y3, Y3, Y3
-	VBLENDVPS  Y3, avx2bfnanhigh<>+0(SB), Y5, Y5
-	VMOVUPS    Y5, Y3
-	VPSRLD     $0x10, Y4, Y5
-	VPAND      avx2bfone<>+0(SB), Y5, Y5
-	VPADDD     avx2bfbias<>+0(SB), Y5, Y5
-	VPADDD     Y4, Y5, Y5
-	VPAND      avx2bfhigh<>+0(SB), Y5, Y5
-	VCMPPS     $0x03, Y4, Y4, Y4
-	VBLENDVPS  Y4, avx2bfnanhigh<>+0(SB), Y5, Y5
-	VMOVUPS    Y5, Y4
-
-notrn34:
-	VMULPS    (BX)(R8*4), Y0, Y0
-	VMULPS    32(BX)(R8*4), Y2, Y2
-	VPSRLD    $0x10, Y0, Y5
-	VPAND     avx2bfone<>+0(SB), Y5, Y5
-	VPADDD    avx2bfbias<>+0(SB), Y5, Y5
-	VPADDD    Y0, Y5, Y5
-	VPSRLD    $0x10, Y5, Y5
-	VCMPPS    $0x03, Y0, Y0, Y0
-	VBLENDVPS Y0, avx2bfnanlow<>+0(SB), Y5, Y5
-	VPSRLD    $0x10, Y2, Y0
-	VPAND     avx2bfone<>+0(SB), Y0, Y0
-	VPADDD    avx2bfbias<>+0(SB), Y0, Y0
-	VPADDD    Y2, Y0, Y0
-	VPSRLD    $0x10, Y0, Y0
-	VCMPPS    $0x03, Y2, Y2, Y2
-	VBLENDVPS Y2, avx2bfnanlow<>+0(SB), Y0, Y0
-	VPACKUSDW Y0, Y5, Y5
-	VPERMQ    $0xd8, Y5, Y5
-	VMOVNTDQ  Y5, (CX)(R8*2)
-	VMULPS    64(BX)(R8*4), Y3, Y3
-	VMULPS    96(BX)(R8*4), Y4, Y4
-	VPSRLD    $0x10, Y3, Y0
-	VPAND     avx2bfone<>+0(SB), Y0, Y0
-	VPADDD    avx2bfbias<>+0(SB), Y0, Y0
-	VPADDD    Y3, Y0, Y0
-	VPSRLD    $0x10, Y0, Y0
-	VCMPPS    $0x03, Y3, Y3, Y2
-	VBLENDVPS Y2, avx2bfnanlow<>+0(SB), Y0, Y0
-	VPSRLD    $0x10, Y4, Y2
-	VPAND     avx2bfone<>+0(SB), Y2, Y2
-	VPADDD    avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD    Y4, Y2, Y2
-	VPSRLD    $0x10, Y2, Y2
-	VCMPPS    $0x03, Y4, Y4, Y3
-	VBLENDVPS Y3, avx2bfnanlow<>+0(SB), Y2, Y2
-	VPACKUSDW Y2, Y0, Y0
-	VPERMQ    $0xd8, Y0, Y0
-	VMOVNTDQ  Y0, 32(CX)(R8*2)
-	ADDQ      $0x00000020, R8
-	JMP       scalentloop
-
-scaletail:
-	ADDQ $0x00000018, R9
-
-scaleone:
-	CMPQ      R8, R9
-	JG        scalepart
-	VPMOVZXWD (SI)(R8*2), Y0
-	VPSLLD    $0x10, Y0, Y0
-	VMULPS    Y1, Y0, Y0
-	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn35
-	VPSRLD    $0x10, Y0, Y2
-	VPAND     avx2bfone<>+0(SB), Y2, Y2
-	VPADDD    avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD    Y0, Y2, Y2
-	VPAND     avx2bfhigh<>+0(SB), Y2, Y2
-	VCMPPS    $0x03, Y0, Y0, Y0
-	VBLENDVPS Y0, avx2bfnanhigh<>+0(SB), Y2, Y2
-	VMOVUPS   Y2, Y0
-
-notrn35:
-	VMULPS       (BX)(R8*4), Y0, Y0
-	VPSRLD       $0x10, Y0, Y2
-	VPAND        avx2bfone<>+0(SB), Y2, Y2
-	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD       Y0, Y2, Y2
-	VPSRLD       $0x10, Y2, Y2
-	VCMPPS       $0x03, Y0, Y0, Y0
-	VBLENDVPS    Y0, avx2bfnanlow<>+0(SB), Y2, Y2
-	VEXTRACTI128 $0x01, Y2, X0
-	VPACKUSDW    X0, X2, X0
-	VMOVDQU      X0, (CX)(R8*2)
-	ADDQ         $0x00000008, R8
-	JMP          scaleone
-
-scalepart:
-	MOVQ job_d+0(AX), R11
-	SUBQ R8, R11
-	JZ   scaled
-	LEAQ (SI)(R8*2), R9
-	LEAQ 128(SP), R10
-	MOVQ R11, R13
-	XORQ R12, R12
-	SUBQ $0x00000010, R13
-
-copyvec36:
-	CMPQ    R12, R13
-	JG      copyone37
-	VMOVUPS (R9)(R12*2), Y0
-	VMOVUPS Y0, (R10)(R12*2)
-	ADDQ    $0x00000010, R12
-	JMP     copyvec36
-
-copyone37:
-	ADDQ $0x00000010, R13
-
-copyloop39:
-	CMPQ R12, R13
-	JGE  copied38
-	MOVW (R9)(R12*2), R14
-	MOVW R14, (R10)(R12*2)
-	INCQ R12
-	JMP  copyloop39
-
-copied38:
-	LEAQ (BX)(R8*4), R9
-	LEAQ 160(SP), R10
-	MOVQ R11, R13
-	XORQ R12, R12
-	SUBQ $0x00000008, R13
-
-copyvec40:
-	CMPQ    R12, R13
-	JG      copyone41
-	VMOVUPS (R9)(R12*4), Y0
-	VMOVUPS Y0, (R10)(R12*4)
-	ADDQ    $0x00000008, R12
-	JMP     copyvec40
-
-copyone41:
-	ADDQ $0x00000008, R13
-
-copyloop43:
-	CMPQ R12, R13
-	JGE  copied42
-	MOVL (R9)(R12*4), R14
-	MOVL R14, (R10)(R12*4)
-	INCQ R12
-	JMP  copyloop43
-
-copied42:
-	VPMOVZXWD 128(SP), Y0
-	VPSLLD    $0x10, Y0, Y0
-	VMULPS    Y0, Y1, Y0
-	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn44
-	VPSRLD    $0x10, Y0, Y1
-	VPAND     avx2bfone<>+0(SB), Y1, Y1
-	VPADDD    avx2bfbias<>+0(SB), Y1, Y1
-	VPADDD    Y0, Y1, Y1
-	VPAND     avx2bfhigh<>+0(SB), Y1, Y1
-	VCMPPS    $0x03, Y0, Y0, Y0
-	VBLENDVPS Y0, avx2bfnanhigh<>+0(SB), Y1, Y1
-	VMOVUPS   Y1, Y0
-
-notrn44:
-	VMULPS       160(SP), Y0, Y0
-	VPSRLD       $0x10, Y0, Y1
-	VPAND        avx2bfone<>+0(SB), Y1, Y1
-	VPADDD       avx2bfbias<>+0(SB), Y1, Y1
-	VPADDD       Y0, Y1, Y1
-	VPSRLD       $0x10, Y1, Y1
-	VCMPPS       $0x03, Y0, Y0, Y0
-	VBLENDVPS    Y0, avx2bfnanlow<>+0(SB), Y1, Y1
-	VEXTRACTI128 $0x01, Y1, X0
-	VPACKUSDW    X0, X1, X0
-	VMOVDQU      X0, 192(SP)
-	LEAQ         192(SP), R10
-	LEAQ         (CX)(R8*2), R9
-	XORQ         R8, R8
-	SUBQ         $0x00000010, R11
-
-copyvec45:
-	CMPQ    R8, R11
-	JG      copyone46
-	VMOVUPS (R10)(R8*2), Y0
-	VMOVUPS Y0, (R9)(R8*2)
-	ADDQ    $0x00000010, R8
-	JMP     copyvec45
-
-copyone46:
-	ADDQ $0x00000010, R11
-
-copyloop48:
-	CMPQ R8, R11
-	JGE  copied47
-	MOVW (R10)(R8*2), R12
-	MOVW R12, (R9)(R8*2)
-	INCQ R8
-	JMP  copyloop48
-
-copied47:
-scaled:
-	ADDQ DI, DX
-	ADDQ DI, CX
-	ADDQ DI, SI
-	INCQ 400(SP)
-	MOVQ 424(SP), R8
-	INCQ R8
-	MOVQ R8, 424(SP)
-	CMPQ R8, 416(SP)
-	JB   scalerow
-	JMP  row
-
-ret:
-	TESTL $0x00000001, job_flags+0(AX)
-	JZ    vzero
-	SFENCE
-
-vzero:
-	VZEROUPPER
-	MOVQ 400(SP), AX
-	MOVQ AX, ret+24(FP)
-	RET
-
-// func avx2BF16AddOffset(j uintptr, from int, to int) int
-// Requires: AVX, AVX2, MMX+
-TEXT ·avx2BF16AddOffset(SB), NOSPLIT, $456-32
-	// avx2BF16AddOffset normalizes rows [from, to) of the job: BF16 rows: h = round16(x + res) and res = h per element, then y = round16((h*inv)*(1+w)) (with flagRN, round16(h*inv) in place of (h*inv)), for each row.
+TEXT ·avx2BF16AddWeightedOrOffset(SB), NOSPLIT, $456-32
+	// avx2BF16AddWeightedOrOffset normalizes rows [from, to) of the job: BF16 rows: h = round16(x + res) and res = h per element, then y = round16((h*inv)*w), or round16((h*inv)*(1+w)) with flagOffset (with flagRN, round16(h*inv) in place of (h*inv)), for each row.
 	// It stops before the first row that needs the float64 path and returns that row's index, or to.
 	MOVQ j+0(FP), AX
 	MOVQ job_dst+0(AX), CX
@@ -21139,29 +17173,35 @@ scalerow:
 
 scalebody:
 	VBROADCASTSS one<>+0(SB), Y0
+	TESTL        $0x00000010, job_flags+0(AX)
+	JNZ          weightadd16
+	VBROADCASTSS negzero<>+0(SB), Y0
 
+weightadd16:
 	// y = (src*inv)*w, rounded after each multiply.
 	XORQ R8, R8
 	MOVQ job_d+0(AX), R9
 	SUBQ $0x00000020, R9
 	MOVQ DI, R10
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows16
+	JA   longrows17
 	SHLQ $0x03, R10
 
-longrows16:
+longrows17:
 	ADDQ  SI, R10
 	MOVL  job_flags+0(AX), R11
 	TESTL $0x00000001, R11
 	JNZ   scalent
+	TESTL $0x00000010, R11
+	JNZ   scaleoffsetloop
 
 scaleloop:
 	CMPQ  R8, R9
 	JG    scaletail
 	TESTL $0x00000002, R11
-	JNZ   scalelooppf17
+	JNZ   scalelooppf18
 
-scaleloopbody18:
+scaleloopbody19:
 	VPMOVZXWD (SI)(R8*2), Y2
 	VPSLLD    $0x10, Y2, Y2
 	VMULPS    Y1, Y2, Y2
@@ -21175,7 +17215,7 @@ scaleloopbody18:
 	VPSLLD    $0x10, Y5, Y5
 	VMULPS    Y1, Y5, Y5
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn19
+	JZ        notrn20
 	VPSRLD    $0x10, Y2, Y6
 	VPAND     avx2bfone<>+0(SB), Y6, Y6
 	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
@@ -21209,7 +17249,107 @@ scaleloopbody18:
 	VBLENDVPS Y5, avx2bfnanhigh<>+0(SB), Y6, Y6
 	VMOVUPS   Y6, Y5
 
-notrn19:
+notrn20:
+	VMULPS    (BX)(R8*4), Y2, Y2
+	VMULPS    32(BX)(R8*4), Y3, Y3
+	VPSRLD    $0x10, Y2, Y6
+	VPAND     avx2bfone<>+0(SB), Y6, Y6
+	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
+	VPADDD    Y2, Y6, Y6
+	VPSRLD    $0x10, Y6, Y6
+	VCMPPS    $0x03, Y2, Y2, Y2
+	VBLENDVPS Y2, avx2bfnanlow<>+0(SB), Y6, Y6
+	VPSRLD    $0x10, Y3, Y2
+	VPAND     avx2bfone<>+0(SB), Y2, Y2
+	VPADDD    avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD    Y3, Y2, Y2
+	VPSRLD    $0x10, Y2, Y2
+	VCMPPS    $0x03, Y3, Y3, Y3
+	VBLENDVPS Y3, avx2bfnanlow<>+0(SB), Y2, Y2
+	VPACKUSDW Y2, Y6, Y6
+	VPERMQ    $0xd8, Y6, Y6
+	VMOVDQU   Y6, (CX)(R8*2)
+	VMULPS    64(BX)(R8*4), Y4, Y4
+	VMULPS    96(BX)(R8*4), Y5, Y5
+	VPSRLD    $0x10, Y4, Y2
+	VPAND     avx2bfone<>+0(SB), Y2, Y2
+	VPADDD    avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD    Y4, Y2, Y2
+	VPSRLD    $0x10, Y2, Y2
+	VCMPPS    $0x03, Y4, Y4, Y3
+	VBLENDVPS Y3, avx2bfnanlow<>+0(SB), Y2, Y2
+	VPSRLD    $0x10, Y5, Y3
+	VPAND     avx2bfone<>+0(SB), Y3, Y3
+	VPADDD    avx2bfbias<>+0(SB), Y3, Y3
+	VPADDD    Y5, Y3, Y3
+	VPSRLD    $0x10, Y3, Y3
+	VCMPPS    $0x03, Y5, Y5, Y4
+	VBLENDVPS Y4, avx2bfnanlow<>+0(SB), Y3, Y3
+	VPACKUSDW Y3, Y2, Y2
+	VPERMQ    $0xd8, Y2, Y2
+	VMOVDQU   Y2, 32(CX)(R8*2)
+	ADDQ      $0x00000020, R8
+	JMP       scaleloop
+
+scalelooppf18:
+	PREFETCHT0 (R10)(R8*2)
+	JMP        scaleloopbody19
+
+scaleoffsetloop:
+	CMPQ  R8, R9
+	JG    scaletail
+	TESTL $0x00000002, R11
+	JNZ   scaleoffsetlooppf21
+
+scaleoffsetloopbody22:
+	VPMOVZXWD (SI)(R8*2), Y2
+	VPSLLD    $0x10, Y2, Y2
+	VMULPS    Y1, Y2, Y2
+	VPMOVZXWD 16(SI)(R8*2), Y3
+	VPSLLD    $0x10, Y3, Y3
+	VMULPS    Y1, Y3, Y3
+	VPMOVZXWD 32(SI)(R8*2), Y4
+	VPSLLD    $0x10, Y4, Y4
+	VMULPS    Y1, Y4, Y4
+	VPMOVZXWD 48(SI)(R8*2), Y5
+	VPSLLD    $0x10, Y5, Y5
+	VMULPS    Y1, Y5, Y5
+	TESTL     $0x00000008, job_flags+0(AX)
+	JZ        notrn23
+	VPSRLD    $0x10, Y2, Y6
+	VPAND     avx2bfone<>+0(SB), Y6, Y6
+	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
+	VPADDD    Y2, Y6, Y6
+	VPAND     avx2bfhigh<>+0(SB), Y6, Y6
+	VCMPPS    $0x03, Y2, Y2, Y2
+	VBLENDVPS Y2, avx2bfnanhigh<>+0(SB), Y6, Y6
+	VMOVUPS   Y6, Y2
+	VPSRLD    $0x10, Y3, Y6
+	VPAND     avx2bfone<>+0(SB), Y6, Y6
+	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
+	VPADDD    Y3, Y6, Y6
+	VPAND     avx2bfhigh<>+0(SB), Y6, Y6
+	VCMPPS    $0x03, Y3, Y3, Y3
+	VBLENDVPS Y3, avx2bfnanhigh<>+0(SB), Y6, Y6
+	VMOVUPS   Y6, Y3
+	VPSRLD    $0x10, Y4, Y6
+	VPAND     avx2bfone<>+0(SB), Y6, Y6
+	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
+	VPADDD    Y4, Y6, Y6
+	VPAND     avx2bfhigh<>+0(SB), Y6, Y6
+	VCMPPS    $0x03, Y4, Y4, Y4
+	VBLENDVPS Y4, avx2bfnanhigh<>+0(SB), Y6, Y6
+	VMOVUPS   Y6, Y4
+	VPSRLD    $0x10, Y5, Y6
+	VPAND     avx2bfone<>+0(SB), Y6, Y6
+	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
+	VPADDD    Y5, Y6, Y6
+	VPAND     avx2bfhigh<>+0(SB), Y6, Y6
+	VCMPPS    $0x03, Y5, Y5, Y5
+	VBLENDVPS Y5, avx2bfnanhigh<>+0(SB), Y6, Y6
+	VMOVUPS   Y6, Y5
+
+notrn23:
 	VMOVUPS   (BX)(R8*4), Y6
 	VADDPS    Y0, Y6, Y6
 	VMULPS    Y6, Y2, Y2
@@ -21257,31 +17397,31 @@ notrn19:
 	VPERMQ    $0xd8, Y2, Y2
 	VMOVDQU   Y2, 32(CX)(R8*2)
 	ADDQ      $0x00000020, R8
-	JMP       scaleloop
+	JMP       scaleoffsetloop
 
-scalelooppf17:
+scaleoffsetlooppf21:
 	PREFETCHT0 (R10)(R8*2)
-	JMP        scaleloopbody18
+	JMP        scaleoffsetloopbody22
 
 scalent:
 	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
-	MOVQ CX, R11
-	NEGQ R11
-	ANDQ $0x0000001f, R11
-	SHRQ $0x01, R11
+	MOVQ CX, R12
+	NEGQ R12
+	ANDQ $0x0000001f, R12
+	SHRQ $0x01, R12
 	JZ   scalentloop
-	CMPQ R11, job_d+0(AX)
+	CMPQ R12, job_d+0(AX)
 	JLE  scalehead
-	MOVQ job_d+0(AX), R11
+	MOVQ job_d+0(AX), R12
 
 scalehead:
-	CMPQ      R11, $0x00000008
+	CMPQ      R12, $0x00000008
 	JB        scaleheadpart
 	VPMOVZXWD (SI)(R8*2), Y2
 	VPSLLD    $0x10, Y2, Y2
 	VMULPS    Y1, Y2, Y2
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn20
+	JZ        notrn24
 	VPSRLD    $0x10, Y2, Y3
 	VPAND     avx2bfone<>+0(SB), Y3, Y3
 	VPADDD    avx2bfbias<>+0(SB), Y3, Y3
@@ -21291,7 +17431,7 @@ scalehead:
 	VBLENDVPS Y2, avx2bfnanhigh<>+0(SB), Y3, Y3
 	VMOVUPS   Y3, Y2
 
-notrn20:
+notrn24:
 	VMOVUPS      (BX)(R8*4), Y3
 	VADDPS       Y0, Y3, Y3
 	VMULPS       Y3, Y2, Y2
@@ -21306,67 +17446,67 @@ notrn20:
 	VPACKUSDW    X2, X3, X2
 	VMOVDQU      X2, (CX)(R8*2)
 	ADDQ         $0x00000008, R8
-	SUBQ         $0x00000008, R11
+	SUBQ         $0x00000008, R12
 	JZ           scalentloop
 
 scaleheadpart:
-	LEAQ (SI)(R8*2), R12
+	LEAQ (SI)(R8*2), R11
 	LEAQ 128(SP), R13
-	MOVQ R11, R15
+	MOVQ R12, R15
 	XORQ R14, R14
 	SUBQ $0x00000010, R15
-
-copyvec21:
-	CMPQ    R14, R15
-	JG      copyone22
-	VMOVUPS (R12)(R14*2), Y2
-	VMOVUPS Y2, (R13)(R14*2)
-	ADDQ    $0x00000010, R14
-	JMP     copyvec21
-
-copyone22:
-	ADDQ $0x00000010, R15
-
-copyloop24:
-	CMPQ R14, R15
-	JGE  copied23
-	MOVW (R12)(R14*2), BP
-	MOVW BP, (R13)(R14*2)
-	INCQ R14
-	JMP  copyloop24
-
-copied23:
-	LEAQ (BX)(R8*4), R12
-	LEAQ 160(SP), R13
-	MOVQ R11, R15
-	XORQ R14, R14
-	SUBQ $0x00000008, R15
 
 copyvec25:
 	CMPQ    R14, R15
 	JG      copyone26
-	VMOVUPS (R12)(R14*4), Y2
-	VMOVUPS Y2, (R13)(R14*4)
-	ADDQ    $0x00000008, R14
+	VMOVUPS (R11)(R14*2), Y2
+	VMOVUPS Y2, (R13)(R14*2)
+	ADDQ    $0x00000010, R14
 	JMP     copyvec25
 
 copyone26:
-	ADDQ $0x00000008, R15
+	ADDQ $0x00000010, R15
 
 copyloop28:
 	CMPQ R14, R15
 	JGE  copied27
-	MOVL (R12)(R14*4), BP
-	MOVL BP, (R13)(R14*4)
+	MOVW (R11)(R14*2), BP
+	MOVW BP, (R13)(R14*2)
 	INCQ R14
 	JMP  copyloop28
 
 copied27:
+	LEAQ (BX)(R8*4), R11
+	LEAQ 160(SP), R13
+	MOVQ R12, R15
+	XORQ R14, R14
+	SUBQ $0x00000008, R15
+
+copyvec29:
+	CMPQ    R14, R15
+	JG      copyone30
+	VMOVUPS (R11)(R14*4), Y2
+	VMOVUPS Y2, (R13)(R14*4)
+	ADDQ    $0x00000008, R14
+	JMP     copyvec29
+
+copyone30:
+	ADDQ $0x00000008, R15
+
+copyloop32:
+	CMPQ R14, R15
+	JGE  copied31
+	MOVL (R11)(R14*4), BP
+	MOVL BP, (R13)(R14*4)
+	INCQ R14
+	JMP  copyloop32
+
+copied31:
 	VPMOVZXWD 128(SP), Y2
 	VPSLLD    $0x10, Y2, Y2
 	VMULPS    Y2, Y1, Y2
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn29
+	JZ        notrn33
 	VPSRLD    $0x10, Y2, Y3
 	VPAND     avx2bfone<>+0(SB), Y3, Y3
 	VPADDD    avx2bfbias<>+0(SB), Y3, Y3
@@ -21376,7 +17516,7 @@ copied27:
 	VBLENDVPS Y2, avx2bfnanhigh<>+0(SB), Y3, Y3
 	VMOVUPS   Y3, Y2
 
-notrn29:
+notrn33:
 	VMOVUPS      160(SP), Y3
 	VADDPS       Y0, Y3, Y3
 	VMULPS       Y3, Y2, Y2
@@ -21391,32 +17531,33 @@ notrn29:
 	VPACKUSDW    X2, X3, X2
 	VMOVDQU      X2, 192(SP)
 	LEAQ         192(SP), R13
-	LEAQ         (CX)(R8*2), R12
-	MOVQ         R11, R15
+	LEAQ         (CX)(R8*2), R11
+	MOVQ         R12, R15
 	XORQ         R14, R14
 	SUBQ         $0x00000010, R15
 
-copyvec30:
+copyvec34:
 	CMPQ    R14, R15
-	JG      copyone31
+	JG      copyone35
 	VMOVUPS (R13)(R14*2), Y2
-	VMOVUPS Y2, (R12)(R14*2)
+	VMOVUPS Y2, (R11)(R14*2)
 	ADDQ    $0x00000010, R14
-	JMP     copyvec30
+	JMP     copyvec34
 
-copyone31:
+copyone35:
 	ADDQ $0x00000010, R15
 
-copyloop33:
+copyloop37:
 	CMPQ R14, R15
-	JGE  copied32
+	JGE  copied36
 	MOVW (R13)(R14*2), BP
-	MOVW BP, (R12)(R14*2)
+	MOVW BP, (R11)(R14*2)
 	INCQ R14
-	JMP  copyloop33
+	JMP  copyloop37
 
-copied32:
-	ADDQ R11, R8
+copied36:
+	ADDQ R12, R8
+	MOVL job_flags+0(AX), R11
 
 scalentloop:
 	CMPQ       R8, R9
@@ -21435,7 +17576,7 @@ scalentloop:
 	VPSLLD     $0x10, Y5, Y5
 	VMULPS     Y1, Y5, Y5
 	TESTL      $0x00000008, job_flags+0(AX)
-	JZ         notrn34
+	JZ         notrn38
 	VPSRLD     $0x10, Y2, Y6
 	VPAND      avx2bfone<>+0(SB), Y6, Y6
 	VPADDD     avx2bfbias<>+0(SB), Y6, Y6
@@ -21469,13 +17610,15 @@ scalentloop:
 	VBLENDVPS  Y5, avx2bfnanhigh<>+0(SB), Y6, Y6
 	VMOVUPS    Y6, Y5
 
-notrn34:
-	VMOVUPS   (BX)(R8*4), Y6
-	VADDPS    Y0, Y6, Y6
-	VMULPS    Y6, Y2, Y2
-	VMOVUPS   32(BX)(R8*4), Y6
-	VADDPS    Y0, Y6, Y6
-	VMULPS    Y6, Y3, Y3
+notrn38:
+	TESTL  $0x00000010, R11
+	JNZ    offset39
+	VMULPS (BX)(R8*4), Y2, Y2
+	VMULPS 32(BX)(R8*4), Y3, Y3
+	VMULPS 64(BX)(R8*4), Y4, Y4
+	VMULPS 96(BX)(R8*4), Y5, Y5
+
+weighed40:
 	VPSRLD    $0x10, Y2, Y6
 	VPAND     avx2bfone<>+0(SB), Y6, Y6
 	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
@@ -21493,12 +17636,6 @@ notrn34:
 	VPACKUSDW Y2, Y6, Y6
 	VPERMQ    $0xd8, Y6, Y6
 	VMOVNTDQ  Y6, (CX)(R8*2)
-	VMOVUPS   64(BX)(R8*4), Y2
-	VADDPS    Y0, Y2, Y2
-	VMULPS    Y2, Y4, Y4
-	VMOVUPS   96(BX)(R8*4), Y2
-	VADDPS    Y0, Y2, Y2
-	VMULPS    Y2, Y5, Y5
 	VPSRLD    $0x10, Y4, Y2
 	VPAND     avx2bfone<>+0(SB), Y2, Y2
 	VPADDD    avx2bfbias<>+0(SB), Y2, Y2
@@ -21519,6 +17656,21 @@ notrn34:
 	ADDQ      $0x00000020, R8
 	JMP       scalentloop
 
+offset39:
+	VMOVUPS (BX)(R8*4), Y6
+	VADDPS  Y0, Y6, Y6
+	VMULPS  Y6, Y2, Y2
+	VMOVUPS 32(BX)(R8*4), Y6
+	VADDPS  Y0, Y6, Y6
+	VMULPS  Y6, Y3, Y3
+	VMOVUPS 64(BX)(R8*4), Y6
+	VADDPS  Y0, Y6, Y6
+	VMULPS  Y6, Y4, Y4
+	VMOVUPS 96(BX)(R8*4), Y6
+	VADDPS  Y0, Y6, Y6
+	VMULPS  Y6, Y5, Y5
+	JMP     weighed40
+
 scaletail:
 	ADDQ $0x00000018, R9
 
@@ -21529,7 +17681,7 @@ scaleone:
 	VPSLLD    $0x10, Y2, Y2
 	VMULPS    Y1, Y2, Y2
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn35
+	JZ        notrn41
 	VPSRLD    $0x10, Y2, Y3
 	VPAND     avx2bfone<>+0(SB), Y3, Y3
 	VPADDD    avx2bfbias<>+0(SB), Y3, Y3
@@ -21539,7 +17691,7 @@ scaleone:
 	VBLENDVPS Y2, avx2bfnanhigh<>+0(SB), Y3, Y3
 	VMOVUPS   Y3, Y2
 
-notrn35:
+notrn41:
 	VMOVUPS      (BX)(R8*4), Y3
 	VADDPS       Y0, Y3, Y3
 	VMULPS       Y3, Y2, Y2
@@ -21557,66 +17709,66 @@ notrn35:
 	JMP          scaleone
 
 scalepart:
-	MOVQ job_d+0(AX), R11
-	SUBQ R8, R11
+	MOVQ job_d+0(AX), R12
+	SUBQ R8, R12
 	JZ   scaled
 	LEAQ (SI)(R8*2), R9
 	LEAQ 128(SP), R10
-	MOVQ R11, R13
-	XORQ R12, R12
+	MOVQ R12, R13
+	XORQ R11, R11
 	SUBQ $0x00000010, R13
 
-copyvec36:
-	CMPQ    R12, R13
-	JG      copyone37
-	VMOVUPS (R9)(R12*2), Y2
-	VMOVUPS Y2, (R10)(R12*2)
-	ADDQ    $0x00000010, R12
-	JMP     copyvec36
+copyvec42:
+	CMPQ    R11, R13
+	JG      copyone43
+	VMOVUPS (R9)(R11*2), Y2
+	VMOVUPS Y2, (R10)(R11*2)
+	ADDQ    $0x00000010, R11
+	JMP     copyvec42
 
-copyone37:
+copyone43:
 	ADDQ $0x00000010, R13
 
-copyloop39:
-	CMPQ R12, R13
-	JGE  copied38
-	MOVW (R9)(R12*2), R14
-	MOVW R14, (R10)(R12*2)
-	INCQ R12
-	JMP  copyloop39
+copyloop45:
+	CMPQ R11, R13
+	JGE  copied44
+	MOVW (R9)(R11*2), R14
+	MOVW R14, (R10)(R11*2)
+	INCQ R11
+	JMP  copyloop45
 
-copied38:
+copied44:
 	LEAQ (BX)(R8*4), R9
 	LEAQ 160(SP), R10
-	MOVQ R11, R13
-	XORQ R12, R12
+	MOVQ R12, R13
+	XORQ R11, R11
 	SUBQ $0x00000008, R13
 
-copyvec40:
-	CMPQ    R12, R13
-	JG      copyone41
-	VMOVUPS (R9)(R12*4), Y2
-	VMOVUPS Y2, (R10)(R12*4)
-	ADDQ    $0x00000008, R12
-	JMP     copyvec40
+copyvec46:
+	CMPQ    R11, R13
+	JG      copyone47
+	VMOVUPS (R9)(R11*4), Y2
+	VMOVUPS Y2, (R10)(R11*4)
+	ADDQ    $0x00000008, R11
+	JMP     copyvec46
 
-copyone41:
+copyone47:
 	ADDQ $0x00000008, R13
 
-copyloop43:
-	CMPQ R12, R13
-	JGE  copied42
-	MOVL (R9)(R12*4), R14
-	MOVL R14, (R10)(R12*4)
-	INCQ R12
-	JMP  copyloop43
+copyloop49:
+	CMPQ R11, R13
+	JGE  copied48
+	MOVL (R9)(R11*4), R14
+	MOVL R14, (R10)(R11*4)
+	INCQ R11
+	JMP  copyloop49
 
-copied42:
+copied48:
 	VPMOVZXWD 128(SP), Y2
 	VPSLLD    $0x10, Y2, Y2
 	VMULPS    Y2, Y1, Y2
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn44
+	JZ        notrn50
 	VPSRLD    $0x10, Y2, Y1
 	VPAND     avx2bfone<>+0(SB), Y1, Y1
 	VPADDD    avx2bfbias<>+0(SB), Y1, Y1
@@ -21626,7 +17778,7 @@ copied42:
 	VBLENDVPS Y2, avx2bfnanhigh<>+0(SB), Y1, Y1
 	VMOVUPS   Y1, Y2
 
-notrn44:
+notrn50:
 	VMOVUPS      160(SP), Y1
 	VADDPS       Y0, Y1, Y1
 	VMULPS       Y1, Y2, Y2
@@ -21642,29 +17794,30 @@ notrn44:
 	VMOVDQU      X1, 192(SP)
 	LEAQ         192(SP), R10
 	LEAQ         (CX)(R8*2), R9
+	MOVQ         R12, R11
 	XORQ         R8, R8
 	SUBQ         $0x00000010, R11
 
-copyvec45:
+copyvec51:
 	CMPQ    R8, R11
-	JG      copyone46
+	JG      copyone52
 	VMOVUPS (R10)(R8*2), Y0
 	VMOVUPS Y0, (R9)(R8*2)
 	ADDQ    $0x00000010, R8
-	JMP     copyvec45
+	JMP     copyvec51
 
-copyone46:
+copyone52:
 	ADDQ $0x00000010, R11
 
-copyloop48:
+copyloop54:
 	CMPQ R8, R11
-	JGE  copied47
+	JGE  copied53
 	MOVW (R10)(R8*2), R12
 	MOVW R12, (R9)(R8*2)
 	INCQ R8
-	JMP  copyloop48
+	JMP  copyloop54
 
-copied47:
+copied53:
 scaled:
 	ADDQ DI, DX
 	ADDQ DI, CX
@@ -22698,703 +18851,10 @@ vzero:
 	MOVQ AX, ret+24(FP)
 	RET
 
-// func avx2F16Weighted(j uintptr, from int, to int) int
+// func avx2F16WeightedOrOffset(j uintptr, from int, to int) int
 // Requires: AVX, AVX2, F16C, MMX+
-TEXT ·avx2F16Weighted(SB), NOSPLIT, $328-32
-	// avx2F16Weighted normalizes rows [from, to) of the job: F16 rows: y = round16((x*inv)*w) (with flagRN, round16(x*inv) in place of (x*inv)), for each row.
-	// It stops before the first row that needs the float64 path and returns that row's index, or to.
-	MOVQ j+0(FP), AX
-	MOVQ job_dst+0(AX), CX
-	MOVQ job_x+0(AX), DX
-	MOVQ job_w+0(AX), BX
-	MOVQ job_stride+0(AX), SI
-	SHLQ $0x01, SI
-
-	// fd = float32(d); rd = 1/d when d is a power of two (a/d is then a*rd exactly), else 0.
-	MOVQ       job_d+0(AX), DI
-	VMOVSS     one<>+0(SB), X0
-	VCVTSI2SSQ DI, X0, X0
-	VMOVSS     X0, 320(SP)
-	XORL       R9, R9
-	LEAQ       -1(DI), R8
-	TESTQ      DI, R8
-	JNZ        notpow2
-	BSFQ       DI, R8
-	MOVL       $0x0000007f, R9
-	SUBL       R8, R9
-	SHLL       $0x17, R9
-
-notpow2:
-	MOVL R9, 324(SP)
-
-	// Start at row from.
-	MOVQ  from+8(FP), DI
-	MOVQ  DI, 272(SP)
-	MOVQ  $0x00000000, 280(SP)
-	IMULQ SI, DI
-	ADDQ  DI, CX
-	ADDQ  DI, DX
-
-row:
-	MOVQ 272(SP), DI
-	CMPQ DI, to+16(FP)
-	JAE  ret
-	MOVQ $0x00000001, 288(SP)
-	CMPQ 280(SP), $0x00
-	JE   trygroup
-	DECQ 280(SP)
-	JMP  sum
-
-trygroup:
-	CMPQ job_d+0(AX), $0x00000200
-	JA   sum
-	MOVQ to+16(FP), DI
-	SUBQ 272(SP), DI
-	CMPQ DI, $0x04
-	JB   sum
-	MOVQ $0x00000004, 288(SP)
-
-sum:
-	MOVQ DX, DI
-	XORQ R8, R8
-
-sumrow:
-	// Sum of squares: element i goes to partial i%64.
-	MOVQ   job_d+0(AX), R10
-	SUBQ   $0x00000040, R10
-	JGE    firstblock
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
-	VXORPS Y4, Y4, Y4
-	VXORPS Y5, Y5, Y5
-	VXORPS Y6, Y6, Y6
-	VXORPS Y7, Y7, Y7
-	XORQ   R9, R9
-	JMP    sumtail
-
-firstblock:
-	// +0 + square is the square itself: the first block initializes the partials.
-	XORQ      R9, R9
-	VCVTPH2PS (DI)(R9*2), Y0
-	VMULPS    Y0, Y0, Y0
-	VCVTPH2PS 16(DI)(R9*2), Y1
-	VMULPS    Y1, Y1, Y1
-	VCVTPH2PS 32(DI)(R9*2), Y2
-	VMULPS    Y2, Y2, Y2
-	VCVTPH2PS 48(DI)(R9*2), Y3
-	VMULPS    Y3, Y3, Y3
-	VCVTPH2PS 64(DI)(R9*2), Y4
-	VMULPS    Y4, Y4, Y4
-	VCVTPH2PS 80(DI)(R9*2), Y5
-	VMULPS    Y5, Y5, Y5
-	VCVTPH2PS 96(DI)(R9*2), Y6
-	VMULPS    Y6, Y6, Y6
-	VCVTPH2PS 112(DI)(R9*2), Y7
-	VMULPS    Y7, Y7, Y7
-	MOVQ      $0x00000040, R9
-
-	// With flagPF, the rows ahead are prefetched: one loop for both, the flag tested per block.
-	MOVQ SI, R11
-	SHLQ $0x01, R11
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows1
-	SHLQ $0x03, R11
-
-longrows1:
-	ADDQ DI, R11
-	MOVL job_flags+0(AX), R12
-
-sumloop:
-	CMPQ  R9, R10
-	JG    sumtail
-	TESTL $0x00000002, R12
-	JNZ   sumpf
-
-sumblock:
-	VCVTPH2PS (DI)(R9*2), Y8
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y0, Y0
-	VCVTPH2PS 16(DI)(R9*2), Y8
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y1, Y1
-	VCVTPH2PS 32(DI)(R9*2), Y8
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y2, Y2
-	VCVTPH2PS 48(DI)(R9*2), Y8
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y3, Y3
-	VCVTPH2PS 64(DI)(R9*2), Y8
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y4, Y4
-	VCVTPH2PS 80(DI)(R9*2), Y8
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y5, Y5
-	VCVTPH2PS 96(DI)(R9*2), Y8
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y6, Y6
-	VCVTPH2PS 112(DI)(R9*2), Y8
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y7, Y7
-	ADDQ      $0x00000040, R9
-	JMP       sumloop
-
-	// Out of the loop's way: the prefetches, whose flag is usually clear.
-sumpf:
-	PREFETCHT0 (R11)(R9*2)
-	PREFETCHT0 64(R11)(R9*2)
-	JMP        sumblock
-
-sumtail:
-	// Fewer than 64 elements remain.
-	MOVQ    job_d+0(AX), R10
-	SUBQ    R9, R10
-	JZ      summed
-	MOVQ    R10, 304(SP)
-	LEAQ    (DI)(R9*2), R9
-	LEAQ    128(SP), R10
-	VXORPS  Y8, Y8, Y8
-	VMOVUPS Y8, (R10)
-	VMOVUPS Y8, 32(R10)
-	VMOVUPS Y8, 64(R10)
-	VMOVUPS Y8, 96(R10)
-	MOVQ    304(SP), R12
-	XORQ    R11, R11
-	SUBQ    $0x00000010, R12
-
-copyvec2:
-	CMPQ    R11, R12
-	JG      copyone3
-	VMOVUPS (R9)(R11*2), Y8
-	VMOVUPS Y8, (R10)(R11*2)
-	ADDQ    $0x00000010, R11
-	JMP     copyvec2
-
-copyone3:
-	ADDQ $0x00000010, R12
-
-copyloop5:
-	CMPQ R11, R12
-	JGE  copied4
-	MOVW (R9)(R11*2), R13
-	MOVW R13, (R10)(R11*2)
-	INCQ R11
-	JMP  copyloop5
-
-copied4:
-	XORQ      R9, R9
-	VCVTPH2PS (R10)(R9*2), Y8
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y0, Y0
-	VCVTPH2PS 16(R10)(R9*2), Y8
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y1, Y1
-	VCVTPH2PS 32(R10)(R9*2), Y8
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y2, Y2
-	VCVTPH2PS 48(R10)(R9*2), Y8
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y3, Y3
-	VCVTPH2PS 64(R10)(R9*2), Y8
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y4, Y4
-	VCVTPH2PS 80(R10)(R9*2), Y8
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y5, Y5
-	VCVTPH2PS 96(R10)(R9*2), Y8
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y6, Y6
-	VCVTPH2PS 112(R10)(R9*2), Y8
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y7, Y7
-
-summed:
-	VADDPS  Y4, Y0, Y0
-	VADDPS  Y5, Y1, Y1
-	VADDPS  Y6, Y2, Y2
-	VADDPS  Y7, Y3, Y3
-	VADDPS  Y2, Y0, Y0
-	VADDPS  Y3, Y1, Y1
-	VADDPS  Y1, Y0, Y0
-	CMPQ    288(SP), $0x01
-	JE      invone
-	VMOVUPS Y0, (SP)(R8*1)
-	ADDQ    SI, DI
-	ADDQ    $0x00000020, R8
-	CMPQ    R8, $0x00000080
-	JB      sumrow
-	JMP     invgroup
-
-invone:
-	// Halving tree: p[j] += p[j+h] for the remaining h, down to ss.
-	VEXTRACTF128 $0x01, Y0, X1
-	VADDPS       X1, X0, X1
-	VMOVHLPS     X1, X1, X0
-	VADDPS       X0, X1, X1
-	VMOVSHDUP    X1, X0
-	VADDSS       X0, X1, X1
-
-	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
-	CMPL   324(SP), $0x00
-	JE     divide6
-	VMULSS 324(SP), X1, X0
-	JMP    divided7
-
-divide6:
-	VDIVSS 320(SP), X1, X0
-
-divided7:
-	VADDSS   job_eps+0(AX), X0, X0
-	VUCOMISS tlo<>+0(SB), X0
-	JCS      ret
-	VUCOMISS tmax<>+0(SB), X0
-	JHI      ret
-	VSQRTSS  X0, X0, X0
-	VMOVSS   one<>+0(SB), X1
-	VDIVSS   X0, X1, X1
-
-	// Report 1/rms if asked.
-	MOVQ   job_inv+0(AX), DI
-	TESTQ  DI, DI
-	JZ     scale
-	MOVQ   272(SP), R8
-	VMOVSS X1, (DI)(R8*4)
-	JMP    scale
-
-invgroup:
-	// The rest of the halving tree, four rows at once.
-	VMOVUPS      (SP), Y0
-	VMOVUPS      32(SP), Y1
-	VMOVUPS      64(SP), Y2
-	VMOVUPS      96(SP), Y3
-	VPERM2F128   $0x20, Y1, Y0, Y4
-	VPERM2F128   $0x31, Y1, Y0, Y0
-	VADDPS       Y0, Y4, Y4
-	VPERM2F128   $0x20, Y3, Y2, Y0
-	VPERM2F128   $0x31, Y3, Y2, Y1
-	VADDPS       Y1, Y0, Y0
-	VSHUFPS      $0x44, Y0, Y4, Y1
-	VSHUFPS      $0xee, Y0, Y4, Y0
-	VADDPS       Y0, Y1, Y1
-	VHADDPS      Y1, Y1, Y1
-	VEXTRACTF128 $0x01, Y1, X0
-	VUNPCKLPS    X0, X1, X0
-
-	// t = ss/d + eps for the four rows; any t outside [2^-100, MaxFloat32] sends the group to the one-row path.
-	CMPL         324(SP), $0x00
-	JE           divide8
-	VBROADCASTSS 324(SP), X1
-	VMULPS       X1, X0, X0
-	JMP          divided9
-
-divide8:
-	VBROADCASTSS 320(SP), X1
-	VDIVPS       X1, X0, X0
-
-divided9:
-	VBROADCASTSS job_eps+0(AX), X1
-	VADDPS       X1, X0, X0
-	VCMPPS       $0x1d, tlo4<>+0(SB), X0, X1
-	VCMPPS       $0x12, tmax4<>+0(SB), X0, X2
-	VANDPS       X2, X1, X1
-	VMOVMSKPS    X1, DI
-	CMPL         DI, $0x0f
-	JE           ginrange
-	MOVQ         $0x00000004, 280(SP)
-	JMP          row
-
-ginrange:
-	VSQRTPS      X0, X0
-	VBROADCASTSS one<>+0(SB), X1
-	VDIVPS       X0, X1, X1
-
-	// Report 1/rms if asked.
-	MOVQ    job_inv+0(AX), DI
-	TESTQ   DI, DI
-	JZ      scale
-	MOVQ    272(SP), R8
-	VMOVUPS X1, (DI)(R8*4)
-
-scale:
-	VBROADCASTSS X1, Y0
-	MOVQ         $0x00000000, 296(SP)
-	CMPQ         288(SP), $0x01
-	JE           scalebody
-	VMOVUPS      X1, 256(SP)
-
-scalerow:
-	MOVQ         296(SP), DI
-	VBROADCASTSS 256(SP)(DI*4), Y0
-
-scalebody:
-	// y = (src*inv)*w, rounded after each multiply.
-	XORQ DI, DI
-	MOVQ job_d+0(AX), R8
-	SUBQ $0x00000020, R8
-	MOVQ SI, R9
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows10
-	SHLQ $0x03, R9
-
-longrows10:
-	ADDQ  DX, R9
-	MOVL  job_flags+0(AX), R10
-	TESTL $0x00000001, R10
-	JNZ   scalent
-
-scaleloop:
-	CMPQ  DI, R8
-	JG    scaletail
-	TESTL $0x00000002, R10
-	JNZ   scalelooppf11
-
-scaleloopbody12:
-	VCVTPH2PS (DX)(DI*2), Y1
-	VMULPS    Y0, Y1, Y1
-	VCVTPH2PS 16(DX)(DI*2), Y2
-	VMULPS    Y0, Y2, Y2
-	VCVTPH2PS 32(DX)(DI*2), Y3
-	VMULPS    Y0, Y3, Y3
-	VCVTPH2PS 48(DX)(DI*2), Y4
-	VMULPS    Y0, Y4, Y4
-	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn13
-	VCVTPS2PH $0x00, Y1, X1
-	VCVTPH2PS X1, Y1
-	VMOVUPS   Y1, Y1
-	VCVTPS2PH $0x00, Y2, X2
-	VCVTPH2PS X2, Y2
-	VMOVUPS   Y2, Y2
-	VCVTPS2PH $0x00, Y3, X3
-	VCVTPH2PS X3, Y3
-	VMOVUPS   Y3, Y3
-	VCVTPS2PH $0x00, Y4, X4
-	VCVTPH2PS X4, Y4
-	VMOVUPS   Y4, Y4
-
-notrn13:
-	VMULPS      (BX)(DI*4), Y1, Y1
-	VMULPS      32(BX)(DI*4), Y2, Y2
-	VCVTPS2PH   $0x00, Y1, X9
-	VCVTPS2PH   $0x00, Y2, X1
-	VINSERTI128 $0x01, X1, Y9, Y9
-	VMOVDQU     Y9, (CX)(DI*2)
-	VMULPS      64(BX)(DI*4), Y3, Y3
-	VMULPS      96(BX)(DI*4), Y4, Y4
-	VCVTPS2PH   $0x00, Y3, X10
-	VCVTPS2PH   $0x00, Y4, X1
-	VINSERTI128 $0x01, X1, Y10, Y10
-	VMOVDQU     Y10, 32(CX)(DI*2)
-	ADDQ        $0x00000020, DI
-	JMP         scaleloop
-
-scalelooppf11:
-	PREFETCHT0 (R9)(DI*2)
-	JMP        scaleloopbody12
-
-scalent:
-	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
-	MOVQ CX, R10
-	NEGQ R10
-	ANDQ $0x0000001f, R10
-	SHRQ $0x01, R10
-	JZ   scalentloop
-	CMPQ R10, job_d+0(AX)
-	JLE  scalehead
-	MOVQ job_d+0(AX), R10
-
-scalehead:
-	CMPQ      R10, $0x00000008
-	JB        scaleheadpart
-	VCVTPH2PS (DX)(DI*2), Y1
-	VMULPS    Y0, Y1, Y1
-	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn14
-	VCVTPS2PH $0x00, Y1, X1
-	VCVTPH2PS X1, Y1
-	VMOVUPS   Y1, Y1
-
-notrn14:
-	VMULPS    (BX)(DI*4), Y1, Y1
-	VCVTPS2PH $0x00, Y1, (CX)(DI*2)
-	ADDQ      $0x00000008, DI
-	SUBQ      $0x00000008, R10
-	JZ        scalentloop
-
-scaleheadpart:
-	LEAQ (DX)(DI*2), R11
-	LEAQ 128(SP), R12
-	MOVQ R10, R14
-	XORQ R13, R13
-	SUBQ $0x00000010, R14
-
-copyvec15:
-	CMPQ    R13, R14
-	JG      copyone16
-	VMOVUPS (R11)(R13*2), Y1
-	VMOVUPS Y1, (R12)(R13*2)
-	ADDQ    $0x00000010, R13
-	JMP     copyvec15
-
-copyone16:
-	ADDQ $0x00000010, R14
-
-copyloop18:
-	CMPQ R13, R14
-	JGE  copied17
-	MOVW (R11)(R13*2), R15
-	MOVW R15, (R12)(R13*2)
-	INCQ R13
-	JMP  copyloop18
-
-copied17:
-	LEAQ (BX)(DI*4), R11
-	LEAQ 160(SP), R12
-	MOVQ R10, R14
-	XORQ R13, R13
-	SUBQ $0x00000008, R14
-
-copyvec19:
-	CMPQ    R13, R14
-	JG      copyone20
-	VMOVUPS (R11)(R13*4), Y1
-	VMOVUPS Y1, (R12)(R13*4)
-	ADDQ    $0x00000008, R13
-	JMP     copyvec19
-
-copyone20:
-	ADDQ $0x00000008, R14
-
-copyloop22:
-	CMPQ R13, R14
-	JGE  copied21
-	MOVL (R11)(R13*4), R15
-	MOVL R15, (R12)(R13*4)
-	INCQ R13
-	JMP  copyloop22
-
-copied21:
-	VCVTPH2PS 128(SP), Y1
-	VMULPS    Y1, Y0, Y1
-	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn23
-	VCVTPS2PH $0x00, Y1, X1
-	VCVTPH2PS X1, Y1
-	VMOVUPS   Y1, Y1
-
-notrn23:
-	VMULPS    160(SP), Y1, Y1
-	VCVTPS2PH $0x00, Y1, 192(SP)
-	LEAQ      192(SP), R12
-	LEAQ      (CX)(DI*2), R11
-	MOVQ      R10, R14
-	XORQ      R13, R13
-	SUBQ      $0x00000010, R14
-
-copyvec24:
-	CMPQ    R13, R14
-	JG      copyone25
-	VMOVUPS (R12)(R13*2), Y1
-	VMOVUPS Y1, (R11)(R13*2)
-	ADDQ    $0x00000010, R13
-	JMP     copyvec24
-
-copyone25:
-	ADDQ $0x00000010, R14
-
-copyloop27:
-	CMPQ R13, R14
-	JGE  copied26
-	MOVW (R12)(R13*2), R15
-	MOVW R15, (R11)(R13*2)
-	INCQ R13
-	JMP  copyloop27
-
-copied26:
-	ADDQ R10, DI
-
-scalentloop:
-	CMPQ       DI, R8
-	JG         scaletail
-	PREFETCHT0 (R9)(DI*2)
-	VCVTPH2PS  (DX)(DI*2), Y1
-	VMULPS     Y0, Y1, Y1
-	VCVTPH2PS  16(DX)(DI*2), Y2
-	VMULPS     Y0, Y2, Y2
-	VCVTPH2PS  32(DX)(DI*2), Y3
-	VMULPS     Y0, Y3, Y3
-	VCVTPH2PS  48(DX)(DI*2), Y4
-	VMULPS     Y0, Y4, Y4
-	TESTL      $0x00000008, job_flags+0(AX)
-	JZ         notrn28
-	VCVTPS2PH  $0x00, Y1, X1
-	VCVTPH2PS  X1, Y1
-	VMOVUPS    Y1, Y1
-	VCVTPS2PH  $0x00, Y2, X2
-	VCVTPH2PS  X2, Y2
-	VMOVUPS    Y2, Y2
-	VCVTPS2PH  $0x00, Y3, X3
-	VCVTPH2PS  X3, Y3
-	VMOVUPS    Y3, Y3
-	VCVTPS2PH  $0x00, Y4, X4
-	VCVTPH2PS  X4, Y4
-	VMOVUPS    Y4, Y4
-
-notrn28:
-	VMULPS      (BX)(DI*4), Y1, Y1
-	VMULPS      32(BX)(DI*4), Y2, Y2
-	VCVTPS2PH   $0x00, Y1, X11
-	VCVTPS2PH   $0x00, Y2, X1
-	VINSERTI128 $0x01, X1, Y11, Y11
-	VMOVNTDQ    Y11, (CX)(DI*2)
-	VMULPS      64(BX)(DI*4), Y3, Y3
-	VMULPS      96(BX)(DI*4), Y4, Y4
-	VCVTPS2PH   $0x00, Y3, X12
-	VCVTPS2PH   $0x00, Y4, X1
-	VINSERTI128 $0x01, X1, Y12, Y12
-	VMOVNTDQ    Y12, 32(CX)(DI*2)
-	ADDQ        $0x00000020, DI
-	JMP         scalentloop
-
-scaletail:
-	ADDQ $0x00000018, R8
-
-scaleone:
-	CMPQ      DI, R8
-	JG        scalepart
-	VCVTPH2PS (DX)(DI*2), Y1
-	VMULPS    Y0, Y1, Y1
-	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn29
-	VCVTPS2PH $0x00, Y1, X1
-	VCVTPH2PS X1, Y1
-	VMOVUPS   Y1, Y1
-
-notrn29:
-	VMULPS    (BX)(DI*4), Y1, Y1
-	VCVTPS2PH $0x00, Y1, (CX)(DI*2)
-	ADDQ      $0x00000008, DI
-	JMP       scaleone
-
-scalepart:
-	MOVQ job_d+0(AX), R10
-	SUBQ DI, R10
-	JZ   scaled
-	LEAQ (DX)(DI*2), R8
-	LEAQ 128(SP), R9
-	MOVQ R10, R12
-	XORQ R11, R11
-	SUBQ $0x00000010, R12
-
-copyvec30:
-	CMPQ    R11, R12
-	JG      copyone31
-	VMOVUPS (R8)(R11*2), Y1
-	VMOVUPS Y1, (R9)(R11*2)
-	ADDQ    $0x00000010, R11
-	JMP     copyvec30
-
-copyone31:
-	ADDQ $0x00000010, R12
-
-copyloop33:
-	CMPQ R11, R12
-	JGE  copied32
-	MOVW (R8)(R11*2), R13
-	MOVW R13, (R9)(R11*2)
-	INCQ R11
-	JMP  copyloop33
-
-copied32:
-	LEAQ (BX)(DI*4), R8
-	LEAQ 160(SP), R9
-	MOVQ R10, R12
-	XORQ R11, R11
-	SUBQ $0x00000008, R12
-
-copyvec34:
-	CMPQ    R11, R12
-	JG      copyone35
-	VMOVUPS (R8)(R11*4), Y1
-	VMOVUPS Y1, (R9)(R11*4)
-	ADDQ    $0x00000008, R11
-	JMP     copyvec34
-
-copyone35:
-	ADDQ $0x00000008, R12
-
-copyloop37:
-	CMPQ R11, R12
-	JGE  copied36
-	MOVL (R8)(R11*4), R13
-	MOVL R13, (R9)(R11*4)
-	INCQ R11
-	JMP  copyloop37
-
-copied36:
-	VCVTPH2PS 128(SP), Y1
-	VMULPS    Y1, Y0, Y1
-	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn38
-	VCVTPS2PH $0x00, Y1, X0
-	VCVTPH2PS X0, Y0
-	VMOVUPS   Y0, Y1
-
-notrn38:
-	VMULPS    160(SP), Y1, Y1
-	VCVTPS2PH $0x00, Y1, 192(SP)
-	LEAQ      192(SP), R9
-	LEAQ      (CX)(DI*2), R8
-	XORQ      DI, DI
-	SUBQ      $0x00000010, R10
-
-copyvec39:
-	CMPQ    DI, R10
-	JG      copyone40
-	VMOVUPS (R9)(DI*2), Y0
-	VMOVUPS Y0, (R8)(DI*2)
-	ADDQ    $0x00000010, DI
-	JMP     copyvec39
-
-copyone40:
-	ADDQ $0x00000010, R10
-
-copyloop42:
-	CMPQ DI, R10
-	JGE  copied41
-	MOVW (R9)(DI*2), R11
-	MOVW R11, (R8)(DI*2)
-	INCQ DI
-	JMP  copyloop42
-
-copied41:
-scaled:
-	ADDQ SI, DX
-	ADDQ SI, CX
-	INCQ 272(SP)
-	MOVQ 296(SP), DI
-	INCQ DI
-	MOVQ DI, 296(SP)
-	CMPQ DI, 288(SP)
-	JB   scalerow
-	JMP  row
-
-ret:
-	TESTL $0x00000001, job_flags+0(AX)
-	JZ    vzero
-	SFENCE
-
-vzero:
-	VZEROUPPER
-	MOVQ 272(SP), AX
-	MOVQ AX, ret+24(FP)
-	RET
-
-// func avx2F16Offset(j uintptr, from int, to int) int
-// Requires: AVX, AVX2, F16C, MMX+
-TEXT ·avx2F16Offset(SB), NOSPLIT, $328-32
-	// avx2F16Offset normalizes rows [from, to) of the job: F16 rows: y = round16((x*inv)*(1+w)) (with flagRN, round16(x*inv) in place of (x*inv)), for each row.
+TEXT ·avx2F16WeightedOrOffset(SB), NOSPLIT, $328-32
+	// avx2F16WeightedOrOffset normalizes rows [from, to) of the job: F16 rows: y = round16((x*inv)*w), or round16((x*inv)*(1+w)) with flagOffset (with flagRN, round16(x*inv) in place of (x*inv)), for each row.
 	// It stops before the first row that needs the float64 path and returns that row's index, or to.
 	MOVQ j+0(FP), AX
 	MOVQ job_dst+0(AX), CX
@@ -23722,29 +19182,35 @@ scalerow:
 
 scalebody:
 	VBROADCASTSS one<>+0(SB), Y1
+	TESTL        $0x00000010, job_flags+0(AX)
+	JNZ          weightadd10
+	VBROADCASTSS negzero<>+0(SB), Y1
 
+weightadd10:
 	// y = (src*inv)*w, rounded after each multiply.
 	XORQ DI, DI
 	MOVQ job_d+0(AX), R8
 	SUBQ $0x00000020, R8
 	MOVQ SI, R9
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows10
+	JA   longrows11
 	SHLQ $0x03, R9
 
-longrows10:
+longrows11:
 	ADDQ  DX, R9
 	MOVL  job_flags+0(AX), R10
 	TESTL $0x00000001, R10
 	JNZ   scalent
+	TESTL $0x00000010, R10
+	JNZ   scaleoffsetloop
 
 scaleloop:
 	CMPQ  DI, R8
 	JG    scaletail
 	TESTL $0x00000002, R10
-	JNZ   scalelooppf11
+	JNZ   scalelooppf12
 
-scaleloopbody12:
+scaleloopbody13:
 	VCVTPH2PS (DX)(DI*2), Y2
 	VMULPS    Y0, Y2, Y2
 	VCVTPH2PS 16(DX)(DI*2), Y3
@@ -23754,7 +19220,7 @@ scaleloopbody12:
 	VCVTPH2PS 48(DX)(DI*2), Y5
 	VMULPS    Y0, Y5, Y5
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn13
+	JZ        notrn14
 	VCVTPS2PH $0x00, Y2, X2
 	VCVTPH2PS X2, Y2
 	VMOVUPS   Y2, Y2
@@ -23768,23 +19234,15 @@ scaleloopbody12:
 	VCVTPH2PS X5, Y5
 	VMOVUPS   Y5, Y5
 
-notrn13:
-	VMOVUPS     (BX)(DI*4), Y6
-	VADDPS      Y1, Y6, Y6
-	VMULPS      Y6, Y2, Y2
-	VMOVUPS     32(BX)(DI*4), Y6
-	VADDPS      Y1, Y6, Y6
-	VMULPS      Y6, Y3, Y3
+notrn14:
+	VMULPS      (BX)(DI*4), Y2, Y2
+	VMULPS      32(BX)(DI*4), Y3, Y3
 	VCVTPS2PH   $0x00, Y2, X9
 	VCVTPS2PH   $0x00, Y3, X2
 	VINSERTI128 $0x01, X2, Y9, Y9
 	VMOVDQU     Y9, (CX)(DI*2)
-	VMOVUPS     64(BX)(DI*4), Y2
-	VADDPS      Y1, Y2, Y2
-	VMULPS      Y2, Y4, Y4
-	VMOVUPS     96(BX)(DI*4), Y2
-	VADDPS      Y1, Y2, Y2
-	VMULPS      Y2, Y5, Y5
+	VMULPS      64(BX)(DI*4), Y4, Y4
+	VMULPS      96(BX)(DI*4), Y5, Y5
 	VCVTPS2PH   $0x00, Y4, X10
 	VCVTPS2PH   $0x00, Y5, X2
 	VINSERTI128 $0x01, X2, Y10, Y10
@@ -23792,134 +19250,193 @@ notrn13:
 	ADDQ        $0x00000020, DI
 	JMP         scaleloop
 
-scalelooppf11:
+scalelooppf12:
 	PREFETCHT0 (R9)(DI*2)
-	JMP        scaleloopbody12
+	JMP        scaleloopbody13
+
+scaleoffsetloop:
+	CMPQ  DI, R8
+	JG    scaletail
+	TESTL $0x00000002, R10
+	JNZ   scaleoffsetlooppf15
+
+scaleoffsetloopbody16:
+	VCVTPH2PS (DX)(DI*2), Y2
+	VMULPS    Y0, Y2, Y2
+	VCVTPH2PS 16(DX)(DI*2), Y3
+	VMULPS    Y0, Y3, Y3
+	VCVTPH2PS 32(DX)(DI*2), Y4
+	VMULPS    Y0, Y4, Y4
+	VCVTPH2PS 48(DX)(DI*2), Y5
+	VMULPS    Y0, Y5, Y5
+	TESTL     $0x00000008, job_flags+0(AX)
+	JZ        notrn17
+	VCVTPS2PH $0x00, Y2, X2
+	VCVTPH2PS X2, Y2
+	VMOVUPS   Y2, Y2
+	VCVTPS2PH $0x00, Y3, X3
+	VCVTPH2PS X3, Y3
+	VMOVUPS   Y3, Y3
+	VCVTPS2PH $0x00, Y4, X4
+	VCVTPH2PS X4, Y4
+	VMOVUPS   Y4, Y4
+	VCVTPS2PH $0x00, Y5, X5
+	VCVTPH2PS X5, Y5
+	VMOVUPS   Y5, Y5
+
+notrn17:
+	VMOVUPS     (BX)(DI*4), Y6
+	VADDPS      Y1, Y6, Y6
+	VMULPS      Y6, Y2, Y2
+	VMOVUPS     32(BX)(DI*4), Y6
+	VADDPS      Y1, Y6, Y6
+	VMULPS      Y6, Y3, Y3
+	VCVTPS2PH   $0x00, Y2, X11
+	VCVTPS2PH   $0x00, Y3, X2
+	VINSERTI128 $0x01, X2, Y11, Y11
+	VMOVDQU     Y11, (CX)(DI*2)
+	VMOVUPS     64(BX)(DI*4), Y2
+	VADDPS      Y1, Y2, Y2
+	VMULPS      Y2, Y4, Y4
+	VMOVUPS     96(BX)(DI*4), Y2
+	VADDPS      Y1, Y2, Y2
+	VMULPS      Y2, Y5, Y5
+	VCVTPS2PH   $0x00, Y4, X12
+	VCVTPS2PH   $0x00, Y5, X2
+	VINSERTI128 $0x01, X2, Y12, Y12
+	VMOVDQU     Y12, 32(CX)(DI*2)
+	ADDQ        $0x00000020, DI
+	JMP         scaleoffsetloop
+
+scaleoffsetlooppf15:
+	PREFETCHT0 (R9)(DI*2)
+	JMP        scaleoffsetloopbody16
 
 scalent:
 	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
-	MOVQ CX, R10
-	NEGQ R10
-	ANDQ $0x0000001f, R10
-	SHRQ $0x01, R10
+	MOVQ CX, R11
+	NEGQ R11
+	ANDQ $0x0000001f, R11
+	SHRQ $0x01, R11
 	JZ   scalentloop
-	CMPQ R10, job_d+0(AX)
+	CMPQ R11, job_d+0(AX)
 	JLE  scalehead
-	MOVQ job_d+0(AX), R10
+	MOVQ job_d+0(AX), R11
 
 scalehead:
-	CMPQ      R10, $0x00000008
+	CMPQ      R11, $0x00000008
 	JB        scaleheadpart
 	VCVTPH2PS (DX)(DI*2), Y2
 	VMULPS    Y0, Y2, Y2
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn14
+	JZ        notrn18
 	VCVTPS2PH $0x00, Y2, X2
 	VCVTPH2PS X2, Y2
 	VMOVUPS   Y2, Y2
 
-notrn14:
+notrn18:
 	VMOVUPS   (BX)(DI*4), Y3
 	VADDPS    Y1, Y3, Y3
 	VMULPS    Y3, Y2, Y2
 	VCVTPS2PH $0x00, Y2, (CX)(DI*2)
 	ADDQ      $0x00000008, DI
-	SUBQ      $0x00000008, R10
+	SUBQ      $0x00000008, R11
 	JZ        scalentloop
 
 scaleheadpart:
-	LEAQ (DX)(DI*2), R11
+	LEAQ (DX)(DI*2), R10
 	LEAQ 128(SP), R12
-	MOVQ R10, R14
+	MOVQ R11, R14
 	XORQ R13, R13
 	SUBQ $0x00000010, R14
-
-copyvec15:
-	CMPQ    R13, R14
-	JG      copyone16
-	VMOVUPS (R11)(R13*2), Y2
-	VMOVUPS Y2, (R12)(R13*2)
-	ADDQ    $0x00000010, R13
-	JMP     copyvec15
-
-copyone16:
-	ADDQ $0x00000010, R14
-
-copyloop18:
-	CMPQ R13, R14
-	JGE  copied17
-	MOVW (R11)(R13*2), R15
-	MOVW R15, (R12)(R13*2)
-	INCQ R13
-	JMP  copyloop18
-
-copied17:
-	LEAQ (BX)(DI*4), R11
-	LEAQ 160(SP), R12
-	MOVQ R10, R14
-	XORQ R13, R13
-	SUBQ $0x00000008, R14
 
 copyvec19:
 	CMPQ    R13, R14
 	JG      copyone20
-	VMOVUPS (R11)(R13*4), Y2
-	VMOVUPS Y2, (R12)(R13*4)
-	ADDQ    $0x00000008, R13
+	VMOVUPS (R10)(R13*2), Y2
+	VMOVUPS Y2, (R12)(R13*2)
+	ADDQ    $0x00000010, R13
 	JMP     copyvec19
 
 copyone20:
-	ADDQ $0x00000008, R14
+	ADDQ $0x00000010, R14
 
 copyloop22:
 	CMPQ R13, R14
 	JGE  copied21
-	MOVL (R11)(R13*4), R15
-	MOVL R15, (R12)(R13*4)
+	MOVW (R10)(R13*2), R15
+	MOVW R15, (R12)(R13*2)
 	INCQ R13
 	JMP  copyloop22
 
 copied21:
+	LEAQ (BX)(DI*4), R10
+	LEAQ 160(SP), R12
+	MOVQ R11, R14
+	XORQ R13, R13
+	SUBQ $0x00000008, R14
+
+copyvec23:
+	CMPQ    R13, R14
+	JG      copyone24
+	VMOVUPS (R10)(R13*4), Y2
+	VMOVUPS Y2, (R12)(R13*4)
+	ADDQ    $0x00000008, R13
+	JMP     copyvec23
+
+copyone24:
+	ADDQ $0x00000008, R14
+
+copyloop26:
+	CMPQ R13, R14
+	JGE  copied25
+	MOVL (R10)(R13*4), R15
+	MOVL R15, (R12)(R13*4)
+	INCQ R13
+	JMP  copyloop26
+
+copied25:
 	VCVTPH2PS 128(SP), Y2
 	VMULPS    Y2, Y0, Y2
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn23
+	JZ        notrn27
 	VCVTPS2PH $0x00, Y2, X2
 	VCVTPH2PS X2, Y2
 	VMOVUPS   Y2, Y2
 
-notrn23:
+notrn27:
 	VMOVUPS   160(SP), Y3
 	VADDPS    Y1, Y3, Y3
 	VMULPS    Y3, Y2, Y2
 	VCVTPS2PH $0x00, Y2, 192(SP)
 	LEAQ      192(SP), R12
-	LEAQ      (CX)(DI*2), R11
-	MOVQ      R10, R14
+	LEAQ      (CX)(DI*2), R10
+	MOVQ      R11, R14
 	XORQ      R13, R13
 	SUBQ      $0x00000010, R14
 
-copyvec24:
+copyvec28:
 	CMPQ    R13, R14
-	JG      copyone25
+	JG      copyone29
 	VMOVUPS (R12)(R13*2), Y2
-	VMOVUPS Y2, (R11)(R13*2)
+	VMOVUPS Y2, (R10)(R13*2)
 	ADDQ    $0x00000010, R13
-	JMP     copyvec24
+	JMP     copyvec28
 
-copyone25:
+copyone29:
 	ADDQ $0x00000010, R14
 
-copyloop27:
+copyloop31:
 	CMPQ R13, R14
-	JGE  copied26
+	JGE  copied30
 	MOVW (R12)(R13*2), R15
-	MOVW R15, (R11)(R13*2)
+	MOVW R15, (R10)(R13*2)
 	INCQ R13
-	JMP  copyloop27
+	JMP  copyloop31
 
-copied26:
-	ADDQ R10, DI
+copied30:
+	ADDQ R11, DI
+	MOVL job_flags+0(AX), R10
 
 scalentloop:
 	CMPQ       DI, R8
@@ -23934,7 +19451,7 @@ scalentloop:
 	VCVTPH2PS  48(DX)(DI*2), Y5
 	VMULPS     Y0, Y5, Y5
 	TESTL      $0x00000008, job_flags+0(AX)
-	JZ         notrn28
+	JZ         notrn32
 	VCVTPS2PH  $0x00, Y2, X2
 	VCVTPH2PS  X2, Y2
 	VMOVUPS    Y2, Y2
@@ -23948,29 +19465,40 @@ scalentloop:
 	VCVTPH2PS  X5, Y5
 	VMOVUPS    Y5, Y5
 
-notrn28:
-	VMOVUPS     (BX)(DI*4), Y6
-	VADDPS      Y1, Y6, Y6
-	VMULPS      Y6, Y2, Y2
-	VMOVUPS     32(BX)(DI*4), Y6
-	VADDPS      Y1, Y6, Y6
-	VMULPS      Y6, Y3, Y3
-	VCVTPS2PH   $0x00, Y2, X11
+notrn32:
+	TESTL  $0x00000010, R10
+	JNZ    offset33
+	VMULPS (BX)(DI*4), Y2, Y2
+	VMULPS 32(BX)(DI*4), Y3, Y3
+	VMULPS 64(BX)(DI*4), Y4, Y4
+	VMULPS 96(BX)(DI*4), Y5, Y5
+
+weighed34:
+	VCVTPS2PH   $0x00, Y2, X13
 	VCVTPS2PH   $0x00, Y3, X2
-	VINSERTI128 $0x01, X2, Y11, Y11
-	VMOVNTDQ    Y11, (CX)(DI*2)
-	VMOVUPS     64(BX)(DI*4), Y2
-	VADDPS      Y1, Y2, Y2
-	VMULPS      Y2, Y4, Y4
-	VMOVUPS     96(BX)(DI*4), Y2
-	VADDPS      Y1, Y2, Y2
-	VMULPS      Y2, Y5, Y5
-	VCVTPS2PH   $0x00, Y4, X12
+	VINSERTI128 $0x01, X2, Y13, Y13
+	VMOVNTDQ    Y13, (CX)(DI*2)
+	VCVTPS2PH   $0x00, Y4, X14
 	VCVTPS2PH   $0x00, Y5, X2
-	VINSERTI128 $0x01, X2, Y12, Y12
-	VMOVNTDQ    Y12, 32(CX)(DI*2)
+	VINSERTI128 $0x01, X2, Y14, Y14
+	VMOVNTDQ    Y14, 32(CX)(DI*2)
 	ADDQ        $0x00000020, DI
 	JMP         scalentloop
+
+offset33:
+	VMOVUPS (BX)(DI*4), Y6
+	VADDPS  Y1, Y6, Y6
+	VMULPS  Y6, Y2, Y2
+	VMOVUPS 32(BX)(DI*4), Y6
+	VADDPS  Y1, Y6, Y6
+	VMULPS  Y6, Y3, Y3
+	VMOVUPS 64(BX)(DI*4), Y6
+	VADDPS  Y1, Y6, Y6
+	VMULPS  Y6, Y4, Y4
+	VMOVUPS 96(BX)(DI*4), Y6
+	VADDPS  Y1, Y6, Y6
+	VMULPS  Y6, Y5, Y5
+	JMP     weighed34
 
 scaletail:
 	ADDQ $0x00000018, R8
@@ -23981,12 +19509,12 @@ scaleone:
 	VCVTPH2PS (DX)(DI*2), Y2
 	VMULPS    Y0, Y2, Y2
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn29
+	JZ        notrn35
 	VCVTPS2PH $0x00, Y2, X2
 	VCVTPH2PS X2, Y2
 	VMOVUPS   Y2, Y2
 
-notrn29:
+notrn35:
 	VMOVUPS   (BX)(DI*4), Y3
 	VADDPS    Y1, Y3, Y3
 	VMULPS    Y3, Y2, Y2
@@ -23995,99 +19523,100 @@ notrn29:
 	JMP       scaleone
 
 scalepart:
-	MOVQ job_d+0(AX), R10
-	SUBQ DI, R10
+	MOVQ job_d+0(AX), R11
+	SUBQ DI, R11
 	JZ   scaled
 	LEAQ (DX)(DI*2), R8
 	LEAQ 128(SP), R9
-	MOVQ R10, R12
-	XORQ R11, R11
+	MOVQ R11, R12
+	XORQ R10, R10
 	SUBQ $0x00000010, R12
 
-copyvec30:
-	CMPQ    R11, R12
-	JG      copyone31
-	VMOVUPS (R8)(R11*2), Y2
-	VMOVUPS Y2, (R9)(R11*2)
-	ADDQ    $0x00000010, R11
-	JMP     copyvec30
+copyvec36:
+	CMPQ    R10, R12
+	JG      copyone37
+	VMOVUPS (R8)(R10*2), Y2
+	VMOVUPS Y2, (R9)(R10*2)
+	ADDQ    $0x00000010, R10
+	JMP     copyvec36
 
-copyone31:
+copyone37:
 	ADDQ $0x00000010, R12
 
-copyloop33:
-	CMPQ R11, R12
-	JGE  copied32
-	MOVW (R8)(R11*2), R13
-	MOVW R13, (R9)(R11*2)
-	INCQ R11
-	JMP  copyloop33
+copyloop39:
+	CMPQ R10, R12
+	JGE  copied38
+	MOVW (R8)(R10*2), R13
+	MOVW R13, (R9)(R10*2)
+	INCQ R10
+	JMP  copyloop39
 
-copied32:
+copied38:
 	LEAQ (BX)(DI*4), R8
 	LEAQ 160(SP), R9
-	MOVQ R10, R12
-	XORQ R11, R11
+	MOVQ R11, R12
+	XORQ R10, R10
 	SUBQ $0x00000008, R12
 
-copyvec34:
-	CMPQ    R11, R12
-	JG      copyone35
-	VMOVUPS (R8)(R11*4), Y2
-	VMOVUPS Y2, (R9)(R11*4)
-	ADDQ    $0x00000008, R11
-	JMP     copyvec34
+copyvec40:
+	CMPQ    R10, R12
+	JG      copyone41
+	VMOVUPS (R8)(R10*4), Y2
+	VMOVUPS Y2, (R9)(R10*4)
+	ADDQ    $0x00000008, R10
+	JMP     copyvec40
 
-copyone35:
+copyone41:
 	ADDQ $0x00000008, R12
 
-copyloop37:
-	CMPQ R11, R12
-	JGE  copied36
-	MOVL (R8)(R11*4), R13
-	MOVL R13, (R9)(R11*4)
-	INCQ R11
-	JMP  copyloop37
+copyloop43:
+	CMPQ R10, R12
+	JGE  copied42
+	MOVL (R8)(R10*4), R13
+	MOVL R13, (R9)(R10*4)
+	INCQ R10
+	JMP  copyloop43
 
-copied36:
+copied42:
 	VCVTPH2PS 128(SP), Y2
 	VMULPS    Y2, Y0, Y2
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn38
+	JZ        notrn44
 	VCVTPS2PH $0x00, Y2, X0
 	VCVTPH2PS X0, Y0
 	VMOVUPS   Y0, Y2
 
-notrn38:
+notrn44:
 	VMOVUPS   160(SP), Y0
 	VADDPS    Y1, Y0, Y0
 	VMULPS    Y0, Y2, Y2
 	VCVTPS2PH $0x00, Y2, 192(SP)
 	LEAQ      192(SP), R9
 	LEAQ      (CX)(DI*2), R8
+	MOVQ      R11, R10
 	XORQ      DI, DI
 	SUBQ      $0x00000010, R10
 
-copyvec39:
+copyvec45:
 	CMPQ    DI, R10
-	JG      copyone40
+	JG      copyone46
 	VMOVUPS (R9)(DI*2), Y0
 	VMOVUPS Y0, (R8)(DI*2)
 	ADDQ    $0x00000010, DI
-	JMP     copyvec39
+	JMP     copyvec45
 
-copyone40:
+copyone46:
 	ADDQ $0x00000010, R10
 
-copyloop42:
+copyloop48:
 	CMPQ DI, R10
-	JGE  copied41
+	JGE  copied47
 	MOVW (R9)(DI*2), R11
 	MOVW R11, (R8)(DI*2)
 	INCQ DI
-	JMP  copyloop42
+	JMP  copyloop48
 
-copied41:
+copied47:
 scaled:
 	ADDQ SI, DX
 	ADDQ SI, CX
@@ -24678,805 +20207,10 @@ vzero:
 	MOVQ AX, ret+24(FP)
 	RET
 
-// func avx2F16AddWeighted(j uintptr, from int, to int) int
+// func avx2F16AddWeightedOrOffset(j uintptr, from int, to int) int
 // Requires: AVX, AVX2, F16C, MMX+
-TEXT ·avx2F16AddWeighted(SB), NOSPLIT, $456-32
-	// avx2F16AddWeighted normalizes rows [from, to) of the job: F16 rows: h = round16(x + res) and res = h per element, then y = round16((h*inv)*w) (with flagRN, round16(h*inv) in place of (h*inv)), for each row.
-	// It stops before the first row that needs the float64 path and returns that row's index, or to.
-	MOVQ j+0(FP), AX
-	MOVQ job_dst+0(AX), CX
-	MOVQ job_x+0(AX), DX
-	MOVQ job_w+0(AX), BX
-	MOVQ job_res+0(AX), SI
-	MOVQ job_stride+0(AX), DI
-	SHLQ $0x01, DI
-
-	// fd = float32(d); rd = 1/d when d is a power of two (a/d is then a*rd exactly), else 0.
-	MOVQ       job_d+0(AX), R8
-	VMOVSS     one<>+0(SB), X0
-	VCVTSI2SSQ R8, X0, X0
-	VMOVSS     X0, 448(SP)
-	XORL       R10, R10
-	LEAQ       -1(R8), R9
-	TESTQ      R8, R9
-	JNZ        notpow2
-	BSFQ       R8, R9
-	MOVL       $0x0000007f, R10
-	SUBL       R9, R10
-	SHLL       $0x17, R10
-
-notpow2:
-	MOVL R10, 452(SP)
-
-	// Start at row from.
-	MOVQ  from+8(FP), R8
-	MOVQ  R8, 400(SP)
-	MOVQ  $0x00000000, 408(SP)
-	IMULQ DI, R8
-	ADDQ  R8, CX
-	ADDQ  R8, DX
-	ADDQ  R8, SI
-
-row:
-	MOVQ 400(SP), R8
-	CMPQ R8, to+16(FP)
-	JAE  ret
-	MOVQ $0x00000001, 416(SP)
-	MOVQ DX, R8
-	MOVQ SI, R9
-	XORQ R10, R10
-
-	// Sum of squares: element i goes to partial i%64.
-	MOVQ   job_d+0(AX), R11
-	SUBQ   $0x00000040, R11
-	JGE    firstblock
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
-	VXORPS Y4, Y4, Y4
-	VXORPS Y5, Y5, Y5
-	VXORPS Y6, Y6, Y6
-	VXORPS Y7, Y7, Y7
-	XORQ   R10, R10
-	JMP    sumtail
-
-firstblock:
-	// +0 + square is the square itself: the first block initializes the partials.
-	XORQ      R10, R10
-	VCVTPH2PS (R8)(R10*2), Y0
-	VCVTPH2PS (R9)(R10*2), Y1
-	VADDPS    Y1, Y0, Y0
-	VCVTPS2PH $0x00, Y0, X0
-	VCVTPH2PS X0, Y0
-	VCVTPS2PH $0x00, Y0, (R9)(R10*2)
-	VMULPS    Y0, Y0, Y0
-	VCVTPH2PS 16(R8)(R10*2), Y1
-	VCVTPH2PS 16(R9)(R10*2), Y2
-	VADDPS    Y2, Y1, Y1
-	VCVTPS2PH $0x00, Y1, X1
-	VCVTPH2PS X1, Y1
-	VCVTPS2PH $0x00, Y1, 16(R9)(R10*2)
-	VMULPS    Y1, Y1, Y1
-	VCVTPH2PS 32(R8)(R10*2), Y2
-	VCVTPH2PS 32(R9)(R10*2), Y3
-	VADDPS    Y3, Y2, Y2
-	VCVTPS2PH $0x00, Y2, X2
-	VCVTPH2PS X2, Y2
-	VCVTPS2PH $0x00, Y2, 32(R9)(R10*2)
-	VMULPS    Y2, Y2, Y2
-	VCVTPH2PS 48(R8)(R10*2), Y3
-	VCVTPH2PS 48(R9)(R10*2), Y4
-	VADDPS    Y4, Y3, Y3
-	VCVTPS2PH $0x00, Y3, X3
-	VCVTPH2PS X3, Y3
-	VCVTPS2PH $0x00, Y3, 48(R9)(R10*2)
-	VMULPS    Y3, Y3, Y3
-	VCVTPH2PS 64(R8)(R10*2), Y4
-	VCVTPH2PS 64(R9)(R10*2), Y5
-	VADDPS    Y5, Y4, Y4
-	VCVTPS2PH $0x00, Y4, X4
-	VCVTPH2PS X4, Y4
-	VCVTPS2PH $0x00, Y4, 64(R9)(R10*2)
-	VMULPS    Y4, Y4, Y4
-	VCVTPH2PS 80(R8)(R10*2), Y5
-	VCVTPH2PS 80(R9)(R10*2), Y6
-	VADDPS    Y6, Y5, Y5
-	VCVTPS2PH $0x00, Y5, X5
-	VCVTPH2PS X5, Y5
-	VCVTPS2PH $0x00, Y5, 80(R9)(R10*2)
-	VMULPS    Y5, Y5, Y5
-	VCVTPH2PS 96(R8)(R10*2), Y6
-	VCVTPH2PS 96(R9)(R10*2), Y7
-	VADDPS    Y7, Y6, Y6
-	VCVTPS2PH $0x00, Y6, X6
-	VCVTPH2PS X6, Y6
-	VCVTPS2PH $0x00, Y6, 96(R9)(R10*2)
-	VMULPS    Y6, Y6, Y6
-	VCVTPH2PS 112(R8)(R10*2), Y7
-	VCVTPH2PS 112(R9)(R10*2), Y8
-	VADDPS    Y8, Y7, Y7
-	VCVTPS2PH $0x00, Y7, X7
-	VCVTPH2PS X7, Y7
-	VCVTPS2PH $0x00, Y7, 112(R9)(R10*2)
-	VMULPS    Y7, Y7, Y7
-	MOVQ      $0x00000040, R10
-
-	// With flagPF, the rows ahead are prefetched: one loop for both, the flag tested per block.
-	MOVQ DI, R12
-	SHLQ $0x01, R12
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows1
-	SHLQ $0x03, R12
-
-longrows1:
-	ADDQ R8, R12
-	MOVL job_flags+0(AX), R13
-
-sumloop:
-	CMPQ  R10, R11
-	JG    sumtail
-	TESTL $0x00000002, R13
-	JNZ   sumpf
-
-sumblock:
-	VCVTPH2PS (R8)(R10*2), Y8
-	VCVTPH2PS (R9)(R10*2), Y9
-	VADDPS    Y9, Y8, Y8
-	VCVTPS2PH $0x00, Y8, X8
-	VCVTPH2PS X8, Y8
-	VCVTPS2PH $0x00, Y8, (R9)(R10*2)
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y0, Y0
-	VCVTPH2PS 16(R8)(R10*2), Y8
-	VCVTPH2PS 16(R9)(R10*2), Y9
-	VADDPS    Y9, Y8, Y8
-	VCVTPS2PH $0x00, Y8, X8
-	VCVTPH2PS X8, Y8
-	VCVTPS2PH $0x00, Y8, 16(R9)(R10*2)
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y1, Y1
-	VCVTPH2PS 32(R8)(R10*2), Y8
-	VCVTPH2PS 32(R9)(R10*2), Y9
-	VADDPS    Y9, Y8, Y8
-	VCVTPS2PH $0x00, Y8, X8
-	VCVTPH2PS X8, Y8
-	VCVTPS2PH $0x00, Y8, 32(R9)(R10*2)
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y2, Y2
-	VCVTPH2PS 48(R8)(R10*2), Y8
-	VCVTPH2PS 48(R9)(R10*2), Y9
-	VADDPS    Y9, Y8, Y8
-	VCVTPS2PH $0x00, Y8, X8
-	VCVTPH2PS X8, Y8
-	VCVTPS2PH $0x00, Y8, 48(R9)(R10*2)
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y3, Y3
-	VCVTPH2PS 64(R8)(R10*2), Y8
-	VCVTPH2PS 64(R9)(R10*2), Y9
-	VADDPS    Y9, Y8, Y8
-	VCVTPS2PH $0x00, Y8, X8
-	VCVTPH2PS X8, Y8
-	VCVTPS2PH $0x00, Y8, 64(R9)(R10*2)
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y4, Y4
-	VCVTPH2PS 80(R8)(R10*2), Y8
-	VCVTPH2PS 80(R9)(R10*2), Y9
-	VADDPS    Y9, Y8, Y8
-	VCVTPS2PH $0x00, Y8, X8
-	VCVTPH2PS X8, Y8
-	VCVTPS2PH $0x00, Y8, 80(R9)(R10*2)
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y5, Y5
-	VCVTPH2PS 96(R8)(R10*2), Y8
-	VCVTPH2PS 96(R9)(R10*2), Y9
-	VADDPS    Y9, Y8, Y8
-	VCVTPS2PH $0x00, Y8, X8
-	VCVTPH2PS X8, Y8
-	VCVTPS2PH $0x00, Y8, 96(R9)(R10*2)
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y6, Y6
-	VCVTPH2PS 112(R8)(R10*2), Y8
-	VCVTPH2PS 112(R9)(R10*2), Y9
-	VADDPS    Y9, Y8, Y8
-	VCVTPS2PH $0x00, Y8, X8
-	VCVTPH2PS X8, Y8
-	VCVTPS2PH $0x00, Y8, 112(R9)(R10*2)
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y7, Y7
-	ADDQ      $0x00000040, R10
-	JMP       sumloop
-
-	// Out of the loop's way: the prefetches, whose flag is usually clear.
-sumpf:
-	PREFETCHT0 (R12)(R10*2)
-	PREFETCHT0 64(R12)(R10*2)
-	JMP        sumblock
-
-sumtail:
-	// Fewer than 64 elements remain.
-	MOVQ    job_d+0(AX), R11
-	SUBQ    R10, R11
-	JZ      summed
-	MOVQ    R11, 432(SP)
-	LEAQ    (R8)(R10*2), R8
-	LEAQ    (R9)(R10*2), R9
-	MOVQ    R9, 440(SP)
-	LEAQ    128(SP), R9
-	VXORPS  Y8, Y8, Y8
-	VMOVUPS Y8, (R9)
-	VMOVUPS Y8, 32(R9)
-	VMOVUPS Y8, 64(R9)
-	VMOVUPS Y8, 96(R9)
-	MOVQ    432(SP), R11
-	XORQ    R10, R10
-	SUBQ    $0x00000010, R11
-
-copyvec2:
-	CMPQ    R10, R11
-	JG      copyone3
-	VMOVUPS (R8)(R10*2), Y8
-	VMOVUPS Y8, (R9)(R10*2)
-	ADDQ    $0x00000010, R10
-	JMP     copyvec2
-
-copyone3:
-	ADDQ $0x00000010, R11
-
-copyloop5:
-	CMPQ R10, R11
-	JGE  copied4
-	MOVW (R8)(R10*2), R12
-	MOVW R12, (R9)(R10*2)
-	INCQ R10
-	JMP  copyloop5
-
-copied4:
-	MOVQ    440(SP), R8
-	LEAQ    256(SP), R10
-	VXORPS  Y8, Y8, Y8
-	VMOVUPS Y8, (R10)
-	VMOVUPS Y8, 32(R10)
-	VMOVUPS Y8, 64(R10)
-	VMOVUPS Y8, 96(R10)
-	MOVQ    432(SP), R12
-	XORQ    R11, R11
-	SUBQ    $0x00000010, R12
-
-copyvec6:
-	CMPQ    R11, R12
-	JG      copyone7
-	VMOVUPS (R8)(R11*2), Y8
-	VMOVUPS Y8, (R10)(R11*2)
-	ADDQ    $0x00000010, R11
-	JMP     copyvec6
-
-copyone7:
-	ADDQ $0x00000010, R12
-
-copyloop9:
-	CMPQ R11, R12
-	JGE  copied8
-	MOVW (R8)(R11*2), R13
-	MOVW R13, (R10)(R11*2)
-	INCQ R11
-	JMP  copyloop9
-
-copied8:
-	XORQ      R8, R8
-	VCVTPH2PS (R9)(R8*2), Y8
-	VCVTPH2PS (R10)(R8*2), Y9
-	VADDPS    Y9, Y8, Y8
-	VCVTPS2PH $0x00, Y8, X8
-	VCVTPH2PS X8, Y8
-	VCVTPS2PH $0x00, Y8, (R10)(R8*2)
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y0, Y0
-	VCVTPH2PS 16(R9)(R8*2), Y8
-	VCVTPH2PS 16(R10)(R8*2), Y9
-	VADDPS    Y9, Y8, Y8
-	VCVTPS2PH $0x00, Y8, X8
-	VCVTPH2PS X8, Y8
-	VCVTPS2PH $0x00, Y8, 16(R10)(R8*2)
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y1, Y1
-	VCVTPH2PS 32(R9)(R8*2), Y8
-	VCVTPH2PS 32(R10)(R8*2), Y9
-	VADDPS    Y9, Y8, Y8
-	VCVTPS2PH $0x00, Y8, X8
-	VCVTPH2PS X8, Y8
-	VCVTPS2PH $0x00, Y8, 32(R10)(R8*2)
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y2, Y2
-	VCVTPH2PS 48(R9)(R8*2), Y8
-	VCVTPH2PS 48(R10)(R8*2), Y9
-	VADDPS    Y9, Y8, Y8
-	VCVTPS2PH $0x00, Y8, X8
-	VCVTPH2PS X8, Y8
-	VCVTPS2PH $0x00, Y8, 48(R10)(R8*2)
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y3, Y3
-	VCVTPH2PS 64(R9)(R8*2), Y8
-	VCVTPH2PS 64(R10)(R8*2), Y9
-	VADDPS    Y9, Y8, Y8
-	VCVTPS2PH $0x00, Y8, X8
-	VCVTPH2PS X8, Y8
-	VCVTPS2PH $0x00, Y8, 64(R10)(R8*2)
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y4, Y4
-	VCVTPH2PS 80(R9)(R8*2), Y8
-	VCVTPH2PS 80(R10)(R8*2), Y9
-	VADDPS    Y9, Y8, Y8
-	VCVTPS2PH $0x00, Y8, X8
-	VCVTPH2PS X8, Y8
-	VCVTPS2PH $0x00, Y8, 80(R10)(R8*2)
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y5, Y5
-	VCVTPH2PS 96(R9)(R8*2), Y8
-	VCVTPH2PS 96(R10)(R8*2), Y9
-	VADDPS    Y9, Y8, Y8
-	VCVTPS2PH $0x00, Y8, X8
-	VCVTPH2PS X8, Y8
-	VCVTPS2PH $0x00, Y8, 96(R10)(R8*2)
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y6, Y6
-	VCVTPH2PS 112(R9)(R8*2), Y8
-	VCVTPH2PS 112(R10)(R8*2), Y9
-	VADDPS    Y9, Y8, Y8
-	VCVTPS2PH $0x00, Y8, X8
-	VCVTPH2PS X8, Y8
-	VCVTPS2PH $0x00, Y8, 112(R10)(R8*2)
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y7, Y7
-	MOVQ      440(SP), R8
-	LEAQ      256(SP), R9
-	MOVQ      432(SP), R11
-	XORQ      R10, R10
-	SUBQ      $0x00000010, R11
-
-copyvec10:
-	CMPQ    R10, R11
-	JG      copyone11
-	VMOVUPS (R9)(R10*2), Y8
-	VMOVUPS Y8, (R8)(R10*2)
-	ADDQ    $0x00000010, R10
-	JMP     copyvec10
-
-copyone11:
-	ADDQ $0x00000010, R11
-
-copyloop13:
-	CMPQ R10, R11
-	JGE  copied12
-	MOVW (R9)(R10*2), R12
-	MOVW R12, (R8)(R10*2)
-	INCQ R10
-	JMP  copyloop13
-
-copied12:
-summed:
-	VADDPS Y4, Y0, Y0
-	VADDPS Y5, Y1, Y1
-	VADDPS Y6, Y2, Y2
-	VADDPS Y7, Y3, Y3
-	VADDPS Y2, Y0, Y0
-	VADDPS Y3, Y1, Y1
-	VADDPS Y1, Y0, Y0
-
-	// Halving tree: p[j] += p[j+h] for the remaining h, down to ss.
-	VEXTRACTF128 $0x01, Y0, X1
-	VADDPS       X1, X0, X1
-	VMOVHLPS     X1, X1, X0
-	VADDPS       X0, X1, X1
-	VMOVSHDUP    X1, X0
-	VADDSS       X0, X1, X1
-
-	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
-	CMPL   452(SP), $0x00
-	JE     divide14
-	VMULSS 452(SP), X1, X0
-	JMP    divided15
-
-divide14:
-	VDIVSS 448(SP), X1, X0
-
-divided15:
-	VADDSS   job_eps+0(AX), X0, X0
-	VUCOMISS tlo<>+0(SB), X0
-	JCS      ret
-	VUCOMISS tmax<>+0(SB), X0
-	JHI      ret
-	VSQRTSS  X0, X0, X0
-	VMOVSS   one<>+0(SB), X1
-	VDIVSS   X0, X1, X1
-
-	// Report 1/rms if asked.
-	MOVQ   job_inv+0(AX), R8
-	TESTQ  R8, R8
-	JZ     scale
-	MOVQ   400(SP), R9
-	VMOVSS X1, (R8)(R9*4)
-
-scale:
-	VBROADCASTSS X1, Y0
-	MOVQ         $0x00000000, 424(SP)
-	CMPQ         416(SP), $0x01
-	JE           scalebody
-	VMOVUPS      X1, 384(SP)
-
-scalerow:
-	MOVQ         424(SP), R8
-	VBROADCASTSS 384(SP)(R8*4), Y0
-
-scalebody:
-	// y = (src*inv)*w, rounded after each multiply.
-	XORQ R8, R8
-	MOVQ job_d+0(AX), R9
-	SUBQ $0x00000020, R9
-	MOVQ DI, R10
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows16
-	SHLQ $0x03, R10
-
-longrows16:
-	ADDQ  SI, R10
-	MOVL  job_flags+0(AX), R11
-	TESTL $0x00000001, R11
-	JNZ   scalent
-
-scaleloop:
-	CMPQ  R8, R9
-	JG    scaletail
-	TESTL $0x00000002, R11
-	JNZ   scalelooppf17
-
-scaleloopbody18:
-	VCVTPH2PS (SI)(R8*2), Y1
-	VMULPS    Y0, Y1, Y1
-	VCVTPH2PS 16(SI)(R8*2), Y2
-	VMULPS    Y0, Y2, Y2
-	VCVTPH2PS 32(SI)(R8*2), Y3
-	VMULPS    Y0, Y3, Y3
-	VCVTPH2PS 48(SI)(R8*2), Y4
-	VMULPS    Y0, Y4, Y4
-	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn19
-	VCVTPS2PH $0x00, Y1, X1
-	VCVTPH2PS X1, Y1
-	VMOVUPS   Y1, Y1
-	VCVTPS2PH $0x00, Y2, X2
-	VCVTPH2PS X2, Y2
-	VMOVUPS   Y2, Y2
-	VCVTPS2PH $0x00, Y3, X3
-	VCVTPH2PS X3, Y3
-	VMOVUPS   Y3, Y3
-	VCVTPS2PH $0x00, Y4, X4
-	VCVTPH2PS X4, Y4
-	VMOVUPS   Y4, Y4
-
-notrn19:
-	VMULPS      (BX)(R8*4), Y1, Y1
-	VMULPS      32(BX)(R8*4), Y2, Y2
-	VCVTPS2PH   $0x00, Y1, X10
-	VCVTPS2PH   $0x00, Y2, X1
-	VINSERTI128 $0x01, X1, Y10, Y10
-	VMOVDQU     Y10, (CX)(R8*2)
-	VMULPS      64(BX)(R8*4), Y3, Y3
-	VMULPS      96(BX)(R8*4), Y4, Y4
-	VCVTPS2PH   $0x00, Y3, X11
-	VCVTPS2PH   $0x00, Y4, X1
-	VINSERTI128 $0x01, X1, Y11, Y11
-	VMOVDQU     Y11, 32(CX)(R8*2)
-	ADDQ        $0x00000020, R8
-	JMP         scaleloop
-
-scalelooppf17:
-	PREFETCHT0 (R10)(R8*2)
-	JMP        scaleloopbody18
-
-scalent:
-	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
-	MOVQ CX, R11
-	NEGQ R11
-	ANDQ $0x0000001f, R11
-	SHRQ $0x01, R11
-	JZ   scalentloop
-	CMPQ R11, job_d+0(AX)
-	JLE  scalehead
-	MOVQ job_d+0(AX), R11
-
-scalehead:
-	CMPQ      R11, $0x00000008
-	JB        scaleheadpart
-	VCVTPH2PS (SI)(R8*2), Y1
-	VMULPS    Y0, Y1, Y1
-	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn20
-	VCVTPS2PH $0x00, Y1, X1
-	VCVTPH2PS X1, Y1
-	VMOVUPS   Y1, Y1
-
-notrn20:
-	VMULPS    (BX)(R8*4), Y1, Y1
-	VCVTPS2PH $0x00, Y1, (CX)(R8*2)
-	ADDQ      $0x00000008, R8
-	SUBQ      $0x00000008, R11
-	JZ        scalentloop
-
-scaleheadpart:
-	LEAQ (SI)(R8*2), R12
-	LEAQ 128(SP), R13
-	MOVQ R11, R15
-	XORQ R14, R14
-	SUBQ $0x00000010, R15
-
-copyvec21:
-	CMPQ    R14, R15
-	JG      copyone22
-	VMOVUPS (R12)(R14*2), Y1
-	VMOVUPS Y1, (R13)(R14*2)
-	ADDQ    $0x00000010, R14
-	JMP     copyvec21
-
-copyone22:
-	ADDQ $0x00000010, R15
-
-copyloop24:
-	CMPQ R14, R15
-	JGE  copied23
-	MOVW (R12)(R14*2), BP
-	MOVW BP, (R13)(R14*2)
-	INCQ R14
-	JMP  copyloop24
-
-copied23:
-	LEAQ (BX)(R8*4), R12
-	LEAQ 160(SP), R13
-	MOVQ R11, R15
-	XORQ R14, R14
-	SUBQ $0x00000008, R15
-
-copyvec25:
-	CMPQ    R14, R15
-	JG      copyone26
-	VMOVUPS (R12)(R14*4), Y1
-	VMOVUPS Y1, (R13)(R14*4)
-	ADDQ    $0x00000008, R14
-	JMP     copyvec25
-
-copyone26:
-	ADDQ $0x00000008, R15
-
-copyloop28:
-	CMPQ R14, R15
-	JGE  copied27
-	MOVL (R12)(R14*4), BP
-	MOVL BP, (R13)(R14*4)
-	INCQ R14
-	JMP  copyloop28
-
-copied27:
-	VCVTPH2PS 128(SP), Y1
-	VMULPS    Y1, Y0, Y1
-	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn29
-	VCVTPS2PH $0x00, Y1, X1
-	VCVTPH2PS X1, Y1
-	VMOVUPS   Y1, Y1
-
-notrn29:
-	VMULPS    160(SP), Y1, Y1
-	VCVTPS2PH $0x00, Y1, 192(SP)
-	LEAQ      192(SP), R13
-	LEAQ      (CX)(R8*2), R12
-	MOVQ      R11, R15
-	XORQ      R14, R14
-	SUBQ      $0x00000010, R15
-
-copyvec30:
-	CMPQ    R14, R15
-	JG      copyone31
-	VMOVUPS (R13)(R14*2), Y1
-	VMOVUPS Y1, (R12)(R14*2)
-	ADDQ    $0x00000010, R14
-	JMP     copyvec30
-
-copyone31:
-	ADDQ $0x00000010, R15
-
-copyloop33:
-	CMPQ R14, R15
-	JGE  copied32
-	MOVW (R13)(R14*2), BP
-	MOVW BP, (R12)(R14*2)
-	INCQ R14
-	JMP  copyloop33
-
-copied32:
-	ADDQ R11, R8
-
-scalentloop:
-	CMPQ       R8, R9
-	JG         scaletail
-	PREFETCHT0 (R10)(R8*2)
-	VCVTPH2PS  (SI)(R8*2), Y1
-	VMULPS     Y0, Y1, Y1
-	VCVTPH2PS  16(SI)(R8*2), Y2
-	VMULPS     Y0, Y2, Y2
-	VCVTPH2PS  32(SI)(R8*2), Y3
-	VMULPS     Y0, Y3, Y3
-	VCVTPH2PS  48(SI)(R8*2), Y4
-	VMULPS     Y0, Y4, Y4
-	TESTL      $0x00000008, job_flags+0(AX)
-	JZ         notrn34
-	VCVTPS2PH  $0x00, Y1, X1
-	VCVTPH2PS  X1, Y1
-	VMOVUPS    Y1, Y1
-	VCVTPS2PH  $0x00, Y2, X2
-	VCVTPH2PS  X2, Y2
-	VMOVUPS    Y2, Y2
-	VCVTPS2PH  $0x00, Y3, X3
-	VCVTPH2PS  X3, Y3
-	VMOVUPS    Y3, Y3
-	VCVTPS2PH  $0x00, Y4, X4
-	VCVTPH2PS  X4, Y4
-	VMOVUPS    Y4, Y4
-
-notrn34:
-	VMULPS      (BX)(R8*4), Y1, Y1
-	VMULPS      32(BX)(R8*4), Y2, Y2
-	VCVTPS2PH   $0x00, Y1, X12
-	VCVTPS2PH   $0x00, Y2, X1
-	VINSERTI128 $0x01, X1, Y12, Y12
-	VMOVNTDQ    Y12, (CX)(R8*2)
-	VMULPS      64(BX)(R8*4), Y3, Y3
-	VMULPS      96(BX)(R8*4), Y4, Y4
-	VCVTPS2PH   $0x00, Y3, X13
-	VCVTPS2PH   $0x00, Y4, X1
-	VINSERTI128 $0x01, X1, Y13, Y13
-	VMOVNTDQ    Y13, 32(CX)(R8*2)
-	ADDQ        $0x00000020, R8
-	JMP         scalentloop
-
-scaletail:
-	ADDQ $0x00000018, R9
-
-scaleone:
-	CMPQ      R8, R9
-	JG        scalepart
-	VCVTPH2PS (SI)(R8*2), Y1
-	VMULPS    Y0, Y1, Y1
-	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn35
-	VCVTPS2PH $0x00, Y1, X1
-	VCVTPH2PS X1, Y1
-	VMOVUPS   Y1, Y1
-
-notrn35:
-	VMULPS    (BX)(R8*4), Y1, Y1
-	VCVTPS2PH $0x00, Y1, (CX)(R8*2)
-	ADDQ      $0x00000008, R8
-	JMP       scaleone
-
-scalepart:
-	MOVQ job_d+0(AX), R11
-	SUBQ R8, R11
-	JZ   scaled
-	LEAQ (SI)(R8*2), R9
-	LEAQ 128(SP), R10
-	MOVQ R11, R13
-	XORQ R12, R12
-	SUBQ $0x00000010, R13
-
-copyvec36:
-	CMPQ    R12, R13
-	JG      copyone37
-	VMOVUPS (R9)(R12*2), Y1
-	VMOVUPS Y1, (R10)(R12*2)
-	ADDQ    $0x00000010, R12
-	JMP     copyvec36
-
-copyone37:
-	ADDQ $0x00000010, R13
-
-copyloop39:
-	CMPQ R12, R13
-	JGE  copied38
-	MOVW (R9)(R12*2), R14
-	MOVW R14, (R10)(R12*2)
-	INCQ R12
-	JMP  copyloop39
-
-copied38:
-	LEAQ (BX)(R8*4), R9
-	LEAQ 160(SP), R10
-	MOVQ R11, R13
-	XORQ R12, R12
-	SUBQ $0x00000008, R13
-
-copyvec40:
-	CMPQ    R12, R13
-	JG      copyone41
-	VMOVUPS (R9)(R12*4), Y1
-	VMOVUPS Y1, (R10)(R12*4)
-	ADDQ    $0x00000008, R12
-	JMP     copyvec40
-
-copyone41:
-	ADDQ $0x00000008, R13
-
-copyloop43:
-	CMPQ R12, R13
-	JGE  copied42
-	MOVL (R9)(R12*4), R14
-	MOVL R14, (R10)(R12*4)
-	INCQ R12
-	JMP  copyloop43
-
-copied42:
-	VCVTPH2PS 128(SP), Y1
-	VMULPS    Y1, Y0, Y1
-	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn44
-	VCVTPS2PH $0x00, Y1, X0
-	VCVTPH2PS X0, Y0
-	VMOVUPS   Y0, Y1
-
-notrn44:
-	VMULPS    160(SP), Y1, Y1
-	VCVTPS2PH $0x00, Y1, 192(SP)
-	LEAQ      192(SP), R10
-	LEAQ      (CX)(R8*2), R9
-	XORQ      R8, R8
-	SUBQ      $0x00000010, R11
-
-copyvec45:
-	CMPQ    R8, R11
-	JG      copyone46
-	VMOVUPS (R10)(R8*2), Y0
-	VMOVUPS Y0, (R9)(R8*2)
-	ADDQ    $0x00000010, R8
-	JMP     copyvec45
-
-copyone46:
-	ADDQ $0x00000010, R11
-
-copyloop48:
-	CMPQ R8, R11
-	JGE  copied47
-	MOVW (R10)(R8*2), R12
-	MOVW R12, (R9)(R8*2)
-	INCQ R8
-	JMP  copyloop48
-
-copied47:
-scaled:
-	ADDQ DI, DX
-	ADDQ DI, CX
-	ADDQ DI, SI
-	INCQ 400(SP)
-	MOVQ 424(SP), R8
-	INCQ R8
-	MOVQ R8, 424(SP)
-	CMPQ R8, 416(SP)
-	JB   scalerow
-	JMP  row
-
-ret:
-	TESTL $0x00000001, job_flags+0(AX)
-	JZ    vzero
-	SFENCE
-
-vzero:
-	VZEROUPPER
-	MOVQ 400(SP), AX
-	MOVQ AX, ret+24(FP)
-	RET
-
-// func avx2F16AddOffset(j uintptr, from int, to int) int
-// Requires: AVX, AVX2, F16C, MMX+
-TEXT ·avx2F16AddOffset(SB), NOSPLIT, $456-32
-	// avx2F16AddOffset normalizes rows [from, to) of the job: F16 rows: h = round16(x + res) and res = h per element, then y = round16((h*inv)*(1+w)) (with flagRN, round16(h*inv) in place of (h*inv)), for each row.
+TEXT ·avx2F16AddWeightedOrOffset(SB), NOSPLIT, $456-32
+	// avx2F16AddWeightedOrOffset normalizes rows [from, to) of the job: F16 rows: h = round16(x + res) and res = h per element, then y = round16((h*inv)*w), or round16((h*inv)*(1+w)) with flagOffset (with flagRN, round16(h*inv) in place of (h*inv)), for each row.
 	// It stops before the first row that needs the float64 path and returns that row's index, or to.
 	MOVQ j+0(FP), AX
 	MOVQ job_dst+0(AX), CX
@@ -25905,29 +20639,35 @@ scalerow:
 
 scalebody:
 	VBROADCASTSS one<>+0(SB), Y1
+	TESTL        $0x00000010, job_flags+0(AX)
+	JNZ          weightadd16
+	VBROADCASTSS negzero<>+0(SB), Y1
 
+weightadd16:
 	// y = (src*inv)*w, rounded after each multiply.
 	XORQ R8, R8
 	MOVQ job_d+0(AX), R9
 	SUBQ $0x00000020, R9
 	MOVQ DI, R10
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows16
+	JA   longrows17
 	SHLQ $0x03, R10
 
-longrows16:
+longrows17:
 	ADDQ  SI, R10
 	MOVL  job_flags+0(AX), R11
 	TESTL $0x00000001, R11
 	JNZ   scalent
+	TESTL $0x00000010, R11
+	JNZ   scaleoffsetloop
 
 scaleloop:
 	CMPQ  R8, R9
 	JG    scaletail
 	TESTL $0x00000002, R11
-	JNZ   scalelooppf17
+	JNZ   scalelooppf18
 
-scaleloopbody18:
+scaleloopbody19:
 	VCVTPH2PS (SI)(R8*2), Y2
 	VMULPS    Y0, Y2, Y2
 	VCVTPH2PS 16(SI)(R8*2), Y3
@@ -25937,7 +20677,7 @@ scaleloopbody18:
 	VCVTPH2PS 48(SI)(R8*2), Y5
 	VMULPS    Y0, Y5, Y5
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn19
+	JZ        notrn20
 	VCVTPS2PH $0x00, Y2, X2
 	VCVTPH2PS X2, Y2
 	VMOVUPS   Y2, Y2
@@ -25951,23 +20691,15 @@ scaleloopbody18:
 	VCVTPH2PS X5, Y5
 	VMOVUPS   Y5, Y5
 
-notrn19:
-	VMOVUPS     (BX)(R8*4), Y6
-	VADDPS      Y1, Y6, Y6
-	VMULPS      Y6, Y2, Y2
-	VMOVUPS     32(BX)(R8*4), Y6
-	VADDPS      Y1, Y6, Y6
-	VMULPS      Y6, Y3, Y3
+notrn20:
+	VMULPS      (BX)(R8*4), Y2, Y2
+	VMULPS      32(BX)(R8*4), Y3, Y3
 	VCVTPS2PH   $0x00, Y2, X10
 	VCVTPS2PH   $0x00, Y3, X2
 	VINSERTI128 $0x01, X2, Y10, Y10
 	VMOVDQU     Y10, (CX)(R8*2)
-	VMOVUPS     64(BX)(R8*4), Y2
-	VADDPS      Y1, Y2, Y2
-	VMULPS      Y2, Y4, Y4
-	VMOVUPS     96(BX)(R8*4), Y2
-	VADDPS      Y1, Y2, Y2
-	VMULPS      Y2, Y5, Y5
+	VMULPS      64(BX)(R8*4), Y4, Y4
+	VMULPS      96(BX)(R8*4), Y5, Y5
 	VCVTPS2PH   $0x00, Y4, X11
 	VCVTPS2PH   $0x00, Y5, X2
 	VINSERTI128 $0x01, X2, Y11, Y11
@@ -25975,134 +20707,193 @@ notrn19:
 	ADDQ        $0x00000020, R8
 	JMP         scaleloop
 
-scalelooppf17:
+scalelooppf18:
 	PREFETCHT0 (R10)(R8*2)
-	JMP        scaleloopbody18
+	JMP        scaleloopbody19
+
+scaleoffsetloop:
+	CMPQ  R8, R9
+	JG    scaletail
+	TESTL $0x00000002, R11
+	JNZ   scaleoffsetlooppf21
+
+scaleoffsetloopbody22:
+	VCVTPH2PS (SI)(R8*2), Y2
+	VMULPS    Y0, Y2, Y2
+	VCVTPH2PS 16(SI)(R8*2), Y3
+	VMULPS    Y0, Y3, Y3
+	VCVTPH2PS 32(SI)(R8*2), Y4
+	VMULPS    Y0, Y4, Y4
+	VCVTPH2PS 48(SI)(R8*2), Y5
+	VMULPS    Y0, Y5, Y5
+	TESTL     $0x00000008, job_flags+0(AX)
+	JZ        notrn23
+	VCVTPS2PH $0x00, Y2, X2
+	VCVTPH2PS X2, Y2
+	VMOVUPS   Y2, Y2
+	VCVTPS2PH $0x00, Y3, X3
+	VCVTPH2PS X3, Y3
+	VMOVUPS   Y3, Y3
+	VCVTPS2PH $0x00, Y4, X4
+	VCVTPH2PS X4, Y4
+	VMOVUPS   Y4, Y4
+	VCVTPS2PH $0x00, Y5, X5
+	VCVTPH2PS X5, Y5
+	VMOVUPS   Y5, Y5
+
+notrn23:
+	VMOVUPS     (BX)(R8*4), Y6
+	VADDPS      Y1, Y6, Y6
+	VMULPS      Y6, Y2, Y2
+	VMOVUPS     32(BX)(R8*4), Y6
+	VADDPS      Y1, Y6, Y6
+	VMULPS      Y6, Y3, Y3
+	VCVTPS2PH   $0x00, Y2, X12
+	VCVTPS2PH   $0x00, Y3, X2
+	VINSERTI128 $0x01, X2, Y12, Y12
+	VMOVDQU     Y12, (CX)(R8*2)
+	VMOVUPS     64(BX)(R8*4), Y2
+	VADDPS      Y1, Y2, Y2
+	VMULPS      Y2, Y4, Y4
+	VMOVUPS     96(BX)(R8*4), Y2
+	VADDPS      Y1, Y2, Y2
+	VMULPS      Y2, Y5, Y5
+	VCVTPS2PH   $0x00, Y4, X13
+	VCVTPS2PH   $0x00, Y5, X2
+	VINSERTI128 $0x01, X2, Y13, Y13
+	VMOVDQU     Y13, 32(CX)(R8*2)
+	ADDQ        $0x00000020, R8
+	JMP         scaleoffsetloop
+
+scaleoffsetlooppf21:
+	PREFETCHT0 (R10)(R8*2)
+	JMP        scaleoffsetloopbody22
 
 scalent:
 	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
-	MOVQ CX, R11
-	NEGQ R11
-	ANDQ $0x0000001f, R11
-	SHRQ $0x01, R11
+	MOVQ CX, R12
+	NEGQ R12
+	ANDQ $0x0000001f, R12
+	SHRQ $0x01, R12
 	JZ   scalentloop
-	CMPQ R11, job_d+0(AX)
+	CMPQ R12, job_d+0(AX)
 	JLE  scalehead
-	MOVQ job_d+0(AX), R11
+	MOVQ job_d+0(AX), R12
 
 scalehead:
-	CMPQ      R11, $0x00000008
+	CMPQ      R12, $0x00000008
 	JB        scaleheadpart
 	VCVTPH2PS (SI)(R8*2), Y2
 	VMULPS    Y0, Y2, Y2
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn20
+	JZ        notrn24
 	VCVTPS2PH $0x00, Y2, X2
 	VCVTPH2PS X2, Y2
 	VMOVUPS   Y2, Y2
 
-notrn20:
+notrn24:
 	VMOVUPS   (BX)(R8*4), Y3
 	VADDPS    Y1, Y3, Y3
 	VMULPS    Y3, Y2, Y2
 	VCVTPS2PH $0x00, Y2, (CX)(R8*2)
 	ADDQ      $0x00000008, R8
-	SUBQ      $0x00000008, R11
+	SUBQ      $0x00000008, R12
 	JZ        scalentloop
 
 scaleheadpart:
-	LEAQ (SI)(R8*2), R12
+	LEAQ (SI)(R8*2), R11
 	LEAQ 128(SP), R13
-	MOVQ R11, R15
+	MOVQ R12, R15
 	XORQ R14, R14
 	SUBQ $0x00000010, R15
-
-copyvec21:
-	CMPQ    R14, R15
-	JG      copyone22
-	VMOVUPS (R12)(R14*2), Y2
-	VMOVUPS Y2, (R13)(R14*2)
-	ADDQ    $0x00000010, R14
-	JMP     copyvec21
-
-copyone22:
-	ADDQ $0x00000010, R15
-
-copyloop24:
-	CMPQ R14, R15
-	JGE  copied23
-	MOVW (R12)(R14*2), BP
-	MOVW BP, (R13)(R14*2)
-	INCQ R14
-	JMP  copyloop24
-
-copied23:
-	LEAQ (BX)(R8*4), R12
-	LEAQ 160(SP), R13
-	MOVQ R11, R15
-	XORQ R14, R14
-	SUBQ $0x00000008, R15
 
 copyvec25:
 	CMPQ    R14, R15
 	JG      copyone26
-	VMOVUPS (R12)(R14*4), Y2
-	VMOVUPS Y2, (R13)(R14*4)
-	ADDQ    $0x00000008, R14
+	VMOVUPS (R11)(R14*2), Y2
+	VMOVUPS Y2, (R13)(R14*2)
+	ADDQ    $0x00000010, R14
 	JMP     copyvec25
 
 copyone26:
-	ADDQ $0x00000008, R15
+	ADDQ $0x00000010, R15
 
 copyloop28:
 	CMPQ R14, R15
 	JGE  copied27
-	MOVL (R12)(R14*4), BP
-	MOVL BP, (R13)(R14*4)
+	MOVW (R11)(R14*2), BP
+	MOVW BP, (R13)(R14*2)
 	INCQ R14
 	JMP  copyloop28
 
 copied27:
+	LEAQ (BX)(R8*4), R11
+	LEAQ 160(SP), R13
+	MOVQ R12, R15
+	XORQ R14, R14
+	SUBQ $0x00000008, R15
+
+copyvec29:
+	CMPQ    R14, R15
+	JG      copyone30
+	VMOVUPS (R11)(R14*4), Y2
+	VMOVUPS Y2, (R13)(R14*4)
+	ADDQ    $0x00000008, R14
+	JMP     copyvec29
+
+copyone30:
+	ADDQ $0x00000008, R15
+
+copyloop32:
+	CMPQ R14, R15
+	JGE  copied31
+	MOVL (R11)(R14*4), BP
+	MOVL BP, (R13)(R14*4)
+	INCQ R14
+	JMP  copyloop32
+
+copied31:
 	VCVTPH2PS 128(SP), Y2
 	VMULPS    Y2, Y0, Y2
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn29
+	JZ        notrn33
 	VCVTPS2PH $0x00, Y2, X2
 	VCVTPH2PS X2, Y2
 	VMOVUPS   Y2, Y2
 
-notrn29:
+notrn33:
 	VMOVUPS   160(SP), Y3
 	VADDPS    Y1, Y3, Y3
 	VMULPS    Y3, Y2, Y2
 	VCVTPS2PH $0x00, Y2, 192(SP)
 	LEAQ      192(SP), R13
-	LEAQ      (CX)(R8*2), R12
-	MOVQ      R11, R15
+	LEAQ      (CX)(R8*2), R11
+	MOVQ      R12, R15
 	XORQ      R14, R14
 	SUBQ      $0x00000010, R15
 
-copyvec30:
+copyvec34:
 	CMPQ    R14, R15
-	JG      copyone31
+	JG      copyone35
 	VMOVUPS (R13)(R14*2), Y2
-	VMOVUPS Y2, (R12)(R14*2)
+	VMOVUPS Y2, (R11)(R14*2)
 	ADDQ    $0x00000010, R14
-	JMP     copyvec30
+	JMP     copyvec34
 
-copyone31:
+copyone35:
 	ADDQ $0x00000010, R15
 
-copyloop33:
+copyloop37:
 	CMPQ R14, R15
-	JGE  copied32
+	JGE  copied36
 	MOVW (R13)(R14*2), BP
-	MOVW BP, (R12)(R14*2)
+	MOVW BP, (R11)(R14*2)
 	INCQ R14
-	JMP  copyloop33
+	JMP  copyloop37
 
-copied32:
-	ADDQ R11, R8
+copied36:
+	ADDQ R12, R8
+	MOVL job_flags+0(AX), R11
 
 scalentloop:
 	CMPQ       R8, R9
@@ -26117,7 +20908,7 @@ scalentloop:
 	VCVTPH2PS  48(SI)(R8*2), Y5
 	VMULPS     Y0, Y5, Y5
 	TESTL      $0x00000008, job_flags+0(AX)
-	JZ         notrn34
+	JZ         notrn38
 	VCVTPS2PH  $0x00, Y2, X2
 	VCVTPH2PS  X2, Y2
 	VMOVUPS    Y2, Y2
@@ -26131,29 +20922,40 @@ scalentloop:
 	VCVTPH2PS  X5, Y5
 	VMOVUPS    Y5, Y5
 
-notrn34:
-	VMOVUPS     (BX)(R8*4), Y6
-	VADDPS      Y1, Y6, Y6
-	VMULPS      Y6, Y2, Y2
-	VMOVUPS     32(BX)(R8*4), Y6
-	VADDPS      Y1, Y6, Y6
-	VMULPS      Y6, Y3, Y3
-	VCVTPS2PH   $0x00, Y2, X12
+notrn38:
+	TESTL  $0x00000010, R11
+	JNZ    offset39
+	VMULPS (BX)(R8*4), Y2, Y2
+	VMULPS 32(BX)(R8*4), Y3, Y3
+	VMULPS 64(BX)(R8*4), Y4, Y4
+	VMULPS 96(BX)(R8*4), Y5, Y5
+
+weighed40:
+	VCVTPS2PH   $0x00, Y2, X14
 	VCVTPS2PH   $0x00, Y3, X2
-	VINSERTI128 $0x01, X2, Y12, Y12
-	VMOVNTDQ    Y12, (CX)(R8*2)
-	VMOVUPS     64(BX)(R8*4), Y2
-	VADDPS      Y1, Y2, Y2
-	VMULPS      Y2, Y4, Y4
-	VMOVUPS     96(BX)(R8*4), Y2
-	VADDPS      Y1, Y2, Y2
-	VMULPS      Y2, Y5, Y5
-	VCVTPS2PH   $0x00, Y4, X13
+	VINSERTI128 $0x01, X2, Y14, Y14
+	VMOVNTDQ    Y14, (CX)(R8*2)
+	VCVTPS2PH   $0x00, Y4, X15
 	VCVTPS2PH   $0x00, Y5, X2
-	VINSERTI128 $0x01, X2, Y13, Y13
-	VMOVNTDQ    Y13, 32(CX)(R8*2)
+	VINSERTI128 $0x01, X2, Y15, Y15
+	VMOVNTDQ    Y15, 32(CX)(R8*2)
 	ADDQ        $0x00000020, R8
 	JMP         scalentloop
+
+offset39:
+	VMOVUPS (BX)(R8*4), Y6
+	VADDPS  Y1, Y6, Y6
+	VMULPS  Y6, Y2, Y2
+	VMOVUPS 32(BX)(R8*4), Y6
+	VADDPS  Y1, Y6, Y6
+	VMULPS  Y6, Y3, Y3
+	VMOVUPS 64(BX)(R8*4), Y6
+	VADDPS  Y1, Y6, Y6
+	VMULPS  Y6, Y4, Y4
+	VMOVUPS 96(BX)(R8*4), Y6
+	VADDPS  Y1, Y6, Y6
+	VMULPS  Y6, Y5, Y5
+	JMP     weighed40
 
 scaletail:
 	ADDQ $0x00000018, R9
@@ -26164,12 +20966,12 @@ scaleone:
 	VCVTPH2PS (SI)(R8*2), Y2
 	VMULPS    Y0, Y2, Y2
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn35
+	JZ        notrn41
 	VCVTPS2PH $0x00, Y2, X2
 	VCVTPH2PS X2, Y2
 	VMOVUPS   Y2, Y2
 
-notrn35:
+notrn41:
 	VMOVUPS   (BX)(R8*4), Y3
 	VADDPS    Y1, Y3, Y3
 	VMULPS    Y3, Y2, Y2
@@ -26178,99 +20980,100 @@ notrn35:
 	JMP       scaleone
 
 scalepart:
-	MOVQ job_d+0(AX), R11
-	SUBQ R8, R11
+	MOVQ job_d+0(AX), R12
+	SUBQ R8, R12
 	JZ   scaled
 	LEAQ (SI)(R8*2), R9
 	LEAQ 128(SP), R10
-	MOVQ R11, R13
-	XORQ R12, R12
+	MOVQ R12, R13
+	XORQ R11, R11
 	SUBQ $0x00000010, R13
 
-copyvec36:
-	CMPQ    R12, R13
-	JG      copyone37
-	VMOVUPS (R9)(R12*2), Y2
-	VMOVUPS Y2, (R10)(R12*2)
-	ADDQ    $0x00000010, R12
-	JMP     copyvec36
+copyvec42:
+	CMPQ    R11, R13
+	JG      copyone43
+	VMOVUPS (R9)(R11*2), Y2
+	VMOVUPS Y2, (R10)(R11*2)
+	ADDQ    $0x00000010, R11
+	JMP     copyvec42
 
-copyone37:
+copyone43:
 	ADDQ $0x00000010, R13
 
-copyloop39:
-	CMPQ R12, R13
-	JGE  copied38
-	MOVW (R9)(R12*2), R14
-	MOVW R14, (R10)(R12*2)
-	INCQ R12
-	JMP  copyloop39
+copyloop45:
+	CMPQ R11, R13
+	JGE  copied44
+	MOVW (R9)(R11*2), R14
+	MOVW R14, (R10)(R11*2)
+	INCQ R11
+	JMP  copyloop45
 
-copied38:
+copied44:
 	LEAQ (BX)(R8*4), R9
 	LEAQ 160(SP), R10
-	MOVQ R11, R13
-	XORQ R12, R12
+	MOVQ R12, R13
+	XORQ R11, R11
 	SUBQ $0x00000008, R13
 
-copyvec40:
-	CMPQ    R12, R13
-	JG      copyone41
-	VMOVUPS (R9)(R12*4), Y2
-	VMOVUPS Y2, (R10)(R12*4)
-	ADDQ    $0x00000008, R12
-	JMP     copyvec40
+copyvec46:
+	CMPQ    R11, R13
+	JG      copyone47
+	VMOVUPS (R9)(R11*4), Y2
+	VMOVUPS Y2, (R10)(R11*4)
+	ADDQ    $0x00000008, R11
+	JMP     copyvec46
 
-copyone41:
+copyone47:
 	ADDQ $0x00000008, R13
 
-copyloop43:
-	CMPQ R12, R13
-	JGE  copied42
-	MOVL (R9)(R12*4), R14
-	MOVL R14, (R10)(R12*4)
-	INCQ R12
-	JMP  copyloop43
+copyloop49:
+	CMPQ R11, R13
+	JGE  copied48
+	MOVL (R9)(R11*4), R14
+	MOVL R14, (R10)(R11*4)
+	INCQ R11
+	JMP  copyloop49
 
-copied42:
+copied48:
 	VCVTPH2PS 128(SP), Y2
 	VMULPS    Y2, Y0, Y2
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn44
+	JZ        notrn50
 	VCVTPS2PH $0x00, Y2, X0
 	VCVTPH2PS X0, Y0
 	VMOVUPS   Y0, Y2
 
-notrn44:
+notrn50:
 	VMOVUPS   160(SP), Y0
 	VADDPS    Y1, Y0, Y0
 	VMULPS    Y0, Y2, Y2
 	VCVTPS2PH $0x00, Y2, 192(SP)
 	LEAQ      192(SP), R10
 	LEAQ      (CX)(R8*2), R9
+	MOVQ      R12, R11
 	XORQ      R8, R8
 	SUBQ      $0x00000010, R11
 
-copyvec45:
+copyvec51:
 	CMPQ    R8, R11
-	JG      copyone46
+	JG      copyone52
 	VMOVUPS (R10)(R8*2), Y0
 	VMOVUPS Y0, (R9)(R8*2)
 	ADDQ    $0x00000010, R8
-	JMP     copyvec45
+	JMP     copyvec51
 
-copyone46:
+copyone52:
 	ADDQ $0x00000010, R11
 
-copyloop48:
+copyloop54:
 	CMPQ R8, R11
-	JGE  copied47
+	JGE  copied53
 	MOVW (R10)(R8*2), R12
 	MOVW R12, (R9)(R8*2)
 	INCQ R8
-	JMP  copyloop48
+	JMP  copyloop54
 
-copied47:
+copied53:
 scaled:
 	ADDQ DI, DX
 	ADDQ DI, CX
@@ -31030,17 +25833,17 @@ DATA kernels<>+184(SB)/8, $·avx2Unweighted(SB)
 DATA kernels<>+192(SB)/8, $·avx2AddWeighted(SB)
 DATA kernels<>+200(SB)/8, $·avx2AddOffset(SB)
 DATA kernels<>+208(SB)/8, $·avx2AddUnweighted(SB)
-DATA kernels<>+216(SB)/8, $·avx2BF16Weighted(SB)
-DATA kernels<>+224(SB)/8, $·avx2BF16Offset(SB)
+DATA kernels<>+216(SB)/8, $·avx2BF16WeightedOrOffset(SB)
+DATA kernels<>+224(SB)/8, $·avx2BF16WeightedOrOffset(SB)
 DATA kernels<>+232(SB)/8, $·avx2BF16Unweighted(SB)
-DATA kernels<>+240(SB)/8, $·avx2BF16AddWeighted(SB)
-DATA kernels<>+248(SB)/8, $·avx2BF16AddOffset(SB)
+DATA kernels<>+240(SB)/8, $·avx2BF16AddWeightedOrOffset(SB)
+DATA kernels<>+248(SB)/8, $·avx2BF16AddWeightedOrOffset(SB)
 DATA kernels<>+256(SB)/8, $·avx2BF16AddUnweighted(SB)
-DATA kernels<>+264(SB)/8, $·avx2F16Weighted(SB)
-DATA kernels<>+272(SB)/8, $·avx2F16Offset(SB)
+DATA kernels<>+264(SB)/8, $·avx2F16WeightedOrOffset(SB)
+DATA kernels<>+272(SB)/8, $·avx2F16WeightedOrOffset(SB)
 DATA kernels<>+280(SB)/8, $·avx2F16Unweighted(SB)
-DATA kernels<>+288(SB)/8, $·avx2F16AddWeighted(SB)
-DATA kernels<>+296(SB)/8, $·avx2F16AddOffset(SB)
+DATA kernels<>+288(SB)/8, $·avx2F16AddWeightedOrOffset(SB)
+DATA kernels<>+296(SB)/8, $·avx2F16AddWeightedOrOffset(SB)
 DATA kernels<>+304(SB)/8, $·avx2F16AddUnweighted(SB)
 DATA kernels<>+312(SB)/8, $·avx2BackwardWeighted(SB)
 DATA kernels<>+320(SB)/8, $·avx2BackwardOffset(SB)
@@ -31051,17 +25854,17 @@ DATA kernels<>+352(SB)/8, $·avx512Unweighted(SB)
 DATA kernels<>+360(SB)/8, $·avx512AddWeighted(SB)
 DATA kernels<>+368(SB)/8, $·avx512AddOffset(SB)
 DATA kernels<>+376(SB)/8, $·avx512AddUnweighted(SB)
-DATA kernels<>+384(SB)/8, $·avx512BF16Weighted(SB)
-DATA kernels<>+392(SB)/8, $·avx512BF16Offset(SB)
+DATA kernels<>+384(SB)/8, $·avx512BF16WeightedOrOffset(SB)
+DATA kernels<>+392(SB)/8, $·avx512BF16WeightedOrOffset(SB)
 DATA kernels<>+400(SB)/8, $·avx512BF16Unweighted(SB)
-DATA kernels<>+408(SB)/8, $·avx512BF16AddWeighted(SB)
-DATA kernels<>+416(SB)/8, $·avx512BF16AddOffset(SB)
+DATA kernels<>+408(SB)/8, $·avx512BF16AddWeightedOrOffset(SB)
+DATA kernels<>+416(SB)/8, $·avx512BF16AddWeightedOrOffset(SB)
 DATA kernels<>+424(SB)/8, $·avx512BF16AddUnweighted(SB)
-DATA kernels<>+432(SB)/8, $·avx512F16Weighted(SB)
-DATA kernels<>+440(SB)/8, $·avx512F16Offset(SB)
+DATA kernels<>+432(SB)/8, $·avx512F16WeightedOrOffset(SB)
+DATA kernels<>+440(SB)/8, $·avx512F16WeightedOrOffset(SB)
 DATA kernels<>+448(SB)/8, $·avx512F16Unweighted(SB)
-DATA kernels<>+456(SB)/8, $·avx512F16AddWeighted(SB)
-DATA kernels<>+464(SB)/8, $·avx512F16AddOffset(SB)
+DATA kernels<>+456(SB)/8, $·avx512F16AddWeightedOrOffset(SB)
+DATA kernels<>+464(SB)/8, $·avx512F16AddWeightedOrOffset(SB)
 DATA kernels<>+472(SB)/8, $·avx512F16AddUnweighted(SB)
 DATA kernels<>+480(SB)/8, $·avx512BackwardWeighted(SB)
 DATA kernels<>+488(SB)/8, $·avx512BackwardOffset(SB)

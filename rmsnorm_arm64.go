@@ -73,17 +73,11 @@ func neonAddOffset(j *job, from, to int) int
 //go:noescape
 func neonAddUnweighted(j *job, from, to int) int
 
-// neonBF16Weighted normalizes rows [from, to) of the job: BF16 rows: y = round16((x*inv)*w) (with flagRN, round16(x*inv) in place of (x*inv)), for each row.
+// neonBF16WeightedOrOffset normalizes rows [from, to) of the job: BF16 rows: y = round16((x*inv)*w), or round16((x*inv)*(1+w)) with flagOffset (with flagRN, round16(x*inv) in place of (x*inv)), for each row.
 // It stops before the first row that needs the float64 path and returns that row's index, or to.
 //
 //go:noescape
-func neonBF16Weighted(j *job, from, to int) int
-
-// neonBF16Offset normalizes rows [from, to) of the job: BF16 rows: y = round16((x*inv)*(1+w)) (with flagRN, round16(x*inv) in place of (x*inv)), for each row.
-// It stops before the first row that needs the float64 path and returns that row's index, or to.
-//
-//go:noescape
-func neonBF16Offset(j *job, from, to int) int
+func neonBF16WeightedOrOffset(j *job, from, to int) int
 
 // neonBF16Unweighted normalizes rows [from, to) of the job: BF16 rows: y = round16(x*inv), for each row.
 // It stops before the first row that needs the float64 path and returns that row's index, or to.
@@ -91,17 +85,11 @@ func neonBF16Offset(j *job, from, to int) int
 //go:noescape
 func neonBF16Unweighted(j *job, from, to int) int
 
-// neonBF16AddWeighted normalizes rows [from, to) of the job: BF16 rows: h = round16(x + res) and res = h per element, then y = round16((h*inv)*w) (with flagRN, round16(h*inv) in place of (h*inv)), for each row.
+// neonBF16AddWeightedOrOffset normalizes rows [from, to) of the job: BF16 rows: h = round16(x + res) and res = h per element, then y = round16((h*inv)*w), or round16((h*inv)*(1+w)) with flagOffset (with flagRN, round16(h*inv) in place of (h*inv)), for each row.
 // It stops before the first row that needs the float64 path and returns that row's index, or to.
 //
 //go:noescape
-func neonBF16AddWeighted(j *job, from, to int) int
-
-// neonBF16AddOffset normalizes rows [from, to) of the job: BF16 rows: h = round16(x + res) and res = h per element, then y = round16((h*inv)*(1+w)) (with flagRN, round16(h*inv) in place of (h*inv)), for each row.
-// It stops before the first row that needs the float64 path and returns that row's index, or to.
-//
-//go:noescape
-func neonBF16AddOffset(j *job, from, to int) int
+func neonBF16AddWeightedOrOffset(j *job, from, to int) int
 
 // neonBF16AddUnweighted normalizes rows [from, to) of the job: BF16 rows: h = round16(x + res) and res = h per element, then y = round16(h*inv), for each row.
 // It stops before the first row that needs the float64 path and returns that row's index, or to.
@@ -109,17 +97,11 @@ func neonBF16AddOffset(j *job, from, to int) int
 //go:noescape
 func neonBF16AddUnweighted(j *job, from, to int) int
 
-// neonF16Weighted normalizes rows [from, to) of the job: F16 rows: y = round16((x*inv)*w) (with flagRN, round16(x*inv) in place of (x*inv)), for each row.
+// neonF16WeightedOrOffset normalizes rows [from, to) of the job: F16 rows: y = round16((x*inv)*w), or round16((x*inv)*(1+w)) with flagOffset (with flagRN, round16(x*inv) in place of (x*inv)), for each row.
 // It stops before the first row that needs the float64 path and returns that row's index, or to.
 //
 //go:noescape
-func neonF16Weighted(j *job, from, to int) int
-
-// neonF16Offset normalizes rows [from, to) of the job: F16 rows: y = round16((x*inv)*(1+w)) (with flagRN, round16(x*inv) in place of (x*inv)), for each row.
-// It stops before the first row that needs the float64 path and returns that row's index, or to.
-//
-//go:noescape
-func neonF16Offset(j *job, from, to int) int
+func neonF16WeightedOrOffset(j *job, from, to int) int
 
 // neonF16Unweighted normalizes rows [from, to) of the job: F16 rows: y = round16(x*inv), for each row.
 // It stops before the first row that needs the float64 path and returns that row's index, or to.
@@ -127,17 +109,11 @@ func neonF16Offset(j *job, from, to int) int
 //go:noescape
 func neonF16Unweighted(j *job, from, to int) int
 
-// neonF16AddWeighted normalizes rows [from, to) of the job: F16 rows: h = round16(x + res) and res = h per element, then y = round16((h*inv)*w) (with flagRN, round16(h*inv) in place of (h*inv)), for each row.
+// neonF16AddWeightedOrOffset normalizes rows [from, to) of the job: F16 rows: h = round16(x + res) and res = h per element, then y = round16((h*inv)*w), or round16((h*inv)*(1+w)) with flagOffset (with flagRN, round16(h*inv) in place of (h*inv)), for each row.
 // It stops before the first row that needs the float64 path and returns that row's index, or to.
 //
 //go:noescape
-func neonF16AddWeighted(j *job, from, to int) int
-
-// neonF16AddOffset normalizes rows [from, to) of the job: F16 rows: h = round16(x + res) and res = h per element, then y = round16((h*inv)*(1+w)) (with flagRN, round16(h*inv) in place of (h*inv)), for each row.
-// It stops before the first row that needs the float64 path and returns that row's index, or to.
-//
-//go:noescape
-func neonF16AddOffset(j *job, from, to int) int
+func neonF16AddWeightedOrOffset(j *job, from, to int) int
 
 // neonF16AddUnweighted normalizes rows [from, to) of the job: F16 rows: h = round16(x + res) and res = h per element, then y = round16(h*inv), for each row.
 // It stops before the first row that needs the float64 path and returns that row's index, or to.

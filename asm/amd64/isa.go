@@ -212,10 +212,14 @@ var (
 	// oddWordsAVX512 are the VPERMT2W indexes 1, 3, ..., 63: the odd 16-bit words of two ZMM
 	// registers, the first's then the second's.
 	oddWordsAVX512 Mem
+	// constNegZero is float32 -0, what the 16-bit functions with a weight add to it outside their
+	// main loop for Weighted (1 for Offset).
+	constNegZero Mem
 )
 
 func declareConstants() {
 	constOne = ConstData("one", F32(1))
+	constNegZero = ConstData("negzero", U32(0x80000000))
 	constLo = ConstData("tlo", U32(spec.TLowBits))
 	constMax = ConstData("tmax", U32(spec.TMaxBits))
 	constLo4 = splat4("tlo4", spec.TLowBits)

@@ -49,7 +49,7 @@ func main() {
 	var ks []spec.Kernel
 	for _, s := range []*isa{avx512, avx2} {
 		k := spec.Kernel{ID: s.kernelID, Prefix: s.name}
-		for _, v := range spec.Forward {
+		for _, v := range spec.Bodies {
 			k.Variants = append(k.Variants, v)
 			kernel(s, v)
 		}

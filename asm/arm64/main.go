@@ -73,7 +73,7 @@ func main() {
 	var s bytes.Buffer
 	fmt.Fprintf(&s, "%s\n\n//go:build %s\n\n#include \"textflag.h\"\n#include \"go_asm.h\"\n", header, constraint)
 	k := spec.Kernel{ID: "kernelNEON", Prefix: "neon"}
-	k.Variants, k.Conversions, k.Backward = spec.Forward, true, true
+	k.Variants, k.Conversions, k.Backward = spec.Bodies, true, true
 	ks := []spec.Kernel{k}
 	s.WriteString("\n// func callKernel(j *job, from, to int) int: jump to the function job.fn selects, with the\n")
 	s.WriteString("// caller's arguments and return address in place.\n")
@@ -81,7 +81,7 @@ func main() {
 	fmt.Fprintf(&s, "\tMOVD j+0(FP), R0\n\tMOVWU %s(R0), R1\n\tMOVD $kernels<>(SB), R2\n\tMOVD (R2)(R1<<3), R2\n\tB (R2)\n\n", spec.Job.Fn)
 	s.WriteString(spec.TableData(ks))
 	for _, v := range k.Variants {
-		s.WriteString(kernel("neon"+v.Name(), v))
+		s.WriteString(kernel("neon"+v.FuncName(), v))
 	}
 	for _, c := range spec.Conversions {
 		s.WriteString(convert("neon"+c.Name, c))

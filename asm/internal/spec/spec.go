@@ -57,6 +57,49 @@ type Variant struct {
 // less than a second copy of every such function (a third of the generated code).
 func (v Variant) Rounds() bool { return v.Format != F32 && v.Mode != Unweighted }
 
+// SharesWeight reports whether v's kernel function is one of the 16-bit functions with a weight,
+// which serve Weighted and Offset alike (see Body).
+func (v Variant) SharesWeight() bool { return v.Format != F32 && v.Mode != Unweighted }
+
+// Body returns the variant whose kernel function runs v. 16-bit rows with a weight have one
+// function for Weighted and Offset, told apart by FlagOffset: its main scale loop comes in one
+// copy per form, chosen once per row, and the rest of the function (the sum pass, the ends of
+// rows) multiplies by w + c, with c = 1 under FlagOffset and c = -0 without (w + -0 is w for every
+// w, -0 included, so Weighted keeps its bits). The Weighted functions were a sixth of the
+// generated code. float32 rows keep a function for each: their functions are smaller and their
+// loops shorter.
+func (v Variant) Body() Variant {
+	if v.SharesWeight() {
+		v.Mode = Offset
+	}
+	return v
+}
+
+// FuncName is the part of a function name that names the function running v, e.g. "AddOffset"
+// or, for a shared 16-bit function, "BF16AddWeightedOrOffset".
+func (v Variant) FuncName() string {
+	if !v.SharesWeight() {
+		return v.Name()
+	}
+	s := v.Format.String()
+	if v.Residual {
+		s += "Add"
+	}
+	return s + "WeightedOrOffset"
+}
+
+// Bodies lists the variants that have kernel functions of their own, in the order of Forward:
+// Body of each, once.
+var Bodies = func() []Variant {
+	var vs []Variant
+	for _, v := range Forward {
+		if v.Body() == v {
+			vs = append(vs, v)
+		}
+	}
+	return vs
+}()
+
 // Forward lists every forward variant, in the order the generated files hold them; the Go side
 // numbers them the same way (gospec.go).
 var Forward = func() []Variant {
@@ -120,10 +163,12 @@ func (v Variant) Formula() string {
 		src = "h"
 	}
 	n := "(" + src + "*inv)"
-	switch v.Mode {
-	case Weighted:
+	switch {
+	case v.SharesWeight():
+		s += "y = " + round(n+"*w") + ", or " + round(n+"*(1+w)") + " with flagOffset"
+	case v.Mode == Weighted:
 		s += "y = " + round(n+"*w")
-	case Offset:
+	case v.Mode == Offset:
 		s += "y = " + round(n+"*(1+w)")
 	default:
 		s += "y = " + round(src+"*inv")
@@ -175,6 +220,8 @@ const (
 	// FlagRN (16-bit rows with a weight): Norm.RoundNormalized, x*inv rounded to the format before
 	// the weight (see Variant.Rounds).
 	FlagRN = 8
+	// FlagOffset (16-bit rows with a weight): the weight form is 1+w, Offset (see Variant.Body).
+	FlagOffset = 16
 )
 
 // Bounds of t = ss/d + eps outside which a row takes the float64 path.
@@ -199,6 +246,7 @@ func GoSpec(header string) string {
 	fmt.Fprintf(&b, "\tflagPF = %d // prefetch the rows ahead (they come from memory, or lie far apart)\n", FlagPF)
 	fmt.Fprintf(&b, "\tflagFuse = %d // backward: the last row of a block adds the block's partial sum to DW\n", FlagFuse)
 	fmt.Fprintf(&b, "\tflagRN = %d // 16-bit rows with a weight: round x*inv to the format before the weight (RoundNormalized)\n", FlagRN)
+	fmt.Fprintf(&b, "\tflagOffset = %d // 16-bit rows with a weight: the weight form is 1+w (the functions for both forms are one)\n", FlagOffset)
 	b.WriteString(")\n\n")
 	fmt.Fprintf(&b, "// gradBlock is the number of rows summed into one partial sum of the weight gradient.\nconst gradBlock = %d\n\n", GradBlock)
 	fmt.Fprintf(&b, "// groupMax is the longest row the kernels normalize four at a time.\nconst groupMax = %d\n\n", GroupMax)
@@ -236,7 +284,7 @@ func GoSpec(header string) string {
 type Kernel struct {
 	ID          string    // the kernelID constant, e.g. "kernelAVX512"
 	Prefix      string    // the function-name prefix, e.g. "avx512"
-	Variants    []Variant // the variants it has functions for (the others run the generic kernel)
+	Variants    []Variant // the Bodies it has functions for (the others run the generic kernel)
 	Conversions bool      // it has a function for each of Conversions
 	Backward    bool      // it has a function for each of Backward
 }
@@ -261,7 +309,7 @@ const (
 // Has reports whether k has a function for v.
 func (k Kernel) Has(v Variant) bool {
 	for _, h := range k.Variants {
-		if h == v {
+		if h == v.Body() {
 			return true
 		}
 	}
@@ -292,7 +340,7 @@ func GoStubs(header, constraint string, ks []Kernel) string {
 	}
 	for _, k := range ks {
 		for _, v := range k.Variants {
-			name := k.Prefix + v.Name()
+			name := k.Prefix + v.FuncName()
 			b.WriteString("\n")
 			for _, line := range v.Doc(name) {
 				fmt.Fprintf(&b, "// %s\n", line)
@@ -350,7 +398,7 @@ func Table(ks []Kernel) []string {
 			fn := "runGeneric"
 			for _, k := range ks {
 				if k.ID == id && k.Has(v) {
-					fn = k.Prefix + v.Name()
+					fn = k.Prefix + v.FuncName()
 				}
 			}
 			t = append(t, fn)

@@ -250,6 +250,7 @@ firstblock:
 	TESTL   $0x00000002, job_flags+0(AX)
 	JNZ     sumpf
 
+	PCALIGN $32
 sumloop:
 	CMPQ    R9, R10
 	JG      sumtail
@@ -279,6 +280,7 @@ sumpf:
 longrows1:
 	ADDQ DI, R11
 
+	PCALIGN $32
 sumpfloop:
 	CMPQ       R9, R10
 	JG         sumtail
@@ -486,6 +488,7 @@ scalebody:
 	TESTL $0x00000002, job_flags+0(AX)
 	JNZ   scalepf
 
+	PCALIGN $32
 scaleloop:
 	CMPQ    DI, R8
 	JG      scaletail
@@ -515,6 +518,7 @@ longrows6:
 	TESTL $0x00000001, job_flags+0(AX)
 	JNZ   scalent
 
+	PCALIGN $32
 scalepfloop:
 	CMPQ       DI, R8
 	JG         scaletail
@@ -558,6 +562,7 @@ scalehead:
 	VMOVUPS   Z1, K1, (CX)(DI*4)
 	ADDQ      R10, DI
 
+	PCALIGN $32
 scalentloop:
 	CMPQ       DI, R8
 	JG         scaletail
@@ -713,6 +718,7 @@ firstblock:
 	TESTL   $0x00000002, job_flags+0(AX)
 	JNZ     sumpf
 
+	PCALIGN $32
 sumloop:
 	CMPQ    R9, R10
 	JG      sumtail
@@ -742,6 +748,7 @@ sumpf:
 longrows1:
 	ADDQ DI, R11
 
+	PCALIGN $32
 sumpfloop:
 	CMPQ       R9, R10
 	JG         sumtail
@@ -951,6 +958,7 @@ scalebody:
 	TESTL $0x00000002, job_flags+0(AX)
 	JNZ   scalepf
 
+	PCALIGN $32
 scaleloop:
 	CMPQ    DI, R8
 	JG      scaletail
@@ -988,6 +996,7 @@ longrows6:
 	TESTL $0x00000001, job_flags+0(AX)
 	JNZ   scalent
 
+	PCALIGN $32
 scalepfloop:
 	CMPQ       DI, R8
 	JG         scaletail
@@ -1040,6 +1049,7 @@ scalehead:
 	VMOVUPS   Z2, K1, (CX)(DI*4)
 	ADDQ      R10, DI
 
+	PCALIGN $32
 scalentloop:
 	CMPQ       DI, R8
 	JG         scaletail
@@ -1205,6 +1215,7 @@ firstblock:
 	TESTL   $0x00000002, job_flags+0(AX)
 	JNZ     sumpf
 
+	PCALIGN $32
 sumloop:
 	CMPQ    R8, R9
 	JG      sumtail
@@ -1234,6 +1245,7 @@ sumpf:
 longrows1:
 	ADDQ SI, R10
 
+	PCALIGN $32
 sumpfloop:
 	CMPQ       R8, R9
 	JG         sumtail
@@ -1441,6 +1453,7 @@ scalebody:
 	TESTL $0x00000002, job_flags+0(AX)
 	JNZ   scalepf
 
+	PCALIGN $32
 scaleloop:
 	CMPQ    SI, DI
 	JG      scaletail
@@ -1466,6 +1479,7 @@ longrows6:
 	TESTL $0x00000001, job_flags+0(AX)
 	JNZ   scalent
 
+	PCALIGN $32
 scalepfloop:
 	CMPQ       SI, DI
 	JG         scaletail
@@ -1503,6 +1517,7 @@ scalehead:
 	VMOVUPS   Z1, K1, (CX)(SI*4)
 	ADDQ      R9, SI
 
+	PCALIGN $32
 scalentloop:
 	CMPQ       SI, DI
 	JG         scaletail
@@ -1646,6 +1661,7 @@ firstblock:
 	TESTL   $0x00000002, job_flags+0(AX)
 	JNZ     sumpf
 
+	PCALIGN $32
 sumloop:
 	CMPQ    R10, R11
 	JG      sumtail
@@ -1683,6 +1699,7 @@ sumpf:
 longrows1:
 	ADDQ R8, R12
 
+	PCALIGN $32
 sumpfloop:
 	CMPQ       R10, R11
 	JG         sumtail
@@ -1837,6 +1854,7 @@ scalebody:
 	TESTL $0x00000002, job_flags+0(AX)
 	JNZ   scalepf
 
+	PCALIGN $32
 scaleloop:
 	CMPQ    R8, R9
 	JG      scaletail
@@ -1866,6 +1884,7 @@ longrows4:
 	TESTL $0x00000001, job_flags+0(AX)
 	JNZ   scalent
 
+	PCALIGN $32
 scalepfloop:
 	CMPQ       R8, R9
 	JG         scaletail
@@ -1909,6 +1928,7 @@ scalehead:
 	VMOVUPS   Z1, K1, (CX)(R8*4)
 	ADDQ      R11, R8
 
+	PCALIGN $32
 scalentloop:
 	CMPQ       R8, R9
 	JG         scaletail
@@ -2060,6 +2080,7 @@ firstblock:
 	TESTL   $0x00000002, job_flags+0(AX)
 	JNZ     sumpf
 
+	PCALIGN $32
 sumloop:
 	CMPQ    R10, R11
 	JG      sumtail
@@ -2097,6 +2118,7 @@ sumpf:
 longrows1:
 	ADDQ R8, R12
 
+	PCALIGN $32
 sumpfloop:
 	CMPQ       R10, R11
 	JG         sumtail
@@ -2253,6 +2275,7 @@ scalebody:
 	TESTL $0x00000002, job_flags+0(AX)
 	JNZ   scalepf
 
+	PCALIGN $32
 scaleloop:
 	CMPQ    R8, R9
 	JG      scaletail
@@ -2290,6 +2313,7 @@ longrows4:
 	TESTL $0x00000001, job_flags+0(AX)
 	JNZ   scalent
 
+	PCALIGN $32
 scalepfloop:
 	CMPQ       R8, R9
 	JG         scaletail
@@ -2342,6 +2366,7 @@ scalehead:
 	VMOVUPS   Z2, K1, (CX)(R8*4)
 	ADDQ      R11, R8
 
+	PCALIGN $32
 scalentloop:
 	CMPQ       R8, R9
 	JG         scaletail
@@ -2503,6 +2528,7 @@ firstblock:
 	TESTL   $0x00000002, job_flags+0(AX)
 	JNZ     sumpf
 
+	PCALIGN $32
 sumloop:
 	CMPQ    R9, R10
 	JG      sumtail
@@ -2540,6 +2566,7 @@ sumpf:
 longrows1:
 	ADDQ DI, R11
 
+	PCALIGN $32
 sumpfloop:
 	CMPQ       R9, R10
 	JG         sumtail
@@ -2694,6 +2721,7 @@ scalebody:
 	TESTL $0x00000002, job_flags+0(AX)
 	JNZ   scalepf
 
+	PCALIGN $32
 scaleloop:
 	CMPQ    DI, R8
 	JG      scaletail
@@ -2719,6 +2747,7 @@ longrows4:
 	TESTL $0x00000001, job_flags+0(AX)
 	JNZ   scalent
 
+	PCALIGN $32
 scalepfloop:
 	CMPQ       DI, R8
 	JG         scaletail
@@ -2756,6 +2785,7 @@ scalehead:
 	VMOVUPS   Z1, K1, (CX)(DI*4)
 	ADDQ      R10, DI
 
+	PCALIGN $32
 scalentloop:
 	CMPQ       DI, R8
 	JG         scaletail
@@ -2923,6 +2953,7 @@ longrows1:
 	ADDQ DI, R11
 	MOVL job_flags+0(AX), R12
 
+	PCALIGN $32
 sumloop:
 	CMPQ  R9, R10
 	JG    sumtail
@@ -3160,6 +3191,7 @@ longrows7:
 	TESTL $0x00000010, R10
 	JNZ   scaleoffsetloop
 
+	PCALIGN $32
 scaleloop:
 	CMPQ  DI, R8
 	JG    scaletail
@@ -3247,6 +3279,7 @@ scalelooppf8:
 	PREFETCHT0 64(R9)(DI*2)
 	JMP        scaleloopbody9
 
+	PCALIGN $32
 scaleoffsetloop:
 	CMPQ  DI, R8
 	JG    scaletail
@@ -3414,6 +3447,7 @@ notrn15:
 	ADDQ        R11, DI
 	MOVL        job_flags+0(AX), R10
 
+	PCALIGN $32
 scalentloop:
 	CMPQ        DI, R8
 	JG          scaletail
@@ -3703,6 +3737,7 @@ longrows1:
 	ADDQ SI, R10
 	MOVL job_flags+0(AX), R11
 
+	PCALIGN $32
 sumloop:
 	CMPQ  R8, R9
 	JG    sumtail
@@ -3932,6 +3967,7 @@ longrows6:
 	TESTL $0x00000001, R9
 	JNZ   scalent
 
+	PCALIGN $32
 scaleloop:
 	CMPQ  SI, DI
 	JG    scaletail
@@ -4026,6 +4062,7 @@ scaleheadpart:
 	VPMOVDW     Z7, K1, (CX)(SI*2)
 	ADDQ        R9, SI
 
+	PCALIGN $32
 scalentloop:
 	CMPQ        SI, DI
 	JG          scaletail
@@ -4264,6 +4301,7 @@ longrows1:
 	ADDQ R8, R12
 	MOVL job_flags+0(AX), R13
 
+	PCALIGN $32
 sumloop:
 	CMPQ  R10, R11
 	JG    sumtail
@@ -4516,6 +4554,7 @@ longrows5:
 	TESTL $0x00000010, R11
 	JNZ   scaleoffsetloop
 
+	PCALIGN $32
 scaleloop:
 	CMPQ  R8, R9
 	JG    scaletail
@@ -4603,6 +4642,7 @@ scalelooppf6:
 	PREFETCHT0 64(R10)(R8*2)
 	JMP        scaleloopbody7
 
+	PCALIGN $32
 scaleoffsetloop:
 	CMPQ  R8, R9
 	JG    scaletail
@@ -4770,6 +4810,7 @@ notrn13:
 	ADDQ        R12, R8
 	MOVL        job_flags+0(AX), R11
 
+	PCALIGN $32
 scalentloop:
 	CMPQ        R8, R9
 	JG          scaletail
@@ -5091,6 +5132,7 @@ longrows1:
 	ADDQ DI, R11
 	MOVL job_flags+0(AX), R12
 
+	PCALIGN $32
 sumloop:
 	CMPQ  R9, R10
 	JG    sumtail
@@ -5335,6 +5377,7 @@ longrows4:
 	TESTL $0x00000001, R10
 	JNZ   scalent
 
+	PCALIGN $32
 scaleloop:
 	CMPQ  DI, R8
 	JG    scaletail
@@ -5429,6 +5472,7 @@ scaleheadpart:
 	VPMOVDW     Z7, K1, (CX)(DI*2)
 	ADDQ        R10, DI
 
+	PCALIGN $32
 scalentloop:
 	CMPQ        DI, R8
 	JG          scaletail
@@ -5628,6 +5672,7 @@ longrows1:
 	ADDQ DI, R11
 	MOVL job_flags+0(AX), R12
 
+	PCALIGN $32
 sumloop:
 	CMPQ  R9, R10
 	JG    sumtail
@@ -5857,6 +5902,7 @@ longrows7:
 	TESTL $0x00000010, R10
 	JNZ   scaleoffsetloop
 
+	PCALIGN $32
 scaleloop:
 	CMPQ  DI, R8
 	JG    scaletail
@@ -5908,6 +5954,7 @@ scalelooppf8:
 	PREFETCHT0 64(R9)(DI*2)
 	JMP        scaleloopbody9
 
+	PCALIGN $32
 scaleoffsetloop:
 	CMPQ  DI, R8
 	JG    scaletail
@@ -6017,6 +6064,7 @@ notrn15:
 	ADDQ      R11, DI
 	MOVL      job_flags+0(AX), R10
 
+	PCALIGN $32
 scalentloop:
 	CMPQ       DI, R8
 	JG         scaletail
@@ -6239,6 +6287,7 @@ longrows1:
 	ADDQ SI, R10
 	MOVL job_flags+0(AX), R11
 
+	PCALIGN $32
 sumloop:
 	CMPQ  R8, R9
 	JG    sumtail
@@ -6460,6 +6509,7 @@ longrows6:
 	TESTL $0x00000001, R9
 	JNZ   scalent
 
+	PCALIGN $32
 scaleloop:
 	CMPQ  SI, DI
 	JG    scaletail
@@ -6520,6 +6570,7 @@ scaleheadpart:
 	VCVTPS2PH   $0x00, Z1, K1, (CX)(SI*2)
 	ADDQ        R9, SI
 
+	PCALIGN $32
 scalentloop:
 	CMPQ         SI, DI
 	JG           scaletail
@@ -6691,6 +6742,7 @@ longrows1:
 	ADDQ R8, R12
 	MOVL job_flags+0(AX), R13
 
+	PCALIGN $32
 sumloop:
 	CMPQ  R10, R11
 	JG    sumtail
@@ -6887,6 +6939,7 @@ longrows5:
 	TESTL $0x00000010, R11
 	JNZ   scaleoffsetloop
 
+	PCALIGN $32
 scaleloop:
 	CMPQ  R8, R9
 	JG    scaletail
@@ -6938,6 +6991,7 @@ scalelooppf6:
 	PREFETCHT0 64(R10)(R8*2)
 	JMP        scaleloopbody7
 
+	PCALIGN $32
 scaleoffsetloop:
 	CMPQ  R8, R9
 	JG    scaletail
@@ -7047,6 +7101,7 @@ notrn13:
 	ADDQ      R12, R8
 	MOVL      job_flags+0(AX), R11
 
+	PCALIGN $32
 scalentloop:
 	CMPQ       R8, R9
 	JG         scaletail
@@ -7277,6 +7332,7 @@ longrows1:
 	ADDQ DI, R11
 	MOVL job_flags+0(AX), R12
 
+	PCALIGN $32
 sumloop:
 	CMPQ  R9, R10
 	JG    sumtail
@@ -7465,6 +7521,7 @@ longrows4:
 	TESTL $0x00000001, R10
 	JNZ   scalent
 
+	PCALIGN $32
 scaleloop:
 	CMPQ  DI, R8
 	JG    scaletail
@@ -7525,6 +7582,7 @@ scaleheadpart:
 	VCVTPS2PH   $0x00, Z1, K1, (CX)(DI*2)
 	ADDQ        R10, DI
 
+	PCALIGN $32
 scalentloop:
 	CMPQ         DI, R8
 	JG           scaletail
@@ -7896,6 +7954,7 @@ row:
 	MOVQ    job_d+0(AX), R9
 	SUBQ    $0x00000040, R9
 
+	PCALIGN $32
 sumloop:
 	CMPQ    R8, R9
 	JG      sumtail
@@ -9156,6 +9215,7 @@ row:
 	MOVQ         job_d+0(AX), R9
 	SUBQ         $0x00000040, R9
 
+	PCALIGN $32
 sumloop:
 	CMPQ    R8, R9
 	JG      sumtail
@@ -10482,6 +10542,7 @@ row:
 	MOVQ    job_d+0(AX), R8
 	SUBQ    $0x00000040, R8
 
+	PCALIGN $32
 sumloop:
 	CMPQ    DI, R8
 	JG      sumtail
@@ -10902,6 +10963,7 @@ firstblock:
 	TESTL   $0x00000002, job_flags+0(AX)
 	JNZ     sumpf
 
+	PCALIGN $32
 sumloop:
 	CMPQ    R9, R10
 	JG      sumtail
@@ -10943,6 +11005,7 @@ sumpf:
 longrows1:
 	ADDQ DI, R11
 
+	PCALIGN $32
 sumpfloop:
 	CMPQ       R9, R10
 	JG         sumtail
@@ -11170,6 +11233,7 @@ scalebody:
 	TESTL $0x00000002, job_flags+0(AX)
 	JNZ   scalepf
 
+	PCALIGN $32
 scaleloop:
 	CMPQ    DI, R8
 	JG      scaletail
@@ -11199,6 +11263,7 @@ longrows10:
 	TESTL $0x00000001, job_flags+0(AX)
 	JNZ   scalent
 
+	PCALIGN $32
 scalepfloop:
 	CMPQ       DI, R8
 	JG         scaletail
@@ -11315,6 +11380,7 @@ copyloop22:
 copied21:
 	ADDQ R10, DI
 
+	PCALIGN $32
 scalentloop:
 	CMPQ       DI, R8
 	JG         scaletail
@@ -11553,6 +11619,7 @@ firstblock:
 	TESTL   $0x00000002, job_flags+0(AX)
 	JNZ     sumpf
 
+	PCALIGN $32
 sumloop:
 	CMPQ    R9, R10
 	JG      sumtail
@@ -11594,6 +11661,7 @@ sumpf:
 longrows1:
 	ADDQ DI, R11
 
+	PCALIGN $32
 sumpfloop:
 	CMPQ       R9, R10
 	JG         sumtail
@@ -11823,6 +11891,7 @@ scalebody:
 	TESTL $0x00000002, job_flags+0(AX)
 	JNZ   scalepf
 
+	PCALIGN $32
 scaleloop:
 	CMPQ    DI, R8
 	JG      scaletail
@@ -11860,6 +11929,7 @@ longrows10:
 	TESTL $0x00000001, job_flags+0(AX)
 	JNZ   scalent
 
+	PCALIGN $32
 scalepfloop:
 	CMPQ       DI, R8
 	JG         scaletail
@@ -11986,6 +12056,7 @@ copyloop22:
 copied21:
 	ADDQ R10, DI
 
+	PCALIGN $32
 scalentloop:
 	CMPQ       DI, R8
 	JG         scaletail
@@ -12235,6 +12306,7 @@ firstblock:
 	TESTL   $0x00000002, job_flags+0(AX)
 	JNZ     sumpf
 
+	PCALIGN $32
 sumloop:
 	CMPQ    R8, R9
 	JG      sumtail
@@ -12276,6 +12348,7 @@ sumpf:
 longrows1:
 	ADDQ SI, R10
 
+	PCALIGN $32
 sumpfloop:
 	CMPQ       R8, R9
 	JG         sumtail
@@ -12503,6 +12576,7 @@ scalebody:
 	TESTL $0x00000002, job_flags+0(AX)
 	JNZ   scalepf
 
+	PCALIGN $32
 scaleloop:
 	CMPQ    SI, DI
 	JG      scaletail
@@ -12528,6 +12602,7 @@ longrows10:
 	TESTL $0x00000001, job_flags+0(AX)
 	JNZ   scalent
 
+	PCALIGN $32
 scalepfloop:
 	CMPQ       SI, DI
 	JG         scaletail
@@ -12613,6 +12688,7 @@ copyloop18:
 copied17:
 	ADDQ R9, SI
 
+	PCALIGN $32
 scalentloop:
 	CMPQ       SI, DI
 	JG         scaletail
@@ -12822,6 +12898,7 @@ firstblock:
 	TESTL   $0x00000002, job_flags+0(AX)
 	JNZ     sumpf
 
+	PCALIGN $32
 sumloop:
 	CMPQ    R10, R11
 	JG      sumtail
@@ -12879,6 +12956,7 @@ sumpf:
 longrows1:
 	ADDQ R8, R12
 
+	PCALIGN $32
 sumpfloop:
 	CMPQ       R10, R11
 	JG         sumtail
@@ -13136,6 +13214,7 @@ scalebody:
 	TESTL $0x00000002, job_flags+0(AX)
 	JNZ   scalepf
 
+	PCALIGN $32
 scaleloop:
 	CMPQ    R8, R9
 	JG      scaletail
@@ -13165,6 +13244,7 @@ longrows16:
 	TESTL $0x00000001, job_flags+0(AX)
 	JNZ   scalent
 
+	PCALIGN $32
 scalepfloop:
 	CMPQ       R8, R9
 	JG         scaletail
@@ -13281,6 +13361,7 @@ copyloop28:
 copied27:
 	ADDQ R11, R8
 
+	PCALIGN $32
 scalentloop:
 	CMPQ       R8, R9
 	JG         scaletail
@@ -13523,6 +13604,7 @@ firstblock:
 	TESTL   $0x00000002, job_flags+0(AX)
 	JNZ     sumpf
 
+	PCALIGN $32
 sumloop:
 	CMPQ    R10, R11
 	JG      sumtail
@@ -13580,6 +13662,7 @@ sumpf:
 longrows1:
 	ADDQ R8, R12
 
+	PCALIGN $32
 sumpfloop:
 	CMPQ       R10, R11
 	JG         sumtail
@@ -13839,6 +13922,7 @@ scalebody:
 	TESTL $0x00000002, job_flags+0(AX)
 	JNZ   scalepf
 
+	PCALIGN $32
 scaleloop:
 	CMPQ    R8, R9
 	JG      scaletail
@@ -13876,6 +13960,7 @@ longrows16:
 	TESTL $0x00000001, job_flags+0(AX)
 	JNZ   scalent
 
+	PCALIGN $32
 scalepfloop:
 	CMPQ       R8, R9
 	JG         scaletail
@@ -14002,6 +14087,7 @@ copyloop28:
 copied27:
 	ADDQ R11, R8
 
+	PCALIGN $32
 scalentloop:
 	CMPQ       R8, R9
 	JG         scaletail
@@ -14255,6 +14341,7 @@ firstblock:
 	TESTL   $0x00000002, job_flags+0(AX)
 	JNZ     sumpf
 
+	PCALIGN $32
 sumloop:
 	CMPQ    R9, R10
 	JG      sumtail
@@ -14312,6 +14399,7 @@ sumpf:
 longrows1:
 	ADDQ DI, R11
 
+	PCALIGN $32
 sumpfloop:
 	CMPQ       R9, R10
 	JG         sumtail
@@ -14569,6 +14657,7 @@ scalebody:
 	TESTL $0x00000002, job_flags+0(AX)
 	JNZ   scalepf
 
+	PCALIGN $32
 scaleloop:
 	CMPQ    DI, R8
 	JG      scaletail
@@ -14594,6 +14683,7 @@ longrows16:
 	TESTL $0x00000001, job_flags+0(AX)
 	JNZ   scalent
 
+	PCALIGN $32
 scalepfloop:
 	CMPQ       DI, R8
 	JG         scaletail
@@ -14679,6 +14769,7 @@ copyloop24:
 copied23:
 	ADDQ R10, DI
 
+	PCALIGN $32
 scalentloop:
 	CMPQ       DI, R8
 	JG         scaletail
@@ -14903,6 +14994,7 @@ longrows1:
 	ADDQ DI, R11
 	MOVL job_flags+0(AX), R12
 
+	PCALIGN $32
 sumloop:
 	CMPQ  R9, R10
 	JG    sumtail
@@ -15164,6 +15256,7 @@ longrows11:
 	TESTL $0x00000010, R10
 	JNZ   scaleoffsetloop
 
+	PCALIGN $32
 scaleloop:
 	CMPQ  DI, R8
 	JG    scaletail
@@ -15264,6 +15357,7 @@ scalelooppf12:
 	PREFETCHT0 (R9)(DI*2)
 	JMP        scaleloopbody13
 
+	PCALIGN $32
 scaleoffsetloop:
 	CMPQ  DI, R8
 	JG    scaletail
@@ -15528,6 +15622,7 @@ copied30:
 	ADDQ R11, DI
 	MOVL job_flags+0(AX), R10
 
+	PCALIGN $32
 scalentloop:
 	CMPQ       DI, R8
 	JG         scaletail
@@ -15924,6 +16019,7 @@ longrows1:
 	ADDQ SI, R10
 	MOVL job_flags+0(AX), R11
 
+	PCALIGN $32
 sumloop:
 	CMPQ  R8, R9
 	JG    sumtail
@@ -16177,6 +16273,7 @@ longrows10:
 	TESTL $0x00000001, R9
 	JNZ   scalent
 
+	PCALIGN $32
 scaleloop:
 	CMPQ  SI, DI
 	JG    scaletail
@@ -16336,6 +16433,7 @@ copyloop20:
 copied19:
 	ADDQ R9, SI
 
+	PCALIGN $32
 scalentloop:
 	CMPQ       SI, DI
 	JG         scaletail
@@ -16716,6 +16814,7 @@ longrows1:
 	ADDQ R8, R12
 	MOVL job_flags+0(AX), R13
 
+	PCALIGN $32
 sumloop:
 	CMPQ  R10, R11
 	JG    sumtail
@@ -17195,6 +17294,7 @@ longrows17:
 	TESTL $0x00000010, R11
 	JNZ   scaleoffsetloop
 
+	PCALIGN $32
 scaleloop:
 	CMPQ  R8, R9
 	JG    scaletail
@@ -17295,6 +17395,7 @@ scalelooppf18:
 	PREFETCHT0 (R10)(R8*2)
 	JMP        scaleloopbody19
 
+	PCALIGN $32
 scaleoffsetloop:
 	CMPQ  R8, R9
 	JG    scaletail
@@ -17559,6 +17660,7 @@ copied36:
 	ADDQ R12, R8
 	MOVL job_flags+0(AX), R11
 
+	PCALIGN $32
 scalentloop:
 	CMPQ       R8, R9
 	JG         scaletail
@@ -18055,6 +18157,7 @@ longrows1:
 	ADDQ DI, R11
 	MOVL job_flags+0(AX), R12
 
+	PCALIGN $32
 sumloop:
 	CMPQ  R9, R10
 	JG    sumtail
@@ -18526,6 +18629,7 @@ longrows16:
 	TESTL $0x00000001, R10
 	JNZ   scalent
 
+	PCALIGN $32
 scaleloop:
 	CMPQ  DI, R8
 	JG    scaletail
@@ -18685,6 +18789,7 @@ copyloop26:
 copied25:
 	ADDQ R10, DI
 
+	PCALIGN $32
 scalentloop:
 	CMPQ       DI, R8
 	JG         scaletail
@@ -18959,6 +19064,7 @@ longrows1:
 	ADDQ DI, R11
 	MOVL job_flags+0(AX), R12
 
+	PCALIGN $32
 sumloop:
 	CMPQ  R9, R10
 	JG    sumtail
@@ -19204,6 +19310,7 @@ longrows11:
 	TESTL $0x00000010, R10
 	JNZ   scaleoffsetloop
 
+	PCALIGN $32
 scaleloop:
 	CMPQ  DI, R8
 	JG    scaletail
@@ -19254,6 +19361,7 @@ scalelooppf12:
 	PREFETCHT0 (R9)(DI*2)
 	JMP        scaleloopbody13
 
+	PCALIGN $32
 scaleoffsetloop:
 	CMPQ  DI, R8
 	JG    scaletail
@@ -19438,6 +19546,7 @@ copied30:
 	ADDQ R11, DI
 	MOVL job_flags+0(AX), R10
 
+	PCALIGN $32
 scalentloop:
 	CMPQ       DI, R8
 	JG         scaletail
@@ -19746,6 +19855,7 @@ longrows1:
 	ADDQ SI, R10
 	MOVL job_flags+0(AX), R11
 
+	PCALIGN $32
 sumloop:
 	CMPQ  R8, R9
 	JG    sumtail
@@ -19983,6 +20093,7 @@ longrows10:
 	TESTL $0x00000001, R9
 	JNZ   scalent
 
+	PCALIGN $32
 scaleloop:
 	CMPQ  SI, DI
 	JG    scaletail
@@ -20092,6 +20203,7 @@ copyloop20:
 copied19:
 	ADDQ R9, SI
 
+	PCALIGN $32
 scalentloop:
 	CMPQ        SI, DI
 	JG          scaletail
@@ -20342,6 +20454,7 @@ longrows1:
 	ADDQ R8, R12
 	MOVL job_flags+0(AX), R13
 
+	PCALIGN $32
 sumloop:
 	CMPQ  R10, R11
 	JG    sumtail
@@ -20661,6 +20774,7 @@ longrows17:
 	TESTL $0x00000010, R11
 	JNZ   scaleoffsetloop
 
+	PCALIGN $32
 scaleloop:
 	CMPQ  R8, R9
 	JG    scaletail
@@ -20711,6 +20825,7 @@ scalelooppf18:
 	PREFETCHT0 (R10)(R8*2)
 	JMP        scaleloopbody19
 
+	PCALIGN $32
 scaleoffsetloop:
 	CMPQ  R8, R9
 	JG    scaletail
@@ -20895,6 +21010,7 @@ copied36:
 	ADDQ R12, R8
 	MOVL job_flags+0(AX), R11
 
+	PCALIGN $32
 scalentloop:
 	CMPQ       R8, R9
 	JG         scaletail
@@ -21231,6 +21347,7 @@ longrows1:
 	ADDQ DI, R11
 	MOVL job_flags+0(AX), R12
 
+	PCALIGN $32
 sumloop:
 	CMPQ  R9, R10
 	JG    sumtail
@@ -21542,6 +21659,7 @@ longrows16:
 	TESTL $0x00000001, R10
 	JNZ   scalent
 
+	PCALIGN $32
 scaleloop:
 	CMPQ  DI, R8
 	JG    scaletail
@@ -21651,6 +21769,7 @@ copyloop26:
 copied25:
 	ADDQ R10, DI
 
+	PCALIGN $32
 scalentloop:
 	CMPQ        DI, R8
 	JG          scaletail

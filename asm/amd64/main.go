@@ -25,6 +25,7 @@ import (
 	"go/format"
 	"log"
 	"os"
+	"regexp"
 	"strings"
 
 	. "github.com/mmcloughlin/avo/build"
@@ -75,6 +76,10 @@ func main() {
 	}
 }
 
+// loopHeads matches the labels of the forward kernels' main loops, which fixAssembly aligns to 32
+// bytes (Avo has no PCALIGN).
+var loopHeads = regexp.MustCompile(`(?m)^((sumloop|sumpfloop|scaleloop|scalepfloop|scalentloop|scaleoffsetloop):\n)`)
+
 // fixAssembly edits what Avo wrote: the first line names the command that really regenerates the
 // file (Avo's names a `go run main.go` that does not exist here), go_asm.h is included, since the
 // kernels read the job's fields by name, and callKernel and its table are appended (Avo cannot
@@ -93,6 +98,7 @@ func fixAssembly(path, cmd string, ks []spec.Kernel) {
 		log.Fatalf("%s: no %q", path, tf)
 	}
 	rest = bytes.Replace(rest, []byte(tf), []byte(tf+"#include \"go_asm.h\"\n"), 1)
+	rest = loopHeads.ReplaceAll(rest, []byte("\tPCALIGN $$32\n$1"))
 	var tab bytes.Buffer
 	tab.WriteString("\n// func callKernel(j *job, from, to int) int: jump to the function job.fn selects, with the\n")
 	tab.WriteString("// caller's arguments and return address in place.\n")

@@ -53,7 +53,8 @@ func epsOK(eps float32) bool { return eps >= 0 && eps <= math.MaxFloat32 }
 const useActive kernelID = 1<<32 - 1
 
 // forwardRows validates a Forward call and runs it with kernel k: the rows of x (len(w) long each),
-// stored in format f, into dst.
+// stored in format f, into dst. As in applyRows, the streaming decision runs only for rows that
+// could fill the cache, and the kernel is called directly.
 func forwardRows[T elem](nm *names, f format, dst, x []T, w []float32, eps float32, k kernelID) {
 	d, n := len(w), len(x)
 	rows := 1
@@ -79,11 +80,16 @@ func forwardRows[T elem](nm *names, f format, dst, x []T, w []float32, eps float
 	j.dst, j.x, j.w = ptr(dst), ptr(x), ptr(w)
 	j.d, j.stride, j.rows, j.eps = d, d, rows, eps
 	j.mode, j.format, j.v = weighted, f, forwardVariant[f][weighted][0]
-	j.setMemoryFlags(es)
+	if 2*nb >= uintptr(streamBytes) { // x and dst could fill the cache
+		j.setMemoryFlags(es)
+	}
 	if k == useActive {
 		k = activeKernel()
 	}
-	j.run(k)
+	j.fn = uint32(k)*numEntries + uint32(j.v)
+	if r := callKernel(&j, 0, rows); r < rows {
+		j.finish(k, r, rows)
+	}
 }
 
 // explainForward panics with the first rule a Forward call breaks. It returns, for the caller to

@@ -141,8 +141,8 @@ func BenchmarkCopy16(b *testing.B) {
 // every call. The difference is the cost of the API per call.
 //
 // directRows is direct plus what the caller of Apply pays for its argument: a Rows literal passed
-// by value (17 words) to a function that only returns its X, which the kernel then reads, as
-// Apply's kernel reads the rows it was given. The compiler builds the literal with 8-byte stores
+// by value (17 words) to a function that only returns the pointers of its Dst, X and Residual,
+// which the kernel then uses, as Apply's kernel uses the rows it was given. The compiler builds the literal with 8-byte stores
 // and copies it into the call's arguments with 16-byte loads, which the CPU cannot forward from
 // those stores: the copy, and the kernel after it, wait for every store ahead of them, the
 // previous call's rows included, to reach the cache. Apply - directRows is the package's own cost,
@@ -176,7 +176,7 @@ func BenchmarkOverhead(b *testing.B) {
 								j.setMemoryFlags(4)
 								j.fn = uint32(k)*numEntries + uint32(j.v)
 								for b.Loop() {
-									j.x = n.takeRows(Rows{Dst: y, X: x})
+									j.dst, j.x, j.res = n.takeRows(Rows{Dst: y, X: x})
 									callKernel(&j, 0, j.rows)
 								}
 							case "directResidualRows":
@@ -185,7 +185,7 @@ func BenchmarkOverhead(b *testing.B) {
 								j.setMemoryFlags(4)
 								j.fn = uint32(k)*numEntries + uint32(j.v)
 								for b.Loop() {
-									j.x = n.takeRows(Rows{Dst: y, X: x, Residual: res})
+									j.dst, j.x, j.res = n.takeRows(Rows{Dst: y, X: x, Residual: res})
 									callKernel(&j, 0, j.rows)
 								}
 							case "Forward":
@@ -209,10 +209,13 @@ func BenchmarkOverhead(b *testing.B) {
 	}
 }
 
-// takeRows receives a Rows the way Apply does and returns its X (BenchmarkOverhead).
+// takeRows receives a Rows the way Apply does and returns the pointers of its Dst, X and
+// Residual (BenchmarkOverhead).
 //
 //go:noinline
-func (n Norm) takeRows(r Rows) unsafe.Pointer { return ptr(r.X) }
+func (n Norm) takeRows(r Rows) (dst, x, res unsafe.Pointer) {
+	return ptr(r.Dst), ptr(r.X), ptr(r.Residual)
+}
 
 // BenchmarkResidual compares the fused residual add (one pass: h = x + res, res = h,
 // dst = RMSNorm(h)) with the same work done as a separate add loop followed by Forward. Bytes

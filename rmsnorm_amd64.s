@@ -7954,7 +7954,6 @@ row:
 	MOVQ    job_d+0(AX), R9
 	SUBQ    $0x00000040, R9
 
-	PCALIGN $32
 sumloop:
 	CMPQ    R8, R9
 	JG      sumtail
@@ -9215,7 +9214,6 @@ row:
 	MOVQ         job_d+0(AX), R9
 	SUBQ         $0x00000040, R9
 
-	PCALIGN $32
 sumloop:
 	CMPQ    R8, R9
 	JG      sumtail
@@ -10542,7 +10540,6 @@ row:
 	MOVQ    job_d+0(AX), R8
 	SUBQ    $0x00000040, R8
 
-	PCALIGN $32
 sumloop:
 	CMPQ    DI, R8
 	JG      sumtail

@@ -77,8 +77,21 @@ func main() {
 }
 
 // loopHeads matches the labels of the forward kernels' main loops, which fixAssembly aligns to 32
-// bytes (Avo has no PCALIGN).
+// bytes (Avo has no PCALIGN); alignLoops keeps it out of the backward kernels, whose sum loop has
+// one of these names too.
 var loopHeads = regexp.MustCompile(`(?m)^((sumloop|sumpfloop|scaleloop|scalepfloop|scalentloop|scaleoffsetloop):\n)`)
+
+// alignLoops puts PCALIGN $32 before the loopHeads of every function but the backward ones.
+func alignLoops(src []byte) []byte {
+	fns := bytes.Split(src, []byte("\nTEXT "))
+	for i := 1; i < len(fns); i++ {
+		name, _, _ := bytes.Cut(fns[i], []byte("("))
+		if !bytes.Contains(name, []byte("Backward")) {
+			fns[i] = loopHeads.ReplaceAll(fns[i], []byte("\tPCALIGN $$32\n$1"))
+		}
+	}
+	return bytes.Join(fns, []byte("\nTEXT "))
+}
 
 // fixAssembly edits what Avo wrote: the first line names the command that really regenerates the
 // file (Avo's names a `go run main.go` that does not exist here), go_asm.h is included, since the
@@ -98,7 +111,7 @@ func fixAssembly(path, cmd string, ks []spec.Kernel) {
 		log.Fatalf("%s: no %q", path, tf)
 	}
 	rest = bytes.Replace(rest, []byte(tf), []byte(tf+"#include \"go_asm.h\"\n"), 1)
-	rest = loopHeads.ReplaceAll(rest, []byte("\tPCALIGN $$32\n$1"))
+	rest = alignLoops(rest)
 	var tab bytes.Buffer
 	tab.WriteString("\n// func callKernel(j *job, from, to int) int: jump to the function job.fn selects, with the\n")
 	tab.WriteString("// caller's arguments and return address in place.\n")

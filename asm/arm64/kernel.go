@@ -14,7 +14,8 @@ import (
 // R23-R26 are scratch (R18 is the platform register, R27-R30 belong to the Go toolchain, and R26
 // holds a closure's context only on entry).
 // Vector: V0-V15 the 64 partial sums, V16-V23 scratch, V24-V27 the constants of bfloat16 rounding
-// (bfloat16 variants), V28 ones (1+w), V29 inv (all lanes), V30 the four inv of a group.
+// (bfloat16 variants), V28 the ones of 1+w (c, 1 or -0, in the 16-bit functions that serve both
+// weight forms: spec.Variant.Body), V29 inv (all lanes), V30 the four inv of a group.
 const (
 	rDst, rX, rW, rRes, rInv, rD, rTo, rStride, rFlags, rDone = "R0", "R1", "R2", "R3", "R4", "R5", "R6", "R7", "R8", "R9"
 	rSkip, rPend, rPfSum, rPfScale                            = "R19", "R20", "R21", "R22"

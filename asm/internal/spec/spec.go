@@ -62,12 +62,12 @@ func (v Variant) Rounds() bool { return v.Format != F32 && v.Mode != Unweighted 
 func (v Variant) SharesWeight() bool { return v.Format != F32 && v.Mode != Unweighted }
 
 // Body returns the variant whose kernel function runs v. 16-bit rows with a weight have one
-// function for Weighted and Offset, told apart by FlagOffset: its main scale loop comes in one
-// copy per form, chosen once per row, and the rest of the function (the sum pass, the ends of
-// rows) multiplies by w + c, with c = 1 under FlagOffset and c = -0 without (w + -0 is w for every
-// w, -0 included, so Weighted keeps its bits). The Weighted functions were a sixth of the
-// generated code. float32 rows keep a function for each: their functions are smaller and their
-// loops shorter.
+// function for Weighted and Offset, told apart by FlagOffset: the main scale loop comes in one
+// copy per form, chosen once per row (on amd64 the loop of non-temporal stores, whose rows come
+// from memory, tests the flag per iteration instead), and the ends of rows multiply by w + c, with
+// c = 1 under FlagOffset and c = -0 without (w + -0 is w for every w, -0 included, so Weighted
+// keeps its bits). The Weighted functions were a sixth of the generated code. float32 rows keep a
+// function for each: their functions are smaller and their loops shorter.
 func (v Variant) Body() Variant {
 	if v.SharesWeight() {
 		v.Mode = Offset

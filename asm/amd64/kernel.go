@@ -837,16 +837,13 @@ func (g *gen) weighLoop(ts []VecVirtual, i, fl GPVirtual, one VecVirtual) func()
 	TESTL(U32(spec.FlagOffset), fl)
 	JNZ(LabelRef(offs))
 	for u, t := range ts {
-		VMULPS(g.atW(i, u*g.s.vbytes()), t, t)
+		g.applyWeightAs(spec.Weighted, t, g.atW(i, u*g.s.vbytes()), one, nil)
 	}
 	Label(done)
 	return func() {
 		Label(offs)
 		for u, t := range ts {
-			w := g.s.vec()
-			VMOVUPS(g.atW(i, u*g.s.vbytes()), w)
-			VADDPS(one, w, w)
-			VMULPS(w, t, t)
+			g.applyWeightAs(spec.Offset, t, g.atW(i, u*g.s.vbytes()), one, nil)
 		}
 		JMP(LabelRef(done))
 	}

@@ -87,8 +87,8 @@ func forwardRows[T elem](nm *names, f format, dst, x []T, w []float32, eps float
 		k = activeKernel()
 	}
 	j.fn = uint32(k)*numEntries + uint32(j.v)
-	if r := callKernel(&j, 0, rows); r < rows {
-		j.finish(k, r, rows)
+	if r := callKernel(&j, 0, rows); r < j.rows {
+		j.finish(kernelID(j.fn/numEntries), r, j.rows) // from j: nothing stays live across the call
 	}
 }
 
@@ -110,25 +110,41 @@ func explainForward[T elem](nm *names, dst, x []T, w []float32, eps float32) str
 	return "rmsnorm: " + nm.fn + ": internal error: the fast check rejected a valid call"
 }
 
+// rowsOf is Rows (T = float32) and Rows16 (T = uint16): the two have its fields, so an entry
+// point converts a pointer to the Rows it received, which is already in memory, and passes that
+// instead of the fields one by one. A field added to Rows or Rows16 alone stops the conversion
+// from compiling.
+type rowsOf[T elem] struct {
+	Dst, X   []T
+	N        int
+	Stride   int
+	Residual []T
+	Inv      []float32
+}
+
 // applyRows validates a Norm.Apply call (Norm.Forward is one too) and runs it with kernel k: the
-// fields of Rows, one by one (see Apply). It is the whole path of a short row's call, so rows back
-// to back (N = 0), the common call, are resolved inline, the streaming decision runs only for rows
-// that could fill the cache or lie a stride apart, and the kernel is called directly.
-func applyRows[T elem](n *Norm, nm *names, f format, dst, x, res []T, inv []float32, n0, s0 int, k kernelID) {
+// rows r describes (see Apply). It reports false, having written nothing, when the call breaks a
+// rule; the entry point then panics with explainApply. It is the whole path of a short row's
+// call, and the stores it makes wait behind those of the previous call's kernel, so it keeps
+// them few: no call before the kernel's (the panic is the caller's, so the arguments need not be
+// saved for it), rows back to back (N = 0), the common call, resolved inline, the streaming
+// decision only for rows that could fill the cache or lie a stride apart.
+func applyRows[T elem](n *Norm, r *rowsOf[T], f format, k kernelID) bool {
 	d, mode, good := n.shape()
 	var rows, stride, span int
 	var exact, ok bool
-	if n0 == 0 && s0 == 0 {
-		rows, stride, span, exact, ok = layoutPacked(d, len(x))
+	if r.N == 0 { // layout, written out: both halves inline, a call would make the compiler save every argument first
+		rows, stride, span, exact, ok = layoutPacked(d, r.Stride, len(r.X))
 	} else {
-		rows, stride, span, exact, ok = layout(d, n0, s0, len(x))
+		rows, stride, span, exact, ok = layoutStrided(d, r.N, r.Stride, len(r.X))
 	}
-	bad := !good || !ok || !fits(len(dst), span, exact) || (res != nil && !fits(len(res), span, exact))
+	res, inv := r.Residual, r.Inv
+	bad := !good || !ok || !fits(len(r.Dst), span, exact) || (res != nil && !fits(len(res), span, exact))
 	bad = bad || !epsOK(n.Eps) || (inv != nil && len(inv) < rows)
 	var z T
 	es := unsafe.Sizeof(z)
 	if !bad && rows > 0 {
-		xp, dp, wp := addr(x), addr(dst), addr(n.Weight)
+		xp, dp, wp := addr(r.X), addr(r.Dst), addr(n.Weight)
 		sb, wb := uintptr(span)*es, uintptr(len(n.Weight))*4
 		bad = (dp != xp && !disjoint(dp, sb, xp, sb)) || !disjoint(dp, sb, wp, wb)
 		if res != nil {
@@ -142,13 +158,13 @@ func applyRows[T elem](n *Norm, nm *names, f format, dst, x, res []T, inv []floa
 		}
 	}
 	if bad {
-		panic(explainApply(n, nm, dst, x, res, inv, n0, s0))
+		return false
 	}
 	if rows == 0 {
-		return
+		return true
 	}
 	var j job
-	j.dst, j.x = ptr(dst), ptr(x)
+	j.dst, j.x = ptr(r.Dst), ptr(r.X)
 	if mode != unweighted {
 		j.w = ptr(n.Weight)
 	}
@@ -174,12 +190,13 @@ func applyRows[T elem](n *Norm, nm *names, f format, dst, x, res []T, inv []floa
 	}
 	if n.Workers > 1 {
 		j.runWorkers(k, n.Workers, es)
-		return
+		return true
 	}
 	j.fn = uint32(k)*numEntries + uint32(j.v)
-	if r := callKernel(&j, 0, rows); r < rows {
-		j.finish(k, r, rows)
+	if r := callKernel(&j, 0, rows); r < j.rows {
+		j.finish(kernelID(j.fn/numEntries), r, j.rows) // from j: nothing stays live across the call
 	}
+	return true
 }
 
 // checkNorm returns the row length and the weight form of n, or panics if its fields disagree.
@@ -214,9 +231,9 @@ func (n *Norm) shape() (d int, mode weightMode, ok bool) {
 	return len(n.Weight), mode, n.Dim == 0 || n.Dim == len(n.Weight)
 }
 
-// layoutPacked is layout for rows back to back (N = 0, Stride = 0), the common call: one row
-// needs no division.
-func layoutPacked(d, nx int) (rows, str, span int, exact, ok bool) {
+// layoutPacked is layout for rows back to back (N = 0), the common call: one row needs no
+// division.
+func layoutPacked(d, stride, nx int) (rows, str, span int, exact, ok bool) {
 	rows = 1
 	if nx != d || d == 0 {
 		rows = 0
@@ -224,7 +241,7 @@ func layoutPacked(d, nx int) (rows, str, span int, exact, ok bool) {
 			rows = quo(nx, d)
 		}
 	}
-	return rows, d, nx, true, rows*d == nx
+	return rows, d, nx, true, rows*d == nx && (stride == 0 || stride == d)
 }
 
 // layout resolves the rows of a call for row length d from Rows.N (n), Rows.Stride and len(X)
@@ -235,8 +252,7 @@ func layout(d, n, stride, nx int) (rows, str, span int, exact, ok bool) {
 	if n != 0 {
 		return layoutStrided(d, n, stride, nx)
 	}
-	rows, str, span, exact, ok = layoutPacked(d, nx)
-	return rows, str, span, exact, ok && (stride == 0 || stride == d)
+	return layoutPacked(d, stride, nx)
 }
 
 // layoutStrided is layout for n > 0 rows (Rows.N set).
@@ -260,9 +276,10 @@ func b2i(b bool) int {
 	return 0
 }
 
-// explainApply panics with the first rule a Norm.Apply call breaks, as explainForward does; rows and
-// stride are Rows.N and Rows.Stride as given.
-func explainApply[T elem](n *Norm, nm *names, dst, x, res []T, inv []float32, rows, stride int) string {
+// explainApply panics with the first rule a Norm.Apply call breaks, as explainForward does; r is
+// the Rows as given.
+func explainApply[T elem](n *Norm, nm *names, r *rowsOf[T]) string {
+	dst, x, res, inv, rows, stride := r.Dst, r.X, r.Residual, r.Inv, r.N, r.Stride
 	d, _ := checkNorm(n, nm)
 	if rows < 0 || stride < 0 {
 		nm.fail("N = %d and Stride = %d must not be negative", rows, stride)

@@ -19,12 +19,17 @@ func forwardWith(k kernelID, dst, x, w []float32, eps float32) {
 // applyRowsWith is Norm.Apply (or ApplyBF16, ApplyF16 for format f) with an explicit kernel.
 func applyRowsWith[T elem](k kernelID, n *Norm, f format, dst, x, res []T, inv []float32, rows, stride int) {
 	nm := map[format]*names{formatF32: &applyNames, formatBF16: &applyBF16Names, formatF16: &applyF16Names}[f]
-	applyRows(n, nm, f, dst, x, res, inv, rows, stride, k)
+	r := rowsOf[T]{Dst: dst, X: x, Residual: res, Inv: inv, N: rows, Stride: stride}
+	if !applyRows(n, &r, f, k) {
+		panic(explainApply(n, nm, &r))
+	}
 }
 
 // applyWith is n.Apply(*r) with an explicit kernel instead of the active one.
 func applyWith(k kernelID, n *Norm, r *Rows) {
-	applyRows(n, &applyNames, formatF32, r.Dst, r.X, r.Residual, r.Inv, r.N, r.Stride, k)
+	if !applyRows(n, (*rowsOf[float32])(r), formatF32, k) {
+		panic(explainApply(n, &applyNames, (*rowsOf[float32])(r)))
+	}
 }
 
 // sameBits reports whether a and b are the same float32, treating every NaN as equal to every

@@ -60,7 +60,9 @@ type Rows struct {
 //
 //go:noinline
 func (n Norm) Forward(dst, x []float32) {
-	applyRows(&n, &applyNames, formatF32, dst, x, nil, nil, 0, 0, useActive)
+	if r := (rowsOf[float32]{Dst: dst, X: x}); !applyRows(&n, &r, formatF32, useActive) {
+		panic(explainApply(&n, &applyNames, &r))
+	}
 }
 
 // Apply normalizes the rows r describes. For row x of length d, with
@@ -80,7 +82,9 @@ func (n Norm) Forward(dst, x []float32) {
 //
 //go:noinline
 func (n Norm) Apply(r Rows) {
-	applyRows(&n, &applyNames, formatF32, r.Dst, r.X, r.Residual, r.Inv, r.N, r.Stride, useActive)
+	if !applyRows(&n, (*rowsOf[float32])(&r), formatF32, useActive) {
+		panic(explainApply(&n, &applyNames, (*rowsOf[float32])(&r)))
+	}
 }
 
 // Rows16 is Rows for rows stored in 16 bits: Dst, X and Residual hold raw bfloat16 or binary16
@@ -100,12 +104,16 @@ type Rows16 struct {
 //
 //go:noinline
 func (n Norm) ApplyBF16(r Rows16) {
-	applyRows(&n, &applyBF16Names, formatBF16, r.Dst, r.X, r.Residual, r.Inv, r.N, r.Stride, useActive)
+	if !applyRows(&n, (*rowsOf[uint16])(&r), formatBF16, useActive) {
+		panic(explainApply(&n, &applyBF16Names, (*rowsOf[uint16])(&r)))
+	}
 }
 
 // ApplyF16 is ApplyBF16 for IEEE 754 binary16 (float16) rows.
 //
 //go:noinline
 func (n Norm) ApplyF16(r Rows16) {
-	applyRows(&n, &applyF16Names, formatF16, r.Dst, r.X, r.Residual, r.Inv, r.N, r.Stride, useActive)
+	if !applyRows(&n, (*rowsOf[uint16])(&r), formatF16, useActive) {
+		panic(explainApply(&n, &applyF16Names, (*rowsOf[uint16])(&r)))
+	}
 }

@@ -76,17 +76,15 @@ func forwardRows[T elem](nm *names, f format, dst, x []T, w []float32, eps float
 	if n == 0 {
 		return
 	}
-	var j job
-	j.dst, j.x, j.w = ptr(dst), ptr(x), ptr(w)
-	j.d, j.stride, j.rows, j.eps = d, d, rows, eps
-	j.mode, j.format, j.v = weighted, f, forwardVariant[f][weighted][0]
-	if 2*nb >= uintptr(streamBytes) { // x and dst could fill the cache
-		j.setMemoryFlags(es)
-	}
 	if k == useActive {
 		k = activeKernel()
 	}
-	j.fn = uint32(k)*numEntries + uint32(j.v)
+	v := forwardVariant[f][weighted][0] // k and v are read before j is declared: see job.init
+	var j job
+	j.init(ptr(dst), ptr(x), ptr(w), d, d, eps, 0, uint32(k)*numEntries+uint32(v), weighted, f, v, nil, nil, rows)
+	if 2*nb >= uintptr(streamBytes) { // x and dst could fill the cache
+		j.setMemoryFlags(es)
+	}
 	if r := callKernel(&j, 0, rows); r < j.rows {
 		j.finish(kernelID(j.fn/numEntries), r, j.rows) // from j: nothing stays live across the call
 	}
@@ -163,36 +161,29 @@ func applyRows[T elem](n *Norm, r *rowsOf[T], f format, k kernelID) bool {
 	if rows == 0 {
 		return true
 	}
-	var j job
-	j.dst, j.x = ptr(r.Dst), ptr(r.X)
-	if mode != unweighted {
-		j.w = ptr(n.Weight)
-	}
-	if res != nil {
-		j.res = ptr(res)
-	}
-	if inv != nil {
-		j.inv = ptr(inv)
-	}
-	j.d, j.stride, j.rows, j.eps, j.mode, j.format = d, stride, rows, n.Eps, mode, f
-	j.v = forwardVariant[f][mode][b2i(res != nil)]
-	if 3*uintptr(span)*es >= uintptr(streamBytes) || stride != d { // x, dst and res could fill the cache
-		j.setMemoryFlags(es)
-	}
+	var flags uint32
 	if n.RoundNormalized && f != formatF32 && mode != unweighted {
-		j.flags |= flagRN
+		flags = flagRN
 	}
 	if mode == offset {
-		j.flags |= flagOffset // the 16-bit kernels have one function for both weight forms
+		flags = flagOffset // the 16-bit kernels have one function for both weight forms
 	}
 	if k == useActive {
 		k = activeKernel()
 	}
-	if n.Workers > 1 {
-		j.runWorkers(k, n.Workers, es)
+	v := forwardVariant[f][mode][b2i(res != nil)]
+	// Everything is read before the job is declared: a load between its zeroing and the stores
+	// that cover it would keep the zeroing (the compiler cannot tell r and n from j).
+	dp, xp, wp, eps, workers := ptr(r.Dst), ptr(r.X), ptr(n.Weight), n.Eps, n.Workers
+	var j job
+	j.init(dp, xp, wp, d, stride, eps, flags, uint32(k)*numEntries+uint32(v), mode, f, v, ptr(res), ptr(inv), rows)
+	if 3*uintptr(span)*es >= uintptr(streamBytes) || stride != d { // x, dst and res could fill the cache
+		j.setMemoryFlags(es)
+	}
+	if workers > 1 {
+		j.runWorkers(k, workers, es)
 		return true
 	}
-	j.fn = uint32(k)*numEntries + uint32(j.v)
 	if r := callKernel(&j, 0, rows); r < j.rows {
 		j.finish(kernelID(j.fn/numEntries), r, j.rows) // from j: nothing stays live across the call
 	}

@@ -11,29 +11,48 @@ const (
 	unweighted                   // y = x*inv
 )
 
-// job is one validated call, laid out for the kernels: the assembly reads its first fields
-// through go_asm.h by name (asm/internal/spec.Job lists them), the generic kernel through the
-// accessors below. A job lives on the stack of the call that validated it.
+// job is one validated call, laid out for the kernels: the assembly reads the fields
+// asm/internal/spec.Job lists through go_asm.h by name, the generic kernel through the accessors
+// below. A job lives on the stack of the call that validated it. Its fields leave no padding
+// between them, so that init can write every byte and spare the forward calls the zeroing of the
+// whole job first (see init).
 type job struct {
 	dst, x unsafe.Pointer // row 0 of the output and of the input
-	res    unsafe.Pointer // row 0 of the residual (h = x + res; res = h; normalize h), or nil
 	w      unsafe.Pointer // the weight, nil without one
-	inv    unsafe.Pointer // where 1/rms of row r goes (inv[r]), or nil
 	d      int            // row length
 	stride int            // elements from one row's start to the next's, in dst, x and res
 	eps    float32
 	flags  uint32 // flagNT, flagPF: how the kernels treat memory (set by setMemoryFlags); flagRN; flagOffset; flagFuse
 	fn     uint32 // the kernel function: kernelID*numEntries + v (callKernel)
 
+	mode   weightMode // the weight form, for the generic kernel and the float64 path
+	format format     // how dst, x and res are stored
+	v      variant    // the kernel body: format, weight form, residual
+	pad    uint8      // always 0: written with the other fields, so that no byte of a job is left out
+
+	res unsafe.Pointer // row 0 of the residual (h = x + res; res = h; normalize h), or nil
+	inv unsafe.Pointer // where 1/rms of row r goes (inv[r]), or nil
+
 	// Backward only.
 	dy  unsafe.Pointer // row 0 of the output gradient (dst holds dx)
 	dw  unsafe.Pointer // the weight gradient (len d), or nil
 	acc unsafe.Pointer // partial sums of the weight gradient: one row of d, or one per block of the call
 
-	rows   int        // rows of the call (the kernels read it: the last row closes a gradient block)
-	mode   weightMode // the weight form, for the generic kernel and the float64 path
-	format format     // how dst, x and res are stored
-	v      variant    // the kernel body: format, weight form, residual
+	rows int // rows of the call (the kernels read it: the last row closes a gradient block)
+}
+
+// init writes every field of j, in their order. Called on a job declared just before (var j
+// job) with nothing read from memory in between, it lets the compiler drop the zeroing of j,
+// since the stores cover every byte. That matters on a short row's path: its stores wait behind
+// those of the previous call's kernel (see applyRows). The compiler also drops a store of a
+// constant zero among the first four after the zeroing, which would leave a hole, so the fields
+// that are often nil (res, inv) come after four that never are constant.
+func (j *job) init(dst, x, w unsafe.Pointer, d, stride int, eps float32, flags, fn uint32,
+	mode weightMode, f format, v variant, res, inv unsafe.Pointer, rows int) {
+	j.dst, j.x, j.w, j.d, j.stride = dst, x, w, d, stride
+	j.eps, j.flags, j.fn = eps, flags, fn
+	j.mode, j.format, j.v, j.pad = mode, f, v, 0
+	j.res, j.inv, j.dy, j.dw, j.acc, j.rows = res, inv, nil, nil, nil, rows
 }
 
 // rn reports whether x*inv is rounded to the 16-bit format before the weight (RoundNormalized,

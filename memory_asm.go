@@ -42,7 +42,7 @@ const streamFallback = 32 << 20
 //   - rows far apart (a stride) defeat the hardware prefetchers, so they are prefetched too.
 func (j *job) setMemoryFlags(elemBytes uintptr) {
 	if j.stride != j.d {
-		j.flags = flagPF
+		j.flags |= flagPF
 	}
 	buffers := uintptr(1) // x, and dst when it is not x, and the residual
 	if j.dst != j.x {
@@ -52,7 +52,7 @@ func (j *job) setMemoryFlags(elemBytes uintptr) {
 		buffers++
 	}
 	if uintptr(j.rows*j.d)*elemBytes*buffers >= uintptr(streamBytes) {
-		j.flags = flagPF
+		j.flags |= flagPF
 		if j.dst != j.x {
 			j.flags |= flagNT
 		}

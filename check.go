@@ -44,6 +44,9 @@ func disjoint(a, n1, b, n2 uintptr) bool {
 	return n1 == 0 || n2 == 0 || a+n1 <= b || b+n2 <= a
 }
 
+// apart is disjoint for ranges known not to be empty: two comparisons.
+func apart(a, n1, b, n2 uintptr) bool { return a+n1 <= b || b+n2 <= a }
+
 // epsOK reports whether eps is finite and >= 0.
 func epsOK(eps float32) bool { return eps >= 0 && eps <= math.MaxFloat32 }
 
@@ -68,13 +71,13 @@ func forwardRows[T elem](nm *names, f format, dst, x []T, w []float32, eps float
 	es := unsafe.Sizeof(z)
 	xp, dp := addr(x), addr(dst)
 	nb := uintptr(n) * es
-	ok := rows*d == n && len(dst) == n && epsOK(eps) &&
-		(dp == xp || disjoint(dp, nb, xp, nb)) && disjoint(dp, nb, addr(w), uintptr(d)*4)
-	if !ok {
-		panic(explainForward(nm, dst, x, w, eps))
-	}
-	if n == 0 {
+	ok := rows*d == n && len(dst) == n && epsOK(eps)
+	if ok && n == 0 {
 		return
+	}
+	// Past the return n > 0, so a valid call has d > 0 too: no range is empty.
+	if !ok || (dp != xp && !apart(dp, nb, xp, nb)) || !apart(dp, nb, addr(w), uintptr(d)*4) {
+		panic(explainForward(nm, dst, x, w, eps))
 	}
 	if k == useActive {
 		k = activeKernel()

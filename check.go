@@ -51,8 +51,8 @@ func apart(a, n1, b, n2 uintptr) bool { return a+n1 <= b || b+n2 <= a }
 func epsOK(eps float32) bool { return eps >= 0 && eps <= math.MaxFloat32 }
 
 // useActive, passed as the kernel of forwardRows and applyRows, stands for the active kernel, read
-// after validation: the public entry points stay small enough to be inlined at their call sites
-// (see Norm.Apply), and the tests pass any other kernel.
+// after validation: Forward, ForwardBF16 and ForwardF16 stay small enough to be inlined at their
+// call sites, and the tests pass any other kernel.
 const useActive kernelID = 1<<32 - 1
 
 // forwardRows validates a Forward call and runs it with kernel k: the rows of x (len(w) long each),
@@ -169,7 +169,7 @@ func applyRows[T elem](n *Norm, r *rowsOf[T], f format, k kernelID) bool {
 		flags = flagRN
 	}
 	if mode == offset {
-		flags = flagOffset // the 16-bit kernels have one function for both weight forms
+		flags |= flagOffset // the 16-bit kernels have one function for both weight forms
 	}
 	if k == useActive {
 		k = activeKernel()
@@ -187,8 +187,8 @@ func applyRows[T elem](n *Norm, r *rowsOf[T], f format, k kernelID) bool {
 		j.runWorkers(k, workers, es)
 		return true
 	}
-	if r := callKernel(&j, 0, rows); r < j.rows {
-		j.finish(kernelID(j.fn/numEntries), r, j.rows) // from j: nothing stays live across the call
+	if row := callKernel(&j, 0, rows); row < j.rows {
+		j.finish(kernelID(j.fn/numEntries), row, j.rows) // from j: nothing stays live across the call
 	}
 	return true
 }

@@ -380,6 +380,14 @@ func TestStorage16Semantics(t *testing.T) {
 					t.Fatalf("%s RoundNormalized: y[%d] = %#04x, want %#04x", ctx, i, y[i], want)
 				}
 			}
+			// With UnitOffset too: y = round16(round16(x*inv)*(1+w)), 1+w rounded to float32.
+			apply(Norm{Weight: w, Eps: 1e-6, RoundNormalized: true, UnitOffset: true}, Rows16{Dst: y, X: x, Inv: inv})
+			for i := range y {
+				n := f.round(x32[i] * inv[i/d])
+				if want := f.narrow(n * (1 + w[i%d])); !same16(y[i], want, f) {
+					t.Fatalf("%s RoundNormalized UnitOffset: y[%d] = %#04x, want %#04x", ctx, i, y[i], want)
+				}
+			}
 			// Without a weight RoundNormalized changes nothing.
 			y2 := make([]uint16, len(x))
 			apply(Norm{Dim: d, Eps: 1e-6, RoundNormalized: true}, Rows16{Dst: y, X: x})

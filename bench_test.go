@@ -136,9 +136,9 @@ func BenchmarkCopy16(b *testing.B) {
 
 // BenchmarkOverhead/<kernel>/<api>/<shape> puts the public entry points next to the kernel they
 // end in: direct is the kernel function itself (the assembly, or the generic kernel's entry)
-// called with a job validated once outside the loop; Forward, Apply (a Norm with a plain weight)
-// and ApplyResidual (with Rows.Residual, next to its own directResidual) validate and dispatch on
-// every call. The difference is the cost of the API per call.
+// called with a job validated once outside the loop; Forward, NormForward (Norm.Forward), Apply (a
+// Norm with a plain weight) and ApplyResidual (with Rows.Residual, next to its own directResidual)
+// validate and dispatch on every call. The difference is the cost of the API per call.
 //
 // directRows is direct plus what the caller of Apply pays for its argument: a Rows literal passed
 // by value (17 words) to a function that only returns the pointers of its Dst, X and Residual,
@@ -150,7 +150,7 @@ func BenchmarkCopy16(b *testing.B) {
 func BenchmarkOverhead(b *testing.B) {
 	for _, k := range available {
 		b.Run(k.String(), func(b *testing.B) {
-			for _, api := range []string{"direct", "directRows", "Forward", "Apply", "directResidual", "directResidualRows", "ApplyResidual"} {
+			for _, api := range []string{"direct", "directRows", "Forward", "NormForward", "Apply", "directResidual", "directResidualRows", "ApplyResidual"} {
 				b.Run(api, func(b *testing.B) {
 					for _, s := range benchutil.Must(benchutil.Overhead) {
 						x, w := benchData(s)
@@ -191,6 +191,10 @@ func BenchmarkOverhead(b *testing.B) {
 							case "Forward":
 								for b.Loop() {
 									Forward(y, x, w, 1e-6)
+								}
+							case "NormForward":
+								for b.Loop() {
+									n.Forward(y, x)
 								}
 							case "Apply":
 								for b.Loop() {

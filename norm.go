@@ -60,7 +60,9 @@ type Rows struct {
 //
 //go:noinline
 func (n Norm) Forward(dst, x []float32) {
-	if r := (rowsOf[float32]{Dst: dst, X: x}); !applyRows(&n, &r, formatF32, useActive) {
+	var r rowsOf[float32] // set field by field: a literal would be built aside and copied
+	r.Dst, r.X = dst, x
+	if !applyRows(&n, &r, formatF32, useActive) {
 		panic(explainApply(&n, &applyNames, &r))
 	}
 }

@@ -37,7 +37,7 @@ func main() {
 	duration := flag.Duration("duration", 300*time.Millisecond, "measuring time of each thing timed (a kernel on a shape, a variant, either side of an overhead\nrow), split into rounds; the best round counts")
 	jsonOut := flag.Bool("json", false, "print JSON instead of a table")
 	variants := flag.Bool("variants", true, "also measure the fused residual add and strided q/k norm with the active kernel")
-	overhead := flag.Bool("overhead", true, "also measure the cost of the API per call (Forward, Norm.Apply) with the active kernel,\non the shapes "+benchutil.Overhead)
+	overhead := flag.Bool("overhead", true, "also measure the cost of the API per call (Forward, Norm.Forward, Norm.Apply) with the active kernel,\non the shapes "+benchutil.Overhead)
 	withPeers := flag.Bool("peers", false, "also time what users would write instead, side by side: the textbook loop (one accumulator,\na divide per element), vek, gonum and simd/archsimd (bench/peers, run with go run from the\nrepository root)")
 	list := flag.Bool("list", false, "print the available kernels, best first, one per line, and exit")
 	backwardFlag := flag.Bool("backward", false, "time Norm.Backward (with Inv and DW, the call of a training step) instead of the forward pass,\nagainst copy() of x and dy into two other buffers, and against the forward pass of the same kernel")
@@ -436,7 +436,7 @@ const copyQNote = "copy() of the same q regions: the 16 q heads of each token's 
 	"in another buffer: what the memory system gives for that layout, without arithmetic."
 
 // The entry points the overhead section times, as a user calls them.
-var overheadAPIs = []string{"rmsnorm.Forward", "Norm.Apply", "Norm.Apply, Rows.Residual"}
+var overheadAPIs = []string{"rmsnorm.Forward", "Norm.Forward", "Norm.Apply", "Norm.Apply, Rows.Residual"}
 
 // overheadBatch is the batch of rows of length d that the overhead of a shape of rows x d is
 // measured on: x and y fill at most half of the L2 cache (256 KiB if cpuid does not say), with 16
@@ -462,6 +462,12 @@ func overheadCalls(api string, batch benchutil.Shape, rows int) (whole, pieces f
 		return func() { rmsnorm.Forward(y, x, w, 1e-6) }, func() {
 			for i := 0; i < len(x); i += per {
 				rmsnorm.Forward(y[i:i+per], x[i:i+per], w, 1e-6)
+			}
+		}
+	case "Norm.Forward":
+		return func() { n.Forward(y, x) }, func() {
+			for i := 0; i < len(x); i += per {
+				n.Forward(y[i:i+per], x[i:i+per])
 			}
 		}
 	case "Norm.Apply":

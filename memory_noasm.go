@@ -2,13 +2,6 @@
 
 package rmsnorm
 
-import "math"
-
-// streamBytes is never reached: no kernel of this build streams.
-const streamBytes = math.MaxInt
-
-// setMemoryFlags does nothing: only the assembly kernels read the flags.
-func (j *job) setMemoryFlags(elemBytes uintptr) {}
-
-// setBackwardMemoryFlags does nothing, like setMemoryFlags.
-func (j *job) setBackwardMemoryFlags() {}
+// streamBytes is streamFallback: this build has no cpuid to ask for the cache size. Only the
+// generic kernel runs here, and of the flags it reads only flagPF (see touchRow).
+var streamBytes = streamFallback // a variable so that tests can force either way

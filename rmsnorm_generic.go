@@ -1,6 +1,9 @@
 package rmsnorm
 
-import "math"
+import (
+	"math"
+	"runtime"
+)
 
 // The generic kernel: the numeric contract in plain Go. It is compiled on every platform, serves
 // where no SIMD kernel exists, and is the reference every other kernel is compared with bit for
@@ -19,8 +22,10 @@ func runGeneric(j *job, from, to int) int {
 		var ss float32
 		if j.res != nil {
 			h := j.row(j.res, r)
-			addInto(h, src)
+			addInto(h, src) // reads both rows in order
 			src = h
+		} else if j.flags&flagPF != 0 {
+			touchRow(src)
 		}
 		ss = sumSquares(src)
 		inv, ok := invRMS(ss, j.d, j.eps)
@@ -39,6 +44,19 @@ func runGeneric(j *job, from, to int) int {
 		j.setInv(r, inv)
 	}
 	return to
+}
+
+// touchRow reads x once in order, an element per 64 bytes. sumSquares walks a row eleven times
+// with a stride of 256 bytes, an order in which a row coming from memory arrives more slowly than
+// read straight through; runGeneric calls touchRow first for the rows that setMemoryFlags marks
+// as coming from memory (flagPF). Forward 2048x4096 and 16384x4096 measured 10-14% faster with it
+// on a Zen 5, in-cache shapes unchanged (they never get flagPF).
+func touchRow(x []float32) {
+	var t uint32
+	for i := 0; i < len(x); i += 16 {
+		t |= math.Float32bits(x[i])
+	}
+	runtime.KeepAlive(t) // the loads are the point; their value is not
 }
 
 // tLow is the smallest t = ss/d + eps the float32 path accepts; below it the squares may have lost

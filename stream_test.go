@@ -1,10 +1,9 @@
-//go:build (amd64 || arm64) && gc && !purego && !noasm
-
 package rmsnorm
 
 import "math"
 
-// withStreaming runs f with non-temporal stores forced on or off, whatever the size.
+// withStreaming runs f with the memory flags of rows from memory (non-temporal stores, prefetches,
+// the generic kernel's touchRow) forced on or off, whatever the size.
 func withStreaming(on bool, f func()) {
 	saved := streamBytes
 	defer func() { streamBytes = saved }()

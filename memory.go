@@ -1,0 +1,58 @@
+package rmsnorm
+
+// How the kernels treat memory. Non-temporal stores write dst around the caches; they pay off
+// only when the rows would not stay in the cache anyway. Below that the next operation (usually a
+// matmul reading dst) wants dst in cache, so ordinary stores are used. Rows that come from memory
+// are prefetched by the assembly kernels and read once in order by the generic one (touchRow).
+// streamBytes, the threshold, is in memory_asm.go (from cpuid) and memory_noasm.go.
+
+// streamFallback is the threshold when cpuid reports no L3. Measured on an AMD EPYC (Zen 5, 32 MiB
+// of L3) as Forward followed by copy() of its output, the next operation reading y, rows of 4096,
+// streaming forced on against off (ms, best of three):
+//
+//	x + y      float32 rows           bfloat16 rows
+//	 8 MiB     0.35 on, 0.22 off      0.40 on, 0.31 off
+//	16 MiB     0.64 on, 0.50 off      0.81 on, 0.82 off
+//	32 MiB     1.62 on, 1.71 off      1.62 on, 2.19 off
+//	64 MiB     3.54 on, 3.87 off      3.57 on, 4.84 off
+//
+// Streaming starts to win where the rows fill the L3; on a virtual machine without an L3 size
+// (copy() bandwidth dropping past 16-32 MiB), 8 MiB of output streamed took 737 us against 597,
+// and from 16 MiB of output (32 MiB of rows) streaming won. So 32 MiB.
+const streamFallback = 32 << 20
+
+// setMemoryFlags picks how the kernels treat memory for the validated job, whose rows hold
+// elements of elemBytes bytes:
+//   - rows that fill the cache come from memory, so the rows ahead are prefetched while a row is
+//     summed and scaled; out of place, dst also goes out with non-temporal stores (in place, the
+//     rows are in cache already and ordinary stores write them back at no extra cost);
+//   - rows far apart (a stride) defeat the hardware prefetchers, so they are prefetched too.
+func (j *job) setMemoryFlags(elemBytes uintptr) {
+	if j.stride != j.d {
+		j.flags |= flagPF
+	}
+	buffers := uintptr(1) // x, and dst when it is not x, and the residual
+	if j.dst != j.x {
+		buffers++
+	}
+	if j.res != nil {
+		buffers++
+	}
+	if uintptr(j.rows*j.d)*elemBytes*buffers >= uintptr(streamBytes) {
+		j.flags |= flagPF
+		if j.dst != j.x {
+			j.flags |= flagNT
+		}
+	}
+}
+
+// setBackwardMemoryFlags is setMemoryFlags for a backward job: when x, dy and dx fill the cache,
+// dx goes out with non-temporal stores, unless it is dy (in place, its lines are in cache
+// already). Prefetching the next row's x and dy while a row's dx goes out measured no faster at
+// 2048x4096 and 16384x4096 and 35-55% slower at 32768x128 (the hardware prefetchers already
+// follow rows back to back), so the backward kernels do not prefetch.
+func (j *job) setBackwardMemoryFlags() {
+	if j.dst != j.dy && 3*uintptr(j.rows)*uintptr(j.d)*4 >= uintptr(streamBytes) {
+		j.flags = flagNT
+	}
+}

@@ -3,10 +3,12 @@ package rmsnorm
 // How the kernels treat memory. Non-temporal stores write dst around the caches; they pay off
 // only when the rows would not stay in the cache anyway. Below that the next operation (usually a
 // matmul reading dst) wants dst in cache, so ordinary stores are used. Rows that come from memory
-// are prefetched by the assembly kernels and read once in order by the generic one (touchRow).
-// streamBytes, the threshold, is in memory_asm.go (from cpuid) and memory_noasm.go.
+// are prefetched by the assembly kernels; the generic kernel reads float32 rows without a
+// residual once in order first (touchRow). streamBytes, the threshold, is in memory_asm.go (from
+// cpuid) and memory_noasm.go.
 
-// streamFallback is the threshold when cpuid reports no L3. Measured on an AMD EPYC (Zen 5, 32 MiB
+// streamFallback is the threshold when cpuid reports no L3, and in builds without assembly (no
+// cpuid). Measured on an AMD EPYC (Zen 5, 32 MiB
 // of L3) as Forward followed by copy() of its output, the next operation reading y, rows of 4096,
 // streaming forced on against off (ms, best of three):
 //
@@ -27,6 +29,9 @@ const streamFallback = 32 << 20
 //     summed and scaled; out of place, dst also goes out with non-temporal stores (in place, the
 //     rows are in cache already and ordinary stores write them back at no extra cost);
 //   - rows far apart (a stride) defeat the hardware prefetchers, so they are prefetched too.
+//
+// The generic kernel ignores flagNT, and for flagPF reads a float32 row without a residual once in
+// order before summing it (touchRow).
 func (j *job) setMemoryFlags(elemBytes uintptr) {
 	if j.stride != j.d {
 		j.flags |= flagPF
@@ -53,6 +58,6 @@ func (j *job) setMemoryFlags(elemBytes uintptr) {
 // follow rows back to back), so the backward kernels do not prefetch.
 func (j *job) setBackwardMemoryFlags() {
 	if j.dst != j.dy && 3*uintptr(j.rows)*uintptr(j.d)*4 >= uintptr(streamBytes) {
-		j.flags = flagNT
+		j.flags |= flagNT
 	}
 }

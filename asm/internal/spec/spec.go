@@ -212,7 +212,7 @@ var KernelIDs = []string{"kernelGeneric", "kernelAVX2", "kernelAVX512", "kernelN
 // Flag bits of job.flags.
 const (
 	FlagNT = 1 // write dst with non-temporal stores (the batch is larger than the cache)
-	FlagPF = 2 // prefetch the rows ahead while summing and scaling (they come from memory, or lie far apart)
+	FlagPF = 2 // the rows come from memory, or lie far apart: the kernels prefetch the rows ahead (the generic one reads each row in order first)
 	// FlagFuse (backward with a weight gradient): one worker does all the rows of the call, so the
 	// last row of a block adds its block's partial sum to DW itself (DW += P + q). Without it each
 	// block's partial sum stays in its own slot of acc and the Go side adds the slots to DW.
@@ -243,7 +243,7 @@ func GoSpec(header string) string {
 	b.WriteString("// What the assembly kernels and the Go side share, from asm/internal/spec.\n\n")
 	b.WriteString("// Flag bits of job.flags.\nconst (\n")
 	fmt.Fprintf(&b, "\tflagNT = %d // write dst with non-temporal stores (the batch is larger than the cache)\n", FlagNT)
-	fmt.Fprintf(&b, "\tflagPF = %d // prefetch the rows ahead (they come from memory, or lie far apart)\n", FlagPF)
+	fmt.Fprintf(&b, "\tflagPF = %d // the rows come from memory, or lie far apart: prefetch them (the generic kernel: touchRow)\n", FlagPF)
 	fmt.Fprintf(&b, "\tflagFuse = %d // backward: the last row of a block adds the block's partial sum to DW\n", FlagFuse)
 	fmt.Fprintf(&b, "\tflagRN = %d // 16-bit rows with a weight: round x*inv to the format before the weight (RoundNormalized)\n", FlagRN)
 	fmt.Fprintf(&b, "\tflagOffset = %d // 16-bit rows with a weight: the weight form is 1+w (the functions for both forms are one)\n", FlagOffset)

@@ -266,15 +266,16 @@ func (j *job) call(k kernelID, from, to int) int {
 func (j *job) runRange(k kernelID, from, to int) {
 	j.fn = uint32(k)*numEntries + uint32(j.v)
 	if r := j.call(k, from, to); r < to {
-		j.finish(k, r, to)
+		j.finish(r, to)
 	}
 }
 
-// finish runs the rows from r to to, r the first one the kernel handed back: a row that needs
-// the float64 path of the contract is done here in Go, and the kernel resumes after it. In the
-// residual forms the row handed over already holds h in res, and nothing else of it has been
-// written.
-func (j *job) finish(k kernelID, r, to int) {
+// finish runs the rows from r to to, r the first one the kernel j.fn selects handed back: a row
+// that needs the float64 path of the contract is done here in Go, and the kernel resumes after
+// it. In the residual forms the row handed over already holds h in res, and nothing else of it
+// has been written.
+func (j *job) finish(r, to int) {
+	k := j.kernel()
 	for ; r < to; r = j.call(k, r+1, to) {
 		switch {
 		case j.v >= numVariants:

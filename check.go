@@ -88,8 +88,10 @@ func forwardRows[T elem](nm *names, f format, dst, x []T, w []float32, eps float
 	if 2*nb >= uintptr(streamBytes) { // x and dst could fill the cache
 		j.setMemoryFlags(es)
 	}
+	// job.run, written out: run is not inlinable, and its call would cost a short row more
+	// than these lines.
 	if r := callKernel(&j, 0, rows); r < j.rows {
-		j.finish(kernelID(j.fn/numEntries), r, j.rows) // from j: nothing stays live across the call
+		j.finish(r, j.rows)
 	}
 }
 
@@ -187,8 +189,8 @@ func applyRows[T elem](n *Norm, r *rowsOf[T], f format, k kernelID) bool {
 		j.runWorkers(k, workers, es)
 		return true
 	}
-	if row := callKernel(&j, 0, rows); row < j.rows {
-		j.finish(kernelID(j.fn/numEntries), row, j.rows) // from j: nothing stays live across the call
+	if row := callKernel(&j, 0, rows); row < j.rows { // run, inline: see forwardRows
+		j.finish(row, j.rows)
 	}
 	return true
 }

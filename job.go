@@ -79,10 +79,14 @@ func (j *job) setInv(r int, inv float32) {
 	}
 }
 
-// run executes rows [0, rows) of the validated job with kernel k.
-func (j *job) run(k kernelID) {
-	j.fn = uint32(k)*numEntries + uint32(j.v)
+// kernel returns the kernel that j.fn selects.
+func (j *job) kernel() kernelID { return kernelID(j.fn / numEntries) }
+
+// run executes rows [0, rows) of the validated job with the function j.fn selects. What it needs
+// after the kernel returns it reads from j (finish takes the kernel from j.fn), so forwardRows
+// and applyRows, which write it out, keep nothing live across the call.
+func (j *job) run() {
 	if r := callKernel(j, 0, j.rows); r < j.rows {
-		j.finish(k, r, j.rows)
+		j.finish(r, j.rows)
 	}
 }

@@ -41,7 +41,7 @@ func (j *job) runWorkers(k kernelID, workers int, elemBytes uintptr) {
 	}
 	w := workersFor(workers, buffers*uintptr(j.rows)*uintptr(j.d)*elemBytes, j.rows)
 	if w <= 1 {
-		j.run(k)
+		j.run()
 		return
 	}
 	j.split(k, w)

@@ -81,11 +81,7 @@ func (v Variant) FuncName() string {
 	if !v.SharesWeight() {
 		return v.Name()
 	}
-	s := v.Format.String()
-	if v.Residual {
-		s += "Add"
-	}
-	return s + "WeightedOrOffset"
+	return v.stem() + "WeightedOrOffset"
 }
 
 // Bodies lists the variants that have kernel functions of their own, in the order of Forward:
@@ -142,12 +138,15 @@ const GradBlock = 32
 var Entries = len(Forward) + len(Backward)
 
 // Name is the variant's part of a function name, e.g. "AddOffset" or "BF16AddWeighted".
-func (v Variant) Name() string {
-	s := v.Format.String()
+func (v Variant) Name() string { return v.stem() + v.Mode.String() }
+
+// stem is the part of a variant's names before its weight form: the format, then Add for the
+// residual forms.
+func (v Variant) stem() string {
 	if v.Residual {
-		s += "Add"
+		return v.Format.String() + "Add"
 	}
-	return s + v.Mode.String()
+	return v.Format.String()
 }
 
 // Formula is the doc-comment line for the variant.

@@ -27,9 +27,7 @@ func applyRowsWith[T elem](k kernelID, n *Norm, f format, dst, x, res []T, inv [
 
 // applyWith is n.Apply(*r) with an explicit kernel instead of the active one.
 func applyWith(k kernelID, n *Norm, r *Rows) {
-	if !applyRows(n, (*rowsOf[float32])(r), formatF32, k) {
-		panic(explainApply(n, &applyNames, (*rowsOf[float32])(r)))
-	}
+	applyRowsWith(k, n, formatF32, r.Dst, r.X, r.Residual, r.Inv, r.N, r.Stride)
 }
 
 // sameBits reports whether a and b are the same float32, treating every NaN as equal to every

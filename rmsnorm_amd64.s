@@ -14877,7 +14877,7 @@ vzero:
 
 // func avx2BF16WeightedOrOffset(j uintptr, from int, to int) int
 // Requires: AVX, AVX2, MMX+
-TEXT ·avx2BF16WeightedOrOffset(SB), NOSPLIT, $328-32
+TEXT ·avx2BF16WeightedOrOffset(SB), NOSPLIT, $336-32
 	// avx2BF16WeightedOrOffset normalizes rows [from, to) of the job: BF16 rows: y = round16((x*inv)*w), or round16((x*inv)*(1+w)) with flagOffset (with flagRN, round16(x*inv) in place of (x*inv)), for each row.
 	// It stops before the first row that needs the float64 path and returns that row's index, or to.
 	MOVQ j+0(FP), AX
@@ -14891,7 +14891,7 @@ TEXT ·avx2BF16WeightedOrOffset(SB), NOSPLIT, $328-32
 	MOVQ       job_d+0(AX), DI
 	VMOVSS     one<>+0(SB), X0
 	VCVTSI2SSQ DI, X0, X0
-	VMOVSS     X0, 320(SP)
+	VMOVSS     X0, 328(SP)
 	XORL       R9, R9
 	LEAQ       -1(DI), R8
 	TESTQ      DI, R8
@@ -14902,7 +14902,7 @@ TEXT ·avx2BF16WeightedOrOffset(SB), NOSPLIT, $328-32
 	SHLL       $0x17, R9
 
 notpow2:
-	MOVL R9, 324(SP)
+	MOVL R9, 332(SP)
 
 	// Start at row from.
 	MOVQ  from+8(FP), DI
@@ -15045,71 +15045,51 @@ sumtail:
 	MOVQ    job_d+0(AX), R10
 	SUBQ    R9, R10
 	JZ      summed
+	JL      slotsummed
 	MOVQ    R10, 304(SP)
-	LEAQ    (DI)(R9*2), R9
-	LEAQ    128(SP), R10
+	LEAQ    (DI)(R9*2), R10
+	LEAQ    128(SP), R11
 	VXORPS  Y8, Y8, Y8
-	VMOVUPS Y8, (R10)
-	VMOVUPS Y8, 32(R10)
-	VMOVUPS Y8, 64(R10)
-	VMOVUPS Y8, 96(R10)
-	MOVQ    304(SP), R12
-	XORQ    R11, R11
-	SUBQ    $0x00000010, R12
+	VMOVUPS Y8, (R11)
+	VMOVUPS Y8, 32(R11)
+	VMOVUPS Y8, 64(R11)
+	VMOVUPS Y8, 96(R11)
+	MOVQ    304(SP), R13
+	XORQ    R12, R12
+	SUBQ    $0x00000010, R13
 
 copyvec2:
-	CMPQ    R11, R12
+	CMPQ    R12, R13
 	JG      copyone3
-	VMOVUPS (R9)(R11*2), Y8
-	VMOVUPS Y8, (R10)(R11*2)
-	ADDQ    $0x00000010, R11
+	VMOVUPS (R10)(R12*2), Y8
+	VMOVUPS Y8, (R11)(R12*2)
+	ADDQ    $0x00000010, R12
 	JMP     copyvec2
 
 copyone3:
-	ADDQ $0x00000010, R12
+	ADDQ $0x00000010, R13
 
 copyloop5:
-	CMPQ R11, R12
+	CMPQ R12, R13
 	JGE  copied4
-	MOVW (R9)(R11*2), R13
-	MOVW R13, (R10)(R11*2)
-	INCQ R11
+	MOVW (R10)(R12*2), R14
+	MOVW R14, (R11)(R12*2)
+	INCQ R12
 	JMP  copyloop5
 
 copied4:
-	XORQ      R9, R9
-	VPMOVZXWD (R10)(R9*2), Y8
-	VPSLLD    $0x10, Y8, Y8
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y0, Y0
-	VPMOVZXWD 16(R10)(R9*2), Y8
-	VPSLLD    $0x10, Y8, Y8
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y1, Y1
-	VPMOVZXWD 32(R10)(R9*2), Y8
-	VPSLLD    $0x10, Y8, Y8
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y2, Y2
-	VPMOVZXWD 48(R10)(R9*2), Y8
-	VPSLLD    $0x10, Y8, Y8
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y3, Y3
-	VPMOVZXWD 64(R10)(R9*2), Y8
-	VPSLLD    $0x10, Y8, Y8
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y4, Y4
-	VPMOVZXWD 80(R10)(R9*2), Y8
-	VPSLLD    $0x10, Y8, Y8
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y5, Y5
-	VPMOVZXWD 96(R10)(R9*2), Y8
-	VPSLLD    $0x10, Y8, Y8
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y6, Y6
-	VPMOVZXWD 112(R10)(R9*2), Y8
-	VPSLLD    $0x10, Y8, Y8
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y7, Y7
+	MOVQ R9, R10
+	SHLQ $0x01, R10
+	MOVQ DI, 320(SP)
+	MOVQ R11, DI
+	SUBQ R10, DI
+	MOVQ R9, R10
+	MOVQ DI, R11
+	XORL R12, R12
+	JMP  sumblock
+
+slotsummed:
+	MOVQ 320(SP), DI
 
 summed:
 	VADDPS  Y4, Y0, Y0
@@ -15138,13 +15118,13 @@ invone:
 	VADDSS       X0, X1, X1
 
 	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
-	CMPL   324(SP), $0x00
+	CMPL   332(SP), $0x00
 	JE     divide6
-	VMULSS 324(SP), X1, X1
+	VMULSS 332(SP), X1, X1
 	JMP    divided7
 
 divide6:
-	VDIVSS 320(SP), X1, X1
+	VDIVSS 328(SP), X1, X1
 
 divided7:
 	VADDSS   job_eps+0(AX), X1, X1
@@ -15184,14 +15164,14 @@ invgroup:
 	VUNPCKLPS    X0, X1, X0
 
 	// t = ss/d + eps for the four rows; any t outside [2^-100, MaxFloat32] sends the group to the one-row path.
-	CMPL         324(SP), $0x00
+	CMPL         332(SP), $0x00
 	JE           divide8
-	VBROADCASTSS 324(SP), X1
+	VBROADCASTSS 332(SP), X1
 	VMULPS       X1, X0, X1
 	JMP          divided9
 
 divide8:
-	VBROADCASTSS 320(SP), X1
+	VBROADCASTSS 328(SP), X1
 	VDIVPS       X1, X0, X1
 
 divided9:
@@ -15903,7 +15883,7 @@ vzero:
 
 // func avx2BF16Unweighted(j uintptr, from int, to int) int
 // Requires: AVX, AVX2, MMX+
-TEXT ·avx2BF16Unweighted(SB), NOSPLIT, $328-32
+TEXT ·avx2BF16Unweighted(SB), NOSPLIT, $336-32
 	// avx2BF16Unweighted normalizes rows [from, to) of the job: BF16 rows: y = round16(x*inv), for each row.
 	// It stops before the first row that needs the float64 path and returns that row's index, or to.
 	MOVQ j+0(FP), AX
@@ -15916,7 +15896,7 @@ TEXT ·avx2BF16Unweighted(SB), NOSPLIT, $328-32
 	MOVQ       job_d+0(AX), SI
 	VMOVSS     one<>+0(SB), X0
 	VCVTSI2SSQ SI, X0, X0
-	VMOVSS     X0, 320(SP)
+	VMOVSS     X0, 328(SP)
 	XORL       R8, R8
 	LEAQ       -1(SI), DI
 	TESTQ      SI, DI
@@ -15927,7 +15907,7 @@ TEXT ·avx2BF16Unweighted(SB), NOSPLIT, $328-32
 	SHLL       $0x17, R8
 
 notpow2:
-	MOVL R8, 324(SP)
+	MOVL R8, 332(SP)
 
 	// Start at row from.
 	MOVQ  from+8(FP), SI
@@ -16070,71 +16050,51 @@ sumtail:
 	MOVQ    job_d+0(AX), R9
 	SUBQ    R8, R9
 	JZ      summed
+	JL      slotsummed
 	MOVQ    R9, 304(SP)
-	LEAQ    (SI)(R8*2), R8
-	LEAQ    128(SP), R9
+	LEAQ    (SI)(R8*2), R9
+	LEAQ    128(SP), R10
 	VXORPS  Y8, Y8, Y8
-	VMOVUPS Y8, (R9)
-	VMOVUPS Y8, 32(R9)
-	VMOVUPS Y8, 64(R9)
-	VMOVUPS Y8, 96(R9)
-	MOVQ    304(SP), R11
-	XORQ    R10, R10
-	SUBQ    $0x00000010, R11
+	VMOVUPS Y8, (R10)
+	VMOVUPS Y8, 32(R10)
+	VMOVUPS Y8, 64(R10)
+	VMOVUPS Y8, 96(R10)
+	MOVQ    304(SP), R12
+	XORQ    R11, R11
+	SUBQ    $0x00000010, R12
 
 copyvec2:
-	CMPQ    R10, R11
+	CMPQ    R11, R12
 	JG      copyone3
-	VMOVUPS (R8)(R10*2), Y8
-	VMOVUPS Y8, (R9)(R10*2)
-	ADDQ    $0x00000010, R10
+	VMOVUPS (R9)(R11*2), Y8
+	VMOVUPS Y8, (R10)(R11*2)
+	ADDQ    $0x00000010, R11
 	JMP     copyvec2
 
 copyone3:
-	ADDQ $0x00000010, R11
+	ADDQ $0x00000010, R12
 
 copyloop5:
-	CMPQ R10, R11
+	CMPQ R11, R12
 	JGE  copied4
-	MOVW (R8)(R10*2), R12
-	MOVW R12, (R9)(R10*2)
-	INCQ R10
+	MOVW (R9)(R11*2), R13
+	MOVW R13, (R10)(R11*2)
+	INCQ R11
 	JMP  copyloop5
 
 copied4:
-	XORQ      R8, R8
-	VPMOVZXWD (R9)(R8*2), Y8
-	VPSLLD    $0x10, Y8, Y8
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y0, Y0
-	VPMOVZXWD 16(R9)(R8*2), Y8
-	VPSLLD    $0x10, Y8, Y8
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y1, Y1
-	VPMOVZXWD 32(R9)(R8*2), Y8
-	VPSLLD    $0x10, Y8, Y8
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y2, Y2
-	VPMOVZXWD 48(R9)(R8*2), Y8
-	VPSLLD    $0x10, Y8, Y8
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y3, Y3
-	VPMOVZXWD 64(R9)(R8*2), Y8
-	VPSLLD    $0x10, Y8, Y8
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y4, Y4
-	VPMOVZXWD 80(R9)(R8*2), Y8
-	VPSLLD    $0x10, Y8, Y8
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y5, Y5
-	VPMOVZXWD 96(R9)(R8*2), Y8
-	VPSLLD    $0x10, Y8, Y8
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y6, Y6
-	VPMOVZXWD 112(R9)(R8*2), Y8
-	VPSLLD    $0x10, Y8, Y8
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y7, Y7
+	MOVQ R8, R9
+	SHLQ $0x01, R9
+	MOVQ SI, 320(SP)
+	MOVQ R10, SI
+	SUBQ R9, SI
+	MOVQ R8, R9
+	MOVQ SI, R10
+	XORL R11, R11
+	JMP  sumblock
+
+slotsummed:
+	MOVQ 320(SP), SI
 
 summed:
 	VADDPS  Y4, Y0, Y0
@@ -16163,13 +16123,13 @@ invone:
 	VADDSS       X0, X1, X1
 
 	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
-	CMPL   324(SP), $0x00
+	CMPL   332(SP), $0x00
 	JE     divide6
-	VMULSS 324(SP), X1, X1
+	VMULSS 332(SP), X1, X1
 	JMP    divided7
 
 divide6:
-	VDIVSS 320(SP), X1, X1
+	VDIVSS 328(SP), X1, X1
 
 divided7:
 	VADDSS   job_eps+0(AX), X1, X1
@@ -16209,14 +16169,14 @@ invgroup:
 	VUNPCKLPS    X0, X1, X0
 
 	// t = ss/d + eps for the four rows; any t outside [2^-100, MaxFloat32] sends the group to the one-row path.
-	CMPL         324(SP), $0x00
+	CMPL         332(SP), $0x00
 	JE           divide8
-	VBROADCASTSS 324(SP), X1
+	VBROADCASTSS 332(SP), X1
 	VMULPS       X1, X0, X1
 	JMP          divided9
 
 divide8:
-	VBROADCASTSS 320(SP), X1
+	VBROADCASTSS 328(SP), X1
 	VDIVPS       X1, X0, X1
 
 divided9:
@@ -16598,7 +16558,7 @@ vzero:
 
 // func avx2BF16AddWeightedOrOffset(j uintptr, from int, to int) int
 // Requires: AVX, AVX2, MMX+
-TEXT ·avx2BF16AddWeightedOrOffset(SB), NOSPLIT, $456-32
+TEXT ·avx2BF16AddWeightedOrOffset(SB), NOSPLIT, $464-32
 	// avx2BF16AddWeightedOrOffset normalizes rows [from, to) of the job: BF16 rows: h = round16(x + res) and res = h per element, then y = round16((h*inv)*w), or round16((h*inv)*(1+w)) with flagOffset (with flagRN, round16(h*inv) in place of (h*inv)), for each row.
 	// It stops before the first row that needs the float64 path and returns that row's index, or to.
 	MOVQ j+0(FP), AX
@@ -16613,7 +16573,7 @@ TEXT ·avx2BF16AddWeightedOrOffset(SB), NOSPLIT, $456-32
 	MOVQ       job_d+0(AX), R8
 	VMOVSS     one<>+0(SB), X0
 	VCVTSI2SSQ R8, X0, X0
-	VMOVSS     X0, 448(SP)
+	VMOVSS     X0, 456(SP)
 	XORL       R10, R10
 	LEAQ       -1(R8), R9
 	TESTQ      R8, R9
@@ -16624,7 +16584,7 @@ TEXT ·avx2BF16AddWeightedOrOffset(SB), NOSPLIT, $456-32
 	SHLL       $0x17, R10
 
 notpow2:
-	MOVL R10, 452(SP)
+	MOVL R10, 460(SP)
 
 	// Start at row from.
 	MOVQ  from+8(FP), R8
@@ -16977,8 +16937,9 @@ sumtail:
 	MOVQ    job_d+0(AX), R11
 	SUBQ    R10, R11
 	JZ      summed
+	JL      slotsummed
 	MOVQ    R11, 432(SP)
-	LEAQ    (R8)(R10*2), R8
+	LEAQ    (R8)(R10*2), R11
 	LEAQ    (R9)(R10*2), R9
 	MOVQ    R9, 440(SP)
 	LEAQ    128(SP), R9
@@ -16987,211 +16948,80 @@ sumtail:
 	VMOVUPS Y8, 32(R9)
 	VMOVUPS Y8, 64(R9)
 	VMOVUPS Y8, 96(R9)
-	MOVQ    432(SP), R11
-	XORQ    R10, R10
-	SUBQ    $0x00000010, R11
+	MOVQ    432(SP), R13
+	XORQ    R12, R12
+	SUBQ    $0x00000010, R13
 
 copyvec2:
-	CMPQ    R10, R11
+	CMPQ    R12, R13
 	JG      copyone3
-	VMOVUPS (R8)(R10*2), Y8
-	VMOVUPS Y8, (R9)(R10*2)
-	ADDQ    $0x00000010, R10
+	VMOVUPS (R11)(R12*2), Y8
+	VMOVUPS Y8, (R9)(R12*2)
+	ADDQ    $0x00000010, R12
 	JMP     copyvec2
 
 copyone3:
-	ADDQ $0x00000010, R11
+	ADDQ $0x00000010, R13
 
 copyloop5:
-	CMPQ R10, R11
+	CMPQ R12, R13
 	JGE  copied4
-	MOVW (R8)(R10*2), R12
-	MOVW R12, (R9)(R10*2)
-	INCQ R10
+	MOVW (R11)(R12*2), R14
+	MOVW R14, (R9)(R12*2)
+	INCQ R12
 	JMP  copyloop5
 
 copied4:
-	MOVQ    440(SP), R8
-	LEAQ    256(SP), R10
+	MOVQ    440(SP), R11
+	LEAQ    256(SP), R12
 	VXORPS  Y8, Y8, Y8
-	VMOVUPS Y8, (R10)
-	VMOVUPS Y8, 32(R10)
-	VMOVUPS Y8, 64(R10)
-	VMOVUPS Y8, 96(R10)
-	MOVQ    432(SP), R12
-	XORQ    R11, R11
-	SUBQ    $0x00000010, R12
+	VMOVUPS Y8, (R12)
+	VMOVUPS Y8, 32(R12)
+	VMOVUPS Y8, 64(R12)
+	VMOVUPS Y8, 96(R12)
+	MOVQ    432(SP), R14
+	XORQ    R13, R13
+	SUBQ    $0x00000010, R14
 
 copyvec6:
-	CMPQ    R11, R12
+	CMPQ    R13, R14
 	JG      copyone7
-	VMOVUPS (R8)(R11*2), Y8
-	VMOVUPS Y8, (R10)(R11*2)
-	ADDQ    $0x00000010, R11
+	VMOVUPS (R11)(R13*2), Y8
+	VMOVUPS Y8, (R12)(R13*2)
+	ADDQ    $0x00000010, R13
 	JMP     copyvec6
 
 copyone7:
-	ADDQ $0x00000010, R12
+	ADDQ $0x00000010, R14
 
 copyloop9:
-	CMPQ R11, R12
+	CMPQ R13, R14
 	JGE  copied8
-	MOVW (R8)(R11*2), R13
-	MOVW R13, (R10)(R11*2)
-	INCQ R11
+	MOVW (R11)(R13*2), R15
+	MOVW R15, (R12)(R13*2)
+	INCQ R13
 	JMP  copyloop9
 
 copied8:
-	XORQ         R8, R8
-	VPMOVZXWD    (R9)(R8*2), Y8
-	VPSLLD       $0x10, Y8, Y8
-	VPMOVZXWD    (R10)(R8*2), Y9
-	VPSLLD       $0x10, Y9, Y9
-	VADDPS       Y9, Y8, Y8
-	VPSRLD       $0x10, Y8, Y9
-	VPAND        avx2bfone<>+0(SB), Y9, Y9
-	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
-	VPADDD       Y8, Y9, Y9
-	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
-	VCMPPS       $0x03, Y8, Y8, Y8
-	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
-	VPSRLD       $0x10, Y9, Y8
-	VEXTRACTI128 $0x01, Y8, X10
-	VPACKUSDW    X10, X8, X10
-	VMOVDQU      X10, (R10)(R8*2)
-	VMULPS       Y9, Y9, Y9
-	VADDPS       Y9, Y0, Y0
-	VPMOVZXWD    16(R9)(R8*2), Y8
-	VPSLLD       $0x10, Y8, Y8
-	VPMOVZXWD    16(R10)(R8*2), Y9
-	VPSLLD       $0x10, Y9, Y9
-	VADDPS       Y9, Y8, Y8
-	VPSRLD       $0x10, Y8, Y9
-	VPAND        avx2bfone<>+0(SB), Y9, Y9
-	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
-	VPADDD       Y8, Y9, Y9
-	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
-	VCMPPS       $0x03, Y8, Y8, Y8
-	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
-	VPSRLD       $0x10, Y9, Y8
-	VEXTRACTI128 $0x01, Y8, X10
-	VPACKUSDW    X10, X8, X10
-	VMOVDQU      X10, 16(R10)(R8*2)
-	VMULPS       Y9, Y9, Y9
-	VADDPS       Y9, Y1, Y1
-	VPMOVZXWD    32(R9)(R8*2), Y8
-	VPSLLD       $0x10, Y8, Y8
-	VPMOVZXWD    32(R10)(R8*2), Y9
-	VPSLLD       $0x10, Y9, Y9
-	VADDPS       Y9, Y8, Y8
-	VPSRLD       $0x10, Y8, Y9
-	VPAND        avx2bfone<>+0(SB), Y9, Y9
-	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
-	VPADDD       Y8, Y9, Y9
-	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
-	VCMPPS       $0x03, Y8, Y8, Y8
-	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
-	VPSRLD       $0x10, Y9, Y8
-	VEXTRACTI128 $0x01, Y8, X10
-	VPACKUSDW    X10, X8, X10
-	VMOVDQU      X10, 32(R10)(R8*2)
-	VMULPS       Y9, Y9, Y9
-	VADDPS       Y9, Y2, Y2
-	VPMOVZXWD    48(R9)(R8*2), Y8
-	VPSLLD       $0x10, Y8, Y8
-	VPMOVZXWD    48(R10)(R8*2), Y9
-	VPSLLD       $0x10, Y9, Y9
-	VADDPS       Y9, Y8, Y8
-	VPSRLD       $0x10, Y8, Y9
-	VPAND        avx2bfone<>+0(SB), Y9, Y9
-	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
-	VPADDD       Y8, Y9, Y9
-	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
-	VCMPPS       $0x03, Y8, Y8, Y8
-	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
-	VPSRLD       $0x10, Y9, Y8
-	VEXTRACTI128 $0x01, Y8, X10
-	VPACKUSDW    X10, X8, X10
-	VMOVDQU      X10, 48(R10)(R8*2)
-	VMULPS       Y9, Y9, Y9
-	VADDPS       Y9, Y3, Y3
-	VPMOVZXWD    64(R9)(R8*2), Y8
-	VPSLLD       $0x10, Y8, Y8
-	VPMOVZXWD    64(R10)(R8*2), Y9
-	VPSLLD       $0x10, Y9, Y9
-	VADDPS       Y9, Y8, Y8
-	VPSRLD       $0x10, Y8, Y9
-	VPAND        avx2bfone<>+0(SB), Y9, Y9
-	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
-	VPADDD       Y8, Y9, Y9
-	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
-	VCMPPS       $0x03, Y8, Y8, Y8
-	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
-	VPSRLD       $0x10, Y9, Y8
-	VEXTRACTI128 $0x01, Y8, X10
-	VPACKUSDW    X10, X8, X10
-	VMOVDQU      X10, 64(R10)(R8*2)
-	VMULPS       Y9, Y9, Y9
-	VADDPS       Y9, Y4, Y4
-	VPMOVZXWD    80(R9)(R8*2), Y8
-	VPSLLD       $0x10, Y8, Y8
-	VPMOVZXWD    80(R10)(R8*2), Y9
-	VPSLLD       $0x10, Y9, Y9
-	VADDPS       Y9, Y8, Y8
-	VPSRLD       $0x10, Y8, Y9
-	VPAND        avx2bfone<>+0(SB), Y9, Y9
-	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
-	VPADDD       Y8, Y9, Y9
-	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
-	VCMPPS       $0x03, Y8, Y8, Y8
-	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
-	VPSRLD       $0x10, Y9, Y8
-	VEXTRACTI128 $0x01, Y8, X10
-	VPACKUSDW    X10, X8, X10
-	VMOVDQU      X10, 80(R10)(R8*2)
-	VMULPS       Y9, Y9, Y9
-	VADDPS       Y9, Y5, Y5
-	VPMOVZXWD    96(R9)(R8*2), Y8
-	VPSLLD       $0x10, Y8, Y8
-	VPMOVZXWD    96(R10)(R8*2), Y9
-	VPSLLD       $0x10, Y9, Y9
-	VADDPS       Y9, Y8, Y8
-	VPSRLD       $0x10, Y8, Y9
-	VPAND        avx2bfone<>+0(SB), Y9, Y9
-	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
-	VPADDD       Y8, Y9, Y9
-	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
-	VCMPPS       $0x03, Y8, Y8, Y8
-	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
-	VPSRLD       $0x10, Y9, Y8
-	VEXTRACTI128 $0x01, Y8, X10
-	VPACKUSDW    X10, X8, X10
-	VMOVDQU      X10, 96(R10)(R8*2)
-	VMULPS       Y9, Y9, Y9
-	VADDPS       Y9, Y6, Y6
-	VPMOVZXWD    112(R9)(R8*2), Y8
-	VPSLLD       $0x10, Y8, Y8
-	VPMOVZXWD    112(R10)(R8*2), Y9
-	VPSLLD       $0x10, Y9, Y9
-	VADDPS       Y9, Y8, Y8
-	VPSRLD       $0x10, Y8, Y9
-	VPAND        avx2bfone<>+0(SB), Y9, Y9
-	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
-	VPADDD       Y8, Y9, Y9
-	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
-	VCMPPS       $0x03, Y8, Y8, Y8
-	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
-	VPSRLD       $0x10, Y9, Y8
-	VEXTRACTI128 $0x01, Y8, X10
-	VPACKUSDW    X10, X8, X10
-	VMOVDQU      X10, 112(R10)(R8*2)
-	VMULPS       Y9, Y9, Y9
-	VADDPS       Y9, Y7, Y7
-	MOVQ         440(SP), R8
-	LEAQ         256(SP), R9
-	MOVQ         432(SP), R11
-	XORQ         R10, R10
-	SUBQ         $0x00000010, R11
+	MOVQ R10, R11
+	SHLQ $0x01, R11
+	MOVQ R8, 448(SP)
+	MOVQ R9, R8
+	SUBQ R11, R8
+	MOVQ R12, R9
+	SUBQ R11, R9
+	MOVQ R10, R11
+	MOVQ R8, R12
+	XORL R13, R13
+	JMP  sumblock
+
+slotsummed:
+	MOVQ 448(SP), R8
+	MOVQ 440(SP), R8
+	LEAQ 256(SP), R9
+	MOVQ 432(SP), R11
+	XORQ R10, R10
+	SUBQ $0x00000010, R11
 
 copyvec10:
 	CMPQ    R10, R11
@@ -17231,13 +17061,13 @@ summed:
 	VADDSS       X0, X1, X1
 
 	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
-	CMPL   452(SP), $0x00
+	CMPL   460(SP), $0x00
 	JE     divide14
-	VMULSS 452(SP), X1, X1
+	VMULSS 460(SP), X1, X1
 	JMP    divided15
 
 divide14:
-	VDIVSS 448(SP), X1, X1
+	VDIVSS 456(SP), X1, X1
 
 divided15:
 	VADDSS   job_eps+0(AX), X1, X1
@@ -17942,7 +17772,7 @@ vzero:
 
 // func avx2BF16AddUnweighted(j uintptr, from int, to int) int
 // Requires: AVX, AVX2, MMX+
-TEXT ·avx2BF16AddUnweighted(SB), NOSPLIT, $456-32
+TEXT ·avx2BF16AddUnweighted(SB), NOSPLIT, $464-32
 	// avx2BF16AddUnweighted normalizes rows [from, to) of the job: BF16 rows: h = round16(x + res) and res = h per element, then y = round16(h*inv), for each row.
 	// It stops before the first row that needs the float64 path and returns that row's index, or to.
 	MOVQ j+0(FP), AX
@@ -17956,7 +17786,7 @@ TEXT ·avx2BF16AddUnweighted(SB), NOSPLIT, $456-32
 	MOVQ       job_d+0(AX), DI
 	VMOVSS     one<>+0(SB), X0
 	VCVTSI2SSQ DI, X0, X0
-	VMOVSS     X0, 448(SP)
+	VMOVSS     X0, 456(SP)
 	XORL       R9, R9
 	LEAQ       -1(DI), R8
 	TESTQ      DI, R8
@@ -17967,7 +17797,7 @@ TEXT ·avx2BF16AddUnweighted(SB), NOSPLIT, $456-32
 	SHLL       $0x17, R9
 
 notpow2:
-	MOVL R9, 452(SP)
+	MOVL R9, 460(SP)
 
 	// Start at row from.
 	MOVQ  from+8(FP), DI
@@ -18320,8 +18150,9 @@ sumtail:
 	MOVQ    job_d+0(AX), R10
 	SUBQ    R9, R10
 	JZ      summed
+	JL      slotsummed
 	MOVQ    R10, 432(SP)
-	LEAQ    (DI)(R9*2), DI
+	LEAQ    (DI)(R9*2), R10
 	LEAQ    (R8)(R9*2), R8
 	MOVQ    R8, 440(SP)
 	LEAQ    128(SP), R8
@@ -18330,211 +18161,80 @@ sumtail:
 	VMOVUPS Y8, 32(R8)
 	VMOVUPS Y8, 64(R8)
 	VMOVUPS Y8, 96(R8)
-	MOVQ    432(SP), R10
-	XORQ    R9, R9
-	SUBQ    $0x00000010, R10
+	MOVQ    432(SP), R12
+	XORQ    R11, R11
+	SUBQ    $0x00000010, R12
 
 copyvec2:
-	CMPQ    R9, R10
+	CMPQ    R11, R12
 	JG      copyone3
-	VMOVUPS (DI)(R9*2), Y8
-	VMOVUPS Y8, (R8)(R9*2)
-	ADDQ    $0x00000010, R9
+	VMOVUPS (R10)(R11*2), Y8
+	VMOVUPS Y8, (R8)(R11*2)
+	ADDQ    $0x00000010, R11
 	JMP     copyvec2
 
 copyone3:
-	ADDQ $0x00000010, R10
+	ADDQ $0x00000010, R12
 
 copyloop5:
-	CMPQ R9, R10
+	CMPQ R11, R12
 	JGE  copied4
-	MOVW (DI)(R9*2), R11
-	MOVW R11, (R8)(R9*2)
-	INCQ R9
+	MOVW (R10)(R11*2), R13
+	MOVW R13, (R8)(R11*2)
+	INCQ R11
 	JMP  copyloop5
 
 copied4:
-	MOVQ    440(SP), DI
-	LEAQ    256(SP), R9
+	MOVQ    440(SP), R10
+	LEAQ    256(SP), R11
 	VXORPS  Y8, Y8, Y8
-	VMOVUPS Y8, (R9)
-	VMOVUPS Y8, 32(R9)
-	VMOVUPS Y8, 64(R9)
-	VMOVUPS Y8, 96(R9)
-	MOVQ    432(SP), R11
-	XORQ    R10, R10
-	SUBQ    $0x00000010, R11
+	VMOVUPS Y8, (R11)
+	VMOVUPS Y8, 32(R11)
+	VMOVUPS Y8, 64(R11)
+	VMOVUPS Y8, 96(R11)
+	MOVQ    432(SP), R13
+	XORQ    R12, R12
+	SUBQ    $0x00000010, R13
 
 copyvec6:
-	CMPQ    R10, R11
+	CMPQ    R12, R13
 	JG      copyone7
-	VMOVUPS (DI)(R10*2), Y8
-	VMOVUPS Y8, (R9)(R10*2)
-	ADDQ    $0x00000010, R10
+	VMOVUPS (R10)(R12*2), Y8
+	VMOVUPS Y8, (R11)(R12*2)
+	ADDQ    $0x00000010, R12
 	JMP     copyvec6
 
 copyone7:
-	ADDQ $0x00000010, R11
+	ADDQ $0x00000010, R13
 
 copyloop9:
-	CMPQ R10, R11
+	CMPQ R12, R13
 	JGE  copied8
-	MOVW (DI)(R10*2), R12
-	MOVW R12, (R9)(R10*2)
-	INCQ R10
+	MOVW (R10)(R12*2), R14
+	MOVW R14, (R11)(R12*2)
+	INCQ R12
 	JMP  copyloop9
 
 copied8:
-	XORQ         DI, DI
-	VPMOVZXWD    (R8)(DI*2), Y8
-	VPSLLD       $0x10, Y8, Y8
-	VPMOVZXWD    (R9)(DI*2), Y9
-	VPSLLD       $0x10, Y9, Y9
-	VADDPS       Y9, Y8, Y8
-	VPSRLD       $0x10, Y8, Y9
-	VPAND        avx2bfone<>+0(SB), Y9, Y9
-	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
-	VPADDD       Y8, Y9, Y9
-	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
-	VCMPPS       $0x03, Y8, Y8, Y8
-	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
-	VPSRLD       $0x10, Y9, Y8
-	VEXTRACTI128 $0x01, Y8, X10
-	VPACKUSDW    X10, X8, X10
-	VMOVDQU      X10, (R9)(DI*2)
-	VMULPS       Y9, Y9, Y9
-	VADDPS       Y9, Y0, Y0
-	VPMOVZXWD    16(R8)(DI*2), Y8
-	VPSLLD       $0x10, Y8, Y8
-	VPMOVZXWD    16(R9)(DI*2), Y9
-	VPSLLD       $0x10, Y9, Y9
-	VADDPS       Y9, Y8, Y8
-	VPSRLD       $0x10, Y8, Y9
-	VPAND        avx2bfone<>+0(SB), Y9, Y9
-	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
-	VPADDD       Y8, Y9, Y9
-	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
-	VCMPPS       $0x03, Y8, Y8, Y8
-	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
-	VPSRLD       $0x10, Y9, Y8
-	VEXTRACTI128 $0x01, Y8, X10
-	VPACKUSDW    X10, X8, X10
-	VMOVDQU      X10, 16(R9)(DI*2)
-	VMULPS       Y9, Y9, Y9
-	VADDPS       Y9, Y1, Y1
-	VPMOVZXWD    32(R8)(DI*2), Y8
-	VPSLLD       $0x10, Y8, Y8
-	VPMOVZXWD    32(R9)(DI*2), Y9
-	VPSLLD       $0x10, Y9, Y9
-	VADDPS       Y9, Y8, Y8
-	VPSRLD       $0x10, Y8, Y9
-	VPAND        avx2bfone<>+0(SB), Y9, Y9
-	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
-	VPADDD       Y8, Y9, Y9
-	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
-	VCMPPS       $0x03, Y8, Y8, Y8
-	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
-	VPSRLD       $0x10, Y9, Y8
-	VEXTRACTI128 $0x01, Y8, X10
-	VPACKUSDW    X10, X8, X10
-	VMOVDQU      X10, 32(R9)(DI*2)
-	VMULPS       Y9, Y9, Y9
-	VADDPS       Y9, Y2, Y2
-	VPMOVZXWD    48(R8)(DI*2), Y8
-	VPSLLD       $0x10, Y8, Y8
-	VPMOVZXWD    48(R9)(DI*2), Y9
-	VPSLLD       $0x10, Y9, Y9
-	VADDPS       Y9, Y8, Y8
-	VPSRLD       $0x10, Y8, Y9
-	VPAND        avx2bfone<>+0(SB), Y9, Y9
-	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
-	VPADDD       Y8, Y9, Y9
-	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
-	VCMPPS       $0x03, Y8, Y8, Y8
-	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
-	VPSRLD       $0x10, Y9, Y8
-	VEXTRACTI128 $0x01, Y8, X10
-	VPACKUSDW    X10, X8, X10
-	VMOVDQU      X10, 48(R9)(DI*2)
-	VMULPS       Y9, Y9, Y9
-	VADDPS       Y9, Y3, Y3
-	VPMOVZXWD    64(R8)(DI*2), Y8
-	VPSLLD       $0x10, Y8, Y8
-	VPMOVZXWD    64(R9)(DI*2), Y9
-	VPSLLD       $0x10, Y9, Y9
-	VADDPS       Y9, Y8, Y8
-	VPSRLD       $0x10, Y8, Y9
-	VPAND        avx2bfone<>+0(SB), Y9, Y9
-	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
-	VPADDD       Y8, Y9, Y9
-	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
-	VCMPPS       $0x03, Y8, Y8, Y8
-	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
-	VPSRLD       $0x10, Y9, Y8
-	VEXTRACTI128 $0x01, Y8, X10
-	VPACKUSDW    X10, X8, X10
-	VMOVDQU      X10, 64(R9)(DI*2)
-	VMULPS       Y9, Y9, Y9
-	VADDPS       Y9, Y4, Y4
-	VPMOVZXWD    80(R8)(DI*2), Y8
-	VPSLLD       $0x10, Y8, Y8
-	VPMOVZXWD    80(R9)(DI*2), Y9
-	VPSLLD       $0x10, Y9, Y9
-	VADDPS       Y9, Y8, Y8
-	VPSRLD       $0x10, Y8, Y9
-	VPAND        avx2bfone<>+0(SB), Y9, Y9
-	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
-	VPADDD       Y8, Y9, Y9
-	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
-	VCMPPS       $0x03, Y8, Y8, Y8
-	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
-	VPSRLD       $0x10, Y9, Y8
-	VEXTRACTI128 $0x01, Y8, X10
-	VPACKUSDW    X10, X8, X10
-	VMOVDQU      X10, 80(R9)(DI*2)
-	VMULPS       Y9, Y9, Y9
-	VADDPS       Y9, Y5, Y5
-	VPMOVZXWD    96(R8)(DI*2), Y8
-	VPSLLD       $0x10, Y8, Y8
-	VPMOVZXWD    96(R9)(DI*2), Y9
-	VPSLLD       $0x10, Y9, Y9
-	VADDPS       Y9, Y8, Y8
-	VPSRLD       $0x10, Y8, Y9
-	VPAND        avx2bfone<>+0(SB), Y9, Y9
-	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
-	VPADDD       Y8, Y9, Y9
-	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
-	VCMPPS       $0x03, Y8, Y8, Y8
-	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
-	VPSRLD       $0x10, Y9, Y8
-	VEXTRACTI128 $0x01, Y8, X10
-	VPACKUSDW    X10, X8, X10
-	VMOVDQU      X10, 96(R9)(DI*2)
-	VMULPS       Y9, Y9, Y9
-	VADDPS       Y9, Y6, Y6
-	VPMOVZXWD    112(R8)(DI*2), Y8
-	VPSLLD       $0x10, Y8, Y8
-	VPMOVZXWD    112(R9)(DI*2), Y9
-	VPSLLD       $0x10, Y9, Y9
-	VADDPS       Y9, Y8, Y8
-	VPSRLD       $0x10, Y8, Y9
-	VPAND        avx2bfone<>+0(SB), Y9, Y9
-	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
-	VPADDD       Y8, Y9, Y9
-	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
-	VCMPPS       $0x03, Y8, Y8, Y8
-	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
-	VPSRLD       $0x10, Y9, Y8
-	VEXTRACTI128 $0x01, Y8, X10
-	VPACKUSDW    X10, X8, X10
-	VMOVDQU      X10, 112(R9)(DI*2)
-	VMULPS       Y9, Y9, Y9
-	VADDPS       Y9, Y7, Y7
-	MOVQ         440(SP), DI
-	LEAQ         256(SP), R8
-	MOVQ         432(SP), R10
-	XORQ         R9, R9
-	SUBQ         $0x00000010, R10
+	MOVQ R9, R10
+	SHLQ $0x01, R10
+	MOVQ DI, 448(SP)
+	MOVQ R8, DI
+	SUBQ R10, DI
+	MOVQ R11, R8
+	SUBQ R10, R8
+	MOVQ R9, R10
+	MOVQ DI, R11
+	XORL R12, R12
+	JMP  sumblock
+
+slotsummed:
+	MOVQ 448(SP), DI
+	MOVQ 440(SP), DI
+	LEAQ 256(SP), R8
+	MOVQ 432(SP), R10
+	XORQ R9, R9
+	SUBQ $0x00000010, R10
 
 copyvec10:
 	CMPQ    R9, R10
@@ -18574,13 +18274,13 @@ summed:
 	VADDSS       X0, X1, X1
 
 	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
-	CMPL   452(SP), $0x00
+	CMPL   460(SP), $0x00
 	JE     divide14
-	VMULSS 452(SP), X1, X1
+	VMULSS 460(SP), X1, X1
 	JMP    divided15
 
 divide14:
-	VDIVSS 448(SP), X1, X1
+	VDIVSS 456(SP), X1, X1
 
 divided15:
 	VADDSS   job_eps+0(AX), X1, X1
@@ -18955,7 +18655,7 @@ vzero:
 
 // func avx2F16WeightedOrOffset(j uintptr, from int, to int) int
 // Requires: AVX, AVX2, F16C, MMX+
-TEXT ·avx2F16WeightedOrOffset(SB), NOSPLIT, $328-32
+TEXT ·avx2F16WeightedOrOffset(SB), NOSPLIT, $336-32
 	// avx2F16WeightedOrOffset normalizes rows [from, to) of the job: F16 rows: y = round16((x*inv)*w), or round16((x*inv)*(1+w)) with flagOffset (with flagRN, round16(x*inv) in place of (x*inv)), for each row.
 	// It stops before the first row that needs the float64 path and returns that row's index, or to.
 	MOVQ j+0(FP), AX
@@ -18969,7 +18669,7 @@ TEXT ·avx2F16WeightedOrOffset(SB), NOSPLIT, $328-32
 	MOVQ       job_d+0(AX), DI
 	VMOVSS     one<>+0(SB), X0
 	VCVTSI2SSQ DI, X0, X0
-	VMOVSS     X0, 320(SP)
+	VMOVSS     X0, 328(SP)
 	XORL       R9, R9
 	LEAQ       -1(DI), R8
 	TESTQ      DI, R8
@@ -18980,7 +18680,7 @@ TEXT ·avx2F16WeightedOrOffset(SB), NOSPLIT, $328-32
 	SHLL       $0x17, R9
 
 notpow2:
-	MOVL R9, 324(SP)
+	MOVL R9, 332(SP)
 
 	// Start at row from.
 	MOVQ  from+8(FP), DI
@@ -19107,63 +18807,51 @@ sumtail:
 	MOVQ    job_d+0(AX), R10
 	SUBQ    R9, R10
 	JZ      summed
+	JL      slotsummed
 	MOVQ    R10, 304(SP)
-	LEAQ    (DI)(R9*2), R9
-	LEAQ    128(SP), R10
+	LEAQ    (DI)(R9*2), R10
+	LEAQ    128(SP), R11
 	VXORPS  Y8, Y8, Y8
-	VMOVUPS Y8, (R10)
-	VMOVUPS Y8, 32(R10)
-	VMOVUPS Y8, 64(R10)
-	VMOVUPS Y8, 96(R10)
-	MOVQ    304(SP), R12
-	XORQ    R11, R11
-	SUBQ    $0x00000010, R12
+	VMOVUPS Y8, (R11)
+	VMOVUPS Y8, 32(R11)
+	VMOVUPS Y8, 64(R11)
+	VMOVUPS Y8, 96(R11)
+	MOVQ    304(SP), R13
+	XORQ    R12, R12
+	SUBQ    $0x00000010, R13
 
 copyvec2:
-	CMPQ    R11, R12
+	CMPQ    R12, R13
 	JG      copyone3
-	VMOVUPS (R9)(R11*2), Y8
-	VMOVUPS Y8, (R10)(R11*2)
-	ADDQ    $0x00000010, R11
+	VMOVUPS (R10)(R12*2), Y8
+	VMOVUPS Y8, (R11)(R12*2)
+	ADDQ    $0x00000010, R12
 	JMP     copyvec2
 
 copyone3:
-	ADDQ $0x00000010, R12
+	ADDQ $0x00000010, R13
 
 copyloop5:
-	CMPQ R11, R12
+	CMPQ R12, R13
 	JGE  copied4
-	MOVW (R9)(R11*2), R13
-	MOVW R13, (R10)(R11*2)
-	INCQ R11
+	MOVW (R10)(R12*2), R14
+	MOVW R14, (R11)(R12*2)
+	INCQ R12
 	JMP  copyloop5
 
 copied4:
-	XORQ      R9, R9
-	VCVTPH2PS (R10)(R9*2), Y8
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y0, Y0
-	VCVTPH2PS 16(R10)(R9*2), Y8
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y1, Y1
-	VCVTPH2PS 32(R10)(R9*2), Y8
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y2, Y2
-	VCVTPH2PS 48(R10)(R9*2), Y8
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y3, Y3
-	VCVTPH2PS 64(R10)(R9*2), Y8
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y4, Y4
-	VCVTPH2PS 80(R10)(R9*2), Y8
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y5, Y5
-	VCVTPH2PS 96(R10)(R9*2), Y8
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y6, Y6
-	VCVTPH2PS 112(R10)(R9*2), Y8
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y7, Y7
+	MOVQ R9, R10
+	SHLQ $0x01, R10
+	MOVQ DI, 320(SP)
+	MOVQ R11, DI
+	SUBQ R10, DI
+	MOVQ R9, R10
+	MOVQ DI, R11
+	XORL R12, R12
+	JMP  sumblock
+
+slotsummed:
+	MOVQ 320(SP), DI
 
 summed:
 	VADDPS  Y4, Y0, Y0
@@ -19192,13 +18880,13 @@ invone:
 	VADDSS       X0, X1, X1
 
 	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
-	CMPL   324(SP), $0x00
+	CMPL   332(SP), $0x00
 	JE     divide6
-	VMULSS 324(SP), X1, X0
+	VMULSS 332(SP), X1, X0
 	JMP    divided7
 
 divide6:
-	VDIVSS 320(SP), X1, X0
+	VDIVSS 328(SP), X1, X0
 
 divided7:
 	VADDSS   job_eps+0(AX), X0, X0
@@ -19238,14 +18926,14 @@ invgroup:
 	VUNPCKLPS    X0, X1, X0
 
 	// t = ss/d + eps for the four rows; any t outside [2^-100, MaxFloat32] sends the group to the one-row path.
-	CMPL         324(SP), $0x00
+	CMPL         332(SP), $0x00
 	JE           divide8
-	VBROADCASTSS 324(SP), X1
+	VBROADCASTSS 332(SP), X1
 	VMULPS       X1, X0, X0
 	JMP          divided9
 
 divide8:
-	VBROADCASTSS 320(SP), X1
+	VBROADCASTSS 328(SP), X1
 	VDIVPS       X1, X0, X0
 
 divided9:
@@ -19747,7 +19435,7 @@ vzero:
 
 // func avx2F16Unweighted(j uintptr, from int, to int) int
 // Requires: AVX, AVX2, F16C, MMX+
-TEXT ·avx2F16Unweighted(SB), NOSPLIT, $328-32
+TEXT ·avx2F16Unweighted(SB), NOSPLIT, $336-32
 	// avx2F16Unweighted normalizes rows [from, to) of the job: F16 rows: y = round16(x*inv), for each row.
 	// It stops before the first row that needs the float64 path and returns that row's index, or to.
 	MOVQ j+0(FP), AX
@@ -19760,7 +19448,7 @@ TEXT ·avx2F16Unweighted(SB), NOSPLIT, $328-32
 	MOVQ       job_d+0(AX), SI
 	VMOVSS     one<>+0(SB), X0
 	VCVTSI2SSQ SI, X0, X0
-	VMOVSS     X0, 320(SP)
+	VMOVSS     X0, 328(SP)
 	XORL       R8, R8
 	LEAQ       -1(SI), DI
 	TESTQ      SI, DI
@@ -19771,7 +19459,7 @@ TEXT ·avx2F16Unweighted(SB), NOSPLIT, $328-32
 	SHLL       $0x17, R8
 
 notpow2:
-	MOVL R8, 324(SP)
+	MOVL R8, 332(SP)
 
 	// Start at row from.
 	MOVQ  from+8(FP), SI
@@ -19898,63 +19586,51 @@ sumtail:
 	MOVQ    job_d+0(AX), R9
 	SUBQ    R8, R9
 	JZ      summed
+	JL      slotsummed
 	MOVQ    R9, 304(SP)
-	LEAQ    (SI)(R8*2), R8
-	LEAQ    128(SP), R9
+	LEAQ    (SI)(R8*2), R9
+	LEAQ    128(SP), R10
 	VXORPS  Y8, Y8, Y8
-	VMOVUPS Y8, (R9)
-	VMOVUPS Y8, 32(R9)
-	VMOVUPS Y8, 64(R9)
-	VMOVUPS Y8, 96(R9)
-	MOVQ    304(SP), R11
-	XORQ    R10, R10
-	SUBQ    $0x00000010, R11
+	VMOVUPS Y8, (R10)
+	VMOVUPS Y8, 32(R10)
+	VMOVUPS Y8, 64(R10)
+	VMOVUPS Y8, 96(R10)
+	MOVQ    304(SP), R12
+	XORQ    R11, R11
+	SUBQ    $0x00000010, R12
 
 copyvec2:
-	CMPQ    R10, R11
+	CMPQ    R11, R12
 	JG      copyone3
-	VMOVUPS (R8)(R10*2), Y8
-	VMOVUPS Y8, (R9)(R10*2)
-	ADDQ    $0x00000010, R10
+	VMOVUPS (R9)(R11*2), Y8
+	VMOVUPS Y8, (R10)(R11*2)
+	ADDQ    $0x00000010, R11
 	JMP     copyvec2
 
 copyone3:
-	ADDQ $0x00000010, R11
+	ADDQ $0x00000010, R12
 
 copyloop5:
-	CMPQ R10, R11
+	CMPQ R11, R12
 	JGE  copied4
-	MOVW (R8)(R10*2), R12
-	MOVW R12, (R9)(R10*2)
-	INCQ R10
+	MOVW (R9)(R11*2), R13
+	MOVW R13, (R10)(R11*2)
+	INCQ R11
 	JMP  copyloop5
 
 copied4:
-	XORQ      R8, R8
-	VCVTPH2PS (R9)(R8*2), Y8
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y0, Y0
-	VCVTPH2PS 16(R9)(R8*2), Y8
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y1, Y1
-	VCVTPH2PS 32(R9)(R8*2), Y8
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y2, Y2
-	VCVTPH2PS 48(R9)(R8*2), Y8
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y3, Y3
-	VCVTPH2PS 64(R9)(R8*2), Y8
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y4, Y4
-	VCVTPH2PS 80(R9)(R8*2), Y8
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y5, Y5
-	VCVTPH2PS 96(R9)(R8*2), Y8
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y6, Y6
-	VCVTPH2PS 112(R9)(R8*2), Y8
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y7, Y7
+	MOVQ R8, R9
+	SHLQ $0x01, R9
+	MOVQ SI, 320(SP)
+	MOVQ R10, SI
+	SUBQ R9, SI
+	MOVQ R8, R9
+	MOVQ SI, R10
+	XORL R11, R11
+	JMP  sumblock
+
+slotsummed:
+	MOVQ 320(SP), SI
 
 summed:
 	VADDPS  Y4, Y0, Y0
@@ -19983,13 +19659,13 @@ invone:
 	VADDSS       X0, X1, X1
 
 	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
-	CMPL   324(SP), $0x00
+	CMPL   332(SP), $0x00
 	JE     divide6
-	VMULSS 324(SP), X1, X0
+	VMULSS 332(SP), X1, X0
 	JMP    divided7
 
 divide6:
-	VDIVSS 320(SP), X1, X0
+	VDIVSS 328(SP), X1, X0
 
 divided7:
 	VADDSS   job_eps+0(AX), X0, X0
@@ -20029,14 +19705,14 @@ invgroup:
 	VUNPCKLPS    X0, X1, X0
 
 	// t = ss/d + eps for the four rows; any t outside [2^-100, MaxFloat32] sends the group to the one-row path.
-	CMPL         324(SP), $0x00
+	CMPL         332(SP), $0x00
 	JE           divide8
-	VBROADCASTSS 324(SP), X1
+	VBROADCASTSS 332(SP), X1
 	VMULPS       X1, X0, X0
 	JMP          divided9
 
 divide8:
-	VBROADCASTSS 320(SP), X1
+	VBROADCASTSS 328(SP), X1
 	VDIVPS       X1, X0, X0
 
 divided9:
@@ -20318,7 +19994,7 @@ vzero:
 
 // func avx2F16AddWeightedOrOffset(j uintptr, from int, to int) int
 // Requires: AVX, AVX2, F16C, MMX+
-TEXT ·avx2F16AddWeightedOrOffset(SB), NOSPLIT, $456-32
+TEXT ·avx2F16AddWeightedOrOffset(SB), NOSPLIT, $464-32
 	// avx2F16AddWeightedOrOffset normalizes rows [from, to) of the job: F16 rows: h = round16(x + res) and res = h per element, then y = round16((h*inv)*w), or round16((h*inv)*(1+w)) with flagOffset (with flagRN, round16(h*inv) in place of (h*inv)), for each row.
 	// It stops before the first row that needs the float64 path and returns that row's index, or to.
 	MOVQ j+0(FP), AX
@@ -20333,7 +20009,7 @@ TEXT ·avx2F16AddWeightedOrOffset(SB), NOSPLIT, $456-32
 	MOVQ       job_d+0(AX), R8
 	VMOVSS     one<>+0(SB), X0
 	VCVTSI2SSQ R8, X0, X0
-	VMOVSS     X0, 448(SP)
+	VMOVSS     X0, 456(SP)
 	XORL       R10, R10
 	LEAQ       -1(R8), R9
 	TESTQ      R8, R9
@@ -20344,7 +20020,7 @@ TEXT ·avx2F16AddWeightedOrOffset(SB), NOSPLIT, $456-32
 	SHLL       $0x17, R10
 
 notpow2:
-	MOVL R10, 452(SP)
+	MOVL R10, 460(SP)
 
 	// Start at row from.
 	MOVQ  from+8(FP), R8
@@ -20537,8 +20213,9 @@ sumtail:
 	MOVQ    job_d+0(AX), R11
 	SUBQ    R10, R11
 	JZ      summed
+	JL      slotsummed
 	MOVQ    R11, 432(SP)
-	LEAQ    (R8)(R10*2), R8
+	LEAQ    (R8)(R10*2), R11
 	LEAQ    (R9)(R10*2), R9
 	MOVQ    R9, 440(SP)
 	LEAQ    128(SP), R9
@@ -20547,131 +20224,80 @@ sumtail:
 	VMOVUPS Y8, 32(R9)
 	VMOVUPS Y8, 64(R9)
 	VMOVUPS Y8, 96(R9)
-	MOVQ    432(SP), R11
-	XORQ    R10, R10
-	SUBQ    $0x00000010, R11
+	MOVQ    432(SP), R13
+	XORQ    R12, R12
+	SUBQ    $0x00000010, R13
 
 copyvec2:
-	CMPQ    R10, R11
+	CMPQ    R12, R13
 	JG      copyone3
-	VMOVUPS (R8)(R10*2), Y8
-	VMOVUPS Y8, (R9)(R10*2)
-	ADDQ    $0x00000010, R10
+	VMOVUPS (R11)(R12*2), Y8
+	VMOVUPS Y8, (R9)(R12*2)
+	ADDQ    $0x00000010, R12
 	JMP     copyvec2
 
 copyone3:
-	ADDQ $0x00000010, R11
+	ADDQ $0x00000010, R13
 
 copyloop5:
-	CMPQ R10, R11
+	CMPQ R12, R13
 	JGE  copied4
-	MOVW (R8)(R10*2), R12
-	MOVW R12, (R9)(R10*2)
-	INCQ R10
+	MOVW (R11)(R12*2), R14
+	MOVW R14, (R9)(R12*2)
+	INCQ R12
 	JMP  copyloop5
 
 copied4:
-	MOVQ    440(SP), R8
-	LEAQ    256(SP), R10
+	MOVQ    440(SP), R11
+	LEAQ    256(SP), R12
 	VXORPS  Y8, Y8, Y8
-	VMOVUPS Y8, (R10)
-	VMOVUPS Y8, 32(R10)
-	VMOVUPS Y8, 64(R10)
-	VMOVUPS Y8, 96(R10)
-	MOVQ    432(SP), R12
-	XORQ    R11, R11
-	SUBQ    $0x00000010, R12
+	VMOVUPS Y8, (R12)
+	VMOVUPS Y8, 32(R12)
+	VMOVUPS Y8, 64(R12)
+	VMOVUPS Y8, 96(R12)
+	MOVQ    432(SP), R14
+	XORQ    R13, R13
+	SUBQ    $0x00000010, R14
 
 copyvec6:
-	CMPQ    R11, R12
+	CMPQ    R13, R14
 	JG      copyone7
-	VMOVUPS (R8)(R11*2), Y8
-	VMOVUPS Y8, (R10)(R11*2)
-	ADDQ    $0x00000010, R11
+	VMOVUPS (R11)(R13*2), Y8
+	VMOVUPS Y8, (R12)(R13*2)
+	ADDQ    $0x00000010, R13
 	JMP     copyvec6
 
 copyone7:
-	ADDQ $0x00000010, R12
+	ADDQ $0x00000010, R14
 
 copyloop9:
-	CMPQ R11, R12
+	CMPQ R13, R14
 	JGE  copied8
-	MOVW (R8)(R11*2), R13
-	MOVW R13, (R10)(R11*2)
-	INCQ R11
+	MOVW (R11)(R13*2), R15
+	MOVW R15, (R12)(R13*2)
+	INCQ R13
 	JMP  copyloop9
 
 copied8:
-	XORQ      R8, R8
-	VCVTPH2PS (R9)(R8*2), Y8
-	VCVTPH2PS (R10)(R8*2), Y9
-	VADDPS    Y9, Y8, Y8
-	VCVTPS2PH $0x00, Y8, X8
-	VCVTPH2PS X8, Y8
-	VCVTPS2PH $0x00, Y8, (R10)(R8*2)
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y0, Y0
-	VCVTPH2PS 16(R9)(R8*2), Y8
-	VCVTPH2PS 16(R10)(R8*2), Y9
-	VADDPS    Y9, Y8, Y8
-	VCVTPS2PH $0x00, Y8, X8
-	VCVTPH2PS X8, Y8
-	VCVTPS2PH $0x00, Y8, 16(R10)(R8*2)
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y1, Y1
-	VCVTPH2PS 32(R9)(R8*2), Y8
-	VCVTPH2PS 32(R10)(R8*2), Y9
-	VADDPS    Y9, Y8, Y8
-	VCVTPS2PH $0x00, Y8, X8
-	VCVTPH2PS X8, Y8
-	VCVTPS2PH $0x00, Y8, 32(R10)(R8*2)
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y2, Y2
-	VCVTPH2PS 48(R9)(R8*2), Y8
-	VCVTPH2PS 48(R10)(R8*2), Y9
-	VADDPS    Y9, Y8, Y8
-	VCVTPS2PH $0x00, Y8, X8
-	VCVTPH2PS X8, Y8
-	VCVTPS2PH $0x00, Y8, 48(R10)(R8*2)
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y3, Y3
-	VCVTPH2PS 64(R9)(R8*2), Y8
-	VCVTPH2PS 64(R10)(R8*2), Y9
-	VADDPS    Y9, Y8, Y8
-	VCVTPS2PH $0x00, Y8, X8
-	VCVTPH2PS X8, Y8
-	VCVTPS2PH $0x00, Y8, 64(R10)(R8*2)
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y4, Y4
-	VCVTPH2PS 80(R9)(R8*2), Y8
-	VCVTPH2PS 80(R10)(R8*2), Y9
-	VADDPS    Y9, Y8, Y8
-	VCVTPS2PH $0x00, Y8, X8
-	VCVTPH2PS X8, Y8
-	VCVTPS2PH $0x00, Y8, 80(R10)(R8*2)
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y5, Y5
-	VCVTPH2PS 96(R9)(R8*2), Y8
-	VCVTPH2PS 96(R10)(R8*2), Y9
-	VADDPS    Y9, Y8, Y8
-	VCVTPS2PH $0x00, Y8, X8
-	VCVTPH2PS X8, Y8
-	VCVTPS2PH $0x00, Y8, 96(R10)(R8*2)
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y6, Y6
-	VCVTPH2PS 112(R9)(R8*2), Y8
-	VCVTPH2PS 112(R10)(R8*2), Y9
-	VADDPS    Y9, Y8, Y8
-	VCVTPS2PH $0x00, Y8, X8
-	VCVTPH2PS X8, Y8
-	VCVTPS2PH $0x00, Y8, 112(R10)(R8*2)
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y7, Y7
-	MOVQ      440(SP), R8
-	LEAQ      256(SP), R9
-	MOVQ      432(SP), R11
-	XORQ      R10, R10
-	SUBQ      $0x00000010, R11
+	MOVQ R10, R11
+	SHLQ $0x01, R11
+	MOVQ R8, 448(SP)
+	MOVQ R9, R8
+	SUBQ R11, R8
+	MOVQ R12, R9
+	SUBQ R11, R9
+	MOVQ R10, R11
+	MOVQ R8, R12
+	XORL R13, R13
+	JMP  sumblock
+
+slotsummed:
+	MOVQ 448(SP), R8
+	MOVQ 440(SP), R8
+	LEAQ 256(SP), R9
+	MOVQ 432(SP), R11
+	XORQ R10, R10
+	SUBQ $0x00000010, R11
 
 copyvec10:
 	CMPQ    R10, R11
@@ -20711,13 +20337,13 @@ summed:
 	VADDSS       X0, X1, X1
 
 	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
-	CMPL   452(SP), $0x00
+	CMPL   460(SP), $0x00
 	JE     divide14
-	VMULSS 452(SP), X1, X0
+	VMULSS 460(SP), X1, X0
 	JMP    divided15
 
 divide14:
-	VDIVSS 448(SP), X1, X0
+	VDIVSS 456(SP), X1, X0
 
 divided15:
 	VADDSS   job_eps+0(AX), X0, X0
@@ -21212,7 +20838,7 @@ vzero:
 
 // func avx2F16AddUnweighted(j uintptr, from int, to int) int
 // Requires: AVX, AVX2, F16C, MMX+
-TEXT ·avx2F16AddUnweighted(SB), NOSPLIT, $456-32
+TEXT ·avx2F16AddUnweighted(SB), NOSPLIT, $464-32
 	// avx2F16AddUnweighted normalizes rows [from, to) of the job: F16 rows: h = round16(x + res) and res = h per element, then y = round16(h*inv), for each row.
 	// It stops before the first row that needs the float64 path and returns that row's index, or to.
 	MOVQ j+0(FP), AX
@@ -21226,7 +20852,7 @@ TEXT ·avx2F16AddUnweighted(SB), NOSPLIT, $456-32
 	MOVQ       job_d+0(AX), DI
 	VMOVSS     one<>+0(SB), X0
 	VCVTSI2SSQ DI, X0, X0
-	VMOVSS     X0, 448(SP)
+	VMOVSS     X0, 456(SP)
 	XORL       R9, R9
 	LEAQ       -1(DI), R8
 	TESTQ      DI, R8
@@ -21237,7 +20863,7 @@ TEXT ·avx2F16AddUnweighted(SB), NOSPLIT, $456-32
 	SHLL       $0x17, R9
 
 notpow2:
-	MOVL R9, 452(SP)
+	MOVL R9, 460(SP)
 
 	// Start at row from.
 	MOVQ  from+8(FP), DI
@@ -21430,8 +21056,9 @@ sumtail:
 	MOVQ    job_d+0(AX), R10
 	SUBQ    R9, R10
 	JZ      summed
+	JL      slotsummed
 	MOVQ    R10, 432(SP)
-	LEAQ    (DI)(R9*2), DI
+	LEAQ    (DI)(R9*2), R10
 	LEAQ    (R8)(R9*2), R8
 	MOVQ    R8, 440(SP)
 	LEAQ    128(SP), R8
@@ -21440,131 +21067,80 @@ sumtail:
 	VMOVUPS Y8, 32(R8)
 	VMOVUPS Y8, 64(R8)
 	VMOVUPS Y8, 96(R8)
-	MOVQ    432(SP), R10
-	XORQ    R9, R9
-	SUBQ    $0x00000010, R10
+	MOVQ    432(SP), R12
+	XORQ    R11, R11
+	SUBQ    $0x00000010, R12
 
 copyvec2:
-	CMPQ    R9, R10
+	CMPQ    R11, R12
 	JG      copyone3
-	VMOVUPS (DI)(R9*2), Y8
-	VMOVUPS Y8, (R8)(R9*2)
-	ADDQ    $0x00000010, R9
+	VMOVUPS (R10)(R11*2), Y8
+	VMOVUPS Y8, (R8)(R11*2)
+	ADDQ    $0x00000010, R11
 	JMP     copyvec2
 
 copyone3:
-	ADDQ $0x00000010, R10
+	ADDQ $0x00000010, R12
 
 copyloop5:
-	CMPQ R9, R10
+	CMPQ R11, R12
 	JGE  copied4
-	MOVW (DI)(R9*2), R11
-	MOVW R11, (R8)(R9*2)
-	INCQ R9
+	MOVW (R10)(R11*2), R13
+	MOVW R13, (R8)(R11*2)
+	INCQ R11
 	JMP  copyloop5
 
 copied4:
-	MOVQ    440(SP), DI
-	LEAQ    256(SP), R9
+	MOVQ    440(SP), R10
+	LEAQ    256(SP), R11
 	VXORPS  Y8, Y8, Y8
-	VMOVUPS Y8, (R9)
-	VMOVUPS Y8, 32(R9)
-	VMOVUPS Y8, 64(R9)
-	VMOVUPS Y8, 96(R9)
-	MOVQ    432(SP), R11
-	XORQ    R10, R10
-	SUBQ    $0x00000010, R11
+	VMOVUPS Y8, (R11)
+	VMOVUPS Y8, 32(R11)
+	VMOVUPS Y8, 64(R11)
+	VMOVUPS Y8, 96(R11)
+	MOVQ    432(SP), R13
+	XORQ    R12, R12
+	SUBQ    $0x00000010, R13
 
 copyvec6:
-	CMPQ    R10, R11
+	CMPQ    R12, R13
 	JG      copyone7
-	VMOVUPS (DI)(R10*2), Y8
-	VMOVUPS Y8, (R9)(R10*2)
-	ADDQ    $0x00000010, R10
+	VMOVUPS (R10)(R12*2), Y8
+	VMOVUPS Y8, (R11)(R12*2)
+	ADDQ    $0x00000010, R12
 	JMP     copyvec6
 
 copyone7:
-	ADDQ $0x00000010, R11
+	ADDQ $0x00000010, R13
 
 copyloop9:
-	CMPQ R10, R11
+	CMPQ R12, R13
 	JGE  copied8
-	MOVW (DI)(R10*2), R12
-	MOVW R12, (R9)(R10*2)
-	INCQ R10
+	MOVW (R10)(R12*2), R14
+	MOVW R14, (R11)(R12*2)
+	INCQ R12
 	JMP  copyloop9
 
 copied8:
-	XORQ      DI, DI
-	VCVTPH2PS (R8)(DI*2), Y8
-	VCVTPH2PS (R9)(DI*2), Y9
-	VADDPS    Y9, Y8, Y8
-	VCVTPS2PH $0x00, Y8, X8
-	VCVTPH2PS X8, Y8
-	VCVTPS2PH $0x00, Y8, (R9)(DI*2)
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y0, Y0
-	VCVTPH2PS 16(R8)(DI*2), Y8
-	VCVTPH2PS 16(R9)(DI*2), Y9
-	VADDPS    Y9, Y8, Y8
-	VCVTPS2PH $0x00, Y8, X8
-	VCVTPH2PS X8, Y8
-	VCVTPS2PH $0x00, Y8, 16(R9)(DI*2)
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y1, Y1
-	VCVTPH2PS 32(R8)(DI*2), Y8
-	VCVTPH2PS 32(R9)(DI*2), Y9
-	VADDPS    Y9, Y8, Y8
-	VCVTPS2PH $0x00, Y8, X8
-	VCVTPH2PS X8, Y8
-	VCVTPS2PH $0x00, Y8, 32(R9)(DI*2)
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y2, Y2
-	VCVTPH2PS 48(R8)(DI*2), Y8
-	VCVTPH2PS 48(R9)(DI*2), Y9
-	VADDPS    Y9, Y8, Y8
-	VCVTPS2PH $0x00, Y8, X8
-	VCVTPH2PS X8, Y8
-	VCVTPS2PH $0x00, Y8, 48(R9)(DI*2)
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y3, Y3
-	VCVTPH2PS 64(R8)(DI*2), Y8
-	VCVTPH2PS 64(R9)(DI*2), Y9
-	VADDPS    Y9, Y8, Y8
-	VCVTPS2PH $0x00, Y8, X8
-	VCVTPH2PS X8, Y8
-	VCVTPS2PH $0x00, Y8, 64(R9)(DI*2)
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y4, Y4
-	VCVTPH2PS 80(R8)(DI*2), Y8
-	VCVTPH2PS 80(R9)(DI*2), Y9
-	VADDPS    Y9, Y8, Y8
-	VCVTPS2PH $0x00, Y8, X8
-	VCVTPH2PS X8, Y8
-	VCVTPS2PH $0x00, Y8, 80(R9)(DI*2)
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y5, Y5
-	VCVTPH2PS 96(R8)(DI*2), Y8
-	VCVTPH2PS 96(R9)(DI*2), Y9
-	VADDPS    Y9, Y8, Y8
-	VCVTPS2PH $0x00, Y8, X8
-	VCVTPH2PS X8, Y8
-	VCVTPS2PH $0x00, Y8, 96(R9)(DI*2)
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y6, Y6
-	VCVTPH2PS 112(R8)(DI*2), Y8
-	VCVTPH2PS 112(R9)(DI*2), Y9
-	VADDPS    Y9, Y8, Y8
-	VCVTPS2PH $0x00, Y8, X8
-	VCVTPH2PS X8, Y8
-	VCVTPS2PH $0x00, Y8, 112(R9)(DI*2)
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y7, Y7
-	MOVQ      440(SP), DI
-	LEAQ      256(SP), R8
-	MOVQ      432(SP), R10
-	XORQ      R9, R9
-	SUBQ      $0x00000010, R10
+	MOVQ R9, R10
+	SHLQ $0x01, R10
+	MOVQ DI, 448(SP)
+	MOVQ R8, DI
+	SUBQ R10, DI
+	MOVQ R11, R8
+	SUBQ R10, R8
+	MOVQ R9, R10
+	MOVQ DI, R11
+	XORL R12, R12
+	JMP  sumblock
+
+slotsummed:
+	MOVQ 448(SP), DI
+	MOVQ 440(SP), DI
+	LEAQ 256(SP), R8
+	MOVQ 432(SP), R10
+	XORQ R9, R9
+	SUBQ $0x00000010, R10
 
 copyvec10:
 	CMPQ    R9, R10
@@ -21604,13 +21180,13 @@ summed:
 	VADDSS       X0, X1, X1
 
 	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
-	CMPL   452(SP), $0x00
+	CMPL   460(SP), $0x00
 	JE     divide14
-	VMULSS 452(SP), X1, X0
+	VMULSS 460(SP), X1, X0
 	JMP    divided15
 
 divide14:
-	VDIVSS 448(SP), X1, X0
+	VDIVSS 456(SP), X1, X0
 
 divided15:
 	VADDSS   job_eps+0(AX), X0, X0

@@ -543,24 +543,26 @@ scalepfloop:
 
 scalent:
 	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
-	MOVQ CX, R10
-	NEGQ R10
-	ANDQ $0x0000003f, R10
-	SHRQ $0x02, R10
-	JZ   scalentloop
-	CMPQ R10, job_d+0(AX)
+	MOVQ CX, R9
+	NEGQ R9
+	ANDQ $0x0000003f, R9
+	SHRQ $0x02, R9
+	JZ   scalentgo
+	CMPQ R9, job_d+0(AX)
 	JLE  scalehead
-	MOVQ job_d+0(AX), R10
+	MOVQ job_d+0(AX), R9
 
 scalehead:
-	LEAQ      kmask<>+0(SB), R11
-	KMOVW     (R11)(R10*2), K1
-	VMOVUPS.Z (DX)(DI*4), K1, Z1
-	VMULPS    Z1, Z0, Z1
-	VMOVUPS.Z (BX)(DI*4), K1, Z2
-	VMULPS    Z2, Z1, Z1
-	VMOVUPS   Z1, K1, (CX)(DI*4)
-	ADDQ      R10, DI
+	JMP partout
+
+scalentgo:
+	MOVQ SI, R9
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows7
+	SHLQ $0x03, R9
+
+longrows7:
+	ADDQ DX, R9
 
 	PCALIGN $32
 scalentloop:
@@ -598,16 +600,22 @@ scaleone:
 	JMP     scaleone
 
 scalepart:
-	MOVQ      job_d+0(AX), R10
-	SUBQ      DI, R10
-	JZ        scaled
-	LEAQ      kmask<>+0(SB), R8
-	KMOVW     (R8)(R10*2), K1
+	MOVQ job_d+0(AX), R9
+	SUBQ DI, R9
+	JZ   scaled
+
+	// The last n < lanes elements, or the first n of a non-temporal row (i + n < d: back to its loop).
+partout:
+	LEAQ      kmask<>+0(SB), R10
+	KMOVW     (R10)(R9*2), K1
 	VMOVUPS.Z (DX)(DI*4), K1, Z1
 	VMULPS    Z1, Z0, Z1
-	VMOVUPS.Z (BX)(DI*4), K1, Z0
-	VMULPS    Z0, Z1, Z1
+	VMOVUPS.Z (BX)(DI*4), K1, Z2
+	VMULPS    Z2, Z1, Z1
 	VMOVUPS   Z1, K1, (CX)(DI*4)
+	ADDQ      R9, DI
+	CMPQ      DI, job_d+0(AX)
+	JB        scalentgo
 
 scaled:
 	ADDQ SI, DX
@@ -1029,25 +1037,26 @@ scalepfloop:
 
 scalent:
 	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
-	MOVQ CX, R10
-	NEGQ R10
-	ANDQ $0x0000003f, R10
-	SHRQ $0x02, R10
-	JZ   scalentloop
-	CMPQ R10, job_d+0(AX)
+	MOVQ CX, R9
+	NEGQ R9
+	ANDQ $0x0000003f, R9
+	SHRQ $0x02, R9
+	JZ   scalentgo
+	CMPQ R9, job_d+0(AX)
 	JLE  scalehead
-	MOVQ job_d+0(AX), R10
+	MOVQ job_d+0(AX), R9
 
 scalehead:
-	LEAQ      kmask<>+0(SB), R11
-	KMOVW     (R11)(R10*2), K1
-	VMOVUPS.Z (DX)(DI*4), K1, Z2
-	VMULPS    Z2, Z0, Z2
-	VMOVUPS.Z (BX)(DI*4), K1, Z3
-	VADDPS    Z1, Z3, Z3
-	VMULPS    Z3, Z2, Z2
-	VMOVUPS   Z2, K1, (CX)(DI*4)
-	ADDQ      R10, DI
+	JMP partout
+
+scalentgo:
+	MOVQ SI, R9
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows7
+	SHLQ $0x03, R9
+
+longrows7:
+	ADDQ DX, R9
 
 	PCALIGN $32
 scalentloop:
@@ -1095,17 +1104,23 @@ scaleone:
 	JMP     scaleone
 
 scalepart:
-	MOVQ      job_d+0(AX), R10
-	SUBQ      DI, R10
-	JZ        scaled
-	LEAQ      kmask<>+0(SB), R8
-	KMOVW     (R8)(R10*2), K1
+	MOVQ job_d+0(AX), R9
+	SUBQ DI, R9
+	JZ   scaled
+
+	// The last n < lanes elements, or the first n of a non-temporal row (i + n < d: back to its loop).
+partout:
+	LEAQ      kmask<>+0(SB), R10
+	KMOVW     (R10)(R9*2), K1
 	VMOVUPS.Z (DX)(DI*4), K1, Z2
 	VMULPS    Z2, Z0, Z2
-	VMOVUPS.Z (BX)(DI*4), K1, Z0
-	VADDPS    Z1, Z0, Z0
-	VMULPS    Z0, Z2, Z2
+	VMOVUPS.Z (BX)(DI*4), K1, Z3
+	VADDPS    Z1, Z3, Z3
+	VMULPS    Z3, Z2, Z2
 	VMOVUPS   Z2, K1, (CX)(DI*4)
+	ADDQ      R9, DI
+	CMPQ      DI, job_d+0(AX)
+	JB        scalentgo
 
 scaled:
 	ADDQ SI, DX
@@ -1500,22 +1515,26 @@ scalepfloop:
 
 scalent:
 	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
-	MOVQ CX, R9
-	NEGQ R9
-	ANDQ $0x0000003f, R9
-	SHRQ $0x02, R9
-	JZ   scalentloop
-	CMPQ R9, job_d+0(AX)
+	MOVQ CX, R8
+	NEGQ R8
+	ANDQ $0x0000003f, R8
+	SHRQ $0x02, R8
+	JZ   scalentgo
+	CMPQ R8, job_d+0(AX)
 	JLE  scalehead
-	MOVQ job_d+0(AX), R9
+	MOVQ job_d+0(AX), R8
 
 scalehead:
-	LEAQ      kmask<>+0(SB), R10
-	KMOVW     (R10)(R9*2), K1
-	VMOVUPS.Z (DX)(SI*4), K1, Z1
-	VMULPS    Z1, Z0, Z1
-	VMOVUPS   Z1, K1, (CX)(SI*4)
-	ADDQ      R9, SI
+	JMP partout
+
+scalentgo:
+	MOVQ BX, R8
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows7
+	SHLQ $0x03, R8
+
+longrows7:
+	ADDQ DX, R8
 
 	PCALIGN $32
 scalentloop:
@@ -1548,14 +1567,20 @@ scaleone:
 	JMP     scaleone
 
 scalepart:
-	MOVQ      job_d+0(AX), R9
-	SUBQ      SI, R9
-	JZ        scaled
-	LEAQ      kmask<>+0(SB), DI
-	KMOVW     (DI)(R9*2), K1
+	MOVQ job_d+0(AX), R8
+	SUBQ SI, R8
+	JZ   scaled
+
+	// The last n < lanes elements, or the first n of a non-temporal row (i + n < d: back to its loop).
+partout:
+	LEAQ      kmask<>+0(SB), R9
+	KMOVW     (R9)(R8*2), K1
 	VMOVUPS.Z (DX)(SI*4), K1, Z1
 	VMULPS    Z1, Z0, Z1
 	VMOVUPS   Z1, K1, (CX)(SI*4)
+	ADDQ      R8, SI
+	CMPQ      SI, job_d+0(AX)
+	JB        scalentgo
 
 scaled:
 	ADDQ BX, DX
@@ -1909,24 +1934,26 @@ scalepfloop:
 
 scalent:
 	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
-	MOVQ CX, R11
-	NEGQ R11
-	ANDQ $0x0000003f, R11
-	SHRQ $0x02, R11
-	JZ   scalentloop
-	CMPQ R11, job_d+0(AX)
+	MOVQ CX, R10
+	NEGQ R10
+	ANDQ $0x0000003f, R10
+	SHRQ $0x02, R10
+	JZ   scalentgo
+	CMPQ R10, job_d+0(AX)
 	JLE  scalehead
-	MOVQ job_d+0(AX), R11
+	MOVQ job_d+0(AX), R10
 
 scalehead:
-	LEAQ      kmask<>+0(SB), R12
-	KMOVW     (R12)(R11*2), K1
-	VMOVUPS.Z (SI)(R8*4), K1, Z1
-	VMULPS    Z1, Z0, Z1
-	VMOVUPS.Z (BX)(R8*4), K1, Z2
-	VMULPS    Z2, Z1, Z1
-	VMOVUPS   Z1, K1, (CX)(R8*4)
-	ADDQ      R11, R8
+	JMP partout
+
+scalentgo:
+	MOVQ DI, R10
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows5
+	SHLQ $0x03, R10
+
+longrows5:
+	ADDQ SI, R10
 
 	PCALIGN $32
 scalentloop:
@@ -1964,16 +1991,22 @@ scaleone:
 	JMP     scaleone
 
 scalepart:
-	MOVQ      job_d+0(AX), R11
-	SUBQ      R8, R11
-	JZ        scaled
-	LEAQ      kmask<>+0(SB), R9
-	KMOVW     (R9)(R11*2), K1
+	MOVQ job_d+0(AX), R10
+	SUBQ R8, R10
+	JZ   scaled
+
+	// The last n < lanes elements, or the first n of a non-temporal row (i + n < d: back to its loop).
+partout:
+	LEAQ      kmask<>+0(SB), R11
+	KMOVW     (R11)(R10*2), K1
 	VMOVUPS.Z (SI)(R8*4), K1, Z1
 	VMULPS    Z1, Z0, Z1
-	VMOVUPS.Z (BX)(R8*4), K1, Z0
-	VMULPS    Z0, Z1, Z1
+	VMOVUPS.Z (BX)(R8*4), K1, Z2
+	VMULPS    Z2, Z1, Z1
 	VMOVUPS   Z1, K1, (CX)(R8*4)
+	ADDQ      R10, R8
+	CMPQ      R8, job_d+0(AX)
+	JB        scalentgo
 
 scaled:
 	ADDQ DI, DX
@@ -2346,25 +2379,26 @@ scalepfloop:
 
 scalent:
 	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
-	MOVQ CX, R11
-	NEGQ R11
-	ANDQ $0x0000003f, R11
-	SHRQ $0x02, R11
-	JZ   scalentloop
-	CMPQ R11, job_d+0(AX)
+	MOVQ CX, R10
+	NEGQ R10
+	ANDQ $0x0000003f, R10
+	SHRQ $0x02, R10
+	JZ   scalentgo
+	CMPQ R10, job_d+0(AX)
 	JLE  scalehead
-	MOVQ job_d+0(AX), R11
+	MOVQ job_d+0(AX), R10
 
 scalehead:
-	LEAQ      kmask<>+0(SB), R12
-	KMOVW     (R12)(R11*2), K1
-	VMOVUPS.Z (SI)(R8*4), K1, Z2
-	VMULPS    Z2, Z0, Z2
-	VMOVUPS.Z (BX)(R8*4), K1, Z3
-	VADDPS    Z1, Z3, Z3
-	VMULPS    Z3, Z2, Z2
-	VMOVUPS   Z2, K1, (CX)(R8*4)
-	ADDQ      R11, R8
+	JMP partout
+
+scalentgo:
+	MOVQ DI, R10
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows5
+	SHLQ $0x03, R10
+
+longrows5:
+	ADDQ SI, R10
 
 	PCALIGN $32
 scalentloop:
@@ -2412,17 +2446,23 @@ scaleone:
 	JMP     scaleone
 
 scalepart:
-	MOVQ      job_d+0(AX), R11
-	SUBQ      R8, R11
-	JZ        scaled
-	LEAQ      kmask<>+0(SB), R9
-	KMOVW     (R9)(R11*2), K1
+	MOVQ job_d+0(AX), R10
+	SUBQ R8, R10
+	JZ   scaled
+
+	// The last n < lanes elements, or the first n of a non-temporal row (i + n < d: back to its loop).
+partout:
+	LEAQ      kmask<>+0(SB), R11
+	KMOVW     (R11)(R10*2), K1
 	VMOVUPS.Z (SI)(R8*4), K1, Z2
 	VMULPS    Z2, Z0, Z2
-	VMOVUPS.Z (BX)(R8*4), K1, Z0
-	VADDPS    Z1, Z0, Z0
-	VMULPS    Z0, Z2, Z2
+	VMOVUPS.Z (BX)(R8*4), K1, Z3
+	VADDPS    Z1, Z3, Z3
+	VMULPS    Z3, Z2, Z2
 	VMOVUPS   Z2, K1, (CX)(R8*4)
+	ADDQ      R10, R8
+	CMPQ      R8, job_d+0(AX)
+	JB        scalentgo
 
 scaled:
 	ADDQ DI, DX
@@ -2768,22 +2808,26 @@ scalepfloop:
 
 scalent:
 	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
-	MOVQ CX, R10
-	NEGQ R10
-	ANDQ $0x0000003f, R10
-	SHRQ $0x02, R10
-	JZ   scalentloop
-	CMPQ R10, job_d+0(AX)
+	MOVQ CX, R9
+	NEGQ R9
+	ANDQ $0x0000003f, R9
+	SHRQ $0x02, R9
+	JZ   scalentgo
+	CMPQ R9, job_d+0(AX)
 	JLE  scalehead
-	MOVQ job_d+0(AX), R10
+	MOVQ job_d+0(AX), R9
 
 scalehead:
-	LEAQ      kmask<>+0(SB), R11
-	KMOVW     (R11)(R10*2), K1
-	VMOVUPS.Z (BX)(DI*4), K1, Z1
-	VMULPS    Z1, Z0, Z1
-	VMOVUPS   Z1, K1, (CX)(DI*4)
-	ADDQ      R10, DI
+	JMP partout
+
+scalentgo:
+	MOVQ SI, R9
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows5
+	SHLQ $0x03, R9
+
+longrows5:
+	ADDQ BX, R9
 
 	PCALIGN $32
 scalentloop:
@@ -2816,14 +2860,20 @@ scaleone:
 	JMP     scaleone
 
 scalepart:
-	MOVQ      job_d+0(AX), R10
-	SUBQ      DI, R10
-	JZ        scaled
-	LEAQ      kmask<>+0(SB), R8
-	KMOVW     (R8)(R10*2), K1
+	MOVQ job_d+0(AX), R9
+	SUBQ DI, R9
+	JZ   scaled
+
+	// The last n < lanes elements, or the first n of a non-temporal row (i + n < d: back to its loop).
+partout:
+	LEAQ      kmask<>+0(SB), R10
+	KMOVW     (R10)(R9*2), K1
 	VMOVUPS.Z (BX)(DI*4), K1, Z1
 	VMULPS    Z1, Z0, Z1
 	VMOVUPS   Z1, K1, (CX)(DI*4)
+	ADDQ      R9, DI
+	CMPQ      DI, job_d+0(AX)
+	JB        scalentgo
 
 scaled:
 	ADDQ SI, DX
@@ -3377,17 +3427,17 @@ scaleoffsetlooppf11:
 
 scalent:
 	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
-	MOVQ CX, R11
-	NEGQ R11
-	ANDQ $0x0000003f, R11
-	SHRQ $0x01, R11
-	JZ   scalentloop
-	CMPQ R11, job_d+0(AX)
+	MOVQ CX, R9
+	NEGQ R9
+	ANDQ $0x0000003f, R9
+	SHRQ $0x01, R9
+	JZ   scalentgo
+	CMPQ R9, job_d+0(AX)
 	JLE  scalehead
-	MOVQ job_d+0(AX), R11
+	MOVQ job_d+0(AX), R9
 
 scalehead:
-	CMPQ        R11, $0x00000010
+	CMPQ        R9, $0x00000010
 	JB          scaleheadpart
 	VPMOVZXWD   (DX)(DI*2), Z7
 	VPSLLD      $0x10, Z7, Z7
@@ -3414,38 +3464,21 @@ notrn14:
 	VPSRLD      $0x10, Z8, Z8
 	VPMOVDW     Z8, (CX)(DI*2)
 	ADDQ        $0x00000010, DI
-	SUBQ        $0x00000010, R11
-	JZ          scalentloop
+	SUBQ        $0x00000010, R9
+	JZ          scalentgo
 
 scaleheadpart:
-	LEAQ        kmask<>+0(SB), R10
-	KMOVW       (R10)(R11*2), K1
-	VPMOVZXWD.Z (DX)(DI*2), K1, Z7
-	VPSLLD      $0x10, Z7, Z7
-	VMULPS      Z7, Z5, Z7
-	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn15
-	VFIXUPIMMPS $0x00, Z3, Z7, Z7
-	VPSRLD      $0x10, Z7, Z8
-	VPANDD      Z0, Z8, Z8
-	VPADDD      Z1, Z8, Z8
-	VPADDD      Z7, Z8, Z8
-	VPANDD      Z2, Z8, Z8
-	VMOVUPS     Z8, Z7
+	JMP partout
 
-notrn15:
-	VMOVUPS.Z   (BX)(DI*4), K1, Z8
-	VADDPS      Z6, Z8, Z8
-	VMULPS      Z8, Z7, Z7
-	VFIXUPIMMPS $0x00, Z3, Z7, Z7
-	VPSRLD      $0x10, Z7, Z8
-	VPANDD      Z0, Z8, Z8
-	VPADDD      Z1, Z8, Z8
-	VPADDD      Z7, Z8, Z8
-	VPSRLD      $0x10, Z8, Z8
-	VPMOVDW     Z8, K1, (CX)(DI*2)
-	ADDQ        R11, DI
-	MOVL        job_flags+0(AX), R10
+scalentgo:
+	MOVQ SI, R9
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows15
+	SHLQ $0x03, R9
+
+longrows15:
+	ADDQ DX, R9
+	MOVL job_flags+0(AX), R10
 
 	PCALIGN $32
 scalentloop:
@@ -3581,35 +3614,41 @@ notrn19:
 	JMP         scaleone
 
 scalepart:
-	MOVQ        job_d+0(AX), R11
-	SUBQ        DI, R11
-	JZ          scaled
-	LEAQ        kmask<>+0(SB), R8
-	KMOVW       (R8)(R11*2), K1
+	MOVQ job_d+0(AX), R9
+	SUBQ DI, R9
+	JZ   scaled
+
+	// The last n < lanes elements, or the first n of a non-temporal row (i + n < d: back to its loop).
+partout:
+	LEAQ        kmask<>+0(SB), R10
+	KMOVW       (R10)(R9*2), K1
 	VPMOVZXWD.Z (DX)(DI*2), K1, Z7
 	VPSLLD      $0x10, Z7, Z7
 	VMULPS      Z7, Z5, Z7
 	TESTL       $0x00000008, job_flags+0(AX)
 	JZ          notrn20
 	VFIXUPIMMPS $0x00, Z3, Z7, Z7
-	VPSRLD      $0x10, Z7, Z5
-	VPANDD      Z0, Z5, Z5
-	VPADDD      Z1, Z5, Z5
-	VPADDD      Z7, Z5, Z5
-	VPANDD      Z2, Z5, Z5
-	VMOVUPS     Z5, Z7
+	VPSRLD      $0x10, Z7, Z8
+	VPANDD      Z0, Z8, Z8
+	VPADDD      Z1, Z8, Z8
+	VPADDD      Z7, Z8, Z8
+	VPANDD      Z2, Z8, Z8
+	VMOVUPS     Z8, Z7
 
 notrn20:
-	VMOVUPS.Z   (BX)(DI*4), K1, Z5
-	VADDPS      Z6, Z5, Z5
-	VMULPS      Z5, Z7, Z7
+	VMOVUPS.Z   (BX)(DI*4), K1, Z8
+	VADDPS      Z6, Z8, Z8
+	VMULPS      Z8, Z7, Z7
 	VFIXUPIMMPS $0x00, Z3, Z7, Z7
-	VPSRLD      $0x10, Z7, Z5
-	VPANDD      Z0, Z5, Z5
-	VPADDD      Z1, Z5, Z5
-	VPADDD      Z7, Z5, Z5
-	VPSRLD      $0x10, Z5, Z5
-	VPMOVDW     Z5, K1, (CX)(DI*2)
+	VPSRLD      $0x10, Z7, Z8
+	VPANDD      Z0, Z8, Z8
+	VPADDD      Z1, Z8, Z8
+	VPADDD      Z7, Z8, Z8
+	VPSRLD      $0x10, Z8, Z8
+	VPMOVDW     Z8, K1, (CX)(DI*2)
+	ADDQ        R9, DI
+	CMPQ        DI, job_d+0(AX)
+	JB          scalentgo
 
 scaled:
 	ADDQ SI, DX
@@ -4021,17 +4060,17 @@ scalelooppf7:
 
 scalent:
 	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
-	MOVQ CX, R9
-	NEGQ R9
-	ANDQ $0x0000003f, R9
-	SHRQ $0x01, R9
-	JZ   scalentloop
-	CMPQ R9, job_d+0(AX)
+	MOVQ CX, R8
+	NEGQ R8
+	ANDQ $0x0000003f, R8
+	SHRQ $0x01, R8
+	JZ   scalentgo
+	CMPQ R8, job_d+0(AX)
 	JLE  scalehead
-	MOVQ job_d+0(AX), R9
+	MOVQ job_d+0(AX), R8
 
 scalehead:
-	CMPQ        R9, $0x00000010
+	CMPQ        R8, $0x00000010
 	JB          scaleheadpart
 	VPMOVZXWD   (DX)(SI*2), Z6
 	VPSLLD      $0x10, Z6, Z6
@@ -4044,23 +4083,20 @@ scalehead:
 	VPSRLD      $0x10, Z7, Z7
 	VPMOVDW     Z7, (CX)(SI*2)
 	ADDQ        $0x00000010, SI
-	SUBQ        $0x00000010, R9
-	JZ          scalentloop
+	SUBQ        $0x00000010, R8
+	JZ          scalentgo
 
 scaleheadpart:
-	LEAQ        kmask<>+0(SB), R10
-	KMOVW       (R10)(R9*2), K1
-	VPMOVZXWD.Z (DX)(SI*2), K1, Z6
-	VPSLLD      $0x10, Z6, Z6
-	VMULPS      Z6, Z5, Z6
-	VFIXUPIMMPS $0x00, Z2, Z6, Z6
-	VPSRLD      $0x10, Z6, Z7
-	VPANDD      Z0, Z7, Z7
-	VPADDD      Z1, Z7, Z7
-	VPADDD      Z6, Z7, Z7
-	VPSRLD      $0x10, Z7, Z7
-	VPMOVDW     Z7, K1, (CX)(SI*2)
-	ADDQ        R9, SI
+	JMP partout
+
+scalentgo:
+	MOVQ BX, R8
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows9
+	SHLQ $0x03, R8
+
+longrows9:
+	ADDQ DX, R8
 
 	PCALIGN $32
 scalentloop:
@@ -4127,21 +4163,27 @@ scaleone:
 	JMP         scaleone
 
 scalepart:
-	MOVQ        job_d+0(AX), R9
-	SUBQ        SI, R9
-	JZ          scaled
-	LEAQ        kmask<>+0(SB), DI
-	KMOVW       (DI)(R9*2), K1
+	MOVQ job_d+0(AX), R8
+	SUBQ SI, R8
+	JZ   scaled
+
+	// The last n < lanes elements, or the first n of a non-temporal row (i + n < d: back to its loop).
+partout:
+	LEAQ        kmask<>+0(SB), R9
+	KMOVW       (R9)(R8*2), K1
 	VPMOVZXWD.Z (DX)(SI*2), K1, Z6
 	VPSLLD      $0x10, Z6, Z6
 	VMULPS      Z6, Z5, Z6
 	VFIXUPIMMPS $0x00, Z2, Z6, Z6
-	VPSRLD      $0x10, Z6, Z5
-	VPANDD      Z0, Z5, Z5
-	VPADDD      Z1, Z5, Z5
-	VPADDD      Z6, Z5, Z5
-	VPSRLD      $0x10, Z5, Z5
-	VPMOVDW     Z5, K1, (CX)(SI*2)
+	VPSRLD      $0x10, Z6, Z7
+	VPANDD      Z0, Z7, Z7
+	VPADDD      Z1, Z7, Z7
+	VPADDD      Z6, Z7, Z7
+	VPSRLD      $0x10, Z7, Z7
+	VPMOVDW     Z7, K1, (CX)(SI*2)
+	ADDQ        R8, SI
+	CMPQ        SI, job_d+0(AX)
+	JB          scalentgo
 
 scaled:
 	ADDQ BX, DX
@@ -4740,17 +4782,17 @@ scaleoffsetlooppf9:
 
 scalent:
 	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
-	MOVQ CX, R12
-	NEGQ R12
-	ANDQ $0x0000003f, R12
-	SHRQ $0x01, R12
-	JZ   scalentloop
-	CMPQ R12, job_d+0(AX)
+	MOVQ CX, R10
+	NEGQ R10
+	ANDQ $0x0000003f, R10
+	SHRQ $0x01, R10
+	JZ   scalentgo
+	CMPQ R10, job_d+0(AX)
 	JLE  scalehead
-	MOVQ job_d+0(AX), R12
+	MOVQ job_d+0(AX), R10
 
 scalehead:
-	CMPQ        R12, $0x00000010
+	CMPQ        R10, $0x00000010
 	JB          scaleheadpart
 	VPMOVZXWD   (SI)(R8*2), Z7
 	VPSLLD      $0x10, Z7, Z7
@@ -4777,38 +4819,21 @@ notrn12:
 	VPSRLD      $0x10, Z8, Z8
 	VPMOVDW     Z8, (CX)(R8*2)
 	ADDQ        $0x00000010, R8
-	SUBQ        $0x00000010, R12
-	JZ          scalentloop
+	SUBQ        $0x00000010, R10
+	JZ          scalentgo
 
 scaleheadpart:
-	LEAQ        kmask<>+0(SB), R11
-	KMOVW       (R11)(R12*2), K1
-	VPMOVZXWD.Z (SI)(R8*2), K1, Z7
-	VPSLLD      $0x10, Z7, Z7
-	VMULPS      Z7, Z5, Z7
-	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn13
-	VFIXUPIMMPS $0x00, Z3, Z7, Z7
-	VPSRLD      $0x10, Z7, Z8
-	VPANDD      Z0, Z8, Z8
-	VPADDD      Z1, Z8, Z8
-	VPADDD      Z7, Z8, Z8
-	VPANDD      Z2, Z8, Z8
-	VMOVUPS     Z8, Z7
+	JMP partout
 
-notrn13:
-	VMOVUPS.Z   (BX)(R8*4), K1, Z8
-	VADDPS      Z6, Z8, Z8
-	VMULPS      Z8, Z7, Z7
-	VFIXUPIMMPS $0x00, Z3, Z7, Z7
-	VPSRLD      $0x10, Z7, Z8
-	VPANDD      Z0, Z8, Z8
-	VPADDD      Z1, Z8, Z8
-	VPADDD      Z7, Z8, Z8
-	VPSRLD      $0x10, Z8, Z8
-	VPMOVDW     Z8, K1, (CX)(R8*2)
-	ADDQ        R12, R8
-	MOVL        job_flags+0(AX), R11
+scalentgo:
+	MOVQ DI, R10
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows13
+	SHLQ $0x03, R10
+
+longrows13:
+	ADDQ SI, R10
+	MOVL job_flags+0(AX), R11
 
 	PCALIGN $32
 scalentloop:
@@ -4944,35 +4969,41 @@ notrn17:
 	JMP         scaleone
 
 scalepart:
-	MOVQ        job_d+0(AX), R12
-	SUBQ        R8, R12
-	JZ          scaled
-	LEAQ        kmask<>+0(SB), R9
-	KMOVW       (R9)(R12*2), K1
+	MOVQ job_d+0(AX), R10
+	SUBQ R8, R10
+	JZ   scaled
+
+	// The last n < lanes elements, or the first n of a non-temporal row (i + n < d: back to its loop).
+partout:
+	LEAQ        kmask<>+0(SB), R11
+	KMOVW       (R11)(R10*2), K1
 	VPMOVZXWD.Z (SI)(R8*2), K1, Z7
 	VPSLLD      $0x10, Z7, Z7
 	VMULPS      Z7, Z5, Z7
 	TESTL       $0x00000008, job_flags+0(AX)
 	JZ          notrn18
 	VFIXUPIMMPS $0x00, Z3, Z7, Z7
-	VPSRLD      $0x10, Z7, Z5
-	VPANDD      Z0, Z5, Z5
-	VPADDD      Z1, Z5, Z5
-	VPADDD      Z7, Z5, Z5
-	VPANDD      Z2, Z5, Z5
-	VMOVUPS     Z5, Z7
+	VPSRLD      $0x10, Z7, Z8
+	VPANDD      Z0, Z8, Z8
+	VPADDD      Z1, Z8, Z8
+	VPADDD      Z7, Z8, Z8
+	VPANDD      Z2, Z8, Z8
+	VMOVUPS     Z8, Z7
 
 notrn18:
-	VMOVUPS.Z   (BX)(R8*4), K1, Z5
-	VADDPS      Z6, Z5, Z5
-	VMULPS      Z5, Z7, Z7
+	VMOVUPS.Z   (BX)(R8*4), K1, Z8
+	VADDPS      Z6, Z8, Z8
+	VMULPS      Z8, Z7, Z7
 	VFIXUPIMMPS $0x00, Z3, Z7, Z7
-	VPSRLD      $0x10, Z7, Z5
-	VPANDD      Z0, Z5, Z5
-	VPADDD      Z1, Z5, Z5
-	VPADDD      Z7, Z5, Z5
-	VPSRLD      $0x10, Z5, Z5
-	VPMOVDW     Z5, K1, (CX)(R8*2)
+	VPSRLD      $0x10, Z7, Z8
+	VPANDD      Z0, Z8, Z8
+	VPADDD      Z1, Z8, Z8
+	VPADDD      Z7, Z8, Z8
+	VPSRLD      $0x10, Z8, Z8
+	VPMOVDW     Z8, K1, (CX)(R8*2)
+	ADDQ        R10, R8
+	CMPQ        R8, job_d+0(AX)
+	JB          scalentgo
 
 scaled:
 	ADDQ DI, DX
@@ -5431,17 +5462,17 @@ scalelooppf5:
 
 scalent:
 	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
-	MOVQ CX, R10
-	NEGQ R10
-	ANDQ $0x0000003f, R10
-	SHRQ $0x01, R10
-	JZ   scalentloop
-	CMPQ R10, job_d+0(AX)
+	MOVQ CX, R9
+	NEGQ R9
+	ANDQ $0x0000003f, R9
+	SHRQ $0x01, R9
+	JZ   scalentgo
+	CMPQ R9, job_d+0(AX)
 	JLE  scalehead
-	MOVQ job_d+0(AX), R10
+	MOVQ job_d+0(AX), R9
 
 scalehead:
-	CMPQ        R10, $0x00000010
+	CMPQ        R9, $0x00000010
 	JB          scaleheadpart
 	VPMOVZXWD   (BX)(DI*2), Z6
 	VPSLLD      $0x10, Z6, Z6
@@ -5454,23 +5485,20 @@ scalehead:
 	VPSRLD      $0x10, Z7, Z7
 	VPMOVDW     Z7, (CX)(DI*2)
 	ADDQ        $0x00000010, DI
-	SUBQ        $0x00000010, R10
-	JZ          scalentloop
+	SUBQ        $0x00000010, R9
+	JZ          scalentgo
 
 scaleheadpart:
-	LEAQ        kmask<>+0(SB), R11
-	KMOVW       (R11)(R10*2), K1
-	VPMOVZXWD.Z (BX)(DI*2), K1, Z6
-	VPSLLD      $0x10, Z6, Z6
-	VMULPS      Z6, Z5, Z6
-	VFIXUPIMMPS $0x00, Z3, Z6, Z6
-	VPSRLD      $0x10, Z6, Z7
-	VPANDD      Z0, Z7, Z7
-	VPADDD      Z1, Z7, Z7
-	VPADDD      Z6, Z7, Z7
-	VPSRLD      $0x10, Z7, Z7
-	VPMOVDW     Z7, K1, (CX)(DI*2)
-	ADDQ        R10, DI
+	JMP partout
+
+scalentgo:
+	MOVQ SI, R9
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows7
+	SHLQ $0x03, R9
+
+longrows7:
+	ADDQ BX, R9
 
 	PCALIGN $32
 scalentloop:
@@ -5537,21 +5565,27 @@ scaleone:
 	JMP         scaleone
 
 scalepart:
-	MOVQ        job_d+0(AX), R10
-	SUBQ        DI, R10
-	JZ          scaled
-	LEAQ        kmask<>+0(SB), R8
-	KMOVW       (R8)(R10*2), K1
+	MOVQ job_d+0(AX), R9
+	SUBQ DI, R9
+	JZ   scaled
+
+	// The last n < lanes elements, or the first n of a non-temporal row (i + n < d: back to its loop).
+partout:
+	LEAQ        kmask<>+0(SB), R10
+	KMOVW       (R10)(R9*2), K1
 	VPMOVZXWD.Z (BX)(DI*2), K1, Z6
 	VPSLLD      $0x10, Z6, Z6
 	VMULPS      Z6, Z5, Z6
 	VFIXUPIMMPS $0x00, Z3, Z6, Z6
-	VPSRLD      $0x10, Z6, Z5
-	VPANDD      Z0, Z5, Z5
-	VPADDD      Z1, Z5, Z5
-	VPADDD      Z6, Z5, Z5
-	VPSRLD      $0x10, Z5, Z5
-	VPMOVDW     Z5, K1, (CX)(DI*2)
+	VPSRLD      $0x10, Z6, Z7
+	VPANDD      Z0, Z7, Z7
+	VPADDD      Z1, Z7, Z7
+	VPADDD      Z6, Z7, Z7
+	VPSRLD      $0x10, Z7, Z7
+	VPMOVDW     Z7, K1, (CX)(DI*2)
+	ADDQ        R9, DI
+	CMPQ        DI, job_d+0(AX)
+	JB          scalentgo
 
 scaled:
 	ADDQ SI, DX
@@ -6016,17 +6050,17 @@ scaleoffsetlooppf11:
 
 scalent:
 	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
-	MOVQ CX, R11
-	NEGQ R11
-	ANDQ $0x0000003f, R11
-	SHRQ $0x01, R11
-	JZ   scalentloop
-	CMPQ R11, job_d+0(AX)
+	MOVQ CX, R9
+	NEGQ R9
+	ANDQ $0x0000003f, R9
+	SHRQ $0x01, R9
+	JZ   scalentgo
+	CMPQ R9, job_d+0(AX)
 	JLE  scalehead
-	MOVQ job_d+0(AX), R11
+	MOVQ job_d+0(AX), R9
 
 scalehead:
-	CMPQ      R11, $0x00000010
+	CMPQ      R9, $0x00000010
 	JB        scaleheadpart
 	VCVTPH2PS (DX)(DI*2), Z2
 	VMULPS    Z0, Z2, Z2
@@ -6042,27 +6076,21 @@ notrn14:
 	VMULPS    Z3, Z2, Z2
 	VCVTPS2PH $0x00, Z2, (CX)(DI*2)
 	ADDQ      $0x00000010, DI
-	SUBQ      $0x00000010, R11
-	JZ        scalentloop
+	SUBQ      $0x00000010, R9
+	JZ        scalentgo
 
 scaleheadpart:
-	LEAQ        kmask<>+0(SB), R10
-	KMOVW       (R10)(R11*2), K1
-	VCVTPH2PS.Z (DX)(DI*2), K1, Z2
-	VMULPS      Z2, Z0, Z2
-	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn15
-	VCVTPS2PH   $0x00, Z2, Y2
-	VCVTPH2PS   Y2, Z2
-	VMOVUPS     Z2, Z2
+	JMP partout
 
-notrn15:
-	VMOVUPS.Z (BX)(DI*4), K1, Z3
-	VADDPS    Z1, Z3, Z3
-	VMULPS    Z3, Z2, Z2
-	VCVTPS2PH $0x00, Z2, K1, (CX)(DI*2)
-	ADDQ      R11, DI
-	MOVL      job_flags+0(AX), R10
+scalentgo:
+	MOVQ SI, R9
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows15
+	SHLQ $0x03, R9
+
+longrows15:
+	ADDQ DX, R9
+	MOVL job_flags+0(AX), R10
 
 	PCALIGN $32
 scalentloop:
@@ -6151,24 +6179,30 @@ notrn19:
 	JMP       scaleone
 
 scalepart:
-	MOVQ        job_d+0(AX), R11
-	SUBQ        DI, R11
-	JZ          scaled
-	LEAQ        kmask<>+0(SB), R8
-	KMOVW       (R8)(R11*2), K1
+	MOVQ job_d+0(AX), R9
+	SUBQ DI, R9
+	JZ   scaled
+
+	// The last n < lanes elements, or the first n of a non-temporal row (i + n < d: back to its loop).
+partout:
+	LEAQ        kmask<>+0(SB), R10
+	KMOVW       (R10)(R9*2), K1
 	VCVTPH2PS.Z (DX)(DI*2), K1, Z2
 	VMULPS      Z2, Z0, Z2
 	TESTL       $0x00000008, job_flags+0(AX)
 	JZ          notrn20
-	VCVTPS2PH   $0x00, Z2, Y0
-	VCVTPH2PS   Y0, Z0
-	VMOVUPS     Z0, Z2
+	VCVTPS2PH   $0x00, Z2, Y2
+	VCVTPH2PS   Y2, Z2
+	VMOVUPS     Z2, Z2
 
 notrn20:
-	VMOVUPS.Z (BX)(DI*4), K1, Z0
-	VADDPS    Z1, Z0, Z0
-	VMULPS    Z0, Z2, Z2
+	VMOVUPS.Z (BX)(DI*4), K1, Z3
+	VADDPS    Z1, Z3, Z3
+	VMULPS    Z3, Z2, Z2
 	VCVTPS2PH $0x00, Z2, K1, (CX)(DI*2)
+	ADDQ      R9, DI
+	CMPQ      DI, job_d+0(AX)
+	JB        scalentgo
 
 scaled:
 	ADDQ SI, DX
@@ -6543,32 +6577,36 @@ scalelooppf7:
 
 scalent:
 	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
-	MOVQ CX, R9
-	NEGQ R9
-	ANDQ $0x0000003f, R9
-	SHRQ $0x01, R9
-	JZ   scalentloop
-	CMPQ R9, job_d+0(AX)
+	MOVQ CX, R8
+	NEGQ R8
+	ANDQ $0x0000003f, R8
+	SHRQ $0x01, R8
+	JZ   scalentgo
+	CMPQ R8, job_d+0(AX)
 	JLE  scalehead
-	MOVQ job_d+0(AX), R9
+	MOVQ job_d+0(AX), R8
 
 scalehead:
-	CMPQ      R9, $0x00000010
+	CMPQ      R8, $0x00000010
 	JB        scaleheadpart
 	VCVTPH2PS (DX)(SI*2), Z1
 	VMULPS    Z0, Z1, Z1
 	VCVTPS2PH $0x00, Z1, (CX)(SI*2)
 	ADDQ      $0x00000010, SI
-	SUBQ      $0x00000010, R9
-	JZ        scalentloop
+	SUBQ      $0x00000010, R8
+	JZ        scalentgo
 
 scaleheadpart:
-	LEAQ        kmask<>+0(SB), R10
-	KMOVW       (R10)(R9*2), K1
-	VCVTPH2PS.Z (DX)(SI*2), K1, Z1
-	VMULPS      Z1, Z0, Z1
-	VCVTPS2PH   $0x00, Z1, K1, (CX)(SI*2)
-	ADDQ        R9, SI
+	JMP partout
+
+scalentgo:
+	MOVQ BX, R8
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows9
+	SHLQ $0x03, R8
+
+longrows9:
+	ADDQ DX, R8
 
 	PCALIGN $32
 scalentloop:
@@ -6608,14 +6646,20 @@ scaleone:
 	JMP       scaleone
 
 scalepart:
-	MOVQ        job_d+0(AX), R9
-	SUBQ        SI, R9
-	JZ          scaled
-	LEAQ        kmask<>+0(SB), DI
-	KMOVW       (DI)(R9*2), K1
+	MOVQ job_d+0(AX), R8
+	SUBQ SI, R8
+	JZ   scaled
+
+	// The last n < lanes elements, or the first n of a non-temporal row (i + n < d: back to its loop).
+partout:
+	LEAQ        kmask<>+0(SB), R9
+	KMOVW       (R9)(R8*2), K1
 	VCVTPH2PS.Z (DX)(SI*2), K1, Z1
 	VMULPS      Z1, Z0, Z1
 	VCVTPS2PH   $0x00, Z1, K1, (CX)(SI*2)
+	ADDQ        R8, SI
+	CMPQ        SI, job_d+0(AX)
+	JB          scalentgo
 
 scaled:
 	ADDQ BX, DX
@@ -7053,17 +7097,17 @@ scaleoffsetlooppf9:
 
 scalent:
 	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
-	MOVQ CX, R12
-	NEGQ R12
-	ANDQ $0x0000003f, R12
-	SHRQ $0x01, R12
-	JZ   scalentloop
-	CMPQ R12, job_d+0(AX)
+	MOVQ CX, R10
+	NEGQ R10
+	ANDQ $0x0000003f, R10
+	SHRQ $0x01, R10
+	JZ   scalentgo
+	CMPQ R10, job_d+0(AX)
 	JLE  scalehead
-	MOVQ job_d+0(AX), R12
+	MOVQ job_d+0(AX), R10
 
 scalehead:
-	CMPQ      R12, $0x00000010
+	CMPQ      R10, $0x00000010
 	JB        scaleheadpart
 	VCVTPH2PS (SI)(R8*2), Z2
 	VMULPS    Z0, Z2, Z2
@@ -7079,27 +7123,21 @@ notrn12:
 	VMULPS    Z3, Z2, Z2
 	VCVTPS2PH $0x00, Z2, (CX)(R8*2)
 	ADDQ      $0x00000010, R8
-	SUBQ      $0x00000010, R12
-	JZ        scalentloop
+	SUBQ      $0x00000010, R10
+	JZ        scalentgo
 
 scaleheadpart:
-	LEAQ        kmask<>+0(SB), R11
-	KMOVW       (R11)(R12*2), K1
-	VCVTPH2PS.Z (SI)(R8*2), K1, Z2
-	VMULPS      Z2, Z0, Z2
-	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn13
-	VCVTPS2PH   $0x00, Z2, Y2
-	VCVTPH2PS   Y2, Z2
-	VMOVUPS     Z2, Z2
+	JMP partout
 
-notrn13:
-	VMOVUPS.Z (BX)(R8*4), K1, Z3
-	VADDPS    Z1, Z3, Z3
-	VMULPS    Z3, Z2, Z2
-	VCVTPS2PH $0x00, Z2, K1, (CX)(R8*2)
-	ADDQ      R12, R8
-	MOVL      job_flags+0(AX), R11
+scalentgo:
+	MOVQ DI, R10
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows13
+	SHLQ $0x03, R10
+
+longrows13:
+	ADDQ SI, R10
+	MOVL job_flags+0(AX), R11
 
 	PCALIGN $32
 scalentloop:
@@ -7188,24 +7226,30 @@ notrn17:
 	JMP       scaleone
 
 scalepart:
-	MOVQ        job_d+0(AX), R12
-	SUBQ        R8, R12
-	JZ          scaled
-	LEAQ        kmask<>+0(SB), R9
-	KMOVW       (R9)(R12*2), K1
+	MOVQ job_d+0(AX), R10
+	SUBQ R8, R10
+	JZ   scaled
+
+	// The last n < lanes elements, or the first n of a non-temporal row (i + n < d: back to its loop).
+partout:
+	LEAQ        kmask<>+0(SB), R11
+	KMOVW       (R11)(R10*2), K1
 	VCVTPH2PS.Z (SI)(R8*2), K1, Z2
 	VMULPS      Z2, Z0, Z2
 	TESTL       $0x00000008, job_flags+0(AX)
 	JZ          notrn18
-	VCVTPS2PH   $0x00, Z2, Y0
-	VCVTPH2PS   Y0, Z0
-	VMOVUPS     Z0, Z2
+	VCVTPS2PH   $0x00, Z2, Y2
+	VCVTPH2PS   Y2, Z2
+	VMOVUPS     Z2, Z2
 
 notrn18:
-	VMOVUPS.Z (BX)(R8*4), K1, Z0
-	VADDPS    Z1, Z0, Z0
-	VMULPS    Z0, Z2, Z2
+	VMOVUPS.Z (BX)(R8*4), K1, Z3
+	VADDPS    Z1, Z3, Z3
+	VMULPS    Z3, Z2, Z2
 	VCVTPS2PH $0x00, Z2, K1, (CX)(R8*2)
+	ADDQ      R10, R8
+	CMPQ      R8, job_d+0(AX)
+	JB        scalentgo
 
 scaled:
 	ADDQ DI, DX
@@ -7555,32 +7599,36 @@ scalelooppf5:
 
 scalent:
 	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
-	MOVQ CX, R10
-	NEGQ R10
-	ANDQ $0x0000003f, R10
-	SHRQ $0x01, R10
-	JZ   scalentloop
-	CMPQ R10, job_d+0(AX)
+	MOVQ CX, R9
+	NEGQ R9
+	ANDQ $0x0000003f, R9
+	SHRQ $0x01, R9
+	JZ   scalentgo
+	CMPQ R9, job_d+0(AX)
 	JLE  scalehead
-	MOVQ job_d+0(AX), R10
+	MOVQ job_d+0(AX), R9
 
 scalehead:
-	CMPQ      R10, $0x00000010
+	CMPQ      R9, $0x00000010
 	JB        scaleheadpart
 	VCVTPH2PS (BX)(DI*2), Z1
 	VMULPS    Z0, Z1, Z1
 	VCVTPS2PH $0x00, Z1, (CX)(DI*2)
 	ADDQ      $0x00000010, DI
-	SUBQ      $0x00000010, R10
-	JZ        scalentloop
+	SUBQ      $0x00000010, R9
+	JZ        scalentgo
 
 scaleheadpart:
-	LEAQ        kmask<>+0(SB), R11
-	KMOVW       (R11)(R10*2), K1
-	VCVTPH2PS.Z (BX)(DI*2), K1, Z1
-	VMULPS      Z1, Z0, Z1
-	VCVTPS2PH   $0x00, Z1, K1, (CX)(DI*2)
-	ADDQ        R10, DI
+	JMP partout
+
+scalentgo:
+	MOVQ SI, R9
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows7
+	SHLQ $0x03, R9
+
+longrows7:
+	ADDQ BX, R9
 
 	PCALIGN $32
 scalentloop:
@@ -7620,14 +7668,20 @@ scaleone:
 	JMP       scaleone
 
 scalepart:
-	MOVQ        job_d+0(AX), R10
-	SUBQ        DI, R10
-	JZ          scaled
-	LEAQ        kmask<>+0(SB), R8
-	KMOVW       (R8)(R10*2), K1
+	MOVQ job_d+0(AX), R9
+	SUBQ DI, R9
+	JZ   scaled
+
+	// The last n < lanes elements, or the first n of a non-temporal row (i + n < d: back to its loop).
+partout:
+	LEAQ        kmask<>+0(SB), R10
+	KMOVW       (R10)(R9*2), K1
 	VCVTPH2PS.Z (BX)(DI*2), K1, Z1
 	VMULPS      Z1, Z0, Z1
 	VCVTPS2PH   $0x00, Z1, K1, (CX)(DI*2)
+	ADDQ        R9, DI
+	CMPQ        DI, job_d+0(AX)
+	JB          scalentgo
 
 scaled:
 	ADDQ SI, DX
@@ -11283,99 +11337,26 @@ scalepfloop:
 
 scalent:
 	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
-	MOVQ CX, R10
-	NEGQ R10
-	ANDQ $0x0000001f, R10
-	SHRQ $0x02, R10
-	JZ   scalentloop
-	CMPQ R10, job_d+0(AX)
+	MOVQ CX, R9
+	NEGQ R9
+	ANDQ $0x0000001f, R9
+	SHRQ $0x02, R9
+	JZ   scalentgo
+	CMPQ R9, job_d+0(AX)
 	JLE  scalehead
-	MOVQ job_d+0(AX), R10
+	MOVQ job_d+0(AX), R9
 
 scalehead:
-	LEAQ (DX)(DI*4), R11
-	LEAQ 128(SP), R12
-	MOVQ R10, R14
-	XORQ R13, R13
-	SUBQ $0x00000008, R14
+	JMP partout
 
-copyvec11:
-	CMPQ    R13, R14
-	JG      copyone12
-	VMOVUPS (R11)(R13*4), Y0
-	VMOVUPS Y0, (R12)(R13*4)
-	ADDQ    $0x00000008, R13
-	JMP     copyvec11
+scalentgo:
+	MOVQ SI, R9
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows11
+	SHLQ $0x03, R9
 
-copyone12:
-	ADDQ $0x00000008, R14
-
-copyloop14:
-	CMPQ R13, R14
-	JGE  copied13
-	MOVL (R11)(R13*4), R15
-	MOVL R15, (R12)(R13*4)
-	INCQ R13
-	JMP  copyloop14
-
-copied13:
-	LEAQ (BX)(DI*4), R11
-	LEAQ 160(SP), R12
-	MOVQ R10, R14
-	XORQ R13, R13
-	SUBQ $0x00000008, R14
-
-copyvec15:
-	CMPQ    R13, R14
-	JG      copyone16
-	VMOVUPS (R11)(R13*4), Y0
-	VMOVUPS Y0, (R12)(R13*4)
-	ADDQ    $0x00000008, R13
-	JMP     copyvec15
-
-copyone16:
-	ADDQ $0x00000008, R14
-
-copyloop18:
-	CMPQ R13, R14
-	JGE  copied17
-	MOVL (R11)(R13*4), R15
-	MOVL R15, (R12)(R13*4)
-	INCQ R13
-	JMP  copyloop18
-
-copied17:
-	VMOVUPS 128(SP), Y0
-	VMULPS  Y0, Y1, Y0
-	VMULPS  160(SP), Y0, Y0
-	VMOVUPS Y0, 192(SP)
-	LEAQ    192(SP), R12
-	LEAQ    (CX)(DI*4), R11
-	MOVQ    R10, R14
-	XORQ    R13, R13
-	SUBQ    $0x00000008, R14
-
-copyvec19:
-	CMPQ    R13, R14
-	JG      copyone20
-	VMOVUPS (R12)(R13*4), Y0
-	VMOVUPS Y0, (R11)(R13*4)
-	ADDQ    $0x00000008, R13
-	JMP     copyvec19
-
-copyone20:
-	ADDQ $0x00000008, R14
-
-copyloop22:
-	CMPQ R13, R14
-	JGE  copied21
-	MOVL (R12)(R13*4), R15
-	MOVL R15, (R11)(R13*4)
-	INCQ R13
-	JMP  copyloop22
-
-copied21:
-	ADDQ R10, DI
+longrows11:
+	ADDQ DX, R9
 
 	PCALIGN $32
 scalentloop:
@@ -11411,90 +11392,98 @@ scaleone:
 	JMP     scaleone
 
 scalepart:
-	MOVQ job_d+0(AX), R10
-	SUBQ DI, R10
+	MOVQ job_d+0(AX), R9
+	SUBQ DI, R9
 	JZ   scaled
-	LEAQ (DX)(DI*4), R8
-	LEAQ 128(SP), R9
-	MOVQ R10, R12
-	XORQ R11, R11
-	SUBQ $0x00000008, R12
 
-copyvec23:
-	CMPQ    R11, R12
-	JG      copyone24
-	VMOVUPS (R8)(R11*4), Y0
-	VMOVUPS Y0, (R9)(R11*4)
-	ADDQ    $0x00000008, R11
-	JMP     copyvec23
+	// The last n < lanes elements, or the first n of a non-temporal row (i + n < d: back to its loop).
+partout:
+	LEAQ (DX)(DI*4), R10
+	LEAQ 128(SP), R11
+	MOVQ R9, R13
+	XORQ R12, R12
+	SUBQ $0x00000008, R13
 
-copyone24:
-	ADDQ $0x00000008, R12
+copyvec12:
+	CMPQ    R12, R13
+	JG      copyone13
+	VMOVUPS (R10)(R12*4), Y0
+	VMOVUPS Y0, (R11)(R12*4)
+	ADDQ    $0x00000008, R12
+	JMP     copyvec12
 
-copyloop26:
-	CMPQ R11, R12
-	JGE  copied25
-	MOVL (R8)(R11*4), R13
-	MOVL R13, (R9)(R11*4)
-	INCQ R11
-	JMP  copyloop26
+copyone13:
+	ADDQ $0x00000008, R13
 
-copied25:
-	LEAQ (BX)(DI*4), R8
-	LEAQ 160(SP), R9
-	MOVQ R10, R12
-	XORQ R11, R11
-	SUBQ $0x00000008, R12
+copyloop15:
+	CMPQ R12, R13
+	JGE  copied14
+	MOVL (R10)(R12*4), R14
+	MOVL R14, (R11)(R12*4)
+	INCQ R12
+	JMP  copyloop15
 
-copyvec27:
-	CMPQ    R11, R12
-	JG      copyone28
-	VMOVUPS (R8)(R11*4), Y0
-	VMOVUPS Y0, (R9)(R11*4)
-	ADDQ    $0x00000008, R11
-	JMP     copyvec27
+copied14:
+	LEAQ (BX)(DI*4), R10
+	LEAQ 160(SP), R11
+	MOVQ R9, R13
+	XORQ R12, R12
+	SUBQ $0x00000008, R13
 
-copyone28:
-	ADDQ $0x00000008, R12
+copyvec16:
+	CMPQ    R12, R13
+	JG      copyone17
+	VMOVUPS (R10)(R12*4), Y0
+	VMOVUPS Y0, (R11)(R12*4)
+	ADDQ    $0x00000008, R12
+	JMP     copyvec16
 
-copyloop30:
-	CMPQ R11, R12
-	JGE  copied29
-	MOVL (R8)(R11*4), R13
-	MOVL R13, (R9)(R11*4)
-	INCQ R11
-	JMP  copyloop30
+copyone17:
+	ADDQ $0x00000008, R13
 
-copied29:
+copyloop19:
+	CMPQ R12, R13
+	JGE  copied18
+	MOVL (R10)(R12*4), R14
+	MOVL R14, (R11)(R12*4)
+	INCQ R12
+	JMP  copyloop19
+
+copied18:
 	VMOVUPS 128(SP), Y0
 	VMULPS  Y0, Y1, Y0
 	VMULPS  160(SP), Y0, Y0
 	VMOVUPS Y0, 192(SP)
-	LEAQ    192(SP), R9
-	LEAQ    (CX)(DI*4), R8
-	XORQ    DI, DI
-	SUBQ    $0x00000008, R10
+	LEAQ    192(SP), R11
+	LEAQ    (CX)(DI*4), R10
+	MOVQ    R9, R13
+	XORQ    R12, R12
+	SUBQ    $0x00000008, R13
 
-copyvec31:
-	CMPQ    DI, R10
-	JG      copyone32
-	VMOVUPS (R9)(DI*4), Y0
-	VMOVUPS Y0, (R8)(DI*4)
-	ADDQ    $0x00000008, DI
-	JMP     copyvec31
+copyvec20:
+	CMPQ    R12, R13
+	JG      copyone21
+	VMOVUPS (R11)(R12*4), Y0
+	VMOVUPS Y0, (R10)(R12*4)
+	ADDQ    $0x00000008, R12
+	JMP     copyvec20
 
-copyone32:
-	ADDQ $0x00000008, R10
+copyone21:
+	ADDQ $0x00000008, R13
 
-copyloop34:
-	CMPQ DI, R10
-	JGE  copied33
-	MOVL (R9)(DI*4), R11
-	MOVL R11, (R8)(DI*4)
-	INCQ DI
-	JMP  copyloop34
+copyloop23:
+	CMPQ R12, R13
+	JGE  copied22
+	MOVL (R11)(R12*4), R14
+	MOVL R14, (R10)(R12*4)
+	INCQ R12
+	JMP  copyloop23
 
-copied33:
+copied22:
+	ADDQ R9, DI
+	CMPQ DI, job_d+0(AX)
+	JB   scalentgo
+
 scaled:
 	ADDQ SI, DX
 	ADDQ SI, CX
@@ -11957,101 +11946,26 @@ scalepfloop:
 
 scalent:
 	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
-	MOVQ CX, R10
-	NEGQ R10
-	ANDQ $0x0000001f, R10
-	SHRQ $0x02, R10
-	JZ   scalentloop
-	CMPQ R10, job_d+0(AX)
+	MOVQ CX, R9
+	NEGQ R9
+	ANDQ $0x0000001f, R9
+	SHRQ $0x02, R9
+	JZ   scalentgo
+	CMPQ R9, job_d+0(AX)
 	JLE  scalehead
-	MOVQ job_d+0(AX), R10
+	MOVQ job_d+0(AX), R9
 
 scalehead:
-	LEAQ (DX)(DI*4), R11
-	LEAQ 128(SP), R12
-	MOVQ R10, R14
-	XORQ R13, R13
-	SUBQ $0x00000008, R14
+	JMP partout
 
-copyvec11:
-	CMPQ    R13, R14
-	JG      copyone12
-	VMOVUPS (R11)(R13*4), Y2
-	VMOVUPS Y2, (R12)(R13*4)
-	ADDQ    $0x00000008, R13
-	JMP     copyvec11
+scalentgo:
+	MOVQ SI, R9
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows11
+	SHLQ $0x03, R9
 
-copyone12:
-	ADDQ $0x00000008, R14
-
-copyloop14:
-	CMPQ R13, R14
-	JGE  copied13
-	MOVL (R11)(R13*4), R15
-	MOVL R15, (R12)(R13*4)
-	INCQ R13
-	JMP  copyloop14
-
-copied13:
-	LEAQ (BX)(DI*4), R11
-	LEAQ 160(SP), R12
-	MOVQ R10, R14
-	XORQ R13, R13
-	SUBQ $0x00000008, R14
-
-copyvec15:
-	CMPQ    R13, R14
-	JG      copyone16
-	VMOVUPS (R11)(R13*4), Y2
-	VMOVUPS Y2, (R12)(R13*4)
-	ADDQ    $0x00000008, R13
-	JMP     copyvec15
-
-copyone16:
-	ADDQ $0x00000008, R14
-
-copyloop18:
-	CMPQ R13, R14
-	JGE  copied17
-	MOVL (R11)(R13*4), R15
-	MOVL R15, (R12)(R13*4)
-	INCQ R13
-	JMP  copyloop18
-
-copied17:
-	VMOVUPS 128(SP), Y2
-	VMULPS  Y2, Y1, Y2
-	VMOVUPS 160(SP), Y3
-	VADDPS  Y0, Y3, Y3
-	VMULPS  Y3, Y2, Y2
-	VMOVUPS Y2, 192(SP)
-	LEAQ    192(SP), R12
-	LEAQ    (CX)(DI*4), R11
-	MOVQ    R10, R14
-	XORQ    R13, R13
-	SUBQ    $0x00000008, R14
-
-copyvec19:
-	CMPQ    R13, R14
-	JG      copyone20
-	VMOVUPS (R12)(R13*4), Y2
-	VMOVUPS Y2, (R11)(R13*4)
-	ADDQ    $0x00000008, R13
-	JMP     copyvec19
-
-copyone20:
-	ADDQ $0x00000008, R14
-
-copyloop22:
-	CMPQ R13, R14
-	JGE  copied21
-	MOVL (R12)(R13*4), R15
-	MOVL R15, (R11)(R13*4)
-	INCQ R13
-	JMP  copyloop22
-
-copied21:
-	ADDQ R10, DI
+longrows11:
+	ADDQ DX, R9
 
 	PCALIGN $32
 scalentloop:
@@ -12097,92 +12011,100 @@ scaleone:
 	JMP     scaleone
 
 scalepart:
-	MOVQ job_d+0(AX), R10
-	SUBQ DI, R10
+	MOVQ job_d+0(AX), R9
+	SUBQ DI, R9
 	JZ   scaled
-	LEAQ (DX)(DI*4), R8
-	LEAQ 128(SP), R9
-	MOVQ R10, R12
-	XORQ R11, R11
-	SUBQ $0x00000008, R12
 
-copyvec23:
-	CMPQ    R11, R12
-	JG      copyone24
-	VMOVUPS (R8)(R11*4), Y2
-	VMOVUPS Y2, (R9)(R11*4)
-	ADDQ    $0x00000008, R11
-	JMP     copyvec23
+	// The last n < lanes elements, or the first n of a non-temporal row (i + n < d: back to its loop).
+partout:
+	LEAQ (DX)(DI*4), R10
+	LEAQ 128(SP), R11
+	MOVQ R9, R13
+	XORQ R12, R12
+	SUBQ $0x00000008, R13
 
-copyone24:
-	ADDQ $0x00000008, R12
+copyvec12:
+	CMPQ    R12, R13
+	JG      copyone13
+	VMOVUPS (R10)(R12*4), Y2
+	VMOVUPS Y2, (R11)(R12*4)
+	ADDQ    $0x00000008, R12
+	JMP     copyvec12
 
-copyloop26:
-	CMPQ R11, R12
-	JGE  copied25
-	MOVL (R8)(R11*4), R13
-	MOVL R13, (R9)(R11*4)
-	INCQ R11
-	JMP  copyloop26
+copyone13:
+	ADDQ $0x00000008, R13
 
-copied25:
-	LEAQ (BX)(DI*4), R8
-	LEAQ 160(SP), R9
-	MOVQ R10, R12
-	XORQ R11, R11
-	SUBQ $0x00000008, R12
+copyloop15:
+	CMPQ R12, R13
+	JGE  copied14
+	MOVL (R10)(R12*4), R14
+	MOVL R14, (R11)(R12*4)
+	INCQ R12
+	JMP  copyloop15
 
-copyvec27:
-	CMPQ    R11, R12
-	JG      copyone28
-	VMOVUPS (R8)(R11*4), Y2
-	VMOVUPS Y2, (R9)(R11*4)
-	ADDQ    $0x00000008, R11
-	JMP     copyvec27
+copied14:
+	LEAQ (BX)(DI*4), R10
+	LEAQ 160(SP), R11
+	MOVQ R9, R13
+	XORQ R12, R12
+	SUBQ $0x00000008, R13
 
-copyone28:
-	ADDQ $0x00000008, R12
+copyvec16:
+	CMPQ    R12, R13
+	JG      copyone17
+	VMOVUPS (R10)(R12*4), Y2
+	VMOVUPS Y2, (R11)(R12*4)
+	ADDQ    $0x00000008, R12
+	JMP     copyvec16
 
-copyloop30:
-	CMPQ R11, R12
-	JGE  copied29
-	MOVL (R8)(R11*4), R13
-	MOVL R13, (R9)(R11*4)
-	INCQ R11
-	JMP  copyloop30
+copyone17:
+	ADDQ $0x00000008, R13
 
-copied29:
+copyloop19:
+	CMPQ R12, R13
+	JGE  copied18
+	MOVL (R10)(R12*4), R14
+	MOVL R14, (R11)(R12*4)
+	INCQ R12
+	JMP  copyloop19
+
+copied18:
 	VMOVUPS 128(SP), Y2
 	VMULPS  Y2, Y1, Y2
-	VMOVUPS 160(SP), Y1
-	VADDPS  Y0, Y1, Y1
-	VMULPS  Y1, Y2, Y2
+	VMOVUPS 160(SP), Y3
+	VADDPS  Y0, Y3, Y3
+	VMULPS  Y3, Y2, Y2
 	VMOVUPS Y2, 192(SP)
-	LEAQ    192(SP), R9
-	LEAQ    (CX)(DI*4), R8
-	XORQ    DI, DI
-	SUBQ    $0x00000008, R10
+	LEAQ    192(SP), R11
+	LEAQ    (CX)(DI*4), R10
+	MOVQ    R9, R13
+	XORQ    R12, R12
+	SUBQ    $0x00000008, R13
 
-copyvec31:
-	CMPQ    DI, R10
-	JG      copyone32
-	VMOVUPS (R9)(DI*4), Y0
-	VMOVUPS Y0, (R8)(DI*4)
-	ADDQ    $0x00000008, DI
-	JMP     copyvec31
+copyvec20:
+	CMPQ    R12, R13
+	JG      copyone21
+	VMOVUPS (R11)(R12*4), Y2
+	VMOVUPS Y2, (R10)(R12*4)
+	ADDQ    $0x00000008, R12
+	JMP     copyvec20
 
-copyone32:
-	ADDQ $0x00000008, R10
+copyone21:
+	ADDQ $0x00000008, R13
 
-copyloop34:
-	CMPQ DI, R10
-	JGE  copied33
-	MOVL (R9)(DI*4), R11
-	MOVL R11, (R8)(DI*4)
-	INCQ DI
-	JMP  copyloop34
+copyloop23:
+	CMPQ R12, R13
+	JGE  copied22
+	MOVL (R11)(R12*4), R14
+	MOVL R14, (R10)(R12*4)
+	INCQ R12
+	JMP  copyloop23
 
-copied33:
+copied22:
+	ADDQ R9, DI
+	CMPQ DI, job_d+0(AX)
+	JB   scalentgo
+
 scaled:
 	ADDQ SI, DX
 	ADDQ SI, CX
@@ -12618,72 +12540,26 @@ scalepfloop:
 
 scalent:
 	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
-	MOVQ CX, R9
-	NEGQ R9
-	ANDQ $0x0000001f, R9
-	SHRQ $0x02, R9
-	JZ   scalentloop
-	CMPQ R9, job_d+0(AX)
+	MOVQ CX, R8
+	NEGQ R8
+	ANDQ $0x0000001f, R8
+	SHRQ $0x02, R8
+	JZ   scalentgo
+	CMPQ R8, job_d+0(AX)
 	JLE  scalehead
-	MOVQ job_d+0(AX), R9
+	MOVQ job_d+0(AX), R8
 
 scalehead:
-	LEAQ (DX)(SI*4), R10
-	LEAQ 128(SP), R11
-	MOVQ R9, R13
-	XORQ R12, R12
-	SUBQ $0x00000008, R13
+	JMP partout
 
-copyvec11:
-	CMPQ    R12, R13
-	JG      copyone12
-	VMOVUPS (R10)(R12*4), Y0
-	VMOVUPS Y0, (R11)(R12*4)
-	ADDQ    $0x00000008, R12
-	JMP     copyvec11
+scalentgo:
+	MOVQ BX, R8
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows11
+	SHLQ $0x03, R8
 
-copyone12:
-	ADDQ $0x00000008, R13
-
-copyloop14:
-	CMPQ R12, R13
-	JGE  copied13
-	MOVL (R10)(R12*4), R14
-	MOVL R14, (R11)(R12*4)
-	INCQ R12
-	JMP  copyloop14
-
-copied13:
-	VMOVUPS 128(SP), Y0
-	VMULPS  Y0, Y1, Y0
-	VMOVUPS Y0, 192(SP)
-	LEAQ    192(SP), R11
-	LEAQ    (CX)(SI*4), R10
-	MOVQ    R9, R13
-	XORQ    R12, R12
-	SUBQ    $0x00000008, R13
-
-copyvec15:
-	CMPQ    R12, R13
-	JG      copyone16
-	VMOVUPS (R11)(R12*4), Y0
-	VMOVUPS Y0, (R10)(R12*4)
-	ADDQ    $0x00000008, R12
-	JMP     copyvec15
-
-copyone16:
-	ADDQ $0x00000008, R13
-
-copyloop18:
-	CMPQ R12, R13
-	JGE  copied17
-	MOVL (R11)(R12*4), R14
-	MOVL R14, (R10)(R12*4)
-	INCQ R12
-	JMP  copyloop18
-
-copied17:
-	ADDQ R9, SI
+longrows11:
+	ADDQ DX, R8
 
 	PCALIGN $32
 scalentloop:
@@ -12714,63 +12590,71 @@ scaleone:
 	JMP     scaleone
 
 scalepart:
-	MOVQ job_d+0(AX), R9
-	SUBQ SI, R9
+	MOVQ job_d+0(AX), R8
+	SUBQ SI, R8
 	JZ   scaled
-	LEAQ (DX)(SI*4), DI
-	LEAQ 128(SP), R8
-	MOVQ R9, R11
-	XORQ R10, R10
-	SUBQ $0x00000008, R11
 
-copyvec19:
-	CMPQ    R10, R11
-	JG      copyone20
-	VMOVUPS (DI)(R10*4), Y0
-	VMOVUPS Y0, (R8)(R10*4)
-	ADDQ    $0x00000008, R10
-	JMP     copyvec19
+	// The last n < lanes elements, or the first n of a non-temporal row (i + n < d: back to its loop).
+partout:
+	LEAQ (DX)(SI*4), R9
+	LEAQ 128(SP), R10
+	MOVQ R8, R12
+	XORQ R11, R11
+	SUBQ $0x00000008, R12
 
-copyone20:
-	ADDQ $0x00000008, R11
+copyvec12:
+	CMPQ    R11, R12
+	JG      copyone13
+	VMOVUPS (R9)(R11*4), Y0
+	VMOVUPS Y0, (R10)(R11*4)
+	ADDQ    $0x00000008, R11
+	JMP     copyvec12
 
-copyloop22:
-	CMPQ R10, R11
-	JGE  copied21
-	MOVL (DI)(R10*4), R12
-	MOVL R12, (R8)(R10*4)
-	INCQ R10
-	JMP  copyloop22
+copyone13:
+	ADDQ $0x00000008, R12
 
-copied21:
+copyloop15:
+	CMPQ R11, R12
+	JGE  copied14
+	MOVL (R9)(R11*4), R13
+	MOVL R13, (R10)(R11*4)
+	INCQ R11
+	JMP  copyloop15
+
+copied14:
 	VMOVUPS 128(SP), Y0
 	VMULPS  Y0, Y1, Y0
 	VMOVUPS Y0, 192(SP)
-	LEAQ    192(SP), R8
-	LEAQ    (CX)(SI*4), DI
-	XORQ    SI, SI
-	SUBQ    $0x00000008, R9
+	LEAQ    192(SP), R10
+	LEAQ    (CX)(SI*4), R9
+	MOVQ    R8, R12
+	XORQ    R11, R11
+	SUBQ    $0x00000008, R12
 
-copyvec23:
-	CMPQ    SI, R9
-	JG      copyone24
-	VMOVUPS (R8)(SI*4), Y0
-	VMOVUPS Y0, (DI)(SI*4)
-	ADDQ    $0x00000008, SI
-	JMP     copyvec23
+copyvec16:
+	CMPQ    R11, R12
+	JG      copyone17
+	VMOVUPS (R10)(R11*4), Y0
+	VMOVUPS Y0, (R9)(R11*4)
+	ADDQ    $0x00000008, R11
+	JMP     copyvec16
 
-copyone24:
-	ADDQ $0x00000008, R9
+copyone17:
+	ADDQ $0x00000008, R12
 
-copyloop26:
-	CMPQ SI, R9
-	JGE  copied25
-	MOVL (R8)(SI*4), R10
-	MOVL R10, (DI)(SI*4)
-	INCQ SI
-	JMP  copyloop26
+copyloop19:
+	CMPQ R11, R12
+	JGE  copied18
+	MOVL (R10)(R11*4), R13
+	MOVL R13, (R9)(R11*4)
+	INCQ R11
+	JMP  copyloop19
 
-copied25:
+copied18:
+	ADDQ R8, SI
+	CMPQ SI, job_d+0(AX)
+	JB   scalentgo
+
 scaled:
 	ADDQ BX, DX
 	ADDQ BX, CX
@@ -13264,99 +13148,26 @@ scalepfloop:
 
 scalent:
 	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
-	MOVQ CX, R11
-	NEGQ R11
-	ANDQ $0x0000001f, R11
-	SHRQ $0x02, R11
-	JZ   scalentloop
-	CMPQ R11, job_d+0(AX)
+	MOVQ CX, R10
+	NEGQ R10
+	ANDQ $0x0000001f, R10
+	SHRQ $0x02, R10
+	JZ   scalentgo
+	CMPQ R10, job_d+0(AX)
 	JLE  scalehead
-	MOVQ job_d+0(AX), R11
+	MOVQ job_d+0(AX), R10
 
 scalehead:
-	LEAQ (SI)(R8*4), R12
-	LEAQ 128(SP), R13
-	MOVQ R11, R15
-	XORQ R14, R14
-	SUBQ $0x00000008, R15
+	JMP partout
 
-copyvec17:
-	CMPQ    R14, R15
-	JG      copyone18
-	VMOVUPS (R12)(R14*4), Y0
-	VMOVUPS Y0, (R13)(R14*4)
-	ADDQ    $0x00000008, R14
-	JMP     copyvec17
+scalentgo:
+	MOVQ DI, R10
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows17
+	SHLQ $0x03, R10
 
-copyone18:
-	ADDQ $0x00000008, R15
-
-copyloop20:
-	CMPQ R14, R15
-	JGE  copied19
-	MOVL (R12)(R14*4), BP
-	MOVL BP, (R13)(R14*4)
-	INCQ R14
-	JMP  copyloop20
-
-copied19:
-	LEAQ (BX)(R8*4), R12
-	LEAQ 160(SP), R13
-	MOVQ R11, R15
-	XORQ R14, R14
-	SUBQ $0x00000008, R15
-
-copyvec21:
-	CMPQ    R14, R15
-	JG      copyone22
-	VMOVUPS (R12)(R14*4), Y0
-	VMOVUPS Y0, (R13)(R14*4)
-	ADDQ    $0x00000008, R14
-	JMP     copyvec21
-
-copyone22:
-	ADDQ $0x00000008, R15
-
-copyloop24:
-	CMPQ R14, R15
-	JGE  copied23
-	MOVL (R12)(R14*4), BP
-	MOVL BP, (R13)(R14*4)
-	INCQ R14
-	JMP  copyloop24
-
-copied23:
-	VMOVUPS 128(SP), Y0
-	VMULPS  Y0, Y1, Y0
-	VMULPS  160(SP), Y0, Y0
-	VMOVUPS Y0, 192(SP)
-	LEAQ    192(SP), R13
-	LEAQ    (CX)(R8*4), R12
-	MOVQ    R11, R15
-	XORQ    R14, R14
-	SUBQ    $0x00000008, R15
-
-copyvec25:
-	CMPQ    R14, R15
-	JG      copyone26
-	VMOVUPS (R13)(R14*4), Y0
-	VMOVUPS Y0, (R12)(R14*4)
-	ADDQ    $0x00000008, R14
-	JMP     copyvec25
-
-copyone26:
-	ADDQ $0x00000008, R15
-
-copyloop28:
-	CMPQ R14, R15
-	JGE  copied27
-	MOVL (R13)(R14*4), BP
-	MOVL BP, (R12)(R14*4)
-	INCQ R14
-	JMP  copyloop28
-
-copied27:
-	ADDQ R11, R8
+longrows17:
+	ADDQ SI, R10
 
 	PCALIGN $32
 scalentloop:
@@ -13392,90 +13203,98 @@ scaleone:
 	JMP     scaleone
 
 scalepart:
-	MOVQ job_d+0(AX), R11
-	SUBQ R8, R11
+	MOVQ job_d+0(AX), R10
+	SUBQ R8, R10
 	JZ   scaled
-	LEAQ (SI)(R8*4), R9
-	LEAQ 128(SP), R10
-	MOVQ R11, R13
-	XORQ R12, R12
-	SUBQ $0x00000008, R13
 
-copyvec29:
-	CMPQ    R12, R13
-	JG      copyone30
-	VMOVUPS (R9)(R12*4), Y0
-	VMOVUPS Y0, (R10)(R12*4)
-	ADDQ    $0x00000008, R12
-	JMP     copyvec29
+	// The last n < lanes elements, or the first n of a non-temporal row (i + n < d: back to its loop).
+partout:
+	LEAQ (SI)(R8*4), R11
+	LEAQ 128(SP), R12
+	MOVQ R10, R14
+	XORQ R13, R13
+	SUBQ $0x00000008, R14
 
-copyone30:
-	ADDQ $0x00000008, R13
+copyvec18:
+	CMPQ    R13, R14
+	JG      copyone19
+	VMOVUPS (R11)(R13*4), Y0
+	VMOVUPS Y0, (R12)(R13*4)
+	ADDQ    $0x00000008, R13
+	JMP     copyvec18
 
-copyloop32:
-	CMPQ R12, R13
-	JGE  copied31
-	MOVL (R9)(R12*4), R14
-	MOVL R14, (R10)(R12*4)
-	INCQ R12
-	JMP  copyloop32
+copyone19:
+	ADDQ $0x00000008, R14
 
-copied31:
-	LEAQ (BX)(R8*4), R9
-	LEAQ 160(SP), R10
-	MOVQ R11, R13
-	XORQ R12, R12
-	SUBQ $0x00000008, R13
+copyloop21:
+	CMPQ R13, R14
+	JGE  copied20
+	MOVL (R11)(R13*4), R15
+	MOVL R15, (R12)(R13*4)
+	INCQ R13
+	JMP  copyloop21
 
-copyvec33:
-	CMPQ    R12, R13
-	JG      copyone34
-	VMOVUPS (R9)(R12*4), Y0
-	VMOVUPS Y0, (R10)(R12*4)
-	ADDQ    $0x00000008, R12
-	JMP     copyvec33
+copied20:
+	LEAQ (BX)(R8*4), R11
+	LEAQ 160(SP), R12
+	MOVQ R10, R14
+	XORQ R13, R13
+	SUBQ $0x00000008, R14
 
-copyone34:
-	ADDQ $0x00000008, R13
+copyvec22:
+	CMPQ    R13, R14
+	JG      copyone23
+	VMOVUPS (R11)(R13*4), Y0
+	VMOVUPS Y0, (R12)(R13*4)
+	ADDQ    $0x00000008, R13
+	JMP     copyvec22
 
-copyloop36:
-	CMPQ R12, R13
-	JGE  copied35
-	MOVL (R9)(R12*4), R14
-	MOVL R14, (R10)(R12*4)
-	INCQ R12
-	JMP  copyloop36
+copyone23:
+	ADDQ $0x00000008, R14
 
-copied35:
+copyloop25:
+	CMPQ R13, R14
+	JGE  copied24
+	MOVL (R11)(R13*4), R15
+	MOVL R15, (R12)(R13*4)
+	INCQ R13
+	JMP  copyloop25
+
+copied24:
 	VMOVUPS 128(SP), Y0
 	VMULPS  Y0, Y1, Y0
 	VMULPS  160(SP), Y0, Y0
 	VMOVUPS Y0, 192(SP)
-	LEAQ    192(SP), R10
-	LEAQ    (CX)(R8*4), R9
-	XORQ    R8, R8
-	SUBQ    $0x00000008, R11
+	LEAQ    192(SP), R12
+	LEAQ    (CX)(R8*4), R11
+	MOVQ    R10, R14
+	XORQ    R13, R13
+	SUBQ    $0x00000008, R14
 
-copyvec37:
-	CMPQ    R8, R11
-	JG      copyone38
-	VMOVUPS (R10)(R8*4), Y0
-	VMOVUPS Y0, (R9)(R8*4)
-	ADDQ    $0x00000008, R8
-	JMP     copyvec37
+copyvec26:
+	CMPQ    R13, R14
+	JG      copyone27
+	VMOVUPS (R12)(R13*4), Y0
+	VMOVUPS Y0, (R11)(R13*4)
+	ADDQ    $0x00000008, R13
+	JMP     copyvec26
 
-copyone38:
-	ADDQ $0x00000008, R11
+copyone27:
+	ADDQ $0x00000008, R14
 
-copyloop40:
-	CMPQ R8, R11
-	JGE  copied39
-	MOVL (R10)(R8*4), R12
-	MOVL R12, (R9)(R8*4)
-	INCQ R8
-	JMP  copyloop40
+copyloop29:
+	CMPQ R13, R14
+	JGE  copied28
+	MOVL (R12)(R13*4), R15
+	MOVL R15, (R11)(R13*4)
+	INCQ R13
+	JMP  copyloop29
 
-copied39:
+copied28:
+	ADDQ R10, R8
+	CMPQ R8, job_d+0(AX)
+	JB   scalentgo
+
 scaled:
 	ADDQ DI, DX
 	ADDQ DI, CX
@@ -13988,101 +13807,26 @@ scalepfloop:
 
 scalent:
 	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
-	MOVQ CX, R11
-	NEGQ R11
-	ANDQ $0x0000001f, R11
-	SHRQ $0x02, R11
-	JZ   scalentloop
-	CMPQ R11, job_d+0(AX)
+	MOVQ CX, R10
+	NEGQ R10
+	ANDQ $0x0000001f, R10
+	SHRQ $0x02, R10
+	JZ   scalentgo
+	CMPQ R10, job_d+0(AX)
 	JLE  scalehead
-	MOVQ job_d+0(AX), R11
+	MOVQ job_d+0(AX), R10
 
 scalehead:
-	LEAQ (SI)(R8*4), R12
-	LEAQ 128(SP), R13
-	MOVQ R11, R15
-	XORQ R14, R14
-	SUBQ $0x00000008, R15
+	JMP partout
 
-copyvec17:
-	CMPQ    R14, R15
-	JG      copyone18
-	VMOVUPS (R12)(R14*4), Y2
-	VMOVUPS Y2, (R13)(R14*4)
-	ADDQ    $0x00000008, R14
-	JMP     copyvec17
+scalentgo:
+	MOVQ DI, R10
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows17
+	SHLQ $0x03, R10
 
-copyone18:
-	ADDQ $0x00000008, R15
-
-copyloop20:
-	CMPQ R14, R15
-	JGE  copied19
-	MOVL (R12)(R14*4), BP
-	MOVL BP, (R13)(R14*4)
-	INCQ R14
-	JMP  copyloop20
-
-copied19:
-	LEAQ (BX)(R8*4), R12
-	LEAQ 160(SP), R13
-	MOVQ R11, R15
-	XORQ R14, R14
-	SUBQ $0x00000008, R15
-
-copyvec21:
-	CMPQ    R14, R15
-	JG      copyone22
-	VMOVUPS (R12)(R14*4), Y2
-	VMOVUPS Y2, (R13)(R14*4)
-	ADDQ    $0x00000008, R14
-	JMP     copyvec21
-
-copyone22:
-	ADDQ $0x00000008, R15
-
-copyloop24:
-	CMPQ R14, R15
-	JGE  copied23
-	MOVL (R12)(R14*4), BP
-	MOVL BP, (R13)(R14*4)
-	INCQ R14
-	JMP  copyloop24
-
-copied23:
-	VMOVUPS 128(SP), Y2
-	VMULPS  Y2, Y1, Y2
-	VMOVUPS 160(SP), Y3
-	VADDPS  Y0, Y3, Y3
-	VMULPS  Y3, Y2, Y2
-	VMOVUPS Y2, 192(SP)
-	LEAQ    192(SP), R13
-	LEAQ    (CX)(R8*4), R12
-	MOVQ    R11, R15
-	XORQ    R14, R14
-	SUBQ    $0x00000008, R15
-
-copyvec25:
-	CMPQ    R14, R15
-	JG      copyone26
-	VMOVUPS (R13)(R14*4), Y2
-	VMOVUPS Y2, (R12)(R14*4)
-	ADDQ    $0x00000008, R14
-	JMP     copyvec25
-
-copyone26:
-	ADDQ $0x00000008, R15
-
-copyloop28:
-	CMPQ R14, R15
-	JGE  copied27
-	MOVL (R13)(R14*4), BP
-	MOVL BP, (R12)(R14*4)
-	INCQ R14
-	JMP  copyloop28
-
-copied27:
-	ADDQ R11, R8
+longrows17:
+	ADDQ SI, R10
 
 	PCALIGN $32
 scalentloop:
@@ -14128,92 +13872,100 @@ scaleone:
 	JMP     scaleone
 
 scalepart:
-	MOVQ job_d+0(AX), R11
-	SUBQ R8, R11
+	MOVQ job_d+0(AX), R10
+	SUBQ R8, R10
 	JZ   scaled
-	LEAQ (SI)(R8*4), R9
-	LEAQ 128(SP), R10
-	MOVQ R11, R13
-	XORQ R12, R12
-	SUBQ $0x00000008, R13
 
-copyvec29:
-	CMPQ    R12, R13
-	JG      copyone30
-	VMOVUPS (R9)(R12*4), Y2
-	VMOVUPS Y2, (R10)(R12*4)
-	ADDQ    $0x00000008, R12
-	JMP     copyvec29
+	// The last n < lanes elements, or the first n of a non-temporal row (i + n < d: back to its loop).
+partout:
+	LEAQ (SI)(R8*4), R11
+	LEAQ 128(SP), R12
+	MOVQ R10, R14
+	XORQ R13, R13
+	SUBQ $0x00000008, R14
 
-copyone30:
-	ADDQ $0x00000008, R13
+copyvec18:
+	CMPQ    R13, R14
+	JG      copyone19
+	VMOVUPS (R11)(R13*4), Y2
+	VMOVUPS Y2, (R12)(R13*4)
+	ADDQ    $0x00000008, R13
+	JMP     copyvec18
 
-copyloop32:
-	CMPQ R12, R13
-	JGE  copied31
-	MOVL (R9)(R12*4), R14
-	MOVL R14, (R10)(R12*4)
-	INCQ R12
-	JMP  copyloop32
+copyone19:
+	ADDQ $0x00000008, R14
 
-copied31:
-	LEAQ (BX)(R8*4), R9
-	LEAQ 160(SP), R10
-	MOVQ R11, R13
-	XORQ R12, R12
-	SUBQ $0x00000008, R13
+copyloop21:
+	CMPQ R13, R14
+	JGE  copied20
+	MOVL (R11)(R13*4), R15
+	MOVL R15, (R12)(R13*4)
+	INCQ R13
+	JMP  copyloop21
 
-copyvec33:
-	CMPQ    R12, R13
-	JG      copyone34
-	VMOVUPS (R9)(R12*4), Y2
-	VMOVUPS Y2, (R10)(R12*4)
-	ADDQ    $0x00000008, R12
-	JMP     copyvec33
+copied20:
+	LEAQ (BX)(R8*4), R11
+	LEAQ 160(SP), R12
+	MOVQ R10, R14
+	XORQ R13, R13
+	SUBQ $0x00000008, R14
 
-copyone34:
-	ADDQ $0x00000008, R13
+copyvec22:
+	CMPQ    R13, R14
+	JG      copyone23
+	VMOVUPS (R11)(R13*4), Y2
+	VMOVUPS Y2, (R12)(R13*4)
+	ADDQ    $0x00000008, R13
+	JMP     copyvec22
 
-copyloop36:
-	CMPQ R12, R13
-	JGE  copied35
-	MOVL (R9)(R12*4), R14
-	MOVL R14, (R10)(R12*4)
-	INCQ R12
-	JMP  copyloop36
+copyone23:
+	ADDQ $0x00000008, R14
 
-copied35:
+copyloop25:
+	CMPQ R13, R14
+	JGE  copied24
+	MOVL (R11)(R13*4), R15
+	MOVL R15, (R12)(R13*4)
+	INCQ R13
+	JMP  copyloop25
+
+copied24:
 	VMOVUPS 128(SP), Y2
 	VMULPS  Y2, Y1, Y2
-	VMOVUPS 160(SP), Y1
-	VADDPS  Y0, Y1, Y1
-	VMULPS  Y1, Y2, Y2
+	VMOVUPS 160(SP), Y3
+	VADDPS  Y0, Y3, Y3
+	VMULPS  Y3, Y2, Y2
 	VMOVUPS Y2, 192(SP)
-	LEAQ    192(SP), R10
-	LEAQ    (CX)(R8*4), R9
-	XORQ    R8, R8
-	SUBQ    $0x00000008, R11
+	LEAQ    192(SP), R12
+	LEAQ    (CX)(R8*4), R11
+	MOVQ    R10, R14
+	XORQ    R13, R13
+	SUBQ    $0x00000008, R14
 
-copyvec37:
-	CMPQ    R8, R11
-	JG      copyone38
-	VMOVUPS (R10)(R8*4), Y0
-	VMOVUPS Y0, (R9)(R8*4)
-	ADDQ    $0x00000008, R8
-	JMP     copyvec37
+copyvec26:
+	CMPQ    R13, R14
+	JG      copyone27
+	VMOVUPS (R12)(R13*4), Y2
+	VMOVUPS Y2, (R11)(R13*4)
+	ADDQ    $0x00000008, R13
+	JMP     copyvec26
 
-copyone38:
-	ADDQ $0x00000008, R11
+copyone27:
+	ADDQ $0x00000008, R14
 
-copyloop40:
-	CMPQ R8, R11
-	JGE  copied39
-	MOVL (R10)(R8*4), R12
-	MOVL R12, (R9)(R8*4)
-	INCQ R8
-	JMP  copyloop40
+copyloop29:
+	CMPQ R13, R14
+	JGE  copied28
+	MOVL (R12)(R13*4), R15
+	MOVL R15, (R11)(R13*4)
+	INCQ R13
+	JMP  copyloop29
 
-copied39:
+copied28:
+	ADDQ R10, R8
+	CMPQ R8, job_d+0(AX)
+	JB   scalentgo
+
 scaled:
 	ADDQ DI, DX
 	ADDQ DI, CX
@@ -14699,72 +14451,26 @@ scalepfloop:
 
 scalent:
 	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
-	MOVQ CX, R10
-	NEGQ R10
-	ANDQ $0x0000001f, R10
-	SHRQ $0x02, R10
-	JZ   scalentloop
-	CMPQ R10, job_d+0(AX)
+	MOVQ CX, R9
+	NEGQ R9
+	ANDQ $0x0000001f, R9
+	SHRQ $0x02, R9
+	JZ   scalentgo
+	CMPQ R9, job_d+0(AX)
 	JLE  scalehead
-	MOVQ job_d+0(AX), R10
+	MOVQ job_d+0(AX), R9
 
 scalehead:
-	LEAQ (BX)(DI*4), R11
-	LEAQ 128(SP), R12
-	MOVQ R10, R14
-	XORQ R13, R13
-	SUBQ $0x00000008, R14
+	JMP partout
 
-copyvec17:
-	CMPQ    R13, R14
-	JG      copyone18
-	VMOVUPS (R11)(R13*4), Y0
-	VMOVUPS Y0, (R12)(R13*4)
-	ADDQ    $0x00000008, R13
-	JMP     copyvec17
+scalentgo:
+	MOVQ SI, R9
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows17
+	SHLQ $0x03, R9
 
-copyone18:
-	ADDQ $0x00000008, R14
-
-copyloop20:
-	CMPQ R13, R14
-	JGE  copied19
-	MOVL (R11)(R13*4), R15
-	MOVL R15, (R12)(R13*4)
-	INCQ R13
-	JMP  copyloop20
-
-copied19:
-	VMOVUPS 128(SP), Y0
-	VMULPS  Y0, Y1, Y0
-	VMOVUPS Y0, 192(SP)
-	LEAQ    192(SP), R12
-	LEAQ    (CX)(DI*4), R11
-	MOVQ    R10, R14
-	XORQ    R13, R13
-	SUBQ    $0x00000008, R14
-
-copyvec21:
-	CMPQ    R13, R14
-	JG      copyone22
-	VMOVUPS (R12)(R13*4), Y0
-	VMOVUPS Y0, (R11)(R13*4)
-	ADDQ    $0x00000008, R13
-	JMP     copyvec21
-
-copyone22:
-	ADDQ $0x00000008, R14
-
-copyloop24:
-	CMPQ R13, R14
-	JGE  copied23
-	MOVL (R12)(R13*4), R15
-	MOVL R15, (R11)(R13*4)
-	INCQ R13
-	JMP  copyloop24
-
-copied23:
-	ADDQ R10, DI
+longrows17:
+	ADDQ BX, R9
 
 	PCALIGN $32
 scalentloop:
@@ -14795,63 +14501,71 @@ scaleone:
 	JMP     scaleone
 
 scalepart:
-	MOVQ job_d+0(AX), R10
-	SUBQ DI, R10
+	MOVQ job_d+0(AX), R9
+	SUBQ DI, R9
 	JZ   scaled
-	LEAQ (BX)(DI*4), R8
-	LEAQ 128(SP), R9
-	MOVQ R10, R12
-	XORQ R11, R11
-	SUBQ $0x00000008, R12
 
-copyvec25:
-	CMPQ    R11, R12
-	JG      copyone26
-	VMOVUPS (R8)(R11*4), Y0
-	VMOVUPS Y0, (R9)(R11*4)
-	ADDQ    $0x00000008, R11
-	JMP     copyvec25
+	// The last n < lanes elements, or the first n of a non-temporal row (i + n < d: back to its loop).
+partout:
+	LEAQ (BX)(DI*4), R10
+	LEAQ 128(SP), R11
+	MOVQ R9, R13
+	XORQ R12, R12
+	SUBQ $0x00000008, R13
 
-copyone26:
-	ADDQ $0x00000008, R12
+copyvec18:
+	CMPQ    R12, R13
+	JG      copyone19
+	VMOVUPS (R10)(R12*4), Y0
+	VMOVUPS Y0, (R11)(R12*4)
+	ADDQ    $0x00000008, R12
+	JMP     copyvec18
 
-copyloop28:
-	CMPQ R11, R12
-	JGE  copied27
-	MOVL (R8)(R11*4), R13
-	MOVL R13, (R9)(R11*4)
-	INCQ R11
-	JMP  copyloop28
+copyone19:
+	ADDQ $0x00000008, R13
 
-copied27:
+copyloop21:
+	CMPQ R12, R13
+	JGE  copied20
+	MOVL (R10)(R12*4), R14
+	MOVL R14, (R11)(R12*4)
+	INCQ R12
+	JMP  copyloop21
+
+copied20:
 	VMOVUPS 128(SP), Y0
 	VMULPS  Y0, Y1, Y0
 	VMOVUPS Y0, 192(SP)
-	LEAQ    192(SP), R9
-	LEAQ    (CX)(DI*4), R8
-	XORQ    DI, DI
-	SUBQ    $0x00000008, R10
+	LEAQ    192(SP), R11
+	LEAQ    (CX)(DI*4), R10
+	MOVQ    R9, R13
+	XORQ    R12, R12
+	SUBQ    $0x00000008, R13
 
-copyvec29:
-	CMPQ    DI, R10
-	JG      copyone30
-	VMOVUPS (R9)(DI*4), Y0
-	VMOVUPS Y0, (R8)(DI*4)
-	ADDQ    $0x00000008, DI
-	JMP     copyvec29
+copyvec22:
+	CMPQ    R12, R13
+	JG      copyone23
+	VMOVUPS (R11)(R12*4), Y0
+	VMOVUPS Y0, (R10)(R12*4)
+	ADDQ    $0x00000008, R12
+	JMP     copyvec22
 
-copyone30:
-	ADDQ $0x00000008, R10
+copyone23:
+	ADDQ $0x00000008, R13
 
-copyloop32:
-	CMPQ DI, R10
-	JGE  copied31
-	MOVL (R9)(DI*4), R11
-	MOVL R11, (R8)(DI*4)
-	INCQ DI
-	JMP  copyloop32
+copyloop25:
+	CMPQ R12, R13
+	JGE  copied24
+	MOVL (R11)(R12*4), R14
+	MOVL R14, (R10)(R12*4)
+	INCQ R12
+	JMP  copyloop25
 
-copied31:
+copied24:
+	ADDQ R9, DI
+	CMPQ DI, job_d+0(AX)
+	JB   scalentgo
+
 scaled:
 	ADDQ SI, DX
 	ADDQ SI, CX
@@ -15445,17 +15159,17 @@ scaleoffsetlooppf15:
 
 scalent:
 	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
-	MOVQ CX, R11
-	NEGQ R11
-	ANDQ $0x0000001f, R11
-	SHRQ $0x01, R11
-	JZ   scalentloop
-	CMPQ R11, job_d+0(AX)
+	MOVQ CX, R9
+	NEGQ R9
+	ANDQ $0x0000001f, R9
+	SHRQ $0x01, R9
+	JZ   scalentgo
+	CMPQ R9, job_d+0(AX)
 	JLE  scalehead
-	MOVQ job_d+0(AX), R11
+	MOVQ job_d+0(AX), R9
 
 scalehead:
-	CMPQ      R11, $0x00000008
+	CMPQ      R9, $0x00000008
 	JB        scaleheadpart
 	VPMOVZXWD (DX)(DI*2), Y2
 	VPSLLD    $0x10, Y2, Y2
@@ -15486,117 +15200,20 @@ notrn18:
 	VPACKUSDW    X2, X3, X2
 	VMOVDQU      X2, (CX)(DI*2)
 	ADDQ         $0x00000008, DI
-	SUBQ         $0x00000008, R11
-	JZ           scalentloop
+	SUBQ         $0x00000008, R9
+	JZ           scalentgo
 
 scaleheadpart:
-	LEAQ (DX)(DI*2), R10
-	LEAQ 128(SP), R12
-	MOVQ R11, R14
-	XORQ R13, R13
-	SUBQ $0x00000010, R14
+	JMP partout
 
-copyvec19:
-	CMPQ    R13, R14
-	JG      copyone20
-	VMOVUPS (R10)(R13*2), Y2
-	VMOVUPS Y2, (R12)(R13*2)
-	ADDQ    $0x00000010, R13
-	JMP     copyvec19
+scalentgo:
+	MOVQ SI, R9
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows19
+	SHLQ $0x03, R9
 
-copyone20:
-	ADDQ $0x00000010, R14
-
-copyloop22:
-	CMPQ R13, R14
-	JGE  copied21
-	MOVW (R10)(R13*2), R15
-	MOVW R15, (R12)(R13*2)
-	INCQ R13
-	JMP  copyloop22
-
-copied21:
-	LEAQ (BX)(DI*4), R10
-	LEAQ 160(SP), R12
-	MOVQ R11, R14
-	XORQ R13, R13
-	SUBQ $0x00000008, R14
-
-copyvec23:
-	CMPQ    R13, R14
-	JG      copyone24
-	VMOVUPS (R10)(R13*4), Y2
-	VMOVUPS Y2, (R12)(R13*4)
-	ADDQ    $0x00000008, R13
-	JMP     copyvec23
-
-copyone24:
-	ADDQ $0x00000008, R14
-
-copyloop26:
-	CMPQ R13, R14
-	JGE  copied25
-	MOVL (R10)(R13*4), R15
-	MOVL R15, (R12)(R13*4)
-	INCQ R13
-	JMP  copyloop26
-
-copied25:
-	VPMOVZXWD 128(SP), Y2
-	VPSLLD    $0x10, Y2, Y2
-	VMULPS    Y2, Y1, Y2
-	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn27
-	VPSRLD    $0x10, Y2, Y3
-	VPAND     avx2bfone<>+0(SB), Y3, Y3
-	VPADDD    avx2bfbias<>+0(SB), Y3, Y3
-	VPADDD    Y2, Y3, Y3
-	VPAND     avx2bfhigh<>+0(SB), Y3, Y3
-	VCMPPS    $0x03, Y2, Y2, Y2
-	VBLENDVPS Y2, avx2bfnanhigh<>+0(SB), Y3, Y3
-	VMOVUPS   Y3, Y2
-
-notrn27:
-	VMOVUPS      160(SP), Y3
-	VADDPS       Y0, Y3, Y3
-	VMULPS       Y3, Y2, Y2
-	VPSRLD       $0x10, Y2, Y3
-	VPAND        avx2bfone<>+0(SB), Y3, Y3
-	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
-	VPADDD       Y2, Y3, Y3
-	VPSRLD       $0x10, Y3, Y3
-	VCMPPS       $0x03, Y2, Y2, Y2
-	VBLENDVPS    Y2, avx2bfnanlow<>+0(SB), Y3, Y3
-	VEXTRACTI128 $0x01, Y3, X2
-	VPACKUSDW    X2, X3, X2
-	VMOVDQU      X2, 192(SP)
-	LEAQ         192(SP), R12
-	LEAQ         (CX)(DI*2), R10
-	MOVQ         R11, R14
-	XORQ         R13, R13
-	SUBQ         $0x00000010, R14
-
-copyvec28:
-	CMPQ    R13, R14
-	JG      copyone29
-	VMOVUPS (R12)(R13*2), Y2
-	VMOVUPS Y2, (R10)(R13*2)
-	ADDQ    $0x00000010, R13
-	JMP     copyvec28
-
-copyone29:
-	ADDQ $0x00000010, R14
-
-copyloop31:
-	CMPQ R13, R14
-	JGE  copied30
-	MOVW (R12)(R13*2), R15
-	MOVW R15, (R10)(R13*2)
-	INCQ R13
-	JMP  copyloop31
-
-copied30:
-	ADDQ R11, DI
+longrows19:
+	ADDQ DX, R9
 	MOVL job_flags+0(AX), R10
 
 	PCALIGN $32
@@ -15617,7 +15234,7 @@ scalentloop:
 	VPSLLD     $0x10, Y5, Y5
 	VMULPS     Y1, Y5, Y5
 	TESTL      $0x00000008, job_flags+0(AX)
-	JZ         notrn32
+	JZ         notrn20
 	VPSRLD     $0x10, Y2, Y6
 	VPAND      avx2bfone<>+0(SB), Y6, Y6
 	VPADDD     avx2bfbias<>+0(SB), Y6, Y6
@@ -15651,15 +15268,15 @@ scalentloop:
 	VBLENDVPS  Y5, avx2bfnanhigh<>+0(SB), Y6, Y6
 	VMOVUPS    Y6, Y5
 
-notrn32:
+notrn20:
 	TESTL  $0x00000010, R10
-	JNZ    offset33
+	JNZ    offset21
 	VMULPS (BX)(DI*4), Y2, Y2
 	VMULPS 32(BX)(DI*4), Y3, Y3
 	VMULPS 64(BX)(DI*4), Y4, Y4
 	VMULPS 96(BX)(DI*4), Y5, Y5
 
-weighed34:
+weighed22:
 	VPSRLD    $0x10, Y2, Y6
 	VPAND     avx2bfone<>+0(SB), Y6, Y6
 	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
@@ -15697,7 +15314,7 @@ weighed34:
 	ADDQ      $0x00000020, DI
 	JMP       scalentloop
 
-offset33:
+offset21:
 	VMOVUPS (BX)(DI*4), Y6
 	VADDPS  Y0, Y6, Y6
 	VMULPS  Y6, Y2, Y2
@@ -15710,7 +15327,7 @@ offset33:
 	VMOVUPS 96(BX)(DI*4), Y6
 	VADDPS  Y0, Y6, Y6
 	VMULPS  Y6, Y5, Y5
-	JMP     weighed34
+	JMP     weighed22
 
 scaletail:
 	ADDQ $0x00000018, R8
@@ -15722,7 +15339,7 @@ scaleone:
 	VPSLLD    $0x10, Y2, Y2
 	VMULPS    Y1, Y2, Y2
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn35
+	JZ        notrn23
 	VPSRLD    $0x10, Y2, Y3
 	VPAND     avx2bfone<>+0(SB), Y3, Y3
 	VPADDD    avx2bfbias<>+0(SB), Y3, Y3
@@ -15732,7 +15349,7 @@ scaleone:
 	VBLENDVPS Y2, avx2bfnanhigh<>+0(SB), Y3, Y3
 	VMOVUPS   Y3, Y2
 
-notrn35:
+notrn23:
 	VMOVUPS      (BX)(DI*4), Y3
 	VADDPS       Y0, Y3, Y3
 	VMULPS       Y3, Y2, Y2
@@ -15750,115 +15367,122 @@ notrn35:
 	JMP          scaleone
 
 scalepart:
-	MOVQ job_d+0(AX), R11
-	SUBQ DI, R11
+	MOVQ job_d+0(AX), R9
+	SUBQ DI, R9
 	JZ   scaled
-	LEAQ (DX)(DI*2), R8
-	LEAQ 128(SP), R9
-	MOVQ R11, R12
-	XORQ R10, R10
-	SUBQ $0x00000010, R12
 
-copyvec36:
-	CMPQ    R10, R12
-	JG      copyone37
-	VMOVUPS (R8)(R10*2), Y2
-	VMOVUPS Y2, (R9)(R10*2)
-	ADDQ    $0x00000010, R10
-	JMP     copyvec36
+	// The last n < lanes elements, or the first n of a non-temporal row (i + n < d: back to its loop).
+partout:
+	LEAQ (DX)(DI*2), R10
+	LEAQ 128(SP), R11
+	MOVQ R9, R13
+	XORQ R12, R12
+	SUBQ $0x00000010, R13
 
-copyone37:
-	ADDQ $0x00000010, R12
+copyvec24:
+	CMPQ    R12, R13
+	JG      copyone25
+	VMOVUPS (R10)(R12*2), Y2
+	VMOVUPS Y2, (R11)(R12*2)
+	ADDQ    $0x00000010, R12
+	JMP     copyvec24
 
-copyloop39:
-	CMPQ R10, R12
-	JGE  copied38
-	MOVW (R8)(R10*2), R13
-	MOVW R13, (R9)(R10*2)
-	INCQ R10
-	JMP  copyloop39
+copyone25:
+	ADDQ $0x00000010, R13
 
-copied38:
-	LEAQ (BX)(DI*4), R8
-	LEAQ 160(SP), R9
-	MOVQ R11, R12
-	XORQ R10, R10
-	SUBQ $0x00000008, R12
+copyloop27:
+	CMPQ R12, R13
+	JGE  copied26
+	MOVW (R10)(R12*2), R14
+	MOVW R14, (R11)(R12*2)
+	INCQ R12
+	JMP  copyloop27
 
-copyvec40:
-	CMPQ    R10, R12
-	JG      copyone41
-	VMOVUPS (R8)(R10*4), Y2
-	VMOVUPS Y2, (R9)(R10*4)
-	ADDQ    $0x00000008, R10
-	JMP     copyvec40
+copied26:
+	LEAQ (BX)(DI*4), R10
+	LEAQ 160(SP), R11
+	MOVQ R9, R13
+	XORQ R12, R12
+	SUBQ $0x00000008, R13
 
-copyone41:
-	ADDQ $0x00000008, R12
+copyvec28:
+	CMPQ    R12, R13
+	JG      copyone29
+	VMOVUPS (R10)(R12*4), Y2
+	VMOVUPS Y2, (R11)(R12*4)
+	ADDQ    $0x00000008, R12
+	JMP     copyvec28
 
-copyloop43:
-	CMPQ R10, R12
-	JGE  copied42
-	MOVL (R8)(R10*4), R13
-	MOVL R13, (R9)(R10*4)
-	INCQ R10
-	JMP  copyloop43
+copyone29:
+	ADDQ $0x00000008, R13
 
-copied42:
+copyloop31:
+	CMPQ R12, R13
+	JGE  copied30
+	MOVL (R10)(R12*4), R14
+	MOVL R14, (R11)(R12*4)
+	INCQ R12
+	JMP  copyloop31
+
+copied30:
 	VPMOVZXWD 128(SP), Y2
 	VPSLLD    $0x10, Y2, Y2
 	VMULPS    Y2, Y1, Y2
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn44
-	VPSRLD    $0x10, Y2, Y1
-	VPAND     avx2bfone<>+0(SB), Y1, Y1
-	VPADDD    avx2bfbias<>+0(SB), Y1, Y1
-	VPADDD    Y2, Y1, Y1
-	VPAND     avx2bfhigh<>+0(SB), Y1, Y1
+	JZ        notrn32
+	VPSRLD    $0x10, Y2, Y3
+	VPAND     avx2bfone<>+0(SB), Y3, Y3
+	VPADDD    avx2bfbias<>+0(SB), Y3, Y3
+	VPADDD    Y2, Y3, Y3
+	VPAND     avx2bfhigh<>+0(SB), Y3, Y3
 	VCMPPS    $0x03, Y2, Y2, Y2
-	VBLENDVPS Y2, avx2bfnanhigh<>+0(SB), Y1, Y1
-	VMOVUPS   Y1, Y2
+	VBLENDVPS Y2, avx2bfnanhigh<>+0(SB), Y3, Y3
+	VMOVUPS   Y3, Y2
 
-notrn44:
-	VMOVUPS      160(SP), Y1
-	VADDPS       Y0, Y1, Y1
-	VMULPS       Y1, Y2, Y2
-	VPSRLD       $0x10, Y2, Y0
-	VPAND        avx2bfone<>+0(SB), Y0, Y0
-	VPADDD       avx2bfbias<>+0(SB), Y0, Y0
-	VPADDD       Y2, Y0, Y0
-	VPSRLD       $0x10, Y0, Y0
-	VCMPPS       $0x03, Y2, Y2, Y1
-	VBLENDVPS    Y1, avx2bfnanlow<>+0(SB), Y0, Y0
-	VEXTRACTI128 $0x01, Y0, X1
-	VPACKUSDW    X1, X0, X1
-	VMOVDQU      X1, 192(SP)
-	LEAQ         192(SP), R9
-	LEAQ         (CX)(DI*2), R8
-	MOVQ         R11, R10
-	XORQ         DI, DI
-	SUBQ         $0x00000010, R10
+notrn32:
+	VMOVUPS      160(SP), Y3
+	VADDPS       Y0, Y3, Y3
+	VMULPS       Y3, Y2, Y2
+	VPSRLD       $0x10, Y2, Y3
+	VPAND        avx2bfone<>+0(SB), Y3, Y3
+	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
+	VPADDD       Y2, Y3, Y3
+	VPSRLD       $0x10, Y3, Y3
+	VCMPPS       $0x03, Y2, Y2, Y2
+	VBLENDVPS    Y2, avx2bfnanlow<>+0(SB), Y3, Y3
+	VEXTRACTI128 $0x01, Y3, X2
+	VPACKUSDW    X2, X3, X2
+	VMOVDQU      X2, 192(SP)
+	LEAQ         192(SP), R11
+	LEAQ         (CX)(DI*2), R10
+	MOVQ         R9, R13
+	XORQ         R12, R12
+	SUBQ         $0x00000010, R13
 
-copyvec45:
-	CMPQ    DI, R10
-	JG      copyone46
-	VMOVUPS (R9)(DI*2), Y0
-	VMOVUPS Y0, (R8)(DI*2)
-	ADDQ    $0x00000010, DI
-	JMP     copyvec45
+copyvec33:
+	CMPQ    R12, R13
+	JG      copyone34
+	VMOVUPS (R11)(R12*2), Y2
+	VMOVUPS Y2, (R10)(R12*2)
+	ADDQ    $0x00000010, R12
+	JMP     copyvec33
 
-copyone46:
-	ADDQ $0x00000010, R10
+copyone34:
+	ADDQ $0x00000010, R13
 
-copyloop48:
-	CMPQ DI, R10
-	JGE  copied47
-	MOVW (R9)(DI*2), R11
-	MOVW R11, (R8)(DI*2)
-	INCQ DI
-	JMP  copyloop48
+copyloop36:
+	CMPQ R12, R13
+	JGE  copied35
+	MOVW (R11)(R12*2), R14
+	MOVW R14, (R10)(R12*2)
+	INCQ R12
+	JMP  copyloop36
 
-copied47:
+copied35:
+	ADDQ R9, DI
+	CMPQ DI, job_d+0(AX)
+	JB   scalentgo
+
 scaled:
 	ADDQ SI, DX
 	ADDQ SI, CX
@@ -16293,17 +15917,17 @@ scalelooppf11:
 
 scalent:
 	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
-	MOVQ CX, R9
-	NEGQ R9
-	ANDQ $0x0000001f, R9
-	SHRQ $0x01, R9
-	JZ   scalentloop
-	CMPQ R9, job_d+0(AX)
+	MOVQ CX, R8
+	NEGQ R8
+	ANDQ $0x0000001f, R8
+	SHRQ $0x01, R8
+	JZ   scalentgo
+	CMPQ R8, job_d+0(AX)
 	JLE  scalehead
-	MOVQ job_d+0(AX), R9
+	MOVQ job_d+0(AX), R8
 
 scalehead:
-	CMPQ         R9, $0x00000008
+	CMPQ         R8, $0x00000008
 	JB           scaleheadpart
 	VPMOVZXWD    (DX)(SI*2), Y0
 	VPSLLD       $0x10, Y0, Y0
@@ -16319,76 +15943,20 @@ scalehead:
 	VPACKUSDW    X0, X2, X0
 	VMOVDQU      X0, (CX)(SI*2)
 	ADDQ         $0x00000008, SI
-	SUBQ         $0x00000008, R9
-	JZ           scalentloop
+	SUBQ         $0x00000008, R8
+	JZ           scalentgo
 
 scaleheadpart:
-	LEAQ (DX)(SI*2), R10
-	LEAQ 128(SP), R11
-	MOVQ R9, R13
-	XORQ R12, R12
-	SUBQ $0x00000010, R13
+	JMP partout
 
-copyvec13:
-	CMPQ    R12, R13
-	JG      copyone14
-	VMOVUPS (R10)(R12*2), Y0
-	VMOVUPS Y0, (R11)(R12*2)
-	ADDQ    $0x00000010, R12
-	JMP     copyvec13
+scalentgo:
+	MOVQ BX, R8
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows13
+	SHLQ $0x03, R8
 
-copyone14:
-	ADDQ $0x00000010, R13
-
-copyloop16:
-	CMPQ R12, R13
-	JGE  copied15
-	MOVW (R10)(R12*2), R14
-	MOVW R14, (R11)(R12*2)
-	INCQ R12
-	JMP  copyloop16
-
-copied15:
-	VPMOVZXWD    128(SP), Y0
-	VPSLLD       $0x10, Y0, Y0
-	VMULPS       Y0, Y1, Y0
-	VPSRLD       $0x10, Y0, Y2
-	VPAND        avx2bfone<>+0(SB), Y2, Y2
-	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD       Y0, Y2, Y2
-	VPSRLD       $0x10, Y2, Y2
-	VCMPPS       $0x03, Y0, Y0, Y0
-	VBLENDVPS    Y0, avx2bfnanlow<>+0(SB), Y2, Y2
-	VEXTRACTI128 $0x01, Y2, X0
-	VPACKUSDW    X0, X2, X0
-	VMOVDQU      X0, 192(SP)
-	LEAQ         192(SP), R11
-	LEAQ         (CX)(SI*2), R10
-	MOVQ         R9, R13
-	XORQ         R12, R12
-	SUBQ         $0x00000010, R13
-
-copyvec17:
-	CMPQ    R12, R13
-	JG      copyone18
-	VMOVUPS (R11)(R12*2), Y0
-	VMOVUPS Y0, (R10)(R12*2)
-	ADDQ    $0x00000010, R12
-	JMP     copyvec17
-
-copyone18:
-	ADDQ $0x00000010, R13
-
-copyloop20:
-	CMPQ R12, R13
-	JGE  copied19
-	MOVW (R11)(R12*2), R14
-	MOVW R14, (R10)(R12*2)
-	INCQ R12
-	JMP  copyloop20
-
-copied19:
-	ADDQ R9, SI
+longrows13:
+	ADDQ DX, R8
 
 	PCALIGN $32
 scalentloop:
@@ -16467,73 +16035,81 @@ scaleone:
 	JMP          scaleone
 
 scalepart:
-	MOVQ job_d+0(AX), R9
-	SUBQ SI, R9
+	MOVQ job_d+0(AX), R8
+	SUBQ SI, R8
 	JZ   scaled
-	LEAQ (DX)(SI*2), DI
-	LEAQ 128(SP), R8
-	MOVQ R9, R11
-	XORQ R10, R10
-	SUBQ $0x00000010, R11
 
-copyvec21:
-	CMPQ    R10, R11
-	JG      copyone22
-	VMOVUPS (DI)(R10*2), Y0
-	VMOVUPS Y0, (R8)(R10*2)
-	ADDQ    $0x00000010, R10
-	JMP     copyvec21
+	// The last n < lanes elements, or the first n of a non-temporal row (i + n < d: back to its loop).
+partout:
+	LEAQ (DX)(SI*2), R9
+	LEAQ 128(SP), R10
+	MOVQ R8, R12
+	XORQ R11, R11
+	SUBQ $0x00000010, R12
 
-copyone22:
-	ADDQ $0x00000010, R11
+copyvec14:
+	CMPQ    R11, R12
+	JG      copyone15
+	VMOVUPS (R9)(R11*2), Y0
+	VMOVUPS Y0, (R10)(R11*2)
+	ADDQ    $0x00000010, R11
+	JMP     copyvec14
 
-copyloop24:
-	CMPQ R10, R11
-	JGE  copied23
-	MOVW (DI)(R10*2), R12
-	MOVW R12, (R8)(R10*2)
-	INCQ R10
-	JMP  copyloop24
+copyone15:
+	ADDQ $0x00000010, R12
 
-copied23:
+copyloop17:
+	CMPQ R11, R12
+	JGE  copied16
+	MOVW (R9)(R11*2), R13
+	MOVW R13, (R10)(R11*2)
+	INCQ R11
+	JMP  copyloop17
+
+copied16:
 	VPMOVZXWD    128(SP), Y0
 	VPSLLD       $0x10, Y0, Y0
 	VMULPS       Y0, Y1, Y0
-	VPSRLD       $0x10, Y0, Y1
-	VPAND        avx2bfone<>+0(SB), Y1, Y1
-	VPADDD       avx2bfbias<>+0(SB), Y1, Y1
-	VPADDD       Y0, Y1, Y1
-	VPSRLD       $0x10, Y1, Y1
+	VPSRLD       $0x10, Y0, Y2
+	VPAND        avx2bfone<>+0(SB), Y2, Y2
+	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD       Y0, Y2, Y2
+	VPSRLD       $0x10, Y2, Y2
 	VCMPPS       $0x03, Y0, Y0, Y0
-	VBLENDVPS    Y0, avx2bfnanlow<>+0(SB), Y1, Y1
-	VEXTRACTI128 $0x01, Y1, X0
-	VPACKUSDW    X0, X1, X0
+	VBLENDVPS    Y0, avx2bfnanlow<>+0(SB), Y2, Y2
+	VEXTRACTI128 $0x01, Y2, X0
+	VPACKUSDW    X0, X2, X0
 	VMOVDQU      X0, 192(SP)
-	LEAQ         192(SP), R8
-	LEAQ         (CX)(SI*2), DI
-	XORQ         SI, SI
-	SUBQ         $0x00000010, R9
+	LEAQ         192(SP), R10
+	LEAQ         (CX)(SI*2), R9
+	MOVQ         R8, R12
+	XORQ         R11, R11
+	SUBQ         $0x00000010, R12
 
-copyvec25:
-	CMPQ    SI, R9
-	JG      copyone26
-	VMOVUPS (R8)(SI*2), Y0
-	VMOVUPS Y0, (DI)(SI*2)
-	ADDQ    $0x00000010, SI
-	JMP     copyvec25
+copyvec18:
+	CMPQ    R11, R12
+	JG      copyone19
+	VMOVUPS (R10)(R11*2), Y0
+	VMOVUPS Y0, (R9)(R11*2)
+	ADDQ    $0x00000010, R11
+	JMP     copyvec18
 
-copyone26:
-	ADDQ $0x00000010, R9
+copyone19:
+	ADDQ $0x00000010, R12
 
-copyloop28:
-	CMPQ SI, R9
-	JGE  copied27
-	MOVW (R8)(SI*2), R10
-	MOVW R10, (DI)(SI*2)
-	INCQ SI
-	JMP  copyloop28
+copyloop21:
+	CMPQ R11, R12
+	JGE  copied20
+	MOVW (R10)(R11*2), R13
+	MOVW R13, (R9)(R11*2)
+	INCQ R11
+	JMP  copyloop21
 
-copied27:
+copied20:
+	ADDQ R8, SI
+	CMPQ SI, job_d+0(AX)
+	JB   scalentgo
+
 scaled:
 	ADDQ BX, DX
 	ADDQ BX, CX
@@ -17333,17 +16909,17 @@ scaleoffsetlooppf21:
 
 scalent:
 	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
-	MOVQ CX, R12
-	NEGQ R12
-	ANDQ $0x0000001f, R12
-	SHRQ $0x01, R12
-	JZ   scalentloop
-	CMPQ R12, job_d+0(AX)
+	MOVQ CX, R10
+	NEGQ R10
+	ANDQ $0x0000001f, R10
+	SHRQ $0x01, R10
+	JZ   scalentgo
+	CMPQ R10, job_d+0(AX)
 	JLE  scalehead
-	MOVQ job_d+0(AX), R12
+	MOVQ job_d+0(AX), R10
 
 scalehead:
-	CMPQ      R12, $0x00000008
+	CMPQ      R10, $0x00000008
 	JB        scaleheadpart
 	VPMOVZXWD (SI)(R8*2), Y2
 	VPSLLD    $0x10, Y2, Y2
@@ -17374,117 +16950,20 @@ notrn24:
 	VPACKUSDW    X2, X3, X2
 	VMOVDQU      X2, (CX)(R8*2)
 	ADDQ         $0x00000008, R8
-	SUBQ         $0x00000008, R12
-	JZ           scalentloop
+	SUBQ         $0x00000008, R10
+	JZ           scalentgo
 
 scaleheadpart:
-	LEAQ (SI)(R8*2), R11
-	LEAQ 128(SP), R13
-	MOVQ R12, R15
-	XORQ R14, R14
-	SUBQ $0x00000010, R15
+	JMP partout
 
-copyvec25:
-	CMPQ    R14, R15
-	JG      copyone26
-	VMOVUPS (R11)(R14*2), Y2
-	VMOVUPS Y2, (R13)(R14*2)
-	ADDQ    $0x00000010, R14
-	JMP     copyvec25
+scalentgo:
+	MOVQ DI, R10
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows25
+	SHLQ $0x03, R10
 
-copyone26:
-	ADDQ $0x00000010, R15
-
-copyloop28:
-	CMPQ R14, R15
-	JGE  copied27
-	MOVW (R11)(R14*2), BP
-	MOVW BP, (R13)(R14*2)
-	INCQ R14
-	JMP  copyloop28
-
-copied27:
-	LEAQ (BX)(R8*4), R11
-	LEAQ 160(SP), R13
-	MOVQ R12, R15
-	XORQ R14, R14
-	SUBQ $0x00000008, R15
-
-copyvec29:
-	CMPQ    R14, R15
-	JG      copyone30
-	VMOVUPS (R11)(R14*4), Y2
-	VMOVUPS Y2, (R13)(R14*4)
-	ADDQ    $0x00000008, R14
-	JMP     copyvec29
-
-copyone30:
-	ADDQ $0x00000008, R15
-
-copyloop32:
-	CMPQ R14, R15
-	JGE  copied31
-	MOVL (R11)(R14*4), BP
-	MOVL BP, (R13)(R14*4)
-	INCQ R14
-	JMP  copyloop32
-
-copied31:
-	VPMOVZXWD 128(SP), Y2
-	VPSLLD    $0x10, Y2, Y2
-	VMULPS    Y2, Y1, Y2
-	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn33
-	VPSRLD    $0x10, Y2, Y3
-	VPAND     avx2bfone<>+0(SB), Y3, Y3
-	VPADDD    avx2bfbias<>+0(SB), Y3, Y3
-	VPADDD    Y2, Y3, Y3
-	VPAND     avx2bfhigh<>+0(SB), Y3, Y3
-	VCMPPS    $0x03, Y2, Y2, Y2
-	VBLENDVPS Y2, avx2bfnanhigh<>+0(SB), Y3, Y3
-	VMOVUPS   Y3, Y2
-
-notrn33:
-	VMOVUPS      160(SP), Y3
-	VADDPS       Y0, Y3, Y3
-	VMULPS       Y3, Y2, Y2
-	VPSRLD       $0x10, Y2, Y3
-	VPAND        avx2bfone<>+0(SB), Y3, Y3
-	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
-	VPADDD       Y2, Y3, Y3
-	VPSRLD       $0x10, Y3, Y3
-	VCMPPS       $0x03, Y2, Y2, Y2
-	VBLENDVPS    Y2, avx2bfnanlow<>+0(SB), Y3, Y3
-	VEXTRACTI128 $0x01, Y3, X2
-	VPACKUSDW    X2, X3, X2
-	VMOVDQU      X2, 192(SP)
-	LEAQ         192(SP), R13
-	LEAQ         (CX)(R8*2), R11
-	MOVQ         R12, R15
-	XORQ         R14, R14
-	SUBQ         $0x00000010, R15
-
-copyvec34:
-	CMPQ    R14, R15
-	JG      copyone35
-	VMOVUPS (R13)(R14*2), Y2
-	VMOVUPS Y2, (R11)(R14*2)
-	ADDQ    $0x00000010, R14
-	JMP     copyvec34
-
-copyone35:
-	ADDQ $0x00000010, R15
-
-copyloop37:
-	CMPQ R14, R15
-	JGE  copied36
-	MOVW (R13)(R14*2), BP
-	MOVW BP, (R11)(R14*2)
-	INCQ R14
-	JMP  copyloop37
-
-copied36:
-	ADDQ R12, R8
+longrows25:
+	ADDQ SI, R10
 	MOVL job_flags+0(AX), R11
 
 	PCALIGN $32
@@ -17505,7 +16984,7 @@ scalentloop:
 	VPSLLD     $0x10, Y5, Y5
 	VMULPS     Y1, Y5, Y5
 	TESTL      $0x00000008, job_flags+0(AX)
-	JZ         notrn38
+	JZ         notrn26
 	VPSRLD     $0x10, Y2, Y6
 	VPAND      avx2bfone<>+0(SB), Y6, Y6
 	VPADDD     avx2bfbias<>+0(SB), Y6, Y6
@@ -17539,15 +17018,15 @@ scalentloop:
 	VBLENDVPS  Y5, avx2bfnanhigh<>+0(SB), Y6, Y6
 	VMOVUPS    Y6, Y5
 
-notrn38:
+notrn26:
 	TESTL  $0x00000010, R11
-	JNZ    offset39
+	JNZ    offset27
 	VMULPS (BX)(R8*4), Y2, Y2
 	VMULPS 32(BX)(R8*4), Y3, Y3
 	VMULPS 64(BX)(R8*4), Y4, Y4
 	VMULPS 96(BX)(R8*4), Y5, Y5
 
-weighed40:
+weighed28:
 	VPSRLD    $0x10, Y2, Y6
 	VPAND     avx2bfone<>+0(SB), Y6, Y6
 	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
@@ -17585,7 +17064,7 @@ weighed40:
 	ADDQ      $0x00000020, R8
 	JMP       scalentloop
 
-offset39:
+offset27:
 	VMOVUPS (BX)(R8*4), Y6
 	VADDPS  Y0, Y6, Y6
 	VMULPS  Y6, Y2, Y2
@@ -17598,7 +17077,7 @@ offset39:
 	VMOVUPS 96(BX)(R8*4), Y6
 	VADDPS  Y0, Y6, Y6
 	VMULPS  Y6, Y5, Y5
-	JMP     weighed40
+	JMP     weighed28
 
 scaletail:
 	ADDQ $0x00000018, R9
@@ -17610,7 +17089,7 @@ scaleone:
 	VPSLLD    $0x10, Y2, Y2
 	VMULPS    Y1, Y2, Y2
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn41
+	JZ        notrn29
 	VPSRLD    $0x10, Y2, Y3
 	VPAND     avx2bfone<>+0(SB), Y3, Y3
 	VPADDD    avx2bfbias<>+0(SB), Y3, Y3
@@ -17620,7 +17099,7 @@ scaleone:
 	VBLENDVPS Y2, avx2bfnanhigh<>+0(SB), Y3, Y3
 	VMOVUPS   Y3, Y2
 
-notrn41:
+notrn29:
 	VMOVUPS      (BX)(R8*4), Y3
 	VADDPS       Y0, Y3, Y3
 	VMULPS       Y3, Y2, Y2
@@ -17638,115 +17117,122 @@ notrn41:
 	JMP          scaleone
 
 scalepart:
-	MOVQ job_d+0(AX), R12
-	SUBQ R8, R12
+	MOVQ job_d+0(AX), R10
+	SUBQ R8, R10
 	JZ   scaled
-	LEAQ (SI)(R8*2), R9
-	LEAQ 128(SP), R10
-	MOVQ R12, R13
-	XORQ R11, R11
-	SUBQ $0x00000010, R13
 
-copyvec42:
-	CMPQ    R11, R13
-	JG      copyone43
-	VMOVUPS (R9)(R11*2), Y2
-	VMOVUPS Y2, (R10)(R11*2)
-	ADDQ    $0x00000010, R11
-	JMP     copyvec42
+	// The last n < lanes elements, or the first n of a non-temporal row (i + n < d: back to its loop).
+partout:
+	LEAQ (SI)(R8*2), R11
+	LEAQ 128(SP), R12
+	MOVQ R10, R14
+	XORQ R13, R13
+	SUBQ $0x00000010, R14
 
-copyone43:
-	ADDQ $0x00000010, R13
+copyvec30:
+	CMPQ    R13, R14
+	JG      copyone31
+	VMOVUPS (R11)(R13*2), Y2
+	VMOVUPS Y2, (R12)(R13*2)
+	ADDQ    $0x00000010, R13
+	JMP     copyvec30
 
-copyloop45:
-	CMPQ R11, R13
-	JGE  copied44
-	MOVW (R9)(R11*2), R14
-	MOVW R14, (R10)(R11*2)
-	INCQ R11
-	JMP  copyloop45
+copyone31:
+	ADDQ $0x00000010, R14
 
-copied44:
-	LEAQ (BX)(R8*4), R9
-	LEAQ 160(SP), R10
-	MOVQ R12, R13
-	XORQ R11, R11
-	SUBQ $0x00000008, R13
+copyloop33:
+	CMPQ R13, R14
+	JGE  copied32
+	MOVW (R11)(R13*2), R15
+	MOVW R15, (R12)(R13*2)
+	INCQ R13
+	JMP  copyloop33
 
-copyvec46:
-	CMPQ    R11, R13
-	JG      copyone47
-	VMOVUPS (R9)(R11*4), Y2
-	VMOVUPS Y2, (R10)(R11*4)
-	ADDQ    $0x00000008, R11
-	JMP     copyvec46
+copied32:
+	LEAQ (BX)(R8*4), R11
+	LEAQ 160(SP), R12
+	MOVQ R10, R14
+	XORQ R13, R13
+	SUBQ $0x00000008, R14
 
-copyone47:
-	ADDQ $0x00000008, R13
+copyvec34:
+	CMPQ    R13, R14
+	JG      copyone35
+	VMOVUPS (R11)(R13*4), Y2
+	VMOVUPS Y2, (R12)(R13*4)
+	ADDQ    $0x00000008, R13
+	JMP     copyvec34
 
-copyloop49:
-	CMPQ R11, R13
-	JGE  copied48
-	MOVL (R9)(R11*4), R14
-	MOVL R14, (R10)(R11*4)
-	INCQ R11
-	JMP  copyloop49
+copyone35:
+	ADDQ $0x00000008, R14
 
-copied48:
+copyloop37:
+	CMPQ R13, R14
+	JGE  copied36
+	MOVL (R11)(R13*4), R15
+	MOVL R15, (R12)(R13*4)
+	INCQ R13
+	JMP  copyloop37
+
+copied36:
 	VPMOVZXWD 128(SP), Y2
 	VPSLLD    $0x10, Y2, Y2
 	VMULPS    Y2, Y1, Y2
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn50
-	VPSRLD    $0x10, Y2, Y1
-	VPAND     avx2bfone<>+0(SB), Y1, Y1
-	VPADDD    avx2bfbias<>+0(SB), Y1, Y1
-	VPADDD    Y2, Y1, Y1
-	VPAND     avx2bfhigh<>+0(SB), Y1, Y1
+	JZ        notrn38
+	VPSRLD    $0x10, Y2, Y3
+	VPAND     avx2bfone<>+0(SB), Y3, Y3
+	VPADDD    avx2bfbias<>+0(SB), Y3, Y3
+	VPADDD    Y2, Y3, Y3
+	VPAND     avx2bfhigh<>+0(SB), Y3, Y3
 	VCMPPS    $0x03, Y2, Y2, Y2
-	VBLENDVPS Y2, avx2bfnanhigh<>+0(SB), Y1, Y1
-	VMOVUPS   Y1, Y2
+	VBLENDVPS Y2, avx2bfnanhigh<>+0(SB), Y3, Y3
+	VMOVUPS   Y3, Y2
 
-notrn50:
-	VMOVUPS      160(SP), Y1
-	VADDPS       Y0, Y1, Y1
-	VMULPS       Y1, Y2, Y2
-	VPSRLD       $0x10, Y2, Y0
-	VPAND        avx2bfone<>+0(SB), Y0, Y0
-	VPADDD       avx2bfbias<>+0(SB), Y0, Y0
-	VPADDD       Y2, Y0, Y0
-	VPSRLD       $0x10, Y0, Y0
-	VCMPPS       $0x03, Y2, Y2, Y1
-	VBLENDVPS    Y1, avx2bfnanlow<>+0(SB), Y0, Y0
-	VEXTRACTI128 $0x01, Y0, X1
-	VPACKUSDW    X1, X0, X1
-	VMOVDQU      X1, 192(SP)
-	LEAQ         192(SP), R10
-	LEAQ         (CX)(R8*2), R9
-	MOVQ         R12, R11
-	XORQ         R8, R8
-	SUBQ         $0x00000010, R11
+notrn38:
+	VMOVUPS      160(SP), Y3
+	VADDPS       Y0, Y3, Y3
+	VMULPS       Y3, Y2, Y2
+	VPSRLD       $0x10, Y2, Y3
+	VPAND        avx2bfone<>+0(SB), Y3, Y3
+	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
+	VPADDD       Y2, Y3, Y3
+	VPSRLD       $0x10, Y3, Y3
+	VCMPPS       $0x03, Y2, Y2, Y2
+	VBLENDVPS    Y2, avx2bfnanlow<>+0(SB), Y3, Y3
+	VEXTRACTI128 $0x01, Y3, X2
+	VPACKUSDW    X2, X3, X2
+	VMOVDQU      X2, 192(SP)
+	LEAQ         192(SP), R12
+	LEAQ         (CX)(R8*2), R11
+	MOVQ         R10, R14
+	XORQ         R13, R13
+	SUBQ         $0x00000010, R14
 
-copyvec51:
-	CMPQ    R8, R11
-	JG      copyone52
-	VMOVUPS (R10)(R8*2), Y0
-	VMOVUPS Y0, (R9)(R8*2)
-	ADDQ    $0x00000010, R8
-	JMP     copyvec51
+copyvec39:
+	CMPQ    R13, R14
+	JG      copyone40
+	VMOVUPS (R12)(R13*2), Y2
+	VMOVUPS Y2, (R11)(R13*2)
+	ADDQ    $0x00000010, R13
+	JMP     copyvec39
 
-copyone52:
-	ADDQ $0x00000010, R11
+copyone40:
+	ADDQ $0x00000010, R14
 
-copyloop54:
-	CMPQ R8, R11
-	JGE  copied53
-	MOVW (R10)(R8*2), R12
-	MOVW R12, (R9)(R8*2)
-	INCQ R8
-	JMP  copyloop54
+copyloop42:
+	CMPQ R13, R14
+	JGE  copied41
+	MOVW (R12)(R13*2), R15
+	MOVW R15, (R11)(R13*2)
+	INCQ R13
+	JMP  copyloop42
 
-copied53:
+copied41:
+	ADDQ R10, R8
+	CMPQ R8, job_d+0(AX)
+	JB   scalentgo
+
 scaled:
 	ADDQ DI, DX
 	ADDQ DI, CX
@@ -18389,17 +17875,17 @@ scalelooppf17:
 
 scalent:
 	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
-	MOVQ CX, R10
-	NEGQ R10
-	ANDQ $0x0000001f, R10
-	SHRQ $0x01, R10
-	JZ   scalentloop
-	CMPQ R10, job_d+0(AX)
+	MOVQ CX, R9
+	NEGQ R9
+	ANDQ $0x0000001f, R9
+	SHRQ $0x01, R9
+	JZ   scalentgo
+	CMPQ R9, job_d+0(AX)
 	JLE  scalehead
-	MOVQ job_d+0(AX), R10
+	MOVQ job_d+0(AX), R9
 
 scalehead:
-	CMPQ         R10, $0x00000008
+	CMPQ         R9, $0x00000008
 	JB           scaleheadpart
 	VPMOVZXWD    (BX)(DI*2), Y0
 	VPSLLD       $0x10, Y0, Y0
@@ -18415,76 +17901,20 @@ scalehead:
 	VPACKUSDW    X0, X2, X0
 	VMOVDQU      X0, (CX)(DI*2)
 	ADDQ         $0x00000008, DI
-	SUBQ         $0x00000008, R10
-	JZ           scalentloop
+	SUBQ         $0x00000008, R9
+	JZ           scalentgo
 
 scaleheadpart:
-	LEAQ (BX)(DI*2), R11
-	LEAQ 128(SP), R12
-	MOVQ R10, R14
-	XORQ R13, R13
-	SUBQ $0x00000010, R14
+	JMP partout
 
-copyvec19:
-	CMPQ    R13, R14
-	JG      copyone20
-	VMOVUPS (R11)(R13*2), Y0
-	VMOVUPS Y0, (R12)(R13*2)
-	ADDQ    $0x00000010, R13
-	JMP     copyvec19
+scalentgo:
+	MOVQ SI, R9
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows19
+	SHLQ $0x03, R9
 
-copyone20:
-	ADDQ $0x00000010, R14
-
-copyloop22:
-	CMPQ R13, R14
-	JGE  copied21
-	MOVW (R11)(R13*2), R15
-	MOVW R15, (R12)(R13*2)
-	INCQ R13
-	JMP  copyloop22
-
-copied21:
-	VPMOVZXWD    128(SP), Y0
-	VPSLLD       $0x10, Y0, Y0
-	VMULPS       Y0, Y1, Y0
-	VPSRLD       $0x10, Y0, Y2
-	VPAND        avx2bfone<>+0(SB), Y2, Y2
-	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD       Y0, Y2, Y2
-	VPSRLD       $0x10, Y2, Y2
-	VCMPPS       $0x03, Y0, Y0, Y0
-	VBLENDVPS    Y0, avx2bfnanlow<>+0(SB), Y2, Y2
-	VEXTRACTI128 $0x01, Y2, X0
-	VPACKUSDW    X0, X2, X0
-	VMOVDQU      X0, 192(SP)
-	LEAQ         192(SP), R12
-	LEAQ         (CX)(DI*2), R11
-	MOVQ         R10, R14
-	XORQ         R13, R13
-	SUBQ         $0x00000010, R14
-
-copyvec23:
-	CMPQ    R13, R14
-	JG      copyone24
-	VMOVUPS (R12)(R13*2), Y0
-	VMOVUPS Y0, (R11)(R13*2)
-	ADDQ    $0x00000010, R13
-	JMP     copyvec23
-
-copyone24:
-	ADDQ $0x00000010, R14
-
-copyloop26:
-	CMPQ R13, R14
-	JGE  copied25
-	MOVW (R12)(R13*2), R15
-	MOVW R15, (R11)(R13*2)
-	INCQ R13
-	JMP  copyloop26
-
-copied25:
-	ADDQ R10, DI
+longrows19:
+	ADDQ BX, R9
 
 	PCALIGN $32
 scalentloop:
@@ -18563,73 +17993,81 @@ scaleone:
 	JMP          scaleone
 
 scalepart:
-	MOVQ job_d+0(AX), R10
-	SUBQ DI, R10
+	MOVQ job_d+0(AX), R9
+	SUBQ DI, R9
 	JZ   scaled
-	LEAQ (BX)(DI*2), R8
-	LEAQ 128(SP), R9
-	MOVQ R10, R12
-	XORQ R11, R11
-	SUBQ $0x00000010, R12
 
-copyvec27:
-	CMPQ    R11, R12
-	JG      copyone28
-	VMOVUPS (R8)(R11*2), Y0
-	VMOVUPS Y0, (R9)(R11*2)
-	ADDQ    $0x00000010, R11
-	JMP     copyvec27
+	// The last n < lanes elements, or the first n of a non-temporal row (i + n < d: back to its loop).
+partout:
+	LEAQ (BX)(DI*2), R10
+	LEAQ 128(SP), R11
+	MOVQ R9, R13
+	XORQ R12, R12
+	SUBQ $0x00000010, R13
 
-copyone28:
-	ADDQ $0x00000010, R12
+copyvec20:
+	CMPQ    R12, R13
+	JG      copyone21
+	VMOVUPS (R10)(R12*2), Y0
+	VMOVUPS Y0, (R11)(R12*2)
+	ADDQ    $0x00000010, R12
+	JMP     copyvec20
 
-copyloop30:
-	CMPQ R11, R12
-	JGE  copied29
-	MOVW (R8)(R11*2), R13
-	MOVW R13, (R9)(R11*2)
-	INCQ R11
-	JMP  copyloop30
+copyone21:
+	ADDQ $0x00000010, R13
 
-copied29:
+copyloop23:
+	CMPQ R12, R13
+	JGE  copied22
+	MOVW (R10)(R12*2), R14
+	MOVW R14, (R11)(R12*2)
+	INCQ R12
+	JMP  copyloop23
+
+copied22:
 	VPMOVZXWD    128(SP), Y0
 	VPSLLD       $0x10, Y0, Y0
 	VMULPS       Y0, Y1, Y0
-	VPSRLD       $0x10, Y0, Y1
-	VPAND        avx2bfone<>+0(SB), Y1, Y1
-	VPADDD       avx2bfbias<>+0(SB), Y1, Y1
-	VPADDD       Y0, Y1, Y1
-	VPSRLD       $0x10, Y1, Y1
+	VPSRLD       $0x10, Y0, Y2
+	VPAND        avx2bfone<>+0(SB), Y2, Y2
+	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD       Y0, Y2, Y2
+	VPSRLD       $0x10, Y2, Y2
 	VCMPPS       $0x03, Y0, Y0, Y0
-	VBLENDVPS    Y0, avx2bfnanlow<>+0(SB), Y1, Y1
-	VEXTRACTI128 $0x01, Y1, X0
-	VPACKUSDW    X0, X1, X0
+	VBLENDVPS    Y0, avx2bfnanlow<>+0(SB), Y2, Y2
+	VEXTRACTI128 $0x01, Y2, X0
+	VPACKUSDW    X0, X2, X0
 	VMOVDQU      X0, 192(SP)
-	LEAQ         192(SP), R9
-	LEAQ         (CX)(DI*2), R8
-	XORQ         DI, DI
-	SUBQ         $0x00000010, R10
+	LEAQ         192(SP), R11
+	LEAQ         (CX)(DI*2), R10
+	MOVQ         R9, R13
+	XORQ         R12, R12
+	SUBQ         $0x00000010, R13
 
-copyvec31:
-	CMPQ    DI, R10
-	JG      copyone32
-	VMOVUPS (R9)(DI*2), Y0
-	VMOVUPS Y0, (R8)(DI*2)
-	ADDQ    $0x00000010, DI
-	JMP     copyvec31
+copyvec24:
+	CMPQ    R12, R13
+	JG      copyone25
+	VMOVUPS (R11)(R12*2), Y0
+	VMOVUPS Y0, (R10)(R12*2)
+	ADDQ    $0x00000010, R12
+	JMP     copyvec24
 
-copyone32:
-	ADDQ $0x00000010, R10
+copyone25:
+	ADDQ $0x00000010, R13
 
-copyloop34:
-	CMPQ DI, R10
-	JGE  copied33
-	MOVW (R9)(DI*2), R11
-	MOVW R11, (R8)(DI*2)
-	INCQ DI
-	JMP  copyloop34
+copyloop27:
+	CMPQ R12, R13
+	JGE  copied26
+	MOVW (R11)(R12*2), R14
+	MOVW R14, (R10)(R12*2)
+	INCQ R12
+	JMP  copyloop27
 
-copied33:
+copied26:
+	ADDQ R9, DI
+	CMPQ DI, job_d+0(AX)
+	JB   scalentgo
+
 scaled:
 	ADDQ SI, DX
 	ADDQ SI, CX
@@ -19107,17 +18545,17 @@ scaleoffsetlooppf15:
 
 scalent:
 	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
-	MOVQ CX, R11
-	NEGQ R11
-	ANDQ $0x0000001f, R11
-	SHRQ $0x01, R11
-	JZ   scalentloop
-	CMPQ R11, job_d+0(AX)
+	MOVQ CX, R9
+	NEGQ R9
+	ANDQ $0x0000001f, R9
+	SHRQ $0x01, R9
+	JZ   scalentgo
+	CMPQ R9, job_d+0(AX)
 	JLE  scalehead
-	MOVQ job_d+0(AX), R11
+	MOVQ job_d+0(AX), R9
 
 scalehead:
-	CMPQ      R11, $0x00000008
+	CMPQ      R9, $0x00000008
 	JB        scaleheadpart
 	VCVTPH2PS (DX)(DI*2), Y2
 	VMULPS    Y0, Y2, Y2
@@ -19133,102 +18571,20 @@ notrn18:
 	VMULPS    Y3, Y2, Y2
 	VCVTPS2PH $0x00, Y2, (CX)(DI*2)
 	ADDQ      $0x00000008, DI
-	SUBQ      $0x00000008, R11
-	JZ        scalentloop
+	SUBQ      $0x00000008, R9
+	JZ        scalentgo
 
 scaleheadpart:
-	LEAQ (DX)(DI*2), R10
-	LEAQ 128(SP), R12
-	MOVQ R11, R14
-	XORQ R13, R13
-	SUBQ $0x00000010, R14
+	JMP partout
 
-copyvec19:
-	CMPQ    R13, R14
-	JG      copyone20
-	VMOVUPS (R10)(R13*2), Y2
-	VMOVUPS Y2, (R12)(R13*2)
-	ADDQ    $0x00000010, R13
-	JMP     copyvec19
+scalentgo:
+	MOVQ SI, R9
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows19
+	SHLQ $0x03, R9
 
-copyone20:
-	ADDQ $0x00000010, R14
-
-copyloop22:
-	CMPQ R13, R14
-	JGE  copied21
-	MOVW (R10)(R13*2), R15
-	MOVW R15, (R12)(R13*2)
-	INCQ R13
-	JMP  copyloop22
-
-copied21:
-	LEAQ (BX)(DI*4), R10
-	LEAQ 160(SP), R12
-	MOVQ R11, R14
-	XORQ R13, R13
-	SUBQ $0x00000008, R14
-
-copyvec23:
-	CMPQ    R13, R14
-	JG      copyone24
-	VMOVUPS (R10)(R13*4), Y2
-	VMOVUPS Y2, (R12)(R13*4)
-	ADDQ    $0x00000008, R13
-	JMP     copyvec23
-
-copyone24:
-	ADDQ $0x00000008, R14
-
-copyloop26:
-	CMPQ R13, R14
-	JGE  copied25
-	MOVL (R10)(R13*4), R15
-	MOVL R15, (R12)(R13*4)
-	INCQ R13
-	JMP  copyloop26
-
-copied25:
-	VCVTPH2PS 128(SP), Y2
-	VMULPS    Y2, Y0, Y2
-	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn27
-	VCVTPS2PH $0x00, Y2, X2
-	VCVTPH2PS X2, Y2
-	VMOVUPS   Y2, Y2
-
-notrn27:
-	VMOVUPS   160(SP), Y3
-	VADDPS    Y1, Y3, Y3
-	VMULPS    Y3, Y2, Y2
-	VCVTPS2PH $0x00, Y2, 192(SP)
-	LEAQ      192(SP), R12
-	LEAQ      (CX)(DI*2), R10
-	MOVQ      R11, R14
-	XORQ      R13, R13
-	SUBQ      $0x00000010, R14
-
-copyvec28:
-	CMPQ    R13, R14
-	JG      copyone29
-	VMOVUPS (R12)(R13*2), Y2
-	VMOVUPS Y2, (R10)(R13*2)
-	ADDQ    $0x00000010, R13
-	JMP     copyvec28
-
-copyone29:
-	ADDQ $0x00000010, R14
-
-copyloop31:
-	CMPQ R13, R14
-	JGE  copied30
-	MOVW (R12)(R13*2), R15
-	MOVW R15, (R10)(R13*2)
-	INCQ R13
-	JMP  copyloop31
-
-copied30:
-	ADDQ R11, DI
+longrows19:
+	ADDQ DX, R9
 	MOVL job_flags+0(AX), R10
 
 	PCALIGN $32
@@ -19245,7 +18601,7 @@ scalentloop:
 	VCVTPH2PS  48(DX)(DI*2), Y5
 	VMULPS     Y0, Y5, Y5
 	TESTL      $0x00000008, job_flags+0(AX)
-	JZ         notrn32
+	JZ         notrn20
 	VCVTPS2PH  $0x00, Y2, X2
 	VCVTPH2PS  X2, Y2
 	VMOVUPS    Y2, Y2
@@ -19259,15 +18615,15 @@ scalentloop:
 	VCVTPH2PS  X5, Y5
 	VMOVUPS    Y5, Y5
 
-notrn32:
+notrn20:
 	TESTL  $0x00000010, R10
-	JNZ    offset33
+	JNZ    offset21
 	VMULPS (BX)(DI*4), Y2, Y2
 	VMULPS 32(BX)(DI*4), Y3, Y3
 	VMULPS 64(BX)(DI*4), Y4, Y4
 	VMULPS 96(BX)(DI*4), Y5, Y5
 
-weighed34:
+weighed22:
 	VCVTPS2PH   $0x00, Y2, X13
 	VCVTPS2PH   $0x00, Y3, X2
 	VINSERTI128 $0x01, X2, Y13, Y13
@@ -19279,7 +18635,7 @@ weighed34:
 	ADDQ        $0x00000020, DI
 	JMP         scalentloop
 
-offset33:
+offset21:
 	VMOVUPS (BX)(DI*4), Y6
 	VADDPS  Y1, Y6, Y6
 	VMULPS  Y6, Y2, Y2
@@ -19292,7 +18648,7 @@ offset33:
 	VMOVUPS 96(BX)(DI*4), Y6
 	VADDPS  Y1, Y6, Y6
 	VMULPS  Y6, Y5, Y5
-	JMP     weighed34
+	JMP     weighed22
 
 scaletail:
 	ADDQ $0x00000018, R8
@@ -19303,12 +18659,12 @@ scaleone:
 	VCVTPH2PS (DX)(DI*2), Y2
 	VMULPS    Y0, Y2, Y2
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn35
+	JZ        notrn23
 	VCVTPS2PH $0x00, Y2, X2
 	VCVTPH2PS X2, Y2
 	VMOVUPS   Y2, Y2
 
-notrn35:
+notrn23:
 	VMOVUPS   (BX)(DI*4), Y3
 	VADDPS    Y1, Y3, Y3
 	VMULPS    Y3, Y2, Y2
@@ -19317,100 +18673,107 @@ notrn35:
 	JMP       scaleone
 
 scalepart:
-	MOVQ job_d+0(AX), R11
-	SUBQ DI, R11
+	MOVQ job_d+0(AX), R9
+	SUBQ DI, R9
 	JZ   scaled
-	LEAQ (DX)(DI*2), R8
-	LEAQ 128(SP), R9
-	MOVQ R11, R12
-	XORQ R10, R10
-	SUBQ $0x00000010, R12
 
-copyvec36:
-	CMPQ    R10, R12
-	JG      copyone37
-	VMOVUPS (R8)(R10*2), Y2
-	VMOVUPS Y2, (R9)(R10*2)
-	ADDQ    $0x00000010, R10
-	JMP     copyvec36
+	// The last n < lanes elements, or the first n of a non-temporal row (i + n < d: back to its loop).
+partout:
+	LEAQ (DX)(DI*2), R10
+	LEAQ 128(SP), R11
+	MOVQ R9, R13
+	XORQ R12, R12
+	SUBQ $0x00000010, R13
 
-copyone37:
-	ADDQ $0x00000010, R12
+copyvec24:
+	CMPQ    R12, R13
+	JG      copyone25
+	VMOVUPS (R10)(R12*2), Y2
+	VMOVUPS Y2, (R11)(R12*2)
+	ADDQ    $0x00000010, R12
+	JMP     copyvec24
 
-copyloop39:
-	CMPQ R10, R12
-	JGE  copied38
-	MOVW (R8)(R10*2), R13
-	MOVW R13, (R9)(R10*2)
-	INCQ R10
-	JMP  copyloop39
+copyone25:
+	ADDQ $0x00000010, R13
 
-copied38:
-	LEAQ (BX)(DI*4), R8
-	LEAQ 160(SP), R9
-	MOVQ R11, R12
-	XORQ R10, R10
-	SUBQ $0x00000008, R12
+copyloop27:
+	CMPQ R12, R13
+	JGE  copied26
+	MOVW (R10)(R12*2), R14
+	MOVW R14, (R11)(R12*2)
+	INCQ R12
+	JMP  copyloop27
 
-copyvec40:
-	CMPQ    R10, R12
-	JG      copyone41
-	VMOVUPS (R8)(R10*4), Y2
-	VMOVUPS Y2, (R9)(R10*4)
-	ADDQ    $0x00000008, R10
-	JMP     copyvec40
+copied26:
+	LEAQ (BX)(DI*4), R10
+	LEAQ 160(SP), R11
+	MOVQ R9, R13
+	XORQ R12, R12
+	SUBQ $0x00000008, R13
 
-copyone41:
-	ADDQ $0x00000008, R12
+copyvec28:
+	CMPQ    R12, R13
+	JG      copyone29
+	VMOVUPS (R10)(R12*4), Y2
+	VMOVUPS Y2, (R11)(R12*4)
+	ADDQ    $0x00000008, R12
+	JMP     copyvec28
 
-copyloop43:
-	CMPQ R10, R12
-	JGE  copied42
-	MOVL (R8)(R10*4), R13
-	MOVL R13, (R9)(R10*4)
-	INCQ R10
-	JMP  copyloop43
+copyone29:
+	ADDQ $0x00000008, R13
 
-copied42:
+copyloop31:
+	CMPQ R12, R13
+	JGE  copied30
+	MOVL (R10)(R12*4), R14
+	MOVL R14, (R11)(R12*4)
+	INCQ R12
+	JMP  copyloop31
+
+copied30:
 	VCVTPH2PS 128(SP), Y2
 	VMULPS    Y2, Y0, Y2
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn44
-	VCVTPS2PH $0x00, Y2, X0
-	VCVTPH2PS X0, Y0
-	VMOVUPS   Y0, Y2
+	JZ        notrn32
+	VCVTPS2PH $0x00, Y2, X2
+	VCVTPH2PS X2, Y2
+	VMOVUPS   Y2, Y2
 
-notrn44:
-	VMOVUPS   160(SP), Y0
-	VADDPS    Y1, Y0, Y0
-	VMULPS    Y0, Y2, Y2
+notrn32:
+	VMOVUPS   160(SP), Y3
+	VADDPS    Y1, Y3, Y3
+	VMULPS    Y3, Y2, Y2
 	VCVTPS2PH $0x00, Y2, 192(SP)
-	LEAQ      192(SP), R9
-	LEAQ      (CX)(DI*2), R8
-	MOVQ      R11, R10
-	XORQ      DI, DI
-	SUBQ      $0x00000010, R10
+	LEAQ      192(SP), R11
+	LEAQ      (CX)(DI*2), R10
+	MOVQ      R9, R13
+	XORQ      R12, R12
+	SUBQ      $0x00000010, R13
 
-copyvec45:
-	CMPQ    DI, R10
-	JG      copyone46
-	VMOVUPS (R9)(DI*2), Y0
-	VMOVUPS Y0, (R8)(DI*2)
-	ADDQ    $0x00000010, DI
-	JMP     copyvec45
+copyvec33:
+	CMPQ    R12, R13
+	JG      copyone34
+	VMOVUPS (R11)(R12*2), Y2
+	VMOVUPS Y2, (R10)(R12*2)
+	ADDQ    $0x00000010, R12
+	JMP     copyvec33
 
-copyone46:
-	ADDQ $0x00000010, R10
+copyone34:
+	ADDQ $0x00000010, R13
 
-copyloop48:
-	CMPQ DI, R10
-	JGE  copied47
-	MOVW (R9)(DI*2), R11
-	MOVW R11, (R8)(DI*2)
-	INCQ DI
-	JMP  copyloop48
+copyloop36:
+	CMPQ R12, R13
+	JGE  copied35
+	MOVW (R11)(R12*2), R14
+	MOVW R14, (R10)(R12*2)
+	INCQ R12
+	JMP  copyloop36
 
-copied47:
+copied35:
+	ADDQ R9, DI
+	CMPQ DI, job_d+0(AX)
+	JB   scalentgo
+
 scaled:
 	ADDQ SI, DX
 	ADDQ SI, CX
@@ -19799,82 +19162,36 @@ scalelooppf11:
 
 scalent:
 	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
-	MOVQ CX, R9
-	NEGQ R9
-	ANDQ $0x0000001f, R9
-	SHRQ $0x01, R9
-	JZ   scalentloop
-	CMPQ R9, job_d+0(AX)
+	MOVQ CX, R8
+	NEGQ R8
+	ANDQ $0x0000001f, R8
+	SHRQ $0x01, R8
+	JZ   scalentgo
+	CMPQ R8, job_d+0(AX)
 	JLE  scalehead
-	MOVQ job_d+0(AX), R9
+	MOVQ job_d+0(AX), R8
 
 scalehead:
-	CMPQ      R9, $0x00000008
+	CMPQ      R8, $0x00000008
 	JB        scaleheadpart
 	VCVTPH2PS (DX)(SI*2), Y1
 	VMULPS    Y0, Y1, Y1
 	VCVTPS2PH $0x00, Y1, (CX)(SI*2)
 	ADDQ      $0x00000008, SI
-	SUBQ      $0x00000008, R9
-	JZ        scalentloop
+	SUBQ      $0x00000008, R8
+	JZ        scalentgo
 
 scaleheadpart:
-	LEAQ (DX)(SI*2), R10
-	LEAQ 128(SP), R11
-	MOVQ R9, R13
-	XORQ R12, R12
-	SUBQ $0x00000010, R13
+	JMP partout
 
-copyvec13:
-	CMPQ    R12, R13
-	JG      copyone14
-	VMOVUPS (R10)(R12*2), Y1
-	VMOVUPS Y1, (R11)(R12*2)
-	ADDQ    $0x00000010, R12
-	JMP     copyvec13
+scalentgo:
+	MOVQ BX, R8
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows13
+	SHLQ $0x03, R8
 
-copyone14:
-	ADDQ $0x00000010, R13
-
-copyloop16:
-	CMPQ R12, R13
-	JGE  copied15
-	MOVW (R10)(R12*2), R14
-	MOVW R14, (R11)(R12*2)
-	INCQ R12
-	JMP  copyloop16
-
-copied15:
-	VCVTPH2PS 128(SP), Y1
-	VMULPS    Y1, Y0, Y1
-	VCVTPS2PH $0x00, Y1, 192(SP)
-	LEAQ      192(SP), R11
-	LEAQ      (CX)(SI*2), R10
-	MOVQ      R9, R13
-	XORQ      R12, R12
-	SUBQ      $0x00000010, R13
-
-copyvec17:
-	CMPQ    R12, R13
-	JG      copyone18
-	VMOVUPS (R11)(R12*2), Y1
-	VMOVUPS Y1, (R10)(R12*2)
-	ADDQ    $0x00000010, R12
-	JMP     copyvec17
-
-copyone18:
-	ADDQ $0x00000010, R13
-
-copyloop20:
-	CMPQ R12, R13
-	JGE  copied19
-	MOVW (R11)(R12*2), R14
-	MOVW R14, (R10)(R12*2)
-	INCQ R12
-	JMP  copyloop20
-
-copied19:
-	ADDQ R9, SI
+longrows13:
+	ADDQ DX, R8
 
 	PCALIGN $32
 scalentloop:
@@ -19913,63 +19230,71 @@ scaleone:
 	JMP       scaleone
 
 scalepart:
-	MOVQ job_d+0(AX), R9
-	SUBQ SI, R9
+	MOVQ job_d+0(AX), R8
+	SUBQ SI, R8
 	JZ   scaled
-	LEAQ (DX)(SI*2), DI
-	LEAQ 128(SP), R8
-	MOVQ R9, R11
-	XORQ R10, R10
-	SUBQ $0x00000010, R11
 
-copyvec21:
-	CMPQ    R10, R11
-	JG      copyone22
-	VMOVUPS (DI)(R10*2), Y1
-	VMOVUPS Y1, (R8)(R10*2)
-	ADDQ    $0x00000010, R10
-	JMP     copyvec21
+	// The last n < lanes elements, or the first n of a non-temporal row (i + n < d: back to its loop).
+partout:
+	LEAQ (DX)(SI*2), R9
+	LEAQ 128(SP), R10
+	MOVQ R8, R12
+	XORQ R11, R11
+	SUBQ $0x00000010, R12
 
-copyone22:
-	ADDQ $0x00000010, R11
+copyvec14:
+	CMPQ    R11, R12
+	JG      copyone15
+	VMOVUPS (R9)(R11*2), Y1
+	VMOVUPS Y1, (R10)(R11*2)
+	ADDQ    $0x00000010, R11
+	JMP     copyvec14
 
-copyloop24:
-	CMPQ R10, R11
-	JGE  copied23
-	MOVW (DI)(R10*2), R12
-	MOVW R12, (R8)(R10*2)
-	INCQ R10
-	JMP  copyloop24
+copyone15:
+	ADDQ $0x00000010, R12
 
-copied23:
+copyloop17:
+	CMPQ R11, R12
+	JGE  copied16
+	MOVW (R9)(R11*2), R13
+	MOVW R13, (R10)(R11*2)
+	INCQ R11
+	JMP  copyloop17
+
+copied16:
 	VCVTPH2PS 128(SP), Y1
 	VMULPS    Y1, Y0, Y1
 	VCVTPS2PH $0x00, Y1, 192(SP)
-	LEAQ      192(SP), R8
-	LEAQ      (CX)(SI*2), DI
-	XORQ      SI, SI
-	SUBQ      $0x00000010, R9
+	LEAQ      192(SP), R10
+	LEAQ      (CX)(SI*2), R9
+	MOVQ      R8, R12
+	XORQ      R11, R11
+	SUBQ      $0x00000010, R12
 
-copyvec25:
-	CMPQ    SI, R9
-	JG      copyone26
-	VMOVUPS (R8)(SI*2), Y0
-	VMOVUPS Y0, (DI)(SI*2)
-	ADDQ    $0x00000010, SI
-	JMP     copyvec25
+copyvec18:
+	CMPQ    R11, R12
+	JG      copyone19
+	VMOVUPS (R10)(R11*2), Y1
+	VMOVUPS Y1, (R9)(R11*2)
+	ADDQ    $0x00000010, R11
+	JMP     copyvec18
 
-copyone26:
-	ADDQ $0x00000010, R9
+copyone19:
+	ADDQ $0x00000010, R12
 
-copyloop28:
-	CMPQ SI, R9
-	JGE  copied27
-	MOVW (R8)(SI*2), R10
-	MOVW R10, (DI)(SI*2)
-	INCQ SI
-	JMP  copyloop28
+copyloop21:
+	CMPQ R11, R12
+	JGE  copied20
+	MOVW (R10)(R11*2), R13
+	MOVW R13, (R9)(R11*2)
+	INCQ R11
+	JMP  copyloop21
 
-copied27:
+copied20:
+	ADDQ R8, SI
+	CMPQ SI, job_d+0(AX)
+	JB   scalentgo
+
 scaled:
 	ADDQ BX, DX
 	ADDQ BX, CX
@@ -20509,17 +19834,17 @@ scaleoffsetlooppf21:
 
 scalent:
 	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
-	MOVQ CX, R12
-	NEGQ R12
-	ANDQ $0x0000001f, R12
-	SHRQ $0x01, R12
-	JZ   scalentloop
-	CMPQ R12, job_d+0(AX)
+	MOVQ CX, R10
+	NEGQ R10
+	ANDQ $0x0000001f, R10
+	SHRQ $0x01, R10
+	JZ   scalentgo
+	CMPQ R10, job_d+0(AX)
 	JLE  scalehead
-	MOVQ job_d+0(AX), R12
+	MOVQ job_d+0(AX), R10
 
 scalehead:
-	CMPQ      R12, $0x00000008
+	CMPQ      R10, $0x00000008
 	JB        scaleheadpart
 	VCVTPH2PS (SI)(R8*2), Y2
 	VMULPS    Y0, Y2, Y2
@@ -20535,102 +19860,20 @@ notrn24:
 	VMULPS    Y3, Y2, Y2
 	VCVTPS2PH $0x00, Y2, (CX)(R8*2)
 	ADDQ      $0x00000008, R8
-	SUBQ      $0x00000008, R12
-	JZ        scalentloop
+	SUBQ      $0x00000008, R10
+	JZ        scalentgo
 
 scaleheadpart:
-	LEAQ (SI)(R8*2), R11
-	LEAQ 128(SP), R13
-	MOVQ R12, R15
-	XORQ R14, R14
-	SUBQ $0x00000010, R15
+	JMP partout
 
-copyvec25:
-	CMPQ    R14, R15
-	JG      copyone26
-	VMOVUPS (R11)(R14*2), Y2
-	VMOVUPS Y2, (R13)(R14*2)
-	ADDQ    $0x00000010, R14
-	JMP     copyvec25
+scalentgo:
+	MOVQ DI, R10
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows25
+	SHLQ $0x03, R10
 
-copyone26:
-	ADDQ $0x00000010, R15
-
-copyloop28:
-	CMPQ R14, R15
-	JGE  copied27
-	MOVW (R11)(R14*2), BP
-	MOVW BP, (R13)(R14*2)
-	INCQ R14
-	JMP  copyloop28
-
-copied27:
-	LEAQ (BX)(R8*4), R11
-	LEAQ 160(SP), R13
-	MOVQ R12, R15
-	XORQ R14, R14
-	SUBQ $0x00000008, R15
-
-copyvec29:
-	CMPQ    R14, R15
-	JG      copyone30
-	VMOVUPS (R11)(R14*4), Y2
-	VMOVUPS Y2, (R13)(R14*4)
-	ADDQ    $0x00000008, R14
-	JMP     copyvec29
-
-copyone30:
-	ADDQ $0x00000008, R15
-
-copyloop32:
-	CMPQ R14, R15
-	JGE  copied31
-	MOVL (R11)(R14*4), BP
-	MOVL BP, (R13)(R14*4)
-	INCQ R14
-	JMP  copyloop32
-
-copied31:
-	VCVTPH2PS 128(SP), Y2
-	VMULPS    Y2, Y0, Y2
-	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn33
-	VCVTPS2PH $0x00, Y2, X2
-	VCVTPH2PS X2, Y2
-	VMOVUPS   Y2, Y2
-
-notrn33:
-	VMOVUPS   160(SP), Y3
-	VADDPS    Y1, Y3, Y3
-	VMULPS    Y3, Y2, Y2
-	VCVTPS2PH $0x00, Y2, 192(SP)
-	LEAQ      192(SP), R13
-	LEAQ      (CX)(R8*2), R11
-	MOVQ      R12, R15
-	XORQ      R14, R14
-	SUBQ      $0x00000010, R15
-
-copyvec34:
-	CMPQ    R14, R15
-	JG      copyone35
-	VMOVUPS (R13)(R14*2), Y2
-	VMOVUPS Y2, (R11)(R14*2)
-	ADDQ    $0x00000010, R14
-	JMP     copyvec34
-
-copyone35:
-	ADDQ $0x00000010, R15
-
-copyloop37:
-	CMPQ R14, R15
-	JGE  copied36
-	MOVW (R13)(R14*2), BP
-	MOVW BP, (R11)(R14*2)
-	INCQ R14
-	JMP  copyloop37
-
-copied36:
-	ADDQ R12, R8
+longrows25:
+	ADDQ SI, R10
 	MOVL job_flags+0(AX), R11
 
 	PCALIGN $32
@@ -20647,7 +19890,7 @@ scalentloop:
 	VCVTPH2PS  48(SI)(R8*2), Y5
 	VMULPS     Y0, Y5, Y5
 	TESTL      $0x00000008, job_flags+0(AX)
-	JZ         notrn38
+	JZ         notrn26
 	VCVTPS2PH  $0x00, Y2, X2
 	VCVTPH2PS  X2, Y2
 	VMOVUPS    Y2, Y2
@@ -20661,15 +19904,15 @@ scalentloop:
 	VCVTPH2PS  X5, Y5
 	VMOVUPS    Y5, Y5
 
-notrn38:
+notrn26:
 	TESTL  $0x00000010, R11
-	JNZ    offset39
+	JNZ    offset27
 	VMULPS (BX)(R8*4), Y2, Y2
 	VMULPS 32(BX)(R8*4), Y3, Y3
 	VMULPS 64(BX)(R8*4), Y4, Y4
 	VMULPS 96(BX)(R8*4), Y5, Y5
 
-weighed40:
+weighed28:
 	VCVTPS2PH   $0x00, Y2, X14
 	VCVTPS2PH   $0x00, Y3, X2
 	VINSERTI128 $0x01, X2, Y14, Y14
@@ -20681,7 +19924,7 @@ weighed40:
 	ADDQ        $0x00000020, R8
 	JMP         scalentloop
 
-offset39:
+offset27:
 	VMOVUPS (BX)(R8*4), Y6
 	VADDPS  Y1, Y6, Y6
 	VMULPS  Y6, Y2, Y2
@@ -20694,7 +19937,7 @@ offset39:
 	VMOVUPS 96(BX)(R8*4), Y6
 	VADDPS  Y1, Y6, Y6
 	VMULPS  Y6, Y5, Y5
-	JMP     weighed40
+	JMP     weighed28
 
 scaletail:
 	ADDQ $0x00000018, R9
@@ -20705,12 +19948,12 @@ scaleone:
 	VCVTPH2PS (SI)(R8*2), Y2
 	VMULPS    Y0, Y2, Y2
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn41
+	JZ        notrn29
 	VCVTPS2PH $0x00, Y2, X2
 	VCVTPH2PS X2, Y2
 	VMOVUPS   Y2, Y2
 
-notrn41:
+notrn29:
 	VMOVUPS   (BX)(R8*4), Y3
 	VADDPS    Y1, Y3, Y3
 	VMULPS    Y3, Y2, Y2
@@ -20719,100 +19962,107 @@ notrn41:
 	JMP       scaleone
 
 scalepart:
-	MOVQ job_d+0(AX), R12
-	SUBQ R8, R12
+	MOVQ job_d+0(AX), R10
+	SUBQ R8, R10
 	JZ   scaled
-	LEAQ (SI)(R8*2), R9
-	LEAQ 128(SP), R10
-	MOVQ R12, R13
-	XORQ R11, R11
-	SUBQ $0x00000010, R13
 
-copyvec42:
-	CMPQ    R11, R13
-	JG      copyone43
-	VMOVUPS (R9)(R11*2), Y2
-	VMOVUPS Y2, (R10)(R11*2)
-	ADDQ    $0x00000010, R11
-	JMP     copyvec42
+	// The last n < lanes elements, or the first n of a non-temporal row (i + n < d: back to its loop).
+partout:
+	LEAQ (SI)(R8*2), R11
+	LEAQ 128(SP), R12
+	MOVQ R10, R14
+	XORQ R13, R13
+	SUBQ $0x00000010, R14
 
-copyone43:
-	ADDQ $0x00000010, R13
+copyvec30:
+	CMPQ    R13, R14
+	JG      copyone31
+	VMOVUPS (R11)(R13*2), Y2
+	VMOVUPS Y2, (R12)(R13*2)
+	ADDQ    $0x00000010, R13
+	JMP     copyvec30
 
-copyloop45:
-	CMPQ R11, R13
-	JGE  copied44
-	MOVW (R9)(R11*2), R14
-	MOVW R14, (R10)(R11*2)
-	INCQ R11
-	JMP  copyloop45
+copyone31:
+	ADDQ $0x00000010, R14
 
-copied44:
-	LEAQ (BX)(R8*4), R9
-	LEAQ 160(SP), R10
-	MOVQ R12, R13
-	XORQ R11, R11
-	SUBQ $0x00000008, R13
+copyloop33:
+	CMPQ R13, R14
+	JGE  copied32
+	MOVW (R11)(R13*2), R15
+	MOVW R15, (R12)(R13*2)
+	INCQ R13
+	JMP  copyloop33
 
-copyvec46:
-	CMPQ    R11, R13
-	JG      copyone47
-	VMOVUPS (R9)(R11*4), Y2
-	VMOVUPS Y2, (R10)(R11*4)
-	ADDQ    $0x00000008, R11
-	JMP     copyvec46
+copied32:
+	LEAQ (BX)(R8*4), R11
+	LEAQ 160(SP), R12
+	MOVQ R10, R14
+	XORQ R13, R13
+	SUBQ $0x00000008, R14
 
-copyone47:
-	ADDQ $0x00000008, R13
+copyvec34:
+	CMPQ    R13, R14
+	JG      copyone35
+	VMOVUPS (R11)(R13*4), Y2
+	VMOVUPS Y2, (R12)(R13*4)
+	ADDQ    $0x00000008, R13
+	JMP     copyvec34
 
-copyloop49:
-	CMPQ R11, R13
-	JGE  copied48
-	MOVL (R9)(R11*4), R14
-	MOVL R14, (R10)(R11*4)
-	INCQ R11
-	JMP  copyloop49
+copyone35:
+	ADDQ $0x00000008, R14
 
-copied48:
+copyloop37:
+	CMPQ R13, R14
+	JGE  copied36
+	MOVL (R11)(R13*4), R15
+	MOVL R15, (R12)(R13*4)
+	INCQ R13
+	JMP  copyloop37
+
+copied36:
 	VCVTPH2PS 128(SP), Y2
 	VMULPS    Y2, Y0, Y2
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn50
-	VCVTPS2PH $0x00, Y2, X0
-	VCVTPH2PS X0, Y0
-	VMOVUPS   Y0, Y2
+	JZ        notrn38
+	VCVTPS2PH $0x00, Y2, X2
+	VCVTPH2PS X2, Y2
+	VMOVUPS   Y2, Y2
 
-notrn50:
-	VMOVUPS   160(SP), Y0
-	VADDPS    Y1, Y0, Y0
-	VMULPS    Y0, Y2, Y2
+notrn38:
+	VMOVUPS   160(SP), Y3
+	VADDPS    Y1, Y3, Y3
+	VMULPS    Y3, Y2, Y2
 	VCVTPS2PH $0x00, Y2, 192(SP)
-	LEAQ      192(SP), R10
-	LEAQ      (CX)(R8*2), R9
-	MOVQ      R12, R11
-	XORQ      R8, R8
-	SUBQ      $0x00000010, R11
+	LEAQ      192(SP), R12
+	LEAQ      (CX)(R8*2), R11
+	MOVQ      R10, R14
+	XORQ      R13, R13
+	SUBQ      $0x00000010, R14
 
-copyvec51:
-	CMPQ    R8, R11
-	JG      copyone52
-	VMOVUPS (R10)(R8*2), Y0
-	VMOVUPS Y0, (R9)(R8*2)
-	ADDQ    $0x00000010, R8
-	JMP     copyvec51
+copyvec39:
+	CMPQ    R13, R14
+	JG      copyone40
+	VMOVUPS (R12)(R13*2), Y2
+	VMOVUPS Y2, (R11)(R13*2)
+	ADDQ    $0x00000010, R13
+	JMP     copyvec39
 
-copyone52:
-	ADDQ $0x00000010, R11
+copyone40:
+	ADDQ $0x00000010, R14
 
-copyloop54:
-	CMPQ R8, R11
-	JGE  copied53
-	MOVW (R10)(R8*2), R12
-	MOVW R12, (R9)(R8*2)
-	INCQ R8
-	JMP  copyloop54
+copyloop42:
+	CMPQ R13, R14
+	JGE  copied41
+	MOVW (R12)(R13*2), R15
+	MOVW R15, (R11)(R13*2)
+	INCQ R13
+	JMP  copyloop42
 
-copied53:
+copied41:
+	ADDQ R10, R8
+	CMPQ R8, job_d+0(AX)
+	JB   scalentgo
+
 scaled:
 	ADDQ DI, DX
 	ADDQ DI, CX
@@ -21265,82 +20515,36 @@ scalelooppf17:
 
 scalent:
 	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
-	MOVQ CX, R10
-	NEGQ R10
-	ANDQ $0x0000001f, R10
-	SHRQ $0x01, R10
-	JZ   scalentloop
-	CMPQ R10, job_d+0(AX)
+	MOVQ CX, R9
+	NEGQ R9
+	ANDQ $0x0000001f, R9
+	SHRQ $0x01, R9
+	JZ   scalentgo
+	CMPQ R9, job_d+0(AX)
 	JLE  scalehead
-	MOVQ job_d+0(AX), R10
+	MOVQ job_d+0(AX), R9
 
 scalehead:
-	CMPQ      R10, $0x00000008
+	CMPQ      R9, $0x00000008
 	JB        scaleheadpart
 	VCVTPH2PS (BX)(DI*2), Y1
 	VMULPS    Y0, Y1, Y1
 	VCVTPS2PH $0x00, Y1, (CX)(DI*2)
 	ADDQ      $0x00000008, DI
-	SUBQ      $0x00000008, R10
-	JZ        scalentloop
+	SUBQ      $0x00000008, R9
+	JZ        scalentgo
 
 scaleheadpart:
-	LEAQ (BX)(DI*2), R11
-	LEAQ 128(SP), R12
-	MOVQ R10, R14
-	XORQ R13, R13
-	SUBQ $0x00000010, R14
+	JMP partout
 
-copyvec19:
-	CMPQ    R13, R14
-	JG      copyone20
-	VMOVUPS (R11)(R13*2), Y1
-	VMOVUPS Y1, (R12)(R13*2)
-	ADDQ    $0x00000010, R13
-	JMP     copyvec19
+scalentgo:
+	MOVQ SI, R9
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows19
+	SHLQ $0x03, R9
 
-copyone20:
-	ADDQ $0x00000010, R14
-
-copyloop22:
-	CMPQ R13, R14
-	JGE  copied21
-	MOVW (R11)(R13*2), R15
-	MOVW R15, (R12)(R13*2)
-	INCQ R13
-	JMP  copyloop22
-
-copied21:
-	VCVTPH2PS 128(SP), Y1
-	VMULPS    Y1, Y0, Y1
-	VCVTPS2PH $0x00, Y1, 192(SP)
-	LEAQ      192(SP), R12
-	LEAQ      (CX)(DI*2), R11
-	MOVQ      R10, R14
-	XORQ      R13, R13
-	SUBQ      $0x00000010, R14
-
-copyvec23:
-	CMPQ    R13, R14
-	JG      copyone24
-	VMOVUPS (R12)(R13*2), Y1
-	VMOVUPS Y1, (R11)(R13*2)
-	ADDQ    $0x00000010, R13
-	JMP     copyvec23
-
-copyone24:
-	ADDQ $0x00000010, R14
-
-copyloop26:
-	CMPQ R13, R14
-	JGE  copied25
-	MOVW (R12)(R13*2), R15
-	MOVW R15, (R11)(R13*2)
-	INCQ R13
-	JMP  copyloop26
-
-copied25:
-	ADDQ R10, DI
+longrows19:
+	ADDQ BX, R9
 
 	PCALIGN $32
 scalentloop:
@@ -21379,63 +20583,71 @@ scaleone:
 	JMP       scaleone
 
 scalepart:
-	MOVQ job_d+0(AX), R10
-	SUBQ DI, R10
+	MOVQ job_d+0(AX), R9
+	SUBQ DI, R9
 	JZ   scaled
-	LEAQ (BX)(DI*2), R8
-	LEAQ 128(SP), R9
-	MOVQ R10, R12
-	XORQ R11, R11
-	SUBQ $0x00000010, R12
 
-copyvec27:
-	CMPQ    R11, R12
-	JG      copyone28
-	VMOVUPS (R8)(R11*2), Y1
-	VMOVUPS Y1, (R9)(R11*2)
-	ADDQ    $0x00000010, R11
-	JMP     copyvec27
+	// The last n < lanes elements, or the first n of a non-temporal row (i + n < d: back to its loop).
+partout:
+	LEAQ (BX)(DI*2), R10
+	LEAQ 128(SP), R11
+	MOVQ R9, R13
+	XORQ R12, R12
+	SUBQ $0x00000010, R13
 
-copyone28:
-	ADDQ $0x00000010, R12
+copyvec20:
+	CMPQ    R12, R13
+	JG      copyone21
+	VMOVUPS (R10)(R12*2), Y1
+	VMOVUPS Y1, (R11)(R12*2)
+	ADDQ    $0x00000010, R12
+	JMP     copyvec20
 
-copyloop30:
-	CMPQ R11, R12
-	JGE  copied29
-	MOVW (R8)(R11*2), R13
-	MOVW R13, (R9)(R11*2)
-	INCQ R11
-	JMP  copyloop30
+copyone21:
+	ADDQ $0x00000010, R13
 
-copied29:
+copyloop23:
+	CMPQ R12, R13
+	JGE  copied22
+	MOVW (R10)(R12*2), R14
+	MOVW R14, (R11)(R12*2)
+	INCQ R12
+	JMP  copyloop23
+
+copied22:
 	VCVTPH2PS 128(SP), Y1
 	VMULPS    Y1, Y0, Y1
 	VCVTPS2PH $0x00, Y1, 192(SP)
-	LEAQ      192(SP), R9
-	LEAQ      (CX)(DI*2), R8
-	XORQ      DI, DI
-	SUBQ      $0x00000010, R10
+	LEAQ      192(SP), R11
+	LEAQ      (CX)(DI*2), R10
+	MOVQ      R9, R13
+	XORQ      R12, R12
+	SUBQ      $0x00000010, R13
 
-copyvec31:
-	CMPQ    DI, R10
-	JG      copyone32
-	VMOVUPS (R9)(DI*2), Y0
-	VMOVUPS Y0, (R8)(DI*2)
-	ADDQ    $0x00000010, DI
-	JMP     copyvec31
+copyvec24:
+	CMPQ    R12, R13
+	JG      copyone25
+	VMOVUPS (R11)(R12*2), Y1
+	VMOVUPS Y1, (R10)(R12*2)
+	ADDQ    $0x00000010, R12
+	JMP     copyvec24
 
-copyone32:
-	ADDQ $0x00000010, R10
+copyone25:
+	ADDQ $0x00000010, R13
 
-copyloop34:
-	CMPQ DI, R10
-	JGE  copied33
-	MOVW (R9)(DI*2), R11
-	MOVW R11, (R8)(DI*2)
-	INCQ DI
-	JMP  copyloop34
+copyloop27:
+	CMPQ R12, R13
+	JGE  copied26
+	MOVW (R11)(R12*2), R14
+	MOVW R14, (R10)(R12*2)
+	INCQ R12
+	JMP  copyloop27
 
-copied33:
+copied26:
+	ADDQ R9, DI
+	CMPQ DI, job_d+0(AX)
+	JB   scalentgo
+
 scaled:
 	ADDQ SI, DX
 	ADDQ SI, CX

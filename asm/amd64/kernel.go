@@ -765,7 +765,7 @@ func (g *gen) scale(src GPVirtual, invv, one VecVirtual) {
 	NEGQ(n)
 	ANDQ(U32(s.vbytes()-1), n)
 	SHRQ(U8(map[int]uint8{4: 2, 2: 1}[g.eb]), n) // elements
-	JZ(LabelRef("scalentloop"))
+	JZ(LabelRef("scalentgo"))
 	CMPQ(n, g.d())
 	JLE(LabelRef("scalehead"))
 	MOVQ(g.d(), n)
@@ -777,15 +777,19 @@ func (g *gen) scale(src GPVirtual, invv, one VecVirtual) {
 		g.store(g.compute(src, i, 0, invv, one), g.at(g.dst, i, 0), false)
 		ADDQ(U32(s.lanes), i)
 		SUBQ(U32(s.lanes), n)
-		JZ(LabelRef("scalentloop"))
+		JZ(LabelRef("scalentgo"))
 		Label("scaleheadpart")
 	}
-	g.partialOut(src, i, n, invv, one)
-	ADDQ(n, i)
+	// The rest of the head goes out as the end of a row does, and comes back (see partout).
+	JMP(LabelRef("partout"))
+	Label("scalentgo")
+	// pf and fl set again, so that neither is live across partout, which needs the registers.
+	t := g.pfOffset(1)
+	ADDQ(src, t)
+	MOVQ(t, pf)
 	form := g.v.Mode
 	if g.v.SharesWeight() {
-		// Rows from memory do not notice a test per iteration (see weighLoop). fl again: not
-		// live across the head, which needs the registers.
+		// Rows from memory do not notice a test per iteration (see weighLoop).
 		form = byFlag
 		MOVL(g.flags(), fl)
 	}
@@ -803,7 +807,12 @@ func (g *gen) scale(src GPVirtual, invv, one VecVirtual) {
 	MOVQ(g.d(), n)
 	SUBQ(i, n)
 	JZ(LabelRef("scaled"))
+	Comment("The last n < lanes elements, or the first n of a non-temporal row (i + n < d: back to its loop).")
+	Label("partout")
 	g.partialOut(src, i, n, invv, one)
+	ADDQ(n, i)
+	CMPQ(i, g.d())
+	JB(LabelRef("scalentgo"))
 	Label("scaled")
 }
 

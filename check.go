@@ -171,7 +171,7 @@ func applyRows[T elem](n *Norm, r *rowsOf[T], f format, k kernelID) bool {
 		flags = flagRN
 	}
 	if mode == offset {
-		flags |= flagOffset // the 16-bit kernels have one function for both weight forms
+		flags |= flagOffset // the kernels have one function for both weight forms
 	}
 	if k == useActive {
 		k = activeKernel()

@@ -10,11 +10,11 @@ func callDirect(b *testing.B, k kernelID, j *job) {
 	switch {
 	case k == kernelNEON && j.v == vWeighted:
 		for b.Loop() {
-			neonWeighted(j, 0, j.rows)
+			neonWeightedOrOffset(j, 0, j.rows)
 		}
 	case k == kernelNEON && j.v == vAddWeighted:
 		for b.Loop() {
-			neonAddWeighted(j, 0, j.rows)
+			neonAddWeightedOrOffset(j, 0, j.rows)
 		}
 	default:
 		callGeneric(b, k, j)

@@ -61,17 +61,11 @@ func avx2BackwardOffset(j *job, from, to int) int
 //go:noescape
 func avx2BackwardUnweighted(j *job, from, to int) int
 
-// avx512Weighted normalizes rows [from, to) of the job: y = (x*inv)*w, for each row.
+// avx512WeightedOrOffset normalizes rows [from, to) of the job: y = (x*inv)*w, or (x*inv)*(1+w) with flagOffset, for each row.
 // It stops before the first row that needs the float64 path and returns that row's index, or to.
 //
 //go:noescape
-func avx512Weighted(j *job, from, to int) int
-
-// avx512Offset normalizes rows [from, to) of the job: y = (x*inv)*(1+w), for each row.
-// It stops before the first row that needs the float64 path and returns that row's index, or to.
-//
-//go:noescape
-func avx512Offset(j *job, from, to int) int
+func avx512WeightedOrOffset(j *job, from, to int) int
 
 // avx512Unweighted normalizes rows [from, to) of the job: y = x*inv, for each row.
 // It stops before the first row that needs the float64 path and returns that row's index, or to.
@@ -79,17 +73,11 @@ func avx512Offset(j *job, from, to int) int
 //go:noescape
 func avx512Unweighted(j *job, from, to int) int
 
-// avx512AddWeighted normalizes rows [from, to) of the job: h = x + res and res = h per element, then y = (h*inv)*w, for each row.
+// avx512AddWeightedOrOffset normalizes rows [from, to) of the job: h = x + res and res = h per element, then y = (h*inv)*w, or (h*inv)*(1+w) with flagOffset, for each row.
 // It stops before the first row that needs the float64 path and returns that row's index, or to.
 //
 //go:noescape
-func avx512AddWeighted(j *job, from, to int) int
-
-// avx512AddOffset normalizes rows [from, to) of the job: h = x + res and res = h per element, then y = (h*inv)*(1+w), for each row.
-// It stops before the first row that needs the float64 path and returns that row's index, or to.
-//
-//go:noescape
-func avx512AddOffset(j *job, from, to int) int
+func avx512AddWeightedOrOffset(j *job, from, to int) int
 
 // avx512AddUnweighted normalizes rows [from, to) of the job: h = x + res and res = h per element, then y = h*inv, for each row.
 // It stops before the first row that needs the float64 path and returns that row's index, or to.
@@ -165,17 +153,11 @@ func avx512NarrowBF16(dst, src unsafe.Pointer, n int)
 //go:noescape
 func avx512NarrowF16(dst, src unsafe.Pointer, n int)
 
-// avx2Weighted normalizes rows [from, to) of the job: y = (x*inv)*w, for each row.
+// avx2WeightedOrOffset normalizes rows [from, to) of the job: y = (x*inv)*w, or (x*inv)*(1+w) with flagOffset, for each row.
 // It stops before the first row that needs the float64 path and returns that row's index, or to.
 //
 //go:noescape
-func avx2Weighted(j *job, from, to int) int
-
-// avx2Offset normalizes rows [from, to) of the job: y = (x*inv)*(1+w), for each row.
-// It stops before the first row that needs the float64 path and returns that row's index, or to.
-//
-//go:noescape
-func avx2Offset(j *job, from, to int) int
+func avx2WeightedOrOffset(j *job, from, to int) int
 
 // avx2Unweighted normalizes rows [from, to) of the job: y = x*inv, for each row.
 // It stops before the first row that needs the float64 path and returns that row's index, or to.
@@ -183,17 +165,11 @@ func avx2Offset(j *job, from, to int) int
 //go:noescape
 func avx2Unweighted(j *job, from, to int) int
 
-// avx2AddWeighted normalizes rows [from, to) of the job: h = x + res and res = h per element, then y = (h*inv)*w, for each row.
+// avx2AddWeightedOrOffset normalizes rows [from, to) of the job: h = x + res and res = h per element, then y = (h*inv)*w, or (h*inv)*(1+w) with flagOffset, for each row.
 // It stops before the first row that needs the float64 path and returns that row's index, or to.
 //
 //go:noescape
-func avx2AddWeighted(j *job, from, to int) int
-
-// avx2AddOffset normalizes rows [from, to) of the job: h = x + res and res = h per element, then y = (h*inv)*(1+w), for each row.
-// It stops before the first row that needs the float64 path and returns that row's index, or to.
-//
-//go:noescape
-func avx2AddOffset(j *job, from, to int) int
+func avx2AddWeightedOrOffset(j *job, from, to int) int
 
 // avx2AddUnweighted normalizes rows [from, to) of the job: h = x + res and res = h per element, then y = h*inv, for each row.
 // It stops before the first row that needs the float64 path and returns that row's index, or to.

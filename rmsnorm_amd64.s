@@ -163,10 +163,10 @@ DATA avx2bffixnan<>+24(SB)/4, $0x00000033
 DATA avx2bffixnan<>+28(SB)/4, $0x00000033
 GLOBL avx2bffixnan<>(SB), RODATA|NOPTR, $32
 
-// func avx512Weighted(j uintptr, from int, to int) int
+// func avx512WeightedOrOffset(j uintptr, from int, to int) int
 // Requires: AVX, AVX512F, MMX+
-TEXT ·avx512Weighted(SB), NOSPLIT, $376-32
-	// avx512Weighted normalizes rows [from, to) of the job: y = (x*inv)*w, for each row.
+TEXT ·avx512WeightedOrOffset(SB), NOSPLIT, $376-32
+	// avx512WeightedOrOffset normalizes rows [from, to) of the job: y = (x*inv)*w, or (x*inv)*(1+w) with flagOffset, for each row.
 	// It stops before the first row that needs the float64 path and returns that row's index, or to.
 	MOVQ j+0(FP), AX
 	MOVQ job_dst+0(AX), CX
@@ -190,8 +190,13 @@ TEXT ·avx512Weighted(SB), NOSPLIT, $376-32
 	SHLL       $0x17, R9
 
 notpow2:
-	MOVL R9, 372(SP)
+	MOVL         R9, 372(SP)
+	VBROADCASTSS one<>+0(SB), Z0
+	TESTL        $0x00000010, job_flags+0(AX)
+	JNZ          weightadd
+	VBROADCASTSS negzero<>+0(SB), Z0
 
+weightadd:
 	// Start at row from.
 	MOVQ  from+8(FP), DI
 	MOVQ  DI, 320(SP)
@@ -228,24 +233,24 @@ sumrow:
 	MOVQ    job_d+0(AX), R10
 	SUBQ    $0x00000040, R10
 	JGE     firstblock
-	VMOVUPS zero64<>+0(SB), Z0
 	VMOVUPS zero64<>+0(SB), Z1
 	VMOVUPS zero64<>+0(SB), Z2
 	VMOVUPS zero64<>+0(SB), Z3
+	VMOVUPS zero64<>+0(SB), Z4
 	XORQ    R9, R9
 	JMP     sumtail
 
 firstblock:
 	// +0 + square is the square itself: the first block initializes the partials.
 	XORQ    R9, R9
-	VMOVUPS (DI)(R9*4), Z0
-	VMULPS  Z0, Z0, Z0
-	VMOVUPS 64(DI)(R9*4), Z1
+	VMOVUPS (DI)(R9*4), Z1
 	VMULPS  Z1, Z1, Z1
-	VMOVUPS 128(DI)(R9*4), Z2
+	VMOVUPS 64(DI)(R9*4), Z2
 	VMULPS  Z2, Z2, Z2
-	VMOVUPS 192(DI)(R9*4), Z3
+	VMOVUPS 128(DI)(R9*4), Z3
 	VMULPS  Z3, Z3, Z3
+	VMOVUPS 192(DI)(R9*4), Z4
+	VMULPS  Z4, Z4, Z4
 	MOVQ    $0x00000040, R9
 	TESTL   $0x00000002, job_flags+0(AX)
 	JNZ     sumpf
@@ -254,18 +259,18 @@ firstblock:
 sumloop:
 	CMPQ    R9, R10
 	JG      sumtail
-	VMOVUPS (DI)(R9*4), Z4
-	VMULPS  Z4, Z4, Z4
-	VADDPS  Z4, Z0, Z0
-	VMOVUPS 64(DI)(R9*4), Z4
-	VMULPS  Z4, Z4, Z4
-	VADDPS  Z4, Z1, Z1
-	VMOVUPS 128(DI)(R9*4), Z4
-	VMULPS  Z4, Z4, Z4
-	VADDPS  Z4, Z2, Z2
-	VMOVUPS 192(DI)(R9*4), Z4
-	VMULPS  Z4, Z4, Z4
-	VADDPS  Z4, Z3, Z3
+	VMOVUPS (DI)(R9*4), Z5
+	VMULPS  Z5, Z5, Z5
+	VADDPS  Z5, Z1, Z1
+	VMOVUPS 64(DI)(R9*4), Z5
+	VMULPS  Z5, Z5, Z5
+	VADDPS  Z5, Z2, Z2
+	VMOVUPS 128(DI)(R9*4), Z5
+	VMULPS  Z5, Z5, Z5
+	VADDPS  Z5, Z3, Z3
+	VMOVUPS 192(DI)(R9*4), Z5
+	VMULPS  Z5, Z5, Z5
+	VADDPS  Z5, Z4, Z4
 	ADDQ    $0x00000040, R9
 	JMP     sumloop
 
@@ -288,18 +293,18 @@ sumpfloop:
 	PREFETCHT0 64(R11)(R9*4)
 	PREFETCHT0 128(R11)(R9*4)
 	PREFETCHT0 192(R11)(R9*4)
-	VMOVUPS    (DI)(R9*4), Z4
-	VMULPS     Z4, Z4, Z4
-	VADDPS     Z4, Z0, Z0
-	VMOVUPS    64(DI)(R9*4), Z4
-	VMULPS     Z4, Z4, Z4
-	VADDPS     Z4, Z1, Z1
-	VMOVUPS    128(DI)(R9*4), Z4
-	VMULPS     Z4, Z4, Z4
-	VADDPS     Z4, Z2, Z2
-	VMOVUPS    192(DI)(R9*4), Z4
-	VMULPS     Z4, Z4, Z4
-	VADDPS     Z4, Z3, Z3
+	VMOVUPS    (DI)(R9*4), Z5
+	VMULPS     Z5, Z5, Z5
+	VADDPS     Z5, Z1, Z1
+	VMOVUPS    64(DI)(R9*4), Z5
+	VMULPS     Z5, Z5, Z5
+	VADDPS     Z5, Z2, Z2
+	VMOVUPS    128(DI)(R9*4), Z5
+	VMULPS     Z5, Z5, Z5
+	VADDPS     Z5, Z3, Z3
+	VMOVUPS    192(DI)(R9*4), Z5
+	VMULPS     Z5, Z5, Z5
+	VADDPS     Z5, Z4, Z4
 	ADDQ       $0x00000040, R9
 	JMP        sumpfloop
 
@@ -316,9 +321,9 @@ sumtail:
 
 tailmask0:
 	KMOVW     (R11)(R12*2), K1
-	VMOVUPS.Z (DI)(R9*4), K1, Z4
-	VMULPS    Z4, Z4, Z4
-	VADDPS    Z4, Z0, Z0
+	VMOVUPS.Z (DI)(R9*4), K1, Z5
+	VMULPS    Z5, Z5, Z5
+	VADDPS    Z5, Z1, Z1
 	MOVQ      R10, R12
 	SUBQ      $0x00000010, R12
 	JLE       summed
@@ -328,9 +333,9 @@ tailmask0:
 
 tailmask1:
 	KMOVW     (R11)(R12*2), K1
-	VMOVUPS.Z 64(DI)(R9*4), K1, Z4
-	VMULPS    Z4, Z4, Z4
-	VADDPS    Z4, Z1, Z1
+	VMOVUPS.Z 64(DI)(R9*4), K1, Z5
+	VMULPS    Z5, Z5, Z5
+	VADDPS    Z5, Z2, Z2
 	MOVQ      R10, R12
 	SUBQ      $0x00000020, R12
 	JLE       summed
@@ -340,9 +345,9 @@ tailmask1:
 
 tailmask2:
 	KMOVW     (R11)(R12*2), K1
-	VMOVUPS.Z 128(DI)(R9*4), K1, Z4
-	VMULPS    Z4, Z4, Z4
-	VADDPS    Z4, Z2, Z2
+	VMOVUPS.Z 128(DI)(R9*4), K1, Z5
+	VMULPS    Z5, Z5, Z5
+	VADDPS    Z5, Z3, Z3
 	SUBQ      $0x00000030, R10
 	JLE       summed
 	CMPQ      R10, $0x00000010
@@ -351,17 +356,17 @@ tailmask2:
 
 tailmask3:
 	KMOVW     (R11)(R10*2), K1
-	VMOVUPS.Z 192(DI)(R9*4), K1, Z4
-	VMULPS    Z4, Z4, Z4
-	VADDPS    Z4, Z3, Z3
+	VMOVUPS.Z 192(DI)(R9*4), K1, Z5
+	VMULPS    Z5, Z5, Z5
+	VADDPS    Z5, Z4, Z4
 
 summed:
-	VADDPS  Z2, Z0, Z0
 	VADDPS  Z3, Z1, Z1
-	VADDPS  Z1, Z0, Z0
+	VADDPS  Z4, Z2, Z2
+	VADDPS  Z2, Z1, Z1
 	CMPQ    336(SP), $0x01
 	JE      invone
-	VMOVUPS Z0, (SP)(R8*1)
+	VMOVUPS Z1, (SP)(R8*1)
 	ADDQ    SI, DI
 	ADDQ    $0x00000040, R8
 	CMPQ    R8, $0x00000100
@@ -370,85 +375,85 @@ summed:
 
 invone:
 	// Halving tree: p[j] += p[j+h] for the remaining h, down to ss.
-	VSHUFF64X2 $0xee, Z0, Z0, Z1
-	VADDPS     Z1, Z0, Z0
-	VSHUFF32X4 $0x01, Z0, Z0, Z1
-	VADDPS     Z1, Z0, Z0
-	VPERMILPS  $0x4e, Z0, Z1
-	VADDPS     Z1, Z0, Z0
-	VPERMILPS  $0xb1, Z0, Z1
-	VADDPS     Z1, Z0, Z0
+	VSHUFF64X2 $0xee, Z1, Z1, Z2
+	VADDPS     Z2, Z1, Z1
+	VSHUFF32X4 $0x01, Z1, Z1, Z2
+	VADDPS     Z2, Z1, Z1
+	VPERMILPS  $0x4e, Z1, Z2
+	VADDPS     Z2, Z1, Z1
+	VPERMILPS  $0xb1, Z1, Z2
+	VADDPS     Z2, Z1, Z1
 
 	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
 	CMPL   372(SP), $0x00
 	JE     divide2
-	VMULSS 372(SP), X0, X0
+	VMULSS 372(SP), X1, X1
 	JMP    divided3
 
 divide2:
-	VDIVSS 368(SP), X0, X0
+	VDIVSS 368(SP), X1, X1
 
 divided3:
-	VADDSS   job_eps+0(AX), X0, X0
-	VUCOMISS tlo<>+0(SB), X0
+	VADDSS   job_eps+0(AX), X1, X1
+	VUCOMISS tlo<>+0(SB), X1
 	JCS      ret
-	VUCOMISS tmax<>+0(SB), X0
+	VUCOMISS tmax<>+0(SB), X1
 	JHI      ret
-	VSQRTSS  X0, X0, X0
-	VMOVSS   one<>+0(SB), X5
-	VDIVSS   X0, X5, X5
+	VSQRTSS  X1, X1, X1
+	VMOVSS   one<>+0(SB), X6
+	VDIVSS   X1, X6, X6
 
 	// Report 1/rms if asked.
 	MOVQ   job_inv+0(AX), DI
 	TESTQ  DI, DI
 	JZ     scale
 	MOVQ   320(SP), R8
-	VMOVSS X5, (DI)(R8*4)
+	VMOVSS X6, (DI)(R8*4)
 	JMP    scale
 
 invgroup:
 	// The rest of the halving tree, four rows at once.
-	VMOVUPS       (SP), Z0
-	VMOVUPS       64(SP), Z1
-	VMOVUPS       128(SP), Z2
-	VMOVUPS       192(SP), Z3
-	VSHUFF64X2    $0x44, Z1, Z0, Z4
-	VSHUFF64X2    $0xee, Z1, Z0, Z0
-	VADDPS        Z0, Z4, Z4
-	VSHUFF64X2    $0x44, Z3, Z2, Z0
-	VSHUFF64X2    $0xee, Z3, Z2, Z1
-	VADDPS        Z1, Z0, Z0
-	VSHUFF32X4    $0x88, Z0, Z4, Z1
-	VSHUFF32X4    $0xdd, Z0, Z4, Z0
-	VADDPS        Z0, Z1, Z1
-	VPERMILPS     $0x4e, Z1, Z0
-	VADDPS        Z0, Z1, Z1
-	VPERMILPS     $0xb1, Z1, Z0
-	VADDPS        Z0, Z1, Z1
+	VMOVUPS       (SP), Z1
+	VMOVUPS       64(SP), Z2
+	VMOVUPS       128(SP), Z3
+	VMOVUPS       192(SP), Z4
+	VSHUFF64X2    $0x44, Z2, Z1, Z5
+	VSHUFF64X2    $0xee, Z2, Z1, Z1
+	VADDPS        Z1, Z5, Z5
+	VSHUFF64X2    $0x44, Z4, Z3, Z1
+	VSHUFF64X2    $0xee, Z4, Z3, Z2
+	VADDPS        Z2, Z1, Z1
+	VSHUFF32X4    $0x88, Z1, Z5, Z2
+	VSHUFF32X4    $0xdd, Z1, Z5, Z1
+	VADDPS        Z1, Z2, Z2
+	VPERMILPS     $0x4e, Z2, Z1
+	VADDPS        Z1, Z2, Z2
+	VPERMILPS     $0xb1, Z2, Z1
+	VADDPS        Z1, Z2, Z2
 	MOVL          $0x00001111, DI
 	KMOVW         DI, K1
-	VCOMPRESSPS.Z Z1, K1, Z0
+	VCOMPRESSPS.Z Z2, K1, Z1
 
 	// t = ss/d + eps for the four rows; any t outside [2^-100, MaxFloat32] sends the group to the one-row path.
 	CMPL         372(SP), $0x00
 	JE           divide4
-	VBROADCASTSS 372(SP), Z1
-	VMULPS       Z1, Z0, Z0
+	VBROADCASTSS 372(SP), Z2
+	VMULPS       Z2, Z1, Z1
 	JMP          divided5
 
 divide4:
-	VBROADCASTSS 368(SP), Z1
-	VDIVPS       Z1, Z0, Z0
+	VBROADCASTSS 368(SP), Z2
+	VDIVPS       Z2, Z1, Z1
 
 divided5:
-	VBROADCASTSS job_eps+0(AX), Z1
-	VADDPS       Z1, Z0, Z0
+	VBROADCASTSS job_eps+0(AX), Z2
+	VADDPS       Z2, Z1, Z1
 	MOVL         $0x0000000f, DI
 	KMOVW        DI, K1
-	VBROADCASTSS tlo<>+0(SB), Z1
-	VBROADCASTSS tmax<>+0(SB), Z2
-	VCMPPS       $0x1d, Z1, Z0, K1, K1
-	VCMPPS       $0x12, Z2, Z0, K1, K1
+	VBROADCASTSS tlo<>+0(SB), Z2
+	VBROADCASTSS tmax<>+0(SB), Z3
+	VCMPPS       $0x1d, Z2, Z1, K1, K1
+	VCMPPS       $0x12, Z3, Z1, K1, K1
 	KMOVW        K1, DI
 	CMPL         DI, $0x0f
 	JE           ginrange
@@ -456,9 +461,9 @@ divided5:
 	JMP          row
 
 ginrange:
-	VSQRTPS      Z0, Z0
-	VBROADCASTSS one<>+0(SB), Z5
-	VDIVPS       Z0, Z5, Z5
+	VSQRTPS      Z1, Z1
+	VBROADCASTSS one<>+0(SB), Z6
+	VDIVPS       Z1, Z6, Z6
 
 	// Report 1/rms if asked.
 	MOVQ    job_inv+0(AX), DI
@@ -467,18 +472,18 @@ ginrange:
 	MOVQ    320(SP), R8
 	MOVL    $0x0000000f, R9
 	KMOVW   R9, K1
-	VMOVUPS Z5, K1, (DI)(R8*4)
+	VMOVUPS Z6, K1, (DI)(R8*4)
 
 scale:
-	VBROADCASTSS X5, Z0
+	VBROADCASTSS X6, Z1
 	MOVQ         $0x00000000, 344(SP)
 	CMPQ         336(SP), $0x01
 	JE           scalebody
-	VMOVUPS      Z5, 256(SP)
+	VMOVUPS      Z6, 256(SP)
 
 scalerow:
 	MOVQ         344(SP), DI
-	VBROADCASTSS 256(SP)(DI*4), Z0
+	VBROADCASTSS 256(SP)(DI*4), Z1
 
 scalebody:
 	// y = (src*inv)*w, rounded after each multiply.
@@ -487,511 +492,54 @@ scalebody:
 	SUBQ  $0x00000040, R8
 	TESTL $0x00000002, job_flags+0(AX)
 	JNZ   scalepf
+	TESTL $0x00000010, job_flags+0(AX)
+	JNZ   scaleoffsetloop
 
 	PCALIGN $32
 scaleloop:
 	CMPQ    DI, R8
 	JG      scaletail
-	VMULPS  (DX)(DI*4), Z0, Z1
-	VMULPS  64(DX)(DI*4), Z0, Z2
-	VMULPS  128(DX)(DI*4), Z0, Z3
-	VMULPS  192(DX)(DI*4), Z0, Z4
-	VMULPS  (BX)(DI*4), Z1, Z1
-	VMOVUPS Z1, (CX)(DI*4)
-	VMULPS  64(BX)(DI*4), Z2, Z2
-	VMOVUPS Z2, 64(CX)(DI*4)
-	VMULPS  128(BX)(DI*4), Z3, Z3
-	VMOVUPS Z3, 128(CX)(DI*4)
-	VMULPS  192(BX)(DI*4), Z4, Z4
-	VMOVUPS Z4, 192(CX)(DI*4)
+	VMULPS  (DX)(DI*4), Z1, Z2
+	VMULPS  64(DX)(DI*4), Z1, Z3
+	VMULPS  128(DX)(DI*4), Z1, Z4
+	VMULPS  192(DX)(DI*4), Z1, Z5
+	VMULPS  (BX)(DI*4), Z2, Z2
+	VMOVUPS Z2, (CX)(DI*4)
+	VMULPS  64(BX)(DI*4), Z3, Z3
+	VMOVUPS Z3, 64(CX)(DI*4)
+	VMULPS  128(BX)(DI*4), Z4, Z4
+	VMOVUPS Z4, 128(CX)(DI*4)
+	VMULPS  192(BX)(DI*4), Z5, Z5
+	VMOVUPS Z5, 192(CX)(DI*4)
 	ADDQ    $0x00000040, DI
 	JMP     scaleloop
 
-scalepf:
-	MOVQ SI, R9
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows6
-	SHLQ $0x03, R9
-
-longrows6:
-	ADDQ  DX, R9
-	TESTL $0x00000001, job_flags+0(AX)
-	JNZ   scalent
-
 	PCALIGN $32
-scalepfloop:
-	CMPQ       DI, R8
-	JG         scaletail
-	PREFETCHT0 (R9)(DI*4)
-	PREFETCHT0 64(R9)(DI*4)
-	PREFETCHT0 128(R9)(DI*4)
-	PREFETCHT0 192(R9)(DI*4)
-	VMULPS     (DX)(DI*4), Z0, Z1
-	VMULPS     64(DX)(DI*4), Z0, Z2
-	VMULPS     128(DX)(DI*4), Z0, Z3
-	VMULPS     192(DX)(DI*4), Z0, Z4
-	VMULPS     (BX)(DI*4), Z1, Z1
-	VMOVUPS    Z1, (CX)(DI*4)
-	VMULPS     64(BX)(DI*4), Z2, Z2
-	VMOVUPS    Z2, 64(CX)(DI*4)
-	VMULPS     128(BX)(DI*4), Z3, Z3
-	VMOVUPS    Z3, 128(CX)(DI*4)
-	VMULPS     192(BX)(DI*4), Z4, Z4
-	VMOVUPS    Z4, 192(CX)(DI*4)
-	ADDQ       $0x00000040, DI
-	JMP        scalepfloop
-
-scalent:
-	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
-	MOVQ CX, R9
-	NEGQ R9
-	ANDQ $0x0000003f, R9
-	SHRQ $0x02, R9
-	JZ   scalentgo
-	CMPQ R9, job_d+0(AX)
-	JLE  scalehead
-	MOVQ job_d+0(AX), R9
-
-scalehead:
-	JMP partout
-
-scalentgo:
-	MOVQ SI, R9
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows7
-	SHLQ $0x03, R9
-
-longrows7:
-	ADDQ DX, R9
-
-	PCALIGN $32
-scalentloop:
-	CMPQ       DI, R8
-	JG         scaletail
-	PREFETCHT0 (R9)(DI*4)
-	PREFETCHT0 64(R9)(DI*4)
-	PREFETCHT0 128(R9)(DI*4)
-	PREFETCHT0 192(R9)(DI*4)
-	VMULPS     (DX)(DI*4), Z0, Z1
-	VMULPS     64(DX)(DI*4), Z0, Z2
-	VMULPS     128(DX)(DI*4), Z0, Z3
-	VMULPS     192(DX)(DI*4), Z0, Z4
-	VMULPS     (BX)(DI*4), Z1, Z1
-	VMOVNTPS   Z1, (CX)(DI*4)
-	VMULPS     64(BX)(DI*4), Z2, Z2
-	VMOVNTPS   Z2, 64(CX)(DI*4)
-	VMULPS     128(BX)(DI*4), Z3, Z3
-	VMOVNTPS   Z3, 128(CX)(DI*4)
-	VMULPS     192(BX)(DI*4), Z4, Z4
-	VMOVNTPS   Z4, 192(CX)(DI*4)
-	ADDQ       $0x00000040, DI
-	JMP        scalentloop
-
-scaletail:
-	ADDQ $0x00000030, R8
-
-scaleone:
-	CMPQ    DI, R8
-	JG      scalepart
-	VMULPS  (DX)(DI*4), Z0, Z1
-	VMULPS  (BX)(DI*4), Z1, Z1
-	VMOVUPS Z1, (CX)(DI*4)
-	ADDQ    $0x00000010, DI
-	JMP     scaleone
-
-scalepart:
-	MOVQ job_d+0(AX), R9
-	SUBQ DI, R9
-	JZ   scaled
-
-	// The last n < lanes elements, or the first n of a non-temporal row (i + n < d: back to its loop).
-partout:
-	LEAQ      kmask<>+0(SB), R10
-	KMOVW     (R10)(R9*2), K1
-	VMOVUPS.Z (DX)(DI*4), K1, Z1
-	VMULPS    Z1, Z0, Z1
-	VMOVUPS.Z (BX)(DI*4), K1, Z2
-	VMULPS    Z2, Z1, Z1
-	VMOVUPS   Z1, K1, (CX)(DI*4)
-	ADDQ      R9, DI
-	CMPQ      DI, job_d+0(AX)
-	JB        scalentgo
-
-scaled:
-	ADDQ SI, DX
-	ADDQ SI, CX
-	INCQ 320(SP)
-	MOVQ 344(SP), DI
-	INCQ DI
-	MOVQ DI, 344(SP)
-	CMPQ DI, 336(SP)
-	JB   scalerow
-	JMP  row
-
-ret:
-	TESTL $0x00000001, job_flags+0(AX)
-	JZ    vzero
-	SFENCE
-
-vzero:
-	VZEROUPPER
-	MOVQ 320(SP), AX
-	MOVQ AX, ret+24(FP)
-	RET
-
-// func avx512Offset(j uintptr, from int, to int) int
-// Requires: AVX, AVX512F, MMX+
-TEXT ·avx512Offset(SB), NOSPLIT, $376-32
-	// avx512Offset normalizes rows [from, to) of the job: y = (x*inv)*(1+w), for each row.
-	// It stops before the first row that needs the float64 path and returns that row's index, or to.
-	MOVQ j+0(FP), AX
-	MOVQ job_dst+0(AX), CX
-	MOVQ job_x+0(AX), DX
-	MOVQ job_w+0(AX), BX
-	MOVQ job_stride+0(AX), SI
-	SHLQ $0x02, SI
-
-	// fd = float32(d); rd = 1/d when d is a power of two (a/d is then a*rd exactly), else 0.
-	MOVQ       job_d+0(AX), DI
-	VMOVSS     one<>+0(SB), X0
-	VCVTSI2SSQ DI, X0, X0
-	VMOVSS     X0, 368(SP)
-	XORL       R9, R9
-	LEAQ       -1(DI), R8
-	TESTQ      DI, R8
-	JNZ        notpow2
-	BSFQ       DI, R8
-	MOVL       $0x0000007f, R9
-	SUBL       R8, R9
-	SHLL       $0x17, R9
-
-notpow2:
-	MOVL R9, 372(SP)
-
-	// Start at row from.
-	MOVQ  from+8(FP), DI
-	MOVQ  DI, 320(SP)
-	MOVQ  $0x00000000, 328(SP)
-	IMULQ SI, DI
-	ADDQ  DI, CX
-	ADDQ  DI, DX
-
-row:
-	MOVQ 320(SP), DI
-	CMPQ DI, to+16(FP)
-	JAE  ret
-	MOVQ $0x00000001, 336(SP)
-	CMPQ 328(SP), $0x00
-	JE   trygroup
-	DECQ 328(SP)
-	JMP  sum
-
-trygroup:
-	CMPQ job_d+0(AX), $0x00000200
-	JA   sum
-	MOVQ to+16(FP), DI
-	SUBQ 320(SP), DI
-	CMPQ DI, $0x04
-	JB   sum
-	MOVQ $0x00000004, 336(SP)
-
-sum:
-	MOVQ DX, DI
-	XORQ R8, R8
-
-sumrow:
-	// Sum of squares: element i goes to partial i%64.
-	MOVQ    job_d+0(AX), R10
-	SUBQ    $0x00000040, R10
-	JGE     firstblock
-	VMOVUPS zero64<>+0(SB), Z0
-	VMOVUPS zero64<>+0(SB), Z1
-	VMOVUPS zero64<>+0(SB), Z2
-	VMOVUPS zero64<>+0(SB), Z3
-	XORQ    R9, R9
-	JMP     sumtail
-
-firstblock:
-	// +0 + square is the square itself: the first block initializes the partials.
-	XORQ    R9, R9
-	VMOVUPS (DI)(R9*4), Z0
-	VMULPS  Z0, Z0, Z0
-	VMOVUPS 64(DI)(R9*4), Z1
-	VMULPS  Z1, Z1, Z1
-	VMOVUPS 128(DI)(R9*4), Z2
-	VMULPS  Z2, Z2, Z2
-	VMOVUPS 192(DI)(R9*4), Z3
-	VMULPS  Z3, Z3, Z3
-	MOVQ    $0x00000040, R9
-	TESTL   $0x00000002, job_flags+0(AX)
-	JNZ     sumpf
-
-	PCALIGN $32
-sumloop:
-	CMPQ    R9, R10
-	JG      sumtail
-	VMOVUPS (DI)(R9*4), Z4
-	VMULPS  Z4, Z4, Z4
-	VADDPS  Z4, Z0, Z0
-	VMOVUPS 64(DI)(R9*4), Z4
-	VMULPS  Z4, Z4, Z4
-	VADDPS  Z4, Z1, Z1
-	VMOVUPS 128(DI)(R9*4), Z4
-	VMULPS  Z4, Z4, Z4
-	VADDPS  Z4, Z2, Z2
-	VMOVUPS 192(DI)(R9*4), Z4
-	VMULPS  Z4, Z4, Z4
-	VADDPS  Z4, Z3, Z3
-	ADDQ    $0x00000040, R9
-	JMP     sumloop
-
-	// The same, prefetching the rows ahead.
-sumpf:
-	MOVQ SI, R11
-	SHLQ $0x01, R11
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows1
-	SHLQ $0x03, R11
-
-longrows1:
-	ADDQ DI, R11
-
-	PCALIGN $32
-sumpfloop:
-	CMPQ       R9, R10
-	JG         sumtail
-	PREFETCHT0 (R11)(R9*4)
-	PREFETCHT0 64(R11)(R9*4)
-	PREFETCHT0 128(R11)(R9*4)
-	PREFETCHT0 192(R11)(R9*4)
-	VMOVUPS    (DI)(R9*4), Z4
-	VMULPS     Z4, Z4, Z4
-	VADDPS     Z4, Z0, Z0
-	VMOVUPS    64(DI)(R9*4), Z4
-	VMULPS     Z4, Z4, Z4
-	VADDPS     Z4, Z1, Z1
-	VMOVUPS    128(DI)(R9*4), Z4
-	VMULPS     Z4, Z4, Z4
-	VADDPS     Z4, Z2, Z2
-	VMOVUPS    192(DI)(R9*4), Z4
-	VMULPS     Z4, Z4, Z4
-	VADDPS     Z4, Z3, Z3
-	ADDQ       $0x00000040, R9
-	JMP        sumpfloop
-
-sumtail:
-	// Fewer than 64 elements remain.
-	MOVQ job_d+0(AX), R10
-	SUBQ R9, R10
-	JZ   summed
-	LEAQ kmask<>+0(SB), R11
-	MOVQ R10, R12
-	CMPQ R12, $0x00000010
-	JLE  tailmask0
-	MOVQ $0x00000010, R12
-
-tailmask0:
-	KMOVW     (R11)(R12*2), K1
-	VMOVUPS.Z (DI)(R9*4), K1, Z4
-	VMULPS    Z4, Z4, Z4
-	VADDPS    Z4, Z0, Z0
-	MOVQ      R10, R12
-	SUBQ      $0x00000010, R12
-	JLE       summed
-	CMPQ      R12, $0x00000010
-	JLE       tailmask1
-	MOVQ      $0x00000010, R12
-
-tailmask1:
-	KMOVW     (R11)(R12*2), K1
-	VMOVUPS.Z 64(DI)(R9*4), K1, Z4
-	VMULPS    Z4, Z4, Z4
-	VADDPS    Z4, Z1, Z1
-	MOVQ      R10, R12
-	SUBQ      $0x00000020, R12
-	JLE       summed
-	CMPQ      R12, $0x00000010
-	JLE       tailmask2
-	MOVQ      $0x00000010, R12
-
-tailmask2:
-	KMOVW     (R11)(R12*2), K1
-	VMOVUPS.Z 128(DI)(R9*4), K1, Z4
-	VMULPS    Z4, Z4, Z4
-	VADDPS    Z4, Z2, Z2
-	SUBQ      $0x00000030, R10
-	JLE       summed
-	CMPQ      R10, $0x00000010
-	JLE       tailmask3
-	MOVQ      $0x00000010, R10
-
-tailmask3:
-	KMOVW     (R11)(R10*2), K1
-	VMOVUPS.Z 192(DI)(R9*4), K1, Z4
-	VMULPS    Z4, Z4, Z4
-	VADDPS    Z4, Z3, Z3
-
-summed:
-	VADDPS  Z2, Z0, Z0
-	VADDPS  Z3, Z1, Z1
-	VADDPS  Z1, Z0, Z0
-	CMPQ    336(SP), $0x01
-	JE      invone
-	VMOVUPS Z0, (SP)(R8*1)
-	ADDQ    SI, DI
-	ADDQ    $0x00000040, R8
-	CMPQ    R8, $0x00000100
-	JB      sumrow
-	JMP     invgroup
-
-invone:
-	// Halving tree: p[j] += p[j+h] for the remaining h, down to ss.
-	VSHUFF64X2 $0xee, Z0, Z0, Z1
-	VADDPS     Z1, Z0, Z0
-	VSHUFF32X4 $0x01, Z0, Z0, Z1
-	VADDPS     Z1, Z0, Z0
-	VPERMILPS  $0x4e, Z0, Z1
-	VADDPS     Z1, Z0, Z0
-	VPERMILPS  $0xb1, Z0, Z1
-	VADDPS     Z1, Z0, Z0
-
-	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
-	CMPL   372(SP), $0x00
-	JE     divide2
-	VMULSS 372(SP), X0, X0
-	JMP    divided3
-
-divide2:
-	VDIVSS 368(SP), X0, X0
-
-divided3:
-	VADDSS   job_eps+0(AX), X0, X0
-	VUCOMISS tlo<>+0(SB), X0
-	JCS      ret
-	VUCOMISS tmax<>+0(SB), X0
-	JHI      ret
-	VSQRTSS  X0, X0, X0
-	VMOVSS   one<>+0(SB), X5
-	VDIVSS   X0, X5, X5
-
-	// Report 1/rms if asked.
-	MOVQ   job_inv+0(AX), DI
-	TESTQ  DI, DI
-	JZ     scale
-	MOVQ   320(SP), R8
-	VMOVSS X5, (DI)(R8*4)
-	JMP    scale
-
-invgroup:
-	// The rest of the halving tree, four rows at once.
-	VMOVUPS       (SP), Z0
-	VMOVUPS       64(SP), Z1
-	VMOVUPS       128(SP), Z2
-	VMOVUPS       192(SP), Z3
-	VSHUFF64X2    $0x44, Z1, Z0, Z4
-	VSHUFF64X2    $0xee, Z1, Z0, Z0
-	VADDPS        Z0, Z4, Z4
-	VSHUFF64X2    $0x44, Z3, Z2, Z0
-	VSHUFF64X2    $0xee, Z3, Z2, Z1
-	VADDPS        Z1, Z0, Z0
-	VSHUFF32X4    $0x88, Z0, Z4, Z1
-	VSHUFF32X4    $0xdd, Z0, Z4, Z0
-	VADDPS        Z0, Z1, Z1
-	VPERMILPS     $0x4e, Z1, Z0
-	VADDPS        Z0, Z1, Z1
-	VPERMILPS     $0xb1, Z1, Z0
-	VADDPS        Z0, Z1, Z1
-	MOVL          $0x00001111, DI
-	KMOVW         DI, K1
-	VCOMPRESSPS.Z Z1, K1, Z0
-
-	// t = ss/d + eps for the four rows; any t outside [2^-100, MaxFloat32] sends the group to the one-row path.
-	CMPL         372(SP), $0x00
-	JE           divide4
-	VBROADCASTSS 372(SP), Z1
-	VMULPS       Z1, Z0, Z0
-	JMP          divided5
-
-divide4:
-	VBROADCASTSS 368(SP), Z1
-	VDIVPS       Z1, Z0, Z0
-
-divided5:
-	VBROADCASTSS job_eps+0(AX), Z1
-	VADDPS       Z1, Z0, Z0
-	MOVL         $0x0000000f, DI
-	KMOVW        DI, K1
-	VBROADCASTSS tlo<>+0(SB), Z1
-	VBROADCASTSS tmax<>+0(SB), Z2
-	VCMPPS       $0x1d, Z1, Z0, K1, K1
-	VCMPPS       $0x12, Z2, Z0, K1, K1
-	KMOVW        K1, DI
-	CMPL         DI, $0x0f
-	JE           ginrange
-	MOVQ         $0x00000004, 328(SP)
-	JMP          row
-
-ginrange:
-	VSQRTPS      Z0, Z0
-	VBROADCASTSS one<>+0(SB), Z5
-	VDIVPS       Z0, Z5, Z5
-
-	// Report 1/rms if asked.
-	MOVQ    job_inv+0(AX), DI
-	TESTQ   DI, DI
-	JZ      scale
-	MOVQ    320(SP), R8
-	MOVL    $0x0000000f, R9
-	KMOVW   R9, K1
-	VMOVUPS Z5, K1, (DI)(R8*4)
-
-scale:
-	VBROADCASTSS X5, Z0
-	MOVQ         $0x00000000, 344(SP)
-	CMPQ         336(SP), $0x01
-	JE           scalebody
-	VMOVUPS      Z5, 256(SP)
-
-scalerow:
-	MOVQ         344(SP), DI
-	VBROADCASTSS 256(SP)(DI*4), Z0
-
-scalebody:
-	VBROADCASTSS one<>+0(SB), Z1
-
-	// y = (src*inv)*w, rounded after each multiply.
-	XORQ  DI, DI
-	MOVQ  job_d+0(AX), R8
-	SUBQ  $0x00000040, R8
-	TESTL $0x00000002, job_flags+0(AX)
-	JNZ   scalepf
-
-	PCALIGN $32
-scaleloop:
+scaleoffsetloop:
 	CMPQ    DI, R8
 	JG      scaletail
-	VMULPS  (DX)(DI*4), Z0, Z2
-	VMULPS  64(DX)(DI*4), Z0, Z3
-	VMULPS  128(DX)(DI*4), Z0, Z4
-	VMULPS  192(DX)(DI*4), Z0, Z6
+	VMULPS  (DX)(DI*4), Z1, Z2
+	VMULPS  64(DX)(DI*4), Z1, Z3
+	VMULPS  128(DX)(DI*4), Z1, Z4
+	VMULPS  192(DX)(DI*4), Z1, Z5
 	VMOVUPS (BX)(DI*4), Z7
-	VADDPS  Z1, Z7, Z7
+	VADDPS  Z0, Z7, Z7
 	VMULPS  Z7, Z2, Z2
 	VMOVUPS Z2, (CX)(DI*4)
 	VMOVUPS 64(BX)(DI*4), Z2
-	VADDPS  Z1, Z2, Z2
+	VADDPS  Z0, Z2, Z2
 	VMULPS  Z2, Z3, Z3
 	VMOVUPS Z3, 64(CX)(DI*4)
 	VMOVUPS 128(BX)(DI*4), Z2
-	VADDPS  Z1, Z2, Z2
+	VADDPS  Z0, Z2, Z2
 	VMULPS  Z2, Z4, Z4
 	VMOVUPS Z4, 128(CX)(DI*4)
 	VMOVUPS 192(BX)(DI*4), Z2
-	VADDPS  Z1, Z2, Z2
-	VMULPS  Z2, Z6, Z6
-	VMOVUPS Z6, 192(CX)(DI*4)
+	VADDPS  Z0, Z2, Z2
+	VMULPS  Z2, Z5, Z5
+	VMOVUPS Z5, 192(CX)(DI*4)
 	ADDQ    $0x00000040, DI
-	JMP     scaleloop
+	JMP     scaleoffsetloop
 
 scalepf:
 	MOVQ SI, R9
@@ -1003,6 +551,8 @@ longrows6:
 	ADDQ  DX, R9
 	TESTL $0x00000001, job_flags+0(AX)
 	JNZ   scalent
+	TESTL $0x00000010, job_flags+0(AX)
+	JNZ   scalepfoffsetloop
 
 	PCALIGN $32
 scalepfloop:
@@ -1012,28 +562,51 @@ scalepfloop:
 	PREFETCHT0 64(R9)(DI*4)
 	PREFETCHT0 128(R9)(DI*4)
 	PREFETCHT0 192(R9)(DI*4)
-	VMULPS     (DX)(DI*4), Z0, Z2
-	VMULPS     64(DX)(DI*4), Z0, Z3
-	VMULPS     128(DX)(DI*4), Z0, Z4
-	VMULPS     192(DX)(DI*4), Z0, Z6
+	VMULPS     (DX)(DI*4), Z1, Z2
+	VMULPS     64(DX)(DI*4), Z1, Z3
+	VMULPS     128(DX)(DI*4), Z1, Z4
+	VMULPS     192(DX)(DI*4), Z1, Z5
+	VMULPS     (BX)(DI*4), Z2, Z2
+	VMOVUPS    Z2, (CX)(DI*4)
+	VMULPS     64(BX)(DI*4), Z3, Z3
+	VMOVUPS    Z3, 64(CX)(DI*4)
+	VMULPS     128(BX)(DI*4), Z4, Z4
+	VMOVUPS    Z4, 128(CX)(DI*4)
+	VMULPS     192(BX)(DI*4), Z5, Z5
+	VMOVUPS    Z5, 192(CX)(DI*4)
+	ADDQ       $0x00000040, DI
+	JMP        scalepfloop
+
+	PCALIGN $32
+scalepfoffsetloop:
+	CMPQ       DI, R8
+	JG         scaletail
+	PREFETCHT0 (R9)(DI*4)
+	PREFETCHT0 64(R9)(DI*4)
+	PREFETCHT0 128(R9)(DI*4)
+	PREFETCHT0 192(R9)(DI*4)
+	VMULPS     (DX)(DI*4), Z1, Z2
+	VMULPS     64(DX)(DI*4), Z1, Z3
+	VMULPS     128(DX)(DI*4), Z1, Z4
+	VMULPS     192(DX)(DI*4), Z1, Z5
 	VMOVUPS    (BX)(DI*4), Z7
-	VADDPS     Z1, Z7, Z7
+	VADDPS     Z0, Z7, Z7
 	VMULPS     Z7, Z2, Z2
 	VMOVUPS    Z2, (CX)(DI*4)
 	VMOVUPS    64(BX)(DI*4), Z2
-	VADDPS     Z1, Z2, Z2
+	VADDPS     Z0, Z2, Z2
 	VMULPS     Z2, Z3, Z3
 	VMOVUPS    Z3, 64(CX)(DI*4)
 	VMOVUPS    128(BX)(DI*4), Z2
-	VADDPS     Z1, Z2, Z2
+	VADDPS     Z0, Z2, Z2
 	VMULPS     Z2, Z4, Z4
 	VMOVUPS    Z4, 128(CX)(DI*4)
 	VMOVUPS    192(BX)(DI*4), Z2
-	VADDPS     Z1, Z2, Z2
-	VMULPS     Z2, Z6, Z6
-	VMOVUPS    Z6, 192(CX)(DI*4)
+	VADDPS     Z0, Z2, Z2
+	VMULPS     Z2, Z5, Z5
+	VMOVUPS    Z5, 192(CX)(DI*4)
 	ADDQ       $0x00000040, DI
-	JMP        scalepfloop
+	JMP        scalepfoffsetloop
 
 scalent:
 	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
@@ -1057,6 +630,7 @@ scalentgo:
 
 longrows7:
 	ADDQ DX, R9
+	MOVL job_flags+0(AX), R10
 
 	PCALIGN $32
 scalentloop:
@@ -1066,28 +640,39 @@ scalentloop:
 	PREFETCHT0 64(R9)(DI*4)
 	PREFETCHT0 128(R9)(DI*4)
 	PREFETCHT0 192(R9)(DI*4)
-	VMULPS     (DX)(DI*4), Z0, Z2
-	VMULPS     64(DX)(DI*4), Z0, Z3
-	VMULPS     128(DX)(DI*4), Z0, Z4
-	VMULPS     192(DX)(DI*4), Z0, Z6
-	VMOVUPS    (BX)(DI*4), Z7
-	VADDPS     Z1, Z7, Z7
-	VMULPS     Z7, Z2, Z2
-	VMOVNTPS   Z2, (CX)(DI*4)
-	VMOVUPS    64(BX)(DI*4), Z2
-	VADDPS     Z1, Z2, Z2
-	VMULPS     Z2, Z3, Z3
-	VMOVNTPS   Z3, 64(CX)(DI*4)
-	VMOVUPS    128(BX)(DI*4), Z2
-	VADDPS     Z1, Z2, Z2
-	VMULPS     Z2, Z4, Z4
-	VMOVNTPS   Z4, 128(CX)(DI*4)
-	VMOVUPS    192(BX)(DI*4), Z2
-	VADDPS     Z1, Z2, Z2
-	VMULPS     Z2, Z6, Z6
-	VMOVNTPS   Z6, 192(CX)(DI*4)
-	ADDQ       $0x00000040, DI
-	JMP        scalentloop
+	VMULPS     (DX)(DI*4), Z1, Z2
+	VMULPS     64(DX)(DI*4), Z1, Z3
+	VMULPS     128(DX)(DI*4), Z1, Z4
+	VMULPS     192(DX)(DI*4), Z1, Z5
+	TESTL      $0x00000010, R10
+	JNZ        offset8
+	VMULPS     (BX)(DI*4), Z2, Z2
+	VMULPS     64(BX)(DI*4), Z3, Z3
+	VMULPS     128(BX)(DI*4), Z4, Z4
+	VMULPS     192(BX)(DI*4), Z5, Z5
+
+weighed9:
+	VMOVNTPS Z2, (CX)(DI*4)
+	VMOVNTPS Z3, 64(CX)(DI*4)
+	VMOVNTPS Z4, 128(CX)(DI*4)
+	VMOVNTPS Z5, 192(CX)(DI*4)
+	ADDQ     $0x00000040, DI
+	JMP      scalentloop
+
+offset8:
+	VMOVUPS (BX)(DI*4), Z7
+	VADDPS  Z0, Z7, Z7
+	VMULPS  Z7, Z2, Z2
+	VMOVUPS 64(BX)(DI*4), Z7
+	VADDPS  Z0, Z7, Z7
+	VMULPS  Z7, Z3, Z3
+	VMOVUPS 128(BX)(DI*4), Z7
+	VADDPS  Z0, Z7, Z7
+	VMULPS  Z7, Z4, Z4
+	VMOVUPS 192(BX)(DI*4), Z7
+	VADDPS  Z0, Z7, Z7
+	VMULPS  Z7, Z5, Z5
+	JMP     weighed9
 
 scaletail:
 	ADDQ $0x00000030, R8
@@ -1095,9 +680,9 @@ scaletail:
 scaleone:
 	CMPQ    DI, R8
 	JG      scalepart
-	VMULPS  (DX)(DI*4), Z0, Z2
+	VMULPS  (DX)(DI*4), Z1, Z2
 	VMOVUPS (BX)(DI*4), Z3
-	VADDPS  Z1, Z3, Z3
+	VADDPS  Z0, Z3, Z3
 	VMULPS  Z3, Z2, Z2
 	VMOVUPS Z2, (CX)(DI*4)
 	ADDQ    $0x00000010, DI
@@ -1113,9 +698,9 @@ partout:
 	LEAQ      kmask<>+0(SB), R10
 	KMOVW     (R10)(R9*2), K1
 	VMOVUPS.Z (DX)(DI*4), K1, Z2
-	VMULPS    Z2, Z0, Z2
+	VMULPS    Z2, Z1, Z2
 	VMOVUPS.Z (BX)(DI*4), K1, Z3
-	VADDPS    Z1, Z3, Z3
+	VADDPS    Z0, Z3, Z3
 	VMULPS    Z3, Z2, Z2
 	VMOVUPS   Z2, K1, (CX)(DI*4)
 	ADDQ      R9, DI
@@ -1604,10 +1189,10 @@ vzero:
 	MOVQ AX, ret+24(FP)
 	RET
 
-// func avx512AddWeighted(j uintptr, from int, to int) int
+// func avx512AddWeightedOrOffset(j uintptr, from int, to int) int
 // Requires: AVX, AVX512F, MMX+
-TEXT ·avx512AddWeighted(SB), NOSPLIT, $376-32
-	// avx512AddWeighted normalizes rows [from, to) of the job: h = x + res and res = h per element, then y = (h*inv)*w, for each row.
+TEXT ·avx512AddWeightedOrOffset(SB), NOSPLIT, $376-32
+	// avx512AddWeightedOrOffset normalizes rows [from, to) of the job: h = x + res and res = h per element, then y = (h*inv)*w, or (h*inv)*(1+w) with flagOffset, for each row.
 	// It stops before the first row that needs the float64 path and returns that row's index, or to.
 	MOVQ j+0(FP), AX
 	MOVQ job_dst+0(AX), CX
@@ -1632,8 +1217,13 @@ TEXT ·avx512AddWeighted(SB), NOSPLIT, $376-32
 	SHLL       $0x17, R10
 
 notpow2:
-	MOVL R10, 372(SP)
+	MOVL         R10, 372(SP)
+	VBROADCASTSS one<>+0(SB), Z0
+	TESTL        $0x00000010, job_flags+0(AX)
+	JNZ          weightadd
+	VBROADCASTSS negzero<>+0(SB), Z0
 
+weightadd:
 	// Start at row from.
 	MOVQ  from+8(FP), R8
 	MOVQ  R8, 320(SP)
@@ -1656,32 +1246,32 @@ row:
 	MOVQ    job_d+0(AX), R11
 	SUBQ    $0x00000040, R11
 	JGE     firstblock
-	VMOVUPS zero64<>+0(SB), Z0
 	VMOVUPS zero64<>+0(SB), Z1
 	VMOVUPS zero64<>+0(SB), Z2
 	VMOVUPS zero64<>+0(SB), Z3
+	VMOVUPS zero64<>+0(SB), Z4
 	XORQ    R10, R10
 	JMP     sumtail
 
 firstblock:
 	// +0 + square is the square itself: the first block initializes the partials.
 	XORQ    R10, R10
-	VMOVUPS (R8)(R10*4), Z0
-	VADDPS  (R9)(R10*4), Z0, Z0
-	VMOVUPS Z0, (R9)(R10*4)
-	VMULPS  Z0, Z0, Z0
-	VMOVUPS 64(R8)(R10*4), Z1
-	VADDPS  64(R9)(R10*4), Z1, Z1
-	VMOVUPS Z1, 64(R9)(R10*4)
+	VMOVUPS (R8)(R10*4), Z1
+	VADDPS  (R9)(R10*4), Z1, Z1
+	VMOVUPS Z1, (R9)(R10*4)
 	VMULPS  Z1, Z1, Z1
-	VMOVUPS 128(R8)(R10*4), Z2
-	VADDPS  128(R9)(R10*4), Z2, Z2
-	VMOVUPS Z2, 128(R9)(R10*4)
+	VMOVUPS 64(R8)(R10*4), Z2
+	VADDPS  64(R9)(R10*4), Z2, Z2
+	VMOVUPS Z2, 64(R9)(R10*4)
 	VMULPS  Z2, Z2, Z2
-	VMOVUPS 192(R8)(R10*4), Z3
-	VADDPS  192(R9)(R10*4), Z3, Z3
-	VMOVUPS Z3, 192(R9)(R10*4)
+	VMOVUPS 128(R8)(R10*4), Z3
+	VADDPS  128(R9)(R10*4), Z3, Z3
+	VMOVUPS Z3, 128(R9)(R10*4)
 	VMULPS  Z3, Z3, Z3
+	VMOVUPS 192(R8)(R10*4), Z4
+	VADDPS  192(R9)(R10*4), Z4, Z4
+	VMOVUPS Z4, 192(R9)(R10*4)
+	VMULPS  Z4, Z4, Z4
 	MOVQ    $0x00000040, R10
 	TESTL   $0x00000002, job_flags+0(AX)
 	JNZ     sumpf
@@ -1690,26 +1280,26 @@ firstblock:
 sumloop:
 	CMPQ    R10, R11
 	JG      sumtail
-	VMOVUPS (R8)(R10*4), Z4
-	VADDPS  (R9)(R10*4), Z4, Z4
-	VMOVUPS Z4, (R9)(R10*4)
-	VMULPS  Z4, Z4, Z4
-	VADDPS  Z4, Z0, Z0
-	VMOVUPS 64(R8)(R10*4), Z4
-	VADDPS  64(R9)(R10*4), Z4, Z4
-	VMOVUPS Z4, 64(R9)(R10*4)
-	VMULPS  Z4, Z4, Z4
-	VADDPS  Z4, Z1, Z1
-	VMOVUPS 128(R8)(R10*4), Z4
-	VADDPS  128(R9)(R10*4), Z4, Z4
-	VMOVUPS Z4, 128(R9)(R10*4)
-	VMULPS  Z4, Z4, Z4
-	VADDPS  Z4, Z2, Z2
-	VMOVUPS 192(R8)(R10*4), Z4
-	VADDPS  192(R9)(R10*4), Z4, Z4
-	VMOVUPS Z4, 192(R9)(R10*4)
-	VMULPS  Z4, Z4, Z4
-	VADDPS  Z4, Z3, Z3
+	VMOVUPS (R8)(R10*4), Z5
+	VADDPS  (R9)(R10*4), Z5, Z5
+	VMOVUPS Z5, (R9)(R10*4)
+	VMULPS  Z5, Z5, Z5
+	VADDPS  Z5, Z1, Z1
+	VMOVUPS 64(R8)(R10*4), Z5
+	VADDPS  64(R9)(R10*4), Z5, Z5
+	VMOVUPS Z5, 64(R9)(R10*4)
+	VMULPS  Z5, Z5, Z5
+	VADDPS  Z5, Z2, Z2
+	VMOVUPS 128(R8)(R10*4), Z5
+	VADDPS  128(R9)(R10*4), Z5, Z5
+	VMOVUPS Z5, 128(R9)(R10*4)
+	VMULPS  Z5, Z5, Z5
+	VADDPS  Z5, Z3, Z3
+	VMOVUPS 192(R8)(R10*4), Z5
+	VADDPS  192(R9)(R10*4), Z5, Z5
+	VMOVUPS Z5, 192(R9)(R10*4)
+	VMULPS  Z5, Z5, Z5
+	VADDPS  Z5, Z4, Z4
 	ADDQ    $0x00000040, R10
 	JMP     sumloop
 
@@ -1732,26 +1322,26 @@ sumpfloop:
 	PREFETCHT0 64(R12)(R10*4)
 	PREFETCHT0 128(R12)(R10*4)
 	PREFETCHT0 192(R12)(R10*4)
-	VMOVUPS    (R8)(R10*4), Z4
-	VADDPS     (R9)(R10*4), Z4, Z4
-	VMOVUPS    Z4, (R9)(R10*4)
-	VMULPS     Z4, Z4, Z4
-	VADDPS     Z4, Z0, Z0
-	VMOVUPS    64(R8)(R10*4), Z4
-	VADDPS     64(R9)(R10*4), Z4, Z4
-	VMOVUPS    Z4, 64(R9)(R10*4)
-	VMULPS     Z4, Z4, Z4
-	VADDPS     Z4, Z1, Z1
-	VMOVUPS    128(R8)(R10*4), Z4
-	VADDPS     128(R9)(R10*4), Z4, Z4
-	VMOVUPS    Z4, 128(R9)(R10*4)
-	VMULPS     Z4, Z4, Z4
-	VADDPS     Z4, Z2, Z2
-	VMOVUPS    192(R8)(R10*4), Z4
-	VADDPS     192(R9)(R10*4), Z4, Z4
-	VMOVUPS    Z4, 192(R9)(R10*4)
-	VMULPS     Z4, Z4, Z4
-	VADDPS     Z4, Z3, Z3
+	VMOVUPS    (R8)(R10*4), Z5
+	VADDPS     (R9)(R10*4), Z5, Z5
+	VMOVUPS    Z5, (R9)(R10*4)
+	VMULPS     Z5, Z5, Z5
+	VADDPS     Z5, Z1, Z1
+	VMOVUPS    64(R8)(R10*4), Z5
+	VADDPS     64(R9)(R10*4), Z5, Z5
+	VMOVUPS    Z5, 64(R9)(R10*4)
+	VMULPS     Z5, Z5, Z5
+	VADDPS     Z5, Z2, Z2
+	VMOVUPS    128(R8)(R10*4), Z5
+	VADDPS     128(R9)(R10*4), Z5, Z5
+	VMOVUPS    Z5, 128(R9)(R10*4)
+	VMULPS     Z5, Z5, Z5
+	VADDPS     Z5, Z3, Z3
+	VMOVUPS    192(R8)(R10*4), Z5
+	VADDPS     192(R9)(R10*4), Z5, Z5
+	VMOVUPS    Z5, 192(R9)(R10*4)
+	VMULPS     Z5, Z5, Z5
+	VADDPS     Z5, Z4, Z4
 	ADDQ       $0x00000040, R10
 	JMP        sumpfloop
 
@@ -1768,12 +1358,12 @@ sumtail:
 
 tailmask0:
 	KMOVW     (R12)(R13*2), K1
-	VMOVUPS.Z (R8)(R10*4), K1, Z4
-	VMOVUPS.Z (R9)(R10*4), K1, Z6
-	VADDPS    Z6, Z4, Z4
-	VMOVUPS   Z4, K1, (R9)(R10*4)
-	VMULPS    Z4, Z4, Z4
-	VADDPS    Z4, Z0, Z0
+	VMOVUPS.Z (R8)(R10*4), K1, Z5
+	VMOVUPS.Z (R9)(R10*4), K1, Z7
+	VADDPS    Z7, Z5, Z5
+	VMOVUPS   Z5, K1, (R9)(R10*4)
+	VMULPS    Z5, Z5, Z5
+	VADDPS    Z5, Z1, Z1
 	MOVQ      R11, R13
 	SUBQ      $0x00000010, R13
 	JLE       summed
@@ -1783,12 +1373,12 @@ tailmask0:
 
 tailmask1:
 	KMOVW     (R12)(R13*2), K1
-	VMOVUPS.Z 64(R8)(R10*4), K1, Z4
-	VMOVUPS.Z 64(R9)(R10*4), K1, Z6
-	VADDPS    Z6, Z4, Z4
-	VMOVUPS   Z4, K1, 64(R9)(R10*4)
-	VMULPS    Z4, Z4, Z4
-	VADDPS    Z4, Z1, Z1
+	VMOVUPS.Z 64(R8)(R10*4), K1, Z5
+	VMOVUPS.Z 64(R9)(R10*4), K1, Z7
+	VADDPS    Z7, Z5, Z5
+	VMOVUPS   Z5, K1, 64(R9)(R10*4)
+	VMULPS    Z5, Z5, Z5
+	VADDPS    Z5, Z2, Z2
 	MOVQ      R11, R13
 	SUBQ      $0x00000020, R13
 	JLE       summed
@@ -1798,12 +1388,12 @@ tailmask1:
 
 tailmask2:
 	KMOVW     (R12)(R13*2), K1
-	VMOVUPS.Z 128(R8)(R10*4), K1, Z4
-	VMOVUPS.Z 128(R9)(R10*4), K1, Z6
-	VADDPS    Z6, Z4, Z4
-	VMOVUPS   Z4, K1, 128(R9)(R10*4)
-	VMULPS    Z4, Z4, Z4
-	VADDPS    Z4, Z2, Z2
+	VMOVUPS.Z 128(R8)(R10*4), K1, Z5
+	VMOVUPS.Z 128(R9)(R10*4), K1, Z7
+	VADDPS    Z7, Z5, Z5
+	VMOVUPS   Z5, K1, 128(R9)(R10*4)
+	VMULPS    Z5, Z5, Z5
+	VADDPS    Z5, Z3, Z3
 	SUBQ      $0x00000030, R11
 	JLE       summed
 	CMPQ      R11, $0x00000010
@@ -1812,64 +1402,64 @@ tailmask2:
 
 tailmask3:
 	KMOVW     (R12)(R11*2), K1
-	VMOVUPS.Z 192(R8)(R10*4), K1, Z4
-	VMOVUPS.Z 192(R9)(R10*4), K1, Z6
-	VADDPS    Z6, Z4, Z4
-	VMOVUPS   Z4, K1, 192(R9)(R10*4)
-	VMULPS    Z4, Z4, Z4
-	VADDPS    Z4, Z3, Z3
+	VMOVUPS.Z 192(R8)(R10*4), K1, Z5
+	VMOVUPS.Z 192(R9)(R10*4), K1, Z7
+	VADDPS    Z7, Z5, Z5
+	VMOVUPS   Z5, K1, 192(R9)(R10*4)
+	VMULPS    Z5, Z5, Z5
+	VADDPS    Z5, Z4, Z4
 
 summed:
-	VADDPS Z2, Z0, Z0
 	VADDPS Z3, Z1, Z1
-	VADDPS Z1, Z0, Z0
+	VADDPS Z4, Z2, Z2
+	VADDPS Z2, Z1, Z1
 
 	// Halving tree: p[j] += p[j+h] for the remaining h, down to ss.
-	VSHUFF64X2 $0xee, Z0, Z0, Z1
-	VADDPS     Z1, Z0, Z0
-	VSHUFF32X4 $0x01, Z0, Z0, Z1
-	VADDPS     Z1, Z0, Z0
-	VPERMILPS  $0x4e, Z0, Z1
-	VADDPS     Z1, Z0, Z0
-	VPERMILPS  $0xb1, Z0, Z1
-	VADDPS     Z1, Z0, Z0
+	VSHUFF64X2 $0xee, Z1, Z1, Z2
+	VADDPS     Z2, Z1, Z1
+	VSHUFF32X4 $0x01, Z1, Z1, Z2
+	VADDPS     Z2, Z1, Z1
+	VPERMILPS  $0x4e, Z1, Z2
+	VADDPS     Z2, Z1, Z1
+	VPERMILPS  $0xb1, Z1, Z2
+	VADDPS     Z2, Z1, Z1
 
 	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
 	CMPL   372(SP), $0x00
 	JE     divide2
-	VMULSS 372(SP), X0, X0
+	VMULSS 372(SP), X1, X1
 	JMP    divided3
 
 divide2:
-	VDIVSS 368(SP), X0, X0
+	VDIVSS 368(SP), X1, X1
 
 divided3:
-	VADDSS   job_eps+0(AX), X0, X0
-	VUCOMISS tlo<>+0(SB), X0
+	VADDSS   job_eps+0(AX), X1, X1
+	VUCOMISS tlo<>+0(SB), X1
 	JCS      ret
-	VUCOMISS tmax<>+0(SB), X0
+	VUCOMISS tmax<>+0(SB), X1
 	JHI      ret
-	VSQRTSS  X0, X0, X0
-	VMOVSS   one<>+0(SB), X5
-	VDIVSS   X0, X5, X5
+	VSQRTSS  X1, X1, X1
+	VMOVSS   one<>+0(SB), X6
+	VDIVSS   X1, X6, X6
 
 	// Report 1/rms if asked.
 	MOVQ   job_inv+0(AX), R8
 	TESTQ  R8, R8
 	JZ     scale
 	MOVQ   320(SP), R9
-	VMOVSS X5, (R8)(R9*4)
+	VMOVSS X6, (R8)(R9*4)
 
 scale:
-	VBROADCASTSS X5, Z0
+	VBROADCASTSS X6, Z1
 	MOVQ         $0x00000000, 344(SP)
 	CMPQ         336(SP), $0x01
 	JE           scalebody
-	VMOVUPS      Z5, 256(SP)
+	VMOVUPS      Z6, 256(SP)
 
 scalerow:
 	MOVQ         344(SP), R8
-	VBROADCASTSS 256(SP)(R8*4), Z0
+	VBROADCASTSS 256(SP)(R8*4), Z1
 
 scalebody:
 	// y = (src*inv)*w, rounded after each multiply.
@@ -1878,462 +1468,54 @@ scalebody:
 	SUBQ  $0x00000040, R9
 	TESTL $0x00000002, job_flags+0(AX)
 	JNZ   scalepf
+	TESTL $0x00000010, job_flags+0(AX)
+	JNZ   scaleoffsetloop
 
 	PCALIGN $32
 scaleloop:
 	CMPQ    R8, R9
 	JG      scaletail
-	VMULPS  (SI)(R8*4), Z0, Z1
-	VMULPS  64(SI)(R8*4), Z0, Z2
-	VMULPS  128(SI)(R8*4), Z0, Z3
-	VMULPS  192(SI)(R8*4), Z0, Z4
-	VMULPS  (BX)(R8*4), Z1, Z1
-	VMOVUPS Z1, (CX)(R8*4)
-	VMULPS  64(BX)(R8*4), Z2, Z2
-	VMOVUPS Z2, 64(CX)(R8*4)
-	VMULPS  128(BX)(R8*4), Z3, Z3
-	VMOVUPS Z3, 128(CX)(R8*4)
-	VMULPS  192(BX)(R8*4), Z4, Z4
-	VMOVUPS Z4, 192(CX)(R8*4)
+	VMULPS  (SI)(R8*4), Z1, Z2
+	VMULPS  64(SI)(R8*4), Z1, Z3
+	VMULPS  128(SI)(R8*4), Z1, Z4
+	VMULPS  192(SI)(R8*4), Z1, Z5
+	VMULPS  (BX)(R8*4), Z2, Z2
+	VMOVUPS Z2, (CX)(R8*4)
+	VMULPS  64(BX)(R8*4), Z3, Z3
+	VMOVUPS Z3, 64(CX)(R8*4)
+	VMULPS  128(BX)(R8*4), Z4, Z4
+	VMOVUPS Z4, 128(CX)(R8*4)
+	VMULPS  192(BX)(R8*4), Z5, Z5
+	VMOVUPS Z5, 192(CX)(R8*4)
 	ADDQ    $0x00000040, R8
 	JMP     scaleloop
 
-scalepf:
-	MOVQ DI, R10
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows4
-	SHLQ $0x03, R10
-
-longrows4:
-	ADDQ  SI, R10
-	TESTL $0x00000001, job_flags+0(AX)
-	JNZ   scalent
-
 	PCALIGN $32
-scalepfloop:
-	CMPQ       R8, R9
-	JG         scaletail
-	PREFETCHT0 (R10)(R8*4)
-	PREFETCHT0 64(R10)(R8*4)
-	PREFETCHT0 128(R10)(R8*4)
-	PREFETCHT0 192(R10)(R8*4)
-	VMULPS     (SI)(R8*4), Z0, Z1
-	VMULPS     64(SI)(R8*4), Z0, Z2
-	VMULPS     128(SI)(R8*4), Z0, Z3
-	VMULPS     192(SI)(R8*4), Z0, Z4
-	VMULPS     (BX)(R8*4), Z1, Z1
-	VMOVUPS    Z1, (CX)(R8*4)
-	VMULPS     64(BX)(R8*4), Z2, Z2
-	VMOVUPS    Z2, 64(CX)(R8*4)
-	VMULPS     128(BX)(R8*4), Z3, Z3
-	VMOVUPS    Z3, 128(CX)(R8*4)
-	VMULPS     192(BX)(R8*4), Z4, Z4
-	VMOVUPS    Z4, 192(CX)(R8*4)
-	ADDQ       $0x00000040, R8
-	JMP        scalepfloop
-
-scalent:
-	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
-	MOVQ CX, R10
-	NEGQ R10
-	ANDQ $0x0000003f, R10
-	SHRQ $0x02, R10
-	JZ   scalentgo
-	CMPQ R10, job_d+0(AX)
-	JLE  scalehead
-	MOVQ job_d+0(AX), R10
-
-scalehead:
-	JMP partout
-
-scalentgo:
-	MOVQ DI, R10
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows5
-	SHLQ $0x03, R10
-
-longrows5:
-	ADDQ SI, R10
-
-	PCALIGN $32
-scalentloop:
-	CMPQ       R8, R9
-	JG         scaletail
-	PREFETCHT0 (R10)(R8*4)
-	PREFETCHT0 64(R10)(R8*4)
-	PREFETCHT0 128(R10)(R8*4)
-	PREFETCHT0 192(R10)(R8*4)
-	VMULPS     (SI)(R8*4), Z0, Z1
-	VMULPS     64(SI)(R8*4), Z0, Z2
-	VMULPS     128(SI)(R8*4), Z0, Z3
-	VMULPS     192(SI)(R8*4), Z0, Z4
-	VMULPS     (BX)(R8*4), Z1, Z1
-	VMOVNTPS   Z1, (CX)(R8*4)
-	VMULPS     64(BX)(R8*4), Z2, Z2
-	VMOVNTPS   Z2, 64(CX)(R8*4)
-	VMULPS     128(BX)(R8*4), Z3, Z3
-	VMOVNTPS   Z3, 128(CX)(R8*4)
-	VMULPS     192(BX)(R8*4), Z4, Z4
-	VMOVNTPS   Z4, 192(CX)(R8*4)
-	ADDQ       $0x00000040, R8
-	JMP        scalentloop
-
-scaletail:
-	ADDQ $0x00000030, R9
-
-scaleone:
-	CMPQ    R8, R9
-	JG      scalepart
-	VMULPS  (SI)(R8*4), Z0, Z1
-	VMULPS  (BX)(R8*4), Z1, Z1
-	VMOVUPS Z1, (CX)(R8*4)
-	ADDQ    $0x00000010, R8
-	JMP     scaleone
-
-scalepart:
-	MOVQ job_d+0(AX), R10
-	SUBQ R8, R10
-	JZ   scaled
-
-	// The last n < lanes elements, or the first n of a non-temporal row (i + n < d: back to its loop).
-partout:
-	LEAQ      kmask<>+0(SB), R11
-	KMOVW     (R11)(R10*2), K1
-	VMOVUPS.Z (SI)(R8*4), K1, Z1
-	VMULPS    Z1, Z0, Z1
-	VMOVUPS.Z (BX)(R8*4), K1, Z2
-	VMULPS    Z2, Z1, Z1
-	VMOVUPS   Z1, K1, (CX)(R8*4)
-	ADDQ      R10, R8
-	CMPQ      R8, job_d+0(AX)
-	JB        scalentgo
-
-scaled:
-	ADDQ DI, DX
-	ADDQ DI, CX
-	ADDQ DI, SI
-	INCQ 320(SP)
-	MOVQ 344(SP), R8
-	INCQ R8
-	MOVQ R8, 344(SP)
-	CMPQ R8, 336(SP)
-	JB   scalerow
-	JMP  row
-
-ret:
-	TESTL $0x00000001, job_flags+0(AX)
-	JZ    vzero
-	SFENCE
-
-vzero:
-	VZEROUPPER
-	MOVQ 320(SP), AX
-	MOVQ AX, ret+24(FP)
-	RET
-
-// func avx512AddOffset(j uintptr, from int, to int) int
-// Requires: AVX, AVX512F, MMX+
-TEXT ·avx512AddOffset(SB), NOSPLIT, $376-32
-	// avx512AddOffset normalizes rows [from, to) of the job: h = x + res and res = h per element, then y = (h*inv)*(1+w), for each row.
-	// It stops before the first row that needs the float64 path and returns that row's index, or to.
-	MOVQ j+0(FP), AX
-	MOVQ job_dst+0(AX), CX
-	MOVQ job_x+0(AX), DX
-	MOVQ job_w+0(AX), BX
-	MOVQ job_res+0(AX), SI
-	MOVQ job_stride+0(AX), DI
-	SHLQ $0x02, DI
-
-	// fd = float32(d); rd = 1/d when d is a power of two (a/d is then a*rd exactly), else 0.
-	MOVQ       job_d+0(AX), R8
-	VMOVSS     one<>+0(SB), X0
-	VCVTSI2SSQ R8, X0, X0
-	VMOVSS     X0, 368(SP)
-	XORL       R10, R10
-	LEAQ       -1(R8), R9
-	TESTQ      R8, R9
-	JNZ        notpow2
-	BSFQ       R8, R9
-	MOVL       $0x0000007f, R10
-	SUBL       R9, R10
-	SHLL       $0x17, R10
-
-notpow2:
-	MOVL R10, 372(SP)
-
-	// Start at row from.
-	MOVQ  from+8(FP), R8
-	MOVQ  R8, 320(SP)
-	MOVQ  $0x00000000, 328(SP)
-	IMULQ DI, R8
-	ADDQ  R8, CX
-	ADDQ  R8, DX
-	ADDQ  R8, SI
-
-row:
-	MOVQ 320(SP), R8
-	CMPQ R8, to+16(FP)
-	JAE  ret
-	MOVQ $0x00000001, 336(SP)
-	MOVQ DX, R8
-	MOVQ SI, R9
-	XORQ R10, R10
-
-	// Sum of squares: element i goes to partial i%64.
-	MOVQ    job_d+0(AX), R11
-	SUBQ    $0x00000040, R11
-	JGE     firstblock
-	VMOVUPS zero64<>+0(SB), Z0
-	VMOVUPS zero64<>+0(SB), Z1
-	VMOVUPS zero64<>+0(SB), Z2
-	VMOVUPS zero64<>+0(SB), Z3
-	XORQ    R10, R10
-	JMP     sumtail
-
-firstblock:
-	// +0 + square is the square itself: the first block initializes the partials.
-	XORQ    R10, R10
-	VMOVUPS (R8)(R10*4), Z0
-	VADDPS  (R9)(R10*4), Z0, Z0
-	VMOVUPS Z0, (R9)(R10*4)
-	VMULPS  Z0, Z0, Z0
-	VMOVUPS 64(R8)(R10*4), Z1
-	VADDPS  64(R9)(R10*4), Z1, Z1
-	VMOVUPS Z1, 64(R9)(R10*4)
-	VMULPS  Z1, Z1, Z1
-	VMOVUPS 128(R8)(R10*4), Z2
-	VADDPS  128(R9)(R10*4), Z2, Z2
-	VMOVUPS Z2, 128(R9)(R10*4)
-	VMULPS  Z2, Z2, Z2
-	VMOVUPS 192(R8)(R10*4), Z3
-	VADDPS  192(R9)(R10*4), Z3, Z3
-	VMOVUPS Z3, 192(R9)(R10*4)
-	VMULPS  Z3, Z3, Z3
-	MOVQ    $0x00000040, R10
-	TESTL   $0x00000002, job_flags+0(AX)
-	JNZ     sumpf
-
-	PCALIGN $32
-sumloop:
-	CMPQ    R10, R11
-	JG      sumtail
-	VMOVUPS (R8)(R10*4), Z4
-	VADDPS  (R9)(R10*4), Z4, Z4
-	VMOVUPS Z4, (R9)(R10*4)
-	VMULPS  Z4, Z4, Z4
-	VADDPS  Z4, Z0, Z0
-	VMOVUPS 64(R8)(R10*4), Z4
-	VADDPS  64(R9)(R10*4), Z4, Z4
-	VMOVUPS Z4, 64(R9)(R10*4)
-	VMULPS  Z4, Z4, Z4
-	VADDPS  Z4, Z1, Z1
-	VMOVUPS 128(R8)(R10*4), Z4
-	VADDPS  128(R9)(R10*4), Z4, Z4
-	VMOVUPS Z4, 128(R9)(R10*4)
-	VMULPS  Z4, Z4, Z4
-	VADDPS  Z4, Z2, Z2
-	VMOVUPS 192(R8)(R10*4), Z4
-	VADDPS  192(R9)(R10*4), Z4, Z4
-	VMOVUPS Z4, 192(R9)(R10*4)
-	VMULPS  Z4, Z4, Z4
-	VADDPS  Z4, Z3, Z3
-	ADDQ    $0x00000040, R10
-	JMP     sumloop
-
-	// The same, prefetching the rows ahead.
-sumpf:
-	MOVQ DI, R12
-	SHLQ $0x01, R12
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows1
-	SHLQ $0x03, R12
-
-longrows1:
-	ADDQ R8, R12
-
-	PCALIGN $32
-sumpfloop:
-	CMPQ       R10, R11
-	JG         sumtail
-	PREFETCHT0 (R12)(R10*4)
-	PREFETCHT0 64(R12)(R10*4)
-	PREFETCHT0 128(R12)(R10*4)
-	PREFETCHT0 192(R12)(R10*4)
-	VMOVUPS    (R8)(R10*4), Z4
-	VADDPS     (R9)(R10*4), Z4, Z4
-	VMOVUPS    Z4, (R9)(R10*4)
-	VMULPS     Z4, Z4, Z4
-	VADDPS     Z4, Z0, Z0
-	VMOVUPS    64(R8)(R10*4), Z4
-	VADDPS     64(R9)(R10*4), Z4, Z4
-	VMOVUPS    Z4, 64(R9)(R10*4)
-	VMULPS     Z4, Z4, Z4
-	VADDPS     Z4, Z1, Z1
-	VMOVUPS    128(R8)(R10*4), Z4
-	VADDPS     128(R9)(R10*4), Z4, Z4
-	VMOVUPS    Z4, 128(R9)(R10*4)
-	VMULPS     Z4, Z4, Z4
-	VADDPS     Z4, Z2, Z2
-	VMOVUPS    192(R8)(R10*4), Z4
-	VADDPS     192(R9)(R10*4), Z4, Z4
-	VMOVUPS    Z4, 192(R9)(R10*4)
-	VMULPS     Z4, Z4, Z4
-	VADDPS     Z4, Z3, Z3
-	ADDQ       $0x00000040, R10
-	JMP        sumpfloop
-
-sumtail:
-	// Fewer than 64 elements remain.
-	MOVQ job_d+0(AX), R11
-	SUBQ R10, R11
-	JZ   summed
-	LEAQ kmask<>+0(SB), R12
-	MOVQ R11, R13
-	CMPQ R13, $0x00000010
-	JLE  tailmask0
-	MOVQ $0x00000010, R13
-
-tailmask0:
-	KMOVW     (R12)(R13*2), K1
-	VMOVUPS.Z (R8)(R10*4), K1, Z4
-	VMOVUPS.Z (R9)(R10*4), K1, Z6
-	VADDPS    Z6, Z4, Z4
-	VMOVUPS   Z4, K1, (R9)(R10*4)
-	VMULPS    Z4, Z4, Z4
-	VADDPS    Z4, Z0, Z0
-	MOVQ      R11, R13
-	SUBQ      $0x00000010, R13
-	JLE       summed
-	CMPQ      R13, $0x00000010
-	JLE       tailmask1
-	MOVQ      $0x00000010, R13
-
-tailmask1:
-	KMOVW     (R12)(R13*2), K1
-	VMOVUPS.Z 64(R8)(R10*4), K1, Z4
-	VMOVUPS.Z 64(R9)(R10*4), K1, Z6
-	VADDPS    Z6, Z4, Z4
-	VMOVUPS   Z4, K1, 64(R9)(R10*4)
-	VMULPS    Z4, Z4, Z4
-	VADDPS    Z4, Z1, Z1
-	MOVQ      R11, R13
-	SUBQ      $0x00000020, R13
-	JLE       summed
-	CMPQ      R13, $0x00000010
-	JLE       tailmask2
-	MOVQ      $0x00000010, R13
-
-tailmask2:
-	KMOVW     (R12)(R13*2), K1
-	VMOVUPS.Z 128(R8)(R10*4), K1, Z4
-	VMOVUPS.Z 128(R9)(R10*4), K1, Z6
-	VADDPS    Z6, Z4, Z4
-	VMOVUPS   Z4, K1, 128(R9)(R10*4)
-	VMULPS    Z4, Z4, Z4
-	VADDPS    Z4, Z2, Z2
-	SUBQ      $0x00000030, R11
-	JLE       summed
-	CMPQ      R11, $0x00000010
-	JLE       tailmask3
-	MOVQ      $0x00000010, R11
-
-tailmask3:
-	KMOVW     (R12)(R11*2), K1
-	VMOVUPS.Z 192(R8)(R10*4), K1, Z4
-	VMOVUPS.Z 192(R9)(R10*4), K1, Z6
-	VADDPS    Z6, Z4, Z4
-	VMOVUPS   Z4, K1, 192(R9)(R10*4)
-	VMULPS    Z4, Z4, Z4
-	VADDPS    Z4, Z3, Z3
-
-summed:
-	VADDPS Z2, Z0, Z0
-	VADDPS Z3, Z1, Z1
-	VADDPS Z1, Z0, Z0
-
-	// Halving tree: p[j] += p[j+h] for the remaining h, down to ss.
-	VSHUFF64X2 $0xee, Z0, Z0, Z1
-	VADDPS     Z1, Z0, Z0
-	VSHUFF32X4 $0x01, Z0, Z0, Z1
-	VADDPS     Z1, Z0, Z0
-	VPERMILPS  $0x4e, Z0, Z1
-	VADDPS     Z1, Z0, Z0
-	VPERMILPS  $0xb1, Z0, Z1
-	VADDPS     Z1, Z0, Z0
-
-	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
-	CMPL   372(SP), $0x00
-	JE     divide2
-	VMULSS 372(SP), X0, X0
-	JMP    divided3
-
-divide2:
-	VDIVSS 368(SP), X0, X0
-
-divided3:
-	VADDSS   job_eps+0(AX), X0, X0
-	VUCOMISS tlo<>+0(SB), X0
-	JCS      ret
-	VUCOMISS tmax<>+0(SB), X0
-	JHI      ret
-	VSQRTSS  X0, X0, X0
-	VMOVSS   one<>+0(SB), X5
-	VDIVSS   X0, X5, X5
-
-	// Report 1/rms if asked.
-	MOVQ   job_inv+0(AX), R8
-	TESTQ  R8, R8
-	JZ     scale
-	MOVQ   320(SP), R9
-	VMOVSS X5, (R8)(R9*4)
-
-scale:
-	VBROADCASTSS X5, Z0
-	MOVQ         $0x00000000, 344(SP)
-	CMPQ         336(SP), $0x01
-	JE           scalebody
-	VMOVUPS      Z5, 256(SP)
-
-scalerow:
-	MOVQ         344(SP), R8
-	VBROADCASTSS 256(SP)(R8*4), Z0
-
-scalebody:
-	VBROADCASTSS one<>+0(SB), Z1
-
-	// y = (src*inv)*w, rounded after each multiply.
-	XORQ  R8, R8
-	MOVQ  job_d+0(AX), R9
-	SUBQ  $0x00000040, R9
-	TESTL $0x00000002, job_flags+0(AX)
-	JNZ   scalepf
-
-	PCALIGN $32
-scaleloop:
+scaleoffsetloop:
 	CMPQ    R8, R9
 	JG      scaletail
-	VMULPS  (SI)(R8*4), Z0, Z2
-	VMULPS  64(SI)(R8*4), Z0, Z3
-	VMULPS  128(SI)(R8*4), Z0, Z4
-	VMULPS  192(SI)(R8*4), Z0, Z6
+	VMULPS  (SI)(R8*4), Z1, Z2
+	VMULPS  64(SI)(R8*4), Z1, Z3
+	VMULPS  128(SI)(R8*4), Z1, Z4
+	VMULPS  192(SI)(R8*4), Z1, Z5
 	VMOVUPS (BX)(R8*4), Z7
-	VADDPS  Z1, Z7, Z7
+	VADDPS  Z0, Z7, Z7
 	VMULPS  Z7, Z2, Z2
 	VMOVUPS Z2, (CX)(R8*4)
 	VMOVUPS 64(BX)(R8*4), Z2
-	VADDPS  Z1, Z2, Z2
+	VADDPS  Z0, Z2, Z2
 	VMULPS  Z2, Z3, Z3
 	VMOVUPS Z3, 64(CX)(R8*4)
 	VMOVUPS 128(BX)(R8*4), Z2
-	VADDPS  Z1, Z2, Z2
+	VADDPS  Z0, Z2, Z2
 	VMULPS  Z2, Z4, Z4
 	VMOVUPS Z4, 128(CX)(R8*4)
 	VMOVUPS 192(BX)(R8*4), Z2
-	VADDPS  Z1, Z2, Z2
-	VMULPS  Z2, Z6, Z6
-	VMOVUPS Z6, 192(CX)(R8*4)
+	VADDPS  Z0, Z2, Z2
+	VMULPS  Z2, Z5, Z5
+	VMOVUPS Z5, 192(CX)(R8*4)
 	ADDQ    $0x00000040, R8
-	JMP     scaleloop
+	JMP     scaleoffsetloop
 
 scalepf:
 	MOVQ DI, R10
@@ -2345,6 +1527,8 @@ longrows4:
 	ADDQ  SI, R10
 	TESTL $0x00000001, job_flags+0(AX)
 	JNZ   scalent
+	TESTL $0x00000010, job_flags+0(AX)
+	JNZ   scalepfoffsetloop
 
 	PCALIGN $32
 scalepfloop:
@@ -2354,28 +1538,51 @@ scalepfloop:
 	PREFETCHT0 64(R10)(R8*4)
 	PREFETCHT0 128(R10)(R8*4)
 	PREFETCHT0 192(R10)(R8*4)
-	VMULPS     (SI)(R8*4), Z0, Z2
-	VMULPS     64(SI)(R8*4), Z0, Z3
-	VMULPS     128(SI)(R8*4), Z0, Z4
-	VMULPS     192(SI)(R8*4), Z0, Z6
+	VMULPS     (SI)(R8*4), Z1, Z2
+	VMULPS     64(SI)(R8*4), Z1, Z3
+	VMULPS     128(SI)(R8*4), Z1, Z4
+	VMULPS     192(SI)(R8*4), Z1, Z5
+	VMULPS     (BX)(R8*4), Z2, Z2
+	VMOVUPS    Z2, (CX)(R8*4)
+	VMULPS     64(BX)(R8*4), Z3, Z3
+	VMOVUPS    Z3, 64(CX)(R8*4)
+	VMULPS     128(BX)(R8*4), Z4, Z4
+	VMOVUPS    Z4, 128(CX)(R8*4)
+	VMULPS     192(BX)(R8*4), Z5, Z5
+	VMOVUPS    Z5, 192(CX)(R8*4)
+	ADDQ       $0x00000040, R8
+	JMP        scalepfloop
+
+	PCALIGN $32
+scalepfoffsetloop:
+	CMPQ       R8, R9
+	JG         scaletail
+	PREFETCHT0 (R10)(R8*4)
+	PREFETCHT0 64(R10)(R8*4)
+	PREFETCHT0 128(R10)(R8*4)
+	PREFETCHT0 192(R10)(R8*4)
+	VMULPS     (SI)(R8*4), Z1, Z2
+	VMULPS     64(SI)(R8*4), Z1, Z3
+	VMULPS     128(SI)(R8*4), Z1, Z4
+	VMULPS     192(SI)(R8*4), Z1, Z5
 	VMOVUPS    (BX)(R8*4), Z7
-	VADDPS     Z1, Z7, Z7
+	VADDPS     Z0, Z7, Z7
 	VMULPS     Z7, Z2, Z2
 	VMOVUPS    Z2, (CX)(R8*4)
 	VMOVUPS    64(BX)(R8*4), Z2
-	VADDPS     Z1, Z2, Z2
+	VADDPS     Z0, Z2, Z2
 	VMULPS     Z2, Z3, Z3
 	VMOVUPS    Z3, 64(CX)(R8*4)
 	VMOVUPS    128(BX)(R8*4), Z2
-	VADDPS     Z1, Z2, Z2
+	VADDPS     Z0, Z2, Z2
 	VMULPS     Z2, Z4, Z4
 	VMOVUPS    Z4, 128(CX)(R8*4)
 	VMOVUPS    192(BX)(R8*4), Z2
-	VADDPS     Z1, Z2, Z2
-	VMULPS     Z2, Z6, Z6
-	VMOVUPS    Z6, 192(CX)(R8*4)
+	VADDPS     Z0, Z2, Z2
+	VMULPS     Z2, Z5, Z5
+	VMOVUPS    Z5, 192(CX)(R8*4)
 	ADDQ       $0x00000040, R8
-	JMP        scalepfloop
+	JMP        scalepfoffsetloop
 
 scalent:
 	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
@@ -2399,6 +1606,7 @@ scalentgo:
 
 longrows5:
 	ADDQ SI, R10
+	MOVL job_flags+0(AX), R11
 
 	PCALIGN $32
 scalentloop:
@@ -2408,28 +1616,39 @@ scalentloop:
 	PREFETCHT0 64(R10)(R8*4)
 	PREFETCHT0 128(R10)(R8*4)
 	PREFETCHT0 192(R10)(R8*4)
-	VMULPS     (SI)(R8*4), Z0, Z2
-	VMULPS     64(SI)(R8*4), Z0, Z3
-	VMULPS     128(SI)(R8*4), Z0, Z4
-	VMULPS     192(SI)(R8*4), Z0, Z6
-	VMOVUPS    (BX)(R8*4), Z7
-	VADDPS     Z1, Z7, Z7
-	VMULPS     Z7, Z2, Z2
-	VMOVNTPS   Z2, (CX)(R8*4)
-	VMOVUPS    64(BX)(R8*4), Z2
-	VADDPS     Z1, Z2, Z2
-	VMULPS     Z2, Z3, Z3
-	VMOVNTPS   Z3, 64(CX)(R8*4)
-	VMOVUPS    128(BX)(R8*4), Z2
-	VADDPS     Z1, Z2, Z2
-	VMULPS     Z2, Z4, Z4
-	VMOVNTPS   Z4, 128(CX)(R8*4)
-	VMOVUPS    192(BX)(R8*4), Z2
-	VADDPS     Z1, Z2, Z2
-	VMULPS     Z2, Z6, Z6
-	VMOVNTPS   Z6, 192(CX)(R8*4)
-	ADDQ       $0x00000040, R8
-	JMP        scalentloop
+	VMULPS     (SI)(R8*4), Z1, Z2
+	VMULPS     64(SI)(R8*4), Z1, Z3
+	VMULPS     128(SI)(R8*4), Z1, Z4
+	VMULPS     192(SI)(R8*4), Z1, Z5
+	TESTL      $0x00000010, R11
+	JNZ        offset6
+	VMULPS     (BX)(R8*4), Z2, Z2
+	VMULPS     64(BX)(R8*4), Z3, Z3
+	VMULPS     128(BX)(R8*4), Z4, Z4
+	VMULPS     192(BX)(R8*4), Z5, Z5
+
+weighed7:
+	VMOVNTPS Z2, (CX)(R8*4)
+	VMOVNTPS Z3, 64(CX)(R8*4)
+	VMOVNTPS Z4, 128(CX)(R8*4)
+	VMOVNTPS Z5, 192(CX)(R8*4)
+	ADDQ     $0x00000040, R8
+	JMP      scalentloop
+
+offset6:
+	VMOVUPS (BX)(R8*4), Z7
+	VADDPS  Z0, Z7, Z7
+	VMULPS  Z7, Z2, Z2
+	VMOVUPS 64(BX)(R8*4), Z7
+	VADDPS  Z0, Z7, Z7
+	VMULPS  Z7, Z3, Z3
+	VMOVUPS 128(BX)(R8*4), Z7
+	VADDPS  Z0, Z7, Z7
+	VMULPS  Z7, Z4, Z4
+	VMOVUPS 192(BX)(R8*4), Z7
+	VADDPS  Z0, Z7, Z7
+	VMULPS  Z7, Z5, Z5
+	JMP     weighed7
 
 scaletail:
 	ADDQ $0x00000030, R9
@@ -2437,9 +1656,9 @@ scaletail:
 scaleone:
 	CMPQ    R8, R9
 	JG      scalepart
-	VMULPS  (SI)(R8*4), Z0, Z2
+	VMULPS  (SI)(R8*4), Z1, Z2
 	VMOVUPS (BX)(R8*4), Z3
-	VADDPS  Z1, Z3, Z3
+	VADDPS  Z0, Z3, Z3
 	VMULPS  Z3, Z2, Z2
 	VMOVUPS Z2, (CX)(R8*4)
 	ADDQ    $0x00000010, R8
@@ -2455,9 +1674,9 @@ partout:
 	LEAQ      kmask<>+0(SB), R11
 	KMOVW     (R11)(R10*2), K1
 	VMOVUPS.Z (SI)(R8*4), K1, Z2
-	VMULPS    Z2, Z0, Z2
+	VMULPS    Z2, Z1, Z2
 	VMOVUPS.Z (BX)(R8*4), K1, Z3
-	VADDPS    Z1, Z3, Z3
+	VADDPS    Z0, Z3, Z3
 	VMULPS    Z3, Z2, Z2
 	VMOVUPS   Z2, K1, (CX)(R8*4)
 	ADDQ      R10, R8
@@ -2930,8 +2149,13 @@ TEXT ·avx512BF16WeightedOrOffset(SB), NOSPLIT, $376-32
 	SHLL       $0x17, R9
 
 notpow2:
-	MOVL R9, 372(SP)
+	MOVL         R9, 372(SP)
+	VBROADCASTSS one<>+0(SB), Z5
+	TESTL        $0x00000010, job_flags+0(AX)
+	JNZ          weightadd
+	VBROADCASTSS negzero<>+0(SB), Z5
 
+weightadd:
 	// Start at row from.
 	MOVQ  from+8(FP), DI
 	MOVQ  DI, 320(SP)
@@ -2968,28 +2192,28 @@ sumrow:
 	MOVQ    job_d+0(AX), R10
 	SUBQ    $0x00000040, R10
 	JGE     firstblock
-	VMOVUPS zero64<>+0(SB), Z5
 	VMOVUPS zero64<>+0(SB), Z6
 	VMOVUPS zero64<>+0(SB), Z7
 	VMOVUPS zero64<>+0(SB), Z8
+	VMOVUPS zero64<>+0(SB), Z9
 	XORQ    R9, R9
 	JMP     sumtail
 
 firstblock:
 	// +0 + square is the square itself: the first block initializes the partials.
 	XORQ      R9, R9
-	VPMOVZXWD (DI)(R9*2), Z5
-	VPSLLD    $0x10, Z5, Z5
-	VMULPS    Z5, Z5, Z5
-	VPMOVZXWD 32(DI)(R9*2), Z6
+	VPMOVZXWD (DI)(R9*2), Z6
 	VPSLLD    $0x10, Z6, Z6
 	VMULPS    Z6, Z6, Z6
-	VPMOVZXWD 64(DI)(R9*2), Z7
+	VPMOVZXWD 32(DI)(R9*2), Z7
 	VPSLLD    $0x10, Z7, Z7
 	VMULPS    Z7, Z7, Z7
-	VPMOVZXWD 96(DI)(R9*2), Z8
+	VPMOVZXWD 64(DI)(R9*2), Z8
 	VPSLLD    $0x10, Z8, Z8
 	VMULPS    Z8, Z8, Z8
+	VPMOVZXWD 96(DI)(R9*2), Z9
+	VPSLLD    $0x10, Z9, Z9
+	VMULPS    Z9, Z9, Z9
 	MOVQ      $0x00000040, R9
 
 	// With flagPF, the rows ahead are prefetched: one loop for both, the flag tested per block.
@@ -3011,22 +2235,22 @@ sumloop:
 	JNZ   sumpf
 
 sumblock:
-	VPMOVZXWD (DI)(R9*2), Z9
-	VPSLLD    $0x10, Z9, Z9
-	VMULPS    Z9, Z9, Z9
-	VADDPS    Z9, Z5, Z5
-	VPMOVZXWD 32(DI)(R9*2), Z9
-	VPSLLD    $0x10, Z9, Z9
-	VMULPS    Z9, Z9, Z9
-	VADDPS    Z9, Z6, Z6
-	VPMOVZXWD 64(DI)(R9*2), Z9
-	VPSLLD    $0x10, Z9, Z9
-	VMULPS    Z9, Z9, Z9
-	VADDPS    Z9, Z7, Z7
-	VPMOVZXWD 96(DI)(R9*2), Z9
-	VPSLLD    $0x10, Z9, Z9
-	VMULPS    Z9, Z9, Z9
-	VADDPS    Z9, Z8, Z8
+	VPMOVZXWD (DI)(R9*2), Z10
+	VPSLLD    $0x10, Z10, Z10
+	VMULPS    Z10, Z10, Z10
+	VADDPS    Z10, Z6, Z6
+	VPMOVZXWD 32(DI)(R9*2), Z10
+	VPSLLD    $0x10, Z10, Z10
+	VMULPS    Z10, Z10, Z10
+	VADDPS    Z10, Z7, Z7
+	VPMOVZXWD 64(DI)(R9*2), Z10
+	VPSLLD    $0x10, Z10, Z10
+	VMULPS    Z10, Z10, Z10
+	VADDPS    Z10, Z8, Z8
+	VPMOVZXWD 96(DI)(R9*2), Z10
+	VPSLLD    $0x10, Z10, Z10
+	VMULPS    Z10, Z10, Z10
+	VADDPS    Z10, Z9, Z9
 	ADDQ      $0x00000040, R9
 	JMP       sumloop
 
@@ -3049,10 +2273,10 @@ sumtail:
 
 tailmask0:
 	KMOVW       (R11)(R12*2), K1
-	VPMOVZXWD.Z (DI)(R9*2), K1, Z9
-	VPSLLD      $0x10, Z9, Z9
-	VMULPS      Z9, Z9, Z9
-	VADDPS      Z9, Z5, Z5
+	VPMOVZXWD.Z (DI)(R9*2), K1, Z10
+	VPSLLD      $0x10, Z10, Z10
+	VMULPS      Z10, Z10, Z10
+	VADDPS      Z10, Z6, Z6
 	MOVQ        R10, R12
 	SUBQ        $0x00000010, R12
 	JLE         summed
@@ -3062,10 +2286,10 @@ tailmask0:
 
 tailmask1:
 	KMOVW       (R11)(R12*2), K1
-	VPMOVZXWD.Z 32(DI)(R9*2), K1, Z9
-	VPSLLD      $0x10, Z9, Z9
-	VMULPS      Z9, Z9, Z9
-	VADDPS      Z9, Z6, Z6
+	VPMOVZXWD.Z 32(DI)(R9*2), K1, Z10
+	VPSLLD      $0x10, Z10, Z10
+	VMULPS      Z10, Z10, Z10
+	VADDPS      Z10, Z7, Z7
 	MOVQ        R10, R12
 	SUBQ        $0x00000020, R12
 	JLE         summed
@@ -3075,10 +2299,10 @@ tailmask1:
 
 tailmask2:
 	KMOVW       (R11)(R12*2), K1
-	VPMOVZXWD.Z 64(DI)(R9*2), K1, Z9
-	VPSLLD      $0x10, Z9, Z9
-	VMULPS      Z9, Z9, Z9
-	VADDPS      Z9, Z7, Z7
+	VPMOVZXWD.Z 64(DI)(R9*2), K1, Z10
+	VPSLLD      $0x10, Z10, Z10
+	VMULPS      Z10, Z10, Z10
+	VADDPS      Z10, Z8, Z8
 	SUBQ        $0x00000030, R10
 	JLE         summed
 	CMPQ        R10, $0x00000010
@@ -3087,18 +2311,18 @@ tailmask2:
 
 tailmask3:
 	KMOVW       (R11)(R10*2), K1
-	VPMOVZXWD.Z 96(DI)(R9*2), K1, Z9
-	VPSLLD      $0x10, Z9, Z9
-	VMULPS      Z9, Z9, Z9
-	VADDPS      Z9, Z8, Z8
+	VPMOVZXWD.Z 96(DI)(R9*2), K1, Z10
+	VPSLLD      $0x10, Z10, Z10
+	VMULPS      Z10, Z10, Z10
+	VADDPS      Z10, Z9, Z9
 
 summed:
-	VADDPS  Z7, Z5, Z5
 	VADDPS  Z8, Z6, Z6
-	VADDPS  Z6, Z5, Z5
+	VADDPS  Z9, Z7, Z7
+	VADDPS  Z7, Z6, Z6
 	CMPQ    336(SP), $0x01
 	JE      invone
-	VMOVUPS Z5, (SP)(R8*1)
+	VMOVUPS Z6, (SP)(R8*1)
 	ADDQ    SI, DI
 	ADDQ    $0x00000040, R8
 	CMPQ    R8, $0x00000100
@@ -3107,85 +2331,85 @@ summed:
 
 invone:
 	// Halving tree: p[j] += p[j+h] for the remaining h, down to ss.
-	VSHUFF64X2 $0xee, Z5, Z5, Z6
-	VADDPS     Z6, Z5, Z5
-	VSHUFF32X4 $0x01, Z5, Z5, Z6
-	VADDPS     Z6, Z5, Z5
-	VPERMILPS  $0x4e, Z5, Z6
-	VADDPS     Z6, Z5, Z5
-	VPERMILPS  $0xb1, Z5, Z6
-	VADDPS     Z6, Z5, Z5
+	VSHUFF64X2 $0xee, Z6, Z6, Z7
+	VADDPS     Z7, Z6, Z6
+	VSHUFF32X4 $0x01, Z6, Z6, Z7
+	VADDPS     Z7, Z6, Z6
+	VPERMILPS  $0x4e, Z6, Z7
+	VADDPS     Z7, Z6, Z6
+	VPERMILPS  $0xb1, Z6, Z7
+	VADDPS     Z7, Z6, Z6
 
 	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
 	CMPL   372(SP), $0x00
 	JE     divide2
-	VMULSS 372(SP), X5, X5
+	VMULSS 372(SP), X6, X6
 	JMP    divided3
 
 divide2:
-	VDIVSS 368(SP), X5, X5
+	VDIVSS 368(SP), X6, X6
 
 divided3:
-	VADDSS   job_eps+0(AX), X5, X5
-	VUCOMISS tlo<>+0(SB), X5
+	VADDSS   job_eps+0(AX), X6, X6
+	VUCOMISS tlo<>+0(SB), X6
 	JCS      ret
-	VUCOMISS tmax<>+0(SB), X5
+	VUCOMISS tmax<>+0(SB), X6
 	JHI      ret
-	VSQRTSS  X5, X5, X5
-	VMOVSS   one<>+0(SB), X10
-	VDIVSS   X5, X10, X10
+	VSQRTSS  X6, X6, X6
+	VMOVSS   one<>+0(SB), X11
+	VDIVSS   X6, X11, X11
 
 	// Report 1/rms if asked.
 	MOVQ   job_inv+0(AX), DI
 	TESTQ  DI, DI
 	JZ     scale
 	MOVQ   320(SP), R8
-	VMOVSS X10, (DI)(R8*4)
+	VMOVSS X11, (DI)(R8*4)
 	JMP    scale
 
 invgroup:
 	// The rest of the halving tree, four rows at once.
-	VMOVUPS       (SP), Z5
-	VMOVUPS       64(SP), Z6
-	VMOVUPS       128(SP), Z7
-	VMOVUPS       192(SP), Z8
-	VSHUFF64X2    $0x44, Z6, Z5, Z9
-	VSHUFF64X2    $0xee, Z6, Z5, Z5
-	VADDPS        Z5, Z9, Z9
-	VSHUFF64X2    $0x44, Z8, Z7, Z5
-	VSHUFF64X2    $0xee, Z8, Z7, Z6
-	VADDPS        Z6, Z5, Z5
-	VSHUFF32X4    $0x88, Z5, Z9, Z6
-	VSHUFF32X4    $0xdd, Z5, Z9, Z5
-	VADDPS        Z5, Z6, Z6
-	VPERMILPS     $0x4e, Z6, Z5
-	VADDPS        Z5, Z6, Z6
-	VPERMILPS     $0xb1, Z6, Z5
-	VADDPS        Z5, Z6, Z6
+	VMOVUPS       (SP), Z6
+	VMOVUPS       64(SP), Z7
+	VMOVUPS       128(SP), Z8
+	VMOVUPS       192(SP), Z9
+	VSHUFF64X2    $0x44, Z7, Z6, Z10
+	VSHUFF64X2    $0xee, Z7, Z6, Z6
+	VADDPS        Z6, Z10, Z10
+	VSHUFF64X2    $0x44, Z9, Z8, Z6
+	VSHUFF64X2    $0xee, Z9, Z8, Z7
+	VADDPS        Z7, Z6, Z6
+	VSHUFF32X4    $0x88, Z6, Z10, Z7
+	VSHUFF32X4    $0xdd, Z6, Z10, Z6
+	VADDPS        Z6, Z7, Z7
+	VPERMILPS     $0x4e, Z7, Z6
+	VADDPS        Z6, Z7, Z7
+	VPERMILPS     $0xb1, Z7, Z6
+	VADDPS        Z6, Z7, Z7
 	MOVL          $0x00001111, DI
 	KMOVW         DI, K1
-	VCOMPRESSPS.Z Z6, K1, Z5
+	VCOMPRESSPS.Z Z7, K1, Z6
 
 	// t = ss/d + eps for the four rows; any t outside [2^-100, MaxFloat32] sends the group to the one-row path.
 	CMPL         372(SP), $0x00
 	JE           divide4
-	VBROADCASTSS 372(SP), Z6
-	VMULPS       Z6, Z5, Z5
+	VBROADCASTSS 372(SP), Z7
+	VMULPS       Z7, Z6, Z6
 	JMP          divided5
 
 divide4:
-	VBROADCASTSS 368(SP), Z6
-	VDIVPS       Z6, Z5, Z5
+	VBROADCASTSS 368(SP), Z7
+	VDIVPS       Z7, Z6, Z6
 
 divided5:
-	VBROADCASTSS job_eps+0(AX), Z6
-	VADDPS       Z6, Z5, Z5
+	VBROADCASTSS job_eps+0(AX), Z7
+	VADDPS       Z7, Z6, Z6
 	MOVL         $0x0000000f, DI
 	KMOVW        DI, K1
-	VBROADCASTSS tlo<>+0(SB), Z6
-	VBROADCASTSS tmax<>+0(SB), Z7
-	VCMPPS       $0x1d, Z6, Z5, K1, K1
-	VCMPPS       $0x12, Z7, Z5, K1, K1
+	VBROADCASTSS tlo<>+0(SB), Z7
+	VBROADCASTSS tmax<>+0(SB), Z8
+	VCMPPS       $0x1d, Z7, Z6, K1, K1
+	VCMPPS       $0x12, Z8, Z6, K1, K1
 	KMOVW        K1, DI
 	CMPL         DI, $0x0f
 	JE           ginrange
@@ -3193,9 +2417,9 @@ divided5:
 	JMP          row
 
 ginrange:
-	VSQRTPS      Z5, Z5
-	VBROADCASTSS one<>+0(SB), Z10
-	VDIVPS       Z5, Z10, Z10
+	VSQRTPS      Z6, Z6
+	VBROADCASTSS one<>+0(SB), Z11
+	VDIVPS       Z6, Z11, Z11
 
 	// Report 1/rms if asked.
 	MOVQ    job_inv+0(AX), DI
@@ -3204,36 +2428,30 @@ ginrange:
 	MOVQ    320(SP), R8
 	MOVL    $0x0000000f, R9
 	KMOVW   R9, K1
-	VMOVUPS Z10, K1, (DI)(R8*4)
+	VMOVUPS Z11, K1, (DI)(R8*4)
 
 scale:
-	VBROADCASTSS X10, Z5
+	VBROADCASTSS X11, Z6
 	MOVQ         $0x00000000, 344(SP)
 	CMPQ         336(SP), $0x01
 	JE           scalebody
-	VMOVUPS      Z10, 256(SP)
+	VMOVUPS      Z11, 256(SP)
 
 scalerow:
 	MOVQ         344(SP), DI
-	VBROADCASTSS 256(SP)(DI*4), Z5
+	VBROADCASTSS 256(SP)(DI*4), Z6
 
 scalebody:
-	VBROADCASTSS one<>+0(SB), Z6
-	TESTL        $0x00000010, job_flags+0(AX)
-	JNZ          weightadd6
-	VBROADCASTSS negzero<>+0(SB), Z6
-
-weightadd6:
 	// y = (src*inv)*w, rounded after each multiply.
 	XORQ DI, DI
 	MOVQ job_d+0(AX), R8
 	SUBQ $0x00000040, R8
 	MOVQ SI, R9
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows7
+	JA   longrows6
 	SHLQ $0x03, R9
 
-longrows7:
+longrows6:
 	ADDQ  DX, R9
 	MOVL  job_flags+0(AX), R10
 	TESTL $0x00000001, R10
@@ -3246,23 +2464,23 @@ scaleloop:
 	CMPQ  DI, R8
 	JG    scaletail
 	TESTL $0x00000002, R10
-	JNZ   scalelooppf8
+	JNZ   scalelooppf7
 
-scaleloopbody9:
+scaleloopbody8:
 	VPMOVZXWD   (DX)(DI*2), Z7
 	VPSLLD      $0x10, Z7, Z7
-	VMULPS      Z5, Z7, Z7
+	VMULPS      Z6, Z7, Z7
 	VPMOVZXWD   32(DX)(DI*2), Z8
 	VPSLLD      $0x10, Z8, Z8
-	VMULPS      Z5, Z8, Z8
+	VMULPS      Z6, Z8, Z8
 	VPMOVZXWD   64(DX)(DI*2), Z9
 	VPSLLD      $0x10, Z9, Z9
-	VMULPS      Z5, Z9, Z9
-	VPMOVZXWD   96(DX)(DI*2), Z11
-	VPSLLD      $0x10, Z11, Z11
-	VMULPS      Z5, Z11, Z11
+	VMULPS      Z6, Z9, Z9
+	VPMOVZXWD   96(DX)(DI*2), Z10
+	VPSLLD      $0x10, Z10, Z10
+	VMULPS      Z6, Z10, Z10
 	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn10
+	JZ          notrn9
 	VFIXUPIMMPS $0x00, Z3, Z7, Z7
 	VPSRLD      $0x10, Z7, Z12
 	VPANDD      Z0, Z12, Z12
@@ -3284,15 +2502,15 @@ scaleloopbody9:
 	VPADDD      Z9, Z12, Z12
 	VPANDD      Z2, Z12, Z12
 	VMOVUPS     Z12, Z9
-	VFIXUPIMMPS $0x00, Z3, Z11, Z11
-	VPSRLD      $0x10, Z11, Z12
+	VFIXUPIMMPS $0x00, Z3, Z10, Z10
+	VPSRLD      $0x10, Z10, Z12
 	VPANDD      Z0, Z12, Z12
 	VPADDD      Z1, Z12, Z12
-	VPADDD      Z11, Z12, Z12
+	VPADDD      Z10, Z12, Z12
 	VPANDD      Z2, Z12, Z12
-	VMOVUPS     Z12, Z11
+	VMOVUPS     Z12, Z10
 
-notrn10:
+notrn9:
 	VMULPS      (BX)(DI*4), Z7, Z7
 	VMULPS      64(BX)(DI*4), Z8, Z8
 	VFIXUPIMMPS $0x00, Z3, Z7, Z7
@@ -3308,49 +2526,49 @@ notrn10:
 	VPERMT2W    Z7, Z4, Z12
 	VMOVDQU64   Z12, (CX)(DI*2)
 	VMULPS      128(BX)(DI*4), Z9, Z9
-	VMULPS      192(BX)(DI*4), Z11, Z11
+	VMULPS      192(BX)(DI*4), Z10, Z10
 	VFIXUPIMMPS $0x00, Z3, Z9, Z9
 	VPSRLD      $0x10, Z9, Z7
 	VPANDD      Z0, Z7, Z7
 	VPADDD      Z1, Z7, Z7
 	VPADDD      Z9, Z7, Z7
-	VFIXUPIMMPS $0x00, Z3, Z11, Z11
-	VPSRLD      $0x10, Z11, Z8
+	VFIXUPIMMPS $0x00, Z3, Z10, Z10
+	VPSRLD      $0x10, Z10, Z8
 	VPANDD      Z0, Z8, Z8
 	VPADDD      Z1, Z8, Z8
-	VPADDD      Z11, Z8, Z8
+	VPADDD      Z10, Z8, Z8
 	VPERMT2W    Z8, Z4, Z7
 	VMOVDQU64   Z7, 64(CX)(DI*2)
 	ADDQ        $0x00000040, DI
 	JMP         scaleloop
 
-scalelooppf8:
+scalelooppf7:
 	PREFETCHT0 (R9)(DI*2)
 	PREFETCHT0 64(R9)(DI*2)
-	JMP        scaleloopbody9
+	JMP        scaleloopbody8
 
 	PCALIGN $32
 scaleoffsetloop:
 	CMPQ  DI, R8
 	JG    scaletail
 	TESTL $0x00000002, R10
-	JNZ   scaleoffsetlooppf11
+	JNZ   scaleoffsetlooppf10
 
-scaleoffsetloopbody12:
+scaleoffsetloopbody11:
 	VPMOVZXWD   (DX)(DI*2), Z7
 	VPSLLD      $0x10, Z7, Z7
-	VMULPS      Z5, Z7, Z7
+	VMULPS      Z6, Z7, Z7
 	VPMOVZXWD   32(DX)(DI*2), Z8
 	VPSLLD      $0x10, Z8, Z8
-	VMULPS      Z5, Z8, Z8
+	VMULPS      Z6, Z8, Z8
 	VPMOVZXWD   64(DX)(DI*2), Z9
 	VPSLLD      $0x10, Z9, Z9
-	VMULPS      Z5, Z9, Z9
-	VPMOVZXWD   96(DX)(DI*2), Z11
-	VPSLLD      $0x10, Z11, Z11
-	VMULPS      Z5, Z11, Z11
+	VMULPS      Z6, Z9, Z9
+	VPMOVZXWD   96(DX)(DI*2), Z10
+	VPSLLD      $0x10, Z10, Z10
+	VMULPS      Z6, Z10, Z10
 	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn13
+	JZ          notrn12
 	VFIXUPIMMPS $0x00, Z3, Z7, Z7
 	VPSRLD      $0x10, Z7, Z12
 	VPANDD      Z0, Z12, Z12
@@ -3372,20 +2590,20 @@ scaleoffsetloopbody12:
 	VPADDD      Z9, Z12, Z12
 	VPANDD      Z2, Z12, Z12
 	VMOVUPS     Z12, Z9
-	VFIXUPIMMPS $0x00, Z3, Z11, Z11
-	VPSRLD      $0x10, Z11, Z12
+	VFIXUPIMMPS $0x00, Z3, Z10, Z10
+	VPSRLD      $0x10, Z10, Z12
 	VPANDD      Z0, Z12, Z12
 	VPADDD      Z1, Z12, Z12
-	VPADDD      Z11, Z12, Z12
+	VPADDD      Z10, Z12, Z12
 	VPANDD      Z2, Z12, Z12
-	VMOVUPS     Z12, Z11
+	VMOVUPS     Z12, Z10
 
-notrn13:
+notrn12:
 	VMOVUPS     (BX)(DI*4), Z12
-	VADDPS      Z6, Z12, Z12
+	VADDPS      Z5, Z12, Z12
 	VMULPS      Z12, Z7, Z7
 	VMOVUPS     64(BX)(DI*4), Z12
-	VADDPS      Z6, Z12, Z12
+	VADDPS      Z5, Z12, Z12
 	VMULPS      Z12, Z8, Z8
 	VFIXUPIMMPS $0x00, Z3, Z7, Z7
 	VPSRLD      $0x10, Z7, Z12
@@ -3400,30 +2618,30 @@ notrn13:
 	VPERMT2W    Z7, Z4, Z12
 	VMOVDQU64   Z12, (CX)(DI*2)
 	VMOVUPS     128(BX)(DI*4), Z7
-	VADDPS      Z6, Z7, Z7
+	VADDPS      Z5, Z7, Z7
 	VMULPS      Z7, Z9, Z9
 	VMOVUPS     192(BX)(DI*4), Z7
-	VADDPS      Z6, Z7, Z7
-	VMULPS      Z7, Z11, Z11
+	VADDPS      Z5, Z7, Z7
+	VMULPS      Z7, Z10, Z10
 	VFIXUPIMMPS $0x00, Z3, Z9, Z9
 	VPSRLD      $0x10, Z9, Z7
 	VPANDD      Z0, Z7, Z7
 	VPADDD      Z1, Z7, Z7
 	VPADDD      Z9, Z7, Z7
-	VFIXUPIMMPS $0x00, Z3, Z11, Z11
-	VPSRLD      $0x10, Z11, Z8
+	VFIXUPIMMPS $0x00, Z3, Z10, Z10
+	VPSRLD      $0x10, Z10, Z8
 	VPANDD      Z0, Z8, Z8
 	VPADDD      Z1, Z8, Z8
-	VPADDD      Z11, Z8, Z8
+	VPADDD      Z10, Z8, Z8
 	VPERMT2W    Z8, Z4, Z7
 	VMOVDQU64   Z7, 64(CX)(DI*2)
 	ADDQ        $0x00000040, DI
 	JMP         scaleoffsetloop
 
-scaleoffsetlooppf11:
+scaleoffsetlooppf10:
 	PREFETCHT0 (R9)(DI*2)
 	PREFETCHT0 64(R9)(DI*2)
-	JMP        scaleoffsetloopbody12
+	JMP        scaleoffsetloopbody11
 
 scalent:
 	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
@@ -3441,9 +2659,9 @@ scalehead:
 	JB          scaleheadpart
 	VPMOVZXWD   (DX)(DI*2), Z7
 	VPSLLD      $0x10, Z7, Z7
-	VMULPS      Z5, Z7, Z7
+	VMULPS      Z6, Z7, Z7
 	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn14
+	JZ          notrn13
 	VFIXUPIMMPS $0x00, Z3, Z7, Z7
 	VPSRLD      $0x10, Z7, Z8
 	VPANDD      Z0, Z8, Z8
@@ -3452,9 +2670,9 @@ scalehead:
 	VPANDD      Z2, Z8, Z8
 	VMOVUPS     Z8, Z7
 
-notrn14:
+notrn13:
 	VMOVUPS     (BX)(DI*4), Z8
-	VADDPS      Z6, Z8, Z8
+	VADDPS      Z5, Z8, Z8
 	VMULPS      Z8, Z7, Z7
 	VFIXUPIMMPS $0x00, Z3, Z7, Z7
 	VPSRLD      $0x10, Z7, Z8
@@ -3473,10 +2691,10 @@ scaleheadpart:
 scalentgo:
 	MOVQ SI, R9
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows15
+	JA   longrows14
 	SHLQ $0x03, R9
 
-longrows15:
+longrows14:
 	ADDQ DX, R9
 	MOVL job_flags+0(AX), R10
 
@@ -3488,18 +2706,18 @@ scalentloop:
 	PREFETCHT0  64(R9)(DI*2)
 	VPMOVZXWD   (DX)(DI*2), Z7
 	VPSLLD      $0x10, Z7, Z7
-	VMULPS      Z5, Z7, Z7
+	VMULPS      Z6, Z7, Z7
 	VPMOVZXWD   32(DX)(DI*2), Z8
 	VPSLLD      $0x10, Z8, Z8
-	VMULPS      Z5, Z8, Z8
+	VMULPS      Z6, Z8, Z8
 	VPMOVZXWD   64(DX)(DI*2), Z9
 	VPSLLD      $0x10, Z9, Z9
-	VMULPS      Z5, Z9, Z9
-	VPMOVZXWD   96(DX)(DI*2), Z11
-	VPSLLD      $0x10, Z11, Z11
-	VMULPS      Z5, Z11, Z11
+	VMULPS      Z6, Z9, Z9
+	VPMOVZXWD   96(DX)(DI*2), Z10
+	VPSLLD      $0x10, Z10, Z10
+	VMULPS      Z6, Z10, Z10
 	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn16
+	JZ          notrn15
 	VFIXUPIMMPS $0x00, Z3, Z7, Z7
 	VPSRLD      $0x10, Z7, Z12
 	VPANDD      Z0, Z12, Z12
@@ -3521,23 +2739,23 @@ scalentloop:
 	VPADDD      Z9, Z12, Z12
 	VPANDD      Z2, Z12, Z12
 	VMOVUPS     Z12, Z9
-	VFIXUPIMMPS $0x00, Z3, Z11, Z11
-	VPSRLD      $0x10, Z11, Z12
+	VFIXUPIMMPS $0x00, Z3, Z10, Z10
+	VPSRLD      $0x10, Z10, Z12
 	VPANDD      Z0, Z12, Z12
 	VPADDD      Z1, Z12, Z12
-	VPADDD      Z11, Z12, Z12
+	VPADDD      Z10, Z12, Z12
 	VPANDD      Z2, Z12, Z12
-	VMOVUPS     Z12, Z11
+	VMOVUPS     Z12, Z10
 
-notrn16:
+notrn15:
 	TESTL  $0x00000010, R10
-	JNZ    offset17
+	JNZ    offset16
 	VMULPS (BX)(DI*4), Z7, Z7
 	VMULPS 64(BX)(DI*4), Z8, Z8
 	VMULPS 128(BX)(DI*4), Z9, Z9
-	VMULPS 192(BX)(DI*4), Z11, Z11
+	VMULPS 192(BX)(DI*4), Z10, Z10
 
-weighed18:
+weighed17:
 	VFIXUPIMMPS $0x00, Z3, Z7, Z7
 	VPSRLD      $0x10, Z7, Z12
 	VPANDD      Z0, Z12, Z12
@@ -3555,30 +2773,30 @@ weighed18:
 	VPANDD      Z0, Z7, Z7
 	VPADDD      Z1, Z7, Z7
 	VPADDD      Z9, Z7, Z7
-	VFIXUPIMMPS $0x00, Z3, Z11, Z11
-	VPSRLD      $0x10, Z11, Z8
+	VFIXUPIMMPS $0x00, Z3, Z10, Z10
+	VPSRLD      $0x10, Z10, Z8
 	VPANDD      Z0, Z8, Z8
 	VPADDD      Z1, Z8, Z8
-	VPADDD      Z11, Z8, Z8
+	VPADDD      Z10, Z8, Z8
 	VPERMT2W    Z8, Z4, Z7
 	VMOVNTDQ    Z7, 64(CX)(DI*2)
 	ADDQ        $0x00000040, DI
 	JMP         scalentloop
 
-offset17:
+offset16:
 	VMOVUPS (BX)(DI*4), Z12
-	VADDPS  Z6, Z12, Z12
+	VADDPS  Z5, Z12, Z12
 	VMULPS  Z12, Z7, Z7
 	VMOVUPS 64(BX)(DI*4), Z12
-	VADDPS  Z6, Z12, Z12
+	VADDPS  Z5, Z12, Z12
 	VMULPS  Z12, Z8, Z8
 	VMOVUPS 128(BX)(DI*4), Z12
-	VADDPS  Z6, Z12, Z12
+	VADDPS  Z5, Z12, Z12
 	VMULPS  Z12, Z9, Z9
 	VMOVUPS 192(BX)(DI*4), Z12
-	VADDPS  Z6, Z12, Z12
-	VMULPS  Z12, Z11, Z11
-	JMP     weighed18
+	VADDPS  Z5, Z12, Z12
+	VMULPS  Z12, Z10, Z10
+	JMP     weighed17
 
 scaletail:
 	ADDQ $0x00000030, R8
@@ -3588,9 +2806,9 @@ scaleone:
 	JG          scalepart
 	VPMOVZXWD   (DX)(DI*2), Z7
 	VPSLLD      $0x10, Z7, Z7
-	VMULPS      Z5, Z7, Z7
+	VMULPS      Z6, Z7, Z7
 	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn19
+	JZ          notrn18
 	VFIXUPIMMPS $0x00, Z3, Z7, Z7
 	VPSRLD      $0x10, Z7, Z8
 	VPANDD      Z0, Z8, Z8
@@ -3599,9 +2817,9 @@ scaleone:
 	VPANDD      Z2, Z8, Z8
 	VMOVUPS     Z8, Z7
 
-notrn19:
+notrn18:
 	VMOVUPS     (BX)(DI*4), Z8
-	VADDPS      Z6, Z8, Z8
+	VADDPS      Z5, Z8, Z8
 	VMULPS      Z8, Z7, Z7
 	VFIXUPIMMPS $0x00, Z3, Z7, Z7
 	VPSRLD      $0x10, Z7, Z8
@@ -3624,9 +2842,9 @@ partout:
 	KMOVW       (R10)(R9*2), K1
 	VPMOVZXWD.Z (DX)(DI*2), K1, Z7
 	VPSLLD      $0x10, Z7, Z7
-	VMULPS      Z7, Z5, Z7
+	VMULPS      Z7, Z6, Z7
 	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn20
+	JZ          notrn19
 	VFIXUPIMMPS $0x00, Z3, Z7, Z7
 	VPSRLD      $0x10, Z7, Z8
 	VPANDD      Z0, Z8, Z8
@@ -3635,9 +2853,9 @@ partout:
 	VPANDD      Z2, Z8, Z8
 	VMOVUPS     Z8, Z7
 
-notrn20:
+notrn19:
 	VMOVUPS.Z   (BX)(DI*4), K1, Z8
-	VADDPS      Z6, Z8, Z8
+	VADDPS      Z5, Z8, Z8
 	VMULPS      Z8, Z7, Z7
 	VFIXUPIMMPS $0x00, Z3, Z7, Z7
 	VPSRLD      $0x10, Z7, Z8
@@ -4240,8 +3458,13 @@ TEXT ·avx512BF16AddWeightedOrOffset(SB), NOSPLIT, $376-32
 	SHLL       $0x17, R10
 
 notpow2:
-	MOVL R10, 372(SP)
+	MOVL         R10, 372(SP)
+	VBROADCASTSS one<>+0(SB), Z5
+	TESTL        $0x00000010, job_flags+0(AX)
+	JNZ          weightadd
+	VBROADCASTSS negzero<>+0(SB), Z5
 
+weightadd:
 	// Start at row from.
 	MOVQ  from+8(FP), R8
 	MOVQ  R8, 320(SP)
@@ -4264,33 +3487,19 @@ row:
 	MOVQ    job_d+0(AX), R11
 	SUBQ    $0x00000040, R11
 	JGE     firstblock
-	VMOVUPS zero64<>+0(SB), Z5
 	VMOVUPS zero64<>+0(SB), Z6
 	VMOVUPS zero64<>+0(SB), Z7
 	VMOVUPS zero64<>+0(SB), Z8
+	VMOVUPS zero64<>+0(SB), Z9
 	XORQ    R10, R10
 	JMP     sumtail
 
 firstblock:
 	// +0 + square is the square itself: the first block initializes the partials.
 	XORQ        R10, R10
-	VPMOVZXWD   (R8)(R10*2), Z5
-	VPSLLD      $0x10, Z5, Z5
-	VPMOVZXWD   (R9)(R10*2), Z6
+	VPMOVZXWD   (R8)(R10*2), Z6
 	VPSLLD      $0x10, Z6, Z6
-	VADDPS      Z6, Z5, Z5
-	VFIXUPIMMPS $0x00, Z3, Z5, Z5
-	VPSRLD      $0x10, Z5, Z6
-	VPANDD      Z0, Z6, Z6
-	VPADDD      Z1, Z6, Z6
-	VPADDD      Z5, Z6, Z6
-	VPANDD      Z2, Z6, Z6
-	VPSRLD      $0x10, Z6, Z5
-	VPMOVDW     Z5, (R9)(R10*2)
-	VMULPS      Z6, Z6, Z5
-	VPMOVZXWD   32(R8)(R10*2), Z6
-	VPSLLD      $0x10, Z6, Z6
-	VPMOVZXWD   32(R9)(R10*2), Z7
+	VPMOVZXWD   (R9)(R10*2), Z7
 	VPSLLD      $0x10, Z7, Z7
 	VADDPS      Z7, Z6, Z6
 	VFIXUPIMMPS $0x00, Z3, Z6, Z6
@@ -4300,11 +3509,11 @@ firstblock:
 	VPADDD      Z6, Z7, Z7
 	VPANDD      Z2, Z7, Z7
 	VPSRLD      $0x10, Z7, Z6
-	VPMOVDW     Z6, 32(R9)(R10*2)
+	VPMOVDW     Z6, (R9)(R10*2)
 	VMULPS      Z7, Z7, Z6
-	VPMOVZXWD   64(R8)(R10*2), Z7
+	VPMOVZXWD   32(R8)(R10*2), Z7
 	VPSLLD      $0x10, Z7, Z7
-	VPMOVZXWD   64(R9)(R10*2), Z8
+	VPMOVZXWD   32(R9)(R10*2), Z8
 	VPSLLD      $0x10, Z8, Z8
 	VADDPS      Z8, Z7, Z7
 	VFIXUPIMMPS $0x00, Z3, Z7, Z7
@@ -4314,11 +3523,11 @@ firstblock:
 	VPADDD      Z7, Z8, Z8
 	VPANDD      Z2, Z8, Z8
 	VPSRLD      $0x10, Z8, Z7
-	VPMOVDW     Z7, 64(R9)(R10*2)
+	VPMOVDW     Z7, 32(R9)(R10*2)
 	VMULPS      Z8, Z8, Z7
-	VPMOVZXWD   96(R8)(R10*2), Z8
+	VPMOVZXWD   64(R8)(R10*2), Z8
 	VPSLLD      $0x10, Z8, Z8
-	VPMOVZXWD   96(R9)(R10*2), Z9
+	VPMOVZXWD   64(R9)(R10*2), Z9
 	VPSLLD      $0x10, Z9, Z9
 	VADDPS      Z9, Z8, Z8
 	VFIXUPIMMPS $0x00, Z3, Z8, Z8
@@ -4328,8 +3537,22 @@ firstblock:
 	VPADDD      Z8, Z9, Z9
 	VPANDD      Z2, Z9, Z9
 	VPSRLD      $0x10, Z9, Z8
-	VPMOVDW     Z8, 96(R9)(R10*2)
+	VPMOVDW     Z8, 64(R9)(R10*2)
 	VMULPS      Z9, Z9, Z8
+	VPMOVZXWD   96(R8)(R10*2), Z9
+	VPSLLD      $0x10, Z9, Z9
+	VPMOVZXWD   96(R9)(R10*2), Z10
+	VPSLLD      $0x10, Z10, Z10
+	VADDPS      Z10, Z9, Z9
+	VFIXUPIMMPS $0x00, Z3, Z9, Z9
+	VPSRLD      $0x10, Z9, Z10
+	VPANDD      Z0, Z10, Z10
+	VPADDD      Z1, Z10, Z10
+	VPADDD      Z9, Z10, Z10
+	VPANDD      Z2, Z10, Z10
+	VPSRLD      $0x10, Z10, Z9
+	VPMOVDW     Z9, 96(R9)(R10*2)
+	VMULPS      Z10, Z10, Z9
 	MOVQ        $0x00000040, R10
 
 	// With flagPF, the rows ahead are prefetched: one loop for both, the flag tested per block.
@@ -4351,66 +3574,66 @@ sumloop:
 	JNZ   sumpf
 
 sumblock:
-	VPMOVZXWD   (R8)(R10*2), Z9
-	VPSLLD      $0x10, Z9, Z9
-	VPMOVZXWD   (R9)(R10*2), Z10
+	VPMOVZXWD   (R8)(R10*2), Z10
 	VPSLLD      $0x10, Z10, Z10
-	VADDPS      Z10, Z9, Z9
-	VFIXUPIMMPS $0x00, Z3, Z9, Z9
-	VPSRLD      $0x10, Z9, Z10
-	VPANDD      Z0, Z10, Z10
-	VPADDD      Z1, Z10, Z10
-	VPADDD      Z9, Z10, Z10
-	VPANDD      Z2, Z10, Z10
-	VPSRLD      $0x10, Z10, Z9
-	VPMOVDW     Z9, (R9)(R10*2)
-	VMULPS      Z10, Z10, Z10
-	VADDPS      Z10, Z5, Z5
-	VPMOVZXWD   32(R8)(R10*2), Z9
-	VPSLLD      $0x10, Z9, Z9
-	VPMOVZXWD   32(R9)(R10*2), Z10
+	VPMOVZXWD   (R9)(R10*2), Z11
+	VPSLLD      $0x10, Z11, Z11
+	VADDPS      Z11, Z10, Z10
+	VFIXUPIMMPS $0x00, Z3, Z10, Z10
+	VPSRLD      $0x10, Z10, Z11
+	VPANDD      Z0, Z11, Z11
+	VPADDD      Z1, Z11, Z11
+	VPADDD      Z10, Z11, Z11
+	VPANDD      Z2, Z11, Z11
+	VPSRLD      $0x10, Z11, Z10
+	VPMOVDW     Z10, (R9)(R10*2)
+	VMULPS      Z11, Z11, Z11
+	VADDPS      Z11, Z6, Z6
+	VPMOVZXWD   32(R8)(R10*2), Z10
 	VPSLLD      $0x10, Z10, Z10
-	VADDPS      Z10, Z9, Z9
-	VFIXUPIMMPS $0x00, Z3, Z9, Z9
-	VPSRLD      $0x10, Z9, Z10
-	VPANDD      Z0, Z10, Z10
-	VPADDD      Z1, Z10, Z10
-	VPADDD      Z9, Z10, Z10
-	VPANDD      Z2, Z10, Z10
-	VPSRLD      $0x10, Z10, Z9
-	VPMOVDW     Z9, 32(R9)(R10*2)
-	VMULPS      Z10, Z10, Z10
-	VADDPS      Z10, Z6, Z6
-	VPMOVZXWD   64(R8)(R10*2), Z9
-	VPSLLD      $0x10, Z9, Z9
-	VPMOVZXWD   64(R9)(R10*2), Z10
+	VPMOVZXWD   32(R9)(R10*2), Z11
+	VPSLLD      $0x10, Z11, Z11
+	VADDPS      Z11, Z10, Z10
+	VFIXUPIMMPS $0x00, Z3, Z10, Z10
+	VPSRLD      $0x10, Z10, Z11
+	VPANDD      Z0, Z11, Z11
+	VPADDD      Z1, Z11, Z11
+	VPADDD      Z10, Z11, Z11
+	VPANDD      Z2, Z11, Z11
+	VPSRLD      $0x10, Z11, Z10
+	VPMOVDW     Z10, 32(R9)(R10*2)
+	VMULPS      Z11, Z11, Z11
+	VADDPS      Z11, Z7, Z7
+	VPMOVZXWD   64(R8)(R10*2), Z10
 	VPSLLD      $0x10, Z10, Z10
-	VADDPS      Z10, Z9, Z9
-	VFIXUPIMMPS $0x00, Z3, Z9, Z9
-	VPSRLD      $0x10, Z9, Z10
-	VPANDD      Z0, Z10, Z10
-	VPADDD      Z1, Z10, Z10
-	VPADDD      Z9, Z10, Z10
-	VPANDD      Z2, Z10, Z10
-	VPSRLD      $0x10, Z10, Z9
-	VPMOVDW     Z9, 64(R9)(R10*2)
-	VMULPS      Z10, Z10, Z10
-	VADDPS      Z10, Z7, Z7
-	VPMOVZXWD   96(R8)(R10*2), Z9
-	VPSLLD      $0x10, Z9, Z9
-	VPMOVZXWD   96(R9)(R10*2), Z10
+	VPMOVZXWD   64(R9)(R10*2), Z11
+	VPSLLD      $0x10, Z11, Z11
+	VADDPS      Z11, Z10, Z10
+	VFIXUPIMMPS $0x00, Z3, Z10, Z10
+	VPSRLD      $0x10, Z10, Z11
+	VPANDD      Z0, Z11, Z11
+	VPADDD      Z1, Z11, Z11
+	VPADDD      Z10, Z11, Z11
+	VPANDD      Z2, Z11, Z11
+	VPSRLD      $0x10, Z11, Z10
+	VPMOVDW     Z10, 64(R9)(R10*2)
+	VMULPS      Z11, Z11, Z11
+	VADDPS      Z11, Z8, Z8
+	VPMOVZXWD   96(R8)(R10*2), Z10
 	VPSLLD      $0x10, Z10, Z10
-	VADDPS      Z10, Z9, Z9
-	VFIXUPIMMPS $0x00, Z3, Z9, Z9
-	VPSRLD      $0x10, Z9, Z10
-	VPANDD      Z0, Z10, Z10
-	VPADDD      Z1, Z10, Z10
-	VPADDD      Z9, Z10, Z10
-	VPANDD      Z2, Z10, Z10
-	VPSRLD      $0x10, Z10, Z9
-	VPMOVDW     Z9, 96(R9)(R10*2)
-	VMULPS      Z10, Z10, Z10
-	VADDPS      Z10, Z8, Z8
+	VPMOVZXWD   96(R9)(R10*2), Z11
+	VPSLLD      $0x10, Z11, Z11
+	VADDPS      Z11, Z10, Z10
+	VFIXUPIMMPS $0x00, Z3, Z10, Z10
+	VPSRLD      $0x10, Z10, Z11
+	VPANDD      Z0, Z11, Z11
+	VPADDD      Z1, Z11, Z11
+	VPADDD      Z10, Z11, Z11
+	VPANDD      Z2, Z11, Z11
+	VPSRLD      $0x10, Z11, Z10
+	VPMOVDW     Z10, 96(R9)(R10*2)
+	VMULPS      Z11, Z11, Z11
+	VADDPS      Z11, Z9, Z9
 	ADDQ        $0x00000040, R10
 	JMP         sumloop
 
@@ -4433,21 +3656,21 @@ sumtail:
 
 tailmask0:
 	KMOVW       (R12)(R13*2), K1
-	VPMOVZXWD.Z (R8)(R10*2), K1, Z9
-	VPSLLD      $0x10, Z9, Z9
-	VPMOVZXWD.Z (R9)(R10*2), K1, Z10
+	VPMOVZXWD.Z (R8)(R10*2), K1, Z10
 	VPSLLD      $0x10, Z10, Z10
-	VADDPS      Z10, Z9, Z9
-	VFIXUPIMMPS $0x00, Z3, Z9, Z9
-	VPSRLD      $0x10, Z9, Z10
-	VPANDD      Z0, Z10, Z10
-	VPADDD      Z1, Z10, Z10
-	VPADDD      Z9, Z10, Z10
-	VPANDD      Z2, Z10, Z10
-	VPSRLD      $0x10, Z10, Z9
-	VPMOVDW     Z9, K1, (R9)(R10*2)
-	VMULPS      Z10, Z10, Z10
-	VADDPS      Z10, Z5, Z5
+	VPMOVZXWD.Z (R9)(R10*2), K1, Z11
+	VPSLLD      $0x10, Z11, Z11
+	VADDPS      Z11, Z10, Z10
+	VFIXUPIMMPS $0x00, Z3, Z10, Z10
+	VPSRLD      $0x10, Z10, Z11
+	VPANDD      Z0, Z11, Z11
+	VPADDD      Z1, Z11, Z11
+	VPADDD      Z10, Z11, Z11
+	VPANDD      Z2, Z11, Z11
+	VPSRLD      $0x10, Z11, Z10
+	VPMOVDW     Z10, K1, (R9)(R10*2)
+	VMULPS      Z11, Z11, Z11
+	VADDPS      Z11, Z6, Z6
 	MOVQ        R11, R13
 	SUBQ        $0x00000010, R13
 	JLE         summed
@@ -4457,21 +3680,21 @@ tailmask0:
 
 tailmask1:
 	KMOVW       (R12)(R13*2), K1
-	VPMOVZXWD.Z 32(R8)(R10*2), K1, Z9
-	VPSLLD      $0x10, Z9, Z9
-	VPMOVZXWD.Z 32(R9)(R10*2), K1, Z10
+	VPMOVZXWD.Z 32(R8)(R10*2), K1, Z10
 	VPSLLD      $0x10, Z10, Z10
-	VADDPS      Z10, Z9, Z9
-	VFIXUPIMMPS $0x00, Z3, Z9, Z9
-	VPSRLD      $0x10, Z9, Z10
-	VPANDD      Z0, Z10, Z10
-	VPADDD      Z1, Z10, Z10
-	VPADDD      Z9, Z10, Z10
-	VPANDD      Z2, Z10, Z10
-	VPSRLD      $0x10, Z10, Z9
-	VPMOVDW     Z9, K1, 32(R9)(R10*2)
-	VMULPS      Z10, Z10, Z10
-	VADDPS      Z10, Z6, Z6
+	VPMOVZXWD.Z 32(R9)(R10*2), K1, Z11
+	VPSLLD      $0x10, Z11, Z11
+	VADDPS      Z11, Z10, Z10
+	VFIXUPIMMPS $0x00, Z3, Z10, Z10
+	VPSRLD      $0x10, Z10, Z11
+	VPANDD      Z0, Z11, Z11
+	VPADDD      Z1, Z11, Z11
+	VPADDD      Z10, Z11, Z11
+	VPANDD      Z2, Z11, Z11
+	VPSRLD      $0x10, Z11, Z10
+	VPMOVDW     Z10, K1, 32(R9)(R10*2)
+	VMULPS      Z11, Z11, Z11
+	VADDPS      Z11, Z7, Z7
 	MOVQ        R11, R13
 	SUBQ        $0x00000020, R13
 	JLE         summed
@@ -4481,21 +3704,21 @@ tailmask1:
 
 tailmask2:
 	KMOVW       (R12)(R13*2), K1
-	VPMOVZXWD.Z 64(R8)(R10*2), K1, Z9
-	VPSLLD      $0x10, Z9, Z9
-	VPMOVZXWD.Z 64(R9)(R10*2), K1, Z10
+	VPMOVZXWD.Z 64(R8)(R10*2), K1, Z10
 	VPSLLD      $0x10, Z10, Z10
-	VADDPS      Z10, Z9, Z9
-	VFIXUPIMMPS $0x00, Z3, Z9, Z9
-	VPSRLD      $0x10, Z9, Z10
-	VPANDD      Z0, Z10, Z10
-	VPADDD      Z1, Z10, Z10
-	VPADDD      Z9, Z10, Z10
-	VPANDD      Z2, Z10, Z10
-	VPSRLD      $0x10, Z10, Z9
-	VPMOVDW     Z9, K1, 64(R9)(R10*2)
-	VMULPS      Z10, Z10, Z10
-	VADDPS      Z10, Z7, Z7
+	VPMOVZXWD.Z 64(R9)(R10*2), K1, Z11
+	VPSLLD      $0x10, Z11, Z11
+	VADDPS      Z11, Z10, Z10
+	VFIXUPIMMPS $0x00, Z3, Z10, Z10
+	VPSRLD      $0x10, Z10, Z11
+	VPANDD      Z0, Z11, Z11
+	VPADDD      Z1, Z11, Z11
+	VPADDD      Z10, Z11, Z11
+	VPANDD      Z2, Z11, Z11
+	VPSRLD      $0x10, Z11, Z10
+	VPMOVDW     Z10, K1, 64(R9)(R10*2)
+	VMULPS      Z11, Z11, Z11
+	VADDPS      Z11, Z8, Z8
 	SUBQ        $0x00000030, R11
 	JLE         summed
 	CMPQ        R11, $0x00000010
@@ -4504,91 +3727,85 @@ tailmask2:
 
 tailmask3:
 	KMOVW       (R12)(R11*2), K1
-	VPMOVZXWD.Z 96(R8)(R10*2), K1, Z9
-	VPSLLD      $0x10, Z9, Z9
-	VPMOVZXWD.Z 96(R9)(R10*2), K1, Z10
+	VPMOVZXWD.Z 96(R8)(R10*2), K1, Z10
 	VPSLLD      $0x10, Z10, Z10
-	VADDPS      Z10, Z9, Z9
-	VFIXUPIMMPS $0x00, Z3, Z9, Z9
-	VPSRLD      $0x10, Z9, Z10
-	VPANDD      Z0, Z10, Z10
-	VPADDD      Z1, Z10, Z10
-	VPADDD      Z9, Z10, Z10
-	VPANDD      Z2, Z10, Z10
-	VPSRLD      $0x10, Z10, Z9
-	VPMOVDW     Z9, K1, 96(R9)(R10*2)
-	VMULPS      Z10, Z10, Z10
-	VADDPS      Z10, Z8, Z8
+	VPMOVZXWD.Z 96(R9)(R10*2), K1, Z11
+	VPSLLD      $0x10, Z11, Z11
+	VADDPS      Z11, Z10, Z10
+	VFIXUPIMMPS $0x00, Z3, Z10, Z10
+	VPSRLD      $0x10, Z10, Z11
+	VPANDD      Z0, Z11, Z11
+	VPADDD      Z1, Z11, Z11
+	VPADDD      Z10, Z11, Z11
+	VPANDD      Z2, Z11, Z11
+	VPSRLD      $0x10, Z11, Z10
+	VPMOVDW     Z10, K1, 96(R9)(R10*2)
+	VMULPS      Z11, Z11, Z11
+	VADDPS      Z11, Z9, Z9
 
 summed:
-	VADDPS Z7, Z5, Z5
 	VADDPS Z8, Z6, Z6
-	VADDPS Z6, Z5, Z5
+	VADDPS Z9, Z7, Z7
+	VADDPS Z7, Z6, Z6
 
 	// Halving tree: p[j] += p[j+h] for the remaining h, down to ss.
-	VSHUFF64X2 $0xee, Z5, Z5, Z6
-	VADDPS     Z6, Z5, Z5
-	VSHUFF32X4 $0x01, Z5, Z5, Z6
-	VADDPS     Z6, Z5, Z5
-	VPERMILPS  $0x4e, Z5, Z6
-	VADDPS     Z6, Z5, Z5
-	VPERMILPS  $0xb1, Z5, Z6
-	VADDPS     Z6, Z5, Z5
+	VSHUFF64X2 $0xee, Z6, Z6, Z7
+	VADDPS     Z7, Z6, Z6
+	VSHUFF32X4 $0x01, Z6, Z6, Z7
+	VADDPS     Z7, Z6, Z6
+	VPERMILPS  $0x4e, Z6, Z7
+	VADDPS     Z7, Z6, Z6
+	VPERMILPS  $0xb1, Z6, Z7
+	VADDPS     Z7, Z6, Z6
 
 	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
 	CMPL   372(SP), $0x00
 	JE     divide2
-	VMULSS 372(SP), X5, X5
+	VMULSS 372(SP), X6, X6
 	JMP    divided3
 
 divide2:
-	VDIVSS 368(SP), X5, X5
+	VDIVSS 368(SP), X6, X6
 
 divided3:
-	VADDSS   job_eps+0(AX), X5, X5
-	VUCOMISS tlo<>+0(SB), X5
+	VADDSS   job_eps+0(AX), X6, X6
+	VUCOMISS tlo<>+0(SB), X6
 	JCS      ret
-	VUCOMISS tmax<>+0(SB), X5
+	VUCOMISS tmax<>+0(SB), X6
 	JHI      ret
-	VSQRTSS  X5, X5, X5
-	VMOVSS   one<>+0(SB), X11
-	VDIVSS   X5, X11, X11
+	VSQRTSS  X6, X6, X6
+	VMOVSS   one<>+0(SB), X12
+	VDIVSS   X6, X12, X12
 
 	// Report 1/rms if asked.
 	MOVQ   job_inv+0(AX), R8
 	TESTQ  R8, R8
 	JZ     scale
 	MOVQ   320(SP), R9
-	VMOVSS X11, (R8)(R9*4)
+	VMOVSS X12, (R8)(R9*4)
 
 scale:
-	VBROADCASTSS X11, Z5
+	VBROADCASTSS X12, Z6
 	MOVQ         $0x00000000, 344(SP)
 	CMPQ         336(SP), $0x01
 	JE           scalebody
-	VMOVUPS      Z11, 256(SP)
+	VMOVUPS      Z12, 256(SP)
 
 scalerow:
 	MOVQ         344(SP), R8
-	VBROADCASTSS 256(SP)(R8*4), Z5
+	VBROADCASTSS 256(SP)(R8*4), Z6
 
 scalebody:
-	VBROADCASTSS one<>+0(SB), Z6
-	TESTL        $0x00000010, job_flags+0(AX)
-	JNZ          weightadd4
-	VBROADCASTSS negzero<>+0(SB), Z6
-
-weightadd4:
 	// y = (src*inv)*w, rounded after each multiply.
 	XORQ R8, R8
 	MOVQ job_d+0(AX), R9
 	SUBQ $0x00000040, R9
 	MOVQ DI, R10
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows5
+	JA   longrows4
 	SHLQ $0x03, R10
 
-longrows5:
+longrows4:
 	ADDQ  SI, R10
 	MOVL  job_flags+0(AX), R11
 	TESTL $0x00000001, R11
@@ -4601,67 +3818,67 @@ scaleloop:
 	CMPQ  R8, R9
 	JG    scaletail
 	TESTL $0x00000002, R11
-	JNZ   scalelooppf6
+	JNZ   scalelooppf5
 
-scaleloopbody7:
+scaleloopbody6:
 	VPMOVZXWD   (SI)(R8*2), Z7
 	VPSLLD      $0x10, Z7, Z7
-	VMULPS      Z5, Z7, Z7
+	VMULPS      Z6, Z7, Z7
 	VPMOVZXWD   32(SI)(R8*2), Z8
 	VPSLLD      $0x10, Z8, Z8
-	VMULPS      Z5, Z8, Z8
+	VMULPS      Z6, Z8, Z8
 	VPMOVZXWD   64(SI)(R8*2), Z9
 	VPSLLD      $0x10, Z9, Z9
-	VMULPS      Z5, Z9, Z9
+	VMULPS      Z6, Z9, Z9
 	VPMOVZXWD   96(SI)(R8*2), Z10
 	VPSLLD      $0x10, Z10, Z10
-	VMULPS      Z5, Z10, Z10
+	VMULPS      Z6, Z10, Z10
 	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn8
+	JZ          notrn7
 	VFIXUPIMMPS $0x00, Z3, Z7, Z7
-	VPSRLD      $0x10, Z7, Z12
-	VPANDD      Z0, Z12, Z12
-	VPADDD      Z1, Z12, Z12
-	VPADDD      Z7, Z12, Z12
-	VPANDD      Z2, Z12, Z12
-	VMOVUPS     Z12, Z7
+	VPSRLD      $0x10, Z7, Z11
+	VPANDD      Z0, Z11, Z11
+	VPADDD      Z1, Z11, Z11
+	VPADDD      Z7, Z11, Z11
+	VPANDD      Z2, Z11, Z11
+	VMOVUPS     Z11, Z7
 	VFIXUPIMMPS $0x00, Z3, Z8, Z8
-	VPSRLD      $0x10, Z8, Z12
-	VPANDD      Z0, Z12, Z12
-	VPADDD      Z1, Z12, Z12
-	VPADDD      Z8, Z12, Z12
-	VPANDD      Z2, Z12, Z12
-	VMOVUPS     Z12, Z8
+	VPSRLD      $0x10, Z8, Z11
+	VPANDD      Z0, Z11, Z11
+	VPADDD      Z1, Z11, Z11
+	VPADDD      Z8, Z11, Z11
+	VPANDD      Z2, Z11, Z11
+	VMOVUPS     Z11, Z8
 	VFIXUPIMMPS $0x00, Z3, Z9, Z9
-	VPSRLD      $0x10, Z9, Z12
-	VPANDD      Z0, Z12, Z12
-	VPADDD      Z1, Z12, Z12
-	VPADDD      Z9, Z12, Z12
-	VPANDD      Z2, Z12, Z12
-	VMOVUPS     Z12, Z9
+	VPSRLD      $0x10, Z9, Z11
+	VPANDD      Z0, Z11, Z11
+	VPADDD      Z1, Z11, Z11
+	VPADDD      Z9, Z11, Z11
+	VPANDD      Z2, Z11, Z11
+	VMOVUPS     Z11, Z9
 	VFIXUPIMMPS $0x00, Z3, Z10, Z10
-	VPSRLD      $0x10, Z10, Z12
-	VPANDD      Z0, Z12, Z12
-	VPADDD      Z1, Z12, Z12
-	VPADDD      Z10, Z12, Z12
-	VPANDD      Z2, Z12, Z12
-	VMOVUPS     Z12, Z10
+	VPSRLD      $0x10, Z10, Z11
+	VPANDD      Z0, Z11, Z11
+	VPADDD      Z1, Z11, Z11
+	VPADDD      Z10, Z11, Z11
+	VPANDD      Z2, Z11, Z11
+	VMOVUPS     Z11, Z10
 
-notrn8:
+notrn7:
 	VMULPS      (BX)(R8*4), Z7, Z7
 	VMULPS      64(BX)(R8*4), Z8, Z8
 	VFIXUPIMMPS $0x00, Z3, Z7, Z7
-	VPSRLD      $0x10, Z7, Z12
-	VPANDD      Z0, Z12, Z12
-	VPADDD      Z1, Z12, Z12
-	VPADDD      Z7, Z12, Z12
+	VPSRLD      $0x10, Z7, Z11
+	VPANDD      Z0, Z11, Z11
+	VPADDD      Z1, Z11, Z11
+	VPADDD      Z7, Z11, Z11
 	VFIXUPIMMPS $0x00, Z3, Z8, Z8
 	VPSRLD      $0x10, Z8, Z7
 	VPANDD      Z0, Z7, Z7
 	VPADDD      Z1, Z7, Z7
 	VPADDD      Z8, Z7, Z7
-	VPERMT2W    Z7, Z4, Z12
-	VMOVDQU64   Z12, (CX)(R8*2)
+	VPERMT2W    Z7, Z4, Z11
+	VMOVDQU64   Z11, (CX)(R8*2)
 	VMULPS      128(BX)(R8*4), Z9, Z9
 	VMULPS      192(BX)(R8*4), Z10, Z10
 	VFIXUPIMMPS $0x00, Z3, Z9, Z9
@@ -4679,86 +3896,86 @@ notrn8:
 	ADDQ        $0x00000040, R8
 	JMP         scaleloop
 
-scalelooppf6:
+scalelooppf5:
 	PREFETCHT0 (R10)(R8*2)
 	PREFETCHT0 64(R10)(R8*2)
-	JMP        scaleloopbody7
+	JMP        scaleloopbody6
 
 	PCALIGN $32
 scaleoffsetloop:
 	CMPQ  R8, R9
 	JG    scaletail
 	TESTL $0x00000002, R11
-	JNZ   scaleoffsetlooppf9
+	JNZ   scaleoffsetlooppf8
 
-scaleoffsetloopbody10:
+scaleoffsetloopbody9:
 	VPMOVZXWD   (SI)(R8*2), Z7
 	VPSLLD      $0x10, Z7, Z7
-	VMULPS      Z5, Z7, Z7
+	VMULPS      Z6, Z7, Z7
 	VPMOVZXWD   32(SI)(R8*2), Z8
 	VPSLLD      $0x10, Z8, Z8
-	VMULPS      Z5, Z8, Z8
+	VMULPS      Z6, Z8, Z8
 	VPMOVZXWD   64(SI)(R8*2), Z9
 	VPSLLD      $0x10, Z9, Z9
-	VMULPS      Z5, Z9, Z9
+	VMULPS      Z6, Z9, Z9
 	VPMOVZXWD   96(SI)(R8*2), Z10
 	VPSLLD      $0x10, Z10, Z10
-	VMULPS      Z5, Z10, Z10
+	VMULPS      Z6, Z10, Z10
 	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn11
+	JZ          notrn10
 	VFIXUPIMMPS $0x00, Z3, Z7, Z7
-	VPSRLD      $0x10, Z7, Z12
-	VPANDD      Z0, Z12, Z12
-	VPADDD      Z1, Z12, Z12
-	VPADDD      Z7, Z12, Z12
-	VPANDD      Z2, Z12, Z12
-	VMOVUPS     Z12, Z7
+	VPSRLD      $0x10, Z7, Z11
+	VPANDD      Z0, Z11, Z11
+	VPADDD      Z1, Z11, Z11
+	VPADDD      Z7, Z11, Z11
+	VPANDD      Z2, Z11, Z11
+	VMOVUPS     Z11, Z7
 	VFIXUPIMMPS $0x00, Z3, Z8, Z8
-	VPSRLD      $0x10, Z8, Z12
-	VPANDD      Z0, Z12, Z12
-	VPADDD      Z1, Z12, Z12
-	VPADDD      Z8, Z12, Z12
-	VPANDD      Z2, Z12, Z12
-	VMOVUPS     Z12, Z8
+	VPSRLD      $0x10, Z8, Z11
+	VPANDD      Z0, Z11, Z11
+	VPADDD      Z1, Z11, Z11
+	VPADDD      Z8, Z11, Z11
+	VPANDD      Z2, Z11, Z11
+	VMOVUPS     Z11, Z8
 	VFIXUPIMMPS $0x00, Z3, Z9, Z9
-	VPSRLD      $0x10, Z9, Z12
-	VPANDD      Z0, Z12, Z12
-	VPADDD      Z1, Z12, Z12
-	VPADDD      Z9, Z12, Z12
-	VPANDD      Z2, Z12, Z12
-	VMOVUPS     Z12, Z9
+	VPSRLD      $0x10, Z9, Z11
+	VPANDD      Z0, Z11, Z11
+	VPADDD      Z1, Z11, Z11
+	VPADDD      Z9, Z11, Z11
+	VPANDD      Z2, Z11, Z11
+	VMOVUPS     Z11, Z9
 	VFIXUPIMMPS $0x00, Z3, Z10, Z10
-	VPSRLD      $0x10, Z10, Z12
-	VPANDD      Z0, Z12, Z12
-	VPADDD      Z1, Z12, Z12
-	VPADDD      Z10, Z12, Z12
-	VPANDD      Z2, Z12, Z12
-	VMOVUPS     Z12, Z10
+	VPSRLD      $0x10, Z10, Z11
+	VPANDD      Z0, Z11, Z11
+	VPADDD      Z1, Z11, Z11
+	VPADDD      Z10, Z11, Z11
+	VPANDD      Z2, Z11, Z11
+	VMOVUPS     Z11, Z10
 
-notrn11:
-	VMOVUPS     (BX)(R8*4), Z12
-	VADDPS      Z6, Z12, Z12
-	VMULPS      Z12, Z7, Z7
-	VMOVUPS     64(BX)(R8*4), Z12
-	VADDPS      Z6, Z12, Z12
-	VMULPS      Z12, Z8, Z8
+notrn10:
+	VMOVUPS     (BX)(R8*4), Z11
+	VADDPS      Z5, Z11, Z11
+	VMULPS      Z11, Z7, Z7
+	VMOVUPS     64(BX)(R8*4), Z11
+	VADDPS      Z5, Z11, Z11
+	VMULPS      Z11, Z8, Z8
 	VFIXUPIMMPS $0x00, Z3, Z7, Z7
-	VPSRLD      $0x10, Z7, Z12
-	VPANDD      Z0, Z12, Z12
-	VPADDD      Z1, Z12, Z12
-	VPADDD      Z7, Z12, Z12
+	VPSRLD      $0x10, Z7, Z11
+	VPANDD      Z0, Z11, Z11
+	VPADDD      Z1, Z11, Z11
+	VPADDD      Z7, Z11, Z11
 	VFIXUPIMMPS $0x00, Z3, Z8, Z8
 	VPSRLD      $0x10, Z8, Z7
 	VPANDD      Z0, Z7, Z7
 	VPADDD      Z1, Z7, Z7
 	VPADDD      Z8, Z7, Z7
-	VPERMT2W    Z7, Z4, Z12
-	VMOVDQU64   Z12, (CX)(R8*2)
+	VPERMT2W    Z7, Z4, Z11
+	VMOVDQU64   Z11, (CX)(R8*2)
 	VMOVUPS     128(BX)(R8*4), Z7
-	VADDPS      Z6, Z7, Z7
+	VADDPS      Z5, Z7, Z7
 	VMULPS      Z7, Z9, Z9
 	VMOVUPS     192(BX)(R8*4), Z7
-	VADDPS      Z6, Z7, Z7
+	VADDPS      Z5, Z7, Z7
 	VMULPS      Z7, Z10, Z10
 	VFIXUPIMMPS $0x00, Z3, Z9, Z9
 	VPSRLD      $0x10, Z9, Z7
@@ -4775,10 +3992,10 @@ notrn11:
 	ADDQ        $0x00000040, R8
 	JMP         scaleoffsetloop
 
-scaleoffsetlooppf9:
+scaleoffsetlooppf8:
 	PREFETCHT0 (R10)(R8*2)
 	PREFETCHT0 64(R10)(R8*2)
-	JMP        scaleoffsetloopbody10
+	JMP        scaleoffsetloopbody9
 
 scalent:
 	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
@@ -4796,9 +4013,9 @@ scalehead:
 	JB          scaleheadpart
 	VPMOVZXWD   (SI)(R8*2), Z7
 	VPSLLD      $0x10, Z7, Z7
-	VMULPS      Z5, Z7, Z7
+	VMULPS      Z6, Z7, Z7
 	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn12
+	JZ          notrn11
 	VFIXUPIMMPS $0x00, Z3, Z7, Z7
 	VPSRLD      $0x10, Z7, Z8
 	VPANDD      Z0, Z8, Z8
@@ -4807,9 +4024,9 @@ scalehead:
 	VPANDD      Z2, Z8, Z8
 	VMOVUPS     Z8, Z7
 
-notrn12:
+notrn11:
 	VMOVUPS     (BX)(R8*4), Z8
-	VADDPS      Z6, Z8, Z8
+	VADDPS      Z5, Z8, Z8
 	VMULPS      Z8, Z7, Z7
 	VFIXUPIMMPS $0x00, Z3, Z7, Z7
 	VPSRLD      $0x10, Z7, Z8
@@ -4828,10 +4045,10 @@ scaleheadpart:
 scalentgo:
 	MOVQ DI, R10
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows13
+	JA   longrows12
 	SHLQ $0x03, R10
 
-longrows13:
+longrows12:
 	ADDQ SI, R10
 	MOVL job_flags+0(AX), R11
 
@@ -4843,68 +4060,68 @@ scalentloop:
 	PREFETCHT0  64(R10)(R8*2)
 	VPMOVZXWD   (SI)(R8*2), Z7
 	VPSLLD      $0x10, Z7, Z7
-	VMULPS      Z5, Z7, Z7
+	VMULPS      Z6, Z7, Z7
 	VPMOVZXWD   32(SI)(R8*2), Z8
 	VPSLLD      $0x10, Z8, Z8
-	VMULPS      Z5, Z8, Z8
+	VMULPS      Z6, Z8, Z8
 	VPMOVZXWD   64(SI)(R8*2), Z9
 	VPSLLD      $0x10, Z9, Z9
-	VMULPS      Z5, Z9, Z9
+	VMULPS      Z6, Z9, Z9
 	VPMOVZXWD   96(SI)(R8*2), Z10
 	VPSLLD      $0x10, Z10, Z10
-	VMULPS      Z5, Z10, Z10
+	VMULPS      Z6, Z10, Z10
 	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn14
+	JZ          notrn13
 	VFIXUPIMMPS $0x00, Z3, Z7, Z7
-	VPSRLD      $0x10, Z7, Z12
-	VPANDD      Z0, Z12, Z12
-	VPADDD      Z1, Z12, Z12
-	VPADDD      Z7, Z12, Z12
-	VPANDD      Z2, Z12, Z12
-	VMOVUPS     Z12, Z7
+	VPSRLD      $0x10, Z7, Z11
+	VPANDD      Z0, Z11, Z11
+	VPADDD      Z1, Z11, Z11
+	VPADDD      Z7, Z11, Z11
+	VPANDD      Z2, Z11, Z11
+	VMOVUPS     Z11, Z7
 	VFIXUPIMMPS $0x00, Z3, Z8, Z8
-	VPSRLD      $0x10, Z8, Z12
-	VPANDD      Z0, Z12, Z12
-	VPADDD      Z1, Z12, Z12
-	VPADDD      Z8, Z12, Z12
-	VPANDD      Z2, Z12, Z12
-	VMOVUPS     Z12, Z8
+	VPSRLD      $0x10, Z8, Z11
+	VPANDD      Z0, Z11, Z11
+	VPADDD      Z1, Z11, Z11
+	VPADDD      Z8, Z11, Z11
+	VPANDD      Z2, Z11, Z11
+	VMOVUPS     Z11, Z8
 	VFIXUPIMMPS $0x00, Z3, Z9, Z9
-	VPSRLD      $0x10, Z9, Z12
-	VPANDD      Z0, Z12, Z12
-	VPADDD      Z1, Z12, Z12
-	VPADDD      Z9, Z12, Z12
-	VPANDD      Z2, Z12, Z12
-	VMOVUPS     Z12, Z9
+	VPSRLD      $0x10, Z9, Z11
+	VPANDD      Z0, Z11, Z11
+	VPADDD      Z1, Z11, Z11
+	VPADDD      Z9, Z11, Z11
+	VPANDD      Z2, Z11, Z11
+	VMOVUPS     Z11, Z9
 	VFIXUPIMMPS $0x00, Z3, Z10, Z10
-	VPSRLD      $0x10, Z10, Z12
-	VPANDD      Z0, Z12, Z12
-	VPADDD      Z1, Z12, Z12
-	VPADDD      Z10, Z12, Z12
-	VPANDD      Z2, Z12, Z12
-	VMOVUPS     Z12, Z10
+	VPSRLD      $0x10, Z10, Z11
+	VPANDD      Z0, Z11, Z11
+	VPADDD      Z1, Z11, Z11
+	VPADDD      Z10, Z11, Z11
+	VPANDD      Z2, Z11, Z11
+	VMOVUPS     Z11, Z10
 
-notrn14:
+notrn13:
 	TESTL  $0x00000010, R11
-	JNZ    offset15
+	JNZ    offset14
 	VMULPS (BX)(R8*4), Z7, Z7
 	VMULPS 64(BX)(R8*4), Z8, Z8
 	VMULPS 128(BX)(R8*4), Z9, Z9
 	VMULPS 192(BX)(R8*4), Z10, Z10
 
-weighed16:
+weighed15:
 	VFIXUPIMMPS $0x00, Z3, Z7, Z7
-	VPSRLD      $0x10, Z7, Z12
-	VPANDD      Z0, Z12, Z12
-	VPADDD      Z1, Z12, Z12
-	VPADDD      Z7, Z12, Z12
+	VPSRLD      $0x10, Z7, Z11
+	VPANDD      Z0, Z11, Z11
+	VPADDD      Z1, Z11, Z11
+	VPADDD      Z7, Z11, Z11
 	VFIXUPIMMPS $0x00, Z3, Z8, Z8
 	VPSRLD      $0x10, Z8, Z7
 	VPANDD      Z0, Z7, Z7
 	VPADDD      Z1, Z7, Z7
 	VPADDD      Z8, Z7, Z7
-	VPERMT2W    Z7, Z4, Z12
-	VMOVNTDQ    Z12, (CX)(R8*2)
+	VPERMT2W    Z7, Z4, Z11
+	VMOVNTDQ    Z11, (CX)(R8*2)
 	VFIXUPIMMPS $0x00, Z3, Z9, Z9
 	VPSRLD      $0x10, Z9, Z7
 	VPANDD      Z0, Z7, Z7
@@ -4920,20 +4137,20 @@ weighed16:
 	ADDQ        $0x00000040, R8
 	JMP         scalentloop
 
-offset15:
-	VMOVUPS (BX)(R8*4), Z12
-	VADDPS  Z6, Z12, Z12
-	VMULPS  Z12, Z7, Z7
-	VMOVUPS 64(BX)(R8*4), Z12
-	VADDPS  Z6, Z12, Z12
-	VMULPS  Z12, Z8, Z8
-	VMOVUPS 128(BX)(R8*4), Z12
-	VADDPS  Z6, Z12, Z12
-	VMULPS  Z12, Z9, Z9
-	VMOVUPS 192(BX)(R8*4), Z12
-	VADDPS  Z6, Z12, Z12
-	VMULPS  Z12, Z10, Z10
-	JMP     weighed16
+offset14:
+	VMOVUPS (BX)(R8*4), Z11
+	VADDPS  Z5, Z11, Z11
+	VMULPS  Z11, Z7, Z7
+	VMOVUPS 64(BX)(R8*4), Z11
+	VADDPS  Z5, Z11, Z11
+	VMULPS  Z11, Z8, Z8
+	VMOVUPS 128(BX)(R8*4), Z11
+	VADDPS  Z5, Z11, Z11
+	VMULPS  Z11, Z9, Z9
+	VMOVUPS 192(BX)(R8*4), Z11
+	VADDPS  Z5, Z11, Z11
+	VMULPS  Z11, Z10, Z10
+	JMP     weighed15
 
 scaletail:
 	ADDQ $0x00000030, R9
@@ -4943,9 +4160,9 @@ scaleone:
 	JG          scalepart
 	VPMOVZXWD   (SI)(R8*2), Z7
 	VPSLLD      $0x10, Z7, Z7
-	VMULPS      Z5, Z7, Z7
+	VMULPS      Z6, Z7, Z7
 	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn17
+	JZ          notrn16
 	VFIXUPIMMPS $0x00, Z3, Z7, Z7
 	VPSRLD      $0x10, Z7, Z8
 	VPANDD      Z0, Z8, Z8
@@ -4954,9 +4171,9 @@ scaleone:
 	VPANDD      Z2, Z8, Z8
 	VMOVUPS     Z8, Z7
 
-notrn17:
+notrn16:
 	VMOVUPS     (BX)(R8*4), Z8
-	VADDPS      Z6, Z8, Z8
+	VADDPS      Z5, Z8, Z8
 	VMULPS      Z8, Z7, Z7
 	VFIXUPIMMPS $0x00, Z3, Z7, Z7
 	VPSRLD      $0x10, Z7, Z8
@@ -4979,9 +4196,9 @@ partout:
 	KMOVW       (R11)(R10*2), K1
 	VPMOVZXWD.Z (SI)(R8*2), K1, Z7
 	VPSLLD      $0x10, Z7, Z7
-	VMULPS      Z7, Z5, Z7
+	VMULPS      Z7, Z6, Z7
 	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn18
+	JZ          notrn17
 	VFIXUPIMMPS $0x00, Z3, Z7, Z7
 	VPSRLD      $0x10, Z7, Z8
 	VPANDD      Z0, Z8, Z8
@@ -4990,9 +4207,9 @@ partout:
 	VPANDD      Z2, Z8, Z8
 	VMOVUPS     Z8, Z7
 
-notrn18:
+notrn17:
 	VMOVUPS.Z   (BX)(R8*4), K1, Z8
-	VADDPS      Z6, Z8, Z8
+	VADDPS      Z5, Z8, Z8
 	VMULPS      Z8, Z7, Z7
 	VFIXUPIMMPS $0x00, Z3, Z7, Z7
 	VPSRLD      $0x10, Z7, Z8
@@ -5637,8 +4854,13 @@ TEXT ·avx512F16WeightedOrOffset(SB), NOSPLIT, $376-32
 	SHLL       $0x17, R9
 
 notpow2:
-	MOVL R9, 372(SP)
+	MOVL         R9, 372(SP)
+	VBROADCASTSS one<>+0(SB), Z0
+	TESTL        $0x00000010, job_flags+0(AX)
+	JNZ          weightadd
+	VBROADCASTSS negzero<>+0(SB), Z0
 
+weightadd:
 	// Start at row from.
 	MOVQ  from+8(FP), DI
 	MOVQ  DI, 320(SP)
@@ -5675,24 +4897,24 @@ sumrow:
 	MOVQ    job_d+0(AX), R10
 	SUBQ    $0x00000040, R10
 	JGE     firstblock
-	VMOVUPS zero64<>+0(SB), Z0
 	VMOVUPS zero64<>+0(SB), Z1
 	VMOVUPS zero64<>+0(SB), Z2
 	VMOVUPS zero64<>+0(SB), Z3
+	VMOVUPS zero64<>+0(SB), Z4
 	XORQ    R9, R9
 	JMP     sumtail
 
 firstblock:
 	// +0 + square is the square itself: the first block initializes the partials.
 	XORQ      R9, R9
-	VCVTPH2PS (DI)(R9*2), Z0
-	VMULPS    Z0, Z0, Z0
-	VCVTPH2PS 32(DI)(R9*2), Z1
+	VCVTPH2PS (DI)(R9*2), Z1
 	VMULPS    Z1, Z1, Z1
-	VCVTPH2PS 64(DI)(R9*2), Z2
+	VCVTPH2PS 32(DI)(R9*2), Z2
 	VMULPS    Z2, Z2, Z2
-	VCVTPH2PS 96(DI)(R9*2), Z3
+	VCVTPH2PS 64(DI)(R9*2), Z3
 	VMULPS    Z3, Z3, Z3
+	VCVTPH2PS 96(DI)(R9*2), Z4
+	VMULPS    Z4, Z4, Z4
 	MOVQ      $0x00000040, R9
 
 	// With flagPF, the rows ahead are prefetched: one loop for both, the flag tested per block.
@@ -5714,18 +4936,18 @@ sumloop:
 	JNZ   sumpf
 
 sumblock:
-	VCVTPH2PS (DI)(R9*2), Z4
-	VMULPS    Z4, Z4, Z4
-	VADDPS    Z4, Z0, Z0
-	VCVTPH2PS 32(DI)(R9*2), Z4
-	VMULPS    Z4, Z4, Z4
-	VADDPS    Z4, Z1, Z1
-	VCVTPH2PS 64(DI)(R9*2), Z4
-	VMULPS    Z4, Z4, Z4
-	VADDPS    Z4, Z2, Z2
-	VCVTPH2PS 96(DI)(R9*2), Z4
-	VMULPS    Z4, Z4, Z4
-	VADDPS    Z4, Z3, Z3
+	VCVTPH2PS (DI)(R9*2), Z5
+	VMULPS    Z5, Z5, Z5
+	VADDPS    Z5, Z1, Z1
+	VCVTPH2PS 32(DI)(R9*2), Z5
+	VMULPS    Z5, Z5, Z5
+	VADDPS    Z5, Z2, Z2
+	VCVTPH2PS 64(DI)(R9*2), Z5
+	VMULPS    Z5, Z5, Z5
+	VADDPS    Z5, Z3, Z3
+	VCVTPH2PS 96(DI)(R9*2), Z5
+	VMULPS    Z5, Z5, Z5
+	VADDPS    Z5, Z4, Z4
 	ADDQ      $0x00000040, R9
 	JMP       sumloop
 
@@ -5748,9 +4970,9 @@ sumtail:
 
 tailmask0:
 	KMOVW       (R11)(R12*2), K1
-	VCVTPH2PS.Z (DI)(R9*2), K1, Z4
-	VMULPS      Z4, Z4, Z4
-	VADDPS      Z4, Z0, Z0
+	VCVTPH2PS.Z (DI)(R9*2), K1, Z5
+	VMULPS      Z5, Z5, Z5
+	VADDPS      Z5, Z1, Z1
 	MOVQ        R10, R12
 	SUBQ        $0x00000010, R12
 	JLE         summed
@@ -5760,9 +4982,9 @@ tailmask0:
 
 tailmask1:
 	KMOVW       (R11)(R12*2), K1
-	VCVTPH2PS.Z 32(DI)(R9*2), K1, Z4
-	VMULPS      Z4, Z4, Z4
-	VADDPS      Z4, Z1, Z1
+	VCVTPH2PS.Z 32(DI)(R9*2), K1, Z5
+	VMULPS      Z5, Z5, Z5
+	VADDPS      Z5, Z2, Z2
 	MOVQ        R10, R12
 	SUBQ        $0x00000020, R12
 	JLE         summed
@@ -5772,9 +4994,9 @@ tailmask1:
 
 tailmask2:
 	KMOVW       (R11)(R12*2), K1
-	VCVTPH2PS.Z 64(DI)(R9*2), K1, Z4
-	VMULPS      Z4, Z4, Z4
-	VADDPS      Z4, Z2, Z2
+	VCVTPH2PS.Z 64(DI)(R9*2), K1, Z5
+	VMULPS      Z5, Z5, Z5
+	VADDPS      Z5, Z3, Z3
 	SUBQ        $0x00000030, R10
 	JLE         summed
 	CMPQ        R10, $0x00000010
@@ -5783,17 +5005,17 @@ tailmask2:
 
 tailmask3:
 	KMOVW       (R11)(R10*2), K1
-	VCVTPH2PS.Z 96(DI)(R9*2), K1, Z4
-	VMULPS      Z4, Z4, Z4
-	VADDPS      Z4, Z3, Z3
+	VCVTPH2PS.Z 96(DI)(R9*2), K1, Z5
+	VMULPS      Z5, Z5, Z5
+	VADDPS      Z5, Z4, Z4
 
 summed:
-	VADDPS  Z2, Z0, Z0
 	VADDPS  Z3, Z1, Z1
-	VADDPS  Z1, Z0, Z0
+	VADDPS  Z4, Z2, Z2
+	VADDPS  Z2, Z1, Z1
 	CMPQ    336(SP), $0x01
 	JE      invone
-	VMOVUPS Z0, (SP)(R8*1)
+	VMOVUPS Z1, (SP)(R8*1)
 	ADDQ    SI, DI
 	ADDQ    $0x00000040, R8
 	CMPQ    R8, $0x00000100
@@ -5802,85 +5024,85 @@ summed:
 
 invone:
 	// Halving tree: p[j] += p[j+h] for the remaining h, down to ss.
-	VSHUFF64X2 $0xee, Z0, Z0, Z1
-	VADDPS     Z1, Z0, Z0
-	VSHUFF32X4 $0x01, Z0, Z0, Z1
-	VADDPS     Z1, Z0, Z0
-	VPERMILPS  $0x4e, Z0, Z1
-	VADDPS     Z1, Z0, Z0
-	VPERMILPS  $0xb1, Z0, Z1
-	VADDPS     Z1, Z0, Z0
+	VSHUFF64X2 $0xee, Z1, Z1, Z2
+	VADDPS     Z2, Z1, Z1
+	VSHUFF32X4 $0x01, Z1, Z1, Z2
+	VADDPS     Z2, Z1, Z1
+	VPERMILPS  $0x4e, Z1, Z2
+	VADDPS     Z2, Z1, Z1
+	VPERMILPS  $0xb1, Z1, Z2
+	VADDPS     Z2, Z1, Z1
 
 	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
 	CMPL   372(SP), $0x00
 	JE     divide2
-	VMULSS 372(SP), X0, X0
+	VMULSS 372(SP), X1, X1
 	JMP    divided3
 
 divide2:
-	VDIVSS 368(SP), X0, X0
+	VDIVSS 368(SP), X1, X1
 
 divided3:
-	VADDSS   job_eps+0(AX), X0, X0
-	VUCOMISS tlo<>+0(SB), X0
+	VADDSS   job_eps+0(AX), X1, X1
+	VUCOMISS tlo<>+0(SB), X1
 	JCS      ret
-	VUCOMISS tmax<>+0(SB), X0
+	VUCOMISS tmax<>+0(SB), X1
 	JHI      ret
-	VSQRTSS  X0, X0, X0
-	VMOVSS   one<>+0(SB), X5
-	VDIVSS   X0, X5, X5
+	VSQRTSS  X1, X1, X1
+	VMOVSS   one<>+0(SB), X6
+	VDIVSS   X1, X6, X6
 
 	// Report 1/rms if asked.
 	MOVQ   job_inv+0(AX), DI
 	TESTQ  DI, DI
 	JZ     scale
 	MOVQ   320(SP), R8
-	VMOVSS X5, (DI)(R8*4)
+	VMOVSS X6, (DI)(R8*4)
 	JMP    scale
 
 invgroup:
 	// The rest of the halving tree, four rows at once.
-	VMOVUPS       (SP), Z0
-	VMOVUPS       64(SP), Z1
-	VMOVUPS       128(SP), Z2
-	VMOVUPS       192(SP), Z3
-	VSHUFF64X2    $0x44, Z1, Z0, Z4
-	VSHUFF64X2    $0xee, Z1, Z0, Z0
-	VADDPS        Z0, Z4, Z4
-	VSHUFF64X2    $0x44, Z3, Z2, Z0
-	VSHUFF64X2    $0xee, Z3, Z2, Z1
-	VADDPS        Z1, Z0, Z0
-	VSHUFF32X4    $0x88, Z0, Z4, Z1
-	VSHUFF32X4    $0xdd, Z0, Z4, Z0
-	VADDPS        Z0, Z1, Z1
-	VPERMILPS     $0x4e, Z1, Z0
-	VADDPS        Z0, Z1, Z1
-	VPERMILPS     $0xb1, Z1, Z0
-	VADDPS        Z0, Z1, Z1
+	VMOVUPS       (SP), Z1
+	VMOVUPS       64(SP), Z2
+	VMOVUPS       128(SP), Z3
+	VMOVUPS       192(SP), Z4
+	VSHUFF64X2    $0x44, Z2, Z1, Z5
+	VSHUFF64X2    $0xee, Z2, Z1, Z1
+	VADDPS        Z1, Z5, Z5
+	VSHUFF64X2    $0x44, Z4, Z3, Z1
+	VSHUFF64X2    $0xee, Z4, Z3, Z2
+	VADDPS        Z2, Z1, Z1
+	VSHUFF32X4    $0x88, Z1, Z5, Z2
+	VSHUFF32X4    $0xdd, Z1, Z5, Z1
+	VADDPS        Z1, Z2, Z2
+	VPERMILPS     $0x4e, Z2, Z1
+	VADDPS        Z1, Z2, Z2
+	VPERMILPS     $0xb1, Z2, Z1
+	VADDPS        Z1, Z2, Z2
 	MOVL          $0x00001111, DI
 	KMOVW         DI, K1
-	VCOMPRESSPS.Z Z1, K1, Z0
+	VCOMPRESSPS.Z Z2, K1, Z1
 
 	// t = ss/d + eps for the four rows; any t outside [2^-100, MaxFloat32] sends the group to the one-row path.
 	CMPL         372(SP), $0x00
 	JE           divide4
-	VBROADCASTSS 372(SP), Z1
-	VMULPS       Z1, Z0, Z0
+	VBROADCASTSS 372(SP), Z2
+	VMULPS       Z2, Z1, Z1
 	JMP          divided5
 
 divide4:
-	VBROADCASTSS 368(SP), Z1
-	VDIVPS       Z1, Z0, Z0
+	VBROADCASTSS 368(SP), Z2
+	VDIVPS       Z2, Z1, Z1
 
 divided5:
-	VBROADCASTSS job_eps+0(AX), Z1
-	VADDPS       Z1, Z0, Z0
+	VBROADCASTSS job_eps+0(AX), Z2
+	VADDPS       Z2, Z1, Z1
 	MOVL         $0x0000000f, DI
 	KMOVW        DI, K1
-	VBROADCASTSS tlo<>+0(SB), Z1
-	VBROADCASTSS tmax<>+0(SB), Z2
-	VCMPPS       $0x1d, Z1, Z0, K1, K1
-	VCMPPS       $0x12, Z2, Z0, K1, K1
+	VBROADCASTSS tlo<>+0(SB), Z2
+	VBROADCASTSS tmax<>+0(SB), Z3
+	VCMPPS       $0x1d, Z2, Z1, K1, K1
+	VCMPPS       $0x12, Z3, Z1, K1, K1
 	KMOVW        K1, DI
 	CMPL         DI, $0x0f
 	JE           ginrange
@@ -5888,9 +5110,9 @@ divided5:
 	JMP          row
 
 ginrange:
-	VSQRTPS      Z0, Z0
-	VBROADCASTSS one<>+0(SB), Z5
-	VDIVPS       Z0, Z5, Z5
+	VSQRTPS      Z1, Z1
+	VBROADCASTSS one<>+0(SB), Z6
+	VDIVPS       Z1, Z6, Z6
 
 	// Report 1/rms if asked.
 	MOVQ    job_inv+0(AX), DI
@@ -5899,36 +5121,30 @@ ginrange:
 	MOVQ    320(SP), R8
 	MOVL    $0x0000000f, R9
 	KMOVW   R9, K1
-	VMOVUPS Z5, K1, (DI)(R8*4)
+	VMOVUPS Z6, K1, (DI)(R8*4)
 
 scale:
-	VBROADCASTSS X5, Z0
+	VBROADCASTSS X6, Z1
 	MOVQ         $0x00000000, 344(SP)
 	CMPQ         336(SP), $0x01
 	JE           scalebody
-	VMOVUPS      Z5, 256(SP)
+	VMOVUPS      Z6, 256(SP)
 
 scalerow:
 	MOVQ         344(SP), DI
-	VBROADCASTSS 256(SP)(DI*4), Z0
+	VBROADCASTSS 256(SP)(DI*4), Z1
 
 scalebody:
-	VBROADCASTSS one<>+0(SB), Z1
-	TESTL        $0x00000010, job_flags+0(AX)
-	JNZ          weightadd6
-	VBROADCASTSS negzero<>+0(SB), Z1
-
-weightadd6:
 	// y = (src*inv)*w, rounded after each multiply.
 	XORQ DI, DI
 	MOVQ job_d+0(AX), R8
 	SUBQ $0x00000040, R8
 	MOVQ SI, R9
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows7
+	JA   longrows6
 	SHLQ $0x03, R9
 
-longrows7:
+longrows6:
 	ADDQ  DX, R9
 	MOVL  job_flags+0(AX), R10
 	TESTL $0x00000001, R10
@@ -5941,19 +5157,19 @@ scaleloop:
 	CMPQ  DI, R8
 	JG    scaletail
 	TESTL $0x00000002, R10
-	JNZ   scalelooppf8
+	JNZ   scalelooppf7
 
-scaleloopbody9:
+scaleloopbody8:
 	VCVTPH2PS (DX)(DI*2), Z2
-	VMULPS    Z0, Z2, Z2
+	VMULPS    Z1, Z2, Z2
 	VCVTPH2PS 32(DX)(DI*2), Z3
-	VMULPS    Z0, Z3, Z3
+	VMULPS    Z1, Z3, Z3
 	VCVTPH2PS 64(DX)(DI*2), Z4
-	VMULPS    Z0, Z4, Z4
-	VCVTPH2PS 96(DX)(DI*2), Z12
-	VMULPS    Z0, Z12, Z12
+	VMULPS    Z1, Z4, Z4
+	VCVTPH2PS 96(DX)(DI*2), Z5
+	VMULPS    Z1, Z5, Z5
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn10
+	JZ        notrn9
 	VCVTPS2PH $0x00, Z2, Y2
 	VCVTPH2PS Y2, Z2
 	VMOVUPS   Z2, Z2
@@ -5963,49 +5179,49 @@ scaleloopbody9:
 	VCVTPS2PH $0x00, Z4, Y4
 	VCVTPH2PS Y4, Z4
 	VMOVUPS   Z4, Z4
-	VCVTPS2PH $0x00, Z12, Y6
-	VCVTPH2PS Y6, Z12
-	VMOVUPS   Z12, Z12
+	VCVTPS2PH $0x00, Z5, Y5
+	VCVTPH2PS Y5, Z5
+	VMOVUPS   Z5, Z5
 
-notrn10:
+notrn9:
 	VMULPS       (BX)(DI*4), Z2, Z2
 	VMULPS       64(BX)(DI*4), Z3, Z3
-	VCVTPS2PH    $0x00, Z2, Y6
+	VCVTPS2PH    $0x00, Z2, Y7
 	VCVTPS2PH    $0x00, Z3, Y2
-	VINSERTI64X4 $0x01, Y2, Z6, Z6
-	VMOVDQU64    Z6, (CX)(DI*2)
-	VMULPS       128(BX)(DI*4), Z4, Z4
-	VMULPS       192(BX)(DI*4), Z12, Z12
-	VCVTPS2PH    $0x00, Z4, Y7
-	VCVTPS2PH    $0x00, Z12, Y2
 	VINSERTI64X4 $0x01, Y2, Z7, Z7
-	VMOVDQU64    Z7, 64(CX)(DI*2)
+	VMOVDQU64    Z7, (CX)(DI*2)
+	VMULPS       128(BX)(DI*4), Z4, Z4
+	VMULPS       192(BX)(DI*4), Z5, Z5
+	VCVTPS2PH    $0x00, Z4, Y8
+	VCVTPS2PH    $0x00, Z5, Y2
+	VINSERTI64X4 $0x01, Y2, Z8, Z8
+	VMOVDQU64    Z8, 64(CX)(DI*2)
 	ADDQ         $0x00000040, DI
 	JMP          scaleloop
 
-scalelooppf8:
+scalelooppf7:
 	PREFETCHT0 (R9)(DI*2)
 	PREFETCHT0 64(R9)(DI*2)
-	JMP        scaleloopbody9
+	JMP        scaleloopbody8
 
 	PCALIGN $32
 scaleoffsetloop:
 	CMPQ  DI, R8
 	JG    scaletail
 	TESTL $0x00000002, R10
-	JNZ   scaleoffsetlooppf11
+	JNZ   scaleoffsetlooppf10
 
-scaleoffsetloopbody12:
+scaleoffsetloopbody11:
 	VCVTPH2PS (DX)(DI*2), Z2
-	VMULPS    Z0, Z2, Z2
+	VMULPS    Z1, Z2, Z2
 	VCVTPH2PS 32(DX)(DI*2), Z3
-	VMULPS    Z0, Z3, Z3
+	VMULPS    Z1, Z3, Z3
 	VCVTPH2PS 64(DX)(DI*2), Z4
-	VMULPS    Z0, Z4, Z4
-	VCVTPH2PS 96(DX)(DI*2), Z12
-	VMULPS    Z0, Z12, Z12
+	VMULPS    Z1, Z4, Z4
+	VCVTPH2PS 96(DX)(DI*2), Z5
+	VMULPS    Z1, Z5, Z5
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn13
+	JZ        notrn12
 	VCVTPS2PH $0x00, Z2, Y2
 	VCVTPH2PS Y2, Z2
 	VMOVUPS   Z2, Z2
@@ -6015,38 +5231,38 @@ scaleoffsetloopbody12:
 	VCVTPS2PH $0x00, Z4, Y4
 	VCVTPH2PS Y4, Z4
 	VMOVUPS   Z4, Z4
-	VCVTPS2PH $0x00, Z12, Y6
-	VCVTPH2PS Y6, Z12
-	VMOVUPS   Z12, Z12
+	VCVTPS2PH $0x00, Z5, Y5
+	VCVTPH2PS Y5, Z5
+	VMOVUPS   Z5, Z5
 
-notrn13:
+notrn12:
 	VMOVUPS      (BX)(DI*4), Z13
-	VADDPS       Z1, Z13, Z13
+	VADDPS       Z0, Z13, Z13
 	VMULPS       Z13, Z2, Z2
 	VMOVUPS      64(BX)(DI*4), Z13
-	VADDPS       Z1, Z13, Z13
+	VADDPS       Z0, Z13, Z13
 	VMULPS       Z13, Z3, Z3
-	VCVTPS2PH    $0x00, Z2, Y8
+	VCVTPS2PH    $0x00, Z2, Y9
 	VCVTPS2PH    $0x00, Z3, Y2
-	VINSERTI64X4 $0x01, Y2, Z8, Z8
-	VMOVDQU64    Z8, (CX)(DI*2)
+	VINSERTI64X4 $0x01, Y2, Z9, Z9
+	VMOVDQU64    Z9, (CX)(DI*2)
 	VMOVUPS      128(BX)(DI*4), Z2
-	VADDPS       Z1, Z2, Z2
+	VADDPS       Z0, Z2, Z2
 	VMULPS       Z2, Z4, Z4
 	VMOVUPS      192(BX)(DI*4), Z2
-	VADDPS       Z1, Z2, Z2
-	VMULPS       Z2, Z12, Z12
-	VCVTPS2PH    $0x00, Z4, Y9
-	VCVTPS2PH    $0x00, Z12, Y2
-	VINSERTI64X4 $0x01, Y2, Z9, Z9
-	VMOVDQU64    Z9, 64(CX)(DI*2)
+	VADDPS       Z0, Z2, Z2
+	VMULPS       Z2, Z5, Z5
+	VCVTPS2PH    $0x00, Z4, Y10
+	VCVTPS2PH    $0x00, Z5, Y2
+	VINSERTI64X4 $0x01, Y2, Z10, Z10
+	VMOVDQU64    Z10, 64(CX)(DI*2)
 	ADDQ         $0x00000040, DI
 	JMP          scaleoffsetloop
 
-scaleoffsetlooppf11:
+scaleoffsetlooppf10:
 	PREFETCHT0 (R9)(DI*2)
 	PREFETCHT0 64(R9)(DI*2)
-	JMP        scaleoffsetloopbody12
+	JMP        scaleoffsetloopbody11
 
 scalent:
 	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
@@ -6063,16 +5279,16 @@ scalehead:
 	CMPQ      R9, $0x00000010
 	JB        scaleheadpart
 	VCVTPH2PS (DX)(DI*2), Z2
-	VMULPS    Z0, Z2, Z2
+	VMULPS    Z1, Z2, Z2
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn14
+	JZ        notrn13
 	VCVTPS2PH $0x00, Z2, Y2
 	VCVTPH2PS Y2, Z2
 	VMOVUPS   Z2, Z2
 
-notrn14:
+notrn13:
 	VMOVUPS   (BX)(DI*4), Z3
-	VADDPS    Z1, Z3, Z3
+	VADDPS    Z0, Z3, Z3
 	VMULPS    Z3, Z2, Z2
 	VCVTPS2PH $0x00, Z2, (CX)(DI*2)
 	ADDQ      $0x00000010, DI
@@ -6085,10 +5301,10 @@ scaleheadpart:
 scalentgo:
 	MOVQ SI, R9
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows15
+	JA   longrows14
 	SHLQ $0x03, R9
 
-longrows15:
+longrows14:
 	ADDQ DX, R9
 	MOVL job_flags+0(AX), R10
 
@@ -6099,15 +5315,15 @@ scalentloop:
 	PREFETCHT0 (R9)(DI*2)
 	PREFETCHT0 64(R9)(DI*2)
 	VCVTPH2PS  (DX)(DI*2), Z2
-	VMULPS     Z0, Z2, Z2
+	VMULPS     Z1, Z2, Z2
 	VCVTPH2PS  32(DX)(DI*2), Z3
-	VMULPS     Z0, Z3, Z3
+	VMULPS     Z1, Z3, Z3
 	VCVTPH2PS  64(DX)(DI*2), Z4
-	VMULPS     Z0, Z4, Z4
-	VCVTPH2PS  96(DX)(DI*2), Z12
-	VMULPS     Z0, Z12, Z12
+	VMULPS     Z1, Z4, Z4
+	VCVTPH2PS  96(DX)(DI*2), Z5
+	VMULPS     Z1, Z5, Z5
 	TESTL      $0x00000008, job_flags+0(AX)
-	JZ         notrn16
+	JZ         notrn15
 	VCVTPS2PH  $0x00, Z2, Y2
 	VCVTPH2PS  Y2, Z2
 	VMOVUPS    Z2, Z2
@@ -6117,44 +5333,44 @@ scalentloop:
 	VCVTPS2PH  $0x00, Z4, Y4
 	VCVTPH2PS  Y4, Z4
 	VMOVUPS    Z4, Z4
-	VCVTPS2PH  $0x00, Z12, Y6
-	VCVTPH2PS  Y6, Z12
-	VMOVUPS    Z12, Z12
+	VCVTPS2PH  $0x00, Z5, Y5
+	VCVTPH2PS  Y5, Z5
+	VMOVUPS    Z5, Z5
 
-notrn16:
+notrn15:
 	TESTL  $0x00000010, R10
-	JNZ    offset17
+	JNZ    offset16
 	VMULPS (BX)(DI*4), Z2, Z2
 	VMULPS 64(BX)(DI*4), Z3, Z3
 	VMULPS 128(BX)(DI*4), Z4, Z4
-	VMULPS 192(BX)(DI*4), Z12, Z12
+	VMULPS 192(BX)(DI*4), Z5, Z5
 
-weighed18:
-	VCVTPS2PH    $0x00, Z2, Y10
+weighed17:
+	VCVTPS2PH    $0x00, Z2, Y11
 	VCVTPS2PH    $0x00, Z3, Y2
-	VINSERTI64X4 $0x01, Y2, Z10, Z10
-	VMOVNTDQ     Z10, (CX)(DI*2)
-	VCVTPS2PH    $0x00, Z4, Y11
-	VCVTPS2PH    $0x00, Z12, Y2
 	VINSERTI64X4 $0x01, Y2, Z11, Z11
-	VMOVNTDQ     Z11, 64(CX)(DI*2)
+	VMOVNTDQ     Z11, (CX)(DI*2)
+	VCVTPS2PH    $0x00, Z4, Y12
+	VCVTPS2PH    $0x00, Z5, Y2
+	VINSERTI64X4 $0x01, Y2, Z12, Z12
+	VMOVNTDQ     Z12, 64(CX)(DI*2)
 	ADDQ         $0x00000040, DI
 	JMP          scalentloop
 
-offset17:
+offset16:
 	VMOVUPS (BX)(DI*4), Z13
-	VADDPS  Z1, Z13, Z13
+	VADDPS  Z0, Z13, Z13
 	VMULPS  Z13, Z2, Z2
 	VMOVUPS 64(BX)(DI*4), Z13
-	VADDPS  Z1, Z13, Z13
+	VADDPS  Z0, Z13, Z13
 	VMULPS  Z13, Z3, Z3
 	VMOVUPS 128(BX)(DI*4), Z13
-	VADDPS  Z1, Z13, Z13
+	VADDPS  Z0, Z13, Z13
 	VMULPS  Z13, Z4, Z4
 	VMOVUPS 192(BX)(DI*4), Z13
-	VADDPS  Z1, Z13, Z13
-	VMULPS  Z13, Z12, Z12
-	JMP     weighed18
+	VADDPS  Z0, Z13, Z13
+	VMULPS  Z13, Z5, Z5
+	JMP     weighed17
 
 scaletail:
 	ADDQ $0x00000030, R8
@@ -6163,16 +5379,16 @@ scaleone:
 	CMPQ      DI, R8
 	JG        scalepart
 	VCVTPH2PS (DX)(DI*2), Z2
-	VMULPS    Z0, Z2, Z2
+	VMULPS    Z1, Z2, Z2
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn19
+	JZ        notrn18
 	VCVTPS2PH $0x00, Z2, Y2
 	VCVTPH2PS Y2, Z2
 	VMOVUPS   Z2, Z2
 
-notrn19:
+notrn18:
 	VMOVUPS   (BX)(DI*4), Z3
-	VADDPS    Z1, Z3, Z3
+	VADDPS    Z0, Z3, Z3
 	VMULPS    Z3, Z2, Z2
 	VCVTPS2PH $0x00, Z2, (CX)(DI*2)
 	ADDQ      $0x00000010, DI
@@ -6188,16 +5404,16 @@ partout:
 	LEAQ        kmask<>+0(SB), R10
 	KMOVW       (R10)(R9*2), K1
 	VCVTPH2PS.Z (DX)(DI*2), K1, Z2
-	VMULPS      Z2, Z0, Z2
+	VMULPS      Z2, Z1, Z2
 	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn20
+	JZ          notrn19
 	VCVTPS2PH   $0x00, Z2, Y2
 	VCVTPH2PS   Y2, Z2
 	VMOVUPS     Z2, Z2
 
-notrn20:
+notrn19:
 	VMOVUPS.Z (BX)(DI*4), K1, Z3
-	VADDPS    Z1, Z3, Z3
+	VADDPS    Z0, Z3, Z3
 	VMULPS    Z3, Z2, Z2
 	VCVTPS2PH $0x00, Z2, K1, (CX)(DI*2)
 	ADDQ      R9, DI
@@ -6711,8 +5927,13 @@ TEXT ·avx512F16AddWeightedOrOffset(SB), NOSPLIT, $376-32
 	SHLL       $0x17, R10
 
 notpow2:
-	MOVL R10, 372(SP)
+	MOVL         R10, 372(SP)
+	VBROADCASTSS one<>+0(SB), Z0
+	TESTL        $0x00000010, job_flags+0(AX)
+	JNZ          weightadd
+	VBROADCASTSS negzero<>+0(SB), Z0
 
+weightadd:
 	// Start at row from.
 	MOVQ  from+8(FP), R8
 	MOVQ  R8, 320(SP)
@@ -6735,44 +5956,44 @@ row:
 	MOVQ    job_d+0(AX), R11
 	SUBQ    $0x00000040, R11
 	JGE     firstblock
-	VMOVUPS zero64<>+0(SB), Z0
 	VMOVUPS zero64<>+0(SB), Z1
 	VMOVUPS zero64<>+0(SB), Z2
 	VMOVUPS zero64<>+0(SB), Z3
+	VMOVUPS zero64<>+0(SB), Z4
 	XORQ    R10, R10
 	JMP     sumtail
 
 firstblock:
 	// +0 + square is the square itself: the first block initializes the partials.
 	XORQ      R10, R10
-	VCVTPH2PS (R8)(R10*2), Z0
-	VCVTPH2PS (R9)(R10*2), Z1
-	VADDPS    Z1, Z0, Z0
-	VCVTPS2PH $0x00, Z0, Y0
-	VCVTPH2PS Y0, Z0
-	VCVTPS2PH $0x00, Z0, (R9)(R10*2)
-	VMULPS    Z0, Z0, Z0
-	VCVTPH2PS 32(R8)(R10*2), Z1
-	VCVTPH2PS 32(R9)(R10*2), Z2
+	VCVTPH2PS (R8)(R10*2), Z1
+	VCVTPH2PS (R9)(R10*2), Z2
 	VADDPS    Z2, Z1, Z1
 	VCVTPS2PH $0x00, Z1, Y1
 	VCVTPH2PS Y1, Z1
-	VCVTPS2PH $0x00, Z1, 32(R9)(R10*2)
+	VCVTPS2PH $0x00, Z1, (R9)(R10*2)
 	VMULPS    Z1, Z1, Z1
-	VCVTPH2PS 64(R8)(R10*2), Z2
-	VCVTPH2PS 64(R9)(R10*2), Z3
+	VCVTPH2PS 32(R8)(R10*2), Z2
+	VCVTPH2PS 32(R9)(R10*2), Z3
 	VADDPS    Z3, Z2, Z2
 	VCVTPS2PH $0x00, Z2, Y2
 	VCVTPH2PS Y2, Z2
-	VCVTPS2PH $0x00, Z2, 64(R9)(R10*2)
+	VCVTPS2PH $0x00, Z2, 32(R9)(R10*2)
 	VMULPS    Z2, Z2, Z2
-	VCVTPH2PS 96(R8)(R10*2), Z3
-	VCVTPH2PS 96(R9)(R10*2), Z4
+	VCVTPH2PS 64(R8)(R10*2), Z3
+	VCVTPH2PS 64(R9)(R10*2), Z4
 	VADDPS    Z4, Z3, Z3
 	VCVTPS2PH $0x00, Z3, Y3
 	VCVTPH2PS Y3, Z3
-	VCVTPS2PH $0x00, Z3, 96(R9)(R10*2)
+	VCVTPS2PH $0x00, Z3, 64(R9)(R10*2)
 	VMULPS    Z3, Z3, Z3
+	VCVTPH2PS 96(R8)(R10*2), Z4
+	VCVTPH2PS 96(R9)(R10*2), Z5
+	VADDPS    Z5, Z4, Z4
+	VCVTPS2PH $0x00, Z4, Y4
+	VCVTPH2PS Y4, Z4
+	VCVTPS2PH $0x00, Z4, 96(R9)(R10*2)
+	VMULPS    Z4, Z4, Z4
 	MOVQ      $0x00000040, R10
 
 	// With flagPF, the rows ahead are prefetched: one loop for both, the flag tested per block.
@@ -6794,38 +6015,38 @@ sumloop:
 	JNZ   sumpf
 
 sumblock:
-	VCVTPH2PS (R8)(R10*2), Z4
-	VCVTPH2PS (R9)(R10*2), Z5
+	VCVTPH2PS (R8)(R10*2), Z5
+	VCVTPH2PS (R9)(R10*2), Z6
+	VADDPS    Z6, Z5, Z5
+	VCVTPS2PH $0x00, Z5, Y5
+	VCVTPH2PS Y5, Z5
+	VCVTPS2PH $0x00, Z5, (R9)(R10*2)
+	VMULPS    Z5, Z5, Z5
+	VADDPS    Z5, Z1, Z1
+	VCVTPH2PS 32(R8)(R10*2), Z5
+	VCVTPH2PS 32(R9)(R10*2), Z6
+	VADDPS    Z6, Z5, Z5
+	VCVTPS2PH $0x00, Z5, Y5
+	VCVTPH2PS Y5, Z5
+	VCVTPS2PH $0x00, Z5, 32(R9)(R10*2)
+	VMULPS    Z5, Z5, Z5
+	VADDPS    Z5, Z2, Z2
+	VCVTPH2PS 64(R8)(R10*2), Z5
+	VCVTPH2PS 64(R9)(R10*2), Z6
+	VADDPS    Z6, Z5, Z5
+	VCVTPS2PH $0x00, Z5, Y5
+	VCVTPH2PS Y5, Z5
+	VCVTPS2PH $0x00, Z5, 64(R9)(R10*2)
+	VMULPS    Z5, Z5, Z5
+	VADDPS    Z5, Z3, Z3
+	VCVTPH2PS 96(R8)(R10*2), Z5
+	VCVTPH2PS 96(R9)(R10*2), Z6
+	VADDPS    Z6, Z5, Z5
+	VCVTPS2PH $0x00, Z5, Y5
+	VCVTPH2PS Y5, Z5
+	VCVTPS2PH $0x00, Z5, 96(R9)(R10*2)
+	VMULPS    Z5, Z5, Z5
 	VADDPS    Z5, Z4, Z4
-	VCVTPS2PH $0x00, Z4, Y4
-	VCVTPH2PS Y4, Z4
-	VCVTPS2PH $0x00, Z4, (R9)(R10*2)
-	VMULPS    Z4, Z4, Z4
-	VADDPS    Z4, Z0, Z0
-	VCVTPH2PS 32(R8)(R10*2), Z4
-	VCVTPH2PS 32(R9)(R10*2), Z5
-	VADDPS    Z5, Z4, Z4
-	VCVTPS2PH $0x00, Z4, Y4
-	VCVTPH2PS Y4, Z4
-	VCVTPS2PH $0x00, Z4, 32(R9)(R10*2)
-	VMULPS    Z4, Z4, Z4
-	VADDPS    Z4, Z1, Z1
-	VCVTPH2PS 64(R8)(R10*2), Z4
-	VCVTPH2PS 64(R9)(R10*2), Z5
-	VADDPS    Z5, Z4, Z4
-	VCVTPS2PH $0x00, Z4, Y4
-	VCVTPH2PS Y4, Z4
-	VCVTPS2PH $0x00, Z4, 64(R9)(R10*2)
-	VMULPS    Z4, Z4, Z4
-	VADDPS    Z4, Z2, Z2
-	VCVTPH2PS 96(R8)(R10*2), Z4
-	VCVTPH2PS 96(R9)(R10*2), Z5
-	VADDPS    Z5, Z4, Z4
-	VCVTPS2PH $0x00, Z4, Y4
-	VCVTPH2PS Y4, Z4
-	VCVTPS2PH $0x00, Z4, 96(R9)(R10*2)
-	VMULPS    Z4, Z4, Z4
-	VADDPS    Z4, Z3, Z3
 	ADDQ      $0x00000040, R10
 	JMP       sumloop
 
@@ -6848,14 +6069,14 @@ sumtail:
 
 tailmask0:
 	KMOVW       (R12)(R13*2), K1
-	VCVTPH2PS.Z (R8)(R10*2), K1, Z4
-	VCVTPH2PS.Z (R9)(R10*2), K1, Z5
-	VADDPS      Z5, Z4, Z4
-	VCVTPS2PH   $0x00, Z4, Y4
-	VCVTPH2PS   Y4, Z4
-	VCVTPS2PH   $0x00, Z4, K1, (R9)(R10*2)
-	VMULPS      Z4, Z4, Z4
-	VADDPS      Z4, Z0, Z0
+	VCVTPH2PS.Z (R8)(R10*2), K1, Z5
+	VCVTPH2PS.Z (R9)(R10*2), K1, Z6
+	VADDPS      Z6, Z5, Z5
+	VCVTPS2PH   $0x00, Z5, Y5
+	VCVTPH2PS   Y5, Z5
+	VCVTPS2PH   $0x00, Z5, K1, (R9)(R10*2)
+	VMULPS      Z5, Z5, Z5
+	VADDPS      Z5, Z1, Z1
 	MOVQ        R11, R13
 	SUBQ        $0x00000010, R13
 	JLE         summed
@@ -6865,14 +6086,14 @@ tailmask0:
 
 tailmask1:
 	KMOVW       (R12)(R13*2), K1
-	VCVTPH2PS.Z 32(R8)(R10*2), K1, Z4
-	VCVTPH2PS.Z 32(R9)(R10*2), K1, Z5
-	VADDPS      Z5, Z4, Z4
-	VCVTPS2PH   $0x00, Z4, Y4
-	VCVTPH2PS   Y4, Z4
-	VCVTPS2PH   $0x00, Z4, K1, 32(R9)(R10*2)
-	VMULPS      Z4, Z4, Z4
-	VADDPS      Z4, Z1, Z1
+	VCVTPH2PS.Z 32(R8)(R10*2), K1, Z5
+	VCVTPH2PS.Z 32(R9)(R10*2), K1, Z6
+	VADDPS      Z6, Z5, Z5
+	VCVTPS2PH   $0x00, Z5, Y5
+	VCVTPH2PS   Y5, Z5
+	VCVTPS2PH   $0x00, Z5, K1, 32(R9)(R10*2)
+	VMULPS      Z5, Z5, Z5
+	VADDPS      Z5, Z2, Z2
 	MOVQ        R11, R13
 	SUBQ        $0x00000020, R13
 	JLE         summed
@@ -6882,14 +6103,14 @@ tailmask1:
 
 tailmask2:
 	KMOVW       (R12)(R13*2), K1
-	VCVTPH2PS.Z 64(R8)(R10*2), K1, Z4
-	VCVTPH2PS.Z 64(R9)(R10*2), K1, Z5
-	VADDPS      Z5, Z4, Z4
-	VCVTPS2PH   $0x00, Z4, Y4
-	VCVTPH2PS   Y4, Z4
-	VCVTPS2PH   $0x00, Z4, K1, 64(R9)(R10*2)
-	VMULPS      Z4, Z4, Z4
-	VADDPS      Z4, Z2, Z2
+	VCVTPH2PS.Z 64(R8)(R10*2), K1, Z5
+	VCVTPH2PS.Z 64(R9)(R10*2), K1, Z6
+	VADDPS      Z6, Z5, Z5
+	VCVTPS2PH   $0x00, Z5, Y5
+	VCVTPH2PS   Y5, Z5
+	VCVTPS2PH   $0x00, Z5, K1, 64(R9)(R10*2)
+	VMULPS      Z5, Z5, Z5
+	VADDPS      Z5, Z3, Z3
 	SUBQ        $0x00000030, R11
 	JLE         summed
 	CMPQ        R11, $0x00000010
@@ -6898,84 +6119,78 @@ tailmask2:
 
 tailmask3:
 	KMOVW       (R12)(R11*2), K1
-	VCVTPH2PS.Z 96(R8)(R10*2), K1, Z4
-	VCVTPH2PS.Z 96(R9)(R10*2), K1, Z5
+	VCVTPH2PS.Z 96(R8)(R10*2), K1, Z5
+	VCVTPH2PS.Z 96(R9)(R10*2), K1, Z6
+	VADDPS      Z6, Z5, Z5
+	VCVTPS2PH   $0x00, Z5, Y5
+	VCVTPH2PS   Y5, Z5
+	VCVTPS2PH   $0x00, Z5, K1, 96(R9)(R10*2)
+	VMULPS      Z5, Z5, Z5
 	VADDPS      Z5, Z4, Z4
-	VCVTPS2PH   $0x00, Z4, Y4
-	VCVTPH2PS   Y4, Z4
-	VCVTPS2PH   $0x00, Z4, K1, 96(R9)(R10*2)
-	VMULPS      Z4, Z4, Z4
-	VADDPS      Z4, Z3, Z3
 
 summed:
-	VADDPS Z2, Z0, Z0
 	VADDPS Z3, Z1, Z1
-	VADDPS Z1, Z0, Z0
+	VADDPS Z4, Z2, Z2
+	VADDPS Z2, Z1, Z1
 
 	// Halving tree: p[j] += p[j+h] for the remaining h, down to ss.
-	VSHUFF64X2 $0xee, Z0, Z0, Z1
-	VADDPS     Z1, Z0, Z0
-	VSHUFF32X4 $0x01, Z0, Z0, Z1
-	VADDPS     Z1, Z0, Z0
-	VPERMILPS  $0x4e, Z0, Z1
-	VADDPS     Z1, Z0, Z0
-	VPERMILPS  $0xb1, Z0, Z1
-	VADDPS     Z1, Z0, Z0
+	VSHUFF64X2 $0xee, Z1, Z1, Z2
+	VADDPS     Z2, Z1, Z1
+	VSHUFF32X4 $0x01, Z1, Z1, Z2
+	VADDPS     Z2, Z1, Z1
+	VPERMILPS  $0x4e, Z1, Z2
+	VADDPS     Z2, Z1, Z1
+	VPERMILPS  $0xb1, Z1, Z2
+	VADDPS     Z2, Z1, Z1
 
 	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
 	CMPL   372(SP), $0x00
 	JE     divide2
-	VMULSS 372(SP), X0, X0
+	VMULSS 372(SP), X1, X1
 	JMP    divided3
 
 divide2:
-	VDIVSS 368(SP), X0, X0
+	VDIVSS 368(SP), X1, X1
 
 divided3:
-	VADDSS   job_eps+0(AX), X0, X0
-	VUCOMISS tlo<>+0(SB), X0
+	VADDSS   job_eps+0(AX), X1, X1
+	VUCOMISS tlo<>+0(SB), X1
 	JCS      ret
-	VUCOMISS tmax<>+0(SB), X0
+	VUCOMISS tmax<>+0(SB), X1
 	JHI      ret
-	VSQRTSS  X0, X0, X0
-	VMOVSS   one<>+0(SB), X6
-	VDIVSS   X0, X6, X6
+	VSQRTSS  X1, X1, X1
+	VMOVSS   one<>+0(SB), X7
+	VDIVSS   X1, X7, X7
 
 	// Report 1/rms if asked.
 	MOVQ   job_inv+0(AX), R8
 	TESTQ  R8, R8
 	JZ     scale
 	MOVQ   320(SP), R9
-	VMOVSS X6, (R8)(R9*4)
+	VMOVSS X7, (R8)(R9*4)
 
 scale:
-	VBROADCASTSS X6, Z0
+	VBROADCASTSS X7, Z1
 	MOVQ         $0x00000000, 344(SP)
 	CMPQ         336(SP), $0x01
 	JE           scalebody
-	VMOVUPS      Z6, 256(SP)
+	VMOVUPS      Z7, 256(SP)
 
 scalerow:
 	MOVQ         344(SP), R8
-	VBROADCASTSS 256(SP)(R8*4), Z0
+	VBROADCASTSS 256(SP)(R8*4), Z1
 
 scalebody:
-	VBROADCASTSS one<>+0(SB), Z1
-	TESTL        $0x00000010, job_flags+0(AX)
-	JNZ          weightadd4
-	VBROADCASTSS negzero<>+0(SB), Z1
-
-weightadd4:
 	// y = (src*inv)*w, rounded after each multiply.
 	XORQ R8, R8
 	MOVQ job_d+0(AX), R9
 	SUBQ $0x00000040, R9
 	MOVQ DI, R10
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows5
+	JA   longrows4
 	SHLQ $0x03, R10
 
-longrows5:
+longrows4:
 	ADDQ  SI, R10
 	MOVL  job_flags+0(AX), R11
 	TESTL $0x00000001, R11
@@ -6988,19 +6203,19 @@ scaleloop:
 	CMPQ  R8, R9
 	JG    scaletail
 	TESTL $0x00000002, R11
-	JNZ   scalelooppf6
+	JNZ   scalelooppf5
 
-scaleloopbody7:
+scaleloopbody6:
 	VCVTPH2PS (SI)(R8*2), Z2
-	VMULPS    Z0, Z2, Z2
+	VMULPS    Z1, Z2, Z2
 	VCVTPH2PS 32(SI)(R8*2), Z3
-	VMULPS    Z0, Z3, Z3
+	VMULPS    Z1, Z3, Z3
 	VCVTPH2PS 64(SI)(R8*2), Z4
-	VMULPS    Z0, Z4, Z4
+	VMULPS    Z1, Z4, Z4
 	VCVTPH2PS 96(SI)(R8*2), Z5
-	VMULPS    Z0, Z5, Z5
+	VMULPS    Z1, Z5, Z5
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn8
+	JZ        notrn7
 	VCVTPS2PH $0x00, Z2, Y2
 	VCVTPH2PS Y2, Z2
 	VMOVUPS   Z2, Z2
@@ -7014,45 +6229,45 @@ scaleloopbody7:
 	VCVTPH2PS Y5, Z5
 	VMOVUPS   Z5, Z5
 
-notrn8:
+notrn7:
 	VMULPS       (BX)(R8*4), Z2, Z2
 	VMULPS       64(BX)(R8*4), Z3, Z3
-	VCVTPS2PH    $0x00, Z2, Y7
+	VCVTPS2PH    $0x00, Z2, Y8
 	VCVTPS2PH    $0x00, Z3, Y2
-	VINSERTI64X4 $0x01, Y2, Z7, Z7
-	VMOVDQU64    Z7, (CX)(R8*2)
+	VINSERTI64X4 $0x01, Y2, Z8, Z8
+	VMOVDQU64    Z8, (CX)(R8*2)
 	VMULPS       128(BX)(R8*4), Z4, Z4
 	VMULPS       192(BX)(R8*4), Z5, Z5
-	VCVTPS2PH    $0x00, Z4, Y8
+	VCVTPS2PH    $0x00, Z4, Y9
 	VCVTPS2PH    $0x00, Z5, Y2
-	VINSERTI64X4 $0x01, Y2, Z8, Z8
-	VMOVDQU64    Z8, 64(CX)(R8*2)
+	VINSERTI64X4 $0x01, Y2, Z9, Z9
+	VMOVDQU64    Z9, 64(CX)(R8*2)
 	ADDQ         $0x00000040, R8
 	JMP          scaleloop
 
-scalelooppf6:
+scalelooppf5:
 	PREFETCHT0 (R10)(R8*2)
 	PREFETCHT0 64(R10)(R8*2)
-	JMP        scaleloopbody7
+	JMP        scaleloopbody6
 
 	PCALIGN $32
 scaleoffsetloop:
 	CMPQ  R8, R9
 	JG    scaletail
 	TESTL $0x00000002, R11
-	JNZ   scaleoffsetlooppf9
+	JNZ   scaleoffsetlooppf8
 
-scaleoffsetloopbody10:
+scaleoffsetloopbody9:
 	VCVTPH2PS (SI)(R8*2), Z2
-	VMULPS    Z0, Z2, Z2
+	VMULPS    Z1, Z2, Z2
 	VCVTPH2PS 32(SI)(R8*2), Z3
-	VMULPS    Z0, Z3, Z3
+	VMULPS    Z1, Z3, Z3
 	VCVTPH2PS 64(SI)(R8*2), Z4
-	VMULPS    Z0, Z4, Z4
+	VMULPS    Z1, Z4, Z4
 	VCVTPH2PS 96(SI)(R8*2), Z5
-	VMULPS    Z0, Z5, Z5
+	VMULPS    Z1, Z5, Z5
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn11
+	JZ        notrn10
 	VCVTPS2PH $0x00, Z2, Y2
 	VCVTPH2PS Y2, Z2
 	VMOVUPS   Z2, Z2
@@ -7066,34 +6281,34 @@ scaleoffsetloopbody10:
 	VCVTPH2PS Y5, Z5
 	VMOVUPS   Z5, Z5
 
-notrn11:
-	VMOVUPS      (BX)(R8*4), Z13
-	VADDPS       Z1, Z13, Z13
-	VMULPS       Z13, Z2, Z2
-	VMOVUPS      64(BX)(R8*4), Z13
-	VADDPS       Z1, Z13, Z13
-	VMULPS       Z13, Z3, Z3
-	VCVTPS2PH    $0x00, Z2, Y9
+notrn10:
+	VMOVUPS      (BX)(R8*4), Z6
+	VADDPS       Z0, Z6, Z6
+	VMULPS       Z6, Z2, Z2
+	VMOVUPS      64(BX)(R8*4), Z6
+	VADDPS       Z0, Z6, Z6
+	VMULPS       Z6, Z3, Z3
+	VCVTPS2PH    $0x00, Z2, Y10
 	VCVTPS2PH    $0x00, Z3, Y2
-	VINSERTI64X4 $0x01, Y2, Z9, Z9
-	VMOVDQU64    Z9, (CX)(R8*2)
+	VINSERTI64X4 $0x01, Y2, Z10, Z10
+	VMOVDQU64    Z10, (CX)(R8*2)
 	VMOVUPS      128(BX)(R8*4), Z2
-	VADDPS       Z1, Z2, Z2
+	VADDPS       Z0, Z2, Z2
 	VMULPS       Z2, Z4, Z4
 	VMOVUPS      192(BX)(R8*4), Z2
-	VADDPS       Z1, Z2, Z2
+	VADDPS       Z0, Z2, Z2
 	VMULPS       Z2, Z5, Z5
-	VCVTPS2PH    $0x00, Z4, Y10
+	VCVTPS2PH    $0x00, Z4, Y11
 	VCVTPS2PH    $0x00, Z5, Y2
-	VINSERTI64X4 $0x01, Y2, Z10, Z10
-	VMOVDQU64    Z10, 64(CX)(R8*2)
+	VINSERTI64X4 $0x01, Y2, Z11, Z11
+	VMOVDQU64    Z11, 64(CX)(R8*2)
 	ADDQ         $0x00000040, R8
 	JMP          scaleoffsetloop
 
-scaleoffsetlooppf9:
+scaleoffsetlooppf8:
 	PREFETCHT0 (R10)(R8*2)
 	PREFETCHT0 64(R10)(R8*2)
-	JMP        scaleoffsetloopbody10
+	JMP        scaleoffsetloopbody9
 
 scalent:
 	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
@@ -7110,16 +6325,16 @@ scalehead:
 	CMPQ      R10, $0x00000010
 	JB        scaleheadpart
 	VCVTPH2PS (SI)(R8*2), Z2
-	VMULPS    Z0, Z2, Z2
+	VMULPS    Z1, Z2, Z2
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn12
+	JZ        notrn11
 	VCVTPS2PH $0x00, Z2, Y2
 	VCVTPH2PS Y2, Z2
 	VMOVUPS   Z2, Z2
 
-notrn12:
+notrn11:
 	VMOVUPS   (BX)(R8*4), Z3
-	VADDPS    Z1, Z3, Z3
+	VADDPS    Z0, Z3, Z3
 	VMULPS    Z3, Z2, Z2
 	VCVTPS2PH $0x00, Z2, (CX)(R8*2)
 	ADDQ      $0x00000010, R8
@@ -7132,10 +6347,10 @@ scaleheadpart:
 scalentgo:
 	MOVQ DI, R10
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows13
+	JA   longrows12
 	SHLQ $0x03, R10
 
-longrows13:
+longrows12:
 	ADDQ SI, R10
 	MOVL job_flags+0(AX), R11
 
@@ -7146,15 +6361,15 @@ scalentloop:
 	PREFETCHT0 (R10)(R8*2)
 	PREFETCHT0 64(R10)(R8*2)
 	VCVTPH2PS  (SI)(R8*2), Z2
-	VMULPS     Z0, Z2, Z2
+	VMULPS     Z1, Z2, Z2
 	VCVTPH2PS  32(SI)(R8*2), Z3
-	VMULPS     Z0, Z3, Z3
+	VMULPS     Z1, Z3, Z3
 	VCVTPH2PS  64(SI)(R8*2), Z4
-	VMULPS     Z0, Z4, Z4
+	VMULPS     Z1, Z4, Z4
 	VCVTPH2PS  96(SI)(R8*2), Z5
-	VMULPS     Z0, Z5, Z5
+	VMULPS     Z1, Z5, Z5
 	TESTL      $0x00000008, job_flags+0(AX)
-	JZ         notrn14
+	JZ         notrn13
 	VCVTPS2PH  $0x00, Z2, Y2
 	VCVTPH2PS  Y2, Z2
 	VMOVUPS    Z2, Z2
@@ -7168,40 +6383,40 @@ scalentloop:
 	VCVTPH2PS  Y5, Z5
 	VMOVUPS    Z5, Z5
 
-notrn14:
+notrn13:
 	TESTL  $0x00000010, R11
-	JNZ    offset15
+	JNZ    offset14
 	VMULPS (BX)(R8*4), Z2, Z2
 	VMULPS 64(BX)(R8*4), Z3, Z3
 	VMULPS 128(BX)(R8*4), Z4, Z4
 	VMULPS 192(BX)(R8*4), Z5, Z5
 
-weighed16:
-	VCVTPS2PH    $0x00, Z2, Y11
+weighed15:
+	VCVTPS2PH    $0x00, Z2, Y12
 	VCVTPS2PH    $0x00, Z3, Y2
-	VINSERTI64X4 $0x01, Y2, Z11, Z11
-	VMOVNTDQ     Z11, (CX)(R8*2)
-	VCVTPS2PH    $0x00, Z4, Y12
-	VCVTPS2PH    $0x00, Z5, Y2
 	VINSERTI64X4 $0x01, Y2, Z12, Z12
-	VMOVNTDQ     Z12, 64(CX)(R8*2)
+	VMOVNTDQ     Z12, (CX)(R8*2)
+	VCVTPS2PH    $0x00, Z4, Y13
+	VCVTPS2PH    $0x00, Z5, Y2
+	VINSERTI64X4 $0x01, Y2, Z13, Z13
+	VMOVNTDQ     Z13, 64(CX)(R8*2)
 	ADDQ         $0x00000040, R8
 	JMP          scalentloop
 
-offset15:
-	VMOVUPS (BX)(R8*4), Z13
-	VADDPS  Z1, Z13, Z13
-	VMULPS  Z13, Z2, Z2
-	VMOVUPS 64(BX)(R8*4), Z13
-	VADDPS  Z1, Z13, Z13
-	VMULPS  Z13, Z3, Z3
-	VMOVUPS 128(BX)(R8*4), Z13
-	VADDPS  Z1, Z13, Z13
-	VMULPS  Z13, Z4, Z4
-	VMOVUPS 192(BX)(R8*4), Z13
-	VADDPS  Z1, Z13, Z13
-	VMULPS  Z13, Z5, Z5
-	JMP     weighed16
+offset14:
+	VMOVUPS (BX)(R8*4), Z6
+	VADDPS  Z0, Z6, Z6
+	VMULPS  Z6, Z2, Z2
+	VMOVUPS 64(BX)(R8*4), Z6
+	VADDPS  Z0, Z6, Z6
+	VMULPS  Z6, Z3, Z3
+	VMOVUPS 128(BX)(R8*4), Z6
+	VADDPS  Z0, Z6, Z6
+	VMULPS  Z6, Z4, Z4
+	VMOVUPS 192(BX)(R8*4), Z6
+	VADDPS  Z0, Z6, Z6
+	VMULPS  Z6, Z5, Z5
+	JMP     weighed15
 
 scaletail:
 	ADDQ $0x00000030, R9
@@ -7210,16 +6425,16 @@ scaleone:
 	CMPQ      R8, R9
 	JG        scalepart
 	VCVTPH2PS (SI)(R8*2), Z2
-	VMULPS    Z0, Z2, Z2
+	VMULPS    Z1, Z2, Z2
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn17
+	JZ        notrn16
 	VCVTPS2PH $0x00, Z2, Y2
 	VCVTPH2PS Y2, Z2
 	VMOVUPS   Z2, Z2
 
-notrn17:
+notrn16:
 	VMOVUPS   (BX)(R8*4), Z3
-	VADDPS    Z1, Z3, Z3
+	VADDPS    Z0, Z3, Z3
 	VMULPS    Z3, Z2, Z2
 	VCVTPS2PH $0x00, Z2, (CX)(R8*2)
 	ADDQ      $0x00000010, R8
@@ -7235,16 +6450,16 @@ partout:
 	LEAQ        kmask<>+0(SB), R11
 	KMOVW       (R11)(R10*2), K1
 	VCVTPH2PS.Z (SI)(R8*2), K1, Z2
-	VMULPS      Z2, Z0, Z2
+	VMULPS      Z2, Z1, Z2
 	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn18
+	JZ          notrn17
 	VCVTPS2PH   $0x00, Z2, Y2
 	VCVTPH2PS   Y2, Z2
 	VMOVUPS     Z2, Z2
 
-notrn18:
+notrn17:
 	VMOVUPS.Z (BX)(R8*4), K1, Z3
-	VADDPS    Z1, Z3, Z3
+	VADDPS    Z0, Z3, Z3
 	VMULPS    Z3, Z2, Z2
 	VCVTPS2PH $0x00, Z2, K1, (CX)(R8*2)
 	ADDQ      R10, R8
@@ -10915,601 +10130,10 @@ vzero:
 	MOVQ AX, ret+24(FP)
 	RET
 
-// func avx2Weighted(j uintptr, from int, to int) int
+// func avx2WeightedOrOffset(j uintptr, from int, to int) int
 // Requires: AVX, AVX2, MMX+
-TEXT ·avx2Weighted(SB), NOSPLIT, $456-32
-	// avx2Weighted normalizes rows [from, to) of the job: y = (x*inv)*w, for each row.
-	// It stops before the first row that needs the float64 path and returns that row's index, or to.
-	MOVQ j+0(FP), AX
-	MOVQ job_dst+0(AX), CX
-	MOVQ job_x+0(AX), DX
-	MOVQ job_w+0(AX), BX
-	MOVQ job_stride+0(AX), SI
-	SHLQ $0x02, SI
-
-	// fd = float32(d); rd = 1/d when d is a power of two (a/d is then a*rd exactly), else 0.
-	MOVQ       job_d+0(AX), DI
-	VMOVSS     one<>+0(SB), X0
-	VCVTSI2SSQ DI, X0, X0
-	VMOVSS     X0, 448(SP)
-	XORL       R9, R9
-	LEAQ       -1(DI), R8
-	TESTQ      DI, R8
-	JNZ        notpow2
-	BSFQ       DI, R8
-	MOVL       $0x0000007f, R9
-	SUBL       R8, R9
-	SHLL       $0x17, R9
-
-notpow2:
-	MOVL R9, 452(SP)
-
-	// Start at row from.
-	MOVQ  from+8(FP), DI
-	MOVQ  DI, 400(SP)
-	MOVQ  $0x00000000, 408(SP)
-	IMULQ SI, DI
-	ADDQ  DI, CX
-	ADDQ  DI, DX
-
-row:
-	MOVQ 400(SP), DI
-	CMPQ DI, to+16(FP)
-	JAE  ret
-	MOVQ $0x00000001, 416(SP)
-	CMPQ 408(SP), $0x00
-	JE   trygroup
-	DECQ 408(SP)
-	JMP  sum
-
-trygroup:
-	CMPQ job_d+0(AX), $0x00000200
-	JA   sum
-	MOVQ to+16(FP), DI
-	SUBQ 400(SP), DI
-	CMPQ DI, $0x04
-	JB   sum
-	MOVQ $0x00000004, 416(SP)
-
-sum:
-	MOVQ DX, DI
-	XORQ R8, R8
-
-sumrow:
-	// Sum of squares: element i goes to partial i%64.
-	MOVQ   job_d+0(AX), R10
-	SUBQ   $0x00000040, R10
-	JGE    firstblock
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
-	VXORPS Y4, Y4, Y4
-	VXORPS Y5, Y5, Y5
-	VXORPS Y6, Y6, Y6
-	VXORPS Y7, Y7, Y7
-	XORQ   R9, R9
-	JMP    sumtail
-
-firstblock:
-	// +0 + square is the square itself: the first block initializes the partials.
-	XORQ    R9, R9
-	VMOVUPS (DI)(R9*4), Y0
-	VMULPS  Y0, Y0, Y0
-	VMOVUPS 32(DI)(R9*4), Y1
-	VMULPS  Y1, Y1, Y1
-	VMOVUPS 64(DI)(R9*4), Y2
-	VMULPS  Y2, Y2, Y2
-	VMOVUPS 96(DI)(R9*4), Y3
-	VMULPS  Y3, Y3, Y3
-	VMOVUPS 128(DI)(R9*4), Y4
-	VMULPS  Y4, Y4, Y4
-	VMOVUPS 160(DI)(R9*4), Y5
-	VMULPS  Y5, Y5, Y5
-	VMOVUPS 192(DI)(R9*4), Y6
-	VMULPS  Y6, Y6, Y6
-	VMOVUPS 224(DI)(R9*4), Y7
-	VMULPS  Y7, Y7, Y7
-	MOVQ    $0x00000040, R9
-	TESTL   $0x00000002, job_flags+0(AX)
-	JNZ     sumpf
-
-	PCALIGN $32
-sumloop:
-	CMPQ    R9, R10
-	JG      sumtail
-	VMOVUPS (DI)(R9*4), Y8
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y0, Y0
-	VMOVUPS 32(DI)(R9*4), Y8
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y1, Y1
-	VMOVUPS 64(DI)(R9*4), Y8
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y2, Y2
-	VMOVUPS 96(DI)(R9*4), Y8
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y3, Y3
-	VMOVUPS 128(DI)(R9*4), Y8
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y4, Y4
-	VMOVUPS 160(DI)(R9*4), Y8
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y5, Y5
-	VMOVUPS 192(DI)(R9*4), Y8
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y6, Y6
-	VMOVUPS 224(DI)(R9*4), Y8
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y7, Y7
-	ADDQ    $0x00000040, R9
-	JMP     sumloop
-
-	// The same, prefetching the rows ahead.
-sumpf:
-	MOVQ SI, R11
-	SHLQ $0x01, R11
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows1
-	SHLQ $0x03, R11
-
-longrows1:
-	ADDQ DI, R11
-
-	PCALIGN $32
-sumpfloop:
-	CMPQ       R9, R10
-	JG         sumtail
-	PREFETCHT0 (R11)(R9*4)
-	PREFETCHT0 64(R11)(R9*4)
-	PREFETCHT0 128(R11)(R9*4)
-	PREFETCHT0 192(R11)(R9*4)
-	VMOVUPS    (DI)(R9*4), Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y0, Y0
-	VMOVUPS    32(DI)(R9*4), Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y1, Y1
-	VMOVUPS    64(DI)(R9*4), Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y2, Y2
-	VMOVUPS    96(DI)(R9*4), Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y3, Y3
-	VMOVUPS    128(DI)(R9*4), Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y4, Y4
-	VMOVUPS    160(DI)(R9*4), Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y5, Y5
-	VMOVUPS    192(DI)(R9*4), Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y6, Y6
-	VMOVUPS    224(DI)(R9*4), Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y7, Y7
-	ADDQ       $0x00000040, R9
-	JMP        sumpfloop
-
-sumtail:
-	// Fewer than 64 elements remain.
-	MOVQ    job_d+0(AX), R10
-	SUBQ    R9, R10
-	JZ      summed
-	MOVQ    R10, 432(SP)
-	LEAQ    (DI)(R9*4), R9
-	LEAQ    128(SP), R10
-	VXORPS  Y8, Y8, Y8
-	VMOVUPS Y8, (R10)
-	VMOVUPS Y8, 32(R10)
-	VMOVUPS Y8, 64(R10)
-	VMOVUPS Y8, 96(R10)
-	VMOVUPS Y8, 128(R10)
-	VMOVUPS Y8, 160(R10)
-	VMOVUPS Y8, 192(R10)
-	VMOVUPS Y8, 224(R10)
-	MOVQ    432(SP), R12
-	XORQ    R11, R11
-	SUBQ    $0x00000008, R12
-
-copyvec2:
-	CMPQ    R11, R12
-	JG      copyone3
-	VMOVUPS (R9)(R11*4), Y8
-	VMOVUPS Y8, (R10)(R11*4)
-	ADDQ    $0x00000008, R11
-	JMP     copyvec2
-
-copyone3:
-	ADDQ $0x00000008, R12
-
-copyloop5:
-	CMPQ R11, R12
-	JGE  copied4
-	MOVL (R9)(R11*4), R13
-	MOVL R13, (R10)(R11*4)
-	INCQ R11
-	JMP  copyloop5
-
-copied4:
-	XORQ    R9, R9
-	VMOVUPS (R10)(R9*4), Y8
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y0, Y0
-	VMOVUPS 32(R10)(R9*4), Y8
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y1, Y1
-	VMOVUPS 64(R10)(R9*4), Y8
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y2, Y2
-	VMOVUPS 96(R10)(R9*4), Y8
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y3, Y3
-	VMOVUPS 128(R10)(R9*4), Y8
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y4, Y4
-	VMOVUPS 160(R10)(R9*4), Y8
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y5, Y5
-	VMOVUPS 192(R10)(R9*4), Y8
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y6, Y6
-	VMOVUPS 224(R10)(R9*4), Y8
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y7, Y7
-
-summed:
-	VADDPS  Y4, Y0, Y0
-	VADDPS  Y5, Y1, Y1
-	VADDPS  Y6, Y2, Y2
-	VADDPS  Y7, Y3, Y3
-	VADDPS  Y2, Y0, Y0
-	VADDPS  Y3, Y1, Y1
-	VADDPS  Y1, Y0, Y0
-	CMPQ    416(SP), $0x01
-	JE      invone
-	VMOVUPS Y0, (SP)(R8*1)
-	ADDQ    SI, DI
-	ADDQ    $0x00000020, R8
-	CMPQ    R8, $0x00000080
-	JB      sumrow
-	JMP     invgroup
-
-invone:
-	// Halving tree: p[j] += p[j+h] for the remaining h, down to ss.
-	VEXTRACTF128 $0x01, Y0, X1
-	VADDPS       X1, X0, X1
-	VMOVHLPS     X1, X1, X0
-	VADDPS       X0, X1, X1
-	VMOVSHDUP    X1, X0
-	VADDSS       X0, X1, X1
-
-	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
-	CMPL   452(SP), $0x00
-	JE     divide6
-	VMULSS 452(SP), X1, X1
-	JMP    divided7
-
-divide6:
-	VDIVSS 448(SP), X1, X1
-
-divided7:
-	VADDSS   job_eps+0(AX), X1, X1
-	VUCOMISS tlo<>+0(SB), X1
-	JCS      ret
-	VUCOMISS tmax<>+0(SB), X1
-	JHI      ret
-	VSQRTSS  X1, X1, X1
-	VMOVSS   one<>+0(SB), X0
-	VDIVSS   X1, X0, X0
-
-	// Report 1/rms if asked.
-	MOVQ   job_inv+0(AX), DI
-	TESTQ  DI, DI
-	JZ     scale
-	MOVQ   400(SP), R8
-	VMOVSS X0, (DI)(R8*4)
-	JMP    scale
-
-invgroup:
-	// The rest of the halving tree, four rows at once.
-	VMOVUPS      (SP), Y0
-	VMOVUPS      32(SP), Y1
-	VMOVUPS      64(SP), Y2
-	VMOVUPS      96(SP), Y3
-	VPERM2F128   $0x20, Y1, Y0, Y4
-	VPERM2F128   $0x31, Y1, Y0, Y0
-	VADDPS       Y0, Y4, Y4
-	VPERM2F128   $0x20, Y3, Y2, Y0
-	VPERM2F128   $0x31, Y3, Y2, Y1
-	VADDPS       Y1, Y0, Y0
-	VSHUFPS      $0x44, Y0, Y4, Y1
-	VSHUFPS      $0xee, Y0, Y4, Y0
-	VADDPS       Y0, Y1, Y1
-	VHADDPS      Y1, Y1, Y1
-	VEXTRACTF128 $0x01, Y1, X0
-	VUNPCKLPS    X0, X1, X0
-
-	// t = ss/d + eps for the four rows; any t outside [2^-100, MaxFloat32] sends the group to the one-row path.
-	CMPL         452(SP), $0x00
-	JE           divide8
-	VBROADCASTSS 452(SP), X1
-	VMULPS       X1, X0, X1
-	JMP          divided9
-
-divide8:
-	VBROADCASTSS 448(SP), X1
-	VDIVPS       X1, X0, X1
-
-divided9:
-	VBROADCASTSS job_eps+0(AX), X0
-	VADDPS       X0, X1, X1
-	VCMPPS       $0x1d, tlo4<>+0(SB), X1, X0
-	VCMPPS       $0x12, tmax4<>+0(SB), X1, X2
-	VANDPS       X2, X0, X0
-	VMOVMSKPS    X0, DI
-	CMPL         DI, $0x0f
-	JE           ginrange
-	MOVQ         $0x00000004, 408(SP)
-	JMP          row
-
-ginrange:
-	VSQRTPS      X1, X1
-	VBROADCASTSS one<>+0(SB), X0
-	VDIVPS       X1, X0, X0
-
-	// Report 1/rms if asked.
-	MOVQ    job_inv+0(AX), DI
-	TESTQ   DI, DI
-	JZ      scale
-	MOVQ    400(SP), R8
-	VMOVUPS X0, (DI)(R8*4)
-
-scale:
-	VBROADCASTSS X0, Y1
-	MOVQ         $0x00000000, 424(SP)
-	CMPQ         416(SP), $0x01
-	JE           scalebody
-	VMOVUPS      X0, 384(SP)
-
-scalerow:
-	MOVQ         424(SP), DI
-	VBROADCASTSS 384(SP)(DI*4), Y1
-
-scalebody:
-	// y = (src*inv)*w, rounded after each multiply.
-	XORQ  DI, DI
-	MOVQ  job_d+0(AX), R8
-	SUBQ  $0x00000020, R8
-	TESTL $0x00000002, job_flags+0(AX)
-	JNZ   scalepf
-
-	PCALIGN $32
-scaleloop:
-	CMPQ    DI, R8
-	JG      scaletail
-	VMULPS  (DX)(DI*4), Y1, Y0
-	VMULPS  32(DX)(DI*4), Y1, Y2
-	VMULPS  64(DX)(DI*4), Y1, Y3
-	VMULPS  96(DX)(DI*4), Y1, Y4
-	VMULPS  (BX)(DI*4), Y0, Y0
-	VMOVUPS Y0, (CX)(DI*4)
-	VMULPS  32(BX)(DI*4), Y2, Y2
-	VMOVUPS Y2, 32(CX)(DI*4)
-	VMULPS  64(BX)(DI*4), Y3, Y3
-	VMOVUPS Y3, 64(CX)(DI*4)
-	VMULPS  96(BX)(DI*4), Y4, Y4
-	VMOVUPS Y4, 96(CX)(DI*4)
-	ADDQ    $0x00000020, DI
-	JMP     scaleloop
-
-scalepf:
-	MOVQ SI, R9
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows10
-	SHLQ $0x03, R9
-
-longrows10:
-	ADDQ  DX, R9
-	TESTL $0x00000001, job_flags+0(AX)
-	JNZ   scalent
-
-	PCALIGN $32
-scalepfloop:
-	CMPQ       DI, R8
-	JG         scaletail
-	PREFETCHT0 (R9)(DI*4)
-	PREFETCHT0 64(R9)(DI*4)
-	VMULPS     (DX)(DI*4), Y1, Y0
-	VMULPS     32(DX)(DI*4), Y1, Y2
-	VMULPS     64(DX)(DI*4), Y1, Y3
-	VMULPS     96(DX)(DI*4), Y1, Y4
-	VMULPS     (BX)(DI*4), Y0, Y0
-	VMOVUPS    Y0, (CX)(DI*4)
-	VMULPS     32(BX)(DI*4), Y2, Y2
-	VMOVUPS    Y2, 32(CX)(DI*4)
-	VMULPS     64(BX)(DI*4), Y3, Y3
-	VMOVUPS    Y3, 64(CX)(DI*4)
-	VMULPS     96(BX)(DI*4), Y4, Y4
-	VMOVUPS    Y4, 96(CX)(DI*4)
-	ADDQ       $0x00000020, DI
-	JMP        scalepfloop
-
-scalent:
-	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
-	MOVQ CX, R9
-	NEGQ R9
-	ANDQ $0x0000001f, R9
-	SHRQ $0x02, R9
-	JZ   scalentgo
-	CMPQ R9, job_d+0(AX)
-	JLE  scalehead
-	MOVQ job_d+0(AX), R9
-
-scalehead:
-	JMP partout
-
-scalentgo:
-	MOVQ SI, R9
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows11
-	SHLQ $0x03, R9
-
-longrows11:
-	ADDQ DX, R9
-
-	PCALIGN $32
-scalentloop:
-	CMPQ       DI, R8
-	JG         scaletail
-	PREFETCHT0 (R9)(DI*4)
-	PREFETCHT0 64(R9)(DI*4)
-	VMULPS     (DX)(DI*4), Y1, Y0
-	VMULPS     32(DX)(DI*4), Y1, Y2
-	VMULPS     64(DX)(DI*4), Y1, Y3
-	VMULPS     96(DX)(DI*4), Y1, Y4
-	VMULPS     (BX)(DI*4), Y0, Y0
-	VMOVNTPS   Y0, (CX)(DI*4)
-	VMULPS     32(BX)(DI*4), Y2, Y2
-	VMOVNTPS   Y2, 32(CX)(DI*4)
-	VMULPS     64(BX)(DI*4), Y3, Y3
-	VMOVNTPS   Y3, 64(CX)(DI*4)
-	VMULPS     96(BX)(DI*4), Y4, Y4
-	VMOVNTPS   Y4, 96(CX)(DI*4)
-	ADDQ       $0x00000020, DI
-	JMP        scalentloop
-
-scaletail:
-	ADDQ $0x00000018, R8
-
-scaleone:
-	CMPQ    DI, R8
-	JG      scalepart
-	VMULPS  (DX)(DI*4), Y1, Y0
-	VMULPS  (BX)(DI*4), Y0, Y0
-	VMOVUPS Y0, (CX)(DI*4)
-	ADDQ    $0x00000008, DI
-	JMP     scaleone
-
-scalepart:
-	MOVQ job_d+0(AX), R9
-	SUBQ DI, R9
-	JZ   scaled
-
-	// The last n < lanes elements, or the first n of a non-temporal row (i + n < d: back to its loop).
-partout:
-	LEAQ (DX)(DI*4), R10
-	LEAQ 128(SP), R11
-	MOVQ R9, R13
-	XORQ R12, R12
-	SUBQ $0x00000008, R13
-
-copyvec12:
-	CMPQ    R12, R13
-	JG      copyone13
-	VMOVUPS (R10)(R12*4), Y0
-	VMOVUPS Y0, (R11)(R12*4)
-	ADDQ    $0x00000008, R12
-	JMP     copyvec12
-
-copyone13:
-	ADDQ $0x00000008, R13
-
-copyloop15:
-	CMPQ R12, R13
-	JGE  copied14
-	MOVL (R10)(R12*4), R14
-	MOVL R14, (R11)(R12*4)
-	INCQ R12
-	JMP  copyloop15
-
-copied14:
-	LEAQ (BX)(DI*4), R10
-	LEAQ 160(SP), R11
-	MOVQ R9, R13
-	XORQ R12, R12
-	SUBQ $0x00000008, R13
-
-copyvec16:
-	CMPQ    R12, R13
-	JG      copyone17
-	VMOVUPS (R10)(R12*4), Y0
-	VMOVUPS Y0, (R11)(R12*4)
-	ADDQ    $0x00000008, R12
-	JMP     copyvec16
-
-copyone17:
-	ADDQ $0x00000008, R13
-
-copyloop19:
-	CMPQ R12, R13
-	JGE  copied18
-	MOVL (R10)(R12*4), R14
-	MOVL R14, (R11)(R12*4)
-	INCQ R12
-	JMP  copyloop19
-
-copied18:
-	VMOVUPS 128(SP), Y0
-	VMULPS  Y0, Y1, Y0
-	VMULPS  160(SP), Y0, Y0
-	VMOVUPS Y0, 192(SP)
-	LEAQ    192(SP), R11
-	LEAQ    (CX)(DI*4), R10
-	MOVQ    R9, R13
-	XORQ    R12, R12
-	SUBQ    $0x00000008, R13
-
-copyvec20:
-	CMPQ    R12, R13
-	JG      copyone21
-	VMOVUPS (R11)(R12*4), Y0
-	VMOVUPS Y0, (R10)(R12*4)
-	ADDQ    $0x00000008, R12
-	JMP     copyvec20
-
-copyone21:
-	ADDQ $0x00000008, R13
-
-copyloop23:
-	CMPQ R12, R13
-	JGE  copied22
-	MOVL (R11)(R12*4), R14
-	MOVL R14, (R10)(R12*4)
-	INCQ R12
-	JMP  copyloop23
-
-copied22:
-	ADDQ R9, DI
-	CMPQ DI, job_d+0(AX)
-	JB   scalentgo
-
-scaled:
-	ADDQ SI, DX
-	ADDQ SI, CX
-	INCQ 400(SP)
-	MOVQ 424(SP), DI
-	INCQ DI
-	MOVQ DI, 424(SP)
-	CMPQ DI, 416(SP)
-	JB   scalerow
-	JMP  row
-
-ret:
-	TESTL $0x00000001, job_flags+0(AX)
-	JZ    vzero
-	SFENCE
-
-vzero:
-	VZEROUPPER
-	MOVQ 400(SP), AX
-	MOVQ AX, ret+24(FP)
-	RET
-
-// func avx2Offset(j uintptr, from int, to int) int
-// Requires: AVX, AVX2, MMX+
-TEXT ·avx2Offset(SB), NOSPLIT, $456-32
-	// avx2Offset normalizes rows [from, to) of the job: y = (x*inv)*(1+w), for each row.
+TEXT ·avx2WeightedOrOffset(SB), NOSPLIT, $456-32
+	// avx2WeightedOrOffset normalizes rows [from, to) of the job: y = (x*inv)*w, or (x*inv)*(1+w) with flagOffset, for each row.
 	// It stops before the first row that needs the float64 path and returns that row's index, or to.
 	MOVQ j+0(FP), AX
 	MOVQ job_dst+0(AX), CX
@@ -11869,16 +10493,41 @@ scalerow:
 
 scalebody:
 	VBROADCASTSS one<>+0(SB), Y0
+	TESTL        $0x00000010, job_flags+0(AX)
+	JNZ          weightadd10
+	VBROADCASTSS negzero<>+0(SB), Y0
 
+weightadd10:
 	// y = (src*inv)*w, rounded after each multiply.
 	XORQ  DI, DI
 	MOVQ  job_d+0(AX), R8
 	SUBQ  $0x00000020, R8
 	TESTL $0x00000002, job_flags+0(AX)
 	JNZ   scalepf
+	TESTL $0x00000010, job_flags+0(AX)
+	JNZ   scaleoffsetloop
 
 	PCALIGN $32
 scaleloop:
+	CMPQ    DI, R8
+	JG      scaletail
+	VMULPS  (DX)(DI*4), Y1, Y2
+	VMULPS  32(DX)(DI*4), Y1, Y3
+	VMULPS  64(DX)(DI*4), Y1, Y4
+	VMULPS  96(DX)(DI*4), Y1, Y5
+	VMULPS  (BX)(DI*4), Y2, Y2
+	VMOVUPS Y2, (CX)(DI*4)
+	VMULPS  32(BX)(DI*4), Y3, Y3
+	VMOVUPS Y3, 32(CX)(DI*4)
+	VMULPS  64(BX)(DI*4), Y4, Y4
+	VMOVUPS Y4, 64(CX)(DI*4)
+	VMULPS  96(BX)(DI*4), Y5, Y5
+	VMOVUPS Y5, 96(CX)(DI*4)
+	ADDQ    $0x00000020, DI
+	JMP     scaleloop
+
+	PCALIGN $32
+scaleoffsetloop:
 	CMPQ    DI, R8
 	JG      scaletail
 	VMULPS  (DX)(DI*4), Y1, Y2
@@ -11902,21 +10551,44 @@ scaleloop:
 	VMULPS  Y2, Y5, Y5
 	VMOVUPS Y5, 96(CX)(DI*4)
 	ADDQ    $0x00000020, DI
-	JMP     scaleloop
+	JMP     scaleoffsetloop
 
 scalepf:
 	MOVQ SI, R9
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows10
+	JA   longrows11
 	SHLQ $0x03, R9
 
-longrows10:
+longrows11:
 	ADDQ  DX, R9
 	TESTL $0x00000001, job_flags+0(AX)
 	JNZ   scalent
+	TESTL $0x00000010, job_flags+0(AX)
+	JNZ   scalepfoffsetloop
 
 	PCALIGN $32
 scalepfloop:
+	CMPQ       DI, R8
+	JG         scaletail
+	PREFETCHT0 (R9)(DI*4)
+	PREFETCHT0 64(R9)(DI*4)
+	VMULPS     (DX)(DI*4), Y1, Y2
+	VMULPS     32(DX)(DI*4), Y1, Y3
+	VMULPS     64(DX)(DI*4), Y1, Y4
+	VMULPS     96(DX)(DI*4), Y1, Y5
+	VMULPS     (BX)(DI*4), Y2, Y2
+	VMOVUPS    Y2, (CX)(DI*4)
+	VMULPS     32(BX)(DI*4), Y3, Y3
+	VMOVUPS    Y3, 32(CX)(DI*4)
+	VMULPS     64(BX)(DI*4), Y4, Y4
+	VMOVUPS    Y4, 64(CX)(DI*4)
+	VMULPS     96(BX)(DI*4), Y5, Y5
+	VMOVUPS    Y5, 96(CX)(DI*4)
+	ADDQ       $0x00000020, DI
+	JMP        scalepfloop
+
+	PCALIGN $32
+scalepfoffsetloop:
 	CMPQ       DI, R8
 	JG         scaletail
 	PREFETCHT0 (R9)(DI*4)
@@ -11942,7 +10614,7 @@ scalepfloop:
 	VMULPS     Y2, Y5, Y5
 	VMOVUPS    Y5, 96(CX)(DI*4)
 	ADDQ       $0x00000020, DI
-	JMP        scalepfloop
+	JMP        scalepfoffsetloop
 
 scalent:
 	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
@@ -11961,11 +10633,12 @@ scalehead:
 scalentgo:
 	MOVQ SI, R9
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows11
+	JA   longrows12
 	SHLQ $0x03, R9
 
-longrows11:
+longrows12:
 	ADDQ DX, R9
+	MOVL job_flags+0(AX), R10
 
 	PCALIGN $32
 scalentloop:
@@ -11977,24 +10650,35 @@ scalentloop:
 	VMULPS     32(DX)(DI*4), Y1, Y3
 	VMULPS     64(DX)(DI*4), Y1, Y4
 	VMULPS     96(DX)(DI*4), Y1, Y5
-	VMOVUPS    (BX)(DI*4), Y6
-	VADDPS     Y0, Y6, Y6
-	VMULPS     Y6, Y2, Y2
-	VMOVNTPS   Y2, (CX)(DI*4)
-	VMOVUPS    32(BX)(DI*4), Y2
-	VADDPS     Y0, Y2, Y2
-	VMULPS     Y2, Y3, Y3
-	VMOVNTPS   Y3, 32(CX)(DI*4)
-	VMOVUPS    64(BX)(DI*4), Y2
-	VADDPS     Y0, Y2, Y2
-	VMULPS     Y2, Y4, Y4
-	VMOVNTPS   Y4, 64(CX)(DI*4)
-	VMOVUPS    96(BX)(DI*4), Y2
-	VADDPS     Y0, Y2, Y2
-	VMULPS     Y2, Y5, Y5
-	VMOVNTPS   Y5, 96(CX)(DI*4)
-	ADDQ       $0x00000020, DI
-	JMP        scalentloop
+	TESTL      $0x00000010, R10
+	JNZ        offset13
+	VMULPS     (BX)(DI*4), Y2, Y2
+	VMULPS     32(BX)(DI*4), Y3, Y3
+	VMULPS     64(BX)(DI*4), Y4, Y4
+	VMULPS     96(BX)(DI*4), Y5, Y5
+
+weighed14:
+	VMOVNTPS Y2, (CX)(DI*4)
+	VMOVNTPS Y3, 32(CX)(DI*4)
+	VMOVNTPS Y4, 64(CX)(DI*4)
+	VMOVNTPS Y5, 96(CX)(DI*4)
+	ADDQ     $0x00000020, DI
+	JMP      scalentloop
+
+offset13:
+	VMOVUPS (BX)(DI*4), Y6
+	VADDPS  Y0, Y6, Y6
+	VMULPS  Y6, Y2, Y2
+	VMOVUPS 32(BX)(DI*4), Y6
+	VADDPS  Y0, Y6, Y6
+	VMULPS  Y6, Y3, Y3
+	VMOVUPS 64(BX)(DI*4), Y6
+	VADDPS  Y0, Y6, Y6
+	VMULPS  Y6, Y4, Y4
+	VMOVUPS 96(BX)(DI*4), Y6
+	VADDPS  Y0, Y6, Y6
+	VMULPS  Y6, Y5, Y5
+	JMP     weighed14
 
 scaletail:
 	ADDQ $0x00000018, R8
@@ -12023,52 +10707,52 @@ partout:
 	XORQ R12, R12
 	SUBQ $0x00000008, R13
 
-copyvec12:
+copyvec15:
 	CMPQ    R12, R13
-	JG      copyone13
+	JG      copyone16
 	VMOVUPS (R10)(R12*4), Y2
 	VMOVUPS Y2, (R11)(R12*4)
 	ADDQ    $0x00000008, R12
-	JMP     copyvec12
+	JMP     copyvec15
 
-copyone13:
+copyone16:
 	ADDQ $0x00000008, R13
 
-copyloop15:
+copyloop18:
 	CMPQ R12, R13
-	JGE  copied14
+	JGE  copied17
 	MOVL (R10)(R12*4), R14
 	MOVL R14, (R11)(R12*4)
 	INCQ R12
-	JMP  copyloop15
+	JMP  copyloop18
 
-copied14:
+copied17:
 	LEAQ (BX)(DI*4), R10
 	LEAQ 160(SP), R11
 	MOVQ R9, R13
 	XORQ R12, R12
 	SUBQ $0x00000008, R13
 
-copyvec16:
+copyvec19:
 	CMPQ    R12, R13
-	JG      copyone17
+	JG      copyone20
 	VMOVUPS (R10)(R12*4), Y2
 	VMOVUPS Y2, (R11)(R12*4)
 	ADDQ    $0x00000008, R12
-	JMP     copyvec16
+	JMP     copyvec19
 
-copyone17:
+copyone20:
 	ADDQ $0x00000008, R13
 
-copyloop19:
+copyloop22:
 	CMPQ R12, R13
-	JGE  copied18
+	JGE  copied21
 	MOVL (R10)(R12*4), R14
 	MOVL R14, (R11)(R12*4)
 	INCQ R12
-	JMP  copyloop19
+	JMP  copyloop22
 
-copied18:
+copied21:
 	VMOVUPS 128(SP), Y2
 	VMULPS  Y2, Y1, Y2
 	VMOVUPS 160(SP), Y3
@@ -12081,26 +10765,26 @@ copied18:
 	XORQ    R12, R12
 	SUBQ    $0x00000008, R13
 
-copyvec20:
+copyvec23:
 	CMPQ    R12, R13
-	JG      copyone21
+	JG      copyone24
 	VMOVUPS (R11)(R12*4), Y2
 	VMOVUPS Y2, (R10)(R12*4)
 	ADDQ    $0x00000008, R12
-	JMP     copyvec20
+	JMP     copyvec23
 
-copyone21:
+copyone24:
 	ADDQ $0x00000008, R13
 
-copyloop23:
+copyloop26:
 	CMPQ R12, R13
-	JGE  copied22
+	JGE  copied25
 	MOVL (R11)(R12*4), R14
 	MOVL R14, (R10)(R12*4)
 	INCQ R12
-	JMP  copyloop23
+	JMP  copyloop26
 
-copied22:
+copied25:
 	ADDQ R9, DI
 	CMPQ DI, job_d+0(AX)
 	JB   scalentgo
@@ -12677,651 +11361,10 @@ vzero:
 	MOVQ AX, ret+24(FP)
 	RET
 
-// func avx2AddWeighted(j uintptr, from int, to int) int
+// func avx2AddWeightedOrOffset(j uintptr, from int, to int) int
 // Requires: AVX, AVX2, MMX+
-TEXT ·avx2AddWeighted(SB), NOSPLIT, $712-32
-	// avx2AddWeighted normalizes rows [from, to) of the job: h = x + res and res = h per element, then y = (h*inv)*w, for each row.
-	// It stops before the first row that needs the float64 path and returns that row's index, or to.
-	MOVQ j+0(FP), AX
-	MOVQ job_dst+0(AX), CX
-	MOVQ job_x+0(AX), DX
-	MOVQ job_w+0(AX), BX
-	MOVQ job_res+0(AX), SI
-	MOVQ job_stride+0(AX), DI
-	SHLQ $0x02, DI
-
-	// fd = float32(d); rd = 1/d when d is a power of two (a/d is then a*rd exactly), else 0.
-	MOVQ       job_d+0(AX), R8
-	VMOVSS     one<>+0(SB), X0
-	VCVTSI2SSQ R8, X0, X0
-	VMOVSS     X0, 704(SP)
-	XORL       R10, R10
-	LEAQ       -1(R8), R9
-	TESTQ      R8, R9
-	JNZ        notpow2
-	BSFQ       R8, R9
-	MOVL       $0x0000007f, R10
-	SUBL       R9, R10
-	SHLL       $0x17, R10
-
-notpow2:
-	MOVL R10, 708(SP)
-
-	// Start at row from.
-	MOVQ  from+8(FP), R8
-	MOVQ  R8, 656(SP)
-	MOVQ  $0x00000000, 664(SP)
-	IMULQ DI, R8
-	ADDQ  R8, CX
-	ADDQ  R8, DX
-	ADDQ  R8, SI
-
-row:
-	MOVQ 656(SP), R8
-	CMPQ R8, to+16(FP)
-	JAE  ret
-	MOVQ $0x00000001, 672(SP)
-	MOVQ DX, R8
-	MOVQ SI, R9
-	XORQ R10, R10
-
-	// Sum of squares: element i goes to partial i%64.
-	MOVQ   job_d+0(AX), R11
-	SUBQ   $0x00000040, R11
-	JGE    firstblock
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
-	VXORPS Y4, Y4, Y4
-	VXORPS Y5, Y5, Y5
-	VXORPS Y6, Y6, Y6
-	VXORPS Y7, Y7, Y7
-	XORQ   R10, R10
-	JMP    sumtail
-
-firstblock:
-	// +0 + square is the square itself: the first block initializes the partials.
-	XORQ    R10, R10
-	VMOVUPS (R8)(R10*4), Y0
-	VADDPS  (R9)(R10*4), Y0, Y0
-	VMOVUPS Y0, (R9)(R10*4)
-	VMULPS  Y0, Y0, Y0
-	VMOVUPS 32(R8)(R10*4), Y1
-	VADDPS  32(R9)(R10*4), Y1, Y1
-	VMOVUPS Y1, 32(R9)(R10*4)
-	VMULPS  Y1, Y1, Y1
-	VMOVUPS 64(R8)(R10*4), Y2
-	VADDPS  64(R9)(R10*4), Y2, Y2
-	VMOVUPS Y2, 64(R9)(R10*4)
-	VMULPS  Y2, Y2, Y2
-	VMOVUPS 96(R8)(R10*4), Y3
-	VADDPS  96(R9)(R10*4), Y3, Y3
-	VMOVUPS Y3, 96(R9)(R10*4)
-	VMULPS  Y3, Y3, Y3
-	VMOVUPS 128(R8)(R10*4), Y4
-	VADDPS  128(R9)(R10*4), Y4, Y4
-	VMOVUPS Y4, 128(R9)(R10*4)
-	VMULPS  Y4, Y4, Y4
-	VMOVUPS 160(R8)(R10*4), Y5
-	VADDPS  160(R9)(R10*4), Y5, Y5
-	VMOVUPS Y5, 160(R9)(R10*4)
-	VMULPS  Y5, Y5, Y5
-	VMOVUPS 192(R8)(R10*4), Y6
-	VADDPS  192(R9)(R10*4), Y6, Y6
-	VMOVUPS Y6, 192(R9)(R10*4)
-	VMULPS  Y6, Y6, Y6
-	VMOVUPS 224(R8)(R10*4), Y7
-	VADDPS  224(R9)(R10*4), Y7, Y7
-	VMOVUPS Y7, 224(R9)(R10*4)
-	VMULPS  Y7, Y7, Y7
-	MOVQ    $0x00000040, R10
-	TESTL   $0x00000002, job_flags+0(AX)
-	JNZ     sumpf
-
-	PCALIGN $32
-sumloop:
-	CMPQ    R10, R11
-	JG      sumtail
-	VMOVUPS (R8)(R10*4), Y8
-	VADDPS  (R9)(R10*4), Y8, Y8
-	VMOVUPS Y8, (R9)(R10*4)
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y0, Y0
-	VMOVUPS 32(R8)(R10*4), Y8
-	VADDPS  32(R9)(R10*4), Y8, Y8
-	VMOVUPS Y8, 32(R9)(R10*4)
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y1, Y1
-	VMOVUPS 64(R8)(R10*4), Y8
-	VADDPS  64(R9)(R10*4), Y8, Y8
-	VMOVUPS Y8, 64(R9)(R10*4)
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y2, Y2
-	VMOVUPS 96(R8)(R10*4), Y8
-	VADDPS  96(R9)(R10*4), Y8, Y8
-	VMOVUPS Y8, 96(R9)(R10*4)
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y3, Y3
-	VMOVUPS 128(R8)(R10*4), Y8
-	VADDPS  128(R9)(R10*4), Y8, Y8
-	VMOVUPS Y8, 128(R9)(R10*4)
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y4, Y4
-	VMOVUPS 160(R8)(R10*4), Y8
-	VADDPS  160(R9)(R10*4), Y8, Y8
-	VMOVUPS Y8, 160(R9)(R10*4)
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y5, Y5
-	VMOVUPS 192(R8)(R10*4), Y8
-	VADDPS  192(R9)(R10*4), Y8, Y8
-	VMOVUPS Y8, 192(R9)(R10*4)
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y6, Y6
-	VMOVUPS 224(R8)(R10*4), Y8
-	VADDPS  224(R9)(R10*4), Y8, Y8
-	VMOVUPS Y8, 224(R9)(R10*4)
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y7, Y7
-	ADDQ    $0x00000040, R10
-	JMP     sumloop
-
-	// The same, prefetching the rows ahead.
-sumpf:
-	MOVQ DI, R12
-	SHLQ $0x01, R12
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows1
-	SHLQ $0x03, R12
-
-longrows1:
-	ADDQ R8, R12
-
-	PCALIGN $32
-sumpfloop:
-	CMPQ       R10, R11
-	JG         sumtail
-	PREFETCHT0 (R12)(R10*4)
-	PREFETCHT0 64(R12)(R10*4)
-	PREFETCHT0 128(R12)(R10*4)
-	PREFETCHT0 192(R12)(R10*4)
-	VMOVUPS    (R8)(R10*4), Y8
-	VADDPS     (R9)(R10*4), Y8, Y8
-	VMOVUPS    Y8, (R9)(R10*4)
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y0, Y0
-	VMOVUPS    32(R8)(R10*4), Y8
-	VADDPS     32(R9)(R10*4), Y8, Y8
-	VMOVUPS    Y8, 32(R9)(R10*4)
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y1, Y1
-	VMOVUPS    64(R8)(R10*4), Y8
-	VADDPS     64(R9)(R10*4), Y8, Y8
-	VMOVUPS    Y8, 64(R9)(R10*4)
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y2, Y2
-	VMOVUPS    96(R8)(R10*4), Y8
-	VADDPS     96(R9)(R10*4), Y8, Y8
-	VMOVUPS    Y8, 96(R9)(R10*4)
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y3, Y3
-	VMOVUPS    128(R8)(R10*4), Y8
-	VADDPS     128(R9)(R10*4), Y8, Y8
-	VMOVUPS    Y8, 128(R9)(R10*4)
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y4, Y4
-	VMOVUPS    160(R8)(R10*4), Y8
-	VADDPS     160(R9)(R10*4), Y8, Y8
-	VMOVUPS    Y8, 160(R9)(R10*4)
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y5, Y5
-	VMOVUPS    192(R8)(R10*4), Y8
-	VADDPS     192(R9)(R10*4), Y8, Y8
-	VMOVUPS    Y8, 192(R9)(R10*4)
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y6, Y6
-	VMOVUPS    224(R8)(R10*4), Y8
-	VADDPS     224(R9)(R10*4), Y8, Y8
-	VMOVUPS    Y8, 224(R9)(R10*4)
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y7, Y7
-	ADDQ       $0x00000040, R10
-	JMP        sumpfloop
-
-sumtail:
-	// Fewer than 64 elements remain.
-	MOVQ    job_d+0(AX), R11
-	SUBQ    R10, R11
-	JZ      summed
-	MOVQ    R11, 688(SP)
-	LEAQ    (R8)(R10*4), R8
-	LEAQ    (R9)(R10*4), R9
-	MOVQ    R9, 696(SP)
-	LEAQ    128(SP), R9
-	VXORPS  Y8, Y8, Y8
-	VMOVUPS Y8, (R9)
-	VMOVUPS Y8, 32(R9)
-	VMOVUPS Y8, 64(R9)
-	VMOVUPS Y8, 96(R9)
-	VMOVUPS Y8, 128(R9)
-	VMOVUPS Y8, 160(R9)
-	VMOVUPS Y8, 192(R9)
-	VMOVUPS Y8, 224(R9)
-	MOVQ    688(SP), R11
-	XORQ    R10, R10
-	SUBQ    $0x00000008, R11
-
-copyvec2:
-	CMPQ    R10, R11
-	JG      copyone3
-	VMOVUPS (R8)(R10*4), Y8
-	VMOVUPS Y8, (R9)(R10*4)
-	ADDQ    $0x00000008, R10
-	JMP     copyvec2
-
-copyone3:
-	ADDQ $0x00000008, R11
-
-copyloop5:
-	CMPQ R10, R11
-	JGE  copied4
-	MOVL (R8)(R10*4), R12
-	MOVL R12, (R9)(R10*4)
-	INCQ R10
-	JMP  copyloop5
-
-copied4:
-	MOVQ    696(SP), R8
-	LEAQ    384(SP), R10
-	VXORPS  Y8, Y8, Y8
-	VMOVUPS Y8, (R10)
-	VMOVUPS Y8, 32(R10)
-	VMOVUPS Y8, 64(R10)
-	VMOVUPS Y8, 96(R10)
-	VMOVUPS Y8, 128(R10)
-	VMOVUPS Y8, 160(R10)
-	VMOVUPS Y8, 192(R10)
-	VMOVUPS Y8, 224(R10)
-	MOVQ    688(SP), R12
-	XORQ    R11, R11
-	SUBQ    $0x00000008, R12
-
-copyvec6:
-	CMPQ    R11, R12
-	JG      copyone7
-	VMOVUPS (R8)(R11*4), Y8
-	VMOVUPS Y8, (R10)(R11*4)
-	ADDQ    $0x00000008, R11
-	JMP     copyvec6
-
-copyone7:
-	ADDQ $0x00000008, R12
-
-copyloop9:
-	CMPQ R11, R12
-	JGE  copied8
-	MOVL (R8)(R11*4), R13
-	MOVL R13, (R10)(R11*4)
-	INCQ R11
-	JMP  copyloop9
-
-copied8:
-	XORQ    R8, R8
-	VMOVUPS (R9)(R8*4), Y8
-	VADDPS  (R10)(R8*4), Y8, Y8
-	VMOVUPS Y8, (R10)(R8*4)
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y0, Y0
-	VMOVUPS 32(R9)(R8*4), Y8
-	VADDPS  32(R10)(R8*4), Y8, Y8
-	VMOVUPS Y8, 32(R10)(R8*4)
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y1, Y1
-	VMOVUPS 64(R9)(R8*4), Y8
-	VADDPS  64(R10)(R8*4), Y8, Y8
-	VMOVUPS Y8, 64(R10)(R8*4)
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y2, Y2
-	VMOVUPS 96(R9)(R8*4), Y8
-	VADDPS  96(R10)(R8*4), Y8, Y8
-	VMOVUPS Y8, 96(R10)(R8*4)
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y3, Y3
-	VMOVUPS 128(R9)(R8*4), Y8
-	VADDPS  128(R10)(R8*4), Y8, Y8
-	VMOVUPS Y8, 128(R10)(R8*4)
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y4, Y4
-	VMOVUPS 160(R9)(R8*4), Y8
-	VADDPS  160(R10)(R8*4), Y8, Y8
-	VMOVUPS Y8, 160(R10)(R8*4)
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y5, Y5
-	VMOVUPS 192(R9)(R8*4), Y8
-	VADDPS  192(R10)(R8*4), Y8, Y8
-	VMOVUPS Y8, 192(R10)(R8*4)
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y6, Y6
-	VMOVUPS 224(R9)(R8*4), Y8
-	VADDPS  224(R10)(R8*4), Y8, Y8
-	VMOVUPS Y8, 224(R10)(R8*4)
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y7, Y7
-	MOVQ    696(SP), R8
-	LEAQ    384(SP), R9
-	MOVQ    688(SP), R11
-	XORQ    R10, R10
-	SUBQ    $0x00000008, R11
-
-copyvec10:
-	CMPQ    R10, R11
-	JG      copyone11
-	VMOVUPS (R9)(R10*4), Y8
-	VMOVUPS Y8, (R8)(R10*4)
-	ADDQ    $0x00000008, R10
-	JMP     copyvec10
-
-copyone11:
-	ADDQ $0x00000008, R11
-
-copyloop13:
-	CMPQ R10, R11
-	JGE  copied12
-	MOVL (R9)(R10*4), R12
-	MOVL R12, (R8)(R10*4)
-	INCQ R10
-	JMP  copyloop13
-
-copied12:
-summed:
-	VADDPS Y4, Y0, Y0
-	VADDPS Y5, Y1, Y1
-	VADDPS Y6, Y2, Y2
-	VADDPS Y7, Y3, Y3
-	VADDPS Y2, Y0, Y0
-	VADDPS Y3, Y1, Y1
-	VADDPS Y1, Y0, Y0
-
-	// Halving tree: p[j] += p[j+h] for the remaining h, down to ss.
-	VEXTRACTF128 $0x01, Y0, X1
-	VADDPS       X1, X0, X1
-	VMOVHLPS     X1, X1, X0
-	VADDPS       X0, X1, X1
-	VMOVSHDUP    X1, X0
-	VADDSS       X0, X1, X1
-
-	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
-	CMPL   708(SP), $0x00
-	JE     divide14
-	VMULSS 708(SP), X1, X1
-	JMP    divided15
-
-divide14:
-	VDIVSS 704(SP), X1, X1
-
-divided15:
-	VADDSS   job_eps+0(AX), X1, X1
-	VUCOMISS tlo<>+0(SB), X1
-	JCS      ret
-	VUCOMISS tmax<>+0(SB), X1
-	JHI      ret
-	VSQRTSS  X1, X1, X1
-	VMOVSS   one<>+0(SB), X0
-	VDIVSS   X1, X0, X0
-
-	// Report 1/rms if asked.
-	MOVQ   job_inv+0(AX), R8
-	TESTQ  R8, R8
-	JZ     scale
-	MOVQ   656(SP), R9
-	VMOVSS X0, (R8)(R9*4)
-
-scale:
-	VBROADCASTSS X0, Y1
-	MOVQ         $0x00000000, 680(SP)
-	CMPQ         672(SP), $0x01
-	JE           scalebody
-	VMOVUPS      X0, 640(SP)
-
-scalerow:
-	MOVQ         680(SP), R8
-	VBROADCASTSS 640(SP)(R8*4), Y1
-
-scalebody:
-	// y = (src*inv)*w, rounded after each multiply.
-	XORQ  R8, R8
-	MOVQ  job_d+0(AX), R9
-	SUBQ  $0x00000020, R9
-	TESTL $0x00000002, job_flags+0(AX)
-	JNZ   scalepf
-
-	PCALIGN $32
-scaleloop:
-	CMPQ    R8, R9
-	JG      scaletail
-	VMULPS  (SI)(R8*4), Y1, Y0
-	VMULPS  32(SI)(R8*4), Y1, Y2
-	VMULPS  64(SI)(R8*4), Y1, Y3
-	VMULPS  96(SI)(R8*4), Y1, Y4
-	VMULPS  (BX)(R8*4), Y0, Y0
-	VMOVUPS Y0, (CX)(R8*4)
-	VMULPS  32(BX)(R8*4), Y2, Y2
-	VMOVUPS Y2, 32(CX)(R8*4)
-	VMULPS  64(BX)(R8*4), Y3, Y3
-	VMOVUPS Y3, 64(CX)(R8*4)
-	VMULPS  96(BX)(R8*4), Y4, Y4
-	VMOVUPS Y4, 96(CX)(R8*4)
-	ADDQ    $0x00000020, R8
-	JMP     scaleloop
-
-scalepf:
-	MOVQ DI, R10
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows16
-	SHLQ $0x03, R10
-
-longrows16:
-	ADDQ  SI, R10
-	TESTL $0x00000001, job_flags+0(AX)
-	JNZ   scalent
-
-	PCALIGN $32
-scalepfloop:
-	CMPQ       R8, R9
-	JG         scaletail
-	PREFETCHT0 (R10)(R8*4)
-	PREFETCHT0 64(R10)(R8*4)
-	VMULPS     (SI)(R8*4), Y1, Y0
-	VMULPS     32(SI)(R8*4), Y1, Y2
-	VMULPS     64(SI)(R8*4), Y1, Y3
-	VMULPS     96(SI)(R8*4), Y1, Y4
-	VMULPS     (BX)(R8*4), Y0, Y0
-	VMOVUPS    Y0, (CX)(R8*4)
-	VMULPS     32(BX)(R8*4), Y2, Y2
-	VMOVUPS    Y2, 32(CX)(R8*4)
-	VMULPS     64(BX)(R8*4), Y3, Y3
-	VMOVUPS    Y3, 64(CX)(R8*4)
-	VMULPS     96(BX)(R8*4), Y4, Y4
-	VMOVUPS    Y4, 96(CX)(R8*4)
-	ADDQ       $0x00000020, R8
-	JMP        scalepfloop
-
-scalent:
-	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
-	MOVQ CX, R10
-	NEGQ R10
-	ANDQ $0x0000001f, R10
-	SHRQ $0x02, R10
-	JZ   scalentgo
-	CMPQ R10, job_d+0(AX)
-	JLE  scalehead
-	MOVQ job_d+0(AX), R10
-
-scalehead:
-	JMP partout
-
-scalentgo:
-	MOVQ DI, R10
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows17
-	SHLQ $0x03, R10
-
-longrows17:
-	ADDQ SI, R10
-
-	PCALIGN $32
-scalentloop:
-	CMPQ       R8, R9
-	JG         scaletail
-	PREFETCHT0 (R10)(R8*4)
-	PREFETCHT0 64(R10)(R8*4)
-	VMULPS     (SI)(R8*4), Y1, Y0
-	VMULPS     32(SI)(R8*4), Y1, Y2
-	VMULPS     64(SI)(R8*4), Y1, Y3
-	VMULPS     96(SI)(R8*4), Y1, Y4
-	VMULPS     (BX)(R8*4), Y0, Y0
-	VMOVNTPS   Y0, (CX)(R8*4)
-	VMULPS     32(BX)(R8*4), Y2, Y2
-	VMOVNTPS   Y2, 32(CX)(R8*4)
-	VMULPS     64(BX)(R8*4), Y3, Y3
-	VMOVNTPS   Y3, 64(CX)(R8*4)
-	VMULPS     96(BX)(R8*4), Y4, Y4
-	VMOVNTPS   Y4, 96(CX)(R8*4)
-	ADDQ       $0x00000020, R8
-	JMP        scalentloop
-
-scaletail:
-	ADDQ $0x00000018, R9
-
-scaleone:
-	CMPQ    R8, R9
-	JG      scalepart
-	VMULPS  (SI)(R8*4), Y1, Y0
-	VMULPS  (BX)(R8*4), Y0, Y0
-	VMOVUPS Y0, (CX)(R8*4)
-	ADDQ    $0x00000008, R8
-	JMP     scaleone
-
-scalepart:
-	MOVQ job_d+0(AX), R10
-	SUBQ R8, R10
-	JZ   scaled
-
-	// The last n < lanes elements, or the first n of a non-temporal row (i + n < d: back to its loop).
-partout:
-	LEAQ (SI)(R8*4), R11
-	LEAQ 128(SP), R12
-	MOVQ R10, R14
-	XORQ R13, R13
-	SUBQ $0x00000008, R14
-
-copyvec18:
-	CMPQ    R13, R14
-	JG      copyone19
-	VMOVUPS (R11)(R13*4), Y0
-	VMOVUPS Y0, (R12)(R13*4)
-	ADDQ    $0x00000008, R13
-	JMP     copyvec18
-
-copyone19:
-	ADDQ $0x00000008, R14
-
-copyloop21:
-	CMPQ R13, R14
-	JGE  copied20
-	MOVL (R11)(R13*4), R15
-	MOVL R15, (R12)(R13*4)
-	INCQ R13
-	JMP  copyloop21
-
-copied20:
-	LEAQ (BX)(R8*4), R11
-	LEAQ 160(SP), R12
-	MOVQ R10, R14
-	XORQ R13, R13
-	SUBQ $0x00000008, R14
-
-copyvec22:
-	CMPQ    R13, R14
-	JG      copyone23
-	VMOVUPS (R11)(R13*4), Y0
-	VMOVUPS Y0, (R12)(R13*4)
-	ADDQ    $0x00000008, R13
-	JMP     copyvec22
-
-copyone23:
-	ADDQ $0x00000008, R14
-
-copyloop25:
-	CMPQ R13, R14
-	JGE  copied24
-	MOVL (R11)(R13*4), R15
-	MOVL R15, (R12)(R13*4)
-	INCQ R13
-	JMP  copyloop25
-
-copied24:
-	VMOVUPS 128(SP), Y0
-	VMULPS  Y0, Y1, Y0
-	VMULPS  160(SP), Y0, Y0
-	VMOVUPS Y0, 192(SP)
-	LEAQ    192(SP), R12
-	LEAQ    (CX)(R8*4), R11
-	MOVQ    R10, R14
-	XORQ    R13, R13
-	SUBQ    $0x00000008, R14
-
-copyvec26:
-	CMPQ    R13, R14
-	JG      copyone27
-	VMOVUPS (R12)(R13*4), Y0
-	VMOVUPS Y0, (R11)(R13*4)
-	ADDQ    $0x00000008, R13
-	JMP     copyvec26
-
-copyone27:
-	ADDQ $0x00000008, R14
-
-copyloop29:
-	CMPQ R13, R14
-	JGE  copied28
-	MOVL (R12)(R13*4), R15
-	MOVL R15, (R11)(R13*4)
-	INCQ R13
-	JMP  copyloop29
-
-copied28:
-	ADDQ R10, R8
-	CMPQ R8, job_d+0(AX)
-	JB   scalentgo
-
-scaled:
-	ADDQ DI, DX
-	ADDQ DI, CX
-	ADDQ DI, SI
-	INCQ 656(SP)
-	MOVQ 680(SP), R8
-	INCQ R8
-	MOVQ R8, 680(SP)
-	CMPQ R8, 672(SP)
-	JB   scalerow
-	JMP  row
-
-ret:
-	TESTL $0x00000001, job_flags+0(AX)
-	JZ    vzero
-	SFENCE
-
-vzero:
-	VZEROUPPER
-	MOVQ 656(SP), AX
-	MOVQ AX, ret+24(FP)
-	RET
-
-// func avx2AddOffset(j uintptr, from int, to int) int
-// Requires: AVX, AVX2, MMX+
-TEXT ·avx2AddOffset(SB), NOSPLIT, $712-32
-	// avx2AddOffset normalizes rows [from, to) of the job: h = x + res and res = h per element, then y = (h*inv)*(1+w), for each row.
+TEXT ·avx2AddWeightedOrOffset(SB), NOSPLIT, $712-32
+	// avx2AddWeightedOrOffset normalizes rows [from, to) of the job: h = x + res and res = h per element, then y = (h*inv)*w, or (h*inv)*(1+w) with flagOffset, for each row.
 	// It stops before the first row that needs the float64 path and returns that row's index, or to.
 	MOVQ j+0(FP), AX
 	MOVQ job_dst+0(AX), CX
@@ -13730,16 +11773,41 @@ scalerow:
 
 scalebody:
 	VBROADCASTSS one<>+0(SB), Y0
+	TESTL        $0x00000010, job_flags+0(AX)
+	JNZ          weightadd16
+	VBROADCASTSS negzero<>+0(SB), Y0
 
+weightadd16:
 	// y = (src*inv)*w, rounded after each multiply.
 	XORQ  R8, R8
 	MOVQ  job_d+0(AX), R9
 	SUBQ  $0x00000020, R9
 	TESTL $0x00000002, job_flags+0(AX)
 	JNZ   scalepf
+	TESTL $0x00000010, job_flags+0(AX)
+	JNZ   scaleoffsetloop
 
 	PCALIGN $32
 scaleloop:
+	CMPQ    R8, R9
+	JG      scaletail
+	VMULPS  (SI)(R8*4), Y1, Y2
+	VMULPS  32(SI)(R8*4), Y1, Y3
+	VMULPS  64(SI)(R8*4), Y1, Y4
+	VMULPS  96(SI)(R8*4), Y1, Y5
+	VMULPS  (BX)(R8*4), Y2, Y2
+	VMOVUPS Y2, (CX)(R8*4)
+	VMULPS  32(BX)(R8*4), Y3, Y3
+	VMOVUPS Y3, 32(CX)(R8*4)
+	VMULPS  64(BX)(R8*4), Y4, Y4
+	VMOVUPS Y4, 64(CX)(R8*4)
+	VMULPS  96(BX)(R8*4), Y5, Y5
+	VMOVUPS Y5, 96(CX)(R8*4)
+	ADDQ    $0x00000020, R8
+	JMP     scaleloop
+
+	PCALIGN $32
+scaleoffsetloop:
 	CMPQ    R8, R9
 	JG      scaletail
 	VMULPS  (SI)(R8*4), Y1, Y2
@@ -13763,21 +11831,44 @@ scaleloop:
 	VMULPS  Y2, Y5, Y5
 	VMOVUPS Y5, 96(CX)(R8*4)
 	ADDQ    $0x00000020, R8
-	JMP     scaleloop
+	JMP     scaleoffsetloop
 
 scalepf:
 	MOVQ DI, R10
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows16
+	JA   longrows17
 	SHLQ $0x03, R10
 
-longrows16:
+longrows17:
 	ADDQ  SI, R10
 	TESTL $0x00000001, job_flags+0(AX)
 	JNZ   scalent
+	TESTL $0x00000010, job_flags+0(AX)
+	JNZ   scalepfoffsetloop
 
 	PCALIGN $32
 scalepfloop:
+	CMPQ       R8, R9
+	JG         scaletail
+	PREFETCHT0 (R10)(R8*4)
+	PREFETCHT0 64(R10)(R8*4)
+	VMULPS     (SI)(R8*4), Y1, Y2
+	VMULPS     32(SI)(R8*4), Y1, Y3
+	VMULPS     64(SI)(R8*4), Y1, Y4
+	VMULPS     96(SI)(R8*4), Y1, Y5
+	VMULPS     (BX)(R8*4), Y2, Y2
+	VMOVUPS    Y2, (CX)(R8*4)
+	VMULPS     32(BX)(R8*4), Y3, Y3
+	VMOVUPS    Y3, 32(CX)(R8*4)
+	VMULPS     64(BX)(R8*4), Y4, Y4
+	VMOVUPS    Y4, 64(CX)(R8*4)
+	VMULPS     96(BX)(R8*4), Y5, Y5
+	VMOVUPS    Y5, 96(CX)(R8*4)
+	ADDQ       $0x00000020, R8
+	JMP        scalepfloop
+
+	PCALIGN $32
+scalepfoffsetloop:
 	CMPQ       R8, R9
 	JG         scaletail
 	PREFETCHT0 (R10)(R8*4)
@@ -13803,7 +11894,7 @@ scalepfloop:
 	VMULPS     Y2, Y5, Y5
 	VMOVUPS    Y5, 96(CX)(R8*4)
 	ADDQ       $0x00000020, R8
-	JMP        scalepfloop
+	JMP        scalepfoffsetloop
 
 scalent:
 	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
@@ -13822,11 +11913,12 @@ scalehead:
 scalentgo:
 	MOVQ DI, R10
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows17
+	JA   longrows18
 	SHLQ $0x03, R10
 
-longrows17:
+longrows18:
 	ADDQ SI, R10
+	MOVL job_flags+0(AX), R11
 
 	PCALIGN $32
 scalentloop:
@@ -13838,24 +11930,35 @@ scalentloop:
 	VMULPS     32(SI)(R8*4), Y1, Y3
 	VMULPS     64(SI)(R8*4), Y1, Y4
 	VMULPS     96(SI)(R8*4), Y1, Y5
-	VMOVUPS    (BX)(R8*4), Y6
-	VADDPS     Y0, Y6, Y6
-	VMULPS     Y6, Y2, Y2
-	VMOVNTPS   Y2, (CX)(R8*4)
-	VMOVUPS    32(BX)(R8*4), Y2
-	VADDPS     Y0, Y2, Y2
-	VMULPS     Y2, Y3, Y3
-	VMOVNTPS   Y3, 32(CX)(R8*4)
-	VMOVUPS    64(BX)(R8*4), Y2
-	VADDPS     Y0, Y2, Y2
-	VMULPS     Y2, Y4, Y4
-	VMOVNTPS   Y4, 64(CX)(R8*4)
-	VMOVUPS    96(BX)(R8*4), Y2
-	VADDPS     Y0, Y2, Y2
-	VMULPS     Y2, Y5, Y5
-	VMOVNTPS   Y5, 96(CX)(R8*4)
-	ADDQ       $0x00000020, R8
-	JMP        scalentloop
+	TESTL      $0x00000010, R11
+	JNZ        offset19
+	VMULPS     (BX)(R8*4), Y2, Y2
+	VMULPS     32(BX)(R8*4), Y3, Y3
+	VMULPS     64(BX)(R8*4), Y4, Y4
+	VMULPS     96(BX)(R8*4), Y5, Y5
+
+weighed20:
+	VMOVNTPS Y2, (CX)(R8*4)
+	VMOVNTPS Y3, 32(CX)(R8*4)
+	VMOVNTPS Y4, 64(CX)(R8*4)
+	VMOVNTPS Y5, 96(CX)(R8*4)
+	ADDQ     $0x00000020, R8
+	JMP      scalentloop
+
+offset19:
+	VMOVUPS (BX)(R8*4), Y6
+	VADDPS  Y0, Y6, Y6
+	VMULPS  Y6, Y2, Y2
+	VMOVUPS 32(BX)(R8*4), Y6
+	VADDPS  Y0, Y6, Y6
+	VMULPS  Y6, Y3, Y3
+	VMOVUPS 64(BX)(R8*4), Y6
+	VADDPS  Y0, Y6, Y6
+	VMULPS  Y6, Y4, Y4
+	VMOVUPS 96(BX)(R8*4), Y6
+	VADDPS  Y0, Y6, Y6
+	VMULPS  Y6, Y5, Y5
+	JMP     weighed20
 
 scaletail:
 	ADDQ $0x00000018, R9
@@ -13884,52 +11987,52 @@ partout:
 	XORQ R13, R13
 	SUBQ $0x00000008, R14
 
-copyvec18:
+copyvec21:
 	CMPQ    R13, R14
-	JG      copyone19
+	JG      copyone22
 	VMOVUPS (R11)(R13*4), Y2
 	VMOVUPS Y2, (R12)(R13*4)
 	ADDQ    $0x00000008, R13
-	JMP     copyvec18
+	JMP     copyvec21
 
-copyone19:
+copyone22:
 	ADDQ $0x00000008, R14
 
-copyloop21:
+copyloop24:
 	CMPQ R13, R14
-	JGE  copied20
+	JGE  copied23
 	MOVL (R11)(R13*4), R15
 	MOVL R15, (R12)(R13*4)
 	INCQ R13
-	JMP  copyloop21
+	JMP  copyloop24
 
-copied20:
+copied23:
 	LEAQ (BX)(R8*4), R11
 	LEAQ 160(SP), R12
 	MOVQ R10, R14
 	XORQ R13, R13
 	SUBQ $0x00000008, R14
 
-copyvec22:
+copyvec25:
 	CMPQ    R13, R14
-	JG      copyone23
+	JG      copyone26
 	VMOVUPS (R11)(R13*4), Y2
 	VMOVUPS Y2, (R12)(R13*4)
 	ADDQ    $0x00000008, R13
-	JMP     copyvec22
+	JMP     copyvec25
 
-copyone23:
+copyone26:
 	ADDQ $0x00000008, R14
 
-copyloop25:
+copyloop28:
 	CMPQ R13, R14
-	JGE  copied24
+	JGE  copied27
 	MOVL (R11)(R13*4), R15
 	MOVL R15, (R12)(R13*4)
 	INCQ R13
-	JMP  copyloop25
+	JMP  copyloop28
 
-copied24:
+copied27:
 	VMOVUPS 128(SP), Y2
 	VMULPS  Y2, Y1, Y2
 	VMOVUPS 160(SP), Y3
@@ -13942,26 +12045,26 @@ copied24:
 	XORQ    R13, R13
 	SUBQ    $0x00000008, R14
 
-copyvec26:
+copyvec29:
 	CMPQ    R13, R14
-	JG      copyone27
+	JG      copyone30
 	VMOVUPS (R12)(R13*4), Y2
 	VMOVUPS Y2, (R11)(R13*4)
 	ADDQ    $0x00000008, R13
-	JMP     copyvec26
+	JMP     copyvec29
 
-copyone27:
+copyone30:
 	ADDQ $0x00000008, R14
 
-copyloop29:
+copyloop32:
 	CMPQ R13, R14
-	JGE  copied28
+	JGE  copied31
 	MOVL (R12)(R13*4), R15
 	MOVL R15, (R11)(R13*4)
 	INCQ R13
-	JMP  copyloop29
+	JMP  copyloop32
 
-copied28:
+copied31:
 	ADDQ R10, R8
 	CMPQ R8, job_d+0(AX)
 	JB   scalentgo
@@ -24731,11 +22834,11 @@ DATA kernels<>+136(SB)/8, $·runGeneric(SB)
 DATA kernels<>+144(SB)/8, $·runGenericBackward(SB)
 DATA kernels<>+152(SB)/8, $·runGenericBackward(SB)
 DATA kernels<>+160(SB)/8, $·runGenericBackward(SB)
-DATA kernels<>+168(SB)/8, $·avx2Weighted(SB)
-DATA kernels<>+176(SB)/8, $·avx2Offset(SB)
+DATA kernels<>+168(SB)/8, $·avx2WeightedOrOffset(SB)
+DATA kernels<>+176(SB)/8, $·avx2WeightedOrOffset(SB)
 DATA kernels<>+184(SB)/8, $·avx2Unweighted(SB)
-DATA kernels<>+192(SB)/8, $·avx2AddWeighted(SB)
-DATA kernels<>+200(SB)/8, $·avx2AddOffset(SB)
+DATA kernels<>+192(SB)/8, $·avx2AddWeightedOrOffset(SB)
+DATA kernels<>+200(SB)/8, $·avx2AddWeightedOrOffset(SB)
 DATA kernels<>+208(SB)/8, $·avx2AddUnweighted(SB)
 DATA kernels<>+216(SB)/8, $·avx2BF16WeightedOrOffset(SB)
 DATA kernels<>+224(SB)/8, $·avx2BF16WeightedOrOffset(SB)
@@ -24752,11 +22855,11 @@ DATA kernels<>+304(SB)/8, $·avx2F16AddUnweighted(SB)
 DATA kernels<>+312(SB)/8, $·avx2BackwardWeighted(SB)
 DATA kernels<>+320(SB)/8, $·avx2BackwardOffset(SB)
 DATA kernels<>+328(SB)/8, $·avx2BackwardUnweighted(SB)
-DATA kernels<>+336(SB)/8, $·avx512Weighted(SB)
-DATA kernels<>+344(SB)/8, $·avx512Offset(SB)
+DATA kernels<>+336(SB)/8, $·avx512WeightedOrOffset(SB)
+DATA kernels<>+344(SB)/8, $·avx512WeightedOrOffset(SB)
 DATA kernels<>+352(SB)/8, $·avx512Unweighted(SB)
-DATA kernels<>+360(SB)/8, $·avx512AddWeighted(SB)
-DATA kernels<>+368(SB)/8, $·avx512AddOffset(SB)
+DATA kernels<>+360(SB)/8, $·avx512AddWeightedOrOffset(SB)
+DATA kernels<>+368(SB)/8, $·avx512AddWeightedOrOffset(SB)
 DATA kernels<>+376(SB)/8, $·avx512AddUnweighted(SB)
 DATA kernels<>+384(SB)/8, $·avx512BF16WeightedOrOffset(SB)
 DATA kernels<>+392(SB)/8, $·avx512BF16WeightedOrOffset(SB)

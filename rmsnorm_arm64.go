@@ -37,17 +37,11 @@ func neonBackwardOffset(j *job, from, to int) int
 //go:noescape
 func neonBackwardUnweighted(j *job, from, to int) int
 
-// neonWeighted normalizes rows [from, to) of the job: y = (x*inv)*w, for each row.
+// neonWeightedOrOffset normalizes rows [from, to) of the job: y = (x*inv)*w, or (x*inv)*(1+w) with flagOffset, for each row.
 // It stops before the first row that needs the float64 path and returns that row's index, or to.
 //
 //go:noescape
-func neonWeighted(j *job, from, to int) int
-
-// neonOffset normalizes rows [from, to) of the job: y = (x*inv)*(1+w), for each row.
-// It stops before the first row that needs the float64 path and returns that row's index, or to.
-//
-//go:noescape
-func neonOffset(j *job, from, to int) int
+func neonWeightedOrOffset(j *job, from, to int) int
 
 // neonUnweighted normalizes rows [from, to) of the job: y = x*inv, for each row.
 // It stops before the first row that needs the float64 path and returns that row's index, or to.
@@ -55,17 +49,11 @@ func neonOffset(j *job, from, to int) int
 //go:noescape
 func neonUnweighted(j *job, from, to int) int
 
-// neonAddWeighted normalizes rows [from, to) of the job: h = x + res and res = h per element, then y = (h*inv)*w, for each row.
+// neonAddWeightedOrOffset normalizes rows [from, to) of the job: h = x + res and res = h per element, then y = (h*inv)*w, or (h*inv)*(1+w) with flagOffset, for each row.
 // It stops before the first row that needs the float64 path and returns that row's index, or to.
 //
 //go:noescape
-func neonAddWeighted(j *job, from, to int) int
-
-// neonAddOffset normalizes rows [from, to) of the job: h = x + res and res = h per element, then y = (h*inv)*(1+w), for each row.
-// It stops before the first row that needs the float64 path and returns that row's index, or to.
-//
-//go:noescape
-func neonAddOffset(j *job, from, to int) int
+func neonAddWeightedOrOffset(j *job, from, to int) int
 
 // neonAddUnweighted normalizes rows [from, to) of the job: h = x + res and res = h per element, then y = h*inv, for each row.
 // It stops before the first row that needs the float64 path and returns that row's index, or to.

@@ -549,21 +549,39 @@ func (e *emitter) scaleRow(src string) {
 			e.scaleLoop16("", e.v.Mode)
 		}
 	} else {
+		// A loop for each memory mode and weight form, chosen once per row.
+		loop := func(label string, pf bool, mode spec.Mode) {
+			e.label(label)
+			e.op("CMP $16, R12")
+			e.op("BLT loop4")
+			if pf {
+				e.op("PRFM (R15), PLDL1KEEP")
+				e.op("ADD $64, R15, R15")
+			}
+			e.scale16(mode)
+			e.op("B %s", label)
+		}
+		forms := func(label string, pf bool) {
+			if !e.v.SharesWeight() {
+				loop(label, pf, e.v.Mode)
+				return
+			}
+			e.op("TBNZ $%d, %s, %soffset", bits.TrailingZeros(spec.FlagOffset), rFlags, label)
+			loop(label, pf, spec.Weighted)
+			loop(label+"offset", pf, spec.Offset)
+		}
+		noPF := "loop16"
+		if e.v.SharesWeight() {
+			noPF = "nopf16"
+		}
 		e.op("TST $%d, %s", spec.FlagPF, rFlags)
-		e.op("BEQ loop16")
+		e.op("BEQ %s", noPF)
 		e.op("ADD %s, R10, R15", rPfScale)
-		e.label("pf16")
-		e.op("CMP $16, R12")
-		e.op("BLT loop4")
-		e.op("PRFM (R15), PLDL1KEEP")
-		e.op("ADD $64, R15, R15")
-		e.scale16(e.v.Mode)
-		e.op("B pf16")
-		e.label("loop16")
-		e.op("CMP $16, R12")
-		e.op("BLT loop4")
-		e.scale16(e.v.Mode)
-		e.op("B loop16")
+		forms("pf16", true)
+		if e.v.SharesWeight() {
+			e.label(noPF)
+		}
+		forms("loop16", false)
 	}
 
 	e.label("loop4")

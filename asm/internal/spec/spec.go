@@ -57,17 +57,17 @@ type Variant struct {
 // less than a second copy of every such function (a third of the generated code).
 func (v Variant) Rounds() bool { return v.Format != F32 && v.Mode != Unweighted }
 
-// SharesWeight reports whether v's kernel function is one of the 16-bit functions with a weight,
-// which serve Weighted and Offset alike (see Body).
-func (v Variant) SharesWeight() bool { return v.Format != F32 && v.Mode != Unweighted }
+// SharesWeight reports whether v's kernel function is one of the functions with a weight, which
+// serve Weighted and Offset alike (see Body).
+func (v Variant) SharesWeight() bool { return v.Mode != Unweighted }
 
-// Body returns the variant whose kernel function runs v. 16-bit rows with a weight have one
-// function for Weighted and Offset, told apart by FlagOffset: the main scale loop comes in one
-// copy per form, chosen once per row (on amd64 the loop of non-temporal stores, whose rows come
-// from memory, tests the flag per iteration instead), and the ends of rows multiply by w + c, with
-// c = 1 under FlagOffset and c = -0 without (w + -0 is w for every w, -0 included, so Weighted
-// keeps its bits). The Weighted functions were a sixth of the generated code. float32 rows keep a
-// function for each: their functions are smaller and their loops shorter.
+// Body returns the variant whose kernel function runs v. Rows with a weight have one function for
+// Weighted and Offset, told apart by FlagOffset: the main scale loops come in one copy per form,
+// chosen once per row (on amd64 the loop of non-temporal stores, whose rows come from memory,
+// tests the flag per iteration instead), and the ends of rows multiply by w + c, with c = 1 under
+// FlagOffset and c = -0 without (w + -0 is w for every w, -0 included, so Weighted keeps its
+// bits). Everything else, the sum pass above all, is shared: the Weighted functions were a sixth
+// of the generated code.
 func (v Variant) Body() Variant {
 	if v.SharesWeight() {
 		v.Mode = Offset
@@ -75,8 +75,8 @@ func (v Variant) Body() Variant {
 	return v
 }
 
-// FuncName is the part of a function name that names the function running v, e.g. "AddOffset"
-// or, for a shared 16-bit function, "BF16AddWeightedOrOffset".
+// FuncName is the part of a function name that names the function running v, e.g. "AddUnweighted"
+// or, for a function that serves both weight forms, "BF16AddWeightedOrOffset".
 func (v Variant) FuncName() string {
 	if !v.SharesWeight() {
 		return v.Name()
@@ -219,7 +219,7 @@ const (
 	// FlagRN (16-bit rows with a weight): Norm.RoundNormalized, x*inv rounded to the format before
 	// the weight (see Variant.Rounds).
 	FlagRN = 8
-	// FlagOffset (16-bit rows with a weight): the weight form is 1+w, Offset (see Variant.Body).
+	// FlagOffset (rows with a weight): the weight form is 1+w, Offset (see Variant.Body).
 	FlagOffset = 16
 )
 
@@ -245,7 +245,7 @@ func GoSpec(header string) string {
 	fmt.Fprintf(&b, "\tflagPF = %d // the rows come from memory, or lie far apart: prefetch them (the generic kernel: touchRow)\n", FlagPF)
 	fmt.Fprintf(&b, "\tflagFuse = %d // backward: the last row of a block adds the block's partial sum to DW\n", FlagFuse)
 	fmt.Fprintf(&b, "\tflagRN = %d // 16-bit rows with a weight: round x*inv to the format before the weight (RoundNormalized)\n", FlagRN)
-	fmt.Fprintf(&b, "\tflagOffset = %d // 16-bit rows with a weight: the weight form is 1+w (the functions for both forms are one)\n", FlagOffset)
+	fmt.Fprintf(&b, "\tflagOffset = %d // rows with a weight: the weight form is 1+w (the functions for both forms are one)\n", FlagOffset)
 	b.WriteString(")\n\n")
 	fmt.Fprintf(&b, "// gradBlock is the number of rows summed into one partial sum of the weight gradient.\nconst gradBlock = %d\n\n", GradBlock)
 	fmt.Fprintf(&b, "// groupMax is the longest row the kernels normalize four at a time.\nconst groupMax = %d\n\n", GroupMax)

@@ -309,7 +309,7 @@ sumpfloop:
 	JMP        sumpfloop
 
 sumtail:
-	// Fewer than 64 elements remain.
+	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
 	MOVQ job_d+0(AX), R10
 	SUBQ R9, R10
 	JZ   summed
@@ -869,7 +869,7 @@ sumpfloop:
 	JMP        sumpfloop
 
 sumtail:
-	// Fewer than 64 elements remain.
+	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
 	MOVQ job_d+0(AX), R9
 	SUBQ R8, R9
 	JZ   summed
@@ -1346,7 +1346,7 @@ sumpfloop:
 	JMP        sumpfloop
 
 sumtail:
-	// Fewer than 64 elements remain.
+	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
 	MOVQ job_d+0(AX), R11
 	SUBQ R10, R11
 	JZ   summed
@@ -1857,7 +1857,7 @@ sumpfloop:
 	JMP        sumpfloop
 
 sumtail:
-	// Fewer than 64 elements remain.
+	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
 	MOVQ job_d+0(AX), R10
 	SUBQ R9, R10
 	JZ   summed
@@ -2261,7 +2261,7 @@ sumpf:
 	JMP        sumblock
 
 sumtail:
-	// Fewer than 64 elements remain.
+	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
 	MOVQ job_d+0(AX), R10
 	SUBQ R9, R10
 	JZ   summed
@@ -3028,7 +3028,7 @@ sumpf:
 	JMP        sumblock
 
 sumtail:
-	// Fewer than 64 elements remain.
+	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
 	MOVQ job_d+0(AX), R9
 	SUBQ R8, R9
 	JZ   summed
@@ -3644,7 +3644,7 @@ sumpf:
 	JMP        sumblock
 
 sumtail:
-	// Fewer than 64 elements remain.
+	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
 	MOVQ job_d+0(AX), R11
 	SUBQ R10, R11
 	JZ   summed
@@ -4458,7 +4458,7 @@ sumpf:
 	JMP        sumblock
 
 sumtail:
-	// Fewer than 64 elements remain.
+	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
 	MOVQ job_d+0(AX), R10
 	SUBQ R9, R10
 	JZ   summed
@@ -4958,7 +4958,7 @@ sumpf:
 	JMP        sumblock
 
 sumtail:
-	// Fewer than 64 elements remain.
+	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
 	MOVQ job_d+0(AX), R10
 	SUBQ R9, R10
 	JZ   summed
@@ -5567,7 +5567,7 @@ sumpf:
 	JMP        sumblock
 
 sumtail:
-	// Fewer than 64 elements remain.
+	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
 	MOVQ job_d+0(AX), R9
 	SUBQ R8, R9
 	JZ   summed
@@ -6057,7 +6057,7 @@ sumpf:
 	JMP        sumblock
 
 sumtail:
-	// Fewer than 64 elements remain.
+	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
 	MOVQ job_d+0(AX), R11
 	SUBQ R10, R11
 	JZ   summed
@@ -6641,7 +6641,7 @@ sumpf:
 	JMP        sumblock
 
 sumtail:
-	// Fewer than 64 elements remain.
+	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
 	MOVQ job_d+0(AX), R10
 	SUBQ R9, R10
 	JZ   summed
@@ -10307,7 +10307,7 @@ sumpfloop:
 	JMP        sumpfloop
 
 sumtail:
-	// Fewer than 64 elements remain.
+	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
 	MOVQ    job_d+0(AX), R10
 	SUBQ    R9, R10
 	JZ      summed
@@ -10987,7 +10987,7 @@ sumpfloop:
 	JMP        sumpfloop
 
 sumtail:
-	// Fewer than 64 elements remain.
+	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
 	MOVQ    job_d+0(AX), R9
 	SUBQ    R8, R9
 	JZ      summed
@@ -11573,7 +11573,7 @@ sumpfloop:
 	JMP        sumpfloop
 
 sumtail:
-	// Fewer than 64 elements remain.
+	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
 	MOVQ    job_d+0(AX), R11
 	SUBQ    R10, R11
 	JZ      summed
@@ -12303,7 +12303,7 @@ sumpfloop:
 	JMP        sumpfloop
 
 sumtail:
-	// Fewer than 64 elements remain.
+	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
 	MOVQ    job_d+0(AX), R10
 	SUBQ    R9, R10
 	JZ      summed
@@ -12858,7 +12858,7 @@ sumpf:
 	JMP        sumblock
 
 sumtail:
-	// Fewer than 64 elements remain.
+	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
 	MOVQ    job_d+0(AX), R10
 	SUBQ    R9, R10
 	JZ      summed
@@ -13773,7 +13773,7 @@ sumpf:
 	JMP        sumblock
 
 sumtail:
-	// Fewer than 64 elements remain.
+	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
 	MOVQ    job_d+0(AX), R9
 	SUBQ    R8, R9
 	JZ      summed
@@ -14612,7 +14612,7 @@ sumpf:
 	JMP        sumblock
 
 sumtail:
-	// Fewer than 64 elements remain.
+	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
 	MOVQ    job_d+0(AX), R11
 	SUBQ    R10, R11
 	JZ      summed
@@ -15735,7 +15735,7 @@ sumpf:
 	JMP        sumblock
 
 sumtail:
-	// Fewer than 64 elements remain.
+	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
 	MOVQ    job_d+0(AX), R10
 	SUBQ    R9, R10
 	JZ      summed
@@ -16344,7 +16344,7 @@ sumpf:
 	JMP        sumblock
 
 sumtail:
-	// Fewer than 64 elements remain.
+	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
 	MOVQ    job_d+0(AX), R10
 	SUBQ    R9, R10
 	JZ      summed
@@ -17048,7 +17048,7 @@ sumpf:
 	JMP        sumblock
 
 sumtail:
-	// Fewer than 64 elements remain.
+	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
 	MOVQ    job_d+0(AX), R9
 	SUBQ    R8, R9
 	JZ      summed
@@ -17637,7 +17637,7 @@ sumpf:
 	JMP        sumblock
 
 sumtail:
-	// Fewer than 64 elements remain.
+	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
 	MOVQ    job_d+0(AX), R11
 	SUBQ    R10, R11
 	JZ      summed
@@ -18405,7 +18405,7 @@ sumpf:
 	JMP        sumblock
 
 sumtail:
-	// Fewer than 64 elements remain.
+	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
 	MOVQ    job_d+0(AX), R10
 	SUBQ    R9, R10
 	JZ      summed

@@ -332,9 +332,9 @@ func (g *gen) sumSquares(xr, rr GPVirtual) []VecVirtual {
 		fl := GP32() // the flags in a register: a test of memory in the loop costs a load per block
 		MOVL(g.flags(), fl)
 		reenter = func() {
-			// Straight to the block, with no prefetch: the rows ahead were prefetched with the
-			// rest of the row. pf and fl are set anyway, so that the register allocator does not
-			// keep them through the copies, which need the registers.
+			// Straight to the block, with no prefetch (the copies on the stack are in the cache).
+			// pf and fl are set anyway, so that the register allocator does not keep them
+			// through the copies, which need the registers.
 			MOVQ(xr, pf)
 			XORL(fl, fl)
 			JMP(LabelRef("sumblock"))
@@ -379,7 +379,7 @@ func (g *gen) sumSquares(xr, rr GPVirtual) []VecVirtual {
 	}
 
 	Label("sumtail")
-	Comment("Fewer than 64 elements remain.")
+	Comment("Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).")
 	rem := GP64()
 	MOVQ(g.d(), rem)
 	SUBQ(i, rem)
@@ -714,9 +714,6 @@ func (g *gen) scaleRows(inv VecVirtual) {
 		JNZ(LabelRef(picked))
 		VBROADCASTSS(constNegZero, one)
 		Label(picked)
-	case g.v.Mode == spec.Offset:
-		one = s.vec()
-		VBROADCASTSS(constOne, one)
 	}
 	src := g.x
 	if g.v.Residual {
@@ -858,9 +855,10 @@ func (g *gen) oneLoop() bool { return g.is16() }
 
 // scaleLoop emits the unrolled loop of the scale pass while whole iterations remain, then jumps
 // to scaletail: prefetching the row at pf as it goes (unless pf is nil), with non-temporal stores
-// when nt. With fl (the flags in a register, see oneLoop), the prefetches depend on flagPF,
-// tested per iteration with a branch not taken when it is clear: one loop serves rows in cache
-// and rows from memory (flagNT comes only with flagPF).
+// when nt. With fl (the flags in a register) and not nt, the prefetches depend on flagPF, tested
+// per iteration with a branch not taken when it is clear: one loop serves rows in cache and rows
+// from memory (flagNT comes only with flagPF; see oneLoop). The non-temporal loop of a function
+// for both weight forms (form byFlag) tests flagOffset in fl instead (see weighLoop).
 func (g *gen) scaleLoop(name string, src, i, lim, pf, fl GPVirtual, invv, one VecVirtual, nt bool, form spec.Mode) {
 	s := g.s
 	Label(name)

@@ -14,8 +14,9 @@ import (
 // R23-R26 are scratch (R18 is the platform register, R27-R30 belong to the Go toolchain, and R26
 // holds a closure's context only on entry).
 // Vector: V0-V15 the 64 partial sums, V16-V23 scratch, V24-V27 the constants of bfloat16 rounding
-// (bfloat16 variants), V28 the ones of 1+w (c, 1 or -0, in the 16-bit functions that serve both
-// weight forms: spec.Variant.Body), V29 inv (all lanes), V30 the four inv of a group.
+// (bfloat16 variants), V28 c, what the ends of rows add to the weight (1 or -0, in the functions
+// with a weight, which serve both weight forms: spec.Variant.Body), V29 inv (all lanes), V30 the
+// four inv of a group.
 const (
 	rDst, rX, rW, rRes, rInv, rD, rTo, rStride, rFlags, rDone = "R0", "R1", "R2", "R3", "R4", "R5", "R6", "R7", "R8", "R9"
 	rSkip, rPend, rPfSum, rPfScale                            = "R19", "R20", "R21", "R22"
@@ -188,17 +189,13 @@ func (e *emitter) prologue() {
 	e.op("MOVD %s(R16), %s", j.Stride, rStride)
 	e.op("LSL $%d, %s, %s", map[int]int{4: 2, 2: 1}[e.eb], rStride, rStride)
 	e.op("MOVWU %s(R16), %s", j.Flags, rFlags)
-	switch {
-	case e.v.SharesWeight():
+	if e.v.SharesWeight() {
 		e.comment("c, added to the weight: 1 with flagOffset, else -0 (spec.Variant.Body).")
 		e.op("MOVW $0x80000000, R10")
 		e.op("TBZ $%d, %s, weightadd", bits.TrailingZeros(spec.FlagOffset), rFlags)
 		e.op("MOVW $0x3f800000, R10")
 		e.label("weightadd")
 		e.op("VDUP R10, V28.S4")
-	case e.v.Mode == spec.Offset:
-		e.op("FMOVS $1.0, F28")
-		e.op("VDUP V28.S[0], V28.S4")
 	}
 	if e.v.Format == spec.BF16 {
 		e.comment("Constants of bfloat16 rounding: 1, 0x7fff, 0xffff0000, the quiet NaN.")

@@ -8,9 +8,9 @@ package rmsnorm
 // cpuid) and memory_noasm.go.
 
 // streamFallback is the threshold when cpuid reports no L3, and in builds without assembly (no
-// cpuid). Measured on an AMD EPYC (Zen 5, 32 MiB
-// of L3) as Forward followed by copy() of its output, the next operation reading y, rows of 4096,
-// streaming forced on against off (ms, best of three):
+// cpuid). Measured on an AMD EPYC (Zen 5, 32 MiB of L3) as Forward followed by copy() of its
+// output, the next operation reading y, rows of 4096, streaming forced on against off (ms, best
+// of three):
 //
 //	x + y      float32 rows           bfloat16 rows
 //	 8 MiB     0.35 on, 0.22 off      0.40 on, 0.31 off

@@ -193,10 +193,10 @@ notpow2:
 	MOVL         R9, 372(SP)
 	VBROADCASTSS one<>+0(SB), Z0
 	TESTL        $0x00000010, job_flags+0(AX)
-	JNZ          weightadd
+	JNZ          weightadd1
 	VBROADCASTSS negzero<>+0(SB), Z0
 
-weightadd:
+weightadd1:
 	// Start at row from.
 	MOVQ  from+8(FP), DI
 	MOVQ  DI, 320(SP)
@@ -279,10 +279,10 @@ sumpf:
 	MOVQ SI, R11
 	SHLQ $0x01, R11
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows1
+	JA   longrows2
 	SHLQ $0x03, R11
 
-longrows1:
+longrows2:
 	ADDQ DI, R11
 
 	PCALIGN $32
@@ -386,14 +386,14 @@ invone:
 
 	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
 	CMPL   372(SP), $0x00
-	JE     divide2
+	JE     divide3
 	VMULSS 372(SP), X1, X1
-	JMP    divided3
+	JMP    divided4
 
-divide2:
+divide3:
 	VDIVSS 368(SP), X1, X1
 
-divided3:
+divided4:
 	VADDSS   job_eps+0(AX), X1, X1
 	VUCOMISS tlo<>+0(SB), X1
 	JCS      ret
@@ -436,16 +436,16 @@ invgroup:
 
 	// t = ss/d + eps for the four rows; any t outside [2^-100, MaxFloat32] sends the group to the one-row path.
 	CMPL         372(SP), $0x00
-	JE           divide4
+	JE           divide5
 	VBROADCASTSS 372(SP), Z2
 	VMULPS       Z2, Z1, Z1
-	JMP          divided5
+	JMP          divided6
 
-divide4:
+divide5:
 	VBROADCASTSS 368(SP), Z2
 	VDIVPS       Z2, Z1, Z1
 
-divided5:
+divided6:
 	VBROADCASTSS job_eps+0(AX), Z2
 	VADDPS       Z2, Z1, Z1
 	MOVL         $0x0000000f, DI
@@ -544,10 +544,10 @@ scaleoffsetloop:
 scalepf:
 	MOVQ SI, R9
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows6
+	JA   longrows7
 	SHLQ $0x03, R9
 
-longrows6:
+longrows7:
 	ADDQ  DX, R9
 	TESTL $0x00000001, job_flags+0(AX)
 	JNZ   scalent
@@ -625,10 +625,10 @@ scalehead:
 scalentgo:
 	MOVQ SI, R9
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows7
+	JA   longrows8
 	SHLQ $0x03, R9
 
-longrows7:
+longrows8:
 	ADDQ DX, R9
 	MOVL job_flags+0(AX), R10
 
@@ -645,13 +645,13 @@ scalentloop:
 	VMULPS     128(DX)(DI*4), Z1, Z4
 	VMULPS     192(DX)(DI*4), Z1, Z5
 	TESTL      $0x00000010, R10
-	JNZ        offset8
+	JNZ        offset9
 	VMULPS     (BX)(DI*4), Z2, Z2
 	VMULPS     64(BX)(DI*4), Z3, Z3
 	VMULPS     128(BX)(DI*4), Z4, Z4
 	VMULPS     192(BX)(DI*4), Z5, Z5
 
-weighed9:
+weighed10:
 	VMOVNTPS Z2, (CX)(DI*4)
 	VMOVNTPS Z3, 64(CX)(DI*4)
 	VMOVNTPS Z4, 128(CX)(DI*4)
@@ -659,7 +659,7 @@ weighed9:
 	ADDQ     $0x00000040, DI
 	JMP      scalentloop
 
-offset8:
+offset9:
 	VMOVUPS (BX)(DI*4), Z7
 	VADDPS  Z0, Z7, Z7
 	VMULPS  Z7, Z2, Z2
@@ -672,7 +672,7 @@ offset8:
 	VMOVUPS 192(BX)(DI*4), Z7
 	VADDPS  Z0, Z7, Z7
 	VMULPS  Z7, Z5, Z5
-	JMP     weighed9
+	JMP     weighed10
 
 scaletail:
 	ADDQ $0x00000030, R8
@@ -1220,10 +1220,10 @@ notpow2:
 	MOVL         R10, 372(SP)
 	VBROADCASTSS one<>+0(SB), Z0
 	TESTL        $0x00000010, job_flags+0(AX)
-	JNZ          weightadd
+	JNZ          weightadd1
 	VBROADCASTSS negzero<>+0(SB), Z0
 
-weightadd:
+weightadd1:
 	// Start at row from.
 	MOVQ  from+8(FP), R8
 	MOVQ  R8, 320(SP)
@@ -1308,10 +1308,10 @@ sumpf:
 	MOVQ DI, R12
 	SHLQ $0x01, R12
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows1
+	JA   longrows2
 	SHLQ $0x03, R12
 
-longrows1:
+longrows2:
 	ADDQ R8, R12
 
 	PCALIGN $32
@@ -1426,14 +1426,14 @@ summed:
 
 	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
 	CMPL   372(SP), $0x00
-	JE     divide2
+	JE     divide3
 	VMULSS 372(SP), X1, X1
-	JMP    divided3
+	JMP    divided4
 
-divide2:
+divide3:
 	VDIVSS 368(SP), X1, X1
 
-divided3:
+divided4:
 	VADDSS   job_eps+0(AX), X1, X1
 	VUCOMISS tlo<>+0(SB), X1
 	JCS      ret
@@ -1520,10 +1520,10 @@ scaleoffsetloop:
 scalepf:
 	MOVQ DI, R10
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows4
+	JA   longrows5
 	SHLQ $0x03, R10
 
-longrows4:
+longrows5:
 	ADDQ  SI, R10
 	TESTL $0x00000001, job_flags+0(AX)
 	JNZ   scalent
@@ -1601,10 +1601,10 @@ scalehead:
 scalentgo:
 	MOVQ DI, R10
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows5
+	JA   longrows6
 	SHLQ $0x03, R10
 
-longrows5:
+longrows6:
 	ADDQ SI, R10
 	MOVL job_flags+0(AX), R11
 
@@ -1621,13 +1621,13 @@ scalentloop:
 	VMULPS     128(SI)(R8*4), Z1, Z4
 	VMULPS     192(SI)(R8*4), Z1, Z5
 	TESTL      $0x00000010, R11
-	JNZ        offset6
+	JNZ        offset7
 	VMULPS     (BX)(R8*4), Z2, Z2
 	VMULPS     64(BX)(R8*4), Z3, Z3
 	VMULPS     128(BX)(R8*4), Z4, Z4
 	VMULPS     192(BX)(R8*4), Z5, Z5
 
-weighed7:
+weighed8:
 	VMOVNTPS Z2, (CX)(R8*4)
 	VMOVNTPS Z3, 64(CX)(R8*4)
 	VMOVNTPS Z4, 128(CX)(R8*4)
@@ -1635,7 +1635,7 @@ weighed7:
 	ADDQ     $0x00000040, R8
 	JMP      scalentloop
 
-offset6:
+offset7:
 	VMOVUPS (BX)(R8*4), Z7
 	VADDPS  Z0, Z7, Z7
 	VMULPS  Z7, Z2, Z2
@@ -1648,7 +1648,7 @@ offset6:
 	VMOVUPS 192(BX)(R8*4), Z7
 	VADDPS  Z0, Z7, Z7
 	VMULPS  Z7, Z5, Z5
-	JMP     weighed7
+	JMP     weighed8
 
 scaletail:
 	ADDQ $0x00000030, R9
@@ -2152,10 +2152,10 @@ notpow2:
 	MOVL         R9, 372(SP)
 	VBROADCASTSS one<>+0(SB), Z5
 	TESTL        $0x00000010, job_flags+0(AX)
-	JNZ          weightadd
+	JNZ          weightadd1
 	VBROADCASTSS negzero<>+0(SB), Z5
 
-weightadd:
+weightadd1:
 	// Start at row from.
 	MOVQ  from+8(FP), DI
 	MOVQ  DI, 320(SP)
@@ -2220,10 +2220,10 @@ firstblock:
 	MOVQ SI, R11
 	SHLQ $0x01, R11
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows1
+	JA   longrows2
 	SHLQ $0x03, R11
 
-longrows1:
+longrows2:
 	ADDQ DI, R11
 	MOVL job_flags+0(AX), R12
 
@@ -2342,14 +2342,14 @@ invone:
 
 	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
 	CMPL   372(SP), $0x00
-	JE     divide2
+	JE     divide3
 	VMULSS 372(SP), X6, X6
-	JMP    divided3
+	JMP    divided4
 
-divide2:
+divide3:
 	VDIVSS 368(SP), X6, X6
 
-divided3:
+divided4:
 	VADDSS   job_eps+0(AX), X6, X6
 	VUCOMISS tlo<>+0(SB), X6
 	JCS      ret
@@ -2392,16 +2392,16 @@ invgroup:
 
 	// t = ss/d + eps for the four rows; any t outside [2^-100, MaxFloat32] sends the group to the one-row path.
 	CMPL         372(SP), $0x00
-	JE           divide4
+	JE           divide5
 	VBROADCASTSS 372(SP), Z7
 	VMULPS       Z7, Z6, Z6
-	JMP          divided5
+	JMP          divided6
 
-divide4:
+divide5:
 	VBROADCASTSS 368(SP), Z7
 	VDIVPS       Z7, Z6, Z6
 
-divided5:
+divided6:
 	VBROADCASTSS job_eps+0(AX), Z7
 	VADDPS       Z7, Z6, Z6
 	MOVL         $0x0000000f, DI
@@ -2448,10 +2448,10 @@ scalebody:
 	SUBQ $0x00000040, R8
 	MOVQ SI, R9
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows6
+	JA   longrows7
 	SHLQ $0x03, R9
 
-longrows6:
+longrows7:
 	ADDQ  DX, R9
 	MOVL  job_flags+0(AX), R10
 	TESTL $0x00000001, R10
@@ -2464,9 +2464,9 @@ scaleloop:
 	CMPQ  DI, R8
 	JG    scaletail
 	TESTL $0x00000002, R10
-	JNZ   scalelooppf7
+	JNZ   scalelooppf8
 
-scaleloopbody8:
+scaleloopbody9:
 	VPMOVZXWD   (DX)(DI*2), Z7
 	VPSLLD      $0x10, Z7, Z7
 	VMULPS      Z6, Z7, Z7
@@ -2480,7 +2480,7 @@ scaleloopbody8:
 	VPSLLD      $0x10, Z10, Z10
 	VMULPS      Z6, Z10, Z10
 	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn9
+	JZ          notrn10
 	VFIXUPIMMPS $0x00, Z3, Z7, Z7
 	VPSRLD      $0x10, Z7, Z12
 	VPANDD      Z0, Z12, Z12
@@ -2510,7 +2510,7 @@ scaleloopbody8:
 	VPANDD      Z2, Z12, Z12
 	VMOVUPS     Z12, Z10
 
-notrn9:
+notrn10:
 	VMULPS      (BX)(DI*4), Z7, Z7
 	VMULPS      64(BX)(DI*4), Z8, Z8
 	VFIXUPIMMPS $0x00, Z3, Z7, Z7
@@ -2542,19 +2542,19 @@ notrn9:
 	ADDQ        $0x00000040, DI
 	JMP         scaleloop
 
-scalelooppf7:
+scalelooppf8:
 	PREFETCHT0 (R9)(DI*2)
 	PREFETCHT0 64(R9)(DI*2)
-	JMP        scaleloopbody8
+	JMP        scaleloopbody9
 
 	PCALIGN $32
 scaleoffsetloop:
 	CMPQ  DI, R8
 	JG    scaletail
 	TESTL $0x00000002, R10
-	JNZ   scaleoffsetlooppf10
+	JNZ   scaleoffsetlooppf11
 
-scaleoffsetloopbody11:
+scaleoffsetloopbody12:
 	VPMOVZXWD   (DX)(DI*2), Z7
 	VPSLLD      $0x10, Z7, Z7
 	VMULPS      Z6, Z7, Z7
@@ -2568,7 +2568,7 @@ scaleoffsetloopbody11:
 	VPSLLD      $0x10, Z10, Z10
 	VMULPS      Z6, Z10, Z10
 	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn12
+	JZ          notrn13
 	VFIXUPIMMPS $0x00, Z3, Z7, Z7
 	VPSRLD      $0x10, Z7, Z12
 	VPANDD      Z0, Z12, Z12
@@ -2598,7 +2598,7 @@ scaleoffsetloopbody11:
 	VPANDD      Z2, Z12, Z12
 	VMOVUPS     Z12, Z10
 
-notrn12:
+notrn13:
 	VMOVUPS     (BX)(DI*4), Z12
 	VADDPS      Z5, Z12, Z12
 	VMULPS      Z12, Z7, Z7
@@ -2638,10 +2638,10 @@ notrn12:
 	ADDQ        $0x00000040, DI
 	JMP         scaleoffsetloop
 
-scaleoffsetlooppf10:
+scaleoffsetlooppf11:
 	PREFETCHT0 (R9)(DI*2)
 	PREFETCHT0 64(R9)(DI*2)
-	JMP        scaleoffsetloopbody11
+	JMP        scaleoffsetloopbody12
 
 scalent:
 	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
@@ -2661,7 +2661,7 @@ scalehead:
 	VPSLLD      $0x10, Z7, Z7
 	VMULPS      Z6, Z7, Z7
 	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn13
+	JZ          notrn14
 	VFIXUPIMMPS $0x00, Z3, Z7, Z7
 	VPSRLD      $0x10, Z7, Z8
 	VPANDD      Z0, Z8, Z8
@@ -2670,7 +2670,7 @@ scalehead:
 	VPANDD      Z2, Z8, Z8
 	VMOVUPS     Z8, Z7
 
-notrn13:
+notrn14:
 	VMOVUPS     (BX)(DI*4), Z8
 	VADDPS      Z5, Z8, Z8
 	VMULPS      Z8, Z7, Z7
@@ -2691,10 +2691,10 @@ scaleheadpart:
 scalentgo:
 	MOVQ SI, R9
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows14
+	JA   longrows15
 	SHLQ $0x03, R9
 
-longrows14:
+longrows15:
 	ADDQ DX, R9
 	MOVL job_flags+0(AX), R10
 
@@ -2717,7 +2717,7 @@ scalentloop:
 	VPSLLD      $0x10, Z10, Z10
 	VMULPS      Z6, Z10, Z10
 	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn15
+	JZ          notrn16
 	VFIXUPIMMPS $0x00, Z3, Z7, Z7
 	VPSRLD      $0x10, Z7, Z12
 	VPANDD      Z0, Z12, Z12
@@ -2747,15 +2747,15 @@ scalentloop:
 	VPANDD      Z2, Z12, Z12
 	VMOVUPS     Z12, Z10
 
-notrn15:
+notrn16:
 	TESTL  $0x00000010, R10
-	JNZ    offset16
+	JNZ    offset17
 	VMULPS (BX)(DI*4), Z7, Z7
 	VMULPS 64(BX)(DI*4), Z8, Z8
 	VMULPS 128(BX)(DI*4), Z9, Z9
 	VMULPS 192(BX)(DI*4), Z10, Z10
 
-weighed17:
+weighed18:
 	VFIXUPIMMPS $0x00, Z3, Z7, Z7
 	VPSRLD      $0x10, Z7, Z12
 	VPANDD      Z0, Z12, Z12
@@ -2783,7 +2783,7 @@ weighed17:
 	ADDQ        $0x00000040, DI
 	JMP         scalentloop
 
-offset16:
+offset17:
 	VMOVUPS (BX)(DI*4), Z12
 	VADDPS  Z5, Z12, Z12
 	VMULPS  Z12, Z7, Z7
@@ -2796,7 +2796,7 @@ offset16:
 	VMOVUPS 192(BX)(DI*4), Z12
 	VADDPS  Z5, Z12, Z12
 	VMULPS  Z12, Z10, Z10
-	JMP     weighed17
+	JMP     weighed18
 
 scaletail:
 	ADDQ $0x00000030, R8
@@ -2808,7 +2808,7 @@ scaleone:
 	VPSLLD      $0x10, Z7, Z7
 	VMULPS      Z6, Z7, Z7
 	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn18
+	JZ          notrn19
 	VFIXUPIMMPS $0x00, Z3, Z7, Z7
 	VPSRLD      $0x10, Z7, Z8
 	VPANDD      Z0, Z8, Z8
@@ -2817,7 +2817,7 @@ scaleone:
 	VPANDD      Z2, Z8, Z8
 	VMOVUPS     Z8, Z7
 
-notrn18:
+notrn19:
 	VMOVUPS     (BX)(DI*4), Z8
 	VADDPS      Z5, Z8, Z8
 	VMULPS      Z8, Z7, Z7
@@ -2844,7 +2844,7 @@ partout:
 	VPSLLD      $0x10, Z7, Z7
 	VMULPS      Z7, Z6, Z7
 	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn19
+	JZ          notrn20
 	VFIXUPIMMPS $0x00, Z3, Z7, Z7
 	VPSRLD      $0x10, Z7, Z8
 	VPANDD      Z0, Z8, Z8
@@ -2853,7 +2853,7 @@ partout:
 	VPANDD      Z2, Z8, Z8
 	VMOVUPS     Z8, Z7
 
-notrn19:
+notrn20:
 	VMOVUPS.Z   (BX)(DI*4), K1, Z8
 	VADDPS      Z5, Z8, Z8
 	VMULPS      Z8, Z7, Z7
@@ -3461,10 +3461,10 @@ notpow2:
 	MOVL         R10, 372(SP)
 	VBROADCASTSS one<>+0(SB), Z5
 	TESTL        $0x00000010, job_flags+0(AX)
-	JNZ          weightadd
+	JNZ          weightadd1
 	VBROADCASTSS negzero<>+0(SB), Z5
 
-weightadd:
+weightadd1:
 	// Start at row from.
 	MOVQ  from+8(FP), R8
 	MOVQ  R8, 320(SP)
@@ -3559,10 +3559,10 @@ firstblock:
 	MOVQ DI, R12
 	SHLQ $0x01, R12
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows1
+	JA   longrows2
 	SHLQ $0x03, R12
 
-longrows1:
+longrows2:
 	ADDQ R8, R12
 	MOVL job_flags+0(AX), R13
 
@@ -3760,14 +3760,14 @@ summed:
 
 	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
 	CMPL   372(SP), $0x00
-	JE     divide2
+	JE     divide3
 	VMULSS 372(SP), X6, X6
-	JMP    divided3
+	JMP    divided4
 
-divide2:
+divide3:
 	VDIVSS 368(SP), X6, X6
 
-divided3:
+divided4:
 	VADDSS   job_eps+0(AX), X6, X6
 	VUCOMISS tlo<>+0(SB), X6
 	JCS      ret
@@ -3802,10 +3802,10 @@ scalebody:
 	SUBQ $0x00000040, R9
 	MOVQ DI, R10
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows4
+	JA   longrows5
 	SHLQ $0x03, R10
 
-longrows4:
+longrows5:
 	ADDQ  SI, R10
 	MOVL  job_flags+0(AX), R11
 	TESTL $0x00000001, R11
@@ -3818,9 +3818,9 @@ scaleloop:
 	CMPQ  R8, R9
 	JG    scaletail
 	TESTL $0x00000002, R11
-	JNZ   scalelooppf5
+	JNZ   scalelooppf6
 
-scaleloopbody6:
+scaleloopbody7:
 	VPMOVZXWD   (SI)(R8*2), Z7
 	VPSLLD      $0x10, Z7, Z7
 	VMULPS      Z6, Z7, Z7
@@ -3834,7 +3834,7 @@ scaleloopbody6:
 	VPSLLD      $0x10, Z10, Z10
 	VMULPS      Z6, Z10, Z10
 	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn7
+	JZ          notrn8
 	VFIXUPIMMPS $0x00, Z3, Z7, Z7
 	VPSRLD      $0x10, Z7, Z11
 	VPANDD      Z0, Z11, Z11
@@ -3864,7 +3864,7 @@ scaleloopbody6:
 	VPANDD      Z2, Z11, Z11
 	VMOVUPS     Z11, Z10
 
-notrn7:
+notrn8:
 	VMULPS      (BX)(R8*4), Z7, Z7
 	VMULPS      64(BX)(R8*4), Z8, Z8
 	VFIXUPIMMPS $0x00, Z3, Z7, Z7
@@ -3896,19 +3896,19 @@ notrn7:
 	ADDQ        $0x00000040, R8
 	JMP         scaleloop
 
-scalelooppf5:
+scalelooppf6:
 	PREFETCHT0 (R10)(R8*2)
 	PREFETCHT0 64(R10)(R8*2)
-	JMP        scaleloopbody6
+	JMP        scaleloopbody7
 
 	PCALIGN $32
 scaleoffsetloop:
 	CMPQ  R8, R9
 	JG    scaletail
 	TESTL $0x00000002, R11
-	JNZ   scaleoffsetlooppf8
+	JNZ   scaleoffsetlooppf9
 
-scaleoffsetloopbody9:
+scaleoffsetloopbody10:
 	VPMOVZXWD   (SI)(R8*2), Z7
 	VPSLLD      $0x10, Z7, Z7
 	VMULPS      Z6, Z7, Z7
@@ -3922,7 +3922,7 @@ scaleoffsetloopbody9:
 	VPSLLD      $0x10, Z10, Z10
 	VMULPS      Z6, Z10, Z10
 	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn10
+	JZ          notrn11
 	VFIXUPIMMPS $0x00, Z3, Z7, Z7
 	VPSRLD      $0x10, Z7, Z11
 	VPANDD      Z0, Z11, Z11
@@ -3952,7 +3952,7 @@ scaleoffsetloopbody9:
 	VPANDD      Z2, Z11, Z11
 	VMOVUPS     Z11, Z10
 
-notrn10:
+notrn11:
 	VMOVUPS     (BX)(R8*4), Z11
 	VADDPS      Z5, Z11, Z11
 	VMULPS      Z11, Z7, Z7
@@ -3992,10 +3992,10 @@ notrn10:
 	ADDQ        $0x00000040, R8
 	JMP         scaleoffsetloop
 
-scaleoffsetlooppf8:
+scaleoffsetlooppf9:
 	PREFETCHT0 (R10)(R8*2)
 	PREFETCHT0 64(R10)(R8*2)
-	JMP        scaleoffsetloopbody9
+	JMP        scaleoffsetloopbody10
 
 scalent:
 	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
@@ -4015,7 +4015,7 @@ scalehead:
 	VPSLLD      $0x10, Z7, Z7
 	VMULPS      Z6, Z7, Z7
 	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn11
+	JZ          notrn12
 	VFIXUPIMMPS $0x00, Z3, Z7, Z7
 	VPSRLD      $0x10, Z7, Z8
 	VPANDD      Z0, Z8, Z8
@@ -4024,7 +4024,7 @@ scalehead:
 	VPANDD      Z2, Z8, Z8
 	VMOVUPS     Z8, Z7
 
-notrn11:
+notrn12:
 	VMOVUPS     (BX)(R8*4), Z8
 	VADDPS      Z5, Z8, Z8
 	VMULPS      Z8, Z7, Z7
@@ -4045,10 +4045,10 @@ scaleheadpart:
 scalentgo:
 	MOVQ DI, R10
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows12
+	JA   longrows13
 	SHLQ $0x03, R10
 
-longrows12:
+longrows13:
 	ADDQ SI, R10
 	MOVL job_flags+0(AX), R11
 
@@ -4071,7 +4071,7 @@ scalentloop:
 	VPSLLD      $0x10, Z10, Z10
 	VMULPS      Z6, Z10, Z10
 	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn13
+	JZ          notrn14
 	VFIXUPIMMPS $0x00, Z3, Z7, Z7
 	VPSRLD      $0x10, Z7, Z11
 	VPANDD      Z0, Z11, Z11
@@ -4101,15 +4101,15 @@ scalentloop:
 	VPANDD      Z2, Z11, Z11
 	VMOVUPS     Z11, Z10
 
-notrn13:
+notrn14:
 	TESTL  $0x00000010, R11
-	JNZ    offset14
+	JNZ    offset15
 	VMULPS (BX)(R8*4), Z7, Z7
 	VMULPS 64(BX)(R8*4), Z8, Z8
 	VMULPS 128(BX)(R8*4), Z9, Z9
 	VMULPS 192(BX)(R8*4), Z10, Z10
 
-weighed15:
+weighed16:
 	VFIXUPIMMPS $0x00, Z3, Z7, Z7
 	VPSRLD      $0x10, Z7, Z11
 	VPANDD      Z0, Z11, Z11
@@ -4137,7 +4137,7 @@ weighed15:
 	ADDQ        $0x00000040, R8
 	JMP         scalentloop
 
-offset14:
+offset15:
 	VMOVUPS (BX)(R8*4), Z11
 	VADDPS  Z5, Z11, Z11
 	VMULPS  Z11, Z7, Z7
@@ -4150,7 +4150,7 @@ offset14:
 	VMOVUPS 192(BX)(R8*4), Z11
 	VADDPS  Z5, Z11, Z11
 	VMULPS  Z11, Z10, Z10
-	JMP     weighed15
+	JMP     weighed16
 
 scaletail:
 	ADDQ $0x00000030, R9
@@ -4162,7 +4162,7 @@ scaleone:
 	VPSLLD      $0x10, Z7, Z7
 	VMULPS      Z6, Z7, Z7
 	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn16
+	JZ          notrn17
 	VFIXUPIMMPS $0x00, Z3, Z7, Z7
 	VPSRLD      $0x10, Z7, Z8
 	VPANDD      Z0, Z8, Z8
@@ -4171,7 +4171,7 @@ scaleone:
 	VPANDD      Z2, Z8, Z8
 	VMOVUPS     Z8, Z7
 
-notrn16:
+notrn17:
 	VMOVUPS     (BX)(R8*4), Z8
 	VADDPS      Z5, Z8, Z8
 	VMULPS      Z8, Z7, Z7
@@ -4198,7 +4198,7 @@ partout:
 	VPSLLD      $0x10, Z7, Z7
 	VMULPS      Z7, Z6, Z7
 	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn17
+	JZ          notrn18
 	VFIXUPIMMPS $0x00, Z3, Z7, Z7
 	VPSRLD      $0x10, Z7, Z8
 	VPANDD      Z0, Z8, Z8
@@ -4207,7 +4207,7 @@ partout:
 	VPANDD      Z2, Z8, Z8
 	VMOVUPS     Z8, Z7
 
-notrn17:
+notrn18:
 	VMOVUPS.Z   (BX)(R8*4), K1, Z8
 	VADDPS      Z5, Z8, Z8
 	VMULPS      Z8, Z7, Z7
@@ -4857,10 +4857,10 @@ notpow2:
 	MOVL         R9, 372(SP)
 	VBROADCASTSS one<>+0(SB), Z0
 	TESTL        $0x00000010, job_flags+0(AX)
-	JNZ          weightadd
+	JNZ          weightadd1
 	VBROADCASTSS negzero<>+0(SB), Z0
 
-weightadd:
+weightadd1:
 	// Start at row from.
 	MOVQ  from+8(FP), DI
 	MOVQ  DI, 320(SP)
@@ -4921,10 +4921,10 @@ firstblock:
 	MOVQ SI, R11
 	SHLQ $0x01, R11
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows1
+	JA   longrows2
 	SHLQ $0x03, R11
 
-longrows1:
+longrows2:
 	ADDQ DI, R11
 	MOVL job_flags+0(AX), R12
 
@@ -5035,14 +5035,14 @@ invone:
 
 	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
 	CMPL   372(SP), $0x00
-	JE     divide2
+	JE     divide3
 	VMULSS 372(SP), X1, X1
-	JMP    divided3
+	JMP    divided4
 
-divide2:
+divide3:
 	VDIVSS 368(SP), X1, X1
 
-divided3:
+divided4:
 	VADDSS   job_eps+0(AX), X1, X1
 	VUCOMISS tlo<>+0(SB), X1
 	JCS      ret
@@ -5085,16 +5085,16 @@ invgroup:
 
 	// t = ss/d + eps for the four rows; any t outside [2^-100, MaxFloat32] sends the group to the one-row path.
 	CMPL         372(SP), $0x00
-	JE           divide4
+	JE           divide5
 	VBROADCASTSS 372(SP), Z2
 	VMULPS       Z2, Z1, Z1
-	JMP          divided5
+	JMP          divided6
 
-divide4:
+divide5:
 	VBROADCASTSS 368(SP), Z2
 	VDIVPS       Z2, Z1, Z1
 
-divided5:
+divided6:
 	VBROADCASTSS job_eps+0(AX), Z2
 	VADDPS       Z2, Z1, Z1
 	MOVL         $0x0000000f, DI
@@ -5141,10 +5141,10 @@ scalebody:
 	SUBQ $0x00000040, R8
 	MOVQ SI, R9
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows6
+	JA   longrows7
 	SHLQ $0x03, R9
 
-longrows6:
+longrows7:
 	ADDQ  DX, R9
 	MOVL  job_flags+0(AX), R10
 	TESTL $0x00000001, R10
@@ -5157,9 +5157,9 @@ scaleloop:
 	CMPQ  DI, R8
 	JG    scaletail
 	TESTL $0x00000002, R10
-	JNZ   scalelooppf7
+	JNZ   scalelooppf8
 
-scaleloopbody8:
+scaleloopbody9:
 	VCVTPH2PS (DX)(DI*2), Z2
 	VMULPS    Z1, Z2, Z2
 	VCVTPH2PS 32(DX)(DI*2), Z3
@@ -5169,7 +5169,7 @@ scaleloopbody8:
 	VCVTPH2PS 96(DX)(DI*2), Z5
 	VMULPS    Z1, Z5, Z5
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn9
+	JZ        notrn10
 	VCVTPS2PH $0x00, Z2, Y2
 	VCVTPH2PS Y2, Z2
 	VMOVUPS   Z2, Z2
@@ -5183,7 +5183,7 @@ scaleloopbody8:
 	VCVTPH2PS Y5, Z5
 	VMOVUPS   Z5, Z5
 
-notrn9:
+notrn10:
 	VMULPS       (BX)(DI*4), Z2, Z2
 	VMULPS       64(BX)(DI*4), Z3, Z3
 	VCVTPS2PH    $0x00, Z2, Y7
@@ -5199,19 +5199,19 @@ notrn9:
 	ADDQ         $0x00000040, DI
 	JMP          scaleloop
 
-scalelooppf7:
+scalelooppf8:
 	PREFETCHT0 (R9)(DI*2)
 	PREFETCHT0 64(R9)(DI*2)
-	JMP        scaleloopbody8
+	JMP        scaleloopbody9
 
 	PCALIGN $32
 scaleoffsetloop:
 	CMPQ  DI, R8
 	JG    scaletail
 	TESTL $0x00000002, R10
-	JNZ   scaleoffsetlooppf10
+	JNZ   scaleoffsetlooppf11
 
-scaleoffsetloopbody11:
+scaleoffsetloopbody12:
 	VCVTPH2PS (DX)(DI*2), Z2
 	VMULPS    Z1, Z2, Z2
 	VCVTPH2PS 32(DX)(DI*2), Z3
@@ -5221,7 +5221,7 @@ scaleoffsetloopbody11:
 	VCVTPH2PS 96(DX)(DI*2), Z5
 	VMULPS    Z1, Z5, Z5
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn12
+	JZ        notrn13
 	VCVTPS2PH $0x00, Z2, Y2
 	VCVTPH2PS Y2, Z2
 	VMOVUPS   Z2, Z2
@@ -5235,7 +5235,7 @@ scaleoffsetloopbody11:
 	VCVTPH2PS Y5, Z5
 	VMOVUPS   Z5, Z5
 
-notrn12:
+notrn13:
 	VMOVUPS      (BX)(DI*4), Z13
 	VADDPS       Z0, Z13, Z13
 	VMULPS       Z13, Z2, Z2
@@ -5259,10 +5259,10 @@ notrn12:
 	ADDQ         $0x00000040, DI
 	JMP          scaleoffsetloop
 
-scaleoffsetlooppf10:
+scaleoffsetlooppf11:
 	PREFETCHT0 (R9)(DI*2)
 	PREFETCHT0 64(R9)(DI*2)
-	JMP        scaleoffsetloopbody11
+	JMP        scaleoffsetloopbody12
 
 scalent:
 	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
@@ -5281,12 +5281,12 @@ scalehead:
 	VCVTPH2PS (DX)(DI*2), Z2
 	VMULPS    Z1, Z2, Z2
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn13
+	JZ        notrn14
 	VCVTPS2PH $0x00, Z2, Y2
 	VCVTPH2PS Y2, Z2
 	VMOVUPS   Z2, Z2
 
-notrn13:
+notrn14:
 	VMOVUPS   (BX)(DI*4), Z3
 	VADDPS    Z0, Z3, Z3
 	VMULPS    Z3, Z2, Z2
@@ -5301,10 +5301,10 @@ scaleheadpart:
 scalentgo:
 	MOVQ SI, R9
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows14
+	JA   longrows15
 	SHLQ $0x03, R9
 
-longrows14:
+longrows15:
 	ADDQ DX, R9
 	MOVL job_flags+0(AX), R10
 
@@ -5323,7 +5323,7 @@ scalentloop:
 	VCVTPH2PS  96(DX)(DI*2), Z5
 	VMULPS     Z1, Z5, Z5
 	TESTL      $0x00000008, job_flags+0(AX)
-	JZ         notrn15
+	JZ         notrn16
 	VCVTPS2PH  $0x00, Z2, Y2
 	VCVTPH2PS  Y2, Z2
 	VMOVUPS    Z2, Z2
@@ -5337,15 +5337,15 @@ scalentloop:
 	VCVTPH2PS  Y5, Z5
 	VMOVUPS    Z5, Z5
 
-notrn15:
+notrn16:
 	TESTL  $0x00000010, R10
-	JNZ    offset16
+	JNZ    offset17
 	VMULPS (BX)(DI*4), Z2, Z2
 	VMULPS 64(BX)(DI*4), Z3, Z3
 	VMULPS 128(BX)(DI*4), Z4, Z4
 	VMULPS 192(BX)(DI*4), Z5, Z5
 
-weighed17:
+weighed18:
 	VCVTPS2PH    $0x00, Z2, Y11
 	VCVTPS2PH    $0x00, Z3, Y2
 	VINSERTI64X4 $0x01, Y2, Z11, Z11
@@ -5357,7 +5357,7 @@ weighed17:
 	ADDQ         $0x00000040, DI
 	JMP          scalentloop
 
-offset16:
+offset17:
 	VMOVUPS (BX)(DI*4), Z13
 	VADDPS  Z0, Z13, Z13
 	VMULPS  Z13, Z2, Z2
@@ -5370,7 +5370,7 @@ offset16:
 	VMOVUPS 192(BX)(DI*4), Z13
 	VADDPS  Z0, Z13, Z13
 	VMULPS  Z13, Z5, Z5
-	JMP     weighed17
+	JMP     weighed18
 
 scaletail:
 	ADDQ $0x00000030, R8
@@ -5381,12 +5381,12 @@ scaleone:
 	VCVTPH2PS (DX)(DI*2), Z2
 	VMULPS    Z1, Z2, Z2
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn18
+	JZ        notrn19
 	VCVTPS2PH $0x00, Z2, Y2
 	VCVTPH2PS Y2, Z2
 	VMOVUPS   Z2, Z2
 
-notrn18:
+notrn19:
 	VMOVUPS   (BX)(DI*4), Z3
 	VADDPS    Z0, Z3, Z3
 	VMULPS    Z3, Z2, Z2
@@ -5406,12 +5406,12 @@ partout:
 	VCVTPH2PS.Z (DX)(DI*2), K1, Z2
 	VMULPS      Z2, Z1, Z2
 	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn19
+	JZ          notrn20
 	VCVTPS2PH   $0x00, Z2, Y2
 	VCVTPH2PS   Y2, Z2
 	VMOVUPS     Z2, Z2
 
-notrn19:
+notrn20:
 	VMOVUPS.Z (BX)(DI*4), K1, Z3
 	VADDPS    Z0, Z3, Z3
 	VMULPS    Z3, Z2, Z2
@@ -5930,10 +5930,10 @@ notpow2:
 	MOVL         R10, 372(SP)
 	VBROADCASTSS one<>+0(SB), Z0
 	TESTL        $0x00000010, job_flags+0(AX)
-	JNZ          weightadd
+	JNZ          weightadd1
 	VBROADCASTSS negzero<>+0(SB), Z0
 
-weightadd:
+weightadd1:
 	// Start at row from.
 	MOVQ  from+8(FP), R8
 	MOVQ  R8, 320(SP)
@@ -6000,10 +6000,10 @@ firstblock:
 	MOVQ DI, R12
 	SHLQ $0x01, R12
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows1
+	JA   longrows2
 	SHLQ $0x03, R12
 
-longrows1:
+longrows2:
 	ADDQ R8, R12
 	MOVL job_flags+0(AX), R13
 
@@ -6145,14 +6145,14 @@ summed:
 
 	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
 	CMPL   372(SP), $0x00
-	JE     divide2
+	JE     divide3
 	VMULSS 372(SP), X1, X1
-	JMP    divided3
+	JMP    divided4
 
-divide2:
+divide3:
 	VDIVSS 368(SP), X1, X1
 
-divided3:
+divided4:
 	VADDSS   job_eps+0(AX), X1, X1
 	VUCOMISS tlo<>+0(SB), X1
 	JCS      ret
@@ -6187,10 +6187,10 @@ scalebody:
 	SUBQ $0x00000040, R9
 	MOVQ DI, R10
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows4
+	JA   longrows5
 	SHLQ $0x03, R10
 
-longrows4:
+longrows5:
 	ADDQ  SI, R10
 	MOVL  job_flags+0(AX), R11
 	TESTL $0x00000001, R11
@@ -6203,9 +6203,9 @@ scaleloop:
 	CMPQ  R8, R9
 	JG    scaletail
 	TESTL $0x00000002, R11
-	JNZ   scalelooppf5
+	JNZ   scalelooppf6
 
-scaleloopbody6:
+scaleloopbody7:
 	VCVTPH2PS (SI)(R8*2), Z2
 	VMULPS    Z1, Z2, Z2
 	VCVTPH2PS 32(SI)(R8*2), Z3
@@ -6215,7 +6215,7 @@ scaleloopbody6:
 	VCVTPH2PS 96(SI)(R8*2), Z5
 	VMULPS    Z1, Z5, Z5
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn7
+	JZ        notrn8
 	VCVTPS2PH $0x00, Z2, Y2
 	VCVTPH2PS Y2, Z2
 	VMOVUPS   Z2, Z2
@@ -6229,7 +6229,7 @@ scaleloopbody6:
 	VCVTPH2PS Y5, Z5
 	VMOVUPS   Z5, Z5
 
-notrn7:
+notrn8:
 	VMULPS       (BX)(R8*4), Z2, Z2
 	VMULPS       64(BX)(R8*4), Z3, Z3
 	VCVTPS2PH    $0x00, Z2, Y8
@@ -6245,19 +6245,19 @@ notrn7:
 	ADDQ         $0x00000040, R8
 	JMP          scaleloop
 
-scalelooppf5:
+scalelooppf6:
 	PREFETCHT0 (R10)(R8*2)
 	PREFETCHT0 64(R10)(R8*2)
-	JMP        scaleloopbody6
+	JMP        scaleloopbody7
 
 	PCALIGN $32
 scaleoffsetloop:
 	CMPQ  R8, R9
 	JG    scaletail
 	TESTL $0x00000002, R11
-	JNZ   scaleoffsetlooppf8
+	JNZ   scaleoffsetlooppf9
 
-scaleoffsetloopbody9:
+scaleoffsetloopbody10:
 	VCVTPH2PS (SI)(R8*2), Z2
 	VMULPS    Z1, Z2, Z2
 	VCVTPH2PS 32(SI)(R8*2), Z3
@@ -6267,7 +6267,7 @@ scaleoffsetloopbody9:
 	VCVTPH2PS 96(SI)(R8*2), Z5
 	VMULPS    Z1, Z5, Z5
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn10
+	JZ        notrn11
 	VCVTPS2PH $0x00, Z2, Y2
 	VCVTPH2PS Y2, Z2
 	VMOVUPS   Z2, Z2
@@ -6281,7 +6281,7 @@ scaleoffsetloopbody9:
 	VCVTPH2PS Y5, Z5
 	VMOVUPS   Z5, Z5
 
-notrn10:
+notrn11:
 	VMOVUPS      (BX)(R8*4), Z6
 	VADDPS       Z0, Z6, Z6
 	VMULPS       Z6, Z2, Z2
@@ -6305,10 +6305,10 @@ notrn10:
 	ADDQ         $0x00000040, R8
 	JMP          scaleoffsetloop
 
-scaleoffsetlooppf8:
+scaleoffsetlooppf9:
 	PREFETCHT0 (R10)(R8*2)
 	PREFETCHT0 64(R10)(R8*2)
-	JMP        scaleoffsetloopbody9
+	JMP        scaleoffsetloopbody10
 
 scalent:
 	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
@@ -6327,12 +6327,12 @@ scalehead:
 	VCVTPH2PS (SI)(R8*2), Z2
 	VMULPS    Z1, Z2, Z2
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn11
+	JZ        notrn12
 	VCVTPS2PH $0x00, Z2, Y2
 	VCVTPH2PS Y2, Z2
 	VMOVUPS   Z2, Z2
 
-notrn11:
+notrn12:
 	VMOVUPS   (BX)(R8*4), Z3
 	VADDPS    Z0, Z3, Z3
 	VMULPS    Z3, Z2, Z2
@@ -6347,10 +6347,10 @@ scaleheadpart:
 scalentgo:
 	MOVQ DI, R10
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows12
+	JA   longrows13
 	SHLQ $0x03, R10
 
-longrows12:
+longrows13:
 	ADDQ SI, R10
 	MOVL job_flags+0(AX), R11
 
@@ -6369,7 +6369,7 @@ scalentloop:
 	VCVTPH2PS  96(SI)(R8*2), Z5
 	VMULPS     Z1, Z5, Z5
 	TESTL      $0x00000008, job_flags+0(AX)
-	JZ         notrn13
+	JZ         notrn14
 	VCVTPS2PH  $0x00, Z2, Y2
 	VCVTPH2PS  Y2, Z2
 	VMOVUPS    Z2, Z2
@@ -6383,15 +6383,15 @@ scalentloop:
 	VCVTPH2PS  Y5, Z5
 	VMOVUPS    Z5, Z5
 
-notrn13:
+notrn14:
 	TESTL  $0x00000010, R11
-	JNZ    offset14
+	JNZ    offset15
 	VMULPS (BX)(R8*4), Z2, Z2
 	VMULPS 64(BX)(R8*4), Z3, Z3
 	VMULPS 128(BX)(R8*4), Z4, Z4
 	VMULPS 192(BX)(R8*4), Z5, Z5
 
-weighed15:
+weighed16:
 	VCVTPS2PH    $0x00, Z2, Y12
 	VCVTPS2PH    $0x00, Z3, Y2
 	VINSERTI64X4 $0x01, Y2, Z12, Z12
@@ -6403,7 +6403,7 @@ weighed15:
 	ADDQ         $0x00000040, R8
 	JMP          scalentloop
 
-offset14:
+offset15:
 	VMOVUPS (BX)(R8*4), Z6
 	VADDPS  Z0, Z6, Z6
 	VMULPS  Z6, Z2, Z2
@@ -6416,7 +6416,7 @@ offset14:
 	VMOVUPS 192(BX)(R8*4), Z6
 	VADDPS  Z0, Z6, Z6
 	VMULPS  Z6, Z5, Z5
-	JMP     weighed15
+	JMP     weighed16
 
 scaletail:
 	ADDQ $0x00000030, R9
@@ -6427,12 +6427,12 @@ scaleone:
 	VCVTPH2PS (SI)(R8*2), Z2
 	VMULPS    Z1, Z2, Z2
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn16
+	JZ        notrn17
 	VCVTPS2PH $0x00, Z2, Y2
 	VCVTPH2PS Y2, Z2
 	VMOVUPS   Z2, Z2
 
-notrn16:
+notrn17:
 	VMOVUPS   (BX)(R8*4), Z3
 	VADDPS    Z0, Z3, Z3
 	VMULPS    Z3, Z2, Z2
@@ -6452,12 +6452,12 @@ partout:
 	VCVTPH2PS.Z (SI)(R8*2), K1, Z2
 	VMULPS      Z2, Z1, Z2
 	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn17
+	JZ          notrn18
 	VCVTPS2PH   $0x00, Z2, Y2
 	VCVTPH2PS   Y2, Z2
 	VMOVUPS     Z2, Z2
 
-notrn17:
+notrn18:
 	VMOVUPS.Z (BX)(R8*4), K1, Z3
 	VADDPS    Z0, Z3, Z3
 	VMULPS    Z3, Z2, Z2

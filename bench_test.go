@@ -140,17 +140,20 @@ func BenchmarkCopy16(b *testing.B) {
 // Norm with a plain weight) and ApplyResidual (with Rows.Residual, next to its own directResidual)
 // validate and dispatch on every call. The difference is the cost of the API per call.
 //
-// directRows is direct plus what the caller of Apply pays for its argument: a Rows literal passed
-// by value (17 words) to a function that only returns the pointers of its Dst, X and Residual,
-// which the kernel then uses, as Apply's kernel uses the rows it was given. The compiler builds the literal with 8-byte stores
-// and copies it into the call's arguments with 16-byte loads, which the CPU cannot forward from
-// those stores: the copy, and the kernel after it, wait for every store ahead of them, the
-// previous call's rows included, to reach the cache. Apply - directRows is the package's own cost,
-// and so is ApplyResidual - directResidualRows.
+// Apply and ApplyResidual pass a Rows literal, as callers usually write the call. The compiler
+// builds the literal with 8-byte stores and copies it into the call's arguments with 16-byte
+// loads, which the CPU cannot forward from those stores: the copy, and everything after it, wait
+// for every store ahead of them, the previous call's rows included, to reach the cache. That
+// wait is the caller's, and it hides the package's own work in its shadow. So ApplyReused and
+// ApplyResidualReused pass one Rows built before the loop, which waits for nothing:
+// ApplyReused - direct and ApplyResidualReused - directResidual are the package's own cost.
+// directRows and directResidualRows are direct plus the literal: the Rows passed by value (14
+// words) to a function that only returns the pointers of its Dst, X and Residual, which the
+// kernel then uses, as Apply's kernel uses the rows it was given.
 func BenchmarkOverhead(b *testing.B) {
 	for _, k := range available {
 		b.Run(k.String(), func(b *testing.B) {
-			for _, api := range []string{"direct", "directRows", "Forward", "NormForward", "Apply", "directResidual", "directResidualRows", "ApplyResidual"} {
+			for _, api := range []string{"direct", "directRows", "Forward", "NormForward", "Apply", "ApplyReused", "directResidual", "directResidualRows", "ApplyResidual", "ApplyResidualReused"} {
 				b.Run(api, func(b *testing.B) {
 					for _, s := range benchutil.Must(benchutil.Overhead) {
 						x, w := benchData(s)
@@ -203,6 +206,14 @@ func BenchmarkOverhead(b *testing.B) {
 							case "ApplyResidual":
 								for b.Loop() {
 									n.Apply(Rows{Dst: y, X: x, Residual: res})
+								}
+							case "ApplyReused", "ApplyResidualReused":
+								r := Rows{Dst: y, X: x}
+								if api == "ApplyResidualReused" {
+									r.Residual = res
+								}
+								for b.Loop() {
+									n.Apply(r)
 								}
 							}
 						})

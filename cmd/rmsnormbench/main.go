@@ -338,15 +338,19 @@ func (r report) print() {
 	}
 	if len(r.Overhead) > 0 {
 		fmt.Printf("\ncost of the API per call, kernel %s (ns per call):\n", m.Kernel)
-		fmt.Printf("%-10s %-26s %10s %10s %10s   %s\n", "shape", "call", "ns/call", "kernel", "API", "batch")
+		fmt.Printf("%-10s %-30s %10s %10s %10s   %s\n", "shape", "call", "ns/call", "kernel", "API", "batch")
 		for _, o := range r.Overhead {
-			fmt.Printf("%-10s %-26s %10.1f %10.1f %10.1f   %s\n", o.Shape, o.API, o.NsPerCall, o.KernelNs, o.APINs, o.Batch)
+			fmt.Printf("%-10s %-30s %10.1f %10.1f %10.1f   %s\n", o.Shape, o.API, o.NsPerCall, o.KernelNs, o.APINs, o.Batch)
 		}
 		fmt.Println("\nns/call: the rows of the batch (last column; x and y in L2 if they fit, where the table above has single rows")
 		fmt.Println("         in L1) normalized with one call per piece of the shape's size.")
 		fmt.Println("kernel:  one call on the whole batch, per row, times the shape's rows: about the kernel alone, as that call's")
 		fmt.Println("         own cost is spread over all the batch's rows.")
 		fmt.Println("API:     ns/call - kernel, what a call costs on top of the kernel (on long rows, within the kernel's noise).")
+		fmt.Println("reused:  each piece's Rows built before the timing and passed again on every call. A Rows literal built")
+		fmt.Println("         right before the call is copied into the call's arguments with loads wider than the stores that")
+		fmt.Println("         built it; the CPU cannot forward those, so the call waits for every earlier store, the previous")
+		fmt.Println("         call's rows included, to reach the cache. The difference between the two rows is that wait.")
 	}
 }
 
@@ -436,7 +440,11 @@ const copyQNote = "copy() of the same q regions: the 16 q heads of each token's 
 	"in another buffer: what the memory system gives for that layout, without arithmetic."
 
 // The entry points the overhead section times, as a user calls them.
-var overheadAPIs = []string{"rmsnorm.Forward", "Norm.Forward", "Norm.Apply", "Norm.Apply, Rows.Residual"}
+// The Rows of the "reused" rows are built before the timing, once per piece, as a caller that keeps
+// them (per layer, say) would: a Rows literal built right before the call costs more (see the
+// notes under the section).
+var overheadAPIs = []string{"rmsnorm.Forward", "Norm.Forward", "Norm.Apply", "Norm.Apply, reused Rows",
+	"Norm.Apply, Rows.Residual", "Norm.Apply, reused, Residual"}
 
 // overheadBatch is the batch of rows of length d that the overhead of a shape of rows x d is
 // measured on: x and y fill at most half of the L2 cache (256 KiB if cpuid does not say), with 16
@@ -480,6 +488,23 @@ func overheadCalls(api string, batch benchutil.Shape, rows int) (whole, pieces f
 		return func() { n.Apply(rmsnorm.Rows{Dst: y, X: x, Residual: res}) }, func() {
 			for i := 0; i < len(x); i += per {
 				n.Apply(rmsnorm.Rows{Dst: y[i : i+per], X: x[i : i+per], Residual: res[i : i+per]})
+			}
+		}
+	case "Norm.Apply, reused Rows", "Norm.Apply, reused, Residual":
+		all := rmsnorm.Rows{Dst: y, X: x}
+		var rs []rmsnorm.Rows
+		for i := 0; i < len(x); i += per {
+			rs = append(rs, rmsnorm.Rows{Dst: y[i : i+per], X: x[i : i+per]})
+		}
+		if api == "Norm.Apply, reused, Residual" {
+			all.Residual = res
+			for p := range rs {
+				rs[p].Residual = res[p*per : (p+1)*per]
+			}
+		}
+		return func() { n.Apply(all) }, func() {
+			for _, r := range rs {
+				n.Apply(r)
 			}
 		}
 	}

@@ -2486,29 +2486,25 @@ scaleloopbody9:
 	VPANDD      Z0, Z12, Z12
 	VPADDD      Z1, Z12, Z12
 	VPADDD      Z7, Z12, Z12
-	VPANDD      Z2, Z12, Z12
-	VMOVUPS     Z12, Z7
+	VPANDD      Z2, Z12, Z7
 	VFIXUPIMMPS $0x00, Z3, Z8, Z8
 	VPSRLD      $0x10, Z8, Z12
 	VPANDD      Z0, Z12, Z12
 	VPADDD      Z1, Z12, Z12
 	VPADDD      Z8, Z12, Z12
-	VPANDD      Z2, Z12, Z12
-	VMOVUPS     Z12, Z8
+	VPANDD      Z2, Z12, Z8
 	VFIXUPIMMPS $0x00, Z3, Z9, Z9
 	VPSRLD      $0x10, Z9, Z12
 	VPANDD      Z0, Z12, Z12
 	VPADDD      Z1, Z12, Z12
 	VPADDD      Z9, Z12, Z12
-	VPANDD      Z2, Z12, Z12
-	VMOVUPS     Z12, Z9
+	VPANDD      Z2, Z12, Z9
 	VFIXUPIMMPS $0x00, Z3, Z10, Z10
 	VPSRLD      $0x10, Z10, Z12
 	VPANDD      Z0, Z12, Z12
 	VPADDD      Z1, Z12, Z12
 	VPADDD      Z10, Z12, Z12
-	VPANDD      Z2, Z12, Z12
-	VMOVUPS     Z12, Z10
+	VPANDD      Z2, Z12, Z10
 
 notrn10:
 	VMULPS      (BX)(DI*4), Z7, Z7
@@ -2574,29 +2570,25 @@ scaleoffsetloopbody12:
 	VPANDD      Z0, Z12, Z12
 	VPADDD      Z1, Z12, Z12
 	VPADDD      Z7, Z12, Z12
-	VPANDD      Z2, Z12, Z12
-	VMOVUPS     Z12, Z7
+	VPANDD      Z2, Z12, Z7
 	VFIXUPIMMPS $0x00, Z3, Z8, Z8
 	VPSRLD      $0x10, Z8, Z12
 	VPANDD      Z0, Z12, Z12
 	VPADDD      Z1, Z12, Z12
 	VPADDD      Z8, Z12, Z12
-	VPANDD      Z2, Z12, Z12
-	VMOVUPS     Z12, Z8
+	VPANDD      Z2, Z12, Z8
 	VFIXUPIMMPS $0x00, Z3, Z9, Z9
 	VPSRLD      $0x10, Z9, Z12
 	VPANDD      Z0, Z12, Z12
 	VPADDD      Z1, Z12, Z12
 	VPADDD      Z9, Z12, Z12
-	VPANDD      Z2, Z12, Z12
-	VMOVUPS     Z12, Z9
+	VPANDD      Z2, Z12, Z9
 	VFIXUPIMMPS $0x00, Z3, Z10, Z10
 	VPSRLD      $0x10, Z10, Z12
 	VPANDD      Z0, Z12, Z12
 	VPADDD      Z1, Z12, Z12
 	VPADDD      Z10, Z12, Z12
-	VPANDD      Z2, Z12, Z12
-	VMOVUPS     Z12, Z10
+	VPANDD      Z2, Z12, Z10
 
 notrn13:
 	VMOVUPS     (BX)(DI*4), Z12
@@ -2667,8 +2659,7 @@ scalehead:
 	VPANDD      Z0, Z8, Z8
 	VPADDD      Z1, Z8, Z8
 	VPADDD      Z7, Z8, Z8
-	VPANDD      Z2, Z8, Z8
-	VMOVUPS     Z8, Z7
+	VPANDD      Z2, Z8, Z7
 
 notrn14:
 	VMOVUPS     (BX)(DI*4), Z8
@@ -2723,29 +2714,25 @@ scalentloop:
 	VPANDD      Z0, Z12, Z12
 	VPADDD      Z1, Z12, Z12
 	VPADDD      Z7, Z12, Z12
-	VPANDD      Z2, Z12, Z12
-	VMOVUPS     Z12, Z7
+	VPANDD      Z2, Z12, Z7
 	VFIXUPIMMPS $0x00, Z3, Z8, Z8
 	VPSRLD      $0x10, Z8, Z12
 	VPANDD      Z0, Z12, Z12
 	VPADDD      Z1, Z12, Z12
 	VPADDD      Z8, Z12, Z12
-	VPANDD      Z2, Z12, Z12
-	VMOVUPS     Z12, Z8
+	VPANDD      Z2, Z12, Z8
 	VFIXUPIMMPS $0x00, Z3, Z9, Z9
 	VPSRLD      $0x10, Z9, Z12
 	VPANDD      Z0, Z12, Z12
 	VPADDD      Z1, Z12, Z12
 	VPADDD      Z9, Z12, Z12
-	VPANDD      Z2, Z12, Z12
-	VMOVUPS     Z12, Z9
+	VPANDD      Z2, Z12, Z9
 	VFIXUPIMMPS $0x00, Z3, Z10, Z10
 	VPSRLD      $0x10, Z10, Z12
 	VPANDD      Z0, Z12, Z12
 	VPADDD      Z1, Z12, Z12
 	VPADDD      Z10, Z12, Z12
-	VPANDD      Z2, Z12, Z12
-	VMOVUPS     Z12, Z10
+	VPANDD      Z2, Z12, Z10
 
 notrn16:
 	TESTL  $0x00000010, R10
@@ -2814,8 +2801,7 @@ scaleone:
 	VPANDD      Z0, Z8, Z8
 	VPADDD      Z1, Z8, Z8
 	VPADDD      Z7, Z8, Z8
-	VPANDD      Z2, Z8, Z8
-	VMOVUPS     Z8, Z7
+	VPANDD      Z2, Z8, Z7
 
 notrn19:
 	VMOVUPS     (BX)(DI*4), Z8
@@ -2850,8 +2836,7 @@ partout:
 	VPANDD      Z0, Z8, Z8
 	VPADDD      Z1, Z8, Z8
 	VPADDD      Z7, Z8, Z8
-	VPANDD      Z2, Z8, Z8
-	VMOVUPS     Z8, Z7
+	VPANDD      Z2, Z8, Z7
 
 notrn20:
 	VMOVUPS.Z   (BX)(DI*4), K1, Z8
@@ -3840,29 +3825,25 @@ scaleloopbody7:
 	VPANDD      Z0, Z11, Z11
 	VPADDD      Z1, Z11, Z11
 	VPADDD      Z7, Z11, Z11
-	VPANDD      Z2, Z11, Z11
-	VMOVUPS     Z11, Z7
+	VPANDD      Z2, Z11, Z7
 	VFIXUPIMMPS $0x00, Z3, Z8, Z8
 	VPSRLD      $0x10, Z8, Z11
 	VPANDD      Z0, Z11, Z11
 	VPADDD      Z1, Z11, Z11
 	VPADDD      Z8, Z11, Z11
-	VPANDD      Z2, Z11, Z11
-	VMOVUPS     Z11, Z8
+	VPANDD      Z2, Z11, Z8
 	VFIXUPIMMPS $0x00, Z3, Z9, Z9
 	VPSRLD      $0x10, Z9, Z11
 	VPANDD      Z0, Z11, Z11
 	VPADDD      Z1, Z11, Z11
 	VPADDD      Z9, Z11, Z11
-	VPANDD      Z2, Z11, Z11
-	VMOVUPS     Z11, Z9
+	VPANDD      Z2, Z11, Z9
 	VFIXUPIMMPS $0x00, Z3, Z10, Z10
 	VPSRLD      $0x10, Z10, Z11
 	VPANDD      Z0, Z11, Z11
 	VPADDD      Z1, Z11, Z11
 	VPADDD      Z10, Z11, Z11
-	VPANDD      Z2, Z11, Z11
-	VMOVUPS     Z11, Z10
+	VPANDD      Z2, Z11, Z10
 
 notrn8:
 	VMULPS      (BX)(R8*4), Z7, Z7
@@ -3928,29 +3909,25 @@ scaleoffsetloopbody10:
 	VPANDD      Z0, Z11, Z11
 	VPADDD      Z1, Z11, Z11
 	VPADDD      Z7, Z11, Z11
-	VPANDD      Z2, Z11, Z11
-	VMOVUPS     Z11, Z7
+	VPANDD      Z2, Z11, Z7
 	VFIXUPIMMPS $0x00, Z3, Z8, Z8
 	VPSRLD      $0x10, Z8, Z11
 	VPANDD      Z0, Z11, Z11
 	VPADDD      Z1, Z11, Z11
 	VPADDD      Z8, Z11, Z11
-	VPANDD      Z2, Z11, Z11
-	VMOVUPS     Z11, Z8
+	VPANDD      Z2, Z11, Z8
 	VFIXUPIMMPS $0x00, Z3, Z9, Z9
 	VPSRLD      $0x10, Z9, Z11
 	VPANDD      Z0, Z11, Z11
 	VPADDD      Z1, Z11, Z11
 	VPADDD      Z9, Z11, Z11
-	VPANDD      Z2, Z11, Z11
-	VMOVUPS     Z11, Z9
+	VPANDD      Z2, Z11, Z9
 	VFIXUPIMMPS $0x00, Z3, Z10, Z10
 	VPSRLD      $0x10, Z10, Z11
 	VPANDD      Z0, Z11, Z11
 	VPADDD      Z1, Z11, Z11
 	VPADDD      Z10, Z11, Z11
-	VPANDD      Z2, Z11, Z11
-	VMOVUPS     Z11, Z10
+	VPANDD      Z2, Z11, Z10
 
 notrn11:
 	VMOVUPS     (BX)(R8*4), Z11
@@ -4021,8 +3998,7 @@ scalehead:
 	VPANDD      Z0, Z8, Z8
 	VPADDD      Z1, Z8, Z8
 	VPADDD      Z7, Z8, Z8
-	VPANDD      Z2, Z8, Z8
-	VMOVUPS     Z8, Z7
+	VPANDD      Z2, Z8, Z7
 
 notrn12:
 	VMOVUPS     (BX)(R8*4), Z8
@@ -4077,29 +4053,25 @@ scalentloop:
 	VPANDD      Z0, Z11, Z11
 	VPADDD      Z1, Z11, Z11
 	VPADDD      Z7, Z11, Z11
-	VPANDD      Z2, Z11, Z11
-	VMOVUPS     Z11, Z7
+	VPANDD      Z2, Z11, Z7
 	VFIXUPIMMPS $0x00, Z3, Z8, Z8
 	VPSRLD      $0x10, Z8, Z11
 	VPANDD      Z0, Z11, Z11
 	VPADDD      Z1, Z11, Z11
 	VPADDD      Z8, Z11, Z11
-	VPANDD      Z2, Z11, Z11
-	VMOVUPS     Z11, Z8
+	VPANDD      Z2, Z11, Z8
 	VFIXUPIMMPS $0x00, Z3, Z9, Z9
 	VPSRLD      $0x10, Z9, Z11
 	VPANDD      Z0, Z11, Z11
 	VPADDD      Z1, Z11, Z11
 	VPADDD      Z9, Z11, Z11
-	VPANDD      Z2, Z11, Z11
-	VMOVUPS     Z11, Z9
+	VPANDD      Z2, Z11, Z9
 	VFIXUPIMMPS $0x00, Z3, Z10, Z10
 	VPSRLD      $0x10, Z10, Z11
 	VPANDD      Z0, Z11, Z11
 	VPADDD      Z1, Z11, Z11
 	VPADDD      Z10, Z11, Z11
-	VPANDD      Z2, Z11, Z11
-	VMOVUPS     Z11, Z10
+	VPANDD      Z2, Z11, Z10
 
 notrn14:
 	TESTL  $0x00000010, R11
@@ -4168,8 +4140,7 @@ scaleone:
 	VPANDD      Z0, Z8, Z8
 	VPADDD      Z1, Z8, Z8
 	VPADDD      Z7, Z8, Z8
-	VPANDD      Z2, Z8, Z8
-	VMOVUPS     Z8, Z7
+	VPANDD      Z2, Z8, Z7
 
 notrn17:
 	VMOVUPS     (BX)(R8*4), Z8
@@ -4204,8 +4175,7 @@ partout:
 	VPANDD      Z0, Z8, Z8
 	VPADDD      Z1, Z8, Z8
 	VPADDD      Z7, Z8, Z8
-	VPANDD      Z2, Z8, Z8
-	VMOVUPS     Z8, Z7
+	VPANDD      Z2, Z8, Z7
 
 notrn18:
 	VMOVUPS.Z   (BX)(R8*4), K1, Z8
@@ -5172,16 +5142,12 @@ scaleloopbody9:
 	JZ        notrn10
 	VCVTPS2PH $0x00, Z2, Y2
 	VCVTPH2PS Y2, Z2
-	VMOVUPS   Z2, Z2
 	VCVTPS2PH $0x00, Z3, Y3
 	VCVTPH2PS Y3, Z3
-	VMOVUPS   Z3, Z3
 	VCVTPS2PH $0x00, Z4, Y4
 	VCVTPH2PS Y4, Z4
-	VMOVUPS   Z4, Z4
 	VCVTPS2PH $0x00, Z5, Y5
 	VCVTPH2PS Y5, Z5
-	VMOVUPS   Z5, Z5
 
 notrn10:
 	VMULPS       (BX)(DI*4), Z2, Z2
@@ -5224,16 +5190,12 @@ scaleoffsetloopbody12:
 	JZ        notrn13
 	VCVTPS2PH $0x00, Z2, Y2
 	VCVTPH2PS Y2, Z2
-	VMOVUPS   Z2, Z2
 	VCVTPS2PH $0x00, Z3, Y3
 	VCVTPH2PS Y3, Z3
-	VMOVUPS   Z3, Z3
 	VCVTPS2PH $0x00, Z4, Y4
 	VCVTPH2PS Y4, Z4
-	VMOVUPS   Z4, Z4
 	VCVTPS2PH $0x00, Z5, Y5
 	VCVTPH2PS Y5, Z5
-	VMOVUPS   Z5, Z5
 
 notrn13:
 	VMOVUPS      (BX)(DI*4), Z13
@@ -5284,7 +5246,6 @@ scalehead:
 	JZ        notrn14
 	VCVTPS2PH $0x00, Z2, Y2
 	VCVTPH2PS Y2, Z2
-	VMOVUPS   Z2, Z2
 
 notrn14:
 	VMOVUPS   (BX)(DI*4), Z3
@@ -5326,16 +5287,12 @@ scalentloop:
 	JZ         notrn16
 	VCVTPS2PH  $0x00, Z2, Y2
 	VCVTPH2PS  Y2, Z2
-	VMOVUPS    Z2, Z2
 	VCVTPS2PH  $0x00, Z3, Y3
 	VCVTPH2PS  Y3, Z3
-	VMOVUPS    Z3, Z3
 	VCVTPS2PH  $0x00, Z4, Y4
 	VCVTPH2PS  Y4, Z4
-	VMOVUPS    Z4, Z4
 	VCVTPS2PH  $0x00, Z5, Y5
 	VCVTPH2PS  Y5, Z5
-	VMOVUPS    Z5, Z5
 
 notrn16:
 	TESTL  $0x00000010, R10
@@ -5384,7 +5341,6 @@ scaleone:
 	JZ        notrn19
 	VCVTPS2PH $0x00, Z2, Y2
 	VCVTPH2PS Y2, Z2
-	VMOVUPS   Z2, Z2
 
 notrn19:
 	VMOVUPS   (BX)(DI*4), Z3
@@ -5409,7 +5365,6 @@ partout:
 	JZ          notrn20
 	VCVTPS2PH   $0x00, Z2, Y2
 	VCVTPH2PS   Y2, Z2
-	VMOVUPS     Z2, Z2
 
 notrn20:
 	VMOVUPS.Z (BX)(DI*4), K1, Z3
@@ -6218,16 +6173,12 @@ scaleloopbody7:
 	JZ        notrn8
 	VCVTPS2PH $0x00, Z2, Y2
 	VCVTPH2PS Y2, Z2
-	VMOVUPS   Z2, Z2
 	VCVTPS2PH $0x00, Z3, Y3
 	VCVTPH2PS Y3, Z3
-	VMOVUPS   Z3, Z3
 	VCVTPS2PH $0x00, Z4, Y4
 	VCVTPH2PS Y4, Z4
-	VMOVUPS   Z4, Z4
 	VCVTPS2PH $0x00, Z5, Y5
 	VCVTPH2PS Y5, Z5
-	VMOVUPS   Z5, Z5
 
 notrn8:
 	VMULPS       (BX)(R8*4), Z2, Z2
@@ -6270,16 +6221,12 @@ scaleoffsetloopbody10:
 	JZ        notrn11
 	VCVTPS2PH $0x00, Z2, Y2
 	VCVTPH2PS Y2, Z2
-	VMOVUPS   Z2, Z2
 	VCVTPS2PH $0x00, Z3, Y3
 	VCVTPH2PS Y3, Z3
-	VMOVUPS   Z3, Z3
 	VCVTPS2PH $0x00, Z4, Y4
 	VCVTPH2PS Y4, Z4
-	VMOVUPS   Z4, Z4
 	VCVTPS2PH $0x00, Z5, Y5
 	VCVTPH2PS Y5, Z5
-	VMOVUPS   Z5, Z5
 
 notrn11:
 	VMOVUPS      (BX)(R8*4), Z6
@@ -6330,7 +6277,6 @@ scalehead:
 	JZ        notrn12
 	VCVTPS2PH $0x00, Z2, Y2
 	VCVTPH2PS Y2, Z2
-	VMOVUPS   Z2, Z2
 
 notrn12:
 	VMOVUPS   (BX)(R8*4), Z3
@@ -6372,16 +6318,12 @@ scalentloop:
 	JZ         notrn14
 	VCVTPS2PH  $0x00, Z2, Y2
 	VCVTPH2PS  Y2, Z2
-	VMOVUPS    Z2, Z2
 	VCVTPS2PH  $0x00, Z3, Y3
 	VCVTPH2PS  Y3, Z3
-	VMOVUPS    Z3, Z3
 	VCVTPS2PH  $0x00, Z4, Y4
 	VCVTPH2PS  Y4, Z4
-	VMOVUPS    Z4, Z4
 	VCVTPS2PH  $0x00, Z5, Y5
 	VCVTPH2PS  Y5, Z5
-	VMOVUPS    Z5, Z5
 
 notrn14:
 	TESTL  $0x00000010, R11
@@ -6430,7 +6372,6 @@ scaleone:
 	JZ        notrn17
 	VCVTPS2PH $0x00, Z2, Y2
 	VCVTPH2PS Y2, Z2
-	VMOVUPS   Z2, Z2
 
 notrn17:
 	VMOVUPS   (BX)(R8*4), Z3
@@ -6455,7 +6396,6 @@ partout:
 	JZ          notrn18
 	VCVTPS2PH   $0x00, Z2, Y2
 	VCVTPH2PS   Y2, Z2
-	VMOVUPS     Z2, Z2
 
 notrn18:
 	VMOVUPS.Z (BX)(R8*4), K1, Z3
@@ -13078,32 +13018,28 @@ scaleloopbody13:
 	VPADDD    Y2, Y6, Y6
 	VPAND     avx2bfhigh<>+0(SB), Y6, Y6
 	VCMPPS    $0x03, Y2, Y2, Y2
-	VBLENDVPS Y2, avx2bfnanhigh<>+0(SB), Y6, Y6
-	VMOVUPS   Y6, Y2
+	VBLENDVPS Y2, avx2bfnanhigh<>+0(SB), Y6, Y2
 	VPSRLD    $0x10, Y3, Y6
 	VPAND     avx2bfone<>+0(SB), Y6, Y6
 	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
 	VPADDD    Y3, Y6, Y6
 	VPAND     avx2bfhigh<>+0(SB), Y6, Y6
 	VCMPPS    $0x03, Y3, Y3, Y3
-	VBLENDVPS Y3, avx2bfnanhigh<>+0(SB), Y6, Y6
-	VMOVUPS   Y6, Y3
+	VBLENDVPS Y3, avx2bfnanhigh<>+0(SB), Y6, Y3
 	VPSRLD    $0x10, Y4, Y6
 	VPAND     avx2bfone<>+0(SB), Y6, Y6
 	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
 	VPADDD    Y4, Y6, Y6
 	VPAND     avx2bfhigh<>+0(SB), Y6, Y6
 	VCMPPS    $0x03, Y4, Y4, Y4
-	VBLENDVPS Y4, avx2bfnanhigh<>+0(SB), Y6, Y6
-	VMOVUPS   Y6, Y4
+	VBLENDVPS Y4, avx2bfnanhigh<>+0(SB), Y6, Y4
 	VPSRLD    $0x10, Y5, Y6
 	VPAND     avx2bfone<>+0(SB), Y6, Y6
 	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
 	VPADDD    Y5, Y6, Y6
 	VPAND     avx2bfhigh<>+0(SB), Y6, Y6
 	VCMPPS    $0x03, Y5, Y5, Y5
-	VBLENDVPS Y5, avx2bfnanhigh<>+0(SB), Y6, Y6
-	VMOVUPS   Y6, Y5
+	VBLENDVPS Y5, avx2bfnanhigh<>+0(SB), Y6, Y5
 
 notrn14:
 	VMULPS    (BX)(DI*4), Y2, Y2
@@ -13179,32 +13115,28 @@ scaleoffsetloopbody16:
 	VPADDD    Y2, Y6, Y6
 	VPAND     avx2bfhigh<>+0(SB), Y6, Y6
 	VCMPPS    $0x03, Y2, Y2, Y2
-	VBLENDVPS Y2, avx2bfnanhigh<>+0(SB), Y6, Y6
-	VMOVUPS   Y6, Y2
+	VBLENDVPS Y2, avx2bfnanhigh<>+0(SB), Y6, Y2
 	VPSRLD    $0x10, Y3, Y6
 	VPAND     avx2bfone<>+0(SB), Y6, Y6
 	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
 	VPADDD    Y3, Y6, Y6
 	VPAND     avx2bfhigh<>+0(SB), Y6, Y6
 	VCMPPS    $0x03, Y3, Y3, Y3
-	VBLENDVPS Y3, avx2bfnanhigh<>+0(SB), Y6, Y6
-	VMOVUPS   Y6, Y3
+	VBLENDVPS Y3, avx2bfnanhigh<>+0(SB), Y6, Y3
 	VPSRLD    $0x10, Y4, Y6
 	VPAND     avx2bfone<>+0(SB), Y6, Y6
 	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
 	VPADDD    Y4, Y6, Y6
 	VPAND     avx2bfhigh<>+0(SB), Y6, Y6
 	VCMPPS    $0x03, Y4, Y4, Y4
-	VBLENDVPS Y4, avx2bfnanhigh<>+0(SB), Y6, Y6
-	VMOVUPS   Y6, Y4
+	VBLENDVPS Y4, avx2bfnanhigh<>+0(SB), Y6, Y4
 	VPSRLD    $0x10, Y5, Y6
 	VPAND     avx2bfone<>+0(SB), Y6, Y6
 	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
 	VPADDD    Y5, Y6, Y6
 	VPAND     avx2bfhigh<>+0(SB), Y6, Y6
 	VCMPPS    $0x03, Y5, Y5, Y5
-	VBLENDVPS Y5, avx2bfnanhigh<>+0(SB), Y6, Y6
-	VMOVUPS   Y6, Y5
+	VBLENDVPS Y5, avx2bfnanhigh<>+0(SB), Y6, Y5
 
 notrn17:
 	VMOVUPS   (BX)(DI*4), Y6
@@ -13285,8 +13217,7 @@ scalehead:
 	VPADDD    Y2, Y3, Y3
 	VPAND     avx2bfhigh<>+0(SB), Y3, Y3
 	VCMPPS    $0x03, Y2, Y2, Y2
-	VBLENDVPS Y2, avx2bfnanhigh<>+0(SB), Y3, Y3
-	VMOVUPS   Y3, Y2
+	VBLENDVPS Y2, avx2bfnanhigh<>+0(SB), Y3, Y2
 
 notrn18:
 	VMOVUPS      (BX)(DI*4), Y3
@@ -13344,32 +13275,28 @@ scalentloop:
 	VPADDD     Y2, Y6, Y6
 	VPAND      avx2bfhigh<>+0(SB), Y6, Y6
 	VCMPPS     $0x03, Y2, Y2, Y2
-	VBLENDVPS  Y2, avx2bfnanhigh<>+0(SB), Y6, Y6
-	VMOVUPS    Y6, Y2
+	VBLENDVPS  Y2, avx2bfnanhigh<>+0(SB), Y6, Y2
 	VPSRLD     $0x10, Y3, Y6
 	VPAND      avx2bfone<>+0(SB), Y6, Y6
 	VPADDD     avx2bfbias<>+0(SB), Y6, Y6
 	VPADDD     Y3, Y6, Y6
 	VPAND      avx2bfhigh<>+0(SB), Y6, Y6
 	VCMPPS     $0x03, Y3, Y3, Y3
-	VBLENDVPS  Y3, avx2bfnanhigh<>+0(SB), Y6, Y6
-	VMOVUPS    Y6, Y3
+	VBLENDVPS  Y3, avx2bfnanhigh<>+0(SB), Y6, Y3
 	VPSRLD     $0x10, Y4, Y6
 	VPAND      avx2bfone<>+0(SB), Y6, Y6
 	VPADDD     avx2bfbias<>+0(SB), Y6, Y6
 	VPADDD     Y4, Y6, Y6
 	VPAND      avx2bfhigh<>+0(SB), Y6, Y6
 	VCMPPS     $0x03, Y4, Y4, Y4
-	VBLENDVPS  Y4, avx2bfnanhigh<>+0(SB), Y6, Y6
-	VMOVUPS    Y6, Y4
+	VBLENDVPS  Y4, avx2bfnanhigh<>+0(SB), Y6, Y4
 	VPSRLD     $0x10, Y5, Y6
 	VPAND      avx2bfone<>+0(SB), Y6, Y6
 	VPADDD     avx2bfbias<>+0(SB), Y6, Y6
 	VPADDD     Y5, Y6, Y6
 	VPAND      avx2bfhigh<>+0(SB), Y6, Y6
 	VCMPPS     $0x03, Y5, Y5, Y5
-	VBLENDVPS  Y5, avx2bfnanhigh<>+0(SB), Y6, Y6
-	VMOVUPS    Y6, Y5
+	VBLENDVPS  Y5, avx2bfnanhigh<>+0(SB), Y6, Y5
 
 notrn20:
 	TESTL  $0x00000010, R10
@@ -13449,8 +13376,7 @@ scaleone:
 	VPADDD    Y2, Y3, Y3
 	VPAND     avx2bfhigh<>+0(SB), Y3, Y3
 	VCMPPS    $0x03, Y2, Y2, Y2
-	VBLENDVPS Y2, avx2bfnanhigh<>+0(SB), Y3, Y3
-	VMOVUPS   Y3, Y2
+	VBLENDVPS Y2, avx2bfnanhigh<>+0(SB), Y3, Y2
 
 notrn23:
 	VMOVUPS      (BX)(DI*4), Y3
@@ -13539,8 +13465,7 @@ copied30:
 	VPADDD    Y2, Y3, Y3
 	VPAND     avx2bfhigh<>+0(SB), Y3, Y3
 	VCMPPS    $0x03, Y2, Y2, Y2
-	VBLENDVPS Y2, avx2bfnanhigh<>+0(SB), Y3, Y3
-	VMOVUPS   Y3, Y2
+	VBLENDVPS Y2, avx2bfnanhigh<>+0(SB), Y3, Y2
 
 notrn32:
 	VMOVUPS      160(SP), Y3
@@ -14828,32 +14753,28 @@ scaleloopbody19:
 	VPADDD    Y2, Y6, Y6
 	VPAND     avx2bfhigh<>+0(SB), Y6, Y6
 	VCMPPS    $0x03, Y2, Y2, Y2
-	VBLENDVPS Y2, avx2bfnanhigh<>+0(SB), Y6, Y6
-	VMOVUPS   Y6, Y2
+	VBLENDVPS Y2, avx2bfnanhigh<>+0(SB), Y6, Y2
 	VPSRLD    $0x10, Y3, Y6
 	VPAND     avx2bfone<>+0(SB), Y6, Y6
 	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
 	VPADDD    Y3, Y6, Y6
 	VPAND     avx2bfhigh<>+0(SB), Y6, Y6
 	VCMPPS    $0x03, Y3, Y3, Y3
-	VBLENDVPS Y3, avx2bfnanhigh<>+0(SB), Y6, Y6
-	VMOVUPS   Y6, Y3
+	VBLENDVPS Y3, avx2bfnanhigh<>+0(SB), Y6, Y3
 	VPSRLD    $0x10, Y4, Y6
 	VPAND     avx2bfone<>+0(SB), Y6, Y6
 	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
 	VPADDD    Y4, Y6, Y6
 	VPAND     avx2bfhigh<>+0(SB), Y6, Y6
 	VCMPPS    $0x03, Y4, Y4, Y4
-	VBLENDVPS Y4, avx2bfnanhigh<>+0(SB), Y6, Y6
-	VMOVUPS   Y6, Y4
+	VBLENDVPS Y4, avx2bfnanhigh<>+0(SB), Y6, Y4
 	VPSRLD    $0x10, Y5, Y6
 	VPAND     avx2bfone<>+0(SB), Y6, Y6
 	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
 	VPADDD    Y5, Y6, Y6
 	VPAND     avx2bfhigh<>+0(SB), Y6, Y6
 	VCMPPS    $0x03, Y5, Y5, Y5
-	VBLENDVPS Y5, avx2bfnanhigh<>+0(SB), Y6, Y6
-	VMOVUPS   Y6, Y5
+	VBLENDVPS Y5, avx2bfnanhigh<>+0(SB), Y6, Y5
 
 notrn20:
 	VMULPS    (BX)(R8*4), Y2, Y2
@@ -14929,32 +14850,28 @@ scaleoffsetloopbody22:
 	VPADDD    Y2, Y6, Y6
 	VPAND     avx2bfhigh<>+0(SB), Y6, Y6
 	VCMPPS    $0x03, Y2, Y2, Y2
-	VBLENDVPS Y2, avx2bfnanhigh<>+0(SB), Y6, Y6
-	VMOVUPS   Y6, Y2
+	VBLENDVPS Y2, avx2bfnanhigh<>+0(SB), Y6, Y2
 	VPSRLD    $0x10, Y3, Y6
 	VPAND     avx2bfone<>+0(SB), Y6, Y6
 	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
 	VPADDD    Y3, Y6, Y6
 	VPAND     avx2bfhigh<>+0(SB), Y6, Y6
 	VCMPPS    $0x03, Y3, Y3, Y3
-	VBLENDVPS Y3, avx2bfnanhigh<>+0(SB), Y6, Y6
-	VMOVUPS   Y6, Y3
+	VBLENDVPS Y3, avx2bfnanhigh<>+0(SB), Y6, Y3
 	VPSRLD    $0x10, Y4, Y6
 	VPAND     avx2bfone<>+0(SB), Y6, Y6
 	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
 	VPADDD    Y4, Y6, Y6
 	VPAND     avx2bfhigh<>+0(SB), Y6, Y6
 	VCMPPS    $0x03, Y4, Y4, Y4
-	VBLENDVPS Y4, avx2bfnanhigh<>+0(SB), Y6, Y6
-	VMOVUPS   Y6, Y4
+	VBLENDVPS Y4, avx2bfnanhigh<>+0(SB), Y6, Y4
 	VPSRLD    $0x10, Y5, Y6
 	VPAND     avx2bfone<>+0(SB), Y6, Y6
 	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
 	VPADDD    Y5, Y6, Y6
 	VPAND     avx2bfhigh<>+0(SB), Y6, Y6
 	VCMPPS    $0x03, Y5, Y5, Y5
-	VBLENDVPS Y5, avx2bfnanhigh<>+0(SB), Y6, Y6
-	VMOVUPS   Y6, Y5
+	VBLENDVPS Y5, avx2bfnanhigh<>+0(SB), Y6, Y5
 
 notrn23:
 	VMOVUPS   (BX)(R8*4), Y6
@@ -15035,8 +14952,7 @@ scalehead:
 	VPADDD    Y2, Y3, Y3
 	VPAND     avx2bfhigh<>+0(SB), Y3, Y3
 	VCMPPS    $0x03, Y2, Y2, Y2
-	VBLENDVPS Y2, avx2bfnanhigh<>+0(SB), Y3, Y3
-	VMOVUPS   Y3, Y2
+	VBLENDVPS Y2, avx2bfnanhigh<>+0(SB), Y3, Y2
 
 notrn24:
 	VMOVUPS      (BX)(R8*4), Y3
@@ -15094,32 +15010,28 @@ scalentloop:
 	VPADDD     Y2, Y6, Y6
 	VPAND      avx2bfhigh<>+0(SB), Y6, Y6
 	VCMPPS     $0x03, Y2, Y2, Y2
-	VBLENDVPS  Y2, avx2bfnanhigh<>+0(SB), Y6, Y6
-	VMOVUPS    Y6, Y2
+	VBLENDVPS  Y2, avx2bfnanhigh<>+0(SB), Y6, Y2
 	VPSRLD     $0x10, Y3, Y6
 	VPAND      avx2bfone<>+0(SB), Y6, Y6
 	VPADDD     avx2bfbias<>+0(SB), Y6, Y6
 	VPADDD     Y3, Y6, Y6
 	VPAND      avx2bfhigh<>+0(SB), Y6, Y6
 	VCMPPS     $0x03, Y3, Y3, Y3
-	VBLENDVPS  Y3, avx2bfnanhigh<>+0(SB), Y6, Y6
-	VMOVUPS    Y6, Y3
+	VBLENDVPS  Y3, avx2bfnanhigh<>+0(SB), Y6, Y3
 	VPSRLD     $0x10, Y4, Y6
 	VPAND      avx2bfone<>+0(SB), Y6, Y6
 	VPADDD     avx2bfbias<>+0(SB), Y6, Y6
 	VPADDD     Y4, Y6, Y6
 	VPAND      avx2bfhigh<>+0(SB), Y6, Y6
 	VCMPPS     $0x03, Y4, Y4, Y4
-	VBLENDVPS  Y4, avx2bfnanhigh<>+0(SB), Y6, Y6
-	VMOVUPS    Y6, Y4
+	VBLENDVPS  Y4, avx2bfnanhigh<>+0(SB), Y6, Y4
 	VPSRLD     $0x10, Y5, Y6
 	VPAND      avx2bfone<>+0(SB), Y6, Y6
 	VPADDD     avx2bfbias<>+0(SB), Y6, Y6
 	VPADDD     Y5, Y6, Y6
 	VPAND      avx2bfhigh<>+0(SB), Y6, Y6
 	VCMPPS     $0x03, Y5, Y5, Y5
-	VBLENDVPS  Y5, avx2bfnanhigh<>+0(SB), Y6, Y6
-	VMOVUPS    Y6, Y5
+	VBLENDVPS  Y5, avx2bfnanhigh<>+0(SB), Y6, Y5
 
 notrn26:
 	TESTL  $0x00000010, R11
@@ -15199,8 +15111,7 @@ scaleone:
 	VPADDD    Y2, Y3, Y3
 	VPAND     avx2bfhigh<>+0(SB), Y3, Y3
 	VCMPPS    $0x03, Y2, Y2, Y2
-	VBLENDVPS Y2, avx2bfnanhigh<>+0(SB), Y3, Y3
-	VMOVUPS   Y3, Y2
+	VBLENDVPS Y2, avx2bfnanhigh<>+0(SB), Y3, Y2
 
 notrn29:
 	VMOVUPS      (BX)(R8*4), Y3
@@ -15289,8 +15200,7 @@ copied36:
 	VPADDD    Y2, Y3, Y3
 	VPAND     avx2bfhigh<>+0(SB), Y3, Y3
 	VCMPPS    $0x03, Y2, Y2, Y2
-	VBLENDVPS Y2, avx2bfnanhigh<>+0(SB), Y3, Y3
-	VMOVUPS   Y3, Y2
+	VBLENDVPS Y2, avx2bfnanhigh<>+0(SB), Y3, Y2
 
 notrn38:
 	VMOVUPS      160(SP), Y3
@@ -16556,16 +16466,12 @@ scaleloopbody13:
 	JZ        notrn14
 	VCVTPS2PH $0x00, Y2, X2
 	VCVTPH2PS X2, Y2
-	VMOVUPS   Y2, Y2
 	VCVTPS2PH $0x00, Y3, X3
 	VCVTPH2PS X3, Y3
-	VMOVUPS   Y3, Y3
 	VCVTPS2PH $0x00, Y4, X4
 	VCVTPH2PS X4, Y4
-	VMOVUPS   Y4, Y4
 	VCVTPS2PH $0x00, Y5, X5
 	VCVTPH2PS X5, Y5
-	VMOVUPS   Y5, Y5
 
 notrn14:
 	VMULPS      (BX)(DI*4), Y2, Y2
@@ -16607,16 +16513,12 @@ scaleoffsetloopbody16:
 	JZ        notrn17
 	VCVTPS2PH $0x00, Y2, X2
 	VCVTPH2PS X2, Y2
-	VMOVUPS   Y2, Y2
 	VCVTPS2PH $0x00, Y3, X3
 	VCVTPH2PS X3, Y3
-	VMOVUPS   Y3, Y3
 	VCVTPS2PH $0x00, Y4, X4
 	VCVTPH2PS X4, Y4
-	VMOVUPS   Y4, Y4
 	VCVTPS2PH $0x00, Y5, X5
 	VCVTPH2PS X5, Y5
-	VMOVUPS   Y5, Y5
 
 notrn17:
 	VMOVUPS     (BX)(DI*4), Y6
@@ -16666,7 +16568,6 @@ scalehead:
 	JZ        notrn18
 	VCVTPS2PH $0x00, Y2, X2
 	VCVTPH2PS X2, Y2
-	VMOVUPS   Y2, Y2
 
 notrn18:
 	VMOVUPS   (BX)(DI*4), Y3
@@ -16707,16 +16608,12 @@ scalentloop:
 	JZ         notrn20
 	VCVTPS2PH  $0x00, Y2, X2
 	VCVTPH2PS  X2, Y2
-	VMOVUPS    Y2, Y2
 	VCVTPS2PH  $0x00, Y3, X3
 	VCVTPH2PS  X3, Y3
-	VMOVUPS    Y3, Y3
 	VCVTPS2PH  $0x00, Y4, X4
 	VCVTPH2PS  X4, Y4
-	VMOVUPS    Y4, Y4
 	VCVTPS2PH  $0x00, Y5, X5
 	VCVTPH2PS  X5, Y5
-	VMOVUPS    Y5, Y5
 
 notrn20:
 	TESTL  $0x00000010, R10
@@ -16765,7 +16662,6 @@ scaleone:
 	JZ        notrn23
 	VCVTPS2PH $0x00, Y2, X2
 	VCVTPH2PS X2, Y2
-	VMOVUPS   Y2, Y2
 
 notrn23:
 	VMOVUPS   (BX)(DI*4), Y3
@@ -16840,7 +16736,6 @@ copied30:
 	JZ        notrn32
 	VCVTPS2PH $0x00, Y2, X2
 	VCVTPH2PS X2, Y2
-	VMOVUPS   Y2, Y2
 
 notrn32:
 	VMOVUPS   160(SP), Y3
@@ -17845,16 +17740,12 @@ scaleloopbody19:
 	JZ        notrn20
 	VCVTPS2PH $0x00, Y2, X2
 	VCVTPH2PS X2, Y2
-	VMOVUPS   Y2, Y2
 	VCVTPS2PH $0x00, Y3, X3
 	VCVTPH2PS X3, Y3
-	VMOVUPS   Y3, Y3
 	VCVTPS2PH $0x00, Y4, X4
 	VCVTPH2PS X4, Y4
-	VMOVUPS   Y4, Y4
 	VCVTPS2PH $0x00, Y5, X5
 	VCVTPH2PS X5, Y5
-	VMOVUPS   Y5, Y5
 
 notrn20:
 	VMULPS      (BX)(R8*4), Y2, Y2
@@ -17896,16 +17787,12 @@ scaleoffsetloopbody22:
 	JZ        notrn23
 	VCVTPS2PH $0x00, Y2, X2
 	VCVTPH2PS X2, Y2
-	VMOVUPS   Y2, Y2
 	VCVTPS2PH $0x00, Y3, X3
 	VCVTPH2PS X3, Y3
-	VMOVUPS   Y3, Y3
 	VCVTPS2PH $0x00, Y4, X4
 	VCVTPH2PS X4, Y4
-	VMOVUPS   Y4, Y4
 	VCVTPS2PH $0x00, Y5, X5
 	VCVTPH2PS X5, Y5
-	VMOVUPS   Y5, Y5
 
 notrn23:
 	VMOVUPS     (BX)(R8*4), Y6
@@ -17955,7 +17842,6 @@ scalehead:
 	JZ        notrn24
 	VCVTPS2PH $0x00, Y2, X2
 	VCVTPH2PS X2, Y2
-	VMOVUPS   Y2, Y2
 
 notrn24:
 	VMOVUPS   (BX)(R8*4), Y3
@@ -17996,16 +17882,12 @@ scalentloop:
 	JZ         notrn26
 	VCVTPS2PH  $0x00, Y2, X2
 	VCVTPH2PS  X2, Y2
-	VMOVUPS    Y2, Y2
 	VCVTPS2PH  $0x00, Y3, X3
 	VCVTPH2PS  X3, Y3
-	VMOVUPS    Y3, Y3
 	VCVTPS2PH  $0x00, Y4, X4
 	VCVTPH2PS  X4, Y4
-	VMOVUPS    Y4, Y4
 	VCVTPS2PH  $0x00, Y5, X5
 	VCVTPH2PS  X5, Y5
-	VMOVUPS    Y5, Y5
 
 notrn26:
 	TESTL  $0x00000010, R11
@@ -18054,7 +17936,6 @@ scaleone:
 	JZ        notrn29
 	VCVTPS2PH $0x00, Y2, X2
 	VCVTPH2PS X2, Y2
-	VMOVUPS   Y2, Y2
 
 notrn29:
 	VMOVUPS   (BX)(R8*4), Y3
@@ -18129,7 +18010,6 @@ copied36:
 	JZ        notrn38
 	VCVTPS2PH $0x00, Y2, X2
 	VCVTPH2PS X2, Y2
-	VMOVUPS   Y2, Y2
 
 notrn38:
 	VMOVUPS   160(SP), Y3

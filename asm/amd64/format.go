@@ -74,9 +74,10 @@ func (g *gen) mulLoad(m Mem, invv, t VecVirtual) {
 	VMULPS(invv, t, t)
 }
 
-// bf16Round sets t (not v) to the bfloat16 rounding of v: with keepTop the float32 bits of the
-// rounded value, else those bits shifted down to the low 16 of each lane, ready to be packed.
-func (g *gen) bf16Round(v, t VecVirtual, keepTop bool) {
+// bf16Round sets out to the bfloat16 rounding of v: with keepTop the float32 bits of the rounded
+// value, else those bits shifted down to the low 16 of each lane, ready to be packed. t (not v)
+// is scratch; out may be t or v.
+func (g *gen) bf16Round(v, t, out VecVirtual, keepTop bool) {
 	if g.s == avx512 {
 		// NaN lanes first become the quiet NaN 0xffc00000 (VFIXUPIMMPS: QNaN and SNaN inputs take
 		// the indefinite QNaN, every other lane keeps its value), which the rounding below keeps.
@@ -87,9 +88,9 @@ func (g *gen) bf16Round(v, t VecVirtual, keepTop bool) {
 		VPADDD(c.bias, t, t)
 		VPADDD(v, t, t)
 		if keepTop {
-			VPANDD(c.high, t, t)
+			VPANDD(c.high, t, out)
 		} else {
-			VPSRLD(U8(16), t, t)
+			VPSRLD(U8(16), t, out)
 		}
 		return
 	}
@@ -108,7 +109,7 @@ func (g *gen) bf16Round(v, t VecVirtual, keepTop bool) {
 	// NaN lanes (unordered with themselves) become the quiet NaN.
 	m := g.s.vec()
 	VCMPPS(U8(3), v, v, m)
-	VBLENDVPS(m, nan, t, t)
+	VBLENDVPS(m, nan, t, out)
 }
 
 // bf16RoundTop sets t (not v) to a vector whose top 16 bits of each lane are the bfloat16
@@ -144,15 +145,21 @@ func (g *gen) loadBF16Consts() {
 // round returns v rounded to the 16-bit storage format, in a new register.
 func (g *gen) round(v VecVirtual) VecVirtual {
 	t := g.s.vec()
+	g.roundTo(v, t, t)
+	return t
+}
+
+// roundTo sets out (which may be v) to v rounded to the storage format, as float32 values; t (not
+// v) is scratch, and may be out.
+func (g *gen) roundTo(v, t, out VecVirtual) {
 	switch g.v.Format {
 	case spec.BF16:
-		g.bf16Round(v, t, true)
+		g.bf16Round(v, t, out, true)
 	case spec.F16:
 		h := g.half(g.s.vec())
 		VCVTPS2PH(U8(0), v, h)
-		VCVTPH2PS(h, t)
+		VCVTPH2PS(h, out)
 	}
-	return t
 }
 
 // store narrows v into one vector of row elements at m; exact says v already holds values of the
@@ -182,7 +189,7 @@ func (g *gen) bf16Low(v VecVirtual, exact bool) VecVirtual {
 	if exact {
 		VPSRLD(U8(16), v, t)
 	} else {
-		g.bf16Round(v, t, false)
+		g.bf16Round(v, t, t, false)
 	}
 	return t
 }

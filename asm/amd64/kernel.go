@@ -966,8 +966,7 @@ func (g *gen) roundIfRN(ts ...VecVirtual) {
 	TESTL(U32(spec.FlagRN), g.flags())
 	JZ(LabelRef(skip))
 	for _, t := range ts {
-		r := g.round(t)
-		VMOVUPS(r, t)
+		g.roundTo(t, g.s.vec(), t) // in place: the code after skip expects t
 	}
 	Label(skip)
 }

@@ -23,6 +23,7 @@ var (
 	forwardNames     = names{"Forward", "dst", "x", "w", "eps"}
 	forwardBF16Names = names{"ForwardBF16", "dst", "x", "w", "eps"}
 	forwardF16Names  = names{"ForwardF16", "dst", "x", "w", "eps"}
+	normForwardNames = names{"Norm.Forward", "dst", "x", "Weight", "Eps"}
 	applyNames       = names{"Norm.Apply", "Dst", "X", "Weight", "Eps"}
 	applyBF16Names   = names{"Norm.ApplyBF16", "Dst", "X", "Weight", "Eps"}
 	applyF16Names    = names{"Norm.ApplyF16", "Dst", "X", "Weight", "Eps"}

@@ -56,14 +56,27 @@ type Rows struct {
 }
 
 // Forward normalizes the rows of x into dst with this Norm: x holds len(x)/d rows of d floats.
-// It is Apply(Rows{Dst: dst, X: x}).
+// It is Apply(Rows{Dst: dst, X: x}), and panics under the same rules.
 //
 //go:noinline
 func (n Norm) Forward(dst, x []float32) {
+	if n.Weight != nil && !n.UnitOffset && (n.Dim == 0 || n.Dim == len(n.Weight)) && n.Workers <= 1 {
+		// A plain weight on one goroutine: the call is rmsnorm.Forward's, on its shorter path.
+		forwardRows(&normForwardNames, formatF32, dst, x, n.Weight, n.Eps, useActive)
+		return
+	}
+	n.forward(dst, x)
+}
+
+// forward is Forward on Apply's path (no weight, UnitOffset, Workers). A call of its own, so that
+// Forward does not save the Norm for the address this one takes.
+//
+//go:noinline
+func (n Norm) forward(dst, x []float32) {
 	var r rowsOf[float32] // set field by field: a literal would be built aside and copied
 	r.Dst, r.X = dst, x
 	if !applyRows(&n, &r, formatF32, useActive) {
-		panic(explainApply(&n, &applyNames, &r))
+		panic(explainApply(&n, &normForwardNames, &r))
 	}
 }
 

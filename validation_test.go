@@ -1,6 +1,7 @@
 package rmsnorm
 
 import (
+	"fmt"
 	"math"
 	"slices"
 	"strings"
@@ -150,6 +151,52 @@ func TestApplyBadInput(t *testing.T) {
 				t.Fatalf("%s: Dst changed before the panic", c.name)
 			}
 		})
+	}
+}
+
+// Norm.Forward names itself and its arguments whether it takes rmsnorm.Forward's path (a plain
+// weight, one goroutine) or Apply's (the other Norms), and writes nothing before it panics.
+func TestNormForwardBadInput(t *testing.T) {
+	buf := make([]float32, 64)
+	for i := range buf {
+		buf[i] = float32(i%13) - 6
+	}
+	w4 := []float32{1, 2, 3, 4}
+	type tc struct {
+		name   string
+		n      Norm
+		dst, x []float32
+		want   []string
+	}
+	cases := []tc{
+		{"Dim disagrees with Weight", Norm{Weight: w4, Dim: 5, Eps: 1e-6}, make([]float32, 8), buf[:8], []string{"Dim = 5", "len(Weight) = 4"}},
+		{"empty Weight", Norm{Weight: w4[:0], Eps: 1e-6}, make([]float32, 8), buf[:8], []string{"len(Weight) = 0", "len(x) = 8"}},
+		{"NaN Eps", Norm{Weight: w4, Eps: float32(math.NaN())}, make([]float32, 8), buf[:8], []string{"Eps = NaN"}},
+		{"dst overlaps Weight", Norm{Weight: buf[40:44], Eps: 1e-6}, buf[38:46], buf[:8], []string{"dst overlaps Weight"}},
+	}
+	// The same three mistakes with a Norm of each path: the first is rmsnorm.Forward's.
+	for _, n := range []Norm{
+		{Weight: w4, Eps: 1e-6},
+		{Weight: w4, Eps: 1e-6, UnitOffset: true},
+		{Dim: 4, Eps: 1e-6},
+		{Weight: w4, Eps: 1e-6, Workers: 4},
+	} {
+		d := "len(Weight) = 4"
+		if n.Weight == nil {
+			d = "Dim = 4"
+		}
+		cases = append(cases,
+			tc{fmt.Sprintf("not a multiple %+v", n), n, make([]float32, 10), buf[:10], []string{"len(x) = 10", "not a multiple", d}},
+			tc{fmt.Sprintf("short dst %+v", n), n, make([]float32, 7), buf[:8], []string{"len(dst) = 7", "len(x) = 8"}},
+			tc{fmt.Sprintf("dst shifted over x %+v", n), n, buf[4:12], buf[0:8], []string{"dst overlaps x"}})
+	}
+	for _, c := range cases {
+		before := slices.Clone(buf)
+		dstBefore := slices.Clone(c.dst)
+		mustPanic(t, c.name, append([]string{"rmsnorm: Norm.Forward: "}, c.want...), func() { c.n.Forward(c.dst, c.x) })
+		if firstDiff(buf, before) >= 0 || firstDiff(c.dst, dstBefore) >= 0 {
+			t.Fatalf("%s: a buffer changed before the panic", c.name)
+		}
 	}
 }
 

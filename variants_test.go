@@ -2,6 +2,7 @@ package rmsnorm
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 )
 
@@ -230,4 +231,53 @@ func TestVariantsMatchGeneric(t *testing.T) {
 			}
 		})
 	})
+}
+
+// Norm.Forward takes rmsnorm.Forward's path for a plain weight on one goroutine and Apply's for
+// every other Norm: on every kernel under test, each gives Apply's bits, in place and not,
+// streaming and not, with a row on the float64 path in the batches of five.
+func TestNormForwardIsApply(t *testing.T) {
+	defer SetKernel(Kernel())
+	for _, k := range testKernels() {
+		if err := SetKernel(k.String()); err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range []int{1, 7, 64, 100, 513} {
+			for _, rows := range []int{1, 5} {
+				r := seedFor(d, rows, 31)
+				x := make([]float32, rows*d)
+				fill(x, classNormal, r)
+				if rows > 1 {
+					x[2*d] *= 1e30 // row 2 overflows: the float64 path
+				}
+				w := make([]float32, d)
+				fill(w, classNormal, r)
+				for _, n := range []Norm{
+					{Weight: w, Eps: 1e-6},
+					{Weight: w, Dim: d, Eps: 1e-5},
+					{Weight: w, Eps: 1e-6, UnitOffset: true},
+					{Dim: d, Eps: 1e-6},
+					{Weight: w, Eps: 1e-6, Workers: 3},
+				} {
+					for _, stream := range []bool{false, true} {
+						for _, inPlace := range []bool{false, true} {
+							want, got := slices.Clone(x), slices.Clone(x)
+							wantDst, gotDst := want, got
+							if !inPlace {
+								wantDst, gotDst = make([]float32, len(x)), make([]float32, len(x))
+							}
+							withStreaming(stream, func() {
+								applyWith(k, &n, &Rows{Dst: wantDst, X: want})
+								n.Forward(gotDst, got)
+							})
+							if i := firstDiff(gotDst, wantDst); i >= 0 {
+								t.Fatalf("%v d=%d rows=%d %+v stream=%v in place=%v: Norm.Forward y[%d] = %v, Apply %v",
+									k, d, rows, n, stream, inPlace, i, gotDst[i], wantDst[i])
+							}
+						}
+					}
+				}
+			}
+		}
+	}
 }

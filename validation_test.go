@@ -34,6 +34,21 @@ func mustPanic(t *testing.T, name string, want []string, f func()) {
 	f()
 }
 
+// mustPanicUnwritten is mustPanic for a call that must also leave every element of bufs as it was.
+func mustPanicUnwritten(t *testing.T, name string, want []string, f func(), bufs ...[]float32) {
+	t.Helper()
+	before := make([][]float32, len(bufs))
+	for i, b := range bufs {
+		before[i] = slices.Clone(b)
+	}
+	mustPanic(t, name, want, f)
+	for i, b := range bufs {
+		if j := firstDiff(b, before[i]); j >= 0 {
+			t.Fatalf("%s: element %d of buffer %d changed before the panic", name, j, i)
+		}
+	}
+}
+
 func TestForwardBadInput(t *testing.T) {
 	nan := float32(math.NaN())
 	buf := make([]float32, 64)
@@ -69,17 +84,9 @@ func TestForwardBadInput(t *testing.T) {
 				Forward(c.dst, c.x, c.w, c.eps)
 				return
 			}
-			before := slices.Clone(buf)
-			dstBefore := slices.Clone(c.dst)
-			mustPanic(t, c.name, append([]string{"rmsnorm: Forward: "}, c.want...), func() {
+			mustPanicUnwritten(t, c.name, append([]string{"rmsnorm: Forward: "}, c.want...), func() {
 				Forward(c.dst, c.x, c.w, c.eps)
-			})
-			if firstDiff(buf, before) >= 0 {
-				t.Fatalf("%s: the shared buffer changed before the panic", c.name)
-			}
-			if firstDiff(c.dst, dstBefore) >= 0 {
-				t.Fatalf("%s: dst changed before the panic", c.name)
-			}
+			}, buf, c.dst)
 		})
 	}
 }
@@ -141,15 +148,7 @@ func TestApplyBadInput(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			before := slices.Clone(buf)
-			dstBefore := slices.Clone(c.r.Dst)
-			mustPanic(t, c.name, append([]string{"rmsnorm: Norm.Apply: "}, c.want...), func() { c.n.Apply(c.r) })
-			if firstDiff(buf, before) >= 0 {
-				t.Fatalf("%s: the shared buffer changed before the panic", c.name)
-			}
-			if firstDiff(c.r.Dst, dstBefore) >= 0 {
-				t.Fatalf("%s: Dst changed before the panic", c.name)
-			}
+			mustPanicUnwritten(t, c.name, append([]string{"rmsnorm: Norm.Apply: "}, c.want...), func() { c.n.Apply(c.r) }, buf, c.r.Dst)
 		})
 	}
 }
@@ -191,12 +190,7 @@ func TestNormForwardBadInput(t *testing.T) {
 			tc{fmt.Sprintf("dst shifted over x %+v", n), n, buf[4:12], buf[0:8], []string{"dst overlaps x"}})
 	}
 	for _, c := range cases {
-		before := slices.Clone(buf)
-		dstBefore := slices.Clone(c.dst)
-		mustPanic(t, c.name, append([]string{"rmsnorm: Norm.Forward: "}, c.want...), func() { c.n.Forward(c.dst, c.x) })
-		if firstDiff(buf, before) >= 0 || firstDiff(c.dst, dstBefore) >= 0 {
-			t.Fatalf("%s: a buffer changed before the panic", c.name)
-		}
+		mustPanicUnwritten(t, c.name, append([]string{"rmsnorm: Norm.Forward: "}, c.want...), func() { c.n.Forward(c.dst, c.x) }, buf, c.dst)
 	}
 }
 

@@ -233,10 +233,12 @@ func TestVariantsMatchGeneric(t *testing.T) {
 	})
 }
 
-// Norm.Forward takes rmsnorm.Forward's path for a plain weight on one goroutine and Apply's for
-// every other Norm: on every kernel under test, each gives Apply's bits, in place and not,
+// Norm.Forward, and Apply on rows back to back with neither Residual nor Inv, take
+// rmsnorm.Forward's path for a plain weight on one goroutine, and Apply's general path otherwise.
+// On every kernel under test, through the public methods (with the active kernel), each gives the
+// bits of the general path called with that kernel, for every Norm form, in place and not,
 // streaming and not, with a row on the float64 path in the batches of five.
-func TestNormForwardIsApply(t *testing.T) {
+func TestShortPathsMatchApply(t *testing.T) {
 	defer SetKernel(Kernel())
 	for _, k := range testKernels() {
 		if err := SetKernel(k.String()); err != nil {
@@ -259,20 +261,30 @@ func TestNormForwardIsApply(t *testing.T) {
 					{Dim: d, Eps: 1e-6},
 					{Weight: w, Eps: 1e-6, Workers: 3},
 				} {
-					for _, stream := range []bool{false, true} {
-						for _, inPlace := range []bool{false, true} {
-							want, got := slices.Clone(x), slices.Clone(x)
-							wantDst, gotDst := want, got
-							if !inPlace {
-								wantDst, gotDst = make([]float32, len(x)), make([]float32, len(x))
-							}
-							withStreaming(stream, func() {
-								applyWith(k, &n, &Rows{Dst: wantDst, X: want})
-								n.Forward(gotDst, got)
-							})
-							if i := firstDiff(gotDst, wantDst); i >= 0 {
-								t.Fatalf("%v d=%d rows=%d %+v stream=%v in place=%v: Norm.Forward y[%d] = %v, Apply %v",
-									k, d, rows, n, stream, inPlace, i, gotDst[i], wantDst[i])
+					calls := []struct {
+						name string
+						f    func(dst, x []float32)
+					}{
+						{"Norm.Forward", func(dst, x []float32) { n.Forward(dst, x) }},
+						{"Apply", func(dst, x []float32) { n.Apply(Rows{Dst: dst, X: x}) }},
+						{"Apply with N", func(dst, x []float32) { n.Apply(Rows{Dst: dst, X: x, N: rows}) }},
+					}
+					for _, c := range calls {
+						for _, stream := range []bool{false, true} {
+							for _, inPlace := range []bool{false, true} {
+								want, got := slices.Clone(x), slices.Clone(x)
+								wantDst, gotDst := want, got
+								if !inPlace {
+									wantDst, gotDst = make([]float32, len(x)), make([]float32, len(x))
+								}
+								withStreaming(stream, func() {
+									applyWith(k, &n, &Rows{Dst: wantDst, X: want})
+									c.f(gotDst, got)
+								})
+								if i := firstDiff(gotDst, wantDst); i >= 0 {
+									t.Fatalf("%v d=%d rows=%d %+v stream=%v in place=%v: %s y[%d] = %v, general path %v",
+										k, d, rows, n, stream, inPlace, c.name, i, gotDst[i], wantDst[i])
+								}
 							}
 						}
 					}

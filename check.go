@@ -196,6 +196,53 @@ func applyRows[T elem](n *Norm, r *rowsOf[T], f format, k kernelID) bool {
 	return true
 }
 
+// packedRows validates and runs a Norm.Apply call of the common kind: rows back to back (N and
+// Stride 0), with or without a residual, no Inv, one goroutine, a weight of the Norm's own length
+// (the caller checks those), weight form and rounding in flags (flagOffset, flagRN). It reports
+// false, having written nothing, when the call breaks a rule or is empty; the caller then takes
+// the general path, which says which rule. A function of its own, with few values live: the
+// compiler spills none of them, and its stores are the job's.
+func packedRows[T elem](r *rowsOf[T], f format, w []float32, eps float32, flags uint32, k kernelID) bool {
+	d, nx, res := len(w), len(r.X), r.Residual
+	if d == 0 || nx == 0 {
+		return false
+	}
+	rows := 1
+	if nx != d { // one row, the common call, needs no division
+		rows = quo(nx, d)
+	}
+	var z T
+	es := unsafe.Sizeof(z)
+	sb, wb := uintptr(nx)*es, uintptr(d)*4
+	xp, dp, wp := addr(r.X), addr(r.Dst), addr(w)
+	// No range is empty (nx, d > 0): two comparisons per pair.
+	ok := rows*d == nx && len(r.Dst) == nx && epsOK(eps) && (dp == xp || apart(dp, sb, xp, sb)) && apart(dp, sb, wp, wb)
+	if res != nil {
+		rp := addr(res)
+		ok = ok && len(res) == nx && apart(rp, sb, xp, sb) && apart(rp, sb, dp, sb) && apart(rp, sb, wp, wb)
+	}
+	if !ok {
+		return false
+	}
+	mode := weighted
+	if flags&flagOffset != 0 {
+		mode = offset
+	}
+	if k == useActive {
+		k = activeKernel()
+	}
+	v := forwardVariant[f][mode][b2i(res != nil)]
+	var j job
+	j.init(ptr(r.Dst), ptr(r.X), ptr(w), d, d, eps, flags, uint32(k)*numEntries+uint32(v), mode, f, v, ptr(res), nil, rows)
+	if 3*sb >= uintptr(streamBytes) { // x, dst and res could fill the cache
+		j.setMemoryFlags(es)
+	}
+	if row := callKernel(&j, 0, rows); row < j.rows { // run, inline: see forwardRows
+		j.finish(row, j.rows)
+	}
+	return true
+}
+
 // checkNorm returns the row length and the weight form of n, or panics if its fields disagree.
 func checkNorm(n *Norm, nm *names) (int, weightMode) {
 	switch {

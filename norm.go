@@ -70,17 +70,37 @@ func (n Norm) Forward(dst, x []float32) {
 
 // plain reports whether n has a plain weight (Dim 0 or its length, no UnitOffset) and one
 // goroutine: its rows back to back need only what rmsnorm.Forward does.
-func (n *Norm) plain() bool {
-	return n.Weight != nil && !n.UnitOffset && (n.Dim == 0 || n.Dim == len(n.Weight)) && n.Workers <= 1
+func (n *Norm) plain() bool { return !n.UnitOffset && n.weighted() }
+
+// weighted reports whether n has a weight, Dim 0 or its length, and one goroutine: the Norms of
+// packedRows.
+func (n *Norm) weighted() bool {
+	return n.Weight != nil && (n.Dim == 0 || n.Dim == len(n.Weight)) && n.Workers <= 1
 }
 
-// forward is Forward on Apply's path (no weight, UnitOffset, Workers). A call of its own, so that
-// Forward does not save the Norm for the address this one takes.
+// flags returns the job flags of n's weight form and rounding for rows in format f.
+func (n *Norm) flags(f format) uint32 {
+	var fl uint32
+	if n.UnitOffset {
+		fl = flagOffset
+	}
+	if n.RoundNormalized && f != formatF32 {
+		fl |= flagRN
+	}
+	return fl
+}
+
+// forward is Norm.Forward for the other Norms: UnitOffset on Apply's short path (packedRows), no
+// weight and Workers on its general path. A call of its own, so that Forward does not save the
+// Norm for the address this one takes.
 //
 //go:noinline
 func (n Norm) forward(dst, x []float32) {
 	var r rowsOf[float32] // set field by field: a literal would be built aside and copied
 	r.Dst, r.X = dst, x
+	if n.weighted() && packedRows(&r, formatF32, n.Weight, n.Eps, n.flags(formatF32), useActive) {
+		return
+	}
 	if !applyRows(&n, &r, formatF32, useActive) {
 		panic(explainApply(&n, &normForwardNames, &r))
 	}
@@ -103,15 +123,28 @@ func (n Norm) forward(dst, x []float32) {
 //
 //go:noinline
 func (n Norm) Apply(r Rows) {
-	if r.Residual == nil && r.N|r.Stride == 0 && r.Inv == nil && n.plain() {
-		// Rows back to back and nothing else: rmsnorm.Forward's call, as in Norm.Forward.
-		forwardRows(&applyNames, formatF32, r.Dst, r.X, n.Weight, n.Eps, useActive)
-		return
+	// Rows back to back without Inv, a weight, one goroutine: the common calls take a short path,
+	// which leaves the rest and the calls that break a rule to the general one.
+	if r.N|r.Stride == 0 && r.Inv == nil && n.weighted() {
+		if r.Residual == nil && !n.UnitOffset {
+			// Nothing else: rmsnorm.Forward's call, as in Norm.Forward.
+			forwardRows(&applyNames, formatF32, r.Dst, r.X, n.Weight, n.Eps, useActive)
+			return
+		}
+		if packedRows((*rowsOf[float32])(&r), formatF32, n.Weight, n.Eps, n.flags(formatF32), useActive) {
+			return
+		}
 	}
-	// The general path stays here rather than in a call of its own (as Norm.Forward's): the
-	// residual calls, which take it, measured up to 7% slower with one more call.
-	if !applyRows(&n, (*rowsOf[float32])(&r), formatF32, useActive) {
-		panic(explainApply(&n, &applyNames, (*rowsOf[float32])(&r)))
+	n.apply(&r)
+}
+
+// apply is Apply on the general path (strided rows, Inv, no weight, Workers, and the calls that
+// break a rule), in a call of its own: that measured a little faster for the calls above.
+//
+//go:noinline
+func (n Norm) apply(r *Rows) {
+	if !applyRows(&n, (*rowsOf[float32])(r), formatF32, useActive) {
+		panic(explainApply(&n, &applyNames, (*rowsOf[float32])(r)))
 	}
 }
 
@@ -132,16 +165,29 @@ type Rows16 struct {
 //
 //go:noinline
 func (n Norm) ApplyBF16(r Rows16) {
-	if !applyRows(&n, (*rowsOf[uint16])(&r), formatBF16, useActive) {
-		panic(explainApply(&n, &applyBF16Names, (*rowsOf[uint16])(&r)))
+	if r.N|r.Stride == 0 && r.Inv == nil && n.weighted() &&
+		packedRows((*rowsOf[uint16])(&r), formatBF16, n.Weight, n.Eps, n.flags(formatBF16), useActive) {
+		return
 	}
+	n.apply16(&r, formatBF16, &applyBF16Names)
 }
 
 // ApplyF16 is ApplyBF16 for IEEE 754 binary16 (float16) rows.
 //
 //go:noinline
 func (n Norm) ApplyF16(r Rows16) {
-	if !applyRows(&n, (*rowsOf[uint16])(&r), formatF16, useActive) {
-		panic(explainApply(&n, &applyF16Names, (*rowsOf[uint16])(&r)))
+	if r.N|r.Stride == 0 && r.Inv == nil && n.weighted() &&
+		packedRows((*rowsOf[uint16])(&r), formatF16, n.Weight, n.Eps, n.flags(formatF16), useActive) {
+		return
+	}
+	n.apply16(&r, formatF16, &applyF16Names)
+}
+
+// apply16 is apply for ApplyBF16 and ApplyF16, rows in format f.
+//
+//go:noinline
+func (n Norm) apply16(r *Rows16, f format, nm *names) {
+	if !applyRows(&n, (*rowsOf[uint16])(r), f, useActive) {
+		panic(explainApply(&n, nm, (*rowsOf[uint16])(r)))
 	}
 }

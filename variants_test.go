@@ -233,11 +233,13 @@ func TestVariantsMatchGeneric(t *testing.T) {
 	})
 }
 
-// Norm.Forward, and Apply on rows back to back with neither Residual nor Inv, take
-// rmsnorm.Forward's path for a plain weight on one goroutine, and Apply's general path otherwise.
-// On every kernel under test, through the public methods (with the active kernel), each gives the
-// bits of the general path called with that kernel, for every Norm form, in place and not,
-// streaming and not, with a row on the float64 path in the batches of five.
+// Norm.Forward and the Apply methods take short paths for the common calls: rmsnorm.Forward's
+// for rows back to back with nothing else and a plain weight (forwardRows), packedRows for rows
+// back to back with a residual or UnitOffset; every other call takes the general path
+// (applyRows). Through the public methods (with the active kernel), on every kernel under test,
+// each gives the general path's bits called with that kernel, in dst and the residual, for every
+// Norm form, in place and not, streaming and not, with a row on the float64 path in the batches
+// of five.
 func TestShortPathsMatchApply(t *testing.T) {
 	defer SetKernel(Kernel())
 	for _, k := range testKernels() {
@@ -252,41 +254,77 @@ func TestShortPathsMatchApply(t *testing.T) {
 				if rows > 1 {
 					x[2*d] *= 1e30 // row 2 overflows: the float64 path
 				}
+				res := make([]float32, rows*d)
+				fill(res, classNormal, r)
 				w := make([]float32, d)
 				fill(w, classNormal, r)
-				for _, n := range []Norm{
+				norms := []Norm{
 					{Weight: w, Eps: 1e-6},
 					{Weight: w, Dim: d, Eps: 1e-5},
 					{Weight: w, Eps: 1e-6, UnitOffset: true},
+					{Weight: w, Eps: 1e-6, RoundNormalized: true},
+					{Weight: w, Eps: 1e-6, UnitOffset: true, RoundNormalized: true},
 					{Dim: d, Eps: 1e-6},
 					{Weight: w, Eps: 1e-6, Workers: 3},
-				} {
-					calls := []struct {
-						name string
-						f    func(dst, x []float32)
-					}{
-						{"Norm.Forward", func(dst, x []float32) { n.Forward(dst, x) }},
-						{"Apply", func(dst, x []float32) { n.Apply(Rows{Dst: dst, X: x}) }},
-						{"Apply with N", func(dst, x []float32) { n.Apply(Rows{Dst: dst, X: x, N: rows}) }},
-					}
-					for _, c := range calls {
-						for _, stream := range []bool{false, true} {
-							for _, inPlace := range []bool{false, true} {
-								want, got := slices.Clone(x), slices.Clone(x)
-								wantDst, gotDst := want, got
-								if !inPlace {
-									wantDst, gotDst = make([]float32, len(x)), make([]float32, len(x))
-								}
-								withStreaming(stream, func() {
-									applyWith(k, &n, &Rows{Dst: wantDst, X: want})
-									c.f(gotDst, got)
-								})
-								if i := firstDiff(gotDst, wantDst); i >= 0 {
-									t.Fatalf("%v d=%d rows=%d %+v stream=%v in place=%v: %s y[%d] = %v, general path %v",
-										k, d, rows, n, stream, inPlace, c.name, i, gotDst[i], wantDst[i])
-								}
-							}
+				}
+				for _, n := range norms {
+					ctx := fmt.Sprintf("%v d=%d rows=%d %+v", k, d, rows, n)
+					checkShortPaths(t, ctx, k, &n, formatF32, rows, x, res, func(r rowsOf[float32]) { n.Apply(Rows(r)) })
+					checkShortPaths(t, ctx, k, &n, formatF32, rows, x, nil, func(r rowsOf[float32]) { n.Forward(r.Dst, r.X) })
+					for _, f := range []format{formatBF16, formatF16} {
+						apply := n.ApplyBF16
+						if f == formatF16 {
+							apply = n.ApplyF16
 						}
+						checkShortPaths(t, ctx, k, &n, f, rows, narrowAll(x, f), narrowAll(res, f), func(r rowsOf[uint16]) { apply(Rows16(r)) })
+					}
+				}
+			}
+		}
+	}
+}
+
+// checkShortPaths runs call, a public entry point given rows of x back to back (and of res when
+// set), and the general path with kernel k on copies of the same buffers, and compares dst and
+// the residual. It tries the rows three ways (plain, with the residual when res is set, and with
+// N set, which takes the general path), each in place and not, streaming and not.
+func checkShortPaths[T elem](t *testing.T, ctx string, k kernelID, n *Norm, f format, rows int, x, res []T, call func(r rowsOf[T])) {
+	t.Helper()
+	for _, how := range []string{"plain", "residual", "with N"} {
+		if how == "residual" && res == nil {
+			continue
+		}
+		for _, stream := range []bool{false, true} {
+			for _, inPlace := range []bool{false, true} {
+				mk := func() (rowsOf[T], []T) {
+					r := rowsOf[T]{X: slices.Clone(x), Dst: make([]T, len(x))}
+					if inPlace {
+						r.Dst = r.X
+					}
+					var h []T
+					switch how {
+					case "residual":
+						h = slices.Clone(res)
+						r.Residual = h
+					case "with N":
+						r.N = rows
+					}
+					return r, h
+				}
+				got, gotRes := mk()
+				want, wantRes := mk()
+				withStreaming(stream, func() {
+					applyRowsWith(k, n, f, want.Dst, want.X, want.Residual, nil, want.N, 0)
+					call(got)
+				})
+				for i := range want.Dst {
+					if !sameElem(got.Dst[i], want.Dst[i], f) {
+						t.Fatalf("%s format=%d %s stream=%v in place=%v: dst[%d] = %v, general path %v",
+							ctx, f, how, stream, inPlace, i, got.Dst[i], want.Dst[i])
+					}
+					if gotRes != nil && !sameElem(gotRes[i], wantRes[i], f) {
+						t.Fatalf("%s format=%d %s stream=%v in place=%v: residual[%d] = %v, general path %v",
+							ctx, f, how, stream, inPlace, i, gotRes[i], wantRes[i])
 					}
 				}
 			}

@@ -58,7 +58,9 @@ const useActive kernelID = 1<<32 - 1
 
 // forwardRows validates a Forward call and runs it with kernel k: the rows of x (len(w) long each),
 // stored in format f, into dst. As in applyRows, the streaming decision runs only for rows that
-// could fill the cache, and the kernel is called directly.
+// could fill the cache, and the kernel is called directly. Norm.Forward and Norm.Apply call it
+// too, for rows back to back with a plain weight and nothing else; nm names the caller's
+// arguments in its panics.
 func forwardRows[T elem](nm *names, f format, dst, x []T, w []float32, eps float32, k kernelID) {
 	d, n := len(w), len(x)
 	rows := 1
@@ -128,10 +130,12 @@ type rowsOf[T elem] struct {
 
 // applyRows validates a Norm.Apply call (Norm.Forward is one too) and runs it with kernel k: the
 // rows r describes (see Apply). It reports false, having written nothing, when the call breaks a
-// rule; the entry point then panics with explainApply. It is the whole path of a short row's
-// call, and the stores it makes wait behind those of the previous call's kernel, so it keeps
-// them few: no call before the kernel's (the panic is the caller's, so the arguments need not be
-// saved for it), rows back to back (N = 0), the common call, resolved inline, the streaming
+// rule; the entry point then panics with explainApply. It is the general path: the entry points
+// send the common calls down shorter ones first (forwardRows, packedRows), and only the others,
+// and any call those reject, come here. It is still a short row's whole path when the rows are
+// strided or Inv is set, and the stores it makes wait behind those of the previous call's
+// kernel, so it keeps them few: no call before the kernel's (the panic is the caller's, so the
+// arguments need not be saved for it), rows back to back (N = 0) resolved inline, the streaming
 // decision only for rows that could fill the cache or lie a stride apart.
 func applyRows[T elem](n *Norm, r *rowsOf[T], f format, k kernelID) bool {
 	d, mode, good := n.shape()
@@ -200,8 +204,8 @@ func applyRows[T elem](n *Norm, r *rowsOf[T], f format, k kernelID) bool {
 // Stride 0), with or without a residual, no Inv, one goroutine, a weight of the Norm's own length
 // (the caller checks those), weight form and rounding in flags (flagOffset, flagRN). It reports
 // false, having written nothing, when the call breaks a rule or is empty; the caller then takes
-// the general path, which says which rule. A function of its own, with few values live: the
-// compiler spills none of them, and its stores are the job's.
+// the general path, which says which rule. A function of its own, with fewer values live than
+// applyRows, so fewer stores before the kernel's (see applyRows).
 func packedRows[T elem](r *rowsOf[T], f format, w []float32, eps float32, flags uint32, k kernelID) bool {
 	d, nx, res := len(w), len(r.X), r.Residual
 	if d == 0 || nx == 0 {
@@ -329,7 +333,14 @@ func explainApply[T elem](n *Norm, nm *names, r *rowsOf[T]) string {
 		nm.fail("N = %d and Stride = %d must not be negative", rows, stride)
 	}
 	if d == 0 && (len(x) != 0 || rows != 0) {
-		nm.fail("the row length is 0 (Weight is empty and Dim is 0) with len(%s) = %d and N = %d", nm.x, len(x), rows)
+		withN := ""
+		if rows != 0 {
+			withN = fmt.Sprintf(" and N = %d", rows)
+		}
+		if n.Weight != nil { // as explainForward says it, for the calls forwardRows takes
+			nm.fail("len(%s) = 0 with len(%s) = %d%s: the row length is len(%s)", nm.w, nm.x, len(x), withN, nm.w)
+		}
+		nm.fail("the row length is 0 (Weight is nil and Dim is 0) with len(%s) = %d%s", nm.x, len(x), withN)
 	}
 	var span int
 	if rows == 0 {

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"unsafe"
 )
 
 // Validation (check.go): a call that breaks a rule of Forward or Norm.Apply panics, before writing
@@ -35,16 +36,16 @@ func mustPanic(t *testing.T, name string, want []string, f func()) {
 }
 
 // mustPanicUnwritten is mustPanic for a call that must also leave every element of bufs as it was.
-func mustPanicUnwritten(t *testing.T, name string, want []string, f func(), bufs ...[]float32) {
+func mustPanicUnwritten[T elem](t *testing.T, name string, want []string, f func(), bufs ...[]T) {
 	t.Helper()
-	before := make([][]float32, len(bufs))
+	before := make([][]T, len(bufs))
 	for i, b := range bufs {
 		before[i] = slices.Clone(b)
 	}
 	mustPanic(t, name, want, f)
 	for i, b := range bufs {
-		if j := firstDiff(b, before[i]); j >= 0 {
-			t.Fatalf("%s: element %d of buffer %d changed before the panic", name, j, i)
+		if j := slices.Compare(b, before[i]); j != 0 || len(b) != len(before[i]) {
+			t.Fatalf("%s: buffer %d changed before the panic", name, i)
 		}
 	}
 }
@@ -146,9 +147,30 @@ func TestApplyBadInput(t *testing.T) {
 		{"Inv overlaps X", Norm{Weight: w4, Eps: 1e-6}, Rows{Dst: make([]float32, 8), X: buf[0:8], Inv: buf[6:8]}, []string{"Inv overlaps"}},
 		{"nil X with rows", Norm{Weight: w4, Eps: 1e-6}, Rows{Dst: make([]float32, 8), N: 2}, []string{"len(X) = 0", "at least 8"}},
 	}
+	cases = append(cases, tc{"NaN Eps without rows", Norm{Weight: w4, Eps: nan}, Rows{}, []string{"Eps = NaN"}})
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			mustPanicUnwritten(t, c.name, append([]string{"rmsnorm: Norm.Apply: "}, c.want...), func() { c.n.Apply(c.r) }, buf, c.r.Dst)
+			// The same mistake with UnitOffset and with a residual of its own, which send the
+			// rows back to back down other paths (see Apply), must be told the same way.
+			norms := []Norm{c.n}
+			if c.n.Weight != nil && !c.n.UnitOffset {
+				uo := c.n
+				uo.UnitOffset = true
+				norms = append(norms, uo)
+			}
+			rs := []Rows{c.r}
+			if c.r.Residual == nil {
+				withRes := c.r
+				withRes.Residual = make([]float32, len(c.r.X))
+				rs = append(rs, withRes)
+			}
+			for _, n := range norms {
+				for _, r := range rs {
+					name := fmt.Sprintf("%s (UnitOffset %v, Residual %v)", c.name, n.UnitOffset, r.Residual != nil)
+					mustPanicUnwritten(t, name, append([]string{"rmsnorm: Norm.Apply: "}, c.want...), func() { n.Apply(r) },
+						buf, r.Dst, r.Residual)
+				}
+			}
 		})
 	}
 }
@@ -170,6 +192,7 @@ func TestNormForwardBadInput(t *testing.T) {
 	cases := []tc{
 		{"Dim disagrees with Weight", Norm{Weight: w4, Dim: 5, Eps: 1e-6}, make([]float32, 8), buf[:8], []string{"Dim = 5", "len(Weight) = 4"}},
 		{"empty Weight", Norm{Weight: w4[:0], Eps: 1e-6}, make([]float32, 8), buf[:8], []string{"len(Weight) = 0", "len(x) = 8"}},
+		{"empty Weight, UnitOffset", Norm{Weight: w4[:0], Eps: 1e-6, UnitOffset: true}, make([]float32, 8), buf[:8], []string{"len(Weight) = 0", "len(x) = 8"}},
 		{"NaN Eps", Norm{Weight: w4, Eps: float32(math.NaN())}, make([]float32, 8), buf[:8], []string{"Eps = NaN"}},
 		{"dst overlaps Weight", Norm{Weight: buf[40:44], Eps: 1e-6}, buf[38:46], buf[:8], []string{"dst overlaps Weight"}},
 	}
@@ -224,11 +247,12 @@ func TestBadInput16(t *testing.T) {
 	}
 	w4 := []float32{1, 2, 3, 4}
 	n := Norm{Weight: w4, Eps: 1e-6}
-	cases := []struct {
+	type tc struct {
 		name string
 		want []string
 		f    func()
-	}{
+	}
+	cases := []tc{
 		{"ForwardBF16 not a multiple", []string{"rmsnorm: ForwardBF16: ", "len(x) = 10", "not a multiple", "len(w) = 4"},
 			func() { ForwardBF16(make([]uint16, 10), buf[:10], w4, 1e-6) }},
 		{"ForwardF16 short dst", []string{"rmsnorm: ForwardF16: ", "len(dst) = 7", "len(x) = 8"},
@@ -244,11 +268,38 @@ func TestBadInput16(t *testing.T) {
 		{"ApplyBF16 Inv too short", []string{"rmsnorm: Norm.ApplyBF16: ", "len(Inv) = 1", "2 rows"},
 			func() { n.ApplyBF16(Rows16{Dst: make([]uint16, 8), X: buf[:8], Inv: make([]float32, 1)}) }},
 	}
-	for _, c := range cases {
-		before := slices.Clone(buf)
-		mustPanic(t, c.name, c.want, c.f)
-		if !slices.Equal(buf, before) {
-			t.Fatalf("%s: the shared buffer changed before the panic", c.name)
+	// The rules that the short path of rows back to back checks itself (see Apply), with a plain
+	// weight, UnitOffset, RoundNormalized and a residual: Eps, the weight's bytes under Dst, and
+	// Eps when there are no rows at all.
+	wbuf := make([]float32, 8)
+	w := wbuf[:4]                                                 // 16 bytes
+	overW := unsafe.Slice((*uint16)(unsafe.Pointer(&wbuf[3])), 8) // from the weight's last 4 bytes on
+	nan := float32(math.NaN())
+	dsts := [][]uint16{buf, overW}
+	for _, m := range []Norm{{Weight: w}, {Weight: w, UnitOffset: true}, {Weight: w, RoundNormalized: true}} {
+		for _, withRes := range []bool{false, true} {
+			for _, f := range []format{formatBF16, formatF16} {
+				fn := map[format]string{formatBF16: "Norm.ApplyBF16", formatF16: "Norm.ApplyF16"}[f]
+				apply := func(n Norm, r Rows16) {
+					if withRes {
+						r.Residual = make([]uint16, len(r.X))
+					}
+					map[format]func(Norm, Rows16){formatBF16: Norm.ApplyBF16, formatF16: Norm.ApplyF16}[f](n, r)
+				}
+				ctx := fmt.Sprintf("%s %+v residual=%v", fn, m, withRes)
+				bad := m
+				bad.Eps = nan
+				m.Eps = 1e-6
+				dst := make([]uint16, 8)
+				dsts = append(dsts, dst)
+				cases = append(cases,
+					tc{ctx + " NaN Eps", []string{"rmsnorm: " + fn + ": ", "Eps = NaN"}, func() { apply(bad, Rows16{Dst: dst, X: buf[:8]}) }},
+					tc{ctx + " NaN Eps without rows", []string{"rmsnorm: " + fn + ": ", "Eps = NaN"}, func() { apply(bad, Rows16{}) }},
+					tc{ctx + " Dst over the weight's bytes", []string{"rmsnorm: " + fn + ": ", "Dst overlaps Weight"}, func() { apply(m, Rows16{Dst: overW, X: buf[:8]}) }})
+			}
 		}
+	}
+	for _, c := range cases {
+		mustPanicUnwritten(t, c.name, c.want, c.f, dsts...)
 	}
 }

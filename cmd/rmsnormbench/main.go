@@ -37,7 +37,7 @@ func main() {
 	duration := flag.Duration("duration", 300*time.Millisecond, "measuring time of each thing timed (a kernel on a shape, a variant, either side of an overhead\nrow), split into rounds; the best round counts")
 	jsonOut := flag.Bool("json", false, "print JSON instead of a table")
 	variants := flag.Bool("variants", true, "also measure the fused residual add and strided q/k norm with the active kernel")
-	overhead := flag.Bool("overhead", true, "also measure the cost of the API per call (Forward, Norm.Forward, Norm.Apply) with the active kernel,\non the shapes "+benchutil.Overhead)
+	overhead := flag.Bool("overhead", true, "also measure the cost of the API per call (Forward, Norm.Forward, Norm.Apply with and without\nRows.Residual, each with a Rows literal and with Rows built ahead)\nwith the active kernel, on the shapes "+benchutil.Overhead)
 	withPeers := flag.Bool("peers", false, "also time what users would write instead, side by side: the textbook loop (one accumulator,\na divide per element), vek, gonum and simd/archsimd (bench/peers, run with go run from the\nrepository root)")
 	list := flag.Bool("list", false, "print the available kernels, best first, one per line, and exit")
 	backwardFlag := flag.Bool("backward", false, "time Norm.Backward (with Inv and DW, the call of a training step) instead of the forward pass,\nagainst copy() of x and dy into two other buffers, and against the forward pass of the same kernel")

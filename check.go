@@ -171,13 +171,7 @@ func applyRows[T elem](n *Norm, r *rowsOf[T], f format, k kernelID) bool {
 	if rows == 0 {
 		return true
 	}
-	var flags uint32
-	if n.RoundNormalized && f != formatF32 && mode != unweighted {
-		flags = flagRN
-	}
-	if mode == offset {
-		flags |= flagOffset // the kernels have one function for both weight forms
-	}
+	flags := n.flags(f)
 	if k == useActive {
 		k = activeKernel()
 	}

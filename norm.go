@@ -78,13 +78,15 @@ func (n *Norm) weighted() bool {
 	return n.Weight != nil && (n.Dim == 0 || n.Dim == len(n.Weight)) && n.Workers <= 1
 }
 
-// flags returns the job flags of n's weight form and rounding for rows in format f.
+// flags returns the job flags of n's weight form and rounding for rows in format f, for a Norm
+// whose fields agree (UnitOffset only with a weight): flagOffset for 1+w (the kernels have one
+// function for both weight forms), flagRN for RoundNormalized on 16-bit rows with a weight.
 func (n *Norm) flags(f format) uint32 {
 	var fl uint32
 	if n.UnitOffset {
 		fl = flagOffset
 	}
-	if n.RoundNormalized && f != formatF32 {
+	if n.RoundNormalized && f != formatF32 && n.Weight != nil {
 		fl |= flagRN
 	}
 	return fl

@@ -106,6 +106,60 @@ func BenchmarkForward16(b *testing.B) {
 	}
 }
 
+// BenchmarkUnweighted/<kernel>/<form>/<shape> runs Norm.Apply, ApplyBF16 and ApplyF16 without a
+// weight (form f32, bf16, f16), and with a residual (f32Add, bf16Add, f16Add), on the rows of
+// BenchmarkForward (rounded to the format); SetBytes counts x read and y written, and res read and
+// written too with a residual.
+func BenchmarkUnweighted(b *testing.B) {
+	for _, k := range available {
+		b.Run(k.String(), func(b *testing.B) {
+			for _, f := range []format{formatF32, formatBF16, formatF16} {
+				for _, add := range []bool{false, true} {
+					name := map[format]string{formatF32: "f32", formatBF16: "bf16", formatF16: "f16"}[f]
+					if add {
+						name += "Add"
+					}
+					b.Run(name, func(b *testing.B) {
+						for _, s := range benchShapes {
+							x32, _ := benchData(s)
+							n := Norm{Dim: s.D, Eps: 1e-6}
+							var apply func()
+							bytes := 2 * len(x32)
+							if add {
+								bytes *= 2
+							}
+							if f == formatF32 {
+								y, res := slices.Clone(x32), slices.Clone(x32)
+								r := Rows{Dst: y, X: x32}
+								if add {
+									r.Residual = res
+								}
+								apply, bytes = func() { n.Apply(r) }, 4*bytes
+							} else {
+								x := narrowAll(x32, f)
+								r := Rows16{Dst: slices.Clone(x), X: x}
+								if add {
+									r.Residual = slices.Clone(x)
+								}
+								apply16 := map[format]func(Rows16){formatBF16: n.ApplyBF16, formatF16: n.ApplyF16}[f]
+								apply, bytes = func() { apply16(r) }, 2*bytes
+							}
+							b.Run(s.String(), func(b *testing.B) {
+								withKernel(b, k)
+								b.SetBytes(int64(bytes))
+								b.ReportAllocs()
+								for b.Loop() {
+									apply()
+								}
+							})
+						}
+					})
+				}
+			}
+		})
+	}
+}
+
 func BenchmarkCopy(b *testing.B) {
 	for _, s := range benchShapes {
 		x, _ := benchData(s)

@@ -10,19 +10,19 @@ func callDirect(b *testing.B, k kernelID, j *job) {
 	switch {
 	case k == kernelAVX512 && j.v == vWeighted:
 		for b.Loop() {
-			avx512WeightedOrOffset(j, 0, j.rows)
+			avx512Forward(j, 0, j.rows)
 		}
 	case k == kernelAVX512 && j.v == vAddWeighted:
 		for b.Loop() {
-			avx512AddWeightedOrOffset(j, 0, j.rows)
+			avx512ForwardAdd(j, 0, j.rows)
 		}
 	case k == kernelAVX2 && j.v == vWeighted:
 		for b.Loop() {
-			avx2WeightedOrOffset(j, 0, j.rows)
+			avx2Forward(j, 0, j.rows)
 		}
 	case k == kernelAVX2 && j.v == vAddWeighted:
 		for b.Loop() {
-			avx2AddWeightedOrOffset(j, 0, j.rows)
+			avx2ForwardAdd(j, 0, j.rows)
 		}
 	default:
 		callGeneric(b, k, j)

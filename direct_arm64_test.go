@@ -10,11 +10,11 @@ func callDirect(b *testing.B, k kernelID, j *job) {
 	switch {
 	case k == kernelNEON && j.v == vWeighted:
 		for b.Loop() {
-			neonWeightedOrOffset(j, 0, j.rows)
+			neonForward(j, 0, j.rows)
 		}
 	case k == kernelNEON && j.v == vAddWeighted:
 		for b.Loop() {
-			neonAddWeightedOrOffset(j, 0, j.rows)
+			neonForwardAdd(j, 0, j.rows)
 		}
 	default:
 		callGeneric(b, k, j)

@@ -10,7 +10,7 @@ const (
 	flagPF     = 2  // the rows come from memory, or lie far apart: prefetch them (the generic kernel: touchRow)
 	flagFuse   = 4  // backward: the last row of a block adds the block's partial sum to DW
 	flagRN     = 8  // 16-bit rows with a weight: round x*inv to the format before the weight (RoundNormalized)
-	flagOffset = 16 // rows with a weight: the weight form is 1+w (the functions for both forms are one)
+	flagOffset = 16 // rows with a weight: the weight form is 1+w (one kernel function serves every form)
 )
 
 // gradBlock is the number of rows summed into one partial sum of the weight gradient.

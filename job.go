@@ -18,7 +18,7 @@ const (
 // whole job first (see init).
 type job struct {
 	dst, x unsafe.Pointer // row 0 of the output and of the input
-	w      unsafe.Pointer // the weight, nil without one
+	w      unsafe.Pointer // the weight, nil without one (the kernels take nil for Unweighted)
 	d      int            // row length
 	stride int            // elements from one row's start to the next's, in dst, x and res
 	eps    float32

@@ -61,77 +61,41 @@ func avx2BackwardOffset(j *job, from, to int) int
 //go:noescape
 func avx2BackwardUnweighted(j *job, from, to int) int
 
-// avx512WeightedOrOffset normalizes rows [from, to) of the job: y = (x*inv)*w, or (x*inv)*(1+w) with flagOffset, for each row.
+// avx512Forward normalizes rows [from, to) of the job: y = (x*inv)*w, (x*inv)*(1+w) with flagOffset, or x*inv with w nil, for each row.
 // It stops before the first row that needs the float64 path and returns that row's index, or to.
 //
 //go:noescape
-func avx512WeightedOrOffset(j *job, from, to int) int
+func avx512Forward(j *job, from, to int) int
 
-// avx512Unweighted normalizes rows [from, to) of the job: y = x*inv, for each row.
+// avx512ForwardAdd normalizes rows [from, to) of the job: h = x + res and res = h per element, then y = (h*inv)*w, (h*inv)*(1+w) with flagOffset, or h*inv with w nil, for each row.
 // It stops before the first row that needs the float64 path and returns that row's index, or to.
 //
 //go:noescape
-func avx512Unweighted(j *job, from, to int) int
+func avx512ForwardAdd(j *job, from, to int) int
 
-// avx512AddWeightedOrOffset normalizes rows [from, to) of the job: h = x + res and res = h per element, then y = (h*inv)*w, or (h*inv)*(1+w) with flagOffset, for each row.
+// avx512ForwardBF16 normalizes rows [from, to) of the job: BF16 rows: y = round16((x*inv)*w), round16((x*inv)*(1+w)) with flagOffset, or round16(x*inv) with w nil (with flagRN, round16(x*inv) in place of (x*inv)), for each row.
 // It stops before the first row that needs the float64 path and returns that row's index, or to.
 //
 //go:noescape
-func avx512AddWeightedOrOffset(j *job, from, to int) int
+func avx512ForwardBF16(j *job, from, to int) int
 
-// avx512AddUnweighted normalizes rows [from, to) of the job: h = x + res and res = h per element, then y = h*inv, for each row.
+// avx512ForwardBF16Add normalizes rows [from, to) of the job: BF16 rows: h = round16(x + res) and res = h per element, then y = round16((h*inv)*w), round16((h*inv)*(1+w)) with flagOffset, or round16(h*inv) with w nil (with flagRN, round16(h*inv) in place of (h*inv)), for each row.
 // It stops before the first row that needs the float64 path and returns that row's index, or to.
 //
 //go:noescape
-func avx512AddUnweighted(j *job, from, to int) int
+func avx512ForwardBF16Add(j *job, from, to int) int
 
-// avx512BF16WeightedOrOffset normalizes rows [from, to) of the job: BF16 rows: y = round16((x*inv)*w), or round16((x*inv)*(1+w)) with flagOffset (with flagRN, round16(x*inv) in place of (x*inv)), for each row.
+// avx512ForwardF16 normalizes rows [from, to) of the job: F16 rows: y = round16((x*inv)*w), round16((x*inv)*(1+w)) with flagOffset, or round16(x*inv) with w nil (with flagRN, round16(x*inv) in place of (x*inv)), for each row.
 // It stops before the first row that needs the float64 path and returns that row's index, or to.
 //
 //go:noescape
-func avx512BF16WeightedOrOffset(j *job, from, to int) int
+func avx512ForwardF16(j *job, from, to int) int
 
-// avx512BF16Unweighted normalizes rows [from, to) of the job: BF16 rows: y = round16(x*inv), for each row.
+// avx512ForwardF16Add normalizes rows [from, to) of the job: F16 rows: h = round16(x + res) and res = h per element, then y = round16((h*inv)*w), round16((h*inv)*(1+w)) with flagOffset, or round16(h*inv) with w nil (with flagRN, round16(h*inv) in place of (h*inv)), for each row.
 // It stops before the first row that needs the float64 path and returns that row's index, or to.
 //
 //go:noescape
-func avx512BF16Unweighted(j *job, from, to int) int
-
-// avx512BF16AddWeightedOrOffset normalizes rows [from, to) of the job: BF16 rows: h = round16(x + res) and res = h per element, then y = round16((h*inv)*w), or round16((h*inv)*(1+w)) with flagOffset (with flagRN, round16(h*inv) in place of (h*inv)), for each row.
-// It stops before the first row that needs the float64 path and returns that row's index, or to.
-//
-//go:noescape
-func avx512BF16AddWeightedOrOffset(j *job, from, to int) int
-
-// avx512BF16AddUnweighted normalizes rows [from, to) of the job: BF16 rows: h = round16(x + res) and res = h per element, then y = round16(h*inv), for each row.
-// It stops before the first row that needs the float64 path and returns that row's index, or to.
-//
-//go:noescape
-func avx512BF16AddUnweighted(j *job, from, to int) int
-
-// avx512F16WeightedOrOffset normalizes rows [from, to) of the job: F16 rows: y = round16((x*inv)*w), or round16((x*inv)*(1+w)) with flagOffset (with flagRN, round16(x*inv) in place of (x*inv)), for each row.
-// It stops before the first row that needs the float64 path and returns that row's index, or to.
-//
-//go:noescape
-func avx512F16WeightedOrOffset(j *job, from, to int) int
-
-// avx512F16Unweighted normalizes rows [from, to) of the job: F16 rows: y = round16(x*inv), for each row.
-// It stops before the first row that needs the float64 path and returns that row's index, or to.
-//
-//go:noescape
-func avx512F16Unweighted(j *job, from, to int) int
-
-// avx512F16AddWeightedOrOffset normalizes rows [from, to) of the job: F16 rows: h = round16(x + res) and res = h per element, then y = round16((h*inv)*w), or round16((h*inv)*(1+w)) with flagOffset (with flagRN, round16(h*inv) in place of (h*inv)), for each row.
-// It stops before the first row that needs the float64 path and returns that row's index, or to.
-//
-//go:noescape
-func avx512F16AddWeightedOrOffset(j *job, from, to int) int
-
-// avx512F16AddUnweighted normalizes rows [from, to) of the job: F16 rows: h = round16(x + res) and res = h per element, then y = round16(h*inv), for each row.
-// It stops before the first row that needs the float64 path and returns that row's index, or to.
-//
-//go:noescape
-func avx512F16AddUnweighted(j *job, from, to int) int
+func avx512ForwardF16Add(j *job, from, to int) int
 
 // avx512WidenBF16 converts n elements: BF16 bits at src widened exactly to float32 at dst.
 //
@@ -153,77 +117,41 @@ func avx512NarrowBF16(dst, src unsafe.Pointer, n int)
 //go:noescape
 func avx512NarrowF16(dst, src unsafe.Pointer, n int)
 
-// avx2WeightedOrOffset normalizes rows [from, to) of the job: y = (x*inv)*w, or (x*inv)*(1+w) with flagOffset, for each row.
+// avx2Forward normalizes rows [from, to) of the job: y = (x*inv)*w, (x*inv)*(1+w) with flagOffset, or x*inv with w nil, for each row.
 // It stops before the first row that needs the float64 path and returns that row's index, or to.
 //
 //go:noescape
-func avx2WeightedOrOffset(j *job, from, to int) int
+func avx2Forward(j *job, from, to int) int
 
-// avx2Unweighted normalizes rows [from, to) of the job: y = x*inv, for each row.
+// avx2ForwardAdd normalizes rows [from, to) of the job: h = x + res and res = h per element, then y = (h*inv)*w, (h*inv)*(1+w) with flagOffset, or h*inv with w nil, for each row.
 // It stops before the first row that needs the float64 path and returns that row's index, or to.
 //
 //go:noescape
-func avx2Unweighted(j *job, from, to int) int
+func avx2ForwardAdd(j *job, from, to int) int
 
-// avx2AddWeightedOrOffset normalizes rows [from, to) of the job: h = x + res and res = h per element, then y = (h*inv)*w, or (h*inv)*(1+w) with flagOffset, for each row.
+// avx2ForwardBF16 normalizes rows [from, to) of the job: BF16 rows: y = round16((x*inv)*w), round16((x*inv)*(1+w)) with flagOffset, or round16(x*inv) with w nil (with flagRN, round16(x*inv) in place of (x*inv)), for each row.
 // It stops before the first row that needs the float64 path and returns that row's index, or to.
 //
 //go:noescape
-func avx2AddWeightedOrOffset(j *job, from, to int) int
+func avx2ForwardBF16(j *job, from, to int) int
 
-// avx2AddUnweighted normalizes rows [from, to) of the job: h = x + res and res = h per element, then y = h*inv, for each row.
+// avx2ForwardBF16Add normalizes rows [from, to) of the job: BF16 rows: h = round16(x + res) and res = h per element, then y = round16((h*inv)*w), round16((h*inv)*(1+w)) with flagOffset, or round16(h*inv) with w nil (with flagRN, round16(h*inv) in place of (h*inv)), for each row.
 // It stops before the first row that needs the float64 path and returns that row's index, or to.
 //
 //go:noescape
-func avx2AddUnweighted(j *job, from, to int) int
+func avx2ForwardBF16Add(j *job, from, to int) int
 
-// avx2BF16WeightedOrOffset normalizes rows [from, to) of the job: BF16 rows: y = round16((x*inv)*w), or round16((x*inv)*(1+w)) with flagOffset (with flagRN, round16(x*inv) in place of (x*inv)), for each row.
+// avx2ForwardF16 normalizes rows [from, to) of the job: F16 rows: y = round16((x*inv)*w), round16((x*inv)*(1+w)) with flagOffset, or round16(x*inv) with w nil (with flagRN, round16(x*inv) in place of (x*inv)), for each row.
 // It stops before the first row that needs the float64 path and returns that row's index, or to.
 //
 //go:noescape
-func avx2BF16WeightedOrOffset(j *job, from, to int) int
+func avx2ForwardF16(j *job, from, to int) int
 
-// avx2BF16Unweighted normalizes rows [from, to) of the job: BF16 rows: y = round16(x*inv), for each row.
+// avx2ForwardF16Add normalizes rows [from, to) of the job: F16 rows: h = round16(x + res) and res = h per element, then y = round16((h*inv)*w), round16((h*inv)*(1+w)) with flagOffset, or round16(h*inv) with w nil (with flagRN, round16(h*inv) in place of (h*inv)), for each row.
 // It stops before the first row that needs the float64 path and returns that row's index, or to.
 //
 //go:noescape
-func avx2BF16Unweighted(j *job, from, to int) int
-
-// avx2BF16AddWeightedOrOffset normalizes rows [from, to) of the job: BF16 rows: h = round16(x + res) and res = h per element, then y = round16((h*inv)*w), or round16((h*inv)*(1+w)) with flagOffset (with flagRN, round16(h*inv) in place of (h*inv)), for each row.
-// It stops before the first row that needs the float64 path and returns that row's index, or to.
-//
-//go:noescape
-func avx2BF16AddWeightedOrOffset(j *job, from, to int) int
-
-// avx2BF16AddUnweighted normalizes rows [from, to) of the job: BF16 rows: h = round16(x + res) and res = h per element, then y = round16(h*inv), for each row.
-// It stops before the first row that needs the float64 path and returns that row's index, or to.
-//
-//go:noescape
-func avx2BF16AddUnweighted(j *job, from, to int) int
-
-// avx2F16WeightedOrOffset normalizes rows [from, to) of the job: F16 rows: y = round16((x*inv)*w), or round16((x*inv)*(1+w)) with flagOffset (with flagRN, round16(x*inv) in place of (x*inv)), for each row.
-// It stops before the first row that needs the float64 path and returns that row's index, or to.
-//
-//go:noescape
-func avx2F16WeightedOrOffset(j *job, from, to int) int
-
-// avx2F16Unweighted normalizes rows [from, to) of the job: F16 rows: y = round16(x*inv), for each row.
-// It stops before the first row that needs the float64 path and returns that row's index, or to.
-//
-//go:noescape
-func avx2F16Unweighted(j *job, from, to int) int
-
-// avx2F16AddWeightedOrOffset normalizes rows [from, to) of the job: F16 rows: h = round16(x + res) and res = h per element, then y = round16((h*inv)*w), or round16((h*inv)*(1+w)) with flagOffset (with flagRN, round16(h*inv) in place of (h*inv)), for each row.
-// It stops before the first row that needs the float64 path and returns that row's index, or to.
-//
-//go:noescape
-func avx2F16AddWeightedOrOffset(j *job, from, to int) int
-
-// avx2F16AddUnweighted normalizes rows [from, to) of the job: F16 rows: h = round16(x + res) and res = h per element, then y = round16(h*inv), for each row.
-// It stops before the first row that needs the float64 path and returns that row's index, or to.
-//
-//go:noescape
-func avx2F16AddUnweighted(j *job, from, to int) int
+func avx2ForwardF16Add(j *job, from, to int) int
 
 // avx2WidenBF16 converts n elements: BF16 bits at src widened exactly to float32 at dst.
 //

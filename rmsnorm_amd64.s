@@ -163,10 +163,10 @@ DATA avx2bffixnan<>+24(SB)/4, $0x00000033
 DATA avx2bffixnan<>+28(SB)/4, $0x00000033
 GLOBL avx2bffixnan<>(SB), RODATA|NOPTR, $32
 
-// func avx512WeightedOrOffset(j uintptr, from int, to int) int
+// func avx512Forward(j uintptr, from int, to int) int
 // Requires: AVX, AVX512F, MMX+
-TEXT ·avx512WeightedOrOffset(SB), NOSPLIT, $376-32
-	// avx512WeightedOrOffset normalizes rows [from, to) of the job: y = (x*inv)*w, or (x*inv)*(1+w) with flagOffset, for each row.
+TEXT ·avx512Forward(SB), NOSPLIT, $376-32
+	// avx512Forward normalizes rows [from, to) of the job: y = (x*inv)*w, (x*inv)*(1+w) with flagOffset, or x*inv with w nil, for each row.
 	// It stops before the first row that needs the float64 path and returns that row's index, or to.
 	MOVQ j+0(FP), AX
 	MOVQ job_dst+0(AX), CX
@@ -492,8 +492,10 @@ scalebody:
 	SUBQ  $0x00000040, R8
 	TESTL $0x00000002, job_flags+0(AX)
 	JNZ   scalepf
+	TESTQ BX, BX
+	JZ    scaleloopnoweight
 	TESTL $0x00000010, job_flags+0(AX)
-	JNZ   scaleoffsetloop
+	JNZ   scaleloopoffset
 
 	PCALIGN $32
 scaleloop:
@@ -515,7 +517,7 @@ scaleloop:
 	JMP     scaleloop
 
 	PCALIGN $32
-scaleoffsetloop:
+scaleloopoffset:
 	CMPQ    DI, R8
 	JG      scaletail
 	VMULPS  (DX)(DI*4), Z1, Z2
@@ -539,7 +541,22 @@ scaleoffsetloop:
 	VMULPS  Z2, Z5, Z5
 	VMOVUPS Z5, 192(CX)(DI*4)
 	ADDQ    $0x00000040, DI
-	JMP     scaleoffsetloop
+	JMP     scaleloopoffset
+
+	PCALIGN $32
+scaleloopnoweight:
+	CMPQ    DI, R8
+	JG      scaletail
+	VMULPS  (DX)(DI*4), Z1, Z2
+	VMULPS  64(DX)(DI*4), Z1, Z3
+	VMULPS  128(DX)(DI*4), Z1, Z4
+	VMULPS  192(DX)(DI*4), Z1, Z5
+	VMOVUPS Z2, (CX)(DI*4)
+	VMOVUPS Z3, 64(CX)(DI*4)
+	VMOVUPS Z4, 128(CX)(DI*4)
+	VMOVUPS Z5, 192(CX)(DI*4)
+	ADDQ    $0x00000040, DI
+	JMP     scaleloopnoweight
 
 scalepf:
 	MOVQ SI, R9
@@ -551,8 +568,10 @@ longrows7:
 	ADDQ  DX, R9
 	TESTL $0x00000001, job_flags+0(AX)
 	JNZ   scalent
+	TESTQ BX, BX
+	JZ    scalepfloopnoweight
 	TESTL $0x00000010, job_flags+0(AX)
-	JNZ   scalepfoffsetloop
+	JNZ   scalepfloopoffset
 
 	PCALIGN $32
 scalepfloop:
@@ -578,7 +597,7 @@ scalepfloop:
 	JMP        scalepfloop
 
 	PCALIGN $32
-scalepfoffsetloop:
+scalepfloopoffset:
 	CMPQ       DI, R8
 	JG         scaletail
 	PREFETCHT0 (R9)(DI*4)
@@ -606,7 +625,26 @@ scalepfoffsetloop:
 	VMULPS     Z2, Z5, Z5
 	VMOVUPS    Z5, 192(CX)(DI*4)
 	ADDQ       $0x00000040, DI
-	JMP        scalepfoffsetloop
+	JMP        scalepfloopoffset
+
+	PCALIGN $32
+scalepfloopnoweight:
+	CMPQ       DI, R8
+	JG         scaletail
+	PREFETCHT0 (R9)(DI*4)
+	PREFETCHT0 64(R9)(DI*4)
+	PREFETCHT0 128(R9)(DI*4)
+	PREFETCHT0 192(R9)(DI*4)
+	VMULPS     (DX)(DI*4), Z1, Z2
+	VMULPS     64(DX)(DI*4), Z1, Z3
+	VMULPS     128(DX)(DI*4), Z1, Z4
+	VMULPS     192(DX)(DI*4), Z1, Z5
+	VMOVUPS    Z2, (CX)(DI*4)
+	VMOVUPS    Z3, 64(CX)(DI*4)
+	VMOVUPS    Z4, 128(CX)(DI*4)
+	VMOVUPS    Z5, 192(CX)(DI*4)
+	ADDQ       $0x00000040, DI
+	JMP        scalepfloopnoweight
 
 scalent:
 	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
@@ -644,6 +682,8 @@ scalentloop:
 	VMULPS     64(DX)(DI*4), Z1, Z3
 	VMULPS     128(DX)(DI*4), Z1, Z4
 	VMULPS     192(DX)(DI*4), Z1, Z5
+	TESTQ      BX, BX
+	JZ         weighed10
 	TESTL      $0x00000010, R10
 	JNZ        offset9
 	VMULPS     (BX)(DI*4), Z2, Z2
@@ -681,9 +721,13 @@ scaleone:
 	CMPQ    DI, R8
 	JG      scalepart
 	VMULPS  (DX)(DI*4), Z1, Z2
+	TESTQ   BX, BX
+	JZ      noweight11
 	VMOVUPS (BX)(DI*4), Z3
 	VADDPS  Z0, Z3, Z3
 	VMULPS  Z3, Z2, Z2
+
+noweight11:
 	VMOVUPS Z2, (CX)(DI*4)
 	ADDQ    $0x00000010, DI
 	JMP     scaleone
@@ -699,13 +743,17 @@ partout:
 	KMOVW     (R10)(R9*2), K1
 	VMOVUPS.Z (DX)(DI*4), K1, Z2
 	VMULPS    Z2, Z1, Z2
+	TESTQ     BX, BX
+	JZ        noweight12
 	VMOVUPS.Z (BX)(DI*4), K1, Z3
 	VADDPS    Z0, Z3, Z3
 	VMULPS    Z3, Z2, Z2
-	VMOVUPS   Z2, K1, (CX)(DI*4)
-	ADDQ      R9, DI
-	CMPQ      DI, job_d+0(AX)
-	JB        scalentgo
+
+noweight12:
+	VMOVUPS Z2, K1, (CX)(DI*4)
+	ADDQ    R9, DI
+	CMPQ    DI, job_d+0(AX)
+	JB      scalentgo
 
 scaled:
 	ADDQ SI, DX
@@ -729,470 +777,10 @@ vzero:
 	MOVQ AX, ret+24(FP)
 	RET
 
-// func avx512Unweighted(j uintptr, from int, to int) int
+// func avx512ForwardAdd(j uintptr, from int, to int) int
 // Requires: AVX, AVX512F, MMX+
-TEXT ·avx512Unweighted(SB), NOSPLIT, $376-32
-	// avx512Unweighted normalizes rows [from, to) of the job: y = x*inv, for each row.
-	// It stops before the first row that needs the float64 path and returns that row's index, or to.
-	MOVQ j+0(FP), AX
-	MOVQ job_dst+0(AX), CX
-	MOVQ job_x+0(AX), DX
-	MOVQ job_stride+0(AX), BX
-	SHLQ $0x02, BX
-
-	// fd = float32(d); rd = 1/d when d is a power of two (a/d is then a*rd exactly), else 0.
-	MOVQ       job_d+0(AX), SI
-	VMOVSS     one<>+0(SB), X0
-	VCVTSI2SSQ SI, X0, X0
-	VMOVSS     X0, 368(SP)
-	XORL       R8, R8
-	LEAQ       -1(SI), DI
-	TESTQ      SI, DI
-	JNZ        notpow2
-	BSFQ       SI, DI
-	MOVL       $0x0000007f, R8
-	SUBL       DI, R8
-	SHLL       $0x17, R8
-
-notpow2:
-	MOVL R8, 372(SP)
-
-	// Start at row from.
-	MOVQ  from+8(FP), SI
-	MOVQ  SI, 320(SP)
-	MOVQ  $0x00000000, 328(SP)
-	IMULQ BX, SI
-	ADDQ  SI, CX
-	ADDQ  SI, DX
-
-row:
-	MOVQ 320(SP), SI
-	CMPQ SI, to+16(FP)
-	JAE  ret
-	MOVQ $0x00000001, 336(SP)
-	CMPQ 328(SP), $0x00
-	JE   trygroup
-	DECQ 328(SP)
-	JMP  sum
-
-trygroup:
-	CMPQ job_d+0(AX), $0x00000200
-	JA   sum
-	MOVQ to+16(FP), SI
-	SUBQ 320(SP), SI
-	CMPQ SI, $0x04
-	JB   sum
-	MOVQ $0x00000004, 336(SP)
-
-sum:
-	MOVQ DX, SI
-	XORQ DI, DI
-
-sumrow:
-	// Sum of squares: element i goes to partial i%64.
-	MOVQ    job_d+0(AX), R9
-	SUBQ    $0x00000040, R9
-	JGE     firstblock
-	VMOVUPS zero64<>+0(SB), Z0
-	VMOVUPS zero64<>+0(SB), Z1
-	VMOVUPS zero64<>+0(SB), Z2
-	VMOVUPS zero64<>+0(SB), Z3
-	XORQ    R8, R8
-	JMP     sumtail
-
-firstblock:
-	// +0 + square is the square itself: the first block initializes the partials.
-	XORQ    R8, R8
-	VMOVUPS (SI)(R8*4), Z0
-	VMULPS  Z0, Z0, Z0
-	VMOVUPS 64(SI)(R8*4), Z1
-	VMULPS  Z1, Z1, Z1
-	VMOVUPS 128(SI)(R8*4), Z2
-	VMULPS  Z2, Z2, Z2
-	VMOVUPS 192(SI)(R8*4), Z3
-	VMULPS  Z3, Z3, Z3
-	MOVQ    $0x00000040, R8
-	TESTL   $0x00000002, job_flags+0(AX)
-	JNZ     sumpf
-
-	PCALIGN $32
-sumloop:
-	CMPQ    R8, R9
-	JG      sumtail
-	VMOVUPS (SI)(R8*4), Z4
-	VMULPS  Z4, Z4, Z4
-	VADDPS  Z4, Z0, Z0
-	VMOVUPS 64(SI)(R8*4), Z4
-	VMULPS  Z4, Z4, Z4
-	VADDPS  Z4, Z1, Z1
-	VMOVUPS 128(SI)(R8*4), Z4
-	VMULPS  Z4, Z4, Z4
-	VADDPS  Z4, Z2, Z2
-	VMOVUPS 192(SI)(R8*4), Z4
-	VMULPS  Z4, Z4, Z4
-	VADDPS  Z4, Z3, Z3
-	ADDQ    $0x00000040, R8
-	JMP     sumloop
-
-	// The same, prefetching the rows ahead.
-sumpf:
-	MOVQ BX, R10
-	SHLQ $0x01, R10
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows1
-	SHLQ $0x03, R10
-
-longrows1:
-	ADDQ SI, R10
-
-	PCALIGN $32
-sumpfloop:
-	CMPQ       R8, R9
-	JG         sumtail
-	PREFETCHT0 (R10)(R8*4)
-	PREFETCHT0 64(R10)(R8*4)
-	PREFETCHT0 128(R10)(R8*4)
-	PREFETCHT0 192(R10)(R8*4)
-	VMOVUPS    (SI)(R8*4), Z4
-	VMULPS     Z4, Z4, Z4
-	VADDPS     Z4, Z0, Z0
-	VMOVUPS    64(SI)(R8*4), Z4
-	VMULPS     Z4, Z4, Z4
-	VADDPS     Z4, Z1, Z1
-	VMOVUPS    128(SI)(R8*4), Z4
-	VMULPS     Z4, Z4, Z4
-	VADDPS     Z4, Z2, Z2
-	VMOVUPS    192(SI)(R8*4), Z4
-	VMULPS     Z4, Z4, Z4
-	VADDPS     Z4, Z3, Z3
-	ADDQ       $0x00000040, R8
-	JMP        sumpfloop
-
-sumtail:
-	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
-	MOVQ job_d+0(AX), R9
-	SUBQ R8, R9
-	JZ   summed
-	LEAQ kmask<>+0(SB), R10
-	MOVQ R9, R11
-	CMPQ R11, $0x00000010
-	JLE  tailmask0
-	MOVQ $0x00000010, R11
-
-tailmask0:
-	KMOVW     (R10)(R11*2), K1
-	VMOVUPS.Z (SI)(R8*4), K1, Z4
-	VMULPS    Z4, Z4, Z4
-	VADDPS    Z4, Z0, Z0
-	MOVQ      R9, R11
-	SUBQ      $0x00000010, R11
-	JLE       summed
-	CMPQ      R11, $0x00000010
-	JLE       tailmask1
-	MOVQ      $0x00000010, R11
-
-tailmask1:
-	KMOVW     (R10)(R11*2), K1
-	VMOVUPS.Z 64(SI)(R8*4), K1, Z4
-	VMULPS    Z4, Z4, Z4
-	VADDPS    Z4, Z1, Z1
-	MOVQ      R9, R11
-	SUBQ      $0x00000020, R11
-	JLE       summed
-	CMPQ      R11, $0x00000010
-	JLE       tailmask2
-	MOVQ      $0x00000010, R11
-
-tailmask2:
-	KMOVW     (R10)(R11*2), K1
-	VMOVUPS.Z 128(SI)(R8*4), K1, Z4
-	VMULPS    Z4, Z4, Z4
-	VADDPS    Z4, Z2, Z2
-	SUBQ      $0x00000030, R9
-	JLE       summed
-	CMPQ      R9, $0x00000010
-	JLE       tailmask3
-	MOVQ      $0x00000010, R9
-
-tailmask3:
-	KMOVW     (R10)(R9*2), K1
-	VMOVUPS.Z 192(SI)(R8*4), K1, Z4
-	VMULPS    Z4, Z4, Z4
-	VADDPS    Z4, Z3, Z3
-
-summed:
-	VADDPS  Z2, Z0, Z0
-	VADDPS  Z3, Z1, Z1
-	VADDPS  Z1, Z0, Z0
-	CMPQ    336(SP), $0x01
-	JE      invone
-	VMOVUPS Z0, (SP)(DI*1)
-	ADDQ    BX, SI
-	ADDQ    $0x00000040, DI
-	CMPQ    DI, $0x00000100
-	JB      sumrow
-	JMP     invgroup
-
-invone:
-	// Halving tree: p[j] += p[j+h] for the remaining h, down to ss.
-	VSHUFF64X2 $0xee, Z0, Z0, Z1
-	VADDPS     Z1, Z0, Z0
-	VSHUFF32X4 $0x01, Z0, Z0, Z1
-	VADDPS     Z1, Z0, Z0
-	VPERMILPS  $0x4e, Z0, Z1
-	VADDPS     Z1, Z0, Z0
-	VPERMILPS  $0xb1, Z0, Z1
-	VADDPS     Z1, Z0, Z0
-
-	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
-	CMPL   372(SP), $0x00
-	JE     divide2
-	VMULSS 372(SP), X0, X0
-	JMP    divided3
-
-divide2:
-	VDIVSS 368(SP), X0, X0
-
-divided3:
-	VADDSS   job_eps+0(AX), X0, X0
-	VUCOMISS tlo<>+0(SB), X0
-	JCS      ret
-	VUCOMISS tmax<>+0(SB), X0
-	JHI      ret
-	VSQRTSS  X0, X0, X0
-	VMOVSS   one<>+0(SB), X5
-	VDIVSS   X0, X5, X5
-
-	// Report 1/rms if asked.
-	MOVQ   job_inv+0(AX), SI
-	TESTQ  SI, SI
-	JZ     scale
-	MOVQ   320(SP), DI
-	VMOVSS X5, (SI)(DI*4)
-	JMP    scale
-
-invgroup:
-	// The rest of the halving tree, four rows at once.
-	VMOVUPS       (SP), Z0
-	VMOVUPS       64(SP), Z1
-	VMOVUPS       128(SP), Z2
-	VMOVUPS       192(SP), Z3
-	VSHUFF64X2    $0x44, Z1, Z0, Z4
-	VSHUFF64X2    $0xee, Z1, Z0, Z0
-	VADDPS        Z0, Z4, Z4
-	VSHUFF64X2    $0x44, Z3, Z2, Z0
-	VSHUFF64X2    $0xee, Z3, Z2, Z1
-	VADDPS        Z1, Z0, Z0
-	VSHUFF32X4    $0x88, Z0, Z4, Z1
-	VSHUFF32X4    $0xdd, Z0, Z4, Z0
-	VADDPS        Z0, Z1, Z1
-	VPERMILPS     $0x4e, Z1, Z0
-	VADDPS        Z0, Z1, Z1
-	VPERMILPS     $0xb1, Z1, Z0
-	VADDPS        Z0, Z1, Z1
-	MOVL          $0x00001111, SI
-	KMOVW         SI, K1
-	VCOMPRESSPS.Z Z1, K1, Z0
-
-	// t = ss/d + eps for the four rows; any t outside [2^-100, MaxFloat32] sends the group to the one-row path.
-	CMPL         372(SP), $0x00
-	JE           divide4
-	VBROADCASTSS 372(SP), Z1
-	VMULPS       Z1, Z0, Z0
-	JMP          divided5
-
-divide4:
-	VBROADCASTSS 368(SP), Z1
-	VDIVPS       Z1, Z0, Z0
-
-divided5:
-	VBROADCASTSS job_eps+0(AX), Z1
-	VADDPS       Z1, Z0, Z0
-	MOVL         $0x0000000f, SI
-	KMOVW        SI, K1
-	VBROADCASTSS tlo<>+0(SB), Z1
-	VBROADCASTSS tmax<>+0(SB), Z2
-	VCMPPS       $0x1d, Z1, Z0, K1, K1
-	VCMPPS       $0x12, Z2, Z0, K1, K1
-	KMOVW        K1, SI
-	CMPL         SI, $0x0f
-	JE           ginrange
-	MOVQ         $0x00000004, 328(SP)
-	JMP          row
-
-ginrange:
-	VSQRTPS      Z0, Z0
-	VBROADCASTSS one<>+0(SB), Z5
-	VDIVPS       Z0, Z5, Z5
-
-	// Report 1/rms if asked.
-	MOVQ    job_inv+0(AX), SI
-	TESTQ   SI, SI
-	JZ      scale
-	MOVQ    320(SP), DI
-	MOVL    $0x0000000f, R8
-	KMOVW   R8, K1
-	VMOVUPS Z5, K1, (SI)(DI*4)
-
-scale:
-	VBROADCASTSS X5, Z0
-	MOVQ         $0x00000000, 344(SP)
-	CMPQ         336(SP), $0x01
-	JE           scalebody
-	VMOVUPS      Z5, 256(SP)
-
-scalerow:
-	MOVQ         344(SP), SI
-	VBROADCASTSS 256(SP)(SI*4), Z0
-
-scalebody:
-	// y = (src*inv)*w, rounded after each multiply.
-	XORQ  SI, SI
-	MOVQ  job_d+0(AX), DI
-	SUBQ  $0x00000040, DI
-	TESTL $0x00000002, job_flags+0(AX)
-	JNZ   scalepf
-
-	PCALIGN $32
-scaleloop:
-	CMPQ    SI, DI
-	JG      scaletail
-	VMULPS  (DX)(SI*4), Z0, Z1
-	VMULPS  64(DX)(SI*4), Z0, Z2
-	VMULPS  128(DX)(SI*4), Z0, Z3
-	VMULPS  192(DX)(SI*4), Z0, Z4
-	VMOVUPS Z1, (CX)(SI*4)
-	VMOVUPS Z2, 64(CX)(SI*4)
-	VMOVUPS Z3, 128(CX)(SI*4)
-	VMOVUPS Z4, 192(CX)(SI*4)
-	ADDQ    $0x00000040, SI
-	JMP     scaleloop
-
-scalepf:
-	MOVQ BX, R8
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows6
-	SHLQ $0x03, R8
-
-longrows6:
-	ADDQ  DX, R8
-	TESTL $0x00000001, job_flags+0(AX)
-	JNZ   scalent
-
-	PCALIGN $32
-scalepfloop:
-	CMPQ       SI, DI
-	JG         scaletail
-	PREFETCHT0 (R8)(SI*4)
-	PREFETCHT0 64(R8)(SI*4)
-	PREFETCHT0 128(R8)(SI*4)
-	PREFETCHT0 192(R8)(SI*4)
-	VMULPS     (DX)(SI*4), Z0, Z1
-	VMULPS     64(DX)(SI*4), Z0, Z2
-	VMULPS     128(DX)(SI*4), Z0, Z3
-	VMULPS     192(DX)(SI*4), Z0, Z4
-	VMOVUPS    Z1, (CX)(SI*4)
-	VMOVUPS    Z2, 64(CX)(SI*4)
-	VMOVUPS    Z3, 128(CX)(SI*4)
-	VMOVUPS    Z4, 192(CX)(SI*4)
-	ADDQ       $0x00000040, SI
-	JMP        scalepfloop
-
-scalent:
-	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
-	MOVQ CX, R8
-	NEGQ R8
-	ANDQ $0x0000003f, R8
-	SHRQ $0x02, R8
-	JZ   scalentgo
-	CMPQ R8, job_d+0(AX)
-	JLE  scalehead
-	MOVQ job_d+0(AX), R8
-
-scalehead:
-	JMP partout
-
-scalentgo:
-	MOVQ BX, R8
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows7
-	SHLQ $0x03, R8
-
-longrows7:
-	ADDQ DX, R8
-
-	PCALIGN $32
-scalentloop:
-	CMPQ       SI, DI
-	JG         scaletail
-	PREFETCHT0 (R8)(SI*4)
-	PREFETCHT0 64(R8)(SI*4)
-	PREFETCHT0 128(R8)(SI*4)
-	PREFETCHT0 192(R8)(SI*4)
-	VMULPS     (DX)(SI*4), Z0, Z1
-	VMULPS     64(DX)(SI*4), Z0, Z2
-	VMULPS     128(DX)(SI*4), Z0, Z3
-	VMULPS     192(DX)(SI*4), Z0, Z4
-	VMOVNTPS   Z1, (CX)(SI*4)
-	VMOVNTPS   Z2, 64(CX)(SI*4)
-	VMOVNTPS   Z3, 128(CX)(SI*4)
-	VMOVNTPS   Z4, 192(CX)(SI*4)
-	ADDQ       $0x00000040, SI
-	JMP        scalentloop
-
-scaletail:
-	ADDQ $0x00000030, DI
-
-scaleone:
-	CMPQ    SI, DI
-	JG      scalepart
-	VMULPS  (DX)(SI*4), Z0, Z1
-	VMOVUPS Z1, (CX)(SI*4)
-	ADDQ    $0x00000010, SI
-	JMP     scaleone
-
-scalepart:
-	MOVQ job_d+0(AX), R8
-	SUBQ SI, R8
-	JZ   scaled
-
-	// The last n < lanes elements, or the first n of a non-temporal row (i + n < d: back to its loop).
-partout:
-	LEAQ      kmask<>+0(SB), R9
-	KMOVW     (R9)(R8*2), K1
-	VMOVUPS.Z (DX)(SI*4), K1, Z1
-	VMULPS    Z1, Z0, Z1
-	VMOVUPS   Z1, K1, (CX)(SI*4)
-	ADDQ      R8, SI
-	CMPQ      SI, job_d+0(AX)
-	JB        scalentgo
-
-scaled:
-	ADDQ BX, DX
-	ADDQ BX, CX
-	INCQ 320(SP)
-	MOVQ 344(SP), SI
-	INCQ SI
-	MOVQ SI, 344(SP)
-	CMPQ SI, 336(SP)
-	JB   scalerow
-	JMP  row
-
-ret:
-	TESTL $0x00000001, job_flags+0(AX)
-	JZ    vzero
-	SFENCE
-
-vzero:
-	VZEROUPPER
-	MOVQ 320(SP), AX
-	MOVQ AX, ret+24(FP)
-	RET
-
-// func avx512AddWeightedOrOffset(j uintptr, from int, to int) int
-// Requires: AVX, AVX512F, MMX+
-TEXT ·avx512AddWeightedOrOffset(SB), NOSPLIT, $376-32
-	// avx512AddWeightedOrOffset normalizes rows [from, to) of the job: h = x + res and res = h per element, then y = (h*inv)*w, or (h*inv)*(1+w) with flagOffset, for each row.
+TEXT ·avx512ForwardAdd(SB), NOSPLIT, $376-32
+	// avx512ForwardAdd normalizes rows [from, to) of the job: h = x + res and res = h per element, then y = (h*inv)*w, (h*inv)*(1+w) with flagOffset, or h*inv with w nil, for each row.
 	// It stops before the first row that needs the float64 path and returns that row's index, or to.
 	MOVQ j+0(FP), AX
 	MOVQ job_dst+0(AX), CX
@@ -1468,8 +1056,10 @@ scalebody:
 	SUBQ  $0x00000040, R9
 	TESTL $0x00000002, job_flags+0(AX)
 	JNZ   scalepf
+	TESTQ BX, BX
+	JZ    scaleloopnoweight
 	TESTL $0x00000010, job_flags+0(AX)
-	JNZ   scaleoffsetloop
+	JNZ   scaleloopoffset
 
 	PCALIGN $32
 scaleloop:
@@ -1491,7 +1081,7 @@ scaleloop:
 	JMP     scaleloop
 
 	PCALIGN $32
-scaleoffsetloop:
+scaleloopoffset:
 	CMPQ    R8, R9
 	JG      scaletail
 	VMULPS  (SI)(R8*4), Z1, Z2
@@ -1515,7 +1105,22 @@ scaleoffsetloop:
 	VMULPS  Z2, Z5, Z5
 	VMOVUPS Z5, 192(CX)(R8*4)
 	ADDQ    $0x00000040, R8
-	JMP     scaleoffsetloop
+	JMP     scaleloopoffset
+
+	PCALIGN $32
+scaleloopnoweight:
+	CMPQ    R8, R9
+	JG      scaletail
+	VMULPS  (SI)(R8*4), Z1, Z2
+	VMULPS  64(SI)(R8*4), Z1, Z3
+	VMULPS  128(SI)(R8*4), Z1, Z4
+	VMULPS  192(SI)(R8*4), Z1, Z5
+	VMOVUPS Z2, (CX)(R8*4)
+	VMOVUPS Z3, 64(CX)(R8*4)
+	VMOVUPS Z4, 128(CX)(R8*4)
+	VMOVUPS Z5, 192(CX)(R8*4)
+	ADDQ    $0x00000040, R8
+	JMP     scaleloopnoweight
 
 scalepf:
 	MOVQ DI, R10
@@ -1527,8 +1132,10 @@ longrows5:
 	ADDQ  SI, R10
 	TESTL $0x00000001, job_flags+0(AX)
 	JNZ   scalent
+	TESTQ BX, BX
+	JZ    scalepfloopnoweight
 	TESTL $0x00000010, job_flags+0(AX)
-	JNZ   scalepfoffsetloop
+	JNZ   scalepfloopoffset
 
 	PCALIGN $32
 scalepfloop:
@@ -1554,7 +1161,7 @@ scalepfloop:
 	JMP        scalepfloop
 
 	PCALIGN $32
-scalepfoffsetloop:
+scalepfloopoffset:
 	CMPQ       R8, R9
 	JG         scaletail
 	PREFETCHT0 (R10)(R8*4)
@@ -1582,7 +1189,26 @@ scalepfoffsetloop:
 	VMULPS     Z2, Z5, Z5
 	VMOVUPS    Z5, 192(CX)(R8*4)
 	ADDQ       $0x00000040, R8
-	JMP        scalepfoffsetloop
+	JMP        scalepfloopoffset
+
+	PCALIGN $32
+scalepfloopnoweight:
+	CMPQ       R8, R9
+	JG         scaletail
+	PREFETCHT0 (R10)(R8*4)
+	PREFETCHT0 64(R10)(R8*4)
+	PREFETCHT0 128(R10)(R8*4)
+	PREFETCHT0 192(R10)(R8*4)
+	VMULPS     (SI)(R8*4), Z1, Z2
+	VMULPS     64(SI)(R8*4), Z1, Z3
+	VMULPS     128(SI)(R8*4), Z1, Z4
+	VMULPS     192(SI)(R8*4), Z1, Z5
+	VMOVUPS    Z2, (CX)(R8*4)
+	VMOVUPS    Z3, 64(CX)(R8*4)
+	VMOVUPS    Z4, 128(CX)(R8*4)
+	VMOVUPS    Z5, 192(CX)(R8*4)
+	ADDQ       $0x00000040, R8
+	JMP        scalepfloopnoweight
 
 scalent:
 	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
@@ -1620,6 +1246,8 @@ scalentloop:
 	VMULPS     64(SI)(R8*4), Z1, Z3
 	VMULPS     128(SI)(R8*4), Z1, Z4
 	VMULPS     192(SI)(R8*4), Z1, Z5
+	TESTQ      BX, BX
+	JZ         weighed8
 	TESTL      $0x00000010, R11
 	JNZ        offset7
 	VMULPS     (BX)(R8*4), Z2, Z2
@@ -1657,9 +1285,13 @@ scaleone:
 	CMPQ    R8, R9
 	JG      scalepart
 	VMULPS  (SI)(R8*4), Z1, Z2
+	TESTQ   BX, BX
+	JZ      noweight9
 	VMOVUPS (BX)(R8*4), Z3
 	VADDPS  Z0, Z3, Z3
 	VMULPS  Z3, Z2, Z2
+
+noweight9:
 	VMOVUPS Z2, (CX)(R8*4)
 	ADDQ    $0x00000010, R8
 	JMP     scaleone
@@ -1675,13 +1307,17 @@ partout:
 	KMOVW     (R11)(R10*2), K1
 	VMOVUPS.Z (SI)(R8*4), K1, Z2
 	VMULPS    Z2, Z1, Z2
+	TESTQ     BX, BX
+	JZ        noweight10
 	VMOVUPS.Z (BX)(R8*4), K1, Z3
 	VADDPS    Z0, Z3, Z3
 	VMULPS    Z3, Z2, Z2
-	VMOVUPS   Z2, K1, (CX)(R8*4)
-	ADDQ      R10, R8
-	CMPQ      R8, job_d+0(AX)
-	JB        scalentgo
+
+noweight10:
+	VMOVUPS Z2, K1, (CX)(R8*4)
+	ADDQ    R10, R8
+	CMPQ    R8, job_d+0(AX)
+	JB      scalentgo
 
 scaled:
 	ADDQ DI, DX
@@ -1706,421 +1342,10 @@ vzero:
 	MOVQ AX, ret+24(FP)
 	RET
 
-// func avx512AddUnweighted(j uintptr, from int, to int) int
-// Requires: AVX, AVX512F, MMX+
-TEXT ·avx512AddUnweighted(SB), NOSPLIT, $376-32
-	// avx512AddUnweighted normalizes rows [from, to) of the job: h = x + res and res = h per element, then y = h*inv, for each row.
-	// It stops before the first row that needs the float64 path and returns that row's index, or to.
-	MOVQ j+0(FP), AX
-	MOVQ job_dst+0(AX), CX
-	MOVQ job_x+0(AX), DX
-	MOVQ job_res+0(AX), BX
-	MOVQ job_stride+0(AX), SI
-	SHLQ $0x02, SI
-
-	// fd = float32(d); rd = 1/d when d is a power of two (a/d is then a*rd exactly), else 0.
-	MOVQ       job_d+0(AX), DI
-	VMOVSS     one<>+0(SB), X0
-	VCVTSI2SSQ DI, X0, X0
-	VMOVSS     X0, 368(SP)
-	XORL       R9, R9
-	LEAQ       -1(DI), R8
-	TESTQ      DI, R8
-	JNZ        notpow2
-	BSFQ       DI, R8
-	MOVL       $0x0000007f, R9
-	SUBL       R8, R9
-	SHLL       $0x17, R9
-
-notpow2:
-	MOVL R9, 372(SP)
-
-	// Start at row from.
-	MOVQ  from+8(FP), DI
-	MOVQ  DI, 320(SP)
-	MOVQ  $0x00000000, 328(SP)
-	IMULQ SI, DI
-	ADDQ  DI, CX
-	ADDQ  DI, DX
-	ADDQ  DI, BX
-
-row:
-	MOVQ 320(SP), DI
-	CMPQ DI, to+16(FP)
-	JAE  ret
-	MOVQ $0x00000001, 336(SP)
-	MOVQ DX, DI
-	MOVQ BX, R8
-	XORQ R9, R9
-
-	// Sum of squares: element i goes to partial i%64.
-	MOVQ    job_d+0(AX), R10
-	SUBQ    $0x00000040, R10
-	JGE     firstblock
-	VMOVUPS zero64<>+0(SB), Z0
-	VMOVUPS zero64<>+0(SB), Z1
-	VMOVUPS zero64<>+0(SB), Z2
-	VMOVUPS zero64<>+0(SB), Z3
-	XORQ    R9, R9
-	JMP     sumtail
-
-firstblock:
-	// +0 + square is the square itself: the first block initializes the partials.
-	XORQ    R9, R9
-	VMOVUPS (DI)(R9*4), Z0
-	VADDPS  (R8)(R9*4), Z0, Z0
-	VMOVUPS Z0, (R8)(R9*4)
-	VMULPS  Z0, Z0, Z0
-	VMOVUPS 64(DI)(R9*4), Z1
-	VADDPS  64(R8)(R9*4), Z1, Z1
-	VMOVUPS Z1, 64(R8)(R9*4)
-	VMULPS  Z1, Z1, Z1
-	VMOVUPS 128(DI)(R9*4), Z2
-	VADDPS  128(R8)(R9*4), Z2, Z2
-	VMOVUPS Z2, 128(R8)(R9*4)
-	VMULPS  Z2, Z2, Z2
-	VMOVUPS 192(DI)(R9*4), Z3
-	VADDPS  192(R8)(R9*4), Z3, Z3
-	VMOVUPS Z3, 192(R8)(R9*4)
-	VMULPS  Z3, Z3, Z3
-	MOVQ    $0x00000040, R9
-	TESTL   $0x00000002, job_flags+0(AX)
-	JNZ     sumpf
-
-	PCALIGN $32
-sumloop:
-	CMPQ    R9, R10
-	JG      sumtail
-	VMOVUPS (DI)(R9*4), Z4
-	VADDPS  (R8)(R9*4), Z4, Z4
-	VMOVUPS Z4, (R8)(R9*4)
-	VMULPS  Z4, Z4, Z4
-	VADDPS  Z4, Z0, Z0
-	VMOVUPS 64(DI)(R9*4), Z4
-	VADDPS  64(R8)(R9*4), Z4, Z4
-	VMOVUPS Z4, 64(R8)(R9*4)
-	VMULPS  Z4, Z4, Z4
-	VADDPS  Z4, Z1, Z1
-	VMOVUPS 128(DI)(R9*4), Z4
-	VADDPS  128(R8)(R9*4), Z4, Z4
-	VMOVUPS Z4, 128(R8)(R9*4)
-	VMULPS  Z4, Z4, Z4
-	VADDPS  Z4, Z2, Z2
-	VMOVUPS 192(DI)(R9*4), Z4
-	VADDPS  192(R8)(R9*4), Z4, Z4
-	VMOVUPS Z4, 192(R8)(R9*4)
-	VMULPS  Z4, Z4, Z4
-	VADDPS  Z4, Z3, Z3
-	ADDQ    $0x00000040, R9
-	JMP     sumloop
-
-	// The same, prefetching the rows ahead.
-sumpf:
-	MOVQ SI, R11
-	SHLQ $0x01, R11
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows1
-	SHLQ $0x03, R11
-
-longrows1:
-	ADDQ DI, R11
-
-	PCALIGN $32
-sumpfloop:
-	CMPQ       R9, R10
-	JG         sumtail
-	PREFETCHT0 (R11)(R9*4)
-	PREFETCHT0 64(R11)(R9*4)
-	PREFETCHT0 128(R11)(R9*4)
-	PREFETCHT0 192(R11)(R9*4)
-	VMOVUPS    (DI)(R9*4), Z4
-	VADDPS     (R8)(R9*4), Z4, Z4
-	VMOVUPS    Z4, (R8)(R9*4)
-	VMULPS     Z4, Z4, Z4
-	VADDPS     Z4, Z0, Z0
-	VMOVUPS    64(DI)(R9*4), Z4
-	VADDPS     64(R8)(R9*4), Z4, Z4
-	VMOVUPS    Z4, 64(R8)(R9*4)
-	VMULPS     Z4, Z4, Z4
-	VADDPS     Z4, Z1, Z1
-	VMOVUPS    128(DI)(R9*4), Z4
-	VADDPS     128(R8)(R9*4), Z4, Z4
-	VMOVUPS    Z4, 128(R8)(R9*4)
-	VMULPS     Z4, Z4, Z4
-	VADDPS     Z4, Z2, Z2
-	VMOVUPS    192(DI)(R9*4), Z4
-	VADDPS     192(R8)(R9*4), Z4, Z4
-	VMOVUPS    Z4, 192(R8)(R9*4)
-	VMULPS     Z4, Z4, Z4
-	VADDPS     Z4, Z3, Z3
-	ADDQ       $0x00000040, R9
-	JMP        sumpfloop
-
-sumtail:
-	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
-	MOVQ job_d+0(AX), R10
-	SUBQ R9, R10
-	JZ   summed
-	LEAQ kmask<>+0(SB), R11
-	MOVQ R10, R12
-	CMPQ R12, $0x00000010
-	JLE  tailmask0
-	MOVQ $0x00000010, R12
-
-tailmask0:
-	KMOVW     (R11)(R12*2), K1
-	VMOVUPS.Z (DI)(R9*4), K1, Z4
-	VMOVUPS.Z (R8)(R9*4), K1, Z6
-	VADDPS    Z6, Z4, Z4
-	VMOVUPS   Z4, K1, (R8)(R9*4)
-	VMULPS    Z4, Z4, Z4
-	VADDPS    Z4, Z0, Z0
-	MOVQ      R10, R12
-	SUBQ      $0x00000010, R12
-	JLE       summed
-	CMPQ      R12, $0x00000010
-	JLE       tailmask1
-	MOVQ      $0x00000010, R12
-
-tailmask1:
-	KMOVW     (R11)(R12*2), K1
-	VMOVUPS.Z 64(DI)(R9*4), K1, Z4
-	VMOVUPS.Z 64(R8)(R9*4), K1, Z6
-	VADDPS    Z6, Z4, Z4
-	VMOVUPS   Z4, K1, 64(R8)(R9*4)
-	VMULPS    Z4, Z4, Z4
-	VADDPS    Z4, Z1, Z1
-	MOVQ      R10, R12
-	SUBQ      $0x00000020, R12
-	JLE       summed
-	CMPQ      R12, $0x00000010
-	JLE       tailmask2
-	MOVQ      $0x00000010, R12
-
-tailmask2:
-	KMOVW     (R11)(R12*2), K1
-	VMOVUPS.Z 128(DI)(R9*4), K1, Z4
-	VMOVUPS.Z 128(R8)(R9*4), K1, Z6
-	VADDPS    Z6, Z4, Z4
-	VMOVUPS   Z4, K1, 128(R8)(R9*4)
-	VMULPS    Z4, Z4, Z4
-	VADDPS    Z4, Z2, Z2
-	SUBQ      $0x00000030, R10
-	JLE       summed
-	CMPQ      R10, $0x00000010
-	JLE       tailmask3
-	MOVQ      $0x00000010, R10
-
-tailmask3:
-	KMOVW     (R11)(R10*2), K1
-	VMOVUPS.Z 192(DI)(R9*4), K1, Z4
-	VMOVUPS.Z 192(R8)(R9*4), K1, Z6
-	VADDPS    Z6, Z4, Z4
-	VMOVUPS   Z4, K1, 192(R8)(R9*4)
-	VMULPS    Z4, Z4, Z4
-	VADDPS    Z4, Z3, Z3
-
-summed:
-	VADDPS Z2, Z0, Z0
-	VADDPS Z3, Z1, Z1
-	VADDPS Z1, Z0, Z0
-
-	// Halving tree: p[j] += p[j+h] for the remaining h, down to ss.
-	VSHUFF64X2 $0xee, Z0, Z0, Z1
-	VADDPS     Z1, Z0, Z0
-	VSHUFF32X4 $0x01, Z0, Z0, Z1
-	VADDPS     Z1, Z0, Z0
-	VPERMILPS  $0x4e, Z0, Z1
-	VADDPS     Z1, Z0, Z0
-	VPERMILPS  $0xb1, Z0, Z1
-	VADDPS     Z1, Z0, Z0
-
-	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
-	CMPL   372(SP), $0x00
-	JE     divide2
-	VMULSS 372(SP), X0, X0
-	JMP    divided3
-
-divide2:
-	VDIVSS 368(SP), X0, X0
-
-divided3:
-	VADDSS   job_eps+0(AX), X0, X0
-	VUCOMISS tlo<>+0(SB), X0
-	JCS      ret
-	VUCOMISS tmax<>+0(SB), X0
-	JHI      ret
-	VSQRTSS  X0, X0, X0
-	VMOVSS   one<>+0(SB), X5
-	VDIVSS   X0, X5, X5
-
-	// Report 1/rms if asked.
-	MOVQ   job_inv+0(AX), DI
-	TESTQ  DI, DI
-	JZ     scale
-	MOVQ   320(SP), R8
-	VMOVSS X5, (DI)(R8*4)
-
-scale:
-	VBROADCASTSS X5, Z0
-	MOVQ         $0x00000000, 344(SP)
-	CMPQ         336(SP), $0x01
-	JE           scalebody
-	VMOVUPS      Z5, 256(SP)
-
-scalerow:
-	MOVQ         344(SP), DI
-	VBROADCASTSS 256(SP)(DI*4), Z0
-
-scalebody:
-	// y = (src*inv)*w, rounded after each multiply.
-	XORQ  DI, DI
-	MOVQ  job_d+0(AX), R8
-	SUBQ  $0x00000040, R8
-	TESTL $0x00000002, job_flags+0(AX)
-	JNZ   scalepf
-
-	PCALIGN $32
-scaleloop:
-	CMPQ    DI, R8
-	JG      scaletail
-	VMULPS  (BX)(DI*4), Z0, Z1
-	VMULPS  64(BX)(DI*4), Z0, Z2
-	VMULPS  128(BX)(DI*4), Z0, Z3
-	VMULPS  192(BX)(DI*4), Z0, Z4
-	VMOVUPS Z1, (CX)(DI*4)
-	VMOVUPS Z2, 64(CX)(DI*4)
-	VMOVUPS Z3, 128(CX)(DI*4)
-	VMOVUPS Z4, 192(CX)(DI*4)
-	ADDQ    $0x00000040, DI
-	JMP     scaleloop
-
-scalepf:
-	MOVQ SI, R9
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows4
-	SHLQ $0x03, R9
-
-longrows4:
-	ADDQ  BX, R9
-	TESTL $0x00000001, job_flags+0(AX)
-	JNZ   scalent
-
-	PCALIGN $32
-scalepfloop:
-	CMPQ       DI, R8
-	JG         scaletail
-	PREFETCHT0 (R9)(DI*4)
-	PREFETCHT0 64(R9)(DI*4)
-	PREFETCHT0 128(R9)(DI*4)
-	PREFETCHT0 192(R9)(DI*4)
-	VMULPS     (BX)(DI*4), Z0, Z1
-	VMULPS     64(BX)(DI*4), Z0, Z2
-	VMULPS     128(BX)(DI*4), Z0, Z3
-	VMULPS     192(BX)(DI*4), Z0, Z4
-	VMOVUPS    Z1, (CX)(DI*4)
-	VMOVUPS    Z2, 64(CX)(DI*4)
-	VMOVUPS    Z3, 128(CX)(DI*4)
-	VMOVUPS    Z4, 192(CX)(DI*4)
-	ADDQ       $0x00000040, DI
-	JMP        scalepfloop
-
-scalent:
-	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
-	MOVQ CX, R9
-	NEGQ R9
-	ANDQ $0x0000003f, R9
-	SHRQ $0x02, R9
-	JZ   scalentgo
-	CMPQ R9, job_d+0(AX)
-	JLE  scalehead
-	MOVQ job_d+0(AX), R9
-
-scalehead:
-	JMP partout
-
-scalentgo:
-	MOVQ SI, R9
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows5
-	SHLQ $0x03, R9
-
-longrows5:
-	ADDQ BX, R9
-
-	PCALIGN $32
-scalentloop:
-	CMPQ       DI, R8
-	JG         scaletail
-	PREFETCHT0 (R9)(DI*4)
-	PREFETCHT0 64(R9)(DI*4)
-	PREFETCHT0 128(R9)(DI*4)
-	PREFETCHT0 192(R9)(DI*4)
-	VMULPS     (BX)(DI*4), Z0, Z1
-	VMULPS     64(BX)(DI*4), Z0, Z2
-	VMULPS     128(BX)(DI*4), Z0, Z3
-	VMULPS     192(BX)(DI*4), Z0, Z4
-	VMOVNTPS   Z1, (CX)(DI*4)
-	VMOVNTPS   Z2, 64(CX)(DI*4)
-	VMOVNTPS   Z3, 128(CX)(DI*4)
-	VMOVNTPS   Z4, 192(CX)(DI*4)
-	ADDQ       $0x00000040, DI
-	JMP        scalentloop
-
-scaletail:
-	ADDQ $0x00000030, R8
-
-scaleone:
-	CMPQ    DI, R8
-	JG      scalepart
-	VMULPS  (BX)(DI*4), Z0, Z1
-	VMOVUPS Z1, (CX)(DI*4)
-	ADDQ    $0x00000010, DI
-	JMP     scaleone
-
-scalepart:
-	MOVQ job_d+0(AX), R9
-	SUBQ DI, R9
-	JZ   scaled
-
-	// The last n < lanes elements, or the first n of a non-temporal row (i + n < d: back to its loop).
-partout:
-	LEAQ      kmask<>+0(SB), R10
-	KMOVW     (R10)(R9*2), K1
-	VMOVUPS.Z (BX)(DI*4), K1, Z1
-	VMULPS    Z1, Z0, Z1
-	VMOVUPS   Z1, K1, (CX)(DI*4)
-	ADDQ      R9, DI
-	CMPQ      DI, job_d+0(AX)
-	JB        scalentgo
-
-scaled:
-	ADDQ SI, DX
-	ADDQ SI, CX
-	ADDQ SI, BX
-	INCQ 320(SP)
-	MOVQ 344(SP), DI
-	INCQ DI
-	MOVQ DI, 344(SP)
-	CMPQ DI, 336(SP)
-	JB   scalerow
-	JMP  row
-
-ret:
-	TESTL $0x00000001, job_flags+0(AX)
-	JZ    vzero
-	SFENCE
-
-vzero:
-	VZEROUPPER
-	MOVQ 320(SP), AX
-	MOVQ AX, ret+24(FP)
-	RET
-
-// func avx512BF16WeightedOrOffset(j uintptr, from int, to int) int
+// func avx512ForwardBF16(j uintptr, from int, to int) int
 // Requires: AVX, AVX512BW, AVX512F, MMX+
-TEXT ·avx512BF16WeightedOrOffset(SB), NOSPLIT, $376-32
-	// avx512BF16WeightedOrOffset normalizes rows [from, to) of the job: BF16 rows: y = round16((x*inv)*w), or round16((x*inv)*(1+w)) with flagOffset (with flagRN, round16(x*inv) in place of (x*inv)), for each row.
+TEXT ·avx512ForwardBF16(SB), NOSPLIT, $376-32
+	// avx512ForwardBF16 normalizes rows [from, to) of the job: BF16 rows: y = round16((x*inv)*w), round16((x*inv)*(1+w)) with flagOffset, or round16(x*inv) with w nil (with flagRN, round16(x*inv) in place of (x*inv)), for each row.
 	// It stops before the first row that needs the float64 path and returns that row's index, or to.
 	MOVQ         j+0(FP), AX
 	MOVQ         job_dst+0(AX), CX
@@ -2456,8 +1681,10 @@ longrows7:
 	MOVL  job_flags+0(AX), R10
 	TESTL $0x00000001, R10
 	JNZ   scalent
+	TESTQ BX, BX
+	JZ    scaleloopnoweight
 	TESTL $0x00000010, R10
-	JNZ   scaleoffsetloop
+	JNZ   scaleloopoffset
 
 	PCALIGN $32
 scaleloop:
@@ -2544,13 +1771,13 @@ scalelooppf8:
 	JMP        scaleloopbody9
 
 	PCALIGN $32
-scaleoffsetloop:
+scaleloopoffset:
 	CMPQ  DI, R8
 	JG    scaletail
 	TESTL $0x00000002, R10
-	JNZ   scaleoffsetlooppf11
+	JNZ   scaleloopoffsetpf11
 
-scaleoffsetloopbody12:
+scaleloopoffsetbody12:
 	VPMOVZXWD   (DX)(DI*2), Z7
 	VPSLLD      $0x10, Z7, Z7
 	VMULPS      Z6, Z7, Z7
@@ -2628,73 +1855,21 @@ notrn13:
 	VPERMT2W    Z8, Z4, Z7
 	VMOVDQU64   Z7, 64(CX)(DI*2)
 	ADDQ        $0x00000040, DI
-	JMP         scaleoffsetloop
+	JMP         scaleloopoffset
 
-scaleoffsetlooppf11:
+scaleloopoffsetpf11:
 	PREFETCHT0 (R9)(DI*2)
 	PREFETCHT0 64(R9)(DI*2)
-	JMP        scaleoffsetloopbody12
-
-scalent:
-	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
-	MOVQ CX, R9
-	NEGQ R9
-	ANDQ $0x0000003f, R9
-	SHRQ $0x01, R9
-	JZ   scalentgo
-	CMPQ R9, job_d+0(AX)
-	JLE  scalehead
-	MOVQ job_d+0(AX), R9
-
-scalehead:
-	CMPQ        R9, $0x00000010
-	JB          scaleheadpart
-	VPMOVZXWD   (DX)(DI*2), Z7
-	VPSLLD      $0x10, Z7, Z7
-	VMULPS      Z6, Z7, Z7
-	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn14
-	VFIXUPIMMPS $0x00, Z3, Z7, Z7
-	VPSRLD      $0x10, Z7, Z8
-	VPANDD      Z0, Z8, Z8
-	VPADDD      Z1, Z8, Z8
-	VPADDD      Z7, Z8, Z8
-	VPANDD      Z2, Z8, Z7
-
-notrn14:
-	VMOVUPS     (BX)(DI*4), Z8
-	VADDPS      Z5, Z8, Z8
-	VMULPS      Z8, Z7, Z7
-	VFIXUPIMMPS $0x00, Z3, Z7, Z7
-	VPSRLD      $0x10, Z7, Z8
-	VPANDD      Z0, Z8, Z8
-	VPADDD      Z1, Z8, Z8
-	VPADDD      Z7, Z8, Z8
-	VPSRLD      $0x10, Z8, Z8
-	VPMOVDW     Z8, (CX)(DI*2)
-	ADDQ        $0x00000010, DI
-	SUBQ        $0x00000010, R9
-	JZ          scalentgo
-
-scaleheadpart:
-	JMP partout
-
-scalentgo:
-	MOVQ SI, R9
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows15
-	SHLQ $0x03, R9
-
-longrows15:
-	ADDQ DX, R9
-	MOVL job_flags+0(AX), R10
+	JMP        scaleloopoffsetbody12
 
 	PCALIGN $32
-scalentloop:
-	CMPQ        DI, R8
-	JG          scaletail
-	PREFETCHT0  (R9)(DI*2)
-	PREFETCHT0  64(R9)(DI*2)
+scaleloopnoweight:
+	CMPQ  DI, R8
+	JG    scaletail
+	TESTL $0x00000002, R10
+	JNZ   scaleloopnoweightpf14
+
+scaleloopnoweightbody15:
 	VPMOVZXWD   (DX)(DI*2), Z7
 	VPSLLD      $0x10, Z7, Z7
 	VMULPS      Z6, Z7, Z7
@@ -2735,14 +1910,152 @@ scalentloop:
 	VPANDD      Z2, Z12, Z10
 
 notrn16:
+	VFIXUPIMMPS $0x00, Z3, Z7, Z7
+	VPSRLD      $0x10, Z7, Z12
+	VPANDD      Z0, Z12, Z12
+	VPADDD      Z1, Z12, Z12
+	VPADDD      Z7, Z12, Z12
+	VFIXUPIMMPS $0x00, Z3, Z8, Z8
+	VPSRLD      $0x10, Z8, Z7
+	VPANDD      Z0, Z7, Z7
+	VPADDD      Z1, Z7, Z7
+	VPADDD      Z8, Z7, Z7
+	VPERMT2W    Z7, Z4, Z12
+	VMOVDQU64   Z12, (CX)(DI*2)
+	VFIXUPIMMPS $0x00, Z3, Z9, Z9
+	VPSRLD      $0x10, Z9, Z7
+	VPANDD      Z0, Z7, Z7
+	VPADDD      Z1, Z7, Z7
+	VPADDD      Z9, Z7, Z7
+	VFIXUPIMMPS $0x00, Z3, Z10, Z10
+	VPSRLD      $0x10, Z10, Z8
+	VPANDD      Z0, Z8, Z8
+	VPADDD      Z1, Z8, Z8
+	VPADDD      Z10, Z8, Z8
+	VPERMT2W    Z8, Z4, Z7
+	VMOVDQU64   Z7, 64(CX)(DI*2)
+	ADDQ        $0x00000040, DI
+	JMP         scaleloopnoweight
+
+scaleloopnoweightpf14:
+	PREFETCHT0 (R9)(DI*2)
+	PREFETCHT0 64(R9)(DI*2)
+	JMP        scaleloopnoweightbody15
+
+scalent:
+	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
+	MOVQ CX, R9
+	NEGQ R9
+	ANDQ $0x0000003f, R9
+	SHRQ $0x01, R9
+	JZ   scalentgo
+	CMPQ R9, job_d+0(AX)
+	JLE  scalehead
+	MOVQ job_d+0(AX), R9
+
+scalehead:
+	CMPQ        R9, $0x00000010
+	JB          scaleheadpart
+	VPMOVZXWD   (DX)(DI*2), Z7
+	VPSLLD      $0x10, Z7, Z7
+	VMULPS      Z6, Z7, Z7
+	TESTL       $0x00000008, job_flags+0(AX)
+	JZ          notrn17
+	VFIXUPIMMPS $0x00, Z3, Z7, Z7
+	VPSRLD      $0x10, Z7, Z8
+	VPANDD      Z0, Z8, Z8
+	VPADDD      Z1, Z8, Z8
+	VPADDD      Z7, Z8, Z8
+	VPANDD      Z2, Z8, Z7
+
+notrn17:
+	TESTQ   BX, BX
+	JZ      noweight18
+	VMOVUPS (BX)(DI*4), Z8
+	VADDPS  Z5, Z8, Z8
+	VMULPS  Z8, Z7, Z7
+
+noweight18:
+	VFIXUPIMMPS $0x00, Z3, Z7, Z7
+	VPSRLD      $0x10, Z7, Z8
+	VPANDD      Z0, Z8, Z8
+	VPADDD      Z1, Z8, Z8
+	VPADDD      Z7, Z8, Z8
+	VPSRLD      $0x10, Z8, Z8
+	VPMOVDW     Z8, (CX)(DI*2)
+	ADDQ        $0x00000010, DI
+	SUBQ        $0x00000010, R9
+	JZ          scalentgo
+
+scaleheadpart:
+	JMP partout
+
+scalentgo:
+	MOVQ SI, R9
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows19
+	SHLQ $0x03, R9
+
+longrows19:
+	ADDQ DX, R9
+	MOVL job_flags+0(AX), R10
+
+	PCALIGN $32
+scalentloop:
+	CMPQ        DI, R8
+	JG          scaletail
+	PREFETCHT0  (R9)(DI*2)
+	PREFETCHT0  64(R9)(DI*2)
+	VPMOVZXWD   (DX)(DI*2), Z7
+	VPSLLD      $0x10, Z7, Z7
+	VMULPS      Z6, Z7, Z7
+	VPMOVZXWD   32(DX)(DI*2), Z8
+	VPSLLD      $0x10, Z8, Z8
+	VMULPS      Z6, Z8, Z8
+	VPMOVZXWD   64(DX)(DI*2), Z9
+	VPSLLD      $0x10, Z9, Z9
+	VMULPS      Z6, Z9, Z9
+	VPMOVZXWD   96(DX)(DI*2), Z10
+	VPSLLD      $0x10, Z10, Z10
+	VMULPS      Z6, Z10, Z10
+	TESTL       $0x00000008, job_flags+0(AX)
+	JZ          notrn20
+	VFIXUPIMMPS $0x00, Z3, Z7, Z7
+	VPSRLD      $0x10, Z7, Z12
+	VPANDD      Z0, Z12, Z12
+	VPADDD      Z1, Z12, Z12
+	VPADDD      Z7, Z12, Z12
+	VPANDD      Z2, Z12, Z7
+	VFIXUPIMMPS $0x00, Z3, Z8, Z8
+	VPSRLD      $0x10, Z8, Z12
+	VPANDD      Z0, Z12, Z12
+	VPADDD      Z1, Z12, Z12
+	VPADDD      Z8, Z12, Z12
+	VPANDD      Z2, Z12, Z8
+	VFIXUPIMMPS $0x00, Z3, Z9, Z9
+	VPSRLD      $0x10, Z9, Z12
+	VPANDD      Z0, Z12, Z12
+	VPADDD      Z1, Z12, Z12
+	VPADDD      Z9, Z12, Z12
+	VPANDD      Z2, Z12, Z9
+	VFIXUPIMMPS $0x00, Z3, Z10, Z10
+	VPSRLD      $0x10, Z10, Z12
+	VPANDD      Z0, Z12, Z12
+	VPADDD      Z1, Z12, Z12
+	VPADDD      Z10, Z12, Z12
+	VPANDD      Z2, Z12, Z10
+
+notrn20:
+	TESTQ  BX, BX
+	JZ     weighed22
 	TESTL  $0x00000010, R10
-	JNZ    offset17
+	JNZ    offset21
 	VMULPS (BX)(DI*4), Z7, Z7
 	VMULPS 64(BX)(DI*4), Z8, Z8
 	VMULPS 128(BX)(DI*4), Z9, Z9
 	VMULPS 192(BX)(DI*4), Z10, Z10
 
-weighed18:
+weighed22:
 	VFIXUPIMMPS $0x00, Z3, Z7, Z7
 	VPSRLD      $0x10, Z7, Z12
 	VPANDD      Z0, Z12, Z12
@@ -2770,7 +2083,7 @@ weighed18:
 	ADDQ        $0x00000040, DI
 	JMP         scalentloop
 
-offset17:
+offset21:
 	VMOVUPS (BX)(DI*4), Z12
 	VADDPS  Z5, Z12, Z12
 	VMULPS  Z12, Z7, Z7
@@ -2783,7 +2096,7 @@ offset17:
 	VMOVUPS 192(BX)(DI*4), Z12
 	VADDPS  Z5, Z12, Z12
 	VMULPS  Z12, Z10, Z10
-	JMP     weighed18
+	JMP     weighed22
 
 scaletail:
 	ADDQ $0x00000030, R8
@@ -2795,7 +2108,7 @@ scaleone:
 	VPSLLD      $0x10, Z7, Z7
 	VMULPS      Z6, Z7, Z7
 	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn19
+	JZ          notrn23
 	VFIXUPIMMPS $0x00, Z3, Z7, Z7
 	VPSRLD      $0x10, Z7, Z8
 	VPANDD      Z0, Z8, Z8
@@ -2803,10 +2116,14 @@ scaleone:
 	VPADDD      Z7, Z8, Z8
 	VPANDD      Z2, Z8, Z7
 
-notrn19:
-	VMOVUPS     (BX)(DI*4), Z8
-	VADDPS      Z5, Z8, Z8
-	VMULPS      Z8, Z7, Z7
+notrn23:
+	TESTQ   BX, BX
+	JZ      noweight24
+	VMOVUPS (BX)(DI*4), Z8
+	VADDPS  Z5, Z8, Z8
+	VMULPS  Z8, Z7, Z7
+
+noweight24:
 	VFIXUPIMMPS $0x00, Z3, Z7, Z7
 	VPSRLD      $0x10, Z7, Z8
 	VPANDD      Z0, Z8, Z8
@@ -2830,7 +2147,7 @@ partout:
 	VPSLLD      $0x10, Z7, Z7
 	VMULPS      Z7, Z6, Z7
 	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn20
+	JZ          notrn25
 	VFIXUPIMMPS $0x00, Z3, Z7, Z7
 	VPSRLD      $0x10, Z7, Z8
 	VPANDD      Z0, Z8, Z8
@@ -2838,10 +2155,14 @@ partout:
 	VPADDD      Z7, Z8, Z8
 	VPANDD      Z2, Z8, Z7
 
-notrn20:
-	VMOVUPS.Z   (BX)(DI*4), K1, Z8
-	VADDPS      Z5, Z8, Z8
-	VMULPS      Z8, Z7, Z7
+notrn25:
+	TESTQ     BX, BX
+	JZ        noweight26
+	VMOVUPS.Z (BX)(DI*4), K1, Z8
+	VADDPS    Z5, Z8, Z8
+	VMULPS    Z8, Z7, Z7
+
+noweight26:
 	VFIXUPIMMPS $0x00, Z3, Z7, Z7
 	VPSRLD      $0x10, Z7, Z8
 	VPANDD      Z0, Z8, Z8
@@ -2875,545 +2196,10 @@ vzero:
 	MOVQ AX, ret+24(FP)
 	RET
 
-// func avx512BF16Unweighted(j uintptr, from int, to int) int
+// func avx512ForwardBF16Add(j uintptr, from int, to int) int
 // Requires: AVX, AVX512BW, AVX512F, MMX+
-TEXT ·avx512BF16Unweighted(SB), NOSPLIT, $376-32
-	// avx512BF16Unweighted normalizes rows [from, to) of the job: BF16 rows: y = round16(x*inv), for each row.
-	// It stops before the first row that needs the float64 path and returns that row's index, or to.
-	MOVQ         j+0(FP), AX
-	MOVQ         job_dst+0(AX), CX
-	MOVQ         job_x+0(AX), DX
-	MOVQ         job_stride+0(AX), BX
-	SHLQ         $0x01, BX
-	VMOVDQU64    oddwords<>+0(SB), Z3
-	VPBROADCASTD avx512bfone<>+0(SB), Z0
-	VPBROADCASTD avx512bfbias<>+0(SB), Z1
-	VPBROADCASTD avx512bfhigh<>+0(SB), Z2
-	VPBROADCASTD avx512bffixnan<>+0(SB), Z2
-
-	// fd = float32(d); rd = 1/d when d is a power of two (a/d is then a*rd exactly), else 0.
-	MOVQ       job_d+0(AX), SI
-	VMOVSS     one<>+0(SB), X4
-	VCVTSI2SSQ SI, X4, X4
-	VMOVSS     X4, 368(SP)
-	XORL       R8, R8
-	LEAQ       -1(SI), DI
-	TESTQ      SI, DI
-	JNZ        notpow2
-	BSFQ       SI, DI
-	MOVL       $0x0000007f, R8
-	SUBL       DI, R8
-	SHLL       $0x17, R8
-
-notpow2:
-	MOVL R8, 372(SP)
-
-	// Start at row from.
-	MOVQ  from+8(FP), SI
-	MOVQ  SI, 320(SP)
-	MOVQ  $0x00000000, 328(SP)
-	IMULQ BX, SI
-	ADDQ  SI, CX
-	ADDQ  SI, DX
-
-row:
-	MOVQ 320(SP), SI
-	CMPQ SI, to+16(FP)
-	JAE  ret
-	MOVQ $0x00000001, 336(SP)
-	CMPQ 328(SP), $0x00
-	JE   trygroup
-	DECQ 328(SP)
-	JMP  sum
-
-trygroup:
-	CMPQ job_d+0(AX), $0x00000200
-	JA   sum
-	MOVQ to+16(FP), SI
-	SUBQ 320(SP), SI
-	CMPQ SI, $0x04
-	JB   sum
-	MOVQ $0x00000004, 336(SP)
-
-sum:
-	MOVQ DX, SI
-	XORQ DI, DI
-
-sumrow:
-	// Sum of squares: element i goes to partial i%64.
-	MOVQ    job_d+0(AX), R9
-	SUBQ    $0x00000040, R9
-	JGE     firstblock
-	VMOVUPS zero64<>+0(SB), Z5
-	VMOVUPS zero64<>+0(SB), Z6
-	VMOVUPS zero64<>+0(SB), Z7
-	VMOVUPS zero64<>+0(SB), Z8
-	XORQ    R8, R8
-	JMP     sumtail
-
-firstblock:
-	// +0 + square is the square itself: the first block initializes the partials.
-	XORQ      R8, R8
-	VPMOVZXWD (SI)(R8*2), Z5
-	VPSLLD    $0x10, Z5, Z5
-	VMULPS    Z5, Z5, Z5
-	VPMOVZXWD 32(SI)(R8*2), Z6
-	VPSLLD    $0x10, Z6, Z6
-	VMULPS    Z6, Z6, Z6
-	VPMOVZXWD 64(SI)(R8*2), Z7
-	VPSLLD    $0x10, Z7, Z7
-	VMULPS    Z7, Z7, Z7
-	VPMOVZXWD 96(SI)(R8*2), Z8
-	VPSLLD    $0x10, Z8, Z8
-	VMULPS    Z8, Z8, Z8
-	MOVQ      $0x00000040, R8
-
-	// With flagPF, the rows ahead are prefetched: one loop for both, the flag tested per block.
-	MOVQ BX, R10
-	SHLQ $0x01, R10
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows1
-	SHLQ $0x03, R10
-
-longrows1:
-	ADDQ SI, R10
-	MOVL job_flags+0(AX), R11
-
-	PCALIGN $32
-sumloop:
-	CMPQ  R8, R9
-	JG    sumtail
-	TESTL $0x00000002, R11
-	JNZ   sumpf
-
-sumblock:
-	VPMOVZXWD (SI)(R8*2), Z9
-	VPSLLD    $0x10, Z9, Z9
-	VMULPS    Z9, Z9, Z9
-	VADDPS    Z9, Z5, Z5
-	VPMOVZXWD 32(SI)(R8*2), Z9
-	VPSLLD    $0x10, Z9, Z9
-	VMULPS    Z9, Z9, Z9
-	VADDPS    Z9, Z6, Z6
-	VPMOVZXWD 64(SI)(R8*2), Z9
-	VPSLLD    $0x10, Z9, Z9
-	VMULPS    Z9, Z9, Z9
-	VADDPS    Z9, Z7, Z7
-	VPMOVZXWD 96(SI)(R8*2), Z9
-	VPSLLD    $0x10, Z9, Z9
-	VMULPS    Z9, Z9, Z9
-	VADDPS    Z9, Z8, Z8
-	ADDQ      $0x00000040, R8
-	JMP       sumloop
-
-	// Out of the loop's way: the prefetches, whose flag is usually clear.
-sumpf:
-	PREFETCHT0 (R10)(R8*2)
-	PREFETCHT0 64(R10)(R8*2)
-	JMP        sumblock
-
-sumtail:
-	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
-	MOVQ job_d+0(AX), R9
-	SUBQ R8, R9
-	JZ   summed
-	LEAQ kmask<>+0(SB), R10
-	MOVQ R9, R11
-	CMPQ R11, $0x00000010
-	JLE  tailmask0
-	MOVQ $0x00000010, R11
-
-tailmask0:
-	KMOVW       (R10)(R11*2), K1
-	VPMOVZXWD.Z (SI)(R8*2), K1, Z9
-	VPSLLD      $0x10, Z9, Z9
-	VMULPS      Z9, Z9, Z9
-	VADDPS      Z9, Z5, Z5
-	MOVQ        R9, R11
-	SUBQ        $0x00000010, R11
-	JLE         summed
-	CMPQ        R11, $0x00000010
-	JLE         tailmask1
-	MOVQ        $0x00000010, R11
-
-tailmask1:
-	KMOVW       (R10)(R11*2), K1
-	VPMOVZXWD.Z 32(SI)(R8*2), K1, Z9
-	VPSLLD      $0x10, Z9, Z9
-	VMULPS      Z9, Z9, Z9
-	VADDPS      Z9, Z6, Z6
-	MOVQ        R9, R11
-	SUBQ        $0x00000020, R11
-	JLE         summed
-	CMPQ        R11, $0x00000010
-	JLE         tailmask2
-	MOVQ        $0x00000010, R11
-
-tailmask2:
-	KMOVW       (R10)(R11*2), K1
-	VPMOVZXWD.Z 64(SI)(R8*2), K1, Z9
-	VPSLLD      $0x10, Z9, Z9
-	VMULPS      Z9, Z9, Z9
-	VADDPS      Z9, Z7, Z7
-	SUBQ        $0x00000030, R9
-	JLE         summed
-	CMPQ        R9, $0x00000010
-	JLE         tailmask3
-	MOVQ        $0x00000010, R9
-
-tailmask3:
-	KMOVW       (R10)(R9*2), K1
-	VPMOVZXWD.Z 96(SI)(R8*2), K1, Z9
-	VPSLLD      $0x10, Z9, Z9
-	VMULPS      Z9, Z9, Z9
-	VADDPS      Z9, Z8, Z8
-
-summed:
-	VADDPS  Z7, Z5, Z5
-	VADDPS  Z8, Z6, Z6
-	VADDPS  Z6, Z5, Z5
-	CMPQ    336(SP), $0x01
-	JE      invone
-	VMOVUPS Z5, (SP)(DI*1)
-	ADDQ    BX, SI
-	ADDQ    $0x00000040, DI
-	CMPQ    DI, $0x00000100
-	JB      sumrow
-	JMP     invgroup
-
-invone:
-	// Halving tree: p[j] += p[j+h] for the remaining h, down to ss.
-	VSHUFF64X2 $0xee, Z5, Z5, Z6
-	VADDPS     Z6, Z5, Z5
-	VSHUFF32X4 $0x01, Z5, Z5, Z6
-	VADDPS     Z6, Z5, Z5
-	VPERMILPS  $0x4e, Z5, Z6
-	VADDPS     Z6, Z5, Z5
-	VPERMILPS  $0xb1, Z5, Z6
-	VADDPS     Z6, Z5, Z5
-
-	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
-	CMPL   372(SP), $0x00
-	JE     divide2
-	VMULSS 372(SP), X5, X5
-	JMP    divided3
-
-divide2:
-	VDIVSS 368(SP), X5, X5
-
-divided3:
-	VADDSS   job_eps+0(AX), X5, X5
-	VUCOMISS tlo<>+0(SB), X5
-	JCS      ret
-	VUCOMISS tmax<>+0(SB), X5
-	JHI      ret
-	VSQRTSS  X5, X5, X5
-	VMOVSS   one<>+0(SB), X4
-	VDIVSS   X5, X4, X4
-
-	// Report 1/rms if asked.
-	MOVQ   job_inv+0(AX), SI
-	TESTQ  SI, SI
-	JZ     scale
-	MOVQ   320(SP), DI
-	VMOVSS X4, (SI)(DI*4)
-	JMP    scale
-
-invgroup:
-	// The rest of the halving tree, four rows at once.
-	VMOVUPS       (SP), Z5
-	VMOVUPS       64(SP), Z6
-	VMOVUPS       128(SP), Z7
-	VMOVUPS       192(SP), Z8
-	VSHUFF64X2    $0x44, Z6, Z5, Z9
-	VSHUFF64X2    $0xee, Z6, Z5, Z5
-	VADDPS        Z5, Z9, Z9
-	VSHUFF64X2    $0x44, Z8, Z7, Z5
-	VSHUFF64X2    $0xee, Z8, Z7, Z6
-	VADDPS        Z6, Z5, Z5
-	VSHUFF32X4    $0x88, Z5, Z9, Z6
-	VSHUFF32X4    $0xdd, Z5, Z9, Z5
-	VADDPS        Z5, Z6, Z6
-	VPERMILPS     $0x4e, Z6, Z5
-	VADDPS        Z5, Z6, Z6
-	VPERMILPS     $0xb1, Z6, Z5
-	VADDPS        Z5, Z6, Z6
-	MOVL          $0x00001111, SI
-	KMOVW         SI, K1
-	VCOMPRESSPS.Z Z6, K1, Z5
-
-	// t = ss/d + eps for the four rows; any t outside [2^-100, MaxFloat32] sends the group to the one-row path.
-	CMPL         372(SP), $0x00
-	JE           divide4
-	VBROADCASTSS 372(SP), Z6
-	VMULPS       Z6, Z5, Z5
-	JMP          divided5
-
-divide4:
-	VBROADCASTSS 368(SP), Z6
-	VDIVPS       Z6, Z5, Z5
-
-divided5:
-	VBROADCASTSS job_eps+0(AX), Z6
-	VADDPS       Z6, Z5, Z5
-	MOVL         $0x0000000f, SI
-	KMOVW        SI, K1
-	VBROADCASTSS tlo<>+0(SB), Z6
-	VBROADCASTSS tmax<>+0(SB), Z7
-	VCMPPS       $0x1d, Z6, Z5, K1, K1
-	VCMPPS       $0x12, Z7, Z5, K1, K1
-	KMOVW        K1, SI
-	CMPL         SI, $0x0f
-	JE           ginrange
-	MOVQ         $0x00000004, 328(SP)
-	JMP          row
-
-ginrange:
-	VSQRTPS      Z5, Z5
-	VBROADCASTSS one<>+0(SB), Z4
-	VDIVPS       Z5, Z4, Z4
-
-	// Report 1/rms if asked.
-	MOVQ    job_inv+0(AX), SI
-	TESTQ   SI, SI
-	JZ      scale
-	MOVQ    320(SP), DI
-	MOVL    $0x0000000f, R8
-	KMOVW   R8, K1
-	VMOVUPS Z4, K1, (SI)(DI*4)
-
-scale:
-	VBROADCASTSS X4, Z5
-	MOVQ         $0x00000000, 344(SP)
-	CMPQ         336(SP), $0x01
-	JE           scalebody
-	VMOVUPS      Z4, 256(SP)
-
-scalerow:
-	MOVQ         344(SP), SI
-	VBROADCASTSS 256(SP)(SI*4), Z5
-
-scalebody:
-	// y = (src*inv)*w, rounded after each multiply.
-	XORQ SI, SI
-	MOVQ job_d+0(AX), DI
-	SUBQ $0x00000040, DI
-	MOVQ BX, R8
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows6
-	SHLQ $0x03, R8
-
-longrows6:
-	ADDQ  DX, R8
-	MOVL  job_flags+0(AX), R9
-	TESTL $0x00000001, R9
-	JNZ   scalent
-
-	PCALIGN $32
-scaleloop:
-	CMPQ  SI, DI
-	JG    scaletail
-	TESTL $0x00000002, R9
-	JNZ   scalelooppf7
-
-scaleloopbody8:
-	VPMOVZXWD   (DX)(SI*2), Z6
-	VPSLLD      $0x10, Z6, Z6
-	VMULPS      Z5, Z6, Z6
-	VPMOVZXWD   32(DX)(SI*2), Z7
-	VPSLLD      $0x10, Z7, Z7
-	VMULPS      Z5, Z7, Z7
-	VPMOVZXWD   64(DX)(SI*2), Z8
-	VPSLLD      $0x10, Z8, Z8
-	VMULPS      Z5, Z8, Z8
-	VPMOVZXWD   96(DX)(SI*2), Z9
-	VPSLLD      $0x10, Z9, Z9
-	VMULPS      Z5, Z9, Z9
-	VFIXUPIMMPS $0x00, Z2, Z6, Z6
-	VPSRLD      $0x10, Z6, Z10
-	VPANDD      Z0, Z10, Z10
-	VPADDD      Z1, Z10, Z10
-	VPADDD      Z6, Z10, Z10
-	VFIXUPIMMPS $0x00, Z2, Z7, Z7
-	VPSRLD      $0x10, Z7, Z6
-	VPANDD      Z0, Z6, Z6
-	VPADDD      Z1, Z6, Z6
-	VPADDD      Z7, Z6, Z6
-	VPERMT2W    Z6, Z3, Z10
-	VMOVDQU64   Z10, (CX)(SI*2)
-	VFIXUPIMMPS $0x00, Z2, Z8, Z8
-	VPSRLD      $0x10, Z8, Z6
-	VPANDD      Z0, Z6, Z6
-	VPADDD      Z1, Z6, Z6
-	VPADDD      Z8, Z6, Z6
-	VFIXUPIMMPS $0x00, Z2, Z9, Z9
-	VPSRLD      $0x10, Z9, Z7
-	VPANDD      Z0, Z7, Z7
-	VPADDD      Z1, Z7, Z7
-	VPADDD      Z9, Z7, Z7
-	VPERMT2W    Z7, Z3, Z6
-	VMOVDQU64   Z6, 64(CX)(SI*2)
-	ADDQ        $0x00000040, SI
-	JMP         scaleloop
-
-scalelooppf7:
-	PREFETCHT0 (R8)(SI*2)
-	PREFETCHT0 64(R8)(SI*2)
-	JMP        scaleloopbody8
-
-scalent:
-	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
-	MOVQ CX, R8
-	NEGQ R8
-	ANDQ $0x0000003f, R8
-	SHRQ $0x01, R8
-	JZ   scalentgo
-	CMPQ R8, job_d+0(AX)
-	JLE  scalehead
-	MOVQ job_d+0(AX), R8
-
-scalehead:
-	CMPQ        R8, $0x00000010
-	JB          scaleheadpart
-	VPMOVZXWD   (DX)(SI*2), Z6
-	VPSLLD      $0x10, Z6, Z6
-	VMULPS      Z5, Z6, Z6
-	VFIXUPIMMPS $0x00, Z2, Z6, Z6
-	VPSRLD      $0x10, Z6, Z7
-	VPANDD      Z0, Z7, Z7
-	VPADDD      Z1, Z7, Z7
-	VPADDD      Z6, Z7, Z7
-	VPSRLD      $0x10, Z7, Z7
-	VPMOVDW     Z7, (CX)(SI*2)
-	ADDQ        $0x00000010, SI
-	SUBQ        $0x00000010, R8
-	JZ          scalentgo
-
-scaleheadpart:
-	JMP partout
-
-scalentgo:
-	MOVQ BX, R8
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows9
-	SHLQ $0x03, R8
-
-longrows9:
-	ADDQ DX, R8
-
-	PCALIGN $32
-scalentloop:
-	CMPQ        SI, DI
-	JG          scaletail
-	PREFETCHT0  (R8)(SI*2)
-	PREFETCHT0  64(R8)(SI*2)
-	VPMOVZXWD   (DX)(SI*2), Z6
-	VPSLLD      $0x10, Z6, Z6
-	VMULPS      Z5, Z6, Z6
-	VPMOVZXWD   32(DX)(SI*2), Z7
-	VPSLLD      $0x10, Z7, Z7
-	VMULPS      Z5, Z7, Z7
-	VPMOVZXWD   64(DX)(SI*2), Z8
-	VPSLLD      $0x10, Z8, Z8
-	VMULPS      Z5, Z8, Z8
-	VPMOVZXWD   96(DX)(SI*2), Z9
-	VPSLLD      $0x10, Z9, Z9
-	VMULPS      Z5, Z9, Z9
-	VFIXUPIMMPS $0x00, Z2, Z6, Z6
-	VPSRLD      $0x10, Z6, Z10
-	VPANDD      Z0, Z10, Z10
-	VPADDD      Z1, Z10, Z10
-	VPADDD      Z6, Z10, Z10
-	VFIXUPIMMPS $0x00, Z2, Z7, Z7
-	VPSRLD      $0x10, Z7, Z6
-	VPANDD      Z0, Z6, Z6
-	VPADDD      Z1, Z6, Z6
-	VPADDD      Z7, Z6, Z6
-	VPERMT2W    Z6, Z3, Z10
-	VMOVNTDQ    Z10, (CX)(SI*2)
-	VFIXUPIMMPS $0x00, Z2, Z8, Z8
-	VPSRLD      $0x10, Z8, Z6
-	VPANDD      Z0, Z6, Z6
-	VPADDD      Z1, Z6, Z6
-	VPADDD      Z8, Z6, Z6
-	VFIXUPIMMPS $0x00, Z2, Z9, Z9
-	VPSRLD      $0x10, Z9, Z7
-	VPANDD      Z0, Z7, Z7
-	VPADDD      Z1, Z7, Z7
-	VPADDD      Z9, Z7, Z7
-	VPERMT2W    Z7, Z3, Z6
-	VMOVNTDQ    Z6, 64(CX)(SI*2)
-	ADDQ        $0x00000040, SI
-	JMP         scalentloop
-
-scaletail:
-	ADDQ $0x00000030, DI
-
-scaleone:
-	CMPQ        SI, DI
-	JG          scalepart
-	VPMOVZXWD   (DX)(SI*2), Z6
-	VPSLLD      $0x10, Z6, Z6
-	VMULPS      Z5, Z6, Z6
-	VFIXUPIMMPS $0x00, Z2, Z6, Z6
-	VPSRLD      $0x10, Z6, Z7
-	VPANDD      Z0, Z7, Z7
-	VPADDD      Z1, Z7, Z7
-	VPADDD      Z6, Z7, Z7
-	VPSRLD      $0x10, Z7, Z7
-	VPMOVDW     Z7, (CX)(SI*2)
-	ADDQ        $0x00000010, SI
-	JMP         scaleone
-
-scalepart:
-	MOVQ job_d+0(AX), R8
-	SUBQ SI, R8
-	JZ   scaled
-
-	// The last n < lanes elements, or the first n of a non-temporal row (i + n < d: back to its loop).
-partout:
-	LEAQ        kmask<>+0(SB), R9
-	KMOVW       (R9)(R8*2), K1
-	VPMOVZXWD.Z (DX)(SI*2), K1, Z6
-	VPSLLD      $0x10, Z6, Z6
-	VMULPS      Z6, Z5, Z6
-	VFIXUPIMMPS $0x00, Z2, Z6, Z6
-	VPSRLD      $0x10, Z6, Z7
-	VPANDD      Z0, Z7, Z7
-	VPADDD      Z1, Z7, Z7
-	VPADDD      Z6, Z7, Z7
-	VPSRLD      $0x10, Z7, Z7
-	VPMOVDW     Z7, K1, (CX)(SI*2)
-	ADDQ        R8, SI
-	CMPQ        SI, job_d+0(AX)
-	JB          scalentgo
-
-scaled:
-	ADDQ BX, DX
-	ADDQ BX, CX
-	INCQ 320(SP)
-	MOVQ 344(SP), SI
-	INCQ SI
-	MOVQ SI, 344(SP)
-	CMPQ SI, 336(SP)
-	JB   scalerow
-	JMP  row
-
-ret:
-	TESTL $0x00000001, job_flags+0(AX)
-	JZ    vzero
-	SFENCE
-
-vzero:
-	VZEROUPPER
-	MOVQ 320(SP), AX
-	MOVQ AX, ret+24(FP)
-	RET
-
-// func avx512BF16AddWeightedOrOffset(j uintptr, from int, to int) int
-// Requires: AVX, AVX512BW, AVX512F, MMX+
-TEXT ·avx512BF16AddWeightedOrOffset(SB), NOSPLIT, $376-32
-	// avx512BF16AddWeightedOrOffset normalizes rows [from, to) of the job: BF16 rows: h = round16(x + res) and res = h per element, then y = round16((h*inv)*w), or round16((h*inv)*(1+w)) with flagOffset (with flagRN, round16(h*inv) in place of (h*inv)), for each row.
+TEXT ·avx512ForwardBF16Add(SB), NOSPLIT, $376-32
+	// avx512ForwardBF16Add normalizes rows [from, to) of the job: BF16 rows: h = round16(x + res) and res = h per element, then y = round16((h*inv)*w), round16((h*inv)*(1+w)) with flagOffset, or round16(h*inv) with w nil (with flagRN, round16(h*inv) in place of (h*inv)), for each row.
 	// It stops before the first row that needs the float64 path and returns that row's index, or to.
 	MOVQ         j+0(FP), AX
 	MOVQ         job_dst+0(AX), CX
@@ -3795,8 +2581,10 @@ longrows5:
 	MOVL  job_flags+0(AX), R11
 	TESTL $0x00000001, R11
 	JNZ   scalent
+	TESTQ BX, BX
+	JZ    scaleloopnoweight
 	TESTL $0x00000010, R11
-	JNZ   scaleoffsetloop
+	JNZ   scaleloopoffset
 
 	PCALIGN $32
 scaleloop:
@@ -3883,13 +2671,13 @@ scalelooppf6:
 	JMP        scaleloopbody7
 
 	PCALIGN $32
-scaleoffsetloop:
+scaleloopoffset:
 	CMPQ  R8, R9
 	JG    scaletail
 	TESTL $0x00000002, R11
-	JNZ   scaleoffsetlooppf9
+	JNZ   scaleloopoffsetpf9
 
-scaleoffsetloopbody10:
+scaleloopoffsetbody10:
 	VPMOVZXWD   (SI)(R8*2), Z7
 	VPSLLD      $0x10, Z7, Z7
 	VMULPS      Z6, Z7, Z7
@@ -3967,73 +2755,21 @@ notrn11:
 	VPERMT2W    Z8, Z4, Z7
 	VMOVDQU64   Z7, 64(CX)(R8*2)
 	ADDQ        $0x00000040, R8
-	JMP         scaleoffsetloop
+	JMP         scaleloopoffset
 
-scaleoffsetlooppf9:
+scaleloopoffsetpf9:
 	PREFETCHT0 (R10)(R8*2)
 	PREFETCHT0 64(R10)(R8*2)
-	JMP        scaleoffsetloopbody10
-
-scalent:
-	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
-	MOVQ CX, R10
-	NEGQ R10
-	ANDQ $0x0000003f, R10
-	SHRQ $0x01, R10
-	JZ   scalentgo
-	CMPQ R10, job_d+0(AX)
-	JLE  scalehead
-	MOVQ job_d+0(AX), R10
-
-scalehead:
-	CMPQ        R10, $0x00000010
-	JB          scaleheadpart
-	VPMOVZXWD   (SI)(R8*2), Z7
-	VPSLLD      $0x10, Z7, Z7
-	VMULPS      Z6, Z7, Z7
-	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn12
-	VFIXUPIMMPS $0x00, Z3, Z7, Z7
-	VPSRLD      $0x10, Z7, Z8
-	VPANDD      Z0, Z8, Z8
-	VPADDD      Z1, Z8, Z8
-	VPADDD      Z7, Z8, Z8
-	VPANDD      Z2, Z8, Z7
-
-notrn12:
-	VMOVUPS     (BX)(R8*4), Z8
-	VADDPS      Z5, Z8, Z8
-	VMULPS      Z8, Z7, Z7
-	VFIXUPIMMPS $0x00, Z3, Z7, Z7
-	VPSRLD      $0x10, Z7, Z8
-	VPANDD      Z0, Z8, Z8
-	VPADDD      Z1, Z8, Z8
-	VPADDD      Z7, Z8, Z8
-	VPSRLD      $0x10, Z8, Z8
-	VPMOVDW     Z8, (CX)(R8*2)
-	ADDQ        $0x00000010, R8
-	SUBQ        $0x00000010, R10
-	JZ          scalentgo
-
-scaleheadpart:
-	JMP partout
-
-scalentgo:
-	MOVQ DI, R10
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows13
-	SHLQ $0x03, R10
-
-longrows13:
-	ADDQ SI, R10
-	MOVL job_flags+0(AX), R11
+	JMP        scaleloopoffsetbody10
 
 	PCALIGN $32
-scalentloop:
-	CMPQ        R8, R9
-	JG          scaletail
-	PREFETCHT0  (R10)(R8*2)
-	PREFETCHT0  64(R10)(R8*2)
+scaleloopnoweight:
+	CMPQ  R8, R9
+	JG    scaletail
+	TESTL $0x00000002, R11
+	JNZ   scaleloopnoweightpf12
+
+scaleloopnoweightbody13:
 	VPMOVZXWD   (SI)(R8*2), Z7
 	VPSLLD      $0x10, Z7, Z7
 	VMULPS      Z6, Z7, Z7
@@ -4074,14 +2810,152 @@ scalentloop:
 	VPANDD      Z2, Z11, Z10
 
 notrn14:
+	VFIXUPIMMPS $0x00, Z3, Z7, Z7
+	VPSRLD      $0x10, Z7, Z11
+	VPANDD      Z0, Z11, Z11
+	VPADDD      Z1, Z11, Z11
+	VPADDD      Z7, Z11, Z11
+	VFIXUPIMMPS $0x00, Z3, Z8, Z8
+	VPSRLD      $0x10, Z8, Z7
+	VPANDD      Z0, Z7, Z7
+	VPADDD      Z1, Z7, Z7
+	VPADDD      Z8, Z7, Z7
+	VPERMT2W    Z7, Z4, Z11
+	VMOVDQU64   Z11, (CX)(R8*2)
+	VFIXUPIMMPS $0x00, Z3, Z9, Z9
+	VPSRLD      $0x10, Z9, Z7
+	VPANDD      Z0, Z7, Z7
+	VPADDD      Z1, Z7, Z7
+	VPADDD      Z9, Z7, Z7
+	VFIXUPIMMPS $0x00, Z3, Z10, Z10
+	VPSRLD      $0x10, Z10, Z8
+	VPANDD      Z0, Z8, Z8
+	VPADDD      Z1, Z8, Z8
+	VPADDD      Z10, Z8, Z8
+	VPERMT2W    Z8, Z4, Z7
+	VMOVDQU64   Z7, 64(CX)(R8*2)
+	ADDQ        $0x00000040, R8
+	JMP         scaleloopnoweight
+
+scaleloopnoweightpf12:
+	PREFETCHT0 (R10)(R8*2)
+	PREFETCHT0 64(R10)(R8*2)
+	JMP        scaleloopnoweightbody13
+
+scalent:
+	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
+	MOVQ CX, R10
+	NEGQ R10
+	ANDQ $0x0000003f, R10
+	SHRQ $0x01, R10
+	JZ   scalentgo
+	CMPQ R10, job_d+0(AX)
+	JLE  scalehead
+	MOVQ job_d+0(AX), R10
+
+scalehead:
+	CMPQ        R10, $0x00000010
+	JB          scaleheadpart
+	VPMOVZXWD   (SI)(R8*2), Z7
+	VPSLLD      $0x10, Z7, Z7
+	VMULPS      Z6, Z7, Z7
+	TESTL       $0x00000008, job_flags+0(AX)
+	JZ          notrn15
+	VFIXUPIMMPS $0x00, Z3, Z7, Z7
+	VPSRLD      $0x10, Z7, Z8
+	VPANDD      Z0, Z8, Z8
+	VPADDD      Z1, Z8, Z8
+	VPADDD      Z7, Z8, Z8
+	VPANDD      Z2, Z8, Z7
+
+notrn15:
+	TESTQ   BX, BX
+	JZ      noweight16
+	VMOVUPS (BX)(R8*4), Z8
+	VADDPS  Z5, Z8, Z8
+	VMULPS  Z8, Z7, Z7
+
+noweight16:
+	VFIXUPIMMPS $0x00, Z3, Z7, Z7
+	VPSRLD      $0x10, Z7, Z8
+	VPANDD      Z0, Z8, Z8
+	VPADDD      Z1, Z8, Z8
+	VPADDD      Z7, Z8, Z8
+	VPSRLD      $0x10, Z8, Z8
+	VPMOVDW     Z8, (CX)(R8*2)
+	ADDQ        $0x00000010, R8
+	SUBQ        $0x00000010, R10
+	JZ          scalentgo
+
+scaleheadpart:
+	JMP partout
+
+scalentgo:
+	MOVQ DI, R10
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows17
+	SHLQ $0x03, R10
+
+longrows17:
+	ADDQ SI, R10
+	MOVL job_flags+0(AX), R11
+
+	PCALIGN $32
+scalentloop:
+	CMPQ        R8, R9
+	JG          scaletail
+	PREFETCHT0  (R10)(R8*2)
+	PREFETCHT0  64(R10)(R8*2)
+	VPMOVZXWD   (SI)(R8*2), Z7
+	VPSLLD      $0x10, Z7, Z7
+	VMULPS      Z6, Z7, Z7
+	VPMOVZXWD   32(SI)(R8*2), Z8
+	VPSLLD      $0x10, Z8, Z8
+	VMULPS      Z6, Z8, Z8
+	VPMOVZXWD   64(SI)(R8*2), Z9
+	VPSLLD      $0x10, Z9, Z9
+	VMULPS      Z6, Z9, Z9
+	VPMOVZXWD   96(SI)(R8*2), Z10
+	VPSLLD      $0x10, Z10, Z10
+	VMULPS      Z6, Z10, Z10
+	TESTL       $0x00000008, job_flags+0(AX)
+	JZ          notrn18
+	VFIXUPIMMPS $0x00, Z3, Z7, Z7
+	VPSRLD      $0x10, Z7, Z11
+	VPANDD      Z0, Z11, Z11
+	VPADDD      Z1, Z11, Z11
+	VPADDD      Z7, Z11, Z11
+	VPANDD      Z2, Z11, Z7
+	VFIXUPIMMPS $0x00, Z3, Z8, Z8
+	VPSRLD      $0x10, Z8, Z11
+	VPANDD      Z0, Z11, Z11
+	VPADDD      Z1, Z11, Z11
+	VPADDD      Z8, Z11, Z11
+	VPANDD      Z2, Z11, Z8
+	VFIXUPIMMPS $0x00, Z3, Z9, Z9
+	VPSRLD      $0x10, Z9, Z11
+	VPANDD      Z0, Z11, Z11
+	VPADDD      Z1, Z11, Z11
+	VPADDD      Z9, Z11, Z11
+	VPANDD      Z2, Z11, Z9
+	VFIXUPIMMPS $0x00, Z3, Z10, Z10
+	VPSRLD      $0x10, Z10, Z11
+	VPANDD      Z0, Z11, Z11
+	VPADDD      Z1, Z11, Z11
+	VPADDD      Z10, Z11, Z11
+	VPANDD      Z2, Z11, Z10
+
+notrn18:
+	TESTQ  BX, BX
+	JZ     weighed20
 	TESTL  $0x00000010, R11
-	JNZ    offset15
+	JNZ    offset19
 	VMULPS (BX)(R8*4), Z7, Z7
 	VMULPS 64(BX)(R8*4), Z8, Z8
 	VMULPS 128(BX)(R8*4), Z9, Z9
 	VMULPS 192(BX)(R8*4), Z10, Z10
 
-weighed16:
+weighed20:
 	VFIXUPIMMPS $0x00, Z3, Z7, Z7
 	VPSRLD      $0x10, Z7, Z11
 	VPANDD      Z0, Z11, Z11
@@ -4109,7 +2983,7 @@ weighed16:
 	ADDQ        $0x00000040, R8
 	JMP         scalentloop
 
-offset15:
+offset19:
 	VMOVUPS (BX)(R8*4), Z11
 	VADDPS  Z5, Z11, Z11
 	VMULPS  Z11, Z7, Z7
@@ -4122,7 +2996,7 @@ offset15:
 	VMOVUPS 192(BX)(R8*4), Z11
 	VADDPS  Z5, Z11, Z11
 	VMULPS  Z11, Z10, Z10
-	JMP     weighed16
+	JMP     weighed20
 
 scaletail:
 	ADDQ $0x00000030, R9
@@ -4134,7 +3008,7 @@ scaleone:
 	VPSLLD      $0x10, Z7, Z7
 	VMULPS      Z6, Z7, Z7
 	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn17
+	JZ          notrn21
 	VFIXUPIMMPS $0x00, Z3, Z7, Z7
 	VPSRLD      $0x10, Z7, Z8
 	VPANDD      Z0, Z8, Z8
@@ -4142,10 +3016,14 @@ scaleone:
 	VPADDD      Z7, Z8, Z8
 	VPANDD      Z2, Z8, Z7
 
-notrn17:
-	VMOVUPS     (BX)(R8*4), Z8
-	VADDPS      Z5, Z8, Z8
-	VMULPS      Z8, Z7, Z7
+notrn21:
+	TESTQ   BX, BX
+	JZ      noweight22
+	VMOVUPS (BX)(R8*4), Z8
+	VADDPS  Z5, Z8, Z8
+	VMULPS  Z8, Z7, Z7
+
+noweight22:
 	VFIXUPIMMPS $0x00, Z3, Z7, Z7
 	VPSRLD      $0x10, Z7, Z8
 	VPANDD      Z0, Z8, Z8
@@ -4169,7 +3047,7 @@ partout:
 	VPSLLD      $0x10, Z7, Z7
 	VMULPS      Z7, Z6, Z7
 	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn18
+	JZ          notrn23
 	VFIXUPIMMPS $0x00, Z3, Z7, Z7
 	VPSRLD      $0x10, Z7, Z8
 	VPANDD      Z0, Z8, Z8
@@ -4177,10 +3055,14 @@ partout:
 	VPADDD      Z7, Z8, Z8
 	VPANDD      Z2, Z8, Z7
 
-notrn18:
-	VMOVUPS.Z   (BX)(R8*4), K1, Z8
-	VADDPS      Z5, Z8, Z8
-	VMULPS      Z8, Z7, Z7
+notrn23:
+	TESTQ     BX, BX
+	JZ        noweight24
+	VMOVUPS.Z (BX)(R8*4), K1, Z8
+	VADDPS    Z5, Z8, Z8
+	VMULPS    Z8, Z7, Z7
+
+noweight24:
 	VFIXUPIMMPS $0x00, Z3, Z7, Z7
 	VPSRLD      $0x10, Z7, Z8
 	VPANDD      Z0, Z8, Z8
@@ -4215,592 +3097,10 @@ vzero:
 	MOVQ AX, ret+24(FP)
 	RET
 
-// func avx512BF16AddUnweighted(j uintptr, from int, to int) int
-// Requires: AVX, AVX512BW, AVX512F, MMX+
-TEXT ·avx512BF16AddUnweighted(SB), NOSPLIT, $376-32
-	// avx512BF16AddUnweighted normalizes rows [from, to) of the job: BF16 rows: h = round16(x + res) and res = h per element, then y = round16(h*inv), for each row.
-	// It stops before the first row that needs the float64 path and returns that row's index, or to.
-	MOVQ         j+0(FP), AX
-	MOVQ         job_dst+0(AX), CX
-	MOVQ         job_x+0(AX), DX
-	MOVQ         job_res+0(AX), BX
-	MOVQ         job_stride+0(AX), SI
-	SHLQ         $0x01, SI
-	VMOVDQU64    oddwords<>+0(SB), Z4
-	VPBROADCASTD avx512bfone<>+0(SB), Z0
-	VPBROADCASTD avx512bfbias<>+0(SB), Z1
-	VPBROADCASTD avx512bfhigh<>+0(SB), Z2
-	VPBROADCASTD avx512bffixnan<>+0(SB), Z3
-
-	// fd = float32(d); rd = 1/d when d is a power of two (a/d is then a*rd exactly), else 0.
-	MOVQ       job_d+0(AX), DI
-	VMOVSS     one<>+0(SB), X5
-	VCVTSI2SSQ DI, X5, X5
-	VMOVSS     X5, 368(SP)
-	XORL       R9, R9
-	LEAQ       -1(DI), R8
-	TESTQ      DI, R8
-	JNZ        notpow2
-	BSFQ       DI, R8
-	MOVL       $0x0000007f, R9
-	SUBL       R8, R9
-	SHLL       $0x17, R9
-
-notpow2:
-	MOVL R9, 372(SP)
-
-	// Start at row from.
-	MOVQ  from+8(FP), DI
-	MOVQ  DI, 320(SP)
-	MOVQ  $0x00000000, 328(SP)
-	IMULQ SI, DI
-	ADDQ  DI, CX
-	ADDQ  DI, DX
-	ADDQ  DI, BX
-
-row:
-	MOVQ 320(SP), DI
-	CMPQ DI, to+16(FP)
-	JAE  ret
-	MOVQ $0x00000001, 336(SP)
-	MOVQ DX, DI
-	MOVQ BX, R8
-	XORQ R9, R9
-
-	// Sum of squares: element i goes to partial i%64.
-	MOVQ    job_d+0(AX), R10
-	SUBQ    $0x00000040, R10
-	JGE     firstblock
-	VMOVUPS zero64<>+0(SB), Z5
-	VMOVUPS zero64<>+0(SB), Z6
-	VMOVUPS zero64<>+0(SB), Z7
-	VMOVUPS zero64<>+0(SB), Z8
-	XORQ    R9, R9
-	JMP     sumtail
-
-firstblock:
-	// +0 + square is the square itself: the first block initializes the partials.
-	XORQ        R9, R9
-	VPMOVZXWD   (DI)(R9*2), Z5
-	VPSLLD      $0x10, Z5, Z5
-	VPMOVZXWD   (R8)(R9*2), Z6
-	VPSLLD      $0x10, Z6, Z6
-	VADDPS      Z6, Z5, Z5
-	VFIXUPIMMPS $0x00, Z3, Z5, Z5
-	VPSRLD      $0x10, Z5, Z6
-	VPANDD      Z0, Z6, Z6
-	VPADDD      Z1, Z6, Z6
-	VPADDD      Z5, Z6, Z6
-	VPANDD      Z2, Z6, Z6
-	VPSRLD      $0x10, Z6, Z5
-	VPMOVDW     Z5, (R8)(R9*2)
-	VMULPS      Z6, Z6, Z5
-	VPMOVZXWD   32(DI)(R9*2), Z6
-	VPSLLD      $0x10, Z6, Z6
-	VPMOVZXWD   32(R8)(R9*2), Z7
-	VPSLLD      $0x10, Z7, Z7
-	VADDPS      Z7, Z6, Z6
-	VFIXUPIMMPS $0x00, Z3, Z6, Z6
-	VPSRLD      $0x10, Z6, Z7
-	VPANDD      Z0, Z7, Z7
-	VPADDD      Z1, Z7, Z7
-	VPADDD      Z6, Z7, Z7
-	VPANDD      Z2, Z7, Z7
-	VPSRLD      $0x10, Z7, Z6
-	VPMOVDW     Z6, 32(R8)(R9*2)
-	VMULPS      Z7, Z7, Z6
-	VPMOVZXWD   64(DI)(R9*2), Z7
-	VPSLLD      $0x10, Z7, Z7
-	VPMOVZXWD   64(R8)(R9*2), Z8
-	VPSLLD      $0x10, Z8, Z8
-	VADDPS      Z8, Z7, Z7
-	VFIXUPIMMPS $0x00, Z3, Z7, Z7
-	VPSRLD      $0x10, Z7, Z8
-	VPANDD      Z0, Z8, Z8
-	VPADDD      Z1, Z8, Z8
-	VPADDD      Z7, Z8, Z8
-	VPANDD      Z2, Z8, Z8
-	VPSRLD      $0x10, Z8, Z7
-	VPMOVDW     Z7, 64(R8)(R9*2)
-	VMULPS      Z8, Z8, Z7
-	VPMOVZXWD   96(DI)(R9*2), Z8
-	VPSLLD      $0x10, Z8, Z8
-	VPMOVZXWD   96(R8)(R9*2), Z9
-	VPSLLD      $0x10, Z9, Z9
-	VADDPS      Z9, Z8, Z8
-	VFIXUPIMMPS $0x00, Z3, Z8, Z8
-	VPSRLD      $0x10, Z8, Z9
-	VPANDD      Z0, Z9, Z9
-	VPADDD      Z1, Z9, Z9
-	VPADDD      Z8, Z9, Z9
-	VPANDD      Z2, Z9, Z9
-	VPSRLD      $0x10, Z9, Z8
-	VPMOVDW     Z8, 96(R8)(R9*2)
-	VMULPS      Z9, Z9, Z8
-	MOVQ        $0x00000040, R9
-
-	// With flagPF, the rows ahead are prefetched: one loop for both, the flag tested per block.
-	MOVQ SI, R11
-	SHLQ $0x01, R11
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows1
-	SHLQ $0x03, R11
-
-longrows1:
-	ADDQ DI, R11
-	MOVL job_flags+0(AX), R12
-
-	PCALIGN $32
-sumloop:
-	CMPQ  R9, R10
-	JG    sumtail
-	TESTL $0x00000002, R12
-	JNZ   sumpf
-
-sumblock:
-	VPMOVZXWD   (DI)(R9*2), Z9
-	VPSLLD      $0x10, Z9, Z9
-	VPMOVZXWD   (R8)(R9*2), Z10
-	VPSLLD      $0x10, Z10, Z10
-	VADDPS      Z10, Z9, Z9
-	VFIXUPIMMPS $0x00, Z3, Z9, Z9
-	VPSRLD      $0x10, Z9, Z10
-	VPANDD      Z0, Z10, Z10
-	VPADDD      Z1, Z10, Z10
-	VPADDD      Z9, Z10, Z10
-	VPANDD      Z2, Z10, Z10
-	VPSRLD      $0x10, Z10, Z9
-	VPMOVDW     Z9, (R8)(R9*2)
-	VMULPS      Z10, Z10, Z10
-	VADDPS      Z10, Z5, Z5
-	VPMOVZXWD   32(DI)(R9*2), Z9
-	VPSLLD      $0x10, Z9, Z9
-	VPMOVZXWD   32(R8)(R9*2), Z10
-	VPSLLD      $0x10, Z10, Z10
-	VADDPS      Z10, Z9, Z9
-	VFIXUPIMMPS $0x00, Z3, Z9, Z9
-	VPSRLD      $0x10, Z9, Z10
-	VPANDD      Z0, Z10, Z10
-	VPADDD      Z1, Z10, Z10
-	VPADDD      Z9, Z10, Z10
-	VPANDD      Z2, Z10, Z10
-	VPSRLD      $0x10, Z10, Z9
-	VPMOVDW     Z9, 32(R8)(R9*2)
-	VMULPS      Z10, Z10, Z10
-	VADDPS      Z10, Z6, Z6
-	VPMOVZXWD   64(DI)(R9*2), Z9
-	VPSLLD      $0x10, Z9, Z9
-	VPMOVZXWD   64(R8)(R9*2), Z10
-	VPSLLD      $0x10, Z10, Z10
-	VADDPS      Z10, Z9, Z9
-	VFIXUPIMMPS $0x00, Z3, Z9, Z9
-	VPSRLD      $0x10, Z9, Z10
-	VPANDD      Z0, Z10, Z10
-	VPADDD      Z1, Z10, Z10
-	VPADDD      Z9, Z10, Z10
-	VPANDD      Z2, Z10, Z10
-	VPSRLD      $0x10, Z10, Z9
-	VPMOVDW     Z9, 64(R8)(R9*2)
-	VMULPS      Z10, Z10, Z10
-	VADDPS      Z10, Z7, Z7
-	VPMOVZXWD   96(DI)(R9*2), Z9
-	VPSLLD      $0x10, Z9, Z9
-	VPMOVZXWD   96(R8)(R9*2), Z10
-	VPSLLD      $0x10, Z10, Z10
-	VADDPS      Z10, Z9, Z9
-	VFIXUPIMMPS $0x00, Z3, Z9, Z9
-	VPSRLD      $0x10, Z9, Z10
-	VPANDD      Z0, Z10, Z10
-	VPADDD      Z1, Z10, Z10
-	VPADDD      Z9, Z10, Z10
-	VPANDD      Z2, Z10, Z10
-	VPSRLD      $0x10, Z10, Z9
-	VPMOVDW     Z9, 96(R8)(R9*2)
-	VMULPS      Z10, Z10, Z10
-	VADDPS      Z10, Z8, Z8
-	ADDQ        $0x00000040, R9
-	JMP         sumloop
-
-	// Out of the loop's way: the prefetches, whose flag is usually clear.
-sumpf:
-	PREFETCHT0 (R11)(R9*2)
-	PREFETCHT0 64(R11)(R9*2)
-	JMP        sumblock
-
-sumtail:
-	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
-	MOVQ job_d+0(AX), R10
-	SUBQ R9, R10
-	JZ   summed
-	LEAQ kmask<>+0(SB), R11
-	MOVQ R10, R12
-	CMPQ R12, $0x00000010
-	JLE  tailmask0
-	MOVQ $0x00000010, R12
-
-tailmask0:
-	KMOVW       (R11)(R12*2), K1
-	VPMOVZXWD.Z (DI)(R9*2), K1, Z9
-	VPSLLD      $0x10, Z9, Z9
-	VPMOVZXWD.Z (R8)(R9*2), K1, Z10
-	VPSLLD      $0x10, Z10, Z10
-	VADDPS      Z10, Z9, Z9
-	VFIXUPIMMPS $0x00, Z3, Z9, Z9
-	VPSRLD      $0x10, Z9, Z10
-	VPANDD      Z0, Z10, Z10
-	VPADDD      Z1, Z10, Z10
-	VPADDD      Z9, Z10, Z10
-	VPANDD      Z2, Z10, Z10
-	VPSRLD      $0x10, Z10, Z9
-	VPMOVDW     Z9, K1, (R8)(R9*2)
-	VMULPS      Z10, Z10, Z10
-	VADDPS      Z10, Z5, Z5
-	MOVQ        R10, R12
-	SUBQ        $0x00000010, R12
-	JLE         summed
-	CMPQ        R12, $0x00000010
-	JLE         tailmask1
-	MOVQ        $0x00000010, R12
-
-tailmask1:
-	KMOVW       (R11)(R12*2), K1
-	VPMOVZXWD.Z 32(DI)(R9*2), K1, Z9
-	VPSLLD      $0x10, Z9, Z9
-	VPMOVZXWD.Z 32(R8)(R9*2), K1, Z10
-	VPSLLD      $0x10, Z10, Z10
-	VADDPS      Z10, Z9, Z9
-	VFIXUPIMMPS $0x00, Z3, Z9, Z9
-	VPSRLD      $0x10, Z9, Z10
-	VPANDD      Z0, Z10, Z10
-	VPADDD      Z1, Z10, Z10
-	VPADDD      Z9, Z10, Z10
-	VPANDD      Z2, Z10, Z10
-	VPSRLD      $0x10, Z10, Z9
-	VPMOVDW     Z9, K1, 32(R8)(R9*2)
-	VMULPS      Z10, Z10, Z10
-	VADDPS      Z10, Z6, Z6
-	MOVQ        R10, R12
-	SUBQ        $0x00000020, R12
-	JLE         summed
-	CMPQ        R12, $0x00000010
-	JLE         tailmask2
-	MOVQ        $0x00000010, R12
-
-tailmask2:
-	KMOVW       (R11)(R12*2), K1
-	VPMOVZXWD.Z 64(DI)(R9*2), K1, Z9
-	VPSLLD      $0x10, Z9, Z9
-	VPMOVZXWD.Z 64(R8)(R9*2), K1, Z10
-	VPSLLD      $0x10, Z10, Z10
-	VADDPS      Z10, Z9, Z9
-	VFIXUPIMMPS $0x00, Z3, Z9, Z9
-	VPSRLD      $0x10, Z9, Z10
-	VPANDD      Z0, Z10, Z10
-	VPADDD      Z1, Z10, Z10
-	VPADDD      Z9, Z10, Z10
-	VPANDD      Z2, Z10, Z10
-	VPSRLD      $0x10, Z10, Z9
-	VPMOVDW     Z9, K1, 64(R8)(R9*2)
-	VMULPS      Z10, Z10, Z10
-	VADDPS      Z10, Z7, Z7
-	SUBQ        $0x00000030, R10
-	JLE         summed
-	CMPQ        R10, $0x00000010
-	JLE         tailmask3
-	MOVQ        $0x00000010, R10
-
-tailmask3:
-	KMOVW       (R11)(R10*2), K1
-	VPMOVZXWD.Z 96(DI)(R9*2), K1, Z9
-	VPSLLD      $0x10, Z9, Z9
-	VPMOVZXWD.Z 96(R8)(R9*2), K1, Z10
-	VPSLLD      $0x10, Z10, Z10
-	VADDPS      Z10, Z9, Z9
-	VFIXUPIMMPS $0x00, Z3, Z9, Z9
-	VPSRLD      $0x10, Z9, Z10
-	VPANDD      Z0, Z10, Z10
-	VPADDD      Z1, Z10, Z10
-	VPADDD      Z9, Z10, Z10
-	VPANDD      Z2, Z10, Z10
-	VPSRLD      $0x10, Z10, Z9
-	VPMOVDW     Z9, K1, 96(R8)(R9*2)
-	VMULPS      Z10, Z10, Z10
-	VADDPS      Z10, Z8, Z8
-
-summed:
-	VADDPS Z7, Z5, Z5
-	VADDPS Z8, Z6, Z6
-	VADDPS Z6, Z5, Z5
-
-	// Halving tree: p[j] += p[j+h] for the remaining h, down to ss.
-	VSHUFF64X2 $0xee, Z5, Z5, Z6
-	VADDPS     Z6, Z5, Z5
-	VSHUFF32X4 $0x01, Z5, Z5, Z6
-	VADDPS     Z6, Z5, Z5
-	VPERMILPS  $0x4e, Z5, Z6
-	VADDPS     Z6, Z5, Z5
-	VPERMILPS  $0xb1, Z5, Z6
-	VADDPS     Z6, Z5, Z5
-
-	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
-	CMPL   372(SP), $0x00
-	JE     divide2
-	VMULSS 372(SP), X5, X5
-	JMP    divided3
-
-divide2:
-	VDIVSS 368(SP), X5, X5
-
-divided3:
-	VADDSS   job_eps+0(AX), X5, X5
-	VUCOMISS tlo<>+0(SB), X5
-	JCS      ret
-	VUCOMISS tmax<>+0(SB), X5
-	JHI      ret
-	VSQRTSS  X5, X5, X5
-	VMOVSS   one<>+0(SB), X11
-	VDIVSS   X5, X11, X11
-
-	// Report 1/rms if asked.
-	MOVQ   job_inv+0(AX), DI
-	TESTQ  DI, DI
-	JZ     scale
-	MOVQ   320(SP), R8
-	VMOVSS X11, (DI)(R8*4)
-
-scale:
-	VBROADCASTSS X11, Z5
-	MOVQ         $0x00000000, 344(SP)
-	CMPQ         336(SP), $0x01
-	JE           scalebody
-	VMOVUPS      Z11, 256(SP)
-
-scalerow:
-	MOVQ         344(SP), DI
-	VBROADCASTSS 256(SP)(DI*4), Z5
-
-scalebody:
-	// y = (src*inv)*w, rounded after each multiply.
-	XORQ DI, DI
-	MOVQ job_d+0(AX), R8
-	SUBQ $0x00000040, R8
-	MOVQ SI, R9
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows4
-	SHLQ $0x03, R9
-
-longrows4:
-	ADDQ  BX, R9
-	MOVL  job_flags+0(AX), R10
-	TESTL $0x00000001, R10
-	JNZ   scalent
-
-	PCALIGN $32
-scaleloop:
-	CMPQ  DI, R8
-	JG    scaletail
-	TESTL $0x00000002, R10
-	JNZ   scalelooppf5
-
-scaleloopbody6:
-	VPMOVZXWD   (BX)(DI*2), Z6
-	VPSLLD      $0x10, Z6, Z6
-	VMULPS      Z5, Z6, Z6
-	VPMOVZXWD   32(BX)(DI*2), Z7
-	VPSLLD      $0x10, Z7, Z7
-	VMULPS      Z5, Z7, Z7
-	VPMOVZXWD   64(BX)(DI*2), Z8
-	VPSLLD      $0x10, Z8, Z8
-	VMULPS      Z5, Z8, Z8
-	VPMOVZXWD   96(BX)(DI*2), Z9
-	VPSLLD      $0x10, Z9, Z9
-	VMULPS      Z5, Z9, Z9
-	VFIXUPIMMPS $0x00, Z3, Z6, Z6
-	VPSRLD      $0x10, Z6, Z10
-	VPANDD      Z0, Z10, Z10
-	VPADDD      Z1, Z10, Z10
-	VPADDD      Z6, Z10, Z10
-	VFIXUPIMMPS $0x00, Z3, Z7, Z7
-	VPSRLD      $0x10, Z7, Z6
-	VPANDD      Z0, Z6, Z6
-	VPADDD      Z1, Z6, Z6
-	VPADDD      Z7, Z6, Z6
-	VPERMT2W    Z6, Z4, Z10
-	VMOVDQU64   Z10, (CX)(DI*2)
-	VFIXUPIMMPS $0x00, Z3, Z8, Z8
-	VPSRLD      $0x10, Z8, Z6
-	VPANDD      Z0, Z6, Z6
-	VPADDD      Z1, Z6, Z6
-	VPADDD      Z8, Z6, Z6
-	VFIXUPIMMPS $0x00, Z3, Z9, Z9
-	VPSRLD      $0x10, Z9, Z7
-	VPANDD      Z0, Z7, Z7
-	VPADDD      Z1, Z7, Z7
-	VPADDD      Z9, Z7, Z7
-	VPERMT2W    Z7, Z4, Z6
-	VMOVDQU64   Z6, 64(CX)(DI*2)
-	ADDQ        $0x00000040, DI
-	JMP         scaleloop
-
-scalelooppf5:
-	PREFETCHT0 (R9)(DI*2)
-	PREFETCHT0 64(R9)(DI*2)
-	JMP        scaleloopbody6
-
-scalent:
-	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
-	MOVQ CX, R9
-	NEGQ R9
-	ANDQ $0x0000003f, R9
-	SHRQ $0x01, R9
-	JZ   scalentgo
-	CMPQ R9, job_d+0(AX)
-	JLE  scalehead
-	MOVQ job_d+0(AX), R9
-
-scalehead:
-	CMPQ        R9, $0x00000010
-	JB          scaleheadpart
-	VPMOVZXWD   (BX)(DI*2), Z6
-	VPSLLD      $0x10, Z6, Z6
-	VMULPS      Z5, Z6, Z6
-	VFIXUPIMMPS $0x00, Z3, Z6, Z6
-	VPSRLD      $0x10, Z6, Z7
-	VPANDD      Z0, Z7, Z7
-	VPADDD      Z1, Z7, Z7
-	VPADDD      Z6, Z7, Z7
-	VPSRLD      $0x10, Z7, Z7
-	VPMOVDW     Z7, (CX)(DI*2)
-	ADDQ        $0x00000010, DI
-	SUBQ        $0x00000010, R9
-	JZ          scalentgo
-
-scaleheadpart:
-	JMP partout
-
-scalentgo:
-	MOVQ SI, R9
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows7
-	SHLQ $0x03, R9
-
-longrows7:
-	ADDQ BX, R9
-
-	PCALIGN $32
-scalentloop:
-	CMPQ        DI, R8
-	JG          scaletail
-	PREFETCHT0  (R9)(DI*2)
-	PREFETCHT0  64(R9)(DI*2)
-	VPMOVZXWD   (BX)(DI*2), Z6
-	VPSLLD      $0x10, Z6, Z6
-	VMULPS      Z5, Z6, Z6
-	VPMOVZXWD   32(BX)(DI*2), Z7
-	VPSLLD      $0x10, Z7, Z7
-	VMULPS      Z5, Z7, Z7
-	VPMOVZXWD   64(BX)(DI*2), Z8
-	VPSLLD      $0x10, Z8, Z8
-	VMULPS      Z5, Z8, Z8
-	VPMOVZXWD   96(BX)(DI*2), Z9
-	VPSLLD      $0x10, Z9, Z9
-	VMULPS      Z5, Z9, Z9
-	VFIXUPIMMPS $0x00, Z3, Z6, Z6
-	VPSRLD      $0x10, Z6, Z10
-	VPANDD      Z0, Z10, Z10
-	VPADDD      Z1, Z10, Z10
-	VPADDD      Z6, Z10, Z10
-	VFIXUPIMMPS $0x00, Z3, Z7, Z7
-	VPSRLD      $0x10, Z7, Z6
-	VPANDD      Z0, Z6, Z6
-	VPADDD      Z1, Z6, Z6
-	VPADDD      Z7, Z6, Z6
-	VPERMT2W    Z6, Z4, Z10
-	VMOVNTDQ    Z10, (CX)(DI*2)
-	VFIXUPIMMPS $0x00, Z3, Z8, Z8
-	VPSRLD      $0x10, Z8, Z6
-	VPANDD      Z0, Z6, Z6
-	VPADDD      Z1, Z6, Z6
-	VPADDD      Z8, Z6, Z6
-	VFIXUPIMMPS $0x00, Z3, Z9, Z9
-	VPSRLD      $0x10, Z9, Z7
-	VPANDD      Z0, Z7, Z7
-	VPADDD      Z1, Z7, Z7
-	VPADDD      Z9, Z7, Z7
-	VPERMT2W    Z7, Z4, Z6
-	VMOVNTDQ    Z6, 64(CX)(DI*2)
-	ADDQ        $0x00000040, DI
-	JMP         scalentloop
-
-scaletail:
-	ADDQ $0x00000030, R8
-
-scaleone:
-	CMPQ        DI, R8
-	JG          scalepart
-	VPMOVZXWD   (BX)(DI*2), Z6
-	VPSLLD      $0x10, Z6, Z6
-	VMULPS      Z5, Z6, Z6
-	VFIXUPIMMPS $0x00, Z3, Z6, Z6
-	VPSRLD      $0x10, Z6, Z7
-	VPANDD      Z0, Z7, Z7
-	VPADDD      Z1, Z7, Z7
-	VPADDD      Z6, Z7, Z7
-	VPSRLD      $0x10, Z7, Z7
-	VPMOVDW     Z7, (CX)(DI*2)
-	ADDQ        $0x00000010, DI
-	JMP         scaleone
-
-scalepart:
-	MOVQ job_d+0(AX), R9
-	SUBQ DI, R9
-	JZ   scaled
-
-	// The last n < lanes elements, or the first n of a non-temporal row (i + n < d: back to its loop).
-partout:
-	LEAQ        kmask<>+0(SB), R10
-	KMOVW       (R10)(R9*2), K1
-	VPMOVZXWD.Z (BX)(DI*2), K1, Z6
-	VPSLLD      $0x10, Z6, Z6
-	VMULPS      Z6, Z5, Z6
-	VFIXUPIMMPS $0x00, Z3, Z6, Z6
-	VPSRLD      $0x10, Z6, Z7
-	VPANDD      Z0, Z7, Z7
-	VPADDD      Z1, Z7, Z7
-	VPADDD      Z6, Z7, Z7
-	VPSRLD      $0x10, Z7, Z7
-	VPMOVDW     Z7, K1, (CX)(DI*2)
-	ADDQ        R9, DI
-	CMPQ        DI, job_d+0(AX)
-	JB          scalentgo
-
-scaled:
-	ADDQ SI, DX
-	ADDQ SI, CX
-	ADDQ SI, BX
-	INCQ 320(SP)
-	MOVQ 344(SP), DI
-	INCQ DI
-	MOVQ DI, 344(SP)
-	CMPQ DI, 336(SP)
-	JB   scalerow
-	JMP  row
-
-ret:
-	TESTL $0x00000001, job_flags+0(AX)
-	JZ    vzero
-	SFENCE
-
-vzero:
-	VZEROUPPER
-	MOVQ 320(SP), AX
-	MOVQ AX, ret+24(FP)
-	RET
-
-// func avx512F16WeightedOrOffset(j uintptr, from int, to int) int
+// func avx512ForwardF16(j uintptr, from int, to int) int
 // Requires: AVX, AVX512F, MMX+
-TEXT ·avx512F16WeightedOrOffset(SB), NOSPLIT, $376-32
-	// avx512F16WeightedOrOffset normalizes rows [from, to) of the job: F16 rows: y = round16((x*inv)*w), or round16((x*inv)*(1+w)) with flagOffset (with flagRN, round16(x*inv) in place of (x*inv)), for each row.
+TEXT ·avx512ForwardF16(SB), NOSPLIT, $376-32
+	// avx512ForwardF16 normalizes rows [from, to) of the job: F16 rows: y = round16((x*inv)*w), round16((x*inv)*(1+w)) with flagOffset, or round16(x*inv) with w nil (with flagRN, round16(x*inv) in place of (x*inv)), for each row.
 	// It stops before the first row that needs the float64 path and returns that row's index, or to.
 	MOVQ j+0(FP), AX
 	MOVQ job_dst+0(AX), CX
@@ -5119,8 +3419,10 @@ longrows7:
 	MOVL  job_flags+0(AX), R10
 	TESTL $0x00000001, R10
 	JNZ   scalent
+	TESTQ BX, BX
+	JZ    scaleloopnoweight
 	TESTL $0x00000010, R10
-	JNZ   scaleoffsetloop
+	JNZ   scaleloopoffset
 
 	PCALIGN $32
 scaleloop:
@@ -5171,13 +3473,13 @@ scalelooppf8:
 	JMP        scaleloopbody9
 
 	PCALIGN $32
-scaleoffsetloop:
+scaleloopoffset:
 	CMPQ  DI, R8
 	JG    scaletail
 	TESTL $0x00000002, R10
-	JNZ   scaleoffsetlooppf11
+	JNZ   scaleloopoffsetpf11
 
-scaleoffsetloopbody12:
+scaleloopoffsetbody12:
 	VCVTPH2PS (DX)(DI*2), Z2
 	VMULPS    Z1, Z2, Z2
 	VCVTPH2PS 32(DX)(DI*2), Z3
@@ -5198,12 +3500,12 @@ scaleoffsetloopbody12:
 	VCVTPH2PS Y5, Z5
 
 notrn13:
-	VMOVUPS      (BX)(DI*4), Z13
-	VADDPS       Z0, Z13, Z13
-	VMULPS       Z13, Z2, Z2
-	VMOVUPS      64(BX)(DI*4), Z13
-	VADDPS       Z0, Z13, Z13
-	VMULPS       Z13, Z3, Z3
+	VMOVUPS      (BX)(DI*4), Z15
+	VADDPS       Z0, Z15, Z15
+	VMULPS       Z15, Z2, Z2
+	VMOVUPS      64(BX)(DI*4), Z15
+	VADDPS       Z0, Z15, Z15
+	VMULPS       Z15, Z3, Z3
 	VCVTPS2PH    $0x00, Z2, Y9
 	VCVTPS2PH    $0x00, Z3, Y2
 	VINSERTI64X4 $0x01, Y2, Z9, Z9
@@ -5219,12 +3521,56 @@ notrn13:
 	VINSERTI64X4 $0x01, Y2, Z10, Z10
 	VMOVDQU64    Z10, 64(CX)(DI*2)
 	ADDQ         $0x00000040, DI
-	JMP          scaleoffsetloop
+	JMP          scaleloopoffset
 
-scaleoffsetlooppf11:
+scaleloopoffsetpf11:
 	PREFETCHT0 (R9)(DI*2)
 	PREFETCHT0 64(R9)(DI*2)
-	JMP        scaleoffsetloopbody12
+	JMP        scaleloopoffsetbody12
+
+	PCALIGN $32
+scaleloopnoweight:
+	CMPQ  DI, R8
+	JG    scaletail
+	TESTL $0x00000002, R10
+	JNZ   scaleloopnoweightpf14
+
+scaleloopnoweightbody15:
+	VCVTPH2PS (DX)(DI*2), Z2
+	VMULPS    Z1, Z2, Z2
+	VCVTPH2PS 32(DX)(DI*2), Z3
+	VMULPS    Z1, Z3, Z3
+	VCVTPH2PS 64(DX)(DI*2), Z4
+	VMULPS    Z1, Z4, Z4
+	VCVTPH2PS 96(DX)(DI*2), Z5
+	VMULPS    Z1, Z5, Z5
+	TESTL     $0x00000008, job_flags+0(AX)
+	JZ        notrn16
+	VCVTPS2PH $0x00, Z2, Y2
+	VCVTPH2PS Y2, Z2
+	VCVTPS2PH $0x00, Z3, Y3
+	VCVTPH2PS Y3, Z3
+	VCVTPS2PH $0x00, Z4, Y4
+	VCVTPH2PS Y4, Z4
+	VCVTPS2PH $0x00, Z5, Y5
+	VCVTPH2PS Y5, Z5
+
+notrn16:
+	VCVTPS2PH    $0x00, Z2, Y11
+	VCVTPS2PH    $0x00, Z3, Y2
+	VINSERTI64X4 $0x01, Y2, Z11, Z11
+	VMOVDQU64    Z11, (CX)(DI*2)
+	VCVTPS2PH    $0x00, Z4, Y12
+	VCVTPS2PH    $0x00, Z5, Y2
+	VINSERTI64X4 $0x01, Y2, Z12, Z12
+	VMOVDQU64    Z12, 64(CX)(DI*2)
+	ADDQ         $0x00000040, DI
+	JMP          scaleloopnoweight
+
+scaleloopnoweightpf14:
+	PREFETCHT0 (R9)(DI*2)
+	PREFETCHT0 64(R9)(DI*2)
+	JMP        scaleloopnoweightbody15
 
 scalent:
 	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
@@ -5243,14 +3589,18 @@ scalehead:
 	VCVTPH2PS (DX)(DI*2), Z2
 	VMULPS    Z1, Z2, Z2
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn14
+	JZ        notrn17
 	VCVTPS2PH $0x00, Z2, Y2
 	VCVTPH2PS Y2, Z2
 
-notrn14:
-	VMOVUPS   (BX)(DI*4), Z3
-	VADDPS    Z0, Z3, Z3
-	VMULPS    Z3, Z2, Z2
+notrn17:
+	TESTQ   BX, BX
+	JZ      noweight18
+	VMOVUPS (BX)(DI*4), Z3
+	VADDPS  Z0, Z3, Z3
+	VMULPS  Z3, Z2, Z2
+
+noweight18:
 	VCVTPS2PH $0x00, Z2, (CX)(DI*2)
 	ADDQ      $0x00000010, DI
 	SUBQ      $0x00000010, R9
@@ -5262,10 +3612,10 @@ scaleheadpart:
 scalentgo:
 	MOVQ SI, R9
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows15
+	JA   longrows19
 	SHLQ $0x03, R9
 
-longrows15:
+longrows19:
 	ADDQ DX, R9
 	MOVL job_flags+0(AX), R10
 
@@ -5284,7 +3634,7 @@ scalentloop:
 	VCVTPH2PS  96(DX)(DI*2), Z5
 	VMULPS     Z1, Z5, Z5
 	TESTL      $0x00000008, job_flags+0(AX)
-	JZ         notrn16
+	JZ         notrn20
 	VCVTPS2PH  $0x00, Z2, Y2
 	VCVTPH2PS  Y2, Z2
 	VCVTPS2PH  $0x00, Z3, Y3
@@ -5294,40 +3644,42 @@ scalentloop:
 	VCVTPS2PH  $0x00, Z5, Y5
 	VCVTPH2PS  Y5, Z5
 
-notrn16:
+notrn20:
+	TESTQ  BX, BX
+	JZ     weighed22
 	TESTL  $0x00000010, R10
-	JNZ    offset17
+	JNZ    offset21
 	VMULPS (BX)(DI*4), Z2, Z2
 	VMULPS 64(BX)(DI*4), Z3, Z3
 	VMULPS 128(BX)(DI*4), Z4, Z4
 	VMULPS 192(BX)(DI*4), Z5, Z5
 
-weighed18:
-	VCVTPS2PH    $0x00, Z2, Y11
+weighed22:
+	VCVTPS2PH    $0x00, Z2, Y13
 	VCVTPS2PH    $0x00, Z3, Y2
-	VINSERTI64X4 $0x01, Y2, Z11, Z11
-	VMOVNTDQ     Z11, (CX)(DI*2)
-	VCVTPS2PH    $0x00, Z4, Y12
+	VINSERTI64X4 $0x01, Y2, Z13, Z13
+	VMOVNTDQ     Z13, (CX)(DI*2)
+	VCVTPS2PH    $0x00, Z4, Y14
 	VCVTPS2PH    $0x00, Z5, Y2
-	VINSERTI64X4 $0x01, Y2, Z12, Z12
-	VMOVNTDQ     Z12, 64(CX)(DI*2)
+	VINSERTI64X4 $0x01, Y2, Z14, Z14
+	VMOVNTDQ     Z14, 64(CX)(DI*2)
 	ADDQ         $0x00000040, DI
 	JMP          scalentloop
 
-offset17:
-	VMOVUPS (BX)(DI*4), Z13
-	VADDPS  Z0, Z13, Z13
-	VMULPS  Z13, Z2, Z2
-	VMOVUPS 64(BX)(DI*4), Z13
-	VADDPS  Z0, Z13, Z13
-	VMULPS  Z13, Z3, Z3
-	VMOVUPS 128(BX)(DI*4), Z13
-	VADDPS  Z0, Z13, Z13
-	VMULPS  Z13, Z4, Z4
-	VMOVUPS 192(BX)(DI*4), Z13
-	VADDPS  Z0, Z13, Z13
-	VMULPS  Z13, Z5, Z5
-	JMP     weighed18
+offset21:
+	VMOVUPS (BX)(DI*4), Z15
+	VADDPS  Z0, Z15, Z15
+	VMULPS  Z15, Z2, Z2
+	VMOVUPS 64(BX)(DI*4), Z15
+	VADDPS  Z0, Z15, Z15
+	VMULPS  Z15, Z3, Z3
+	VMOVUPS 128(BX)(DI*4), Z15
+	VADDPS  Z0, Z15, Z15
+	VMULPS  Z15, Z4, Z4
+	VMOVUPS 192(BX)(DI*4), Z15
+	VADDPS  Z0, Z15, Z15
+	VMULPS  Z15, Z5, Z5
+	JMP     weighed22
 
 scaletail:
 	ADDQ $0x00000030, R8
@@ -5338,14 +3690,18 @@ scaleone:
 	VCVTPH2PS (DX)(DI*2), Z2
 	VMULPS    Z1, Z2, Z2
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn19
+	JZ        notrn23
 	VCVTPS2PH $0x00, Z2, Y2
 	VCVTPH2PS Y2, Z2
 
-notrn19:
-	VMOVUPS   (BX)(DI*4), Z3
-	VADDPS    Z0, Z3, Z3
-	VMULPS    Z3, Z2, Z2
+notrn23:
+	TESTQ   BX, BX
+	JZ      noweight24
+	VMOVUPS (BX)(DI*4), Z3
+	VADDPS  Z0, Z3, Z3
+	VMULPS  Z3, Z2, Z2
+
+noweight24:
 	VCVTPS2PH $0x00, Z2, (CX)(DI*2)
 	ADDQ      $0x00000010, DI
 	JMP       scaleone
@@ -5362,14 +3718,18 @@ partout:
 	VCVTPH2PS.Z (DX)(DI*2), K1, Z2
 	VMULPS      Z2, Z1, Z2
 	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn20
+	JZ          notrn25
 	VCVTPS2PH   $0x00, Z2, Y2
 	VCVTPH2PS   Y2, Z2
 
-notrn20:
+notrn25:
+	TESTQ     BX, BX
+	JZ        noweight26
 	VMOVUPS.Z (BX)(DI*4), K1, Z3
 	VADDPS    Z0, Z3, Z3
 	VMULPS    Z3, Z2, Z2
+
+noweight26:
 	VCVTPS2PH $0x00, Z2, K1, (CX)(DI*2)
 	ADDQ      R9, DI
 	CMPQ      DI, job_d+0(AX)
@@ -5397,467 +3757,10 @@ vzero:
 	MOVQ AX, ret+24(FP)
 	RET
 
-// func avx512F16Unweighted(j uintptr, from int, to int) int
+// func avx512ForwardF16Add(j uintptr, from int, to int) int
 // Requires: AVX, AVX512F, MMX+
-TEXT ·avx512F16Unweighted(SB), NOSPLIT, $376-32
-	// avx512F16Unweighted normalizes rows [from, to) of the job: F16 rows: y = round16(x*inv), for each row.
-	// It stops before the first row that needs the float64 path and returns that row's index, or to.
-	MOVQ j+0(FP), AX
-	MOVQ job_dst+0(AX), CX
-	MOVQ job_x+0(AX), DX
-	MOVQ job_stride+0(AX), BX
-	SHLQ $0x01, BX
-
-	// fd = float32(d); rd = 1/d when d is a power of two (a/d is then a*rd exactly), else 0.
-	MOVQ       job_d+0(AX), SI
-	VMOVSS     one<>+0(SB), X0
-	VCVTSI2SSQ SI, X0, X0
-	VMOVSS     X0, 368(SP)
-	XORL       R8, R8
-	LEAQ       -1(SI), DI
-	TESTQ      SI, DI
-	JNZ        notpow2
-	BSFQ       SI, DI
-	MOVL       $0x0000007f, R8
-	SUBL       DI, R8
-	SHLL       $0x17, R8
-
-notpow2:
-	MOVL R8, 372(SP)
-
-	// Start at row from.
-	MOVQ  from+8(FP), SI
-	MOVQ  SI, 320(SP)
-	MOVQ  $0x00000000, 328(SP)
-	IMULQ BX, SI
-	ADDQ  SI, CX
-	ADDQ  SI, DX
-
-row:
-	MOVQ 320(SP), SI
-	CMPQ SI, to+16(FP)
-	JAE  ret
-	MOVQ $0x00000001, 336(SP)
-	CMPQ 328(SP), $0x00
-	JE   trygroup
-	DECQ 328(SP)
-	JMP  sum
-
-trygroup:
-	CMPQ job_d+0(AX), $0x00000200
-	JA   sum
-	MOVQ to+16(FP), SI
-	SUBQ 320(SP), SI
-	CMPQ SI, $0x04
-	JB   sum
-	MOVQ $0x00000004, 336(SP)
-
-sum:
-	MOVQ DX, SI
-	XORQ DI, DI
-
-sumrow:
-	// Sum of squares: element i goes to partial i%64.
-	MOVQ    job_d+0(AX), R9
-	SUBQ    $0x00000040, R9
-	JGE     firstblock
-	VMOVUPS zero64<>+0(SB), Z0
-	VMOVUPS zero64<>+0(SB), Z1
-	VMOVUPS zero64<>+0(SB), Z2
-	VMOVUPS zero64<>+0(SB), Z3
-	XORQ    R8, R8
-	JMP     sumtail
-
-firstblock:
-	// +0 + square is the square itself: the first block initializes the partials.
-	XORQ      R8, R8
-	VCVTPH2PS (SI)(R8*2), Z0
-	VMULPS    Z0, Z0, Z0
-	VCVTPH2PS 32(SI)(R8*2), Z1
-	VMULPS    Z1, Z1, Z1
-	VCVTPH2PS 64(SI)(R8*2), Z2
-	VMULPS    Z2, Z2, Z2
-	VCVTPH2PS 96(SI)(R8*2), Z3
-	VMULPS    Z3, Z3, Z3
-	MOVQ      $0x00000040, R8
-
-	// With flagPF, the rows ahead are prefetched: one loop for both, the flag tested per block.
-	MOVQ BX, R10
-	SHLQ $0x01, R10
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows1
-	SHLQ $0x03, R10
-
-longrows1:
-	ADDQ SI, R10
-	MOVL job_flags+0(AX), R11
-
-	PCALIGN $32
-sumloop:
-	CMPQ  R8, R9
-	JG    sumtail
-	TESTL $0x00000002, R11
-	JNZ   sumpf
-
-sumblock:
-	VCVTPH2PS (SI)(R8*2), Z4
-	VMULPS    Z4, Z4, Z4
-	VADDPS    Z4, Z0, Z0
-	VCVTPH2PS 32(SI)(R8*2), Z4
-	VMULPS    Z4, Z4, Z4
-	VADDPS    Z4, Z1, Z1
-	VCVTPH2PS 64(SI)(R8*2), Z4
-	VMULPS    Z4, Z4, Z4
-	VADDPS    Z4, Z2, Z2
-	VCVTPH2PS 96(SI)(R8*2), Z4
-	VMULPS    Z4, Z4, Z4
-	VADDPS    Z4, Z3, Z3
-	ADDQ      $0x00000040, R8
-	JMP       sumloop
-
-	// Out of the loop's way: the prefetches, whose flag is usually clear.
-sumpf:
-	PREFETCHT0 (R10)(R8*2)
-	PREFETCHT0 64(R10)(R8*2)
-	JMP        sumblock
-
-sumtail:
-	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
-	MOVQ job_d+0(AX), R9
-	SUBQ R8, R9
-	JZ   summed
-	LEAQ kmask<>+0(SB), R10
-	MOVQ R9, R11
-	CMPQ R11, $0x00000010
-	JLE  tailmask0
-	MOVQ $0x00000010, R11
-
-tailmask0:
-	KMOVW       (R10)(R11*2), K1
-	VCVTPH2PS.Z (SI)(R8*2), K1, Z4
-	VMULPS      Z4, Z4, Z4
-	VADDPS      Z4, Z0, Z0
-	MOVQ        R9, R11
-	SUBQ        $0x00000010, R11
-	JLE         summed
-	CMPQ        R11, $0x00000010
-	JLE         tailmask1
-	MOVQ        $0x00000010, R11
-
-tailmask1:
-	KMOVW       (R10)(R11*2), K1
-	VCVTPH2PS.Z 32(SI)(R8*2), K1, Z4
-	VMULPS      Z4, Z4, Z4
-	VADDPS      Z4, Z1, Z1
-	MOVQ        R9, R11
-	SUBQ        $0x00000020, R11
-	JLE         summed
-	CMPQ        R11, $0x00000010
-	JLE         tailmask2
-	MOVQ        $0x00000010, R11
-
-tailmask2:
-	KMOVW       (R10)(R11*2), K1
-	VCVTPH2PS.Z 64(SI)(R8*2), K1, Z4
-	VMULPS      Z4, Z4, Z4
-	VADDPS      Z4, Z2, Z2
-	SUBQ        $0x00000030, R9
-	JLE         summed
-	CMPQ        R9, $0x00000010
-	JLE         tailmask3
-	MOVQ        $0x00000010, R9
-
-tailmask3:
-	KMOVW       (R10)(R9*2), K1
-	VCVTPH2PS.Z 96(SI)(R8*2), K1, Z4
-	VMULPS      Z4, Z4, Z4
-	VADDPS      Z4, Z3, Z3
-
-summed:
-	VADDPS  Z2, Z0, Z0
-	VADDPS  Z3, Z1, Z1
-	VADDPS  Z1, Z0, Z0
-	CMPQ    336(SP), $0x01
-	JE      invone
-	VMOVUPS Z0, (SP)(DI*1)
-	ADDQ    BX, SI
-	ADDQ    $0x00000040, DI
-	CMPQ    DI, $0x00000100
-	JB      sumrow
-	JMP     invgroup
-
-invone:
-	// Halving tree: p[j] += p[j+h] for the remaining h, down to ss.
-	VSHUFF64X2 $0xee, Z0, Z0, Z1
-	VADDPS     Z1, Z0, Z0
-	VSHUFF32X4 $0x01, Z0, Z0, Z1
-	VADDPS     Z1, Z0, Z0
-	VPERMILPS  $0x4e, Z0, Z1
-	VADDPS     Z1, Z0, Z0
-	VPERMILPS  $0xb1, Z0, Z1
-	VADDPS     Z1, Z0, Z0
-
-	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
-	CMPL   372(SP), $0x00
-	JE     divide2
-	VMULSS 372(SP), X0, X0
-	JMP    divided3
-
-divide2:
-	VDIVSS 368(SP), X0, X0
-
-divided3:
-	VADDSS   job_eps+0(AX), X0, X0
-	VUCOMISS tlo<>+0(SB), X0
-	JCS      ret
-	VUCOMISS tmax<>+0(SB), X0
-	JHI      ret
-	VSQRTSS  X0, X0, X0
-	VMOVSS   one<>+0(SB), X5
-	VDIVSS   X0, X5, X5
-
-	// Report 1/rms if asked.
-	MOVQ   job_inv+0(AX), SI
-	TESTQ  SI, SI
-	JZ     scale
-	MOVQ   320(SP), DI
-	VMOVSS X5, (SI)(DI*4)
-	JMP    scale
-
-invgroup:
-	// The rest of the halving tree, four rows at once.
-	VMOVUPS       (SP), Z0
-	VMOVUPS       64(SP), Z1
-	VMOVUPS       128(SP), Z2
-	VMOVUPS       192(SP), Z3
-	VSHUFF64X2    $0x44, Z1, Z0, Z4
-	VSHUFF64X2    $0xee, Z1, Z0, Z0
-	VADDPS        Z0, Z4, Z4
-	VSHUFF64X2    $0x44, Z3, Z2, Z0
-	VSHUFF64X2    $0xee, Z3, Z2, Z1
-	VADDPS        Z1, Z0, Z0
-	VSHUFF32X4    $0x88, Z0, Z4, Z1
-	VSHUFF32X4    $0xdd, Z0, Z4, Z0
-	VADDPS        Z0, Z1, Z1
-	VPERMILPS     $0x4e, Z1, Z0
-	VADDPS        Z0, Z1, Z1
-	VPERMILPS     $0xb1, Z1, Z0
-	VADDPS        Z0, Z1, Z1
-	MOVL          $0x00001111, SI
-	KMOVW         SI, K1
-	VCOMPRESSPS.Z Z1, K1, Z0
-
-	// t = ss/d + eps for the four rows; any t outside [2^-100, MaxFloat32] sends the group to the one-row path.
-	CMPL         372(SP), $0x00
-	JE           divide4
-	VBROADCASTSS 372(SP), Z1
-	VMULPS       Z1, Z0, Z0
-	JMP          divided5
-
-divide4:
-	VBROADCASTSS 368(SP), Z1
-	VDIVPS       Z1, Z0, Z0
-
-divided5:
-	VBROADCASTSS job_eps+0(AX), Z1
-	VADDPS       Z1, Z0, Z0
-	MOVL         $0x0000000f, SI
-	KMOVW        SI, K1
-	VBROADCASTSS tlo<>+0(SB), Z1
-	VBROADCASTSS tmax<>+0(SB), Z2
-	VCMPPS       $0x1d, Z1, Z0, K1, K1
-	VCMPPS       $0x12, Z2, Z0, K1, K1
-	KMOVW        K1, SI
-	CMPL         SI, $0x0f
-	JE           ginrange
-	MOVQ         $0x00000004, 328(SP)
-	JMP          row
-
-ginrange:
-	VSQRTPS      Z0, Z0
-	VBROADCASTSS one<>+0(SB), Z5
-	VDIVPS       Z0, Z5, Z5
-
-	// Report 1/rms if asked.
-	MOVQ    job_inv+0(AX), SI
-	TESTQ   SI, SI
-	JZ      scale
-	MOVQ    320(SP), DI
-	MOVL    $0x0000000f, R8
-	KMOVW   R8, K1
-	VMOVUPS Z5, K1, (SI)(DI*4)
-
-scale:
-	VBROADCASTSS X5, Z0
-	MOVQ         $0x00000000, 344(SP)
-	CMPQ         336(SP), $0x01
-	JE           scalebody
-	VMOVUPS      Z5, 256(SP)
-
-scalerow:
-	MOVQ         344(SP), SI
-	VBROADCASTSS 256(SP)(SI*4), Z0
-
-scalebody:
-	// y = (src*inv)*w, rounded after each multiply.
-	XORQ SI, SI
-	MOVQ job_d+0(AX), DI
-	SUBQ $0x00000040, DI
-	MOVQ BX, R8
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows6
-	SHLQ $0x03, R8
-
-longrows6:
-	ADDQ  DX, R8
-	MOVL  job_flags+0(AX), R9
-	TESTL $0x00000001, R9
-	JNZ   scalent
-
-	PCALIGN $32
-scaleloop:
-	CMPQ  SI, DI
-	JG    scaletail
-	TESTL $0x00000002, R9
-	JNZ   scalelooppf7
-
-scaleloopbody8:
-	VCVTPH2PS    (DX)(SI*2), Z1
-	VMULPS       Z0, Z1, Z1
-	VCVTPH2PS    32(DX)(SI*2), Z2
-	VMULPS       Z0, Z2, Z2
-	VCVTPH2PS    64(DX)(SI*2), Z3
-	VMULPS       Z0, Z3, Z3
-	VCVTPH2PS    96(DX)(SI*2), Z4
-	VMULPS       Z0, Z4, Z4
-	VCVTPS2PH    $0x00, Z1, Y6
-	VCVTPS2PH    $0x00, Z2, Y1
-	VINSERTI64X4 $0x01, Y1, Z6, Z6
-	VMOVDQU64    Z6, (CX)(SI*2)
-	VCVTPS2PH    $0x00, Z3, Y7
-	VCVTPS2PH    $0x00, Z4, Y1
-	VINSERTI64X4 $0x01, Y1, Z7, Z7
-	VMOVDQU64    Z7, 64(CX)(SI*2)
-	ADDQ         $0x00000040, SI
-	JMP          scaleloop
-
-scalelooppf7:
-	PREFETCHT0 (R8)(SI*2)
-	PREFETCHT0 64(R8)(SI*2)
-	JMP        scaleloopbody8
-
-scalent:
-	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
-	MOVQ CX, R8
-	NEGQ R8
-	ANDQ $0x0000003f, R8
-	SHRQ $0x01, R8
-	JZ   scalentgo
-	CMPQ R8, job_d+0(AX)
-	JLE  scalehead
-	MOVQ job_d+0(AX), R8
-
-scalehead:
-	CMPQ      R8, $0x00000010
-	JB        scaleheadpart
-	VCVTPH2PS (DX)(SI*2), Z1
-	VMULPS    Z0, Z1, Z1
-	VCVTPS2PH $0x00, Z1, (CX)(SI*2)
-	ADDQ      $0x00000010, SI
-	SUBQ      $0x00000010, R8
-	JZ        scalentgo
-
-scaleheadpart:
-	JMP partout
-
-scalentgo:
-	MOVQ BX, R8
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows9
-	SHLQ $0x03, R8
-
-longrows9:
-	ADDQ DX, R8
-
-	PCALIGN $32
-scalentloop:
-	CMPQ         SI, DI
-	JG           scaletail
-	PREFETCHT0   (R8)(SI*2)
-	PREFETCHT0   64(R8)(SI*2)
-	VCVTPH2PS    (DX)(SI*2), Z1
-	VMULPS       Z0, Z1, Z1
-	VCVTPH2PS    32(DX)(SI*2), Z2
-	VMULPS       Z0, Z2, Z2
-	VCVTPH2PS    64(DX)(SI*2), Z3
-	VMULPS       Z0, Z3, Z3
-	VCVTPH2PS    96(DX)(SI*2), Z4
-	VMULPS       Z0, Z4, Z4
-	VCVTPS2PH    $0x00, Z1, Y8
-	VCVTPS2PH    $0x00, Z2, Y1
-	VINSERTI64X4 $0x01, Y1, Z8, Z8
-	VMOVNTDQ     Z8, (CX)(SI*2)
-	VCVTPS2PH    $0x00, Z3, Y9
-	VCVTPS2PH    $0x00, Z4, Y1
-	VINSERTI64X4 $0x01, Y1, Z9, Z9
-	VMOVNTDQ     Z9, 64(CX)(SI*2)
-	ADDQ         $0x00000040, SI
-	JMP          scalentloop
-
-scaletail:
-	ADDQ $0x00000030, DI
-
-scaleone:
-	CMPQ      SI, DI
-	JG        scalepart
-	VCVTPH2PS (DX)(SI*2), Z1
-	VMULPS    Z0, Z1, Z1
-	VCVTPS2PH $0x00, Z1, (CX)(SI*2)
-	ADDQ      $0x00000010, SI
-	JMP       scaleone
-
-scalepart:
-	MOVQ job_d+0(AX), R8
-	SUBQ SI, R8
-	JZ   scaled
-
-	// The last n < lanes elements, or the first n of a non-temporal row (i + n < d: back to its loop).
-partout:
-	LEAQ        kmask<>+0(SB), R9
-	KMOVW       (R9)(R8*2), K1
-	VCVTPH2PS.Z (DX)(SI*2), K1, Z1
-	VMULPS      Z1, Z0, Z1
-	VCVTPS2PH   $0x00, Z1, K1, (CX)(SI*2)
-	ADDQ        R8, SI
-	CMPQ        SI, job_d+0(AX)
-	JB          scalentgo
-
-scaled:
-	ADDQ BX, DX
-	ADDQ BX, CX
-	INCQ 320(SP)
-	MOVQ 344(SP), SI
-	INCQ SI
-	MOVQ SI, 344(SP)
-	CMPQ SI, 336(SP)
-	JB   scalerow
-	JMP  row
-
-ret:
-	TESTL $0x00000001, job_flags+0(AX)
-	JZ    vzero
-	SFENCE
-
-vzero:
-	VZEROUPPER
-	MOVQ 320(SP), AX
-	MOVQ AX, ret+24(FP)
-	RET
-
-// func avx512F16AddWeightedOrOffset(j uintptr, from int, to int) int
-// Requires: AVX, AVX512F, MMX+
-TEXT ·avx512F16AddWeightedOrOffset(SB), NOSPLIT, $376-32
-	// avx512F16AddWeightedOrOffset normalizes rows [from, to) of the job: F16 rows: h = round16(x + res) and res = h per element, then y = round16((h*inv)*w), or round16((h*inv)*(1+w)) with flagOffset (with flagRN, round16(h*inv) in place of (h*inv)), for each row.
+TEXT ·avx512ForwardF16Add(SB), NOSPLIT, $376-32
+	// avx512ForwardF16Add normalizes rows [from, to) of the job: F16 rows: h = round16(x + res) and res = h per element, then y = round16((h*inv)*w), round16((h*inv)*(1+w)) with flagOffset, or round16(h*inv) with w nil (with flagRN, round16(h*inv) in place of (h*inv)), for each row.
 	// It stops before the first row that needs the float64 path and returns that row's index, or to.
 	MOVQ j+0(FP), AX
 	MOVQ job_dst+0(AX), CX
@@ -6150,8 +4053,10 @@ longrows5:
 	MOVL  job_flags+0(AX), R11
 	TESTL $0x00000001, R11
 	JNZ   scalent
+	TESTQ BX, BX
+	JZ    scaleloopnoweight
 	TESTL $0x00000010, R11
-	JNZ   scaleoffsetloop
+	JNZ   scaleloopoffset
 
 	PCALIGN $32
 scaleloop:
@@ -6202,13 +4107,13 @@ scalelooppf6:
 	JMP        scaleloopbody7
 
 	PCALIGN $32
-scaleoffsetloop:
+scaleloopoffset:
 	CMPQ  R8, R9
 	JG    scaletail
 	TESTL $0x00000002, R11
-	JNZ   scaleoffsetlooppf9
+	JNZ   scaleloopoffsetpf9
 
-scaleoffsetloopbody10:
+scaleloopoffsetbody10:
 	VCVTPH2PS (SI)(R8*2), Z2
 	VMULPS    Z1, Z2, Z2
 	VCVTPH2PS 32(SI)(R8*2), Z3
@@ -6250,12 +4155,56 @@ notrn11:
 	VINSERTI64X4 $0x01, Y2, Z11, Z11
 	VMOVDQU64    Z11, 64(CX)(R8*2)
 	ADDQ         $0x00000040, R8
-	JMP          scaleoffsetloop
+	JMP          scaleloopoffset
 
-scaleoffsetlooppf9:
+scaleloopoffsetpf9:
 	PREFETCHT0 (R10)(R8*2)
 	PREFETCHT0 64(R10)(R8*2)
-	JMP        scaleoffsetloopbody10
+	JMP        scaleloopoffsetbody10
+
+	PCALIGN $32
+scaleloopnoweight:
+	CMPQ  R8, R9
+	JG    scaletail
+	TESTL $0x00000002, R11
+	JNZ   scaleloopnoweightpf12
+
+scaleloopnoweightbody13:
+	VCVTPH2PS (SI)(R8*2), Z2
+	VMULPS    Z1, Z2, Z2
+	VCVTPH2PS 32(SI)(R8*2), Z3
+	VMULPS    Z1, Z3, Z3
+	VCVTPH2PS 64(SI)(R8*2), Z4
+	VMULPS    Z1, Z4, Z4
+	VCVTPH2PS 96(SI)(R8*2), Z5
+	VMULPS    Z1, Z5, Z5
+	TESTL     $0x00000008, job_flags+0(AX)
+	JZ        notrn14
+	VCVTPS2PH $0x00, Z2, Y2
+	VCVTPH2PS Y2, Z2
+	VCVTPS2PH $0x00, Z3, Y3
+	VCVTPH2PS Y3, Z3
+	VCVTPS2PH $0x00, Z4, Y4
+	VCVTPH2PS Y4, Z4
+	VCVTPS2PH $0x00, Z5, Y5
+	VCVTPH2PS Y5, Z5
+
+notrn14:
+	VCVTPS2PH    $0x00, Z2, Y12
+	VCVTPS2PH    $0x00, Z3, Y2
+	VINSERTI64X4 $0x01, Y2, Z12, Z12
+	VMOVDQU64    Z12, (CX)(R8*2)
+	VCVTPS2PH    $0x00, Z4, Y13
+	VCVTPS2PH    $0x00, Z5, Y2
+	VINSERTI64X4 $0x01, Y2, Z13, Z13
+	VMOVDQU64    Z13, 64(CX)(R8*2)
+	ADDQ         $0x00000040, R8
+	JMP          scaleloopnoweight
+
+scaleloopnoweightpf12:
+	PREFETCHT0 (R10)(R8*2)
+	PREFETCHT0 64(R10)(R8*2)
+	JMP        scaleloopnoweightbody13
 
 scalent:
 	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
@@ -6274,14 +4223,18 @@ scalehead:
 	VCVTPH2PS (SI)(R8*2), Z2
 	VMULPS    Z1, Z2, Z2
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn12
+	JZ        notrn15
 	VCVTPS2PH $0x00, Z2, Y2
 	VCVTPH2PS Y2, Z2
 
-notrn12:
-	VMOVUPS   (BX)(R8*4), Z3
-	VADDPS    Z0, Z3, Z3
-	VMULPS    Z3, Z2, Z2
+notrn15:
+	TESTQ   BX, BX
+	JZ      noweight16
+	VMOVUPS (BX)(R8*4), Z3
+	VADDPS  Z0, Z3, Z3
+	VMULPS  Z3, Z2, Z2
+
+noweight16:
 	VCVTPS2PH $0x00, Z2, (CX)(R8*2)
 	ADDQ      $0x00000010, R8
 	SUBQ      $0x00000010, R10
@@ -6293,10 +4246,10 @@ scaleheadpart:
 scalentgo:
 	MOVQ DI, R10
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows13
+	JA   longrows17
 	SHLQ $0x03, R10
 
-longrows13:
+longrows17:
 	ADDQ SI, R10
 	MOVL job_flags+0(AX), R11
 
@@ -6315,7 +4268,7 @@ scalentloop:
 	VCVTPH2PS  96(SI)(R8*2), Z5
 	VMULPS     Z1, Z5, Z5
 	TESTL      $0x00000008, job_flags+0(AX)
-	JZ         notrn14
+	JZ         notrn18
 	VCVTPS2PH  $0x00, Z2, Y2
 	VCVTPH2PS  Y2, Z2
 	VCVTPS2PH  $0x00, Z3, Y3
@@ -6325,27 +4278,29 @@ scalentloop:
 	VCVTPS2PH  $0x00, Z5, Y5
 	VCVTPH2PS  Y5, Z5
 
-notrn14:
+notrn18:
+	TESTQ  BX, BX
+	JZ     weighed20
 	TESTL  $0x00000010, R11
-	JNZ    offset15
+	JNZ    offset19
 	VMULPS (BX)(R8*4), Z2, Z2
 	VMULPS 64(BX)(R8*4), Z3, Z3
 	VMULPS 128(BX)(R8*4), Z4, Z4
 	VMULPS 192(BX)(R8*4), Z5, Z5
 
-weighed16:
-	VCVTPS2PH    $0x00, Z2, Y12
+weighed20:
+	VCVTPS2PH    $0x00, Z2, Y14
 	VCVTPS2PH    $0x00, Z3, Y2
-	VINSERTI64X4 $0x01, Y2, Z12, Z12
-	VMOVNTDQ     Z12, (CX)(R8*2)
-	VCVTPS2PH    $0x00, Z4, Y13
+	VINSERTI64X4 $0x01, Y2, Z14, Z14
+	VMOVNTDQ     Z14, (CX)(R8*2)
+	VCVTPS2PH    $0x00, Z4, Y15
 	VCVTPS2PH    $0x00, Z5, Y2
-	VINSERTI64X4 $0x01, Y2, Z13, Z13
-	VMOVNTDQ     Z13, 64(CX)(R8*2)
+	VINSERTI64X4 $0x01, Y2, Z15, Z15
+	VMOVNTDQ     Z15, 64(CX)(R8*2)
 	ADDQ         $0x00000040, R8
 	JMP          scalentloop
 
-offset15:
+offset19:
 	VMOVUPS (BX)(R8*4), Z6
 	VADDPS  Z0, Z6, Z6
 	VMULPS  Z6, Z2, Z2
@@ -6358,7 +4313,7 @@ offset15:
 	VMOVUPS 192(BX)(R8*4), Z6
 	VADDPS  Z0, Z6, Z6
 	VMULPS  Z6, Z5, Z5
-	JMP     weighed16
+	JMP     weighed20
 
 scaletail:
 	ADDQ $0x00000030, R9
@@ -6369,14 +4324,18 @@ scaleone:
 	VCVTPH2PS (SI)(R8*2), Z2
 	VMULPS    Z1, Z2, Z2
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn17
+	JZ        notrn21
 	VCVTPS2PH $0x00, Z2, Y2
 	VCVTPH2PS Y2, Z2
 
-notrn17:
-	VMOVUPS   (BX)(R8*4), Z3
-	VADDPS    Z0, Z3, Z3
-	VMULPS    Z3, Z2, Z2
+notrn21:
+	TESTQ   BX, BX
+	JZ      noweight22
+	VMOVUPS (BX)(R8*4), Z3
+	VADDPS  Z0, Z3, Z3
+	VMULPS  Z3, Z2, Z2
+
+noweight22:
 	VCVTPS2PH $0x00, Z2, (CX)(R8*2)
 	ADDQ      $0x00000010, R8
 	JMP       scaleone
@@ -6393,14 +4352,18 @@ partout:
 	VCVTPH2PS.Z (SI)(R8*2), K1, Z2
 	VMULPS      Z2, Z1, Z2
 	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn18
+	JZ          notrn23
 	VCVTPS2PH   $0x00, Z2, Y2
 	VCVTPH2PS   Y2, Z2
 
-notrn18:
+notrn23:
+	TESTQ     BX, BX
+	JZ        noweight24
 	VMOVUPS.Z (BX)(R8*4), K1, Z3
 	VADDPS    Z0, Z3, Z3
 	VMULPS    Z3, Z2, Z2
+
+noweight24:
 	VCVTPS2PH $0x00, Z2, K1, (CX)(R8*2)
 	ADDQ      R10, R8
 	CMPQ      R8, job_d+0(AX)
@@ -6415,438 +4378,6 @@ scaled:
 	INCQ R8
 	MOVQ R8, 344(SP)
 	CMPQ R8, 336(SP)
-	JB   scalerow
-	JMP  row
-
-ret:
-	TESTL $0x00000001, job_flags+0(AX)
-	JZ    vzero
-	SFENCE
-
-vzero:
-	VZEROUPPER
-	MOVQ 320(SP), AX
-	MOVQ AX, ret+24(FP)
-	RET
-
-// func avx512F16AddUnweighted(j uintptr, from int, to int) int
-// Requires: AVX, AVX512F, MMX+
-TEXT ·avx512F16AddUnweighted(SB), NOSPLIT, $376-32
-	// avx512F16AddUnweighted normalizes rows [from, to) of the job: F16 rows: h = round16(x + res) and res = h per element, then y = round16(h*inv), for each row.
-	// It stops before the first row that needs the float64 path and returns that row's index, or to.
-	MOVQ j+0(FP), AX
-	MOVQ job_dst+0(AX), CX
-	MOVQ job_x+0(AX), DX
-	MOVQ job_res+0(AX), BX
-	MOVQ job_stride+0(AX), SI
-	SHLQ $0x01, SI
-
-	// fd = float32(d); rd = 1/d when d is a power of two (a/d is then a*rd exactly), else 0.
-	MOVQ       job_d+0(AX), DI
-	VMOVSS     one<>+0(SB), X0
-	VCVTSI2SSQ DI, X0, X0
-	VMOVSS     X0, 368(SP)
-	XORL       R9, R9
-	LEAQ       -1(DI), R8
-	TESTQ      DI, R8
-	JNZ        notpow2
-	BSFQ       DI, R8
-	MOVL       $0x0000007f, R9
-	SUBL       R8, R9
-	SHLL       $0x17, R9
-
-notpow2:
-	MOVL R9, 372(SP)
-
-	// Start at row from.
-	MOVQ  from+8(FP), DI
-	MOVQ  DI, 320(SP)
-	MOVQ  $0x00000000, 328(SP)
-	IMULQ SI, DI
-	ADDQ  DI, CX
-	ADDQ  DI, DX
-	ADDQ  DI, BX
-
-row:
-	MOVQ 320(SP), DI
-	CMPQ DI, to+16(FP)
-	JAE  ret
-	MOVQ $0x00000001, 336(SP)
-	MOVQ DX, DI
-	MOVQ BX, R8
-	XORQ R9, R9
-
-	// Sum of squares: element i goes to partial i%64.
-	MOVQ    job_d+0(AX), R10
-	SUBQ    $0x00000040, R10
-	JGE     firstblock
-	VMOVUPS zero64<>+0(SB), Z0
-	VMOVUPS zero64<>+0(SB), Z1
-	VMOVUPS zero64<>+0(SB), Z2
-	VMOVUPS zero64<>+0(SB), Z3
-	XORQ    R9, R9
-	JMP     sumtail
-
-firstblock:
-	// +0 + square is the square itself: the first block initializes the partials.
-	XORQ      R9, R9
-	VCVTPH2PS (DI)(R9*2), Z0
-	VCVTPH2PS (R8)(R9*2), Z1
-	VADDPS    Z1, Z0, Z0
-	VCVTPS2PH $0x00, Z0, Y0
-	VCVTPH2PS Y0, Z0
-	VCVTPS2PH $0x00, Z0, (R8)(R9*2)
-	VMULPS    Z0, Z0, Z0
-	VCVTPH2PS 32(DI)(R9*2), Z1
-	VCVTPH2PS 32(R8)(R9*2), Z2
-	VADDPS    Z2, Z1, Z1
-	VCVTPS2PH $0x00, Z1, Y1
-	VCVTPH2PS Y1, Z1
-	VCVTPS2PH $0x00, Z1, 32(R8)(R9*2)
-	VMULPS    Z1, Z1, Z1
-	VCVTPH2PS 64(DI)(R9*2), Z2
-	VCVTPH2PS 64(R8)(R9*2), Z3
-	VADDPS    Z3, Z2, Z2
-	VCVTPS2PH $0x00, Z2, Y2
-	VCVTPH2PS Y2, Z2
-	VCVTPS2PH $0x00, Z2, 64(R8)(R9*2)
-	VMULPS    Z2, Z2, Z2
-	VCVTPH2PS 96(DI)(R9*2), Z3
-	VCVTPH2PS 96(R8)(R9*2), Z4
-	VADDPS    Z4, Z3, Z3
-	VCVTPS2PH $0x00, Z3, Y3
-	VCVTPH2PS Y3, Z3
-	VCVTPS2PH $0x00, Z3, 96(R8)(R9*2)
-	VMULPS    Z3, Z3, Z3
-	MOVQ      $0x00000040, R9
-
-	// With flagPF, the rows ahead are prefetched: one loop for both, the flag tested per block.
-	MOVQ SI, R11
-	SHLQ $0x01, R11
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows1
-	SHLQ $0x03, R11
-
-longrows1:
-	ADDQ DI, R11
-	MOVL job_flags+0(AX), R12
-
-	PCALIGN $32
-sumloop:
-	CMPQ  R9, R10
-	JG    sumtail
-	TESTL $0x00000002, R12
-	JNZ   sumpf
-
-sumblock:
-	VCVTPH2PS (DI)(R9*2), Z4
-	VCVTPH2PS (R8)(R9*2), Z5
-	VADDPS    Z5, Z4, Z4
-	VCVTPS2PH $0x00, Z4, Y4
-	VCVTPH2PS Y4, Z4
-	VCVTPS2PH $0x00, Z4, (R8)(R9*2)
-	VMULPS    Z4, Z4, Z4
-	VADDPS    Z4, Z0, Z0
-	VCVTPH2PS 32(DI)(R9*2), Z4
-	VCVTPH2PS 32(R8)(R9*2), Z5
-	VADDPS    Z5, Z4, Z4
-	VCVTPS2PH $0x00, Z4, Y4
-	VCVTPH2PS Y4, Z4
-	VCVTPS2PH $0x00, Z4, 32(R8)(R9*2)
-	VMULPS    Z4, Z4, Z4
-	VADDPS    Z4, Z1, Z1
-	VCVTPH2PS 64(DI)(R9*2), Z4
-	VCVTPH2PS 64(R8)(R9*2), Z5
-	VADDPS    Z5, Z4, Z4
-	VCVTPS2PH $0x00, Z4, Y4
-	VCVTPH2PS Y4, Z4
-	VCVTPS2PH $0x00, Z4, 64(R8)(R9*2)
-	VMULPS    Z4, Z4, Z4
-	VADDPS    Z4, Z2, Z2
-	VCVTPH2PS 96(DI)(R9*2), Z4
-	VCVTPH2PS 96(R8)(R9*2), Z5
-	VADDPS    Z5, Z4, Z4
-	VCVTPS2PH $0x00, Z4, Y4
-	VCVTPH2PS Y4, Z4
-	VCVTPS2PH $0x00, Z4, 96(R8)(R9*2)
-	VMULPS    Z4, Z4, Z4
-	VADDPS    Z4, Z3, Z3
-	ADDQ      $0x00000040, R9
-	JMP       sumloop
-
-	// Out of the loop's way: the prefetches, whose flag is usually clear.
-sumpf:
-	PREFETCHT0 (R11)(R9*2)
-	PREFETCHT0 64(R11)(R9*2)
-	JMP        sumblock
-
-sumtail:
-	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
-	MOVQ job_d+0(AX), R10
-	SUBQ R9, R10
-	JZ   summed
-	LEAQ kmask<>+0(SB), R11
-	MOVQ R10, R12
-	CMPQ R12, $0x00000010
-	JLE  tailmask0
-	MOVQ $0x00000010, R12
-
-tailmask0:
-	KMOVW       (R11)(R12*2), K1
-	VCVTPH2PS.Z (DI)(R9*2), K1, Z4
-	VCVTPH2PS.Z (R8)(R9*2), K1, Z5
-	VADDPS      Z5, Z4, Z4
-	VCVTPS2PH   $0x00, Z4, Y4
-	VCVTPH2PS   Y4, Z4
-	VCVTPS2PH   $0x00, Z4, K1, (R8)(R9*2)
-	VMULPS      Z4, Z4, Z4
-	VADDPS      Z4, Z0, Z0
-	MOVQ        R10, R12
-	SUBQ        $0x00000010, R12
-	JLE         summed
-	CMPQ        R12, $0x00000010
-	JLE         tailmask1
-	MOVQ        $0x00000010, R12
-
-tailmask1:
-	KMOVW       (R11)(R12*2), K1
-	VCVTPH2PS.Z 32(DI)(R9*2), K1, Z4
-	VCVTPH2PS.Z 32(R8)(R9*2), K1, Z5
-	VADDPS      Z5, Z4, Z4
-	VCVTPS2PH   $0x00, Z4, Y4
-	VCVTPH2PS   Y4, Z4
-	VCVTPS2PH   $0x00, Z4, K1, 32(R8)(R9*2)
-	VMULPS      Z4, Z4, Z4
-	VADDPS      Z4, Z1, Z1
-	MOVQ        R10, R12
-	SUBQ        $0x00000020, R12
-	JLE         summed
-	CMPQ        R12, $0x00000010
-	JLE         tailmask2
-	MOVQ        $0x00000010, R12
-
-tailmask2:
-	KMOVW       (R11)(R12*2), K1
-	VCVTPH2PS.Z 64(DI)(R9*2), K1, Z4
-	VCVTPH2PS.Z 64(R8)(R9*2), K1, Z5
-	VADDPS      Z5, Z4, Z4
-	VCVTPS2PH   $0x00, Z4, Y4
-	VCVTPH2PS   Y4, Z4
-	VCVTPS2PH   $0x00, Z4, K1, 64(R8)(R9*2)
-	VMULPS      Z4, Z4, Z4
-	VADDPS      Z4, Z2, Z2
-	SUBQ        $0x00000030, R10
-	JLE         summed
-	CMPQ        R10, $0x00000010
-	JLE         tailmask3
-	MOVQ        $0x00000010, R10
-
-tailmask3:
-	KMOVW       (R11)(R10*2), K1
-	VCVTPH2PS.Z 96(DI)(R9*2), K1, Z4
-	VCVTPH2PS.Z 96(R8)(R9*2), K1, Z5
-	VADDPS      Z5, Z4, Z4
-	VCVTPS2PH   $0x00, Z4, Y4
-	VCVTPH2PS   Y4, Z4
-	VCVTPS2PH   $0x00, Z4, K1, 96(R8)(R9*2)
-	VMULPS      Z4, Z4, Z4
-	VADDPS      Z4, Z3, Z3
-
-summed:
-	VADDPS Z2, Z0, Z0
-	VADDPS Z3, Z1, Z1
-	VADDPS Z1, Z0, Z0
-
-	// Halving tree: p[j] += p[j+h] for the remaining h, down to ss.
-	VSHUFF64X2 $0xee, Z0, Z0, Z1
-	VADDPS     Z1, Z0, Z0
-	VSHUFF32X4 $0x01, Z0, Z0, Z1
-	VADDPS     Z1, Z0, Z0
-	VPERMILPS  $0x4e, Z0, Z1
-	VADDPS     Z1, Z0, Z0
-	VPERMILPS  $0xb1, Z0, Z1
-	VADDPS     Z1, Z0, Z0
-
-	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
-	CMPL   372(SP), $0x00
-	JE     divide2
-	VMULSS 372(SP), X0, X0
-	JMP    divided3
-
-divide2:
-	VDIVSS 368(SP), X0, X0
-
-divided3:
-	VADDSS   job_eps+0(AX), X0, X0
-	VUCOMISS tlo<>+0(SB), X0
-	JCS      ret
-	VUCOMISS tmax<>+0(SB), X0
-	JHI      ret
-	VSQRTSS  X0, X0, X0
-	VMOVSS   one<>+0(SB), X6
-	VDIVSS   X0, X6, X6
-
-	// Report 1/rms if asked.
-	MOVQ   job_inv+0(AX), DI
-	TESTQ  DI, DI
-	JZ     scale
-	MOVQ   320(SP), R8
-	VMOVSS X6, (DI)(R8*4)
-
-scale:
-	VBROADCASTSS X6, Z0
-	MOVQ         $0x00000000, 344(SP)
-	CMPQ         336(SP), $0x01
-	JE           scalebody
-	VMOVUPS      Z6, 256(SP)
-
-scalerow:
-	MOVQ         344(SP), DI
-	VBROADCASTSS 256(SP)(DI*4), Z0
-
-scalebody:
-	// y = (src*inv)*w, rounded after each multiply.
-	XORQ DI, DI
-	MOVQ job_d+0(AX), R8
-	SUBQ $0x00000040, R8
-	MOVQ SI, R9
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows4
-	SHLQ $0x03, R9
-
-longrows4:
-	ADDQ  BX, R9
-	MOVL  job_flags+0(AX), R10
-	TESTL $0x00000001, R10
-	JNZ   scalent
-
-	PCALIGN $32
-scaleloop:
-	CMPQ  DI, R8
-	JG    scaletail
-	TESTL $0x00000002, R10
-	JNZ   scalelooppf5
-
-scaleloopbody6:
-	VCVTPH2PS    (BX)(DI*2), Z1
-	VMULPS       Z0, Z1, Z1
-	VCVTPH2PS    32(BX)(DI*2), Z2
-	VMULPS       Z0, Z2, Z2
-	VCVTPH2PS    64(BX)(DI*2), Z3
-	VMULPS       Z0, Z3, Z3
-	VCVTPH2PS    96(BX)(DI*2), Z4
-	VMULPS       Z0, Z4, Z4
-	VCVTPS2PH    $0x00, Z1, Y7
-	VCVTPS2PH    $0x00, Z2, Y1
-	VINSERTI64X4 $0x01, Y1, Z7, Z7
-	VMOVDQU64    Z7, (CX)(DI*2)
-	VCVTPS2PH    $0x00, Z3, Y8
-	VCVTPS2PH    $0x00, Z4, Y1
-	VINSERTI64X4 $0x01, Y1, Z8, Z8
-	VMOVDQU64    Z8, 64(CX)(DI*2)
-	ADDQ         $0x00000040, DI
-	JMP          scaleloop
-
-scalelooppf5:
-	PREFETCHT0 (R9)(DI*2)
-	PREFETCHT0 64(R9)(DI*2)
-	JMP        scaleloopbody6
-
-scalent:
-	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
-	MOVQ CX, R9
-	NEGQ R9
-	ANDQ $0x0000003f, R9
-	SHRQ $0x01, R9
-	JZ   scalentgo
-	CMPQ R9, job_d+0(AX)
-	JLE  scalehead
-	MOVQ job_d+0(AX), R9
-
-scalehead:
-	CMPQ      R9, $0x00000010
-	JB        scaleheadpart
-	VCVTPH2PS (BX)(DI*2), Z1
-	VMULPS    Z0, Z1, Z1
-	VCVTPS2PH $0x00, Z1, (CX)(DI*2)
-	ADDQ      $0x00000010, DI
-	SUBQ      $0x00000010, R9
-	JZ        scalentgo
-
-scaleheadpart:
-	JMP partout
-
-scalentgo:
-	MOVQ SI, R9
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows7
-	SHLQ $0x03, R9
-
-longrows7:
-	ADDQ BX, R9
-
-	PCALIGN $32
-scalentloop:
-	CMPQ         DI, R8
-	JG           scaletail
-	PREFETCHT0   (R9)(DI*2)
-	PREFETCHT0   64(R9)(DI*2)
-	VCVTPH2PS    (BX)(DI*2), Z1
-	VMULPS       Z0, Z1, Z1
-	VCVTPH2PS    32(BX)(DI*2), Z2
-	VMULPS       Z0, Z2, Z2
-	VCVTPH2PS    64(BX)(DI*2), Z3
-	VMULPS       Z0, Z3, Z3
-	VCVTPH2PS    96(BX)(DI*2), Z4
-	VMULPS       Z0, Z4, Z4
-	VCVTPS2PH    $0x00, Z1, Y9
-	VCVTPS2PH    $0x00, Z2, Y1
-	VINSERTI64X4 $0x01, Y1, Z9, Z9
-	VMOVNTDQ     Z9, (CX)(DI*2)
-	VCVTPS2PH    $0x00, Z3, Y10
-	VCVTPS2PH    $0x00, Z4, Y1
-	VINSERTI64X4 $0x01, Y1, Z10, Z10
-	VMOVNTDQ     Z10, 64(CX)(DI*2)
-	ADDQ         $0x00000040, DI
-	JMP          scalentloop
-
-scaletail:
-	ADDQ $0x00000030, R8
-
-scaleone:
-	CMPQ      DI, R8
-	JG        scalepart
-	VCVTPH2PS (BX)(DI*2), Z1
-	VMULPS    Z0, Z1, Z1
-	VCVTPS2PH $0x00, Z1, (CX)(DI*2)
-	ADDQ      $0x00000010, DI
-	JMP       scaleone
-
-scalepart:
-	MOVQ job_d+0(AX), R9
-	SUBQ DI, R9
-	JZ   scaled
-
-	// The last n < lanes elements, or the first n of a non-temporal row (i + n < d: back to its loop).
-partout:
-	LEAQ        kmask<>+0(SB), R10
-	KMOVW       (R10)(R9*2), K1
-	VCVTPH2PS.Z (BX)(DI*2), K1, Z1
-	VMULPS      Z1, Z0, Z1
-	VCVTPS2PH   $0x00, Z1, K1, (CX)(DI*2)
-	ADDQ        R9, DI
-	CMPQ        DI, job_d+0(AX)
-	JB          scalentgo
-
-scaled:
-	ADDQ SI, DX
-	ADDQ SI, CX
-	ADDQ SI, BX
-	INCQ 320(SP)
-	MOVQ 344(SP), DI
-	INCQ DI
-	MOVQ DI, 344(SP)
-	CMPQ DI, 336(SP)
 	JB   scalerow
 	JMP  row
 
@@ -10070,10 +7601,10 @@ vzero:
 	MOVQ AX, ret+24(FP)
 	RET
 
-// func avx2WeightedOrOffset(j uintptr, from int, to int) int
+// func avx2Forward(j uintptr, from int, to int) int
 // Requires: AVX, AVX2, MMX+
-TEXT ·avx2WeightedOrOffset(SB), NOSPLIT, $456-32
-	// avx2WeightedOrOffset normalizes rows [from, to) of the job: y = (x*inv)*w, or (x*inv)*(1+w) with flagOffset, for each row.
+TEXT ·avx2Forward(SB), NOSPLIT, $456-32
+	// avx2Forward normalizes rows [from, to) of the job: y = (x*inv)*w, (x*inv)*(1+w) with flagOffset, or x*inv with w nil, for each row.
 	// It stops before the first row that needs the float64 path and returns that row's index, or to.
 	MOVQ j+0(FP), AX
 	MOVQ job_dst+0(AX), CX
@@ -10444,8 +7975,10 @@ weightadd10:
 	SUBQ  $0x00000020, R8
 	TESTL $0x00000002, job_flags+0(AX)
 	JNZ   scalepf
+	TESTQ BX, BX
+	JZ    scaleloopnoweight
 	TESTL $0x00000010, job_flags+0(AX)
-	JNZ   scaleoffsetloop
+	JNZ   scaleloopoffset
 
 	PCALIGN $32
 scaleloop:
@@ -10467,7 +8000,7 @@ scaleloop:
 	JMP     scaleloop
 
 	PCALIGN $32
-scaleoffsetloop:
+scaleloopoffset:
 	CMPQ    DI, R8
 	JG      scaletail
 	VMULPS  (DX)(DI*4), Y1, Y2
@@ -10491,7 +8024,22 @@ scaleoffsetloop:
 	VMULPS  Y2, Y5, Y5
 	VMOVUPS Y5, 96(CX)(DI*4)
 	ADDQ    $0x00000020, DI
-	JMP     scaleoffsetloop
+	JMP     scaleloopoffset
+
+	PCALIGN $32
+scaleloopnoweight:
+	CMPQ    DI, R8
+	JG      scaletail
+	VMULPS  (DX)(DI*4), Y1, Y2
+	VMULPS  32(DX)(DI*4), Y1, Y3
+	VMULPS  64(DX)(DI*4), Y1, Y4
+	VMULPS  96(DX)(DI*4), Y1, Y5
+	VMOVUPS Y2, (CX)(DI*4)
+	VMOVUPS Y3, 32(CX)(DI*4)
+	VMOVUPS Y4, 64(CX)(DI*4)
+	VMOVUPS Y5, 96(CX)(DI*4)
+	ADDQ    $0x00000020, DI
+	JMP     scaleloopnoweight
 
 scalepf:
 	MOVQ SI, R9
@@ -10503,8 +8051,10 @@ longrows11:
 	ADDQ  DX, R9
 	TESTL $0x00000001, job_flags+0(AX)
 	JNZ   scalent
+	TESTQ BX, BX
+	JZ    scalepfloopnoweight
 	TESTL $0x00000010, job_flags+0(AX)
-	JNZ   scalepfoffsetloop
+	JNZ   scalepfloopoffset
 
 	PCALIGN $32
 scalepfloop:
@@ -10528,7 +8078,7 @@ scalepfloop:
 	JMP        scalepfloop
 
 	PCALIGN $32
-scalepfoffsetloop:
+scalepfloopoffset:
 	CMPQ       DI, R8
 	JG         scaletail
 	PREFETCHT0 (R9)(DI*4)
@@ -10554,7 +8104,24 @@ scalepfoffsetloop:
 	VMULPS     Y2, Y5, Y5
 	VMOVUPS    Y5, 96(CX)(DI*4)
 	ADDQ       $0x00000020, DI
-	JMP        scalepfoffsetloop
+	JMP        scalepfloopoffset
+
+	PCALIGN $32
+scalepfloopnoweight:
+	CMPQ       DI, R8
+	JG         scaletail
+	PREFETCHT0 (R9)(DI*4)
+	PREFETCHT0 64(R9)(DI*4)
+	VMULPS     (DX)(DI*4), Y1, Y2
+	VMULPS     32(DX)(DI*4), Y1, Y3
+	VMULPS     64(DX)(DI*4), Y1, Y4
+	VMULPS     96(DX)(DI*4), Y1, Y5
+	VMOVUPS    Y2, (CX)(DI*4)
+	VMOVUPS    Y3, 32(CX)(DI*4)
+	VMOVUPS    Y4, 64(CX)(DI*4)
+	VMOVUPS    Y5, 96(CX)(DI*4)
+	ADDQ       $0x00000020, DI
+	JMP        scalepfloopnoweight
 
 scalent:
 	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
@@ -10590,6 +8157,8 @@ scalentloop:
 	VMULPS     32(DX)(DI*4), Y1, Y3
 	VMULPS     64(DX)(DI*4), Y1, Y4
 	VMULPS     96(DX)(DI*4), Y1, Y5
+	TESTQ      BX, BX
+	JZ         weighed14
 	TESTL      $0x00000010, R10
 	JNZ        offset13
 	VMULPS     (BX)(DI*4), Y2, Y2
@@ -10627,9 +8196,13 @@ scaleone:
 	CMPQ    DI, R8
 	JG      scalepart
 	VMULPS  (DX)(DI*4), Y1, Y2
+	TESTQ   BX, BX
+	JZ      noweight15
 	VMOVUPS (BX)(DI*4), Y3
 	VADDPS  Y0, Y3, Y3
 	VMULPS  Y3, Y2, Y2
+
+noweight15:
 	VMOVUPS Y2, (CX)(DI*4)
 	ADDQ    $0x00000008, DI
 	JMP     scaleone
@@ -10647,57 +8220,64 @@ partout:
 	XORQ R12, R12
 	SUBQ $0x00000008, R13
 
-copyvec15:
+copyvec16:
 	CMPQ    R12, R13
-	JG      copyone16
+	JG      copyone17
 	VMOVUPS (R10)(R12*4), Y2
 	VMOVUPS Y2, (R11)(R12*4)
 	ADDQ    $0x00000008, R12
-	JMP     copyvec15
+	JMP     copyvec16
 
-copyone16:
+copyone17:
 	ADDQ $0x00000008, R13
 
-copyloop18:
+copyloop19:
 	CMPQ R12, R13
-	JGE  copied17
+	JGE  copied18
 	MOVL (R10)(R12*4), R14
 	MOVL R14, (R11)(R12*4)
 	INCQ R12
-	JMP  copyloop18
+	JMP  copyloop19
 
-copied17:
-	LEAQ (BX)(DI*4), R10
-	LEAQ 160(SP), R11
-	MOVQ R9, R13
-	XORQ R12, R12
-	SUBQ $0x00000008, R13
+copied18:
+	TESTQ BX, BX
+	JZ    nowcopy20
+	LEAQ  (BX)(DI*4), R10
+	LEAQ  160(SP), R11
+	MOVQ  R9, R13
+	XORQ  R12, R12
+	SUBQ  $0x00000008, R13
 
-copyvec19:
+copyvec21:
 	CMPQ    R12, R13
-	JG      copyone20
+	JG      copyone22
 	VMOVUPS (R10)(R12*4), Y2
 	VMOVUPS Y2, (R11)(R12*4)
 	ADDQ    $0x00000008, R12
-	JMP     copyvec19
+	JMP     copyvec21
 
-copyone20:
+copyone22:
 	ADDQ $0x00000008, R13
 
-copyloop22:
+copyloop24:
 	CMPQ R12, R13
-	JGE  copied21
+	JGE  copied23
 	MOVL (R10)(R12*4), R14
 	MOVL R14, (R11)(R12*4)
 	INCQ R12
-	JMP  copyloop22
+	JMP  copyloop24
 
-copied21:
+copied23:
+nowcopy20:
 	VMOVUPS 128(SP), Y2
 	VMULPS  Y2, Y1, Y2
+	TESTQ   BX, BX
+	JZ      noweight25
 	VMOVUPS 160(SP), Y3
 	VADDPS  Y0, Y3, Y3
 	VMULPS  Y3, Y2, Y2
+
+noweight25:
 	VMOVUPS Y2, 192(SP)
 	LEAQ    192(SP), R11
 	LEAQ    (CX)(DI*4), R10
@@ -10705,26 +8285,26 @@ copied21:
 	XORQ    R12, R12
 	SUBQ    $0x00000008, R13
 
-copyvec23:
+copyvec26:
 	CMPQ    R12, R13
-	JG      copyone24
+	JG      copyone27
 	VMOVUPS (R11)(R12*4), Y2
 	VMOVUPS Y2, (R10)(R12*4)
 	ADDQ    $0x00000008, R12
-	JMP     copyvec23
+	JMP     copyvec26
 
-copyone24:
+copyone27:
 	ADDQ $0x00000008, R13
 
-copyloop26:
+copyloop29:
 	CMPQ R12, R13
-	JGE  copied25
+	JGE  copied28
 	MOVL (R11)(R12*4), R14
 	MOVL R14, (R10)(R12*4)
 	INCQ R12
-	JMP  copyloop26
+	JMP  copyloop29
 
-copied25:
+copied28:
 	ADDQ R9, DI
 	CMPQ DI, job_d+0(AX)
 	JB   scalentgo
@@ -10751,560 +8331,10 @@ vzero:
 	MOVQ AX, ret+24(FP)
 	RET
 
-// func avx2Unweighted(j uintptr, from int, to int) int
+// func avx2ForwardAdd(j uintptr, from int, to int) int
 // Requires: AVX, AVX2, MMX+
-TEXT ·avx2Unweighted(SB), NOSPLIT, $456-32
-	// avx2Unweighted normalizes rows [from, to) of the job: y = x*inv, for each row.
-	// It stops before the first row that needs the float64 path and returns that row's index, or to.
-	MOVQ j+0(FP), AX
-	MOVQ job_dst+0(AX), CX
-	MOVQ job_x+0(AX), DX
-	MOVQ job_stride+0(AX), BX
-	SHLQ $0x02, BX
-
-	// fd = float32(d); rd = 1/d when d is a power of two (a/d is then a*rd exactly), else 0.
-	MOVQ       job_d+0(AX), SI
-	VMOVSS     one<>+0(SB), X0
-	VCVTSI2SSQ SI, X0, X0
-	VMOVSS     X0, 448(SP)
-	XORL       R8, R8
-	LEAQ       -1(SI), DI
-	TESTQ      SI, DI
-	JNZ        notpow2
-	BSFQ       SI, DI
-	MOVL       $0x0000007f, R8
-	SUBL       DI, R8
-	SHLL       $0x17, R8
-
-notpow2:
-	MOVL R8, 452(SP)
-
-	// Start at row from.
-	MOVQ  from+8(FP), SI
-	MOVQ  SI, 400(SP)
-	MOVQ  $0x00000000, 408(SP)
-	IMULQ BX, SI
-	ADDQ  SI, CX
-	ADDQ  SI, DX
-
-row:
-	MOVQ 400(SP), SI
-	CMPQ SI, to+16(FP)
-	JAE  ret
-	MOVQ $0x00000001, 416(SP)
-	CMPQ 408(SP), $0x00
-	JE   trygroup
-	DECQ 408(SP)
-	JMP  sum
-
-trygroup:
-	CMPQ job_d+0(AX), $0x00000200
-	JA   sum
-	MOVQ to+16(FP), SI
-	SUBQ 400(SP), SI
-	CMPQ SI, $0x04
-	JB   sum
-	MOVQ $0x00000004, 416(SP)
-
-sum:
-	MOVQ DX, SI
-	XORQ DI, DI
-
-sumrow:
-	// Sum of squares: element i goes to partial i%64.
-	MOVQ   job_d+0(AX), R9
-	SUBQ   $0x00000040, R9
-	JGE    firstblock
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
-	VXORPS Y4, Y4, Y4
-	VXORPS Y5, Y5, Y5
-	VXORPS Y6, Y6, Y6
-	VXORPS Y7, Y7, Y7
-	XORQ   R8, R8
-	JMP    sumtail
-
-firstblock:
-	// +0 + square is the square itself: the first block initializes the partials.
-	XORQ    R8, R8
-	VMOVUPS (SI)(R8*4), Y0
-	VMULPS  Y0, Y0, Y0
-	VMOVUPS 32(SI)(R8*4), Y1
-	VMULPS  Y1, Y1, Y1
-	VMOVUPS 64(SI)(R8*4), Y2
-	VMULPS  Y2, Y2, Y2
-	VMOVUPS 96(SI)(R8*4), Y3
-	VMULPS  Y3, Y3, Y3
-	VMOVUPS 128(SI)(R8*4), Y4
-	VMULPS  Y4, Y4, Y4
-	VMOVUPS 160(SI)(R8*4), Y5
-	VMULPS  Y5, Y5, Y5
-	VMOVUPS 192(SI)(R8*4), Y6
-	VMULPS  Y6, Y6, Y6
-	VMOVUPS 224(SI)(R8*4), Y7
-	VMULPS  Y7, Y7, Y7
-	MOVQ    $0x00000040, R8
-	TESTL   $0x00000002, job_flags+0(AX)
-	JNZ     sumpf
-
-	PCALIGN $32
-sumloop:
-	CMPQ    R8, R9
-	JG      sumtail
-	VMOVUPS (SI)(R8*4), Y8
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y0, Y0
-	VMOVUPS 32(SI)(R8*4), Y8
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y1, Y1
-	VMOVUPS 64(SI)(R8*4), Y8
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y2, Y2
-	VMOVUPS 96(SI)(R8*4), Y8
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y3, Y3
-	VMOVUPS 128(SI)(R8*4), Y8
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y4, Y4
-	VMOVUPS 160(SI)(R8*4), Y8
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y5, Y5
-	VMOVUPS 192(SI)(R8*4), Y8
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y6, Y6
-	VMOVUPS 224(SI)(R8*4), Y8
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y7, Y7
-	ADDQ    $0x00000040, R8
-	JMP     sumloop
-
-	// The same, prefetching the rows ahead.
-sumpf:
-	MOVQ BX, R10
-	SHLQ $0x01, R10
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows1
-	SHLQ $0x03, R10
-
-longrows1:
-	ADDQ SI, R10
-
-	PCALIGN $32
-sumpfloop:
-	CMPQ       R8, R9
-	JG         sumtail
-	PREFETCHT0 (R10)(R8*4)
-	PREFETCHT0 64(R10)(R8*4)
-	PREFETCHT0 128(R10)(R8*4)
-	PREFETCHT0 192(R10)(R8*4)
-	VMOVUPS    (SI)(R8*4), Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y0, Y0
-	VMOVUPS    32(SI)(R8*4), Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y1, Y1
-	VMOVUPS    64(SI)(R8*4), Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y2, Y2
-	VMOVUPS    96(SI)(R8*4), Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y3, Y3
-	VMOVUPS    128(SI)(R8*4), Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y4, Y4
-	VMOVUPS    160(SI)(R8*4), Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y5, Y5
-	VMOVUPS    192(SI)(R8*4), Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y6, Y6
-	VMOVUPS    224(SI)(R8*4), Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y7, Y7
-	ADDQ       $0x00000040, R8
-	JMP        sumpfloop
-
-sumtail:
-	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
-	MOVQ    job_d+0(AX), R9
-	SUBQ    R8, R9
-	JZ      summed
-	MOVQ    R9, 432(SP)
-	LEAQ    (SI)(R8*4), R8
-	LEAQ    128(SP), R9
-	VXORPS  Y8, Y8, Y8
-	VMOVUPS Y8, (R9)
-	VMOVUPS Y8, 32(R9)
-	VMOVUPS Y8, 64(R9)
-	VMOVUPS Y8, 96(R9)
-	VMOVUPS Y8, 128(R9)
-	VMOVUPS Y8, 160(R9)
-	VMOVUPS Y8, 192(R9)
-	VMOVUPS Y8, 224(R9)
-	MOVQ    432(SP), R11
-	XORQ    R10, R10
-	SUBQ    $0x00000008, R11
-
-copyvec2:
-	CMPQ    R10, R11
-	JG      copyone3
-	VMOVUPS (R8)(R10*4), Y8
-	VMOVUPS Y8, (R9)(R10*4)
-	ADDQ    $0x00000008, R10
-	JMP     copyvec2
-
-copyone3:
-	ADDQ $0x00000008, R11
-
-copyloop5:
-	CMPQ R10, R11
-	JGE  copied4
-	MOVL (R8)(R10*4), R12
-	MOVL R12, (R9)(R10*4)
-	INCQ R10
-	JMP  copyloop5
-
-copied4:
-	XORQ    R8, R8
-	VMOVUPS (R9)(R8*4), Y8
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y0, Y0
-	VMOVUPS 32(R9)(R8*4), Y8
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y1, Y1
-	VMOVUPS 64(R9)(R8*4), Y8
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y2, Y2
-	VMOVUPS 96(R9)(R8*4), Y8
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y3, Y3
-	VMOVUPS 128(R9)(R8*4), Y8
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y4, Y4
-	VMOVUPS 160(R9)(R8*4), Y8
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y5, Y5
-	VMOVUPS 192(R9)(R8*4), Y8
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y6, Y6
-	VMOVUPS 224(R9)(R8*4), Y8
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y7, Y7
-
-summed:
-	VADDPS  Y4, Y0, Y0
-	VADDPS  Y5, Y1, Y1
-	VADDPS  Y6, Y2, Y2
-	VADDPS  Y7, Y3, Y3
-	VADDPS  Y2, Y0, Y0
-	VADDPS  Y3, Y1, Y1
-	VADDPS  Y1, Y0, Y0
-	CMPQ    416(SP), $0x01
-	JE      invone
-	VMOVUPS Y0, (SP)(DI*1)
-	ADDQ    BX, SI
-	ADDQ    $0x00000020, DI
-	CMPQ    DI, $0x00000080
-	JB      sumrow
-	JMP     invgroup
-
-invone:
-	// Halving tree: p[j] += p[j+h] for the remaining h, down to ss.
-	VEXTRACTF128 $0x01, Y0, X1
-	VADDPS       X1, X0, X1
-	VMOVHLPS     X1, X1, X0
-	VADDPS       X0, X1, X1
-	VMOVSHDUP    X1, X0
-	VADDSS       X0, X1, X1
-
-	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
-	CMPL   452(SP), $0x00
-	JE     divide6
-	VMULSS 452(SP), X1, X1
-	JMP    divided7
-
-divide6:
-	VDIVSS 448(SP), X1, X1
-
-divided7:
-	VADDSS   job_eps+0(AX), X1, X1
-	VUCOMISS tlo<>+0(SB), X1
-	JCS      ret
-	VUCOMISS tmax<>+0(SB), X1
-	JHI      ret
-	VSQRTSS  X1, X1, X1
-	VMOVSS   one<>+0(SB), X0
-	VDIVSS   X1, X0, X0
-
-	// Report 1/rms if asked.
-	MOVQ   job_inv+0(AX), SI
-	TESTQ  SI, SI
-	JZ     scale
-	MOVQ   400(SP), DI
-	VMOVSS X0, (SI)(DI*4)
-	JMP    scale
-
-invgroup:
-	// The rest of the halving tree, four rows at once.
-	VMOVUPS      (SP), Y0
-	VMOVUPS      32(SP), Y1
-	VMOVUPS      64(SP), Y2
-	VMOVUPS      96(SP), Y3
-	VPERM2F128   $0x20, Y1, Y0, Y4
-	VPERM2F128   $0x31, Y1, Y0, Y0
-	VADDPS       Y0, Y4, Y4
-	VPERM2F128   $0x20, Y3, Y2, Y0
-	VPERM2F128   $0x31, Y3, Y2, Y1
-	VADDPS       Y1, Y0, Y0
-	VSHUFPS      $0x44, Y0, Y4, Y1
-	VSHUFPS      $0xee, Y0, Y4, Y0
-	VADDPS       Y0, Y1, Y1
-	VHADDPS      Y1, Y1, Y1
-	VEXTRACTF128 $0x01, Y1, X0
-	VUNPCKLPS    X0, X1, X0
-
-	// t = ss/d + eps for the four rows; any t outside [2^-100, MaxFloat32] sends the group to the one-row path.
-	CMPL         452(SP), $0x00
-	JE           divide8
-	VBROADCASTSS 452(SP), X1
-	VMULPS       X1, X0, X1
-	JMP          divided9
-
-divide8:
-	VBROADCASTSS 448(SP), X1
-	VDIVPS       X1, X0, X1
-
-divided9:
-	VBROADCASTSS job_eps+0(AX), X0
-	VADDPS       X0, X1, X1
-	VCMPPS       $0x1d, tlo4<>+0(SB), X1, X0
-	VCMPPS       $0x12, tmax4<>+0(SB), X1, X2
-	VANDPS       X2, X0, X0
-	VMOVMSKPS    X0, SI
-	CMPL         SI, $0x0f
-	JE           ginrange
-	MOVQ         $0x00000004, 408(SP)
-	JMP          row
-
-ginrange:
-	VSQRTPS      X1, X1
-	VBROADCASTSS one<>+0(SB), X0
-	VDIVPS       X1, X0, X0
-
-	// Report 1/rms if asked.
-	MOVQ    job_inv+0(AX), SI
-	TESTQ   SI, SI
-	JZ      scale
-	MOVQ    400(SP), DI
-	VMOVUPS X0, (SI)(DI*4)
-
-scale:
-	VBROADCASTSS X0, Y1
-	MOVQ         $0x00000000, 424(SP)
-	CMPQ         416(SP), $0x01
-	JE           scalebody
-	VMOVUPS      X0, 384(SP)
-
-scalerow:
-	MOVQ         424(SP), SI
-	VBROADCASTSS 384(SP)(SI*4), Y1
-
-scalebody:
-	// y = (src*inv)*w, rounded after each multiply.
-	XORQ  SI, SI
-	MOVQ  job_d+0(AX), DI
-	SUBQ  $0x00000020, DI
-	TESTL $0x00000002, job_flags+0(AX)
-	JNZ   scalepf
-
-	PCALIGN $32
-scaleloop:
-	CMPQ    SI, DI
-	JG      scaletail
-	VMULPS  (DX)(SI*4), Y1, Y0
-	VMULPS  32(DX)(SI*4), Y1, Y2
-	VMULPS  64(DX)(SI*4), Y1, Y3
-	VMULPS  96(DX)(SI*4), Y1, Y4
-	VMOVUPS Y0, (CX)(SI*4)
-	VMOVUPS Y2, 32(CX)(SI*4)
-	VMOVUPS Y3, 64(CX)(SI*4)
-	VMOVUPS Y4, 96(CX)(SI*4)
-	ADDQ    $0x00000020, SI
-	JMP     scaleloop
-
-scalepf:
-	MOVQ BX, R8
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows10
-	SHLQ $0x03, R8
-
-longrows10:
-	ADDQ  DX, R8
-	TESTL $0x00000001, job_flags+0(AX)
-	JNZ   scalent
-
-	PCALIGN $32
-scalepfloop:
-	CMPQ       SI, DI
-	JG         scaletail
-	PREFETCHT0 (R8)(SI*4)
-	PREFETCHT0 64(R8)(SI*4)
-	VMULPS     (DX)(SI*4), Y1, Y0
-	VMULPS     32(DX)(SI*4), Y1, Y2
-	VMULPS     64(DX)(SI*4), Y1, Y3
-	VMULPS     96(DX)(SI*4), Y1, Y4
-	VMOVUPS    Y0, (CX)(SI*4)
-	VMOVUPS    Y2, 32(CX)(SI*4)
-	VMOVUPS    Y3, 64(CX)(SI*4)
-	VMOVUPS    Y4, 96(CX)(SI*4)
-	ADDQ       $0x00000020, SI
-	JMP        scalepfloop
-
-scalent:
-	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
-	MOVQ CX, R8
-	NEGQ R8
-	ANDQ $0x0000001f, R8
-	SHRQ $0x02, R8
-	JZ   scalentgo
-	CMPQ R8, job_d+0(AX)
-	JLE  scalehead
-	MOVQ job_d+0(AX), R8
-
-scalehead:
-	JMP partout
-
-scalentgo:
-	MOVQ BX, R8
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows11
-	SHLQ $0x03, R8
-
-longrows11:
-	ADDQ DX, R8
-
-	PCALIGN $32
-scalentloop:
-	CMPQ       SI, DI
-	JG         scaletail
-	PREFETCHT0 (R8)(SI*4)
-	PREFETCHT0 64(R8)(SI*4)
-	VMULPS     (DX)(SI*4), Y1, Y0
-	VMULPS     32(DX)(SI*4), Y1, Y2
-	VMULPS     64(DX)(SI*4), Y1, Y3
-	VMULPS     96(DX)(SI*4), Y1, Y4
-	VMOVNTPS   Y0, (CX)(SI*4)
-	VMOVNTPS   Y2, 32(CX)(SI*4)
-	VMOVNTPS   Y3, 64(CX)(SI*4)
-	VMOVNTPS   Y4, 96(CX)(SI*4)
-	ADDQ       $0x00000020, SI
-	JMP        scalentloop
-
-scaletail:
-	ADDQ $0x00000018, DI
-
-scaleone:
-	CMPQ    SI, DI
-	JG      scalepart
-	VMULPS  (DX)(SI*4), Y1, Y0
-	VMOVUPS Y0, (CX)(SI*4)
-	ADDQ    $0x00000008, SI
-	JMP     scaleone
-
-scalepart:
-	MOVQ job_d+0(AX), R8
-	SUBQ SI, R8
-	JZ   scaled
-
-	// The last n < lanes elements, or the first n of a non-temporal row (i + n < d: back to its loop).
-partout:
-	LEAQ (DX)(SI*4), R9
-	LEAQ 128(SP), R10
-	MOVQ R8, R12
-	XORQ R11, R11
-	SUBQ $0x00000008, R12
-
-copyvec12:
-	CMPQ    R11, R12
-	JG      copyone13
-	VMOVUPS (R9)(R11*4), Y0
-	VMOVUPS Y0, (R10)(R11*4)
-	ADDQ    $0x00000008, R11
-	JMP     copyvec12
-
-copyone13:
-	ADDQ $0x00000008, R12
-
-copyloop15:
-	CMPQ R11, R12
-	JGE  copied14
-	MOVL (R9)(R11*4), R13
-	MOVL R13, (R10)(R11*4)
-	INCQ R11
-	JMP  copyloop15
-
-copied14:
-	VMOVUPS 128(SP), Y0
-	VMULPS  Y0, Y1, Y0
-	VMOVUPS Y0, 192(SP)
-	LEAQ    192(SP), R10
-	LEAQ    (CX)(SI*4), R9
-	MOVQ    R8, R12
-	XORQ    R11, R11
-	SUBQ    $0x00000008, R12
-
-copyvec16:
-	CMPQ    R11, R12
-	JG      copyone17
-	VMOVUPS (R10)(R11*4), Y0
-	VMOVUPS Y0, (R9)(R11*4)
-	ADDQ    $0x00000008, R11
-	JMP     copyvec16
-
-copyone17:
-	ADDQ $0x00000008, R12
-
-copyloop19:
-	CMPQ R11, R12
-	JGE  copied18
-	MOVL (R10)(R11*4), R13
-	MOVL R13, (R9)(R11*4)
-	INCQ R11
-	JMP  copyloop19
-
-copied18:
-	ADDQ R8, SI
-	CMPQ SI, job_d+0(AX)
-	JB   scalentgo
-
-scaled:
-	ADDQ BX, DX
-	ADDQ BX, CX
-	INCQ 400(SP)
-	MOVQ 424(SP), SI
-	INCQ SI
-	MOVQ SI, 424(SP)
-	CMPQ SI, 416(SP)
-	JB   scalerow
-	JMP  row
-
-ret:
-	TESTL $0x00000001, job_flags+0(AX)
-	JZ    vzero
-	SFENCE
-
-vzero:
-	VZEROUPPER
-	MOVQ 400(SP), AX
-	MOVQ AX, ret+24(FP)
-	RET
-
-// func avx2AddWeightedOrOffset(j uintptr, from int, to int) int
-// Requires: AVX, AVX2, MMX+
-TEXT ·avx2AddWeightedOrOffset(SB), NOSPLIT, $712-32
-	// avx2AddWeightedOrOffset normalizes rows [from, to) of the job: h = x + res and res = h per element, then y = (h*inv)*w, or (h*inv)*(1+w) with flagOffset, for each row.
+TEXT ·avx2ForwardAdd(SB), NOSPLIT, $712-32
+	// avx2ForwardAdd normalizes rows [from, to) of the job: h = x + res and res = h per element, then y = (h*inv)*w, (h*inv)*(1+w) with flagOffset, or h*inv with w nil, for each row.
 	// It stops before the first row that needs the float64 path and returns that row's index, or to.
 	MOVQ j+0(FP), AX
 	MOVQ job_dst+0(AX), CX
@@ -11724,8 +8754,10 @@ weightadd16:
 	SUBQ  $0x00000020, R9
 	TESTL $0x00000002, job_flags+0(AX)
 	JNZ   scalepf
+	TESTQ BX, BX
+	JZ    scaleloopnoweight
 	TESTL $0x00000010, job_flags+0(AX)
-	JNZ   scaleoffsetloop
+	JNZ   scaleloopoffset
 
 	PCALIGN $32
 scaleloop:
@@ -11747,7 +8779,7 @@ scaleloop:
 	JMP     scaleloop
 
 	PCALIGN $32
-scaleoffsetloop:
+scaleloopoffset:
 	CMPQ    R8, R9
 	JG      scaletail
 	VMULPS  (SI)(R8*4), Y1, Y2
@@ -11771,7 +8803,22 @@ scaleoffsetloop:
 	VMULPS  Y2, Y5, Y5
 	VMOVUPS Y5, 96(CX)(R8*4)
 	ADDQ    $0x00000020, R8
-	JMP     scaleoffsetloop
+	JMP     scaleloopoffset
+
+	PCALIGN $32
+scaleloopnoweight:
+	CMPQ    R8, R9
+	JG      scaletail
+	VMULPS  (SI)(R8*4), Y1, Y2
+	VMULPS  32(SI)(R8*4), Y1, Y3
+	VMULPS  64(SI)(R8*4), Y1, Y4
+	VMULPS  96(SI)(R8*4), Y1, Y5
+	VMOVUPS Y2, (CX)(R8*4)
+	VMOVUPS Y3, 32(CX)(R8*4)
+	VMOVUPS Y4, 64(CX)(R8*4)
+	VMOVUPS Y5, 96(CX)(R8*4)
+	ADDQ    $0x00000020, R8
+	JMP     scaleloopnoweight
 
 scalepf:
 	MOVQ DI, R10
@@ -11783,8 +8830,10 @@ longrows17:
 	ADDQ  SI, R10
 	TESTL $0x00000001, job_flags+0(AX)
 	JNZ   scalent
+	TESTQ BX, BX
+	JZ    scalepfloopnoweight
 	TESTL $0x00000010, job_flags+0(AX)
-	JNZ   scalepfoffsetloop
+	JNZ   scalepfloopoffset
 
 	PCALIGN $32
 scalepfloop:
@@ -11808,7 +8857,7 @@ scalepfloop:
 	JMP        scalepfloop
 
 	PCALIGN $32
-scalepfoffsetloop:
+scalepfloopoffset:
 	CMPQ       R8, R9
 	JG         scaletail
 	PREFETCHT0 (R10)(R8*4)
@@ -11834,7 +8883,24 @@ scalepfoffsetloop:
 	VMULPS     Y2, Y5, Y5
 	VMOVUPS    Y5, 96(CX)(R8*4)
 	ADDQ       $0x00000020, R8
-	JMP        scalepfoffsetloop
+	JMP        scalepfloopoffset
+
+	PCALIGN $32
+scalepfloopnoweight:
+	CMPQ       R8, R9
+	JG         scaletail
+	PREFETCHT0 (R10)(R8*4)
+	PREFETCHT0 64(R10)(R8*4)
+	VMULPS     (SI)(R8*4), Y1, Y2
+	VMULPS     32(SI)(R8*4), Y1, Y3
+	VMULPS     64(SI)(R8*4), Y1, Y4
+	VMULPS     96(SI)(R8*4), Y1, Y5
+	VMOVUPS    Y2, (CX)(R8*4)
+	VMOVUPS    Y3, 32(CX)(R8*4)
+	VMOVUPS    Y4, 64(CX)(R8*4)
+	VMOVUPS    Y5, 96(CX)(R8*4)
+	ADDQ       $0x00000020, R8
+	JMP        scalepfloopnoweight
 
 scalent:
 	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
@@ -11870,6 +8936,8 @@ scalentloop:
 	VMULPS     32(SI)(R8*4), Y1, Y3
 	VMULPS     64(SI)(R8*4), Y1, Y4
 	VMULPS     96(SI)(R8*4), Y1, Y5
+	TESTQ      BX, BX
+	JZ         weighed20
 	TESTL      $0x00000010, R11
 	JNZ        offset19
 	VMULPS     (BX)(R8*4), Y2, Y2
@@ -11907,9 +8975,13 @@ scaleone:
 	CMPQ    R8, R9
 	JG      scalepart
 	VMULPS  (SI)(R8*4), Y1, Y2
+	TESTQ   BX, BX
+	JZ      noweight21
 	VMOVUPS (BX)(R8*4), Y3
 	VADDPS  Y0, Y3, Y3
 	VMULPS  Y3, Y2, Y2
+
+noweight21:
 	VMOVUPS Y2, (CX)(R8*4)
 	ADDQ    $0x00000008, R8
 	JMP     scaleone
@@ -11927,57 +8999,64 @@ partout:
 	XORQ R13, R13
 	SUBQ $0x00000008, R14
 
-copyvec21:
+copyvec22:
 	CMPQ    R13, R14
-	JG      copyone22
+	JG      copyone23
 	VMOVUPS (R11)(R13*4), Y2
 	VMOVUPS Y2, (R12)(R13*4)
 	ADDQ    $0x00000008, R13
-	JMP     copyvec21
+	JMP     copyvec22
 
-copyone22:
+copyone23:
 	ADDQ $0x00000008, R14
 
-copyloop24:
+copyloop25:
 	CMPQ R13, R14
-	JGE  copied23
+	JGE  copied24
 	MOVL (R11)(R13*4), R15
 	MOVL R15, (R12)(R13*4)
 	INCQ R13
-	JMP  copyloop24
+	JMP  copyloop25
 
-copied23:
-	LEAQ (BX)(R8*4), R11
-	LEAQ 160(SP), R12
-	MOVQ R10, R14
-	XORQ R13, R13
-	SUBQ $0x00000008, R14
+copied24:
+	TESTQ BX, BX
+	JZ    nowcopy26
+	LEAQ  (BX)(R8*4), R11
+	LEAQ  160(SP), R12
+	MOVQ  R10, R14
+	XORQ  R13, R13
+	SUBQ  $0x00000008, R14
 
-copyvec25:
+copyvec27:
 	CMPQ    R13, R14
-	JG      copyone26
+	JG      copyone28
 	VMOVUPS (R11)(R13*4), Y2
 	VMOVUPS Y2, (R12)(R13*4)
 	ADDQ    $0x00000008, R13
-	JMP     copyvec25
+	JMP     copyvec27
 
-copyone26:
+copyone28:
 	ADDQ $0x00000008, R14
 
-copyloop28:
+copyloop30:
 	CMPQ R13, R14
-	JGE  copied27
+	JGE  copied29
 	MOVL (R11)(R13*4), R15
 	MOVL R15, (R12)(R13*4)
 	INCQ R13
-	JMP  copyloop28
+	JMP  copyloop30
 
-copied27:
+copied29:
+nowcopy26:
 	VMOVUPS 128(SP), Y2
 	VMULPS  Y2, Y1, Y2
+	TESTQ   BX, BX
+	JZ      noweight31
 	VMOVUPS 160(SP), Y3
 	VADDPS  Y0, Y3, Y3
 	VMULPS  Y3, Y2, Y2
+
+noweight31:
 	VMOVUPS Y2, 192(SP)
 	LEAQ    192(SP), R12
 	LEAQ    (CX)(R8*4), R11
@@ -11985,26 +9064,26 @@ copied27:
 	XORQ    R13, R13
 	SUBQ    $0x00000008, R14
 
-copyvec29:
+copyvec32:
 	CMPQ    R13, R14
-	JG      copyone30
+	JG      copyone33
 	VMOVUPS (R12)(R13*4), Y2
 	VMOVUPS Y2, (R11)(R13*4)
 	ADDQ    $0x00000008, R13
-	JMP     copyvec29
+	JMP     copyvec32
 
-copyone30:
+copyone33:
 	ADDQ $0x00000008, R14
 
-copyloop32:
+copyloop35:
 	CMPQ R13, R14
-	JGE  copied31
+	JGE  copied34
 	MOVL (R12)(R13*4), R15
 	MOVL R15, (R11)(R13*4)
 	INCQ R13
-	JMP  copyloop32
+	JMP  copyloop35
 
-copied31:
+copied34:
 	ADDQ R10, R8
 	CMPQ R8, job_d+0(AX)
 	JB   scalentgo
@@ -12032,610 +9111,10 @@ vzero:
 	MOVQ AX, ret+24(FP)
 	RET
 
-// func avx2AddUnweighted(j uintptr, from int, to int) int
+// func avx2ForwardBF16(j uintptr, from int, to int) int
 // Requires: AVX, AVX2, MMX+
-TEXT ·avx2AddUnweighted(SB), NOSPLIT, $712-32
-	// avx2AddUnweighted normalizes rows [from, to) of the job: h = x + res and res = h per element, then y = h*inv, for each row.
-	// It stops before the first row that needs the float64 path and returns that row's index, or to.
-	MOVQ j+0(FP), AX
-	MOVQ job_dst+0(AX), CX
-	MOVQ job_x+0(AX), DX
-	MOVQ job_res+0(AX), BX
-	MOVQ job_stride+0(AX), SI
-	SHLQ $0x02, SI
-
-	// fd = float32(d); rd = 1/d when d is a power of two (a/d is then a*rd exactly), else 0.
-	MOVQ       job_d+0(AX), DI
-	VMOVSS     one<>+0(SB), X0
-	VCVTSI2SSQ DI, X0, X0
-	VMOVSS     X0, 704(SP)
-	XORL       R9, R9
-	LEAQ       -1(DI), R8
-	TESTQ      DI, R8
-	JNZ        notpow2
-	BSFQ       DI, R8
-	MOVL       $0x0000007f, R9
-	SUBL       R8, R9
-	SHLL       $0x17, R9
-
-notpow2:
-	MOVL R9, 708(SP)
-
-	// Start at row from.
-	MOVQ  from+8(FP), DI
-	MOVQ  DI, 656(SP)
-	MOVQ  $0x00000000, 664(SP)
-	IMULQ SI, DI
-	ADDQ  DI, CX
-	ADDQ  DI, DX
-	ADDQ  DI, BX
-
-row:
-	MOVQ 656(SP), DI
-	CMPQ DI, to+16(FP)
-	JAE  ret
-	MOVQ $0x00000001, 672(SP)
-	MOVQ DX, DI
-	MOVQ BX, R8
-	XORQ R9, R9
-
-	// Sum of squares: element i goes to partial i%64.
-	MOVQ   job_d+0(AX), R10
-	SUBQ   $0x00000040, R10
-	JGE    firstblock
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
-	VXORPS Y4, Y4, Y4
-	VXORPS Y5, Y5, Y5
-	VXORPS Y6, Y6, Y6
-	VXORPS Y7, Y7, Y7
-	XORQ   R9, R9
-	JMP    sumtail
-
-firstblock:
-	// +0 + square is the square itself: the first block initializes the partials.
-	XORQ    R9, R9
-	VMOVUPS (DI)(R9*4), Y0
-	VADDPS  (R8)(R9*4), Y0, Y0
-	VMOVUPS Y0, (R8)(R9*4)
-	VMULPS  Y0, Y0, Y0
-	VMOVUPS 32(DI)(R9*4), Y1
-	VADDPS  32(R8)(R9*4), Y1, Y1
-	VMOVUPS Y1, 32(R8)(R9*4)
-	VMULPS  Y1, Y1, Y1
-	VMOVUPS 64(DI)(R9*4), Y2
-	VADDPS  64(R8)(R9*4), Y2, Y2
-	VMOVUPS Y2, 64(R8)(R9*4)
-	VMULPS  Y2, Y2, Y2
-	VMOVUPS 96(DI)(R9*4), Y3
-	VADDPS  96(R8)(R9*4), Y3, Y3
-	VMOVUPS Y3, 96(R8)(R9*4)
-	VMULPS  Y3, Y3, Y3
-	VMOVUPS 128(DI)(R9*4), Y4
-	VADDPS  128(R8)(R9*4), Y4, Y4
-	VMOVUPS Y4, 128(R8)(R9*4)
-	VMULPS  Y4, Y4, Y4
-	VMOVUPS 160(DI)(R9*4), Y5
-	VADDPS  160(R8)(R9*4), Y5, Y5
-	VMOVUPS Y5, 160(R8)(R9*4)
-	VMULPS  Y5, Y5, Y5
-	VMOVUPS 192(DI)(R9*4), Y6
-	VADDPS  192(R8)(R9*4), Y6, Y6
-	VMOVUPS Y6, 192(R8)(R9*4)
-	VMULPS  Y6, Y6, Y6
-	VMOVUPS 224(DI)(R9*4), Y7
-	VADDPS  224(R8)(R9*4), Y7, Y7
-	VMOVUPS Y7, 224(R8)(R9*4)
-	VMULPS  Y7, Y7, Y7
-	MOVQ    $0x00000040, R9
-	TESTL   $0x00000002, job_flags+0(AX)
-	JNZ     sumpf
-
-	PCALIGN $32
-sumloop:
-	CMPQ    R9, R10
-	JG      sumtail
-	VMOVUPS (DI)(R9*4), Y8
-	VADDPS  (R8)(R9*4), Y8, Y8
-	VMOVUPS Y8, (R8)(R9*4)
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y0, Y0
-	VMOVUPS 32(DI)(R9*4), Y8
-	VADDPS  32(R8)(R9*4), Y8, Y8
-	VMOVUPS Y8, 32(R8)(R9*4)
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y1, Y1
-	VMOVUPS 64(DI)(R9*4), Y8
-	VADDPS  64(R8)(R9*4), Y8, Y8
-	VMOVUPS Y8, 64(R8)(R9*4)
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y2, Y2
-	VMOVUPS 96(DI)(R9*4), Y8
-	VADDPS  96(R8)(R9*4), Y8, Y8
-	VMOVUPS Y8, 96(R8)(R9*4)
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y3, Y3
-	VMOVUPS 128(DI)(R9*4), Y8
-	VADDPS  128(R8)(R9*4), Y8, Y8
-	VMOVUPS Y8, 128(R8)(R9*4)
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y4, Y4
-	VMOVUPS 160(DI)(R9*4), Y8
-	VADDPS  160(R8)(R9*4), Y8, Y8
-	VMOVUPS Y8, 160(R8)(R9*4)
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y5, Y5
-	VMOVUPS 192(DI)(R9*4), Y8
-	VADDPS  192(R8)(R9*4), Y8, Y8
-	VMOVUPS Y8, 192(R8)(R9*4)
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y6, Y6
-	VMOVUPS 224(DI)(R9*4), Y8
-	VADDPS  224(R8)(R9*4), Y8, Y8
-	VMOVUPS Y8, 224(R8)(R9*4)
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y7, Y7
-	ADDQ    $0x00000040, R9
-	JMP     sumloop
-
-	// The same, prefetching the rows ahead.
-sumpf:
-	MOVQ SI, R11
-	SHLQ $0x01, R11
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows1
-	SHLQ $0x03, R11
-
-longrows1:
-	ADDQ DI, R11
-
-	PCALIGN $32
-sumpfloop:
-	CMPQ       R9, R10
-	JG         sumtail
-	PREFETCHT0 (R11)(R9*4)
-	PREFETCHT0 64(R11)(R9*4)
-	PREFETCHT0 128(R11)(R9*4)
-	PREFETCHT0 192(R11)(R9*4)
-	VMOVUPS    (DI)(R9*4), Y8
-	VADDPS     (R8)(R9*4), Y8, Y8
-	VMOVUPS    Y8, (R8)(R9*4)
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y0, Y0
-	VMOVUPS    32(DI)(R9*4), Y8
-	VADDPS     32(R8)(R9*4), Y8, Y8
-	VMOVUPS    Y8, 32(R8)(R9*4)
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y1, Y1
-	VMOVUPS    64(DI)(R9*4), Y8
-	VADDPS     64(R8)(R9*4), Y8, Y8
-	VMOVUPS    Y8, 64(R8)(R9*4)
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y2, Y2
-	VMOVUPS    96(DI)(R9*4), Y8
-	VADDPS     96(R8)(R9*4), Y8, Y8
-	VMOVUPS    Y8, 96(R8)(R9*4)
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y3, Y3
-	VMOVUPS    128(DI)(R9*4), Y8
-	VADDPS     128(R8)(R9*4), Y8, Y8
-	VMOVUPS    Y8, 128(R8)(R9*4)
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y4, Y4
-	VMOVUPS    160(DI)(R9*4), Y8
-	VADDPS     160(R8)(R9*4), Y8, Y8
-	VMOVUPS    Y8, 160(R8)(R9*4)
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y5, Y5
-	VMOVUPS    192(DI)(R9*4), Y8
-	VADDPS     192(R8)(R9*4), Y8, Y8
-	VMOVUPS    Y8, 192(R8)(R9*4)
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y6, Y6
-	VMOVUPS    224(DI)(R9*4), Y8
-	VADDPS     224(R8)(R9*4), Y8, Y8
-	VMOVUPS    Y8, 224(R8)(R9*4)
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y7, Y7
-	ADDQ       $0x00000040, R9
-	JMP        sumpfloop
-
-sumtail:
-	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
-	MOVQ    job_d+0(AX), R10
-	SUBQ    R9, R10
-	JZ      summed
-	MOVQ    R10, 688(SP)
-	LEAQ    (DI)(R9*4), DI
-	LEAQ    (R8)(R9*4), R8
-	MOVQ    R8, 696(SP)
-	LEAQ    128(SP), R8
-	VXORPS  Y8, Y8, Y8
-	VMOVUPS Y8, (R8)
-	VMOVUPS Y8, 32(R8)
-	VMOVUPS Y8, 64(R8)
-	VMOVUPS Y8, 96(R8)
-	VMOVUPS Y8, 128(R8)
-	VMOVUPS Y8, 160(R8)
-	VMOVUPS Y8, 192(R8)
-	VMOVUPS Y8, 224(R8)
-	MOVQ    688(SP), R10
-	XORQ    R9, R9
-	SUBQ    $0x00000008, R10
-
-copyvec2:
-	CMPQ    R9, R10
-	JG      copyone3
-	VMOVUPS (DI)(R9*4), Y8
-	VMOVUPS Y8, (R8)(R9*4)
-	ADDQ    $0x00000008, R9
-	JMP     copyvec2
-
-copyone3:
-	ADDQ $0x00000008, R10
-
-copyloop5:
-	CMPQ R9, R10
-	JGE  copied4
-	MOVL (DI)(R9*4), R11
-	MOVL R11, (R8)(R9*4)
-	INCQ R9
-	JMP  copyloop5
-
-copied4:
-	MOVQ    696(SP), DI
-	LEAQ    384(SP), R9
-	VXORPS  Y8, Y8, Y8
-	VMOVUPS Y8, (R9)
-	VMOVUPS Y8, 32(R9)
-	VMOVUPS Y8, 64(R9)
-	VMOVUPS Y8, 96(R9)
-	VMOVUPS Y8, 128(R9)
-	VMOVUPS Y8, 160(R9)
-	VMOVUPS Y8, 192(R9)
-	VMOVUPS Y8, 224(R9)
-	MOVQ    688(SP), R11
-	XORQ    R10, R10
-	SUBQ    $0x00000008, R11
-
-copyvec6:
-	CMPQ    R10, R11
-	JG      copyone7
-	VMOVUPS (DI)(R10*4), Y8
-	VMOVUPS Y8, (R9)(R10*4)
-	ADDQ    $0x00000008, R10
-	JMP     copyvec6
-
-copyone7:
-	ADDQ $0x00000008, R11
-
-copyloop9:
-	CMPQ R10, R11
-	JGE  copied8
-	MOVL (DI)(R10*4), R12
-	MOVL R12, (R9)(R10*4)
-	INCQ R10
-	JMP  copyloop9
-
-copied8:
-	XORQ    DI, DI
-	VMOVUPS (R8)(DI*4), Y8
-	VADDPS  (R9)(DI*4), Y8, Y8
-	VMOVUPS Y8, (R9)(DI*4)
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y0, Y0
-	VMOVUPS 32(R8)(DI*4), Y8
-	VADDPS  32(R9)(DI*4), Y8, Y8
-	VMOVUPS Y8, 32(R9)(DI*4)
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y1, Y1
-	VMOVUPS 64(R8)(DI*4), Y8
-	VADDPS  64(R9)(DI*4), Y8, Y8
-	VMOVUPS Y8, 64(R9)(DI*4)
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y2, Y2
-	VMOVUPS 96(R8)(DI*4), Y8
-	VADDPS  96(R9)(DI*4), Y8, Y8
-	VMOVUPS Y8, 96(R9)(DI*4)
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y3, Y3
-	VMOVUPS 128(R8)(DI*4), Y8
-	VADDPS  128(R9)(DI*4), Y8, Y8
-	VMOVUPS Y8, 128(R9)(DI*4)
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y4, Y4
-	VMOVUPS 160(R8)(DI*4), Y8
-	VADDPS  160(R9)(DI*4), Y8, Y8
-	VMOVUPS Y8, 160(R9)(DI*4)
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y5, Y5
-	VMOVUPS 192(R8)(DI*4), Y8
-	VADDPS  192(R9)(DI*4), Y8, Y8
-	VMOVUPS Y8, 192(R9)(DI*4)
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y6, Y6
-	VMOVUPS 224(R8)(DI*4), Y8
-	VADDPS  224(R9)(DI*4), Y8, Y8
-	VMOVUPS Y8, 224(R9)(DI*4)
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y7, Y7
-	MOVQ    696(SP), DI
-	LEAQ    384(SP), R8
-	MOVQ    688(SP), R10
-	XORQ    R9, R9
-	SUBQ    $0x00000008, R10
-
-copyvec10:
-	CMPQ    R9, R10
-	JG      copyone11
-	VMOVUPS (R8)(R9*4), Y8
-	VMOVUPS Y8, (DI)(R9*4)
-	ADDQ    $0x00000008, R9
-	JMP     copyvec10
-
-copyone11:
-	ADDQ $0x00000008, R10
-
-copyloop13:
-	CMPQ R9, R10
-	JGE  copied12
-	MOVL (R8)(R9*4), R11
-	MOVL R11, (DI)(R9*4)
-	INCQ R9
-	JMP  copyloop13
-
-copied12:
-summed:
-	VADDPS Y4, Y0, Y0
-	VADDPS Y5, Y1, Y1
-	VADDPS Y6, Y2, Y2
-	VADDPS Y7, Y3, Y3
-	VADDPS Y2, Y0, Y0
-	VADDPS Y3, Y1, Y1
-	VADDPS Y1, Y0, Y0
-
-	// Halving tree: p[j] += p[j+h] for the remaining h, down to ss.
-	VEXTRACTF128 $0x01, Y0, X1
-	VADDPS       X1, X0, X1
-	VMOVHLPS     X1, X1, X0
-	VADDPS       X0, X1, X1
-	VMOVSHDUP    X1, X0
-	VADDSS       X0, X1, X1
-
-	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
-	CMPL   708(SP), $0x00
-	JE     divide14
-	VMULSS 708(SP), X1, X1
-	JMP    divided15
-
-divide14:
-	VDIVSS 704(SP), X1, X1
-
-divided15:
-	VADDSS   job_eps+0(AX), X1, X1
-	VUCOMISS tlo<>+0(SB), X1
-	JCS      ret
-	VUCOMISS tmax<>+0(SB), X1
-	JHI      ret
-	VSQRTSS  X1, X1, X1
-	VMOVSS   one<>+0(SB), X0
-	VDIVSS   X1, X0, X0
-
-	// Report 1/rms if asked.
-	MOVQ   job_inv+0(AX), DI
-	TESTQ  DI, DI
-	JZ     scale
-	MOVQ   656(SP), R8
-	VMOVSS X0, (DI)(R8*4)
-
-scale:
-	VBROADCASTSS X0, Y1
-	MOVQ         $0x00000000, 680(SP)
-	CMPQ         672(SP), $0x01
-	JE           scalebody
-	VMOVUPS      X0, 640(SP)
-
-scalerow:
-	MOVQ         680(SP), DI
-	VBROADCASTSS 640(SP)(DI*4), Y1
-
-scalebody:
-	// y = (src*inv)*w, rounded after each multiply.
-	XORQ  DI, DI
-	MOVQ  job_d+0(AX), R8
-	SUBQ  $0x00000020, R8
-	TESTL $0x00000002, job_flags+0(AX)
-	JNZ   scalepf
-
-	PCALIGN $32
-scaleloop:
-	CMPQ    DI, R8
-	JG      scaletail
-	VMULPS  (BX)(DI*4), Y1, Y0
-	VMULPS  32(BX)(DI*4), Y1, Y2
-	VMULPS  64(BX)(DI*4), Y1, Y3
-	VMULPS  96(BX)(DI*4), Y1, Y4
-	VMOVUPS Y0, (CX)(DI*4)
-	VMOVUPS Y2, 32(CX)(DI*4)
-	VMOVUPS Y3, 64(CX)(DI*4)
-	VMOVUPS Y4, 96(CX)(DI*4)
-	ADDQ    $0x00000020, DI
-	JMP     scaleloop
-
-scalepf:
-	MOVQ SI, R9
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows16
-	SHLQ $0x03, R9
-
-longrows16:
-	ADDQ  BX, R9
-	TESTL $0x00000001, job_flags+0(AX)
-	JNZ   scalent
-
-	PCALIGN $32
-scalepfloop:
-	CMPQ       DI, R8
-	JG         scaletail
-	PREFETCHT0 (R9)(DI*4)
-	PREFETCHT0 64(R9)(DI*4)
-	VMULPS     (BX)(DI*4), Y1, Y0
-	VMULPS     32(BX)(DI*4), Y1, Y2
-	VMULPS     64(BX)(DI*4), Y1, Y3
-	VMULPS     96(BX)(DI*4), Y1, Y4
-	VMOVUPS    Y0, (CX)(DI*4)
-	VMOVUPS    Y2, 32(CX)(DI*4)
-	VMOVUPS    Y3, 64(CX)(DI*4)
-	VMOVUPS    Y4, 96(CX)(DI*4)
-	ADDQ       $0x00000020, DI
-	JMP        scalepfloop
-
-scalent:
-	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
-	MOVQ CX, R9
-	NEGQ R9
-	ANDQ $0x0000001f, R9
-	SHRQ $0x02, R9
-	JZ   scalentgo
-	CMPQ R9, job_d+0(AX)
-	JLE  scalehead
-	MOVQ job_d+0(AX), R9
-
-scalehead:
-	JMP partout
-
-scalentgo:
-	MOVQ SI, R9
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows17
-	SHLQ $0x03, R9
-
-longrows17:
-	ADDQ BX, R9
-
-	PCALIGN $32
-scalentloop:
-	CMPQ       DI, R8
-	JG         scaletail
-	PREFETCHT0 (R9)(DI*4)
-	PREFETCHT0 64(R9)(DI*4)
-	VMULPS     (BX)(DI*4), Y1, Y0
-	VMULPS     32(BX)(DI*4), Y1, Y2
-	VMULPS     64(BX)(DI*4), Y1, Y3
-	VMULPS     96(BX)(DI*4), Y1, Y4
-	VMOVNTPS   Y0, (CX)(DI*4)
-	VMOVNTPS   Y2, 32(CX)(DI*4)
-	VMOVNTPS   Y3, 64(CX)(DI*4)
-	VMOVNTPS   Y4, 96(CX)(DI*4)
-	ADDQ       $0x00000020, DI
-	JMP        scalentloop
-
-scaletail:
-	ADDQ $0x00000018, R8
-
-scaleone:
-	CMPQ    DI, R8
-	JG      scalepart
-	VMULPS  (BX)(DI*4), Y1, Y0
-	VMOVUPS Y0, (CX)(DI*4)
-	ADDQ    $0x00000008, DI
-	JMP     scaleone
-
-scalepart:
-	MOVQ job_d+0(AX), R9
-	SUBQ DI, R9
-	JZ   scaled
-
-	// The last n < lanes elements, or the first n of a non-temporal row (i + n < d: back to its loop).
-partout:
-	LEAQ (BX)(DI*4), R10
-	LEAQ 128(SP), R11
-	MOVQ R9, R13
-	XORQ R12, R12
-	SUBQ $0x00000008, R13
-
-copyvec18:
-	CMPQ    R12, R13
-	JG      copyone19
-	VMOVUPS (R10)(R12*4), Y0
-	VMOVUPS Y0, (R11)(R12*4)
-	ADDQ    $0x00000008, R12
-	JMP     copyvec18
-
-copyone19:
-	ADDQ $0x00000008, R13
-
-copyloop21:
-	CMPQ R12, R13
-	JGE  copied20
-	MOVL (R10)(R12*4), R14
-	MOVL R14, (R11)(R12*4)
-	INCQ R12
-	JMP  copyloop21
-
-copied20:
-	VMOVUPS 128(SP), Y0
-	VMULPS  Y0, Y1, Y0
-	VMOVUPS Y0, 192(SP)
-	LEAQ    192(SP), R11
-	LEAQ    (CX)(DI*4), R10
-	MOVQ    R9, R13
-	XORQ    R12, R12
-	SUBQ    $0x00000008, R13
-
-copyvec22:
-	CMPQ    R12, R13
-	JG      copyone23
-	VMOVUPS (R11)(R12*4), Y0
-	VMOVUPS Y0, (R10)(R12*4)
-	ADDQ    $0x00000008, R12
-	JMP     copyvec22
-
-copyone23:
-	ADDQ $0x00000008, R13
-
-copyloop25:
-	CMPQ R12, R13
-	JGE  copied24
-	MOVL (R11)(R12*4), R14
-	MOVL R14, (R10)(R12*4)
-	INCQ R12
-	JMP  copyloop25
-
-copied24:
-	ADDQ R9, DI
-	CMPQ DI, job_d+0(AX)
-	JB   scalentgo
-
-scaled:
-	ADDQ SI, DX
-	ADDQ SI, CX
-	ADDQ SI, BX
-	INCQ 656(SP)
-	MOVQ 680(SP), DI
-	INCQ DI
-	MOVQ DI, 680(SP)
-	CMPQ DI, 672(SP)
-	JB   scalerow
-	JMP  row
-
-ret:
-	TESTL $0x00000001, job_flags+0(AX)
-	JZ    vzero
-	SFENCE
-
-vzero:
-	VZEROUPPER
-	MOVQ 656(SP), AX
-	MOVQ AX, ret+24(FP)
-	RET
-
-// func avx2BF16WeightedOrOffset(j uintptr, from int, to int) int
-// Requires: AVX, AVX2, MMX+
-TEXT ·avx2BF16WeightedOrOffset(SB), NOSPLIT, $336-32
-	// avx2BF16WeightedOrOffset normalizes rows [from, to) of the job: BF16 rows: y = round16((x*inv)*w), or round16((x*inv)*(1+w)) with flagOffset (with flagRN, round16(x*inv) in place of (x*inv)), for each row.
+TEXT ·avx2ForwardBF16(SB), NOSPLIT, $336-32
+	// avx2ForwardBF16 normalizes rows [from, to) of the job: BF16 rows: y = round16((x*inv)*w), round16((x*inv)*(1+w)) with flagOffset, or round16(x*inv) with w nil (with flagRN, round16(x*inv) in place of (x*inv)), for each row.
 	// It stops before the first row that needs the float64 path and returns that row's index, or to.
 	MOVQ j+0(FP), AX
 	MOVQ job_dst+0(AX), CX
@@ -12987,8 +9466,10 @@ longrows11:
 	MOVL  job_flags+0(AX), R10
 	TESTL $0x00000001, R10
 	JNZ   scalent
+	TESTQ BX, BX
+	JZ    scaleloopnoweight
 	TESTL $0x00000010, R10
-	JNZ   scaleoffsetloop
+	JNZ   scaleloopoffset
 
 	PCALIGN $32
 scaleloop:
@@ -13088,13 +9569,13 @@ scalelooppf12:
 	JMP        scaleloopbody13
 
 	PCALIGN $32
-scaleoffsetloop:
+scaleloopoffset:
 	CMPQ  DI, R8
 	JG    scaletail
 	TESTL $0x00000002, R10
-	JNZ   scaleoffsetlooppf15
+	JNZ   scaleloopoffsetpf15
 
-scaleoffsetloopbody16:
+scaleloopoffsetbody16:
 	VPMOVZXWD (DX)(DI*2), Y2
 	VPSLLD    $0x10, Y2, Y2
 	VMULPS    Y1, Y2, Y2
@@ -13186,11 +9667,104 @@ notrn17:
 	VPERMQ    $0xd8, Y2, Y2
 	VMOVDQU   Y2, 32(CX)(DI*2)
 	ADDQ      $0x00000020, DI
-	JMP       scaleoffsetloop
+	JMP       scaleloopoffset
 
-scaleoffsetlooppf15:
+scaleloopoffsetpf15:
 	PREFETCHT0 (R9)(DI*2)
-	JMP        scaleoffsetloopbody16
+	JMP        scaleloopoffsetbody16
+
+	PCALIGN $32
+scaleloopnoweight:
+	CMPQ  DI, R8
+	JG    scaletail
+	TESTL $0x00000002, R10
+	JNZ   scaleloopnoweightpf18
+
+scaleloopnoweightbody19:
+	VPMOVZXWD (DX)(DI*2), Y2
+	VPSLLD    $0x10, Y2, Y2
+	VMULPS    Y1, Y2, Y2
+	VPMOVZXWD 16(DX)(DI*2), Y3
+	VPSLLD    $0x10, Y3, Y3
+	VMULPS    Y1, Y3, Y3
+	VPMOVZXWD 32(DX)(DI*2), Y4
+	VPSLLD    $0x10, Y4, Y4
+	VMULPS    Y1, Y4, Y4
+	VPMOVZXWD 48(DX)(DI*2), Y5
+	VPSLLD    $0x10, Y5, Y5
+	VMULPS    Y1, Y5, Y5
+	TESTL     $0x00000008, job_flags+0(AX)
+	JZ        notrn20
+	VPSRLD    $0x10, Y2, Y6
+	VPAND     avx2bfone<>+0(SB), Y6, Y6
+	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
+	VPADDD    Y2, Y6, Y6
+	VPAND     avx2bfhigh<>+0(SB), Y6, Y6
+	VCMPPS    $0x03, Y2, Y2, Y2
+	VBLENDVPS Y2, avx2bfnanhigh<>+0(SB), Y6, Y2
+	VPSRLD    $0x10, Y3, Y6
+	VPAND     avx2bfone<>+0(SB), Y6, Y6
+	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
+	VPADDD    Y3, Y6, Y6
+	VPAND     avx2bfhigh<>+0(SB), Y6, Y6
+	VCMPPS    $0x03, Y3, Y3, Y3
+	VBLENDVPS Y3, avx2bfnanhigh<>+0(SB), Y6, Y3
+	VPSRLD    $0x10, Y4, Y6
+	VPAND     avx2bfone<>+0(SB), Y6, Y6
+	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
+	VPADDD    Y4, Y6, Y6
+	VPAND     avx2bfhigh<>+0(SB), Y6, Y6
+	VCMPPS    $0x03, Y4, Y4, Y4
+	VBLENDVPS Y4, avx2bfnanhigh<>+0(SB), Y6, Y4
+	VPSRLD    $0x10, Y5, Y6
+	VPAND     avx2bfone<>+0(SB), Y6, Y6
+	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
+	VPADDD    Y5, Y6, Y6
+	VPAND     avx2bfhigh<>+0(SB), Y6, Y6
+	VCMPPS    $0x03, Y5, Y5, Y5
+	VBLENDVPS Y5, avx2bfnanhigh<>+0(SB), Y6, Y5
+
+notrn20:
+	VPSRLD    $0x10, Y2, Y6
+	VPAND     avx2bfone<>+0(SB), Y6, Y6
+	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
+	VPADDD    Y2, Y6, Y6
+	VPSRLD    $0x10, Y6, Y6
+	VCMPPS    $0x03, Y2, Y2, Y2
+	VBLENDVPS Y2, avx2bfnanlow<>+0(SB), Y6, Y6
+	VPSRLD    $0x10, Y3, Y2
+	VPAND     avx2bfone<>+0(SB), Y2, Y2
+	VPADDD    avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD    Y3, Y2, Y2
+	VPSRLD    $0x10, Y2, Y2
+	VCMPPS    $0x03, Y3, Y3, Y3
+	VBLENDVPS Y3, avx2bfnanlow<>+0(SB), Y2, Y2
+	VPACKUSDW Y2, Y6, Y6
+	VPERMQ    $0xd8, Y6, Y6
+	VMOVDQU   Y6, (CX)(DI*2)
+	VPSRLD    $0x10, Y4, Y2
+	VPAND     avx2bfone<>+0(SB), Y2, Y2
+	VPADDD    avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD    Y4, Y2, Y2
+	VPSRLD    $0x10, Y2, Y2
+	VCMPPS    $0x03, Y4, Y4, Y3
+	VBLENDVPS Y3, avx2bfnanlow<>+0(SB), Y2, Y2
+	VPSRLD    $0x10, Y5, Y3
+	VPAND     avx2bfone<>+0(SB), Y3, Y3
+	VPADDD    avx2bfbias<>+0(SB), Y3, Y3
+	VPADDD    Y5, Y3, Y3
+	VPSRLD    $0x10, Y3, Y3
+	VCMPPS    $0x03, Y5, Y5, Y4
+	VBLENDVPS Y4, avx2bfnanlow<>+0(SB), Y3, Y3
+	VPACKUSDW Y3, Y2, Y2
+	VPERMQ    $0xd8, Y2, Y2
+	VMOVDQU   Y2, 32(CX)(DI*2)
+	ADDQ      $0x00000020, DI
+	JMP       scaleloopnoweight
+
+scaleloopnoweightpf18:
+	PREFETCHT0 (R9)(DI*2)
+	JMP        scaleloopnoweightbody19
 
 scalent:
 	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
@@ -13210,7 +9784,7 @@ scalehead:
 	VPSLLD    $0x10, Y2, Y2
 	VMULPS    Y1, Y2, Y2
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn18
+	JZ        notrn21
 	VPSRLD    $0x10, Y2, Y3
 	VPAND     avx2bfone<>+0(SB), Y3, Y3
 	VPADDD    avx2bfbias<>+0(SB), Y3, Y3
@@ -13219,10 +9793,14 @@ scalehead:
 	VCMPPS    $0x03, Y2, Y2, Y2
 	VBLENDVPS Y2, avx2bfnanhigh<>+0(SB), Y3, Y2
 
-notrn18:
-	VMOVUPS      (BX)(DI*4), Y3
-	VADDPS       Y0, Y3, Y3
-	VMULPS       Y3, Y2, Y2
+notrn21:
+	TESTQ   BX, BX
+	JZ      noweight22
+	VMOVUPS (BX)(DI*4), Y3
+	VADDPS  Y0, Y3, Y3
+	VMULPS  Y3, Y2, Y2
+
+noweight22:
 	VPSRLD       $0x10, Y2, Y3
 	VPAND        avx2bfone<>+0(SB), Y3, Y3
 	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
@@ -13243,10 +9821,10 @@ scaleheadpart:
 scalentgo:
 	MOVQ SI, R9
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows19
+	JA   longrows23
 	SHLQ $0x03, R9
 
-longrows19:
+longrows23:
 	ADDQ DX, R9
 	MOVL job_flags+0(AX), R10
 
@@ -13268,7 +9846,7 @@ scalentloop:
 	VPSLLD     $0x10, Y5, Y5
 	VMULPS     Y1, Y5, Y5
 	TESTL      $0x00000008, job_flags+0(AX)
-	JZ         notrn20
+	JZ         notrn24
 	VPSRLD     $0x10, Y2, Y6
 	VPAND      avx2bfone<>+0(SB), Y6, Y6
 	VPADDD     avx2bfbias<>+0(SB), Y6, Y6
@@ -13298,15 +9876,17 @@ scalentloop:
 	VCMPPS     $0x03, Y5, Y5, Y5
 	VBLENDVPS  Y5, avx2bfnanhigh<>+0(SB), Y6, Y5
 
-notrn20:
+notrn24:
+	TESTQ  BX, BX
+	JZ     weighed26
 	TESTL  $0x00000010, R10
-	JNZ    offset21
+	JNZ    offset25
 	VMULPS (BX)(DI*4), Y2, Y2
 	VMULPS 32(BX)(DI*4), Y3, Y3
 	VMULPS 64(BX)(DI*4), Y4, Y4
 	VMULPS 96(BX)(DI*4), Y5, Y5
 
-weighed22:
+weighed26:
 	VPSRLD    $0x10, Y2, Y6
 	VPAND     avx2bfone<>+0(SB), Y6, Y6
 	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
@@ -13344,7 +9924,7 @@ weighed22:
 	ADDQ      $0x00000020, DI
 	JMP       scalentloop
 
-offset21:
+offset25:
 	VMOVUPS (BX)(DI*4), Y6
 	VADDPS  Y0, Y6, Y6
 	VMULPS  Y6, Y2, Y2
@@ -13357,7 +9937,7 @@ offset21:
 	VMOVUPS 96(BX)(DI*4), Y6
 	VADDPS  Y0, Y6, Y6
 	VMULPS  Y6, Y5, Y5
-	JMP     weighed22
+	JMP     weighed26
 
 scaletail:
 	ADDQ $0x00000018, R8
@@ -13369,7 +9949,7 @@ scaleone:
 	VPSLLD    $0x10, Y2, Y2
 	VMULPS    Y1, Y2, Y2
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn23
+	JZ        notrn27
 	VPSRLD    $0x10, Y2, Y3
 	VPAND     avx2bfone<>+0(SB), Y3, Y3
 	VPADDD    avx2bfbias<>+0(SB), Y3, Y3
@@ -13378,10 +9958,14 @@ scaleone:
 	VCMPPS    $0x03, Y2, Y2, Y2
 	VBLENDVPS Y2, avx2bfnanhigh<>+0(SB), Y3, Y2
 
-notrn23:
-	VMOVUPS      (BX)(DI*4), Y3
-	VADDPS       Y0, Y3, Y3
-	VMULPS       Y3, Y2, Y2
+notrn27:
+	TESTQ   BX, BX
+	JZ      noweight28
+	VMOVUPS (BX)(DI*4), Y3
+	VADDPS  Y0, Y3, Y3
+	VMULPS  Y3, Y2, Y2
+
+noweight28:
 	VPSRLD       $0x10, Y2, Y3
 	VPAND        avx2bfone<>+0(SB), Y3, Y3
 	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
@@ -13408,57 +9992,60 @@ partout:
 	XORQ R12, R12
 	SUBQ $0x00000010, R13
 
-copyvec24:
+copyvec29:
 	CMPQ    R12, R13
-	JG      copyone25
+	JG      copyone30
 	VMOVUPS (R10)(R12*2), Y2
 	VMOVUPS Y2, (R11)(R12*2)
 	ADDQ    $0x00000010, R12
-	JMP     copyvec24
+	JMP     copyvec29
 
-copyone25:
+copyone30:
 	ADDQ $0x00000010, R13
 
-copyloop27:
+copyloop32:
 	CMPQ R12, R13
-	JGE  copied26
+	JGE  copied31
 	MOVW (R10)(R12*2), R14
 	MOVW R14, (R11)(R12*2)
 	INCQ R12
-	JMP  copyloop27
+	JMP  copyloop32
 
-copied26:
-	LEAQ (BX)(DI*4), R10
-	LEAQ 160(SP), R11
-	MOVQ R9, R13
-	XORQ R12, R12
-	SUBQ $0x00000008, R13
+copied31:
+	TESTQ BX, BX
+	JZ    nowcopy33
+	LEAQ  (BX)(DI*4), R10
+	LEAQ  160(SP), R11
+	MOVQ  R9, R13
+	XORQ  R12, R12
+	SUBQ  $0x00000008, R13
 
-copyvec28:
+copyvec34:
 	CMPQ    R12, R13
-	JG      copyone29
+	JG      copyone35
 	VMOVUPS (R10)(R12*4), Y2
 	VMOVUPS Y2, (R11)(R12*4)
 	ADDQ    $0x00000008, R12
-	JMP     copyvec28
+	JMP     copyvec34
 
-copyone29:
+copyone35:
 	ADDQ $0x00000008, R13
 
-copyloop31:
+copyloop37:
 	CMPQ R12, R13
-	JGE  copied30
+	JGE  copied36
 	MOVL (R10)(R12*4), R14
 	MOVL R14, (R11)(R12*4)
 	INCQ R12
-	JMP  copyloop31
+	JMP  copyloop37
 
-copied30:
+copied36:
+nowcopy33:
 	VPMOVZXWD 128(SP), Y2
 	VPSLLD    $0x10, Y2, Y2
 	VMULPS    Y2, Y1, Y2
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn32
+	JZ        notrn38
 	VPSRLD    $0x10, Y2, Y3
 	VPAND     avx2bfone<>+0(SB), Y3, Y3
 	VPADDD    avx2bfbias<>+0(SB), Y3, Y3
@@ -13467,10 +10054,14 @@ copied30:
 	VCMPPS    $0x03, Y2, Y2, Y2
 	VBLENDVPS Y2, avx2bfnanhigh<>+0(SB), Y3, Y2
 
-notrn32:
-	VMOVUPS      160(SP), Y3
-	VADDPS       Y0, Y3, Y3
-	VMULPS       Y3, Y2, Y2
+notrn38:
+	TESTQ   BX, BX
+	JZ      noweight39
+	VMOVUPS 160(SP), Y3
+	VADDPS  Y0, Y3, Y3
+	VMULPS  Y3, Y2, Y2
+
+noweight39:
 	VPSRLD       $0x10, Y2, Y3
 	VPAND        avx2bfone<>+0(SB), Y3, Y3
 	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
@@ -13487,26 +10078,26 @@ notrn32:
 	XORQ         R12, R12
 	SUBQ         $0x00000010, R13
 
-copyvec33:
+copyvec40:
 	CMPQ    R12, R13
-	JG      copyone34
+	JG      copyone41
 	VMOVUPS (R11)(R12*2), Y2
 	VMOVUPS Y2, (R10)(R12*2)
 	ADDQ    $0x00000010, R12
-	JMP     copyvec33
+	JMP     copyvec40
 
-copyone34:
+copyone41:
 	ADDQ $0x00000010, R13
 
-copyloop36:
+copyloop43:
 	CMPQ R12, R13
-	JGE  copied35
+	JGE  copied42
 	MOVW (R11)(R12*2), R14
 	MOVW R14, (R10)(R12*2)
 	INCQ R12
-	JMP  copyloop36
+	JMP  copyloop43
 
-copied35:
+copied42:
 	ADDQ R9, DI
 	CMPQ DI, job_d+0(AX)
 	JB   scalentgo
@@ -13533,637 +10124,10 @@ vzero:
 	MOVQ AX, ret+24(FP)
 	RET
 
-// func avx2BF16Unweighted(j uintptr, from int, to int) int
+// func avx2ForwardBF16Add(j uintptr, from int, to int) int
 // Requires: AVX, AVX2, MMX+
-TEXT ·avx2BF16Unweighted(SB), NOSPLIT, $336-32
-	// avx2BF16Unweighted normalizes rows [from, to) of the job: BF16 rows: y = round16(x*inv), for each row.
-	// It stops before the first row that needs the float64 path and returns that row's index, or to.
-	MOVQ j+0(FP), AX
-	MOVQ job_dst+0(AX), CX
-	MOVQ job_x+0(AX), DX
-	MOVQ job_stride+0(AX), BX
-	SHLQ $0x01, BX
-
-	// fd = float32(d); rd = 1/d when d is a power of two (a/d is then a*rd exactly), else 0.
-	MOVQ       job_d+0(AX), SI
-	VMOVSS     one<>+0(SB), X0
-	VCVTSI2SSQ SI, X0, X0
-	VMOVSS     X0, 328(SP)
-	XORL       R8, R8
-	LEAQ       -1(SI), DI
-	TESTQ      SI, DI
-	JNZ        notpow2
-	BSFQ       SI, DI
-	MOVL       $0x0000007f, R8
-	SUBL       DI, R8
-	SHLL       $0x17, R8
-
-notpow2:
-	MOVL R8, 332(SP)
-
-	// Start at row from.
-	MOVQ  from+8(FP), SI
-	MOVQ  SI, 272(SP)
-	MOVQ  $0x00000000, 280(SP)
-	IMULQ BX, SI
-	ADDQ  SI, CX
-	ADDQ  SI, DX
-
-row:
-	MOVQ 272(SP), SI
-	CMPQ SI, to+16(FP)
-	JAE  ret
-	MOVQ $0x00000001, 288(SP)
-	CMPQ 280(SP), $0x00
-	JE   trygroup
-	DECQ 280(SP)
-	JMP  sum
-
-trygroup:
-	CMPQ job_d+0(AX), $0x00000200
-	JA   sum
-	MOVQ to+16(FP), SI
-	SUBQ 272(SP), SI
-	CMPQ SI, $0x04
-	JB   sum
-	MOVQ $0x00000004, 288(SP)
-
-sum:
-	MOVQ DX, SI
-	XORQ DI, DI
-
-sumrow:
-	// Sum of squares: element i goes to partial i%64.
-	MOVQ   job_d+0(AX), R9
-	SUBQ   $0x00000040, R9
-	JGE    firstblock
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
-	VXORPS Y4, Y4, Y4
-	VXORPS Y5, Y5, Y5
-	VXORPS Y6, Y6, Y6
-	VXORPS Y7, Y7, Y7
-	XORQ   R8, R8
-	JMP    sumtail
-
-firstblock:
-	// +0 + square is the square itself: the first block initializes the partials.
-	XORQ      R8, R8
-	VPMOVZXWD (SI)(R8*2), Y0
-	VPSLLD    $0x10, Y0, Y0
-	VMULPS    Y0, Y0, Y0
-	VPMOVZXWD 16(SI)(R8*2), Y1
-	VPSLLD    $0x10, Y1, Y1
-	VMULPS    Y1, Y1, Y1
-	VPMOVZXWD 32(SI)(R8*2), Y2
-	VPSLLD    $0x10, Y2, Y2
-	VMULPS    Y2, Y2, Y2
-	VPMOVZXWD 48(SI)(R8*2), Y3
-	VPSLLD    $0x10, Y3, Y3
-	VMULPS    Y3, Y3, Y3
-	VPMOVZXWD 64(SI)(R8*2), Y4
-	VPSLLD    $0x10, Y4, Y4
-	VMULPS    Y4, Y4, Y4
-	VPMOVZXWD 80(SI)(R8*2), Y5
-	VPSLLD    $0x10, Y5, Y5
-	VMULPS    Y5, Y5, Y5
-	VPMOVZXWD 96(SI)(R8*2), Y6
-	VPSLLD    $0x10, Y6, Y6
-	VMULPS    Y6, Y6, Y6
-	VPMOVZXWD 112(SI)(R8*2), Y7
-	VPSLLD    $0x10, Y7, Y7
-	VMULPS    Y7, Y7, Y7
-	MOVQ      $0x00000040, R8
-
-	// With flagPF, the rows ahead are prefetched: one loop for both, the flag tested per block.
-	MOVQ BX, R10
-	SHLQ $0x01, R10
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows1
-	SHLQ $0x03, R10
-
-longrows1:
-	ADDQ SI, R10
-	MOVL job_flags+0(AX), R11
-
-	PCALIGN $32
-sumloop:
-	CMPQ  R8, R9
-	JG    sumtail
-	TESTL $0x00000002, R11
-	JNZ   sumpf
-
-sumblock:
-	VPMOVZXWD (SI)(R8*2), Y8
-	VPSLLD    $0x10, Y8, Y8
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y0, Y0
-	VPMOVZXWD 16(SI)(R8*2), Y8
-	VPSLLD    $0x10, Y8, Y8
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y1, Y1
-	VPMOVZXWD 32(SI)(R8*2), Y8
-	VPSLLD    $0x10, Y8, Y8
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y2, Y2
-	VPMOVZXWD 48(SI)(R8*2), Y8
-	VPSLLD    $0x10, Y8, Y8
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y3, Y3
-	VPMOVZXWD 64(SI)(R8*2), Y8
-	VPSLLD    $0x10, Y8, Y8
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y4, Y4
-	VPMOVZXWD 80(SI)(R8*2), Y8
-	VPSLLD    $0x10, Y8, Y8
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y5, Y5
-	VPMOVZXWD 96(SI)(R8*2), Y8
-	VPSLLD    $0x10, Y8, Y8
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y6, Y6
-	VPMOVZXWD 112(SI)(R8*2), Y8
-	VPSLLD    $0x10, Y8, Y8
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y7, Y7
-	ADDQ      $0x00000040, R8
-	JMP       sumloop
-
-	// Out of the loop's way: the prefetches, whose flag is usually clear.
-sumpf:
-	PREFETCHT0 (R10)(R8*2)
-	PREFETCHT0 64(R10)(R8*2)
-	JMP        sumblock
-
-sumtail:
-	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
-	MOVQ    job_d+0(AX), R9
-	SUBQ    R8, R9
-	JZ      summed
-	JL      slotsummed
-	MOVQ    R9, 304(SP)
-	LEAQ    (SI)(R8*2), R9
-	LEAQ    128(SP), R10
-	VXORPS  Y8, Y8, Y8
-	VMOVUPS Y8, (R10)
-	VMOVUPS Y8, 32(R10)
-	VMOVUPS Y8, 64(R10)
-	VMOVUPS Y8, 96(R10)
-	MOVQ    304(SP), R12
-	XORQ    R11, R11
-	SUBQ    $0x00000010, R12
-
-copyvec2:
-	CMPQ    R11, R12
-	JG      copyone3
-	VMOVUPS (R9)(R11*2), Y8
-	VMOVUPS Y8, (R10)(R11*2)
-	ADDQ    $0x00000010, R11
-	JMP     copyvec2
-
-copyone3:
-	ADDQ $0x00000010, R12
-
-copyloop5:
-	CMPQ R11, R12
-	JGE  copied4
-	MOVW (R9)(R11*2), R13
-	MOVW R13, (R10)(R11*2)
-	INCQ R11
-	JMP  copyloop5
-
-copied4:
-	MOVQ R8, R9
-	SHLQ $0x01, R9
-	MOVQ SI, 320(SP)
-	MOVQ R10, SI
-	SUBQ R9, SI
-	MOVQ R8, R9
-	MOVQ SI, R10
-	XORL R11, R11
-	JMP  sumblock
-
-slotsummed:
-	MOVQ 320(SP), SI
-
-summed:
-	VADDPS  Y4, Y0, Y0
-	VADDPS  Y5, Y1, Y1
-	VADDPS  Y6, Y2, Y2
-	VADDPS  Y7, Y3, Y3
-	VADDPS  Y2, Y0, Y0
-	VADDPS  Y3, Y1, Y1
-	VADDPS  Y1, Y0, Y0
-	CMPQ    288(SP), $0x01
-	JE      invone
-	VMOVUPS Y0, (SP)(DI*1)
-	ADDQ    BX, SI
-	ADDQ    $0x00000020, DI
-	CMPQ    DI, $0x00000080
-	JB      sumrow
-	JMP     invgroup
-
-invone:
-	// Halving tree: p[j] += p[j+h] for the remaining h, down to ss.
-	VEXTRACTF128 $0x01, Y0, X1
-	VADDPS       X1, X0, X1
-	VMOVHLPS     X1, X1, X0
-	VADDPS       X0, X1, X1
-	VMOVSHDUP    X1, X0
-	VADDSS       X0, X1, X1
-
-	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
-	CMPL   332(SP), $0x00
-	JE     divide6
-	VMULSS 332(SP), X1, X1
-	JMP    divided7
-
-divide6:
-	VDIVSS 328(SP), X1, X1
-
-divided7:
-	VADDSS   job_eps+0(AX), X1, X1
-	VUCOMISS tlo<>+0(SB), X1
-	JCS      ret
-	VUCOMISS tmax<>+0(SB), X1
-	JHI      ret
-	VSQRTSS  X1, X1, X1
-	VMOVSS   one<>+0(SB), X0
-	VDIVSS   X1, X0, X0
-
-	// Report 1/rms if asked.
-	MOVQ   job_inv+0(AX), SI
-	TESTQ  SI, SI
-	JZ     scale
-	MOVQ   272(SP), DI
-	VMOVSS X0, (SI)(DI*4)
-	JMP    scale
-
-invgroup:
-	// The rest of the halving tree, four rows at once.
-	VMOVUPS      (SP), Y0
-	VMOVUPS      32(SP), Y1
-	VMOVUPS      64(SP), Y2
-	VMOVUPS      96(SP), Y3
-	VPERM2F128   $0x20, Y1, Y0, Y4
-	VPERM2F128   $0x31, Y1, Y0, Y0
-	VADDPS       Y0, Y4, Y4
-	VPERM2F128   $0x20, Y3, Y2, Y0
-	VPERM2F128   $0x31, Y3, Y2, Y1
-	VADDPS       Y1, Y0, Y0
-	VSHUFPS      $0x44, Y0, Y4, Y1
-	VSHUFPS      $0xee, Y0, Y4, Y0
-	VADDPS       Y0, Y1, Y1
-	VHADDPS      Y1, Y1, Y1
-	VEXTRACTF128 $0x01, Y1, X0
-	VUNPCKLPS    X0, X1, X0
-
-	// t = ss/d + eps for the four rows; any t outside [2^-100, MaxFloat32] sends the group to the one-row path.
-	CMPL         332(SP), $0x00
-	JE           divide8
-	VBROADCASTSS 332(SP), X1
-	VMULPS       X1, X0, X1
-	JMP          divided9
-
-divide8:
-	VBROADCASTSS 328(SP), X1
-	VDIVPS       X1, X0, X1
-
-divided9:
-	VBROADCASTSS job_eps+0(AX), X0
-	VADDPS       X0, X1, X1
-	VCMPPS       $0x1d, tlo4<>+0(SB), X1, X0
-	VCMPPS       $0x12, tmax4<>+0(SB), X1, X2
-	VANDPS       X2, X0, X0
-	VMOVMSKPS    X0, SI
-	CMPL         SI, $0x0f
-	JE           ginrange
-	MOVQ         $0x00000004, 280(SP)
-	JMP          row
-
-ginrange:
-	VSQRTPS      X1, X1
-	VBROADCASTSS one<>+0(SB), X0
-	VDIVPS       X1, X0, X0
-
-	// Report 1/rms if asked.
-	MOVQ    job_inv+0(AX), SI
-	TESTQ   SI, SI
-	JZ      scale
-	MOVQ    272(SP), DI
-	VMOVUPS X0, (SI)(DI*4)
-
-scale:
-	VBROADCASTSS X0, Y1
-	MOVQ         $0x00000000, 296(SP)
-	CMPQ         288(SP), $0x01
-	JE           scalebody
-	VMOVUPS      X0, 256(SP)
-
-scalerow:
-	MOVQ         296(SP), SI
-	VBROADCASTSS 256(SP)(SI*4), Y1
-
-scalebody:
-	// y = (src*inv)*w, rounded after each multiply.
-	XORQ SI, SI
-	MOVQ job_d+0(AX), DI
-	SUBQ $0x00000020, DI
-	MOVQ BX, R8
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows10
-	SHLQ $0x03, R8
-
-longrows10:
-	ADDQ  DX, R8
-	MOVL  job_flags+0(AX), R9
-	TESTL $0x00000001, R9
-	JNZ   scalent
-
-	PCALIGN $32
-scaleloop:
-	CMPQ  SI, DI
-	JG    scaletail
-	TESTL $0x00000002, R9
-	JNZ   scalelooppf11
-
-scaleloopbody12:
-	VPMOVZXWD (DX)(SI*2), Y0
-	VPSLLD    $0x10, Y0, Y0
-	VMULPS    Y1, Y0, Y0
-	VPMOVZXWD 16(DX)(SI*2), Y2
-	VPSLLD    $0x10, Y2, Y2
-	VMULPS    Y1, Y2, Y2
-	VPMOVZXWD 32(DX)(SI*2), Y3
-	VPSLLD    $0x10, Y3, Y3
-	VMULPS    Y1, Y3, Y3
-	VPMOVZXWD 48(DX)(SI*2), Y4
-	VPSLLD    $0x10, Y4, Y4
-	VMULPS    Y1, Y4, Y4
-	VPSRLD    $0x10, Y0, Y5
-	VPAND     avx2bfone<>+0(SB), Y5, Y5
-	VPADDD    avx2bfbias<>+0(SB), Y5, Y5
-	VPADDD    Y0, Y5, Y5
-	VPSRLD    $0x10, Y5, Y5
-	VCMPPS    $0x03, Y0, Y0, Y0
-	VBLENDVPS Y0, avx2bfnanlow<>+0(SB), Y5, Y5
-	VPSRLD    $0x10, Y2, Y0
-	VPAND     avx2bfone<>+0(SB), Y0, Y0
-	VPADDD    avx2bfbias<>+0(SB), Y0, Y0
-	VPADDD    Y2, Y0, Y0
-	VPSRLD    $0x10, Y0, Y0
-	VCMPPS    $0x03, Y2, Y2, Y2
-	VBLENDVPS Y2, avx2bfnanlow<>+0(SB), Y0, Y0
-	VPACKUSDW Y0, Y5, Y5
-	VPERMQ    $0xd8, Y5, Y5
-	VMOVDQU   Y5, (CX)(SI*2)
-	VPSRLD    $0x10, Y3, Y0
-	VPAND     avx2bfone<>+0(SB), Y0, Y0
-	VPADDD    avx2bfbias<>+0(SB), Y0, Y0
-	VPADDD    Y3, Y0, Y0
-	VPSRLD    $0x10, Y0, Y0
-	VCMPPS    $0x03, Y3, Y3, Y2
-	VBLENDVPS Y2, avx2bfnanlow<>+0(SB), Y0, Y0
-	VPSRLD    $0x10, Y4, Y2
-	VPAND     avx2bfone<>+0(SB), Y2, Y2
-	VPADDD    avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD    Y4, Y2, Y2
-	VPSRLD    $0x10, Y2, Y2
-	VCMPPS    $0x03, Y4, Y4, Y3
-	VBLENDVPS Y3, avx2bfnanlow<>+0(SB), Y2, Y2
-	VPACKUSDW Y2, Y0, Y0
-	VPERMQ    $0xd8, Y0, Y0
-	VMOVDQU   Y0, 32(CX)(SI*2)
-	ADDQ      $0x00000020, SI
-	JMP       scaleloop
-
-scalelooppf11:
-	PREFETCHT0 (R8)(SI*2)
-	JMP        scaleloopbody12
-
-scalent:
-	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
-	MOVQ CX, R8
-	NEGQ R8
-	ANDQ $0x0000001f, R8
-	SHRQ $0x01, R8
-	JZ   scalentgo
-	CMPQ R8, job_d+0(AX)
-	JLE  scalehead
-	MOVQ job_d+0(AX), R8
-
-scalehead:
-	CMPQ         R8, $0x00000008
-	JB           scaleheadpart
-	VPMOVZXWD    (DX)(SI*2), Y0
-	VPSLLD       $0x10, Y0, Y0
-	VMULPS       Y1, Y0, Y0
-	VPSRLD       $0x10, Y0, Y2
-	VPAND        avx2bfone<>+0(SB), Y2, Y2
-	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD       Y0, Y2, Y2
-	VPSRLD       $0x10, Y2, Y2
-	VCMPPS       $0x03, Y0, Y0, Y0
-	VBLENDVPS    Y0, avx2bfnanlow<>+0(SB), Y2, Y2
-	VEXTRACTI128 $0x01, Y2, X0
-	VPACKUSDW    X0, X2, X0
-	VMOVDQU      X0, (CX)(SI*2)
-	ADDQ         $0x00000008, SI
-	SUBQ         $0x00000008, R8
-	JZ           scalentgo
-
-scaleheadpart:
-	JMP partout
-
-scalentgo:
-	MOVQ BX, R8
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows13
-	SHLQ $0x03, R8
-
-longrows13:
-	ADDQ DX, R8
-
-	PCALIGN $32
-scalentloop:
-	CMPQ       SI, DI
-	JG         scaletail
-	PREFETCHT0 (R8)(SI*2)
-	VPMOVZXWD  (DX)(SI*2), Y0
-	VPSLLD     $0x10, Y0, Y0
-	VMULPS     Y1, Y0, Y0
-	VPMOVZXWD  16(DX)(SI*2), Y2
-	VPSLLD     $0x10, Y2, Y2
-	VMULPS     Y1, Y2, Y2
-	VPMOVZXWD  32(DX)(SI*2), Y3
-	VPSLLD     $0x10, Y3, Y3
-	VMULPS     Y1, Y3, Y3
-	VPMOVZXWD  48(DX)(SI*2), Y4
-	VPSLLD     $0x10, Y4, Y4
-	VMULPS     Y1, Y4, Y4
-	VPSRLD     $0x10, Y0, Y5
-	VPAND      avx2bfone<>+0(SB), Y5, Y5
-	VPADDD     avx2bfbias<>+0(SB), Y5, Y5
-	VPADDD     Y0, Y5, Y5
-	VPSRLD     $0x10, Y5, Y5
-	VCMPPS     $0x03, Y0, Y0, Y0
-	VBLENDVPS  Y0, avx2bfnanlow<>+0(SB), Y5, Y5
-	VPSRLD     $0x10, Y2, Y0
-	VPAND      avx2bfone<>+0(SB), Y0, Y0
-	VPADDD     avx2bfbias<>+0(SB), Y0, Y0
-	VPADDD     Y2, Y0, Y0
-	VPSRLD     $0x10, Y0, Y0
-	VCMPPS     $0x03, Y2, Y2, Y2
-	VBLENDVPS  Y2, avx2bfnanlow<>+0(SB), Y0, Y0
-	VPACKUSDW  Y0, Y5, Y5
-	VPERMQ     $0xd8, Y5, Y5
-	VMOVNTDQ   Y5, (CX)(SI*2)
-	VPSRLD     $0x10, Y3, Y0
-	VPAND      avx2bfone<>+0(SB), Y0, Y0
-	VPADDD     avx2bfbias<>+0(SB), Y0, Y0
-	VPADDD     Y3, Y0, Y0
-	VPSRLD     $0x10, Y0, Y0
-	VCMPPS     $0x03, Y3, Y3, Y2
-	VBLENDVPS  Y2, avx2bfnanlow<>+0(SB), Y0, Y0
-	VPSRLD     $0x10, Y4, Y2
-	VPAND      avx2bfone<>+0(SB), Y2, Y2
-	VPADDD     avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD     Y4, Y2, Y2
-	VPSRLD     $0x10, Y2, Y2
-	VCMPPS     $0x03, Y4, Y4, Y3
-	VBLENDVPS  Y3, avx2bfnanlow<>+0(SB), Y2, Y2
-	VPACKUSDW  Y2, Y0, Y0
-	VPERMQ     $0xd8, Y0, Y0
-	VMOVNTDQ   Y0, 32(CX)(SI*2)
-	ADDQ       $0x00000020, SI
-	JMP        scalentloop
-
-scaletail:
-	ADDQ $0x00000018, DI
-
-scaleone:
-	CMPQ         SI, DI
-	JG           scalepart
-	VPMOVZXWD    (DX)(SI*2), Y0
-	VPSLLD       $0x10, Y0, Y0
-	VMULPS       Y1, Y0, Y0
-	VPSRLD       $0x10, Y0, Y2
-	VPAND        avx2bfone<>+0(SB), Y2, Y2
-	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD       Y0, Y2, Y2
-	VPSRLD       $0x10, Y2, Y2
-	VCMPPS       $0x03, Y0, Y0, Y0
-	VBLENDVPS    Y0, avx2bfnanlow<>+0(SB), Y2, Y2
-	VEXTRACTI128 $0x01, Y2, X0
-	VPACKUSDW    X0, X2, X0
-	VMOVDQU      X0, (CX)(SI*2)
-	ADDQ         $0x00000008, SI
-	JMP          scaleone
-
-scalepart:
-	MOVQ job_d+0(AX), R8
-	SUBQ SI, R8
-	JZ   scaled
-
-	// The last n < lanes elements, or the first n of a non-temporal row (i + n < d: back to its loop).
-partout:
-	LEAQ (DX)(SI*2), R9
-	LEAQ 128(SP), R10
-	MOVQ R8, R12
-	XORQ R11, R11
-	SUBQ $0x00000010, R12
-
-copyvec14:
-	CMPQ    R11, R12
-	JG      copyone15
-	VMOVUPS (R9)(R11*2), Y0
-	VMOVUPS Y0, (R10)(R11*2)
-	ADDQ    $0x00000010, R11
-	JMP     copyvec14
-
-copyone15:
-	ADDQ $0x00000010, R12
-
-copyloop17:
-	CMPQ R11, R12
-	JGE  copied16
-	MOVW (R9)(R11*2), R13
-	MOVW R13, (R10)(R11*2)
-	INCQ R11
-	JMP  copyloop17
-
-copied16:
-	VPMOVZXWD    128(SP), Y0
-	VPSLLD       $0x10, Y0, Y0
-	VMULPS       Y0, Y1, Y0
-	VPSRLD       $0x10, Y0, Y2
-	VPAND        avx2bfone<>+0(SB), Y2, Y2
-	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD       Y0, Y2, Y2
-	VPSRLD       $0x10, Y2, Y2
-	VCMPPS       $0x03, Y0, Y0, Y0
-	VBLENDVPS    Y0, avx2bfnanlow<>+0(SB), Y2, Y2
-	VEXTRACTI128 $0x01, Y2, X0
-	VPACKUSDW    X0, X2, X0
-	VMOVDQU      X0, 192(SP)
-	LEAQ         192(SP), R10
-	LEAQ         (CX)(SI*2), R9
-	MOVQ         R8, R12
-	XORQ         R11, R11
-	SUBQ         $0x00000010, R12
-
-copyvec18:
-	CMPQ    R11, R12
-	JG      copyone19
-	VMOVUPS (R10)(R11*2), Y0
-	VMOVUPS Y0, (R9)(R11*2)
-	ADDQ    $0x00000010, R11
-	JMP     copyvec18
-
-copyone19:
-	ADDQ $0x00000010, R12
-
-copyloop21:
-	CMPQ R11, R12
-	JGE  copied20
-	MOVW (R10)(R11*2), R13
-	MOVW R13, (R9)(R11*2)
-	INCQ R11
-	JMP  copyloop21
-
-copied20:
-	ADDQ R8, SI
-	CMPQ SI, job_d+0(AX)
-	JB   scalentgo
-
-scaled:
-	ADDQ BX, DX
-	ADDQ BX, CX
-	INCQ 272(SP)
-	MOVQ 296(SP), SI
-	INCQ SI
-	MOVQ SI, 296(SP)
-	CMPQ SI, 288(SP)
-	JB   scalerow
-	JMP  row
-
-ret:
-	TESTL $0x00000001, job_flags+0(AX)
-	JZ    vzero
-	SFENCE
-
-vzero:
-	VZEROUPPER
-	MOVQ 272(SP), AX
-	MOVQ AX, ret+24(FP)
-	RET
-
-// func avx2BF16AddWeightedOrOffset(j uintptr, from int, to int) int
-// Requires: AVX, AVX2, MMX+
-TEXT ·avx2BF16AddWeightedOrOffset(SB), NOSPLIT, $464-32
-	// avx2BF16AddWeightedOrOffset normalizes rows [from, to) of the job: BF16 rows: h = round16(x + res) and res = h per element, then y = round16((h*inv)*w), or round16((h*inv)*(1+w)) with flagOffset (with flagRN, round16(h*inv) in place of (h*inv)), for each row.
+TEXT ·avx2ForwardBF16Add(SB), NOSPLIT, $464-32
+	// avx2ForwardBF16Add normalizes rows [from, to) of the job: BF16 rows: h = round16(x + res) and res = h per element, then y = round16((h*inv)*w), round16((h*inv)*(1+w)) with flagOffset, or round16(h*inv) with w nil (with flagRN, round16(h*inv) in place of (h*inv)), for each row.
 	// It stops before the first row that needs the float64 path and returns that row's index, or to.
 	MOVQ j+0(FP), AX
 	MOVQ job_dst+0(AX), CX
@@ -14722,8 +10686,10 @@ longrows17:
 	MOVL  job_flags+0(AX), R11
 	TESTL $0x00000001, R11
 	JNZ   scalent
+	TESTQ BX, BX
+	JZ    scaleloopnoweight
 	TESTL $0x00000010, R11
-	JNZ   scaleoffsetloop
+	JNZ   scaleloopoffset
 
 	PCALIGN $32
 scaleloop:
@@ -14823,13 +10789,13 @@ scalelooppf18:
 	JMP        scaleloopbody19
 
 	PCALIGN $32
-scaleoffsetloop:
+scaleloopoffset:
 	CMPQ  R8, R9
 	JG    scaletail
 	TESTL $0x00000002, R11
-	JNZ   scaleoffsetlooppf21
+	JNZ   scaleloopoffsetpf21
 
-scaleoffsetloopbody22:
+scaleloopoffsetbody22:
 	VPMOVZXWD (SI)(R8*2), Y2
 	VPSLLD    $0x10, Y2, Y2
 	VMULPS    Y1, Y2, Y2
@@ -14921,11 +10887,104 @@ notrn23:
 	VPERMQ    $0xd8, Y2, Y2
 	VMOVDQU   Y2, 32(CX)(R8*2)
 	ADDQ      $0x00000020, R8
-	JMP       scaleoffsetloop
+	JMP       scaleloopoffset
 
-scaleoffsetlooppf21:
+scaleloopoffsetpf21:
 	PREFETCHT0 (R10)(R8*2)
-	JMP        scaleoffsetloopbody22
+	JMP        scaleloopoffsetbody22
+
+	PCALIGN $32
+scaleloopnoweight:
+	CMPQ  R8, R9
+	JG    scaletail
+	TESTL $0x00000002, R11
+	JNZ   scaleloopnoweightpf24
+
+scaleloopnoweightbody25:
+	VPMOVZXWD (SI)(R8*2), Y2
+	VPSLLD    $0x10, Y2, Y2
+	VMULPS    Y1, Y2, Y2
+	VPMOVZXWD 16(SI)(R8*2), Y3
+	VPSLLD    $0x10, Y3, Y3
+	VMULPS    Y1, Y3, Y3
+	VPMOVZXWD 32(SI)(R8*2), Y4
+	VPSLLD    $0x10, Y4, Y4
+	VMULPS    Y1, Y4, Y4
+	VPMOVZXWD 48(SI)(R8*2), Y5
+	VPSLLD    $0x10, Y5, Y5
+	VMULPS    Y1, Y5, Y5
+	TESTL     $0x00000008, job_flags+0(AX)
+	JZ        notrn26
+	VPSRLD    $0x10, Y2, Y6
+	VPAND     avx2bfone<>+0(SB), Y6, Y6
+	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
+	VPADDD    Y2, Y6, Y6
+	VPAND     avx2bfhigh<>+0(SB), Y6, Y6
+	VCMPPS    $0x03, Y2, Y2, Y2
+	VBLENDVPS Y2, avx2bfnanhigh<>+0(SB), Y6, Y2
+	VPSRLD    $0x10, Y3, Y6
+	VPAND     avx2bfone<>+0(SB), Y6, Y6
+	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
+	VPADDD    Y3, Y6, Y6
+	VPAND     avx2bfhigh<>+0(SB), Y6, Y6
+	VCMPPS    $0x03, Y3, Y3, Y3
+	VBLENDVPS Y3, avx2bfnanhigh<>+0(SB), Y6, Y3
+	VPSRLD    $0x10, Y4, Y6
+	VPAND     avx2bfone<>+0(SB), Y6, Y6
+	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
+	VPADDD    Y4, Y6, Y6
+	VPAND     avx2bfhigh<>+0(SB), Y6, Y6
+	VCMPPS    $0x03, Y4, Y4, Y4
+	VBLENDVPS Y4, avx2bfnanhigh<>+0(SB), Y6, Y4
+	VPSRLD    $0x10, Y5, Y6
+	VPAND     avx2bfone<>+0(SB), Y6, Y6
+	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
+	VPADDD    Y5, Y6, Y6
+	VPAND     avx2bfhigh<>+0(SB), Y6, Y6
+	VCMPPS    $0x03, Y5, Y5, Y5
+	VBLENDVPS Y5, avx2bfnanhigh<>+0(SB), Y6, Y5
+
+notrn26:
+	VPSRLD    $0x10, Y2, Y6
+	VPAND     avx2bfone<>+0(SB), Y6, Y6
+	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
+	VPADDD    Y2, Y6, Y6
+	VPSRLD    $0x10, Y6, Y6
+	VCMPPS    $0x03, Y2, Y2, Y2
+	VBLENDVPS Y2, avx2bfnanlow<>+0(SB), Y6, Y6
+	VPSRLD    $0x10, Y3, Y2
+	VPAND     avx2bfone<>+0(SB), Y2, Y2
+	VPADDD    avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD    Y3, Y2, Y2
+	VPSRLD    $0x10, Y2, Y2
+	VCMPPS    $0x03, Y3, Y3, Y3
+	VBLENDVPS Y3, avx2bfnanlow<>+0(SB), Y2, Y2
+	VPACKUSDW Y2, Y6, Y6
+	VPERMQ    $0xd8, Y6, Y6
+	VMOVDQU   Y6, (CX)(R8*2)
+	VPSRLD    $0x10, Y4, Y2
+	VPAND     avx2bfone<>+0(SB), Y2, Y2
+	VPADDD    avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD    Y4, Y2, Y2
+	VPSRLD    $0x10, Y2, Y2
+	VCMPPS    $0x03, Y4, Y4, Y3
+	VBLENDVPS Y3, avx2bfnanlow<>+0(SB), Y2, Y2
+	VPSRLD    $0x10, Y5, Y3
+	VPAND     avx2bfone<>+0(SB), Y3, Y3
+	VPADDD    avx2bfbias<>+0(SB), Y3, Y3
+	VPADDD    Y5, Y3, Y3
+	VPSRLD    $0x10, Y3, Y3
+	VCMPPS    $0x03, Y5, Y5, Y4
+	VBLENDVPS Y4, avx2bfnanlow<>+0(SB), Y3, Y3
+	VPACKUSDW Y3, Y2, Y2
+	VPERMQ    $0xd8, Y2, Y2
+	VMOVDQU   Y2, 32(CX)(R8*2)
+	ADDQ      $0x00000020, R8
+	JMP       scaleloopnoweight
+
+scaleloopnoweightpf24:
+	PREFETCHT0 (R10)(R8*2)
+	JMP        scaleloopnoweightbody25
 
 scalent:
 	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
@@ -14945,7 +11004,7 @@ scalehead:
 	VPSLLD    $0x10, Y2, Y2
 	VMULPS    Y1, Y2, Y2
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn24
+	JZ        notrn27
 	VPSRLD    $0x10, Y2, Y3
 	VPAND     avx2bfone<>+0(SB), Y3, Y3
 	VPADDD    avx2bfbias<>+0(SB), Y3, Y3
@@ -14954,10 +11013,14 @@ scalehead:
 	VCMPPS    $0x03, Y2, Y2, Y2
 	VBLENDVPS Y2, avx2bfnanhigh<>+0(SB), Y3, Y2
 
-notrn24:
-	VMOVUPS      (BX)(R8*4), Y3
-	VADDPS       Y0, Y3, Y3
-	VMULPS       Y3, Y2, Y2
+notrn27:
+	TESTQ   BX, BX
+	JZ      noweight28
+	VMOVUPS (BX)(R8*4), Y3
+	VADDPS  Y0, Y3, Y3
+	VMULPS  Y3, Y2, Y2
+
+noweight28:
 	VPSRLD       $0x10, Y2, Y3
 	VPAND        avx2bfone<>+0(SB), Y3, Y3
 	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
@@ -14978,10 +11041,10 @@ scaleheadpart:
 scalentgo:
 	MOVQ DI, R10
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows25
+	JA   longrows29
 	SHLQ $0x03, R10
 
-longrows25:
+longrows29:
 	ADDQ SI, R10
 	MOVL job_flags+0(AX), R11
 
@@ -15003,7 +11066,7 @@ scalentloop:
 	VPSLLD     $0x10, Y5, Y5
 	VMULPS     Y1, Y5, Y5
 	TESTL      $0x00000008, job_flags+0(AX)
-	JZ         notrn26
+	JZ         notrn30
 	VPSRLD     $0x10, Y2, Y6
 	VPAND      avx2bfone<>+0(SB), Y6, Y6
 	VPADDD     avx2bfbias<>+0(SB), Y6, Y6
@@ -15033,15 +11096,17 @@ scalentloop:
 	VCMPPS     $0x03, Y5, Y5, Y5
 	VBLENDVPS  Y5, avx2bfnanhigh<>+0(SB), Y6, Y5
 
-notrn26:
+notrn30:
+	TESTQ  BX, BX
+	JZ     weighed32
 	TESTL  $0x00000010, R11
-	JNZ    offset27
+	JNZ    offset31
 	VMULPS (BX)(R8*4), Y2, Y2
 	VMULPS 32(BX)(R8*4), Y3, Y3
 	VMULPS 64(BX)(R8*4), Y4, Y4
 	VMULPS 96(BX)(R8*4), Y5, Y5
 
-weighed28:
+weighed32:
 	VPSRLD    $0x10, Y2, Y6
 	VPAND     avx2bfone<>+0(SB), Y6, Y6
 	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
@@ -15079,7 +11144,7 @@ weighed28:
 	ADDQ      $0x00000020, R8
 	JMP       scalentloop
 
-offset27:
+offset31:
 	VMOVUPS (BX)(R8*4), Y6
 	VADDPS  Y0, Y6, Y6
 	VMULPS  Y6, Y2, Y2
@@ -15092,7 +11157,7 @@ offset27:
 	VMOVUPS 96(BX)(R8*4), Y6
 	VADDPS  Y0, Y6, Y6
 	VMULPS  Y6, Y5, Y5
-	JMP     weighed28
+	JMP     weighed32
 
 scaletail:
 	ADDQ $0x00000018, R9
@@ -15104,7 +11169,7 @@ scaleone:
 	VPSLLD    $0x10, Y2, Y2
 	VMULPS    Y1, Y2, Y2
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn29
+	JZ        notrn33
 	VPSRLD    $0x10, Y2, Y3
 	VPAND     avx2bfone<>+0(SB), Y3, Y3
 	VPADDD    avx2bfbias<>+0(SB), Y3, Y3
@@ -15113,10 +11178,14 @@ scaleone:
 	VCMPPS    $0x03, Y2, Y2, Y2
 	VBLENDVPS Y2, avx2bfnanhigh<>+0(SB), Y3, Y2
 
-notrn29:
-	VMOVUPS      (BX)(R8*4), Y3
-	VADDPS       Y0, Y3, Y3
-	VMULPS       Y3, Y2, Y2
+notrn33:
+	TESTQ   BX, BX
+	JZ      noweight34
+	VMOVUPS (BX)(R8*4), Y3
+	VADDPS  Y0, Y3, Y3
+	VMULPS  Y3, Y2, Y2
+
+noweight34:
 	VPSRLD       $0x10, Y2, Y3
 	VPAND        avx2bfone<>+0(SB), Y3, Y3
 	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
@@ -15143,57 +11212,60 @@ partout:
 	XORQ R13, R13
 	SUBQ $0x00000010, R14
 
-copyvec30:
+copyvec35:
 	CMPQ    R13, R14
-	JG      copyone31
+	JG      copyone36
 	VMOVUPS (R11)(R13*2), Y2
 	VMOVUPS Y2, (R12)(R13*2)
 	ADDQ    $0x00000010, R13
-	JMP     copyvec30
+	JMP     copyvec35
 
-copyone31:
+copyone36:
 	ADDQ $0x00000010, R14
 
-copyloop33:
+copyloop38:
 	CMPQ R13, R14
-	JGE  copied32
+	JGE  copied37
 	MOVW (R11)(R13*2), R15
 	MOVW R15, (R12)(R13*2)
 	INCQ R13
-	JMP  copyloop33
+	JMP  copyloop38
 
-copied32:
-	LEAQ (BX)(R8*4), R11
-	LEAQ 160(SP), R12
-	MOVQ R10, R14
-	XORQ R13, R13
-	SUBQ $0x00000008, R14
+copied37:
+	TESTQ BX, BX
+	JZ    nowcopy39
+	LEAQ  (BX)(R8*4), R11
+	LEAQ  160(SP), R12
+	MOVQ  R10, R14
+	XORQ  R13, R13
+	SUBQ  $0x00000008, R14
 
-copyvec34:
+copyvec40:
 	CMPQ    R13, R14
-	JG      copyone35
+	JG      copyone41
 	VMOVUPS (R11)(R13*4), Y2
 	VMOVUPS Y2, (R12)(R13*4)
 	ADDQ    $0x00000008, R13
-	JMP     copyvec34
+	JMP     copyvec40
 
-copyone35:
+copyone41:
 	ADDQ $0x00000008, R14
 
-copyloop37:
+copyloop43:
 	CMPQ R13, R14
-	JGE  copied36
+	JGE  copied42
 	MOVL (R11)(R13*4), R15
 	MOVL R15, (R12)(R13*4)
 	INCQ R13
-	JMP  copyloop37
+	JMP  copyloop43
 
-copied36:
+copied42:
+nowcopy39:
 	VPMOVZXWD 128(SP), Y2
 	VPSLLD    $0x10, Y2, Y2
 	VMULPS    Y2, Y1, Y2
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn38
+	JZ        notrn44
 	VPSRLD    $0x10, Y2, Y3
 	VPAND     avx2bfone<>+0(SB), Y3, Y3
 	VPADDD    avx2bfbias<>+0(SB), Y3, Y3
@@ -15202,10 +11274,14 @@ copied36:
 	VCMPPS    $0x03, Y2, Y2, Y2
 	VBLENDVPS Y2, avx2bfnanhigh<>+0(SB), Y3, Y2
 
-notrn38:
-	VMOVUPS      160(SP), Y3
-	VADDPS       Y0, Y3, Y3
-	VMULPS       Y3, Y2, Y2
+notrn44:
+	TESTQ   BX, BX
+	JZ      noweight45
+	VMOVUPS 160(SP), Y3
+	VADDPS  Y0, Y3, Y3
+	VMULPS  Y3, Y2, Y2
+
+noweight45:
 	VPSRLD       $0x10, Y2, Y3
 	VPAND        avx2bfone<>+0(SB), Y3, Y3
 	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
@@ -15222,26 +11298,26 @@ notrn38:
 	XORQ         R13, R13
 	SUBQ         $0x00000010, R14
 
-copyvec39:
+copyvec46:
 	CMPQ    R13, R14
-	JG      copyone40
+	JG      copyone47
 	VMOVUPS (R12)(R13*2), Y2
 	VMOVUPS Y2, (R11)(R13*2)
 	ADDQ    $0x00000010, R13
-	JMP     copyvec39
+	JMP     copyvec46
 
-copyone40:
+copyone47:
 	ADDQ $0x00000010, R14
 
-copyloop42:
+copyloop49:
 	CMPQ R13, R14
-	JGE  copied41
+	JGE  copied48
 	MOVW (R12)(R13*2), R15
 	MOVW R15, (R11)(R13*2)
 	INCQ R13
-	JMP  copyloop42
+	JMP  copyloop49
 
-copied41:
+copied48:
 	ADDQ R10, R8
 	CMPQ R8, job_d+0(AX)
 	JB   scalentgo
@@ -15269,845 +11345,10 @@ vzero:
 	MOVQ AX, ret+24(FP)
 	RET
 
-// func avx2BF16AddUnweighted(j uintptr, from int, to int) int
-// Requires: AVX, AVX2, MMX+
-TEXT ·avx2BF16AddUnweighted(SB), NOSPLIT, $464-32
-	// avx2BF16AddUnweighted normalizes rows [from, to) of the job: BF16 rows: h = round16(x + res) and res = h per element, then y = round16(h*inv), for each row.
-	// It stops before the first row that needs the float64 path and returns that row's index, or to.
-	MOVQ j+0(FP), AX
-	MOVQ job_dst+0(AX), CX
-	MOVQ job_x+0(AX), DX
-	MOVQ job_res+0(AX), BX
-	MOVQ job_stride+0(AX), SI
-	SHLQ $0x01, SI
-
-	// fd = float32(d); rd = 1/d when d is a power of two (a/d is then a*rd exactly), else 0.
-	MOVQ       job_d+0(AX), DI
-	VMOVSS     one<>+0(SB), X0
-	VCVTSI2SSQ DI, X0, X0
-	VMOVSS     X0, 456(SP)
-	XORL       R9, R9
-	LEAQ       -1(DI), R8
-	TESTQ      DI, R8
-	JNZ        notpow2
-	BSFQ       DI, R8
-	MOVL       $0x0000007f, R9
-	SUBL       R8, R9
-	SHLL       $0x17, R9
-
-notpow2:
-	MOVL R9, 460(SP)
-
-	// Start at row from.
-	MOVQ  from+8(FP), DI
-	MOVQ  DI, 400(SP)
-	MOVQ  $0x00000000, 408(SP)
-	IMULQ SI, DI
-	ADDQ  DI, CX
-	ADDQ  DI, DX
-	ADDQ  DI, BX
-
-row:
-	MOVQ 400(SP), DI
-	CMPQ DI, to+16(FP)
-	JAE  ret
-	MOVQ $0x00000001, 416(SP)
-	MOVQ DX, DI
-	MOVQ BX, R8
-	XORQ R9, R9
-
-	// Sum of squares: element i goes to partial i%64.
-	MOVQ   job_d+0(AX), R10
-	SUBQ   $0x00000040, R10
-	JGE    firstblock
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
-	VXORPS Y4, Y4, Y4
-	VXORPS Y5, Y5, Y5
-	VXORPS Y6, Y6, Y6
-	VXORPS Y7, Y7, Y7
-	XORQ   R9, R9
-	JMP    sumtail
-
-firstblock:
-	// +0 + square is the square itself: the first block initializes the partials.
-	XORQ         R9, R9
-	VPMOVZXWD    (DI)(R9*2), Y0
-	VPSLLD       $0x10, Y0, Y0
-	VPMOVZXWD    (R8)(R9*2), Y1
-	VPSLLD       $0x10, Y1, Y1
-	VADDPS       Y1, Y0, Y0
-	VPSRLD       $0x10, Y0, Y1
-	VPAND        avx2bfone<>+0(SB), Y1, Y1
-	VPADDD       avx2bfbias<>+0(SB), Y1, Y1
-	VPADDD       Y0, Y1, Y1
-	VPAND        avx2bfhigh<>+0(SB), Y1, Y1
-	VCMPPS       $0x03, Y0, Y0, Y0
-	VBLENDVPS    Y0, avx2bfnanhigh<>+0(SB), Y1, Y1
-	VPSRLD       $0x10, Y1, Y0
-	VEXTRACTI128 $0x01, Y0, X2
-	VPACKUSDW    X2, X0, X2
-	VMOVDQU      X2, (R8)(R9*2)
-	VMULPS       Y1, Y1, Y0
-	VPMOVZXWD    16(DI)(R9*2), Y1
-	VPSLLD       $0x10, Y1, Y1
-	VPMOVZXWD    16(R8)(R9*2), Y2
-	VPSLLD       $0x10, Y2, Y2
-	VADDPS       Y2, Y1, Y1
-	VPSRLD       $0x10, Y1, Y2
-	VPAND        avx2bfone<>+0(SB), Y2, Y2
-	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD       Y1, Y2, Y2
-	VPAND        avx2bfhigh<>+0(SB), Y2, Y2
-	VCMPPS       $0x03, Y1, Y1, Y1
-	VBLENDVPS    Y1, avx2bfnanhigh<>+0(SB), Y2, Y2
-	VPSRLD       $0x10, Y2, Y1
-	VEXTRACTI128 $0x01, Y1, X3
-	VPACKUSDW    X3, X1, X3
-	VMOVDQU      X3, 16(R8)(R9*2)
-	VMULPS       Y2, Y2, Y1
-	VPMOVZXWD    32(DI)(R9*2), Y2
-	VPSLLD       $0x10, Y2, Y2
-	VPMOVZXWD    32(R8)(R9*2), Y3
-	VPSLLD       $0x10, Y3, Y3
-	VADDPS       Y3, Y2, Y2
-	VPSRLD       $0x10, Y2, Y3
-	VPAND        avx2bfone<>+0(SB), Y3, Y3
-	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
-	VPADDD       Y2, Y3, Y3
-	VPAND        avx2bfhigh<>+0(SB), Y3, Y3
-	VCMPPS       $0x03, Y2, Y2, Y2
-	VBLENDVPS    Y2, avx2bfnanhigh<>+0(SB), Y3, Y3
-	VPSRLD       $0x10, Y3, Y2
-	VEXTRACTI128 $0x01, Y2, X4
-	VPACKUSDW    X4, X2, X4
-	VMOVDQU      X4, 32(R8)(R9*2)
-	VMULPS       Y3, Y3, Y2
-	VPMOVZXWD    48(DI)(R9*2), Y3
-	VPSLLD       $0x10, Y3, Y3
-	VPMOVZXWD    48(R8)(R9*2), Y4
-	VPSLLD       $0x10, Y4, Y4
-	VADDPS       Y4, Y3, Y3
-	VPSRLD       $0x10, Y3, Y4
-	VPAND        avx2bfone<>+0(SB), Y4, Y4
-	VPADDD       avx2bfbias<>+0(SB), Y4, Y4
-	VPADDD       Y3, Y4, Y4
-	VPAND        avx2bfhigh<>+0(SB), Y4, Y4
-	VCMPPS       $0x03, Y3, Y3, Y3
-	VBLENDVPS    Y3, avx2bfnanhigh<>+0(SB), Y4, Y4
-	VPSRLD       $0x10, Y4, Y3
-	VEXTRACTI128 $0x01, Y3, X5
-	VPACKUSDW    X5, X3, X5
-	VMOVDQU      X5, 48(R8)(R9*2)
-	VMULPS       Y4, Y4, Y3
-	VPMOVZXWD    64(DI)(R9*2), Y4
-	VPSLLD       $0x10, Y4, Y4
-	VPMOVZXWD    64(R8)(R9*2), Y5
-	VPSLLD       $0x10, Y5, Y5
-	VADDPS       Y5, Y4, Y4
-	VPSRLD       $0x10, Y4, Y5
-	VPAND        avx2bfone<>+0(SB), Y5, Y5
-	VPADDD       avx2bfbias<>+0(SB), Y5, Y5
-	VPADDD       Y4, Y5, Y5
-	VPAND        avx2bfhigh<>+0(SB), Y5, Y5
-	VCMPPS       $0x03, Y4, Y4, Y4
-	VBLENDVPS    Y4, avx2bfnanhigh<>+0(SB), Y5, Y5
-	VPSRLD       $0x10, Y5, Y4
-	VEXTRACTI128 $0x01, Y4, X6
-	VPACKUSDW    X6, X4, X6
-	VMOVDQU      X6, 64(R8)(R9*2)
-	VMULPS       Y5, Y5, Y4
-	VPMOVZXWD    80(DI)(R9*2), Y5
-	VPSLLD       $0x10, Y5, Y5
-	VPMOVZXWD    80(R8)(R9*2), Y6
-	VPSLLD       $0x10, Y6, Y6
-	VADDPS       Y6, Y5, Y5
-	VPSRLD       $0x10, Y5, Y6
-	VPAND        avx2bfone<>+0(SB), Y6, Y6
-	VPADDD       avx2bfbias<>+0(SB), Y6, Y6
-	VPADDD       Y5, Y6, Y6
-	VPAND        avx2bfhigh<>+0(SB), Y6, Y6
-	VCMPPS       $0x03, Y5, Y5, Y5
-	VBLENDVPS    Y5, avx2bfnanhigh<>+0(SB), Y6, Y6
-	VPSRLD       $0x10, Y6, Y5
-	VEXTRACTI128 $0x01, Y5, X7
-	VPACKUSDW    X7, X5, X7
-	VMOVDQU      X7, 80(R8)(R9*2)
-	VMULPS       Y6, Y6, Y5
-	VPMOVZXWD    96(DI)(R9*2), Y6
-	VPSLLD       $0x10, Y6, Y6
-	VPMOVZXWD    96(R8)(R9*2), Y7
-	VPSLLD       $0x10, Y7, Y7
-	VADDPS       Y7, Y6, Y6
-	VPSRLD       $0x10, Y6, Y7
-	VPAND        avx2bfone<>+0(SB), Y7, Y7
-	VPADDD       avx2bfbias<>+0(SB), Y7, Y7
-	VPADDD       Y6, Y7, Y7
-	VPAND        avx2bfhigh<>+0(SB), Y7, Y7
-	VCMPPS       $0x03, Y6, Y6, Y6
-	VBLENDVPS    Y6, avx2bfnanhigh<>+0(SB), Y7, Y7
-	VPSRLD       $0x10, Y7, Y6
-	VEXTRACTI128 $0x01, Y6, X8
-	VPACKUSDW    X8, X6, X8
-	VMOVDQU      X8, 96(R8)(R9*2)
-	VMULPS       Y7, Y7, Y6
-	VPMOVZXWD    112(DI)(R9*2), Y7
-	VPSLLD       $0x10, Y7, Y7
-	VPMOVZXWD    112(R8)(R9*2), Y8
-	VPSLLD       $0x10, Y8, Y8
-	VADDPS       Y8, Y7, Y7
-	VPSRLD       $0x10, Y7, Y8
-	VPAND        avx2bfone<>+0(SB), Y8, Y8
-	VPADDD       avx2bfbias<>+0(SB), Y8, Y8
-	VPADDD       Y7, Y8, Y8
-	VPAND        avx2bfhigh<>+0(SB), Y8, Y8
-	VCMPPS       $0x03, Y7, Y7, Y7
-	VBLENDVPS    Y7, avx2bfnanhigh<>+0(SB), Y8, Y8
-	VPSRLD       $0x10, Y8, Y7
-	VEXTRACTI128 $0x01, Y7, X9
-	VPACKUSDW    X9, X7, X9
-	VMOVDQU      X9, 112(R8)(R9*2)
-	VMULPS       Y8, Y8, Y7
-	MOVQ         $0x00000040, R9
-
-	// With flagPF, the rows ahead are prefetched: one loop for both, the flag tested per block.
-	MOVQ SI, R11
-	SHLQ $0x01, R11
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows1
-	SHLQ $0x03, R11
-
-longrows1:
-	ADDQ DI, R11
-	MOVL job_flags+0(AX), R12
-
-	PCALIGN $32
-sumloop:
-	CMPQ  R9, R10
-	JG    sumtail
-	TESTL $0x00000002, R12
-	JNZ   sumpf
-
-sumblock:
-	VPMOVZXWD    (DI)(R9*2), Y8
-	VPSLLD       $0x10, Y8, Y8
-	VPMOVZXWD    (R8)(R9*2), Y9
-	VPSLLD       $0x10, Y9, Y9
-	VADDPS       Y9, Y8, Y8
-	VPSRLD       $0x10, Y8, Y9
-	VPAND        avx2bfone<>+0(SB), Y9, Y9
-	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
-	VPADDD       Y8, Y9, Y9
-	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
-	VCMPPS       $0x03, Y8, Y8, Y8
-	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
-	VPSRLD       $0x10, Y9, Y8
-	VEXTRACTI128 $0x01, Y8, X10
-	VPACKUSDW    X10, X8, X10
-	VMOVDQU      X10, (R8)(R9*2)
-	VMULPS       Y9, Y9, Y9
-	VADDPS       Y9, Y0, Y0
-	VPMOVZXWD    16(DI)(R9*2), Y8
-	VPSLLD       $0x10, Y8, Y8
-	VPMOVZXWD    16(R8)(R9*2), Y9
-	VPSLLD       $0x10, Y9, Y9
-	VADDPS       Y9, Y8, Y8
-	VPSRLD       $0x10, Y8, Y9
-	VPAND        avx2bfone<>+0(SB), Y9, Y9
-	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
-	VPADDD       Y8, Y9, Y9
-	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
-	VCMPPS       $0x03, Y8, Y8, Y8
-	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
-	VPSRLD       $0x10, Y9, Y8
-	VEXTRACTI128 $0x01, Y8, X10
-	VPACKUSDW    X10, X8, X10
-	VMOVDQU      X10, 16(R8)(R9*2)
-	VMULPS       Y9, Y9, Y9
-	VADDPS       Y9, Y1, Y1
-	VPMOVZXWD    32(DI)(R9*2), Y8
-	VPSLLD       $0x10, Y8, Y8
-	VPMOVZXWD    32(R8)(R9*2), Y9
-	VPSLLD       $0x10, Y9, Y9
-	VADDPS       Y9, Y8, Y8
-	VPSRLD       $0x10, Y8, Y9
-	VPAND        avx2bfone<>+0(SB), Y9, Y9
-	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
-	VPADDD       Y8, Y9, Y9
-	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
-	VCMPPS       $0x03, Y8, Y8, Y8
-	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
-	VPSRLD       $0x10, Y9, Y8
-	VEXTRACTI128 $0x01, Y8, X10
-	VPACKUSDW    X10, X8, X10
-	VMOVDQU      X10, 32(R8)(R9*2)
-	VMULPS       Y9, Y9, Y9
-	VADDPS       Y9, Y2, Y2
-	VPMOVZXWD    48(DI)(R9*2), Y8
-	VPSLLD       $0x10, Y8, Y8
-	VPMOVZXWD    48(R8)(R9*2), Y9
-	VPSLLD       $0x10, Y9, Y9
-	VADDPS       Y9, Y8, Y8
-	VPSRLD       $0x10, Y8, Y9
-	VPAND        avx2bfone<>+0(SB), Y9, Y9
-	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
-	VPADDD       Y8, Y9, Y9
-	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
-	VCMPPS       $0x03, Y8, Y8, Y8
-	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
-	VPSRLD       $0x10, Y9, Y8
-	VEXTRACTI128 $0x01, Y8, X10
-	VPACKUSDW    X10, X8, X10
-	VMOVDQU      X10, 48(R8)(R9*2)
-	VMULPS       Y9, Y9, Y9
-	VADDPS       Y9, Y3, Y3
-	VPMOVZXWD    64(DI)(R9*2), Y8
-	VPSLLD       $0x10, Y8, Y8
-	VPMOVZXWD    64(R8)(R9*2), Y9
-	VPSLLD       $0x10, Y9, Y9
-	VADDPS       Y9, Y8, Y8
-	VPSRLD       $0x10, Y8, Y9
-	VPAND        avx2bfone<>+0(SB), Y9, Y9
-	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
-	VPADDD       Y8, Y9, Y9
-	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
-	VCMPPS       $0x03, Y8, Y8, Y8
-	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
-	VPSRLD       $0x10, Y9, Y8
-	VEXTRACTI128 $0x01, Y8, X10
-	VPACKUSDW    X10, X8, X10
-	VMOVDQU      X10, 64(R8)(R9*2)
-	VMULPS       Y9, Y9, Y9
-	VADDPS       Y9, Y4, Y4
-	VPMOVZXWD    80(DI)(R9*2), Y8
-	VPSLLD       $0x10, Y8, Y8
-	VPMOVZXWD    80(R8)(R9*2), Y9
-	VPSLLD       $0x10, Y9, Y9
-	VADDPS       Y9, Y8, Y8
-	VPSRLD       $0x10, Y8, Y9
-	VPAND        avx2bfone<>+0(SB), Y9, Y9
-	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
-	VPADDD       Y8, Y9, Y9
-	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
-	VCMPPS       $0x03, Y8, Y8, Y8
-	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
-	VPSRLD       $0x10, Y9, Y8
-	VEXTRACTI128 $0x01, Y8, X10
-	VPACKUSDW    X10, X8, X10
-	VMOVDQU      X10, 80(R8)(R9*2)
-	VMULPS       Y9, Y9, Y9
-	VADDPS       Y9, Y5, Y5
-	VPMOVZXWD    96(DI)(R9*2), Y8
-	VPSLLD       $0x10, Y8, Y8
-	VPMOVZXWD    96(R8)(R9*2), Y9
-	VPSLLD       $0x10, Y9, Y9
-	VADDPS       Y9, Y8, Y8
-	VPSRLD       $0x10, Y8, Y9
-	VPAND        avx2bfone<>+0(SB), Y9, Y9
-	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
-	VPADDD       Y8, Y9, Y9
-	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
-	VCMPPS       $0x03, Y8, Y8, Y8
-	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
-	VPSRLD       $0x10, Y9, Y8
-	VEXTRACTI128 $0x01, Y8, X10
-	VPACKUSDW    X10, X8, X10
-	VMOVDQU      X10, 96(R8)(R9*2)
-	VMULPS       Y9, Y9, Y9
-	VADDPS       Y9, Y6, Y6
-	VPMOVZXWD    112(DI)(R9*2), Y8
-	VPSLLD       $0x10, Y8, Y8
-	VPMOVZXWD    112(R8)(R9*2), Y9
-	VPSLLD       $0x10, Y9, Y9
-	VADDPS       Y9, Y8, Y8
-	VPSRLD       $0x10, Y8, Y9
-	VPAND        avx2bfone<>+0(SB), Y9, Y9
-	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
-	VPADDD       Y8, Y9, Y9
-	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
-	VCMPPS       $0x03, Y8, Y8, Y8
-	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
-	VPSRLD       $0x10, Y9, Y8
-	VEXTRACTI128 $0x01, Y8, X10
-	VPACKUSDW    X10, X8, X10
-	VMOVDQU      X10, 112(R8)(R9*2)
-	VMULPS       Y9, Y9, Y9
-	VADDPS       Y9, Y7, Y7
-	ADDQ         $0x00000040, R9
-	JMP          sumloop
-
-	// Out of the loop's way: the prefetches, whose flag is usually clear.
-sumpf:
-	PREFETCHT0 (R11)(R9*2)
-	PREFETCHT0 64(R11)(R9*2)
-	JMP        sumblock
-
-sumtail:
-	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
-	MOVQ    job_d+0(AX), R10
-	SUBQ    R9, R10
-	JZ      summed
-	JL      slotsummed
-	MOVQ    R10, 432(SP)
-	LEAQ    (DI)(R9*2), R10
-	LEAQ    (R8)(R9*2), R8
-	MOVQ    R8, 440(SP)
-	LEAQ    128(SP), R8
-	VXORPS  Y8, Y8, Y8
-	VMOVUPS Y8, (R8)
-	VMOVUPS Y8, 32(R8)
-	VMOVUPS Y8, 64(R8)
-	VMOVUPS Y8, 96(R8)
-	MOVQ    432(SP), R12
-	XORQ    R11, R11
-	SUBQ    $0x00000010, R12
-
-copyvec2:
-	CMPQ    R11, R12
-	JG      copyone3
-	VMOVUPS (R10)(R11*2), Y8
-	VMOVUPS Y8, (R8)(R11*2)
-	ADDQ    $0x00000010, R11
-	JMP     copyvec2
-
-copyone3:
-	ADDQ $0x00000010, R12
-
-copyloop5:
-	CMPQ R11, R12
-	JGE  copied4
-	MOVW (R10)(R11*2), R13
-	MOVW R13, (R8)(R11*2)
-	INCQ R11
-	JMP  copyloop5
-
-copied4:
-	MOVQ    440(SP), R10
-	LEAQ    256(SP), R11
-	VXORPS  Y8, Y8, Y8
-	VMOVUPS Y8, (R11)
-	VMOVUPS Y8, 32(R11)
-	VMOVUPS Y8, 64(R11)
-	VMOVUPS Y8, 96(R11)
-	MOVQ    432(SP), R13
-	XORQ    R12, R12
-	SUBQ    $0x00000010, R13
-
-copyvec6:
-	CMPQ    R12, R13
-	JG      copyone7
-	VMOVUPS (R10)(R12*2), Y8
-	VMOVUPS Y8, (R11)(R12*2)
-	ADDQ    $0x00000010, R12
-	JMP     copyvec6
-
-copyone7:
-	ADDQ $0x00000010, R13
-
-copyloop9:
-	CMPQ R12, R13
-	JGE  copied8
-	MOVW (R10)(R12*2), R14
-	MOVW R14, (R11)(R12*2)
-	INCQ R12
-	JMP  copyloop9
-
-copied8:
-	MOVQ R9, R10
-	SHLQ $0x01, R10
-	MOVQ DI, 448(SP)
-	MOVQ R8, DI
-	SUBQ R10, DI
-	MOVQ R11, R8
-	SUBQ R10, R8
-	MOVQ R9, R10
-	MOVQ DI, R11
-	XORL R12, R12
-	JMP  sumblock
-
-slotsummed:
-	MOVQ 448(SP), DI
-	MOVQ 440(SP), DI
-	LEAQ 256(SP), R8
-	MOVQ 432(SP), R10
-	XORQ R9, R9
-	SUBQ $0x00000010, R10
-
-copyvec10:
-	CMPQ    R9, R10
-	JG      copyone11
-	VMOVUPS (R8)(R9*2), Y8
-	VMOVUPS Y8, (DI)(R9*2)
-	ADDQ    $0x00000010, R9
-	JMP     copyvec10
-
-copyone11:
-	ADDQ $0x00000010, R10
-
-copyloop13:
-	CMPQ R9, R10
-	JGE  copied12
-	MOVW (R8)(R9*2), R11
-	MOVW R11, (DI)(R9*2)
-	INCQ R9
-	JMP  copyloop13
-
-copied12:
-summed:
-	VADDPS Y4, Y0, Y0
-	VADDPS Y5, Y1, Y1
-	VADDPS Y6, Y2, Y2
-	VADDPS Y7, Y3, Y3
-	VADDPS Y2, Y0, Y0
-	VADDPS Y3, Y1, Y1
-	VADDPS Y1, Y0, Y0
-
-	// Halving tree: p[j] += p[j+h] for the remaining h, down to ss.
-	VEXTRACTF128 $0x01, Y0, X1
-	VADDPS       X1, X0, X1
-	VMOVHLPS     X1, X1, X0
-	VADDPS       X0, X1, X1
-	VMOVSHDUP    X1, X0
-	VADDSS       X0, X1, X1
-
-	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
-	CMPL   460(SP), $0x00
-	JE     divide14
-	VMULSS 460(SP), X1, X1
-	JMP    divided15
-
-divide14:
-	VDIVSS 456(SP), X1, X1
-
-divided15:
-	VADDSS   job_eps+0(AX), X1, X1
-	VUCOMISS tlo<>+0(SB), X1
-	JCS      ret
-	VUCOMISS tmax<>+0(SB), X1
-	JHI      ret
-	VSQRTSS  X1, X1, X1
-	VMOVSS   one<>+0(SB), X0
-	VDIVSS   X1, X0, X0
-
-	// Report 1/rms if asked.
-	MOVQ   job_inv+0(AX), DI
-	TESTQ  DI, DI
-	JZ     scale
-	MOVQ   400(SP), R8
-	VMOVSS X0, (DI)(R8*4)
-
-scale:
-	VBROADCASTSS X0, Y1
-	MOVQ         $0x00000000, 424(SP)
-	CMPQ         416(SP), $0x01
-	JE           scalebody
-	VMOVUPS      X0, 384(SP)
-
-scalerow:
-	MOVQ         424(SP), DI
-	VBROADCASTSS 384(SP)(DI*4), Y1
-
-scalebody:
-	// y = (src*inv)*w, rounded after each multiply.
-	XORQ DI, DI
-	MOVQ job_d+0(AX), R8
-	SUBQ $0x00000020, R8
-	MOVQ SI, R9
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows16
-	SHLQ $0x03, R9
-
-longrows16:
-	ADDQ  BX, R9
-	MOVL  job_flags+0(AX), R10
-	TESTL $0x00000001, R10
-	JNZ   scalent
-
-	PCALIGN $32
-scaleloop:
-	CMPQ  DI, R8
-	JG    scaletail
-	TESTL $0x00000002, R10
-	JNZ   scalelooppf17
-
-scaleloopbody18:
-	VPMOVZXWD (BX)(DI*2), Y0
-	VPSLLD    $0x10, Y0, Y0
-	VMULPS    Y1, Y0, Y0
-	VPMOVZXWD 16(BX)(DI*2), Y2
-	VPSLLD    $0x10, Y2, Y2
-	VMULPS    Y1, Y2, Y2
-	VPMOVZXWD 32(BX)(DI*2), Y3
-	VPSLLD    $0x10, Y3, Y3
-	VMULPS    Y1, Y3, Y3
-	VPMOVZXWD 48(BX)(DI*2), Y4
-	VPSLLD    $0x10, Y4, Y4
-	VMULPS    Y1, Y4, Y4
-	VPSRLD    $0x10, Y0, Y5
-	VPAND     avx2bfone<>+0(SB), Y5, Y5
-	VPADDD    avx2bfbias<>+0(SB), Y5, Y5
-	VPADDD    Y0, Y5, Y5
-	VPSRLD    $0x10, Y5, Y5
-	VCMPPS    $0x03, Y0, Y0, Y0
-	VBLENDVPS Y0, avx2bfnanlow<>+0(SB), Y5, Y5
-	VPSRLD    $0x10, Y2, Y0
-	VPAND     avx2bfone<>+0(SB), Y0, Y0
-	VPADDD    avx2bfbias<>+0(SB), Y0, Y0
-	VPADDD    Y2, Y0, Y0
-	VPSRLD    $0x10, Y0, Y0
-	VCMPPS    $0x03, Y2, Y2, Y2
-	VBLENDVPS Y2, avx2bfnanlow<>+0(SB), Y0, Y0
-	VPACKUSDW Y0, Y5, Y5
-	VPERMQ    $0xd8, Y5, Y5
-	VMOVDQU   Y5, (CX)(DI*2)
-	VPSRLD    $0x10, Y3, Y0
-	VPAND     avx2bfone<>+0(SB), Y0, Y0
-	VPADDD    avx2bfbias<>+0(SB), Y0, Y0
-	VPADDD    Y3, Y0, Y0
-	VPSRLD    $0x10, Y0, Y0
-	VCMPPS    $0x03, Y3, Y3, Y2
-	VBLENDVPS Y2, avx2bfnanlow<>+0(SB), Y0, Y0
-	VPSRLD    $0x10, Y4, Y2
-	VPAND     avx2bfone<>+0(SB), Y2, Y2
-	VPADDD    avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD    Y4, Y2, Y2
-	VPSRLD    $0x10, Y2, Y2
-	VCMPPS    $0x03, Y4, Y4, Y3
-	VBLENDVPS Y3, avx2bfnanlow<>+0(SB), Y2, Y2
-	VPACKUSDW Y2, Y0, Y0
-	VPERMQ    $0xd8, Y0, Y0
-	VMOVDQU   Y0, 32(CX)(DI*2)
-	ADDQ      $0x00000020, DI
-	JMP       scaleloop
-
-scalelooppf17:
-	PREFETCHT0 (R9)(DI*2)
-	JMP        scaleloopbody18
-
-scalent:
-	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
-	MOVQ CX, R9
-	NEGQ R9
-	ANDQ $0x0000001f, R9
-	SHRQ $0x01, R9
-	JZ   scalentgo
-	CMPQ R9, job_d+0(AX)
-	JLE  scalehead
-	MOVQ job_d+0(AX), R9
-
-scalehead:
-	CMPQ         R9, $0x00000008
-	JB           scaleheadpart
-	VPMOVZXWD    (BX)(DI*2), Y0
-	VPSLLD       $0x10, Y0, Y0
-	VMULPS       Y1, Y0, Y0
-	VPSRLD       $0x10, Y0, Y2
-	VPAND        avx2bfone<>+0(SB), Y2, Y2
-	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD       Y0, Y2, Y2
-	VPSRLD       $0x10, Y2, Y2
-	VCMPPS       $0x03, Y0, Y0, Y0
-	VBLENDVPS    Y0, avx2bfnanlow<>+0(SB), Y2, Y2
-	VEXTRACTI128 $0x01, Y2, X0
-	VPACKUSDW    X0, X2, X0
-	VMOVDQU      X0, (CX)(DI*2)
-	ADDQ         $0x00000008, DI
-	SUBQ         $0x00000008, R9
-	JZ           scalentgo
-
-scaleheadpart:
-	JMP partout
-
-scalentgo:
-	MOVQ SI, R9
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows19
-	SHLQ $0x03, R9
-
-longrows19:
-	ADDQ BX, R9
-
-	PCALIGN $32
-scalentloop:
-	CMPQ       DI, R8
-	JG         scaletail
-	PREFETCHT0 (R9)(DI*2)
-	VPMOVZXWD  (BX)(DI*2), Y0
-	VPSLLD     $0x10, Y0, Y0
-	VMULPS     Y1, Y0, Y0
-	VPMOVZXWD  16(BX)(DI*2), Y2
-	VPSLLD     $0x10, Y2, Y2
-	VMULPS     Y1, Y2, Y2
-	VPMOVZXWD  32(BX)(DI*2), Y3
-	VPSLLD     $0x10, Y3, Y3
-	VMULPS     Y1, Y3, Y3
-	VPMOVZXWD  48(BX)(DI*2), Y4
-	VPSLLD     $0x10, Y4, Y4
-	VMULPS     Y1, Y4, Y4
-	VPSRLD     $0x10, Y0, Y5
-	VPAND      avx2bfone<>+0(SB), Y5, Y5
-	VPADDD     avx2bfbias<>+0(SB), Y5, Y5
-	VPADDD     Y0, Y5, Y5
-	VPSRLD     $0x10, Y5, Y5
-	VCMPPS     $0x03, Y0, Y0, Y0
-	VBLENDVPS  Y0, avx2bfnanlow<>+0(SB), Y5, Y5
-	VPSRLD     $0x10, Y2, Y0
-	VPAND      avx2bfone<>+0(SB), Y0, Y0
-	VPADDD     avx2bfbias<>+0(SB), Y0, Y0
-	VPADDD     Y2, Y0, Y0
-	VPSRLD     $0x10, Y0, Y0
-	VCMPPS     $0x03, Y2, Y2, Y2
-	VBLENDVPS  Y2, avx2bfnanlow<>+0(SB), Y0, Y0
-	VPACKUSDW  Y0, Y5, Y5
-	VPERMQ     $0xd8, Y5, Y5
-	VMOVNTDQ   Y5, (CX)(DI*2)
-	VPSRLD     $0x10, Y3, Y0
-	VPAND      avx2bfone<>+0(SB), Y0, Y0
-	VPADDD     avx2bfbias<>+0(SB), Y0, Y0
-	VPADDD     Y3, Y0, Y0
-	VPSRLD     $0x10, Y0, Y0
-	VCMPPS     $0x03, Y3, Y3, Y2
-	VBLENDVPS  Y2, avx2bfnanlow<>+0(SB), Y0, Y0
-	VPSRLD     $0x10, Y4, Y2
-	VPAND      avx2bfone<>+0(SB), Y2, Y2
-	VPADDD     avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD     Y4, Y2, Y2
-	VPSRLD     $0x10, Y2, Y2
-	VCMPPS     $0x03, Y4, Y4, Y3
-	VBLENDVPS  Y3, avx2bfnanlow<>+0(SB), Y2, Y2
-	VPACKUSDW  Y2, Y0, Y0
-	VPERMQ     $0xd8, Y0, Y0
-	VMOVNTDQ   Y0, 32(CX)(DI*2)
-	ADDQ       $0x00000020, DI
-	JMP        scalentloop
-
-scaletail:
-	ADDQ $0x00000018, R8
-
-scaleone:
-	CMPQ         DI, R8
-	JG           scalepart
-	VPMOVZXWD    (BX)(DI*2), Y0
-	VPSLLD       $0x10, Y0, Y0
-	VMULPS       Y1, Y0, Y0
-	VPSRLD       $0x10, Y0, Y2
-	VPAND        avx2bfone<>+0(SB), Y2, Y2
-	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD       Y0, Y2, Y2
-	VPSRLD       $0x10, Y2, Y2
-	VCMPPS       $0x03, Y0, Y0, Y0
-	VBLENDVPS    Y0, avx2bfnanlow<>+0(SB), Y2, Y2
-	VEXTRACTI128 $0x01, Y2, X0
-	VPACKUSDW    X0, X2, X0
-	VMOVDQU      X0, (CX)(DI*2)
-	ADDQ         $0x00000008, DI
-	JMP          scaleone
-
-scalepart:
-	MOVQ job_d+0(AX), R9
-	SUBQ DI, R9
-	JZ   scaled
-
-	// The last n < lanes elements, or the first n of a non-temporal row (i + n < d: back to its loop).
-partout:
-	LEAQ (BX)(DI*2), R10
-	LEAQ 128(SP), R11
-	MOVQ R9, R13
-	XORQ R12, R12
-	SUBQ $0x00000010, R13
-
-copyvec20:
-	CMPQ    R12, R13
-	JG      copyone21
-	VMOVUPS (R10)(R12*2), Y0
-	VMOVUPS Y0, (R11)(R12*2)
-	ADDQ    $0x00000010, R12
-	JMP     copyvec20
-
-copyone21:
-	ADDQ $0x00000010, R13
-
-copyloop23:
-	CMPQ R12, R13
-	JGE  copied22
-	MOVW (R10)(R12*2), R14
-	MOVW R14, (R11)(R12*2)
-	INCQ R12
-	JMP  copyloop23
-
-copied22:
-	VPMOVZXWD    128(SP), Y0
-	VPSLLD       $0x10, Y0, Y0
-	VMULPS       Y0, Y1, Y0
-	VPSRLD       $0x10, Y0, Y2
-	VPAND        avx2bfone<>+0(SB), Y2, Y2
-	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD       Y0, Y2, Y2
-	VPSRLD       $0x10, Y2, Y2
-	VCMPPS       $0x03, Y0, Y0, Y0
-	VBLENDVPS    Y0, avx2bfnanlow<>+0(SB), Y2, Y2
-	VEXTRACTI128 $0x01, Y2, X0
-	VPACKUSDW    X0, X2, X0
-	VMOVDQU      X0, 192(SP)
-	LEAQ         192(SP), R11
-	LEAQ         (CX)(DI*2), R10
-	MOVQ         R9, R13
-	XORQ         R12, R12
-	SUBQ         $0x00000010, R13
-
-copyvec24:
-	CMPQ    R12, R13
-	JG      copyone25
-	VMOVUPS (R11)(R12*2), Y0
-	VMOVUPS Y0, (R10)(R12*2)
-	ADDQ    $0x00000010, R12
-	JMP     copyvec24
-
-copyone25:
-	ADDQ $0x00000010, R13
-
-copyloop27:
-	CMPQ R12, R13
-	JGE  copied26
-	MOVW (R11)(R12*2), R14
-	MOVW R14, (R10)(R12*2)
-	INCQ R12
-	JMP  copyloop27
-
-copied26:
-	ADDQ R9, DI
-	CMPQ DI, job_d+0(AX)
-	JB   scalentgo
-
-scaled:
-	ADDQ SI, DX
-	ADDQ SI, CX
-	ADDQ SI, BX
-	INCQ 400(SP)
-	MOVQ 424(SP), DI
-	INCQ DI
-	MOVQ DI, 424(SP)
-	CMPQ DI, 416(SP)
-	JB   scalerow
-	JMP  row
-
-ret:
-	TESTL $0x00000001, job_flags+0(AX)
-	JZ    vzero
-	SFENCE
-
-vzero:
-	VZEROUPPER
-	MOVQ 400(SP), AX
-	MOVQ AX, ret+24(FP)
-	RET
-
-// func avx2F16WeightedOrOffset(j uintptr, from int, to int) int
+// func avx2ForwardF16(j uintptr, from int, to int) int
 // Requires: AVX, AVX2, F16C, MMX+
-TEXT ·avx2F16WeightedOrOffset(SB), NOSPLIT, $336-32
-	// avx2F16WeightedOrOffset normalizes rows [from, to) of the job: F16 rows: y = round16((x*inv)*w), or round16((x*inv)*(1+w)) with flagOffset (with flagRN, round16(x*inv) in place of (x*inv)), for each row.
+TEXT ·avx2ForwardF16(SB), NOSPLIT, $336-32
+	// avx2ForwardF16 normalizes rows [from, to) of the job: F16 rows: y = round16((x*inv)*w), round16((x*inv)*(1+w)) with flagOffset, or round16(x*inv) with w nil (with flagRN, round16(x*inv) in place of (x*inv)), for each row.
 	// It stops before the first row that needs the float64 path and returns that row's index, or to.
 	MOVQ j+0(FP), AX
 	MOVQ job_dst+0(AX), CX
@@ -16333,28 +11574,28 @@ invone:
 	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
 	CMPL   332(SP), $0x00
 	JE     divide6
-	VMULSS 332(SP), X1, X0
+	VMULSS 332(SP), X1, X1
 	JMP    divided7
 
 divide6:
-	VDIVSS 328(SP), X1, X0
+	VDIVSS 328(SP), X1, X1
 
 divided7:
-	VADDSS   job_eps+0(AX), X0, X0
-	VUCOMISS tlo<>+0(SB), X0
+	VADDSS   job_eps+0(AX), X1, X1
+	VUCOMISS tlo<>+0(SB), X1
 	JCS      ret
-	VUCOMISS tmax<>+0(SB), X0
+	VUCOMISS tmax<>+0(SB), X1
 	JHI      ret
-	VSQRTSS  X0, X0, X0
-	VMOVSS   one<>+0(SB), X1
-	VDIVSS   X0, X1, X1
+	VSQRTSS  X1, X1, X1
+	VMOVSS   one<>+0(SB), X0
+	VDIVSS   X1, X0, X0
 
 	// Report 1/rms if asked.
 	MOVQ   job_inv+0(AX), DI
 	TESTQ  DI, DI
 	JZ     scale
 	MOVQ   272(SP), R8
-	VMOVSS X1, (DI)(R8*4)
+	VMOVSS X0, (DI)(R8*4)
 	JMP    scale
 
 invgroup:
@@ -16380,53 +11621,53 @@ invgroup:
 	CMPL         332(SP), $0x00
 	JE           divide8
 	VBROADCASTSS 332(SP), X1
-	VMULPS       X1, X0, X0
+	VMULPS       X1, X0, X1
 	JMP          divided9
 
 divide8:
 	VBROADCASTSS 328(SP), X1
-	VDIVPS       X1, X0, X0
+	VDIVPS       X1, X0, X1
 
 divided9:
-	VBROADCASTSS job_eps+0(AX), X1
-	VADDPS       X1, X0, X0
-	VCMPPS       $0x1d, tlo4<>+0(SB), X0, X1
-	VCMPPS       $0x12, tmax4<>+0(SB), X0, X2
-	VANDPS       X2, X1, X1
-	VMOVMSKPS    X1, DI
+	VBROADCASTSS job_eps+0(AX), X0
+	VADDPS       X0, X1, X1
+	VCMPPS       $0x1d, tlo4<>+0(SB), X1, X0
+	VCMPPS       $0x12, tmax4<>+0(SB), X1, X2
+	VANDPS       X2, X0, X0
+	VMOVMSKPS    X0, DI
 	CMPL         DI, $0x0f
 	JE           ginrange
 	MOVQ         $0x00000004, 280(SP)
 	JMP          row
 
 ginrange:
-	VSQRTPS      X0, X0
-	VBROADCASTSS one<>+0(SB), X1
-	VDIVPS       X0, X1, X1
+	VSQRTPS      X1, X1
+	VBROADCASTSS one<>+0(SB), X0
+	VDIVPS       X1, X0, X0
 
 	// Report 1/rms if asked.
 	MOVQ    job_inv+0(AX), DI
 	TESTQ   DI, DI
 	JZ      scale
 	MOVQ    272(SP), R8
-	VMOVUPS X1, (DI)(R8*4)
+	VMOVUPS X0, (DI)(R8*4)
 
 scale:
-	VBROADCASTSS X1, Y0
+	VBROADCASTSS X0, Y1
 	MOVQ         $0x00000000, 296(SP)
 	CMPQ         288(SP), $0x01
 	JE           scalebody
-	VMOVUPS      X1, 256(SP)
+	VMOVUPS      X0, 256(SP)
 
 scalerow:
 	MOVQ         296(SP), DI
-	VBROADCASTSS 256(SP)(DI*4), Y0
+	VBROADCASTSS 256(SP)(DI*4), Y1
 
 scalebody:
-	VBROADCASTSS one<>+0(SB), Y1
+	VBROADCASTSS one<>+0(SB), Y0
 	TESTL        $0x00000010, job_flags+0(AX)
 	JNZ          weightadd10
-	VBROADCASTSS negzero<>+0(SB), Y1
+	VBROADCASTSS negzero<>+0(SB), Y0
 
 weightadd10:
 	// y = (src*inv)*w, rounded after each multiply.
@@ -16443,8 +11684,10 @@ longrows11:
 	MOVL  job_flags+0(AX), R10
 	TESTL $0x00000001, R10
 	JNZ   scalent
+	TESTQ BX, BX
+	JZ    scaleloopnoweight
 	TESTL $0x00000010, R10
-	JNZ   scaleoffsetloop
+	JNZ   scaleloopoffset
 
 	PCALIGN $32
 scaleloop:
@@ -16455,13 +11698,13 @@ scaleloop:
 
 scaleloopbody13:
 	VCVTPH2PS (DX)(DI*2), Y2
-	VMULPS    Y0, Y2, Y2
+	VMULPS    Y1, Y2, Y2
 	VCVTPH2PS 16(DX)(DI*2), Y3
-	VMULPS    Y0, Y3, Y3
+	VMULPS    Y1, Y3, Y3
 	VCVTPH2PS 32(DX)(DI*2), Y4
-	VMULPS    Y0, Y4, Y4
+	VMULPS    Y1, Y4, Y4
 	VCVTPH2PS 48(DX)(DI*2), Y5
-	VMULPS    Y0, Y5, Y5
+	VMULPS    Y1, Y5, Y5
 	TESTL     $0x00000008, job_flags+0(AX)
 	JZ        notrn14
 	VCVTPS2PH $0x00, Y2, X2
@@ -16476,16 +11719,16 @@ scaleloopbody13:
 notrn14:
 	VMULPS      (BX)(DI*4), Y2, Y2
 	VMULPS      32(BX)(DI*4), Y3, Y3
-	VCVTPS2PH   $0x00, Y2, X9
-	VCVTPS2PH   $0x00, Y3, X2
-	VINSERTI128 $0x01, X2, Y9, Y9
-	VMOVDQU     Y9, (CX)(DI*2)
+	VCVTPS2PH   $0x00, Y2, X2
+	VCVTPS2PH   $0x00, Y3, X3
+	VINSERTI128 $0x01, X3, Y2, Y2
+	VMOVDQU     Y2, (CX)(DI*2)
 	VMULPS      64(BX)(DI*4), Y4, Y4
 	VMULPS      96(BX)(DI*4), Y5, Y5
-	VCVTPS2PH   $0x00, Y4, X10
-	VCVTPS2PH   $0x00, Y5, X2
-	VINSERTI128 $0x01, X2, Y10, Y10
-	VMOVDQU     Y10, 32(CX)(DI*2)
+	VCVTPS2PH   $0x00, Y4, X4
+	VCVTPS2PH   $0x00, Y5, X5
+	VINSERTI128 $0x01, X5, Y4, Y4
+	VMOVDQU     Y4, 32(CX)(DI*2)
 	ADDQ        $0x00000020, DI
 	JMP         scaleloop
 
@@ -16494,21 +11737,21 @@ scalelooppf12:
 	JMP        scaleloopbody13
 
 	PCALIGN $32
-scaleoffsetloop:
+scaleloopoffset:
 	CMPQ  DI, R8
 	JG    scaletail
 	TESTL $0x00000002, R10
-	JNZ   scaleoffsetlooppf15
+	JNZ   scaleloopoffsetpf15
 
-scaleoffsetloopbody16:
+scaleloopoffsetbody16:
 	VCVTPH2PS (DX)(DI*2), Y2
-	VMULPS    Y0, Y2, Y2
+	VMULPS    Y1, Y2, Y2
 	VCVTPH2PS 16(DX)(DI*2), Y3
-	VMULPS    Y0, Y3, Y3
+	VMULPS    Y1, Y3, Y3
 	VCVTPH2PS 32(DX)(DI*2), Y4
-	VMULPS    Y0, Y4, Y4
+	VMULPS    Y1, Y4, Y4
 	VCVTPH2PS 48(DX)(DI*2), Y5
-	VMULPS    Y0, Y5, Y5
+	VMULPS    Y1, Y5, Y5
 	TESTL     $0x00000008, job_flags+0(AX)
 	JZ        notrn17
 	VCVTPS2PH $0x00, Y2, X2
@@ -16522,31 +11765,74 @@ scaleoffsetloopbody16:
 
 notrn17:
 	VMOVUPS     (BX)(DI*4), Y6
-	VADDPS      Y1, Y6, Y6
+	VADDPS      Y0, Y6, Y6
 	VMULPS      Y6, Y2, Y2
 	VMOVUPS     32(BX)(DI*4), Y6
-	VADDPS      Y1, Y6, Y6
+	VADDPS      Y0, Y6, Y6
 	VMULPS      Y6, Y3, Y3
-	VCVTPS2PH   $0x00, Y2, X11
-	VCVTPS2PH   $0x00, Y3, X2
-	VINSERTI128 $0x01, X2, Y11, Y11
-	VMOVDQU     Y11, (CX)(DI*2)
+	VCVTPS2PH   $0x00, Y2, X2
+	VCVTPS2PH   $0x00, Y3, X3
+	VINSERTI128 $0x01, X3, Y2, Y2
+	VMOVDQU     Y2, (CX)(DI*2)
 	VMOVUPS     64(BX)(DI*4), Y2
-	VADDPS      Y1, Y2, Y2
+	VADDPS      Y0, Y2, Y2
 	VMULPS      Y2, Y4, Y4
 	VMOVUPS     96(BX)(DI*4), Y2
-	VADDPS      Y1, Y2, Y2
+	VADDPS      Y0, Y2, Y2
 	VMULPS      Y2, Y5, Y5
-	VCVTPS2PH   $0x00, Y4, X12
-	VCVTPS2PH   $0x00, Y5, X2
-	VINSERTI128 $0x01, X2, Y12, Y12
-	VMOVDQU     Y12, 32(CX)(DI*2)
+	VCVTPS2PH   $0x00, Y4, X4
+	VCVTPS2PH   $0x00, Y5, X5
+	VINSERTI128 $0x01, X5, Y4, Y4
+	VMOVDQU     Y4, 32(CX)(DI*2)
 	ADDQ        $0x00000020, DI
-	JMP         scaleoffsetloop
+	JMP         scaleloopoffset
 
-scaleoffsetlooppf15:
+scaleloopoffsetpf15:
 	PREFETCHT0 (R9)(DI*2)
-	JMP        scaleoffsetloopbody16
+	JMP        scaleloopoffsetbody16
+
+	PCALIGN $32
+scaleloopnoweight:
+	CMPQ  DI, R8
+	JG    scaletail
+	TESTL $0x00000002, R10
+	JNZ   scaleloopnoweightpf18
+
+scaleloopnoweightbody19:
+	VCVTPH2PS (DX)(DI*2), Y2
+	VMULPS    Y1, Y2, Y2
+	VCVTPH2PS 16(DX)(DI*2), Y3
+	VMULPS    Y1, Y3, Y3
+	VCVTPH2PS 32(DX)(DI*2), Y4
+	VMULPS    Y1, Y4, Y4
+	VCVTPH2PS 48(DX)(DI*2), Y5
+	VMULPS    Y1, Y5, Y5
+	TESTL     $0x00000008, job_flags+0(AX)
+	JZ        notrn20
+	VCVTPS2PH $0x00, Y2, X2
+	VCVTPH2PS X2, Y2
+	VCVTPS2PH $0x00, Y3, X3
+	VCVTPH2PS X3, Y3
+	VCVTPS2PH $0x00, Y4, X4
+	VCVTPH2PS X4, Y4
+	VCVTPS2PH $0x00, Y5, X5
+	VCVTPH2PS X5, Y5
+
+notrn20:
+	VCVTPS2PH   $0x00, Y2, X2
+	VCVTPS2PH   $0x00, Y3, X3
+	VINSERTI128 $0x01, X3, Y2, Y2
+	VMOVDQU     Y2, (CX)(DI*2)
+	VCVTPS2PH   $0x00, Y4, X4
+	VCVTPS2PH   $0x00, Y5, X5
+	VINSERTI128 $0x01, X5, Y4, Y4
+	VMOVDQU     Y4, 32(CX)(DI*2)
+	ADDQ        $0x00000020, DI
+	JMP         scaleloopnoweight
+
+scaleloopnoweightpf18:
+	PREFETCHT0 (R9)(DI*2)
+	JMP        scaleloopnoweightbody19
 
 scalent:
 	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
@@ -16563,16 +11849,20 @@ scalehead:
 	CMPQ      R9, $0x00000008
 	JB        scaleheadpart
 	VCVTPH2PS (DX)(DI*2), Y2
-	VMULPS    Y0, Y2, Y2
+	VMULPS    Y1, Y2, Y2
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn18
+	JZ        notrn21
 	VCVTPS2PH $0x00, Y2, X2
 	VCVTPH2PS X2, Y2
 
-notrn18:
-	VMOVUPS   (BX)(DI*4), Y3
-	VADDPS    Y1, Y3, Y3
-	VMULPS    Y3, Y2, Y2
+notrn21:
+	TESTQ   BX, BX
+	JZ      noweight22
+	VMOVUPS (BX)(DI*4), Y3
+	VADDPS  Y0, Y3, Y3
+	VMULPS  Y3, Y2, Y2
+
+noweight22:
 	VCVTPS2PH $0x00, Y2, (CX)(DI*2)
 	ADDQ      $0x00000008, DI
 	SUBQ      $0x00000008, R9
@@ -16584,10 +11874,10 @@ scaleheadpart:
 scalentgo:
 	MOVQ SI, R9
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows19
+	JA   longrows23
 	SHLQ $0x03, R9
 
-longrows19:
+longrows23:
 	ADDQ DX, R9
 	MOVL job_flags+0(AX), R10
 
@@ -16597,15 +11887,15 @@ scalentloop:
 	JG         scaletail
 	PREFETCHT0 (R9)(DI*2)
 	VCVTPH2PS  (DX)(DI*2), Y2
-	VMULPS     Y0, Y2, Y2
+	VMULPS     Y1, Y2, Y2
 	VCVTPH2PS  16(DX)(DI*2), Y3
-	VMULPS     Y0, Y3, Y3
+	VMULPS     Y1, Y3, Y3
 	VCVTPH2PS  32(DX)(DI*2), Y4
-	VMULPS     Y0, Y4, Y4
+	VMULPS     Y1, Y4, Y4
 	VCVTPH2PS  48(DX)(DI*2), Y5
-	VMULPS     Y0, Y5, Y5
+	VMULPS     Y1, Y5, Y5
 	TESTL      $0x00000008, job_flags+0(AX)
-	JZ         notrn20
+	JZ         notrn24
 	VCVTPS2PH  $0x00, Y2, X2
 	VCVTPH2PS  X2, Y2
 	VCVTPS2PH  $0x00, Y3, X3
@@ -16615,40 +11905,42 @@ scalentloop:
 	VCVTPS2PH  $0x00, Y5, X5
 	VCVTPH2PS  X5, Y5
 
-notrn20:
+notrn24:
+	TESTQ  BX, BX
+	JZ     weighed26
 	TESTL  $0x00000010, R10
-	JNZ    offset21
+	JNZ    offset25
 	VMULPS (BX)(DI*4), Y2, Y2
 	VMULPS 32(BX)(DI*4), Y3, Y3
 	VMULPS 64(BX)(DI*4), Y4, Y4
 	VMULPS 96(BX)(DI*4), Y5, Y5
 
-weighed22:
-	VCVTPS2PH   $0x00, Y2, X13
-	VCVTPS2PH   $0x00, Y3, X2
-	VINSERTI128 $0x01, X2, Y13, Y13
-	VMOVNTDQ    Y13, (CX)(DI*2)
-	VCVTPS2PH   $0x00, Y4, X14
-	VCVTPS2PH   $0x00, Y5, X2
-	VINSERTI128 $0x01, X2, Y14, Y14
-	VMOVNTDQ    Y14, 32(CX)(DI*2)
+weighed26:
+	VCVTPS2PH   $0x00, Y2, X2
+	VCVTPS2PH   $0x00, Y3, X3
+	VINSERTI128 $0x01, X3, Y2, Y2
+	VMOVNTDQ    Y2, (CX)(DI*2)
+	VCVTPS2PH   $0x00, Y4, X4
+	VCVTPS2PH   $0x00, Y5, X5
+	VINSERTI128 $0x01, X5, Y4, Y4
+	VMOVNTDQ    Y4, 32(CX)(DI*2)
 	ADDQ        $0x00000020, DI
 	JMP         scalentloop
 
-offset21:
+offset25:
 	VMOVUPS (BX)(DI*4), Y6
-	VADDPS  Y1, Y6, Y6
+	VADDPS  Y0, Y6, Y6
 	VMULPS  Y6, Y2, Y2
 	VMOVUPS 32(BX)(DI*4), Y6
-	VADDPS  Y1, Y6, Y6
+	VADDPS  Y0, Y6, Y6
 	VMULPS  Y6, Y3, Y3
 	VMOVUPS 64(BX)(DI*4), Y6
-	VADDPS  Y1, Y6, Y6
+	VADDPS  Y0, Y6, Y6
 	VMULPS  Y6, Y4, Y4
 	VMOVUPS 96(BX)(DI*4), Y6
-	VADDPS  Y1, Y6, Y6
+	VADDPS  Y0, Y6, Y6
 	VMULPS  Y6, Y5, Y5
-	JMP     weighed22
+	JMP     weighed26
 
 scaletail:
 	ADDQ $0x00000018, R8
@@ -16657,16 +11949,20 @@ scaleone:
 	CMPQ      DI, R8
 	JG        scalepart
 	VCVTPH2PS (DX)(DI*2), Y2
-	VMULPS    Y0, Y2, Y2
+	VMULPS    Y1, Y2, Y2
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn23
+	JZ        notrn27
 	VCVTPS2PH $0x00, Y2, X2
 	VCVTPH2PS X2, Y2
 
-notrn23:
-	VMOVUPS   (BX)(DI*4), Y3
-	VADDPS    Y1, Y3, Y3
-	VMULPS    Y3, Y2, Y2
+notrn27:
+	TESTQ   BX, BX
+	JZ      noweight28
+	VMOVUPS (BX)(DI*4), Y3
+	VADDPS  Y0, Y3, Y3
+	VMULPS  Y3, Y2, Y2
+
+noweight28:
 	VCVTPS2PH $0x00, Y2, (CX)(DI*2)
 	ADDQ      $0x00000008, DI
 	JMP       scaleone
@@ -16684,63 +11980,70 @@ partout:
 	XORQ R12, R12
 	SUBQ $0x00000010, R13
 
-copyvec24:
+copyvec29:
 	CMPQ    R12, R13
-	JG      copyone25
+	JG      copyone30
 	VMOVUPS (R10)(R12*2), Y2
 	VMOVUPS Y2, (R11)(R12*2)
 	ADDQ    $0x00000010, R12
-	JMP     copyvec24
+	JMP     copyvec29
 
-copyone25:
+copyone30:
 	ADDQ $0x00000010, R13
 
-copyloop27:
+copyloop32:
 	CMPQ R12, R13
-	JGE  copied26
+	JGE  copied31
 	MOVW (R10)(R12*2), R14
 	MOVW R14, (R11)(R12*2)
 	INCQ R12
-	JMP  copyloop27
+	JMP  copyloop32
 
-copied26:
-	LEAQ (BX)(DI*4), R10
-	LEAQ 160(SP), R11
-	MOVQ R9, R13
-	XORQ R12, R12
-	SUBQ $0x00000008, R13
+copied31:
+	TESTQ BX, BX
+	JZ    nowcopy33
+	LEAQ  (BX)(DI*4), R10
+	LEAQ  160(SP), R11
+	MOVQ  R9, R13
+	XORQ  R12, R12
+	SUBQ  $0x00000008, R13
 
-copyvec28:
+copyvec34:
 	CMPQ    R12, R13
-	JG      copyone29
+	JG      copyone35
 	VMOVUPS (R10)(R12*4), Y2
 	VMOVUPS Y2, (R11)(R12*4)
 	ADDQ    $0x00000008, R12
-	JMP     copyvec28
+	JMP     copyvec34
 
-copyone29:
+copyone35:
 	ADDQ $0x00000008, R13
 
-copyloop31:
+copyloop37:
 	CMPQ R12, R13
-	JGE  copied30
+	JGE  copied36
 	MOVL (R10)(R12*4), R14
 	MOVL R14, (R11)(R12*4)
 	INCQ R12
-	JMP  copyloop31
+	JMP  copyloop37
 
-copied30:
+copied36:
+nowcopy33:
 	VCVTPH2PS 128(SP), Y2
-	VMULPS    Y2, Y0, Y2
+	VMULPS    Y2, Y1, Y2
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn32
+	JZ        notrn38
 	VCVTPS2PH $0x00, Y2, X2
 	VCVTPH2PS X2, Y2
 
-notrn32:
-	VMOVUPS   160(SP), Y3
-	VADDPS    Y1, Y3, Y3
-	VMULPS    Y3, Y2, Y2
+notrn38:
+	TESTQ   BX, BX
+	JZ      noweight39
+	VMOVUPS 160(SP), Y3
+	VADDPS  Y0, Y3, Y3
+	VMULPS  Y3, Y2, Y2
+
+noweight39:
 	VCVTPS2PH $0x00, Y2, 192(SP)
 	LEAQ      192(SP), R11
 	LEAQ      (CX)(DI*2), R10
@@ -16748,26 +12051,26 @@ notrn32:
 	XORQ      R12, R12
 	SUBQ      $0x00000010, R13
 
-copyvec33:
+copyvec40:
 	CMPQ    R12, R13
-	JG      copyone34
+	JG      copyone41
 	VMOVUPS (R11)(R12*2), Y2
 	VMOVUPS Y2, (R10)(R12*2)
 	ADDQ    $0x00000010, R12
-	JMP     copyvec33
+	JMP     copyvec40
 
-copyone34:
+copyone41:
 	ADDQ $0x00000010, R13
 
-copyloop36:
+copyloop43:
 	CMPQ R12, R13
-	JGE  copied35
+	JGE  copied42
 	MOVW (R11)(R12*2), R14
 	MOVW R14, (R10)(R12*2)
 	INCQ R12
-	JMP  copyloop36
+	JMP  copyloop43
 
-copied35:
+copied42:
 	ADDQ R9, DI
 	CMPQ DI, job_d+0(AX)
 	JB   scalentgo
@@ -16794,531 +12097,10 @@ vzero:
 	MOVQ AX, ret+24(FP)
 	RET
 
-// func avx2F16Unweighted(j uintptr, from int, to int) int
+// func avx2ForwardF16Add(j uintptr, from int, to int) int
 // Requires: AVX, AVX2, F16C, MMX+
-TEXT ·avx2F16Unweighted(SB), NOSPLIT, $336-32
-	// avx2F16Unweighted normalizes rows [from, to) of the job: F16 rows: y = round16(x*inv), for each row.
-	// It stops before the first row that needs the float64 path and returns that row's index, or to.
-	MOVQ j+0(FP), AX
-	MOVQ job_dst+0(AX), CX
-	MOVQ job_x+0(AX), DX
-	MOVQ job_stride+0(AX), BX
-	SHLQ $0x01, BX
-
-	// fd = float32(d); rd = 1/d when d is a power of two (a/d is then a*rd exactly), else 0.
-	MOVQ       job_d+0(AX), SI
-	VMOVSS     one<>+0(SB), X0
-	VCVTSI2SSQ SI, X0, X0
-	VMOVSS     X0, 328(SP)
-	XORL       R8, R8
-	LEAQ       -1(SI), DI
-	TESTQ      SI, DI
-	JNZ        notpow2
-	BSFQ       SI, DI
-	MOVL       $0x0000007f, R8
-	SUBL       DI, R8
-	SHLL       $0x17, R8
-
-notpow2:
-	MOVL R8, 332(SP)
-
-	// Start at row from.
-	MOVQ  from+8(FP), SI
-	MOVQ  SI, 272(SP)
-	MOVQ  $0x00000000, 280(SP)
-	IMULQ BX, SI
-	ADDQ  SI, CX
-	ADDQ  SI, DX
-
-row:
-	MOVQ 272(SP), SI
-	CMPQ SI, to+16(FP)
-	JAE  ret
-	MOVQ $0x00000001, 288(SP)
-	CMPQ 280(SP), $0x00
-	JE   trygroup
-	DECQ 280(SP)
-	JMP  sum
-
-trygroup:
-	CMPQ job_d+0(AX), $0x00000200
-	JA   sum
-	MOVQ to+16(FP), SI
-	SUBQ 272(SP), SI
-	CMPQ SI, $0x04
-	JB   sum
-	MOVQ $0x00000004, 288(SP)
-
-sum:
-	MOVQ DX, SI
-	XORQ DI, DI
-
-sumrow:
-	// Sum of squares: element i goes to partial i%64.
-	MOVQ   job_d+0(AX), R9
-	SUBQ   $0x00000040, R9
-	JGE    firstblock
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
-	VXORPS Y4, Y4, Y4
-	VXORPS Y5, Y5, Y5
-	VXORPS Y6, Y6, Y6
-	VXORPS Y7, Y7, Y7
-	XORQ   R8, R8
-	JMP    sumtail
-
-firstblock:
-	// +0 + square is the square itself: the first block initializes the partials.
-	XORQ      R8, R8
-	VCVTPH2PS (SI)(R8*2), Y0
-	VMULPS    Y0, Y0, Y0
-	VCVTPH2PS 16(SI)(R8*2), Y1
-	VMULPS    Y1, Y1, Y1
-	VCVTPH2PS 32(SI)(R8*2), Y2
-	VMULPS    Y2, Y2, Y2
-	VCVTPH2PS 48(SI)(R8*2), Y3
-	VMULPS    Y3, Y3, Y3
-	VCVTPH2PS 64(SI)(R8*2), Y4
-	VMULPS    Y4, Y4, Y4
-	VCVTPH2PS 80(SI)(R8*2), Y5
-	VMULPS    Y5, Y5, Y5
-	VCVTPH2PS 96(SI)(R8*2), Y6
-	VMULPS    Y6, Y6, Y6
-	VCVTPH2PS 112(SI)(R8*2), Y7
-	VMULPS    Y7, Y7, Y7
-	MOVQ      $0x00000040, R8
-
-	// With flagPF, the rows ahead are prefetched: one loop for both, the flag tested per block.
-	MOVQ BX, R10
-	SHLQ $0x01, R10
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows1
-	SHLQ $0x03, R10
-
-longrows1:
-	ADDQ SI, R10
-	MOVL job_flags+0(AX), R11
-
-	PCALIGN $32
-sumloop:
-	CMPQ  R8, R9
-	JG    sumtail
-	TESTL $0x00000002, R11
-	JNZ   sumpf
-
-sumblock:
-	VCVTPH2PS (SI)(R8*2), Y8
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y0, Y0
-	VCVTPH2PS 16(SI)(R8*2), Y8
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y1, Y1
-	VCVTPH2PS 32(SI)(R8*2), Y8
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y2, Y2
-	VCVTPH2PS 48(SI)(R8*2), Y8
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y3, Y3
-	VCVTPH2PS 64(SI)(R8*2), Y8
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y4, Y4
-	VCVTPH2PS 80(SI)(R8*2), Y8
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y5, Y5
-	VCVTPH2PS 96(SI)(R8*2), Y8
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y6, Y6
-	VCVTPH2PS 112(SI)(R8*2), Y8
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y7, Y7
-	ADDQ      $0x00000040, R8
-	JMP       sumloop
-
-	// Out of the loop's way: the prefetches, whose flag is usually clear.
-sumpf:
-	PREFETCHT0 (R10)(R8*2)
-	PREFETCHT0 64(R10)(R8*2)
-	JMP        sumblock
-
-sumtail:
-	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
-	MOVQ    job_d+0(AX), R9
-	SUBQ    R8, R9
-	JZ      summed
-	JL      slotsummed
-	MOVQ    R9, 304(SP)
-	LEAQ    (SI)(R8*2), R9
-	LEAQ    128(SP), R10
-	VXORPS  Y8, Y8, Y8
-	VMOVUPS Y8, (R10)
-	VMOVUPS Y8, 32(R10)
-	VMOVUPS Y8, 64(R10)
-	VMOVUPS Y8, 96(R10)
-	MOVQ    304(SP), R12
-	XORQ    R11, R11
-	SUBQ    $0x00000010, R12
-
-copyvec2:
-	CMPQ    R11, R12
-	JG      copyone3
-	VMOVUPS (R9)(R11*2), Y8
-	VMOVUPS Y8, (R10)(R11*2)
-	ADDQ    $0x00000010, R11
-	JMP     copyvec2
-
-copyone3:
-	ADDQ $0x00000010, R12
-
-copyloop5:
-	CMPQ R11, R12
-	JGE  copied4
-	MOVW (R9)(R11*2), R13
-	MOVW R13, (R10)(R11*2)
-	INCQ R11
-	JMP  copyloop5
-
-copied4:
-	MOVQ R8, R9
-	SHLQ $0x01, R9
-	MOVQ SI, 320(SP)
-	MOVQ R10, SI
-	SUBQ R9, SI
-	MOVQ R8, R9
-	MOVQ SI, R10
-	XORL R11, R11
-	JMP  sumblock
-
-slotsummed:
-	MOVQ 320(SP), SI
-
-summed:
-	VADDPS  Y4, Y0, Y0
-	VADDPS  Y5, Y1, Y1
-	VADDPS  Y6, Y2, Y2
-	VADDPS  Y7, Y3, Y3
-	VADDPS  Y2, Y0, Y0
-	VADDPS  Y3, Y1, Y1
-	VADDPS  Y1, Y0, Y0
-	CMPQ    288(SP), $0x01
-	JE      invone
-	VMOVUPS Y0, (SP)(DI*1)
-	ADDQ    BX, SI
-	ADDQ    $0x00000020, DI
-	CMPQ    DI, $0x00000080
-	JB      sumrow
-	JMP     invgroup
-
-invone:
-	// Halving tree: p[j] += p[j+h] for the remaining h, down to ss.
-	VEXTRACTF128 $0x01, Y0, X1
-	VADDPS       X1, X0, X1
-	VMOVHLPS     X1, X1, X0
-	VADDPS       X0, X1, X1
-	VMOVSHDUP    X1, X0
-	VADDSS       X0, X1, X1
-
-	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
-	CMPL   332(SP), $0x00
-	JE     divide6
-	VMULSS 332(SP), X1, X0
-	JMP    divided7
-
-divide6:
-	VDIVSS 328(SP), X1, X0
-
-divided7:
-	VADDSS   job_eps+0(AX), X0, X0
-	VUCOMISS tlo<>+0(SB), X0
-	JCS      ret
-	VUCOMISS tmax<>+0(SB), X0
-	JHI      ret
-	VSQRTSS  X0, X0, X0
-	VMOVSS   one<>+0(SB), X1
-	VDIVSS   X0, X1, X1
-
-	// Report 1/rms if asked.
-	MOVQ   job_inv+0(AX), SI
-	TESTQ  SI, SI
-	JZ     scale
-	MOVQ   272(SP), DI
-	VMOVSS X1, (SI)(DI*4)
-	JMP    scale
-
-invgroup:
-	// The rest of the halving tree, four rows at once.
-	VMOVUPS      (SP), Y0
-	VMOVUPS      32(SP), Y1
-	VMOVUPS      64(SP), Y2
-	VMOVUPS      96(SP), Y3
-	VPERM2F128   $0x20, Y1, Y0, Y4
-	VPERM2F128   $0x31, Y1, Y0, Y0
-	VADDPS       Y0, Y4, Y4
-	VPERM2F128   $0x20, Y3, Y2, Y0
-	VPERM2F128   $0x31, Y3, Y2, Y1
-	VADDPS       Y1, Y0, Y0
-	VSHUFPS      $0x44, Y0, Y4, Y1
-	VSHUFPS      $0xee, Y0, Y4, Y0
-	VADDPS       Y0, Y1, Y1
-	VHADDPS      Y1, Y1, Y1
-	VEXTRACTF128 $0x01, Y1, X0
-	VUNPCKLPS    X0, X1, X0
-
-	// t = ss/d + eps for the four rows; any t outside [2^-100, MaxFloat32] sends the group to the one-row path.
-	CMPL         332(SP), $0x00
-	JE           divide8
-	VBROADCASTSS 332(SP), X1
-	VMULPS       X1, X0, X0
-	JMP          divided9
-
-divide8:
-	VBROADCASTSS 328(SP), X1
-	VDIVPS       X1, X0, X0
-
-divided9:
-	VBROADCASTSS job_eps+0(AX), X1
-	VADDPS       X1, X0, X0
-	VCMPPS       $0x1d, tlo4<>+0(SB), X0, X1
-	VCMPPS       $0x12, tmax4<>+0(SB), X0, X2
-	VANDPS       X2, X1, X1
-	VMOVMSKPS    X1, SI
-	CMPL         SI, $0x0f
-	JE           ginrange
-	MOVQ         $0x00000004, 280(SP)
-	JMP          row
-
-ginrange:
-	VSQRTPS      X0, X0
-	VBROADCASTSS one<>+0(SB), X1
-	VDIVPS       X0, X1, X1
-
-	// Report 1/rms if asked.
-	MOVQ    job_inv+0(AX), SI
-	TESTQ   SI, SI
-	JZ      scale
-	MOVQ    272(SP), DI
-	VMOVUPS X1, (SI)(DI*4)
-
-scale:
-	VBROADCASTSS X1, Y0
-	MOVQ         $0x00000000, 296(SP)
-	CMPQ         288(SP), $0x01
-	JE           scalebody
-	VMOVUPS      X1, 256(SP)
-
-scalerow:
-	MOVQ         296(SP), SI
-	VBROADCASTSS 256(SP)(SI*4), Y0
-
-scalebody:
-	// y = (src*inv)*w, rounded after each multiply.
-	XORQ SI, SI
-	MOVQ job_d+0(AX), DI
-	SUBQ $0x00000020, DI
-	MOVQ BX, R8
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows10
-	SHLQ $0x03, R8
-
-longrows10:
-	ADDQ  DX, R8
-	MOVL  job_flags+0(AX), R9
-	TESTL $0x00000001, R9
-	JNZ   scalent
-
-	PCALIGN $32
-scaleloop:
-	CMPQ  SI, DI
-	JG    scaletail
-	TESTL $0x00000002, R9
-	JNZ   scalelooppf11
-
-scaleloopbody12:
-	VCVTPH2PS   (DX)(SI*2), Y1
-	VMULPS      Y0, Y1, Y1
-	VCVTPH2PS   16(DX)(SI*2), Y2
-	VMULPS      Y0, Y2, Y2
-	VCVTPH2PS   32(DX)(SI*2), Y3
-	VMULPS      Y0, Y3, Y3
-	VCVTPH2PS   48(DX)(SI*2), Y4
-	VMULPS      Y0, Y4, Y4
-	VCVTPS2PH   $0x00, Y1, X9
-	VCVTPS2PH   $0x00, Y2, X1
-	VINSERTI128 $0x01, X1, Y9, Y9
-	VMOVDQU     Y9, (CX)(SI*2)
-	VCVTPS2PH   $0x00, Y3, X10
-	VCVTPS2PH   $0x00, Y4, X1
-	VINSERTI128 $0x01, X1, Y10, Y10
-	VMOVDQU     Y10, 32(CX)(SI*2)
-	ADDQ        $0x00000020, SI
-	JMP         scaleloop
-
-scalelooppf11:
-	PREFETCHT0 (R8)(SI*2)
-	JMP        scaleloopbody12
-
-scalent:
-	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
-	MOVQ CX, R8
-	NEGQ R8
-	ANDQ $0x0000001f, R8
-	SHRQ $0x01, R8
-	JZ   scalentgo
-	CMPQ R8, job_d+0(AX)
-	JLE  scalehead
-	MOVQ job_d+0(AX), R8
-
-scalehead:
-	CMPQ      R8, $0x00000008
-	JB        scaleheadpart
-	VCVTPH2PS (DX)(SI*2), Y1
-	VMULPS    Y0, Y1, Y1
-	VCVTPS2PH $0x00, Y1, (CX)(SI*2)
-	ADDQ      $0x00000008, SI
-	SUBQ      $0x00000008, R8
-	JZ        scalentgo
-
-scaleheadpart:
-	JMP partout
-
-scalentgo:
-	MOVQ BX, R8
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows13
-	SHLQ $0x03, R8
-
-longrows13:
-	ADDQ DX, R8
-
-	PCALIGN $32
-scalentloop:
-	CMPQ        SI, DI
-	JG          scaletail
-	PREFETCHT0  (R8)(SI*2)
-	VCVTPH2PS   (DX)(SI*2), Y1
-	VMULPS      Y0, Y1, Y1
-	VCVTPH2PS   16(DX)(SI*2), Y2
-	VMULPS      Y0, Y2, Y2
-	VCVTPH2PS   32(DX)(SI*2), Y3
-	VMULPS      Y0, Y3, Y3
-	VCVTPH2PS   48(DX)(SI*2), Y4
-	VMULPS      Y0, Y4, Y4
-	VCVTPS2PH   $0x00, Y1, X11
-	VCVTPS2PH   $0x00, Y2, X1
-	VINSERTI128 $0x01, X1, Y11, Y11
-	VMOVNTDQ    Y11, (CX)(SI*2)
-	VCVTPS2PH   $0x00, Y3, X12
-	VCVTPS2PH   $0x00, Y4, X1
-	VINSERTI128 $0x01, X1, Y12, Y12
-	VMOVNTDQ    Y12, 32(CX)(SI*2)
-	ADDQ        $0x00000020, SI
-	JMP         scalentloop
-
-scaletail:
-	ADDQ $0x00000018, DI
-
-scaleone:
-	CMPQ      SI, DI
-	JG        scalepart
-	VCVTPH2PS (DX)(SI*2), Y1
-	VMULPS    Y0, Y1, Y1
-	VCVTPS2PH $0x00, Y1, (CX)(SI*2)
-	ADDQ      $0x00000008, SI
-	JMP       scaleone
-
-scalepart:
-	MOVQ job_d+0(AX), R8
-	SUBQ SI, R8
-	JZ   scaled
-
-	// The last n < lanes elements, or the first n of a non-temporal row (i + n < d: back to its loop).
-partout:
-	LEAQ (DX)(SI*2), R9
-	LEAQ 128(SP), R10
-	MOVQ R8, R12
-	XORQ R11, R11
-	SUBQ $0x00000010, R12
-
-copyvec14:
-	CMPQ    R11, R12
-	JG      copyone15
-	VMOVUPS (R9)(R11*2), Y1
-	VMOVUPS Y1, (R10)(R11*2)
-	ADDQ    $0x00000010, R11
-	JMP     copyvec14
-
-copyone15:
-	ADDQ $0x00000010, R12
-
-copyloop17:
-	CMPQ R11, R12
-	JGE  copied16
-	MOVW (R9)(R11*2), R13
-	MOVW R13, (R10)(R11*2)
-	INCQ R11
-	JMP  copyloop17
-
-copied16:
-	VCVTPH2PS 128(SP), Y1
-	VMULPS    Y1, Y0, Y1
-	VCVTPS2PH $0x00, Y1, 192(SP)
-	LEAQ      192(SP), R10
-	LEAQ      (CX)(SI*2), R9
-	MOVQ      R8, R12
-	XORQ      R11, R11
-	SUBQ      $0x00000010, R12
-
-copyvec18:
-	CMPQ    R11, R12
-	JG      copyone19
-	VMOVUPS (R10)(R11*2), Y1
-	VMOVUPS Y1, (R9)(R11*2)
-	ADDQ    $0x00000010, R11
-	JMP     copyvec18
-
-copyone19:
-	ADDQ $0x00000010, R12
-
-copyloop21:
-	CMPQ R11, R12
-	JGE  copied20
-	MOVW (R10)(R11*2), R13
-	MOVW R13, (R9)(R11*2)
-	INCQ R11
-	JMP  copyloop21
-
-copied20:
-	ADDQ R8, SI
-	CMPQ SI, job_d+0(AX)
-	JB   scalentgo
-
-scaled:
-	ADDQ BX, DX
-	ADDQ BX, CX
-	INCQ 272(SP)
-	MOVQ 296(SP), SI
-	INCQ SI
-	MOVQ SI, 296(SP)
-	CMPQ SI, 288(SP)
-	JB   scalerow
-	JMP  row
-
-ret:
-	TESTL $0x00000001, job_flags+0(AX)
-	JZ    vzero
-	SFENCE
-
-vzero:
-	VZEROUPPER
-	MOVQ 272(SP), AX
-	MOVQ AX, ret+24(FP)
-	RET
-
-// func avx2F16AddWeightedOrOffset(j uintptr, from int, to int) int
-// Requires: AVX, AVX2, F16C, MMX+
-TEXT ·avx2F16AddWeightedOrOffset(SB), NOSPLIT, $464-32
-	// avx2F16AddWeightedOrOffset normalizes rows [from, to) of the job: F16 rows: h = round16(x + res) and res = h per element, then y = round16((h*inv)*w), or round16((h*inv)*(1+w)) with flagOffset (with flagRN, round16(h*inv) in place of (h*inv)), for each row.
+TEXT ·avx2ForwardF16Add(SB), NOSPLIT, $464-32
+	// avx2ForwardF16Add normalizes rows [from, to) of the job: F16 rows: h = round16(x + res) and res = h per element, then y = round16((h*inv)*w), round16((h*inv)*(1+w)) with flagOffset, or round16(h*inv) with w nil (with flagRN, round16(h*inv) in place of (h*inv)), for each row.
 	// It stops before the first row that needs the float64 path and returns that row's index, or to.
 	MOVQ j+0(FP), AX
 	MOVQ job_dst+0(AX), CX
@@ -17662,45 +12444,45 @@ summed:
 	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
 	CMPL   460(SP), $0x00
 	JE     divide14
-	VMULSS 460(SP), X1, X0
+	VMULSS 460(SP), X1, X1
 	JMP    divided15
 
 divide14:
-	VDIVSS 456(SP), X1, X0
+	VDIVSS 456(SP), X1, X1
 
 divided15:
-	VADDSS   job_eps+0(AX), X0, X0
-	VUCOMISS tlo<>+0(SB), X0
+	VADDSS   job_eps+0(AX), X1, X1
+	VUCOMISS tlo<>+0(SB), X1
 	JCS      ret
-	VUCOMISS tmax<>+0(SB), X0
+	VUCOMISS tmax<>+0(SB), X1
 	JHI      ret
-	VSQRTSS  X0, X0, X0
-	VMOVSS   one<>+0(SB), X1
-	VDIVSS   X0, X1, X1
+	VSQRTSS  X1, X1, X1
+	VMOVSS   one<>+0(SB), X0
+	VDIVSS   X1, X0, X0
 
 	// Report 1/rms if asked.
 	MOVQ   job_inv+0(AX), R8
 	TESTQ  R8, R8
 	JZ     scale
 	MOVQ   400(SP), R9
-	VMOVSS X1, (R8)(R9*4)
+	VMOVSS X0, (R8)(R9*4)
 
 scale:
-	VBROADCASTSS X1, Y0
+	VBROADCASTSS X0, Y1
 	MOVQ         $0x00000000, 424(SP)
 	CMPQ         416(SP), $0x01
 	JE           scalebody
-	VMOVUPS      X1, 384(SP)
+	VMOVUPS      X0, 384(SP)
 
 scalerow:
 	MOVQ         424(SP), R8
-	VBROADCASTSS 384(SP)(R8*4), Y0
+	VBROADCASTSS 384(SP)(R8*4), Y1
 
 scalebody:
-	VBROADCASTSS one<>+0(SB), Y1
+	VBROADCASTSS one<>+0(SB), Y0
 	TESTL        $0x00000010, job_flags+0(AX)
 	JNZ          weightadd16
-	VBROADCASTSS negzero<>+0(SB), Y1
+	VBROADCASTSS negzero<>+0(SB), Y0
 
 weightadd16:
 	// y = (src*inv)*w, rounded after each multiply.
@@ -17717,8 +12499,10 @@ longrows17:
 	MOVL  job_flags+0(AX), R11
 	TESTL $0x00000001, R11
 	JNZ   scalent
+	TESTQ BX, BX
+	JZ    scaleloopnoweight
 	TESTL $0x00000010, R11
-	JNZ   scaleoffsetloop
+	JNZ   scaleloopoffset
 
 	PCALIGN $32
 scaleloop:
@@ -17729,13 +12513,13 @@ scaleloop:
 
 scaleloopbody19:
 	VCVTPH2PS (SI)(R8*2), Y2
-	VMULPS    Y0, Y2, Y2
+	VMULPS    Y1, Y2, Y2
 	VCVTPH2PS 16(SI)(R8*2), Y3
-	VMULPS    Y0, Y3, Y3
+	VMULPS    Y1, Y3, Y3
 	VCVTPH2PS 32(SI)(R8*2), Y4
-	VMULPS    Y0, Y4, Y4
+	VMULPS    Y1, Y4, Y4
 	VCVTPH2PS 48(SI)(R8*2), Y5
-	VMULPS    Y0, Y5, Y5
+	VMULPS    Y1, Y5, Y5
 	TESTL     $0x00000008, job_flags+0(AX)
 	JZ        notrn20
 	VCVTPS2PH $0x00, Y2, X2
@@ -17750,16 +12534,16 @@ scaleloopbody19:
 notrn20:
 	VMULPS      (BX)(R8*4), Y2, Y2
 	VMULPS      32(BX)(R8*4), Y3, Y3
-	VCVTPS2PH   $0x00, Y2, X10
-	VCVTPS2PH   $0x00, Y3, X2
-	VINSERTI128 $0x01, X2, Y10, Y10
-	VMOVDQU     Y10, (CX)(R8*2)
+	VCVTPS2PH   $0x00, Y2, X2
+	VCVTPS2PH   $0x00, Y3, X3
+	VINSERTI128 $0x01, X3, Y2, Y2
+	VMOVDQU     Y2, (CX)(R8*2)
 	VMULPS      64(BX)(R8*4), Y4, Y4
 	VMULPS      96(BX)(R8*4), Y5, Y5
-	VCVTPS2PH   $0x00, Y4, X11
-	VCVTPS2PH   $0x00, Y5, X2
-	VINSERTI128 $0x01, X2, Y11, Y11
-	VMOVDQU     Y11, 32(CX)(R8*2)
+	VCVTPS2PH   $0x00, Y4, X4
+	VCVTPS2PH   $0x00, Y5, X5
+	VINSERTI128 $0x01, X5, Y4, Y4
+	VMOVDQU     Y4, 32(CX)(R8*2)
 	ADDQ        $0x00000020, R8
 	JMP         scaleloop
 
@@ -17768,21 +12552,21 @@ scalelooppf18:
 	JMP        scaleloopbody19
 
 	PCALIGN $32
-scaleoffsetloop:
+scaleloopoffset:
 	CMPQ  R8, R9
 	JG    scaletail
 	TESTL $0x00000002, R11
-	JNZ   scaleoffsetlooppf21
+	JNZ   scaleloopoffsetpf21
 
-scaleoffsetloopbody22:
+scaleloopoffsetbody22:
 	VCVTPH2PS (SI)(R8*2), Y2
-	VMULPS    Y0, Y2, Y2
+	VMULPS    Y1, Y2, Y2
 	VCVTPH2PS 16(SI)(R8*2), Y3
-	VMULPS    Y0, Y3, Y3
+	VMULPS    Y1, Y3, Y3
 	VCVTPH2PS 32(SI)(R8*2), Y4
-	VMULPS    Y0, Y4, Y4
+	VMULPS    Y1, Y4, Y4
 	VCVTPH2PS 48(SI)(R8*2), Y5
-	VMULPS    Y0, Y5, Y5
+	VMULPS    Y1, Y5, Y5
 	TESTL     $0x00000008, job_flags+0(AX)
 	JZ        notrn23
 	VCVTPS2PH $0x00, Y2, X2
@@ -17796,31 +12580,74 @@ scaleoffsetloopbody22:
 
 notrn23:
 	VMOVUPS     (BX)(R8*4), Y6
-	VADDPS      Y1, Y6, Y6
+	VADDPS      Y0, Y6, Y6
 	VMULPS      Y6, Y2, Y2
 	VMOVUPS     32(BX)(R8*4), Y6
-	VADDPS      Y1, Y6, Y6
+	VADDPS      Y0, Y6, Y6
 	VMULPS      Y6, Y3, Y3
-	VCVTPS2PH   $0x00, Y2, X12
-	VCVTPS2PH   $0x00, Y3, X2
-	VINSERTI128 $0x01, X2, Y12, Y12
-	VMOVDQU     Y12, (CX)(R8*2)
+	VCVTPS2PH   $0x00, Y2, X2
+	VCVTPS2PH   $0x00, Y3, X3
+	VINSERTI128 $0x01, X3, Y2, Y2
+	VMOVDQU     Y2, (CX)(R8*2)
 	VMOVUPS     64(BX)(R8*4), Y2
-	VADDPS      Y1, Y2, Y2
+	VADDPS      Y0, Y2, Y2
 	VMULPS      Y2, Y4, Y4
 	VMOVUPS     96(BX)(R8*4), Y2
-	VADDPS      Y1, Y2, Y2
+	VADDPS      Y0, Y2, Y2
 	VMULPS      Y2, Y5, Y5
-	VCVTPS2PH   $0x00, Y4, X13
-	VCVTPS2PH   $0x00, Y5, X2
-	VINSERTI128 $0x01, X2, Y13, Y13
-	VMOVDQU     Y13, 32(CX)(R8*2)
+	VCVTPS2PH   $0x00, Y4, X4
+	VCVTPS2PH   $0x00, Y5, X5
+	VINSERTI128 $0x01, X5, Y4, Y4
+	VMOVDQU     Y4, 32(CX)(R8*2)
 	ADDQ        $0x00000020, R8
-	JMP         scaleoffsetloop
+	JMP         scaleloopoffset
 
-scaleoffsetlooppf21:
+scaleloopoffsetpf21:
 	PREFETCHT0 (R10)(R8*2)
-	JMP        scaleoffsetloopbody22
+	JMP        scaleloopoffsetbody22
+
+	PCALIGN $32
+scaleloopnoweight:
+	CMPQ  R8, R9
+	JG    scaletail
+	TESTL $0x00000002, R11
+	JNZ   scaleloopnoweightpf24
+
+scaleloopnoweightbody25:
+	VCVTPH2PS (SI)(R8*2), Y2
+	VMULPS    Y1, Y2, Y2
+	VCVTPH2PS 16(SI)(R8*2), Y3
+	VMULPS    Y1, Y3, Y3
+	VCVTPH2PS 32(SI)(R8*2), Y4
+	VMULPS    Y1, Y4, Y4
+	VCVTPH2PS 48(SI)(R8*2), Y5
+	VMULPS    Y1, Y5, Y5
+	TESTL     $0x00000008, job_flags+0(AX)
+	JZ        notrn26
+	VCVTPS2PH $0x00, Y2, X2
+	VCVTPH2PS X2, Y2
+	VCVTPS2PH $0x00, Y3, X3
+	VCVTPH2PS X3, Y3
+	VCVTPS2PH $0x00, Y4, X4
+	VCVTPH2PS X4, Y4
+	VCVTPS2PH $0x00, Y5, X5
+	VCVTPH2PS X5, Y5
+
+notrn26:
+	VCVTPS2PH   $0x00, Y2, X2
+	VCVTPS2PH   $0x00, Y3, X3
+	VINSERTI128 $0x01, X3, Y2, Y2
+	VMOVDQU     Y2, (CX)(R8*2)
+	VCVTPS2PH   $0x00, Y4, X4
+	VCVTPS2PH   $0x00, Y5, X5
+	VINSERTI128 $0x01, X5, Y4, Y4
+	VMOVDQU     Y4, 32(CX)(R8*2)
+	ADDQ        $0x00000020, R8
+	JMP         scaleloopnoweight
+
+scaleloopnoweightpf24:
+	PREFETCHT0 (R10)(R8*2)
+	JMP        scaleloopnoweightbody25
 
 scalent:
 	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
@@ -17837,16 +12664,20 @@ scalehead:
 	CMPQ      R10, $0x00000008
 	JB        scaleheadpart
 	VCVTPH2PS (SI)(R8*2), Y2
-	VMULPS    Y0, Y2, Y2
+	VMULPS    Y1, Y2, Y2
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn24
+	JZ        notrn27
 	VCVTPS2PH $0x00, Y2, X2
 	VCVTPH2PS X2, Y2
 
-notrn24:
-	VMOVUPS   (BX)(R8*4), Y3
-	VADDPS    Y1, Y3, Y3
-	VMULPS    Y3, Y2, Y2
+notrn27:
+	TESTQ   BX, BX
+	JZ      noweight28
+	VMOVUPS (BX)(R8*4), Y3
+	VADDPS  Y0, Y3, Y3
+	VMULPS  Y3, Y2, Y2
+
+noweight28:
 	VCVTPS2PH $0x00, Y2, (CX)(R8*2)
 	ADDQ      $0x00000008, R8
 	SUBQ      $0x00000008, R10
@@ -17858,10 +12689,10 @@ scaleheadpart:
 scalentgo:
 	MOVQ DI, R10
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows25
+	JA   longrows29
 	SHLQ $0x03, R10
 
-longrows25:
+longrows29:
 	ADDQ SI, R10
 	MOVL job_flags+0(AX), R11
 
@@ -17871,15 +12702,15 @@ scalentloop:
 	JG         scaletail
 	PREFETCHT0 (R10)(R8*2)
 	VCVTPH2PS  (SI)(R8*2), Y2
-	VMULPS     Y0, Y2, Y2
+	VMULPS     Y1, Y2, Y2
 	VCVTPH2PS  16(SI)(R8*2), Y3
-	VMULPS     Y0, Y3, Y3
+	VMULPS     Y1, Y3, Y3
 	VCVTPH2PS  32(SI)(R8*2), Y4
-	VMULPS     Y0, Y4, Y4
+	VMULPS     Y1, Y4, Y4
 	VCVTPH2PS  48(SI)(R8*2), Y5
-	VMULPS     Y0, Y5, Y5
+	VMULPS     Y1, Y5, Y5
 	TESTL      $0x00000008, job_flags+0(AX)
-	JZ         notrn26
+	JZ         notrn30
 	VCVTPS2PH  $0x00, Y2, X2
 	VCVTPH2PS  X2, Y2
 	VCVTPS2PH  $0x00, Y3, X3
@@ -17889,40 +12720,42 @@ scalentloop:
 	VCVTPS2PH  $0x00, Y5, X5
 	VCVTPH2PS  X5, Y5
 
-notrn26:
+notrn30:
+	TESTQ  BX, BX
+	JZ     weighed32
 	TESTL  $0x00000010, R11
-	JNZ    offset27
+	JNZ    offset31
 	VMULPS (BX)(R8*4), Y2, Y2
 	VMULPS 32(BX)(R8*4), Y3, Y3
 	VMULPS 64(BX)(R8*4), Y4, Y4
 	VMULPS 96(BX)(R8*4), Y5, Y5
 
-weighed28:
-	VCVTPS2PH   $0x00, Y2, X14
-	VCVTPS2PH   $0x00, Y3, X2
-	VINSERTI128 $0x01, X2, Y14, Y14
-	VMOVNTDQ    Y14, (CX)(R8*2)
-	VCVTPS2PH   $0x00, Y4, X15
-	VCVTPS2PH   $0x00, Y5, X2
-	VINSERTI128 $0x01, X2, Y15, Y15
-	VMOVNTDQ    Y15, 32(CX)(R8*2)
+weighed32:
+	VCVTPS2PH   $0x00, Y2, X2
+	VCVTPS2PH   $0x00, Y3, X3
+	VINSERTI128 $0x01, X3, Y2, Y2
+	VMOVNTDQ    Y2, (CX)(R8*2)
+	VCVTPS2PH   $0x00, Y4, X4
+	VCVTPS2PH   $0x00, Y5, X5
+	VINSERTI128 $0x01, X5, Y4, Y4
+	VMOVNTDQ    Y4, 32(CX)(R8*2)
 	ADDQ        $0x00000020, R8
 	JMP         scalentloop
 
-offset27:
+offset31:
 	VMOVUPS (BX)(R8*4), Y6
-	VADDPS  Y1, Y6, Y6
+	VADDPS  Y0, Y6, Y6
 	VMULPS  Y6, Y2, Y2
 	VMOVUPS 32(BX)(R8*4), Y6
-	VADDPS  Y1, Y6, Y6
+	VADDPS  Y0, Y6, Y6
 	VMULPS  Y6, Y3, Y3
 	VMOVUPS 64(BX)(R8*4), Y6
-	VADDPS  Y1, Y6, Y6
+	VADDPS  Y0, Y6, Y6
 	VMULPS  Y6, Y4, Y4
 	VMOVUPS 96(BX)(R8*4), Y6
-	VADDPS  Y1, Y6, Y6
+	VADDPS  Y0, Y6, Y6
 	VMULPS  Y6, Y5, Y5
-	JMP     weighed28
+	JMP     weighed32
 
 scaletail:
 	ADDQ $0x00000018, R9
@@ -17931,16 +12764,20 @@ scaleone:
 	CMPQ      R8, R9
 	JG        scalepart
 	VCVTPH2PS (SI)(R8*2), Y2
-	VMULPS    Y0, Y2, Y2
+	VMULPS    Y1, Y2, Y2
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn29
+	JZ        notrn33
 	VCVTPS2PH $0x00, Y2, X2
 	VCVTPH2PS X2, Y2
 
-notrn29:
-	VMOVUPS   (BX)(R8*4), Y3
-	VADDPS    Y1, Y3, Y3
-	VMULPS    Y3, Y2, Y2
+notrn33:
+	TESTQ   BX, BX
+	JZ      noweight34
+	VMOVUPS (BX)(R8*4), Y3
+	VADDPS  Y0, Y3, Y3
+	VMULPS  Y3, Y2, Y2
+
+noweight34:
 	VCVTPS2PH $0x00, Y2, (CX)(R8*2)
 	ADDQ      $0x00000008, R8
 	JMP       scaleone
@@ -17958,63 +12795,70 @@ partout:
 	XORQ R13, R13
 	SUBQ $0x00000010, R14
 
-copyvec30:
+copyvec35:
 	CMPQ    R13, R14
-	JG      copyone31
+	JG      copyone36
 	VMOVUPS (R11)(R13*2), Y2
 	VMOVUPS Y2, (R12)(R13*2)
 	ADDQ    $0x00000010, R13
-	JMP     copyvec30
+	JMP     copyvec35
 
-copyone31:
+copyone36:
 	ADDQ $0x00000010, R14
 
-copyloop33:
+copyloop38:
 	CMPQ R13, R14
-	JGE  copied32
+	JGE  copied37
 	MOVW (R11)(R13*2), R15
 	MOVW R15, (R12)(R13*2)
 	INCQ R13
-	JMP  copyloop33
+	JMP  copyloop38
 
-copied32:
-	LEAQ (BX)(R8*4), R11
-	LEAQ 160(SP), R12
-	MOVQ R10, R14
-	XORQ R13, R13
-	SUBQ $0x00000008, R14
+copied37:
+	TESTQ BX, BX
+	JZ    nowcopy39
+	LEAQ  (BX)(R8*4), R11
+	LEAQ  160(SP), R12
+	MOVQ  R10, R14
+	XORQ  R13, R13
+	SUBQ  $0x00000008, R14
 
-copyvec34:
+copyvec40:
 	CMPQ    R13, R14
-	JG      copyone35
+	JG      copyone41
 	VMOVUPS (R11)(R13*4), Y2
 	VMOVUPS Y2, (R12)(R13*4)
 	ADDQ    $0x00000008, R13
-	JMP     copyvec34
+	JMP     copyvec40
 
-copyone35:
+copyone41:
 	ADDQ $0x00000008, R14
 
-copyloop37:
+copyloop43:
 	CMPQ R13, R14
-	JGE  copied36
+	JGE  copied42
 	MOVL (R11)(R13*4), R15
 	MOVL R15, (R12)(R13*4)
 	INCQ R13
-	JMP  copyloop37
+	JMP  copyloop43
 
-copied36:
+copied42:
+nowcopy39:
 	VCVTPH2PS 128(SP), Y2
-	VMULPS    Y2, Y0, Y2
+	VMULPS    Y2, Y1, Y2
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn38
+	JZ        notrn44
 	VCVTPS2PH $0x00, Y2, X2
 	VCVTPH2PS X2, Y2
 
-notrn38:
-	VMOVUPS   160(SP), Y3
-	VADDPS    Y1, Y3, Y3
-	VMULPS    Y3, Y2, Y2
+notrn44:
+	TESTQ   BX, BX
+	JZ      noweight45
+	VMOVUPS 160(SP), Y3
+	VADDPS  Y0, Y3, Y3
+	VMULPS  Y3, Y2, Y2
+
+noweight45:
 	VCVTPS2PH $0x00, Y2, 192(SP)
 	LEAQ      192(SP), R12
 	LEAQ      (CX)(R8*2), R11
@@ -18022,26 +12866,26 @@ notrn38:
 	XORQ      R13, R13
 	SUBQ      $0x00000010, R14
 
-copyvec39:
+copyvec46:
 	CMPQ    R13, R14
-	JG      copyone40
+	JG      copyone47
 	VMOVUPS (R12)(R13*2), Y2
 	VMOVUPS Y2, (R11)(R13*2)
 	ADDQ    $0x00000010, R13
-	JMP     copyvec39
+	JMP     copyvec46
 
-copyone40:
+copyone47:
 	ADDQ $0x00000010, R14
 
-copyloop42:
+copyloop49:
 	CMPQ R13, R14
-	JGE  copied41
+	JGE  copied48
 	MOVW (R12)(R13*2), R15
 	MOVW R15, (R11)(R13*2)
 	INCQ R13
-	JMP  copyloop42
+	JMP  copyloop49
 
-copied41:
+copied48:
 	ADDQ R10, R8
 	CMPQ R8, job_d+0(AX)
 	JB   scalentgo
@@ -18055,591 +12899,6 @@ scaled:
 	INCQ R8
 	MOVQ R8, 424(SP)
 	CMPQ R8, 416(SP)
-	JB   scalerow
-	JMP  row
-
-ret:
-	TESTL $0x00000001, job_flags+0(AX)
-	JZ    vzero
-	SFENCE
-
-vzero:
-	VZEROUPPER
-	MOVQ 400(SP), AX
-	MOVQ AX, ret+24(FP)
-	RET
-
-// func avx2F16AddUnweighted(j uintptr, from int, to int) int
-// Requires: AVX, AVX2, F16C, MMX+
-TEXT ·avx2F16AddUnweighted(SB), NOSPLIT, $464-32
-	// avx2F16AddUnweighted normalizes rows [from, to) of the job: F16 rows: h = round16(x + res) and res = h per element, then y = round16(h*inv), for each row.
-	// It stops before the first row that needs the float64 path and returns that row's index, or to.
-	MOVQ j+0(FP), AX
-	MOVQ job_dst+0(AX), CX
-	MOVQ job_x+0(AX), DX
-	MOVQ job_res+0(AX), BX
-	MOVQ job_stride+0(AX), SI
-	SHLQ $0x01, SI
-
-	// fd = float32(d); rd = 1/d when d is a power of two (a/d is then a*rd exactly), else 0.
-	MOVQ       job_d+0(AX), DI
-	VMOVSS     one<>+0(SB), X0
-	VCVTSI2SSQ DI, X0, X0
-	VMOVSS     X0, 456(SP)
-	XORL       R9, R9
-	LEAQ       -1(DI), R8
-	TESTQ      DI, R8
-	JNZ        notpow2
-	BSFQ       DI, R8
-	MOVL       $0x0000007f, R9
-	SUBL       R8, R9
-	SHLL       $0x17, R9
-
-notpow2:
-	MOVL R9, 460(SP)
-
-	// Start at row from.
-	MOVQ  from+8(FP), DI
-	MOVQ  DI, 400(SP)
-	MOVQ  $0x00000000, 408(SP)
-	IMULQ SI, DI
-	ADDQ  DI, CX
-	ADDQ  DI, DX
-	ADDQ  DI, BX
-
-row:
-	MOVQ 400(SP), DI
-	CMPQ DI, to+16(FP)
-	JAE  ret
-	MOVQ $0x00000001, 416(SP)
-	MOVQ DX, DI
-	MOVQ BX, R8
-	XORQ R9, R9
-
-	// Sum of squares: element i goes to partial i%64.
-	MOVQ   job_d+0(AX), R10
-	SUBQ   $0x00000040, R10
-	JGE    firstblock
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
-	VXORPS Y4, Y4, Y4
-	VXORPS Y5, Y5, Y5
-	VXORPS Y6, Y6, Y6
-	VXORPS Y7, Y7, Y7
-	XORQ   R9, R9
-	JMP    sumtail
-
-firstblock:
-	// +0 + square is the square itself: the first block initializes the partials.
-	XORQ      R9, R9
-	VCVTPH2PS (DI)(R9*2), Y0
-	VCVTPH2PS (R8)(R9*2), Y1
-	VADDPS    Y1, Y0, Y0
-	VCVTPS2PH $0x00, Y0, X0
-	VCVTPH2PS X0, Y0
-	VCVTPS2PH $0x00, Y0, (R8)(R9*2)
-	VMULPS    Y0, Y0, Y0
-	VCVTPH2PS 16(DI)(R9*2), Y1
-	VCVTPH2PS 16(R8)(R9*2), Y2
-	VADDPS    Y2, Y1, Y1
-	VCVTPS2PH $0x00, Y1, X1
-	VCVTPH2PS X1, Y1
-	VCVTPS2PH $0x00, Y1, 16(R8)(R9*2)
-	VMULPS    Y1, Y1, Y1
-	VCVTPH2PS 32(DI)(R9*2), Y2
-	VCVTPH2PS 32(R8)(R9*2), Y3
-	VADDPS    Y3, Y2, Y2
-	VCVTPS2PH $0x00, Y2, X2
-	VCVTPH2PS X2, Y2
-	VCVTPS2PH $0x00, Y2, 32(R8)(R9*2)
-	VMULPS    Y2, Y2, Y2
-	VCVTPH2PS 48(DI)(R9*2), Y3
-	VCVTPH2PS 48(R8)(R9*2), Y4
-	VADDPS    Y4, Y3, Y3
-	VCVTPS2PH $0x00, Y3, X3
-	VCVTPH2PS X3, Y3
-	VCVTPS2PH $0x00, Y3, 48(R8)(R9*2)
-	VMULPS    Y3, Y3, Y3
-	VCVTPH2PS 64(DI)(R9*2), Y4
-	VCVTPH2PS 64(R8)(R9*2), Y5
-	VADDPS    Y5, Y4, Y4
-	VCVTPS2PH $0x00, Y4, X4
-	VCVTPH2PS X4, Y4
-	VCVTPS2PH $0x00, Y4, 64(R8)(R9*2)
-	VMULPS    Y4, Y4, Y4
-	VCVTPH2PS 80(DI)(R9*2), Y5
-	VCVTPH2PS 80(R8)(R9*2), Y6
-	VADDPS    Y6, Y5, Y5
-	VCVTPS2PH $0x00, Y5, X5
-	VCVTPH2PS X5, Y5
-	VCVTPS2PH $0x00, Y5, 80(R8)(R9*2)
-	VMULPS    Y5, Y5, Y5
-	VCVTPH2PS 96(DI)(R9*2), Y6
-	VCVTPH2PS 96(R8)(R9*2), Y7
-	VADDPS    Y7, Y6, Y6
-	VCVTPS2PH $0x00, Y6, X6
-	VCVTPH2PS X6, Y6
-	VCVTPS2PH $0x00, Y6, 96(R8)(R9*2)
-	VMULPS    Y6, Y6, Y6
-	VCVTPH2PS 112(DI)(R9*2), Y7
-	VCVTPH2PS 112(R8)(R9*2), Y8
-	VADDPS    Y8, Y7, Y7
-	VCVTPS2PH $0x00, Y7, X7
-	VCVTPH2PS X7, Y7
-	VCVTPS2PH $0x00, Y7, 112(R8)(R9*2)
-	VMULPS    Y7, Y7, Y7
-	MOVQ      $0x00000040, R9
-
-	// With flagPF, the rows ahead are prefetched: one loop for both, the flag tested per block.
-	MOVQ SI, R11
-	SHLQ $0x01, R11
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows1
-	SHLQ $0x03, R11
-
-longrows1:
-	ADDQ DI, R11
-	MOVL job_flags+0(AX), R12
-
-	PCALIGN $32
-sumloop:
-	CMPQ  R9, R10
-	JG    sumtail
-	TESTL $0x00000002, R12
-	JNZ   sumpf
-
-sumblock:
-	VCVTPH2PS (DI)(R9*2), Y8
-	VCVTPH2PS (R8)(R9*2), Y9
-	VADDPS    Y9, Y8, Y8
-	VCVTPS2PH $0x00, Y8, X8
-	VCVTPH2PS X8, Y8
-	VCVTPS2PH $0x00, Y8, (R8)(R9*2)
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y0, Y0
-	VCVTPH2PS 16(DI)(R9*2), Y8
-	VCVTPH2PS 16(R8)(R9*2), Y9
-	VADDPS    Y9, Y8, Y8
-	VCVTPS2PH $0x00, Y8, X8
-	VCVTPH2PS X8, Y8
-	VCVTPS2PH $0x00, Y8, 16(R8)(R9*2)
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y1, Y1
-	VCVTPH2PS 32(DI)(R9*2), Y8
-	VCVTPH2PS 32(R8)(R9*2), Y9
-	VADDPS    Y9, Y8, Y8
-	VCVTPS2PH $0x00, Y8, X8
-	VCVTPH2PS X8, Y8
-	VCVTPS2PH $0x00, Y8, 32(R8)(R9*2)
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y2, Y2
-	VCVTPH2PS 48(DI)(R9*2), Y8
-	VCVTPH2PS 48(R8)(R9*2), Y9
-	VADDPS    Y9, Y8, Y8
-	VCVTPS2PH $0x00, Y8, X8
-	VCVTPH2PS X8, Y8
-	VCVTPS2PH $0x00, Y8, 48(R8)(R9*2)
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y3, Y3
-	VCVTPH2PS 64(DI)(R9*2), Y8
-	VCVTPH2PS 64(R8)(R9*2), Y9
-	VADDPS    Y9, Y8, Y8
-	VCVTPS2PH $0x00, Y8, X8
-	VCVTPH2PS X8, Y8
-	VCVTPS2PH $0x00, Y8, 64(R8)(R9*2)
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y4, Y4
-	VCVTPH2PS 80(DI)(R9*2), Y8
-	VCVTPH2PS 80(R8)(R9*2), Y9
-	VADDPS    Y9, Y8, Y8
-	VCVTPS2PH $0x00, Y8, X8
-	VCVTPH2PS X8, Y8
-	VCVTPS2PH $0x00, Y8, 80(R8)(R9*2)
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y5, Y5
-	VCVTPH2PS 96(DI)(R9*2), Y8
-	VCVTPH2PS 96(R8)(R9*2), Y9
-	VADDPS    Y9, Y8, Y8
-	VCVTPS2PH $0x00, Y8, X8
-	VCVTPH2PS X8, Y8
-	VCVTPS2PH $0x00, Y8, 96(R8)(R9*2)
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y6, Y6
-	VCVTPH2PS 112(DI)(R9*2), Y8
-	VCVTPH2PS 112(R8)(R9*2), Y9
-	VADDPS    Y9, Y8, Y8
-	VCVTPS2PH $0x00, Y8, X8
-	VCVTPH2PS X8, Y8
-	VCVTPS2PH $0x00, Y8, 112(R8)(R9*2)
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y7, Y7
-	ADDQ      $0x00000040, R9
-	JMP       sumloop
-
-	// Out of the loop's way: the prefetches, whose flag is usually clear.
-sumpf:
-	PREFETCHT0 (R11)(R9*2)
-	PREFETCHT0 64(R11)(R9*2)
-	JMP        sumblock
-
-sumtail:
-	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
-	MOVQ    job_d+0(AX), R10
-	SUBQ    R9, R10
-	JZ      summed
-	JL      slotsummed
-	MOVQ    R10, 432(SP)
-	LEAQ    (DI)(R9*2), R10
-	LEAQ    (R8)(R9*2), R8
-	MOVQ    R8, 440(SP)
-	LEAQ    128(SP), R8
-	VXORPS  Y8, Y8, Y8
-	VMOVUPS Y8, (R8)
-	VMOVUPS Y8, 32(R8)
-	VMOVUPS Y8, 64(R8)
-	VMOVUPS Y8, 96(R8)
-	MOVQ    432(SP), R12
-	XORQ    R11, R11
-	SUBQ    $0x00000010, R12
-
-copyvec2:
-	CMPQ    R11, R12
-	JG      copyone3
-	VMOVUPS (R10)(R11*2), Y8
-	VMOVUPS Y8, (R8)(R11*2)
-	ADDQ    $0x00000010, R11
-	JMP     copyvec2
-
-copyone3:
-	ADDQ $0x00000010, R12
-
-copyloop5:
-	CMPQ R11, R12
-	JGE  copied4
-	MOVW (R10)(R11*2), R13
-	MOVW R13, (R8)(R11*2)
-	INCQ R11
-	JMP  copyloop5
-
-copied4:
-	MOVQ    440(SP), R10
-	LEAQ    256(SP), R11
-	VXORPS  Y8, Y8, Y8
-	VMOVUPS Y8, (R11)
-	VMOVUPS Y8, 32(R11)
-	VMOVUPS Y8, 64(R11)
-	VMOVUPS Y8, 96(R11)
-	MOVQ    432(SP), R13
-	XORQ    R12, R12
-	SUBQ    $0x00000010, R13
-
-copyvec6:
-	CMPQ    R12, R13
-	JG      copyone7
-	VMOVUPS (R10)(R12*2), Y8
-	VMOVUPS Y8, (R11)(R12*2)
-	ADDQ    $0x00000010, R12
-	JMP     copyvec6
-
-copyone7:
-	ADDQ $0x00000010, R13
-
-copyloop9:
-	CMPQ R12, R13
-	JGE  copied8
-	MOVW (R10)(R12*2), R14
-	MOVW R14, (R11)(R12*2)
-	INCQ R12
-	JMP  copyloop9
-
-copied8:
-	MOVQ R9, R10
-	SHLQ $0x01, R10
-	MOVQ DI, 448(SP)
-	MOVQ R8, DI
-	SUBQ R10, DI
-	MOVQ R11, R8
-	SUBQ R10, R8
-	MOVQ R9, R10
-	MOVQ DI, R11
-	XORL R12, R12
-	JMP  sumblock
-
-slotsummed:
-	MOVQ 448(SP), DI
-	MOVQ 440(SP), DI
-	LEAQ 256(SP), R8
-	MOVQ 432(SP), R10
-	XORQ R9, R9
-	SUBQ $0x00000010, R10
-
-copyvec10:
-	CMPQ    R9, R10
-	JG      copyone11
-	VMOVUPS (R8)(R9*2), Y8
-	VMOVUPS Y8, (DI)(R9*2)
-	ADDQ    $0x00000010, R9
-	JMP     copyvec10
-
-copyone11:
-	ADDQ $0x00000010, R10
-
-copyloop13:
-	CMPQ R9, R10
-	JGE  copied12
-	MOVW (R8)(R9*2), R11
-	MOVW R11, (DI)(R9*2)
-	INCQ R9
-	JMP  copyloop13
-
-copied12:
-summed:
-	VADDPS Y4, Y0, Y0
-	VADDPS Y5, Y1, Y1
-	VADDPS Y6, Y2, Y2
-	VADDPS Y7, Y3, Y3
-	VADDPS Y2, Y0, Y0
-	VADDPS Y3, Y1, Y1
-	VADDPS Y1, Y0, Y0
-
-	// Halving tree: p[j] += p[j+h] for the remaining h, down to ss.
-	VEXTRACTF128 $0x01, Y0, X1
-	VADDPS       X1, X0, X1
-	VMOVHLPS     X1, X1, X0
-	VADDPS       X0, X1, X1
-	VMOVSHDUP    X1, X0
-	VADDSS       X0, X1, X1
-
-	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
-	CMPL   460(SP), $0x00
-	JE     divide14
-	VMULSS 460(SP), X1, X0
-	JMP    divided15
-
-divide14:
-	VDIVSS 456(SP), X1, X0
-
-divided15:
-	VADDSS   job_eps+0(AX), X0, X0
-	VUCOMISS tlo<>+0(SB), X0
-	JCS      ret
-	VUCOMISS tmax<>+0(SB), X0
-	JHI      ret
-	VSQRTSS  X0, X0, X0
-	VMOVSS   one<>+0(SB), X1
-	VDIVSS   X0, X1, X1
-
-	// Report 1/rms if asked.
-	MOVQ   job_inv+0(AX), DI
-	TESTQ  DI, DI
-	JZ     scale
-	MOVQ   400(SP), R8
-	VMOVSS X1, (DI)(R8*4)
-
-scale:
-	VBROADCASTSS X1, Y0
-	MOVQ         $0x00000000, 424(SP)
-	CMPQ         416(SP), $0x01
-	JE           scalebody
-	VMOVUPS      X1, 384(SP)
-
-scalerow:
-	MOVQ         424(SP), DI
-	VBROADCASTSS 384(SP)(DI*4), Y0
-
-scalebody:
-	// y = (src*inv)*w, rounded after each multiply.
-	XORQ DI, DI
-	MOVQ job_d+0(AX), R8
-	SUBQ $0x00000020, R8
-	MOVQ SI, R9
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows16
-	SHLQ $0x03, R9
-
-longrows16:
-	ADDQ  BX, R9
-	MOVL  job_flags+0(AX), R10
-	TESTL $0x00000001, R10
-	JNZ   scalent
-
-	PCALIGN $32
-scaleloop:
-	CMPQ  DI, R8
-	JG    scaletail
-	TESTL $0x00000002, R10
-	JNZ   scalelooppf17
-
-scaleloopbody18:
-	VCVTPH2PS   (BX)(DI*2), Y1
-	VMULPS      Y0, Y1, Y1
-	VCVTPH2PS   16(BX)(DI*2), Y2
-	VMULPS      Y0, Y2, Y2
-	VCVTPH2PS   32(BX)(DI*2), Y3
-	VMULPS      Y0, Y3, Y3
-	VCVTPH2PS   48(BX)(DI*2), Y4
-	VMULPS      Y0, Y4, Y4
-	VCVTPS2PH   $0x00, Y1, X10
-	VCVTPS2PH   $0x00, Y2, X1
-	VINSERTI128 $0x01, X1, Y10, Y10
-	VMOVDQU     Y10, (CX)(DI*2)
-	VCVTPS2PH   $0x00, Y3, X11
-	VCVTPS2PH   $0x00, Y4, X1
-	VINSERTI128 $0x01, X1, Y11, Y11
-	VMOVDQU     Y11, 32(CX)(DI*2)
-	ADDQ        $0x00000020, DI
-	JMP         scaleloop
-
-scalelooppf17:
-	PREFETCHT0 (R9)(DI*2)
-	JMP        scaleloopbody18
-
-scalent:
-	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
-	MOVQ CX, R9
-	NEGQ R9
-	ANDQ $0x0000001f, R9
-	SHRQ $0x01, R9
-	JZ   scalentgo
-	CMPQ R9, job_d+0(AX)
-	JLE  scalehead
-	MOVQ job_d+0(AX), R9
-
-scalehead:
-	CMPQ      R9, $0x00000008
-	JB        scaleheadpart
-	VCVTPH2PS (BX)(DI*2), Y1
-	VMULPS    Y0, Y1, Y1
-	VCVTPS2PH $0x00, Y1, (CX)(DI*2)
-	ADDQ      $0x00000008, DI
-	SUBQ      $0x00000008, R9
-	JZ        scalentgo
-
-scaleheadpart:
-	JMP partout
-
-scalentgo:
-	MOVQ SI, R9
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows19
-	SHLQ $0x03, R9
-
-longrows19:
-	ADDQ BX, R9
-
-	PCALIGN $32
-scalentloop:
-	CMPQ        DI, R8
-	JG          scaletail
-	PREFETCHT0  (R9)(DI*2)
-	VCVTPH2PS   (BX)(DI*2), Y1
-	VMULPS      Y0, Y1, Y1
-	VCVTPH2PS   16(BX)(DI*2), Y2
-	VMULPS      Y0, Y2, Y2
-	VCVTPH2PS   32(BX)(DI*2), Y3
-	VMULPS      Y0, Y3, Y3
-	VCVTPH2PS   48(BX)(DI*2), Y4
-	VMULPS      Y0, Y4, Y4
-	VCVTPS2PH   $0x00, Y1, X12
-	VCVTPS2PH   $0x00, Y2, X1
-	VINSERTI128 $0x01, X1, Y12, Y12
-	VMOVNTDQ    Y12, (CX)(DI*2)
-	VCVTPS2PH   $0x00, Y3, X13
-	VCVTPS2PH   $0x00, Y4, X1
-	VINSERTI128 $0x01, X1, Y13, Y13
-	VMOVNTDQ    Y13, 32(CX)(DI*2)
-	ADDQ        $0x00000020, DI
-	JMP         scalentloop
-
-scaletail:
-	ADDQ $0x00000018, R8
-
-scaleone:
-	CMPQ      DI, R8
-	JG        scalepart
-	VCVTPH2PS (BX)(DI*2), Y1
-	VMULPS    Y0, Y1, Y1
-	VCVTPS2PH $0x00, Y1, (CX)(DI*2)
-	ADDQ      $0x00000008, DI
-	JMP       scaleone
-
-scalepart:
-	MOVQ job_d+0(AX), R9
-	SUBQ DI, R9
-	JZ   scaled
-
-	// The last n < lanes elements, or the first n of a non-temporal row (i + n < d: back to its loop).
-partout:
-	LEAQ (BX)(DI*2), R10
-	LEAQ 128(SP), R11
-	MOVQ R9, R13
-	XORQ R12, R12
-	SUBQ $0x00000010, R13
-
-copyvec20:
-	CMPQ    R12, R13
-	JG      copyone21
-	VMOVUPS (R10)(R12*2), Y1
-	VMOVUPS Y1, (R11)(R12*2)
-	ADDQ    $0x00000010, R12
-	JMP     copyvec20
-
-copyone21:
-	ADDQ $0x00000010, R13
-
-copyloop23:
-	CMPQ R12, R13
-	JGE  copied22
-	MOVW (R10)(R12*2), R14
-	MOVW R14, (R11)(R12*2)
-	INCQ R12
-	JMP  copyloop23
-
-copied22:
-	VCVTPH2PS 128(SP), Y1
-	VMULPS    Y1, Y0, Y1
-	VCVTPS2PH $0x00, Y1, 192(SP)
-	LEAQ      192(SP), R11
-	LEAQ      (CX)(DI*2), R10
-	MOVQ      R9, R13
-	XORQ      R12, R12
-	SUBQ      $0x00000010, R13
-
-copyvec24:
-	CMPQ    R12, R13
-	JG      copyone25
-	VMOVUPS (R11)(R12*2), Y1
-	VMOVUPS Y1, (R10)(R12*2)
-	ADDQ    $0x00000010, R12
-	JMP     copyvec24
-
-copyone25:
-	ADDQ $0x00000010, R13
-
-copyloop27:
-	CMPQ R12, R13
-	JGE  copied26
-	MOVW (R11)(R12*2), R14
-	MOVW R14, (R10)(R12*2)
-	INCQ R12
-	JMP  copyloop27
-
-copied26:
-	ADDQ R9, DI
-	CMPQ DI, job_d+0(AX)
-	JB   scalentgo
-
-scaled:
-	ADDQ SI, DX
-	ADDQ SI, CX
-	ADDQ SI, BX
-	INCQ 400(SP)
-	MOVQ 424(SP), DI
-	INCQ DI
-	MOVQ DI, 424(SP)
-	CMPQ DI, 416(SP)
 	JB   scalerow
 	JMP  row
 
@@ -19012,16 +13271,16 @@ loop4:
 	JG          tail
 	VMOVUPS     (CX)(BX*4), Y0
 	VMOVUPS     32(CX)(BX*4), Y1
-	VCVTPS2PH   $0x00, Y0, X2
-	VCVTPS2PH   $0x00, Y1, X0
-	VINSERTI128 $0x01, X0, Y2, Y2
-	VMOVDQU     Y2, (AX)(BX*2)
+	VCVTPS2PH   $0x00, Y0, X0
+	VCVTPS2PH   $0x00, Y1, X1
+	VINSERTI128 $0x01, X1, Y0, Y0
+	VMOVDQU     Y0, (AX)(BX*2)
 	VMOVUPS     64(CX)(BX*4), Y0
 	VMOVUPS     96(CX)(BX*4), Y1
-	VCVTPS2PH   $0x00, Y0, X3
-	VCVTPS2PH   $0x00, Y1, X0
-	VINSERTI128 $0x01, X0, Y3, Y3
-	VMOVDQU     Y3, 32(AX)(BX*2)
+	VCVTPS2PH   $0x00, Y0, X0
+	VCVTPS2PH   $0x00, Y1, X1
+	VINSERTI128 $0x01, X1, Y0, Y0
+	VMOVDQU     Y0, 32(AX)(BX*2)
 	ADDQ        $0x00000020, BX
 	JMP         loop4
 
@@ -22714,45 +16973,45 @@ DATA kernels<>+136(SB)/8, $·runGeneric(SB)
 DATA kernels<>+144(SB)/8, $·runGenericBackward(SB)
 DATA kernels<>+152(SB)/8, $·runGenericBackward(SB)
 DATA kernels<>+160(SB)/8, $·runGenericBackward(SB)
-DATA kernels<>+168(SB)/8, $·avx2WeightedOrOffset(SB)
-DATA kernels<>+176(SB)/8, $·avx2WeightedOrOffset(SB)
-DATA kernels<>+184(SB)/8, $·avx2Unweighted(SB)
-DATA kernels<>+192(SB)/8, $·avx2AddWeightedOrOffset(SB)
-DATA kernels<>+200(SB)/8, $·avx2AddWeightedOrOffset(SB)
-DATA kernels<>+208(SB)/8, $·avx2AddUnweighted(SB)
-DATA kernels<>+216(SB)/8, $·avx2BF16WeightedOrOffset(SB)
-DATA kernels<>+224(SB)/8, $·avx2BF16WeightedOrOffset(SB)
-DATA kernels<>+232(SB)/8, $·avx2BF16Unweighted(SB)
-DATA kernels<>+240(SB)/8, $·avx2BF16AddWeightedOrOffset(SB)
-DATA kernels<>+248(SB)/8, $·avx2BF16AddWeightedOrOffset(SB)
-DATA kernels<>+256(SB)/8, $·avx2BF16AddUnweighted(SB)
-DATA kernels<>+264(SB)/8, $·avx2F16WeightedOrOffset(SB)
-DATA kernels<>+272(SB)/8, $·avx2F16WeightedOrOffset(SB)
-DATA kernels<>+280(SB)/8, $·avx2F16Unweighted(SB)
-DATA kernels<>+288(SB)/8, $·avx2F16AddWeightedOrOffset(SB)
-DATA kernels<>+296(SB)/8, $·avx2F16AddWeightedOrOffset(SB)
-DATA kernels<>+304(SB)/8, $·avx2F16AddUnweighted(SB)
+DATA kernels<>+168(SB)/8, $·avx2Forward(SB)
+DATA kernels<>+176(SB)/8, $·avx2Forward(SB)
+DATA kernels<>+184(SB)/8, $·avx2Forward(SB)
+DATA kernels<>+192(SB)/8, $·avx2ForwardAdd(SB)
+DATA kernels<>+200(SB)/8, $·avx2ForwardAdd(SB)
+DATA kernels<>+208(SB)/8, $·avx2ForwardAdd(SB)
+DATA kernels<>+216(SB)/8, $·avx2ForwardBF16(SB)
+DATA kernels<>+224(SB)/8, $·avx2ForwardBF16(SB)
+DATA kernels<>+232(SB)/8, $·avx2ForwardBF16(SB)
+DATA kernels<>+240(SB)/8, $·avx2ForwardBF16Add(SB)
+DATA kernels<>+248(SB)/8, $·avx2ForwardBF16Add(SB)
+DATA kernels<>+256(SB)/8, $·avx2ForwardBF16Add(SB)
+DATA kernels<>+264(SB)/8, $·avx2ForwardF16(SB)
+DATA kernels<>+272(SB)/8, $·avx2ForwardF16(SB)
+DATA kernels<>+280(SB)/8, $·avx2ForwardF16(SB)
+DATA kernels<>+288(SB)/8, $·avx2ForwardF16Add(SB)
+DATA kernels<>+296(SB)/8, $·avx2ForwardF16Add(SB)
+DATA kernels<>+304(SB)/8, $·avx2ForwardF16Add(SB)
 DATA kernels<>+312(SB)/8, $·avx2BackwardWeighted(SB)
 DATA kernels<>+320(SB)/8, $·avx2BackwardOffset(SB)
 DATA kernels<>+328(SB)/8, $·avx2BackwardUnweighted(SB)
-DATA kernels<>+336(SB)/8, $·avx512WeightedOrOffset(SB)
-DATA kernels<>+344(SB)/8, $·avx512WeightedOrOffset(SB)
-DATA kernels<>+352(SB)/8, $·avx512Unweighted(SB)
-DATA kernels<>+360(SB)/8, $·avx512AddWeightedOrOffset(SB)
-DATA kernels<>+368(SB)/8, $·avx512AddWeightedOrOffset(SB)
-DATA kernels<>+376(SB)/8, $·avx512AddUnweighted(SB)
-DATA kernels<>+384(SB)/8, $·avx512BF16WeightedOrOffset(SB)
-DATA kernels<>+392(SB)/8, $·avx512BF16WeightedOrOffset(SB)
-DATA kernels<>+400(SB)/8, $·avx512BF16Unweighted(SB)
-DATA kernels<>+408(SB)/8, $·avx512BF16AddWeightedOrOffset(SB)
-DATA kernels<>+416(SB)/8, $·avx512BF16AddWeightedOrOffset(SB)
-DATA kernels<>+424(SB)/8, $·avx512BF16AddUnweighted(SB)
-DATA kernels<>+432(SB)/8, $·avx512F16WeightedOrOffset(SB)
-DATA kernels<>+440(SB)/8, $·avx512F16WeightedOrOffset(SB)
-DATA kernels<>+448(SB)/8, $·avx512F16Unweighted(SB)
-DATA kernels<>+456(SB)/8, $·avx512F16AddWeightedOrOffset(SB)
-DATA kernels<>+464(SB)/8, $·avx512F16AddWeightedOrOffset(SB)
-DATA kernels<>+472(SB)/8, $·avx512F16AddUnweighted(SB)
+DATA kernels<>+336(SB)/8, $·avx512Forward(SB)
+DATA kernels<>+344(SB)/8, $·avx512Forward(SB)
+DATA kernels<>+352(SB)/8, $·avx512Forward(SB)
+DATA kernels<>+360(SB)/8, $·avx512ForwardAdd(SB)
+DATA kernels<>+368(SB)/8, $·avx512ForwardAdd(SB)
+DATA kernels<>+376(SB)/8, $·avx512ForwardAdd(SB)
+DATA kernels<>+384(SB)/8, $·avx512ForwardBF16(SB)
+DATA kernels<>+392(SB)/8, $·avx512ForwardBF16(SB)
+DATA kernels<>+400(SB)/8, $·avx512ForwardBF16(SB)
+DATA kernels<>+408(SB)/8, $·avx512ForwardBF16Add(SB)
+DATA kernels<>+416(SB)/8, $·avx512ForwardBF16Add(SB)
+DATA kernels<>+424(SB)/8, $·avx512ForwardBF16Add(SB)
+DATA kernels<>+432(SB)/8, $·avx512ForwardF16(SB)
+DATA kernels<>+440(SB)/8, $·avx512ForwardF16(SB)
+DATA kernels<>+448(SB)/8, $·avx512ForwardF16(SB)
+DATA kernels<>+456(SB)/8, $·avx512ForwardF16Add(SB)
+DATA kernels<>+464(SB)/8, $·avx512ForwardF16Add(SB)
+DATA kernels<>+472(SB)/8, $·avx512ForwardF16Add(SB)
 DATA kernels<>+480(SB)/8, $·avx512BackwardWeighted(SB)
 DATA kernels<>+488(SB)/8, $·avx512BackwardOffset(SB)
 DATA kernels<>+496(SB)/8, $·avx512BackwardUnweighted(SB)

@@ -37,77 +37,41 @@ func neonBackwardOffset(j *job, from, to int) int
 //go:noescape
 func neonBackwardUnweighted(j *job, from, to int) int
 
-// neonWeightedOrOffset normalizes rows [from, to) of the job: y = (x*inv)*w, or (x*inv)*(1+w) with flagOffset, for each row.
+// neonForward normalizes rows [from, to) of the job: y = (x*inv)*w, (x*inv)*(1+w) with flagOffset, or x*inv with w nil, for each row.
 // It stops before the first row that needs the float64 path and returns that row's index, or to.
 //
 //go:noescape
-func neonWeightedOrOffset(j *job, from, to int) int
+func neonForward(j *job, from, to int) int
 
-// neonUnweighted normalizes rows [from, to) of the job: y = x*inv, for each row.
+// neonForwardAdd normalizes rows [from, to) of the job: h = x + res and res = h per element, then y = (h*inv)*w, (h*inv)*(1+w) with flagOffset, or h*inv with w nil, for each row.
 // It stops before the first row that needs the float64 path and returns that row's index, or to.
 //
 //go:noescape
-func neonUnweighted(j *job, from, to int) int
+func neonForwardAdd(j *job, from, to int) int
 
-// neonAddWeightedOrOffset normalizes rows [from, to) of the job: h = x + res and res = h per element, then y = (h*inv)*w, or (h*inv)*(1+w) with flagOffset, for each row.
+// neonForwardBF16 normalizes rows [from, to) of the job: BF16 rows: y = round16((x*inv)*w), round16((x*inv)*(1+w)) with flagOffset, or round16(x*inv) with w nil (with flagRN, round16(x*inv) in place of (x*inv)), for each row.
 // It stops before the first row that needs the float64 path and returns that row's index, or to.
 //
 //go:noescape
-func neonAddWeightedOrOffset(j *job, from, to int) int
+func neonForwardBF16(j *job, from, to int) int
 
-// neonAddUnweighted normalizes rows [from, to) of the job: h = x + res and res = h per element, then y = h*inv, for each row.
+// neonForwardBF16Add normalizes rows [from, to) of the job: BF16 rows: h = round16(x + res) and res = h per element, then y = round16((h*inv)*w), round16((h*inv)*(1+w)) with flagOffset, or round16(h*inv) with w nil (with flagRN, round16(h*inv) in place of (h*inv)), for each row.
 // It stops before the first row that needs the float64 path and returns that row's index, or to.
 //
 //go:noescape
-func neonAddUnweighted(j *job, from, to int) int
+func neonForwardBF16Add(j *job, from, to int) int
 
-// neonBF16WeightedOrOffset normalizes rows [from, to) of the job: BF16 rows: y = round16((x*inv)*w), or round16((x*inv)*(1+w)) with flagOffset (with flagRN, round16(x*inv) in place of (x*inv)), for each row.
+// neonForwardF16 normalizes rows [from, to) of the job: F16 rows: y = round16((x*inv)*w), round16((x*inv)*(1+w)) with flagOffset, or round16(x*inv) with w nil (with flagRN, round16(x*inv) in place of (x*inv)), for each row.
 // It stops before the first row that needs the float64 path and returns that row's index, or to.
 //
 //go:noescape
-func neonBF16WeightedOrOffset(j *job, from, to int) int
+func neonForwardF16(j *job, from, to int) int
 
-// neonBF16Unweighted normalizes rows [from, to) of the job: BF16 rows: y = round16(x*inv), for each row.
+// neonForwardF16Add normalizes rows [from, to) of the job: F16 rows: h = round16(x + res) and res = h per element, then y = round16((h*inv)*w), round16((h*inv)*(1+w)) with flagOffset, or round16(h*inv) with w nil (with flagRN, round16(h*inv) in place of (h*inv)), for each row.
 // It stops before the first row that needs the float64 path and returns that row's index, or to.
 //
 //go:noescape
-func neonBF16Unweighted(j *job, from, to int) int
-
-// neonBF16AddWeightedOrOffset normalizes rows [from, to) of the job: BF16 rows: h = round16(x + res) and res = h per element, then y = round16((h*inv)*w), or round16((h*inv)*(1+w)) with flagOffset (with flagRN, round16(h*inv) in place of (h*inv)), for each row.
-// It stops before the first row that needs the float64 path and returns that row's index, or to.
-//
-//go:noescape
-func neonBF16AddWeightedOrOffset(j *job, from, to int) int
-
-// neonBF16AddUnweighted normalizes rows [from, to) of the job: BF16 rows: h = round16(x + res) and res = h per element, then y = round16(h*inv), for each row.
-// It stops before the first row that needs the float64 path and returns that row's index, or to.
-//
-//go:noescape
-func neonBF16AddUnweighted(j *job, from, to int) int
-
-// neonF16WeightedOrOffset normalizes rows [from, to) of the job: F16 rows: y = round16((x*inv)*w), or round16((x*inv)*(1+w)) with flagOffset (with flagRN, round16(x*inv) in place of (x*inv)), for each row.
-// It stops before the first row that needs the float64 path and returns that row's index, or to.
-//
-//go:noescape
-func neonF16WeightedOrOffset(j *job, from, to int) int
-
-// neonF16Unweighted normalizes rows [from, to) of the job: F16 rows: y = round16(x*inv), for each row.
-// It stops before the first row that needs the float64 path and returns that row's index, or to.
-//
-//go:noescape
-func neonF16Unweighted(j *job, from, to int) int
-
-// neonF16AddWeightedOrOffset normalizes rows [from, to) of the job: F16 rows: h = round16(x + res) and res = h per element, then y = round16((h*inv)*w), or round16((h*inv)*(1+w)) with flagOffset (with flagRN, round16(h*inv) in place of (h*inv)), for each row.
-// It stops before the first row that needs the float64 path and returns that row's index, or to.
-//
-//go:noescape
-func neonF16AddWeightedOrOffset(j *job, from, to int) int
-
-// neonF16AddUnweighted normalizes rows [from, to) of the job: F16 rows: h = round16(x + res) and res = h per element, then y = round16(h*inv), for each row.
-// It stops before the first row that needs the float64 path and returns that row's index, or to.
-//
-//go:noescape
-func neonF16AddUnweighted(j *job, from, to int) int
+func neonForwardF16Add(j *job, from, to int) int
 
 // neonWidenBF16 converts n elements: BF16 bits at src widened exactly to float32 at dst.
 //

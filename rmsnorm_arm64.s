@@ -77,31 +77,31 @@ DATA kernels<>+472(SB)/8, $·runGeneric(SB)
 DATA kernels<>+480(SB)/8, $·runGenericBackward(SB)
 DATA kernels<>+488(SB)/8, $·runGenericBackward(SB)
 DATA kernels<>+496(SB)/8, $·runGenericBackward(SB)
-DATA kernels<>+504(SB)/8, $·neonWeightedOrOffset(SB)
-DATA kernels<>+512(SB)/8, $·neonWeightedOrOffset(SB)
-DATA kernels<>+520(SB)/8, $·neonUnweighted(SB)
-DATA kernels<>+528(SB)/8, $·neonAddWeightedOrOffset(SB)
-DATA kernels<>+536(SB)/8, $·neonAddWeightedOrOffset(SB)
-DATA kernels<>+544(SB)/8, $·neonAddUnweighted(SB)
-DATA kernels<>+552(SB)/8, $·neonBF16WeightedOrOffset(SB)
-DATA kernels<>+560(SB)/8, $·neonBF16WeightedOrOffset(SB)
-DATA kernels<>+568(SB)/8, $·neonBF16Unweighted(SB)
-DATA kernels<>+576(SB)/8, $·neonBF16AddWeightedOrOffset(SB)
-DATA kernels<>+584(SB)/8, $·neonBF16AddWeightedOrOffset(SB)
-DATA kernels<>+592(SB)/8, $·neonBF16AddUnweighted(SB)
-DATA kernels<>+600(SB)/8, $·neonF16WeightedOrOffset(SB)
-DATA kernels<>+608(SB)/8, $·neonF16WeightedOrOffset(SB)
-DATA kernels<>+616(SB)/8, $·neonF16Unweighted(SB)
-DATA kernels<>+624(SB)/8, $·neonF16AddWeightedOrOffset(SB)
-DATA kernels<>+632(SB)/8, $·neonF16AddWeightedOrOffset(SB)
-DATA kernels<>+640(SB)/8, $·neonF16AddUnweighted(SB)
+DATA kernels<>+504(SB)/8, $·neonForward(SB)
+DATA kernels<>+512(SB)/8, $·neonForward(SB)
+DATA kernels<>+520(SB)/8, $·neonForward(SB)
+DATA kernels<>+528(SB)/8, $·neonForwardAdd(SB)
+DATA kernels<>+536(SB)/8, $·neonForwardAdd(SB)
+DATA kernels<>+544(SB)/8, $·neonForwardAdd(SB)
+DATA kernels<>+552(SB)/8, $·neonForwardBF16(SB)
+DATA kernels<>+560(SB)/8, $·neonForwardBF16(SB)
+DATA kernels<>+568(SB)/8, $·neonForwardBF16(SB)
+DATA kernels<>+576(SB)/8, $·neonForwardBF16Add(SB)
+DATA kernels<>+584(SB)/8, $·neonForwardBF16Add(SB)
+DATA kernels<>+592(SB)/8, $·neonForwardBF16Add(SB)
+DATA kernels<>+600(SB)/8, $·neonForwardF16(SB)
+DATA kernels<>+608(SB)/8, $·neonForwardF16(SB)
+DATA kernels<>+616(SB)/8, $·neonForwardF16(SB)
+DATA kernels<>+624(SB)/8, $·neonForwardF16Add(SB)
+DATA kernels<>+632(SB)/8, $·neonForwardF16Add(SB)
+DATA kernels<>+640(SB)/8, $·neonForwardF16Add(SB)
 DATA kernels<>+648(SB)/8, $·neonBackwardWeighted(SB)
 DATA kernels<>+656(SB)/8, $·neonBackwardOffset(SB)
 DATA kernels<>+664(SB)/8, $·neonBackwardUnweighted(SB)
 GLOBL kernels<>(SB), RODATA|NOPTR, $672
 
-// func neonWeightedOrOffset(j *job, from, to int) int
-TEXT ·neonWeightedOrOffset(SB), $608-32
+// func neonForward(j *job, from, to int) int
+TEXT ·neonForward(SB), $608-32
 	MOVD j+0(FP), R16
 	MOVD job_dst(R16), R0
 	MOVD job_x(R16), R1
@@ -449,6 +449,7 @@ scalerow:
 	TST $2, R8
 	BEQ nopf16
 	ADD R22, R10, R15
+	CBZ R2, pf16noweight
 	TBNZ $4, R8, pf16offset
 pf16:
 	CMP $16, R12
@@ -490,7 +491,21 @@ pf16offset:
 	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R14)
 	SUB $16, R12, R12
 	B pf16offset
+pf16noweight:
+	CMP $16, R12
+	BLT loop4
+	PRFM (R15), PLDL1KEEP
+	ADD $64, R15, R15
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	WORD $0x6e3dde10 // fmul v16.4s, v16.4s, v29.4s
+	WORD $0x6e3dde31 // fmul v17.4s, v17.4s, v29.4s
+	WORD $0x6e3dde52 // fmul v18.4s, v18.4s, v29.4s
+	WORD $0x6e3dde73 // fmul v19.4s, v19.4s, v29.4s
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R14)
+	SUB $16, R12, R12
+	B pf16noweight
 nopf16:
+	CBZ R2, loop16noweight
 	TBNZ $4, R8, loop16offset
 loop16:
 	CMP $16, R12
@@ -528,14 +543,27 @@ loop16offset:
 	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R14)
 	SUB $16, R12, R12
 	B loop16offset
+loop16noweight:
+	CMP $16, R12
+	BLT loop4
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	WORD $0x6e3dde10 // fmul v16.4s, v16.4s, v29.4s
+	WORD $0x6e3dde31 // fmul v17.4s, v17.4s, v29.4s
+	WORD $0x6e3dde52 // fmul v18.4s, v18.4s, v29.4s
+	WORD $0x6e3dde73 // fmul v19.4s, v19.4s, v29.4s
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R14)
+	SUB $16, R12, R12
+	B loop16noweight
 loop4:
 	CMP $4, R12
 	BLT part
 	VLD1.P 16(R10), [V16.S4]
 	WORD $0x6e3dde10 // fmul v16.4s, v16.4s, v29.4s
+	CBZ R2, noweight4
 	VLD1.P 16(R13), [V20.S4]
 	WORD $0x4e3cd694 // fadd v20.4s, v20.4s, v28.4s
 	WORD $0x6e34de10 // fmul v16.4s, v16.4s, v20.4s
+noweight4:
 	VST1.P [V16.S4], 16(R14)
 	SUB $4, R12, R12
 	B loop4
@@ -547,63 +575,67 @@ part:
 	MOVD R10, R15
 	MOVD R11, R17
 	MOVD R12, R16
-copyvec4:
+copyvec5:
 	CMP $4, R16
-	BLT copyone5
+	BLT copyone6
 	VLD1.P 16(R15), [V20.B16]
 	VST1.P [V20.B16], 16(R17)
 	SUB $4, R16, R16
-	B copyvec4
-copyone5:
-	CBZ R16, copied6
+	B copyvec5
+copyone6:
+	CBZ R16, copied7
 	MOVWU.P 4(R15), R26
 	MOVW.P R26, 4(R17)
 	SUB $1, R16, R16
-	B copyone5
-copied6:
+	B copyone6
+copied7:
 	ADD $120, RSP, R11
+	CBZ R2, nowcopy8
 	MOVD R13, R15
 	MOVD R11, R17
 	MOVD R12, R16
-copyvec7:
+copyvec9:
 	CMP $4, R16
-	BLT copyone8
+	BLT copyone10
 	VLD1.P 16(R15), [V20.B16]
 	VST1.P [V20.B16], 16(R17)
 	SUB $4, R16, R16
-	B copyvec7
-copyone8:
-	CBZ R16, copied9
+	B copyvec9
+copyone10:
+	CBZ R16, copied11
 	MOVWU.P 4(R15), R26
 	MOVW.P R26, 4(R17)
 	SUB $1, R16, R16
-	B copyone8
-copied9:
+	B copyone10
+copied11:
+nowcopy8:
 	ADD $104, RSP, R11
 	VLD1 (R11), [V16.S4]
 	ADD $16, R11, R11
 	WORD $0x6e3dde10 // fmul v16.4s, v16.4s, v29.4s
+	CBZ R2, noweight12
 	VLD1 (R11), [V20.S4]
 	WORD $0x4e3cd694 // fadd v20.4s, v20.4s, v28.4s
 	WORD $0x6e34de10 // fmul v16.4s, v16.4s, v20.4s
+noweight12:
 	VST1 [V16.S4], (R11)
 	MOVD R11, R15
 	MOVD R14, R17
 	MOVD R12, R16
-copyvec10:
+copyvec13:
 	CMP $4, R16
-	BLT copyone11
+	BLT copyone14
 	VLD1.P 16(R15), [V20.B16]
 	VST1.P [V20.B16], 16(R17)
 	SUB $4, R16, R16
-	B copyvec10
-copyone11:
-	CBZ R16, copied12
+	B copyvec13
+copyone14:
+	CBZ R16, copied15
 	MOVWU.P 4(R15), R26
 	MOVW.P R26, 4(R17)
 	SUB $1, R16, R16
-	B copyone11
-copied12:
+	B copyone14
+copied15:
 scaled:
 	ADD R7, R1, R1
 	ADD R7, R0, R0
@@ -616,439 +648,8 @@ ret:
 	MOVD R9, ret+24(FP)
 	RET
 
-// func neonUnweighted(j *job, from, to int) int
-TEXT ·neonUnweighted(SB), $608-32
-	MOVD j+0(FP), R16
-	MOVD job_dst(R16), R0
-	MOVD job_x(R16), R1
-	MOVD job_w(R16), R2
-	MOVD job_res(R16), R3
-	MOVD job_inv(R16), R4
-	MOVD job_d(R16), R5
-	MOVD job_stride(R16), R7
-	LSL $2, R7, R7
-	MOVWU job_flags(R16), R8
-
-	// fd = float32(d); rd = 1/d when d is a power of two, so that ss/d is ss*rd exactly.
-	SCVTFS R5, F16
-	FMOVS F16, 88(RSP)
-	SUB $1, R5, R10
-	TST R10, R5
-	BNE notpow2
-	RBIT R5, R10
-	CLZ R10, R10
-	MOVD $127, R11
-	SUB R10, R11, R11
-	LSL $23, R11, R11
-	MOVW R11, 92(RSP)
-	ORR $256, R8, R8
-notpow2:
-
-	// Rows ahead for prefetching: the next one for long rows, eight for short ones.
-	MOVD R7, R22
-	CMP $512, R5
-	BGT longrows
-	LSL $3, R22, R22
-longrows:
-	LSL $1, R22, R21
-
-	// Start at row from.
-	MOVD from+8(FP), R9
-	MOVD to+16(FP), R6
-	MOVD $0, R19
-	MUL R9, R7, R10
-	ADD R10, R0, R0
-	ADD R10, R1, R1
-row:
-	CMP R6, R9
-	BGE ret
-	MOVD $1, R20
-	CBZ R19, trygroup
-	SUB $1, R19, R19
-	B sum
-trygroup:
-	CMP $512, R5
-	BGT sum
-	SUB R9, R6, R10
-	CMP $4, R10
-	BLT sum
-	MOVD $4, R20
-sum:
-	MOVD R1, R10
-	MOVD R3, R11
-	MOVD $0, R23
-sumrow:
-
-	// Sum of squares: element i goes to partial i%64, lane i%4 of V(i%64/4).
-	MOVD R10, R14
-	VEOR V0.B16, V0.B16, V0.B16
-	VEOR V1.B16, V1.B16, V1.B16
-	VEOR V2.B16, V2.B16, V2.B16
-	VEOR V3.B16, V3.B16, V3.B16
-	VEOR V4.B16, V4.B16, V4.B16
-	VEOR V5.B16, V5.B16, V5.B16
-	VEOR V6.B16, V6.B16, V6.B16
-	VEOR V7.B16, V7.B16, V7.B16
-	VEOR V8.B16, V8.B16, V8.B16
-	VEOR V9.B16, V9.B16, V9.B16
-	VEOR V10.B16, V10.B16, V10.B16
-	VEOR V11.B16, V11.B16, V11.B16
-	VEOR V12.B16, V12.B16, V12.B16
-	VEOR V13.B16, V13.B16, V13.B16
-	VEOR V14.B16, V14.B16, V14.B16
-	VEOR V15.B16, V15.B16, V15.B16
-	MOVD R5, R12
-	MOVD $0, R24
-	TST $2, R8
-	ADD R21, R10, R13
-	BNE sumpf
-sum64:
-	CMP $64, R12
-	BLT sumtail
-	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
-	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
-	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
-	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
-	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
-	WORD $0x4e30d400 // fadd v0.4s, v0.4s, v16.4s
-	WORD $0x4e31d421 // fadd v1.4s, v1.4s, v17.4s
-	WORD $0x4e32d442 // fadd v2.4s, v2.4s, v18.4s
-	WORD $0x4e33d463 // fadd v3.4s, v3.4s, v19.4s
-	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
-	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
-	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
-	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
-	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
-	WORD $0x4e30d484 // fadd v4.4s, v4.4s, v16.4s
-	WORD $0x4e31d4a5 // fadd v5.4s, v5.4s, v17.4s
-	WORD $0x4e32d4c6 // fadd v6.4s, v6.4s, v18.4s
-	WORD $0x4e33d4e7 // fadd v7.4s, v7.4s, v19.4s
-	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
-	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
-	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
-	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
-	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
-	WORD $0x4e30d508 // fadd v8.4s, v8.4s, v16.4s
-	WORD $0x4e31d529 // fadd v9.4s, v9.4s, v17.4s
-	WORD $0x4e32d54a // fadd v10.4s, v10.4s, v18.4s
-	WORD $0x4e33d56b // fadd v11.4s, v11.4s, v19.4s
-	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
-	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
-	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
-	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
-	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
-	WORD $0x4e30d58c // fadd v12.4s, v12.4s, v16.4s
-	WORD $0x4e31d5ad // fadd v13.4s, v13.4s, v17.4s
-	WORD $0x4e32d5ce // fadd v14.4s, v14.4s, v18.4s
-	WORD $0x4e33d5ef // fadd v15.4s, v15.4s, v19.4s
-	SUB $64, R12, R12
-	B sum64
-sumpf:
-	CMP $64, R12
-	BLT sumtail
-	PRFM 0(R13), PLDL1KEEP
-	PRFM 64(R13), PLDL1KEEP
-	PRFM 128(R13), PLDL1KEEP
-	PRFM 192(R13), PLDL1KEEP
-	ADD $256, R13, R13
-	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
-	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
-	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
-	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
-	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
-	WORD $0x4e30d400 // fadd v0.4s, v0.4s, v16.4s
-	WORD $0x4e31d421 // fadd v1.4s, v1.4s, v17.4s
-	WORD $0x4e32d442 // fadd v2.4s, v2.4s, v18.4s
-	WORD $0x4e33d463 // fadd v3.4s, v3.4s, v19.4s
-	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
-	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
-	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
-	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
-	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
-	WORD $0x4e30d484 // fadd v4.4s, v4.4s, v16.4s
-	WORD $0x4e31d4a5 // fadd v5.4s, v5.4s, v17.4s
-	WORD $0x4e32d4c6 // fadd v6.4s, v6.4s, v18.4s
-	WORD $0x4e33d4e7 // fadd v7.4s, v7.4s, v19.4s
-	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
-	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
-	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
-	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
-	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
-	WORD $0x4e30d508 // fadd v8.4s, v8.4s, v16.4s
-	WORD $0x4e31d529 // fadd v9.4s, v9.4s, v17.4s
-	WORD $0x4e32d54a // fadd v10.4s, v10.4s, v18.4s
-	WORD $0x4e33d56b // fadd v11.4s, v11.4s, v19.4s
-	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
-	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
-	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
-	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
-	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
-	WORD $0x4e30d58c // fadd v12.4s, v12.4s, v16.4s
-	WORD $0x4e31d5ad // fadd v13.4s, v13.4s, v17.4s
-	WORD $0x4e32d5ce // fadd v14.4s, v14.4s, v18.4s
-	WORD $0x4e33d5ef // fadd v15.4s, v15.4s, v19.4s
-	SUB $64, R12, R12
-	B sumpf
-sumtail:
-
-	// Fewer than 64 elements: copied to a zero-padded block on the stack, summed as a whole block (zeros add +0).
-	CBZ R12, summed
-	ADD $104, RSP, R13
-	VEOR V16.B16, V16.B16, V16.B16
-	VEOR V17.B16, V17.B16, V17.B16
-	VEOR V18.B16, V18.B16, V18.B16
-	VEOR V19.B16, V19.B16, V19.B16
-	MOVD R13, R17
-	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
-	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
-	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
-	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
-	MOVD R10, R15
-	MOVD R13, R17
-	MOVD R12, R16
-copyvec1:
-	CMP $4, R16
-	BLT copyone2
-	VLD1.P 16(R15), [V20.B16]
-	VST1.P [V20.B16], 16(R17)
-	SUB $4, R16, R16
-	B copyvec1
-copyone2:
-	CBZ R16, copied3
-	MOVWU.P 4(R15), R26
-	MOVW.P R26, 4(R17)
-	SUB $1, R16, R16
-	B copyone2
-copied3:
-	ADD $104, RSP, R10
-	MOVD $64, R12
-	B sum64
-summed:
-
-	// Halving tree: h = 32, 16, 8, 4 on vectors, leaving four partials in V0.
-	WORD $0x4e28d400 // fadd v0.4s, v0.4s, v8.4s
-	WORD $0x4e29d421 // fadd v1.4s, v1.4s, v9.4s
-	WORD $0x4e2ad442 // fadd v2.4s, v2.4s, v10.4s
-	WORD $0x4e2bd463 // fadd v3.4s, v3.4s, v11.4s
-	WORD $0x4e2cd484 // fadd v4.4s, v4.4s, v12.4s
-	WORD $0x4e2dd4a5 // fadd v5.4s, v5.4s, v13.4s
-	WORD $0x4e2ed4c6 // fadd v6.4s, v6.4s, v14.4s
-	WORD $0x4e2fd4e7 // fadd v7.4s, v7.4s, v15.4s
-	WORD $0x4e24d400 // fadd v0.4s, v0.4s, v4.4s
-	WORD $0x4e25d421 // fadd v1.4s, v1.4s, v5.4s
-	WORD $0x4e26d442 // fadd v2.4s, v2.4s, v6.4s
-	WORD $0x4e27d463 // fadd v3.4s, v3.4s, v7.4s
-	WORD $0x4e22d400 // fadd v0.4s, v0.4s, v2.4s
-	WORD $0x4e23d421 // fadd v1.4s, v1.4s, v3.4s
-	WORD $0x4e21d400 // fadd v0.4s, v0.4s, v1.4s
-	CMP $1, R20
-	BEQ invone
-	ADD $8, RSP, R12
-	ADD R23, R12, R12
-	VST1 [V0.S4], (R12)
-	ADD R7, R14, R10
-	ADD $16, R23, R23
-	CMP $64, R23
-	BLT sumrow
-	B invgroup
-invone:
-
-	// h = 2 and h = 1: ss in F0.
-	VEXT $8, V0.B16, V0.B16, V16.B16
-	WORD $0x4e30d400 // fadd v0.4s, v0.4s, v16.4s
-	WORD $0x7e30d800 // faddp s0, v0.2s
-
-	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
-	TST $256, R8
-	BEQ rdivide
-	FMOVS 92(RSP), F17
-	FMULS F17, F0, F1
-	B rdivided
-rdivide:
-	FMOVS 88(RSP), F17
-	FDIVS F17, F0, F1
-rdivided:
-	MOVD j+0(FP), R16
-	FMOVS job_eps(R16), F17
-	FADDS F17, F1, F1
-	MOVW $0x0d800000, R16
-	FMOVS R16, F16
-	FCMPS F16, F1
-	BLT ret
-	MOVW $0x7f7fffff, R16
-	FMOVS R16, F16
-	FCMPS F16, F1
-	BGT ret
-	FSQRTS F1, F1
-	FMOVS $1.0, F16
-	FDIVS F1, F16, F29
-	FMOVS F29, 72(RSP)
-
-	// Report 1/rms if asked.
-	CBZ R4, scale
-	FMOVS F29, (R4)(R9<<2)
-	B scale
-invgroup:
-	ADD $8, RSP, R12
-	VLD1 (R12), [V16.S4, V17.S4, V18.S4, V19.S4]
-
-	// h = 2 for rows A B and C D: [a0 a1 b0 b1] + [a2 a3 b2 b3]; h = 1: pairwise adds give [A B C D].
-	VZIP1 V17.D2, V16.D2, V20.D2
-	VZIP2 V17.D2, V16.D2, V21.D2
-	WORD $0x4e35d694 // fadd v20.4s, v20.4s, v21.4s
-	VZIP1 V19.D2, V18.D2, V22.D2
-	VZIP2 V19.D2, V18.D2, V23.D2
-	WORD $0x4e37d6d6 // fadd v22.4s, v22.4s, v23.4s
-	WORD $0x6e36d690 // faddp v16.4s, v20.4s, v22.4s
-
-	// t = ss/d + eps for the four rows; any t outside [2^-100, MaxFloat32] leaves the group path.
-	TST $256, R8
-	BEQ gdivide
-	ADD $92, RSP, R12
-	VLD1R (R12), [V20.S4]
-	WORD $0x6e34de10 // fmul v16.4s, v16.4s, v20.4s
-	B gdivided
-gdivide:
-	ADD $88, RSP, R12
-	VLD1R (R12), [V20.S4]
-	WORD $0x6e34fe10 // fdiv v16.4s, v16.4s, v20.4s
-gdivided:
-	MOVD j+0(FP), R16
-	ADD $job_eps, R16, R12
-	VLD1R (R12), [V21.S4]
-	WORD $0x4e35d610 // fadd v16.4s, v16.4s, v21.4s
-	MOVW $0x0d800000, R16
-	VDUP R16, V22.S4
-	WORD $0x6e36e617 // fcmge v23.4s, v16.4s, v22.4s
-	MOVW $0x7f7fffff, R16
-	VDUP R16, V22.S4
-	WORD $0x6e30e6d6 // fcmge v22.4s, v22.4s, v16.4s
-	VAND V22.B16, V23.B16, V23.B16
-	VMOV V23.D[0], R16
-	VMOV V23.D[1], R17
-	AND R17, R16, R16
-	CMN $1, R16
-	BEQ ginrange
-	MOVD $4, R19
-	B row
-ginrange:
-	WORD $0x6ea1fa10 // fsqrt v16.4s, v16.4s
-	FMOVS $1.0, F17
-	VDUP V17.S[0], V17.S4
-	WORD $0x6e30fe3e // fdiv v30.4s, v17.4s, v16.4s
-	ADD $72, RSP, R12
-	VST1 [V30.S4], (R12)
-
-	// Report 1/rms if asked.
-	CBZ R4, scale
-	ADD R9<<2, R4, R16
-	VST1 [V30.S4], (R16)
-scale:
-	MOVD $0, R23
-scalerow:
-	ADD $72, RSP, R12
-	ADD R23<<2, R12, R12
-	VLD1R (R12), [V29.S4]
-
-	// y = (src*inv)*w, rounded after each multiply.
-	MOVD R1, R10
-	MOVD R2, R13
-	MOVD R0, R14
-	MOVD R5, R12
-	TST $2, R8
-	BEQ loop16
-	ADD R22, R10, R15
-pf16:
-	CMP $16, R12
-	BLT loop4
-	PRFM (R15), PLDL1KEEP
-	ADD $64, R15, R15
-	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
-	WORD $0x6e3dde10 // fmul v16.4s, v16.4s, v29.4s
-	WORD $0x6e3dde31 // fmul v17.4s, v17.4s, v29.4s
-	WORD $0x6e3dde52 // fmul v18.4s, v18.4s, v29.4s
-	WORD $0x6e3dde73 // fmul v19.4s, v19.4s, v29.4s
-	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R14)
-	SUB $16, R12, R12
-	B pf16
-loop16:
-	CMP $16, R12
-	BLT loop4
-	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
-	WORD $0x6e3dde10 // fmul v16.4s, v16.4s, v29.4s
-	WORD $0x6e3dde31 // fmul v17.4s, v17.4s, v29.4s
-	WORD $0x6e3dde52 // fmul v18.4s, v18.4s, v29.4s
-	WORD $0x6e3dde73 // fmul v19.4s, v19.4s, v29.4s
-	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R14)
-	SUB $16, R12, R12
-	B loop16
-loop4:
-	CMP $4, R12
-	BLT part
-	VLD1.P 16(R10), [V16.S4]
-	WORD $0x6e3dde10 // fmul v16.4s, v16.4s, v29.4s
-	VST1.P [V16.S4], 16(R14)
-	SUB $4, R12, R12
-	B loop4
-part:
-
-	// The last 1-3 elements, through copies on the stack.
-	CBZ R12, scaled
-	ADD $104, RSP, R11
-	MOVD R10, R15
-	MOVD R11, R17
-	MOVD R12, R16
-copyvec4:
-	CMP $4, R16
-	BLT copyone5
-	VLD1.P 16(R15), [V20.B16]
-	VST1.P [V20.B16], 16(R17)
-	SUB $4, R16, R16
-	B copyvec4
-copyone5:
-	CBZ R16, copied6
-	MOVWU.P 4(R15), R26
-	MOVW.P R26, 4(R17)
-	SUB $1, R16, R16
-	B copyone5
-copied6:
-	ADD $120, RSP, R11
-	ADD $104, RSP, R11
-	VLD1 (R11), [V16.S4]
-	ADD $16, R11, R11
-	WORD $0x6e3dde10 // fmul v16.4s, v16.4s, v29.4s
-	VST1 [V16.S4], (R11)
-	MOVD R11, R15
-	MOVD R14, R17
-	MOVD R12, R16
-copyvec7:
-	CMP $4, R16
-	BLT copyone8
-	VLD1.P 16(R15), [V20.B16]
-	VST1.P [V20.B16], 16(R17)
-	SUB $4, R16, R16
-	B copyvec7
-copyone8:
-	CBZ R16, copied9
-	MOVWU.P 4(R15), R26
-	MOVW.P R26, 4(R17)
-	SUB $1, R16, R16
-	B copyone8
-copied9:
-scaled:
-	ADD R7, R1, R1
-	ADD R7, R0, R0
-	ADD $1, R9, R9
-	ADD $1, R23, R23
-	CMP R20, R23
-	BLT scalerow
-	B row
-ret:
-	MOVD R9, ret+24(FP)
-	RET
-
-// func neonAddWeightedOrOffset(j *job, from, to int) int
-TEXT ·neonAddWeightedOrOffset(SB), $608-32
+// func neonForwardAdd(j *job, from, to int) int
+TEXT ·neonForwardAdd(SB), $608-32
 	MOVD j+0(FP), R16
 	MOVD job_dst(R16), R0
 	MOVD job_x(R16), R1
@@ -1420,6 +1021,7 @@ scalerow:
 	TST $2, R8
 	BEQ nopf16
 	ADD R22, R10, R15
+	CBZ R2, pf16noweight
 	TBNZ $4, R8, pf16offset
 pf16:
 	CMP $16, R12
@@ -1461,7 +1063,21 @@ pf16offset:
 	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R14)
 	SUB $16, R12, R12
 	B pf16offset
+pf16noweight:
+	CMP $16, R12
+	BLT loop4
+	PRFM (R15), PLDL1KEEP
+	ADD $64, R15, R15
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	WORD $0x6e3dde10 // fmul v16.4s, v16.4s, v29.4s
+	WORD $0x6e3dde31 // fmul v17.4s, v17.4s, v29.4s
+	WORD $0x6e3dde52 // fmul v18.4s, v18.4s, v29.4s
+	WORD $0x6e3dde73 // fmul v19.4s, v19.4s, v29.4s
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R14)
+	SUB $16, R12, R12
+	B pf16noweight
 nopf16:
+	CBZ R2, loop16noweight
 	TBNZ $4, R8, loop16offset
 loop16:
 	CMP $16, R12
@@ -1499,14 +1115,27 @@ loop16offset:
 	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R14)
 	SUB $16, R12, R12
 	B loop16offset
+loop16noweight:
+	CMP $16, R12
+	BLT loop4
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	WORD $0x6e3dde10 // fmul v16.4s, v16.4s, v29.4s
+	WORD $0x6e3dde31 // fmul v17.4s, v17.4s, v29.4s
+	WORD $0x6e3dde52 // fmul v18.4s, v18.4s, v29.4s
+	WORD $0x6e3dde73 // fmul v19.4s, v19.4s, v29.4s
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R14)
+	SUB $16, R12, R12
+	B loop16noweight
 loop4:
 	CMP $4, R12
 	BLT part
 	VLD1.P 16(R10), [V16.S4]
 	WORD $0x6e3dde10 // fmul v16.4s, v16.4s, v29.4s
+	CBZ R2, noweight10
 	VLD1.P 16(R13), [V20.S4]
 	WORD $0x4e3cd694 // fadd v20.4s, v20.4s, v28.4s
 	WORD $0x6e34de10 // fmul v16.4s, v16.4s, v20.4s
+noweight10:
 	VST1.P [V16.S4], 16(R14)
 	SUB $4, R12, R12
 	B loop4
@@ -1518,63 +1147,67 @@ part:
 	MOVD R10, R15
 	MOVD R11, R17
 	MOVD R12, R16
-copyvec10:
+copyvec11:
 	CMP $4, R16
-	BLT copyone11
+	BLT copyone12
 	VLD1.P 16(R15), [V20.B16]
 	VST1.P [V20.B16], 16(R17)
 	SUB $4, R16, R16
-	B copyvec10
-copyone11:
-	CBZ R16, copied12
+	B copyvec11
+copyone12:
+	CBZ R16, copied13
 	MOVWU.P 4(R15), R26
 	MOVW.P R26, 4(R17)
 	SUB $1, R16, R16
-	B copyone11
-copied12:
+	B copyone12
+copied13:
 	ADD $120, RSP, R11
+	CBZ R2, nowcopy14
 	MOVD R13, R15
 	MOVD R11, R17
 	MOVD R12, R16
-copyvec13:
+copyvec15:
 	CMP $4, R16
-	BLT copyone14
+	BLT copyone16
 	VLD1.P 16(R15), [V20.B16]
 	VST1.P [V20.B16], 16(R17)
 	SUB $4, R16, R16
-	B copyvec13
-copyone14:
-	CBZ R16, copied15
+	B copyvec15
+copyone16:
+	CBZ R16, copied17
 	MOVWU.P 4(R15), R26
 	MOVW.P R26, 4(R17)
 	SUB $1, R16, R16
-	B copyone14
-copied15:
+	B copyone16
+copied17:
+nowcopy14:
 	ADD $104, RSP, R11
 	VLD1 (R11), [V16.S4]
 	ADD $16, R11, R11
 	WORD $0x6e3dde10 // fmul v16.4s, v16.4s, v29.4s
+	CBZ R2, noweight18
 	VLD1 (R11), [V20.S4]
 	WORD $0x4e3cd694 // fadd v20.4s, v20.4s, v28.4s
 	WORD $0x6e34de10 // fmul v16.4s, v16.4s, v20.4s
+noweight18:
 	VST1 [V16.S4], (R11)
 	MOVD R11, R15
 	MOVD R14, R17
 	MOVD R12, R16
-copyvec16:
+copyvec19:
 	CMP $4, R16
-	BLT copyone17
+	BLT copyone20
 	VLD1.P 16(R15), [V20.B16]
 	VST1.P [V20.B16], 16(R17)
 	SUB $4, R16, R16
-	B copyvec16
-copyone17:
-	CBZ R16, copied18
+	B copyvec19
+copyone20:
+	CBZ R16, copied21
 	MOVWU.P 4(R15), R26
 	MOVW.P R26, 4(R17)
 	SUB $1, R16, R16
-	B copyone17
-copied18:
+	B copyone20
+copied21:
 scaled:
 	ADD R7, R1, R1
 	ADD R7, R0, R0
@@ -1588,464 +1221,8 @@ ret:
 	MOVD R9, ret+24(FP)
 	RET
 
-// func neonAddUnweighted(j *job, from, to int) int
-TEXT ·neonAddUnweighted(SB), $608-32
-	MOVD j+0(FP), R16
-	MOVD job_dst(R16), R0
-	MOVD job_x(R16), R1
-	MOVD job_w(R16), R2
-	MOVD job_res(R16), R3
-	MOVD job_inv(R16), R4
-	MOVD job_d(R16), R5
-	MOVD job_stride(R16), R7
-	LSL $2, R7, R7
-	MOVWU job_flags(R16), R8
-
-	// fd = float32(d); rd = 1/d when d is a power of two, so that ss/d is ss*rd exactly.
-	SCVTFS R5, F16
-	FMOVS F16, 88(RSP)
-	SUB $1, R5, R10
-	TST R10, R5
-	BNE notpow2
-	RBIT R5, R10
-	CLZ R10, R10
-	MOVD $127, R11
-	SUB R10, R11, R11
-	LSL $23, R11, R11
-	MOVW R11, 92(RSP)
-	ORR $256, R8, R8
-notpow2:
-
-	// Rows ahead for prefetching: the next one for long rows, eight for short ones.
-	MOVD R7, R22
-	CMP $512, R5
-	BGT longrows
-	LSL $3, R22, R22
-longrows:
-	LSL $1, R22, R21
-
-	// Start at row from.
-	MOVD from+8(FP), R9
-	MOVD to+16(FP), R6
-	MOVD $0, R19
-	MUL R9, R7, R10
-	ADD R10, R0, R0
-	ADD R10, R1, R1
-	ADD R10, R3, R3
-row:
-	CMP R6, R9
-	BGE ret
-	MOVD $1, R20
-sum:
-	MOVD R1, R10
-	MOVD R3, R11
-	MOVD $0, R23
-sumrow:
-
-	// Sum of squares: element i goes to partial i%64, lane i%4 of V(i%64/4).
-	MOVD R10, R14
-	VEOR V0.B16, V0.B16, V0.B16
-	VEOR V1.B16, V1.B16, V1.B16
-	VEOR V2.B16, V2.B16, V2.B16
-	VEOR V3.B16, V3.B16, V3.B16
-	VEOR V4.B16, V4.B16, V4.B16
-	VEOR V5.B16, V5.B16, V5.B16
-	VEOR V6.B16, V6.B16, V6.B16
-	VEOR V7.B16, V7.B16, V7.B16
-	VEOR V8.B16, V8.B16, V8.B16
-	VEOR V9.B16, V9.B16, V9.B16
-	VEOR V10.B16, V10.B16, V10.B16
-	VEOR V11.B16, V11.B16, V11.B16
-	VEOR V12.B16, V12.B16, V12.B16
-	VEOR V13.B16, V13.B16, V13.B16
-	VEOR V14.B16, V14.B16, V14.B16
-	VEOR V15.B16, V15.B16, V15.B16
-	MOVD R5, R12
-	MOVD $0, R24
-	TST $2, R8
-	ADD R21, R10, R13
-	BNE sumpf
-sum64:
-	CMP $64, R12
-	BLT sumtail
-	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
-	VLD1 (R11), [V20.S4, V21.S4, V22.S4, V23.S4]
-	WORD $0x4e34d610 // fadd v16.4s, v16.4s, v20.4s
-	WORD $0x4e35d631 // fadd v17.4s, v17.4s, v21.4s
-	WORD $0x4e36d652 // fadd v18.4s, v18.4s, v22.4s
-	WORD $0x4e37d673 // fadd v19.4s, v19.4s, v23.4s
-	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R11)
-	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
-	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
-	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
-	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
-	WORD $0x4e30d400 // fadd v0.4s, v0.4s, v16.4s
-	WORD $0x4e31d421 // fadd v1.4s, v1.4s, v17.4s
-	WORD $0x4e32d442 // fadd v2.4s, v2.4s, v18.4s
-	WORD $0x4e33d463 // fadd v3.4s, v3.4s, v19.4s
-	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
-	VLD1 (R11), [V20.S4, V21.S4, V22.S4, V23.S4]
-	WORD $0x4e34d610 // fadd v16.4s, v16.4s, v20.4s
-	WORD $0x4e35d631 // fadd v17.4s, v17.4s, v21.4s
-	WORD $0x4e36d652 // fadd v18.4s, v18.4s, v22.4s
-	WORD $0x4e37d673 // fadd v19.4s, v19.4s, v23.4s
-	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R11)
-	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
-	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
-	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
-	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
-	WORD $0x4e30d484 // fadd v4.4s, v4.4s, v16.4s
-	WORD $0x4e31d4a5 // fadd v5.4s, v5.4s, v17.4s
-	WORD $0x4e32d4c6 // fadd v6.4s, v6.4s, v18.4s
-	WORD $0x4e33d4e7 // fadd v7.4s, v7.4s, v19.4s
-	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
-	VLD1 (R11), [V20.S4, V21.S4, V22.S4, V23.S4]
-	WORD $0x4e34d610 // fadd v16.4s, v16.4s, v20.4s
-	WORD $0x4e35d631 // fadd v17.4s, v17.4s, v21.4s
-	WORD $0x4e36d652 // fadd v18.4s, v18.4s, v22.4s
-	WORD $0x4e37d673 // fadd v19.4s, v19.4s, v23.4s
-	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R11)
-	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
-	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
-	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
-	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
-	WORD $0x4e30d508 // fadd v8.4s, v8.4s, v16.4s
-	WORD $0x4e31d529 // fadd v9.4s, v9.4s, v17.4s
-	WORD $0x4e32d54a // fadd v10.4s, v10.4s, v18.4s
-	WORD $0x4e33d56b // fadd v11.4s, v11.4s, v19.4s
-	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
-	VLD1 (R11), [V20.S4, V21.S4, V22.S4, V23.S4]
-	WORD $0x4e34d610 // fadd v16.4s, v16.4s, v20.4s
-	WORD $0x4e35d631 // fadd v17.4s, v17.4s, v21.4s
-	WORD $0x4e36d652 // fadd v18.4s, v18.4s, v22.4s
-	WORD $0x4e37d673 // fadd v19.4s, v19.4s, v23.4s
-	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R11)
-	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
-	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
-	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
-	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
-	WORD $0x4e30d58c // fadd v12.4s, v12.4s, v16.4s
-	WORD $0x4e31d5ad // fadd v13.4s, v13.4s, v17.4s
-	WORD $0x4e32d5ce // fadd v14.4s, v14.4s, v18.4s
-	WORD $0x4e33d5ef // fadd v15.4s, v15.4s, v19.4s
-	SUB $64, R12, R12
-	B sum64
-sumpf:
-	CMP $64, R12
-	BLT sumtail
-	PRFM 0(R13), PLDL1KEEP
-	PRFM 64(R13), PLDL1KEEP
-	PRFM 128(R13), PLDL1KEEP
-	PRFM 192(R13), PLDL1KEEP
-	ADD $256, R13, R13
-	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
-	VLD1 (R11), [V20.S4, V21.S4, V22.S4, V23.S4]
-	WORD $0x4e34d610 // fadd v16.4s, v16.4s, v20.4s
-	WORD $0x4e35d631 // fadd v17.4s, v17.4s, v21.4s
-	WORD $0x4e36d652 // fadd v18.4s, v18.4s, v22.4s
-	WORD $0x4e37d673 // fadd v19.4s, v19.4s, v23.4s
-	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R11)
-	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
-	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
-	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
-	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
-	WORD $0x4e30d400 // fadd v0.4s, v0.4s, v16.4s
-	WORD $0x4e31d421 // fadd v1.4s, v1.4s, v17.4s
-	WORD $0x4e32d442 // fadd v2.4s, v2.4s, v18.4s
-	WORD $0x4e33d463 // fadd v3.4s, v3.4s, v19.4s
-	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
-	VLD1 (R11), [V20.S4, V21.S4, V22.S4, V23.S4]
-	WORD $0x4e34d610 // fadd v16.4s, v16.4s, v20.4s
-	WORD $0x4e35d631 // fadd v17.4s, v17.4s, v21.4s
-	WORD $0x4e36d652 // fadd v18.4s, v18.4s, v22.4s
-	WORD $0x4e37d673 // fadd v19.4s, v19.4s, v23.4s
-	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R11)
-	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
-	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
-	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
-	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
-	WORD $0x4e30d484 // fadd v4.4s, v4.4s, v16.4s
-	WORD $0x4e31d4a5 // fadd v5.4s, v5.4s, v17.4s
-	WORD $0x4e32d4c6 // fadd v6.4s, v6.4s, v18.4s
-	WORD $0x4e33d4e7 // fadd v7.4s, v7.4s, v19.4s
-	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
-	VLD1 (R11), [V20.S4, V21.S4, V22.S4, V23.S4]
-	WORD $0x4e34d610 // fadd v16.4s, v16.4s, v20.4s
-	WORD $0x4e35d631 // fadd v17.4s, v17.4s, v21.4s
-	WORD $0x4e36d652 // fadd v18.4s, v18.4s, v22.4s
-	WORD $0x4e37d673 // fadd v19.4s, v19.4s, v23.4s
-	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R11)
-	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
-	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
-	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
-	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
-	WORD $0x4e30d508 // fadd v8.4s, v8.4s, v16.4s
-	WORD $0x4e31d529 // fadd v9.4s, v9.4s, v17.4s
-	WORD $0x4e32d54a // fadd v10.4s, v10.4s, v18.4s
-	WORD $0x4e33d56b // fadd v11.4s, v11.4s, v19.4s
-	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
-	VLD1 (R11), [V20.S4, V21.S4, V22.S4, V23.S4]
-	WORD $0x4e34d610 // fadd v16.4s, v16.4s, v20.4s
-	WORD $0x4e35d631 // fadd v17.4s, v17.4s, v21.4s
-	WORD $0x4e36d652 // fadd v18.4s, v18.4s, v22.4s
-	WORD $0x4e37d673 // fadd v19.4s, v19.4s, v23.4s
-	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R11)
-	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
-	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
-	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
-	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
-	WORD $0x4e30d58c // fadd v12.4s, v12.4s, v16.4s
-	WORD $0x4e31d5ad // fadd v13.4s, v13.4s, v17.4s
-	WORD $0x4e32d5ce // fadd v14.4s, v14.4s, v18.4s
-	WORD $0x4e33d5ef // fadd v15.4s, v15.4s, v19.4s
-	SUB $64, R12, R12
-	B sumpf
-sumtail:
-
-	// Fewer than 64 elements: copied to a zero-padded block on the stack, summed as a whole block (zeros add +0).
-	CBZ R12, summed
-	ADD $104, RSP, R13
-	VEOR V16.B16, V16.B16, V16.B16
-	VEOR V17.B16, V17.B16, V17.B16
-	VEOR V18.B16, V18.B16, V18.B16
-	VEOR V19.B16, V19.B16, V19.B16
-	MOVD R13, R17
-	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
-	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
-	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
-	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
-	MOVD R10, R15
-	MOVD R13, R17
-	MOVD R12, R16
-copyvec1:
-	CMP $4, R16
-	BLT copyone2
-	VLD1.P 16(R15), [V20.B16]
-	VST1.P [V20.B16], 16(R17)
-	SUB $4, R16, R16
-	B copyvec1
-copyone2:
-	CBZ R16, copied3
-	MOVWU.P 4(R15), R26
-	MOVW.P R26, 4(R17)
-	SUB $1, R16, R16
-	B copyone2
-copied3:
-	MOVD R11, R24
-	ADD $360, RSP, R13
-	VEOR V16.B16, V16.B16, V16.B16
-	VEOR V17.B16, V17.B16, V17.B16
-	VEOR V18.B16, V18.B16, V18.B16
-	VEOR V19.B16, V19.B16, V19.B16
-	MOVD R13, R17
-	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
-	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
-	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
-	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
-	MOVD R11, R15
-	MOVD R13, R17
-	MOVD R12, R16
-copyvec4:
-	CMP $4, R16
-	BLT copyone5
-	VLD1.P 16(R15), [V20.B16]
-	VST1.P [V20.B16], 16(R17)
-	SUB $4, R16, R16
-	B copyvec4
-copyone5:
-	CBZ R16, copied6
-	MOVWU.P 4(R15), R26
-	MOVW.P R26, 4(R17)
-	SUB $1, R16, R16
-	B copyone5
-copied6:
-	MOVD R12, R25
-	ADD $360, RSP, R11
-	ADD $104, RSP, R10
-	MOVD $64, R12
-	B sum64
-summed:
-	CBZ R24, hback
-	ADD $360, RSP, R13
-	MOVD R13, R15
-	MOVD R24, R17
-	MOVD R25, R16
-copyvec7:
-	CMP $4, R16
-	BLT copyone8
-	VLD1.P 16(R15), [V20.B16]
-	VST1.P [V20.B16], 16(R17)
-	SUB $4, R16, R16
-	B copyvec7
-copyone8:
-	CBZ R16, copied9
-	MOVWU.P 4(R15), R26
-	MOVW.P R26, 4(R17)
-	SUB $1, R16, R16
-	B copyone8
-copied9:
-hback:
-
-	// Halving tree: h = 32, 16, 8, 4 on vectors, leaving four partials in V0.
-	WORD $0x4e28d400 // fadd v0.4s, v0.4s, v8.4s
-	WORD $0x4e29d421 // fadd v1.4s, v1.4s, v9.4s
-	WORD $0x4e2ad442 // fadd v2.4s, v2.4s, v10.4s
-	WORD $0x4e2bd463 // fadd v3.4s, v3.4s, v11.4s
-	WORD $0x4e2cd484 // fadd v4.4s, v4.4s, v12.4s
-	WORD $0x4e2dd4a5 // fadd v5.4s, v5.4s, v13.4s
-	WORD $0x4e2ed4c6 // fadd v6.4s, v6.4s, v14.4s
-	WORD $0x4e2fd4e7 // fadd v7.4s, v7.4s, v15.4s
-	WORD $0x4e24d400 // fadd v0.4s, v0.4s, v4.4s
-	WORD $0x4e25d421 // fadd v1.4s, v1.4s, v5.4s
-	WORD $0x4e26d442 // fadd v2.4s, v2.4s, v6.4s
-	WORD $0x4e27d463 // fadd v3.4s, v3.4s, v7.4s
-	WORD $0x4e22d400 // fadd v0.4s, v0.4s, v2.4s
-	WORD $0x4e23d421 // fadd v1.4s, v1.4s, v3.4s
-	WORD $0x4e21d400 // fadd v0.4s, v0.4s, v1.4s
-invone:
-
-	// h = 2 and h = 1: ss in F0.
-	VEXT $8, V0.B16, V0.B16, V16.B16
-	WORD $0x4e30d400 // fadd v0.4s, v0.4s, v16.4s
-	WORD $0x7e30d800 // faddp s0, v0.2s
-
-	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
-	TST $256, R8
-	BEQ rdivide
-	FMOVS 92(RSP), F17
-	FMULS F17, F0, F1
-	B rdivided
-rdivide:
-	FMOVS 88(RSP), F17
-	FDIVS F17, F0, F1
-rdivided:
-	MOVD j+0(FP), R16
-	FMOVS job_eps(R16), F17
-	FADDS F17, F1, F1
-	MOVW $0x0d800000, R16
-	FMOVS R16, F16
-	FCMPS F16, F1
-	BLT ret
-	MOVW $0x7f7fffff, R16
-	FMOVS R16, F16
-	FCMPS F16, F1
-	BGT ret
-	FSQRTS F1, F1
-	FMOVS $1.0, F16
-	FDIVS F1, F16, F29
-	FMOVS F29, 72(RSP)
-
-	// Report 1/rms if asked.
-	CBZ R4, scale
-	FMOVS F29, (R4)(R9<<2)
-	B scale
-scale:
-	MOVD $0, R23
-scalerow:
-	ADD $72, RSP, R12
-	ADD R23<<2, R12, R12
-	VLD1R (R12), [V29.S4]
-
-	// y = (src*inv)*w, rounded after each multiply.
-	MOVD R3, R10
-	MOVD R2, R13
-	MOVD R0, R14
-	MOVD R5, R12
-	TST $2, R8
-	BEQ loop16
-	ADD R22, R10, R15
-pf16:
-	CMP $16, R12
-	BLT loop4
-	PRFM (R15), PLDL1KEEP
-	ADD $64, R15, R15
-	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
-	WORD $0x6e3dde10 // fmul v16.4s, v16.4s, v29.4s
-	WORD $0x6e3dde31 // fmul v17.4s, v17.4s, v29.4s
-	WORD $0x6e3dde52 // fmul v18.4s, v18.4s, v29.4s
-	WORD $0x6e3dde73 // fmul v19.4s, v19.4s, v29.4s
-	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R14)
-	SUB $16, R12, R12
-	B pf16
-loop16:
-	CMP $16, R12
-	BLT loop4
-	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
-	WORD $0x6e3dde10 // fmul v16.4s, v16.4s, v29.4s
-	WORD $0x6e3dde31 // fmul v17.4s, v17.4s, v29.4s
-	WORD $0x6e3dde52 // fmul v18.4s, v18.4s, v29.4s
-	WORD $0x6e3dde73 // fmul v19.4s, v19.4s, v29.4s
-	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R14)
-	SUB $16, R12, R12
-	B loop16
-loop4:
-	CMP $4, R12
-	BLT part
-	VLD1.P 16(R10), [V16.S4]
-	WORD $0x6e3dde10 // fmul v16.4s, v16.4s, v29.4s
-	VST1.P [V16.S4], 16(R14)
-	SUB $4, R12, R12
-	B loop4
-part:
-
-	// The last 1-3 elements, through copies on the stack.
-	CBZ R12, scaled
-	ADD $104, RSP, R11
-	MOVD R10, R15
-	MOVD R11, R17
-	MOVD R12, R16
-copyvec10:
-	CMP $4, R16
-	BLT copyone11
-	VLD1.P 16(R15), [V20.B16]
-	VST1.P [V20.B16], 16(R17)
-	SUB $4, R16, R16
-	B copyvec10
-copyone11:
-	CBZ R16, copied12
-	MOVWU.P 4(R15), R26
-	MOVW.P R26, 4(R17)
-	SUB $1, R16, R16
-	B copyone11
-copied12:
-	ADD $120, RSP, R11
-	ADD $104, RSP, R11
-	VLD1 (R11), [V16.S4]
-	ADD $16, R11, R11
-	WORD $0x6e3dde10 // fmul v16.4s, v16.4s, v29.4s
-	VST1 [V16.S4], (R11)
-	MOVD R11, R15
-	MOVD R14, R17
-	MOVD R12, R16
-copyvec13:
-	CMP $4, R16
-	BLT copyone14
-	VLD1.P 16(R15), [V20.B16]
-	VST1.P [V20.B16], 16(R17)
-	SUB $4, R16, R16
-	B copyvec13
-copyone14:
-	CBZ R16, copied15
-	MOVWU.P 4(R15), R26
-	MOVW.P R26, 4(R17)
-	SUB $1, R16, R16
-	B copyone14
-copied15:
-scaled:
-	ADD R7, R1, R1
-	ADD R7, R0, R0
-	ADD R7, R3, R3
-	ADD $1, R9, R9
-	ADD $1, R23, R23
-	CMP R20, R23
-	BLT scalerow
-	B row
-ret:
-	MOVD R9, ret+24(FP)
-	RET
-
-// func neonBF16WeightedOrOffset(j *job, from, to int) int
-TEXT ·neonBF16WeightedOrOffset(SB), $608-32
+// func neonForwardBF16(j *job, from, to int) int
+TEXT ·neonForwardBF16(SB), $608-32
 	MOVD j+0(FP), R16
 	MOVD job_dst(R16), R0
 	MOVD job_x(R16), R1
@@ -2375,6 +1552,7 @@ scalerow:
 	MOVD R0, R14
 	MOVD R5, R12
 	ADD R22, R10, R15
+	CBZ R2, loop16noweight
 	TBNZ $4, R8, loop16offset
 loop16:
 	CMP $16, R12
@@ -2568,464 +1746,12 @@ pf16offset:
 	PRFM (R15), PLDL1KEEP
 	ADD $64, R15, R15
 	B body16offset
-loop4:
-	CMP $4, R12
-	BLT part
-	VLD1.P 8(R10), [V16.H4]
-	WORD $0x2e613a10 // shll v16.4s, v16.4h, #16
-	WORD $0x6e3dde10 // fmul v16.4s, v16.4s, v29.4s
-	TST $8, R8
-	BEQ notrn6
-	VUSHR $16, V16.S4, V21.S4
-	VAND V24.B16, V21.B16, V21.B16
-	VADD V25.S4, V21.S4, V21.S4
-	VADD V16.S4, V21.S4, V21.S4
-	WORD $0x4e30e616 // fcmeq v22.4s, v16.4s, v16.4s
-	VMOV V27.B16, V23.B16
-	VBIT V22.B16, V21.B16, V23.B16
-	VAND V26.B16, V23.B16, V16.B16
-notrn6:
-	VLD1.P 16(R13), [V20.S4]
-	WORD $0x4e3cd694 // fadd v20.4s, v20.4s, v28.4s
-	WORD $0x6e34de10 // fmul v16.4s, v16.4s, v20.4s
-	VUSHR $16, V16.S4, V20.S4
-	VAND V24.B16, V20.B16, V20.B16
-	VADD V25.S4, V20.S4, V20.S4
-	VADD V16.S4, V20.S4, V20.S4
-	WORD $0x4e30e615 // fcmeq v21.4s, v16.4s, v16.4s
-	VMOV V27.B16, V22.B16
-	VBIT V21.B16, V20.B16, V22.B16
-	WORD $0x0f1086d0 // shrn v16.4h, v22.4s, #16
-	VST1.P [V16.H4], 8(R14)
-	SUB $4, R12, R12
-	B loop4
-part:
-
-	// The last 1-3 elements, through copies on the stack.
-	CBZ R12, scaled
-	ADD $104, RSP, R11
-	MOVD R10, R15
-	MOVD R11, R17
-	MOVD R12, R16
-copyvec7:
-	CMP $8, R16
-	BLT copyone8
-	VLD1.P 16(R15), [V20.B16]
-	VST1.P [V20.B16], 16(R17)
-	SUB $8, R16, R16
-	B copyvec7
-copyone8:
-	CBZ R16, copied9
-	MOVHU.P 2(R15), R26
-	MOVH.P R26, 2(R17)
-	SUB $1, R16, R16
-	B copyone8
-copied9:
-	ADD $120, RSP, R11
-	MOVD R13, R15
-	MOVD R11, R17
-	MOVD R12, R16
-copyvec10:
-	CMP $4, R16
-	BLT copyone11
-	VLD1.P 16(R15), [V20.B16]
-	VST1.P [V20.B16], 16(R17)
-	SUB $4, R16, R16
-	B copyvec10
-copyone11:
-	CBZ R16, copied12
-	MOVWU.P 4(R15), R26
-	MOVW.P R26, 4(R17)
-	SUB $1, R16, R16
-	B copyone11
-copied12:
-	ADD $104, RSP, R11
-	VLD1 (R11), [V16.H4]
-	WORD $0x2e613a10 // shll v16.4s, v16.4h, #16
-	ADD $16, R11, R11
-	WORD $0x6e3dde10 // fmul v16.4s, v16.4s, v29.4s
-	TST $8, R8
-	BEQ notrn13
-	VUSHR $16, V16.S4, V21.S4
-	VAND V24.B16, V21.B16, V21.B16
-	VADD V25.S4, V21.S4, V21.S4
-	VADD V16.S4, V21.S4, V21.S4
-	WORD $0x4e30e616 // fcmeq v22.4s, v16.4s, v16.4s
-	VMOV V27.B16, V23.B16
-	VBIT V22.B16, V21.B16, V23.B16
-	VAND V26.B16, V23.B16, V16.B16
-notrn13:
-	VLD1 (R11), [V20.S4]
-	WORD $0x4e3cd694 // fadd v20.4s, v20.4s, v28.4s
-	WORD $0x6e34de10 // fmul v16.4s, v16.4s, v20.4s
-	VUSHR $16, V16.S4, V20.S4
-	VAND V24.B16, V20.B16, V20.B16
-	VADD V25.S4, V20.S4, V20.S4
-	VADD V16.S4, V20.S4, V20.S4
-	WORD $0x4e30e615 // fcmeq v21.4s, v16.4s, v16.4s
-	VMOV V27.B16, V22.B16
-	VBIT V21.B16, V20.B16, V22.B16
-	WORD $0x0f1086d0 // shrn v16.4h, v22.4s, #16
-	VST1 [V16.H4], (R11)
-	MOVD R11, R15
-	MOVD R14, R17
-	MOVD R12, R16
-copyvec14:
-	CMP $8, R16
-	BLT copyone15
-	VLD1.P 16(R15), [V20.B16]
-	VST1.P [V20.B16], 16(R17)
-	SUB $8, R16, R16
-	B copyvec14
-copyone15:
-	CBZ R16, copied16
-	MOVHU.P 2(R15), R26
-	MOVH.P R26, 2(R17)
-	SUB $1, R16, R16
-	B copyone15
-copied16:
-scaled:
-	ADD R7, R1, R1
-	ADD R7, R0, R0
-	ADD $1, R9, R9
-	ADD $1, R23, R23
-	CMP R20, R23
-	BLT scalerow
-	B row
-ret:
-	MOVD R9, ret+24(FP)
-	RET
-
-// func neonBF16Unweighted(j *job, from, to int) int
-TEXT ·neonBF16Unweighted(SB), $608-32
-	MOVD j+0(FP), R16
-	MOVD job_dst(R16), R0
-	MOVD job_x(R16), R1
-	MOVD job_w(R16), R2
-	MOVD job_res(R16), R3
-	MOVD job_inv(R16), R4
-	MOVD job_d(R16), R5
-	MOVD job_stride(R16), R7
-	LSL $1, R7, R7
-	MOVWU job_flags(R16), R8
-
-	// Constants of bfloat16 rounding: 1, 0x7fff, 0xffff0000, the quiet NaN.
-	MOVW $0x00000001, R10
-	VDUP R10, V24.S4
-	MOVW $0x00007fff, R10
-	VDUP R10, V25.S4
-	MOVW $0xffff0000, R10
-	VDUP R10, V26.S4
-	MOVW $0x7fc00000, R10
-	VDUP R10, V27.S4
-
-	// fd = float32(d); rd = 1/d when d is a power of two, so that ss/d is ss*rd exactly.
-	SCVTFS R5, F16
-	FMOVS F16, 88(RSP)
-	SUB $1, R5, R10
-	TST R10, R5
-	BNE notpow2
-	RBIT R5, R10
-	CLZ R10, R10
-	MOVD $127, R11
-	SUB R10, R11, R11
-	LSL $23, R11, R11
-	MOVW R11, 92(RSP)
-	ORR $256, R8, R8
-notpow2:
-
-	// Rows ahead for prefetching: the next one for long rows, eight for short ones.
-	MOVD R7, R22
-	CMP $512, R5
-	BGT longrows
-	LSL $3, R22, R22
-longrows:
-	LSL $1, R22, R21
-
-	// Start at row from.
-	MOVD from+8(FP), R9
-	MOVD to+16(FP), R6
-	MOVD $0, R19
-	MUL R9, R7, R10
-	ADD R10, R0, R0
-	ADD R10, R1, R1
-row:
-	CMP R6, R9
-	BGE ret
-	MOVD $1, R20
-	CBZ R19, trygroup
-	SUB $1, R19, R19
-	B sum
-trygroup:
-	CMP $512, R5
-	BGT sum
-	SUB R9, R6, R10
-	CMP $4, R10
-	BLT sum
-	MOVD $4, R20
-sum:
-	MOVD R1, R10
-	MOVD R3, R11
-	MOVD $0, R23
-sumrow:
-
-	// Sum of squares: element i goes to partial i%64, lane i%4 of V(i%64/4).
-	MOVD R10, R14
-	VEOR V0.B16, V0.B16, V0.B16
-	VEOR V1.B16, V1.B16, V1.B16
-	VEOR V2.B16, V2.B16, V2.B16
-	VEOR V3.B16, V3.B16, V3.B16
-	VEOR V4.B16, V4.B16, V4.B16
-	VEOR V5.B16, V5.B16, V5.B16
-	VEOR V6.B16, V6.B16, V6.B16
-	VEOR V7.B16, V7.B16, V7.B16
-	VEOR V8.B16, V8.B16, V8.B16
-	VEOR V9.B16, V9.B16, V9.B16
-	VEOR V10.B16, V10.B16, V10.B16
-	VEOR V11.B16, V11.B16, V11.B16
-	VEOR V12.B16, V12.B16, V12.B16
-	VEOR V13.B16, V13.B16, V13.B16
-	VEOR V14.B16, V14.B16, V14.B16
-	VEOR V15.B16, V15.B16, V15.B16
-	MOVD R5, R12
-	MOVD $0, R24
-	ADD R21, R10, R13
-sum64:
-	CMP $64, R12
-	BLT sumtail
-	TST $2, R8
-	BNE sumpf
-sumblock:
-	VLD1.P 32(R10), [V16.H4, V17.H4, V18.H4, V19.H4]
-	WORD $0x2e613a10 // shll v16.4s, v16.4h, #16
-	WORD $0x2e613a31 // shll v17.4s, v17.4h, #16
-	WORD $0x2e613a52 // shll v18.4s, v18.4h, #16
-	WORD $0x2e613a73 // shll v19.4s, v19.4h, #16
-	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
-	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
-	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
-	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
-	WORD $0x4e30d400 // fadd v0.4s, v0.4s, v16.4s
-	WORD $0x4e31d421 // fadd v1.4s, v1.4s, v17.4s
-	WORD $0x4e32d442 // fadd v2.4s, v2.4s, v18.4s
-	WORD $0x4e33d463 // fadd v3.4s, v3.4s, v19.4s
-	VLD1.P 32(R10), [V16.H4, V17.H4, V18.H4, V19.H4]
-	WORD $0x2e613a10 // shll v16.4s, v16.4h, #16
-	WORD $0x2e613a31 // shll v17.4s, v17.4h, #16
-	WORD $0x2e613a52 // shll v18.4s, v18.4h, #16
-	WORD $0x2e613a73 // shll v19.4s, v19.4h, #16
-	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
-	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
-	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
-	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
-	WORD $0x4e30d484 // fadd v4.4s, v4.4s, v16.4s
-	WORD $0x4e31d4a5 // fadd v5.4s, v5.4s, v17.4s
-	WORD $0x4e32d4c6 // fadd v6.4s, v6.4s, v18.4s
-	WORD $0x4e33d4e7 // fadd v7.4s, v7.4s, v19.4s
-	VLD1.P 32(R10), [V16.H4, V17.H4, V18.H4, V19.H4]
-	WORD $0x2e613a10 // shll v16.4s, v16.4h, #16
-	WORD $0x2e613a31 // shll v17.4s, v17.4h, #16
-	WORD $0x2e613a52 // shll v18.4s, v18.4h, #16
-	WORD $0x2e613a73 // shll v19.4s, v19.4h, #16
-	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
-	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
-	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
-	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
-	WORD $0x4e30d508 // fadd v8.4s, v8.4s, v16.4s
-	WORD $0x4e31d529 // fadd v9.4s, v9.4s, v17.4s
-	WORD $0x4e32d54a // fadd v10.4s, v10.4s, v18.4s
-	WORD $0x4e33d56b // fadd v11.4s, v11.4s, v19.4s
-	VLD1.P 32(R10), [V16.H4, V17.H4, V18.H4, V19.H4]
-	WORD $0x2e613a10 // shll v16.4s, v16.4h, #16
-	WORD $0x2e613a31 // shll v17.4s, v17.4h, #16
-	WORD $0x2e613a52 // shll v18.4s, v18.4h, #16
-	WORD $0x2e613a73 // shll v19.4s, v19.4h, #16
-	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
-	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
-	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
-	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
-	WORD $0x4e30d58c // fadd v12.4s, v12.4s, v16.4s
-	WORD $0x4e31d5ad // fadd v13.4s, v13.4s, v17.4s
-	WORD $0x4e32d5ce // fadd v14.4s, v14.4s, v18.4s
-	WORD $0x4e33d5ef // fadd v15.4s, v15.4s, v19.4s
-	SUB $64, R12, R12
-	B sum64
-sumpf:
-	PRFM 0(R13), PLDL1KEEP
-	PRFM 64(R13), PLDL1KEEP
-	ADD $128, R13, R13
-	B sumblock
-sumtail:
-
-	// Fewer than 64 elements: copied to a zero-padded block on the stack, summed as a whole block (zeros add +0).
-	CBZ R12, summed
-	ADD $104, RSP, R13
-	VEOR V16.B16, V16.B16, V16.B16
-	VEOR V17.B16, V17.B16, V17.B16
-	VEOR V18.B16, V18.B16, V18.B16
-	VEOR V19.B16, V19.B16, V19.B16
-	MOVD R13, R17
-	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
-	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
-	MOVD R10, R15
-	MOVD R13, R17
-	MOVD R12, R16
-copyvec1:
-	CMP $8, R16
-	BLT copyone2
-	VLD1.P 16(R15), [V20.B16]
-	VST1.P [V20.B16], 16(R17)
-	SUB $8, R16, R16
-	B copyvec1
-copyone2:
-	CBZ R16, copied3
-	MOVHU.P 2(R15), R26
-	MOVH.P R26, 2(R17)
-	SUB $1, R16, R16
-	B copyone2
-copied3:
-	ADD $104, RSP, R10
-	MOVD $64, R12
-	B sum64
-summed:
-
-	// Halving tree: h = 32, 16, 8, 4 on vectors, leaving four partials in V0.
-	WORD $0x4e28d400 // fadd v0.4s, v0.4s, v8.4s
-	WORD $0x4e29d421 // fadd v1.4s, v1.4s, v9.4s
-	WORD $0x4e2ad442 // fadd v2.4s, v2.4s, v10.4s
-	WORD $0x4e2bd463 // fadd v3.4s, v3.4s, v11.4s
-	WORD $0x4e2cd484 // fadd v4.4s, v4.4s, v12.4s
-	WORD $0x4e2dd4a5 // fadd v5.4s, v5.4s, v13.4s
-	WORD $0x4e2ed4c6 // fadd v6.4s, v6.4s, v14.4s
-	WORD $0x4e2fd4e7 // fadd v7.4s, v7.4s, v15.4s
-	WORD $0x4e24d400 // fadd v0.4s, v0.4s, v4.4s
-	WORD $0x4e25d421 // fadd v1.4s, v1.4s, v5.4s
-	WORD $0x4e26d442 // fadd v2.4s, v2.4s, v6.4s
-	WORD $0x4e27d463 // fadd v3.4s, v3.4s, v7.4s
-	WORD $0x4e22d400 // fadd v0.4s, v0.4s, v2.4s
-	WORD $0x4e23d421 // fadd v1.4s, v1.4s, v3.4s
-	WORD $0x4e21d400 // fadd v0.4s, v0.4s, v1.4s
-	CMP $1, R20
-	BEQ invone
-	ADD $8, RSP, R12
-	ADD R23, R12, R12
-	VST1 [V0.S4], (R12)
-	ADD R7, R14, R10
-	ADD $16, R23, R23
-	CMP $64, R23
-	BLT sumrow
-	B invgroup
-invone:
-
-	// h = 2 and h = 1: ss in F0.
-	VEXT $8, V0.B16, V0.B16, V16.B16
-	WORD $0x4e30d400 // fadd v0.4s, v0.4s, v16.4s
-	WORD $0x7e30d800 // faddp s0, v0.2s
-
-	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
-	TST $256, R8
-	BEQ rdivide
-	FMOVS 92(RSP), F17
-	FMULS F17, F0, F1
-	B rdivided
-rdivide:
-	FMOVS 88(RSP), F17
-	FDIVS F17, F0, F1
-rdivided:
-	MOVD j+0(FP), R16
-	FMOVS job_eps(R16), F17
-	FADDS F17, F1, F1
-	MOVW $0x0d800000, R16
-	FMOVS R16, F16
-	FCMPS F16, F1
-	BLT ret
-	MOVW $0x7f7fffff, R16
-	FMOVS R16, F16
-	FCMPS F16, F1
-	BGT ret
-	FSQRTS F1, F1
-	FMOVS $1.0, F16
-	FDIVS F1, F16, F29
-	FMOVS F29, 72(RSP)
-
-	// Report 1/rms if asked.
-	CBZ R4, scale
-	FMOVS F29, (R4)(R9<<2)
-	B scale
-invgroup:
-	ADD $8, RSP, R12
-	VLD1 (R12), [V16.S4, V17.S4, V18.S4, V19.S4]
-
-	// h = 2 for rows A B and C D: [a0 a1 b0 b1] + [a2 a3 b2 b3]; h = 1: pairwise adds give [A B C D].
-	VZIP1 V17.D2, V16.D2, V20.D2
-	VZIP2 V17.D2, V16.D2, V21.D2
-	WORD $0x4e35d694 // fadd v20.4s, v20.4s, v21.4s
-	VZIP1 V19.D2, V18.D2, V22.D2
-	VZIP2 V19.D2, V18.D2, V23.D2
-	WORD $0x4e37d6d6 // fadd v22.4s, v22.4s, v23.4s
-	WORD $0x6e36d690 // faddp v16.4s, v20.4s, v22.4s
-
-	// t = ss/d + eps for the four rows; any t outside [2^-100, MaxFloat32] leaves the group path.
-	TST $256, R8
-	BEQ gdivide
-	ADD $92, RSP, R12
-	VLD1R (R12), [V20.S4]
-	WORD $0x6e34de10 // fmul v16.4s, v16.4s, v20.4s
-	B gdivided
-gdivide:
-	ADD $88, RSP, R12
-	VLD1R (R12), [V20.S4]
-	WORD $0x6e34fe10 // fdiv v16.4s, v16.4s, v20.4s
-gdivided:
-	MOVD j+0(FP), R16
-	ADD $job_eps, R16, R12
-	VLD1R (R12), [V21.S4]
-	WORD $0x4e35d610 // fadd v16.4s, v16.4s, v21.4s
-	MOVW $0x0d800000, R16
-	VDUP R16, V22.S4
-	WORD $0x6e36e617 // fcmge v23.4s, v16.4s, v22.4s
-	MOVW $0x7f7fffff, R16
-	VDUP R16, V22.S4
-	WORD $0x6e30e6d6 // fcmge v22.4s, v22.4s, v16.4s
-	VAND V22.B16, V23.B16, V23.B16
-	VMOV V23.D[0], R16
-	VMOV V23.D[1], R17
-	AND R17, R16, R16
-	CMN $1, R16
-	BEQ ginrange
-	MOVD $4, R19
-	B row
-ginrange:
-	WORD $0x6ea1fa10 // fsqrt v16.4s, v16.4s
-	FMOVS $1.0, F17
-	VDUP V17.S[0], V17.S4
-	WORD $0x6e30fe3e // fdiv v30.4s, v17.4s, v16.4s
-	ADD $72, RSP, R12
-	VST1 [V30.S4], (R12)
-
-	// Report 1/rms if asked.
-	CBZ R4, scale
-	ADD R9<<2, R4, R16
-	VST1 [V30.S4], (R16)
-scale:
-	MOVD $0, R23
-scalerow:
-	ADD $72, RSP, R12
-	ADD R23<<2, R12, R12
-	VLD1R (R12), [V29.S4]
-
-	// y = (src*inv)*w, rounded after each multiply.
-	MOVD R1, R10
-	MOVD R2, R13
-	MOVD R0, R14
-	MOVD R5, R12
-	ADD R22, R10, R15
-loop16:
+loop16noweight:
 	CMP $16, R12
 	BLT loop4
 	TST $2, R8
-	BNE pf16
-body16:
+	BNE pf16noweight
+body16noweight:
 	VLD1.P 32(R10), [V16.H4, V17.H4, V18.H4, V19.H4]
 	WORD $0x2e613a10 // shll v16.4s, v16.4h, #16
 	WORD $0x6e3dde10 // fmul v16.4s, v16.4s, v29.4s
@@ -3035,6 +1761,41 @@ body16:
 	WORD $0x6e3dde52 // fmul v18.4s, v18.4s, v29.4s
 	WORD $0x2e613a73 // shll v19.4s, v19.4h, #16
 	WORD $0x6e3dde73 // fmul v19.4s, v19.4s, v29.4s
+	TST $8, R8
+	BEQ notrn6
+	VUSHR $16, V16.S4, V20.S4
+	VAND V24.B16, V20.B16, V20.B16
+	VADD V25.S4, V20.S4, V20.S4
+	VADD V16.S4, V20.S4, V20.S4
+	WORD $0x4e30e615 // fcmeq v21.4s, v16.4s, v16.4s
+	VMOV V27.B16, V22.B16
+	VBIT V21.B16, V20.B16, V22.B16
+	VAND V26.B16, V22.B16, V16.B16
+	VUSHR $16, V17.S4, V20.S4
+	VAND V24.B16, V20.B16, V20.B16
+	VADD V25.S4, V20.S4, V20.S4
+	VADD V17.S4, V20.S4, V20.S4
+	WORD $0x4e31e635 // fcmeq v21.4s, v17.4s, v17.4s
+	VMOV V27.B16, V22.B16
+	VBIT V21.B16, V20.B16, V22.B16
+	VAND V26.B16, V22.B16, V17.B16
+	VUSHR $16, V18.S4, V20.S4
+	VAND V24.B16, V20.B16, V20.B16
+	VADD V25.S4, V20.S4, V20.S4
+	VADD V18.S4, V20.S4, V20.S4
+	WORD $0x4e32e655 // fcmeq v21.4s, v18.4s, v18.4s
+	VMOV V27.B16, V22.B16
+	VBIT V21.B16, V20.B16, V22.B16
+	VAND V26.B16, V22.B16, V18.B16
+	VUSHR $16, V19.S4, V20.S4
+	VAND V24.B16, V20.B16, V20.B16
+	VADD V25.S4, V20.S4, V20.S4
+	VADD V19.S4, V20.S4, V20.S4
+	WORD $0x4e33e675 // fcmeq v21.4s, v19.4s, v19.4s
+	VMOV V27.B16, V22.B16
+	VBIT V21.B16, V20.B16, V22.B16
+	VAND V26.B16, V22.B16, V19.B16
+notrn6:
 	VUSHR $16, V16.S4, V20.S4
 	VAND V24.B16, V20.B16, V20.B16
 	VADD V25.S4, V20.S4, V20.S4
@@ -3069,17 +1830,33 @@ body16:
 	WORD $0x0f1086d3 // shrn v19.4h, v22.4s, #16
 	VST1.P [V16.H4, V17.H4, V18.H4, V19.H4], 32(R14)
 	SUB $16, R12, R12
-	B loop16
-pf16:
+	B loop16noweight
+pf16noweight:
 	PRFM (R15), PLDL1KEEP
 	ADD $64, R15, R15
-	B body16
+	B body16noweight
 loop4:
 	CMP $4, R12
 	BLT part
 	VLD1.P 8(R10), [V16.H4]
 	WORD $0x2e613a10 // shll v16.4s, v16.4h, #16
 	WORD $0x6e3dde10 // fmul v16.4s, v16.4s, v29.4s
+	TST $8, R8
+	BEQ notrn7
+	VUSHR $16, V16.S4, V21.S4
+	VAND V24.B16, V21.B16, V21.B16
+	VADD V25.S4, V21.S4, V21.S4
+	VADD V16.S4, V21.S4, V21.S4
+	WORD $0x4e30e616 // fcmeq v22.4s, v16.4s, v16.4s
+	VMOV V27.B16, V23.B16
+	VBIT V22.B16, V21.B16, V23.B16
+	VAND V26.B16, V23.B16, V16.B16
+notrn7:
+	CBZ R2, noweight8
+	VLD1.P 16(R13), [V20.S4]
+	WORD $0x4e3cd694 // fadd v20.4s, v20.4s, v28.4s
+	WORD $0x6e34de10 // fmul v16.4s, v16.4s, v20.4s
+noweight8:
 	VUSHR $16, V16.S4, V20.S4
 	VAND V24.B16, V20.B16, V20.B16
 	VADD V25.S4, V20.S4, V20.S4
@@ -3099,26 +1876,61 @@ part:
 	MOVD R10, R15
 	MOVD R11, R17
 	MOVD R12, R16
-copyvec4:
+copyvec9:
 	CMP $8, R16
-	BLT copyone5
+	BLT copyone10
 	VLD1.P 16(R15), [V20.B16]
 	VST1.P [V20.B16], 16(R17)
 	SUB $8, R16, R16
-	B copyvec4
-copyone5:
-	CBZ R16, copied6
+	B copyvec9
+copyone10:
+	CBZ R16, copied11
 	MOVHU.P 2(R15), R26
 	MOVH.P R26, 2(R17)
 	SUB $1, R16, R16
-	B copyone5
-copied6:
+	B copyone10
+copied11:
 	ADD $120, RSP, R11
+	CBZ R2, nowcopy12
+	MOVD R13, R15
+	MOVD R11, R17
+	MOVD R12, R16
+copyvec13:
+	CMP $4, R16
+	BLT copyone14
+	VLD1.P 16(R15), [V20.B16]
+	VST1.P [V20.B16], 16(R17)
+	SUB $4, R16, R16
+	B copyvec13
+copyone14:
+	CBZ R16, copied15
+	MOVWU.P 4(R15), R26
+	MOVW.P R26, 4(R17)
+	SUB $1, R16, R16
+	B copyone14
+copied15:
+nowcopy12:
 	ADD $104, RSP, R11
 	VLD1 (R11), [V16.H4]
 	WORD $0x2e613a10 // shll v16.4s, v16.4h, #16
 	ADD $16, R11, R11
 	WORD $0x6e3dde10 // fmul v16.4s, v16.4s, v29.4s
+	TST $8, R8
+	BEQ notrn16
+	VUSHR $16, V16.S4, V21.S4
+	VAND V24.B16, V21.B16, V21.B16
+	VADD V25.S4, V21.S4, V21.S4
+	VADD V16.S4, V21.S4, V21.S4
+	WORD $0x4e30e616 // fcmeq v22.4s, v16.4s, v16.4s
+	VMOV V27.B16, V23.B16
+	VBIT V22.B16, V21.B16, V23.B16
+	VAND V26.B16, V23.B16, V16.B16
+notrn16:
+	CBZ R2, noweight17
+	VLD1 (R11), [V20.S4]
+	WORD $0x4e3cd694 // fadd v20.4s, v20.4s, v28.4s
+	WORD $0x6e34de10 // fmul v16.4s, v16.4s, v20.4s
+noweight17:
 	VUSHR $16, V16.S4, V20.S4
 	VAND V24.B16, V20.B16, V20.B16
 	VADD V25.S4, V20.S4, V20.S4
@@ -3131,20 +1943,20 @@ copied6:
 	MOVD R11, R15
 	MOVD R14, R17
 	MOVD R12, R16
-copyvec7:
+copyvec18:
 	CMP $8, R16
-	BLT copyone8
+	BLT copyone19
 	VLD1.P 16(R15), [V20.B16]
 	VST1.P [V20.B16], 16(R17)
 	SUB $8, R16, R16
-	B copyvec7
-copyone8:
-	CBZ R16, copied9
+	B copyvec18
+copyone19:
+	CBZ R16, copied20
 	MOVHU.P 2(R15), R26
 	MOVH.P R26, 2(R17)
 	SUB $1, R16, R16
-	B copyone8
-copied9:
+	B copyone19
+copied20:
 scaled:
 	ADD R7, R1, R1
 	ADD R7, R0, R0
@@ -3157,8 +1969,8 @@ ret:
 	MOVD R9, ret+24(FP)
 	RET
 
-// func neonBF16AddWeightedOrOffset(j *job, from, to int) int
-TEXT ·neonBF16AddWeightedOrOffset(SB), $608-32
+// func neonForwardBF16Add(j *job, from, to int) int
+TEXT ·neonForwardBF16Add(SB), $608-32
 	MOVD j+0(FP), R16
 	MOVD job_dst(R16), R0
 	MOVD job_x(R16), R1
@@ -3662,6 +2474,7 @@ scalerow:
 	MOVD R0, R14
 	MOVD R5, R12
 	ADD R22, R10, R15
+	CBZ R2, loop16noweight
 	TBNZ $4, R8, loop16offset
 loop16:
 	CMP $16, R12
@@ -3855,639 +2668,12 @@ pf16offset:
 	PRFM (R15), PLDL1KEEP
 	ADD $64, R15, R15
 	B body16offset
-loop4:
-	CMP $4, R12
-	BLT part
-	VLD1.P 8(R10), [V16.H4]
-	WORD $0x2e613a10 // shll v16.4s, v16.4h, #16
-	WORD $0x6e3dde10 // fmul v16.4s, v16.4s, v29.4s
-	TST $8, R8
-	BEQ notrn12
-	VUSHR $16, V16.S4, V21.S4
-	VAND V24.B16, V21.B16, V21.B16
-	VADD V25.S4, V21.S4, V21.S4
-	VADD V16.S4, V21.S4, V21.S4
-	WORD $0x4e30e616 // fcmeq v22.4s, v16.4s, v16.4s
-	VMOV V27.B16, V23.B16
-	VBIT V22.B16, V21.B16, V23.B16
-	VAND V26.B16, V23.B16, V16.B16
-notrn12:
-	VLD1.P 16(R13), [V20.S4]
-	WORD $0x4e3cd694 // fadd v20.4s, v20.4s, v28.4s
-	WORD $0x6e34de10 // fmul v16.4s, v16.4s, v20.4s
-	VUSHR $16, V16.S4, V20.S4
-	VAND V24.B16, V20.B16, V20.B16
-	VADD V25.S4, V20.S4, V20.S4
-	VADD V16.S4, V20.S4, V20.S4
-	WORD $0x4e30e615 // fcmeq v21.4s, v16.4s, v16.4s
-	VMOV V27.B16, V22.B16
-	VBIT V21.B16, V20.B16, V22.B16
-	WORD $0x0f1086d0 // shrn v16.4h, v22.4s, #16
-	VST1.P [V16.H4], 8(R14)
-	SUB $4, R12, R12
-	B loop4
-part:
-
-	// The last 1-3 elements, through copies on the stack.
-	CBZ R12, scaled
-	ADD $104, RSP, R11
-	MOVD R10, R15
-	MOVD R11, R17
-	MOVD R12, R16
-copyvec13:
-	CMP $8, R16
-	BLT copyone14
-	VLD1.P 16(R15), [V20.B16]
-	VST1.P [V20.B16], 16(R17)
-	SUB $8, R16, R16
-	B copyvec13
-copyone14:
-	CBZ R16, copied15
-	MOVHU.P 2(R15), R26
-	MOVH.P R26, 2(R17)
-	SUB $1, R16, R16
-	B copyone14
-copied15:
-	ADD $120, RSP, R11
-	MOVD R13, R15
-	MOVD R11, R17
-	MOVD R12, R16
-copyvec16:
-	CMP $4, R16
-	BLT copyone17
-	VLD1.P 16(R15), [V20.B16]
-	VST1.P [V20.B16], 16(R17)
-	SUB $4, R16, R16
-	B copyvec16
-copyone17:
-	CBZ R16, copied18
-	MOVWU.P 4(R15), R26
-	MOVW.P R26, 4(R17)
-	SUB $1, R16, R16
-	B copyone17
-copied18:
-	ADD $104, RSP, R11
-	VLD1 (R11), [V16.H4]
-	WORD $0x2e613a10 // shll v16.4s, v16.4h, #16
-	ADD $16, R11, R11
-	WORD $0x6e3dde10 // fmul v16.4s, v16.4s, v29.4s
-	TST $8, R8
-	BEQ notrn19
-	VUSHR $16, V16.S4, V21.S4
-	VAND V24.B16, V21.B16, V21.B16
-	VADD V25.S4, V21.S4, V21.S4
-	VADD V16.S4, V21.S4, V21.S4
-	WORD $0x4e30e616 // fcmeq v22.4s, v16.4s, v16.4s
-	VMOV V27.B16, V23.B16
-	VBIT V22.B16, V21.B16, V23.B16
-	VAND V26.B16, V23.B16, V16.B16
-notrn19:
-	VLD1 (R11), [V20.S4]
-	WORD $0x4e3cd694 // fadd v20.4s, v20.4s, v28.4s
-	WORD $0x6e34de10 // fmul v16.4s, v16.4s, v20.4s
-	VUSHR $16, V16.S4, V20.S4
-	VAND V24.B16, V20.B16, V20.B16
-	VADD V25.S4, V20.S4, V20.S4
-	VADD V16.S4, V20.S4, V20.S4
-	WORD $0x4e30e615 // fcmeq v21.4s, v16.4s, v16.4s
-	VMOV V27.B16, V22.B16
-	VBIT V21.B16, V20.B16, V22.B16
-	WORD $0x0f1086d0 // shrn v16.4h, v22.4s, #16
-	VST1 [V16.H4], (R11)
-	MOVD R11, R15
-	MOVD R14, R17
-	MOVD R12, R16
-copyvec20:
-	CMP $8, R16
-	BLT copyone21
-	VLD1.P 16(R15), [V20.B16]
-	VST1.P [V20.B16], 16(R17)
-	SUB $8, R16, R16
-	B copyvec20
-copyone21:
-	CBZ R16, copied22
-	MOVHU.P 2(R15), R26
-	MOVH.P R26, 2(R17)
-	SUB $1, R16, R16
-	B copyone21
-copied22:
-scaled:
-	ADD R7, R1, R1
-	ADD R7, R0, R0
-	ADD R7, R3, R3
-	ADD $1, R9, R9
-	ADD $1, R23, R23
-	CMP R20, R23
-	BLT scalerow
-	B row
-ret:
-	MOVD R9, ret+24(FP)
-	RET
-
-// func neonBF16AddUnweighted(j *job, from, to int) int
-TEXT ·neonBF16AddUnweighted(SB), $608-32
-	MOVD j+0(FP), R16
-	MOVD job_dst(R16), R0
-	MOVD job_x(R16), R1
-	MOVD job_w(R16), R2
-	MOVD job_res(R16), R3
-	MOVD job_inv(R16), R4
-	MOVD job_d(R16), R5
-	MOVD job_stride(R16), R7
-	LSL $1, R7, R7
-	MOVWU job_flags(R16), R8
-
-	// Constants of bfloat16 rounding: 1, 0x7fff, 0xffff0000, the quiet NaN.
-	MOVW $0x00000001, R10
-	VDUP R10, V24.S4
-	MOVW $0x00007fff, R10
-	VDUP R10, V25.S4
-	MOVW $0xffff0000, R10
-	VDUP R10, V26.S4
-	MOVW $0x7fc00000, R10
-	VDUP R10, V27.S4
-
-	// fd = float32(d); rd = 1/d when d is a power of two, so that ss/d is ss*rd exactly.
-	SCVTFS R5, F16
-	FMOVS F16, 88(RSP)
-	SUB $1, R5, R10
-	TST R10, R5
-	BNE notpow2
-	RBIT R5, R10
-	CLZ R10, R10
-	MOVD $127, R11
-	SUB R10, R11, R11
-	LSL $23, R11, R11
-	MOVW R11, 92(RSP)
-	ORR $256, R8, R8
-notpow2:
-
-	// Rows ahead for prefetching: the next one for long rows, eight for short ones.
-	MOVD R7, R22
-	CMP $512, R5
-	BGT longrows
-	LSL $3, R22, R22
-longrows:
-	LSL $1, R22, R21
-
-	// Start at row from.
-	MOVD from+8(FP), R9
-	MOVD to+16(FP), R6
-	MOVD $0, R19
-	MUL R9, R7, R10
-	ADD R10, R0, R0
-	ADD R10, R1, R1
-	ADD R10, R3, R3
-row:
-	CMP R6, R9
-	BGE ret
-	MOVD $1, R20
-sum:
-	MOVD R1, R10
-	MOVD R3, R11
-	MOVD $0, R23
-sumrow:
-
-	// Sum of squares: element i goes to partial i%64, lane i%4 of V(i%64/4).
-	MOVD R10, R14
-	VEOR V0.B16, V0.B16, V0.B16
-	VEOR V1.B16, V1.B16, V1.B16
-	VEOR V2.B16, V2.B16, V2.B16
-	VEOR V3.B16, V3.B16, V3.B16
-	VEOR V4.B16, V4.B16, V4.B16
-	VEOR V5.B16, V5.B16, V5.B16
-	VEOR V6.B16, V6.B16, V6.B16
-	VEOR V7.B16, V7.B16, V7.B16
-	VEOR V8.B16, V8.B16, V8.B16
-	VEOR V9.B16, V9.B16, V9.B16
-	VEOR V10.B16, V10.B16, V10.B16
-	VEOR V11.B16, V11.B16, V11.B16
-	VEOR V12.B16, V12.B16, V12.B16
-	VEOR V13.B16, V13.B16, V13.B16
-	VEOR V14.B16, V14.B16, V14.B16
-	VEOR V15.B16, V15.B16, V15.B16
-	MOVD R5, R12
-	MOVD $0, R24
-	ADD R21, R10, R13
-sum64:
-	CMP $64, R12
-	BLT sumtail
-	TST $2, R8
-	BNE sumpf
-sumblock:
-	VLD1.P 32(R10), [V16.H4, V17.H4, V18.H4, V19.H4]
-	WORD $0x2e613a10 // shll v16.4s, v16.4h, #16
-	WORD $0x2e613a31 // shll v17.4s, v17.4h, #16
-	WORD $0x2e613a52 // shll v18.4s, v18.4h, #16
-	WORD $0x2e613a73 // shll v19.4s, v19.4h, #16
-	VLD1 (R11), [V20.H4, V21.H4, V22.H4, V23.H4]
-	WORD $0x2e613a94 // shll v20.4s, v20.4h, #16
-	WORD $0x4e34d610 // fadd v16.4s, v16.4s, v20.4s
-	VUSHR $16, V16.S4, V29.S4
-	VAND V24.B16, V29.B16, V29.B16
-	VADD V25.S4, V29.S4, V29.S4
-	VADD V16.S4, V29.S4, V29.S4
-	WORD $0x4e30e61e // fcmeq v30.4s, v16.4s, v16.4s
-	VMOV V27.B16, V31.B16
-	VBIT V30.B16, V29.B16, V31.B16
-	WORD $0x0f1087f4 // shrn v20.4h, v31.4s, #16
-	VMOV V20.B16, V16.B16
-	WORD $0x2e613a10 // shll v16.4s, v16.4h, #16
-	WORD $0x2e613ab5 // shll v21.4s, v21.4h, #16
-	WORD $0x4e35d631 // fadd v17.4s, v17.4s, v21.4s
-	VUSHR $16, V17.S4, V29.S4
-	VAND V24.B16, V29.B16, V29.B16
-	VADD V25.S4, V29.S4, V29.S4
-	VADD V17.S4, V29.S4, V29.S4
-	WORD $0x4e31e63e // fcmeq v30.4s, v17.4s, v17.4s
-	VMOV V27.B16, V31.B16
-	VBIT V30.B16, V29.B16, V31.B16
-	WORD $0x0f1087f5 // shrn v21.4h, v31.4s, #16
-	VMOV V21.B16, V17.B16
-	WORD $0x2e613a31 // shll v17.4s, v17.4h, #16
-	WORD $0x2e613ad6 // shll v22.4s, v22.4h, #16
-	WORD $0x4e36d652 // fadd v18.4s, v18.4s, v22.4s
-	VUSHR $16, V18.S4, V29.S4
-	VAND V24.B16, V29.B16, V29.B16
-	VADD V25.S4, V29.S4, V29.S4
-	VADD V18.S4, V29.S4, V29.S4
-	WORD $0x4e32e65e // fcmeq v30.4s, v18.4s, v18.4s
-	VMOV V27.B16, V31.B16
-	VBIT V30.B16, V29.B16, V31.B16
-	WORD $0x0f1087f6 // shrn v22.4h, v31.4s, #16
-	VMOV V22.B16, V18.B16
-	WORD $0x2e613a52 // shll v18.4s, v18.4h, #16
-	WORD $0x2e613af7 // shll v23.4s, v23.4h, #16
-	WORD $0x4e37d673 // fadd v19.4s, v19.4s, v23.4s
-	VUSHR $16, V19.S4, V29.S4
-	VAND V24.B16, V29.B16, V29.B16
-	VADD V25.S4, V29.S4, V29.S4
-	VADD V19.S4, V29.S4, V29.S4
-	WORD $0x4e33e67e // fcmeq v30.4s, v19.4s, v19.4s
-	VMOV V27.B16, V31.B16
-	VBIT V30.B16, V29.B16, V31.B16
-	WORD $0x0f1087f7 // shrn v23.4h, v31.4s, #16
-	VMOV V23.B16, V19.B16
-	WORD $0x2e613a73 // shll v19.4s, v19.4h, #16
-	VST1.P [V20.H4, V21.H4, V22.H4, V23.H4], 32(R11)
-	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
-	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
-	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
-	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
-	WORD $0x4e30d400 // fadd v0.4s, v0.4s, v16.4s
-	WORD $0x4e31d421 // fadd v1.4s, v1.4s, v17.4s
-	WORD $0x4e32d442 // fadd v2.4s, v2.4s, v18.4s
-	WORD $0x4e33d463 // fadd v3.4s, v3.4s, v19.4s
-	VLD1.P 32(R10), [V16.H4, V17.H4, V18.H4, V19.H4]
-	WORD $0x2e613a10 // shll v16.4s, v16.4h, #16
-	WORD $0x2e613a31 // shll v17.4s, v17.4h, #16
-	WORD $0x2e613a52 // shll v18.4s, v18.4h, #16
-	WORD $0x2e613a73 // shll v19.4s, v19.4h, #16
-	VLD1 (R11), [V20.H4, V21.H4, V22.H4, V23.H4]
-	WORD $0x2e613a94 // shll v20.4s, v20.4h, #16
-	WORD $0x4e34d610 // fadd v16.4s, v16.4s, v20.4s
-	VUSHR $16, V16.S4, V29.S4
-	VAND V24.B16, V29.B16, V29.B16
-	VADD V25.S4, V29.S4, V29.S4
-	VADD V16.S4, V29.S4, V29.S4
-	WORD $0x4e30e61e // fcmeq v30.4s, v16.4s, v16.4s
-	VMOV V27.B16, V31.B16
-	VBIT V30.B16, V29.B16, V31.B16
-	WORD $0x0f1087f4 // shrn v20.4h, v31.4s, #16
-	VMOV V20.B16, V16.B16
-	WORD $0x2e613a10 // shll v16.4s, v16.4h, #16
-	WORD $0x2e613ab5 // shll v21.4s, v21.4h, #16
-	WORD $0x4e35d631 // fadd v17.4s, v17.4s, v21.4s
-	VUSHR $16, V17.S4, V29.S4
-	VAND V24.B16, V29.B16, V29.B16
-	VADD V25.S4, V29.S4, V29.S4
-	VADD V17.S4, V29.S4, V29.S4
-	WORD $0x4e31e63e // fcmeq v30.4s, v17.4s, v17.4s
-	VMOV V27.B16, V31.B16
-	VBIT V30.B16, V29.B16, V31.B16
-	WORD $0x0f1087f5 // shrn v21.4h, v31.4s, #16
-	VMOV V21.B16, V17.B16
-	WORD $0x2e613a31 // shll v17.4s, v17.4h, #16
-	WORD $0x2e613ad6 // shll v22.4s, v22.4h, #16
-	WORD $0x4e36d652 // fadd v18.4s, v18.4s, v22.4s
-	VUSHR $16, V18.S4, V29.S4
-	VAND V24.B16, V29.B16, V29.B16
-	VADD V25.S4, V29.S4, V29.S4
-	VADD V18.S4, V29.S4, V29.S4
-	WORD $0x4e32e65e // fcmeq v30.4s, v18.4s, v18.4s
-	VMOV V27.B16, V31.B16
-	VBIT V30.B16, V29.B16, V31.B16
-	WORD $0x0f1087f6 // shrn v22.4h, v31.4s, #16
-	VMOV V22.B16, V18.B16
-	WORD $0x2e613a52 // shll v18.4s, v18.4h, #16
-	WORD $0x2e613af7 // shll v23.4s, v23.4h, #16
-	WORD $0x4e37d673 // fadd v19.4s, v19.4s, v23.4s
-	VUSHR $16, V19.S4, V29.S4
-	VAND V24.B16, V29.B16, V29.B16
-	VADD V25.S4, V29.S4, V29.S4
-	VADD V19.S4, V29.S4, V29.S4
-	WORD $0x4e33e67e // fcmeq v30.4s, v19.4s, v19.4s
-	VMOV V27.B16, V31.B16
-	VBIT V30.B16, V29.B16, V31.B16
-	WORD $0x0f1087f7 // shrn v23.4h, v31.4s, #16
-	VMOV V23.B16, V19.B16
-	WORD $0x2e613a73 // shll v19.4s, v19.4h, #16
-	VST1.P [V20.H4, V21.H4, V22.H4, V23.H4], 32(R11)
-	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
-	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
-	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
-	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
-	WORD $0x4e30d484 // fadd v4.4s, v4.4s, v16.4s
-	WORD $0x4e31d4a5 // fadd v5.4s, v5.4s, v17.4s
-	WORD $0x4e32d4c6 // fadd v6.4s, v6.4s, v18.4s
-	WORD $0x4e33d4e7 // fadd v7.4s, v7.4s, v19.4s
-	VLD1.P 32(R10), [V16.H4, V17.H4, V18.H4, V19.H4]
-	WORD $0x2e613a10 // shll v16.4s, v16.4h, #16
-	WORD $0x2e613a31 // shll v17.4s, v17.4h, #16
-	WORD $0x2e613a52 // shll v18.4s, v18.4h, #16
-	WORD $0x2e613a73 // shll v19.4s, v19.4h, #16
-	VLD1 (R11), [V20.H4, V21.H4, V22.H4, V23.H4]
-	WORD $0x2e613a94 // shll v20.4s, v20.4h, #16
-	WORD $0x4e34d610 // fadd v16.4s, v16.4s, v20.4s
-	VUSHR $16, V16.S4, V29.S4
-	VAND V24.B16, V29.B16, V29.B16
-	VADD V25.S4, V29.S4, V29.S4
-	VADD V16.S4, V29.S4, V29.S4
-	WORD $0x4e30e61e // fcmeq v30.4s, v16.4s, v16.4s
-	VMOV V27.B16, V31.B16
-	VBIT V30.B16, V29.B16, V31.B16
-	WORD $0x0f1087f4 // shrn v20.4h, v31.4s, #16
-	VMOV V20.B16, V16.B16
-	WORD $0x2e613a10 // shll v16.4s, v16.4h, #16
-	WORD $0x2e613ab5 // shll v21.4s, v21.4h, #16
-	WORD $0x4e35d631 // fadd v17.4s, v17.4s, v21.4s
-	VUSHR $16, V17.S4, V29.S4
-	VAND V24.B16, V29.B16, V29.B16
-	VADD V25.S4, V29.S4, V29.S4
-	VADD V17.S4, V29.S4, V29.S4
-	WORD $0x4e31e63e // fcmeq v30.4s, v17.4s, v17.4s
-	VMOV V27.B16, V31.B16
-	VBIT V30.B16, V29.B16, V31.B16
-	WORD $0x0f1087f5 // shrn v21.4h, v31.4s, #16
-	VMOV V21.B16, V17.B16
-	WORD $0x2e613a31 // shll v17.4s, v17.4h, #16
-	WORD $0x2e613ad6 // shll v22.4s, v22.4h, #16
-	WORD $0x4e36d652 // fadd v18.4s, v18.4s, v22.4s
-	VUSHR $16, V18.S4, V29.S4
-	VAND V24.B16, V29.B16, V29.B16
-	VADD V25.S4, V29.S4, V29.S4
-	VADD V18.S4, V29.S4, V29.S4
-	WORD $0x4e32e65e // fcmeq v30.4s, v18.4s, v18.4s
-	VMOV V27.B16, V31.B16
-	VBIT V30.B16, V29.B16, V31.B16
-	WORD $0x0f1087f6 // shrn v22.4h, v31.4s, #16
-	VMOV V22.B16, V18.B16
-	WORD $0x2e613a52 // shll v18.4s, v18.4h, #16
-	WORD $0x2e613af7 // shll v23.4s, v23.4h, #16
-	WORD $0x4e37d673 // fadd v19.4s, v19.4s, v23.4s
-	VUSHR $16, V19.S4, V29.S4
-	VAND V24.B16, V29.B16, V29.B16
-	VADD V25.S4, V29.S4, V29.S4
-	VADD V19.S4, V29.S4, V29.S4
-	WORD $0x4e33e67e // fcmeq v30.4s, v19.4s, v19.4s
-	VMOV V27.B16, V31.B16
-	VBIT V30.B16, V29.B16, V31.B16
-	WORD $0x0f1087f7 // shrn v23.4h, v31.4s, #16
-	VMOV V23.B16, V19.B16
-	WORD $0x2e613a73 // shll v19.4s, v19.4h, #16
-	VST1.P [V20.H4, V21.H4, V22.H4, V23.H4], 32(R11)
-	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
-	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
-	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
-	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
-	WORD $0x4e30d508 // fadd v8.4s, v8.4s, v16.4s
-	WORD $0x4e31d529 // fadd v9.4s, v9.4s, v17.4s
-	WORD $0x4e32d54a // fadd v10.4s, v10.4s, v18.4s
-	WORD $0x4e33d56b // fadd v11.4s, v11.4s, v19.4s
-	VLD1.P 32(R10), [V16.H4, V17.H4, V18.H4, V19.H4]
-	WORD $0x2e613a10 // shll v16.4s, v16.4h, #16
-	WORD $0x2e613a31 // shll v17.4s, v17.4h, #16
-	WORD $0x2e613a52 // shll v18.4s, v18.4h, #16
-	WORD $0x2e613a73 // shll v19.4s, v19.4h, #16
-	VLD1 (R11), [V20.H4, V21.H4, V22.H4, V23.H4]
-	WORD $0x2e613a94 // shll v20.4s, v20.4h, #16
-	WORD $0x4e34d610 // fadd v16.4s, v16.4s, v20.4s
-	VUSHR $16, V16.S4, V29.S4
-	VAND V24.B16, V29.B16, V29.B16
-	VADD V25.S4, V29.S4, V29.S4
-	VADD V16.S4, V29.S4, V29.S4
-	WORD $0x4e30e61e // fcmeq v30.4s, v16.4s, v16.4s
-	VMOV V27.B16, V31.B16
-	VBIT V30.B16, V29.B16, V31.B16
-	WORD $0x0f1087f4 // shrn v20.4h, v31.4s, #16
-	VMOV V20.B16, V16.B16
-	WORD $0x2e613a10 // shll v16.4s, v16.4h, #16
-	WORD $0x2e613ab5 // shll v21.4s, v21.4h, #16
-	WORD $0x4e35d631 // fadd v17.4s, v17.4s, v21.4s
-	VUSHR $16, V17.S4, V29.S4
-	VAND V24.B16, V29.B16, V29.B16
-	VADD V25.S4, V29.S4, V29.S4
-	VADD V17.S4, V29.S4, V29.S4
-	WORD $0x4e31e63e // fcmeq v30.4s, v17.4s, v17.4s
-	VMOV V27.B16, V31.B16
-	VBIT V30.B16, V29.B16, V31.B16
-	WORD $0x0f1087f5 // shrn v21.4h, v31.4s, #16
-	VMOV V21.B16, V17.B16
-	WORD $0x2e613a31 // shll v17.4s, v17.4h, #16
-	WORD $0x2e613ad6 // shll v22.4s, v22.4h, #16
-	WORD $0x4e36d652 // fadd v18.4s, v18.4s, v22.4s
-	VUSHR $16, V18.S4, V29.S4
-	VAND V24.B16, V29.B16, V29.B16
-	VADD V25.S4, V29.S4, V29.S4
-	VADD V18.S4, V29.S4, V29.S4
-	WORD $0x4e32e65e // fcmeq v30.4s, v18.4s, v18.4s
-	VMOV V27.B16, V31.B16
-	VBIT V30.B16, V29.B16, V31.B16
-	WORD $0x0f1087f6 // shrn v22.4h, v31.4s, #16
-	VMOV V22.B16, V18.B16
-	WORD $0x2e613a52 // shll v18.4s, v18.4h, #16
-	WORD $0x2e613af7 // shll v23.4s, v23.4h, #16
-	WORD $0x4e37d673 // fadd v19.4s, v19.4s, v23.4s
-	VUSHR $16, V19.S4, V29.S4
-	VAND V24.B16, V29.B16, V29.B16
-	VADD V25.S4, V29.S4, V29.S4
-	VADD V19.S4, V29.S4, V29.S4
-	WORD $0x4e33e67e // fcmeq v30.4s, v19.4s, v19.4s
-	VMOV V27.B16, V31.B16
-	VBIT V30.B16, V29.B16, V31.B16
-	WORD $0x0f1087f7 // shrn v23.4h, v31.4s, #16
-	VMOV V23.B16, V19.B16
-	WORD $0x2e613a73 // shll v19.4s, v19.4h, #16
-	VST1.P [V20.H4, V21.H4, V22.H4, V23.H4], 32(R11)
-	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
-	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
-	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
-	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
-	WORD $0x4e30d58c // fadd v12.4s, v12.4s, v16.4s
-	WORD $0x4e31d5ad // fadd v13.4s, v13.4s, v17.4s
-	WORD $0x4e32d5ce // fadd v14.4s, v14.4s, v18.4s
-	WORD $0x4e33d5ef // fadd v15.4s, v15.4s, v19.4s
-	SUB $64, R12, R12
-	B sum64
-sumpf:
-	PRFM 0(R13), PLDL1KEEP
-	PRFM 64(R13), PLDL1KEEP
-	ADD $128, R13, R13
-	B sumblock
-sumtail:
-
-	// Fewer than 64 elements: copied to a zero-padded block on the stack, summed as a whole block (zeros add +0).
-	CBZ R12, summed
-	ADD $104, RSP, R13
-	VEOR V16.B16, V16.B16, V16.B16
-	VEOR V17.B16, V17.B16, V17.B16
-	VEOR V18.B16, V18.B16, V18.B16
-	VEOR V19.B16, V19.B16, V19.B16
-	MOVD R13, R17
-	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
-	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
-	MOVD R10, R15
-	MOVD R13, R17
-	MOVD R12, R16
-copyvec1:
-	CMP $8, R16
-	BLT copyone2
-	VLD1.P 16(R15), [V20.B16]
-	VST1.P [V20.B16], 16(R17)
-	SUB $8, R16, R16
-	B copyvec1
-copyone2:
-	CBZ R16, copied3
-	MOVHU.P 2(R15), R26
-	MOVH.P R26, 2(R17)
-	SUB $1, R16, R16
-	B copyone2
-copied3:
-	MOVD R11, R24
-	ADD $360, RSP, R13
-	VEOR V16.B16, V16.B16, V16.B16
-	VEOR V17.B16, V17.B16, V17.B16
-	VEOR V18.B16, V18.B16, V18.B16
-	VEOR V19.B16, V19.B16, V19.B16
-	MOVD R13, R17
-	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
-	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
-	MOVD R11, R15
-	MOVD R13, R17
-	MOVD R12, R16
-copyvec4:
-	CMP $8, R16
-	BLT copyone5
-	VLD1.P 16(R15), [V20.B16]
-	VST1.P [V20.B16], 16(R17)
-	SUB $8, R16, R16
-	B copyvec4
-copyone5:
-	CBZ R16, copied6
-	MOVHU.P 2(R15), R26
-	MOVH.P R26, 2(R17)
-	SUB $1, R16, R16
-	B copyone5
-copied6:
-	MOVD R12, R25
-	ADD $360, RSP, R11
-	ADD $104, RSP, R10
-	MOVD $64, R12
-	B sum64
-summed:
-	CBZ R24, hback
-	ADD $360, RSP, R13
-	MOVD R13, R15
-	MOVD R24, R17
-	MOVD R25, R16
-copyvec7:
-	CMP $8, R16
-	BLT copyone8
-	VLD1.P 16(R15), [V20.B16]
-	VST1.P [V20.B16], 16(R17)
-	SUB $8, R16, R16
-	B copyvec7
-copyone8:
-	CBZ R16, copied9
-	MOVHU.P 2(R15), R26
-	MOVH.P R26, 2(R17)
-	SUB $1, R16, R16
-	B copyone8
-copied9:
-hback:
-
-	// Halving tree: h = 32, 16, 8, 4 on vectors, leaving four partials in V0.
-	WORD $0x4e28d400 // fadd v0.4s, v0.4s, v8.4s
-	WORD $0x4e29d421 // fadd v1.4s, v1.4s, v9.4s
-	WORD $0x4e2ad442 // fadd v2.4s, v2.4s, v10.4s
-	WORD $0x4e2bd463 // fadd v3.4s, v3.4s, v11.4s
-	WORD $0x4e2cd484 // fadd v4.4s, v4.4s, v12.4s
-	WORD $0x4e2dd4a5 // fadd v5.4s, v5.4s, v13.4s
-	WORD $0x4e2ed4c6 // fadd v6.4s, v6.4s, v14.4s
-	WORD $0x4e2fd4e7 // fadd v7.4s, v7.4s, v15.4s
-	WORD $0x4e24d400 // fadd v0.4s, v0.4s, v4.4s
-	WORD $0x4e25d421 // fadd v1.4s, v1.4s, v5.4s
-	WORD $0x4e26d442 // fadd v2.4s, v2.4s, v6.4s
-	WORD $0x4e27d463 // fadd v3.4s, v3.4s, v7.4s
-	WORD $0x4e22d400 // fadd v0.4s, v0.4s, v2.4s
-	WORD $0x4e23d421 // fadd v1.4s, v1.4s, v3.4s
-	WORD $0x4e21d400 // fadd v0.4s, v0.4s, v1.4s
-invone:
-
-	// h = 2 and h = 1: ss in F0.
-	VEXT $8, V0.B16, V0.B16, V16.B16
-	WORD $0x4e30d400 // fadd v0.4s, v0.4s, v16.4s
-	WORD $0x7e30d800 // faddp s0, v0.2s
-
-	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
-	TST $256, R8
-	BEQ rdivide
-	FMOVS 92(RSP), F17
-	FMULS F17, F0, F1
-	B rdivided
-rdivide:
-	FMOVS 88(RSP), F17
-	FDIVS F17, F0, F1
-rdivided:
-	MOVD j+0(FP), R16
-	FMOVS job_eps(R16), F17
-	FADDS F17, F1, F1
-	MOVW $0x0d800000, R16
-	FMOVS R16, F16
-	FCMPS F16, F1
-	BLT ret
-	MOVW $0x7f7fffff, R16
-	FMOVS R16, F16
-	FCMPS F16, F1
-	BGT ret
-	FSQRTS F1, F1
-	FMOVS $1.0, F16
-	FDIVS F1, F16, F29
-	FMOVS F29, 72(RSP)
-
-	// Report 1/rms if asked.
-	CBZ R4, scale
-	FMOVS F29, (R4)(R9<<2)
-	B scale
-scale:
-	MOVD $0, R23
-scalerow:
-	ADD $72, RSP, R12
-	ADD R23<<2, R12, R12
-	VLD1R (R12), [V29.S4]
-
-	// y = (src*inv)*w, rounded after each multiply.
-	MOVD R3, R10
-	MOVD R2, R13
-	MOVD R0, R14
-	MOVD R5, R12
-	ADD R22, R10, R15
-loop16:
+loop16noweight:
 	CMP $16, R12
 	BLT loop4
 	TST $2, R8
-	BNE pf16
-body16:
+	BNE pf16noweight
+body16noweight:
 	VLD1.P 32(R10), [V16.H4, V17.H4, V18.H4, V19.H4]
 	WORD $0x2e613a10 // shll v16.4s, v16.4h, #16
 	WORD $0x6e3dde10 // fmul v16.4s, v16.4s, v29.4s
@@ -4497,6 +2683,41 @@ body16:
 	WORD $0x6e3dde52 // fmul v18.4s, v18.4s, v29.4s
 	WORD $0x2e613a73 // shll v19.4s, v19.4h, #16
 	WORD $0x6e3dde73 // fmul v19.4s, v19.4s, v29.4s
+	TST $8, R8
+	BEQ notrn12
+	VUSHR $16, V16.S4, V20.S4
+	VAND V24.B16, V20.B16, V20.B16
+	VADD V25.S4, V20.S4, V20.S4
+	VADD V16.S4, V20.S4, V20.S4
+	WORD $0x4e30e615 // fcmeq v21.4s, v16.4s, v16.4s
+	VMOV V27.B16, V22.B16
+	VBIT V21.B16, V20.B16, V22.B16
+	VAND V26.B16, V22.B16, V16.B16
+	VUSHR $16, V17.S4, V20.S4
+	VAND V24.B16, V20.B16, V20.B16
+	VADD V25.S4, V20.S4, V20.S4
+	VADD V17.S4, V20.S4, V20.S4
+	WORD $0x4e31e635 // fcmeq v21.4s, v17.4s, v17.4s
+	VMOV V27.B16, V22.B16
+	VBIT V21.B16, V20.B16, V22.B16
+	VAND V26.B16, V22.B16, V17.B16
+	VUSHR $16, V18.S4, V20.S4
+	VAND V24.B16, V20.B16, V20.B16
+	VADD V25.S4, V20.S4, V20.S4
+	VADD V18.S4, V20.S4, V20.S4
+	WORD $0x4e32e655 // fcmeq v21.4s, v18.4s, v18.4s
+	VMOV V27.B16, V22.B16
+	VBIT V21.B16, V20.B16, V22.B16
+	VAND V26.B16, V22.B16, V18.B16
+	VUSHR $16, V19.S4, V20.S4
+	VAND V24.B16, V20.B16, V20.B16
+	VADD V25.S4, V20.S4, V20.S4
+	VADD V19.S4, V20.S4, V20.S4
+	WORD $0x4e33e675 // fcmeq v21.4s, v19.4s, v19.4s
+	VMOV V27.B16, V22.B16
+	VBIT V21.B16, V20.B16, V22.B16
+	VAND V26.B16, V22.B16, V19.B16
+notrn12:
 	VUSHR $16, V16.S4, V20.S4
 	VAND V24.B16, V20.B16, V20.B16
 	VADD V25.S4, V20.S4, V20.S4
@@ -4531,17 +2752,33 @@ body16:
 	WORD $0x0f1086d3 // shrn v19.4h, v22.4s, #16
 	VST1.P [V16.H4, V17.H4, V18.H4, V19.H4], 32(R14)
 	SUB $16, R12, R12
-	B loop16
-pf16:
+	B loop16noweight
+pf16noweight:
 	PRFM (R15), PLDL1KEEP
 	ADD $64, R15, R15
-	B body16
+	B body16noweight
 loop4:
 	CMP $4, R12
 	BLT part
 	VLD1.P 8(R10), [V16.H4]
 	WORD $0x2e613a10 // shll v16.4s, v16.4h, #16
 	WORD $0x6e3dde10 // fmul v16.4s, v16.4s, v29.4s
+	TST $8, R8
+	BEQ notrn13
+	VUSHR $16, V16.S4, V21.S4
+	VAND V24.B16, V21.B16, V21.B16
+	VADD V25.S4, V21.S4, V21.S4
+	VADD V16.S4, V21.S4, V21.S4
+	WORD $0x4e30e616 // fcmeq v22.4s, v16.4s, v16.4s
+	VMOV V27.B16, V23.B16
+	VBIT V22.B16, V21.B16, V23.B16
+	VAND V26.B16, V23.B16, V16.B16
+notrn13:
+	CBZ R2, noweight14
+	VLD1.P 16(R13), [V20.S4]
+	WORD $0x4e3cd694 // fadd v20.4s, v20.4s, v28.4s
+	WORD $0x6e34de10 // fmul v16.4s, v16.4s, v20.4s
+noweight14:
 	VUSHR $16, V16.S4, V20.S4
 	VAND V24.B16, V20.B16, V20.B16
 	VADD V25.S4, V20.S4, V20.S4
@@ -4561,26 +2798,61 @@ part:
 	MOVD R10, R15
 	MOVD R11, R17
 	MOVD R12, R16
-copyvec10:
+copyvec15:
 	CMP $8, R16
-	BLT copyone11
+	BLT copyone16
 	VLD1.P 16(R15), [V20.B16]
 	VST1.P [V20.B16], 16(R17)
 	SUB $8, R16, R16
-	B copyvec10
-copyone11:
-	CBZ R16, copied12
+	B copyvec15
+copyone16:
+	CBZ R16, copied17
 	MOVHU.P 2(R15), R26
 	MOVH.P R26, 2(R17)
 	SUB $1, R16, R16
-	B copyone11
-copied12:
+	B copyone16
+copied17:
 	ADD $120, RSP, R11
+	CBZ R2, nowcopy18
+	MOVD R13, R15
+	MOVD R11, R17
+	MOVD R12, R16
+copyvec19:
+	CMP $4, R16
+	BLT copyone20
+	VLD1.P 16(R15), [V20.B16]
+	VST1.P [V20.B16], 16(R17)
+	SUB $4, R16, R16
+	B copyvec19
+copyone20:
+	CBZ R16, copied21
+	MOVWU.P 4(R15), R26
+	MOVW.P R26, 4(R17)
+	SUB $1, R16, R16
+	B copyone20
+copied21:
+nowcopy18:
 	ADD $104, RSP, R11
 	VLD1 (R11), [V16.H4]
 	WORD $0x2e613a10 // shll v16.4s, v16.4h, #16
 	ADD $16, R11, R11
 	WORD $0x6e3dde10 // fmul v16.4s, v16.4s, v29.4s
+	TST $8, R8
+	BEQ notrn22
+	VUSHR $16, V16.S4, V21.S4
+	VAND V24.B16, V21.B16, V21.B16
+	VADD V25.S4, V21.S4, V21.S4
+	VADD V16.S4, V21.S4, V21.S4
+	WORD $0x4e30e616 // fcmeq v22.4s, v16.4s, v16.4s
+	VMOV V27.B16, V23.B16
+	VBIT V22.B16, V21.B16, V23.B16
+	VAND V26.B16, V23.B16, V16.B16
+notrn22:
+	CBZ R2, noweight23
+	VLD1 (R11), [V20.S4]
+	WORD $0x4e3cd694 // fadd v20.4s, v20.4s, v28.4s
+	WORD $0x6e34de10 // fmul v16.4s, v16.4s, v20.4s
+noweight23:
 	VUSHR $16, V16.S4, V20.S4
 	VAND V24.B16, V20.B16, V20.B16
 	VADD V25.S4, V20.S4, V20.S4
@@ -4593,20 +2865,20 @@ copied12:
 	MOVD R11, R15
 	MOVD R14, R17
 	MOVD R12, R16
-copyvec13:
+copyvec24:
 	CMP $8, R16
-	BLT copyone14
+	BLT copyone25
 	VLD1.P 16(R15), [V20.B16]
 	VST1.P [V20.B16], 16(R17)
 	SUB $8, R16, R16
-	B copyvec13
-copyone14:
-	CBZ R16, copied15
+	B copyvec24
+copyone25:
+	CBZ R16, copied26
 	MOVHU.P 2(R15), R26
 	MOVH.P R26, 2(R17)
 	SUB $1, R16, R16
-	B copyone14
-copied15:
+	B copyone25
+copied26:
 scaled:
 	ADD R7, R1, R1
 	ADD R7, R0, R0
@@ -4620,8 +2892,8 @@ ret:
 	MOVD R9, ret+24(FP)
 	RET
 
-// func neonF16WeightedOrOffset(j *job, from, to int) int
-TEXT ·neonF16WeightedOrOffset(SB), $608-32
+// func neonForwardF16(j *job, from, to int) int
+TEXT ·neonForwardF16(SB), $608-32
 	MOVD j+0(FP), R16
 	MOVD job_dst(R16), R0
 	MOVD job_x(R16), R1
@@ -4941,6 +3213,7 @@ scalerow:
 	MOVD R0, R14
 	MOVD R5, R12
 	ADD R22, R10, R15
+	CBZ R2, loop16noweight
 	TBNZ $4, R8, loop16offset
 loop16:
 	CMP $16, R12
@@ -5030,428 +3303,12 @@ pf16offset:
 	PRFM (R15), PLDL1KEEP
 	ADD $64, R15, R15
 	B body16offset
-loop4:
-	CMP $4, R12
-	BLT part
-	VLD1.P 8(R10), [V16.H4]
-	WORD $0x0e217a10 // fcvtl v16.4s, v16.4h
-	WORD $0x6e3dde10 // fmul v16.4s, v16.4s, v29.4s
-	TST $8, R8
-	BEQ notrn6
-	WORD $0x0e216a10 // fcvtn v16.4h, v16.4s
-	WORD $0x0e217a10 // fcvtl v16.4s, v16.4h
-notrn6:
-	VLD1.P 16(R13), [V20.S4]
-	WORD $0x4e3cd694 // fadd v20.4s, v20.4s, v28.4s
-	WORD $0x6e34de10 // fmul v16.4s, v16.4s, v20.4s
-	WORD $0x0e216a10 // fcvtn v16.4h, v16.4s
-	VST1.P [V16.H4], 8(R14)
-	SUB $4, R12, R12
-	B loop4
-part:
-
-	// The last 1-3 elements, through copies on the stack.
-	CBZ R12, scaled
-	ADD $104, RSP, R11
-	MOVD R10, R15
-	MOVD R11, R17
-	MOVD R12, R16
-copyvec7:
-	CMP $8, R16
-	BLT copyone8
-	VLD1.P 16(R15), [V20.B16]
-	VST1.P [V20.B16], 16(R17)
-	SUB $8, R16, R16
-	B copyvec7
-copyone8:
-	CBZ R16, copied9
-	MOVHU.P 2(R15), R26
-	MOVH.P R26, 2(R17)
-	SUB $1, R16, R16
-	B copyone8
-copied9:
-	ADD $120, RSP, R11
-	MOVD R13, R15
-	MOVD R11, R17
-	MOVD R12, R16
-copyvec10:
-	CMP $4, R16
-	BLT copyone11
-	VLD1.P 16(R15), [V20.B16]
-	VST1.P [V20.B16], 16(R17)
-	SUB $4, R16, R16
-	B copyvec10
-copyone11:
-	CBZ R16, copied12
-	MOVWU.P 4(R15), R26
-	MOVW.P R26, 4(R17)
-	SUB $1, R16, R16
-	B copyone11
-copied12:
-	ADD $104, RSP, R11
-	VLD1 (R11), [V16.H4]
-	WORD $0x0e217a10 // fcvtl v16.4s, v16.4h
-	ADD $16, R11, R11
-	WORD $0x6e3dde10 // fmul v16.4s, v16.4s, v29.4s
-	TST $8, R8
-	BEQ notrn13
-	WORD $0x0e216a10 // fcvtn v16.4h, v16.4s
-	WORD $0x0e217a10 // fcvtl v16.4s, v16.4h
-notrn13:
-	VLD1 (R11), [V20.S4]
-	WORD $0x4e3cd694 // fadd v20.4s, v20.4s, v28.4s
-	WORD $0x6e34de10 // fmul v16.4s, v16.4s, v20.4s
-	WORD $0x0e216a10 // fcvtn v16.4h, v16.4s
-	VST1 [V16.H4], (R11)
-	MOVD R11, R15
-	MOVD R14, R17
-	MOVD R12, R16
-copyvec14:
-	CMP $8, R16
-	BLT copyone15
-	VLD1.P 16(R15), [V20.B16]
-	VST1.P [V20.B16], 16(R17)
-	SUB $8, R16, R16
-	B copyvec14
-copyone15:
-	CBZ R16, copied16
-	MOVHU.P 2(R15), R26
-	MOVH.P R26, 2(R17)
-	SUB $1, R16, R16
-	B copyone15
-copied16:
-scaled:
-	ADD R7, R1, R1
-	ADD R7, R0, R0
-	ADD $1, R9, R9
-	ADD $1, R23, R23
-	CMP R20, R23
-	BLT scalerow
-	B row
-ret:
-	MOVD R9, ret+24(FP)
-	RET
-
-// func neonF16Unweighted(j *job, from, to int) int
-TEXT ·neonF16Unweighted(SB), $608-32
-	MOVD j+0(FP), R16
-	MOVD job_dst(R16), R0
-	MOVD job_x(R16), R1
-	MOVD job_w(R16), R2
-	MOVD job_res(R16), R3
-	MOVD job_inv(R16), R4
-	MOVD job_d(R16), R5
-	MOVD job_stride(R16), R7
-	LSL $1, R7, R7
-	MOVWU job_flags(R16), R8
-
-	// fd = float32(d); rd = 1/d when d is a power of two, so that ss/d is ss*rd exactly.
-	SCVTFS R5, F16
-	FMOVS F16, 88(RSP)
-	SUB $1, R5, R10
-	TST R10, R5
-	BNE notpow2
-	RBIT R5, R10
-	CLZ R10, R10
-	MOVD $127, R11
-	SUB R10, R11, R11
-	LSL $23, R11, R11
-	MOVW R11, 92(RSP)
-	ORR $256, R8, R8
-notpow2:
-
-	// Rows ahead for prefetching: the next one for long rows, eight for short ones.
-	MOVD R7, R22
-	CMP $512, R5
-	BGT longrows
-	LSL $3, R22, R22
-longrows:
-	LSL $1, R22, R21
-
-	// Start at row from.
-	MOVD from+8(FP), R9
-	MOVD to+16(FP), R6
-	MOVD $0, R19
-	MUL R9, R7, R10
-	ADD R10, R0, R0
-	ADD R10, R1, R1
-row:
-	CMP R6, R9
-	BGE ret
-	MOVD $1, R20
-	CBZ R19, trygroup
-	SUB $1, R19, R19
-	B sum
-trygroup:
-	CMP $512, R5
-	BGT sum
-	SUB R9, R6, R10
-	CMP $4, R10
-	BLT sum
-	MOVD $4, R20
-sum:
-	MOVD R1, R10
-	MOVD R3, R11
-	MOVD $0, R23
-sumrow:
-
-	// Sum of squares: element i goes to partial i%64, lane i%4 of V(i%64/4).
-	MOVD R10, R14
-	VEOR V0.B16, V0.B16, V0.B16
-	VEOR V1.B16, V1.B16, V1.B16
-	VEOR V2.B16, V2.B16, V2.B16
-	VEOR V3.B16, V3.B16, V3.B16
-	VEOR V4.B16, V4.B16, V4.B16
-	VEOR V5.B16, V5.B16, V5.B16
-	VEOR V6.B16, V6.B16, V6.B16
-	VEOR V7.B16, V7.B16, V7.B16
-	VEOR V8.B16, V8.B16, V8.B16
-	VEOR V9.B16, V9.B16, V9.B16
-	VEOR V10.B16, V10.B16, V10.B16
-	VEOR V11.B16, V11.B16, V11.B16
-	VEOR V12.B16, V12.B16, V12.B16
-	VEOR V13.B16, V13.B16, V13.B16
-	VEOR V14.B16, V14.B16, V14.B16
-	VEOR V15.B16, V15.B16, V15.B16
-	MOVD R5, R12
-	MOVD $0, R24
-	ADD R21, R10, R13
-sum64:
-	CMP $64, R12
-	BLT sumtail
-	TST $2, R8
-	BNE sumpf
-sumblock:
-	VLD1.P 32(R10), [V16.H4, V17.H4, V18.H4, V19.H4]
-	WORD $0x0e217a10 // fcvtl v16.4s, v16.4h
-	WORD $0x0e217a31 // fcvtl v17.4s, v17.4h
-	WORD $0x0e217a52 // fcvtl v18.4s, v18.4h
-	WORD $0x0e217a73 // fcvtl v19.4s, v19.4h
-	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
-	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
-	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
-	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
-	WORD $0x4e30d400 // fadd v0.4s, v0.4s, v16.4s
-	WORD $0x4e31d421 // fadd v1.4s, v1.4s, v17.4s
-	WORD $0x4e32d442 // fadd v2.4s, v2.4s, v18.4s
-	WORD $0x4e33d463 // fadd v3.4s, v3.4s, v19.4s
-	VLD1.P 32(R10), [V16.H4, V17.H4, V18.H4, V19.H4]
-	WORD $0x0e217a10 // fcvtl v16.4s, v16.4h
-	WORD $0x0e217a31 // fcvtl v17.4s, v17.4h
-	WORD $0x0e217a52 // fcvtl v18.4s, v18.4h
-	WORD $0x0e217a73 // fcvtl v19.4s, v19.4h
-	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
-	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
-	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
-	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
-	WORD $0x4e30d484 // fadd v4.4s, v4.4s, v16.4s
-	WORD $0x4e31d4a5 // fadd v5.4s, v5.4s, v17.4s
-	WORD $0x4e32d4c6 // fadd v6.4s, v6.4s, v18.4s
-	WORD $0x4e33d4e7 // fadd v7.4s, v7.4s, v19.4s
-	VLD1.P 32(R10), [V16.H4, V17.H4, V18.H4, V19.H4]
-	WORD $0x0e217a10 // fcvtl v16.4s, v16.4h
-	WORD $0x0e217a31 // fcvtl v17.4s, v17.4h
-	WORD $0x0e217a52 // fcvtl v18.4s, v18.4h
-	WORD $0x0e217a73 // fcvtl v19.4s, v19.4h
-	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
-	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
-	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
-	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
-	WORD $0x4e30d508 // fadd v8.4s, v8.4s, v16.4s
-	WORD $0x4e31d529 // fadd v9.4s, v9.4s, v17.4s
-	WORD $0x4e32d54a // fadd v10.4s, v10.4s, v18.4s
-	WORD $0x4e33d56b // fadd v11.4s, v11.4s, v19.4s
-	VLD1.P 32(R10), [V16.H4, V17.H4, V18.H4, V19.H4]
-	WORD $0x0e217a10 // fcvtl v16.4s, v16.4h
-	WORD $0x0e217a31 // fcvtl v17.4s, v17.4h
-	WORD $0x0e217a52 // fcvtl v18.4s, v18.4h
-	WORD $0x0e217a73 // fcvtl v19.4s, v19.4h
-	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
-	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
-	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
-	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
-	WORD $0x4e30d58c // fadd v12.4s, v12.4s, v16.4s
-	WORD $0x4e31d5ad // fadd v13.4s, v13.4s, v17.4s
-	WORD $0x4e32d5ce // fadd v14.4s, v14.4s, v18.4s
-	WORD $0x4e33d5ef // fadd v15.4s, v15.4s, v19.4s
-	SUB $64, R12, R12
-	B sum64
-sumpf:
-	PRFM 0(R13), PLDL1KEEP
-	PRFM 64(R13), PLDL1KEEP
-	ADD $128, R13, R13
-	B sumblock
-sumtail:
-
-	// Fewer than 64 elements: copied to a zero-padded block on the stack, summed as a whole block (zeros add +0).
-	CBZ R12, summed
-	ADD $104, RSP, R13
-	VEOR V16.B16, V16.B16, V16.B16
-	VEOR V17.B16, V17.B16, V17.B16
-	VEOR V18.B16, V18.B16, V18.B16
-	VEOR V19.B16, V19.B16, V19.B16
-	MOVD R13, R17
-	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
-	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
-	MOVD R10, R15
-	MOVD R13, R17
-	MOVD R12, R16
-copyvec1:
-	CMP $8, R16
-	BLT copyone2
-	VLD1.P 16(R15), [V20.B16]
-	VST1.P [V20.B16], 16(R17)
-	SUB $8, R16, R16
-	B copyvec1
-copyone2:
-	CBZ R16, copied3
-	MOVHU.P 2(R15), R26
-	MOVH.P R26, 2(R17)
-	SUB $1, R16, R16
-	B copyone2
-copied3:
-	ADD $104, RSP, R10
-	MOVD $64, R12
-	B sum64
-summed:
-
-	// Halving tree: h = 32, 16, 8, 4 on vectors, leaving four partials in V0.
-	WORD $0x4e28d400 // fadd v0.4s, v0.4s, v8.4s
-	WORD $0x4e29d421 // fadd v1.4s, v1.4s, v9.4s
-	WORD $0x4e2ad442 // fadd v2.4s, v2.4s, v10.4s
-	WORD $0x4e2bd463 // fadd v3.4s, v3.4s, v11.4s
-	WORD $0x4e2cd484 // fadd v4.4s, v4.4s, v12.4s
-	WORD $0x4e2dd4a5 // fadd v5.4s, v5.4s, v13.4s
-	WORD $0x4e2ed4c6 // fadd v6.4s, v6.4s, v14.4s
-	WORD $0x4e2fd4e7 // fadd v7.4s, v7.4s, v15.4s
-	WORD $0x4e24d400 // fadd v0.4s, v0.4s, v4.4s
-	WORD $0x4e25d421 // fadd v1.4s, v1.4s, v5.4s
-	WORD $0x4e26d442 // fadd v2.4s, v2.4s, v6.4s
-	WORD $0x4e27d463 // fadd v3.4s, v3.4s, v7.4s
-	WORD $0x4e22d400 // fadd v0.4s, v0.4s, v2.4s
-	WORD $0x4e23d421 // fadd v1.4s, v1.4s, v3.4s
-	WORD $0x4e21d400 // fadd v0.4s, v0.4s, v1.4s
-	CMP $1, R20
-	BEQ invone
-	ADD $8, RSP, R12
-	ADD R23, R12, R12
-	VST1 [V0.S4], (R12)
-	ADD R7, R14, R10
-	ADD $16, R23, R23
-	CMP $64, R23
-	BLT sumrow
-	B invgroup
-invone:
-
-	// h = 2 and h = 1: ss in F0.
-	VEXT $8, V0.B16, V0.B16, V16.B16
-	WORD $0x4e30d400 // fadd v0.4s, v0.4s, v16.4s
-	WORD $0x7e30d800 // faddp s0, v0.2s
-
-	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
-	TST $256, R8
-	BEQ rdivide
-	FMOVS 92(RSP), F17
-	FMULS F17, F0, F1
-	B rdivided
-rdivide:
-	FMOVS 88(RSP), F17
-	FDIVS F17, F0, F1
-rdivided:
-	MOVD j+0(FP), R16
-	FMOVS job_eps(R16), F17
-	FADDS F17, F1, F1
-	MOVW $0x0d800000, R16
-	FMOVS R16, F16
-	FCMPS F16, F1
-	BLT ret
-	MOVW $0x7f7fffff, R16
-	FMOVS R16, F16
-	FCMPS F16, F1
-	BGT ret
-	FSQRTS F1, F1
-	FMOVS $1.0, F16
-	FDIVS F1, F16, F29
-	FMOVS F29, 72(RSP)
-
-	// Report 1/rms if asked.
-	CBZ R4, scale
-	FMOVS F29, (R4)(R9<<2)
-	B scale
-invgroup:
-	ADD $8, RSP, R12
-	VLD1 (R12), [V16.S4, V17.S4, V18.S4, V19.S4]
-
-	// h = 2 for rows A B and C D: [a0 a1 b0 b1] + [a2 a3 b2 b3]; h = 1: pairwise adds give [A B C D].
-	VZIP1 V17.D2, V16.D2, V20.D2
-	VZIP2 V17.D2, V16.D2, V21.D2
-	WORD $0x4e35d694 // fadd v20.4s, v20.4s, v21.4s
-	VZIP1 V19.D2, V18.D2, V22.D2
-	VZIP2 V19.D2, V18.D2, V23.D2
-	WORD $0x4e37d6d6 // fadd v22.4s, v22.4s, v23.4s
-	WORD $0x6e36d690 // faddp v16.4s, v20.4s, v22.4s
-
-	// t = ss/d + eps for the four rows; any t outside [2^-100, MaxFloat32] leaves the group path.
-	TST $256, R8
-	BEQ gdivide
-	ADD $92, RSP, R12
-	VLD1R (R12), [V20.S4]
-	WORD $0x6e34de10 // fmul v16.4s, v16.4s, v20.4s
-	B gdivided
-gdivide:
-	ADD $88, RSP, R12
-	VLD1R (R12), [V20.S4]
-	WORD $0x6e34fe10 // fdiv v16.4s, v16.4s, v20.4s
-gdivided:
-	MOVD j+0(FP), R16
-	ADD $job_eps, R16, R12
-	VLD1R (R12), [V21.S4]
-	WORD $0x4e35d610 // fadd v16.4s, v16.4s, v21.4s
-	MOVW $0x0d800000, R16
-	VDUP R16, V22.S4
-	WORD $0x6e36e617 // fcmge v23.4s, v16.4s, v22.4s
-	MOVW $0x7f7fffff, R16
-	VDUP R16, V22.S4
-	WORD $0x6e30e6d6 // fcmge v22.4s, v22.4s, v16.4s
-	VAND V22.B16, V23.B16, V23.B16
-	VMOV V23.D[0], R16
-	VMOV V23.D[1], R17
-	AND R17, R16, R16
-	CMN $1, R16
-	BEQ ginrange
-	MOVD $4, R19
-	B row
-ginrange:
-	WORD $0x6ea1fa10 // fsqrt v16.4s, v16.4s
-	FMOVS $1.0, F17
-	VDUP V17.S[0], V17.S4
-	WORD $0x6e30fe3e // fdiv v30.4s, v17.4s, v16.4s
-	ADD $72, RSP, R12
-	VST1 [V30.S4], (R12)
-
-	// Report 1/rms if asked.
-	CBZ R4, scale
-	ADD R9<<2, R4, R16
-	VST1 [V30.S4], (R16)
-scale:
-	MOVD $0, R23
-scalerow:
-	ADD $72, RSP, R12
-	ADD R23<<2, R12, R12
-	VLD1R (R12), [V29.S4]
-
-	// y = (src*inv)*w, rounded after each multiply.
-	MOVD R1, R10
-	MOVD R2, R13
-	MOVD R0, R14
-	MOVD R5, R12
-	ADD R22, R10, R15
-loop16:
+loop16noweight:
 	CMP $16, R12
 	BLT loop4
 	TST $2, R8
-	BNE pf16
-body16:
+	BNE pf16noweight
+body16noweight:
 	VLD1.P 32(R10), [V16.H4, V17.H4, V18.H4, V19.H4]
 	WORD $0x0e217a10 // fcvtl v16.4s, v16.4h
 	WORD $0x6e3dde10 // fmul v16.4s, v16.4s, v29.4s
@@ -5461,23 +3318,44 @@ body16:
 	WORD $0x6e3dde52 // fmul v18.4s, v18.4s, v29.4s
 	WORD $0x0e217a73 // fcvtl v19.4s, v19.4h
 	WORD $0x6e3dde73 // fmul v19.4s, v19.4s, v29.4s
+	TST $8, R8
+	BEQ notrn6
+	WORD $0x0e216a10 // fcvtn v16.4h, v16.4s
+	WORD $0x0e217a10 // fcvtl v16.4s, v16.4h
+	WORD $0x0e216a31 // fcvtn v17.4h, v17.4s
+	WORD $0x0e217a31 // fcvtl v17.4s, v17.4h
+	WORD $0x0e216a52 // fcvtn v18.4h, v18.4s
+	WORD $0x0e217a52 // fcvtl v18.4s, v18.4h
+	WORD $0x0e216a73 // fcvtn v19.4h, v19.4s
+	WORD $0x0e217a73 // fcvtl v19.4s, v19.4h
+notrn6:
 	WORD $0x0e216a10 // fcvtn v16.4h, v16.4s
 	WORD $0x0e216a31 // fcvtn v17.4h, v17.4s
 	WORD $0x0e216a52 // fcvtn v18.4h, v18.4s
 	WORD $0x0e216a73 // fcvtn v19.4h, v19.4s
 	VST1.P [V16.H4, V17.H4, V18.H4, V19.H4], 32(R14)
 	SUB $16, R12, R12
-	B loop16
-pf16:
+	B loop16noweight
+pf16noweight:
 	PRFM (R15), PLDL1KEEP
 	ADD $64, R15, R15
-	B body16
+	B body16noweight
 loop4:
 	CMP $4, R12
 	BLT part
 	VLD1.P 8(R10), [V16.H4]
 	WORD $0x0e217a10 // fcvtl v16.4s, v16.4h
 	WORD $0x6e3dde10 // fmul v16.4s, v16.4s, v29.4s
+	TST $8, R8
+	BEQ notrn7
+	WORD $0x0e216a10 // fcvtn v16.4h, v16.4s
+	WORD $0x0e217a10 // fcvtl v16.4s, v16.4h
+notrn7:
+	CBZ R2, noweight8
+	VLD1.P 16(R13), [V20.S4]
+	WORD $0x4e3cd694 // fadd v20.4s, v20.4s, v28.4s
+	WORD $0x6e34de10 // fmul v16.4s, v16.4s, v20.4s
+noweight8:
 	WORD $0x0e216a10 // fcvtn v16.4h, v16.4s
 	VST1.P [V16.H4], 8(R14)
 	SUB $4, R12, R12
@@ -5490,45 +3368,74 @@ part:
 	MOVD R10, R15
 	MOVD R11, R17
 	MOVD R12, R16
-copyvec4:
+copyvec9:
 	CMP $8, R16
-	BLT copyone5
+	BLT copyone10
 	VLD1.P 16(R15), [V20.B16]
 	VST1.P [V20.B16], 16(R17)
 	SUB $8, R16, R16
-	B copyvec4
-copyone5:
-	CBZ R16, copied6
+	B copyvec9
+copyone10:
+	CBZ R16, copied11
 	MOVHU.P 2(R15), R26
 	MOVH.P R26, 2(R17)
 	SUB $1, R16, R16
-	B copyone5
-copied6:
+	B copyone10
+copied11:
 	ADD $120, RSP, R11
+	CBZ R2, nowcopy12
+	MOVD R13, R15
+	MOVD R11, R17
+	MOVD R12, R16
+copyvec13:
+	CMP $4, R16
+	BLT copyone14
+	VLD1.P 16(R15), [V20.B16]
+	VST1.P [V20.B16], 16(R17)
+	SUB $4, R16, R16
+	B copyvec13
+copyone14:
+	CBZ R16, copied15
+	MOVWU.P 4(R15), R26
+	MOVW.P R26, 4(R17)
+	SUB $1, R16, R16
+	B copyone14
+copied15:
+nowcopy12:
 	ADD $104, RSP, R11
 	VLD1 (R11), [V16.H4]
 	WORD $0x0e217a10 // fcvtl v16.4s, v16.4h
 	ADD $16, R11, R11
 	WORD $0x6e3dde10 // fmul v16.4s, v16.4s, v29.4s
+	TST $8, R8
+	BEQ notrn16
+	WORD $0x0e216a10 // fcvtn v16.4h, v16.4s
+	WORD $0x0e217a10 // fcvtl v16.4s, v16.4h
+notrn16:
+	CBZ R2, noweight17
+	VLD1 (R11), [V20.S4]
+	WORD $0x4e3cd694 // fadd v20.4s, v20.4s, v28.4s
+	WORD $0x6e34de10 // fmul v16.4s, v16.4s, v20.4s
+noweight17:
 	WORD $0x0e216a10 // fcvtn v16.4h, v16.4s
 	VST1 [V16.H4], (R11)
 	MOVD R11, R15
 	MOVD R14, R17
 	MOVD R12, R16
-copyvec7:
+copyvec18:
 	CMP $8, R16
-	BLT copyone8
+	BLT copyone19
 	VLD1.P 16(R15), [V20.B16]
 	VST1.P [V20.B16], 16(R17)
 	SUB $8, R16, R16
-	B copyvec7
-copyone8:
-	CBZ R16, copied9
+	B copyvec18
+copyone19:
+	CBZ R16, copied20
 	MOVHU.P 2(R15), R26
 	MOVH.P R26, 2(R17)
 	SUB $1, R16, R16
-	B copyone8
-copied9:
+	B copyone19
+copied20:
 scaled:
 	ADD R7, R1, R1
 	ADD R7, R0, R0
@@ -5541,8 +3448,8 @@ ret:
 	MOVD R9, ret+24(FP)
 	RET
 
-// func neonF16AddWeightedOrOffset(j *job, from, to int) int
-TEXT ·neonF16AddWeightedOrOffset(SB), $608-32
+// func neonForwardF16Add(j *job, from, to int) int
+TEXT ·neonForwardF16Add(SB), $608-32
 	MOVD j+0(FP), R16
 	MOVD job_dst(R16), R0
 	MOVD job_x(R16), R1
@@ -5924,6 +3831,7 @@ scalerow:
 	MOVD R0, R14
 	MOVD R5, R12
 	ADD R22, R10, R15
+	CBZ R2, loop16noweight
 	TBNZ $4, R8, loop16offset
 loop16:
 	CMP $16, R12
@@ -6013,491 +3921,12 @@ pf16offset:
 	PRFM (R15), PLDL1KEEP
 	ADD $64, R15, R15
 	B body16offset
-loop4:
-	CMP $4, R12
-	BLT part
-	VLD1.P 8(R10), [V16.H4]
-	WORD $0x0e217a10 // fcvtl v16.4s, v16.4h
-	WORD $0x6e3dde10 // fmul v16.4s, v16.4s, v29.4s
-	TST $8, R8
-	BEQ notrn12
-	WORD $0x0e216a10 // fcvtn v16.4h, v16.4s
-	WORD $0x0e217a10 // fcvtl v16.4s, v16.4h
-notrn12:
-	VLD1.P 16(R13), [V20.S4]
-	WORD $0x4e3cd694 // fadd v20.4s, v20.4s, v28.4s
-	WORD $0x6e34de10 // fmul v16.4s, v16.4s, v20.4s
-	WORD $0x0e216a10 // fcvtn v16.4h, v16.4s
-	VST1.P [V16.H4], 8(R14)
-	SUB $4, R12, R12
-	B loop4
-part:
-
-	// The last 1-3 elements, through copies on the stack.
-	CBZ R12, scaled
-	ADD $104, RSP, R11
-	MOVD R10, R15
-	MOVD R11, R17
-	MOVD R12, R16
-copyvec13:
-	CMP $8, R16
-	BLT copyone14
-	VLD1.P 16(R15), [V20.B16]
-	VST1.P [V20.B16], 16(R17)
-	SUB $8, R16, R16
-	B copyvec13
-copyone14:
-	CBZ R16, copied15
-	MOVHU.P 2(R15), R26
-	MOVH.P R26, 2(R17)
-	SUB $1, R16, R16
-	B copyone14
-copied15:
-	ADD $120, RSP, R11
-	MOVD R13, R15
-	MOVD R11, R17
-	MOVD R12, R16
-copyvec16:
-	CMP $4, R16
-	BLT copyone17
-	VLD1.P 16(R15), [V20.B16]
-	VST1.P [V20.B16], 16(R17)
-	SUB $4, R16, R16
-	B copyvec16
-copyone17:
-	CBZ R16, copied18
-	MOVWU.P 4(R15), R26
-	MOVW.P R26, 4(R17)
-	SUB $1, R16, R16
-	B copyone17
-copied18:
-	ADD $104, RSP, R11
-	VLD1 (R11), [V16.H4]
-	WORD $0x0e217a10 // fcvtl v16.4s, v16.4h
-	ADD $16, R11, R11
-	WORD $0x6e3dde10 // fmul v16.4s, v16.4s, v29.4s
-	TST $8, R8
-	BEQ notrn19
-	WORD $0x0e216a10 // fcvtn v16.4h, v16.4s
-	WORD $0x0e217a10 // fcvtl v16.4s, v16.4h
-notrn19:
-	VLD1 (R11), [V20.S4]
-	WORD $0x4e3cd694 // fadd v20.4s, v20.4s, v28.4s
-	WORD $0x6e34de10 // fmul v16.4s, v16.4s, v20.4s
-	WORD $0x0e216a10 // fcvtn v16.4h, v16.4s
-	VST1 [V16.H4], (R11)
-	MOVD R11, R15
-	MOVD R14, R17
-	MOVD R12, R16
-copyvec20:
-	CMP $8, R16
-	BLT copyone21
-	VLD1.P 16(R15), [V20.B16]
-	VST1.P [V20.B16], 16(R17)
-	SUB $8, R16, R16
-	B copyvec20
-copyone21:
-	CBZ R16, copied22
-	MOVHU.P 2(R15), R26
-	MOVH.P R26, 2(R17)
-	SUB $1, R16, R16
-	B copyone21
-copied22:
-scaled:
-	ADD R7, R1, R1
-	ADD R7, R0, R0
-	ADD R7, R3, R3
-	ADD $1, R9, R9
-	ADD $1, R23, R23
-	CMP R20, R23
-	BLT scalerow
-	B row
-ret:
-	MOVD R9, ret+24(FP)
-	RET
-
-// func neonF16AddUnweighted(j *job, from, to int) int
-TEXT ·neonF16AddUnweighted(SB), $608-32
-	MOVD j+0(FP), R16
-	MOVD job_dst(R16), R0
-	MOVD job_x(R16), R1
-	MOVD job_w(R16), R2
-	MOVD job_res(R16), R3
-	MOVD job_inv(R16), R4
-	MOVD job_d(R16), R5
-	MOVD job_stride(R16), R7
-	LSL $1, R7, R7
-	MOVWU job_flags(R16), R8
-
-	// fd = float32(d); rd = 1/d when d is a power of two, so that ss/d is ss*rd exactly.
-	SCVTFS R5, F16
-	FMOVS F16, 88(RSP)
-	SUB $1, R5, R10
-	TST R10, R5
-	BNE notpow2
-	RBIT R5, R10
-	CLZ R10, R10
-	MOVD $127, R11
-	SUB R10, R11, R11
-	LSL $23, R11, R11
-	MOVW R11, 92(RSP)
-	ORR $256, R8, R8
-notpow2:
-
-	// Rows ahead for prefetching: the next one for long rows, eight for short ones.
-	MOVD R7, R22
-	CMP $512, R5
-	BGT longrows
-	LSL $3, R22, R22
-longrows:
-	LSL $1, R22, R21
-
-	// Start at row from.
-	MOVD from+8(FP), R9
-	MOVD to+16(FP), R6
-	MOVD $0, R19
-	MUL R9, R7, R10
-	ADD R10, R0, R0
-	ADD R10, R1, R1
-	ADD R10, R3, R3
-row:
-	CMP R6, R9
-	BGE ret
-	MOVD $1, R20
-sum:
-	MOVD R1, R10
-	MOVD R3, R11
-	MOVD $0, R23
-sumrow:
-
-	// Sum of squares: element i goes to partial i%64, lane i%4 of V(i%64/4).
-	MOVD R10, R14
-	VEOR V0.B16, V0.B16, V0.B16
-	VEOR V1.B16, V1.B16, V1.B16
-	VEOR V2.B16, V2.B16, V2.B16
-	VEOR V3.B16, V3.B16, V3.B16
-	VEOR V4.B16, V4.B16, V4.B16
-	VEOR V5.B16, V5.B16, V5.B16
-	VEOR V6.B16, V6.B16, V6.B16
-	VEOR V7.B16, V7.B16, V7.B16
-	VEOR V8.B16, V8.B16, V8.B16
-	VEOR V9.B16, V9.B16, V9.B16
-	VEOR V10.B16, V10.B16, V10.B16
-	VEOR V11.B16, V11.B16, V11.B16
-	VEOR V12.B16, V12.B16, V12.B16
-	VEOR V13.B16, V13.B16, V13.B16
-	VEOR V14.B16, V14.B16, V14.B16
-	VEOR V15.B16, V15.B16, V15.B16
-	MOVD R5, R12
-	MOVD $0, R24
-	ADD R21, R10, R13
-sum64:
-	CMP $64, R12
-	BLT sumtail
-	TST $2, R8
-	BNE sumpf
-sumblock:
-	VLD1.P 32(R10), [V16.H4, V17.H4, V18.H4, V19.H4]
-	WORD $0x0e217a10 // fcvtl v16.4s, v16.4h
-	WORD $0x0e217a31 // fcvtl v17.4s, v17.4h
-	WORD $0x0e217a52 // fcvtl v18.4s, v18.4h
-	WORD $0x0e217a73 // fcvtl v19.4s, v19.4h
-	VLD1 (R11), [V20.H4, V21.H4, V22.H4, V23.H4]
-	WORD $0x0e217a94 // fcvtl v20.4s, v20.4h
-	WORD $0x4e34d610 // fadd v16.4s, v16.4s, v20.4s
-	WORD $0x0e216a14 // fcvtn v20.4h, v16.4s
-	VMOV V20.B16, V16.B16
-	WORD $0x0e217a10 // fcvtl v16.4s, v16.4h
-	WORD $0x0e217ab5 // fcvtl v21.4s, v21.4h
-	WORD $0x4e35d631 // fadd v17.4s, v17.4s, v21.4s
-	WORD $0x0e216a35 // fcvtn v21.4h, v17.4s
-	VMOV V21.B16, V17.B16
-	WORD $0x0e217a31 // fcvtl v17.4s, v17.4h
-	WORD $0x0e217ad6 // fcvtl v22.4s, v22.4h
-	WORD $0x4e36d652 // fadd v18.4s, v18.4s, v22.4s
-	WORD $0x0e216a56 // fcvtn v22.4h, v18.4s
-	VMOV V22.B16, V18.B16
-	WORD $0x0e217a52 // fcvtl v18.4s, v18.4h
-	WORD $0x0e217af7 // fcvtl v23.4s, v23.4h
-	WORD $0x4e37d673 // fadd v19.4s, v19.4s, v23.4s
-	WORD $0x0e216a77 // fcvtn v23.4h, v19.4s
-	VMOV V23.B16, V19.B16
-	WORD $0x0e217a73 // fcvtl v19.4s, v19.4h
-	VST1.P [V20.H4, V21.H4, V22.H4, V23.H4], 32(R11)
-	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
-	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
-	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
-	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
-	WORD $0x4e30d400 // fadd v0.4s, v0.4s, v16.4s
-	WORD $0x4e31d421 // fadd v1.4s, v1.4s, v17.4s
-	WORD $0x4e32d442 // fadd v2.4s, v2.4s, v18.4s
-	WORD $0x4e33d463 // fadd v3.4s, v3.4s, v19.4s
-	VLD1.P 32(R10), [V16.H4, V17.H4, V18.H4, V19.H4]
-	WORD $0x0e217a10 // fcvtl v16.4s, v16.4h
-	WORD $0x0e217a31 // fcvtl v17.4s, v17.4h
-	WORD $0x0e217a52 // fcvtl v18.4s, v18.4h
-	WORD $0x0e217a73 // fcvtl v19.4s, v19.4h
-	VLD1 (R11), [V20.H4, V21.H4, V22.H4, V23.H4]
-	WORD $0x0e217a94 // fcvtl v20.4s, v20.4h
-	WORD $0x4e34d610 // fadd v16.4s, v16.4s, v20.4s
-	WORD $0x0e216a14 // fcvtn v20.4h, v16.4s
-	VMOV V20.B16, V16.B16
-	WORD $0x0e217a10 // fcvtl v16.4s, v16.4h
-	WORD $0x0e217ab5 // fcvtl v21.4s, v21.4h
-	WORD $0x4e35d631 // fadd v17.4s, v17.4s, v21.4s
-	WORD $0x0e216a35 // fcvtn v21.4h, v17.4s
-	VMOV V21.B16, V17.B16
-	WORD $0x0e217a31 // fcvtl v17.4s, v17.4h
-	WORD $0x0e217ad6 // fcvtl v22.4s, v22.4h
-	WORD $0x4e36d652 // fadd v18.4s, v18.4s, v22.4s
-	WORD $0x0e216a56 // fcvtn v22.4h, v18.4s
-	VMOV V22.B16, V18.B16
-	WORD $0x0e217a52 // fcvtl v18.4s, v18.4h
-	WORD $0x0e217af7 // fcvtl v23.4s, v23.4h
-	WORD $0x4e37d673 // fadd v19.4s, v19.4s, v23.4s
-	WORD $0x0e216a77 // fcvtn v23.4h, v19.4s
-	VMOV V23.B16, V19.B16
-	WORD $0x0e217a73 // fcvtl v19.4s, v19.4h
-	VST1.P [V20.H4, V21.H4, V22.H4, V23.H4], 32(R11)
-	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
-	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
-	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
-	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
-	WORD $0x4e30d484 // fadd v4.4s, v4.4s, v16.4s
-	WORD $0x4e31d4a5 // fadd v5.4s, v5.4s, v17.4s
-	WORD $0x4e32d4c6 // fadd v6.4s, v6.4s, v18.4s
-	WORD $0x4e33d4e7 // fadd v7.4s, v7.4s, v19.4s
-	VLD1.P 32(R10), [V16.H4, V17.H4, V18.H4, V19.H4]
-	WORD $0x0e217a10 // fcvtl v16.4s, v16.4h
-	WORD $0x0e217a31 // fcvtl v17.4s, v17.4h
-	WORD $0x0e217a52 // fcvtl v18.4s, v18.4h
-	WORD $0x0e217a73 // fcvtl v19.4s, v19.4h
-	VLD1 (R11), [V20.H4, V21.H4, V22.H4, V23.H4]
-	WORD $0x0e217a94 // fcvtl v20.4s, v20.4h
-	WORD $0x4e34d610 // fadd v16.4s, v16.4s, v20.4s
-	WORD $0x0e216a14 // fcvtn v20.4h, v16.4s
-	VMOV V20.B16, V16.B16
-	WORD $0x0e217a10 // fcvtl v16.4s, v16.4h
-	WORD $0x0e217ab5 // fcvtl v21.4s, v21.4h
-	WORD $0x4e35d631 // fadd v17.4s, v17.4s, v21.4s
-	WORD $0x0e216a35 // fcvtn v21.4h, v17.4s
-	VMOV V21.B16, V17.B16
-	WORD $0x0e217a31 // fcvtl v17.4s, v17.4h
-	WORD $0x0e217ad6 // fcvtl v22.4s, v22.4h
-	WORD $0x4e36d652 // fadd v18.4s, v18.4s, v22.4s
-	WORD $0x0e216a56 // fcvtn v22.4h, v18.4s
-	VMOV V22.B16, V18.B16
-	WORD $0x0e217a52 // fcvtl v18.4s, v18.4h
-	WORD $0x0e217af7 // fcvtl v23.4s, v23.4h
-	WORD $0x4e37d673 // fadd v19.4s, v19.4s, v23.4s
-	WORD $0x0e216a77 // fcvtn v23.4h, v19.4s
-	VMOV V23.B16, V19.B16
-	WORD $0x0e217a73 // fcvtl v19.4s, v19.4h
-	VST1.P [V20.H4, V21.H4, V22.H4, V23.H4], 32(R11)
-	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
-	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
-	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
-	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
-	WORD $0x4e30d508 // fadd v8.4s, v8.4s, v16.4s
-	WORD $0x4e31d529 // fadd v9.4s, v9.4s, v17.4s
-	WORD $0x4e32d54a // fadd v10.4s, v10.4s, v18.4s
-	WORD $0x4e33d56b // fadd v11.4s, v11.4s, v19.4s
-	VLD1.P 32(R10), [V16.H4, V17.H4, V18.H4, V19.H4]
-	WORD $0x0e217a10 // fcvtl v16.4s, v16.4h
-	WORD $0x0e217a31 // fcvtl v17.4s, v17.4h
-	WORD $0x0e217a52 // fcvtl v18.4s, v18.4h
-	WORD $0x0e217a73 // fcvtl v19.4s, v19.4h
-	VLD1 (R11), [V20.H4, V21.H4, V22.H4, V23.H4]
-	WORD $0x0e217a94 // fcvtl v20.4s, v20.4h
-	WORD $0x4e34d610 // fadd v16.4s, v16.4s, v20.4s
-	WORD $0x0e216a14 // fcvtn v20.4h, v16.4s
-	VMOV V20.B16, V16.B16
-	WORD $0x0e217a10 // fcvtl v16.4s, v16.4h
-	WORD $0x0e217ab5 // fcvtl v21.4s, v21.4h
-	WORD $0x4e35d631 // fadd v17.4s, v17.4s, v21.4s
-	WORD $0x0e216a35 // fcvtn v21.4h, v17.4s
-	VMOV V21.B16, V17.B16
-	WORD $0x0e217a31 // fcvtl v17.4s, v17.4h
-	WORD $0x0e217ad6 // fcvtl v22.4s, v22.4h
-	WORD $0x4e36d652 // fadd v18.4s, v18.4s, v22.4s
-	WORD $0x0e216a56 // fcvtn v22.4h, v18.4s
-	VMOV V22.B16, V18.B16
-	WORD $0x0e217a52 // fcvtl v18.4s, v18.4h
-	WORD $0x0e217af7 // fcvtl v23.4s, v23.4h
-	WORD $0x4e37d673 // fadd v19.4s, v19.4s, v23.4s
-	WORD $0x0e216a77 // fcvtn v23.4h, v19.4s
-	VMOV V23.B16, V19.B16
-	WORD $0x0e217a73 // fcvtl v19.4s, v19.4h
-	VST1.P [V20.H4, V21.H4, V22.H4, V23.H4], 32(R11)
-	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
-	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
-	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
-	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
-	WORD $0x4e30d58c // fadd v12.4s, v12.4s, v16.4s
-	WORD $0x4e31d5ad // fadd v13.4s, v13.4s, v17.4s
-	WORD $0x4e32d5ce // fadd v14.4s, v14.4s, v18.4s
-	WORD $0x4e33d5ef // fadd v15.4s, v15.4s, v19.4s
-	SUB $64, R12, R12
-	B sum64
-sumpf:
-	PRFM 0(R13), PLDL1KEEP
-	PRFM 64(R13), PLDL1KEEP
-	ADD $128, R13, R13
-	B sumblock
-sumtail:
-
-	// Fewer than 64 elements: copied to a zero-padded block on the stack, summed as a whole block (zeros add +0).
-	CBZ R12, summed
-	ADD $104, RSP, R13
-	VEOR V16.B16, V16.B16, V16.B16
-	VEOR V17.B16, V17.B16, V17.B16
-	VEOR V18.B16, V18.B16, V18.B16
-	VEOR V19.B16, V19.B16, V19.B16
-	MOVD R13, R17
-	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
-	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
-	MOVD R10, R15
-	MOVD R13, R17
-	MOVD R12, R16
-copyvec1:
-	CMP $8, R16
-	BLT copyone2
-	VLD1.P 16(R15), [V20.B16]
-	VST1.P [V20.B16], 16(R17)
-	SUB $8, R16, R16
-	B copyvec1
-copyone2:
-	CBZ R16, copied3
-	MOVHU.P 2(R15), R26
-	MOVH.P R26, 2(R17)
-	SUB $1, R16, R16
-	B copyone2
-copied3:
-	MOVD R11, R24
-	ADD $360, RSP, R13
-	VEOR V16.B16, V16.B16, V16.B16
-	VEOR V17.B16, V17.B16, V17.B16
-	VEOR V18.B16, V18.B16, V18.B16
-	VEOR V19.B16, V19.B16, V19.B16
-	MOVD R13, R17
-	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
-	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
-	MOVD R11, R15
-	MOVD R13, R17
-	MOVD R12, R16
-copyvec4:
-	CMP $8, R16
-	BLT copyone5
-	VLD1.P 16(R15), [V20.B16]
-	VST1.P [V20.B16], 16(R17)
-	SUB $8, R16, R16
-	B copyvec4
-copyone5:
-	CBZ R16, copied6
-	MOVHU.P 2(R15), R26
-	MOVH.P R26, 2(R17)
-	SUB $1, R16, R16
-	B copyone5
-copied6:
-	MOVD R12, R25
-	ADD $360, RSP, R11
-	ADD $104, RSP, R10
-	MOVD $64, R12
-	B sum64
-summed:
-	CBZ R24, hback
-	ADD $360, RSP, R13
-	MOVD R13, R15
-	MOVD R24, R17
-	MOVD R25, R16
-copyvec7:
-	CMP $8, R16
-	BLT copyone8
-	VLD1.P 16(R15), [V20.B16]
-	VST1.P [V20.B16], 16(R17)
-	SUB $8, R16, R16
-	B copyvec7
-copyone8:
-	CBZ R16, copied9
-	MOVHU.P 2(R15), R26
-	MOVH.P R26, 2(R17)
-	SUB $1, R16, R16
-	B copyone8
-copied9:
-hback:
-
-	// Halving tree: h = 32, 16, 8, 4 on vectors, leaving four partials in V0.
-	WORD $0x4e28d400 // fadd v0.4s, v0.4s, v8.4s
-	WORD $0x4e29d421 // fadd v1.4s, v1.4s, v9.4s
-	WORD $0x4e2ad442 // fadd v2.4s, v2.4s, v10.4s
-	WORD $0x4e2bd463 // fadd v3.4s, v3.4s, v11.4s
-	WORD $0x4e2cd484 // fadd v4.4s, v4.4s, v12.4s
-	WORD $0x4e2dd4a5 // fadd v5.4s, v5.4s, v13.4s
-	WORD $0x4e2ed4c6 // fadd v6.4s, v6.4s, v14.4s
-	WORD $0x4e2fd4e7 // fadd v7.4s, v7.4s, v15.4s
-	WORD $0x4e24d400 // fadd v0.4s, v0.4s, v4.4s
-	WORD $0x4e25d421 // fadd v1.4s, v1.4s, v5.4s
-	WORD $0x4e26d442 // fadd v2.4s, v2.4s, v6.4s
-	WORD $0x4e27d463 // fadd v3.4s, v3.4s, v7.4s
-	WORD $0x4e22d400 // fadd v0.4s, v0.4s, v2.4s
-	WORD $0x4e23d421 // fadd v1.4s, v1.4s, v3.4s
-	WORD $0x4e21d400 // fadd v0.4s, v0.4s, v1.4s
-invone:
-
-	// h = 2 and h = 1: ss in F0.
-	VEXT $8, V0.B16, V0.B16, V16.B16
-	WORD $0x4e30d400 // fadd v0.4s, v0.4s, v16.4s
-	WORD $0x7e30d800 // faddp s0, v0.2s
-
-	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
-	TST $256, R8
-	BEQ rdivide
-	FMOVS 92(RSP), F17
-	FMULS F17, F0, F1
-	B rdivided
-rdivide:
-	FMOVS 88(RSP), F17
-	FDIVS F17, F0, F1
-rdivided:
-	MOVD j+0(FP), R16
-	FMOVS job_eps(R16), F17
-	FADDS F17, F1, F1
-	MOVW $0x0d800000, R16
-	FMOVS R16, F16
-	FCMPS F16, F1
-	BLT ret
-	MOVW $0x7f7fffff, R16
-	FMOVS R16, F16
-	FCMPS F16, F1
-	BGT ret
-	FSQRTS F1, F1
-	FMOVS $1.0, F16
-	FDIVS F1, F16, F29
-	FMOVS F29, 72(RSP)
-
-	// Report 1/rms if asked.
-	CBZ R4, scale
-	FMOVS F29, (R4)(R9<<2)
-	B scale
-scale:
-	MOVD $0, R23
-scalerow:
-	ADD $72, RSP, R12
-	ADD R23<<2, R12, R12
-	VLD1R (R12), [V29.S4]
-
-	// y = (src*inv)*w, rounded after each multiply.
-	MOVD R3, R10
-	MOVD R2, R13
-	MOVD R0, R14
-	MOVD R5, R12
-	ADD R22, R10, R15
-loop16:
+loop16noweight:
 	CMP $16, R12
 	BLT loop4
 	TST $2, R8
-	BNE pf16
-body16:
+	BNE pf16noweight
+body16noweight:
 	VLD1.P 32(R10), [V16.H4, V17.H4, V18.H4, V19.H4]
 	WORD $0x0e217a10 // fcvtl v16.4s, v16.4h
 	WORD $0x6e3dde10 // fmul v16.4s, v16.4s, v29.4s
@@ -6507,23 +3936,44 @@ body16:
 	WORD $0x6e3dde52 // fmul v18.4s, v18.4s, v29.4s
 	WORD $0x0e217a73 // fcvtl v19.4s, v19.4h
 	WORD $0x6e3dde73 // fmul v19.4s, v19.4s, v29.4s
+	TST $8, R8
+	BEQ notrn12
+	WORD $0x0e216a10 // fcvtn v16.4h, v16.4s
+	WORD $0x0e217a10 // fcvtl v16.4s, v16.4h
+	WORD $0x0e216a31 // fcvtn v17.4h, v17.4s
+	WORD $0x0e217a31 // fcvtl v17.4s, v17.4h
+	WORD $0x0e216a52 // fcvtn v18.4h, v18.4s
+	WORD $0x0e217a52 // fcvtl v18.4s, v18.4h
+	WORD $0x0e216a73 // fcvtn v19.4h, v19.4s
+	WORD $0x0e217a73 // fcvtl v19.4s, v19.4h
+notrn12:
 	WORD $0x0e216a10 // fcvtn v16.4h, v16.4s
 	WORD $0x0e216a31 // fcvtn v17.4h, v17.4s
 	WORD $0x0e216a52 // fcvtn v18.4h, v18.4s
 	WORD $0x0e216a73 // fcvtn v19.4h, v19.4s
 	VST1.P [V16.H4, V17.H4, V18.H4, V19.H4], 32(R14)
 	SUB $16, R12, R12
-	B loop16
-pf16:
+	B loop16noweight
+pf16noweight:
 	PRFM (R15), PLDL1KEEP
 	ADD $64, R15, R15
-	B body16
+	B body16noweight
 loop4:
 	CMP $4, R12
 	BLT part
 	VLD1.P 8(R10), [V16.H4]
 	WORD $0x0e217a10 // fcvtl v16.4s, v16.4h
 	WORD $0x6e3dde10 // fmul v16.4s, v16.4s, v29.4s
+	TST $8, R8
+	BEQ notrn13
+	WORD $0x0e216a10 // fcvtn v16.4h, v16.4s
+	WORD $0x0e217a10 // fcvtl v16.4s, v16.4h
+notrn13:
+	CBZ R2, noweight14
+	VLD1.P 16(R13), [V20.S4]
+	WORD $0x4e3cd694 // fadd v20.4s, v20.4s, v28.4s
+	WORD $0x6e34de10 // fmul v16.4s, v16.4s, v20.4s
+noweight14:
 	WORD $0x0e216a10 // fcvtn v16.4h, v16.4s
 	VST1.P [V16.H4], 8(R14)
 	SUB $4, R12, R12
@@ -6536,45 +3986,74 @@ part:
 	MOVD R10, R15
 	MOVD R11, R17
 	MOVD R12, R16
-copyvec10:
+copyvec15:
 	CMP $8, R16
-	BLT copyone11
+	BLT copyone16
 	VLD1.P 16(R15), [V20.B16]
 	VST1.P [V20.B16], 16(R17)
 	SUB $8, R16, R16
-	B copyvec10
-copyone11:
-	CBZ R16, copied12
+	B copyvec15
+copyone16:
+	CBZ R16, copied17
 	MOVHU.P 2(R15), R26
 	MOVH.P R26, 2(R17)
 	SUB $1, R16, R16
-	B copyone11
-copied12:
+	B copyone16
+copied17:
 	ADD $120, RSP, R11
+	CBZ R2, nowcopy18
+	MOVD R13, R15
+	MOVD R11, R17
+	MOVD R12, R16
+copyvec19:
+	CMP $4, R16
+	BLT copyone20
+	VLD1.P 16(R15), [V20.B16]
+	VST1.P [V20.B16], 16(R17)
+	SUB $4, R16, R16
+	B copyvec19
+copyone20:
+	CBZ R16, copied21
+	MOVWU.P 4(R15), R26
+	MOVW.P R26, 4(R17)
+	SUB $1, R16, R16
+	B copyone20
+copied21:
+nowcopy18:
 	ADD $104, RSP, R11
 	VLD1 (R11), [V16.H4]
 	WORD $0x0e217a10 // fcvtl v16.4s, v16.4h
 	ADD $16, R11, R11
 	WORD $0x6e3dde10 // fmul v16.4s, v16.4s, v29.4s
+	TST $8, R8
+	BEQ notrn22
+	WORD $0x0e216a10 // fcvtn v16.4h, v16.4s
+	WORD $0x0e217a10 // fcvtl v16.4s, v16.4h
+notrn22:
+	CBZ R2, noweight23
+	VLD1 (R11), [V20.S4]
+	WORD $0x4e3cd694 // fadd v20.4s, v20.4s, v28.4s
+	WORD $0x6e34de10 // fmul v16.4s, v16.4s, v20.4s
+noweight23:
 	WORD $0x0e216a10 // fcvtn v16.4h, v16.4s
 	VST1 [V16.H4], (R11)
 	MOVD R11, R15
 	MOVD R14, R17
 	MOVD R12, R16
-copyvec13:
+copyvec24:
 	CMP $8, R16
-	BLT copyone14
+	BLT copyone25
 	VLD1.P 16(R15), [V20.B16]
 	VST1.P [V20.B16], 16(R17)
 	SUB $8, R16, R16
-	B copyvec13
-copyone14:
-	CBZ R16, copied15
+	B copyvec24
+copyone25:
+	CBZ R16, copied26
 	MOVHU.P 2(R15), R26
 	MOVH.P R26, 2(R17)
 	SUB $1, R16, R16
-	B copyone14
-copied15:
+	B copyone25
+copied26:
 scaled:
 	ADD R7, R1, R1
 	ADD R7, R0, R0

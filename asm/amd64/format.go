@@ -227,7 +227,8 @@ func (g *gen) storePair(a, b VecVirtual, m Mem) {
 	}
 }
 
-// pack narrows a and b into one vector of 16-bit lanes, a's in the low half, and returns it.
+// pack narrows a and b into one vector of 16-bit lanes, a's in the low half, and returns it (a
+// and b may be overwritten).
 func (g *gen) pack(a, b VecVirtual) VecVirtual {
 	switch {
 	case g.v.Format == spec.BF16 && g.s == avx512:
@@ -245,16 +246,19 @@ func (g *gen) pack(a, b VecVirtual) VecVirtual {
 		VPACKUSDW(tb, ta, ta)
 		VPERMQ(U8(0xd8), ta, ta)
 		return ta
-	default:
+	case g.s == avx512:
 		lo, hi := g.s.vec(), g.s.vec()
 		VCVTPS2PH(U8(0), a, g.half(lo))
 		VCVTPS2PH(U8(0), b, g.half(hi))
-		if g.s == avx512 {
-			VINSERTI64X4(U8(1), hi.AsY(), lo, lo)
-		} else {
-			VINSERTI128(U8(1), hi.AsX(), lo, lo)
-		}
+		VINSERTI64X4(U8(1), hi.AsY(), lo, lo)
 		return lo
+	default:
+		// In a's and b's own registers, which the callers no longer need: AVX2 has 16 vector
+		// registers, and the function for every weight form leaves no spare one here.
+		VCVTPS2PH(U8(0), a, a.AsX())
+		VCVTPS2PH(U8(0), b, b.AsX())
+		VINSERTI128(U8(1), b.AsX(), a, a)
+		return a
 	}
 }
 

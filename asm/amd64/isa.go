@@ -212,8 +212,8 @@ var (
 	// oddWordsAVX512 are the VPERMT2W indexes 1, 3, ..., 63: the odd 16-bit words of two ZMM
 	// registers, the first's then the second's.
 	oddWordsAVX512 Mem
-	// constNegZero is float32 -0, what the functions for both weight forms add to w at the ends of
-	// rows for Weighted (1 for Offset).
+	// constNegZero is float32 -0, what the kernel functions add to w at the ends of rows for
+	// Weighted (1 for Offset; see spec.Variant.Body).
 	constNegZero Mem
 )
 

@@ -23,8 +23,9 @@ import (
 //	scale:  y = (x*inv)*w for each row done, with inv read from a stack slot
 //
 // The scale pass comes in three memory modes (ordinary, prefetching the rows ahead, and prefetching
-// with non-temporal stores), chosen by the job's flags once per row; the sum pass in two (with and
-// without prefetching). Every other piece is shared.
+// with non-temporal stores), chosen by the job's flags once per row, and the ordinary and
+// prefetching loops in three weight forms, chosen by w and flagOffset (spec.Variant.Body); the sum
+// pass in two (with and without prefetching). Every other piece is shared.
 
 const (
 	block  = 64     // elements of a row that fill the 64 partial sums once
@@ -32,7 +33,8 @@ const (
 	unroll = 4      // vectors per iteration of the scale loop
 	flagRD = 1 << 8 // (kernel-internal, in the rd local's place) d is a power of two
 
-	// byFlag, as the weight form of a scale loop, tests flagOffset per iteration (see weighLoop).
+	// byFlag, as the weight form of a scale loop, tests w and flagOffset per iteration (see
+	// weighLoop).
 	byFlag spec.Mode = -1
 )
 
@@ -66,7 +68,7 @@ type gen struct {
 	xrRow      Mem // AVX2, 16-bit: the row's x pointer while the sum pass reads the copied end
 
 	bf bfRegs     // AVX-512 bfloat16: the rounding constants
-	c  VecVirtual // AVX-512, functions for both weight forms: what the ends of rows add to w (see weightAdd)
+	c  VecVirtual // AVX-512: what the ends of rows add to w (see weightAdd)
 
 	labels int
 }
@@ -154,10 +156,8 @@ func (g *gen) prologue() {
 	g.dst, g.x = GP64(), GP64()
 	MOVQ(g.field(spec.Job.Dst), g.dst)
 	MOVQ(g.field(spec.Job.X), g.x)
-	if g.v.Mode != spec.Unweighted {
-		g.w = GP64()
-		MOVQ(g.field(spec.Job.W), g.w)
-	}
+	g.w = GP64() // nil for rows without a weight (spec.Variant.Body)
+	MOVQ(g.field(spec.Job.W), g.w)
 	if g.v.Residual {
 		g.res = GP64()
 		MOVQ(g.field(spec.Job.Res), g.res)
@@ -168,7 +168,7 @@ func (g *gen) prologue() {
 	g.loadBF16Consts()
 
 	g.divisor()
-	if g.v.SharesWeight() && g.s.masked {
+	if g.s.masked {
 		g.weightAdd()
 	}
 
@@ -707,11 +707,8 @@ func (g *gen) scaleRows(inv VecVirtual) {
 	MOVQ(g.k, k)
 	VBROADCASTSS(g.invs.Idx(k, 4), invv)
 	Label("scalebody")
-	var one VecVirtual
-	switch {
-	case g.v.SharesWeight() && g.c != nil:
-		one = g.c
-	case g.v.SharesWeight(): // AVX2: c for this row
+	one := g.c
+	if one == nil { // AVX2: c for this row
 		one = s.vec()
 		g.setC(one)
 	}
@@ -745,22 +742,21 @@ func (g *gen) scale(src GPVirtual, invv, one VecVirtual) {
 	XORQ(i, i)
 	MOVQ(g.d(), lim)
 	SUBQ(U32(unroll*s.lanes), lim)
-	// forms emits the loop name for the variant's weight form or, in a function for both forms,
-	// a loop for each, chosen once per row by flagOffset (from fl when it is set): a test per
-	// iteration measured 5% slower on avx512 binary16 rows in L1.
-	forms := func(name, offsetName string, pf, fl GPVirtual) {
-		if !g.v.SharesWeight() {
-			g.scaleLoop(name, src, i, lim, pf, fl, invv, one, false, g.v.Mode)
-			return
-		}
+	// forms emits a loop for each weight form, named name, name+"offset" and name+"noweight",
+	// chosen once per row by w and flagOffset (from fl when it is set): a test per iteration
+	// measured 5% slower on avx512 binary16 rows in L1.
+	forms := func(name string, pf, fl GPVirtual) {
+		TESTQ(g.w, g.w)
+		JZ(LabelRef(name + "noweight"))
 		if fl != nil {
 			TESTL(U32(spec.FlagOffset), fl)
 		} else {
 			TESTL(U32(spec.FlagOffset), g.flags())
 		}
-		JNZ(LabelRef(offsetName))
+		JNZ(LabelRef(name + "offset"))
 		g.scaleLoop(name, src, i, lim, pf, fl, invv, one, false, spec.Weighted)
-		g.scaleLoop(offsetName, src, i, lim, pf, fl, invv, one, false, spec.Offset)
+		g.scaleLoop(name+"offset", src, i, lim, pf, fl, invv, one, false, spec.Offset)
+		g.scaleLoop(name+"noweight", src, i, lim, pf, fl, invv, one, false, spec.Unweighted)
 	}
 	var pf, fl GPVirtual
 	if g.oneLoop() {
@@ -770,21 +766,19 @@ func (g *gen) scale(src GPVirtual, invv, one VecVirtual) {
 		MOVL(g.flags(), fl)
 		TESTL(U32(spec.FlagNT), fl)
 		JNZ(LabelRef("scalent"))
-		forms("scaleloop", "scaleoffsetloop", pf, fl)
+		forms("scaleloop", pf, fl)
 	} else {
 		// A loop for each memory mode (and weight form), chosen once per row.
 		TESTL(U32(spec.FlagPF), g.flags())
 		JNZ(LabelRef("scalepf"))
-		forms("scaleloop", "scaleoffsetloop", nil, nil)
+		forms("scaleloop", nil, nil)
 		Label("scalepf")
 		pf = g.pfOffset(1)
 		ADDQ(src, pf)
 		TESTL(U32(spec.FlagNT), g.flags())
 		JNZ(LabelRef("scalent"))
-		forms("scalepfloop", "scalepfoffsetloop", pf, nil)
-		if g.v.SharesWeight() {
-			fl = GP32() // for the non-temporal loop, which tests flagOffset per iteration
-		}
+		forms("scalepfloop", pf, nil)
+		fl = GP32() // for the non-temporal loop, which tests flagOffset per iteration
 	}
 
 	Label("scalent")
@@ -816,13 +810,9 @@ func (g *gen) scale(src GPVirtual, invv, one VecVirtual) {
 	t := g.pfOffset(1)
 	ADDQ(src, t)
 	MOVQ(t, pf)
-	form := g.v.Mode
-	if g.v.SharesWeight() {
-		// Rows from memory do not notice a test per iteration (see weighLoop).
-		form = byFlag
-		MOVL(g.flags(), fl)
-	}
-	g.scaleLoop("scalentloop", src, i, lim, pf, fl, invv, one, true, form)
+	// Rows from memory do not notice a test per iteration (see weighLoop).
+	MOVL(g.flags(), fl)
+	g.scaleLoop("scalentloop", src, i, lim, pf, fl, invv, one, true, byFlag)
 
 	Label("scaletail")
 	ADDQ(U32((unroll-1)*s.lanes), lim)
@@ -855,8 +845,8 @@ func (g *gen) oneLoop() bool { return g.is16() }
 // to scaletail: prefetching the row at pf as it goes (unless pf is nil), with non-temporal stores
 // when nt. With fl (the flags in a register) and not nt, the prefetches depend on flagPF, tested
 // per iteration with a branch not taken when it is clear: one loop serves rows in cache and rows
-// from memory (flagNT comes only with flagPF; see oneLoop). The non-temporal loop of a function
-// for both weight forms (form byFlag) tests flagOffset in fl instead (see weighLoop).
+// from memory (flagNT comes only with flagPF; see oneLoop). The non-temporal loop (form byFlag)
+// tests w and flagOffset in fl instead (see weighLoop).
 func (g *gen) scaleLoop(name string, src, i, lim, pf, fl GPVirtual, invv, one VecVirtual, nt bool, form spec.Mode) {
 	s := g.s
 	Label(name)
@@ -914,14 +904,16 @@ func (g *gen) scaleLoop(name string, src, i, lim, pf, fl GPVirtual, invv, one Ve
 }
 
 // weighLoop multiplies ts, the products of an iteration of the non-temporal scale loop of a
-// function that serves both weight forms (spec.Variant.Body), by the weight or by 1 + it, as
-// flagOffset in fl says: one branch per iteration, which rows from memory do not notice, where
+// function (spec.Variant.Body), by the weight or by 1 + it, as flagOffset in fl says, or by
+// nothing when w is nil: two branches per iteration, which rows from memory do not notice, where
 // adding -0 to every weight vector measured 10-14% slower (avx2 binary16). Weighted goes straight
 // on; Offset's products are out of the loop's way, in the code the function it returns emits,
 // which the caller places after the loop. The rest of the row (partialOut, the tail) adds c from
 // one.
 func (g *gen) weighLoop(ts []VecVirtual, i, fl GPVirtual, one VecVirtual) func() {
 	offs, done := g.label("offset"), g.label("weighed")
+	TESTQ(g.w, g.w)
+	JZ(LabelRef(done))
 	TESTL(U32(spec.FlagOffset), fl)
 	JNZ(LabelRef(offs))
 	for u, t := range ts {
@@ -971,14 +963,20 @@ func (g *gen) roundIfRN(ts ...VecVirtual) {
 	Label(skip)
 }
 
-// applyWeight multiplies t by the weight vector at m, or by 1 + it, as the variant asks; with k
-// set, only the lanes of k are read.
+// applyWeight multiplies t by w + c from the weight vector at m (c is one: 1 with flagOffset, else
+// -0), or leaves it when the job has no weight (w nil); with k set, only the lanes of k are read.
+// For the ends of rows and the head of a non-temporal one, where a branch costs less than a copy.
 func (g *gen) applyWeight(t VecVirtual, m Mem, one VecVirtual, k Op) {
-	g.applyWeightAs(g.v.Mode, t, m, one, k)
+	skip := g.label("noweight")
+	TESTQ(g.w, g.w)
+	JZ(LabelRef(skip))
+	g.applyWeightAs(spec.Offset, t, m, one, k)
+	Label(skip)
 }
 
-// applyWeightAs is applyWeight for the weight form mode (a loop of a function that serves both,
-// see spec.Variant.Body, applies the one it is for).
+// applyWeightAs multiplies t by the weight vector at m, by 1 + it or by nothing, as mode says
+// (each main loop of a function applies the form it is for, see spec.Variant.Body); with k set,
+// only the lanes of k are read.
 func (g *gen) applyWeightAs(mode spec.Mode, t VecVirtual, m Mem, one VecVirtual, k Op) {
 	switch {
 	case mode == spec.Unweighted:
@@ -1021,11 +1019,13 @@ func (g *gen) partialOut(src, i, n GPVirtual, invv, one VecVirtual) {
 	LEAQ(g.at(src, i, 0), p)
 	LEAQ(g.slotX, sl)
 	g.copyElems(p, sl, n, g.eb)
-	if g.v.Mode != spec.Unweighted {
-		LEAQ(g.atW(i, 0), p)
-		LEAQ(g.slotX.Offset(vb), sl)
-		g.copyElems(p, sl, n, 4)
-	}
+	noW := g.label("nowcopy")
+	TESTQ(g.w, g.w)
+	JZ(LabelRef(noW))
+	LEAQ(g.atW(i, 0), p)
+	LEAQ(g.slotX.Offset(vb), sl)
+	g.copyElems(p, sl, n, 4)
+	Label(noW)
 	t := s.vec()
 	g.load(g.slotX, t)
 	VMULPS(t, invv, t)

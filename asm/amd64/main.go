@@ -79,7 +79,7 @@ func main() {
 // loopHeads matches the labels of the forward kernels' main loops, which fixAssembly aligns to 32
 // bytes (Avo has no PCALIGN); alignLoops keeps it out of the backward kernels, whose sum loop has
 // one of these names too.
-var loopHeads = regexp.MustCompile(`(?m)^((sumloop|sumpfloop|scaleloop|scalepfloop|scalentloop|scaleoffsetloop|scalepfoffsetloop):\n)`)
+var loopHeads = regexp.MustCompile(`(?m)^((sumloop|sumpfloop|scaleloop|scalepfloop|scalentloop|scaleloopoffset|scalepfloopoffset|scaleloopnoweight|scalepfloopnoweight):\n)`)
 
 // alignLoops puts PCALIGN $32 before the loopHeads of every function but the backward ones.
 func alignLoops(src []byte) []byte {

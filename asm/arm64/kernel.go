@@ -8,15 +8,14 @@ import (
 	"github.com/gosimd/rmsnorm/asm/internal/spec"
 )
 
-// Registers. General purpose: R0 dst row, R1 x row, R2 w, R3 res row, R4 inv, R5 d, R6 to,
-// R7 stride in bytes, R8 flags (plus flagRD), R9 rows done (the row at R0, R1, R3), R19 rows to
-// do one at a time after a failed group, R20 rows to scale, R21 pfSum, R22 pfScale; R10-R17 and
-// R23-R26 are scratch (R18 is the platform register, R27-R30 belong to the Go toolchain, and R26
-// holds a closure's context only on entry).
+// Registers. General purpose: R0 dst row, R1 x row, R2 w (nil: no weight), R3 res row, R4 inv, R5
+// d, R6 to, R7 stride in bytes, R8 flags (plus flagRD), R9 rows done (the row at R0, R1, R3), R19
+// rows to do one at a time after a failed group, R20 rows to scale, R21 pfSum, R22 pfScale;
+// R10-R17 and R23-R26 are scratch (R18 is the platform register, R27-R30 belong to the Go
+// toolchain, and R26 holds a closure's context only on entry).
 // Vector: V0-V15 the 64 partial sums, V16-V23 scratch, V24-V27 the constants of bfloat16 rounding
-// (bfloat16 variants), V28 c, what the ends of rows add to the weight (1 or -0, in the functions
-// with a weight, which serve both weight forms: spec.Variant.Body), V29 inv (all lanes), V30 the
-// four inv of a group.
+// (bfloat16 variants), V28 c, what the ends of rows add to the weight (1 or -0:
+// spec.Variant.Body), V29 inv (all lanes), V30 the four inv of a group.
 const (
 	rDst, rX, rW, rRes, rInv, rD, rTo, rStride, rFlags, rDone = "R0", "R1", "R2", "R3", "R4", "R5", "R6", "R7", "R8", "R9"
 	rSkip, rPend, rPfSum, rPfScale                            = "R19", "R20", "R21", "R22"
@@ -189,14 +188,12 @@ func (e *emitter) prologue() {
 	e.op("MOVD %s(R16), %s", j.Stride, rStride)
 	e.op("LSL $%d, %s, %s", map[int]int{4: 2, 2: 1}[e.eb], rStride, rStride)
 	e.op("MOVWU %s(R16), %s", j.Flags, rFlags)
-	if e.v.SharesWeight() {
-		e.comment("c, added to the weight: 1 with flagOffset, else -0 (spec.Variant.Body).")
-		e.op("MOVW $0x80000000, R10")
-		e.op("TBZ $%d, %s, weightadd", bits.TrailingZeros(spec.FlagOffset), rFlags)
-		e.op("MOVW $0x3f800000, R10")
-		e.label("weightadd")
-		e.op("VDUP R10, V28.S4")
-	}
+	e.comment("c, added to the weight: 1 with flagOffset, else -0 (spec.Variant.Body).")
+	e.op("MOVW $0x80000000, R10")
+	e.op("TBZ $%d, %s, weightadd", bits.TrailingZeros(spec.FlagOffset), rFlags)
+	e.op("MOVW $0x3f800000, R10")
+	e.label("weightadd")
+	e.op("VDUP R10, V28.S4")
 	if e.v.Format == spec.BF16 {
 		e.comment("Constants of bfloat16 rounding: 1, 0x7fff, 0xffff0000, the quiet NaN.")
 		for i, c := range []uint32{1, 0x7fff, 0xffff0000, 0x7fc00000} {
@@ -536,15 +533,13 @@ func (e *emitter) scaleRow(src string) {
 	e.op("MOVD %s, R12", rD)
 	if e.oneLoop() {
 		e.op("ADD %s, R10, R15", rPfScale) // the row prefetched with flagPF
-		if e.v.SharesWeight() {
-			// A loop for each weight form, as on amd64, where a test per iteration measured 5%
-			// slower (avx512, binary16 rows in L1).
-			e.op("TBNZ $%d, %s, loop16offset", bits.TrailingZeros(spec.FlagOffset), rFlags)
-			e.scaleLoop16("", spec.Weighted)
-			e.scaleLoop16("offset", spec.Offset)
-		} else {
-			e.scaleLoop16("", e.v.Mode)
-		}
+		// A loop for each weight form, as on amd64, where a test per iteration measured 5%
+		// slower (avx512, binary16 rows in L1). A job without a weight has w nil.
+		e.op("CBZ %s, loop16noweight", rW)
+		e.op("TBNZ $%d, %s, loop16offset", bits.TrailingZeros(spec.FlagOffset), rFlags)
+		e.scaleLoop16("", spec.Weighted)
+		e.scaleLoop16("offset", spec.Offset)
+		e.scaleLoop16("noweight", spec.Unweighted)
 	} else {
 		// A loop for each memory mode and weight form, chosen once per row.
 		loop := func(label string, pf bool, mode spec.Mode) {
@@ -559,25 +554,17 @@ func (e *emitter) scaleRow(src string) {
 			e.op("B %s", label)
 		}
 		forms := func(label string, pf bool) {
-			if !e.v.SharesWeight() {
-				loop(label, pf, e.v.Mode)
-				return
-			}
+			e.op("CBZ %s, %snoweight", rW, label)
 			e.op("TBNZ $%d, %s, %soffset", bits.TrailingZeros(spec.FlagOffset), rFlags, label)
 			loop(label, pf, spec.Weighted)
 			loop(label+"offset", pf, spec.Offset)
-		}
-		noPF := "loop16"
-		if e.v.SharesWeight() {
-			noPF = "nopf16"
+			loop(label+"noweight", pf, spec.Unweighted)
 		}
 		e.op("TST $%d, %s", spec.FlagPF, rFlags)
-		e.op("BEQ %s", noPF)
+		e.op("BEQ nopf16")
 		e.op("ADD %s, R10, R15", rPfScale)
 		forms("pf16", true)
-		if e.v.SharesWeight() {
-			e.label(noPF)
-		}
+		e.label("nopf16")
 		forms("loop16", false)
 	}
 
@@ -597,9 +584,10 @@ func (e *emitter) scaleRow(src string) {
 	e.op("ADD $%d, RSP, R11", offSlotX)
 	e.copyElems("R10", "R11", "R12", e.eb)
 	e.op("ADD $%d, RSP, R11", offSlotX+16)
-	if e.v.Mode != spec.Unweighted {
-		e.copyElems("R13", "R11", "R12", 4)
-	}
+	nw := e.fresh("nowcopy")
+	e.op("CBZ %s, %s", rW, nw)
+	e.copyElems("R13", "R11", "R12", 4)
+	e.label(nw)
 	e.op("ADD $%d, RSP, R11", offSlotX)
 	e.op("VLD1 (R11), %s", e.list(16, 1))
 	e.widen(16)
@@ -610,19 +598,19 @@ func (e *emitter) scaleRow(src string) {
 	e.label("scaled")
 }
 
-// scaleVec turns x in Vx into (x*inv)*w (or the variant's form), loading w into Vw with loadW;
-// with flagRN (RoundNormalized), x*inv is rounded to the format first.
+// scaleVec turns x in Vx into (x*inv)*(w + c), loading w into Vw with loadW (c in V28: 1 with
+// flagOffset, else -0), or into x*inv when the job has no weight (w nil): for the ends of rows,
+// where a branch costs less than a copy per weight form. With flagRN (RoundNormalized), x*inv is
+// rounded to the format first.
 func (e *emitter) scaleVec(x, w vreg, loadW string) {
 	e.word(fmul4s(x, x, 29))
 	e.roundIfRN([3]vreg{21, 22, 23}, x)
-	if e.v.Mode == spec.Unweighted {
-		return
-	}
+	skip := e.fresh("noweight")
+	e.op("CBZ %s, %s", rW, skip)
 	e.op("%s", loadW)
-	if e.v.Mode == spec.Offset {
-		e.word(fadd4s(w, w, 28))
-	}
+	e.word(fadd4s(w, w, 28))
 	e.word(fmul4s(x, x, w))
+	e.label(skip)
 }
 
 // storeVecs narrows n vectors from V(v) to the row's format and stores them at base
@@ -657,7 +645,7 @@ func (e *emitter) scaleLoop16(suffix string, mode spec.Mode) {
 }
 
 // scale16 scales 16 elements at R10 into R14, weight at R13, with the weight form mode (a
-// function that serves both forms, spec.Variant.Body, has a loop for each).
+// function serves every form, spec.Variant.Body, with a loop for each).
 func (e *emitter) scale16(mode spec.Mode) {
 	e.op("VLD1.P %d(R10), %s", 16*e.eb, e.list(16, 4))
 	for i := vreg(0); i < 4; i++ {

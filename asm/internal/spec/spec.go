@@ -57,32 +57,23 @@ type Variant struct {
 // less than a second copy of every such function (a third of the generated code).
 func (v Variant) Rounds() bool { return v.Format != F32 && v.Mode != Unweighted }
 
-// SharesWeight reports whether v's kernel function is one of the functions with a weight, which
-// serve Weighted and Offset alike (see Body).
-func (v Variant) SharesWeight() bool { return v.Mode != Unweighted }
-
-// Body returns the variant whose kernel function runs v. Rows with a weight have one function for
-// Weighted and Offset, told apart by FlagOffset: the main scale loops come in one copy per form,
-// chosen once per row (on amd64 the loop of non-temporal stores, whose rows come from memory,
-// tests the flag per iteration instead), and the ends of rows multiply by w + c, with c = 1 under
-// FlagOffset and c = -0 without (w + -0 is w for every w, -0 included, so Weighted keeps its
-// bits). Everything else, the sum pass above all, is shared: the Weighted functions were a sixth
-// of the generated code.
+// Body returns the variant whose kernel function runs v: one function per format and residual
+// serves the three weight forms, and Body stands for it with Mode Offset. The main scale loops
+// come in one copy per form, chosen once per row: a job without a weight (Unweighted) has w nil,
+// and FlagOffset tells Offset from Weighted (on amd64 the loop of non-temporal stores, whose rows
+// come from memory, tests w and the flag per iteration instead). The ends of rows multiply by
+// w + c, with c = 1 under FlagOffset and c = -0 without (w + -0 is w for every w, -0 included,
+// so Weighted keeps its bits), or skip the weight when w is nil. Everything else, the sum pass
+// above all, is shared: the functions for Weighted were a sixth of the generated code, those for
+// Unweighted a quarter of what remained.
 func (v Variant) Body() Variant {
-	if v.SharesWeight() {
-		v.Mode = Offset
-	}
+	v.Mode = Offset
 	return v
 }
 
-// FuncName is the part of a function name that names the function running v, e.g. "AddUnweighted"
-// or, for a function that serves both weight forms, "BF16AddWeightedOrOffset".
-func (v Variant) FuncName() string {
-	if !v.SharesWeight() {
-		return v.Name()
-	}
-	return v.stem() + "WeightedOrOffset"
-}
+// FuncName is the part of a function name that names the function running v, e.g. "Forward" or
+// "ForwardBF16Add": every weight form of a format and residual has the same (see Body).
+func (v Variant) FuncName() string { return "Forward" + v.stem() }
 
 // Bodies lists the variants that have kernel functions of their own, in the order of Forward:
 // Body of each, once.
@@ -163,8 +154,8 @@ func (v Variant) Formula() string {
 	}
 	n := "(" + src + "*inv)"
 	switch {
-	case v.SharesWeight():
-		s += "y = " + round(n+"*w") + ", or " + round(n+"*(1+w)") + " with flagOffset"
+	case v == v.Body():
+		s += "y = " + round(n+"*w") + ", " + round(n+"*(1+w)") + " with flagOffset, or " + round(src+"*inv") + " with w nil"
 	case v.Mode == Weighted:
 		s += "y = " + round(n+"*w")
 	case v.Mode == Offset:
@@ -219,7 +210,8 @@ const (
 	// FlagRN (16-bit rows with a weight): Norm.RoundNormalized, x*inv rounded to the format before
 	// the weight (see Variant.Rounds).
 	FlagRN = 8
-	// FlagOffset (rows with a weight): the weight form is 1+w, Offset (see Variant.Body).
+	// FlagOffset (rows with a weight): the weight form is 1+w, Offset (see Variant.Body). Rows
+	// without a weight need no flag: their job's w is nil.
 	FlagOffset = 16
 )
 
@@ -245,7 +237,7 @@ func GoSpec(header string) string {
 	fmt.Fprintf(&b, "\tflagPF = %d // the rows come from memory, or lie far apart: prefetch them (the generic kernel: touchRow)\n", FlagPF)
 	fmt.Fprintf(&b, "\tflagFuse = %d // backward: the last row of a block adds the block's partial sum to DW\n", FlagFuse)
 	fmt.Fprintf(&b, "\tflagRN = %d // 16-bit rows with a weight: round x*inv to the format before the weight (RoundNormalized)\n", FlagRN)
-	fmt.Fprintf(&b, "\tflagOffset = %d // rows with a weight: the weight form is 1+w (the functions for both forms are one)\n", FlagOffset)
+	fmt.Fprintf(&b, "\tflagOffset = %d // rows with a weight: the weight form is 1+w (one kernel function serves every form)\n", FlagOffset)
 	b.WriteString(")\n\n")
 	fmt.Fprintf(&b, "// gradBlock is the number of rows summed into one partial sum of the weight gradient.\nconst gradBlock = %d\n\n", GradBlock)
 	fmt.Fprintf(&b, "// groupMax is the longest row the kernels normalize four at a time.\nconst groupMax = %d\n\n", GroupMax)

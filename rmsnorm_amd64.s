@@ -1882,34 +1882,6 @@ scaleloopnoweightbody15:
 	VPMOVZXWD   96(DX)(DI*2), Z10
 	VPSLLD      $0x10, Z10, Z10
 	VMULPS      Z6, Z10, Z10
-	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn16
-	VFIXUPIMMPS $0x00, Z3, Z7, Z7
-	VPSRLD      $0x10, Z7, Z12
-	VPANDD      Z0, Z12, Z12
-	VPADDD      Z1, Z12, Z12
-	VPADDD      Z7, Z12, Z12
-	VPANDD      Z2, Z12, Z7
-	VFIXUPIMMPS $0x00, Z3, Z8, Z8
-	VPSRLD      $0x10, Z8, Z12
-	VPANDD      Z0, Z12, Z12
-	VPADDD      Z1, Z12, Z12
-	VPADDD      Z8, Z12, Z12
-	VPANDD      Z2, Z12, Z8
-	VFIXUPIMMPS $0x00, Z3, Z9, Z9
-	VPSRLD      $0x10, Z9, Z12
-	VPANDD      Z0, Z12, Z12
-	VPADDD      Z1, Z12, Z12
-	VPADDD      Z9, Z12, Z12
-	VPANDD      Z2, Z12, Z9
-	VFIXUPIMMPS $0x00, Z3, Z10, Z10
-	VPSRLD      $0x10, Z10, Z12
-	VPANDD      Z0, Z12, Z12
-	VPADDD      Z1, Z12, Z12
-	VPADDD      Z10, Z12, Z12
-	VPANDD      Z2, Z12, Z10
-
-notrn16:
 	VFIXUPIMMPS $0x00, Z3, Z7, Z7
 	VPSRLD      $0x10, Z7, Z12
 	VPANDD      Z0, Z12, Z12
@@ -1960,7 +1932,7 @@ scalehead:
 	VPSLLD      $0x10, Z7, Z7
 	VMULPS      Z6, Z7, Z7
 	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn17
+	JZ          notrn16
 	VFIXUPIMMPS $0x00, Z3, Z7, Z7
 	VPSRLD      $0x10, Z7, Z8
 	VPANDD      Z0, Z8, Z8
@@ -1968,14 +1940,14 @@ scalehead:
 	VPADDD      Z7, Z8, Z8
 	VPANDD      Z2, Z8, Z7
 
-notrn17:
+notrn16:
 	TESTQ   BX, BX
-	JZ      noweight18
+	JZ      noweight17
 	VMOVUPS (BX)(DI*4), Z8
 	VADDPS  Z5, Z8, Z8
 	VMULPS  Z8, Z7, Z7
 
-noweight18:
+noweight17:
 	VFIXUPIMMPS $0x00, Z3, Z7, Z7
 	VPSRLD      $0x10, Z7, Z8
 	VPANDD      Z0, Z8, Z8
@@ -1993,10 +1965,10 @@ scaleheadpart:
 scalentgo:
 	MOVQ SI, R9
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows19
+	JA   longrows18
 	SHLQ $0x03, R9
 
-longrows19:
+longrows18:
 	ADDQ DX, R9
 	MOVL job_flags+0(AX), R10
 
@@ -2019,7 +1991,7 @@ scalentloop:
 	VPSLLD      $0x10, Z10, Z10
 	VMULPS      Z6, Z10, Z10
 	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn20
+	JZ          notrn19
 	VFIXUPIMMPS $0x00, Z3, Z7, Z7
 	VPSRLD      $0x10, Z7, Z12
 	VPANDD      Z0, Z12, Z12
@@ -2045,17 +2017,17 @@ scalentloop:
 	VPADDD      Z10, Z12, Z12
 	VPANDD      Z2, Z12, Z10
 
-notrn20:
+notrn19:
 	TESTQ  BX, BX
-	JZ     weighed22
+	JZ     weighed21
 	TESTL  $0x00000010, R10
-	JNZ    offset21
+	JNZ    offset20
 	VMULPS (BX)(DI*4), Z7, Z7
 	VMULPS 64(BX)(DI*4), Z8, Z8
 	VMULPS 128(BX)(DI*4), Z9, Z9
 	VMULPS 192(BX)(DI*4), Z10, Z10
 
-weighed22:
+weighed21:
 	VFIXUPIMMPS $0x00, Z3, Z7, Z7
 	VPSRLD      $0x10, Z7, Z12
 	VPANDD      Z0, Z12, Z12
@@ -2083,7 +2055,7 @@ weighed22:
 	ADDQ        $0x00000040, DI
 	JMP         scalentloop
 
-offset21:
+offset20:
 	VMOVUPS (BX)(DI*4), Z12
 	VADDPS  Z5, Z12, Z12
 	VMULPS  Z12, Z7, Z7
@@ -2096,7 +2068,7 @@ offset21:
 	VMOVUPS 192(BX)(DI*4), Z12
 	VADDPS  Z5, Z12, Z12
 	VMULPS  Z12, Z10, Z10
-	JMP     weighed22
+	JMP     weighed21
 
 scaletail:
 	ADDQ $0x00000030, R8
@@ -2108,7 +2080,7 @@ scaleone:
 	VPSLLD      $0x10, Z7, Z7
 	VMULPS      Z6, Z7, Z7
 	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn23
+	JZ          notrn22
 	VFIXUPIMMPS $0x00, Z3, Z7, Z7
 	VPSRLD      $0x10, Z7, Z8
 	VPANDD      Z0, Z8, Z8
@@ -2116,14 +2088,14 @@ scaleone:
 	VPADDD      Z7, Z8, Z8
 	VPANDD      Z2, Z8, Z7
 
-notrn23:
+notrn22:
 	TESTQ   BX, BX
-	JZ      noweight24
+	JZ      noweight23
 	VMOVUPS (BX)(DI*4), Z8
 	VADDPS  Z5, Z8, Z8
 	VMULPS  Z8, Z7, Z7
 
-noweight24:
+noweight23:
 	VFIXUPIMMPS $0x00, Z3, Z7, Z7
 	VPSRLD      $0x10, Z7, Z8
 	VPANDD      Z0, Z8, Z8
@@ -2147,7 +2119,7 @@ partout:
 	VPSLLD      $0x10, Z7, Z7
 	VMULPS      Z7, Z6, Z7
 	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn25
+	JZ          notrn24
 	VFIXUPIMMPS $0x00, Z3, Z7, Z7
 	VPSRLD      $0x10, Z7, Z8
 	VPANDD      Z0, Z8, Z8
@@ -2155,14 +2127,14 @@ partout:
 	VPADDD      Z7, Z8, Z8
 	VPANDD      Z2, Z8, Z7
 
-notrn25:
+notrn24:
 	TESTQ     BX, BX
-	JZ        noweight26
+	JZ        noweight25
 	VMOVUPS.Z (BX)(DI*4), K1, Z8
 	VADDPS    Z5, Z8, Z8
 	VMULPS    Z8, Z7, Z7
 
-noweight26:
+noweight25:
 	VFIXUPIMMPS $0x00, Z3, Z7, Z7
 	VPSRLD      $0x10, Z7, Z8
 	VPANDD      Z0, Z8, Z8
@@ -2782,34 +2754,6 @@ scaleloopnoweightbody13:
 	VPMOVZXWD   96(SI)(R8*2), Z10
 	VPSLLD      $0x10, Z10, Z10
 	VMULPS      Z6, Z10, Z10
-	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn14
-	VFIXUPIMMPS $0x00, Z3, Z7, Z7
-	VPSRLD      $0x10, Z7, Z11
-	VPANDD      Z0, Z11, Z11
-	VPADDD      Z1, Z11, Z11
-	VPADDD      Z7, Z11, Z11
-	VPANDD      Z2, Z11, Z7
-	VFIXUPIMMPS $0x00, Z3, Z8, Z8
-	VPSRLD      $0x10, Z8, Z11
-	VPANDD      Z0, Z11, Z11
-	VPADDD      Z1, Z11, Z11
-	VPADDD      Z8, Z11, Z11
-	VPANDD      Z2, Z11, Z8
-	VFIXUPIMMPS $0x00, Z3, Z9, Z9
-	VPSRLD      $0x10, Z9, Z11
-	VPANDD      Z0, Z11, Z11
-	VPADDD      Z1, Z11, Z11
-	VPADDD      Z9, Z11, Z11
-	VPANDD      Z2, Z11, Z9
-	VFIXUPIMMPS $0x00, Z3, Z10, Z10
-	VPSRLD      $0x10, Z10, Z11
-	VPANDD      Z0, Z11, Z11
-	VPADDD      Z1, Z11, Z11
-	VPADDD      Z10, Z11, Z11
-	VPANDD      Z2, Z11, Z10
-
-notrn14:
 	VFIXUPIMMPS $0x00, Z3, Z7, Z7
 	VPSRLD      $0x10, Z7, Z11
 	VPANDD      Z0, Z11, Z11
@@ -2860,7 +2804,7 @@ scalehead:
 	VPSLLD      $0x10, Z7, Z7
 	VMULPS      Z6, Z7, Z7
 	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn15
+	JZ          notrn14
 	VFIXUPIMMPS $0x00, Z3, Z7, Z7
 	VPSRLD      $0x10, Z7, Z8
 	VPANDD      Z0, Z8, Z8
@@ -2868,14 +2812,14 @@ scalehead:
 	VPADDD      Z7, Z8, Z8
 	VPANDD      Z2, Z8, Z7
 
-notrn15:
+notrn14:
 	TESTQ   BX, BX
-	JZ      noweight16
+	JZ      noweight15
 	VMOVUPS (BX)(R8*4), Z8
 	VADDPS  Z5, Z8, Z8
 	VMULPS  Z8, Z7, Z7
 
-noweight16:
+noweight15:
 	VFIXUPIMMPS $0x00, Z3, Z7, Z7
 	VPSRLD      $0x10, Z7, Z8
 	VPANDD      Z0, Z8, Z8
@@ -2893,10 +2837,10 @@ scaleheadpart:
 scalentgo:
 	MOVQ DI, R10
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows17
+	JA   longrows16
 	SHLQ $0x03, R10
 
-longrows17:
+longrows16:
 	ADDQ SI, R10
 	MOVL job_flags+0(AX), R11
 
@@ -2919,7 +2863,7 @@ scalentloop:
 	VPSLLD      $0x10, Z10, Z10
 	VMULPS      Z6, Z10, Z10
 	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn18
+	JZ          notrn17
 	VFIXUPIMMPS $0x00, Z3, Z7, Z7
 	VPSRLD      $0x10, Z7, Z11
 	VPANDD      Z0, Z11, Z11
@@ -2945,17 +2889,17 @@ scalentloop:
 	VPADDD      Z10, Z11, Z11
 	VPANDD      Z2, Z11, Z10
 
-notrn18:
+notrn17:
 	TESTQ  BX, BX
-	JZ     weighed20
+	JZ     weighed19
 	TESTL  $0x00000010, R11
-	JNZ    offset19
+	JNZ    offset18
 	VMULPS (BX)(R8*4), Z7, Z7
 	VMULPS 64(BX)(R8*4), Z8, Z8
 	VMULPS 128(BX)(R8*4), Z9, Z9
 	VMULPS 192(BX)(R8*4), Z10, Z10
 
-weighed20:
+weighed19:
 	VFIXUPIMMPS $0x00, Z3, Z7, Z7
 	VPSRLD      $0x10, Z7, Z11
 	VPANDD      Z0, Z11, Z11
@@ -2983,7 +2927,7 @@ weighed20:
 	ADDQ        $0x00000040, R8
 	JMP         scalentloop
 
-offset19:
+offset18:
 	VMOVUPS (BX)(R8*4), Z11
 	VADDPS  Z5, Z11, Z11
 	VMULPS  Z11, Z7, Z7
@@ -2996,7 +2940,7 @@ offset19:
 	VMOVUPS 192(BX)(R8*4), Z11
 	VADDPS  Z5, Z11, Z11
 	VMULPS  Z11, Z10, Z10
-	JMP     weighed20
+	JMP     weighed19
 
 scaletail:
 	ADDQ $0x00000030, R9
@@ -3008,7 +2952,7 @@ scaleone:
 	VPSLLD      $0x10, Z7, Z7
 	VMULPS      Z6, Z7, Z7
 	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn21
+	JZ          notrn20
 	VFIXUPIMMPS $0x00, Z3, Z7, Z7
 	VPSRLD      $0x10, Z7, Z8
 	VPANDD      Z0, Z8, Z8
@@ -3016,14 +2960,14 @@ scaleone:
 	VPADDD      Z7, Z8, Z8
 	VPANDD      Z2, Z8, Z7
 
-notrn21:
+notrn20:
 	TESTQ   BX, BX
-	JZ      noweight22
+	JZ      noweight21
 	VMOVUPS (BX)(R8*4), Z8
 	VADDPS  Z5, Z8, Z8
 	VMULPS  Z8, Z7, Z7
 
-noweight22:
+noweight21:
 	VFIXUPIMMPS $0x00, Z3, Z7, Z7
 	VPSRLD      $0x10, Z7, Z8
 	VPANDD      Z0, Z8, Z8
@@ -3047,7 +2991,7 @@ partout:
 	VPSLLD      $0x10, Z7, Z7
 	VMULPS      Z7, Z6, Z7
 	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn23
+	JZ          notrn22
 	VFIXUPIMMPS $0x00, Z3, Z7, Z7
 	VPSRLD      $0x10, Z7, Z8
 	VPANDD      Z0, Z8, Z8
@@ -3055,14 +2999,14 @@ partout:
 	VPADDD      Z7, Z8, Z8
 	VPANDD      Z2, Z8, Z7
 
-notrn23:
+notrn22:
 	TESTQ     BX, BX
-	JZ        noweight24
+	JZ        noweight23
 	VMOVUPS.Z (BX)(R8*4), K1, Z8
 	VADDPS    Z5, Z8, Z8
 	VMULPS    Z8, Z7, Z7
 
-noweight24:
+noweight23:
 	VFIXUPIMMPS $0x00, Z3, Z7, Z7
 	VPSRLD      $0x10, Z7, Z8
 	VPANDD      Z0, Z8, Z8
@@ -3536,26 +3480,14 @@ scaleloopnoweight:
 	JNZ   scaleloopnoweightpf14
 
 scaleloopnoweightbody15:
-	VCVTPH2PS (DX)(DI*2), Z2
-	VMULPS    Z1, Z2, Z2
-	VCVTPH2PS 32(DX)(DI*2), Z3
-	VMULPS    Z1, Z3, Z3
-	VCVTPH2PS 64(DX)(DI*2), Z4
-	VMULPS    Z1, Z4, Z4
-	VCVTPH2PS 96(DX)(DI*2), Z5
-	VMULPS    Z1, Z5, Z5
-	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn16
-	VCVTPS2PH $0x00, Z2, Y2
-	VCVTPH2PS Y2, Z2
-	VCVTPS2PH $0x00, Z3, Y3
-	VCVTPH2PS Y3, Z3
-	VCVTPS2PH $0x00, Z4, Y4
-	VCVTPH2PS Y4, Z4
-	VCVTPS2PH $0x00, Z5, Y5
-	VCVTPH2PS Y5, Z5
-
-notrn16:
+	VCVTPH2PS    (DX)(DI*2), Z2
+	VMULPS       Z1, Z2, Z2
+	VCVTPH2PS    32(DX)(DI*2), Z3
+	VMULPS       Z1, Z3, Z3
+	VCVTPH2PS    64(DX)(DI*2), Z4
+	VMULPS       Z1, Z4, Z4
+	VCVTPH2PS    96(DX)(DI*2), Z5
+	VMULPS       Z1, Z5, Z5
 	VCVTPS2PH    $0x00, Z2, Y11
 	VCVTPS2PH    $0x00, Z3, Y2
 	VINSERTI64X4 $0x01, Y2, Z11, Z11
@@ -3589,18 +3521,18 @@ scalehead:
 	VCVTPH2PS (DX)(DI*2), Z2
 	VMULPS    Z1, Z2, Z2
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn17
+	JZ        notrn16
 	VCVTPS2PH $0x00, Z2, Y2
 	VCVTPH2PS Y2, Z2
 
-notrn17:
+notrn16:
 	TESTQ   BX, BX
-	JZ      noweight18
+	JZ      noweight17
 	VMOVUPS (BX)(DI*4), Z3
 	VADDPS  Z0, Z3, Z3
 	VMULPS  Z3, Z2, Z2
 
-noweight18:
+noweight17:
 	VCVTPS2PH $0x00, Z2, (CX)(DI*2)
 	ADDQ      $0x00000010, DI
 	SUBQ      $0x00000010, R9
@@ -3612,10 +3544,10 @@ scaleheadpart:
 scalentgo:
 	MOVQ SI, R9
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows19
+	JA   longrows18
 	SHLQ $0x03, R9
 
-longrows19:
+longrows18:
 	ADDQ DX, R9
 	MOVL job_flags+0(AX), R10
 
@@ -3634,7 +3566,7 @@ scalentloop:
 	VCVTPH2PS  96(DX)(DI*2), Z5
 	VMULPS     Z1, Z5, Z5
 	TESTL      $0x00000008, job_flags+0(AX)
-	JZ         notrn20
+	JZ         notrn19
 	VCVTPS2PH  $0x00, Z2, Y2
 	VCVTPH2PS  Y2, Z2
 	VCVTPS2PH  $0x00, Z3, Y3
@@ -3644,17 +3576,17 @@ scalentloop:
 	VCVTPS2PH  $0x00, Z5, Y5
 	VCVTPH2PS  Y5, Z5
 
-notrn20:
+notrn19:
 	TESTQ  BX, BX
-	JZ     weighed22
+	JZ     weighed21
 	TESTL  $0x00000010, R10
-	JNZ    offset21
+	JNZ    offset20
 	VMULPS (BX)(DI*4), Z2, Z2
 	VMULPS 64(BX)(DI*4), Z3, Z3
 	VMULPS 128(BX)(DI*4), Z4, Z4
 	VMULPS 192(BX)(DI*4), Z5, Z5
 
-weighed22:
+weighed21:
 	VCVTPS2PH    $0x00, Z2, Y13
 	VCVTPS2PH    $0x00, Z3, Y2
 	VINSERTI64X4 $0x01, Y2, Z13, Z13
@@ -3666,7 +3598,7 @@ weighed22:
 	ADDQ         $0x00000040, DI
 	JMP          scalentloop
 
-offset21:
+offset20:
 	VMOVUPS (BX)(DI*4), Z15
 	VADDPS  Z0, Z15, Z15
 	VMULPS  Z15, Z2, Z2
@@ -3679,7 +3611,7 @@ offset21:
 	VMOVUPS 192(BX)(DI*4), Z15
 	VADDPS  Z0, Z15, Z15
 	VMULPS  Z15, Z5, Z5
-	JMP     weighed22
+	JMP     weighed21
 
 scaletail:
 	ADDQ $0x00000030, R8
@@ -3690,18 +3622,18 @@ scaleone:
 	VCVTPH2PS (DX)(DI*2), Z2
 	VMULPS    Z1, Z2, Z2
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn23
+	JZ        notrn22
 	VCVTPS2PH $0x00, Z2, Y2
 	VCVTPH2PS Y2, Z2
 
-notrn23:
+notrn22:
 	TESTQ   BX, BX
-	JZ      noweight24
+	JZ      noweight23
 	VMOVUPS (BX)(DI*4), Z3
 	VADDPS  Z0, Z3, Z3
 	VMULPS  Z3, Z2, Z2
 
-noweight24:
+noweight23:
 	VCVTPS2PH $0x00, Z2, (CX)(DI*2)
 	ADDQ      $0x00000010, DI
 	JMP       scaleone
@@ -3718,18 +3650,18 @@ partout:
 	VCVTPH2PS.Z (DX)(DI*2), K1, Z2
 	VMULPS      Z2, Z1, Z2
 	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn25
+	JZ          notrn24
 	VCVTPS2PH   $0x00, Z2, Y2
 	VCVTPH2PS   Y2, Z2
 
-notrn25:
+notrn24:
 	TESTQ     BX, BX
-	JZ        noweight26
+	JZ        noweight25
 	VMOVUPS.Z (BX)(DI*4), K1, Z3
 	VADDPS    Z0, Z3, Z3
 	VMULPS    Z3, Z2, Z2
 
-noweight26:
+noweight25:
 	VCVTPS2PH $0x00, Z2, K1, (CX)(DI*2)
 	ADDQ      R9, DI
 	CMPQ      DI, job_d+0(AX)
@@ -4170,26 +4102,14 @@ scaleloopnoweight:
 	JNZ   scaleloopnoweightpf12
 
 scaleloopnoweightbody13:
-	VCVTPH2PS (SI)(R8*2), Z2
-	VMULPS    Z1, Z2, Z2
-	VCVTPH2PS 32(SI)(R8*2), Z3
-	VMULPS    Z1, Z3, Z3
-	VCVTPH2PS 64(SI)(R8*2), Z4
-	VMULPS    Z1, Z4, Z4
-	VCVTPH2PS 96(SI)(R8*2), Z5
-	VMULPS    Z1, Z5, Z5
-	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn14
-	VCVTPS2PH $0x00, Z2, Y2
-	VCVTPH2PS Y2, Z2
-	VCVTPS2PH $0x00, Z3, Y3
-	VCVTPH2PS Y3, Z3
-	VCVTPS2PH $0x00, Z4, Y4
-	VCVTPH2PS Y4, Z4
-	VCVTPS2PH $0x00, Z5, Y5
-	VCVTPH2PS Y5, Z5
-
-notrn14:
+	VCVTPH2PS    (SI)(R8*2), Z2
+	VMULPS       Z1, Z2, Z2
+	VCVTPH2PS    32(SI)(R8*2), Z3
+	VMULPS       Z1, Z3, Z3
+	VCVTPH2PS    64(SI)(R8*2), Z4
+	VMULPS       Z1, Z4, Z4
+	VCVTPH2PS    96(SI)(R8*2), Z5
+	VMULPS       Z1, Z5, Z5
 	VCVTPS2PH    $0x00, Z2, Y12
 	VCVTPS2PH    $0x00, Z3, Y2
 	VINSERTI64X4 $0x01, Y2, Z12, Z12
@@ -4223,18 +4143,18 @@ scalehead:
 	VCVTPH2PS (SI)(R8*2), Z2
 	VMULPS    Z1, Z2, Z2
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn15
+	JZ        notrn14
 	VCVTPS2PH $0x00, Z2, Y2
 	VCVTPH2PS Y2, Z2
 
-notrn15:
+notrn14:
 	TESTQ   BX, BX
-	JZ      noweight16
+	JZ      noweight15
 	VMOVUPS (BX)(R8*4), Z3
 	VADDPS  Z0, Z3, Z3
 	VMULPS  Z3, Z2, Z2
 
-noweight16:
+noweight15:
 	VCVTPS2PH $0x00, Z2, (CX)(R8*2)
 	ADDQ      $0x00000010, R8
 	SUBQ      $0x00000010, R10
@@ -4246,10 +4166,10 @@ scaleheadpart:
 scalentgo:
 	MOVQ DI, R10
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows17
+	JA   longrows16
 	SHLQ $0x03, R10
 
-longrows17:
+longrows16:
 	ADDQ SI, R10
 	MOVL job_flags+0(AX), R11
 
@@ -4268,7 +4188,7 @@ scalentloop:
 	VCVTPH2PS  96(SI)(R8*2), Z5
 	VMULPS     Z1, Z5, Z5
 	TESTL      $0x00000008, job_flags+0(AX)
-	JZ         notrn18
+	JZ         notrn17
 	VCVTPS2PH  $0x00, Z2, Y2
 	VCVTPH2PS  Y2, Z2
 	VCVTPS2PH  $0x00, Z3, Y3
@@ -4278,17 +4198,17 @@ scalentloop:
 	VCVTPS2PH  $0x00, Z5, Y5
 	VCVTPH2PS  Y5, Z5
 
-notrn18:
+notrn17:
 	TESTQ  BX, BX
-	JZ     weighed20
+	JZ     weighed19
 	TESTL  $0x00000010, R11
-	JNZ    offset19
+	JNZ    offset18
 	VMULPS (BX)(R8*4), Z2, Z2
 	VMULPS 64(BX)(R8*4), Z3, Z3
 	VMULPS 128(BX)(R8*4), Z4, Z4
 	VMULPS 192(BX)(R8*4), Z5, Z5
 
-weighed20:
+weighed19:
 	VCVTPS2PH    $0x00, Z2, Y14
 	VCVTPS2PH    $0x00, Z3, Y2
 	VINSERTI64X4 $0x01, Y2, Z14, Z14
@@ -4300,7 +4220,7 @@ weighed20:
 	ADDQ         $0x00000040, R8
 	JMP          scalentloop
 
-offset19:
+offset18:
 	VMOVUPS (BX)(R8*4), Z6
 	VADDPS  Z0, Z6, Z6
 	VMULPS  Z6, Z2, Z2
@@ -4313,7 +4233,7 @@ offset19:
 	VMOVUPS 192(BX)(R8*4), Z6
 	VADDPS  Z0, Z6, Z6
 	VMULPS  Z6, Z5, Z5
-	JMP     weighed20
+	JMP     weighed19
 
 scaletail:
 	ADDQ $0x00000030, R9
@@ -4324,18 +4244,18 @@ scaleone:
 	VCVTPH2PS (SI)(R8*2), Z2
 	VMULPS    Z1, Z2, Z2
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn21
+	JZ        notrn20
 	VCVTPS2PH $0x00, Z2, Y2
 	VCVTPH2PS Y2, Z2
 
-notrn21:
+notrn20:
 	TESTQ   BX, BX
-	JZ      noweight22
+	JZ      noweight21
 	VMOVUPS (BX)(R8*4), Z3
 	VADDPS  Z0, Z3, Z3
 	VMULPS  Z3, Z2, Z2
 
-noweight22:
+noweight21:
 	VCVTPS2PH $0x00, Z2, (CX)(R8*2)
 	ADDQ      $0x00000010, R8
 	JMP       scaleone
@@ -4352,18 +4272,18 @@ partout:
 	VCVTPH2PS.Z (SI)(R8*2), K1, Z2
 	VMULPS      Z2, Z1, Z2
 	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn23
+	JZ          notrn22
 	VCVTPS2PH   $0x00, Z2, Y2
 	VCVTPH2PS   Y2, Z2
 
-notrn23:
+notrn22:
 	TESTQ     BX, BX
-	JZ        noweight24
+	JZ        noweight23
 	VMOVUPS.Z (BX)(R8*4), K1, Z3
 	VADDPS    Z0, Z3, Z3
 	VMULPS    Z3, Z2, Z2
 
-noweight24:
+noweight23:
 	VCVTPS2PH $0x00, Z2, K1, (CX)(R8*2)
 	ADDQ      R10, R8
 	CMPQ      R8, job_d+0(AX)
@@ -9693,38 +9613,6 @@ scaleloopnoweightbody19:
 	VPMOVZXWD 48(DX)(DI*2), Y5
 	VPSLLD    $0x10, Y5, Y5
 	VMULPS    Y1, Y5, Y5
-	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn20
-	VPSRLD    $0x10, Y2, Y6
-	VPAND     avx2bfone<>+0(SB), Y6, Y6
-	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
-	VPADDD    Y2, Y6, Y6
-	VPAND     avx2bfhigh<>+0(SB), Y6, Y6
-	VCMPPS    $0x03, Y2, Y2, Y2
-	VBLENDVPS Y2, avx2bfnanhigh<>+0(SB), Y6, Y2
-	VPSRLD    $0x10, Y3, Y6
-	VPAND     avx2bfone<>+0(SB), Y6, Y6
-	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
-	VPADDD    Y3, Y6, Y6
-	VPAND     avx2bfhigh<>+0(SB), Y6, Y6
-	VCMPPS    $0x03, Y3, Y3, Y3
-	VBLENDVPS Y3, avx2bfnanhigh<>+0(SB), Y6, Y3
-	VPSRLD    $0x10, Y4, Y6
-	VPAND     avx2bfone<>+0(SB), Y6, Y6
-	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
-	VPADDD    Y4, Y6, Y6
-	VPAND     avx2bfhigh<>+0(SB), Y6, Y6
-	VCMPPS    $0x03, Y4, Y4, Y4
-	VBLENDVPS Y4, avx2bfnanhigh<>+0(SB), Y6, Y4
-	VPSRLD    $0x10, Y5, Y6
-	VPAND     avx2bfone<>+0(SB), Y6, Y6
-	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
-	VPADDD    Y5, Y6, Y6
-	VPAND     avx2bfhigh<>+0(SB), Y6, Y6
-	VCMPPS    $0x03, Y5, Y5, Y5
-	VBLENDVPS Y5, avx2bfnanhigh<>+0(SB), Y6, Y5
-
-notrn20:
 	VPSRLD    $0x10, Y2, Y6
 	VPAND     avx2bfone<>+0(SB), Y6, Y6
 	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
@@ -9784,7 +9672,7 @@ scalehead:
 	VPSLLD    $0x10, Y2, Y2
 	VMULPS    Y1, Y2, Y2
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn21
+	JZ        notrn20
 	VPSRLD    $0x10, Y2, Y3
 	VPAND     avx2bfone<>+0(SB), Y3, Y3
 	VPADDD    avx2bfbias<>+0(SB), Y3, Y3
@@ -9793,14 +9681,14 @@ scalehead:
 	VCMPPS    $0x03, Y2, Y2, Y2
 	VBLENDVPS Y2, avx2bfnanhigh<>+0(SB), Y3, Y2
 
-notrn21:
+notrn20:
 	TESTQ   BX, BX
-	JZ      noweight22
+	JZ      noweight21
 	VMOVUPS (BX)(DI*4), Y3
 	VADDPS  Y0, Y3, Y3
 	VMULPS  Y3, Y2, Y2
 
-noweight22:
+noweight21:
 	VPSRLD       $0x10, Y2, Y3
 	VPAND        avx2bfone<>+0(SB), Y3, Y3
 	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
@@ -9821,10 +9709,10 @@ scaleheadpart:
 scalentgo:
 	MOVQ SI, R9
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows23
+	JA   longrows22
 	SHLQ $0x03, R9
 
-longrows23:
+longrows22:
 	ADDQ DX, R9
 	MOVL job_flags+0(AX), R10
 
@@ -9846,7 +9734,7 @@ scalentloop:
 	VPSLLD     $0x10, Y5, Y5
 	VMULPS     Y1, Y5, Y5
 	TESTL      $0x00000008, job_flags+0(AX)
-	JZ         notrn24
+	JZ         notrn23
 	VPSRLD     $0x10, Y2, Y6
 	VPAND      avx2bfone<>+0(SB), Y6, Y6
 	VPADDD     avx2bfbias<>+0(SB), Y6, Y6
@@ -9876,17 +9764,17 @@ scalentloop:
 	VCMPPS     $0x03, Y5, Y5, Y5
 	VBLENDVPS  Y5, avx2bfnanhigh<>+0(SB), Y6, Y5
 
-notrn24:
+notrn23:
 	TESTQ  BX, BX
-	JZ     weighed26
+	JZ     weighed25
 	TESTL  $0x00000010, R10
-	JNZ    offset25
+	JNZ    offset24
 	VMULPS (BX)(DI*4), Y2, Y2
 	VMULPS 32(BX)(DI*4), Y3, Y3
 	VMULPS 64(BX)(DI*4), Y4, Y4
 	VMULPS 96(BX)(DI*4), Y5, Y5
 
-weighed26:
+weighed25:
 	VPSRLD    $0x10, Y2, Y6
 	VPAND     avx2bfone<>+0(SB), Y6, Y6
 	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
@@ -9924,7 +9812,7 @@ weighed26:
 	ADDQ      $0x00000020, DI
 	JMP       scalentloop
 
-offset25:
+offset24:
 	VMOVUPS (BX)(DI*4), Y6
 	VADDPS  Y0, Y6, Y6
 	VMULPS  Y6, Y2, Y2
@@ -9937,7 +9825,7 @@ offset25:
 	VMOVUPS 96(BX)(DI*4), Y6
 	VADDPS  Y0, Y6, Y6
 	VMULPS  Y6, Y5, Y5
-	JMP     weighed26
+	JMP     weighed25
 
 scaletail:
 	ADDQ $0x00000018, R8
@@ -9949,7 +9837,7 @@ scaleone:
 	VPSLLD    $0x10, Y2, Y2
 	VMULPS    Y1, Y2, Y2
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn27
+	JZ        notrn26
 	VPSRLD    $0x10, Y2, Y3
 	VPAND     avx2bfone<>+0(SB), Y3, Y3
 	VPADDD    avx2bfbias<>+0(SB), Y3, Y3
@@ -9958,14 +9846,14 @@ scaleone:
 	VCMPPS    $0x03, Y2, Y2, Y2
 	VBLENDVPS Y2, avx2bfnanhigh<>+0(SB), Y3, Y2
 
-notrn27:
+notrn26:
 	TESTQ   BX, BX
-	JZ      noweight28
+	JZ      noweight27
 	VMOVUPS (BX)(DI*4), Y3
 	VADDPS  Y0, Y3, Y3
 	VMULPS  Y3, Y2, Y2
 
-noweight28:
+noweight27:
 	VPSRLD       $0x10, Y2, Y3
 	VPAND        avx2bfone<>+0(SB), Y3, Y3
 	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
@@ -9992,60 +9880,60 @@ partout:
 	XORQ R12, R12
 	SUBQ $0x00000010, R13
 
-copyvec29:
+copyvec28:
 	CMPQ    R12, R13
-	JG      copyone30
+	JG      copyone29
 	VMOVUPS (R10)(R12*2), Y2
 	VMOVUPS Y2, (R11)(R12*2)
 	ADDQ    $0x00000010, R12
-	JMP     copyvec29
+	JMP     copyvec28
 
-copyone30:
+copyone29:
 	ADDQ $0x00000010, R13
 
-copyloop32:
+copyloop31:
 	CMPQ R12, R13
-	JGE  copied31
+	JGE  copied30
 	MOVW (R10)(R12*2), R14
 	MOVW R14, (R11)(R12*2)
 	INCQ R12
-	JMP  copyloop32
+	JMP  copyloop31
 
-copied31:
+copied30:
 	TESTQ BX, BX
-	JZ    nowcopy33
+	JZ    nowcopy32
 	LEAQ  (BX)(DI*4), R10
 	LEAQ  160(SP), R11
 	MOVQ  R9, R13
 	XORQ  R12, R12
 	SUBQ  $0x00000008, R13
 
-copyvec34:
+copyvec33:
 	CMPQ    R12, R13
-	JG      copyone35
+	JG      copyone34
 	VMOVUPS (R10)(R12*4), Y2
 	VMOVUPS Y2, (R11)(R12*4)
 	ADDQ    $0x00000008, R12
-	JMP     copyvec34
+	JMP     copyvec33
 
-copyone35:
+copyone34:
 	ADDQ $0x00000008, R13
 
-copyloop37:
+copyloop36:
 	CMPQ R12, R13
-	JGE  copied36
+	JGE  copied35
 	MOVL (R10)(R12*4), R14
 	MOVL R14, (R11)(R12*4)
 	INCQ R12
-	JMP  copyloop37
+	JMP  copyloop36
 
-copied36:
-nowcopy33:
+copied35:
+nowcopy32:
 	VPMOVZXWD 128(SP), Y2
 	VPSLLD    $0x10, Y2, Y2
 	VMULPS    Y2, Y1, Y2
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn38
+	JZ        notrn37
 	VPSRLD    $0x10, Y2, Y3
 	VPAND     avx2bfone<>+0(SB), Y3, Y3
 	VPADDD    avx2bfbias<>+0(SB), Y3, Y3
@@ -10054,14 +9942,14 @@ nowcopy33:
 	VCMPPS    $0x03, Y2, Y2, Y2
 	VBLENDVPS Y2, avx2bfnanhigh<>+0(SB), Y3, Y2
 
-notrn38:
+notrn37:
 	TESTQ   BX, BX
-	JZ      noweight39
+	JZ      noweight38
 	VMOVUPS 160(SP), Y3
 	VADDPS  Y0, Y3, Y3
 	VMULPS  Y3, Y2, Y2
 
-noweight39:
+noweight38:
 	VPSRLD       $0x10, Y2, Y3
 	VPAND        avx2bfone<>+0(SB), Y3, Y3
 	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
@@ -10078,26 +9966,26 @@ noweight39:
 	XORQ         R12, R12
 	SUBQ         $0x00000010, R13
 
-copyvec40:
+copyvec39:
 	CMPQ    R12, R13
-	JG      copyone41
+	JG      copyone40
 	VMOVUPS (R11)(R12*2), Y2
 	VMOVUPS Y2, (R10)(R12*2)
 	ADDQ    $0x00000010, R12
-	JMP     copyvec40
+	JMP     copyvec39
 
-copyone41:
+copyone40:
 	ADDQ $0x00000010, R13
 
-copyloop43:
+copyloop42:
 	CMPQ R12, R13
-	JGE  copied42
+	JGE  copied41
 	MOVW (R11)(R12*2), R14
 	MOVW R14, (R10)(R12*2)
 	INCQ R12
-	JMP  copyloop43
+	JMP  copyloop42
 
-copied42:
+copied41:
 	ADDQ R9, DI
 	CMPQ DI, job_d+0(AX)
 	JB   scalentgo
@@ -10913,38 +10801,6 @@ scaleloopnoweightbody25:
 	VPMOVZXWD 48(SI)(R8*2), Y5
 	VPSLLD    $0x10, Y5, Y5
 	VMULPS    Y1, Y5, Y5
-	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn26
-	VPSRLD    $0x10, Y2, Y6
-	VPAND     avx2bfone<>+0(SB), Y6, Y6
-	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
-	VPADDD    Y2, Y6, Y6
-	VPAND     avx2bfhigh<>+0(SB), Y6, Y6
-	VCMPPS    $0x03, Y2, Y2, Y2
-	VBLENDVPS Y2, avx2bfnanhigh<>+0(SB), Y6, Y2
-	VPSRLD    $0x10, Y3, Y6
-	VPAND     avx2bfone<>+0(SB), Y6, Y6
-	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
-	VPADDD    Y3, Y6, Y6
-	VPAND     avx2bfhigh<>+0(SB), Y6, Y6
-	VCMPPS    $0x03, Y3, Y3, Y3
-	VBLENDVPS Y3, avx2bfnanhigh<>+0(SB), Y6, Y3
-	VPSRLD    $0x10, Y4, Y6
-	VPAND     avx2bfone<>+0(SB), Y6, Y6
-	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
-	VPADDD    Y4, Y6, Y6
-	VPAND     avx2bfhigh<>+0(SB), Y6, Y6
-	VCMPPS    $0x03, Y4, Y4, Y4
-	VBLENDVPS Y4, avx2bfnanhigh<>+0(SB), Y6, Y4
-	VPSRLD    $0x10, Y5, Y6
-	VPAND     avx2bfone<>+0(SB), Y6, Y6
-	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
-	VPADDD    Y5, Y6, Y6
-	VPAND     avx2bfhigh<>+0(SB), Y6, Y6
-	VCMPPS    $0x03, Y5, Y5, Y5
-	VBLENDVPS Y5, avx2bfnanhigh<>+0(SB), Y6, Y5
-
-notrn26:
 	VPSRLD    $0x10, Y2, Y6
 	VPAND     avx2bfone<>+0(SB), Y6, Y6
 	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
@@ -11004,7 +10860,7 @@ scalehead:
 	VPSLLD    $0x10, Y2, Y2
 	VMULPS    Y1, Y2, Y2
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn27
+	JZ        notrn26
 	VPSRLD    $0x10, Y2, Y3
 	VPAND     avx2bfone<>+0(SB), Y3, Y3
 	VPADDD    avx2bfbias<>+0(SB), Y3, Y3
@@ -11013,14 +10869,14 @@ scalehead:
 	VCMPPS    $0x03, Y2, Y2, Y2
 	VBLENDVPS Y2, avx2bfnanhigh<>+0(SB), Y3, Y2
 
-notrn27:
+notrn26:
 	TESTQ   BX, BX
-	JZ      noweight28
+	JZ      noweight27
 	VMOVUPS (BX)(R8*4), Y3
 	VADDPS  Y0, Y3, Y3
 	VMULPS  Y3, Y2, Y2
 
-noweight28:
+noweight27:
 	VPSRLD       $0x10, Y2, Y3
 	VPAND        avx2bfone<>+0(SB), Y3, Y3
 	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
@@ -11041,10 +10897,10 @@ scaleheadpart:
 scalentgo:
 	MOVQ DI, R10
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows29
+	JA   longrows28
 	SHLQ $0x03, R10
 
-longrows29:
+longrows28:
 	ADDQ SI, R10
 	MOVL job_flags+0(AX), R11
 
@@ -11066,7 +10922,7 @@ scalentloop:
 	VPSLLD     $0x10, Y5, Y5
 	VMULPS     Y1, Y5, Y5
 	TESTL      $0x00000008, job_flags+0(AX)
-	JZ         notrn30
+	JZ         notrn29
 	VPSRLD     $0x10, Y2, Y6
 	VPAND      avx2bfone<>+0(SB), Y6, Y6
 	VPADDD     avx2bfbias<>+0(SB), Y6, Y6
@@ -11096,17 +10952,17 @@ scalentloop:
 	VCMPPS     $0x03, Y5, Y5, Y5
 	VBLENDVPS  Y5, avx2bfnanhigh<>+0(SB), Y6, Y5
 
-notrn30:
+notrn29:
 	TESTQ  BX, BX
-	JZ     weighed32
+	JZ     weighed31
 	TESTL  $0x00000010, R11
-	JNZ    offset31
+	JNZ    offset30
 	VMULPS (BX)(R8*4), Y2, Y2
 	VMULPS 32(BX)(R8*4), Y3, Y3
 	VMULPS 64(BX)(R8*4), Y4, Y4
 	VMULPS 96(BX)(R8*4), Y5, Y5
 
-weighed32:
+weighed31:
 	VPSRLD    $0x10, Y2, Y6
 	VPAND     avx2bfone<>+0(SB), Y6, Y6
 	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
@@ -11144,7 +11000,7 @@ weighed32:
 	ADDQ      $0x00000020, R8
 	JMP       scalentloop
 
-offset31:
+offset30:
 	VMOVUPS (BX)(R8*4), Y6
 	VADDPS  Y0, Y6, Y6
 	VMULPS  Y6, Y2, Y2
@@ -11157,7 +11013,7 @@ offset31:
 	VMOVUPS 96(BX)(R8*4), Y6
 	VADDPS  Y0, Y6, Y6
 	VMULPS  Y6, Y5, Y5
-	JMP     weighed32
+	JMP     weighed31
 
 scaletail:
 	ADDQ $0x00000018, R9
@@ -11169,7 +11025,7 @@ scaleone:
 	VPSLLD    $0x10, Y2, Y2
 	VMULPS    Y1, Y2, Y2
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn33
+	JZ        notrn32
 	VPSRLD    $0x10, Y2, Y3
 	VPAND     avx2bfone<>+0(SB), Y3, Y3
 	VPADDD    avx2bfbias<>+0(SB), Y3, Y3
@@ -11178,14 +11034,14 @@ scaleone:
 	VCMPPS    $0x03, Y2, Y2, Y2
 	VBLENDVPS Y2, avx2bfnanhigh<>+0(SB), Y3, Y2
 
-notrn33:
+notrn32:
 	TESTQ   BX, BX
-	JZ      noweight34
+	JZ      noweight33
 	VMOVUPS (BX)(R8*4), Y3
 	VADDPS  Y0, Y3, Y3
 	VMULPS  Y3, Y2, Y2
 
-noweight34:
+noweight33:
 	VPSRLD       $0x10, Y2, Y3
 	VPAND        avx2bfone<>+0(SB), Y3, Y3
 	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
@@ -11212,60 +11068,60 @@ partout:
 	XORQ R13, R13
 	SUBQ $0x00000010, R14
 
-copyvec35:
+copyvec34:
 	CMPQ    R13, R14
-	JG      copyone36
+	JG      copyone35
 	VMOVUPS (R11)(R13*2), Y2
 	VMOVUPS Y2, (R12)(R13*2)
 	ADDQ    $0x00000010, R13
-	JMP     copyvec35
+	JMP     copyvec34
 
-copyone36:
+copyone35:
 	ADDQ $0x00000010, R14
 
-copyloop38:
+copyloop37:
 	CMPQ R13, R14
-	JGE  copied37
+	JGE  copied36
 	MOVW (R11)(R13*2), R15
 	MOVW R15, (R12)(R13*2)
 	INCQ R13
-	JMP  copyloop38
+	JMP  copyloop37
 
-copied37:
+copied36:
 	TESTQ BX, BX
-	JZ    nowcopy39
+	JZ    nowcopy38
 	LEAQ  (BX)(R8*4), R11
 	LEAQ  160(SP), R12
 	MOVQ  R10, R14
 	XORQ  R13, R13
 	SUBQ  $0x00000008, R14
 
-copyvec40:
+copyvec39:
 	CMPQ    R13, R14
-	JG      copyone41
+	JG      copyone40
 	VMOVUPS (R11)(R13*4), Y2
 	VMOVUPS Y2, (R12)(R13*4)
 	ADDQ    $0x00000008, R13
-	JMP     copyvec40
+	JMP     copyvec39
 
-copyone41:
+copyone40:
 	ADDQ $0x00000008, R14
 
-copyloop43:
+copyloop42:
 	CMPQ R13, R14
-	JGE  copied42
+	JGE  copied41
 	MOVL (R11)(R13*4), R15
 	MOVL R15, (R12)(R13*4)
 	INCQ R13
-	JMP  copyloop43
+	JMP  copyloop42
 
-copied42:
-nowcopy39:
+copied41:
+nowcopy38:
 	VPMOVZXWD 128(SP), Y2
 	VPSLLD    $0x10, Y2, Y2
 	VMULPS    Y2, Y1, Y2
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn44
+	JZ        notrn43
 	VPSRLD    $0x10, Y2, Y3
 	VPAND     avx2bfone<>+0(SB), Y3, Y3
 	VPADDD    avx2bfbias<>+0(SB), Y3, Y3
@@ -11274,14 +11130,14 @@ nowcopy39:
 	VCMPPS    $0x03, Y2, Y2, Y2
 	VBLENDVPS Y2, avx2bfnanhigh<>+0(SB), Y3, Y2
 
-notrn44:
+notrn43:
 	TESTQ   BX, BX
-	JZ      noweight45
+	JZ      noweight44
 	VMOVUPS 160(SP), Y3
 	VADDPS  Y0, Y3, Y3
 	VMULPS  Y3, Y2, Y2
 
-noweight45:
+noweight44:
 	VPSRLD       $0x10, Y2, Y3
 	VPAND        avx2bfone<>+0(SB), Y3, Y3
 	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
@@ -11298,26 +11154,26 @@ noweight45:
 	XORQ         R13, R13
 	SUBQ         $0x00000010, R14
 
-copyvec46:
+copyvec45:
 	CMPQ    R13, R14
-	JG      copyone47
+	JG      copyone46
 	VMOVUPS (R12)(R13*2), Y2
 	VMOVUPS Y2, (R11)(R13*2)
 	ADDQ    $0x00000010, R13
-	JMP     copyvec46
+	JMP     copyvec45
 
-copyone47:
+copyone46:
 	ADDQ $0x00000010, R14
 
-copyloop49:
+copyloop48:
 	CMPQ R13, R14
-	JGE  copied48
+	JGE  copied47
 	MOVW (R12)(R13*2), R15
 	MOVW R15, (R11)(R13*2)
 	INCQ R13
-	JMP  copyloop49
+	JMP  copyloop48
 
-copied48:
+copied47:
 	ADDQ R10, R8
 	CMPQ R8, job_d+0(AX)
 	JB   scalentgo
@@ -11799,26 +11655,14 @@ scaleloopnoweight:
 	JNZ   scaleloopnoweightpf18
 
 scaleloopnoweightbody19:
-	VCVTPH2PS (DX)(DI*2), Y2
-	VMULPS    Y1, Y2, Y2
-	VCVTPH2PS 16(DX)(DI*2), Y3
-	VMULPS    Y1, Y3, Y3
-	VCVTPH2PS 32(DX)(DI*2), Y4
-	VMULPS    Y1, Y4, Y4
-	VCVTPH2PS 48(DX)(DI*2), Y5
-	VMULPS    Y1, Y5, Y5
-	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn20
-	VCVTPS2PH $0x00, Y2, X2
-	VCVTPH2PS X2, Y2
-	VCVTPS2PH $0x00, Y3, X3
-	VCVTPH2PS X3, Y3
-	VCVTPS2PH $0x00, Y4, X4
-	VCVTPH2PS X4, Y4
-	VCVTPS2PH $0x00, Y5, X5
-	VCVTPH2PS X5, Y5
-
-notrn20:
+	VCVTPH2PS   (DX)(DI*2), Y2
+	VMULPS      Y1, Y2, Y2
+	VCVTPH2PS   16(DX)(DI*2), Y3
+	VMULPS      Y1, Y3, Y3
+	VCVTPH2PS   32(DX)(DI*2), Y4
+	VMULPS      Y1, Y4, Y4
+	VCVTPH2PS   48(DX)(DI*2), Y5
+	VMULPS      Y1, Y5, Y5
 	VCVTPS2PH   $0x00, Y2, X2
 	VCVTPS2PH   $0x00, Y3, X3
 	VINSERTI128 $0x01, X3, Y2, Y2
@@ -11851,18 +11695,18 @@ scalehead:
 	VCVTPH2PS (DX)(DI*2), Y2
 	VMULPS    Y1, Y2, Y2
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn21
+	JZ        notrn20
 	VCVTPS2PH $0x00, Y2, X2
 	VCVTPH2PS X2, Y2
 
-notrn21:
+notrn20:
 	TESTQ   BX, BX
-	JZ      noweight22
+	JZ      noweight21
 	VMOVUPS (BX)(DI*4), Y3
 	VADDPS  Y0, Y3, Y3
 	VMULPS  Y3, Y2, Y2
 
-noweight22:
+noweight21:
 	VCVTPS2PH $0x00, Y2, (CX)(DI*2)
 	ADDQ      $0x00000008, DI
 	SUBQ      $0x00000008, R9
@@ -11874,10 +11718,10 @@ scaleheadpart:
 scalentgo:
 	MOVQ SI, R9
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows23
+	JA   longrows22
 	SHLQ $0x03, R9
 
-longrows23:
+longrows22:
 	ADDQ DX, R9
 	MOVL job_flags+0(AX), R10
 
@@ -11895,7 +11739,7 @@ scalentloop:
 	VCVTPH2PS  48(DX)(DI*2), Y5
 	VMULPS     Y1, Y5, Y5
 	TESTL      $0x00000008, job_flags+0(AX)
-	JZ         notrn24
+	JZ         notrn23
 	VCVTPS2PH  $0x00, Y2, X2
 	VCVTPH2PS  X2, Y2
 	VCVTPS2PH  $0x00, Y3, X3
@@ -11905,17 +11749,17 @@ scalentloop:
 	VCVTPS2PH  $0x00, Y5, X5
 	VCVTPH2PS  X5, Y5
 
-notrn24:
+notrn23:
 	TESTQ  BX, BX
-	JZ     weighed26
+	JZ     weighed25
 	TESTL  $0x00000010, R10
-	JNZ    offset25
+	JNZ    offset24
 	VMULPS (BX)(DI*4), Y2, Y2
 	VMULPS 32(BX)(DI*4), Y3, Y3
 	VMULPS 64(BX)(DI*4), Y4, Y4
 	VMULPS 96(BX)(DI*4), Y5, Y5
 
-weighed26:
+weighed25:
 	VCVTPS2PH   $0x00, Y2, X2
 	VCVTPS2PH   $0x00, Y3, X3
 	VINSERTI128 $0x01, X3, Y2, Y2
@@ -11927,7 +11771,7 @@ weighed26:
 	ADDQ        $0x00000020, DI
 	JMP         scalentloop
 
-offset25:
+offset24:
 	VMOVUPS (BX)(DI*4), Y6
 	VADDPS  Y0, Y6, Y6
 	VMULPS  Y6, Y2, Y2
@@ -11940,7 +11784,7 @@ offset25:
 	VMOVUPS 96(BX)(DI*4), Y6
 	VADDPS  Y0, Y6, Y6
 	VMULPS  Y6, Y5, Y5
-	JMP     weighed26
+	JMP     weighed25
 
 scaletail:
 	ADDQ $0x00000018, R8
@@ -11951,18 +11795,18 @@ scaleone:
 	VCVTPH2PS (DX)(DI*2), Y2
 	VMULPS    Y1, Y2, Y2
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn27
+	JZ        notrn26
 	VCVTPS2PH $0x00, Y2, X2
 	VCVTPH2PS X2, Y2
 
-notrn27:
+notrn26:
 	TESTQ   BX, BX
-	JZ      noweight28
+	JZ      noweight27
 	VMOVUPS (BX)(DI*4), Y3
 	VADDPS  Y0, Y3, Y3
 	VMULPS  Y3, Y2, Y2
 
-noweight28:
+noweight27:
 	VCVTPS2PH $0x00, Y2, (CX)(DI*2)
 	ADDQ      $0x00000008, DI
 	JMP       scaleone
@@ -11980,70 +11824,70 @@ partout:
 	XORQ R12, R12
 	SUBQ $0x00000010, R13
 
-copyvec29:
+copyvec28:
 	CMPQ    R12, R13
-	JG      copyone30
+	JG      copyone29
 	VMOVUPS (R10)(R12*2), Y2
 	VMOVUPS Y2, (R11)(R12*2)
 	ADDQ    $0x00000010, R12
-	JMP     copyvec29
+	JMP     copyvec28
 
-copyone30:
+copyone29:
 	ADDQ $0x00000010, R13
 
-copyloop32:
+copyloop31:
 	CMPQ R12, R13
-	JGE  copied31
+	JGE  copied30
 	MOVW (R10)(R12*2), R14
 	MOVW R14, (R11)(R12*2)
 	INCQ R12
-	JMP  copyloop32
+	JMP  copyloop31
 
-copied31:
+copied30:
 	TESTQ BX, BX
-	JZ    nowcopy33
+	JZ    nowcopy32
 	LEAQ  (BX)(DI*4), R10
 	LEAQ  160(SP), R11
 	MOVQ  R9, R13
 	XORQ  R12, R12
 	SUBQ  $0x00000008, R13
 
-copyvec34:
+copyvec33:
 	CMPQ    R12, R13
-	JG      copyone35
+	JG      copyone34
 	VMOVUPS (R10)(R12*4), Y2
 	VMOVUPS Y2, (R11)(R12*4)
 	ADDQ    $0x00000008, R12
-	JMP     copyvec34
+	JMP     copyvec33
 
-copyone35:
+copyone34:
 	ADDQ $0x00000008, R13
 
-copyloop37:
+copyloop36:
 	CMPQ R12, R13
-	JGE  copied36
+	JGE  copied35
 	MOVL (R10)(R12*4), R14
 	MOVL R14, (R11)(R12*4)
 	INCQ R12
-	JMP  copyloop37
+	JMP  copyloop36
 
-copied36:
-nowcopy33:
+copied35:
+nowcopy32:
 	VCVTPH2PS 128(SP), Y2
 	VMULPS    Y2, Y1, Y2
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn38
+	JZ        notrn37
 	VCVTPS2PH $0x00, Y2, X2
 	VCVTPH2PS X2, Y2
 
-notrn38:
+notrn37:
 	TESTQ   BX, BX
-	JZ      noweight39
+	JZ      noweight38
 	VMOVUPS 160(SP), Y3
 	VADDPS  Y0, Y3, Y3
 	VMULPS  Y3, Y2, Y2
 
-noweight39:
+noweight38:
 	VCVTPS2PH $0x00, Y2, 192(SP)
 	LEAQ      192(SP), R11
 	LEAQ      (CX)(DI*2), R10
@@ -12051,26 +11895,26 @@ noweight39:
 	XORQ      R12, R12
 	SUBQ      $0x00000010, R13
 
-copyvec40:
+copyvec39:
 	CMPQ    R12, R13
-	JG      copyone41
+	JG      copyone40
 	VMOVUPS (R11)(R12*2), Y2
 	VMOVUPS Y2, (R10)(R12*2)
 	ADDQ    $0x00000010, R12
-	JMP     copyvec40
+	JMP     copyvec39
 
-copyone41:
+copyone40:
 	ADDQ $0x00000010, R13
 
-copyloop43:
+copyloop42:
 	CMPQ R12, R13
-	JGE  copied42
+	JGE  copied41
 	MOVW (R11)(R12*2), R14
 	MOVW R14, (R10)(R12*2)
 	INCQ R12
-	JMP  copyloop43
+	JMP  copyloop42
 
-copied42:
+copied41:
 	ADDQ R9, DI
 	CMPQ DI, job_d+0(AX)
 	JB   scalentgo
@@ -12614,26 +12458,14 @@ scaleloopnoweight:
 	JNZ   scaleloopnoweightpf24
 
 scaleloopnoweightbody25:
-	VCVTPH2PS (SI)(R8*2), Y2
-	VMULPS    Y1, Y2, Y2
-	VCVTPH2PS 16(SI)(R8*2), Y3
-	VMULPS    Y1, Y3, Y3
-	VCVTPH2PS 32(SI)(R8*2), Y4
-	VMULPS    Y1, Y4, Y4
-	VCVTPH2PS 48(SI)(R8*2), Y5
-	VMULPS    Y1, Y5, Y5
-	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn26
-	VCVTPS2PH $0x00, Y2, X2
-	VCVTPH2PS X2, Y2
-	VCVTPS2PH $0x00, Y3, X3
-	VCVTPH2PS X3, Y3
-	VCVTPS2PH $0x00, Y4, X4
-	VCVTPH2PS X4, Y4
-	VCVTPS2PH $0x00, Y5, X5
-	VCVTPH2PS X5, Y5
-
-notrn26:
+	VCVTPH2PS   (SI)(R8*2), Y2
+	VMULPS      Y1, Y2, Y2
+	VCVTPH2PS   16(SI)(R8*2), Y3
+	VMULPS      Y1, Y3, Y3
+	VCVTPH2PS   32(SI)(R8*2), Y4
+	VMULPS      Y1, Y4, Y4
+	VCVTPH2PS   48(SI)(R8*2), Y5
+	VMULPS      Y1, Y5, Y5
 	VCVTPS2PH   $0x00, Y2, X2
 	VCVTPS2PH   $0x00, Y3, X3
 	VINSERTI128 $0x01, X3, Y2, Y2
@@ -12666,18 +12498,18 @@ scalehead:
 	VCVTPH2PS (SI)(R8*2), Y2
 	VMULPS    Y1, Y2, Y2
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn27
+	JZ        notrn26
 	VCVTPS2PH $0x00, Y2, X2
 	VCVTPH2PS X2, Y2
 
-notrn27:
+notrn26:
 	TESTQ   BX, BX
-	JZ      noweight28
+	JZ      noweight27
 	VMOVUPS (BX)(R8*4), Y3
 	VADDPS  Y0, Y3, Y3
 	VMULPS  Y3, Y2, Y2
 
-noweight28:
+noweight27:
 	VCVTPS2PH $0x00, Y2, (CX)(R8*2)
 	ADDQ      $0x00000008, R8
 	SUBQ      $0x00000008, R10
@@ -12689,10 +12521,10 @@ scaleheadpart:
 scalentgo:
 	MOVQ DI, R10
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows29
+	JA   longrows28
 	SHLQ $0x03, R10
 
-longrows29:
+longrows28:
 	ADDQ SI, R10
 	MOVL job_flags+0(AX), R11
 
@@ -12710,7 +12542,7 @@ scalentloop:
 	VCVTPH2PS  48(SI)(R8*2), Y5
 	VMULPS     Y1, Y5, Y5
 	TESTL      $0x00000008, job_flags+0(AX)
-	JZ         notrn30
+	JZ         notrn29
 	VCVTPS2PH  $0x00, Y2, X2
 	VCVTPH2PS  X2, Y2
 	VCVTPS2PH  $0x00, Y3, X3
@@ -12720,17 +12552,17 @@ scalentloop:
 	VCVTPS2PH  $0x00, Y5, X5
 	VCVTPH2PS  X5, Y5
 
-notrn30:
+notrn29:
 	TESTQ  BX, BX
-	JZ     weighed32
+	JZ     weighed31
 	TESTL  $0x00000010, R11
-	JNZ    offset31
+	JNZ    offset30
 	VMULPS (BX)(R8*4), Y2, Y2
 	VMULPS 32(BX)(R8*4), Y3, Y3
 	VMULPS 64(BX)(R8*4), Y4, Y4
 	VMULPS 96(BX)(R8*4), Y5, Y5
 
-weighed32:
+weighed31:
 	VCVTPS2PH   $0x00, Y2, X2
 	VCVTPS2PH   $0x00, Y3, X3
 	VINSERTI128 $0x01, X3, Y2, Y2
@@ -12742,7 +12574,7 @@ weighed32:
 	ADDQ        $0x00000020, R8
 	JMP         scalentloop
 
-offset31:
+offset30:
 	VMOVUPS (BX)(R8*4), Y6
 	VADDPS  Y0, Y6, Y6
 	VMULPS  Y6, Y2, Y2
@@ -12755,7 +12587,7 @@ offset31:
 	VMOVUPS 96(BX)(R8*4), Y6
 	VADDPS  Y0, Y6, Y6
 	VMULPS  Y6, Y5, Y5
-	JMP     weighed32
+	JMP     weighed31
 
 scaletail:
 	ADDQ $0x00000018, R9
@@ -12766,18 +12598,18 @@ scaleone:
 	VCVTPH2PS (SI)(R8*2), Y2
 	VMULPS    Y1, Y2, Y2
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn33
+	JZ        notrn32
 	VCVTPS2PH $0x00, Y2, X2
 	VCVTPH2PS X2, Y2
 
-notrn33:
+notrn32:
 	TESTQ   BX, BX
-	JZ      noweight34
+	JZ      noweight33
 	VMOVUPS (BX)(R8*4), Y3
 	VADDPS  Y0, Y3, Y3
 	VMULPS  Y3, Y2, Y2
 
-noweight34:
+noweight33:
 	VCVTPS2PH $0x00, Y2, (CX)(R8*2)
 	ADDQ      $0x00000008, R8
 	JMP       scaleone
@@ -12795,70 +12627,70 @@ partout:
 	XORQ R13, R13
 	SUBQ $0x00000010, R14
 
-copyvec35:
+copyvec34:
 	CMPQ    R13, R14
-	JG      copyone36
+	JG      copyone35
 	VMOVUPS (R11)(R13*2), Y2
 	VMOVUPS Y2, (R12)(R13*2)
 	ADDQ    $0x00000010, R13
-	JMP     copyvec35
+	JMP     copyvec34
 
-copyone36:
+copyone35:
 	ADDQ $0x00000010, R14
 
-copyloop38:
+copyloop37:
 	CMPQ R13, R14
-	JGE  copied37
+	JGE  copied36
 	MOVW (R11)(R13*2), R15
 	MOVW R15, (R12)(R13*2)
 	INCQ R13
-	JMP  copyloop38
+	JMP  copyloop37
 
-copied37:
+copied36:
 	TESTQ BX, BX
-	JZ    nowcopy39
+	JZ    nowcopy38
 	LEAQ  (BX)(R8*4), R11
 	LEAQ  160(SP), R12
 	MOVQ  R10, R14
 	XORQ  R13, R13
 	SUBQ  $0x00000008, R14
 
-copyvec40:
+copyvec39:
 	CMPQ    R13, R14
-	JG      copyone41
+	JG      copyone40
 	VMOVUPS (R11)(R13*4), Y2
 	VMOVUPS Y2, (R12)(R13*4)
 	ADDQ    $0x00000008, R13
-	JMP     copyvec40
+	JMP     copyvec39
 
-copyone41:
+copyone40:
 	ADDQ $0x00000008, R14
 
-copyloop43:
+copyloop42:
 	CMPQ R13, R14
-	JGE  copied42
+	JGE  copied41
 	MOVL (R11)(R13*4), R15
 	MOVL R15, (R12)(R13*4)
 	INCQ R13
-	JMP  copyloop43
+	JMP  copyloop42
 
-copied42:
-nowcopy39:
+copied41:
+nowcopy38:
 	VCVTPH2PS 128(SP), Y2
 	VMULPS    Y2, Y1, Y2
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn44
+	JZ        notrn43
 	VCVTPS2PH $0x00, Y2, X2
 	VCVTPH2PS X2, Y2
 
-notrn44:
+notrn43:
 	TESTQ   BX, BX
-	JZ      noweight45
+	JZ      noweight44
 	VMOVUPS 160(SP), Y3
 	VADDPS  Y0, Y3, Y3
 	VMULPS  Y3, Y2, Y2
 
-noweight45:
+noweight44:
 	VCVTPS2PH $0x00, Y2, 192(SP)
 	LEAQ      192(SP), R12
 	LEAQ      (CX)(R8*2), R11
@@ -12866,26 +12698,26 @@ noweight45:
 	XORQ      R13, R13
 	SUBQ      $0x00000010, R14
 
-copyvec46:
+copyvec45:
 	CMPQ    R13, R14
-	JG      copyone47
+	JG      copyone46
 	VMOVUPS (R12)(R13*2), Y2
 	VMOVUPS Y2, (R11)(R13*2)
 	ADDQ    $0x00000010, R13
-	JMP     copyvec46
+	JMP     copyvec45
 
-copyone47:
+copyone46:
 	ADDQ $0x00000010, R14
 
-copyloop49:
+copyloop48:
 	CMPQ R13, R14
-	JGE  copied48
+	JGE  copied47
 	MOVW (R12)(R13*2), R15
 	MOVW R15, (R11)(R13*2)
 	INCQ R13
-	JMP  copyloop49
+	JMP  copyloop48
 
-copied48:
+copied47:
 	ADDQ R10, R8
 	CMPQ R8, job_d+0(AX)
 	JB   scalentgo

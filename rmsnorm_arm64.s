@@ -1761,41 +1761,6 @@ body16noweight:
 	WORD $0x6e3dde52 // fmul v18.4s, v18.4s, v29.4s
 	WORD $0x2e613a73 // shll v19.4s, v19.4h, #16
 	WORD $0x6e3dde73 // fmul v19.4s, v19.4s, v29.4s
-	TST $8, R8
-	BEQ notrn6
-	VUSHR $16, V16.S4, V20.S4
-	VAND V24.B16, V20.B16, V20.B16
-	VADD V25.S4, V20.S4, V20.S4
-	VADD V16.S4, V20.S4, V20.S4
-	WORD $0x4e30e615 // fcmeq v21.4s, v16.4s, v16.4s
-	VMOV V27.B16, V22.B16
-	VBIT V21.B16, V20.B16, V22.B16
-	VAND V26.B16, V22.B16, V16.B16
-	VUSHR $16, V17.S4, V20.S4
-	VAND V24.B16, V20.B16, V20.B16
-	VADD V25.S4, V20.S4, V20.S4
-	VADD V17.S4, V20.S4, V20.S4
-	WORD $0x4e31e635 // fcmeq v21.4s, v17.4s, v17.4s
-	VMOV V27.B16, V22.B16
-	VBIT V21.B16, V20.B16, V22.B16
-	VAND V26.B16, V22.B16, V17.B16
-	VUSHR $16, V18.S4, V20.S4
-	VAND V24.B16, V20.B16, V20.B16
-	VADD V25.S4, V20.S4, V20.S4
-	VADD V18.S4, V20.S4, V20.S4
-	WORD $0x4e32e655 // fcmeq v21.4s, v18.4s, v18.4s
-	VMOV V27.B16, V22.B16
-	VBIT V21.B16, V20.B16, V22.B16
-	VAND V26.B16, V22.B16, V18.B16
-	VUSHR $16, V19.S4, V20.S4
-	VAND V24.B16, V20.B16, V20.B16
-	VADD V25.S4, V20.S4, V20.S4
-	VADD V19.S4, V20.S4, V20.S4
-	WORD $0x4e33e675 // fcmeq v21.4s, v19.4s, v19.4s
-	VMOV V27.B16, V22.B16
-	VBIT V21.B16, V20.B16, V22.B16
-	VAND V26.B16, V22.B16, V19.B16
-notrn6:
 	VUSHR $16, V16.S4, V20.S4
 	VAND V24.B16, V20.B16, V20.B16
 	VADD V25.S4, V20.S4, V20.S4
@@ -1842,7 +1807,7 @@ loop4:
 	WORD $0x2e613a10 // shll v16.4s, v16.4h, #16
 	WORD $0x6e3dde10 // fmul v16.4s, v16.4s, v29.4s
 	TST $8, R8
-	BEQ notrn7
+	BEQ notrn6
 	VUSHR $16, V16.S4, V21.S4
 	VAND V24.B16, V21.B16, V21.B16
 	VADD V25.S4, V21.S4, V21.S4
@@ -1851,12 +1816,12 @@ loop4:
 	VMOV V27.B16, V23.B16
 	VBIT V22.B16, V21.B16, V23.B16
 	VAND V26.B16, V23.B16, V16.B16
-notrn7:
-	CBZ R2, noweight8
+notrn6:
+	CBZ R2, noweight7
 	VLD1.P 16(R13), [V20.S4]
 	WORD $0x4e3cd694 // fadd v20.4s, v20.4s, v28.4s
 	WORD $0x6e34de10 // fmul v16.4s, v16.4s, v20.4s
-noweight8:
+noweight7:
 	VUSHR $16, V16.S4, V20.S4
 	VAND V24.B16, V20.B16, V20.B16
 	VADD V25.S4, V20.S4, V20.S4
@@ -1876,47 +1841,47 @@ part:
 	MOVD R10, R15
 	MOVD R11, R17
 	MOVD R12, R16
-copyvec9:
+copyvec8:
 	CMP $8, R16
-	BLT copyone10
+	BLT copyone9
 	VLD1.P 16(R15), [V20.B16]
 	VST1.P [V20.B16], 16(R17)
 	SUB $8, R16, R16
-	B copyvec9
-copyone10:
-	CBZ R16, copied11
+	B copyvec8
+copyone9:
+	CBZ R16, copied10
 	MOVHU.P 2(R15), R26
 	MOVH.P R26, 2(R17)
 	SUB $1, R16, R16
-	B copyone10
-copied11:
+	B copyone9
+copied10:
 	ADD $120, RSP, R11
-	CBZ R2, nowcopy12
+	CBZ R2, nowcopy11
 	MOVD R13, R15
 	MOVD R11, R17
 	MOVD R12, R16
-copyvec13:
+copyvec12:
 	CMP $4, R16
-	BLT copyone14
+	BLT copyone13
 	VLD1.P 16(R15), [V20.B16]
 	VST1.P [V20.B16], 16(R17)
 	SUB $4, R16, R16
-	B copyvec13
-copyone14:
-	CBZ R16, copied15
+	B copyvec12
+copyone13:
+	CBZ R16, copied14
 	MOVWU.P 4(R15), R26
 	MOVW.P R26, 4(R17)
 	SUB $1, R16, R16
-	B copyone14
-copied15:
-nowcopy12:
+	B copyone13
+copied14:
+nowcopy11:
 	ADD $104, RSP, R11
 	VLD1 (R11), [V16.H4]
 	WORD $0x2e613a10 // shll v16.4s, v16.4h, #16
 	ADD $16, R11, R11
 	WORD $0x6e3dde10 // fmul v16.4s, v16.4s, v29.4s
 	TST $8, R8
-	BEQ notrn16
+	BEQ notrn15
 	VUSHR $16, V16.S4, V21.S4
 	VAND V24.B16, V21.B16, V21.B16
 	VADD V25.S4, V21.S4, V21.S4
@@ -1925,12 +1890,12 @@ nowcopy12:
 	VMOV V27.B16, V23.B16
 	VBIT V22.B16, V21.B16, V23.B16
 	VAND V26.B16, V23.B16, V16.B16
-notrn16:
-	CBZ R2, noweight17
+notrn15:
+	CBZ R2, noweight16
 	VLD1 (R11), [V20.S4]
 	WORD $0x4e3cd694 // fadd v20.4s, v20.4s, v28.4s
 	WORD $0x6e34de10 // fmul v16.4s, v16.4s, v20.4s
-noweight17:
+noweight16:
 	VUSHR $16, V16.S4, V20.S4
 	VAND V24.B16, V20.B16, V20.B16
 	VADD V25.S4, V20.S4, V20.S4
@@ -1943,20 +1908,20 @@ noweight17:
 	MOVD R11, R15
 	MOVD R14, R17
 	MOVD R12, R16
-copyvec18:
+copyvec17:
 	CMP $8, R16
-	BLT copyone19
+	BLT copyone18
 	VLD1.P 16(R15), [V20.B16]
 	VST1.P [V20.B16], 16(R17)
 	SUB $8, R16, R16
-	B copyvec18
-copyone19:
-	CBZ R16, copied20
+	B copyvec17
+copyone18:
+	CBZ R16, copied19
 	MOVHU.P 2(R15), R26
 	MOVH.P R26, 2(R17)
 	SUB $1, R16, R16
-	B copyone19
-copied20:
+	B copyone18
+copied19:
 scaled:
 	ADD R7, R1, R1
 	ADD R7, R0, R0
@@ -2683,41 +2648,6 @@ body16noweight:
 	WORD $0x6e3dde52 // fmul v18.4s, v18.4s, v29.4s
 	WORD $0x2e613a73 // shll v19.4s, v19.4h, #16
 	WORD $0x6e3dde73 // fmul v19.4s, v19.4s, v29.4s
-	TST $8, R8
-	BEQ notrn12
-	VUSHR $16, V16.S4, V20.S4
-	VAND V24.B16, V20.B16, V20.B16
-	VADD V25.S4, V20.S4, V20.S4
-	VADD V16.S4, V20.S4, V20.S4
-	WORD $0x4e30e615 // fcmeq v21.4s, v16.4s, v16.4s
-	VMOV V27.B16, V22.B16
-	VBIT V21.B16, V20.B16, V22.B16
-	VAND V26.B16, V22.B16, V16.B16
-	VUSHR $16, V17.S4, V20.S4
-	VAND V24.B16, V20.B16, V20.B16
-	VADD V25.S4, V20.S4, V20.S4
-	VADD V17.S4, V20.S4, V20.S4
-	WORD $0x4e31e635 // fcmeq v21.4s, v17.4s, v17.4s
-	VMOV V27.B16, V22.B16
-	VBIT V21.B16, V20.B16, V22.B16
-	VAND V26.B16, V22.B16, V17.B16
-	VUSHR $16, V18.S4, V20.S4
-	VAND V24.B16, V20.B16, V20.B16
-	VADD V25.S4, V20.S4, V20.S4
-	VADD V18.S4, V20.S4, V20.S4
-	WORD $0x4e32e655 // fcmeq v21.4s, v18.4s, v18.4s
-	VMOV V27.B16, V22.B16
-	VBIT V21.B16, V20.B16, V22.B16
-	VAND V26.B16, V22.B16, V18.B16
-	VUSHR $16, V19.S4, V20.S4
-	VAND V24.B16, V20.B16, V20.B16
-	VADD V25.S4, V20.S4, V20.S4
-	VADD V19.S4, V20.S4, V20.S4
-	WORD $0x4e33e675 // fcmeq v21.4s, v19.4s, v19.4s
-	VMOV V27.B16, V22.B16
-	VBIT V21.B16, V20.B16, V22.B16
-	VAND V26.B16, V22.B16, V19.B16
-notrn12:
 	VUSHR $16, V16.S4, V20.S4
 	VAND V24.B16, V20.B16, V20.B16
 	VADD V25.S4, V20.S4, V20.S4
@@ -2764,7 +2694,7 @@ loop4:
 	WORD $0x2e613a10 // shll v16.4s, v16.4h, #16
 	WORD $0x6e3dde10 // fmul v16.4s, v16.4s, v29.4s
 	TST $8, R8
-	BEQ notrn13
+	BEQ notrn12
 	VUSHR $16, V16.S4, V21.S4
 	VAND V24.B16, V21.B16, V21.B16
 	VADD V25.S4, V21.S4, V21.S4
@@ -2773,12 +2703,12 @@ loop4:
 	VMOV V27.B16, V23.B16
 	VBIT V22.B16, V21.B16, V23.B16
 	VAND V26.B16, V23.B16, V16.B16
-notrn13:
-	CBZ R2, noweight14
+notrn12:
+	CBZ R2, noweight13
 	VLD1.P 16(R13), [V20.S4]
 	WORD $0x4e3cd694 // fadd v20.4s, v20.4s, v28.4s
 	WORD $0x6e34de10 // fmul v16.4s, v16.4s, v20.4s
-noweight14:
+noweight13:
 	VUSHR $16, V16.S4, V20.S4
 	VAND V24.B16, V20.B16, V20.B16
 	VADD V25.S4, V20.S4, V20.S4
@@ -2798,47 +2728,47 @@ part:
 	MOVD R10, R15
 	MOVD R11, R17
 	MOVD R12, R16
-copyvec15:
+copyvec14:
 	CMP $8, R16
-	BLT copyone16
+	BLT copyone15
 	VLD1.P 16(R15), [V20.B16]
 	VST1.P [V20.B16], 16(R17)
 	SUB $8, R16, R16
-	B copyvec15
-copyone16:
-	CBZ R16, copied17
+	B copyvec14
+copyone15:
+	CBZ R16, copied16
 	MOVHU.P 2(R15), R26
 	MOVH.P R26, 2(R17)
 	SUB $1, R16, R16
-	B copyone16
-copied17:
+	B copyone15
+copied16:
 	ADD $120, RSP, R11
-	CBZ R2, nowcopy18
+	CBZ R2, nowcopy17
 	MOVD R13, R15
 	MOVD R11, R17
 	MOVD R12, R16
-copyvec19:
+copyvec18:
 	CMP $4, R16
-	BLT copyone20
+	BLT copyone19
 	VLD1.P 16(R15), [V20.B16]
 	VST1.P [V20.B16], 16(R17)
 	SUB $4, R16, R16
-	B copyvec19
-copyone20:
-	CBZ R16, copied21
+	B copyvec18
+copyone19:
+	CBZ R16, copied20
 	MOVWU.P 4(R15), R26
 	MOVW.P R26, 4(R17)
 	SUB $1, R16, R16
-	B copyone20
-copied21:
-nowcopy18:
+	B copyone19
+copied20:
+nowcopy17:
 	ADD $104, RSP, R11
 	VLD1 (R11), [V16.H4]
 	WORD $0x2e613a10 // shll v16.4s, v16.4h, #16
 	ADD $16, R11, R11
 	WORD $0x6e3dde10 // fmul v16.4s, v16.4s, v29.4s
 	TST $8, R8
-	BEQ notrn22
+	BEQ notrn21
 	VUSHR $16, V16.S4, V21.S4
 	VAND V24.B16, V21.B16, V21.B16
 	VADD V25.S4, V21.S4, V21.S4
@@ -2847,12 +2777,12 @@ nowcopy18:
 	VMOV V27.B16, V23.B16
 	VBIT V22.B16, V21.B16, V23.B16
 	VAND V26.B16, V23.B16, V16.B16
-notrn22:
-	CBZ R2, noweight23
+notrn21:
+	CBZ R2, noweight22
 	VLD1 (R11), [V20.S4]
 	WORD $0x4e3cd694 // fadd v20.4s, v20.4s, v28.4s
 	WORD $0x6e34de10 // fmul v16.4s, v16.4s, v20.4s
-noweight23:
+noweight22:
 	VUSHR $16, V16.S4, V20.S4
 	VAND V24.B16, V20.B16, V20.B16
 	VADD V25.S4, V20.S4, V20.S4
@@ -2865,20 +2795,20 @@ noweight23:
 	MOVD R11, R15
 	MOVD R14, R17
 	MOVD R12, R16
-copyvec24:
+copyvec23:
 	CMP $8, R16
-	BLT copyone25
+	BLT copyone24
 	VLD1.P 16(R15), [V20.B16]
 	VST1.P [V20.B16], 16(R17)
 	SUB $8, R16, R16
-	B copyvec24
-copyone25:
-	CBZ R16, copied26
+	B copyvec23
+copyone24:
+	CBZ R16, copied25
 	MOVHU.P 2(R15), R26
 	MOVH.P R26, 2(R17)
 	SUB $1, R16, R16
-	B copyone25
-copied26:
+	B copyone24
+copied25:
 scaled:
 	ADD R7, R1, R1
 	ADD R7, R0, R0
@@ -3318,17 +3248,6 @@ body16noweight:
 	WORD $0x6e3dde52 // fmul v18.4s, v18.4s, v29.4s
 	WORD $0x0e217a73 // fcvtl v19.4s, v19.4h
 	WORD $0x6e3dde73 // fmul v19.4s, v19.4s, v29.4s
-	TST $8, R8
-	BEQ notrn6
-	WORD $0x0e216a10 // fcvtn v16.4h, v16.4s
-	WORD $0x0e217a10 // fcvtl v16.4s, v16.4h
-	WORD $0x0e216a31 // fcvtn v17.4h, v17.4s
-	WORD $0x0e217a31 // fcvtl v17.4s, v17.4h
-	WORD $0x0e216a52 // fcvtn v18.4h, v18.4s
-	WORD $0x0e217a52 // fcvtl v18.4s, v18.4h
-	WORD $0x0e216a73 // fcvtn v19.4h, v19.4s
-	WORD $0x0e217a73 // fcvtl v19.4s, v19.4h
-notrn6:
 	WORD $0x0e216a10 // fcvtn v16.4h, v16.4s
 	WORD $0x0e216a31 // fcvtn v17.4h, v17.4s
 	WORD $0x0e216a52 // fcvtn v18.4h, v18.4s
@@ -3347,15 +3266,15 @@ loop4:
 	WORD $0x0e217a10 // fcvtl v16.4s, v16.4h
 	WORD $0x6e3dde10 // fmul v16.4s, v16.4s, v29.4s
 	TST $8, R8
-	BEQ notrn7
+	BEQ notrn6
 	WORD $0x0e216a10 // fcvtn v16.4h, v16.4s
 	WORD $0x0e217a10 // fcvtl v16.4s, v16.4h
-notrn7:
-	CBZ R2, noweight8
+notrn6:
+	CBZ R2, noweight7
 	VLD1.P 16(R13), [V20.S4]
 	WORD $0x4e3cd694 // fadd v20.4s, v20.4s, v28.4s
 	WORD $0x6e34de10 // fmul v16.4s, v16.4s, v20.4s
-noweight8:
+noweight7:
 	WORD $0x0e216a10 // fcvtn v16.4h, v16.4s
 	VST1.P [V16.H4], 8(R14)
 	SUB $4, R12, R12
@@ -3368,74 +3287,74 @@ part:
 	MOVD R10, R15
 	MOVD R11, R17
 	MOVD R12, R16
-copyvec9:
+copyvec8:
 	CMP $8, R16
-	BLT copyone10
+	BLT copyone9
 	VLD1.P 16(R15), [V20.B16]
 	VST1.P [V20.B16], 16(R17)
 	SUB $8, R16, R16
-	B copyvec9
-copyone10:
-	CBZ R16, copied11
+	B copyvec8
+copyone9:
+	CBZ R16, copied10
 	MOVHU.P 2(R15), R26
 	MOVH.P R26, 2(R17)
 	SUB $1, R16, R16
-	B copyone10
-copied11:
+	B copyone9
+copied10:
 	ADD $120, RSP, R11
-	CBZ R2, nowcopy12
+	CBZ R2, nowcopy11
 	MOVD R13, R15
 	MOVD R11, R17
 	MOVD R12, R16
-copyvec13:
+copyvec12:
 	CMP $4, R16
-	BLT copyone14
+	BLT copyone13
 	VLD1.P 16(R15), [V20.B16]
 	VST1.P [V20.B16], 16(R17)
 	SUB $4, R16, R16
-	B copyvec13
-copyone14:
-	CBZ R16, copied15
+	B copyvec12
+copyone13:
+	CBZ R16, copied14
 	MOVWU.P 4(R15), R26
 	MOVW.P R26, 4(R17)
 	SUB $1, R16, R16
-	B copyone14
-copied15:
-nowcopy12:
+	B copyone13
+copied14:
+nowcopy11:
 	ADD $104, RSP, R11
 	VLD1 (R11), [V16.H4]
 	WORD $0x0e217a10 // fcvtl v16.4s, v16.4h
 	ADD $16, R11, R11
 	WORD $0x6e3dde10 // fmul v16.4s, v16.4s, v29.4s
 	TST $8, R8
-	BEQ notrn16
+	BEQ notrn15
 	WORD $0x0e216a10 // fcvtn v16.4h, v16.4s
 	WORD $0x0e217a10 // fcvtl v16.4s, v16.4h
-notrn16:
-	CBZ R2, noweight17
+notrn15:
+	CBZ R2, noweight16
 	VLD1 (R11), [V20.S4]
 	WORD $0x4e3cd694 // fadd v20.4s, v20.4s, v28.4s
 	WORD $0x6e34de10 // fmul v16.4s, v16.4s, v20.4s
-noweight17:
+noweight16:
 	WORD $0x0e216a10 // fcvtn v16.4h, v16.4s
 	VST1 [V16.H4], (R11)
 	MOVD R11, R15
 	MOVD R14, R17
 	MOVD R12, R16
-copyvec18:
+copyvec17:
 	CMP $8, R16
-	BLT copyone19
+	BLT copyone18
 	VLD1.P 16(R15), [V20.B16]
 	VST1.P [V20.B16], 16(R17)
 	SUB $8, R16, R16
-	B copyvec18
-copyone19:
-	CBZ R16, copied20
+	B copyvec17
+copyone18:
+	CBZ R16, copied19
 	MOVHU.P 2(R15), R26
 	MOVH.P R26, 2(R17)
 	SUB $1, R16, R16
-	B copyone19
-copied20:
+	B copyone18
+copied19:
 scaled:
 	ADD R7, R1, R1
 	ADD R7, R0, R0
@@ -3936,17 +3855,6 @@ body16noweight:
 	WORD $0x6e3dde52 // fmul v18.4s, v18.4s, v29.4s
 	WORD $0x0e217a73 // fcvtl v19.4s, v19.4h
 	WORD $0x6e3dde73 // fmul v19.4s, v19.4s, v29.4s
-	TST $8, R8
-	BEQ notrn12
-	WORD $0x0e216a10 // fcvtn v16.4h, v16.4s
-	WORD $0x0e217a10 // fcvtl v16.4s, v16.4h
-	WORD $0x0e216a31 // fcvtn v17.4h, v17.4s
-	WORD $0x0e217a31 // fcvtl v17.4s, v17.4h
-	WORD $0x0e216a52 // fcvtn v18.4h, v18.4s
-	WORD $0x0e217a52 // fcvtl v18.4s, v18.4h
-	WORD $0x0e216a73 // fcvtn v19.4h, v19.4s
-	WORD $0x0e217a73 // fcvtl v19.4s, v19.4h
-notrn12:
 	WORD $0x0e216a10 // fcvtn v16.4h, v16.4s
 	WORD $0x0e216a31 // fcvtn v17.4h, v17.4s
 	WORD $0x0e216a52 // fcvtn v18.4h, v18.4s
@@ -3965,15 +3873,15 @@ loop4:
 	WORD $0x0e217a10 // fcvtl v16.4s, v16.4h
 	WORD $0x6e3dde10 // fmul v16.4s, v16.4s, v29.4s
 	TST $8, R8
-	BEQ notrn13
+	BEQ notrn12
 	WORD $0x0e216a10 // fcvtn v16.4h, v16.4s
 	WORD $0x0e217a10 // fcvtl v16.4s, v16.4h
-notrn13:
-	CBZ R2, noweight14
+notrn12:
+	CBZ R2, noweight13
 	VLD1.P 16(R13), [V20.S4]
 	WORD $0x4e3cd694 // fadd v20.4s, v20.4s, v28.4s
 	WORD $0x6e34de10 // fmul v16.4s, v16.4s, v20.4s
-noweight14:
+noweight13:
 	WORD $0x0e216a10 // fcvtn v16.4h, v16.4s
 	VST1.P [V16.H4], 8(R14)
 	SUB $4, R12, R12
@@ -3986,74 +3894,74 @@ part:
 	MOVD R10, R15
 	MOVD R11, R17
 	MOVD R12, R16
-copyvec15:
+copyvec14:
 	CMP $8, R16
-	BLT copyone16
+	BLT copyone15
 	VLD1.P 16(R15), [V20.B16]
 	VST1.P [V20.B16], 16(R17)
 	SUB $8, R16, R16
-	B copyvec15
-copyone16:
-	CBZ R16, copied17
+	B copyvec14
+copyone15:
+	CBZ R16, copied16
 	MOVHU.P 2(R15), R26
 	MOVH.P R26, 2(R17)
 	SUB $1, R16, R16
-	B copyone16
-copied17:
+	B copyone15
+copied16:
 	ADD $120, RSP, R11
-	CBZ R2, nowcopy18
+	CBZ R2, nowcopy17
 	MOVD R13, R15
 	MOVD R11, R17
 	MOVD R12, R16
-copyvec19:
+copyvec18:
 	CMP $4, R16
-	BLT copyone20
+	BLT copyone19
 	VLD1.P 16(R15), [V20.B16]
 	VST1.P [V20.B16], 16(R17)
 	SUB $4, R16, R16
-	B copyvec19
-copyone20:
-	CBZ R16, copied21
+	B copyvec18
+copyone19:
+	CBZ R16, copied20
 	MOVWU.P 4(R15), R26
 	MOVW.P R26, 4(R17)
 	SUB $1, R16, R16
-	B copyone20
-copied21:
-nowcopy18:
+	B copyone19
+copied20:
+nowcopy17:
 	ADD $104, RSP, R11
 	VLD1 (R11), [V16.H4]
 	WORD $0x0e217a10 // fcvtl v16.4s, v16.4h
 	ADD $16, R11, R11
 	WORD $0x6e3dde10 // fmul v16.4s, v16.4s, v29.4s
 	TST $8, R8
-	BEQ notrn22
+	BEQ notrn21
 	WORD $0x0e216a10 // fcvtn v16.4h, v16.4s
 	WORD $0x0e217a10 // fcvtl v16.4s, v16.4h
-notrn22:
-	CBZ R2, noweight23
+notrn21:
+	CBZ R2, noweight22
 	VLD1 (R11), [V20.S4]
 	WORD $0x4e3cd694 // fadd v20.4s, v20.4s, v28.4s
 	WORD $0x6e34de10 // fmul v16.4s, v16.4s, v20.4s
-noweight23:
+noweight22:
 	WORD $0x0e216a10 // fcvtn v16.4h, v16.4s
 	VST1 [V16.H4], (R11)
 	MOVD R11, R15
 	MOVD R14, R17
 	MOVD R12, R16
-copyvec24:
+copyvec23:
 	CMP $8, R16
-	BLT copyone25
+	BLT copyone24
 	VLD1.P 16(R15), [V20.B16]
 	VST1.P [V20.B16], 16(R17)
 	SUB $8, R16, R16
-	B copyvec24
-copyone25:
-	CBZ R16, copied26
+	B copyvec23
+copyone24:
+	CBZ R16, copied25
 	MOVHU.P 2(R15), R26
 	MOVH.P R26, 2(R17)
 	SUB $1, R16, R16
-	B copyone25
-copied26:
+	B copyone24
+copied25:
 scaled:
 	ADD R7, R1, R1
 	ADD R7, R0, R0

@@ -868,7 +868,9 @@ func (g *gen) scaleLoop(name string, src, i, lim, pf, fl GPVirtual, invv, one Ve
 		ts[u] = g.s.vec()
 		g.mulLoad(g.at(src, i, u*g.vstep()), invv, ts[u])
 	}
-	g.roundIfRN(ts...)
+	if form != spec.Unweighted { // flagRN comes only with a weight
+		g.roundIfRN(ts...)
+	}
 	weigh := func(u int, t VecVirtual) { g.applyWeightAs(form, t, g.atW(i, u*g.s.vbytes()), one, nil) }
 	offsetLine := func() {}
 	if form == byFlag {

@@ -652,7 +652,9 @@ func (e *emitter) scale16(mode spec.Mode) {
 		e.widen(16 + i)
 		e.word(fmul4s(16+i, 16+i, 29))
 	}
-	e.roundIfRN([3]vreg{20, 21, 22}, 16, 17, 18, 19)
+	if mode != spec.Unweighted { // flagRN comes only with a weight
+		e.roundIfRN([3]vreg{20, 21, 22}, 16, 17, 18, 19)
+	}
 	if mode != spec.Unweighted {
 		e.op("VLD1.P 64(R13), [V20.S4, V21.S4, V22.S4, V23.S4]")
 		for i := vreg(0); i < 4; i++ {

@@ -80,7 +80,8 @@ func (n *Norm) weighted() bool {
 
 // flags returns the job flags of n's weight form and rounding for rows in format f, for a Norm
 // whose fields agree (UnitOffset only with a weight): flagOffset for 1+w (the kernels have one
-// function for every weight form, and tell Unweighted by its nil weight), flagRN for RoundNormalized on 16-bit rows with a weight.
+// function for every weight form, and tell Unweighted by its nil weight), flagRN for
+// RoundNormalized on 16-bit rows with a weight.
 func (n *Norm) flags(f format) uint32 {
 	var fl uint32
 	if n.UnitOffset {

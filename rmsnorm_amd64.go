@@ -73,25 +73,25 @@ func avx512Forward(j *job, from, to int) int
 //go:noescape
 func avx512ForwardAdd(j *job, from, to int) int
 
-// avx512ForwardBF16 normalizes rows [from, to) of the job: BF16 rows: y = round16((x*inv)*w), round16((x*inv)*(1+w)) with flagOffset, or round16(x*inv) with w nil (with flagRN, round16(x*inv) in place of (x*inv)), for each row.
+// avx512ForwardBF16 normalizes rows [from, to) of the job: BF16 rows: y = round16((x*inv)*w), round16((x*inv)*(1+w)) with flagOffset, or round16(x*inv) with w nil (with flagRN and a weight, round16(x*inv) in place of (x*inv)), for each row.
 // It stops before the first row that needs the float64 path and returns that row's index, or to.
 //
 //go:noescape
 func avx512ForwardBF16(j *job, from, to int) int
 
-// avx512ForwardBF16Add normalizes rows [from, to) of the job: BF16 rows: h = round16(x + res) and res = h per element, then y = round16((h*inv)*w), round16((h*inv)*(1+w)) with flagOffset, or round16(h*inv) with w nil (with flagRN, round16(h*inv) in place of (h*inv)), for each row.
+// avx512ForwardBF16Add normalizes rows [from, to) of the job: BF16 rows: h = round16(x + res) and res = h per element, then y = round16((h*inv)*w), round16((h*inv)*(1+w)) with flagOffset, or round16(h*inv) with w nil (with flagRN and a weight, round16(h*inv) in place of (h*inv)), for each row.
 // It stops before the first row that needs the float64 path and returns that row's index, or to.
 //
 //go:noescape
 func avx512ForwardBF16Add(j *job, from, to int) int
 
-// avx512ForwardF16 normalizes rows [from, to) of the job: F16 rows: y = round16((x*inv)*w), round16((x*inv)*(1+w)) with flagOffset, or round16(x*inv) with w nil (with flagRN, round16(x*inv) in place of (x*inv)), for each row.
+// avx512ForwardF16 normalizes rows [from, to) of the job: F16 rows: y = round16((x*inv)*w), round16((x*inv)*(1+w)) with flagOffset, or round16(x*inv) with w nil (with flagRN and a weight, round16(x*inv) in place of (x*inv)), for each row.
 // It stops before the first row that needs the float64 path and returns that row's index, or to.
 //
 //go:noescape
 func avx512ForwardF16(j *job, from, to int) int
 
-// avx512ForwardF16Add normalizes rows [from, to) of the job: F16 rows: h = round16(x + res) and res = h per element, then y = round16((h*inv)*w), round16((h*inv)*(1+w)) with flagOffset, or round16(h*inv) with w nil (with flagRN, round16(h*inv) in place of (h*inv)), for each row.
+// avx512ForwardF16Add normalizes rows [from, to) of the job: F16 rows: h = round16(x + res) and res = h per element, then y = round16((h*inv)*w), round16((h*inv)*(1+w)) with flagOffset, or round16(h*inv) with w nil (with flagRN and a weight, round16(h*inv) in place of (h*inv)), for each row.
 // It stops before the first row that needs the float64 path and returns that row's index, or to.
 //
 //go:noescape
@@ -129,25 +129,25 @@ func avx2Forward(j *job, from, to int) int
 //go:noescape
 func avx2ForwardAdd(j *job, from, to int) int
 
-// avx2ForwardBF16 normalizes rows [from, to) of the job: BF16 rows: y = round16((x*inv)*w), round16((x*inv)*(1+w)) with flagOffset, or round16(x*inv) with w nil (with flagRN, round16(x*inv) in place of (x*inv)), for each row.
+// avx2ForwardBF16 normalizes rows [from, to) of the job: BF16 rows: y = round16((x*inv)*w), round16((x*inv)*(1+w)) with flagOffset, or round16(x*inv) with w nil (with flagRN and a weight, round16(x*inv) in place of (x*inv)), for each row.
 // It stops before the first row that needs the float64 path and returns that row's index, or to.
 //
 //go:noescape
 func avx2ForwardBF16(j *job, from, to int) int
 
-// avx2ForwardBF16Add normalizes rows [from, to) of the job: BF16 rows: h = round16(x + res) and res = h per element, then y = round16((h*inv)*w), round16((h*inv)*(1+w)) with flagOffset, or round16(h*inv) with w nil (with flagRN, round16(h*inv) in place of (h*inv)), for each row.
+// avx2ForwardBF16Add normalizes rows [from, to) of the job: BF16 rows: h = round16(x + res) and res = h per element, then y = round16((h*inv)*w), round16((h*inv)*(1+w)) with flagOffset, or round16(h*inv) with w nil (with flagRN and a weight, round16(h*inv) in place of (h*inv)), for each row.
 // It stops before the first row that needs the float64 path and returns that row's index, or to.
 //
 //go:noescape
 func avx2ForwardBF16Add(j *job, from, to int) int
 
-// avx2ForwardF16 normalizes rows [from, to) of the job: F16 rows: y = round16((x*inv)*w), round16((x*inv)*(1+w)) with flagOffset, or round16(x*inv) with w nil (with flagRN, round16(x*inv) in place of (x*inv)), for each row.
+// avx2ForwardF16 normalizes rows [from, to) of the job: F16 rows: y = round16((x*inv)*w), round16((x*inv)*(1+w)) with flagOffset, or round16(x*inv) with w nil (with flagRN and a weight, round16(x*inv) in place of (x*inv)), for each row.
 // It stops before the first row that needs the float64 path and returns that row's index, or to.
 //
 //go:noescape
 func avx2ForwardF16(j *job, from, to int) int
 
-// avx2ForwardF16Add normalizes rows [from, to) of the job: F16 rows: h = round16(x + res) and res = h per element, then y = round16((h*inv)*w), round16((h*inv)*(1+w)) with flagOffset, or round16(h*inv) with w nil (with flagRN, round16(h*inv) in place of (h*inv)), for each row.
+// avx2ForwardF16Add normalizes rows [from, to) of the job: F16 rows: h = round16(x + res) and res = h per element, then y = round16((h*inv)*w), round16((h*inv)*(1+w)) with flagOffset, or round16(h*inv) with w nil (with flagRN and a weight, round16(h*inv) in place of (h*inv)), for each row.
 // It stops before the first row that needs the float64 path and returns that row's index, or to.
 //
 //go:noescape

@@ -1345,7 +1345,7 @@ vzero:
 // func avx512ForwardBF16(j uintptr, from int, to int) int
 // Requires: AVX, AVX512BW, AVX512F, MMX+
 TEXT ·avx512ForwardBF16(SB), NOSPLIT, $376-32
-	// avx512ForwardBF16 normalizes rows [from, to) of the job: BF16 rows: y = round16((x*inv)*w), round16((x*inv)*(1+w)) with flagOffset, or round16(x*inv) with w nil (with flagRN, round16(x*inv) in place of (x*inv)), for each row.
+	// avx512ForwardBF16 normalizes rows [from, to) of the job: BF16 rows: y = round16((x*inv)*w), round16((x*inv)*(1+w)) with flagOffset, or round16(x*inv) with w nil (with flagRN and a weight, round16(x*inv) in place of (x*inv)), for each row.
 	// It stops before the first row that needs the float64 path and returns that row's index, or to.
 	MOVQ         j+0(FP), AX
 	MOVQ         job_dst+0(AX), CX
@@ -2171,7 +2171,7 @@ vzero:
 // func avx512ForwardBF16Add(j uintptr, from int, to int) int
 // Requires: AVX, AVX512BW, AVX512F, MMX+
 TEXT ·avx512ForwardBF16Add(SB), NOSPLIT, $376-32
-	// avx512ForwardBF16Add normalizes rows [from, to) of the job: BF16 rows: h = round16(x + res) and res = h per element, then y = round16((h*inv)*w), round16((h*inv)*(1+w)) with flagOffset, or round16(h*inv) with w nil (with flagRN, round16(h*inv) in place of (h*inv)), for each row.
+	// avx512ForwardBF16Add normalizes rows [from, to) of the job: BF16 rows: h = round16(x + res) and res = h per element, then y = round16((h*inv)*w), round16((h*inv)*(1+w)) with flagOffset, or round16(h*inv) with w nil (with flagRN and a weight, round16(h*inv) in place of (h*inv)), for each row.
 	// It stops before the first row that needs the float64 path and returns that row's index, or to.
 	MOVQ         j+0(FP), AX
 	MOVQ         job_dst+0(AX), CX
@@ -3044,7 +3044,7 @@ vzero:
 // func avx512ForwardF16(j uintptr, from int, to int) int
 // Requires: AVX, AVX512F, MMX+
 TEXT ·avx512ForwardF16(SB), NOSPLIT, $376-32
-	// avx512ForwardF16 normalizes rows [from, to) of the job: F16 rows: y = round16((x*inv)*w), round16((x*inv)*(1+w)) with flagOffset, or round16(x*inv) with w nil (with flagRN, round16(x*inv) in place of (x*inv)), for each row.
+	// avx512ForwardF16 normalizes rows [from, to) of the job: F16 rows: y = round16((x*inv)*w), round16((x*inv)*(1+w)) with flagOffset, or round16(x*inv) with w nil (with flagRN and a weight, round16(x*inv) in place of (x*inv)), for each row.
 	// It stops before the first row that needs the float64 path and returns that row's index, or to.
 	MOVQ j+0(FP), AX
 	MOVQ job_dst+0(AX), CX
@@ -3692,7 +3692,7 @@ vzero:
 // func avx512ForwardF16Add(j uintptr, from int, to int) int
 // Requires: AVX, AVX512F, MMX+
 TEXT ·avx512ForwardF16Add(SB), NOSPLIT, $376-32
-	// avx512ForwardF16Add normalizes rows [from, to) of the job: F16 rows: h = round16(x + res) and res = h per element, then y = round16((h*inv)*w), round16((h*inv)*(1+w)) with flagOffset, or round16(h*inv) with w nil (with flagRN, round16(h*inv) in place of (h*inv)), for each row.
+	// avx512ForwardF16Add normalizes rows [from, to) of the job: F16 rows: h = round16(x + res) and res = h per element, then y = round16((h*inv)*w), round16((h*inv)*(1+w)) with flagOffset, or round16(h*inv) with w nil (with flagRN and a weight, round16(h*inv) in place of (h*inv)), for each row.
 	// It stops before the first row that needs the float64 path and returns that row's index, or to.
 	MOVQ j+0(FP), AX
 	MOVQ job_dst+0(AX), CX
@@ -9034,7 +9034,7 @@ vzero:
 // func avx2ForwardBF16(j uintptr, from int, to int) int
 // Requires: AVX, AVX2, MMX+
 TEXT ·avx2ForwardBF16(SB), NOSPLIT, $336-32
-	// avx2ForwardBF16 normalizes rows [from, to) of the job: BF16 rows: y = round16((x*inv)*w), round16((x*inv)*(1+w)) with flagOffset, or round16(x*inv) with w nil (with flagRN, round16(x*inv) in place of (x*inv)), for each row.
+	// avx2ForwardBF16 normalizes rows [from, to) of the job: BF16 rows: y = round16((x*inv)*w), round16((x*inv)*(1+w)) with flagOffset, or round16(x*inv) with w nil (with flagRN and a weight, round16(x*inv) in place of (x*inv)), for each row.
 	// It stops before the first row that needs the float64 path and returns that row's index, or to.
 	MOVQ j+0(FP), AX
 	MOVQ job_dst+0(AX), CX
@@ -10015,7 +10015,7 @@ vzero:
 // func avx2ForwardBF16Add(j uintptr, from int, to int) int
 // Requires: AVX, AVX2, MMX+
 TEXT ·avx2ForwardBF16Add(SB), NOSPLIT, $464-32
-	// avx2ForwardBF16Add normalizes rows [from, to) of the job: BF16 rows: h = round16(x + res) and res = h per element, then y = round16((h*inv)*w), round16((h*inv)*(1+w)) with flagOffset, or round16(h*inv) with w nil (with flagRN, round16(h*inv) in place of (h*inv)), for each row.
+	// avx2ForwardBF16Add normalizes rows [from, to) of the job: BF16 rows: h = round16(x + res) and res = h per element, then y = round16((h*inv)*w), round16((h*inv)*(1+w)) with flagOffset, or round16(h*inv) with w nil (with flagRN and a weight, round16(h*inv) in place of (h*inv)), for each row.
 	// It stops before the first row that needs the float64 path and returns that row's index, or to.
 	MOVQ j+0(FP), AX
 	MOVQ job_dst+0(AX), CX
@@ -11204,7 +11204,7 @@ vzero:
 // func avx2ForwardF16(j uintptr, from int, to int) int
 // Requires: AVX, AVX2, F16C, MMX+
 TEXT ·avx2ForwardF16(SB), NOSPLIT, $336-32
-	// avx2ForwardF16 normalizes rows [from, to) of the job: F16 rows: y = round16((x*inv)*w), round16((x*inv)*(1+w)) with flagOffset, or round16(x*inv) with w nil (with flagRN, round16(x*inv) in place of (x*inv)), for each row.
+	// avx2ForwardF16 normalizes rows [from, to) of the job: F16 rows: y = round16((x*inv)*w), round16((x*inv)*(1+w)) with flagOffset, or round16(x*inv) with w nil (with flagRN and a weight, round16(x*inv) in place of (x*inv)), for each row.
 	// It stops before the first row that needs the float64 path and returns that row's index, or to.
 	MOVQ j+0(FP), AX
 	MOVQ job_dst+0(AX), CX
@@ -11944,7 +11944,7 @@ vzero:
 // func avx2ForwardF16Add(j uintptr, from int, to int) int
 // Requires: AVX, AVX2, F16C, MMX+
 TEXT ·avx2ForwardF16Add(SB), NOSPLIT, $464-32
-	// avx2ForwardF16Add normalizes rows [from, to) of the job: F16 rows: h = round16(x + res) and res = h per element, then y = round16((h*inv)*w), round16((h*inv)*(1+w)) with flagOffset, or round16(h*inv) with w nil (with flagRN, round16(h*inv) in place of (h*inv)), for each row.
+	// avx2ForwardF16Add normalizes rows [from, to) of the job: F16 rows: h = round16(x + res) and res = h per element, then y = round16((h*inv)*w), round16((h*inv)*(1+w)) with flagOffset, or round16(h*inv) with w nil (with flagRN and a weight, round16(h*inv) in place of (h*inv)), for each row.
 	// It stops before the first row that needs the float64 path and returns that row's index, or to.
 	MOVQ j+0(FP), AX
 	MOVQ job_dst+0(AX), CX

@@ -732,9 +732,9 @@ func (g *gen) scaleRows(inv VecVirtual) {
 	JMP(LabelRef("row"))
 }
 
-// scale writes y = (src*inv)*w (or the variant's form) for one row. With flagPF the lines of the
-// row pfOffset(1) bytes further on are prefetched along the way; with flagNT as well, the aligned
-// middle of the row goes out with non-temporal stores.
+// scale writes y = (src*inv)*w, (src*inv)*(1+w) with flagOffset, or src*inv when w is nil, for
+// one row. With flagPF the lines of the row pfOffset(1) bytes further on are prefetched along the
+// way; with flagNT as well, the aligned middle of the row goes out with non-temporal stores.
 func (g *gen) scale(src GPVirtual, invv, one VecVirtual) {
 	s := g.s
 	Comment("y = (src*inv)*w, rounded after each multiply.")
@@ -778,7 +778,7 @@ func (g *gen) scale(src GPVirtual, invv, one VecVirtual) {
 		TESTL(U32(spec.FlagNT), g.flags())
 		JNZ(LabelRef("scalent"))
 		forms("scalepfloop", pf, nil)
-		fl = GP32() // for the non-temporal loop, which tests flagOffset per iteration
+		fl = GP32() // for the non-temporal loop, which tests w and flagOffset per iteration
 	}
 
 	Label("scalent")
@@ -939,7 +939,8 @@ func (g *gen) prefetchLines(pf, i GPVirtual) {
 }
 
 // compute returns vector u (of the lanes from element i) of the scale pass's output, before it is
-// narrowed to the storage format: (src*inv)*w or the variant's form.
+// narrowed to the storage format: (src*inv)*w, (src*inv)*(1+w) with flagOffset, or src*inv when
+// w is nil.
 func (g *gen) compute(src, i GPVirtual, u int, invv, one VecVirtual) VecVirtual {
 	t := g.s.vec()
 	g.mulLoad(g.at(src, i, u*g.vstep()), invv, t)

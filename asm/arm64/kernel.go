@@ -523,8 +523,8 @@ func (e *emitter) scaleRows() {
 	e.op("B row")
 }
 
-// scaleRow writes y = (src*inv)*w (or the variant's form) for one row, inv in V29. With flagPF it
-// prefetches the row rPfScale bytes further on as it goes.
+// scaleRow writes y = (src*inv)*w, (src*inv)*(1+w) with flagOffset, or src*inv when w is nil, for
+// one row, inv in V29. With flagPF it prefetches the row rPfScale bytes further on as it goes.
 func (e *emitter) scaleRow(src string) {
 	e.comment("y = (src*inv)*w, rounded after each multiply.")
 	e.op("MOVD %s, R10", src)

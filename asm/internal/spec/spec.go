@@ -140,7 +140,8 @@ func (v Variant) stem() string {
 	return v.Format.String()
 }
 
-// Formula is the doc-comment line for the variant.
+// Formula is the doc-comment line for the kernel function that runs v (see Body), which serves
+// every weight form.
 func (v Variant) Formula() string {
 	src, s := "x", ""
 	round := func(e string) string { return e }
@@ -153,18 +154,9 @@ func (v Variant) Formula() string {
 		src = "h"
 	}
 	n := "(" + src + "*inv)"
-	switch {
-	case v == v.Body():
-		s += "y = " + round(n+"*w") + ", " + round(n+"*(1+w)") + " with flagOffset, or " + round(src+"*inv") + " with w nil"
-	case v.Mode == Weighted:
-		s += "y = " + round(n+"*w")
-	case v.Mode == Offset:
-		s += "y = " + round(n+"*(1+w)")
-	default:
-		s += "y = " + round(src+"*inv")
-	}
-	if v.Rounds() {
-		s += " (with flagRN, " + round(src+"*inv") + " in place of " + n + ")"
+	s += "y = " + round(n+"*w") + ", " + round(n+"*(1+w)") + " with flagOffset, or " + round(src+"*inv") + " with w nil"
+	if v.Body().Rounds() {
+		s += " (with flagRN and a weight, " + round(src+"*inv") + " in place of " + n + ")"
 	}
 	return s + ", for each row."
 }

@@ -196,7 +196,7 @@ func applyRows[T elem](n *Norm, r *rowsOf[T], f format, k kernelID) bool {
 
 // packedRows validates and runs a Norm.Apply call of the common kind: rows back to back (N and
 // Stride 0), with or without a residual, no Inv, one goroutine, a weight of the Norm's own length
-// (the caller checks those), weight form and rounding in flags (flagOffset, flagRN). It reports
+// (the caller checks those: packable), weight form and rounding in flags (flagOffset, flagRN). It reports
 // false, having written nothing, when the call breaks a rule or is empty; the caller then takes
 // the general path, which says which rule. A function of its own, with fewer values live than
 // applyRows, so fewer stores before the kernel's (see applyRows).

@@ -78,6 +78,12 @@ func (n *Norm) weighted() bool {
 	return n.Weight != nil && (n.Dim == 0 || n.Dim == len(n.Weight)) && n.Workers <= 1
 }
 
+// packable reports whether the call of n on r is one packedRows takes, by the rules its caller
+// checks: rows back to back (N and Stride 0), no Inv, and a Norm with a weight on one goroutine.
+func packable[T elem](n *Norm, r *rowsOf[T]) bool {
+	return r.N|r.Stride == 0 && r.Inv == nil && n.weighted()
+}
+
 // flags returns the job flags of n's weight form and rounding for rows in format f, for a Norm
 // whose fields agree (UnitOffset only with a weight): flagOffset for 1+w (the kernels have one
 // function for every weight form, and tell Unweighted by its nil weight), flagRN for
@@ -101,6 +107,7 @@ func (n *Norm) flags(f format) uint32 {
 func (n Norm) forward(dst, x []float32) {
 	var r rowsOf[float32] // set field by field: a literal would be built aside and copied
 	r.Dst, r.X = dst, x
+	// r holds rows back to back without Inv: of packable's rules, only the Norm's are left.
 	if n.weighted() && packedRows(&r, formatF32, n.Weight, n.Eps, n.flags(formatF32), useActive) {
 		return
 	}
@@ -128,7 +135,7 @@ func (n Norm) forward(dst, x []float32) {
 func (n Norm) Apply(r Rows) {
 	// Rows back to back without Inv, a weight, one goroutine: the common calls take a short path,
 	// which leaves the rest and the calls that break a rule to the general one.
-	if r.N|r.Stride == 0 && r.Inv == nil && n.weighted() {
+	if packable(&n, (*rowsOf[float32])(&r)) {
 		if r.Residual == nil && !n.UnitOffset {
 			// Nothing else: rmsnorm.Forward's call, as in Norm.Forward.
 			forwardRows(&applyNames, formatF32, r.Dst, r.X, n.Weight, n.Eps, useActive)
@@ -168,7 +175,7 @@ type Rows16 struct {
 //
 //go:noinline
 func (n Norm) ApplyBF16(r Rows16) {
-	if r.N|r.Stride == 0 && r.Inv == nil && n.weighted() &&
+	if packable(&n, (*rowsOf[uint16])(&r)) &&
 		packedRows((*rowsOf[uint16])(&r), formatBF16, n.Weight, n.Eps, n.flags(formatBF16), useActive) {
 		return
 	}
@@ -179,7 +186,7 @@ func (n Norm) ApplyBF16(r Rows16) {
 //
 //go:noinline
 func (n Norm) ApplyF16(r Rows16) {
-	if r.N|r.Stride == 0 && r.Inv == nil && n.weighted() &&
+	if packable(&n, (*rowsOf[uint16])(&r)) &&
 		packedRows((*rowsOf[uint16])(&r), formatF16, n.Weight, n.Eps, n.flags(formatF16), useActive) {
 		return
 	}

@@ -8,21 +8,13 @@ import "testing"
 // AddWeighted), called straight, as BenchmarkOverhead's baseline.
 func callDirect(b *testing.B, k kernelID, j *job) {
 	switch {
-	case k == kernelAVX512 && j.v == vWeighted:
+	case k == kernelAVX512 && (j.v == vWeighted || j.v == vAddWeighted):
 		for b.Loop() {
 			avx512Forward(j, 0, j.rows)
 		}
-	case k == kernelAVX512 && j.v == vAddWeighted:
-		for b.Loop() {
-			avx512ForwardAdd(j, 0, j.rows)
-		}
-	case k == kernelAVX2 && j.v == vWeighted:
+	case k == kernelAVX2 && (j.v == vWeighted || j.v == vAddWeighted):
 		for b.Loop() {
 			avx2Forward(j, 0, j.rows)
-		}
-	case k == kernelAVX2 && j.v == vAddWeighted:
-		for b.Loop() {
-			avx2ForwardAdd(j, 0, j.rows)
 		}
 	default:
 		callGeneric(b, k, j)

@@ -8,13 +8,9 @@ import "testing"
 // AddWeighted), called straight, as BenchmarkOverhead's baseline.
 func callDirect(b *testing.B, k kernelID, j *job) {
 	switch {
-	case k == kernelNEON && j.v == vWeighted:
+	case k == kernelNEON && (j.v == vWeighted || j.v == vAddWeighted):
 		for b.Loop() {
 			neonForward(j, 0, j.rows)
-		}
-	case k == kernelNEON && j.v == vAddWeighted:
-		for b.Loop() {
-			neonForwardAdd(j, 0, j.rows)
 		}
 	default:
 		callGeneric(b, k, j)

@@ -61,41 +61,23 @@ func avx2BackwardOffset(j *job, from, to int) int
 //go:noescape
 func avx2BackwardUnweighted(j *job, from, to int) int
 
-// avx512Forward normalizes rows [from, to) of the job: y = (x*inv)*w, (x*inv)*(1+w) with flagOffset, or x*inv with w nil, for each row.
+// avx512Forward normalizes rows [from, to) of the job: y = (x*inv)*w, (x*inv)*(1+w) with flagOffset, or x*inv with w nil, for each row; with res, h = x + res and res = h per element first, and h in place of x.
 // It stops before the first row that needs the float64 path and returns that row's index, or to.
 //
 //go:noescape
 func avx512Forward(j *job, from, to int) int
 
-// avx512ForwardAdd normalizes rows [from, to) of the job: h = x + res and res = h per element, then y = (h*inv)*w, (h*inv)*(1+w) with flagOffset, or h*inv with w nil, for each row.
-// It stops before the first row that needs the float64 path and returns that row's index, or to.
-//
-//go:noescape
-func avx512ForwardAdd(j *job, from, to int) int
-
-// avx512ForwardBF16 normalizes rows [from, to) of the job: BF16 rows: y = round16((x*inv)*w), round16((x*inv)*(1+w)) with flagOffset, or round16(x*inv) with w nil (with flagRN and a weight, round16(x*inv) in place of (x*inv)), for each row.
+// avx512ForwardBF16 normalizes rows [from, to) of the job: BF16 rows: y = round16((x*inv)*w), round16((x*inv)*(1+w)) with flagOffset, or round16(x*inv) with w nil (with flagRN and a weight, round16(x*inv) in place of (x*inv)), for each row; with res, h = round16(x + res) and res = h per element first, and h in place of x.
 // It stops before the first row that needs the float64 path and returns that row's index, or to.
 //
 //go:noescape
 func avx512ForwardBF16(j *job, from, to int) int
 
-// avx512ForwardBF16Add normalizes rows [from, to) of the job: BF16 rows: h = round16(x + res) and res = h per element, then y = round16((h*inv)*w), round16((h*inv)*(1+w)) with flagOffset, or round16(h*inv) with w nil (with flagRN and a weight, round16(h*inv) in place of (h*inv)), for each row.
-// It stops before the first row that needs the float64 path and returns that row's index, or to.
-//
-//go:noescape
-func avx512ForwardBF16Add(j *job, from, to int) int
-
-// avx512ForwardF16 normalizes rows [from, to) of the job: F16 rows: y = round16((x*inv)*w), round16((x*inv)*(1+w)) with flagOffset, or round16(x*inv) with w nil (with flagRN and a weight, round16(x*inv) in place of (x*inv)), for each row.
+// avx512ForwardF16 normalizes rows [from, to) of the job: F16 rows: y = round16((x*inv)*w), round16((x*inv)*(1+w)) with flagOffset, or round16(x*inv) with w nil (with flagRN and a weight, round16(x*inv) in place of (x*inv)), for each row; with res, h = round16(x + res) and res = h per element first, and h in place of x.
 // It stops before the first row that needs the float64 path and returns that row's index, or to.
 //
 //go:noescape
 func avx512ForwardF16(j *job, from, to int) int
-
-// avx512ForwardF16Add normalizes rows [from, to) of the job: F16 rows: h = round16(x + res) and res = h per element, then y = round16((h*inv)*w), round16((h*inv)*(1+w)) with flagOffset, or round16(h*inv) with w nil (with flagRN and a weight, round16(h*inv) in place of (h*inv)), for each row.
-// It stops before the first row that needs the float64 path and returns that row's index, or to.
-//
-//go:noescape
-func avx512ForwardF16Add(j *job, from, to int) int
 
 // avx512WidenBF16 converts n elements: BF16 bits at src widened exactly to float32 at dst.
 //
@@ -117,41 +99,23 @@ func avx512NarrowBF16(dst, src unsafe.Pointer, n int)
 //go:noescape
 func avx512NarrowF16(dst, src unsafe.Pointer, n int)
 
-// avx2Forward normalizes rows [from, to) of the job: y = (x*inv)*w, (x*inv)*(1+w) with flagOffset, or x*inv with w nil, for each row.
+// avx2Forward normalizes rows [from, to) of the job: y = (x*inv)*w, (x*inv)*(1+w) with flagOffset, or x*inv with w nil, for each row; with res, h = x + res and res = h per element first, and h in place of x.
 // It stops before the first row that needs the float64 path and returns that row's index, or to.
 //
 //go:noescape
 func avx2Forward(j *job, from, to int) int
 
-// avx2ForwardAdd normalizes rows [from, to) of the job: h = x + res and res = h per element, then y = (h*inv)*w, (h*inv)*(1+w) with flagOffset, or h*inv with w nil, for each row.
-// It stops before the first row that needs the float64 path and returns that row's index, or to.
-//
-//go:noescape
-func avx2ForwardAdd(j *job, from, to int) int
-
-// avx2ForwardBF16 normalizes rows [from, to) of the job: BF16 rows: y = round16((x*inv)*w), round16((x*inv)*(1+w)) with flagOffset, or round16(x*inv) with w nil (with flagRN and a weight, round16(x*inv) in place of (x*inv)), for each row.
+// avx2ForwardBF16 normalizes rows [from, to) of the job: BF16 rows: y = round16((x*inv)*w), round16((x*inv)*(1+w)) with flagOffset, or round16(x*inv) with w nil (with flagRN and a weight, round16(x*inv) in place of (x*inv)), for each row; with res, h = round16(x + res) and res = h per element first, and h in place of x.
 // It stops before the first row that needs the float64 path and returns that row's index, or to.
 //
 //go:noescape
 func avx2ForwardBF16(j *job, from, to int) int
 
-// avx2ForwardBF16Add normalizes rows [from, to) of the job: BF16 rows: h = round16(x + res) and res = h per element, then y = round16((h*inv)*w), round16((h*inv)*(1+w)) with flagOffset, or round16(h*inv) with w nil (with flagRN and a weight, round16(h*inv) in place of (h*inv)), for each row.
-// It stops before the first row that needs the float64 path and returns that row's index, or to.
-//
-//go:noescape
-func avx2ForwardBF16Add(j *job, from, to int) int
-
-// avx2ForwardF16 normalizes rows [from, to) of the job: F16 rows: y = round16((x*inv)*w), round16((x*inv)*(1+w)) with flagOffset, or round16(x*inv) with w nil (with flagRN and a weight, round16(x*inv) in place of (x*inv)), for each row.
+// avx2ForwardF16 normalizes rows [from, to) of the job: F16 rows: y = round16((x*inv)*w), round16((x*inv)*(1+w)) with flagOffset, or round16(x*inv) with w nil (with flagRN and a weight, round16(x*inv) in place of (x*inv)), for each row; with res, h = round16(x + res) and res = h per element first, and h in place of x.
 // It stops before the first row that needs the float64 path and returns that row's index, or to.
 //
 //go:noescape
 func avx2ForwardF16(j *job, from, to int) int
-
-// avx2ForwardF16Add normalizes rows [from, to) of the job: F16 rows: h = round16(x + res) and res = h per element, then y = round16((h*inv)*w), round16((h*inv)*(1+w)) with flagOffset, or round16(h*inv) with w nil (with flagRN and a weight, round16(h*inv) in place of (h*inv)), for each row.
-// It stops before the first row that needs the float64 path and returns that row's index, or to.
-//
-//go:noescape
-func avx2ForwardF16Add(j *job, from, to int) int
 
 // avx2WidenBF16 converts n elements: BF16 bits at src widened exactly to float32 at dst.
 //

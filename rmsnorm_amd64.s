@@ -166,627 +166,18 @@ GLOBL avx2bffixnan<>(SB), RODATA|NOPTR, $32
 // func avx512Forward(j uintptr, from int, to int) int
 // Requires: AVX, AVX512F, MMX+
 TEXT ·avx512Forward(SB), NOSPLIT, $376-32
-	// avx512Forward normalizes rows [from, to) of the job: y = (x*inv)*w, (x*inv)*(1+w) with flagOffset, or x*inv with w nil, for each row.
+	// avx512Forward normalizes rows [from, to) of the job: y = (x*inv)*w, (x*inv)*(1+w) with flagOffset, or x*inv with w nil, for each row; with res, h = x + res and res = h per element first, and h in place of x.
 	// It stops before the first row that needs the float64 path and returns that row's index, or to.
-	MOVQ j+0(FP), AX
-	MOVQ job_dst+0(AX), CX
-	MOVQ job_x+0(AX), DX
-	MOVQ job_w+0(AX), BX
-	MOVQ job_stride+0(AX), SI
-	SHLQ $0x02, SI
-
-	// fd = float32(d); rd = 1/d when d is a power of two (a/d is then a*rd exactly), else 0.
-	MOVQ       job_d+0(AX), DI
-	VMOVSS     one<>+0(SB), X0
-	VCVTSI2SSQ DI, X0, X0
-	VMOVSS     X0, 368(SP)
-	XORL       R9, R9
-	LEAQ       -1(DI), R8
-	TESTQ      DI, R8
-	JNZ        notpow2
-	BSFQ       DI, R8
-	MOVL       $0x0000007f, R9
-	SUBL       R8, R9
-	SHLL       $0x17, R9
-
-notpow2:
-	MOVL         R9, 372(SP)
-	VBROADCASTSS one<>+0(SB), Z0
-	TESTL        $0x00000010, job_flags+0(AX)
-	JNZ          weightadd1
-	VBROADCASTSS negzero<>+0(SB), Z0
-
-weightadd1:
-	// Start at row from.
-	MOVQ  from+8(FP), DI
-	MOVQ  DI, 320(SP)
-	MOVQ  $0x00000000, 328(SP)
-	IMULQ SI, DI
-	ADDQ  DI, CX
-	ADDQ  DI, DX
-
-row:
-	MOVQ 320(SP), DI
-	CMPQ DI, to+16(FP)
-	JAE  ret
-	MOVQ $0x00000001, 336(SP)
-	CMPQ 328(SP), $0x00
-	JE   trygroup
-	DECQ 328(SP)
-	JMP  sum
-
-trygroup:
-	CMPQ job_d+0(AX), $0x00000200
-	JA   sum
-	MOVQ to+16(FP), DI
-	SUBQ 320(SP), DI
-	CMPQ DI, $0x04
-	JB   sum
-	MOVQ $0x00000004, 336(SP)
-
-sum:
-	MOVQ DX, DI
-	XORQ R8, R8
-
-sumrow:
-	// Sum of squares: element i goes to partial i%64.
-	MOVQ    job_d+0(AX), R10
-	SUBQ    $0x00000040, R10
-	JGE     firstblock
-	VMOVUPS zero64<>+0(SB), Z1
-	VMOVUPS zero64<>+0(SB), Z2
-	VMOVUPS zero64<>+0(SB), Z3
-	VMOVUPS zero64<>+0(SB), Z4
-	XORQ    R9, R9
-	JMP     sumtail
-
-firstblock:
-	// +0 + square is the square itself: the first block initializes the partials.
-	XORQ    R9, R9
-	VMOVUPS (DI)(R9*4), Z1
-	VMULPS  Z1, Z1, Z1
-	VMOVUPS 64(DI)(R9*4), Z2
-	VMULPS  Z2, Z2, Z2
-	VMOVUPS 128(DI)(R9*4), Z3
-	VMULPS  Z3, Z3, Z3
-	VMOVUPS 192(DI)(R9*4), Z4
-	VMULPS  Z4, Z4, Z4
-	MOVQ    $0x00000040, R9
-	TESTL   $0x00000002, job_flags+0(AX)
-	JNZ     sumpf
-
-	PCALIGN $32
-sumloop:
-	CMPQ    R9, R10
-	JG      sumtail
-	VMOVUPS (DI)(R9*4), Z5
-	VMULPS  Z5, Z5, Z5
-	VADDPS  Z5, Z1, Z1
-	VMOVUPS 64(DI)(R9*4), Z5
-	VMULPS  Z5, Z5, Z5
-	VADDPS  Z5, Z2, Z2
-	VMOVUPS 128(DI)(R9*4), Z5
-	VMULPS  Z5, Z5, Z5
-	VADDPS  Z5, Z3, Z3
-	VMOVUPS 192(DI)(R9*4), Z5
-	VMULPS  Z5, Z5, Z5
-	VADDPS  Z5, Z4, Z4
-	ADDQ    $0x00000040, R9
-	JMP     sumloop
-
-	// The same, prefetching the rows ahead.
-sumpf:
-	MOVQ SI, R11
-	SHLQ $0x01, R11
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows2
-	SHLQ $0x03, R11
-
-longrows2:
-	ADDQ DI, R11
-
-	PCALIGN $32
-sumpfloop:
-	CMPQ       R9, R10
-	JG         sumtail
-	PREFETCHT0 (R11)(R9*4)
-	PREFETCHT0 64(R11)(R9*4)
-	PREFETCHT0 128(R11)(R9*4)
-	PREFETCHT0 192(R11)(R9*4)
-	VMOVUPS    (DI)(R9*4), Z5
-	VMULPS     Z5, Z5, Z5
-	VADDPS     Z5, Z1, Z1
-	VMOVUPS    64(DI)(R9*4), Z5
-	VMULPS     Z5, Z5, Z5
-	VADDPS     Z5, Z2, Z2
-	VMOVUPS    128(DI)(R9*4), Z5
-	VMULPS     Z5, Z5, Z5
-	VADDPS     Z5, Z3, Z3
-	VMOVUPS    192(DI)(R9*4), Z5
-	VMULPS     Z5, Z5, Z5
-	VADDPS     Z5, Z4, Z4
-	ADDQ       $0x00000040, R9
-	JMP        sumpfloop
-
-sumtail:
-	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
-	MOVQ job_d+0(AX), R10
-	SUBQ R9, R10
-	JZ   summed
-	LEAQ kmask<>+0(SB), R11
-	MOVQ R10, R12
-	CMPQ R12, $0x00000010
-	JLE  tailmask0
-	MOVQ $0x00000010, R12
-
-tailmask0:
-	KMOVW     (R11)(R12*2), K1
-	VMOVUPS.Z (DI)(R9*4), K1, Z5
-	VMULPS    Z5, Z5, Z5
-	VADDPS    Z5, Z1, Z1
-	MOVQ      R10, R12
-	SUBQ      $0x00000010, R12
-	JLE       summed
-	CMPQ      R12, $0x00000010
-	JLE       tailmask1
-	MOVQ      $0x00000010, R12
-
-tailmask1:
-	KMOVW     (R11)(R12*2), K1
-	VMOVUPS.Z 64(DI)(R9*4), K1, Z5
-	VMULPS    Z5, Z5, Z5
-	VADDPS    Z5, Z2, Z2
-	MOVQ      R10, R12
-	SUBQ      $0x00000020, R12
-	JLE       summed
-	CMPQ      R12, $0x00000010
-	JLE       tailmask2
-	MOVQ      $0x00000010, R12
-
-tailmask2:
-	KMOVW     (R11)(R12*2), K1
-	VMOVUPS.Z 128(DI)(R9*4), K1, Z5
-	VMULPS    Z5, Z5, Z5
-	VADDPS    Z5, Z3, Z3
-	SUBQ      $0x00000030, R10
-	JLE       summed
-	CMPQ      R10, $0x00000010
-	JLE       tailmask3
-	MOVQ      $0x00000010, R10
-
-tailmask3:
-	KMOVW     (R11)(R10*2), K1
-	VMOVUPS.Z 192(DI)(R9*4), K1, Z5
-	VMULPS    Z5, Z5, Z5
-	VADDPS    Z5, Z4, Z4
-
-summed:
-	VADDPS  Z3, Z1, Z1
-	VADDPS  Z4, Z2, Z2
-	VADDPS  Z2, Z1, Z1
-	CMPQ    336(SP), $0x01
-	JE      invone
-	VMOVUPS Z1, (SP)(R8*1)
-	ADDQ    SI, DI
-	ADDQ    $0x00000040, R8
-	CMPQ    R8, $0x00000100
-	JB      sumrow
-	JMP     invgroup
-
-invone:
-	// Halving tree: p[j] += p[j+h] for the remaining h, down to ss.
-	VSHUFF64X2 $0xee, Z1, Z1, Z2
-	VADDPS     Z2, Z1, Z1
-	VSHUFF32X4 $0x01, Z1, Z1, Z2
-	VADDPS     Z2, Z1, Z1
-	VPERMILPS  $0x4e, Z1, Z2
-	VADDPS     Z2, Z1, Z1
-	VPERMILPS  $0xb1, Z1, Z2
-	VADDPS     Z2, Z1, Z1
-
-	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
-	CMPL   372(SP), $0x00
-	JE     divide3
-	VMULSS 372(SP), X1, X1
-	JMP    divided4
-
-divide3:
-	VDIVSS 368(SP), X1, X1
-
-divided4:
-	VADDSS   job_eps+0(AX), X1, X1
-	VUCOMISS tlo<>+0(SB), X1
-	JCS      ret
-	VUCOMISS tmax<>+0(SB), X1
-	JHI      ret
-	VSQRTSS  X1, X1, X1
-	VMOVSS   one<>+0(SB), X6
-	VDIVSS   X1, X6, X6
-
-	// Report 1/rms if asked.
-	MOVQ   job_inv+0(AX), DI
-	TESTQ  DI, DI
-	JZ     scale
-	MOVQ   320(SP), R8
-	VMOVSS X6, (DI)(R8*4)
-	JMP    scale
-
-invgroup:
-	// The rest of the halving tree, four rows at once.
-	VMOVUPS       (SP), Z1
-	VMOVUPS       64(SP), Z2
-	VMOVUPS       128(SP), Z3
-	VMOVUPS       192(SP), Z4
-	VSHUFF64X2    $0x44, Z2, Z1, Z5
-	VSHUFF64X2    $0xee, Z2, Z1, Z1
-	VADDPS        Z1, Z5, Z5
-	VSHUFF64X2    $0x44, Z4, Z3, Z1
-	VSHUFF64X2    $0xee, Z4, Z3, Z2
-	VADDPS        Z2, Z1, Z1
-	VSHUFF32X4    $0x88, Z1, Z5, Z2
-	VSHUFF32X4    $0xdd, Z1, Z5, Z1
-	VADDPS        Z1, Z2, Z2
-	VPERMILPS     $0x4e, Z2, Z1
-	VADDPS        Z1, Z2, Z2
-	VPERMILPS     $0xb1, Z2, Z1
-	VADDPS        Z1, Z2, Z2
-	MOVL          $0x00001111, DI
-	KMOVW         DI, K1
-	VCOMPRESSPS.Z Z2, K1, Z1
-
-	// t = ss/d + eps for the four rows; any t outside [2^-100, MaxFloat32] sends the group to the one-row path.
-	CMPL         372(SP), $0x00
-	JE           divide5
-	VBROADCASTSS 372(SP), Z2
-	VMULPS       Z2, Z1, Z1
-	JMP          divided6
-
-divide5:
-	VBROADCASTSS 368(SP), Z2
-	VDIVPS       Z2, Z1, Z1
-
-divided6:
-	VBROADCASTSS job_eps+0(AX), Z2
-	VADDPS       Z2, Z1, Z1
-	MOVL         $0x0000000f, DI
-	KMOVW        DI, K1
-	VBROADCASTSS tlo<>+0(SB), Z2
-	VBROADCASTSS tmax<>+0(SB), Z3
-	VCMPPS       $0x1d, Z2, Z1, K1, K1
-	VCMPPS       $0x12, Z3, Z1, K1, K1
-	KMOVW        K1, DI
-	CMPL         DI, $0x0f
-	JE           ginrange
-	MOVQ         $0x00000004, 328(SP)
-	JMP          row
-
-ginrange:
-	VSQRTPS      Z1, Z1
-	VBROADCASTSS one<>+0(SB), Z6
-	VDIVPS       Z1, Z6, Z6
-
-	// Report 1/rms if asked.
-	MOVQ    job_inv+0(AX), DI
-	TESTQ   DI, DI
-	JZ      scale
-	MOVQ    320(SP), R8
-	MOVL    $0x0000000f, R9
-	KMOVW   R9, K1
-	VMOVUPS Z6, K1, (DI)(R8*4)
-
-scale:
-	VBROADCASTSS X6, Z1
-	MOVQ         $0x00000000, 344(SP)
-	CMPQ         336(SP), $0x01
-	JE           scalebody
-	VMOVUPS      Z6, 256(SP)
-
-scalerow:
-	MOVQ         344(SP), DI
-	VBROADCASTSS 256(SP)(DI*4), Z1
-
-scalebody:
-	// y = (src*inv)*w, rounded after each multiply.
-	XORQ  DI, DI
-	MOVQ  job_d+0(AX), R8
-	SUBQ  $0x00000040, R8
-	TESTL $0x00000002, job_flags+0(AX)
-	JNZ   scalepf
+	MOVQ  j+0(FP), AX
+	MOVQ  job_dst+0(AX), CX
+	MOVQ  job_x+0(AX), DX
+	MOVQ  job_res+0(AX), BX
 	TESTQ BX, BX
-	JZ    scaleloopnoweight
-	TESTL $0x00000010, job_flags+0(AX)
-	JNZ   scaleloopoffset
+	JZ    rowsset
+	XCHGQ DX, BX
 
-	PCALIGN $32
-scaleloop:
-	CMPQ    DI, R8
-	JG      scaletail
-	VMULPS  (DX)(DI*4), Z1, Z2
-	VMULPS  64(DX)(DI*4), Z1, Z3
-	VMULPS  128(DX)(DI*4), Z1, Z4
-	VMULPS  192(DX)(DI*4), Z1, Z5
-	VMULPS  (BX)(DI*4), Z2, Z2
-	VMOVUPS Z2, (CX)(DI*4)
-	VMULPS  64(BX)(DI*4), Z3, Z3
-	VMOVUPS Z3, 64(CX)(DI*4)
-	VMULPS  128(BX)(DI*4), Z4, Z4
-	VMOVUPS Z4, 128(CX)(DI*4)
-	VMULPS  192(BX)(DI*4), Z5, Z5
-	VMOVUPS Z5, 192(CX)(DI*4)
-	ADDQ    $0x00000040, DI
-	JMP     scaleloop
-
-	PCALIGN $32
-scaleloopoffset:
-	CMPQ    DI, R8
-	JG      scaletail
-	VMULPS  (DX)(DI*4), Z1, Z2
-	VMULPS  64(DX)(DI*4), Z1, Z3
-	VMULPS  128(DX)(DI*4), Z1, Z4
-	VMULPS  192(DX)(DI*4), Z1, Z5
-	VMOVUPS (BX)(DI*4), Z7
-	VADDPS  Z0, Z7, Z7
-	VMULPS  Z7, Z2, Z2
-	VMOVUPS Z2, (CX)(DI*4)
-	VMOVUPS 64(BX)(DI*4), Z2
-	VADDPS  Z0, Z2, Z2
-	VMULPS  Z2, Z3, Z3
-	VMOVUPS Z3, 64(CX)(DI*4)
-	VMOVUPS 128(BX)(DI*4), Z2
-	VADDPS  Z0, Z2, Z2
-	VMULPS  Z2, Z4, Z4
-	VMOVUPS Z4, 128(CX)(DI*4)
-	VMOVUPS 192(BX)(DI*4), Z2
-	VADDPS  Z0, Z2, Z2
-	VMULPS  Z2, Z5, Z5
-	VMOVUPS Z5, 192(CX)(DI*4)
-	ADDQ    $0x00000040, DI
-	JMP     scaleloopoffset
-
-	PCALIGN $32
-scaleloopnoweight:
-	CMPQ    DI, R8
-	JG      scaletail
-	VMULPS  (DX)(DI*4), Z1, Z2
-	VMULPS  64(DX)(DI*4), Z1, Z3
-	VMULPS  128(DX)(DI*4), Z1, Z4
-	VMULPS  192(DX)(DI*4), Z1, Z5
-	VMOVUPS Z2, (CX)(DI*4)
-	VMOVUPS Z3, 64(CX)(DI*4)
-	VMOVUPS Z4, 128(CX)(DI*4)
-	VMOVUPS Z5, 192(CX)(DI*4)
-	ADDQ    $0x00000040, DI
-	JMP     scaleloopnoweight
-
-scalepf:
-	MOVQ SI, R9
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows7
-	SHLQ $0x03, R9
-
-longrows7:
-	ADDQ  DX, R9
-	TESTL $0x00000001, job_flags+0(AX)
-	JNZ   scalent
-	TESTQ BX, BX
-	JZ    scalepfloopnoweight
-	TESTL $0x00000010, job_flags+0(AX)
-	JNZ   scalepfloopoffset
-
-	PCALIGN $32
-scalepfloop:
-	CMPQ       DI, R8
-	JG         scaletail
-	PREFETCHT0 (R9)(DI*4)
-	PREFETCHT0 64(R9)(DI*4)
-	PREFETCHT0 128(R9)(DI*4)
-	PREFETCHT0 192(R9)(DI*4)
-	VMULPS     (DX)(DI*4), Z1, Z2
-	VMULPS     64(DX)(DI*4), Z1, Z3
-	VMULPS     128(DX)(DI*4), Z1, Z4
-	VMULPS     192(DX)(DI*4), Z1, Z5
-	VMULPS     (BX)(DI*4), Z2, Z2
-	VMOVUPS    Z2, (CX)(DI*4)
-	VMULPS     64(BX)(DI*4), Z3, Z3
-	VMOVUPS    Z3, 64(CX)(DI*4)
-	VMULPS     128(BX)(DI*4), Z4, Z4
-	VMOVUPS    Z4, 128(CX)(DI*4)
-	VMULPS     192(BX)(DI*4), Z5, Z5
-	VMOVUPS    Z5, 192(CX)(DI*4)
-	ADDQ       $0x00000040, DI
-	JMP        scalepfloop
-
-	PCALIGN $32
-scalepfloopoffset:
-	CMPQ       DI, R8
-	JG         scaletail
-	PREFETCHT0 (R9)(DI*4)
-	PREFETCHT0 64(R9)(DI*4)
-	PREFETCHT0 128(R9)(DI*4)
-	PREFETCHT0 192(R9)(DI*4)
-	VMULPS     (DX)(DI*4), Z1, Z2
-	VMULPS     64(DX)(DI*4), Z1, Z3
-	VMULPS     128(DX)(DI*4), Z1, Z4
-	VMULPS     192(DX)(DI*4), Z1, Z5
-	VMOVUPS    (BX)(DI*4), Z7
-	VADDPS     Z0, Z7, Z7
-	VMULPS     Z7, Z2, Z2
-	VMOVUPS    Z2, (CX)(DI*4)
-	VMOVUPS    64(BX)(DI*4), Z2
-	VADDPS     Z0, Z2, Z2
-	VMULPS     Z2, Z3, Z3
-	VMOVUPS    Z3, 64(CX)(DI*4)
-	VMOVUPS    128(BX)(DI*4), Z2
-	VADDPS     Z0, Z2, Z2
-	VMULPS     Z2, Z4, Z4
-	VMOVUPS    Z4, 128(CX)(DI*4)
-	VMOVUPS    192(BX)(DI*4), Z2
-	VADDPS     Z0, Z2, Z2
-	VMULPS     Z2, Z5, Z5
-	VMOVUPS    Z5, 192(CX)(DI*4)
-	ADDQ       $0x00000040, DI
-	JMP        scalepfloopoffset
-
-	PCALIGN $32
-scalepfloopnoweight:
-	CMPQ       DI, R8
-	JG         scaletail
-	PREFETCHT0 (R9)(DI*4)
-	PREFETCHT0 64(R9)(DI*4)
-	PREFETCHT0 128(R9)(DI*4)
-	PREFETCHT0 192(R9)(DI*4)
-	VMULPS     (DX)(DI*4), Z1, Z2
-	VMULPS     64(DX)(DI*4), Z1, Z3
-	VMULPS     128(DX)(DI*4), Z1, Z4
-	VMULPS     192(DX)(DI*4), Z1, Z5
-	VMOVUPS    Z2, (CX)(DI*4)
-	VMOVUPS    Z3, 64(CX)(DI*4)
-	VMOVUPS    Z4, 128(CX)(DI*4)
-	VMOVUPS    Z5, 192(CX)(DI*4)
-	ADDQ       $0x00000040, DI
-	JMP        scalepfloopnoweight
-
-scalent:
-	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
-	MOVQ CX, R9
-	NEGQ R9
-	ANDQ $0x0000003f, R9
-	SHRQ $0x02, R9
-	JZ   scalentgo
-	CMPQ R9, job_d+0(AX)
-	JLE  scalehead
-	MOVQ job_d+0(AX), R9
-
-scalehead:
-	JMP partout
-
-scalentgo:
-	MOVQ SI, R9
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows8
-	SHLQ $0x03, R9
-
-longrows8:
-	ADDQ DX, R9
-	MOVL job_flags+0(AX), R10
-
-	PCALIGN $32
-scalentloop:
-	CMPQ       DI, R8
-	JG         scaletail
-	PREFETCHT0 (R9)(DI*4)
-	PREFETCHT0 64(R9)(DI*4)
-	PREFETCHT0 128(R9)(DI*4)
-	PREFETCHT0 192(R9)(DI*4)
-	VMULPS     (DX)(DI*4), Z1, Z2
-	VMULPS     64(DX)(DI*4), Z1, Z3
-	VMULPS     128(DX)(DI*4), Z1, Z4
-	VMULPS     192(DX)(DI*4), Z1, Z5
-	TESTQ      BX, BX
-	JZ         weighed10
-	TESTL      $0x00000010, R10
-	JNZ        offset9
-	VMULPS     (BX)(DI*4), Z2, Z2
-	VMULPS     64(BX)(DI*4), Z3, Z3
-	VMULPS     128(BX)(DI*4), Z4, Z4
-	VMULPS     192(BX)(DI*4), Z5, Z5
-
-weighed10:
-	VMOVNTPS Z2, (CX)(DI*4)
-	VMOVNTPS Z3, 64(CX)(DI*4)
-	VMOVNTPS Z4, 128(CX)(DI*4)
-	VMOVNTPS Z5, 192(CX)(DI*4)
-	ADDQ     $0x00000040, DI
-	JMP      scalentloop
-
-offset9:
-	VMOVUPS (BX)(DI*4), Z7
-	VADDPS  Z0, Z7, Z7
-	VMULPS  Z7, Z2, Z2
-	VMOVUPS 64(BX)(DI*4), Z7
-	VADDPS  Z0, Z7, Z7
-	VMULPS  Z7, Z3, Z3
-	VMOVUPS 128(BX)(DI*4), Z7
-	VADDPS  Z0, Z7, Z7
-	VMULPS  Z7, Z4, Z4
-	VMOVUPS 192(BX)(DI*4), Z7
-	VADDPS  Z0, Z7, Z7
-	VMULPS  Z7, Z5, Z5
-	JMP     weighed10
-
-scaletail:
-	ADDQ $0x00000030, R8
-
-scaleone:
-	CMPQ    DI, R8
-	JG      scalepart
-	VMULPS  (DX)(DI*4), Z1, Z2
-	TESTQ   BX, BX
-	JZ      noweight11
-	VMOVUPS (BX)(DI*4), Z3
-	VADDPS  Z0, Z3, Z3
-	VMULPS  Z3, Z2, Z2
-
-noweight11:
-	VMOVUPS Z2, (CX)(DI*4)
-	ADDQ    $0x00000010, DI
-	JMP     scaleone
-
-scalepart:
-	MOVQ job_d+0(AX), R9
-	SUBQ DI, R9
-	JZ   scaled
-
-	// The last n < lanes elements, or the first n of a non-temporal row (i + n < d: back to its loop).
-partout:
-	LEAQ      kmask<>+0(SB), R10
-	KMOVW     (R10)(R9*2), K1
-	VMOVUPS.Z (DX)(DI*4), K1, Z2
-	VMULPS    Z2, Z1, Z2
-	TESTQ     BX, BX
-	JZ        noweight12
-	VMOVUPS.Z (BX)(DI*4), K1, Z3
-	VADDPS    Z0, Z3, Z3
-	VMULPS    Z3, Z2, Z2
-
-noweight12:
-	VMOVUPS Z2, K1, (CX)(DI*4)
-	ADDQ    R9, DI
-	CMPQ    DI, job_d+0(AX)
-	JB      scalentgo
-
-scaled:
-	ADDQ SI, DX
-	ADDQ SI, CX
-	INCQ 320(SP)
-	MOVQ 344(SP), DI
-	INCQ DI
-	MOVQ DI, 344(SP)
-	CMPQ DI, 336(SP)
-	JB   scalerow
-	JMP  row
-
-ret:
-	TESTL $0x00000001, job_flags+0(AX)
-	JZ    vzero
-	SFENCE
-
-vzero:
-	VZEROUPPER
-	MOVQ 320(SP), AX
-	MOVQ AX, ret+24(FP)
-	RET
-
-// func avx512ForwardAdd(j uintptr, from int, to int) int
-// Requires: AVX, AVX512F, MMX+
-TEXT ·avx512ForwardAdd(SB), NOSPLIT, $376-32
-	// avx512ForwardAdd normalizes rows [from, to) of the job: h = x + res and res = h per element, then y = (h*inv)*w, (h*inv)*(1+w) with flagOffset, or h*inv with w nil, for each row.
-	// It stops before the first row that needs the float64 path and returns that row's index, or to.
-	MOVQ j+0(FP), AX
-	MOVQ job_dst+0(AX), CX
-	MOVQ job_x+0(AX), DX
-	MOVQ job_w+0(AX), BX
-	MOVQ job_res+0(AX), SI
+rowsset:
+	MOVQ job_w+0(AX), SI
 	MOVQ job_stride+0(AX), DI
 	SHLQ $0x02, DI
 
@@ -819,17 +210,34 @@ weightadd1:
 	IMULQ DI, R8
 	ADDQ  R8, CX
 	ADDQ  R8, DX
-	ADDQ  R8, SI
+	ADDQ  R8, BX
 
 row:
 	MOVQ 320(SP), R8
 	CMPQ R8, to+16(FP)
 	JAE  ret
 	MOVQ $0x00000001, 336(SP)
-	MOVQ DX, R8
-	MOVQ SI, R9
-	XORQ R10, R10
+	CMPQ job_res+0(AX), $0x00
+	JNE  addsum
+	CMPQ 328(SP), $0x00
+	JE   trygroup
+	DECQ 328(SP)
+	JMP  sum
 
+trygroup:
+	CMPQ job_d+0(AX), $0x00000200
+	JA   sum
+	MOVQ to+16(FP), R8
+	SUBQ 320(SP), R8
+	CMPQ R8, $0x04
+	JB   sum
+	MOVQ $0x00000004, 336(SP)
+
+sum:
+	MOVQ DX, R8
+	XORQ R9, R9
+
+sumrow:
 	// Sum of squares: element i goes to partial i%64.
 	MOVQ    job_d+0(AX), R11
 	SUBQ    $0x00000040, R11
@@ -845,20 +253,12 @@ firstblock:
 	// +0 + square is the square itself: the first block initializes the partials.
 	XORQ    R10, R10
 	VMOVUPS (R8)(R10*4), Z1
-	VADDPS  (R9)(R10*4), Z1, Z1
-	VMOVUPS Z1, (R9)(R10*4)
 	VMULPS  Z1, Z1, Z1
 	VMOVUPS 64(R8)(R10*4), Z2
-	VADDPS  64(R9)(R10*4), Z2, Z2
-	VMOVUPS Z2, 64(R9)(R10*4)
 	VMULPS  Z2, Z2, Z2
 	VMOVUPS 128(R8)(R10*4), Z3
-	VADDPS  128(R9)(R10*4), Z3, Z3
-	VMOVUPS Z3, 128(R9)(R10*4)
 	VMULPS  Z3, Z3, Z3
 	VMOVUPS 192(R8)(R10*4), Z4
-	VADDPS  192(R9)(R10*4), Z4, Z4
-	VMOVUPS Z4, 192(R9)(R10*4)
 	VMULPS  Z4, Z4, Z4
 	MOVQ    $0x00000040, R10
 	TESTL   $0x00000002, job_flags+0(AX)
@@ -869,23 +269,15 @@ sumloop:
 	CMPQ    R10, R11
 	JG      sumtail
 	VMOVUPS (R8)(R10*4), Z5
-	VADDPS  (R9)(R10*4), Z5, Z5
-	VMOVUPS Z5, (R9)(R10*4)
 	VMULPS  Z5, Z5, Z5
 	VADDPS  Z5, Z1, Z1
 	VMOVUPS 64(R8)(R10*4), Z5
-	VADDPS  64(R9)(R10*4), Z5, Z5
-	VMOVUPS Z5, 64(R9)(R10*4)
 	VMULPS  Z5, Z5, Z5
 	VADDPS  Z5, Z2, Z2
 	VMOVUPS 128(R8)(R10*4), Z5
-	VADDPS  128(R9)(R10*4), Z5, Z5
-	VMOVUPS Z5, 128(R9)(R10*4)
 	VMULPS  Z5, Z5, Z5
 	VADDPS  Z5, Z3, Z3
 	VMOVUPS 192(R8)(R10*4), Z5
-	VADDPS  192(R9)(R10*4), Z5, Z5
-	VMOVUPS Z5, 192(R9)(R10*4)
 	VMULPS  Z5, Z5, Z5
 	VADDPS  Z5, Z4, Z4
 	ADDQ    $0x00000040, R10
@@ -911,6 +303,170 @@ sumpfloop:
 	PREFETCHT0 128(R12)(R10*4)
 	PREFETCHT0 192(R12)(R10*4)
 	VMOVUPS    (R8)(R10*4), Z5
+	VMULPS     Z5, Z5, Z5
+	VADDPS     Z5, Z1, Z1
+	VMOVUPS    64(R8)(R10*4), Z5
+	VMULPS     Z5, Z5, Z5
+	VADDPS     Z5, Z2, Z2
+	VMOVUPS    128(R8)(R10*4), Z5
+	VMULPS     Z5, Z5, Z5
+	VADDPS     Z5, Z3, Z3
+	VMOVUPS    192(R8)(R10*4), Z5
+	VMULPS     Z5, Z5, Z5
+	VADDPS     Z5, Z4, Z4
+	ADDQ       $0x00000040, R10
+	JMP        sumpfloop
+
+sumtail:
+	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
+	MOVQ job_d+0(AX), R11
+	SUBQ R10, R11
+	JZ   summed
+	LEAQ kmask<>+0(SB), R12
+	MOVQ R11, R13
+	CMPQ R13, $0x00000010
+	JLE  tailmask0
+	MOVQ $0x00000010, R13
+
+tailmask0:
+	KMOVW     (R12)(R13*2), K1
+	VMOVUPS.Z (R8)(R10*4), K1, Z5
+	VMULPS    Z5, Z5, Z5
+	VADDPS    Z5, Z1, Z1
+	MOVQ      R11, R13
+	SUBQ      $0x00000010, R13
+	JLE       summed
+	CMPQ      R13, $0x00000010
+	JLE       tailmask1
+	MOVQ      $0x00000010, R13
+
+tailmask1:
+	KMOVW     (R12)(R13*2), K1
+	VMOVUPS.Z 64(R8)(R10*4), K1, Z5
+	VMULPS    Z5, Z5, Z5
+	VADDPS    Z5, Z2, Z2
+	MOVQ      R11, R13
+	SUBQ      $0x00000020, R13
+	JLE       summed
+	CMPQ      R13, $0x00000010
+	JLE       tailmask2
+	MOVQ      $0x00000010, R13
+
+tailmask2:
+	KMOVW     (R12)(R13*2), K1
+	VMOVUPS.Z 128(R8)(R10*4), K1, Z5
+	VMULPS    Z5, Z5, Z5
+	VADDPS    Z5, Z3, Z3
+	SUBQ      $0x00000030, R11
+	JLE       summed
+	CMPQ      R11, $0x00000010
+	JLE       tailmask3
+	MOVQ      $0x00000010, R11
+
+tailmask3:
+	KMOVW     (R12)(R11*2), K1
+	VMOVUPS.Z 192(R8)(R10*4), K1, Z5
+	VMULPS    Z5, Z5, Z5
+	VADDPS    Z5, Z4, Z4
+
+summed:
+	VADDPS  Z3, Z1, Z1
+	VADDPS  Z4, Z2, Z2
+	VADDPS  Z2, Z1, Z1
+	CMPQ    336(SP), $0x01
+	JE      invone
+	VMOVUPS Z1, (SP)(R9*1)
+	ADDQ    DI, R8
+	ADDQ    $0x00000040, R9
+	CMPQ    R9, $0x00000100
+	JB      sumrow
+	JMP     invgroup
+
+addsum:
+	MOVQ BX, R8
+	MOVQ DX, R9
+
+	// Sum of squares: element i goes to partial i%64.
+	MOVQ    job_d+0(AX), R11
+	SUBQ    $0x00000040, R11
+	JGE     addfirstblock
+	VMOVUPS zero64<>+0(SB), Z1
+	VMOVUPS zero64<>+0(SB), Z2
+	VMOVUPS zero64<>+0(SB), Z3
+	VMOVUPS zero64<>+0(SB), Z4
+	XORQ    R10, R10
+	JMP     addsumtail
+
+addfirstblock:
+	// +0 + square is the square itself: the first block initializes the partials.
+	XORQ    R10, R10
+	VMOVUPS (R8)(R10*4), Z1
+	VADDPS  (R9)(R10*4), Z1, Z1
+	VMOVUPS Z1, (R9)(R10*4)
+	VMULPS  Z1, Z1, Z1
+	VMOVUPS 64(R8)(R10*4), Z2
+	VADDPS  64(R9)(R10*4), Z2, Z2
+	VMOVUPS Z2, 64(R9)(R10*4)
+	VMULPS  Z2, Z2, Z2
+	VMOVUPS 128(R8)(R10*4), Z3
+	VADDPS  128(R9)(R10*4), Z3, Z3
+	VMOVUPS Z3, 128(R9)(R10*4)
+	VMULPS  Z3, Z3, Z3
+	VMOVUPS 192(R8)(R10*4), Z4
+	VADDPS  192(R9)(R10*4), Z4, Z4
+	VMOVUPS Z4, 192(R9)(R10*4)
+	VMULPS  Z4, Z4, Z4
+	MOVQ    $0x00000040, R10
+	TESTL   $0x00000002, job_flags+0(AX)
+	JNZ     addsumpf
+
+	PCALIGN $32
+addsumloop:
+	CMPQ    R10, R11
+	JG      addsumtail
+	VMOVUPS (R8)(R10*4), Z5
+	VADDPS  (R9)(R10*4), Z5, Z5
+	VMOVUPS Z5, (R9)(R10*4)
+	VMULPS  Z5, Z5, Z5
+	VADDPS  Z5, Z1, Z1
+	VMOVUPS 64(R8)(R10*4), Z5
+	VADDPS  64(R9)(R10*4), Z5, Z5
+	VMOVUPS Z5, 64(R9)(R10*4)
+	VMULPS  Z5, Z5, Z5
+	VADDPS  Z5, Z2, Z2
+	VMOVUPS 128(R8)(R10*4), Z5
+	VADDPS  128(R9)(R10*4), Z5, Z5
+	VMOVUPS Z5, 128(R9)(R10*4)
+	VMULPS  Z5, Z5, Z5
+	VADDPS  Z5, Z3, Z3
+	VMOVUPS 192(R8)(R10*4), Z5
+	VADDPS  192(R9)(R10*4), Z5, Z5
+	VMOVUPS Z5, 192(R9)(R10*4)
+	VMULPS  Z5, Z5, Z5
+	VADDPS  Z5, Z4, Z4
+	ADDQ    $0x00000040, R10
+	JMP     addsumloop
+
+	// The same, prefetching the rows ahead.
+addsumpf:
+	MOVQ DI, R12
+	SHLQ $0x01, R12
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows3
+	SHLQ $0x03, R12
+
+longrows3:
+	ADDQ R8, R12
+
+	PCALIGN $32
+addsumpfloop:
+	CMPQ       R10, R11
+	JG         addsumtail
+	PREFETCHT0 (R12)(R10*4)
+	PREFETCHT0 64(R12)(R10*4)
+	PREFETCHT0 128(R12)(R10*4)
+	PREFETCHT0 192(R12)(R10*4)
+	VMOVUPS    (R8)(R10*4), Z5
 	VADDPS     (R9)(R10*4), Z5, Z5
 	VMOVUPS    Z5, (R9)(R10*4)
 	VMULPS     Z5, Z5, Z5
@@ -931,20 +487,20 @@ sumpfloop:
 	VMULPS     Z5, Z5, Z5
 	VADDPS     Z5, Z4, Z4
 	ADDQ       $0x00000040, R10
-	JMP        sumpfloop
+	JMP        addsumpfloop
 
-sumtail:
+addsumtail:
 	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
 	MOVQ job_d+0(AX), R11
 	SUBQ R10, R11
-	JZ   summed
+	JZ   addsummed
 	LEAQ kmask<>+0(SB), R12
 	MOVQ R11, R13
 	CMPQ R13, $0x00000010
-	JLE  tailmask0
+	JLE  addtailmask0
 	MOVQ $0x00000010, R13
 
-tailmask0:
+addtailmask0:
 	KMOVW     (R12)(R13*2), K1
 	VMOVUPS.Z (R8)(R10*4), K1, Z5
 	VMOVUPS.Z (R9)(R10*4), K1, Z7
@@ -954,12 +510,12 @@ tailmask0:
 	VADDPS    Z5, Z1, Z1
 	MOVQ      R11, R13
 	SUBQ      $0x00000010, R13
-	JLE       summed
+	JLE       addsummed
 	CMPQ      R13, $0x00000010
-	JLE       tailmask1
+	JLE       addtailmask1
 	MOVQ      $0x00000010, R13
 
-tailmask1:
+addtailmask1:
 	KMOVW     (R12)(R13*2), K1
 	VMOVUPS.Z 64(R8)(R10*4), K1, Z5
 	VMOVUPS.Z 64(R9)(R10*4), K1, Z7
@@ -969,12 +525,12 @@ tailmask1:
 	VADDPS    Z5, Z2, Z2
 	MOVQ      R11, R13
 	SUBQ      $0x00000020, R13
-	JLE       summed
+	JLE       addsummed
 	CMPQ      R13, $0x00000010
-	JLE       tailmask2
+	JLE       addtailmask2
 	MOVQ      $0x00000010, R13
 
-tailmask2:
+addtailmask2:
 	KMOVW     (R12)(R13*2), K1
 	VMOVUPS.Z 128(R8)(R10*4), K1, Z5
 	VMOVUPS.Z 128(R9)(R10*4), K1, Z7
@@ -983,12 +539,12 @@ tailmask2:
 	VMULPS    Z5, Z5, Z5
 	VADDPS    Z5, Z3, Z3
 	SUBQ      $0x00000030, R11
-	JLE       summed
+	JLE       addsummed
 	CMPQ      R11, $0x00000010
-	JLE       tailmask3
+	JLE       addtailmask3
 	MOVQ      $0x00000010, R11
 
-tailmask3:
+addtailmask3:
 	KMOVW     (R12)(R11*2), K1
 	VMOVUPS.Z 192(R8)(R10*4), K1, Z5
 	VMOVUPS.Z 192(R9)(R10*4), K1, Z7
@@ -997,11 +553,12 @@ tailmask3:
 	VMULPS    Z5, Z5, Z5
 	VADDPS    Z5, Z4, Z4
 
-summed:
+addsummed:
 	VADDPS Z3, Z1, Z1
 	VADDPS Z4, Z2, Z2
 	VADDPS Z2, Z1, Z1
 
+invone:
 	// Halving tree: p[j] += p[j+h] for the remaining h, down to ss.
 	VSHUFF64X2 $0xee, Z1, Z1, Z2
 	VADDPS     Z2, Z1, Z1
@@ -1014,14 +571,14 @@ summed:
 
 	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
 	CMPL   372(SP), $0x00
-	JE     divide3
+	JE     divide4
 	VMULSS 372(SP), X1, X1
-	JMP    divided4
+	JMP    divided5
 
-divide3:
+divide4:
 	VDIVSS 368(SP), X1, X1
 
-divided4:
+divided5:
 	VADDSS   job_eps+0(AX), X1, X1
 	VUCOMISS tlo<>+0(SB), X1
 	JCS      ret
@@ -1037,6 +594,70 @@ divided4:
 	JZ     scale
 	MOVQ   320(SP), R9
 	VMOVSS X6, (R8)(R9*4)
+	JMP    scale
+
+invgroup:
+	// The rest of the halving tree, four rows at once.
+	VMOVUPS       (SP), Z1
+	VMOVUPS       64(SP), Z2
+	VMOVUPS       128(SP), Z3
+	VMOVUPS       192(SP), Z4
+	VSHUFF64X2    $0x44, Z2, Z1, Z5
+	VSHUFF64X2    $0xee, Z2, Z1, Z1
+	VADDPS        Z1, Z5, Z5
+	VSHUFF64X2    $0x44, Z4, Z3, Z1
+	VSHUFF64X2    $0xee, Z4, Z3, Z2
+	VADDPS        Z2, Z1, Z1
+	VSHUFF32X4    $0x88, Z1, Z5, Z2
+	VSHUFF32X4    $0xdd, Z1, Z5, Z1
+	VADDPS        Z1, Z2, Z2
+	VPERMILPS     $0x4e, Z2, Z1
+	VADDPS        Z1, Z2, Z2
+	VPERMILPS     $0xb1, Z2, Z1
+	VADDPS        Z1, Z2, Z2
+	MOVL          $0x00001111, R8
+	KMOVW         R8, K1
+	VCOMPRESSPS.Z Z2, K1, Z1
+
+	// t = ss/d + eps for the four rows; any t outside [2^-100, MaxFloat32] sends the group to the one-row path.
+	CMPL         372(SP), $0x00
+	JE           divide6
+	VBROADCASTSS 372(SP), Z2
+	VMULPS       Z2, Z1, Z1
+	JMP          divided7
+
+divide6:
+	VBROADCASTSS 368(SP), Z2
+	VDIVPS       Z2, Z1, Z1
+
+divided7:
+	VBROADCASTSS job_eps+0(AX), Z2
+	VADDPS       Z2, Z1, Z1
+	MOVL         $0x0000000f, R8
+	KMOVW        R8, K1
+	VBROADCASTSS tlo<>+0(SB), Z2
+	VBROADCASTSS tmax<>+0(SB), Z3
+	VCMPPS       $0x1d, Z2, Z1, K1, K1
+	VCMPPS       $0x12, Z3, Z1, K1, K1
+	KMOVW        K1, R8
+	CMPL         R8, $0x0f
+	JE           ginrange
+	MOVQ         $0x00000004, 328(SP)
+	JMP          row
+
+ginrange:
+	VSQRTPS      Z1, Z1
+	VBROADCASTSS one<>+0(SB), Z6
+	VDIVPS       Z1, Z6, Z6
+
+	// Report 1/rms if asked.
+	MOVQ    job_inv+0(AX), R8
+	TESTQ   R8, R8
+	JZ      scale
+	MOVQ    320(SP), R9
+	MOVL    $0x0000000f, R10
+	KMOVW   R10, K1
+	VMOVUPS Z6, K1, (R8)(R9*4)
 
 scale:
 	VBROADCASTSS X6, Z1
@@ -1056,7 +677,7 @@ scalebody:
 	SUBQ  $0x00000040, R9
 	TESTL $0x00000002, job_flags+0(AX)
 	JNZ   scalepf
-	TESTQ BX, BX
+	TESTQ SI, SI
 	JZ    scaleloopnoweight
 	TESTL $0x00000010, job_flags+0(AX)
 	JNZ   scaleloopoffset
@@ -1065,17 +686,17 @@ scalebody:
 scaleloop:
 	CMPQ    R8, R9
 	JG      scaletail
-	VMULPS  (SI)(R8*4), Z1, Z2
-	VMULPS  64(SI)(R8*4), Z1, Z3
-	VMULPS  128(SI)(R8*4), Z1, Z4
-	VMULPS  192(SI)(R8*4), Z1, Z5
-	VMULPS  (BX)(R8*4), Z2, Z2
+	VMULPS  (DX)(R8*4), Z1, Z2
+	VMULPS  64(DX)(R8*4), Z1, Z3
+	VMULPS  128(DX)(R8*4), Z1, Z4
+	VMULPS  192(DX)(R8*4), Z1, Z5
+	VMULPS  (SI)(R8*4), Z2, Z2
 	VMOVUPS Z2, (CX)(R8*4)
-	VMULPS  64(BX)(R8*4), Z3, Z3
+	VMULPS  64(SI)(R8*4), Z3, Z3
 	VMOVUPS Z3, 64(CX)(R8*4)
-	VMULPS  128(BX)(R8*4), Z4, Z4
+	VMULPS  128(SI)(R8*4), Z4, Z4
 	VMOVUPS Z4, 128(CX)(R8*4)
-	VMULPS  192(BX)(R8*4), Z5, Z5
+	VMULPS  192(SI)(R8*4), Z5, Z5
 	VMOVUPS Z5, 192(CX)(R8*4)
 	ADDQ    $0x00000040, R8
 	JMP     scaleloop
@@ -1084,23 +705,23 @@ scaleloop:
 scaleloopoffset:
 	CMPQ    R8, R9
 	JG      scaletail
-	VMULPS  (SI)(R8*4), Z1, Z2
-	VMULPS  64(SI)(R8*4), Z1, Z3
-	VMULPS  128(SI)(R8*4), Z1, Z4
-	VMULPS  192(SI)(R8*4), Z1, Z5
-	VMOVUPS (BX)(R8*4), Z7
+	VMULPS  (DX)(R8*4), Z1, Z2
+	VMULPS  64(DX)(R8*4), Z1, Z3
+	VMULPS  128(DX)(R8*4), Z1, Z4
+	VMULPS  192(DX)(R8*4), Z1, Z5
+	VMOVUPS (SI)(R8*4), Z7
 	VADDPS  Z0, Z7, Z7
 	VMULPS  Z7, Z2, Z2
 	VMOVUPS Z2, (CX)(R8*4)
-	VMOVUPS 64(BX)(R8*4), Z2
+	VMOVUPS 64(SI)(R8*4), Z2
 	VADDPS  Z0, Z2, Z2
 	VMULPS  Z2, Z3, Z3
 	VMOVUPS Z3, 64(CX)(R8*4)
-	VMOVUPS 128(BX)(R8*4), Z2
+	VMOVUPS 128(SI)(R8*4), Z2
 	VADDPS  Z0, Z2, Z2
 	VMULPS  Z2, Z4, Z4
 	VMOVUPS Z4, 128(CX)(R8*4)
-	VMOVUPS 192(BX)(R8*4), Z2
+	VMOVUPS 192(SI)(R8*4), Z2
 	VADDPS  Z0, Z2, Z2
 	VMULPS  Z2, Z5, Z5
 	VMOVUPS Z5, 192(CX)(R8*4)
@@ -1111,10 +732,10 @@ scaleloopoffset:
 scaleloopnoweight:
 	CMPQ    R8, R9
 	JG      scaletail
-	VMULPS  (SI)(R8*4), Z1, Z2
-	VMULPS  64(SI)(R8*4), Z1, Z3
-	VMULPS  128(SI)(R8*4), Z1, Z4
-	VMULPS  192(SI)(R8*4), Z1, Z5
+	VMULPS  (DX)(R8*4), Z1, Z2
+	VMULPS  64(DX)(R8*4), Z1, Z3
+	VMULPS  128(DX)(R8*4), Z1, Z4
+	VMULPS  192(DX)(R8*4), Z1, Z5
 	VMOVUPS Z2, (CX)(R8*4)
 	VMOVUPS Z3, 64(CX)(R8*4)
 	VMOVUPS Z4, 128(CX)(R8*4)
@@ -1125,14 +746,14 @@ scaleloopnoweight:
 scalepf:
 	MOVQ DI, R10
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows5
+	JA   longrows8
 	SHLQ $0x03, R10
 
-longrows5:
-	ADDQ  SI, R10
+longrows8:
+	ADDQ  DX, R10
 	TESTL $0x00000001, job_flags+0(AX)
 	JNZ   scalent
-	TESTQ BX, BX
+	TESTQ SI, SI
 	JZ    scalepfloopnoweight
 	TESTL $0x00000010, job_flags+0(AX)
 	JNZ   scalepfloopoffset
@@ -1145,17 +766,17 @@ scalepfloop:
 	PREFETCHT0 64(R10)(R8*4)
 	PREFETCHT0 128(R10)(R8*4)
 	PREFETCHT0 192(R10)(R8*4)
-	VMULPS     (SI)(R8*4), Z1, Z2
-	VMULPS     64(SI)(R8*4), Z1, Z3
-	VMULPS     128(SI)(R8*4), Z1, Z4
-	VMULPS     192(SI)(R8*4), Z1, Z5
-	VMULPS     (BX)(R8*4), Z2, Z2
+	VMULPS     (DX)(R8*4), Z1, Z2
+	VMULPS     64(DX)(R8*4), Z1, Z3
+	VMULPS     128(DX)(R8*4), Z1, Z4
+	VMULPS     192(DX)(R8*4), Z1, Z5
+	VMULPS     (SI)(R8*4), Z2, Z2
 	VMOVUPS    Z2, (CX)(R8*4)
-	VMULPS     64(BX)(R8*4), Z3, Z3
+	VMULPS     64(SI)(R8*4), Z3, Z3
 	VMOVUPS    Z3, 64(CX)(R8*4)
-	VMULPS     128(BX)(R8*4), Z4, Z4
+	VMULPS     128(SI)(R8*4), Z4, Z4
 	VMOVUPS    Z4, 128(CX)(R8*4)
-	VMULPS     192(BX)(R8*4), Z5, Z5
+	VMULPS     192(SI)(R8*4), Z5, Z5
 	VMOVUPS    Z5, 192(CX)(R8*4)
 	ADDQ       $0x00000040, R8
 	JMP        scalepfloop
@@ -1168,23 +789,23 @@ scalepfloopoffset:
 	PREFETCHT0 64(R10)(R8*4)
 	PREFETCHT0 128(R10)(R8*4)
 	PREFETCHT0 192(R10)(R8*4)
-	VMULPS     (SI)(R8*4), Z1, Z2
-	VMULPS     64(SI)(R8*4), Z1, Z3
-	VMULPS     128(SI)(R8*4), Z1, Z4
-	VMULPS     192(SI)(R8*4), Z1, Z5
-	VMOVUPS    (BX)(R8*4), Z7
+	VMULPS     (DX)(R8*4), Z1, Z2
+	VMULPS     64(DX)(R8*4), Z1, Z3
+	VMULPS     128(DX)(R8*4), Z1, Z4
+	VMULPS     192(DX)(R8*4), Z1, Z5
+	VMOVUPS    (SI)(R8*4), Z7
 	VADDPS     Z0, Z7, Z7
 	VMULPS     Z7, Z2, Z2
 	VMOVUPS    Z2, (CX)(R8*4)
-	VMOVUPS    64(BX)(R8*4), Z2
+	VMOVUPS    64(SI)(R8*4), Z2
 	VADDPS     Z0, Z2, Z2
 	VMULPS     Z2, Z3, Z3
 	VMOVUPS    Z3, 64(CX)(R8*4)
-	VMOVUPS    128(BX)(R8*4), Z2
+	VMOVUPS    128(SI)(R8*4), Z2
 	VADDPS     Z0, Z2, Z2
 	VMULPS     Z2, Z4, Z4
 	VMOVUPS    Z4, 128(CX)(R8*4)
-	VMOVUPS    192(BX)(R8*4), Z2
+	VMOVUPS    192(SI)(R8*4), Z2
 	VADDPS     Z0, Z2, Z2
 	VMULPS     Z2, Z5, Z5
 	VMOVUPS    Z5, 192(CX)(R8*4)
@@ -1199,10 +820,10 @@ scalepfloopnoweight:
 	PREFETCHT0 64(R10)(R8*4)
 	PREFETCHT0 128(R10)(R8*4)
 	PREFETCHT0 192(R10)(R8*4)
-	VMULPS     (SI)(R8*4), Z1, Z2
-	VMULPS     64(SI)(R8*4), Z1, Z3
-	VMULPS     128(SI)(R8*4), Z1, Z4
-	VMULPS     192(SI)(R8*4), Z1, Z5
+	VMULPS     (DX)(R8*4), Z1, Z2
+	VMULPS     64(DX)(R8*4), Z1, Z3
+	VMULPS     128(DX)(R8*4), Z1, Z4
+	VMULPS     192(DX)(R8*4), Z1, Z5
 	VMOVUPS    Z2, (CX)(R8*4)
 	VMOVUPS    Z3, 64(CX)(R8*4)
 	VMOVUPS    Z4, 128(CX)(R8*4)
@@ -1227,11 +848,11 @@ scalehead:
 scalentgo:
 	MOVQ DI, R10
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows6
+	JA   longrows9
 	SHLQ $0x03, R10
 
-longrows6:
-	ADDQ SI, R10
+longrows9:
+	ADDQ DX, R10
 	MOVL job_flags+0(AX), R11
 
 	PCALIGN $32
@@ -1242,20 +863,20 @@ scalentloop:
 	PREFETCHT0 64(R10)(R8*4)
 	PREFETCHT0 128(R10)(R8*4)
 	PREFETCHT0 192(R10)(R8*4)
-	VMULPS     (SI)(R8*4), Z1, Z2
-	VMULPS     64(SI)(R8*4), Z1, Z3
-	VMULPS     128(SI)(R8*4), Z1, Z4
-	VMULPS     192(SI)(R8*4), Z1, Z5
-	TESTQ      BX, BX
-	JZ         weighed8
+	VMULPS     (DX)(R8*4), Z1, Z2
+	VMULPS     64(DX)(R8*4), Z1, Z3
+	VMULPS     128(DX)(R8*4), Z1, Z4
+	VMULPS     192(DX)(R8*4), Z1, Z5
+	TESTQ      SI, SI
+	JZ         weighed11
 	TESTL      $0x00000010, R11
-	JNZ        offset7
-	VMULPS     (BX)(R8*4), Z2, Z2
-	VMULPS     64(BX)(R8*4), Z3, Z3
-	VMULPS     128(BX)(R8*4), Z4, Z4
-	VMULPS     192(BX)(R8*4), Z5, Z5
+	JNZ        offset10
+	VMULPS     (SI)(R8*4), Z2, Z2
+	VMULPS     64(SI)(R8*4), Z3, Z3
+	VMULPS     128(SI)(R8*4), Z4, Z4
+	VMULPS     192(SI)(R8*4), Z5, Z5
 
-weighed8:
+weighed11:
 	VMOVNTPS Z2, (CX)(R8*4)
 	VMOVNTPS Z3, 64(CX)(R8*4)
 	VMOVNTPS Z4, 128(CX)(R8*4)
@@ -1263,20 +884,20 @@ weighed8:
 	ADDQ     $0x00000040, R8
 	JMP      scalentloop
 
-offset7:
-	VMOVUPS (BX)(R8*4), Z7
+offset10:
+	VMOVUPS (SI)(R8*4), Z7
 	VADDPS  Z0, Z7, Z7
 	VMULPS  Z7, Z2, Z2
-	VMOVUPS 64(BX)(R8*4), Z7
+	VMOVUPS 64(SI)(R8*4), Z7
 	VADDPS  Z0, Z7, Z7
 	VMULPS  Z7, Z3, Z3
-	VMOVUPS 128(BX)(R8*4), Z7
+	VMOVUPS 128(SI)(R8*4), Z7
 	VADDPS  Z0, Z7, Z7
 	VMULPS  Z7, Z4, Z4
-	VMOVUPS 192(BX)(R8*4), Z7
+	VMOVUPS 192(SI)(R8*4), Z7
 	VADDPS  Z0, Z7, Z7
 	VMULPS  Z7, Z5, Z5
-	JMP     weighed8
+	JMP     weighed11
 
 scaletail:
 	ADDQ $0x00000030, R9
@@ -1284,14 +905,14 @@ scaletail:
 scaleone:
 	CMPQ    R8, R9
 	JG      scalepart
-	VMULPS  (SI)(R8*4), Z1, Z2
-	TESTQ   BX, BX
-	JZ      noweight9
-	VMOVUPS (BX)(R8*4), Z3
+	VMULPS  (DX)(R8*4), Z1, Z2
+	TESTQ   SI, SI
+	JZ      noweight12
+	VMOVUPS (SI)(R8*4), Z3
 	VADDPS  Z0, Z3, Z3
 	VMULPS  Z3, Z2, Z2
 
-noweight9:
+noweight12:
 	VMOVUPS Z2, (CX)(R8*4)
 	ADDQ    $0x00000010, R8
 	JMP     scaleone
@@ -1305,15 +926,15 @@ scalepart:
 partout:
 	LEAQ      kmask<>+0(SB), R11
 	KMOVW     (R11)(R10*2), K1
-	VMOVUPS.Z (SI)(R8*4), K1, Z2
+	VMOVUPS.Z (DX)(R8*4), K1, Z2
 	VMULPS    Z2, Z1, Z2
-	TESTQ     BX, BX
-	JZ        noweight10
-	VMOVUPS.Z (BX)(R8*4), K1, Z3
+	TESTQ     SI, SI
+	JZ        noweight13
+	VMOVUPS.Z (SI)(R8*4), K1, Z3
 	VADDPS    Z0, Z3, Z3
 	VMULPS    Z3, Z2, Z2
 
-noweight10:
+noweight13:
 	VMOVUPS Z2, K1, (CX)(R8*4)
 	ADDQ    R10, R8
 	CMPQ    R8, job_d+0(AX)
@@ -1322,7 +943,7 @@ noweight10:
 scaled:
 	ADDQ DI, DX
 	ADDQ DI, CX
-	ADDQ DI, SI
+	ADDQ DI, BX
 	INCQ 320(SP)
 	MOVQ 344(SP), R8
 	INCQ R8
@@ -1345,839 +966,18 @@ vzero:
 // func avx512ForwardBF16(j uintptr, from int, to int) int
 // Requires: AVX, AVX512BW, AVX512F, MMX+
 TEXT ·avx512ForwardBF16(SB), NOSPLIT, $376-32
-	// avx512ForwardBF16 normalizes rows [from, to) of the job: BF16 rows: y = round16((x*inv)*w), round16((x*inv)*(1+w)) with flagOffset, or round16(x*inv) with w nil (with flagRN and a weight, round16(x*inv) in place of (x*inv)), for each row.
+	// avx512ForwardBF16 normalizes rows [from, to) of the job: BF16 rows: y = round16((x*inv)*w), round16((x*inv)*(1+w)) with flagOffset, or round16(x*inv) with w nil (with flagRN and a weight, round16(x*inv) in place of (x*inv)), for each row; with res, h = round16(x + res) and res = h per element first, and h in place of x.
 	// It stops before the first row that needs the float64 path and returns that row's index, or to.
-	MOVQ         j+0(FP), AX
-	MOVQ         job_dst+0(AX), CX
-	MOVQ         job_x+0(AX), DX
-	MOVQ         job_w+0(AX), BX
-	MOVQ         job_stride+0(AX), SI
-	SHLQ         $0x01, SI
-	VMOVDQU64    oddwords<>+0(SB), Z4
-	VPBROADCASTD avx512bfone<>+0(SB), Z0
-	VPBROADCASTD avx512bfbias<>+0(SB), Z1
-	VPBROADCASTD avx512bfhigh<>+0(SB), Z2
-	VPBROADCASTD avx512bffixnan<>+0(SB), Z3
-
-	// fd = float32(d); rd = 1/d when d is a power of two (a/d is then a*rd exactly), else 0.
-	MOVQ       job_d+0(AX), DI
-	VMOVSS     one<>+0(SB), X5
-	VCVTSI2SSQ DI, X5, X5
-	VMOVSS     X5, 368(SP)
-	XORL       R9, R9
-	LEAQ       -1(DI), R8
-	TESTQ      DI, R8
-	JNZ        notpow2
-	BSFQ       DI, R8
-	MOVL       $0x0000007f, R9
-	SUBL       R8, R9
-	SHLL       $0x17, R9
-
-notpow2:
-	MOVL         R9, 372(SP)
-	VBROADCASTSS one<>+0(SB), Z5
-	TESTL        $0x00000010, job_flags+0(AX)
-	JNZ          weightadd1
-	VBROADCASTSS negzero<>+0(SB), Z5
-
-weightadd1:
-	// Start at row from.
-	MOVQ  from+8(FP), DI
-	MOVQ  DI, 320(SP)
-	MOVQ  $0x00000000, 328(SP)
-	IMULQ SI, DI
-	ADDQ  DI, CX
-	ADDQ  DI, DX
-
-row:
-	MOVQ 320(SP), DI
-	CMPQ DI, to+16(FP)
-	JAE  ret
-	MOVQ $0x00000001, 336(SP)
-	CMPQ 328(SP), $0x00
-	JE   trygroup
-	DECQ 328(SP)
-	JMP  sum
-
-trygroup:
-	CMPQ job_d+0(AX), $0x00000200
-	JA   sum
-	MOVQ to+16(FP), DI
-	SUBQ 320(SP), DI
-	CMPQ DI, $0x04
-	JB   sum
-	MOVQ $0x00000004, 336(SP)
-
-sum:
-	MOVQ DX, DI
-	XORQ R8, R8
-
-sumrow:
-	// Sum of squares: element i goes to partial i%64.
-	MOVQ    job_d+0(AX), R10
-	SUBQ    $0x00000040, R10
-	JGE     firstblock
-	VMOVUPS zero64<>+0(SB), Z6
-	VMOVUPS zero64<>+0(SB), Z7
-	VMOVUPS zero64<>+0(SB), Z8
-	VMOVUPS zero64<>+0(SB), Z9
-	XORQ    R9, R9
-	JMP     sumtail
-
-firstblock:
-	// +0 + square is the square itself: the first block initializes the partials.
-	XORQ      R9, R9
-	VPMOVZXWD (DI)(R9*2), Z6
-	VPSLLD    $0x10, Z6, Z6
-	VMULPS    Z6, Z6, Z6
-	VPMOVZXWD 32(DI)(R9*2), Z7
-	VPSLLD    $0x10, Z7, Z7
-	VMULPS    Z7, Z7, Z7
-	VPMOVZXWD 64(DI)(R9*2), Z8
-	VPSLLD    $0x10, Z8, Z8
-	VMULPS    Z8, Z8, Z8
-	VPMOVZXWD 96(DI)(R9*2), Z9
-	VPSLLD    $0x10, Z9, Z9
-	VMULPS    Z9, Z9, Z9
-	MOVQ      $0x00000040, R9
-
-	// With flagPF, the rows ahead are prefetched: one loop for both, the flag tested per block.
-	MOVQ SI, R11
-	SHLQ $0x01, R11
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows2
-	SHLQ $0x03, R11
-
-longrows2:
-	ADDQ DI, R11
-	MOVL job_flags+0(AX), R12
-
-	PCALIGN $32
-sumloop:
-	CMPQ  R9, R10
-	JG    sumtail
-	TESTL $0x00000002, R12
-	JNZ   sumpf
-
-sumblock:
-	VPMOVZXWD (DI)(R9*2), Z10
-	VPSLLD    $0x10, Z10, Z10
-	VMULPS    Z10, Z10, Z10
-	VADDPS    Z10, Z6, Z6
-	VPMOVZXWD 32(DI)(R9*2), Z10
-	VPSLLD    $0x10, Z10, Z10
-	VMULPS    Z10, Z10, Z10
-	VADDPS    Z10, Z7, Z7
-	VPMOVZXWD 64(DI)(R9*2), Z10
-	VPSLLD    $0x10, Z10, Z10
-	VMULPS    Z10, Z10, Z10
-	VADDPS    Z10, Z8, Z8
-	VPMOVZXWD 96(DI)(R9*2), Z10
-	VPSLLD    $0x10, Z10, Z10
-	VMULPS    Z10, Z10, Z10
-	VADDPS    Z10, Z9, Z9
-	ADDQ      $0x00000040, R9
-	JMP       sumloop
-
-	// Out of the loop's way: the prefetches, whose flag is usually clear.
-sumpf:
-	PREFETCHT0 (R11)(R9*2)
-	PREFETCHT0 64(R11)(R9*2)
-	JMP        sumblock
-
-sumtail:
-	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
-	MOVQ job_d+0(AX), R10
-	SUBQ R9, R10
-	JZ   summed
-	LEAQ kmask<>+0(SB), R11
-	MOVQ R10, R12
-	CMPQ R12, $0x00000010
-	JLE  tailmask0
-	MOVQ $0x00000010, R12
-
-tailmask0:
-	KMOVW       (R11)(R12*2), K1
-	VPMOVZXWD.Z (DI)(R9*2), K1, Z10
-	VPSLLD      $0x10, Z10, Z10
-	VMULPS      Z10, Z10, Z10
-	VADDPS      Z10, Z6, Z6
-	MOVQ        R10, R12
-	SUBQ        $0x00000010, R12
-	JLE         summed
-	CMPQ        R12, $0x00000010
-	JLE         tailmask1
-	MOVQ        $0x00000010, R12
-
-tailmask1:
-	KMOVW       (R11)(R12*2), K1
-	VPMOVZXWD.Z 32(DI)(R9*2), K1, Z10
-	VPSLLD      $0x10, Z10, Z10
-	VMULPS      Z10, Z10, Z10
-	VADDPS      Z10, Z7, Z7
-	MOVQ        R10, R12
-	SUBQ        $0x00000020, R12
-	JLE         summed
-	CMPQ        R12, $0x00000010
-	JLE         tailmask2
-	MOVQ        $0x00000010, R12
-
-tailmask2:
-	KMOVW       (R11)(R12*2), K1
-	VPMOVZXWD.Z 64(DI)(R9*2), K1, Z10
-	VPSLLD      $0x10, Z10, Z10
-	VMULPS      Z10, Z10, Z10
-	VADDPS      Z10, Z8, Z8
-	SUBQ        $0x00000030, R10
-	JLE         summed
-	CMPQ        R10, $0x00000010
-	JLE         tailmask3
-	MOVQ        $0x00000010, R10
-
-tailmask3:
-	KMOVW       (R11)(R10*2), K1
-	VPMOVZXWD.Z 96(DI)(R9*2), K1, Z10
-	VPSLLD      $0x10, Z10, Z10
-	VMULPS      Z10, Z10, Z10
-	VADDPS      Z10, Z9, Z9
-
-summed:
-	VADDPS  Z8, Z6, Z6
-	VADDPS  Z9, Z7, Z7
-	VADDPS  Z7, Z6, Z6
-	CMPQ    336(SP), $0x01
-	JE      invone
-	VMOVUPS Z6, (SP)(R8*1)
-	ADDQ    SI, DI
-	ADDQ    $0x00000040, R8
-	CMPQ    R8, $0x00000100
-	JB      sumrow
-	JMP     invgroup
-
-invone:
-	// Halving tree: p[j] += p[j+h] for the remaining h, down to ss.
-	VSHUFF64X2 $0xee, Z6, Z6, Z7
-	VADDPS     Z7, Z6, Z6
-	VSHUFF32X4 $0x01, Z6, Z6, Z7
-	VADDPS     Z7, Z6, Z6
-	VPERMILPS  $0x4e, Z6, Z7
-	VADDPS     Z7, Z6, Z6
-	VPERMILPS  $0xb1, Z6, Z7
-	VADDPS     Z7, Z6, Z6
-
-	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
-	CMPL   372(SP), $0x00
-	JE     divide3
-	VMULSS 372(SP), X6, X6
-	JMP    divided4
-
-divide3:
-	VDIVSS 368(SP), X6, X6
-
-divided4:
-	VADDSS   job_eps+0(AX), X6, X6
-	VUCOMISS tlo<>+0(SB), X6
-	JCS      ret
-	VUCOMISS tmax<>+0(SB), X6
-	JHI      ret
-	VSQRTSS  X6, X6, X6
-	VMOVSS   one<>+0(SB), X11
-	VDIVSS   X6, X11, X11
-
-	// Report 1/rms if asked.
-	MOVQ   job_inv+0(AX), DI
-	TESTQ  DI, DI
-	JZ     scale
-	MOVQ   320(SP), R8
-	VMOVSS X11, (DI)(R8*4)
-	JMP    scale
-
-invgroup:
-	// The rest of the halving tree, four rows at once.
-	VMOVUPS       (SP), Z6
-	VMOVUPS       64(SP), Z7
-	VMOVUPS       128(SP), Z8
-	VMOVUPS       192(SP), Z9
-	VSHUFF64X2    $0x44, Z7, Z6, Z10
-	VSHUFF64X2    $0xee, Z7, Z6, Z6
-	VADDPS        Z6, Z10, Z10
-	VSHUFF64X2    $0x44, Z9, Z8, Z6
-	VSHUFF64X2    $0xee, Z9, Z8, Z7
-	VADDPS        Z7, Z6, Z6
-	VSHUFF32X4    $0x88, Z6, Z10, Z7
-	VSHUFF32X4    $0xdd, Z6, Z10, Z6
-	VADDPS        Z6, Z7, Z7
-	VPERMILPS     $0x4e, Z7, Z6
-	VADDPS        Z6, Z7, Z7
-	VPERMILPS     $0xb1, Z7, Z6
-	VADDPS        Z6, Z7, Z7
-	MOVL          $0x00001111, DI
-	KMOVW         DI, K1
-	VCOMPRESSPS.Z Z7, K1, Z6
-
-	// t = ss/d + eps for the four rows; any t outside [2^-100, MaxFloat32] sends the group to the one-row path.
-	CMPL         372(SP), $0x00
-	JE           divide5
-	VBROADCASTSS 372(SP), Z7
-	VMULPS       Z7, Z6, Z6
-	JMP          divided6
-
-divide5:
-	VBROADCASTSS 368(SP), Z7
-	VDIVPS       Z7, Z6, Z6
-
-divided6:
-	VBROADCASTSS job_eps+0(AX), Z7
-	VADDPS       Z7, Z6, Z6
-	MOVL         $0x0000000f, DI
-	KMOVW        DI, K1
-	VBROADCASTSS tlo<>+0(SB), Z7
-	VBROADCASTSS tmax<>+0(SB), Z8
-	VCMPPS       $0x1d, Z7, Z6, K1, K1
-	VCMPPS       $0x12, Z8, Z6, K1, K1
-	KMOVW        K1, DI
-	CMPL         DI, $0x0f
-	JE           ginrange
-	MOVQ         $0x00000004, 328(SP)
-	JMP          row
-
-ginrange:
-	VSQRTPS      Z6, Z6
-	VBROADCASTSS one<>+0(SB), Z11
-	VDIVPS       Z6, Z11, Z11
-
-	// Report 1/rms if asked.
-	MOVQ    job_inv+0(AX), DI
-	TESTQ   DI, DI
-	JZ      scale
-	MOVQ    320(SP), R8
-	MOVL    $0x0000000f, R9
-	KMOVW   R9, K1
-	VMOVUPS Z11, K1, (DI)(R8*4)
-
-scale:
-	VBROADCASTSS X11, Z6
-	MOVQ         $0x00000000, 344(SP)
-	CMPQ         336(SP), $0x01
-	JE           scalebody
-	VMOVUPS      Z11, 256(SP)
-
-scalerow:
-	MOVQ         344(SP), DI
-	VBROADCASTSS 256(SP)(DI*4), Z6
-
-scalebody:
-	// y = (src*inv)*w, rounded after each multiply.
-	XORQ DI, DI
-	MOVQ job_d+0(AX), R8
-	SUBQ $0x00000040, R8
-	MOVQ SI, R9
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows7
-	SHLQ $0x03, R9
-
-longrows7:
-	ADDQ  DX, R9
-	MOVL  job_flags+0(AX), R10
-	TESTL $0x00000001, R10
-	JNZ   scalent
+	MOVQ  j+0(FP), AX
+	MOVQ  job_dst+0(AX), CX
+	MOVQ  job_x+0(AX), DX
+	MOVQ  job_res+0(AX), BX
 	TESTQ BX, BX
-	JZ    scaleloopnoweight
-	TESTL $0x00000010, R10
-	JNZ   scaleloopoffset
+	JZ    rowsset
+	XCHGQ DX, BX
 
-	PCALIGN $32
-scaleloop:
-	CMPQ  DI, R8
-	JG    scaletail
-	TESTL $0x00000002, R10
-	JNZ   scalelooppf8
-
-scaleloopbody9:
-	VPMOVZXWD   (DX)(DI*2), Z7
-	VPSLLD      $0x10, Z7, Z7
-	VMULPS      Z6, Z7, Z7
-	VPMOVZXWD   32(DX)(DI*2), Z8
-	VPSLLD      $0x10, Z8, Z8
-	VMULPS      Z6, Z8, Z8
-	VPMOVZXWD   64(DX)(DI*2), Z9
-	VPSLLD      $0x10, Z9, Z9
-	VMULPS      Z6, Z9, Z9
-	VPMOVZXWD   96(DX)(DI*2), Z10
-	VPSLLD      $0x10, Z10, Z10
-	VMULPS      Z6, Z10, Z10
-	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn10
-	VFIXUPIMMPS $0x00, Z3, Z7, Z7
-	VPSRLD      $0x10, Z7, Z12
-	VPANDD      Z0, Z12, Z12
-	VPADDD      Z1, Z12, Z12
-	VPADDD      Z7, Z12, Z12
-	VPANDD      Z2, Z12, Z7
-	VFIXUPIMMPS $0x00, Z3, Z8, Z8
-	VPSRLD      $0x10, Z8, Z12
-	VPANDD      Z0, Z12, Z12
-	VPADDD      Z1, Z12, Z12
-	VPADDD      Z8, Z12, Z12
-	VPANDD      Z2, Z12, Z8
-	VFIXUPIMMPS $0x00, Z3, Z9, Z9
-	VPSRLD      $0x10, Z9, Z12
-	VPANDD      Z0, Z12, Z12
-	VPADDD      Z1, Z12, Z12
-	VPADDD      Z9, Z12, Z12
-	VPANDD      Z2, Z12, Z9
-	VFIXUPIMMPS $0x00, Z3, Z10, Z10
-	VPSRLD      $0x10, Z10, Z12
-	VPANDD      Z0, Z12, Z12
-	VPADDD      Z1, Z12, Z12
-	VPADDD      Z10, Z12, Z12
-	VPANDD      Z2, Z12, Z10
-
-notrn10:
-	VMULPS      (BX)(DI*4), Z7, Z7
-	VMULPS      64(BX)(DI*4), Z8, Z8
-	VFIXUPIMMPS $0x00, Z3, Z7, Z7
-	VPSRLD      $0x10, Z7, Z12
-	VPANDD      Z0, Z12, Z12
-	VPADDD      Z1, Z12, Z12
-	VPADDD      Z7, Z12, Z12
-	VFIXUPIMMPS $0x00, Z3, Z8, Z8
-	VPSRLD      $0x10, Z8, Z7
-	VPANDD      Z0, Z7, Z7
-	VPADDD      Z1, Z7, Z7
-	VPADDD      Z8, Z7, Z7
-	VPERMT2W    Z7, Z4, Z12
-	VMOVDQU64   Z12, (CX)(DI*2)
-	VMULPS      128(BX)(DI*4), Z9, Z9
-	VMULPS      192(BX)(DI*4), Z10, Z10
-	VFIXUPIMMPS $0x00, Z3, Z9, Z9
-	VPSRLD      $0x10, Z9, Z7
-	VPANDD      Z0, Z7, Z7
-	VPADDD      Z1, Z7, Z7
-	VPADDD      Z9, Z7, Z7
-	VFIXUPIMMPS $0x00, Z3, Z10, Z10
-	VPSRLD      $0x10, Z10, Z8
-	VPANDD      Z0, Z8, Z8
-	VPADDD      Z1, Z8, Z8
-	VPADDD      Z10, Z8, Z8
-	VPERMT2W    Z8, Z4, Z7
-	VMOVDQU64   Z7, 64(CX)(DI*2)
-	ADDQ        $0x00000040, DI
-	JMP         scaleloop
-
-scalelooppf8:
-	PREFETCHT0 (R9)(DI*2)
-	PREFETCHT0 64(R9)(DI*2)
-	JMP        scaleloopbody9
-
-	PCALIGN $32
-scaleloopoffset:
-	CMPQ  DI, R8
-	JG    scaletail
-	TESTL $0x00000002, R10
-	JNZ   scaleloopoffsetpf11
-
-scaleloopoffsetbody12:
-	VPMOVZXWD   (DX)(DI*2), Z7
-	VPSLLD      $0x10, Z7, Z7
-	VMULPS      Z6, Z7, Z7
-	VPMOVZXWD   32(DX)(DI*2), Z8
-	VPSLLD      $0x10, Z8, Z8
-	VMULPS      Z6, Z8, Z8
-	VPMOVZXWD   64(DX)(DI*2), Z9
-	VPSLLD      $0x10, Z9, Z9
-	VMULPS      Z6, Z9, Z9
-	VPMOVZXWD   96(DX)(DI*2), Z10
-	VPSLLD      $0x10, Z10, Z10
-	VMULPS      Z6, Z10, Z10
-	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn13
-	VFIXUPIMMPS $0x00, Z3, Z7, Z7
-	VPSRLD      $0x10, Z7, Z12
-	VPANDD      Z0, Z12, Z12
-	VPADDD      Z1, Z12, Z12
-	VPADDD      Z7, Z12, Z12
-	VPANDD      Z2, Z12, Z7
-	VFIXUPIMMPS $0x00, Z3, Z8, Z8
-	VPSRLD      $0x10, Z8, Z12
-	VPANDD      Z0, Z12, Z12
-	VPADDD      Z1, Z12, Z12
-	VPADDD      Z8, Z12, Z12
-	VPANDD      Z2, Z12, Z8
-	VFIXUPIMMPS $0x00, Z3, Z9, Z9
-	VPSRLD      $0x10, Z9, Z12
-	VPANDD      Z0, Z12, Z12
-	VPADDD      Z1, Z12, Z12
-	VPADDD      Z9, Z12, Z12
-	VPANDD      Z2, Z12, Z9
-	VFIXUPIMMPS $0x00, Z3, Z10, Z10
-	VPSRLD      $0x10, Z10, Z12
-	VPANDD      Z0, Z12, Z12
-	VPADDD      Z1, Z12, Z12
-	VPADDD      Z10, Z12, Z12
-	VPANDD      Z2, Z12, Z10
-
-notrn13:
-	VMOVUPS     (BX)(DI*4), Z12
-	VADDPS      Z5, Z12, Z12
-	VMULPS      Z12, Z7, Z7
-	VMOVUPS     64(BX)(DI*4), Z12
-	VADDPS      Z5, Z12, Z12
-	VMULPS      Z12, Z8, Z8
-	VFIXUPIMMPS $0x00, Z3, Z7, Z7
-	VPSRLD      $0x10, Z7, Z12
-	VPANDD      Z0, Z12, Z12
-	VPADDD      Z1, Z12, Z12
-	VPADDD      Z7, Z12, Z12
-	VFIXUPIMMPS $0x00, Z3, Z8, Z8
-	VPSRLD      $0x10, Z8, Z7
-	VPANDD      Z0, Z7, Z7
-	VPADDD      Z1, Z7, Z7
-	VPADDD      Z8, Z7, Z7
-	VPERMT2W    Z7, Z4, Z12
-	VMOVDQU64   Z12, (CX)(DI*2)
-	VMOVUPS     128(BX)(DI*4), Z7
-	VADDPS      Z5, Z7, Z7
-	VMULPS      Z7, Z9, Z9
-	VMOVUPS     192(BX)(DI*4), Z7
-	VADDPS      Z5, Z7, Z7
-	VMULPS      Z7, Z10, Z10
-	VFIXUPIMMPS $0x00, Z3, Z9, Z9
-	VPSRLD      $0x10, Z9, Z7
-	VPANDD      Z0, Z7, Z7
-	VPADDD      Z1, Z7, Z7
-	VPADDD      Z9, Z7, Z7
-	VFIXUPIMMPS $0x00, Z3, Z10, Z10
-	VPSRLD      $0x10, Z10, Z8
-	VPANDD      Z0, Z8, Z8
-	VPADDD      Z1, Z8, Z8
-	VPADDD      Z10, Z8, Z8
-	VPERMT2W    Z8, Z4, Z7
-	VMOVDQU64   Z7, 64(CX)(DI*2)
-	ADDQ        $0x00000040, DI
-	JMP         scaleloopoffset
-
-scaleloopoffsetpf11:
-	PREFETCHT0 (R9)(DI*2)
-	PREFETCHT0 64(R9)(DI*2)
-	JMP        scaleloopoffsetbody12
-
-	PCALIGN $32
-scaleloopnoweight:
-	CMPQ  DI, R8
-	JG    scaletail
-	TESTL $0x00000002, R10
-	JNZ   scaleloopnoweightpf14
-
-scaleloopnoweightbody15:
-	VPMOVZXWD   (DX)(DI*2), Z7
-	VPSLLD      $0x10, Z7, Z7
-	VMULPS      Z6, Z7, Z7
-	VPMOVZXWD   32(DX)(DI*2), Z8
-	VPSLLD      $0x10, Z8, Z8
-	VMULPS      Z6, Z8, Z8
-	VPMOVZXWD   64(DX)(DI*2), Z9
-	VPSLLD      $0x10, Z9, Z9
-	VMULPS      Z6, Z9, Z9
-	VPMOVZXWD   96(DX)(DI*2), Z10
-	VPSLLD      $0x10, Z10, Z10
-	VMULPS      Z6, Z10, Z10
-	VFIXUPIMMPS $0x00, Z3, Z7, Z7
-	VPSRLD      $0x10, Z7, Z12
-	VPANDD      Z0, Z12, Z12
-	VPADDD      Z1, Z12, Z12
-	VPADDD      Z7, Z12, Z12
-	VFIXUPIMMPS $0x00, Z3, Z8, Z8
-	VPSRLD      $0x10, Z8, Z7
-	VPANDD      Z0, Z7, Z7
-	VPADDD      Z1, Z7, Z7
-	VPADDD      Z8, Z7, Z7
-	VPERMT2W    Z7, Z4, Z12
-	VMOVDQU64   Z12, (CX)(DI*2)
-	VFIXUPIMMPS $0x00, Z3, Z9, Z9
-	VPSRLD      $0x10, Z9, Z7
-	VPANDD      Z0, Z7, Z7
-	VPADDD      Z1, Z7, Z7
-	VPADDD      Z9, Z7, Z7
-	VFIXUPIMMPS $0x00, Z3, Z10, Z10
-	VPSRLD      $0x10, Z10, Z8
-	VPANDD      Z0, Z8, Z8
-	VPADDD      Z1, Z8, Z8
-	VPADDD      Z10, Z8, Z8
-	VPERMT2W    Z8, Z4, Z7
-	VMOVDQU64   Z7, 64(CX)(DI*2)
-	ADDQ        $0x00000040, DI
-	JMP         scaleloopnoweight
-
-scaleloopnoweightpf14:
-	PREFETCHT0 (R9)(DI*2)
-	PREFETCHT0 64(R9)(DI*2)
-	JMP        scaleloopnoweightbody15
-
-scalent:
-	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
-	MOVQ CX, R9
-	NEGQ R9
-	ANDQ $0x0000003f, R9
-	SHRQ $0x01, R9
-	JZ   scalentgo
-	CMPQ R9, job_d+0(AX)
-	JLE  scalehead
-	MOVQ job_d+0(AX), R9
-
-scalehead:
-	CMPQ        R9, $0x00000010
-	JB          scaleheadpart
-	VPMOVZXWD   (DX)(DI*2), Z7
-	VPSLLD      $0x10, Z7, Z7
-	VMULPS      Z6, Z7, Z7
-	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn16
-	VFIXUPIMMPS $0x00, Z3, Z7, Z7
-	VPSRLD      $0x10, Z7, Z8
-	VPANDD      Z0, Z8, Z8
-	VPADDD      Z1, Z8, Z8
-	VPADDD      Z7, Z8, Z8
-	VPANDD      Z2, Z8, Z7
-
-notrn16:
-	TESTQ   BX, BX
-	JZ      noweight17
-	VMOVUPS (BX)(DI*4), Z8
-	VADDPS  Z5, Z8, Z8
-	VMULPS  Z8, Z7, Z7
-
-noweight17:
-	VFIXUPIMMPS $0x00, Z3, Z7, Z7
-	VPSRLD      $0x10, Z7, Z8
-	VPANDD      Z0, Z8, Z8
-	VPADDD      Z1, Z8, Z8
-	VPADDD      Z7, Z8, Z8
-	VPSRLD      $0x10, Z8, Z8
-	VPMOVDW     Z8, (CX)(DI*2)
-	ADDQ        $0x00000010, DI
-	SUBQ        $0x00000010, R9
-	JZ          scalentgo
-
-scaleheadpart:
-	JMP partout
-
-scalentgo:
-	MOVQ SI, R9
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows18
-	SHLQ $0x03, R9
-
-longrows18:
-	ADDQ DX, R9
-	MOVL job_flags+0(AX), R10
-
-	PCALIGN $32
-scalentloop:
-	CMPQ        DI, R8
-	JG          scaletail
-	PREFETCHT0  (R9)(DI*2)
-	PREFETCHT0  64(R9)(DI*2)
-	VPMOVZXWD   (DX)(DI*2), Z7
-	VPSLLD      $0x10, Z7, Z7
-	VMULPS      Z6, Z7, Z7
-	VPMOVZXWD   32(DX)(DI*2), Z8
-	VPSLLD      $0x10, Z8, Z8
-	VMULPS      Z6, Z8, Z8
-	VPMOVZXWD   64(DX)(DI*2), Z9
-	VPSLLD      $0x10, Z9, Z9
-	VMULPS      Z6, Z9, Z9
-	VPMOVZXWD   96(DX)(DI*2), Z10
-	VPSLLD      $0x10, Z10, Z10
-	VMULPS      Z6, Z10, Z10
-	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn19
-	VFIXUPIMMPS $0x00, Z3, Z7, Z7
-	VPSRLD      $0x10, Z7, Z12
-	VPANDD      Z0, Z12, Z12
-	VPADDD      Z1, Z12, Z12
-	VPADDD      Z7, Z12, Z12
-	VPANDD      Z2, Z12, Z7
-	VFIXUPIMMPS $0x00, Z3, Z8, Z8
-	VPSRLD      $0x10, Z8, Z12
-	VPANDD      Z0, Z12, Z12
-	VPADDD      Z1, Z12, Z12
-	VPADDD      Z8, Z12, Z12
-	VPANDD      Z2, Z12, Z8
-	VFIXUPIMMPS $0x00, Z3, Z9, Z9
-	VPSRLD      $0x10, Z9, Z12
-	VPANDD      Z0, Z12, Z12
-	VPADDD      Z1, Z12, Z12
-	VPADDD      Z9, Z12, Z12
-	VPANDD      Z2, Z12, Z9
-	VFIXUPIMMPS $0x00, Z3, Z10, Z10
-	VPSRLD      $0x10, Z10, Z12
-	VPANDD      Z0, Z12, Z12
-	VPADDD      Z1, Z12, Z12
-	VPADDD      Z10, Z12, Z12
-	VPANDD      Z2, Z12, Z10
-
-notrn19:
-	TESTQ  BX, BX
-	JZ     weighed21
-	TESTL  $0x00000010, R10
-	JNZ    offset20
-	VMULPS (BX)(DI*4), Z7, Z7
-	VMULPS 64(BX)(DI*4), Z8, Z8
-	VMULPS 128(BX)(DI*4), Z9, Z9
-	VMULPS 192(BX)(DI*4), Z10, Z10
-
-weighed21:
-	VFIXUPIMMPS $0x00, Z3, Z7, Z7
-	VPSRLD      $0x10, Z7, Z12
-	VPANDD      Z0, Z12, Z12
-	VPADDD      Z1, Z12, Z12
-	VPADDD      Z7, Z12, Z12
-	VFIXUPIMMPS $0x00, Z3, Z8, Z8
-	VPSRLD      $0x10, Z8, Z7
-	VPANDD      Z0, Z7, Z7
-	VPADDD      Z1, Z7, Z7
-	VPADDD      Z8, Z7, Z7
-	VPERMT2W    Z7, Z4, Z12
-	VMOVNTDQ    Z12, (CX)(DI*2)
-	VFIXUPIMMPS $0x00, Z3, Z9, Z9
-	VPSRLD      $0x10, Z9, Z7
-	VPANDD      Z0, Z7, Z7
-	VPADDD      Z1, Z7, Z7
-	VPADDD      Z9, Z7, Z7
-	VFIXUPIMMPS $0x00, Z3, Z10, Z10
-	VPSRLD      $0x10, Z10, Z8
-	VPANDD      Z0, Z8, Z8
-	VPADDD      Z1, Z8, Z8
-	VPADDD      Z10, Z8, Z8
-	VPERMT2W    Z8, Z4, Z7
-	VMOVNTDQ    Z7, 64(CX)(DI*2)
-	ADDQ        $0x00000040, DI
-	JMP         scalentloop
-
-offset20:
-	VMOVUPS (BX)(DI*4), Z12
-	VADDPS  Z5, Z12, Z12
-	VMULPS  Z12, Z7, Z7
-	VMOVUPS 64(BX)(DI*4), Z12
-	VADDPS  Z5, Z12, Z12
-	VMULPS  Z12, Z8, Z8
-	VMOVUPS 128(BX)(DI*4), Z12
-	VADDPS  Z5, Z12, Z12
-	VMULPS  Z12, Z9, Z9
-	VMOVUPS 192(BX)(DI*4), Z12
-	VADDPS  Z5, Z12, Z12
-	VMULPS  Z12, Z10, Z10
-	JMP     weighed21
-
-scaletail:
-	ADDQ $0x00000030, R8
-
-scaleone:
-	CMPQ        DI, R8
-	JG          scalepart
-	VPMOVZXWD   (DX)(DI*2), Z7
-	VPSLLD      $0x10, Z7, Z7
-	VMULPS      Z6, Z7, Z7
-	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn22
-	VFIXUPIMMPS $0x00, Z3, Z7, Z7
-	VPSRLD      $0x10, Z7, Z8
-	VPANDD      Z0, Z8, Z8
-	VPADDD      Z1, Z8, Z8
-	VPADDD      Z7, Z8, Z8
-	VPANDD      Z2, Z8, Z7
-
-notrn22:
-	TESTQ   BX, BX
-	JZ      noweight23
-	VMOVUPS (BX)(DI*4), Z8
-	VADDPS  Z5, Z8, Z8
-	VMULPS  Z8, Z7, Z7
-
-noweight23:
-	VFIXUPIMMPS $0x00, Z3, Z7, Z7
-	VPSRLD      $0x10, Z7, Z8
-	VPANDD      Z0, Z8, Z8
-	VPADDD      Z1, Z8, Z8
-	VPADDD      Z7, Z8, Z8
-	VPSRLD      $0x10, Z8, Z8
-	VPMOVDW     Z8, (CX)(DI*2)
-	ADDQ        $0x00000010, DI
-	JMP         scaleone
-
-scalepart:
-	MOVQ job_d+0(AX), R9
-	SUBQ DI, R9
-	JZ   scaled
-
-	// The last n < lanes elements, or the first n of a non-temporal row (i + n < d: back to its loop).
-partout:
-	LEAQ        kmask<>+0(SB), R10
-	KMOVW       (R10)(R9*2), K1
-	VPMOVZXWD.Z (DX)(DI*2), K1, Z7
-	VPSLLD      $0x10, Z7, Z7
-	VMULPS      Z7, Z6, Z7
-	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn24
-	VFIXUPIMMPS $0x00, Z3, Z7, Z7
-	VPSRLD      $0x10, Z7, Z8
-	VPANDD      Z0, Z8, Z8
-	VPADDD      Z1, Z8, Z8
-	VPADDD      Z7, Z8, Z8
-	VPANDD      Z2, Z8, Z7
-
-notrn24:
-	TESTQ     BX, BX
-	JZ        noweight25
-	VMOVUPS.Z (BX)(DI*4), K1, Z8
-	VADDPS    Z5, Z8, Z8
-	VMULPS    Z8, Z7, Z7
-
-noweight25:
-	VFIXUPIMMPS $0x00, Z3, Z7, Z7
-	VPSRLD      $0x10, Z7, Z8
-	VPANDD      Z0, Z8, Z8
-	VPADDD      Z1, Z8, Z8
-	VPADDD      Z7, Z8, Z8
-	VPSRLD      $0x10, Z8, Z8
-	VPMOVDW     Z8, K1, (CX)(DI*2)
-	ADDQ        R9, DI
-	CMPQ        DI, job_d+0(AX)
-	JB          scalentgo
-
-scaled:
-	ADDQ SI, DX
-	ADDQ SI, CX
-	INCQ 320(SP)
-	MOVQ 344(SP), DI
-	INCQ DI
-	MOVQ DI, 344(SP)
-	CMPQ DI, 336(SP)
-	JB   scalerow
-	JMP  row
-
-ret:
-	TESTL $0x00000001, job_flags+0(AX)
-	JZ    vzero
-	SFENCE
-
-vzero:
-	VZEROUPPER
-	MOVQ 320(SP), AX
-	MOVQ AX, ret+24(FP)
-	RET
-
-// func avx512ForwardBF16Add(j uintptr, from int, to int) int
-// Requires: AVX, AVX512BW, AVX512F, MMX+
-TEXT ·avx512ForwardBF16Add(SB), NOSPLIT, $376-32
-	// avx512ForwardBF16Add normalizes rows [from, to) of the job: BF16 rows: h = round16(x + res) and res = h per element, then y = round16((h*inv)*w), round16((h*inv)*(1+w)) with flagOffset, or round16(h*inv) with w nil (with flagRN and a weight, round16(h*inv) in place of (h*inv)), for each row.
-	// It stops before the first row that needs the float64 path and returns that row's index, or to.
-	MOVQ         j+0(FP), AX
-	MOVQ         job_dst+0(AX), CX
-	MOVQ         job_x+0(AX), DX
-	MOVQ         job_w+0(AX), BX
-	MOVQ         job_res+0(AX), SI
+rowsset:
+	MOVQ         job_w+0(AX), SI
 	MOVQ         job_stride+0(AX), DI
 	SHLQ         $0x01, DI
 	VMOVDQU64    oddwords<>+0(SB), Z4
@@ -2215,17 +1015,34 @@ weightadd1:
 	IMULQ DI, R8
 	ADDQ  R8, CX
 	ADDQ  R8, DX
-	ADDQ  R8, SI
+	ADDQ  R8, BX
 
 row:
 	MOVQ 320(SP), R8
 	CMPQ R8, to+16(FP)
 	JAE  ret
 	MOVQ $0x00000001, 336(SP)
-	MOVQ DX, R8
-	MOVQ SI, R9
-	XORQ R10, R10
+	CMPQ job_res+0(AX), $0x00
+	JNE  addsum
+	CMPQ 328(SP), $0x00
+	JE   trygroup
+	DECQ 328(SP)
+	JMP  sum
 
+trygroup:
+	CMPQ job_d+0(AX), $0x00000200
+	JA   sum
+	MOVQ to+16(FP), R8
+	SUBQ 320(SP), R8
+	CMPQ R8, $0x04
+	JB   sum
+	MOVQ $0x00000004, 336(SP)
+
+sum:
+	MOVQ DX, R8
+	XORQ R9, R9
+
+sumrow:
 	// Sum of squares: element i goes to partial i%64.
 	MOVQ    job_d+0(AX), R11
 	SUBQ    $0x00000040, R11
@@ -2238,6 +1055,151 @@ row:
 	JMP     sumtail
 
 firstblock:
+	// +0 + square is the square itself: the first block initializes the partials.
+	XORQ      R10, R10
+	VPMOVZXWD (R8)(R10*2), Z6
+	VPSLLD    $0x10, Z6, Z6
+	VMULPS    Z6, Z6, Z6
+	VPMOVZXWD 32(R8)(R10*2), Z7
+	VPSLLD    $0x10, Z7, Z7
+	VMULPS    Z7, Z7, Z7
+	VPMOVZXWD 64(R8)(R10*2), Z8
+	VPSLLD    $0x10, Z8, Z8
+	VMULPS    Z8, Z8, Z8
+	VPMOVZXWD 96(R8)(R10*2), Z9
+	VPSLLD    $0x10, Z9, Z9
+	VMULPS    Z9, Z9, Z9
+	MOVQ      $0x00000040, R10
+
+	// With flagPF, the rows ahead are prefetched: one loop for both, the flag tested per block.
+	MOVQ DI, R12
+	SHLQ $0x01, R12
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows2
+	SHLQ $0x03, R12
+
+longrows2:
+	ADDQ R8, R12
+	MOVL job_flags+0(AX), R13
+
+	PCALIGN $32
+sumloop:
+	CMPQ  R10, R11
+	JG    sumtail
+	TESTL $0x00000002, R13
+	JNZ   sumpf
+
+sumblock:
+	VPMOVZXWD (R8)(R10*2), Z10
+	VPSLLD    $0x10, Z10, Z10
+	VMULPS    Z10, Z10, Z10
+	VADDPS    Z10, Z6, Z6
+	VPMOVZXWD 32(R8)(R10*2), Z10
+	VPSLLD    $0x10, Z10, Z10
+	VMULPS    Z10, Z10, Z10
+	VADDPS    Z10, Z7, Z7
+	VPMOVZXWD 64(R8)(R10*2), Z10
+	VPSLLD    $0x10, Z10, Z10
+	VMULPS    Z10, Z10, Z10
+	VADDPS    Z10, Z8, Z8
+	VPMOVZXWD 96(R8)(R10*2), Z10
+	VPSLLD    $0x10, Z10, Z10
+	VMULPS    Z10, Z10, Z10
+	VADDPS    Z10, Z9, Z9
+	ADDQ      $0x00000040, R10
+	JMP       sumloop
+
+	// Out of the loop's way: the prefetches, whose flag is usually clear.
+sumpf:
+	PREFETCHT0 (R12)(R10*2)
+	PREFETCHT0 64(R12)(R10*2)
+	JMP        sumblock
+
+sumtail:
+	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
+	MOVQ job_d+0(AX), R11
+	SUBQ R10, R11
+	JZ   summed
+	LEAQ kmask<>+0(SB), R12
+	MOVQ R11, R13
+	CMPQ R13, $0x00000010
+	JLE  tailmask0
+	MOVQ $0x00000010, R13
+
+tailmask0:
+	KMOVW       (R12)(R13*2), K1
+	VPMOVZXWD.Z (R8)(R10*2), K1, Z10
+	VPSLLD      $0x10, Z10, Z10
+	VMULPS      Z10, Z10, Z10
+	VADDPS      Z10, Z6, Z6
+	MOVQ        R11, R13
+	SUBQ        $0x00000010, R13
+	JLE         summed
+	CMPQ        R13, $0x00000010
+	JLE         tailmask1
+	MOVQ        $0x00000010, R13
+
+tailmask1:
+	KMOVW       (R12)(R13*2), K1
+	VPMOVZXWD.Z 32(R8)(R10*2), K1, Z10
+	VPSLLD      $0x10, Z10, Z10
+	VMULPS      Z10, Z10, Z10
+	VADDPS      Z10, Z7, Z7
+	MOVQ        R11, R13
+	SUBQ        $0x00000020, R13
+	JLE         summed
+	CMPQ        R13, $0x00000010
+	JLE         tailmask2
+	MOVQ        $0x00000010, R13
+
+tailmask2:
+	KMOVW       (R12)(R13*2), K1
+	VPMOVZXWD.Z 64(R8)(R10*2), K1, Z10
+	VPSLLD      $0x10, Z10, Z10
+	VMULPS      Z10, Z10, Z10
+	VADDPS      Z10, Z8, Z8
+	SUBQ        $0x00000030, R11
+	JLE         summed
+	CMPQ        R11, $0x00000010
+	JLE         tailmask3
+	MOVQ        $0x00000010, R11
+
+tailmask3:
+	KMOVW       (R12)(R11*2), K1
+	VPMOVZXWD.Z 96(R8)(R10*2), K1, Z10
+	VPSLLD      $0x10, Z10, Z10
+	VMULPS      Z10, Z10, Z10
+	VADDPS      Z10, Z9, Z9
+
+summed:
+	VADDPS  Z8, Z6, Z6
+	VADDPS  Z9, Z7, Z7
+	VADDPS  Z7, Z6, Z6
+	CMPQ    336(SP), $0x01
+	JE      invone
+	VMOVUPS Z6, (SP)(R9*1)
+	ADDQ    DI, R8
+	ADDQ    $0x00000040, R9
+	CMPQ    R9, $0x00000100
+	JB      sumrow
+	JMP     invgroup
+
+addsum:
+	MOVQ BX, R8
+	MOVQ DX, R9
+
+	// Sum of squares: element i goes to partial i%64.
+	MOVQ    job_d+0(AX), R11
+	SUBQ    $0x00000040, R11
+	JGE     addfirstblock
+	VMOVUPS zero64<>+0(SB), Z6
+	VMOVUPS zero64<>+0(SB), Z7
+	VMOVUPS zero64<>+0(SB), Z8
+	VMOVUPS zero64<>+0(SB), Z9
+	XORQ    R10, R10
+	JMP     addsumtail
+
+addfirstblock:
 	// +0 + square is the square itself: the first block initializes the partials.
 	XORQ        R10, R10
 	VPMOVZXWD   (R8)(R10*2), Z6
@@ -2302,195 +1264,196 @@ firstblock:
 	MOVQ DI, R12
 	SHLQ $0x01, R12
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows2
+	JA   longrows3
 	SHLQ $0x03, R12
 
-longrows2:
+longrows3:
 	ADDQ R8, R12
 	MOVL job_flags+0(AX), R13
 
 	PCALIGN $32
-sumloop:
+addsumloop:
 	CMPQ  R10, R11
-	JG    sumtail
+	JG    addsumtail
 	TESTL $0x00000002, R13
-	JNZ   sumpf
+	JNZ   addsumpf
 
-sumblock:
+addsumblock:
 	VPMOVZXWD   (R8)(R10*2), Z10
 	VPSLLD      $0x10, Z10, Z10
-	VPMOVZXWD   (R9)(R10*2), Z11
-	VPSLLD      $0x10, Z11, Z11
-	VADDPS      Z11, Z10, Z10
+	VPMOVZXWD   (R9)(R10*2), Z12
+	VPSLLD      $0x10, Z12, Z12
+	VADDPS      Z12, Z10, Z10
 	VFIXUPIMMPS $0x00, Z3, Z10, Z10
-	VPSRLD      $0x10, Z10, Z11
-	VPANDD      Z0, Z11, Z11
-	VPADDD      Z1, Z11, Z11
-	VPADDD      Z10, Z11, Z11
-	VPANDD      Z2, Z11, Z11
-	VPSRLD      $0x10, Z11, Z10
+	VPSRLD      $0x10, Z10, Z12
+	VPANDD      Z0, Z12, Z12
+	VPADDD      Z1, Z12, Z12
+	VPADDD      Z10, Z12, Z12
+	VPANDD      Z2, Z12, Z12
+	VPSRLD      $0x10, Z12, Z10
 	VPMOVDW     Z10, (R9)(R10*2)
-	VMULPS      Z11, Z11, Z11
-	VADDPS      Z11, Z6, Z6
+	VMULPS      Z12, Z12, Z12
+	VADDPS      Z12, Z6, Z6
 	VPMOVZXWD   32(R8)(R10*2), Z10
 	VPSLLD      $0x10, Z10, Z10
-	VPMOVZXWD   32(R9)(R10*2), Z11
-	VPSLLD      $0x10, Z11, Z11
-	VADDPS      Z11, Z10, Z10
+	VPMOVZXWD   32(R9)(R10*2), Z12
+	VPSLLD      $0x10, Z12, Z12
+	VADDPS      Z12, Z10, Z10
 	VFIXUPIMMPS $0x00, Z3, Z10, Z10
-	VPSRLD      $0x10, Z10, Z11
-	VPANDD      Z0, Z11, Z11
-	VPADDD      Z1, Z11, Z11
-	VPADDD      Z10, Z11, Z11
-	VPANDD      Z2, Z11, Z11
-	VPSRLD      $0x10, Z11, Z10
+	VPSRLD      $0x10, Z10, Z12
+	VPANDD      Z0, Z12, Z12
+	VPADDD      Z1, Z12, Z12
+	VPADDD      Z10, Z12, Z12
+	VPANDD      Z2, Z12, Z12
+	VPSRLD      $0x10, Z12, Z10
 	VPMOVDW     Z10, 32(R9)(R10*2)
-	VMULPS      Z11, Z11, Z11
-	VADDPS      Z11, Z7, Z7
+	VMULPS      Z12, Z12, Z12
+	VADDPS      Z12, Z7, Z7
 	VPMOVZXWD   64(R8)(R10*2), Z10
 	VPSLLD      $0x10, Z10, Z10
-	VPMOVZXWD   64(R9)(R10*2), Z11
-	VPSLLD      $0x10, Z11, Z11
-	VADDPS      Z11, Z10, Z10
+	VPMOVZXWD   64(R9)(R10*2), Z12
+	VPSLLD      $0x10, Z12, Z12
+	VADDPS      Z12, Z10, Z10
 	VFIXUPIMMPS $0x00, Z3, Z10, Z10
-	VPSRLD      $0x10, Z10, Z11
-	VPANDD      Z0, Z11, Z11
-	VPADDD      Z1, Z11, Z11
-	VPADDD      Z10, Z11, Z11
-	VPANDD      Z2, Z11, Z11
-	VPSRLD      $0x10, Z11, Z10
+	VPSRLD      $0x10, Z10, Z12
+	VPANDD      Z0, Z12, Z12
+	VPADDD      Z1, Z12, Z12
+	VPADDD      Z10, Z12, Z12
+	VPANDD      Z2, Z12, Z12
+	VPSRLD      $0x10, Z12, Z10
 	VPMOVDW     Z10, 64(R9)(R10*2)
-	VMULPS      Z11, Z11, Z11
-	VADDPS      Z11, Z8, Z8
+	VMULPS      Z12, Z12, Z12
+	VADDPS      Z12, Z8, Z8
 	VPMOVZXWD   96(R8)(R10*2), Z10
 	VPSLLD      $0x10, Z10, Z10
-	VPMOVZXWD   96(R9)(R10*2), Z11
-	VPSLLD      $0x10, Z11, Z11
-	VADDPS      Z11, Z10, Z10
+	VPMOVZXWD   96(R9)(R10*2), Z12
+	VPSLLD      $0x10, Z12, Z12
+	VADDPS      Z12, Z10, Z10
 	VFIXUPIMMPS $0x00, Z3, Z10, Z10
-	VPSRLD      $0x10, Z10, Z11
-	VPANDD      Z0, Z11, Z11
-	VPADDD      Z1, Z11, Z11
-	VPADDD      Z10, Z11, Z11
-	VPANDD      Z2, Z11, Z11
-	VPSRLD      $0x10, Z11, Z10
+	VPSRLD      $0x10, Z10, Z12
+	VPANDD      Z0, Z12, Z12
+	VPADDD      Z1, Z12, Z12
+	VPADDD      Z10, Z12, Z12
+	VPANDD      Z2, Z12, Z12
+	VPSRLD      $0x10, Z12, Z10
 	VPMOVDW     Z10, 96(R9)(R10*2)
-	VMULPS      Z11, Z11, Z11
-	VADDPS      Z11, Z9, Z9
+	VMULPS      Z12, Z12, Z12
+	VADDPS      Z12, Z9, Z9
 	ADDQ        $0x00000040, R10
-	JMP         sumloop
+	JMP         addsumloop
 
 	// Out of the loop's way: the prefetches, whose flag is usually clear.
-sumpf:
+addsumpf:
 	PREFETCHT0 (R12)(R10*2)
 	PREFETCHT0 64(R12)(R10*2)
-	JMP        sumblock
+	JMP        addsumblock
 
-sumtail:
+addsumtail:
 	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
 	MOVQ job_d+0(AX), R11
 	SUBQ R10, R11
-	JZ   summed
+	JZ   addsummed
 	LEAQ kmask<>+0(SB), R12
 	MOVQ R11, R13
 	CMPQ R13, $0x00000010
-	JLE  tailmask0
+	JLE  addtailmask0
 	MOVQ $0x00000010, R13
 
-tailmask0:
+addtailmask0:
 	KMOVW       (R12)(R13*2), K1
 	VPMOVZXWD.Z (R8)(R10*2), K1, Z10
 	VPSLLD      $0x10, Z10, Z10
-	VPMOVZXWD.Z (R9)(R10*2), K1, Z11
-	VPSLLD      $0x10, Z11, Z11
-	VADDPS      Z11, Z10, Z10
+	VPMOVZXWD.Z (R9)(R10*2), K1, Z12
+	VPSLLD      $0x10, Z12, Z12
+	VADDPS      Z12, Z10, Z10
 	VFIXUPIMMPS $0x00, Z3, Z10, Z10
-	VPSRLD      $0x10, Z10, Z11
-	VPANDD      Z0, Z11, Z11
-	VPADDD      Z1, Z11, Z11
-	VPADDD      Z10, Z11, Z11
-	VPANDD      Z2, Z11, Z11
-	VPSRLD      $0x10, Z11, Z10
+	VPSRLD      $0x10, Z10, Z12
+	VPANDD      Z0, Z12, Z12
+	VPADDD      Z1, Z12, Z12
+	VPADDD      Z10, Z12, Z12
+	VPANDD      Z2, Z12, Z12
+	VPSRLD      $0x10, Z12, Z10
 	VPMOVDW     Z10, K1, (R9)(R10*2)
-	VMULPS      Z11, Z11, Z11
-	VADDPS      Z11, Z6, Z6
+	VMULPS      Z12, Z12, Z12
+	VADDPS      Z12, Z6, Z6
 	MOVQ        R11, R13
 	SUBQ        $0x00000010, R13
-	JLE         summed
+	JLE         addsummed
 	CMPQ        R13, $0x00000010
-	JLE         tailmask1
+	JLE         addtailmask1
 	MOVQ        $0x00000010, R13
 
-tailmask1:
+addtailmask1:
 	KMOVW       (R12)(R13*2), K1
 	VPMOVZXWD.Z 32(R8)(R10*2), K1, Z10
 	VPSLLD      $0x10, Z10, Z10
-	VPMOVZXWD.Z 32(R9)(R10*2), K1, Z11
-	VPSLLD      $0x10, Z11, Z11
-	VADDPS      Z11, Z10, Z10
+	VPMOVZXWD.Z 32(R9)(R10*2), K1, Z12
+	VPSLLD      $0x10, Z12, Z12
+	VADDPS      Z12, Z10, Z10
 	VFIXUPIMMPS $0x00, Z3, Z10, Z10
-	VPSRLD      $0x10, Z10, Z11
-	VPANDD      Z0, Z11, Z11
-	VPADDD      Z1, Z11, Z11
-	VPADDD      Z10, Z11, Z11
-	VPANDD      Z2, Z11, Z11
-	VPSRLD      $0x10, Z11, Z10
+	VPSRLD      $0x10, Z10, Z12
+	VPANDD      Z0, Z12, Z12
+	VPADDD      Z1, Z12, Z12
+	VPADDD      Z10, Z12, Z12
+	VPANDD      Z2, Z12, Z12
+	VPSRLD      $0x10, Z12, Z10
 	VPMOVDW     Z10, K1, 32(R9)(R10*2)
-	VMULPS      Z11, Z11, Z11
-	VADDPS      Z11, Z7, Z7
+	VMULPS      Z12, Z12, Z12
+	VADDPS      Z12, Z7, Z7
 	MOVQ        R11, R13
 	SUBQ        $0x00000020, R13
-	JLE         summed
+	JLE         addsummed
 	CMPQ        R13, $0x00000010
-	JLE         tailmask2
+	JLE         addtailmask2
 	MOVQ        $0x00000010, R13
 
-tailmask2:
+addtailmask2:
 	KMOVW       (R12)(R13*2), K1
 	VPMOVZXWD.Z 64(R8)(R10*2), K1, Z10
 	VPSLLD      $0x10, Z10, Z10
-	VPMOVZXWD.Z 64(R9)(R10*2), K1, Z11
-	VPSLLD      $0x10, Z11, Z11
-	VADDPS      Z11, Z10, Z10
+	VPMOVZXWD.Z 64(R9)(R10*2), K1, Z12
+	VPSLLD      $0x10, Z12, Z12
+	VADDPS      Z12, Z10, Z10
 	VFIXUPIMMPS $0x00, Z3, Z10, Z10
-	VPSRLD      $0x10, Z10, Z11
-	VPANDD      Z0, Z11, Z11
-	VPADDD      Z1, Z11, Z11
-	VPADDD      Z10, Z11, Z11
-	VPANDD      Z2, Z11, Z11
-	VPSRLD      $0x10, Z11, Z10
+	VPSRLD      $0x10, Z10, Z12
+	VPANDD      Z0, Z12, Z12
+	VPADDD      Z1, Z12, Z12
+	VPADDD      Z10, Z12, Z12
+	VPANDD      Z2, Z12, Z12
+	VPSRLD      $0x10, Z12, Z10
 	VPMOVDW     Z10, K1, 64(R9)(R10*2)
-	VMULPS      Z11, Z11, Z11
-	VADDPS      Z11, Z8, Z8
+	VMULPS      Z12, Z12, Z12
+	VADDPS      Z12, Z8, Z8
 	SUBQ        $0x00000030, R11
-	JLE         summed
+	JLE         addsummed
 	CMPQ        R11, $0x00000010
-	JLE         tailmask3
+	JLE         addtailmask3
 	MOVQ        $0x00000010, R11
 
-tailmask3:
+addtailmask3:
 	KMOVW       (R12)(R11*2), K1
 	VPMOVZXWD.Z 96(R8)(R10*2), K1, Z10
 	VPSLLD      $0x10, Z10, Z10
-	VPMOVZXWD.Z 96(R9)(R10*2), K1, Z11
-	VPSLLD      $0x10, Z11, Z11
-	VADDPS      Z11, Z10, Z10
+	VPMOVZXWD.Z 96(R9)(R10*2), K1, Z12
+	VPSLLD      $0x10, Z12, Z12
+	VADDPS      Z12, Z10, Z10
 	VFIXUPIMMPS $0x00, Z3, Z10, Z10
-	VPSRLD      $0x10, Z10, Z11
-	VPANDD      Z0, Z11, Z11
-	VPADDD      Z1, Z11, Z11
-	VPADDD      Z10, Z11, Z11
-	VPANDD      Z2, Z11, Z11
-	VPSRLD      $0x10, Z11, Z10
+	VPSRLD      $0x10, Z10, Z12
+	VPANDD      Z0, Z12, Z12
+	VPADDD      Z1, Z12, Z12
+	VPADDD      Z10, Z12, Z12
+	VPANDD      Z2, Z12, Z12
+	VPSRLD      $0x10, Z12, Z10
 	VPMOVDW     Z10, K1, 96(R9)(R10*2)
-	VMULPS      Z11, Z11, Z11
-	VADDPS      Z11, Z9, Z9
+	VMULPS      Z12, Z12, Z12
+	VADDPS      Z12, Z9, Z9
 
-summed:
+addsummed:
 	VADDPS Z8, Z6, Z6
 	VADDPS Z9, Z7, Z7
 	VADDPS Z7, Z6, Z6
 
+invone:
 	// Halving tree: p[j] += p[j+h] for the remaining h, down to ss.
 	VSHUFF64X2 $0xee, Z6, Z6, Z7
 	VADDPS     Z7, Z6, Z6
@@ -2503,36 +1466,100 @@ summed:
 
 	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
 	CMPL   372(SP), $0x00
-	JE     divide3
+	JE     divide4
 	VMULSS 372(SP), X6, X6
-	JMP    divided4
+	JMP    divided5
 
-divide3:
+divide4:
 	VDIVSS 368(SP), X6, X6
 
-divided4:
+divided5:
 	VADDSS   job_eps+0(AX), X6, X6
 	VUCOMISS tlo<>+0(SB), X6
 	JCS      ret
 	VUCOMISS tmax<>+0(SB), X6
 	JHI      ret
 	VSQRTSS  X6, X6, X6
-	VMOVSS   one<>+0(SB), X12
-	VDIVSS   X6, X12, X12
+	VMOVSS   one<>+0(SB), X11
+	VDIVSS   X6, X11, X11
 
 	// Report 1/rms if asked.
 	MOVQ   job_inv+0(AX), R8
 	TESTQ  R8, R8
 	JZ     scale
 	MOVQ   320(SP), R9
-	VMOVSS X12, (R8)(R9*4)
+	VMOVSS X11, (R8)(R9*4)
+	JMP    scale
+
+invgroup:
+	// The rest of the halving tree, four rows at once.
+	VMOVUPS       (SP), Z6
+	VMOVUPS       64(SP), Z7
+	VMOVUPS       128(SP), Z8
+	VMOVUPS       192(SP), Z9
+	VSHUFF64X2    $0x44, Z7, Z6, Z10
+	VSHUFF64X2    $0xee, Z7, Z6, Z6
+	VADDPS        Z6, Z10, Z10
+	VSHUFF64X2    $0x44, Z9, Z8, Z6
+	VSHUFF64X2    $0xee, Z9, Z8, Z7
+	VADDPS        Z7, Z6, Z6
+	VSHUFF32X4    $0x88, Z6, Z10, Z7
+	VSHUFF32X4    $0xdd, Z6, Z10, Z6
+	VADDPS        Z6, Z7, Z7
+	VPERMILPS     $0x4e, Z7, Z6
+	VADDPS        Z6, Z7, Z7
+	VPERMILPS     $0xb1, Z7, Z6
+	VADDPS        Z6, Z7, Z7
+	MOVL          $0x00001111, R8
+	KMOVW         R8, K1
+	VCOMPRESSPS.Z Z7, K1, Z6
+
+	// t = ss/d + eps for the four rows; any t outside [2^-100, MaxFloat32] sends the group to the one-row path.
+	CMPL         372(SP), $0x00
+	JE           divide6
+	VBROADCASTSS 372(SP), Z7
+	VMULPS       Z7, Z6, Z6
+	JMP          divided7
+
+divide6:
+	VBROADCASTSS 368(SP), Z7
+	VDIVPS       Z7, Z6, Z6
+
+divided7:
+	VBROADCASTSS job_eps+0(AX), Z7
+	VADDPS       Z7, Z6, Z6
+	MOVL         $0x0000000f, R8
+	KMOVW        R8, K1
+	VBROADCASTSS tlo<>+0(SB), Z7
+	VBROADCASTSS tmax<>+0(SB), Z8
+	VCMPPS       $0x1d, Z7, Z6, K1, K1
+	VCMPPS       $0x12, Z8, Z6, K1, K1
+	KMOVW        K1, R8
+	CMPL         R8, $0x0f
+	JE           ginrange
+	MOVQ         $0x00000004, 328(SP)
+	JMP          row
+
+ginrange:
+	VSQRTPS      Z6, Z6
+	VBROADCASTSS one<>+0(SB), Z11
+	VDIVPS       Z6, Z11, Z11
+
+	// Report 1/rms if asked.
+	MOVQ    job_inv+0(AX), R8
+	TESTQ   R8, R8
+	JZ      scale
+	MOVQ    320(SP), R9
+	MOVL    $0x0000000f, R10
+	KMOVW   R10, K1
+	VMOVUPS Z11, K1, (R8)(R9*4)
 
 scale:
-	VBROADCASTSS X12, Z6
+	VBROADCASTSS X11, Z6
 	MOVQ         $0x00000000, 344(SP)
 	CMPQ         336(SP), $0x01
 	JE           scalebody
-	VMOVUPS      Z12, 256(SP)
+	VMOVUPS      Z11, 256(SP)
 
 scalerow:
 	MOVQ         344(SP), R8
@@ -2545,15 +1572,15 @@ scalebody:
 	SUBQ $0x00000040, R9
 	MOVQ DI, R10
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows5
+	JA   longrows8
 	SHLQ $0x03, R10
 
-longrows5:
-	ADDQ  SI, R10
+longrows8:
+	ADDQ  DX, R10
 	MOVL  job_flags+0(AX), R11
 	TESTL $0x00000001, R11
 	JNZ   scalent
-	TESTQ BX, BX
+	TESTQ SI, SI
 	JZ    scaleloopnoweight
 	TESTL $0x00000010, R11
 	JNZ   scaleloopoffset
@@ -2563,65 +1590,65 @@ scaleloop:
 	CMPQ  R8, R9
 	JG    scaletail
 	TESTL $0x00000002, R11
-	JNZ   scalelooppf6
+	JNZ   scalelooppf9
 
-scaleloopbody7:
-	VPMOVZXWD   (SI)(R8*2), Z7
+scaleloopbody10:
+	VPMOVZXWD   (DX)(R8*2), Z7
 	VPSLLD      $0x10, Z7, Z7
 	VMULPS      Z6, Z7, Z7
-	VPMOVZXWD   32(SI)(R8*2), Z8
+	VPMOVZXWD   32(DX)(R8*2), Z8
 	VPSLLD      $0x10, Z8, Z8
 	VMULPS      Z6, Z8, Z8
-	VPMOVZXWD   64(SI)(R8*2), Z9
+	VPMOVZXWD   64(DX)(R8*2), Z9
 	VPSLLD      $0x10, Z9, Z9
 	VMULPS      Z6, Z9, Z9
-	VPMOVZXWD   96(SI)(R8*2), Z10
+	VPMOVZXWD   96(DX)(R8*2), Z10
 	VPSLLD      $0x10, Z10, Z10
 	VMULPS      Z6, Z10, Z10
 	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn8
+	JZ          notrn11
 	VFIXUPIMMPS $0x00, Z3, Z7, Z7
-	VPSRLD      $0x10, Z7, Z11
-	VPANDD      Z0, Z11, Z11
-	VPADDD      Z1, Z11, Z11
-	VPADDD      Z7, Z11, Z11
-	VPANDD      Z2, Z11, Z7
+	VPSRLD      $0x10, Z7, Z12
+	VPANDD      Z0, Z12, Z12
+	VPADDD      Z1, Z12, Z12
+	VPADDD      Z7, Z12, Z12
+	VPANDD      Z2, Z12, Z7
 	VFIXUPIMMPS $0x00, Z3, Z8, Z8
-	VPSRLD      $0x10, Z8, Z11
-	VPANDD      Z0, Z11, Z11
-	VPADDD      Z1, Z11, Z11
-	VPADDD      Z8, Z11, Z11
-	VPANDD      Z2, Z11, Z8
+	VPSRLD      $0x10, Z8, Z12
+	VPANDD      Z0, Z12, Z12
+	VPADDD      Z1, Z12, Z12
+	VPADDD      Z8, Z12, Z12
+	VPANDD      Z2, Z12, Z8
 	VFIXUPIMMPS $0x00, Z3, Z9, Z9
-	VPSRLD      $0x10, Z9, Z11
-	VPANDD      Z0, Z11, Z11
-	VPADDD      Z1, Z11, Z11
-	VPADDD      Z9, Z11, Z11
-	VPANDD      Z2, Z11, Z9
+	VPSRLD      $0x10, Z9, Z12
+	VPANDD      Z0, Z12, Z12
+	VPADDD      Z1, Z12, Z12
+	VPADDD      Z9, Z12, Z12
+	VPANDD      Z2, Z12, Z9
 	VFIXUPIMMPS $0x00, Z3, Z10, Z10
-	VPSRLD      $0x10, Z10, Z11
-	VPANDD      Z0, Z11, Z11
-	VPADDD      Z1, Z11, Z11
-	VPADDD      Z10, Z11, Z11
-	VPANDD      Z2, Z11, Z10
+	VPSRLD      $0x10, Z10, Z12
+	VPANDD      Z0, Z12, Z12
+	VPADDD      Z1, Z12, Z12
+	VPADDD      Z10, Z12, Z12
+	VPANDD      Z2, Z12, Z10
 
-notrn8:
-	VMULPS      (BX)(R8*4), Z7, Z7
-	VMULPS      64(BX)(R8*4), Z8, Z8
+notrn11:
+	VMULPS      (SI)(R8*4), Z7, Z7
+	VMULPS      64(SI)(R8*4), Z8, Z8
 	VFIXUPIMMPS $0x00, Z3, Z7, Z7
-	VPSRLD      $0x10, Z7, Z11
-	VPANDD      Z0, Z11, Z11
-	VPADDD      Z1, Z11, Z11
-	VPADDD      Z7, Z11, Z11
+	VPSRLD      $0x10, Z7, Z12
+	VPANDD      Z0, Z12, Z12
+	VPADDD      Z1, Z12, Z12
+	VPADDD      Z7, Z12, Z12
 	VFIXUPIMMPS $0x00, Z3, Z8, Z8
 	VPSRLD      $0x10, Z8, Z7
 	VPANDD      Z0, Z7, Z7
 	VPADDD      Z1, Z7, Z7
 	VPADDD      Z8, Z7, Z7
-	VPERMT2W    Z7, Z4, Z11
-	VMOVDQU64   Z11, (CX)(R8*2)
-	VMULPS      128(BX)(R8*4), Z9, Z9
-	VMULPS      192(BX)(R8*4), Z10, Z10
+	VPERMT2W    Z7, Z4, Z12
+	VMOVDQU64   Z12, (CX)(R8*2)
+	VMULPS      128(SI)(R8*4), Z9, Z9
+	VMULPS      192(SI)(R8*4), Z10, Z10
 	VFIXUPIMMPS $0x00, Z3, Z9, Z9
 	VPSRLD      $0x10, Z9, Z7
 	VPANDD      Z0, Z7, Z7
@@ -2637,81 +1664,81 @@ notrn8:
 	ADDQ        $0x00000040, R8
 	JMP         scaleloop
 
-scalelooppf6:
+scalelooppf9:
 	PREFETCHT0 (R10)(R8*2)
 	PREFETCHT0 64(R10)(R8*2)
-	JMP        scaleloopbody7
+	JMP        scaleloopbody10
 
 	PCALIGN $32
 scaleloopoffset:
 	CMPQ  R8, R9
 	JG    scaletail
 	TESTL $0x00000002, R11
-	JNZ   scaleloopoffsetpf9
+	JNZ   scaleloopoffsetpf12
 
-scaleloopoffsetbody10:
-	VPMOVZXWD   (SI)(R8*2), Z7
+scaleloopoffsetbody13:
+	VPMOVZXWD   (DX)(R8*2), Z7
 	VPSLLD      $0x10, Z7, Z7
 	VMULPS      Z6, Z7, Z7
-	VPMOVZXWD   32(SI)(R8*2), Z8
+	VPMOVZXWD   32(DX)(R8*2), Z8
 	VPSLLD      $0x10, Z8, Z8
 	VMULPS      Z6, Z8, Z8
-	VPMOVZXWD   64(SI)(R8*2), Z9
+	VPMOVZXWD   64(DX)(R8*2), Z9
 	VPSLLD      $0x10, Z9, Z9
 	VMULPS      Z6, Z9, Z9
-	VPMOVZXWD   96(SI)(R8*2), Z10
+	VPMOVZXWD   96(DX)(R8*2), Z10
 	VPSLLD      $0x10, Z10, Z10
 	VMULPS      Z6, Z10, Z10
 	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn11
+	JZ          notrn14
 	VFIXUPIMMPS $0x00, Z3, Z7, Z7
-	VPSRLD      $0x10, Z7, Z11
-	VPANDD      Z0, Z11, Z11
-	VPADDD      Z1, Z11, Z11
-	VPADDD      Z7, Z11, Z11
-	VPANDD      Z2, Z11, Z7
+	VPSRLD      $0x10, Z7, Z12
+	VPANDD      Z0, Z12, Z12
+	VPADDD      Z1, Z12, Z12
+	VPADDD      Z7, Z12, Z12
+	VPANDD      Z2, Z12, Z7
 	VFIXUPIMMPS $0x00, Z3, Z8, Z8
-	VPSRLD      $0x10, Z8, Z11
-	VPANDD      Z0, Z11, Z11
-	VPADDD      Z1, Z11, Z11
-	VPADDD      Z8, Z11, Z11
-	VPANDD      Z2, Z11, Z8
+	VPSRLD      $0x10, Z8, Z12
+	VPANDD      Z0, Z12, Z12
+	VPADDD      Z1, Z12, Z12
+	VPADDD      Z8, Z12, Z12
+	VPANDD      Z2, Z12, Z8
 	VFIXUPIMMPS $0x00, Z3, Z9, Z9
-	VPSRLD      $0x10, Z9, Z11
-	VPANDD      Z0, Z11, Z11
-	VPADDD      Z1, Z11, Z11
-	VPADDD      Z9, Z11, Z11
-	VPANDD      Z2, Z11, Z9
+	VPSRLD      $0x10, Z9, Z12
+	VPANDD      Z0, Z12, Z12
+	VPADDD      Z1, Z12, Z12
+	VPADDD      Z9, Z12, Z12
+	VPANDD      Z2, Z12, Z9
 	VFIXUPIMMPS $0x00, Z3, Z10, Z10
-	VPSRLD      $0x10, Z10, Z11
-	VPANDD      Z0, Z11, Z11
-	VPADDD      Z1, Z11, Z11
-	VPADDD      Z10, Z11, Z11
-	VPANDD      Z2, Z11, Z10
+	VPSRLD      $0x10, Z10, Z12
+	VPANDD      Z0, Z12, Z12
+	VPADDD      Z1, Z12, Z12
+	VPADDD      Z10, Z12, Z12
+	VPANDD      Z2, Z12, Z10
 
-notrn11:
-	VMOVUPS     (BX)(R8*4), Z11
-	VADDPS      Z5, Z11, Z11
-	VMULPS      Z11, Z7, Z7
-	VMOVUPS     64(BX)(R8*4), Z11
-	VADDPS      Z5, Z11, Z11
-	VMULPS      Z11, Z8, Z8
+notrn14:
+	VMOVUPS     (SI)(R8*4), Z12
+	VADDPS      Z5, Z12, Z12
+	VMULPS      Z12, Z7, Z7
+	VMOVUPS     64(SI)(R8*4), Z12
+	VADDPS      Z5, Z12, Z12
+	VMULPS      Z12, Z8, Z8
 	VFIXUPIMMPS $0x00, Z3, Z7, Z7
-	VPSRLD      $0x10, Z7, Z11
-	VPANDD      Z0, Z11, Z11
-	VPADDD      Z1, Z11, Z11
-	VPADDD      Z7, Z11, Z11
+	VPSRLD      $0x10, Z7, Z12
+	VPANDD      Z0, Z12, Z12
+	VPADDD      Z1, Z12, Z12
+	VPADDD      Z7, Z12, Z12
 	VFIXUPIMMPS $0x00, Z3, Z8, Z8
 	VPSRLD      $0x10, Z8, Z7
 	VPANDD      Z0, Z7, Z7
 	VPADDD      Z1, Z7, Z7
 	VPADDD      Z8, Z7, Z7
-	VPERMT2W    Z7, Z4, Z11
-	VMOVDQU64   Z11, (CX)(R8*2)
-	VMOVUPS     128(BX)(R8*4), Z7
+	VPERMT2W    Z7, Z4, Z12
+	VMOVDQU64   Z12, (CX)(R8*2)
+	VMOVUPS     128(SI)(R8*4), Z7
 	VADDPS      Z5, Z7, Z7
 	VMULPS      Z7, Z9, Z9
-	VMOVUPS     192(BX)(R8*4), Z7
+	VMOVUPS     192(SI)(R8*4), Z7
 	VADDPS      Z5, Z7, Z7
 	VMULPS      Z7, Z10, Z10
 	VFIXUPIMMPS $0x00, Z3, Z9, Z9
@@ -2729,43 +1756,43 @@ notrn11:
 	ADDQ        $0x00000040, R8
 	JMP         scaleloopoffset
 
-scaleloopoffsetpf9:
+scaleloopoffsetpf12:
 	PREFETCHT0 (R10)(R8*2)
 	PREFETCHT0 64(R10)(R8*2)
-	JMP        scaleloopoffsetbody10
+	JMP        scaleloopoffsetbody13
 
 	PCALIGN $32
 scaleloopnoweight:
 	CMPQ  R8, R9
 	JG    scaletail
 	TESTL $0x00000002, R11
-	JNZ   scaleloopnoweightpf12
+	JNZ   scaleloopnoweightpf15
 
-scaleloopnoweightbody13:
-	VPMOVZXWD   (SI)(R8*2), Z7
+scaleloopnoweightbody16:
+	VPMOVZXWD   (DX)(R8*2), Z7
 	VPSLLD      $0x10, Z7, Z7
 	VMULPS      Z6, Z7, Z7
-	VPMOVZXWD   32(SI)(R8*2), Z8
+	VPMOVZXWD   32(DX)(R8*2), Z8
 	VPSLLD      $0x10, Z8, Z8
 	VMULPS      Z6, Z8, Z8
-	VPMOVZXWD   64(SI)(R8*2), Z9
+	VPMOVZXWD   64(DX)(R8*2), Z9
 	VPSLLD      $0x10, Z9, Z9
 	VMULPS      Z6, Z9, Z9
-	VPMOVZXWD   96(SI)(R8*2), Z10
+	VPMOVZXWD   96(DX)(R8*2), Z10
 	VPSLLD      $0x10, Z10, Z10
 	VMULPS      Z6, Z10, Z10
 	VFIXUPIMMPS $0x00, Z3, Z7, Z7
-	VPSRLD      $0x10, Z7, Z11
-	VPANDD      Z0, Z11, Z11
-	VPADDD      Z1, Z11, Z11
-	VPADDD      Z7, Z11, Z11
+	VPSRLD      $0x10, Z7, Z12
+	VPANDD      Z0, Z12, Z12
+	VPADDD      Z1, Z12, Z12
+	VPADDD      Z7, Z12, Z12
 	VFIXUPIMMPS $0x00, Z3, Z8, Z8
 	VPSRLD      $0x10, Z8, Z7
 	VPANDD      Z0, Z7, Z7
 	VPADDD      Z1, Z7, Z7
 	VPADDD      Z8, Z7, Z7
-	VPERMT2W    Z7, Z4, Z11
-	VMOVDQU64   Z11, (CX)(R8*2)
+	VPERMT2W    Z7, Z4, Z12
+	VMOVDQU64   Z12, (CX)(R8*2)
 	VFIXUPIMMPS $0x00, Z3, Z9, Z9
 	VPSRLD      $0x10, Z9, Z7
 	VPANDD      Z0, Z7, Z7
@@ -2781,10 +1808,10 @@ scaleloopnoweightbody13:
 	ADDQ        $0x00000040, R8
 	JMP         scaleloopnoweight
 
-scaleloopnoweightpf12:
+scaleloopnoweightpf15:
 	PREFETCHT0 (R10)(R8*2)
 	PREFETCHT0 64(R10)(R8*2)
-	JMP        scaleloopnoweightbody13
+	JMP        scaleloopnoweightbody16
 
 scalent:
 	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
@@ -2800,11 +1827,11 @@ scalent:
 scalehead:
 	CMPQ        R10, $0x00000010
 	JB          scaleheadpart
-	VPMOVZXWD   (SI)(R8*2), Z7
+	VPMOVZXWD   (DX)(R8*2), Z7
 	VPSLLD      $0x10, Z7, Z7
 	VMULPS      Z6, Z7, Z7
 	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn14
+	JZ          notrn17
 	VFIXUPIMMPS $0x00, Z3, Z7, Z7
 	VPSRLD      $0x10, Z7, Z8
 	VPANDD      Z0, Z8, Z8
@@ -2812,14 +1839,14 @@ scalehead:
 	VPADDD      Z7, Z8, Z8
 	VPANDD      Z2, Z8, Z7
 
-notrn14:
-	TESTQ   BX, BX
-	JZ      noweight15
-	VMOVUPS (BX)(R8*4), Z8
+notrn17:
+	TESTQ   SI, SI
+	JZ      noweight18
+	VMOVUPS (SI)(R8*4), Z8
 	VADDPS  Z5, Z8, Z8
 	VMULPS  Z8, Z7, Z7
 
-noweight15:
+noweight18:
 	VFIXUPIMMPS $0x00, Z3, Z7, Z7
 	VPSRLD      $0x10, Z7, Z8
 	VPANDD      Z0, Z8, Z8
@@ -2837,11 +1864,11 @@ scaleheadpart:
 scalentgo:
 	MOVQ DI, R10
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows16
+	JA   longrows19
 	SHLQ $0x03, R10
 
-longrows16:
-	ADDQ SI, R10
+longrows19:
+	ADDQ DX, R10
 	MOVL job_flags+0(AX), R11
 
 	PCALIGN $32
@@ -2850,68 +1877,68 @@ scalentloop:
 	JG          scaletail
 	PREFETCHT0  (R10)(R8*2)
 	PREFETCHT0  64(R10)(R8*2)
-	VPMOVZXWD   (SI)(R8*2), Z7
+	VPMOVZXWD   (DX)(R8*2), Z7
 	VPSLLD      $0x10, Z7, Z7
 	VMULPS      Z6, Z7, Z7
-	VPMOVZXWD   32(SI)(R8*2), Z8
+	VPMOVZXWD   32(DX)(R8*2), Z8
 	VPSLLD      $0x10, Z8, Z8
 	VMULPS      Z6, Z8, Z8
-	VPMOVZXWD   64(SI)(R8*2), Z9
+	VPMOVZXWD   64(DX)(R8*2), Z9
 	VPSLLD      $0x10, Z9, Z9
 	VMULPS      Z6, Z9, Z9
-	VPMOVZXWD   96(SI)(R8*2), Z10
+	VPMOVZXWD   96(DX)(R8*2), Z10
 	VPSLLD      $0x10, Z10, Z10
 	VMULPS      Z6, Z10, Z10
 	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn17
+	JZ          notrn20
 	VFIXUPIMMPS $0x00, Z3, Z7, Z7
-	VPSRLD      $0x10, Z7, Z11
-	VPANDD      Z0, Z11, Z11
-	VPADDD      Z1, Z11, Z11
-	VPADDD      Z7, Z11, Z11
-	VPANDD      Z2, Z11, Z7
+	VPSRLD      $0x10, Z7, Z12
+	VPANDD      Z0, Z12, Z12
+	VPADDD      Z1, Z12, Z12
+	VPADDD      Z7, Z12, Z12
+	VPANDD      Z2, Z12, Z7
 	VFIXUPIMMPS $0x00, Z3, Z8, Z8
-	VPSRLD      $0x10, Z8, Z11
-	VPANDD      Z0, Z11, Z11
-	VPADDD      Z1, Z11, Z11
-	VPADDD      Z8, Z11, Z11
-	VPANDD      Z2, Z11, Z8
+	VPSRLD      $0x10, Z8, Z12
+	VPANDD      Z0, Z12, Z12
+	VPADDD      Z1, Z12, Z12
+	VPADDD      Z8, Z12, Z12
+	VPANDD      Z2, Z12, Z8
 	VFIXUPIMMPS $0x00, Z3, Z9, Z9
-	VPSRLD      $0x10, Z9, Z11
-	VPANDD      Z0, Z11, Z11
-	VPADDD      Z1, Z11, Z11
-	VPADDD      Z9, Z11, Z11
-	VPANDD      Z2, Z11, Z9
+	VPSRLD      $0x10, Z9, Z12
+	VPANDD      Z0, Z12, Z12
+	VPADDD      Z1, Z12, Z12
+	VPADDD      Z9, Z12, Z12
+	VPANDD      Z2, Z12, Z9
 	VFIXUPIMMPS $0x00, Z3, Z10, Z10
-	VPSRLD      $0x10, Z10, Z11
-	VPANDD      Z0, Z11, Z11
-	VPADDD      Z1, Z11, Z11
-	VPADDD      Z10, Z11, Z11
-	VPANDD      Z2, Z11, Z10
+	VPSRLD      $0x10, Z10, Z12
+	VPANDD      Z0, Z12, Z12
+	VPADDD      Z1, Z12, Z12
+	VPADDD      Z10, Z12, Z12
+	VPANDD      Z2, Z12, Z10
 
-notrn17:
-	TESTQ  BX, BX
-	JZ     weighed19
+notrn20:
+	TESTQ  SI, SI
+	JZ     weighed22
 	TESTL  $0x00000010, R11
-	JNZ    offset18
-	VMULPS (BX)(R8*4), Z7, Z7
-	VMULPS 64(BX)(R8*4), Z8, Z8
-	VMULPS 128(BX)(R8*4), Z9, Z9
-	VMULPS 192(BX)(R8*4), Z10, Z10
+	JNZ    offset21
+	VMULPS (SI)(R8*4), Z7, Z7
+	VMULPS 64(SI)(R8*4), Z8, Z8
+	VMULPS 128(SI)(R8*4), Z9, Z9
+	VMULPS 192(SI)(R8*4), Z10, Z10
 
-weighed19:
+weighed22:
 	VFIXUPIMMPS $0x00, Z3, Z7, Z7
-	VPSRLD      $0x10, Z7, Z11
-	VPANDD      Z0, Z11, Z11
-	VPADDD      Z1, Z11, Z11
-	VPADDD      Z7, Z11, Z11
+	VPSRLD      $0x10, Z7, Z12
+	VPANDD      Z0, Z12, Z12
+	VPADDD      Z1, Z12, Z12
+	VPADDD      Z7, Z12, Z12
 	VFIXUPIMMPS $0x00, Z3, Z8, Z8
 	VPSRLD      $0x10, Z8, Z7
 	VPANDD      Z0, Z7, Z7
 	VPADDD      Z1, Z7, Z7
 	VPADDD      Z8, Z7, Z7
-	VPERMT2W    Z7, Z4, Z11
-	VMOVNTDQ    Z11, (CX)(R8*2)
+	VPERMT2W    Z7, Z4, Z12
+	VMOVNTDQ    Z12, (CX)(R8*2)
 	VFIXUPIMMPS $0x00, Z3, Z9, Z9
 	VPSRLD      $0x10, Z9, Z7
 	VPANDD      Z0, Z7, Z7
@@ -2927,20 +1954,20 @@ weighed19:
 	ADDQ        $0x00000040, R8
 	JMP         scalentloop
 
-offset18:
-	VMOVUPS (BX)(R8*4), Z11
-	VADDPS  Z5, Z11, Z11
-	VMULPS  Z11, Z7, Z7
-	VMOVUPS 64(BX)(R8*4), Z11
-	VADDPS  Z5, Z11, Z11
-	VMULPS  Z11, Z8, Z8
-	VMOVUPS 128(BX)(R8*4), Z11
-	VADDPS  Z5, Z11, Z11
-	VMULPS  Z11, Z9, Z9
-	VMOVUPS 192(BX)(R8*4), Z11
-	VADDPS  Z5, Z11, Z11
-	VMULPS  Z11, Z10, Z10
-	JMP     weighed19
+offset21:
+	VMOVUPS (SI)(R8*4), Z12
+	VADDPS  Z5, Z12, Z12
+	VMULPS  Z12, Z7, Z7
+	VMOVUPS 64(SI)(R8*4), Z12
+	VADDPS  Z5, Z12, Z12
+	VMULPS  Z12, Z8, Z8
+	VMOVUPS 128(SI)(R8*4), Z12
+	VADDPS  Z5, Z12, Z12
+	VMULPS  Z12, Z9, Z9
+	VMOVUPS 192(SI)(R8*4), Z12
+	VADDPS  Z5, Z12, Z12
+	VMULPS  Z12, Z10, Z10
+	JMP     weighed22
 
 scaletail:
 	ADDQ $0x00000030, R9
@@ -2948,11 +1975,11 @@ scaletail:
 scaleone:
 	CMPQ        R8, R9
 	JG          scalepart
-	VPMOVZXWD   (SI)(R8*2), Z7
+	VPMOVZXWD   (DX)(R8*2), Z7
 	VPSLLD      $0x10, Z7, Z7
 	VMULPS      Z6, Z7, Z7
 	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn20
+	JZ          notrn23
 	VFIXUPIMMPS $0x00, Z3, Z7, Z7
 	VPSRLD      $0x10, Z7, Z8
 	VPANDD      Z0, Z8, Z8
@@ -2960,14 +1987,14 @@ scaleone:
 	VPADDD      Z7, Z8, Z8
 	VPANDD      Z2, Z8, Z7
 
-notrn20:
-	TESTQ   BX, BX
-	JZ      noweight21
-	VMOVUPS (BX)(R8*4), Z8
+notrn23:
+	TESTQ   SI, SI
+	JZ      noweight24
+	VMOVUPS (SI)(R8*4), Z8
 	VADDPS  Z5, Z8, Z8
 	VMULPS  Z8, Z7, Z7
 
-noweight21:
+noweight24:
 	VFIXUPIMMPS $0x00, Z3, Z7, Z7
 	VPSRLD      $0x10, Z7, Z8
 	VPANDD      Z0, Z8, Z8
@@ -2987,11 +2014,11 @@ scalepart:
 partout:
 	LEAQ        kmask<>+0(SB), R11
 	KMOVW       (R11)(R10*2), K1
-	VPMOVZXWD.Z (SI)(R8*2), K1, Z7
+	VPMOVZXWD.Z (DX)(R8*2), K1, Z7
 	VPSLLD      $0x10, Z7, Z7
 	VMULPS      Z7, Z6, Z7
 	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn22
+	JZ          notrn25
 	VFIXUPIMMPS $0x00, Z3, Z7, Z7
 	VPSRLD      $0x10, Z7, Z8
 	VPANDD      Z0, Z8, Z8
@@ -2999,14 +2026,14 @@ partout:
 	VPADDD      Z7, Z8, Z8
 	VPANDD      Z2, Z8, Z7
 
-notrn22:
-	TESTQ     BX, BX
-	JZ        noweight23
-	VMOVUPS.Z (BX)(R8*4), K1, Z8
+notrn25:
+	TESTQ     SI, SI
+	JZ        noweight26
+	VMOVUPS.Z (SI)(R8*4), K1, Z8
 	VADDPS    Z5, Z8, Z8
 	VMULPS    Z8, Z7, Z7
 
-noweight23:
+noweight26:
 	VFIXUPIMMPS $0x00, Z3, Z7, Z7
 	VPSRLD      $0x10, Z7, Z8
 	VPANDD      Z0, Z8, Z8
@@ -3021,7 +2048,7 @@ noweight23:
 scaled:
 	ADDQ DI, DX
 	ADDQ DI, CX
-	ADDQ DI, SI
+	ADDQ DI, BX
 	INCQ 320(SP)
 	MOVQ 344(SP), R8
 	INCQ R8
@@ -3044,661 +2071,18 @@ vzero:
 // func avx512ForwardF16(j uintptr, from int, to int) int
 // Requires: AVX, AVX512F, MMX+
 TEXT ·avx512ForwardF16(SB), NOSPLIT, $376-32
-	// avx512ForwardF16 normalizes rows [from, to) of the job: F16 rows: y = round16((x*inv)*w), round16((x*inv)*(1+w)) with flagOffset, or round16(x*inv) with w nil (with flagRN and a weight, round16(x*inv) in place of (x*inv)), for each row.
+	// avx512ForwardF16 normalizes rows [from, to) of the job: F16 rows: y = round16((x*inv)*w), round16((x*inv)*(1+w)) with flagOffset, or round16(x*inv) with w nil (with flagRN and a weight, round16(x*inv) in place of (x*inv)), for each row; with res, h = round16(x + res) and res = h per element first, and h in place of x.
 	// It stops before the first row that needs the float64 path and returns that row's index, or to.
-	MOVQ j+0(FP), AX
-	MOVQ job_dst+0(AX), CX
-	MOVQ job_x+0(AX), DX
-	MOVQ job_w+0(AX), BX
-	MOVQ job_stride+0(AX), SI
-	SHLQ $0x01, SI
-
-	// fd = float32(d); rd = 1/d when d is a power of two (a/d is then a*rd exactly), else 0.
-	MOVQ       job_d+0(AX), DI
-	VMOVSS     one<>+0(SB), X0
-	VCVTSI2SSQ DI, X0, X0
-	VMOVSS     X0, 368(SP)
-	XORL       R9, R9
-	LEAQ       -1(DI), R8
-	TESTQ      DI, R8
-	JNZ        notpow2
-	BSFQ       DI, R8
-	MOVL       $0x0000007f, R9
-	SUBL       R8, R9
-	SHLL       $0x17, R9
-
-notpow2:
-	MOVL         R9, 372(SP)
-	VBROADCASTSS one<>+0(SB), Z0
-	TESTL        $0x00000010, job_flags+0(AX)
-	JNZ          weightadd1
-	VBROADCASTSS negzero<>+0(SB), Z0
-
-weightadd1:
-	// Start at row from.
-	MOVQ  from+8(FP), DI
-	MOVQ  DI, 320(SP)
-	MOVQ  $0x00000000, 328(SP)
-	IMULQ SI, DI
-	ADDQ  DI, CX
-	ADDQ  DI, DX
-
-row:
-	MOVQ 320(SP), DI
-	CMPQ DI, to+16(FP)
-	JAE  ret
-	MOVQ $0x00000001, 336(SP)
-	CMPQ 328(SP), $0x00
-	JE   trygroup
-	DECQ 328(SP)
-	JMP  sum
-
-trygroup:
-	CMPQ job_d+0(AX), $0x00000200
-	JA   sum
-	MOVQ to+16(FP), DI
-	SUBQ 320(SP), DI
-	CMPQ DI, $0x04
-	JB   sum
-	MOVQ $0x00000004, 336(SP)
-
-sum:
-	MOVQ DX, DI
-	XORQ R8, R8
-
-sumrow:
-	// Sum of squares: element i goes to partial i%64.
-	MOVQ    job_d+0(AX), R10
-	SUBQ    $0x00000040, R10
-	JGE     firstblock
-	VMOVUPS zero64<>+0(SB), Z1
-	VMOVUPS zero64<>+0(SB), Z2
-	VMOVUPS zero64<>+0(SB), Z3
-	VMOVUPS zero64<>+0(SB), Z4
-	XORQ    R9, R9
-	JMP     sumtail
-
-firstblock:
-	// +0 + square is the square itself: the first block initializes the partials.
-	XORQ      R9, R9
-	VCVTPH2PS (DI)(R9*2), Z1
-	VMULPS    Z1, Z1, Z1
-	VCVTPH2PS 32(DI)(R9*2), Z2
-	VMULPS    Z2, Z2, Z2
-	VCVTPH2PS 64(DI)(R9*2), Z3
-	VMULPS    Z3, Z3, Z3
-	VCVTPH2PS 96(DI)(R9*2), Z4
-	VMULPS    Z4, Z4, Z4
-	MOVQ      $0x00000040, R9
-
-	// With flagPF, the rows ahead are prefetched: one loop for both, the flag tested per block.
-	MOVQ SI, R11
-	SHLQ $0x01, R11
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows2
-	SHLQ $0x03, R11
-
-longrows2:
-	ADDQ DI, R11
-	MOVL job_flags+0(AX), R12
-
-	PCALIGN $32
-sumloop:
-	CMPQ  R9, R10
-	JG    sumtail
-	TESTL $0x00000002, R12
-	JNZ   sumpf
-
-sumblock:
-	VCVTPH2PS (DI)(R9*2), Z5
-	VMULPS    Z5, Z5, Z5
-	VADDPS    Z5, Z1, Z1
-	VCVTPH2PS 32(DI)(R9*2), Z5
-	VMULPS    Z5, Z5, Z5
-	VADDPS    Z5, Z2, Z2
-	VCVTPH2PS 64(DI)(R9*2), Z5
-	VMULPS    Z5, Z5, Z5
-	VADDPS    Z5, Z3, Z3
-	VCVTPH2PS 96(DI)(R9*2), Z5
-	VMULPS    Z5, Z5, Z5
-	VADDPS    Z5, Z4, Z4
-	ADDQ      $0x00000040, R9
-	JMP       sumloop
-
-	// Out of the loop's way: the prefetches, whose flag is usually clear.
-sumpf:
-	PREFETCHT0 (R11)(R9*2)
-	PREFETCHT0 64(R11)(R9*2)
-	JMP        sumblock
-
-sumtail:
-	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
-	MOVQ job_d+0(AX), R10
-	SUBQ R9, R10
-	JZ   summed
-	LEAQ kmask<>+0(SB), R11
-	MOVQ R10, R12
-	CMPQ R12, $0x00000010
-	JLE  tailmask0
-	MOVQ $0x00000010, R12
-
-tailmask0:
-	KMOVW       (R11)(R12*2), K1
-	VCVTPH2PS.Z (DI)(R9*2), K1, Z5
-	VMULPS      Z5, Z5, Z5
-	VADDPS      Z5, Z1, Z1
-	MOVQ        R10, R12
-	SUBQ        $0x00000010, R12
-	JLE         summed
-	CMPQ        R12, $0x00000010
-	JLE         tailmask1
-	MOVQ        $0x00000010, R12
-
-tailmask1:
-	KMOVW       (R11)(R12*2), K1
-	VCVTPH2PS.Z 32(DI)(R9*2), K1, Z5
-	VMULPS      Z5, Z5, Z5
-	VADDPS      Z5, Z2, Z2
-	MOVQ        R10, R12
-	SUBQ        $0x00000020, R12
-	JLE         summed
-	CMPQ        R12, $0x00000010
-	JLE         tailmask2
-	MOVQ        $0x00000010, R12
-
-tailmask2:
-	KMOVW       (R11)(R12*2), K1
-	VCVTPH2PS.Z 64(DI)(R9*2), K1, Z5
-	VMULPS      Z5, Z5, Z5
-	VADDPS      Z5, Z3, Z3
-	SUBQ        $0x00000030, R10
-	JLE         summed
-	CMPQ        R10, $0x00000010
-	JLE         tailmask3
-	MOVQ        $0x00000010, R10
-
-tailmask3:
-	KMOVW       (R11)(R10*2), K1
-	VCVTPH2PS.Z 96(DI)(R9*2), K1, Z5
-	VMULPS      Z5, Z5, Z5
-	VADDPS      Z5, Z4, Z4
-
-summed:
-	VADDPS  Z3, Z1, Z1
-	VADDPS  Z4, Z2, Z2
-	VADDPS  Z2, Z1, Z1
-	CMPQ    336(SP), $0x01
-	JE      invone
-	VMOVUPS Z1, (SP)(R8*1)
-	ADDQ    SI, DI
-	ADDQ    $0x00000040, R8
-	CMPQ    R8, $0x00000100
-	JB      sumrow
-	JMP     invgroup
-
-invone:
-	// Halving tree: p[j] += p[j+h] for the remaining h, down to ss.
-	VSHUFF64X2 $0xee, Z1, Z1, Z2
-	VADDPS     Z2, Z1, Z1
-	VSHUFF32X4 $0x01, Z1, Z1, Z2
-	VADDPS     Z2, Z1, Z1
-	VPERMILPS  $0x4e, Z1, Z2
-	VADDPS     Z2, Z1, Z1
-	VPERMILPS  $0xb1, Z1, Z2
-	VADDPS     Z2, Z1, Z1
-
-	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
-	CMPL   372(SP), $0x00
-	JE     divide3
-	VMULSS 372(SP), X1, X1
-	JMP    divided4
-
-divide3:
-	VDIVSS 368(SP), X1, X1
-
-divided4:
-	VADDSS   job_eps+0(AX), X1, X1
-	VUCOMISS tlo<>+0(SB), X1
-	JCS      ret
-	VUCOMISS tmax<>+0(SB), X1
-	JHI      ret
-	VSQRTSS  X1, X1, X1
-	VMOVSS   one<>+0(SB), X6
-	VDIVSS   X1, X6, X6
-
-	// Report 1/rms if asked.
-	MOVQ   job_inv+0(AX), DI
-	TESTQ  DI, DI
-	JZ     scale
-	MOVQ   320(SP), R8
-	VMOVSS X6, (DI)(R8*4)
-	JMP    scale
-
-invgroup:
-	// The rest of the halving tree, four rows at once.
-	VMOVUPS       (SP), Z1
-	VMOVUPS       64(SP), Z2
-	VMOVUPS       128(SP), Z3
-	VMOVUPS       192(SP), Z4
-	VSHUFF64X2    $0x44, Z2, Z1, Z5
-	VSHUFF64X2    $0xee, Z2, Z1, Z1
-	VADDPS        Z1, Z5, Z5
-	VSHUFF64X2    $0x44, Z4, Z3, Z1
-	VSHUFF64X2    $0xee, Z4, Z3, Z2
-	VADDPS        Z2, Z1, Z1
-	VSHUFF32X4    $0x88, Z1, Z5, Z2
-	VSHUFF32X4    $0xdd, Z1, Z5, Z1
-	VADDPS        Z1, Z2, Z2
-	VPERMILPS     $0x4e, Z2, Z1
-	VADDPS        Z1, Z2, Z2
-	VPERMILPS     $0xb1, Z2, Z1
-	VADDPS        Z1, Z2, Z2
-	MOVL          $0x00001111, DI
-	KMOVW         DI, K1
-	VCOMPRESSPS.Z Z2, K1, Z1
-
-	// t = ss/d + eps for the four rows; any t outside [2^-100, MaxFloat32] sends the group to the one-row path.
-	CMPL         372(SP), $0x00
-	JE           divide5
-	VBROADCASTSS 372(SP), Z2
-	VMULPS       Z2, Z1, Z1
-	JMP          divided6
-
-divide5:
-	VBROADCASTSS 368(SP), Z2
-	VDIVPS       Z2, Z1, Z1
-
-divided6:
-	VBROADCASTSS job_eps+0(AX), Z2
-	VADDPS       Z2, Z1, Z1
-	MOVL         $0x0000000f, DI
-	KMOVW        DI, K1
-	VBROADCASTSS tlo<>+0(SB), Z2
-	VBROADCASTSS tmax<>+0(SB), Z3
-	VCMPPS       $0x1d, Z2, Z1, K1, K1
-	VCMPPS       $0x12, Z3, Z1, K1, K1
-	KMOVW        K1, DI
-	CMPL         DI, $0x0f
-	JE           ginrange
-	MOVQ         $0x00000004, 328(SP)
-	JMP          row
-
-ginrange:
-	VSQRTPS      Z1, Z1
-	VBROADCASTSS one<>+0(SB), Z6
-	VDIVPS       Z1, Z6, Z6
-
-	// Report 1/rms if asked.
-	MOVQ    job_inv+0(AX), DI
-	TESTQ   DI, DI
-	JZ      scale
-	MOVQ    320(SP), R8
-	MOVL    $0x0000000f, R9
-	KMOVW   R9, K1
-	VMOVUPS Z6, K1, (DI)(R8*4)
-
-scale:
-	VBROADCASTSS X6, Z1
-	MOVQ         $0x00000000, 344(SP)
-	CMPQ         336(SP), $0x01
-	JE           scalebody
-	VMOVUPS      Z6, 256(SP)
-
-scalerow:
-	MOVQ         344(SP), DI
-	VBROADCASTSS 256(SP)(DI*4), Z1
-
-scalebody:
-	// y = (src*inv)*w, rounded after each multiply.
-	XORQ DI, DI
-	MOVQ job_d+0(AX), R8
-	SUBQ $0x00000040, R8
-	MOVQ SI, R9
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows7
-	SHLQ $0x03, R9
-
-longrows7:
-	ADDQ  DX, R9
-	MOVL  job_flags+0(AX), R10
-	TESTL $0x00000001, R10
-	JNZ   scalent
+	MOVQ  j+0(FP), AX
+	MOVQ  job_dst+0(AX), CX
+	MOVQ  job_x+0(AX), DX
+	MOVQ  job_res+0(AX), BX
 	TESTQ BX, BX
-	JZ    scaleloopnoweight
-	TESTL $0x00000010, R10
-	JNZ   scaleloopoffset
+	JZ    rowsset
+	XCHGQ DX, BX
 
-	PCALIGN $32
-scaleloop:
-	CMPQ  DI, R8
-	JG    scaletail
-	TESTL $0x00000002, R10
-	JNZ   scalelooppf8
-
-scaleloopbody9:
-	VCVTPH2PS (DX)(DI*2), Z2
-	VMULPS    Z1, Z2, Z2
-	VCVTPH2PS 32(DX)(DI*2), Z3
-	VMULPS    Z1, Z3, Z3
-	VCVTPH2PS 64(DX)(DI*2), Z4
-	VMULPS    Z1, Z4, Z4
-	VCVTPH2PS 96(DX)(DI*2), Z5
-	VMULPS    Z1, Z5, Z5
-	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn10
-	VCVTPS2PH $0x00, Z2, Y2
-	VCVTPH2PS Y2, Z2
-	VCVTPS2PH $0x00, Z3, Y3
-	VCVTPH2PS Y3, Z3
-	VCVTPS2PH $0x00, Z4, Y4
-	VCVTPH2PS Y4, Z4
-	VCVTPS2PH $0x00, Z5, Y5
-	VCVTPH2PS Y5, Z5
-
-notrn10:
-	VMULPS       (BX)(DI*4), Z2, Z2
-	VMULPS       64(BX)(DI*4), Z3, Z3
-	VCVTPS2PH    $0x00, Z2, Y7
-	VCVTPS2PH    $0x00, Z3, Y2
-	VINSERTI64X4 $0x01, Y2, Z7, Z7
-	VMOVDQU64    Z7, (CX)(DI*2)
-	VMULPS       128(BX)(DI*4), Z4, Z4
-	VMULPS       192(BX)(DI*4), Z5, Z5
-	VCVTPS2PH    $0x00, Z4, Y8
-	VCVTPS2PH    $0x00, Z5, Y2
-	VINSERTI64X4 $0x01, Y2, Z8, Z8
-	VMOVDQU64    Z8, 64(CX)(DI*2)
-	ADDQ         $0x00000040, DI
-	JMP          scaleloop
-
-scalelooppf8:
-	PREFETCHT0 (R9)(DI*2)
-	PREFETCHT0 64(R9)(DI*2)
-	JMP        scaleloopbody9
-
-	PCALIGN $32
-scaleloopoffset:
-	CMPQ  DI, R8
-	JG    scaletail
-	TESTL $0x00000002, R10
-	JNZ   scaleloopoffsetpf11
-
-scaleloopoffsetbody12:
-	VCVTPH2PS (DX)(DI*2), Z2
-	VMULPS    Z1, Z2, Z2
-	VCVTPH2PS 32(DX)(DI*2), Z3
-	VMULPS    Z1, Z3, Z3
-	VCVTPH2PS 64(DX)(DI*2), Z4
-	VMULPS    Z1, Z4, Z4
-	VCVTPH2PS 96(DX)(DI*2), Z5
-	VMULPS    Z1, Z5, Z5
-	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn13
-	VCVTPS2PH $0x00, Z2, Y2
-	VCVTPH2PS Y2, Z2
-	VCVTPS2PH $0x00, Z3, Y3
-	VCVTPH2PS Y3, Z3
-	VCVTPS2PH $0x00, Z4, Y4
-	VCVTPH2PS Y4, Z4
-	VCVTPS2PH $0x00, Z5, Y5
-	VCVTPH2PS Y5, Z5
-
-notrn13:
-	VMOVUPS      (BX)(DI*4), Z15
-	VADDPS       Z0, Z15, Z15
-	VMULPS       Z15, Z2, Z2
-	VMOVUPS      64(BX)(DI*4), Z15
-	VADDPS       Z0, Z15, Z15
-	VMULPS       Z15, Z3, Z3
-	VCVTPS2PH    $0x00, Z2, Y9
-	VCVTPS2PH    $0x00, Z3, Y2
-	VINSERTI64X4 $0x01, Y2, Z9, Z9
-	VMOVDQU64    Z9, (CX)(DI*2)
-	VMOVUPS      128(BX)(DI*4), Z2
-	VADDPS       Z0, Z2, Z2
-	VMULPS       Z2, Z4, Z4
-	VMOVUPS      192(BX)(DI*4), Z2
-	VADDPS       Z0, Z2, Z2
-	VMULPS       Z2, Z5, Z5
-	VCVTPS2PH    $0x00, Z4, Y10
-	VCVTPS2PH    $0x00, Z5, Y2
-	VINSERTI64X4 $0x01, Y2, Z10, Z10
-	VMOVDQU64    Z10, 64(CX)(DI*2)
-	ADDQ         $0x00000040, DI
-	JMP          scaleloopoffset
-
-scaleloopoffsetpf11:
-	PREFETCHT0 (R9)(DI*2)
-	PREFETCHT0 64(R9)(DI*2)
-	JMP        scaleloopoffsetbody12
-
-	PCALIGN $32
-scaleloopnoweight:
-	CMPQ  DI, R8
-	JG    scaletail
-	TESTL $0x00000002, R10
-	JNZ   scaleloopnoweightpf14
-
-scaleloopnoweightbody15:
-	VCVTPH2PS    (DX)(DI*2), Z2
-	VMULPS       Z1, Z2, Z2
-	VCVTPH2PS    32(DX)(DI*2), Z3
-	VMULPS       Z1, Z3, Z3
-	VCVTPH2PS    64(DX)(DI*2), Z4
-	VMULPS       Z1, Z4, Z4
-	VCVTPH2PS    96(DX)(DI*2), Z5
-	VMULPS       Z1, Z5, Z5
-	VCVTPS2PH    $0x00, Z2, Y11
-	VCVTPS2PH    $0x00, Z3, Y2
-	VINSERTI64X4 $0x01, Y2, Z11, Z11
-	VMOVDQU64    Z11, (CX)(DI*2)
-	VCVTPS2PH    $0x00, Z4, Y12
-	VCVTPS2PH    $0x00, Z5, Y2
-	VINSERTI64X4 $0x01, Y2, Z12, Z12
-	VMOVDQU64    Z12, 64(CX)(DI*2)
-	ADDQ         $0x00000040, DI
-	JMP          scaleloopnoweight
-
-scaleloopnoweightpf14:
-	PREFETCHT0 (R9)(DI*2)
-	PREFETCHT0 64(R9)(DI*2)
-	JMP        scaleloopnoweightbody15
-
-scalent:
-	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
-	MOVQ CX, R9
-	NEGQ R9
-	ANDQ $0x0000003f, R9
-	SHRQ $0x01, R9
-	JZ   scalentgo
-	CMPQ R9, job_d+0(AX)
-	JLE  scalehead
-	MOVQ job_d+0(AX), R9
-
-scalehead:
-	CMPQ      R9, $0x00000010
-	JB        scaleheadpart
-	VCVTPH2PS (DX)(DI*2), Z2
-	VMULPS    Z1, Z2, Z2
-	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn16
-	VCVTPS2PH $0x00, Z2, Y2
-	VCVTPH2PS Y2, Z2
-
-notrn16:
-	TESTQ   BX, BX
-	JZ      noweight17
-	VMOVUPS (BX)(DI*4), Z3
-	VADDPS  Z0, Z3, Z3
-	VMULPS  Z3, Z2, Z2
-
-noweight17:
-	VCVTPS2PH $0x00, Z2, (CX)(DI*2)
-	ADDQ      $0x00000010, DI
-	SUBQ      $0x00000010, R9
-	JZ        scalentgo
-
-scaleheadpart:
-	JMP partout
-
-scalentgo:
-	MOVQ SI, R9
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows18
-	SHLQ $0x03, R9
-
-longrows18:
-	ADDQ DX, R9
-	MOVL job_flags+0(AX), R10
-
-	PCALIGN $32
-scalentloop:
-	CMPQ       DI, R8
-	JG         scaletail
-	PREFETCHT0 (R9)(DI*2)
-	PREFETCHT0 64(R9)(DI*2)
-	VCVTPH2PS  (DX)(DI*2), Z2
-	VMULPS     Z1, Z2, Z2
-	VCVTPH2PS  32(DX)(DI*2), Z3
-	VMULPS     Z1, Z3, Z3
-	VCVTPH2PS  64(DX)(DI*2), Z4
-	VMULPS     Z1, Z4, Z4
-	VCVTPH2PS  96(DX)(DI*2), Z5
-	VMULPS     Z1, Z5, Z5
-	TESTL      $0x00000008, job_flags+0(AX)
-	JZ         notrn19
-	VCVTPS2PH  $0x00, Z2, Y2
-	VCVTPH2PS  Y2, Z2
-	VCVTPS2PH  $0x00, Z3, Y3
-	VCVTPH2PS  Y3, Z3
-	VCVTPS2PH  $0x00, Z4, Y4
-	VCVTPH2PS  Y4, Z4
-	VCVTPS2PH  $0x00, Z5, Y5
-	VCVTPH2PS  Y5, Z5
-
-notrn19:
-	TESTQ  BX, BX
-	JZ     weighed21
-	TESTL  $0x00000010, R10
-	JNZ    offset20
-	VMULPS (BX)(DI*4), Z2, Z2
-	VMULPS 64(BX)(DI*4), Z3, Z3
-	VMULPS 128(BX)(DI*4), Z4, Z4
-	VMULPS 192(BX)(DI*4), Z5, Z5
-
-weighed21:
-	VCVTPS2PH    $0x00, Z2, Y13
-	VCVTPS2PH    $0x00, Z3, Y2
-	VINSERTI64X4 $0x01, Y2, Z13, Z13
-	VMOVNTDQ     Z13, (CX)(DI*2)
-	VCVTPS2PH    $0x00, Z4, Y14
-	VCVTPS2PH    $0x00, Z5, Y2
-	VINSERTI64X4 $0x01, Y2, Z14, Z14
-	VMOVNTDQ     Z14, 64(CX)(DI*2)
-	ADDQ         $0x00000040, DI
-	JMP          scalentloop
-
-offset20:
-	VMOVUPS (BX)(DI*4), Z15
-	VADDPS  Z0, Z15, Z15
-	VMULPS  Z15, Z2, Z2
-	VMOVUPS 64(BX)(DI*4), Z15
-	VADDPS  Z0, Z15, Z15
-	VMULPS  Z15, Z3, Z3
-	VMOVUPS 128(BX)(DI*4), Z15
-	VADDPS  Z0, Z15, Z15
-	VMULPS  Z15, Z4, Z4
-	VMOVUPS 192(BX)(DI*4), Z15
-	VADDPS  Z0, Z15, Z15
-	VMULPS  Z15, Z5, Z5
-	JMP     weighed21
-
-scaletail:
-	ADDQ $0x00000030, R8
-
-scaleone:
-	CMPQ      DI, R8
-	JG        scalepart
-	VCVTPH2PS (DX)(DI*2), Z2
-	VMULPS    Z1, Z2, Z2
-	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn22
-	VCVTPS2PH $0x00, Z2, Y2
-	VCVTPH2PS Y2, Z2
-
-notrn22:
-	TESTQ   BX, BX
-	JZ      noweight23
-	VMOVUPS (BX)(DI*4), Z3
-	VADDPS  Z0, Z3, Z3
-	VMULPS  Z3, Z2, Z2
-
-noweight23:
-	VCVTPS2PH $0x00, Z2, (CX)(DI*2)
-	ADDQ      $0x00000010, DI
-	JMP       scaleone
-
-scalepart:
-	MOVQ job_d+0(AX), R9
-	SUBQ DI, R9
-	JZ   scaled
-
-	// The last n < lanes elements, or the first n of a non-temporal row (i + n < d: back to its loop).
-partout:
-	LEAQ        kmask<>+0(SB), R10
-	KMOVW       (R10)(R9*2), K1
-	VCVTPH2PS.Z (DX)(DI*2), K1, Z2
-	VMULPS      Z2, Z1, Z2
-	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn24
-	VCVTPS2PH   $0x00, Z2, Y2
-	VCVTPH2PS   Y2, Z2
-
-notrn24:
-	TESTQ     BX, BX
-	JZ        noweight25
-	VMOVUPS.Z (BX)(DI*4), K1, Z3
-	VADDPS    Z0, Z3, Z3
-	VMULPS    Z3, Z2, Z2
-
-noweight25:
-	VCVTPS2PH $0x00, Z2, K1, (CX)(DI*2)
-	ADDQ      R9, DI
-	CMPQ      DI, job_d+0(AX)
-	JB        scalentgo
-
-scaled:
-	ADDQ SI, DX
-	ADDQ SI, CX
-	INCQ 320(SP)
-	MOVQ 344(SP), DI
-	INCQ DI
-	MOVQ DI, 344(SP)
-	CMPQ DI, 336(SP)
-	JB   scalerow
-	JMP  row
-
-ret:
-	TESTL $0x00000001, job_flags+0(AX)
-	JZ    vzero
-	SFENCE
-
-vzero:
-	VZEROUPPER
-	MOVQ 320(SP), AX
-	MOVQ AX, ret+24(FP)
-	RET
-
-// func avx512ForwardF16Add(j uintptr, from int, to int) int
-// Requires: AVX, AVX512F, MMX+
-TEXT ·avx512ForwardF16Add(SB), NOSPLIT, $376-32
-	// avx512ForwardF16Add normalizes rows [from, to) of the job: F16 rows: h = round16(x + res) and res = h per element, then y = round16((h*inv)*w), round16((h*inv)*(1+w)) with flagOffset, or round16(h*inv) with w nil (with flagRN and a weight, round16(h*inv) in place of (h*inv)), for each row.
-	// It stops before the first row that needs the float64 path and returns that row's index, or to.
-	MOVQ j+0(FP), AX
-	MOVQ job_dst+0(AX), CX
-	MOVQ job_x+0(AX), DX
-	MOVQ job_w+0(AX), BX
-	MOVQ job_res+0(AX), SI
+rowsset:
+	MOVQ job_w+0(AX), SI
 	MOVQ job_stride+0(AX), DI
 	SHLQ $0x01, DI
 
@@ -3731,17 +2115,34 @@ weightadd1:
 	IMULQ DI, R8
 	ADDQ  R8, CX
 	ADDQ  R8, DX
-	ADDQ  R8, SI
+	ADDQ  R8, BX
 
 row:
 	MOVQ 320(SP), R8
 	CMPQ R8, to+16(FP)
 	JAE  ret
 	MOVQ $0x00000001, 336(SP)
-	MOVQ DX, R8
-	MOVQ SI, R9
-	XORQ R10, R10
+	CMPQ job_res+0(AX), $0x00
+	JNE  addsum
+	CMPQ 328(SP), $0x00
+	JE   trygroup
+	DECQ 328(SP)
+	JMP  sum
 
+trygroup:
+	CMPQ job_d+0(AX), $0x00000200
+	JA   sum
+	MOVQ to+16(FP), R8
+	SUBQ 320(SP), R8
+	CMPQ R8, $0x04
+	JB   sum
+	MOVQ $0x00000004, 336(SP)
+
+sum:
+	MOVQ DX, R8
+	XORQ R9, R9
+
+sumrow:
 	// Sum of squares: element i goes to partial i%64.
 	MOVQ    job_d+0(AX), R11
 	SUBQ    $0x00000040, R11
@@ -3754,6 +2155,139 @@ row:
 	JMP     sumtail
 
 firstblock:
+	// +0 + square is the square itself: the first block initializes the partials.
+	XORQ      R10, R10
+	VCVTPH2PS (R8)(R10*2), Z1
+	VMULPS    Z1, Z1, Z1
+	VCVTPH2PS 32(R8)(R10*2), Z2
+	VMULPS    Z2, Z2, Z2
+	VCVTPH2PS 64(R8)(R10*2), Z3
+	VMULPS    Z3, Z3, Z3
+	VCVTPH2PS 96(R8)(R10*2), Z4
+	VMULPS    Z4, Z4, Z4
+	MOVQ      $0x00000040, R10
+
+	// With flagPF, the rows ahead are prefetched: one loop for both, the flag tested per block.
+	MOVQ DI, R12
+	SHLQ $0x01, R12
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows2
+	SHLQ $0x03, R12
+
+longrows2:
+	ADDQ R8, R12
+	MOVL job_flags+0(AX), R13
+
+	PCALIGN $32
+sumloop:
+	CMPQ  R10, R11
+	JG    sumtail
+	TESTL $0x00000002, R13
+	JNZ   sumpf
+
+sumblock:
+	VCVTPH2PS (R8)(R10*2), Z5
+	VMULPS    Z5, Z5, Z5
+	VADDPS    Z5, Z1, Z1
+	VCVTPH2PS 32(R8)(R10*2), Z5
+	VMULPS    Z5, Z5, Z5
+	VADDPS    Z5, Z2, Z2
+	VCVTPH2PS 64(R8)(R10*2), Z5
+	VMULPS    Z5, Z5, Z5
+	VADDPS    Z5, Z3, Z3
+	VCVTPH2PS 96(R8)(R10*2), Z5
+	VMULPS    Z5, Z5, Z5
+	VADDPS    Z5, Z4, Z4
+	ADDQ      $0x00000040, R10
+	JMP       sumloop
+
+	// Out of the loop's way: the prefetches, whose flag is usually clear.
+sumpf:
+	PREFETCHT0 (R12)(R10*2)
+	PREFETCHT0 64(R12)(R10*2)
+	JMP        sumblock
+
+sumtail:
+	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
+	MOVQ job_d+0(AX), R11
+	SUBQ R10, R11
+	JZ   summed
+	LEAQ kmask<>+0(SB), R12
+	MOVQ R11, R13
+	CMPQ R13, $0x00000010
+	JLE  tailmask0
+	MOVQ $0x00000010, R13
+
+tailmask0:
+	KMOVW       (R12)(R13*2), K1
+	VCVTPH2PS.Z (R8)(R10*2), K1, Z5
+	VMULPS      Z5, Z5, Z5
+	VADDPS      Z5, Z1, Z1
+	MOVQ        R11, R13
+	SUBQ        $0x00000010, R13
+	JLE         summed
+	CMPQ        R13, $0x00000010
+	JLE         tailmask1
+	MOVQ        $0x00000010, R13
+
+tailmask1:
+	KMOVW       (R12)(R13*2), K1
+	VCVTPH2PS.Z 32(R8)(R10*2), K1, Z5
+	VMULPS      Z5, Z5, Z5
+	VADDPS      Z5, Z2, Z2
+	MOVQ        R11, R13
+	SUBQ        $0x00000020, R13
+	JLE         summed
+	CMPQ        R13, $0x00000010
+	JLE         tailmask2
+	MOVQ        $0x00000010, R13
+
+tailmask2:
+	KMOVW       (R12)(R13*2), K1
+	VCVTPH2PS.Z 64(R8)(R10*2), K1, Z5
+	VMULPS      Z5, Z5, Z5
+	VADDPS      Z5, Z3, Z3
+	SUBQ        $0x00000030, R11
+	JLE         summed
+	CMPQ        R11, $0x00000010
+	JLE         tailmask3
+	MOVQ        $0x00000010, R11
+
+tailmask3:
+	KMOVW       (R12)(R11*2), K1
+	VCVTPH2PS.Z 96(R8)(R10*2), K1, Z5
+	VMULPS      Z5, Z5, Z5
+	VADDPS      Z5, Z4, Z4
+
+summed:
+	VADDPS  Z3, Z1, Z1
+	VADDPS  Z4, Z2, Z2
+	VADDPS  Z2, Z1, Z1
+	CMPQ    336(SP), $0x01
+	JE      invone
+	VMOVUPS Z1, (SP)(R9*1)
+	ADDQ    DI, R8
+	ADDQ    $0x00000040, R9
+	CMPQ    R9, $0x00000100
+	JB      sumrow
+	JMP     invgroup
+
+addsum:
+	MOVQ BX, R8
+	MOVQ DX, R9
+
+	// Sum of squares: element i goes to partial i%64.
+	MOVQ    job_d+0(AX), R11
+	SUBQ    $0x00000040, R11
+	JGE     addfirstblock
+	VMOVUPS zero64<>+0(SB), Z1
+	VMOVUPS zero64<>+0(SB), Z2
+	VMOVUPS zero64<>+0(SB), Z3
+	VMOVUPS zero64<>+0(SB), Z4
+	XORQ    R10, R10
+	JMP     addsumtail
+
+addfirstblock:
 	// +0 + square is the square itself: the first block initializes the partials.
 	XORQ      R10, R10
 	VCVTPH2PS (R8)(R10*2), Z1
@@ -3790,78 +2324,78 @@ firstblock:
 	MOVQ DI, R12
 	SHLQ $0x01, R12
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows2
+	JA   longrows3
 	SHLQ $0x03, R12
 
-longrows2:
+longrows3:
 	ADDQ R8, R12
 	MOVL job_flags+0(AX), R13
 
 	PCALIGN $32
-sumloop:
+addsumloop:
 	CMPQ  R10, R11
-	JG    sumtail
+	JG    addsumtail
 	TESTL $0x00000002, R13
-	JNZ   sumpf
+	JNZ   addsumpf
 
-sumblock:
+addsumblock:
 	VCVTPH2PS (R8)(R10*2), Z5
-	VCVTPH2PS (R9)(R10*2), Z6
-	VADDPS    Z6, Z5, Z5
+	VCVTPH2PS (R9)(R10*2), Z15
+	VADDPS    Z15, Z5, Z5
 	VCVTPS2PH $0x00, Z5, Y5
 	VCVTPH2PS Y5, Z5
 	VCVTPS2PH $0x00, Z5, (R9)(R10*2)
 	VMULPS    Z5, Z5, Z5
 	VADDPS    Z5, Z1, Z1
 	VCVTPH2PS 32(R8)(R10*2), Z5
-	VCVTPH2PS 32(R9)(R10*2), Z6
-	VADDPS    Z6, Z5, Z5
+	VCVTPH2PS 32(R9)(R10*2), Z15
+	VADDPS    Z15, Z5, Z5
 	VCVTPS2PH $0x00, Z5, Y5
 	VCVTPH2PS Y5, Z5
 	VCVTPS2PH $0x00, Z5, 32(R9)(R10*2)
 	VMULPS    Z5, Z5, Z5
 	VADDPS    Z5, Z2, Z2
 	VCVTPH2PS 64(R8)(R10*2), Z5
-	VCVTPH2PS 64(R9)(R10*2), Z6
-	VADDPS    Z6, Z5, Z5
+	VCVTPH2PS 64(R9)(R10*2), Z15
+	VADDPS    Z15, Z5, Z5
 	VCVTPS2PH $0x00, Z5, Y5
 	VCVTPH2PS Y5, Z5
 	VCVTPS2PH $0x00, Z5, 64(R9)(R10*2)
 	VMULPS    Z5, Z5, Z5
 	VADDPS    Z5, Z3, Z3
 	VCVTPH2PS 96(R8)(R10*2), Z5
-	VCVTPH2PS 96(R9)(R10*2), Z6
-	VADDPS    Z6, Z5, Z5
+	VCVTPH2PS 96(R9)(R10*2), Z15
+	VADDPS    Z15, Z5, Z5
 	VCVTPS2PH $0x00, Z5, Y5
 	VCVTPH2PS Y5, Z5
 	VCVTPS2PH $0x00, Z5, 96(R9)(R10*2)
 	VMULPS    Z5, Z5, Z5
 	VADDPS    Z5, Z4, Z4
 	ADDQ      $0x00000040, R10
-	JMP       sumloop
+	JMP       addsumloop
 
 	// Out of the loop's way: the prefetches, whose flag is usually clear.
-sumpf:
+addsumpf:
 	PREFETCHT0 (R12)(R10*2)
 	PREFETCHT0 64(R12)(R10*2)
-	JMP        sumblock
+	JMP        addsumblock
 
-sumtail:
+addsumtail:
 	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
 	MOVQ job_d+0(AX), R11
 	SUBQ R10, R11
-	JZ   summed
+	JZ   addsummed
 	LEAQ kmask<>+0(SB), R12
 	MOVQ R11, R13
 	CMPQ R13, $0x00000010
-	JLE  tailmask0
+	JLE  addtailmask0
 	MOVQ $0x00000010, R13
 
-tailmask0:
+addtailmask0:
 	KMOVW       (R12)(R13*2), K1
 	VCVTPH2PS.Z (R8)(R10*2), K1, Z5
-	VCVTPH2PS.Z (R9)(R10*2), K1, Z6
-	VADDPS      Z6, Z5, Z5
+	VCVTPH2PS.Z (R9)(R10*2), K1, Z15
+	VADDPS      Z15, Z5, Z5
 	VCVTPS2PH   $0x00, Z5, Y5
 	VCVTPH2PS   Y5, Z5
 	VCVTPS2PH   $0x00, Z5, K1, (R9)(R10*2)
@@ -3869,16 +2403,16 @@ tailmask0:
 	VADDPS      Z5, Z1, Z1
 	MOVQ        R11, R13
 	SUBQ        $0x00000010, R13
-	JLE         summed
+	JLE         addsummed
 	CMPQ        R13, $0x00000010
-	JLE         tailmask1
+	JLE         addtailmask1
 	MOVQ        $0x00000010, R13
 
-tailmask1:
+addtailmask1:
 	KMOVW       (R12)(R13*2), K1
 	VCVTPH2PS.Z 32(R8)(R10*2), K1, Z5
-	VCVTPH2PS.Z 32(R9)(R10*2), K1, Z6
-	VADDPS      Z6, Z5, Z5
+	VCVTPH2PS.Z 32(R9)(R10*2), K1, Z15
+	VADDPS      Z15, Z5, Z5
 	VCVTPS2PH   $0x00, Z5, Y5
 	VCVTPH2PS   Y5, Z5
 	VCVTPS2PH   $0x00, Z5, K1, 32(R9)(R10*2)
@@ -3886,43 +2420,44 @@ tailmask1:
 	VADDPS      Z5, Z2, Z2
 	MOVQ        R11, R13
 	SUBQ        $0x00000020, R13
-	JLE         summed
+	JLE         addsummed
 	CMPQ        R13, $0x00000010
-	JLE         tailmask2
+	JLE         addtailmask2
 	MOVQ        $0x00000010, R13
 
-tailmask2:
+addtailmask2:
 	KMOVW       (R12)(R13*2), K1
 	VCVTPH2PS.Z 64(R8)(R10*2), K1, Z5
-	VCVTPH2PS.Z 64(R9)(R10*2), K1, Z6
-	VADDPS      Z6, Z5, Z5
+	VCVTPH2PS.Z 64(R9)(R10*2), K1, Z15
+	VADDPS      Z15, Z5, Z5
 	VCVTPS2PH   $0x00, Z5, Y5
 	VCVTPH2PS   Y5, Z5
 	VCVTPS2PH   $0x00, Z5, K1, 64(R9)(R10*2)
 	VMULPS      Z5, Z5, Z5
 	VADDPS      Z5, Z3, Z3
 	SUBQ        $0x00000030, R11
-	JLE         summed
+	JLE         addsummed
 	CMPQ        R11, $0x00000010
-	JLE         tailmask3
+	JLE         addtailmask3
 	MOVQ        $0x00000010, R11
 
-tailmask3:
+addtailmask3:
 	KMOVW       (R12)(R11*2), K1
 	VCVTPH2PS.Z 96(R8)(R10*2), K1, Z5
-	VCVTPH2PS.Z 96(R9)(R10*2), K1, Z6
-	VADDPS      Z6, Z5, Z5
+	VCVTPH2PS.Z 96(R9)(R10*2), K1, Z15
+	VADDPS      Z15, Z5, Z5
 	VCVTPS2PH   $0x00, Z5, Y5
 	VCVTPH2PS   Y5, Z5
 	VCVTPS2PH   $0x00, Z5, K1, 96(R9)(R10*2)
 	VMULPS      Z5, Z5, Z5
 	VADDPS      Z5, Z4, Z4
 
-summed:
+addsummed:
 	VADDPS Z3, Z1, Z1
 	VADDPS Z4, Z2, Z2
 	VADDPS Z2, Z1, Z1
 
+invone:
 	// Halving tree: p[j] += p[j+h] for the remaining h, down to ss.
 	VSHUFF64X2 $0xee, Z1, Z1, Z2
 	VADDPS     Z2, Z1, Z1
@@ -3935,36 +2470,100 @@ summed:
 
 	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
 	CMPL   372(SP), $0x00
-	JE     divide3
+	JE     divide4
 	VMULSS 372(SP), X1, X1
-	JMP    divided4
+	JMP    divided5
 
-divide3:
+divide4:
 	VDIVSS 368(SP), X1, X1
 
-divided4:
+divided5:
 	VADDSS   job_eps+0(AX), X1, X1
 	VUCOMISS tlo<>+0(SB), X1
 	JCS      ret
 	VUCOMISS tmax<>+0(SB), X1
 	JHI      ret
 	VSQRTSS  X1, X1, X1
-	VMOVSS   one<>+0(SB), X7
-	VDIVSS   X1, X7, X7
+	VMOVSS   one<>+0(SB), X6
+	VDIVSS   X1, X6, X6
 
 	// Report 1/rms if asked.
 	MOVQ   job_inv+0(AX), R8
 	TESTQ  R8, R8
 	JZ     scale
 	MOVQ   320(SP), R9
-	VMOVSS X7, (R8)(R9*4)
+	VMOVSS X6, (R8)(R9*4)
+	JMP    scale
+
+invgroup:
+	// The rest of the halving tree, four rows at once.
+	VMOVUPS       (SP), Z1
+	VMOVUPS       64(SP), Z2
+	VMOVUPS       128(SP), Z3
+	VMOVUPS       192(SP), Z4
+	VSHUFF64X2    $0x44, Z2, Z1, Z5
+	VSHUFF64X2    $0xee, Z2, Z1, Z1
+	VADDPS        Z1, Z5, Z5
+	VSHUFF64X2    $0x44, Z4, Z3, Z1
+	VSHUFF64X2    $0xee, Z4, Z3, Z2
+	VADDPS        Z2, Z1, Z1
+	VSHUFF32X4    $0x88, Z1, Z5, Z2
+	VSHUFF32X4    $0xdd, Z1, Z5, Z1
+	VADDPS        Z1, Z2, Z2
+	VPERMILPS     $0x4e, Z2, Z1
+	VADDPS        Z1, Z2, Z2
+	VPERMILPS     $0xb1, Z2, Z1
+	VADDPS        Z1, Z2, Z2
+	MOVL          $0x00001111, R8
+	KMOVW         R8, K1
+	VCOMPRESSPS.Z Z2, K1, Z1
+
+	// t = ss/d + eps for the four rows; any t outside [2^-100, MaxFloat32] sends the group to the one-row path.
+	CMPL         372(SP), $0x00
+	JE           divide6
+	VBROADCASTSS 372(SP), Z2
+	VMULPS       Z2, Z1, Z1
+	JMP          divided7
+
+divide6:
+	VBROADCASTSS 368(SP), Z2
+	VDIVPS       Z2, Z1, Z1
+
+divided7:
+	VBROADCASTSS job_eps+0(AX), Z2
+	VADDPS       Z2, Z1, Z1
+	MOVL         $0x0000000f, R8
+	KMOVW        R8, K1
+	VBROADCASTSS tlo<>+0(SB), Z2
+	VBROADCASTSS tmax<>+0(SB), Z3
+	VCMPPS       $0x1d, Z2, Z1, K1, K1
+	VCMPPS       $0x12, Z3, Z1, K1, K1
+	KMOVW        K1, R8
+	CMPL         R8, $0x0f
+	JE           ginrange
+	MOVQ         $0x00000004, 328(SP)
+	JMP          row
+
+ginrange:
+	VSQRTPS      Z1, Z1
+	VBROADCASTSS one<>+0(SB), Z6
+	VDIVPS       Z1, Z6, Z6
+
+	// Report 1/rms if asked.
+	MOVQ    job_inv+0(AX), R8
+	TESTQ   R8, R8
+	JZ      scale
+	MOVQ    320(SP), R9
+	MOVL    $0x0000000f, R10
+	KMOVW   R10, K1
+	VMOVUPS Z6, K1, (R8)(R9*4)
 
 scale:
-	VBROADCASTSS X7, Z1
+	VBROADCASTSS X6, Z1
 	MOVQ         $0x00000000, 344(SP)
 	CMPQ         336(SP), $0x01
 	JE           scalebody
-	VMOVUPS      Z7, 256(SP)
+	VMOVUPS      Z6, 256(SP)
 
 scalerow:
 	MOVQ         344(SP), R8
@@ -3977,15 +2576,15 @@ scalebody:
 	SUBQ $0x00000040, R9
 	MOVQ DI, R10
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows5
+	JA   longrows8
 	SHLQ $0x03, R10
 
-longrows5:
-	ADDQ  SI, R10
+longrows8:
+	ADDQ  DX, R10
 	MOVL  job_flags+0(AX), R11
 	TESTL $0x00000001, R11
 	JNZ   scalent
-	TESTQ BX, BX
+	TESTQ SI, SI
 	JZ    scaleloopnoweight
 	TESTL $0x00000010, R11
 	JNZ   scaleloopoffset
@@ -3995,64 +2594,16 @@ scaleloop:
 	CMPQ  R8, R9
 	JG    scaletail
 	TESTL $0x00000002, R11
-	JNZ   scalelooppf6
+	JNZ   scalelooppf9
 
-scaleloopbody7:
-	VCVTPH2PS (SI)(R8*2), Z2
+scaleloopbody10:
+	VCVTPH2PS (DX)(R8*2), Z2
 	VMULPS    Z1, Z2, Z2
-	VCVTPH2PS 32(SI)(R8*2), Z3
+	VCVTPH2PS 32(DX)(R8*2), Z3
 	VMULPS    Z1, Z3, Z3
-	VCVTPH2PS 64(SI)(R8*2), Z4
+	VCVTPH2PS 64(DX)(R8*2), Z4
 	VMULPS    Z1, Z4, Z4
-	VCVTPH2PS 96(SI)(R8*2), Z5
-	VMULPS    Z1, Z5, Z5
-	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn8
-	VCVTPS2PH $0x00, Z2, Y2
-	VCVTPH2PS Y2, Z2
-	VCVTPS2PH $0x00, Z3, Y3
-	VCVTPH2PS Y3, Z3
-	VCVTPS2PH $0x00, Z4, Y4
-	VCVTPH2PS Y4, Z4
-	VCVTPS2PH $0x00, Z5, Y5
-	VCVTPH2PS Y5, Z5
-
-notrn8:
-	VMULPS       (BX)(R8*4), Z2, Z2
-	VMULPS       64(BX)(R8*4), Z3, Z3
-	VCVTPS2PH    $0x00, Z2, Y8
-	VCVTPS2PH    $0x00, Z3, Y2
-	VINSERTI64X4 $0x01, Y2, Z8, Z8
-	VMOVDQU64    Z8, (CX)(R8*2)
-	VMULPS       128(BX)(R8*4), Z4, Z4
-	VMULPS       192(BX)(R8*4), Z5, Z5
-	VCVTPS2PH    $0x00, Z4, Y9
-	VCVTPS2PH    $0x00, Z5, Y2
-	VINSERTI64X4 $0x01, Y2, Z9, Z9
-	VMOVDQU64    Z9, 64(CX)(R8*2)
-	ADDQ         $0x00000040, R8
-	JMP          scaleloop
-
-scalelooppf6:
-	PREFETCHT0 (R10)(R8*2)
-	PREFETCHT0 64(R10)(R8*2)
-	JMP        scaleloopbody7
-
-	PCALIGN $32
-scaleloopoffset:
-	CMPQ  R8, R9
-	JG    scaletail
-	TESTL $0x00000002, R11
-	JNZ   scaleloopoffsetpf9
-
-scaleloopoffsetbody10:
-	VCVTPH2PS (SI)(R8*2), Z2
-	VMULPS    Z1, Z2, Z2
-	VCVTPH2PS 32(SI)(R8*2), Z3
-	VMULPS    Z1, Z3, Z3
-	VCVTPH2PS 64(SI)(R8*2), Z4
-	VMULPS    Z1, Z4, Z4
-	VCVTPH2PS 96(SI)(R8*2), Z5
+	VCVTPH2PS 96(DX)(R8*2), Z5
 	VMULPS    Z1, Z5, Z5
 	TESTL     $0x00000008, job_flags+0(AX)
 	JZ        notrn11
@@ -4066,65 +2617,113 @@ scaleloopoffsetbody10:
 	VCVTPH2PS Y5, Z5
 
 notrn11:
-	VMOVUPS      (BX)(R8*4), Z6
-	VADDPS       Z0, Z6, Z6
-	VMULPS       Z6, Z2, Z2
-	VMOVUPS      64(BX)(R8*4), Z6
-	VADDPS       Z0, Z6, Z6
-	VMULPS       Z6, Z3, Z3
-	VCVTPS2PH    $0x00, Z2, Y10
+	VMULPS       (SI)(R8*4), Z2, Z2
+	VMULPS       64(SI)(R8*4), Z3, Z3
+	VCVTPS2PH    $0x00, Z2, Y7
 	VCVTPS2PH    $0x00, Z3, Y2
-	VINSERTI64X4 $0x01, Y2, Z10, Z10
-	VMOVDQU64    Z10, (CX)(R8*2)
-	VMOVUPS      128(BX)(R8*4), Z2
+	VINSERTI64X4 $0x01, Y2, Z7, Z7
+	VMOVDQU64    Z7, (CX)(R8*2)
+	VMULPS       128(SI)(R8*4), Z4, Z4
+	VMULPS       192(SI)(R8*4), Z5, Z5
+	VCVTPS2PH    $0x00, Z4, Y8
+	VCVTPS2PH    $0x00, Z5, Y2
+	VINSERTI64X4 $0x01, Y2, Z8, Z8
+	VMOVDQU64    Z8, 64(CX)(R8*2)
+	ADDQ         $0x00000040, R8
+	JMP          scaleloop
+
+scalelooppf9:
+	PREFETCHT0 (R10)(R8*2)
+	PREFETCHT0 64(R10)(R8*2)
+	JMP        scaleloopbody10
+
+	PCALIGN $32
+scaleloopoffset:
+	CMPQ  R8, R9
+	JG    scaletail
+	TESTL $0x00000002, R11
+	JNZ   scaleloopoffsetpf12
+
+scaleloopoffsetbody13:
+	VCVTPH2PS (DX)(R8*2), Z2
+	VMULPS    Z1, Z2, Z2
+	VCVTPH2PS 32(DX)(R8*2), Z3
+	VMULPS    Z1, Z3, Z3
+	VCVTPH2PS 64(DX)(R8*2), Z4
+	VMULPS    Z1, Z4, Z4
+	VCVTPH2PS 96(DX)(R8*2), Z5
+	VMULPS    Z1, Z5, Z5
+	TESTL     $0x00000008, job_flags+0(AX)
+	JZ        notrn14
+	VCVTPS2PH $0x00, Z2, Y2
+	VCVTPH2PS Y2, Z2
+	VCVTPS2PH $0x00, Z3, Y3
+	VCVTPH2PS Y3, Z3
+	VCVTPS2PH $0x00, Z4, Y4
+	VCVTPH2PS Y4, Z4
+	VCVTPS2PH $0x00, Z5, Y5
+	VCVTPH2PS Y5, Z5
+
+notrn14:
+	VMOVUPS      (SI)(R8*4), Z15
+	VADDPS       Z0, Z15, Z15
+	VMULPS       Z15, Z2, Z2
+	VMOVUPS      64(SI)(R8*4), Z15
+	VADDPS       Z0, Z15, Z15
+	VMULPS       Z15, Z3, Z3
+	VCVTPS2PH    $0x00, Z2, Y9
+	VCVTPS2PH    $0x00, Z3, Y2
+	VINSERTI64X4 $0x01, Y2, Z9, Z9
+	VMOVDQU64    Z9, (CX)(R8*2)
+	VMOVUPS      128(SI)(R8*4), Z2
 	VADDPS       Z0, Z2, Z2
 	VMULPS       Z2, Z4, Z4
-	VMOVUPS      192(BX)(R8*4), Z2
+	VMOVUPS      192(SI)(R8*4), Z2
 	VADDPS       Z0, Z2, Z2
 	VMULPS       Z2, Z5, Z5
-	VCVTPS2PH    $0x00, Z4, Y11
+	VCVTPS2PH    $0x00, Z4, Y10
 	VCVTPS2PH    $0x00, Z5, Y2
-	VINSERTI64X4 $0x01, Y2, Z11, Z11
-	VMOVDQU64    Z11, 64(CX)(R8*2)
+	VINSERTI64X4 $0x01, Y2, Z10, Z10
+	VMOVDQU64    Z10, 64(CX)(R8*2)
 	ADDQ         $0x00000040, R8
 	JMP          scaleloopoffset
 
-scaleloopoffsetpf9:
+scaleloopoffsetpf12:
 	PREFETCHT0 (R10)(R8*2)
 	PREFETCHT0 64(R10)(R8*2)
-	JMP        scaleloopoffsetbody10
+	JMP        scaleloopoffsetbody13
 
 	PCALIGN $32
 scaleloopnoweight:
 	CMPQ  R8, R9
 	JG    scaletail
 	TESTL $0x00000002, R11
-	JNZ   scaleloopnoweightpf12
+	JNZ   scaleloopnoweightpf15
 
-scaleloopnoweightbody13:
-	VCVTPH2PS    (SI)(R8*2), Z2
+scaleloopnoweightbody16:
+	VCVTPH2PS    (DX)(R8*2), Z2
 	VMULPS       Z1, Z2, Z2
-	VCVTPH2PS    32(SI)(R8*2), Z3
+	VCVTPH2PS    32(DX)(R8*2), Z3
 	VMULPS       Z1, Z3, Z3
-	VCVTPH2PS    64(SI)(R8*2), Z4
+	VCVTPH2PS    64(DX)(R8*2), Z4
 	VMULPS       Z1, Z4, Z4
-	VCVTPH2PS    96(SI)(R8*2), Z5
+	VCVTPH2PS    96(DX)(R8*2), Z5
 	VMULPS       Z1, Z5, Z5
-	VCVTPS2PH    $0x00, Z2, Y12
+	VCVTPS2PH    $0x00, Z2, Y11
 	VCVTPS2PH    $0x00, Z3, Y2
-	VINSERTI64X4 $0x01, Y2, Z12, Z12
-	VMOVDQU64    Z12, (CX)(R8*2)
-	VCVTPS2PH    $0x00, Z4, Y13
+	VINSERTI64X4 $0x01, Y2, Z11, Z11
+	VMOVDQU64    Z11, (CX)(R8*2)
+	VCVTPS2PH    $0x00, Z4, Y12
 	VCVTPS2PH    $0x00, Z5, Y2
-	VINSERTI64X4 $0x01, Y2, Z13, Z13
-	VMOVDQU64    Z13, 64(CX)(R8*2)
+	VINSERTI64X4 $0x01, Y2, Z12, Z12
+	VMOVDQU64    Z12, 64(CX)(R8*2)
 	ADDQ         $0x00000040, R8
 	JMP          scaleloopnoweight
 
-scaleloopnoweightpf12:
+scaleloopnoweightpf15:
 	PREFETCHT0 (R10)(R8*2)
 	PREFETCHT0 64(R10)(R8*2)
-	JMP        scaleloopnoweightbody13
+	JMP        scaleloopnoweightbody16
 
 scalent:
 	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
@@ -4140,21 +2739,21 @@ scalent:
 scalehead:
 	CMPQ      R10, $0x00000010
 	JB        scaleheadpart
-	VCVTPH2PS (SI)(R8*2), Z2
+	VCVTPH2PS (DX)(R8*2), Z2
 	VMULPS    Z1, Z2, Z2
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn14
+	JZ        notrn17
 	VCVTPS2PH $0x00, Z2, Y2
 	VCVTPH2PS Y2, Z2
 
-notrn14:
-	TESTQ   BX, BX
-	JZ      noweight15
-	VMOVUPS (BX)(R8*4), Z3
+notrn17:
+	TESTQ   SI, SI
+	JZ      noweight18
+	VMOVUPS (SI)(R8*4), Z3
 	VADDPS  Z0, Z3, Z3
 	VMULPS  Z3, Z2, Z2
 
-noweight15:
+noweight18:
 	VCVTPS2PH $0x00, Z2, (CX)(R8*2)
 	ADDQ      $0x00000010, R8
 	SUBQ      $0x00000010, R10
@@ -4166,11 +2765,11 @@ scaleheadpart:
 scalentgo:
 	MOVQ DI, R10
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows16
+	JA   longrows19
 	SHLQ $0x03, R10
 
-longrows16:
-	ADDQ SI, R10
+longrows19:
+	ADDQ DX, R10
 	MOVL job_flags+0(AX), R11
 
 	PCALIGN $32
@@ -4179,16 +2778,16 @@ scalentloop:
 	JG         scaletail
 	PREFETCHT0 (R10)(R8*2)
 	PREFETCHT0 64(R10)(R8*2)
-	VCVTPH2PS  (SI)(R8*2), Z2
+	VCVTPH2PS  (DX)(R8*2), Z2
 	VMULPS     Z1, Z2, Z2
-	VCVTPH2PS  32(SI)(R8*2), Z3
+	VCVTPH2PS  32(DX)(R8*2), Z3
 	VMULPS     Z1, Z3, Z3
-	VCVTPH2PS  64(SI)(R8*2), Z4
+	VCVTPH2PS  64(DX)(R8*2), Z4
 	VMULPS     Z1, Z4, Z4
-	VCVTPH2PS  96(SI)(R8*2), Z5
+	VCVTPH2PS  96(DX)(R8*2), Z5
 	VMULPS     Z1, Z5, Z5
 	TESTL      $0x00000008, job_flags+0(AX)
-	JZ         notrn17
+	JZ         notrn20
 	VCVTPS2PH  $0x00, Z2, Y2
 	VCVTPH2PS  Y2, Z2
 	VCVTPS2PH  $0x00, Z3, Y3
@@ -4198,42 +2797,42 @@ scalentloop:
 	VCVTPS2PH  $0x00, Z5, Y5
 	VCVTPH2PS  Y5, Z5
 
-notrn17:
-	TESTQ  BX, BX
-	JZ     weighed19
+notrn20:
+	TESTQ  SI, SI
+	JZ     weighed22
 	TESTL  $0x00000010, R11
-	JNZ    offset18
-	VMULPS (BX)(R8*4), Z2, Z2
-	VMULPS 64(BX)(R8*4), Z3, Z3
-	VMULPS 128(BX)(R8*4), Z4, Z4
-	VMULPS 192(BX)(R8*4), Z5, Z5
+	JNZ    offset21
+	VMULPS (SI)(R8*4), Z2, Z2
+	VMULPS 64(SI)(R8*4), Z3, Z3
+	VMULPS 128(SI)(R8*4), Z4, Z4
+	VMULPS 192(SI)(R8*4), Z5, Z5
 
-weighed19:
-	VCVTPS2PH    $0x00, Z2, Y14
+weighed22:
+	VCVTPS2PH    $0x00, Z2, Y13
 	VCVTPS2PH    $0x00, Z3, Y2
-	VINSERTI64X4 $0x01, Y2, Z14, Z14
-	VMOVNTDQ     Z14, (CX)(R8*2)
-	VCVTPS2PH    $0x00, Z4, Y15
+	VINSERTI64X4 $0x01, Y2, Z13, Z13
+	VMOVNTDQ     Z13, (CX)(R8*2)
+	VCVTPS2PH    $0x00, Z4, Y14
 	VCVTPS2PH    $0x00, Z5, Y2
-	VINSERTI64X4 $0x01, Y2, Z15, Z15
-	VMOVNTDQ     Z15, 64(CX)(R8*2)
+	VINSERTI64X4 $0x01, Y2, Z14, Z14
+	VMOVNTDQ     Z14, 64(CX)(R8*2)
 	ADDQ         $0x00000040, R8
 	JMP          scalentloop
 
-offset18:
-	VMOVUPS (BX)(R8*4), Z6
-	VADDPS  Z0, Z6, Z6
-	VMULPS  Z6, Z2, Z2
-	VMOVUPS 64(BX)(R8*4), Z6
-	VADDPS  Z0, Z6, Z6
-	VMULPS  Z6, Z3, Z3
-	VMOVUPS 128(BX)(R8*4), Z6
-	VADDPS  Z0, Z6, Z6
-	VMULPS  Z6, Z4, Z4
-	VMOVUPS 192(BX)(R8*4), Z6
-	VADDPS  Z0, Z6, Z6
-	VMULPS  Z6, Z5, Z5
-	JMP     weighed19
+offset21:
+	VMOVUPS (SI)(R8*4), Z15
+	VADDPS  Z0, Z15, Z15
+	VMULPS  Z15, Z2, Z2
+	VMOVUPS 64(SI)(R8*4), Z15
+	VADDPS  Z0, Z15, Z15
+	VMULPS  Z15, Z3, Z3
+	VMOVUPS 128(SI)(R8*4), Z15
+	VADDPS  Z0, Z15, Z15
+	VMULPS  Z15, Z4, Z4
+	VMOVUPS 192(SI)(R8*4), Z15
+	VADDPS  Z0, Z15, Z15
+	VMULPS  Z15, Z5, Z5
+	JMP     weighed22
 
 scaletail:
 	ADDQ $0x00000030, R9
@@ -4241,21 +2840,21 @@ scaletail:
 scaleone:
 	CMPQ      R8, R9
 	JG        scalepart
-	VCVTPH2PS (SI)(R8*2), Z2
+	VCVTPH2PS (DX)(R8*2), Z2
 	VMULPS    Z1, Z2, Z2
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn20
+	JZ        notrn23
 	VCVTPS2PH $0x00, Z2, Y2
 	VCVTPH2PS Y2, Z2
 
-notrn20:
-	TESTQ   BX, BX
-	JZ      noweight21
-	VMOVUPS (BX)(R8*4), Z3
+notrn23:
+	TESTQ   SI, SI
+	JZ      noweight24
+	VMOVUPS (SI)(R8*4), Z3
 	VADDPS  Z0, Z3, Z3
 	VMULPS  Z3, Z2, Z2
 
-noweight21:
+noweight24:
 	VCVTPS2PH $0x00, Z2, (CX)(R8*2)
 	ADDQ      $0x00000010, R8
 	JMP       scaleone
@@ -4269,21 +2868,21 @@ scalepart:
 partout:
 	LEAQ        kmask<>+0(SB), R11
 	KMOVW       (R11)(R10*2), K1
-	VCVTPH2PS.Z (SI)(R8*2), K1, Z2
+	VCVTPH2PS.Z (DX)(R8*2), K1, Z2
 	VMULPS      Z2, Z1, Z2
 	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn22
+	JZ          notrn25
 	VCVTPS2PH   $0x00, Z2, Y2
 	VCVTPH2PS   Y2, Z2
 
-notrn22:
-	TESTQ     BX, BX
-	JZ        noweight23
-	VMOVUPS.Z (BX)(R8*4), K1, Z3
+notrn25:
+	TESTQ     SI, SI
+	JZ        noweight26
+	VMOVUPS.Z (SI)(R8*4), K1, Z3
 	VADDPS    Z0, Z3, Z3
 	VMULPS    Z3, Z2, Z2
 
-noweight23:
+noweight26:
 	VCVTPS2PH $0x00, Z2, K1, (CX)(R8*2)
 	ADDQ      R10, R8
 	CMPQ      R8, job_d+0(AX)
@@ -4292,7 +2891,7 @@ noweight23:
 scaled:
 	ADDQ DI, DX
 	ADDQ DI, CX
-	ADDQ DI, SI
+	ADDQ DI, BX
 	INCQ 320(SP)
 	MOVQ 344(SP), R8
 	INCQ R8
@@ -7523,744 +6122,19 @@ vzero:
 
 // func avx2Forward(j uintptr, from int, to int) int
 // Requires: AVX, AVX2, MMX+
-TEXT ·avx2Forward(SB), NOSPLIT, $456-32
-	// avx2Forward normalizes rows [from, to) of the job: y = (x*inv)*w, (x*inv)*(1+w) with flagOffset, or x*inv with w nil, for each row.
+TEXT ·avx2Forward(SB), NOSPLIT, $712-32
+	// avx2Forward normalizes rows [from, to) of the job: y = (x*inv)*w, (x*inv)*(1+w) with flagOffset, or x*inv with w nil, for each row; with res, h = x + res and res = h per element first, and h in place of x.
 	// It stops before the first row that needs the float64 path and returns that row's index, or to.
-	MOVQ j+0(FP), AX
-	MOVQ job_dst+0(AX), CX
-	MOVQ job_x+0(AX), DX
-	MOVQ job_w+0(AX), BX
-	MOVQ job_stride+0(AX), SI
-	SHLQ $0x02, SI
-
-	// fd = float32(d); rd = 1/d when d is a power of two (a/d is then a*rd exactly), else 0.
-	MOVQ       job_d+0(AX), DI
-	VMOVSS     one<>+0(SB), X0
-	VCVTSI2SSQ DI, X0, X0
-	VMOVSS     X0, 448(SP)
-	XORL       R9, R9
-	LEAQ       -1(DI), R8
-	TESTQ      DI, R8
-	JNZ        notpow2
-	BSFQ       DI, R8
-	MOVL       $0x0000007f, R9
-	SUBL       R8, R9
-	SHLL       $0x17, R9
-
-notpow2:
-	MOVL R9, 452(SP)
-
-	// Start at row from.
-	MOVQ  from+8(FP), DI
-	MOVQ  DI, 400(SP)
-	MOVQ  $0x00000000, 408(SP)
-	IMULQ SI, DI
-	ADDQ  DI, CX
-	ADDQ  DI, DX
-
-row:
-	MOVQ 400(SP), DI
-	CMPQ DI, to+16(FP)
-	JAE  ret
-	MOVQ $0x00000001, 416(SP)
-	CMPQ 408(SP), $0x00
-	JE   trygroup
-	DECQ 408(SP)
-	JMP  sum
-
-trygroup:
-	CMPQ job_d+0(AX), $0x00000200
-	JA   sum
-	MOVQ to+16(FP), DI
-	SUBQ 400(SP), DI
-	CMPQ DI, $0x04
-	JB   sum
-	MOVQ $0x00000004, 416(SP)
-
-sum:
-	MOVQ DX, DI
-	XORQ R8, R8
-
-sumrow:
-	// Sum of squares: element i goes to partial i%64.
-	MOVQ   job_d+0(AX), R10
-	SUBQ   $0x00000040, R10
-	JGE    firstblock
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
-	VXORPS Y4, Y4, Y4
-	VXORPS Y5, Y5, Y5
-	VXORPS Y6, Y6, Y6
-	VXORPS Y7, Y7, Y7
-	XORQ   R9, R9
-	JMP    sumtail
-
-firstblock:
-	// +0 + square is the square itself: the first block initializes the partials.
-	XORQ    R9, R9
-	VMOVUPS (DI)(R9*4), Y0
-	VMULPS  Y0, Y0, Y0
-	VMOVUPS 32(DI)(R9*4), Y1
-	VMULPS  Y1, Y1, Y1
-	VMOVUPS 64(DI)(R9*4), Y2
-	VMULPS  Y2, Y2, Y2
-	VMOVUPS 96(DI)(R9*4), Y3
-	VMULPS  Y3, Y3, Y3
-	VMOVUPS 128(DI)(R9*4), Y4
-	VMULPS  Y4, Y4, Y4
-	VMOVUPS 160(DI)(R9*4), Y5
-	VMULPS  Y5, Y5, Y5
-	VMOVUPS 192(DI)(R9*4), Y6
-	VMULPS  Y6, Y6, Y6
-	VMOVUPS 224(DI)(R9*4), Y7
-	VMULPS  Y7, Y7, Y7
-	MOVQ    $0x00000040, R9
-	TESTL   $0x00000002, job_flags+0(AX)
-	JNZ     sumpf
-
-	PCALIGN $32
-sumloop:
-	CMPQ    R9, R10
-	JG      sumtail
-	VMOVUPS (DI)(R9*4), Y8
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y0, Y0
-	VMOVUPS 32(DI)(R9*4), Y8
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y1, Y1
-	VMOVUPS 64(DI)(R9*4), Y8
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y2, Y2
-	VMOVUPS 96(DI)(R9*4), Y8
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y3, Y3
-	VMOVUPS 128(DI)(R9*4), Y8
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y4, Y4
-	VMOVUPS 160(DI)(R9*4), Y8
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y5, Y5
-	VMOVUPS 192(DI)(R9*4), Y8
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y6, Y6
-	VMOVUPS 224(DI)(R9*4), Y8
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y7, Y7
-	ADDQ    $0x00000040, R9
-	JMP     sumloop
-
-	// The same, prefetching the rows ahead.
-sumpf:
-	MOVQ SI, R11
-	SHLQ $0x01, R11
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows1
-	SHLQ $0x03, R11
-
-longrows1:
-	ADDQ DI, R11
-
-	PCALIGN $32
-sumpfloop:
-	CMPQ       R9, R10
-	JG         sumtail
-	PREFETCHT0 (R11)(R9*4)
-	PREFETCHT0 64(R11)(R9*4)
-	PREFETCHT0 128(R11)(R9*4)
-	PREFETCHT0 192(R11)(R9*4)
-	VMOVUPS    (DI)(R9*4), Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y0, Y0
-	VMOVUPS    32(DI)(R9*4), Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y1, Y1
-	VMOVUPS    64(DI)(R9*4), Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y2, Y2
-	VMOVUPS    96(DI)(R9*4), Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y3, Y3
-	VMOVUPS    128(DI)(R9*4), Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y4, Y4
-	VMOVUPS    160(DI)(R9*4), Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y5, Y5
-	VMOVUPS    192(DI)(R9*4), Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y6, Y6
-	VMOVUPS    224(DI)(R9*4), Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y7, Y7
-	ADDQ       $0x00000040, R9
-	JMP        sumpfloop
-
-sumtail:
-	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
-	MOVQ    job_d+0(AX), R10
-	SUBQ    R9, R10
-	JZ      summed
-	MOVQ    R10, 432(SP)
-	LEAQ    (DI)(R9*4), R9
-	LEAQ    128(SP), R10
-	VXORPS  Y8, Y8, Y8
-	VMOVUPS Y8, (R10)
-	VMOVUPS Y8, 32(R10)
-	VMOVUPS Y8, 64(R10)
-	VMOVUPS Y8, 96(R10)
-	VMOVUPS Y8, 128(R10)
-	VMOVUPS Y8, 160(R10)
-	VMOVUPS Y8, 192(R10)
-	VMOVUPS Y8, 224(R10)
-	MOVQ    432(SP), R12
-	XORQ    R11, R11
-	SUBQ    $0x00000008, R12
-
-copyvec2:
-	CMPQ    R11, R12
-	JG      copyone3
-	VMOVUPS (R9)(R11*4), Y8
-	VMOVUPS Y8, (R10)(R11*4)
-	ADDQ    $0x00000008, R11
-	JMP     copyvec2
-
-copyone3:
-	ADDQ $0x00000008, R12
-
-copyloop5:
-	CMPQ R11, R12
-	JGE  copied4
-	MOVL (R9)(R11*4), R13
-	MOVL R13, (R10)(R11*4)
-	INCQ R11
-	JMP  copyloop5
-
-copied4:
-	XORQ    R9, R9
-	VMOVUPS (R10)(R9*4), Y8
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y0, Y0
-	VMOVUPS 32(R10)(R9*4), Y8
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y1, Y1
-	VMOVUPS 64(R10)(R9*4), Y8
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y2, Y2
-	VMOVUPS 96(R10)(R9*4), Y8
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y3, Y3
-	VMOVUPS 128(R10)(R9*4), Y8
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y4, Y4
-	VMOVUPS 160(R10)(R9*4), Y8
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y5, Y5
-	VMOVUPS 192(R10)(R9*4), Y8
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y6, Y6
-	VMOVUPS 224(R10)(R9*4), Y8
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y7, Y7
-
-summed:
-	VADDPS  Y4, Y0, Y0
-	VADDPS  Y5, Y1, Y1
-	VADDPS  Y6, Y2, Y2
-	VADDPS  Y7, Y3, Y3
-	VADDPS  Y2, Y0, Y0
-	VADDPS  Y3, Y1, Y1
-	VADDPS  Y1, Y0, Y0
-	CMPQ    416(SP), $0x01
-	JE      invone
-	VMOVUPS Y0, (SP)(R8*1)
-	ADDQ    SI, DI
-	ADDQ    $0x00000020, R8
-	CMPQ    R8, $0x00000080
-	JB      sumrow
-	JMP     invgroup
-
-invone:
-	// Halving tree: p[j] += p[j+h] for the remaining h, down to ss.
-	VEXTRACTF128 $0x01, Y0, X1
-	VADDPS       X1, X0, X1
-	VMOVHLPS     X1, X1, X0
-	VADDPS       X0, X1, X1
-	VMOVSHDUP    X1, X0
-	VADDSS       X0, X1, X1
-
-	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
-	CMPL   452(SP), $0x00
-	JE     divide6
-	VMULSS 452(SP), X1, X1
-	JMP    divided7
-
-divide6:
-	VDIVSS 448(SP), X1, X1
-
-divided7:
-	VADDSS   job_eps+0(AX), X1, X1
-	VUCOMISS tlo<>+0(SB), X1
-	JCS      ret
-	VUCOMISS tmax<>+0(SB), X1
-	JHI      ret
-	VSQRTSS  X1, X1, X1
-	VMOVSS   one<>+0(SB), X0
-	VDIVSS   X1, X0, X0
-
-	// Report 1/rms if asked.
-	MOVQ   job_inv+0(AX), DI
-	TESTQ  DI, DI
-	JZ     scale
-	MOVQ   400(SP), R8
-	VMOVSS X0, (DI)(R8*4)
-	JMP    scale
-
-invgroup:
-	// The rest of the halving tree, four rows at once.
-	VMOVUPS      (SP), Y0
-	VMOVUPS      32(SP), Y1
-	VMOVUPS      64(SP), Y2
-	VMOVUPS      96(SP), Y3
-	VPERM2F128   $0x20, Y1, Y0, Y4
-	VPERM2F128   $0x31, Y1, Y0, Y0
-	VADDPS       Y0, Y4, Y4
-	VPERM2F128   $0x20, Y3, Y2, Y0
-	VPERM2F128   $0x31, Y3, Y2, Y1
-	VADDPS       Y1, Y0, Y0
-	VSHUFPS      $0x44, Y0, Y4, Y1
-	VSHUFPS      $0xee, Y0, Y4, Y0
-	VADDPS       Y0, Y1, Y1
-	VHADDPS      Y1, Y1, Y1
-	VEXTRACTF128 $0x01, Y1, X0
-	VUNPCKLPS    X0, X1, X0
-
-	// t = ss/d + eps for the four rows; any t outside [2^-100, MaxFloat32] sends the group to the one-row path.
-	CMPL         452(SP), $0x00
-	JE           divide8
-	VBROADCASTSS 452(SP), X1
-	VMULPS       X1, X0, X1
-	JMP          divided9
-
-divide8:
-	VBROADCASTSS 448(SP), X1
-	VDIVPS       X1, X0, X1
-
-divided9:
-	VBROADCASTSS job_eps+0(AX), X0
-	VADDPS       X0, X1, X1
-	VCMPPS       $0x1d, tlo4<>+0(SB), X1, X0
-	VCMPPS       $0x12, tmax4<>+0(SB), X1, X2
-	VANDPS       X2, X0, X0
-	VMOVMSKPS    X0, DI
-	CMPL         DI, $0x0f
-	JE           ginrange
-	MOVQ         $0x00000004, 408(SP)
-	JMP          row
-
-ginrange:
-	VSQRTPS      X1, X1
-	VBROADCASTSS one<>+0(SB), X0
-	VDIVPS       X1, X0, X0
-
-	// Report 1/rms if asked.
-	MOVQ    job_inv+0(AX), DI
-	TESTQ   DI, DI
-	JZ      scale
-	MOVQ    400(SP), R8
-	VMOVUPS X0, (DI)(R8*4)
-
-scale:
-	VBROADCASTSS X0, Y1
-	MOVQ         $0x00000000, 424(SP)
-	CMPQ         416(SP), $0x01
-	JE           scalebody
-	VMOVUPS      X0, 384(SP)
-
-scalerow:
-	MOVQ         424(SP), DI
-	VBROADCASTSS 384(SP)(DI*4), Y1
-
-scalebody:
-	VBROADCASTSS one<>+0(SB), Y0
-	TESTL        $0x00000010, job_flags+0(AX)
-	JNZ          weightadd10
-	VBROADCASTSS negzero<>+0(SB), Y0
-
-weightadd10:
-	// y = (src*inv)*w, rounded after each multiply.
-	XORQ  DI, DI
-	MOVQ  job_d+0(AX), R8
-	SUBQ  $0x00000020, R8
-	TESTL $0x00000002, job_flags+0(AX)
-	JNZ   scalepf
+	MOVQ  j+0(FP), AX
+	MOVQ  job_dst+0(AX), CX
+	MOVQ  job_x+0(AX), DX
+	MOVQ  job_res+0(AX), BX
 	TESTQ BX, BX
-	JZ    scaleloopnoweight
-	TESTL $0x00000010, job_flags+0(AX)
-	JNZ   scaleloopoffset
+	JZ    rowsset
+	XCHGQ DX, BX
 
-	PCALIGN $32
-scaleloop:
-	CMPQ    DI, R8
-	JG      scaletail
-	VMULPS  (DX)(DI*4), Y1, Y2
-	VMULPS  32(DX)(DI*4), Y1, Y3
-	VMULPS  64(DX)(DI*4), Y1, Y4
-	VMULPS  96(DX)(DI*4), Y1, Y5
-	VMULPS  (BX)(DI*4), Y2, Y2
-	VMOVUPS Y2, (CX)(DI*4)
-	VMULPS  32(BX)(DI*4), Y3, Y3
-	VMOVUPS Y3, 32(CX)(DI*4)
-	VMULPS  64(BX)(DI*4), Y4, Y4
-	VMOVUPS Y4, 64(CX)(DI*4)
-	VMULPS  96(BX)(DI*4), Y5, Y5
-	VMOVUPS Y5, 96(CX)(DI*4)
-	ADDQ    $0x00000020, DI
-	JMP     scaleloop
-
-	PCALIGN $32
-scaleloopoffset:
-	CMPQ    DI, R8
-	JG      scaletail
-	VMULPS  (DX)(DI*4), Y1, Y2
-	VMULPS  32(DX)(DI*4), Y1, Y3
-	VMULPS  64(DX)(DI*4), Y1, Y4
-	VMULPS  96(DX)(DI*4), Y1, Y5
-	VMOVUPS (BX)(DI*4), Y6
-	VADDPS  Y0, Y6, Y6
-	VMULPS  Y6, Y2, Y2
-	VMOVUPS Y2, (CX)(DI*4)
-	VMOVUPS 32(BX)(DI*4), Y2
-	VADDPS  Y0, Y2, Y2
-	VMULPS  Y2, Y3, Y3
-	VMOVUPS Y3, 32(CX)(DI*4)
-	VMOVUPS 64(BX)(DI*4), Y2
-	VADDPS  Y0, Y2, Y2
-	VMULPS  Y2, Y4, Y4
-	VMOVUPS Y4, 64(CX)(DI*4)
-	VMOVUPS 96(BX)(DI*4), Y2
-	VADDPS  Y0, Y2, Y2
-	VMULPS  Y2, Y5, Y5
-	VMOVUPS Y5, 96(CX)(DI*4)
-	ADDQ    $0x00000020, DI
-	JMP     scaleloopoffset
-
-	PCALIGN $32
-scaleloopnoweight:
-	CMPQ    DI, R8
-	JG      scaletail
-	VMULPS  (DX)(DI*4), Y1, Y2
-	VMULPS  32(DX)(DI*4), Y1, Y3
-	VMULPS  64(DX)(DI*4), Y1, Y4
-	VMULPS  96(DX)(DI*4), Y1, Y5
-	VMOVUPS Y2, (CX)(DI*4)
-	VMOVUPS Y3, 32(CX)(DI*4)
-	VMOVUPS Y4, 64(CX)(DI*4)
-	VMOVUPS Y5, 96(CX)(DI*4)
-	ADDQ    $0x00000020, DI
-	JMP     scaleloopnoweight
-
-scalepf:
-	MOVQ SI, R9
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows11
-	SHLQ $0x03, R9
-
-longrows11:
-	ADDQ  DX, R9
-	TESTL $0x00000001, job_flags+0(AX)
-	JNZ   scalent
-	TESTQ BX, BX
-	JZ    scalepfloopnoweight
-	TESTL $0x00000010, job_flags+0(AX)
-	JNZ   scalepfloopoffset
-
-	PCALIGN $32
-scalepfloop:
-	CMPQ       DI, R8
-	JG         scaletail
-	PREFETCHT0 (R9)(DI*4)
-	PREFETCHT0 64(R9)(DI*4)
-	VMULPS     (DX)(DI*4), Y1, Y2
-	VMULPS     32(DX)(DI*4), Y1, Y3
-	VMULPS     64(DX)(DI*4), Y1, Y4
-	VMULPS     96(DX)(DI*4), Y1, Y5
-	VMULPS     (BX)(DI*4), Y2, Y2
-	VMOVUPS    Y2, (CX)(DI*4)
-	VMULPS     32(BX)(DI*4), Y3, Y3
-	VMOVUPS    Y3, 32(CX)(DI*4)
-	VMULPS     64(BX)(DI*4), Y4, Y4
-	VMOVUPS    Y4, 64(CX)(DI*4)
-	VMULPS     96(BX)(DI*4), Y5, Y5
-	VMOVUPS    Y5, 96(CX)(DI*4)
-	ADDQ       $0x00000020, DI
-	JMP        scalepfloop
-
-	PCALIGN $32
-scalepfloopoffset:
-	CMPQ       DI, R8
-	JG         scaletail
-	PREFETCHT0 (R9)(DI*4)
-	PREFETCHT0 64(R9)(DI*4)
-	VMULPS     (DX)(DI*4), Y1, Y2
-	VMULPS     32(DX)(DI*4), Y1, Y3
-	VMULPS     64(DX)(DI*4), Y1, Y4
-	VMULPS     96(DX)(DI*4), Y1, Y5
-	VMOVUPS    (BX)(DI*4), Y6
-	VADDPS     Y0, Y6, Y6
-	VMULPS     Y6, Y2, Y2
-	VMOVUPS    Y2, (CX)(DI*4)
-	VMOVUPS    32(BX)(DI*4), Y2
-	VADDPS     Y0, Y2, Y2
-	VMULPS     Y2, Y3, Y3
-	VMOVUPS    Y3, 32(CX)(DI*4)
-	VMOVUPS    64(BX)(DI*4), Y2
-	VADDPS     Y0, Y2, Y2
-	VMULPS     Y2, Y4, Y4
-	VMOVUPS    Y4, 64(CX)(DI*4)
-	VMOVUPS    96(BX)(DI*4), Y2
-	VADDPS     Y0, Y2, Y2
-	VMULPS     Y2, Y5, Y5
-	VMOVUPS    Y5, 96(CX)(DI*4)
-	ADDQ       $0x00000020, DI
-	JMP        scalepfloopoffset
-
-	PCALIGN $32
-scalepfloopnoweight:
-	CMPQ       DI, R8
-	JG         scaletail
-	PREFETCHT0 (R9)(DI*4)
-	PREFETCHT0 64(R9)(DI*4)
-	VMULPS     (DX)(DI*4), Y1, Y2
-	VMULPS     32(DX)(DI*4), Y1, Y3
-	VMULPS     64(DX)(DI*4), Y1, Y4
-	VMULPS     96(DX)(DI*4), Y1, Y5
-	VMOVUPS    Y2, (CX)(DI*4)
-	VMOVUPS    Y3, 32(CX)(DI*4)
-	VMOVUPS    Y4, 64(CX)(DI*4)
-	VMOVUPS    Y5, 96(CX)(DI*4)
-	ADDQ       $0x00000020, DI
-	JMP        scalepfloopnoweight
-
-scalent:
-	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
-	MOVQ CX, R9
-	NEGQ R9
-	ANDQ $0x0000001f, R9
-	SHRQ $0x02, R9
-	JZ   scalentgo
-	CMPQ R9, job_d+0(AX)
-	JLE  scalehead
-	MOVQ job_d+0(AX), R9
-
-scalehead:
-	JMP partout
-
-scalentgo:
-	MOVQ SI, R9
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows12
-	SHLQ $0x03, R9
-
-longrows12:
-	ADDQ DX, R9
-	MOVL job_flags+0(AX), R10
-
-	PCALIGN $32
-scalentloop:
-	CMPQ       DI, R8
-	JG         scaletail
-	PREFETCHT0 (R9)(DI*4)
-	PREFETCHT0 64(R9)(DI*4)
-	VMULPS     (DX)(DI*4), Y1, Y2
-	VMULPS     32(DX)(DI*4), Y1, Y3
-	VMULPS     64(DX)(DI*4), Y1, Y4
-	VMULPS     96(DX)(DI*4), Y1, Y5
-	TESTQ      BX, BX
-	JZ         weighed14
-	TESTL      $0x00000010, R10
-	JNZ        offset13
-	VMULPS     (BX)(DI*4), Y2, Y2
-	VMULPS     32(BX)(DI*4), Y3, Y3
-	VMULPS     64(BX)(DI*4), Y4, Y4
-	VMULPS     96(BX)(DI*4), Y5, Y5
-
-weighed14:
-	VMOVNTPS Y2, (CX)(DI*4)
-	VMOVNTPS Y3, 32(CX)(DI*4)
-	VMOVNTPS Y4, 64(CX)(DI*4)
-	VMOVNTPS Y5, 96(CX)(DI*4)
-	ADDQ     $0x00000020, DI
-	JMP      scalentloop
-
-offset13:
-	VMOVUPS (BX)(DI*4), Y6
-	VADDPS  Y0, Y6, Y6
-	VMULPS  Y6, Y2, Y2
-	VMOVUPS 32(BX)(DI*4), Y6
-	VADDPS  Y0, Y6, Y6
-	VMULPS  Y6, Y3, Y3
-	VMOVUPS 64(BX)(DI*4), Y6
-	VADDPS  Y0, Y6, Y6
-	VMULPS  Y6, Y4, Y4
-	VMOVUPS 96(BX)(DI*4), Y6
-	VADDPS  Y0, Y6, Y6
-	VMULPS  Y6, Y5, Y5
-	JMP     weighed14
-
-scaletail:
-	ADDQ $0x00000018, R8
-
-scaleone:
-	CMPQ    DI, R8
-	JG      scalepart
-	VMULPS  (DX)(DI*4), Y1, Y2
-	TESTQ   BX, BX
-	JZ      noweight15
-	VMOVUPS (BX)(DI*4), Y3
-	VADDPS  Y0, Y3, Y3
-	VMULPS  Y3, Y2, Y2
-
-noweight15:
-	VMOVUPS Y2, (CX)(DI*4)
-	ADDQ    $0x00000008, DI
-	JMP     scaleone
-
-scalepart:
-	MOVQ job_d+0(AX), R9
-	SUBQ DI, R9
-	JZ   scaled
-
-	// The last n < lanes elements, or the first n of a non-temporal row (i + n < d: back to its loop).
-partout:
-	LEAQ (DX)(DI*4), R10
-	LEAQ 128(SP), R11
-	MOVQ R9, R13
-	XORQ R12, R12
-	SUBQ $0x00000008, R13
-
-copyvec16:
-	CMPQ    R12, R13
-	JG      copyone17
-	VMOVUPS (R10)(R12*4), Y2
-	VMOVUPS Y2, (R11)(R12*4)
-	ADDQ    $0x00000008, R12
-	JMP     copyvec16
-
-copyone17:
-	ADDQ $0x00000008, R13
-
-copyloop19:
-	CMPQ R12, R13
-	JGE  copied18
-	MOVL (R10)(R12*4), R14
-	MOVL R14, (R11)(R12*4)
-	INCQ R12
-	JMP  copyloop19
-
-copied18:
-	TESTQ BX, BX
-	JZ    nowcopy20
-	LEAQ  (BX)(DI*4), R10
-	LEAQ  160(SP), R11
-	MOVQ  R9, R13
-	XORQ  R12, R12
-	SUBQ  $0x00000008, R13
-
-copyvec21:
-	CMPQ    R12, R13
-	JG      copyone22
-	VMOVUPS (R10)(R12*4), Y2
-	VMOVUPS Y2, (R11)(R12*4)
-	ADDQ    $0x00000008, R12
-	JMP     copyvec21
-
-copyone22:
-	ADDQ $0x00000008, R13
-
-copyloop24:
-	CMPQ R12, R13
-	JGE  copied23
-	MOVL (R10)(R12*4), R14
-	MOVL R14, (R11)(R12*4)
-	INCQ R12
-	JMP  copyloop24
-
-copied23:
-nowcopy20:
-	VMOVUPS 128(SP), Y2
-	VMULPS  Y2, Y1, Y2
-	TESTQ   BX, BX
-	JZ      noweight25
-	VMOVUPS 160(SP), Y3
-	VADDPS  Y0, Y3, Y3
-	VMULPS  Y3, Y2, Y2
-
-noweight25:
-	VMOVUPS Y2, 192(SP)
-	LEAQ    192(SP), R11
-	LEAQ    (CX)(DI*4), R10
-	MOVQ    R9, R13
-	XORQ    R12, R12
-	SUBQ    $0x00000008, R13
-
-copyvec26:
-	CMPQ    R12, R13
-	JG      copyone27
-	VMOVUPS (R11)(R12*4), Y2
-	VMOVUPS Y2, (R10)(R12*4)
-	ADDQ    $0x00000008, R12
-	JMP     copyvec26
-
-copyone27:
-	ADDQ $0x00000008, R13
-
-copyloop29:
-	CMPQ R12, R13
-	JGE  copied28
-	MOVL (R11)(R12*4), R14
-	MOVL R14, (R10)(R12*4)
-	INCQ R12
-	JMP  copyloop29
-
-copied28:
-	ADDQ R9, DI
-	CMPQ DI, job_d+0(AX)
-	JB   scalentgo
-
-scaled:
-	ADDQ SI, DX
-	ADDQ SI, CX
-	INCQ 400(SP)
-	MOVQ 424(SP), DI
-	INCQ DI
-	MOVQ DI, 424(SP)
-	CMPQ DI, 416(SP)
-	JB   scalerow
-	JMP  row
-
-ret:
-	TESTL $0x00000001, job_flags+0(AX)
-	JZ    vzero
-	SFENCE
-
-vzero:
-	VZEROUPPER
-	MOVQ 400(SP), AX
-	MOVQ AX, ret+24(FP)
-	RET
-
-// func avx2ForwardAdd(j uintptr, from int, to int) int
-// Requires: AVX, AVX2, MMX+
-TEXT ·avx2ForwardAdd(SB), NOSPLIT, $712-32
-	// avx2ForwardAdd normalizes rows [from, to) of the job: h = x + res and res = h per element, then y = (h*inv)*w, (h*inv)*(1+w) with flagOffset, or h*inv with w nil, for each row.
-	// It stops before the first row that needs the float64 path and returns that row's index, or to.
-	MOVQ j+0(FP), AX
-	MOVQ job_dst+0(AX), CX
-	MOVQ job_x+0(AX), DX
-	MOVQ job_w+0(AX), BX
-	MOVQ job_res+0(AX), SI
+rowsset:
+	MOVQ job_w+0(AX), SI
 	MOVQ job_stride+0(AX), DI
 	SHLQ $0x02, DI
 
@@ -8288,17 +6162,34 @@ notpow2:
 	IMULQ DI, R8
 	ADDQ  R8, CX
 	ADDQ  R8, DX
-	ADDQ  R8, SI
+	ADDQ  R8, BX
 
 row:
 	MOVQ 656(SP), R8
 	CMPQ R8, to+16(FP)
 	JAE  ret
 	MOVQ $0x00000001, 672(SP)
-	MOVQ DX, R8
-	MOVQ SI, R9
-	XORQ R10, R10
+	CMPQ job_res+0(AX), $0x00
+	JNE  addsum
+	CMPQ 664(SP), $0x00
+	JE   trygroup
+	DECQ 664(SP)
+	JMP  sum
 
+trygroup:
+	CMPQ job_d+0(AX), $0x00000200
+	JA   sum
+	MOVQ to+16(FP), R8
+	SUBQ 656(SP), R8
+	CMPQ R8, $0x04
+	JB   sum
+	MOVQ $0x00000004, 672(SP)
+
+sum:
+	MOVQ DX, R8
+	XORQ R9, R9
+
+sumrow:
 	// Sum of squares: element i goes to partial i%64.
 	MOVQ   job_d+0(AX), R11
 	SUBQ   $0x00000040, R11
@@ -8315,6 +6206,209 @@ row:
 	JMP    sumtail
 
 firstblock:
+	// +0 + square is the square itself: the first block initializes the partials.
+	XORQ    R10, R10
+	VMOVUPS (R8)(R10*4), Y0
+	VMULPS  Y0, Y0, Y0
+	VMOVUPS 32(R8)(R10*4), Y1
+	VMULPS  Y1, Y1, Y1
+	VMOVUPS 64(R8)(R10*4), Y2
+	VMULPS  Y2, Y2, Y2
+	VMOVUPS 96(R8)(R10*4), Y3
+	VMULPS  Y3, Y3, Y3
+	VMOVUPS 128(R8)(R10*4), Y4
+	VMULPS  Y4, Y4, Y4
+	VMOVUPS 160(R8)(R10*4), Y5
+	VMULPS  Y5, Y5, Y5
+	VMOVUPS 192(R8)(R10*4), Y6
+	VMULPS  Y6, Y6, Y6
+	VMOVUPS 224(R8)(R10*4), Y7
+	VMULPS  Y7, Y7, Y7
+	MOVQ    $0x00000040, R10
+	TESTL   $0x00000002, job_flags+0(AX)
+	JNZ     sumpf
+
+	PCALIGN $32
+sumloop:
+	CMPQ    R10, R11
+	JG      sumtail
+	VMOVUPS (R8)(R10*4), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y0, Y0
+	VMOVUPS 32(R8)(R10*4), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y1, Y1
+	VMOVUPS 64(R8)(R10*4), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y2, Y2
+	VMOVUPS 96(R8)(R10*4), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y3, Y3
+	VMOVUPS 128(R8)(R10*4), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y4, Y4
+	VMOVUPS 160(R8)(R10*4), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y5, Y5
+	VMOVUPS 192(R8)(R10*4), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y6, Y6
+	VMOVUPS 224(R8)(R10*4), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y7, Y7
+	ADDQ    $0x00000040, R10
+	JMP     sumloop
+
+	// The same, prefetching the rows ahead.
+sumpf:
+	MOVQ DI, R12
+	SHLQ $0x01, R12
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows1
+	SHLQ $0x03, R12
+
+longrows1:
+	ADDQ R8, R12
+
+	PCALIGN $32
+sumpfloop:
+	CMPQ       R10, R11
+	JG         sumtail
+	PREFETCHT0 (R12)(R10*4)
+	PREFETCHT0 64(R12)(R10*4)
+	PREFETCHT0 128(R12)(R10*4)
+	PREFETCHT0 192(R12)(R10*4)
+	VMOVUPS    (R8)(R10*4), Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y0, Y0
+	VMOVUPS    32(R8)(R10*4), Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y1, Y1
+	VMOVUPS    64(R8)(R10*4), Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y2, Y2
+	VMOVUPS    96(R8)(R10*4), Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y3, Y3
+	VMOVUPS    128(R8)(R10*4), Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y4, Y4
+	VMOVUPS    160(R8)(R10*4), Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y5, Y5
+	VMOVUPS    192(R8)(R10*4), Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y6, Y6
+	VMOVUPS    224(R8)(R10*4), Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y7, Y7
+	ADDQ       $0x00000040, R10
+	JMP        sumpfloop
+
+sumtail:
+	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
+	MOVQ    job_d+0(AX), R11
+	SUBQ    R10, R11
+	JZ      summed
+	MOVQ    R11, 688(SP)
+	LEAQ    (R8)(R10*4), R10
+	LEAQ    128(SP), R11
+	VXORPS  Y8, Y8, Y8
+	VMOVUPS Y8, (R11)
+	VMOVUPS Y8, 32(R11)
+	VMOVUPS Y8, 64(R11)
+	VMOVUPS Y8, 96(R11)
+	VMOVUPS Y8, 128(R11)
+	VMOVUPS Y8, 160(R11)
+	VMOVUPS Y8, 192(R11)
+	VMOVUPS Y8, 224(R11)
+	MOVQ    688(SP), R13
+	XORQ    R12, R12
+	SUBQ    $0x00000008, R13
+
+copyvec2:
+	CMPQ    R12, R13
+	JG      copyone3
+	VMOVUPS (R10)(R12*4), Y8
+	VMOVUPS Y8, (R11)(R12*4)
+	ADDQ    $0x00000008, R12
+	JMP     copyvec2
+
+copyone3:
+	ADDQ $0x00000008, R13
+
+copyloop5:
+	CMPQ R12, R13
+	JGE  copied4
+	MOVL (R10)(R12*4), R14
+	MOVL R14, (R11)(R12*4)
+	INCQ R12
+	JMP  copyloop5
+
+copied4:
+	XORQ    R10, R10
+	VMOVUPS (R11)(R10*4), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y0, Y0
+	VMOVUPS 32(R11)(R10*4), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y1, Y1
+	VMOVUPS 64(R11)(R10*4), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y2, Y2
+	VMOVUPS 96(R11)(R10*4), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y3, Y3
+	VMOVUPS 128(R11)(R10*4), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y4, Y4
+	VMOVUPS 160(R11)(R10*4), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y5, Y5
+	VMOVUPS 192(R11)(R10*4), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y6, Y6
+	VMOVUPS 224(R11)(R10*4), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y7, Y7
+
+summed:
+	VADDPS  Y4, Y0, Y0
+	VADDPS  Y5, Y1, Y1
+	VADDPS  Y6, Y2, Y2
+	VADDPS  Y7, Y3, Y3
+	VADDPS  Y2, Y0, Y0
+	VADDPS  Y3, Y1, Y1
+	VADDPS  Y1, Y0, Y0
+	CMPQ    672(SP), $0x01
+	JE      invone
+	VMOVUPS Y0, (SP)(R9*1)
+	ADDQ    DI, R8
+	ADDQ    $0x00000020, R9
+	CMPQ    R9, $0x00000080
+	JB      sumrow
+	JMP     invgroup
+
+addsum:
+	MOVQ BX, R8
+	MOVQ DX, R9
+
+	// Sum of squares: element i goes to partial i%64.
+	MOVQ   job_d+0(AX), R11
+	SUBQ   $0x00000040, R11
+	JGE    addfirstblock
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	XORQ   R10, R10
+	JMP    addsumtail
+
+addfirstblock:
 	// +0 + square is the square itself: the first block initializes the partials.
 	XORQ    R10, R10
 	VMOVUPS (R8)(R10*4), Y0
@@ -8351,12 +6445,12 @@ firstblock:
 	VMULPS  Y7, Y7, Y7
 	MOVQ    $0x00000040, R10
 	TESTL   $0x00000002, job_flags+0(AX)
-	JNZ     sumpf
+	JNZ     addsumpf
 
 	PCALIGN $32
-sumloop:
+addsumloop:
 	CMPQ    R10, R11
-	JG      sumtail
+	JG      addsumtail
 	VMOVUPS (R8)(R10*4), Y8
 	VADDPS  (R9)(R10*4), Y8, Y8
 	VMOVUPS Y8, (R9)(R10*4)
@@ -8398,23 +6492,23 @@ sumloop:
 	VMULPS  Y8, Y8, Y8
 	VADDPS  Y8, Y7, Y7
 	ADDQ    $0x00000040, R10
-	JMP     sumloop
+	JMP     addsumloop
 
 	// The same, prefetching the rows ahead.
-sumpf:
+addsumpf:
 	MOVQ DI, R12
 	SHLQ $0x01, R12
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows1
+	JA   longrows6
 	SHLQ $0x03, R12
 
-longrows1:
+longrows6:
 	ADDQ R8, R12
 
 	PCALIGN $32
-sumpfloop:
+addsumpfloop:
 	CMPQ       R10, R11
-	JG         sumtail
+	JG         addsumtail
 	PREFETCHT0 (R12)(R10*4)
 	PREFETCHT0 64(R12)(R10*4)
 	PREFETCHT0 128(R12)(R10*4)
@@ -8460,13 +6554,13 @@ sumpfloop:
 	VMULPS     Y8, Y8, Y8
 	VADDPS     Y8, Y7, Y7
 	ADDQ       $0x00000040, R10
-	JMP        sumpfloop
+	JMP        addsumpfloop
 
-sumtail:
+addsumtail:
 	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
 	MOVQ    job_d+0(AX), R11
 	SUBQ    R10, R11
-	JZ      summed
+	JZ      addsummed
 	MOVQ    R11, 688(SP)
 	LEAQ    (R8)(R10*4), R8
 	LEAQ    (R9)(R10*4), R9
@@ -8485,26 +6579,26 @@ sumtail:
 	XORQ    R10, R10
 	SUBQ    $0x00000008, R11
 
-copyvec2:
+copyvec7:
 	CMPQ    R10, R11
-	JG      copyone3
+	JG      copyone8
 	VMOVUPS (R8)(R10*4), Y8
 	VMOVUPS Y8, (R9)(R10*4)
 	ADDQ    $0x00000008, R10
-	JMP     copyvec2
+	JMP     copyvec7
 
-copyone3:
+copyone8:
 	ADDQ $0x00000008, R11
 
-copyloop5:
+copyloop10:
 	CMPQ R10, R11
-	JGE  copied4
+	JGE  copied9
 	MOVL (R8)(R10*4), R12
 	MOVL R12, (R9)(R10*4)
 	INCQ R10
-	JMP  copyloop5
+	JMP  copyloop10
 
-copied4:
+copied9:
 	MOVQ    696(SP), R8
 	LEAQ    384(SP), R10
 	VXORPS  Y8, Y8, Y8
@@ -8520,26 +6614,26 @@ copied4:
 	XORQ    R11, R11
 	SUBQ    $0x00000008, R12
 
-copyvec6:
+copyvec11:
 	CMPQ    R11, R12
-	JG      copyone7
+	JG      copyone12
 	VMOVUPS (R8)(R11*4), Y8
 	VMOVUPS Y8, (R10)(R11*4)
 	ADDQ    $0x00000008, R11
-	JMP     copyvec6
+	JMP     copyvec11
 
-copyone7:
+copyone12:
 	ADDQ $0x00000008, R12
 
-copyloop9:
+copyloop14:
 	CMPQ R11, R12
-	JGE  copied8
+	JGE  copied13
 	MOVL (R8)(R11*4), R13
 	MOVL R13, (R10)(R11*4)
 	INCQ R11
-	JMP  copyloop9
+	JMP  copyloop14
 
-copied8:
+copied13:
 	XORQ    R8, R8
 	VMOVUPS (R9)(R8*4), Y8
 	VADDPS  (R10)(R8*4), Y8, Y8
@@ -8587,27 +6681,27 @@ copied8:
 	XORQ    R10, R10
 	SUBQ    $0x00000008, R11
 
-copyvec10:
+copyvec15:
 	CMPQ    R10, R11
-	JG      copyone11
+	JG      copyone16
 	VMOVUPS (R9)(R10*4), Y8
 	VMOVUPS Y8, (R8)(R10*4)
 	ADDQ    $0x00000008, R10
-	JMP     copyvec10
+	JMP     copyvec15
 
-copyone11:
+copyone16:
 	ADDQ $0x00000008, R11
 
-copyloop13:
+copyloop18:
 	CMPQ R10, R11
-	JGE  copied12
+	JGE  copied17
 	MOVL (R9)(R10*4), R12
 	MOVL R12, (R8)(R10*4)
 	INCQ R10
-	JMP  copyloop13
+	JMP  copyloop18
 
-copied12:
-summed:
+copied17:
+addsummed:
 	VADDPS Y4, Y0, Y0
 	VADDPS Y5, Y1, Y1
 	VADDPS Y6, Y2, Y2
@@ -8616,6 +6710,7 @@ summed:
 	VADDPS Y3, Y1, Y1
 	VADDPS Y1, Y0, Y0
 
+invone:
 	// Halving tree: p[j] += p[j+h] for the remaining h, down to ss.
 	VEXTRACTF128 $0x01, Y0, X1
 	VADDPS       X1, X0, X1
@@ -8626,14 +6721,14 @@ summed:
 
 	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
 	CMPL   708(SP), $0x00
-	JE     divide14
+	JE     divide19
 	VMULSS 708(SP), X1, X1
-	JMP    divided15
+	JMP    divided20
 
-divide14:
+divide19:
 	VDIVSS 704(SP), X1, X1
 
-divided15:
+divided20:
 	VADDSS   job_eps+0(AX), X1, X1
 	VUCOMISS tlo<>+0(SB), X1
 	JCS      ret
@@ -8649,6 +6744,61 @@ divided15:
 	JZ     scale
 	MOVQ   656(SP), R9
 	VMOVSS X0, (R8)(R9*4)
+	JMP    scale
+
+invgroup:
+	// The rest of the halving tree, four rows at once.
+	VMOVUPS      (SP), Y0
+	VMOVUPS      32(SP), Y1
+	VMOVUPS      64(SP), Y2
+	VMOVUPS      96(SP), Y3
+	VPERM2F128   $0x20, Y1, Y0, Y4
+	VPERM2F128   $0x31, Y1, Y0, Y0
+	VADDPS       Y0, Y4, Y4
+	VPERM2F128   $0x20, Y3, Y2, Y0
+	VPERM2F128   $0x31, Y3, Y2, Y1
+	VADDPS       Y1, Y0, Y0
+	VSHUFPS      $0x44, Y0, Y4, Y1
+	VSHUFPS      $0xee, Y0, Y4, Y0
+	VADDPS       Y0, Y1, Y1
+	VHADDPS      Y1, Y1, Y1
+	VEXTRACTF128 $0x01, Y1, X0
+	VUNPCKLPS    X0, X1, X0
+
+	// t = ss/d + eps for the four rows; any t outside [2^-100, MaxFloat32] sends the group to the one-row path.
+	CMPL         708(SP), $0x00
+	JE           divide21
+	VBROADCASTSS 708(SP), X1
+	VMULPS       X1, X0, X1
+	JMP          divided22
+
+divide21:
+	VBROADCASTSS 704(SP), X1
+	VDIVPS       X1, X0, X1
+
+divided22:
+	VBROADCASTSS job_eps+0(AX), X0
+	VADDPS       X0, X1, X1
+	VCMPPS       $0x1d, tlo4<>+0(SB), X1, X0
+	VCMPPS       $0x12, tmax4<>+0(SB), X1, X2
+	VANDPS       X2, X0, X0
+	VMOVMSKPS    X0, R8
+	CMPL         R8, $0x0f
+	JE           ginrange
+	MOVQ         $0x00000004, 664(SP)
+	JMP          row
+
+ginrange:
+	VSQRTPS      X1, X1
+	VBROADCASTSS one<>+0(SB), X0
+	VDIVPS       X1, X0, X0
+
+	// Report 1/rms if asked.
+	MOVQ    job_inv+0(AX), R8
+	TESTQ   R8, R8
+	JZ      scale
+	MOVQ    656(SP), R9
+	VMOVUPS X0, (R8)(R9*4)
 
 scale:
 	VBROADCASTSS X0, Y1
@@ -8664,17 +6814,17 @@ scalerow:
 scalebody:
 	VBROADCASTSS one<>+0(SB), Y0
 	TESTL        $0x00000010, job_flags+0(AX)
-	JNZ          weightadd16
+	JNZ          weightadd23
 	VBROADCASTSS negzero<>+0(SB), Y0
 
-weightadd16:
+weightadd23:
 	// y = (src*inv)*w, rounded after each multiply.
 	XORQ  R8, R8
 	MOVQ  job_d+0(AX), R9
 	SUBQ  $0x00000020, R9
 	TESTL $0x00000002, job_flags+0(AX)
 	JNZ   scalepf
-	TESTQ BX, BX
+	TESTQ SI, SI
 	JZ    scaleloopnoweight
 	TESTL $0x00000010, job_flags+0(AX)
 	JNZ   scaleloopoffset
@@ -8683,17 +6833,17 @@ weightadd16:
 scaleloop:
 	CMPQ    R8, R9
 	JG      scaletail
-	VMULPS  (SI)(R8*4), Y1, Y2
-	VMULPS  32(SI)(R8*4), Y1, Y3
-	VMULPS  64(SI)(R8*4), Y1, Y4
-	VMULPS  96(SI)(R8*4), Y1, Y5
-	VMULPS  (BX)(R8*4), Y2, Y2
+	VMULPS  (DX)(R8*4), Y1, Y2
+	VMULPS  32(DX)(R8*4), Y1, Y3
+	VMULPS  64(DX)(R8*4), Y1, Y4
+	VMULPS  96(DX)(R8*4), Y1, Y5
+	VMULPS  (SI)(R8*4), Y2, Y2
 	VMOVUPS Y2, (CX)(R8*4)
-	VMULPS  32(BX)(R8*4), Y3, Y3
+	VMULPS  32(SI)(R8*4), Y3, Y3
 	VMOVUPS Y3, 32(CX)(R8*4)
-	VMULPS  64(BX)(R8*4), Y4, Y4
+	VMULPS  64(SI)(R8*4), Y4, Y4
 	VMOVUPS Y4, 64(CX)(R8*4)
-	VMULPS  96(BX)(R8*4), Y5, Y5
+	VMULPS  96(SI)(R8*4), Y5, Y5
 	VMOVUPS Y5, 96(CX)(R8*4)
 	ADDQ    $0x00000020, R8
 	JMP     scaleloop
@@ -8702,23 +6852,23 @@ scaleloop:
 scaleloopoffset:
 	CMPQ    R8, R9
 	JG      scaletail
-	VMULPS  (SI)(R8*4), Y1, Y2
-	VMULPS  32(SI)(R8*4), Y1, Y3
-	VMULPS  64(SI)(R8*4), Y1, Y4
-	VMULPS  96(SI)(R8*4), Y1, Y5
-	VMOVUPS (BX)(R8*4), Y6
+	VMULPS  (DX)(R8*4), Y1, Y2
+	VMULPS  32(DX)(R8*4), Y1, Y3
+	VMULPS  64(DX)(R8*4), Y1, Y4
+	VMULPS  96(DX)(R8*4), Y1, Y5
+	VMOVUPS (SI)(R8*4), Y6
 	VADDPS  Y0, Y6, Y6
 	VMULPS  Y6, Y2, Y2
 	VMOVUPS Y2, (CX)(R8*4)
-	VMOVUPS 32(BX)(R8*4), Y2
+	VMOVUPS 32(SI)(R8*4), Y2
 	VADDPS  Y0, Y2, Y2
 	VMULPS  Y2, Y3, Y3
 	VMOVUPS Y3, 32(CX)(R8*4)
-	VMOVUPS 64(BX)(R8*4), Y2
+	VMOVUPS 64(SI)(R8*4), Y2
 	VADDPS  Y0, Y2, Y2
 	VMULPS  Y2, Y4, Y4
 	VMOVUPS Y4, 64(CX)(R8*4)
-	VMOVUPS 96(BX)(R8*4), Y2
+	VMOVUPS 96(SI)(R8*4), Y2
 	VADDPS  Y0, Y2, Y2
 	VMULPS  Y2, Y5, Y5
 	VMOVUPS Y5, 96(CX)(R8*4)
@@ -8729,10 +6879,10 @@ scaleloopoffset:
 scaleloopnoweight:
 	CMPQ    R8, R9
 	JG      scaletail
-	VMULPS  (SI)(R8*4), Y1, Y2
-	VMULPS  32(SI)(R8*4), Y1, Y3
-	VMULPS  64(SI)(R8*4), Y1, Y4
-	VMULPS  96(SI)(R8*4), Y1, Y5
+	VMULPS  (DX)(R8*4), Y1, Y2
+	VMULPS  32(DX)(R8*4), Y1, Y3
+	VMULPS  64(DX)(R8*4), Y1, Y4
+	VMULPS  96(DX)(R8*4), Y1, Y5
 	VMOVUPS Y2, (CX)(R8*4)
 	VMOVUPS Y3, 32(CX)(R8*4)
 	VMOVUPS Y4, 64(CX)(R8*4)
@@ -8743,14 +6893,14 @@ scaleloopnoweight:
 scalepf:
 	MOVQ DI, R10
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows17
+	JA   longrows24
 	SHLQ $0x03, R10
 
-longrows17:
-	ADDQ  SI, R10
+longrows24:
+	ADDQ  DX, R10
 	TESTL $0x00000001, job_flags+0(AX)
 	JNZ   scalent
-	TESTQ BX, BX
+	TESTQ SI, SI
 	JZ    scalepfloopnoweight
 	TESTL $0x00000010, job_flags+0(AX)
 	JNZ   scalepfloopoffset
@@ -8761,17 +6911,17 @@ scalepfloop:
 	JG         scaletail
 	PREFETCHT0 (R10)(R8*4)
 	PREFETCHT0 64(R10)(R8*4)
-	VMULPS     (SI)(R8*4), Y1, Y2
-	VMULPS     32(SI)(R8*4), Y1, Y3
-	VMULPS     64(SI)(R8*4), Y1, Y4
-	VMULPS     96(SI)(R8*4), Y1, Y5
-	VMULPS     (BX)(R8*4), Y2, Y2
+	VMULPS     (DX)(R8*4), Y1, Y2
+	VMULPS     32(DX)(R8*4), Y1, Y3
+	VMULPS     64(DX)(R8*4), Y1, Y4
+	VMULPS     96(DX)(R8*4), Y1, Y5
+	VMULPS     (SI)(R8*4), Y2, Y2
 	VMOVUPS    Y2, (CX)(R8*4)
-	VMULPS     32(BX)(R8*4), Y3, Y3
+	VMULPS     32(SI)(R8*4), Y3, Y3
 	VMOVUPS    Y3, 32(CX)(R8*4)
-	VMULPS     64(BX)(R8*4), Y4, Y4
+	VMULPS     64(SI)(R8*4), Y4, Y4
 	VMOVUPS    Y4, 64(CX)(R8*4)
-	VMULPS     96(BX)(R8*4), Y5, Y5
+	VMULPS     96(SI)(R8*4), Y5, Y5
 	VMOVUPS    Y5, 96(CX)(R8*4)
 	ADDQ       $0x00000020, R8
 	JMP        scalepfloop
@@ -8782,23 +6932,23 @@ scalepfloopoffset:
 	JG         scaletail
 	PREFETCHT0 (R10)(R8*4)
 	PREFETCHT0 64(R10)(R8*4)
-	VMULPS     (SI)(R8*4), Y1, Y2
-	VMULPS     32(SI)(R8*4), Y1, Y3
-	VMULPS     64(SI)(R8*4), Y1, Y4
-	VMULPS     96(SI)(R8*4), Y1, Y5
-	VMOVUPS    (BX)(R8*4), Y6
+	VMULPS     (DX)(R8*4), Y1, Y2
+	VMULPS     32(DX)(R8*4), Y1, Y3
+	VMULPS     64(DX)(R8*4), Y1, Y4
+	VMULPS     96(DX)(R8*4), Y1, Y5
+	VMOVUPS    (SI)(R8*4), Y6
 	VADDPS     Y0, Y6, Y6
 	VMULPS     Y6, Y2, Y2
 	VMOVUPS    Y2, (CX)(R8*4)
-	VMOVUPS    32(BX)(R8*4), Y2
+	VMOVUPS    32(SI)(R8*4), Y2
 	VADDPS     Y0, Y2, Y2
 	VMULPS     Y2, Y3, Y3
 	VMOVUPS    Y3, 32(CX)(R8*4)
-	VMOVUPS    64(BX)(R8*4), Y2
+	VMOVUPS    64(SI)(R8*4), Y2
 	VADDPS     Y0, Y2, Y2
 	VMULPS     Y2, Y4, Y4
 	VMOVUPS    Y4, 64(CX)(R8*4)
-	VMOVUPS    96(BX)(R8*4), Y2
+	VMOVUPS    96(SI)(R8*4), Y2
 	VADDPS     Y0, Y2, Y2
 	VMULPS     Y2, Y5, Y5
 	VMOVUPS    Y5, 96(CX)(R8*4)
@@ -8811,10 +6961,10 @@ scalepfloopnoweight:
 	JG         scaletail
 	PREFETCHT0 (R10)(R8*4)
 	PREFETCHT0 64(R10)(R8*4)
-	VMULPS     (SI)(R8*4), Y1, Y2
-	VMULPS     32(SI)(R8*4), Y1, Y3
-	VMULPS     64(SI)(R8*4), Y1, Y4
-	VMULPS     96(SI)(R8*4), Y1, Y5
+	VMULPS     (DX)(R8*4), Y1, Y2
+	VMULPS     32(DX)(R8*4), Y1, Y3
+	VMULPS     64(DX)(R8*4), Y1, Y4
+	VMULPS     96(DX)(R8*4), Y1, Y5
 	VMOVUPS    Y2, (CX)(R8*4)
 	VMOVUPS    Y3, 32(CX)(R8*4)
 	VMOVUPS    Y4, 64(CX)(R8*4)
@@ -8839,11 +6989,11 @@ scalehead:
 scalentgo:
 	MOVQ DI, R10
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows18
+	JA   longrows25
 	SHLQ $0x03, R10
 
-longrows18:
-	ADDQ SI, R10
+longrows25:
+	ADDQ DX, R10
 	MOVL job_flags+0(AX), R11
 
 	PCALIGN $32
@@ -8852,20 +7002,20 @@ scalentloop:
 	JG         scaletail
 	PREFETCHT0 (R10)(R8*4)
 	PREFETCHT0 64(R10)(R8*4)
-	VMULPS     (SI)(R8*4), Y1, Y2
-	VMULPS     32(SI)(R8*4), Y1, Y3
-	VMULPS     64(SI)(R8*4), Y1, Y4
-	VMULPS     96(SI)(R8*4), Y1, Y5
-	TESTQ      BX, BX
-	JZ         weighed20
+	VMULPS     (DX)(R8*4), Y1, Y2
+	VMULPS     32(DX)(R8*4), Y1, Y3
+	VMULPS     64(DX)(R8*4), Y1, Y4
+	VMULPS     96(DX)(R8*4), Y1, Y5
+	TESTQ      SI, SI
+	JZ         weighed27
 	TESTL      $0x00000010, R11
-	JNZ        offset19
-	VMULPS     (BX)(R8*4), Y2, Y2
-	VMULPS     32(BX)(R8*4), Y3, Y3
-	VMULPS     64(BX)(R8*4), Y4, Y4
-	VMULPS     96(BX)(R8*4), Y5, Y5
+	JNZ        offset26
+	VMULPS     (SI)(R8*4), Y2, Y2
+	VMULPS     32(SI)(R8*4), Y3, Y3
+	VMULPS     64(SI)(R8*4), Y4, Y4
+	VMULPS     96(SI)(R8*4), Y5, Y5
 
-weighed20:
+weighed27:
 	VMOVNTPS Y2, (CX)(R8*4)
 	VMOVNTPS Y3, 32(CX)(R8*4)
 	VMOVNTPS Y4, 64(CX)(R8*4)
@@ -8873,20 +7023,20 @@ weighed20:
 	ADDQ     $0x00000020, R8
 	JMP      scalentloop
 
-offset19:
-	VMOVUPS (BX)(R8*4), Y6
+offset26:
+	VMOVUPS (SI)(R8*4), Y6
 	VADDPS  Y0, Y6, Y6
 	VMULPS  Y6, Y2, Y2
-	VMOVUPS 32(BX)(R8*4), Y6
+	VMOVUPS 32(SI)(R8*4), Y6
 	VADDPS  Y0, Y6, Y6
 	VMULPS  Y6, Y3, Y3
-	VMOVUPS 64(BX)(R8*4), Y6
+	VMOVUPS 64(SI)(R8*4), Y6
 	VADDPS  Y0, Y6, Y6
 	VMULPS  Y6, Y4, Y4
-	VMOVUPS 96(BX)(R8*4), Y6
+	VMOVUPS 96(SI)(R8*4), Y6
 	VADDPS  Y0, Y6, Y6
 	VMULPS  Y6, Y5, Y5
-	JMP     weighed20
+	JMP     weighed27
 
 scaletail:
 	ADDQ $0x00000018, R9
@@ -8894,14 +7044,14 @@ scaletail:
 scaleone:
 	CMPQ    R8, R9
 	JG      scalepart
-	VMULPS  (SI)(R8*4), Y1, Y2
-	TESTQ   BX, BX
-	JZ      noweight21
-	VMOVUPS (BX)(R8*4), Y3
+	VMULPS  (DX)(R8*4), Y1, Y2
+	TESTQ   SI, SI
+	JZ      noweight28
+	VMOVUPS (SI)(R8*4), Y3
 	VADDPS  Y0, Y3, Y3
 	VMULPS  Y3, Y2, Y2
 
-noweight21:
+noweight28:
 	VMOVUPS Y2, (CX)(R8*4)
 	ADDQ    $0x00000008, R8
 	JMP     scaleone
@@ -8913,70 +7063,70 @@ scalepart:
 
 	// The last n < lanes elements, or the first n of a non-temporal row (i + n < d: back to its loop).
 partout:
-	LEAQ (SI)(R8*4), R11
+	LEAQ (DX)(R8*4), R11
 	LEAQ 128(SP), R12
 	MOVQ R10, R14
 	XORQ R13, R13
 	SUBQ $0x00000008, R14
 
-copyvec22:
+copyvec29:
 	CMPQ    R13, R14
-	JG      copyone23
+	JG      copyone30
 	VMOVUPS (R11)(R13*4), Y2
 	VMOVUPS Y2, (R12)(R13*4)
 	ADDQ    $0x00000008, R13
-	JMP     copyvec22
+	JMP     copyvec29
 
-copyone23:
+copyone30:
 	ADDQ $0x00000008, R14
 
-copyloop25:
+copyloop32:
 	CMPQ R13, R14
-	JGE  copied24
+	JGE  copied31
 	MOVL (R11)(R13*4), R15
 	MOVL R15, (R12)(R13*4)
 	INCQ R13
-	JMP  copyloop25
+	JMP  copyloop32
 
-copied24:
-	TESTQ BX, BX
-	JZ    nowcopy26
-	LEAQ  (BX)(R8*4), R11
+copied31:
+	TESTQ SI, SI
+	JZ    nowcopy33
+	LEAQ  (SI)(R8*4), R11
 	LEAQ  160(SP), R12
 	MOVQ  R10, R14
 	XORQ  R13, R13
 	SUBQ  $0x00000008, R14
 
-copyvec27:
+copyvec34:
 	CMPQ    R13, R14
-	JG      copyone28
+	JG      copyone35
 	VMOVUPS (R11)(R13*4), Y2
 	VMOVUPS Y2, (R12)(R13*4)
 	ADDQ    $0x00000008, R13
-	JMP     copyvec27
+	JMP     copyvec34
 
-copyone28:
+copyone35:
 	ADDQ $0x00000008, R14
 
-copyloop30:
+copyloop37:
 	CMPQ R13, R14
-	JGE  copied29
+	JGE  copied36
 	MOVL (R11)(R13*4), R15
 	MOVL R15, (R12)(R13*4)
 	INCQ R13
-	JMP  copyloop30
+	JMP  copyloop37
 
-copied29:
-nowcopy26:
+copied36:
+nowcopy33:
 	VMOVUPS 128(SP), Y2
 	VMULPS  Y2, Y1, Y2
-	TESTQ   BX, BX
-	JZ      noweight31
+	TESTQ   SI, SI
+	JZ      noweight38
 	VMOVUPS 160(SP), Y3
 	VADDPS  Y0, Y3, Y3
 	VMULPS  Y3, Y2, Y2
 
-noweight31:
+noweight38:
 	VMOVUPS Y2, 192(SP)
 	LEAQ    192(SP), R12
 	LEAQ    (CX)(R8*4), R11
@@ -8984,26 +7134,26 @@ noweight31:
 	XORQ    R13, R13
 	SUBQ    $0x00000008, R14
 
-copyvec32:
+copyvec39:
 	CMPQ    R13, R14
-	JG      copyone33
+	JG      copyone40
 	VMOVUPS (R12)(R13*4), Y2
 	VMOVUPS Y2, (R11)(R13*4)
 	ADDQ    $0x00000008, R13
-	JMP     copyvec32
+	JMP     copyvec39
 
-copyone33:
+copyone40:
 	ADDQ $0x00000008, R14
 
-copyloop35:
+copyloop42:
 	CMPQ R13, R14
-	JGE  copied34
+	JGE  copied41
 	MOVL (R12)(R13*4), R15
 	MOVL R15, (R11)(R13*4)
 	INCQ R13
-	JMP  copyloop35
+	JMP  copyloop42
 
-copied34:
+copied41:
 	ADDQ R10, R8
 	CMPQ R8, job_d+0(AX)
 	JB   scalentgo
@@ -9011,7 +7161,7 @@ copied34:
 scaled:
 	ADDQ DI, DX
 	ADDQ DI, CX
-	ADDQ DI, SI
+	ADDQ DI, BX
 	INCQ 656(SP)
 	MOVQ 680(SP), R8
 	INCQ R8
@@ -9033,995 +7183,19 @@ vzero:
 
 // func avx2ForwardBF16(j uintptr, from int, to int) int
 // Requires: AVX, AVX2, MMX+
-TEXT ·avx2ForwardBF16(SB), NOSPLIT, $336-32
-	// avx2ForwardBF16 normalizes rows [from, to) of the job: BF16 rows: y = round16((x*inv)*w), round16((x*inv)*(1+w)) with flagOffset, or round16(x*inv) with w nil (with flagRN and a weight, round16(x*inv) in place of (x*inv)), for each row.
+TEXT ·avx2ForwardBF16(SB), NOSPLIT, $464-32
+	// avx2ForwardBF16 normalizes rows [from, to) of the job: BF16 rows: y = round16((x*inv)*w), round16((x*inv)*(1+w)) with flagOffset, or round16(x*inv) with w nil (with flagRN and a weight, round16(x*inv) in place of (x*inv)), for each row; with res, h = round16(x + res) and res = h per element first, and h in place of x.
 	// It stops before the first row that needs the float64 path and returns that row's index, or to.
-	MOVQ j+0(FP), AX
-	MOVQ job_dst+0(AX), CX
-	MOVQ job_x+0(AX), DX
-	MOVQ job_w+0(AX), BX
-	MOVQ job_stride+0(AX), SI
-	SHLQ $0x01, SI
-
-	// fd = float32(d); rd = 1/d when d is a power of two (a/d is then a*rd exactly), else 0.
-	MOVQ       job_d+0(AX), DI
-	VMOVSS     one<>+0(SB), X0
-	VCVTSI2SSQ DI, X0, X0
-	VMOVSS     X0, 328(SP)
-	XORL       R9, R9
-	LEAQ       -1(DI), R8
-	TESTQ      DI, R8
-	JNZ        notpow2
-	BSFQ       DI, R8
-	MOVL       $0x0000007f, R9
-	SUBL       R8, R9
-	SHLL       $0x17, R9
-
-notpow2:
-	MOVL R9, 332(SP)
-
-	// Start at row from.
-	MOVQ  from+8(FP), DI
-	MOVQ  DI, 272(SP)
-	MOVQ  $0x00000000, 280(SP)
-	IMULQ SI, DI
-	ADDQ  DI, CX
-	ADDQ  DI, DX
-
-row:
-	MOVQ 272(SP), DI
-	CMPQ DI, to+16(FP)
-	JAE  ret
-	MOVQ $0x00000001, 288(SP)
-	CMPQ 280(SP), $0x00
-	JE   trygroup
-	DECQ 280(SP)
-	JMP  sum
-
-trygroup:
-	CMPQ job_d+0(AX), $0x00000200
-	JA   sum
-	MOVQ to+16(FP), DI
-	SUBQ 272(SP), DI
-	CMPQ DI, $0x04
-	JB   sum
-	MOVQ $0x00000004, 288(SP)
-
-sum:
-	MOVQ DX, DI
-	XORQ R8, R8
-
-sumrow:
-	// Sum of squares: element i goes to partial i%64.
-	MOVQ   job_d+0(AX), R10
-	SUBQ   $0x00000040, R10
-	JGE    firstblock
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
-	VXORPS Y4, Y4, Y4
-	VXORPS Y5, Y5, Y5
-	VXORPS Y6, Y6, Y6
-	VXORPS Y7, Y7, Y7
-	XORQ   R9, R9
-	JMP    sumtail
-
-firstblock:
-	// +0 + square is the square itself: the first block initializes the partials.
-	XORQ      R9, R9
-	VPMOVZXWD (DI)(R9*2), Y0
-	VPSLLD    $0x10, Y0, Y0
-	VMULPS    Y0, Y0, Y0
-	VPMOVZXWD 16(DI)(R9*2), Y1
-	VPSLLD    $0x10, Y1, Y1
-	VMULPS    Y1, Y1, Y1
-	VPMOVZXWD 32(DI)(R9*2), Y2
-	VPSLLD    $0x10, Y2, Y2
-	VMULPS    Y2, Y2, Y2
-	VPMOVZXWD 48(DI)(R9*2), Y3
-	VPSLLD    $0x10, Y3, Y3
-	VMULPS    Y3, Y3, Y3
-	VPMOVZXWD 64(DI)(R9*2), Y4
-	VPSLLD    $0x10, Y4, Y4
-	VMULPS    Y4, Y4, Y4
-	VPMOVZXWD 80(DI)(R9*2), Y5
-	VPSLLD    $0x10, Y5, Y5
-	VMULPS    Y5, Y5, Y5
-	VPMOVZXWD 96(DI)(R9*2), Y6
-	VPSLLD    $0x10, Y6, Y6
-	VMULPS    Y6, Y6, Y6
-	VPMOVZXWD 112(DI)(R9*2), Y7
-	VPSLLD    $0x10, Y7, Y7
-	VMULPS    Y7, Y7, Y7
-	MOVQ      $0x00000040, R9
-
-	// With flagPF, the rows ahead are prefetched: one loop for both, the flag tested per block.
-	MOVQ SI, R11
-	SHLQ $0x01, R11
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows1
-	SHLQ $0x03, R11
-
-longrows1:
-	ADDQ DI, R11
-	MOVL job_flags+0(AX), R12
-
-	PCALIGN $32
-sumloop:
-	CMPQ  R9, R10
-	JG    sumtail
-	TESTL $0x00000002, R12
-	JNZ   sumpf
-
-sumblock:
-	VPMOVZXWD (DI)(R9*2), Y8
-	VPSLLD    $0x10, Y8, Y8
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y0, Y0
-	VPMOVZXWD 16(DI)(R9*2), Y8
-	VPSLLD    $0x10, Y8, Y8
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y1, Y1
-	VPMOVZXWD 32(DI)(R9*2), Y8
-	VPSLLD    $0x10, Y8, Y8
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y2, Y2
-	VPMOVZXWD 48(DI)(R9*2), Y8
-	VPSLLD    $0x10, Y8, Y8
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y3, Y3
-	VPMOVZXWD 64(DI)(R9*2), Y8
-	VPSLLD    $0x10, Y8, Y8
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y4, Y4
-	VPMOVZXWD 80(DI)(R9*2), Y8
-	VPSLLD    $0x10, Y8, Y8
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y5, Y5
-	VPMOVZXWD 96(DI)(R9*2), Y8
-	VPSLLD    $0x10, Y8, Y8
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y6, Y6
-	VPMOVZXWD 112(DI)(R9*2), Y8
-	VPSLLD    $0x10, Y8, Y8
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y7, Y7
-	ADDQ      $0x00000040, R9
-	JMP       sumloop
-
-	// Out of the loop's way: the prefetches, whose flag is usually clear.
-sumpf:
-	PREFETCHT0 (R11)(R9*2)
-	PREFETCHT0 64(R11)(R9*2)
-	JMP        sumblock
-
-sumtail:
-	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
-	MOVQ    job_d+0(AX), R10
-	SUBQ    R9, R10
-	JZ      summed
-	JL      slotsummed
-	MOVQ    R10, 304(SP)
-	LEAQ    (DI)(R9*2), R10
-	LEAQ    128(SP), R11
-	VXORPS  Y8, Y8, Y8
-	VMOVUPS Y8, (R11)
-	VMOVUPS Y8, 32(R11)
-	VMOVUPS Y8, 64(R11)
-	VMOVUPS Y8, 96(R11)
-	MOVQ    304(SP), R13
-	XORQ    R12, R12
-	SUBQ    $0x00000010, R13
-
-copyvec2:
-	CMPQ    R12, R13
-	JG      copyone3
-	VMOVUPS (R10)(R12*2), Y8
-	VMOVUPS Y8, (R11)(R12*2)
-	ADDQ    $0x00000010, R12
-	JMP     copyvec2
-
-copyone3:
-	ADDQ $0x00000010, R13
-
-copyloop5:
-	CMPQ R12, R13
-	JGE  copied4
-	MOVW (R10)(R12*2), R14
-	MOVW R14, (R11)(R12*2)
-	INCQ R12
-	JMP  copyloop5
-
-copied4:
-	MOVQ R9, R10
-	SHLQ $0x01, R10
-	MOVQ DI, 320(SP)
-	MOVQ R11, DI
-	SUBQ R10, DI
-	MOVQ R9, R10
-	MOVQ DI, R11
-	XORL R12, R12
-	JMP  sumblock
-
-slotsummed:
-	MOVQ 320(SP), DI
-
-summed:
-	VADDPS  Y4, Y0, Y0
-	VADDPS  Y5, Y1, Y1
-	VADDPS  Y6, Y2, Y2
-	VADDPS  Y7, Y3, Y3
-	VADDPS  Y2, Y0, Y0
-	VADDPS  Y3, Y1, Y1
-	VADDPS  Y1, Y0, Y0
-	CMPQ    288(SP), $0x01
-	JE      invone
-	VMOVUPS Y0, (SP)(R8*1)
-	ADDQ    SI, DI
-	ADDQ    $0x00000020, R8
-	CMPQ    R8, $0x00000080
-	JB      sumrow
-	JMP     invgroup
-
-invone:
-	// Halving tree: p[j] += p[j+h] for the remaining h, down to ss.
-	VEXTRACTF128 $0x01, Y0, X1
-	VADDPS       X1, X0, X1
-	VMOVHLPS     X1, X1, X0
-	VADDPS       X0, X1, X1
-	VMOVSHDUP    X1, X0
-	VADDSS       X0, X1, X1
-
-	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
-	CMPL   332(SP), $0x00
-	JE     divide6
-	VMULSS 332(SP), X1, X1
-	JMP    divided7
-
-divide6:
-	VDIVSS 328(SP), X1, X1
-
-divided7:
-	VADDSS   job_eps+0(AX), X1, X1
-	VUCOMISS tlo<>+0(SB), X1
-	JCS      ret
-	VUCOMISS tmax<>+0(SB), X1
-	JHI      ret
-	VSQRTSS  X1, X1, X1
-	VMOVSS   one<>+0(SB), X0
-	VDIVSS   X1, X0, X0
-
-	// Report 1/rms if asked.
-	MOVQ   job_inv+0(AX), DI
-	TESTQ  DI, DI
-	JZ     scale
-	MOVQ   272(SP), R8
-	VMOVSS X0, (DI)(R8*4)
-	JMP    scale
-
-invgroup:
-	// The rest of the halving tree, four rows at once.
-	VMOVUPS      (SP), Y0
-	VMOVUPS      32(SP), Y1
-	VMOVUPS      64(SP), Y2
-	VMOVUPS      96(SP), Y3
-	VPERM2F128   $0x20, Y1, Y0, Y4
-	VPERM2F128   $0x31, Y1, Y0, Y0
-	VADDPS       Y0, Y4, Y4
-	VPERM2F128   $0x20, Y3, Y2, Y0
-	VPERM2F128   $0x31, Y3, Y2, Y1
-	VADDPS       Y1, Y0, Y0
-	VSHUFPS      $0x44, Y0, Y4, Y1
-	VSHUFPS      $0xee, Y0, Y4, Y0
-	VADDPS       Y0, Y1, Y1
-	VHADDPS      Y1, Y1, Y1
-	VEXTRACTF128 $0x01, Y1, X0
-	VUNPCKLPS    X0, X1, X0
-
-	// t = ss/d + eps for the four rows; any t outside [2^-100, MaxFloat32] sends the group to the one-row path.
-	CMPL         332(SP), $0x00
-	JE           divide8
-	VBROADCASTSS 332(SP), X1
-	VMULPS       X1, X0, X1
-	JMP          divided9
-
-divide8:
-	VBROADCASTSS 328(SP), X1
-	VDIVPS       X1, X0, X1
-
-divided9:
-	VBROADCASTSS job_eps+0(AX), X0
-	VADDPS       X0, X1, X1
-	VCMPPS       $0x1d, tlo4<>+0(SB), X1, X0
-	VCMPPS       $0x12, tmax4<>+0(SB), X1, X2
-	VANDPS       X2, X0, X0
-	VMOVMSKPS    X0, DI
-	CMPL         DI, $0x0f
-	JE           ginrange
-	MOVQ         $0x00000004, 280(SP)
-	JMP          row
-
-ginrange:
-	VSQRTPS      X1, X1
-	VBROADCASTSS one<>+0(SB), X0
-	VDIVPS       X1, X0, X0
-
-	// Report 1/rms if asked.
-	MOVQ    job_inv+0(AX), DI
-	TESTQ   DI, DI
-	JZ      scale
-	MOVQ    272(SP), R8
-	VMOVUPS X0, (DI)(R8*4)
-
-scale:
-	VBROADCASTSS X0, Y1
-	MOVQ         $0x00000000, 296(SP)
-	CMPQ         288(SP), $0x01
-	JE           scalebody
-	VMOVUPS      X0, 256(SP)
-
-scalerow:
-	MOVQ         296(SP), DI
-	VBROADCASTSS 256(SP)(DI*4), Y1
-
-scalebody:
-	VBROADCASTSS one<>+0(SB), Y0
-	TESTL        $0x00000010, job_flags+0(AX)
-	JNZ          weightadd10
-	VBROADCASTSS negzero<>+0(SB), Y0
-
-weightadd10:
-	// y = (src*inv)*w, rounded after each multiply.
-	XORQ DI, DI
-	MOVQ job_d+0(AX), R8
-	SUBQ $0x00000020, R8
-	MOVQ SI, R9
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows11
-	SHLQ $0x03, R9
-
-longrows11:
-	ADDQ  DX, R9
-	MOVL  job_flags+0(AX), R10
-	TESTL $0x00000001, R10
-	JNZ   scalent
+	MOVQ  j+0(FP), AX
+	MOVQ  job_dst+0(AX), CX
+	MOVQ  job_x+0(AX), DX
+	MOVQ  job_res+0(AX), BX
 	TESTQ BX, BX
-	JZ    scaleloopnoweight
-	TESTL $0x00000010, R10
-	JNZ   scaleloopoffset
+	JZ    rowsset
+	XCHGQ DX, BX
 
-	PCALIGN $32
-scaleloop:
-	CMPQ  DI, R8
-	JG    scaletail
-	TESTL $0x00000002, R10
-	JNZ   scalelooppf12
-
-scaleloopbody13:
-	VPMOVZXWD (DX)(DI*2), Y2
-	VPSLLD    $0x10, Y2, Y2
-	VMULPS    Y1, Y2, Y2
-	VPMOVZXWD 16(DX)(DI*2), Y3
-	VPSLLD    $0x10, Y3, Y3
-	VMULPS    Y1, Y3, Y3
-	VPMOVZXWD 32(DX)(DI*2), Y4
-	VPSLLD    $0x10, Y4, Y4
-	VMULPS    Y1, Y4, Y4
-	VPMOVZXWD 48(DX)(DI*2), Y5
-	VPSLLD    $0x10, Y5, Y5
-	VMULPS    Y1, Y5, Y5
-	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn14
-	VPSRLD    $0x10, Y2, Y6
-	VPAND     avx2bfone<>+0(SB), Y6, Y6
-	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
-	VPADDD    Y2, Y6, Y6
-	VPAND     avx2bfhigh<>+0(SB), Y6, Y6
-	VCMPPS    $0x03, Y2, Y2, Y2
-	VBLENDVPS Y2, avx2bfnanhigh<>+0(SB), Y6, Y2
-	VPSRLD    $0x10, Y3, Y6
-	VPAND     avx2bfone<>+0(SB), Y6, Y6
-	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
-	VPADDD    Y3, Y6, Y6
-	VPAND     avx2bfhigh<>+0(SB), Y6, Y6
-	VCMPPS    $0x03, Y3, Y3, Y3
-	VBLENDVPS Y3, avx2bfnanhigh<>+0(SB), Y6, Y3
-	VPSRLD    $0x10, Y4, Y6
-	VPAND     avx2bfone<>+0(SB), Y6, Y6
-	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
-	VPADDD    Y4, Y6, Y6
-	VPAND     avx2bfhigh<>+0(SB), Y6, Y6
-	VCMPPS    $0x03, Y4, Y4, Y4
-	VBLENDVPS Y4, avx2bfnanhigh<>+0(SB), Y6, Y4
-	VPSRLD    $0x10, Y5, Y6
-	VPAND     avx2bfone<>+0(SB), Y6, Y6
-	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
-	VPADDD    Y5, Y6, Y6
-	VPAND     avx2bfhigh<>+0(SB), Y6, Y6
-	VCMPPS    $0x03, Y5, Y5, Y5
-	VBLENDVPS Y5, avx2bfnanhigh<>+0(SB), Y6, Y5
-
-notrn14:
-	VMULPS    (BX)(DI*4), Y2, Y2
-	VMULPS    32(BX)(DI*4), Y3, Y3
-	VPSRLD    $0x10, Y2, Y6
-	VPAND     avx2bfone<>+0(SB), Y6, Y6
-	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
-	VPADDD    Y2, Y6, Y6
-	VPSRLD    $0x10, Y6, Y6
-	VCMPPS    $0x03, Y2, Y2, Y2
-	VBLENDVPS Y2, avx2bfnanlow<>+0(SB), Y6, Y6
-	VPSRLD    $0x10, Y3, Y2
-	VPAND     avx2bfone<>+0(SB), Y2, Y2
-	VPADDD    avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD    Y3, Y2, Y2
-	VPSRLD    $0x10, Y2, Y2
-	VCMPPS    $0x03, Y3, Y3, Y3
-	VBLENDVPS Y3, avx2bfnanlow<>+0(SB), Y2, Y2
-	VPACKUSDW Y2, Y6, Y6
-	VPERMQ    $0xd8, Y6, Y6
-	VMOVDQU   Y6, (CX)(DI*2)
-	VMULPS    64(BX)(DI*4), Y4, Y4
-	VMULPS    96(BX)(DI*4), Y5, Y5
-	VPSRLD    $0x10, Y4, Y2
-	VPAND     avx2bfone<>+0(SB), Y2, Y2
-	VPADDD    avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD    Y4, Y2, Y2
-	VPSRLD    $0x10, Y2, Y2
-	VCMPPS    $0x03, Y4, Y4, Y3
-	VBLENDVPS Y3, avx2bfnanlow<>+0(SB), Y2, Y2
-	VPSRLD    $0x10, Y5, Y3
-	VPAND     avx2bfone<>+0(SB), Y3, Y3
-	VPADDD    avx2bfbias<>+0(SB), Y3, Y3
-	VPADDD    Y5, Y3, Y3
-	VPSRLD    $0x10, Y3, Y3
-	VCMPPS    $0x03, Y5, Y5, Y4
-	VBLENDVPS Y4, avx2bfnanlow<>+0(SB), Y3, Y3
-	VPACKUSDW Y3, Y2, Y2
-	VPERMQ    $0xd8, Y2, Y2
-	VMOVDQU   Y2, 32(CX)(DI*2)
-	ADDQ      $0x00000020, DI
-	JMP       scaleloop
-
-scalelooppf12:
-	PREFETCHT0 (R9)(DI*2)
-	JMP        scaleloopbody13
-
-	PCALIGN $32
-scaleloopoffset:
-	CMPQ  DI, R8
-	JG    scaletail
-	TESTL $0x00000002, R10
-	JNZ   scaleloopoffsetpf15
-
-scaleloopoffsetbody16:
-	VPMOVZXWD (DX)(DI*2), Y2
-	VPSLLD    $0x10, Y2, Y2
-	VMULPS    Y1, Y2, Y2
-	VPMOVZXWD 16(DX)(DI*2), Y3
-	VPSLLD    $0x10, Y3, Y3
-	VMULPS    Y1, Y3, Y3
-	VPMOVZXWD 32(DX)(DI*2), Y4
-	VPSLLD    $0x10, Y4, Y4
-	VMULPS    Y1, Y4, Y4
-	VPMOVZXWD 48(DX)(DI*2), Y5
-	VPSLLD    $0x10, Y5, Y5
-	VMULPS    Y1, Y5, Y5
-	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn17
-	VPSRLD    $0x10, Y2, Y6
-	VPAND     avx2bfone<>+0(SB), Y6, Y6
-	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
-	VPADDD    Y2, Y6, Y6
-	VPAND     avx2bfhigh<>+0(SB), Y6, Y6
-	VCMPPS    $0x03, Y2, Y2, Y2
-	VBLENDVPS Y2, avx2bfnanhigh<>+0(SB), Y6, Y2
-	VPSRLD    $0x10, Y3, Y6
-	VPAND     avx2bfone<>+0(SB), Y6, Y6
-	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
-	VPADDD    Y3, Y6, Y6
-	VPAND     avx2bfhigh<>+0(SB), Y6, Y6
-	VCMPPS    $0x03, Y3, Y3, Y3
-	VBLENDVPS Y3, avx2bfnanhigh<>+0(SB), Y6, Y3
-	VPSRLD    $0x10, Y4, Y6
-	VPAND     avx2bfone<>+0(SB), Y6, Y6
-	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
-	VPADDD    Y4, Y6, Y6
-	VPAND     avx2bfhigh<>+0(SB), Y6, Y6
-	VCMPPS    $0x03, Y4, Y4, Y4
-	VBLENDVPS Y4, avx2bfnanhigh<>+0(SB), Y6, Y4
-	VPSRLD    $0x10, Y5, Y6
-	VPAND     avx2bfone<>+0(SB), Y6, Y6
-	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
-	VPADDD    Y5, Y6, Y6
-	VPAND     avx2bfhigh<>+0(SB), Y6, Y6
-	VCMPPS    $0x03, Y5, Y5, Y5
-	VBLENDVPS Y5, avx2bfnanhigh<>+0(SB), Y6, Y5
-
-notrn17:
-	VMOVUPS   (BX)(DI*4), Y6
-	VADDPS    Y0, Y6, Y6
-	VMULPS    Y6, Y2, Y2
-	VMOVUPS   32(BX)(DI*4), Y6
-	VADDPS    Y0, Y6, Y6
-	VMULPS    Y6, Y3, Y3
-	VPSRLD    $0x10, Y2, Y6
-	VPAND     avx2bfone<>+0(SB), Y6, Y6
-	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
-	VPADDD    Y2, Y6, Y6
-	VPSRLD    $0x10, Y6, Y6
-	VCMPPS    $0x03, Y2, Y2, Y2
-	VBLENDVPS Y2, avx2bfnanlow<>+0(SB), Y6, Y6
-	VPSRLD    $0x10, Y3, Y2
-	VPAND     avx2bfone<>+0(SB), Y2, Y2
-	VPADDD    avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD    Y3, Y2, Y2
-	VPSRLD    $0x10, Y2, Y2
-	VCMPPS    $0x03, Y3, Y3, Y3
-	VBLENDVPS Y3, avx2bfnanlow<>+0(SB), Y2, Y2
-	VPACKUSDW Y2, Y6, Y6
-	VPERMQ    $0xd8, Y6, Y6
-	VMOVDQU   Y6, (CX)(DI*2)
-	VMOVUPS   64(BX)(DI*4), Y2
-	VADDPS    Y0, Y2, Y2
-	VMULPS    Y2, Y4, Y4
-	VMOVUPS   96(BX)(DI*4), Y2
-	VADDPS    Y0, Y2, Y2
-	VMULPS    Y2, Y5, Y5
-	VPSRLD    $0x10, Y4, Y2
-	VPAND     avx2bfone<>+0(SB), Y2, Y2
-	VPADDD    avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD    Y4, Y2, Y2
-	VPSRLD    $0x10, Y2, Y2
-	VCMPPS    $0x03, Y4, Y4, Y3
-	VBLENDVPS Y3, avx2bfnanlow<>+0(SB), Y2, Y2
-	VPSRLD    $0x10, Y5, Y3
-	VPAND     avx2bfone<>+0(SB), Y3, Y3
-	VPADDD    avx2bfbias<>+0(SB), Y3, Y3
-	VPADDD    Y5, Y3, Y3
-	VPSRLD    $0x10, Y3, Y3
-	VCMPPS    $0x03, Y5, Y5, Y4
-	VBLENDVPS Y4, avx2bfnanlow<>+0(SB), Y3, Y3
-	VPACKUSDW Y3, Y2, Y2
-	VPERMQ    $0xd8, Y2, Y2
-	VMOVDQU   Y2, 32(CX)(DI*2)
-	ADDQ      $0x00000020, DI
-	JMP       scaleloopoffset
-
-scaleloopoffsetpf15:
-	PREFETCHT0 (R9)(DI*2)
-	JMP        scaleloopoffsetbody16
-
-	PCALIGN $32
-scaleloopnoweight:
-	CMPQ  DI, R8
-	JG    scaletail
-	TESTL $0x00000002, R10
-	JNZ   scaleloopnoweightpf18
-
-scaleloopnoweightbody19:
-	VPMOVZXWD (DX)(DI*2), Y2
-	VPSLLD    $0x10, Y2, Y2
-	VMULPS    Y1, Y2, Y2
-	VPMOVZXWD 16(DX)(DI*2), Y3
-	VPSLLD    $0x10, Y3, Y3
-	VMULPS    Y1, Y3, Y3
-	VPMOVZXWD 32(DX)(DI*2), Y4
-	VPSLLD    $0x10, Y4, Y4
-	VMULPS    Y1, Y4, Y4
-	VPMOVZXWD 48(DX)(DI*2), Y5
-	VPSLLD    $0x10, Y5, Y5
-	VMULPS    Y1, Y5, Y5
-	VPSRLD    $0x10, Y2, Y6
-	VPAND     avx2bfone<>+0(SB), Y6, Y6
-	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
-	VPADDD    Y2, Y6, Y6
-	VPSRLD    $0x10, Y6, Y6
-	VCMPPS    $0x03, Y2, Y2, Y2
-	VBLENDVPS Y2, avx2bfnanlow<>+0(SB), Y6, Y6
-	VPSRLD    $0x10, Y3, Y2
-	VPAND     avx2bfone<>+0(SB), Y2, Y2
-	VPADDD    avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD    Y3, Y2, Y2
-	VPSRLD    $0x10, Y2, Y2
-	VCMPPS    $0x03, Y3, Y3, Y3
-	VBLENDVPS Y3, avx2bfnanlow<>+0(SB), Y2, Y2
-	VPACKUSDW Y2, Y6, Y6
-	VPERMQ    $0xd8, Y6, Y6
-	VMOVDQU   Y6, (CX)(DI*2)
-	VPSRLD    $0x10, Y4, Y2
-	VPAND     avx2bfone<>+0(SB), Y2, Y2
-	VPADDD    avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD    Y4, Y2, Y2
-	VPSRLD    $0x10, Y2, Y2
-	VCMPPS    $0x03, Y4, Y4, Y3
-	VBLENDVPS Y3, avx2bfnanlow<>+0(SB), Y2, Y2
-	VPSRLD    $0x10, Y5, Y3
-	VPAND     avx2bfone<>+0(SB), Y3, Y3
-	VPADDD    avx2bfbias<>+0(SB), Y3, Y3
-	VPADDD    Y5, Y3, Y3
-	VPSRLD    $0x10, Y3, Y3
-	VCMPPS    $0x03, Y5, Y5, Y4
-	VBLENDVPS Y4, avx2bfnanlow<>+0(SB), Y3, Y3
-	VPACKUSDW Y3, Y2, Y2
-	VPERMQ    $0xd8, Y2, Y2
-	VMOVDQU   Y2, 32(CX)(DI*2)
-	ADDQ      $0x00000020, DI
-	JMP       scaleloopnoweight
-
-scaleloopnoweightpf18:
-	PREFETCHT0 (R9)(DI*2)
-	JMP        scaleloopnoweightbody19
-
-scalent:
-	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
-	MOVQ CX, R9
-	NEGQ R9
-	ANDQ $0x0000001f, R9
-	SHRQ $0x01, R9
-	JZ   scalentgo
-	CMPQ R9, job_d+0(AX)
-	JLE  scalehead
-	MOVQ job_d+0(AX), R9
-
-scalehead:
-	CMPQ      R9, $0x00000008
-	JB        scaleheadpart
-	VPMOVZXWD (DX)(DI*2), Y2
-	VPSLLD    $0x10, Y2, Y2
-	VMULPS    Y1, Y2, Y2
-	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn20
-	VPSRLD    $0x10, Y2, Y3
-	VPAND     avx2bfone<>+0(SB), Y3, Y3
-	VPADDD    avx2bfbias<>+0(SB), Y3, Y3
-	VPADDD    Y2, Y3, Y3
-	VPAND     avx2bfhigh<>+0(SB), Y3, Y3
-	VCMPPS    $0x03, Y2, Y2, Y2
-	VBLENDVPS Y2, avx2bfnanhigh<>+0(SB), Y3, Y2
-
-notrn20:
-	TESTQ   BX, BX
-	JZ      noweight21
-	VMOVUPS (BX)(DI*4), Y3
-	VADDPS  Y0, Y3, Y3
-	VMULPS  Y3, Y2, Y2
-
-noweight21:
-	VPSRLD       $0x10, Y2, Y3
-	VPAND        avx2bfone<>+0(SB), Y3, Y3
-	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
-	VPADDD       Y2, Y3, Y3
-	VPSRLD       $0x10, Y3, Y3
-	VCMPPS       $0x03, Y2, Y2, Y2
-	VBLENDVPS    Y2, avx2bfnanlow<>+0(SB), Y3, Y3
-	VEXTRACTI128 $0x01, Y3, X2
-	VPACKUSDW    X2, X3, X2
-	VMOVDQU      X2, (CX)(DI*2)
-	ADDQ         $0x00000008, DI
-	SUBQ         $0x00000008, R9
-	JZ           scalentgo
-
-scaleheadpart:
-	JMP partout
-
-scalentgo:
-	MOVQ SI, R9
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows22
-	SHLQ $0x03, R9
-
-longrows22:
-	ADDQ DX, R9
-	MOVL job_flags+0(AX), R10
-
-	PCALIGN $32
-scalentloop:
-	CMPQ       DI, R8
-	JG         scaletail
-	PREFETCHT0 (R9)(DI*2)
-	VPMOVZXWD  (DX)(DI*2), Y2
-	VPSLLD     $0x10, Y2, Y2
-	VMULPS     Y1, Y2, Y2
-	VPMOVZXWD  16(DX)(DI*2), Y3
-	VPSLLD     $0x10, Y3, Y3
-	VMULPS     Y1, Y3, Y3
-	VPMOVZXWD  32(DX)(DI*2), Y4
-	VPSLLD     $0x10, Y4, Y4
-	VMULPS     Y1, Y4, Y4
-	VPMOVZXWD  48(DX)(DI*2), Y5
-	VPSLLD     $0x10, Y5, Y5
-	VMULPS     Y1, Y5, Y5
-	TESTL      $0x00000008, job_flags+0(AX)
-	JZ         notrn23
-	VPSRLD     $0x10, Y2, Y6
-	VPAND      avx2bfone<>+0(SB), Y6, Y6
-	VPADDD     avx2bfbias<>+0(SB), Y6, Y6
-	VPADDD     Y2, Y6, Y6
-	VPAND      avx2bfhigh<>+0(SB), Y6, Y6
-	VCMPPS     $0x03, Y2, Y2, Y2
-	VBLENDVPS  Y2, avx2bfnanhigh<>+0(SB), Y6, Y2
-	VPSRLD     $0x10, Y3, Y6
-	VPAND      avx2bfone<>+0(SB), Y6, Y6
-	VPADDD     avx2bfbias<>+0(SB), Y6, Y6
-	VPADDD     Y3, Y6, Y6
-	VPAND      avx2bfhigh<>+0(SB), Y6, Y6
-	VCMPPS     $0x03, Y3, Y3, Y3
-	VBLENDVPS  Y3, avx2bfnanhigh<>+0(SB), Y6, Y3
-	VPSRLD     $0x10, Y4, Y6
-	VPAND      avx2bfone<>+0(SB), Y6, Y6
-	VPADDD     avx2bfbias<>+0(SB), Y6, Y6
-	VPADDD     Y4, Y6, Y6
-	VPAND      avx2bfhigh<>+0(SB), Y6, Y6
-	VCMPPS     $0x03, Y4, Y4, Y4
-	VBLENDVPS  Y4, avx2bfnanhigh<>+0(SB), Y6, Y4
-	VPSRLD     $0x10, Y5, Y6
-	VPAND      avx2bfone<>+0(SB), Y6, Y6
-	VPADDD     avx2bfbias<>+0(SB), Y6, Y6
-	VPADDD     Y5, Y6, Y6
-	VPAND      avx2bfhigh<>+0(SB), Y6, Y6
-	VCMPPS     $0x03, Y5, Y5, Y5
-	VBLENDVPS  Y5, avx2bfnanhigh<>+0(SB), Y6, Y5
-
-notrn23:
-	TESTQ  BX, BX
-	JZ     weighed25
-	TESTL  $0x00000010, R10
-	JNZ    offset24
-	VMULPS (BX)(DI*4), Y2, Y2
-	VMULPS 32(BX)(DI*4), Y3, Y3
-	VMULPS 64(BX)(DI*4), Y4, Y4
-	VMULPS 96(BX)(DI*4), Y5, Y5
-
-weighed25:
-	VPSRLD    $0x10, Y2, Y6
-	VPAND     avx2bfone<>+0(SB), Y6, Y6
-	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
-	VPADDD    Y2, Y6, Y6
-	VPSRLD    $0x10, Y6, Y6
-	VCMPPS    $0x03, Y2, Y2, Y2
-	VBLENDVPS Y2, avx2bfnanlow<>+0(SB), Y6, Y6
-	VPSRLD    $0x10, Y3, Y2
-	VPAND     avx2bfone<>+0(SB), Y2, Y2
-	VPADDD    avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD    Y3, Y2, Y2
-	VPSRLD    $0x10, Y2, Y2
-	VCMPPS    $0x03, Y3, Y3, Y3
-	VBLENDVPS Y3, avx2bfnanlow<>+0(SB), Y2, Y2
-	VPACKUSDW Y2, Y6, Y6
-	VPERMQ    $0xd8, Y6, Y6
-	VMOVNTDQ  Y6, (CX)(DI*2)
-	VPSRLD    $0x10, Y4, Y2
-	VPAND     avx2bfone<>+0(SB), Y2, Y2
-	VPADDD    avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD    Y4, Y2, Y2
-	VPSRLD    $0x10, Y2, Y2
-	VCMPPS    $0x03, Y4, Y4, Y3
-	VBLENDVPS Y3, avx2bfnanlow<>+0(SB), Y2, Y2
-	VPSRLD    $0x10, Y5, Y3
-	VPAND     avx2bfone<>+0(SB), Y3, Y3
-	VPADDD    avx2bfbias<>+0(SB), Y3, Y3
-	VPADDD    Y5, Y3, Y3
-	VPSRLD    $0x10, Y3, Y3
-	VCMPPS    $0x03, Y5, Y5, Y4
-	VBLENDVPS Y4, avx2bfnanlow<>+0(SB), Y3, Y3
-	VPACKUSDW Y3, Y2, Y2
-	VPERMQ    $0xd8, Y2, Y2
-	VMOVNTDQ  Y2, 32(CX)(DI*2)
-	ADDQ      $0x00000020, DI
-	JMP       scalentloop
-
-offset24:
-	VMOVUPS (BX)(DI*4), Y6
-	VADDPS  Y0, Y6, Y6
-	VMULPS  Y6, Y2, Y2
-	VMOVUPS 32(BX)(DI*4), Y6
-	VADDPS  Y0, Y6, Y6
-	VMULPS  Y6, Y3, Y3
-	VMOVUPS 64(BX)(DI*4), Y6
-	VADDPS  Y0, Y6, Y6
-	VMULPS  Y6, Y4, Y4
-	VMOVUPS 96(BX)(DI*4), Y6
-	VADDPS  Y0, Y6, Y6
-	VMULPS  Y6, Y5, Y5
-	JMP     weighed25
-
-scaletail:
-	ADDQ $0x00000018, R8
-
-scaleone:
-	CMPQ      DI, R8
-	JG        scalepart
-	VPMOVZXWD (DX)(DI*2), Y2
-	VPSLLD    $0x10, Y2, Y2
-	VMULPS    Y1, Y2, Y2
-	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn26
-	VPSRLD    $0x10, Y2, Y3
-	VPAND     avx2bfone<>+0(SB), Y3, Y3
-	VPADDD    avx2bfbias<>+0(SB), Y3, Y3
-	VPADDD    Y2, Y3, Y3
-	VPAND     avx2bfhigh<>+0(SB), Y3, Y3
-	VCMPPS    $0x03, Y2, Y2, Y2
-	VBLENDVPS Y2, avx2bfnanhigh<>+0(SB), Y3, Y2
-
-notrn26:
-	TESTQ   BX, BX
-	JZ      noweight27
-	VMOVUPS (BX)(DI*4), Y3
-	VADDPS  Y0, Y3, Y3
-	VMULPS  Y3, Y2, Y2
-
-noweight27:
-	VPSRLD       $0x10, Y2, Y3
-	VPAND        avx2bfone<>+0(SB), Y3, Y3
-	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
-	VPADDD       Y2, Y3, Y3
-	VPSRLD       $0x10, Y3, Y3
-	VCMPPS       $0x03, Y2, Y2, Y2
-	VBLENDVPS    Y2, avx2bfnanlow<>+0(SB), Y3, Y3
-	VEXTRACTI128 $0x01, Y3, X2
-	VPACKUSDW    X2, X3, X2
-	VMOVDQU      X2, (CX)(DI*2)
-	ADDQ         $0x00000008, DI
-	JMP          scaleone
-
-scalepart:
-	MOVQ job_d+0(AX), R9
-	SUBQ DI, R9
-	JZ   scaled
-
-	// The last n < lanes elements, or the first n of a non-temporal row (i + n < d: back to its loop).
-partout:
-	LEAQ (DX)(DI*2), R10
-	LEAQ 128(SP), R11
-	MOVQ R9, R13
-	XORQ R12, R12
-	SUBQ $0x00000010, R13
-
-copyvec28:
-	CMPQ    R12, R13
-	JG      copyone29
-	VMOVUPS (R10)(R12*2), Y2
-	VMOVUPS Y2, (R11)(R12*2)
-	ADDQ    $0x00000010, R12
-	JMP     copyvec28
-
-copyone29:
-	ADDQ $0x00000010, R13
-
-copyloop31:
-	CMPQ R12, R13
-	JGE  copied30
-	MOVW (R10)(R12*2), R14
-	MOVW R14, (R11)(R12*2)
-	INCQ R12
-	JMP  copyloop31
-
-copied30:
-	TESTQ BX, BX
-	JZ    nowcopy32
-	LEAQ  (BX)(DI*4), R10
-	LEAQ  160(SP), R11
-	MOVQ  R9, R13
-	XORQ  R12, R12
-	SUBQ  $0x00000008, R13
-
-copyvec33:
-	CMPQ    R12, R13
-	JG      copyone34
-	VMOVUPS (R10)(R12*4), Y2
-	VMOVUPS Y2, (R11)(R12*4)
-	ADDQ    $0x00000008, R12
-	JMP     copyvec33
-
-copyone34:
-	ADDQ $0x00000008, R13
-
-copyloop36:
-	CMPQ R12, R13
-	JGE  copied35
-	MOVL (R10)(R12*4), R14
-	MOVL R14, (R11)(R12*4)
-	INCQ R12
-	JMP  copyloop36
-
-copied35:
-nowcopy32:
-	VPMOVZXWD 128(SP), Y2
-	VPSLLD    $0x10, Y2, Y2
-	VMULPS    Y2, Y1, Y2
-	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn37
-	VPSRLD    $0x10, Y2, Y3
-	VPAND     avx2bfone<>+0(SB), Y3, Y3
-	VPADDD    avx2bfbias<>+0(SB), Y3, Y3
-	VPADDD    Y2, Y3, Y3
-	VPAND     avx2bfhigh<>+0(SB), Y3, Y3
-	VCMPPS    $0x03, Y2, Y2, Y2
-	VBLENDVPS Y2, avx2bfnanhigh<>+0(SB), Y3, Y2
-
-notrn37:
-	TESTQ   BX, BX
-	JZ      noweight38
-	VMOVUPS 160(SP), Y3
-	VADDPS  Y0, Y3, Y3
-	VMULPS  Y3, Y2, Y2
-
-noweight38:
-	VPSRLD       $0x10, Y2, Y3
-	VPAND        avx2bfone<>+0(SB), Y3, Y3
-	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
-	VPADDD       Y2, Y3, Y3
-	VPSRLD       $0x10, Y3, Y3
-	VCMPPS       $0x03, Y2, Y2, Y2
-	VBLENDVPS    Y2, avx2bfnanlow<>+0(SB), Y3, Y3
-	VEXTRACTI128 $0x01, Y3, X2
-	VPACKUSDW    X2, X3, X2
-	VMOVDQU      X2, 192(SP)
-	LEAQ         192(SP), R11
-	LEAQ         (CX)(DI*2), R10
-	MOVQ         R9, R13
-	XORQ         R12, R12
-	SUBQ         $0x00000010, R13
-
-copyvec39:
-	CMPQ    R12, R13
-	JG      copyone40
-	VMOVUPS (R11)(R12*2), Y2
-	VMOVUPS Y2, (R10)(R12*2)
-	ADDQ    $0x00000010, R12
-	JMP     copyvec39
-
-copyone40:
-	ADDQ $0x00000010, R13
-
-copyloop42:
-	CMPQ R12, R13
-	JGE  copied41
-	MOVW (R11)(R12*2), R14
-	MOVW R14, (R10)(R12*2)
-	INCQ R12
-	JMP  copyloop42
-
-copied41:
-	ADDQ R9, DI
-	CMPQ DI, job_d+0(AX)
-	JB   scalentgo
-
-scaled:
-	ADDQ SI, DX
-	ADDQ SI, CX
-	INCQ 272(SP)
-	MOVQ 296(SP), DI
-	INCQ DI
-	MOVQ DI, 296(SP)
-	CMPQ DI, 288(SP)
-	JB   scalerow
-	JMP  row
-
-ret:
-	TESTL $0x00000001, job_flags+0(AX)
-	JZ    vzero
-	SFENCE
-
-vzero:
-	VZEROUPPER
-	MOVQ 272(SP), AX
-	MOVQ AX, ret+24(FP)
-	RET
-
-// func avx2ForwardBF16Add(j uintptr, from int, to int) int
-// Requires: AVX, AVX2, MMX+
-TEXT ·avx2ForwardBF16Add(SB), NOSPLIT, $464-32
-	// avx2ForwardBF16Add normalizes rows [from, to) of the job: BF16 rows: h = round16(x + res) and res = h per element, then y = round16((h*inv)*w), round16((h*inv)*(1+w)) with flagOffset, or round16(h*inv) with w nil (with flagRN and a weight, round16(h*inv) in place of (h*inv)), for each row.
-	// It stops before the first row that needs the float64 path and returns that row's index, or to.
-	MOVQ j+0(FP), AX
-	MOVQ job_dst+0(AX), CX
-	MOVQ job_x+0(AX), DX
-	MOVQ job_w+0(AX), BX
-	MOVQ job_res+0(AX), SI
+rowsset:
+	MOVQ job_w+0(AX), SI
 	MOVQ job_stride+0(AX), DI
 	SHLQ $0x01, DI
 
@@ -10049,17 +7223,34 @@ notpow2:
 	IMULQ DI, R8
 	ADDQ  R8, CX
 	ADDQ  R8, DX
-	ADDQ  R8, SI
+	ADDQ  R8, BX
 
 row:
 	MOVQ 400(SP), R8
 	CMPQ R8, to+16(FP)
 	JAE  ret
 	MOVQ $0x00000001, 416(SP)
-	MOVQ DX, R8
-	MOVQ SI, R9
-	XORQ R10, R10
+	CMPQ job_res+0(AX), $0x00
+	JNE  addsum
+	CMPQ 408(SP), $0x00
+	JE   trygroup
+	DECQ 408(SP)
+	JMP  sum
 
+trygroup:
+	CMPQ job_d+0(AX), $0x00000200
+	JA   sum
+	MOVQ to+16(FP), R8
+	SUBQ 400(SP), R8
+	CMPQ R8, $0x04
+	JB   sum
+	MOVQ $0x00000004, 416(SP)
+
+sum:
+	MOVQ DX, R8
+	XORQ R9, R9
+
+sumrow:
 	// Sum of squares: element i goes to partial i%64.
 	MOVQ   job_d+0(AX), R11
 	SUBQ   $0x00000040, R11
@@ -10076,6 +7267,182 @@ row:
 	JMP    sumtail
 
 firstblock:
+	// +0 + square is the square itself: the first block initializes the partials.
+	XORQ      R10, R10
+	VPMOVZXWD (R8)(R10*2), Y0
+	VPSLLD    $0x10, Y0, Y0
+	VMULPS    Y0, Y0, Y0
+	VPMOVZXWD 16(R8)(R10*2), Y1
+	VPSLLD    $0x10, Y1, Y1
+	VMULPS    Y1, Y1, Y1
+	VPMOVZXWD 32(R8)(R10*2), Y2
+	VPSLLD    $0x10, Y2, Y2
+	VMULPS    Y2, Y2, Y2
+	VPMOVZXWD 48(R8)(R10*2), Y3
+	VPSLLD    $0x10, Y3, Y3
+	VMULPS    Y3, Y3, Y3
+	VPMOVZXWD 64(R8)(R10*2), Y4
+	VPSLLD    $0x10, Y4, Y4
+	VMULPS    Y4, Y4, Y4
+	VPMOVZXWD 80(R8)(R10*2), Y5
+	VPSLLD    $0x10, Y5, Y5
+	VMULPS    Y5, Y5, Y5
+	VPMOVZXWD 96(R8)(R10*2), Y6
+	VPSLLD    $0x10, Y6, Y6
+	VMULPS    Y6, Y6, Y6
+	VPMOVZXWD 112(R8)(R10*2), Y7
+	VPSLLD    $0x10, Y7, Y7
+	VMULPS    Y7, Y7, Y7
+	MOVQ      $0x00000040, R10
+
+	// With flagPF, the rows ahead are prefetched: one loop for both, the flag tested per block.
+	MOVQ DI, R12
+	SHLQ $0x01, R12
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows1
+	SHLQ $0x03, R12
+
+longrows1:
+	ADDQ R8, R12
+	MOVL job_flags+0(AX), R13
+
+	PCALIGN $32
+sumloop:
+	CMPQ  R10, R11
+	JG    sumtail
+	TESTL $0x00000002, R13
+	JNZ   sumpf
+
+sumblock:
+	VPMOVZXWD (R8)(R10*2), Y8
+	VPSLLD    $0x10, Y8, Y8
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y0, Y0
+	VPMOVZXWD 16(R8)(R10*2), Y8
+	VPSLLD    $0x10, Y8, Y8
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y1, Y1
+	VPMOVZXWD 32(R8)(R10*2), Y8
+	VPSLLD    $0x10, Y8, Y8
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y2, Y2
+	VPMOVZXWD 48(R8)(R10*2), Y8
+	VPSLLD    $0x10, Y8, Y8
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y3, Y3
+	VPMOVZXWD 64(R8)(R10*2), Y8
+	VPSLLD    $0x10, Y8, Y8
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y4, Y4
+	VPMOVZXWD 80(R8)(R10*2), Y8
+	VPSLLD    $0x10, Y8, Y8
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y5, Y5
+	VPMOVZXWD 96(R8)(R10*2), Y8
+	VPSLLD    $0x10, Y8, Y8
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y6, Y6
+	VPMOVZXWD 112(R8)(R10*2), Y8
+	VPSLLD    $0x10, Y8, Y8
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y7, Y7
+	ADDQ      $0x00000040, R10
+	JMP       sumloop
+
+	// Out of the loop's way: the prefetches, whose flag is usually clear.
+sumpf:
+	PREFETCHT0 (R12)(R10*2)
+	PREFETCHT0 64(R12)(R10*2)
+	JMP        sumblock
+
+sumtail:
+	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
+	MOVQ    job_d+0(AX), R11
+	SUBQ    R10, R11
+	JZ      summed
+	JL      slotsummed
+	MOVQ    R11, 432(SP)
+	LEAQ    (R8)(R10*2), R11
+	LEAQ    128(SP), R12
+	VXORPS  Y8, Y8, Y8
+	VMOVUPS Y8, (R12)
+	VMOVUPS Y8, 32(R12)
+	VMOVUPS Y8, 64(R12)
+	VMOVUPS Y8, 96(R12)
+	MOVQ    432(SP), R14
+	XORQ    R13, R13
+	SUBQ    $0x00000010, R14
+
+copyvec2:
+	CMPQ    R13, R14
+	JG      copyone3
+	VMOVUPS (R11)(R13*2), Y8
+	VMOVUPS Y8, (R12)(R13*2)
+	ADDQ    $0x00000010, R13
+	JMP     copyvec2
+
+copyone3:
+	ADDQ $0x00000010, R14
+
+copyloop5:
+	CMPQ R13, R14
+	JGE  copied4
+	MOVW (R11)(R13*2), R15
+	MOVW R15, (R12)(R13*2)
+	INCQ R13
+	JMP  copyloop5
+
+copied4:
+	MOVQ R10, R11
+	SHLQ $0x01, R11
+	MOVQ R8, 448(SP)
+	MOVQ R12, R8
+	SUBQ R11, R8
+	MOVQ R10, R11
+	MOVQ R8, R12
+	XORL R13, R13
+	JMP  sumblock
+
+slotsummed:
+	MOVQ 448(SP), R8
+
+summed:
+	VADDPS  Y4, Y0, Y0
+	VADDPS  Y5, Y1, Y1
+	VADDPS  Y6, Y2, Y2
+	VADDPS  Y7, Y3, Y3
+	VADDPS  Y2, Y0, Y0
+	VADDPS  Y3, Y1, Y1
+	VADDPS  Y1, Y0, Y0
+	CMPQ    416(SP), $0x01
+	JE      invone
+	VMOVUPS Y0, (SP)(R9*1)
+	ADDQ    DI, R8
+	ADDQ    $0x00000020, R9
+	CMPQ    R9, $0x00000080
+	JB      sumrow
+	JMP     invgroup
+
+addsum:
+	MOVQ BX, R8
+	MOVQ DX, R9
+
+	// Sum of squares: element i goes to partial i%64.
+	MOVQ   job_d+0(AX), R11
+	SUBQ   $0x00000040, R11
+	JGE    addfirstblock
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	XORQ   R10, R10
+	JMP    addsumtail
+
+addfirstblock:
 	// +0 + square is the square itself: the first block initializes the partials.
 	XORQ         R10, R10
 	VPMOVZXWD    (R8)(R10*2), Y0
@@ -10220,21 +7587,21 @@ firstblock:
 	MOVQ DI, R12
 	SHLQ $0x01, R12
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows1
+	JA   longrows6
 	SHLQ $0x03, R12
 
-longrows1:
+longrows6:
 	ADDQ R8, R12
 	MOVL job_flags+0(AX), R13
 
 	PCALIGN $32
-sumloop:
+addsumloop:
 	CMPQ  R10, R11
-	JG    sumtail
+	JG    addsumtail
 	TESTL $0x00000002, R13
-	JNZ   sumpf
+	JNZ   addsumpf
 
-sumblock:
+addsumblock:
 	VPMOVZXWD    (R8)(R10*2), Y8
 	VPSLLD       $0x10, Y8, Y8
 	VPMOVZXWD    (R9)(R10*2), Y9
@@ -10380,20 +7747,20 @@ sumblock:
 	VMULPS       Y9, Y9, Y9
 	VADDPS       Y9, Y7, Y7
 	ADDQ         $0x00000040, R10
-	JMP          sumloop
+	JMP          addsumloop
 
 	// Out of the loop's way: the prefetches, whose flag is usually clear.
-sumpf:
+addsumpf:
 	PREFETCHT0 (R12)(R10*2)
 	PREFETCHT0 64(R12)(R10*2)
-	JMP        sumblock
+	JMP        addsumblock
 
-sumtail:
+addsumtail:
 	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
 	MOVQ    job_d+0(AX), R11
 	SUBQ    R10, R11
-	JZ      summed
-	JL      slotsummed
+	JZ      addsummed
+	JL      addslotsummed
 	MOVQ    R11, 432(SP)
 	LEAQ    (R8)(R10*2), R11
 	LEAQ    (R9)(R10*2), R9
@@ -10408,26 +7775,26 @@ sumtail:
 	XORQ    R12, R12
 	SUBQ    $0x00000010, R13
 
-copyvec2:
+copyvec7:
 	CMPQ    R12, R13
-	JG      copyone3
+	JG      copyone8
 	VMOVUPS (R11)(R12*2), Y8
 	VMOVUPS Y8, (R9)(R12*2)
 	ADDQ    $0x00000010, R12
-	JMP     copyvec2
+	JMP     copyvec7
 
-copyone3:
+copyone8:
 	ADDQ $0x00000010, R13
 
-copyloop5:
+copyloop10:
 	CMPQ R12, R13
-	JGE  copied4
+	JGE  copied9
 	MOVW (R11)(R12*2), R14
 	MOVW R14, (R9)(R12*2)
 	INCQ R12
-	JMP  copyloop5
+	JMP  copyloop10
 
-copied4:
+copied9:
 	MOVQ    440(SP), R11
 	LEAQ    256(SP), R12
 	VXORPS  Y8, Y8, Y8
@@ -10439,26 +7806,26 @@ copied4:
 	XORQ    R13, R13
 	SUBQ    $0x00000010, R14
 
-copyvec6:
+copyvec11:
 	CMPQ    R13, R14
-	JG      copyone7
+	JG      copyone12
 	VMOVUPS (R11)(R13*2), Y8
 	VMOVUPS Y8, (R12)(R13*2)
 	ADDQ    $0x00000010, R13
-	JMP     copyvec6
+	JMP     copyvec11
 
-copyone7:
+copyone12:
 	ADDQ $0x00000010, R14
 
-copyloop9:
+copyloop14:
 	CMPQ R13, R14
-	JGE  copied8
+	JGE  copied13
 	MOVW (R11)(R13*2), R15
 	MOVW R15, (R12)(R13*2)
 	INCQ R13
-	JMP  copyloop9
+	JMP  copyloop14
 
-copied8:
+copied13:
 	MOVQ R10, R11
 	SHLQ $0x01, R11
 	MOVQ R8, 448(SP)
@@ -10469,9 +7836,9 @@ copied8:
 	MOVQ R10, R11
 	MOVQ R8, R12
 	XORL R13, R13
-	JMP  sumblock
+	JMP  addsumblock
 
-slotsummed:
+addslotsummed:
 	MOVQ 448(SP), R8
 	MOVQ 440(SP), R8
 	LEAQ 256(SP), R9
@@ -10479,27 +7846,27 @@ slotsummed:
 	XORQ R10, R10
 	SUBQ $0x00000010, R11
 
-copyvec10:
+copyvec15:
 	CMPQ    R10, R11
-	JG      copyone11
+	JG      copyone16
 	VMOVUPS (R9)(R10*2), Y8
 	VMOVUPS Y8, (R8)(R10*2)
 	ADDQ    $0x00000010, R10
-	JMP     copyvec10
+	JMP     copyvec15
 
-copyone11:
+copyone16:
 	ADDQ $0x00000010, R11
 
-copyloop13:
+copyloop18:
 	CMPQ R10, R11
-	JGE  copied12
+	JGE  copied17
 	MOVW (R9)(R10*2), R12
 	MOVW R12, (R8)(R10*2)
 	INCQ R10
-	JMP  copyloop13
+	JMP  copyloop18
 
-copied12:
-summed:
+copied17:
+addsummed:
 	VADDPS Y4, Y0, Y0
 	VADDPS Y5, Y1, Y1
 	VADDPS Y6, Y2, Y2
@@ -10508,6 +7875,7 @@ summed:
 	VADDPS Y3, Y1, Y1
 	VADDPS Y1, Y0, Y0
 
+invone:
 	// Halving tree: p[j] += p[j+h] for the remaining h, down to ss.
 	VEXTRACTF128 $0x01, Y0, X1
 	VADDPS       X1, X0, X1
@@ -10518,14 +7886,14 @@ summed:
 
 	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
 	CMPL   460(SP), $0x00
-	JE     divide14
+	JE     divide19
 	VMULSS 460(SP), X1, X1
-	JMP    divided15
+	JMP    divided20
 
-divide14:
+divide19:
 	VDIVSS 456(SP), X1, X1
 
-divided15:
+divided20:
 	VADDSS   job_eps+0(AX), X1, X1
 	VUCOMISS tlo<>+0(SB), X1
 	JCS      ret
@@ -10541,6 +7909,61 @@ divided15:
 	JZ     scale
 	MOVQ   400(SP), R9
 	VMOVSS X0, (R8)(R9*4)
+	JMP    scale
+
+invgroup:
+	// The rest of the halving tree, four rows at once.
+	VMOVUPS      (SP), Y0
+	VMOVUPS      32(SP), Y1
+	VMOVUPS      64(SP), Y2
+	VMOVUPS      96(SP), Y3
+	VPERM2F128   $0x20, Y1, Y0, Y4
+	VPERM2F128   $0x31, Y1, Y0, Y0
+	VADDPS       Y0, Y4, Y4
+	VPERM2F128   $0x20, Y3, Y2, Y0
+	VPERM2F128   $0x31, Y3, Y2, Y1
+	VADDPS       Y1, Y0, Y0
+	VSHUFPS      $0x44, Y0, Y4, Y1
+	VSHUFPS      $0xee, Y0, Y4, Y0
+	VADDPS       Y0, Y1, Y1
+	VHADDPS      Y1, Y1, Y1
+	VEXTRACTF128 $0x01, Y1, X0
+	VUNPCKLPS    X0, X1, X0
+
+	// t = ss/d + eps for the four rows; any t outside [2^-100, MaxFloat32] sends the group to the one-row path.
+	CMPL         460(SP), $0x00
+	JE           divide21
+	VBROADCASTSS 460(SP), X1
+	VMULPS       X1, X0, X1
+	JMP          divided22
+
+divide21:
+	VBROADCASTSS 456(SP), X1
+	VDIVPS       X1, X0, X1
+
+divided22:
+	VBROADCASTSS job_eps+0(AX), X0
+	VADDPS       X0, X1, X1
+	VCMPPS       $0x1d, tlo4<>+0(SB), X1, X0
+	VCMPPS       $0x12, tmax4<>+0(SB), X1, X2
+	VANDPS       X2, X0, X0
+	VMOVMSKPS    X0, R8
+	CMPL         R8, $0x0f
+	JE           ginrange
+	MOVQ         $0x00000004, 408(SP)
+	JMP          row
+
+ginrange:
+	VSQRTPS      X1, X1
+	VBROADCASTSS one<>+0(SB), X0
+	VDIVPS       X1, X0, X0
+
+	// Report 1/rms if asked.
+	MOVQ    job_inv+0(AX), R8
+	TESTQ   R8, R8
+	JZ      scale
+	MOVQ    400(SP), R9
+	VMOVUPS X0, (R8)(R9*4)
 
 scale:
 	VBROADCASTSS X0, Y1
@@ -10556,25 +7979,25 @@ scalerow:
 scalebody:
 	VBROADCASTSS one<>+0(SB), Y0
 	TESTL        $0x00000010, job_flags+0(AX)
-	JNZ          weightadd16
+	JNZ          weightadd23
 	VBROADCASTSS negzero<>+0(SB), Y0
 
-weightadd16:
+weightadd23:
 	// y = (src*inv)*w, rounded after each multiply.
 	XORQ R8, R8
 	MOVQ job_d+0(AX), R9
 	SUBQ $0x00000020, R9
 	MOVQ DI, R10
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows17
+	JA   longrows24
 	SHLQ $0x03, R10
 
-longrows17:
-	ADDQ  SI, R10
+longrows24:
+	ADDQ  DX, R10
 	MOVL  job_flags+0(AX), R11
 	TESTL $0x00000001, R11
 	JNZ   scalent
-	TESTQ BX, BX
+	TESTQ SI, SI
 	JZ    scaleloopnoweight
 	TESTL $0x00000010, R11
 	JNZ   scaleloopoffset
@@ -10584,23 +8007,23 @@ scaleloop:
 	CMPQ  R8, R9
 	JG    scaletail
 	TESTL $0x00000002, R11
-	JNZ   scalelooppf18
+	JNZ   scalelooppf25
 
-scaleloopbody19:
-	VPMOVZXWD (SI)(R8*2), Y2
+scaleloopbody26:
+	VPMOVZXWD (DX)(R8*2), Y2
 	VPSLLD    $0x10, Y2, Y2
 	VMULPS    Y1, Y2, Y2
-	VPMOVZXWD 16(SI)(R8*2), Y3
+	VPMOVZXWD 16(DX)(R8*2), Y3
 	VPSLLD    $0x10, Y3, Y3
 	VMULPS    Y1, Y3, Y3
-	VPMOVZXWD 32(SI)(R8*2), Y4
+	VPMOVZXWD 32(DX)(R8*2), Y4
 	VPSLLD    $0x10, Y4, Y4
 	VMULPS    Y1, Y4, Y4
-	VPMOVZXWD 48(SI)(R8*2), Y5
+	VPMOVZXWD 48(DX)(R8*2), Y5
 	VPSLLD    $0x10, Y5, Y5
 	VMULPS    Y1, Y5, Y5
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn20
+	JZ        notrn27
 	VPSRLD    $0x10, Y2, Y6
 	VPAND     avx2bfone<>+0(SB), Y6, Y6
 	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
@@ -10630,9 +8053,9 @@ scaleloopbody19:
 	VCMPPS    $0x03, Y5, Y5, Y5
 	VBLENDVPS Y5, avx2bfnanhigh<>+0(SB), Y6, Y5
 
-notrn20:
-	VMULPS    (BX)(R8*4), Y2, Y2
-	VMULPS    32(BX)(R8*4), Y3, Y3
+notrn27:
+	VMULPS    (SI)(R8*4), Y2, Y2
+	VMULPS    32(SI)(R8*4), Y3, Y3
 	VPSRLD    $0x10, Y2, Y6
 	VPAND     avx2bfone<>+0(SB), Y6, Y6
 	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
@@ -10650,8 +8073,8 @@ notrn20:
 	VPACKUSDW Y2, Y6, Y6
 	VPERMQ    $0xd8, Y6, Y6
 	VMOVDQU   Y6, (CX)(R8*2)
-	VMULPS    64(BX)(R8*4), Y4, Y4
-	VMULPS    96(BX)(R8*4), Y5, Y5
+	VMULPS    64(SI)(R8*4), Y4, Y4
+	VMULPS    96(SI)(R8*4), Y5, Y5
 	VPSRLD    $0x10, Y4, Y2
 	VPAND     avx2bfone<>+0(SB), Y2, Y2
 	VPADDD    avx2bfbias<>+0(SB), Y2, Y2
@@ -10672,32 +8095,32 @@ notrn20:
 	ADDQ      $0x00000020, R8
 	JMP       scaleloop
 
-scalelooppf18:
+scalelooppf25:
 	PREFETCHT0 (R10)(R8*2)
-	JMP        scaleloopbody19
+	JMP        scaleloopbody26
 
 	PCALIGN $32
 scaleloopoffset:
 	CMPQ  R8, R9
 	JG    scaletail
 	TESTL $0x00000002, R11
-	JNZ   scaleloopoffsetpf21
+	JNZ   scaleloopoffsetpf28
 
-scaleloopoffsetbody22:
-	VPMOVZXWD (SI)(R8*2), Y2
+scaleloopoffsetbody29:
+	VPMOVZXWD (DX)(R8*2), Y2
 	VPSLLD    $0x10, Y2, Y2
 	VMULPS    Y1, Y2, Y2
-	VPMOVZXWD 16(SI)(R8*2), Y3
+	VPMOVZXWD 16(DX)(R8*2), Y3
 	VPSLLD    $0x10, Y3, Y3
 	VMULPS    Y1, Y3, Y3
-	VPMOVZXWD 32(SI)(R8*2), Y4
+	VPMOVZXWD 32(DX)(R8*2), Y4
 	VPSLLD    $0x10, Y4, Y4
 	VMULPS    Y1, Y4, Y4
-	VPMOVZXWD 48(SI)(R8*2), Y5
+	VPMOVZXWD 48(DX)(R8*2), Y5
 	VPSLLD    $0x10, Y5, Y5
 	VMULPS    Y1, Y5, Y5
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn23
+	JZ        notrn30
 	VPSRLD    $0x10, Y2, Y6
 	VPAND     avx2bfone<>+0(SB), Y6, Y6
 	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
@@ -10727,11 +8150,11 @@ scaleloopoffsetbody22:
 	VCMPPS    $0x03, Y5, Y5, Y5
 	VBLENDVPS Y5, avx2bfnanhigh<>+0(SB), Y6, Y5
 
-notrn23:
-	VMOVUPS   (BX)(R8*4), Y6
+notrn30:
+	VMOVUPS   (SI)(R8*4), Y6
 	VADDPS    Y0, Y6, Y6
 	VMULPS    Y6, Y2, Y2
-	VMOVUPS   32(BX)(R8*4), Y6
+	VMOVUPS   32(SI)(R8*4), Y6
 	VADDPS    Y0, Y6, Y6
 	VMULPS    Y6, Y3, Y3
 	VPSRLD    $0x10, Y2, Y6
@@ -10751,10 +8174,10 @@ notrn23:
 	VPACKUSDW Y2, Y6, Y6
 	VPERMQ    $0xd8, Y6, Y6
 	VMOVDQU   Y6, (CX)(R8*2)
-	VMOVUPS   64(BX)(R8*4), Y2
+	VMOVUPS   64(SI)(R8*4), Y2
 	VADDPS    Y0, Y2, Y2
 	VMULPS    Y2, Y4, Y4
-	VMOVUPS   96(BX)(R8*4), Y2
+	VMOVUPS   96(SI)(R8*4), Y2
 	VADDPS    Y0, Y2, Y2
 	VMULPS    Y2, Y5, Y5
 	VPSRLD    $0x10, Y4, Y2
@@ -10777,28 +8200,28 @@ notrn23:
 	ADDQ      $0x00000020, R8
 	JMP       scaleloopoffset
 
-scaleloopoffsetpf21:
+scaleloopoffsetpf28:
 	PREFETCHT0 (R10)(R8*2)
-	JMP        scaleloopoffsetbody22
+	JMP        scaleloopoffsetbody29
 
 	PCALIGN $32
 scaleloopnoweight:
 	CMPQ  R8, R9
 	JG    scaletail
 	TESTL $0x00000002, R11
-	JNZ   scaleloopnoweightpf24
+	JNZ   scaleloopnoweightpf31
 
-scaleloopnoweightbody25:
-	VPMOVZXWD (SI)(R8*2), Y2
+scaleloopnoweightbody32:
+	VPMOVZXWD (DX)(R8*2), Y2
 	VPSLLD    $0x10, Y2, Y2
 	VMULPS    Y1, Y2, Y2
-	VPMOVZXWD 16(SI)(R8*2), Y3
+	VPMOVZXWD 16(DX)(R8*2), Y3
 	VPSLLD    $0x10, Y3, Y3
 	VMULPS    Y1, Y3, Y3
-	VPMOVZXWD 32(SI)(R8*2), Y4
+	VPMOVZXWD 32(DX)(R8*2), Y4
 	VPSLLD    $0x10, Y4, Y4
 	VMULPS    Y1, Y4, Y4
-	VPMOVZXWD 48(SI)(R8*2), Y5
+	VPMOVZXWD 48(DX)(R8*2), Y5
 	VPSLLD    $0x10, Y5, Y5
 	VMULPS    Y1, Y5, Y5
 	VPSRLD    $0x10, Y2, Y6
@@ -10838,9 +8261,9 @@ scaleloopnoweightbody25:
 	ADDQ      $0x00000020, R8
 	JMP       scaleloopnoweight
 
-scaleloopnoweightpf24:
+scaleloopnoweightpf31:
 	PREFETCHT0 (R10)(R8*2)
-	JMP        scaleloopnoweightbody25
+	JMP        scaleloopnoweightbody32
 
 scalent:
 	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
@@ -10856,11 +8279,11 @@ scalent:
 scalehead:
 	CMPQ      R10, $0x00000008
 	JB        scaleheadpart
-	VPMOVZXWD (SI)(R8*2), Y2
+	VPMOVZXWD (DX)(R8*2), Y2
 	VPSLLD    $0x10, Y2, Y2
 	VMULPS    Y1, Y2, Y2
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn26
+	JZ        notrn33
 	VPSRLD    $0x10, Y2, Y3
 	VPAND     avx2bfone<>+0(SB), Y3, Y3
 	VPADDD    avx2bfbias<>+0(SB), Y3, Y3
@@ -10869,14 +8292,14 @@ scalehead:
 	VCMPPS    $0x03, Y2, Y2, Y2
 	VBLENDVPS Y2, avx2bfnanhigh<>+0(SB), Y3, Y2
 
-notrn26:
-	TESTQ   BX, BX
-	JZ      noweight27
-	VMOVUPS (BX)(R8*4), Y3
+notrn33:
+	TESTQ   SI, SI
+	JZ      noweight34
+	VMOVUPS (SI)(R8*4), Y3
 	VADDPS  Y0, Y3, Y3
 	VMULPS  Y3, Y2, Y2
 
-noweight27:
+noweight34:
 	VPSRLD       $0x10, Y2, Y3
 	VPAND        avx2bfone<>+0(SB), Y3, Y3
 	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
@@ -10897,11 +8320,11 @@ scaleheadpart:
 scalentgo:
 	MOVQ DI, R10
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows28
+	JA   longrows35
 	SHLQ $0x03, R10
 
-longrows28:
-	ADDQ SI, R10
+longrows35:
+	ADDQ DX, R10
 	MOVL job_flags+0(AX), R11
 
 	PCALIGN $32
@@ -10909,20 +8332,20 @@ scalentloop:
 	CMPQ       R8, R9
 	JG         scaletail
 	PREFETCHT0 (R10)(R8*2)
-	VPMOVZXWD  (SI)(R8*2), Y2
+	VPMOVZXWD  (DX)(R8*2), Y2
 	VPSLLD     $0x10, Y2, Y2
 	VMULPS     Y1, Y2, Y2
-	VPMOVZXWD  16(SI)(R8*2), Y3
+	VPMOVZXWD  16(DX)(R8*2), Y3
 	VPSLLD     $0x10, Y3, Y3
 	VMULPS     Y1, Y3, Y3
-	VPMOVZXWD  32(SI)(R8*2), Y4
+	VPMOVZXWD  32(DX)(R8*2), Y4
 	VPSLLD     $0x10, Y4, Y4
 	VMULPS     Y1, Y4, Y4
-	VPMOVZXWD  48(SI)(R8*2), Y5
+	VPMOVZXWD  48(DX)(R8*2), Y5
 	VPSLLD     $0x10, Y5, Y5
 	VMULPS     Y1, Y5, Y5
 	TESTL      $0x00000008, job_flags+0(AX)
-	JZ         notrn29
+	JZ         notrn36
 	VPSRLD     $0x10, Y2, Y6
 	VPAND      avx2bfone<>+0(SB), Y6, Y6
 	VPADDD     avx2bfbias<>+0(SB), Y6, Y6
@@ -10952,17 +8375,17 @@ scalentloop:
 	VCMPPS     $0x03, Y5, Y5, Y5
 	VBLENDVPS  Y5, avx2bfnanhigh<>+0(SB), Y6, Y5
 
-notrn29:
-	TESTQ  BX, BX
-	JZ     weighed31
+notrn36:
+	TESTQ  SI, SI
+	JZ     weighed38
 	TESTL  $0x00000010, R11
-	JNZ    offset30
-	VMULPS (BX)(R8*4), Y2, Y2
-	VMULPS 32(BX)(R8*4), Y3, Y3
-	VMULPS 64(BX)(R8*4), Y4, Y4
-	VMULPS 96(BX)(R8*4), Y5, Y5
+	JNZ    offset37
+	VMULPS (SI)(R8*4), Y2, Y2
+	VMULPS 32(SI)(R8*4), Y3, Y3
+	VMULPS 64(SI)(R8*4), Y4, Y4
+	VMULPS 96(SI)(R8*4), Y5, Y5
 
-weighed31:
+weighed38:
 	VPSRLD    $0x10, Y2, Y6
 	VPAND     avx2bfone<>+0(SB), Y6, Y6
 	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
@@ -11000,20 +8423,20 @@ weighed31:
 	ADDQ      $0x00000020, R8
 	JMP       scalentloop
 
-offset30:
-	VMOVUPS (BX)(R8*4), Y6
+offset37:
+	VMOVUPS (SI)(R8*4), Y6
 	VADDPS  Y0, Y6, Y6
 	VMULPS  Y6, Y2, Y2
-	VMOVUPS 32(BX)(R8*4), Y6
+	VMOVUPS 32(SI)(R8*4), Y6
 	VADDPS  Y0, Y6, Y6
 	VMULPS  Y6, Y3, Y3
-	VMOVUPS 64(BX)(R8*4), Y6
+	VMOVUPS 64(SI)(R8*4), Y6
 	VADDPS  Y0, Y6, Y6
 	VMULPS  Y6, Y4, Y4
-	VMOVUPS 96(BX)(R8*4), Y6
+	VMOVUPS 96(SI)(R8*4), Y6
 	VADDPS  Y0, Y6, Y6
 	VMULPS  Y6, Y5, Y5
-	JMP     weighed31
+	JMP     weighed38
 
 scaletail:
 	ADDQ $0x00000018, R9
@@ -11021,11 +8444,11 @@ scaletail:
 scaleone:
 	CMPQ      R8, R9
 	JG        scalepart
-	VPMOVZXWD (SI)(R8*2), Y2
+	VPMOVZXWD (DX)(R8*2), Y2
 	VPSLLD    $0x10, Y2, Y2
 	VMULPS    Y1, Y2, Y2
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn32
+	JZ        notrn39
 	VPSRLD    $0x10, Y2, Y3
 	VPAND     avx2bfone<>+0(SB), Y3, Y3
 	VPADDD    avx2bfbias<>+0(SB), Y3, Y3
@@ -11034,14 +8457,14 @@ scaleone:
 	VCMPPS    $0x03, Y2, Y2, Y2
 	VBLENDVPS Y2, avx2bfnanhigh<>+0(SB), Y3, Y2
 
-notrn32:
-	TESTQ   BX, BX
-	JZ      noweight33
-	VMOVUPS (BX)(R8*4), Y3
+notrn39:
+	TESTQ   SI, SI
+	JZ      noweight40
+	VMOVUPS (SI)(R8*4), Y3
 	VADDPS  Y0, Y3, Y3
 	VMULPS  Y3, Y2, Y2
 
-noweight33:
+noweight40:
 	VPSRLD       $0x10, Y2, Y3
 	VPAND        avx2bfone<>+0(SB), Y3, Y3
 	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
@@ -11062,66 +8485,66 @@ scalepart:
 
 	// The last n < lanes elements, or the first n of a non-temporal row (i + n < d: back to its loop).
 partout:
-	LEAQ (SI)(R8*2), R11
+	LEAQ (DX)(R8*2), R11
 	LEAQ 128(SP), R12
 	MOVQ R10, R14
 	XORQ R13, R13
 	SUBQ $0x00000010, R14
 
-copyvec34:
+copyvec41:
 	CMPQ    R13, R14
-	JG      copyone35
+	JG      copyone42
 	VMOVUPS (R11)(R13*2), Y2
 	VMOVUPS Y2, (R12)(R13*2)
 	ADDQ    $0x00000010, R13
-	JMP     copyvec34
+	JMP     copyvec41
 
-copyone35:
+copyone42:
 	ADDQ $0x00000010, R14
 
-copyloop37:
+copyloop44:
 	CMPQ R13, R14
-	JGE  copied36
+	JGE  copied43
 	MOVW (R11)(R13*2), R15
 	MOVW R15, (R12)(R13*2)
 	INCQ R13
-	JMP  copyloop37
+	JMP  copyloop44
 
-copied36:
-	TESTQ BX, BX
-	JZ    nowcopy38
-	LEAQ  (BX)(R8*4), R11
+copied43:
+	TESTQ SI, SI
+	JZ    nowcopy45
+	LEAQ  (SI)(R8*4), R11
 	LEAQ  160(SP), R12
 	MOVQ  R10, R14
 	XORQ  R13, R13
 	SUBQ  $0x00000008, R14
 
-copyvec39:
+copyvec46:
 	CMPQ    R13, R14
-	JG      copyone40
+	JG      copyone47
 	VMOVUPS (R11)(R13*4), Y2
 	VMOVUPS Y2, (R12)(R13*4)
 	ADDQ    $0x00000008, R13
-	JMP     copyvec39
+	JMP     copyvec46
 
-copyone40:
+copyone47:
 	ADDQ $0x00000008, R14
 
-copyloop42:
+copyloop49:
 	CMPQ R13, R14
-	JGE  copied41
+	JGE  copied48
 	MOVL (R11)(R13*4), R15
 	MOVL R15, (R12)(R13*4)
 	INCQ R13
-	JMP  copyloop42
+	JMP  copyloop49
 
-copied41:
-nowcopy38:
+copied48:
+nowcopy45:
 	VPMOVZXWD 128(SP), Y2
 	VPSLLD    $0x10, Y2, Y2
 	VMULPS    Y2, Y1, Y2
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn43
+	JZ        notrn50
 	VPSRLD    $0x10, Y2, Y3
 	VPAND     avx2bfone<>+0(SB), Y3, Y3
 	VPADDD    avx2bfbias<>+0(SB), Y3, Y3
@@ -11130,14 +8553,14 @@ nowcopy38:
 	VCMPPS    $0x03, Y2, Y2, Y2
 	VBLENDVPS Y2, avx2bfnanhigh<>+0(SB), Y3, Y2
 
-notrn43:
-	TESTQ   BX, BX
-	JZ      noweight44
+notrn50:
+	TESTQ   SI, SI
+	JZ      noweight51
 	VMOVUPS 160(SP), Y3
 	VADDPS  Y0, Y3, Y3
 	VMULPS  Y3, Y2, Y2
 
-noweight44:
+noweight51:
 	VPSRLD       $0x10, Y2, Y3
 	VPAND        avx2bfone<>+0(SB), Y3, Y3
 	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
@@ -11154,26 +8577,26 @@ noweight44:
 	XORQ         R13, R13
 	SUBQ         $0x00000010, R14
 
-copyvec45:
+copyvec52:
 	CMPQ    R13, R14
-	JG      copyone46
+	JG      copyone53
 	VMOVUPS (R12)(R13*2), Y2
 	VMOVUPS Y2, (R11)(R13*2)
 	ADDQ    $0x00000010, R13
-	JMP     copyvec45
+	JMP     copyvec52
 
-copyone46:
+copyone53:
 	ADDQ $0x00000010, R14
 
-copyloop48:
+copyloop55:
 	CMPQ R13, R14
-	JGE  copied47
+	JGE  copied54
 	MOVW (R12)(R13*2), R15
 	MOVW R15, (R11)(R13*2)
 	INCQ R13
-	JMP  copyloop48
+	JMP  copyloop55
 
-copied47:
+copied54:
 	ADDQ R10, R8
 	CMPQ R8, job_d+0(AX)
 	JB   scalentgo
@@ -11181,7 +8604,7 @@ copied47:
 scaled:
 	ADDQ DI, DX
 	ADDQ DI, CX
-	ADDQ DI, SI
+	ADDQ DI, BX
 	INCQ 400(SP)
 	MOVQ 424(SP), R8
 	INCQ R8
@@ -11203,754 +8626,19 @@ vzero:
 
 // func avx2ForwardF16(j uintptr, from int, to int) int
 // Requires: AVX, AVX2, F16C, MMX+
-TEXT ·avx2ForwardF16(SB), NOSPLIT, $336-32
-	// avx2ForwardF16 normalizes rows [from, to) of the job: F16 rows: y = round16((x*inv)*w), round16((x*inv)*(1+w)) with flagOffset, or round16(x*inv) with w nil (with flagRN and a weight, round16(x*inv) in place of (x*inv)), for each row.
+TEXT ·avx2ForwardF16(SB), NOSPLIT, $464-32
+	// avx2ForwardF16 normalizes rows [from, to) of the job: F16 rows: y = round16((x*inv)*w), round16((x*inv)*(1+w)) with flagOffset, or round16(x*inv) with w nil (with flagRN and a weight, round16(x*inv) in place of (x*inv)), for each row; with res, h = round16(x + res) and res = h per element first, and h in place of x.
 	// It stops before the first row that needs the float64 path and returns that row's index, or to.
-	MOVQ j+0(FP), AX
-	MOVQ job_dst+0(AX), CX
-	MOVQ job_x+0(AX), DX
-	MOVQ job_w+0(AX), BX
-	MOVQ job_stride+0(AX), SI
-	SHLQ $0x01, SI
-
-	// fd = float32(d); rd = 1/d when d is a power of two (a/d is then a*rd exactly), else 0.
-	MOVQ       job_d+0(AX), DI
-	VMOVSS     one<>+0(SB), X0
-	VCVTSI2SSQ DI, X0, X0
-	VMOVSS     X0, 328(SP)
-	XORL       R9, R9
-	LEAQ       -1(DI), R8
-	TESTQ      DI, R8
-	JNZ        notpow2
-	BSFQ       DI, R8
-	MOVL       $0x0000007f, R9
-	SUBL       R8, R9
-	SHLL       $0x17, R9
-
-notpow2:
-	MOVL R9, 332(SP)
-
-	// Start at row from.
-	MOVQ  from+8(FP), DI
-	MOVQ  DI, 272(SP)
-	MOVQ  $0x00000000, 280(SP)
-	IMULQ SI, DI
-	ADDQ  DI, CX
-	ADDQ  DI, DX
-
-row:
-	MOVQ 272(SP), DI
-	CMPQ DI, to+16(FP)
-	JAE  ret
-	MOVQ $0x00000001, 288(SP)
-	CMPQ 280(SP), $0x00
-	JE   trygroup
-	DECQ 280(SP)
-	JMP  sum
-
-trygroup:
-	CMPQ job_d+0(AX), $0x00000200
-	JA   sum
-	MOVQ to+16(FP), DI
-	SUBQ 272(SP), DI
-	CMPQ DI, $0x04
-	JB   sum
-	MOVQ $0x00000004, 288(SP)
-
-sum:
-	MOVQ DX, DI
-	XORQ R8, R8
-
-sumrow:
-	// Sum of squares: element i goes to partial i%64.
-	MOVQ   job_d+0(AX), R10
-	SUBQ   $0x00000040, R10
-	JGE    firstblock
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
-	VXORPS Y4, Y4, Y4
-	VXORPS Y5, Y5, Y5
-	VXORPS Y6, Y6, Y6
-	VXORPS Y7, Y7, Y7
-	XORQ   R9, R9
-	JMP    sumtail
-
-firstblock:
-	// +0 + square is the square itself: the first block initializes the partials.
-	XORQ      R9, R9
-	VCVTPH2PS (DI)(R9*2), Y0
-	VMULPS    Y0, Y0, Y0
-	VCVTPH2PS 16(DI)(R9*2), Y1
-	VMULPS    Y1, Y1, Y1
-	VCVTPH2PS 32(DI)(R9*2), Y2
-	VMULPS    Y2, Y2, Y2
-	VCVTPH2PS 48(DI)(R9*2), Y3
-	VMULPS    Y3, Y3, Y3
-	VCVTPH2PS 64(DI)(R9*2), Y4
-	VMULPS    Y4, Y4, Y4
-	VCVTPH2PS 80(DI)(R9*2), Y5
-	VMULPS    Y5, Y5, Y5
-	VCVTPH2PS 96(DI)(R9*2), Y6
-	VMULPS    Y6, Y6, Y6
-	VCVTPH2PS 112(DI)(R9*2), Y7
-	VMULPS    Y7, Y7, Y7
-	MOVQ      $0x00000040, R9
-
-	// With flagPF, the rows ahead are prefetched: one loop for both, the flag tested per block.
-	MOVQ SI, R11
-	SHLQ $0x01, R11
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows1
-	SHLQ $0x03, R11
-
-longrows1:
-	ADDQ DI, R11
-	MOVL job_flags+0(AX), R12
-
-	PCALIGN $32
-sumloop:
-	CMPQ  R9, R10
-	JG    sumtail
-	TESTL $0x00000002, R12
-	JNZ   sumpf
-
-sumblock:
-	VCVTPH2PS (DI)(R9*2), Y8
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y0, Y0
-	VCVTPH2PS 16(DI)(R9*2), Y8
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y1, Y1
-	VCVTPH2PS 32(DI)(R9*2), Y8
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y2, Y2
-	VCVTPH2PS 48(DI)(R9*2), Y8
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y3, Y3
-	VCVTPH2PS 64(DI)(R9*2), Y8
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y4, Y4
-	VCVTPH2PS 80(DI)(R9*2), Y8
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y5, Y5
-	VCVTPH2PS 96(DI)(R9*2), Y8
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y6, Y6
-	VCVTPH2PS 112(DI)(R9*2), Y8
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y7, Y7
-	ADDQ      $0x00000040, R9
-	JMP       sumloop
-
-	// Out of the loop's way: the prefetches, whose flag is usually clear.
-sumpf:
-	PREFETCHT0 (R11)(R9*2)
-	PREFETCHT0 64(R11)(R9*2)
-	JMP        sumblock
-
-sumtail:
-	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
-	MOVQ    job_d+0(AX), R10
-	SUBQ    R9, R10
-	JZ      summed
-	JL      slotsummed
-	MOVQ    R10, 304(SP)
-	LEAQ    (DI)(R9*2), R10
-	LEAQ    128(SP), R11
-	VXORPS  Y8, Y8, Y8
-	VMOVUPS Y8, (R11)
-	VMOVUPS Y8, 32(R11)
-	VMOVUPS Y8, 64(R11)
-	VMOVUPS Y8, 96(R11)
-	MOVQ    304(SP), R13
-	XORQ    R12, R12
-	SUBQ    $0x00000010, R13
-
-copyvec2:
-	CMPQ    R12, R13
-	JG      copyone3
-	VMOVUPS (R10)(R12*2), Y8
-	VMOVUPS Y8, (R11)(R12*2)
-	ADDQ    $0x00000010, R12
-	JMP     copyvec2
-
-copyone3:
-	ADDQ $0x00000010, R13
-
-copyloop5:
-	CMPQ R12, R13
-	JGE  copied4
-	MOVW (R10)(R12*2), R14
-	MOVW R14, (R11)(R12*2)
-	INCQ R12
-	JMP  copyloop5
-
-copied4:
-	MOVQ R9, R10
-	SHLQ $0x01, R10
-	MOVQ DI, 320(SP)
-	MOVQ R11, DI
-	SUBQ R10, DI
-	MOVQ R9, R10
-	MOVQ DI, R11
-	XORL R12, R12
-	JMP  sumblock
-
-slotsummed:
-	MOVQ 320(SP), DI
-
-summed:
-	VADDPS  Y4, Y0, Y0
-	VADDPS  Y5, Y1, Y1
-	VADDPS  Y6, Y2, Y2
-	VADDPS  Y7, Y3, Y3
-	VADDPS  Y2, Y0, Y0
-	VADDPS  Y3, Y1, Y1
-	VADDPS  Y1, Y0, Y0
-	CMPQ    288(SP), $0x01
-	JE      invone
-	VMOVUPS Y0, (SP)(R8*1)
-	ADDQ    SI, DI
-	ADDQ    $0x00000020, R8
-	CMPQ    R8, $0x00000080
-	JB      sumrow
-	JMP     invgroup
-
-invone:
-	// Halving tree: p[j] += p[j+h] for the remaining h, down to ss.
-	VEXTRACTF128 $0x01, Y0, X1
-	VADDPS       X1, X0, X1
-	VMOVHLPS     X1, X1, X0
-	VADDPS       X0, X1, X1
-	VMOVSHDUP    X1, X0
-	VADDSS       X0, X1, X1
-
-	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
-	CMPL   332(SP), $0x00
-	JE     divide6
-	VMULSS 332(SP), X1, X1
-	JMP    divided7
-
-divide6:
-	VDIVSS 328(SP), X1, X1
-
-divided7:
-	VADDSS   job_eps+0(AX), X1, X1
-	VUCOMISS tlo<>+0(SB), X1
-	JCS      ret
-	VUCOMISS tmax<>+0(SB), X1
-	JHI      ret
-	VSQRTSS  X1, X1, X1
-	VMOVSS   one<>+0(SB), X0
-	VDIVSS   X1, X0, X0
-
-	// Report 1/rms if asked.
-	MOVQ   job_inv+0(AX), DI
-	TESTQ  DI, DI
-	JZ     scale
-	MOVQ   272(SP), R8
-	VMOVSS X0, (DI)(R8*4)
-	JMP    scale
-
-invgroup:
-	// The rest of the halving tree, four rows at once.
-	VMOVUPS      (SP), Y0
-	VMOVUPS      32(SP), Y1
-	VMOVUPS      64(SP), Y2
-	VMOVUPS      96(SP), Y3
-	VPERM2F128   $0x20, Y1, Y0, Y4
-	VPERM2F128   $0x31, Y1, Y0, Y0
-	VADDPS       Y0, Y4, Y4
-	VPERM2F128   $0x20, Y3, Y2, Y0
-	VPERM2F128   $0x31, Y3, Y2, Y1
-	VADDPS       Y1, Y0, Y0
-	VSHUFPS      $0x44, Y0, Y4, Y1
-	VSHUFPS      $0xee, Y0, Y4, Y0
-	VADDPS       Y0, Y1, Y1
-	VHADDPS      Y1, Y1, Y1
-	VEXTRACTF128 $0x01, Y1, X0
-	VUNPCKLPS    X0, X1, X0
-
-	// t = ss/d + eps for the four rows; any t outside [2^-100, MaxFloat32] sends the group to the one-row path.
-	CMPL         332(SP), $0x00
-	JE           divide8
-	VBROADCASTSS 332(SP), X1
-	VMULPS       X1, X0, X1
-	JMP          divided9
-
-divide8:
-	VBROADCASTSS 328(SP), X1
-	VDIVPS       X1, X0, X1
-
-divided9:
-	VBROADCASTSS job_eps+0(AX), X0
-	VADDPS       X0, X1, X1
-	VCMPPS       $0x1d, tlo4<>+0(SB), X1, X0
-	VCMPPS       $0x12, tmax4<>+0(SB), X1, X2
-	VANDPS       X2, X0, X0
-	VMOVMSKPS    X0, DI
-	CMPL         DI, $0x0f
-	JE           ginrange
-	MOVQ         $0x00000004, 280(SP)
-	JMP          row
-
-ginrange:
-	VSQRTPS      X1, X1
-	VBROADCASTSS one<>+0(SB), X0
-	VDIVPS       X1, X0, X0
-
-	// Report 1/rms if asked.
-	MOVQ    job_inv+0(AX), DI
-	TESTQ   DI, DI
-	JZ      scale
-	MOVQ    272(SP), R8
-	VMOVUPS X0, (DI)(R8*4)
-
-scale:
-	VBROADCASTSS X0, Y1
-	MOVQ         $0x00000000, 296(SP)
-	CMPQ         288(SP), $0x01
-	JE           scalebody
-	VMOVUPS      X0, 256(SP)
-
-scalerow:
-	MOVQ         296(SP), DI
-	VBROADCASTSS 256(SP)(DI*4), Y1
-
-scalebody:
-	VBROADCASTSS one<>+0(SB), Y0
-	TESTL        $0x00000010, job_flags+0(AX)
-	JNZ          weightadd10
-	VBROADCASTSS negzero<>+0(SB), Y0
-
-weightadd10:
-	// y = (src*inv)*w, rounded after each multiply.
-	XORQ DI, DI
-	MOVQ job_d+0(AX), R8
-	SUBQ $0x00000020, R8
-	MOVQ SI, R9
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows11
-	SHLQ $0x03, R9
-
-longrows11:
-	ADDQ  DX, R9
-	MOVL  job_flags+0(AX), R10
-	TESTL $0x00000001, R10
-	JNZ   scalent
+	MOVQ  j+0(FP), AX
+	MOVQ  job_dst+0(AX), CX
+	MOVQ  job_x+0(AX), DX
+	MOVQ  job_res+0(AX), BX
 	TESTQ BX, BX
-	JZ    scaleloopnoweight
-	TESTL $0x00000010, R10
-	JNZ   scaleloopoffset
+	JZ    rowsset
+	XCHGQ DX, BX
 
-	PCALIGN $32
-scaleloop:
-	CMPQ  DI, R8
-	JG    scaletail
-	TESTL $0x00000002, R10
-	JNZ   scalelooppf12
-
-scaleloopbody13:
-	VCVTPH2PS (DX)(DI*2), Y2
-	VMULPS    Y1, Y2, Y2
-	VCVTPH2PS 16(DX)(DI*2), Y3
-	VMULPS    Y1, Y3, Y3
-	VCVTPH2PS 32(DX)(DI*2), Y4
-	VMULPS    Y1, Y4, Y4
-	VCVTPH2PS 48(DX)(DI*2), Y5
-	VMULPS    Y1, Y5, Y5
-	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn14
-	VCVTPS2PH $0x00, Y2, X2
-	VCVTPH2PS X2, Y2
-	VCVTPS2PH $0x00, Y3, X3
-	VCVTPH2PS X3, Y3
-	VCVTPS2PH $0x00, Y4, X4
-	VCVTPH2PS X4, Y4
-	VCVTPS2PH $0x00, Y5, X5
-	VCVTPH2PS X5, Y5
-
-notrn14:
-	VMULPS      (BX)(DI*4), Y2, Y2
-	VMULPS      32(BX)(DI*4), Y3, Y3
-	VCVTPS2PH   $0x00, Y2, X2
-	VCVTPS2PH   $0x00, Y3, X3
-	VINSERTI128 $0x01, X3, Y2, Y2
-	VMOVDQU     Y2, (CX)(DI*2)
-	VMULPS      64(BX)(DI*4), Y4, Y4
-	VMULPS      96(BX)(DI*4), Y5, Y5
-	VCVTPS2PH   $0x00, Y4, X4
-	VCVTPS2PH   $0x00, Y5, X5
-	VINSERTI128 $0x01, X5, Y4, Y4
-	VMOVDQU     Y4, 32(CX)(DI*2)
-	ADDQ        $0x00000020, DI
-	JMP         scaleloop
-
-scalelooppf12:
-	PREFETCHT0 (R9)(DI*2)
-	JMP        scaleloopbody13
-
-	PCALIGN $32
-scaleloopoffset:
-	CMPQ  DI, R8
-	JG    scaletail
-	TESTL $0x00000002, R10
-	JNZ   scaleloopoffsetpf15
-
-scaleloopoffsetbody16:
-	VCVTPH2PS (DX)(DI*2), Y2
-	VMULPS    Y1, Y2, Y2
-	VCVTPH2PS 16(DX)(DI*2), Y3
-	VMULPS    Y1, Y3, Y3
-	VCVTPH2PS 32(DX)(DI*2), Y4
-	VMULPS    Y1, Y4, Y4
-	VCVTPH2PS 48(DX)(DI*2), Y5
-	VMULPS    Y1, Y5, Y5
-	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn17
-	VCVTPS2PH $0x00, Y2, X2
-	VCVTPH2PS X2, Y2
-	VCVTPS2PH $0x00, Y3, X3
-	VCVTPH2PS X3, Y3
-	VCVTPS2PH $0x00, Y4, X4
-	VCVTPH2PS X4, Y4
-	VCVTPS2PH $0x00, Y5, X5
-	VCVTPH2PS X5, Y5
-
-notrn17:
-	VMOVUPS     (BX)(DI*4), Y6
-	VADDPS      Y0, Y6, Y6
-	VMULPS      Y6, Y2, Y2
-	VMOVUPS     32(BX)(DI*4), Y6
-	VADDPS      Y0, Y6, Y6
-	VMULPS      Y6, Y3, Y3
-	VCVTPS2PH   $0x00, Y2, X2
-	VCVTPS2PH   $0x00, Y3, X3
-	VINSERTI128 $0x01, X3, Y2, Y2
-	VMOVDQU     Y2, (CX)(DI*2)
-	VMOVUPS     64(BX)(DI*4), Y2
-	VADDPS      Y0, Y2, Y2
-	VMULPS      Y2, Y4, Y4
-	VMOVUPS     96(BX)(DI*4), Y2
-	VADDPS      Y0, Y2, Y2
-	VMULPS      Y2, Y5, Y5
-	VCVTPS2PH   $0x00, Y4, X4
-	VCVTPS2PH   $0x00, Y5, X5
-	VINSERTI128 $0x01, X5, Y4, Y4
-	VMOVDQU     Y4, 32(CX)(DI*2)
-	ADDQ        $0x00000020, DI
-	JMP         scaleloopoffset
-
-scaleloopoffsetpf15:
-	PREFETCHT0 (R9)(DI*2)
-	JMP        scaleloopoffsetbody16
-
-	PCALIGN $32
-scaleloopnoweight:
-	CMPQ  DI, R8
-	JG    scaletail
-	TESTL $0x00000002, R10
-	JNZ   scaleloopnoweightpf18
-
-scaleloopnoweightbody19:
-	VCVTPH2PS   (DX)(DI*2), Y2
-	VMULPS      Y1, Y2, Y2
-	VCVTPH2PS   16(DX)(DI*2), Y3
-	VMULPS      Y1, Y3, Y3
-	VCVTPH2PS   32(DX)(DI*2), Y4
-	VMULPS      Y1, Y4, Y4
-	VCVTPH2PS   48(DX)(DI*2), Y5
-	VMULPS      Y1, Y5, Y5
-	VCVTPS2PH   $0x00, Y2, X2
-	VCVTPS2PH   $0x00, Y3, X3
-	VINSERTI128 $0x01, X3, Y2, Y2
-	VMOVDQU     Y2, (CX)(DI*2)
-	VCVTPS2PH   $0x00, Y4, X4
-	VCVTPS2PH   $0x00, Y5, X5
-	VINSERTI128 $0x01, X5, Y4, Y4
-	VMOVDQU     Y4, 32(CX)(DI*2)
-	ADDQ        $0x00000020, DI
-	JMP         scaleloopnoweight
-
-scaleloopnoweightpf18:
-	PREFETCHT0 (R9)(DI*2)
-	JMP        scaleloopnoweightbody19
-
-scalent:
-	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
-	MOVQ CX, R9
-	NEGQ R9
-	ANDQ $0x0000001f, R9
-	SHRQ $0x01, R9
-	JZ   scalentgo
-	CMPQ R9, job_d+0(AX)
-	JLE  scalehead
-	MOVQ job_d+0(AX), R9
-
-scalehead:
-	CMPQ      R9, $0x00000008
-	JB        scaleheadpart
-	VCVTPH2PS (DX)(DI*2), Y2
-	VMULPS    Y1, Y2, Y2
-	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn20
-	VCVTPS2PH $0x00, Y2, X2
-	VCVTPH2PS X2, Y2
-
-notrn20:
-	TESTQ   BX, BX
-	JZ      noweight21
-	VMOVUPS (BX)(DI*4), Y3
-	VADDPS  Y0, Y3, Y3
-	VMULPS  Y3, Y2, Y2
-
-noweight21:
-	VCVTPS2PH $0x00, Y2, (CX)(DI*2)
-	ADDQ      $0x00000008, DI
-	SUBQ      $0x00000008, R9
-	JZ        scalentgo
-
-scaleheadpart:
-	JMP partout
-
-scalentgo:
-	MOVQ SI, R9
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows22
-	SHLQ $0x03, R9
-
-longrows22:
-	ADDQ DX, R9
-	MOVL job_flags+0(AX), R10
-
-	PCALIGN $32
-scalentloop:
-	CMPQ       DI, R8
-	JG         scaletail
-	PREFETCHT0 (R9)(DI*2)
-	VCVTPH2PS  (DX)(DI*2), Y2
-	VMULPS     Y1, Y2, Y2
-	VCVTPH2PS  16(DX)(DI*2), Y3
-	VMULPS     Y1, Y3, Y3
-	VCVTPH2PS  32(DX)(DI*2), Y4
-	VMULPS     Y1, Y4, Y4
-	VCVTPH2PS  48(DX)(DI*2), Y5
-	VMULPS     Y1, Y5, Y5
-	TESTL      $0x00000008, job_flags+0(AX)
-	JZ         notrn23
-	VCVTPS2PH  $0x00, Y2, X2
-	VCVTPH2PS  X2, Y2
-	VCVTPS2PH  $0x00, Y3, X3
-	VCVTPH2PS  X3, Y3
-	VCVTPS2PH  $0x00, Y4, X4
-	VCVTPH2PS  X4, Y4
-	VCVTPS2PH  $0x00, Y5, X5
-	VCVTPH2PS  X5, Y5
-
-notrn23:
-	TESTQ  BX, BX
-	JZ     weighed25
-	TESTL  $0x00000010, R10
-	JNZ    offset24
-	VMULPS (BX)(DI*4), Y2, Y2
-	VMULPS 32(BX)(DI*4), Y3, Y3
-	VMULPS 64(BX)(DI*4), Y4, Y4
-	VMULPS 96(BX)(DI*4), Y5, Y5
-
-weighed25:
-	VCVTPS2PH   $0x00, Y2, X2
-	VCVTPS2PH   $0x00, Y3, X3
-	VINSERTI128 $0x01, X3, Y2, Y2
-	VMOVNTDQ    Y2, (CX)(DI*2)
-	VCVTPS2PH   $0x00, Y4, X4
-	VCVTPS2PH   $0x00, Y5, X5
-	VINSERTI128 $0x01, X5, Y4, Y4
-	VMOVNTDQ    Y4, 32(CX)(DI*2)
-	ADDQ        $0x00000020, DI
-	JMP         scalentloop
-
-offset24:
-	VMOVUPS (BX)(DI*4), Y6
-	VADDPS  Y0, Y6, Y6
-	VMULPS  Y6, Y2, Y2
-	VMOVUPS 32(BX)(DI*4), Y6
-	VADDPS  Y0, Y6, Y6
-	VMULPS  Y6, Y3, Y3
-	VMOVUPS 64(BX)(DI*4), Y6
-	VADDPS  Y0, Y6, Y6
-	VMULPS  Y6, Y4, Y4
-	VMOVUPS 96(BX)(DI*4), Y6
-	VADDPS  Y0, Y6, Y6
-	VMULPS  Y6, Y5, Y5
-	JMP     weighed25
-
-scaletail:
-	ADDQ $0x00000018, R8
-
-scaleone:
-	CMPQ      DI, R8
-	JG        scalepart
-	VCVTPH2PS (DX)(DI*2), Y2
-	VMULPS    Y1, Y2, Y2
-	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn26
-	VCVTPS2PH $0x00, Y2, X2
-	VCVTPH2PS X2, Y2
-
-notrn26:
-	TESTQ   BX, BX
-	JZ      noweight27
-	VMOVUPS (BX)(DI*4), Y3
-	VADDPS  Y0, Y3, Y3
-	VMULPS  Y3, Y2, Y2
-
-noweight27:
-	VCVTPS2PH $0x00, Y2, (CX)(DI*2)
-	ADDQ      $0x00000008, DI
-	JMP       scaleone
-
-scalepart:
-	MOVQ job_d+0(AX), R9
-	SUBQ DI, R9
-	JZ   scaled
-
-	// The last n < lanes elements, or the first n of a non-temporal row (i + n < d: back to its loop).
-partout:
-	LEAQ (DX)(DI*2), R10
-	LEAQ 128(SP), R11
-	MOVQ R9, R13
-	XORQ R12, R12
-	SUBQ $0x00000010, R13
-
-copyvec28:
-	CMPQ    R12, R13
-	JG      copyone29
-	VMOVUPS (R10)(R12*2), Y2
-	VMOVUPS Y2, (R11)(R12*2)
-	ADDQ    $0x00000010, R12
-	JMP     copyvec28
-
-copyone29:
-	ADDQ $0x00000010, R13
-
-copyloop31:
-	CMPQ R12, R13
-	JGE  copied30
-	MOVW (R10)(R12*2), R14
-	MOVW R14, (R11)(R12*2)
-	INCQ R12
-	JMP  copyloop31
-
-copied30:
-	TESTQ BX, BX
-	JZ    nowcopy32
-	LEAQ  (BX)(DI*4), R10
-	LEAQ  160(SP), R11
-	MOVQ  R9, R13
-	XORQ  R12, R12
-	SUBQ  $0x00000008, R13
-
-copyvec33:
-	CMPQ    R12, R13
-	JG      copyone34
-	VMOVUPS (R10)(R12*4), Y2
-	VMOVUPS Y2, (R11)(R12*4)
-	ADDQ    $0x00000008, R12
-	JMP     copyvec33
-
-copyone34:
-	ADDQ $0x00000008, R13
-
-copyloop36:
-	CMPQ R12, R13
-	JGE  copied35
-	MOVL (R10)(R12*4), R14
-	MOVL R14, (R11)(R12*4)
-	INCQ R12
-	JMP  copyloop36
-
-copied35:
-nowcopy32:
-	VCVTPH2PS 128(SP), Y2
-	VMULPS    Y2, Y1, Y2
-	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn37
-	VCVTPS2PH $0x00, Y2, X2
-	VCVTPH2PS X2, Y2
-
-notrn37:
-	TESTQ   BX, BX
-	JZ      noweight38
-	VMOVUPS 160(SP), Y3
-	VADDPS  Y0, Y3, Y3
-	VMULPS  Y3, Y2, Y2
-
-noweight38:
-	VCVTPS2PH $0x00, Y2, 192(SP)
-	LEAQ      192(SP), R11
-	LEAQ      (CX)(DI*2), R10
-	MOVQ      R9, R13
-	XORQ      R12, R12
-	SUBQ      $0x00000010, R13
-
-copyvec39:
-	CMPQ    R12, R13
-	JG      copyone40
-	VMOVUPS (R11)(R12*2), Y2
-	VMOVUPS Y2, (R10)(R12*2)
-	ADDQ    $0x00000010, R12
-	JMP     copyvec39
-
-copyone40:
-	ADDQ $0x00000010, R13
-
-copyloop42:
-	CMPQ R12, R13
-	JGE  copied41
-	MOVW (R11)(R12*2), R14
-	MOVW R14, (R10)(R12*2)
-	INCQ R12
-	JMP  copyloop42
-
-copied41:
-	ADDQ R9, DI
-	CMPQ DI, job_d+0(AX)
-	JB   scalentgo
-
-scaled:
-	ADDQ SI, DX
-	ADDQ SI, CX
-	INCQ 272(SP)
-	MOVQ 296(SP), DI
-	INCQ DI
-	MOVQ DI, 296(SP)
-	CMPQ DI, 288(SP)
-	JB   scalerow
-	JMP  row
-
-ret:
-	TESTL $0x00000001, job_flags+0(AX)
-	JZ    vzero
-	SFENCE
-
-vzero:
-	VZEROUPPER
-	MOVQ 272(SP), AX
-	MOVQ AX, ret+24(FP)
-	RET
-
-// func avx2ForwardF16Add(j uintptr, from int, to int) int
-// Requires: AVX, AVX2, F16C, MMX+
-TEXT ·avx2ForwardF16Add(SB), NOSPLIT, $464-32
-	// avx2ForwardF16Add normalizes rows [from, to) of the job: F16 rows: h = round16(x + res) and res = h per element, then y = round16((h*inv)*w), round16((h*inv)*(1+w)) with flagOffset, or round16(h*inv) with w nil (with flagRN and a weight, round16(h*inv) in place of (h*inv)), for each row.
-	// It stops before the first row that needs the float64 path and returns that row's index, or to.
-	MOVQ j+0(FP), AX
-	MOVQ job_dst+0(AX), CX
-	MOVQ job_x+0(AX), DX
-	MOVQ job_w+0(AX), BX
-	MOVQ job_res+0(AX), SI
+rowsset:
+	MOVQ job_w+0(AX), SI
 	MOVQ job_stride+0(AX), DI
 	SHLQ $0x01, DI
 
@@ -11978,17 +8666,34 @@ notpow2:
 	IMULQ DI, R8
 	ADDQ  R8, CX
 	ADDQ  R8, DX
-	ADDQ  R8, SI
+	ADDQ  R8, BX
 
 row:
 	MOVQ 400(SP), R8
 	CMPQ R8, to+16(FP)
 	JAE  ret
 	MOVQ $0x00000001, 416(SP)
-	MOVQ DX, R8
-	MOVQ SI, R9
-	XORQ R10, R10
+	CMPQ job_res+0(AX), $0x00
+	JNE  addsum
+	CMPQ 408(SP), $0x00
+	JE   trygroup
+	DECQ 408(SP)
+	JMP  sum
 
+trygroup:
+	CMPQ job_d+0(AX), $0x00000200
+	JA   sum
+	MOVQ to+16(FP), R8
+	SUBQ 400(SP), R8
+	CMPQ R8, $0x04
+	JB   sum
+	MOVQ $0x00000004, 416(SP)
+
+sum:
+	MOVQ DX, R8
+	XORQ R9, R9
+
+sumrow:
 	// Sum of squares: element i goes to partial i%64.
 	MOVQ   job_d+0(AX), R11
 	SUBQ   $0x00000040, R11
@@ -12005,6 +8710,166 @@ row:
 	JMP    sumtail
 
 firstblock:
+	// +0 + square is the square itself: the first block initializes the partials.
+	XORQ      R10, R10
+	VCVTPH2PS (R8)(R10*2), Y0
+	VMULPS    Y0, Y0, Y0
+	VCVTPH2PS 16(R8)(R10*2), Y1
+	VMULPS    Y1, Y1, Y1
+	VCVTPH2PS 32(R8)(R10*2), Y2
+	VMULPS    Y2, Y2, Y2
+	VCVTPH2PS 48(R8)(R10*2), Y3
+	VMULPS    Y3, Y3, Y3
+	VCVTPH2PS 64(R8)(R10*2), Y4
+	VMULPS    Y4, Y4, Y4
+	VCVTPH2PS 80(R8)(R10*2), Y5
+	VMULPS    Y5, Y5, Y5
+	VCVTPH2PS 96(R8)(R10*2), Y6
+	VMULPS    Y6, Y6, Y6
+	VCVTPH2PS 112(R8)(R10*2), Y7
+	VMULPS    Y7, Y7, Y7
+	MOVQ      $0x00000040, R10
+
+	// With flagPF, the rows ahead are prefetched: one loop for both, the flag tested per block.
+	MOVQ DI, R12
+	SHLQ $0x01, R12
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows1
+	SHLQ $0x03, R12
+
+longrows1:
+	ADDQ R8, R12
+	MOVL job_flags+0(AX), R13
+
+	PCALIGN $32
+sumloop:
+	CMPQ  R10, R11
+	JG    sumtail
+	TESTL $0x00000002, R13
+	JNZ   sumpf
+
+sumblock:
+	VCVTPH2PS (R8)(R10*2), Y8
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y0, Y0
+	VCVTPH2PS 16(R8)(R10*2), Y8
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y1, Y1
+	VCVTPH2PS 32(R8)(R10*2), Y8
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y2, Y2
+	VCVTPH2PS 48(R8)(R10*2), Y8
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y3, Y3
+	VCVTPH2PS 64(R8)(R10*2), Y8
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y4, Y4
+	VCVTPH2PS 80(R8)(R10*2), Y8
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y5, Y5
+	VCVTPH2PS 96(R8)(R10*2), Y8
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y6, Y6
+	VCVTPH2PS 112(R8)(R10*2), Y8
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y7, Y7
+	ADDQ      $0x00000040, R10
+	JMP       sumloop
+
+	// Out of the loop's way: the prefetches, whose flag is usually clear.
+sumpf:
+	PREFETCHT0 (R12)(R10*2)
+	PREFETCHT0 64(R12)(R10*2)
+	JMP        sumblock
+
+sumtail:
+	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
+	MOVQ    job_d+0(AX), R11
+	SUBQ    R10, R11
+	JZ      summed
+	JL      slotsummed
+	MOVQ    R11, 432(SP)
+	LEAQ    (R8)(R10*2), R11
+	LEAQ    128(SP), R12
+	VXORPS  Y8, Y8, Y8
+	VMOVUPS Y8, (R12)
+	VMOVUPS Y8, 32(R12)
+	VMOVUPS Y8, 64(R12)
+	VMOVUPS Y8, 96(R12)
+	MOVQ    432(SP), R14
+	XORQ    R13, R13
+	SUBQ    $0x00000010, R14
+
+copyvec2:
+	CMPQ    R13, R14
+	JG      copyone3
+	VMOVUPS (R11)(R13*2), Y8
+	VMOVUPS Y8, (R12)(R13*2)
+	ADDQ    $0x00000010, R13
+	JMP     copyvec2
+
+copyone3:
+	ADDQ $0x00000010, R14
+
+copyloop5:
+	CMPQ R13, R14
+	JGE  copied4
+	MOVW (R11)(R13*2), R15
+	MOVW R15, (R12)(R13*2)
+	INCQ R13
+	JMP  copyloop5
+
+copied4:
+	MOVQ R10, R11
+	SHLQ $0x01, R11
+	MOVQ R8, 448(SP)
+	MOVQ R12, R8
+	SUBQ R11, R8
+	MOVQ R10, R11
+	MOVQ R8, R12
+	XORL R13, R13
+	JMP  sumblock
+
+slotsummed:
+	MOVQ 448(SP), R8
+
+summed:
+	VADDPS  Y4, Y0, Y0
+	VADDPS  Y5, Y1, Y1
+	VADDPS  Y6, Y2, Y2
+	VADDPS  Y7, Y3, Y3
+	VADDPS  Y2, Y0, Y0
+	VADDPS  Y3, Y1, Y1
+	VADDPS  Y1, Y0, Y0
+	CMPQ    416(SP), $0x01
+	JE      invone
+	VMOVUPS Y0, (SP)(R9*1)
+	ADDQ    DI, R8
+	ADDQ    $0x00000020, R9
+	CMPQ    R9, $0x00000080
+	JB      sumrow
+	JMP     invgroup
+
+addsum:
+	MOVQ BX, R8
+	MOVQ DX, R9
+
+	// Sum of squares: element i goes to partial i%64.
+	MOVQ   job_d+0(AX), R11
+	SUBQ   $0x00000040, R11
+	JGE    addfirstblock
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	XORQ   R10, R10
+	JMP    addsumtail
+
+addfirstblock:
 	// +0 + square is the square itself: the first block initializes the partials.
 	XORQ      R10, R10
 	VCVTPH2PS (R8)(R10*2), Y0
@@ -12069,21 +8934,21 @@ firstblock:
 	MOVQ DI, R12
 	SHLQ $0x01, R12
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows1
+	JA   longrows6
 	SHLQ $0x03, R12
 
-longrows1:
+longrows6:
 	ADDQ R8, R12
 	MOVL job_flags+0(AX), R13
 
 	PCALIGN $32
-sumloop:
+addsumloop:
 	CMPQ  R10, R11
-	JG    sumtail
+	JG    addsumtail
 	TESTL $0x00000002, R13
-	JNZ   sumpf
+	JNZ   addsumpf
 
-sumblock:
+addsumblock:
 	VCVTPH2PS (R8)(R10*2), Y8
 	VCVTPH2PS (R9)(R10*2), Y9
 	VADDPS    Y9, Y8, Y8
@@ -12149,20 +9014,20 @@ sumblock:
 	VMULPS    Y8, Y8, Y8
 	VADDPS    Y8, Y7, Y7
 	ADDQ      $0x00000040, R10
-	JMP       sumloop
+	JMP       addsumloop
 
 	// Out of the loop's way: the prefetches, whose flag is usually clear.
-sumpf:
+addsumpf:
 	PREFETCHT0 (R12)(R10*2)
 	PREFETCHT0 64(R12)(R10*2)
-	JMP        sumblock
+	JMP        addsumblock
 
-sumtail:
+addsumtail:
 	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
 	MOVQ    job_d+0(AX), R11
 	SUBQ    R10, R11
-	JZ      summed
-	JL      slotsummed
+	JZ      addsummed
+	JL      addslotsummed
 	MOVQ    R11, 432(SP)
 	LEAQ    (R8)(R10*2), R11
 	LEAQ    (R9)(R10*2), R9
@@ -12177,26 +9042,26 @@ sumtail:
 	XORQ    R12, R12
 	SUBQ    $0x00000010, R13
 
-copyvec2:
+copyvec7:
 	CMPQ    R12, R13
-	JG      copyone3
+	JG      copyone8
 	VMOVUPS (R11)(R12*2), Y8
 	VMOVUPS Y8, (R9)(R12*2)
 	ADDQ    $0x00000010, R12
-	JMP     copyvec2
+	JMP     copyvec7
 
-copyone3:
+copyone8:
 	ADDQ $0x00000010, R13
 
-copyloop5:
+copyloop10:
 	CMPQ R12, R13
-	JGE  copied4
+	JGE  copied9
 	MOVW (R11)(R12*2), R14
 	MOVW R14, (R9)(R12*2)
 	INCQ R12
-	JMP  copyloop5
+	JMP  copyloop10
 
-copied4:
+copied9:
 	MOVQ    440(SP), R11
 	LEAQ    256(SP), R12
 	VXORPS  Y8, Y8, Y8
@@ -12208,26 +9073,26 @@ copied4:
 	XORQ    R13, R13
 	SUBQ    $0x00000010, R14
 
-copyvec6:
+copyvec11:
 	CMPQ    R13, R14
-	JG      copyone7
+	JG      copyone12
 	VMOVUPS (R11)(R13*2), Y8
 	VMOVUPS Y8, (R12)(R13*2)
 	ADDQ    $0x00000010, R13
-	JMP     copyvec6
+	JMP     copyvec11
 
-copyone7:
+copyone12:
 	ADDQ $0x00000010, R14
 
-copyloop9:
+copyloop14:
 	CMPQ R13, R14
-	JGE  copied8
+	JGE  copied13
 	MOVW (R11)(R13*2), R15
 	MOVW R15, (R12)(R13*2)
 	INCQ R13
-	JMP  copyloop9
+	JMP  copyloop14
 
-copied8:
+copied13:
 	MOVQ R10, R11
 	SHLQ $0x01, R11
 	MOVQ R8, 448(SP)
@@ -12238,9 +9103,9 @@ copied8:
 	MOVQ R10, R11
 	MOVQ R8, R12
 	XORL R13, R13
-	JMP  sumblock
+	JMP  addsumblock
 
-slotsummed:
+addslotsummed:
 	MOVQ 448(SP), R8
 	MOVQ 440(SP), R8
 	LEAQ 256(SP), R9
@@ -12248,27 +9113,27 @@ slotsummed:
 	XORQ R10, R10
 	SUBQ $0x00000010, R11
 
-copyvec10:
+copyvec15:
 	CMPQ    R10, R11
-	JG      copyone11
+	JG      copyone16
 	VMOVUPS (R9)(R10*2), Y8
 	VMOVUPS Y8, (R8)(R10*2)
 	ADDQ    $0x00000010, R10
-	JMP     copyvec10
+	JMP     copyvec15
 
-copyone11:
+copyone16:
 	ADDQ $0x00000010, R11
 
-copyloop13:
+copyloop18:
 	CMPQ R10, R11
-	JGE  copied12
+	JGE  copied17
 	MOVW (R9)(R10*2), R12
 	MOVW R12, (R8)(R10*2)
 	INCQ R10
-	JMP  copyloop13
+	JMP  copyloop18
 
-copied12:
-summed:
+copied17:
+addsummed:
 	VADDPS Y4, Y0, Y0
 	VADDPS Y5, Y1, Y1
 	VADDPS Y6, Y2, Y2
@@ -12277,6 +9142,7 @@ summed:
 	VADDPS Y3, Y1, Y1
 	VADDPS Y1, Y0, Y0
 
+invone:
 	// Halving tree: p[j] += p[j+h] for the remaining h, down to ss.
 	VEXTRACTF128 $0x01, Y0, X1
 	VADDPS       X1, X0, X1
@@ -12287,14 +9153,14 @@ summed:
 
 	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
 	CMPL   460(SP), $0x00
-	JE     divide14
+	JE     divide19
 	VMULSS 460(SP), X1, X1
-	JMP    divided15
+	JMP    divided20
 
-divide14:
+divide19:
 	VDIVSS 456(SP), X1, X1
 
-divided15:
+divided20:
 	VADDSS   job_eps+0(AX), X1, X1
 	VUCOMISS tlo<>+0(SB), X1
 	JCS      ret
@@ -12310,6 +9176,61 @@ divided15:
 	JZ     scale
 	MOVQ   400(SP), R9
 	VMOVSS X0, (R8)(R9*4)
+	JMP    scale
+
+invgroup:
+	// The rest of the halving tree, four rows at once.
+	VMOVUPS      (SP), Y0
+	VMOVUPS      32(SP), Y1
+	VMOVUPS      64(SP), Y2
+	VMOVUPS      96(SP), Y3
+	VPERM2F128   $0x20, Y1, Y0, Y4
+	VPERM2F128   $0x31, Y1, Y0, Y0
+	VADDPS       Y0, Y4, Y4
+	VPERM2F128   $0x20, Y3, Y2, Y0
+	VPERM2F128   $0x31, Y3, Y2, Y1
+	VADDPS       Y1, Y0, Y0
+	VSHUFPS      $0x44, Y0, Y4, Y1
+	VSHUFPS      $0xee, Y0, Y4, Y0
+	VADDPS       Y0, Y1, Y1
+	VHADDPS      Y1, Y1, Y1
+	VEXTRACTF128 $0x01, Y1, X0
+	VUNPCKLPS    X0, X1, X0
+
+	// t = ss/d + eps for the four rows; any t outside [2^-100, MaxFloat32] sends the group to the one-row path.
+	CMPL         460(SP), $0x00
+	JE           divide21
+	VBROADCASTSS 460(SP), X1
+	VMULPS       X1, X0, X1
+	JMP          divided22
+
+divide21:
+	VBROADCASTSS 456(SP), X1
+	VDIVPS       X1, X0, X1
+
+divided22:
+	VBROADCASTSS job_eps+0(AX), X0
+	VADDPS       X0, X1, X1
+	VCMPPS       $0x1d, tlo4<>+0(SB), X1, X0
+	VCMPPS       $0x12, tmax4<>+0(SB), X1, X2
+	VANDPS       X2, X0, X0
+	VMOVMSKPS    X0, R8
+	CMPL         R8, $0x0f
+	JE           ginrange
+	MOVQ         $0x00000004, 408(SP)
+	JMP          row
+
+ginrange:
+	VSQRTPS      X1, X1
+	VBROADCASTSS one<>+0(SB), X0
+	VDIVPS       X1, X0, X0
+
+	// Report 1/rms if asked.
+	MOVQ    job_inv+0(AX), R8
+	TESTQ   R8, R8
+	JZ      scale
+	MOVQ    400(SP), R9
+	VMOVUPS X0, (R8)(R9*4)
 
 scale:
 	VBROADCASTSS X0, Y1
@@ -12325,25 +9246,25 @@ scalerow:
 scalebody:
 	VBROADCASTSS one<>+0(SB), Y0
 	TESTL        $0x00000010, job_flags+0(AX)
-	JNZ          weightadd16
+	JNZ          weightadd23
 	VBROADCASTSS negzero<>+0(SB), Y0
 
-weightadd16:
+weightadd23:
 	// y = (src*inv)*w, rounded after each multiply.
 	XORQ R8, R8
 	MOVQ job_d+0(AX), R9
 	SUBQ $0x00000020, R9
 	MOVQ DI, R10
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows17
+	JA   longrows24
 	SHLQ $0x03, R10
 
-longrows17:
-	ADDQ  SI, R10
+longrows24:
+	ADDQ  DX, R10
 	MOVL  job_flags+0(AX), R11
 	TESTL $0x00000001, R11
 	JNZ   scalent
-	TESTQ BX, BX
+	TESTQ SI, SI
 	JZ    scaleloopnoweight
 	TESTL $0x00000010, R11
 	JNZ   scaleloopoffset
@@ -12353,19 +9274,19 @@ scaleloop:
 	CMPQ  R8, R9
 	JG    scaletail
 	TESTL $0x00000002, R11
-	JNZ   scalelooppf18
+	JNZ   scalelooppf25
 
-scaleloopbody19:
-	VCVTPH2PS (SI)(R8*2), Y2
+scaleloopbody26:
+	VCVTPH2PS (DX)(R8*2), Y2
 	VMULPS    Y1, Y2, Y2
-	VCVTPH2PS 16(SI)(R8*2), Y3
+	VCVTPH2PS 16(DX)(R8*2), Y3
 	VMULPS    Y1, Y3, Y3
-	VCVTPH2PS 32(SI)(R8*2), Y4
+	VCVTPH2PS 32(DX)(R8*2), Y4
 	VMULPS    Y1, Y4, Y4
-	VCVTPH2PS 48(SI)(R8*2), Y5
+	VCVTPH2PS 48(DX)(R8*2), Y5
 	VMULPS    Y1, Y5, Y5
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn20
+	JZ        notrn27
 	VCVTPS2PH $0x00, Y2, X2
 	VCVTPH2PS X2, Y2
 	VCVTPS2PH $0x00, Y3, X3
@@ -12375,15 +9296,15 @@ scaleloopbody19:
 	VCVTPS2PH $0x00, Y5, X5
 	VCVTPH2PS X5, Y5
 
-notrn20:
-	VMULPS      (BX)(R8*4), Y2, Y2
-	VMULPS      32(BX)(R8*4), Y3, Y3
+notrn27:
+	VMULPS      (SI)(R8*4), Y2, Y2
+	VMULPS      32(SI)(R8*4), Y3, Y3
 	VCVTPS2PH   $0x00, Y2, X2
 	VCVTPS2PH   $0x00, Y3, X3
 	VINSERTI128 $0x01, X3, Y2, Y2
 	VMOVDQU     Y2, (CX)(R8*2)
-	VMULPS      64(BX)(R8*4), Y4, Y4
-	VMULPS      96(BX)(R8*4), Y5, Y5
+	VMULPS      64(SI)(R8*4), Y4, Y4
+	VMULPS      96(SI)(R8*4), Y5, Y5
 	VCVTPS2PH   $0x00, Y4, X4
 	VCVTPS2PH   $0x00, Y5, X5
 	VINSERTI128 $0x01, X5, Y4, Y4
@@ -12391,28 +9312,28 @@ notrn20:
 	ADDQ        $0x00000020, R8
 	JMP         scaleloop
 
-scalelooppf18:
+scalelooppf25:
 	PREFETCHT0 (R10)(R8*2)
-	JMP        scaleloopbody19
+	JMP        scaleloopbody26
 
 	PCALIGN $32
 scaleloopoffset:
 	CMPQ  R8, R9
 	JG    scaletail
 	TESTL $0x00000002, R11
-	JNZ   scaleloopoffsetpf21
+	JNZ   scaleloopoffsetpf28
 
-scaleloopoffsetbody22:
-	VCVTPH2PS (SI)(R8*2), Y2
+scaleloopoffsetbody29:
+	VCVTPH2PS (DX)(R8*2), Y2
 	VMULPS    Y1, Y2, Y2
-	VCVTPH2PS 16(SI)(R8*2), Y3
+	VCVTPH2PS 16(DX)(R8*2), Y3
 	VMULPS    Y1, Y3, Y3
-	VCVTPH2PS 32(SI)(R8*2), Y4
+	VCVTPH2PS 32(DX)(R8*2), Y4
 	VMULPS    Y1, Y4, Y4
-	VCVTPH2PS 48(SI)(R8*2), Y5
+	VCVTPH2PS 48(DX)(R8*2), Y5
 	VMULPS    Y1, Y5, Y5
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn23
+	JZ        notrn30
 	VCVTPS2PH $0x00, Y2, X2
 	VCVTPH2PS X2, Y2
 	VCVTPS2PH $0x00, Y3, X3
@@ -12422,21 +9343,21 @@ scaleloopoffsetbody22:
 	VCVTPS2PH $0x00, Y5, X5
 	VCVTPH2PS X5, Y5
 
-notrn23:
-	VMOVUPS     (BX)(R8*4), Y6
+notrn30:
+	VMOVUPS     (SI)(R8*4), Y6
 	VADDPS      Y0, Y6, Y6
 	VMULPS      Y6, Y2, Y2
-	VMOVUPS     32(BX)(R8*4), Y6
+	VMOVUPS     32(SI)(R8*4), Y6
 	VADDPS      Y0, Y6, Y6
 	VMULPS      Y6, Y3, Y3
 	VCVTPS2PH   $0x00, Y2, X2
 	VCVTPS2PH   $0x00, Y3, X3
 	VINSERTI128 $0x01, X3, Y2, Y2
 	VMOVDQU     Y2, (CX)(R8*2)
-	VMOVUPS     64(BX)(R8*4), Y2
+	VMOVUPS     64(SI)(R8*4), Y2
 	VADDPS      Y0, Y2, Y2
 	VMULPS      Y2, Y4, Y4
-	VMOVUPS     96(BX)(R8*4), Y2
+	VMOVUPS     96(SI)(R8*4), Y2
 	VADDPS      Y0, Y2, Y2
 	VMULPS      Y2, Y5, Y5
 	VCVTPS2PH   $0x00, Y4, X4
@@ -12446,25 +9367,25 @@ notrn23:
 	ADDQ        $0x00000020, R8
 	JMP         scaleloopoffset
 
-scaleloopoffsetpf21:
+scaleloopoffsetpf28:
 	PREFETCHT0 (R10)(R8*2)
-	JMP        scaleloopoffsetbody22
+	JMP        scaleloopoffsetbody29
 
 	PCALIGN $32
 scaleloopnoweight:
 	CMPQ  R8, R9
 	JG    scaletail
 	TESTL $0x00000002, R11
-	JNZ   scaleloopnoweightpf24
+	JNZ   scaleloopnoweightpf31
 
-scaleloopnoweightbody25:
-	VCVTPH2PS   (SI)(R8*2), Y2
+scaleloopnoweightbody32:
+	VCVTPH2PS   (DX)(R8*2), Y2
 	VMULPS      Y1, Y2, Y2
-	VCVTPH2PS   16(SI)(R8*2), Y3
+	VCVTPH2PS   16(DX)(R8*2), Y3
 	VMULPS      Y1, Y3, Y3
-	VCVTPH2PS   32(SI)(R8*2), Y4
+	VCVTPH2PS   32(DX)(R8*2), Y4
 	VMULPS      Y1, Y4, Y4
-	VCVTPH2PS   48(SI)(R8*2), Y5
+	VCVTPH2PS   48(DX)(R8*2), Y5
 	VMULPS      Y1, Y5, Y5
 	VCVTPS2PH   $0x00, Y2, X2
 	VCVTPS2PH   $0x00, Y3, X3
@@ -12477,9 +9398,9 @@ scaleloopnoweightbody25:
 	ADDQ        $0x00000020, R8
 	JMP         scaleloopnoweight
 
-scaleloopnoweightpf24:
+scaleloopnoweightpf31:
 	PREFETCHT0 (R10)(R8*2)
-	JMP        scaleloopnoweightbody25
+	JMP        scaleloopnoweightbody32
 
 scalent:
 	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
@@ -12495,21 +9416,21 @@ scalent:
 scalehead:
 	CMPQ      R10, $0x00000008
 	JB        scaleheadpart
-	VCVTPH2PS (SI)(R8*2), Y2
+	VCVTPH2PS (DX)(R8*2), Y2
 	VMULPS    Y1, Y2, Y2
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn26
+	JZ        notrn33
 	VCVTPS2PH $0x00, Y2, X2
 	VCVTPH2PS X2, Y2
 
-notrn26:
-	TESTQ   BX, BX
-	JZ      noweight27
-	VMOVUPS (BX)(R8*4), Y3
+notrn33:
+	TESTQ   SI, SI
+	JZ      noweight34
+	VMOVUPS (SI)(R8*4), Y3
 	VADDPS  Y0, Y3, Y3
 	VMULPS  Y3, Y2, Y2
 
-noweight27:
+noweight34:
 	VCVTPS2PH $0x00, Y2, (CX)(R8*2)
 	ADDQ      $0x00000008, R8
 	SUBQ      $0x00000008, R10
@@ -12521,11 +9442,11 @@ scaleheadpart:
 scalentgo:
 	MOVQ DI, R10
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows28
+	JA   longrows35
 	SHLQ $0x03, R10
 
-longrows28:
-	ADDQ SI, R10
+longrows35:
+	ADDQ DX, R10
 	MOVL job_flags+0(AX), R11
 
 	PCALIGN $32
@@ -12533,16 +9454,16 @@ scalentloop:
 	CMPQ       R8, R9
 	JG         scaletail
 	PREFETCHT0 (R10)(R8*2)
-	VCVTPH2PS  (SI)(R8*2), Y2
+	VCVTPH2PS  (DX)(R8*2), Y2
 	VMULPS     Y1, Y2, Y2
-	VCVTPH2PS  16(SI)(R8*2), Y3
+	VCVTPH2PS  16(DX)(R8*2), Y3
 	VMULPS     Y1, Y3, Y3
-	VCVTPH2PS  32(SI)(R8*2), Y4
+	VCVTPH2PS  32(DX)(R8*2), Y4
 	VMULPS     Y1, Y4, Y4
-	VCVTPH2PS  48(SI)(R8*2), Y5
+	VCVTPH2PS  48(DX)(R8*2), Y5
 	VMULPS     Y1, Y5, Y5
 	TESTL      $0x00000008, job_flags+0(AX)
-	JZ         notrn29
+	JZ         notrn36
 	VCVTPS2PH  $0x00, Y2, X2
 	VCVTPH2PS  X2, Y2
 	VCVTPS2PH  $0x00, Y3, X3
@@ -12552,17 +9473,17 @@ scalentloop:
 	VCVTPS2PH  $0x00, Y5, X5
 	VCVTPH2PS  X5, Y5
 
-notrn29:
-	TESTQ  BX, BX
-	JZ     weighed31
+notrn36:
+	TESTQ  SI, SI
+	JZ     weighed38
 	TESTL  $0x00000010, R11
-	JNZ    offset30
-	VMULPS (BX)(R8*4), Y2, Y2
-	VMULPS 32(BX)(R8*4), Y3, Y3
-	VMULPS 64(BX)(R8*4), Y4, Y4
-	VMULPS 96(BX)(R8*4), Y5, Y5
+	JNZ    offset37
+	VMULPS (SI)(R8*4), Y2, Y2
+	VMULPS 32(SI)(R8*4), Y3, Y3
+	VMULPS 64(SI)(R8*4), Y4, Y4
+	VMULPS 96(SI)(R8*4), Y5, Y5
 
-weighed31:
+weighed38:
 	VCVTPS2PH   $0x00, Y2, X2
 	VCVTPS2PH   $0x00, Y3, X3
 	VINSERTI128 $0x01, X3, Y2, Y2
@@ -12574,20 +9495,20 @@ weighed31:
 	ADDQ        $0x00000020, R8
 	JMP         scalentloop
 
-offset30:
-	VMOVUPS (BX)(R8*4), Y6
+offset37:
+	VMOVUPS (SI)(R8*4), Y6
 	VADDPS  Y0, Y6, Y6
 	VMULPS  Y6, Y2, Y2
-	VMOVUPS 32(BX)(R8*4), Y6
+	VMOVUPS 32(SI)(R8*4), Y6
 	VADDPS  Y0, Y6, Y6
 	VMULPS  Y6, Y3, Y3
-	VMOVUPS 64(BX)(R8*4), Y6
+	VMOVUPS 64(SI)(R8*4), Y6
 	VADDPS  Y0, Y6, Y6
 	VMULPS  Y6, Y4, Y4
-	VMOVUPS 96(BX)(R8*4), Y6
+	VMOVUPS 96(SI)(R8*4), Y6
 	VADDPS  Y0, Y6, Y6
 	VMULPS  Y6, Y5, Y5
-	JMP     weighed31
+	JMP     weighed38
 
 scaletail:
 	ADDQ $0x00000018, R9
@@ -12595,21 +9516,21 @@ scaletail:
 scaleone:
 	CMPQ      R8, R9
 	JG        scalepart
-	VCVTPH2PS (SI)(R8*2), Y2
+	VCVTPH2PS (DX)(R8*2), Y2
 	VMULPS    Y1, Y2, Y2
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn32
+	JZ        notrn39
 	VCVTPS2PH $0x00, Y2, X2
 	VCVTPH2PS X2, Y2
 
-notrn32:
-	TESTQ   BX, BX
-	JZ      noweight33
-	VMOVUPS (BX)(R8*4), Y3
+notrn39:
+	TESTQ   SI, SI
+	JZ      noweight40
+	VMOVUPS (SI)(R8*4), Y3
 	VADDPS  Y0, Y3, Y3
 	VMULPS  Y3, Y2, Y2
 
-noweight33:
+noweight40:
 	VCVTPS2PH $0x00, Y2, (CX)(R8*2)
 	ADDQ      $0x00000008, R8
 	JMP       scaleone
@@ -12621,76 +9542,76 @@ scalepart:
 
 	// The last n < lanes elements, or the first n of a non-temporal row (i + n < d: back to its loop).
 partout:
-	LEAQ (SI)(R8*2), R11
+	LEAQ (DX)(R8*2), R11
 	LEAQ 128(SP), R12
 	MOVQ R10, R14
 	XORQ R13, R13
 	SUBQ $0x00000010, R14
 
-copyvec34:
+copyvec41:
 	CMPQ    R13, R14
-	JG      copyone35
+	JG      copyone42
 	VMOVUPS (R11)(R13*2), Y2
 	VMOVUPS Y2, (R12)(R13*2)
 	ADDQ    $0x00000010, R13
-	JMP     copyvec34
+	JMP     copyvec41
 
-copyone35:
+copyone42:
 	ADDQ $0x00000010, R14
 
-copyloop37:
+copyloop44:
 	CMPQ R13, R14
-	JGE  copied36
+	JGE  copied43
 	MOVW (R11)(R13*2), R15
 	MOVW R15, (R12)(R13*2)
 	INCQ R13
-	JMP  copyloop37
+	JMP  copyloop44
 
-copied36:
-	TESTQ BX, BX
-	JZ    nowcopy38
-	LEAQ  (BX)(R8*4), R11
+copied43:
+	TESTQ SI, SI
+	JZ    nowcopy45
+	LEAQ  (SI)(R8*4), R11
 	LEAQ  160(SP), R12
 	MOVQ  R10, R14
 	XORQ  R13, R13
 	SUBQ  $0x00000008, R14
 
-copyvec39:
+copyvec46:
 	CMPQ    R13, R14
-	JG      copyone40
+	JG      copyone47
 	VMOVUPS (R11)(R13*4), Y2
 	VMOVUPS Y2, (R12)(R13*4)
 	ADDQ    $0x00000008, R13
-	JMP     copyvec39
+	JMP     copyvec46
 
-copyone40:
+copyone47:
 	ADDQ $0x00000008, R14
 
-copyloop42:
+copyloop49:
 	CMPQ R13, R14
-	JGE  copied41
+	JGE  copied48
 	MOVL (R11)(R13*4), R15
 	MOVL R15, (R12)(R13*4)
 	INCQ R13
-	JMP  copyloop42
+	JMP  copyloop49
 
-copied41:
-nowcopy38:
+copied48:
+nowcopy45:
 	VCVTPH2PS 128(SP), Y2
 	VMULPS    Y2, Y1, Y2
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn43
+	JZ        notrn50
 	VCVTPS2PH $0x00, Y2, X2
 	VCVTPH2PS X2, Y2
 
-notrn43:
-	TESTQ   BX, BX
-	JZ      noweight44
+notrn50:
+	TESTQ   SI, SI
+	JZ      noweight51
 	VMOVUPS 160(SP), Y3
 	VADDPS  Y0, Y3, Y3
 	VMULPS  Y3, Y2, Y2
 
-noweight44:
+noweight51:
 	VCVTPS2PH $0x00, Y2, 192(SP)
 	LEAQ      192(SP), R12
 	LEAQ      (CX)(R8*2), R11
@@ -12698,26 +9619,26 @@ noweight44:
 	XORQ      R13, R13
 	SUBQ      $0x00000010, R14
 
-copyvec45:
+copyvec52:
 	CMPQ    R13, R14
-	JG      copyone46
+	JG      copyone53
 	VMOVUPS (R12)(R13*2), Y2
 	VMOVUPS Y2, (R11)(R13*2)
 	ADDQ    $0x00000010, R13
-	JMP     copyvec45
+	JMP     copyvec52
 
-copyone46:
+copyone53:
 	ADDQ $0x00000010, R14
 
-copyloop48:
+copyloop55:
 	CMPQ R13, R14
-	JGE  copied47
+	JGE  copied54
 	MOVW (R12)(R13*2), R15
 	MOVW R15, (R11)(R13*2)
 	INCQ R13
-	JMP  copyloop48
+	JMP  copyloop55
 
-copied47:
+copied54:
 	ADDQ R10, R8
 	CMPQ R8, job_d+0(AX)
 	JB   scalentgo
@@ -12725,7 +9646,7 @@ copied47:
 scaled:
 	ADDQ DI, DX
 	ADDQ DI, CX
-	ADDQ DI, SI
+	ADDQ DI, BX
 	INCQ 400(SP)
 	MOVQ 424(SP), R8
 	INCQ R8
@@ -16808,42 +13729,42 @@ DATA kernels<>+160(SB)/8, $·runGenericBackward(SB)
 DATA kernels<>+168(SB)/8, $·avx2Forward(SB)
 DATA kernels<>+176(SB)/8, $·avx2Forward(SB)
 DATA kernels<>+184(SB)/8, $·avx2Forward(SB)
-DATA kernels<>+192(SB)/8, $·avx2ForwardAdd(SB)
-DATA kernels<>+200(SB)/8, $·avx2ForwardAdd(SB)
-DATA kernels<>+208(SB)/8, $·avx2ForwardAdd(SB)
+DATA kernels<>+192(SB)/8, $·avx2Forward(SB)
+DATA kernels<>+200(SB)/8, $·avx2Forward(SB)
+DATA kernels<>+208(SB)/8, $·avx2Forward(SB)
 DATA kernels<>+216(SB)/8, $·avx2ForwardBF16(SB)
 DATA kernels<>+224(SB)/8, $·avx2ForwardBF16(SB)
 DATA kernels<>+232(SB)/8, $·avx2ForwardBF16(SB)
-DATA kernels<>+240(SB)/8, $·avx2ForwardBF16Add(SB)
-DATA kernels<>+248(SB)/8, $·avx2ForwardBF16Add(SB)
-DATA kernels<>+256(SB)/8, $·avx2ForwardBF16Add(SB)
+DATA kernels<>+240(SB)/8, $·avx2ForwardBF16(SB)
+DATA kernels<>+248(SB)/8, $·avx2ForwardBF16(SB)
+DATA kernels<>+256(SB)/8, $·avx2ForwardBF16(SB)
 DATA kernels<>+264(SB)/8, $·avx2ForwardF16(SB)
 DATA kernels<>+272(SB)/8, $·avx2ForwardF16(SB)
 DATA kernels<>+280(SB)/8, $·avx2ForwardF16(SB)
-DATA kernels<>+288(SB)/8, $·avx2ForwardF16Add(SB)
-DATA kernels<>+296(SB)/8, $·avx2ForwardF16Add(SB)
-DATA kernels<>+304(SB)/8, $·avx2ForwardF16Add(SB)
+DATA kernels<>+288(SB)/8, $·avx2ForwardF16(SB)
+DATA kernels<>+296(SB)/8, $·avx2ForwardF16(SB)
+DATA kernels<>+304(SB)/8, $·avx2ForwardF16(SB)
 DATA kernels<>+312(SB)/8, $·avx2BackwardWeighted(SB)
 DATA kernels<>+320(SB)/8, $·avx2BackwardOffset(SB)
 DATA kernels<>+328(SB)/8, $·avx2BackwardUnweighted(SB)
 DATA kernels<>+336(SB)/8, $·avx512Forward(SB)
 DATA kernels<>+344(SB)/8, $·avx512Forward(SB)
 DATA kernels<>+352(SB)/8, $·avx512Forward(SB)
-DATA kernels<>+360(SB)/8, $·avx512ForwardAdd(SB)
-DATA kernels<>+368(SB)/8, $·avx512ForwardAdd(SB)
-DATA kernels<>+376(SB)/8, $·avx512ForwardAdd(SB)
+DATA kernels<>+360(SB)/8, $·avx512Forward(SB)
+DATA kernels<>+368(SB)/8, $·avx512Forward(SB)
+DATA kernels<>+376(SB)/8, $·avx512Forward(SB)
 DATA kernels<>+384(SB)/8, $·avx512ForwardBF16(SB)
 DATA kernels<>+392(SB)/8, $·avx512ForwardBF16(SB)
 DATA kernels<>+400(SB)/8, $·avx512ForwardBF16(SB)
-DATA kernels<>+408(SB)/8, $·avx512ForwardBF16Add(SB)
-DATA kernels<>+416(SB)/8, $·avx512ForwardBF16Add(SB)
-DATA kernels<>+424(SB)/8, $·avx512ForwardBF16Add(SB)
+DATA kernels<>+408(SB)/8, $·avx512ForwardBF16(SB)
+DATA kernels<>+416(SB)/8, $·avx512ForwardBF16(SB)
+DATA kernels<>+424(SB)/8, $·avx512ForwardBF16(SB)
 DATA kernels<>+432(SB)/8, $·avx512ForwardF16(SB)
 DATA kernels<>+440(SB)/8, $·avx512ForwardF16(SB)
 DATA kernels<>+448(SB)/8, $·avx512ForwardF16(SB)
-DATA kernels<>+456(SB)/8, $·avx512ForwardF16Add(SB)
-DATA kernels<>+464(SB)/8, $·avx512ForwardF16Add(SB)
-DATA kernels<>+472(SB)/8, $·avx512ForwardF16Add(SB)
+DATA kernels<>+456(SB)/8, $·avx512ForwardF16(SB)
+DATA kernels<>+464(SB)/8, $·avx512ForwardF16(SB)
+DATA kernels<>+472(SB)/8, $·avx512ForwardF16(SB)
 DATA kernels<>+480(SB)/8, $·avx512BackwardWeighted(SB)
 DATA kernels<>+488(SB)/8, $·avx512BackwardOffset(SB)
 DATA kernels<>+496(SB)/8, $·avx512BackwardUnweighted(SB)

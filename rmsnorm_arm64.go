@@ -37,41 +37,23 @@ func neonBackwardOffset(j *job, from, to int) int
 //go:noescape
 func neonBackwardUnweighted(j *job, from, to int) int
 
-// neonForward normalizes rows [from, to) of the job: y = (x*inv)*w, (x*inv)*(1+w) with flagOffset, or x*inv with w nil, for each row.
+// neonForward normalizes rows [from, to) of the job: y = (x*inv)*w, (x*inv)*(1+w) with flagOffset, or x*inv with w nil, for each row; with res, h = x + res and res = h per element first, and h in place of x.
 // It stops before the first row that needs the float64 path and returns that row's index, or to.
 //
 //go:noescape
 func neonForward(j *job, from, to int) int
 
-// neonForwardAdd normalizes rows [from, to) of the job: h = x + res and res = h per element, then y = (h*inv)*w, (h*inv)*(1+w) with flagOffset, or h*inv with w nil, for each row.
-// It stops before the first row that needs the float64 path and returns that row's index, or to.
-//
-//go:noescape
-func neonForwardAdd(j *job, from, to int) int
-
-// neonForwardBF16 normalizes rows [from, to) of the job: BF16 rows: y = round16((x*inv)*w), round16((x*inv)*(1+w)) with flagOffset, or round16(x*inv) with w nil (with flagRN and a weight, round16(x*inv) in place of (x*inv)), for each row.
+// neonForwardBF16 normalizes rows [from, to) of the job: BF16 rows: y = round16((x*inv)*w), round16((x*inv)*(1+w)) with flagOffset, or round16(x*inv) with w nil (with flagRN and a weight, round16(x*inv) in place of (x*inv)), for each row; with res, h = round16(x + res) and res = h per element first, and h in place of x.
 // It stops before the first row that needs the float64 path and returns that row's index, or to.
 //
 //go:noescape
 func neonForwardBF16(j *job, from, to int) int
 
-// neonForwardBF16Add normalizes rows [from, to) of the job: BF16 rows: h = round16(x + res) and res = h per element, then y = round16((h*inv)*w), round16((h*inv)*(1+w)) with flagOffset, or round16(h*inv) with w nil (with flagRN and a weight, round16(h*inv) in place of (h*inv)), for each row.
-// It stops before the first row that needs the float64 path and returns that row's index, or to.
-//
-//go:noescape
-func neonForwardBF16Add(j *job, from, to int) int
-
-// neonForwardF16 normalizes rows [from, to) of the job: F16 rows: y = round16((x*inv)*w), round16((x*inv)*(1+w)) with flagOffset, or round16(x*inv) with w nil (with flagRN and a weight, round16(x*inv) in place of (x*inv)), for each row.
+// neonForwardF16 normalizes rows [from, to) of the job: F16 rows: y = round16((x*inv)*w), round16((x*inv)*(1+w)) with flagOffset, or round16(x*inv) with w nil (with flagRN and a weight, round16(x*inv) in place of (x*inv)), for each row; with res, h = round16(x + res) and res = h per element first, and h in place of x.
 // It stops before the first row that needs the float64 path and returns that row's index, or to.
 //
 //go:noescape
 func neonForwardF16(j *job, from, to int) int
-
-// neonForwardF16Add normalizes rows [from, to) of the job: F16 rows: h = round16(x + res) and res = h per element, then y = round16((h*inv)*w), round16((h*inv)*(1+w)) with flagOffset, or round16(h*inv) with w nil (with flagRN and a weight, round16(h*inv) in place of (h*inv)), for each row.
-// It stops before the first row that needs the float64 path and returns that row's index, or to.
-//
-//go:noescape
-func neonForwardF16Add(j *job, from, to int) int
 
 // neonWidenBF16 converts n elements: BF16 bits at src widened exactly to float32 at dst.
 //

@@ -11,12 +11,14 @@ import (
 )
 
 // A kernel function runs rows one at a time, or four at a time when they are short (at most
-// spec.GroupMax floats, and not in the residual variants: a group that meets a row needing the
-// float64 path would have updated res for the rows after it). Its parts are emitted once each:
+// spec.GroupMax floats, and not with a residual: a group that meets a row needing the float64
+// path would have updated res for the rows after it). Its parts are emitted once each, but for
+// the sum pass, which comes in two:
 //
 //	row:    pick a group of four rows or one row
 //	sum:    the sum of squares of one row, looped over the rows of a group; each row's partly
 //	        reduced partials go to a stack slot (group) or straight on (one row)
+//	addsum: with a residual (res not nil), the same for one row of h = x + res, stored to res
 //	inv:    the rest of the halving tree and inv = 1/sqrt(ss/d + eps), for one row in scalar
 //	        instructions or for four rows in one vector; a row outside [2^-100, MaxFloat32] returns
 //	        its index for the float64 path (a group with one is redone a row at a time)
@@ -49,9 +51,14 @@ type gen struct {
 	v  spec.Variant
 	eb int // bytes per element of the rows (4: float32, 2: bfloat16 and binary16)
 
-	// Registers live across the function.
+	// add is set while the sum pass of residual jobs is emitted, whose labels start with lp.
+	add bool
+	lp  string
+
+	// Registers live across the function. With a residual, x holds the job's res and res the
+	// job's x: the scale pass reads its rows at x either way, h being stored to res.
 	j              GPVirtual // the job
-	dst, x, res, w GPVirtual // row `done` of dst, x and res; the weight
+	dst, x, res, w GPVirtual // row `done` of dst, the rows scaled, the rows added; the weight
 	strideB        GPVirtual // bytes between row starts
 
 	// Stack locals.
@@ -62,7 +69,7 @@ type gen struct {
 	skip, pend Mem // rows to do one at a time after a failed group; rows to scale
 	k          Mem // the row being scaled, from 0 to pend
 	slotX      Mem // AVX2: the end of a row, copied and zero-padded to a whole block
-	slotR      Mem // AVX2, residual: the same for res
+	slotR      Mem // AVX2, residual: the same for the job's res
 	resTail    Mem // AVX2, residual: where h of the copied end goes back to
 	tailN      Mem // AVX2: elements in the copied end
 	xrRow      Mem // AVX2, 16-bit: the row's x pointer while the sum pass reads the copied end
@@ -78,6 +85,9 @@ func (g *gen) label(p string) string {
 	g.labels++
 	return fmt.Sprintf("%s%d", p, g.labels)
 }
+
+// l returns the name of label name in the sum pass being emitted.
+func (g *gen) l(name string) string { return g.lp + name }
 
 // field addresses a field of the job.
 func (g *gen) field(name string) Mem { return Mem{Symbol: Symbol{Name: name}, Base: g.j} }
@@ -100,15 +110,19 @@ func kernel(s *isa, v spec.Variant) {
 
 	Label("row")
 	g.pickRows()
-	p := g.sumRows()
+	// Both sum passes leave their partials in the same registers for invOne.
+	acc := make([]VecVirtual, block/s.lanes)
+	for k := range acc {
+		acc[k] = s.vec()
+	}
+	p := g.sumRows(acc)
+	g.sumAddRow(acc)
 	inv := XMM() // the first row's inv, in lane 0, for the scale pass
 	if s == avx512 {
 		inv = ZMM()
 	}
 	g.invOne(p, inv)
-	if !v.Residual {
-		g.invGroup(inv)
-	}
+	g.invGroup(inv)
 	g.scaleRows(inv)
 
 	g.epilogue()
@@ -136,9 +150,7 @@ func (g *gen) locals() {
 	g.q = AllocLocal(group * vb)
 	if !g.s.masked {
 		g.slotX = AllocLocal(block * g.eb)
-		if g.v.Residual {
-			g.slotR = AllocLocal(block * g.eb)
-		}
+		g.slotR = AllocLocal(block * g.eb)
 	}
 	g.invs = AllocLocal(g.s.packedBytes)
 	for _, m := range []*Mem{&g.done, &g.skip, &g.pend, &g.k, &g.tailN, &g.resTail} {
@@ -153,15 +165,16 @@ func (g *gen) locals() {
 // prologue loads the job's pointers and sets up the locals.
 func (g *gen) prologue() {
 	g.j = Load(Param("j"), GP64()).(GPVirtual)
-	g.dst, g.x = GP64(), GP64()
+	g.dst, g.x, g.res = GP64(), GP64(), GP64()
 	MOVQ(g.field(spec.Job.Dst), g.dst)
 	MOVQ(g.field(spec.Job.X), g.x)
+	MOVQ(g.field(spec.Job.Res), g.res)
+	TESTQ(g.res, g.res)
+	JZ(LabelRef("rowsset"))
+	XCHGQ(g.x, g.res) // the scale pass reads h from the job's res
+	Label("rowsset")
 	g.w = GP64() // nil for rows without a weight (spec.Variant.Body)
 	MOVQ(g.field(spec.Job.W), g.w)
-	if g.v.Residual {
-		g.res = GP64()
-		MOVQ(g.field(spec.Job.Res), g.res)
-	}
 	g.strideB = GP64()
 	MOVQ(g.field(spec.Job.Stride), g.strideB)
 	SHLQ(U8(map[int]uint8{4: 2, 2: 1}[g.eb]), g.strideB)
@@ -179,9 +192,7 @@ func (g *gen) prologue() {
 	IMULQ(g.strideB, off)
 	ADDQ(off, g.dst)
 	ADDQ(off, g.x)
-	if g.v.Residual {
-		ADDQ(off, g.res)
-	}
+	ADDQ(off, g.res) // nil plus off without a residual, never read
 }
 
 // weightAdd sets c, a vector held through the function, to what the ends of rows add to the
@@ -235,9 +246,8 @@ func (g *gen) pickRows() {
 	CMPQ(t, g.to())
 	JAE(LabelRef("ret"))
 	MOVQ(U32(1), g.pend)
-	if g.v.Residual {
-		return
-	}
+	CMPQ(g.field(spec.Job.Res), U8(0))
+	JNE(LabelRef("addsum"))
 	CMPQ(g.skip, U8(0))
 	JE(LabelRef("trygroup"))
 	DECQ(g.skip)
@@ -268,25 +278,17 @@ func (g *gen) pfOffset(rows int) GPVirtual {
 	return t
 }
 
-// sumRows sums the squares of the rows the row part picked. A group's rows leave their partly
-// reduced partials in g.q; one row goes on to invOne with them in the register returned.
-func (g *gen) sumRows() VecVirtual {
+// sumRows sums the squares of the rows the row part picked, into acc. A group's rows leave their
+// partly reduced partials in g.q; one row goes on to invOne with them in the register returned.
+func (g *gen) sumRows(acc []VecVirtual) VecVirtual {
 	s := g.s
 	Label("sum")
 	xr := GP64()
 	MOVQ(g.x, xr)
-	var rr GPVirtual
-	if g.v.Residual {
-		rr = GP64()
-		MOVQ(g.res, rr)
-	}
 	k := GP64() // byte offset of the row's slot in g.q
 	XORQ(k, k)
 	Label("sumrow")
-	p := s.partial(g.sumSquares(xr, rr))
-	if g.v.Residual {
-		return p
-	}
+	p := s.partial(g.sumSquares(acc, xr, nil))
 	CMPQ(g.pend, U8(1))
 	JE(LabelRef("invone"))
 	VMOVUPS(p, g.q.Idx(k, 1))
@@ -298,6 +300,19 @@ func (g *gen) sumRows() VecVirtual {
 	return p
 }
 
+// sumAddRow is the sum pass of a row with a residual: h = x + res, stored to res, and the sum of
+// the squares of h into acc, which it leaves for invOne in the register sumRows returns.
+func (g *gen) sumAddRow(acc []VecVirtual) {
+	g.add, g.lp = true, "add"
+	defer func() { g.add, g.lp = false, "" }()
+	Label("addsum")
+	xr, rr := GP64(), GP64()
+	MOVQ(g.res, xr) // the job's x
+	MOVQ(g.x, rr)   // the job's res
+	g.s.partial(g.sumSquares(acc, xr, rr))
+	JMP(LabelRef("invone"))
+}
+
 // at addresses element i (plus disp bytes) of the row at base.
 func (g *gen) at(base, i GPVirtual, disp int) Mem {
 	return Mem{Base: base, Index: i, Scale: uint8(g.eb), Disp: disp}
@@ -306,26 +321,22 @@ func (g *gen) at(base, i GPVirtual, disp int) Mem {
 // atW addresses element i (plus disp bytes) of the weight.
 func (g *gen) atW(i GPVirtual, disp int) Mem { return Mem{Base: g.w, Index: i, Scale: 4, Disp: disp} }
 
-// sumSquares accumulates the row at xr (and forms h = x + res at rr in the residual variants)
-// into the 64 partials, held in 64/lanes accumulators, and returns them.
-func (g *gen) sumSquares(xr, rr GPVirtual) []VecVirtual {
+// sumSquares accumulates the row at xr (and forms h = x + res at rr on the residual pass) into
+// the 64 partials, held in the 64/lanes accumulators acc, and returns them.
+func (g *gen) sumSquares(acc []VecVirtual, xr, rr GPVirtual) []VecVirtual {
 	s := g.s
 	Comment("Sum of squares: element i goes to partial i%64.")
-	acc := make([]VecVirtual, block/s.lanes)
-	for k := range acc {
-		acc[k] = s.vec()
-	}
 	i, lim := GP64(), GP64()
 	MOVQ(g.d(), lim)
 	SUBQ(U32(block), lim)
-	JGE(LabelRef("firstblock"))
+	JGE(LabelRef(g.l("firstblock")))
 	for k := range acc {
 		s.zero(acc[k])
 	}
 	XORQ(i, i)
-	JMP(LabelRef("sumtail"))
+	JMP(LabelRef(g.l("sumtail")))
 
-	Label("firstblock")
+	Label(g.l("firstblock"))
 	Comment("+0 + square is the square itself: the first block initializes the partials.")
 	XORQ(i, i)
 	g.block(acc, xr, rr, i, true)
@@ -344,76 +355,76 @@ func (g *gen) sumSquares(xr, rr GPVirtual) []VecVirtual {
 			// through the copies, which need the registers.
 			MOVQ(xr, pf)
 			XORL(fl, fl)
-			JMP(LabelRef("sumblock"))
+			JMP(LabelRef(g.l("sumblock")))
 		}
-		Label("sumloop")
+		Label(g.l("sumloop"))
 		CMPQ(i, lim)
-		JG(LabelRef("sumtail"))
+		JG(LabelRef(g.l("sumtail")))
 		TESTL(U32(spec.FlagPF), fl)
-		JNZ(LabelRef("sumpf"))
-		Label("sumblock")
+		JNZ(LabelRef(g.l("sumpf")))
+		Label(g.l("sumblock"))
 		g.block(acc, xr, rr, i, false)
 		ADDQ(U32(block), i)
-		JMP(LabelRef("sumloop"))
+		JMP(LabelRef(g.l("sumloop")))
 		Comment("Out of the loop's way: the prefetches, whose flag is usually clear.")
-		Label("sumpf")
+		Label(g.l("sumpf"))
 		for off := 0; off < block*g.eb; off += 64 {
 			prefetch(g.at(pf, i, off))
 		}
-		JMP(LabelRef("sumblock"))
+		JMP(LabelRef(g.l("sumblock")))
 	} else {
 		TESTL(U32(spec.FlagPF), g.flags())
-		JNZ(LabelRef("sumpf"))
-		Label("sumloop")
+		JNZ(LabelRef(g.l("sumpf")))
+		Label(g.l("sumloop"))
 		CMPQ(i, lim)
-		JG(LabelRef("sumtail"))
+		JG(LabelRef(g.l("sumtail")))
 		g.block(acc, xr, rr, i, false)
 		ADDQ(U32(block), i)
-		JMP(LabelRef("sumloop"))
+		JMP(LabelRef(g.l("sumloop")))
 		Comment("The same, prefetching the rows ahead.")
-		Label("sumpf")
+		Label(g.l("sumpf"))
 		pf := g.pfOffset(2)
 		ADDQ(xr, pf)
-		Label("sumpfloop")
+		Label(g.l("sumpfloop"))
 		CMPQ(i, lim)
-		JG(LabelRef("sumtail"))
+		JG(LabelRef(g.l("sumtail")))
 		for off := 0; off < block*g.eb; off += 64 {
 			prefetch(g.at(pf, i, off))
 		}
 		g.block(acc, xr, rr, i, false)
 		ADDQ(U32(block), i)
-		JMP(LabelRef("sumpfloop"))
+		JMP(LabelRef(g.l("sumpfloop")))
 	}
 
-	Label("sumtail")
+	Label(g.l("sumtail"))
 	Comment("Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).")
 	rem := GP64()
 	MOVQ(g.d(), rem)
 	SUBQ(i, rem)
-	JZ(LabelRef("summed"))
+	JZ(LabelRef(g.l("summed")))
 	if s.masked {
 		g.maskedTail(acc, xr, rr, i, rem)
 	} else {
 		if reenter != nil {
 			// rem < 0: the loop has just summed the copied end (see slotTail), i being past d.
-			JL(LabelRef("slotsummed"))
+			JL(LabelRef(g.l("slotsummed")))
 		}
 		g.slotTail(acc, xr, rr, i, lim, rem, reenter)
-		Label("slotsummed")
+		Label(g.l("slotsummed"))
 		g.slotBack(xr, reenter != nil)
 	}
-	Label("summed")
+	Label(g.l("summed"))
 	return acc
 }
 
 // block adds the squares of the 64 elements from element i of the row at xr to the
-// accumulators (first: sets them). In the residual variants the elements are h = x + res (rounded
+// accumulators (first: sets them). On the residual pass the elements are h = x + res (rounded
 // to the storage format), stored back to res at rr first.
 func (g *gen) block(acc []VecVirtual, xr, rr, i GPVirtual, first bool) {
 	for k := range acc {
 		t := g.s.vec()
 		g.load(g.at(xr, i, k*g.vstep()), t)
-		if g.v.Residual {
+		if g.add {
 			t = g.addResidual(t, g.at(rr, i, k*g.vstep()), nil)
 		}
 		if first {
@@ -462,17 +473,17 @@ func (g *gen) maskedTail(acc []VecVirtual, xr, rr, i, rem GPVirtual) {
 		MOVQ(rem, n)
 		if k > 0 {
 			SUBQ(U32(k*s.lanes), n)
-			JLE(LabelRef("summed"))
+			JLE(LabelRef(g.l("summed")))
 		}
 		CMPQ(n, U32(s.lanes))
-		JLE(LabelRef(fmt.Sprintf("tailmask%d", k)))
+		JLE(LabelRef(g.l(fmt.Sprintf("tailmask%d", k))))
 		MOVQ(U32(s.lanes), n)
-		Label(fmt.Sprintf("tailmask%d", k))
+		Label(g.l(fmt.Sprintf("tailmask%d", k)))
 		m := K()
 		KMOVW(Mem{Base: tab, Index: n, Scale: 2}, m)
 		t := s.vec()
 		g.loadMasked(g.at(xr, i, k*g.vstep()), m, t)
-		if g.v.Residual {
+		if g.add {
 			t = g.addResidual(t, g.at(rr, i, k*g.vstep()), m)
 		}
 		VMULPS(t, t, t)
@@ -481,19 +492,19 @@ func (g *gen) maskedTail(acc []VecVirtual, xr, rr, i, rem GPVirtual) {
 }
 
 // slotTail sums the last rem (1..63) elements from element i: they are copied to a zero-padded
-// block on the stack (the zeros add +0), which is summed as a whole block. In the residual variants
+// block on the stack (the zeros add +0), which is summed as a whole block. On the residual pass
 // res is copied too, and slotBack puts h back.
 //
 // With reenter (16-bit rows), the loop's own block sums the copies: xr (and rr) are moved so that
 // element i addresses them, and the loop runs once with lim = i, which leaves i past d; sumtail,
 // seeing rem < 0, goes on to slotBack. A block of its own would be a third copy of the loop's,
-// kilobytes in the 16-bit residual functions, for a few instructions more per row. float32 rows
+// kilobytes in the 16-bit functions, for a few instructions more per row. float32 rows
 // keep their block, a few hundred bytes: avx2 Forward 32x100 measured 7% slower without it.
 func (g *gen) slotTail(acc []VecVirtual, xr, rr, i, lim, rem GPVirtual, reenter func()) {
 	MOVQ(rem, g.tailN)
 	src := GP64()
 	LEAQ(g.at(xr, i, 0), src)
-	if g.v.Residual {
+	if g.add {
 		r := GP64()
 		LEAQ(g.at(rr, i, 0), r)
 		MOVQ(r, g.resTail)
@@ -503,7 +514,7 @@ func (g *gen) slotTail(acc []VecVirtual, xr, rr, i, lim, rem GPVirtual, reenter 
 	g.zeroFill(sx)
 	g.copyElems(src, sx, g.tailN, g.eb)
 	var sr GPVirtual
-	if g.v.Residual {
+	if g.add {
 		MOVQ(g.resTail, src)
 		sr = GP64()
 		LEAQ(g.slotR, sr)
@@ -522,7 +533,7 @@ func (g *gen) slotTail(acc []VecVirtual, xr, rr, i, lim, rem GPVirtual, reenter 
 	MOVQ(xr, g.xrRow)
 	MOVQ(sx, xr)
 	SUBQ(back, xr)
-	if g.v.Residual {
+	if g.add {
 		MOVQ(sr, rr)
 		SUBQ(back, rr)
 	}
@@ -530,13 +541,13 @@ func (g *gen) slotTail(acc []VecVirtual, xr, rr, i, lim, rem GPVirtual, reenter 
 	reenter()
 }
 
-// slotBack finishes what slotTail began: xr points at the row again if it was moved, and in the
-// residual variants h goes back to res.
+// slotBack finishes what slotTail began: xr points at the row again if it was moved, and on the
+// residual pass h goes back to res.
 func (g *gen) slotBack(xr GPVirtual, moved bool) {
 	if moved {
 		MOVQ(g.xrRow, xr)
 	}
-	if g.v.Residual {
+	if g.add {
 		dstp, from := GP64(), GP64()
 		MOVQ(g.resTail, dstp)
 		LEAQ(g.slotR, from)
@@ -712,16 +723,10 @@ func (g *gen) scaleRows(inv VecVirtual) {
 		one = s.vec()
 		g.setC(one)
 	}
-	src := g.x
-	if g.v.Residual {
-		src = g.res
-	}
-	g.scale(src, invv, one)
+	g.scale(g.x, invv, one) // h with a residual (see prologue)
 	ADDQ(g.strideB, g.x)
 	ADDQ(g.strideB, g.dst)
-	if g.v.Residual {
-		ADDQ(g.strideB, g.res)
-	}
+	ADDQ(g.strideB, g.res)
 	INCQ(g.done)
 	t := GP64()
 	MOVQ(g.k, t)

@@ -13,7 +13,7 @@
 // Each kernel has the Go signature func(j *job, from, to int) int: it reads the validated call
 // from the job's fields by the names go_asm.h gives them (spec.Job), runs rows [from, to) and
 // returns the index of the first row whose t = ss/d + eps lies outside [2^-100, MaxFloat32] (NaN
-// included), having written nothing for that row except, in the residual variants, h = x + res
+// included), having written nothing for that row except, for a residual job, h = x + res
 // into res; the Go side then recomputes that row in float64 and calls the kernel again for the
 // rest. It returns to when every row is done.
 package main
@@ -76,10 +76,10 @@ func main() {
 	}
 }
 
-// loopHeads matches the labels of the forward kernels' main loops, which fixAssembly aligns to 32
-// bytes (Avo has no PCALIGN); alignLoops keeps it out of the backward kernels, whose sum loop has
-// one of these names too.
-var loopHeads = regexp.MustCompile(`(?m)^((sumloop|sumpfloop|scaleloop|scalepfloop|scalentloop|scaleloopoffset|scalepfloopoffset|scaleloopnoweight|scalepfloopnoweight):\n)`)
+// loopHeads matches the labels of the forward kernels' main loops (add starts those of the sum
+// pass of residual rows), which fixAssembly aligns to 32 bytes (Avo has no PCALIGN); alignLoops
+// keeps it out of the backward kernels, whose sum loop has one of these names too.
+var loopHeads = regexp.MustCompile(`(?m)^(((add)?sumloop|(add)?sumpfloop|scaleloop|scalepfloop|scalentloop|scaleloopoffset|scalepfloopoffset|scaleloopnoweight|scalepfloopnoweight):\n)`)
 
 // alignLoops puts PCALIGN $32 before the loopHeads of every function but the backward ones.
 func alignLoops(src []byte) []byte {

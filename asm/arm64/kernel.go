@@ -8,13 +8,14 @@ import (
 	"github.com/gosimd/rmsnorm/asm/internal/spec"
 )
 
-// Registers. General purpose: R0 dst row, R1 x row, R2 w (nil: no weight), R3 res row, R4 inv, R5
-// d, R6 to, R7 stride in bytes, R8 flags (plus flagRD), R9 rows done (the row at R0, R1, R3), R19
+// Registers. General purpose: R0 dst row, R1 the rows scaled (x, or h in res with a residual), R2 w
+// (nil: no weight), R3 the rows added (x with a residual, else unused), R4 inv, R5 d, R6 to, R7
+// stride in bytes, R8 flags (plus flagRD and flagRS), R9 rows done (the row at R0, R1, R3), R19
 // rows to do one at a time after a failed group, R20 rows to scale, R21 pfSum, R22 pfScale;
 // R10-R17 and R23-R26 are scratch (R18 is the platform register, R27-R30 belong to the Go
 // toolchain, and R26 holds a closure's context only on entry).
 // Vector: V0-V15 the 64 partial sums, V16-V23 scratch, V24-V27 the constants of bfloat16 rounding
-// (bfloat16 variants), V28 c, what the ends of rows add to the weight (1 or -0:
+// (bfloat16 rows), V28 c, what the ends of rows add to the weight (1 or -0:
 // spec.Variant.Body), V29 inv (all lanes), V30 the four inv of a group.
 const (
 	rDst, rX, rW, rRes, rInv, rD, rTo, rStride, rFlags, rDone = "R0", "R1", "R2", "R3", "R4", "R5", "R6", "R7", "R8", "R9"
@@ -25,6 +26,7 @@ const (
 	block  = 64     // elements of a row that fill the 64 partial sums once
 	group  = 4      // rows per group on the short-row path
 	flagRD = 1 << 8 // d is a power of two: ss/d is ss*rd
+	flagRS = 1 << 9 // the job has a residual (res not nil)
 )
 
 // Stack frame: the locals start at 8(RSP) (0(RSP) holds the return address).
@@ -34,7 +36,7 @@ const (
 	offFd    = offInvs + 16           // float32(d)
 	offRd    = offFd + 4              // 1/d when d is a power of two
 	offSlotX = offRd + 12             // 64 elements: the end of a row, zero-padded to a block
-	offSlotR = offSlotX + 4*block     // the same for res (residual variants)
+	offSlotR = offSlotX + 4*block     // the same for res (residual jobs)
 	frameLen = offSlotR + 4*block - 8 // bytes of locals
 )
 
@@ -46,7 +48,12 @@ type emitter struct {
 	v      spec.Variant
 	eb     int // bytes per element of a row
 	labels int
+
+	lp string // the prefix of the labels of the sum pass being emitted ("add": residual jobs)
 }
+
+// l returns the name of label name in the sum pass being emitted.
+func (e *emitter) l(name string) string { return e.lp + name }
 
 // is16 reports whether rows are stored in 16 bits.
 func (e *emitter) is16() bool { return e.v.Format != spec.F32 }
@@ -165,10 +172,9 @@ func kernel(name string, v spec.Variant) string {
 	e.label("row")
 	e.pickRows()
 	e.sumRows()
+	e.sumAddRow()
 	e.invOne()
-	if !v.Residual {
-		e.invGroup()
-	}
+	e.invGroup()
 	e.scaleRows()
 	e.label("ret")
 	e.op("MOVD %s, ret+24(FP)", rDone)
@@ -188,6 +194,13 @@ func (e *emitter) prologue() {
 	e.op("MOVD %s(R16), %s", j.Stride, rStride)
 	e.op("LSL $%d, %s, %s", map[int]int{4: 2, 2: 1}[e.eb], rStride, rStride)
 	e.op("MOVWU %s(R16), %s", j.Flags, rFlags)
+	e.comment("With a residual the scale pass reads h from res: res and x trade registers.")
+	e.op("CBZ %s, rowsset", rRes)
+	e.op("ORR $%d, %s, %s", flagRS, rFlags, rFlags)
+	e.op("MOVD %s, R10", rX)
+	e.op("MOVD %s, %s", rRes, rX)
+	e.op("MOVD R10, %s", rRes)
+	e.label("rowsset")
 	e.comment("c, added to the weight: 1 with flagOffset, else -0 (spec.Variant.Body).")
 	e.op("MOVW $0x80000000, R10")
 	e.op("TBZ $%d, %s, weightadd", bits.TrailingZeros(spec.FlagOffset), rFlags)
@@ -216,9 +229,7 @@ func (e *emitter) prologue() {
 	e.op("MUL %s, %s, R10", rDone, rStride)
 	e.op("ADD R10, %s, %s", rDst, rDst)
 	e.op("ADD R10, %s, %s", rX, rX)
-	if e.v.Residual {
-		e.op("ADD R10, %s, %s", rRes, rRes)
-	}
+	e.op("ADD R10, %s, %s", rRes, rRes) // without a residual, never read
 }
 
 // pickRows sets rPend to the rows the sum pass does: four (a group) or one.
@@ -226,9 +237,7 @@ func (e *emitter) pickRows() {
 	e.op("CMP %s, %s", rTo, rDone)
 	e.op("BGE ret")
 	e.op("MOVD $1, %s", rPend)
-	if e.v.Residual {
-		return
-	}
+	e.op("TBNZ $%d, %s, addsum", bits.TrailingZeros(flagRS), rFlags)
 	e.op("CBZ %s, trygroup", rSkip)
 	e.op("SUB $1, %s, %s", rSkip, rSkip)
 	e.op("B sum")
@@ -246,14 +255,10 @@ func (e *emitter) pickRows() {
 func (e *emitter) sumRows() {
 	e.label("sum")
 	e.op("MOVD %s, R10", rX)
-	e.op("MOVD %s, R11", rRes)
 	e.op("MOVD $0, R23") // byte offset of the row's slot
 	e.label("sumrow")
-	e.sumRow()
+	e.sumRow(false)
 	e.tree4()
-	if e.v.Residual {
-		return
-	}
 	e.op("CMP $1, %s", rPend)
 	e.op("BEQ invone")
 	e.op("ADD $%d, RSP, R12", offQ)
@@ -266,10 +271,22 @@ func (e *emitter) sumRows() {
 	e.op("B invgroup")
 }
 
-// sumRow accumulates the row at R10 into V0-V15; the residual forms also store h = x + res at
-// R11. It leaves the row's start in R14.
-func (e *emitter) sumRow() {
-	res := e.v.Residual
+// sumAddRow is the sum pass of a row with a residual: h = x + res, stored to res, and the sum of
+// the squares of h, which it leaves in V0 for invOne.
+func (e *emitter) sumAddRow() {
+	e.lp = "add"
+	defer func() { e.lp = "" }()
+	e.label("addsum")
+	e.op("MOVD %s, R10", rRes) // the job's x
+	e.op("MOVD %s, R11", rX)   // the job's res
+	e.sumRow(true)
+	e.tree4()
+	e.op("B invone")
+}
+
+// sumRow accumulates the row at R10 into V0-V15; with res it also stores h = x + res at R11 (the
+// sum pass of residual jobs). It leaves the row's start in R14.
+func (e *emitter) sumRow(res bool) {
 	e.comment("Sum of squares: element i goes to partial i%64, lane i%4 of V(i%64/4).")
 	e.op("MOVD R10, R14")
 	for k := 0; k < 16; k++ {
@@ -279,43 +296,43 @@ func (e *emitter) sumRow() {
 	e.op("MOVD $0, R24") // where h of a copied row end goes back to (0: nowhere)
 	if e.oneLoop() {
 		e.op("ADD %s, R10, R13", rPfSum) // the row prefetched with flagPF
-		e.label("sum64")
+		e.label(e.l("sum64"))
 		e.op("CMP $%d, R12", block)
-		e.op("BLT sumtail")
+		e.op("BLT %s", e.l("sumtail"))
 		e.op("TST $%d, %s", spec.FlagPF, rFlags)
-		e.op("BNE sumpf")
-		e.label("sumblock")
+		e.op("BNE %s", e.l("sumpf"))
+		e.label(e.l("sumblock"))
 		e.block(res)
-		e.op("B sum64")
-		e.label("sumpf") // out of the loop's way: the flag is usually clear
+		e.op("B %s", e.l("sum64"))
+		e.label(e.l("sumpf")) // out of the loop's way: the flag is usually clear
 		for off := 0; off < e.eb*block; off += 64 {
 			e.op("PRFM %d(R13), PLDL1KEEP", off)
 		}
 		e.op("ADD $%d, R13, R13", e.eb*block)
-		e.op("B sumblock")
+		e.op("B %s", e.l("sumblock"))
 	} else {
 		e.op("TST $%d, %s", spec.FlagPF, rFlags)
 		e.op("ADD %s, R10, R13", rPfSum) // the row prefetched
-		e.op("BNE sumpf")
-		e.label("sum64")
+		e.op("BNE %s", e.l("sumpf"))
+		e.label(e.l("sum64"))
 		e.op("CMP $%d, R12", block)
-		e.op("BLT sumtail")
+		e.op("BLT %s", e.l("sumtail"))
 		e.block(res)
-		e.op("B sum64")
-		e.label("sumpf")
+		e.op("B %s", e.l("sum64"))
+		e.label(e.l("sumpf"))
 		e.op("CMP $%d, R12", block)
-		e.op("BLT sumtail")
+		e.op("BLT %s", e.l("sumtail"))
 		for off := 0; off < e.eb*block; off += 64 {
 			e.op("PRFM %d(R13), PLDL1KEEP", off)
 		}
 		e.op("ADD $%d, R13, R13", e.eb*block)
 		e.block(res)
-		e.op("B sumpf")
+		e.op("B %s", e.l("sumpf"))
 	}
 
-	e.label("sumtail")
+	e.label(e.l("sumtail"))
 	e.comment("Fewer than 64 elements: copied to a zero-padded block on the stack, summed as a whole block (zeros add +0).")
-	e.op("CBZ R12, summed")
+	e.op("CBZ R12, %s", e.l("summed"))
 	e.op("ADD $%d, RSP, R13", offSlotX)
 	e.zeroBlock("R13")
 	e.copyElems("R10", "R13", "R12", e.eb)
@@ -329,18 +346,18 @@ func (e *emitter) sumRow() {
 	}
 	e.op("ADD $%d, RSP, R10", offSlotX)
 	e.op("MOVD $%d, R12", block)
-	e.op("B sum64") // one block; the count then reaches 0
-	e.label("summed")
+	e.op("B %s", e.l("sum64")) // one block; the count then reaches 0
+	e.label(e.l("summed"))
 	if res {
-		e.op("CBZ R24, hback")
+		e.op("CBZ R24, %s", e.l("hback"))
 		e.op("ADD $%d, RSP, R13", offSlotR)
 		e.copyElems("R13", "R24", "R25", e.eb)
-		e.label("hback")
+		e.label(e.l("hback"))
 	}
 }
 
 // block adds the squares of 64 elements at R10 (post-incremented) to V0-V15 and counts them off
-// R12; in the residual variants they are h = x + res (rounded to the storage format), stored to
+// R12; with res they are h = x + res (rounded to the storage format), stored to
 // res at R11 first.
 func (e *emitter) block(res bool) {
 	vb := 4 * e.eb // bytes of one vector's lanes
@@ -506,16 +523,10 @@ func (e *emitter) scaleRows() {
 	e.op("ADD $%d, RSP, R12", offInvs)
 	e.op("ADD R23<<2, R12, R12")
 	e.op("VLD1R (R12), [V29.S4]")
-	src := rX
-	if e.v.Residual {
-		src = rRes
-	}
-	e.scaleRow(src)
+	e.scaleRow(rX) // h with a residual (see prologue)
 	e.op("ADD %s, %s, %s", rStride, rX, rX)
 	e.op("ADD %s, %s, %s", rStride, rDst, rDst)
-	if e.v.Residual {
-		e.op("ADD %s, %s, %s", rStride, rRes, rRes)
-	}
+	e.op("ADD %s, %s, %s", rStride, rRes, rRes)
 	e.op("ADD $1, %s, %s", rDone, rDone)
 	e.op("ADD $1, R23, R23")
 	e.op("CMP %s, R23", rPend)

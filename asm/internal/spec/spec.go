@@ -57,23 +57,29 @@ type Variant struct {
 // less than a second copy of every such function (a third of the generated code).
 func (v Variant) Rounds() bool { return v.Format != F32 && v.Mode != Unweighted }
 
-// Body returns the variant whose kernel function runs v: one function per format and residual
-// serves the three weight forms, and Body stands for it with Mode Offset. The main scale loops
-// come in one copy per form, chosen once per row: a job without a weight (Unweighted) has w nil,
-// and FlagOffset tells Offset from Weighted (on amd64 the loop of non-temporal stores, whose rows
-// come from memory, tests w and the flag per iteration instead). The ends of rows multiply by
-// w + c, with c = 1 under FlagOffset and c = -0 without (w + -0 is w for every w, -0 included,
-// so Weighted keeps its bits), or skip the weight when w is nil. Everything else, the sum pass
-// above all, is shared: the functions for Weighted were a sixth of the generated code, those for
-// Unweighted a quarter of what remained.
+// Body returns the variant whose kernel function runs v: one function per format serves the three
+// weight forms and both residual forms, and Body stands for it with Mode Offset and no residual.
+//
+// The weight forms: the main scale loops come in one copy per form, chosen once per row: a job
+// without a weight (Unweighted) has w nil, and FlagOffset tells Offset from Weighted (on amd64 the
+// loop of non-temporal stores, whose rows come from memory, tests w and the flag per iteration
+// instead). The ends of rows multiply by w + c, with c = 1 under FlagOffset and c = -0 without
+// (w + -0 is w for every w, -0 included, so Weighted keeps its bits), or skip the weight when w
+// is nil.
+//
+// The residual: a job with res (not nil) takes a sum pass of its own, one row at a time, which
+// adds x and res and stores h to res; the scale pass, the inverse and everything after them are
+// shared, the scale pass reading h from res. The functions for Weighted were a sixth of the
+// generated code, those for Unweighted a quarter of what remained, and the scale passes of the
+// residual functions a fifth of what remained after that.
 func (v Variant) Body() Variant {
-	v.Mode = Offset
+	v.Mode, v.Residual = Offset, false
 	return v
 }
 
 // FuncName is the part of a function name that names the function running v, e.g. "Forward" or
-// "ForwardBF16Add": every weight form of a format and residual has the same (see Body).
-func (v Variant) FuncName() string { return "Forward" + v.stem() }
+// "ForwardBF16": every weight form and residual form of a format has the same (see Body).
+func (v Variant) FuncName() string { return "Forward" + v.Body().stem() }
 
 // Bodies lists the variants that have kernel functions of their own, in the order of Forward:
 // Body of each, once.
@@ -141,24 +147,19 @@ func (v Variant) stem() string {
 }
 
 // Formula is the doc-comment line for the kernel function that runs v (see Body), which serves
-// every weight form.
+// every weight form and both residual forms.
 func (v Variant) Formula() string {
-	src, s := "x", ""
+	s := ""
 	round := func(e string) string { return e }
 	if v.Format != F32 {
 		s = v.Format.String() + " rows: "
 		round = func(e string) string { return "round16(" + e + ")" }
 	}
-	if v.Residual {
-		s += "h = " + round("x + res") + " and res = h per element, then "
-		src = "h"
-	}
-	n := "(" + src + "*inv)"
-	s += "y = " + round(n+"*w") + ", " + round(n+"*(1+w)") + " with flagOffset, or " + round(src+"*inv") + " with w nil"
+	s += "y = " + round("(x*inv)*w") + ", " + round("(x*inv)*(1+w)") + " with flagOffset, or " + round("x*inv") + " with w nil"
 	if v.Body().Rounds() {
-		s += " (with flagRN and a weight, " + round(src+"*inv") + " in place of " + n + ")"
+		s += " (with flagRN and a weight, " + round("x*inv") + " in place of (x*inv))"
 	}
-	return s + ", for each row."
+	return s + ", for each row; with res, h = " + round("x + res") + " and res = h per element first, and h in place of x."
 }
 
 // Doc is the documentation of a kernel function.

@@ -19,7 +19,8 @@ const gradBlock = 32
 // groupMax is the longest row the kernels normalize four at a time.
 const groupMax = 512
 
-// variant numbers a kernel body: the index of its weight form and residual in spec.Forward.
+// variant numbers the form of a call (format, weight form, residual): its index in spec.Forward.
+// The generic kernel runs each; the assembly has one forward function per format (spec.Body).
 type variant uint8
 
 const (

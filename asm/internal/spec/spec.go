@@ -69,9 +69,11 @@ func (v Variant) Rounds() bool { return v.Format != F32 && v.Mode != Unweighted 
 //
 // The residual: a job with res (not nil) takes a sum pass of its own, one row at a time, which
 // adds x and res and stores h to res; the scale pass, the inverse and everything after them are
-// shared, the scale pass reading h from res. The functions for Weighted were a sixth of the
-// generated code, those for Unweighted a quarter of what remained, and the scale passes of the
-// residual functions a fifth of what remained after that.
+// shared, the scale pass reading h from res.
+//
+// When each form had functions of its own, those for Weighted were a sixth of the generated code;
+// after they were merged, those for Unweighted a quarter of what remained, and then the scale
+// passes of the residual functions a fifth.
 func (v Variant) Body() Variant {
 	v.Mode, v.Residual = Offset, false
 	return v
@@ -234,7 +236,8 @@ func GoSpec(header string) string {
 	b.WriteString(")\n\n")
 	fmt.Fprintf(&b, "// gradBlock is the number of rows summed into one partial sum of the weight gradient.\nconst gradBlock = %d\n\n", GradBlock)
 	fmt.Fprintf(&b, "// groupMax is the longest row the kernels normalize four at a time.\nconst groupMax = %d\n\n", GroupMax)
-	b.WriteString("// variant numbers a kernel body: the index of its weight form and residual in spec.Forward.\n")
+	b.WriteString("// variant numbers the form of a call (format, weight form, residual): its index in spec.Forward.\n")
+	b.WriteString("// The generic kernel runs each; the assembly has one forward function per format (spec.Body).\n")
 	b.WriteString("type variant uint8\n\nconst (\n")
 	for i, v := range Forward {
 		fmt.Fprintf(&b, "\tv%s variant = %d\n", v.Name(), i)

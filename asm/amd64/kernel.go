@@ -51,9 +51,8 @@ type gen struct {
 	v  spec.Variant
 	eb int // bytes per element of the rows (4: float32, 2: bfloat16 and binary16)
 
-	// add is set while the sum pass of residual jobs is emitted, whose labels start with lp.
-	add bool
-	lp  string
+	// lp starts the labels of the sum pass being emitted: "add" for that of residual jobs.
+	lp string
 
 	// Registers live across the function. With a residual, x holds the job's res and res the
 	// job's x: the scale pass reads its rows at x either way, h being stored to res.
@@ -88,6 +87,9 @@ func (g *gen) label(p string) string {
 
 // l returns the name of label name in the sum pass being emitted.
 func (g *gen) l(name string) string { return g.lp + name }
+
+// add reports whether the sum pass being emitted is that of residual jobs.
+func (g *gen) add() bool { return g.lp != "" }
 
 // field addresses a field of the job.
 func (g *gen) field(name string) Mem { return Mem{Symbol: Symbol{Name: name}, Base: g.j} }
@@ -303,8 +305,8 @@ func (g *gen) sumRows(acc []VecVirtual) VecVirtual {
 // sumAddRow is the sum pass of a row with a residual: h = x + res, stored to res, and the sum of
 // the squares of h into acc, which it leaves for invOne in the register sumRows returns.
 func (g *gen) sumAddRow(acc []VecVirtual) {
-	g.add, g.lp = true, "add"
-	defer func() { g.add, g.lp = false, "" }()
+	g.lp = "add"
+	defer func() { g.lp = "" }()
 	Label("addsum")
 	xr, rr := GP64(), GP64()
 	MOVQ(g.res, xr) // the job's x
@@ -424,7 +426,7 @@ func (g *gen) block(acc []VecVirtual, xr, rr, i GPVirtual, first bool) {
 	for k := range acc {
 		t := g.s.vec()
 		g.load(g.at(xr, i, k*g.vstep()), t)
-		if g.add {
+		if g.add() {
 			t = g.addResidual(t, g.at(rr, i, k*g.vstep()), nil)
 		}
 		if first {
@@ -483,7 +485,7 @@ func (g *gen) maskedTail(acc []VecVirtual, xr, rr, i, rem GPVirtual) {
 		KMOVW(Mem{Base: tab, Index: n, Scale: 2}, m)
 		t := s.vec()
 		g.loadMasked(g.at(xr, i, k*g.vstep()), m, t)
-		if g.add {
+		if g.add() {
 			t = g.addResidual(t, g.at(rr, i, k*g.vstep()), m)
 		}
 		VMULPS(t, t, t)
@@ -504,7 +506,7 @@ func (g *gen) slotTail(acc []VecVirtual, xr, rr, i, lim, rem GPVirtual, reenter 
 	MOVQ(rem, g.tailN)
 	src := GP64()
 	LEAQ(g.at(xr, i, 0), src)
-	if g.add {
+	if g.add() {
 		r := GP64()
 		LEAQ(g.at(rr, i, 0), r)
 		MOVQ(r, g.resTail)
@@ -514,7 +516,7 @@ func (g *gen) slotTail(acc []VecVirtual, xr, rr, i, lim, rem GPVirtual, reenter 
 	g.zeroFill(sx)
 	g.copyElems(src, sx, g.tailN, g.eb)
 	var sr GPVirtual
-	if g.add {
+	if g.add() {
 		MOVQ(g.resTail, src)
 		sr = GP64()
 		LEAQ(g.slotR, sr)
@@ -533,7 +535,7 @@ func (g *gen) slotTail(acc []VecVirtual, xr, rr, i, lim, rem GPVirtual, reenter 
 	MOVQ(xr, g.xrRow)
 	MOVQ(sx, xr)
 	SUBQ(back, xr)
-	if g.add {
+	if g.add() {
 		MOVQ(sr, rr)
 		SUBQ(back, rr)
 	}
@@ -547,7 +549,7 @@ func (g *gen) slotBack(xr GPVirtual, moved bool) {
 	if moved {
 		MOVQ(g.xrRow, xr)
 	}
-	if g.add {
+	if g.add() {
 		dstp, from := GP64(), GP64()
 		MOVQ(g.resTail, dstp)
 		LEAQ(g.slotR, from)

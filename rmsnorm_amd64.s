@@ -3446,11 +3446,12 @@ notlast:
 	TESTL $0x00000004, job_flags+0(AX)
 	JNZ   fused
 
-	// Each block in its slot: P at acc + (row/32)*d*4.
-	MOVQ  (SP), R8
-	SHRQ  $0x05, R8
-	IMULQ job_d+0(AX), R8
-	LEAQ  (R9)(R8*4), R9
+	// Each block in its slot: P at acc + (row/32)*d*4. dwp = 0: no row closes a block here.
+	XORQ  R8, R8
+	MOVQ  (SP), R10
+	SHRQ  $0x05, R10
+	IMULQ job_d+0(AX), R10
+	LEAQ  (R9)(R10*4), R9
 	TESTQ R11, R11
 	JZ    dxset
 	JMP   dxadd
@@ -3459,12 +3460,18 @@ fused:
 	TESTQ R11, R11
 	JNZ   fusednotfirst
 	TESTQ R12, R12
-	JNZ   dxfusesingle
-	JMP   dxset
+	JZ    dxset
+
+	// A block of one row: DW += q, which is P += q with DW as P.
+	MOVQ R8, R9
+	XORQ R8, R8
+	JMP  dxadd
 
 fusednotfirst:
+	// P += q; the block's last row keeps dwp, and its DW += P follows.
 	TESTQ R12, R12
-	JNZ   dxfuselast
+	JNZ   dxadd
+	XORQ  R8, R8
 	JMP   dxadd
 
 dxnone:
@@ -3785,212 +3792,15 @@ rowdoneset:
 	JMP rowdone
 
 dxadd:
-	XORQ  R8, R8
-	MOVQ  job_d+0(AX), R10
-	SUBQ  $0x00000040, R10
-	TESTL $0x00000001, job_flags+0(AX)
-	JNZ   dxaddnt
-
-dxaddloop:
-	CMPQ    R8, R10
-	JG      dxaddone
-	VMOVUPS (DX)(R8*4), Z2
-	VMOVUPS (BX)(R8*4), Z3
-	VMOVUPS (SI)(R8*4), Z4
-	VMULPS  Z4, Z3, Z4
-	VMULPS  Z0, Z2, Z5
-	VSUBPS  Z5, Z4, Z4
-	VMULPS  Z1, Z4, Z4
-	VMULPS  Z1, Z2, Z2
-	VMULPS  Z2, Z3, Z2
-	VMOVUPS (R9)(R8*4), Z3
-	VADDPS  Z2, Z3, Z3
-	VMOVUPS Z3, (R9)(R8*4)
-	VMOVUPS Z4, (CX)(R8*4)
-	VMOVUPS 64(DX)(R8*4), Z2
-	VMOVUPS 64(BX)(R8*4), Z3
-	VMOVUPS 64(SI)(R8*4), Z4
-	VMULPS  Z4, Z3, Z4
-	VMULPS  Z0, Z2, Z5
-	VSUBPS  Z5, Z4, Z4
-	VMULPS  Z1, Z4, Z4
-	VMULPS  Z1, Z2, Z2
-	VMULPS  Z2, Z3, Z2
-	VMOVUPS 64(R9)(R8*4), Z3
-	VADDPS  Z2, Z3, Z3
-	VMOVUPS Z3, 64(R9)(R8*4)
-	VMOVUPS Z4, 64(CX)(R8*4)
-	VMOVUPS 128(DX)(R8*4), Z2
-	VMOVUPS 128(BX)(R8*4), Z3
-	VMOVUPS 128(SI)(R8*4), Z4
-	VMULPS  Z4, Z3, Z4
-	VMULPS  Z0, Z2, Z5
-	VSUBPS  Z5, Z4, Z4
-	VMULPS  Z1, Z4, Z4
-	VMULPS  Z1, Z2, Z2
-	VMULPS  Z2, Z3, Z2
-	VMOVUPS 128(R9)(R8*4), Z3
-	VADDPS  Z2, Z3, Z3
-	VMOVUPS Z3, 128(R9)(R8*4)
-	VMOVUPS Z4, 128(CX)(R8*4)
-	VMOVUPS 192(DX)(R8*4), Z2
-	VMOVUPS 192(BX)(R8*4), Z3
-	VMOVUPS 192(SI)(R8*4), Z4
-	VMULPS  Z4, Z3, Z4
-	VMULPS  Z0, Z2, Z5
-	VSUBPS  Z5, Z4, Z4
-	VMULPS  Z1, Z4, Z4
-	VMULPS  Z1, Z2, Z2
-	VMULPS  Z2, Z3, Z2
-	VMOVUPS 192(R9)(R8*4), Z3
-	VADDPS  Z2, Z3, Z3
-	VMOVUPS Z3, 192(R9)(R8*4)
-	VMOVUPS Z4, 192(CX)(R8*4)
-	ADDQ    $0x00000040, R8
-	JMP     dxaddloop
-
-dxaddnt:
-	// Up to the first vector-aligned element of dx with a partial vector, then non-temporal stores.
-	MOVQ CX, R11
-	NEGQ R11
-	ANDQ $0x0000003f, R11
-	SHRQ $0x02, R11
-	JZ   dxaddntloop
-	CMPQ R11, job_d+0(AX)
-	JLE  dxaddhead
-	MOVQ job_d+0(AX), R11
-
-dxaddhead:
-	LEAQ      kmask<>+0(SB), R12
-	KMOVW     (R12)(R11*2), K1
-	VMOVUPS.Z (DX)(R8*4), K1, Z2
-	VMOVUPS.Z (BX)(R8*4), K1, Z3
-	VMOVUPS.Z (SI)(R8*4), K1, Z4
-	VMULPS    Z4, Z3, Z4
-	VMULPS    Z0, Z2, Z5
-	VSUBPS    Z5, Z4, Z4
-	VMULPS    Z1, Z4, Z4
-	VMULPS    Z1, Z2, Z2
-	VMULPS    Z2, Z3, Z2
-	VMOVUPS.Z (R9)(R8*4), K1, Z3
-	VADDPS    Z2, Z3, Z3
-	VMOVUPS   Z3, K1, (R9)(R8*4)
-	VMOVUPS   Z4, K1, (CX)(R8*4)
-	ADDQ      R11, R8
-
-dxaddntloop:
-	CMPQ     R8, R10
-	JG       dxaddone
-	VMOVUPS  (DX)(R8*4), Z2
-	VMOVUPS  (BX)(R8*4), Z3
-	VMOVUPS  (SI)(R8*4), Z4
-	VMULPS   Z4, Z3, Z4
-	VMULPS   Z0, Z2, Z5
-	VSUBPS   Z5, Z4, Z4
-	VMULPS   Z1, Z4, Z4
-	VMULPS   Z1, Z2, Z2
-	VMULPS   Z2, Z3, Z2
-	VMOVUPS  (R9)(R8*4), Z3
-	VADDPS   Z2, Z3, Z3
-	VMOVUPS  Z3, (R9)(R8*4)
-	VMOVNTPS Z4, (CX)(R8*4)
-	VMOVUPS  64(DX)(R8*4), Z2
-	VMOVUPS  64(BX)(R8*4), Z3
-	VMOVUPS  64(SI)(R8*4), Z4
-	VMULPS   Z4, Z3, Z4
-	VMULPS   Z0, Z2, Z5
-	VSUBPS   Z5, Z4, Z4
-	VMULPS   Z1, Z4, Z4
-	VMULPS   Z1, Z2, Z2
-	VMULPS   Z2, Z3, Z2
-	VMOVUPS  64(R9)(R8*4), Z3
-	VADDPS   Z2, Z3, Z3
-	VMOVUPS  Z3, 64(R9)(R8*4)
-	VMOVNTPS Z4, 64(CX)(R8*4)
-	VMOVUPS  128(DX)(R8*4), Z2
-	VMOVUPS  128(BX)(R8*4), Z3
-	VMOVUPS  128(SI)(R8*4), Z4
-	VMULPS   Z4, Z3, Z4
-	VMULPS   Z0, Z2, Z5
-	VSUBPS   Z5, Z4, Z4
-	VMULPS   Z1, Z4, Z4
-	VMULPS   Z1, Z2, Z2
-	VMULPS   Z2, Z3, Z2
-	VMOVUPS  128(R9)(R8*4), Z3
-	VADDPS   Z2, Z3, Z3
-	VMOVUPS  Z3, 128(R9)(R8*4)
-	VMOVNTPS Z4, 128(CX)(R8*4)
-	VMOVUPS  192(DX)(R8*4), Z2
-	VMOVUPS  192(BX)(R8*4), Z3
-	VMOVUPS  192(SI)(R8*4), Z4
-	VMULPS   Z4, Z3, Z4
-	VMULPS   Z0, Z2, Z5
-	VSUBPS   Z5, Z4, Z4
-	VMULPS   Z1, Z4, Z4
-	VMULPS   Z1, Z2, Z2
-	VMULPS   Z2, Z3, Z2
-	VMOVUPS  192(R9)(R8*4), Z3
-	VADDPS   Z2, Z3, Z3
-	VMOVUPS  Z3, 192(R9)(R8*4)
-	VMOVNTPS Z4, 192(CX)(R8*4)
-	ADDQ     $0x00000040, R8
-	JMP      dxaddntloop
-
-dxaddone:
-	ADDQ $0x00000030, R10
-
-dxaddoneloop:
-	CMPQ    R8, R10
-	JG      dxaddpart
-	VMOVUPS (DX)(R8*4), Z2
-	VMOVUPS (BX)(R8*4), Z3
-	VMOVUPS (SI)(R8*4), Z4
-	VMULPS  Z4, Z3, Z4
-	VMULPS  Z0, Z2, Z5
-	VSUBPS  Z5, Z4, Z4
-	VMULPS  Z1, Z4, Z4
-	VMULPS  Z1, Z2, Z2
-	VMULPS  Z2, Z3, Z2
-	VMOVUPS (R9)(R8*4), Z3
-	VADDPS  Z2, Z3, Z3
-	VMOVUPS Z3, (R9)(R8*4)
-	VMOVUPS Z4, (CX)(R8*4)
-	ADDQ    $0x00000010, R8
-	JMP     dxaddoneloop
-
-dxaddpart:
-	MOVQ      job_d+0(AX), R10
-	SUBQ      R8, R10
-	JZ        rowdoneadd
-	LEAQ      kmask<>+0(SB), R11
-	KMOVW     (R11)(R10*2), K1
-	VMOVUPS.Z (DX)(R8*4), K1, Z2
-	VMOVUPS.Z (BX)(R8*4), K1, Z3
-	VMOVUPS.Z (SI)(R8*4), K1, Z4
-	VMULPS    Z4, Z3, Z4
-	VMULPS    Z0, Z2, Z0
-	VSUBPS    Z0, Z4, Z4
-	VMULPS    Z1, Z4, Z4
-	VMULPS    Z1, Z2, Z0
-	VMULPS    Z0, Z3, Z0
-	VMOVUPS.Z (R9)(R8*4), K1, Z1
-	VADDPS    Z0, Z1, Z1
-	VMOVUPS   Z1, K1, (R9)(R8*4)
-	VMOVUPS   Z4, K1, (CX)(R8*4)
-
-rowdoneadd:
-	JMP rowdone
-
-dxfuselast:
 	XORQ  R10, R10
 	MOVQ  job_d+0(AX), R11
 	SUBQ  $0x00000040, R11
 	TESTL $0x00000001, job_flags+0(AX)
-	JNZ   dxfuselastnt
+	JNZ   dxaddnt
 
-dxfuselastloop:
+dxaddloop:
 	CMPQ    R10, R11
-	JG      dxfuselastone
+	JG      dxaddone
 	VMOVUPS (DX)(R10*4), Z2
 	VMOVUPS (BX)(R10*4), Z3
 	VMOVUPS (SI)(R10*4), Z4
@@ -4002,9 +3812,7 @@ dxfuselastloop:
 	VMULPS  Z2, Z3, Z2
 	VMOVUPS (R9)(R10*4), Z3
 	VADDPS  Z2, Z3, Z3
-	VMOVUPS (R8)(R10*4), Z2
-	VADDPS  Z3, Z2, Z2
-	VMOVUPS Z2, (R8)(R10*4)
+	VMOVUPS Z3, (R9)(R10*4)
 	VMOVUPS Z4, (CX)(R10*4)
 	VMOVUPS 64(DX)(R10*4), Z2
 	VMOVUPS 64(BX)(R10*4), Z3
@@ -4017,9 +3825,7 @@ dxfuselastloop:
 	VMULPS  Z2, Z3, Z2
 	VMOVUPS 64(R9)(R10*4), Z3
 	VADDPS  Z2, Z3, Z3
-	VMOVUPS 64(R8)(R10*4), Z2
-	VADDPS  Z3, Z2, Z2
-	VMOVUPS Z2, 64(R8)(R10*4)
+	VMOVUPS Z3, 64(R9)(R10*4)
 	VMOVUPS Z4, 64(CX)(R10*4)
 	VMOVUPS 128(DX)(R10*4), Z2
 	VMOVUPS 128(BX)(R10*4), Z3
@@ -4032,9 +3838,7 @@ dxfuselastloop:
 	VMULPS  Z2, Z3, Z2
 	VMOVUPS 128(R9)(R10*4), Z3
 	VADDPS  Z2, Z3, Z3
-	VMOVUPS 128(R8)(R10*4), Z2
-	VADDPS  Z3, Z2, Z2
-	VMOVUPS Z2, 128(R8)(R10*4)
+	VMOVUPS Z3, 128(R9)(R10*4)
 	VMOVUPS Z4, 128(CX)(R10*4)
 	VMOVUPS 192(DX)(R10*4), Z2
 	VMOVUPS 192(BX)(R10*4), Z3
@@ -4047,25 +3851,23 @@ dxfuselastloop:
 	VMULPS  Z2, Z3, Z2
 	VMOVUPS 192(R9)(R10*4), Z3
 	VADDPS  Z2, Z3, Z3
-	VMOVUPS 192(R8)(R10*4), Z2
-	VADDPS  Z3, Z2, Z2
-	VMOVUPS Z2, 192(R8)(R10*4)
+	VMOVUPS Z3, 192(R9)(R10*4)
 	VMOVUPS Z4, 192(CX)(R10*4)
 	ADDQ    $0x00000040, R10
-	JMP     dxfuselastloop
+	JMP     dxaddloop
 
-dxfuselastnt:
+dxaddnt:
 	// Up to the first vector-aligned element of dx with a partial vector, then non-temporal stores.
 	MOVQ CX, R12
 	NEGQ R12
 	ANDQ $0x0000003f, R12
 	SHRQ $0x02, R12
-	JZ   dxfuselastntloop
+	JZ   dxaddntloop
 	CMPQ R12, job_d+0(AX)
-	JLE  dxfuselasthead
+	JLE  dxaddhead
 	MOVQ job_d+0(AX), R12
 
-dxfuselasthead:
+dxaddhead:
 	LEAQ      kmask<>+0(SB), R13
 	KMOVW     (R13)(R12*2), K1
 	VMOVUPS.Z (DX)(R10*4), K1, Z2
@@ -4079,15 +3881,13 @@ dxfuselasthead:
 	VMULPS    Z2, Z3, Z2
 	VMOVUPS.Z (R9)(R10*4), K1, Z3
 	VADDPS    Z2, Z3, Z3
-	VMOVUPS.Z (R8)(R10*4), K1, Z2
-	VADDPS    Z3, Z2, Z2
-	VMOVUPS   Z2, K1, (R8)(R10*4)
+	VMOVUPS   Z3, K1, (R9)(R10*4)
 	VMOVUPS   Z4, K1, (CX)(R10*4)
 	ADDQ      R12, R10
 
-dxfuselastntloop:
+dxaddntloop:
 	CMPQ     R10, R11
-	JG       dxfuselastone
+	JG       dxaddone
 	VMOVUPS  (DX)(R10*4), Z2
 	VMOVUPS  (BX)(R10*4), Z3
 	VMOVUPS  (SI)(R10*4), Z4
@@ -4099,9 +3899,7 @@ dxfuselastntloop:
 	VMULPS   Z2, Z3, Z2
 	VMOVUPS  (R9)(R10*4), Z3
 	VADDPS   Z2, Z3, Z3
-	VMOVUPS  (R8)(R10*4), Z2
-	VADDPS   Z3, Z2, Z2
-	VMOVUPS  Z2, (R8)(R10*4)
+	VMOVUPS  Z3, (R9)(R10*4)
 	VMOVNTPS Z4, (CX)(R10*4)
 	VMOVUPS  64(DX)(R10*4), Z2
 	VMOVUPS  64(BX)(R10*4), Z3
@@ -4114,9 +3912,7 @@ dxfuselastntloop:
 	VMULPS   Z2, Z3, Z2
 	VMOVUPS  64(R9)(R10*4), Z3
 	VADDPS   Z2, Z3, Z3
-	VMOVUPS  64(R8)(R10*4), Z2
-	VADDPS   Z3, Z2, Z2
-	VMOVUPS  Z2, 64(R8)(R10*4)
+	VMOVUPS  Z3, 64(R9)(R10*4)
 	VMOVNTPS Z4, 64(CX)(R10*4)
 	VMOVUPS  128(DX)(R10*4), Z2
 	VMOVUPS  128(BX)(R10*4), Z3
@@ -4129,9 +3925,7 @@ dxfuselastntloop:
 	VMULPS   Z2, Z3, Z2
 	VMOVUPS  128(R9)(R10*4), Z3
 	VADDPS   Z2, Z3, Z3
-	VMOVUPS  128(R8)(R10*4), Z2
-	VADDPS   Z3, Z2, Z2
-	VMOVUPS  Z2, 128(R8)(R10*4)
+	VMOVUPS  Z3, 128(R9)(R10*4)
 	VMOVNTPS Z4, 128(CX)(R10*4)
 	VMOVUPS  192(DX)(R10*4), Z2
 	VMOVUPS  192(BX)(R10*4), Z3
@@ -4144,19 +3938,17 @@ dxfuselastntloop:
 	VMULPS   Z2, Z3, Z2
 	VMOVUPS  192(R9)(R10*4), Z3
 	VADDPS   Z2, Z3, Z3
-	VMOVUPS  192(R8)(R10*4), Z2
-	VADDPS   Z3, Z2, Z2
-	VMOVUPS  Z2, 192(R8)(R10*4)
+	VMOVUPS  Z3, 192(R9)(R10*4)
 	VMOVNTPS Z4, 192(CX)(R10*4)
 	ADDQ     $0x00000040, R10
-	JMP      dxfuselastntloop
+	JMP      dxaddntloop
 
-dxfuselastone:
+dxaddone:
 	ADDQ $0x00000030, R11
 
-dxfuselastoneloop:
+dxaddoneloop:
 	CMPQ    R10, R11
-	JG      dxfuselastpart
+	JG      dxaddpart
 	VMOVUPS (DX)(R10*4), Z2
 	VMOVUPS (BX)(R10*4), Z3
 	VMOVUPS (SI)(R10*4), Z4
@@ -4168,17 +3960,15 @@ dxfuselastoneloop:
 	VMULPS  Z2, Z3, Z2
 	VMOVUPS (R9)(R10*4), Z3
 	VADDPS  Z2, Z3, Z3
-	VMOVUPS (R8)(R10*4), Z2
-	VADDPS  Z3, Z2, Z2
-	VMOVUPS Z2, (R8)(R10*4)
+	VMOVUPS Z3, (R9)(R10*4)
 	VMOVUPS Z4, (CX)(R10*4)
 	ADDQ    $0x00000010, R10
-	JMP     dxfuselastoneloop
+	JMP     dxaddoneloop
 
-dxfuselastpart:
+dxaddpart:
 	MOVQ      job_d+0(AX), R11
 	SUBQ      R10, R11
-	JZ        rowdonefuselast
+	JZ        rowdoneadd
 	LEAQ      kmask<>+0(SB), R12
 	KMOVW     (R12)(R11*2), K1
 	VMOVUPS.Z (DX)(R10*4), K1, Z2
@@ -4192,209 +3982,38 @@ dxfuselastpart:
 	VMULPS    Z0, Z3, Z0
 	VMOVUPS.Z (R9)(R10*4), K1, Z1
 	VADDPS    Z0, Z1, Z1
-	VMOVUPS.Z (R8)(R10*4), K1, Z0
-	VADDPS    Z1, Z0, Z0
-	VMOVUPS   Z0, K1, (R8)(R10*4)
+	VMOVUPS   Z1, K1, (R9)(R10*4)
 	VMOVUPS   Z4, K1, (CX)(R10*4)
 
-rowdonefuselast:
-	JMP rowdone
+rowdoneadd:
+	TESTQ R8, R8
+	JZ    rowdone
 
-dxfusesingle:
-	XORQ  R9, R9
-	MOVQ  job_d+0(AX), R10
-	SUBQ  $0x00000040, R10
-	TESTL $0x00000001, job_flags+0(AX)
-	JNZ   dxfusesinglent
-
-dxfusesingleloop:
-	CMPQ    R9, R10
-	JG      dxfusesingleone
-	VMOVUPS (DX)(R9*4), Z2
-	VMOVUPS (BX)(R9*4), Z3
-	VMOVUPS (SI)(R9*4), Z4
-	VMULPS  Z4, Z3, Z4
-	VMULPS  Z0, Z2, Z5
-	VSUBPS  Z5, Z4, Z4
-	VMULPS  Z1, Z4, Z4
-	VMULPS  Z1, Z2, Z2
-	VMULPS  Z2, Z3, Z2
-	VMOVUPS (R8)(R9*4), Z3
-	VADDPS  Z2, Z3, Z3
-	VMOVUPS Z3, (R8)(R9*4)
-	VMOVUPS Z4, (CX)(R9*4)
-	VMOVUPS 64(DX)(R9*4), Z2
-	VMOVUPS 64(BX)(R9*4), Z3
-	VMOVUPS 64(SI)(R9*4), Z4
-	VMULPS  Z4, Z3, Z4
-	VMULPS  Z0, Z2, Z5
-	VSUBPS  Z5, Z4, Z4
-	VMULPS  Z1, Z4, Z4
-	VMULPS  Z1, Z2, Z2
-	VMULPS  Z2, Z3, Z2
-	VMOVUPS 64(R8)(R9*4), Z3
-	VADDPS  Z2, Z3, Z3
-	VMOVUPS Z3, 64(R8)(R9*4)
-	VMOVUPS Z4, 64(CX)(R9*4)
-	VMOVUPS 128(DX)(R9*4), Z2
-	VMOVUPS 128(BX)(R9*4), Z3
-	VMOVUPS 128(SI)(R9*4), Z4
-	VMULPS  Z4, Z3, Z4
-	VMULPS  Z0, Z2, Z5
-	VSUBPS  Z5, Z4, Z4
-	VMULPS  Z1, Z4, Z4
-	VMULPS  Z1, Z2, Z2
-	VMULPS  Z2, Z3, Z2
-	VMOVUPS 128(R8)(R9*4), Z3
-	VADDPS  Z2, Z3, Z3
-	VMOVUPS Z3, 128(R8)(R9*4)
-	VMOVUPS Z4, 128(CX)(R9*4)
-	VMOVUPS 192(DX)(R9*4), Z2
-	VMOVUPS 192(BX)(R9*4), Z3
-	VMOVUPS 192(SI)(R9*4), Z4
-	VMULPS  Z4, Z3, Z4
-	VMULPS  Z0, Z2, Z5
-	VSUBPS  Z5, Z4, Z4
-	VMULPS  Z1, Z4, Z4
-	VMULPS  Z1, Z2, Z2
-	VMULPS  Z2, Z3, Z2
-	VMOVUPS 192(R8)(R9*4), Z3
-	VADDPS  Z2, Z3, Z3
-	VMOVUPS Z3, 192(R8)(R9*4)
-	VMOVUPS Z4, 192(CX)(R9*4)
-	ADDQ    $0x00000040, R9
-	JMP     dxfusesingleloop
-
-dxfusesinglent:
-	// Up to the first vector-aligned element of dx with a partial vector, then non-temporal stores.
-	MOVQ CX, R11
-	NEGQ R11
-	ANDQ $0x0000003f, R11
-	SHRQ $0x02, R11
-	JZ   dxfusesinglentloop
-	CMPQ R11, job_d+0(AX)
-	JLE  dxfusesinglehead
+	// The block's last row: DW += P.
+	XORQ R10, R10
 	MOVQ job_d+0(AX), R11
+	SUBQ $0x00000010, R11
 
-dxfusesinglehead:
+closeloop:
+	CMPQ    R10, R11
+	JG      closepart
+	VMOVUPS (R9)(R10*4), Z0
+	VADDPS  (R8)(R10*4), Z0, Z0
+	VMOVUPS Z0, (R8)(R10*4)
+	ADDQ    $0x00000010, R10
+	JMP     closeloop
+
+closepart:
+	MOVQ      job_d+0(AX), R11
+	SUBQ      R10, R11
+	JZ        rowdone
 	LEAQ      kmask<>+0(SB), R12
 	KMOVW     (R12)(R11*2), K1
-	VMOVUPS.Z (DX)(R9*4), K1, Z2
-	VMOVUPS.Z (BX)(R9*4), K1, Z3
-	VMOVUPS.Z (SI)(R9*4), K1, Z4
-	VMULPS    Z4, Z3, Z4
-	VMULPS    Z0, Z2, Z5
-	VSUBPS    Z5, Z4, Z4
-	VMULPS    Z1, Z4, Z4
-	VMULPS    Z1, Z2, Z2
-	VMULPS    Z2, Z3, Z2
-	VMOVUPS.Z (R8)(R9*4), K1, Z3
-	VADDPS    Z2, Z3, Z3
-	VMOVUPS   Z3, K1, (R8)(R9*4)
-	VMOVUPS   Z4, K1, (CX)(R9*4)
-	ADDQ      R11, R9
-
-dxfusesinglentloop:
-	CMPQ     R9, R10
-	JG       dxfusesingleone
-	VMOVUPS  (DX)(R9*4), Z2
-	VMOVUPS  (BX)(R9*4), Z3
-	VMOVUPS  (SI)(R9*4), Z4
-	VMULPS   Z4, Z3, Z4
-	VMULPS   Z0, Z2, Z5
-	VSUBPS   Z5, Z4, Z4
-	VMULPS   Z1, Z4, Z4
-	VMULPS   Z1, Z2, Z2
-	VMULPS   Z2, Z3, Z2
-	VMOVUPS  (R8)(R9*4), Z3
-	VADDPS   Z2, Z3, Z3
-	VMOVUPS  Z3, (R8)(R9*4)
-	VMOVNTPS Z4, (CX)(R9*4)
-	VMOVUPS  64(DX)(R9*4), Z2
-	VMOVUPS  64(BX)(R9*4), Z3
-	VMOVUPS  64(SI)(R9*4), Z4
-	VMULPS   Z4, Z3, Z4
-	VMULPS   Z0, Z2, Z5
-	VSUBPS   Z5, Z4, Z4
-	VMULPS   Z1, Z4, Z4
-	VMULPS   Z1, Z2, Z2
-	VMULPS   Z2, Z3, Z2
-	VMOVUPS  64(R8)(R9*4), Z3
-	VADDPS   Z2, Z3, Z3
-	VMOVUPS  Z3, 64(R8)(R9*4)
-	VMOVNTPS Z4, 64(CX)(R9*4)
-	VMOVUPS  128(DX)(R9*4), Z2
-	VMOVUPS  128(BX)(R9*4), Z3
-	VMOVUPS  128(SI)(R9*4), Z4
-	VMULPS   Z4, Z3, Z4
-	VMULPS   Z0, Z2, Z5
-	VSUBPS   Z5, Z4, Z4
-	VMULPS   Z1, Z4, Z4
-	VMULPS   Z1, Z2, Z2
-	VMULPS   Z2, Z3, Z2
-	VMOVUPS  128(R8)(R9*4), Z3
-	VADDPS   Z2, Z3, Z3
-	VMOVUPS  Z3, 128(R8)(R9*4)
-	VMOVNTPS Z4, 128(CX)(R9*4)
-	VMOVUPS  192(DX)(R9*4), Z2
-	VMOVUPS  192(BX)(R9*4), Z3
-	VMOVUPS  192(SI)(R9*4), Z4
-	VMULPS   Z4, Z3, Z4
-	VMULPS   Z0, Z2, Z5
-	VSUBPS   Z5, Z4, Z4
-	VMULPS   Z1, Z4, Z4
-	VMULPS   Z1, Z2, Z2
-	VMULPS   Z2, Z3, Z2
-	VMOVUPS  192(R8)(R9*4), Z3
-	VADDPS   Z2, Z3, Z3
-	VMOVUPS  Z3, 192(R8)(R9*4)
-	VMOVNTPS Z4, 192(CX)(R9*4)
-	ADDQ     $0x00000040, R9
-	JMP      dxfusesinglentloop
-
-dxfusesingleone:
-	ADDQ $0x00000030, R10
-
-dxfusesingleoneloop:
-	CMPQ    R9, R10
-	JG      dxfusesinglepart
-	VMOVUPS (DX)(R9*4), Z2
-	VMOVUPS (BX)(R9*4), Z3
-	VMOVUPS (SI)(R9*4), Z4
-	VMULPS  Z4, Z3, Z4
-	VMULPS  Z0, Z2, Z5
-	VSUBPS  Z5, Z4, Z4
-	VMULPS  Z1, Z4, Z4
-	VMULPS  Z1, Z2, Z2
-	VMULPS  Z2, Z3, Z2
-	VMOVUPS (R8)(R9*4), Z3
-	VADDPS  Z2, Z3, Z3
-	VMOVUPS Z3, (R8)(R9*4)
-	VMOVUPS Z4, (CX)(R9*4)
-	ADDQ    $0x00000010, R9
-	JMP     dxfusesingleoneloop
-
-dxfusesinglepart:
-	MOVQ      job_d+0(AX), R10
-	SUBQ      R9, R10
-	JZ        rowdonefusesingle
-	LEAQ      kmask<>+0(SB), R11
-	KMOVW     (R11)(R10*2), K1
-	VMOVUPS.Z (DX)(R9*4), K1, Z2
-	VMOVUPS.Z (BX)(R9*4), K1, Z3
-	VMOVUPS.Z (SI)(R9*4), K1, Z4
-	VMULPS    Z4, Z3, Z4
-	VMULPS    Z0, Z2, Z0
-	VSUBPS    Z0, Z4, Z4
-	VMULPS    Z1, Z4, Z4
-	VMULPS    Z1, Z2, Z0
-	VMULPS    Z0, Z3, Z0
-	VMOVUPS.Z (R8)(R9*4), K1, Z1
+	VMOVUPS.Z (R9)(R10*4), K1, Z0
+	VMOVUPS.Z (R8)(R10*4), K1, Z1
 	VADDPS    Z0, Z1, Z1
-	VMOVUPS   Z1, K1, (R8)(R9*4)
-	VMOVUPS   Z4, K1, (CX)(R9*4)
+	VMOVUPS   Z1, K1, (R8)(R10*4)
 
-rowdonefusesingle:
 rowdone:
 	// Next row.
 	ADDQ DI, DX
@@ -4719,11 +4338,12 @@ notlast:
 	TESTL $0x00000004, job_flags+0(AX)
 	JNZ   fused
 
-	// Each block in its slot: P at acc + (row/32)*d*4.
-	MOVQ  (SP), R8
-	SHRQ  $0x05, R8
-	IMULQ job_d+0(AX), R8
-	LEAQ  (R9)(R8*4), R9
+	// Each block in its slot: P at acc + (row/32)*d*4. dwp = 0: no row closes a block here.
+	XORQ  R8, R8
+	MOVQ  (SP), R10
+	SHRQ  $0x05, R10
+	IMULQ job_d+0(AX), R10
+	LEAQ  (R9)(R10*4), R9
 	TESTQ R11, R11
 	JZ    dxset
 	JMP   dxadd
@@ -4732,12 +4352,18 @@ fused:
 	TESTQ R11, R11
 	JNZ   fusednotfirst
 	TESTQ R12, R12
-	JNZ   dxfusesingle
-	JMP   dxset
+	JZ    dxset
+
+	// A block of one row: DW += q, which is P += q with DW as P.
+	MOVQ R8, R9
+	XORQ R8, R8
+	JMP  dxadd
 
 fusednotfirst:
+	// P += q; the block's last row keeps dwp, and its DW += P follows.
 	TESTQ R12, R12
-	JNZ   dxfuselast
+	JNZ   dxadd
+	XORQ  R8, R8
 	JMP   dxadd
 
 dxnone:
@@ -5080,223 +4706,15 @@ rowdoneset:
 	JMP rowdone
 
 dxadd:
-	XORQ  R8, R8
-	MOVQ  job_d+0(AX), R10
-	SUBQ  $0x00000040, R10
-	TESTL $0x00000001, job_flags+0(AX)
-	JNZ   dxaddnt
-
-dxaddloop:
-	CMPQ    R8, R10
-	JG      dxaddone
-	VMOVUPS (DX)(R8*4), Z3
-	VMOVUPS (BX)(R8*4), Z4
-	VMOVUPS (SI)(R8*4), Z5
-	VADDPS  Z2, Z5, Z5
-	VMULPS  Z5, Z4, Z5
-	VMULPS  Z0, Z3, Z6
-	VSUBPS  Z6, Z5, Z5
-	VMULPS  Z1, Z5, Z5
-	VMULPS  Z1, Z3, Z3
-	VMULPS  Z3, Z4, Z3
-	VMOVUPS (R9)(R8*4), Z4
-	VADDPS  Z3, Z4, Z4
-	VMOVUPS Z4, (R9)(R8*4)
-	VMOVUPS Z5, (CX)(R8*4)
-	VMOVUPS 64(DX)(R8*4), Z3
-	VMOVUPS 64(BX)(R8*4), Z4
-	VMOVUPS 64(SI)(R8*4), Z5
-	VADDPS  Z2, Z5, Z5
-	VMULPS  Z5, Z4, Z5
-	VMULPS  Z0, Z3, Z6
-	VSUBPS  Z6, Z5, Z5
-	VMULPS  Z1, Z5, Z5
-	VMULPS  Z1, Z3, Z3
-	VMULPS  Z3, Z4, Z3
-	VMOVUPS 64(R9)(R8*4), Z4
-	VADDPS  Z3, Z4, Z4
-	VMOVUPS Z4, 64(R9)(R8*4)
-	VMOVUPS Z5, 64(CX)(R8*4)
-	VMOVUPS 128(DX)(R8*4), Z3
-	VMOVUPS 128(BX)(R8*4), Z4
-	VMOVUPS 128(SI)(R8*4), Z5
-	VADDPS  Z2, Z5, Z5
-	VMULPS  Z5, Z4, Z5
-	VMULPS  Z0, Z3, Z6
-	VSUBPS  Z6, Z5, Z5
-	VMULPS  Z1, Z5, Z5
-	VMULPS  Z1, Z3, Z3
-	VMULPS  Z3, Z4, Z3
-	VMOVUPS 128(R9)(R8*4), Z4
-	VADDPS  Z3, Z4, Z4
-	VMOVUPS Z4, 128(R9)(R8*4)
-	VMOVUPS Z5, 128(CX)(R8*4)
-	VMOVUPS 192(DX)(R8*4), Z3
-	VMOVUPS 192(BX)(R8*4), Z4
-	VMOVUPS 192(SI)(R8*4), Z5
-	VADDPS  Z2, Z5, Z5
-	VMULPS  Z5, Z4, Z5
-	VMULPS  Z0, Z3, Z6
-	VSUBPS  Z6, Z5, Z5
-	VMULPS  Z1, Z5, Z5
-	VMULPS  Z1, Z3, Z3
-	VMULPS  Z3, Z4, Z3
-	VMOVUPS 192(R9)(R8*4), Z4
-	VADDPS  Z3, Z4, Z4
-	VMOVUPS Z4, 192(R9)(R8*4)
-	VMOVUPS Z5, 192(CX)(R8*4)
-	ADDQ    $0x00000040, R8
-	JMP     dxaddloop
-
-dxaddnt:
-	// Up to the first vector-aligned element of dx with a partial vector, then non-temporal stores.
-	MOVQ CX, R11
-	NEGQ R11
-	ANDQ $0x0000003f, R11
-	SHRQ $0x02, R11
-	JZ   dxaddntloop
-	CMPQ R11, job_d+0(AX)
-	JLE  dxaddhead
-	MOVQ job_d+0(AX), R11
-
-dxaddhead:
-	LEAQ      kmask<>+0(SB), R12
-	KMOVW     (R12)(R11*2), K1
-	VMOVUPS.Z (DX)(R8*4), K1, Z3
-	VMOVUPS.Z (BX)(R8*4), K1, Z4
-	VMOVUPS.Z (SI)(R8*4), K1, Z5
-	VADDPS    Z2, Z5, Z5
-	VMULPS    Z5, Z4, Z5
-	VMULPS    Z0, Z3, Z6
-	VSUBPS    Z6, Z5, Z5
-	VMULPS    Z1, Z5, Z5
-	VMULPS    Z1, Z3, Z3
-	VMULPS    Z3, Z4, Z3
-	VMOVUPS.Z (R9)(R8*4), K1, Z4
-	VADDPS    Z3, Z4, Z4
-	VMOVUPS   Z4, K1, (R9)(R8*4)
-	VMOVUPS   Z5, K1, (CX)(R8*4)
-	ADDQ      R11, R8
-
-dxaddntloop:
-	CMPQ     R8, R10
-	JG       dxaddone
-	VMOVUPS  (DX)(R8*4), Z3
-	VMOVUPS  (BX)(R8*4), Z4
-	VMOVUPS  (SI)(R8*4), Z5
-	VADDPS   Z2, Z5, Z5
-	VMULPS   Z5, Z4, Z5
-	VMULPS   Z0, Z3, Z6
-	VSUBPS   Z6, Z5, Z5
-	VMULPS   Z1, Z5, Z5
-	VMULPS   Z1, Z3, Z3
-	VMULPS   Z3, Z4, Z3
-	VMOVUPS  (R9)(R8*4), Z4
-	VADDPS   Z3, Z4, Z4
-	VMOVUPS  Z4, (R9)(R8*4)
-	VMOVNTPS Z5, (CX)(R8*4)
-	VMOVUPS  64(DX)(R8*4), Z3
-	VMOVUPS  64(BX)(R8*4), Z4
-	VMOVUPS  64(SI)(R8*4), Z5
-	VADDPS   Z2, Z5, Z5
-	VMULPS   Z5, Z4, Z5
-	VMULPS   Z0, Z3, Z6
-	VSUBPS   Z6, Z5, Z5
-	VMULPS   Z1, Z5, Z5
-	VMULPS   Z1, Z3, Z3
-	VMULPS   Z3, Z4, Z3
-	VMOVUPS  64(R9)(R8*4), Z4
-	VADDPS   Z3, Z4, Z4
-	VMOVUPS  Z4, 64(R9)(R8*4)
-	VMOVNTPS Z5, 64(CX)(R8*4)
-	VMOVUPS  128(DX)(R8*4), Z3
-	VMOVUPS  128(BX)(R8*4), Z4
-	VMOVUPS  128(SI)(R8*4), Z5
-	VADDPS   Z2, Z5, Z5
-	VMULPS   Z5, Z4, Z5
-	VMULPS   Z0, Z3, Z6
-	VSUBPS   Z6, Z5, Z5
-	VMULPS   Z1, Z5, Z5
-	VMULPS   Z1, Z3, Z3
-	VMULPS   Z3, Z4, Z3
-	VMOVUPS  128(R9)(R8*4), Z4
-	VADDPS   Z3, Z4, Z4
-	VMOVUPS  Z4, 128(R9)(R8*4)
-	VMOVNTPS Z5, 128(CX)(R8*4)
-	VMOVUPS  192(DX)(R8*4), Z3
-	VMOVUPS  192(BX)(R8*4), Z4
-	VMOVUPS  192(SI)(R8*4), Z5
-	VADDPS   Z2, Z5, Z5
-	VMULPS   Z5, Z4, Z5
-	VMULPS   Z0, Z3, Z6
-	VSUBPS   Z6, Z5, Z5
-	VMULPS   Z1, Z5, Z5
-	VMULPS   Z1, Z3, Z3
-	VMULPS   Z3, Z4, Z3
-	VMOVUPS  192(R9)(R8*4), Z4
-	VADDPS   Z3, Z4, Z4
-	VMOVUPS  Z4, 192(R9)(R8*4)
-	VMOVNTPS Z5, 192(CX)(R8*4)
-	ADDQ     $0x00000040, R8
-	JMP      dxaddntloop
-
-dxaddone:
-	ADDQ $0x00000030, R10
-
-dxaddoneloop:
-	CMPQ    R8, R10
-	JG      dxaddpart
-	VMOVUPS (DX)(R8*4), Z3
-	VMOVUPS (BX)(R8*4), Z4
-	VMOVUPS (SI)(R8*4), Z5
-	VADDPS  Z2, Z5, Z5
-	VMULPS  Z5, Z4, Z5
-	VMULPS  Z0, Z3, Z6
-	VSUBPS  Z6, Z5, Z5
-	VMULPS  Z1, Z5, Z5
-	VMULPS  Z1, Z3, Z3
-	VMULPS  Z3, Z4, Z3
-	VMOVUPS (R9)(R8*4), Z4
-	VADDPS  Z3, Z4, Z4
-	VMOVUPS Z4, (R9)(R8*4)
-	VMOVUPS Z5, (CX)(R8*4)
-	ADDQ    $0x00000010, R8
-	JMP     dxaddoneloop
-
-dxaddpart:
-	MOVQ      job_d+0(AX), R10
-	SUBQ      R8, R10
-	JZ        rowdoneadd
-	LEAQ      kmask<>+0(SB), R11
-	KMOVW     (R11)(R10*2), K1
-	VMOVUPS.Z (DX)(R8*4), K1, Z3
-	VMOVUPS.Z (BX)(R8*4), K1, Z4
-	VMOVUPS.Z (SI)(R8*4), K1, Z5
-	VADDPS    Z2, Z5, Z5
-	VMULPS    Z5, Z4, Z2
-	VMULPS    Z0, Z3, Z0
-	VSUBPS    Z0, Z2, Z2
-	VMULPS    Z1, Z2, Z2
-	VMULPS    Z1, Z3, Z0
-	VMULPS    Z0, Z4, Z0
-	VMOVUPS.Z (R9)(R8*4), K1, Z1
-	VADDPS    Z0, Z1, Z1
-	VMOVUPS   Z1, K1, (R9)(R8*4)
-	VMOVUPS   Z2, K1, (CX)(R8*4)
-
-rowdoneadd:
-	JMP rowdone
-
-dxfuselast:
 	XORQ  R10, R10
 	MOVQ  job_d+0(AX), R11
 	SUBQ  $0x00000040, R11
 	TESTL $0x00000001, job_flags+0(AX)
-	JNZ   dxfuselastnt
+	JNZ   dxaddnt
 
-dxfuselastloop:
+dxaddloop:
 	CMPQ    R10, R11
-	JG      dxfuselastone
+	JG      dxaddone
 	VMOVUPS (DX)(R10*4), Z3
 	VMOVUPS (BX)(R10*4), Z4
 	VMOVUPS (SI)(R10*4), Z5
@@ -5309,9 +4727,7 @@ dxfuselastloop:
 	VMULPS  Z3, Z4, Z3
 	VMOVUPS (R9)(R10*4), Z4
 	VADDPS  Z3, Z4, Z4
-	VMOVUPS (R8)(R10*4), Z3
-	VADDPS  Z4, Z3, Z3
-	VMOVUPS Z3, (R8)(R10*4)
+	VMOVUPS Z4, (R9)(R10*4)
 	VMOVUPS Z5, (CX)(R10*4)
 	VMOVUPS 64(DX)(R10*4), Z3
 	VMOVUPS 64(BX)(R10*4), Z4
@@ -5325,9 +4741,7 @@ dxfuselastloop:
 	VMULPS  Z3, Z4, Z3
 	VMOVUPS 64(R9)(R10*4), Z4
 	VADDPS  Z3, Z4, Z4
-	VMOVUPS 64(R8)(R10*4), Z3
-	VADDPS  Z4, Z3, Z3
-	VMOVUPS Z3, 64(R8)(R10*4)
+	VMOVUPS Z4, 64(R9)(R10*4)
 	VMOVUPS Z5, 64(CX)(R10*4)
 	VMOVUPS 128(DX)(R10*4), Z3
 	VMOVUPS 128(BX)(R10*4), Z4
@@ -5341,9 +4755,7 @@ dxfuselastloop:
 	VMULPS  Z3, Z4, Z3
 	VMOVUPS 128(R9)(R10*4), Z4
 	VADDPS  Z3, Z4, Z4
-	VMOVUPS 128(R8)(R10*4), Z3
-	VADDPS  Z4, Z3, Z3
-	VMOVUPS Z3, 128(R8)(R10*4)
+	VMOVUPS Z4, 128(R9)(R10*4)
 	VMOVUPS Z5, 128(CX)(R10*4)
 	VMOVUPS 192(DX)(R10*4), Z3
 	VMOVUPS 192(BX)(R10*4), Z4
@@ -5357,25 +4769,23 @@ dxfuselastloop:
 	VMULPS  Z3, Z4, Z3
 	VMOVUPS 192(R9)(R10*4), Z4
 	VADDPS  Z3, Z4, Z4
-	VMOVUPS 192(R8)(R10*4), Z3
-	VADDPS  Z4, Z3, Z3
-	VMOVUPS Z3, 192(R8)(R10*4)
+	VMOVUPS Z4, 192(R9)(R10*4)
 	VMOVUPS Z5, 192(CX)(R10*4)
 	ADDQ    $0x00000040, R10
-	JMP     dxfuselastloop
+	JMP     dxaddloop
 
-dxfuselastnt:
+dxaddnt:
 	// Up to the first vector-aligned element of dx with a partial vector, then non-temporal stores.
 	MOVQ CX, R12
 	NEGQ R12
 	ANDQ $0x0000003f, R12
 	SHRQ $0x02, R12
-	JZ   dxfuselastntloop
+	JZ   dxaddntloop
 	CMPQ R12, job_d+0(AX)
-	JLE  dxfuselasthead
+	JLE  dxaddhead
 	MOVQ job_d+0(AX), R12
 
-dxfuselasthead:
+dxaddhead:
 	LEAQ      kmask<>+0(SB), R13
 	KMOVW     (R13)(R12*2), K1
 	VMOVUPS.Z (DX)(R10*4), K1, Z3
@@ -5390,15 +4800,13 @@ dxfuselasthead:
 	VMULPS    Z3, Z4, Z3
 	VMOVUPS.Z (R9)(R10*4), K1, Z4
 	VADDPS    Z3, Z4, Z4
-	VMOVUPS.Z (R8)(R10*4), K1, Z3
-	VADDPS    Z4, Z3, Z3
-	VMOVUPS   Z3, K1, (R8)(R10*4)
+	VMOVUPS   Z4, K1, (R9)(R10*4)
 	VMOVUPS   Z5, K1, (CX)(R10*4)
 	ADDQ      R12, R10
 
-dxfuselastntloop:
+dxaddntloop:
 	CMPQ     R10, R11
-	JG       dxfuselastone
+	JG       dxaddone
 	VMOVUPS  (DX)(R10*4), Z3
 	VMOVUPS  (BX)(R10*4), Z4
 	VMOVUPS  (SI)(R10*4), Z5
@@ -5411,9 +4819,7 @@ dxfuselastntloop:
 	VMULPS   Z3, Z4, Z3
 	VMOVUPS  (R9)(R10*4), Z4
 	VADDPS   Z3, Z4, Z4
-	VMOVUPS  (R8)(R10*4), Z3
-	VADDPS   Z4, Z3, Z3
-	VMOVUPS  Z3, (R8)(R10*4)
+	VMOVUPS  Z4, (R9)(R10*4)
 	VMOVNTPS Z5, (CX)(R10*4)
 	VMOVUPS  64(DX)(R10*4), Z3
 	VMOVUPS  64(BX)(R10*4), Z4
@@ -5427,9 +4833,7 @@ dxfuselastntloop:
 	VMULPS   Z3, Z4, Z3
 	VMOVUPS  64(R9)(R10*4), Z4
 	VADDPS   Z3, Z4, Z4
-	VMOVUPS  64(R8)(R10*4), Z3
-	VADDPS   Z4, Z3, Z3
-	VMOVUPS  Z3, 64(R8)(R10*4)
+	VMOVUPS  Z4, 64(R9)(R10*4)
 	VMOVNTPS Z5, 64(CX)(R10*4)
 	VMOVUPS  128(DX)(R10*4), Z3
 	VMOVUPS  128(BX)(R10*4), Z4
@@ -5443,9 +4847,7 @@ dxfuselastntloop:
 	VMULPS   Z3, Z4, Z3
 	VMOVUPS  128(R9)(R10*4), Z4
 	VADDPS   Z3, Z4, Z4
-	VMOVUPS  128(R8)(R10*4), Z3
-	VADDPS   Z4, Z3, Z3
-	VMOVUPS  Z3, 128(R8)(R10*4)
+	VMOVUPS  Z4, 128(R9)(R10*4)
 	VMOVNTPS Z5, 128(CX)(R10*4)
 	VMOVUPS  192(DX)(R10*4), Z3
 	VMOVUPS  192(BX)(R10*4), Z4
@@ -5459,19 +4861,17 @@ dxfuselastntloop:
 	VMULPS   Z3, Z4, Z3
 	VMOVUPS  192(R9)(R10*4), Z4
 	VADDPS   Z3, Z4, Z4
-	VMOVUPS  192(R8)(R10*4), Z3
-	VADDPS   Z4, Z3, Z3
-	VMOVUPS  Z3, 192(R8)(R10*4)
+	VMOVUPS  Z4, 192(R9)(R10*4)
 	VMOVNTPS Z5, 192(CX)(R10*4)
 	ADDQ     $0x00000040, R10
-	JMP      dxfuselastntloop
+	JMP      dxaddntloop
 
-dxfuselastone:
+dxaddone:
 	ADDQ $0x00000030, R11
 
-dxfuselastoneloop:
+dxaddoneloop:
 	CMPQ    R10, R11
-	JG      dxfuselastpart
+	JG      dxaddpart
 	VMOVUPS (DX)(R10*4), Z3
 	VMOVUPS (BX)(R10*4), Z4
 	VMOVUPS (SI)(R10*4), Z5
@@ -5484,17 +4884,15 @@ dxfuselastoneloop:
 	VMULPS  Z3, Z4, Z3
 	VMOVUPS (R9)(R10*4), Z4
 	VADDPS  Z3, Z4, Z4
-	VMOVUPS (R8)(R10*4), Z3
-	VADDPS  Z4, Z3, Z3
-	VMOVUPS Z3, (R8)(R10*4)
+	VMOVUPS Z4, (R9)(R10*4)
 	VMOVUPS Z5, (CX)(R10*4)
 	ADDQ    $0x00000010, R10
-	JMP     dxfuselastoneloop
+	JMP     dxaddoneloop
 
-dxfuselastpart:
+dxaddpart:
 	MOVQ      job_d+0(AX), R11
 	SUBQ      R10, R11
-	JZ        rowdonefuselast
+	JZ        rowdoneadd
 	LEAQ      kmask<>+0(SB), R12
 	KMOVW     (R12)(R11*2), K1
 	VMOVUPS.Z (DX)(R10*4), K1, Z3
@@ -5509,220 +4907,38 @@ dxfuselastpart:
 	VMULPS    Z0, Z4, Z0
 	VMOVUPS.Z (R9)(R10*4), K1, Z1
 	VADDPS    Z0, Z1, Z1
-	VMOVUPS.Z (R8)(R10*4), K1, Z0
-	VADDPS    Z1, Z0, Z0
-	VMOVUPS   Z0, K1, (R8)(R10*4)
+	VMOVUPS   Z1, K1, (R9)(R10*4)
 	VMOVUPS   Z2, K1, (CX)(R10*4)
 
-rowdonefuselast:
-	JMP rowdone
+rowdoneadd:
+	TESTQ R8, R8
+	JZ    rowdone
 
-dxfusesingle:
-	XORQ  R9, R9
-	MOVQ  job_d+0(AX), R10
-	SUBQ  $0x00000040, R10
-	TESTL $0x00000001, job_flags+0(AX)
-	JNZ   dxfusesinglent
-
-dxfusesingleloop:
-	CMPQ    R9, R10
-	JG      dxfusesingleone
-	VMOVUPS (DX)(R9*4), Z3
-	VMOVUPS (BX)(R9*4), Z4
-	VMOVUPS (SI)(R9*4), Z5
-	VADDPS  Z2, Z5, Z5
-	VMULPS  Z5, Z4, Z5
-	VMULPS  Z0, Z3, Z6
-	VSUBPS  Z6, Z5, Z5
-	VMULPS  Z1, Z5, Z5
-	VMULPS  Z1, Z3, Z3
-	VMULPS  Z3, Z4, Z3
-	VMOVUPS (R8)(R9*4), Z4
-	VADDPS  Z3, Z4, Z4
-	VMOVUPS Z4, (R8)(R9*4)
-	VMOVUPS Z5, (CX)(R9*4)
-	VMOVUPS 64(DX)(R9*4), Z3
-	VMOVUPS 64(BX)(R9*4), Z4
-	VMOVUPS 64(SI)(R9*4), Z5
-	VADDPS  Z2, Z5, Z5
-	VMULPS  Z5, Z4, Z5
-	VMULPS  Z0, Z3, Z6
-	VSUBPS  Z6, Z5, Z5
-	VMULPS  Z1, Z5, Z5
-	VMULPS  Z1, Z3, Z3
-	VMULPS  Z3, Z4, Z3
-	VMOVUPS 64(R8)(R9*4), Z4
-	VADDPS  Z3, Z4, Z4
-	VMOVUPS Z4, 64(R8)(R9*4)
-	VMOVUPS Z5, 64(CX)(R9*4)
-	VMOVUPS 128(DX)(R9*4), Z3
-	VMOVUPS 128(BX)(R9*4), Z4
-	VMOVUPS 128(SI)(R9*4), Z5
-	VADDPS  Z2, Z5, Z5
-	VMULPS  Z5, Z4, Z5
-	VMULPS  Z0, Z3, Z6
-	VSUBPS  Z6, Z5, Z5
-	VMULPS  Z1, Z5, Z5
-	VMULPS  Z1, Z3, Z3
-	VMULPS  Z3, Z4, Z3
-	VMOVUPS 128(R8)(R9*4), Z4
-	VADDPS  Z3, Z4, Z4
-	VMOVUPS Z4, 128(R8)(R9*4)
-	VMOVUPS Z5, 128(CX)(R9*4)
-	VMOVUPS 192(DX)(R9*4), Z3
-	VMOVUPS 192(BX)(R9*4), Z4
-	VMOVUPS 192(SI)(R9*4), Z5
-	VADDPS  Z2, Z5, Z5
-	VMULPS  Z5, Z4, Z5
-	VMULPS  Z0, Z3, Z6
-	VSUBPS  Z6, Z5, Z5
-	VMULPS  Z1, Z5, Z5
-	VMULPS  Z1, Z3, Z3
-	VMULPS  Z3, Z4, Z3
-	VMOVUPS 192(R8)(R9*4), Z4
-	VADDPS  Z3, Z4, Z4
-	VMOVUPS Z4, 192(R8)(R9*4)
-	VMOVUPS Z5, 192(CX)(R9*4)
-	ADDQ    $0x00000040, R9
-	JMP     dxfusesingleloop
-
-dxfusesinglent:
-	// Up to the first vector-aligned element of dx with a partial vector, then non-temporal stores.
-	MOVQ CX, R11
-	NEGQ R11
-	ANDQ $0x0000003f, R11
-	SHRQ $0x02, R11
-	JZ   dxfusesinglentloop
-	CMPQ R11, job_d+0(AX)
-	JLE  dxfusesinglehead
+	// The block's last row: DW += P.
+	XORQ R10, R10
 	MOVQ job_d+0(AX), R11
+	SUBQ $0x00000010, R11
 
-dxfusesinglehead:
+closeloop:
+	CMPQ    R10, R11
+	JG      closepart
+	VMOVUPS (R9)(R10*4), Z0
+	VADDPS  (R8)(R10*4), Z0, Z0
+	VMOVUPS Z0, (R8)(R10*4)
+	ADDQ    $0x00000010, R10
+	JMP     closeloop
+
+closepart:
+	MOVQ      job_d+0(AX), R11
+	SUBQ      R10, R11
+	JZ        rowdone
 	LEAQ      kmask<>+0(SB), R12
 	KMOVW     (R12)(R11*2), K1
-	VMOVUPS.Z (DX)(R9*4), K1, Z3
-	VMOVUPS.Z (BX)(R9*4), K1, Z4
-	VMOVUPS.Z (SI)(R9*4), K1, Z5
-	VADDPS    Z2, Z5, Z5
-	VMULPS    Z5, Z4, Z5
-	VMULPS    Z0, Z3, Z6
-	VSUBPS    Z6, Z5, Z5
-	VMULPS    Z1, Z5, Z5
-	VMULPS    Z1, Z3, Z3
-	VMULPS    Z3, Z4, Z3
-	VMOVUPS.Z (R8)(R9*4), K1, Z4
-	VADDPS    Z3, Z4, Z4
-	VMOVUPS   Z4, K1, (R8)(R9*4)
-	VMOVUPS   Z5, K1, (CX)(R9*4)
-	ADDQ      R11, R9
-
-dxfusesinglentloop:
-	CMPQ     R9, R10
-	JG       dxfusesingleone
-	VMOVUPS  (DX)(R9*4), Z3
-	VMOVUPS  (BX)(R9*4), Z4
-	VMOVUPS  (SI)(R9*4), Z5
-	VADDPS   Z2, Z5, Z5
-	VMULPS   Z5, Z4, Z5
-	VMULPS   Z0, Z3, Z6
-	VSUBPS   Z6, Z5, Z5
-	VMULPS   Z1, Z5, Z5
-	VMULPS   Z1, Z3, Z3
-	VMULPS   Z3, Z4, Z3
-	VMOVUPS  (R8)(R9*4), Z4
-	VADDPS   Z3, Z4, Z4
-	VMOVUPS  Z4, (R8)(R9*4)
-	VMOVNTPS Z5, (CX)(R9*4)
-	VMOVUPS  64(DX)(R9*4), Z3
-	VMOVUPS  64(BX)(R9*4), Z4
-	VMOVUPS  64(SI)(R9*4), Z5
-	VADDPS   Z2, Z5, Z5
-	VMULPS   Z5, Z4, Z5
-	VMULPS   Z0, Z3, Z6
-	VSUBPS   Z6, Z5, Z5
-	VMULPS   Z1, Z5, Z5
-	VMULPS   Z1, Z3, Z3
-	VMULPS   Z3, Z4, Z3
-	VMOVUPS  64(R8)(R9*4), Z4
-	VADDPS   Z3, Z4, Z4
-	VMOVUPS  Z4, 64(R8)(R9*4)
-	VMOVNTPS Z5, 64(CX)(R9*4)
-	VMOVUPS  128(DX)(R9*4), Z3
-	VMOVUPS  128(BX)(R9*4), Z4
-	VMOVUPS  128(SI)(R9*4), Z5
-	VADDPS   Z2, Z5, Z5
-	VMULPS   Z5, Z4, Z5
-	VMULPS   Z0, Z3, Z6
-	VSUBPS   Z6, Z5, Z5
-	VMULPS   Z1, Z5, Z5
-	VMULPS   Z1, Z3, Z3
-	VMULPS   Z3, Z4, Z3
-	VMOVUPS  128(R8)(R9*4), Z4
-	VADDPS   Z3, Z4, Z4
-	VMOVUPS  Z4, 128(R8)(R9*4)
-	VMOVNTPS Z5, 128(CX)(R9*4)
-	VMOVUPS  192(DX)(R9*4), Z3
-	VMOVUPS  192(BX)(R9*4), Z4
-	VMOVUPS  192(SI)(R9*4), Z5
-	VADDPS   Z2, Z5, Z5
-	VMULPS   Z5, Z4, Z5
-	VMULPS   Z0, Z3, Z6
-	VSUBPS   Z6, Z5, Z5
-	VMULPS   Z1, Z5, Z5
-	VMULPS   Z1, Z3, Z3
-	VMULPS   Z3, Z4, Z3
-	VMOVUPS  192(R8)(R9*4), Z4
-	VADDPS   Z3, Z4, Z4
-	VMOVUPS  Z4, 192(R8)(R9*4)
-	VMOVNTPS Z5, 192(CX)(R9*4)
-	ADDQ     $0x00000040, R9
-	JMP      dxfusesinglentloop
-
-dxfusesingleone:
-	ADDQ $0x00000030, R10
-
-dxfusesingleoneloop:
-	CMPQ    R9, R10
-	JG      dxfusesinglepart
-	VMOVUPS (DX)(R9*4), Z3
-	VMOVUPS (BX)(R9*4), Z4
-	VMOVUPS (SI)(R9*4), Z5
-	VADDPS  Z2, Z5, Z5
-	VMULPS  Z5, Z4, Z5
-	VMULPS  Z0, Z3, Z6
-	VSUBPS  Z6, Z5, Z5
-	VMULPS  Z1, Z5, Z5
-	VMULPS  Z1, Z3, Z3
-	VMULPS  Z3, Z4, Z3
-	VMOVUPS (R8)(R9*4), Z4
-	VADDPS  Z3, Z4, Z4
-	VMOVUPS Z4, (R8)(R9*4)
-	VMOVUPS Z5, (CX)(R9*4)
-	ADDQ    $0x00000010, R9
-	JMP     dxfusesingleoneloop
-
-dxfusesinglepart:
-	MOVQ      job_d+0(AX), R10
-	SUBQ      R9, R10
-	JZ        rowdonefusesingle
-	LEAQ      kmask<>+0(SB), R11
-	KMOVW     (R11)(R10*2), K1
-	VMOVUPS.Z (DX)(R9*4), K1, Z3
-	VMOVUPS.Z (BX)(R9*4), K1, Z4
-	VMOVUPS.Z (SI)(R9*4), K1, Z5
-	VADDPS    Z2, Z5, Z5
-	VMULPS    Z5, Z4, Z2
-	VMULPS    Z0, Z3, Z0
-	VSUBPS    Z0, Z2, Z2
-	VMULPS    Z1, Z2, Z2
-	VMULPS    Z1, Z3, Z0
-	VMULPS    Z0, Z4, Z0
-	VMOVUPS.Z (R8)(R9*4), K1, Z1
+	VMOVUPS.Z (R9)(R10*4), K1, Z0
+	VMOVUPS.Z (R8)(R10*4), K1, Z1
 	VADDPS    Z0, Z1, Z1
-	VMOVUPS   Z1, K1, (R8)(R9*4)
-	VMOVUPS   Z2, K1, (CX)(R9*4)
+	VMOVUPS   Z1, K1, (R8)(R10*4)
 
-rowdonefusesingle:
 rowdone:
 	// Next row.
 	ADDQ DI, DX
@@ -10599,11 +9815,12 @@ notlast:
 	TESTL $0x00000004, job_flags+0(AX)
 	JNZ   fused
 
-	// Each block in its slot: P at acc + (row/32)*d*4.
-	MOVQ  (SP), R8
-	SHRQ  $0x05, R8
-	IMULQ job_d+0(AX), R8
-	LEAQ  (R9)(R8*4), R9
+	// Each block in its slot: P at acc + (row/32)*d*4. dwp = 0: no row closes a block here.
+	XORQ  R8, R8
+	MOVQ  (SP), R10
+	SHRQ  $0x05, R10
+	IMULQ job_d+0(AX), R10
+	LEAQ  (R9)(R10*4), R9
 	TESTQ R11, R11
 	JZ    dxset
 	JMP   dxadd
@@ -10612,12 +9829,18 @@ fused:
 	TESTQ R11, R11
 	JNZ   fusednotfirst
 	TESTQ R12, R12
-	JNZ   dxfusesingle
-	JMP   dxset
+	JZ    dxset
+
+	// A block of one row: DW += q, which is P += q with DW as P.
+	MOVQ R8, R9
+	XORQ R8, R8
+	JMP  dxadd
 
 fusednotfirst:
+	// P += q; the block's last row keeps dwp, and its DW += P follows.
 	TESTQ R12, R12
-	JNZ   dxfuselast
+	JNZ   dxadd
+	XORQ  R8, R8
 	JMP   dxadd
 
 dxnone:
@@ -10946,214 +10169,15 @@ rowdoneset:
 	JMP rowdone
 
 dxadd:
-	XORQ  R8, R8
-	MOVQ  job_d+0(AX), R10
-	SUBQ  $0x00000020, R10
-	TESTL $0x00000001, job_flags+0(AX)
-	JNZ   dxaddnt
-
-dxaddloop:
-	CMPQ    R8, R10
-	JG      dxaddone
-	VMOVUPS (DX)(R8*4), Y2
-	VMOVUPS (BX)(R8*4), Y3
-	VMOVUPS (SI)(R8*4), Y4
-	VMULPS  Y4, Y3, Y4
-	VMULPS  Y0, Y2, Y5
-	VSUBPS  Y5, Y4, Y4
-	VMULPS  Y1, Y4, Y4
-	VMULPS  Y1, Y2, Y2
-	VMULPS  Y2, Y3, Y2
-	VMOVUPS (R9)(R8*4), Y3
-	VADDPS  Y2, Y3, Y3
-	VMOVUPS Y3, (R9)(R8*4)
-	VMOVUPS Y4, (CX)(R8*4)
-	VMOVUPS 32(DX)(R8*4), Y2
-	VMOVUPS 32(BX)(R8*4), Y3
-	VMOVUPS 32(SI)(R8*4), Y4
-	VMULPS  Y4, Y3, Y4
-	VMULPS  Y0, Y2, Y5
-	VSUBPS  Y5, Y4, Y4
-	VMULPS  Y1, Y4, Y4
-	VMULPS  Y1, Y2, Y2
-	VMULPS  Y2, Y3, Y2
-	VMOVUPS 32(R9)(R8*4), Y3
-	VADDPS  Y2, Y3, Y3
-	VMOVUPS Y3, 32(R9)(R8*4)
-	VMOVUPS Y4, 32(CX)(R8*4)
-	VMOVUPS 64(DX)(R8*4), Y2
-	VMOVUPS 64(BX)(R8*4), Y3
-	VMOVUPS 64(SI)(R8*4), Y4
-	VMULPS  Y4, Y3, Y4
-	VMULPS  Y0, Y2, Y5
-	VSUBPS  Y5, Y4, Y4
-	VMULPS  Y1, Y4, Y4
-	VMULPS  Y1, Y2, Y2
-	VMULPS  Y2, Y3, Y2
-	VMOVUPS 64(R9)(R8*4), Y3
-	VADDPS  Y2, Y3, Y3
-	VMOVUPS Y3, 64(R9)(R8*4)
-	VMOVUPS Y4, 64(CX)(R8*4)
-	VMOVUPS 96(DX)(R8*4), Y2
-	VMOVUPS 96(BX)(R8*4), Y3
-	VMOVUPS 96(SI)(R8*4), Y4
-	VMULPS  Y4, Y3, Y4
-	VMULPS  Y0, Y2, Y5
-	VSUBPS  Y5, Y4, Y4
-	VMULPS  Y1, Y4, Y4
-	VMULPS  Y1, Y2, Y2
-	VMULPS  Y2, Y3, Y2
-	VMOVUPS 96(R9)(R8*4), Y3
-	VADDPS  Y2, Y3, Y3
-	VMOVUPS Y3, 96(R9)(R8*4)
-	VMOVUPS Y4, 96(CX)(R8*4)
-	ADDQ    $0x00000020, R8
-	JMP     dxaddloop
-
-dxaddnt:
-	// Up to the first vector-aligned element of dx with a partial vector, then non-temporal stores.
-	MOVQ CX, R11
-	NEGQ R11
-	ANDQ $0x0000001f, R11
-	SHRQ $0x02, R11
-	JZ   dxaddntloop
-	CMPQ R11, job_d+0(AX)
-	JLE  dxaddhead
-	MOVQ job_d+0(AX), R11
-
-dxaddhead:
-dxaddheadloop:
-	VMOVSS (DX)(R8*4), X2
-	VMOVSS (BX)(R8*4), X3
-	VMOVSS (SI)(R8*4), X4
-	VMULSS X4, X3, X4
-	VMULSS X0, X2, X5
-	VSUBSS X5, X4, X5
-	VMULSS X1, X5, X5
-	VMULSS X1, X2, X2
-	VMULSS X2, X3, X2
-	VADDSS (R9)(R8*4), X2, X2
-	VMOVSS X2, (R9)(R8*4)
-	VMOVSS X5, (CX)(R8*4)
-	INCQ   R8
-	CMPQ   R8, R11
-	JL     dxaddheadloop
-
-dxaddntloop:
-	CMPQ     R8, R10
-	JG       dxaddone
-	VMOVUPS  (DX)(R8*4), Y2
-	VMOVUPS  (BX)(R8*4), Y3
-	VMOVUPS  (SI)(R8*4), Y4
-	VMULPS   Y4, Y3, Y4
-	VMULPS   Y0, Y2, Y5
-	VSUBPS   Y5, Y4, Y4
-	VMULPS   Y1, Y4, Y4
-	VMULPS   Y1, Y2, Y2
-	VMULPS   Y2, Y3, Y2
-	VMOVUPS  (R9)(R8*4), Y3
-	VADDPS   Y2, Y3, Y3
-	VMOVUPS  Y3, (R9)(R8*4)
-	VMOVNTPS Y4, (CX)(R8*4)
-	VMOVUPS  32(DX)(R8*4), Y2
-	VMOVUPS  32(BX)(R8*4), Y3
-	VMOVUPS  32(SI)(R8*4), Y4
-	VMULPS   Y4, Y3, Y4
-	VMULPS   Y0, Y2, Y5
-	VSUBPS   Y5, Y4, Y4
-	VMULPS   Y1, Y4, Y4
-	VMULPS   Y1, Y2, Y2
-	VMULPS   Y2, Y3, Y2
-	VMOVUPS  32(R9)(R8*4), Y3
-	VADDPS   Y2, Y3, Y3
-	VMOVUPS  Y3, 32(R9)(R8*4)
-	VMOVNTPS Y4, 32(CX)(R8*4)
-	VMOVUPS  64(DX)(R8*4), Y2
-	VMOVUPS  64(BX)(R8*4), Y3
-	VMOVUPS  64(SI)(R8*4), Y4
-	VMULPS   Y4, Y3, Y4
-	VMULPS   Y0, Y2, Y5
-	VSUBPS   Y5, Y4, Y4
-	VMULPS   Y1, Y4, Y4
-	VMULPS   Y1, Y2, Y2
-	VMULPS   Y2, Y3, Y2
-	VMOVUPS  64(R9)(R8*4), Y3
-	VADDPS   Y2, Y3, Y3
-	VMOVUPS  Y3, 64(R9)(R8*4)
-	VMOVNTPS Y4, 64(CX)(R8*4)
-	VMOVUPS  96(DX)(R8*4), Y2
-	VMOVUPS  96(BX)(R8*4), Y3
-	VMOVUPS  96(SI)(R8*4), Y4
-	VMULPS   Y4, Y3, Y4
-	VMULPS   Y0, Y2, Y5
-	VSUBPS   Y5, Y4, Y4
-	VMULPS   Y1, Y4, Y4
-	VMULPS   Y1, Y2, Y2
-	VMULPS   Y2, Y3, Y2
-	VMOVUPS  96(R9)(R8*4), Y3
-	VADDPS   Y2, Y3, Y3
-	VMOVUPS  Y3, 96(R9)(R8*4)
-	VMOVNTPS Y4, 96(CX)(R8*4)
-	ADDQ     $0x00000020, R8
-	JMP      dxaddntloop
-
-dxaddone:
-	ADDQ $0x00000018, R10
-
-dxaddoneloop:
-	CMPQ    R8, R10
-	JG      dxaddpart
-	VMOVUPS (DX)(R8*4), Y2
-	VMOVUPS (BX)(R8*4), Y3
-	VMOVUPS (SI)(R8*4), Y4
-	VMULPS  Y4, Y3, Y4
-	VMULPS  Y0, Y2, Y5
-	VSUBPS  Y5, Y4, Y4
-	VMULPS  Y1, Y4, Y4
-	VMULPS  Y1, Y2, Y2
-	VMULPS  Y2, Y3, Y2
-	VMOVUPS (R9)(R8*4), Y3
-	VADDPS  Y2, Y3, Y3
-	VMOVUPS Y3, (R9)(R8*4)
-	VMOVUPS Y4, (CX)(R8*4)
-	ADDQ    $0x00000008, R8
-	JMP     dxaddoneloop
-
-dxaddpart:
-	MOVQ job_d+0(AX), R10
-	SUBQ R8, R10
-	JZ   rowdoneadd
-
-dxaddtailloop:
-	VMOVSS (DX)(R8*4), X2
-	VMOVSS (BX)(R8*4), X3
-	VMOVSS (SI)(R8*4), X4
-	VMULSS X4, X3, X4
-	VMULSS X0, X2, X5
-	VSUBSS X5, X4, X5
-	VMULSS X1, X5, X5
-	VMULSS X1, X2, X2
-	VMULSS X2, X3, X2
-	VADDSS (R9)(R8*4), X2, X2
-	VMOVSS X2, (R9)(R8*4)
-	VMOVSS X5, (CX)(R8*4)
-	INCQ   R8
-	CMPQ   R8, job_d+0(AX)
-	JL     dxaddtailloop
-
-rowdoneadd:
-	JMP rowdone
-
-dxfuselast:
 	XORQ  R10, R10
 	MOVQ  job_d+0(AX), R11
 	SUBQ  $0x00000020, R11
 	TESTL $0x00000001, job_flags+0(AX)
-	JNZ   dxfuselastnt
+	JNZ   dxaddnt
 
-dxfuselastloop:
+dxaddloop:
 	CMPQ    R10, R11
-	JG      dxfuselastone
+	JG      dxaddone
 	VMOVUPS (DX)(R10*4), Y2
 	VMOVUPS (BX)(R10*4), Y3
 	VMOVUPS (SI)(R10*4), Y4
@@ -11165,9 +10189,7 @@ dxfuselastloop:
 	VMULPS  Y2, Y3, Y2
 	VMOVUPS (R9)(R10*4), Y3
 	VADDPS  Y2, Y3, Y3
-	VMOVUPS (R8)(R10*4), Y2
-	VADDPS  Y3, Y2, Y2
-	VMOVUPS Y2, (R8)(R10*4)
+	VMOVUPS Y3, (R9)(R10*4)
 	VMOVUPS Y4, (CX)(R10*4)
 	VMOVUPS 32(DX)(R10*4), Y2
 	VMOVUPS 32(BX)(R10*4), Y3
@@ -11180,9 +10202,7 @@ dxfuselastloop:
 	VMULPS  Y2, Y3, Y2
 	VMOVUPS 32(R9)(R10*4), Y3
 	VADDPS  Y2, Y3, Y3
-	VMOVUPS 32(R8)(R10*4), Y2
-	VADDPS  Y3, Y2, Y2
-	VMOVUPS Y2, 32(R8)(R10*4)
+	VMOVUPS Y3, 32(R9)(R10*4)
 	VMOVUPS Y4, 32(CX)(R10*4)
 	VMOVUPS 64(DX)(R10*4), Y2
 	VMOVUPS 64(BX)(R10*4), Y3
@@ -11195,9 +10215,7 @@ dxfuselastloop:
 	VMULPS  Y2, Y3, Y2
 	VMOVUPS 64(R9)(R10*4), Y3
 	VADDPS  Y2, Y3, Y3
-	VMOVUPS 64(R8)(R10*4), Y2
-	VADDPS  Y3, Y2, Y2
-	VMOVUPS Y2, 64(R8)(R10*4)
+	VMOVUPS Y3, 64(R9)(R10*4)
 	VMOVUPS Y4, 64(CX)(R10*4)
 	VMOVUPS 96(DX)(R10*4), Y2
 	VMOVUPS 96(BX)(R10*4), Y3
@@ -11210,26 +10228,24 @@ dxfuselastloop:
 	VMULPS  Y2, Y3, Y2
 	VMOVUPS 96(R9)(R10*4), Y3
 	VADDPS  Y2, Y3, Y3
-	VMOVUPS 96(R8)(R10*4), Y2
-	VADDPS  Y3, Y2, Y2
-	VMOVUPS Y2, 96(R8)(R10*4)
+	VMOVUPS Y3, 96(R9)(R10*4)
 	VMOVUPS Y4, 96(CX)(R10*4)
 	ADDQ    $0x00000020, R10
-	JMP     dxfuselastloop
+	JMP     dxaddloop
 
-dxfuselastnt:
+dxaddnt:
 	// Up to the first vector-aligned element of dx with a partial vector, then non-temporal stores.
 	MOVQ CX, R12
 	NEGQ R12
 	ANDQ $0x0000001f, R12
 	SHRQ $0x02, R12
-	JZ   dxfuselastntloop
+	JZ   dxaddntloop
 	CMPQ R12, job_d+0(AX)
-	JLE  dxfuselasthead
+	JLE  dxaddhead
 	MOVQ job_d+0(AX), R12
 
-dxfuselasthead:
-dxfuselastheadloop:
+dxaddhead:
+dxaddheadloop:
 	VMOVSS (DX)(R10*4), X2
 	VMOVSS (BX)(R10*4), X3
 	VMOVSS (SI)(R10*4), X4
@@ -11240,16 +10256,15 @@ dxfuselastheadloop:
 	VMULSS X1, X2, X2
 	VMULSS X2, X3, X2
 	VADDSS (R9)(R10*4), X2, X2
-	VADDSS (R8)(R10*4), X2, X2
-	VMOVSS X2, (R8)(R10*4)
+	VMOVSS X2, (R9)(R10*4)
 	VMOVSS X5, (CX)(R10*4)
 	INCQ   R10
 	CMPQ   R10, R12
-	JL     dxfuselastheadloop
+	JL     dxaddheadloop
 
-dxfuselastntloop:
+dxaddntloop:
 	CMPQ     R10, R11
-	JG       dxfuselastone
+	JG       dxaddone
 	VMOVUPS  (DX)(R10*4), Y2
 	VMOVUPS  (BX)(R10*4), Y3
 	VMOVUPS  (SI)(R10*4), Y4
@@ -11261,9 +10276,7 @@ dxfuselastntloop:
 	VMULPS   Y2, Y3, Y2
 	VMOVUPS  (R9)(R10*4), Y3
 	VADDPS   Y2, Y3, Y3
-	VMOVUPS  (R8)(R10*4), Y2
-	VADDPS   Y3, Y2, Y2
-	VMOVUPS  Y2, (R8)(R10*4)
+	VMOVUPS  Y3, (R9)(R10*4)
 	VMOVNTPS Y4, (CX)(R10*4)
 	VMOVUPS  32(DX)(R10*4), Y2
 	VMOVUPS  32(BX)(R10*4), Y3
@@ -11276,9 +10289,7 @@ dxfuselastntloop:
 	VMULPS   Y2, Y3, Y2
 	VMOVUPS  32(R9)(R10*4), Y3
 	VADDPS   Y2, Y3, Y3
-	VMOVUPS  32(R8)(R10*4), Y2
-	VADDPS   Y3, Y2, Y2
-	VMOVUPS  Y2, 32(R8)(R10*4)
+	VMOVUPS  Y3, 32(R9)(R10*4)
 	VMOVNTPS Y4, 32(CX)(R10*4)
 	VMOVUPS  64(DX)(R10*4), Y2
 	VMOVUPS  64(BX)(R10*4), Y3
@@ -11291,9 +10302,7 @@ dxfuselastntloop:
 	VMULPS   Y2, Y3, Y2
 	VMOVUPS  64(R9)(R10*4), Y3
 	VADDPS   Y2, Y3, Y3
-	VMOVUPS  64(R8)(R10*4), Y2
-	VADDPS   Y3, Y2, Y2
-	VMOVUPS  Y2, 64(R8)(R10*4)
+	VMOVUPS  Y3, 64(R9)(R10*4)
 	VMOVNTPS Y4, 64(CX)(R10*4)
 	VMOVUPS  96(DX)(R10*4), Y2
 	VMOVUPS  96(BX)(R10*4), Y3
@@ -11306,19 +10315,17 @@ dxfuselastntloop:
 	VMULPS   Y2, Y3, Y2
 	VMOVUPS  96(R9)(R10*4), Y3
 	VADDPS   Y2, Y3, Y3
-	VMOVUPS  96(R8)(R10*4), Y2
-	VADDPS   Y3, Y2, Y2
-	VMOVUPS  Y2, 96(R8)(R10*4)
+	VMOVUPS  Y3, 96(R9)(R10*4)
 	VMOVNTPS Y4, 96(CX)(R10*4)
 	ADDQ     $0x00000020, R10
-	JMP      dxfuselastntloop
+	JMP      dxaddntloop
 
-dxfuselastone:
+dxaddone:
 	ADDQ $0x00000018, R11
 
-dxfuselastoneloop:
+dxaddoneloop:
 	CMPQ    R10, R11
-	JG      dxfuselastpart
+	JG      dxaddpart
 	VMOVUPS (DX)(R10*4), Y2
 	VMOVUPS (BX)(R10*4), Y3
 	VMOVUPS (SI)(R10*4), Y4
@@ -11330,19 +10337,17 @@ dxfuselastoneloop:
 	VMULPS  Y2, Y3, Y2
 	VMOVUPS (R9)(R10*4), Y3
 	VADDPS  Y2, Y3, Y3
-	VMOVUPS (R8)(R10*4), Y2
-	VADDPS  Y3, Y2, Y2
-	VMOVUPS Y2, (R8)(R10*4)
+	VMOVUPS Y3, (R9)(R10*4)
 	VMOVUPS Y4, (CX)(R10*4)
 	ADDQ    $0x00000008, R10
-	JMP     dxfuselastoneloop
+	JMP     dxaddoneloop
 
-dxfuselastpart:
+dxaddpart:
 	MOVQ job_d+0(AX), R11
 	SUBQ R10, R11
-	JZ   rowdonefuselast
+	JZ   rowdoneadd
 
-dxfuselasttailloop:
+dxaddtailloop:
 	VMOVSS (DX)(R10*4), X2
 	VMOVSS (BX)(R10*4), X3
 	VMOVSS (SI)(R10*4), X4
@@ -11353,213 +10358,43 @@ dxfuselasttailloop:
 	VMULSS X1, X2, X2
 	VMULSS X2, X3, X2
 	VADDSS (R9)(R10*4), X2, X2
-	VADDSS (R8)(R10*4), X2, X2
-	VMOVSS X2, (R8)(R10*4)
+	VMOVSS X2, (R9)(R10*4)
 	VMOVSS X5, (CX)(R10*4)
 	INCQ   R10
 	CMPQ   R10, job_d+0(AX)
-	JL     dxfuselasttailloop
+	JL     dxaddtailloop
 
-rowdonefuselast:
-	JMP rowdone
+rowdoneadd:
+	TESTQ R8, R8
+	JZ    rowdone
 
-dxfusesingle:
-	XORQ  R9, R9
-	MOVQ  job_d+0(AX), R10
-	SUBQ  $0x00000020, R10
-	TESTL $0x00000001, job_flags+0(AX)
-	JNZ   dxfusesinglent
-
-dxfusesingleloop:
-	CMPQ    R9, R10
-	JG      dxfusesingleone
-	VMOVUPS (DX)(R9*4), Y2
-	VMOVUPS (BX)(R9*4), Y3
-	VMOVUPS (SI)(R9*4), Y4
-	VMULPS  Y4, Y3, Y4
-	VMULPS  Y0, Y2, Y5
-	VSUBPS  Y5, Y4, Y4
-	VMULPS  Y1, Y4, Y4
-	VMULPS  Y1, Y2, Y2
-	VMULPS  Y2, Y3, Y2
-	VMOVUPS (R8)(R9*4), Y3
-	VADDPS  Y2, Y3, Y3
-	VMOVUPS Y3, (R8)(R9*4)
-	VMOVUPS Y4, (CX)(R9*4)
-	VMOVUPS 32(DX)(R9*4), Y2
-	VMOVUPS 32(BX)(R9*4), Y3
-	VMOVUPS 32(SI)(R9*4), Y4
-	VMULPS  Y4, Y3, Y4
-	VMULPS  Y0, Y2, Y5
-	VSUBPS  Y5, Y4, Y4
-	VMULPS  Y1, Y4, Y4
-	VMULPS  Y1, Y2, Y2
-	VMULPS  Y2, Y3, Y2
-	VMOVUPS 32(R8)(R9*4), Y3
-	VADDPS  Y2, Y3, Y3
-	VMOVUPS Y3, 32(R8)(R9*4)
-	VMOVUPS Y4, 32(CX)(R9*4)
-	VMOVUPS 64(DX)(R9*4), Y2
-	VMOVUPS 64(BX)(R9*4), Y3
-	VMOVUPS 64(SI)(R9*4), Y4
-	VMULPS  Y4, Y3, Y4
-	VMULPS  Y0, Y2, Y5
-	VSUBPS  Y5, Y4, Y4
-	VMULPS  Y1, Y4, Y4
-	VMULPS  Y1, Y2, Y2
-	VMULPS  Y2, Y3, Y2
-	VMOVUPS 64(R8)(R9*4), Y3
-	VADDPS  Y2, Y3, Y3
-	VMOVUPS Y3, 64(R8)(R9*4)
-	VMOVUPS Y4, 64(CX)(R9*4)
-	VMOVUPS 96(DX)(R9*4), Y2
-	VMOVUPS 96(BX)(R9*4), Y3
-	VMOVUPS 96(SI)(R9*4), Y4
-	VMULPS  Y4, Y3, Y4
-	VMULPS  Y0, Y2, Y5
-	VSUBPS  Y5, Y4, Y4
-	VMULPS  Y1, Y4, Y4
-	VMULPS  Y1, Y2, Y2
-	VMULPS  Y2, Y3, Y2
-	VMOVUPS 96(R8)(R9*4), Y3
-	VADDPS  Y2, Y3, Y3
-	VMOVUPS Y3, 96(R8)(R9*4)
-	VMOVUPS Y4, 96(CX)(R9*4)
-	ADDQ    $0x00000020, R9
-	JMP     dxfusesingleloop
-
-dxfusesinglent:
-	// Up to the first vector-aligned element of dx with a partial vector, then non-temporal stores.
-	MOVQ CX, R11
-	NEGQ R11
-	ANDQ $0x0000001f, R11
-	SHRQ $0x02, R11
-	JZ   dxfusesinglentloop
-	CMPQ R11, job_d+0(AX)
-	JLE  dxfusesinglehead
+	// The block's last row: DW += P.
+	XORQ R10, R10
 	MOVQ job_d+0(AX), R11
+	SUBQ $0x00000008, R11
 
-dxfusesinglehead:
-dxfusesingleheadloop:
-	VMOVSS (DX)(R9*4), X2
-	VMOVSS (BX)(R9*4), X3
-	VMOVSS (SI)(R9*4), X4
-	VMULSS X4, X3, X4
-	VMULSS X0, X2, X5
-	VSUBSS X5, X4, X5
-	VMULSS X1, X5, X5
-	VMULSS X1, X2, X2
-	VMULSS X2, X3, X2
-	VADDSS (R8)(R9*4), X2, X2
-	VMOVSS X2, (R8)(R9*4)
-	VMOVSS X5, (CX)(R9*4)
-	INCQ   R9
-	CMPQ   R9, R11
-	JL     dxfusesingleheadloop
+closeloop:
+	CMPQ    R10, R11
+	JG      closepart
+	VMOVUPS (R9)(R10*4), Y0
+	VADDPS  (R8)(R10*4), Y0, Y0
+	VMOVUPS Y0, (R8)(R10*4)
+	ADDQ    $0x00000008, R10
+	JMP     closeloop
 
-dxfusesinglentloop:
-	CMPQ     R9, R10
-	JG       dxfusesingleone
-	VMOVUPS  (DX)(R9*4), Y2
-	VMOVUPS  (BX)(R9*4), Y3
-	VMOVUPS  (SI)(R9*4), Y4
-	VMULPS   Y4, Y3, Y4
-	VMULPS   Y0, Y2, Y5
-	VSUBPS   Y5, Y4, Y4
-	VMULPS   Y1, Y4, Y4
-	VMULPS   Y1, Y2, Y2
-	VMULPS   Y2, Y3, Y2
-	VMOVUPS  (R8)(R9*4), Y3
-	VADDPS   Y2, Y3, Y3
-	VMOVUPS  Y3, (R8)(R9*4)
-	VMOVNTPS Y4, (CX)(R9*4)
-	VMOVUPS  32(DX)(R9*4), Y2
-	VMOVUPS  32(BX)(R9*4), Y3
-	VMOVUPS  32(SI)(R9*4), Y4
-	VMULPS   Y4, Y3, Y4
-	VMULPS   Y0, Y2, Y5
-	VSUBPS   Y5, Y4, Y4
-	VMULPS   Y1, Y4, Y4
-	VMULPS   Y1, Y2, Y2
-	VMULPS   Y2, Y3, Y2
-	VMOVUPS  32(R8)(R9*4), Y3
-	VADDPS   Y2, Y3, Y3
-	VMOVUPS  Y3, 32(R8)(R9*4)
-	VMOVNTPS Y4, 32(CX)(R9*4)
-	VMOVUPS  64(DX)(R9*4), Y2
-	VMOVUPS  64(BX)(R9*4), Y3
-	VMOVUPS  64(SI)(R9*4), Y4
-	VMULPS   Y4, Y3, Y4
-	VMULPS   Y0, Y2, Y5
-	VSUBPS   Y5, Y4, Y4
-	VMULPS   Y1, Y4, Y4
-	VMULPS   Y1, Y2, Y2
-	VMULPS   Y2, Y3, Y2
-	VMOVUPS  64(R8)(R9*4), Y3
-	VADDPS   Y2, Y3, Y3
-	VMOVUPS  Y3, 64(R8)(R9*4)
-	VMOVNTPS Y4, 64(CX)(R9*4)
-	VMOVUPS  96(DX)(R9*4), Y2
-	VMOVUPS  96(BX)(R9*4), Y3
-	VMOVUPS  96(SI)(R9*4), Y4
-	VMULPS   Y4, Y3, Y4
-	VMULPS   Y0, Y2, Y5
-	VSUBPS   Y5, Y4, Y4
-	VMULPS   Y1, Y4, Y4
-	VMULPS   Y1, Y2, Y2
-	VMULPS   Y2, Y3, Y2
-	VMOVUPS  96(R8)(R9*4), Y3
-	VADDPS   Y2, Y3, Y3
-	VMOVUPS  Y3, 96(R8)(R9*4)
-	VMOVNTPS Y4, 96(CX)(R9*4)
-	ADDQ     $0x00000020, R9
-	JMP      dxfusesinglentloop
+closepart:
+	MOVQ job_d+0(AX), R11
+	SUBQ R10, R11
+	JZ   rowdone
 
-dxfusesingleone:
-	ADDQ $0x00000018, R10
+closetailloop:
+	VMOVSS (R9)(R10*4), X0
+	VADDSS (R8)(R10*4), X0, X0
+	VMOVSS X0, (R8)(R10*4)
+	INCQ   R10
+	CMPQ   R10, job_d+0(AX)
+	JL     closetailloop
 
-dxfusesingleoneloop:
-	CMPQ    R9, R10
-	JG      dxfusesinglepart
-	VMOVUPS (DX)(R9*4), Y2
-	VMOVUPS (BX)(R9*4), Y3
-	VMOVUPS (SI)(R9*4), Y4
-	VMULPS  Y4, Y3, Y4
-	VMULPS  Y0, Y2, Y5
-	VSUBPS  Y5, Y4, Y4
-	VMULPS  Y1, Y4, Y4
-	VMULPS  Y1, Y2, Y2
-	VMULPS  Y2, Y3, Y2
-	VMOVUPS (R8)(R9*4), Y3
-	VADDPS  Y2, Y3, Y3
-	VMOVUPS Y3, (R8)(R9*4)
-	VMOVUPS Y4, (CX)(R9*4)
-	ADDQ    $0x00000008, R9
-	JMP     dxfusesingleoneloop
-
-dxfusesinglepart:
-	MOVQ job_d+0(AX), R10
-	SUBQ R9, R10
-	JZ   rowdonefusesingle
-
-dxfusesingletailloop:
-	VMOVSS (DX)(R9*4), X2
-	VMOVSS (BX)(R9*4), X3
-	VMOVSS (SI)(R9*4), X4
-	VMULSS X4, X3, X4
-	VMULSS X0, X2, X5
-	VSUBSS X5, X4, X5
-	VMULSS X1, X5, X5
-	VMULSS X1, X2, X2
-	VMULSS X2, X3, X2
-	VADDSS (R8)(R9*4), X2, X2
-	VMOVSS X2, (R8)(R9*4)
-	VMOVSS X5, (CX)(R9*4)
-	INCQ   R9
-	CMPQ   R9, job_d+0(AX)
-	JL     dxfusesingletailloop
-
-rowdonefusesingle:
 rowdone:
 	// Next row.
 	ADDQ DI, DX
@@ -12089,11 +10924,12 @@ notlast:
 	TESTL $0x00000004, job_flags+0(AX)
 	JNZ   fused
 
-	// Each block in its slot: P at acc + (row/32)*d*4.
-	MOVQ  (SP), R8
-	SHRQ  $0x05, R8
-	IMULQ job_d+0(AX), R8
-	LEAQ  (R9)(R8*4), R9
+	// Each block in its slot: P at acc + (row/32)*d*4. dwp = 0: no row closes a block here.
+	XORQ  R8, R8
+	MOVQ  (SP), R10
+	SHRQ  $0x05, R10
+	IMULQ job_d+0(AX), R10
+	LEAQ  (R9)(R10*4), R9
 	TESTQ R11, R11
 	JZ    dxset
 	JMP   dxadd
@@ -12102,12 +10938,18 @@ fused:
 	TESTQ R11, R11
 	JNZ   fusednotfirst
 	TESTQ R12, R12
-	JNZ   dxfusesingle
-	JMP   dxset
+	JZ    dxset
+
+	// A block of one row: DW += q, which is P += q with DW as P.
+	MOVQ R8, R9
+	XORQ R8, R8
+	JMP  dxadd
 
 fusednotfirst:
+	// P += q; the block's last row keeps dwp, and its DW += P follows.
 	TESTQ R12, R12
-	JNZ   dxfuselast
+	JNZ   dxadd
+	XORQ  R8, R8
 	JMP   dxadd
 
 dxnone:
@@ -12458,225 +11300,15 @@ rowdoneset:
 	JMP rowdone
 
 dxadd:
-	XORQ  R8, R8
-	MOVQ  job_d+0(AX), R10
-	SUBQ  $0x00000020, R10
-	TESTL $0x00000001, job_flags+0(AX)
-	JNZ   dxaddnt
-
-dxaddloop:
-	CMPQ    R8, R10
-	JG      dxaddone
-	VMOVUPS (DX)(R8*4), Y3
-	VMOVUPS (BX)(R8*4), Y4
-	VMOVUPS (SI)(R8*4), Y5
-	VADDPS  Y2, Y5, Y5
-	VMULPS  Y5, Y4, Y5
-	VMULPS  Y0, Y3, Y6
-	VSUBPS  Y6, Y5, Y5
-	VMULPS  Y1, Y5, Y5
-	VMULPS  Y1, Y3, Y3
-	VMULPS  Y3, Y4, Y3
-	VMOVUPS (R9)(R8*4), Y4
-	VADDPS  Y3, Y4, Y4
-	VMOVUPS Y4, (R9)(R8*4)
-	VMOVUPS Y5, (CX)(R8*4)
-	VMOVUPS 32(DX)(R8*4), Y3
-	VMOVUPS 32(BX)(R8*4), Y4
-	VMOVUPS 32(SI)(R8*4), Y5
-	VADDPS  Y2, Y5, Y5
-	VMULPS  Y5, Y4, Y5
-	VMULPS  Y0, Y3, Y6
-	VSUBPS  Y6, Y5, Y5
-	VMULPS  Y1, Y5, Y5
-	VMULPS  Y1, Y3, Y3
-	VMULPS  Y3, Y4, Y3
-	VMOVUPS 32(R9)(R8*4), Y4
-	VADDPS  Y3, Y4, Y4
-	VMOVUPS Y4, 32(R9)(R8*4)
-	VMOVUPS Y5, 32(CX)(R8*4)
-	VMOVUPS 64(DX)(R8*4), Y3
-	VMOVUPS 64(BX)(R8*4), Y4
-	VMOVUPS 64(SI)(R8*4), Y5
-	VADDPS  Y2, Y5, Y5
-	VMULPS  Y5, Y4, Y5
-	VMULPS  Y0, Y3, Y6
-	VSUBPS  Y6, Y5, Y5
-	VMULPS  Y1, Y5, Y5
-	VMULPS  Y1, Y3, Y3
-	VMULPS  Y3, Y4, Y3
-	VMOVUPS 64(R9)(R8*4), Y4
-	VADDPS  Y3, Y4, Y4
-	VMOVUPS Y4, 64(R9)(R8*4)
-	VMOVUPS Y5, 64(CX)(R8*4)
-	VMOVUPS 96(DX)(R8*4), Y3
-	VMOVUPS 96(BX)(R8*4), Y4
-	VMOVUPS 96(SI)(R8*4), Y5
-	VADDPS  Y2, Y5, Y5
-	VMULPS  Y5, Y4, Y5
-	VMULPS  Y0, Y3, Y6
-	VSUBPS  Y6, Y5, Y5
-	VMULPS  Y1, Y5, Y5
-	VMULPS  Y1, Y3, Y3
-	VMULPS  Y3, Y4, Y3
-	VMOVUPS 96(R9)(R8*4), Y4
-	VADDPS  Y3, Y4, Y4
-	VMOVUPS Y4, 96(R9)(R8*4)
-	VMOVUPS Y5, 96(CX)(R8*4)
-	ADDQ    $0x00000020, R8
-	JMP     dxaddloop
-
-dxaddnt:
-	// Up to the first vector-aligned element of dx with a partial vector, then non-temporal stores.
-	MOVQ CX, R11
-	NEGQ R11
-	ANDQ $0x0000001f, R11
-	SHRQ $0x02, R11
-	JZ   dxaddntloop
-	CMPQ R11, job_d+0(AX)
-	JLE  dxaddhead
-	MOVQ job_d+0(AX), R11
-
-dxaddhead:
-dxaddheadloop:
-	VMOVSS (DX)(R8*4), X3
-	VMOVSS (BX)(R8*4), X4
-	VMOVSS (SI)(R8*4), X5
-	VADDSS X2, X5, X5
-	VMULSS X5, X4, X5
-	VMULSS X0, X3, X6
-	VSUBSS X6, X5, X6
-	VMULSS X1, X6, X6
-	VMULSS X1, X3, X3
-	VMULSS X3, X4, X3
-	VADDSS (R9)(R8*4), X3, X3
-	VMOVSS X3, (R9)(R8*4)
-	VMOVSS X6, (CX)(R8*4)
-	INCQ   R8
-	CMPQ   R8, R11
-	JL     dxaddheadloop
-
-dxaddntloop:
-	CMPQ     R8, R10
-	JG       dxaddone
-	VMOVUPS  (DX)(R8*4), Y3
-	VMOVUPS  (BX)(R8*4), Y4
-	VMOVUPS  (SI)(R8*4), Y5
-	VADDPS   Y2, Y5, Y5
-	VMULPS   Y5, Y4, Y5
-	VMULPS   Y0, Y3, Y6
-	VSUBPS   Y6, Y5, Y5
-	VMULPS   Y1, Y5, Y5
-	VMULPS   Y1, Y3, Y3
-	VMULPS   Y3, Y4, Y3
-	VMOVUPS  (R9)(R8*4), Y4
-	VADDPS   Y3, Y4, Y4
-	VMOVUPS  Y4, (R9)(R8*4)
-	VMOVNTPS Y5, (CX)(R8*4)
-	VMOVUPS  32(DX)(R8*4), Y3
-	VMOVUPS  32(BX)(R8*4), Y4
-	VMOVUPS  32(SI)(R8*4), Y5
-	VADDPS   Y2, Y5, Y5
-	VMULPS   Y5, Y4, Y5
-	VMULPS   Y0, Y3, Y6
-	VSUBPS   Y6, Y5, Y5
-	VMULPS   Y1, Y5, Y5
-	VMULPS   Y1, Y3, Y3
-	VMULPS   Y3, Y4, Y3
-	VMOVUPS  32(R9)(R8*4), Y4
-	VADDPS   Y3, Y4, Y4
-	VMOVUPS  Y4, 32(R9)(R8*4)
-	VMOVNTPS Y5, 32(CX)(R8*4)
-	VMOVUPS  64(DX)(R8*4), Y3
-	VMOVUPS  64(BX)(R8*4), Y4
-	VMOVUPS  64(SI)(R8*4), Y5
-	VADDPS   Y2, Y5, Y5
-	VMULPS   Y5, Y4, Y5
-	VMULPS   Y0, Y3, Y6
-	VSUBPS   Y6, Y5, Y5
-	VMULPS   Y1, Y5, Y5
-	VMULPS   Y1, Y3, Y3
-	VMULPS   Y3, Y4, Y3
-	VMOVUPS  64(R9)(R8*4), Y4
-	VADDPS   Y3, Y4, Y4
-	VMOVUPS  Y4, 64(R9)(R8*4)
-	VMOVNTPS Y5, 64(CX)(R8*4)
-	VMOVUPS  96(DX)(R8*4), Y3
-	VMOVUPS  96(BX)(R8*4), Y4
-	VMOVUPS  96(SI)(R8*4), Y5
-	VADDPS   Y2, Y5, Y5
-	VMULPS   Y5, Y4, Y5
-	VMULPS   Y0, Y3, Y6
-	VSUBPS   Y6, Y5, Y5
-	VMULPS   Y1, Y5, Y5
-	VMULPS   Y1, Y3, Y3
-	VMULPS   Y3, Y4, Y3
-	VMOVUPS  96(R9)(R8*4), Y4
-	VADDPS   Y3, Y4, Y4
-	VMOVUPS  Y4, 96(R9)(R8*4)
-	VMOVNTPS Y5, 96(CX)(R8*4)
-	ADDQ     $0x00000020, R8
-	JMP      dxaddntloop
-
-dxaddone:
-	ADDQ $0x00000018, R10
-
-dxaddoneloop:
-	CMPQ    R8, R10
-	JG      dxaddpart
-	VMOVUPS (DX)(R8*4), Y3
-	VMOVUPS (BX)(R8*4), Y4
-	VMOVUPS (SI)(R8*4), Y5
-	VADDPS  Y2, Y5, Y5
-	VMULPS  Y5, Y4, Y5
-	VMULPS  Y0, Y3, Y6
-	VSUBPS  Y6, Y5, Y5
-	VMULPS  Y1, Y5, Y5
-	VMULPS  Y1, Y3, Y3
-	VMULPS  Y3, Y4, Y3
-	VMOVUPS (R9)(R8*4), Y4
-	VADDPS  Y3, Y4, Y4
-	VMOVUPS Y4, (R9)(R8*4)
-	VMOVUPS Y5, (CX)(R8*4)
-	ADDQ    $0x00000008, R8
-	JMP     dxaddoneloop
-
-dxaddpart:
-	MOVQ job_d+0(AX), R10
-	SUBQ R8, R10
-	JZ   rowdoneadd
-
-dxaddtailloop:
-	VMOVSS (DX)(R8*4), X3
-	VMOVSS (BX)(R8*4), X4
-	VMOVSS (SI)(R8*4), X5
-	VADDSS X2, X5, X5
-	VMULSS X5, X4, X5
-	VMULSS X0, X3, X6
-	VSUBSS X6, X5, X6
-	VMULSS X1, X6, X6
-	VMULSS X1, X3, X3
-	VMULSS X3, X4, X3
-	VADDSS (R9)(R8*4), X3, X3
-	VMOVSS X3, (R9)(R8*4)
-	VMOVSS X6, (CX)(R8*4)
-	INCQ   R8
-	CMPQ   R8, job_d+0(AX)
-	JL     dxaddtailloop
-
-rowdoneadd:
-	JMP rowdone
-
-dxfuselast:
 	XORQ  R10, R10
 	MOVQ  job_d+0(AX), R11
 	SUBQ  $0x00000020, R11
 	TESTL $0x00000001, job_flags+0(AX)
-	JNZ   dxfuselastnt
+	JNZ   dxaddnt
 
-dxfuselastloop:
+dxaddloop:
 	CMPQ    R10, R11
-	JG      dxfuselastone
+	JG      dxaddone
 	VMOVUPS (DX)(R10*4), Y3
 	VMOVUPS (BX)(R10*4), Y4
 	VMOVUPS (SI)(R10*4), Y5
@@ -12689,9 +11321,7 @@ dxfuselastloop:
 	VMULPS  Y3, Y4, Y3
 	VMOVUPS (R9)(R10*4), Y4
 	VADDPS  Y3, Y4, Y4
-	VMOVUPS (R8)(R10*4), Y3
-	VADDPS  Y4, Y3, Y3
-	VMOVUPS Y3, (R8)(R10*4)
+	VMOVUPS Y4, (R9)(R10*4)
 	VMOVUPS Y5, (CX)(R10*4)
 	VMOVUPS 32(DX)(R10*4), Y3
 	VMOVUPS 32(BX)(R10*4), Y4
@@ -12705,9 +11335,7 @@ dxfuselastloop:
 	VMULPS  Y3, Y4, Y3
 	VMOVUPS 32(R9)(R10*4), Y4
 	VADDPS  Y3, Y4, Y4
-	VMOVUPS 32(R8)(R10*4), Y3
-	VADDPS  Y4, Y3, Y3
-	VMOVUPS Y3, 32(R8)(R10*4)
+	VMOVUPS Y4, 32(R9)(R10*4)
 	VMOVUPS Y5, 32(CX)(R10*4)
 	VMOVUPS 64(DX)(R10*4), Y3
 	VMOVUPS 64(BX)(R10*4), Y4
@@ -12721,9 +11349,7 @@ dxfuselastloop:
 	VMULPS  Y3, Y4, Y3
 	VMOVUPS 64(R9)(R10*4), Y4
 	VADDPS  Y3, Y4, Y4
-	VMOVUPS 64(R8)(R10*4), Y3
-	VADDPS  Y4, Y3, Y3
-	VMOVUPS Y3, 64(R8)(R10*4)
+	VMOVUPS Y4, 64(R9)(R10*4)
 	VMOVUPS Y5, 64(CX)(R10*4)
 	VMOVUPS 96(DX)(R10*4), Y3
 	VMOVUPS 96(BX)(R10*4), Y4
@@ -12737,26 +11363,24 @@ dxfuselastloop:
 	VMULPS  Y3, Y4, Y3
 	VMOVUPS 96(R9)(R10*4), Y4
 	VADDPS  Y3, Y4, Y4
-	VMOVUPS 96(R8)(R10*4), Y3
-	VADDPS  Y4, Y3, Y3
-	VMOVUPS Y3, 96(R8)(R10*4)
+	VMOVUPS Y4, 96(R9)(R10*4)
 	VMOVUPS Y5, 96(CX)(R10*4)
 	ADDQ    $0x00000020, R10
-	JMP     dxfuselastloop
+	JMP     dxaddloop
 
-dxfuselastnt:
+dxaddnt:
 	// Up to the first vector-aligned element of dx with a partial vector, then non-temporal stores.
 	MOVQ CX, R12
 	NEGQ R12
 	ANDQ $0x0000001f, R12
 	SHRQ $0x02, R12
-	JZ   dxfuselastntloop
+	JZ   dxaddntloop
 	CMPQ R12, job_d+0(AX)
-	JLE  dxfuselasthead
+	JLE  dxaddhead
 	MOVQ job_d+0(AX), R12
 
-dxfuselasthead:
-dxfuselastheadloop:
+dxaddhead:
+dxaddheadloop:
 	VMOVSS (DX)(R10*4), X3
 	VMOVSS (BX)(R10*4), X4
 	VMOVSS (SI)(R10*4), X5
@@ -12768,16 +11392,15 @@ dxfuselastheadloop:
 	VMULSS X1, X3, X3
 	VMULSS X3, X4, X3
 	VADDSS (R9)(R10*4), X3, X3
-	VADDSS (R8)(R10*4), X3, X3
-	VMOVSS X3, (R8)(R10*4)
+	VMOVSS X3, (R9)(R10*4)
 	VMOVSS X6, (CX)(R10*4)
 	INCQ   R10
 	CMPQ   R10, R12
-	JL     dxfuselastheadloop
+	JL     dxaddheadloop
 
-dxfuselastntloop:
+dxaddntloop:
 	CMPQ     R10, R11
-	JG       dxfuselastone
+	JG       dxaddone
 	VMOVUPS  (DX)(R10*4), Y3
 	VMOVUPS  (BX)(R10*4), Y4
 	VMOVUPS  (SI)(R10*4), Y5
@@ -12790,9 +11413,7 @@ dxfuselastntloop:
 	VMULPS   Y3, Y4, Y3
 	VMOVUPS  (R9)(R10*4), Y4
 	VADDPS   Y3, Y4, Y4
-	VMOVUPS  (R8)(R10*4), Y3
-	VADDPS   Y4, Y3, Y3
-	VMOVUPS  Y3, (R8)(R10*4)
+	VMOVUPS  Y4, (R9)(R10*4)
 	VMOVNTPS Y5, (CX)(R10*4)
 	VMOVUPS  32(DX)(R10*4), Y3
 	VMOVUPS  32(BX)(R10*4), Y4
@@ -12806,9 +11427,7 @@ dxfuselastntloop:
 	VMULPS   Y3, Y4, Y3
 	VMOVUPS  32(R9)(R10*4), Y4
 	VADDPS   Y3, Y4, Y4
-	VMOVUPS  32(R8)(R10*4), Y3
-	VADDPS   Y4, Y3, Y3
-	VMOVUPS  Y3, 32(R8)(R10*4)
+	VMOVUPS  Y4, 32(R9)(R10*4)
 	VMOVNTPS Y5, 32(CX)(R10*4)
 	VMOVUPS  64(DX)(R10*4), Y3
 	VMOVUPS  64(BX)(R10*4), Y4
@@ -12822,9 +11441,7 @@ dxfuselastntloop:
 	VMULPS   Y3, Y4, Y3
 	VMOVUPS  64(R9)(R10*4), Y4
 	VADDPS   Y3, Y4, Y4
-	VMOVUPS  64(R8)(R10*4), Y3
-	VADDPS   Y4, Y3, Y3
-	VMOVUPS  Y3, 64(R8)(R10*4)
+	VMOVUPS  Y4, 64(R9)(R10*4)
 	VMOVNTPS Y5, 64(CX)(R10*4)
 	VMOVUPS  96(DX)(R10*4), Y3
 	VMOVUPS  96(BX)(R10*4), Y4
@@ -12838,19 +11455,17 @@ dxfuselastntloop:
 	VMULPS   Y3, Y4, Y3
 	VMOVUPS  96(R9)(R10*4), Y4
 	VADDPS   Y3, Y4, Y4
-	VMOVUPS  96(R8)(R10*4), Y3
-	VADDPS   Y4, Y3, Y3
-	VMOVUPS  Y3, 96(R8)(R10*4)
+	VMOVUPS  Y4, 96(R9)(R10*4)
 	VMOVNTPS Y5, 96(CX)(R10*4)
 	ADDQ     $0x00000020, R10
-	JMP      dxfuselastntloop
+	JMP      dxaddntloop
 
-dxfuselastone:
+dxaddone:
 	ADDQ $0x00000018, R11
 
-dxfuselastoneloop:
+dxaddoneloop:
 	CMPQ    R10, R11
-	JG      dxfuselastpart
+	JG      dxaddpart
 	VMOVUPS (DX)(R10*4), Y3
 	VMOVUPS (BX)(R10*4), Y4
 	VMOVUPS (SI)(R10*4), Y5
@@ -12863,19 +11478,17 @@ dxfuselastoneloop:
 	VMULPS  Y3, Y4, Y3
 	VMOVUPS (R9)(R10*4), Y4
 	VADDPS  Y3, Y4, Y4
-	VMOVUPS (R8)(R10*4), Y3
-	VADDPS  Y4, Y3, Y3
-	VMOVUPS Y3, (R8)(R10*4)
+	VMOVUPS Y4, (R9)(R10*4)
 	VMOVUPS Y5, (CX)(R10*4)
 	ADDQ    $0x00000008, R10
-	JMP     dxfuselastoneloop
+	JMP     dxaddoneloop
 
-dxfuselastpart:
+dxaddpart:
 	MOVQ job_d+0(AX), R11
 	SUBQ R10, R11
-	JZ   rowdonefuselast
+	JZ   rowdoneadd
 
-dxfuselasttailloop:
+dxaddtailloop:
 	VMOVSS (DX)(R10*4), X3
 	VMOVSS (BX)(R10*4), X4
 	VMOVSS (SI)(R10*4), X5
@@ -12887,224 +11500,43 @@ dxfuselasttailloop:
 	VMULSS X1, X3, X3
 	VMULSS X3, X4, X3
 	VADDSS (R9)(R10*4), X3, X3
-	VADDSS (R8)(R10*4), X3, X3
-	VMOVSS X3, (R8)(R10*4)
+	VMOVSS X3, (R9)(R10*4)
 	VMOVSS X6, (CX)(R10*4)
 	INCQ   R10
 	CMPQ   R10, job_d+0(AX)
-	JL     dxfuselasttailloop
+	JL     dxaddtailloop
 
-rowdonefuselast:
-	JMP rowdone
+rowdoneadd:
+	TESTQ R8, R8
+	JZ    rowdone
 
-dxfusesingle:
-	XORQ  R9, R9
-	MOVQ  job_d+0(AX), R10
-	SUBQ  $0x00000020, R10
-	TESTL $0x00000001, job_flags+0(AX)
-	JNZ   dxfusesinglent
-
-dxfusesingleloop:
-	CMPQ    R9, R10
-	JG      dxfusesingleone
-	VMOVUPS (DX)(R9*4), Y3
-	VMOVUPS (BX)(R9*4), Y4
-	VMOVUPS (SI)(R9*4), Y5
-	VADDPS  Y2, Y5, Y5
-	VMULPS  Y5, Y4, Y5
-	VMULPS  Y0, Y3, Y6
-	VSUBPS  Y6, Y5, Y5
-	VMULPS  Y1, Y5, Y5
-	VMULPS  Y1, Y3, Y3
-	VMULPS  Y3, Y4, Y3
-	VMOVUPS (R8)(R9*4), Y4
-	VADDPS  Y3, Y4, Y4
-	VMOVUPS Y4, (R8)(R9*4)
-	VMOVUPS Y5, (CX)(R9*4)
-	VMOVUPS 32(DX)(R9*4), Y3
-	VMOVUPS 32(BX)(R9*4), Y4
-	VMOVUPS 32(SI)(R9*4), Y5
-	VADDPS  Y2, Y5, Y5
-	VMULPS  Y5, Y4, Y5
-	VMULPS  Y0, Y3, Y6
-	VSUBPS  Y6, Y5, Y5
-	VMULPS  Y1, Y5, Y5
-	VMULPS  Y1, Y3, Y3
-	VMULPS  Y3, Y4, Y3
-	VMOVUPS 32(R8)(R9*4), Y4
-	VADDPS  Y3, Y4, Y4
-	VMOVUPS Y4, 32(R8)(R9*4)
-	VMOVUPS Y5, 32(CX)(R9*4)
-	VMOVUPS 64(DX)(R9*4), Y3
-	VMOVUPS 64(BX)(R9*4), Y4
-	VMOVUPS 64(SI)(R9*4), Y5
-	VADDPS  Y2, Y5, Y5
-	VMULPS  Y5, Y4, Y5
-	VMULPS  Y0, Y3, Y6
-	VSUBPS  Y6, Y5, Y5
-	VMULPS  Y1, Y5, Y5
-	VMULPS  Y1, Y3, Y3
-	VMULPS  Y3, Y4, Y3
-	VMOVUPS 64(R8)(R9*4), Y4
-	VADDPS  Y3, Y4, Y4
-	VMOVUPS Y4, 64(R8)(R9*4)
-	VMOVUPS Y5, 64(CX)(R9*4)
-	VMOVUPS 96(DX)(R9*4), Y3
-	VMOVUPS 96(BX)(R9*4), Y4
-	VMOVUPS 96(SI)(R9*4), Y5
-	VADDPS  Y2, Y5, Y5
-	VMULPS  Y5, Y4, Y5
-	VMULPS  Y0, Y3, Y6
-	VSUBPS  Y6, Y5, Y5
-	VMULPS  Y1, Y5, Y5
-	VMULPS  Y1, Y3, Y3
-	VMULPS  Y3, Y4, Y3
-	VMOVUPS 96(R8)(R9*4), Y4
-	VADDPS  Y3, Y4, Y4
-	VMOVUPS Y4, 96(R8)(R9*4)
-	VMOVUPS Y5, 96(CX)(R9*4)
-	ADDQ    $0x00000020, R9
-	JMP     dxfusesingleloop
-
-dxfusesinglent:
-	// Up to the first vector-aligned element of dx with a partial vector, then non-temporal stores.
-	MOVQ CX, R11
-	NEGQ R11
-	ANDQ $0x0000001f, R11
-	SHRQ $0x02, R11
-	JZ   dxfusesinglentloop
-	CMPQ R11, job_d+0(AX)
-	JLE  dxfusesinglehead
+	// The block's last row: DW += P.
+	XORQ R10, R10
 	MOVQ job_d+0(AX), R11
+	SUBQ $0x00000008, R11
 
-dxfusesinglehead:
-dxfusesingleheadloop:
-	VMOVSS (DX)(R9*4), X3
-	VMOVSS (BX)(R9*4), X4
-	VMOVSS (SI)(R9*4), X5
-	VADDSS X2, X5, X5
-	VMULSS X5, X4, X5
-	VMULSS X0, X3, X6
-	VSUBSS X6, X5, X6
-	VMULSS X1, X6, X6
-	VMULSS X1, X3, X3
-	VMULSS X3, X4, X3
-	VADDSS (R8)(R9*4), X3, X3
-	VMOVSS X3, (R8)(R9*4)
-	VMOVSS X6, (CX)(R9*4)
-	INCQ   R9
-	CMPQ   R9, R11
-	JL     dxfusesingleheadloop
+closeloop:
+	CMPQ    R10, R11
+	JG      closepart
+	VMOVUPS (R9)(R10*4), Y0
+	VADDPS  (R8)(R10*4), Y0, Y0
+	VMOVUPS Y0, (R8)(R10*4)
+	ADDQ    $0x00000008, R10
+	JMP     closeloop
 
-dxfusesinglentloop:
-	CMPQ     R9, R10
-	JG       dxfusesingleone
-	VMOVUPS  (DX)(R9*4), Y3
-	VMOVUPS  (BX)(R9*4), Y4
-	VMOVUPS  (SI)(R9*4), Y5
-	VADDPS   Y2, Y5, Y5
-	VMULPS   Y5, Y4, Y5
-	VMULPS   Y0, Y3, Y6
-	VSUBPS   Y6, Y5, Y5
-	VMULPS   Y1, Y5, Y5
-	VMULPS   Y1, Y3, Y3
-	VMULPS   Y3, Y4, Y3
-	VMOVUPS  (R8)(R9*4), Y4
-	VADDPS   Y3, Y4, Y4
-	VMOVUPS  Y4, (R8)(R9*4)
-	VMOVNTPS Y5, (CX)(R9*4)
-	VMOVUPS  32(DX)(R9*4), Y3
-	VMOVUPS  32(BX)(R9*4), Y4
-	VMOVUPS  32(SI)(R9*4), Y5
-	VADDPS   Y2, Y5, Y5
-	VMULPS   Y5, Y4, Y5
-	VMULPS   Y0, Y3, Y6
-	VSUBPS   Y6, Y5, Y5
-	VMULPS   Y1, Y5, Y5
-	VMULPS   Y1, Y3, Y3
-	VMULPS   Y3, Y4, Y3
-	VMOVUPS  32(R8)(R9*4), Y4
-	VADDPS   Y3, Y4, Y4
-	VMOVUPS  Y4, 32(R8)(R9*4)
-	VMOVNTPS Y5, 32(CX)(R9*4)
-	VMOVUPS  64(DX)(R9*4), Y3
-	VMOVUPS  64(BX)(R9*4), Y4
-	VMOVUPS  64(SI)(R9*4), Y5
-	VADDPS   Y2, Y5, Y5
-	VMULPS   Y5, Y4, Y5
-	VMULPS   Y0, Y3, Y6
-	VSUBPS   Y6, Y5, Y5
-	VMULPS   Y1, Y5, Y5
-	VMULPS   Y1, Y3, Y3
-	VMULPS   Y3, Y4, Y3
-	VMOVUPS  64(R8)(R9*4), Y4
-	VADDPS   Y3, Y4, Y4
-	VMOVUPS  Y4, 64(R8)(R9*4)
-	VMOVNTPS Y5, 64(CX)(R9*4)
-	VMOVUPS  96(DX)(R9*4), Y3
-	VMOVUPS  96(BX)(R9*4), Y4
-	VMOVUPS  96(SI)(R9*4), Y5
-	VADDPS   Y2, Y5, Y5
-	VMULPS   Y5, Y4, Y5
-	VMULPS   Y0, Y3, Y6
-	VSUBPS   Y6, Y5, Y5
-	VMULPS   Y1, Y5, Y5
-	VMULPS   Y1, Y3, Y3
-	VMULPS   Y3, Y4, Y3
-	VMOVUPS  96(R8)(R9*4), Y4
-	VADDPS   Y3, Y4, Y4
-	VMOVUPS  Y4, 96(R8)(R9*4)
-	VMOVNTPS Y5, 96(CX)(R9*4)
-	ADDQ     $0x00000020, R9
-	JMP      dxfusesinglentloop
+closepart:
+	MOVQ job_d+0(AX), R11
+	SUBQ R10, R11
+	JZ   rowdone
 
-dxfusesingleone:
-	ADDQ $0x00000018, R10
+closetailloop:
+	VMOVSS (R9)(R10*4), X0
+	VADDSS (R8)(R10*4), X0, X0
+	VMOVSS X0, (R8)(R10*4)
+	INCQ   R10
+	CMPQ   R10, job_d+0(AX)
+	JL     closetailloop
 
-dxfusesingleoneloop:
-	CMPQ    R9, R10
-	JG      dxfusesinglepart
-	VMOVUPS (DX)(R9*4), Y3
-	VMOVUPS (BX)(R9*4), Y4
-	VMOVUPS (SI)(R9*4), Y5
-	VADDPS  Y2, Y5, Y5
-	VMULPS  Y5, Y4, Y5
-	VMULPS  Y0, Y3, Y6
-	VSUBPS  Y6, Y5, Y5
-	VMULPS  Y1, Y5, Y5
-	VMULPS  Y1, Y3, Y3
-	VMULPS  Y3, Y4, Y3
-	VMOVUPS (R8)(R9*4), Y4
-	VADDPS  Y3, Y4, Y4
-	VMOVUPS Y4, (R8)(R9*4)
-	VMOVUPS Y5, (CX)(R9*4)
-	ADDQ    $0x00000008, R9
-	JMP     dxfusesingleoneloop
-
-dxfusesinglepart:
-	MOVQ job_d+0(AX), R10
-	SUBQ R9, R10
-	JZ   rowdonefusesingle
-
-dxfusesingletailloop:
-	VMOVSS (DX)(R9*4), X3
-	VMOVSS (BX)(R9*4), X4
-	VMOVSS (SI)(R9*4), X5
-	VADDSS X2, X5, X5
-	VMULSS X5, X4, X5
-	VMULSS X0, X3, X6
-	VSUBSS X6, X5, X6
-	VMULSS X1, X6, X6
-	VMULSS X1, X3, X3
-	VMULSS X3, X4, X3
-	VADDSS (R8)(R9*4), X3, X3
-	VMOVSS X3, (R8)(R9*4)
-	VMOVSS X6, (CX)(R9*4)
-	INCQ   R9
-	CMPQ   R9, job_d+0(AX)
-	JL     dxfusesingletailloop
-
-rowdonefusesingle:
 rowdone:
 	// Next row.
 	ADDQ DI, DX

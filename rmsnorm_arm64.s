@@ -3574,7 +3574,7 @@ sdivided:
 	CBZ R19, dxonly
 
 	// The row's place in its block of 32: first (r%32 == 0), last (r%32 == 31 or the last row).
-	MOVD R19, R16
+	MOVD ZR, R16
 	AND $31, R9, R23
 	TST $4, R8
 	BNE fuse
@@ -3595,8 +3595,16 @@ fuse:
 	CBZ R23, dwset
 	B dwadd
 fuselast:
-	CBZ R23, dwonly
-	B dwclose
+	CBNZ R23, fuseclose
+
+	// A block of one row: DW += q, which is P += q with DW as P.
+	MOVD R19, R15
+	B dwadd
+fuseclose:
+
+	// The block's last row: P += q, then DW += P (R16 not zero).
+	MOVD R19, R16
+	B dwadd
 dxonly:
 dxonly16:
 	CMP $16, R12
@@ -3650,83 +3658,6 @@ dxonly1:
 	FMOVS.P F0, 4(R14)
 	SUB $1, R12, R12
 	B dxonly1
-dwonly:
-dwonly16:
-	CMP $16, R12
-	BLT dwonly4
-	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
-	VLD1.P 64(R11), [V20.S4, V21.S4, V22.S4, V23.S4]
-	VLD1.P 64(R13), [V24.S4, V25.S4, V26.S4, V27.S4]
-	WORD $0x6e38de98 // fmul v24.4s, v20.4s, v24.4s
-	WORD $0x6e39deb9 // fmul v25.4s, v21.4s, v25.4s
-	WORD $0x6e3adeda // fmul v26.4s, v22.4s, v26.4s
-	WORD $0x6e3bdefb // fmul v27.4s, v23.4s, v27.4s
-	WORD $0x6e3ede00 // fmul v0.4s, v16.4s, v30.4s
-	WORD $0x6e3ede21 // fmul v1.4s, v17.4s, v30.4s
-	WORD $0x6e3ede42 // fmul v2.4s, v18.4s, v30.4s
-	WORD $0x6e3ede63 // fmul v3.4s, v19.4s, v30.4s
-	WORD $0x4ea0d700 // fsub v0.4s, v24.4s, v0.4s
-	WORD $0x4ea1d721 // fsub v1.4s, v25.4s, v1.4s
-	WORD $0x4ea2d742 // fsub v2.4s, v26.4s, v2.4s
-	WORD $0x4ea3d763 // fsub v3.4s, v27.4s, v3.4s
-	WORD $0x6e20dfa0 // fmul v0.4s, v29.4s, v0.4s
-	WORD $0x6e21dfa1 // fmul v1.4s, v29.4s, v1.4s
-	WORD $0x6e22dfa2 // fmul v2.4s, v29.4s, v2.4s
-	WORD $0x6e23dfa3 // fmul v3.4s, v29.4s, v3.4s
-	VST1.P [V0.S4, V1.S4, V2.S4, V3.S4], 64(R14)
-	WORD $0x6e3dde04 // fmul v4.4s, v16.4s, v29.4s
-	WORD $0x6e3dde25 // fmul v5.4s, v17.4s, v29.4s
-	WORD $0x6e3dde46 // fmul v6.4s, v18.4s, v29.4s
-	WORD $0x6e3dde67 // fmul v7.4s, v19.4s, v29.4s
-	WORD $0x6e24de84 // fmul v4.4s, v20.4s, v4.4s
-	WORD $0x6e25dea5 // fmul v5.4s, v21.4s, v5.4s
-	WORD $0x6e26dec6 // fmul v6.4s, v22.4s, v6.4s
-	WORD $0x6e27dee7 // fmul v7.4s, v23.4s, v7.4s
-	VLD1 (R16), [V12.S4, V13.S4, V14.S4, V15.S4]
-	WORD $0x4e24d58c // fadd v12.4s, v12.4s, v4.4s
-	WORD $0x4e25d5ad // fadd v13.4s, v13.4s, v5.4s
-	WORD $0x4e26d5ce // fadd v14.4s, v14.4s, v6.4s
-	WORD $0x4e27d5ef // fadd v15.4s, v15.4s, v7.4s
-	VST1.P [V12.S4, V13.S4, V14.S4, V15.S4], 64(R16)
-	SUB $16, R12, R12
-	B dwonly16
-dwonly4:
-	CMP $4, R12
-	BLT dwonly1
-	VLD1.P 16(R10), [V16.S4]
-	VLD1.P 16(R11), [V20.S4]
-	VLD1.P 16(R13), [V24.S4]
-	WORD $0x6e38de98 // fmul v24.4s, v20.4s, v24.4s
-	WORD $0x6e3ede00 // fmul v0.4s, v16.4s, v30.4s
-	WORD $0x4ea0d700 // fsub v0.4s, v24.4s, v0.4s
-	WORD $0x6e20dfa0 // fmul v0.4s, v29.4s, v0.4s
-	VST1.P [V0.S4], 16(R14)
-	WORD $0x6e3dde04 // fmul v4.4s, v16.4s, v29.4s
-	WORD $0x6e24de84 // fmul v4.4s, v20.4s, v4.4s
-	VLD1 (R16), [V12.S4]
-	WORD $0x4e24d58c // fadd v12.4s, v12.4s, v4.4s
-	VST1.P [V12.S4], 16(R16)
-	SUB $4, R12, R12
-	B dwonly4
-dwonly1:
-
-	// The last 1-3 elements one at a time, the same operations on scalars.
-	CBZ R12, next
-	FMOVS.P 4(R10), F16
-	FMOVS.P 4(R11), F20
-	FMOVS.P 4(R13), F24
-	FMULS F24, F20, F24
-	FMULS F30, F16, F0
-	FSUBS F0, F24, F0
-	FMULS F0, F29, F0
-	FMOVS.P F0, 4(R14)
-	FMULS F29, F16, F4
-	FMULS F4, F20, F4
-	FMOVS (R16), F12
-	FADDS F4, F12, F12
-	FMOVS.P F12, 4(R16)
-	SUB $1, R12, R12
-	B dwonly1
 dwset:
 dwset16:
 	CMP $16, R12
@@ -3795,92 +3726,6 @@ dwset1:
 	FMOVS.P F4, 4(R15)
 	SUB $1, R12, R12
 	B dwset1
-dwclose:
-dwclose16:
-	CMP $16, R12
-	BLT dwclose4
-	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
-	VLD1.P 64(R11), [V20.S4, V21.S4, V22.S4, V23.S4]
-	VLD1.P 64(R13), [V24.S4, V25.S4, V26.S4, V27.S4]
-	WORD $0x6e38de98 // fmul v24.4s, v20.4s, v24.4s
-	WORD $0x6e39deb9 // fmul v25.4s, v21.4s, v25.4s
-	WORD $0x6e3adeda // fmul v26.4s, v22.4s, v26.4s
-	WORD $0x6e3bdefb // fmul v27.4s, v23.4s, v27.4s
-	WORD $0x6e3ede00 // fmul v0.4s, v16.4s, v30.4s
-	WORD $0x6e3ede21 // fmul v1.4s, v17.4s, v30.4s
-	WORD $0x6e3ede42 // fmul v2.4s, v18.4s, v30.4s
-	WORD $0x6e3ede63 // fmul v3.4s, v19.4s, v30.4s
-	WORD $0x4ea0d700 // fsub v0.4s, v24.4s, v0.4s
-	WORD $0x4ea1d721 // fsub v1.4s, v25.4s, v1.4s
-	WORD $0x4ea2d742 // fsub v2.4s, v26.4s, v2.4s
-	WORD $0x4ea3d763 // fsub v3.4s, v27.4s, v3.4s
-	WORD $0x6e20dfa0 // fmul v0.4s, v29.4s, v0.4s
-	WORD $0x6e21dfa1 // fmul v1.4s, v29.4s, v1.4s
-	WORD $0x6e22dfa2 // fmul v2.4s, v29.4s, v2.4s
-	WORD $0x6e23dfa3 // fmul v3.4s, v29.4s, v3.4s
-	VST1.P [V0.S4, V1.S4, V2.S4, V3.S4], 64(R14)
-	WORD $0x6e3dde04 // fmul v4.4s, v16.4s, v29.4s
-	WORD $0x6e3dde25 // fmul v5.4s, v17.4s, v29.4s
-	WORD $0x6e3dde46 // fmul v6.4s, v18.4s, v29.4s
-	WORD $0x6e3dde67 // fmul v7.4s, v19.4s, v29.4s
-	WORD $0x6e24de84 // fmul v4.4s, v20.4s, v4.4s
-	WORD $0x6e25dea5 // fmul v5.4s, v21.4s, v5.4s
-	WORD $0x6e26dec6 // fmul v6.4s, v22.4s, v6.4s
-	WORD $0x6e27dee7 // fmul v7.4s, v23.4s, v7.4s
-	VLD1.P 64(R15), [V8.S4, V9.S4, V10.S4, V11.S4]
-	WORD $0x4e24d508 // fadd v8.4s, v8.4s, v4.4s
-	WORD $0x4e25d529 // fadd v9.4s, v9.4s, v5.4s
-	WORD $0x4e26d54a // fadd v10.4s, v10.4s, v6.4s
-	WORD $0x4e27d56b // fadd v11.4s, v11.4s, v7.4s
-	VLD1 (R16), [V12.S4, V13.S4, V14.S4, V15.S4]
-	WORD $0x4e28d58c // fadd v12.4s, v12.4s, v8.4s
-	WORD $0x4e29d5ad // fadd v13.4s, v13.4s, v9.4s
-	WORD $0x4e2ad5ce // fadd v14.4s, v14.4s, v10.4s
-	WORD $0x4e2bd5ef // fadd v15.4s, v15.4s, v11.4s
-	VST1.P [V12.S4, V13.S4, V14.S4, V15.S4], 64(R16)
-	SUB $16, R12, R12
-	B dwclose16
-dwclose4:
-	CMP $4, R12
-	BLT dwclose1
-	VLD1.P 16(R10), [V16.S4]
-	VLD1.P 16(R11), [V20.S4]
-	VLD1.P 16(R13), [V24.S4]
-	WORD $0x6e38de98 // fmul v24.4s, v20.4s, v24.4s
-	WORD $0x6e3ede00 // fmul v0.4s, v16.4s, v30.4s
-	WORD $0x4ea0d700 // fsub v0.4s, v24.4s, v0.4s
-	WORD $0x6e20dfa0 // fmul v0.4s, v29.4s, v0.4s
-	VST1.P [V0.S4], 16(R14)
-	WORD $0x6e3dde04 // fmul v4.4s, v16.4s, v29.4s
-	WORD $0x6e24de84 // fmul v4.4s, v20.4s, v4.4s
-	VLD1.P 16(R15), [V8.S4]
-	WORD $0x4e24d508 // fadd v8.4s, v8.4s, v4.4s
-	VLD1 (R16), [V12.S4]
-	WORD $0x4e28d58c // fadd v12.4s, v12.4s, v8.4s
-	VST1.P [V12.S4], 16(R16)
-	SUB $4, R12, R12
-	B dwclose4
-dwclose1:
-
-	// The last 1-3 elements one at a time, the same operations on scalars.
-	CBZ R12, next
-	FMOVS.P 4(R10), F16
-	FMOVS.P 4(R11), F20
-	FMOVS.P 4(R13), F24
-	FMULS F24, F20, F24
-	FMULS F30, F16, F0
-	FSUBS F0, F24, F0
-	FMULS F0, F29, F0
-	FMOVS.P F0, 4(R14)
-	FMULS F29, F16, F4
-	FMULS F4, F20, F4
-	FMOVS.P 4(R15), F8
-	FADDS F4, F8, F8
-	FMOVS (R16), F12
-	FADDS F8, F12, F12
-	FMOVS.P F12, 4(R16)
-	SUB $1, R12, R12
-	B dwclose1
 dwadd:
 dwadd16:
 	CMP $16, R12
@@ -3942,7 +3787,7 @@ dwadd4:
 dwadd1:
 
 	// The last 1-3 elements one at a time, the same operations on scalars.
-	CBZ R12, next
+	CBZ R12, dwaddend
 	FMOVS.P 4(R10), F16
 	FMOVS.P 4(R11), F20
 	FMOVS.P 4(R13), F24
@@ -3958,6 +3803,41 @@ dwadd1:
 	FMOVS.P F8, 4(R15)
 	SUB $1, R12, R12
 	B dwadd1
+dwaddend:
+	CBZ R16, next
+	MOVD R20, R15
+	MOVD R5, R12
+close16:
+	CMP $16, R12
+	BLT close4
+	VLD1.P 64(R15), [V8.S4, V9.S4, V10.S4, V11.S4]
+	VLD1 (R16), [V12.S4, V13.S4, V14.S4, V15.S4]
+	WORD $0x4e28d58c // fadd v12.4s, v12.4s, v8.4s
+	WORD $0x4e29d5ad // fadd v13.4s, v13.4s, v9.4s
+	WORD $0x4e2ad5ce // fadd v14.4s, v14.4s, v10.4s
+	WORD $0x4e2bd5ef // fadd v15.4s, v15.4s, v11.4s
+	VST1.P [V12.S4, V13.S4, V14.S4, V15.S4], 64(R16)
+	SUB $16, R12, R12
+	B close16
+close4:
+	CMP $4, R12
+	BLT close1
+	VLD1.P 16(R15), [V8.S4]
+	VLD1 (R16), [V12.S4]
+	WORD $0x4e28d58c // fadd v12.4s, v12.4s, v8.4s
+	VST1.P [V12.S4], 16(R16)
+	SUB $4, R12, R12
+	B close4
+close1:
+
+	// The last 1-3 elements one at a time, the same operations on scalars.
+	CBZ R12, next
+	FMOVS.P 4(R15), F8
+	FMOVS (R16), F12
+	FADDS F8, F12, F12
+	FMOVS.P F12, 4(R16)
+	SUB $1, R12, R12
+	B close1
 next:
 	ADD R7, R0, R0
 	ADD R7, R1, R1
@@ -4371,7 +4251,7 @@ sdivided:
 	CBZ R19, dxonly
 
 	// The row's place in its block of 32: first (r%32 == 0), last (r%32 == 31 or the last row).
-	MOVD R19, R16
+	MOVD ZR, R16
 	AND $31, R9, R23
 	TST $4, R8
 	BNE fuse
@@ -4392,8 +4272,16 @@ fuse:
 	CBZ R23, dwset
 	B dwadd
 fuselast:
-	CBZ R23, dwonly
-	B dwclose
+	CBNZ R23, fuseclose
+
+	// A block of one row: DW += q, which is P += q with DW as P.
+	MOVD R19, R15
+	B dwadd
+fuseclose:
+
+	// The block's last row: P += q, then DW += P (R16 not zero).
+	MOVD R19, R16
+	B dwadd
 dxonly:
 dxonly16:
 	CMP $16, R12
@@ -4453,89 +4341,6 @@ dxonly1:
 	FMOVS.P F0, 4(R14)
 	SUB $1, R12, R12
 	B dxonly1
-dwonly:
-dwonly16:
-	CMP $16, R12
-	BLT dwonly4
-	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
-	VLD1.P 64(R11), [V20.S4, V21.S4, V22.S4, V23.S4]
-	VLD1.P 64(R13), [V24.S4, V25.S4, V26.S4, V27.S4]
-	WORD $0x4e3cd718 // fadd v24.4s, v24.4s, v28.4s
-	WORD $0x4e3cd739 // fadd v25.4s, v25.4s, v28.4s
-	WORD $0x4e3cd75a // fadd v26.4s, v26.4s, v28.4s
-	WORD $0x4e3cd77b // fadd v27.4s, v27.4s, v28.4s
-	WORD $0x6e38de98 // fmul v24.4s, v20.4s, v24.4s
-	WORD $0x6e39deb9 // fmul v25.4s, v21.4s, v25.4s
-	WORD $0x6e3adeda // fmul v26.4s, v22.4s, v26.4s
-	WORD $0x6e3bdefb // fmul v27.4s, v23.4s, v27.4s
-	WORD $0x6e3ede00 // fmul v0.4s, v16.4s, v30.4s
-	WORD $0x6e3ede21 // fmul v1.4s, v17.4s, v30.4s
-	WORD $0x6e3ede42 // fmul v2.4s, v18.4s, v30.4s
-	WORD $0x6e3ede63 // fmul v3.4s, v19.4s, v30.4s
-	WORD $0x4ea0d700 // fsub v0.4s, v24.4s, v0.4s
-	WORD $0x4ea1d721 // fsub v1.4s, v25.4s, v1.4s
-	WORD $0x4ea2d742 // fsub v2.4s, v26.4s, v2.4s
-	WORD $0x4ea3d763 // fsub v3.4s, v27.4s, v3.4s
-	WORD $0x6e20dfa0 // fmul v0.4s, v29.4s, v0.4s
-	WORD $0x6e21dfa1 // fmul v1.4s, v29.4s, v1.4s
-	WORD $0x6e22dfa2 // fmul v2.4s, v29.4s, v2.4s
-	WORD $0x6e23dfa3 // fmul v3.4s, v29.4s, v3.4s
-	VST1.P [V0.S4, V1.S4, V2.S4, V3.S4], 64(R14)
-	WORD $0x6e3dde04 // fmul v4.4s, v16.4s, v29.4s
-	WORD $0x6e3dde25 // fmul v5.4s, v17.4s, v29.4s
-	WORD $0x6e3dde46 // fmul v6.4s, v18.4s, v29.4s
-	WORD $0x6e3dde67 // fmul v7.4s, v19.4s, v29.4s
-	WORD $0x6e24de84 // fmul v4.4s, v20.4s, v4.4s
-	WORD $0x6e25dea5 // fmul v5.4s, v21.4s, v5.4s
-	WORD $0x6e26dec6 // fmul v6.4s, v22.4s, v6.4s
-	WORD $0x6e27dee7 // fmul v7.4s, v23.4s, v7.4s
-	VLD1 (R16), [V12.S4, V13.S4, V14.S4, V15.S4]
-	WORD $0x4e24d58c // fadd v12.4s, v12.4s, v4.4s
-	WORD $0x4e25d5ad // fadd v13.4s, v13.4s, v5.4s
-	WORD $0x4e26d5ce // fadd v14.4s, v14.4s, v6.4s
-	WORD $0x4e27d5ef // fadd v15.4s, v15.4s, v7.4s
-	VST1.P [V12.S4, V13.S4, V14.S4, V15.S4], 64(R16)
-	SUB $16, R12, R12
-	B dwonly16
-dwonly4:
-	CMP $4, R12
-	BLT dwonly1
-	VLD1.P 16(R10), [V16.S4]
-	VLD1.P 16(R11), [V20.S4]
-	VLD1.P 16(R13), [V24.S4]
-	WORD $0x4e3cd718 // fadd v24.4s, v24.4s, v28.4s
-	WORD $0x6e38de98 // fmul v24.4s, v20.4s, v24.4s
-	WORD $0x6e3ede00 // fmul v0.4s, v16.4s, v30.4s
-	WORD $0x4ea0d700 // fsub v0.4s, v24.4s, v0.4s
-	WORD $0x6e20dfa0 // fmul v0.4s, v29.4s, v0.4s
-	VST1.P [V0.S4], 16(R14)
-	WORD $0x6e3dde04 // fmul v4.4s, v16.4s, v29.4s
-	WORD $0x6e24de84 // fmul v4.4s, v20.4s, v4.4s
-	VLD1 (R16), [V12.S4]
-	WORD $0x4e24d58c // fadd v12.4s, v12.4s, v4.4s
-	VST1.P [V12.S4], 16(R16)
-	SUB $4, R12, R12
-	B dwonly4
-dwonly1:
-
-	// The last 1-3 elements one at a time, the same operations on scalars.
-	CBZ R12, next
-	FMOVS.P 4(R10), F16
-	FMOVS.P 4(R11), F20
-	FMOVS.P 4(R13), F24
-	FADDS F28, F24, F24
-	FMULS F24, F20, F24
-	FMULS F30, F16, F0
-	FSUBS F0, F24, F0
-	FMULS F0, F29, F0
-	FMOVS.P F0, 4(R14)
-	FMULS F29, F16, F4
-	FMULS F4, F20, F4
-	FMOVS (R16), F12
-	FADDS F4, F12, F12
-	FMOVS.P F12, 4(R16)
-	SUB $1, R12, R12
-	B dwonly1
 dwset:
 dwset16:
 	CMP $16, R12
@@ -4610,98 +4415,6 @@ dwset1:
 	FMOVS.P F4, 4(R15)
 	SUB $1, R12, R12
 	B dwset1
-dwclose:
-dwclose16:
-	CMP $16, R12
-	BLT dwclose4
-	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
-	VLD1.P 64(R11), [V20.S4, V21.S4, V22.S4, V23.S4]
-	VLD1.P 64(R13), [V24.S4, V25.S4, V26.S4, V27.S4]
-	WORD $0x4e3cd718 // fadd v24.4s, v24.4s, v28.4s
-	WORD $0x4e3cd739 // fadd v25.4s, v25.4s, v28.4s
-	WORD $0x4e3cd75a // fadd v26.4s, v26.4s, v28.4s
-	WORD $0x4e3cd77b // fadd v27.4s, v27.4s, v28.4s
-	WORD $0x6e38de98 // fmul v24.4s, v20.4s, v24.4s
-	WORD $0x6e39deb9 // fmul v25.4s, v21.4s, v25.4s
-	WORD $0x6e3adeda // fmul v26.4s, v22.4s, v26.4s
-	WORD $0x6e3bdefb // fmul v27.4s, v23.4s, v27.4s
-	WORD $0x6e3ede00 // fmul v0.4s, v16.4s, v30.4s
-	WORD $0x6e3ede21 // fmul v1.4s, v17.4s, v30.4s
-	WORD $0x6e3ede42 // fmul v2.4s, v18.4s, v30.4s
-	WORD $0x6e3ede63 // fmul v3.4s, v19.4s, v30.4s
-	WORD $0x4ea0d700 // fsub v0.4s, v24.4s, v0.4s
-	WORD $0x4ea1d721 // fsub v1.4s, v25.4s, v1.4s
-	WORD $0x4ea2d742 // fsub v2.4s, v26.4s, v2.4s
-	WORD $0x4ea3d763 // fsub v3.4s, v27.4s, v3.4s
-	WORD $0x6e20dfa0 // fmul v0.4s, v29.4s, v0.4s
-	WORD $0x6e21dfa1 // fmul v1.4s, v29.4s, v1.4s
-	WORD $0x6e22dfa2 // fmul v2.4s, v29.4s, v2.4s
-	WORD $0x6e23dfa3 // fmul v3.4s, v29.4s, v3.4s
-	VST1.P [V0.S4, V1.S4, V2.S4, V3.S4], 64(R14)
-	WORD $0x6e3dde04 // fmul v4.4s, v16.4s, v29.4s
-	WORD $0x6e3dde25 // fmul v5.4s, v17.4s, v29.4s
-	WORD $0x6e3dde46 // fmul v6.4s, v18.4s, v29.4s
-	WORD $0x6e3dde67 // fmul v7.4s, v19.4s, v29.4s
-	WORD $0x6e24de84 // fmul v4.4s, v20.4s, v4.4s
-	WORD $0x6e25dea5 // fmul v5.4s, v21.4s, v5.4s
-	WORD $0x6e26dec6 // fmul v6.4s, v22.4s, v6.4s
-	WORD $0x6e27dee7 // fmul v7.4s, v23.4s, v7.4s
-	VLD1.P 64(R15), [V8.S4, V9.S4, V10.S4, V11.S4]
-	WORD $0x4e24d508 // fadd v8.4s, v8.4s, v4.4s
-	WORD $0x4e25d529 // fadd v9.4s, v9.4s, v5.4s
-	WORD $0x4e26d54a // fadd v10.4s, v10.4s, v6.4s
-	WORD $0x4e27d56b // fadd v11.4s, v11.4s, v7.4s
-	VLD1 (R16), [V12.S4, V13.S4, V14.S4, V15.S4]
-	WORD $0x4e28d58c // fadd v12.4s, v12.4s, v8.4s
-	WORD $0x4e29d5ad // fadd v13.4s, v13.4s, v9.4s
-	WORD $0x4e2ad5ce // fadd v14.4s, v14.4s, v10.4s
-	WORD $0x4e2bd5ef // fadd v15.4s, v15.4s, v11.4s
-	VST1.P [V12.S4, V13.S4, V14.S4, V15.S4], 64(R16)
-	SUB $16, R12, R12
-	B dwclose16
-dwclose4:
-	CMP $4, R12
-	BLT dwclose1
-	VLD1.P 16(R10), [V16.S4]
-	VLD1.P 16(R11), [V20.S4]
-	VLD1.P 16(R13), [V24.S4]
-	WORD $0x4e3cd718 // fadd v24.4s, v24.4s, v28.4s
-	WORD $0x6e38de98 // fmul v24.4s, v20.4s, v24.4s
-	WORD $0x6e3ede00 // fmul v0.4s, v16.4s, v30.4s
-	WORD $0x4ea0d700 // fsub v0.4s, v24.4s, v0.4s
-	WORD $0x6e20dfa0 // fmul v0.4s, v29.4s, v0.4s
-	VST1.P [V0.S4], 16(R14)
-	WORD $0x6e3dde04 // fmul v4.4s, v16.4s, v29.4s
-	WORD $0x6e24de84 // fmul v4.4s, v20.4s, v4.4s
-	VLD1.P 16(R15), [V8.S4]
-	WORD $0x4e24d508 // fadd v8.4s, v8.4s, v4.4s
-	VLD1 (R16), [V12.S4]
-	WORD $0x4e28d58c // fadd v12.4s, v12.4s, v8.4s
-	VST1.P [V12.S4], 16(R16)
-	SUB $4, R12, R12
-	B dwclose4
-dwclose1:
-
-	// The last 1-3 elements one at a time, the same operations on scalars.
-	CBZ R12, next
-	FMOVS.P 4(R10), F16
-	FMOVS.P 4(R11), F20
-	FMOVS.P 4(R13), F24
-	FADDS F28, F24, F24
-	FMULS F24, F20, F24
-	FMULS F30, F16, F0
-	FSUBS F0, F24, F0
-	FMULS F0, F29, F0
-	FMOVS.P F0, 4(R14)
-	FMULS F29, F16, F4
-	FMULS F4, F20, F4
-	FMOVS.P 4(R15), F8
-	FADDS F4, F8, F8
-	FMOVS (R16), F12
-	FADDS F8, F12, F12
-	FMOVS.P F12, 4(R16)
-	SUB $1, R12, R12
-	B dwclose1
 dwadd:
 dwadd16:
 	CMP $16, R12
@@ -4768,7 +4481,7 @@ dwadd4:
 dwadd1:
 
 	// The last 1-3 elements one at a time, the same operations on scalars.
-	CBZ R12, next
+	CBZ R12, dwaddend
 	FMOVS.P 4(R10), F16
 	FMOVS.P 4(R11), F20
 	FMOVS.P 4(R13), F24
@@ -4785,6 +4498,41 @@ dwadd1:
 	FMOVS.P F8, 4(R15)
 	SUB $1, R12, R12
 	B dwadd1
+dwaddend:
+	CBZ R16, next
+	MOVD R20, R15
+	MOVD R5, R12
+close16:
+	CMP $16, R12
+	BLT close4
+	VLD1.P 64(R15), [V8.S4, V9.S4, V10.S4, V11.S4]
+	VLD1 (R16), [V12.S4, V13.S4, V14.S4, V15.S4]
+	WORD $0x4e28d58c // fadd v12.4s, v12.4s, v8.4s
+	WORD $0x4e29d5ad // fadd v13.4s, v13.4s, v9.4s
+	WORD $0x4e2ad5ce // fadd v14.4s, v14.4s, v10.4s
+	WORD $0x4e2bd5ef // fadd v15.4s, v15.4s, v11.4s
+	VST1.P [V12.S4, V13.S4, V14.S4, V15.S4], 64(R16)
+	SUB $16, R12, R12
+	B close16
+close4:
+	CMP $4, R12
+	BLT close1
+	VLD1.P 16(R15), [V8.S4]
+	VLD1 (R16), [V12.S4]
+	WORD $0x4e28d58c // fadd v12.4s, v12.4s, v8.4s
+	VST1.P [V12.S4], 16(R16)
+	SUB $4, R12, R12
+	B close4
+close1:
+
+	// The last 1-3 elements one at a time, the same operations on scalars.
+	CBZ R12, next
+	FMOVS.P 4(R15), F8
+	FMOVS (R16), F12
+	FADDS F8, F12, F12
+	FMOVS.P F12, 4(R16)
+	SUB $1, R12, R12
+	B close1
 next:
 	ADD R7, R0, R0
 	ADD R7, R1, R1

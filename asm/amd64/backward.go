@@ -17,25 +17,24 @@ import (
 //	inv:    t = ss/d + eps, its range test (outside [2^-100, MaxFloat32]: return the row for the
 //	        float64 path), inv = 1/sqrt(t) or Inv[r]; s = ((inv*inv)*c)/d
 //	dx:     dx = inv*(g - x*s) per element, and q = dy*(x*inv) into the row's block of the
-//	        weight gradient: one loop for each of the five things a row can do with q (below)
+//	        weight gradient: one loop for each of the three things a row can do with q (below)
 //
 // The weight-gradient operation of row r, with first = r%32 == 0 and last = r%32 == 31 or the
 // call's last row: without a DW nothing; with flagFuse (one worker) P = q (first), P += q,
 // DW += P + q (last) or DW += q (first and last), P being one row of d floats at acc; without it
-// P = q (first) or P += q, P being block r/32's slot at acc.
+// P = q (first) or P += q, P being block r/32's slot at acc. DW += q is P += q with DW as P, and
+// DW += P + q is P += q followed by DW += P (closeBlock): the same roundings in the same order.
 
-// gradOp is what a row does with its weight-gradient products q.
+// gradOp is what a row's dx loop does with its weight-gradient products q.
 type gradOp int
 
 const (
-	opNone       gradOp = iota // no DW
-	opSet                      // P = q
-	opAdd                      // P = P + q
-	opFuseLast                 // DW = DW + (P + q)
-	opFuseSingle               // DW = DW + q
+	opNone gradOp = iota // no DW
+	opSet                // P = q
+	opAdd                // P = P + q (with DW as P for a block of one row)
 )
 
-var opNames = [...]string{"none", "set", "add", "fuselast", "fusesingle"}
+var opNames = [...]string{"none", "set", "add"}
 
 // bgen builds one backward function.
 type bgen struct {
@@ -358,7 +357,8 @@ func (b *bgen) dxRow(inv, sx VecVirtual) {
 	Label("notlast")
 	TESTL(U32(spec.FlagFuse), b.flags())
 	JNZ(LabelRef("fused"))
-	Comment("Each block in its slot: P at acc + (row/32)*d*4.")
+	Comment("Each block in its slot: P at acc + (row/32)*d*4. dwp = 0: no row closes a block here.")
+	XORQ(b.dwp, b.dwp)
 	blk := GP64()
 	MOVQ(b.done, blk)
 	SHRQ(U8(5), blk)
@@ -371,17 +371,72 @@ func (b *bgen) dxRow(inv, sx VecVirtual) {
 	TESTQ(pos, pos)
 	JNZ(LabelRef("fusednotfirst"))
 	TESTQ(last, last)
-	JNZ(LabelRef("dx" + opNames[opFuseSingle]))
-	JMP(LabelRef("dx" + opNames[opSet]))
+	JZ(LabelRef("dx" + opNames[opSet]))
+	Comment("A block of one row: DW += q, which is P += q with DW as P.")
+	MOVQ(b.dwp, b.pAcc)
+	XORQ(b.dwp, b.dwp)
+	JMP(LabelRef("dx" + opNames[opAdd]))
 	Label("fusednotfirst")
+	Comment("P += q; the block's last row keeps dwp, and its DW += P follows.")
 	TESTQ(last, last)
-	JNZ(LabelRef("dx" + opNames[opFuseLast]))
+	JNZ(LabelRef("dx" + opNames[opAdd]))
+	XORQ(b.dwp, b.dwp)
 	JMP(LabelRef("dx" + opNames[opAdd]))
 
-	for _, op := range []gradOp{opNone, opSet, opAdd, opFuseLast, opFuseSingle} {
+	for _, op := range []gradOp{opNone, opSet, opAdd} {
 		b.dxLoop(op, invv, sv, one)
 	}
 	Label("rowdone")
+}
+
+// closeBlock ends the add pass of a row (opAdd) that closes its block with flagFuse, told by a
+// DW pointer left non-zero: DW += P, P now holding P + q, for DW + (P + q) as the contract
+// orders it. It is one more pass over d floats of P and DW, once per block of 32 rows, where a
+// loop of its own for that row (and one for a block of one row) took about 8 KB of each function.
+func (b *bgen) closeBlock() {
+	s := b.s
+	TESTQ(b.dwp, b.dwp)
+	JZ(LabelRef("rowdone"))
+	Comment("The block's last row: DW += P.")
+	i, lim := GP64(), GP64()
+	XORQ(i, i)
+	MOVQ(b.d(), lim)
+	SUBQ(U32(s.lanes), lim)
+	at := func(base, i GPVirtual) Mem { return Mem{Base: base, Index: i, Scale: 4} }
+	Label("closeloop")
+	CMPQ(i, lim)
+	JG(LabelRef("closepart"))
+	p := s.vec()
+	VMOVUPS(at(b.pAcc, i), p)
+	VADDPS(at(b.dwp, i), p, p)
+	VMOVUPS(p, at(b.dwp, i))
+	ADDQ(U32(s.lanes), i)
+	JMP(LabelRef("closeloop"))
+	Label("closepart")
+	n := GP64()
+	MOVQ(b.d(), n)
+	SUBQ(i, n)
+	JZ(LabelRef("rowdone"))
+	if s.masked {
+		// i is the row's last whole vector's end: the partial vector is at i.
+		m := b.part(n)
+		p, w := s.vec(), s.vec()
+		m.load(at(b.pAcc, i), p)
+		m.load(at(b.dwp, i), w)
+		VADDPS(p, w, w)
+		m.store(w, at(b.dwp, i))
+		JMP(LabelRef("rowdone"))
+		return
+	}
+	Label("closetailloop") // the last 1..7 elements one at a time
+	t := XMM()
+	VMOVSS(at(b.pAcc, i), t)
+	VADDSS(at(b.dwp, i), t, t)
+	VMOVSS(t, at(b.dwp, i))
+	INCQ(i)
+	CMPQ(i, b.d())
+	JL(LabelRef("closetailloop"))
+	JMP(LabelRef("rowdone"))
 }
 
 // dxLoop emits the dx pass of a row for one weight-gradient operation, then jumps to rowdone.
@@ -459,6 +514,10 @@ func (b *bgen) dxLoop(op gradOp, invv, sv, one VecVirtual) {
 		JL(LabelRef(name + "tailloop"))
 	}
 	Label("rowdone" + opNames[op])
+	if op == opAdd {
+		b.closeBlock()
+		return
+	}
 	JMP(LabelRef("rowdone"))
 }
 
@@ -502,18 +561,6 @@ func (b *bgen) dxVec(op gradOp, i GPVirtual, disp int, invv, sv, one VecVirtual,
 			ld(at(b.pAcc), p)
 			VADDPS(q, p, p)
 			st(p, at(b.pAcc))
-		case opFuseLast:
-			p, w := s.vec(), s.vec()
-			ld(at(b.pAcc), p)
-			VADDPS(q, p, p)
-			ld(at(b.dwp), w)
-			VADDPS(p, w, w)
-			st(w, at(b.dwp))
-		case opFuseSingle:
-			w := s.vec()
-			ld(at(b.dwp), w)
-			VADDPS(q, w, w)
-			st(w, at(b.dwp))
 		}
 	}
 	dxSt(t, b.at(b.dst, i, disp)) // after every read of dy: dx may be dy
@@ -550,13 +597,6 @@ func (b *bgen) dxScalar(op gradOp, i GPVirtual) {
 		case opAdd:
 			VADDSS(at(b.pAcc), q, q)
 			VMOVSS(q, at(b.pAcc))
-		case opFuseLast:
-			VADDSS(at(b.pAcc), q, q)
-			VADDSS(at(b.dwp), q, q)
-			VMOVSS(q, at(b.dwp))
-		case opFuseSingle:
-			VADDSS(at(b.dwp), q, q)
-			VMOVSS(q, at(b.dwp))
 		}
 	}
 	VMOVSS(t, at(b.dst)) // after every read of dy: dx may be dy

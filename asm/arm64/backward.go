@@ -18,14 +18,16 @@ import (
 //  3. dx = inv*(g - x*s) and, with a weight gradient, q = dy*(x*inv) added to the block's
 //     partial sum P or to DW the way the row's place in its block of 32 says (accumulate in
 //     generic_backward.go); one loop per such operation, 16 floats, then 4, then one at a time
-//     with scalar instructions, so that nothing past a slice is read or written.
+//     with scalar instructions, so that nothing past a slice is read or written. DW += q is
+//     P += q with DW as P, and DW += P + q (the block's last row with flagFuse) is P += q
+//     followed by DW += P: the same roundings in the same order, with two loops fewer.
 //
 // Every product, sum and difference is its own rounded FMUL, FADD or FSUB (never FMLA or FMLS).
 // DX may be DY: each element's dy is loaded before its dx is stored.
 
 // Registers besides those of the forward (kernel.go): R3 the dy row (the forward's res), R19 DW,
-// R20 acc, R22 rows; in pass 3 R14 the dx pointer, R15 the P pointer, R16 the DW
-// pointer. Vector: V29 inv and V30 s (all lanes), V28 ones (1+w).
+// R20 acc, R22 rows; in pass 3 R14 the dx pointer, R15 the P pointer, R16 the DW pointer when
+// the row closes its block (else 0). Vector: V29 inv and V30 s (all lanes), V28 ones (1+w).
 const (
 	rDY, rDW, rAcc, rRows = "R3", "R19", "R20", "R22"
 )
@@ -233,14 +235,12 @@ func (e *emitter) bwdS() {
 type gradOp int
 
 const (
-	opNone  gradOp = iota // no weight gradient
-	opDW                  // flagFuse, a block of one row: DW += q
-	opSet                 // the block's first row: P = q
-	opClose               // flagFuse, the block's last row: DW += P + q
-	opAdd                 // P += q
+	opNone gradOp = iota // no weight gradient
+	opSet                // the block's first row: P = q
+	opAdd                // P += q; then, with R16 not zero, DW += P (the block's last row with flagFuse)
 )
 
-var gradOpLabel = [...]string{"dxonly", "dwonly", "dwset", "dwclose", "dwadd"}
+var gradOpLabel = [...]string{"dxonly", "dwset", "dwadd"}
 
 // bwdGrad is pass 3: it picks the row's gradOp and runs its loop, which ends at next.
 func (e *emitter) bwdGrad() {
@@ -256,7 +256,7 @@ func (e *emitter) bwdGrad() {
 	e.op("MOVD %s, R13", rW)
 	e.op("CBZ %s, %s", rDW, gradOpLabel[opNone])
 	e.comment("The row's place in its block of 32: first (r%32 == 0), last (r%32 == 31 or the last row).")
-	e.op("MOVD %s, R16", rDW)
+	e.op("MOVD ZR, R16")
 	e.op("AND $%d, %s, R23", spec.GradBlock-1, rDone)
 	e.op("TST $%d, %s", spec.FlagFuse, rFlags)
 	e.op("BNE fuse")
@@ -276,42 +276,80 @@ func (e *emitter) bwdGrad() {
 	e.op("CBZ R23, %s", gradOpLabel[opSet])
 	e.op("B %s", gradOpLabel[opAdd])
 	e.label("fuselast")
-	e.op("CBZ R23, %s", gradOpLabel[opDW])
-	e.op("B %s", gradOpLabel[opClose])
+	e.op("CBNZ R23, fuseclose")
+	e.comment("A block of one row: DW += q, which is P += q with DW as P.")
+	e.op("MOVD %s, R15", rDW)
+	e.op("B %s", gradOpLabel[opAdd])
+	e.label("fuseclose")
+	e.comment("The block's last row: P += q, then DW += P (R16 not zero).")
+	e.op("MOVD %s, R16", rDW)
+	e.op("B %s", gradOpLabel[opAdd])
 	for op := opNone; op <= opAdd; op++ {
 		e.gradLoop(op)
 	}
+	e.closeBlock()
 }
 
-// gradLoop emits pass 3's loop for op: 16 floats at a time, then 4, then one; it ends at next.
-func (e *emitter) gradLoop(op gradOp) {
-	l := gradOpLabel[op]
-	e.label(l)
+// closeBlock ends pass 3 of a row whose add (opAdd) closes its block with flagFuse, told by R16
+// (DW) not zero: DW += P, P now holding P + q. A loop of its own for that row, and one for a
+// block of one row, took twice its size; this is one more pass over d floats of P and DW, once per
+// block of 32 rows.
+func (e *emitter) closeBlock() {
+	e.label("dwaddend")
+	e.op("CBZ R16, next")
+	e.op("MOVD %s, R15", rAcc)
+	e.op("MOVD %s, R12", rD)
+	const p, dw = 8, 12
+	body := func(nv int) {
+		e.load(nv, "R15", p, true)
+		e.load(nv, "R16", dw, false)
+		e.arith(nv, "add", dw, dw, p)
+		e.store(nv, "R16", dw)
+	}
+	e.loops("close", body, "next")
+}
+
+// loops emits l's loops over R12 elements: body(4) on 16 floats at a time, then body(1) on 4,
+// then body(0) on one at a time; they end at exit.
+func (e *emitter) loops(l string, body func(nv int), exit string) {
 	e.label(l + "16")
 	e.op("CMP $16, R12")
 	e.op("BLT %s4", l)
-	e.gradBody(op, 4)
+	body(4)
 	e.op("SUB $16, R12, R12")
 	e.op("B %s16", l)
 	e.label(l + "4")
 	e.op("CMP $4, R12")
 	e.op("BLT %s1", l)
-	e.gradBody(op, 1)
+	body(1)
 	e.op("SUB $4, R12, R12")
 	e.op("B %s4", l)
 	e.label(l + "1")
 	e.comment("The last 1-3 elements one at a time, the same operations on scalars.")
-	e.op("CBZ R12, next")
-	e.gradBody(op, 0)
+	e.op("CBZ R12, %s", exit)
+	body(0)
 	e.op("SUB $1, R12, R12")
 	e.op("B %s1", l)
 }
 
+// gradLoop emits pass 3's loop for op: 16 floats at a time, then 4, then one; it ends at next,
+// or for opAdd at closeBlock.
+func (e *emitter) gradLoop(op gradOp) {
+	l := gradOpLabel[op]
+	e.label(l)
+	exit := "next"
+	if op == opAdd {
+		exit = "dwaddend"
+	}
+	e.loops(l, func(nv int) { e.gradBody(op, nv) }, exit)
+}
+
 // gradBody does nv vectors of four floats (or one float when nv == 0) of pass 3 for op. x is
-// at R10, dy at R11, w at R13, dx at R14, P at R15 and DW at R16, all post-incremented.
-// Registers of vector i: x V16+i, dy V20+i, w then g V24+i, dx V0+i, q V4+i, P V8+i, DW V12+i.
+// at R10, dy at R11, w at R13, dx at R14 and P at R15 (DW for a block of one row), all
+// post-incremented. Registers of vector i: x V16+i, dy V20+i, w then g V24+i, dx V0+i, q V4+i,
+// P V8+i (closeBlock: P V8+i, DW V12+i).
 func (e *emitter) gradBody(op gradOp, nv int) {
-	const x, dy, w, dx, q, p, dw = 16, 20, 24, 0, 4, 8, 12
+	const x, dy, w, dx, q, p = 16, 20, 24, 0, 4, 8
 	e.load(nv, "R10", x, true)
 	e.load(nv, "R11", dy, true)
 	g := vreg(dy)
@@ -333,18 +371,8 @@ func (e *emitter) gradBody(op gradOp, nv int) {
 	e.arith(nv, "mul", q, x, vInv) // x*inv
 	e.arith(nv, "mul", q, dy, q)   // q = dy*(x*inv)
 	switch op {
-	case opDW:
-		e.load(nv, "R16", dw, false)
-		e.arith(nv, "add", dw, dw, q)
-		e.store(nv, "R16", dw)
 	case opSet:
 		e.store(nv, "R15", q)
-	case opClose:
-		e.load(nv, "R15", p, true)
-		e.arith(nv, "add", p, p, q)
-		e.load(nv, "R16", dw, false)
-		e.arith(nv, "add", dw, dw, p)
-		e.store(nv, "R16", dw)
 	case opAdd:
 		e.load(nv, "R15", p, false)
 		e.arith(nv, "add", p, p, q)

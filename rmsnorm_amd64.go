@@ -13,49 +13,33 @@ import "unsafe"
 //go:noescape
 func callKernel(j *job, from, to int) int
 
-// avx512BackwardWeighted computes the gradient of rows [from, to) of the job: with g = dy*w, c the
-// contract's sum of g*x and s = ((inv*inv)*c)/d, dx = inv*(g - x*s); and, when the job has a
-// weight gradient, the products dy*(x*inv) into the row block's partial sum (see gradBlock).
+// avx512Backward computes the gradient of rows [from, to) of the job: with g = dy*w (dy*(1+w) with flagOffset),
+// c the contract's sum of g*x and s = ((inv*inv)*c)/d, dx = inv*(g - x*s); and, when the job has
+// a weight gradient, the products dy*(x*inv) into the row block's partial sum (see gradBlock).
 // It stops before the first row that needs the float64 path and returns that row's index, or to.
 //
 //go:noescape
-func avx512BackwardWeighted(j *job, from, to int) int
+func avx512Backward(j *job, from, to int) int
 
-// avx512BackwardOffset computes the gradient of rows [from, to) of the job: with g = dy*(1+w), c the
-// contract's sum of g*x and s = ((inv*inv)*c)/d, dx = inv*(g - x*s); and, when the job has a
-// weight gradient, the products dy*(x*inv) into the row block's partial sum (see gradBlock).
-// It stops before the first row that needs the float64 path and returns that row's index, or to.
-//
-//go:noescape
-func avx512BackwardOffset(j *job, from, to int) int
-
-// avx512BackwardUnweighted computes the gradient of rows [from, to) of the job: with g = dy, c the
-// contract's sum of g*x and s = ((inv*inv)*c)/d, dx = inv*(g - x*s); and, when the job has a
-// weight gradient, the products dy*(x*inv) into the row block's partial sum (see gradBlock).
+// avx512BackwardUnweighted computes the gradient of rows [from, to) of the job: with g = dy,
+// c the contract's sum of g*x and s = ((inv*inv)*c)/d, dx = inv*(g - x*s); and, when the job has
+// a weight gradient, the products dy*(x*inv) into the row block's partial sum (see gradBlock).
 // It stops before the first row that needs the float64 path and returns that row's index, or to.
 //
 //go:noescape
 func avx512BackwardUnweighted(j *job, from, to int) int
 
-// avx2BackwardWeighted computes the gradient of rows [from, to) of the job: with g = dy*w, c the
-// contract's sum of g*x and s = ((inv*inv)*c)/d, dx = inv*(g - x*s); and, when the job has a
-// weight gradient, the products dy*(x*inv) into the row block's partial sum (see gradBlock).
+// avx2Backward computes the gradient of rows [from, to) of the job: with g = dy*w (dy*(1+w) with flagOffset),
+// c the contract's sum of g*x and s = ((inv*inv)*c)/d, dx = inv*(g - x*s); and, when the job has
+// a weight gradient, the products dy*(x*inv) into the row block's partial sum (see gradBlock).
 // It stops before the first row that needs the float64 path and returns that row's index, or to.
 //
 //go:noescape
-func avx2BackwardWeighted(j *job, from, to int) int
+func avx2Backward(j *job, from, to int) int
 
-// avx2BackwardOffset computes the gradient of rows [from, to) of the job: with g = dy*(1+w), c the
-// contract's sum of g*x and s = ((inv*inv)*c)/d, dx = inv*(g - x*s); and, when the job has a
-// weight gradient, the products dy*(x*inv) into the row block's partial sum (see gradBlock).
-// It stops before the first row that needs the float64 path and returns that row's index, or to.
-//
-//go:noescape
-func avx2BackwardOffset(j *job, from, to int) int
-
-// avx2BackwardUnweighted computes the gradient of rows [from, to) of the job: with g = dy, c the
-// contract's sum of g*x and s = ((inv*inv)*c)/d, dx = inv*(g - x*s); and, when the job has a
-// weight gradient, the products dy*(x*inv) into the row block's partial sum (see gradBlock).
+// avx2BackwardUnweighted computes the gradient of rows [from, to) of the job: with g = dy,
+// c the contract's sum of g*x and s = ((inv*inv)*c)/d, dx = inv*(g - x*s); and, when the job has
+// a weight gradient, the products dy*(x*inv) into the row block's partial sum (see gradBlock).
 // It stops before the first row that needs the float64 path and returns that row's index, or to.
 //
 //go:noescape

@@ -3155,890 +3155,12 @@ done:
 	VZEROUPPER
 	RET
 
-// func avx512BackwardWeighted(j uintptr, from int, to int) int
+// func avx512Backward(j uintptr, from int, to int) int
 // Requires: AVX, AVX512F, MMX+
-TEXT ·avx512BackwardWeighted(SB), NOSPLIT, $16-32
-	// avx512BackwardWeighted computes the gradient of rows [from, to) of the job: with g = dy*w, c the
-	// contract's sum of g*x and s = ((inv*inv)*c)/d, dx = inv*(g - x*s); and, when the job has a
-	// weight gradient, the products dy*(x*inv) into the row block's partial sum (see gradBlock).
-	// It stops before the first row that needs the float64 path and returns that row's index, or to.
-	MOVQ j+0(FP), AX
-	MOVQ job_dst+0(AX), CX
-	MOVQ job_x+0(AX), DX
-	MOVQ job_dy+0(AX), BX
-	MOVQ job_w+0(AX), SI
-	MOVQ job_stride+0(AX), DI
-	SHLQ $0x02, DI
-
-	// fd = float32(d); rd = 1/d when d is a power of two (a/d is then a*rd exactly), else 0.
-	MOVQ       job_d+0(AX), R8
-	VMOVSS     one<>+0(SB), X0
-	VCVTSI2SSQ R8, X0, X0
-	VMOVSS     X0, 8(SP)
-	XORL       R10, R10
-	LEAQ       -1(R8), R9
-	TESTQ      R8, R9
-	JNZ        notpow2
-	BSFQ       R8, R9
-	MOVL       $0x0000007f, R10
-	SUBL       R9, R10
-	SHLL       $0x17, R10
-
-notpow2:
-	MOVL R10, 12(SP)
-
-	// Start at row from.
-	MOVQ  from+8(FP), R8
-	MOVQ  R8, (SP)
-	IMULQ DI, R8
-	ADDQ  R8, CX
-	ADDQ  R8, DX
-	ADDQ  R8, BX
-
-row:
-	MOVQ (SP), R8
-	CMPQ R8, to+16(FP)
-	JAE  ret
-
-	// Partial sums (ss true, c true): element i goes to partial i%64.
-	VMOVUPS zero64<>+0(SB), Z0
-	VMOVUPS zero64<>+0(SB), Z1
-	VMOVUPS zero64<>+0(SB), Z2
-	VMOVUPS zero64<>+0(SB), Z3
-	VMOVUPS zero64<>+0(SB), Z4
-	VMOVUPS zero64<>+0(SB), Z5
-	VMOVUPS zero64<>+0(SB), Z6
-	VMOVUPS zero64<>+0(SB), Z7
-	XORQ    R8, R8
-	MOVQ    job_d+0(AX), R9
-	SUBQ    $0x00000040, R9
-
-sumloop:
-	CMPQ    R8, R9
-	JG      sumtail
-	VMOVUPS (DX)(R8*4), Z8
-	VMULPS  Z8, Z8, Z9
-	VADDPS  Z9, Z0, Z0
-	VMOVUPS (BX)(R8*4), Z9
-	VMOVUPS (SI)(R8*4), Z10
-	VMULPS  Z10, Z9, Z9
-	VMULPS  Z8, Z9, Z9
-	VADDPS  Z9, Z4, Z4
-	VMOVUPS 64(DX)(R8*4), Z8
-	VMULPS  Z8, Z8, Z9
-	VADDPS  Z9, Z1, Z1
-	VMOVUPS 64(BX)(R8*4), Z9
-	VMOVUPS 64(SI)(R8*4), Z10
-	VMULPS  Z10, Z9, Z9
-	VMULPS  Z8, Z9, Z9
-	VADDPS  Z9, Z5, Z5
-	VMOVUPS 128(DX)(R8*4), Z8
-	VMULPS  Z8, Z8, Z9
-	VADDPS  Z9, Z2, Z2
-	VMOVUPS 128(BX)(R8*4), Z9
-	VMOVUPS 128(SI)(R8*4), Z10
-	VMULPS  Z10, Z9, Z9
-	VMULPS  Z8, Z9, Z9
-	VADDPS  Z9, Z6, Z6
-	VMOVUPS 192(DX)(R8*4), Z8
-	VMULPS  Z8, Z8, Z9
-	VADDPS  Z9, Z3, Z3
-	VMOVUPS 192(BX)(R8*4), Z9
-	VMOVUPS 192(SI)(R8*4), Z10
-	VMULPS  Z10, Z9, Z9
-	VMULPS  Z8, Z9, Z9
-	VADDPS  Z9, Z7, Z7
-	ADDQ    $0x00000040, R8
-	JMP     sumloop
-
-sumtail:
-	// Fewer than 64 elements remain: whole vectors, then one partial vector (its other lanes add +0).
-	MOVQ    job_d+0(AX), R9
-	SUBQ    R8, R9
-	CMPQ    R9, $0x00000010
-	JL      sumpart0
-	VMOVUPS (DX)(R8*4), Z8
-	VMULPS  Z8, Z8, Z9
-	VADDPS  Z9, Z0, Z0
-	VMOVUPS (BX)(R8*4), Z9
-	VMOVUPS (SI)(R8*4), Z10
-	VMULPS  Z10, Z9, Z9
-	VMULPS  Z8, Z9, Z9
-	VADDPS  Z9, Z4, Z4
-	CMPQ    R9, $0x00000020
-	JL      sumpart1
-	VMOVUPS 64(DX)(R8*4), Z8
-	VMULPS  Z8, Z8, Z9
-	VADDPS  Z9, Z1, Z1
-	VMOVUPS 64(BX)(R8*4), Z9
-	VMOVUPS 64(SI)(R8*4), Z10
-	VMULPS  Z10, Z9, Z9
-	VMULPS  Z8, Z9, Z9
-	VADDPS  Z9, Z5, Z5
-	CMPQ    R9, $0x00000030
-	JL      sumpart2
-	VMOVUPS 128(DX)(R8*4), Z8
-	VMULPS  Z8, Z8, Z9
-	VADDPS  Z9, Z2, Z2
-	VMOVUPS 128(BX)(R8*4), Z9
-	VMOVUPS 128(SI)(R8*4), Z10
-	VMULPS  Z10, Z9, Z9
-	VMULPS  Z8, Z9, Z9
-	VADDPS  Z9, Z6, Z6
-	CMPQ    R9, $0x00000040
-	JL      sumpart3
-	VMOVUPS 192(DX)(R8*4), Z8
-	VMULPS  Z8, Z8, Z9
-	VADDPS  Z9, Z3, Z3
-	VMOVUPS 192(BX)(R8*4), Z9
-	VMOVUPS 192(SI)(R8*4), Z10
-	VMULPS  Z10, Z9, Z9
-	VMULPS  Z8, Z9, Z9
-	VADDPS  Z9, Z7, Z7
-	JMP     sumdone
-
-sumpart0:
-	SUBQ      $0x00000000, R9
-	JZ        sumdone
-	LEAQ      kmask<>+0(SB), R10
-	KMOVW     (R10)(R9*2), K1
-	VMOVUPS.Z (DX)(R8*4), K1, Z8
-	VMULPS    Z8, Z8, Z9
-	VADDPS    Z9, Z0, Z0
-	VMOVUPS.Z (BX)(R8*4), K1, Z9
-	VMOVUPS.Z (SI)(R8*4), K1, Z10
-	VMULPS    Z10, Z9, Z9
-	VMULPS    Z8, Z9, Z9
-	VADDPS    Z9, Z4, Z4
-	JMP       sumdone
-
-sumpart1:
-	SUBQ      $0x00000010, R9
-	JZ        sumdone
-	LEAQ      kmask<>+0(SB), R10
-	KMOVW     (R10)(R9*2), K1
-	VMOVUPS.Z 64(DX)(R8*4), K1, Z8
-	VMULPS    Z8, Z8, Z9
-	VADDPS    Z9, Z1, Z1
-	VMOVUPS.Z 64(BX)(R8*4), K1, Z9
-	VMOVUPS.Z 64(SI)(R8*4), K1, Z10
-	VMULPS    Z10, Z9, Z9
-	VMULPS    Z8, Z9, Z9
-	VADDPS    Z9, Z5, Z5
-	JMP       sumdone
-
-sumpart2:
-	SUBQ      $0x00000020, R9
-	JZ        sumdone
-	LEAQ      kmask<>+0(SB), R10
-	KMOVW     (R10)(R9*2), K1
-	VMOVUPS.Z 128(DX)(R8*4), K1, Z8
-	VMULPS    Z8, Z8, Z9
-	VADDPS    Z9, Z2, Z2
-	VMOVUPS.Z 128(BX)(R8*4), K1, Z9
-	VMOVUPS.Z 128(SI)(R8*4), K1, Z10
-	VMULPS    Z10, Z9, Z9
-	VMULPS    Z8, Z9, Z9
-	VADDPS    Z9, Z6, Z6
-	JMP       sumdone
-
-sumpart3:
-	SUBQ      $0x00000030, R9
-	JZ        sumdone
-	LEAQ      kmask<>+0(SB), R10
-	KMOVW     (R10)(R9*2), K1
-	VMOVUPS.Z 192(DX)(R8*4), K1, Z8
-	VMULPS    Z8, Z8, Z9
-	VADDPS    Z9, Z3, Z3
-	VMOVUPS.Z 192(BX)(R8*4), K1, Z9
-	VMOVUPS.Z 192(SI)(R8*4), K1, Z10
-	VMULPS    Z10, Z9, Z9
-	VMULPS    Z8, Z9, Z9
-	VADDPS    Z9, Z7, Z7
-
-sumdone:
-	VADDPS     Z2, Z0, Z0
-	VADDPS     Z3, Z1, Z1
-	VADDPS     Z1, Z0, Z0
-	VADDPS     Z6, Z4, Z4
-	VADDPS     Z7, Z5, Z5
-	VADDPS     Z5, Z4, Z4
-	VSHUFF64X2 $0xee, Z0, Z0, Z1
-	VADDPS     Z1, Z0, Z0
-	VSHUFF32X4 $0x01, Z0, Z0, Z1
-	VADDPS     Z1, Z0, Z0
-	VPERMILPS  $0x4e, Z0, Z1
-	VADDPS     Z1, Z0, Z0
-	VPERMILPS  $0xb1, Z0, Z1
-	VADDPS     Z1, Z0, Z0
-
-	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
-	CMPL   12(SP), $0x00
-	JE     divide1
-	VMULSS 12(SP), X0, X0
-	JMP    divided2
-
-divide1:
-	VDIVSS 8(SP), X0, X0
-
-divided2:
-	VADDSS   job_eps+0(AX), X0, X0
-	VUCOMISS tlo<>+0(SB), X0
-	JCS      ret
-	VUCOMISS tmax<>+0(SB), X0
-	JHI      ret
-	MOVQ     job_inv+0(AX), R8
-	TESTQ    R8, R8
-	JZ       computeinv
-	MOVQ     (SP), R9
-	VMOVSS   (R8)(R9*4), X1
-	JMP      haveinv
-
-computeinv:
-	VSQRTSS X0, X0, X0
-	VMOVSS  one<>+0(SB), X1
-	VDIVSS  X0, X1, X1
-
-haveinv:
-	VSHUFF64X2 $0xee, Z4, Z4, Z0
-	VADDPS     Z0, Z4, Z4
-	VSHUFF32X4 $0x01, Z4, Z4, Z0
-	VADDPS     Z0, Z4, Z4
-	VPERMILPS  $0x4e, Z4, Z0
-	VADDPS     Z0, Z4, Z4
-	VPERMILPS  $0xb1, Z4, Z0
-	VADDPS     Z0, Z4, Z4
-
-	// s = ((inv*inv)*c)/d
-	VMULSS X1, X1, X0
-	VMULSS X4, X0, X0
-	CMPL   12(SP), $0x00
-	JE     divide3
-	VMULSS 12(SP), X0, X0
-	JMP    divided4
-
-divide3:
-	VDIVSS 8(SP), X0, X0
-
-divided4:
-	VBROADCASTSS X1, Z1
-	VBROADCASTSS X0, Z0
-
-	// Which weight-gradient operation this row does.
-	MOVQ  job_dw+0(AX), R8
-	TESTQ R8, R8
-	JZ    dxnone
-	MOVQ  (SP), R10
-	MOVQ  R10, R11
-	ANDQ  $0x1f, R11
-	MOVQ  job_acc+0(AX), R9
-	XORQ  R12, R12
-	CMPQ  R11, $0x1f
-	JE    islast
-	INCQ  R10
-	CMPQ  R10, job_rows+0(AX)
-	JNE   notlast
-
-islast:
-	MOVQ $0x00000001, R12
-
-notlast:
-	TESTL $0x00000004, job_flags+0(AX)
-	JNZ   fused
-
-	// Each block in its slot: P at acc + (row/32)*d*4. dwp = 0: no row closes a block here.
-	XORQ  R8, R8
-	MOVQ  (SP), R10
-	SHRQ  $0x05, R10
-	IMULQ job_d+0(AX), R10
-	LEAQ  (R9)(R10*4), R9
-	TESTQ R11, R11
-	JZ    dxset
-	JMP   dxadd
-
-fused:
-	TESTQ R11, R11
-	JNZ   fusednotfirst
-	TESTQ R12, R12
-	JZ    dxset
-
-	// A block of one row: DW += q, which is P += q with DW as P.
-	MOVQ R8, R9
-	XORQ R8, R8
-	JMP  dxadd
-
-fusednotfirst:
-	// P += q; the block's last row keeps dwp, and its DW += P follows.
-	TESTQ R12, R12
-	JNZ   dxadd
-	XORQ  R8, R8
-	JMP   dxadd
-
-dxnone:
-	XORQ  R8, R8
-	MOVQ  job_d+0(AX), R9
-	SUBQ  $0x00000040, R9
-	TESTL $0x00000001, job_flags+0(AX)
-	JNZ   dxnonent
-
-dxnoneloop:
-	CMPQ    R8, R9
-	JG      dxnoneone
-	VMOVUPS (DX)(R8*4), Z2
-	VMOVUPS (BX)(R8*4), Z3
-	VMOVUPS (SI)(R8*4), Z4
-	VMULPS  Z4, Z3, Z3
-	VMULPS  Z0, Z2, Z2
-	VSUBPS  Z2, Z3, Z3
-	VMULPS  Z1, Z3, Z3
-	VMOVUPS Z3, (CX)(R8*4)
-	VMOVUPS 64(DX)(R8*4), Z2
-	VMOVUPS 64(BX)(R8*4), Z3
-	VMOVUPS 64(SI)(R8*4), Z4
-	VMULPS  Z4, Z3, Z3
-	VMULPS  Z0, Z2, Z2
-	VSUBPS  Z2, Z3, Z3
-	VMULPS  Z1, Z3, Z3
-	VMOVUPS Z3, 64(CX)(R8*4)
-	VMOVUPS 128(DX)(R8*4), Z2
-	VMOVUPS 128(BX)(R8*4), Z3
-	VMOVUPS 128(SI)(R8*4), Z4
-	VMULPS  Z4, Z3, Z3
-	VMULPS  Z0, Z2, Z2
-	VSUBPS  Z2, Z3, Z3
-	VMULPS  Z1, Z3, Z3
-	VMOVUPS Z3, 128(CX)(R8*4)
-	VMOVUPS 192(DX)(R8*4), Z2
-	VMOVUPS 192(BX)(R8*4), Z3
-	VMOVUPS 192(SI)(R8*4), Z4
-	VMULPS  Z4, Z3, Z3
-	VMULPS  Z0, Z2, Z2
-	VSUBPS  Z2, Z3, Z3
-	VMULPS  Z1, Z3, Z3
-	VMOVUPS Z3, 192(CX)(R8*4)
-	ADDQ    $0x00000040, R8
-	JMP     dxnoneloop
-
-dxnonent:
-	// Up to the first vector-aligned element of dx with a partial vector, then non-temporal stores.
-	MOVQ CX, R10
-	NEGQ R10
-	ANDQ $0x0000003f, R10
-	SHRQ $0x02, R10
-	JZ   dxnonentloop
-	CMPQ R10, job_d+0(AX)
-	JLE  dxnonehead
-	MOVQ job_d+0(AX), R10
-
-dxnonehead:
-	LEAQ      kmask<>+0(SB), R11
-	KMOVW     (R11)(R10*2), K1
-	VMOVUPS.Z (DX)(R8*4), K1, Z2
-	VMOVUPS.Z (BX)(R8*4), K1, Z3
-	VMOVUPS.Z (SI)(R8*4), K1, Z4
-	VMULPS    Z4, Z3, Z3
-	VMULPS    Z0, Z2, Z2
-	VSUBPS    Z2, Z3, Z3
-	VMULPS    Z1, Z3, Z3
-	VMOVUPS   Z3, K1, (CX)(R8*4)
-	ADDQ      R10, R8
-
-dxnonentloop:
-	CMPQ     R8, R9
-	JG       dxnoneone
-	VMOVUPS  (DX)(R8*4), Z2
-	VMOVUPS  (BX)(R8*4), Z3
-	VMOVUPS  (SI)(R8*4), Z4
-	VMULPS   Z4, Z3, Z3
-	VMULPS   Z0, Z2, Z2
-	VSUBPS   Z2, Z3, Z3
-	VMULPS   Z1, Z3, Z3
-	VMOVNTPS Z3, (CX)(R8*4)
-	VMOVUPS  64(DX)(R8*4), Z2
-	VMOVUPS  64(BX)(R8*4), Z3
-	VMOVUPS  64(SI)(R8*4), Z4
-	VMULPS   Z4, Z3, Z3
-	VMULPS   Z0, Z2, Z2
-	VSUBPS   Z2, Z3, Z3
-	VMULPS   Z1, Z3, Z3
-	VMOVNTPS Z3, 64(CX)(R8*4)
-	VMOVUPS  128(DX)(R8*4), Z2
-	VMOVUPS  128(BX)(R8*4), Z3
-	VMOVUPS  128(SI)(R8*4), Z4
-	VMULPS   Z4, Z3, Z3
-	VMULPS   Z0, Z2, Z2
-	VSUBPS   Z2, Z3, Z3
-	VMULPS   Z1, Z3, Z3
-	VMOVNTPS Z3, 128(CX)(R8*4)
-	VMOVUPS  192(DX)(R8*4), Z2
-	VMOVUPS  192(BX)(R8*4), Z3
-	VMOVUPS  192(SI)(R8*4), Z4
-	VMULPS   Z4, Z3, Z3
-	VMULPS   Z0, Z2, Z2
-	VSUBPS   Z2, Z3, Z3
-	VMULPS   Z1, Z3, Z3
-	VMOVNTPS Z3, 192(CX)(R8*4)
-	ADDQ     $0x00000040, R8
-	JMP      dxnonentloop
-
-dxnoneone:
-	ADDQ $0x00000030, R9
-
-dxnoneoneloop:
-	CMPQ    R8, R9
-	JG      dxnonepart
-	VMOVUPS (DX)(R8*4), Z2
-	VMOVUPS (BX)(R8*4), Z3
-	VMOVUPS (SI)(R8*4), Z4
-	VMULPS  Z4, Z3, Z3
-	VMULPS  Z0, Z2, Z2
-	VSUBPS  Z2, Z3, Z3
-	VMULPS  Z1, Z3, Z3
-	VMOVUPS Z3, (CX)(R8*4)
-	ADDQ    $0x00000010, R8
-	JMP     dxnoneoneloop
-
-dxnonepart:
-	MOVQ      job_d+0(AX), R9
-	SUBQ      R8, R9
-	JZ        rowdonenone
-	LEAQ      kmask<>+0(SB), R10
-	KMOVW     (R10)(R9*2), K1
-	VMOVUPS.Z (DX)(R8*4), K1, Z2
-	VMOVUPS.Z (BX)(R8*4), K1, Z3
-	VMOVUPS.Z (SI)(R8*4), K1, Z4
-	VMULPS    Z4, Z3, Z3
-	VMULPS    Z0, Z2, Z0
-	VSUBPS    Z0, Z3, Z3
-	VMULPS    Z1, Z3, Z3
-	VMOVUPS   Z3, K1, (CX)(R8*4)
-
-rowdonenone:
-	JMP rowdone
-
-dxset:
-	XORQ  R8, R8
-	MOVQ  job_d+0(AX), R10
-	SUBQ  $0x00000040, R10
-	TESTL $0x00000001, job_flags+0(AX)
-	JNZ   dxsetnt
-
-dxsetloop:
-	CMPQ    R8, R10
-	JG      dxsetone
-	VMOVUPS (DX)(R8*4), Z2
-	VMOVUPS (BX)(R8*4), Z3
-	VMOVUPS (SI)(R8*4), Z4
-	VMULPS  Z4, Z3, Z4
-	VMULPS  Z0, Z2, Z5
-	VSUBPS  Z5, Z4, Z4
-	VMULPS  Z1, Z4, Z4
-	VMULPS  Z1, Z2, Z2
-	VMULPS  Z2, Z3, Z2
-	VMOVUPS Z2, (R9)(R8*4)
-	VMOVUPS Z4, (CX)(R8*4)
-	VMOVUPS 64(DX)(R8*4), Z2
-	VMOVUPS 64(BX)(R8*4), Z3
-	VMOVUPS 64(SI)(R8*4), Z4
-	VMULPS  Z4, Z3, Z4
-	VMULPS  Z0, Z2, Z5
-	VSUBPS  Z5, Z4, Z4
-	VMULPS  Z1, Z4, Z4
-	VMULPS  Z1, Z2, Z2
-	VMULPS  Z2, Z3, Z2
-	VMOVUPS Z2, 64(R9)(R8*4)
-	VMOVUPS Z4, 64(CX)(R8*4)
-	VMOVUPS 128(DX)(R8*4), Z2
-	VMOVUPS 128(BX)(R8*4), Z3
-	VMOVUPS 128(SI)(R8*4), Z4
-	VMULPS  Z4, Z3, Z4
-	VMULPS  Z0, Z2, Z5
-	VSUBPS  Z5, Z4, Z4
-	VMULPS  Z1, Z4, Z4
-	VMULPS  Z1, Z2, Z2
-	VMULPS  Z2, Z3, Z2
-	VMOVUPS Z2, 128(R9)(R8*4)
-	VMOVUPS Z4, 128(CX)(R8*4)
-	VMOVUPS 192(DX)(R8*4), Z2
-	VMOVUPS 192(BX)(R8*4), Z3
-	VMOVUPS 192(SI)(R8*4), Z4
-	VMULPS  Z4, Z3, Z4
-	VMULPS  Z0, Z2, Z5
-	VSUBPS  Z5, Z4, Z4
-	VMULPS  Z1, Z4, Z4
-	VMULPS  Z1, Z2, Z2
-	VMULPS  Z2, Z3, Z2
-	VMOVUPS Z2, 192(R9)(R8*4)
-	VMOVUPS Z4, 192(CX)(R8*4)
-	ADDQ    $0x00000040, R8
-	JMP     dxsetloop
-
-dxsetnt:
-	// Up to the first vector-aligned element of dx with a partial vector, then non-temporal stores.
-	MOVQ CX, R11
-	NEGQ R11
-	ANDQ $0x0000003f, R11
-	SHRQ $0x02, R11
-	JZ   dxsetntloop
-	CMPQ R11, job_d+0(AX)
-	JLE  dxsethead
-	MOVQ job_d+0(AX), R11
-
-dxsethead:
-	LEAQ      kmask<>+0(SB), R12
-	KMOVW     (R12)(R11*2), K1
-	VMOVUPS.Z (DX)(R8*4), K1, Z2
-	VMOVUPS.Z (BX)(R8*4), K1, Z3
-	VMOVUPS.Z (SI)(R8*4), K1, Z4
-	VMULPS    Z4, Z3, Z4
-	VMULPS    Z0, Z2, Z5
-	VSUBPS    Z5, Z4, Z4
-	VMULPS    Z1, Z4, Z4
-	VMULPS    Z1, Z2, Z2
-	VMULPS    Z2, Z3, Z2
-	VMOVUPS   Z2, K1, (R9)(R8*4)
-	VMOVUPS   Z4, K1, (CX)(R8*4)
-	ADDQ      R11, R8
-
-dxsetntloop:
-	CMPQ     R8, R10
-	JG       dxsetone
-	VMOVUPS  (DX)(R8*4), Z2
-	VMOVUPS  (BX)(R8*4), Z3
-	VMOVUPS  (SI)(R8*4), Z4
-	VMULPS   Z4, Z3, Z4
-	VMULPS   Z0, Z2, Z5
-	VSUBPS   Z5, Z4, Z4
-	VMULPS   Z1, Z4, Z4
-	VMULPS   Z1, Z2, Z2
-	VMULPS   Z2, Z3, Z2
-	VMOVUPS  Z2, (R9)(R8*4)
-	VMOVNTPS Z4, (CX)(R8*4)
-	VMOVUPS  64(DX)(R8*4), Z2
-	VMOVUPS  64(BX)(R8*4), Z3
-	VMOVUPS  64(SI)(R8*4), Z4
-	VMULPS   Z4, Z3, Z4
-	VMULPS   Z0, Z2, Z5
-	VSUBPS   Z5, Z4, Z4
-	VMULPS   Z1, Z4, Z4
-	VMULPS   Z1, Z2, Z2
-	VMULPS   Z2, Z3, Z2
-	VMOVUPS  Z2, 64(R9)(R8*4)
-	VMOVNTPS Z4, 64(CX)(R8*4)
-	VMOVUPS  128(DX)(R8*4), Z2
-	VMOVUPS  128(BX)(R8*4), Z3
-	VMOVUPS  128(SI)(R8*4), Z4
-	VMULPS   Z4, Z3, Z4
-	VMULPS   Z0, Z2, Z5
-	VSUBPS   Z5, Z4, Z4
-	VMULPS   Z1, Z4, Z4
-	VMULPS   Z1, Z2, Z2
-	VMULPS   Z2, Z3, Z2
-	VMOVUPS  Z2, 128(R9)(R8*4)
-	VMOVNTPS Z4, 128(CX)(R8*4)
-	VMOVUPS  192(DX)(R8*4), Z2
-	VMOVUPS  192(BX)(R8*4), Z3
-	VMOVUPS  192(SI)(R8*4), Z4
-	VMULPS   Z4, Z3, Z4
-	VMULPS   Z0, Z2, Z5
-	VSUBPS   Z5, Z4, Z4
-	VMULPS   Z1, Z4, Z4
-	VMULPS   Z1, Z2, Z2
-	VMULPS   Z2, Z3, Z2
-	VMOVUPS  Z2, 192(R9)(R8*4)
-	VMOVNTPS Z4, 192(CX)(R8*4)
-	ADDQ     $0x00000040, R8
-	JMP      dxsetntloop
-
-dxsetone:
-	ADDQ $0x00000030, R10
-
-dxsetoneloop:
-	CMPQ    R8, R10
-	JG      dxsetpart
-	VMOVUPS (DX)(R8*4), Z2
-	VMOVUPS (BX)(R8*4), Z3
-	VMOVUPS (SI)(R8*4), Z4
-	VMULPS  Z4, Z3, Z4
-	VMULPS  Z0, Z2, Z5
-	VSUBPS  Z5, Z4, Z4
-	VMULPS  Z1, Z4, Z4
-	VMULPS  Z1, Z2, Z2
-	VMULPS  Z2, Z3, Z2
-	VMOVUPS Z2, (R9)(R8*4)
-	VMOVUPS Z4, (CX)(R8*4)
-	ADDQ    $0x00000010, R8
-	JMP     dxsetoneloop
-
-dxsetpart:
-	MOVQ      job_d+0(AX), R10
-	SUBQ      R8, R10
-	JZ        rowdoneset
-	LEAQ      kmask<>+0(SB), R11
-	KMOVW     (R11)(R10*2), K1
-	VMOVUPS.Z (DX)(R8*4), K1, Z2
-	VMOVUPS.Z (BX)(R8*4), K1, Z3
-	VMOVUPS.Z (SI)(R8*4), K1, Z4
-	VMULPS    Z4, Z3, Z4
-	VMULPS    Z0, Z2, Z0
-	VSUBPS    Z0, Z4, Z4
-	VMULPS    Z1, Z4, Z4
-	VMULPS    Z1, Z2, Z0
-	VMULPS    Z0, Z3, Z0
-	VMOVUPS   Z0, K1, (R9)(R8*4)
-	VMOVUPS   Z4, K1, (CX)(R8*4)
-
-rowdoneset:
-	JMP rowdone
-
-dxadd:
-	XORQ  R10, R10
-	MOVQ  job_d+0(AX), R11
-	SUBQ  $0x00000040, R11
-	TESTL $0x00000001, job_flags+0(AX)
-	JNZ   dxaddnt
-
-dxaddloop:
-	CMPQ    R10, R11
-	JG      dxaddone
-	VMOVUPS (DX)(R10*4), Z2
-	VMOVUPS (BX)(R10*4), Z3
-	VMOVUPS (SI)(R10*4), Z4
-	VMULPS  Z4, Z3, Z4
-	VMULPS  Z0, Z2, Z5
-	VSUBPS  Z5, Z4, Z4
-	VMULPS  Z1, Z4, Z4
-	VMULPS  Z1, Z2, Z2
-	VMULPS  Z2, Z3, Z2
-	VMOVUPS (R9)(R10*4), Z3
-	VADDPS  Z2, Z3, Z3
-	VMOVUPS Z3, (R9)(R10*4)
-	VMOVUPS Z4, (CX)(R10*4)
-	VMOVUPS 64(DX)(R10*4), Z2
-	VMOVUPS 64(BX)(R10*4), Z3
-	VMOVUPS 64(SI)(R10*4), Z4
-	VMULPS  Z4, Z3, Z4
-	VMULPS  Z0, Z2, Z5
-	VSUBPS  Z5, Z4, Z4
-	VMULPS  Z1, Z4, Z4
-	VMULPS  Z1, Z2, Z2
-	VMULPS  Z2, Z3, Z2
-	VMOVUPS 64(R9)(R10*4), Z3
-	VADDPS  Z2, Z3, Z3
-	VMOVUPS Z3, 64(R9)(R10*4)
-	VMOVUPS Z4, 64(CX)(R10*4)
-	VMOVUPS 128(DX)(R10*4), Z2
-	VMOVUPS 128(BX)(R10*4), Z3
-	VMOVUPS 128(SI)(R10*4), Z4
-	VMULPS  Z4, Z3, Z4
-	VMULPS  Z0, Z2, Z5
-	VSUBPS  Z5, Z4, Z4
-	VMULPS  Z1, Z4, Z4
-	VMULPS  Z1, Z2, Z2
-	VMULPS  Z2, Z3, Z2
-	VMOVUPS 128(R9)(R10*4), Z3
-	VADDPS  Z2, Z3, Z3
-	VMOVUPS Z3, 128(R9)(R10*4)
-	VMOVUPS Z4, 128(CX)(R10*4)
-	VMOVUPS 192(DX)(R10*4), Z2
-	VMOVUPS 192(BX)(R10*4), Z3
-	VMOVUPS 192(SI)(R10*4), Z4
-	VMULPS  Z4, Z3, Z4
-	VMULPS  Z0, Z2, Z5
-	VSUBPS  Z5, Z4, Z4
-	VMULPS  Z1, Z4, Z4
-	VMULPS  Z1, Z2, Z2
-	VMULPS  Z2, Z3, Z2
-	VMOVUPS 192(R9)(R10*4), Z3
-	VADDPS  Z2, Z3, Z3
-	VMOVUPS Z3, 192(R9)(R10*4)
-	VMOVUPS Z4, 192(CX)(R10*4)
-	ADDQ    $0x00000040, R10
-	JMP     dxaddloop
-
-dxaddnt:
-	// Up to the first vector-aligned element of dx with a partial vector, then non-temporal stores.
-	MOVQ CX, R12
-	NEGQ R12
-	ANDQ $0x0000003f, R12
-	SHRQ $0x02, R12
-	JZ   dxaddntloop
-	CMPQ R12, job_d+0(AX)
-	JLE  dxaddhead
-	MOVQ job_d+0(AX), R12
-
-dxaddhead:
-	LEAQ      kmask<>+0(SB), R13
-	KMOVW     (R13)(R12*2), K1
-	VMOVUPS.Z (DX)(R10*4), K1, Z2
-	VMOVUPS.Z (BX)(R10*4), K1, Z3
-	VMOVUPS.Z (SI)(R10*4), K1, Z4
-	VMULPS    Z4, Z3, Z4
-	VMULPS    Z0, Z2, Z5
-	VSUBPS    Z5, Z4, Z4
-	VMULPS    Z1, Z4, Z4
-	VMULPS    Z1, Z2, Z2
-	VMULPS    Z2, Z3, Z2
-	VMOVUPS.Z (R9)(R10*4), K1, Z3
-	VADDPS    Z2, Z3, Z3
-	VMOVUPS   Z3, K1, (R9)(R10*4)
-	VMOVUPS   Z4, K1, (CX)(R10*4)
-	ADDQ      R12, R10
-
-dxaddntloop:
-	CMPQ     R10, R11
-	JG       dxaddone
-	VMOVUPS  (DX)(R10*4), Z2
-	VMOVUPS  (BX)(R10*4), Z3
-	VMOVUPS  (SI)(R10*4), Z4
-	VMULPS   Z4, Z3, Z4
-	VMULPS   Z0, Z2, Z5
-	VSUBPS   Z5, Z4, Z4
-	VMULPS   Z1, Z4, Z4
-	VMULPS   Z1, Z2, Z2
-	VMULPS   Z2, Z3, Z2
-	VMOVUPS  (R9)(R10*4), Z3
-	VADDPS   Z2, Z3, Z3
-	VMOVUPS  Z3, (R9)(R10*4)
-	VMOVNTPS Z4, (CX)(R10*4)
-	VMOVUPS  64(DX)(R10*4), Z2
-	VMOVUPS  64(BX)(R10*4), Z3
-	VMOVUPS  64(SI)(R10*4), Z4
-	VMULPS   Z4, Z3, Z4
-	VMULPS   Z0, Z2, Z5
-	VSUBPS   Z5, Z4, Z4
-	VMULPS   Z1, Z4, Z4
-	VMULPS   Z1, Z2, Z2
-	VMULPS   Z2, Z3, Z2
-	VMOVUPS  64(R9)(R10*4), Z3
-	VADDPS   Z2, Z3, Z3
-	VMOVUPS  Z3, 64(R9)(R10*4)
-	VMOVNTPS Z4, 64(CX)(R10*4)
-	VMOVUPS  128(DX)(R10*4), Z2
-	VMOVUPS  128(BX)(R10*4), Z3
-	VMOVUPS  128(SI)(R10*4), Z4
-	VMULPS   Z4, Z3, Z4
-	VMULPS   Z0, Z2, Z5
-	VSUBPS   Z5, Z4, Z4
-	VMULPS   Z1, Z4, Z4
-	VMULPS   Z1, Z2, Z2
-	VMULPS   Z2, Z3, Z2
-	VMOVUPS  128(R9)(R10*4), Z3
-	VADDPS   Z2, Z3, Z3
-	VMOVUPS  Z3, 128(R9)(R10*4)
-	VMOVNTPS Z4, 128(CX)(R10*4)
-	VMOVUPS  192(DX)(R10*4), Z2
-	VMOVUPS  192(BX)(R10*4), Z3
-	VMOVUPS  192(SI)(R10*4), Z4
-	VMULPS   Z4, Z3, Z4
-	VMULPS   Z0, Z2, Z5
-	VSUBPS   Z5, Z4, Z4
-	VMULPS   Z1, Z4, Z4
-	VMULPS   Z1, Z2, Z2
-	VMULPS   Z2, Z3, Z2
-	VMOVUPS  192(R9)(R10*4), Z3
-	VADDPS   Z2, Z3, Z3
-	VMOVUPS  Z3, 192(R9)(R10*4)
-	VMOVNTPS Z4, 192(CX)(R10*4)
-	ADDQ     $0x00000040, R10
-	JMP      dxaddntloop
-
-dxaddone:
-	ADDQ $0x00000030, R11
-
-dxaddoneloop:
-	CMPQ    R10, R11
-	JG      dxaddpart
-	VMOVUPS (DX)(R10*4), Z2
-	VMOVUPS (BX)(R10*4), Z3
-	VMOVUPS (SI)(R10*4), Z4
-	VMULPS  Z4, Z3, Z4
-	VMULPS  Z0, Z2, Z5
-	VSUBPS  Z5, Z4, Z4
-	VMULPS  Z1, Z4, Z4
-	VMULPS  Z1, Z2, Z2
-	VMULPS  Z2, Z3, Z2
-	VMOVUPS (R9)(R10*4), Z3
-	VADDPS  Z2, Z3, Z3
-	VMOVUPS Z3, (R9)(R10*4)
-	VMOVUPS Z4, (CX)(R10*4)
-	ADDQ    $0x00000010, R10
-	JMP     dxaddoneloop
-
-dxaddpart:
-	MOVQ      job_d+0(AX), R11
-	SUBQ      R10, R11
-	JZ        rowdoneadd
-	LEAQ      kmask<>+0(SB), R12
-	KMOVW     (R12)(R11*2), K1
-	VMOVUPS.Z (DX)(R10*4), K1, Z2
-	VMOVUPS.Z (BX)(R10*4), K1, Z3
-	VMOVUPS.Z (SI)(R10*4), K1, Z4
-	VMULPS    Z4, Z3, Z4
-	VMULPS    Z0, Z2, Z0
-	VSUBPS    Z0, Z4, Z4
-	VMULPS    Z1, Z4, Z4
-	VMULPS    Z1, Z2, Z0
-	VMULPS    Z0, Z3, Z0
-	VMOVUPS.Z (R9)(R10*4), K1, Z1
-	VADDPS    Z0, Z1, Z1
-	VMOVUPS   Z1, K1, (R9)(R10*4)
-	VMOVUPS   Z4, K1, (CX)(R10*4)
-
-rowdoneadd:
-	TESTQ R8, R8
-	JZ    rowdone
-
-	// The block's last row: DW += P.
-	XORQ R10, R10
-	MOVQ job_d+0(AX), R11
-	SUBQ $0x00000010, R11
-
-closeloop:
-	CMPQ    R10, R11
-	JG      closepart
-	VMOVUPS (R9)(R10*4), Z0
-	VADDPS  (R8)(R10*4), Z0, Z0
-	VMOVUPS Z0, (R8)(R10*4)
-	ADDQ    $0x00000010, R10
-	JMP     closeloop
-
-closepart:
-	MOVQ      job_d+0(AX), R11
-	SUBQ      R10, R11
-	JZ        rowdone
-	LEAQ      kmask<>+0(SB), R12
-	KMOVW     (R12)(R11*2), K1
-	VMOVUPS.Z (R9)(R10*4), K1, Z0
-	VMOVUPS.Z (R8)(R10*4), K1, Z1
-	VADDPS    Z0, Z1, Z1
-	VMOVUPS   Z1, K1, (R8)(R10*4)
-
-rowdone:
-	// Next row.
-	ADDQ DI, DX
-	ADDQ DI, CX
-	ADDQ DI, BX
-	INCQ (SP)
-	JMP  row
-
-ret:
-	TESTL $0x00000001, job_flags+0(AX)
-	JZ    vzero
-	SFENCE
-
-vzero:
-	VZEROUPPER
-	MOVQ (SP), AX
-	MOVQ AX, ret+24(FP)
-	RET
-
-// func avx512BackwardOffset(j uintptr, from int, to int) int
-// Requires: AVX, AVX512F, MMX+
-TEXT ·avx512BackwardOffset(SB), NOSPLIT, $16-32
-	// avx512BackwardOffset computes the gradient of rows [from, to) of the job: with g = dy*(1+w), c the
-	// contract's sum of g*x and s = ((inv*inv)*c)/d, dx = inv*(g - x*s); and, when the job has a
-	// weight gradient, the products dy*(x*inv) into the row block's partial sum (see gradBlock).
+TEXT ·avx512Backward(SB), NOSPLIT, $16-32
+	// avx512Backward computes the gradient of rows [from, to) of the job: with g = dy*w (dy*(1+w) with flagOffset),
+	// c the contract's sum of g*x and s = ((inv*inv)*c)/d, dx = inv*(g - x*s); and, when the job has
+	// a weight gradient, the products dy*(x*inv) into the row block's partial sum (see gradBlock).
 	// It stops before the first row that needs the float64 path and returns that row's index, or to.
 	MOVQ j+0(FP), AX
 	MOVQ job_dst+0(AX), CX
@@ -4088,9 +3210,56 @@ row:
 	VMOVUPS      zero64<>+0(SB), Z6
 	VMOVUPS      zero64<>+0(SB), Z7
 	VBROADCASTSS one<>+0(SB), Z8
-	XORQ         R8, R8
-	MOVQ         job_d+0(AX), R9
-	SUBQ         $0x00000040, R9
+	TESTL        $0x00000010, job_flags+0(AX)
+	JNZ          weightadd1
+	VBROADCASTSS negzero<>+0(SB), Z8
+
+weightadd1:
+	XORQ R8, R8
+	MOVQ job_d+0(AX), R9
+	SUBQ $0x00000040, R9
+
+	// A plain weight's main loop multiplies by w itself.
+	TESTL $0x00000010, job_flags+0(AX)
+	JNZ   sumloop
+
+sumloopw:
+	CMPQ    R8, R9
+	JG      sumtail
+	VMOVUPS (DX)(R8*4), Z9
+	VMULPS  Z9, Z9, Z10
+	VADDPS  Z10, Z0, Z0
+	VMOVUPS (BX)(R8*4), Z10
+	VMOVUPS (SI)(R8*4), Z11
+	VMULPS  Z11, Z10, Z10
+	VMULPS  Z9, Z10, Z10
+	VADDPS  Z10, Z4, Z4
+	VMOVUPS 64(DX)(R8*4), Z9
+	VMULPS  Z9, Z9, Z10
+	VADDPS  Z10, Z1, Z1
+	VMOVUPS 64(BX)(R8*4), Z10
+	VMOVUPS 64(SI)(R8*4), Z11
+	VMULPS  Z11, Z10, Z10
+	VMULPS  Z9, Z10, Z10
+	VADDPS  Z10, Z5, Z5
+	VMOVUPS 128(DX)(R8*4), Z9
+	VMULPS  Z9, Z9, Z10
+	VADDPS  Z10, Z2, Z2
+	VMOVUPS 128(BX)(R8*4), Z10
+	VMOVUPS 128(SI)(R8*4), Z11
+	VMULPS  Z11, Z10, Z10
+	VMULPS  Z9, Z10, Z10
+	VADDPS  Z10, Z6, Z6
+	VMOVUPS 192(DX)(R8*4), Z9
+	VMULPS  Z9, Z9, Z10
+	VADDPS  Z10, Z3, Z3
+	VMOVUPS 192(BX)(R8*4), Z10
+	VMOVUPS 192(SI)(R8*4), Z11
+	VMULPS  Z11, Z10, Z10
+	VMULPS  Z9, Z10, Z10
+	VADDPS  Z10, Z7, Z7
+	ADDQ    $0x00000040, R8
+	JMP     sumloopw
 
 sumloop:
 	CMPQ    R8, R9
@@ -4265,14 +3434,14 @@ sumdone:
 
 	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
 	CMPL   12(SP), $0x00
-	JE     divide1
+	JE     divide2
 	VMULSS 12(SP), X0, X0
-	JMP    divided2
+	JMP    divided3
 
-divide1:
+divide2:
 	VDIVSS 8(SP), X0, X0
 
-divided2:
+divided3:
 	VADDSS   job_eps+0(AX), X0, X0
 	VUCOMISS tlo<>+0(SB), X0
 	JCS      ret
@@ -4304,18 +3473,22 @@ haveinv:
 	VMULSS X1, X1, X0
 	VMULSS X4, X0, X0
 	CMPL   12(SP), $0x00
-	JE     divide3
+	JE     divide4
 	VMULSS 12(SP), X0, X0
-	JMP    divided4
+	JMP    divided5
 
-divide3:
+divide4:
 	VDIVSS 8(SP), X0, X0
 
-divided4:
+divided5:
 	VBROADCASTSS X1, Z1
 	VBROADCASTSS X0, Z0
 	VBROADCASTSS one<>+0(SB), Z2
+	TESTL        $0x00000010, job_flags+0(AX)
+	JNZ          weightadd6
+	VBROADCASTSS negzero<>+0(SB), Z2
 
+weightadd6:
 	// Which weight-gradient operation this row does.
 	MOVQ  job_dw+0(AX), R8
 	TESTQ R8, R8
@@ -4372,6 +3545,48 @@ dxnone:
 	SUBQ  $0x00000040, R9
 	TESTL $0x00000001, job_flags+0(AX)
 	JNZ   dxnonent
+
+	// A plain weight's main loop multiplies by w itself.
+	TESTL $0x00000010, job_flags+0(AX)
+	JNZ   dxnoneloop
+
+dxnoneloopw:
+	CMPQ    R8, R9
+	JG      dxnoneone
+	VMOVUPS (DX)(R8*4), Z3
+	VMOVUPS (BX)(R8*4), Z4
+	VMOVUPS (SI)(R8*4), Z5
+	VMULPS  Z5, Z4, Z4
+	VMULPS  Z0, Z3, Z3
+	VSUBPS  Z3, Z4, Z4
+	VMULPS  Z1, Z4, Z4
+	VMOVUPS Z4, (CX)(R8*4)
+	VMOVUPS 64(DX)(R8*4), Z3
+	VMOVUPS 64(BX)(R8*4), Z4
+	VMOVUPS 64(SI)(R8*4), Z5
+	VMULPS  Z5, Z4, Z4
+	VMULPS  Z0, Z3, Z3
+	VSUBPS  Z3, Z4, Z4
+	VMULPS  Z1, Z4, Z4
+	VMOVUPS Z4, 64(CX)(R8*4)
+	VMOVUPS 128(DX)(R8*4), Z3
+	VMOVUPS 128(BX)(R8*4), Z4
+	VMOVUPS 128(SI)(R8*4), Z5
+	VMULPS  Z5, Z4, Z4
+	VMULPS  Z0, Z3, Z3
+	VSUBPS  Z3, Z4, Z4
+	VMULPS  Z1, Z4, Z4
+	VMOVUPS Z4, 128(CX)(R8*4)
+	VMOVUPS 192(DX)(R8*4), Z3
+	VMOVUPS 192(BX)(R8*4), Z4
+	VMOVUPS 192(SI)(R8*4), Z5
+	VMULPS  Z5, Z4, Z4
+	VMULPS  Z0, Z3, Z3
+	VSUBPS  Z3, Z4, Z4
+	VMULPS  Z1, Z4, Z4
+	VMOVUPS Z4, 192(CX)(R8*4)
+	ADDQ    $0x00000040, R8
+	JMP     dxnoneloopw
 
 dxnoneloop:
 	CMPQ    R8, R9
@@ -4525,6 +3740,60 @@ dxset:
 	SUBQ  $0x00000040, R10
 	TESTL $0x00000001, job_flags+0(AX)
 	JNZ   dxsetnt
+
+	// A plain weight's main loop multiplies by w itself.
+	TESTL $0x00000010, job_flags+0(AX)
+	JNZ   dxsetloop
+
+dxsetloopw:
+	CMPQ    R8, R10
+	JG      dxsetone
+	VMOVUPS (DX)(R8*4), Z3
+	VMOVUPS (BX)(R8*4), Z4
+	VMOVUPS (SI)(R8*4), Z5
+	VMULPS  Z5, Z4, Z5
+	VMULPS  Z0, Z3, Z6
+	VSUBPS  Z6, Z5, Z5
+	VMULPS  Z1, Z5, Z5
+	VMULPS  Z1, Z3, Z3
+	VMULPS  Z3, Z4, Z3
+	VMOVUPS Z3, (R9)(R8*4)
+	VMOVUPS Z5, (CX)(R8*4)
+	VMOVUPS 64(DX)(R8*4), Z3
+	VMOVUPS 64(BX)(R8*4), Z4
+	VMOVUPS 64(SI)(R8*4), Z5
+	VMULPS  Z5, Z4, Z5
+	VMULPS  Z0, Z3, Z6
+	VSUBPS  Z6, Z5, Z5
+	VMULPS  Z1, Z5, Z5
+	VMULPS  Z1, Z3, Z3
+	VMULPS  Z3, Z4, Z3
+	VMOVUPS Z3, 64(R9)(R8*4)
+	VMOVUPS Z5, 64(CX)(R8*4)
+	VMOVUPS 128(DX)(R8*4), Z3
+	VMOVUPS 128(BX)(R8*4), Z4
+	VMOVUPS 128(SI)(R8*4), Z5
+	VMULPS  Z5, Z4, Z5
+	VMULPS  Z0, Z3, Z6
+	VSUBPS  Z6, Z5, Z5
+	VMULPS  Z1, Z5, Z5
+	VMULPS  Z1, Z3, Z3
+	VMULPS  Z3, Z4, Z3
+	VMOVUPS Z3, 128(R9)(R8*4)
+	VMOVUPS Z5, 128(CX)(R8*4)
+	VMOVUPS 192(DX)(R8*4), Z3
+	VMOVUPS 192(BX)(R8*4), Z4
+	VMOVUPS 192(SI)(R8*4), Z5
+	VMULPS  Z5, Z4, Z5
+	VMULPS  Z0, Z3, Z6
+	VSUBPS  Z6, Z5, Z5
+	VMULPS  Z1, Z5, Z5
+	VMULPS  Z1, Z3, Z3
+	VMULPS  Z3, Z4, Z3
+	VMOVUPS Z3, 192(R9)(R8*4)
+	VMOVUPS Z5, 192(CX)(R8*4)
+	ADDQ    $0x00000040, R8
+	JMP     dxsetloopw
 
 dxsetloop:
 	CMPQ    R8, R10
@@ -4711,6 +3980,68 @@ dxadd:
 	SUBQ  $0x00000040, R11
 	TESTL $0x00000001, job_flags+0(AX)
 	JNZ   dxaddnt
+
+	// A plain weight's main loop multiplies by w itself.
+	TESTL $0x00000010, job_flags+0(AX)
+	JNZ   dxaddloop
+
+dxaddloopw:
+	CMPQ    R10, R11
+	JG      dxaddone
+	VMOVUPS (DX)(R10*4), Z3
+	VMOVUPS (BX)(R10*4), Z4
+	VMOVUPS (SI)(R10*4), Z5
+	VMULPS  Z5, Z4, Z5
+	VMULPS  Z0, Z3, Z6
+	VSUBPS  Z6, Z5, Z5
+	VMULPS  Z1, Z5, Z5
+	VMULPS  Z1, Z3, Z3
+	VMULPS  Z3, Z4, Z3
+	VMOVUPS (R9)(R10*4), Z4
+	VADDPS  Z3, Z4, Z4
+	VMOVUPS Z4, (R9)(R10*4)
+	VMOVUPS Z5, (CX)(R10*4)
+	VMOVUPS 64(DX)(R10*4), Z3
+	VMOVUPS 64(BX)(R10*4), Z4
+	VMOVUPS 64(SI)(R10*4), Z5
+	VMULPS  Z5, Z4, Z5
+	VMULPS  Z0, Z3, Z6
+	VSUBPS  Z6, Z5, Z5
+	VMULPS  Z1, Z5, Z5
+	VMULPS  Z1, Z3, Z3
+	VMULPS  Z3, Z4, Z3
+	VMOVUPS 64(R9)(R10*4), Z4
+	VADDPS  Z3, Z4, Z4
+	VMOVUPS Z4, 64(R9)(R10*4)
+	VMOVUPS Z5, 64(CX)(R10*4)
+	VMOVUPS 128(DX)(R10*4), Z3
+	VMOVUPS 128(BX)(R10*4), Z4
+	VMOVUPS 128(SI)(R10*4), Z5
+	VMULPS  Z5, Z4, Z5
+	VMULPS  Z0, Z3, Z6
+	VSUBPS  Z6, Z5, Z5
+	VMULPS  Z1, Z5, Z5
+	VMULPS  Z1, Z3, Z3
+	VMULPS  Z3, Z4, Z3
+	VMOVUPS 128(R9)(R10*4), Z4
+	VADDPS  Z3, Z4, Z4
+	VMOVUPS Z4, 128(R9)(R10*4)
+	VMOVUPS Z5, 128(CX)(R10*4)
+	VMOVUPS 192(DX)(R10*4), Z3
+	VMOVUPS 192(BX)(R10*4), Z4
+	VMOVUPS 192(SI)(R10*4), Z5
+	VMULPS  Z5, Z4, Z5
+	VMULPS  Z0, Z3, Z6
+	VSUBPS  Z6, Z5, Z5
+	VMULPS  Z1, Z5, Z5
+	VMULPS  Z1, Z3, Z3
+	VMULPS  Z3, Z4, Z3
+	VMOVUPS 192(R9)(R10*4), Z4
+	VADDPS  Z3, Z4, Z4
+	VMOVUPS Z4, 192(R9)(R10*4)
+	VMOVUPS Z5, 192(CX)(R10*4)
+	ADDQ    $0x00000040, R10
+	JMP     dxaddloopw
 
 dxaddloop:
 	CMPQ    R10, R11
@@ -4961,9 +4292,9 @@ vzero:
 // func avx512BackwardUnweighted(j uintptr, from int, to int) int
 // Requires: AVX, AVX512F, MMX+
 TEXT ·avx512BackwardUnweighted(SB), NOSPLIT, $16-32
-	// avx512BackwardUnweighted computes the gradient of rows [from, to) of the job: with g = dy, c the
-	// contract's sum of g*x and s = ((inv*inv)*c)/d, dx = inv*(g - x*s); and, when the job has a
-	// weight gradient, the products dy*(x*inv) into the row block's partial sum (see gradBlock).
+	// avx512BackwardUnweighted computes the gradient of rows [from, to) of the job: with g = dy,
+	// c the contract's sum of g*x and s = ((inv*inv)*c)/d, dx = inv*(g - x*s); and, when the job has
+	// a weight gradient, the products dy*(x*inv) into the row block's partial sum (see gradBlock).
 	// It stops before the first row that needs the float64 path and returns that row's index, or to.
 	MOVQ j+0(FP), AX
 	MOVQ job_dst+0(AX), CX
@@ -9324,1102 +8655,12 @@ done:
 	VZEROUPPER
 	RET
 
-// func avx2BackwardWeighted(j uintptr, from int, to int) int
+// func avx2Backward(j uintptr, from int, to int) int
 // Requires: AVX, AVX2, MMX+
-TEXT ·avx2BackwardWeighted(SB), NOSPLIT, $528-32
-	// avx2BackwardWeighted computes the gradient of rows [from, to) of the job: with g = dy*w, c the
-	// contract's sum of g*x and s = ((inv*inv)*c)/d, dx = inv*(g - x*s); and, when the job has a
-	// weight gradient, the products dy*(x*inv) into the row block's partial sum (see gradBlock).
-	// It stops before the first row that needs the float64 path and returns that row's index, or to.
-	MOVQ j+0(FP), AX
-	MOVQ job_dst+0(AX), CX
-	MOVQ job_x+0(AX), DX
-	MOVQ job_dy+0(AX), BX
-	MOVQ job_w+0(AX), SI
-	MOVQ job_stride+0(AX), DI
-	SHLQ $0x02, DI
-
-	// fd = float32(d); rd = 1/d when d is a power of two (a/d is then a*rd exactly), else 0.
-	MOVQ       job_d+0(AX), R8
-	VMOVSS     one<>+0(SB), X0
-	VCVTSI2SSQ R8, X0, X0
-	VMOVSS     X0, 8(SP)
-	XORL       R10, R10
-	LEAQ       -1(R8), R9
-	TESTQ      R8, R9
-	JNZ        notpow2
-	BSFQ       R8, R9
-	MOVL       $0x0000007f, R10
-	SUBL       R9, R10
-	SHLL       $0x17, R10
-
-notpow2:
-	MOVL R10, 12(SP)
-
-	// Start at row from.
-	MOVQ  from+8(FP), R8
-	MOVQ  R8, (SP)
-	IMULQ DI, R8
-	ADDQ  R8, CX
-	ADDQ  R8, DX
-	ADDQ  R8, BX
-
-row:
-	MOVQ (SP), R8
-	CMPQ R8, to+16(FP)
-	JAE  ret
-
-	// Partial sums (ss true, c false): element i goes to partial i%64.
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
-	VXORPS Y4, Y4, Y4
-	VXORPS Y5, Y5, Y5
-	VXORPS Y6, Y6, Y6
-	VXORPS Y7, Y7, Y7
-	XORQ   R8, R8
-	MOVQ   job_d+0(AX), R9
-	SUBQ   $0x00000040, R9
-
-sumssloop:
-	CMPQ    R8, R9
-	JG      sumsstail
-	VMOVUPS (DX)(R8*4), Y8
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y0, Y0
-	VMOVUPS 32(DX)(R8*4), Y8
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y1, Y1
-	VMOVUPS 64(DX)(R8*4), Y8
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y2, Y2
-	VMOVUPS 96(DX)(R8*4), Y8
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y3, Y3
-	VMOVUPS 128(DX)(R8*4), Y8
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y4, Y4
-	VMOVUPS 160(DX)(R8*4), Y8
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y5, Y5
-	VMOVUPS 192(DX)(R8*4), Y8
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y6, Y6
-	VMOVUPS 224(DX)(R8*4), Y8
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y7, Y7
-	ADDQ    $0x00000040, R8
-	JMP     sumssloop
-
-sumsstail:
-	// Fewer than 64 elements remain: whole vectors, then one partial vector (its other lanes add +0).
-	MOVQ    job_d+0(AX), R9
-	SUBQ    R8, R9
-	CMPQ    R9, $0x00000008
-	JL      sumsspart0
-	VMOVUPS (DX)(R8*4), Y8
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y0, Y0
-	CMPQ    R9, $0x00000010
-	JL      sumsspart1
-	VMOVUPS 32(DX)(R8*4), Y8
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y1, Y1
-	CMPQ    R9, $0x00000018
-	JL      sumsspart2
-	VMOVUPS 64(DX)(R8*4), Y8
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y2, Y2
-	CMPQ    R9, $0x00000020
-	JL      sumsspart3
-	VMOVUPS 96(DX)(R8*4), Y8
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y3, Y3
-	CMPQ    R9, $0x00000028
-	JL      sumsspart4
-	VMOVUPS 128(DX)(R8*4), Y8
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y4, Y4
-	CMPQ    R9, $0x00000030
-	JL      sumsspart5
-	VMOVUPS 160(DX)(R8*4), Y8
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y5, Y5
-	CMPQ    R9, $0x00000038
-	JL      sumsspart6
-	VMOVUPS 192(DX)(R8*4), Y8
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y6, Y6
-	CMPQ    R9, $0x00000040
-	JL      sumsspart7
-	VMOVUPS 224(DX)(R8*4), Y8
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y7, Y7
-	JMP     sumssdone
-
-sumsspart0:
-	MOVQ $0x00000000, R10
-	JMP  sumssscalar
-
-sumsspart1:
-	MOVQ $0x00000008, R10
-	JMP  sumssscalar
-
-sumsspart2:
-	MOVQ $0x00000010, R10
-	JMP  sumssscalar
-
-sumsspart3:
-	MOVQ $0x00000018, R10
-	JMP  sumssscalar
-
-sumsspart4:
-	MOVQ $0x00000020, R10
-	JMP  sumssscalar
-
-sumsspart5:
-	MOVQ $0x00000028, R10
-	JMP  sumssscalar
-
-sumsspart6:
-	MOVQ $0x00000030, R10
-	JMP  sumssscalar
-
-sumsspart7:
-	MOVQ $0x00000038, R10
-
-sumssscalar:
-	CMPQ    R10, R9
-	JGE     sumssdone
-	VMOVUPS Y0, 16(SP)
-	VMOVUPS Y1, 48(SP)
-	VMOVUPS Y2, 80(SP)
-	VMOVUPS Y3, 112(SP)
-	VMOVUPS Y4, 144(SP)
-	VMOVUPS Y5, 176(SP)
-	VMOVUPS Y6, 208(SP)
-	VMOVUPS Y7, 240(SP)
-
-sumssscalarloop:
-	LEAQ    (R8)(R10*1), R11
-	VMOVSS  (DX)(R11*4), X0
-	VMULSS  X0, X0, X0
-	VADDSS  16(SP)(R10*4), X0, X0
-	VMOVSS  X0, 16(SP)(R10*4)
-	INCQ    R10
-	CMPQ    R10, R9
-	JL      sumssscalarloop
-	VMOVUPS 16(SP), Y0
-	VMOVUPS 48(SP), Y1
-	VMOVUPS 80(SP), Y2
-	VMOVUPS 112(SP), Y3
-	VMOVUPS 144(SP), Y4
-	VMOVUPS 176(SP), Y5
-	VMOVUPS 208(SP), Y6
-	VMOVUPS 240(SP), Y7
-
-sumssdone:
-	VADDPS       Y4, Y0, Y0
-	VADDPS       Y5, Y1, Y1
-	VADDPS       Y6, Y2, Y2
-	VADDPS       Y7, Y3, Y3
-	VADDPS       Y2, Y0, Y0
-	VADDPS       Y3, Y1, Y1
-	VADDPS       Y1, Y0, Y0
-	VEXTRACTF128 $0x01, Y0, X1
-	VADDPS       X1, X0, X1
-	VMOVHLPS     X1, X1, X0
-	VADDPS       X0, X1, X1
-	VMOVSHDUP    X1, X0
-	VADDSS       X0, X1, X1
-
-	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
-	CMPL   12(SP), $0x00
-	JE     divide1
-	VMULSS 12(SP), X1, X0
-	JMP    divided2
-
-divide1:
-	VDIVSS 8(SP), X1, X0
-
-divided2:
-	VADDSS   job_eps+0(AX), X0, X0
-	VUCOMISS tlo<>+0(SB), X0
-	JCS      ret
-	VUCOMISS tmax<>+0(SB), X0
-	JHI      ret
-	MOVQ     job_inv+0(AX), R8
-	TESTQ    R8, R8
-	JZ       computeinv
-	MOVQ     (SP), R9
-	VMOVSS   (R8)(R9*4), X1
-	JMP      haveinv
-
-computeinv:
-	VSQRTSS X0, X0, X0
-	VMOVSS  one<>+0(SB), X1
-	VDIVSS  X0, X1, X1
-
-haveinv:
-	// Partial sums (ss false, c true): element i goes to partial i%64.
-	VXORPS Y0, Y0, Y0
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
-	VXORPS Y4, Y4, Y4
-	VXORPS Y5, Y5, Y5
-	VXORPS Y6, Y6, Y6
-	VXORPS Y7, Y7, Y7
-	VXORPS Y8, Y8, Y8
-	XORQ   R8, R8
-	MOVQ   job_d+0(AX), R9
-	SUBQ   $0x00000040, R9
-
-sumcloop:
-	CMPQ    R8, R9
-	JG      sumctail
-	VMOVUPS (DX)(R8*4), Y9
-	VMOVUPS (BX)(R8*4), Y10
-	VMOVUPS (SI)(R8*4), Y11
-	VMULPS  Y11, Y10, Y10
-	VMULPS  Y9, Y10, Y10
-	VADDPS  Y10, Y0, Y0
-	VMOVUPS 32(DX)(R8*4), Y9
-	VMOVUPS 32(BX)(R8*4), Y10
-	VMOVUPS 32(SI)(R8*4), Y11
-	VMULPS  Y11, Y10, Y10
-	VMULPS  Y9, Y10, Y10
-	VADDPS  Y10, Y2, Y2
-	VMOVUPS 64(DX)(R8*4), Y9
-	VMOVUPS 64(BX)(R8*4), Y10
-	VMOVUPS 64(SI)(R8*4), Y11
-	VMULPS  Y11, Y10, Y10
-	VMULPS  Y9, Y10, Y10
-	VADDPS  Y10, Y3, Y3
-	VMOVUPS 96(DX)(R8*4), Y9
-	VMOVUPS 96(BX)(R8*4), Y10
-	VMOVUPS 96(SI)(R8*4), Y11
-	VMULPS  Y11, Y10, Y10
-	VMULPS  Y9, Y10, Y10
-	VADDPS  Y10, Y4, Y4
-	VMOVUPS 128(DX)(R8*4), Y9
-	VMOVUPS 128(BX)(R8*4), Y10
-	VMOVUPS 128(SI)(R8*4), Y11
-	VMULPS  Y11, Y10, Y10
-	VMULPS  Y9, Y10, Y10
-	VADDPS  Y10, Y5, Y5
-	VMOVUPS 160(DX)(R8*4), Y9
-	VMOVUPS 160(BX)(R8*4), Y10
-	VMOVUPS 160(SI)(R8*4), Y11
-	VMULPS  Y11, Y10, Y10
-	VMULPS  Y9, Y10, Y10
-	VADDPS  Y10, Y6, Y6
-	VMOVUPS 192(DX)(R8*4), Y9
-	VMOVUPS 192(BX)(R8*4), Y10
-	VMOVUPS 192(SI)(R8*4), Y11
-	VMULPS  Y11, Y10, Y10
-	VMULPS  Y9, Y10, Y10
-	VADDPS  Y10, Y7, Y7
-	VMOVUPS 224(DX)(R8*4), Y9
-	VMOVUPS 224(BX)(R8*4), Y10
-	VMOVUPS 224(SI)(R8*4), Y11
-	VMULPS  Y11, Y10, Y10
-	VMULPS  Y9, Y10, Y10
-	VADDPS  Y10, Y8, Y8
-	ADDQ    $0x00000040, R8
-	JMP     sumcloop
-
-sumctail:
-	// Fewer than 64 elements remain: whole vectors, then one partial vector (its other lanes add +0).
-	MOVQ    job_d+0(AX), R9
-	SUBQ    R8, R9
-	CMPQ    R9, $0x00000008
-	JL      sumcpart0
-	VMOVUPS (DX)(R8*4), Y9
-	VMOVUPS (BX)(R8*4), Y10
-	VMOVUPS (SI)(R8*4), Y11
-	VMULPS  Y11, Y10, Y10
-	VMULPS  Y9, Y10, Y10
-	VADDPS  Y10, Y0, Y0
-	CMPQ    R9, $0x00000010
-	JL      sumcpart1
-	VMOVUPS 32(DX)(R8*4), Y9
-	VMOVUPS 32(BX)(R8*4), Y10
-	VMOVUPS 32(SI)(R8*4), Y11
-	VMULPS  Y11, Y10, Y10
-	VMULPS  Y9, Y10, Y10
-	VADDPS  Y10, Y2, Y2
-	CMPQ    R9, $0x00000018
-	JL      sumcpart2
-	VMOVUPS 64(DX)(R8*4), Y9
-	VMOVUPS 64(BX)(R8*4), Y10
-	VMOVUPS 64(SI)(R8*4), Y11
-	VMULPS  Y11, Y10, Y10
-	VMULPS  Y9, Y10, Y10
-	VADDPS  Y10, Y3, Y3
-	CMPQ    R9, $0x00000020
-	JL      sumcpart3
-	VMOVUPS 96(DX)(R8*4), Y9
-	VMOVUPS 96(BX)(R8*4), Y10
-	VMOVUPS 96(SI)(R8*4), Y11
-	VMULPS  Y11, Y10, Y10
-	VMULPS  Y9, Y10, Y10
-	VADDPS  Y10, Y4, Y4
-	CMPQ    R9, $0x00000028
-	JL      sumcpart4
-	VMOVUPS 128(DX)(R8*4), Y9
-	VMOVUPS 128(BX)(R8*4), Y10
-	VMOVUPS 128(SI)(R8*4), Y11
-	VMULPS  Y11, Y10, Y10
-	VMULPS  Y9, Y10, Y10
-	VADDPS  Y10, Y5, Y5
-	CMPQ    R9, $0x00000030
-	JL      sumcpart5
-	VMOVUPS 160(DX)(R8*4), Y9
-	VMOVUPS 160(BX)(R8*4), Y10
-	VMOVUPS 160(SI)(R8*4), Y11
-	VMULPS  Y11, Y10, Y10
-	VMULPS  Y9, Y10, Y10
-	VADDPS  Y10, Y6, Y6
-	CMPQ    R9, $0x00000038
-	JL      sumcpart6
-	VMOVUPS 192(DX)(R8*4), Y9
-	VMOVUPS 192(BX)(R8*4), Y10
-	VMOVUPS 192(SI)(R8*4), Y11
-	VMULPS  Y11, Y10, Y10
-	VMULPS  Y9, Y10, Y10
-	VADDPS  Y10, Y7, Y7
-	CMPQ    R9, $0x00000040
-	JL      sumcpart7
-	VMOVUPS 224(DX)(R8*4), Y9
-	VMOVUPS 224(BX)(R8*4), Y10
-	VMOVUPS 224(SI)(R8*4), Y11
-	VMULPS  Y11, Y10, Y10
-	VMULPS  Y9, Y10, Y10
-	VADDPS  Y10, Y8, Y8
-	JMP     sumcdone
-
-sumcpart0:
-	MOVQ $0x00000000, R10
-	JMP  sumcscalar
-
-sumcpart1:
-	MOVQ $0x00000008, R10
-	JMP  sumcscalar
-
-sumcpart2:
-	MOVQ $0x00000010, R10
-	JMP  sumcscalar
-
-sumcpart3:
-	MOVQ $0x00000018, R10
-	JMP  sumcscalar
-
-sumcpart4:
-	MOVQ $0x00000020, R10
-	JMP  sumcscalar
-
-sumcpart5:
-	MOVQ $0x00000028, R10
-	JMP  sumcscalar
-
-sumcpart6:
-	MOVQ $0x00000030, R10
-	JMP  sumcscalar
-
-sumcpart7:
-	MOVQ $0x00000038, R10
-
-sumcscalar:
-	CMPQ    R10, R9
-	JGE     sumcdone
-	VMOVUPS Y0, 272(SP)
-	VMOVUPS Y2, 304(SP)
-	VMOVUPS Y3, 336(SP)
-	VMOVUPS Y4, 368(SP)
-	VMOVUPS Y5, 400(SP)
-	VMOVUPS Y6, 432(SP)
-	VMOVUPS Y7, 464(SP)
-	VMOVUPS Y8, 496(SP)
-
-sumcscalarloop:
-	LEAQ    (R8)(R10*1), R11
-	VMOVSS  (DX)(R11*4), X0
-	VMOVSS  (BX)(R11*4), X2
-	VMOVSS  (SI)(R11*4), X3
-	VMULSS  X3, X2, X2
-	VMULSS  X0, X2, X2
-	VADDSS  272(SP)(R10*4), X2, X2
-	VMOVSS  X2, 272(SP)(R10*4)
-	INCQ    R10
-	CMPQ    R10, R9
-	JL      sumcscalarloop
-	VMOVUPS 272(SP), Y0
-	VMOVUPS 304(SP), Y2
-	VMOVUPS 336(SP), Y3
-	VMOVUPS 368(SP), Y4
-	VMOVUPS 400(SP), Y5
-	VMOVUPS 432(SP), Y6
-	VMOVUPS 464(SP), Y7
-	VMOVUPS 496(SP), Y8
-
-sumcdone:
-	VADDPS       Y5, Y0, Y0
-	VADDPS       Y6, Y2, Y2
-	VADDPS       Y7, Y3, Y3
-	VADDPS       Y8, Y4, Y4
-	VADDPS       Y3, Y0, Y0
-	VADDPS       Y4, Y2, Y2
-	VADDPS       Y2, Y0, Y0
-	VEXTRACTF128 $0x01, Y0, X2
-	VADDPS       X2, X0, X2
-	VMOVHLPS     X2, X2, X0
-	VADDPS       X0, X2, X2
-	VMOVSHDUP    X2, X0
-	VADDSS       X0, X2, X2
-
-	// s = ((inv*inv)*c)/d
-	VMULSS X1, X1, X0
-	VMULSS X2, X0, X0
-	CMPL   12(SP), $0x00
-	JE     divide3
-	VMULSS 12(SP), X0, X0
-	JMP    divided4
-
-divide3:
-	VDIVSS 8(SP), X0, X0
-
-divided4:
-	VBROADCASTSS X1, Y1
-	VBROADCASTSS X0, Y0
-
-	// Which weight-gradient operation this row does.
-	MOVQ  job_dw+0(AX), R8
-	TESTQ R8, R8
-	JZ    dxnone
-	MOVQ  (SP), R10
-	MOVQ  R10, R11
-	ANDQ  $0x1f, R11
-	MOVQ  job_acc+0(AX), R9
-	XORQ  R12, R12
-	CMPQ  R11, $0x1f
-	JE    islast
-	INCQ  R10
-	CMPQ  R10, job_rows+0(AX)
-	JNE   notlast
-
-islast:
-	MOVQ $0x00000001, R12
-
-notlast:
-	TESTL $0x00000004, job_flags+0(AX)
-	JNZ   fused
-
-	// Each block in its slot: P at acc + (row/32)*d*4. dwp = 0: no row closes a block here.
-	XORQ  R8, R8
-	MOVQ  (SP), R10
-	SHRQ  $0x05, R10
-	IMULQ job_d+0(AX), R10
-	LEAQ  (R9)(R10*4), R9
-	TESTQ R11, R11
-	JZ    dxset
-	JMP   dxadd
-
-fused:
-	TESTQ R11, R11
-	JNZ   fusednotfirst
-	TESTQ R12, R12
-	JZ    dxset
-
-	// A block of one row: DW += q, which is P += q with DW as P.
-	MOVQ R8, R9
-	XORQ R8, R8
-	JMP  dxadd
-
-fusednotfirst:
-	// P += q; the block's last row keeps dwp, and its DW += P follows.
-	TESTQ R12, R12
-	JNZ   dxadd
-	XORQ  R8, R8
-	JMP   dxadd
-
-dxnone:
-	XORQ  R8, R8
-	MOVQ  job_d+0(AX), R9
-	SUBQ  $0x00000020, R9
-	TESTL $0x00000001, job_flags+0(AX)
-	JNZ   dxnonent
-
-dxnoneloop:
-	CMPQ    R8, R9
-	JG      dxnoneone
-	VMOVUPS (DX)(R8*4), Y2
-	VMOVUPS (BX)(R8*4), Y3
-	VMOVUPS (SI)(R8*4), Y4
-	VMULPS  Y4, Y3, Y3
-	VMULPS  Y0, Y2, Y2
-	VSUBPS  Y2, Y3, Y3
-	VMULPS  Y1, Y3, Y3
-	VMOVUPS Y3, (CX)(R8*4)
-	VMOVUPS 32(DX)(R8*4), Y2
-	VMOVUPS 32(BX)(R8*4), Y3
-	VMOVUPS 32(SI)(R8*4), Y4
-	VMULPS  Y4, Y3, Y3
-	VMULPS  Y0, Y2, Y2
-	VSUBPS  Y2, Y3, Y3
-	VMULPS  Y1, Y3, Y3
-	VMOVUPS Y3, 32(CX)(R8*4)
-	VMOVUPS 64(DX)(R8*4), Y2
-	VMOVUPS 64(BX)(R8*4), Y3
-	VMOVUPS 64(SI)(R8*4), Y4
-	VMULPS  Y4, Y3, Y3
-	VMULPS  Y0, Y2, Y2
-	VSUBPS  Y2, Y3, Y3
-	VMULPS  Y1, Y3, Y3
-	VMOVUPS Y3, 64(CX)(R8*4)
-	VMOVUPS 96(DX)(R8*4), Y2
-	VMOVUPS 96(BX)(R8*4), Y3
-	VMOVUPS 96(SI)(R8*4), Y4
-	VMULPS  Y4, Y3, Y3
-	VMULPS  Y0, Y2, Y2
-	VSUBPS  Y2, Y3, Y3
-	VMULPS  Y1, Y3, Y3
-	VMOVUPS Y3, 96(CX)(R8*4)
-	ADDQ    $0x00000020, R8
-	JMP     dxnoneloop
-
-dxnonent:
-	// Up to the first vector-aligned element of dx with a partial vector, then non-temporal stores.
-	MOVQ CX, R10
-	NEGQ R10
-	ANDQ $0x0000001f, R10
-	SHRQ $0x02, R10
-	JZ   dxnonentloop
-	CMPQ R10, job_d+0(AX)
-	JLE  dxnonehead
-	MOVQ job_d+0(AX), R10
-
-dxnonehead:
-dxnoneheadloop:
-	VMOVSS (DX)(R8*4), X2
-	VMOVSS (BX)(R8*4), X3
-	VMOVSS (SI)(R8*4), X4
-	VMULSS X4, X3, X3
-	VMULSS X0, X2, X2
-	VSUBSS X2, X3, X2
-	VMULSS X1, X2, X2
-	VMOVSS X2, (CX)(R8*4)
-	INCQ   R8
-	CMPQ   R8, R10
-	JL     dxnoneheadloop
-
-dxnonentloop:
-	CMPQ     R8, R9
-	JG       dxnoneone
-	VMOVUPS  (DX)(R8*4), Y2
-	VMOVUPS  (BX)(R8*4), Y3
-	VMOVUPS  (SI)(R8*4), Y4
-	VMULPS   Y4, Y3, Y3
-	VMULPS   Y0, Y2, Y2
-	VSUBPS   Y2, Y3, Y3
-	VMULPS   Y1, Y3, Y3
-	VMOVNTPS Y3, (CX)(R8*4)
-	VMOVUPS  32(DX)(R8*4), Y2
-	VMOVUPS  32(BX)(R8*4), Y3
-	VMOVUPS  32(SI)(R8*4), Y4
-	VMULPS   Y4, Y3, Y3
-	VMULPS   Y0, Y2, Y2
-	VSUBPS   Y2, Y3, Y3
-	VMULPS   Y1, Y3, Y3
-	VMOVNTPS Y3, 32(CX)(R8*4)
-	VMOVUPS  64(DX)(R8*4), Y2
-	VMOVUPS  64(BX)(R8*4), Y3
-	VMOVUPS  64(SI)(R8*4), Y4
-	VMULPS   Y4, Y3, Y3
-	VMULPS   Y0, Y2, Y2
-	VSUBPS   Y2, Y3, Y3
-	VMULPS   Y1, Y3, Y3
-	VMOVNTPS Y3, 64(CX)(R8*4)
-	VMOVUPS  96(DX)(R8*4), Y2
-	VMOVUPS  96(BX)(R8*4), Y3
-	VMOVUPS  96(SI)(R8*4), Y4
-	VMULPS   Y4, Y3, Y3
-	VMULPS   Y0, Y2, Y2
-	VSUBPS   Y2, Y3, Y3
-	VMULPS   Y1, Y3, Y3
-	VMOVNTPS Y3, 96(CX)(R8*4)
-	ADDQ     $0x00000020, R8
-	JMP      dxnonentloop
-
-dxnoneone:
-	ADDQ $0x00000018, R9
-
-dxnoneoneloop:
-	CMPQ    R8, R9
-	JG      dxnonepart
-	VMOVUPS (DX)(R8*4), Y2
-	VMOVUPS (BX)(R8*4), Y3
-	VMOVUPS (SI)(R8*4), Y4
-	VMULPS  Y4, Y3, Y3
-	VMULPS  Y0, Y2, Y2
-	VSUBPS  Y2, Y3, Y3
-	VMULPS  Y1, Y3, Y3
-	VMOVUPS Y3, (CX)(R8*4)
-	ADDQ    $0x00000008, R8
-	JMP     dxnoneoneloop
-
-dxnonepart:
-	MOVQ job_d+0(AX), R9
-	SUBQ R8, R9
-	JZ   rowdonenone
-
-dxnonetailloop:
-	VMOVSS (DX)(R8*4), X2
-	VMOVSS (BX)(R8*4), X3
-	VMOVSS (SI)(R8*4), X4
-	VMULSS X4, X3, X3
-	VMULSS X0, X2, X2
-	VSUBSS X2, X3, X2
-	VMULSS X1, X2, X2
-	VMOVSS X2, (CX)(R8*4)
-	INCQ   R8
-	CMPQ   R8, job_d+0(AX)
-	JL     dxnonetailloop
-
-rowdonenone:
-	JMP rowdone
-
-dxset:
-	XORQ  R8, R8
-	MOVQ  job_d+0(AX), R10
-	SUBQ  $0x00000020, R10
-	TESTL $0x00000001, job_flags+0(AX)
-	JNZ   dxsetnt
-
-dxsetloop:
-	CMPQ    R8, R10
-	JG      dxsetone
-	VMOVUPS (DX)(R8*4), Y2
-	VMOVUPS (BX)(R8*4), Y3
-	VMOVUPS (SI)(R8*4), Y4
-	VMULPS  Y4, Y3, Y4
-	VMULPS  Y0, Y2, Y5
-	VSUBPS  Y5, Y4, Y4
-	VMULPS  Y1, Y4, Y4
-	VMULPS  Y1, Y2, Y2
-	VMULPS  Y2, Y3, Y2
-	VMOVUPS Y2, (R9)(R8*4)
-	VMOVUPS Y4, (CX)(R8*4)
-	VMOVUPS 32(DX)(R8*4), Y2
-	VMOVUPS 32(BX)(R8*4), Y3
-	VMOVUPS 32(SI)(R8*4), Y4
-	VMULPS  Y4, Y3, Y4
-	VMULPS  Y0, Y2, Y5
-	VSUBPS  Y5, Y4, Y4
-	VMULPS  Y1, Y4, Y4
-	VMULPS  Y1, Y2, Y2
-	VMULPS  Y2, Y3, Y2
-	VMOVUPS Y2, 32(R9)(R8*4)
-	VMOVUPS Y4, 32(CX)(R8*4)
-	VMOVUPS 64(DX)(R8*4), Y2
-	VMOVUPS 64(BX)(R8*4), Y3
-	VMOVUPS 64(SI)(R8*4), Y4
-	VMULPS  Y4, Y3, Y4
-	VMULPS  Y0, Y2, Y5
-	VSUBPS  Y5, Y4, Y4
-	VMULPS  Y1, Y4, Y4
-	VMULPS  Y1, Y2, Y2
-	VMULPS  Y2, Y3, Y2
-	VMOVUPS Y2, 64(R9)(R8*4)
-	VMOVUPS Y4, 64(CX)(R8*4)
-	VMOVUPS 96(DX)(R8*4), Y2
-	VMOVUPS 96(BX)(R8*4), Y3
-	VMOVUPS 96(SI)(R8*4), Y4
-	VMULPS  Y4, Y3, Y4
-	VMULPS  Y0, Y2, Y5
-	VSUBPS  Y5, Y4, Y4
-	VMULPS  Y1, Y4, Y4
-	VMULPS  Y1, Y2, Y2
-	VMULPS  Y2, Y3, Y2
-	VMOVUPS Y2, 96(R9)(R8*4)
-	VMOVUPS Y4, 96(CX)(R8*4)
-	ADDQ    $0x00000020, R8
-	JMP     dxsetloop
-
-dxsetnt:
-	// Up to the first vector-aligned element of dx with a partial vector, then non-temporal stores.
-	MOVQ CX, R11
-	NEGQ R11
-	ANDQ $0x0000001f, R11
-	SHRQ $0x02, R11
-	JZ   dxsetntloop
-	CMPQ R11, job_d+0(AX)
-	JLE  dxsethead
-	MOVQ job_d+0(AX), R11
-
-dxsethead:
-dxsetheadloop:
-	VMOVSS (DX)(R8*4), X2
-	VMOVSS (BX)(R8*4), X3
-	VMOVSS (SI)(R8*4), X4
-	VMULSS X4, X3, X4
-	VMULSS X0, X2, X5
-	VSUBSS X5, X4, X5
-	VMULSS X1, X5, X5
-	VMULSS X1, X2, X2
-	VMULSS X2, X3, X2
-	VMOVSS X2, (R9)(R8*4)
-	VMOVSS X5, (CX)(R8*4)
-	INCQ   R8
-	CMPQ   R8, R11
-	JL     dxsetheadloop
-
-dxsetntloop:
-	CMPQ     R8, R10
-	JG       dxsetone
-	VMOVUPS  (DX)(R8*4), Y2
-	VMOVUPS  (BX)(R8*4), Y3
-	VMOVUPS  (SI)(R8*4), Y4
-	VMULPS   Y4, Y3, Y4
-	VMULPS   Y0, Y2, Y5
-	VSUBPS   Y5, Y4, Y4
-	VMULPS   Y1, Y4, Y4
-	VMULPS   Y1, Y2, Y2
-	VMULPS   Y2, Y3, Y2
-	VMOVUPS  Y2, (R9)(R8*4)
-	VMOVNTPS Y4, (CX)(R8*4)
-	VMOVUPS  32(DX)(R8*4), Y2
-	VMOVUPS  32(BX)(R8*4), Y3
-	VMOVUPS  32(SI)(R8*4), Y4
-	VMULPS   Y4, Y3, Y4
-	VMULPS   Y0, Y2, Y5
-	VSUBPS   Y5, Y4, Y4
-	VMULPS   Y1, Y4, Y4
-	VMULPS   Y1, Y2, Y2
-	VMULPS   Y2, Y3, Y2
-	VMOVUPS  Y2, 32(R9)(R8*4)
-	VMOVNTPS Y4, 32(CX)(R8*4)
-	VMOVUPS  64(DX)(R8*4), Y2
-	VMOVUPS  64(BX)(R8*4), Y3
-	VMOVUPS  64(SI)(R8*4), Y4
-	VMULPS   Y4, Y3, Y4
-	VMULPS   Y0, Y2, Y5
-	VSUBPS   Y5, Y4, Y4
-	VMULPS   Y1, Y4, Y4
-	VMULPS   Y1, Y2, Y2
-	VMULPS   Y2, Y3, Y2
-	VMOVUPS  Y2, 64(R9)(R8*4)
-	VMOVNTPS Y4, 64(CX)(R8*4)
-	VMOVUPS  96(DX)(R8*4), Y2
-	VMOVUPS  96(BX)(R8*4), Y3
-	VMOVUPS  96(SI)(R8*4), Y4
-	VMULPS   Y4, Y3, Y4
-	VMULPS   Y0, Y2, Y5
-	VSUBPS   Y5, Y4, Y4
-	VMULPS   Y1, Y4, Y4
-	VMULPS   Y1, Y2, Y2
-	VMULPS   Y2, Y3, Y2
-	VMOVUPS  Y2, 96(R9)(R8*4)
-	VMOVNTPS Y4, 96(CX)(R8*4)
-	ADDQ     $0x00000020, R8
-	JMP      dxsetntloop
-
-dxsetone:
-	ADDQ $0x00000018, R10
-
-dxsetoneloop:
-	CMPQ    R8, R10
-	JG      dxsetpart
-	VMOVUPS (DX)(R8*4), Y2
-	VMOVUPS (BX)(R8*4), Y3
-	VMOVUPS (SI)(R8*4), Y4
-	VMULPS  Y4, Y3, Y4
-	VMULPS  Y0, Y2, Y5
-	VSUBPS  Y5, Y4, Y4
-	VMULPS  Y1, Y4, Y4
-	VMULPS  Y1, Y2, Y2
-	VMULPS  Y2, Y3, Y2
-	VMOVUPS Y2, (R9)(R8*4)
-	VMOVUPS Y4, (CX)(R8*4)
-	ADDQ    $0x00000008, R8
-	JMP     dxsetoneloop
-
-dxsetpart:
-	MOVQ job_d+0(AX), R10
-	SUBQ R8, R10
-	JZ   rowdoneset
-
-dxsettailloop:
-	VMOVSS (DX)(R8*4), X2
-	VMOVSS (BX)(R8*4), X3
-	VMOVSS (SI)(R8*4), X4
-	VMULSS X4, X3, X4
-	VMULSS X0, X2, X5
-	VSUBSS X5, X4, X5
-	VMULSS X1, X5, X5
-	VMULSS X1, X2, X2
-	VMULSS X2, X3, X2
-	VMOVSS X2, (R9)(R8*4)
-	VMOVSS X5, (CX)(R8*4)
-	INCQ   R8
-	CMPQ   R8, job_d+0(AX)
-	JL     dxsettailloop
-
-rowdoneset:
-	JMP rowdone
-
-dxadd:
-	XORQ  R10, R10
-	MOVQ  job_d+0(AX), R11
-	SUBQ  $0x00000020, R11
-	TESTL $0x00000001, job_flags+0(AX)
-	JNZ   dxaddnt
-
-dxaddloop:
-	CMPQ    R10, R11
-	JG      dxaddone
-	VMOVUPS (DX)(R10*4), Y2
-	VMOVUPS (BX)(R10*4), Y3
-	VMOVUPS (SI)(R10*4), Y4
-	VMULPS  Y4, Y3, Y4
-	VMULPS  Y0, Y2, Y5
-	VSUBPS  Y5, Y4, Y4
-	VMULPS  Y1, Y4, Y4
-	VMULPS  Y1, Y2, Y2
-	VMULPS  Y2, Y3, Y2
-	VMOVUPS (R9)(R10*4), Y3
-	VADDPS  Y2, Y3, Y3
-	VMOVUPS Y3, (R9)(R10*4)
-	VMOVUPS Y4, (CX)(R10*4)
-	VMOVUPS 32(DX)(R10*4), Y2
-	VMOVUPS 32(BX)(R10*4), Y3
-	VMOVUPS 32(SI)(R10*4), Y4
-	VMULPS  Y4, Y3, Y4
-	VMULPS  Y0, Y2, Y5
-	VSUBPS  Y5, Y4, Y4
-	VMULPS  Y1, Y4, Y4
-	VMULPS  Y1, Y2, Y2
-	VMULPS  Y2, Y3, Y2
-	VMOVUPS 32(R9)(R10*4), Y3
-	VADDPS  Y2, Y3, Y3
-	VMOVUPS Y3, 32(R9)(R10*4)
-	VMOVUPS Y4, 32(CX)(R10*4)
-	VMOVUPS 64(DX)(R10*4), Y2
-	VMOVUPS 64(BX)(R10*4), Y3
-	VMOVUPS 64(SI)(R10*4), Y4
-	VMULPS  Y4, Y3, Y4
-	VMULPS  Y0, Y2, Y5
-	VSUBPS  Y5, Y4, Y4
-	VMULPS  Y1, Y4, Y4
-	VMULPS  Y1, Y2, Y2
-	VMULPS  Y2, Y3, Y2
-	VMOVUPS 64(R9)(R10*4), Y3
-	VADDPS  Y2, Y3, Y3
-	VMOVUPS Y3, 64(R9)(R10*4)
-	VMOVUPS Y4, 64(CX)(R10*4)
-	VMOVUPS 96(DX)(R10*4), Y2
-	VMOVUPS 96(BX)(R10*4), Y3
-	VMOVUPS 96(SI)(R10*4), Y4
-	VMULPS  Y4, Y3, Y4
-	VMULPS  Y0, Y2, Y5
-	VSUBPS  Y5, Y4, Y4
-	VMULPS  Y1, Y4, Y4
-	VMULPS  Y1, Y2, Y2
-	VMULPS  Y2, Y3, Y2
-	VMOVUPS 96(R9)(R10*4), Y3
-	VADDPS  Y2, Y3, Y3
-	VMOVUPS Y3, 96(R9)(R10*4)
-	VMOVUPS Y4, 96(CX)(R10*4)
-	ADDQ    $0x00000020, R10
-	JMP     dxaddloop
-
-dxaddnt:
-	// Up to the first vector-aligned element of dx with a partial vector, then non-temporal stores.
-	MOVQ CX, R12
-	NEGQ R12
-	ANDQ $0x0000001f, R12
-	SHRQ $0x02, R12
-	JZ   dxaddntloop
-	CMPQ R12, job_d+0(AX)
-	JLE  dxaddhead
-	MOVQ job_d+0(AX), R12
-
-dxaddhead:
-dxaddheadloop:
-	VMOVSS (DX)(R10*4), X2
-	VMOVSS (BX)(R10*4), X3
-	VMOVSS (SI)(R10*4), X4
-	VMULSS X4, X3, X4
-	VMULSS X0, X2, X5
-	VSUBSS X5, X4, X5
-	VMULSS X1, X5, X5
-	VMULSS X1, X2, X2
-	VMULSS X2, X3, X2
-	VADDSS (R9)(R10*4), X2, X2
-	VMOVSS X2, (R9)(R10*4)
-	VMOVSS X5, (CX)(R10*4)
-	INCQ   R10
-	CMPQ   R10, R12
-	JL     dxaddheadloop
-
-dxaddntloop:
-	CMPQ     R10, R11
-	JG       dxaddone
-	VMOVUPS  (DX)(R10*4), Y2
-	VMOVUPS  (BX)(R10*4), Y3
-	VMOVUPS  (SI)(R10*4), Y4
-	VMULPS   Y4, Y3, Y4
-	VMULPS   Y0, Y2, Y5
-	VSUBPS   Y5, Y4, Y4
-	VMULPS   Y1, Y4, Y4
-	VMULPS   Y1, Y2, Y2
-	VMULPS   Y2, Y3, Y2
-	VMOVUPS  (R9)(R10*4), Y3
-	VADDPS   Y2, Y3, Y3
-	VMOVUPS  Y3, (R9)(R10*4)
-	VMOVNTPS Y4, (CX)(R10*4)
-	VMOVUPS  32(DX)(R10*4), Y2
-	VMOVUPS  32(BX)(R10*4), Y3
-	VMOVUPS  32(SI)(R10*4), Y4
-	VMULPS   Y4, Y3, Y4
-	VMULPS   Y0, Y2, Y5
-	VSUBPS   Y5, Y4, Y4
-	VMULPS   Y1, Y4, Y4
-	VMULPS   Y1, Y2, Y2
-	VMULPS   Y2, Y3, Y2
-	VMOVUPS  32(R9)(R10*4), Y3
-	VADDPS   Y2, Y3, Y3
-	VMOVUPS  Y3, 32(R9)(R10*4)
-	VMOVNTPS Y4, 32(CX)(R10*4)
-	VMOVUPS  64(DX)(R10*4), Y2
-	VMOVUPS  64(BX)(R10*4), Y3
-	VMOVUPS  64(SI)(R10*4), Y4
-	VMULPS   Y4, Y3, Y4
-	VMULPS   Y0, Y2, Y5
-	VSUBPS   Y5, Y4, Y4
-	VMULPS   Y1, Y4, Y4
-	VMULPS   Y1, Y2, Y2
-	VMULPS   Y2, Y3, Y2
-	VMOVUPS  64(R9)(R10*4), Y3
-	VADDPS   Y2, Y3, Y3
-	VMOVUPS  Y3, 64(R9)(R10*4)
-	VMOVNTPS Y4, 64(CX)(R10*4)
-	VMOVUPS  96(DX)(R10*4), Y2
-	VMOVUPS  96(BX)(R10*4), Y3
-	VMOVUPS  96(SI)(R10*4), Y4
-	VMULPS   Y4, Y3, Y4
-	VMULPS   Y0, Y2, Y5
-	VSUBPS   Y5, Y4, Y4
-	VMULPS   Y1, Y4, Y4
-	VMULPS   Y1, Y2, Y2
-	VMULPS   Y2, Y3, Y2
-	VMOVUPS  96(R9)(R10*4), Y3
-	VADDPS   Y2, Y3, Y3
-	VMOVUPS  Y3, 96(R9)(R10*4)
-	VMOVNTPS Y4, 96(CX)(R10*4)
-	ADDQ     $0x00000020, R10
-	JMP      dxaddntloop
-
-dxaddone:
-	ADDQ $0x00000018, R11
-
-dxaddoneloop:
-	CMPQ    R10, R11
-	JG      dxaddpart
-	VMOVUPS (DX)(R10*4), Y2
-	VMOVUPS (BX)(R10*4), Y3
-	VMOVUPS (SI)(R10*4), Y4
-	VMULPS  Y4, Y3, Y4
-	VMULPS  Y0, Y2, Y5
-	VSUBPS  Y5, Y4, Y4
-	VMULPS  Y1, Y4, Y4
-	VMULPS  Y1, Y2, Y2
-	VMULPS  Y2, Y3, Y2
-	VMOVUPS (R9)(R10*4), Y3
-	VADDPS  Y2, Y3, Y3
-	VMOVUPS Y3, (R9)(R10*4)
-	VMOVUPS Y4, (CX)(R10*4)
-	ADDQ    $0x00000008, R10
-	JMP     dxaddoneloop
-
-dxaddpart:
-	MOVQ job_d+0(AX), R11
-	SUBQ R10, R11
-	JZ   rowdoneadd
-
-dxaddtailloop:
-	VMOVSS (DX)(R10*4), X2
-	VMOVSS (BX)(R10*4), X3
-	VMOVSS (SI)(R10*4), X4
-	VMULSS X4, X3, X4
-	VMULSS X0, X2, X5
-	VSUBSS X5, X4, X5
-	VMULSS X1, X5, X5
-	VMULSS X1, X2, X2
-	VMULSS X2, X3, X2
-	VADDSS (R9)(R10*4), X2, X2
-	VMOVSS X2, (R9)(R10*4)
-	VMOVSS X5, (CX)(R10*4)
-	INCQ   R10
-	CMPQ   R10, job_d+0(AX)
-	JL     dxaddtailloop
-
-rowdoneadd:
-	TESTQ R8, R8
-	JZ    rowdone
-
-	// The block's last row: DW += P.
-	XORQ R10, R10
-	MOVQ job_d+0(AX), R11
-	SUBQ $0x00000008, R11
-
-closeloop:
-	CMPQ    R10, R11
-	JG      closepart
-	VMOVUPS (R9)(R10*4), Y0
-	VADDPS  (R8)(R10*4), Y0, Y0
-	VMOVUPS Y0, (R8)(R10*4)
-	ADDQ    $0x00000008, R10
-	JMP     closeloop
-
-closepart:
-	MOVQ job_d+0(AX), R11
-	SUBQ R10, R11
-	JZ   rowdone
-
-closetailloop:
-	VMOVSS (R9)(R10*4), X0
-	VADDSS (R8)(R10*4), X0, X0
-	VMOVSS X0, (R8)(R10*4)
-	INCQ   R10
-	CMPQ   R10, job_d+0(AX)
-	JL     closetailloop
-
-rowdone:
-	// Next row.
-	ADDQ DI, DX
-	ADDQ DI, CX
-	ADDQ DI, BX
-	INCQ (SP)
-	JMP  row
-
-ret:
-	TESTL $0x00000001, job_flags+0(AX)
-	JZ    vzero
-	SFENCE
-
-vzero:
-	VZEROUPPER
-	MOVQ (SP), AX
-	MOVQ AX, ret+24(FP)
-	RET
-
-// func avx2BackwardOffset(j uintptr, from int, to int) int
-// Requires: AVX, AVX2, MMX+
-TEXT ·avx2BackwardOffset(SB), NOSPLIT, $528-32
-	// avx2BackwardOffset computes the gradient of rows [from, to) of the job: with g = dy*(1+w), c the
-	// contract's sum of g*x and s = ((inv*inv)*c)/d, dx = inv*(g - x*s); and, when the job has a
-	// weight gradient, the products dy*(x*inv) into the row block's partial sum (see gradBlock).
+TEXT ·avx2Backward(SB), NOSPLIT, $528-32
+	// avx2Backward computes the gradient of rows [from, to) of the job: with g = dy*w (dy*(1+w) with flagOffset),
+	// c the contract's sum of g*x and s = ((inv*inv)*c)/d, dx = inv*(g - x*s); and, when the job has
+	// a weight gradient, the products dy*(x*inv) into the row block's partial sum (see gradBlock).
 	// It stops before the first row that needs the float64 path and returns that row's index, or to.
 	MOVQ j+0(FP), AX
 	MOVQ job_dst+0(AX), CX
@@ -10662,9 +8903,72 @@ haveinv:
 	VXORPS       Y7, Y7, Y7
 	VXORPS       Y8, Y8, Y8
 	VBROADCASTSS one<>+0(SB), Y9
-	XORQ         R8, R8
-	MOVQ         job_d+0(AX), R9
-	SUBQ         $0x00000040, R9
+	TESTL        $0x00000010, job_flags+0(AX)
+	JNZ          weightadd3
+	VBROADCASTSS negzero<>+0(SB), Y9
+
+weightadd3:
+	XORQ R8, R8
+	MOVQ job_d+0(AX), R9
+	SUBQ $0x00000040, R9
+
+	// A plain weight's main loop multiplies by w itself.
+	TESTL $0x00000010, job_flags+0(AX)
+	JNZ   sumcloop
+
+sumcloopw:
+	CMPQ    R8, R9
+	JG      sumctail
+	VMOVUPS (DX)(R8*4), Y10
+	VMOVUPS (BX)(R8*4), Y11
+	VMOVUPS (SI)(R8*4), Y12
+	VMULPS  Y12, Y11, Y11
+	VMULPS  Y10, Y11, Y11
+	VADDPS  Y11, Y0, Y0
+	VMOVUPS 32(DX)(R8*4), Y10
+	VMOVUPS 32(BX)(R8*4), Y11
+	VMOVUPS 32(SI)(R8*4), Y12
+	VMULPS  Y12, Y11, Y11
+	VMULPS  Y10, Y11, Y11
+	VADDPS  Y11, Y2, Y2
+	VMOVUPS 64(DX)(R8*4), Y10
+	VMOVUPS 64(BX)(R8*4), Y11
+	VMOVUPS 64(SI)(R8*4), Y12
+	VMULPS  Y12, Y11, Y11
+	VMULPS  Y10, Y11, Y11
+	VADDPS  Y11, Y3, Y3
+	VMOVUPS 96(DX)(R8*4), Y10
+	VMOVUPS 96(BX)(R8*4), Y11
+	VMOVUPS 96(SI)(R8*4), Y12
+	VMULPS  Y12, Y11, Y11
+	VMULPS  Y10, Y11, Y11
+	VADDPS  Y11, Y4, Y4
+	VMOVUPS 128(DX)(R8*4), Y10
+	VMOVUPS 128(BX)(R8*4), Y11
+	VMOVUPS 128(SI)(R8*4), Y12
+	VMULPS  Y12, Y11, Y11
+	VMULPS  Y10, Y11, Y11
+	VADDPS  Y11, Y5, Y5
+	VMOVUPS 160(DX)(R8*4), Y10
+	VMOVUPS 160(BX)(R8*4), Y11
+	VMOVUPS 160(SI)(R8*4), Y12
+	VMULPS  Y12, Y11, Y11
+	VMULPS  Y10, Y11, Y11
+	VADDPS  Y11, Y6, Y6
+	VMOVUPS 192(DX)(R8*4), Y10
+	VMOVUPS 192(BX)(R8*4), Y11
+	VMOVUPS 192(SI)(R8*4), Y12
+	VMULPS  Y12, Y11, Y11
+	VMULPS  Y10, Y11, Y11
+	VADDPS  Y11, Y7, Y7
+	VMOVUPS 224(DX)(R8*4), Y10
+	VMOVUPS 224(BX)(R8*4), Y11
+	VMOVUPS 224(SI)(R8*4), Y12
+	VMULPS  Y12, Y11, Y11
+	VMULPS  Y10, Y11, Y11
+	VADDPS  Y11, Y8, Y8
+	ADDQ    $0x00000040, R8
+	JMP     sumcloopw
 
 sumcloop:
 	CMPQ    R8, R9
@@ -10890,18 +9194,22 @@ sumcdone:
 	VMULSS X1, X1, X0
 	VMULSS X2, X0, X0
 	CMPL   12(SP), $0x00
-	JE     divide3
+	JE     divide4
 	VMULSS 12(SP), X0, X0
-	JMP    divided4
+	JMP    divided5
 
-divide3:
+divide4:
 	VDIVSS 8(SP), X0, X0
 
-divided4:
+divided5:
 	VBROADCASTSS X1, Y1
 	VBROADCASTSS X0, Y0
 	VBROADCASTSS one<>+0(SB), Y2
+	TESTL        $0x00000010, job_flags+0(AX)
+	JNZ          weightadd6
+	VBROADCASTSS negzero<>+0(SB), Y2
 
+weightadd6:
 	// Which weight-gradient operation this row does.
 	MOVQ  job_dw+0(AX), R8
 	TESTQ R8, R8
@@ -10958,6 +9266,48 @@ dxnone:
 	SUBQ  $0x00000020, R9
 	TESTL $0x00000001, job_flags+0(AX)
 	JNZ   dxnonent
+
+	// A plain weight's main loop multiplies by w itself.
+	TESTL $0x00000010, job_flags+0(AX)
+	JNZ   dxnoneloop
+
+dxnoneloopw:
+	CMPQ    R8, R9
+	JG      dxnoneone
+	VMOVUPS (DX)(R8*4), Y3
+	VMOVUPS (BX)(R8*4), Y4
+	VMOVUPS (SI)(R8*4), Y5
+	VMULPS  Y5, Y4, Y4
+	VMULPS  Y0, Y3, Y3
+	VSUBPS  Y3, Y4, Y4
+	VMULPS  Y1, Y4, Y4
+	VMOVUPS Y4, (CX)(R8*4)
+	VMOVUPS 32(DX)(R8*4), Y3
+	VMOVUPS 32(BX)(R8*4), Y4
+	VMOVUPS 32(SI)(R8*4), Y5
+	VMULPS  Y5, Y4, Y4
+	VMULPS  Y0, Y3, Y3
+	VSUBPS  Y3, Y4, Y4
+	VMULPS  Y1, Y4, Y4
+	VMOVUPS Y4, 32(CX)(R8*4)
+	VMOVUPS 64(DX)(R8*4), Y3
+	VMOVUPS 64(BX)(R8*4), Y4
+	VMOVUPS 64(SI)(R8*4), Y5
+	VMULPS  Y5, Y4, Y4
+	VMULPS  Y0, Y3, Y3
+	VSUBPS  Y3, Y4, Y4
+	VMULPS  Y1, Y4, Y4
+	VMOVUPS Y4, 64(CX)(R8*4)
+	VMOVUPS 96(DX)(R8*4), Y3
+	VMOVUPS 96(BX)(R8*4), Y4
+	VMOVUPS 96(SI)(R8*4), Y5
+	VMULPS  Y5, Y4, Y4
+	VMULPS  Y0, Y3, Y3
+	VSUBPS  Y3, Y4, Y4
+	VMULPS  Y1, Y4, Y4
+	VMOVUPS Y4, 96(CX)(R8*4)
+	ADDQ    $0x00000020, R8
+	JMP     dxnoneloopw
 
 dxnoneloop:
 	CMPQ    R8, R9
@@ -11115,6 +9465,60 @@ dxset:
 	SUBQ  $0x00000020, R10
 	TESTL $0x00000001, job_flags+0(AX)
 	JNZ   dxsetnt
+
+	// A plain weight's main loop multiplies by w itself.
+	TESTL $0x00000010, job_flags+0(AX)
+	JNZ   dxsetloop
+
+dxsetloopw:
+	CMPQ    R8, R10
+	JG      dxsetone
+	VMOVUPS (DX)(R8*4), Y3
+	VMOVUPS (BX)(R8*4), Y4
+	VMOVUPS (SI)(R8*4), Y5
+	VMULPS  Y5, Y4, Y5
+	VMULPS  Y0, Y3, Y6
+	VSUBPS  Y6, Y5, Y5
+	VMULPS  Y1, Y5, Y5
+	VMULPS  Y1, Y3, Y3
+	VMULPS  Y3, Y4, Y3
+	VMOVUPS Y3, (R9)(R8*4)
+	VMOVUPS Y5, (CX)(R8*4)
+	VMOVUPS 32(DX)(R8*4), Y3
+	VMOVUPS 32(BX)(R8*4), Y4
+	VMOVUPS 32(SI)(R8*4), Y5
+	VMULPS  Y5, Y4, Y5
+	VMULPS  Y0, Y3, Y6
+	VSUBPS  Y6, Y5, Y5
+	VMULPS  Y1, Y5, Y5
+	VMULPS  Y1, Y3, Y3
+	VMULPS  Y3, Y4, Y3
+	VMOVUPS Y3, 32(R9)(R8*4)
+	VMOVUPS Y5, 32(CX)(R8*4)
+	VMOVUPS 64(DX)(R8*4), Y3
+	VMOVUPS 64(BX)(R8*4), Y4
+	VMOVUPS 64(SI)(R8*4), Y5
+	VMULPS  Y5, Y4, Y5
+	VMULPS  Y0, Y3, Y6
+	VSUBPS  Y6, Y5, Y5
+	VMULPS  Y1, Y5, Y5
+	VMULPS  Y1, Y3, Y3
+	VMULPS  Y3, Y4, Y3
+	VMOVUPS Y3, 64(R9)(R8*4)
+	VMOVUPS Y5, 64(CX)(R8*4)
+	VMOVUPS 96(DX)(R8*4), Y3
+	VMOVUPS 96(BX)(R8*4), Y4
+	VMOVUPS 96(SI)(R8*4), Y5
+	VMULPS  Y5, Y4, Y5
+	VMULPS  Y0, Y3, Y6
+	VSUBPS  Y6, Y5, Y5
+	VMULPS  Y1, Y5, Y5
+	VMULPS  Y1, Y3, Y3
+	VMULPS  Y3, Y4, Y3
+	VMOVUPS Y3, 96(R9)(R8*4)
+	VMOVUPS Y5, 96(CX)(R8*4)
+	ADDQ    $0x00000020, R8
+	JMP     dxsetloopw
 
 dxsetloop:
 	CMPQ    R8, R10
@@ -11305,6 +9709,68 @@ dxadd:
 	SUBQ  $0x00000020, R11
 	TESTL $0x00000001, job_flags+0(AX)
 	JNZ   dxaddnt
+
+	// A plain weight's main loop multiplies by w itself.
+	TESTL $0x00000010, job_flags+0(AX)
+	JNZ   dxaddloop
+
+dxaddloopw:
+	CMPQ    R10, R11
+	JG      dxaddone
+	VMOVUPS (DX)(R10*4), Y3
+	VMOVUPS (BX)(R10*4), Y4
+	VMOVUPS (SI)(R10*4), Y5
+	VMULPS  Y5, Y4, Y5
+	VMULPS  Y0, Y3, Y6
+	VSUBPS  Y6, Y5, Y5
+	VMULPS  Y1, Y5, Y5
+	VMULPS  Y1, Y3, Y3
+	VMULPS  Y3, Y4, Y3
+	VMOVUPS (R9)(R10*4), Y4
+	VADDPS  Y3, Y4, Y4
+	VMOVUPS Y4, (R9)(R10*4)
+	VMOVUPS Y5, (CX)(R10*4)
+	VMOVUPS 32(DX)(R10*4), Y3
+	VMOVUPS 32(BX)(R10*4), Y4
+	VMOVUPS 32(SI)(R10*4), Y5
+	VMULPS  Y5, Y4, Y5
+	VMULPS  Y0, Y3, Y6
+	VSUBPS  Y6, Y5, Y5
+	VMULPS  Y1, Y5, Y5
+	VMULPS  Y1, Y3, Y3
+	VMULPS  Y3, Y4, Y3
+	VMOVUPS 32(R9)(R10*4), Y4
+	VADDPS  Y3, Y4, Y4
+	VMOVUPS Y4, 32(R9)(R10*4)
+	VMOVUPS Y5, 32(CX)(R10*4)
+	VMOVUPS 64(DX)(R10*4), Y3
+	VMOVUPS 64(BX)(R10*4), Y4
+	VMOVUPS 64(SI)(R10*4), Y5
+	VMULPS  Y5, Y4, Y5
+	VMULPS  Y0, Y3, Y6
+	VSUBPS  Y6, Y5, Y5
+	VMULPS  Y1, Y5, Y5
+	VMULPS  Y1, Y3, Y3
+	VMULPS  Y3, Y4, Y3
+	VMOVUPS 64(R9)(R10*4), Y4
+	VADDPS  Y3, Y4, Y4
+	VMOVUPS Y4, 64(R9)(R10*4)
+	VMOVUPS Y5, 64(CX)(R10*4)
+	VMOVUPS 96(DX)(R10*4), Y3
+	VMOVUPS 96(BX)(R10*4), Y4
+	VMOVUPS 96(SI)(R10*4), Y5
+	VMULPS  Y5, Y4, Y5
+	VMULPS  Y0, Y3, Y6
+	VSUBPS  Y6, Y5, Y5
+	VMULPS  Y1, Y5, Y5
+	VMULPS  Y1, Y3, Y3
+	VMULPS  Y3, Y4, Y3
+	VMOVUPS 96(R9)(R10*4), Y4
+	VADDPS  Y3, Y4, Y4
+	VMOVUPS Y4, 96(R9)(R10*4)
+	VMOVUPS Y5, 96(CX)(R10*4)
+	ADDQ    $0x00000020, R10
+	JMP     dxaddloopw
 
 dxaddloop:
 	CMPQ    R10, R11
@@ -11559,9 +10025,9 @@ vzero:
 // func avx2BackwardUnweighted(j uintptr, from int, to int) int
 // Requires: AVX, AVX2, MMX+
 TEXT ·avx2BackwardUnweighted(SB), NOSPLIT, $528-32
-	// avx2BackwardUnweighted computes the gradient of rows [from, to) of the job: with g = dy, c the
-	// contract's sum of g*x and s = ((inv*inv)*c)/d, dx = inv*(g - x*s); and, when the job has a
-	// weight gradient, the products dy*(x*inv) into the row block's partial sum (see gradBlock).
+	// avx2BackwardUnweighted computes the gradient of rows [from, to) of the job: with g = dy,
+	// c the contract's sum of g*x and s = ((inv*inv)*c)/d, dx = inv*(g - x*s); and, when the job has
+	// a weight gradient, the products dy*(x*inv) into the row block's partial sum (see gradBlock).
 	// It stops before the first row that needs the float64 path and returns that row's index, or to.
 	MOVQ j+0(FP), AX
 	MOVQ job_dst+0(AX), CX
@@ -12176,8 +10642,8 @@ DATA kernels<>+280(SB)/8, $·avx2ForwardF16(SB)
 DATA kernels<>+288(SB)/8, $·avx2ForwardF16(SB)
 DATA kernels<>+296(SB)/8, $·avx2ForwardF16(SB)
 DATA kernels<>+304(SB)/8, $·avx2ForwardF16(SB)
-DATA kernels<>+312(SB)/8, $·avx2BackwardWeighted(SB)
-DATA kernels<>+320(SB)/8, $·avx2BackwardOffset(SB)
+DATA kernels<>+312(SB)/8, $·avx2Backward(SB)
+DATA kernels<>+320(SB)/8, $·avx2Backward(SB)
 DATA kernels<>+328(SB)/8, $·avx2BackwardUnweighted(SB)
 DATA kernels<>+336(SB)/8, $·avx512Forward(SB)
 DATA kernels<>+344(SB)/8, $·avx512Forward(SB)
@@ -12197,8 +10663,8 @@ DATA kernels<>+448(SB)/8, $·avx512ForwardF16(SB)
 DATA kernels<>+456(SB)/8, $·avx512ForwardF16(SB)
 DATA kernels<>+464(SB)/8, $·avx512ForwardF16(SB)
 DATA kernels<>+472(SB)/8, $·avx512ForwardF16(SB)
-DATA kernels<>+480(SB)/8, $·avx512BackwardWeighted(SB)
-DATA kernels<>+488(SB)/8, $·avx512BackwardOffset(SB)
+DATA kernels<>+480(SB)/8, $·avx512Backward(SB)
+DATA kernels<>+488(SB)/8, $·avx512Backward(SB)
 DATA kernels<>+496(SB)/8, $·avx512BackwardUnweighted(SB)
 DATA kernels<>+504(SB)/8, $·runGeneric(SB)
 DATA kernels<>+512(SB)/8, $·runGeneric(SB)

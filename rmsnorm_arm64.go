@@ -13,25 +13,17 @@ import "unsafe"
 //go:noescape
 func callKernel(j *job, from, to int) int
 
-// neonBackwardWeighted computes the gradient of rows [from, to) of the job: with g = dy*w, c the
-// contract's sum of g*x and s = ((inv*inv)*c)/d, dx = inv*(g - x*s); and, when the job has a
-// weight gradient, the products dy*(x*inv) into the row block's partial sum (see gradBlock).
+// neonBackward computes the gradient of rows [from, to) of the job: with g = dy*w (dy*(1+w) with flagOffset),
+// c the contract's sum of g*x and s = ((inv*inv)*c)/d, dx = inv*(g - x*s); and, when the job has
+// a weight gradient, the products dy*(x*inv) into the row block's partial sum (see gradBlock).
 // It stops before the first row that needs the float64 path and returns that row's index, or to.
 //
 //go:noescape
-func neonBackwardWeighted(j *job, from, to int) int
+func neonBackward(j *job, from, to int) int
 
-// neonBackwardOffset computes the gradient of rows [from, to) of the job: with g = dy*(1+w), c the
-// contract's sum of g*x and s = ((inv*inv)*c)/d, dx = inv*(g - x*s); and, when the job has a
-// weight gradient, the products dy*(x*inv) into the row block's partial sum (see gradBlock).
-// It stops before the first row that needs the float64 path and returns that row's index, or to.
-//
-//go:noescape
-func neonBackwardOffset(j *job, from, to int) int
-
-// neonBackwardUnweighted computes the gradient of rows [from, to) of the job: with g = dy, c the
-// contract's sum of g*x and s = ((inv*inv)*c)/d, dx = inv*(g - x*s); and, when the job has a
-// weight gradient, the products dy*(x*inv) into the row block's partial sum (see gradBlock).
+// neonBackwardUnweighted computes the gradient of rows [from, to) of the job: with g = dy,
+// c the contract's sum of g*x and s = ((inv*inv)*c)/d, dx = inv*(g - x*s); and, when the job has
+// a weight gradient, the products dy*(x*inv) into the row block's partial sum (see gradBlock).
 // It stops before the first row that needs the float64 path and returns that row's index, or to.
 //
 //go:noescape

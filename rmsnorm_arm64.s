@@ -95,8 +95,8 @@ DATA kernels<>+616(SB)/8, $·neonForwardF16(SB)
 DATA kernels<>+624(SB)/8, $·neonForwardF16(SB)
 DATA kernels<>+632(SB)/8, $·neonForwardF16(SB)
 DATA kernels<>+640(SB)/8, $·neonForwardF16(SB)
-DATA kernels<>+648(SB)/8, $·neonBackwardWeighted(SB)
-DATA kernels<>+656(SB)/8, $·neonBackwardOffset(SB)
+DATA kernels<>+648(SB)/8, $·neonBackward(SB)
+DATA kernels<>+656(SB)/8, $·neonBackward(SB)
 DATA kernels<>+664(SB)/8, $·neonBackwardUnweighted(SB)
 GLOBL kernels<>(SB), RODATA|NOPTR, $672
 
@@ -3189,8 +3189,8 @@ copied6:
 done:
 	RET
 
-// func neonBackwardWeighted(j *job, from, to int) int
-TEXT ·neonBackwardWeighted(SB), $776-32
+// func neonBackward(j *job, from, to int) int
+TEXT ·neonBackward(SB), $776-32
 	MOVD j+0(FP), R16
 	MOVD job_dst(R16), R0
 	MOVD job_x(R16), R1
@@ -3204,6 +3204,13 @@ TEXT ·neonBackwardWeighted(SB), $776-32
 	MOVD job_dw(R16), R19
 	MOVD job_acc(R16), R20
 	MOVD job_rows(R16), R22
+
+	// c, added to the weight: 1 with flagOffset, else -0 (spec.BackwardBody).
+	MOVW $0x80000000, R10
+	TBZ $4, R8, weightadd
+	MOVW $0x3f800000, R10
+weightadd:
+	VDUP R10, V28.S4
 
 	// fd = float32(d); rd = 1/d when d is a power of two, so that ss/d is ss*rd exactly.
 	SCVTFS R5, F16
@@ -3402,6 +3409,8 @@ haveinv:
 	MOVD R2, R13
 	MOVD R5, R12
 dot64:
+	TBNZ $4, R8, dotloop
+dotloopw:
 	CMP $64, R12
 	BLT dottail
 	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
@@ -3465,7 +3474,88 @@ dot64:
 	WORD $0x4e32d5ce // fadd v14.4s, v14.4s, v18.4s
 	WORD $0x4e33d5ef // fadd v15.4s, v15.4s, v19.4s
 	SUB $64, R12, R12
-	B dot64
+	B dotloopw
+dotloop:
+	CMP $64, R12
+	BLT dottail
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	VLD1.P 64(R11), [V20.S4, V21.S4, V22.S4, V23.S4]
+	VLD1.P 64(R13), [V24.S4, V25.S4, V26.S4, V27.S4]
+	WORD $0x4e3cd718 // fadd v24.4s, v24.4s, v28.4s
+	WORD $0x4e3cd739 // fadd v25.4s, v25.4s, v28.4s
+	WORD $0x4e3cd75a // fadd v26.4s, v26.4s, v28.4s
+	WORD $0x4e3cd77b // fadd v27.4s, v27.4s, v28.4s
+	WORD $0x6e38de94 // fmul v20.4s, v20.4s, v24.4s
+	WORD $0x6e39deb5 // fmul v21.4s, v21.4s, v25.4s
+	WORD $0x6e3aded6 // fmul v22.4s, v22.4s, v26.4s
+	WORD $0x6e3bdef7 // fmul v23.4s, v23.4s, v27.4s
+	WORD $0x6e30de90 // fmul v16.4s, v20.4s, v16.4s
+	WORD $0x6e31deb1 // fmul v17.4s, v21.4s, v17.4s
+	WORD $0x6e32ded2 // fmul v18.4s, v22.4s, v18.4s
+	WORD $0x6e33def3 // fmul v19.4s, v23.4s, v19.4s
+	WORD $0x4e30d400 // fadd v0.4s, v0.4s, v16.4s
+	WORD $0x4e31d421 // fadd v1.4s, v1.4s, v17.4s
+	WORD $0x4e32d442 // fadd v2.4s, v2.4s, v18.4s
+	WORD $0x4e33d463 // fadd v3.4s, v3.4s, v19.4s
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	VLD1.P 64(R11), [V20.S4, V21.S4, V22.S4, V23.S4]
+	VLD1.P 64(R13), [V24.S4, V25.S4, V26.S4, V27.S4]
+	WORD $0x4e3cd718 // fadd v24.4s, v24.4s, v28.4s
+	WORD $0x4e3cd739 // fadd v25.4s, v25.4s, v28.4s
+	WORD $0x4e3cd75a // fadd v26.4s, v26.4s, v28.4s
+	WORD $0x4e3cd77b // fadd v27.4s, v27.4s, v28.4s
+	WORD $0x6e38de94 // fmul v20.4s, v20.4s, v24.4s
+	WORD $0x6e39deb5 // fmul v21.4s, v21.4s, v25.4s
+	WORD $0x6e3aded6 // fmul v22.4s, v22.4s, v26.4s
+	WORD $0x6e3bdef7 // fmul v23.4s, v23.4s, v27.4s
+	WORD $0x6e30de90 // fmul v16.4s, v20.4s, v16.4s
+	WORD $0x6e31deb1 // fmul v17.4s, v21.4s, v17.4s
+	WORD $0x6e32ded2 // fmul v18.4s, v22.4s, v18.4s
+	WORD $0x6e33def3 // fmul v19.4s, v23.4s, v19.4s
+	WORD $0x4e30d484 // fadd v4.4s, v4.4s, v16.4s
+	WORD $0x4e31d4a5 // fadd v5.4s, v5.4s, v17.4s
+	WORD $0x4e32d4c6 // fadd v6.4s, v6.4s, v18.4s
+	WORD $0x4e33d4e7 // fadd v7.4s, v7.4s, v19.4s
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	VLD1.P 64(R11), [V20.S4, V21.S4, V22.S4, V23.S4]
+	VLD1.P 64(R13), [V24.S4, V25.S4, V26.S4, V27.S4]
+	WORD $0x4e3cd718 // fadd v24.4s, v24.4s, v28.4s
+	WORD $0x4e3cd739 // fadd v25.4s, v25.4s, v28.4s
+	WORD $0x4e3cd75a // fadd v26.4s, v26.4s, v28.4s
+	WORD $0x4e3cd77b // fadd v27.4s, v27.4s, v28.4s
+	WORD $0x6e38de94 // fmul v20.4s, v20.4s, v24.4s
+	WORD $0x6e39deb5 // fmul v21.4s, v21.4s, v25.4s
+	WORD $0x6e3aded6 // fmul v22.4s, v22.4s, v26.4s
+	WORD $0x6e3bdef7 // fmul v23.4s, v23.4s, v27.4s
+	WORD $0x6e30de90 // fmul v16.4s, v20.4s, v16.4s
+	WORD $0x6e31deb1 // fmul v17.4s, v21.4s, v17.4s
+	WORD $0x6e32ded2 // fmul v18.4s, v22.4s, v18.4s
+	WORD $0x6e33def3 // fmul v19.4s, v23.4s, v19.4s
+	WORD $0x4e30d508 // fadd v8.4s, v8.4s, v16.4s
+	WORD $0x4e31d529 // fadd v9.4s, v9.4s, v17.4s
+	WORD $0x4e32d54a // fadd v10.4s, v10.4s, v18.4s
+	WORD $0x4e33d56b // fadd v11.4s, v11.4s, v19.4s
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	VLD1.P 64(R11), [V20.S4, V21.S4, V22.S4, V23.S4]
+	VLD1.P 64(R13), [V24.S4, V25.S4, V26.S4, V27.S4]
+	WORD $0x4e3cd718 // fadd v24.4s, v24.4s, v28.4s
+	WORD $0x4e3cd739 // fadd v25.4s, v25.4s, v28.4s
+	WORD $0x4e3cd75a // fadd v26.4s, v26.4s, v28.4s
+	WORD $0x4e3cd77b // fadd v27.4s, v27.4s, v28.4s
+	WORD $0x6e38de94 // fmul v20.4s, v20.4s, v24.4s
+	WORD $0x6e39deb5 // fmul v21.4s, v21.4s, v25.4s
+	WORD $0x6e3aded6 // fmul v22.4s, v22.4s, v26.4s
+	WORD $0x6e3bdef7 // fmul v23.4s, v23.4s, v27.4s
+	WORD $0x6e30de90 // fmul v16.4s, v20.4s, v16.4s
+	WORD $0x6e31deb1 // fmul v17.4s, v21.4s, v17.4s
+	WORD $0x6e32ded2 // fmul v18.4s, v22.4s, v18.4s
+	WORD $0x6e33def3 // fmul v19.4s, v23.4s, v19.4s
+	WORD $0x4e30d58c // fadd v12.4s, v12.4s, v16.4s
+	WORD $0x4e31d5ad // fadd v13.4s, v13.4s, v17.4s
+	WORD $0x4e32d5ce // fadd v14.4s, v14.4s, v18.4s
+	WORD $0x4e33d5ef // fadd v15.4s, v15.4s, v19.4s
+	SUB $64, R12, R12
+	B dotloop
 dottail:
 
 	// The tail as in pass 1: dy and w copied to zero-padded blocks; the slot still holds x's.
@@ -3606,7 +3696,8 @@ fuseclose:
 	MOVD R19, R16
 	B dwadd
 dxonly:
-dxonly16:
+	TBNZ $4, R8, dxonly16
+dxonly16w:
 	CMP $16, R12
 	BLT dxonly4
 	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
@@ -3630,13 +3721,45 @@ dxonly16:
 	WORD $0x6e23dfa3 // fmul v3.4s, v29.4s, v3.4s
 	VST1.P [V0.S4, V1.S4, V2.S4, V3.S4], 64(R14)
 	SUB $16, R12, R12
+	B dxonly16w
+dxonly16:
+	CMP $16, R12
+	BLT dxonly4
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	VLD1.P 64(R11), [V20.S4, V21.S4, V22.S4, V23.S4]
+	VLD1.P 64(R13), [V24.S4, V25.S4, V26.S4, V27.S4]
+	WORD $0x4e3cd718 // fadd v24.4s, v24.4s, v28.4s
+	WORD $0x4e3cd739 // fadd v25.4s, v25.4s, v28.4s
+	WORD $0x4e3cd75a // fadd v26.4s, v26.4s, v28.4s
+	WORD $0x4e3cd77b // fadd v27.4s, v27.4s, v28.4s
+	WORD $0x6e38de98 // fmul v24.4s, v20.4s, v24.4s
+	WORD $0x6e39deb9 // fmul v25.4s, v21.4s, v25.4s
+	WORD $0x6e3adeda // fmul v26.4s, v22.4s, v26.4s
+	WORD $0x6e3bdefb // fmul v27.4s, v23.4s, v27.4s
+	WORD $0x6e3ede00 // fmul v0.4s, v16.4s, v30.4s
+	WORD $0x6e3ede21 // fmul v1.4s, v17.4s, v30.4s
+	WORD $0x6e3ede42 // fmul v2.4s, v18.4s, v30.4s
+	WORD $0x6e3ede63 // fmul v3.4s, v19.4s, v30.4s
+	WORD $0x4ea0d700 // fsub v0.4s, v24.4s, v0.4s
+	WORD $0x4ea1d721 // fsub v1.4s, v25.4s, v1.4s
+	WORD $0x4ea2d742 // fsub v2.4s, v26.4s, v2.4s
+	WORD $0x4ea3d763 // fsub v3.4s, v27.4s, v3.4s
+	WORD $0x6e20dfa0 // fmul v0.4s, v29.4s, v0.4s
+	WORD $0x6e21dfa1 // fmul v1.4s, v29.4s, v1.4s
+	WORD $0x6e22dfa2 // fmul v2.4s, v29.4s, v2.4s
+	WORD $0x6e23dfa3 // fmul v3.4s, v29.4s, v3.4s
+	VST1.P [V0.S4, V1.S4, V2.S4, V3.S4], 64(R14)
+	SUB $16, R12, R12
 	B dxonly16
+	CMP $16, R12
+	BLT dxonly4
 dxonly4:
 	CMP $4, R12
 	BLT dxonly1
 	VLD1.P 16(R10), [V16.S4]
 	VLD1.P 16(R11), [V20.S4]
 	VLD1.P 16(R13), [V24.S4]
+	WORD $0x4e3cd718 // fadd v24.4s, v24.4s, v28.4s
 	WORD $0x6e38de98 // fmul v24.4s, v20.4s, v24.4s
 	WORD $0x6e3ede00 // fmul v0.4s, v16.4s, v30.4s
 	WORD $0x4ea0d700 // fsub v0.4s, v24.4s, v0.4s
@@ -3651,6 +3774,7 @@ dxonly1:
 	FMOVS.P 4(R10), F16
 	FMOVS.P 4(R11), F20
 	FMOVS.P 4(R13), F24
+	FADDS F28, F24, F24
 	FMULS F24, F20, F24
 	FMULS F30, F16, F0
 	FSUBS F0, F24, F0
@@ -3659,7 +3783,8 @@ dxonly1:
 	SUB $1, R12, R12
 	B dxonly1
 dwset:
-dwset16:
+	TBNZ $4, R8, dwset16
+dwset16w:
 	CMP $16, R12
 	BLT dwset4
 	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
@@ -3692,13 +3817,54 @@ dwset16:
 	WORD $0x6e27dee7 // fmul v7.4s, v23.4s, v7.4s
 	VST1.P [V4.S4, V5.S4, V6.S4, V7.S4], 64(R15)
 	SUB $16, R12, R12
+	B dwset16w
+dwset16:
+	CMP $16, R12
+	BLT dwset4
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	VLD1.P 64(R11), [V20.S4, V21.S4, V22.S4, V23.S4]
+	VLD1.P 64(R13), [V24.S4, V25.S4, V26.S4, V27.S4]
+	WORD $0x4e3cd718 // fadd v24.4s, v24.4s, v28.4s
+	WORD $0x4e3cd739 // fadd v25.4s, v25.4s, v28.4s
+	WORD $0x4e3cd75a // fadd v26.4s, v26.4s, v28.4s
+	WORD $0x4e3cd77b // fadd v27.4s, v27.4s, v28.4s
+	WORD $0x6e38de98 // fmul v24.4s, v20.4s, v24.4s
+	WORD $0x6e39deb9 // fmul v25.4s, v21.4s, v25.4s
+	WORD $0x6e3adeda // fmul v26.4s, v22.4s, v26.4s
+	WORD $0x6e3bdefb // fmul v27.4s, v23.4s, v27.4s
+	WORD $0x6e3ede00 // fmul v0.4s, v16.4s, v30.4s
+	WORD $0x6e3ede21 // fmul v1.4s, v17.4s, v30.4s
+	WORD $0x6e3ede42 // fmul v2.4s, v18.4s, v30.4s
+	WORD $0x6e3ede63 // fmul v3.4s, v19.4s, v30.4s
+	WORD $0x4ea0d700 // fsub v0.4s, v24.4s, v0.4s
+	WORD $0x4ea1d721 // fsub v1.4s, v25.4s, v1.4s
+	WORD $0x4ea2d742 // fsub v2.4s, v26.4s, v2.4s
+	WORD $0x4ea3d763 // fsub v3.4s, v27.4s, v3.4s
+	WORD $0x6e20dfa0 // fmul v0.4s, v29.4s, v0.4s
+	WORD $0x6e21dfa1 // fmul v1.4s, v29.4s, v1.4s
+	WORD $0x6e22dfa2 // fmul v2.4s, v29.4s, v2.4s
+	WORD $0x6e23dfa3 // fmul v3.4s, v29.4s, v3.4s
+	VST1.P [V0.S4, V1.S4, V2.S4, V3.S4], 64(R14)
+	WORD $0x6e3dde04 // fmul v4.4s, v16.4s, v29.4s
+	WORD $0x6e3dde25 // fmul v5.4s, v17.4s, v29.4s
+	WORD $0x6e3dde46 // fmul v6.4s, v18.4s, v29.4s
+	WORD $0x6e3dde67 // fmul v7.4s, v19.4s, v29.4s
+	WORD $0x6e24de84 // fmul v4.4s, v20.4s, v4.4s
+	WORD $0x6e25dea5 // fmul v5.4s, v21.4s, v5.4s
+	WORD $0x6e26dec6 // fmul v6.4s, v22.4s, v6.4s
+	WORD $0x6e27dee7 // fmul v7.4s, v23.4s, v7.4s
+	VST1.P [V4.S4, V5.S4, V6.S4, V7.S4], 64(R15)
+	SUB $16, R12, R12
 	B dwset16
+	CMP $16, R12
+	BLT dwset4
 dwset4:
 	CMP $4, R12
 	BLT dwset1
 	VLD1.P 16(R10), [V16.S4]
 	VLD1.P 16(R11), [V20.S4]
 	VLD1.P 16(R13), [V24.S4]
+	WORD $0x4e3cd718 // fadd v24.4s, v24.4s, v28.4s
 	WORD $0x6e38de98 // fmul v24.4s, v20.4s, v24.4s
 	WORD $0x6e3ede00 // fmul v0.4s, v16.4s, v30.4s
 	WORD $0x4ea0d700 // fsub v0.4s, v24.4s, v0.4s
@@ -3716,6 +3882,7 @@ dwset1:
 	FMOVS.P 4(R10), F16
 	FMOVS.P 4(R11), F20
 	FMOVS.P 4(R13), F24
+	FADDS F28, F24, F24
 	FMULS F24, F20, F24
 	FMULS F30, F16, F0
 	FSUBS F0, F24, F0
@@ -3727,7 +3894,8 @@ dwset1:
 	SUB $1, R12, R12
 	B dwset1
 dwadd:
-dwadd16:
+	TBNZ $4, R8, dwadd16
+dwadd16w:
 	CMP $16, R12
 	BLT dwadd4
 	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
@@ -3765,657 +3933,7 @@ dwadd16:
 	WORD $0x4e27d56b // fadd v11.4s, v11.4s, v7.4s
 	VST1.P [V8.S4, V9.S4, V10.S4, V11.S4], 64(R15)
 	SUB $16, R12, R12
-	B dwadd16
-dwadd4:
-	CMP $4, R12
-	BLT dwadd1
-	VLD1.P 16(R10), [V16.S4]
-	VLD1.P 16(R11), [V20.S4]
-	VLD1.P 16(R13), [V24.S4]
-	WORD $0x6e38de98 // fmul v24.4s, v20.4s, v24.4s
-	WORD $0x6e3ede00 // fmul v0.4s, v16.4s, v30.4s
-	WORD $0x4ea0d700 // fsub v0.4s, v24.4s, v0.4s
-	WORD $0x6e20dfa0 // fmul v0.4s, v29.4s, v0.4s
-	VST1.P [V0.S4], 16(R14)
-	WORD $0x6e3dde04 // fmul v4.4s, v16.4s, v29.4s
-	WORD $0x6e24de84 // fmul v4.4s, v20.4s, v4.4s
-	VLD1 (R15), [V8.S4]
-	WORD $0x4e24d508 // fadd v8.4s, v8.4s, v4.4s
-	VST1.P [V8.S4], 16(R15)
-	SUB $4, R12, R12
-	B dwadd4
-dwadd1:
-
-	// The last 1-3 elements one at a time, the same operations on scalars.
-	CBZ R12, dwaddend
-	FMOVS.P 4(R10), F16
-	FMOVS.P 4(R11), F20
-	FMOVS.P 4(R13), F24
-	FMULS F24, F20, F24
-	FMULS F30, F16, F0
-	FSUBS F0, F24, F0
-	FMULS F0, F29, F0
-	FMOVS.P F0, 4(R14)
-	FMULS F29, F16, F4
-	FMULS F4, F20, F4
-	FMOVS (R15), F8
-	FADDS F4, F8, F8
-	FMOVS.P F8, 4(R15)
-	SUB $1, R12, R12
-	B dwadd1
-dwaddend:
-	CBZ R16, next
-	MOVD R20, R15
-	MOVD R5, R12
-close16:
-	CMP $16, R12
-	BLT close4
-	VLD1.P 64(R15), [V8.S4, V9.S4, V10.S4, V11.S4]
-	VLD1 (R16), [V12.S4, V13.S4, V14.S4, V15.S4]
-	WORD $0x4e28d58c // fadd v12.4s, v12.4s, v8.4s
-	WORD $0x4e29d5ad // fadd v13.4s, v13.4s, v9.4s
-	WORD $0x4e2ad5ce // fadd v14.4s, v14.4s, v10.4s
-	WORD $0x4e2bd5ef // fadd v15.4s, v15.4s, v11.4s
-	VST1.P [V12.S4, V13.S4, V14.S4, V15.S4], 64(R16)
-	SUB $16, R12, R12
-	B close16
-close4:
-	CMP $4, R12
-	BLT close1
-	VLD1.P 16(R15), [V8.S4]
-	VLD1 (R16), [V12.S4]
-	WORD $0x4e28d58c // fadd v12.4s, v12.4s, v8.4s
-	VST1.P [V12.S4], 16(R16)
-	SUB $4, R12, R12
-	B close4
-close1:
-
-	// The last 1-3 elements one at a time, the same operations on scalars.
-	CBZ R12, next
-	FMOVS.P 4(R15), F8
-	FMOVS (R16), F12
-	FADDS F8, F12, F12
-	FMOVS.P F12, 4(R16)
-	SUB $1, R12, R12
-	B close1
-next:
-	ADD R7, R0, R0
-	ADD R7, R1, R1
-	ADD R7, R3, R3
-	ADD $1, R9, R9
-	B row
-ret:
-	MOVD R9, ret+24(FP)
-	RET
-
-// func neonBackwardOffset(j *job, from, to int) int
-TEXT ·neonBackwardOffset(SB), $776-32
-	MOVD j+0(FP), R16
-	MOVD job_dst(R16), R0
-	MOVD job_x(R16), R1
-	MOVD job_dy(R16), R3
-	MOVD job_inv(R16), R4
-	MOVD job_d(R16), R5
-	MOVD job_stride(R16), R7
-	LSL $2, R7, R7
-	MOVWU job_flags(R16), R8
-	MOVD job_w(R16), R2
-	MOVD job_dw(R16), R19
-	MOVD job_acc(R16), R20
-	MOVD job_rows(R16), R22
-	FMOVS $1.0, F28
-	VDUP V28.S[0], V28.S4
-
-	// fd = float32(d); rd = 1/d when d is a power of two, so that ss/d is ss*rd exactly.
-	SCVTFS R5, F16
-	FMOVS F16, 8(RSP)
-	SUB $1, R5, R10
-	TST R10, R5
-	BNE notpow2
-	RBIT R5, R10
-	CLZ R10, R10
-	MOVD $127, R11
-	SUB R10, R11, R11
-	LSL $23, R11, R11
-	MOVW R11, 12(RSP)
-	ORR $256, R8, R8
-notpow2:
-
-	// Start at row from.
-	MOVD from+8(FP), R9
-	MOVD to+16(FP), R6
-	MUL R9, R7, R10
-	ADD R10, R0, R0
-	ADD R10, R1, R1
-	ADD R10, R3, R3
-row:
-	CMP R6, R9
-	BGE ret
-
-	// Pass 1, the sum of squares: element i goes to partial i%64, lane i%4 of V(i%64/4).
-	VEOR V0.B16, V0.B16, V0.B16
-	VEOR V1.B16, V1.B16, V1.B16
-	VEOR V2.B16, V2.B16, V2.B16
-	VEOR V3.B16, V3.B16, V3.B16
-	VEOR V4.B16, V4.B16, V4.B16
-	VEOR V5.B16, V5.B16, V5.B16
-	VEOR V6.B16, V6.B16, V6.B16
-	VEOR V7.B16, V7.B16, V7.B16
-	VEOR V8.B16, V8.B16, V8.B16
-	VEOR V9.B16, V9.B16, V9.B16
-	VEOR V10.B16, V10.B16, V10.B16
-	VEOR V11.B16, V11.B16, V11.B16
-	VEOR V12.B16, V12.B16, V12.B16
-	VEOR V13.B16, V13.B16, V13.B16
-	VEOR V14.B16, V14.B16, V14.B16
-	VEOR V15.B16, V15.B16, V15.B16
-	MOVD R1, R10
-	MOVD R5, R12
-ss64:
-	CMP $64, R12
-	BLT sstail
-	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
-	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
-	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
-	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
-	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
-	WORD $0x4e30d400 // fadd v0.4s, v0.4s, v16.4s
-	WORD $0x4e31d421 // fadd v1.4s, v1.4s, v17.4s
-	WORD $0x4e32d442 // fadd v2.4s, v2.4s, v18.4s
-	WORD $0x4e33d463 // fadd v3.4s, v3.4s, v19.4s
-	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
-	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
-	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
-	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
-	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
-	WORD $0x4e30d484 // fadd v4.4s, v4.4s, v16.4s
-	WORD $0x4e31d4a5 // fadd v5.4s, v5.4s, v17.4s
-	WORD $0x4e32d4c6 // fadd v6.4s, v6.4s, v18.4s
-	WORD $0x4e33d4e7 // fadd v7.4s, v7.4s, v19.4s
-	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
-	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
-	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
-	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
-	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
-	WORD $0x4e30d508 // fadd v8.4s, v8.4s, v16.4s
-	WORD $0x4e31d529 // fadd v9.4s, v9.4s, v17.4s
-	WORD $0x4e32d54a // fadd v10.4s, v10.4s, v18.4s
-	WORD $0x4e33d56b // fadd v11.4s, v11.4s, v19.4s
-	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
-	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
-	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
-	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
-	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
-	WORD $0x4e30d58c // fadd v12.4s, v12.4s, v16.4s
-	WORD $0x4e31d5ad // fadd v13.4s, v13.4s, v17.4s
-	WORD $0x4e32d5ce // fadd v14.4s, v14.4s, v18.4s
-	WORD $0x4e33d5ef // fadd v15.4s, v15.4s, v19.4s
-	SUB $64, R12, R12
-	B ss64
-sstail:
-
-	// Fewer than 64 elements: copied to a zero-padded block on the stack, summed as a whole block.
-	CBZ R12, ssdone
-	ADD $16, RSP, R13
-	VEOR V16.B16, V16.B16, V16.B16
-	VEOR V17.B16, V17.B16, V17.B16
-	VEOR V18.B16, V18.B16, V18.B16
-	VEOR V19.B16, V19.B16, V19.B16
-	MOVD R13, R17
-	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
-	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
-	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
-	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
-	MOVD R10, R15
-	MOVD R13, R17
-	MOVD R12, R16
-copyvec1:
-	CMP $4, R16
-	BLT copyone2
-	VLD1.P 16(R15), [V20.B16]
-	VST1.P [V20.B16], 16(R17)
-	SUB $4, R16, R16
-	B copyvec1
-copyone2:
-	CBZ R16, copied3
-	MOVWU.P 4(R15), R26
-	MOVW.P R26, 4(R17)
-	SUB $1, R16, R16
-	B copyone2
-copied3:
-	ADD $16, RSP, R10
-	MOVD $64, R12
-	B ss64
-ssdone:
-
-	// Halving tree: h = 32, 16, 8, 4 on vectors, leaving four partials in V0.
-	WORD $0x4e28d400 // fadd v0.4s, v0.4s, v8.4s
-	WORD $0x4e29d421 // fadd v1.4s, v1.4s, v9.4s
-	WORD $0x4e2ad442 // fadd v2.4s, v2.4s, v10.4s
-	WORD $0x4e2bd463 // fadd v3.4s, v3.4s, v11.4s
-	WORD $0x4e2cd484 // fadd v4.4s, v4.4s, v12.4s
-	WORD $0x4e2dd4a5 // fadd v5.4s, v5.4s, v13.4s
-	WORD $0x4e2ed4c6 // fadd v6.4s, v6.4s, v14.4s
-	WORD $0x4e2fd4e7 // fadd v7.4s, v7.4s, v15.4s
-	WORD $0x4e24d400 // fadd v0.4s, v0.4s, v4.4s
-	WORD $0x4e25d421 // fadd v1.4s, v1.4s, v5.4s
-	WORD $0x4e26d442 // fadd v2.4s, v2.4s, v6.4s
-	WORD $0x4e27d463 // fadd v3.4s, v3.4s, v7.4s
-	WORD $0x4e22d400 // fadd v0.4s, v0.4s, v2.4s
-	WORD $0x4e23d421 // fadd v1.4s, v1.4s, v3.4s
-	WORD $0x4e21d400 // fadd v0.4s, v0.4s, v1.4s
-	VEXT $8, V0.B16, V0.B16, V16.B16
-	WORD $0x4e30d400 // fadd v0.4s, v0.4s, v16.4s
-	WORD $0x7e30d800 // faddp s0, v0.2s
-
-	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
-	TST $256, R8
-	BEQ tdivide
-	FMOVS 12(RSP), F17
-	FMULS F17, F0, F1
-	B tdivided
-tdivide:
-	FMOVS 8(RSP), F17
-	FDIVS F17, F0, F1
-tdivided:
-	MOVD j+0(FP), R16
-	FMOVS job_eps(R16), F17
-	FADDS F17, F1, F1
-	MOVW $0x0d800000, R16
-	FMOVS R16, F16
-	FCMPS F16, F1
-	BLT ret
-	MOVW $0x7f7fffff, R16
-	FMOVS R16, F16
-	FCMPS F16, F1
-	BGT ret
-
-	// inv = 1/sqrt(t), or Inv[r] when the job has it.
-	CBZ R4, sqrt
-	FMOVS (R4)(R9<<2), F29
-	B haveinv
-sqrt:
-	FSQRTS F1, F1
-	FMOVS $1.0, F16
-	FDIVS F1, F16, F29
-haveinv:
-	VDUP V29.S[0], V29.S4
-
-	// Pass 2, c = the sum of g*x: the product of element i goes to partial i%64.
-	VEOR V0.B16, V0.B16, V0.B16
-	VEOR V1.B16, V1.B16, V1.B16
-	VEOR V2.B16, V2.B16, V2.B16
-	VEOR V3.B16, V3.B16, V3.B16
-	VEOR V4.B16, V4.B16, V4.B16
-	VEOR V5.B16, V5.B16, V5.B16
-	VEOR V6.B16, V6.B16, V6.B16
-	VEOR V7.B16, V7.B16, V7.B16
-	VEOR V8.B16, V8.B16, V8.B16
-	VEOR V9.B16, V9.B16, V9.B16
-	VEOR V10.B16, V10.B16, V10.B16
-	VEOR V11.B16, V11.B16, V11.B16
-	VEOR V12.B16, V12.B16, V12.B16
-	VEOR V13.B16, V13.B16, V13.B16
-	VEOR V14.B16, V14.B16, V14.B16
-	VEOR V15.B16, V15.B16, V15.B16
-	MOVD R1, R10
-	MOVD R3, R11
-	MOVD R2, R13
-	MOVD R5, R12
-dot64:
-	CMP $64, R12
-	BLT dottail
-	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
-	VLD1.P 64(R11), [V20.S4, V21.S4, V22.S4, V23.S4]
-	VLD1.P 64(R13), [V24.S4, V25.S4, V26.S4, V27.S4]
-	WORD $0x4e3cd718 // fadd v24.4s, v24.4s, v28.4s
-	WORD $0x4e3cd739 // fadd v25.4s, v25.4s, v28.4s
-	WORD $0x4e3cd75a // fadd v26.4s, v26.4s, v28.4s
-	WORD $0x4e3cd77b // fadd v27.4s, v27.4s, v28.4s
-	WORD $0x6e38de94 // fmul v20.4s, v20.4s, v24.4s
-	WORD $0x6e39deb5 // fmul v21.4s, v21.4s, v25.4s
-	WORD $0x6e3aded6 // fmul v22.4s, v22.4s, v26.4s
-	WORD $0x6e3bdef7 // fmul v23.4s, v23.4s, v27.4s
-	WORD $0x6e30de90 // fmul v16.4s, v20.4s, v16.4s
-	WORD $0x6e31deb1 // fmul v17.4s, v21.4s, v17.4s
-	WORD $0x6e32ded2 // fmul v18.4s, v22.4s, v18.4s
-	WORD $0x6e33def3 // fmul v19.4s, v23.4s, v19.4s
-	WORD $0x4e30d400 // fadd v0.4s, v0.4s, v16.4s
-	WORD $0x4e31d421 // fadd v1.4s, v1.4s, v17.4s
-	WORD $0x4e32d442 // fadd v2.4s, v2.4s, v18.4s
-	WORD $0x4e33d463 // fadd v3.4s, v3.4s, v19.4s
-	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
-	VLD1.P 64(R11), [V20.S4, V21.S4, V22.S4, V23.S4]
-	VLD1.P 64(R13), [V24.S4, V25.S4, V26.S4, V27.S4]
-	WORD $0x4e3cd718 // fadd v24.4s, v24.4s, v28.4s
-	WORD $0x4e3cd739 // fadd v25.4s, v25.4s, v28.4s
-	WORD $0x4e3cd75a // fadd v26.4s, v26.4s, v28.4s
-	WORD $0x4e3cd77b // fadd v27.4s, v27.4s, v28.4s
-	WORD $0x6e38de94 // fmul v20.4s, v20.4s, v24.4s
-	WORD $0x6e39deb5 // fmul v21.4s, v21.4s, v25.4s
-	WORD $0x6e3aded6 // fmul v22.4s, v22.4s, v26.4s
-	WORD $0x6e3bdef7 // fmul v23.4s, v23.4s, v27.4s
-	WORD $0x6e30de90 // fmul v16.4s, v20.4s, v16.4s
-	WORD $0x6e31deb1 // fmul v17.4s, v21.4s, v17.4s
-	WORD $0x6e32ded2 // fmul v18.4s, v22.4s, v18.4s
-	WORD $0x6e33def3 // fmul v19.4s, v23.4s, v19.4s
-	WORD $0x4e30d484 // fadd v4.4s, v4.4s, v16.4s
-	WORD $0x4e31d4a5 // fadd v5.4s, v5.4s, v17.4s
-	WORD $0x4e32d4c6 // fadd v6.4s, v6.4s, v18.4s
-	WORD $0x4e33d4e7 // fadd v7.4s, v7.4s, v19.4s
-	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
-	VLD1.P 64(R11), [V20.S4, V21.S4, V22.S4, V23.S4]
-	VLD1.P 64(R13), [V24.S4, V25.S4, V26.S4, V27.S4]
-	WORD $0x4e3cd718 // fadd v24.4s, v24.4s, v28.4s
-	WORD $0x4e3cd739 // fadd v25.4s, v25.4s, v28.4s
-	WORD $0x4e3cd75a // fadd v26.4s, v26.4s, v28.4s
-	WORD $0x4e3cd77b // fadd v27.4s, v27.4s, v28.4s
-	WORD $0x6e38de94 // fmul v20.4s, v20.4s, v24.4s
-	WORD $0x6e39deb5 // fmul v21.4s, v21.4s, v25.4s
-	WORD $0x6e3aded6 // fmul v22.4s, v22.4s, v26.4s
-	WORD $0x6e3bdef7 // fmul v23.4s, v23.4s, v27.4s
-	WORD $0x6e30de90 // fmul v16.4s, v20.4s, v16.4s
-	WORD $0x6e31deb1 // fmul v17.4s, v21.4s, v17.4s
-	WORD $0x6e32ded2 // fmul v18.4s, v22.4s, v18.4s
-	WORD $0x6e33def3 // fmul v19.4s, v23.4s, v19.4s
-	WORD $0x4e30d508 // fadd v8.4s, v8.4s, v16.4s
-	WORD $0x4e31d529 // fadd v9.4s, v9.4s, v17.4s
-	WORD $0x4e32d54a // fadd v10.4s, v10.4s, v18.4s
-	WORD $0x4e33d56b // fadd v11.4s, v11.4s, v19.4s
-	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
-	VLD1.P 64(R11), [V20.S4, V21.S4, V22.S4, V23.S4]
-	VLD1.P 64(R13), [V24.S4, V25.S4, V26.S4, V27.S4]
-	WORD $0x4e3cd718 // fadd v24.4s, v24.4s, v28.4s
-	WORD $0x4e3cd739 // fadd v25.4s, v25.4s, v28.4s
-	WORD $0x4e3cd75a // fadd v26.4s, v26.4s, v28.4s
-	WORD $0x4e3cd77b // fadd v27.4s, v27.4s, v28.4s
-	WORD $0x6e38de94 // fmul v20.4s, v20.4s, v24.4s
-	WORD $0x6e39deb5 // fmul v21.4s, v21.4s, v25.4s
-	WORD $0x6e3aded6 // fmul v22.4s, v22.4s, v26.4s
-	WORD $0x6e3bdef7 // fmul v23.4s, v23.4s, v27.4s
-	WORD $0x6e30de90 // fmul v16.4s, v20.4s, v16.4s
-	WORD $0x6e31deb1 // fmul v17.4s, v21.4s, v17.4s
-	WORD $0x6e32ded2 // fmul v18.4s, v22.4s, v18.4s
-	WORD $0x6e33def3 // fmul v19.4s, v23.4s, v19.4s
-	WORD $0x4e30d58c // fadd v12.4s, v12.4s, v16.4s
-	WORD $0x4e31d5ad // fadd v13.4s, v13.4s, v17.4s
-	WORD $0x4e32d5ce // fadd v14.4s, v14.4s, v18.4s
-	WORD $0x4e33d5ef // fadd v15.4s, v15.4s, v19.4s
-	SUB $64, R12, R12
-	B dot64
-dottail:
-
-	// The tail as in pass 1: dy and w copied to zero-padded blocks; the slot still holds x's.
-	CBZ R12, dotdone
-	ADD $272, RSP, R14
-	VEOR V16.B16, V16.B16, V16.B16
-	VEOR V17.B16, V17.B16, V17.B16
-	VEOR V18.B16, V18.B16, V18.B16
-	VEOR V19.B16, V19.B16, V19.B16
-	MOVD R14, R17
-	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
-	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
-	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
-	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
-	MOVD R11, R15
-	MOVD R14, R17
-	MOVD R12, R16
-copyvec4:
-	CMP $4, R16
-	BLT copyone5
-	VLD1.P 16(R15), [V20.B16]
-	VST1.P [V20.B16], 16(R17)
-	SUB $4, R16, R16
-	B copyvec4
-copyone5:
-	CBZ R16, copied6
-	MOVWU.P 4(R15), R26
-	MOVW.P R26, 4(R17)
-	SUB $1, R16, R16
-	B copyone5
-copied6:
-	MOVD R14, R11
-	ADD $528, RSP, R14
-	VEOR V16.B16, V16.B16, V16.B16
-	VEOR V17.B16, V17.B16, V17.B16
-	VEOR V18.B16, V18.B16, V18.B16
-	VEOR V19.B16, V19.B16, V19.B16
-	MOVD R14, R17
-	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
-	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
-	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
-	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
-	MOVD R13, R15
-	MOVD R14, R17
-	MOVD R12, R16
-copyvec7:
-	CMP $4, R16
-	BLT copyone8
-	VLD1.P 16(R15), [V20.B16]
-	VST1.P [V20.B16], 16(R17)
-	SUB $4, R16, R16
-	B copyvec7
-copyone8:
-	CBZ R16, copied9
-	MOVWU.P 4(R15), R26
-	MOVW.P R26, 4(R17)
-	SUB $1, R16, R16
-	B copyone8
-copied9:
-	MOVD R14, R13
-	ADD $16, RSP, R10
-	MOVD $64, R12
-	B dot64
-dotdone:
-
-	// Halving tree: h = 32, 16, 8, 4 on vectors, leaving four partials in V0.
-	WORD $0x4e28d400 // fadd v0.4s, v0.4s, v8.4s
-	WORD $0x4e29d421 // fadd v1.4s, v1.4s, v9.4s
-	WORD $0x4e2ad442 // fadd v2.4s, v2.4s, v10.4s
-	WORD $0x4e2bd463 // fadd v3.4s, v3.4s, v11.4s
-	WORD $0x4e2cd484 // fadd v4.4s, v4.4s, v12.4s
-	WORD $0x4e2dd4a5 // fadd v5.4s, v5.4s, v13.4s
-	WORD $0x4e2ed4c6 // fadd v6.4s, v6.4s, v14.4s
-	WORD $0x4e2fd4e7 // fadd v7.4s, v7.4s, v15.4s
-	WORD $0x4e24d400 // fadd v0.4s, v0.4s, v4.4s
-	WORD $0x4e25d421 // fadd v1.4s, v1.4s, v5.4s
-	WORD $0x4e26d442 // fadd v2.4s, v2.4s, v6.4s
-	WORD $0x4e27d463 // fadd v3.4s, v3.4s, v7.4s
-	WORD $0x4e22d400 // fadd v0.4s, v0.4s, v2.4s
-	WORD $0x4e23d421 // fadd v1.4s, v1.4s, v3.4s
-	WORD $0x4e21d400 // fadd v0.4s, v0.4s, v1.4s
-	VEXT $8, V0.B16, V0.B16, V16.B16
-	WORD $0x4e30d400 // fadd v0.4s, v0.4s, v16.4s
-	WORD $0x7e30d800 // faddp s0, v0.2s
-
-	// s = ((inv*inv)*c)/d, rounded after each operation.
-	FMULS F29, F29, F1
-	FMULS F0, F1, F1
-	TST $256, R8
-	BEQ sdivide
-	FMOVS 12(RSP), F17
-	FMULS F17, F1, F1
-	B sdivided
-sdivide:
-	FMOVS 8(RSP), F17
-	FDIVS F17, F1, F1
-sdivided:
-	VDUP V1.S[0], V30.S4
-
-	// Pass 3: dx = inv*(g - x*s), and q = dy*(x*inv) into the weight gradient.
-	MOVD R1, R10
-	MOVD R3, R11
-	MOVD R0, R14
-	MOVD R5, R12
-	MOVD R2, R13
-	CBZ R19, dxonly
-
-	// The row's place in its block of 32: first (r%32 == 0), last (r%32 == 31 or the last row).
-	MOVD ZR, R16
-	AND $31, R9, R23
-	TST $4, R8
-	BNE fuse
-
-	// Without flagFuse, P is the block's own slot: acc + (r/32)*d floats.
-	LSR $5, R9, R24
-	MUL R5, R24, R24
-	ADD R24<<2, R20, R15
-	CBZ R23, dwset
-	B dwadd
-fuse:
-	MOVD R20, R15
-	ADD $1, R9, R24
-	CMP R22, R24
-	BEQ fuselast
-	CMP $31, R23
-	BEQ fuselast
-	CBZ R23, dwset
-	B dwadd
-fuselast:
-	CBNZ R23, fuseclose
-
-	// A block of one row: DW += q, which is P += q with DW as P.
-	MOVD R19, R15
-	B dwadd
-fuseclose:
-
-	// The block's last row: P += q, then DW += P (R16 not zero).
-	MOVD R19, R16
-	B dwadd
-dxonly:
-dxonly16:
-	CMP $16, R12
-	BLT dxonly4
-	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
-	VLD1.P 64(R11), [V20.S4, V21.S4, V22.S4, V23.S4]
-	VLD1.P 64(R13), [V24.S4, V25.S4, V26.S4, V27.S4]
-	WORD $0x4e3cd718 // fadd v24.4s, v24.4s, v28.4s
-	WORD $0x4e3cd739 // fadd v25.4s, v25.4s, v28.4s
-	WORD $0x4e3cd75a // fadd v26.4s, v26.4s, v28.4s
-	WORD $0x4e3cd77b // fadd v27.4s, v27.4s, v28.4s
-	WORD $0x6e38de98 // fmul v24.4s, v20.4s, v24.4s
-	WORD $0x6e39deb9 // fmul v25.4s, v21.4s, v25.4s
-	WORD $0x6e3adeda // fmul v26.4s, v22.4s, v26.4s
-	WORD $0x6e3bdefb // fmul v27.4s, v23.4s, v27.4s
-	WORD $0x6e3ede00 // fmul v0.4s, v16.4s, v30.4s
-	WORD $0x6e3ede21 // fmul v1.4s, v17.4s, v30.4s
-	WORD $0x6e3ede42 // fmul v2.4s, v18.4s, v30.4s
-	WORD $0x6e3ede63 // fmul v3.4s, v19.4s, v30.4s
-	WORD $0x4ea0d700 // fsub v0.4s, v24.4s, v0.4s
-	WORD $0x4ea1d721 // fsub v1.4s, v25.4s, v1.4s
-	WORD $0x4ea2d742 // fsub v2.4s, v26.4s, v2.4s
-	WORD $0x4ea3d763 // fsub v3.4s, v27.4s, v3.4s
-	WORD $0x6e20dfa0 // fmul v0.4s, v29.4s, v0.4s
-	WORD $0x6e21dfa1 // fmul v1.4s, v29.4s, v1.4s
-	WORD $0x6e22dfa2 // fmul v2.4s, v29.4s, v2.4s
-	WORD $0x6e23dfa3 // fmul v3.4s, v29.4s, v3.4s
-	VST1.P [V0.S4, V1.S4, V2.S4, V3.S4], 64(R14)
-	SUB $16, R12, R12
-	B dxonly16
-dxonly4:
-	CMP $4, R12
-	BLT dxonly1
-	VLD1.P 16(R10), [V16.S4]
-	VLD1.P 16(R11), [V20.S4]
-	VLD1.P 16(R13), [V24.S4]
-	WORD $0x4e3cd718 // fadd v24.4s, v24.4s, v28.4s
-	WORD $0x6e38de98 // fmul v24.4s, v20.4s, v24.4s
-	WORD $0x6e3ede00 // fmul v0.4s, v16.4s, v30.4s
-	WORD $0x4ea0d700 // fsub v0.4s, v24.4s, v0.4s
-	WORD $0x6e20dfa0 // fmul v0.4s, v29.4s, v0.4s
-	VST1.P [V0.S4], 16(R14)
-	SUB $4, R12, R12
-	B dxonly4
-dxonly1:
-
-	// The last 1-3 elements one at a time, the same operations on scalars.
-	CBZ R12, next
-	FMOVS.P 4(R10), F16
-	FMOVS.P 4(R11), F20
-	FMOVS.P 4(R13), F24
-	FADDS F28, F24, F24
-	FMULS F24, F20, F24
-	FMULS F30, F16, F0
-	FSUBS F0, F24, F0
-	FMULS F0, F29, F0
-	FMOVS.P F0, 4(R14)
-	SUB $1, R12, R12
-	B dxonly1
-dwset:
-dwset16:
-	CMP $16, R12
-	BLT dwset4
-	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
-	VLD1.P 64(R11), [V20.S4, V21.S4, V22.S4, V23.S4]
-	VLD1.P 64(R13), [V24.S4, V25.S4, V26.S4, V27.S4]
-	WORD $0x4e3cd718 // fadd v24.4s, v24.4s, v28.4s
-	WORD $0x4e3cd739 // fadd v25.4s, v25.4s, v28.4s
-	WORD $0x4e3cd75a // fadd v26.4s, v26.4s, v28.4s
-	WORD $0x4e3cd77b // fadd v27.4s, v27.4s, v28.4s
-	WORD $0x6e38de98 // fmul v24.4s, v20.4s, v24.4s
-	WORD $0x6e39deb9 // fmul v25.4s, v21.4s, v25.4s
-	WORD $0x6e3adeda // fmul v26.4s, v22.4s, v26.4s
-	WORD $0x6e3bdefb // fmul v27.4s, v23.4s, v27.4s
-	WORD $0x6e3ede00 // fmul v0.4s, v16.4s, v30.4s
-	WORD $0x6e3ede21 // fmul v1.4s, v17.4s, v30.4s
-	WORD $0x6e3ede42 // fmul v2.4s, v18.4s, v30.4s
-	WORD $0x6e3ede63 // fmul v3.4s, v19.4s, v30.4s
-	WORD $0x4ea0d700 // fsub v0.4s, v24.4s, v0.4s
-	WORD $0x4ea1d721 // fsub v1.4s, v25.4s, v1.4s
-	WORD $0x4ea2d742 // fsub v2.4s, v26.4s, v2.4s
-	WORD $0x4ea3d763 // fsub v3.4s, v27.4s, v3.4s
-	WORD $0x6e20dfa0 // fmul v0.4s, v29.4s, v0.4s
-	WORD $0x6e21dfa1 // fmul v1.4s, v29.4s, v1.4s
-	WORD $0x6e22dfa2 // fmul v2.4s, v29.4s, v2.4s
-	WORD $0x6e23dfa3 // fmul v3.4s, v29.4s, v3.4s
-	VST1.P [V0.S4, V1.S4, V2.S4, V3.S4], 64(R14)
-	WORD $0x6e3dde04 // fmul v4.4s, v16.4s, v29.4s
-	WORD $0x6e3dde25 // fmul v5.4s, v17.4s, v29.4s
-	WORD $0x6e3dde46 // fmul v6.4s, v18.4s, v29.4s
-	WORD $0x6e3dde67 // fmul v7.4s, v19.4s, v29.4s
-	WORD $0x6e24de84 // fmul v4.4s, v20.4s, v4.4s
-	WORD $0x6e25dea5 // fmul v5.4s, v21.4s, v5.4s
-	WORD $0x6e26dec6 // fmul v6.4s, v22.4s, v6.4s
-	WORD $0x6e27dee7 // fmul v7.4s, v23.4s, v7.4s
-	VST1.P [V4.S4, V5.S4, V6.S4, V7.S4], 64(R15)
-	SUB $16, R12, R12
-	B dwset16
-dwset4:
-	CMP $4, R12
-	BLT dwset1
-	VLD1.P 16(R10), [V16.S4]
-	VLD1.P 16(R11), [V20.S4]
-	VLD1.P 16(R13), [V24.S4]
-	WORD $0x4e3cd718 // fadd v24.4s, v24.4s, v28.4s
-	WORD $0x6e38de98 // fmul v24.4s, v20.4s, v24.4s
-	WORD $0x6e3ede00 // fmul v0.4s, v16.4s, v30.4s
-	WORD $0x4ea0d700 // fsub v0.4s, v24.4s, v0.4s
-	WORD $0x6e20dfa0 // fmul v0.4s, v29.4s, v0.4s
-	VST1.P [V0.S4], 16(R14)
-	WORD $0x6e3dde04 // fmul v4.4s, v16.4s, v29.4s
-	WORD $0x6e24de84 // fmul v4.4s, v20.4s, v4.4s
-	VST1.P [V4.S4], 16(R15)
-	SUB $4, R12, R12
-	B dwset4
-dwset1:
-
-	// The last 1-3 elements one at a time, the same operations on scalars.
-	CBZ R12, next
-	FMOVS.P 4(R10), F16
-	FMOVS.P 4(R11), F20
-	FMOVS.P 4(R13), F24
-	FADDS F28, F24, F24
-	FMULS F24, F20, F24
-	FMULS F30, F16, F0
-	FSUBS F0, F24, F0
-	FMULS F0, F29, F0
-	FMOVS.P F0, 4(R14)
-	FMULS F29, F16, F4
-	FMULS F4, F20, F4
-	FMOVS.P F4, 4(R15)
-	SUB $1, R12, R12
-	B dwset1
-dwadd:
+	B dwadd16w
 dwadd16:
 	CMP $16, R12
 	BLT dwadd4
@@ -4459,6 +3977,8 @@ dwadd16:
 	VST1.P [V8.S4, V9.S4, V10.S4, V11.S4], 64(R15)
 	SUB $16, R12, R12
 	B dwadd16
+	CMP $16, R12
+	BLT dwadd4
 dwadd4:
 	CMP $4, R12
 	BLT dwadd1
@@ -4514,6 +4034,8 @@ close16:
 	VST1.P [V12.S4, V13.S4, V14.S4, V15.S4], 64(R16)
 	SUB $16, R12, R12
 	B close16
+	CMP $16, R12
+	BLT close4
 close4:
 	CMP $4, R12
 	BLT close1
@@ -4751,6 +4273,7 @@ haveinv:
 	MOVD R3, R11
 	MOVD R5, R12
 dot64:
+dotloop:
 	CMP $64, R12
 	BLT dottail
 	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
@@ -4794,7 +4317,7 @@ dot64:
 	WORD $0x4e32d5ce // fadd v14.4s, v14.4s, v18.4s
 	WORD $0x4e33d5ef // fadd v15.4s, v15.4s, v19.4s
 	SUB $64, R12, R12
-	B dot64
+	B dotloop
 dottail:
 
 	// The tail as in pass 1: dy and w copied to zero-padded blocks; the slot still holds x's.
@@ -4892,6 +4415,8 @@ dxonly16:
 	VST1.P [V0.S4, V1.S4, V2.S4, V3.S4], 64(R14)
 	SUB $16, R12, R12
 	B dxonly16
+	CMP $16, R12
+	BLT dxonly4
 dxonly4:
 	CMP $4, R12
 	BLT dxonly1

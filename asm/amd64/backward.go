@@ -10,7 +10,12 @@ import (
 	. "github.com/mmcloughlin/avo/reg"
 )
 
-// A backward function does one row at a time (float32 rows only):
+// A backward function does one row at a time (float32 rows only). There are two: without a weight,
+// and with one, whose w' = w + c serves both forms (c = 1 under flagOffset, -0 without; see
+// spec.BackwardBody). Its main loops, the ones a row in the cache spends its time in, come in a
+// copy per form, chosen by flagOffset once per row: with a plain weight they multiply by w
+// itself, as a function of that form alone would. The rest (the non-temporal loops, whose rows
+// wait on memory anyway, the heads and the ends of rows) is shared, with w + c:
 //
 //	sums:   ss of the row (x*x) and c (g*x, g = dy*w'), each in the 64 partials of the contract;
 //	        AVX-512 has the registers to form both in one pass, AVX2 makes two
@@ -39,19 +44,19 @@ var opNames = [...]string{"none", "set", "add"}
 // bgen builds one backward function.
 type bgen struct {
 	*gen
-	mode spec.Mode
+	mode spec.Mode // Offset (a weight: w' = w + c, see spec.BackwardBody) or Unweighted
 	dy   GPVirtual // row `done` of dy
 	pAcc GPVirtual // the row's P (ops other than none)
 	dwp  GPVirtual // DW
 
 	// AVX2: the partials of ss and of c spilled to the stack while the last elements of a row (a
-	// partial vector) are added one at a time, and the scalar inv, s and 1.
+	// partial vector) are added one at a time, and the scalar inv, s and c.
 	accSlot        [2]Mem
 	invx, sx, onex VecVirtual
 }
 
 func backward(s *isa, m spec.Mode) {
-	name := s.name + spec.BackwardName(m)
+	name := s.name + spec.BackwardFunc(m)
 	TEXT(name, NOSPLIT, spec.AvoSig)
 	for _, l := range spec.BackwardDoc(name, m) {
 		Comment(l)
@@ -149,7 +154,7 @@ func (b *bgen) sums(name string, withSS, withC bool) [2][]VecVirtual {
 	var one VecVirtual
 	if withC && b.mode == spec.Offset {
 		one = s.vec()
-		VBROADCASTSS(constOne, one)
+		b.setC(one)
 	}
 	// add accumulates the vector of elements at i (plus disp bytes), read with ld.
 	add := func(i GPVirtual, disp int, ld func(m Mem, v VecVirtual)) {
@@ -172,14 +177,21 @@ func (b *bgen) sums(name string, withSS, withC bool) [2][]VecVirtual {
 	XORQ(i, i)
 	MOVQ(b.d(), lim)
 	SUBQ(U32(block), lim)
-	Label(name + "loop")
-	CMPQ(i, lim)
-	JG(LabelRef(name + "tail"))
-	for disp := 0; disp < block*4; disp += s.vbytes() {
-		add(i, disp, full)
+	loop := func(l string) {
+		Label(l)
+		CMPQ(i, lim)
+		JG(LabelRef(name + "tail"))
+		for disp := 0; disp < block*4; disp += s.vbytes() {
+			add(i, disp, full)
+		}
+		ADDQ(U32(block), i)
+		JMP(LabelRef(l))
 	}
-	ADDQ(U32(block), i)
-	JMP(LabelRef(name + "loop"))
+	if withC {
+		b.formLoops(name+"loop", loop)
+	} else {
+		loop(name + "loop")
+	}
 
 	Label(name + "tail")
 	Comment("Fewer than 64 elements remain: whole vectors, then one partial vector (its other lanes add +0).")
@@ -283,17 +295,35 @@ func (b *bgen) grad(i GPVirtual, disp int, ld func(m Mem, v VecVirtual), one Vec
 	g := s.vec()
 	ld(b.at(b.dy, i, disp), g)
 	switch b.mode {
-	case spec.Weighted:
+	case spec.Weighted: // a plain weight's own main loop (formLoops)
 		wv := s.vec()
 		ld(b.atW(i, disp), wv)
 		VMULPS(wv, g, g)
-	case spec.Offset:
+	case spec.Offset: // w' = w + c
 		wv := s.vec()
 		ld(b.atW(i, disp), wv)
 		VADDPS(one, wv, wv)
 		VMULPS(wv, g, g)
 	}
 	return g
+}
+
+// formLoops emits, in the function with a weight, the main loop at label l twice: first a copy
+// for a plain weight (b.mode Weighted: g = dy*w), taken without flagOffset, then l itself with
+// w + c. loop emits a loop at the label it is given; both copies leave it the same way. Without
+// a weight there is one loop.
+func (b *bgen) formLoops(l string, loop func(l string)) {
+	if b.mode != spec.Offset {
+		loop(l)
+		return
+	}
+	Comment("A plain weight's main loop multiplies by w itself.")
+	TESTL(U32(spec.FlagOffset), b.flags())
+	JNZ(LabelRef(l))
+	b.mode = spec.Weighted
+	loop(l + "w")
+	b.mode = spec.Offset
+	loop(l)
 }
 
 // invRow finishes ss: t = ss/d + eps, the range test, and inv = 1/sqrt(t) or the job's Inv[done],
@@ -326,7 +356,7 @@ func (b *bgen) dxRow(inv, sx VecVirtual) {
 	var one VecVirtual
 	if b.mode == spec.Offset {
 		one = s.vec()
-		VBROADCASTSS(constOne, one)
+		b.setC(one)
 		b.onex = one.AsX().(VecVirtual)
 	}
 	b.invx, b.sx = invv.AsX().(VecVirtual), sv.AsX().(VecVirtual)
@@ -463,7 +493,7 @@ func (b *bgen) dxLoop(op gradOp, invv, sv, one VecVirtual) {
 		ADDQ(U32(unroll*s.lanes), i)
 		JMP(LabelRef(l))
 	}
-	loop(name+"loop", fullSt)
+	b.formLoops(name+"loop", func(l string) { loop(l, fullSt) })
 
 	Label(name + "nt")
 	Comment("Up to the first vector-aligned element of dx with a partial vector, then non-temporal stores.")

@@ -58,7 +58,7 @@ func main() {
 			convert(s, c)
 		}
 		k.Conversions = true
-		for _, m := range spec.Backward {
+		for _, m := range spec.BackwardBodies {
 			backward(s, m)
 		}
 		k.Backward = true

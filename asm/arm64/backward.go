@@ -2,12 +2,14 @@ package main
 
 import (
 	"fmt"
+	"math/bits"
 
 	"github.com/gosimd/rmsnorm/asm/internal/spec"
 )
 
-// The backward kernel functions: the package doc's Backward contract, bit for bit as
-// runGenericBackward, one row at a time in three passes over it:
+// The backward kernel functions, one with a weight (w + c in place of w serves both forms, c = 1
+// with flagOffset, else -0: spec.BackwardBody) and one without: the package doc's Backward
+// contract, bit for bit as runGenericBackward, one row at a time in three passes over it:
 //
 //  1. the sum of squares, exactly as the forward (V0-V15 the 64 partials, the tail of a row
 //     through the zero-padded slot on the stack), t and its range test (rows outside it return
@@ -27,7 +29,8 @@ import (
 
 // Registers besides those of the forward (kernel.go): R3 the dy row (the forward's res), R19 DW,
 // R20 acc, R22 rows; in pass 3 R14 the dx pointer, R15 the P pointer, R16 the DW pointer when
-// the row closes its block (else 0). Vector: V29 inv and V30 s (all lanes), V28 ones (1+w).
+// the row closes its block (else 0). Vector: V29 inv and V30 s (all lanes), V28 c (w + c: 1 with
+// flagOffset, else -0).
 const (
 	rDY, rDW, rAcc, rRows = "R3", "R19", "R20", "R22"
 )
@@ -41,7 +44,7 @@ const (
 	bSlotW     = bSlotDY + 4*block // the same for w
 	bFrameLen  = bSlotW + 4*block - 8
 	vInv, vS   = vreg(29), vreg(30) // inv and s in all lanes
-	vOnes      = vreg(28)           // 1.0 in all lanes (1+w)
+	vC         = vreg(28)           // c in all lanes, added to w: 1 with flagOffset, else -0
 	firstConst = vreg(28)           // V28 and up hold constants: the same register in every lane of a body
 )
 
@@ -91,8 +94,12 @@ func (e *emitter) bwdPrologue() {
 		e.op("MOVD %s(R16), %s", j.Rows, rRows)
 	}
 	if e.v.Mode == spec.Offset {
-		e.op("FMOVS $1.0, F%d", vOnes)
-		e.op("VDUP V%d.S[0], V%d.S4", vOnes, vOnes)
+		e.comment("c, added to the weight: 1 with flagOffset, else -0 (spec.BackwardBody).")
+		e.op("MOVW $0x80000000, R10")
+		e.op("TBZ $%d, %s, weightadd", bits.TrailingZeros(spec.FlagOffset), rFlags)
+		e.op("MOVW $0x3f800000, R10")
+		e.label("weightadd")
+		e.op("VDUP R10, V%d.S4", vC)
 	}
 	e.divisor(bOffFd, bOffRd)
 	e.comment("Start at row from.")
@@ -166,10 +173,13 @@ func (e *emitter) bwdDot() {
 	}
 	e.op("MOVD %s, R12", rD)
 	e.label("dot64")
-	e.op("CMP $%d, R12", block)
-	e.op("BLT dottail")
-	e.dotBlock()
-	e.op("B dot64")
+	e.formLoops("dotloop", func(l string) {
+		e.label(l)
+		e.op("CMP $%d, R12", block)
+		e.op("BLT dottail")
+		e.dotBlock()
+		e.op("B %s", l)
+	})
 	e.label("dottail")
 	e.comment("The tail as in pass 1: dy and w copied to zero-padded blocks; the slot still holds x's.")
 	e.op("CBZ R12, dotdone")
@@ -191,6 +201,24 @@ func (e *emitter) bwdDot() {
 	e.tree21()
 }
 
+// formLoops emits, in the function with a weight, the main loop at label l twice: first a copy
+// for a plain weight (e.v.Mode Weighted: g = dy*w), taken without flagOffset, then l itself with
+// w + c. loop emits a loop at the label it is given; both copies leave it the same way. A row in
+// the cache spends its time in these loops, which with a plain weight then multiply by w itself,
+// as a function of that form alone would; the rest of the function, short, is shared. Without a
+// weight there is one loop.
+func (e *emitter) formLoops(l string, loop func(l string)) {
+	if e.v.Mode != spec.Offset {
+		loop(l)
+		return
+	}
+	e.op("TBNZ $%d, %s, %s", bits.TrailingZeros(spec.FlagOffset), rFlags, l)
+	e.v.Mode = spec.Weighted
+	loop(l + "w")
+	e.v.Mode = spec.Offset
+	loop(l)
+}
+
 // dotBlock adds float32(g*x) of 64 elements (x at R10, dy at R11, w at R13, all post-incremented)
 // to V0-V15 and counts them off R12.
 func (e *emitter) dotBlock() {
@@ -203,7 +231,7 @@ func (e *emitter) dotBlock() {
 		if e.weighted() {
 			if e.v.Mode == spec.Offset {
 				for i := vreg(0); i < 4; i++ {
-					e.word(fadd4s(24+i, 24+i, vOnes)) // 1+w, rounded
+					e.word(fadd4s(24+i, 24+i, vC)) // w + c, rounded
 				}
 			}
 			for i := vreg(0); i < 4; i++ {
@@ -306,18 +334,28 @@ func (e *emitter) closeBlock() {
 		e.arith(nv, "add", dw, dw, p)
 		e.store(nv, "R16", dw)
 	}
-	e.loops("close", body, "next")
+	e.loops("close", body, "next", false)
 }
 
 // loops emits l's loops over R12 elements: body(4) on 16 floats at a time, then body(1) on 4,
-// then body(0) on one at a time; they end at exit.
-func (e *emitter) loops(l string, body func(nv int), exit string) {
-	e.label(l + "16")
+// then body(0) on one at a time; they end at exit. With forms, the 16-float loop is a main loop
+// of pass 3, which formLoops doubles in the function with a weight.
+func (e *emitter) loops(l string, body func(nv int), exit string, forms bool) {
+	loop16 := func(l16 string) {
+		e.label(l16)
+		e.op("CMP $16, R12")
+		e.op("BLT %s4", l)
+		body(4)
+		e.op("SUB $16, R12, R12")
+		e.op("B %s", l16)
+	}
+	if forms {
+		e.formLoops(l+"16", loop16)
+	} else {
+		loop16(l + "16")
+	}
 	e.op("CMP $16, R12")
 	e.op("BLT %s4", l)
-	body(4)
-	e.op("SUB $16, R12, R12")
-	e.op("B %s16", l)
 	e.label(l + "4")
 	e.op("CMP $4, R12")
 	e.op("BLT %s1", l)
@@ -341,7 +379,7 @@ func (e *emitter) gradLoop(op gradOp) {
 	if op == opAdd {
 		exit = "dwaddend"
 	}
-	e.loops(l, func(nv int) { e.gradBody(op, nv) }, exit)
+	e.loops(l, func(nv int) { e.gradBody(op, nv) }, exit, true)
 }
 
 // gradBody does nv vectors of four floats (or one float when nv == 0) of pass 3 for op. x is
@@ -356,7 +394,7 @@ func (e *emitter) gradBody(op gradOp, nv int) {
 	if e.weighted() {
 		e.load(nv, "R13", w, true)
 		if e.v.Mode == spec.Offset {
-			e.arith(nv, "add", w, w, vOnes) // 1+w
+			e.arith(nv, "add", w, w, vC) // w + c
 		}
 		e.arith(nv, "mul", w, dy, w) // g = dy*w'
 		g = w

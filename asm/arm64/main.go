@@ -86,8 +86,8 @@ func main() {
 	for _, c := range spec.Conversions {
 		s.WriteString(convert("neon"+c.Name, c))
 	}
-	for _, m := range spec.Backward {
-		s.WriteString(backward("neon"+spec.BackwardName(m), m))
+	for _, m := range spec.BackwardBodies {
+		s.WriteString(backward("neon"+spec.BackwardFunc(m), m))
 	}
 	if err := os.WriteFile(*out, s.Bytes(), 0o644); err != nil {
 		log.Fatal(err)

@@ -113,17 +113,43 @@ var Forward = func() []Variant {
 // files hold them, after the forward variants (job.v numbers them len(Forward)+i).
 var Backward = Modes
 
-// BackwardName is the part of a function name of the backward function for m, e.g.
+// BackwardName names the backward variant for m (the Go side's v<BackwardName> constant), e.g.
 // "BackwardOffset".
 func BackwardName(m Mode) string { return "Backward" + m.String() }
 
-// BackwardDoc is the documentation of a backward kernel function.
+// BackwardBody returns the weight form of the backward function that runs m. One function, generated
+// as Offset's, serves Weighted and Offset: it multiplies dy by w + c, c = 1 under FlagOffset and -0
+// without (w + -0 is w for every w, as at the ends of forward rows), and its main loops come in a
+// copy per form. Unweighted has its own.
+func BackwardBody(m Mode) Mode {
+	if m == Weighted {
+		return Offset
+	}
+	return m
+}
+
+// BackwardBodies lists the weight forms that have backward functions of their own.
+var BackwardBodies = []Mode{Offset, Unweighted}
+
+// BackwardFunc is the part of a function name of the backward function running m: "Backward"
+// (a weight, either form) or "BackwardUnweighted".
+func BackwardFunc(m Mode) string {
+	if m == Unweighted {
+		return "BackwardUnweighted"
+	}
+	return "Backward"
+}
+
+// BackwardDoc is the documentation of the backward kernel function running m.
 func BackwardDoc(name string, m Mode) []string {
-	g := map[Mode]string{Weighted: "dy*w", Offset: "dy*(1+w)", Unweighted: "dy"}[m]
+	g := "dy"
+	if m != Unweighted {
+		g = "dy*w (dy*(1+w) with flagOffset)"
+	}
 	return []string{
-		name + " computes the gradient of rows [from, to) of the job: with g = " + g + ", c the",
-		"contract's sum of g*x and s = ((inv*inv)*c)/d, dx = inv*(g - x*s); and, when the job has a",
-		"weight gradient, the products dy*(x*inv) into the row block's partial sum (see gradBlock).",
+		name + " computes the gradient of rows [from, to) of the job: with g = " + g + ",",
+		"c the contract's sum of g*x and s = ((inv*inv)*c)/d, dx = inv*(g - x*s); and, when the job has",
+		"a weight gradient, the products dy*(x*inv) into the row block's partial sum (see gradBlock).",
 		"It stops before the first row that needs the float64 path and returns that row's index, or to.",
 	}
 }
@@ -316,8 +342,8 @@ func GoStubs(header, constraint string, ks []Kernel) string {
 		if !k.Backward {
 			continue
 		}
-		for _, m := range Backward {
-			name := k.Prefix + BackwardName(m)
+		for _, m := range BackwardBodies {
+			name := k.Prefix + BackwardFunc(m)
 			b.WriteString("\n")
 			for _, line := range BackwardDoc(name, m) {
 				fmt.Fprintf(&b, "// %s\n", line)
@@ -394,7 +420,7 @@ func Table(ks []Kernel) []string {
 			fn := "runGenericBackward"
 			for _, k := range ks {
 				if k.ID == id && k.Backward {
-					fn = k.Prefix + BackwardName(m)
+					fn = k.Prefix + BackwardFunc(m)
 				}
 			}
 			t = append(t, fn)

@@ -3751,8 +3751,6 @@ dxonly16:
 	VST1.P [V0.S4, V1.S4, V2.S4, V3.S4], 64(R14)
 	SUB $16, R12, R12
 	B dxonly16
-	CMP $16, R12
-	BLT dxonly4
 dxonly4:
 	CMP $4, R12
 	BLT dxonly1
@@ -3856,8 +3854,6 @@ dwset16:
 	VST1.P [V4.S4, V5.S4, V6.S4, V7.S4], 64(R15)
 	SUB $16, R12, R12
 	B dwset16
-	CMP $16, R12
-	BLT dwset4
 dwset4:
 	CMP $4, R12
 	BLT dwset1
@@ -3977,8 +3973,6 @@ dwadd16:
 	VST1.P [V8.S4, V9.S4, V10.S4, V11.S4], 64(R15)
 	SUB $16, R12, R12
 	B dwadd16
-	CMP $16, R12
-	BLT dwadd4
 dwadd4:
 	CMP $4, R12
 	BLT dwadd1
@@ -4034,8 +4028,6 @@ close16:
 	VST1.P [V12.S4, V13.S4, V14.S4, V15.S4], 64(R16)
 	SUB $16, R12, R12
 	B close16
-	CMP $16, R12
-	BLT close4
 close4:
 	CMP $4, R12
 	BLT close1
@@ -4415,8 +4407,6 @@ dxonly16:
 	VST1.P [V0.S4, V1.S4, V2.S4, V3.S4], 64(R14)
 	SUB $16, R12, R12
 	B dxonly16
-	CMP $16, R12
-	BLT dxonly4
 dxonly4:
 	CMP $4, R12
 	BLT dxonly1

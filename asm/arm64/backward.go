@@ -354,8 +354,6 @@ func (e *emitter) loops(l string, body func(nv int), exit string, forms bool) {
 	} else {
 		loop16(l + "16")
 	}
-	e.op("CMP $16, R12")
-	e.op("BLT %s4", l)
 	e.label(l + "4")
 	e.op("CMP $4, R12")
 	e.op("BLT %s1", l)

@@ -467,6 +467,42 @@ func BenchmarkBackward(b *testing.B) {
 	}
 }
 
+// BenchmarkBackwardForms/<kernel>/<form>/<shape> is BenchmarkBackward for the other weight forms:
+// offset (UnitOffset, with DW) and unweighted (no weight, so no DW). The backward kernel has a
+// main loop per form and shares the rest between them, so a change to one form's code shows here.
+func BenchmarkBackwardForms(b *testing.B) {
+	for _, k := range available {
+		b.Run(k.String(), func(b *testing.B) {
+			for _, form := range []string{"offset", "unweighted"} {
+				b.Run(form, func(b *testing.B) {
+					for _, s := range benchShapes {
+						x, w := benchData(s)
+						dy := slices.Clone(x)
+						fill(dy, normal, seedFor(s.Rows, s.D, 1))
+						dx := slices.Clone(dy)
+						inv := make([]float32, s.Rows)
+						n := Norm{Dim: s.D, Eps: 1e-6}
+						var dw []float32
+						if form == "offset" {
+							n = Norm{Weight: w, Eps: 1e-6, UnitOffset: true}
+							dw = make([]float32, s.D)
+						}
+						n.Apply(Rows{Dst: dx, X: x, Inv: inv})
+						b.Run(s.String(), func(b *testing.B) {
+							withKernel(b, k)
+							b.SetBytes(int64(12 * len(x)))
+							b.ReportAllocs()
+							for b.Loop() {
+								n.Backward(Grad{DX: dx, X: x, DY: dy, Inv: inv, DW: dw})
+							}
+						})
+					}
+				})
+			}
+		})
+	}
+}
+
 // BenchmarkWorkers/<workers>/<shape>/<forward|backward> runs Norm.Apply and Norm.Backward with
 // Norm.Workers set, on the active kernel; "2-always" splits every call over two goroutines,
 // whatever its size, which shows what a split costs where the threshold keeps calls on one

@@ -43,7 +43,9 @@ func TestBackwardKernelsMatchGeneric(t *testing.T) {
 				bc.stride = c.d + 1 + ci
 			}
 			if c.rows > 2 && ci == 4 {
-				bc.workers = 2 // block mode: each block's partial sum in its own slot
+				// Two workers on rows of one block (the matrix has at most 5 rows): workersFor keeps
+				// the call on one goroutine. Block mode, each block in its slot, is TestBackwardBlocks'.
+				bc.workers = 2
 			}
 			off := c.offsets[(ci+c.d)%len(c.offsets)]
 			checkBackward(t, c, bc, off, r.Uint64())
@@ -141,23 +143,29 @@ func checkBackward(t *testing.T, c matrixCase, bc backwardCase, off int, seed ui
 }
 
 // Many rows, which the core matrix (at most 5) lacks: blocks of 32 past the first, rows closing a
-// block (r%32 == 31) with flagFuse, a last row inside a block, block mode's slots past the first
-// (Workers), and float64-path rows among them (classWide and classSpecial at short d).
+// block (r%32 == 31) with flagFuse, for a plain weight and UnitOffset, a last row inside a block
+// or alone in one, block mode's slots past the first (Workers), and float64-path rows among them
+// (classWide and classSpecial at short d).
 func TestBackwardBlocks(t *testing.T) {
 	splitAll(t)
 	classes := []valueClass{classNormal, classWide, classSpecial}
 	for _, k := range simdKernels() {
 		n := 0
-		for _, d := range []int{1, 3, 5, 16, 67} {
+		for _, d := range []int{1, 3, 5, 16, 67, 100} {
 			for _, rows := range []int{31, 32, 33, 64, 65, 97} {
-				for ci := range 6 {
+				for ci := range 7 {
 					c := matrixCase{k: k, d: d, rows: rows, class: classes[(ci+d)%len(classes)], ci: ci,
 						nclasses: len(classes), eps: testEps[(d+rows+ci)%len(testEps)], offsets: []int{0, 3}}
 					bc := backwardCase{mode: weightMode(ci % 2), withInv: ci%3 == 0, withDW: ci != 1 && ci != 4, inPlace: ci >= 3}
 					if ci%2 == 1 {
 						bc.stride = d + 2
 					}
-					if ci >= 2 {
+					switch {
+					case ci == 6:
+						// UnitOffset with DW on one goroutine: the blocks fused into DW as they close,
+						// a block of one row at the end of 33, 65 and 97 rows.
+						bc.mode = offset
+					case ci >= 2:
 						bc.workers = ci // 2..5 workers split the blocks differently
 					}
 					checkBackward(t, c, bc, c.offsets[ci%2], uint64(d*1000+rows*10+ci))

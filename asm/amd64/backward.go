@@ -13,7 +13,7 @@ import (
 // A backward function does one row at a time (float32 rows only). There are two: without a weight,
 // and with one, whose w' = w + c serves both forms (c = 1 under flagOffset, -0 without; see
 // spec.BackwardBody). Its main loops, the ones a row in the cache spends its time in, come in a
-// copy per form, chosen by flagOffset once per row: with a plain weight they multiply by w
+// copy per form, chosen by flagOffset before each loop: with a plain weight they multiply by w
 // itself, as a function of that form alone would. The rest (the non-temporal loops, whose rows
 // wait on memory anyway, the heads and the ends of rows) is shared, with w + c:
 //
@@ -46,8 +46,8 @@ type bgen struct {
 	*gen
 	mode spec.Mode // Offset (a weight: w' = w + c, see spec.BackwardBody) or Unweighted
 	dy   GPVirtual // row `done` of dy
-	pAcc GPVirtual // the row's P (ops other than none)
-	dwp  GPVirtual // DW
+	pAcc GPVirtual // the row's P (ops other than none; DW itself for a block of one row)
+	dwp  GPVirtual // DW when the row closes its block with flagFuse (closeBlock), else 0
 
 	// AVX2: the partials of ss and of c spilled to the stack while the last elements of a row (a
 	// partial vector) are added one at a time, and the scalar inv, s and c.
@@ -469,7 +469,8 @@ func (b *bgen) closeBlock() {
 	JMP(LabelRef("rowdone"))
 }
 
-// dxLoop emits the dx pass of a row for one weight-gradient operation, then jumps to rowdone.
+// dxLoop emits the dx pass of a row for one weight-gradient operation, then jumps to rowdone
+// (the add pass through closeBlock).
 // With flagNT, dx goes out with non-temporal stores from its first vector-aligned element on.
 func (b *bgen) dxLoop(op gradOp, invv, sv, one VecVirtual) {
 	s := b.s

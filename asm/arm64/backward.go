@@ -28,8 +28,8 @@ import (
 // DX may be DY: each element's dy is loaded before its dx is stored.
 
 // Registers besides those of the forward (kernel.go): R3 the dy row (the forward's res), R19 DW,
-// R20 acc, R22 rows; in pass 3 R14 the dx pointer, R15 the P pointer, R16 the DW pointer when
-// the row closes its block (else 0). Vector: V29 inv and V30 s (all lanes), V28 c (w + c: 1 with
+// R20 acc, R22 rows; in pass 3 R14 the dx pointer, R15 the P pointer (DW for a block of one row),
+// R16 the DW pointer when the row closes its block (else 0). Vector: V29 inv and V30 s (all lanes), V28 c (w + c: 1 with
 // flagOffset, else -0).
 const (
 	rDY, rDW, rAcc, rRows = "R3", "R19", "R20", "R22"
@@ -270,7 +270,8 @@ const (
 
 var gradOpLabel = [...]string{"dxonly", "dwset", "dwadd"}
 
-// bwdGrad is pass 3: it picks the row's gradOp and runs its loop, which ends at next.
+// bwdGrad is pass 3: it picks the row's gradOp and runs its loop, which ends at next (the add
+// loop through closeBlock).
 func (e *emitter) bwdGrad() {
 	e.comment("Pass 3: dx = inv*(g - x*s), and q = dy*(x*inv) into the weight gradient.")
 	e.op("MOVD %s, R10", rX)

@@ -109,8 +109,9 @@ var Forward = func() []Variant {
 	return vs
 }()
 
-// Backward lists the weight forms of the backward kernel functions, in the order the generated
-// files hold them, after the forward variants (job.v numbers them len(Forward)+i).
+// Backward lists the weight forms of the backward variants, in the order of their entries in the
+// dispatch table, after the forward variants (job.v numbers them len(Forward)+i). BackwardBodies
+// lists the functions that run them.
 var Backward = Modes
 
 // BackwardName names the backward variant for m (the Go side's v<BackwardName> constant), e.g.

@@ -69,10 +69,10 @@ func checkBackward(t *testing.T, c matrixCase, bc backwardCase, off int, seed ui
 	dy := make([]float32, span)
 	fill(dy, classNormal, r)
 	w := make([]float32, d)
-	// With x of signed zeros, a weight of them too: g = dy*w, then dx, are zeros whose sign
-	// comes from w's, so a kernel's plain-weight path that took w + c with c = +0 (w + -0 is w
-	// for every w) shows.
-	wc := classNormal
+	// The weight cycles through the forward tests' weight classes. With x of signed zeros it is
+	// made of them too: g = dy*w, then dx, are zeros whose sign comes from w's, so a kernel's
+	// plain-weight path that took w + c with c = +0 (w + -0 is w for every w) shows.
+	wc := c.weightClass()
 	if c.class.name == classSignedZero.name {
 		wc = classSignedZero
 	}

@@ -129,14 +129,23 @@ func BackwardBody(m Mode) Mode {
 	return m
 }
 
-// BackwardBodies lists the weight forms that have backward functions of their own.
-var BackwardBodies = []Mode{Offset, Unweighted}
+// BackwardBodies lists the weight forms that have backward functions of their own, in the order
+// of Backward: BackwardBody of each, once.
+var BackwardBodies = func() []Mode {
+	var ms []Mode
+	for _, m := range Backward {
+		if BackwardBody(m) == m {
+			ms = append(ms, m)
+		}
+	}
+	return ms
+}()
 
-// BackwardFunc is the part of a function name of the backward function running m: "Backward"
-// (a weight, either form) or "BackwardUnweighted".
+// BackwardFunc is the part of a function name of the backward function running m (see
+// BackwardBody): "Backward" for a weight in either form, "BackwardUnweighted" without one.
 func BackwardFunc(m Mode) string {
-	if m == Unweighted {
-		return "BackwardUnweighted"
+	if b := BackwardBody(m); b != Offset {
+		return BackwardName(b)
 	}
 	return "Backward"
 }

@@ -445,24 +445,7 @@ func BenchmarkConvert(b *testing.B) {
 func BenchmarkBackward(b *testing.B) {
 	for _, k := range available {
 		b.Run(k.String(), func(b *testing.B) {
-			for _, s := range benchShapes {
-				x, w := benchData(s)
-				dy := slices.Clone(x)
-				fill(dy, normal, seedFor(s.Rows, s.D, 1))
-				dx := slices.Clone(dy)
-				inv := make([]float32, s.Rows)
-				dw := make([]float32, s.D)
-				n := Norm{Weight: w, Eps: 1e-6}
-				n.Apply(Rows{Dst: dx, X: x, Inv: inv})
-				b.Run(s.String(), func(b *testing.B) {
-					withKernel(b, k)
-					b.SetBytes(int64(12 * len(x)))
-					b.ReportAllocs()
-					for b.Loop() {
-						n.Backward(Grad{DX: dx, X: x, DY: dy, Inv: inv, DW: dw})
-					}
-				})
-			}
+			benchBackward(b, k, func(w []float32, d int) Norm { return Norm{Weight: w, Eps: 1e-6} })
 		})
 	}
 }
@@ -471,33 +454,41 @@ func BenchmarkBackward(b *testing.B) {
 // offset (UnitOffset, with DW) and unweighted (no weight, so no DW). The backward kernel has a
 // main loop per form and shares the rest between them, so a change to one form's code shows here.
 func BenchmarkBackwardForms(b *testing.B) {
+	forms := map[string]func(w []float32, d int) Norm{
+		"offset":     func(w []float32, d int) Norm { return Norm{Weight: w, Eps: 1e-6, UnitOffset: true} },
+		"unweighted": func(w []float32, d int) Norm { return Norm{Dim: d, Eps: 1e-6} },
+	}
 	for _, k := range available {
 		b.Run(k.String(), func(b *testing.B) {
 			for _, form := range []string{"offset", "unweighted"} {
-				b.Run(form, func(b *testing.B) {
-					for _, s := range benchShapes {
-						x, w := benchData(s)
-						dy := slices.Clone(x)
-						fill(dy, normal, seedFor(s.Rows, s.D, 1))
-						dx := slices.Clone(dy)
-						inv := make([]float32, s.Rows)
-						n := Norm{Dim: s.D, Eps: 1e-6}
-						var dw []float32
-						if form == "offset" {
-							n = Norm{Weight: w, Eps: 1e-6, UnitOffset: true}
-							dw = make([]float32, s.D)
-						}
-						n.Apply(Rows{Dst: dx, X: x, Inv: inv})
-						b.Run(s.String(), func(b *testing.B) {
-							withKernel(b, k)
-							b.SetBytes(int64(12 * len(x)))
-							b.ReportAllocs()
-							for b.Loop() {
-								n.Backward(Grad{DX: dx, X: x, DY: dy, Inv: inv, DW: dw})
-							}
-						})
-					}
-				})
+				b.Run(form, func(b *testing.B) { benchBackward(b, k, forms[form]) })
+			}
+		})
+	}
+}
+
+// benchBackward runs Norm.Backward with kernel k on every shape of benchShapes, for the Norm that
+// norm makes of the shape's weight and row length: with Inv from the forward pass, and with DW
+// when the Norm has a weight.
+func benchBackward(b *testing.B, k kernelID, norm func(w []float32, d int) Norm) {
+	for _, s := range benchShapes {
+		x, w := benchData(s)
+		dy := slices.Clone(x)
+		fill(dy, normal, seedFor(s.Rows, s.D, 1))
+		dx := slices.Clone(dy)
+		inv := make([]float32, s.Rows)
+		n := norm(w, s.D)
+		var dw []float32
+		if n.Weight != nil {
+			dw = make([]float32, s.D)
+		}
+		n.Apply(Rows{Dst: dx, X: x, Inv: inv})
+		b.Run(s.String(), func(b *testing.B) {
+			withKernel(b, k)
+			b.SetBytes(int64(12 * len(x)))
+			b.ReportAllocs()
+			for b.Loop() {
+				n.Backward(Grad{DX: dx, X: x, DY: dy, Inv: inv, DW: dw})
 			}
 		})
 	}

@@ -80,9 +80,7 @@ func backwardRows(n *Norm, g *Grad, k kernelID) {
 	}
 	j.d, j.stride, j.rows, j.eps, j.mode, j.format = d, stride, rows, n.Eps, mode, formatF32
 	j.v = vBackwardWeighted + variant(mode)
-	if mode == offset {
-		j.flags = flagOffset // Weighted and Offset share a kernel function (spec.BackwardBody)
-	}
+	j.flags = n.flags(formatF32) // flagOffset: Weighted and Offset share a kernel function (spec.BackwardBody)
 	if k == useActive {
 		k = activeKernel()
 	}

@@ -55,6 +55,9 @@ type emitter struct {
 // l returns the name of label name in the sum pass being emitted.
 func (e *emitter) l(name string) string { return e.lp + name }
 
+// add reports whether the sum pass being emitted is that of residual jobs.
+func (e *emitter) add() bool { return e.lp != "" }
+
 // is16 reports whether rows are stored in 16 bits.
 func (e *emitter) is16() bool { return e.v.Format != spec.F32 }
 
@@ -257,7 +260,7 @@ func (e *emitter) sumRows() {
 	e.op("MOVD %s, R10", rX)
 	e.op("MOVD $0, R23") // byte offset of the row's slot
 	e.label("sumrow")
-	e.sumRow(false)
+	e.sumRow()
 	e.tree4()
 	e.op("CMP $1, %s", rPend)
 	e.op("BEQ invone")
@@ -279,14 +282,15 @@ func (e *emitter) sumAddRow() {
 	e.label("addsum")
 	e.op("MOVD %s, R10", rRes) // the job's x
 	e.op("MOVD %s, R11", rX)   // the job's res
-	e.sumRow(true)
+	e.sumRow()
 	e.tree4()
 	e.op("B invone")
 }
 
-// sumRow accumulates the row at R10 into V0-V15; with res it also stores h = x + res at R11 (the
-// sum pass of residual jobs). It leaves the row's start in R14.
-func (e *emitter) sumRow(res bool) {
+// sumRow accumulates the row at R10 into V0-V15; on the sum pass of residual jobs it also stores
+// h = x + res at R11. It leaves the row's start in R14.
+func (e *emitter) sumRow() {
+	res := e.add()
 	e.comment("Sum of squares: element i goes to partial i%64, lane i%4 of V(i%64/4).")
 	e.op("MOVD R10, R14")
 	for k := 0; k < 16; k++ {

@@ -454,14 +454,17 @@ func BenchmarkBackward(b *testing.B) {
 // offset (UnitOffset, with DW) and unweighted (no weight, so no DW). The backward kernel has a
 // main loop per form and shares the rest between them, so a change to one form's code shows here.
 func BenchmarkBackwardForms(b *testing.B) {
-	forms := map[string]func(w []float32, d int) Norm{
-		"offset":     func(w []float32, d int) Norm { return Norm{Weight: w, Eps: 1e-6, UnitOffset: true} },
-		"unweighted": func(w []float32, d int) Norm { return Norm{Dim: d, Eps: 1e-6} },
+	forms := []struct {
+		name string
+		norm func(w []float32, d int) Norm
+	}{
+		{"offset", func(w []float32, d int) Norm { return Norm{Weight: w, Eps: 1e-6, UnitOffset: true} }},
+		{"unweighted", func(w []float32, d int) Norm { return Norm{Dim: d, Eps: 1e-6} }},
 	}
 	for _, k := range available {
 		b.Run(k.String(), func(b *testing.B) {
-			for _, form := range []string{"offset", "unweighted"} {
-				b.Run(form, func(b *testing.B) { benchBackward(b, k, forms[form]) })
+			for _, f := range forms {
+				b.Run(f.name, func(b *testing.B) { benchBackward(b, k, f.norm) })
 			}
 		})
 	}

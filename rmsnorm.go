@@ -1,12 +1,64 @@
 // Package rmsnorm computes RMSNorm, the normalization in front of every attention and MLP block of
 // LLaMA, Qwen, DeepSeek and Gemma, on float32, bfloat16 or float16 rows with SIMD kernels
-// (AVX-512, AVX2, NEON) and a pure-Go kernel that all give the same bits.
+// (AVX-512, AVX2, NEON) and a pure-Go kernel that all give the same bits. For each row x of
+// length d and a weight w of length d, y[i] = x[i] / sqrt(mean(x^2) + eps) * w[i].
 //
-// For each row x of length d and a weight w of length d,
+// Requires Go 1.26 or later.
 //
-//	y[i] = x[i] / sqrt(mean(x^2) + eps) * w[i]
+// # Quick start
 //
-// so [3 4] with w = [1 1] and eps = 1e-6 becomes [0.8485281 1.1313708].
+// One row of d = 2; more rows follow each other in x:
+//
+//	x := []float32{3, 4}
+//	w := []float32{1, 1}
+//	y := make([]float32, len(x))
+//	rmsnorm.Forward(y, x, w, 1e-6) // y = [0.8485281 1.1313708]
+//
+// A Norm is one layer's weight and settings. Its Apply runs the norm of a pre-norm block,
+// x = x + Attention(RMSNorm(x)), with the residual add fused: one pass adds the block's output
+// into the residual stream and normalizes the sum into the next block's input.
+//
+//	// out: a block's output, stream: the residual stream, each rows of len(w) back to back
+//	norm := rmsnorm.Norm{Weight: w, Eps: 1e-6}                   // Eps from the model's config
+//	norm.Apply(rmsnorm.Rows{Dst: out, X: out, Residual: stream}) // stream += out; out = RMSNorm(stream)
+//
+// Models gives each model's settings; Lengths and layouts the rules on the slices, whose breach
+// panics with an "rmsnorm:" message before anything is written.
+//
+// # Models
+//
+// The settings that reproduce a model's reference RMSNorm (Hugging Face transformers unless
+// another implementation is named). Weight is the form of the checkpoint's norm weight: "Weight"
+// a plain scale (the reference initialises it to ones), "UnitOffset" a weight centred on zero that
+// scales by 1 + w (initialised to zeros), "none" a Norm with Dim and no Weight. RoundNormalized is
+// the reference's cast order on bfloat16 and float16 rows: "yes" where it rounds x*inv to the
+// row's format before multiplying by the weight, "no" where it multiplies in float32 and rounds
+// once (on float32 rows both orders are the same). Eps is the model's configuration value
+// (rms_norm_eps) unless the table says otherwise: a Norm has no default.
+//
+//	model                                  Weight      RoundNormalized  Eps
+//	LLaMA 2, LLaMA 3                       Weight      yes              from config
+//	Qwen 2, 2.5, 3 (and Qwen 3 q/k norm)   Weight      yes              from config
+//	Mistral                                Weight      yes              from config
+//	DeepSeek V2, V3                        Weight      yes              from config; 1e-6 for
+//	                                                                    q_a_layernorm, kv_a_layernorm
+//	Gemma 1, 2, 3 (Gemma 3 q/k norm)       UnitOffset  no               from config
+//	Gemma 3n, Gemma 4 (and their q/k norm) Weight      no               from config
+//	Gemma 3n, Gemma 4: v_norm;             none        -                from config
+//	  Gemma 4: the MoE router's norm
+//	Qwen3-Next                             UnitOffset  no               from config
+//	Qwen3-Next gated norm                  Weight      yes              from config; the caller then
+//	  (linear attention)                                                multiplies by silu(gate)
+//	PyTorch F.rms_norm                     Weight      no               as passed; eps=None is 2^-23
+//	vLLM RMSNorm, PyTorch path and CUDA    Weight      yes              from config
+//	vLLM and sglang CPU kernels            Weight      no               from config
+//	vLLM GemmaRMSNorm                      UnitOffset  no               from config
+//
+// Gemma changed its weight form between generations: Gemma 1, 2 and 3 store a weight centred on
+// zero and scale by 1 + w (UnitOffset); Gemma 3n and Gemma 4 store a plain weight that starts at
+// one. The same settings leave the summation order of the reference different, which moves a
+// 16-bit output by one unit in the last place now and then (go test -run CastOrder -v counts
+// them). Which of its paths vLLM runs depends on its custom-op settings.
 //
 // # Numeric contract
 //
@@ -30,15 +82,16 @@
 //
 // Consequences: a row of finite values with eps >= 0 always gets a finite result at least as
 // accurate as an ordinary row's, except an all-zero row with eps == 0, which gives NaN. For example
-// [3e30 4e30] (whose float32 values are 2.9999999e30 and 4.0000001e30) gives [0.8485281 1.1313709],
-// the correctly rounded result, where [3 4] gives [0.8485281 1.1313708]. An all-zero row gives zeros when eps > 0. A NaN
-// anywhere in a row makes the whole row NaN. An Inf gives NaN at its own position and signed
-// zeros elsewhere in its row.
+// [3e30 4e30] (whose float32 values are 2.9999999e30 and 4.0000001e30) gives
+// [0.8485281 1.1313709], the correctly rounded result, where [3 4] gives [0.8485281 1.1313708].
+// An all-zero row gives zeros when eps > 0. A NaN anywhere in a row makes the whole row NaN. An
+// Inf gives NaN at its own position and signed zeros elsewhere in its row.
 //
 // # Variants
 //
 // Norm and Rows add what inference engines need, on every kernel and with the same contract: no
-// weight (y[i] = x[i]*inv), Gemma's 1 + w (y[i] = (x[i]*inv)*(1+w[i]), 1+w[i] rounded to float32),
+// weight (y[i] = x[i]*inv), the 1 + w of Gemma 1 to 3 and Qwen3-Next (UnitOffset:
+// y[i] = (x[i]*inv)*(1+w[i]), 1+w[i] rounded to float32),
 // the fused residual add of a pre-norm block (h[i] = x[i] + r[i] rounded to float32, stored back
 // into r, then h normalized), rows a stride apart, and 1/rms per row (inv of step 3, or the
 // float64 inv rounded to float32 for rows of step 5). On the float64 path the weight forms are
@@ -91,6 +144,35 @@
 // Workers and any way the rows of the call are split. With UnitOffset the gradient of w is the
 // gradient of 1+w, the same sums.
 //
+// # Lengths and layouts
+//
+// A row has d elements: len(w) for Forward, ForwardBF16 and ForwardF16; len(Weight) for a Norm with
+// a weight (Dim is then 0 or len(Weight)); Dim for a Norm without one. Every row buffer of a call
+// follows the layout of X (Rows16 counts in 16-bit elements):
+//
+//   - Back to back (Rows.N = 0, and always for Forward): X holds len(X)/d rows, so len(X) must be
+//     a multiple of d; len(Dst) must equal len(X); Stride must be 0 or d.
+//   - Strided (Rows.N > 0): N rows whose starts lie Stride elements apart (Stride 0 means d, else
+//     Stride >= d). X and Dst must each hold at least (N-1)*Stride + d elements; the elements
+//     between rows and after the last one are neither read nor written.
+//   - Rows.Residual, when set, has the layout of X: len(Residual) == len(X) back to back, at least
+//     (N-1)*Stride + d strided.
+//   - Rows.Inv, when set, needs len(Inv) >= the number of rows; Inv[r] is written for row r only.
+//   - Grad: DX and DY have the layout of X, as Dst does (len(DX) == len(DY) == len(X) back to
+//     back, at least (N-1)*Stride + d strided); Grad.Inv needs len(Inv) >= the number of rows;
+//     Grad.DW, when set, has exactly d elements and needs a Norm with a weight.
+//   - N and Stride must not be negative, Eps must be finite and >= 0 (eps for Forward), and a row
+//     length of 0 (no Weight and Dim 0, or an empty w) is only allowed for a call without rows.
+//
+// Memory, counted over each buffer's rows from the first row's start to the last row's end (the
+// gaps of strided rows included): Dst (dst) is either X (x) itself, the same first element for an
+// in-place call, or shares none with it, and shares none with the weight; Residual shares none
+// with X, Dst or the weight; Inv none with X, Dst, the weight or Residual. In Backward, DX is DY
+// itself or shares none with it, and shares none with X, the weight, Inv or DW; DW shares none
+// with X, DY, the weight or Inv. A call that breaks a rule panics with a message starting
+// "rmsnorm:" before it writes anything. A call without rows writes nothing; its lengths and Eps
+// are checked all the same.
+//
 // # Workers
 //
 // Norm.Workers lets one call use several goroutines. Rows are normalized independently, so the
@@ -103,10 +185,25 @@
 //
 // At init the package picks the fastest kernel the CPU and the operating system support:
 // "avx512" (AVX-512F and BW), "avx2" (AVX2 and F16C), "neon" (arm64) or "generic" (pure Go, always
-// present). Kernel reports the choice, Kernels lists the candidates and SetKernel switches at run time. The
-// environment variable RMSNORM_KERNEL=<name> picks one at init. The build tags purego and noasm
-// compile the generic kernel only.
+// present). Kernel reports the choice, Kernels lists the candidates and SetKernel switches at run
+// time. The environment variable RMSNORM_KERNEL=<name> picks one at init. The build tags purego
+// and noasm compile the generic kernel only.
 package rmsnorm
+
+// The Models table above was checked against these sources. Hugging Face transformers,
+// src/transformers/models/<model>/modeling_<model>.py: llama LlamaRMSNorm, qwen2 Qwen2RMSNorm,
+// qwen3 Qwen3RMSNorm (input, post-attention, q_norm and k_norm), mistral MistralRMSNorm,
+// deepseek_v2 DeepseekV2RMSNorm and deepseek_v3 DeepseekV3RMSNorm (q_a_layernorm and kv_a_layernorm
+// built without an eps argument: the class default), gemma GemmaRMSNorm, gemma2 Gemma2RMSNorm,
+// gemma3 Gemma3RMSNorm, gemma3n Gemma3nRMSNorm (v_norm with_scale=False), gemma4 Gemma4RMSNorm
+// (v_norm and Gemma4TextRouter's norm with_scale=False), qwen3_next Qwen3NextRMSNorm and
+// Qwen3NextRMSNormGated (its PyTorch form; transformers uses FusedRMSNormGated when that is
+// installed). PyTorch: aten/src/ATen/native/layer_norm.cpp rms_norm_composite (float32 math, one
+// cast at the end; eps defaults to the float32 epsilon). vLLM:
+// vllm/model_executor/layers/layernorm.py RMSNorm.forward_static and vllm/ir/ops/layernorm.py
+// rms_norm (cast to the input dtype, then the weight), csrc/layernorm_kernels.cu rms_norm_kernel
+// (the same order), csrc/cpu/layernorm.cpp (one rounding), GemmaRMSNorm (1 + w in float32, one
+// rounding). sglang: sgl-kernel/csrc/cpu/norm.cpp rmsnorm_kernel_impl (one rounding).
 
 //go:generate go run -C asm ./gospec -out ../gospec.go
 //go:generate go run -C asm ./amd64 -out ../rmsnorm_amd64.s -go ../rmsnorm_amd64.go

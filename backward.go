@@ -9,14 +9,22 @@ import (
 
 // Grad describes one backward call for rows laid out as in Rows.
 type Grad struct {
-	// DX receives dL/dx for the rows of X, given DY = dL/dy. DX may be DY itself (in place: the
-	// same first element) or share no memory with DY, X, Inv, DW or the weight.
-	DX, X, DY []float32
-	// N and Stride are as in Rows: N = 0 means len(X)/d rows back to back; Stride (>= d, with N)
-	// is the distance between row starts in DX, X and DY.
-	N, Stride int
-	// Inv, optional, holds 1/rms of each row from the forward pass (Rows.Inv). When nil, inv is
-	// recomputed by the forward contract.
+	// DX receives dL/dx for the rows of X, at their positions, given DY = dL/dy. DX may be DY
+	// itself (in place: the same first element) or share no memory with DY; it shares none with X,
+	// Inv, DW or the weight.
+	DX []float32
+	// X holds the rows the forward pass normalized (with Rows.Residual: h, the sum it stored).
+	X []float32
+	// DY holds dL/dy, the gradient of the forward's output, in the layout of X.
+	DY []float32
+	// N is the number of rows, as in Rows: zero means len(X)/d rows back to back, and then
+	// len(DX) and len(DY) must equal len(X).
+	N int
+	// Stride is the distance in elements between the starts of consecutive rows in DX, X and DY,
+	// as in Rows: zero means d; it must be >= d, and it needs N.
+	Stride int
+	// Inv, optional, holds 1/rms of each row from the forward pass (Rows.Inv), at least one per
+	// row. When nil, inv is recomputed by the forward contract.
 	Inv []float32
 	// DW, optional, of len d: the weight gradient is added to it, so that it accumulates over
 	// calls. It must be nil for a Norm without a weight.

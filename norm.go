@@ -7,23 +7,27 @@ package rmsnorm
 // runs on every kernel and gives the generic kernel's bits.
 type Norm struct {
 	// Weight scales the normalized row element by element; its length is the row length d.
-	// A nil Weight means no weight: y[i] = x[i]*inv, and Dim gives d (Gemma 4's v_norm, L2-style
-	// uses).
+	// A nil Weight means no weight: y[i] = x[i]*inv, and Dim gives d (the v_norm of Gemma 3n and
+	// Gemma 4, which normalizes each value head without a scale).
 	Weight []float32
 	// Dim is the row length when Weight is nil. With a Weight it must be 0 or len(Weight).
 	Dim int
 	// Eps is added to the mean of squares inside the square root. It must be finite and >= 0;
-	// there is no default (LLaMA uses 1e-5 or 1e-6, Gemma 1e-6: take it from the model).
+	// there is no default: take it from the model's configuration (rms_norm_eps in a Hugging Face
+	// config; the package documentation's Models lists the exceptions).
 	Eps float32
 	// UnitOffset scales by 1 + Weight[i] instead of Weight[i], with 1 + Weight[i] rounded to
-	// float32 (never to bfloat16, which would lose small weights): Gemma, Gemma 2 and 3 and
-	// Qwen3-Next store their norm weights centred on zero.
+	// float32 (never to bfloat16, which would lose small weights). Gemma 1, 2 and 3 and Qwen3-Next
+	// store their norm weights centred on zero and need it; Gemma 3n and Gemma 4 store a plain
+	// weight that starts at one and do not.
 	UnitOffset bool
 	// RoundNormalized, for rows stored in 16 bits (ApplyBF16, ApplyF16), rounds x*inv to the
 	// storage format before the weight multiply: n = round16(x*inv); y = round16(n*w). That is
-	// the cast order of Hugging Face transformers' LlamaRMSNorm and every model that copies it.
-	// Without it (the default) y = round16((x*inv)*w), one rounding, as PyTorch's F.rms_norm,
-	// vLLM and Gemma's 1+w form compute it. It has no effect on float32 rows or without a weight.
+	// the cast order of Hugging Face transformers' LlamaRMSNorm and the models that copy it
+	// (LLaMA, Qwen 2 and 3, Mistral, DeepSeek V2 and V3), and of vLLM's RMSNorm on its PyTorch
+	// and CUDA paths. Without it (the default) y = round16((x*inv)*w), one rounding, as PyTorch's
+	// F.rms_norm, the vLLM and sglang CPU kernels, Gemma 3n and Gemma 4 compute it, and as Gemma 1
+	// to 3 compute (x*inv)*(1+w). It has no effect on float32 rows or without a weight.
 	RoundNormalized bool
 	// Workers is the most goroutines one call may use. 0 or 1: the calling goroutine only. Above
 	// a size threshold (see the package documentation), Apply, Forward, ApplyBF16, ApplyF16 and
@@ -162,11 +166,25 @@ func (n Norm) apply(r *Rows) {
 // bits (the format is the method's: ApplyBF16 or ApplyF16); Inv stays float32. The rules of Rows
 // apply unchanged.
 type Rows16 struct {
-	Dst, X   []uint16
-	N        int
-	Stride   int
-	Residual []uint16 // same format as X: h = round16(X + Residual) is stored back and normalized
-	Inv      []float32
+	// Dst receives the output rows, in the method's format, at the positions of the rows of X. It
+	// is either X itself (the same first element: in place) or shares no memory with X.
+	Dst []uint16
+	// X holds the input rows, raw bits of the method's format.
+	X []uint16
+	// N is the number of rows. Zero means len(X)/d: the rows fill X back to back, len(X) must be
+	// a multiple of d and len(Dst) must equal len(X).
+	N int
+	// Stride is the distance in elements between the starts of consecutive rows in X, Dst and
+	// Residual; zero means d. It must be >= d, and it needs N.
+	Stride int
+	// Residual, when set, holds the residual stream in the format of X: for each element
+	// h = round16(X + Residual) (a float32 add, then one rounding) is stored back into Residual,
+	// and h is the row normalized. It has the layout of X and must not overlap X, Dst, the weight
+	// or Inv.
+	Residual []uint16
+	// Inv, when set, receives 1/rms of each row as float32 (Inv[r] for row r), the inv the
+	// output was computed with, for a backward pass. It needs room for every row.
+	Inv []float32
 }
 
 // ApplyBF16 is Apply on bfloat16 rows. Each row (h = round16(x + Residual) with a residual) is

@@ -4,6 +4,7 @@ package benchutil
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 )
@@ -69,43 +70,68 @@ func Data(s Shape) (x, w []float32) {
 	return x, w
 }
 
-// Measure returns the best nanoseconds per call of f over ten rounds that together last about d;
-// the best round is the one least disturbed by the rest of the machine.
-func Measure(d time.Duration, f func()) float64 {
+// Timing is what one measurement found: the nanoseconds per call of its best round and of its
+// median round.
+type Timing struct{ Min, Median float64 }
+
+// Spread is how much slower the median round was than the best, as a fraction (0.1: 10%). On an
+// idle machine the rounds of a call differ by a few percent; a larger spread means that other
+// work took a share of the CPU or of its caches while this was timed.
+func (t Timing) Spread() float64 { return t.Median/t.Min - 1 }
+
+// rounds is the number of rounds of a measurement.
+const rounds = 10
+
+// Time calls f in ten rounds that together last about d (longer when a single call takes more
+// than d/10) and returns the nanoseconds per call of the best round, the one least disturbed by
+// the rest of the machine, and of the median round.
+func Time(d time.Duration, f func()) Timing {
 	f() // warm up: page in, fill caches
-	n := 1
-	for { // find a call count that takes about a tenth of d
+	// Find a block of calls that lasts at least a hundredth of d. Each round then runs blocks
+	// until it has lasted a tenth of d: the rounds keep their length even when the machine
+	// slowed the search down and made the block too short.
+	block := 1
+	for {
 		t := time.Now()
-		for i := 0; i < n; i++ {
+		for i := 0; i < block; i++ {
 			f()
 		}
-		if el := time.Since(t); el >= d/10 || n >= 1<<30 {
+		if time.Since(t) >= d/(10*rounds) || block >= 1<<30 {
 			break
 		}
-		n *= 2
+		block *= 2
 	}
-	best := 0.0
-	for round := 0; round < 10; round++ {
-		t := time.Now()
-		for i := 0; i < n; i++ {
-			f()
-		}
-		ns := float64(time.Since(t).Nanoseconds()) / float64(n)
-		if best == 0 || ns < best {
-			best = ns
+	ns := make([]float64, rounds)
+	for r := range ns {
+		t, calls := time.Now(), 0
+		for {
+			for i := 0; i < block; i++ {
+				f()
+			}
+			calls += block
+			if el := time.Since(t); el >= d/rounds {
+				ns[r] = float64(el.Nanoseconds()) / float64(calls)
+				break
+			}
 		}
 	}
-	return best
+	slices.Sort(ns)
+	return Timing{Min: ns[0], Median: (ns[rounds/2-1] + ns[rounds/2]) / 2}
 }
+
+// Measure returns the best nanoseconds per call of Time(d, f).
+func Measure(d time.Duration, f func()) float64 { return Time(d, f).Min }
 
 // Result is one measurement: an implementation on a shape.
 type Result struct {
 	Shape    string  `json:"shape"`
-	Kernel   string  `json:"kernel"` // the rmsnorm kernel, "copy()", or a peer's name
-	NsPerRow float64 `json:"ns_per_row"`
-	GBps     float64 `json:"gb_per_s"`            // x read plus y written
-	XCopy    float64 `json:"x_copy"`              // time over copy() of the same bytes, measured in the same process
-	XF32     float64 `json:"x_float32,omitempty"` // 16-bit rows: time over Forward on the same rows in float32
+	Kernel   string  `json:"kernel"`     // the rmsnorm kernel, "copy()", or a peer's name
+	NsPerRow float64 `json:"ns_per_row"` // of the best round
+	// NsPerRowMedian is the median round's ns per row.
+	NsPerRowMedian float64 `json:"ns_per_row_median,omitempty"`
+	GBps           float64 `json:"gb_per_s"`            // x read plus y written
+	XCopy          float64 `json:"x_copy"`              // time over copy() of the same bytes, measured in the same process
+	XF32           float64 `json:"x_float32,omitempty"` // 16-bit rows: time over Forward on the same rows in float32
 	// XForward (backward) is the time over Norm.Apply on the same rows with the same kernel.
 	XForward float64 `json:"x_forward,omitempty"`
 	// XOneWorker (Norm.Workers > 1) is the time over the same call with one goroutine.

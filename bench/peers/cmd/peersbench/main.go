@@ -29,11 +29,11 @@ func main() {
 		x, w := benchutil.Data(s)
 		y := make([]float32, len(x))
 		bytes := float64(8 * len(x))
-		copyNs := benchutil.Measure(*duration, func() { copy(y, x) })
+		cp := benchutil.Time(*duration, func() { copy(y, x) })
 		for _, p := range peers.All() {
-			ns := benchutil.Measure(*duration, func() { p.Fn(y, x, w, 1e-6) })
-			out = append(out, benchutil.Result{Shape: s.String(), Kernel: p.Name, NsPerRow: ns / float64(s.Rows),
-				GBps: bytes / ns, XCopy: ns / copyNs})
+			t := benchutil.Time(*duration, func() { p.Fn(y, x, w, 1e-6) })
+			out = append(out, benchutil.Result{Shape: s.String(), Kernel: p.Name, NsPerRow: t.Min / float64(s.Rows),
+				NsPerRowMedian: t.Median / float64(s.Rows), GBps: bytes / t.Min, XCopy: t.Min / cp.Min})
 		}
 	}
 	enc := json.NewEncoder(os.Stdout)

@@ -221,9 +221,10 @@ type overheadRow struct {
 	APINs     float64 `json:"api_ns"`       // NsPerCall - KernelNs: what the API costs per call
 }
 
-// relevantFeatures are the cpuid features the kernels depend on or that explain their speed.
+// relevantFeatures are the cpuid features the kernels depend on (dispatch reads AVX, AVX2, F16C,
+// AVX512F, AVX512BW and ASIMD) or that explain their speed.
 var relevantFeatures = []cpuid.FeatureID{
-	cpuid.SSE2, cpuid.AVX, cpuid.AVX2, cpuid.FMA3, cpuid.AVX512F, cpuid.AVX512VL, cpuid.AVX512BW,
+	cpuid.SSE2, cpuid.AVX, cpuid.AVX2, cpuid.FMA3, cpuid.F16C, cpuid.AVX512F, cpuid.AVX512VL, cpuid.AVX512BW,
 	cpuid.AVX512DQ, cpuid.FP128, cpuid.FP256, cpuid.AVXSLOW, cpuid.ASIMD, cpuid.SVE, cpuid.SVE2,
 }
 

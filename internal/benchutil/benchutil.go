@@ -119,9 +119,6 @@ func Time(d time.Duration, f func()) Timing {
 	return Timing{Min: ns[0], Median: (ns[rounds/2-1] + ns[rounds/2]) / 2}
 }
 
-// Measure returns the best nanoseconds per call of Time(d, f).
-func Measure(d time.Duration, f func()) float64 { return Time(d, f).Min }
-
 // Result is one measurement: an implementation on a shape.
 type Result struct {
 	Shape    string  `json:"shape"`

@@ -1,0 +1,110 @@
+package main
+
+import (
+	"fmt"
+	"runtime"
+	"runtime/debug"
+	"slices"
+	"strings"
+
+	"github.com/gosimd/rmsnorm"
+	"github.com/klauspost/cpuid/v2"
+)
+
+type machine struct {
+	CPU       string   `json:"cpu"`
+	Features  []string `json:"features"`
+	GOOS      string   `json:"goos"`
+	GOARCH    string   `json:"goarch"`
+	GOAMD64   string   `json:"goamd64,omitempty"`
+	GoVersion string   `json:"go_version"`
+	Module    string   `json:"module_version"`
+	Kernel    string   `json:"kernel"`
+	Kernels   []string `json:"kernels"`
+	Cores     int      `json:"cores"`
+	L1D       int      `json:"l1d_bytes"`
+	L2        int      `json:"l2_bytes"`
+	L3        int      `json:"l3_bytes"`
+}
+
+// relevantFeatures are the cpuid features the kernels depend on (dispatch reads AVX, AVX2, F16C,
+// AVX512F, AVX512BW and ASIMD) or that explain their speed.
+var relevantFeatures = []cpuid.FeatureID{
+	cpuid.SSE2, cpuid.AVX, cpuid.AVX2, cpuid.FMA3, cpuid.F16C, cpuid.AVX512F, cpuid.AVX512VL, cpuid.AVX512BW,
+	cpuid.AVX512DQ, cpuid.FP128, cpuid.FP256, cpuid.AVXSLOW, cpuid.ASIMD, cpuid.SVE, cpuid.SVE2,
+}
+
+func describeMachine() machine {
+	m := machine{
+		CPU:       strings.TrimSpace(cpuid.CPU.BrandName),
+		GOOS:      runtime.GOOS,
+		GOARCH:    runtime.GOARCH,
+		GoVersion: runtime.Version(),
+		Kernel:    rmsnorm.Kernel(),
+		Kernels:   rmsnorm.Kernels(),
+		Cores:     runtime.NumCPU(),
+		L1D:       cpuid.CPU.Cache.L1D,
+		L2:        cpuid.CPU.Cache.L2,
+		L3:        cpuid.CPU.Cache.L3,
+		Module:    "(devel)",
+	}
+	if m.CPU == "" {
+		m.CPU = "unknown (" + runtime.GOARCH + ")"
+	}
+	for _, f := range relevantFeatures {
+		if cpuid.CPU.Has(f) {
+			m.Features = append(m.Features, f.String())
+		}
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, s := range bi.Settings {
+			if s.Key == "GOAMD64" {
+				m.GOAMD64 = s.Value
+			}
+		}
+		for _, dep := range bi.Deps {
+			if dep.Path == "github.com/gosimd/rmsnorm" {
+				m.Module = dep.Version
+			}
+		}
+	}
+	return m
+}
+
+// printMachine prints the lines that describe the machine and the package's choice of kernel.
+func (b *bench) printMachine() {
+	m := b.rep.Machine
+	b.printf("cpu:      %s (%d cores; %s)\n", m.CPU, m.Cores, caches(m))
+	if m.L3 <= 0 && slices.ContainsFunc(m.Kernels, func(k string) bool { return k != "generic" }) {
+		b.printf("          (with no L3 size, the assembly kernels stream calls whose rows, read and written, add up to 32 MiB or more)\n")
+	}
+	b.printf("features: %s\n", strings.Join(m.Features, " "))
+	goamd64 := ""
+	if m.GOAMD64 != "" {
+		goamd64 = " GOAMD64=" + m.GOAMD64
+	}
+	b.printf("go:       %s %s/%s%s\n", m.GoVersion, m.GOOS, m.GOARCH, goamd64)
+	b.printf("kernel:   %s (available: %s)\n", m.Kernel, strings.Join(m.Kernels, ", "))
+}
+
+// caches describes the cache sizes cpuid reports, saying so for the ones it does not.
+func caches(m machine) string {
+	var known, missing []string
+	for _, c := range []struct {
+		name  string
+		bytes int
+	}{{"L1d", m.L1D}, {"L2", m.L2}, {"L3", m.L3}} {
+		switch {
+		case c.bytes <= 0:
+			missing = append(missing, c.name)
+		case c.bytes%(1<<20) == 0:
+			known = append(known, fmt.Sprintf("%s %d MiB", c.name, c.bytes>>20))
+		default:
+			known = append(known, fmt.Sprintf("%s %d KiB", c.name, c.bytes>>10))
+		}
+	}
+	if len(missing) > 0 {
+		known = append(known, strings.Join(missing, ", ")+" not reported by cpuid")
+	}
+	return strings.Join(known, ", ")
+}

@@ -1,0 +1,200 @@
+package main
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/gosimd/rmsnorm"
+	"github.com/gosimd/rmsnorm/internal/benchutil"
+)
+
+// tableMeasurements is the number of measurements of the table: per shape, copy() and, per
+// kernel, its call and the call each extra column compares it to.
+func (c config) tableMeasurements() int {
+	perKernel := 1
+	for _, on := range []bool{c.format != "f32", c.backward, c.workers > 1} {
+		if on {
+			perKernel++
+		}
+	}
+	return len(c.shapes) * (1 + len(c.kernels)*perKernel)
+}
+
+// table measures and prints the table of kernels and shapes, a line as soon as it is measured.
+func (b *bench) table(peers *peersRunner) error {
+	from := len(b.spreads)
+	b.printTableHead()
+	for _, s := range b.shapes {
+		if err := b.tableShape(s, peers); err != nil {
+			return err
+		}
+	}
+	b.printTableNotes()
+	b.warnIfBusy(from, "")
+	return nil
+}
+
+// tableShape measures the lines of one shape: copy(), each kernel, then the peers.
+func (b *bench) tableShape(s benchutil.Shape, peers *peersRunner) error {
+	x, w := benchutil.Data(s)
+	y := slices.Clone(x) // the output's pages exist before anything is timed
+	rows := float64(s.Rows)
+	bytes := float64(8 * len(x)) // x read plus y written
+	copyBytes := bytes
+	copyCall := func() { copy(y, x) }
+
+	var x16, y16 []uint16
+	var dy, dx, inv, dw []float32
+	switch {
+	case b.format != "f32":
+		x16 = make([]uint16, len(x))
+		if b.format == "bf16" {
+			rmsnorm.Float32ToBF16(x16, x)
+		} else {
+			rmsnorm.Float32ToF16(x16, x)
+		}
+		y16 = slices.Clone(x16)
+		bytes /= 2
+		copyBytes = bytes
+		copyCall = func() { copy(y16, x16) }
+	case b.backward:
+		dy, dx, inv, dw = slices.Clone(y), slices.Clone(y), make([]float32, s.Rows), make([]float32, s.D)
+		rmsnorm.Norm{Weight: w, Eps: 1e-6}.Apply(rmsnorm.Rows{Dst: dy, X: x, Inv: inv}) // dy: any values near 1
+		bytes = float64(12 * len(x))                                                    // x and dy read, dx written
+		copyBytes = float64(16 * len(x))                                                // x and dy read and written
+		copyCall = func() { copy(y, x); copy(dx, dy) }
+	}
+
+	// call returns the timed call with Workers set to workers (0: the package-level functions).
+	call := func(workers int) func() {
+		n := rmsnorm.Norm{Weight: w, Eps: 1e-6, Workers: workers}
+		switch {
+		case b.backward:
+			return func() { n.Backward(rmsnorm.Grad{DX: dx, X: x, DY: dy, Inv: inv, DW: dw}) }
+		case b.format == "bf16" && workers > 0:
+			return func() { n.ApplyBF16(rmsnorm.Rows16{Dst: y16, X: x16}) }
+		case b.format == "f16" && workers > 0:
+			return func() { n.ApplyF16(rmsnorm.Rows16{Dst: y16, X: x16}) }
+		case b.format == "bf16":
+			return func() { rmsnorm.ForwardBF16(y16, x16, w, 1e-6) }
+		case b.format == "f16":
+			return func() { rmsnorm.ForwardF16(y16, x16, w, 1e-6) }
+		case workers > 0:
+			return func() { n.Forward(y, x) }
+		}
+		return func() { rmsnorm.Forward(y, x, w, 1e-6) }
+	}
+
+	cp := b.time(s.String()+" copy()", copyCall)
+	b.addResult(benchutil.Result{Shape: s.String(), Kernel: "copy()", NsPerRow: cp.Min / rows,
+		NsPerRowMedian: cp.Median / rows, GBps: copyBytes / cp.Min, XCopy: 1})
+	for _, k := range b.kernels {
+		if err := rmsnorm.SetKernel(k); err != nil {
+			return err
+		}
+		what := s.String() + " " + k
+		t := b.time(what, call(b.workers))
+		res := benchutil.Result{Shape: s.String(), Kernel: k, NsPerRow: t.Min / rows, NsPerRowMedian: t.Median / rows,
+			GBps: bytes / t.Min, XCopy: t.Min / cp.Min}
+		if b.format != "f32" {
+			res.XF32 = t.Min / b.time(what+" float32", func() { rmsnorm.Forward(y, x, w, 1e-6) }).Min
+		}
+		if b.backward {
+			n := rmsnorm.Norm{Weight: w, Eps: 1e-6, Workers: b.workers}
+			res.XForward = t.Min / b.time(what+" forward", func() { n.Apply(rmsnorm.Rows{Dst: y, X: x, Inv: inv}) }).Min
+		}
+		if b.workers > 1 {
+			res.XOneWorker = t.Min / b.time(what+" one goroutine", call(1)).Min
+		}
+		b.addResult(res)
+	}
+	if peers == nil {
+		return nil
+	}
+	peerRows, err := peers.run(s, b.dur)
+	if err != nil {
+		return err
+	}
+	for _, p := range peerRows {
+		p.Kernel = "peer:" + p.Kernel
+		b.spreads = append(b.spreads, spread{s.String() + " " + p.Kernel, p.NsPerRowMedian/p.NsPerRow - 1})
+		b.addResult(p)
+	}
+	return nil
+}
+
+// printTableHead says what the table's calls are and prints its column heads.
+func (b *bench) printTableHead() {
+	switch {
+	case b.format != "f32":
+		b.printf("rows stored as %s: ForwardBF16/ForwardF16, each against copy() of the same 16-bit bytes\n", b.format)
+	case b.backward:
+		b.printf("Norm.Backward with Inv and DW (a training step's call), against copy() of x and dy into two other buffers\n")
+	}
+	if b.workers > 0 {
+		b.printf("calls through a Norm with Workers: %d (one goroutine per 12 MiB of rows read and written, at most %d)\n",
+			b.workers, b.workers)
+	}
+	head := fmt.Sprintf("%-12s %-14s %s %9s %8s", "shape", "kernel", minMedianHead("ns/row"), "GB/s", "x copy")
+	for _, c := range b.extraColumns() {
+		head += fmt.Sprintf(" %*s", c.width, c.head)
+	}
+	b.printf("%s\n", head)
+}
+
+// column is one of the table's optional columns: a ratio to another call.
+type column struct {
+	head  string
+	width int
+	value func(benchutil.Result) float64
+}
+
+// extraColumns are the optional columns the flags turn on.
+func (b *bench) extraColumns() []column {
+	var cs []column
+	if b.format != "f32" {
+		cs = append(cs, column{"x f32", 8, func(r benchutil.Result) float64 { return r.XF32 }})
+	}
+	if b.backward {
+		cs = append(cs, column{"x fwd", 8, func(r benchutil.Result) float64 { return r.XForward }})
+	}
+	if b.workers > 1 {
+		cs = append(cs, column{"x 1 gor.", 9, func(r benchutil.Result) float64 { return r.XOneWorker }})
+	}
+	return cs
+}
+
+// addResult keeps a line of the table and prints it.
+func (b *bench) addResult(r benchutil.Result) {
+	b.rep.Results = append(b.rep.Results, r)
+	line := fmt.Sprintf("%-12s %-14s %s %9.2f %8.2f", r.Shape, r.Kernel, minMedian(r.NsPerRow, r.NsPerRowMedian), r.GBps, r.XCopy)
+	for _, c := range b.extraColumns() {
+		if v := c.value(r); v > 0 {
+			line += fmt.Sprintf(" %*.2f", c.width, v)
+		} else {
+			line += fmt.Sprintf(" %*s", c.width, "")
+		}
+	}
+	b.printf("%s\n", strings.TrimRight(line, " "))
+}
+
+// printTableNotes explains the table's columns.
+func (b *bench) printTableNotes() {
+	b.printf("\nns/row of the best of ten rounds and of the median one; GB/s and the ratios use the best.\n")
+	if b.backward {
+		b.printf("GB/s counts x and dy read plus dx written; x copy is the time over copy() of x and dy (lower is better).\n")
+		b.printf("x fwd is the time over Norm.Apply on the same rows (with Inv) and the same kernel.\n")
+	} else {
+		b.printf("GB/s counts x read plus y written; x copy is the time over copy() of the same bytes (lower is better).\n")
+	}
+	if b.format != "f32" {
+		b.printf("x f32 is the time over Forward on the same rows in float32, with the same kernel (lower is better).\n")
+	}
+	if b.workers > 1 {
+		b.printf("x 1 gor. is the time over the same call with Workers: 1 (below 1 the split pays).\n")
+	}
+	if slices.ContainsFunc(b.rep.Results, func(r benchutil.Result) bool { return strings.HasPrefix(r.Kernel, "peer:") }) {
+		b.printf("peer: lines come from bench/peers, each against copy() timed in its own process.\n")
+	}
+}

@@ -1,0 +1,40 @@
+package main
+
+import (
+	"io"
+	"testing"
+	"time"
+
+	"github.com/gosimd/rmsnorm"
+	"github.com/gosimd/rmsnorm/internal/benchutil"
+)
+
+// The estimate printed at the start counts the measurements of each section; a section that
+// times more or fewer calls than its count says makes the estimate wrong. Each case runs the
+// command with a tiny duration on small shapes and compares.
+func TestMeasurementsCountsEveryMeasurement(t *testing.T) {
+	all := rmsnorm.Kernels()
+	qwen := qkLayout{32, 8, 128}
+	// 1x64 and 1x32 give one token count; 16384 tokens of Qwen3-8B's QKV rows exceed maxQKVBytes.
+	shapes := benchutil.Must("1x64,1x32,4x64,16384x1")
+	for name, c := range map[string]config{
+		"everything":        {kernels: all, format: "f32", variants: true, overhead: true, qk: qwen},
+		"bf16":              {kernels: all, format: "bf16", qk: qwen},
+		"backward, workers": {kernels: all, format: "f32", backward: true, workers: 2, variants: true, qk: qwen},
+		"f16, workers":      {kernels: []string{"generic"}, format: "f16", workers: 3, variants: true, qk: qkLayout{2, 1, 16}},
+		"workers: 1":        {kernels: all, format: "f32", workers: 1, variants: true, overhead: true, qk: qwen},
+	} {
+		t.Run(name, func(t *testing.T) {
+			defer rmsnorm.SetKernel(rmsnorm.Kernel())
+			c.shapes, c.dur = shapes, time.Microsecond
+			b := newBench(c, io.Discard)
+			want, _ := c.measurements()
+			if err := b.run(); err != nil {
+				t.Fatal(err)
+			}
+			if got := len(b.spreads); got != want {
+				t.Errorf("the run took %d measurements; the estimate counts %d", got, want)
+			}
+		})
+	}
+}

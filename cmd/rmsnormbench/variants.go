@@ -1,0 +1,184 @@
+package main
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/gosimd/rmsnorm"
+	"github.com/gosimd/rmsnorm/internal/benchutil"
+)
+
+// qkLayout is the layout of a fused QKV buffer: per token, Heads q heads, then KVHeads k heads
+// and KVHeads v heads, each HeadDim long.
+type qkLayout struct{ Heads, KVHeads, HeadDim int }
+
+func (l qkLayout) String() string { return fmt.Sprintf("%d,%d,%d", l.Heads, l.KVHeads, l.HeadDim) }
+
+// width is the length of a token's row of the QKV buffer.
+func (l qkLayout) width() int { return (l.Heads + 2*l.KVHeads) * l.HeadDim }
+
+func parseQK(s string) (qkLayout, error) {
+	f := strings.Split(s, ",")
+	n := make([]int, len(f))
+	for i := range f {
+		var err error
+		if n[i], err = strconv.Atoi(f[i]); err != nil || n[i] < 1 {
+			n = nil
+			break
+		}
+	}
+	if len(n) != 3 {
+		return qkLayout{}, fmt.Errorf("-qk %q: want HEADS,KVHEADS,HEADDIM, each >= 1, e.g. 32,8,128", s)
+	}
+	return qkLayout{n[0], n[1], n[2]}, nil
+}
+
+// maxQKVBytes caps the QKV buffer of the q/k norm variant at the size of the largest batch the
+// package's benchmarks time (benchutil.Large): a shape's row count larger than that in tokens
+// (32768x128, a batch of single heads, say) is left out.
+const maxQKVBytes = 256 << 20
+
+// qkTokens returns the token counts of the q/k norm variant: the shapes' row counts, each once,
+// except those whose QKV buffer would exceed maxQKVBytes, returned apart.
+func (c config) qkTokens() (tokens, tooLarge []int) {
+	for _, s := range c.shapes {
+		switch {
+		case slices.Contains(tokens, s.Rows) || slices.Contains(tooLarge, s.Rows):
+		case 4*s.Rows*c.qk.width() > maxQKVBytes:
+			tooLarge = append(tooLarge, s.Rows)
+		default:
+			tokens = append(tokens, s.Rows)
+		}
+	}
+	return tokens, tooLarge
+}
+
+// variantsMeasurements is the number of measurements of the variants: two per shape for the
+// residual add, four per token count for q/k norm.
+func (c config) variantsMeasurements() int {
+	tokens, _ := c.qkTokens()
+	return 2*len(c.shapes) + 4*len(tokens)
+}
+
+// residualVariants times, at each shape, the fused residual add against a separate add loop
+// followed by Forward.
+func (b *bench) residualVariants() {
+	b.printf("\nresidual add + norm, kernel %s:\n", b.rep.Machine.Kernel)
+	b.printVariantHead("shape", "ns/row", "separate")
+	for _, s := range b.shapes {
+		x, w := benchutil.Data(s)
+		res := slices.Clone(x)
+		y := slices.Clone(x)
+		n := rmsnorm.Norm{Weight: w, Eps: 1e-6}
+		v := variant{Job: "residual add + norm", At: s.String(), Per: "row", Ref: "separate"}
+		bytes := float64(16 * len(x)) // x, res read; res, y written
+		sep := b.time(v.Job+" "+v.At+", separate", func() {
+			for i, v := range x {
+				res[i] += v
+			}
+			rmsnorm.Forward(y, res, w, 1e-6)
+		})
+		b.addVariant(v, "separate add loop, then Forward", sep, s.Rows, bytes, sep)
+		fused := b.time(v.Job+" "+v.At+", fused", func() { n.Apply(rmsnorm.Rows{Dst: y, X: x, Residual: res}) })
+		b.addVariant(v, "Rows.Residual (fused)", fused, s.Rows, bytes, sep)
+	}
+}
+
+// qkVariants times q and k norm in place inside a QKV buffer of the layout of -qk, at each token
+// count of qkTokens, in the two orders a user can call it in, against the same rows stored back
+// to back and against copy() of the same regions.
+func (b *bench) qkVariants() {
+	l := b.qk
+	b.printf("\nq/k norm in place in a QKV buffer, kernel %s (-qk %s: per token %d q heads, %d k and %d v heads, of %d):\n",
+		b.rep.Machine.Kernel, l, l.Heads, l.KVHeads, l.KVHeads, l.HeadDim)
+	tokens, tooLarge := b.qkTokens()
+	if len(tooLarge) > 0 {
+		b.printf("(left out: %s tokens, whose QKV buffer would exceed %d MiB)\n", strings.Trim(fmt.Sprint(tooLarge), "[]"),
+			maxQKVBytes>>20)
+	}
+	if len(tokens) == 0 {
+		return
+	}
+	b.printVariantHead("tokens", "ns/token", "back to back")
+	for _, t := range tokens {
+		b.qkAt(t)
+	}
+	b.printf("\nper head: one Apply per q head and per k head, with N: tokens and Stride: the QKV row.\n" +
+		"per token: for each token, Forward on its q heads and Forward on its k heads (each contiguous).\n" +
+		"copy(): each token's q and k heads copied to the same place in another buffer: what the memory\n" +
+		"system gives for this layout, without arithmetic.\n")
+}
+
+// qkAt measures q/k norm on tokens tokens.
+func (b *bench) qkAt(tokens int) {
+	l := b.qk
+	hd, width := l.HeadDim, l.width()
+	qEnd, kEnd := l.Heads*hd, (l.Heads+l.KVHeads)*hd // a token's q heads, then its k heads, from its row's start
+	qkv, _ := benchutil.Data(benchutil.Shape{Rows: tokens, D: width})
+	// Weights of ones: the calls normalize the same rows in place over and over, and with ones
+	// they stay normalized instead of drifting toward the largest weights and underflowing.
+	ones := make([]float32, hd)
+	for i := range ones {
+		ones[i] = 1
+	}
+	qNorm, kNorm := rmsnorm.Norm{Weight: ones, Eps: 1e-6}, rmsnorm.Norm{Weight: slices.Clone(ones), Eps: 1e-6}
+	flat := make([]float32, 0, tokens*kEnd) // every q row, then every k row
+	for t := range tokens {
+		flat = append(flat, qkv[t*width:t*width+qEnd]...)
+	}
+	for t := range tokens {
+		flat = append(flat, qkv[t*width+qEnd:t*width+kEnd]...)
+	}
+	nq := tokens * qEnd
+	dst := slices.Clone(qkv)
+
+	v := variant{Job: "q/k norm, -qk " + l.String(), At: strconv.Itoa(tokens), Per: "token", Ref: "back to back"}
+	what := fmt.Sprintf("q/k norm at %d tokens, ", tokens)
+	bytes := float64(8 * tokens * kEnd) // the q and k heads read and written
+	ref := b.time(what+"back to back", func() {
+		qNorm.Forward(flat[:nq], flat[:nq])
+		kNorm.Forward(flat[nq:], flat[nq:])
+	})
+	b.addVariant(v, "q rows, then k rows, back to back (2 calls)", ref, tokens, bytes, ref)
+	perHead := b.time(what+"per head", func() {
+		for h := range l.Heads + l.KVHeads {
+			n := qNorm
+			if h >= l.Heads {
+				n = kNorm
+			}
+			head := qkv[h*hd:]
+			n.Apply(rmsnorm.Rows{Dst: head, X: head, N: tokens, Stride: width})
+		}
+	})
+	b.addVariant(v, fmt.Sprintf("per head: Apply with Stride (%d calls)", l.Heads+l.KVHeads), perHead, tokens, bytes, ref)
+	perToken := b.time(what+"per token", func() {
+		for t := 0; t < len(qkv); t += width {
+			q, k := qkv[t:t+qEnd], qkv[t+qEnd:t+kEnd]
+			qNorm.Forward(q, q)
+			kNorm.Forward(k, k)
+		}
+	})
+	b.addVariant(v, fmt.Sprintf("per token: Forward on q, on k (%d calls)", 2*tokens), perToken, tokens, bytes, ref)
+	cp := b.time(what+"copy()", func() {
+		for t := 0; t < len(qkv); t += width {
+			copy(dst[t:t+kEnd], qkv[t:t+kEnd])
+		}
+	})
+	b.addVariant(v, "copy() of the same q and k regions", cp, tokens, bytes, ref)
+}
+
+// printVariantHead prints the column heads of a variants section.
+func (b *bench) printVariantHead(at, unit, ref string) {
+	b.printf("%-12s %-44s %s %9s  %s\n", at, "how", minMedianHead(unit), "GB/s", "time vs "+ref)
+}
+
+// addVariant keeps and prints one line of a variants section: v done how, timed t for units
+// units (rows or tokens) moving bytes bytes, against the reference timed ref.
+func (b *bench) addVariant(v variant, how string, t benchutil.Timing, units int, bytes float64, ref benchutil.Timing) {
+	v.How, v.Ns, v.NsMedian = how, t.Min/float64(units), t.Median/float64(units)
+	v.GBps, v.VsRef = bytes/t.Min, t.Min/ref.Min
+	b.rep.Variants = append(b.rep.Variants, v)
+	b.printf("%-12s %-44s %s %9.2f  %s %s\n", v.At, v.How, minMedian(v.Ns, v.NsMedian), v.GBps, times(v.VsRef), v.Ref)
+}

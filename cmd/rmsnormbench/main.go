@@ -4,7 +4,7 @@
 // and of the median one), the bandwidth and the ratio to Go's copy() of the same bytes measured in
 // the same run. With the active kernel it then times the variants at the same shapes (the fused
 // residual add; q/k norm inside a QKV buffer, per head and per token) and what one call costs on
-// short rows.
+// short rows, and it ends with a summary of a few lines.
 //
 //	go run ./cmd/rmsnormbench                     # every available kernel, the standard shapes
 //	go run ./cmd/rmsnormbench -kernels avx2 -shapes 1x4096,32768x128 -duration 2s
@@ -12,7 +12,7 @@
 //	go run ./cmd/rmsnormbench -json > bench.json  # JSON on stdout, the text on stderr
 //	go run ./cmd/rmsnormbench -list               # the available kernels, one per line
 //	go run ./cmd/rmsnormbench -peers              # side by side with the textbook loop, vek, gonum, archsimd
-//	go run ./cmd/rmsnormbench -variants=false -overhead=false  # the table only
+//	go run ./cmd/rmsnormbench -variants=false -overhead=false -summary=false  # the table only
 //	go run ./cmd/rmsnormbench -backward           # Norm.Backward (with Inv and DW) instead of the forward pass
 //	go run ./cmd/rmsnormbench -workers 4          # calls through a Norm with Workers: 4, against one goroutine
 package main
@@ -42,6 +42,7 @@ type config struct {
 	peers    bool              // the table adds bench/peers
 	variants bool
 	overhead bool
+	summary  bool
 	qk       qkLayout // the q/k norm variant's layout
 }
 
@@ -53,6 +54,7 @@ func main() {
 	variants := flag.Bool("variants", true, "also time the fused residual add at each shape and q/k norm inside a QKV buffer (-qk),\nwith the active kernel")
 	qkFlag := flag.String("qk", "32,8,128", "HEADS,KVHEADS,HEADDIM: the q/k norm variant's layout (the default is Qwen3-8B's), timed\nat each shape's row count taken as tokens (those whose QKV buffer stays within 256 MiB)")
 	overhead := flag.Bool("overhead", true, "also time what one call costs (Forward, Norm.Forward, Norm.Apply with and without\nRows.Residual, with a Rows literal and with Rows built ahead) with the active kernel, on\nthe shapes "+benchutil.Overhead)
+	summary := flag.Bool("summary", true, "end with a summary: the kernel in use against the textbook loop and generic, a 1x4096\nrow's cost, bfloat16 against float32, and whether Workers: 2 helps")
 	withPeers := flag.Bool("peers", false, "also time what users would write instead, side by side: the textbook loop (one accumulator,\na divide per element), vek, gonum and simd/archsimd (bench/peers, run from the\nrepository root)")
 	list := flag.Bool("list", false, "print the available kernels, best first, one per line, and exit")
 	backward := flag.Bool("backward", false, "time Norm.Backward (with Inv and DW, the call of a training step) instead of the forward pass,\nagainst copy() of x and dy into two other buffers, and against the forward pass of the same kernel")
@@ -67,7 +69,7 @@ func main() {
 		return
 	}
 	c := config{kernels: rmsnorm.Kernels(), dur: *duration, format: *format, backward: *backward, workers: *workers,
-		peers: *withPeers, variants: *variants, overhead: *overhead}
+		peers: *withPeers, variants: *variants, overhead: *overhead, summary: *summary}
 	if *kernelsFlag != "" {
 		c.kernels = strings.Split(*kernelsFlag, ",")
 		for _, k := range c.kernels {
@@ -147,7 +149,11 @@ func (b *bench) run() error {
 	if b.overhead {
 		b.overheadSection()
 	}
-	b.warnIfBusy(afterTable, "") // the table had its own
+	if b.summary {
+		b.summarySection() // it ends with the spread of the whole run
+	} else {
+		b.warnIfBusy(afterTable, "") // the table had its own
+	}
 	b.printf("\ndone in %.0f s\n", time.Since(start).Seconds())
 	return nil
 }

@@ -15,6 +15,7 @@ type report struct {
 	Results  []benchutil.Result `json:"results"`
 	Variants []variant          `json:"variants,omitempty"`
 	Overhead []overheadRow      `json:"overhead,omitempty"`
+	Summary  *summary           `json:"summary,omitempty"`
 }
 
 // variant is one measurement of the variants sections: a way of doing a job and its time per

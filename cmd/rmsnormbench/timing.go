@@ -67,14 +67,17 @@ func (b *bench) warnIfBusy(from int, indent string) {
 }
 
 // measurements returns how many measurements the run takes in this process (calls of b.time),
-// and how many bench/peers takes in its own.
-func (c config) measurements() (own, peers int) {
+// and how many bench/peers takes in its own, with active the kernel in use.
+func (c config) measurements(active string) (own, peers int) {
 	own = c.tableMeasurements()
 	if c.variants {
 		own += c.variantsMeasurements()
 	}
 	if c.overhead {
 		own += overheadMeasurements()
+	}
+	if c.summary {
+		own += c.summaryMeasurements(active)
 	}
 	if c.peers {
 		// copy() and each peer (archsimd is built on amd64 only), per shape.
@@ -91,7 +94,7 @@ func (c config) measurements() (own, peers int) {
 // search for its block of calls and the overshoot of its rounds' last blocks (up to a tenth
 // more), longer only where one call takes more than a tenth of -duration.
 func (b *bench) printEstimate() {
-	own, peers := b.measurements()
+	own, peers := b.measurements(b.rep.Machine.Kernel)
 	secs := math.Ceil(float64(own+peers) * 1.1 * b.dur.Seconds())
 	extra := ""
 	if peers > 0 {

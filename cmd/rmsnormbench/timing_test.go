@@ -18,17 +18,17 @@ func TestMeasurementsCountsEveryMeasurement(t *testing.T) {
 	// 1x64 and 1x32 give one token count; 16384 tokens of Qwen3-8B's QKV rows exceed maxQKVBytes.
 	shapes := benchutil.Must("1x64,1x32,4x64,16384x1")
 	for name, c := range map[string]config{
-		"everything":        {kernels: all, format: "f32", variants: true, overhead: true, qk: qwen},
-		"bf16":              {kernels: all, format: "bf16", qk: qwen},
-		"backward, workers": {kernels: all, format: "f32", backward: true, workers: 2, variants: true, qk: qwen},
-		"f16, workers":      {kernels: []string{"generic"}, format: "f16", workers: 3, variants: true, qk: qkLayout{2, 1, 16}},
-		"workers: 1":        {kernels: all, format: "f32", workers: 1, variants: true, overhead: true, qk: qwen},
+		"everything":         {kernels: all, format: "f32", variants: true, overhead: true, summary: true, qk: qwen},
+		"bf16, summary only": {kernels: all, format: "bf16", summary: true, qk: qwen},
+		"backward, workers":  {kernels: all, format: "f32", backward: true, workers: 2, variants: true, qk: qwen},
+		"f16, workers":       {kernels: []string{"generic"}, format: "f16", workers: 3, variants: true, qk: qkLayout{2, 1, 16}},
+		"no summary":         {kernels: all, format: "f32", workers: 1, variants: true, overhead: true, qk: qwen},
 	} {
 		t.Run(name, func(t *testing.T) {
 			defer rmsnorm.SetKernel(rmsnorm.Kernel())
 			c.shapes, c.dur = shapes, time.Microsecond
 			b := newBench(c, io.Discard)
-			want, _ := c.measurements()
+			want, _ := c.measurements(rmsnorm.Kernel())
 			if err := b.run(); err != nil {
 				t.Fatal(err)
 			}

@@ -28,31 +28,6 @@ func splitAll(t testing.TB) {
 	t.Cleanup(func() { workerBytes = saved })
 }
 
-func TestBackwardKernelsMatchGeneric(t *testing.T) {
-	splitAll(t)
-	forEachCase(t, func(t *testing.T, c matrixCase) {
-		r := c.rand(71)
-		for ci := range 6 {
-			bc := backwardCase{
-				mode:    weightMode(ci % 3),
-				withInv: ci%2 == 0,
-				withDW:  ci%3 != 2 && ci != 3, // case 3: a weight without DW, its own loop in a kernel
-				inPlace: ci >= 3,
-			}
-			if c.rows > 1 && ci%2 == 1 {
-				bc.stride = c.d + 1 + ci
-			}
-			if c.rows > 2 && ci == 4 {
-				// Two workers on rows of one block (the matrix has at most 5 rows): workersFor keeps
-				// the call on one goroutine. Block mode, each block in its slot, is TestBackwardBlocks'.
-				bc.workers = 2
-			}
-			off := c.offsets[(ci+c.d)%len(c.offsets)]
-			checkBackward(t, c, bc, off, r.Uint64())
-		}
-	})
-}
-
 // checkBackward runs case bc with kernel c.k and with the generic kernel on the same inputs and
 // compares DX and DW bit for bit, with guards around every buffer the call writes.
 func checkBackward(t *testing.T, c matrixCase, bc backwardCase, off int, seed uint64) {

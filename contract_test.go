@@ -11,21 +11,6 @@ import (
 // special values give what the contract says; a row on the float64 path is handed over and the
 // kernel resumes after it; a row's bits depend on the row alone.
 
-// Forward on every SIMD kernel over the core matrix (matrix_test.go), at every start offset of
-// the matrix, in place and not, streaming and not, inside guard values.
-func TestKernelsMatchGeneric(t *testing.T) {
-	forEachCase(t, func(t *testing.T, c matrixCase) {
-		r := c.rand()
-		x := make([]float32, c.rows*c.d)
-		fill(x, c.class, r)
-		w := make([]float32, c.d)
-		fill(w, classNormal, r)
-		want := make([]float32, len(x))
-		forwardWith(kernelGeneric, want, x, w, c.eps)
-		checkPlacements(t, c.String(), c.k, x, w, c.eps, want, c.offsets)
-	})
-}
-
 // checkPlacements runs kernel k with x at each of the start offsets (w and dst at offsets derived
 // from it), out of place and in place, inside guards, and compares with want.
 func checkPlacements(t *testing.T, ctx string, k kernelID, x, w []float32, eps float32, want []float32, offsets []int) {

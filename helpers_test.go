@@ -9,7 +9,7 @@ import (
 
 // Shared test helpers: calls with an explicit kernel, value classes and seeds, bitwise
 // comparison, buffers with guard values around them. The kernels under test and the core matrix
-// are in matrix_test.go; withStreaming is in stream_test.go.
+// are in kernel_test.go; withStreaming is in stream_test.go.
 
 // forwardWith is Forward with an explicit kernel instead of the active one.
 func forwardWith(k kernelID, dst, x, w []float32, eps float32) {

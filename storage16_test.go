@@ -236,43 +236,6 @@ func forward16With(k kernelID, f format, dst, x []uint16, w []float32, eps float
 	forwardRows(nm, f, dst, x, w, eps, k)
 }
 
-// ForwardBF16 and ForwardF16 on every SIMD kernel over the core matrix, the values of each class
-// rounded to the format, at every start offset, in place and not, streaming and not, inside
-// guards.
-func TestKernelsMatchGeneric16(t *testing.T) {
-	forEachCase(t, func(t *testing.T, c matrixCase) {
-		for _, f := range formats16 {
-			r := c.rand(16, int(f))
-			x32 := make([]float32, c.rows*c.d)
-			fill(x32, c.class, r)
-			x := narrowAll(x32, f)
-			w := make([]float32, c.d)
-			fill(w, classNormal, r)
-			want := make([]uint16, len(x))
-			forward16With(kernelGeneric, f, want, x, w, c.eps)
-			for _, off := range c.offsets {
-				xo, wo, do := off, (off*5+3)%16, (off*7+1)%16
-				gx, gw, gd := newGuarded[uint16]("x", len(x), xo), newGuarded[float32]("w", len(w), wo), newGuarded[uint16]("dst", len(x), do)
-				copy(gx.s, x)
-				copy(gw.s, w)
-				nt := off%2 == 1
-				ctx := fmt.Sprintf("%s %s offsets x=%d w=%d dst=%d stream=%v", c, fname(f), xo, wo, do, nt)
-				withStreaming(nt, func() { forward16With(c.k, f, gd.s, gx.s, gw.s, c.eps) })
-				check16(t, ctx, f, gd.s, want)
-				if !slices.Equal(gx.s, x) {
-					t.Fatalf("%s: x changed", ctx)
-				}
-				gx.check(t, ctx)
-				gw.check(t, ctx)
-				gd.check(t, ctx)
-				withStreaming(!nt, func() { forward16With(c.k, f, gx.s, gx.s, gw.s, c.eps) })
-				check16(t, ctx+" in place", f, gx.s, want)
-				gx.check(t, ctx+" in place")
-			}
-		}
-	})
-}
-
 // check16 fails unless got holds want's values (NaN payloads aside).
 func check16(t *testing.T, ctx string, f format, got, want []uint16) {
 	t.Helper()
@@ -281,63 +244,6 @@ func check16(t *testing.T, ctx string, f format, got, want []uint16) {
 			t.Fatalf("%s: y[%d] = %#04x, generic gives %#04x", ctx, i, got[i], want[i])
 		}
 	}
-}
-
-// Every combination of the variants of ApplyBF16 and ApplyF16, RoundNormalized on and off, on
-// every kernel under test, against generic, as TestVariantsMatchGeneric does for float32.
-func TestVariantsMatchGeneric16(t *testing.T) {
-	t.Run("combinations", func(t *testing.T) {
-		dims := []int{1, 3, 7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 64, 65, 127, 128, 129, 511, 512, 513, 4097}
-		for _, k := range testKernels() {
-			t.Run(k.String(), func(t *testing.T) {
-				for _, f := range formats16 {
-					for _, d := range dims {
-						for _, rows := range []int{1, 4, 9} {
-							r := seedFor(d, rows, 16, int(f))
-							x32 := make([]float32, rows*d)
-							fill(x32, classNormal, r)
-							for i := 0; i < d; i++ {
-								x32[(rows/2)*d+i] *= 1e30 // the middle row takes the float64 path (bfloat16 has the range)
-							}
-							if f == formatF16 {
-								x32[(rows/2)*d] = float32(math.Inf(1)) // binary16 has not: an Inf sends the row there
-							}
-							res := make([]float32, rows*d)
-							fill(res, classNormal, r)
-							w := make([]float32, d)
-							fill(w, classNormal, r)
-							x, rs := narrowAll(x32, f), narrowAll(res, f)
-							for i, vc := range allVcases16() {
-								checkVariant(t, "16", k, vc, f, d, rows, x, rs, w, 1e-6, (d+i)%16)
-							}
-						}
-					}
-				}
-			})
-		}
-	})
-	t.Run("matrix", func(t *testing.T) {
-		cases := allVcases16()
-		forEachCase(t, func(t *testing.T, c matrixCase) {
-			for _, f := range formats16 {
-				r := c.rand(6, int(f))
-				x32 := make([]float32, c.rows*c.d)
-				fill(x32, c.class, r)
-				res := make([]float32, c.rows*c.d)
-				fill(res, valueClasses[(c.ci+1)%len(valueClasses)], r)
-				w := make([]float32, c.d)
-				fill(w, c.weightClass(), r)
-				x, rs := narrowAll(x32, f), narrowAll(res, f)
-				for i, vc := range cases {
-					if (i+c.ci)%c.nclasses != 0 && c.nclasses < len(cases) {
-						continue
-					}
-					off := c.offsets[(c.d+i)%len(c.offsets)]
-					checkVariant(t, c.class.name, c.k, vc, f, c.d, c.rows, x, rs, w, c.eps, off)
-				}
-			}
-		})
-	})
 }
 
 // What the 16-bit contract says, through the public API: the output is the float32 contract on

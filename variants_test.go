@@ -173,66 +173,6 @@ func compareGuarded[T elem](t *testing.T, ctx string, f format, got, want *guard
 	got.check(t, ctx)
 }
 
-// Every combination of the variants against generic, on every buffer, guards and gaps between
-// rows included.
-func TestVariantsMatchGeneric(t *testing.T) {
-	// Every combination on every kernel under test (generic too: its guards and gaps), at the
-	// lengths around each vector width and the block sizes (28 lengths from 1 to 4097), for 1, 4
-	// and 9 rows. The middle row's first element is scaled by 1e30, which sends that row to the
-	// float64 path in 82 of the 84 batches (not for d = 1 with 4 rows, nor d = 5 with 9). The
-	// rows are of the wide class, whose squares overflow too: from 16 elements on every row of
-	// these batches takes the float64 path, and the variants' float32 path is left to the matrix
-	// below.
-	t.Run("combinations", func(t *testing.T) {
-		dims := []int{1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 64, 65, 127, 128, 129, 255, 256, 257, 511, 512, 513, 1023, 4097}
-		for _, k := range testKernels() {
-			t.Run(k.String(), func(t *testing.T) {
-				for _, d := range dims {
-					for _, rows := range []int{1, 4, 9} {
-						r := seedFor(d, rows, 9)
-						x := make([]float32, rows*d)
-						fill(x, classWide, r)
-						x[(rows/2)*d] *= 1e30
-						res := make([]float32, rows*d)
-						fill(res, classNormal, r)
-						w := make([]float32, d)
-						fill(w, classNormal, r)
-						for i, vc := range allVcases() {
-							checkVariant(t, "wide", k, vc, formatF32, d, rows, x, res, w, 1e-6, (d+i)%16)
-						}
-					}
-				}
-			})
-		}
-	})
-
-	// The core matrix on every SIMD kernel: each combination once per row length and row count,
-	// with the value class and the offset cycling through the matrix's.
-	t.Run("matrix", func(t *testing.T) {
-		cases := allVcases()
-		forEachCase(t, func(t *testing.T, c matrixCase) {
-			r := c.rand(6)
-			x := make([]float32, c.rows*c.d)
-			fill(x, c.class, r)
-			// The residual's class is the one listed after the ci-th in valueClasses: with
-			// every class in the matrix, the one after x's.
-			res := make([]float32, c.rows*c.d)
-			fill(res, valueClasses[(c.ci+1)%len(valueClasses)], r)
-			w := make([]float32, c.d)
-			fill(w, c.weightClass(), r)
-			for i, vc := range cases {
-				// Case i runs with the class ci for which (i+ci)%nclasses == 0: every case once
-				// per (d, rows) while the matrix has fewer classes than there are cases.
-				if (i+c.ci)%c.nclasses != 0 && c.nclasses < len(cases) {
-					continue
-				}
-				off := c.offsets[(c.d+i)%len(c.offsets)]
-				checkVariant(t, c.class.name, c.k, vc, formatF32, c.d, c.rows, x, res, w, c.eps, off)
-			}
-		})
-	})
-}
-
 // Norm.Forward and the Apply methods take short paths for the common calls: rmsnorm.Forward's
 // for rows back to back with nothing else and a plain weight (forwardRows), packedRows for rows
 // back to back with a residual or UnitOffset; every other call takes the general path

@@ -1,0 +1,378 @@
+package rmsnorm
+
+import (
+	"flag"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// The kernels-against-generic tests, and what they cover: the kernels under test (-kernels) and the core matrix (-matrix) of
+// row lengths, row counts, value classes, eps and start offsets, with forEachCase to walk it.
+
+// kernelsFlag narrows the kernels under test, for emulators too slow to run them all (Bochs runs
+// only avx512). The generic kernel remains the reference either way.
+var kernelsFlag = flag.String("kernels", "", "comma-separated kernels to test (default: every available kernel)")
+
+// testKernels returns the kernels the tests run: every available one, or those -kernels names.
+func testKernels() []kernelID {
+	if *kernelsFlag == "" {
+		return available
+	}
+	var ks []kernelID
+	for _, name := range strings.Split(*kernelsFlag, ",") {
+		i := slices.IndexFunc(available, func(k kernelID) bool { return k.String() == name })
+		if i < 0 {
+			panic("-kernels: kernel " + name + " is not available here; available: " + strings.Join(Kernels(), ", "))
+		}
+		ks = append(ks, available[i])
+	}
+	return ks
+}
+
+// simdKernels returns the kernels under test other than generic.
+func simdKernels() []kernelID {
+	var ks []kernelID
+	for _, k := range testKernels() {
+		if k != kernelGeneric {
+			ks = append(ks, k)
+		}
+	}
+	return ks
+}
+
+// matrixFlag sizes the core matrix (see matrix for the exact lists):
+//   - quick, the default: every tail of every vector width (row lengths 1..67), the lengths
+//     around the block and group sizes up to 4097, one row and a group of four plus one, four
+//     start offsets, every value class;
+//   - full, the exhaustive sweep for CI: row lengths 1..300 and lengths around the block sizes up
+//     to 65537, 1..5 rows, all 16 start offsets in a 64-byte line, every value class;
+//   - short: full with three offsets (-short itself keeps quick, which the emulators under qemu
+//     run: in an emulator the quick matrix already takes most of the time);
+//   - tiny, for Bochs (hundreds of times slower than native, and the only AVX-512 this project's
+//     CI has): quick's lengths without 511, 512, 4095 and 4096, two offsets, five classes.
+var matrixFlag = flag.String("matrix", "", "size of the core test matrix: "+
+	"quick (the default: d 1..67 and the block sizes 127..4097, rows 1 and 5, 4 offsets, all value classes), "+
+	"full (d 1..300 and 511..65537, rows 1..5, 16 offsets, all classes), "+
+	"short (full with 3 offsets) or "+
+	"tiny (d 1..67 and 9 block sizes, rows 1 and 5, 2 offsets, 5 classes)")
+
+// matrixSize returns the size -matrix and -short select.
+func matrixSize() string {
+	if *matrixFlag != "" {
+		return *matrixFlag
+	}
+	return "quick"
+}
+
+// testMatrix is what the core-matrix tests iterate over.
+type testMatrix struct {
+	dims    []int // row lengths: every tail shape of every vector width, and lengths around the block sizes
+	rows    []int
+	offsets []int // start offsets in floats from a 64-byte boundary
+	classes []valueClass
+}
+
+func matrix() testMatrix {
+	size := matrixSize()
+	var m testMatrix
+	switch size {
+	case "quick":
+		// 1..67: every partial block of 64 (the tails of every vector width), one block, and one
+		// block with a tail.
+		for d := 1; d <= 67; d++ {
+			m.dims = append(m.dims, d)
+		}
+		// Around two and four blocks of 64, around the longest row of a group (groupMax = 512),
+		// 1023, and around 4096.
+		m.dims = append(m.dims, 127, 128, 129, 255, 256, 257, 511, 512, 513, 1023, 4095, 4096, 4097)
+		m.rows = []int{1, 5}           // 5 rows: one group of four short rows, then one
+		m.offsets = []int{0, 3, 8, 13} // aligned to 64 bytes, to 32, and neither
+		m.classes = valueClasses
+	case "full", "short":
+		for d := 1; d <= 300; d++ {
+			m.dims = append(m.dims, d)
+		}
+		m.dims = append(m.dims, 511, 512, 513, 1023, 4095, 4096, 4097, 5120, 8192, 16384, 65537)
+		m.rows = []int{1, 2, 3, 4, 5}
+		m.classes = valueClasses
+		m.offsets = []int{0, 3, 13}
+		if size == "full" {
+			m.offsets = []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15}
+		}
+	case "tiny":
+		for d := 1; d <= 67; d++ {
+			m.dims = append(m.dims, d)
+		}
+		m.dims = append(m.dims, 127, 128, 129, 255, 256, 257, 513, 1023, 4097)
+		m.rows = []int{1, 5} // 5 rows: one group of four short rows, then one
+		m.offsets = []int{0, 13}
+		m.classes = []valueClass{classNormal, classTiny, classHuge, classSubnormal, classSpecial}
+	default:
+		panic("-matrix must be quick, full, short or tiny, not " + size)
+	}
+	return m
+}
+
+// testEps are the eps the core matrix cycles through.
+var testEps = []float32{1e-6, 1e-5, 0, 1e-12, 0.5}
+
+// matrixCase is one point of the core matrix: kernel k on rows rows of d values drawn from class,
+// with eps.
+type matrixCase struct {
+	k        kernelID
+	d, rows  int
+	class    valueClass
+	ci       int // index of class in the matrix's classes: part of the seed and of the eps cycle
+	nclasses int // how many classes the matrix has
+	eps      float32
+	offsets  []int // the matrix's start offsets, for the check to place its buffers at
+}
+
+// rand returns the case's random source, seedFor(d, rows, ci, salt...): a test salts it to draw
+// data of its own.
+func (c matrixCase) rand(salt ...int) *rand.Rand {
+	return seedFor(append([]int{c.d, c.rows, c.ci}, salt...)...)
+}
+
+// weightClasses are the weights the core matrix cycles through: ordinary ones, and those whose
+// bits a kernel could change where normal weights would not show it: signed zeros (a kernel that
+// adds to the weight must keep -0), subnormals, and ±Inf, NaN and ±MaxFloat32.
+var weightClasses = []valueClass{classNormal, classSignedZero, classSubnormal, classSpecial}
+
+// weightClass returns the class of the case's weight: it cycles with the row length and the
+// class of x, so that each variant meets each weight class.
+func (c matrixCase) weightClass() valueClass {
+	return weightClasses[(c.d+c.ci)%len(weightClasses)]
+}
+
+func (c matrixCase) String() string {
+	return fmt.Sprintf("%s d=%d rows=%d %s eps=%g", c.k, c.d, c.rows, c.class.name, c.eps)
+}
+
+// forEachCase runs check on every point of the core matrix for every SIMD kernel under test, one
+// subtest per kernel: every row length, row count and value class, each with the eps of the cycle
+// testEps[(d+rows+ci)%5]. The check makes its inputs from c.rand, computes the generic kernel's
+// result once, and compares kernel c.k's at the offsets (all of c.offsets, or one per sub-case).
+func forEachCase(t *testing.T, check func(t *testing.T, c matrixCase)) {
+	ks := simdKernels()
+	if len(ks) == 0 {
+		t.Logf("no SIMD kernel on this CPU (%v); the generic kernel is checked by the other tests", Kernels())
+		return
+	}
+	m := matrix()
+	for _, k := range ks {
+		t.Run(k.String(), func(t *testing.T) {
+			for _, d := range m.dims {
+				for _, rows := range m.rows {
+					for ci, class := range m.classes {
+						check(t, matrixCase{k: k, d: d, rows: rows, class: class, ci: ci, nclasses: len(m.classes),
+							eps: testEps[(d+rows+ci)%len(testEps)], offsets: m.offsets})
+					}
+				}
+			}
+		})
+	}
+}
+
+// The kernels against generic: each test below runs every kernel under test on the core matrix
+// and compares its output with the generic kernel's, bit for bit. The checks they call live
+// beside the features they cover (contract_test.go, variants_test.go, storage16_test.go,
+// backward_test.go).
+
+// Forward on every SIMD kernel over the core matrix (above), at every start offset of
+// the matrix, in place and not, streaming and not, inside guard values.
+func TestKernelsMatchGeneric(t *testing.T) {
+	forEachCase(t, func(t *testing.T, c matrixCase) {
+		r := c.rand()
+		x := make([]float32, c.rows*c.d)
+		fill(x, c.class, r)
+		w := make([]float32, c.d)
+		fill(w, classNormal, r)
+		want := make([]float32, len(x))
+		forwardWith(kernelGeneric, want, x, w, c.eps)
+		checkPlacements(t, c.String(), c.k, x, w, c.eps, want, c.offsets)
+	})
+}
+
+// Every combination of the variants against generic, on every buffer, guards and gaps between
+// rows included.
+func TestVariantsMatchGeneric(t *testing.T) {
+	// Every combination on every kernel under test (generic too: its guards and gaps), at the
+	// lengths around each vector width and the block sizes (28 lengths from 1 to 4097), for 1, 4
+	// and 9 rows. The middle row's first element is scaled by 1e30, which sends that row to the
+	// float64 path in 82 of the 84 batches (not for d = 1 with 4 rows, nor d = 5 with 9). The
+	// rows are of the wide class, whose squares overflow too: from 16 elements on every row of
+	// these batches takes the float64 path, and the variants' float32 path is left to the matrix
+	// below.
+	t.Run("combinations", func(t *testing.T) {
+		dims := []int{1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 64, 65, 127, 128, 129, 255, 256, 257, 511, 512, 513, 1023, 4097}
+		for _, k := range testKernels() {
+			t.Run(k.String(), func(t *testing.T) {
+				for _, d := range dims {
+					for _, rows := range []int{1, 4, 9} {
+						r := seedFor(d, rows, 9)
+						x := make([]float32, rows*d)
+						fill(x, classWide, r)
+						x[(rows/2)*d] *= 1e30
+						res := make([]float32, rows*d)
+						fill(res, classNormal, r)
+						w := make([]float32, d)
+						fill(w, classNormal, r)
+						for i, vc := range allVcases() {
+							checkVariant(t, "wide", k, vc, formatF32, d, rows, x, res, w, 1e-6, (d+i)%16)
+						}
+					}
+				}
+			})
+		}
+	})
+
+	// The core matrix on every SIMD kernel: each combination once per row length and row count,
+	// with the value class and the offset cycling through the matrix's.
+	t.Run("matrix", func(t *testing.T) {
+		cases := allVcases()
+		forEachCase(t, func(t *testing.T, c matrixCase) {
+			r := c.rand(6)
+			x := make([]float32, c.rows*c.d)
+			fill(x, c.class, r)
+			// The residual's class is the one listed after the ci-th in valueClasses: with
+			// every class in the matrix, the one after x's.
+			res := make([]float32, c.rows*c.d)
+			fill(res, valueClasses[(c.ci+1)%len(valueClasses)], r)
+			w := make([]float32, c.d)
+			fill(w, c.weightClass(), r)
+			for i, vc := range cases {
+				// Case i runs with the class ci for which (i+ci)%nclasses == 0: every case once
+				// per (d, rows) while the matrix has fewer classes than there are cases.
+				if (i+c.ci)%c.nclasses != 0 && c.nclasses < len(cases) {
+					continue
+				}
+				off := c.offsets[(c.d+i)%len(c.offsets)]
+				checkVariant(t, c.class.name, c.k, vc, formatF32, c.d, c.rows, x, res, w, c.eps, off)
+			}
+		})
+	})
+}
+
+// ForwardBF16 and ForwardF16 on every SIMD kernel over the core matrix, the values of each class
+// rounded to the format, at every start offset, in place and not, streaming and not, inside
+// guards.
+func TestKernelsMatchGeneric16(t *testing.T) {
+	forEachCase(t, func(t *testing.T, c matrixCase) {
+		for _, f := range formats16 {
+			r := c.rand(16, int(f))
+			x32 := make([]float32, c.rows*c.d)
+			fill(x32, c.class, r)
+			x := narrowAll(x32, f)
+			w := make([]float32, c.d)
+			fill(w, classNormal, r)
+			want := make([]uint16, len(x))
+			forward16With(kernelGeneric, f, want, x, w, c.eps)
+			for _, off := range c.offsets {
+				xo, wo, do := off, (off*5+3)%16, (off*7+1)%16
+				gx, gw, gd := newGuarded[uint16]("x", len(x), xo), newGuarded[float32]("w", len(w), wo), newGuarded[uint16]("dst", len(x), do)
+				copy(gx.s, x)
+				copy(gw.s, w)
+				nt := off%2 == 1
+				ctx := fmt.Sprintf("%s %s offsets x=%d w=%d dst=%d stream=%v", c, fname(f), xo, wo, do, nt)
+				withStreaming(nt, func() { forward16With(c.k, f, gd.s, gx.s, gw.s, c.eps) })
+				check16(t, ctx, f, gd.s, want)
+				if !slices.Equal(gx.s, x) {
+					t.Fatalf("%s: x changed", ctx)
+				}
+				gx.check(t, ctx)
+				gw.check(t, ctx)
+				gd.check(t, ctx)
+				withStreaming(!nt, func() { forward16With(c.k, f, gx.s, gx.s, gw.s, c.eps) })
+				check16(t, ctx+" in place", f, gx.s, want)
+				gx.check(t, ctx+" in place")
+			}
+		}
+	})
+}
+
+// Every combination of the variants of ApplyBF16 and ApplyF16, RoundNormalized on and off, on
+// every kernel under test, against generic, as TestVariantsMatchGeneric does for float32.
+func TestVariantsMatchGeneric16(t *testing.T) {
+	t.Run("combinations", func(t *testing.T) {
+		dims := []int{1, 3, 7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 64, 65, 127, 128, 129, 511, 512, 513, 4097}
+		for _, k := range testKernels() {
+			t.Run(k.String(), func(t *testing.T) {
+				for _, f := range formats16 {
+					for _, d := range dims {
+						for _, rows := range []int{1, 4, 9} {
+							r := seedFor(d, rows, 16, int(f))
+							x32 := make([]float32, rows*d)
+							fill(x32, classNormal, r)
+							for i := 0; i < d; i++ {
+								x32[(rows/2)*d+i] *= 1e30 // the middle row takes the float64 path (bfloat16 has the range)
+							}
+							if f == formatF16 {
+								x32[(rows/2)*d] = float32(math.Inf(1)) // binary16 has not: an Inf sends the row there
+							}
+							res := make([]float32, rows*d)
+							fill(res, classNormal, r)
+							w := make([]float32, d)
+							fill(w, classNormal, r)
+							x, rs := narrowAll(x32, f), narrowAll(res, f)
+							for i, vc := range allVcases16() {
+								checkVariant(t, "16", k, vc, f, d, rows, x, rs, w, 1e-6, (d+i)%16)
+							}
+						}
+					}
+				}
+			})
+		}
+	})
+	t.Run("matrix", func(t *testing.T) {
+		cases := allVcases16()
+		forEachCase(t, func(t *testing.T, c matrixCase) {
+			for _, f := range formats16 {
+				r := c.rand(6, int(f))
+				x32 := make([]float32, c.rows*c.d)
+				fill(x32, c.class, r)
+				res := make([]float32, c.rows*c.d)
+				fill(res, valueClasses[(c.ci+1)%len(valueClasses)], r)
+				w := make([]float32, c.d)
+				fill(w, c.weightClass(), r)
+				x, rs := narrowAll(x32, f), narrowAll(res, f)
+				for i, vc := range cases {
+					if (i+c.ci)%c.nclasses != 0 && c.nclasses < len(cases) {
+						continue
+					}
+					off := c.offsets[(c.d+i)%len(c.offsets)]
+					checkVariant(t, c.class.name, c.k, vc, f, c.d, c.rows, x, rs, w, c.eps, off)
+				}
+			}
+		})
+	})
+}
+
+func TestBackwardKernelsMatchGeneric(t *testing.T) {
+	splitAll(t)
+	forEachCase(t, func(t *testing.T, c matrixCase) {
+		r := c.rand(71)
+		for ci := range 6 {
+			bc := backwardCase{
+				mode:    weightMode(ci % 3),
+				withInv: ci%2 == 0,
+				withDW:  ci%3 != 2 && ci != 3, // case 3: a weight without DW, its own loop in a kernel
+				inPlace: ci >= 3,
+			}
+			if c.rows > 1 && ci%2 == 1 {
+				bc.stride = c.d + 1 + ci
+			}
+			if c.rows > 2 && ci == 4 {
+				// Two workers on rows of one block (the matrix has at most 5 rows): workersFor keeps
+				// the call on one goroutine. Block mode, each block in its slot, is TestBackwardBlocks'.
+				bc.workers = 2
+			}
+			off := c.offsets[(ci+c.d)%len(c.offsets)]
+			checkBackward(t, c, bc, off, r.Uint64())
+		}
+	})
+}

@@ -55,9 +55,9 @@ func main() {
 			kernel(s, v)
 		}
 		for _, c := range spec.Conversions {
+			k.Conversions = append(k.Conversions, c)
 			convert(s, c)
 		}
-		k.Conversions = true
 		for _, m := range spec.BackwardBodies {
 			backward(s, m)
 		}

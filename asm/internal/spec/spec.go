@@ -305,11 +305,14 @@ func GoSpec(header string) string {
 
 // Kernel is one ISA's set of kernel functions as the Go side knows it.
 type Kernel struct {
-	ID          string    // the kernelID constant, e.g. "kernelAVX512"
-	Prefix      string    // the function-name prefix, e.g. "avx512"
-	Variants    []Variant // the Bodies it has functions for (the others run the generic kernel)
-	Conversions bool      // it has a function for each of Conversions
-	Backward    bool      // it has a function for each of Backward
+	ID          string       // the kernelID constant, e.g. "kernelAVX512"
+	Prefix      string       // the function-name prefix, e.g. "avx512"
+	Variants    []Variant    // the Bodies it has functions for (the others run Base's, or the generic kernel)
+	Conversions []Conversion // the conversions it has functions for (the others: Base's, or the generic loop)
+	Backward    bool         // it has a function for each of Backward (else Base's, or the generic kernel)
+	// Base, if not nil, is the kernel whose functions run what this one has none for: a kernel
+	// that differs from another in a few functions lists only those.
+	Base *Kernel
 }
 
 // Conversion is a vector loop that converts n elements between float32 and a 16-bit format,
@@ -329,14 +332,41 @@ const (
 	ConvAvoSig    = "func(dst, src uintptr, n int)" // the same frame, in types Avo knows
 )
 
-// Has reports whether k has a function for v.
-func (k Kernel) Has(v Variant) bool {
-	for _, h := range k.Variants {
-		if h == v.Body() {
-			return true
+// ForwardFunc returns the name of the function that runs v on k: k's own, else its Base's, else
+// "" (the generic kernel).
+func (k *Kernel) ForwardFunc(v Variant) string {
+	for ; k != nil; k = k.Base {
+		for _, h := range k.Variants {
+			if h == v.Body() {
+				return k.Prefix + v.FuncName()
+			}
 		}
 	}
-	return false
+	return ""
+}
+
+// ConvFunc returns the name of the function that runs conversion c on k: k's own, else its
+// Base's, else "" (the generic loop).
+func (k *Kernel) ConvFunc(c Conversion) string {
+	for ; k != nil; k = k.Base {
+		for _, h := range k.Conversions {
+			if h == c {
+				return k.Prefix + c.Name
+			}
+		}
+	}
+	return ""
+}
+
+// BackwardFunc returns the name of the function that runs the backward variant m on k: k's own,
+// else its Base's, else "" (the generic kernel).
+func (k *Kernel) BackwardFunc(m Mode) string {
+	for ; k != nil; k = k.Base {
+		if k.Backward {
+			return k.Prefix + BackwardFunc(m)
+		}
+	}
+	return ""
 }
 
 // GoStubs returns the declarations of the kernel functions of ks and of callKernel, the one entry
@@ -370,22 +400,19 @@ func GoStubs(header, constraint string, ks []Kernel) string {
 			}
 			fmt.Fprintf(&b, "//\n//go:noescape\nfunc %s%s\n", name, Signature)
 		}
-		for _, c := range Conversions {
-			if k.Conversions {
-				fmt.Fprintf(&b, "\n// %s%s converts n elements: %s.\n//\n//go:noescape\nfunc %s%s%s\n",
-					k.Prefix, c.Name, c.Doc(), k.Prefix, c.Name, ConvSignature)
-			}
+		for _, c := range k.Conversions {
+			fmt.Fprintf(&b, "\n// %s%s converts n elements: %s.\n//\n//go:noescape\nfunc %s%s%s\n",
+				k.Prefix, c.Name, c.Doc(), k.Prefix, c.Name, ConvSignature)
 		}
 	}
 	b.WriteString("\n// convertAsm runs conversion op on n elements with kernel k's vector loop and reports whether\n")
 	b.WriteString("// k has one.\nfunc convertAsm(k kernelID, op convOp, dst, src unsafe.Pointer, n int) bool {\n")
 	b.WriteString("\tswitch uint(k)*numConvOps + uint(op) {\n")
 	for _, k := range ks {
-		if !k.Conversions {
-			continue
-		}
 		for _, c := range Conversions {
-			fmt.Fprintf(&b, "\tcase uint(%s)*numConvOps + uint(conv%s):\n\t\t%s%s(dst, src, n)\n\t\treturn true\n", k.ID, c.Name, k.Prefix, c.Name)
+			if fn := k.ConvFunc(c); fn != "" {
+				fmt.Fprintf(&b, "\tcase uint(%s)*numConvOps + uint(conv%s):\n\t\t%s(dst, src, n)\n\t\treturn true\n", k.ID, c.Name, fn)
+			}
 		}
 	}
 	b.WriteString("\t}\n\treturn false\n}\n")
@@ -412,26 +439,28 @@ func TableData(ks []Kernel) string {
 	return b.String()
 }
 
-// Table returns, for each job.fn from 0 up, the function callKernel jumps to: ks's functions in
-// their kernels' places, runGeneric elsewhere.
+// Table returns, for each job.fn from 0 up, the function callKernel jumps to: ks's functions (or
+// their Base's) in their kernels' places, runGeneric elsewhere.
 func Table(ks []Kernel) []string {
 	var t []string
 	for _, id := range KernelIDs {
+		var k *Kernel // nil where the architecture has no kernel id: every entry runGeneric
+		for i := range ks {
+			if ks[i].ID == id {
+				k = &ks[i]
+			}
+		}
 		for _, v := range Forward {
-			fn := "runGeneric"
-			for _, k := range ks {
-				if k.ID == id && k.Has(v) {
-					fn = k.Prefix + v.FuncName()
-				}
+			fn := k.ForwardFunc(v)
+			if fn == "" {
+				fn = "runGeneric"
 			}
 			t = append(t, fn)
 		}
 		for _, m := range Backward {
-			fn := "runGenericBackward"
-			for _, k := range ks {
-				if k.ID == id && k.Backward {
-					fn = k.Prefix + BackwardFunc(m)
-				}
+			fn := k.BackwardFunc(m)
+			if fn == "" {
+				fn = "runGenericBackward"
 			}
 			t = append(t, fn)
 		}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -20,7 +21,7 @@ import (
 type asmFunc struct {
 	name     string
 	requires []string
-	lines    []string // instructions
+	lines    []string // instructions (those written as BYTEs by their comment)
 }
 
 func parseAsm(t *testing.T) []asmFunc {
@@ -41,7 +42,11 @@ func parseAsm(t *testing.T) []asmFunc {
 			fns = append(fns, asmFunc{name: name, requires: requires})
 			requires = nil
 		case strings.HasPrefix(line, "\t") && len(fns) > 0:
-			if l := strings.TrimSpace(line); l != "" && !strings.HasPrefix(l, "//") {
+			l := strings.TrimSpace(line)
+			if b, instr, ok := strings.Cut(l, " // "); ok && strings.HasPrefix(b, "BYTE ") {
+				l = instr // an instruction the assembler does not know, as bytes (asm/amd64/bf16cvt.go)
+			}
+			if l != "" && !strings.HasPrefix(l, "//") {
 				fns[len(fns)-1].lines = append(fns[len(fns)-1].lines, l)
 			}
 		}
@@ -55,14 +60,18 @@ func parseAsm(t *testing.T) []asmFunc {
 // avoISA maps the names in Avo's Requires lines to cpuid features. Avo files SFENCE under MMX+
 // (AMD's MMX extensions); it belongs to SSE as well, which is what dispatch checks.
 var avoISA = map[string]cpuid.FeatureID{
-	"AVX":      cpuid.AVX,
-	"AVX2":     cpuid.AVX2,
-	"AVX512F":  cpuid.AVX512F,
-	"AVX512BW": cpuid.AVX512BW,
-	"MMX+":     cpuid.SSE,
-	"F16C":     cpuid.F16C,
+	"AVX":        cpuid.AVX,
+	"AVX2":       cpuid.AVX2,
+	"AVX512F":    cpuid.AVX512F,
+	"AVX512BW":   cpuid.AVX512BW,
+	"AVX512DQ":   cpuid.AVX512DQ,
+	"AVX512BF16": cpuid.AVX512BF16,
+	"MMX+":       cpuid.SSE,
+	"F16C":       cpuid.F16C,
 }
 
+// kernelOf returns the register rules a function follows (TestAsmRegisterRules): those of
+// kernelAVX512 for every AVX-512 function, the avx512bf16 ones included, or of kernelAVX2.
 func kernelOf(fn string) kernelID {
 	switch {
 	case strings.HasPrefix(fn, "avx512"):
@@ -73,38 +82,111 @@ func kernelOf(fn string) kernelID {
 	return kernelGeneric
 }
 
-// Each function may require only what its kernel's dispatch predicate checks, and together the
-// functions of a kernel require all of it: the predicate asks for nothing the code does not use.
-func TestAsmRequiresMatchDispatch(t *testing.T) {
-	used := map[kernelID][]cpuid.FeatureID{}
-	for _, fn := range parseAsm(t) {
-		k := kernelOf(fn.name)
-		want, ok := kernelFeatures[k]
-		if !ok {
-			// callKernel, the jump to a kernel's function, runs on every amd64 CPU.
-			if len(fn.requires) > 0 {
-				t.Errorf("%s belongs to no kernel with a dispatch predicate, but requires %v", fn.name, fn.requires)
-			}
-			continue
-		}
-		for _, r := range fn.requires {
-			f, ok := avoISA[r]
-			if !ok || !slices.Contains(want, f) {
-				t.Errorf("%s requires %s, which dispatch does not check for %s", fn.name, r, k)
-				continue
-			}
-			if !slices.Contains(used[k], f) {
-				used[k] = append(used[k], f)
-			}
+var (
+	tableLine = regexp.MustCompile(`^DATA kernels<>\+(\d+)\(SB\)/8, \$·(\w+)\(SB\)$`)
+	convCase  = regexp.MustCompile(`case uint\((kernel\w+)\)\*numConvOps \+ uint\(conv\w+\):\s+(\w+)\(dst, src, n\)`)
+)
+
+// kernelFuncs returns, for each kernel, the functions it runs: its row of the table callKernel
+// jumps through (rmsnorm_amd64.s) and the conversions convertAsm calls for it (rmsnorm_amd64.go).
+func kernelFuncs(t *testing.T) map[kernelID][]string {
+	t.Helper()
+	fns := map[kernelID][]string{}
+	add := func(k kernelID, fn string) {
+		if !slices.Contains(fns[k], fn) {
+			fns[k] = append(fns[k], fn)
 		}
 	}
-	for k, want := range kernelFeatures {
-		got := slices.Clone(used[k])
-		slices.Sort(got)
+	s, err := os.ReadFile("rmsnorm_amd64.s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := 0
+	for _, line := range strings.Split(string(s), "\n") {
+		if m := tableLine.FindStringSubmatch(line); m != nil {
+			off, _ := strconv.Atoi(m[1])
+			add(kernelID(off/8/numEntries), m[2])
+			rows++
+		}
+	}
+	if rows != len(kernelNames)*numEntries {
+		t.Fatalf("the table has %d entries, want %d kernels x %d", rows, len(kernelNames), numEntries)
+	}
+	g, err := os.ReadFile("rmsnorm_amd64.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := map[string]kernelID{"kernelAVX512": kernelAVX512, "kernelAVX2": kernelAVX2, "kernelAVX512BF16": kernelAVX512BF16}
+	n := 0
+	for _, m := range convCase.FindAllStringSubmatch(string(g), -1) {
+		k, ok := ids[m[1]]
+		if !ok {
+			t.Fatalf("convertAsm has a case for %s", m[1])
+		}
+		add(k, m[2])
+		n++
+	}
+	if n != 3*numConvOps {
+		t.Fatalf("convertAsm has %d cases, want %d for each of 3 kernels", n, numConvOps)
+	}
+	return fns
+}
+
+// Each function may require only what the dispatch predicate of every kernel that runs it checks
+// (the functions of its row of the table, and its conversions), and together the functions a
+// kernel runs require all of it: the predicate asks for nothing the code does not use. Every
+// function but callKernel is run by some kernel.
+func TestAsmRequiresMatchDispatch(t *testing.T) {
+	requires := map[string][]string{}
+	for _, fn := range parseAsm(t) {
+		requires[fn.name] = fn.requires
+		// callKernel, the jump to a kernel's function, runs on every amd64 CPU.
+		if fn.name == "callKernel" && len(fn.requires) > 0 {
+			t.Errorf("callKernel requires %v", fn.requires)
+		}
+	}
+	runs := kernelFuncs(t)
+	ran := map[string]bool{"callKernel": true}
+	for k := range kernelNames {
+		k := kernelID(k)
+		want, ok := kernelFeatures[k]
+		var used []cpuid.FeatureID
+		for _, fn := range runs[k] {
+			ran[fn] = true
+			rs, asm := requires[fn]
+			switch {
+			case !asm && strings.HasPrefix(fn, "runGeneric"):
+				continue // Go
+			case !asm:
+				t.Fatalf("%s runs %s, which rmsnorm_amd64.s does not define", k, fn)
+			case !ok:
+				t.Errorf("%s, which has no dispatch predicate, runs %s", k, fn)
+				continue
+			}
+			for _, r := range rs {
+				f, ok := avoISA[r]
+				if !ok || !slices.Contains(want, f) {
+					t.Errorf("%s runs %s, which requires %s, which dispatch does not check for %s", k, fn, r, k)
+					continue
+				}
+				if !slices.Contains(used, f) {
+					used = append(used, f)
+				}
+			}
+		}
+		if !ok {
+			continue
+		}
+		slices.Sort(used)
 		w := slices.Clone(want)
 		slices.Sort(w)
-		if !slices.Equal(got, w) {
-			t.Errorf("the %s functions together require %v; dispatch checks %v", k, got, w)
+		if !slices.Equal(used, w) {
+			t.Errorf("the functions %s runs together require %v; dispatch checks %v", k, used, w)
+		}
+	}
+	for fn := range requires {
+		if !ran[fn] {
+			t.Errorf("no kernel runs %s", fn)
 		}
 	}
 }

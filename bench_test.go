@@ -29,7 +29,7 @@ func benchData(s benchutil.Shape) (x, w []float32) {
 // withKernel makes k the active kernel for the rest of the benchmark.
 func withKernel(b *testing.B, k kernelID) {
 	saved := Kernel()
-	if err := SetKernel(k.String()); err != nil {
+	if err := SetKernel(k.name()); err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { SetKernel(saved) })
@@ -41,7 +41,7 @@ var benchShapes = benchutil.Must(benchutil.Standard + "," + benchutil.Large)
 
 func BenchmarkForward(b *testing.B) {
 	for _, k := range available {
-		b.Run(k.String(), func(b *testing.B) {
+		b.Run(k.name(), func(b *testing.B) {
 			for _, s := range benchShapes {
 				x, w := benchData(s)
 				y := make([]float32, len(x))
@@ -66,7 +66,7 @@ func BenchmarkForward(b *testing.B) {
 // bf16UO and f16UO with UnitOffset (the weight form 1+w).
 func BenchmarkForward16(b *testing.B) {
 	for _, k := range available {
-		b.Run(k.String(), func(b *testing.B) {
+		b.Run(k.name(), func(b *testing.B) {
 			for _, fr := range []struct {
 				f      format
 				rn, uo bool
@@ -112,7 +112,7 @@ func BenchmarkForward16(b *testing.B) {
 // written too with a residual.
 func BenchmarkUnweighted(b *testing.B) {
 	for _, k := range available {
-		b.Run(k.String(), func(b *testing.B) {
+		b.Run(k.name(), func(b *testing.B) {
 			for _, f := range []format{formatF32, formatBF16, formatF16} {
 				for _, add := range []bool{false, true} {
 					name := map[format]string{formatF32: "f32", formatBF16: "bf16", formatF16: "f16"}[f]
@@ -206,7 +206,7 @@ func BenchmarkCopy16(b *testing.B) {
 // kernel then uses, as Apply's kernel uses the rows it was given.
 func BenchmarkOverhead(b *testing.B) {
 	for _, k := range available {
-		b.Run(k.String(), func(b *testing.B) {
+		b.Run(k.name(), func(b *testing.B) {
 			for _, api := range []string{"direct", "directRows", "Forward", "NormForward", "Apply", "ApplyReused", "directResidual", "directResidualRows", "ApplyResidual", "ApplyResidualReused"} {
 				b.Run(api, func(b *testing.B) {
 					for _, s := range benchutil.Must(benchutil.Overhead) {
@@ -387,7 +387,7 @@ func BenchmarkConvert(b *testing.B) {
 		op   convOp
 	}{{"bf16-to-f32", convWidenBF16}, {"f16-to-f32", convWidenF16}, {"f32-to-bf16", convNarrowBF16}, {"f32-to-f16", convNarrowF16}}
 	for _, k := range available {
-		b.Run(k.String(), func(b *testing.B) {
+		b.Run(k.name(), func(b *testing.B) {
 			for _, o := range ops {
 				b.Run(o.name, func(b *testing.B) {
 					for _, n := range convertSizes {
@@ -444,7 +444,7 @@ func BenchmarkConvert(b *testing.B) {
 // compare it with BenchmarkForward of the same kernel and shape.
 func BenchmarkBackward(b *testing.B) {
 	for _, k := range available {
-		b.Run(k.String(), func(b *testing.B) {
+		b.Run(k.name(), func(b *testing.B) {
 			benchBackward(b, k, func(w []float32, d int) Norm { return Norm{Weight: w, Eps: 1e-6} })
 		})
 	}
@@ -462,7 +462,7 @@ func BenchmarkBackwardForms(b *testing.B) {
 		{"unweighted", func(w []float32, d int) Norm { return Norm{Dim: d, Eps: 1e-6} }},
 	}
 	for _, k := range available {
-		b.Run(k.String(), func(b *testing.B) {
+		b.Run(k.name(), func(b *testing.B) {
 			for _, f := range forms {
 				b.Run(f.name, func(b *testing.B) { benchBackward(b, k, f.norm) })
 			}

@@ -15,16 +15,34 @@ const (
 	kernelAVX2
 	kernelAVX512
 	kernelNEON
+	// kernelAVX512BF16 is the avx512 kernel on a CPU with AVX512_BF16: the same functions, but
+	// for those that narrow to bfloat16 (ForwardBF16, ApplyBF16, Float32ToBF16), which round with
+	// the VCVTNE2PS2BF16 instruction and give the same bits. Users see one kernel, "avx512"
+	// (Kernel, Kernels, SetKernel, RMSNORM_KERNEL), this one where the CPU has the instruction;
+	// the tests run both.
+	kernelAVX512BF16
 )
 
+// kernelNames are the kernels' names to users.
 var kernelNames = [...]string{
-	kernelGeneric: "generic",
-	kernelAVX2:    "avx2",
-	kernelAVX512:  "avx512",
-	kernelNEON:    "neon",
+	kernelGeneric:    "generic",
+	kernelAVX2:       "avx2",
+	kernelAVX512:     "avx512",
+	kernelNEON:       "neon",
+	kernelAVX512BF16: "avx512",
 }
 
-func (k kernelID) String() string { return kernelNames[k] }
+// name is the kernel's name to users.
+func (k kernelID) name() string { return kernelNames[k] }
+
+// String is the kernel's name in tests, which run kernelAVX512BF16 beside kernelAVX512 and name
+// it "avx512+bf16".
+func (k kernelID) String() string {
+	if k == kernelAVX512BF16 {
+		return "avx512+bf16"
+	}
+	return kernelNames[k]
+}
 
 var (
 	// available lists the kernels this CPU runs, best first; generic is always last.
@@ -54,13 +72,13 @@ func detect() {
 func activeKernel() kernelID { return kernelID(active.Load()) }
 
 // Kernel returns the name of the kernel in use: "avx512", "avx2", "neon" or "generic".
-func Kernel() string { return activeKernel().String() }
+func Kernel() string { return activeKernel().name() }
 
 // Kernels returns the names of the kernels this CPU can run, best first; "generic" is always last.
 func Kernels() []string {
 	names := make([]string, len(available))
 	for i, k := range available {
-		names[i] = k.String()
+		names[i] = k.name()
 	}
 	return names
 }
@@ -70,7 +88,7 @@ func Kernels() []string {
 // Forward: each call uses one kernel from start to end.
 func SetKernel(name string) error {
 	for _, k := range available {
-		if k.String() == name {
+		if k.name() == name {
 			active.Store(uint32(k))
 			return nil
 		}

@@ -37,13 +37,13 @@ func TestKernelsList(t *testing.T) {
 func TestEnvKernel(t *testing.T) {
 	want := os.Getenv("RMSNORM_KERNEL")
 	if want == "" || !slices.Contains(Kernels(), want) {
-		if initKernel.String() != Kernels()[0] {
-			t.Fatalf("init chose %q, want the best kernel %q", initKernel.String(), Kernels()[0])
+		if initKernel.name() != Kernels()[0] {
+			t.Fatalf("init chose %q, want the best kernel %q", initKernel.name(), Kernels()[0])
 		}
 		return
 	}
-	if initKernel.String() != want {
-		t.Fatalf("RMSNORM_KERNEL=%s but init chose %q", want, initKernel.String())
+	if initKernel.name() != want {
+		t.Fatalf("RMSNORM_KERNEL=%s but init chose %q", want, initKernel.name())
 	}
 }
 

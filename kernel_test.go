@@ -17,18 +17,25 @@ import (
 // only avx512). The generic kernel remains the reference either way.
 var kernelsFlag = flag.String("kernels", "", "comma-separated kernels to test (default: every available kernel)")
 
-// testKernels returns the kernels the tests run: every available one, or those -kernels names.
+// testKernels returns the kernels the tests run: every available one, or those -kernels names
+// (as users name them). Where that is kernelAVX512BF16, kernelAVX512 follows it: the avx512
+// kernel as a CPU without AVX512_BF16 runs it, so that a CPU with it tests both ways of narrowing
+// to bfloat16.
 func testKernels() []kernelID {
-	if *kernelsFlag == "" {
-		return available
+	names := Kernels()
+	if *kernelsFlag != "" {
+		names = strings.Split(*kernelsFlag, ",")
 	}
 	var ks []kernelID
-	for _, name := range strings.Split(*kernelsFlag, ",") {
-		i := slices.IndexFunc(available, func(k kernelID) bool { return k.String() == name })
+	for _, name := range names {
+		i := slices.IndexFunc(available, func(k kernelID) bool { return k.name() == name })
 		if i < 0 {
 			panic("-kernels: kernel " + name + " is not available here; available: " + strings.Join(Kernels(), ", "))
 		}
 		ks = append(ks, available[i])
+		if available[i] == kernelAVX512BF16 {
+			ks = append(ks, kernelAVX512)
+		}
 	}
 	return ks
 }

@@ -184,10 +184,11 @@
 // # Kernels
 //
 // At init the package picks the fastest kernel the CPU and the operating system support:
-// "avx512" (AVX-512F and BW), "avx2" (AVX2 and F16C), "neon" (arm64) or "generic" (pure Go, always
-// present). Kernel reports the choice, Kernels lists the candidates and SetKernel switches at run
-// time. The environment variable RMSNORM_KERNEL=<name> picks one at init. The build tags purego
-// and noasm compile the generic kernel only.
+// "avx512" (AVX-512F and BW; where the CPU has AVX512_BF16 and AVX512DQ too, it rounds to bfloat16
+// with VCVTNE2PS2BF16, to the same bits), "avx2" (AVX2 and F16C), "neon" (arm64) or "generic"
+// (pure Go, always present). Kernel reports the choice, Kernels lists the candidates and SetKernel
+// switches at run time. The environment variable RMSNORM_KERNEL=<name> picks one at init. The
+// build tags purego and noasm compile the generic kernel only.
 package rmsnorm
 
 // The Models table above was checked against these sources. Hugging Face transformers,

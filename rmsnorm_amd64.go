@@ -121,6 +121,17 @@ func avx2NarrowBF16(dst, src unsafe.Pointer, n int)
 //go:noescape
 func avx2NarrowF16(dst, src unsafe.Pointer, n int)
 
+// avx512bf16ForwardBF16 normalizes rows [from, to) of the job: BF16 rows: y = round16((x*inv)*w), round16((x*inv)*(1+w)) with flagOffset, or round16(x*inv) with w nil (with flagRN and a weight, round16(x*inv) in place of (x*inv)), for each row; with res, h = round16(x + res) and res = h per element first, and h in place of x.
+// It stops before the first row that needs the float64 path and returns that row's index, or to.
+//
+//go:noescape
+func avx512bf16ForwardBF16(j *job, from, to int) int
+
+// avx512bf16NarrowBF16 converts n elements: float32 at src rounded to BF16 bits at dst (to nearest, ties to even).
+//
+//go:noescape
+func avx512bf16NarrowBF16(dst, src unsafe.Pointer, n int)
+
 // convertAsm runs conversion op on n elements with kernel k's vector loop and reports whether
 // k has one.
 func convertAsm(k kernelID, op convOp, dst, src unsafe.Pointer, n int) bool {
@@ -148,6 +159,18 @@ func convertAsm(k kernelID, op convOp, dst, src unsafe.Pointer, n int) bool {
 		return true
 	case uint(kernelAVX2)*numConvOps + uint(convNarrowF16):
 		avx2NarrowF16(dst, src, n)
+		return true
+	case uint(kernelAVX512BF16)*numConvOps + uint(convWidenBF16):
+		avx512WidenBF16(dst, src, n)
+		return true
+	case uint(kernelAVX512BF16)*numConvOps + uint(convWidenF16):
+		avx512WidenF16(dst, src, n)
+		return true
+	case uint(kernelAVX512BF16)*numConvOps + uint(convNarrowBF16):
+		avx512bf16NarrowBF16(dst, src, n)
+		return true
+	case uint(kernelAVX512BF16)*numConvOps + uint(convNarrowF16):
+		avx512NarrowF16(dst, src, n)
 		return true
 	}
 	return false

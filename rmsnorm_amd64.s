@@ -10594,6 +10594,1366 @@ vzero:
 	MOVQ AX, ret+24(FP)
 	RET
 
+// func avx512bf16ForwardBF16(j uintptr, from int, to int) int
+// Requires: AVX, AVX512BF16, AVX512BW, AVX512DQ, AVX512F, MMX+
+TEXT ·avx512bf16ForwardBF16(SB), NOSPLIT, $376-32
+	// avx512bf16ForwardBF16 normalizes rows [from, to) of the job: BF16 rows: y = round16((x*inv)*w), round16((x*inv)*(1+w)) with flagOffset, or round16(x*inv) with w nil (with flagRN and a weight, round16(x*inv) in place of (x*inv)), for each row; with res, h = round16(x + res) and res = h per element first, and h in place of x.
+	// It stops before the first row that needs the float64 path and returns that row's index, or to.
+	MOVQ  j+0(FP), AX
+	MOVQ  job_dst+0(AX), CX
+	MOVQ  job_x+0(AX), DX
+	MOVQ  job_res+0(AX), BX
+	TESTQ BX, BX
+	JZ    rowsset
+	XCHGQ DX, BX
+
+rowsset:
+	MOVQ         job_w+0(AX), SI
+	MOVQ         job_stride+0(AX), DI
+	SHLQ         $0x01, DI
+	VMOVDQU64    oddwords<>+0(SB), Z4
+	VPBROADCASTD avx512bfone<>+0(SB), Z0
+	VPBROADCASTD avx512bfbias<>+0(SB), Z1
+	VPBROADCASTD avx512bfhigh<>+0(SB), Z2
+	VPBROADCASTD avx512bffixnan<>+0(SB), Z3
+
+	// fd = float32(d); rd = 1/d when d is a power of two (a/d is then a*rd exactly), else 0.
+	MOVQ       job_d+0(AX), R8
+	VMOVSS     one<>+0(SB), X5
+	VCVTSI2SSQ R8, X5, X5
+	VMOVSS     X5, 368(SP)
+	XORL       R10, R10
+	LEAQ       -1(R8), R9
+	TESTQ      R8, R9
+	JNZ        notpow2
+	BSFQ       R8, R9
+	MOVL       $0x0000007f, R10
+	SUBL       R9, R10
+	SHLL       $0x17, R10
+
+notpow2:
+	MOVL         R10, 372(SP)
+	VBROADCASTSS one<>+0(SB), Z5
+	TESTL        $0x00000010, job_flags+0(AX)
+	JNZ          weightadd1
+	VBROADCASTSS negzero<>+0(SB), Z5
+
+weightadd1:
+	// Start at row from.
+	MOVQ  from+8(FP), R8
+	MOVQ  R8, 320(SP)
+	MOVQ  $0x00000000, 328(SP)
+	IMULQ DI, R8
+	ADDQ  R8, CX
+	ADDQ  R8, DX
+	ADDQ  R8, BX
+
+row:
+	MOVQ 320(SP), R8
+	CMPQ R8, to+16(FP)
+	JAE  ret
+	MOVQ $0x00000001, 336(SP)
+	CMPQ job_res+0(AX), $0x00
+	JNE  addsum
+	CMPQ 328(SP), $0x00
+	JE   trygroup
+	DECQ 328(SP)
+	JMP  sum
+
+trygroup:
+	CMPQ job_d+0(AX), $0x00000200
+	JA   sum
+	MOVQ to+16(FP), R8
+	SUBQ 320(SP), R8
+	CMPQ R8, $0x04
+	JB   sum
+	MOVQ $0x00000004, 336(SP)
+
+sum:
+	MOVQ DX, R8
+	XORQ R9, R9
+
+sumrow:
+	// Sum of squares: element i goes to partial i%64.
+	MOVQ    job_d+0(AX), R11
+	SUBQ    $0x00000040, R11
+	JGE     firstblock
+	VMOVUPS zero64<>+0(SB), Z6
+	VMOVUPS zero64<>+0(SB), Z7
+	VMOVUPS zero64<>+0(SB), Z8
+	VMOVUPS zero64<>+0(SB), Z9
+	XORQ    R10, R10
+	JMP     sumtail
+
+firstblock:
+	// +0 + square is the square itself: the first block initializes the partials.
+	XORQ      R10, R10
+	VPMOVZXWD (R8)(R10*2), Z6
+	VPSLLD    $0x10, Z6, Z6
+	VMULPS    Z6, Z6, Z6
+	VPMOVZXWD 32(R8)(R10*2), Z7
+	VPSLLD    $0x10, Z7, Z7
+	VMULPS    Z7, Z7, Z7
+	VPMOVZXWD 64(R8)(R10*2), Z8
+	VPSLLD    $0x10, Z8, Z8
+	VMULPS    Z8, Z8, Z8
+	VPMOVZXWD 96(R8)(R10*2), Z9
+	VPSLLD    $0x10, Z9, Z9
+	VMULPS    Z9, Z9, Z9
+	MOVQ      $0x00000040, R10
+
+	// With flagPF, the rows ahead are prefetched: one loop for both, the flag tested per block.
+	MOVQ DI, R12
+	SHLQ $0x01, R12
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows2
+	SHLQ $0x03, R12
+
+longrows2:
+	ADDQ R8, R12
+	MOVL job_flags+0(AX), R13
+
+	PCALIGN $32
+sumloop:
+	CMPQ  R10, R11
+	JG    sumtail
+	TESTL $0x00000002, R13
+	JNZ   sumpf
+
+sumblock:
+	VPMOVZXWD (R8)(R10*2), Z10
+	VPSLLD    $0x10, Z10, Z10
+	VMULPS    Z10, Z10, Z10
+	VADDPS    Z10, Z6, Z6
+	VPMOVZXWD 32(R8)(R10*2), Z10
+	VPSLLD    $0x10, Z10, Z10
+	VMULPS    Z10, Z10, Z10
+	VADDPS    Z10, Z7, Z7
+	VPMOVZXWD 64(R8)(R10*2), Z10
+	VPSLLD    $0x10, Z10, Z10
+	VMULPS    Z10, Z10, Z10
+	VADDPS    Z10, Z8, Z8
+	VPMOVZXWD 96(R8)(R10*2), Z10
+	VPSLLD    $0x10, Z10, Z10
+	VMULPS    Z10, Z10, Z10
+	VADDPS    Z10, Z9, Z9
+	ADDQ      $0x00000040, R10
+	JMP       sumloop
+
+	// Out of the loop's way: the prefetches, whose flag is usually clear.
+sumpf:
+	PREFETCHT0 (R12)(R10*2)
+	PREFETCHT0 64(R12)(R10*2)
+	JMP        sumblock
+
+sumtail:
+	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
+	MOVQ job_d+0(AX), R11
+	SUBQ R10, R11
+	JZ   summed
+	LEAQ kmask<>+0(SB), R12
+	MOVQ R11, R13
+	CMPQ R13, $0x00000010
+	JLE  tailmask0
+	MOVQ $0x00000010, R13
+
+tailmask0:
+	KMOVW       (R12)(R13*2), K1
+	VPMOVZXWD.Z (R8)(R10*2), K1, Z10
+	VPSLLD      $0x10, Z10, Z10
+	VMULPS      Z10, Z10, Z10
+	VADDPS      Z10, Z6, Z6
+	MOVQ        R11, R13
+	SUBQ        $0x00000010, R13
+	JLE         summed
+	CMPQ        R13, $0x00000010
+	JLE         tailmask1
+	MOVQ        $0x00000010, R13
+
+tailmask1:
+	KMOVW       (R12)(R13*2), K1
+	VPMOVZXWD.Z 32(R8)(R10*2), K1, Z10
+	VPSLLD      $0x10, Z10, Z10
+	VMULPS      Z10, Z10, Z10
+	VADDPS      Z10, Z7, Z7
+	MOVQ        R11, R13
+	SUBQ        $0x00000020, R13
+	JLE         summed
+	CMPQ        R13, $0x00000010
+	JLE         tailmask2
+	MOVQ        $0x00000010, R13
+
+tailmask2:
+	KMOVW       (R12)(R13*2), K1
+	VPMOVZXWD.Z 64(R8)(R10*2), K1, Z10
+	VPSLLD      $0x10, Z10, Z10
+	VMULPS      Z10, Z10, Z10
+	VADDPS      Z10, Z8, Z8
+	SUBQ        $0x00000030, R11
+	JLE         summed
+	CMPQ        R11, $0x00000010
+	JLE         tailmask3
+	MOVQ        $0x00000010, R11
+
+tailmask3:
+	KMOVW       (R12)(R11*2), K1
+	VPMOVZXWD.Z 96(R8)(R10*2), K1, Z10
+	VPSLLD      $0x10, Z10, Z10
+	VMULPS      Z10, Z10, Z10
+	VADDPS      Z10, Z9, Z9
+
+summed:
+	VADDPS  Z8, Z6, Z6
+	VADDPS  Z9, Z7, Z7
+	VADDPS  Z7, Z6, Z6
+	CMPQ    336(SP), $0x01
+	JE      invone
+	VMOVUPS Z6, (SP)(R9*1)
+	ADDQ    DI, R8
+	ADDQ    $0x00000040, R9
+	CMPQ    R9, $0x00000100
+	JB      sumrow
+	JMP     invgroup
+
+addsum:
+	MOVQ BX, R8
+	MOVQ DX, R9
+
+	// Sum of squares: element i goes to partial i%64.
+	MOVQ    job_d+0(AX), R11
+	SUBQ    $0x00000040, R11
+	JGE     addfirstblock
+	VMOVUPS zero64<>+0(SB), Z6
+	VMOVUPS zero64<>+0(SB), Z7
+	VMOVUPS zero64<>+0(SB), Z8
+	VMOVUPS zero64<>+0(SB), Z9
+	XORQ    R10, R10
+	JMP     addsumtail
+
+addfirstblock:
+	// +0 + square is the square itself: the first block initializes the partials.
+	XORQ        R10, R10
+	VPMOVZXWD   (R8)(R10*2), Z6
+	VPSLLD      $0x10, Z6, Z6
+	VPMOVZXWD   (R9)(R10*2), Z7
+	VPSLLD      $0x10, Z7, Z7
+	VADDPS      Z7, Z6, Z6
+	VFIXUPIMMPS $0x00, Z3, Z6, Z6
+	VPSRLD      $0x10, Z6, Z7
+	VPANDD      Z0, Z7, Z7
+	VPADDD      Z1, Z7, Z7
+	VPADDD      Z6, Z7, Z7
+	VPANDD      Z2, Z7, Z7
+	VPSRLD      $0x10, Z7, Z6
+	VPMOVDW     Z6, (R9)(R10*2)
+	VMULPS      Z7, Z7, Z6
+	VPMOVZXWD   32(R8)(R10*2), Z7
+	VPSLLD      $0x10, Z7, Z7
+	VPMOVZXWD   32(R9)(R10*2), Z8
+	VPSLLD      $0x10, Z8, Z8
+	VADDPS      Z8, Z7, Z7
+	VFIXUPIMMPS $0x00, Z3, Z7, Z7
+	VPSRLD      $0x10, Z7, Z8
+	VPANDD      Z0, Z8, Z8
+	VPADDD      Z1, Z8, Z8
+	VPADDD      Z7, Z8, Z8
+	VPANDD      Z2, Z8, Z8
+	VPSRLD      $0x10, Z8, Z7
+	VPMOVDW     Z7, 32(R9)(R10*2)
+	VMULPS      Z8, Z8, Z7
+	VPMOVZXWD   64(R8)(R10*2), Z8
+	VPSLLD      $0x10, Z8, Z8
+	VPMOVZXWD   64(R9)(R10*2), Z9
+	VPSLLD      $0x10, Z9, Z9
+	VADDPS      Z9, Z8, Z8
+	VFIXUPIMMPS $0x00, Z3, Z8, Z8
+	VPSRLD      $0x10, Z8, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z8, Z9, Z9
+	VPANDD      Z2, Z9, Z9
+	VPSRLD      $0x10, Z9, Z8
+	VPMOVDW     Z8, 64(R9)(R10*2)
+	VMULPS      Z9, Z9, Z8
+	VPMOVZXWD   96(R8)(R10*2), Z9
+	VPSLLD      $0x10, Z9, Z9
+	VPMOVZXWD   96(R9)(R10*2), Z10
+	VPSLLD      $0x10, Z10, Z10
+	VADDPS      Z10, Z9, Z9
+	VFIXUPIMMPS $0x00, Z3, Z9, Z9
+	VPSRLD      $0x10, Z9, Z10
+	VPANDD      Z0, Z10, Z10
+	VPADDD      Z1, Z10, Z10
+	VPADDD      Z9, Z10, Z10
+	VPANDD      Z2, Z10, Z10
+	VPSRLD      $0x10, Z10, Z9
+	VPMOVDW     Z9, 96(R9)(R10*2)
+	VMULPS      Z10, Z10, Z9
+	MOVQ        $0x00000040, R10
+
+	// With flagPF, the rows ahead are prefetched: one loop for both, the flag tested per block.
+	MOVQ DI, R12
+	SHLQ $0x01, R12
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows3
+	SHLQ $0x03, R12
+
+longrows3:
+	ADDQ R8, R12
+	MOVL job_flags+0(AX), R13
+
+	PCALIGN $32
+addsumloop:
+	CMPQ  R10, R11
+	JG    addsumtail
+	TESTL $0x00000002, R13
+	JNZ   addsumpf
+
+addsumblock:
+	VPMOVZXWD   (R8)(R10*2), Z10
+	VPSLLD      $0x10, Z10, Z10
+	VPMOVZXWD   (R9)(R10*2), Z12
+	VPSLLD      $0x10, Z12, Z12
+	VADDPS      Z12, Z10, Z10
+	VFIXUPIMMPS $0x00, Z3, Z10, Z10
+	VPSRLD      $0x10, Z10, Z12
+	VPANDD      Z0, Z12, Z12
+	VPADDD      Z1, Z12, Z12
+	VPADDD      Z10, Z12, Z12
+	VPANDD      Z2, Z12, Z12
+	VPSRLD      $0x10, Z12, Z10
+	VPMOVDW     Z10, (R9)(R10*2)
+	VMULPS      Z12, Z12, Z12
+	VADDPS      Z12, Z6, Z6
+	VPMOVZXWD   32(R8)(R10*2), Z10
+	VPSLLD      $0x10, Z10, Z10
+	VPMOVZXWD   32(R9)(R10*2), Z12
+	VPSLLD      $0x10, Z12, Z12
+	VADDPS      Z12, Z10, Z10
+	VFIXUPIMMPS $0x00, Z3, Z10, Z10
+	VPSRLD      $0x10, Z10, Z12
+	VPANDD      Z0, Z12, Z12
+	VPADDD      Z1, Z12, Z12
+	VPADDD      Z10, Z12, Z12
+	VPANDD      Z2, Z12, Z12
+	VPSRLD      $0x10, Z12, Z10
+	VPMOVDW     Z10, 32(R9)(R10*2)
+	VMULPS      Z12, Z12, Z12
+	VADDPS      Z12, Z7, Z7
+	VPMOVZXWD   64(R8)(R10*2), Z10
+	VPSLLD      $0x10, Z10, Z10
+	VPMOVZXWD   64(R9)(R10*2), Z12
+	VPSLLD      $0x10, Z12, Z12
+	VADDPS      Z12, Z10, Z10
+	VFIXUPIMMPS $0x00, Z3, Z10, Z10
+	VPSRLD      $0x10, Z10, Z12
+	VPANDD      Z0, Z12, Z12
+	VPADDD      Z1, Z12, Z12
+	VPADDD      Z10, Z12, Z12
+	VPANDD      Z2, Z12, Z12
+	VPSRLD      $0x10, Z12, Z10
+	VPMOVDW     Z10, 64(R9)(R10*2)
+	VMULPS      Z12, Z12, Z12
+	VADDPS      Z12, Z8, Z8
+	VPMOVZXWD   96(R8)(R10*2), Z10
+	VPSLLD      $0x10, Z10, Z10
+	VPMOVZXWD   96(R9)(R10*2), Z12
+	VPSLLD      $0x10, Z12, Z12
+	VADDPS      Z12, Z10, Z10
+	VFIXUPIMMPS $0x00, Z3, Z10, Z10
+	VPSRLD      $0x10, Z10, Z12
+	VPANDD      Z0, Z12, Z12
+	VPADDD      Z1, Z12, Z12
+	VPADDD      Z10, Z12, Z12
+	VPANDD      Z2, Z12, Z12
+	VPSRLD      $0x10, Z12, Z10
+	VPMOVDW     Z10, 96(R9)(R10*2)
+	VMULPS      Z12, Z12, Z12
+	VADDPS      Z12, Z9, Z9
+	ADDQ        $0x00000040, R10
+	JMP         addsumloop
+
+	// Out of the loop's way: the prefetches, whose flag is usually clear.
+addsumpf:
+	PREFETCHT0 (R12)(R10*2)
+	PREFETCHT0 64(R12)(R10*2)
+	JMP        addsumblock
+
+addsumtail:
+	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
+	MOVQ job_d+0(AX), R11
+	SUBQ R10, R11
+	JZ   addsummed
+	LEAQ kmask<>+0(SB), R12
+	MOVQ R11, R13
+	CMPQ R13, $0x00000010
+	JLE  addtailmask0
+	MOVQ $0x00000010, R13
+
+addtailmask0:
+	KMOVW       (R12)(R13*2), K1
+	VPMOVZXWD.Z (R8)(R10*2), K1, Z10
+	VPSLLD      $0x10, Z10, Z10
+	VPMOVZXWD.Z (R9)(R10*2), K1, Z12
+	VPSLLD      $0x10, Z12, Z12
+	VADDPS      Z12, Z10, Z10
+	VFIXUPIMMPS $0x00, Z3, Z10, Z10
+	VPSRLD      $0x10, Z10, Z12
+	VPANDD      Z0, Z12, Z12
+	VPADDD      Z1, Z12, Z12
+	VPADDD      Z10, Z12, Z12
+	VPANDD      Z2, Z12, Z12
+	VPSRLD      $0x10, Z12, Z10
+	VPMOVDW     Z10, K1, (R9)(R10*2)
+	VMULPS      Z12, Z12, Z12
+	VADDPS      Z12, Z6, Z6
+	MOVQ        R11, R13
+	SUBQ        $0x00000010, R13
+	JLE         addsummed
+	CMPQ        R13, $0x00000010
+	JLE         addtailmask1
+	MOVQ        $0x00000010, R13
+
+addtailmask1:
+	KMOVW       (R12)(R13*2), K1
+	VPMOVZXWD.Z 32(R8)(R10*2), K1, Z10
+	VPSLLD      $0x10, Z10, Z10
+	VPMOVZXWD.Z 32(R9)(R10*2), K1, Z12
+	VPSLLD      $0x10, Z12, Z12
+	VADDPS      Z12, Z10, Z10
+	VFIXUPIMMPS $0x00, Z3, Z10, Z10
+	VPSRLD      $0x10, Z10, Z12
+	VPANDD      Z0, Z12, Z12
+	VPADDD      Z1, Z12, Z12
+	VPADDD      Z10, Z12, Z12
+	VPANDD      Z2, Z12, Z12
+	VPSRLD      $0x10, Z12, Z10
+	VPMOVDW     Z10, K1, 32(R9)(R10*2)
+	VMULPS      Z12, Z12, Z12
+	VADDPS      Z12, Z7, Z7
+	MOVQ        R11, R13
+	SUBQ        $0x00000020, R13
+	JLE         addsummed
+	CMPQ        R13, $0x00000010
+	JLE         addtailmask2
+	MOVQ        $0x00000010, R13
+
+addtailmask2:
+	KMOVW       (R12)(R13*2), K1
+	VPMOVZXWD.Z 64(R8)(R10*2), K1, Z10
+	VPSLLD      $0x10, Z10, Z10
+	VPMOVZXWD.Z 64(R9)(R10*2), K1, Z12
+	VPSLLD      $0x10, Z12, Z12
+	VADDPS      Z12, Z10, Z10
+	VFIXUPIMMPS $0x00, Z3, Z10, Z10
+	VPSRLD      $0x10, Z10, Z12
+	VPANDD      Z0, Z12, Z12
+	VPADDD      Z1, Z12, Z12
+	VPADDD      Z10, Z12, Z12
+	VPANDD      Z2, Z12, Z12
+	VPSRLD      $0x10, Z12, Z10
+	VPMOVDW     Z10, K1, 64(R9)(R10*2)
+	VMULPS      Z12, Z12, Z12
+	VADDPS      Z12, Z8, Z8
+	SUBQ        $0x00000030, R11
+	JLE         addsummed
+	CMPQ        R11, $0x00000010
+	JLE         addtailmask3
+	MOVQ        $0x00000010, R11
+
+addtailmask3:
+	KMOVW       (R12)(R11*2), K1
+	VPMOVZXWD.Z 96(R8)(R10*2), K1, Z10
+	VPSLLD      $0x10, Z10, Z10
+	VPMOVZXWD.Z 96(R9)(R10*2), K1, Z12
+	VPSLLD      $0x10, Z12, Z12
+	VADDPS      Z12, Z10, Z10
+	VFIXUPIMMPS $0x00, Z3, Z10, Z10
+	VPSRLD      $0x10, Z10, Z12
+	VPANDD      Z0, Z12, Z12
+	VPADDD      Z1, Z12, Z12
+	VPADDD      Z10, Z12, Z12
+	VPANDD      Z2, Z12, Z12
+	VPSRLD      $0x10, Z12, Z10
+	VPMOVDW     Z10, K1, 96(R9)(R10*2)
+	VMULPS      Z12, Z12, Z12
+	VADDPS      Z12, Z9, Z9
+
+addsummed:
+	VADDPS Z8, Z6, Z6
+	VADDPS Z9, Z7, Z7
+	VADDPS Z7, Z6, Z6
+
+invone:
+	// Halving tree: p[j] += p[j+h] for the remaining h, down to ss.
+	VSHUFF64X2 $0xee, Z6, Z6, Z7
+	VADDPS     Z7, Z6, Z6
+	VSHUFF32X4 $0x01, Z6, Z6, Z7
+	VADDPS     Z7, Z6, Z6
+	VPERMILPS  $0x4e, Z6, Z7
+	VADDPS     Z7, Z6, Z6
+	VPERMILPS  $0xb1, Z6, Z7
+	VADDPS     Z7, Z6, Z6
+
+	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
+	CMPL   372(SP), $0x00
+	JE     divide4
+	VMULSS 372(SP), X6, X6
+	JMP    divided5
+
+divide4:
+	VDIVSS 368(SP), X6, X6
+
+divided5:
+	VADDSS   job_eps+0(AX), X6, X6
+	VUCOMISS tlo<>+0(SB), X6
+	JCS      ret
+	VUCOMISS tmax<>+0(SB), X6
+	JHI      ret
+	VSQRTSS  X6, X6, X6
+	VMOVSS   one<>+0(SB), X11
+	VDIVSS   X6, X11, X11
+
+	// Report 1/rms if asked.
+	MOVQ   job_inv+0(AX), R8
+	TESTQ  R8, R8
+	JZ     scale
+	MOVQ   320(SP), R9
+	VMOVSS X11, (R8)(R9*4)
+	JMP    scale
+
+invgroup:
+	// The rest of the halving tree, four rows at once.
+	VMOVUPS       (SP), Z6
+	VMOVUPS       64(SP), Z7
+	VMOVUPS       128(SP), Z8
+	VMOVUPS       192(SP), Z9
+	VSHUFF64X2    $0x44, Z7, Z6, Z10
+	VSHUFF64X2    $0xee, Z7, Z6, Z6
+	VADDPS        Z6, Z10, Z10
+	VSHUFF64X2    $0x44, Z9, Z8, Z6
+	VSHUFF64X2    $0xee, Z9, Z8, Z7
+	VADDPS        Z7, Z6, Z6
+	VSHUFF32X4    $0x88, Z6, Z10, Z7
+	VSHUFF32X4    $0xdd, Z6, Z10, Z6
+	VADDPS        Z6, Z7, Z7
+	VPERMILPS     $0x4e, Z7, Z6
+	VADDPS        Z6, Z7, Z7
+	VPERMILPS     $0xb1, Z7, Z6
+	VADDPS        Z6, Z7, Z7
+	MOVL          $0x00001111, R8
+	KMOVW         R8, K1
+	VCOMPRESSPS.Z Z7, K1, Z6
+
+	// t = ss/d + eps for the four rows; any t outside [2^-100, MaxFloat32] sends the group to the one-row path.
+	CMPL         372(SP), $0x00
+	JE           divide6
+	VBROADCASTSS 372(SP), Z7
+	VMULPS       Z7, Z6, Z6
+	JMP          divided7
+
+divide6:
+	VBROADCASTSS 368(SP), Z7
+	VDIVPS       Z7, Z6, Z6
+
+divided7:
+	VBROADCASTSS job_eps+0(AX), Z7
+	VADDPS       Z7, Z6, Z6
+	MOVL         $0x0000000f, R8
+	KMOVW        R8, K1
+	VBROADCASTSS tlo<>+0(SB), Z7
+	VBROADCASTSS tmax<>+0(SB), Z8
+	VCMPPS       $0x1d, Z7, Z6, K1, K1
+	VCMPPS       $0x12, Z8, Z6, K1, K1
+	KMOVW        K1, R8
+	CMPL         R8, $0x0f
+	JE           ginrange
+	MOVQ         $0x00000004, 328(SP)
+	JMP          row
+
+ginrange:
+	VSQRTPS      Z6, Z6
+	VBROADCASTSS one<>+0(SB), Z11
+	VDIVPS       Z6, Z11, Z11
+
+	// Report 1/rms if asked.
+	MOVQ    job_inv+0(AX), R8
+	TESTQ   R8, R8
+	JZ      scale
+	MOVQ    320(SP), R9
+	MOVL    $0x0000000f, R10
+	KMOVW   R10, K1
+	VMOVUPS Z11, K1, (R8)(R9*4)
+
+scale:
+	VBROADCASTSS X11, Z6
+	MOVQ         $0x00000000, 344(SP)
+	CMPQ         336(SP), $0x01
+	JE           scalebody
+	VMOVUPS      Z11, 256(SP)
+
+scalerow:
+	MOVQ         344(SP), R8
+	VBROADCASTSS 256(SP)(R8*4), Z6
+
+scalebody:
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ R8, R8
+	MOVQ job_d+0(AX), R9
+	SUBQ $0x00000040, R9
+	MOVQ DI, R10
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows8
+	SHLQ $0x03, R10
+
+longrows8:
+	ADDQ  DX, R10
+	MOVL  job_flags+0(AX), R11
+	TESTL $0x00000001, R11
+	JNZ   scalent
+	TESTQ SI, SI
+	JZ    scaleloopnoweight
+	TESTL $0x00000010, R11
+	JNZ   scaleloopoffset
+
+	PCALIGN $32
+scaleloop:
+	CMPQ  R8, R9
+	JG    scaletail
+	TESTL $0x00000002, R11
+	JNZ   scalelooppf9
+
+scaleloopbody10:
+	VPMOVZXWD   (DX)(R8*2), Z7
+	VPSLLD      $0x10, Z7, Z7
+	VMULPS      Z6, Z7, Z7
+	VPMOVZXWD   32(DX)(R8*2), Z8
+	VPSLLD      $0x10, Z8, Z8
+	VMULPS      Z6, Z8, Z8
+	VPMOVZXWD   64(DX)(R8*2), Z9
+	VPSLLD      $0x10, Z9, Z9
+	VMULPS      Z6, Z9, Z9
+	VPMOVZXWD   96(DX)(R8*2), Z10
+	VPSLLD      $0x10, Z10, Z10
+	VMULPS      Z6, Z10, Z10
+	TESTL       $0x00000008, job_flags+0(AX)
+	JZ          notrn11
+	VFIXUPIMMPS $0x00, Z3, Z7, Z7
+	VPSRLD      $0x10, Z7, Z12
+	VPANDD      Z0, Z12, Z12
+	VPADDD      Z1, Z12, Z12
+	VPADDD      Z7, Z12, Z12
+	VPANDD      Z2, Z12, Z7
+	VFIXUPIMMPS $0x00, Z3, Z8, Z8
+	VPSRLD      $0x10, Z8, Z12
+	VPANDD      Z0, Z12, Z12
+	VPADDD      Z1, Z12, Z12
+	VPADDD      Z8, Z12, Z12
+	VPANDD      Z2, Z12, Z8
+	VFIXUPIMMPS $0x00, Z3, Z9, Z9
+	VPSRLD      $0x10, Z9, Z12
+	VPANDD      Z0, Z12, Z12
+	VPADDD      Z1, Z12, Z12
+	VPADDD      Z9, Z12, Z12
+	VPANDD      Z2, Z12, Z9
+	VFIXUPIMMPS $0x00, Z3, Z10, Z10
+	VPSRLD      $0x10, Z10, Z12
+	VPANDD      Z0, Z12, Z12
+	VPADDD      Z1, Z12, Z12
+	VPADDD      Z10, Z12, Z12
+	VPANDD      Z2, Z12, Z10
+
+notrn11:
+	VMULPS         (SI)(R8*4), Z7, Z7
+	VMULPS         64(SI)(R8*4), Z8, Z8
+	VFPCLASSPSZ    $0xa1, Z7, K1
+	VFPCLASSPSZ    $0xa1, Z8, K2
+	KORTESTW       K2, K1
+	JNZ            bf16fix12
+	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xe7 // VCVTNE2PS2BF16 Z7, Z8, Z12
+
+bf16fixed13:
+	VMOVDQU64      Z12, (CX)(R8*2)
+	VMULPS         128(SI)(R8*4), Z9, Z9
+	VMULPS         192(SI)(R8*4), Z10, Z10
+	VFPCLASSPSZ    $0xa1, Z9, K1
+	VFPCLASSPSZ    $0xa1, Z10, K2
+	KORTESTW       K2, K1
+	JNZ            bf16fix14
+	BYTE $0x62; BYTE $0xd2; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xf9 // VCVTNE2PS2BF16 Z9, Z10, Z7
+
+bf16fixed15:
+	VMOVDQU64 Z7, 64(CX)(R8*2)
+	ADDQ      $0x00000040, R8
+	JMP       scaleloop
+
+scalelooppf9:
+	PREFETCHT0 (R10)(R8*2)
+	PREFETCHT0 64(R10)(R8*2)
+	JMP        scaleloopbody10
+
+	PCALIGN $32
+scaleloopoffset:
+	CMPQ  R8, R9
+	JG    scaletail
+	TESTL $0x00000002, R11
+	JNZ   scaleloopoffsetpf16
+
+scaleloopoffsetbody17:
+	VPMOVZXWD   (DX)(R8*2), Z7
+	VPSLLD      $0x10, Z7, Z7
+	VMULPS      Z6, Z7, Z7
+	VPMOVZXWD   32(DX)(R8*2), Z8
+	VPSLLD      $0x10, Z8, Z8
+	VMULPS      Z6, Z8, Z8
+	VPMOVZXWD   64(DX)(R8*2), Z9
+	VPSLLD      $0x10, Z9, Z9
+	VMULPS      Z6, Z9, Z9
+	VPMOVZXWD   96(DX)(R8*2), Z10
+	VPSLLD      $0x10, Z10, Z10
+	VMULPS      Z6, Z10, Z10
+	TESTL       $0x00000008, job_flags+0(AX)
+	JZ          notrn18
+	VFIXUPIMMPS $0x00, Z3, Z7, Z7
+	VPSRLD      $0x10, Z7, Z12
+	VPANDD      Z0, Z12, Z12
+	VPADDD      Z1, Z12, Z12
+	VPADDD      Z7, Z12, Z12
+	VPANDD      Z2, Z12, Z7
+	VFIXUPIMMPS $0x00, Z3, Z8, Z8
+	VPSRLD      $0x10, Z8, Z12
+	VPANDD      Z0, Z12, Z12
+	VPADDD      Z1, Z12, Z12
+	VPADDD      Z8, Z12, Z12
+	VPANDD      Z2, Z12, Z8
+	VFIXUPIMMPS $0x00, Z3, Z9, Z9
+	VPSRLD      $0x10, Z9, Z12
+	VPANDD      Z0, Z12, Z12
+	VPADDD      Z1, Z12, Z12
+	VPADDD      Z9, Z12, Z12
+	VPANDD      Z2, Z12, Z9
+	VFIXUPIMMPS $0x00, Z3, Z10, Z10
+	VPSRLD      $0x10, Z10, Z12
+	VPANDD      Z0, Z12, Z12
+	VPADDD      Z1, Z12, Z12
+	VPADDD      Z10, Z12, Z12
+	VPANDD      Z2, Z12, Z10
+
+notrn18:
+	VMOVUPS        (SI)(R8*4), Z12
+	VADDPS         Z5, Z12, Z12
+	VMULPS         Z12, Z7, Z7
+	VMOVUPS        64(SI)(R8*4), Z12
+	VADDPS         Z5, Z12, Z12
+	VMULPS         Z12, Z8, Z8
+	VFPCLASSPSZ    $0xa1, Z7, K1
+	VFPCLASSPSZ    $0xa1, Z8, K2
+	KORTESTW       K2, K1
+	JNZ            bf16fix19
+	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xe7 // VCVTNE2PS2BF16 Z7, Z8, Z12
+
+bf16fixed20:
+	VMOVDQU64      Z12, (CX)(R8*2)
+	VMOVUPS        128(SI)(R8*4), Z7
+	VADDPS         Z5, Z7, Z7
+	VMULPS         Z7, Z9, Z9
+	VMOVUPS        192(SI)(R8*4), Z7
+	VADDPS         Z5, Z7, Z7
+	VMULPS         Z7, Z10, Z10
+	VFPCLASSPSZ    $0xa1, Z9, K1
+	VFPCLASSPSZ    $0xa1, Z10, K2
+	KORTESTW       K2, K1
+	JNZ            bf16fix21
+	BYTE $0x62; BYTE $0xd2; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xf9 // VCVTNE2PS2BF16 Z9, Z10, Z7
+
+bf16fixed22:
+	VMOVDQU64 Z7, 64(CX)(R8*2)
+	ADDQ      $0x00000040, R8
+	JMP       scaleloopoffset
+
+scaleloopoffsetpf16:
+	PREFETCHT0 (R10)(R8*2)
+	PREFETCHT0 64(R10)(R8*2)
+	JMP        scaleloopoffsetbody17
+
+	PCALIGN $32
+scaleloopnoweight:
+	CMPQ  R8, R9
+	JG    scaletail
+	TESTL $0x00000002, R11
+	JNZ   scaleloopnoweightpf23
+
+scaleloopnoweightbody24:
+	VPMOVZXWD      (DX)(R8*2), Z7
+	VPSLLD         $0x10, Z7, Z7
+	VMULPS         Z6, Z7, Z7
+	VPMOVZXWD      32(DX)(R8*2), Z8
+	VPSLLD         $0x10, Z8, Z8
+	VMULPS         Z6, Z8, Z8
+	VPMOVZXWD      64(DX)(R8*2), Z9
+	VPSLLD         $0x10, Z9, Z9
+	VMULPS         Z6, Z9, Z9
+	VPMOVZXWD      96(DX)(R8*2), Z10
+	VPSLLD         $0x10, Z10, Z10
+	VMULPS         Z6, Z10, Z10
+	VFPCLASSPSZ    $0xa1, Z7, K1
+	VFPCLASSPSZ    $0xa1, Z8, K2
+	KORTESTW       K2, K1
+	JNZ            bf16fix25
+	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xe7 // VCVTNE2PS2BF16 Z7, Z8, Z12
+
+bf16fixed26:
+	VMOVDQU64      Z12, (CX)(R8*2)
+	VFPCLASSPSZ    $0xa1, Z9, K1
+	VFPCLASSPSZ    $0xa1, Z10, K2
+	KORTESTW       K2, K1
+	JNZ            bf16fix27
+	BYTE $0x62; BYTE $0xd2; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xf9 // VCVTNE2PS2BF16 Z9, Z10, Z7
+
+bf16fixed28:
+	VMOVDQU64 Z7, 64(CX)(R8*2)
+	ADDQ      $0x00000040, R8
+	JMP       scaleloopnoweight
+
+scaleloopnoweightpf23:
+	PREFETCHT0 (R10)(R8*2)
+	PREFETCHT0 64(R10)(R8*2)
+	JMP        scaleloopnoweightbody24
+
+scalent:
+	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
+	MOVQ CX, R10
+	NEGQ R10
+	ANDQ $0x0000003f, R10
+	SHRQ $0x01, R10
+	JZ   scalentgo
+	CMPQ R10, job_d+0(AX)
+	JLE  scalehead
+	MOVQ job_d+0(AX), R10
+
+scalehead:
+	CMPQ        R10, $0x00000010
+	JB          scaleheadpart
+	VPMOVZXWD   (DX)(R8*2), Z7
+	VPSLLD      $0x10, Z7, Z7
+	VMULPS      Z6, Z7, Z7
+	TESTL       $0x00000008, job_flags+0(AX)
+	JZ          notrn29
+	VFIXUPIMMPS $0x00, Z3, Z7, Z7
+	VPSRLD      $0x10, Z7, Z8
+	VPANDD      Z0, Z8, Z8
+	VPADDD      Z1, Z8, Z8
+	VPADDD      Z7, Z8, Z8
+	VPANDD      Z2, Z8, Z7
+
+notrn29:
+	TESTQ   SI, SI
+	JZ      noweight30
+	VMOVUPS (SI)(R8*4), Z8
+	VADDPS  Z5, Z8, Z8
+	VMULPS  Z8, Z7, Z7
+
+noweight30:
+	VFPCLASSPSZ    $0xa1, Z7, K1
+	KORTESTW       K1, K1
+	JNZ            bf16fix31
+	BYTE $0x62; BYTE $0x72; BYTE $0x47; BYTE $0x48; BYTE $0x72; BYTE $0xc7 // VCVTNE2PS2BF16 Z7, Z7, Z8
+
+bf16fixed32:
+	VEXTRACTI64X4 $0x00, Z8, (CX)(R8*2)
+	ADDQ          $0x00000010, R8
+	SUBQ          $0x00000010, R10
+	JZ            scalentgo
+
+scaleheadpart:
+	JMP partout
+
+scalentgo:
+	MOVQ DI, R10
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows33
+	SHLQ $0x03, R10
+
+longrows33:
+	ADDQ DX, R10
+	MOVL job_flags+0(AX), R11
+
+	PCALIGN $32
+scalentloop:
+	CMPQ        R8, R9
+	JG          scaletail
+	PREFETCHT0  (R10)(R8*2)
+	PREFETCHT0  64(R10)(R8*2)
+	VPMOVZXWD   (DX)(R8*2), Z7
+	VPSLLD      $0x10, Z7, Z7
+	VMULPS      Z6, Z7, Z7
+	VPMOVZXWD   32(DX)(R8*2), Z8
+	VPSLLD      $0x10, Z8, Z8
+	VMULPS      Z6, Z8, Z8
+	VPMOVZXWD   64(DX)(R8*2), Z9
+	VPSLLD      $0x10, Z9, Z9
+	VMULPS      Z6, Z9, Z9
+	VPMOVZXWD   96(DX)(R8*2), Z10
+	VPSLLD      $0x10, Z10, Z10
+	VMULPS      Z6, Z10, Z10
+	TESTL       $0x00000008, job_flags+0(AX)
+	JZ          notrn34
+	VFIXUPIMMPS $0x00, Z3, Z7, Z7
+	VPSRLD      $0x10, Z7, Z12
+	VPANDD      Z0, Z12, Z12
+	VPADDD      Z1, Z12, Z12
+	VPADDD      Z7, Z12, Z12
+	VPANDD      Z2, Z12, Z7
+	VFIXUPIMMPS $0x00, Z3, Z8, Z8
+	VPSRLD      $0x10, Z8, Z12
+	VPANDD      Z0, Z12, Z12
+	VPADDD      Z1, Z12, Z12
+	VPADDD      Z8, Z12, Z12
+	VPANDD      Z2, Z12, Z8
+	VFIXUPIMMPS $0x00, Z3, Z9, Z9
+	VPSRLD      $0x10, Z9, Z12
+	VPANDD      Z0, Z12, Z12
+	VPADDD      Z1, Z12, Z12
+	VPADDD      Z9, Z12, Z12
+	VPANDD      Z2, Z12, Z9
+	VFIXUPIMMPS $0x00, Z3, Z10, Z10
+	VPSRLD      $0x10, Z10, Z12
+	VPANDD      Z0, Z12, Z12
+	VPADDD      Z1, Z12, Z12
+	VPADDD      Z10, Z12, Z12
+	VPANDD      Z2, Z12, Z10
+
+notrn34:
+	TESTQ  SI, SI
+	JZ     weighed36
+	TESTL  $0x00000010, R11
+	JNZ    offset35
+	VMULPS (SI)(R8*4), Z7, Z7
+	VMULPS 64(SI)(R8*4), Z8, Z8
+	VMULPS 128(SI)(R8*4), Z9, Z9
+	VMULPS 192(SI)(R8*4), Z10, Z10
+
+weighed36:
+	VFPCLASSPSZ    $0xa1, Z7, K1
+	VFPCLASSPSZ    $0xa1, Z8, K2
+	KORTESTW       K2, K1
+	JNZ            bf16fix37
+	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xe7 // VCVTNE2PS2BF16 Z7, Z8, Z12
+
+bf16fixed38:
+	VMOVNTDQ       Z12, (CX)(R8*2)
+	VFPCLASSPSZ    $0xa1, Z9, K1
+	VFPCLASSPSZ    $0xa1, Z10, K2
+	KORTESTW       K2, K1
+	JNZ            bf16fix39
+	BYTE $0x62; BYTE $0xd2; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xf9 // VCVTNE2PS2BF16 Z9, Z10, Z7
+
+bf16fixed40:
+	VMOVNTDQ Z7, 64(CX)(R8*2)
+	ADDQ     $0x00000040, R8
+	JMP      scalentloop
+
+offset35:
+	VMOVUPS (SI)(R8*4), Z12
+	VADDPS  Z5, Z12, Z12
+	VMULPS  Z12, Z7, Z7
+	VMOVUPS 64(SI)(R8*4), Z12
+	VADDPS  Z5, Z12, Z12
+	VMULPS  Z12, Z8, Z8
+	VMOVUPS 128(SI)(R8*4), Z12
+	VADDPS  Z5, Z12, Z12
+	VMULPS  Z12, Z9, Z9
+	VMOVUPS 192(SI)(R8*4), Z12
+	VADDPS  Z5, Z12, Z12
+	VMULPS  Z12, Z10, Z10
+	JMP     weighed36
+
+scaletail:
+	ADDQ $0x00000030, R9
+
+scaleone:
+	CMPQ        R8, R9
+	JG          scalepart
+	VPMOVZXWD   (DX)(R8*2), Z7
+	VPSLLD      $0x10, Z7, Z7
+	VMULPS      Z6, Z7, Z7
+	TESTL       $0x00000008, job_flags+0(AX)
+	JZ          notrn41
+	VFIXUPIMMPS $0x00, Z3, Z7, Z7
+	VPSRLD      $0x10, Z7, Z8
+	VPANDD      Z0, Z8, Z8
+	VPADDD      Z1, Z8, Z8
+	VPADDD      Z7, Z8, Z8
+	VPANDD      Z2, Z8, Z7
+
+notrn41:
+	TESTQ   SI, SI
+	JZ      noweight42
+	VMOVUPS (SI)(R8*4), Z8
+	VADDPS  Z5, Z8, Z8
+	VMULPS  Z8, Z7, Z7
+
+noweight42:
+	VFPCLASSPSZ    $0xa1, Z7, K1
+	KORTESTW       K1, K1
+	JNZ            bf16fix43
+	BYTE $0x62; BYTE $0x72; BYTE $0x47; BYTE $0x48; BYTE $0x72; BYTE $0xc7 // VCVTNE2PS2BF16 Z7, Z7, Z8
+
+bf16fixed44:
+	VEXTRACTI64X4 $0x00, Z8, (CX)(R8*2)
+	ADDQ          $0x00000010, R8
+	JMP           scaleone
+
+scalepart:
+	MOVQ job_d+0(AX), R10
+	SUBQ R8, R10
+	JZ   scaled
+
+	// The last n < lanes elements, or the first n of a non-temporal row (i + n < d: back to its loop).
+partout:
+	LEAQ        kmask<>+0(SB), R11
+	KMOVW       (R11)(R10*2), K1
+	VPMOVZXWD.Z (DX)(R8*2), K1, Z7
+	VPSLLD      $0x10, Z7, Z7
+	VMULPS      Z7, Z6, Z7
+	TESTL       $0x00000008, job_flags+0(AX)
+	JZ          notrn45
+	VFIXUPIMMPS $0x00, Z3, Z7, Z7
+	VPSRLD      $0x10, Z7, Z8
+	VPANDD      Z0, Z8, Z8
+	VPADDD      Z1, Z8, Z8
+	VPADDD      Z7, Z8, Z8
+	VPANDD      Z2, Z8, Z7
+
+notrn45:
+	TESTQ     SI, SI
+	JZ        noweight46
+	VMOVUPS.Z (SI)(R8*4), K1, Z8
+	VADDPS    Z5, Z8, Z8
+	VMULPS    Z8, Z7, Z7
+
+noweight46:
+	VFPCLASSPSZ    $0xa1, Z7, K2
+	KORTESTW       K2, K2
+	JNZ            bf16fix47
+	BYTE $0x62; BYTE $0x72; BYTE $0x47; BYTE $0x48; BYTE $0x72; BYTE $0xc7 // VCVTNE2PS2BF16 Z7, Z7, Z8
+
+bf16fixed48:
+	VMOVDQU16 Z8, K1, (CX)(R8*2)
+	ADDQ      R10, R8
+	CMPQ      R8, job_d+0(AX)
+	JB        scalentgo
+
+scaled:
+	ADDQ DI, DX
+	ADDQ DI, CX
+	ADDQ DI, BX
+	INCQ 320(SP)
+	MOVQ 344(SP), R8
+	INCQ R8
+	MOVQ R8, 344(SP)
+	CMPQ R8, 336(SP)
+	JB   scalerow
+	JMP  row
+
+ret:
+	TESTL $0x00000001, job_flags+0(AX)
+	JZ    vzero
+	SFENCE
+
+vzero:
+	VZEROUPPER
+	MOVQ 320(SP), AX
+	MOVQ AX, ret+24(FP)
+	RET
+
+bf16fix12:
+	VPSRLD       $0x10, Z7, Z12
+	VPANDD       Z0, Z12, Z12
+	VPADDD       Z1, Z12, Z12
+	VPADDD       Z7, Z12, Z12
+	VFPCLASSPSZ  $0x81, Z7, K1
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K1, Z12
+	VPSRLD       $0x10, Z8, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z8, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z8, K1
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K1, Z7
+	VPERMT2W     Z7, Z4, Z12
+	JMP          bf16fixed13
+
+bf16fix14:
+	VPSRLD       $0x10, Z9, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z9, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z9, K1
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K1, Z7
+	VPSRLD       $0x10, Z10, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z10, Z8, Z8
+	VFPCLASSPSZ  $0x81, Z10, K1
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K1, Z8
+	VPERMT2W     Z8, Z4, Z7
+	JMP          bf16fixed15
+
+bf16fix19:
+	VPSRLD       $0x10, Z7, Z12
+	VPANDD       Z0, Z12, Z12
+	VPADDD       Z1, Z12, Z12
+	VPADDD       Z7, Z12, Z12
+	VFPCLASSPSZ  $0x81, Z7, K1
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K1, Z12
+	VPSRLD       $0x10, Z8, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z8, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z8, K1
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K1, Z7
+	VPERMT2W     Z7, Z4, Z12
+	JMP          bf16fixed20
+
+bf16fix21:
+	VPSRLD       $0x10, Z9, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z9, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z9, K1
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K1, Z7
+	VPSRLD       $0x10, Z10, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z10, Z8, Z8
+	VFPCLASSPSZ  $0x81, Z10, K1
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K1, Z8
+	VPERMT2W     Z8, Z4, Z7
+	JMP          bf16fixed22
+
+bf16fix25:
+	VPSRLD       $0x10, Z7, Z12
+	VPANDD       Z0, Z12, Z12
+	VPADDD       Z1, Z12, Z12
+	VPADDD       Z7, Z12, Z12
+	VFPCLASSPSZ  $0x81, Z7, K1
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K1, Z12
+	VPSRLD       $0x10, Z8, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z8, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z8, K1
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K1, Z7
+	VPERMT2W     Z7, Z4, Z12
+	JMP          bf16fixed26
+
+bf16fix27:
+	VPSRLD       $0x10, Z9, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z9, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z9, K1
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K1, Z7
+	VPSRLD       $0x10, Z10, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z10, Z8, Z8
+	VFPCLASSPSZ  $0x81, Z10, K1
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K1, Z8
+	VPERMT2W     Z8, Z4, Z7
+	JMP          bf16fixed28
+
+bf16fix31:
+	VPSRLD       $0x10, Z7, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z7, Z8, Z8
+	VFPCLASSPSZ  $0x81, Z7, K1
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K1, Z8
+	VPERMT2W     Z8, Z4, Z8
+	JMP          bf16fixed32
+
+bf16fix37:
+	VPSRLD       $0x10, Z7, Z12
+	VPANDD       Z0, Z12, Z12
+	VPADDD       Z1, Z12, Z12
+	VPADDD       Z7, Z12, Z12
+	VFPCLASSPSZ  $0x81, Z7, K1
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K1, Z12
+	VPSRLD       $0x10, Z8, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z8, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z8, K1
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K1, Z7
+	VPERMT2W     Z7, Z4, Z12
+	JMP          bf16fixed38
+
+bf16fix39:
+	VPSRLD       $0x10, Z9, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z9, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z9, K1
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K1, Z7
+	VPSRLD       $0x10, Z10, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z10, Z8, Z8
+	VFPCLASSPSZ  $0x81, Z10, K1
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K1, Z8
+	VPERMT2W     Z8, Z4, Z7
+	JMP          bf16fixed40
+
+bf16fix43:
+	VPSRLD       $0x10, Z7, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z7, Z8, Z8
+	VFPCLASSPSZ  $0x81, Z7, K1
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K1, Z8
+	VPERMT2W     Z8, Z4, Z8
+	JMP          bf16fixed44
+
+bf16fix47:
+	VPSRLD       $0x10, Z7, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z7, Z8, Z8
+	VFPCLASSPSZ  $0x81, Z7, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
+	VPERMT2W     Z8, Z4, Z8
+	JMP          bf16fixed48
+
+// func avx512bf16NarrowBF16(dst uintptr, src uintptr, n int)
+// Requires: AVX, AVX512BF16, AVX512BW, AVX512DQ, AVX512F
+TEXT ·avx512bf16NarrowBF16(SB), NOSPLIT, $0-24
+	// avx512bf16NarrowBF16 converts n elements: float32 at src rounded to BF16 bits at dst (to nearest, ties to even).
+	VMOVDQU64    oddwords<>+0(SB), Z3
+	VPBROADCASTD avx512bfone<>+0(SB), Z0
+	VPBROADCASTD avx512bfbias<>+0(SB), Z1
+	VPBROADCASTD avx512bfhigh<>+0(SB), Z2
+	VPBROADCASTD avx512bffixnan<>+0(SB), Z2
+	MOVQ         dst+0(FP), AX
+	MOVQ         src+8(FP), CX
+	MOVQ         n+16(FP), DX
+	XORQ         BX, BX
+	MOVQ         DX, SI
+	SUBQ         $0x00000040, SI
+
+loop4:
+	CMPQ           BX, SI
+	JG             tail
+	VMOVUPS        (CX)(BX*4), Z2
+	VMOVUPS        64(CX)(BX*4), Z4
+	VFPCLASSPSZ    $0xa1, Z2, K1
+	VFPCLASSPSZ    $0xa1, Z4, K2
+	KORTESTW       K2, K1
+	JNZ            bf16fix1
+	BYTE $0x62; BYTE $0xf2; BYTE $0x5f; BYTE $0x48; BYTE $0x72; BYTE $0xea // VCVTNE2PS2BF16 Z2, Z4, Z5
+
+bf16fixed2:
+	VMOVDQU64      Z5, (AX)(BX*2)
+	VMOVUPS        128(CX)(BX*4), Z2
+	VMOVUPS        192(CX)(BX*4), Z4
+	VFPCLASSPSZ    $0xa1, Z2, K1
+	VFPCLASSPSZ    $0xa1, Z4, K2
+	KORTESTW       K2, K1
+	JNZ            bf16fix3
+	BYTE $0x62; BYTE $0xf2; BYTE $0x5f; BYTE $0x48; BYTE $0x72; BYTE $0xea // VCVTNE2PS2BF16 Z2, Z4, Z5
+
+bf16fixed4:
+	VMOVDQU64 Z5, 64(AX)(BX*2)
+	ADDQ      $0x00000040, BX
+	JMP       loop4
+
+tail:
+	ADDQ $0x00000030, SI
+
+loop1:
+	CMPQ           BX, SI
+	JG             part
+	VMOVUPS        (CX)(BX*4), Z2
+	VFPCLASSPSZ    $0xa1, Z2, K1
+	KORTESTW       K1, K1
+	JNZ            bf16fix5
+	BYTE $0x62; BYTE $0xf2; BYTE $0x6f; BYTE $0x48; BYTE $0x72; BYTE $0xe2 // VCVTNE2PS2BF16 Z2, Z2, Z4
+
+bf16fixed6:
+	VEXTRACTI64X4 $0x00, Z4, (AX)(BX*2)
+	ADDQ          $0x00000010, BX
+	JMP           loop1
+
+part:
+	SUBQ           BX, DX
+	JZ             done
+	LEAQ           kmask<>+0(SB), SI
+	KMOVW          (SI)(DX*2), K1
+	VMOVUPS.Z      (CX)(BX*4), K1, Z2
+	VFPCLASSPSZ    $0xa1, Z2, K2
+	KORTESTW       K2, K2
+	JNZ            bf16fix7
+	BYTE $0x62; BYTE $0xf2; BYTE $0x6f; BYTE $0x48; BYTE $0x72; BYTE $0xe2 // VCVTNE2PS2BF16 Z2, Z2, Z4
+
+bf16fixed8:
+	VMOVDQU16 Z4, K1, (AX)(BX*2)
+
+done:
+	VZEROUPPER
+	RET
+
+bf16fix1:
+	VPSRLD       $0x10, Z2, Z5
+	VPANDD       Z0, Z5, Z5
+	VPADDD       Z1, Z5, Z5
+	VPADDD       Z2, Z5, Z5
+	VFPCLASSPSZ  $0x81, Z2, K1
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K1, Z5
+	VPSRLD       $0x10, Z4, Z2
+	VPANDD       Z0, Z2, Z2
+	VPADDD       Z1, Z2, Z2
+	VPADDD       Z4, Z2, Z2
+	VFPCLASSPSZ  $0x81, Z4, K1
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K1, Z2
+	VPERMT2W     Z2, Z3, Z5
+	JMP          bf16fixed2
+
+bf16fix3:
+	VPSRLD       $0x10, Z2, Z5
+	VPANDD       Z0, Z5, Z5
+	VPADDD       Z1, Z5, Z5
+	VPADDD       Z2, Z5, Z5
+	VFPCLASSPSZ  $0x81, Z2, K1
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K1, Z5
+	VPSRLD       $0x10, Z4, Z2
+	VPANDD       Z0, Z2, Z2
+	VPADDD       Z1, Z2, Z2
+	VPADDD       Z4, Z2, Z2
+	VFPCLASSPSZ  $0x81, Z4, K1
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K1, Z2
+	VPERMT2W     Z2, Z3, Z5
+	JMP          bf16fixed4
+
+bf16fix5:
+	VPSRLD       $0x10, Z2, Z4
+	VPANDD       Z0, Z4, Z4
+	VPADDD       Z1, Z4, Z4
+	VPADDD       Z2, Z4, Z4
+	VFPCLASSPSZ  $0x81, Z2, K1
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K1, Z4
+	VPERMT2W     Z4, Z3, Z4
+	JMP          bf16fixed6
+
+bf16fix7:
+	VPSRLD       $0x10, Z2, Z4
+	VPANDD       Z0, Z4, Z4
+	VPADDD       Z1, Z4, Z4
+	VPADDD       Z2, Z4, Z4
+	VFPCLASSPSZ  $0x81, Z2, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z4
+	VPERMT2W     Z4, Z3, Z4
+	JMP          bf16fixed8
+
 // func callKernel(j *job, from, to int) int: jump to the function job.fn selects, with the
 // caller's arguments and return address in place.
 TEXT ·callKernel(SB), NOSPLIT, $0-32
@@ -10687,4 +12047,25 @@ DATA kernels<>+640(SB)/8, $·runGeneric(SB)
 DATA kernels<>+648(SB)/8, $·runGenericBackward(SB)
 DATA kernels<>+656(SB)/8, $·runGenericBackward(SB)
 DATA kernels<>+664(SB)/8, $·runGenericBackward(SB)
-GLOBL kernels<>(SB), RODATA|NOPTR, $672
+DATA kernels<>+672(SB)/8, $·avx512Forward(SB)
+DATA kernels<>+680(SB)/8, $·avx512Forward(SB)
+DATA kernels<>+688(SB)/8, $·avx512Forward(SB)
+DATA kernels<>+696(SB)/8, $·avx512Forward(SB)
+DATA kernels<>+704(SB)/8, $·avx512Forward(SB)
+DATA kernels<>+712(SB)/8, $·avx512Forward(SB)
+DATA kernels<>+720(SB)/8, $·avx512bf16ForwardBF16(SB)
+DATA kernels<>+728(SB)/8, $·avx512bf16ForwardBF16(SB)
+DATA kernels<>+736(SB)/8, $·avx512bf16ForwardBF16(SB)
+DATA kernels<>+744(SB)/8, $·avx512bf16ForwardBF16(SB)
+DATA kernels<>+752(SB)/8, $·avx512bf16ForwardBF16(SB)
+DATA kernels<>+760(SB)/8, $·avx512bf16ForwardBF16(SB)
+DATA kernels<>+768(SB)/8, $·avx512ForwardF16(SB)
+DATA kernels<>+776(SB)/8, $·avx512ForwardF16(SB)
+DATA kernels<>+784(SB)/8, $·avx512ForwardF16(SB)
+DATA kernels<>+792(SB)/8, $·avx512ForwardF16(SB)
+DATA kernels<>+800(SB)/8, $·avx512ForwardF16(SB)
+DATA kernels<>+808(SB)/8, $·avx512ForwardF16(SB)
+DATA kernels<>+816(SB)/8, $·avx512Backward(SB)
+DATA kernels<>+824(SB)/8, $·avx512Backward(SB)
+DATA kernels<>+832(SB)/8, $·avx512BackwardUnweighted(SB)
+GLOBL kernels<>(SB), RODATA|NOPTR, $840

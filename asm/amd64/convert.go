@@ -11,13 +11,14 @@ import (
 // convert emits one conversion loop: n elements from src to dst, widened from or narrowed to a
 // 16-bit format with the same loads and stores as the kernels (format.go), four vectors at a time,
 // then one, then the last partial vector through a k-mask (AVX-512) or a copy on the stack (AVX2).
-func convert(s *isa, c spec.Conversion) {
-	name := s.name + c.Name
+// prefix and cvt are kernel's.
+func convert(s *isa, prefix string, c spec.Conversion, cvt bool) {
+	name := prefix + c.Name
 	TEXT(name, NOSPLIT, spec.ConvAvoSig)
 	Comment(name + " converts n elements: " + c.Doc() + ".")
 	// The row format is the 16-bit side: loads and stores of that side go through it, the float32
 	// side is plain.
-	g := &gen{s: s, v: spec.Variant{Format: c.Format}, eb: 2}
+	g := &gen{s: s, v: spec.Variant{Format: c.Format}, eb: 2, cvt: cvt}
 	var slot Mem
 	if !s.masked {
 		slot = AllocLocal(2 * s.vbytes())
@@ -111,4 +112,5 @@ func convert(s *isa, c spec.Conversion) {
 	Label("done")
 	VZEROUPPER()
 	RET()
+	g.flushCold()
 }

@@ -13,8 +13,10 @@ import (
 //
 //   - bfloat16 widens by a zero extension of each 16-bit lane to 32 bits and a shift left by 16,
 //     and narrows by integer round-to-nearest-even on the float32 bits (add 0x7fff plus the lowest
-//     kept bit, keep the top half), with NaN replaced by the quiet NaN 0x7fc0 (AVX512_BF16's
-//     VCVTNEPS2BF16 would flush subnormals, so it is not used);
+//     kept bit, keep the top half), with NaN replaced by a quiet NaN (0x7fc0 on AVX2, 0xffc0 on
+//     AVX-512); the avx512bf16 functions narrow with AVX512_BF16's VCVTNE2PS2BF16 instead, and
+//     take the integer rounding only for vectors with a subnormal or NaN lane, which that
+//     instruction would get wrong (bf16cvt.go);
 //   - binary16 uses VCVTPH2PS and VCVTPS2PH with the round-to-nearest-even immediate, which keep
 //     subnormals, overflow to ±Inf and quiet NaNs.
 //
@@ -169,6 +171,10 @@ func (g *gen) store(v VecVirtual, m Mem, exact bool) {
 	case spec.F32:
 		VMOVUPS(v, m)
 	case spec.BF16:
+		if g.cvt && !exact {
+			VEXTRACTI64X4(U8(0), g.narrowCvt(v), m) // the low 16 words
+			return
+		}
 		t := g.bf16Low(v, exact)
 		if g.s == avx512 {
 			VPMOVDW(t, m)
@@ -200,6 +206,10 @@ func (g *gen) storeMasked(v VecVirtual, k Op, m Mem, exact bool) {
 	case spec.F32:
 		VMOVUPS(v, k, m)
 	case spec.BF16:
+		if g.cvt && !exact {
+			VMOVDQU16(g.narrowCvt(v), k, m) // k's lanes are the low words
+			return
+		}
 		VPMOVDW(g.bf16Low(v, exact), k, m)
 	case spec.F16:
 		VCVTPS2PH(U8(0), v, k, m)
@@ -231,6 +241,8 @@ func (g *gen) storePair(a, b VecVirtual, m Mem) {
 // and b may be overwritten).
 func (g *gen) pack(a, b VecVirtual) VecVirtual {
 	switch {
+	case g.v.Format == spec.BF16 && g.cvt:
+		return g.packCvt(a, b)
 	case g.v.Format == spec.BF16 && g.s == avx512:
 		// The rounded bits sit in the top half of each 32-bit lane: one two-table permute picks
 		// the odd 16-bit words of a, then those of b.

@@ -76,6 +76,11 @@ type gen struct {
 	bf bfRegs     // AVX-512 bfloat16: the rounding constants
 	c  VecVirtual // AVX-512: what the ends of rows add to w (see weightAdd)
 
+	// cvt: bfloat16 is rounded with VCVTNE2PS2BF16 (the avx512bf16 functions, bf16cvt.go), whose
+	// fix-ups wait in cold until flushCold places them after the function's RET.
+	cvt  bool
+	cold []func()
+
 	labels int
 }
 
@@ -100,13 +105,14 @@ func (g *gen) flags() Mem { return g.field(spec.Job.Flags) }
 func (g *gen) inv() Mem   { return g.field(spec.Job.Inv) }
 func (g *gen) to() Mem    { return Mem{Symbol: Symbol{Name: "to"}, Base: FramePointer, Disp: 16} }
 
-func kernel(s *isa, v spec.Variant) {
-	name := s.name + v.FuncName()
+// kernel emits the function of prefix (s.name, or cvtPrefix with cvt) for v.
+func kernel(s *isa, prefix string, v spec.Variant, cvt bool) {
+	name := prefix + v.FuncName()
 	TEXT(name, NOSPLIT, spec.AvoSig)
 	for _, l := range v.Doc(name) {
 		Comment(l)
 	}
-	g := &gen{s: s, v: v, eb: v.Format.Bytes()}
+	g := &gen{s: s, v: v, eb: v.Format.Bytes(), cvt: cvt}
 	g.locals()
 	g.prologue()
 
@@ -128,6 +134,7 @@ func kernel(s *isa, v spec.Variant) {
 	g.scaleRows(inv)
 
 	g.epilogue()
+	g.flushCold()
 }
 
 // epilogue is the label ret: it fences the non-temporal stores when there were any and returns

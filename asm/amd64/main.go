@@ -52,11 +52,11 @@ func main() {
 		k := spec.Kernel{ID: s.kernelID, Prefix: s.name}
 		for _, v := range spec.Bodies {
 			k.Variants = append(k.Variants, v)
-			kernel(s, v)
+			kernel(s, s.name, v, false)
 		}
 		for _, c := range spec.Conversions {
 			k.Conversions = append(k.Conversions, c)
-			convert(s, c)
+			convert(s, s.name, c, false)
 		}
 		for _, m := range spec.BackwardBodies {
 			backward(s, m)
@@ -64,6 +64,7 @@ func main() {
 		k.Backward = true
 		ks = append(ks, k)
 	}
+	ks = append(ks, bf16Kernel(ks[0]))
 	Generate()
 	fixAssembly(out, cmd, ks)
 
@@ -74,6 +75,30 @@ func main() {
 	if err := os.WriteFile(*stubs, src, 0o644); err != nil {
 		log.Fatal(err)
 	}
+}
+
+// cvtPrefix starts the names of the avx512bf16 functions.
+const cvtPrefix = "avx512bf16"
+
+// bf16Kernel emits the functions of the avx512bf16 kernel, which is avx512 on CPUs with
+// AVX512_BF16: its own functions are those that narrow to bfloat16 (the forward function of
+// bfloat16 rows and the conversion to bfloat16), with VCVTNE2PS2BF16 (bf16cvt.go); base, the
+// avx512 kernel, runs everything else.
+func bf16Kernel(base spec.Kernel) spec.Kernel {
+	k := spec.Kernel{ID: "kernelAVX512BF16", Prefix: cvtPrefix, Base: &base}
+	for _, v := range spec.Bodies {
+		if v.Format == spec.BF16 {
+			k.Variants = append(k.Variants, v)
+			kernel(avx512, cvtPrefix, v, true)
+		}
+	}
+	for _, c := range spec.Conversions {
+		if c.Format == spec.BF16 && !c.Widen {
+			k.Conversions = append(k.Conversions, c)
+			convert(avx512, cvtPrefix, c, true)
+		}
+	}
+	return k
 }
 
 // loopHeads matches the labels of the forward kernels' main loops (add starts those of the sum
@@ -93,10 +118,20 @@ func alignLoops(src []byte) []byte {
 	return bytes.Join(fns, []byte("\nTEXT "))
 }
 
+// encodeLines replaces each line encodeLine encodes.
+func encodeLines(src []byte) []byte {
+	lines := strings.Split(string(src), "\n")
+	for i, l := range lines {
+		lines[i], _ = encodeLine(l)
+	}
+	return []byte(strings.Join(lines, "\n"))
+}
+
 // fixAssembly edits what Avo wrote: the first line names the command that really regenerates the
 // file (Avo's names a `go run main.go` that does not exist here), go_asm.h is included, since the
-// kernels read the job's fields by name, and callKernel and its table are appended (Avo cannot
-// write the address of a function into data).
+// kernels read the job's fields by name, the instructions the Go assembler does not know become
+// bytes (encodeLine), and callKernel and its table are appended (Avo cannot write the address of
+// a function into data).
 func fixAssembly(path, cmd string, ks []spec.Kernel) {
 	src, err := os.ReadFile(path)
 	if err != nil {
@@ -112,6 +147,7 @@ func fixAssembly(path, cmd string, ks []spec.Kernel) {
 	}
 	rest = bytes.Replace(rest, []byte(tf), []byte(tf+"#include \"go_asm.h\"\n"), 1)
 	rest = alignLoops(rest)
+	rest = encodeLines(rest)
 	var tab bytes.Buffer
 	tab.WriteString("\n// func callKernel(j *job, from, to int) int: jump to the function job.fn selects, with the\n")
 	tab.WriteString("// caller's arguments and return address in place.\n")

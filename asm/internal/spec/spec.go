@@ -227,8 +227,9 @@ var Job = struct {
 
 // KernelIDs are the Go side's kernelID constants, in their order (dispatch.go): job.fn is
 // kernelID*Entries + the variant, an index into a table of functions that holds runGeneric (or
-// runGenericBackward) for the kernels an architecture lacks.
-var KernelIDs = []string{"kernelGeneric", "kernelAVX2", "kernelAVX512", "kernelNEON"}
+// runGenericBackward) for the kernels an architecture lacks. kernelAVX512BF16 is the avx512
+// kernel on CPUs with AVX512_BF16 (its Base is avx512).
+var KernelIDs = []string{"kernelGeneric", "kernelAVX2", "kernelAVX512", "kernelNEON", "kernelAVX512BF16"}
 
 // Flag bits of job.flags.
 const (

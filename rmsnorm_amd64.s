@@ -163,6 +163,74 @@ DATA avx2bffixnan<>+24(SB)/4, $0x00000033
 DATA avx2bffixnan<>+28(SB)/4, $0x00000033
 GLOBL avx2bffixnan<>(SB), RODATA|NOPTR, $32
 
+DATA widelo<>+0(SB)/2, $0x0000
+DATA widelo<>+2(SB)/2, $0x0000
+DATA widelo<>+4(SB)/2, $0x0000
+DATA widelo<>+6(SB)/2, $0x0001
+DATA widelo<>+8(SB)/2, $0x0000
+DATA widelo<>+10(SB)/2, $0x0002
+DATA widelo<>+12(SB)/2, $0x0000
+DATA widelo<>+14(SB)/2, $0x0003
+DATA widelo<>+16(SB)/2, $0x0000
+DATA widelo<>+18(SB)/2, $0x0004
+DATA widelo<>+20(SB)/2, $0x0000
+DATA widelo<>+22(SB)/2, $0x0005
+DATA widelo<>+24(SB)/2, $0x0000
+DATA widelo<>+26(SB)/2, $0x0006
+DATA widelo<>+28(SB)/2, $0x0000
+DATA widelo<>+30(SB)/2, $0x0007
+DATA widelo<>+32(SB)/2, $0x0000
+DATA widelo<>+34(SB)/2, $0x0008
+DATA widelo<>+36(SB)/2, $0x0000
+DATA widelo<>+38(SB)/2, $0x0009
+DATA widelo<>+40(SB)/2, $0x0000
+DATA widelo<>+42(SB)/2, $0x000a
+DATA widelo<>+44(SB)/2, $0x0000
+DATA widelo<>+46(SB)/2, $0x000b
+DATA widelo<>+48(SB)/2, $0x0000
+DATA widelo<>+50(SB)/2, $0x000c
+DATA widelo<>+52(SB)/2, $0x0000
+DATA widelo<>+54(SB)/2, $0x000d
+DATA widelo<>+56(SB)/2, $0x0000
+DATA widelo<>+58(SB)/2, $0x000e
+DATA widelo<>+60(SB)/2, $0x0000
+DATA widelo<>+62(SB)/2, $0x000f
+GLOBL widelo<>(SB), RODATA|NOPTR, $64
+
+DATA widehi<>+0(SB)/2, $0x0000
+DATA widehi<>+2(SB)/2, $0x0010
+DATA widehi<>+4(SB)/2, $0x0000
+DATA widehi<>+6(SB)/2, $0x0011
+DATA widehi<>+8(SB)/2, $0x0000
+DATA widehi<>+10(SB)/2, $0x0012
+DATA widehi<>+12(SB)/2, $0x0000
+DATA widehi<>+14(SB)/2, $0x0013
+DATA widehi<>+16(SB)/2, $0x0000
+DATA widehi<>+18(SB)/2, $0x0014
+DATA widehi<>+20(SB)/2, $0x0000
+DATA widehi<>+22(SB)/2, $0x0015
+DATA widehi<>+24(SB)/2, $0x0000
+DATA widehi<>+26(SB)/2, $0x0016
+DATA widehi<>+28(SB)/2, $0x0000
+DATA widehi<>+30(SB)/2, $0x0017
+DATA widehi<>+32(SB)/2, $0x0000
+DATA widehi<>+34(SB)/2, $0x0018
+DATA widehi<>+36(SB)/2, $0x0000
+DATA widehi<>+38(SB)/2, $0x0019
+DATA widehi<>+40(SB)/2, $0x0000
+DATA widehi<>+42(SB)/2, $0x001a
+DATA widehi<>+44(SB)/2, $0x0000
+DATA widehi<>+46(SB)/2, $0x001b
+DATA widehi<>+48(SB)/2, $0x0000
+DATA widehi<>+50(SB)/2, $0x001c
+DATA widehi<>+52(SB)/2, $0x0000
+DATA widehi<>+54(SB)/2, $0x001d
+DATA widehi<>+56(SB)/2, $0x0000
+DATA widehi<>+58(SB)/2, $0x001e
+DATA widehi<>+60(SB)/2, $0x0000
+DATA widehi<>+62(SB)/2, $0x001f
+GLOBL widehi<>(SB), RODATA|NOPTR, $64
+
 // func avx512Forward(j uintptr, from int, to int) int
 // Requires: AVX, AVX512F, MMX+
 TEXT ·avx512Forward(SB), NOSPLIT, $376-32
@@ -10611,11 +10679,13 @@ rowsset:
 	MOVQ         job_w+0(AX), SI
 	MOVQ         job_stride+0(AX), DI
 	SHLQ         $0x01, DI
-	VMOVDQU64    oddwords<>+0(SB), Z4
+	VMOVDQU64    oddwords<>+0(SB), Z2
 	VPBROADCASTD avx512bfone<>+0(SB), Z0
 	VPBROADCASTD avx512bfbias<>+0(SB), Z1
-	VPBROADCASTD avx512bfhigh<>+0(SB), Z2
-	VPBROADCASTD avx512bffixnan<>+0(SB), Z3
+	VMOVDQU64    widelo<>+0(SB), Z3
+	VMOVDQU64    widehi<>+0(SB), Z4
+	MOVL         $0xaaaaaaaa, R8
+	KMOVD        R8, K1
 
 	// fd = float32(d); rd = 1/d when d is a power of two (a/d is then a*rd exactly), else 0.
 	MOVQ       job_d+0(AX), R8
@@ -10687,20 +10757,16 @@ sumrow:
 
 firstblock:
 	// +0 + square is the square itself: the first block initializes the partials.
-	XORQ      R10, R10
-	VPMOVZXWD (R8)(R10*2), Z6
-	VPSLLD    $0x10, Z6, Z6
-	VMULPS    Z6, Z6, Z6
-	VPMOVZXWD 32(R8)(R10*2), Z7
-	VPSLLD    $0x10, Z7, Z7
-	VMULPS    Z7, Z7, Z7
-	VPMOVZXWD 64(R8)(R10*2), Z8
-	VPSLLD    $0x10, Z8, Z8
-	VMULPS    Z8, Z8, Z8
-	VPMOVZXWD 96(R8)(R10*2), Z9
-	VPSLLD    $0x10, Z9, Z9
-	VMULPS    Z9, Z9, Z9
-	MOVQ      $0x00000040, R10
+	XORQ     R10, R10
+	VPERMW.Z (R8)(R10*2), Z3, K1, Z6
+	VMULPS   Z6, Z6, Z6
+	VPERMW.Z (R8)(R10*2), Z4, K1, Z7
+	VMULPS   Z7, Z7, Z7
+	VPERMW.Z 64(R8)(R10*2), Z3, K1, Z8
+	VMULPS   Z8, Z8, Z8
+	VPERMW.Z 64(R8)(R10*2), Z4, K1, Z9
+	VMULPS   Z9, Z9, Z9
+	MOVQ     $0x00000040, R10
 
 	// With flagPF, the rows ahead are prefetched: one loop for both, the flag tested per block.
 	MOVQ DI, R12
@@ -10721,24 +10787,20 @@ sumloop:
 	JNZ   sumpf
 
 sumblock:
-	VPMOVZXWD (R8)(R10*2), Z10
-	VPSLLD    $0x10, Z10, Z10
-	VMULPS    Z10, Z10, Z10
-	VADDPS    Z10, Z6, Z6
-	VPMOVZXWD 32(R8)(R10*2), Z10
-	VPSLLD    $0x10, Z10, Z10
-	VMULPS    Z10, Z10, Z10
-	VADDPS    Z10, Z7, Z7
-	VPMOVZXWD 64(R8)(R10*2), Z10
-	VPSLLD    $0x10, Z10, Z10
-	VMULPS    Z10, Z10, Z10
-	VADDPS    Z10, Z8, Z8
-	VPMOVZXWD 96(R8)(R10*2), Z10
-	VPSLLD    $0x10, Z10, Z10
-	VMULPS    Z10, Z10, Z10
-	VADDPS    Z10, Z9, Z9
-	ADDQ      $0x00000040, R10
-	JMP       sumloop
+	VPERMW.Z (R8)(R10*2), Z3, K1, Z10
+	VMULPS   Z10, Z10, Z10
+	VADDPS   Z10, Z6, Z6
+	VPERMW.Z (R8)(R10*2), Z4, K1, Z10
+	VMULPS   Z10, Z10, Z10
+	VADDPS   Z10, Z7, Z7
+	VPERMW.Z 64(R8)(R10*2), Z3, K1, Z10
+	VMULPS   Z10, Z10, Z10
+	VADDPS   Z10, Z8, Z8
+	VPERMW.Z 64(R8)(R10*2), Z4, K1, Z10
+	VMULPS   Z10, Z10, Z10
+	VADDPS   Z10, Z9, Z9
+	ADDQ     $0x00000040, R10
+	JMP      sumloop
 
 	// Out of the loop's way: the prefetches, whose flag is usually clear.
 sumpf:
@@ -10758,8 +10820,8 @@ sumtail:
 	MOVQ $0x00000010, R13
 
 tailmask0:
-	KMOVW       (R12)(R13*2), K1
-	VPMOVZXWD.Z (R8)(R10*2), K1, Z10
+	KMOVW       (R12)(R13*2), K2
+	VPMOVZXWD.Z (R8)(R10*2), K2, Z10
 	VPSLLD      $0x10, Z10, Z10
 	VMULPS      Z10, Z10, Z10
 	VADDPS      Z10, Z6, Z6
@@ -10771,8 +10833,8 @@ tailmask0:
 	MOVQ        $0x00000010, R13
 
 tailmask1:
-	KMOVW       (R12)(R13*2), K1
-	VPMOVZXWD.Z 32(R8)(R10*2), K1, Z10
+	KMOVW       (R12)(R13*2), K2
+	VPMOVZXWD.Z 32(R8)(R10*2), K2, Z10
 	VPSLLD      $0x10, Z10, Z10
 	VMULPS      Z10, Z10, Z10
 	VADDPS      Z10, Z7, Z7
@@ -10784,8 +10846,8 @@ tailmask1:
 	MOVQ        $0x00000010, R13
 
 tailmask2:
-	KMOVW       (R12)(R13*2), K1
-	VPMOVZXWD.Z 64(R8)(R10*2), K1, Z10
+	KMOVW       (R12)(R13*2), K2
+	VPMOVZXWD.Z 64(R8)(R10*2), K2, Z10
 	VPSLLD      $0x10, Z10, Z10
 	VMULPS      Z10, Z10, Z10
 	VADDPS      Z10, Z8, Z8
@@ -10796,8 +10858,8 @@ tailmask2:
 	MOVQ        $0x00000010, R11
 
 tailmask3:
-	KMOVW       (R12)(R11*2), K1
-	VPMOVZXWD.Z 96(R8)(R10*2), K1, Z10
+	KMOVW       (R12)(R11*2), K2
+	VPMOVZXWD.Z 96(R8)(R10*2), K2, Z10
 	VPSLLD      $0x10, Z10, Z10
 	VMULPS      Z10, Z10, Z10
 	VADDPS      Z10, Z9, Z9
@@ -10832,73 +10894,53 @@ addsum:
 
 addfirstblock:
 	// +0 + square is the square itself: the first block initializes the partials.
-	XORQ        R10, R10
-	VPMOVZXWD   (R8)(R10*2), Z6
-	VPSLLD      $0x10, Z6, Z6
-	VPMOVZXWD   (R9)(R10*2), Z7
-	VPSLLD      $0x10, Z7, Z7
-	VADDPS      Z7, Z6, Z6
-	VFIXUPIMMPS $0x00, Z3, Z6, Z6
-	VPSRLD      $0x10, Z6, Z7
-	VPANDD      Z0, Z7, Z7
-	VPADDD      Z1, Z7, Z7
-	VPADDD      Z6, Z7, Z7
-	VPANDD      Z2, Z7, Z7
-	VPSRLD      $0x10, Z7, Z6
-	VPMOVDW     Z6, (R9)(R10*2)
-	VMULPS      Z7, Z7, Z6
-	VPMOVZXWD   32(R8)(R10*2), Z7
-	VPSLLD      $0x10, Z7, Z7
-	VPMOVZXWD   32(R9)(R10*2), Z8
-	VPSLLD      $0x10, Z8, Z8
-	VADDPS      Z8, Z7, Z7
-	VFIXUPIMMPS $0x00, Z3, Z7, Z7
-	VPSRLD      $0x10, Z7, Z8
-	VPANDD      Z0, Z8, Z8
-	VPADDD      Z1, Z8, Z8
-	VPADDD      Z7, Z8, Z8
-	VPANDD      Z2, Z8, Z8
-	VPSRLD      $0x10, Z8, Z7
-	VPMOVDW     Z7, 32(R9)(R10*2)
-	VMULPS      Z8, Z8, Z7
-	VPMOVZXWD   64(R8)(R10*2), Z8
-	VPSLLD      $0x10, Z8, Z8
-	VPMOVZXWD   64(R9)(R10*2), Z9
-	VPSLLD      $0x10, Z9, Z9
-	VADDPS      Z9, Z8, Z8
-	VFIXUPIMMPS $0x00, Z3, Z8, Z8
-	VPSRLD      $0x10, Z8, Z9
-	VPANDD      Z0, Z9, Z9
-	VPADDD      Z1, Z9, Z9
-	VPADDD      Z8, Z9, Z9
-	VPANDD      Z2, Z9, Z9
-	VPSRLD      $0x10, Z9, Z8
-	VPMOVDW     Z8, 64(R9)(R10*2)
-	VMULPS      Z9, Z9, Z8
-	VPMOVZXWD   96(R8)(R10*2), Z9
-	VPSLLD      $0x10, Z9, Z9
-	VPMOVZXWD   96(R9)(R10*2), Z10
-	VPSLLD      $0x10, Z10, Z10
-	VADDPS      Z10, Z9, Z9
-	VFIXUPIMMPS $0x00, Z3, Z9, Z9
-	VPSRLD      $0x10, Z9, Z10
-	VPANDD      Z0, Z10, Z10
-	VPADDD      Z1, Z10, Z10
-	VPADDD      Z9, Z10, Z10
-	VPANDD      Z2, Z10, Z10
-	VPSRLD      $0x10, Z10, Z9
-	VPMOVDW     Z9, 96(R9)(R10*2)
-	VMULPS      Z10, Z10, Z9
-	MOVQ        $0x00000040, R10
+	XORQ           R10, R10
+	VPERMW.Z       (R8)(R10*2), Z3, K1, Z6
+	VPERMW.Z       (R9)(R10*2), Z3, K1, Z7
+	VADDPS         Z7, Z6, Z6
+	VPERMW.Z       (R8)(R10*2), Z4, K1, Z7
+	VPERMW.Z       (R9)(R10*2), Z4, K1, Z8
+	VADDPS         Z8, Z7, Z7
+	VFPCLASSPSZ    $0xa1, Z6, K2
+	VFPCLASSPSZ    $0xa1, Z7, K3
+	KORTESTW       K3, K2
+	JNZ            bf16fix3
+	BYTE $0x62; BYTE $0x72; BYTE $0x47; BYTE $0x48; BYTE $0x72; BYTE $0xc6 // VCVTNE2PS2BF16 Z6, Z7, Z8
+
+bf16fixed4:
+	VMOVDQU64      Z8, (R9)(R10*2)
+	VPERMW.Z       Z8, Z3, K1, Z6
+	VMULPS         Z6, Z6, Z6
+	VPERMW.Z       Z8, Z4, K1, Z7
+	VMULPS         Z7, Z7, Z7
+	VPERMW.Z       64(R8)(R10*2), Z3, K1, Z8
+	VPERMW.Z       64(R9)(R10*2), Z3, K1, Z9
+	VADDPS         Z9, Z8, Z8
+	VPERMW.Z       64(R8)(R10*2), Z4, K1, Z9
+	VPERMW.Z       64(R9)(R10*2), Z4, K1, Z10
+	VADDPS         Z10, Z9, Z9
+	VFPCLASSPSZ    $0xa1, Z8, K2
+	VFPCLASSPSZ    $0xa1, Z9, K3
+	KORTESTW       K3, K2
+	JNZ            bf16fix5
+	BYTE $0x62; BYTE $0x52; BYTE $0x37; BYTE $0x48; BYTE $0x72; BYTE $0xd0 // VCVTNE2PS2BF16 Z8, Z9, Z10
+
+bf16fixed6:
+	VMOVDQU64 Z10, 64(R9)(R10*2)
+	VPERMW.Z  Z10, Z3, K1, Z8
+	VMULPS    Z8, Z8, Z8
+	VPERMW.Z  Z10, Z4, K1, Z9
+	VMULPS    Z9, Z9, Z9
+	MOVQ      $0x00000040, R10
 
 	// With flagPF, the rows ahead are prefetched: one loop for both, the flag tested per block.
 	MOVQ DI, R12
 	SHLQ $0x01, R12
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows3
+	JA   longrows7
 	SHLQ $0x03, R12
 
-longrows3:
+longrows7:
 	ADDQ R8, R12
 	MOVL job_flags+0(AX), R13
 
@@ -10910,68 +10952,48 @@ addsumloop:
 	JNZ   addsumpf
 
 addsumblock:
-	VPMOVZXWD   (R8)(R10*2), Z10
-	VPSLLD      $0x10, Z10, Z10
-	VPMOVZXWD   (R9)(R10*2), Z12
-	VPSLLD      $0x10, Z12, Z12
-	VADDPS      Z12, Z10, Z10
-	VFIXUPIMMPS $0x00, Z3, Z10, Z10
-	VPSRLD      $0x10, Z10, Z12
-	VPANDD      Z0, Z12, Z12
-	VPADDD      Z1, Z12, Z12
-	VPADDD      Z10, Z12, Z12
-	VPANDD      Z2, Z12, Z12
-	VPSRLD      $0x10, Z12, Z10
-	VPMOVDW     Z10, (R9)(R10*2)
-	VMULPS      Z12, Z12, Z12
-	VADDPS      Z12, Z6, Z6
-	VPMOVZXWD   32(R8)(R10*2), Z10
-	VPSLLD      $0x10, Z10, Z10
-	VPMOVZXWD   32(R9)(R10*2), Z12
-	VPSLLD      $0x10, Z12, Z12
-	VADDPS      Z12, Z10, Z10
-	VFIXUPIMMPS $0x00, Z3, Z10, Z10
-	VPSRLD      $0x10, Z10, Z12
-	VPANDD      Z0, Z12, Z12
-	VPADDD      Z1, Z12, Z12
-	VPADDD      Z10, Z12, Z12
-	VPANDD      Z2, Z12, Z12
-	VPSRLD      $0x10, Z12, Z10
-	VPMOVDW     Z10, 32(R9)(R10*2)
-	VMULPS      Z12, Z12, Z12
-	VADDPS      Z12, Z7, Z7
-	VPMOVZXWD   64(R8)(R10*2), Z10
-	VPSLLD      $0x10, Z10, Z10
-	VPMOVZXWD   64(R9)(R10*2), Z12
-	VPSLLD      $0x10, Z12, Z12
-	VADDPS      Z12, Z10, Z10
-	VFIXUPIMMPS $0x00, Z3, Z10, Z10
-	VPSRLD      $0x10, Z10, Z12
-	VPANDD      Z0, Z12, Z12
-	VPADDD      Z1, Z12, Z12
-	VPADDD      Z10, Z12, Z12
-	VPANDD      Z2, Z12, Z12
-	VPSRLD      $0x10, Z12, Z10
-	VPMOVDW     Z10, 64(R9)(R10*2)
-	VMULPS      Z12, Z12, Z12
-	VADDPS      Z12, Z8, Z8
-	VPMOVZXWD   96(R8)(R10*2), Z10
-	VPSLLD      $0x10, Z10, Z10
-	VPMOVZXWD   96(R9)(R10*2), Z12
-	VPSLLD      $0x10, Z12, Z12
-	VADDPS      Z12, Z10, Z10
-	VFIXUPIMMPS $0x00, Z3, Z10, Z10
-	VPSRLD      $0x10, Z10, Z12
-	VPANDD      Z0, Z12, Z12
-	VPADDD      Z1, Z12, Z12
-	VPADDD      Z10, Z12, Z12
-	VPANDD      Z2, Z12, Z12
-	VPSRLD      $0x10, Z12, Z10
-	VPMOVDW     Z10, 96(R9)(R10*2)
-	VMULPS      Z12, Z12, Z12
-	VADDPS      Z12, Z9, Z9
-	ADDQ        $0x00000040, R10
-	JMP         addsumloop
+	VPERMW.Z       (R8)(R10*2), Z3, K1, Z10
+	VPERMW.Z       (R9)(R10*2), Z3, K1, Z12
+	VADDPS         Z12, Z10, Z10
+	VPERMW.Z       (R8)(R10*2), Z4, K1, Z12
+	VPERMW.Z       (R9)(R10*2), Z4, K1, Z13
+	VADDPS         Z13, Z12, Z12
+	VFPCLASSPSZ    $0xa1, Z10, K2
+	VFPCLASSPSZ    $0xa1, Z12, K3
+	KORTESTW       K3, K2
+	JNZ            bf16fix8
+	BYTE $0x62; BYTE $0x52; BYTE $0x1f; BYTE $0x48; BYTE $0x72; BYTE $0xea // VCVTNE2PS2BF16 Z10, Z12, Z13
+
+bf16fixed9:
+	VMOVDQU64      Z13, (R9)(R10*2)
+	VPERMW.Z       Z13, Z3, K1, Z10
+	VMULPS         Z10, Z10, Z10
+	VADDPS         Z10, Z6, Z6
+	VPERMW.Z       Z13, Z4, K1, Z12
+	VMULPS         Z12, Z12, Z12
+	VADDPS         Z12, Z7, Z7
+	VPERMW.Z       64(R8)(R10*2), Z3, K1, Z10
+	VPERMW.Z       64(R9)(R10*2), Z3, K1, Z12
+	VADDPS         Z12, Z10, Z10
+	VPERMW.Z       64(R8)(R10*2), Z4, K1, Z12
+	VPERMW.Z       64(R9)(R10*2), Z4, K1, Z13
+	VADDPS         Z13, Z12, Z12
+	VFPCLASSPSZ    $0xa1, Z10, K2
+	VFPCLASSPSZ    $0xa1, Z12, K3
+	KORTESTW       K3, K2
+	JNZ            bf16fix10
+	BYTE $0x62; BYTE $0x52; BYTE $0x1f; BYTE $0x48; BYTE $0x72; BYTE $0xea // VCVTNE2PS2BF16 Z10, Z12, Z13
+
+bf16fixed11:
+	VMOVDQU64 Z13, 64(R9)(R10*2)
+	VPERMW.Z  Z13, Z3, K1, Z10
+	VMULPS    Z10, Z10, Z10
+	VADDPS    Z10, Z8, Z8
+	VPERMW.Z  Z13, Z4, K1, Z12
+	VMULPS    Z12, Z12, Z12
+	VADDPS    Z12, Z9, Z9
+	ADDQ      $0x00000040, R10
+	JMP       addsumloop
 
 	// Out of the loop's way: the prefetches, whose flag is usually clear.
 addsumpf:
@@ -10991,93 +11013,93 @@ addsumtail:
 	MOVQ $0x00000010, R13
 
 addtailmask0:
-	KMOVW       (R12)(R13*2), K1
-	VPMOVZXWD.Z (R8)(R10*2), K1, Z10
-	VPSLLD      $0x10, Z10, Z10
-	VPMOVZXWD.Z (R9)(R10*2), K1, Z12
-	VPSLLD      $0x10, Z12, Z12
-	VADDPS      Z12, Z10, Z10
-	VFIXUPIMMPS $0x00, Z3, Z10, Z10
-	VPSRLD      $0x10, Z10, Z12
-	VPANDD      Z0, Z12, Z12
-	VPADDD      Z1, Z12, Z12
-	VPADDD      Z10, Z12, Z12
-	VPANDD      Z2, Z12, Z12
-	VPSRLD      $0x10, Z12, Z10
-	VPMOVDW     Z10, K1, (R9)(R10*2)
-	VMULPS      Z12, Z12, Z12
-	VADDPS      Z12, Z6, Z6
-	MOVQ        R11, R13
-	SUBQ        $0x00000010, R13
-	JLE         addsummed
-	CMPQ        R13, $0x00000010
-	JLE         addtailmask1
-	MOVQ        $0x00000010, R13
+	KMOVW          (R12)(R13*2), K2
+	VPMOVZXWD.Z    (R8)(R10*2), K2, Z10
+	VPSLLD         $0x10, Z10, Z10
+	VPMOVZXWD.Z    (R9)(R10*2), K2, Z12
+	VPSLLD         $0x10, Z12, Z12
+	VADDPS         Z12, Z10, Z10
+	VFPCLASSPSZ    $0xa1, Z10, K3
+	KORTESTW       K3, K3
+	JNZ            bf16fix12
+	BYTE $0x62; BYTE $0x52; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xe2 // VCVTNE2PS2BF16 Z10, Z10, Z12
+
+bf16fixed13:
+	VMOVDQU16 Z12, K2, (R9)(R10*2)
+	VPERMW.Z  Z12, Z3, K1, Z10
+	VMULPS    Z10, Z10, Z10
+	VADDPS    Z10, Z6, Z6
+	MOVQ      R11, R13
+	SUBQ      $0x00000010, R13
+	JLE       addsummed
+	CMPQ      R13, $0x00000010
+	JLE       addtailmask1
+	MOVQ      $0x00000010, R13
 
 addtailmask1:
-	KMOVW       (R12)(R13*2), K1
-	VPMOVZXWD.Z 32(R8)(R10*2), K1, Z10
-	VPSLLD      $0x10, Z10, Z10
-	VPMOVZXWD.Z 32(R9)(R10*2), K1, Z12
-	VPSLLD      $0x10, Z12, Z12
-	VADDPS      Z12, Z10, Z10
-	VFIXUPIMMPS $0x00, Z3, Z10, Z10
-	VPSRLD      $0x10, Z10, Z12
-	VPANDD      Z0, Z12, Z12
-	VPADDD      Z1, Z12, Z12
-	VPADDD      Z10, Z12, Z12
-	VPANDD      Z2, Z12, Z12
-	VPSRLD      $0x10, Z12, Z10
-	VPMOVDW     Z10, K1, 32(R9)(R10*2)
-	VMULPS      Z12, Z12, Z12
-	VADDPS      Z12, Z7, Z7
-	MOVQ        R11, R13
-	SUBQ        $0x00000020, R13
-	JLE         addsummed
-	CMPQ        R13, $0x00000010
-	JLE         addtailmask2
-	MOVQ        $0x00000010, R13
+	KMOVW          (R12)(R13*2), K2
+	VPMOVZXWD.Z    32(R8)(R10*2), K2, Z10
+	VPSLLD         $0x10, Z10, Z10
+	VPMOVZXWD.Z    32(R9)(R10*2), K2, Z12
+	VPSLLD         $0x10, Z12, Z12
+	VADDPS         Z12, Z10, Z10
+	VFPCLASSPSZ    $0xa1, Z10, K3
+	KORTESTW       K3, K3
+	JNZ            bf16fix14
+	BYTE $0x62; BYTE $0x52; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xe2 // VCVTNE2PS2BF16 Z10, Z10, Z12
+
+bf16fixed15:
+	VMOVDQU16 Z12, K2, 32(R9)(R10*2)
+	VPERMW.Z  Z12, Z3, K1, Z10
+	VMULPS    Z10, Z10, Z10
+	VADDPS    Z10, Z7, Z7
+	MOVQ      R11, R13
+	SUBQ      $0x00000020, R13
+	JLE       addsummed
+	CMPQ      R13, $0x00000010
+	JLE       addtailmask2
+	MOVQ      $0x00000010, R13
 
 addtailmask2:
-	KMOVW       (R12)(R13*2), K1
-	VPMOVZXWD.Z 64(R8)(R10*2), K1, Z10
-	VPSLLD      $0x10, Z10, Z10
-	VPMOVZXWD.Z 64(R9)(R10*2), K1, Z12
-	VPSLLD      $0x10, Z12, Z12
-	VADDPS      Z12, Z10, Z10
-	VFIXUPIMMPS $0x00, Z3, Z10, Z10
-	VPSRLD      $0x10, Z10, Z12
-	VPANDD      Z0, Z12, Z12
-	VPADDD      Z1, Z12, Z12
-	VPADDD      Z10, Z12, Z12
-	VPANDD      Z2, Z12, Z12
-	VPSRLD      $0x10, Z12, Z10
-	VPMOVDW     Z10, K1, 64(R9)(R10*2)
-	VMULPS      Z12, Z12, Z12
-	VADDPS      Z12, Z8, Z8
-	SUBQ        $0x00000030, R11
-	JLE         addsummed
-	CMPQ        R11, $0x00000010
-	JLE         addtailmask3
-	MOVQ        $0x00000010, R11
+	KMOVW          (R12)(R13*2), K2
+	VPMOVZXWD.Z    64(R8)(R10*2), K2, Z10
+	VPSLLD         $0x10, Z10, Z10
+	VPMOVZXWD.Z    64(R9)(R10*2), K2, Z12
+	VPSLLD         $0x10, Z12, Z12
+	VADDPS         Z12, Z10, Z10
+	VFPCLASSPSZ    $0xa1, Z10, K3
+	KORTESTW       K3, K3
+	JNZ            bf16fix16
+	BYTE $0x62; BYTE $0x52; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xe2 // VCVTNE2PS2BF16 Z10, Z10, Z12
+
+bf16fixed17:
+	VMOVDQU16 Z12, K2, 64(R9)(R10*2)
+	VPERMW.Z  Z12, Z3, K1, Z10
+	VMULPS    Z10, Z10, Z10
+	VADDPS    Z10, Z8, Z8
+	SUBQ      $0x00000030, R11
+	JLE       addsummed
+	CMPQ      R11, $0x00000010
+	JLE       addtailmask3
+	MOVQ      $0x00000010, R11
 
 addtailmask3:
-	KMOVW       (R12)(R11*2), K1
-	VPMOVZXWD.Z 96(R8)(R10*2), K1, Z10
-	VPSLLD      $0x10, Z10, Z10
-	VPMOVZXWD.Z 96(R9)(R10*2), K1, Z12
-	VPSLLD      $0x10, Z12, Z12
-	VADDPS      Z12, Z10, Z10
-	VFIXUPIMMPS $0x00, Z3, Z10, Z10
-	VPSRLD      $0x10, Z10, Z12
-	VPANDD      Z0, Z12, Z12
-	VPADDD      Z1, Z12, Z12
-	VPADDD      Z10, Z12, Z12
-	VPANDD      Z2, Z12, Z12
-	VPSRLD      $0x10, Z12, Z10
-	VPMOVDW     Z10, K1, 96(R9)(R10*2)
-	VMULPS      Z12, Z12, Z12
-	VADDPS      Z12, Z9, Z9
+	KMOVW          (R12)(R11*2), K2
+	VPMOVZXWD.Z    96(R8)(R10*2), K2, Z10
+	VPSLLD         $0x10, Z10, Z10
+	VPMOVZXWD.Z    96(R9)(R10*2), K2, Z12
+	VPSLLD         $0x10, Z12, Z12
+	VADDPS         Z12, Z10, Z10
+	VFPCLASSPSZ    $0xa1, Z10, K3
+	KORTESTW       K3, K3
+	JNZ            bf16fix18
+	BYTE $0x62; BYTE $0x52; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xe2 // VCVTNE2PS2BF16 Z10, Z10, Z12
+
+bf16fixed19:
+	VMOVDQU16 Z12, K2, 96(R9)(R10*2)
+	VPERMW.Z  Z12, Z3, K1, Z10
+	VMULPS    Z10, Z10, Z10
+	VADDPS    Z10, Z9, Z9
 
 addsummed:
 	VADDPS Z8, Z6, Z6
@@ -11097,14 +11119,14 @@ invone:
 
 	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
 	CMPL   372(SP), $0x00
-	JE     divide4
+	JE     divide20
 	VMULSS 372(SP), X6, X6
-	JMP    divided5
+	JMP    divided21
 
-divide4:
+divide20:
 	VDIVSS 368(SP), X6, X6
 
-divided5:
+divided21:
 	VADDSS   job_eps+0(AX), X6, X6
 	VUCOMISS tlo<>+0(SB), X6
 	JCS      ret
@@ -11142,30 +11164,30 @@ invgroup:
 	VPERMILPS     $0xb1, Z7, Z6
 	VADDPS        Z6, Z7, Z7
 	MOVL          $0x00001111, R8
-	KMOVW         R8, K1
-	VCOMPRESSPS.Z Z7, K1, Z6
+	KMOVW         R8, K2
+	VCOMPRESSPS.Z Z7, K2, Z6
 
 	// t = ss/d + eps for the four rows; any t outside [2^-100, MaxFloat32] sends the group to the one-row path.
 	CMPL         372(SP), $0x00
-	JE           divide6
+	JE           divide22
 	VBROADCASTSS 372(SP), Z7
 	VMULPS       Z7, Z6, Z6
-	JMP          divided7
+	JMP          divided23
 
-divide6:
+divide22:
 	VBROADCASTSS 368(SP), Z7
 	VDIVPS       Z7, Z6, Z6
 
-divided7:
+divided23:
 	VBROADCASTSS job_eps+0(AX), Z7
 	VADDPS       Z7, Z6, Z6
 	MOVL         $0x0000000f, R8
-	KMOVW        R8, K1
+	KMOVW        R8, K2
 	VBROADCASTSS tlo<>+0(SB), Z7
 	VBROADCASTSS tmax<>+0(SB), Z8
-	VCMPPS       $0x1d, Z7, Z6, K1, K1
-	VCMPPS       $0x12, Z8, Z6, K1, K1
-	KMOVW        K1, R8
+	VCMPPS       $0x1d, Z7, Z6, K2, K2
+	VCMPPS       $0x12, Z8, Z6, K2, K2
+	KMOVW        K2, R8
 	CMPL         R8, $0x0f
 	JE           ginrange
 	MOVQ         $0x00000004, 328(SP)
@@ -11182,8 +11204,8 @@ ginrange:
 	JZ      scale
 	MOVQ    320(SP), R9
 	MOVL    $0x0000000f, R10
-	KMOVW   R10, K1
-	VMOVUPS Z11, K1, (R8)(R9*4)
+	KMOVW   R10, K2
+	VMOVUPS Z11, K2, (R8)(R9*4)
 
 scale:
 	VBROADCASTSS X11, Z6
@@ -11203,10 +11225,10 @@ scalebody:
 	SUBQ $0x00000040, R9
 	MOVQ DI, R10
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows8
+	JA   longrows24
 	SHLQ $0x03, R10
 
-longrows8:
+longrows24:
 	ADDQ  DX, R10
 	MOVL  job_flags+0(AX), R11
 	TESTL $0x00000001, R11
@@ -11221,138 +11243,118 @@ scaleloop:
 	CMPQ  R8, R9
 	JG    scaletail
 	TESTL $0x00000002, R11
-	JNZ   scalelooppf9
+	JNZ   scalelooppf25
 
-scaleloopbody10:
-	VPMOVZXWD   (DX)(R8*2), Z7
-	VPSLLD      $0x10, Z7, Z7
-	VMULPS      Z6, Z7, Z7
-	VPMOVZXWD   32(DX)(R8*2), Z8
-	VPSLLD      $0x10, Z8, Z8
-	VMULPS      Z6, Z8, Z8
-	VPMOVZXWD   64(DX)(R8*2), Z9
-	VPSLLD      $0x10, Z9, Z9
-	VMULPS      Z6, Z9, Z9
-	VPMOVZXWD   96(DX)(R8*2), Z10
-	VPSLLD      $0x10, Z10, Z10
-	VMULPS      Z6, Z10, Z10
-	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn11
-	VFIXUPIMMPS $0x00, Z3, Z7, Z7
-	VPSRLD      $0x10, Z7, Z12
-	VPANDD      Z0, Z12, Z12
-	VPADDD      Z1, Z12, Z12
-	VPADDD      Z7, Z12, Z12
-	VPANDD      Z2, Z12, Z7
-	VFIXUPIMMPS $0x00, Z3, Z8, Z8
-	VPSRLD      $0x10, Z8, Z12
-	VPANDD      Z0, Z12, Z12
-	VPADDD      Z1, Z12, Z12
-	VPADDD      Z8, Z12, Z12
-	VPANDD      Z2, Z12, Z8
-	VFIXUPIMMPS $0x00, Z3, Z9, Z9
-	VPSRLD      $0x10, Z9, Z12
-	VPANDD      Z0, Z12, Z12
-	VPADDD      Z1, Z12, Z12
-	VPADDD      Z9, Z12, Z12
-	VPANDD      Z2, Z12, Z9
-	VFIXUPIMMPS $0x00, Z3, Z10, Z10
-	VPSRLD      $0x10, Z10, Z12
-	VPANDD      Z0, Z12, Z12
-	VPADDD      Z1, Z12, Z12
-	VPADDD      Z10, Z12, Z12
-	VPANDD      Z2, Z12, Z10
-
-notrn11:
-	VMULPS         (SI)(R8*4), Z7, Z7
-	VMULPS         64(SI)(R8*4), Z8, Z8
-	VFPCLASSPSZ    $0xa1, Z7, K1
-	VFPCLASSPSZ    $0xa1, Z8, K2
-	KORTESTW       K2, K1
-	JNZ            bf16fix12
+scaleloopbody26:
+	VPERMW.Z       (DX)(R8*2), Z3, K1, Z7
+	VMULPS         Z6, Z7, Z7
+	VPERMW.Z       (DX)(R8*2), Z4, K1, Z8
+	VMULPS         Z6, Z8, Z8
+	VPERMW.Z       64(DX)(R8*2), Z3, K1, Z9
+	VMULPS         Z6, Z9, Z9
+	VPERMW.Z       64(DX)(R8*2), Z4, K1, Z10
+	VMULPS         Z6, Z10, Z10
+	TESTL          $0x00000008, job_flags+0(AX)
+	JZ             notrn27
+	VFPCLASSPSZ    $0xa1, Z7, K2
+	VFPCLASSPSZ    $0xa1, Z8, K3
+	KORTESTW       K3, K2
+	JNZ            bf16fix28
 	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xe7 // VCVTNE2PS2BF16 Z7, Z8, Z12
 
-bf16fixed13:
+bf16fixed29:
+	VPERMW.Z       Z12, Z3, K1, Z7
+	VPERMW.Z       Z12, Z4, K1, Z8
+	VFPCLASSPSZ    $0xa1, Z9, K2
+	VFPCLASSPSZ    $0xa1, Z10, K3
+	KORTESTW       K3, K2
+	JNZ            bf16fix30
+	BYTE $0x62; BYTE $0x52; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xe1 // VCVTNE2PS2BF16 Z9, Z10, Z12
+
+bf16fixed31:
+	VPERMW.Z Z12, Z3, K1, Z9
+	VPERMW.Z Z12, Z4, K1, Z10
+
+notrn27:
+	VMULPS         (SI)(R8*4), Z7, Z7
+	VMULPS         64(SI)(R8*4), Z8, Z8
+	VFPCLASSPSZ    $0xa1, Z7, K2
+	VFPCLASSPSZ    $0xa1, Z8, K3
+	KORTESTW       K3, K2
+	JNZ            bf16fix32
+	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xe7 // VCVTNE2PS2BF16 Z7, Z8, Z12
+
+bf16fixed33:
 	VMOVDQU64      Z12, (CX)(R8*2)
 	VMULPS         128(SI)(R8*4), Z9, Z9
 	VMULPS         192(SI)(R8*4), Z10, Z10
-	VFPCLASSPSZ    $0xa1, Z9, K1
-	VFPCLASSPSZ    $0xa1, Z10, K2
-	KORTESTW       K2, K1
-	JNZ            bf16fix14
+	VFPCLASSPSZ    $0xa1, Z9, K2
+	VFPCLASSPSZ    $0xa1, Z10, K3
+	KORTESTW       K3, K2
+	JNZ            bf16fix34
 	BYTE $0x62; BYTE $0xd2; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xf9 // VCVTNE2PS2BF16 Z9, Z10, Z7
 
-bf16fixed15:
+bf16fixed35:
 	VMOVDQU64 Z7, 64(CX)(R8*2)
 	ADDQ      $0x00000040, R8
 	JMP       scaleloop
 
-scalelooppf9:
+scalelooppf25:
 	PREFETCHT0 (R10)(R8*2)
 	PREFETCHT0 64(R10)(R8*2)
-	JMP        scaleloopbody10
+	JMP        scaleloopbody26
 
 	PCALIGN $32
 scaleloopoffset:
 	CMPQ  R8, R9
 	JG    scaletail
 	TESTL $0x00000002, R11
-	JNZ   scaleloopoffsetpf16
+	JNZ   scaleloopoffsetpf36
 
-scaleloopoffsetbody17:
-	VPMOVZXWD   (DX)(R8*2), Z7
-	VPSLLD      $0x10, Z7, Z7
-	VMULPS      Z6, Z7, Z7
-	VPMOVZXWD   32(DX)(R8*2), Z8
-	VPSLLD      $0x10, Z8, Z8
-	VMULPS      Z6, Z8, Z8
-	VPMOVZXWD   64(DX)(R8*2), Z9
-	VPSLLD      $0x10, Z9, Z9
-	VMULPS      Z6, Z9, Z9
-	VPMOVZXWD   96(DX)(R8*2), Z10
-	VPSLLD      $0x10, Z10, Z10
-	VMULPS      Z6, Z10, Z10
-	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn18
-	VFIXUPIMMPS $0x00, Z3, Z7, Z7
-	VPSRLD      $0x10, Z7, Z12
-	VPANDD      Z0, Z12, Z12
-	VPADDD      Z1, Z12, Z12
-	VPADDD      Z7, Z12, Z12
-	VPANDD      Z2, Z12, Z7
-	VFIXUPIMMPS $0x00, Z3, Z8, Z8
-	VPSRLD      $0x10, Z8, Z12
-	VPANDD      Z0, Z12, Z12
-	VPADDD      Z1, Z12, Z12
-	VPADDD      Z8, Z12, Z12
-	VPANDD      Z2, Z12, Z8
-	VFIXUPIMMPS $0x00, Z3, Z9, Z9
-	VPSRLD      $0x10, Z9, Z12
-	VPANDD      Z0, Z12, Z12
-	VPADDD      Z1, Z12, Z12
-	VPADDD      Z9, Z12, Z12
-	VPANDD      Z2, Z12, Z9
-	VFIXUPIMMPS $0x00, Z3, Z10, Z10
-	VPSRLD      $0x10, Z10, Z12
-	VPANDD      Z0, Z12, Z12
-	VPADDD      Z1, Z12, Z12
-	VPADDD      Z10, Z12, Z12
-	VPANDD      Z2, Z12, Z10
+scaleloopoffsetbody37:
+	VPERMW.Z       (DX)(R8*2), Z3, K1, Z7
+	VMULPS         Z6, Z7, Z7
+	VPERMW.Z       (DX)(R8*2), Z4, K1, Z8
+	VMULPS         Z6, Z8, Z8
+	VPERMW.Z       64(DX)(R8*2), Z3, K1, Z9
+	VMULPS         Z6, Z9, Z9
+	VPERMW.Z       64(DX)(R8*2), Z4, K1, Z10
+	VMULPS         Z6, Z10, Z10
+	TESTL          $0x00000008, job_flags+0(AX)
+	JZ             notrn38
+	VFPCLASSPSZ    $0xa1, Z7, K2
+	VFPCLASSPSZ    $0xa1, Z8, K3
+	KORTESTW       K3, K2
+	JNZ            bf16fix39
+	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xe7 // VCVTNE2PS2BF16 Z7, Z8, Z12
 
-notrn18:
+bf16fixed40:
+	VPERMW.Z       Z12, Z3, K1, Z7
+	VPERMW.Z       Z12, Z4, K1, Z8
+	VFPCLASSPSZ    $0xa1, Z9, K2
+	VFPCLASSPSZ    $0xa1, Z10, K3
+	KORTESTW       K3, K2
+	JNZ            bf16fix41
+	BYTE $0x62; BYTE $0x52; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xe1 // VCVTNE2PS2BF16 Z9, Z10, Z12
+
+bf16fixed42:
+	VPERMW.Z Z12, Z3, K1, Z9
+	VPERMW.Z Z12, Z4, K1, Z10
+
+notrn38:
 	VMOVUPS        (SI)(R8*4), Z12
 	VADDPS         Z5, Z12, Z12
 	VMULPS         Z12, Z7, Z7
 	VMOVUPS        64(SI)(R8*4), Z12
 	VADDPS         Z5, Z12, Z12
 	VMULPS         Z12, Z8, Z8
-	VFPCLASSPSZ    $0xa1, Z7, K1
-	VFPCLASSPSZ    $0xa1, Z8, K2
-	KORTESTW       K2, K1
-	JNZ            bf16fix19
+	VFPCLASSPSZ    $0xa1, Z7, K2
+	VFPCLASSPSZ    $0xa1, Z8, K3
+	KORTESTW       K3, K2
+	JNZ            bf16fix43
 	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xe7 // VCVTNE2PS2BF16 Z7, Z8, Z12
 
-bf16fixed20:
+bf16fixed44:
 	VMOVDQU64      Z12, (CX)(R8*2)
 	VMOVUPS        128(SI)(R8*4), Z7
 	VADDPS         Z5, Z7, Z7
@@ -11360,65 +11362,61 @@ bf16fixed20:
 	VMOVUPS        192(SI)(R8*4), Z7
 	VADDPS         Z5, Z7, Z7
 	VMULPS         Z7, Z10, Z10
-	VFPCLASSPSZ    $0xa1, Z9, K1
-	VFPCLASSPSZ    $0xa1, Z10, K2
-	KORTESTW       K2, K1
-	JNZ            bf16fix21
+	VFPCLASSPSZ    $0xa1, Z9, K2
+	VFPCLASSPSZ    $0xa1, Z10, K3
+	KORTESTW       K3, K2
+	JNZ            bf16fix45
 	BYTE $0x62; BYTE $0xd2; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xf9 // VCVTNE2PS2BF16 Z9, Z10, Z7
 
-bf16fixed22:
+bf16fixed46:
 	VMOVDQU64 Z7, 64(CX)(R8*2)
 	ADDQ      $0x00000040, R8
 	JMP       scaleloopoffset
 
-scaleloopoffsetpf16:
+scaleloopoffsetpf36:
 	PREFETCHT0 (R10)(R8*2)
 	PREFETCHT0 64(R10)(R8*2)
-	JMP        scaleloopoffsetbody17
+	JMP        scaleloopoffsetbody37
 
 	PCALIGN $32
 scaleloopnoweight:
 	CMPQ  R8, R9
 	JG    scaletail
 	TESTL $0x00000002, R11
-	JNZ   scaleloopnoweightpf23
+	JNZ   scaleloopnoweightpf47
 
-scaleloopnoweightbody24:
-	VPMOVZXWD      (DX)(R8*2), Z7
-	VPSLLD         $0x10, Z7, Z7
+scaleloopnoweightbody48:
+	VPERMW.Z       (DX)(R8*2), Z3, K1, Z7
 	VMULPS         Z6, Z7, Z7
-	VPMOVZXWD      32(DX)(R8*2), Z8
-	VPSLLD         $0x10, Z8, Z8
+	VPERMW.Z       (DX)(R8*2), Z4, K1, Z8
 	VMULPS         Z6, Z8, Z8
-	VPMOVZXWD      64(DX)(R8*2), Z9
-	VPSLLD         $0x10, Z9, Z9
+	VPERMW.Z       64(DX)(R8*2), Z3, K1, Z9
 	VMULPS         Z6, Z9, Z9
-	VPMOVZXWD      96(DX)(R8*2), Z10
-	VPSLLD         $0x10, Z10, Z10
+	VPERMW.Z       64(DX)(R8*2), Z4, K1, Z10
 	VMULPS         Z6, Z10, Z10
-	VFPCLASSPSZ    $0xa1, Z7, K1
-	VFPCLASSPSZ    $0xa1, Z8, K2
-	KORTESTW       K2, K1
-	JNZ            bf16fix25
+	VFPCLASSPSZ    $0xa1, Z7, K2
+	VFPCLASSPSZ    $0xa1, Z8, K3
+	KORTESTW       K3, K2
+	JNZ            bf16fix49
 	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xe7 // VCVTNE2PS2BF16 Z7, Z8, Z12
 
-bf16fixed26:
+bf16fixed50:
 	VMOVDQU64      Z12, (CX)(R8*2)
-	VFPCLASSPSZ    $0xa1, Z9, K1
-	VFPCLASSPSZ    $0xa1, Z10, K2
-	KORTESTW       K2, K1
-	JNZ            bf16fix27
+	VFPCLASSPSZ    $0xa1, Z9, K2
+	VFPCLASSPSZ    $0xa1, Z10, K3
+	KORTESTW       K3, K2
+	JNZ            bf16fix51
 	BYTE $0x62; BYTE $0xd2; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xf9 // VCVTNE2PS2BF16 Z9, Z10, Z7
 
-bf16fixed28:
+bf16fixed52:
 	VMOVDQU64 Z7, 64(CX)(R8*2)
 	ADDQ      $0x00000040, R8
 	JMP       scaleloopnoweight
 
-scaleloopnoweightpf23:
+scaleloopnoweightpf47:
 	PREFETCHT0 (R10)(R8*2)
 	PREFETCHT0 64(R10)(R8*2)
-	JMP        scaleloopnoweightbody24
+	JMP        scaleloopnoweightbody48
 
 scalent:
 	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
@@ -11432,34 +11430,35 @@ scalent:
 	MOVQ job_d+0(AX), R10
 
 scalehead:
-	CMPQ        R10, $0x00000010
-	JB          scaleheadpart
-	VPMOVZXWD   (DX)(R8*2), Z7
-	VPSLLD      $0x10, Z7, Z7
-	VMULPS      Z6, Z7, Z7
-	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn29
-	VFIXUPIMMPS $0x00, Z3, Z7, Z7
-	VPSRLD      $0x10, Z7, Z8
-	VPANDD      Z0, Z8, Z8
-	VPADDD      Z1, Z8, Z8
-	VPADDD      Z7, Z8, Z8
-	VPANDD      Z2, Z8, Z7
+	CMPQ           R10, $0x00000010
+	JB             scaleheadpart
+	VPMOVZXWD      (DX)(R8*2), Z7
+	VPSLLD         $0x10, Z7, Z7
+	VMULPS         Z6, Z7, Z7
+	TESTL          $0x00000008, job_flags+0(AX)
+	JZ             notrn53
+	VFPCLASSPSZ    $0xa1, Z7, K2
+	KORTESTW       K2, K2
+	JNZ            bf16fix54
+	BYTE $0x62; BYTE $0x72; BYTE $0x47; BYTE $0x48; BYTE $0x72; BYTE $0xc7 // VCVTNE2PS2BF16 Z7, Z7, Z8
 
-notrn29:
+bf16fixed55:
+	VPERMW.Z Z8, Z3, K1, Z7
+
+notrn53:
 	TESTQ   SI, SI
-	JZ      noweight30
+	JZ      noweight56
 	VMOVUPS (SI)(R8*4), Z8
 	VADDPS  Z5, Z8, Z8
 	VMULPS  Z8, Z7, Z7
 
-noweight30:
-	VFPCLASSPSZ    $0xa1, Z7, K1
-	KORTESTW       K1, K1
-	JNZ            bf16fix31
+noweight56:
+	VFPCLASSPSZ    $0xa1, Z7, K2
+	KORTESTW       K2, K2
+	JNZ            bf16fix57
 	BYTE $0x62; BYTE $0x72; BYTE $0x47; BYTE $0x48; BYTE $0x72; BYTE $0xc7 // VCVTNE2PS2BF16 Z7, Z7, Z8
 
-bf16fixed32:
+bf16fixed58:
 	VEXTRACTI64X4 $0x00, Z8, (CX)(R8*2)
 	ADDQ          $0x00000010, R8
 	SUBQ          $0x00000010, R10
@@ -11471,89 +11470,79 @@ scaleheadpart:
 scalentgo:
 	MOVQ DI, R10
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows33
+	JA   longrows59
 	SHLQ $0x03, R10
 
-longrows33:
+longrows59:
 	ADDQ DX, R10
 	MOVL job_flags+0(AX), R11
 
 	PCALIGN $32
 scalentloop:
-	CMPQ        R8, R9
-	JG          scaletail
-	PREFETCHT0  (R10)(R8*2)
-	PREFETCHT0  64(R10)(R8*2)
-	VPMOVZXWD   (DX)(R8*2), Z7
-	VPSLLD      $0x10, Z7, Z7
-	VMULPS      Z6, Z7, Z7
-	VPMOVZXWD   32(DX)(R8*2), Z8
-	VPSLLD      $0x10, Z8, Z8
-	VMULPS      Z6, Z8, Z8
-	VPMOVZXWD   64(DX)(R8*2), Z9
-	VPSLLD      $0x10, Z9, Z9
-	VMULPS      Z6, Z9, Z9
-	VPMOVZXWD   96(DX)(R8*2), Z10
-	VPSLLD      $0x10, Z10, Z10
-	VMULPS      Z6, Z10, Z10
-	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn34
-	VFIXUPIMMPS $0x00, Z3, Z7, Z7
-	VPSRLD      $0x10, Z7, Z12
-	VPANDD      Z0, Z12, Z12
-	VPADDD      Z1, Z12, Z12
-	VPADDD      Z7, Z12, Z12
-	VPANDD      Z2, Z12, Z7
-	VFIXUPIMMPS $0x00, Z3, Z8, Z8
-	VPSRLD      $0x10, Z8, Z12
-	VPANDD      Z0, Z12, Z12
-	VPADDD      Z1, Z12, Z12
-	VPADDD      Z8, Z12, Z12
-	VPANDD      Z2, Z12, Z8
-	VFIXUPIMMPS $0x00, Z3, Z9, Z9
-	VPSRLD      $0x10, Z9, Z12
-	VPANDD      Z0, Z12, Z12
-	VPADDD      Z1, Z12, Z12
-	VPADDD      Z9, Z12, Z12
-	VPANDD      Z2, Z12, Z9
-	VFIXUPIMMPS $0x00, Z3, Z10, Z10
-	VPSRLD      $0x10, Z10, Z12
-	VPANDD      Z0, Z12, Z12
-	VPADDD      Z1, Z12, Z12
-	VPADDD      Z10, Z12, Z12
-	VPANDD      Z2, Z12, Z10
+	CMPQ           R8, R9
+	JG             scaletail
+	PREFETCHT0     (R10)(R8*2)
+	PREFETCHT0     64(R10)(R8*2)
+	VPERMW.Z       (DX)(R8*2), Z3, K1, Z7
+	VMULPS         Z6, Z7, Z7
+	VPERMW.Z       (DX)(R8*2), Z4, K1, Z8
+	VMULPS         Z6, Z8, Z8
+	VPERMW.Z       64(DX)(R8*2), Z3, K1, Z9
+	VMULPS         Z6, Z9, Z9
+	VPERMW.Z       64(DX)(R8*2), Z4, K1, Z10
+	VMULPS         Z6, Z10, Z10
+	TESTL          $0x00000008, job_flags+0(AX)
+	JZ             notrn60
+	VFPCLASSPSZ    $0xa1, Z7, K2
+	VFPCLASSPSZ    $0xa1, Z8, K3
+	KORTESTW       K3, K2
+	JNZ            bf16fix61
+	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xe7 // VCVTNE2PS2BF16 Z7, Z8, Z12
 
-notrn34:
+bf16fixed62:
+	VPERMW.Z       Z12, Z3, K1, Z7
+	VPERMW.Z       Z12, Z4, K1, Z8
+	VFPCLASSPSZ    $0xa1, Z9, K2
+	VFPCLASSPSZ    $0xa1, Z10, K3
+	KORTESTW       K3, K2
+	JNZ            bf16fix63
+	BYTE $0x62; BYTE $0x52; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xe1 // VCVTNE2PS2BF16 Z9, Z10, Z12
+
+bf16fixed64:
+	VPERMW.Z Z12, Z3, K1, Z9
+	VPERMW.Z Z12, Z4, K1, Z10
+
+notrn60:
 	TESTQ  SI, SI
-	JZ     weighed36
+	JZ     weighed66
 	TESTL  $0x00000010, R11
-	JNZ    offset35
+	JNZ    offset65
 	VMULPS (SI)(R8*4), Z7, Z7
 	VMULPS 64(SI)(R8*4), Z8, Z8
 	VMULPS 128(SI)(R8*4), Z9, Z9
 	VMULPS 192(SI)(R8*4), Z10, Z10
 
-weighed36:
-	VFPCLASSPSZ    $0xa1, Z7, K1
-	VFPCLASSPSZ    $0xa1, Z8, K2
-	KORTESTW       K2, K1
-	JNZ            bf16fix37
+weighed66:
+	VFPCLASSPSZ    $0xa1, Z7, K2
+	VFPCLASSPSZ    $0xa1, Z8, K3
+	KORTESTW       K3, K2
+	JNZ            bf16fix67
 	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xe7 // VCVTNE2PS2BF16 Z7, Z8, Z12
 
-bf16fixed38:
+bf16fixed68:
 	VMOVNTDQ       Z12, (CX)(R8*2)
-	VFPCLASSPSZ    $0xa1, Z9, K1
-	VFPCLASSPSZ    $0xa1, Z10, K2
-	KORTESTW       K2, K1
-	JNZ            bf16fix39
+	VFPCLASSPSZ    $0xa1, Z9, K2
+	VFPCLASSPSZ    $0xa1, Z10, K3
+	KORTESTW       K3, K2
+	JNZ            bf16fix69
 	BYTE $0x62; BYTE $0xd2; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xf9 // VCVTNE2PS2BF16 Z9, Z10, Z7
 
-bf16fixed40:
+bf16fixed70:
 	VMOVNTDQ Z7, 64(CX)(R8*2)
 	ADDQ     $0x00000040, R8
 	JMP      scalentloop
 
-offset35:
+offset65:
 	VMOVUPS (SI)(R8*4), Z12
 	VADDPS  Z5, Z12, Z12
 	VMULPS  Z12, Z7, Z7
@@ -11566,40 +11555,41 @@ offset35:
 	VMOVUPS 192(SI)(R8*4), Z12
 	VADDPS  Z5, Z12, Z12
 	VMULPS  Z12, Z10, Z10
-	JMP     weighed36
+	JMP     weighed66
 
 scaletail:
 	ADDQ $0x00000030, R9
 
 scaleone:
-	CMPQ        R8, R9
-	JG          scalepart
-	VPMOVZXWD   (DX)(R8*2), Z7
-	VPSLLD      $0x10, Z7, Z7
-	VMULPS      Z6, Z7, Z7
-	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn41
-	VFIXUPIMMPS $0x00, Z3, Z7, Z7
-	VPSRLD      $0x10, Z7, Z8
-	VPANDD      Z0, Z8, Z8
-	VPADDD      Z1, Z8, Z8
-	VPADDD      Z7, Z8, Z8
-	VPANDD      Z2, Z8, Z7
+	CMPQ           R8, R9
+	JG             scalepart
+	VPMOVZXWD      (DX)(R8*2), Z7
+	VPSLLD         $0x10, Z7, Z7
+	VMULPS         Z6, Z7, Z7
+	TESTL          $0x00000008, job_flags+0(AX)
+	JZ             notrn71
+	VFPCLASSPSZ    $0xa1, Z7, K2
+	KORTESTW       K2, K2
+	JNZ            bf16fix72
+	BYTE $0x62; BYTE $0x72; BYTE $0x47; BYTE $0x48; BYTE $0x72; BYTE $0xc7 // VCVTNE2PS2BF16 Z7, Z7, Z8
 
-notrn41:
+bf16fixed73:
+	VPERMW.Z Z8, Z3, K1, Z7
+
+notrn71:
 	TESTQ   SI, SI
-	JZ      noweight42
+	JZ      noweight74
 	VMOVUPS (SI)(R8*4), Z8
 	VADDPS  Z5, Z8, Z8
 	VMULPS  Z8, Z7, Z7
 
-noweight42:
-	VFPCLASSPSZ    $0xa1, Z7, K1
-	KORTESTW       K1, K1
-	JNZ            bf16fix43
+noweight74:
+	VFPCLASSPSZ    $0xa1, Z7, K2
+	KORTESTW       K2, K2
+	JNZ            bf16fix75
 	BYTE $0x62; BYTE $0x72; BYTE $0x47; BYTE $0x48; BYTE $0x72; BYTE $0xc7 // VCVTNE2PS2BF16 Z7, Z7, Z8
 
-bf16fixed44:
+bf16fixed76:
 	VEXTRACTI64X4 $0x00, Z8, (CX)(R8*2)
 	ADDQ          $0x00000010, R8
 	JMP           scaleone
@@ -11611,35 +11601,36 @@ scalepart:
 
 	// The last n < lanes elements, or the first n of a non-temporal row (i + n < d: back to its loop).
 partout:
-	LEAQ        kmask<>+0(SB), R11
-	KMOVW       (R11)(R10*2), K1
-	VPMOVZXWD.Z (DX)(R8*2), K1, Z7
-	VPSLLD      $0x10, Z7, Z7
-	VMULPS      Z7, Z6, Z7
-	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn45
-	VFIXUPIMMPS $0x00, Z3, Z7, Z7
-	VPSRLD      $0x10, Z7, Z8
-	VPANDD      Z0, Z8, Z8
-	VPADDD      Z1, Z8, Z8
-	VPADDD      Z7, Z8, Z8
-	VPANDD      Z2, Z8, Z7
+	LEAQ           kmask<>+0(SB), R11
+	KMOVW          (R11)(R10*2), K2
+	VPMOVZXWD.Z    (DX)(R8*2), K2, Z7
+	VPSLLD         $0x10, Z7, Z7
+	VMULPS         Z7, Z6, Z7
+	TESTL          $0x00000008, job_flags+0(AX)
+	JZ             notrn77
+	VFPCLASSPSZ    $0xa1, Z7, K3
+	KORTESTW       K3, K3
+	JNZ            bf16fix78
+	BYTE $0x62; BYTE $0x72; BYTE $0x47; BYTE $0x48; BYTE $0x72; BYTE $0xc7 // VCVTNE2PS2BF16 Z7, Z7, Z8
 
-notrn45:
+bf16fixed79:
+	VPERMW.Z Z8, Z3, K1, Z7
+
+notrn77:
 	TESTQ     SI, SI
-	JZ        noweight46
-	VMOVUPS.Z (SI)(R8*4), K1, Z8
+	JZ        noweight80
+	VMOVUPS.Z (SI)(R8*4), K2, Z8
 	VADDPS    Z5, Z8, Z8
 	VMULPS    Z8, Z7, Z7
 
-noweight46:
-	VFPCLASSPSZ    $0xa1, Z7, K2
-	KORTESTW       K2, K2
-	JNZ            bf16fix47
+noweight80:
+	VFPCLASSPSZ    $0xa1, Z7, K3
+	KORTESTW       K3, K3
+	JNZ            bf16fix81
 	BYTE $0x62; BYTE $0x72; BYTE $0x47; BYTE $0x48; BYTE $0x72; BYTE $0xc7 // VCVTNE2PS2BF16 Z7, Z7, Z8
 
-bf16fixed48:
-	VMOVDQU16 Z8, K1, (CX)(R8*2)
+bf16fixed82:
+	VMOVDQU16 Z8, K2, (CX)(R8*2)
 	ADDQ      R10, R8
 	CMPQ      R8, job_d+0(AX)
 	JB        scalentgo
@@ -11667,173 +11658,401 @@ vzero:
 	MOVQ AX, ret+24(FP)
 	RET
 
+bf16fix3:
+	VPSRLD       $0x10, Z6, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z6, Z8, Z8
+	VFPCLASSPSZ  $0x81, Z6, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
+	VPSRLD       $0x10, Z7, Z6
+	VPANDD       Z0, Z6, Z6
+	VPADDD       Z1, Z6, Z6
+	VPADDD       Z7, Z6, Z6
+	VFPCLASSPSZ  $0x81, Z7, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z6
+	VPERMT2W     Z6, Z2, Z8
+	JMP          bf16fixed4
+
+bf16fix5:
+	VPSRLD       $0x10, Z8, Z10
+	VPANDD       Z0, Z10, Z10
+	VPADDD       Z1, Z10, Z10
+	VPADDD       Z8, Z10, Z10
+	VFPCLASSPSZ  $0x81, Z8, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z10
+	VPSRLD       $0x10, Z9, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z9, Z8, Z8
+	VFPCLASSPSZ  $0x81, Z9, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
+	VPERMT2W     Z8, Z2, Z10
+	JMP          bf16fixed6
+
+bf16fix8:
+	VPSRLD       $0x10, Z10, Z13
+	VPANDD       Z0, Z13, Z13
+	VPADDD       Z1, Z13, Z13
+	VPADDD       Z10, Z13, Z13
+	VFPCLASSPSZ  $0x81, Z10, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z13
+	VPSRLD       $0x10, Z12, Z10
+	VPANDD       Z0, Z10, Z10
+	VPADDD       Z1, Z10, Z10
+	VPADDD       Z12, Z10, Z10
+	VFPCLASSPSZ  $0x81, Z12, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z10
+	VPERMT2W     Z10, Z2, Z13
+	JMP          bf16fixed9
+
+bf16fix10:
+	VPSRLD       $0x10, Z10, Z13
+	VPANDD       Z0, Z13, Z13
+	VPADDD       Z1, Z13, Z13
+	VPADDD       Z10, Z13, Z13
+	VFPCLASSPSZ  $0x81, Z10, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z13
+	VPSRLD       $0x10, Z12, Z10
+	VPANDD       Z0, Z10, Z10
+	VPADDD       Z1, Z10, Z10
+	VPADDD       Z12, Z10, Z10
+	VFPCLASSPSZ  $0x81, Z12, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z10
+	VPERMT2W     Z10, Z2, Z13
+	JMP          bf16fixed11
+
 bf16fix12:
-	VPSRLD       $0x10, Z7, Z12
+	VPSRLD       $0x10, Z10, Z12
 	VPANDD       Z0, Z12, Z12
 	VPADDD       Z1, Z12, Z12
-	VPADDD       Z7, Z12, Z12
-	VFPCLASSPSZ  $0x81, Z7, K1
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K1, Z12
-	VPSRLD       $0x10, Z8, Z7
-	VPANDD       Z0, Z7, Z7
-	VPADDD       Z1, Z7, Z7
-	VPADDD       Z8, Z7, Z7
-	VFPCLASSPSZ  $0x81, Z8, K1
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K1, Z7
-	VPERMT2W     Z7, Z4, Z12
+	VPADDD       Z10, Z12, Z12
+	VFPCLASSPSZ  $0x81, Z10, K3
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K3, Z12
+	VPERMT2W     Z12, Z2, Z12
 	JMP          bf16fixed13
 
 bf16fix14:
-	VPSRLD       $0x10, Z9, Z7
-	VPANDD       Z0, Z7, Z7
-	VPADDD       Z1, Z7, Z7
-	VPADDD       Z9, Z7, Z7
-	VFPCLASSPSZ  $0x81, Z9, K1
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K1, Z7
-	VPSRLD       $0x10, Z10, Z8
-	VPANDD       Z0, Z8, Z8
-	VPADDD       Z1, Z8, Z8
-	VPADDD       Z10, Z8, Z8
-	VFPCLASSPSZ  $0x81, Z10, K1
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K1, Z8
-	VPERMT2W     Z8, Z4, Z7
+	VPSRLD       $0x10, Z10, Z12
+	VPANDD       Z0, Z12, Z12
+	VPADDD       Z1, Z12, Z12
+	VPADDD       Z10, Z12, Z12
+	VFPCLASSPSZ  $0x81, Z10, K3
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K3, Z12
+	VPERMT2W     Z12, Z2, Z12
 	JMP          bf16fixed15
 
-bf16fix19:
+bf16fix16:
+	VPSRLD       $0x10, Z10, Z12
+	VPANDD       Z0, Z12, Z12
+	VPADDD       Z1, Z12, Z12
+	VPADDD       Z10, Z12, Z12
+	VFPCLASSPSZ  $0x81, Z10, K3
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K3, Z12
+	VPERMT2W     Z12, Z2, Z12
+	JMP          bf16fixed17
+
+bf16fix18:
+	VPSRLD       $0x10, Z10, Z12
+	VPANDD       Z0, Z12, Z12
+	VPADDD       Z1, Z12, Z12
+	VPADDD       Z10, Z12, Z12
+	VFPCLASSPSZ  $0x81, Z10, K3
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K3, Z12
+	VPERMT2W     Z12, Z2, Z12
+	JMP          bf16fixed19
+
+bf16fix28:
 	VPSRLD       $0x10, Z7, Z12
 	VPANDD       Z0, Z12, Z12
 	VPADDD       Z1, Z12, Z12
 	VPADDD       Z7, Z12, Z12
-	VFPCLASSPSZ  $0x81, Z7, K1
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K1, Z12
+	VFPCLASSPSZ  $0x81, Z7, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z12
 	VPSRLD       $0x10, Z8, Z7
 	VPANDD       Z0, Z7, Z7
 	VPADDD       Z1, Z7, Z7
 	VPADDD       Z8, Z7, Z7
-	VFPCLASSPSZ  $0x81, Z8, K1
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K1, Z7
-	VPERMT2W     Z7, Z4, Z12
-	JMP          bf16fixed20
+	VFPCLASSPSZ  $0x81, Z8, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
+	VPERMT2W     Z7, Z2, Z12
+	JMP          bf16fixed29
 
-bf16fix21:
+bf16fix30:
+	VPSRLD       $0x10, Z9, Z12
+	VPANDD       Z0, Z12, Z12
+	VPADDD       Z1, Z12, Z12
+	VPADDD       Z9, Z12, Z12
+	VFPCLASSPSZ  $0x81, Z9, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z12
+	VPSRLD       $0x10, Z10, Z9
+	VPANDD       Z0, Z9, Z9
+	VPADDD       Z1, Z9, Z9
+	VPADDD       Z10, Z9, Z9
+	VFPCLASSPSZ  $0x81, Z10, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
+	VPERMT2W     Z9, Z2, Z12
+	JMP          bf16fixed31
+
+bf16fix32:
+	VPSRLD       $0x10, Z7, Z12
+	VPANDD       Z0, Z12, Z12
+	VPADDD       Z1, Z12, Z12
+	VPADDD       Z7, Z12, Z12
+	VFPCLASSPSZ  $0x81, Z7, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z12
+	VPSRLD       $0x10, Z8, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z8, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z8, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
+	VPERMT2W     Z7, Z2, Z12
+	JMP          bf16fixed33
+
+bf16fix34:
 	VPSRLD       $0x10, Z9, Z7
 	VPANDD       Z0, Z7, Z7
 	VPADDD       Z1, Z7, Z7
 	VPADDD       Z9, Z7, Z7
-	VFPCLASSPSZ  $0x81, Z9, K1
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K1, Z7
+	VFPCLASSPSZ  $0x81, Z9, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
 	VPSRLD       $0x10, Z10, Z8
 	VPANDD       Z0, Z8, Z8
 	VPADDD       Z1, Z8, Z8
 	VPADDD       Z10, Z8, Z8
-	VFPCLASSPSZ  $0x81, Z10, K1
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K1, Z8
-	VPERMT2W     Z8, Z4, Z7
-	JMP          bf16fixed22
-
-bf16fix25:
-	VPSRLD       $0x10, Z7, Z12
-	VPANDD       Z0, Z12, Z12
-	VPADDD       Z1, Z12, Z12
-	VPADDD       Z7, Z12, Z12
-	VFPCLASSPSZ  $0x81, Z7, K1
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K1, Z12
-	VPSRLD       $0x10, Z8, Z7
-	VPANDD       Z0, Z7, Z7
-	VPADDD       Z1, Z7, Z7
-	VPADDD       Z8, Z7, Z7
-	VFPCLASSPSZ  $0x81, Z8, K1
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K1, Z7
-	VPERMT2W     Z7, Z4, Z12
-	JMP          bf16fixed26
-
-bf16fix27:
-	VPSRLD       $0x10, Z9, Z7
-	VPANDD       Z0, Z7, Z7
-	VPADDD       Z1, Z7, Z7
-	VPADDD       Z9, Z7, Z7
-	VFPCLASSPSZ  $0x81, Z9, K1
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K1, Z7
-	VPSRLD       $0x10, Z10, Z8
-	VPANDD       Z0, Z8, Z8
-	VPADDD       Z1, Z8, Z8
-	VPADDD       Z10, Z8, Z8
-	VFPCLASSPSZ  $0x81, Z10, K1
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K1, Z8
-	VPERMT2W     Z8, Z4, Z7
-	JMP          bf16fixed28
-
-bf16fix31:
-	VPSRLD       $0x10, Z7, Z8
-	VPANDD       Z0, Z8, Z8
-	VPADDD       Z1, Z8, Z8
-	VPADDD       Z7, Z8, Z8
-	VFPCLASSPSZ  $0x81, Z7, K1
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K1, Z8
-	VPERMT2W     Z8, Z4, Z8
-	JMP          bf16fixed32
-
-bf16fix37:
-	VPSRLD       $0x10, Z7, Z12
-	VPANDD       Z0, Z12, Z12
-	VPADDD       Z1, Z12, Z12
-	VPADDD       Z7, Z12, Z12
-	VFPCLASSPSZ  $0x81, Z7, K1
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K1, Z12
-	VPSRLD       $0x10, Z8, Z7
-	VPANDD       Z0, Z7, Z7
-	VPADDD       Z1, Z7, Z7
-	VPADDD       Z8, Z7, Z7
-	VFPCLASSPSZ  $0x81, Z8, K1
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K1, Z7
-	VPERMT2W     Z7, Z4, Z12
-	JMP          bf16fixed38
+	VFPCLASSPSZ  $0x81, Z10, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
+	VPERMT2W     Z8, Z2, Z7
+	JMP          bf16fixed35
 
 bf16fix39:
+	VPSRLD       $0x10, Z7, Z12
+	VPANDD       Z0, Z12, Z12
+	VPADDD       Z1, Z12, Z12
+	VPADDD       Z7, Z12, Z12
+	VFPCLASSPSZ  $0x81, Z7, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z12
+	VPSRLD       $0x10, Z8, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z8, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z8, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
+	VPERMT2W     Z7, Z2, Z12
+	JMP          bf16fixed40
+
+bf16fix41:
+	VPSRLD       $0x10, Z9, Z12
+	VPANDD       Z0, Z12, Z12
+	VPADDD       Z1, Z12, Z12
+	VPADDD       Z9, Z12, Z12
+	VFPCLASSPSZ  $0x81, Z9, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z12
+	VPSRLD       $0x10, Z10, Z9
+	VPANDD       Z0, Z9, Z9
+	VPADDD       Z1, Z9, Z9
+	VPADDD       Z10, Z9, Z9
+	VFPCLASSPSZ  $0x81, Z10, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
+	VPERMT2W     Z9, Z2, Z12
+	JMP          bf16fixed42
+
+bf16fix43:
+	VPSRLD       $0x10, Z7, Z12
+	VPANDD       Z0, Z12, Z12
+	VPADDD       Z1, Z12, Z12
+	VPADDD       Z7, Z12, Z12
+	VFPCLASSPSZ  $0x81, Z7, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z12
+	VPSRLD       $0x10, Z8, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z8, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z8, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
+	VPERMT2W     Z7, Z2, Z12
+	JMP          bf16fixed44
+
+bf16fix45:
 	VPSRLD       $0x10, Z9, Z7
 	VPANDD       Z0, Z7, Z7
 	VPADDD       Z1, Z7, Z7
 	VPADDD       Z9, Z7, Z7
-	VFPCLASSPSZ  $0x81, Z9, K1
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K1, Z7
+	VFPCLASSPSZ  $0x81, Z9, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
 	VPSRLD       $0x10, Z10, Z8
 	VPANDD       Z0, Z8, Z8
 	VPADDD       Z1, Z8, Z8
 	VPADDD       Z10, Z8, Z8
-	VFPCLASSPSZ  $0x81, Z10, K1
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K1, Z8
-	VPERMT2W     Z8, Z4, Z7
-	JMP          bf16fixed40
+	VFPCLASSPSZ  $0x81, Z10, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
+	VPERMT2W     Z8, Z2, Z7
+	JMP          bf16fixed46
 
-bf16fix43:
-	VPSRLD       $0x10, Z7, Z8
+bf16fix49:
+	VPSRLD       $0x10, Z7, Z12
+	VPANDD       Z0, Z12, Z12
+	VPADDD       Z1, Z12, Z12
+	VPADDD       Z7, Z12, Z12
+	VFPCLASSPSZ  $0x81, Z7, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z12
+	VPSRLD       $0x10, Z8, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z8, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z8, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
+	VPERMT2W     Z7, Z2, Z12
+	JMP          bf16fixed50
+
+bf16fix51:
+	VPSRLD       $0x10, Z9, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z9, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z9, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
+	VPSRLD       $0x10, Z10, Z8
 	VPANDD       Z0, Z8, Z8
 	VPADDD       Z1, Z8, Z8
-	VPADDD       Z7, Z8, Z8
-	VFPCLASSPSZ  $0x81, Z7, K1
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K1, Z8
-	VPERMT2W     Z8, Z4, Z8
-	JMP          bf16fixed44
+	VPADDD       Z10, Z8, Z8
+	VFPCLASSPSZ  $0x81, Z10, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
+	VPERMT2W     Z8, Z2, Z7
+	JMP          bf16fixed52
 
-bf16fix47:
+bf16fix54:
 	VPSRLD       $0x10, Z7, Z8
 	VPANDD       Z0, Z8, Z8
 	VPADDD       Z1, Z8, Z8
 	VPADDD       Z7, Z8, Z8
 	VFPCLASSPSZ  $0x81, Z7, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
-	VPERMT2W     Z8, Z4, Z8
-	JMP          bf16fixed48
+	VPERMT2W     Z8, Z2, Z8
+	JMP          bf16fixed55
+
+bf16fix57:
+	VPSRLD       $0x10, Z7, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z7, Z8, Z8
+	VFPCLASSPSZ  $0x81, Z7, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
+	VPERMT2W     Z8, Z2, Z8
+	JMP          bf16fixed58
+
+bf16fix61:
+	VPSRLD       $0x10, Z7, Z12
+	VPANDD       Z0, Z12, Z12
+	VPADDD       Z1, Z12, Z12
+	VPADDD       Z7, Z12, Z12
+	VFPCLASSPSZ  $0x81, Z7, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z12
+	VPSRLD       $0x10, Z8, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z8, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z8, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
+	VPERMT2W     Z7, Z2, Z12
+	JMP          bf16fixed62
+
+bf16fix63:
+	VPSRLD       $0x10, Z9, Z12
+	VPANDD       Z0, Z12, Z12
+	VPADDD       Z1, Z12, Z12
+	VPADDD       Z9, Z12, Z12
+	VFPCLASSPSZ  $0x81, Z9, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z12
+	VPSRLD       $0x10, Z10, Z9
+	VPANDD       Z0, Z9, Z9
+	VPADDD       Z1, Z9, Z9
+	VPADDD       Z10, Z9, Z9
+	VFPCLASSPSZ  $0x81, Z10, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
+	VPERMT2W     Z9, Z2, Z12
+	JMP          bf16fixed64
+
+bf16fix67:
+	VPSRLD       $0x10, Z7, Z12
+	VPANDD       Z0, Z12, Z12
+	VPADDD       Z1, Z12, Z12
+	VPADDD       Z7, Z12, Z12
+	VFPCLASSPSZ  $0x81, Z7, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z12
+	VPSRLD       $0x10, Z8, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z8, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z8, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
+	VPERMT2W     Z7, Z2, Z12
+	JMP          bf16fixed68
+
+bf16fix69:
+	VPSRLD       $0x10, Z9, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z9, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z9, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
+	VPSRLD       $0x10, Z10, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z10, Z8, Z8
+	VFPCLASSPSZ  $0x81, Z10, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
+	VPERMT2W     Z8, Z2, Z7
+	JMP          bf16fixed70
+
+bf16fix72:
+	VPSRLD       $0x10, Z7, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z7, Z8, Z8
+	VFPCLASSPSZ  $0x81, Z7, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
+	VPERMT2W     Z8, Z2, Z8
+	JMP          bf16fixed73
+
+bf16fix75:
+	VPSRLD       $0x10, Z7, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z7, Z8, Z8
+	VFPCLASSPSZ  $0x81, Z7, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
+	VPERMT2W     Z8, Z2, Z8
+	JMP          bf16fixed76
+
+bf16fix78:
+	VPSRLD       $0x10, Z7, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z7, Z8, Z8
+	VFPCLASSPSZ  $0x81, Z7, K3
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K3, Z8
+	VPERMT2W     Z8, Z2, Z8
+	JMP          bf16fixed79
+
+bf16fix81:
+	VPSRLD       $0x10, Z7, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z7, Z8, Z8
+	VFPCLASSPSZ  $0x81, Z7, K3
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K3, Z8
+	VPERMT2W     Z8, Z2, Z8
+	JMP          bf16fixed82
 
 // func avx512bf16NarrowBF16(dst uintptr, src uintptr, n int)
 // Requires: AVX, AVX512BF16, AVX512BW, AVX512DQ, AVX512F
 TEXT ·avx512bf16NarrowBF16(SB), NOSPLIT, $0-24
 	// avx512bf16NarrowBF16 converts n elements: float32 at src rounded to BF16 bits at dst (to nearest, ties to even).
-	VMOVDQU64    oddwords<>+0(SB), Z3
+	VMOVDQU64    oddwords<>+0(SB), Z2
 	VPBROADCASTD avx512bfone<>+0(SB), Z0
 	VPBROADCASTD avx512bfbias<>+0(SB), Z1
-	VPBROADCASTD avx512bfhigh<>+0(SB), Z2
-	VPBROADCASTD avx512bffixnan<>+0(SB), Z2
 	MOVQ         dst+0(FP), AX
 	MOVQ         src+8(FP), CX
 	MOVQ         n+16(FP), DX
@@ -11844,23 +12063,23 @@ TEXT ·avx512bf16NarrowBF16(SB), NOSPLIT, $0-24
 loop4:
 	CMPQ           BX, SI
 	JG             tail
-	VMOVUPS        (CX)(BX*4), Z2
+	VMOVUPS        (CX)(BX*4), Z3
 	VMOVUPS        64(CX)(BX*4), Z4
-	VFPCLASSPSZ    $0xa1, Z2, K1
+	VFPCLASSPSZ    $0xa1, Z3, K1
 	VFPCLASSPSZ    $0xa1, Z4, K2
 	KORTESTW       K2, K1
 	JNZ            bf16fix1
-	BYTE $0x62; BYTE $0xf2; BYTE $0x5f; BYTE $0x48; BYTE $0x72; BYTE $0xea // VCVTNE2PS2BF16 Z2, Z4, Z5
+	BYTE $0x62; BYTE $0xf2; BYTE $0x5f; BYTE $0x48; BYTE $0x72; BYTE $0xeb // VCVTNE2PS2BF16 Z3, Z4, Z5
 
 bf16fixed2:
 	VMOVDQU64      Z5, (AX)(BX*2)
-	VMOVUPS        128(CX)(BX*4), Z2
+	VMOVUPS        128(CX)(BX*4), Z3
 	VMOVUPS        192(CX)(BX*4), Z4
-	VFPCLASSPSZ    $0xa1, Z2, K1
+	VFPCLASSPSZ    $0xa1, Z3, K1
 	VFPCLASSPSZ    $0xa1, Z4, K2
 	KORTESTW       K2, K1
 	JNZ            bf16fix3
-	BYTE $0x62; BYTE $0xf2; BYTE $0x5f; BYTE $0x48; BYTE $0x72; BYTE $0xea // VCVTNE2PS2BF16 Z2, Z4, Z5
+	BYTE $0x62; BYTE $0xf2; BYTE $0x5f; BYTE $0x48; BYTE $0x72; BYTE $0xeb // VCVTNE2PS2BF16 Z3, Z4, Z5
 
 bf16fixed4:
 	VMOVDQU64 Z5, 64(AX)(BX*2)
@@ -11873,11 +12092,11 @@ tail:
 loop1:
 	CMPQ           BX, SI
 	JG             part
-	VMOVUPS        (CX)(BX*4), Z2
-	VFPCLASSPSZ    $0xa1, Z2, K1
+	VMOVUPS        (CX)(BX*4), Z3
+	VFPCLASSPSZ    $0xa1, Z3, K1
 	KORTESTW       K1, K1
 	JNZ            bf16fix5
-	BYTE $0x62; BYTE $0xf2; BYTE $0x6f; BYTE $0x48; BYTE $0x72; BYTE $0xe2 // VCVTNE2PS2BF16 Z2, Z2, Z4
+	BYTE $0x62; BYTE $0xf2; BYTE $0x67; BYTE $0x48; BYTE $0x72; BYTE $0xe3 // VCVTNE2PS2BF16 Z3, Z3, Z4
 
 bf16fixed6:
 	VEXTRACTI64X4 $0x00, Z4, (AX)(BX*2)
@@ -11889,11 +12108,11 @@ part:
 	JZ             done
 	LEAQ           kmask<>+0(SB), SI
 	KMOVW          (SI)(DX*2), K1
-	VMOVUPS.Z      (CX)(BX*4), K1, Z2
-	VFPCLASSPSZ    $0xa1, Z2, K2
+	VMOVUPS.Z      (CX)(BX*4), K1, Z3
+	VFPCLASSPSZ    $0xa1, Z3, K2
 	KORTESTW       K2, K2
 	JNZ            bf16fix7
-	BYTE $0x62; BYTE $0xf2; BYTE $0x6f; BYTE $0x48; BYTE $0x72; BYTE $0xe2 // VCVTNE2PS2BF16 Z2, Z2, Z4
+	BYTE $0x62; BYTE $0xf2; BYTE $0x67; BYTE $0x48; BYTE $0x72; BYTE $0xe3 // VCVTNE2PS2BF16 Z3, Z3, Z4
 
 bf16fixed8:
 	VMOVDQU16 Z4, K1, (AX)(BX*2)
@@ -11903,55 +12122,55 @@ done:
 	RET
 
 bf16fix1:
-	VPSRLD       $0x10, Z2, Z5
+	VPSRLD       $0x10, Z3, Z5
 	VPANDD       Z0, Z5, Z5
 	VPADDD       Z1, Z5, Z5
-	VPADDD       Z2, Z5, Z5
-	VFPCLASSPSZ  $0x81, Z2, K1
+	VPADDD       Z3, Z5, Z5
+	VFPCLASSPSZ  $0x81, Z3, K1
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K1, Z5
-	VPSRLD       $0x10, Z4, Z2
-	VPANDD       Z0, Z2, Z2
-	VPADDD       Z1, Z2, Z2
-	VPADDD       Z4, Z2, Z2
+	VPSRLD       $0x10, Z4, Z3
+	VPANDD       Z0, Z3, Z3
+	VPADDD       Z1, Z3, Z3
+	VPADDD       Z4, Z3, Z3
 	VFPCLASSPSZ  $0x81, Z4, K1
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K1, Z2
-	VPERMT2W     Z2, Z3, Z5
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K1, Z3
+	VPERMT2W     Z3, Z2, Z5
 	JMP          bf16fixed2
 
 bf16fix3:
-	VPSRLD       $0x10, Z2, Z5
+	VPSRLD       $0x10, Z3, Z5
 	VPANDD       Z0, Z5, Z5
 	VPADDD       Z1, Z5, Z5
-	VPADDD       Z2, Z5, Z5
-	VFPCLASSPSZ  $0x81, Z2, K1
+	VPADDD       Z3, Z5, Z5
+	VFPCLASSPSZ  $0x81, Z3, K1
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K1, Z5
-	VPSRLD       $0x10, Z4, Z2
-	VPANDD       Z0, Z2, Z2
-	VPADDD       Z1, Z2, Z2
-	VPADDD       Z4, Z2, Z2
+	VPSRLD       $0x10, Z4, Z3
+	VPANDD       Z0, Z3, Z3
+	VPADDD       Z1, Z3, Z3
+	VPADDD       Z4, Z3, Z3
 	VFPCLASSPSZ  $0x81, Z4, K1
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K1, Z2
-	VPERMT2W     Z2, Z3, Z5
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K1, Z3
+	VPERMT2W     Z3, Z2, Z5
 	JMP          bf16fixed4
 
 bf16fix5:
-	VPSRLD       $0x10, Z2, Z4
+	VPSRLD       $0x10, Z3, Z4
 	VPANDD       Z0, Z4, Z4
 	VPADDD       Z1, Z4, Z4
-	VPADDD       Z2, Z4, Z4
-	VFPCLASSPSZ  $0x81, Z2, K1
+	VPADDD       Z3, Z4, Z4
+	VFPCLASSPSZ  $0x81, Z3, K1
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K1, Z4
-	VPERMT2W     Z4, Z3, Z4
+	VPERMT2W     Z4, Z2, Z4
 	JMP          bf16fixed6
 
 bf16fix7:
-	VPSRLD       $0x10, Z2, Z4
+	VPSRLD       $0x10, Z3, Z4
 	VPANDD       Z0, Z4, Z4
 	VPADDD       Z1, Z4, Z4
-	VPADDD       Z2, Z4, Z4
-	VFPCLASSPSZ  $0x81, Z2, K2
+	VPADDD       Z3, Z4, Z4
+	VFPCLASSPSZ  $0x81, Z3, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z4
-	VPERMT2W     Z4, Z3, Z4
+	VPERMT2W     Z4, Z2, Z4
 	JMP          bf16fixed8
 
 // func callKernel(j *job, from, to int) int: jump to the function job.fn selects, with the

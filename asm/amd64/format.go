@@ -76,6 +76,16 @@ func (g *gen) mulLoad(m Mem, invv, t VecVirtual) {
 	VMULPS(invv, t, t)
 }
 
+// mulLoadAt is mulLoad for vector u of an unrolled loop (see loadAt).
+func (g *gen) mulLoadAt(m Mem, u int, invv, t VecVirtual) {
+	if !g.is16() {
+		g.mulLoad(m, invv, t)
+		return
+	}
+	g.loadAt(m, u, t)
+	VMULPS(invv, t, t)
+}
+
 // bf16Round sets out to the bfloat16 rounding of v: with keepTop the float32 bits of the rounded
 // value, else those bits shifted down to the low 16 of each lane, ready to be packed. t (not v)
 // is scratch; out may be t or v.
@@ -136,12 +146,18 @@ func (g *gen) loadBF16Consts() {
 		return
 	}
 	c := bfConsts[g.s.name]
-	g.bf = bfRegs{ZMM(), ZMM(), ZMM(), ZMM(), ZMM()}
+	g.bf.one, g.bf.bias = ZMM(), ZMM()
+	if !g.cvt { // the avx512bf16 functions keep and fix NaN lanes otherwise (bf16cvt.go)
+		g.bf.high, g.bf.fixNaN = ZMM(), ZMM()
+	}
+	g.bf.oddWords = ZMM()
 	VMOVDQU64(oddWordsAVX512, g.bf.oddWords)
 	VPBROADCASTD(c.one, g.bf.one)
 	VPBROADCASTD(c.bias, g.bf.bias)
-	VPBROADCASTD(c.high, g.bf.high)
-	VPBROADCASTD(c.fixNaN, g.bf.fixNaN)
+	if !g.cvt {
+		VPBROADCASTD(c.high, g.bf.high)
+		VPBROADCASTD(c.fixNaN, g.bf.fixNaN)
+	}
 }
 
 // round returns v rounded to the 16-bit storage format, in a new register.

@@ -80,6 +80,7 @@ type gen struct {
 	// fix-ups wait in cold until flushCold places them after the function's RET.
 	cvt  bool
 	cold []func()
+	wide wideRegs // avx512bf16, bfloat16 rows: the VPERMW widening (bf16cvt.go)
 
 	labels int
 }
@@ -188,6 +189,7 @@ func (g *gen) prologue() {
 	MOVQ(g.field(spec.Job.Stride), g.strideB)
 	SHLQ(U8(map[int]uint8{4: 2, 2: 1}[g.eb]), g.strideB)
 	g.loadBF16Consts()
+	g.loadWidenConsts()
 
 	g.divisor()
 	if g.s.masked {
@@ -430,18 +432,27 @@ func (g *gen) sumSquares(acc []VecVirtual, xr, rr GPVirtual) []VecVirtual {
 // accumulators (first: sets them). On the residual pass the elements are h = x + res (rounded
 // to the storage format), stored back to res at rr first.
 func (g *gen) block(acc []VecVirtual, xr, rr, i GPVirtual, first bool) {
+	if g.add() && g.cvt {
+		g.blockAddCvt(acc, xr, rr, i, first)
+		return
+	}
 	for k := range acc {
 		t := g.s.vec()
-		g.load(g.at(xr, i, k*g.vstep()), t)
+		g.loadAt(g.at(xr, i, k*g.vstep()), k, t)
 		if g.add() {
 			t = g.addResidual(t, g.at(rr, i, k*g.vstep()), nil)
 		}
-		if first {
-			VMULPS(t, t, acc[k])
-		} else {
-			VMULPS(t, t, t)
-			VADDPS(t, acc[k], acc[k])
-		}
+		g.square(acc[k], t, first)
+	}
+}
+
+// square adds t*t to a (first: sets a to it).
+func (g *gen) square(a, t VecVirtual, first bool) {
+	if first {
+		VMULPS(t, t, a)
+	} else {
+		VMULPS(t, t, t)
+		VADDPS(t, a, a)
 	}
 }
 
@@ -459,6 +470,17 @@ func (g *gen) addResidual(t VecVirtual, m Mem, k Op) VecVirtual {
 			g.loadMasked(m, k, r)
 		}
 		VADDPS(r, t, t)
+	}
+	if g.cvt {
+		// Rounded by VCVTNE2PS2BF16, stored from its words and widened back (bf16cvt.go).
+		w := g.narrowCvt(t)
+		if k == nil {
+			VEXTRACTI64X4(U8(0), w, m)
+		} else {
+			VMOVDQU16(w, k, m)
+		}
+		g.widenWords(w, 0, t)
+		return t
 	}
 	if g.is16() {
 		t = g.round(t)
@@ -880,7 +902,7 @@ func (g *gen) scaleLoop(name string, src, i, lim, pf, fl GPVirtual, invv, one Ve
 	ts := make([]VecVirtual, unroll)
 	for u := range ts {
 		ts[u] = g.s.vec()
-		g.mulLoad(g.at(src, i, u*g.vstep()), invv, ts[u])
+		g.mulLoadAt(g.at(src, i, u*g.vstep()), u, invv, ts[u])
 	}
 	if form != spec.Unweighted { // flagRN comes only with a weight
 		g.roundIfRN(ts...)
@@ -974,8 +996,12 @@ func (g *gen) roundIfRN(ts ...VecVirtual) {
 	skip := g.label("notrn")
 	TESTL(U32(spec.FlagRN), g.flags())
 	JZ(LabelRef(skip))
-	for _, t := range ts {
-		g.roundTo(t, g.s.vec(), t) // in place: the code after skip expects t
+	if g.cvt {
+		g.roundCvt(ts)
+	} else {
+		for _, t := range ts {
+			g.roundTo(t, g.s.vec(), t) // in place: the code after skip expects t
+		}
 	}
 	Label(skip)
 }

@@ -47,6 +47,7 @@ func main() {
 	ConstraintExpr("amd64,gc,!purego,!noasm")
 	declareConstants()
 	declareBF16Constants()
+	declareWidenConstants()
 	var ks []spec.Kernel
 	for _, s := range []*isa{avx512, avx2} {
 		k := spec.Kernel{ID: s.kernelID, Prefix: s.name}

@@ -25,11 +25,14 @@ func main() {
 	var kernels, features []string
 	switch runtime.GOARCH {
 	case "amd64":
+		// avx512dq and avx512bf16 decide how the avx512 kernel rounds to bfloat16, not whether
+		// it runs (.ci/run says which).
 		have := map[string]bool{
 			"avx": cpu.X86.HasAVX, "avx2": cpu.X86.HasAVX2, "f16c": cpu.X86.HasF16C,
 			"avx512f": cpu.X86.HasAVX512F, "avx512bw": cpu.X86.HasAVX512BW,
+			"avx512dq": cpu.X86.HasAVX512DQ, "avx512bf16": cpu.X86.HasAVX512BF16,
 		}
-		for _, f := range []string{"avx", "avx2", "f16c", "avx512f", "avx512bw"} {
+		for _, f := range []string{"avx", "avx2", "f16c", "avx512f", "avx512bw", "avx512dq", "avx512bf16"} {
 			if have[f] {
 				features = append(features, f)
 			}

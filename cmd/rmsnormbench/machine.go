@@ -28,10 +28,10 @@ type machine struct {
 }
 
 // relevantFeatures are the cpuid features the kernels depend on (dispatch reads AVX, AVX2, F16C,
-// AVX512F, AVX512BW and ASIMD) or that explain their speed.
+// AVX512F, AVX512BW, AVX512DQ, AVX512BF16 and ASIMD) or that explain their speed.
 var relevantFeatures = []cpuid.FeatureID{
 	cpuid.SSE2, cpuid.AVX, cpuid.AVX2, cpuid.FMA3, cpuid.F16C, cpuid.AVX512F, cpuid.AVX512VL, cpuid.AVX512BW,
-	cpuid.AVX512DQ, cpuid.FP128, cpuid.FP256, cpuid.AVXSLOW, cpuid.ASIMD, cpuid.SVE, cpuid.SVE2,
+	cpuid.AVX512DQ, cpuid.AVX512BF16, cpuid.FP128, cpuid.FP256, cpuid.AVXSLOW, cpuid.ASIMD, cpuid.SVE, cpuid.SVE2,
 }
 
 func describeMachine() machine {

@@ -241,8 +241,12 @@ func packedRows[T elem](r *rowsOf[T], f format, w []float32, eps float32, flags 
 	return true
 }
 
-// checkNorm returns the row length and the weight form of n, or panics if its fields disagree.
+// checkNorm returns the row length and the weight form of n, or panics if its fields disagree
+// or Workers is negative.
 func checkNorm(n *Norm, nm *names) (int, weightMode) {
+	if n.Workers < 0 {
+		nm.fail("Workers = %d is negative (0 or 1: the calling goroutine only)", n.Workers)
+	}
 	switch {
 	case n.Weight != nil:
 		if n.Dim != 0 && n.Dim != len(n.Weight) {
@@ -260,17 +264,17 @@ func checkNorm(n *Norm, nm *names) (int, weightMode) {
 	return n.Dim, unweighted
 }
 
-// shape returns the row length and weight form of n and whether its fields agree (the fast
-// check; checkNorm says what is wrong).
+// shape returns the row length and weight form of n and whether its fields agree and Workers is
+// not negative (the fast check; checkNorm says what is wrong).
 func (n *Norm) shape() (d int, mode weightMode, ok bool) {
 	if n.Weight == nil {
-		return n.Dim, unweighted, n.Dim >= 0 && !n.UnitOffset
+		return n.Dim, unweighted, n.Dim|n.Workers >= 0 && !n.UnitOffset // both >= 0: no sign bit in either
 	}
 	mode = weighted
 	if n.UnitOffset {
 		mode = offset
 	}
-	return len(n.Weight), mode, n.Dim == 0 || n.Dim == len(n.Weight)
+	return len(n.Weight), mode, (n.Dim == 0 || n.Dim == len(n.Weight)) && n.Workers >= 0
 }
 
 // layoutPacked is layout for rows back to back (N = 0), the common call: one row needs no

@@ -29,11 +29,11 @@ type Norm struct {
 	// F.rms_norm, the vLLM and sglang CPU kernels, Gemma 3n and Gemma 4 compute it, and as Gemma 1
 	// to 3 compute (x*inv)*(1+w). It has no effect on float32 rows or without a weight.
 	RoundNormalized bool
-	// Workers is the most goroutines one call may use. 0 or 1: the calling goroutine only. Above
-	// a size threshold (see the package documentation), Apply, Forward, ApplyBF16, ApplyF16 and
-	// Backward split the rows over up to Workers goroutines, the calling one included; below it
-	// the call stays on the calling goroutine. Results are bit-identical for every value of
-	// Workers.
+	// Workers is the most goroutines one call may use. 0 or 1: the calling goroutine only; a
+	// negative value panics. Above a size threshold (see the package documentation), Apply,
+	// Forward, ApplyBF16, ApplyF16 and Backward split the rows over up to Workers goroutines, the
+	// calling one included; below it the call stays on the calling goroutine. Results are
+	// bit-identical for every value of Workers.
 	Workers int
 }
 
@@ -77,9 +77,10 @@ func (n Norm) Forward(dst, x []float32) {
 func (n *Norm) plain() bool { return !n.UnitOffset && n.weighted() }
 
 // weighted reports whether n has a weight, Dim 0 or its length, and one goroutine: the Norms of
-// packedRows.
+// packedRows. Workers is compared unsigned, one comparison as before, so that a negative value
+// is not taken for one goroutine: it goes to the general path, which panics.
 func (n *Norm) weighted() bool {
-	return n.Weight != nil && (n.Dim == 0 || n.Dim == len(n.Weight)) && n.Workers <= 1
+	return n.Weight != nil && (n.Dim == 0 || n.Dim == len(n.Weight)) && uint(n.Workers) <= 1
 }
 
 // packable reports whether the call of n on r is one packedRows takes, by the rules its caller

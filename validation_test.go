@@ -303,3 +303,64 @@ func TestBadInput16(t *testing.T) {
 		mustPanicUnwritten(t, c.name, c.want, c.f, dsts...)
 	}
 }
+
+// A negative Workers panics in every entry point that takes a Norm, before anything is written:
+// with each weight form, on the short paths (a plain weight, rows back to back, a residual) as on
+// the general one, and with no rows at all, as a negative Dim does.
+func TestNegativeWorkers(t *testing.T) {
+	buf := make([]float32, 64)
+	for i := range buf {
+		buf[i] = float32(i%11) - 5
+	}
+	buf16 := make([]uint16, 16)
+	for i := range buf16 {
+		buf16[i] = uint16(0x3c00 + i)
+	}
+	w4 := []float32{1, 2, 3, 4}
+	for _, workers := range []int{-1, -3, math.MinInt} {
+		for _, n := range []Norm{
+			{Weight: w4, Eps: 1e-6},
+			{Weight: w4, Eps: 1e-6, UnitOffset: true},
+			{Weight: w4, Eps: 1e-6, RoundNormalized: true},
+			{Dim: 4, Eps: 1e-6},
+		} {
+			n.Workers = workers
+			ctx := fmt.Sprintf("%+v", n)
+			want := func(fn string) []string {
+				return []string{"rmsnorm: " + fn + ": ", fmt.Sprintf("Workers = %d is negative", workers)}
+			}
+			dst, res, inv := make([]float32, 8), make([]float32, 8), make([]float32, 2)
+			dst16, res16 := make([]uint16, 8), make([]uint16, 8)
+			dx, dw := sentinels(8), sentinels(4)
+			var g Grad
+			if n.Weight != nil {
+				g.DW = dw
+			}
+			cases := []struct {
+				name string
+				fn   string
+				f    func()
+			}{
+				{"Forward", "Norm.Forward", func() { n.Forward(dst, buf[:8]) }},
+				{"Forward in place", "Norm.Forward", func() { n.Forward(buf[:8], buf[:8]) }},
+				{"Apply", "Norm.Apply", func() { n.Apply(Rows{Dst: dst, X: buf[:8]}) }},
+				{"Apply Residual", "Norm.Apply", func() { n.Apply(Rows{Dst: dst, X: buf[:8], Residual: res}) }},
+				{"Apply strided Inv", "Norm.Apply", func() { n.Apply(Rows{Dst: buf[16:32], X: buf[:16], N: 2, Stride: 8, Inv: inv}) }},
+				{"Apply no rows", "Norm.Apply", func() { n.Apply(Rows{}) }},
+				{"ApplyBF16", "Norm.ApplyBF16", func() { n.ApplyBF16(Rows16{Dst: dst16, X: buf16[:8]}) }},
+				{"ApplyBF16 Residual", "Norm.ApplyBF16", func() { n.ApplyBF16(Rows16{Dst: dst16, X: buf16[:8], Residual: res16}) }},
+				{"ApplyF16", "Norm.ApplyF16", func() { n.ApplyF16(Rows16{Dst: dst16, X: buf16[:8]}) }},
+				{"ApplyF16 strided", "Norm.ApplyF16", func() { n.ApplyF16(Rows16{Dst: dst16, X: buf16[:8], N: 1, Stride: 6}) }},
+				{"Backward", "Norm.Backward", func() {
+					g.DX, g.X, g.DY = dx, buf[:8], buf[8:16]
+					n.Backward(g)
+				}},
+				{"Backward no rows", "Norm.Backward", func() { n.Backward(Grad{}) }},
+			}
+			for _, c := range cases {
+				mustPanicUnwritten(t, ctx+" "+c.name, want(c.fn), c.f, buf, dst, res, inv, dx, dw)
+				mustPanicUnwritten(t, ctx+" "+c.name, want(c.fn), c.f, buf16, dst16, res16)
+			}
+		}
+	}
+}

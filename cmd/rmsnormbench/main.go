@@ -88,6 +88,9 @@ func main() {
 	if !slices.Contains([]string{"f32", "bf16", "f16"}, c.format) {
 		fatalf("-format %q: want f32, bf16 or f16", c.format)
 	}
+	if c.workers < 0 {
+		fatalf("-workers %d: want 0 or more", c.workers)
+	}
 	if c.backward && c.format != "f32" {
 		fatalf("-backward takes float32 rows (-format f32)")
 	}

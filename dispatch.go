@@ -3,6 +3,7 @@ package rmsnorm
 import (
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"sync/atomic"
 )
@@ -22,6 +23,9 @@ const (
 	// the tests run both.
 	kernelAVX512BF16
 )
+
+// knownKernels lists every kernel of the package, best first, whatever this CPU and build run.
+var knownKernels = [...]kernelID{kernelAVX512, kernelAVX2, kernelNEON, kernelGeneric}
 
 // kernelNames are the kernels' names to users.
 var kernelNames = [...]string{
@@ -56,11 +60,23 @@ var (
 
 func init() {
 	detect()
-	if name := os.Getenv("RMSNORM_KERNEL"); name != "" && SetKernel(name) != nil {
-		fmt.Fprintf(os.Stderr, "rmsnorm: RMSNORM_KERNEL=%s is not available here (available: %s); using %s\n",
-			name, strings.Join(Kernels(), ", "), Kernel())
+	if msg := setEnvKernel(os.Getenv("RMSNORM_KERNEL")); msg != "" {
+		fmt.Fprintln(os.Stderr, msg)
 	}
 	initKernel = activeKernel()
+}
+
+// setEnvKernel makes the kernel named by RMSNORM_KERNEL (name, empty if unset) the one in use. If
+// it cannot, it returns the line init prints: SetKernel's reason, which tells an unknown name from
+// a kernel this CPU lacks, and the kernel in use instead.
+func setEnvKernel(name string) string {
+	if name == "" {
+		return ""
+	}
+	if err := SetKernel(name); err != nil {
+		return fmt.Sprintf("rmsnorm: RMSNORM_KERNEL: %s; using %s", strings.TrimPrefix(err.Error(), "rmsnorm: "), Kernel())
+	}
+	return ""
 }
 
 // detect fills available from the CPU features (see archKernels) and makes the best kernel active.
@@ -83,15 +99,23 @@ func Kernels() []string {
 	return names
 }
 
-// SetKernel makes the named kernel the one in use. It returns an error naming the available
-// kernels if this CPU (or this build) cannot run it. It is safe to call while other goroutines run
-// Forward: each call uses one kernel from start to end.
+// SetKernel makes the named kernel the one in use. It returns an error naming the known kernels
+// if the name is none of them, or the available ones if this CPU (or this build) cannot run it.
+// It is safe to call while other goroutines run Forward: each call uses one kernel from start to
+// end.
 func SetKernel(name string) error {
 	for _, k := range available {
 		if k.name() == name {
 			active.Store(uint32(k))
 			return nil
 		}
+	}
+	known := make([]string, len(knownKernels))
+	for i, k := range knownKernels {
+		known[i] = k.name()
+	}
+	if !slices.Contains(known, name) {
+		return fmt.Errorf("rmsnorm: unknown kernel %q; known: %s", name, strings.Join(known, ", "))
 	}
 	return fmt.Errorf("rmsnorm: kernel %q is not available here; available: %s", name, strings.Join(Kernels(), ", "))
 }

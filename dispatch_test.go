@@ -1,6 +1,7 @@
 package rmsnorm
 
 import (
+	"fmt"
 	"os"
 	"slices"
 	"strings"
@@ -33,18 +34,51 @@ func TestKernelsList(t *testing.T) {
 }
 
 // RMSNORM_KERNEL picks the kernel at init when it is available; .ci/run relies on this to run the
-// suite once per kernel.
+// suite once per kernel. Otherwise init keeps the best kernel and prints one line saying why: an
+// unknown name, or a kernel this CPU lacks.
 func TestEnvKernel(t *testing.T) {
 	want := os.Getenv("RMSNORM_KERNEL")
 	if want == "" || !slices.Contains(Kernels(), want) {
 		if initKernel.name() != Kernels()[0] {
 			t.Fatalf("init chose %q, want the best kernel %q", initKernel.name(), Kernels()[0])
 		}
-		return
-	}
-	if initKernel.name() != want {
+	} else if initKernel.name() != want {
 		t.Fatalf("RMSNORM_KERNEL=%s but init chose %q", want, initKernel.name())
 	}
+
+	// The line init prints, from the function it calls.
+	defer SetKernel(Kernel())
+	cur, avail := Kernel(), strings.Join(Kernels(), ", ")
+	for _, c := range []struct{ env, line string }{
+		{"AVX2", `rmsnorm: RMSNORM_KERNEL: unknown kernel "AVX2"; known: avx512, avx2, neon, generic; using ` + cur},
+		{missingKernel(t), fmt.Sprintf("rmsnorm: RMSNORM_KERNEL: kernel %q is not available here; available: %s; using %s",
+			missingKernel(t), avail, cur)},
+		{"", ""},
+	} {
+		if line := setEnvKernel(c.env); line != c.line {
+			t.Fatalf("RMSNORM_KERNEL=%s: init prints %q, want %q", c.env, line, c.line)
+		}
+		if Kernel() != cur {
+			t.Fatalf("RMSNORM_KERNEL=%s switched the kernel from %q to %q", c.env, cur, Kernel())
+		}
+	}
+	for _, k := range Kernels() { // an available kernel: no line, and the kernel switches
+		if line := setEnvKernel(k); line != "" || Kernel() != k {
+			t.Fatalf("RMSNORM_KERNEL=%s: init prints %q and uses %q, want no line and %q", k, line, Kernel(), k)
+		}
+	}
+}
+
+// missingKernel returns a kernel of the package this CPU or build cannot run: there is always one,
+// as no CPU runs both the amd64 and the arm64 kernels.
+func missingKernel(t *testing.T) string {
+	for _, k := range knownKernels {
+		if !slices.Contains(Kernels(), k.name()) {
+			return k.name()
+		}
+	}
+	t.Fatalf("Kernels() = %v lists every kernel of the package", Kernels())
+	return ""
 }
 
 func TestSetKernel(t *testing.T) {
@@ -67,14 +101,34 @@ func TestSetKernel(t *testing.T) {
 			t.Fatalf("kernel %s: %v, generic %v", k, y, want)
 		}
 	}
-	err := SetKernel("sse9")
-	if err == nil {
-		t.Fatal("SetKernel(\"sse9\") succeeded")
-	}
-	for _, want := range append([]string{`"sse9"`}, Kernels()...) {
-		if !strings.Contains(err.Error(), want) {
-			t.Fatalf("SetKernel error %q does not mention %s", err, want)
+	// A name the package does not know, and one it knows but cannot run here, are told apart; neither
+	// changes the kernel in use.
+	avail := strings.Join(Kernels(), ", ")
+	for _, c := range []struct{ name, want string }{
+		{"sse9", `rmsnorm: unknown kernel "sse9"; known: avx512, avx2, neon, generic`},
+		{"AVX2", `rmsnorm: unknown kernel "AVX2"; known: avx512, avx2, neon, generic`},
+		{"", `rmsnorm: unknown kernel ""; known: avx512, avx2, neon, generic`},
+		{missingKernel(t), fmt.Sprintf("rmsnorm: kernel %q is not available here; available: %s", missingKernel(t), avail)},
+	} {
+		before := Kernel()
+		err := SetKernel(c.name)
+		if err == nil {
+			t.Fatalf("SetKernel(%q) succeeded", c.name)
 		}
+		if err.Error() != c.want {
+			t.Fatalf("SetKernel(%q): %q, want %q", c.name, err, c.want)
+		}
+		if Kernel() != before {
+			t.Fatalf("the failed SetKernel(%q) switched the kernel from %q to %q", c.name, before, Kernel())
+		}
+	}
+	// The known list is the package's: every kernel name, each once.
+	known := make([]string, 0, len(knownKernels))
+	for _, k := range knownKernels {
+		known = append(known, k.String())
+	}
+	if slices.Sort(known); !slices.Equal(known, slices.Sorted(slices.Values(kernelNames[:]))) {
+		t.Fatalf("knownKernels %v, kernelNames %v", known, kernelNames)
 	}
 }
 

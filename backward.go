@@ -4,7 +4,6 @@ import (
 	"math"
 	"math/bits"
 	"sync"
-	"unsafe"
 )
 
 // Grad describes one backward call for rows laid out as in Rows.
@@ -231,31 +230,21 @@ func (j *job) runBackward(k kernelID, workers int) {
 }
 
 // splitBackward runs the backward job on w goroutines, each on whole blocks of rows, then adds the
-// blocks' partial sums to DW. It takes the job by value, like split.
-//
-//go:noinline
-func (j job) splitBackward(k kernelID, w, blocks int) {
+// blocks' partial sums to DW, column ranges in parallel (see splitCall).
+func (j *job) splitBackward(k kernelID, w, blocks int) {
+	c := newSplit(j, k, w)
+	c.blocks = blocks
 	var acc *[]float32
 	if j.dw != nil {
 		acc = getAcc(blocks * j.d)
-		j.acc = ptr(*acc)
+		c.j.acc = ptr(*acc)
 	}
-	parallel(w, func(i int) {
-		b0, b1 := blocks*i/w, blocks*(i+1)/w
-		jw := j
-		jw.runRange(k, b0*gradBlock, min(b1*gradBlock, j.rows))
-	})
+	c.run(stageBlocks)
 	if acc != nil {
-		p, d := *acc, j.d
-		dw := unsafe.Slice((*float32)(j.dw), d)
-		parallel(w, func(i int) {
-			c0, c1 := d*i/w, d*(i+1)/w
-			for b := range blocks {
-				addInto(dw[c0:c1], p[b*d+c0:b*d+c1])
-			}
-		})
+		c.run(stageColumns)
 		accPool.Put(acc)
 	}
+	c.free()
 }
 
 // call runs rows [from, to) with kernel k: the generic kernel's Go functions directly, the others

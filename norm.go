@@ -34,6 +34,13 @@ type Norm struct {
 	// Forward, ApplyBF16, ApplyF16 and Backward split the rows over up to Workers goroutines, the
 	// calling one included; below it the call stays on the calling goroutine. Results are
 	// bit-identical for every value of Workers.
+	//
+	// A call that splits allocates nothing once a few have run: the state its goroutines share
+	// and Backward's partial sums of the weight gradient (d floats per 32 rows) come from pools,
+	// and the goroutines it starts reuse those of calls that have returned. It allocates what a
+	// pool cannot give it: on the first split calls, when more split calls run at once than
+	// before, after garbage collections have emptied the pools, and for a Backward call with more
+	// blocks of 32 rows than the pooled buffers hold.
 	Workers int
 }
 

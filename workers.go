@@ -1,6 +1,10 @@
 package rmsnorm
 
-import "sync"
+import (
+	"sync"
+	"sync/atomic"
+	"unsafe"
+)
 
 // Multi-core rows (Norm.Workers). Rows are independent in the forward pass, so any split gives the
 // same bits; the backward pass splits on the blocks of the weight gradient (runBackward).
@@ -44,31 +48,104 @@ func (j *job) runWorkers(k kernelID, workers int, elemBytes uintptr) {
 		j.run()
 		return
 	}
-	j.split(k, w)
+	c := newSplit(j, k, w)
+	c.run(stageRows)
+	c.free()
 }
 
-// split runs the forward job on w goroutines. It takes the job by value: the goroutines share
-// this copy, and the caller's job stays on its stack.
-//
-//go:noinline
-func (j job) split(k kernelID, w int) {
-	parallel(w, func(i int) {
-		jw := j
-		jw.runRange(k, j.rows*i/w, j.rows*(i+1)/w)
-	})
+// A split call allocates nothing once a few have run. What its goroutines share is a splitCall
+// (160 bytes) from splitPool; Backward's partial sums, blocks*d floats, come from accPool; the
+// goroutines are started without arguments (see splitQueue), and the runtime reuses the
+// descriptors and stacks of goroutines that have returned. A call allocates a splitCall, or a
+// buffer of partial sums (a larger one when the pooled buffer is too small), only when a pool has
+// none to give: on the first split calls, when more run at once than before, and after garbage
+// collections have emptied the pools (sync.Pool keeps its items through one); and the runtime
+// allocates a goroutine descriptor when it has no exited one to reuse.
+
+// stage is what the parts of a split call run.
+type stage uint8
+
+const (
+	stageRows    stage = iota // a forward job: part i runs the rows [rows*i/parts, rows*(i+1)/parts)
+	stageBlocks               // a backward job: part i runs its share of the blocks of gradBlock rows
+	stageColumns              // after stageBlocks: part i adds its columns of the blocks' partial sums to DW
+)
+
+// splitCall is what the goroutines of one split call share. Shared, it lives on the heap; it
+// comes from splitPool and goes back after the call.
+type splitCall struct {
+	j      job // the validated job; each part runs a copy on its own stack
+	k      kernelID
+	parts  int          // goroutines, the calling one included
+	blocks int          // stageBlocks, stageColumns: the call's blocks of gradBlock rows
+	stage  stage        // what the parts run
+	next   atomic.Int64 // the last part taken: the caller runs part 0, each goroutine the next
+	wg     sync.WaitGroup
 }
 
-// parallel runs fn(0), ..., fn(n-1) on n goroutines, fn(0) on the calling one, and returns when
-// all have returned.
-func parallel(n int, fn func(i int)) {
-	var wg sync.WaitGroup
-	wg.Add(n - 1)
-	for i := 1; i < n; i++ {
-		go func() {
-			defer wg.Done()
-			fn(i)
-		}()
+var splitPool = sync.Pool{New: func() any { return new(splitCall) }}
+
+// splitQueue hands the split calls to the goroutines started for them. A goroutine started with
+// arguments (go c.part(i), or a closure) allocates them, so splitWorker takes none and receives
+// its call here. A call sends itself once per goroutine it has started, after starting it:
+// every goroutine receives one call, not always the one that started it (any call's part is the
+// same work), and a send waits only while the goroutines started before it have yet to receive.
+var splitQueue = make(chan *splitCall, 64)
+
+// newSplit returns a splitCall for j run by kernel k in parts parts.
+func newSplit(j *job, k kernelID, parts int) *splitCall {
+	c := splitPool.Get().(*splitCall)
+	c.j, c.k, c.parts, c.blocks = *j, k, parts, 0
+	return c
+}
+
+// free puts c back into splitPool, without the job: the pool must not keep the caller's rows
+// reachable.
+func (c *splitCall) free() {
+	c.j = job{}
+	splitPool.Put(c)
+}
+
+// run runs the parts of stage s, part 0 on the calling goroutine and each other on a goroutine of
+// its own, and returns when all have returned.
+func (c *splitCall) run(s stage) {
+	c.stage = s
+	c.next.Store(0)
+	c.wg.Add(c.parts - 1)
+	for range c.parts - 1 {
+		go splitWorker()
+		splitQueue <- c
 	}
-	fn(0)
-	wg.Wait()
+	c.runPart(0)
+	c.wg.Wait()
+}
+
+// splitWorker runs the next part of the call it receives. It reads nothing of the call after
+// Done: the caller may reuse it then.
+func splitWorker() {
+	c := <-splitQueue
+	c.runPart(int(c.next.Add(1)))
+	c.wg.Done()
+}
+
+// runPart runs part i of c's stage.
+func (c *splitCall) runPart(i int) {
+	n := c.parts
+	switch c.stage {
+	case stageRows:
+		j := c.j // runRange sets the job's kernel function: each part its own copy
+		j.runRange(c.k, j.rows*i/n, j.rows*(i+1)/n)
+	case stageBlocks:
+		j := c.j
+		b0, b1 := c.blocks*i/n, c.blocks*(i+1)/n
+		j.runRange(c.k, b0*gradBlock, min(b1*gradBlock, j.rows))
+	case stageColumns:
+		d := c.j.d
+		c0, c1 := d*i/n, d*(i+1)/n
+		p := unsafe.Slice((*float32)(c.j.acc), c.blocks*d)
+		dw := unsafe.Slice((*float32)(c.j.dw), d)
+		for b := range c.blocks {
+			addInto(dw[c0:c1], p[b*d+c0:b*d+c1])
+		}
+	}
 }

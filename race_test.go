@@ -1,0 +1,5 @@
+//go:build race
+
+package rmsnorm
+
+func init() { raceEnabled = true }

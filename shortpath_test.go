@@ -1,0 +1,96 @@
+//go:build linux || darwin
+
+package rmsnorm
+
+import (
+	"runtime"
+	"runtime/debug"
+	"strings"
+	"testing"
+	"unsafe"
+)
+
+// Which path a call takes. The entry points send the common calls down short paths (see Apply):
+// forwardRows for a plain weight on rows back to back, packedRows for the other weight forms,
+// residuals and 16-bit rows back to back, applyRows for the rest. A test cannot see the path of
+// an ordinary call without a probe on it, so here the rows lie in an inaccessible page: validation
+// only compares addresses and passes, the kernel faults on its first read, and the stack at the
+// fault names the path that called it. This checks the routing, on every kernel; what each path
+// costs (the zeroing of the job, the copies of a Rows) only BenchmarkOverhead shows.
+
+// pathAtFault runs f, which must fault reading its rows, and returns which of forwardRows,
+// packedRows and applyRows were on the stack when it did.
+func pathAtFault(t *testing.T, name string, f func()) (path []string) {
+	t.Helper()
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		pcs := make([]uintptr, 64)
+		frames := runtime.CallersFrames(pcs[:runtime.Callers(0, pcs)]) // the panicking stack, down to the fault
+		r := recover()
+		if _, fault := r.(interface{ Addr() uintptr }); !fault {
+			t.Fatalf("%s: the call did not fault reading its rows (recovered %v)", name, r)
+		}
+		for {
+			fr, more := frames.Next()
+			for _, p := range []string{"forwardRows", "packedRows", "applyRows"} {
+				if strings.Contains(fr.Function, "rmsnorm."+p+"[") {
+					path = append(path, p)
+				}
+			}
+			if !more {
+				return
+			}
+		}
+	}()
+	f()
+	return nil
+}
+
+func TestShortPathTaken(t *testing.T) {
+	const d = 64
+	g := newGuardedRegion(t, 2*d)
+	// x and x16: rows in the inaccessible page before the region (validation reads no element).
+	x := unsafe.Slice((*float32)(unsafe.Pointer(&g.mem[0])), d)
+	x16 := unsafe.Slice((*uint16)(unsafe.Pointer(&g.mem[0])), d)
+	w, y, res, inv := ones(d), make([]float32, d), make([]float32, d), make([]float32, 1)
+	y16, res16 := make([]uint16, d), make([]uint16, d)
+	plain := Norm{Weight: w, Eps: 1e-6}
+	one := Norm{Weight: w, Eps: 1e-6, Workers: 1}
+	uo := Norm{Weight: w, Eps: 1e-6, UnitOffset: true}
+	rn := Norm{Weight: w, Eps: 1e-6, RoundNormalized: true}
+	unw := Norm{Dim: d, Eps: 1e-6}
+	many := Norm{Weight: w, Eps: 1e-6, Workers: 4} // below the threshold: no split, but Apply's general path
+	cases := []struct {
+		name, path string
+		f          func()
+	}{
+		{"Forward", "forwardRows", func() { Forward(y, x, w, 1e-6) }},
+		{"ForwardBF16", "forwardRows", func() { ForwardBF16(y16, x16, w, 1e-6) }},
+		{"Norm.Forward", "forwardRows", func() { plain.Forward(y, x) }},
+		{"Norm.Forward Workers 1", "forwardRows", func() { one.Forward(y, x) }},
+		{"Apply", "forwardRows", func() { plain.Apply(Rows{Dst: y, X: x}) }},
+		{"Apply Workers 1", "forwardRows", func() { one.Apply(Rows{Dst: y, X: x}) }},
+		{"Norm.Forward UnitOffset", "packedRows", func() { uo.Forward(y, x) }},
+		{"Apply UnitOffset", "packedRows", func() { uo.Apply(Rows{Dst: y, X: x}) }},
+		{"Apply Residual", "packedRows", func() { plain.Apply(Rows{Dst: y, X: x, Residual: res}) }},
+		{"ApplyBF16", "packedRows", func() { plain.ApplyBF16(Rows16{Dst: y16, X: x16}) }},
+		{"ApplyF16 RoundNormalized Residual", "packedRows", func() { rn.ApplyF16(Rows16{Dst: y16, X: x16, Residual: res16}) }},
+		// The general path, for the probe to tell it apart.
+		{"Apply Inv", "applyRows", func() { plain.Apply(Rows{Dst: y, X: x, Inv: inv}) }},
+		{"Apply N", "applyRows", func() { plain.Apply(Rows{Dst: y, X: x, N: 1}) }},
+		{"Apply no weight", "applyRows", func() { unw.Apply(Rows{Dst: y, X: x}) }},
+		{"Norm.Forward Workers 4", "applyRows", func() { many.Forward(y, x) }},
+		{"ApplyBF16 Workers 4", "applyRows", func() { many.ApplyBF16(Rows16{Dst: y16, X: x16}) }},
+	}
+	defer SetKernel(Kernel())
+	for _, k := range testKernels() {
+		if err := SetKernel(k.String()); err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range cases {
+			if got := pathAtFault(t, c.name, c.f); len(got) != 1 || got[0] != c.path {
+				t.Errorf("%s %s: the kernel was called from %v, want %s only", k, c.name, got, c.path)
+			}
+		}
+	}
+}

@@ -230,8 +230,9 @@ func packedRows[T elem](r *rowsOf[T], f format, w []float32, eps float32, flags 
 		k = activeKernel()
 	}
 	v := forwardVariant[f][mode][b2i(res != nil)]
+	dst, x := ptr(r.Dst), ptr(r.X) // read before the job is declared: see applyRows
 	var j job
-	j.init(ptr(r.Dst), ptr(r.X), ptr(w), d, d, eps, flags, uint32(k)*numEntries+uint32(v), mode, f, v, ptr(res), nil, rows)
+	j.init(dst, x, ptr(w), d, d, eps, flags, uint32(k)*numEntries+uint32(v), mode, f, v, ptr(res), nil, rows)
 	if 3*sb >= uintptr(streamBytes) { // x, dst and res could fill the cache
 		j.setMemoryFlags(es)
 	}

@@ -125,9 +125,11 @@ func TestSetKernel(t *testing.T) {
 	// The known list is the package's: every kernel name, each once.
 	known := make([]string, 0, len(knownKernels))
 	for _, k := range knownKernels {
-		known = append(known, k.String())
+		known = append(known, k.name())
 	}
-	if slices.Sort(known); !slices.Equal(known, slices.Sorted(slices.Values(kernelNames[:]))) {
+	// kernelAVX512BF16 shares its name with kernelAVX512: each name once.
+	names := slices.Compact(slices.Sorted(slices.Values(kernelNames[:])))
+	if slices.Sort(known); !slices.Equal(known, names) {
 		t.Fatalf("knownKernels %v, kernelNames %v", known, kernelNames)
 	}
 }

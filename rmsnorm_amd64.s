@@ -100,7 +100,7 @@ GLOBL avx512bfnanhigh<>(SB), RODATA|NOPTR, $4
 DATA avx512bfnanlow<>+0(SB)/4, $0x00007fc0
 GLOBL avx512bfnanlow<>(SB), RODATA|NOPTR, $4
 
-DATA avx512bffixnan<>+0(SB)/4, $0x00000033
+DATA avx512bffixnan<>+0(SB)/4, $0x11111100
 GLOBL avx512bffixnan<>(SB), RODATA|NOPTR, $4
 
 DATA avx2bfone<>+0(SB)/4, $0x00000001
@@ -153,14 +153,14 @@ DATA avx2bfnanlow<>+24(SB)/4, $0x00007fc0
 DATA avx2bfnanlow<>+28(SB)/4, $0x00007fc0
 GLOBL avx2bfnanlow<>(SB), RODATA|NOPTR, $32
 
-DATA avx2bffixnan<>+0(SB)/4, $0x00000033
-DATA avx2bffixnan<>+4(SB)/4, $0x00000033
-DATA avx2bffixnan<>+8(SB)/4, $0x00000033
-DATA avx2bffixnan<>+12(SB)/4, $0x00000033
-DATA avx2bffixnan<>+16(SB)/4, $0x00000033
-DATA avx2bffixnan<>+20(SB)/4, $0x00000033
-DATA avx2bffixnan<>+24(SB)/4, $0x00000033
-DATA avx2bffixnan<>+28(SB)/4, $0x00000033
+DATA avx2bffixnan<>+0(SB)/4, $0x11111100
+DATA avx2bffixnan<>+4(SB)/4, $0x11111100
+DATA avx2bffixnan<>+8(SB)/4, $0x11111100
+DATA avx2bffixnan<>+12(SB)/4, $0x11111100
+DATA avx2bffixnan<>+16(SB)/4, $0x11111100
+DATA avx2bffixnan<>+20(SB)/4, $0x11111100
+DATA avx2bffixnan<>+24(SB)/4, $0x11111100
+DATA avx2bffixnan<>+28(SB)/4, $0x11111100
 GLOBL avx2bffixnan<>(SB), RODATA|NOPTR, $32
 
 DATA widelo<>+0(SB)/2, $0x0000
@@ -1048,17 +1048,18 @@ rowsset:
 	MOVQ         job_w+0(AX), SI
 	MOVQ         job_stride+0(AX), DI
 	SHLQ         $0x01, DI
-	VMOVDQU64    oddwords<>+0(SB), Z4
+	VMOVDQU64    oddwords<>+0(SB), Z5
 	VPBROADCASTD avx512bfone<>+0(SB), Z0
 	VPBROADCASTD avx512bfbias<>+0(SB), Z1
 	VPBROADCASTD avx512bfhigh<>+0(SB), Z2
-	VPBROADCASTD avx512bffixnan<>+0(SB), Z3
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), Z3
+	VPBROADCASTD avx512bffixnan<>+0(SB), Z4
 
 	// fd = float32(d); rd = 1/d when d is a power of two (a/d is then a*rd exactly), else 0.
 	MOVQ       job_d+0(AX), R8
-	VMOVSS     one<>+0(SB), X5
-	VCVTSI2SSQ R8, X5, X5
-	VMOVSS     X5, 368(SP)
+	VMOVSS     one<>+0(SB), X6
+	VCVTSI2SSQ R8, X6, X6
+	VMOVSS     X6, 368(SP)
 	XORL       R10, R10
 	LEAQ       -1(R8), R9
 	TESTQ      R8, R9
@@ -1070,10 +1071,10 @@ rowsset:
 
 notpow2:
 	MOVL         R10, 372(SP)
-	VBROADCASTSS one<>+0(SB), Z5
+	VBROADCASTSS one<>+0(SB), Z6
 	TESTL        $0x00000010, job_flags+0(AX)
 	JNZ          weightadd1
-	VBROADCASTSS negzero<>+0(SB), Z5
+	VBROADCASTSS negzero<>+0(SB), Z6
 
 weightadd1:
 	// Start at row from.
@@ -1115,28 +1116,28 @@ sumrow:
 	MOVQ    job_d+0(AX), R11
 	SUBQ    $0x00000040, R11
 	JGE     firstblock
-	VMOVUPS zero64<>+0(SB), Z6
 	VMOVUPS zero64<>+0(SB), Z7
 	VMOVUPS zero64<>+0(SB), Z8
 	VMOVUPS zero64<>+0(SB), Z9
+	VMOVUPS zero64<>+0(SB), Z10
 	XORQ    R10, R10
 	JMP     sumtail
 
 firstblock:
 	// +0 + square is the square itself: the first block initializes the partials.
 	XORQ      R10, R10
-	VPMOVZXWD (R8)(R10*2), Z6
-	VPSLLD    $0x10, Z6, Z6
-	VMULPS    Z6, Z6, Z6
-	VPMOVZXWD 32(R8)(R10*2), Z7
+	VPMOVZXWD (R8)(R10*2), Z7
 	VPSLLD    $0x10, Z7, Z7
 	VMULPS    Z7, Z7, Z7
-	VPMOVZXWD 64(R8)(R10*2), Z8
+	VPMOVZXWD 32(R8)(R10*2), Z8
 	VPSLLD    $0x10, Z8, Z8
 	VMULPS    Z8, Z8, Z8
-	VPMOVZXWD 96(R8)(R10*2), Z9
+	VPMOVZXWD 64(R8)(R10*2), Z9
 	VPSLLD    $0x10, Z9, Z9
 	VMULPS    Z9, Z9, Z9
+	VPMOVZXWD 96(R8)(R10*2), Z10
+	VPSLLD    $0x10, Z10, Z10
+	VMULPS    Z10, Z10, Z10
 	MOVQ      $0x00000040, R10
 
 	// With flagPF, the rows ahead are prefetched: one loop for both, the flag tested per block.
@@ -1158,22 +1159,22 @@ sumloop:
 	JNZ   sumpf
 
 sumblock:
-	VPMOVZXWD (R8)(R10*2), Z10
-	VPSLLD    $0x10, Z10, Z10
-	VMULPS    Z10, Z10, Z10
-	VADDPS    Z10, Z6, Z6
-	VPMOVZXWD 32(R8)(R10*2), Z10
-	VPSLLD    $0x10, Z10, Z10
-	VMULPS    Z10, Z10, Z10
-	VADDPS    Z10, Z7, Z7
-	VPMOVZXWD 64(R8)(R10*2), Z10
-	VPSLLD    $0x10, Z10, Z10
-	VMULPS    Z10, Z10, Z10
-	VADDPS    Z10, Z8, Z8
-	VPMOVZXWD 96(R8)(R10*2), Z10
-	VPSLLD    $0x10, Z10, Z10
-	VMULPS    Z10, Z10, Z10
-	VADDPS    Z10, Z9, Z9
+	VPMOVZXWD (R8)(R10*2), Z11
+	VPSLLD    $0x10, Z11, Z11
+	VMULPS    Z11, Z11, Z11
+	VADDPS    Z11, Z7, Z7
+	VPMOVZXWD 32(R8)(R10*2), Z11
+	VPSLLD    $0x10, Z11, Z11
+	VMULPS    Z11, Z11, Z11
+	VADDPS    Z11, Z8, Z8
+	VPMOVZXWD 64(R8)(R10*2), Z11
+	VPSLLD    $0x10, Z11, Z11
+	VMULPS    Z11, Z11, Z11
+	VADDPS    Z11, Z9, Z9
+	VPMOVZXWD 96(R8)(R10*2), Z11
+	VPSLLD    $0x10, Z11, Z11
+	VMULPS    Z11, Z11, Z11
+	VADDPS    Z11, Z10, Z10
 	ADDQ      $0x00000040, R10
 	JMP       sumloop
 
@@ -1196,10 +1197,10 @@ sumtail:
 
 tailmask0:
 	KMOVW       (R12)(R13*2), K1
-	VPMOVZXWD.Z (R8)(R10*2), K1, Z10
-	VPSLLD      $0x10, Z10, Z10
-	VMULPS      Z10, Z10, Z10
-	VADDPS      Z10, Z6, Z6
+	VPMOVZXWD.Z (R8)(R10*2), K1, Z11
+	VPSLLD      $0x10, Z11, Z11
+	VMULPS      Z11, Z11, Z11
+	VADDPS      Z11, Z7, Z7
 	MOVQ        R11, R13
 	SUBQ        $0x00000010, R13
 	JLE         summed
@@ -1209,10 +1210,10 @@ tailmask0:
 
 tailmask1:
 	KMOVW       (R12)(R13*2), K1
-	VPMOVZXWD.Z 32(R8)(R10*2), K1, Z10
-	VPSLLD      $0x10, Z10, Z10
-	VMULPS      Z10, Z10, Z10
-	VADDPS      Z10, Z7, Z7
+	VPMOVZXWD.Z 32(R8)(R10*2), K1, Z11
+	VPSLLD      $0x10, Z11, Z11
+	VMULPS      Z11, Z11, Z11
+	VADDPS      Z11, Z8, Z8
 	MOVQ        R11, R13
 	SUBQ        $0x00000020, R13
 	JLE         summed
@@ -1222,10 +1223,10 @@ tailmask1:
 
 tailmask2:
 	KMOVW       (R12)(R13*2), K1
-	VPMOVZXWD.Z 64(R8)(R10*2), K1, Z10
-	VPSLLD      $0x10, Z10, Z10
-	VMULPS      Z10, Z10, Z10
-	VADDPS      Z10, Z8, Z8
+	VPMOVZXWD.Z 64(R8)(R10*2), K1, Z11
+	VPSLLD      $0x10, Z11, Z11
+	VMULPS      Z11, Z11, Z11
+	VADDPS      Z11, Z9, Z9
 	SUBQ        $0x00000030, R11
 	JLE         summed
 	CMPQ        R11, $0x00000010
@@ -1234,18 +1235,18 @@ tailmask2:
 
 tailmask3:
 	KMOVW       (R12)(R11*2), K1
-	VPMOVZXWD.Z 96(R8)(R10*2), K1, Z10
-	VPSLLD      $0x10, Z10, Z10
-	VMULPS      Z10, Z10, Z10
-	VADDPS      Z10, Z9, Z9
+	VPMOVZXWD.Z 96(R8)(R10*2), K1, Z11
+	VPSLLD      $0x10, Z11, Z11
+	VMULPS      Z11, Z11, Z11
+	VADDPS      Z11, Z10, Z10
 
 summed:
-	VADDPS  Z8, Z6, Z6
 	VADDPS  Z9, Z7, Z7
-	VADDPS  Z7, Z6, Z6
+	VADDPS  Z10, Z8, Z8
+	VADDPS  Z8, Z7, Z7
 	CMPQ    336(SP), $0x01
 	JE      invone
-	VMOVUPS Z6, (SP)(R9*1)
+	VMOVUPS Z7, (SP)(R9*1)
 	ADDQ    DI, R8
 	ADDQ    $0x00000040, R9
 	CMPQ    R9, $0x00000100
@@ -1260,72 +1261,76 @@ addsum:
 	MOVQ    job_d+0(AX), R11
 	SUBQ    $0x00000040, R11
 	JGE     addfirstblock
-	VMOVUPS zero64<>+0(SB), Z6
 	VMOVUPS zero64<>+0(SB), Z7
 	VMOVUPS zero64<>+0(SB), Z8
 	VMOVUPS zero64<>+0(SB), Z9
+	VMOVUPS zero64<>+0(SB), Z10
 	XORQ    R10, R10
 	JMP     addsumtail
 
 addfirstblock:
 	// +0 + square is the square itself: the first block initializes the partials.
 	XORQ        R10, R10
-	VPMOVZXWD   (R8)(R10*2), Z6
-	VPSLLD      $0x10, Z6, Z6
-	VPMOVZXWD   (R9)(R10*2), Z7
+	VPMOVZXWD   (R8)(R10*2), Z7
 	VPSLLD      $0x10, Z7, Z7
-	VADDPS      Z7, Z6, Z6
-	VFIXUPIMMPS $0x00, Z3, Z6, Z6
-	VPSRLD      $0x10, Z6, Z7
-	VPANDD      Z0, Z7, Z7
-	VPADDD      Z1, Z7, Z7
-	VPADDD      Z6, Z7, Z7
-	VPANDD      Z2, Z7, Z7
-	VPSRLD      $0x10, Z7, Z6
-	VPMOVDW     Z6, (R9)(R10*2)
-	VMULPS      Z7, Z7, Z6
-	VPMOVZXWD   32(R8)(R10*2), Z7
-	VPSLLD      $0x10, Z7, Z7
-	VPMOVZXWD   32(R9)(R10*2), Z8
+	VPMOVZXWD   (R9)(R10*2), Z8
 	VPSLLD      $0x10, Z8, Z8
 	VADDPS      Z8, Z7, Z7
-	VFIXUPIMMPS $0x00, Z3, Z7, Z7
-	VPSRLD      $0x10, Z7, Z8
-	VPANDD      Z0, Z8, Z8
-	VPADDD      Z1, Z8, Z8
-	VPADDD      Z7, Z8, Z8
-	VPANDD      Z2, Z8, Z8
+	VMOVDQA64   Z3, Z8
+	VFIXUPIMMPS $0x00, Z4, Z7, Z8
 	VPSRLD      $0x10, Z8, Z7
-	VPMOVDW     Z7, 32(R9)(R10*2)
-	VMULPS      Z8, Z8, Z7
-	VPMOVZXWD   64(R8)(R10*2), Z8
+	VPANDD      Z0, Z7, Z7
+	VPADDD      Z1, Z7, Z7
+	VPADDD      Z8, Z7, Z7
+	VPANDD      Z2, Z7, Z7
+	VPSRLD      $0x10, Z7, Z8
+	VPMOVDW     Z8, (R9)(R10*2)
+	VMULPS      Z7, Z7, Z7
+	VPMOVZXWD   32(R8)(R10*2), Z8
 	VPSLLD      $0x10, Z8, Z8
-	VPMOVZXWD   64(R9)(R10*2), Z9
+	VPMOVZXWD   32(R9)(R10*2), Z9
 	VPSLLD      $0x10, Z9, Z9
 	VADDPS      Z9, Z8, Z8
-	VFIXUPIMMPS $0x00, Z3, Z8, Z8
-	VPSRLD      $0x10, Z8, Z9
-	VPANDD      Z0, Z9, Z9
-	VPADDD      Z1, Z9, Z9
-	VPADDD      Z8, Z9, Z9
-	VPANDD      Z2, Z9, Z9
+	VMOVDQA64   Z3, Z9
+	VFIXUPIMMPS $0x00, Z4, Z8, Z9
 	VPSRLD      $0x10, Z9, Z8
-	VPMOVDW     Z8, 64(R9)(R10*2)
-	VMULPS      Z9, Z9, Z8
-	VPMOVZXWD   96(R8)(R10*2), Z9
+	VPANDD      Z0, Z8, Z8
+	VPADDD      Z1, Z8, Z8
+	VPADDD      Z9, Z8, Z8
+	VPANDD      Z2, Z8, Z8
+	VPSRLD      $0x10, Z8, Z9
+	VPMOVDW     Z9, 32(R9)(R10*2)
+	VMULPS      Z8, Z8, Z8
+	VPMOVZXWD   64(R8)(R10*2), Z9
 	VPSLLD      $0x10, Z9, Z9
-	VPMOVZXWD   96(R9)(R10*2), Z10
+	VPMOVZXWD   64(R9)(R10*2), Z10
 	VPSLLD      $0x10, Z10, Z10
 	VADDPS      Z10, Z9, Z9
-	VFIXUPIMMPS $0x00, Z3, Z9, Z9
+	VMOVDQA64   Z3, Z10
+	VFIXUPIMMPS $0x00, Z4, Z9, Z10
+	VPSRLD      $0x10, Z10, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z10, Z9, Z9
+	VPANDD      Z2, Z9, Z9
 	VPSRLD      $0x10, Z9, Z10
+	VPMOVDW     Z10, 64(R9)(R10*2)
+	VMULPS      Z9, Z9, Z9
+	VPMOVZXWD   96(R8)(R10*2), Z10
+	VPSLLD      $0x10, Z10, Z10
+	VPMOVZXWD   96(R9)(R10*2), Z11
+	VPSLLD      $0x10, Z11, Z11
+	VADDPS      Z11, Z10, Z10
+	VMOVDQA64   Z3, Z11
+	VFIXUPIMMPS $0x00, Z4, Z10, Z11
+	VPSRLD      $0x10, Z11, Z10
 	VPANDD      Z0, Z10, Z10
 	VPADDD      Z1, Z10, Z10
-	VPADDD      Z9, Z10, Z10
+	VPADDD      Z11, Z10, Z10
 	VPANDD      Z2, Z10, Z10
-	VPSRLD      $0x10, Z10, Z9
-	VPMOVDW     Z9, 96(R9)(R10*2)
-	VMULPS      Z10, Z10, Z9
+	VPSRLD      $0x10, Z10, Z11
+	VPMOVDW     Z11, 96(R9)(R10*2)
+	VMULPS      Z10, Z10, Z10
 	MOVQ        $0x00000040, R10
 
 	// With flagPF, the rows ahead are prefetched: one loop for both, the flag tested per block.
@@ -1347,66 +1352,70 @@ addsumloop:
 	JNZ   addsumpf
 
 addsumblock:
-	VPMOVZXWD   (R8)(R10*2), Z10
-	VPSLLD      $0x10, Z10, Z10
-	VPMOVZXWD   (R9)(R10*2), Z12
-	VPSLLD      $0x10, Z12, Z12
-	VADDPS      Z12, Z10, Z10
-	VFIXUPIMMPS $0x00, Z3, Z10, Z10
-	VPSRLD      $0x10, Z10, Z12
-	VPANDD      Z0, Z12, Z12
-	VPADDD      Z1, Z12, Z12
-	VPADDD      Z10, Z12, Z12
-	VPANDD      Z2, Z12, Z12
-	VPSRLD      $0x10, Z12, Z10
-	VPMOVDW     Z10, (R9)(R10*2)
-	VMULPS      Z12, Z12, Z12
-	VADDPS      Z12, Z6, Z6
-	VPMOVZXWD   32(R8)(R10*2), Z10
-	VPSLLD      $0x10, Z10, Z10
-	VPMOVZXWD   32(R9)(R10*2), Z12
-	VPSLLD      $0x10, Z12, Z12
-	VADDPS      Z12, Z10, Z10
-	VFIXUPIMMPS $0x00, Z3, Z10, Z10
-	VPSRLD      $0x10, Z10, Z12
-	VPANDD      Z0, Z12, Z12
-	VPADDD      Z1, Z12, Z12
-	VPADDD      Z10, Z12, Z12
-	VPANDD      Z2, Z12, Z12
-	VPSRLD      $0x10, Z12, Z10
-	VPMOVDW     Z10, 32(R9)(R10*2)
-	VMULPS      Z12, Z12, Z12
-	VADDPS      Z12, Z7, Z7
-	VPMOVZXWD   64(R8)(R10*2), Z10
-	VPSLLD      $0x10, Z10, Z10
-	VPMOVZXWD   64(R9)(R10*2), Z12
-	VPSLLD      $0x10, Z12, Z12
-	VADDPS      Z12, Z10, Z10
-	VFIXUPIMMPS $0x00, Z3, Z10, Z10
-	VPSRLD      $0x10, Z10, Z12
-	VPANDD      Z0, Z12, Z12
-	VPADDD      Z1, Z12, Z12
-	VPADDD      Z10, Z12, Z12
-	VPANDD      Z2, Z12, Z12
-	VPSRLD      $0x10, Z12, Z10
-	VPMOVDW     Z10, 64(R9)(R10*2)
-	VMULPS      Z12, Z12, Z12
-	VADDPS      Z12, Z8, Z8
-	VPMOVZXWD   96(R8)(R10*2), Z10
-	VPSLLD      $0x10, Z10, Z10
-	VPMOVZXWD   96(R9)(R10*2), Z12
-	VPSLLD      $0x10, Z12, Z12
-	VADDPS      Z12, Z10, Z10
-	VFIXUPIMMPS $0x00, Z3, Z10, Z10
-	VPSRLD      $0x10, Z10, Z12
-	VPANDD      Z0, Z12, Z12
-	VPADDD      Z1, Z12, Z12
-	VPADDD      Z10, Z12, Z12
-	VPANDD      Z2, Z12, Z12
-	VPSRLD      $0x10, Z12, Z10
-	VPMOVDW     Z10, 96(R9)(R10*2)
-	VMULPS      Z12, Z12, Z12
-	VADDPS      Z12, Z9, Z9
+	VPMOVZXWD   (R8)(R10*2), Z11
+	VPSLLD      $0x10, Z11, Z11
+	VPMOVZXWD   (R9)(R10*2), Z13
+	VPSLLD      $0x10, Z13, Z13
+	VADDPS      Z13, Z11, Z11
+	VMOVDQA64   Z3, Z13
+	VFIXUPIMMPS $0x00, Z4, Z11, Z13
+	VPSRLD      $0x10, Z13, Z11
+	VPANDD      Z0, Z11, Z11
+	VPADDD      Z1, Z11, Z11
+	VPADDD      Z13, Z11, Z11
+	VPANDD      Z2, Z11, Z11
+	VPSRLD      $0x10, Z11, Z13
+	VPMOVDW     Z13, (R9)(R10*2)
+	VMULPS      Z11, Z11, Z11
+	VADDPS      Z11, Z7, Z7
+	VPMOVZXWD   32(R8)(R10*2), Z11
+	VPSLLD      $0x10, Z11, Z11
+	VPMOVZXWD   32(R9)(R10*2), Z13
+	VPSLLD      $0x10, Z13, Z13
+	VADDPS      Z13, Z11, Z11
+	VMOVDQA64   Z3, Z13
+	VFIXUPIMMPS $0x00, Z4, Z11, Z13
+	VPSRLD      $0x10, Z13, Z11
+	VPANDD      Z0, Z11, Z11
+	VPADDD      Z1, Z11, Z11
+	VPADDD      Z13, Z11, Z11
+	VPANDD      Z2, Z11, Z11
+	VPSRLD      $0x10, Z11, Z13
+	VPMOVDW     Z13, 32(R9)(R10*2)
+	VMULPS      Z11, Z11, Z11
+	VADDPS      Z11, Z8, Z8
+	VPMOVZXWD   64(R8)(R10*2), Z11
+	VPSLLD      $0x10, Z11, Z11
+	VPMOVZXWD   64(R9)(R10*2), Z13
+	VPSLLD      $0x10, Z13, Z13
+	VADDPS      Z13, Z11, Z11
+	VMOVDQA64   Z3, Z13
+	VFIXUPIMMPS $0x00, Z4, Z11, Z13
+	VPSRLD      $0x10, Z13, Z11
+	VPANDD      Z0, Z11, Z11
+	VPADDD      Z1, Z11, Z11
+	VPADDD      Z13, Z11, Z11
+	VPANDD      Z2, Z11, Z11
+	VPSRLD      $0x10, Z11, Z13
+	VPMOVDW     Z13, 64(R9)(R10*2)
+	VMULPS      Z11, Z11, Z11
+	VADDPS      Z11, Z9, Z9
+	VPMOVZXWD   96(R8)(R10*2), Z11
+	VPSLLD      $0x10, Z11, Z11
+	VPMOVZXWD   96(R9)(R10*2), Z13
+	VPSLLD      $0x10, Z13, Z13
+	VADDPS      Z13, Z11, Z11
+	VMOVDQA64   Z3, Z13
+	VFIXUPIMMPS $0x00, Z4, Z11, Z13
+	VPSRLD      $0x10, Z13, Z11
+	VPANDD      Z0, Z11, Z11
+	VPADDD      Z1, Z11, Z11
+	VPADDD      Z13, Z11, Z11
+	VPANDD      Z2, Z11, Z11
+	VPSRLD      $0x10, Z11, Z13
+	VPMOVDW     Z13, 96(R9)(R10*2)
+	VMULPS      Z11, Z11, Z11
+	VADDPS      Z11, Z10, Z10
 	ADDQ        $0x00000040, R10
 	JMP         addsumloop
 
@@ -1429,21 +1438,22 @@ addsumtail:
 
 addtailmask0:
 	KMOVW       (R12)(R13*2), K1
-	VPMOVZXWD.Z (R8)(R10*2), K1, Z10
-	VPSLLD      $0x10, Z10, Z10
-	VPMOVZXWD.Z (R9)(R10*2), K1, Z12
-	VPSLLD      $0x10, Z12, Z12
-	VADDPS      Z12, Z10, Z10
-	VFIXUPIMMPS $0x00, Z3, Z10, Z10
-	VPSRLD      $0x10, Z10, Z12
-	VPANDD      Z0, Z12, Z12
-	VPADDD      Z1, Z12, Z12
-	VPADDD      Z10, Z12, Z12
-	VPANDD      Z2, Z12, Z12
-	VPSRLD      $0x10, Z12, Z10
-	VPMOVDW     Z10, K1, (R9)(R10*2)
-	VMULPS      Z12, Z12, Z12
-	VADDPS      Z12, Z6, Z6
+	VPMOVZXWD.Z (R8)(R10*2), K1, Z11
+	VPSLLD      $0x10, Z11, Z11
+	VPMOVZXWD.Z (R9)(R10*2), K1, Z13
+	VPSLLD      $0x10, Z13, Z13
+	VADDPS      Z13, Z11, Z11
+	VMOVDQA64   Z3, Z13
+	VFIXUPIMMPS $0x00, Z4, Z11, Z13
+	VPSRLD      $0x10, Z13, Z11
+	VPANDD      Z0, Z11, Z11
+	VPADDD      Z1, Z11, Z11
+	VPADDD      Z13, Z11, Z11
+	VPANDD      Z2, Z11, Z11
+	VPSRLD      $0x10, Z11, Z13
+	VPMOVDW     Z13, K1, (R9)(R10*2)
+	VMULPS      Z11, Z11, Z11
+	VADDPS      Z11, Z7, Z7
 	MOVQ        R11, R13
 	SUBQ        $0x00000010, R13
 	JLE         addsummed
@@ -1453,21 +1463,22 @@ addtailmask0:
 
 addtailmask1:
 	KMOVW       (R12)(R13*2), K1
-	VPMOVZXWD.Z 32(R8)(R10*2), K1, Z10
-	VPSLLD      $0x10, Z10, Z10
-	VPMOVZXWD.Z 32(R9)(R10*2), K1, Z12
-	VPSLLD      $0x10, Z12, Z12
-	VADDPS      Z12, Z10, Z10
-	VFIXUPIMMPS $0x00, Z3, Z10, Z10
-	VPSRLD      $0x10, Z10, Z12
-	VPANDD      Z0, Z12, Z12
-	VPADDD      Z1, Z12, Z12
-	VPADDD      Z10, Z12, Z12
-	VPANDD      Z2, Z12, Z12
-	VPSRLD      $0x10, Z12, Z10
-	VPMOVDW     Z10, K1, 32(R9)(R10*2)
-	VMULPS      Z12, Z12, Z12
-	VADDPS      Z12, Z7, Z7
+	VPMOVZXWD.Z 32(R8)(R10*2), K1, Z11
+	VPSLLD      $0x10, Z11, Z11
+	VPMOVZXWD.Z 32(R9)(R10*2), K1, Z13
+	VPSLLD      $0x10, Z13, Z13
+	VADDPS      Z13, Z11, Z11
+	VMOVDQA64   Z3, Z13
+	VFIXUPIMMPS $0x00, Z4, Z11, Z13
+	VPSRLD      $0x10, Z13, Z11
+	VPANDD      Z0, Z11, Z11
+	VPADDD      Z1, Z11, Z11
+	VPADDD      Z13, Z11, Z11
+	VPANDD      Z2, Z11, Z11
+	VPSRLD      $0x10, Z11, Z13
+	VPMOVDW     Z13, K1, 32(R9)(R10*2)
+	VMULPS      Z11, Z11, Z11
+	VADDPS      Z11, Z8, Z8
 	MOVQ        R11, R13
 	SUBQ        $0x00000020, R13
 	JLE         addsummed
@@ -1477,21 +1488,22 @@ addtailmask1:
 
 addtailmask2:
 	KMOVW       (R12)(R13*2), K1
-	VPMOVZXWD.Z 64(R8)(R10*2), K1, Z10
-	VPSLLD      $0x10, Z10, Z10
-	VPMOVZXWD.Z 64(R9)(R10*2), K1, Z12
-	VPSLLD      $0x10, Z12, Z12
-	VADDPS      Z12, Z10, Z10
-	VFIXUPIMMPS $0x00, Z3, Z10, Z10
-	VPSRLD      $0x10, Z10, Z12
-	VPANDD      Z0, Z12, Z12
-	VPADDD      Z1, Z12, Z12
-	VPADDD      Z10, Z12, Z12
-	VPANDD      Z2, Z12, Z12
-	VPSRLD      $0x10, Z12, Z10
-	VPMOVDW     Z10, K1, 64(R9)(R10*2)
-	VMULPS      Z12, Z12, Z12
-	VADDPS      Z12, Z8, Z8
+	VPMOVZXWD.Z 64(R8)(R10*2), K1, Z11
+	VPSLLD      $0x10, Z11, Z11
+	VPMOVZXWD.Z 64(R9)(R10*2), K1, Z13
+	VPSLLD      $0x10, Z13, Z13
+	VADDPS      Z13, Z11, Z11
+	VMOVDQA64   Z3, Z13
+	VFIXUPIMMPS $0x00, Z4, Z11, Z13
+	VPSRLD      $0x10, Z13, Z11
+	VPANDD      Z0, Z11, Z11
+	VPADDD      Z1, Z11, Z11
+	VPADDD      Z13, Z11, Z11
+	VPANDD      Z2, Z11, Z11
+	VPSRLD      $0x10, Z11, Z13
+	VPMOVDW     Z13, K1, 64(R9)(R10*2)
+	VMULPS      Z11, Z11, Z11
+	VADDPS      Z11, Z9, Z9
 	SUBQ        $0x00000030, R11
 	JLE         addsummed
 	CMPQ        R11, $0x00000010
@@ -1500,108 +1512,109 @@ addtailmask2:
 
 addtailmask3:
 	KMOVW       (R12)(R11*2), K1
-	VPMOVZXWD.Z 96(R8)(R10*2), K1, Z10
-	VPSLLD      $0x10, Z10, Z10
-	VPMOVZXWD.Z 96(R9)(R10*2), K1, Z12
-	VPSLLD      $0x10, Z12, Z12
-	VADDPS      Z12, Z10, Z10
-	VFIXUPIMMPS $0x00, Z3, Z10, Z10
-	VPSRLD      $0x10, Z10, Z12
-	VPANDD      Z0, Z12, Z12
-	VPADDD      Z1, Z12, Z12
-	VPADDD      Z10, Z12, Z12
-	VPANDD      Z2, Z12, Z12
-	VPSRLD      $0x10, Z12, Z10
-	VPMOVDW     Z10, K1, 96(R9)(R10*2)
-	VMULPS      Z12, Z12, Z12
-	VADDPS      Z12, Z9, Z9
+	VPMOVZXWD.Z 96(R8)(R10*2), K1, Z11
+	VPSLLD      $0x10, Z11, Z11
+	VPMOVZXWD.Z 96(R9)(R10*2), K1, Z13
+	VPSLLD      $0x10, Z13, Z13
+	VADDPS      Z13, Z11, Z11
+	VMOVDQA64   Z3, Z13
+	VFIXUPIMMPS $0x00, Z4, Z11, Z13
+	VPSRLD      $0x10, Z13, Z11
+	VPANDD      Z0, Z11, Z11
+	VPADDD      Z1, Z11, Z11
+	VPADDD      Z13, Z11, Z11
+	VPANDD      Z2, Z11, Z11
+	VPSRLD      $0x10, Z11, Z13
+	VPMOVDW     Z13, K1, 96(R9)(R10*2)
+	VMULPS      Z11, Z11, Z11
+	VADDPS      Z11, Z10, Z10
 
 addsummed:
-	VADDPS Z8, Z6, Z6
 	VADDPS Z9, Z7, Z7
-	VADDPS Z7, Z6, Z6
+	VADDPS Z10, Z8, Z8
+	VADDPS Z8, Z7, Z7
 
 invone:
 	// Halving tree: p[j] += p[j+h] for the remaining h, down to ss.
-	VSHUFF64X2 $0xee, Z6, Z6, Z7
-	VADDPS     Z7, Z6, Z6
-	VSHUFF32X4 $0x01, Z6, Z6, Z7
-	VADDPS     Z7, Z6, Z6
-	VPERMILPS  $0x4e, Z6, Z7
-	VADDPS     Z7, Z6, Z6
-	VPERMILPS  $0xb1, Z6, Z7
-	VADDPS     Z7, Z6, Z6
+	VSHUFF64X2 $0xee, Z7, Z7, Z8
+	VADDPS     Z8, Z7, Z7
+	VSHUFF32X4 $0x01, Z7, Z7, Z8
+	VADDPS     Z8, Z7, Z7
+	VPERMILPS  $0x4e, Z7, Z8
+	VADDPS     Z8, Z7, Z7
+	VPERMILPS  $0xb1, Z7, Z8
+	VADDPS     Z8, Z7, Z7
 
 	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
 	CMPL   372(SP), $0x00
 	JE     divide4
-	VMULSS 372(SP), X6, X6
+	VMULSS 372(SP), X7, X7
 	JMP    divided5
 
 divide4:
-	VDIVSS 368(SP), X6, X6
+	VDIVSS 368(SP), X7, X7
 
 divided5:
-	VADDSS   job_eps+0(AX), X6, X6
-	VUCOMISS tlo<>+0(SB), X6
+	VADDSS   job_eps+0(AX), X7, X7
+	VUCOMISS tlo<>+0(SB), X7
 	JCS      ret
-	VUCOMISS tmax<>+0(SB), X6
+	VUCOMISS tmax<>+0(SB), X7
 	JHI      ret
-	VSQRTSS  X6, X6, X6
-	VMOVSS   one<>+0(SB), X11
-	VDIVSS   X6, X11, X11
+	VSQRTSS  X7, X7, X7
+	VMOVSS   one<>+0(SB), X12
+	VDIVSS   X7, X12, X12
 
 	// Report 1/rms if asked.
 	MOVQ   job_inv+0(AX), R8
 	TESTQ  R8, R8
 	JZ     scale
 	MOVQ   320(SP), R9
-	VMOVSS X11, (R8)(R9*4)
+	VMOVSS X12, (R8)(R9*4)
 	JMP    scale
 
 invgroup:
 	// The rest of the halving tree, four rows at once.
-	VMOVUPS       (SP), Z6
-	VMOVUPS       64(SP), Z7
-	VMOVUPS       128(SP), Z8
-	VMOVUPS       192(SP), Z9
-	VSHUFF64X2    $0x44, Z7, Z6, Z10
-	VSHUFF64X2    $0xee, Z7, Z6, Z6
-	VADDPS        Z6, Z10, Z10
-	VSHUFF64X2    $0x44, Z9, Z8, Z6
-	VSHUFF64X2    $0xee, Z9, Z8, Z7
-	VADDPS        Z7, Z6, Z6
-	VSHUFF32X4    $0x88, Z6, Z10, Z7
-	VSHUFF32X4    $0xdd, Z6, Z10, Z6
-	VADDPS        Z6, Z7, Z7
-	VPERMILPS     $0x4e, Z7, Z6
-	VADDPS        Z6, Z7, Z7
-	VPERMILPS     $0xb1, Z7, Z6
-	VADDPS        Z6, Z7, Z7
+	VMOVUPS       (SP), Z7
+	VMOVUPS       64(SP), Z8
+	VMOVUPS       128(SP), Z9
+	VMOVUPS       192(SP), Z10
+	VSHUFF64X2    $0x44, Z8, Z7, Z11
+	VSHUFF64X2    $0xee, Z8, Z7, Z7
+	VADDPS        Z7, Z11, Z11
+	VSHUFF64X2    $0x44, Z10, Z9, Z7
+	VSHUFF64X2    $0xee, Z10, Z9, Z8
+	VADDPS        Z8, Z7, Z7
+	VSHUFF32X4    $0x88, Z7, Z11, Z8
+	VSHUFF32X4    $0xdd, Z7, Z11, Z7
+	VADDPS        Z7, Z8, Z8
+	VPERMILPS     $0x4e, Z8, Z7
+	VADDPS        Z7, Z8, Z8
+	VPERMILPS     $0xb1, Z8, Z7
+	VADDPS        Z7, Z8, Z8
 	MOVL          $0x00001111, R8
 	KMOVW         R8, K1
-	VCOMPRESSPS.Z Z7, K1, Z6
+	VCOMPRESSPS.Z Z8, K1, Z7
 
 	// t = ss/d + eps for the four rows; any t outside [2^-100, MaxFloat32] sends the group to the one-row path.
 	CMPL         372(SP), $0x00
 	JE           divide6
-	VBROADCASTSS 372(SP), Z7
-	VMULPS       Z7, Z6, Z6
+	VBROADCASTSS 372(SP), Z8
+	VMULPS       Z8, Z7, Z7
 	JMP          divided7
 
 divide6:
-	VBROADCASTSS 368(SP), Z7
-	VDIVPS       Z7, Z6, Z6
+	VBROADCASTSS 368(SP), Z8
+	VDIVPS       Z8, Z7, Z7
 
 divided7:
-	VBROADCASTSS job_eps+0(AX), Z7
-	VADDPS       Z7, Z6, Z6
+	VBROADCASTSS job_eps+0(AX), Z8
+	VADDPS       Z8, Z7, Z7
 	MOVL         $0x0000000f, R8
 	KMOVW        R8, K1
-	VBROADCASTSS tlo<>+0(SB), Z7
-	VBROADCASTSS tmax<>+0(SB), Z8
-	VCMPPS       $0x1d, Z7, Z6, K1, K1
-	VCMPPS       $0x12, Z8, Z6, K1, K1
+	VBROADCASTSS tlo<>+0(SB), Z8
+	VBROADCASTSS tmax<>+0(SB), Z9
+	VCMPPS       $0x1d, Z8, Z7, K1, K1
+	VCMPPS       $0x12, Z9, Z7, K1, K1
 	KMOVW        K1, R8
 	CMPL         R8, $0x0f
 	JE           ginrange
@@ -1609,9 +1622,9 @@ divided7:
 	JMP          row
 
 ginrange:
-	VSQRTPS      Z6, Z6
-	VBROADCASTSS one<>+0(SB), Z11
-	VDIVPS       Z6, Z11, Z11
+	VSQRTPS      Z7, Z7
+	VBROADCASTSS one<>+0(SB), Z12
+	VDIVPS       Z7, Z12, Z12
 
 	// Report 1/rms if asked.
 	MOVQ    job_inv+0(AX), R8
@@ -1620,18 +1633,18 @@ ginrange:
 	MOVQ    320(SP), R9
 	MOVL    $0x0000000f, R10
 	KMOVW   R10, K1
-	VMOVUPS Z11, K1, (R8)(R9*4)
+	VMOVUPS Z12, K1, (R8)(R9*4)
 
 scale:
-	VBROADCASTSS X11, Z6
+	VBROADCASTSS X12, Z7
 	MOVQ         $0x00000000, 344(SP)
 	CMPQ         336(SP), $0x01
 	JE           scalebody
-	VMOVUPS      Z11, 256(SP)
+	VMOVUPS      Z12, 256(SP)
 
 scalerow:
 	MOVQ         344(SP), R8
-	VBROADCASTSS 256(SP)(R8*4), Z6
+	VBROADCASTSS 256(SP)(R8*4), Z7
 
 scalebody:
 	// y = (src*inv)*w, rounded after each multiply.
@@ -1661,74 +1674,82 @@ scaleloop:
 	JNZ   scalelooppf9
 
 scaleloopbody10:
-	VPMOVZXWD   (DX)(R8*2), Z7
-	VPSLLD      $0x10, Z7, Z7
-	VMULPS      Z6, Z7, Z7
-	VPMOVZXWD   32(DX)(R8*2), Z8
+	VPMOVZXWD   (DX)(R8*2), Z8
 	VPSLLD      $0x10, Z8, Z8
-	VMULPS      Z6, Z8, Z8
-	VPMOVZXWD   64(DX)(R8*2), Z9
+	VMULPS      Z7, Z8, Z8
+	VPMOVZXWD   32(DX)(R8*2), Z9
 	VPSLLD      $0x10, Z9, Z9
-	VMULPS      Z6, Z9, Z9
-	VPMOVZXWD   96(DX)(R8*2), Z10
+	VMULPS      Z7, Z9, Z9
+	VPMOVZXWD   64(DX)(R8*2), Z10
 	VPSLLD      $0x10, Z10, Z10
-	VMULPS      Z6, Z10, Z10
+	VMULPS      Z7, Z10, Z10
+	VPMOVZXWD   96(DX)(R8*2), Z11
+	VPSLLD      $0x10, Z11, Z11
+	VMULPS      Z7, Z11, Z11
 	TESTL       $0x00000008, job_flags+0(AX)
 	JZ          notrn11
-	VFIXUPIMMPS $0x00, Z3, Z7, Z7
-	VPSRLD      $0x10, Z7, Z12
-	VPANDD      Z0, Z12, Z12
-	VPADDD      Z1, Z12, Z12
-	VPADDD      Z7, Z12, Z12
-	VPANDD      Z2, Z12, Z7
-	VFIXUPIMMPS $0x00, Z3, Z8, Z8
-	VPSRLD      $0x10, Z8, Z12
-	VPANDD      Z0, Z12, Z12
-	VPADDD      Z1, Z12, Z12
-	VPADDD      Z8, Z12, Z12
-	VPANDD      Z2, Z12, Z8
-	VFIXUPIMMPS $0x00, Z3, Z9, Z9
-	VPSRLD      $0x10, Z9, Z12
-	VPANDD      Z0, Z12, Z12
-	VPADDD      Z1, Z12, Z12
-	VPADDD      Z9, Z12, Z12
-	VPANDD      Z2, Z12, Z9
-	VFIXUPIMMPS $0x00, Z3, Z10, Z10
-	VPSRLD      $0x10, Z10, Z12
-	VPANDD      Z0, Z12, Z12
-	VPADDD      Z1, Z12, Z12
-	VPADDD      Z10, Z12, Z12
-	VPANDD      Z2, Z12, Z10
-
-notrn11:
-	VMULPS      (SI)(R8*4), Z7, Z7
-	VMULPS      64(SI)(R8*4), Z8, Z8
-	VFIXUPIMMPS $0x00, Z3, Z7, Z7
-	VPSRLD      $0x10, Z7, Z12
-	VPANDD      Z0, Z12, Z12
-	VPADDD      Z1, Z12, Z12
-	VPADDD      Z7, Z12, Z12
-	VFIXUPIMMPS $0x00, Z3, Z8, Z8
-	VPSRLD      $0x10, Z8, Z7
-	VPANDD      Z0, Z7, Z7
-	VPADDD      Z1, Z7, Z7
-	VPADDD      Z8, Z7, Z7
-	VPERMT2W    Z7, Z4, Z12
-	VMOVDQU64   Z12, (CX)(R8*2)
-	VMULPS      128(SI)(R8*4), Z9, Z9
-	VMULPS      192(SI)(R8*4), Z10, Z10
-	VFIXUPIMMPS $0x00, Z3, Z9, Z9
-	VPSRLD      $0x10, Z9, Z7
-	VPANDD      Z0, Z7, Z7
-	VPADDD      Z1, Z7, Z7
-	VPADDD      Z9, Z7, Z7
-	VFIXUPIMMPS $0x00, Z3, Z10, Z10
-	VPSRLD      $0x10, Z10, Z8
+	VMOVDQA64   Z3, Z13
+	VFIXUPIMMPS $0x00, Z4, Z8, Z13
+	VPSRLD      $0x10, Z13, Z8
 	VPANDD      Z0, Z8, Z8
 	VPADDD      Z1, Z8, Z8
-	VPADDD      Z10, Z8, Z8
-	VPERMT2W    Z8, Z4, Z7
-	VMOVDQU64   Z7, 64(CX)(R8*2)
+	VPADDD      Z13, Z8, Z8
+	VPANDD      Z2, Z8, Z8
+	VMOVDQA64   Z3, Z13
+	VFIXUPIMMPS $0x00, Z4, Z9, Z13
+	VPSRLD      $0x10, Z13, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z13, Z9, Z9
+	VPANDD      Z2, Z9, Z9
+	VMOVDQA64   Z3, Z13
+	VFIXUPIMMPS $0x00, Z4, Z10, Z13
+	VPSRLD      $0x10, Z13, Z10
+	VPANDD      Z0, Z10, Z10
+	VPADDD      Z1, Z10, Z10
+	VPADDD      Z13, Z10, Z10
+	VPANDD      Z2, Z10, Z10
+	VMOVDQA64   Z3, Z13
+	VFIXUPIMMPS $0x00, Z4, Z11, Z13
+	VPSRLD      $0x10, Z13, Z11
+	VPANDD      Z0, Z11, Z11
+	VPADDD      Z1, Z11, Z11
+	VPADDD      Z13, Z11, Z11
+	VPANDD      Z2, Z11, Z11
+
+notrn11:
+	VMULPS      (SI)(R8*4), Z8, Z8
+	VMULPS      64(SI)(R8*4), Z9, Z9
+	VMOVDQA64   Z3, Z13
+	VFIXUPIMMPS $0x00, Z4, Z8, Z13
+	VPSRLD      $0x10, Z13, Z8
+	VPANDD      Z0, Z8, Z8
+	VPADDD      Z1, Z8, Z8
+	VPADDD      Z13, Z8, Z8
+	VMOVDQA64   Z3, Z13
+	VFIXUPIMMPS $0x00, Z4, Z9, Z13
+	VPSRLD      $0x10, Z13, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z13, Z9, Z9
+	VPERMT2W    Z9, Z5, Z8
+	VMOVDQU64   Z8, (CX)(R8*2)
+	VMULPS      128(SI)(R8*4), Z10, Z10
+	VMULPS      192(SI)(R8*4), Z11, Z11
+	VMOVDQA64   Z3, Z8
+	VFIXUPIMMPS $0x00, Z4, Z10, Z8
+	VPSRLD      $0x10, Z8, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z8, Z9, Z9
+	VMOVDQA64   Z3, Z8
+	VFIXUPIMMPS $0x00, Z4, Z11, Z8
+	VPSRLD      $0x10, Z8, Z10
+	VPANDD      Z0, Z10, Z10
+	VPADDD      Z1, Z10, Z10
+	VPADDD      Z8, Z10, Z10
+	VPERMT2W    Z10, Z5, Z9
+	VMOVDQU64   Z9, 64(CX)(R8*2)
 	ADDQ        $0x00000040, R8
 	JMP         scaleloop
 
@@ -1745,82 +1766,90 @@ scaleloopoffset:
 	JNZ   scaleloopoffsetpf12
 
 scaleloopoffsetbody13:
-	VPMOVZXWD   (DX)(R8*2), Z7
-	VPSLLD      $0x10, Z7, Z7
-	VMULPS      Z6, Z7, Z7
-	VPMOVZXWD   32(DX)(R8*2), Z8
+	VPMOVZXWD   (DX)(R8*2), Z8
 	VPSLLD      $0x10, Z8, Z8
-	VMULPS      Z6, Z8, Z8
-	VPMOVZXWD   64(DX)(R8*2), Z9
+	VMULPS      Z7, Z8, Z8
+	VPMOVZXWD   32(DX)(R8*2), Z9
 	VPSLLD      $0x10, Z9, Z9
-	VMULPS      Z6, Z9, Z9
-	VPMOVZXWD   96(DX)(R8*2), Z10
+	VMULPS      Z7, Z9, Z9
+	VPMOVZXWD   64(DX)(R8*2), Z10
 	VPSLLD      $0x10, Z10, Z10
-	VMULPS      Z6, Z10, Z10
+	VMULPS      Z7, Z10, Z10
+	VPMOVZXWD   96(DX)(R8*2), Z11
+	VPSLLD      $0x10, Z11, Z11
+	VMULPS      Z7, Z11, Z11
 	TESTL       $0x00000008, job_flags+0(AX)
 	JZ          notrn14
-	VFIXUPIMMPS $0x00, Z3, Z7, Z7
-	VPSRLD      $0x10, Z7, Z12
-	VPANDD      Z0, Z12, Z12
-	VPADDD      Z1, Z12, Z12
-	VPADDD      Z7, Z12, Z12
-	VPANDD      Z2, Z12, Z7
-	VFIXUPIMMPS $0x00, Z3, Z8, Z8
-	VPSRLD      $0x10, Z8, Z12
-	VPANDD      Z0, Z12, Z12
-	VPADDD      Z1, Z12, Z12
-	VPADDD      Z8, Z12, Z12
-	VPANDD      Z2, Z12, Z8
-	VFIXUPIMMPS $0x00, Z3, Z9, Z9
-	VPSRLD      $0x10, Z9, Z12
-	VPANDD      Z0, Z12, Z12
-	VPADDD      Z1, Z12, Z12
-	VPADDD      Z9, Z12, Z12
-	VPANDD      Z2, Z12, Z9
-	VFIXUPIMMPS $0x00, Z3, Z10, Z10
-	VPSRLD      $0x10, Z10, Z12
-	VPANDD      Z0, Z12, Z12
-	VPADDD      Z1, Z12, Z12
-	VPADDD      Z10, Z12, Z12
-	VPANDD      Z2, Z12, Z10
-
-notrn14:
-	VMOVUPS     (SI)(R8*4), Z12
-	VADDPS      Z5, Z12, Z12
-	VMULPS      Z12, Z7, Z7
-	VMOVUPS     64(SI)(R8*4), Z12
-	VADDPS      Z5, Z12, Z12
-	VMULPS      Z12, Z8, Z8
-	VFIXUPIMMPS $0x00, Z3, Z7, Z7
-	VPSRLD      $0x10, Z7, Z12
-	VPANDD      Z0, Z12, Z12
-	VPADDD      Z1, Z12, Z12
-	VPADDD      Z7, Z12, Z12
-	VFIXUPIMMPS $0x00, Z3, Z8, Z8
-	VPSRLD      $0x10, Z8, Z7
-	VPANDD      Z0, Z7, Z7
-	VPADDD      Z1, Z7, Z7
-	VPADDD      Z8, Z7, Z7
-	VPERMT2W    Z7, Z4, Z12
-	VMOVDQU64   Z12, (CX)(R8*2)
-	VMOVUPS     128(SI)(R8*4), Z7
-	VADDPS      Z5, Z7, Z7
-	VMULPS      Z7, Z9, Z9
-	VMOVUPS     192(SI)(R8*4), Z7
-	VADDPS      Z5, Z7, Z7
-	VMULPS      Z7, Z10, Z10
-	VFIXUPIMMPS $0x00, Z3, Z9, Z9
-	VPSRLD      $0x10, Z9, Z7
-	VPANDD      Z0, Z7, Z7
-	VPADDD      Z1, Z7, Z7
-	VPADDD      Z9, Z7, Z7
-	VFIXUPIMMPS $0x00, Z3, Z10, Z10
-	VPSRLD      $0x10, Z10, Z8
+	VMOVDQA64   Z3, Z13
+	VFIXUPIMMPS $0x00, Z4, Z8, Z13
+	VPSRLD      $0x10, Z13, Z8
 	VPANDD      Z0, Z8, Z8
 	VPADDD      Z1, Z8, Z8
-	VPADDD      Z10, Z8, Z8
-	VPERMT2W    Z8, Z4, Z7
-	VMOVDQU64   Z7, 64(CX)(R8*2)
+	VPADDD      Z13, Z8, Z8
+	VPANDD      Z2, Z8, Z8
+	VMOVDQA64   Z3, Z13
+	VFIXUPIMMPS $0x00, Z4, Z9, Z13
+	VPSRLD      $0x10, Z13, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z13, Z9, Z9
+	VPANDD      Z2, Z9, Z9
+	VMOVDQA64   Z3, Z13
+	VFIXUPIMMPS $0x00, Z4, Z10, Z13
+	VPSRLD      $0x10, Z13, Z10
+	VPANDD      Z0, Z10, Z10
+	VPADDD      Z1, Z10, Z10
+	VPADDD      Z13, Z10, Z10
+	VPANDD      Z2, Z10, Z10
+	VMOVDQA64   Z3, Z13
+	VFIXUPIMMPS $0x00, Z4, Z11, Z13
+	VPSRLD      $0x10, Z13, Z11
+	VPANDD      Z0, Z11, Z11
+	VPADDD      Z1, Z11, Z11
+	VPADDD      Z13, Z11, Z11
+	VPANDD      Z2, Z11, Z11
+
+notrn14:
+	VMOVUPS     (SI)(R8*4), Z13
+	VADDPS      Z6, Z13, Z13
+	VMULPS      Z13, Z8, Z8
+	VMOVUPS     64(SI)(R8*4), Z13
+	VADDPS      Z6, Z13, Z13
+	VMULPS      Z13, Z9, Z9
+	VMOVDQA64   Z3, Z13
+	VFIXUPIMMPS $0x00, Z4, Z8, Z13
+	VPSRLD      $0x10, Z13, Z8
+	VPANDD      Z0, Z8, Z8
+	VPADDD      Z1, Z8, Z8
+	VPADDD      Z13, Z8, Z8
+	VMOVDQA64   Z3, Z13
+	VFIXUPIMMPS $0x00, Z4, Z9, Z13
+	VPSRLD      $0x10, Z13, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z13, Z9, Z9
+	VPERMT2W    Z9, Z5, Z8
+	VMOVDQU64   Z8, (CX)(R8*2)
+	VMOVUPS     128(SI)(R8*4), Z8
+	VADDPS      Z6, Z8, Z8
+	VMULPS      Z8, Z10, Z10
+	VMOVUPS     192(SI)(R8*4), Z8
+	VADDPS      Z6, Z8, Z8
+	VMULPS      Z8, Z11, Z11
+	VMOVDQA64   Z3, Z8
+	VFIXUPIMMPS $0x00, Z4, Z10, Z8
+	VPSRLD      $0x10, Z8, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z8, Z9, Z9
+	VMOVDQA64   Z3, Z8
+	VFIXUPIMMPS $0x00, Z4, Z11, Z8
+	VPSRLD      $0x10, Z8, Z10
+	VPANDD      Z0, Z10, Z10
+	VPADDD      Z1, Z10, Z10
+	VPADDD      Z8, Z10, Z10
+	VPERMT2W    Z10, Z5, Z9
+	VMOVDQU64   Z9, 64(CX)(R8*2)
 	ADDQ        $0x00000040, R8
 	JMP         scaleloopoffset
 
@@ -1837,42 +1866,46 @@ scaleloopnoweight:
 	JNZ   scaleloopnoweightpf15
 
 scaleloopnoweightbody16:
-	VPMOVZXWD   (DX)(R8*2), Z7
-	VPSLLD      $0x10, Z7, Z7
-	VMULPS      Z6, Z7, Z7
-	VPMOVZXWD   32(DX)(R8*2), Z8
+	VPMOVZXWD   (DX)(R8*2), Z8
 	VPSLLD      $0x10, Z8, Z8
-	VMULPS      Z6, Z8, Z8
-	VPMOVZXWD   64(DX)(R8*2), Z9
+	VMULPS      Z7, Z8, Z8
+	VPMOVZXWD   32(DX)(R8*2), Z9
 	VPSLLD      $0x10, Z9, Z9
-	VMULPS      Z6, Z9, Z9
-	VPMOVZXWD   96(DX)(R8*2), Z10
+	VMULPS      Z7, Z9, Z9
+	VPMOVZXWD   64(DX)(R8*2), Z10
 	VPSLLD      $0x10, Z10, Z10
-	VMULPS      Z6, Z10, Z10
-	VFIXUPIMMPS $0x00, Z3, Z7, Z7
-	VPSRLD      $0x10, Z7, Z12
-	VPANDD      Z0, Z12, Z12
-	VPADDD      Z1, Z12, Z12
-	VPADDD      Z7, Z12, Z12
-	VFIXUPIMMPS $0x00, Z3, Z8, Z8
-	VPSRLD      $0x10, Z8, Z7
-	VPANDD      Z0, Z7, Z7
-	VPADDD      Z1, Z7, Z7
-	VPADDD      Z8, Z7, Z7
-	VPERMT2W    Z7, Z4, Z12
-	VMOVDQU64   Z12, (CX)(R8*2)
-	VFIXUPIMMPS $0x00, Z3, Z9, Z9
-	VPSRLD      $0x10, Z9, Z7
-	VPANDD      Z0, Z7, Z7
-	VPADDD      Z1, Z7, Z7
-	VPADDD      Z9, Z7, Z7
-	VFIXUPIMMPS $0x00, Z3, Z10, Z10
-	VPSRLD      $0x10, Z10, Z8
+	VMULPS      Z7, Z10, Z10
+	VPMOVZXWD   96(DX)(R8*2), Z11
+	VPSLLD      $0x10, Z11, Z11
+	VMULPS      Z7, Z11, Z11
+	VMOVDQA64   Z3, Z13
+	VFIXUPIMMPS $0x00, Z4, Z8, Z13
+	VPSRLD      $0x10, Z13, Z8
 	VPANDD      Z0, Z8, Z8
 	VPADDD      Z1, Z8, Z8
-	VPADDD      Z10, Z8, Z8
-	VPERMT2W    Z8, Z4, Z7
-	VMOVDQU64   Z7, 64(CX)(R8*2)
+	VPADDD      Z13, Z8, Z8
+	VMOVDQA64   Z3, Z13
+	VFIXUPIMMPS $0x00, Z4, Z9, Z13
+	VPSRLD      $0x10, Z13, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z13, Z9, Z9
+	VPERMT2W    Z9, Z5, Z8
+	VMOVDQU64   Z8, (CX)(R8*2)
+	VMOVDQA64   Z3, Z8
+	VFIXUPIMMPS $0x00, Z4, Z10, Z8
+	VPSRLD      $0x10, Z8, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z8, Z9, Z9
+	VMOVDQA64   Z3, Z8
+	VFIXUPIMMPS $0x00, Z4, Z11, Z8
+	VPSRLD      $0x10, Z8, Z10
+	VPANDD      Z0, Z10, Z10
+	VPADDD      Z1, Z10, Z10
+	VPADDD      Z8, Z10, Z10
+	VPERMT2W    Z10, Z5, Z9
+	VMOVDQU64   Z9, 64(CX)(R8*2)
 	ADDQ        $0x00000040, R8
 	JMP         scaleloopnoweight
 
@@ -1895,31 +1928,33 @@ scalent:
 scalehead:
 	CMPQ        R10, $0x00000010
 	JB          scaleheadpart
-	VPMOVZXWD   (DX)(R8*2), Z7
-	VPSLLD      $0x10, Z7, Z7
-	VMULPS      Z6, Z7, Z7
+	VPMOVZXWD   (DX)(R8*2), Z8
+	VPSLLD      $0x10, Z8, Z8
+	VMULPS      Z7, Z8, Z8
 	TESTL       $0x00000008, job_flags+0(AX)
 	JZ          notrn17
-	VFIXUPIMMPS $0x00, Z3, Z7, Z7
-	VPSRLD      $0x10, Z7, Z8
+	VMOVDQA64   Z3, Z9
+	VFIXUPIMMPS $0x00, Z4, Z8, Z9
+	VPSRLD      $0x10, Z9, Z8
 	VPANDD      Z0, Z8, Z8
 	VPADDD      Z1, Z8, Z8
-	VPADDD      Z7, Z8, Z8
-	VPANDD      Z2, Z8, Z7
+	VPADDD      Z9, Z8, Z8
+	VPANDD      Z2, Z8, Z8
 
 notrn17:
 	TESTQ   SI, SI
 	JZ      noweight18
-	VMOVUPS (SI)(R8*4), Z8
-	VADDPS  Z5, Z8, Z8
-	VMULPS  Z8, Z7, Z7
+	VMOVUPS (SI)(R8*4), Z9
+	VADDPS  Z6, Z9, Z9
+	VMULPS  Z9, Z8, Z8
 
 noweight18:
-	VFIXUPIMMPS $0x00, Z3, Z7, Z7
-	VPSRLD      $0x10, Z7, Z8
+	VMOVDQA64   Z3, Z9
+	VFIXUPIMMPS $0x00, Z4, Z8, Z9
+	VPSRLD      $0x10, Z9, Z8
 	VPANDD      Z0, Z8, Z8
 	VPADDD      Z1, Z8, Z8
-	VPADDD      Z7, Z8, Z8
+	VPADDD      Z9, Z8, Z8
 	VPSRLD      $0x10, Z8, Z8
 	VPMOVDW     Z8, (CX)(R8*2)
 	ADDQ        $0x00000010, R8
@@ -1945,96 +1980,104 @@ scalentloop:
 	JG          scaletail
 	PREFETCHT0  (R10)(R8*2)
 	PREFETCHT0  64(R10)(R8*2)
-	VPMOVZXWD   (DX)(R8*2), Z7
-	VPSLLD      $0x10, Z7, Z7
-	VMULPS      Z6, Z7, Z7
-	VPMOVZXWD   32(DX)(R8*2), Z8
+	VPMOVZXWD   (DX)(R8*2), Z8
 	VPSLLD      $0x10, Z8, Z8
-	VMULPS      Z6, Z8, Z8
-	VPMOVZXWD   64(DX)(R8*2), Z9
+	VMULPS      Z7, Z8, Z8
+	VPMOVZXWD   32(DX)(R8*2), Z9
 	VPSLLD      $0x10, Z9, Z9
-	VMULPS      Z6, Z9, Z9
-	VPMOVZXWD   96(DX)(R8*2), Z10
+	VMULPS      Z7, Z9, Z9
+	VPMOVZXWD   64(DX)(R8*2), Z10
 	VPSLLD      $0x10, Z10, Z10
-	VMULPS      Z6, Z10, Z10
+	VMULPS      Z7, Z10, Z10
+	VPMOVZXWD   96(DX)(R8*2), Z11
+	VPSLLD      $0x10, Z11, Z11
+	VMULPS      Z7, Z11, Z11
 	TESTL       $0x00000008, job_flags+0(AX)
 	JZ          notrn20
-	VFIXUPIMMPS $0x00, Z3, Z7, Z7
-	VPSRLD      $0x10, Z7, Z12
-	VPANDD      Z0, Z12, Z12
-	VPADDD      Z1, Z12, Z12
-	VPADDD      Z7, Z12, Z12
-	VPANDD      Z2, Z12, Z7
-	VFIXUPIMMPS $0x00, Z3, Z8, Z8
-	VPSRLD      $0x10, Z8, Z12
-	VPANDD      Z0, Z12, Z12
-	VPADDD      Z1, Z12, Z12
-	VPADDD      Z8, Z12, Z12
-	VPANDD      Z2, Z12, Z8
-	VFIXUPIMMPS $0x00, Z3, Z9, Z9
-	VPSRLD      $0x10, Z9, Z12
-	VPANDD      Z0, Z12, Z12
-	VPADDD      Z1, Z12, Z12
-	VPADDD      Z9, Z12, Z12
-	VPANDD      Z2, Z12, Z9
-	VFIXUPIMMPS $0x00, Z3, Z10, Z10
-	VPSRLD      $0x10, Z10, Z12
-	VPANDD      Z0, Z12, Z12
-	VPADDD      Z1, Z12, Z12
-	VPADDD      Z10, Z12, Z12
-	VPANDD      Z2, Z12, Z10
+	VMOVDQA64   Z3, Z13
+	VFIXUPIMMPS $0x00, Z4, Z8, Z13
+	VPSRLD      $0x10, Z13, Z8
+	VPANDD      Z0, Z8, Z8
+	VPADDD      Z1, Z8, Z8
+	VPADDD      Z13, Z8, Z8
+	VPANDD      Z2, Z8, Z8
+	VMOVDQA64   Z3, Z13
+	VFIXUPIMMPS $0x00, Z4, Z9, Z13
+	VPSRLD      $0x10, Z13, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z13, Z9, Z9
+	VPANDD      Z2, Z9, Z9
+	VMOVDQA64   Z3, Z13
+	VFIXUPIMMPS $0x00, Z4, Z10, Z13
+	VPSRLD      $0x10, Z13, Z10
+	VPANDD      Z0, Z10, Z10
+	VPADDD      Z1, Z10, Z10
+	VPADDD      Z13, Z10, Z10
+	VPANDD      Z2, Z10, Z10
+	VMOVDQA64   Z3, Z13
+	VFIXUPIMMPS $0x00, Z4, Z11, Z13
+	VPSRLD      $0x10, Z13, Z11
+	VPANDD      Z0, Z11, Z11
+	VPADDD      Z1, Z11, Z11
+	VPADDD      Z13, Z11, Z11
+	VPANDD      Z2, Z11, Z11
 
 notrn20:
 	TESTQ  SI, SI
 	JZ     weighed22
 	TESTL  $0x00000010, R11
 	JNZ    offset21
-	VMULPS (SI)(R8*4), Z7, Z7
-	VMULPS 64(SI)(R8*4), Z8, Z8
-	VMULPS 128(SI)(R8*4), Z9, Z9
-	VMULPS 192(SI)(R8*4), Z10, Z10
+	VMULPS (SI)(R8*4), Z8, Z8
+	VMULPS 64(SI)(R8*4), Z9, Z9
+	VMULPS 128(SI)(R8*4), Z10, Z10
+	VMULPS 192(SI)(R8*4), Z11, Z11
 
 weighed22:
-	VFIXUPIMMPS $0x00, Z3, Z7, Z7
-	VPSRLD      $0x10, Z7, Z12
-	VPANDD      Z0, Z12, Z12
-	VPADDD      Z1, Z12, Z12
-	VPADDD      Z7, Z12, Z12
-	VFIXUPIMMPS $0x00, Z3, Z8, Z8
-	VPSRLD      $0x10, Z8, Z7
-	VPANDD      Z0, Z7, Z7
-	VPADDD      Z1, Z7, Z7
-	VPADDD      Z8, Z7, Z7
-	VPERMT2W    Z7, Z4, Z12
-	VMOVNTDQ    Z12, (CX)(R8*2)
-	VFIXUPIMMPS $0x00, Z3, Z9, Z9
-	VPSRLD      $0x10, Z9, Z7
-	VPANDD      Z0, Z7, Z7
-	VPADDD      Z1, Z7, Z7
-	VPADDD      Z9, Z7, Z7
-	VFIXUPIMMPS $0x00, Z3, Z10, Z10
-	VPSRLD      $0x10, Z10, Z8
+	VMOVDQA64   Z3, Z13
+	VFIXUPIMMPS $0x00, Z4, Z8, Z13
+	VPSRLD      $0x10, Z13, Z8
 	VPANDD      Z0, Z8, Z8
 	VPADDD      Z1, Z8, Z8
-	VPADDD      Z10, Z8, Z8
-	VPERMT2W    Z8, Z4, Z7
-	VMOVNTDQ    Z7, 64(CX)(R8*2)
+	VPADDD      Z13, Z8, Z8
+	VMOVDQA64   Z3, Z13
+	VFIXUPIMMPS $0x00, Z4, Z9, Z13
+	VPSRLD      $0x10, Z13, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z13, Z9, Z9
+	VPERMT2W    Z9, Z5, Z8
+	VMOVNTDQ    Z8, (CX)(R8*2)
+	VMOVDQA64   Z3, Z8
+	VFIXUPIMMPS $0x00, Z4, Z10, Z8
+	VPSRLD      $0x10, Z8, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z8, Z9, Z9
+	VMOVDQA64   Z3, Z8
+	VFIXUPIMMPS $0x00, Z4, Z11, Z8
+	VPSRLD      $0x10, Z8, Z10
+	VPANDD      Z0, Z10, Z10
+	VPADDD      Z1, Z10, Z10
+	VPADDD      Z8, Z10, Z10
+	VPERMT2W    Z10, Z5, Z9
+	VMOVNTDQ    Z9, 64(CX)(R8*2)
 	ADDQ        $0x00000040, R8
 	JMP         scalentloop
 
 offset21:
-	VMOVUPS (SI)(R8*4), Z12
-	VADDPS  Z5, Z12, Z12
-	VMULPS  Z12, Z7, Z7
-	VMOVUPS 64(SI)(R8*4), Z12
-	VADDPS  Z5, Z12, Z12
-	VMULPS  Z12, Z8, Z8
-	VMOVUPS 128(SI)(R8*4), Z12
-	VADDPS  Z5, Z12, Z12
-	VMULPS  Z12, Z9, Z9
-	VMOVUPS 192(SI)(R8*4), Z12
-	VADDPS  Z5, Z12, Z12
-	VMULPS  Z12, Z10, Z10
+	VMOVUPS (SI)(R8*4), Z13
+	VADDPS  Z6, Z13, Z13
+	VMULPS  Z13, Z8, Z8
+	VMOVUPS 64(SI)(R8*4), Z13
+	VADDPS  Z6, Z13, Z13
+	VMULPS  Z13, Z9, Z9
+	VMOVUPS 128(SI)(R8*4), Z13
+	VADDPS  Z6, Z13, Z13
+	VMULPS  Z13, Z10, Z10
+	VMOVUPS 192(SI)(R8*4), Z13
+	VADDPS  Z6, Z13, Z13
+	VMULPS  Z13, Z11, Z11
 	JMP     weighed22
 
 scaletail:
@@ -2043,31 +2086,33 @@ scaletail:
 scaleone:
 	CMPQ        R8, R9
 	JG          scalepart
-	VPMOVZXWD   (DX)(R8*2), Z7
-	VPSLLD      $0x10, Z7, Z7
-	VMULPS      Z6, Z7, Z7
+	VPMOVZXWD   (DX)(R8*2), Z8
+	VPSLLD      $0x10, Z8, Z8
+	VMULPS      Z7, Z8, Z8
 	TESTL       $0x00000008, job_flags+0(AX)
 	JZ          notrn23
-	VFIXUPIMMPS $0x00, Z3, Z7, Z7
-	VPSRLD      $0x10, Z7, Z8
+	VMOVDQA64   Z3, Z9
+	VFIXUPIMMPS $0x00, Z4, Z8, Z9
+	VPSRLD      $0x10, Z9, Z8
 	VPANDD      Z0, Z8, Z8
 	VPADDD      Z1, Z8, Z8
-	VPADDD      Z7, Z8, Z8
-	VPANDD      Z2, Z8, Z7
+	VPADDD      Z9, Z8, Z8
+	VPANDD      Z2, Z8, Z8
 
 notrn23:
 	TESTQ   SI, SI
 	JZ      noweight24
-	VMOVUPS (SI)(R8*4), Z8
-	VADDPS  Z5, Z8, Z8
-	VMULPS  Z8, Z7, Z7
+	VMOVUPS (SI)(R8*4), Z9
+	VADDPS  Z6, Z9, Z9
+	VMULPS  Z9, Z8, Z8
 
 noweight24:
-	VFIXUPIMMPS $0x00, Z3, Z7, Z7
-	VPSRLD      $0x10, Z7, Z8
+	VMOVDQA64   Z3, Z9
+	VFIXUPIMMPS $0x00, Z4, Z8, Z9
+	VPSRLD      $0x10, Z9, Z8
 	VPANDD      Z0, Z8, Z8
 	VPADDD      Z1, Z8, Z8
-	VPADDD      Z7, Z8, Z8
+	VPADDD      Z9, Z8, Z8
 	VPSRLD      $0x10, Z8, Z8
 	VPMOVDW     Z8, (CX)(R8*2)
 	ADDQ        $0x00000010, R8
@@ -2082,31 +2127,33 @@ scalepart:
 partout:
 	LEAQ        kmask<>+0(SB), R11
 	KMOVW       (R11)(R10*2), K1
-	VPMOVZXWD.Z (DX)(R8*2), K1, Z7
-	VPSLLD      $0x10, Z7, Z7
-	VMULPS      Z7, Z6, Z7
+	VPMOVZXWD.Z (DX)(R8*2), K1, Z8
+	VPSLLD      $0x10, Z8, Z8
+	VMULPS      Z8, Z7, Z8
 	TESTL       $0x00000008, job_flags+0(AX)
 	JZ          notrn25
-	VFIXUPIMMPS $0x00, Z3, Z7, Z7
-	VPSRLD      $0x10, Z7, Z8
+	VMOVDQA64   Z3, Z9
+	VFIXUPIMMPS $0x00, Z4, Z8, Z9
+	VPSRLD      $0x10, Z9, Z8
 	VPANDD      Z0, Z8, Z8
 	VPADDD      Z1, Z8, Z8
-	VPADDD      Z7, Z8, Z8
-	VPANDD      Z2, Z8, Z7
+	VPADDD      Z9, Z8, Z8
+	VPANDD      Z2, Z8, Z8
 
 notrn25:
 	TESTQ     SI, SI
 	JZ        noweight26
-	VMOVUPS.Z (SI)(R8*4), K1, Z8
-	VADDPS    Z5, Z8, Z8
-	VMULPS    Z8, Z7, Z7
+	VMOVUPS.Z (SI)(R8*4), K1, Z9
+	VADDPS    Z6, Z9, Z9
+	VMULPS    Z9, Z8, Z8
 
 noweight26:
-	VFIXUPIMMPS $0x00, Z3, Z7, Z7
-	VPSRLD      $0x10, Z7, Z8
+	VMOVDQA64   Z3, Z9
+	VFIXUPIMMPS $0x00, Z4, Z8, Z9
+	VPSRLD      $0x10, Z9, Z8
 	VPANDD      Z0, Z8, Z8
 	VPADDD      Z1, Z8, Z8
-	VPADDD      Z7, Z8, Z8
+	VPADDD      Z9, Z8, Z8
 	VPSRLD      $0x10, Z8, Z8
 	VPMOVDW     Z8, K1, (CX)(R8*2)
 	ADDQ        R10, R8
@@ -2987,6 +3034,7 @@ TEXT ·avx512WidenBF16(SB), NOSPLIT, $0-24
 	VPBROADCASTD avx512bfone<>+0(SB), Z0
 	VPBROADCASTD avx512bfbias<>+0(SB), Z0
 	VPBROADCASTD avx512bfhigh<>+0(SB), Z0
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), Z0
 	VPBROADCASTD avx512bffixnan<>+0(SB), Z0
 	MOVQ         dst+0(FP), AX
 	MOVQ         src+8(FP), CX
@@ -3094,7 +3142,8 @@ TEXT ·avx512NarrowBF16(SB), NOSPLIT, $0-24
 	VPBROADCASTD avx512bfone<>+0(SB), Z0
 	VPBROADCASTD avx512bfbias<>+0(SB), Z1
 	VPBROADCASTD avx512bfhigh<>+0(SB), Z2
-	VPBROADCASTD avx512bffixnan<>+0(SB), Z2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), Z2
+	VPBROADCASTD avx512bffixnan<>+0(SB), Z4
 	MOVQ         dst+0(FP), AX
 	MOVQ         src+8(FP), CX
 	MOVQ         n+16(FP), DX
@@ -3105,34 +3154,38 @@ TEXT ·avx512NarrowBF16(SB), NOSPLIT, $0-24
 loop4:
 	CMPQ        BX, SI
 	JG          tail
-	VMOVUPS     (CX)(BX*4), Z4
-	VMOVUPS     64(CX)(BX*4), Z5
-	VFIXUPIMMPS $0x00, Z2, Z4, Z4
-	VPSRLD      $0x10, Z4, Z6
+	VMOVUPS     (CX)(BX*4), Z5
+	VMOVUPS     64(CX)(BX*4), Z6
+	VMOVDQA64   Z2, Z7
+	VFIXUPIMMPS $0x00, Z4, Z5, Z7
+	VPSRLD      $0x10, Z7, Z5
+	VPANDD      Z0, Z5, Z5
+	VPADDD      Z1, Z5, Z5
+	VPADDD      Z7, Z5, Z5
+	VMOVDQA64   Z2, Z7
+	VFIXUPIMMPS $0x00, Z4, Z6, Z7
+	VPSRLD      $0x10, Z7, Z6
 	VPANDD      Z0, Z6, Z6
 	VPADDD      Z1, Z6, Z6
-	VPADDD      Z4, Z6, Z6
-	VFIXUPIMMPS $0x00, Z2, Z5, Z5
-	VPSRLD      $0x10, Z5, Z4
-	VPANDD      Z0, Z4, Z4
-	VPADDD      Z1, Z4, Z4
-	VPADDD      Z5, Z4, Z4
-	VPERMT2W    Z4, Z3, Z6
-	VMOVDQU64   Z6, (AX)(BX*2)
-	VMOVUPS     128(CX)(BX*4), Z4
-	VMOVUPS     192(CX)(BX*4), Z5
-	VFIXUPIMMPS $0x00, Z2, Z4, Z4
-	VPSRLD      $0x10, Z4, Z6
+	VPADDD      Z7, Z6, Z6
+	VPERMT2W    Z6, Z3, Z5
+	VMOVDQU64   Z5, (AX)(BX*2)
+	VMOVUPS     128(CX)(BX*4), Z5
+	VMOVUPS     192(CX)(BX*4), Z6
+	VMOVDQA64   Z2, Z7
+	VFIXUPIMMPS $0x00, Z4, Z5, Z7
+	VPSRLD      $0x10, Z7, Z5
+	VPANDD      Z0, Z5, Z5
+	VPADDD      Z1, Z5, Z5
+	VPADDD      Z7, Z5, Z5
+	VMOVDQA64   Z2, Z7
+	VFIXUPIMMPS $0x00, Z4, Z6, Z7
+	VPSRLD      $0x10, Z7, Z6
 	VPANDD      Z0, Z6, Z6
 	VPADDD      Z1, Z6, Z6
-	VPADDD      Z4, Z6, Z6
-	VFIXUPIMMPS $0x00, Z2, Z5, Z5
-	VPSRLD      $0x10, Z5, Z4
-	VPANDD      Z0, Z4, Z4
-	VPADDD      Z1, Z4, Z4
-	VPADDD      Z5, Z4, Z4
-	VPERMT2W    Z4, Z3, Z6
-	VMOVDQU64   Z6, 64(AX)(BX*2)
+	VPADDD      Z7, Z6, Z6
+	VPERMT2W    Z6, Z3, Z5
+	VMOVDQU64   Z5, 64(AX)(BX*2)
 	ADDQ        $0x00000040, BX
 	JMP         loop4
 
@@ -3143,13 +3196,14 @@ loop1:
 	CMPQ        BX, SI
 	JG          part
 	VMOVUPS     (CX)(BX*4), Z3
-	VFIXUPIMMPS $0x00, Z2, Z3, Z3
-	VPSRLD      $0x10, Z3, Z4
-	VPANDD      Z0, Z4, Z4
-	VPADDD      Z1, Z4, Z4
-	VPADDD      Z3, Z4, Z4
-	VPSRLD      $0x10, Z4, Z4
-	VPMOVDW     Z4, (AX)(BX*2)
+	VMOVDQA64   Z2, Z5
+	VFIXUPIMMPS $0x00, Z4, Z3, Z5
+	VPSRLD      $0x10, Z5, Z3
+	VPANDD      Z0, Z3, Z3
+	VPADDD      Z1, Z3, Z3
+	VPADDD      Z5, Z3, Z3
+	VPSRLD      $0x10, Z3, Z3
+	VPMOVDW     Z3, (AX)(BX*2)
 	ADDQ        $0x00000010, BX
 	JMP         loop1
 
@@ -3159,13 +3213,14 @@ part:
 	LEAQ        kmask<>+0(SB), SI
 	KMOVW       (SI)(DX*2), K1
 	VMOVUPS.Z   (CX)(BX*4), K1, Z3
-	VFIXUPIMMPS $0x00, Z2, Z3, Z3
-	VPSRLD      $0x10, Z3, Z2
-	VPANDD      Z0, Z2, Z2
-	VPADDD      Z1, Z2, Z2
-	VPADDD      Z3, Z2, Z2
-	VPSRLD      $0x10, Z2, Z2
-	VPMOVDW     Z2, K1, (AX)(BX*2)
+	VMOVDQA64   Z2, Z2
+	VFIXUPIMMPS $0x00, Z4, Z3, Z2
+	VPSRLD      $0x10, Z2, Z3
+	VPANDD      Z0, Z3, Z3
+	VPADDD      Z1, Z3, Z3
+	VPADDD      Z2, Z3, Z3
+	VPSRLD      $0x10, Z3, Z3
+	VPMOVDW     Z3, K1, (AX)(BX*2)
 
 done:
 	VZEROUPPER

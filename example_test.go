@@ -2,6 +2,7 @@ package rmsnorm_test
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/gosimd/rmsnorm"
 )
@@ -198,4 +199,71 @@ func ExampleNorm_Backward_residual() {
 	// h: [2 2 2 4]
 	// dh through the norm: [0.0810 -0.2970 -0.1080 0.1620]
 	// d stream = d x:      [0.1810 -0.1970 -0.0080 0.2620]
+}
+
+// At decode, one token at a time, a token's q heads lie back to back in the fused QKV buffer: one
+// Norm.Forward normalizes all of them, each head a row of headDim, and one more does the k heads.
+// That is two calls per token instead of one per head (the strided form above, which suits a batch
+// of tokens); both give the same bits.
+func ExampleNorm_Forward_qkDecode() {
+	const headDim, qHeads, kvHeads = 128, 4, 2
+	width := (qHeads + 2*kvHeads) * headDim
+	qkv := make([]float32, width) // one token
+	for i := range qkv {
+		qkv[i] = float32(i%7) - 3
+	}
+	qNorm := rmsnorm.Norm{Weight: make([]float32, headDim), Eps: 1e-6}
+	kNorm := rmsnorm.Norm{Weight: make([]float32, headDim), Eps: 1e-6}
+	for i := range qNorm.Weight {
+		qNorm.Weight[i], kNorm.Weight[i] = 1, 0.5
+	}
+	strided := append([]float32(nil), qkv...)
+
+	q := qkv[:qHeads*headDim]
+	k := qkv[qHeads*headDim : (qHeads+kvHeads)*headDim]
+	qNorm.Forward(q, q) // every q head of the token
+	kNorm.Forward(k, k) // every k head
+
+	for h := range qHeads { // the same heads one strided call each
+		q := strided[h*headDim:]
+		qNorm.Apply(rmsnorm.Rows{Dst: q, X: q, N: 1, Stride: width})
+	}
+	for h := range kvHeads {
+		k := strided[(qHeads+h)*headDim:]
+		kNorm.Apply(rmsnorm.Rows{Dst: k, X: k, N: 1, Stride: width})
+	}
+	fmt.Printf("q[0][0:4] = %.4f\n", qkv[0:4])
+	fmt.Println("same bits as per head:", slices.Equal(qkv, strided))
+	// Output:
+	// q[0][0:4] = [-1.4927 -0.9952 -0.4976 0.0000]
+	// same bits as per head: true
+}
+
+// A layer called once per token can build its Rows once and reuse it: a Rows literal written in
+// the call costs a few nanoseconds more on short rows (the bench command's overhead section
+// measures both on your machine).
+func ExampleNorm_Apply_rowsAhead() {
+	const d = 128
+	type layer struct {
+		norm rmsnorm.Norm
+		rows rmsnorm.Rows // built once: Dst, X and Residual stay the same buffers every step
+	}
+	w := make([]float32, d)
+	for i := range w {
+		w[i] = 1
+	}
+	out, stream := make([]float32, d), make([]float32, d)
+	l := layer{
+		norm: rmsnorm.Norm{Weight: w, Eps: 1e-6},
+		rows: rmsnorm.Rows{Dst: out, X: out, Residual: stream},
+	}
+	for step := range 3 {
+		for i := range out {
+			out[i] = float32(step + 1) // the block's output of this step
+		}
+		l.norm.Apply(l.rows) // stream += out; out = RMSNorm(stream)
+	}
+	fmt.Printf("stream[0] = %v, out[0] = %.4f\n", stream[0], out[0])
+	// Output:
+	// stream[0] = 6, out[0] = 1.0000
 }

@@ -5,10 +5,11 @@ package rmsnorm
 import "testing"
 
 // callDirect runs the benchmark loop on kernel k's function for the job's variant (Weighted or
-// AddWeighted), called straight, as BenchmarkOverhead's baseline.
+// AddWeighted), called straight, as BenchmarkOverhead's baseline. kernelAVX512BF16 runs the avx512
+// functions for float32 rows.
 func callDirect(b *testing.B, k kernelID, j *job) {
 	switch {
-	case k == kernelAVX512 && (j.v == vWeighted || j.v == vAddWeighted):
+	case (k == kernelAVX512 || k == kernelAVX512BF16) && (j.v == vWeighted || j.v == vAddWeighted):
 		for b.Loop() {
 			avx512Forward(j, 0, j.rows)
 		}

@@ -71,6 +71,11 @@ func allocCalls(d, rows, workers int) []allocCall {
 		{"ApplyF16", false, func() { plain.ApplyF16(Rows16{Dst: y16, X: x16}) }},
 		{"ApplyF16 UnitOffset Inv", false, func() { uo.ApplyF16(Rows16{Dst: y16, X: x16, Inv: inv}) }},
 		{"ApplyF16 strided", false, func() { plain.ApplyF16(Rows16{Dst: y16, X: x16, N: rows}) }},
+		{"Norm.ForwardBF16", false, func() { plain.ForwardBF16(y16, x16) }},
+		{"Norm.ForwardBF16 RoundNormalized in place", false, func() { rn.ForwardBF16(y16, y16) }},
+		{"Norm.ForwardF16", false, func() { plain.ForwardF16(y16, x16) }},
+		{"Norm.ForwardF16 UnitOffset", false, func() { uo.ForwardF16(y16, x16) }},
+		{"Norm.ForwardF16 no weight", false, func() { unw.ForwardF16(y16, x16) }},
 		// Backward takes a buffer of partial sums from a pool when it sums DW over several rows.
 		{"Backward", rows > 1, func() { plain.Backward(Grad{DX: dx, X: x, DY: dy, Inv: inv, DW: dw}) }},
 		{"Backward without DW", false, func() { plain.Backward(Grad{DX: dx, X: x, DY: dy}) }},

@@ -20,13 +20,15 @@ type elem interface{ float32 | uint16 }
 type names struct{ fn, dst, x, w, eps string }
 
 var (
-	forwardNames     = names{"Forward", "dst", "x", "w", "eps"}
-	forwardBF16Names = names{"ForwardBF16", "dst", "x", "w", "eps"}
-	forwardF16Names  = names{"ForwardF16", "dst", "x", "w", "eps"}
-	normForwardNames = names{"Norm.Forward", "dst", "x", "Weight", "Eps"}
-	applyNames       = names{"Norm.Apply", "Dst", "X", "Weight", "Eps"}
-	applyBF16Names   = names{"Norm.ApplyBF16", "Dst", "X", "Weight", "Eps"}
-	applyF16Names    = names{"Norm.ApplyF16", "Dst", "X", "Weight", "Eps"}
+	forwardNames         = names{"Forward", "dst", "x", "w", "eps"}
+	forwardBF16Names     = names{"ForwardBF16", "dst", "x", "w", "eps"}
+	forwardF16Names      = names{"ForwardF16", "dst", "x", "w", "eps"}
+	normForwardNames     = names{"Norm.Forward", "dst", "x", "Weight", "Eps"}
+	normForwardBF16Names = names{"Norm.ForwardBF16", "dst", "x", "Weight", "Eps"}
+	normForwardF16Names  = names{"Norm.ForwardF16", "dst", "x", "Weight", "Eps"}
+	applyNames           = names{"Norm.Apply", "Dst", "X", "Weight", "Eps"}
+	applyBF16Names       = names{"Norm.ApplyBF16", "Dst", "X", "Weight", "Eps"}
+	applyF16Names        = names{"Norm.ApplyF16", "Dst", "X", "Weight", "Eps"}
 )
 
 func (nm *names) fail(format string, args ...any) {

@@ -123,6 +123,21 @@ func ExampleNorm_ApplyBF16() {
 	// normed: [0.4902 0.5742 2.6250 0.6562]
 }
 
+// Two bfloat16 rows back to back, normalized in place with LlamaRMSNorm's cast order: x*inv is
+// rounded to bfloat16 before the weight multiply. The same Norm serves float32 rows (Forward) and
+// bfloat16 ones.
+func ExampleNorm_ForwardBF16() {
+	norm := rmsnorm.Norm{Weight: []float32{1, 0.5}, Eps: 1e-6, RoundNormalized: true}
+	x := make([]uint16, 4)
+	rmsnorm.Float32ToBF16(x, []float32{3, 4, 1, -1}) // two rows of d = 2
+
+	norm.ForwardBF16(x, x)
+	y := make([]float32, len(x))
+	rmsnorm.BF16ToFloat32(y, x)
+	fmt.Println(y)
+	// Output: [0.84765625 0.56640625 1 -0.5]
+}
+
 // One training step of a norm layer: the forward pass keeps 1/rms of each row (Rows.Inv), the loss
 // L = 0.5*sum((y - target)^2) gives dL/dy = y - target, Backward turns it into the gradient of
 // the input and adds the weight gradient to DW, and plain SGD updates the weight.

@@ -21,19 +21,20 @@ type Norm struct {
 	// store their norm weights centred on zero and need it; Gemma 3n and Gemma 4 store a plain
 	// weight that starts at one and do not.
 	UnitOffset bool
-	// RoundNormalized, for rows stored in 16 bits (ApplyBF16, ApplyF16), rounds x*inv to the
-	// storage format before the weight multiply: n = round16(x*inv); y = round16(n*w). That is
-	// the cast order of Hugging Face transformers' LlamaRMSNorm and the models that copy it
-	// (LLaMA, Qwen 2 and 3, Mistral, DeepSeek V2 and V3), and of vLLM's RMSNorm on its PyTorch
-	// and CUDA paths. Without it (the default) y = round16((x*inv)*w), one rounding, as PyTorch's
-	// F.rms_norm, the vLLM and sglang CPU kernels, Gemma 3n and Gemma 4 compute it, and as Gemma 1
-	// to 3 compute (x*inv)*(1+w). It has no effect on float32 rows or without a weight.
+	// RoundNormalized, for rows stored in 16 bits (ForwardBF16, ForwardF16, ApplyBF16, ApplyF16),
+	// rounds x*inv to the storage format before the weight multiply: n = round16(x*inv);
+	// y = round16(n*w). That is the cast order of Hugging Face transformers' LlamaRMSNorm and the
+	// models that copy it (LLaMA, Qwen 2 and 3, Mistral, DeepSeek V2 and V3), and of vLLM's
+	// RMSNorm on its PyTorch and CUDA paths. Without it (the default) y = round16((x*inv)*w), one
+	// rounding, as PyTorch's F.rms_norm, the vLLM and sglang CPU kernels, Gemma 3n and Gemma 4
+	// compute it, and as Gemma 1 to 3 compute (x*inv)*(1+w). It has no effect on float32 rows or
+	// without a weight.
 	RoundNormalized bool
 	// Workers is the most goroutines one call may use. 0 or 1: the calling goroutine only; a
 	// negative value panics. Above a size threshold (see the package documentation), Apply,
-	// Forward, ApplyBF16, ApplyF16 and Backward split the rows over up to Workers goroutines, the
-	// calling one included; below it the call stays on the calling goroutine. Results are
-	// bit-identical for every value of Workers.
+	// Forward, ForwardBF16, ForwardF16, ApplyBF16, ApplyF16 and Backward split the rows over up to
+	// Workers goroutines, the calling one included; below it the call stays on the calling
+	// goroutine. Results are bit-identical for every value of Workers.
 	//
 	// A call that splits allocates nothing once a few have run: the state its goroutines share
 	// and Backward's partial sums of the weight gradient (d floats per 32 rows) come from pools,
@@ -225,5 +226,46 @@ func (n Norm) ApplyF16(r Rows16) {
 func (n Norm) apply16(r *Rows16, f format, nm *names) {
 	if !applyRows(&n, (*rowsOf[uint16])(r), f, useActive) {
 		panic(explainApply(&n, nm, (*rowsOf[uint16])(r)))
+	}
+}
+
+// ForwardBF16 normalizes the bfloat16 rows of x into dst with this Norm, as Forward does float32
+// rows: x holds len(x)/d rows of d raw bfloat16 bits, back to back. It is
+// ApplyBF16(Rows16{Dst: dst, X: x}), and panics under the same rules.
+//
+//go:noinline
+func (n Norm) ForwardBF16(dst, x []uint16) {
+	if n.plain() && !n.RoundNormalized {
+		// A plain weight, one rounding, one goroutine: rmsnorm.ForwardBF16's call and path.
+		forwardRows(&normForwardBF16Names, formatBF16, dst, x, n.Weight, n.Eps, useActive)
+		return
+	}
+	n.forward16(dst, x, formatBF16, &normForwardBF16Names)
+}
+
+// ForwardF16 is ForwardBF16 for IEEE 754 binary16 (float16) rows: ApplyF16(Rows16{Dst: dst, X: x}).
+//
+//go:noinline
+func (n Norm) ForwardF16(dst, x []uint16) {
+	if n.plain() && !n.RoundNormalized {
+		forwardRows(&normForwardF16Names, formatF16, dst, x, n.Weight, n.Eps, useActive)
+		return
+	}
+	n.forward16(dst, x, formatF16, &normForwardF16Names)
+}
+
+// forward16 is forward for ForwardBF16 and ForwardF16, rows in format f: UnitOffset and
+// RoundNormalized (which forwardRows does not apply) on packedRows, no weight and Workers on
+// applyRows; nm names the caller in the panics.
+//
+//go:noinline
+func (n Norm) forward16(dst, x []uint16, f format, nm *names) {
+	var r rowsOf[uint16] // set field by field, as in forward
+	r.Dst, r.X = dst, x
+	if n.weighted() && packedRows(&r, f, n.Weight, n.Eps, n.flags(f), useActive) {
+		return
+	}
+	if !applyRows(&n, &r, f, useActive) {
+		panic(explainApply(&n, nm, &r))
 	}
 }

@@ -99,8 +99,9 @@
 //
 // # 16-bit storage
 //
-// ForwardBF16, ForwardF16, Norm.ApplyBF16 and Norm.ApplyF16 take rows of raw bfloat16 or IEEE 754
-// binary16 bits ([]uint16); the weight and Inv stay float32. They extend the contract:
+// ForwardBF16, ForwardF16, Norm.ForwardBF16, Norm.ForwardF16, Norm.ApplyBF16 and Norm.ApplyF16
+// take rows of raw bfloat16 or IEEE 754 binary16 bits ([]uint16); the weight and Inv stay
+// float32. They extend the contract:
 //
 //   - Widening to float32 is exact. x (and the residual) are widened, and steps 1-5 run unchanged
 //     on the widened row, the float64 path included (bfloat16 has float32's range).
@@ -150,8 +151,9 @@
 // a weight (Dim is then 0 or len(Weight)); Dim for a Norm without one. Every row buffer of a call
 // follows the layout of X (Rows16 counts in 16-bit elements):
 //
-//   - Back to back (Rows.N = 0, and always for Forward): X holds len(X)/d rows, so len(X) must be
-//     a multiple of d; len(Dst) must equal len(X); Stride must be 0 or d.
+//   - Back to back (Rows.N = 0, and always for the Forward functions and methods): X holds
+//     len(X)/d rows, so len(X) must be a multiple of d; len(Dst) must equal len(X); Stride must
+//     be 0 or d.
 //   - Strided (Rows.N > 0): N rows whose starts lie Stride elements apart (Stride 0 means d, else
 //     Stride >= d). X and Dst must each hold at least (N-1)*Stride + d elements; the elements
 //     between rows and after the last one are neither read nor written.

@@ -73,6 +73,10 @@ func TestShortPathTaken(t *testing.T) {
 		{"Norm.Forward UnitOffset", "packedRows", func() { uo.Forward(y, x) }},
 		{"Apply UnitOffset", "packedRows", func() { uo.Apply(Rows{Dst: y, X: x}) }},
 		{"Apply Residual", "packedRows", func() { plain.Apply(Rows{Dst: y, X: x, Residual: res}) }},
+		{"Norm.ForwardBF16", "forwardRows", func() { plain.ForwardBF16(y16, x16) }},
+		{"Norm.ForwardF16 Workers 1", "forwardRows", func() { one.ForwardF16(y16, x16) }},
+		{"Norm.ForwardBF16 UnitOffset", "packedRows", func() { uo.ForwardBF16(y16, x16) }},
+		{"Norm.ForwardF16 RoundNormalized", "packedRows", func() { rn.ForwardF16(y16, x16) }},
 		{"ApplyBF16", "packedRows", func() { plain.ApplyBF16(Rows16{Dst: y16, X: x16}) }},
 		{"ApplyF16 RoundNormalized Residual", "packedRows", func() { rn.ApplyF16(Rows16{Dst: y16, X: x16, Residual: res16}) }},
 		// The general path, for the probe to tell it apart.
@@ -81,6 +85,8 @@ func TestShortPathTaken(t *testing.T) {
 		{"Apply no weight", "applyRows", func() { unw.Apply(Rows{Dst: y, X: x}) }},
 		{"Norm.Forward Workers 4", "applyRows", func() { many.Forward(y, x) }},
 		{"ApplyBF16 Workers 4", "applyRows", func() { many.ApplyBF16(Rows16{Dst: y16, X: x16}) }},
+		{"Norm.ForwardBF16 no weight", "applyRows", func() { unw.ForwardBF16(y16, x16) }},
+		{"Norm.ForwardF16 Workers 4", "applyRows", func() { many.ForwardF16(y16, x16) }},
 	}
 	defer active.Store(active.Load())
 	for _, k := range testKernels() {

@@ -351,6 +351,10 @@ func TestNegativeWorkers(t *testing.T) {
 				{"ApplyBF16 Residual", "Norm.ApplyBF16", func() { n.ApplyBF16(Rows16{Dst: dst16, X: buf16[:8], Residual: res16}) }},
 				{"ApplyF16", "Norm.ApplyF16", func() { n.ApplyF16(Rows16{Dst: dst16, X: buf16[:8]}) }},
 				{"ApplyF16 strided", "Norm.ApplyF16", func() { n.ApplyF16(Rows16{Dst: dst16, X: buf16[:8], N: 1, Stride: 6}) }},
+				{"ForwardBF16", "Norm.ForwardBF16", func() { n.ForwardBF16(dst16, buf16[:8]) }},
+				{"ForwardBF16 in place", "Norm.ForwardBF16", func() { n.ForwardBF16(buf16[:8], buf16[:8]) }},
+				{"ForwardF16", "Norm.ForwardF16", func() { n.ForwardF16(dst16, buf16[:8]) }},
+				{"ForwardF16 no rows", "Norm.ForwardF16", func() { n.ForwardF16(nil, nil) }},
 				{"Backward", "Norm.Backward", func() {
 					g.DX, g.X, g.DY = dx, buf[:8], buf[8:16]
 					n.Backward(g)

@@ -107,7 +107,8 @@ func (c *splitCall) free() {
 }
 
 // run runs the parts of stage s, part 0 on the calling goroutine and each other on a goroutine of
-// its own, and returns when all have returned.
+// its own, and returns when all have returned. Nothing waits for the others if a part panics: the
+// parts run jobs validated before the split, whose kernels do not panic.
 func (c *splitCall) run(s stage) {
 	c.stage = s
 	c.next.Store(0)

@@ -27,7 +27,11 @@ func pathAtFault(t *testing.T, name string, f func()) (path []string) {
 		pcs := make([]uintptr, 64)
 		frames := runtime.CallersFrames(pcs[:runtime.Callers(0, pcs)]) // the panicking stack, down to the fault
 		r := recover()
-		if _, fault := r.(interface{ Addr() uintptr }); !fault {
+		// A memory fault: with its address where the platform reports one; qemu-user for 32-bit
+		// arm reports none, and the runtime then calls it a nil dereference.
+		_, addr := r.(interface{ Addr() uintptr })
+		err, isErr := r.(runtime.Error)
+		if !addr && !(isErr && strings.Contains(err.Error(), "invalid memory address")) {
 			t.Fatalf("%s: the call did not fault reading its rows (recovered %v)", name, r)
 		}
 		for {

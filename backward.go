@@ -85,7 +85,7 @@ func backwardRows(n *Norm, g *Grad, k kernelID) {
 	if g.DW != nil {
 		j.dw = ptr(g.DW)
 	}
-	j.d, j.stride, j.rows, j.eps, j.mode, j.format = d, stride, rows, n.Eps, mode, formatF32
+	j.d, j.stride, j.dstStride, j.rows, j.eps, j.mode, j.format = d, stride, stride, rows, n.Eps, mode, formatF32
 	j.v = vBackwardWeighted + variant(mode)
 	j.flags = n.flags(formatF32) // flagOffset: Weighted and Offset share a kernel function (spec.BackwardBody)
 	if k == useActive {
@@ -280,7 +280,7 @@ func (j *job) finish(r, to int) {
 			j.backwardFloat64(r)
 		case j.format == formatF32:
 			j.rowFloat64(r)
-		default:
+		default: // 16-bit output (RowsTo16's too)
 			j.rowFloat64of16(r)
 		}
 	}

@@ -220,26 +220,26 @@ func BenchmarkOverhead(b *testing.B) {
 							switch api {
 							case "direct", "directResidual":
 								// The job Apply builds, built by hand once.
-								j := job{dst: ptr(y), x: ptr(x), w: ptr(w), d: s.D, stride: s.D, rows: s.Rows,
+								j := job{dst: ptr(y), x: ptr(x), w: ptr(w), d: s.D, stride: s.D, dstStride: s.D, rows: s.Rows,
 									eps: 1e-6, mode: weighted, v: vWeighted}
 								if api == "directResidual" {
 									j.res, j.v = ptr(res), vAddWeighted
 								}
-								j.setMemoryFlags(4)
+								j.setMemoryFlags()
 								callDirect(b, k, &j)
 							case "directRows":
-								j := job{dst: ptr(y), x: ptr(x), w: ptr(w), d: s.D, stride: s.D, rows: s.Rows,
+								j := job{dst: ptr(y), x: ptr(x), w: ptr(w), d: s.D, stride: s.D, dstStride: s.D, rows: s.Rows,
 									eps: 1e-6, mode: weighted, v: vWeighted}
-								j.setMemoryFlags(4)
+								j.setMemoryFlags()
 								j.fn = uint32(k)*numEntries + uint32(j.v)
 								for b.Loop() {
 									j.dst, j.x, j.res = n.takeRows(Rows{Dst: y, X: x})
 									callKernel(&j, 0, j.rows)
 								}
 							case "directResidualRows":
-								j := job{dst: ptr(y), x: ptr(x), res: ptr(res), w: ptr(w), d: s.D, stride: s.D,
+								j := job{dst: ptr(y), x: ptr(x), res: ptr(res), w: ptr(w), d: s.D, stride: s.D, dstStride: s.D,
 									rows: s.Rows, eps: 1e-6, mode: weighted, v: vAddWeighted}
-								j.setMemoryFlags(4)
+								j.setMemoryFlags()
 								j.fn = uint32(k)*numEntries + uint32(j.v)
 								for b.Loop() {
 									j.dst, j.x, j.res = n.takeRows(Rows{Dst: y, X: x, Residual: res})
@@ -315,16 +315,25 @@ func BenchmarkResidual(b *testing.B) {
 	}
 }
 
+// The fused QKV buffer of BenchmarkQKNorm and BenchmarkDstStride: 2048 tokens of 16 q, 8 k and 8
+// v heads of 128.
+const qkTokens, qkHeads, qkHeadDim, qkWidth = 2048, 16, 128, 32 * 128
+
+// qkData returns the fused QKV buffer and a Norm for its heads.
+func qkData() ([]float32, Norm) {
+	qkv := make([]float32, qkTokens*qkWidth)
+	fill(qkv, normal, seedFor(qkTokens, qkWidth))
+	w := make([]float32, qkHeadDim)
+	fill(w, normal, seedFor(qkHeadDim))
+	return qkv, Norm{Weight: w, Eps: 1e-6}
+}
+
 // BenchmarkQKNorm normalizes 2048 tokens x 16 heads of 128 inside a fused QKV buffer (16 q, 8 k
 // and 8 v heads per token, so rows are 4096 floats apart) one head at a time, against the same
 // 32768 rows of 128 stored back to back.
 func BenchmarkQKNorm(b *testing.B) {
-	const tokens, heads, headDim, width = 2048, 16, 128, 32 * 128
-	qkv := make([]float32, tokens*width)
-	fill(qkv, normal, seedFor(tokens, width))
-	w := make([]float32, headDim)
-	fill(w, normal, seedFor(headDim))
-	n := Norm{Weight: w, Eps: 1e-6}
+	const tokens, heads, headDim, width = qkTokens, qkHeads, qkHeadDim, qkWidth
+	qkv, n := qkData()
 	b.Run("strided/32768x128", func(b *testing.B) {
 		b.SetBytes(int64(8 * tokens * heads * headDim))
 		b.ReportAllocs()
@@ -373,6 +382,76 @@ func BenchmarkQKNorm(b *testing.B) {
 			copy(flat2, flat)
 		}
 	})
+}
+
+// BenchmarkApplyTo16/<kernel>/<form>/<shape> runs the norm in front of a 16-bit matmul on float32
+// rows: f32 is Apply (float32 out), toBF16 and toF16 are ApplyToBF16 and ApplyToF16 (one pass),
+// twoPassBF16 is Apply into a float32 buffer followed by Float32ToBF16. SetBytes counts x read
+// and a float32 y written for every form, so MB/s compare as speed-ups over the float32 call.
+func BenchmarkApplyTo16(b *testing.B) {
+	for _, k := range available {
+		b.Run(k.name(), func(b *testing.B) {
+			for _, form := range []string{"f32", "toBF16", "toF16", "twoPassBF16"} {
+				b.Run(form, func(b *testing.B) {
+					for _, s := range benchutil.Must("1x128,1x4096,2048x4096") {
+						x, w := benchData(s)
+						n := Norm{Weight: w, Eps: 1e-6}
+						y := slices.Clone(x) // the output's pages exist before anything is timed
+						y16 := narrowAll(x, formatBF16)
+						var call func()
+						switch form {
+						case "f32":
+							call = func() { n.Apply(Rows{Dst: y, X: x}) }
+						case "toBF16":
+							call = func() { n.ApplyToBF16(RowsTo16{Dst: y16, X: x}) }
+						case "toF16":
+							call = func() { n.ApplyToF16(RowsTo16{Dst: y16, X: x}) }
+						case "twoPassBF16":
+							call = func() { n.Apply(Rows{Dst: y, X: x}); Float32ToBF16(y16, y) }
+						}
+						b.Run(s.String(), func(b *testing.B) {
+							withKernel(b, k)
+							b.SetBytes(int64(8 * len(x)))
+							b.ReportAllocs()
+							for b.Loop() {
+								call()
+							}
+						})
+					}
+				})
+			}
+		})
+	}
+}
+
+// BenchmarkDstStride normalizes the 16 q heads of 2048 tokens from a fused QKV buffer (rows 4096
+// floats apart, as in BenchmarkQKNorm) into a head-major buffer (head h of token t at
+// (h*2048+t)*128): DstStride 128, one call per head. strided is the same rows written back in
+// place, DstStride equal to Stride: what DstStride may cost against it.
+func BenchmarkDstStride(b *testing.B) {
+	const tokens, heads, headDim, width = qkTokens, qkHeads, qkHeadDim, qkWidth
+	qkv, n := qkData()
+	out := make([]float32, heads*tokens*headDim)
+	out16 := make([]uint16, len(out))
+	for _, form := range []string{"strided", "headmajor", "headmajorBF16"} {
+		b.Run(form+"/32768x128", func(b *testing.B) {
+			b.SetBytes(int64(8 * tokens * heads * headDim))
+			b.ReportAllocs()
+			for b.Loop() {
+				for h := 0; h < heads; h++ {
+					q := qkv[h*headDim:]
+					switch form {
+					case "strided":
+						n.Apply(Rows{Dst: q, X: q, N: tokens, Stride: width})
+					case "headmajor":
+						n.Apply(Rows{Dst: out[h*tokens*headDim:], X: q, N: tokens, Stride: width, DstStride: headDim})
+					default:
+						n.ApplyToBF16(RowsTo16{Dst: out16[h*tokens*headDim:], X: q, N: tokens, Stride: width, DstStride: headDim})
+					}
+				}
+			}
+		})
+	}
 }
 
 // convertSizes are the element counts of BenchmarkConvert: in L1, in L2, in L3 and in memory.

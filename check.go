@@ -29,6 +29,8 @@ var (
 	applyNames           = names{"Norm.Apply", "Dst", "X", "Weight", "Eps"}
 	applyBF16Names       = names{"Norm.ApplyBF16", "Dst", "X", "Weight", "Eps"}
 	applyF16Names        = names{"Norm.ApplyF16", "Dst", "X", "Weight", "Eps"}
+	applyToBF16Names     = names{"Norm.ApplyToBF16", "Dst", "X", "Weight", "Eps"}
+	applyToF16Names      = names{"Norm.ApplyToF16", "Dst", "X", "Weight", "Eps"}
 )
 
 func (nm *names) fail(format string, args ...any) {
@@ -89,9 +91,9 @@ func forwardRows[T elem](nm *names, f format, dst, x []T, w []float32, eps float
 	}
 	v := forwardVariant[f][weighted][0] // k and v are read before j is declared: see job.init
 	var j job
-	j.init(ptr(dst), ptr(x), ptr(w), d, d, eps, 0, uint32(k)*numEntries+uint32(v), weighted, f, v, nil, nil, rows)
+	j.init(ptr(dst), ptr(x), ptr(w), d, d, d, eps, 0, uint32(k)*numEntries+uint32(v), weighted, f, v, nil, nil, rows)
 	if 2*nb >= uintptr(streamBytes) { // x and dst could fill the cache
-		j.setMemoryFlags(es)
+		j.setMemoryFlags()
 	}
 	// job.run, written out: run is not inlinable, and its call would cost a short row more
 	// than these lines.
@@ -118,52 +120,65 @@ func explainForward[T elem](nm *names, dst, x []T, w []float32, eps float32) str
 	return "rmsnorm: " + nm.fn + ": internal error: the fast check rejected a valid call"
 }
 
-// rowsOf is Rows (T = float32) and Rows16 (T = uint16): the two have its fields, so an entry
-// point converts a pointer to the Rows it received, which is already in memory, and passes that
-// instead of the fields one by one. A field added to Rows or Rows16 alone stops the conversion
-// from compiling.
-type rowsOf[T elem] struct {
-	Dst, X   []T
-	N        int
-	Stride   int
-	Residual []T
-	Inv      []float32
+// rowsOf is Rows (D = T = float32), Rows16 (D = T = uint16) and RowsTo16 (D = uint16,
+// T = float32): the three have its fields, so an entry point converts a pointer to the rows it
+// received, which are already in memory, and passes that instead of the fields one by one. A
+// field added to one of them alone stops the conversion from compiling.
+type rowsOf[D, T elem] struct {
+	Dst       []D
+	X         []T
+	N         int
+	Stride    int
+	DstStride int
+	Residual  []T
+	Inv       []float32
 }
 
 // applyRows validates a Norm.Apply call (Norm.Forward is one too) and runs it with kernel k: the
-// rows r describes (see Apply). It reports false, having written nothing, when the call breaks a
-// rule; the entry point then panics with explainApply. It is the general path: the entry points
-// send the common calls down shorter ones first (forwardRows, packedRows), and only the others,
-// and any call those reject, come here. It is still a short row's whole path when the rows are
-// strided or Inv is set, and the stores it makes wait behind those of the previous call's
-// kernel, so it keeps them few: no call before the kernel's (the panic is the caller's, so the
-// arguments need not be saved for it), rows back to back (N = 0) resolved inline, the streaming
-// decision only for rows that could fill the cache or lie a stride apart.
-func applyRows[T elem](n *Norm, r *rowsOf[T], f format, k kernelID) bool {
+// rows r describes (see Apply), x and the residual stored in f.in(), dst in f.out(). It reports
+// false, having written nothing, when the call breaks a rule; the entry point then panics with
+// explainApply. It is the general path: the entry points send the common calls down shorter ones
+// first (forwardRows, packedRows), and only the others, and any call those reject, come here. It
+// is still a short row's whole path when the rows are strided or Inv is set, and the stores it
+// makes wait behind those of the previous call's kernel, so it keeps them few: no call before the
+// kernel's (the panic is the caller's, so the arguments need not be saved for it), rows back to
+// back (N = 0) resolved inline, the streaming decision only for rows that could fill the cache or
+// lie a stride apart.
+func applyRows[D, T elem](n *Norm, r *rowsOf[D, T], f format, k kernelID) bool {
 	d, mode, good := n.shape()
 	var rows, stride, span int
 	var exact, ok bool
+	dstStride, dspan := r.DstStride, 0
 	if r.N == 0 { // layout, written out: both halves inline, a call would make the compiler save every argument first
 		rows, stride, span, exact, ok = layoutPacked(d, r.Stride, len(r.X))
+		ok = ok && (dstStride == 0 || dstStride == d)
+		dstStride, dspan = d, span
 	} else {
 		rows, stride, span, exact, ok = layoutStrided(d, r.N, r.Stride, len(r.X))
+		if dstStride == 0 {
+			dstStride = stride
+		}
+		dspan, ok = stridedSpan(d, rows, dstStride, ok)
 	}
 	res, inv := r.Residual, r.Inv
-	bad := !good || !ok || !fits(len(r.Dst), span, exact) || (res != nil && !fits(len(res), span, exact))
+	bad := !good || !ok || !fits(len(r.Dst), dspan, exact) || (res != nil && !fits(len(res), span, exact))
 	bad = bad || !epsOK(n.Eps) || (inv != nil && len(inv) < rows)
-	var z T
-	es := unsafe.Sizeof(z)
+	var zd D
+	var zt T
+	ds, es := unsafe.Sizeof(zd), unsafe.Sizeof(zt)
 	if !bad && rows > 0 {
 		xp, dp, wp := addr(r.X), addr(r.Dst), addr(n.Weight)
-		sb, wb := uintptr(span)*es, uintptr(len(n.Weight))*4
-		bad = (dp != xp && !disjoint(dp, sb, xp, sb)) || !disjoint(dp, sb, wp, wb)
+		sb, db, wb := uintptr(span)*es, uintptr(dspan)*ds, uintptr(len(n.Weight))*4
+		// In place: Dst is X, element for element (same type, same first element, same stride).
+		inPlace := dp == xp && ds == es && dstStride == stride
+		bad = (!inPlace && !disjoint(dp, db, xp, sb)) || !disjoint(dp, db, wp, wb)
 		if res != nil {
 			rp := addr(res)
-			bad = bad || !disjoint(rp, sb, xp, sb) || !disjoint(rp, sb, dp, sb) || !disjoint(rp, sb, wp, wb)
+			bad = bad || !disjoint(rp, sb, xp, sb) || !disjoint(rp, sb, dp, db) || !disjoint(rp, sb, wp, wb)
 		}
 		if inv != nil {
 			ip, ib := addr(inv), uintptr(rows)*4
-			bad = bad || !disjoint(ip, ib, xp, sb) || !disjoint(ip, ib, dp, sb) || !disjoint(ip, ib, wp, wb) ||
+			bad = bad || !disjoint(ip, ib, xp, sb) || !disjoint(ip, ib, dp, db) || !disjoint(ip, ib, wp, wb) ||
 				(res != nil && !disjoint(ip, ib, addr(res), sb))
 		}
 	}
@@ -182,12 +197,12 @@ func applyRows[T elem](n *Norm, r *rowsOf[T], f format, k kernelID) bool {
 	// that cover it would keep the zeroing (the compiler cannot tell r and n from j).
 	dp, xp, wp, eps, workers := ptr(r.Dst), ptr(r.X), ptr(n.Weight), n.Eps, n.Workers
 	var j job
-	j.init(dp, xp, wp, d, stride, eps, flags, uint32(k)*numEntries+uint32(v), mode, f, v, ptr(res), ptr(inv), rows)
+	j.init(dp, xp, wp, d, stride, dstStride, eps, flags, uint32(k)*numEntries+uint32(v), mode, f, v, ptr(res), ptr(inv), rows)
 	if 3*uintptr(span)*es >= uintptr(streamBytes) || stride != d { // x, dst and res could fill the cache
-		j.setMemoryFlags(es)
+		j.setMemoryFlags()
 	}
 	if workers > 1 {
-		j.runWorkers(k, workers, es)
+		j.runWorkers(k, workers)
 		return true
 	}
 	if row := callKernel(&j, 0, rows); row < j.rows { // run, inline: see forwardRows
@@ -196,13 +211,20 @@ func applyRows[T elem](n *Norm, r *rowsOf[T], f format, k kernelID) bool {
 	return true
 }
 
-// packedRows validates and runs a Norm.Apply call of the common kind: rows back to back (N and
-// Stride 0), with or without a residual, no Inv, one goroutine, a weight of the Norm's own length
-// (the caller checks those: packable), weight form and rounding in flags (flagOffset, flagRN). It reports
-// false, having written nothing, when the call breaks a rule or is empty; the caller then takes
-// the general path, which says which rule. A function of its own, with fewer values live than
-// applyRows, so fewer stores before the kernel's (see applyRows).
-func packedRows[T elem](r *rowsOf[T], f format, w []float32, eps float32, flags uint32, k kernelID) bool {
+// stridedSpan returns the elements that rows of length d, stride apart, span ((rows-1)*stride + d,
+// rows > 0), and ok unless stride < d or the span overflows (or ok was false already).
+func stridedSpan(d, rows, stride int, ok bool) (int, bool) {
+	hi, lo := bits.Mul64(uint64(rows-1), uint64(stride))
+	return int(lo) + d, ok && stride >= d && hi == 0 && lo <= uint64(math.MaxInt-d)
+}
+
+// packedRows validates and runs a Norm.Apply call of the common kind: rows back to back (N,
+// Stride and DstStride 0), with or without a residual, no Inv, one goroutine, a weight of the
+// Norm's own length (the caller checks those: packable), weight form and rounding in flags
+// (flagOffset, flagRN). It reports false, having written nothing, when the call breaks a rule or
+// is empty; the caller then takes the general path, which says which rule. A function of its own,
+// with fewer values live than applyRows, so fewer stores before the kernel's (see applyRows).
+func packedRows[D, T elem](r *rowsOf[D, T], f format, w []float32, eps float32, flags uint32, k kernelID) bool {
 	d, nx, res := len(w), len(r.X), r.Residual
 	if d == 0 || nx == 0 {
 		return false
@@ -211,15 +233,17 @@ func packedRows[T elem](r *rowsOf[T], f format, w []float32, eps float32, flags 
 	if nx != d { // one row, the common call, needs no division
 		rows = quo(nx, d)
 	}
-	var z T
-	es := unsafe.Sizeof(z)
-	sb, wb := uintptr(nx)*es, uintptr(d)*4
+	var zd D
+	var zt T
+	ds, es := unsafe.Sizeof(zd), unsafe.Sizeof(zt)
+	sb, db, wb := uintptr(nx)*es, uintptr(nx)*ds, uintptr(d)*4
 	xp, dp, wp := addr(r.X), addr(r.Dst), addr(w)
-	// No range is empty (nx, d > 0): two comparisons per pair.
-	ok := rows*d == nx && len(r.Dst) == nx && epsOK(eps) && (dp == xp || apart(dp, sb, xp, sb)) && apart(dp, sb, wp, wb)
+	// No range is empty (nx, d > 0): two comparisons per pair. In place needs Dst to be X, of the
+	// same element type.
+	ok := rows*d == nx && len(r.Dst) == nx && epsOK(eps) && ((dp == xp && ds == es) || apart(dp, db, xp, sb)) && apart(dp, db, wp, wb)
 	if res != nil {
 		rp := addr(res)
-		ok = ok && len(res) == nx && apart(rp, sb, xp, sb) && apart(rp, sb, dp, sb) && apart(rp, sb, wp, wb)
+		ok = ok && len(res) == nx && apart(rp, sb, xp, sb) && apart(rp, sb, dp, db) && apart(rp, sb, wp, wb)
 	}
 	if !ok {
 		return false
@@ -234,9 +258,9 @@ func packedRows[T elem](r *rowsOf[T], f format, w []float32, eps float32, flags 
 	v := forwardVariant[f][mode][b2i(res != nil)]
 	dst, x := ptr(r.Dst), ptr(r.X) // read before the job is declared: see applyRows
 	var j job
-	j.init(dst, x, ptr(w), d, d, eps, flags, uint32(k)*numEntries+uint32(v), mode, f, v, ptr(res), nil, rows)
+	j.init(dst, x, ptr(w), d, d, d, eps, flags, uint32(k)*numEntries+uint32(v), mode, f, v, ptr(res), nil, rows)
 	if 3*sb >= uintptr(streamBytes) { // x, dst and res could fill the cache
-		j.setMemoryFlags(es)
+		j.setMemoryFlags()
 	}
 	if row := callKernel(&j, 0, rows); row < j.rows { // run, inline: see forwardRows
 		j.finish(row, j.rows)
@@ -326,12 +350,12 @@ func b2i(b bool) int {
 }
 
 // explainApply panics with the first rule a Norm.Apply call breaks, as explainForward does; r is
-// the Rows as given.
-func explainApply[T elem](n *Norm, nm *names, r *rowsOf[T]) string {
-	dst, x, res, inv, rows, stride := r.Dst, r.X, r.Residual, r.Inv, r.N, r.Stride
+// the rows as given.
+func explainApply[D, T elem](n *Norm, nm *names, r *rowsOf[D, T]) string {
+	dst, x, res, inv, rows, stride, dstStride := r.Dst, r.X, r.Residual, r.Inv, r.N, r.Stride, r.DstStride
 	d, _ := checkNorm(n, nm)
-	if rows < 0 || stride < 0 {
-		nm.fail("N = %d and Stride = %d must not be negative", rows, stride)
+	if rows < 0 || stride < 0 || dstStride < 0 {
+		nm.fail("N = %d, Stride = %d and DstStride = %d must not be negative", rows, stride, dstStride)
 	}
 	if d == 0 && (len(x) != 0 || rows != 0) {
 		withN := ""
@@ -343,10 +367,13 @@ func explainApply[T elem](n *Norm, nm *names, r *rowsOf[T]) string {
 		}
 		nm.fail("the row length is 0 (Weight is nil and Dim is 0) with len(%s) = %d%s", nm.x, len(x), withN)
 	}
-	var span int
+	var span, dspan int
 	if rows == 0 {
 		if stride != 0 && stride != d {
 			nm.fail("Stride = %d needs N: with N = 0 the rows of length %d fill %s back to back", stride, d, nm.x)
+		}
+		if dstStride != 0 && dstStride != d {
+			nm.fail("DstStride = %d needs N: with N = 0 the rows of length %d fill %s back to back", dstStride, d, nm.dst)
 		}
 		if len(x) != 0 && len(x)%d != 0 {
 			nm.fail("len(%s) = %d is not a multiple of the row length %s = %d", nm.x, len(x), rowLengthName(n, nm), d)
@@ -357,7 +384,8 @@ func explainApply[T elem](n *Norm, nm *names, r *rowsOf[T]) string {
 		if res != nil && len(res) != len(x) {
 			nm.fail("len(Residual) = %d, want len(%s) = %d", len(res), nm.x, len(x))
 		}
-		span = len(x)
+		span, dspan = len(x), len(x)
+		stride, dstStride = d, d
 		if d > 0 {
 			rows = span / d
 		}
@@ -365,20 +393,32 @@ func explainApply[T elem](n *Norm, nm *names, r *rowsOf[T]) string {
 		if stride == 0 {
 			stride = d
 		}
+		if dstStride == 0 {
+			dstStride = stride
+		}
 		if stride < d {
 			nm.fail("Stride = %d is shorter than the row length %d", stride, d)
 		}
-		if rows-1 > (math.MaxInt-d)/stride {
-			nm.fail("N = %d rows of Stride = %d do not fit in memory", rows, stride)
+		if dstStride < d {
+			nm.fail("DstStride = %d is shorter than the row length %d", dstStride, d)
 		}
-		span = (rows-1)*stride + d
+		if rows-1 > (math.MaxInt-d)/stride || rows-1 > (math.MaxInt-d)/dstStride {
+			nm.fail("N = %d rows of Stride = %d (DstStride = %d) do not fit in memory", rows, stride, dstStride)
+		}
+		span, dspan = (rows-1)*stride+d, (rows-1)*dstStride+d
 		for _, s := range []struct {
-			name string
-			n    int
-			set  bool
-		}{{nm.x, len(x), true}, {nm.dst, len(dst), true}, {"Residual", len(res), res != nil}} {
-			if s.set && s.n < span {
-				nm.fail("len(%s) = %d, want at least %d for N = %d rows of %d with Stride = %d", s.name, s.n, span, rows, d, stride)
+			name         string
+			n            int
+			set          bool
+			span, stride int
+			strideName   string
+		}{
+			{nm.x, len(x), true, span, stride, "Stride"},
+			{nm.dst, len(dst), true, dspan, dstStride, "DstStride"},
+			{"Residual", len(res), res != nil, span, stride, "Stride"},
+		} {
+			if s.set && s.n < s.span {
+				nm.fail("len(%s) = %d, want at least %d for N = %d rows of %d with %s = %d", s.name, s.n, s.span, rows, d, s.strideName, s.stride)
 			}
 		}
 	}
@@ -394,7 +434,16 @@ func explainApply[T elem](n *Norm, nm *names, r *rowsOf[T]) string {
 		if inv != nil {
 			i = region("Inv", inv[:rows])
 		}
-		explainOverlaps(nm, region(nm.dst, dst[:span]), region(nm.x, x[:span]), region(nm.w, n.Weight), r, i)
+		var zd D
+		var zt T
+		dr, xr := region(nm.dst, dst[:dspan]), region(nm.x, x[:span])
+		if dr.p == xr.p && (unsafe.Sizeof(zd) != unsafe.Sizeof(zt) || dstStride != stride) && dr.overlaps(xr) {
+			if unsafe.Sizeof(zd) != unsafe.Sizeof(zt) {
+				nm.fail("%s overlaps %s (the output is 16-bit, the input float32: they cannot share memory)", nm.dst, nm.x)
+			}
+			nm.fail("%s is %s with DstStride = %d and Stride = %d (in place needs the same stride)", nm.dst, nm.x, dstStride, stride)
+		}
+		explainOverlaps(nm, dr, xr, region(nm.w, n.Weight), r, i)
 	}
 	return "rmsnorm: " + nm.fn + ": internal error: the fast check rejected a valid call"
 }

@@ -22,8 +22,6 @@ func (j *job) row16(p unsafe.Pointer, r int) []uint16 {
 // runGeneric16 is runGeneric for 16-bit rows.
 func runGeneric16(j *job, from, to int) int {
 	f, d := j.format, j.d
-	w := j.weight()
-	var buf [chunk]float32
 	for r := from; r < to; r++ {
 		src := j.row16(j.x, r)
 		if j.res != nil {
@@ -34,35 +32,67 @@ func runGeneric16(j *job, from, to int) int {
 			src = h
 		}
 		var p [64]float32
-		for c := 0; c < d; c += chunk {
-			part := buf[:min(chunk, d-c)]
-			for i := range part {
-				v := f.widen(src[c+i])
-				p[i&63] += float32(v * v)
-			}
+		for i, h := range src {
+			v := f.widen(h)
+			p[i&63] += float32(v * v)
 		}
 		inv, ok := invRMS(reduce64(&p), d, j.eps)
 		if !ok {
 			return r
 		}
-		dst := j.row16(j.dst, r)
-		for c := 0; c < d; c += chunk {
-			part := buf[:min(chunk, d-c)]
-			for i := range part {
-				part[i] = f.widen(src[c+i])
-			}
-			var ww []float32
-			if w != nil {
-				ww = w[c : c+len(part)]
-			}
-			scale16(part, ww, inv, j.mode, j.rn(), f)
-			for i, v := range part {
-				dst[c+i] = f.narrow(v)
-			}
-		}
+		j.scaleInto16(j.dstRow16(r), inv, nil, src)
 		j.setInv(r, inv)
 	}
 	return to
+}
+
+// runGenericTo16 is runGeneric for float32 rows normalized into 16-bit ones (RowsTo16): the sum,
+// the residual and inv exactly as runGeneric's, the output narrowed as runGeneric16's.
+func runGenericTo16(j *job, from, to int) int {
+	d := j.d
+	for r := from; r < to; r++ {
+		src := j.row(j.x, r)
+		if j.res != nil {
+			h := j.row(j.res, r)
+			addInto(h, src)
+			src = h
+		} else if j.flags&flagPF != 0 {
+			touchRow(src)
+		}
+		inv, ok := invRMS(sumSquares(src), d, j.eps)
+		if !ok {
+			return r
+		}
+		j.scaleInto16(j.dstRow16(r), inv, src, nil)
+		j.setInv(r, inv)
+	}
+	return to
+}
+
+// scaleInto16 writes the 16-bit output row dst of the row x32 (float32) or x16 (16-bit, widened)
+// with this inv, a chunk at a time: scale16, then one rounding. (Slices, not a function that loads
+// a chunk: the chunk passed to one would move buf to the heap.)
+func (j *job) scaleInto16(dst []uint16, inv float32, x32 []float32, x16 []uint16) {
+	f, w := j.format, j.weight()
+	var buf [chunk]float32
+	for c := 0; c < j.d; c += chunk {
+		part := buf[:min(chunk, j.d-c)]
+		if x16 != nil {
+			for i := range part {
+				part[i] = f.widen(x16[c+i])
+			}
+		} else {
+			copy(part, x32[c:])
+		}
+		var ww []float32
+		if w != nil {
+			ww = w[c : c+len(part)]
+		}
+		scale16(part, ww, inv, j.mode, j.rn(), f)
+		for i, v := range part {
+			dst[c+i] = f.narrow(v)
+		}
+	}
 }
 
 // scale16 sets x[i] to the value the output is narrowed from: (x[i]*inv)*w[i] in the job's weight
@@ -83,25 +113,39 @@ func scale16(x, w []float32, inv float32, mode weightMode, rn bool, f format) {
 	}
 }
 
-// rowFloat64of16 finishes 16-bit row r on the float64 path: the float32 contract's float64 path on
-// the widened row (res already holds h in the residual forms), each output narrowed from its
-// float32 result. With rn, x*inv is rounded to float32 and then to the format before the weight.
+// rowFloat64of16 finishes row r of 16-bit output on the float64 path: the float32 contract's
+// float64 path on the row (widened from 16 bits, or float32 for RowsTo16; res already holds h in
+// the residual forms), each output narrowed from its float32 result. With rn, x*inv is rounded to
+// float32 and then to the format before the weight.
 func (j *job) rowFloat64of16(r int) {
 	f := j.format
-	src := j.row16(j.x, r)
+	src := j.x
 	if j.res != nil {
-		src = j.row16(j.res, r)
+		src = j.res
+	}
+	var x32 []float32
+	var x16 []uint16
+	if f.in() == formatF32 {
+		x32 = j.row(src, r)
+	} else {
+		x16 = j.row16(src, r)
+	}
+	at := func(i int) float32 {
+		if x32 != nil {
+			return x32[i]
+		}
+		return f.widen(x16[i])
 	}
 	var ss float64
-	for _, h := range src {
-		v := float64(f.widen(h))
+	for i := range j.d {
+		v := float64(at(i))
 		ss += v * v // exact: a float32 square fits a float64
 	}
 	inv := 1 / math.Sqrt(ss/float64(j.d)+float64(j.eps))
-	dst := j.row16(j.dst, r)
+	dst := j.dstRow16(r)
 	w := j.weight()
-	for i, h := range src {
-		y := float64(f.widen(h)) * inv
+	for i := range j.d {
+		y := float64(at(i)) * inv
 		if j.rn() {
 			y = float64(f.round(float32(y)))
 		}

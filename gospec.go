@@ -24,33 +24,45 @@ const groupMax = 512
 type variant uint8
 
 const (
-	vWeighted           variant = 0
-	vOffset             variant = 1
-	vUnweighted         variant = 2
-	vAddWeighted        variant = 3
-	vAddOffset          variant = 4
-	vAddUnweighted      variant = 5
-	vBF16Weighted       variant = 6
-	vBF16Offset         variant = 7
-	vBF16Unweighted     variant = 8
-	vBF16AddWeighted    variant = 9
-	vBF16AddOffset      variant = 10
-	vBF16AddUnweighted  variant = 11
-	vF16Weighted        variant = 12
-	vF16Offset          variant = 13
-	vF16Unweighted      variant = 14
-	vF16AddWeighted     variant = 15
-	vF16AddOffset       variant = 16
-	vF16AddUnweighted   variant = 17
-	vBackwardWeighted   variant = 18
-	vBackwardOffset     variant = 19
-	vBackwardUnweighted variant = 20
+	vWeighted            variant = 0
+	vOffset              variant = 1
+	vUnweighted          variant = 2
+	vAddWeighted         variant = 3
+	vAddOffset           variant = 4
+	vAddUnweighted       variant = 5
+	vBF16Weighted        variant = 6
+	vBF16Offset          variant = 7
+	vBF16Unweighted      variant = 8
+	vBF16AddWeighted     variant = 9
+	vBF16AddOffset       variant = 10
+	vBF16AddUnweighted   variant = 11
+	vF16Weighted         variant = 12
+	vF16Offset           variant = 13
+	vF16Unweighted       variant = 14
+	vF16AddWeighted      variant = 15
+	vF16AddOffset        variant = 16
+	vF16AddUnweighted    variant = 17
+	vToBF16Weighted      variant = 18
+	vToBF16Offset        variant = 19
+	vToBF16Unweighted    variant = 20
+	vToBF16AddWeighted   variant = 21
+	vToBF16AddOffset     variant = 22
+	vToBF16AddUnweighted variant = 23
+	vToF16Weighted       variant = 24
+	vToF16Offset         variant = 25
+	vToF16Unweighted     variant = 26
+	vToF16AddWeighted    variant = 27
+	vToF16AddOffset      variant = 28
+	vToF16AddUnweighted  variant = 29
+	vBackwardWeighted    variant = 30
+	vBackwardOffset      variant = 31
+	vBackwardUnweighted  variant = 32
 )
 
 // numVariants is the number of forward variants; numEntries counts the backward functions too.
 const (
-	numVariants = 18
-	numEntries  = 21
+	numVariants = 30
+	numEntries  = 33
 )
 
 // numConvOps is the number of conversions (convOp).
@@ -58,7 +70,7 @@ const numConvOps = 4
 
 // forwardVariant maps a call's storage format, weight form and residual to the variant that
 // implements it (RoundNormalized is flagRN).
-var forwardVariant = [3][3][2]variant{
+var forwardVariant = [5][3][2]variant{
 	formatF32: {
 		weighted:   {vWeighted, vAddWeighted},
 		offset:     {vOffset, vAddOffset},
@@ -73,5 +85,15 @@ var forwardVariant = [3][3][2]variant{
 		weighted:   {vF16Weighted, vF16AddWeighted},
 		offset:     {vF16Offset, vF16AddOffset},
 		unweighted: {vF16Unweighted, vF16AddUnweighted},
+	},
+	formatToBF16: {
+		weighted:   {vToBF16Weighted, vToBF16AddWeighted},
+		offset:     {vToBF16Offset, vToBF16AddOffset},
+		unweighted: {vToBF16Unweighted, vToBF16AddUnweighted},
+	},
+	formatToF16: {
+		weighted:   {vToF16Weighted, vToF16AddWeighted},
+		offset:     {vToF16Offset, vToF16AddOffset},
+		unweighted: {vToF16Unweighted, vToF16AddUnweighted},
 	},
 }

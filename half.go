@@ -8,14 +8,43 @@ import "math"
 // turns NaN into a quiet NaN. The vector kernels give the same bits (NaN payloads aside); these
 // are the scalar definitions the generic kernel and the tests use.
 
-// format is how rows are stored.
+// format is how rows are stored: x and the residual in f.in(), dst in f.out().
 type format uint8
 
 const (
-	formatF32  format = iota // float32
-	formatBF16               // bfloat16 bits in a uint16
-	formatF16                // IEEE 754 binary16 bits in a uint16
+	formatF32    format = iota // float32
+	formatBF16                 // bfloat16 bits in a uint16
+	formatF16                  // IEEE 754 binary16 bits in a uint16
+	formatToBF16               // float32 x and residual, bfloat16 dst (RowsTo16)
+	formatToF16                // float32 x and residual, binary16 dst (RowsTo16)
 )
+
+// size is the bytes of one element of format f (of formatF32, formatBF16 or formatF16).
+func (f format) size() uintptr {
+	if f == formatF32 {
+		return 4
+	}
+	return 2
+}
+
+// in is the format of x and the residual.
+func (f format) in() format {
+	if f >= formatToBF16 {
+		return formatF32
+	}
+	return f
+}
+
+// out is the format of dst.
+func (f format) out() format {
+	switch f {
+	case formatToBF16:
+		return formatBF16
+	case formatToF16:
+		return formatF16
+	}
+	return f
+}
 
 // bf16ToFloat32 widens a bfloat16: its bits are the top half of the float32.
 func bf16ToFloat32(h uint16) float32 { return math.Float32frombits(uint32(h) << 16) }
@@ -82,17 +111,17 @@ func float32ToF16(f float32) uint16 {
 	return sign | uint16(q)
 }
 
-// widen16 returns the widening function of a 16-bit format.
+// widen widens h from the 16-bit format f (or f's out).
 func (f format) widen(h uint16) float32 {
-	if f == formatBF16 {
+	if f.out() == formatBF16 {
 		return bf16ToFloat32(h)
 	}
 	return f16ToFloat32(h)
 }
 
-// narrow rounds v to the 16-bit format.
+// narrow rounds v to the 16-bit format f (or f's out).
 func (f format) narrow(v float32) uint16 {
-	if f == formatBF16 {
+	if f.out() == formatBF16 {
 		return float32ToBF16(v)
 	}
 	return float32ToF16(v)

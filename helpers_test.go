@@ -19,7 +19,7 @@ func forwardWith(k kernelID, dst, x, w []float32, eps float32) {
 // applyRowsWith is Norm.Apply (or ApplyBF16, ApplyF16 for format f) with an explicit kernel.
 func applyRowsWith[T elem](k kernelID, n *Norm, f format, dst, x, res []T, inv []float32, rows, stride int) {
 	nm := map[format]*names{formatF32: &applyNames, formatBF16: &applyBF16Names, formatF16: &applyF16Names}[f]
-	r := rowsOf[T]{Dst: dst, X: x, Residual: res, Inv: inv, N: rows, Stride: stride}
+	r := rowsOf[T, T]{Dst: dst, X: x, Residual: res, Inv: inv, N: rows, Stride: stride}
 	if !applyRows(n, &r, f, k) {
 		panic(explainApply(n, nm, &r))
 	}

@@ -17,13 +17,14 @@ const (
 // between them, so that init can write every byte and spare the forward calls the zeroing of the
 // whole job first (see init).
 type job struct {
-	dst, x unsafe.Pointer // row 0 of the output and of the input
-	w      unsafe.Pointer // the weight, nil without one (the kernels take nil for Unweighted)
-	d      int            // row length
-	stride int            // elements from one row's start to the next's, in dst, x and res
-	eps    float32
-	flags  uint32 // flagNT, flagPF: how the kernels treat memory (set by setMemoryFlags); flagRN; flagOffset; flagFuse
-	fn     uint32 // the kernel function: kernelID*numEntries + v (callKernel)
+	dst, x    unsafe.Pointer // row 0 of the output and of the input
+	w         unsafe.Pointer // the weight, nil without one (the kernels take nil for Unweighted)
+	d         int            // row length
+	stride    int            // elements from one row's start to the next's, in x and res (and dy)
+	dstStride int            // the same in dst: DstStride resolved (Stride when it is 0)
+	eps       float32
+	flags     uint32 // flagNT, flagPF: how the kernels treat memory (set by setMemoryFlags); flagRN; flagOffset; flagFuse
+	fn        uint32 // the kernel function: kernelID*numEntries + v (callKernel)
 
 	mode   weightMode // the weight form, for the generic kernel and the float64 path
 	format format     // how dst, x and res are stored
@@ -47,9 +48,9 @@ type job struct {
 // those of the previous call's kernel (see applyRows). The compiler also drops a store of a
 // constant zero among the first four after the zeroing, which would leave a hole, so the fields
 // that are often nil (res, inv) come after four that never are constant.
-func (j *job) init(dst, x, w unsafe.Pointer, d, stride int, eps float32, flags, fn uint32,
+func (j *job) init(dst, x, w unsafe.Pointer, d, stride, dstStride int, eps float32, flags, fn uint32,
 	mode weightMode, f format, v variant, res, inv unsafe.Pointer, rows int) {
-	j.dst, j.x, j.w, j.d, j.stride = dst, x, w, d, stride
+	j.dst, j.x, j.w, j.d, j.stride, j.dstStride = dst, x, w, d, stride, dstStride
 	j.eps, j.flags, j.fn = eps, flags, fn
 	j.mode, j.format, j.v, j.pad = mode, f, v, 0
 	j.res, j.inv, j.dy, j.dw, j.acc, j.rows = res, inv, nil, nil, nil, rows
@@ -59,9 +60,19 @@ func (j *job) init(dst, x, w unsafe.Pointer, d, stride int, eps float32, flags, 
 // flagRN).
 func (j *job) rn() bool { return j.flags&flagRN != 0 }
 
-// row returns row r of the float32 rows starting at p.
+// row returns row r of the float32 rows starting at p (x, res or dy: rows Stride apart).
 func (j *job) row(p unsafe.Pointer, r int) []float32 {
 	return unsafe.Slice((*float32)(unsafe.Add(p, uintptr(r*j.stride)*4)), j.d)
+}
+
+// dstRow returns row r of dst as float32 (rows DstStride apart).
+func (j *job) dstRow(r int) []float32 {
+	return unsafe.Slice((*float32)(unsafe.Add(j.dst, uintptr(r*j.dstStride)*4)), j.d)
+}
+
+// dstRow16 returns row r of dst as 16-bit elements (rows DstStride apart).
+func (j *job) dstRow16(r int) []uint16 {
+	return unsafe.Slice((*uint16)(unsafe.Add(j.dst, uintptr(r*j.dstStride)*2)), j.d)
 }
 
 // weight returns the weight as a slice (nil without one).

@@ -23,8 +23,7 @@ package rmsnorm
 // and from 16 MiB of output (32 MiB of rows) streaming won. So 32 MiB.
 const streamFallback = 32 << 20
 
-// setMemoryFlags picks how the kernels treat memory for the validated job, whose rows hold
-// elements of elemBytes bytes:
+// setMemoryFlags picks how the kernels treat memory for the validated job:
 //   - rows that fill the cache come from memory, so the rows ahead are prefetched while a row is
 //     summed and scaled; out of place, dst also goes out with non-temporal stores (in place, the
 //     rows are in cache already and ordinary stores write them back at no extra cost);
@@ -32,23 +31,29 @@ const streamFallback = 32 << 20
 //
 // The generic kernel ignores flagNT, and for flagPF reads a float32 row without a residual once in
 // order before summing it (touchRow).
-func (j *job) setMemoryFlags(elemBytes uintptr) {
+func (j *job) setMemoryFlags() {
 	if j.stride != j.d {
 		j.flags |= flagPF
 	}
-	buffers := uintptr(1) // x, and dst when it is not x, and the residual
-	if j.dst != j.x {
-		buffers++
-	}
-	if j.res != nil {
-		buffers++
-	}
-	if uintptr(j.rows*j.d)*elemBytes*buffers >= uintptr(streamBytes) {
+	if j.rowBytes()*uintptr(j.rows) >= uintptr(streamBytes) {
 		j.flags |= flagPF
 		if j.dst != j.x {
 			j.flags |= flagNT
 		}
 	}
+}
+
+// rowBytes is the memory one row of a forward job moves: x, dst unless it is x, and the residual.
+func (j *job) rowBytes() uintptr {
+	in, out := j.format.in().size(), j.format.out().size()
+	b := in // x
+	if j.dst != j.x {
+		b += out
+	}
+	if j.res != nil {
+		b += in
+	}
+	return b * uintptr(j.d)
 }
 
 // setBackwardMemoryFlags is setMemoryFlags for a backward job: when x, dy and dx fill the cache,

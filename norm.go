@@ -32,9 +32,9 @@ type Norm struct {
 	RoundNormalized bool
 	// Workers is the most goroutines one call may use. 0 or 1: the calling goroutine only; a
 	// negative value panics. Above a size threshold (see the package documentation), Apply,
-	// Forward, ForwardBF16, ForwardF16, ApplyBF16, ApplyF16 and Backward split the rows over up to
-	// Workers goroutines, the calling one included; below it the call stays on the calling
-	// goroutine. Results are bit-identical for every value of Workers.
+	// Forward, ForwardBF16, ForwardF16, ApplyBF16, ApplyF16, ApplyToBF16, ApplyToF16 and Backward
+	// split the rows over up to Workers goroutines, the calling one included; below it the call
+	// stays on the calling goroutine. Results are bit-identical for every value of Workers.
 	//
 	// A call that splits allocates nothing once a few have run: the state its goroutines share
 	// and Backward's partial sums of the weight gradient (d floats per 32 rows) come from pools,
@@ -53,11 +53,16 @@ type Rows struct {
 	// N is the number of rows. Zero means len(X)/d: the rows fill X back to back, len(X) must be
 	// a multiple of d and len(Dst) must equal len(X).
 	N int
-	// Stride is the distance in elements between the starts of consecutive rows in X, Dst and
-	// Residual; zero means d. It must be >= d, and it needs N. The elements between rows are
-	// neither read nor written, so the q or k heads inside a fused QKV buffer can be normalized
-	// in place.
+	// Stride is the distance in elements between the starts of consecutive rows in X and
+	// Residual, and in Dst unless DstStride says otherwise; zero means d. It must be >= d, and it
+	// needs N. The elements between rows are neither read nor written, so the q or k heads inside
+	// a fused QKV buffer can be normalized in place.
 	Stride int
+	// DstStride is the distance in elements between the starts of consecutive rows of Dst; zero
+	// means Stride. It must be >= d, and it needs N, like Stride. With it the q or k heads of a
+	// fused QKV buffer go straight into a head-major buffer of their own. In place (Dst is X)
+	// needs DstStride equal to Stride.
+	DstStride int
 	// Residual, when set, fuses the residual add of a pre-norm block: for each element
 	// h = X + Residual (a float32 add), Residual = h, and the row normalized is h. It must not
 	// overlap X, Dst, the weight or Inv.
@@ -92,9 +97,9 @@ func (n *Norm) weighted() bool {
 }
 
 // packable reports whether the call of n on r is one packedRows takes, by the rules its caller
-// checks: rows back to back (N and Stride 0), no Inv, and a Norm with a weight on one goroutine.
-func packable[T elem](n *Norm, r *rowsOf[T]) bool {
-	return r.N|r.Stride == 0 && r.Inv == nil && n.weighted()
+// checks: rows back to back (N, Stride and DstStride 0), no Inv, and a Norm with a weight on one goroutine.
+func packable[D, T elem](n *Norm, r *rowsOf[D, T]) bool {
+	return r.N|r.Stride|r.DstStride == 0 && r.Inv == nil && n.weighted()
 }
 
 // flags returns the job flags of n's weight form and rounding for rows in format f, for a Norm
@@ -118,7 +123,7 @@ func (n *Norm) flags(f format) uint32 {
 //
 //go:noinline
 func (n Norm) forward(dst, x []float32) {
-	var r rowsOf[float32] // set field by field: a literal would be built aside and copied
+	var r rowsOf[float32, float32] // set field by field: a literal would be built aside and copied
 	r.Dst, r.X = dst, x
 	// r holds rows back to back without Inv: of packable's rules, only the Norm's are left.
 	if n.weighted() && packedRows(&r, formatF32, n.Weight, n.Eps, n.flags(formatF32), useActive) {
@@ -148,13 +153,13 @@ func (n Norm) forward(dst, x []float32) {
 func (n Norm) Apply(r Rows) {
 	// Rows back to back without Inv, a weight, one goroutine: the common calls take a short path,
 	// which leaves the rest and the calls that break a rule to the general one.
-	if packable(&n, (*rowsOf[float32])(&r)) {
+	if packable(&n, (*rowsOf[float32, float32])(&r)) {
 		if r.Residual == nil && !n.UnitOffset {
 			// Nothing else: rmsnorm.Forward's call, as in Norm.Forward.
 			forwardRows(&applyNames, formatF32, r.Dst, r.X, n.Weight, n.Eps, useActive)
 			return
 		}
-		if packedRows((*rowsOf[float32])(&r), formatF32, n.Weight, n.Eps, n.flags(formatF32), useActive) {
+		if packedRows((*rowsOf[float32, float32])(&r), formatF32, n.Weight, n.Eps, n.flags(formatF32), useActive) {
 			return
 		}
 	}
@@ -166,8 +171,8 @@ func (n Norm) Apply(r Rows) {
 //
 //go:noinline
 func (n Norm) apply(r *Rows) {
-	if !applyRows(&n, (*rowsOf[float32])(r), formatF32, useActive) {
-		panic(explainApply(&n, &applyNames, (*rowsOf[float32])(r)))
+	if !applyRows(&n, (*rowsOf[float32, float32])(r), formatF32, useActive) {
+		panic(explainApply(&n, &applyNames, (*rowsOf[float32, float32])(r)))
 	}
 }
 
@@ -183,9 +188,13 @@ type Rows16 struct {
 	// N is the number of rows. Zero means len(X)/d: the rows fill X back to back, len(X) must be
 	// a multiple of d and len(Dst) must equal len(X).
 	N int
-	// Stride is the distance in elements between the starts of consecutive rows in X, Dst and
-	// Residual; zero means d. It must be >= d, and it needs N.
+	// Stride is the distance in elements between the starts of consecutive rows in X and
+	// Residual, and in Dst unless DstStride says otherwise; zero means d. It must be >= d, and it
+	// needs N.
 	Stride int
+	// DstStride is the distance in elements between the starts of consecutive rows of Dst; zero
+	// means Stride. As in Rows.
+	DstStride int
 	// Residual, when set, holds the residual stream in the format of X: for each element
 	// h = round16(X + Residual) (a float32 add, then one rounding) is stored back into Residual,
 	// and h is the row normalized. It has the layout of X and must not overlap X, Dst, the weight
@@ -202,8 +211,8 @@ type Rows16 struct {
 //
 //go:noinline
 func (n Norm) ApplyBF16(r Rows16) {
-	if packable(&n, (*rowsOf[uint16])(&r)) &&
-		packedRows((*rowsOf[uint16])(&r), formatBF16, n.Weight, n.Eps, n.flags(formatBF16), useActive) {
+	if packable(&n, (*rowsOf[uint16, uint16])(&r)) &&
+		packedRows((*rowsOf[uint16, uint16])(&r), formatBF16, n.Weight, n.Eps, n.flags(formatBF16), useActive) {
 		return
 	}
 	n.apply16(&r, formatBF16, &applyBF16Names)
@@ -213,8 +222,8 @@ func (n Norm) ApplyBF16(r Rows16) {
 //
 //go:noinline
 func (n Norm) ApplyF16(r Rows16) {
-	if packable(&n, (*rowsOf[uint16])(&r)) &&
-		packedRows((*rowsOf[uint16])(&r), formatF16, n.Weight, n.Eps, n.flags(formatF16), useActive) {
+	if packable(&n, (*rowsOf[uint16, uint16])(&r)) &&
+		packedRows((*rowsOf[uint16, uint16])(&r), formatF16, n.Weight, n.Eps, n.flags(formatF16), useActive) {
 		return
 	}
 	n.apply16(&r, formatF16, &applyF16Names)
@@ -224,8 +233,8 @@ func (n Norm) ApplyF16(r Rows16) {
 //
 //go:noinline
 func (n Norm) apply16(r *Rows16, f format, nm *names) {
-	if !applyRows(&n, (*rowsOf[uint16])(r), f, useActive) {
-		panic(explainApply(&n, nm, (*rowsOf[uint16])(r)))
+	if !applyRows(&n, (*rowsOf[uint16, uint16])(r), f, useActive) {
+		panic(explainApply(&n, nm, (*rowsOf[uint16, uint16])(r)))
 	}
 }
 
@@ -260,12 +269,74 @@ func (n Norm) ForwardF16(dst, x []uint16) {
 //
 //go:noinline
 func (n Norm) forward16(dst, x []uint16, f format, nm *names) {
-	var r rowsOf[uint16] // set field by field, as in forward
+	var r rowsOf[uint16, uint16] // set field by field, as in forward
 	r.Dst, r.X = dst, x
 	if n.weighted() && packedRows(&r, f, n.Weight, n.Eps, n.flags(f), useActive) {
 		return
 	}
 	if !applyRows(&n, &r, f, useActive) {
 		panic(explainApply(&n, nm, &r))
+	}
+}
+
+// RowsTo16 describes float32 rows (and a float32 residual stream) normalized into 16-bit rows:
+// the norm in front of a bfloat16 or float16 matmul, in one pass instead of Apply into a float32
+// buffer followed by Float32ToBF16. The rules of Rows apply unchanged; Dst never shares memory
+// with X (no in place: the types differ).
+type RowsTo16 struct {
+	// Dst receives the output rows as raw bits of the method's format (bfloat16 for ApplyToBF16,
+	// binary16 for ApplyToF16), at the positions of the rows of X (DstStride apart).
+	Dst []uint16
+	// X holds the float32 input rows, as in Rows.
+	X []float32
+	// N is the number of rows, as in Rows: zero means len(X)/d rows back to back, and then
+	// len(Dst) must equal len(X).
+	N int
+	// Stride is the distance in elements between the starts of consecutive rows in X and
+	// Residual, and in Dst unless DstStride says otherwise; as in Rows.
+	Stride int
+	// DstStride is the distance in elements between the starts of consecutive rows of Dst; zero
+	// means Stride. As in Rows.
+	DstStride int
+	// Residual, when set, is the float32 residual stream, as in Rows: h = X + Residual (a float32
+	// add), stored back into Residual unrounded, and h is the row normalized.
+	Residual []float32
+	// Inv, when set, receives 1/rms of each row (Inv[r] for row r), as in Rows.
+	Inv []float32
+}
+
+// ApplyToBF16 normalizes float32 rows into bfloat16 ones. Its output is exactly the bfloat16
+// rounding of what Apply computes for the same rows and Norm (Apply into a float32 buffer, then
+// Float32ToBF16), in one pass; with RoundNormalized and a weight, x*inv is rounded to bfloat16
+// before the weight, as ApplyBF16 does. The residual sum, Residual and Inv are Apply's, in
+// float32. It panics under the rules of Apply.
+//
+//go:noinline
+func (n Norm) ApplyToBF16(r RowsTo16) {
+	if packable(&n, (*rowsOf[uint16, float32])(&r)) &&
+		packedRows((*rowsOf[uint16, float32])(&r), formatToBF16, n.Weight, n.Eps, n.flags(formatToBF16), useActive) {
+		return
+	}
+	n.applyTo16(&r, formatToBF16, &applyToBF16Names)
+}
+
+// ApplyToF16 is ApplyToBF16 for IEEE 754 binary16 (float16) output: the binary16 rounding of
+// what Apply computes.
+//
+//go:noinline
+func (n Norm) ApplyToF16(r RowsTo16) {
+	if packable(&n, (*rowsOf[uint16, float32])(&r)) &&
+		packedRows((*rowsOf[uint16, float32])(&r), formatToF16, n.Weight, n.Eps, n.flags(formatToF16), useActive) {
+		return
+	}
+	n.applyTo16(&r, formatToF16, &applyToF16Names)
+}
+
+// applyTo16 is apply for ApplyToBF16 and ApplyToF16, output in format f.
+//
+//go:noinline
+func (n Norm) applyTo16(r *RowsTo16, f format, nm *names) {
+	if !applyRows(&n, (*rowsOf[uint16, float32])(r), f, useActive) {
+		panic(explainApply(&n, nm, (*rowsOf[uint16, float32])(r)))
 	}
 }

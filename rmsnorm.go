@@ -119,6 +119,17 @@
 // BF16ToFloat32, Float32ToBF16, F16ToFloat32 and Float32ToF16 are the same widening and rounding
 // as vector loops of their own, for weights at load and activations at save.
 //
+// # Mixed precision
+//
+// Norm.ApplyToBF16 and Norm.ApplyToF16 (RowsTo16) take float32 rows and a float32 residual stream
+// and write 16-bit rows: the norm in front of a bfloat16 or float16 matmul. Steps 1-5 run on the
+// float32 rows exactly as Apply runs them (the residual sum h is float32 and is stored into
+// Residual unrounded; Inv gets Apply's inv), and y[i] = round16 of Apply's y[i], round16 as for
+// 16-bit storage. So ApplyToBF16 gives the bits of Apply into a float32 buffer followed by
+// Float32ToBF16, in one pass. With RoundNormalized and a weight, n = round16(x[i]*inv) first and
+// y[i] = round16(n*w[i]), as for 16-bit rows (on the float64 path, x[i]*inv is rounded to float32
+// first).
+//
 // # Backward
 //
 // Norm.Backward computes the gradient of the forward pass without a residual, for training. For
@@ -155,20 +166,25 @@
 //     len(X)/d rows, so len(X) must be a multiple of d; len(Dst) must equal len(X); Stride must
 //     be 0 or d.
 //   - Strided (Rows.N > 0): N rows whose starts lie Stride elements apart (Stride 0 means d, else
-//     Stride >= d). X and Dst must each hold at least (N-1)*Stride + d elements; the elements
-//     between rows and after the last one are neither read nor written.
+//     Stride >= d). X must hold at least (N-1)*Stride + d elements; the elements between rows and
+//     after the last one are neither read nor written.
+//   - Dst follows X's layout, unless DstStride (Rows, Rows16 and RowsTo16) gives its rows a
+//     stride of their own: DstStride 0 means Stride, else DstStride >= d, and like Stride it needs
+//     N (with N = 0 it must be 0 or d). Dst must hold at least (N-1)*DstStride + d elements; the
+//     elements between its rows are neither read nor written.
 //   - Rows.Residual, when set, has the layout of X: len(Residual) == len(X) back to back, at least
 //     (N-1)*Stride + d strided.
 //   - Rows.Inv, when set, needs len(Inv) >= the number of rows; Inv[r] is written for row r only.
 //   - Grad: DX and DY have the layout of X, as Dst does (len(DX) == len(DY) == len(X) back to
 //     back, at least (N-1)*Stride + d strided); Grad.Inv needs len(Inv) >= the number of rows;
 //     Grad.DW, when set, has exactly d elements and needs a Norm with a weight.
-//   - N and Stride must not be negative, Eps must be finite and >= 0 (eps for Forward), and a row
+//   - N, Stride and DstStride must not be negative, Eps must be finite and >= 0 (eps for Forward), and a row
 //     length of 0 (no Weight and Dim 0, or an empty w) is only allowed for a call without rows.
 //
 // Memory, counted over each buffer's rows from the first row's start to the last row's end (the
-// gaps of strided rows included): Dst (dst) is either X (x) itself, the same first element for an
-// in-place call, or shares none with it, and shares none with the weight; Residual shares none
+// gaps of strided rows included): Dst (dst) is either X (x) itself, the same first element and the
+// same stride (DstStride equal to Stride) for an in-place call, or shares none with it, and shares
+// none with the weight (RowsTo16's Dst, 16-bit where X is float32, is never X); Residual shares none
 // with X, Dst or the weight; Inv none with X, Dst, the weight or Residual. In Backward, DX is DY
 // itself or shares none with it, and shares none with X, the weight, Inv or DW; DW shares none
 // with X, DY, the weight or Inv. A call that breaks a rule panics with a message starting

@@ -63,6 +63,18 @@ func avx512ForwardBF16(j *job, from, to int) int
 //go:noescape
 func avx512ForwardF16(j *job, from, to int) int
 
+// avx512ForwardToBF16 normalizes rows [from, to) of the job: float32 rows into BF16 rows: y = round16((x*inv)*w), round16((x*inv)*(1+w)) with flagOffset, or round16(x*inv) with w nil (with flagRN and a weight, round16(x*inv) in place of (x*inv)), for each row; with res, h = x + res and res = h per element first, and h in place of x.
+// It stops before the first row that needs the float64 path and returns that row's index, or to.
+//
+//go:noescape
+func avx512ForwardToBF16(j *job, from, to int) int
+
+// avx512ForwardToF16 normalizes rows [from, to) of the job: float32 rows into F16 rows: y = round16((x*inv)*w), round16((x*inv)*(1+w)) with flagOffset, or round16(x*inv) with w nil (with flagRN and a weight, round16(x*inv) in place of (x*inv)), for each row; with res, h = x + res and res = h per element first, and h in place of x.
+// It stops before the first row that needs the float64 path and returns that row's index, or to.
+//
+//go:noescape
+func avx512ForwardToF16(j *job, from, to int) int
+
 // avx512WidenBF16 converts n elements: BF16 bits at src widened exactly to float32 at dst.
 //
 //go:noescape
@@ -101,6 +113,18 @@ func avx2ForwardBF16(j *job, from, to int) int
 //go:noescape
 func avx2ForwardF16(j *job, from, to int) int
 
+// avx2ForwardToBF16 normalizes rows [from, to) of the job: float32 rows into BF16 rows: y = round16((x*inv)*w), round16((x*inv)*(1+w)) with flagOffset, or round16(x*inv) with w nil (with flagRN and a weight, round16(x*inv) in place of (x*inv)), for each row; with res, h = x + res and res = h per element first, and h in place of x.
+// It stops before the first row that needs the float64 path and returns that row's index, or to.
+//
+//go:noescape
+func avx2ForwardToBF16(j *job, from, to int) int
+
+// avx2ForwardToF16 normalizes rows [from, to) of the job: float32 rows into F16 rows: y = round16((x*inv)*w), round16((x*inv)*(1+w)) with flagOffset, or round16(x*inv) with w nil (with flagRN and a weight, round16(x*inv) in place of (x*inv)), for each row; with res, h = x + res and res = h per element first, and h in place of x.
+// It stops before the first row that needs the float64 path and returns that row's index, or to.
+//
+//go:noescape
+func avx2ForwardToF16(j *job, from, to int) int
+
 // avx2WidenBF16 converts n elements: BF16 bits at src widened exactly to float32 at dst.
 //
 //go:noescape
@@ -126,6 +150,12 @@ func avx2NarrowF16(dst, src unsafe.Pointer, n int)
 //
 //go:noescape
 func avx512bf16ForwardBF16(j *job, from, to int) int
+
+// avx512bf16ForwardToBF16 normalizes rows [from, to) of the job: float32 rows into BF16 rows: y = round16((x*inv)*w), round16((x*inv)*(1+w)) with flagOffset, or round16(x*inv) with w nil (with flagRN and a weight, round16(x*inv) in place of (x*inv)), for each row; with res, h = x + res and res = h per element first, and h in place of x.
+// It stops before the first row that needs the float64 path and returns that row's index, or to.
+//
+//go:noescape
+func avx512bf16ForwardToBF16(j *job, from, to int) int
 
 // avx512bf16NarrowBF16 converts n elements: float32 at src rounded to BF16 bits at dst (to nearest, ties to even).
 //

@@ -233,7 +233,7 @@ GLOBL widehi<>(SB), RODATA|NOPTR, $64
 
 // func avx512Forward(j uintptr, from int, to int) int
 // Requires: AVX, AVX512F, MMX+
-TEXT ·avx512Forward(SB), NOSPLIT, $376-32
+TEXT ·avx512Forward(SB), NOSPLIT, $384-32
 	// avx512Forward normalizes rows [from, to) of the job: y = (x*inv)*w, (x*inv)*(1+w) with flagOffset, or x*inv with w nil, for each row; with res, h = x + res and res = h per element first, and h in place of x.
 	// It stops before the first row that needs the float64 path and returns that row's index, or to.
 	MOVQ  j+0(FP), AX
@@ -248,12 +248,15 @@ rowsset:
 	MOVQ job_w+0(AX), SI
 	MOVQ job_stride+0(AX), DI
 	SHLQ $0x02, DI
+	MOVQ job_dstStride+0(AX), R8
+	SHLQ $0x02, R8
+	MOVQ R8, 328(SP)
 
 	// fd = float32(d); rd = 1/d when d is a power of two (a/d is then a*rd exactly), else 0.
 	MOVQ       job_d+0(AX), R8
 	VMOVSS     one<>+0(SB), X0
 	VCVTSI2SSQ R8, X0, X0
-	VMOVSS     X0, 368(SP)
+	VMOVSS     X0, 376(SP)
 	XORL       R10, R10
 	LEAQ       -1(R8), R9
 	TESTQ      R8, R9
@@ -264,7 +267,7 @@ rowsset:
 	SHLL       $0x17, R10
 
 notpow2:
-	MOVL         R10, 372(SP)
+	MOVL         R10, 380(SP)
 	VBROADCASTSS one<>+0(SB), Z0
 	TESTL        $0x00000010, job_flags+0(AX)
 	JNZ          weightadd1
@@ -274,9 +277,11 @@ weightadd1:
 	// Start at row from.
 	MOVQ  from+8(FP), R8
 	MOVQ  R8, 320(SP)
-	MOVQ  $0x00000000, 328(SP)
+	MOVQ  $0x00000000, 336(SP)
+	MOVQ  R8, R9
+	IMULQ 328(SP), R9
+	ADDQ  R9, CX
 	IMULQ DI, R8
-	ADDQ  R8, CX
 	ADDQ  R8, DX
 	ADDQ  R8, BX
 
@@ -284,12 +289,12 @@ row:
 	MOVQ 320(SP), R8
 	CMPQ R8, to+16(FP)
 	JAE  ret
-	MOVQ $0x00000001, 336(SP)
+	MOVQ $0x00000001, 344(SP)
 	CMPQ job_res+0(AX), $0x00
 	JNE  addsum
-	CMPQ 328(SP), $0x00
+	CMPQ 336(SP), $0x00
 	JE   trygroup
-	DECQ 328(SP)
+	DECQ 336(SP)
 	JMP  sum
 
 trygroup:
@@ -299,7 +304,7 @@ trygroup:
 	SUBQ 320(SP), R8
 	CMPQ R8, $0x04
 	JB   sum
-	MOVQ $0x00000004, 336(SP)
+	MOVQ $0x00000004, 344(SP)
 
 sum:
 	MOVQ DX, R8
@@ -441,7 +446,7 @@ summed:
 	VADDPS  Z3, Z1, Z1
 	VADDPS  Z4, Z2, Z2
 	VADDPS  Z2, Z1, Z1
-	CMPQ    336(SP), $0x01
+	CMPQ    344(SP), $0x01
 	JE      invone
 	VMOVUPS Z1, (SP)(R9*1)
 	ADDQ    DI, R8
@@ -638,13 +643,13 @@ invone:
 	VADDPS     Z2, Z1, Z1
 
 	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
-	CMPL   372(SP), $0x00
+	CMPL   380(SP), $0x00
 	JE     divide4
-	VMULSS 372(SP), X1, X1
+	VMULSS 380(SP), X1, X1
 	JMP    divided5
 
 divide4:
-	VDIVSS 368(SP), X1, X1
+	VDIVSS 376(SP), X1, X1
 
 divided5:
 	VADDSS   job_eps+0(AX), X1, X1
@@ -688,14 +693,14 @@ invgroup:
 	VCOMPRESSPS.Z Z2, K1, Z1
 
 	// t = ss/d + eps for the four rows; any t outside [2^-100, MaxFloat32] sends the group to the one-row path.
-	CMPL         372(SP), $0x00
+	CMPL         380(SP), $0x00
 	JE           divide6
-	VBROADCASTSS 372(SP), Z2
+	VBROADCASTSS 380(SP), Z2
 	VMULPS       Z2, Z1, Z1
 	JMP          divided7
 
 divide6:
-	VBROADCASTSS 368(SP), Z2
+	VBROADCASTSS 376(SP), Z2
 	VDIVPS       Z2, Z1, Z1
 
 divided7:
@@ -710,7 +715,7 @@ divided7:
 	KMOVW        K1, R8
 	CMPL         R8, $0x0f
 	JE           ginrange
-	MOVQ         $0x00000004, 328(SP)
+	MOVQ         $0x00000004, 336(SP)
 	JMP          row
 
 ginrange:
@@ -729,13 +734,13 @@ ginrange:
 
 scale:
 	VBROADCASTSS X6, Z1
-	MOVQ         $0x00000000, 344(SP)
-	CMPQ         336(SP), $0x01
+	MOVQ         $0x00000000, 352(SP)
+	CMPQ         344(SP), $0x01
 	JE           scalebody
 	VMOVUPS      Z6, 256(SP)
 
 scalerow:
-	MOVQ         344(SP), R8
+	MOVQ         352(SP), R8
 	VBROADCASTSS 256(SP)(R8*4), Z1
 
 scalebody:
@@ -1010,13 +1015,13 @@ noweight13:
 
 scaled:
 	ADDQ DI, DX
-	ADDQ DI, CX
+	ADDQ 328(SP), CX
 	ADDQ DI, BX
 	INCQ 320(SP)
-	MOVQ 344(SP), R8
+	MOVQ 352(SP), R8
 	INCQ R8
-	MOVQ R8, 344(SP)
-	CMPQ R8, 336(SP)
+	MOVQ R8, 352(SP)
+	CMPQ R8, 344(SP)
 	JB   scalerow
 	JMP  row
 
@@ -1033,7 +1038,7 @@ vzero:
 
 // func avx512ForwardBF16(j uintptr, from int, to int) int
 // Requires: AVX, AVX512BW, AVX512F, MMX+
-TEXT ·avx512ForwardBF16(SB), NOSPLIT, $376-32
+TEXT ·avx512ForwardBF16(SB), NOSPLIT, $384-32
 	// avx512ForwardBF16 normalizes rows [from, to) of the job: BF16 rows: y = round16((x*inv)*w), round16((x*inv)*(1+w)) with flagOffset, or round16(x*inv) with w nil (with flagRN and a weight, round16(x*inv) in place of (x*inv)), for each row; with res, h = round16(x + res) and res = h per element first, and h in place of x.
 	// It stops before the first row that needs the float64 path and returns that row's index, or to.
 	MOVQ  j+0(FP), AX
@@ -1048,6 +1053,9 @@ rowsset:
 	MOVQ         job_w+0(AX), SI
 	MOVQ         job_stride+0(AX), DI
 	SHLQ         $0x01, DI
+	MOVQ         job_dstStride+0(AX), R8
+	SHLQ         $0x01, R8
+	MOVQ         R8, 328(SP)
 	VMOVDQU64    oddwords<>+0(SB), Z5
 	VPBROADCASTD avx512bfone<>+0(SB), Z0
 	VPBROADCASTD avx512bfbias<>+0(SB), Z1
@@ -1059,7 +1067,7 @@ rowsset:
 	MOVQ       job_d+0(AX), R8
 	VMOVSS     one<>+0(SB), X6
 	VCVTSI2SSQ R8, X6, X6
-	VMOVSS     X6, 368(SP)
+	VMOVSS     X6, 376(SP)
 	XORL       R10, R10
 	LEAQ       -1(R8), R9
 	TESTQ      R8, R9
@@ -1070,7 +1078,7 @@ rowsset:
 	SHLL       $0x17, R10
 
 notpow2:
-	MOVL         R10, 372(SP)
+	MOVL         R10, 380(SP)
 	VBROADCASTSS one<>+0(SB), Z6
 	TESTL        $0x00000010, job_flags+0(AX)
 	JNZ          weightadd1
@@ -1080,9 +1088,11 @@ weightadd1:
 	// Start at row from.
 	MOVQ  from+8(FP), R8
 	MOVQ  R8, 320(SP)
-	MOVQ  $0x00000000, 328(SP)
+	MOVQ  $0x00000000, 336(SP)
+	MOVQ  R8, R9
+	IMULQ 328(SP), R9
+	ADDQ  R9, CX
 	IMULQ DI, R8
-	ADDQ  R8, CX
 	ADDQ  R8, DX
 	ADDQ  R8, BX
 
@@ -1090,12 +1100,12 @@ row:
 	MOVQ 320(SP), R8
 	CMPQ R8, to+16(FP)
 	JAE  ret
-	MOVQ $0x00000001, 336(SP)
+	MOVQ $0x00000001, 344(SP)
 	CMPQ job_res+0(AX), $0x00
 	JNE  addsum
-	CMPQ 328(SP), $0x00
+	CMPQ 336(SP), $0x00
 	JE   trygroup
-	DECQ 328(SP)
+	DECQ 336(SP)
 	JMP  sum
 
 trygroup:
@@ -1105,7 +1115,7 @@ trygroup:
 	SUBQ 320(SP), R8
 	CMPQ R8, $0x04
 	JB   sum
-	MOVQ $0x00000004, 336(SP)
+	MOVQ $0x00000004, 344(SP)
 
 sum:
 	MOVQ DX, R8
@@ -1244,7 +1254,7 @@ summed:
 	VADDPS  Z9, Z7, Z7
 	VADDPS  Z10, Z8, Z8
 	VADDPS  Z8, Z7, Z7
-	CMPQ    336(SP), $0x01
+	CMPQ    344(SP), $0x01
 	JE      invone
 	VMOVUPS Z7, (SP)(R9*1)
 	ADDQ    DI, R8
@@ -1546,13 +1556,13 @@ invone:
 	VADDPS     Z8, Z7, Z7
 
 	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
-	CMPL   372(SP), $0x00
+	CMPL   380(SP), $0x00
 	JE     divide4
-	VMULSS 372(SP), X7, X7
+	VMULSS 380(SP), X7, X7
 	JMP    divided5
 
 divide4:
-	VDIVSS 368(SP), X7, X7
+	VDIVSS 376(SP), X7, X7
 
 divided5:
 	VADDSS   job_eps+0(AX), X7, X7
@@ -1596,14 +1606,14 @@ invgroup:
 	VCOMPRESSPS.Z Z8, K1, Z7
 
 	// t = ss/d + eps for the four rows; any t outside [2^-100, MaxFloat32] sends the group to the one-row path.
-	CMPL         372(SP), $0x00
+	CMPL         380(SP), $0x00
 	JE           divide6
-	VBROADCASTSS 372(SP), Z8
+	VBROADCASTSS 380(SP), Z8
 	VMULPS       Z8, Z7, Z7
 	JMP          divided7
 
 divide6:
-	VBROADCASTSS 368(SP), Z8
+	VBROADCASTSS 376(SP), Z8
 	VDIVPS       Z8, Z7, Z7
 
 divided7:
@@ -1618,7 +1628,7 @@ divided7:
 	KMOVW        K1, R8
 	CMPL         R8, $0x0f
 	JE           ginrange
-	MOVQ         $0x00000004, 328(SP)
+	MOVQ         $0x00000004, 336(SP)
 	JMP          row
 
 ginrange:
@@ -1637,13 +1647,13 @@ ginrange:
 
 scale:
 	VBROADCASTSS X12, Z7
-	MOVQ         $0x00000000, 344(SP)
-	CMPQ         336(SP), $0x01
+	MOVQ         $0x00000000, 352(SP)
+	CMPQ         344(SP), $0x01
 	JE           scalebody
 	VMOVUPS      Z12, 256(SP)
 
 scalerow:
-	MOVQ         344(SP), R8
+	MOVQ         352(SP), R8
 	VBROADCASTSS 256(SP)(R8*4), Z7
 
 scalebody:
@@ -2162,13 +2172,13 @@ noweight26:
 
 scaled:
 	ADDQ DI, DX
-	ADDQ DI, CX
+	ADDQ 328(SP), CX
 	ADDQ DI, BX
 	INCQ 320(SP)
-	MOVQ 344(SP), R8
+	MOVQ 352(SP), R8
 	INCQ R8
-	MOVQ R8, 344(SP)
-	CMPQ R8, 336(SP)
+	MOVQ R8, 352(SP)
+	CMPQ R8, 344(SP)
 	JB   scalerow
 	JMP  row
 
@@ -2185,7 +2195,7 @@ vzero:
 
 // func avx512ForwardF16(j uintptr, from int, to int) int
 // Requires: AVX, AVX512F, MMX+
-TEXT ·avx512ForwardF16(SB), NOSPLIT, $376-32
+TEXT ·avx512ForwardF16(SB), NOSPLIT, $384-32
 	// avx512ForwardF16 normalizes rows [from, to) of the job: F16 rows: y = round16((x*inv)*w), round16((x*inv)*(1+w)) with flagOffset, or round16(x*inv) with w nil (with flagRN and a weight, round16(x*inv) in place of (x*inv)), for each row; with res, h = round16(x + res) and res = h per element first, and h in place of x.
 	// It stops before the first row that needs the float64 path and returns that row's index, or to.
 	MOVQ  j+0(FP), AX
@@ -2200,12 +2210,15 @@ rowsset:
 	MOVQ job_w+0(AX), SI
 	MOVQ job_stride+0(AX), DI
 	SHLQ $0x01, DI
+	MOVQ job_dstStride+0(AX), R8
+	SHLQ $0x01, R8
+	MOVQ R8, 328(SP)
 
 	// fd = float32(d); rd = 1/d when d is a power of two (a/d is then a*rd exactly), else 0.
 	MOVQ       job_d+0(AX), R8
 	VMOVSS     one<>+0(SB), X0
 	VCVTSI2SSQ R8, X0, X0
-	VMOVSS     X0, 368(SP)
+	VMOVSS     X0, 376(SP)
 	XORL       R10, R10
 	LEAQ       -1(R8), R9
 	TESTQ      R8, R9
@@ -2216,7 +2229,7 @@ rowsset:
 	SHLL       $0x17, R10
 
 notpow2:
-	MOVL         R10, 372(SP)
+	MOVL         R10, 380(SP)
 	VBROADCASTSS one<>+0(SB), Z0
 	TESTL        $0x00000010, job_flags+0(AX)
 	JNZ          weightadd1
@@ -2226,9 +2239,11 @@ weightadd1:
 	// Start at row from.
 	MOVQ  from+8(FP), R8
 	MOVQ  R8, 320(SP)
-	MOVQ  $0x00000000, 328(SP)
+	MOVQ  $0x00000000, 336(SP)
+	MOVQ  R8, R9
+	IMULQ 328(SP), R9
+	ADDQ  R9, CX
 	IMULQ DI, R8
-	ADDQ  R8, CX
 	ADDQ  R8, DX
 	ADDQ  R8, BX
 
@@ -2236,12 +2251,12 @@ row:
 	MOVQ 320(SP), R8
 	CMPQ R8, to+16(FP)
 	JAE  ret
-	MOVQ $0x00000001, 336(SP)
+	MOVQ $0x00000001, 344(SP)
 	CMPQ job_res+0(AX), $0x00
 	JNE  addsum
-	CMPQ 328(SP), $0x00
+	CMPQ 336(SP), $0x00
 	JE   trygroup
-	DECQ 328(SP)
+	DECQ 336(SP)
 	JMP  sum
 
 trygroup:
@@ -2251,7 +2266,7 @@ trygroup:
 	SUBQ 320(SP), R8
 	CMPQ R8, $0x04
 	JB   sum
-	MOVQ $0x00000004, 336(SP)
+	MOVQ $0x00000004, 344(SP)
 
 sum:
 	MOVQ DX, R8
@@ -2378,7 +2393,7 @@ summed:
 	VADDPS  Z3, Z1, Z1
 	VADDPS  Z4, Z2, Z2
 	VADDPS  Z2, Z1, Z1
-	CMPQ    336(SP), $0x01
+	CMPQ    344(SP), $0x01
 	JE      invone
 	VMOVUPS Z1, (SP)(R9*1)
 	ADDQ    DI, R8
@@ -2584,13 +2599,13 @@ invone:
 	VADDPS     Z2, Z1, Z1
 
 	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
-	CMPL   372(SP), $0x00
+	CMPL   380(SP), $0x00
 	JE     divide4
-	VMULSS 372(SP), X1, X1
+	VMULSS 380(SP), X1, X1
 	JMP    divided5
 
 divide4:
-	VDIVSS 368(SP), X1, X1
+	VDIVSS 376(SP), X1, X1
 
 divided5:
 	VADDSS   job_eps+0(AX), X1, X1
@@ -2634,14 +2649,14 @@ invgroup:
 	VCOMPRESSPS.Z Z2, K1, Z1
 
 	// t = ss/d + eps for the four rows; any t outside [2^-100, MaxFloat32] sends the group to the one-row path.
-	CMPL         372(SP), $0x00
+	CMPL         380(SP), $0x00
 	JE           divide6
-	VBROADCASTSS 372(SP), Z2
+	VBROADCASTSS 380(SP), Z2
 	VMULPS       Z2, Z1, Z1
 	JMP          divided7
 
 divide6:
-	VBROADCASTSS 368(SP), Z2
+	VBROADCASTSS 376(SP), Z2
 	VDIVPS       Z2, Z1, Z1
 
 divided7:
@@ -2656,7 +2671,7 @@ divided7:
 	KMOVW        K1, R8
 	CMPL         R8, $0x0f
 	JE           ginrange
-	MOVQ         $0x00000004, 328(SP)
+	MOVQ         $0x00000004, 336(SP)
 	JMP          row
 
 ginrange:
@@ -2675,13 +2690,13 @@ ginrange:
 
 scale:
 	VBROADCASTSS X6, Z1
-	MOVQ         $0x00000000, 344(SP)
-	CMPQ         336(SP), $0x01
+	MOVQ         $0x00000000, 352(SP)
+	CMPQ         344(SP), $0x01
 	JE           scalebody
 	VMOVUPS      Z6, 256(SP)
 
 scalerow:
-	MOVQ         344(SP), R8
+	MOVQ         352(SP), R8
 	VBROADCASTSS 256(SP)(R8*4), Z1
 
 scalebody:
@@ -3005,13 +3020,2149 @@ noweight26:
 
 scaled:
 	ADDQ DI, DX
-	ADDQ DI, CX
+	ADDQ 328(SP), CX
 	ADDQ DI, BX
 	INCQ 320(SP)
-	MOVQ 344(SP), R8
+	MOVQ 352(SP), R8
 	INCQ R8
-	MOVQ R8, 344(SP)
-	CMPQ R8, 336(SP)
+	MOVQ R8, 352(SP)
+	CMPQ R8, 344(SP)
+	JB   scalerow
+	JMP  row
+
+ret:
+	TESTL $0x00000001, job_flags+0(AX)
+	JZ    vzero
+	SFENCE
+
+vzero:
+	VZEROUPPER
+	MOVQ 320(SP), AX
+	MOVQ AX, ret+24(FP)
+	RET
+
+// func avx512ForwardToBF16(j uintptr, from int, to int) int
+// Requires: AVX, AVX512BW, AVX512F, MMX+
+TEXT ·avx512ForwardToBF16(SB), NOSPLIT, $384-32
+	// avx512ForwardToBF16 normalizes rows [from, to) of the job: float32 rows into BF16 rows: y = round16((x*inv)*w), round16((x*inv)*(1+w)) with flagOffset, or round16(x*inv) with w nil (with flagRN and a weight, round16(x*inv) in place of (x*inv)), for each row; with res, h = x + res and res = h per element first, and h in place of x.
+	// It stops before the first row that needs the float64 path and returns that row's index, or to.
+	MOVQ  j+0(FP), AX
+	MOVQ  job_dst+0(AX), CX
+	MOVQ  job_x+0(AX), DX
+	MOVQ  job_res+0(AX), BX
+	TESTQ BX, BX
+	JZ    rowsset
+	XCHGQ DX, BX
+
+rowsset:
+	MOVQ         job_w+0(AX), SI
+	MOVQ         job_stride+0(AX), DI
+	SHLQ         $0x02, DI
+	MOVQ         job_dstStride+0(AX), R8
+	SHLQ         $0x01, R8
+	MOVQ         R8, 328(SP)
+	VMOVDQU64    oddwords<>+0(SB), Z5
+	VPBROADCASTD avx512bfone<>+0(SB), Z0
+	VPBROADCASTD avx512bfbias<>+0(SB), Z1
+	VPBROADCASTD avx512bfhigh<>+0(SB), Z2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), Z3
+	VPBROADCASTD avx512bffixnan<>+0(SB), Z4
+
+	// fd = float32(d); rd = 1/d when d is a power of two (a/d is then a*rd exactly), else 0.
+	MOVQ       job_d+0(AX), R8
+	VMOVSS     one<>+0(SB), X6
+	VCVTSI2SSQ R8, X6, X6
+	VMOVSS     X6, 376(SP)
+	XORL       R10, R10
+	LEAQ       -1(R8), R9
+	TESTQ      R8, R9
+	JNZ        notpow2
+	BSFQ       R8, R9
+	MOVL       $0x0000007f, R10
+	SUBL       R9, R10
+	SHLL       $0x17, R10
+
+notpow2:
+	MOVL         R10, 380(SP)
+	VBROADCASTSS one<>+0(SB), Z6
+	TESTL        $0x00000010, job_flags+0(AX)
+	JNZ          weightadd1
+	VBROADCASTSS negzero<>+0(SB), Z6
+
+weightadd1:
+	// Start at row from.
+	MOVQ  from+8(FP), R8
+	MOVQ  R8, 320(SP)
+	MOVQ  $0x00000000, 336(SP)
+	MOVQ  R8, R9
+	IMULQ 328(SP), R9
+	ADDQ  R9, CX
+	IMULQ DI, R8
+	ADDQ  R8, DX
+	ADDQ  R8, BX
+
+row:
+	MOVQ 320(SP), R8
+	CMPQ R8, to+16(FP)
+	JAE  ret
+	MOVQ $0x00000001, 344(SP)
+	CMPQ job_res+0(AX), $0x00
+	JNE  addsum
+	CMPQ 336(SP), $0x00
+	JE   trygroup
+	DECQ 336(SP)
+	JMP  sum
+
+trygroup:
+	CMPQ job_d+0(AX), $0x00000200
+	JA   sum
+	MOVQ to+16(FP), R8
+	SUBQ 320(SP), R8
+	CMPQ R8, $0x04
+	JB   sum
+	MOVQ $0x00000004, 344(SP)
+
+sum:
+	MOVQ DX, R8
+	XORQ R9, R9
+
+sumrow:
+	// Sum of squares: element i goes to partial i%64.
+	MOVQ    job_d+0(AX), R11
+	SUBQ    $0x00000040, R11
+	JGE     firstblock
+	VMOVUPS zero64<>+0(SB), Z7
+	VMOVUPS zero64<>+0(SB), Z8
+	VMOVUPS zero64<>+0(SB), Z9
+	VMOVUPS zero64<>+0(SB), Z10
+	XORQ    R10, R10
+	JMP     sumtail
+
+firstblock:
+	// +0 + square is the square itself: the first block initializes the partials.
+	XORQ    R10, R10
+	VMOVUPS (R8)(R10*4), Z7
+	VMULPS  Z7, Z7, Z7
+	VMOVUPS 64(R8)(R10*4), Z8
+	VMULPS  Z8, Z8, Z8
+	VMOVUPS 128(R8)(R10*4), Z9
+	VMULPS  Z9, Z9, Z9
+	VMOVUPS 192(R8)(R10*4), Z10
+	VMULPS  Z10, Z10, Z10
+	MOVQ    $0x00000040, R10
+	TESTL   $0x00000002, job_flags+0(AX)
+	JNZ     sumpf
+
+	PCALIGN $32
+sumloop:
+	CMPQ    R10, R11
+	JG      sumtail
+	VMOVUPS (R8)(R10*4), Z11
+	VMULPS  Z11, Z11, Z11
+	VADDPS  Z11, Z7, Z7
+	VMOVUPS 64(R8)(R10*4), Z11
+	VMULPS  Z11, Z11, Z11
+	VADDPS  Z11, Z8, Z8
+	VMOVUPS 128(R8)(R10*4), Z11
+	VMULPS  Z11, Z11, Z11
+	VADDPS  Z11, Z9, Z9
+	VMOVUPS 192(R8)(R10*4), Z11
+	VMULPS  Z11, Z11, Z11
+	VADDPS  Z11, Z10, Z10
+	ADDQ    $0x00000040, R10
+	JMP     sumloop
+
+	// The same, prefetching the rows ahead.
+sumpf:
+	MOVQ DI, R12
+	SHLQ $0x01, R12
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows2
+	SHLQ $0x03, R12
+
+longrows2:
+	ADDQ R8, R12
+
+	PCALIGN $32
+sumpfloop:
+	CMPQ       R10, R11
+	JG         sumtail
+	PREFETCHT0 (R12)(R10*4)
+	PREFETCHT0 64(R12)(R10*4)
+	PREFETCHT0 128(R12)(R10*4)
+	PREFETCHT0 192(R12)(R10*4)
+	VMOVUPS    (R8)(R10*4), Z11
+	VMULPS     Z11, Z11, Z11
+	VADDPS     Z11, Z7, Z7
+	VMOVUPS    64(R8)(R10*4), Z11
+	VMULPS     Z11, Z11, Z11
+	VADDPS     Z11, Z8, Z8
+	VMOVUPS    128(R8)(R10*4), Z11
+	VMULPS     Z11, Z11, Z11
+	VADDPS     Z11, Z9, Z9
+	VMOVUPS    192(R8)(R10*4), Z11
+	VMULPS     Z11, Z11, Z11
+	VADDPS     Z11, Z10, Z10
+	ADDQ       $0x00000040, R10
+	JMP        sumpfloop
+
+sumtail:
+	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
+	MOVQ job_d+0(AX), R11
+	SUBQ R10, R11
+	JZ   summed
+	LEAQ kmask<>+0(SB), R12
+	MOVQ R11, R13
+	CMPQ R13, $0x00000010
+	JLE  tailmask0
+	MOVQ $0x00000010, R13
+
+tailmask0:
+	KMOVW     (R12)(R13*2), K1
+	VMOVUPS.Z (R8)(R10*4), K1, Z11
+	VMULPS    Z11, Z11, Z11
+	VADDPS    Z11, Z7, Z7
+	MOVQ      R11, R13
+	SUBQ      $0x00000010, R13
+	JLE       summed
+	CMPQ      R13, $0x00000010
+	JLE       tailmask1
+	MOVQ      $0x00000010, R13
+
+tailmask1:
+	KMOVW     (R12)(R13*2), K1
+	VMOVUPS.Z 64(R8)(R10*4), K1, Z11
+	VMULPS    Z11, Z11, Z11
+	VADDPS    Z11, Z8, Z8
+	MOVQ      R11, R13
+	SUBQ      $0x00000020, R13
+	JLE       summed
+	CMPQ      R13, $0x00000010
+	JLE       tailmask2
+	MOVQ      $0x00000010, R13
+
+tailmask2:
+	KMOVW     (R12)(R13*2), K1
+	VMOVUPS.Z 128(R8)(R10*4), K1, Z11
+	VMULPS    Z11, Z11, Z11
+	VADDPS    Z11, Z9, Z9
+	SUBQ      $0x00000030, R11
+	JLE       summed
+	CMPQ      R11, $0x00000010
+	JLE       tailmask3
+	MOVQ      $0x00000010, R11
+
+tailmask3:
+	KMOVW     (R12)(R11*2), K1
+	VMOVUPS.Z 192(R8)(R10*4), K1, Z11
+	VMULPS    Z11, Z11, Z11
+	VADDPS    Z11, Z10, Z10
+
+summed:
+	VADDPS  Z9, Z7, Z7
+	VADDPS  Z10, Z8, Z8
+	VADDPS  Z8, Z7, Z7
+	CMPQ    344(SP), $0x01
+	JE      invone
+	VMOVUPS Z7, (SP)(R9*1)
+	ADDQ    DI, R8
+	ADDQ    $0x00000040, R9
+	CMPQ    R9, $0x00000100
+	JB      sumrow
+	JMP     invgroup
+
+addsum:
+	MOVQ BX, R8
+	MOVQ DX, R9
+
+	// Sum of squares: element i goes to partial i%64.
+	MOVQ    job_d+0(AX), R11
+	SUBQ    $0x00000040, R11
+	JGE     addfirstblock
+	VMOVUPS zero64<>+0(SB), Z7
+	VMOVUPS zero64<>+0(SB), Z8
+	VMOVUPS zero64<>+0(SB), Z9
+	VMOVUPS zero64<>+0(SB), Z10
+	XORQ    R10, R10
+	JMP     addsumtail
+
+addfirstblock:
+	// +0 + square is the square itself: the first block initializes the partials.
+	XORQ    R10, R10
+	VMOVUPS (R8)(R10*4), Z7
+	VADDPS  (R9)(R10*4), Z7, Z7
+	VMOVUPS Z7, (R9)(R10*4)
+	VMULPS  Z7, Z7, Z7
+	VMOVUPS 64(R8)(R10*4), Z8
+	VADDPS  64(R9)(R10*4), Z8, Z8
+	VMOVUPS Z8, 64(R9)(R10*4)
+	VMULPS  Z8, Z8, Z8
+	VMOVUPS 128(R8)(R10*4), Z9
+	VADDPS  128(R9)(R10*4), Z9, Z9
+	VMOVUPS Z9, 128(R9)(R10*4)
+	VMULPS  Z9, Z9, Z9
+	VMOVUPS 192(R8)(R10*4), Z10
+	VADDPS  192(R9)(R10*4), Z10, Z10
+	VMOVUPS Z10, 192(R9)(R10*4)
+	VMULPS  Z10, Z10, Z10
+	MOVQ    $0x00000040, R10
+	TESTL   $0x00000002, job_flags+0(AX)
+	JNZ     addsumpf
+
+	PCALIGN $32
+addsumloop:
+	CMPQ    R10, R11
+	JG      addsumtail
+	VMOVUPS (R8)(R10*4), Z11
+	VADDPS  (R9)(R10*4), Z11, Z11
+	VMOVUPS Z11, (R9)(R10*4)
+	VMULPS  Z11, Z11, Z11
+	VADDPS  Z11, Z7, Z7
+	VMOVUPS 64(R8)(R10*4), Z11
+	VADDPS  64(R9)(R10*4), Z11, Z11
+	VMOVUPS Z11, 64(R9)(R10*4)
+	VMULPS  Z11, Z11, Z11
+	VADDPS  Z11, Z8, Z8
+	VMOVUPS 128(R8)(R10*4), Z11
+	VADDPS  128(R9)(R10*4), Z11, Z11
+	VMOVUPS Z11, 128(R9)(R10*4)
+	VMULPS  Z11, Z11, Z11
+	VADDPS  Z11, Z9, Z9
+	VMOVUPS 192(R8)(R10*4), Z11
+	VADDPS  192(R9)(R10*4), Z11, Z11
+	VMOVUPS Z11, 192(R9)(R10*4)
+	VMULPS  Z11, Z11, Z11
+	VADDPS  Z11, Z10, Z10
+	ADDQ    $0x00000040, R10
+	JMP     addsumloop
+
+	// The same, prefetching the rows ahead.
+addsumpf:
+	MOVQ DI, R12
+	SHLQ $0x01, R12
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows3
+	SHLQ $0x03, R12
+
+longrows3:
+	ADDQ R8, R12
+
+	PCALIGN $32
+addsumpfloop:
+	CMPQ       R10, R11
+	JG         addsumtail
+	PREFETCHT0 (R12)(R10*4)
+	PREFETCHT0 64(R12)(R10*4)
+	PREFETCHT0 128(R12)(R10*4)
+	PREFETCHT0 192(R12)(R10*4)
+	VMOVUPS    (R8)(R10*4), Z11
+	VADDPS     (R9)(R10*4), Z11, Z11
+	VMOVUPS    Z11, (R9)(R10*4)
+	VMULPS     Z11, Z11, Z11
+	VADDPS     Z11, Z7, Z7
+	VMOVUPS    64(R8)(R10*4), Z11
+	VADDPS     64(R9)(R10*4), Z11, Z11
+	VMOVUPS    Z11, 64(R9)(R10*4)
+	VMULPS     Z11, Z11, Z11
+	VADDPS     Z11, Z8, Z8
+	VMOVUPS    128(R8)(R10*4), Z11
+	VADDPS     128(R9)(R10*4), Z11, Z11
+	VMOVUPS    Z11, 128(R9)(R10*4)
+	VMULPS     Z11, Z11, Z11
+	VADDPS     Z11, Z9, Z9
+	VMOVUPS    192(R8)(R10*4), Z11
+	VADDPS     192(R9)(R10*4), Z11, Z11
+	VMOVUPS    Z11, 192(R9)(R10*4)
+	VMULPS     Z11, Z11, Z11
+	VADDPS     Z11, Z10, Z10
+	ADDQ       $0x00000040, R10
+	JMP        addsumpfloop
+
+addsumtail:
+	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
+	MOVQ job_d+0(AX), R11
+	SUBQ R10, R11
+	JZ   addsummed
+	LEAQ kmask<>+0(SB), R12
+	MOVQ R11, R13
+	CMPQ R13, $0x00000010
+	JLE  addtailmask0
+	MOVQ $0x00000010, R13
+
+addtailmask0:
+	KMOVW     (R12)(R13*2), K1
+	VMOVUPS.Z (R8)(R10*4), K1, Z11
+	VMOVUPS.Z (R9)(R10*4), K1, Z13
+	VADDPS    Z13, Z11, Z11
+	VMOVUPS   Z11, K1, (R9)(R10*4)
+	VMULPS    Z11, Z11, Z11
+	VADDPS    Z11, Z7, Z7
+	MOVQ      R11, R13
+	SUBQ      $0x00000010, R13
+	JLE       addsummed
+	CMPQ      R13, $0x00000010
+	JLE       addtailmask1
+	MOVQ      $0x00000010, R13
+
+addtailmask1:
+	KMOVW     (R12)(R13*2), K1
+	VMOVUPS.Z 64(R8)(R10*4), K1, Z11
+	VMOVUPS.Z 64(R9)(R10*4), K1, Z13
+	VADDPS    Z13, Z11, Z11
+	VMOVUPS   Z11, K1, 64(R9)(R10*4)
+	VMULPS    Z11, Z11, Z11
+	VADDPS    Z11, Z8, Z8
+	MOVQ      R11, R13
+	SUBQ      $0x00000020, R13
+	JLE       addsummed
+	CMPQ      R13, $0x00000010
+	JLE       addtailmask2
+	MOVQ      $0x00000010, R13
+
+addtailmask2:
+	KMOVW     (R12)(R13*2), K1
+	VMOVUPS.Z 128(R8)(R10*4), K1, Z11
+	VMOVUPS.Z 128(R9)(R10*4), K1, Z13
+	VADDPS    Z13, Z11, Z11
+	VMOVUPS   Z11, K1, 128(R9)(R10*4)
+	VMULPS    Z11, Z11, Z11
+	VADDPS    Z11, Z9, Z9
+	SUBQ      $0x00000030, R11
+	JLE       addsummed
+	CMPQ      R11, $0x00000010
+	JLE       addtailmask3
+	MOVQ      $0x00000010, R11
+
+addtailmask3:
+	KMOVW     (R12)(R11*2), K1
+	VMOVUPS.Z 192(R8)(R10*4), K1, Z11
+	VMOVUPS.Z 192(R9)(R10*4), K1, Z13
+	VADDPS    Z13, Z11, Z11
+	VMOVUPS   Z11, K1, 192(R9)(R10*4)
+	VMULPS    Z11, Z11, Z11
+	VADDPS    Z11, Z10, Z10
+
+addsummed:
+	VADDPS Z9, Z7, Z7
+	VADDPS Z10, Z8, Z8
+	VADDPS Z8, Z7, Z7
+
+invone:
+	// Halving tree: p[j] += p[j+h] for the remaining h, down to ss.
+	VSHUFF64X2 $0xee, Z7, Z7, Z8
+	VADDPS     Z8, Z7, Z7
+	VSHUFF32X4 $0x01, Z7, Z7, Z8
+	VADDPS     Z8, Z7, Z7
+	VPERMILPS  $0x4e, Z7, Z8
+	VADDPS     Z8, Z7, Z7
+	VPERMILPS  $0xb1, Z7, Z8
+	VADDPS     Z8, Z7, Z7
+
+	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
+	CMPL   380(SP), $0x00
+	JE     divide4
+	VMULSS 380(SP), X7, X7
+	JMP    divided5
+
+divide4:
+	VDIVSS 376(SP), X7, X7
+
+divided5:
+	VADDSS   job_eps+0(AX), X7, X7
+	VUCOMISS tlo<>+0(SB), X7
+	JCS      ret
+	VUCOMISS tmax<>+0(SB), X7
+	JHI      ret
+	VSQRTSS  X7, X7, X7
+	VMOVSS   one<>+0(SB), X12
+	VDIVSS   X7, X12, X12
+
+	// Report 1/rms if asked.
+	MOVQ   job_inv+0(AX), R8
+	TESTQ  R8, R8
+	JZ     scale
+	MOVQ   320(SP), R9
+	VMOVSS X12, (R8)(R9*4)
+	JMP    scale
+
+invgroup:
+	// The rest of the halving tree, four rows at once.
+	VMOVUPS       (SP), Z7
+	VMOVUPS       64(SP), Z8
+	VMOVUPS       128(SP), Z9
+	VMOVUPS       192(SP), Z10
+	VSHUFF64X2    $0x44, Z8, Z7, Z11
+	VSHUFF64X2    $0xee, Z8, Z7, Z7
+	VADDPS        Z7, Z11, Z11
+	VSHUFF64X2    $0x44, Z10, Z9, Z7
+	VSHUFF64X2    $0xee, Z10, Z9, Z8
+	VADDPS        Z8, Z7, Z7
+	VSHUFF32X4    $0x88, Z7, Z11, Z8
+	VSHUFF32X4    $0xdd, Z7, Z11, Z7
+	VADDPS        Z7, Z8, Z8
+	VPERMILPS     $0x4e, Z8, Z7
+	VADDPS        Z7, Z8, Z8
+	VPERMILPS     $0xb1, Z8, Z7
+	VADDPS        Z7, Z8, Z8
+	MOVL          $0x00001111, R8
+	KMOVW         R8, K1
+	VCOMPRESSPS.Z Z8, K1, Z7
+
+	// t = ss/d + eps for the four rows; any t outside [2^-100, MaxFloat32] sends the group to the one-row path.
+	CMPL         380(SP), $0x00
+	JE           divide6
+	VBROADCASTSS 380(SP), Z8
+	VMULPS       Z8, Z7, Z7
+	JMP          divided7
+
+divide6:
+	VBROADCASTSS 376(SP), Z8
+	VDIVPS       Z8, Z7, Z7
+
+divided7:
+	VBROADCASTSS job_eps+0(AX), Z8
+	VADDPS       Z8, Z7, Z7
+	MOVL         $0x0000000f, R8
+	KMOVW        R8, K1
+	VBROADCASTSS tlo<>+0(SB), Z8
+	VBROADCASTSS tmax<>+0(SB), Z9
+	VCMPPS       $0x1d, Z8, Z7, K1, K1
+	VCMPPS       $0x12, Z9, Z7, K1, K1
+	KMOVW        K1, R8
+	CMPL         R8, $0x0f
+	JE           ginrange
+	MOVQ         $0x00000004, 336(SP)
+	JMP          row
+
+ginrange:
+	VSQRTPS      Z7, Z7
+	VBROADCASTSS one<>+0(SB), Z12
+	VDIVPS       Z7, Z12, Z12
+
+	// Report 1/rms if asked.
+	MOVQ    job_inv+0(AX), R8
+	TESTQ   R8, R8
+	JZ      scale
+	MOVQ    320(SP), R9
+	MOVL    $0x0000000f, R10
+	KMOVW   R10, K1
+	VMOVUPS Z12, K1, (R8)(R9*4)
+
+scale:
+	VBROADCASTSS X12, Z7
+	MOVQ         $0x00000000, 352(SP)
+	CMPQ         344(SP), $0x01
+	JE           scalebody
+	VMOVUPS      Z12, 256(SP)
+
+scalerow:
+	MOVQ         352(SP), R8
+	VBROADCASTSS 256(SP)(R8*4), Z7
+
+scalebody:
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ  R8, R8
+	MOVQ  job_d+0(AX), R9
+	SUBQ  $0x00000040, R9
+	TESTL $0x00000002, job_flags+0(AX)
+	JNZ   scalepf
+	TESTQ SI, SI
+	JZ    scaleloopnoweight
+	TESTL $0x00000010, job_flags+0(AX)
+	JNZ   scaleloopoffset
+
+	PCALIGN $32
+scaleloop:
+	CMPQ        R8, R9
+	JG          scaletail
+	VMULPS      (DX)(R8*4), Z7, Z8
+	VMULPS      64(DX)(R8*4), Z7, Z9
+	VMULPS      128(DX)(R8*4), Z7, Z10
+	VMULPS      192(DX)(R8*4), Z7, Z11
+	TESTL       $0x00000008, job_flags+0(AX)
+	JZ          notrn8
+	VMOVDQA64   Z3, Z13
+	VFIXUPIMMPS $0x00, Z4, Z8, Z13
+	VPSRLD      $0x10, Z13, Z8
+	VPANDD      Z0, Z8, Z8
+	VPADDD      Z1, Z8, Z8
+	VPADDD      Z13, Z8, Z8
+	VPANDD      Z2, Z8, Z8
+	VMOVDQA64   Z3, Z13
+	VFIXUPIMMPS $0x00, Z4, Z9, Z13
+	VPSRLD      $0x10, Z13, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z13, Z9, Z9
+	VPANDD      Z2, Z9, Z9
+	VMOVDQA64   Z3, Z13
+	VFIXUPIMMPS $0x00, Z4, Z10, Z13
+	VPSRLD      $0x10, Z13, Z10
+	VPANDD      Z0, Z10, Z10
+	VPADDD      Z1, Z10, Z10
+	VPADDD      Z13, Z10, Z10
+	VPANDD      Z2, Z10, Z10
+	VMOVDQA64   Z3, Z13
+	VFIXUPIMMPS $0x00, Z4, Z11, Z13
+	VPSRLD      $0x10, Z13, Z11
+	VPANDD      Z0, Z11, Z11
+	VPADDD      Z1, Z11, Z11
+	VPADDD      Z13, Z11, Z11
+	VPANDD      Z2, Z11, Z11
+
+notrn8:
+	VMULPS      (SI)(R8*4), Z8, Z8
+	VMULPS      64(SI)(R8*4), Z9, Z9
+	VMOVDQA64   Z3, Z13
+	VFIXUPIMMPS $0x00, Z4, Z8, Z13
+	VPSRLD      $0x10, Z13, Z8
+	VPANDD      Z0, Z8, Z8
+	VPADDD      Z1, Z8, Z8
+	VPADDD      Z13, Z8, Z8
+	VMOVDQA64   Z3, Z13
+	VFIXUPIMMPS $0x00, Z4, Z9, Z13
+	VPSRLD      $0x10, Z13, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z13, Z9, Z9
+	VPERMT2W    Z9, Z5, Z8
+	VMOVDQU64   Z8, (CX)(R8*2)
+	VMULPS      128(SI)(R8*4), Z10, Z10
+	VMULPS      192(SI)(R8*4), Z11, Z11
+	VMOVDQA64   Z3, Z8
+	VFIXUPIMMPS $0x00, Z4, Z10, Z8
+	VPSRLD      $0x10, Z8, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z8, Z9, Z9
+	VMOVDQA64   Z3, Z8
+	VFIXUPIMMPS $0x00, Z4, Z11, Z8
+	VPSRLD      $0x10, Z8, Z10
+	VPANDD      Z0, Z10, Z10
+	VPADDD      Z1, Z10, Z10
+	VPADDD      Z8, Z10, Z10
+	VPERMT2W    Z10, Z5, Z9
+	VMOVDQU64   Z9, 64(CX)(R8*2)
+	ADDQ        $0x00000040, R8
+	JMP         scaleloop
+
+	PCALIGN $32
+scaleloopoffset:
+	CMPQ        R8, R9
+	JG          scaletail
+	VMULPS      (DX)(R8*4), Z7, Z8
+	VMULPS      64(DX)(R8*4), Z7, Z9
+	VMULPS      128(DX)(R8*4), Z7, Z10
+	VMULPS      192(DX)(R8*4), Z7, Z11
+	TESTL       $0x00000008, job_flags+0(AX)
+	JZ          notrn9
+	VMOVDQA64   Z3, Z13
+	VFIXUPIMMPS $0x00, Z4, Z8, Z13
+	VPSRLD      $0x10, Z13, Z8
+	VPANDD      Z0, Z8, Z8
+	VPADDD      Z1, Z8, Z8
+	VPADDD      Z13, Z8, Z8
+	VPANDD      Z2, Z8, Z8
+	VMOVDQA64   Z3, Z13
+	VFIXUPIMMPS $0x00, Z4, Z9, Z13
+	VPSRLD      $0x10, Z13, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z13, Z9, Z9
+	VPANDD      Z2, Z9, Z9
+	VMOVDQA64   Z3, Z13
+	VFIXUPIMMPS $0x00, Z4, Z10, Z13
+	VPSRLD      $0x10, Z13, Z10
+	VPANDD      Z0, Z10, Z10
+	VPADDD      Z1, Z10, Z10
+	VPADDD      Z13, Z10, Z10
+	VPANDD      Z2, Z10, Z10
+	VMOVDQA64   Z3, Z13
+	VFIXUPIMMPS $0x00, Z4, Z11, Z13
+	VPSRLD      $0x10, Z13, Z11
+	VPANDD      Z0, Z11, Z11
+	VPADDD      Z1, Z11, Z11
+	VPADDD      Z13, Z11, Z11
+	VPANDD      Z2, Z11, Z11
+
+notrn9:
+	VMOVUPS     (SI)(R8*4), Z13
+	VADDPS      Z6, Z13, Z13
+	VMULPS      Z13, Z8, Z8
+	VMOVUPS     64(SI)(R8*4), Z13
+	VADDPS      Z6, Z13, Z13
+	VMULPS      Z13, Z9, Z9
+	VMOVDQA64   Z3, Z13
+	VFIXUPIMMPS $0x00, Z4, Z8, Z13
+	VPSRLD      $0x10, Z13, Z8
+	VPANDD      Z0, Z8, Z8
+	VPADDD      Z1, Z8, Z8
+	VPADDD      Z13, Z8, Z8
+	VMOVDQA64   Z3, Z13
+	VFIXUPIMMPS $0x00, Z4, Z9, Z13
+	VPSRLD      $0x10, Z13, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z13, Z9, Z9
+	VPERMT2W    Z9, Z5, Z8
+	VMOVDQU64   Z8, (CX)(R8*2)
+	VMOVUPS     128(SI)(R8*4), Z8
+	VADDPS      Z6, Z8, Z8
+	VMULPS      Z8, Z10, Z10
+	VMOVUPS     192(SI)(R8*4), Z8
+	VADDPS      Z6, Z8, Z8
+	VMULPS      Z8, Z11, Z11
+	VMOVDQA64   Z3, Z8
+	VFIXUPIMMPS $0x00, Z4, Z10, Z8
+	VPSRLD      $0x10, Z8, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z8, Z9, Z9
+	VMOVDQA64   Z3, Z8
+	VFIXUPIMMPS $0x00, Z4, Z11, Z8
+	VPSRLD      $0x10, Z8, Z10
+	VPANDD      Z0, Z10, Z10
+	VPADDD      Z1, Z10, Z10
+	VPADDD      Z8, Z10, Z10
+	VPERMT2W    Z10, Z5, Z9
+	VMOVDQU64   Z9, 64(CX)(R8*2)
+	ADDQ        $0x00000040, R8
+	JMP         scaleloopoffset
+
+	PCALIGN $32
+scaleloopnoweight:
+	CMPQ        R8, R9
+	JG          scaletail
+	VMULPS      (DX)(R8*4), Z7, Z8
+	VMULPS      64(DX)(R8*4), Z7, Z9
+	VMULPS      128(DX)(R8*4), Z7, Z10
+	VMULPS      192(DX)(R8*4), Z7, Z11
+	VMOVDQA64   Z3, Z13
+	VFIXUPIMMPS $0x00, Z4, Z8, Z13
+	VPSRLD      $0x10, Z13, Z8
+	VPANDD      Z0, Z8, Z8
+	VPADDD      Z1, Z8, Z8
+	VPADDD      Z13, Z8, Z8
+	VMOVDQA64   Z3, Z13
+	VFIXUPIMMPS $0x00, Z4, Z9, Z13
+	VPSRLD      $0x10, Z13, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z13, Z9, Z9
+	VPERMT2W    Z9, Z5, Z8
+	VMOVDQU64   Z8, (CX)(R8*2)
+	VMOVDQA64   Z3, Z8
+	VFIXUPIMMPS $0x00, Z4, Z10, Z8
+	VPSRLD      $0x10, Z8, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z8, Z9, Z9
+	VMOVDQA64   Z3, Z8
+	VFIXUPIMMPS $0x00, Z4, Z11, Z8
+	VPSRLD      $0x10, Z8, Z10
+	VPANDD      Z0, Z10, Z10
+	VPADDD      Z1, Z10, Z10
+	VPADDD      Z8, Z10, Z10
+	VPERMT2W    Z10, Z5, Z9
+	VMOVDQU64   Z9, 64(CX)(R8*2)
+	ADDQ        $0x00000040, R8
+	JMP         scaleloopnoweight
+
+scalepf:
+	MOVQ DI, R10
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows10
+	SHLQ $0x03, R10
+
+longrows10:
+	ADDQ  DX, R10
+	TESTL $0x00000001, job_flags+0(AX)
+	JNZ   scalent
+	TESTQ SI, SI
+	JZ    scalepfloopnoweight
+	TESTL $0x00000010, job_flags+0(AX)
+	JNZ   scalepfloopoffset
+
+	PCALIGN $32
+scalepfloop:
+	CMPQ        R8, R9
+	JG          scaletail
+	PREFETCHT0  (R10)(R8*4)
+	PREFETCHT0  64(R10)(R8*4)
+	PREFETCHT0  128(R10)(R8*4)
+	PREFETCHT0  192(R10)(R8*4)
+	VMULPS      (DX)(R8*4), Z7, Z8
+	VMULPS      64(DX)(R8*4), Z7, Z9
+	VMULPS      128(DX)(R8*4), Z7, Z10
+	VMULPS      192(DX)(R8*4), Z7, Z11
+	TESTL       $0x00000008, job_flags+0(AX)
+	JZ          notrn11
+	VMOVDQA64   Z3, Z13
+	VFIXUPIMMPS $0x00, Z4, Z8, Z13
+	VPSRLD      $0x10, Z13, Z8
+	VPANDD      Z0, Z8, Z8
+	VPADDD      Z1, Z8, Z8
+	VPADDD      Z13, Z8, Z8
+	VPANDD      Z2, Z8, Z8
+	VMOVDQA64   Z3, Z13
+	VFIXUPIMMPS $0x00, Z4, Z9, Z13
+	VPSRLD      $0x10, Z13, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z13, Z9, Z9
+	VPANDD      Z2, Z9, Z9
+	VMOVDQA64   Z3, Z13
+	VFIXUPIMMPS $0x00, Z4, Z10, Z13
+	VPSRLD      $0x10, Z13, Z10
+	VPANDD      Z0, Z10, Z10
+	VPADDD      Z1, Z10, Z10
+	VPADDD      Z13, Z10, Z10
+	VPANDD      Z2, Z10, Z10
+	VMOVDQA64   Z3, Z13
+	VFIXUPIMMPS $0x00, Z4, Z11, Z13
+	VPSRLD      $0x10, Z13, Z11
+	VPANDD      Z0, Z11, Z11
+	VPADDD      Z1, Z11, Z11
+	VPADDD      Z13, Z11, Z11
+	VPANDD      Z2, Z11, Z11
+
+notrn11:
+	VMULPS      (SI)(R8*4), Z8, Z8
+	VMULPS      64(SI)(R8*4), Z9, Z9
+	VMOVDQA64   Z3, Z13
+	VFIXUPIMMPS $0x00, Z4, Z8, Z13
+	VPSRLD      $0x10, Z13, Z8
+	VPANDD      Z0, Z8, Z8
+	VPADDD      Z1, Z8, Z8
+	VPADDD      Z13, Z8, Z8
+	VMOVDQA64   Z3, Z13
+	VFIXUPIMMPS $0x00, Z4, Z9, Z13
+	VPSRLD      $0x10, Z13, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z13, Z9, Z9
+	VPERMT2W    Z9, Z5, Z8
+	VMOVDQU64   Z8, (CX)(R8*2)
+	VMULPS      128(SI)(R8*4), Z10, Z10
+	VMULPS      192(SI)(R8*4), Z11, Z11
+	VMOVDQA64   Z3, Z8
+	VFIXUPIMMPS $0x00, Z4, Z10, Z8
+	VPSRLD      $0x10, Z8, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z8, Z9, Z9
+	VMOVDQA64   Z3, Z8
+	VFIXUPIMMPS $0x00, Z4, Z11, Z8
+	VPSRLD      $0x10, Z8, Z10
+	VPANDD      Z0, Z10, Z10
+	VPADDD      Z1, Z10, Z10
+	VPADDD      Z8, Z10, Z10
+	VPERMT2W    Z10, Z5, Z9
+	VMOVDQU64   Z9, 64(CX)(R8*2)
+	ADDQ        $0x00000040, R8
+	JMP         scalepfloop
+
+	PCALIGN $32
+scalepfloopoffset:
+	CMPQ        R8, R9
+	JG          scaletail
+	PREFETCHT0  (R10)(R8*4)
+	PREFETCHT0  64(R10)(R8*4)
+	PREFETCHT0  128(R10)(R8*4)
+	PREFETCHT0  192(R10)(R8*4)
+	VMULPS      (DX)(R8*4), Z7, Z8
+	VMULPS      64(DX)(R8*4), Z7, Z9
+	VMULPS      128(DX)(R8*4), Z7, Z10
+	VMULPS      192(DX)(R8*4), Z7, Z11
+	TESTL       $0x00000008, job_flags+0(AX)
+	JZ          notrn12
+	VMOVDQA64   Z3, Z13
+	VFIXUPIMMPS $0x00, Z4, Z8, Z13
+	VPSRLD      $0x10, Z13, Z8
+	VPANDD      Z0, Z8, Z8
+	VPADDD      Z1, Z8, Z8
+	VPADDD      Z13, Z8, Z8
+	VPANDD      Z2, Z8, Z8
+	VMOVDQA64   Z3, Z13
+	VFIXUPIMMPS $0x00, Z4, Z9, Z13
+	VPSRLD      $0x10, Z13, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z13, Z9, Z9
+	VPANDD      Z2, Z9, Z9
+	VMOVDQA64   Z3, Z13
+	VFIXUPIMMPS $0x00, Z4, Z10, Z13
+	VPSRLD      $0x10, Z13, Z10
+	VPANDD      Z0, Z10, Z10
+	VPADDD      Z1, Z10, Z10
+	VPADDD      Z13, Z10, Z10
+	VPANDD      Z2, Z10, Z10
+	VMOVDQA64   Z3, Z13
+	VFIXUPIMMPS $0x00, Z4, Z11, Z13
+	VPSRLD      $0x10, Z13, Z11
+	VPANDD      Z0, Z11, Z11
+	VPADDD      Z1, Z11, Z11
+	VPADDD      Z13, Z11, Z11
+	VPANDD      Z2, Z11, Z11
+
+notrn12:
+	VMOVUPS     (SI)(R8*4), Z13
+	VADDPS      Z6, Z13, Z13
+	VMULPS      Z13, Z8, Z8
+	VMOVUPS     64(SI)(R8*4), Z13
+	VADDPS      Z6, Z13, Z13
+	VMULPS      Z13, Z9, Z9
+	VMOVDQA64   Z3, Z13
+	VFIXUPIMMPS $0x00, Z4, Z8, Z13
+	VPSRLD      $0x10, Z13, Z8
+	VPANDD      Z0, Z8, Z8
+	VPADDD      Z1, Z8, Z8
+	VPADDD      Z13, Z8, Z8
+	VMOVDQA64   Z3, Z13
+	VFIXUPIMMPS $0x00, Z4, Z9, Z13
+	VPSRLD      $0x10, Z13, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z13, Z9, Z9
+	VPERMT2W    Z9, Z5, Z8
+	VMOVDQU64   Z8, (CX)(R8*2)
+	VMOVUPS     128(SI)(R8*4), Z8
+	VADDPS      Z6, Z8, Z8
+	VMULPS      Z8, Z10, Z10
+	VMOVUPS     192(SI)(R8*4), Z8
+	VADDPS      Z6, Z8, Z8
+	VMULPS      Z8, Z11, Z11
+	VMOVDQA64   Z3, Z8
+	VFIXUPIMMPS $0x00, Z4, Z10, Z8
+	VPSRLD      $0x10, Z8, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z8, Z9, Z9
+	VMOVDQA64   Z3, Z8
+	VFIXUPIMMPS $0x00, Z4, Z11, Z8
+	VPSRLD      $0x10, Z8, Z10
+	VPANDD      Z0, Z10, Z10
+	VPADDD      Z1, Z10, Z10
+	VPADDD      Z8, Z10, Z10
+	VPERMT2W    Z10, Z5, Z9
+	VMOVDQU64   Z9, 64(CX)(R8*2)
+	ADDQ        $0x00000040, R8
+	JMP         scalepfloopoffset
+
+	PCALIGN $32
+scalepfloopnoweight:
+	CMPQ        R8, R9
+	JG          scaletail
+	PREFETCHT0  (R10)(R8*4)
+	PREFETCHT0  64(R10)(R8*4)
+	PREFETCHT0  128(R10)(R8*4)
+	PREFETCHT0  192(R10)(R8*4)
+	VMULPS      (DX)(R8*4), Z7, Z8
+	VMULPS      64(DX)(R8*4), Z7, Z9
+	VMULPS      128(DX)(R8*4), Z7, Z10
+	VMULPS      192(DX)(R8*4), Z7, Z11
+	VMOVDQA64   Z3, Z13
+	VFIXUPIMMPS $0x00, Z4, Z8, Z13
+	VPSRLD      $0x10, Z13, Z8
+	VPANDD      Z0, Z8, Z8
+	VPADDD      Z1, Z8, Z8
+	VPADDD      Z13, Z8, Z8
+	VMOVDQA64   Z3, Z13
+	VFIXUPIMMPS $0x00, Z4, Z9, Z13
+	VPSRLD      $0x10, Z13, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z13, Z9, Z9
+	VPERMT2W    Z9, Z5, Z8
+	VMOVDQU64   Z8, (CX)(R8*2)
+	VMOVDQA64   Z3, Z8
+	VFIXUPIMMPS $0x00, Z4, Z10, Z8
+	VPSRLD      $0x10, Z8, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z8, Z9, Z9
+	VMOVDQA64   Z3, Z8
+	VFIXUPIMMPS $0x00, Z4, Z11, Z8
+	VPSRLD      $0x10, Z8, Z10
+	VPANDD      Z0, Z10, Z10
+	VPADDD      Z1, Z10, Z10
+	VPADDD      Z8, Z10, Z10
+	VPERMT2W    Z10, Z5, Z9
+	VMOVDQU64   Z9, 64(CX)(R8*2)
+	ADDQ        $0x00000040, R8
+	JMP         scalepfloopnoweight
+
+scalent:
+	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
+	MOVQ CX, R10
+	NEGQ R10
+	ANDQ $0x0000003f, R10
+	SHRQ $0x01, R10
+	JZ   scalentgo
+	CMPQ R10, job_d+0(AX)
+	JLE  scalehead
+	MOVQ job_d+0(AX), R10
+
+scalehead:
+	CMPQ        R10, $0x00000010
+	JB          scaleheadpart
+	VMULPS      (DX)(R8*4), Z7, Z8
+	TESTL       $0x00000008, job_flags+0(AX)
+	JZ          notrn13
+	VMOVDQA64   Z3, Z9
+	VFIXUPIMMPS $0x00, Z4, Z8, Z9
+	VPSRLD      $0x10, Z9, Z8
+	VPANDD      Z0, Z8, Z8
+	VPADDD      Z1, Z8, Z8
+	VPADDD      Z9, Z8, Z8
+	VPANDD      Z2, Z8, Z8
+
+notrn13:
+	TESTQ   SI, SI
+	JZ      noweight14
+	VMOVUPS (SI)(R8*4), Z9
+	VADDPS  Z6, Z9, Z9
+	VMULPS  Z9, Z8, Z8
+
+noweight14:
+	VMOVDQA64   Z3, Z9
+	VFIXUPIMMPS $0x00, Z4, Z8, Z9
+	VPSRLD      $0x10, Z9, Z8
+	VPANDD      Z0, Z8, Z8
+	VPADDD      Z1, Z8, Z8
+	VPADDD      Z9, Z8, Z8
+	VPSRLD      $0x10, Z8, Z8
+	VPMOVDW     Z8, (CX)(R8*2)
+	ADDQ        $0x00000010, R8
+	SUBQ        $0x00000010, R10
+	JZ          scalentgo
+
+scaleheadpart:
+	JMP partout
+
+scalentgo:
+	MOVQ DI, R10
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows15
+	SHLQ $0x03, R10
+
+longrows15:
+	ADDQ DX, R10
+	MOVL job_flags+0(AX), R11
+
+	PCALIGN $32
+scalentloop:
+	CMPQ        R8, R9
+	JG          scaletail
+	PREFETCHT0  (R10)(R8*4)
+	PREFETCHT0  64(R10)(R8*4)
+	PREFETCHT0  128(R10)(R8*4)
+	PREFETCHT0  192(R10)(R8*4)
+	VMULPS      (DX)(R8*4), Z7, Z8
+	VMULPS      64(DX)(R8*4), Z7, Z9
+	VMULPS      128(DX)(R8*4), Z7, Z10
+	VMULPS      192(DX)(R8*4), Z7, Z11
+	TESTL       $0x00000008, job_flags+0(AX)
+	JZ          notrn16
+	VMOVDQA64   Z3, Z13
+	VFIXUPIMMPS $0x00, Z4, Z8, Z13
+	VPSRLD      $0x10, Z13, Z8
+	VPANDD      Z0, Z8, Z8
+	VPADDD      Z1, Z8, Z8
+	VPADDD      Z13, Z8, Z8
+	VPANDD      Z2, Z8, Z8
+	VMOVDQA64   Z3, Z13
+	VFIXUPIMMPS $0x00, Z4, Z9, Z13
+	VPSRLD      $0x10, Z13, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z13, Z9, Z9
+	VPANDD      Z2, Z9, Z9
+	VMOVDQA64   Z3, Z13
+	VFIXUPIMMPS $0x00, Z4, Z10, Z13
+	VPSRLD      $0x10, Z13, Z10
+	VPANDD      Z0, Z10, Z10
+	VPADDD      Z1, Z10, Z10
+	VPADDD      Z13, Z10, Z10
+	VPANDD      Z2, Z10, Z10
+	VMOVDQA64   Z3, Z13
+	VFIXUPIMMPS $0x00, Z4, Z11, Z13
+	VPSRLD      $0x10, Z13, Z11
+	VPANDD      Z0, Z11, Z11
+	VPADDD      Z1, Z11, Z11
+	VPADDD      Z13, Z11, Z11
+	VPANDD      Z2, Z11, Z11
+
+notrn16:
+	TESTQ  SI, SI
+	JZ     weighed18
+	TESTL  $0x00000010, R11
+	JNZ    offset17
+	VMULPS (SI)(R8*4), Z8, Z8
+	VMULPS 64(SI)(R8*4), Z9, Z9
+	VMULPS 128(SI)(R8*4), Z10, Z10
+	VMULPS 192(SI)(R8*4), Z11, Z11
+
+weighed18:
+	VMOVDQA64   Z3, Z13
+	VFIXUPIMMPS $0x00, Z4, Z8, Z13
+	VPSRLD      $0x10, Z13, Z8
+	VPANDD      Z0, Z8, Z8
+	VPADDD      Z1, Z8, Z8
+	VPADDD      Z13, Z8, Z8
+	VMOVDQA64   Z3, Z13
+	VFIXUPIMMPS $0x00, Z4, Z9, Z13
+	VPSRLD      $0x10, Z13, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z13, Z9, Z9
+	VPERMT2W    Z9, Z5, Z8
+	VMOVNTDQ    Z8, (CX)(R8*2)
+	VMOVDQA64   Z3, Z8
+	VFIXUPIMMPS $0x00, Z4, Z10, Z8
+	VPSRLD      $0x10, Z8, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z8, Z9, Z9
+	VMOVDQA64   Z3, Z8
+	VFIXUPIMMPS $0x00, Z4, Z11, Z8
+	VPSRLD      $0x10, Z8, Z10
+	VPANDD      Z0, Z10, Z10
+	VPADDD      Z1, Z10, Z10
+	VPADDD      Z8, Z10, Z10
+	VPERMT2W    Z10, Z5, Z9
+	VMOVNTDQ    Z9, 64(CX)(R8*2)
+	ADDQ        $0x00000040, R8
+	JMP         scalentloop
+
+offset17:
+	VMOVUPS (SI)(R8*4), Z13
+	VADDPS  Z6, Z13, Z13
+	VMULPS  Z13, Z8, Z8
+	VMOVUPS 64(SI)(R8*4), Z13
+	VADDPS  Z6, Z13, Z13
+	VMULPS  Z13, Z9, Z9
+	VMOVUPS 128(SI)(R8*4), Z13
+	VADDPS  Z6, Z13, Z13
+	VMULPS  Z13, Z10, Z10
+	VMOVUPS 192(SI)(R8*4), Z13
+	VADDPS  Z6, Z13, Z13
+	VMULPS  Z13, Z11, Z11
+	JMP     weighed18
+
+scaletail:
+	ADDQ $0x00000030, R9
+
+scaleone:
+	CMPQ        R8, R9
+	JG          scalepart
+	VMULPS      (DX)(R8*4), Z7, Z8
+	TESTL       $0x00000008, job_flags+0(AX)
+	JZ          notrn19
+	VMOVDQA64   Z3, Z9
+	VFIXUPIMMPS $0x00, Z4, Z8, Z9
+	VPSRLD      $0x10, Z9, Z8
+	VPANDD      Z0, Z8, Z8
+	VPADDD      Z1, Z8, Z8
+	VPADDD      Z9, Z8, Z8
+	VPANDD      Z2, Z8, Z8
+
+notrn19:
+	TESTQ   SI, SI
+	JZ      noweight20
+	VMOVUPS (SI)(R8*4), Z9
+	VADDPS  Z6, Z9, Z9
+	VMULPS  Z9, Z8, Z8
+
+noweight20:
+	VMOVDQA64   Z3, Z9
+	VFIXUPIMMPS $0x00, Z4, Z8, Z9
+	VPSRLD      $0x10, Z9, Z8
+	VPANDD      Z0, Z8, Z8
+	VPADDD      Z1, Z8, Z8
+	VPADDD      Z9, Z8, Z8
+	VPSRLD      $0x10, Z8, Z8
+	VPMOVDW     Z8, (CX)(R8*2)
+	ADDQ        $0x00000010, R8
+	JMP         scaleone
+
+scalepart:
+	MOVQ job_d+0(AX), R10
+	SUBQ R8, R10
+	JZ   scaled
+
+	// The last n < lanes elements, or the first n of a non-temporal row (i + n < d: back to its loop).
+partout:
+	LEAQ        kmask<>+0(SB), R11
+	KMOVW       (R11)(R10*2), K1
+	VMOVUPS.Z   (DX)(R8*4), K1, Z8
+	VMULPS      Z8, Z7, Z8
+	TESTL       $0x00000008, job_flags+0(AX)
+	JZ          notrn21
+	VMOVDQA64   Z3, Z9
+	VFIXUPIMMPS $0x00, Z4, Z8, Z9
+	VPSRLD      $0x10, Z9, Z8
+	VPANDD      Z0, Z8, Z8
+	VPADDD      Z1, Z8, Z8
+	VPADDD      Z9, Z8, Z8
+	VPANDD      Z2, Z8, Z8
+
+notrn21:
+	TESTQ     SI, SI
+	JZ        noweight22
+	VMOVUPS.Z (SI)(R8*4), K1, Z9
+	VADDPS    Z6, Z9, Z9
+	VMULPS    Z9, Z8, Z8
+
+noweight22:
+	VMOVDQA64   Z3, Z9
+	VFIXUPIMMPS $0x00, Z4, Z8, Z9
+	VPSRLD      $0x10, Z9, Z8
+	VPANDD      Z0, Z8, Z8
+	VPADDD      Z1, Z8, Z8
+	VPADDD      Z9, Z8, Z8
+	VPSRLD      $0x10, Z8, Z8
+	VPMOVDW     Z8, K1, (CX)(R8*2)
+	ADDQ        R10, R8
+	CMPQ        R8, job_d+0(AX)
+	JB          scalentgo
+
+scaled:
+	ADDQ DI, DX
+	ADDQ 328(SP), CX
+	ADDQ DI, BX
+	INCQ 320(SP)
+	MOVQ 352(SP), R8
+	INCQ R8
+	MOVQ R8, 352(SP)
+	CMPQ R8, 344(SP)
+	JB   scalerow
+	JMP  row
+
+ret:
+	TESTL $0x00000001, job_flags+0(AX)
+	JZ    vzero
+	SFENCE
+
+vzero:
+	VZEROUPPER
+	MOVQ 320(SP), AX
+	MOVQ AX, ret+24(FP)
+	RET
+
+// func avx512ForwardToF16(j uintptr, from int, to int) int
+// Requires: AVX, AVX512F, MMX+
+TEXT ·avx512ForwardToF16(SB), NOSPLIT, $384-32
+	// avx512ForwardToF16 normalizes rows [from, to) of the job: float32 rows into F16 rows: y = round16((x*inv)*w), round16((x*inv)*(1+w)) with flagOffset, or round16(x*inv) with w nil (with flagRN and a weight, round16(x*inv) in place of (x*inv)), for each row; with res, h = x + res and res = h per element first, and h in place of x.
+	// It stops before the first row that needs the float64 path and returns that row's index, or to.
+	MOVQ  j+0(FP), AX
+	MOVQ  job_dst+0(AX), CX
+	MOVQ  job_x+0(AX), DX
+	MOVQ  job_res+0(AX), BX
+	TESTQ BX, BX
+	JZ    rowsset
+	XCHGQ DX, BX
+
+rowsset:
+	MOVQ job_w+0(AX), SI
+	MOVQ job_stride+0(AX), DI
+	SHLQ $0x02, DI
+	MOVQ job_dstStride+0(AX), R8
+	SHLQ $0x01, R8
+	MOVQ R8, 328(SP)
+
+	// fd = float32(d); rd = 1/d when d is a power of two (a/d is then a*rd exactly), else 0.
+	MOVQ       job_d+0(AX), R8
+	VMOVSS     one<>+0(SB), X0
+	VCVTSI2SSQ R8, X0, X0
+	VMOVSS     X0, 376(SP)
+	XORL       R10, R10
+	LEAQ       -1(R8), R9
+	TESTQ      R8, R9
+	JNZ        notpow2
+	BSFQ       R8, R9
+	MOVL       $0x0000007f, R10
+	SUBL       R9, R10
+	SHLL       $0x17, R10
+
+notpow2:
+	MOVL         R10, 380(SP)
+	VBROADCASTSS one<>+0(SB), Z0
+	TESTL        $0x00000010, job_flags+0(AX)
+	JNZ          weightadd1
+	VBROADCASTSS negzero<>+0(SB), Z0
+
+weightadd1:
+	// Start at row from.
+	MOVQ  from+8(FP), R8
+	MOVQ  R8, 320(SP)
+	MOVQ  $0x00000000, 336(SP)
+	MOVQ  R8, R9
+	IMULQ 328(SP), R9
+	ADDQ  R9, CX
+	IMULQ DI, R8
+	ADDQ  R8, DX
+	ADDQ  R8, BX
+
+row:
+	MOVQ 320(SP), R8
+	CMPQ R8, to+16(FP)
+	JAE  ret
+	MOVQ $0x00000001, 344(SP)
+	CMPQ job_res+0(AX), $0x00
+	JNE  addsum
+	CMPQ 336(SP), $0x00
+	JE   trygroup
+	DECQ 336(SP)
+	JMP  sum
+
+trygroup:
+	CMPQ job_d+0(AX), $0x00000200
+	JA   sum
+	MOVQ to+16(FP), R8
+	SUBQ 320(SP), R8
+	CMPQ R8, $0x04
+	JB   sum
+	MOVQ $0x00000004, 344(SP)
+
+sum:
+	MOVQ DX, R8
+	XORQ R9, R9
+
+sumrow:
+	// Sum of squares: element i goes to partial i%64.
+	MOVQ    job_d+0(AX), R11
+	SUBQ    $0x00000040, R11
+	JGE     firstblock
+	VMOVUPS zero64<>+0(SB), Z1
+	VMOVUPS zero64<>+0(SB), Z2
+	VMOVUPS zero64<>+0(SB), Z3
+	VMOVUPS zero64<>+0(SB), Z4
+	XORQ    R10, R10
+	JMP     sumtail
+
+firstblock:
+	// +0 + square is the square itself: the first block initializes the partials.
+	XORQ    R10, R10
+	VMOVUPS (R8)(R10*4), Z1
+	VMULPS  Z1, Z1, Z1
+	VMOVUPS 64(R8)(R10*4), Z2
+	VMULPS  Z2, Z2, Z2
+	VMOVUPS 128(R8)(R10*4), Z3
+	VMULPS  Z3, Z3, Z3
+	VMOVUPS 192(R8)(R10*4), Z4
+	VMULPS  Z4, Z4, Z4
+	MOVQ    $0x00000040, R10
+	TESTL   $0x00000002, job_flags+0(AX)
+	JNZ     sumpf
+
+	PCALIGN $32
+sumloop:
+	CMPQ    R10, R11
+	JG      sumtail
+	VMOVUPS (R8)(R10*4), Z5
+	VMULPS  Z5, Z5, Z5
+	VADDPS  Z5, Z1, Z1
+	VMOVUPS 64(R8)(R10*4), Z5
+	VMULPS  Z5, Z5, Z5
+	VADDPS  Z5, Z2, Z2
+	VMOVUPS 128(R8)(R10*4), Z5
+	VMULPS  Z5, Z5, Z5
+	VADDPS  Z5, Z3, Z3
+	VMOVUPS 192(R8)(R10*4), Z5
+	VMULPS  Z5, Z5, Z5
+	VADDPS  Z5, Z4, Z4
+	ADDQ    $0x00000040, R10
+	JMP     sumloop
+
+	// The same, prefetching the rows ahead.
+sumpf:
+	MOVQ DI, R12
+	SHLQ $0x01, R12
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows2
+	SHLQ $0x03, R12
+
+longrows2:
+	ADDQ R8, R12
+
+	PCALIGN $32
+sumpfloop:
+	CMPQ       R10, R11
+	JG         sumtail
+	PREFETCHT0 (R12)(R10*4)
+	PREFETCHT0 64(R12)(R10*4)
+	PREFETCHT0 128(R12)(R10*4)
+	PREFETCHT0 192(R12)(R10*4)
+	VMOVUPS    (R8)(R10*4), Z5
+	VMULPS     Z5, Z5, Z5
+	VADDPS     Z5, Z1, Z1
+	VMOVUPS    64(R8)(R10*4), Z5
+	VMULPS     Z5, Z5, Z5
+	VADDPS     Z5, Z2, Z2
+	VMOVUPS    128(R8)(R10*4), Z5
+	VMULPS     Z5, Z5, Z5
+	VADDPS     Z5, Z3, Z3
+	VMOVUPS    192(R8)(R10*4), Z5
+	VMULPS     Z5, Z5, Z5
+	VADDPS     Z5, Z4, Z4
+	ADDQ       $0x00000040, R10
+	JMP        sumpfloop
+
+sumtail:
+	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
+	MOVQ job_d+0(AX), R11
+	SUBQ R10, R11
+	JZ   summed
+	LEAQ kmask<>+0(SB), R12
+	MOVQ R11, R13
+	CMPQ R13, $0x00000010
+	JLE  tailmask0
+	MOVQ $0x00000010, R13
+
+tailmask0:
+	KMOVW     (R12)(R13*2), K1
+	VMOVUPS.Z (R8)(R10*4), K1, Z5
+	VMULPS    Z5, Z5, Z5
+	VADDPS    Z5, Z1, Z1
+	MOVQ      R11, R13
+	SUBQ      $0x00000010, R13
+	JLE       summed
+	CMPQ      R13, $0x00000010
+	JLE       tailmask1
+	MOVQ      $0x00000010, R13
+
+tailmask1:
+	KMOVW     (R12)(R13*2), K1
+	VMOVUPS.Z 64(R8)(R10*4), K1, Z5
+	VMULPS    Z5, Z5, Z5
+	VADDPS    Z5, Z2, Z2
+	MOVQ      R11, R13
+	SUBQ      $0x00000020, R13
+	JLE       summed
+	CMPQ      R13, $0x00000010
+	JLE       tailmask2
+	MOVQ      $0x00000010, R13
+
+tailmask2:
+	KMOVW     (R12)(R13*2), K1
+	VMOVUPS.Z 128(R8)(R10*4), K1, Z5
+	VMULPS    Z5, Z5, Z5
+	VADDPS    Z5, Z3, Z3
+	SUBQ      $0x00000030, R11
+	JLE       summed
+	CMPQ      R11, $0x00000010
+	JLE       tailmask3
+	MOVQ      $0x00000010, R11
+
+tailmask3:
+	KMOVW     (R12)(R11*2), K1
+	VMOVUPS.Z 192(R8)(R10*4), K1, Z5
+	VMULPS    Z5, Z5, Z5
+	VADDPS    Z5, Z4, Z4
+
+summed:
+	VADDPS  Z3, Z1, Z1
+	VADDPS  Z4, Z2, Z2
+	VADDPS  Z2, Z1, Z1
+	CMPQ    344(SP), $0x01
+	JE      invone
+	VMOVUPS Z1, (SP)(R9*1)
+	ADDQ    DI, R8
+	ADDQ    $0x00000040, R9
+	CMPQ    R9, $0x00000100
+	JB      sumrow
+	JMP     invgroup
+
+addsum:
+	MOVQ BX, R8
+	MOVQ DX, R9
+
+	// Sum of squares: element i goes to partial i%64.
+	MOVQ    job_d+0(AX), R11
+	SUBQ    $0x00000040, R11
+	JGE     addfirstblock
+	VMOVUPS zero64<>+0(SB), Z1
+	VMOVUPS zero64<>+0(SB), Z2
+	VMOVUPS zero64<>+0(SB), Z3
+	VMOVUPS zero64<>+0(SB), Z4
+	XORQ    R10, R10
+	JMP     addsumtail
+
+addfirstblock:
+	// +0 + square is the square itself: the first block initializes the partials.
+	XORQ    R10, R10
+	VMOVUPS (R8)(R10*4), Z1
+	VADDPS  (R9)(R10*4), Z1, Z1
+	VMOVUPS Z1, (R9)(R10*4)
+	VMULPS  Z1, Z1, Z1
+	VMOVUPS 64(R8)(R10*4), Z2
+	VADDPS  64(R9)(R10*4), Z2, Z2
+	VMOVUPS Z2, 64(R9)(R10*4)
+	VMULPS  Z2, Z2, Z2
+	VMOVUPS 128(R8)(R10*4), Z3
+	VADDPS  128(R9)(R10*4), Z3, Z3
+	VMOVUPS Z3, 128(R9)(R10*4)
+	VMULPS  Z3, Z3, Z3
+	VMOVUPS 192(R8)(R10*4), Z4
+	VADDPS  192(R9)(R10*4), Z4, Z4
+	VMOVUPS Z4, 192(R9)(R10*4)
+	VMULPS  Z4, Z4, Z4
+	MOVQ    $0x00000040, R10
+	TESTL   $0x00000002, job_flags+0(AX)
+	JNZ     addsumpf
+
+	PCALIGN $32
+addsumloop:
+	CMPQ    R10, R11
+	JG      addsumtail
+	VMOVUPS (R8)(R10*4), Z5
+	VADDPS  (R9)(R10*4), Z5, Z5
+	VMOVUPS Z5, (R9)(R10*4)
+	VMULPS  Z5, Z5, Z5
+	VADDPS  Z5, Z1, Z1
+	VMOVUPS 64(R8)(R10*4), Z5
+	VADDPS  64(R9)(R10*4), Z5, Z5
+	VMOVUPS Z5, 64(R9)(R10*4)
+	VMULPS  Z5, Z5, Z5
+	VADDPS  Z5, Z2, Z2
+	VMOVUPS 128(R8)(R10*4), Z5
+	VADDPS  128(R9)(R10*4), Z5, Z5
+	VMOVUPS Z5, 128(R9)(R10*4)
+	VMULPS  Z5, Z5, Z5
+	VADDPS  Z5, Z3, Z3
+	VMOVUPS 192(R8)(R10*4), Z5
+	VADDPS  192(R9)(R10*4), Z5, Z5
+	VMOVUPS Z5, 192(R9)(R10*4)
+	VMULPS  Z5, Z5, Z5
+	VADDPS  Z5, Z4, Z4
+	ADDQ    $0x00000040, R10
+	JMP     addsumloop
+
+	// The same, prefetching the rows ahead.
+addsumpf:
+	MOVQ DI, R12
+	SHLQ $0x01, R12
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows3
+	SHLQ $0x03, R12
+
+longrows3:
+	ADDQ R8, R12
+
+	PCALIGN $32
+addsumpfloop:
+	CMPQ       R10, R11
+	JG         addsumtail
+	PREFETCHT0 (R12)(R10*4)
+	PREFETCHT0 64(R12)(R10*4)
+	PREFETCHT0 128(R12)(R10*4)
+	PREFETCHT0 192(R12)(R10*4)
+	VMOVUPS    (R8)(R10*4), Z5
+	VADDPS     (R9)(R10*4), Z5, Z5
+	VMOVUPS    Z5, (R9)(R10*4)
+	VMULPS     Z5, Z5, Z5
+	VADDPS     Z5, Z1, Z1
+	VMOVUPS    64(R8)(R10*4), Z5
+	VADDPS     64(R9)(R10*4), Z5, Z5
+	VMOVUPS    Z5, 64(R9)(R10*4)
+	VMULPS     Z5, Z5, Z5
+	VADDPS     Z5, Z2, Z2
+	VMOVUPS    128(R8)(R10*4), Z5
+	VADDPS     128(R9)(R10*4), Z5, Z5
+	VMOVUPS    Z5, 128(R9)(R10*4)
+	VMULPS     Z5, Z5, Z5
+	VADDPS     Z5, Z3, Z3
+	VMOVUPS    192(R8)(R10*4), Z5
+	VADDPS     192(R9)(R10*4), Z5, Z5
+	VMOVUPS    Z5, 192(R9)(R10*4)
+	VMULPS     Z5, Z5, Z5
+	VADDPS     Z5, Z4, Z4
+	ADDQ       $0x00000040, R10
+	JMP        addsumpfloop
+
+addsumtail:
+	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
+	MOVQ job_d+0(AX), R11
+	SUBQ R10, R11
+	JZ   addsummed
+	LEAQ kmask<>+0(SB), R12
+	MOVQ R11, R13
+	CMPQ R13, $0x00000010
+	JLE  addtailmask0
+	MOVQ $0x00000010, R13
+
+addtailmask0:
+	KMOVW     (R12)(R13*2), K1
+	VMOVUPS.Z (R8)(R10*4), K1, Z5
+	VMOVUPS.Z (R9)(R10*4), K1, Z21
+	VADDPS    Z21, Z5, Z5
+	VMOVUPS   Z5, K1, (R9)(R10*4)
+	VMULPS    Z5, Z5, Z5
+	VADDPS    Z5, Z1, Z1
+	MOVQ      R11, R13
+	SUBQ      $0x00000010, R13
+	JLE       addsummed
+	CMPQ      R13, $0x00000010
+	JLE       addtailmask1
+	MOVQ      $0x00000010, R13
+
+addtailmask1:
+	KMOVW     (R12)(R13*2), K1
+	VMOVUPS.Z 64(R8)(R10*4), K1, Z5
+	VMOVUPS.Z 64(R9)(R10*4), K1, Z21
+	VADDPS    Z21, Z5, Z5
+	VMOVUPS   Z5, K1, 64(R9)(R10*4)
+	VMULPS    Z5, Z5, Z5
+	VADDPS    Z5, Z2, Z2
+	MOVQ      R11, R13
+	SUBQ      $0x00000020, R13
+	JLE       addsummed
+	CMPQ      R13, $0x00000010
+	JLE       addtailmask2
+	MOVQ      $0x00000010, R13
+
+addtailmask2:
+	KMOVW     (R12)(R13*2), K1
+	VMOVUPS.Z 128(R8)(R10*4), K1, Z5
+	VMOVUPS.Z 128(R9)(R10*4), K1, Z21
+	VADDPS    Z21, Z5, Z5
+	VMOVUPS   Z5, K1, 128(R9)(R10*4)
+	VMULPS    Z5, Z5, Z5
+	VADDPS    Z5, Z3, Z3
+	SUBQ      $0x00000030, R11
+	JLE       addsummed
+	CMPQ      R11, $0x00000010
+	JLE       addtailmask3
+	MOVQ      $0x00000010, R11
+
+addtailmask3:
+	KMOVW     (R12)(R11*2), K1
+	VMOVUPS.Z 192(R8)(R10*4), K1, Z5
+	VMOVUPS.Z 192(R9)(R10*4), K1, Z21
+	VADDPS    Z21, Z5, Z5
+	VMOVUPS   Z5, K1, 192(R9)(R10*4)
+	VMULPS    Z5, Z5, Z5
+	VADDPS    Z5, Z4, Z4
+
+addsummed:
+	VADDPS Z3, Z1, Z1
+	VADDPS Z4, Z2, Z2
+	VADDPS Z2, Z1, Z1
+
+invone:
+	// Halving tree: p[j] += p[j+h] for the remaining h, down to ss.
+	VSHUFF64X2 $0xee, Z1, Z1, Z2
+	VADDPS     Z2, Z1, Z1
+	VSHUFF32X4 $0x01, Z1, Z1, Z2
+	VADDPS     Z2, Z1, Z1
+	VPERMILPS  $0x4e, Z1, Z2
+	VADDPS     Z2, Z1, Z1
+	VPERMILPS  $0xb1, Z1, Z2
+	VADDPS     Z2, Z1, Z1
+
+	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
+	CMPL   380(SP), $0x00
+	JE     divide4
+	VMULSS 380(SP), X1, X1
+	JMP    divided5
+
+divide4:
+	VDIVSS 376(SP), X1, X1
+
+divided5:
+	VADDSS   job_eps+0(AX), X1, X1
+	VUCOMISS tlo<>+0(SB), X1
+	JCS      ret
+	VUCOMISS tmax<>+0(SB), X1
+	JHI      ret
+	VSQRTSS  X1, X1, X1
+	VMOVSS   one<>+0(SB), X6
+	VDIVSS   X1, X6, X6
+
+	// Report 1/rms if asked.
+	MOVQ   job_inv+0(AX), R8
+	TESTQ  R8, R8
+	JZ     scale
+	MOVQ   320(SP), R9
+	VMOVSS X6, (R8)(R9*4)
+	JMP    scale
+
+invgroup:
+	// The rest of the halving tree, four rows at once.
+	VMOVUPS       (SP), Z1
+	VMOVUPS       64(SP), Z2
+	VMOVUPS       128(SP), Z3
+	VMOVUPS       192(SP), Z4
+	VSHUFF64X2    $0x44, Z2, Z1, Z5
+	VSHUFF64X2    $0xee, Z2, Z1, Z1
+	VADDPS        Z1, Z5, Z5
+	VSHUFF64X2    $0x44, Z4, Z3, Z1
+	VSHUFF64X2    $0xee, Z4, Z3, Z2
+	VADDPS        Z2, Z1, Z1
+	VSHUFF32X4    $0x88, Z1, Z5, Z2
+	VSHUFF32X4    $0xdd, Z1, Z5, Z1
+	VADDPS        Z1, Z2, Z2
+	VPERMILPS     $0x4e, Z2, Z1
+	VADDPS        Z1, Z2, Z2
+	VPERMILPS     $0xb1, Z2, Z1
+	VADDPS        Z1, Z2, Z2
+	MOVL          $0x00001111, R8
+	KMOVW         R8, K1
+	VCOMPRESSPS.Z Z2, K1, Z1
+
+	// t = ss/d + eps for the four rows; any t outside [2^-100, MaxFloat32] sends the group to the one-row path.
+	CMPL         380(SP), $0x00
+	JE           divide6
+	VBROADCASTSS 380(SP), Z2
+	VMULPS       Z2, Z1, Z1
+	JMP          divided7
+
+divide6:
+	VBROADCASTSS 376(SP), Z2
+	VDIVPS       Z2, Z1, Z1
+
+divided7:
+	VBROADCASTSS job_eps+0(AX), Z2
+	VADDPS       Z2, Z1, Z1
+	MOVL         $0x0000000f, R8
+	KMOVW        R8, K1
+	VBROADCASTSS tlo<>+0(SB), Z2
+	VBROADCASTSS tmax<>+0(SB), Z3
+	VCMPPS       $0x1d, Z2, Z1, K1, K1
+	VCMPPS       $0x12, Z3, Z1, K1, K1
+	KMOVW        K1, R8
+	CMPL         R8, $0x0f
+	JE           ginrange
+	MOVQ         $0x00000004, 336(SP)
+	JMP          row
+
+ginrange:
+	VSQRTPS      Z1, Z1
+	VBROADCASTSS one<>+0(SB), Z6
+	VDIVPS       Z1, Z6, Z6
+
+	// Report 1/rms if asked.
+	MOVQ    job_inv+0(AX), R8
+	TESTQ   R8, R8
+	JZ      scale
+	MOVQ    320(SP), R9
+	MOVL    $0x0000000f, R10
+	KMOVW   R10, K1
+	VMOVUPS Z6, K1, (R8)(R9*4)
+
+scale:
+	VBROADCASTSS X6, Z1
+	MOVQ         $0x00000000, 352(SP)
+	CMPQ         344(SP), $0x01
+	JE           scalebody
+	VMOVUPS      Z6, 256(SP)
+
+scalerow:
+	MOVQ         352(SP), R8
+	VBROADCASTSS 256(SP)(R8*4), Z1
+
+scalebody:
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ  R8, R8
+	MOVQ  job_d+0(AX), R9
+	SUBQ  $0x00000040, R9
+	TESTL $0x00000002, job_flags+0(AX)
+	JNZ   scalepf
+	TESTQ SI, SI
+	JZ    scaleloopnoweight
+	TESTL $0x00000010, job_flags+0(AX)
+	JNZ   scaleloopoffset
+
+	PCALIGN $32
+scaleloop:
+	CMPQ      R8, R9
+	JG        scaletail
+	VMULPS    (DX)(R8*4), Z1, Z2
+	VMULPS    64(DX)(R8*4), Z1, Z3
+	VMULPS    128(DX)(R8*4), Z1, Z4
+	VMULPS    192(DX)(R8*4), Z1, Z5
+	TESTL     $0x00000008, job_flags+0(AX)
+	JZ        notrn8
+	VCVTPS2PH $0x00, Z2, Y2
+	VCVTPH2PS Y2, Z2
+	VCVTPS2PH $0x00, Z3, Y3
+	VCVTPH2PS Y3, Z3
+	VCVTPS2PH $0x00, Z4, Y4
+	VCVTPH2PS Y4, Z4
+	VCVTPS2PH $0x00, Z5, Y5
+	VCVTPH2PS Y5, Z5
+
+notrn8:
+	VMULPS       (SI)(R8*4), Z2, Z2
+	VMULPS       64(SI)(R8*4), Z3, Z3
+	VCVTPS2PH    $0x00, Z2, Y7
+	VCVTPS2PH    $0x00, Z3, Y2
+	VINSERTI64X4 $0x01, Y2, Z7, Z7
+	VMOVDQU64    Z7, (CX)(R8*2)
+	VMULPS       128(SI)(R8*4), Z4, Z4
+	VMULPS       192(SI)(R8*4), Z5, Z5
+	VCVTPS2PH    $0x00, Z4, Y8
+	VCVTPS2PH    $0x00, Z5, Y2
+	VINSERTI64X4 $0x01, Y2, Z8, Z8
+	VMOVDQU64    Z8, 64(CX)(R8*2)
+	ADDQ         $0x00000040, R8
+	JMP          scaleloop
+
+	PCALIGN $32
+scaleloopoffset:
+	CMPQ      R8, R9
+	JG        scaletail
+	VMULPS    (DX)(R8*4), Z1, Z2
+	VMULPS    64(DX)(R8*4), Z1, Z3
+	VMULPS    128(DX)(R8*4), Z1, Z4
+	VMULPS    192(DX)(R8*4), Z1, Z5
+	TESTL     $0x00000008, job_flags+0(AX)
+	JZ        notrn9
+	VCVTPS2PH $0x00, Z2, Y2
+	VCVTPH2PS Y2, Z2
+	VCVTPS2PH $0x00, Z3, Y3
+	VCVTPH2PS Y3, Z3
+	VCVTPS2PH $0x00, Z4, Y4
+	VCVTPH2PS Y4, Z4
+	VCVTPS2PH $0x00, Z5, Y5
+	VCVTPH2PS Y5, Z5
+
+notrn9:
+	VMOVUPS      (SI)(R8*4), Z21
+	VADDPS       Z0, Z21, Z21
+	VMULPS       Z21, Z2, Z2
+	VMOVUPS      64(SI)(R8*4), Z21
+	VADDPS       Z0, Z21, Z21
+	VMULPS       Z21, Z3, Z3
+	VCVTPS2PH    $0x00, Z2, Y9
+	VCVTPS2PH    $0x00, Z3, Y2
+	VINSERTI64X4 $0x01, Y2, Z9, Z9
+	VMOVDQU64    Z9, (CX)(R8*2)
+	VMOVUPS      128(SI)(R8*4), Z2
+	VADDPS       Z0, Z2, Z2
+	VMULPS       Z2, Z4, Z4
+	VMOVUPS      192(SI)(R8*4), Z2
+	VADDPS       Z0, Z2, Z2
+	VMULPS       Z2, Z5, Z5
+	VCVTPS2PH    $0x00, Z4, Y10
+	VCVTPS2PH    $0x00, Z5, Y2
+	VINSERTI64X4 $0x01, Y2, Z10, Z10
+	VMOVDQU64    Z10, 64(CX)(R8*2)
+	ADDQ         $0x00000040, R8
+	JMP          scaleloopoffset
+
+	PCALIGN $32
+scaleloopnoweight:
+	CMPQ         R8, R9
+	JG           scaletail
+	VMULPS       (DX)(R8*4), Z1, Z2
+	VMULPS       64(DX)(R8*4), Z1, Z3
+	VMULPS       128(DX)(R8*4), Z1, Z4
+	VMULPS       192(DX)(R8*4), Z1, Z5
+	VCVTPS2PH    $0x00, Z2, Y11
+	VCVTPS2PH    $0x00, Z3, Y2
+	VINSERTI64X4 $0x01, Y2, Z11, Z11
+	VMOVDQU64    Z11, (CX)(R8*2)
+	VCVTPS2PH    $0x00, Z4, Y12
+	VCVTPS2PH    $0x00, Z5, Y2
+	VINSERTI64X4 $0x01, Y2, Z12, Z12
+	VMOVDQU64    Z12, 64(CX)(R8*2)
+	ADDQ         $0x00000040, R8
+	JMP          scaleloopnoweight
+
+scalepf:
+	MOVQ DI, R10
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows10
+	SHLQ $0x03, R10
+
+longrows10:
+	ADDQ  DX, R10
+	TESTL $0x00000001, job_flags+0(AX)
+	JNZ   scalent
+	TESTQ SI, SI
+	JZ    scalepfloopnoweight
+	TESTL $0x00000010, job_flags+0(AX)
+	JNZ   scalepfloopoffset
+
+	PCALIGN $32
+scalepfloop:
+	CMPQ       R8, R9
+	JG         scaletail
+	PREFETCHT0 (R10)(R8*4)
+	PREFETCHT0 64(R10)(R8*4)
+	PREFETCHT0 128(R10)(R8*4)
+	PREFETCHT0 192(R10)(R8*4)
+	VMULPS     (DX)(R8*4), Z1, Z2
+	VMULPS     64(DX)(R8*4), Z1, Z3
+	VMULPS     128(DX)(R8*4), Z1, Z4
+	VMULPS     192(DX)(R8*4), Z1, Z5
+	TESTL      $0x00000008, job_flags+0(AX)
+	JZ         notrn11
+	VCVTPS2PH  $0x00, Z2, Y2
+	VCVTPH2PS  Y2, Z2
+	VCVTPS2PH  $0x00, Z3, Y3
+	VCVTPH2PS  Y3, Z3
+	VCVTPS2PH  $0x00, Z4, Y4
+	VCVTPH2PS  Y4, Z4
+	VCVTPS2PH  $0x00, Z5, Y5
+	VCVTPH2PS  Y5, Z5
+
+notrn11:
+	VMULPS       (SI)(R8*4), Z2, Z2
+	VMULPS       64(SI)(R8*4), Z3, Z3
+	VCVTPS2PH    $0x00, Z2, Y13
+	VCVTPS2PH    $0x00, Z3, Y2
+	VINSERTI64X4 $0x01, Y2, Z13, Z13
+	VMOVDQU64    Z13, (CX)(R8*2)
+	VMULPS       128(SI)(R8*4), Z4, Z4
+	VMULPS       192(SI)(R8*4), Z5, Z5
+	VCVTPS2PH    $0x00, Z4, Y14
+	VCVTPS2PH    $0x00, Z5, Y2
+	VINSERTI64X4 $0x01, Y2, Z14, Z14
+	VMOVDQU64    Z14, 64(CX)(R8*2)
+	ADDQ         $0x00000040, R8
+	JMP          scalepfloop
+
+	PCALIGN $32
+scalepfloopoffset:
+	CMPQ       R8, R9
+	JG         scaletail
+	PREFETCHT0 (R10)(R8*4)
+	PREFETCHT0 64(R10)(R8*4)
+	PREFETCHT0 128(R10)(R8*4)
+	PREFETCHT0 192(R10)(R8*4)
+	VMULPS     (DX)(R8*4), Z1, Z2
+	VMULPS     64(DX)(R8*4), Z1, Z3
+	VMULPS     128(DX)(R8*4), Z1, Z4
+	VMULPS     192(DX)(R8*4), Z1, Z5
+	TESTL      $0x00000008, job_flags+0(AX)
+	JZ         notrn12
+	VCVTPS2PH  $0x00, Z2, Y2
+	VCVTPH2PS  Y2, Z2
+	VCVTPS2PH  $0x00, Z3, Y3
+	VCVTPH2PS  Y3, Z3
+	VCVTPS2PH  $0x00, Z4, Y4
+	VCVTPH2PS  Y4, Z4
+	VCVTPS2PH  $0x00, Z5, Y5
+	VCVTPH2PS  Y5, Z5
+
+notrn12:
+	VMOVUPS      (SI)(R8*4), Z21
+	VADDPS       Z0, Z21, Z21
+	VMULPS       Z21, Z2, Z2
+	VMOVUPS      64(SI)(R8*4), Z21
+	VADDPS       Z0, Z21, Z21
+	VMULPS       Z21, Z3, Z3
+	VCVTPS2PH    $0x00, Z2, Y15
+	VCVTPS2PH    $0x00, Z3, Y2
+	VINSERTI64X4 $0x01, Y2, Z15, Z15
+	VMOVDQU64    Z15, (CX)(R8*2)
+	VMOVUPS      128(SI)(R8*4), Z2
+	VADDPS       Z0, Z2, Z2
+	VMULPS       Z2, Z4, Z4
+	VMOVUPS      192(SI)(R8*4), Z2
+	VADDPS       Z0, Z2, Z2
+	VMULPS       Z2, Z5, Z5
+	VCVTPS2PH    $0x00, Z4, Y16
+	VCVTPS2PH    $0x00, Z5, Y2
+	VINSERTI64X4 $0x01, Y2, Z16, Z16
+	VMOVDQU64    Z16, 64(CX)(R8*2)
+	ADDQ         $0x00000040, R8
+	JMP          scalepfloopoffset
+
+	PCALIGN $32
+scalepfloopnoweight:
+	CMPQ         R8, R9
+	JG           scaletail
+	PREFETCHT0   (R10)(R8*4)
+	PREFETCHT0   64(R10)(R8*4)
+	PREFETCHT0   128(R10)(R8*4)
+	PREFETCHT0   192(R10)(R8*4)
+	VMULPS       (DX)(R8*4), Z1, Z2
+	VMULPS       64(DX)(R8*4), Z1, Z3
+	VMULPS       128(DX)(R8*4), Z1, Z4
+	VMULPS       192(DX)(R8*4), Z1, Z5
+	VCVTPS2PH    $0x00, Z2, Y17
+	VCVTPS2PH    $0x00, Z3, Y2
+	VINSERTI64X4 $0x01, Y2, Z17, Z17
+	VMOVDQU64    Z17, (CX)(R8*2)
+	VCVTPS2PH    $0x00, Z4, Y18
+	VCVTPS2PH    $0x00, Z5, Y2
+	VINSERTI64X4 $0x01, Y2, Z18, Z18
+	VMOVDQU64    Z18, 64(CX)(R8*2)
+	ADDQ         $0x00000040, R8
+	JMP          scalepfloopnoweight
+
+scalent:
+	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
+	MOVQ CX, R10
+	NEGQ R10
+	ANDQ $0x0000003f, R10
+	SHRQ $0x01, R10
+	JZ   scalentgo
+	CMPQ R10, job_d+0(AX)
+	JLE  scalehead
+	MOVQ job_d+0(AX), R10
+
+scalehead:
+	CMPQ      R10, $0x00000010
+	JB        scaleheadpart
+	VMULPS    (DX)(R8*4), Z1, Z2
+	TESTL     $0x00000008, job_flags+0(AX)
+	JZ        notrn13
+	VCVTPS2PH $0x00, Z2, Y2
+	VCVTPH2PS Y2, Z2
+
+notrn13:
+	TESTQ   SI, SI
+	JZ      noweight14
+	VMOVUPS (SI)(R8*4), Z3
+	VADDPS  Z0, Z3, Z3
+	VMULPS  Z3, Z2, Z2
+
+noweight14:
+	VCVTPS2PH $0x00, Z2, (CX)(R8*2)
+	ADDQ      $0x00000010, R8
+	SUBQ      $0x00000010, R10
+	JZ        scalentgo
+
+scaleheadpart:
+	JMP partout
+
+scalentgo:
+	MOVQ DI, R10
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows15
+	SHLQ $0x03, R10
+
+longrows15:
+	ADDQ DX, R10
+	MOVL job_flags+0(AX), R11
+
+	PCALIGN $32
+scalentloop:
+	CMPQ       R8, R9
+	JG         scaletail
+	PREFETCHT0 (R10)(R8*4)
+	PREFETCHT0 64(R10)(R8*4)
+	PREFETCHT0 128(R10)(R8*4)
+	PREFETCHT0 192(R10)(R8*4)
+	VMULPS     (DX)(R8*4), Z1, Z2
+	VMULPS     64(DX)(R8*4), Z1, Z3
+	VMULPS     128(DX)(R8*4), Z1, Z4
+	VMULPS     192(DX)(R8*4), Z1, Z5
+	TESTL      $0x00000008, job_flags+0(AX)
+	JZ         notrn16
+	VCVTPS2PH  $0x00, Z2, Y2
+	VCVTPH2PS  Y2, Z2
+	VCVTPS2PH  $0x00, Z3, Y3
+	VCVTPH2PS  Y3, Z3
+	VCVTPS2PH  $0x00, Z4, Y4
+	VCVTPH2PS  Y4, Z4
+	VCVTPS2PH  $0x00, Z5, Y5
+	VCVTPH2PS  Y5, Z5
+
+notrn16:
+	TESTQ  SI, SI
+	JZ     weighed18
+	TESTL  $0x00000010, R11
+	JNZ    offset17
+	VMULPS (SI)(R8*4), Z2, Z2
+	VMULPS 64(SI)(R8*4), Z3, Z3
+	VMULPS 128(SI)(R8*4), Z4, Z4
+	VMULPS 192(SI)(R8*4), Z5, Z5
+
+weighed18:
+	VCVTPS2PH    $0x00, Z2, Y19
+	VCVTPS2PH    $0x00, Z3, Y2
+	VINSERTI64X4 $0x01, Y2, Z19, Z19
+	VMOVNTDQ     Z19, (CX)(R8*2)
+	VCVTPS2PH    $0x00, Z4, Y20
+	VCVTPS2PH    $0x00, Z5, Y2
+	VINSERTI64X4 $0x01, Y2, Z20, Z20
+	VMOVNTDQ     Z20, 64(CX)(R8*2)
+	ADDQ         $0x00000040, R8
+	JMP          scalentloop
+
+offset17:
+	VMOVUPS (SI)(R8*4), Z21
+	VADDPS  Z0, Z21, Z21
+	VMULPS  Z21, Z2, Z2
+	VMOVUPS 64(SI)(R8*4), Z21
+	VADDPS  Z0, Z21, Z21
+	VMULPS  Z21, Z3, Z3
+	VMOVUPS 128(SI)(R8*4), Z21
+	VADDPS  Z0, Z21, Z21
+	VMULPS  Z21, Z4, Z4
+	VMOVUPS 192(SI)(R8*4), Z21
+	VADDPS  Z0, Z21, Z21
+	VMULPS  Z21, Z5, Z5
+	JMP     weighed18
+
+scaletail:
+	ADDQ $0x00000030, R9
+
+scaleone:
+	CMPQ      R8, R9
+	JG        scalepart
+	VMULPS    (DX)(R8*4), Z1, Z2
+	TESTL     $0x00000008, job_flags+0(AX)
+	JZ        notrn19
+	VCVTPS2PH $0x00, Z2, Y2
+	VCVTPH2PS Y2, Z2
+
+notrn19:
+	TESTQ   SI, SI
+	JZ      noweight20
+	VMOVUPS (SI)(R8*4), Z3
+	VADDPS  Z0, Z3, Z3
+	VMULPS  Z3, Z2, Z2
+
+noweight20:
+	VCVTPS2PH $0x00, Z2, (CX)(R8*2)
+	ADDQ      $0x00000010, R8
+	JMP       scaleone
+
+scalepart:
+	MOVQ job_d+0(AX), R10
+	SUBQ R8, R10
+	JZ   scaled
+
+	// The last n < lanes elements, or the first n of a non-temporal row (i + n < d: back to its loop).
+partout:
+	LEAQ      kmask<>+0(SB), R11
+	KMOVW     (R11)(R10*2), K1
+	VMOVUPS.Z (DX)(R8*4), K1, Z2
+	VMULPS    Z2, Z1, Z2
+	TESTL     $0x00000008, job_flags+0(AX)
+	JZ        notrn21
+	VCVTPS2PH $0x00, Z2, Y2
+	VCVTPH2PS Y2, Z2
+
+notrn21:
+	TESTQ     SI, SI
+	JZ        noweight22
+	VMOVUPS.Z (SI)(R8*4), K1, Z3
+	VADDPS    Z0, Z3, Z3
+	VMULPS    Z3, Z2, Z2
+
+noweight22:
+	VCVTPS2PH $0x00, Z2, K1, (CX)(R8*2)
+	ADDQ      R10, R8
+	CMPQ      R8, job_d+0(AX)
+	JB        scalentgo
+
+scaled:
+	ADDQ DI, DX
+	ADDQ 328(SP), CX
+	ADDQ DI, BX
+	INCQ 320(SP)
+	MOVQ 352(SP), R8
+	INCQ R8
+	MOVQ R8, 352(SP)
+	CMPQ R8, 344(SP)
 	JB   scalerow
 	JMP  row
 
@@ -4792,7 +6943,7 @@ vzero:
 
 // func avx2Forward(j uintptr, from int, to int) int
 // Requires: AVX, AVX2, MMX+
-TEXT ·avx2Forward(SB), NOSPLIT, $712-32
+TEXT ·avx2Forward(SB), NOSPLIT, $720-32
 	// avx2Forward normalizes rows [from, to) of the job: y = (x*inv)*w, (x*inv)*(1+w) with flagOffset, or x*inv with w nil, for each row; with res, h = x + res and res = h per element first, and h in place of x.
 	// It stops before the first row that needs the float64 path and returns that row's index, or to.
 	MOVQ  j+0(FP), AX
@@ -4807,12 +6958,15 @@ rowsset:
 	MOVQ job_w+0(AX), SI
 	MOVQ job_stride+0(AX), DI
 	SHLQ $0x02, DI
+	MOVQ job_dstStride+0(AX), R8
+	SHLQ $0x02, R8
+	MOVQ R8, 664(SP)
 
 	// fd = float32(d); rd = 1/d when d is a power of two (a/d is then a*rd exactly), else 0.
 	MOVQ       job_d+0(AX), R8
 	VMOVSS     one<>+0(SB), X0
 	VCVTSI2SSQ R8, X0, X0
-	VMOVSS     X0, 704(SP)
+	VMOVSS     X0, 712(SP)
 	XORL       R10, R10
 	LEAQ       -1(R8), R9
 	TESTQ      R8, R9
@@ -4823,14 +6977,16 @@ rowsset:
 	SHLL       $0x17, R10
 
 notpow2:
-	MOVL R10, 708(SP)
+	MOVL R10, 716(SP)
 
 	// Start at row from.
 	MOVQ  from+8(FP), R8
 	MOVQ  R8, 656(SP)
-	MOVQ  $0x00000000, 664(SP)
+	MOVQ  $0x00000000, 672(SP)
+	MOVQ  R8, R9
+	IMULQ 664(SP), R9
+	ADDQ  R9, CX
 	IMULQ DI, R8
-	ADDQ  R8, CX
 	ADDQ  R8, DX
 	ADDQ  R8, BX
 
@@ -4838,12 +6994,12 @@ row:
 	MOVQ 656(SP), R8
 	CMPQ R8, to+16(FP)
 	JAE  ret
-	MOVQ $0x00000001, 672(SP)
+	MOVQ $0x00000001, 680(SP)
 	CMPQ job_res+0(AX), $0x00
 	JNE  addsum
-	CMPQ 664(SP), $0x00
+	CMPQ 672(SP), $0x00
 	JE   trygroup
-	DECQ 664(SP)
+	DECQ 672(SP)
 	JMP  sum
 
 trygroup:
@@ -4853,7 +7009,7 @@ trygroup:
 	SUBQ 656(SP), R8
 	CMPQ R8, $0x04
 	JB   sum
-	MOVQ $0x00000004, 672(SP)
+	MOVQ $0x00000004, 680(SP)
 
 sum:
 	MOVQ DX, R8
@@ -4980,7 +7136,7 @@ sumtail:
 	MOVQ    job_d+0(AX), R11
 	SUBQ    R10, R11
 	JZ      summed
-	MOVQ    R11, 688(SP)
+	MOVQ    R11, 696(SP)
 	LEAQ    (R8)(R10*4), R10
 	LEAQ    128(SP), R11
 	VXORPS  Y8, Y8, Y8
@@ -4992,7 +7148,7 @@ sumtail:
 	VMOVUPS Y8, 160(R11)
 	VMOVUPS Y8, 192(R11)
 	VMOVUPS Y8, 224(R11)
-	MOVQ    688(SP), R13
+	MOVQ    696(SP), R13
 	XORQ    R12, R12
 	SUBQ    $0x00000008, R13
 
@@ -5050,7 +7206,7 @@ summed:
 	VADDPS  Y2, Y0, Y0
 	VADDPS  Y3, Y1, Y1
 	VADDPS  Y1, Y0, Y0
-	CMPQ    672(SP), $0x01
+	CMPQ    680(SP), $0x01
 	JE      invone
 	VMOVUPS Y0, (SP)(R9*1)
 	ADDQ    DI, R8
@@ -5231,10 +7387,10 @@ addsumtail:
 	MOVQ    job_d+0(AX), R11
 	SUBQ    R10, R11
 	JZ      addsummed
-	MOVQ    R11, 688(SP)
+	MOVQ    R11, 696(SP)
 	LEAQ    (R8)(R10*4), R8
 	LEAQ    (R9)(R10*4), R9
-	MOVQ    R9, 696(SP)
+	MOVQ    R9, 704(SP)
 	LEAQ    128(SP), R9
 	VXORPS  Y8, Y8, Y8
 	VMOVUPS Y8, (R9)
@@ -5245,7 +7401,7 @@ addsumtail:
 	VMOVUPS Y8, 160(R9)
 	VMOVUPS Y8, 192(R9)
 	VMOVUPS Y8, 224(R9)
-	MOVQ    688(SP), R11
+	MOVQ    696(SP), R11
 	XORQ    R10, R10
 	SUBQ    $0x00000008, R11
 
@@ -5269,7 +7425,7 @@ copyloop10:
 	JMP  copyloop10
 
 copied9:
-	MOVQ    696(SP), R8
+	MOVQ    704(SP), R8
 	LEAQ    384(SP), R10
 	VXORPS  Y8, Y8, Y8
 	VMOVUPS Y8, (R10)
@@ -5280,7 +7436,7 @@ copied9:
 	VMOVUPS Y8, 160(R10)
 	VMOVUPS Y8, 192(R10)
 	VMOVUPS Y8, 224(R10)
-	MOVQ    688(SP), R12
+	MOVQ    696(SP), R12
 	XORQ    R11, R11
 	SUBQ    $0x00000008, R12
 
@@ -5345,9 +7501,9 @@ copied13:
 	VMOVUPS Y8, 224(R10)(R8*4)
 	VMULPS  Y8, Y8, Y8
 	VADDPS  Y8, Y7, Y7
-	MOVQ    696(SP), R8
+	MOVQ    704(SP), R8
 	LEAQ    384(SP), R9
-	MOVQ    688(SP), R11
+	MOVQ    696(SP), R11
 	XORQ    R10, R10
 	SUBQ    $0x00000008, R11
 
@@ -5390,13 +7546,13 @@ invone:
 	VADDSS       X0, X1, X1
 
 	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
-	CMPL   708(SP), $0x00
+	CMPL   716(SP), $0x00
 	JE     divide19
-	VMULSS 708(SP), X1, X1
+	VMULSS 716(SP), X1, X1
 	JMP    divided20
 
 divide19:
-	VDIVSS 704(SP), X1, X1
+	VDIVSS 712(SP), X1, X1
 
 divided20:
 	VADDSS   job_eps+0(AX), X1, X1
@@ -5436,14 +7592,14 @@ invgroup:
 	VUNPCKLPS    X0, X1, X0
 
 	// t = ss/d + eps for the four rows; any t outside [2^-100, MaxFloat32] sends the group to the one-row path.
-	CMPL         708(SP), $0x00
+	CMPL         716(SP), $0x00
 	JE           divide21
-	VBROADCASTSS 708(SP), X1
+	VBROADCASTSS 716(SP), X1
 	VMULPS       X1, X0, X1
 	JMP          divided22
 
 divide21:
-	VBROADCASTSS 704(SP), X1
+	VBROADCASTSS 712(SP), X1
 	VDIVPS       X1, X0, X1
 
 divided22:
@@ -5455,7 +7611,7 @@ divided22:
 	VMOVMSKPS    X0, R8
 	CMPL         R8, $0x0f
 	JE           ginrange
-	MOVQ         $0x00000004, 664(SP)
+	MOVQ         $0x00000004, 672(SP)
 	JMP          row
 
 ginrange:
@@ -5472,13 +7628,13 @@ ginrange:
 
 scale:
 	VBROADCASTSS X0, Y1
-	MOVQ         $0x00000000, 680(SP)
-	CMPQ         672(SP), $0x01
+	MOVQ         $0x00000000, 688(SP)
+	CMPQ         680(SP), $0x01
 	JE           scalebody
 	VMOVUPS      X0, 640(SP)
 
 scalerow:
-	MOVQ         680(SP), R8
+	MOVQ         688(SP), R8
 	VBROADCASTSS 640(SP)(R8*4), Y1
 
 scalebody:
@@ -5830,13 +7986,13 @@ copied41:
 
 scaled:
 	ADDQ DI, DX
-	ADDQ DI, CX
+	ADDQ 664(SP), CX
 	ADDQ DI, BX
 	INCQ 656(SP)
-	MOVQ 680(SP), R8
+	MOVQ 688(SP), R8
 	INCQ R8
-	MOVQ R8, 680(SP)
-	CMPQ R8, 672(SP)
+	MOVQ R8, 688(SP)
+	CMPQ R8, 680(SP)
 	JB   scalerow
 	JMP  row
 
@@ -5853,7 +8009,7 @@ vzero:
 
 // func avx2ForwardBF16(j uintptr, from int, to int) int
 // Requires: AVX, AVX2, MMX+
-TEXT ·avx2ForwardBF16(SB), NOSPLIT, $464-32
+TEXT ·avx2ForwardBF16(SB), NOSPLIT, $472-32
 	// avx2ForwardBF16 normalizes rows [from, to) of the job: BF16 rows: y = round16((x*inv)*w), round16((x*inv)*(1+w)) with flagOffset, or round16(x*inv) with w nil (with flagRN and a weight, round16(x*inv) in place of (x*inv)), for each row; with res, h = round16(x + res) and res = h per element first, and h in place of x.
 	// It stops before the first row that needs the float64 path and returns that row's index, or to.
 	MOVQ  j+0(FP), AX
@@ -5868,12 +8024,15 @@ rowsset:
 	MOVQ job_w+0(AX), SI
 	MOVQ job_stride+0(AX), DI
 	SHLQ $0x01, DI
+	MOVQ job_dstStride+0(AX), R8
+	SHLQ $0x01, R8
+	MOVQ R8, 408(SP)
 
 	// fd = float32(d); rd = 1/d when d is a power of two (a/d is then a*rd exactly), else 0.
 	MOVQ       job_d+0(AX), R8
 	VMOVSS     one<>+0(SB), X0
 	VCVTSI2SSQ R8, X0, X0
-	VMOVSS     X0, 456(SP)
+	VMOVSS     X0, 464(SP)
 	XORL       R10, R10
 	LEAQ       -1(R8), R9
 	TESTQ      R8, R9
@@ -5884,14 +8043,16 @@ rowsset:
 	SHLL       $0x17, R10
 
 notpow2:
-	MOVL R10, 460(SP)
+	MOVL R10, 468(SP)
 
 	// Start at row from.
 	MOVQ  from+8(FP), R8
 	MOVQ  R8, 400(SP)
-	MOVQ  $0x00000000, 408(SP)
+	MOVQ  $0x00000000, 416(SP)
+	MOVQ  R8, R9
+	IMULQ 408(SP), R9
+	ADDQ  R9, CX
 	IMULQ DI, R8
-	ADDQ  R8, CX
 	ADDQ  R8, DX
 	ADDQ  R8, BX
 
@@ -5899,12 +8060,12 @@ row:
 	MOVQ 400(SP), R8
 	CMPQ R8, to+16(FP)
 	JAE  ret
-	MOVQ $0x00000001, 416(SP)
+	MOVQ $0x00000001, 424(SP)
 	CMPQ job_res+0(AX), $0x00
 	JNE  addsum
-	CMPQ 408(SP), $0x00
+	CMPQ 416(SP), $0x00
 	JE   trygroup
-	DECQ 408(SP)
+	DECQ 416(SP)
 	JMP  sum
 
 trygroup:
@@ -5914,7 +8075,7 @@ trygroup:
 	SUBQ 400(SP), R8
 	CMPQ R8, $0x04
 	JB   sum
-	MOVQ $0x00000004, 416(SP)
+	MOVQ $0x00000004, 424(SP)
 
 sum:
 	MOVQ DX, R8
@@ -6031,7 +8192,7 @@ sumtail:
 	SUBQ    R10, R11
 	JZ      summed
 	JL      slotsummed
-	MOVQ    R11, 432(SP)
+	MOVQ    R11, 440(SP)
 	LEAQ    (R8)(R10*2), R11
 	LEAQ    128(SP), R12
 	VXORPS  Y8, Y8, Y8
@@ -6039,7 +8200,7 @@ sumtail:
 	VMOVUPS Y8, 32(R12)
 	VMOVUPS Y8, 64(R12)
 	VMOVUPS Y8, 96(R12)
-	MOVQ    432(SP), R14
+	MOVQ    440(SP), R14
 	XORQ    R13, R13
 	SUBQ    $0x00000010, R14
 
@@ -6065,7 +8226,7 @@ copyloop5:
 copied4:
 	MOVQ R10, R11
 	SHLQ $0x01, R11
-	MOVQ R8, 448(SP)
+	MOVQ R8, 456(SP)
 	MOVQ R12, R8
 	SUBQ R11, R8
 	MOVQ R10, R11
@@ -6074,7 +8235,7 @@ copied4:
 	JMP  sumblock
 
 slotsummed:
-	MOVQ 448(SP), R8
+	MOVQ 456(SP), R8
 
 summed:
 	VADDPS  Y4, Y0, Y0
@@ -6084,7 +8245,7 @@ summed:
 	VADDPS  Y2, Y0, Y0
 	VADDPS  Y3, Y1, Y1
 	VADDPS  Y1, Y0, Y0
-	CMPQ    416(SP), $0x01
+	CMPQ    424(SP), $0x01
 	JE      invone
 	VMOVUPS Y0, (SP)(R9*1)
 	ADDQ    DI, R8
@@ -6431,17 +8592,17 @@ addsumtail:
 	SUBQ    R10, R11
 	JZ      addsummed
 	JL      addslotsummed
-	MOVQ    R11, 432(SP)
+	MOVQ    R11, 440(SP)
 	LEAQ    (R8)(R10*2), R11
 	LEAQ    (R9)(R10*2), R9
-	MOVQ    R9, 440(SP)
+	MOVQ    R9, 448(SP)
 	LEAQ    128(SP), R9
 	VXORPS  Y8, Y8, Y8
 	VMOVUPS Y8, (R9)
 	VMOVUPS Y8, 32(R9)
 	VMOVUPS Y8, 64(R9)
 	VMOVUPS Y8, 96(R9)
-	MOVQ    432(SP), R13
+	MOVQ    440(SP), R13
 	XORQ    R12, R12
 	SUBQ    $0x00000010, R13
 
@@ -6465,14 +8626,14 @@ copyloop10:
 	JMP  copyloop10
 
 copied9:
-	MOVQ    440(SP), R11
+	MOVQ    448(SP), R11
 	LEAQ    256(SP), R12
 	VXORPS  Y8, Y8, Y8
 	VMOVUPS Y8, (R12)
 	VMOVUPS Y8, 32(R12)
 	VMOVUPS Y8, 64(R12)
 	VMOVUPS Y8, 96(R12)
-	MOVQ    432(SP), R14
+	MOVQ    440(SP), R14
 	XORQ    R13, R13
 	SUBQ    $0x00000010, R14
 
@@ -6498,7 +8659,7 @@ copyloop14:
 copied13:
 	MOVQ R10, R11
 	SHLQ $0x01, R11
-	MOVQ R8, 448(SP)
+	MOVQ R8, 456(SP)
 	MOVQ R9, R8
 	SUBQ R11, R8
 	MOVQ R12, R9
@@ -6509,10 +8670,10 @@ copied13:
 	JMP  addsumblock
 
 addslotsummed:
+	MOVQ 456(SP), R8
 	MOVQ 448(SP), R8
-	MOVQ 440(SP), R8
 	LEAQ 256(SP), R9
-	MOVQ 432(SP), R11
+	MOVQ 440(SP), R11
 	XORQ R10, R10
 	SUBQ $0x00000010, R11
 
@@ -6555,13 +8716,13 @@ invone:
 	VADDSS       X0, X1, X1
 
 	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
-	CMPL   460(SP), $0x00
+	CMPL   468(SP), $0x00
 	JE     divide19
-	VMULSS 460(SP), X1, X1
+	VMULSS 468(SP), X1, X1
 	JMP    divided20
 
 divide19:
-	VDIVSS 456(SP), X1, X1
+	VDIVSS 464(SP), X1, X1
 
 divided20:
 	VADDSS   job_eps+0(AX), X1, X1
@@ -6601,14 +8762,14 @@ invgroup:
 	VUNPCKLPS    X0, X1, X0
 
 	// t = ss/d + eps for the four rows; any t outside [2^-100, MaxFloat32] sends the group to the one-row path.
-	CMPL         460(SP), $0x00
+	CMPL         468(SP), $0x00
 	JE           divide21
-	VBROADCASTSS 460(SP), X1
+	VBROADCASTSS 468(SP), X1
 	VMULPS       X1, X0, X1
 	JMP          divided22
 
 divide21:
-	VBROADCASTSS 456(SP), X1
+	VBROADCASTSS 464(SP), X1
 	VDIVPS       X1, X0, X1
 
 divided22:
@@ -6620,7 +8781,7 @@ divided22:
 	VMOVMSKPS    X0, R8
 	CMPL         R8, $0x0f
 	JE           ginrange
-	MOVQ         $0x00000004, 408(SP)
+	MOVQ         $0x00000004, 416(SP)
 	JMP          row
 
 ginrange:
@@ -6637,13 +8798,13 @@ ginrange:
 
 scale:
 	VBROADCASTSS X0, Y1
-	MOVQ         $0x00000000, 424(SP)
-	CMPQ         416(SP), $0x01
+	MOVQ         $0x00000000, 432(SP)
+	CMPQ         424(SP), $0x01
 	JE           scalebody
 	VMOVUPS      X0, 384(SP)
 
 scalerow:
-	MOVQ         424(SP), R8
+	MOVQ         432(SP), R8
 	VBROADCASTSS 384(SP)(R8*4), Y1
 
 scalebody:
@@ -7273,13 +9434,13 @@ copied54:
 
 scaled:
 	ADDQ DI, DX
-	ADDQ DI, CX
+	ADDQ 408(SP), CX
 	ADDQ DI, BX
 	INCQ 400(SP)
-	MOVQ 424(SP), R8
+	MOVQ 432(SP), R8
 	INCQ R8
-	MOVQ R8, 424(SP)
-	CMPQ R8, 416(SP)
+	MOVQ R8, 432(SP)
+	CMPQ R8, 424(SP)
 	JB   scalerow
 	JMP  row
 
@@ -7296,7 +9457,7 @@ vzero:
 
 // func avx2ForwardF16(j uintptr, from int, to int) int
 // Requires: AVX, AVX2, F16C, MMX+
-TEXT ·avx2ForwardF16(SB), NOSPLIT, $464-32
+TEXT ·avx2ForwardF16(SB), NOSPLIT, $472-32
 	// avx2ForwardF16 normalizes rows [from, to) of the job: F16 rows: y = round16((x*inv)*w), round16((x*inv)*(1+w)) with flagOffset, or round16(x*inv) with w nil (with flagRN and a weight, round16(x*inv) in place of (x*inv)), for each row; with res, h = round16(x + res) and res = h per element first, and h in place of x.
 	// It stops before the first row that needs the float64 path and returns that row's index, or to.
 	MOVQ  j+0(FP), AX
@@ -7311,12 +9472,15 @@ rowsset:
 	MOVQ job_w+0(AX), SI
 	MOVQ job_stride+0(AX), DI
 	SHLQ $0x01, DI
+	MOVQ job_dstStride+0(AX), R8
+	SHLQ $0x01, R8
+	MOVQ R8, 408(SP)
 
 	// fd = float32(d); rd = 1/d when d is a power of two (a/d is then a*rd exactly), else 0.
 	MOVQ       job_d+0(AX), R8
 	VMOVSS     one<>+0(SB), X0
 	VCVTSI2SSQ R8, X0, X0
-	VMOVSS     X0, 456(SP)
+	VMOVSS     X0, 464(SP)
 	XORL       R10, R10
 	LEAQ       -1(R8), R9
 	TESTQ      R8, R9
@@ -7327,14 +9491,16 @@ rowsset:
 	SHLL       $0x17, R10
 
 notpow2:
-	MOVL R10, 460(SP)
+	MOVL R10, 468(SP)
 
 	// Start at row from.
 	MOVQ  from+8(FP), R8
 	MOVQ  R8, 400(SP)
-	MOVQ  $0x00000000, 408(SP)
+	MOVQ  $0x00000000, 416(SP)
+	MOVQ  R8, R9
+	IMULQ 408(SP), R9
+	ADDQ  R9, CX
 	IMULQ DI, R8
-	ADDQ  R8, CX
 	ADDQ  R8, DX
 	ADDQ  R8, BX
 
@@ -7342,12 +9508,12 @@ row:
 	MOVQ 400(SP), R8
 	CMPQ R8, to+16(FP)
 	JAE  ret
-	MOVQ $0x00000001, 416(SP)
+	MOVQ $0x00000001, 424(SP)
 	CMPQ job_res+0(AX), $0x00
 	JNE  addsum
-	CMPQ 408(SP), $0x00
+	CMPQ 416(SP), $0x00
 	JE   trygroup
-	DECQ 408(SP)
+	DECQ 416(SP)
 	JMP  sum
 
 trygroup:
@@ -7357,7 +9523,7 @@ trygroup:
 	SUBQ 400(SP), R8
 	CMPQ R8, $0x04
 	JB   sum
-	MOVQ $0x00000004, 416(SP)
+	MOVQ $0x00000004, 424(SP)
 
 sum:
 	MOVQ DX, R8
@@ -7458,7 +9624,7 @@ sumtail:
 	SUBQ    R10, R11
 	JZ      summed
 	JL      slotsummed
-	MOVQ    R11, 432(SP)
+	MOVQ    R11, 440(SP)
 	LEAQ    (R8)(R10*2), R11
 	LEAQ    128(SP), R12
 	VXORPS  Y8, Y8, Y8
@@ -7466,7 +9632,7 @@ sumtail:
 	VMOVUPS Y8, 32(R12)
 	VMOVUPS Y8, 64(R12)
 	VMOVUPS Y8, 96(R12)
-	MOVQ    432(SP), R14
+	MOVQ    440(SP), R14
 	XORQ    R13, R13
 	SUBQ    $0x00000010, R14
 
@@ -7492,7 +9658,7 @@ copyloop5:
 copied4:
 	MOVQ R10, R11
 	SHLQ $0x01, R11
-	MOVQ R8, 448(SP)
+	MOVQ R8, 456(SP)
 	MOVQ R12, R8
 	SUBQ R11, R8
 	MOVQ R10, R11
@@ -7501,7 +9667,7 @@ copied4:
 	JMP  sumblock
 
 slotsummed:
-	MOVQ 448(SP), R8
+	MOVQ 456(SP), R8
 
 summed:
 	VADDPS  Y4, Y0, Y0
@@ -7511,7 +9677,7 @@ summed:
 	VADDPS  Y2, Y0, Y0
 	VADDPS  Y3, Y1, Y1
 	VADDPS  Y1, Y0, Y0
-	CMPQ    416(SP), $0x01
+	CMPQ    424(SP), $0x01
 	JE      invone
 	VMOVUPS Y0, (SP)(R9*1)
 	ADDQ    DI, R8
@@ -7698,17 +9864,17 @@ addsumtail:
 	SUBQ    R10, R11
 	JZ      addsummed
 	JL      addslotsummed
-	MOVQ    R11, 432(SP)
+	MOVQ    R11, 440(SP)
 	LEAQ    (R8)(R10*2), R11
 	LEAQ    (R9)(R10*2), R9
-	MOVQ    R9, 440(SP)
+	MOVQ    R9, 448(SP)
 	LEAQ    128(SP), R9
 	VXORPS  Y8, Y8, Y8
 	VMOVUPS Y8, (R9)
 	VMOVUPS Y8, 32(R9)
 	VMOVUPS Y8, 64(R9)
 	VMOVUPS Y8, 96(R9)
-	MOVQ    432(SP), R13
+	MOVQ    440(SP), R13
 	XORQ    R12, R12
 	SUBQ    $0x00000010, R13
 
@@ -7732,14 +9898,14 @@ copyloop10:
 	JMP  copyloop10
 
 copied9:
-	MOVQ    440(SP), R11
+	MOVQ    448(SP), R11
 	LEAQ    256(SP), R12
 	VXORPS  Y8, Y8, Y8
 	VMOVUPS Y8, (R12)
 	VMOVUPS Y8, 32(R12)
 	VMOVUPS Y8, 64(R12)
 	VMOVUPS Y8, 96(R12)
-	MOVQ    432(SP), R14
+	MOVQ    440(SP), R14
 	XORQ    R13, R13
 	SUBQ    $0x00000010, R14
 
@@ -7765,7 +9931,7 @@ copyloop14:
 copied13:
 	MOVQ R10, R11
 	SHLQ $0x01, R11
-	MOVQ R8, 448(SP)
+	MOVQ R8, 456(SP)
 	MOVQ R9, R8
 	SUBQ R11, R8
 	MOVQ R12, R9
@@ -7776,10 +9942,10 @@ copied13:
 	JMP  addsumblock
 
 addslotsummed:
+	MOVQ 456(SP), R8
 	MOVQ 448(SP), R8
-	MOVQ 440(SP), R8
 	LEAQ 256(SP), R9
-	MOVQ 432(SP), R11
+	MOVQ 440(SP), R11
 	XORQ R10, R10
 	SUBQ $0x00000010, R11
 
@@ -7822,13 +9988,13 @@ invone:
 	VADDSS       X0, X1, X1
 
 	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
-	CMPL   460(SP), $0x00
+	CMPL   468(SP), $0x00
 	JE     divide19
-	VMULSS 460(SP), X1, X1
+	VMULSS 468(SP), X1, X1
 	JMP    divided20
 
 divide19:
-	VDIVSS 456(SP), X1, X1
+	VDIVSS 464(SP), X1, X1
 
 divided20:
 	VADDSS   job_eps+0(AX), X1, X1
@@ -7868,14 +10034,14 @@ invgroup:
 	VUNPCKLPS    X0, X1, X0
 
 	// t = ss/d + eps for the four rows; any t outside [2^-100, MaxFloat32] sends the group to the one-row path.
-	CMPL         460(SP), $0x00
+	CMPL         468(SP), $0x00
 	JE           divide21
-	VBROADCASTSS 460(SP), X1
+	VBROADCASTSS 468(SP), X1
 	VMULPS       X1, X0, X1
 	JMP          divided22
 
 divide21:
-	VBROADCASTSS 456(SP), X1
+	VBROADCASTSS 464(SP), X1
 	VDIVPS       X1, X0, X1
 
 divided22:
@@ -7887,7 +10053,7 @@ divided22:
 	VMOVMSKPS    X0, R8
 	CMPL         R8, $0x0f
 	JE           ginrange
-	MOVQ         $0x00000004, 408(SP)
+	MOVQ         $0x00000004, 416(SP)
 	JMP          row
 
 ginrange:
@@ -7904,13 +10070,13 @@ ginrange:
 
 scale:
 	VBROADCASTSS X0, Y1
-	MOVQ         $0x00000000, 424(SP)
-	CMPQ         416(SP), $0x01
+	MOVQ         $0x00000000, 432(SP)
+	CMPQ         424(SP), $0x01
 	JE           scalebody
 	VMOVUPS      X0, 384(SP)
 
 scalerow:
-	MOVQ         424(SP), R8
+	MOVQ         432(SP), R8
 	VBROADCASTSS 384(SP)(R8*4), Y1
 
 scalebody:
@@ -8315,13 +10481,13 @@ copied54:
 
 scaled:
 	ADDQ DI, DX
-	ADDQ DI, CX
+	ADDQ 408(SP), CX
 	ADDQ DI, BX
 	INCQ 400(SP)
-	MOVQ 424(SP), R8
+	MOVQ 432(SP), R8
 	INCQ R8
-	MOVQ R8, 424(SP)
-	CMPQ R8, 416(SP)
+	MOVQ R8, 432(SP)
+	CMPQ R8, 424(SP)
 	JB   scalerow
 	JMP  row
 
@@ -8333,6 +10499,2706 @@ ret:
 vzero:
 	VZEROUPPER
 	MOVQ 400(SP), AX
+	MOVQ AX, ret+24(FP)
+	RET
+
+// func avx2ForwardToBF16(j uintptr, from int, to int) int
+// Requires: AVX, AVX2, MMX+
+TEXT ·avx2ForwardToBF16(SB), NOSPLIT, $720-32
+	// avx2ForwardToBF16 normalizes rows [from, to) of the job: float32 rows into BF16 rows: y = round16((x*inv)*w), round16((x*inv)*(1+w)) with flagOffset, or round16(x*inv) with w nil (with flagRN and a weight, round16(x*inv) in place of (x*inv)), for each row; with res, h = x + res and res = h per element first, and h in place of x.
+	// It stops before the first row that needs the float64 path and returns that row's index, or to.
+	MOVQ  j+0(FP), AX
+	MOVQ  job_dst+0(AX), CX
+	MOVQ  job_x+0(AX), DX
+	MOVQ  job_res+0(AX), BX
+	TESTQ BX, BX
+	JZ    rowsset
+	XCHGQ DX, BX
+
+rowsset:
+	MOVQ job_w+0(AX), SI
+	MOVQ job_stride+0(AX), DI
+	SHLQ $0x02, DI
+	MOVQ job_dstStride+0(AX), R8
+	SHLQ $0x01, R8
+	MOVQ R8, 664(SP)
+
+	// fd = float32(d); rd = 1/d when d is a power of two (a/d is then a*rd exactly), else 0.
+	MOVQ       job_d+0(AX), R8
+	VMOVSS     one<>+0(SB), X0
+	VCVTSI2SSQ R8, X0, X0
+	VMOVSS     X0, 712(SP)
+	XORL       R10, R10
+	LEAQ       -1(R8), R9
+	TESTQ      R8, R9
+	JNZ        notpow2
+	BSFQ       R8, R9
+	MOVL       $0x0000007f, R10
+	SUBL       R9, R10
+	SHLL       $0x17, R10
+
+notpow2:
+	MOVL R10, 716(SP)
+
+	// Start at row from.
+	MOVQ  from+8(FP), R8
+	MOVQ  R8, 656(SP)
+	MOVQ  $0x00000000, 672(SP)
+	MOVQ  R8, R9
+	IMULQ 664(SP), R9
+	ADDQ  R9, CX
+	IMULQ DI, R8
+	ADDQ  R8, DX
+	ADDQ  R8, BX
+
+row:
+	MOVQ 656(SP), R8
+	CMPQ R8, to+16(FP)
+	JAE  ret
+	MOVQ $0x00000001, 680(SP)
+	CMPQ job_res+0(AX), $0x00
+	JNE  addsum
+	CMPQ 672(SP), $0x00
+	JE   trygroup
+	DECQ 672(SP)
+	JMP  sum
+
+trygroup:
+	CMPQ job_d+0(AX), $0x00000200
+	JA   sum
+	MOVQ to+16(FP), R8
+	SUBQ 656(SP), R8
+	CMPQ R8, $0x04
+	JB   sum
+	MOVQ $0x00000004, 680(SP)
+
+sum:
+	MOVQ DX, R8
+	XORQ R9, R9
+
+sumrow:
+	// Sum of squares: element i goes to partial i%64.
+	MOVQ   job_d+0(AX), R11
+	SUBQ   $0x00000040, R11
+	JGE    firstblock
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	XORQ   R10, R10
+	JMP    sumtail
+
+firstblock:
+	// +0 + square is the square itself: the first block initializes the partials.
+	XORQ    R10, R10
+	VMOVUPS (R8)(R10*4), Y0
+	VMULPS  Y0, Y0, Y0
+	VMOVUPS 32(R8)(R10*4), Y1
+	VMULPS  Y1, Y1, Y1
+	VMOVUPS 64(R8)(R10*4), Y2
+	VMULPS  Y2, Y2, Y2
+	VMOVUPS 96(R8)(R10*4), Y3
+	VMULPS  Y3, Y3, Y3
+	VMOVUPS 128(R8)(R10*4), Y4
+	VMULPS  Y4, Y4, Y4
+	VMOVUPS 160(R8)(R10*4), Y5
+	VMULPS  Y5, Y5, Y5
+	VMOVUPS 192(R8)(R10*4), Y6
+	VMULPS  Y6, Y6, Y6
+	VMOVUPS 224(R8)(R10*4), Y7
+	VMULPS  Y7, Y7, Y7
+	MOVQ    $0x00000040, R10
+	TESTL   $0x00000002, job_flags+0(AX)
+	JNZ     sumpf
+
+	PCALIGN $32
+sumloop:
+	CMPQ    R10, R11
+	JG      sumtail
+	VMOVUPS (R8)(R10*4), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y0, Y0
+	VMOVUPS 32(R8)(R10*4), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y1, Y1
+	VMOVUPS 64(R8)(R10*4), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y2, Y2
+	VMOVUPS 96(R8)(R10*4), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y3, Y3
+	VMOVUPS 128(R8)(R10*4), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y4, Y4
+	VMOVUPS 160(R8)(R10*4), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y5, Y5
+	VMOVUPS 192(R8)(R10*4), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y6, Y6
+	VMOVUPS 224(R8)(R10*4), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y7, Y7
+	ADDQ    $0x00000040, R10
+	JMP     sumloop
+
+	// The same, prefetching the rows ahead.
+sumpf:
+	MOVQ DI, R12
+	SHLQ $0x01, R12
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows1
+	SHLQ $0x03, R12
+
+longrows1:
+	ADDQ R8, R12
+
+	PCALIGN $32
+sumpfloop:
+	CMPQ       R10, R11
+	JG         sumtail
+	PREFETCHT0 (R12)(R10*4)
+	PREFETCHT0 64(R12)(R10*4)
+	PREFETCHT0 128(R12)(R10*4)
+	PREFETCHT0 192(R12)(R10*4)
+	VMOVUPS    (R8)(R10*4), Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y0, Y0
+	VMOVUPS    32(R8)(R10*4), Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y1, Y1
+	VMOVUPS    64(R8)(R10*4), Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y2, Y2
+	VMOVUPS    96(R8)(R10*4), Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y3, Y3
+	VMOVUPS    128(R8)(R10*4), Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y4, Y4
+	VMOVUPS    160(R8)(R10*4), Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y5, Y5
+	VMOVUPS    192(R8)(R10*4), Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y6, Y6
+	VMOVUPS    224(R8)(R10*4), Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y7, Y7
+	ADDQ       $0x00000040, R10
+	JMP        sumpfloop
+
+sumtail:
+	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
+	MOVQ    job_d+0(AX), R11
+	SUBQ    R10, R11
+	JZ      summed
+	MOVQ    R11, 696(SP)
+	LEAQ    (R8)(R10*4), R10
+	LEAQ    128(SP), R11
+	VXORPS  Y8, Y8, Y8
+	VMOVUPS Y8, (R11)
+	VMOVUPS Y8, 32(R11)
+	VMOVUPS Y8, 64(R11)
+	VMOVUPS Y8, 96(R11)
+	VMOVUPS Y8, 128(R11)
+	VMOVUPS Y8, 160(R11)
+	VMOVUPS Y8, 192(R11)
+	VMOVUPS Y8, 224(R11)
+	MOVQ    696(SP), R13
+	XORQ    R12, R12
+	SUBQ    $0x00000008, R13
+
+copyvec2:
+	CMPQ    R12, R13
+	JG      copyone3
+	VMOVUPS (R10)(R12*4), Y8
+	VMOVUPS Y8, (R11)(R12*4)
+	ADDQ    $0x00000008, R12
+	JMP     copyvec2
+
+copyone3:
+	ADDQ $0x00000008, R13
+
+copyloop5:
+	CMPQ R12, R13
+	JGE  copied4
+	MOVL (R10)(R12*4), R14
+	MOVL R14, (R11)(R12*4)
+	INCQ R12
+	JMP  copyloop5
+
+copied4:
+	XORQ    R10, R10
+	VMOVUPS (R11)(R10*4), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y0, Y0
+	VMOVUPS 32(R11)(R10*4), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y1, Y1
+	VMOVUPS 64(R11)(R10*4), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y2, Y2
+	VMOVUPS 96(R11)(R10*4), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y3, Y3
+	VMOVUPS 128(R11)(R10*4), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y4, Y4
+	VMOVUPS 160(R11)(R10*4), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y5, Y5
+	VMOVUPS 192(R11)(R10*4), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y6, Y6
+	VMOVUPS 224(R11)(R10*4), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y7, Y7
+
+summed:
+	VADDPS  Y4, Y0, Y0
+	VADDPS  Y5, Y1, Y1
+	VADDPS  Y6, Y2, Y2
+	VADDPS  Y7, Y3, Y3
+	VADDPS  Y2, Y0, Y0
+	VADDPS  Y3, Y1, Y1
+	VADDPS  Y1, Y0, Y0
+	CMPQ    680(SP), $0x01
+	JE      invone
+	VMOVUPS Y0, (SP)(R9*1)
+	ADDQ    DI, R8
+	ADDQ    $0x00000020, R9
+	CMPQ    R9, $0x00000080
+	JB      sumrow
+	JMP     invgroup
+
+addsum:
+	MOVQ BX, R8
+	MOVQ DX, R9
+
+	// Sum of squares: element i goes to partial i%64.
+	MOVQ   job_d+0(AX), R11
+	SUBQ   $0x00000040, R11
+	JGE    addfirstblock
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	XORQ   R10, R10
+	JMP    addsumtail
+
+addfirstblock:
+	// +0 + square is the square itself: the first block initializes the partials.
+	XORQ    R10, R10
+	VMOVUPS (R8)(R10*4), Y0
+	VADDPS  (R9)(R10*4), Y0, Y0
+	VMOVUPS Y0, (R9)(R10*4)
+	VMULPS  Y0, Y0, Y0
+	VMOVUPS 32(R8)(R10*4), Y1
+	VADDPS  32(R9)(R10*4), Y1, Y1
+	VMOVUPS Y1, 32(R9)(R10*4)
+	VMULPS  Y1, Y1, Y1
+	VMOVUPS 64(R8)(R10*4), Y2
+	VADDPS  64(R9)(R10*4), Y2, Y2
+	VMOVUPS Y2, 64(R9)(R10*4)
+	VMULPS  Y2, Y2, Y2
+	VMOVUPS 96(R8)(R10*4), Y3
+	VADDPS  96(R9)(R10*4), Y3, Y3
+	VMOVUPS Y3, 96(R9)(R10*4)
+	VMULPS  Y3, Y3, Y3
+	VMOVUPS 128(R8)(R10*4), Y4
+	VADDPS  128(R9)(R10*4), Y4, Y4
+	VMOVUPS Y4, 128(R9)(R10*4)
+	VMULPS  Y4, Y4, Y4
+	VMOVUPS 160(R8)(R10*4), Y5
+	VADDPS  160(R9)(R10*4), Y5, Y5
+	VMOVUPS Y5, 160(R9)(R10*4)
+	VMULPS  Y5, Y5, Y5
+	VMOVUPS 192(R8)(R10*4), Y6
+	VADDPS  192(R9)(R10*4), Y6, Y6
+	VMOVUPS Y6, 192(R9)(R10*4)
+	VMULPS  Y6, Y6, Y6
+	VMOVUPS 224(R8)(R10*4), Y7
+	VADDPS  224(R9)(R10*4), Y7, Y7
+	VMOVUPS Y7, 224(R9)(R10*4)
+	VMULPS  Y7, Y7, Y7
+	MOVQ    $0x00000040, R10
+	TESTL   $0x00000002, job_flags+0(AX)
+	JNZ     addsumpf
+
+	PCALIGN $32
+addsumloop:
+	CMPQ    R10, R11
+	JG      addsumtail
+	VMOVUPS (R8)(R10*4), Y8
+	VADDPS  (R9)(R10*4), Y8, Y8
+	VMOVUPS Y8, (R9)(R10*4)
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y0, Y0
+	VMOVUPS 32(R8)(R10*4), Y8
+	VADDPS  32(R9)(R10*4), Y8, Y8
+	VMOVUPS Y8, 32(R9)(R10*4)
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y1, Y1
+	VMOVUPS 64(R8)(R10*4), Y8
+	VADDPS  64(R9)(R10*4), Y8, Y8
+	VMOVUPS Y8, 64(R9)(R10*4)
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y2, Y2
+	VMOVUPS 96(R8)(R10*4), Y8
+	VADDPS  96(R9)(R10*4), Y8, Y8
+	VMOVUPS Y8, 96(R9)(R10*4)
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y3, Y3
+	VMOVUPS 128(R8)(R10*4), Y8
+	VADDPS  128(R9)(R10*4), Y8, Y8
+	VMOVUPS Y8, 128(R9)(R10*4)
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y4, Y4
+	VMOVUPS 160(R8)(R10*4), Y8
+	VADDPS  160(R9)(R10*4), Y8, Y8
+	VMOVUPS Y8, 160(R9)(R10*4)
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y5, Y5
+	VMOVUPS 192(R8)(R10*4), Y8
+	VADDPS  192(R9)(R10*4), Y8, Y8
+	VMOVUPS Y8, 192(R9)(R10*4)
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y6, Y6
+	VMOVUPS 224(R8)(R10*4), Y8
+	VADDPS  224(R9)(R10*4), Y8, Y8
+	VMOVUPS Y8, 224(R9)(R10*4)
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y7, Y7
+	ADDQ    $0x00000040, R10
+	JMP     addsumloop
+
+	// The same, prefetching the rows ahead.
+addsumpf:
+	MOVQ DI, R12
+	SHLQ $0x01, R12
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows6
+	SHLQ $0x03, R12
+
+longrows6:
+	ADDQ R8, R12
+
+	PCALIGN $32
+addsumpfloop:
+	CMPQ       R10, R11
+	JG         addsumtail
+	PREFETCHT0 (R12)(R10*4)
+	PREFETCHT0 64(R12)(R10*4)
+	PREFETCHT0 128(R12)(R10*4)
+	PREFETCHT0 192(R12)(R10*4)
+	VMOVUPS    (R8)(R10*4), Y8
+	VADDPS     (R9)(R10*4), Y8, Y8
+	VMOVUPS    Y8, (R9)(R10*4)
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y0, Y0
+	VMOVUPS    32(R8)(R10*4), Y8
+	VADDPS     32(R9)(R10*4), Y8, Y8
+	VMOVUPS    Y8, 32(R9)(R10*4)
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y1, Y1
+	VMOVUPS    64(R8)(R10*4), Y8
+	VADDPS     64(R9)(R10*4), Y8, Y8
+	VMOVUPS    Y8, 64(R9)(R10*4)
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y2, Y2
+	VMOVUPS    96(R8)(R10*4), Y8
+	VADDPS     96(R9)(R10*4), Y8, Y8
+	VMOVUPS    Y8, 96(R9)(R10*4)
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y3, Y3
+	VMOVUPS    128(R8)(R10*4), Y8
+	VADDPS     128(R9)(R10*4), Y8, Y8
+	VMOVUPS    Y8, 128(R9)(R10*4)
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y4, Y4
+	VMOVUPS    160(R8)(R10*4), Y8
+	VADDPS     160(R9)(R10*4), Y8, Y8
+	VMOVUPS    Y8, 160(R9)(R10*4)
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y5, Y5
+	VMOVUPS    192(R8)(R10*4), Y8
+	VADDPS     192(R9)(R10*4), Y8, Y8
+	VMOVUPS    Y8, 192(R9)(R10*4)
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y6, Y6
+	VMOVUPS    224(R8)(R10*4), Y8
+	VADDPS     224(R9)(R10*4), Y8, Y8
+	VMOVUPS    Y8, 224(R9)(R10*4)
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y7, Y7
+	ADDQ       $0x00000040, R10
+	JMP        addsumpfloop
+
+addsumtail:
+	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
+	MOVQ    job_d+0(AX), R11
+	SUBQ    R10, R11
+	JZ      addsummed
+	MOVQ    R11, 696(SP)
+	LEAQ    (R8)(R10*4), R8
+	LEAQ    (R9)(R10*4), R9
+	MOVQ    R9, 704(SP)
+	LEAQ    128(SP), R9
+	VXORPS  Y8, Y8, Y8
+	VMOVUPS Y8, (R9)
+	VMOVUPS Y8, 32(R9)
+	VMOVUPS Y8, 64(R9)
+	VMOVUPS Y8, 96(R9)
+	VMOVUPS Y8, 128(R9)
+	VMOVUPS Y8, 160(R9)
+	VMOVUPS Y8, 192(R9)
+	VMOVUPS Y8, 224(R9)
+	MOVQ    696(SP), R11
+	XORQ    R10, R10
+	SUBQ    $0x00000008, R11
+
+copyvec7:
+	CMPQ    R10, R11
+	JG      copyone8
+	VMOVUPS (R8)(R10*4), Y8
+	VMOVUPS Y8, (R9)(R10*4)
+	ADDQ    $0x00000008, R10
+	JMP     copyvec7
+
+copyone8:
+	ADDQ $0x00000008, R11
+
+copyloop10:
+	CMPQ R10, R11
+	JGE  copied9
+	MOVL (R8)(R10*4), R12
+	MOVL R12, (R9)(R10*4)
+	INCQ R10
+	JMP  copyloop10
+
+copied9:
+	MOVQ    704(SP), R8
+	LEAQ    384(SP), R10
+	VXORPS  Y8, Y8, Y8
+	VMOVUPS Y8, (R10)
+	VMOVUPS Y8, 32(R10)
+	VMOVUPS Y8, 64(R10)
+	VMOVUPS Y8, 96(R10)
+	VMOVUPS Y8, 128(R10)
+	VMOVUPS Y8, 160(R10)
+	VMOVUPS Y8, 192(R10)
+	VMOVUPS Y8, 224(R10)
+	MOVQ    696(SP), R12
+	XORQ    R11, R11
+	SUBQ    $0x00000008, R12
+
+copyvec11:
+	CMPQ    R11, R12
+	JG      copyone12
+	VMOVUPS (R8)(R11*4), Y8
+	VMOVUPS Y8, (R10)(R11*4)
+	ADDQ    $0x00000008, R11
+	JMP     copyvec11
+
+copyone12:
+	ADDQ $0x00000008, R12
+
+copyloop14:
+	CMPQ R11, R12
+	JGE  copied13
+	MOVL (R8)(R11*4), R13
+	MOVL R13, (R10)(R11*4)
+	INCQ R11
+	JMP  copyloop14
+
+copied13:
+	XORQ    R8, R8
+	VMOVUPS (R9)(R8*4), Y8
+	VADDPS  (R10)(R8*4), Y8, Y8
+	VMOVUPS Y8, (R10)(R8*4)
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y0, Y0
+	VMOVUPS 32(R9)(R8*4), Y8
+	VADDPS  32(R10)(R8*4), Y8, Y8
+	VMOVUPS Y8, 32(R10)(R8*4)
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y1, Y1
+	VMOVUPS 64(R9)(R8*4), Y8
+	VADDPS  64(R10)(R8*4), Y8, Y8
+	VMOVUPS Y8, 64(R10)(R8*4)
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y2, Y2
+	VMOVUPS 96(R9)(R8*4), Y8
+	VADDPS  96(R10)(R8*4), Y8, Y8
+	VMOVUPS Y8, 96(R10)(R8*4)
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y3, Y3
+	VMOVUPS 128(R9)(R8*4), Y8
+	VADDPS  128(R10)(R8*4), Y8, Y8
+	VMOVUPS Y8, 128(R10)(R8*4)
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y4, Y4
+	VMOVUPS 160(R9)(R8*4), Y8
+	VADDPS  160(R10)(R8*4), Y8, Y8
+	VMOVUPS Y8, 160(R10)(R8*4)
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y5, Y5
+	VMOVUPS 192(R9)(R8*4), Y8
+	VADDPS  192(R10)(R8*4), Y8, Y8
+	VMOVUPS Y8, 192(R10)(R8*4)
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y6, Y6
+	VMOVUPS 224(R9)(R8*4), Y8
+	VADDPS  224(R10)(R8*4), Y8, Y8
+	VMOVUPS Y8, 224(R10)(R8*4)
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y7, Y7
+	MOVQ    704(SP), R8
+	LEAQ    384(SP), R9
+	MOVQ    696(SP), R11
+	XORQ    R10, R10
+	SUBQ    $0x00000008, R11
+
+copyvec15:
+	CMPQ    R10, R11
+	JG      copyone16
+	VMOVUPS (R9)(R10*4), Y8
+	VMOVUPS Y8, (R8)(R10*4)
+	ADDQ    $0x00000008, R10
+	JMP     copyvec15
+
+copyone16:
+	ADDQ $0x00000008, R11
+
+copyloop18:
+	CMPQ R10, R11
+	JGE  copied17
+	MOVL (R9)(R10*4), R12
+	MOVL R12, (R8)(R10*4)
+	INCQ R10
+	JMP  copyloop18
+
+copied17:
+addsummed:
+	VADDPS Y4, Y0, Y0
+	VADDPS Y5, Y1, Y1
+	VADDPS Y6, Y2, Y2
+	VADDPS Y7, Y3, Y3
+	VADDPS Y2, Y0, Y0
+	VADDPS Y3, Y1, Y1
+	VADDPS Y1, Y0, Y0
+
+invone:
+	// Halving tree: p[j] += p[j+h] for the remaining h, down to ss.
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X1
+	VMOVHLPS     X1, X1, X0
+	VADDPS       X0, X1, X1
+	VMOVSHDUP    X1, X0
+	VADDSS       X0, X1, X1
+
+	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
+	CMPL   716(SP), $0x00
+	JE     divide19
+	VMULSS 716(SP), X1, X1
+	JMP    divided20
+
+divide19:
+	VDIVSS 712(SP), X1, X1
+
+divided20:
+	VADDSS   job_eps+0(AX), X1, X1
+	VUCOMISS tlo<>+0(SB), X1
+	JCS      ret
+	VUCOMISS tmax<>+0(SB), X1
+	JHI      ret
+	VSQRTSS  X1, X1, X1
+	VMOVSS   one<>+0(SB), X0
+	VDIVSS   X1, X0, X0
+
+	// Report 1/rms if asked.
+	MOVQ   job_inv+0(AX), R8
+	TESTQ  R8, R8
+	JZ     scale
+	MOVQ   656(SP), R9
+	VMOVSS X0, (R8)(R9*4)
+	JMP    scale
+
+invgroup:
+	// The rest of the halving tree, four rows at once.
+	VMOVUPS      (SP), Y0
+	VMOVUPS      32(SP), Y1
+	VMOVUPS      64(SP), Y2
+	VMOVUPS      96(SP), Y3
+	VPERM2F128   $0x20, Y1, Y0, Y4
+	VPERM2F128   $0x31, Y1, Y0, Y0
+	VADDPS       Y0, Y4, Y4
+	VPERM2F128   $0x20, Y3, Y2, Y0
+	VPERM2F128   $0x31, Y3, Y2, Y1
+	VADDPS       Y1, Y0, Y0
+	VSHUFPS      $0x44, Y0, Y4, Y1
+	VSHUFPS      $0xee, Y0, Y4, Y0
+	VADDPS       Y0, Y1, Y1
+	VHADDPS      Y1, Y1, Y1
+	VEXTRACTF128 $0x01, Y1, X0
+	VUNPCKLPS    X0, X1, X0
+
+	// t = ss/d + eps for the four rows; any t outside [2^-100, MaxFloat32] sends the group to the one-row path.
+	CMPL         716(SP), $0x00
+	JE           divide21
+	VBROADCASTSS 716(SP), X1
+	VMULPS       X1, X0, X1
+	JMP          divided22
+
+divide21:
+	VBROADCASTSS 712(SP), X1
+	VDIVPS       X1, X0, X1
+
+divided22:
+	VBROADCASTSS job_eps+0(AX), X0
+	VADDPS       X0, X1, X1
+	VCMPPS       $0x1d, tlo4<>+0(SB), X1, X0
+	VCMPPS       $0x12, tmax4<>+0(SB), X1, X2
+	VANDPS       X2, X0, X0
+	VMOVMSKPS    X0, R8
+	CMPL         R8, $0x0f
+	JE           ginrange
+	MOVQ         $0x00000004, 672(SP)
+	JMP          row
+
+ginrange:
+	VSQRTPS      X1, X1
+	VBROADCASTSS one<>+0(SB), X0
+	VDIVPS       X1, X0, X0
+
+	// Report 1/rms if asked.
+	MOVQ    job_inv+0(AX), R8
+	TESTQ   R8, R8
+	JZ      scale
+	MOVQ    656(SP), R9
+	VMOVUPS X0, (R8)(R9*4)
+
+scale:
+	VBROADCASTSS X0, Y1
+	MOVQ         $0x00000000, 688(SP)
+	CMPQ         680(SP), $0x01
+	JE           scalebody
+	VMOVUPS      X0, 640(SP)
+
+scalerow:
+	MOVQ         688(SP), R8
+	VBROADCASTSS 640(SP)(R8*4), Y1
+
+scalebody:
+	VBROADCASTSS one<>+0(SB), Y0
+	TESTL        $0x00000010, job_flags+0(AX)
+	JNZ          weightadd23
+	VBROADCASTSS negzero<>+0(SB), Y0
+
+weightadd23:
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ  R8, R8
+	MOVQ  job_d+0(AX), R9
+	SUBQ  $0x00000020, R9
+	TESTL $0x00000002, job_flags+0(AX)
+	JNZ   scalepf
+	TESTQ SI, SI
+	JZ    scaleloopnoweight
+	TESTL $0x00000010, job_flags+0(AX)
+	JNZ   scaleloopoffset
+
+	PCALIGN $32
+scaleloop:
+	CMPQ      R8, R9
+	JG        scaletail
+	VMULPS    (DX)(R8*4), Y1, Y2
+	VMULPS    32(DX)(R8*4), Y1, Y3
+	VMULPS    64(DX)(R8*4), Y1, Y4
+	VMULPS    96(DX)(R8*4), Y1, Y5
+	TESTL     $0x00000008, job_flags+0(AX)
+	JZ        notrn24
+	VPSRLD    $0x10, Y2, Y6
+	VPAND     avx2bfone<>+0(SB), Y6, Y6
+	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
+	VPADDD    Y2, Y6, Y6
+	VPAND     avx2bfhigh<>+0(SB), Y6, Y6
+	VCMPPS    $0x03, Y2, Y2, Y2
+	VBLENDVPS Y2, avx2bfnanhigh<>+0(SB), Y6, Y2
+	VPSRLD    $0x10, Y3, Y6
+	VPAND     avx2bfone<>+0(SB), Y6, Y6
+	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
+	VPADDD    Y3, Y6, Y6
+	VPAND     avx2bfhigh<>+0(SB), Y6, Y6
+	VCMPPS    $0x03, Y3, Y3, Y3
+	VBLENDVPS Y3, avx2bfnanhigh<>+0(SB), Y6, Y3
+	VPSRLD    $0x10, Y4, Y6
+	VPAND     avx2bfone<>+0(SB), Y6, Y6
+	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
+	VPADDD    Y4, Y6, Y6
+	VPAND     avx2bfhigh<>+0(SB), Y6, Y6
+	VCMPPS    $0x03, Y4, Y4, Y4
+	VBLENDVPS Y4, avx2bfnanhigh<>+0(SB), Y6, Y4
+	VPSRLD    $0x10, Y5, Y6
+	VPAND     avx2bfone<>+0(SB), Y6, Y6
+	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
+	VPADDD    Y5, Y6, Y6
+	VPAND     avx2bfhigh<>+0(SB), Y6, Y6
+	VCMPPS    $0x03, Y5, Y5, Y5
+	VBLENDVPS Y5, avx2bfnanhigh<>+0(SB), Y6, Y5
+
+notrn24:
+	VMULPS    (SI)(R8*4), Y2, Y2
+	VMULPS    32(SI)(R8*4), Y3, Y3
+	VPSRLD    $0x10, Y2, Y6
+	VPAND     avx2bfone<>+0(SB), Y6, Y6
+	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
+	VPADDD    Y2, Y6, Y6
+	VPSRLD    $0x10, Y6, Y6
+	VCMPPS    $0x03, Y2, Y2, Y2
+	VBLENDVPS Y2, avx2bfnanlow<>+0(SB), Y6, Y6
+	VPSRLD    $0x10, Y3, Y2
+	VPAND     avx2bfone<>+0(SB), Y2, Y2
+	VPADDD    avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD    Y3, Y2, Y2
+	VPSRLD    $0x10, Y2, Y2
+	VCMPPS    $0x03, Y3, Y3, Y3
+	VBLENDVPS Y3, avx2bfnanlow<>+0(SB), Y2, Y2
+	VPACKUSDW Y2, Y6, Y6
+	VPERMQ    $0xd8, Y6, Y6
+	VMOVDQU   Y6, (CX)(R8*2)
+	VMULPS    64(SI)(R8*4), Y4, Y4
+	VMULPS    96(SI)(R8*4), Y5, Y5
+	VPSRLD    $0x10, Y4, Y2
+	VPAND     avx2bfone<>+0(SB), Y2, Y2
+	VPADDD    avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD    Y4, Y2, Y2
+	VPSRLD    $0x10, Y2, Y2
+	VCMPPS    $0x03, Y4, Y4, Y3
+	VBLENDVPS Y3, avx2bfnanlow<>+0(SB), Y2, Y2
+	VPSRLD    $0x10, Y5, Y3
+	VPAND     avx2bfone<>+0(SB), Y3, Y3
+	VPADDD    avx2bfbias<>+0(SB), Y3, Y3
+	VPADDD    Y5, Y3, Y3
+	VPSRLD    $0x10, Y3, Y3
+	VCMPPS    $0x03, Y5, Y5, Y4
+	VBLENDVPS Y4, avx2bfnanlow<>+0(SB), Y3, Y3
+	VPACKUSDW Y3, Y2, Y2
+	VPERMQ    $0xd8, Y2, Y2
+	VMOVDQU   Y2, 32(CX)(R8*2)
+	ADDQ      $0x00000020, R8
+	JMP       scaleloop
+
+	PCALIGN $32
+scaleloopoffset:
+	CMPQ      R8, R9
+	JG        scaletail
+	VMULPS    (DX)(R8*4), Y1, Y2
+	VMULPS    32(DX)(R8*4), Y1, Y3
+	VMULPS    64(DX)(R8*4), Y1, Y4
+	VMULPS    96(DX)(R8*4), Y1, Y5
+	TESTL     $0x00000008, job_flags+0(AX)
+	JZ        notrn25
+	VPSRLD    $0x10, Y2, Y6
+	VPAND     avx2bfone<>+0(SB), Y6, Y6
+	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
+	VPADDD    Y2, Y6, Y6
+	VPAND     avx2bfhigh<>+0(SB), Y6, Y6
+	VCMPPS    $0x03, Y2, Y2, Y2
+	VBLENDVPS Y2, avx2bfnanhigh<>+0(SB), Y6, Y2
+	VPSRLD    $0x10, Y3, Y6
+	VPAND     avx2bfone<>+0(SB), Y6, Y6
+	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
+	VPADDD    Y3, Y6, Y6
+	VPAND     avx2bfhigh<>+0(SB), Y6, Y6
+	VCMPPS    $0x03, Y3, Y3, Y3
+	VBLENDVPS Y3, avx2bfnanhigh<>+0(SB), Y6, Y3
+	VPSRLD    $0x10, Y4, Y6
+	VPAND     avx2bfone<>+0(SB), Y6, Y6
+	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
+	VPADDD    Y4, Y6, Y6
+	VPAND     avx2bfhigh<>+0(SB), Y6, Y6
+	VCMPPS    $0x03, Y4, Y4, Y4
+	VBLENDVPS Y4, avx2bfnanhigh<>+0(SB), Y6, Y4
+	VPSRLD    $0x10, Y5, Y6
+	VPAND     avx2bfone<>+0(SB), Y6, Y6
+	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
+	VPADDD    Y5, Y6, Y6
+	VPAND     avx2bfhigh<>+0(SB), Y6, Y6
+	VCMPPS    $0x03, Y5, Y5, Y5
+	VBLENDVPS Y5, avx2bfnanhigh<>+0(SB), Y6, Y5
+
+notrn25:
+	VMOVUPS   (SI)(R8*4), Y6
+	VADDPS    Y0, Y6, Y6
+	VMULPS    Y6, Y2, Y2
+	VMOVUPS   32(SI)(R8*4), Y6
+	VADDPS    Y0, Y6, Y6
+	VMULPS    Y6, Y3, Y3
+	VPSRLD    $0x10, Y2, Y6
+	VPAND     avx2bfone<>+0(SB), Y6, Y6
+	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
+	VPADDD    Y2, Y6, Y6
+	VPSRLD    $0x10, Y6, Y6
+	VCMPPS    $0x03, Y2, Y2, Y2
+	VBLENDVPS Y2, avx2bfnanlow<>+0(SB), Y6, Y6
+	VPSRLD    $0x10, Y3, Y2
+	VPAND     avx2bfone<>+0(SB), Y2, Y2
+	VPADDD    avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD    Y3, Y2, Y2
+	VPSRLD    $0x10, Y2, Y2
+	VCMPPS    $0x03, Y3, Y3, Y3
+	VBLENDVPS Y3, avx2bfnanlow<>+0(SB), Y2, Y2
+	VPACKUSDW Y2, Y6, Y6
+	VPERMQ    $0xd8, Y6, Y6
+	VMOVDQU   Y6, (CX)(R8*2)
+	VMOVUPS   64(SI)(R8*4), Y2
+	VADDPS    Y0, Y2, Y2
+	VMULPS    Y2, Y4, Y4
+	VMOVUPS   96(SI)(R8*4), Y2
+	VADDPS    Y0, Y2, Y2
+	VMULPS    Y2, Y5, Y5
+	VPSRLD    $0x10, Y4, Y2
+	VPAND     avx2bfone<>+0(SB), Y2, Y2
+	VPADDD    avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD    Y4, Y2, Y2
+	VPSRLD    $0x10, Y2, Y2
+	VCMPPS    $0x03, Y4, Y4, Y3
+	VBLENDVPS Y3, avx2bfnanlow<>+0(SB), Y2, Y2
+	VPSRLD    $0x10, Y5, Y3
+	VPAND     avx2bfone<>+0(SB), Y3, Y3
+	VPADDD    avx2bfbias<>+0(SB), Y3, Y3
+	VPADDD    Y5, Y3, Y3
+	VPSRLD    $0x10, Y3, Y3
+	VCMPPS    $0x03, Y5, Y5, Y4
+	VBLENDVPS Y4, avx2bfnanlow<>+0(SB), Y3, Y3
+	VPACKUSDW Y3, Y2, Y2
+	VPERMQ    $0xd8, Y2, Y2
+	VMOVDQU   Y2, 32(CX)(R8*2)
+	ADDQ      $0x00000020, R8
+	JMP       scaleloopoffset
+
+	PCALIGN $32
+scaleloopnoweight:
+	CMPQ      R8, R9
+	JG        scaletail
+	VMULPS    (DX)(R8*4), Y1, Y2
+	VMULPS    32(DX)(R8*4), Y1, Y3
+	VMULPS    64(DX)(R8*4), Y1, Y4
+	VMULPS    96(DX)(R8*4), Y1, Y5
+	VPSRLD    $0x10, Y2, Y6
+	VPAND     avx2bfone<>+0(SB), Y6, Y6
+	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
+	VPADDD    Y2, Y6, Y6
+	VPSRLD    $0x10, Y6, Y6
+	VCMPPS    $0x03, Y2, Y2, Y2
+	VBLENDVPS Y2, avx2bfnanlow<>+0(SB), Y6, Y6
+	VPSRLD    $0x10, Y3, Y2
+	VPAND     avx2bfone<>+0(SB), Y2, Y2
+	VPADDD    avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD    Y3, Y2, Y2
+	VPSRLD    $0x10, Y2, Y2
+	VCMPPS    $0x03, Y3, Y3, Y3
+	VBLENDVPS Y3, avx2bfnanlow<>+0(SB), Y2, Y2
+	VPACKUSDW Y2, Y6, Y6
+	VPERMQ    $0xd8, Y6, Y6
+	VMOVDQU   Y6, (CX)(R8*2)
+	VPSRLD    $0x10, Y4, Y2
+	VPAND     avx2bfone<>+0(SB), Y2, Y2
+	VPADDD    avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD    Y4, Y2, Y2
+	VPSRLD    $0x10, Y2, Y2
+	VCMPPS    $0x03, Y4, Y4, Y3
+	VBLENDVPS Y3, avx2bfnanlow<>+0(SB), Y2, Y2
+	VPSRLD    $0x10, Y5, Y3
+	VPAND     avx2bfone<>+0(SB), Y3, Y3
+	VPADDD    avx2bfbias<>+0(SB), Y3, Y3
+	VPADDD    Y5, Y3, Y3
+	VPSRLD    $0x10, Y3, Y3
+	VCMPPS    $0x03, Y5, Y5, Y4
+	VBLENDVPS Y4, avx2bfnanlow<>+0(SB), Y3, Y3
+	VPACKUSDW Y3, Y2, Y2
+	VPERMQ    $0xd8, Y2, Y2
+	VMOVDQU   Y2, 32(CX)(R8*2)
+	ADDQ      $0x00000020, R8
+	JMP       scaleloopnoweight
+
+scalepf:
+	MOVQ DI, R10
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows26
+	SHLQ $0x03, R10
+
+longrows26:
+	ADDQ  DX, R10
+	TESTL $0x00000001, job_flags+0(AX)
+	JNZ   scalent
+	TESTQ SI, SI
+	JZ    scalepfloopnoweight
+	TESTL $0x00000010, job_flags+0(AX)
+	JNZ   scalepfloopoffset
+
+	PCALIGN $32
+scalepfloop:
+	CMPQ       R8, R9
+	JG         scaletail
+	PREFETCHT0 (R10)(R8*4)
+	PREFETCHT0 64(R10)(R8*4)
+	VMULPS     (DX)(R8*4), Y1, Y2
+	VMULPS     32(DX)(R8*4), Y1, Y3
+	VMULPS     64(DX)(R8*4), Y1, Y4
+	VMULPS     96(DX)(R8*4), Y1, Y5
+	TESTL      $0x00000008, job_flags+0(AX)
+	JZ         notrn27
+	VPSRLD     $0x10, Y2, Y6
+	VPAND      avx2bfone<>+0(SB), Y6, Y6
+	VPADDD     avx2bfbias<>+0(SB), Y6, Y6
+	VPADDD     Y2, Y6, Y6
+	VPAND      avx2bfhigh<>+0(SB), Y6, Y6
+	VCMPPS     $0x03, Y2, Y2, Y2
+	VBLENDVPS  Y2, avx2bfnanhigh<>+0(SB), Y6, Y2
+	VPSRLD     $0x10, Y3, Y6
+	VPAND      avx2bfone<>+0(SB), Y6, Y6
+	VPADDD     avx2bfbias<>+0(SB), Y6, Y6
+	VPADDD     Y3, Y6, Y6
+	VPAND      avx2bfhigh<>+0(SB), Y6, Y6
+	VCMPPS     $0x03, Y3, Y3, Y3
+	VBLENDVPS  Y3, avx2bfnanhigh<>+0(SB), Y6, Y3
+	VPSRLD     $0x10, Y4, Y6
+	VPAND      avx2bfone<>+0(SB), Y6, Y6
+	VPADDD     avx2bfbias<>+0(SB), Y6, Y6
+	VPADDD     Y4, Y6, Y6
+	VPAND      avx2bfhigh<>+0(SB), Y6, Y6
+	VCMPPS     $0x03, Y4, Y4, Y4
+	VBLENDVPS  Y4, avx2bfnanhigh<>+0(SB), Y6, Y4
+	VPSRLD     $0x10, Y5, Y6
+	VPAND      avx2bfone<>+0(SB), Y6, Y6
+	VPADDD     avx2bfbias<>+0(SB), Y6, Y6
+	VPADDD     Y5, Y6, Y6
+	VPAND      avx2bfhigh<>+0(SB), Y6, Y6
+	VCMPPS     $0x03, Y5, Y5, Y5
+	VBLENDVPS  Y5, avx2bfnanhigh<>+0(SB), Y6, Y5
+
+notrn27:
+	VMULPS    (SI)(R8*4), Y2, Y2
+	VMULPS    32(SI)(R8*4), Y3, Y3
+	VPSRLD    $0x10, Y2, Y6
+	VPAND     avx2bfone<>+0(SB), Y6, Y6
+	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
+	VPADDD    Y2, Y6, Y6
+	VPSRLD    $0x10, Y6, Y6
+	VCMPPS    $0x03, Y2, Y2, Y2
+	VBLENDVPS Y2, avx2bfnanlow<>+0(SB), Y6, Y6
+	VPSRLD    $0x10, Y3, Y2
+	VPAND     avx2bfone<>+0(SB), Y2, Y2
+	VPADDD    avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD    Y3, Y2, Y2
+	VPSRLD    $0x10, Y2, Y2
+	VCMPPS    $0x03, Y3, Y3, Y3
+	VBLENDVPS Y3, avx2bfnanlow<>+0(SB), Y2, Y2
+	VPACKUSDW Y2, Y6, Y6
+	VPERMQ    $0xd8, Y6, Y6
+	VMOVDQU   Y6, (CX)(R8*2)
+	VMULPS    64(SI)(R8*4), Y4, Y4
+	VMULPS    96(SI)(R8*4), Y5, Y5
+	VPSRLD    $0x10, Y4, Y2
+	VPAND     avx2bfone<>+0(SB), Y2, Y2
+	VPADDD    avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD    Y4, Y2, Y2
+	VPSRLD    $0x10, Y2, Y2
+	VCMPPS    $0x03, Y4, Y4, Y3
+	VBLENDVPS Y3, avx2bfnanlow<>+0(SB), Y2, Y2
+	VPSRLD    $0x10, Y5, Y3
+	VPAND     avx2bfone<>+0(SB), Y3, Y3
+	VPADDD    avx2bfbias<>+0(SB), Y3, Y3
+	VPADDD    Y5, Y3, Y3
+	VPSRLD    $0x10, Y3, Y3
+	VCMPPS    $0x03, Y5, Y5, Y4
+	VBLENDVPS Y4, avx2bfnanlow<>+0(SB), Y3, Y3
+	VPACKUSDW Y3, Y2, Y2
+	VPERMQ    $0xd8, Y2, Y2
+	VMOVDQU   Y2, 32(CX)(R8*2)
+	ADDQ      $0x00000020, R8
+	JMP       scalepfloop
+
+	PCALIGN $32
+scalepfloopoffset:
+	CMPQ       R8, R9
+	JG         scaletail
+	PREFETCHT0 (R10)(R8*4)
+	PREFETCHT0 64(R10)(R8*4)
+	VMULPS     (DX)(R8*4), Y1, Y2
+	VMULPS     32(DX)(R8*4), Y1, Y3
+	VMULPS     64(DX)(R8*4), Y1, Y4
+	VMULPS     96(DX)(R8*4), Y1, Y5
+	TESTL      $0x00000008, job_flags+0(AX)
+	JZ         notrn28
+	VPSRLD     $0x10, Y2, Y6
+	VPAND      avx2bfone<>+0(SB), Y6, Y6
+	VPADDD     avx2bfbias<>+0(SB), Y6, Y6
+	VPADDD     Y2, Y6, Y6
+	VPAND      avx2bfhigh<>+0(SB), Y6, Y6
+	VCMPPS     $0x03, Y2, Y2, Y2
+	VBLENDVPS  Y2, avx2bfnanhigh<>+0(SB), Y6, Y2
+	VPSRLD     $0x10, Y3, Y6
+	VPAND      avx2bfone<>+0(SB), Y6, Y6
+	VPADDD     avx2bfbias<>+0(SB), Y6, Y6
+	VPADDD     Y3, Y6, Y6
+	VPAND      avx2bfhigh<>+0(SB), Y6, Y6
+	VCMPPS     $0x03, Y3, Y3, Y3
+	VBLENDVPS  Y3, avx2bfnanhigh<>+0(SB), Y6, Y3
+	VPSRLD     $0x10, Y4, Y6
+	VPAND      avx2bfone<>+0(SB), Y6, Y6
+	VPADDD     avx2bfbias<>+0(SB), Y6, Y6
+	VPADDD     Y4, Y6, Y6
+	VPAND      avx2bfhigh<>+0(SB), Y6, Y6
+	VCMPPS     $0x03, Y4, Y4, Y4
+	VBLENDVPS  Y4, avx2bfnanhigh<>+0(SB), Y6, Y4
+	VPSRLD     $0x10, Y5, Y6
+	VPAND      avx2bfone<>+0(SB), Y6, Y6
+	VPADDD     avx2bfbias<>+0(SB), Y6, Y6
+	VPADDD     Y5, Y6, Y6
+	VPAND      avx2bfhigh<>+0(SB), Y6, Y6
+	VCMPPS     $0x03, Y5, Y5, Y5
+	VBLENDVPS  Y5, avx2bfnanhigh<>+0(SB), Y6, Y5
+
+notrn28:
+	VMOVUPS   (SI)(R8*4), Y6
+	VADDPS    Y0, Y6, Y6
+	VMULPS    Y6, Y2, Y2
+	VMOVUPS   32(SI)(R8*4), Y6
+	VADDPS    Y0, Y6, Y6
+	VMULPS    Y6, Y3, Y3
+	VPSRLD    $0x10, Y2, Y6
+	VPAND     avx2bfone<>+0(SB), Y6, Y6
+	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
+	VPADDD    Y2, Y6, Y6
+	VPSRLD    $0x10, Y6, Y6
+	VCMPPS    $0x03, Y2, Y2, Y2
+	VBLENDVPS Y2, avx2bfnanlow<>+0(SB), Y6, Y6
+	VPSRLD    $0x10, Y3, Y2
+	VPAND     avx2bfone<>+0(SB), Y2, Y2
+	VPADDD    avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD    Y3, Y2, Y2
+	VPSRLD    $0x10, Y2, Y2
+	VCMPPS    $0x03, Y3, Y3, Y3
+	VBLENDVPS Y3, avx2bfnanlow<>+0(SB), Y2, Y2
+	VPACKUSDW Y2, Y6, Y6
+	VPERMQ    $0xd8, Y6, Y6
+	VMOVDQU   Y6, (CX)(R8*2)
+	VMOVUPS   64(SI)(R8*4), Y2
+	VADDPS    Y0, Y2, Y2
+	VMULPS    Y2, Y4, Y4
+	VMOVUPS   96(SI)(R8*4), Y2
+	VADDPS    Y0, Y2, Y2
+	VMULPS    Y2, Y5, Y5
+	VPSRLD    $0x10, Y4, Y2
+	VPAND     avx2bfone<>+0(SB), Y2, Y2
+	VPADDD    avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD    Y4, Y2, Y2
+	VPSRLD    $0x10, Y2, Y2
+	VCMPPS    $0x03, Y4, Y4, Y3
+	VBLENDVPS Y3, avx2bfnanlow<>+0(SB), Y2, Y2
+	VPSRLD    $0x10, Y5, Y3
+	VPAND     avx2bfone<>+0(SB), Y3, Y3
+	VPADDD    avx2bfbias<>+0(SB), Y3, Y3
+	VPADDD    Y5, Y3, Y3
+	VPSRLD    $0x10, Y3, Y3
+	VCMPPS    $0x03, Y5, Y5, Y4
+	VBLENDVPS Y4, avx2bfnanlow<>+0(SB), Y3, Y3
+	VPACKUSDW Y3, Y2, Y2
+	VPERMQ    $0xd8, Y2, Y2
+	VMOVDQU   Y2, 32(CX)(R8*2)
+	ADDQ      $0x00000020, R8
+	JMP       scalepfloopoffset
+
+	PCALIGN $32
+scalepfloopnoweight:
+	CMPQ       R8, R9
+	JG         scaletail
+	PREFETCHT0 (R10)(R8*4)
+	PREFETCHT0 64(R10)(R8*4)
+	VMULPS     (DX)(R8*4), Y1, Y2
+	VMULPS     32(DX)(R8*4), Y1, Y3
+	VMULPS     64(DX)(R8*4), Y1, Y4
+	VMULPS     96(DX)(R8*4), Y1, Y5
+	VPSRLD     $0x10, Y2, Y6
+	VPAND      avx2bfone<>+0(SB), Y6, Y6
+	VPADDD     avx2bfbias<>+0(SB), Y6, Y6
+	VPADDD     Y2, Y6, Y6
+	VPSRLD     $0x10, Y6, Y6
+	VCMPPS     $0x03, Y2, Y2, Y2
+	VBLENDVPS  Y2, avx2bfnanlow<>+0(SB), Y6, Y6
+	VPSRLD     $0x10, Y3, Y2
+	VPAND      avx2bfone<>+0(SB), Y2, Y2
+	VPADDD     avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD     Y3, Y2, Y2
+	VPSRLD     $0x10, Y2, Y2
+	VCMPPS     $0x03, Y3, Y3, Y3
+	VBLENDVPS  Y3, avx2bfnanlow<>+0(SB), Y2, Y2
+	VPACKUSDW  Y2, Y6, Y6
+	VPERMQ     $0xd8, Y6, Y6
+	VMOVDQU    Y6, (CX)(R8*2)
+	VPSRLD     $0x10, Y4, Y2
+	VPAND      avx2bfone<>+0(SB), Y2, Y2
+	VPADDD     avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD     Y4, Y2, Y2
+	VPSRLD     $0x10, Y2, Y2
+	VCMPPS     $0x03, Y4, Y4, Y3
+	VBLENDVPS  Y3, avx2bfnanlow<>+0(SB), Y2, Y2
+	VPSRLD     $0x10, Y5, Y3
+	VPAND      avx2bfone<>+0(SB), Y3, Y3
+	VPADDD     avx2bfbias<>+0(SB), Y3, Y3
+	VPADDD     Y5, Y3, Y3
+	VPSRLD     $0x10, Y3, Y3
+	VCMPPS     $0x03, Y5, Y5, Y4
+	VBLENDVPS  Y4, avx2bfnanlow<>+0(SB), Y3, Y3
+	VPACKUSDW  Y3, Y2, Y2
+	VPERMQ     $0xd8, Y2, Y2
+	VMOVDQU    Y2, 32(CX)(R8*2)
+	ADDQ       $0x00000020, R8
+	JMP        scalepfloopnoweight
+
+scalent:
+	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
+	MOVQ CX, R10
+	NEGQ R10
+	ANDQ $0x0000001f, R10
+	SHRQ $0x01, R10
+	JZ   scalentgo
+	CMPQ R10, job_d+0(AX)
+	JLE  scalehead
+	MOVQ job_d+0(AX), R10
+
+scalehead:
+	CMPQ      R10, $0x00000008
+	JB        scaleheadpart
+	VMULPS    (DX)(R8*4), Y1, Y2
+	TESTL     $0x00000008, job_flags+0(AX)
+	JZ        notrn29
+	VPSRLD    $0x10, Y2, Y3
+	VPAND     avx2bfone<>+0(SB), Y3, Y3
+	VPADDD    avx2bfbias<>+0(SB), Y3, Y3
+	VPADDD    Y2, Y3, Y3
+	VPAND     avx2bfhigh<>+0(SB), Y3, Y3
+	VCMPPS    $0x03, Y2, Y2, Y2
+	VBLENDVPS Y2, avx2bfnanhigh<>+0(SB), Y3, Y2
+
+notrn29:
+	TESTQ   SI, SI
+	JZ      noweight30
+	VMOVUPS (SI)(R8*4), Y3
+	VADDPS  Y0, Y3, Y3
+	VMULPS  Y3, Y2, Y2
+
+noweight30:
+	VPSRLD       $0x10, Y2, Y3
+	VPAND        avx2bfone<>+0(SB), Y3, Y3
+	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
+	VPADDD       Y2, Y3, Y3
+	VPSRLD       $0x10, Y3, Y3
+	VCMPPS       $0x03, Y2, Y2, Y2
+	VBLENDVPS    Y2, avx2bfnanlow<>+0(SB), Y3, Y3
+	VEXTRACTI128 $0x01, Y3, X2
+	VPACKUSDW    X2, X3, X2
+	VMOVDQU      X2, (CX)(R8*2)
+	ADDQ         $0x00000008, R8
+	SUBQ         $0x00000008, R10
+	JZ           scalentgo
+
+scaleheadpart:
+	JMP partout
+
+scalentgo:
+	MOVQ DI, R10
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows31
+	SHLQ $0x03, R10
+
+longrows31:
+	ADDQ DX, R10
+	MOVL job_flags+0(AX), R11
+
+	PCALIGN $32
+scalentloop:
+	CMPQ       R8, R9
+	JG         scaletail
+	PREFETCHT0 (R10)(R8*4)
+	PREFETCHT0 64(R10)(R8*4)
+	VMULPS     (DX)(R8*4), Y1, Y2
+	VMULPS     32(DX)(R8*4), Y1, Y3
+	VMULPS     64(DX)(R8*4), Y1, Y4
+	VMULPS     96(DX)(R8*4), Y1, Y5
+	TESTL      $0x00000008, job_flags+0(AX)
+	JZ         notrn32
+	VPSRLD     $0x10, Y2, Y6
+	VPAND      avx2bfone<>+0(SB), Y6, Y6
+	VPADDD     avx2bfbias<>+0(SB), Y6, Y6
+	VPADDD     Y2, Y6, Y6
+	VPAND      avx2bfhigh<>+0(SB), Y6, Y6
+	VCMPPS     $0x03, Y2, Y2, Y2
+	VBLENDVPS  Y2, avx2bfnanhigh<>+0(SB), Y6, Y2
+	VPSRLD     $0x10, Y3, Y6
+	VPAND      avx2bfone<>+0(SB), Y6, Y6
+	VPADDD     avx2bfbias<>+0(SB), Y6, Y6
+	VPADDD     Y3, Y6, Y6
+	VPAND      avx2bfhigh<>+0(SB), Y6, Y6
+	VCMPPS     $0x03, Y3, Y3, Y3
+	VBLENDVPS  Y3, avx2bfnanhigh<>+0(SB), Y6, Y3
+	VPSRLD     $0x10, Y4, Y6
+	VPAND      avx2bfone<>+0(SB), Y6, Y6
+	VPADDD     avx2bfbias<>+0(SB), Y6, Y6
+	VPADDD     Y4, Y6, Y6
+	VPAND      avx2bfhigh<>+0(SB), Y6, Y6
+	VCMPPS     $0x03, Y4, Y4, Y4
+	VBLENDVPS  Y4, avx2bfnanhigh<>+0(SB), Y6, Y4
+	VPSRLD     $0x10, Y5, Y6
+	VPAND      avx2bfone<>+0(SB), Y6, Y6
+	VPADDD     avx2bfbias<>+0(SB), Y6, Y6
+	VPADDD     Y5, Y6, Y6
+	VPAND      avx2bfhigh<>+0(SB), Y6, Y6
+	VCMPPS     $0x03, Y5, Y5, Y5
+	VBLENDVPS  Y5, avx2bfnanhigh<>+0(SB), Y6, Y5
+
+notrn32:
+	TESTQ  SI, SI
+	JZ     weighed34
+	TESTL  $0x00000010, R11
+	JNZ    offset33
+	VMULPS (SI)(R8*4), Y2, Y2
+	VMULPS 32(SI)(R8*4), Y3, Y3
+	VMULPS 64(SI)(R8*4), Y4, Y4
+	VMULPS 96(SI)(R8*4), Y5, Y5
+
+weighed34:
+	VPSRLD    $0x10, Y2, Y6
+	VPAND     avx2bfone<>+0(SB), Y6, Y6
+	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
+	VPADDD    Y2, Y6, Y6
+	VPSRLD    $0x10, Y6, Y6
+	VCMPPS    $0x03, Y2, Y2, Y2
+	VBLENDVPS Y2, avx2bfnanlow<>+0(SB), Y6, Y6
+	VPSRLD    $0x10, Y3, Y2
+	VPAND     avx2bfone<>+0(SB), Y2, Y2
+	VPADDD    avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD    Y3, Y2, Y2
+	VPSRLD    $0x10, Y2, Y2
+	VCMPPS    $0x03, Y3, Y3, Y3
+	VBLENDVPS Y3, avx2bfnanlow<>+0(SB), Y2, Y2
+	VPACKUSDW Y2, Y6, Y6
+	VPERMQ    $0xd8, Y6, Y6
+	VMOVNTDQ  Y6, (CX)(R8*2)
+	VPSRLD    $0x10, Y4, Y2
+	VPAND     avx2bfone<>+0(SB), Y2, Y2
+	VPADDD    avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD    Y4, Y2, Y2
+	VPSRLD    $0x10, Y2, Y2
+	VCMPPS    $0x03, Y4, Y4, Y3
+	VBLENDVPS Y3, avx2bfnanlow<>+0(SB), Y2, Y2
+	VPSRLD    $0x10, Y5, Y3
+	VPAND     avx2bfone<>+0(SB), Y3, Y3
+	VPADDD    avx2bfbias<>+0(SB), Y3, Y3
+	VPADDD    Y5, Y3, Y3
+	VPSRLD    $0x10, Y3, Y3
+	VCMPPS    $0x03, Y5, Y5, Y4
+	VBLENDVPS Y4, avx2bfnanlow<>+0(SB), Y3, Y3
+	VPACKUSDW Y3, Y2, Y2
+	VPERMQ    $0xd8, Y2, Y2
+	VMOVNTDQ  Y2, 32(CX)(R8*2)
+	ADDQ      $0x00000020, R8
+	JMP       scalentloop
+
+offset33:
+	VMOVUPS (SI)(R8*4), Y6
+	VADDPS  Y0, Y6, Y6
+	VMULPS  Y6, Y2, Y2
+	VMOVUPS 32(SI)(R8*4), Y6
+	VADDPS  Y0, Y6, Y6
+	VMULPS  Y6, Y3, Y3
+	VMOVUPS 64(SI)(R8*4), Y6
+	VADDPS  Y0, Y6, Y6
+	VMULPS  Y6, Y4, Y4
+	VMOVUPS 96(SI)(R8*4), Y6
+	VADDPS  Y0, Y6, Y6
+	VMULPS  Y6, Y5, Y5
+	JMP     weighed34
+
+scaletail:
+	ADDQ $0x00000018, R9
+
+scaleone:
+	CMPQ      R8, R9
+	JG        scalepart
+	VMULPS    (DX)(R8*4), Y1, Y2
+	TESTL     $0x00000008, job_flags+0(AX)
+	JZ        notrn35
+	VPSRLD    $0x10, Y2, Y3
+	VPAND     avx2bfone<>+0(SB), Y3, Y3
+	VPADDD    avx2bfbias<>+0(SB), Y3, Y3
+	VPADDD    Y2, Y3, Y3
+	VPAND     avx2bfhigh<>+0(SB), Y3, Y3
+	VCMPPS    $0x03, Y2, Y2, Y2
+	VBLENDVPS Y2, avx2bfnanhigh<>+0(SB), Y3, Y2
+
+notrn35:
+	TESTQ   SI, SI
+	JZ      noweight36
+	VMOVUPS (SI)(R8*4), Y3
+	VADDPS  Y0, Y3, Y3
+	VMULPS  Y3, Y2, Y2
+
+noweight36:
+	VPSRLD       $0x10, Y2, Y3
+	VPAND        avx2bfone<>+0(SB), Y3, Y3
+	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
+	VPADDD       Y2, Y3, Y3
+	VPSRLD       $0x10, Y3, Y3
+	VCMPPS       $0x03, Y2, Y2, Y2
+	VBLENDVPS    Y2, avx2bfnanlow<>+0(SB), Y3, Y3
+	VEXTRACTI128 $0x01, Y3, X2
+	VPACKUSDW    X2, X3, X2
+	VMOVDQU      X2, (CX)(R8*2)
+	ADDQ         $0x00000008, R8
+	JMP          scaleone
+
+scalepart:
+	MOVQ job_d+0(AX), R10
+	SUBQ R8, R10
+	JZ   scaled
+
+	// The last n < lanes elements, or the first n of a non-temporal row (i + n < d: back to its loop).
+partout:
+	LEAQ (DX)(R8*4), R11
+	LEAQ 128(SP), R12
+	MOVQ R10, R14
+	XORQ R13, R13
+	SUBQ $0x00000008, R14
+
+copyvec37:
+	CMPQ    R13, R14
+	JG      copyone38
+	VMOVUPS (R11)(R13*4), Y2
+	VMOVUPS Y2, (R12)(R13*4)
+	ADDQ    $0x00000008, R13
+	JMP     copyvec37
+
+copyone38:
+	ADDQ $0x00000008, R14
+
+copyloop40:
+	CMPQ R13, R14
+	JGE  copied39
+	MOVL (R11)(R13*4), R15
+	MOVL R15, (R12)(R13*4)
+	INCQ R13
+	JMP  copyloop40
+
+copied39:
+	TESTQ SI, SI
+	JZ    nowcopy41
+	LEAQ  (SI)(R8*4), R11
+	LEAQ  160(SP), R12
+	MOVQ  R10, R14
+	XORQ  R13, R13
+	SUBQ  $0x00000008, R14
+
+copyvec42:
+	CMPQ    R13, R14
+	JG      copyone43
+	VMOVUPS (R11)(R13*4), Y2
+	VMOVUPS Y2, (R12)(R13*4)
+	ADDQ    $0x00000008, R13
+	JMP     copyvec42
+
+copyone43:
+	ADDQ $0x00000008, R14
+
+copyloop45:
+	CMPQ R13, R14
+	JGE  copied44
+	MOVL (R11)(R13*4), R15
+	MOVL R15, (R12)(R13*4)
+	INCQ R13
+	JMP  copyloop45
+
+copied44:
+nowcopy41:
+	VMOVUPS   128(SP), Y2
+	VMULPS    Y2, Y1, Y2
+	TESTL     $0x00000008, job_flags+0(AX)
+	JZ        notrn46
+	VPSRLD    $0x10, Y2, Y3
+	VPAND     avx2bfone<>+0(SB), Y3, Y3
+	VPADDD    avx2bfbias<>+0(SB), Y3, Y3
+	VPADDD    Y2, Y3, Y3
+	VPAND     avx2bfhigh<>+0(SB), Y3, Y3
+	VCMPPS    $0x03, Y2, Y2, Y2
+	VBLENDVPS Y2, avx2bfnanhigh<>+0(SB), Y3, Y2
+
+notrn46:
+	TESTQ   SI, SI
+	JZ      noweight47
+	VMOVUPS 160(SP), Y3
+	VADDPS  Y0, Y3, Y3
+	VMULPS  Y3, Y2, Y2
+
+noweight47:
+	VPSRLD       $0x10, Y2, Y3
+	VPAND        avx2bfone<>+0(SB), Y3, Y3
+	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
+	VPADDD       Y2, Y3, Y3
+	VPSRLD       $0x10, Y3, Y3
+	VCMPPS       $0x03, Y2, Y2, Y2
+	VBLENDVPS    Y2, avx2bfnanlow<>+0(SB), Y3, Y3
+	VEXTRACTI128 $0x01, Y3, X2
+	VPACKUSDW    X2, X3, X2
+	VMOVDQU      X2, 192(SP)
+	LEAQ         192(SP), R12
+	LEAQ         (CX)(R8*2), R11
+	MOVQ         R10, R14
+	XORQ         R13, R13
+	SUBQ         $0x00000010, R14
+
+copyvec48:
+	CMPQ    R13, R14
+	JG      copyone49
+	VMOVUPS (R12)(R13*2), Y2
+	VMOVUPS Y2, (R11)(R13*2)
+	ADDQ    $0x00000010, R13
+	JMP     copyvec48
+
+copyone49:
+	ADDQ $0x00000010, R14
+
+copyloop51:
+	CMPQ R13, R14
+	JGE  copied50
+	MOVW (R12)(R13*2), R15
+	MOVW R15, (R11)(R13*2)
+	INCQ R13
+	JMP  copyloop51
+
+copied50:
+	ADDQ R10, R8
+	CMPQ R8, job_d+0(AX)
+	JB   scalentgo
+
+scaled:
+	ADDQ DI, DX
+	ADDQ 664(SP), CX
+	ADDQ DI, BX
+	INCQ 656(SP)
+	MOVQ 688(SP), R8
+	INCQ R8
+	MOVQ R8, 688(SP)
+	CMPQ R8, 680(SP)
+	JB   scalerow
+	JMP  row
+
+ret:
+	TESTL $0x00000001, job_flags+0(AX)
+	JZ    vzero
+	SFENCE
+
+vzero:
+	VZEROUPPER
+	MOVQ 656(SP), AX
+	MOVQ AX, ret+24(FP)
+	RET
+
+// func avx2ForwardToF16(j uintptr, from int, to int) int
+// Requires: AVX, AVX2, F16C, MMX+
+TEXT ·avx2ForwardToF16(SB), NOSPLIT, $720-32
+	// avx2ForwardToF16 normalizes rows [from, to) of the job: float32 rows into F16 rows: y = round16((x*inv)*w), round16((x*inv)*(1+w)) with flagOffset, or round16(x*inv) with w nil (with flagRN and a weight, round16(x*inv) in place of (x*inv)), for each row; with res, h = x + res and res = h per element first, and h in place of x.
+	// It stops before the first row that needs the float64 path and returns that row's index, or to.
+	MOVQ  j+0(FP), AX
+	MOVQ  job_dst+0(AX), CX
+	MOVQ  job_x+0(AX), DX
+	MOVQ  job_res+0(AX), BX
+	TESTQ BX, BX
+	JZ    rowsset
+	XCHGQ DX, BX
+
+rowsset:
+	MOVQ job_w+0(AX), SI
+	MOVQ job_stride+0(AX), DI
+	SHLQ $0x02, DI
+	MOVQ job_dstStride+0(AX), R8
+	SHLQ $0x01, R8
+	MOVQ R8, 664(SP)
+
+	// fd = float32(d); rd = 1/d when d is a power of two (a/d is then a*rd exactly), else 0.
+	MOVQ       job_d+0(AX), R8
+	VMOVSS     one<>+0(SB), X0
+	VCVTSI2SSQ R8, X0, X0
+	VMOVSS     X0, 712(SP)
+	XORL       R10, R10
+	LEAQ       -1(R8), R9
+	TESTQ      R8, R9
+	JNZ        notpow2
+	BSFQ       R8, R9
+	MOVL       $0x0000007f, R10
+	SUBL       R9, R10
+	SHLL       $0x17, R10
+
+notpow2:
+	MOVL R10, 716(SP)
+
+	// Start at row from.
+	MOVQ  from+8(FP), R8
+	MOVQ  R8, 656(SP)
+	MOVQ  $0x00000000, 672(SP)
+	MOVQ  R8, R9
+	IMULQ 664(SP), R9
+	ADDQ  R9, CX
+	IMULQ DI, R8
+	ADDQ  R8, DX
+	ADDQ  R8, BX
+
+row:
+	MOVQ 656(SP), R8
+	CMPQ R8, to+16(FP)
+	JAE  ret
+	MOVQ $0x00000001, 680(SP)
+	CMPQ job_res+0(AX), $0x00
+	JNE  addsum
+	CMPQ 672(SP), $0x00
+	JE   trygroup
+	DECQ 672(SP)
+	JMP  sum
+
+trygroup:
+	CMPQ job_d+0(AX), $0x00000200
+	JA   sum
+	MOVQ to+16(FP), R8
+	SUBQ 656(SP), R8
+	CMPQ R8, $0x04
+	JB   sum
+	MOVQ $0x00000004, 680(SP)
+
+sum:
+	MOVQ DX, R8
+	XORQ R9, R9
+
+sumrow:
+	// Sum of squares: element i goes to partial i%64.
+	MOVQ   job_d+0(AX), R11
+	SUBQ   $0x00000040, R11
+	JGE    firstblock
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	XORQ   R10, R10
+	JMP    sumtail
+
+firstblock:
+	// +0 + square is the square itself: the first block initializes the partials.
+	XORQ    R10, R10
+	VMOVUPS (R8)(R10*4), Y0
+	VMULPS  Y0, Y0, Y0
+	VMOVUPS 32(R8)(R10*4), Y1
+	VMULPS  Y1, Y1, Y1
+	VMOVUPS 64(R8)(R10*4), Y2
+	VMULPS  Y2, Y2, Y2
+	VMOVUPS 96(R8)(R10*4), Y3
+	VMULPS  Y3, Y3, Y3
+	VMOVUPS 128(R8)(R10*4), Y4
+	VMULPS  Y4, Y4, Y4
+	VMOVUPS 160(R8)(R10*4), Y5
+	VMULPS  Y5, Y5, Y5
+	VMOVUPS 192(R8)(R10*4), Y6
+	VMULPS  Y6, Y6, Y6
+	VMOVUPS 224(R8)(R10*4), Y7
+	VMULPS  Y7, Y7, Y7
+	MOVQ    $0x00000040, R10
+	TESTL   $0x00000002, job_flags+0(AX)
+	JNZ     sumpf
+
+	PCALIGN $32
+sumloop:
+	CMPQ    R10, R11
+	JG      sumtail
+	VMOVUPS (R8)(R10*4), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y0, Y0
+	VMOVUPS 32(R8)(R10*4), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y1, Y1
+	VMOVUPS 64(R8)(R10*4), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y2, Y2
+	VMOVUPS 96(R8)(R10*4), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y3, Y3
+	VMOVUPS 128(R8)(R10*4), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y4, Y4
+	VMOVUPS 160(R8)(R10*4), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y5, Y5
+	VMOVUPS 192(R8)(R10*4), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y6, Y6
+	VMOVUPS 224(R8)(R10*4), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y7, Y7
+	ADDQ    $0x00000040, R10
+	JMP     sumloop
+
+	// The same, prefetching the rows ahead.
+sumpf:
+	MOVQ DI, R12
+	SHLQ $0x01, R12
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows1
+	SHLQ $0x03, R12
+
+longrows1:
+	ADDQ R8, R12
+
+	PCALIGN $32
+sumpfloop:
+	CMPQ       R10, R11
+	JG         sumtail
+	PREFETCHT0 (R12)(R10*4)
+	PREFETCHT0 64(R12)(R10*4)
+	PREFETCHT0 128(R12)(R10*4)
+	PREFETCHT0 192(R12)(R10*4)
+	VMOVUPS    (R8)(R10*4), Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y0, Y0
+	VMOVUPS    32(R8)(R10*4), Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y1, Y1
+	VMOVUPS    64(R8)(R10*4), Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y2, Y2
+	VMOVUPS    96(R8)(R10*4), Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y3, Y3
+	VMOVUPS    128(R8)(R10*4), Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y4, Y4
+	VMOVUPS    160(R8)(R10*4), Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y5, Y5
+	VMOVUPS    192(R8)(R10*4), Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y6, Y6
+	VMOVUPS    224(R8)(R10*4), Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y7, Y7
+	ADDQ       $0x00000040, R10
+	JMP        sumpfloop
+
+sumtail:
+	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
+	MOVQ    job_d+0(AX), R11
+	SUBQ    R10, R11
+	JZ      summed
+	MOVQ    R11, 696(SP)
+	LEAQ    (R8)(R10*4), R10
+	LEAQ    128(SP), R11
+	VXORPS  Y8, Y8, Y8
+	VMOVUPS Y8, (R11)
+	VMOVUPS Y8, 32(R11)
+	VMOVUPS Y8, 64(R11)
+	VMOVUPS Y8, 96(R11)
+	VMOVUPS Y8, 128(R11)
+	VMOVUPS Y8, 160(R11)
+	VMOVUPS Y8, 192(R11)
+	VMOVUPS Y8, 224(R11)
+	MOVQ    696(SP), R13
+	XORQ    R12, R12
+	SUBQ    $0x00000008, R13
+
+copyvec2:
+	CMPQ    R12, R13
+	JG      copyone3
+	VMOVUPS (R10)(R12*4), Y8
+	VMOVUPS Y8, (R11)(R12*4)
+	ADDQ    $0x00000008, R12
+	JMP     copyvec2
+
+copyone3:
+	ADDQ $0x00000008, R13
+
+copyloop5:
+	CMPQ R12, R13
+	JGE  copied4
+	MOVL (R10)(R12*4), R14
+	MOVL R14, (R11)(R12*4)
+	INCQ R12
+	JMP  copyloop5
+
+copied4:
+	XORQ    R10, R10
+	VMOVUPS (R11)(R10*4), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y0, Y0
+	VMOVUPS 32(R11)(R10*4), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y1, Y1
+	VMOVUPS 64(R11)(R10*4), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y2, Y2
+	VMOVUPS 96(R11)(R10*4), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y3, Y3
+	VMOVUPS 128(R11)(R10*4), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y4, Y4
+	VMOVUPS 160(R11)(R10*4), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y5, Y5
+	VMOVUPS 192(R11)(R10*4), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y6, Y6
+	VMOVUPS 224(R11)(R10*4), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y7, Y7
+
+summed:
+	VADDPS  Y4, Y0, Y0
+	VADDPS  Y5, Y1, Y1
+	VADDPS  Y6, Y2, Y2
+	VADDPS  Y7, Y3, Y3
+	VADDPS  Y2, Y0, Y0
+	VADDPS  Y3, Y1, Y1
+	VADDPS  Y1, Y0, Y0
+	CMPQ    680(SP), $0x01
+	JE      invone
+	VMOVUPS Y0, (SP)(R9*1)
+	ADDQ    DI, R8
+	ADDQ    $0x00000020, R9
+	CMPQ    R9, $0x00000080
+	JB      sumrow
+	JMP     invgroup
+
+addsum:
+	MOVQ BX, R8
+	MOVQ DX, R9
+
+	// Sum of squares: element i goes to partial i%64.
+	MOVQ   job_d+0(AX), R11
+	SUBQ   $0x00000040, R11
+	JGE    addfirstblock
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	XORQ   R10, R10
+	JMP    addsumtail
+
+addfirstblock:
+	// +0 + square is the square itself: the first block initializes the partials.
+	XORQ    R10, R10
+	VMOVUPS (R8)(R10*4), Y0
+	VADDPS  (R9)(R10*4), Y0, Y0
+	VMOVUPS Y0, (R9)(R10*4)
+	VMULPS  Y0, Y0, Y0
+	VMOVUPS 32(R8)(R10*4), Y1
+	VADDPS  32(R9)(R10*4), Y1, Y1
+	VMOVUPS Y1, 32(R9)(R10*4)
+	VMULPS  Y1, Y1, Y1
+	VMOVUPS 64(R8)(R10*4), Y2
+	VADDPS  64(R9)(R10*4), Y2, Y2
+	VMOVUPS Y2, 64(R9)(R10*4)
+	VMULPS  Y2, Y2, Y2
+	VMOVUPS 96(R8)(R10*4), Y3
+	VADDPS  96(R9)(R10*4), Y3, Y3
+	VMOVUPS Y3, 96(R9)(R10*4)
+	VMULPS  Y3, Y3, Y3
+	VMOVUPS 128(R8)(R10*4), Y4
+	VADDPS  128(R9)(R10*4), Y4, Y4
+	VMOVUPS Y4, 128(R9)(R10*4)
+	VMULPS  Y4, Y4, Y4
+	VMOVUPS 160(R8)(R10*4), Y5
+	VADDPS  160(R9)(R10*4), Y5, Y5
+	VMOVUPS Y5, 160(R9)(R10*4)
+	VMULPS  Y5, Y5, Y5
+	VMOVUPS 192(R8)(R10*4), Y6
+	VADDPS  192(R9)(R10*4), Y6, Y6
+	VMOVUPS Y6, 192(R9)(R10*4)
+	VMULPS  Y6, Y6, Y6
+	VMOVUPS 224(R8)(R10*4), Y7
+	VADDPS  224(R9)(R10*4), Y7, Y7
+	VMOVUPS Y7, 224(R9)(R10*4)
+	VMULPS  Y7, Y7, Y7
+	MOVQ    $0x00000040, R10
+	TESTL   $0x00000002, job_flags+0(AX)
+	JNZ     addsumpf
+
+	PCALIGN $32
+addsumloop:
+	CMPQ    R10, R11
+	JG      addsumtail
+	VMOVUPS (R8)(R10*4), Y8
+	VADDPS  (R9)(R10*4), Y8, Y8
+	VMOVUPS Y8, (R9)(R10*4)
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y0, Y0
+	VMOVUPS 32(R8)(R10*4), Y8
+	VADDPS  32(R9)(R10*4), Y8, Y8
+	VMOVUPS Y8, 32(R9)(R10*4)
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y1, Y1
+	VMOVUPS 64(R8)(R10*4), Y8
+	VADDPS  64(R9)(R10*4), Y8, Y8
+	VMOVUPS Y8, 64(R9)(R10*4)
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y2, Y2
+	VMOVUPS 96(R8)(R10*4), Y8
+	VADDPS  96(R9)(R10*4), Y8, Y8
+	VMOVUPS Y8, 96(R9)(R10*4)
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y3, Y3
+	VMOVUPS 128(R8)(R10*4), Y8
+	VADDPS  128(R9)(R10*4), Y8, Y8
+	VMOVUPS Y8, 128(R9)(R10*4)
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y4, Y4
+	VMOVUPS 160(R8)(R10*4), Y8
+	VADDPS  160(R9)(R10*4), Y8, Y8
+	VMOVUPS Y8, 160(R9)(R10*4)
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y5, Y5
+	VMOVUPS 192(R8)(R10*4), Y8
+	VADDPS  192(R9)(R10*4), Y8, Y8
+	VMOVUPS Y8, 192(R9)(R10*4)
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y6, Y6
+	VMOVUPS 224(R8)(R10*4), Y8
+	VADDPS  224(R9)(R10*4), Y8, Y8
+	VMOVUPS Y8, 224(R9)(R10*4)
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y7, Y7
+	ADDQ    $0x00000040, R10
+	JMP     addsumloop
+
+	// The same, prefetching the rows ahead.
+addsumpf:
+	MOVQ DI, R12
+	SHLQ $0x01, R12
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows6
+	SHLQ $0x03, R12
+
+longrows6:
+	ADDQ R8, R12
+
+	PCALIGN $32
+addsumpfloop:
+	CMPQ       R10, R11
+	JG         addsumtail
+	PREFETCHT0 (R12)(R10*4)
+	PREFETCHT0 64(R12)(R10*4)
+	PREFETCHT0 128(R12)(R10*4)
+	PREFETCHT0 192(R12)(R10*4)
+	VMOVUPS    (R8)(R10*4), Y8
+	VADDPS     (R9)(R10*4), Y8, Y8
+	VMOVUPS    Y8, (R9)(R10*4)
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y0, Y0
+	VMOVUPS    32(R8)(R10*4), Y8
+	VADDPS     32(R9)(R10*4), Y8, Y8
+	VMOVUPS    Y8, 32(R9)(R10*4)
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y1, Y1
+	VMOVUPS    64(R8)(R10*4), Y8
+	VADDPS     64(R9)(R10*4), Y8, Y8
+	VMOVUPS    Y8, 64(R9)(R10*4)
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y2, Y2
+	VMOVUPS    96(R8)(R10*4), Y8
+	VADDPS     96(R9)(R10*4), Y8, Y8
+	VMOVUPS    Y8, 96(R9)(R10*4)
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y3, Y3
+	VMOVUPS    128(R8)(R10*4), Y8
+	VADDPS     128(R9)(R10*4), Y8, Y8
+	VMOVUPS    Y8, 128(R9)(R10*4)
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y4, Y4
+	VMOVUPS    160(R8)(R10*4), Y8
+	VADDPS     160(R9)(R10*4), Y8, Y8
+	VMOVUPS    Y8, 160(R9)(R10*4)
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y5, Y5
+	VMOVUPS    192(R8)(R10*4), Y8
+	VADDPS     192(R9)(R10*4), Y8, Y8
+	VMOVUPS    Y8, 192(R9)(R10*4)
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y6, Y6
+	VMOVUPS    224(R8)(R10*4), Y8
+	VADDPS     224(R9)(R10*4), Y8, Y8
+	VMOVUPS    Y8, 224(R9)(R10*4)
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y7, Y7
+	ADDQ       $0x00000040, R10
+	JMP        addsumpfloop
+
+addsumtail:
+	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
+	MOVQ    job_d+0(AX), R11
+	SUBQ    R10, R11
+	JZ      addsummed
+	MOVQ    R11, 696(SP)
+	LEAQ    (R8)(R10*4), R8
+	LEAQ    (R9)(R10*4), R9
+	MOVQ    R9, 704(SP)
+	LEAQ    128(SP), R9
+	VXORPS  Y8, Y8, Y8
+	VMOVUPS Y8, (R9)
+	VMOVUPS Y8, 32(R9)
+	VMOVUPS Y8, 64(R9)
+	VMOVUPS Y8, 96(R9)
+	VMOVUPS Y8, 128(R9)
+	VMOVUPS Y8, 160(R9)
+	VMOVUPS Y8, 192(R9)
+	VMOVUPS Y8, 224(R9)
+	MOVQ    696(SP), R11
+	XORQ    R10, R10
+	SUBQ    $0x00000008, R11
+
+copyvec7:
+	CMPQ    R10, R11
+	JG      copyone8
+	VMOVUPS (R8)(R10*4), Y8
+	VMOVUPS Y8, (R9)(R10*4)
+	ADDQ    $0x00000008, R10
+	JMP     copyvec7
+
+copyone8:
+	ADDQ $0x00000008, R11
+
+copyloop10:
+	CMPQ R10, R11
+	JGE  copied9
+	MOVL (R8)(R10*4), R12
+	MOVL R12, (R9)(R10*4)
+	INCQ R10
+	JMP  copyloop10
+
+copied9:
+	MOVQ    704(SP), R8
+	LEAQ    384(SP), R10
+	VXORPS  Y8, Y8, Y8
+	VMOVUPS Y8, (R10)
+	VMOVUPS Y8, 32(R10)
+	VMOVUPS Y8, 64(R10)
+	VMOVUPS Y8, 96(R10)
+	VMOVUPS Y8, 128(R10)
+	VMOVUPS Y8, 160(R10)
+	VMOVUPS Y8, 192(R10)
+	VMOVUPS Y8, 224(R10)
+	MOVQ    696(SP), R12
+	XORQ    R11, R11
+	SUBQ    $0x00000008, R12
+
+copyvec11:
+	CMPQ    R11, R12
+	JG      copyone12
+	VMOVUPS (R8)(R11*4), Y8
+	VMOVUPS Y8, (R10)(R11*4)
+	ADDQ    $0x00000008, R11
+	JMP     copyvec11
+
+copyone12:
+	ADDQ $0x00000008, R12
+
+copyloop14:
+	CMPQ R11, R12
+	JGE  copied13
+	MOVL (R8)(R11*4), R13
+	MOVL R13, (R10)(R11*4)
+	INCQ R11
+	JMP  copyloop14
+
+copied13:
+	XORQ    R8, R8
+	VMOVUPS (R9)(R8*4), Y8
+	VADDPS  (R10)(R8*4), Y8, Y8
+	VMOVUPS Y8, (R10)(R8*4)
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y0, Y0
+	VMOVUPS 32(R9)(R8*4), Y8
+	VADDPS  32(R10)(R8*4), Y8, Y8
+	VMOVUPS Y8, 32(R10)(R8*4)
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y1, Y1
+	VMOVUPS 64(R9)(R8*4), Y8
+	VADDPS  64(R10)(R8*4), Y8, Y8
+	VMOVUPS Y8, 64(R10)(R8*4)
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y2, Y2
+	VMOVUPS 96(R9)(R8*4), Y8
+	VADDPS  96(R10)(R8*4), Y8, Y8
+	VMOVUPS Y8, 96(R10)(R8*4)
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y3, Y3
+	VMOVUPS 128(R9)(R8*4), Y8
+	VADDPS  128(R10)(R8*4), Y8, Y8
+	VMOVUPS Y8, 128(R10)(R8*4)
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y4, Y4
+	VMOVUPS 160(R9)(R8*4), Y8
+	VADDPS  160(R10)(R8*4), Y8, Y8
+	VMOVUPS Y8, 160(R10)(R8*4)
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y5, Y5
+	VMOVUPS 192(R9)(R8*4), Y8
+	VADDPS  192(R10)(R8*4), Y8, Y8
+	VMOVUPS Y8, 192(R10)(R8*4)
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y6, Y6
+	VMOVUPS 224(R9)(R8*4), Y8
+	VADDPS  224(R10)(R8*4), Y8, Y8
+	VMOVUPS Y8, 224(R10)(R8*4)
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y7, Y7
+	MOVQ    704(SP), R8
+	LEAQ    384(SP), R9
+	MOVQ    696(SP), R11
+	XORQ    R10, R10
+	SUBQ    $0x00000008, R11
+
+copyvec15:
+	CMPQ    R10, R11
+	JG      copyone16
+	VMOVUPS (R9)(R10*4), Y8
+	VMOVUPS Y8, (R8)(R10*4)
+	ADDQ    $0x00000008, R10
+	JMP     copyvec15
+
+copyone16:
+	ADDQ $0x00000008, R11
+
+copyloop18:
+	CMPQ R10, R11
+	JGE  copied17
+	MOVL (R9)(R10*4), R12
+	MOVL R12, (R8)(R10*4)
+	INCQ R10
+	JMP  copyloop18
+
+copied17:
+addsummed:
+	VADDPS Y4, Y0, Y0
+	VADDPS Y5, Y1, Y1
+	VADDPS Y6, Y2, Y2
+	VADDPS Y7, Y3, Y3
+	VADDPS Y2, Y0, Y0
+	VADDPS Y3, Y1, Y1
+	VADDPS Y1, Y0, Y0
+
+invone:
+	// Halving tree: p[j] += p[j+h] for the remaining h, down to ss.
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X1
+	VMOVHLPS     X1, X1, X0
+	VADDPS       X0, X1, X1
+	VMOVSHDUP    X1, X0
+	VADDSS       X0, X1, X1
+
+	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
+	CMPL   716(SP), $0x00
+	JE     divide19
+	VMULSS 716(SP), X1, X1
+	JMP    divided20
+
+divide19:
+	VDIVSS 712(SP), X1, X1
+
+divided20:
+	VADDSS   job_eps+0(AX), X1, X1
+	VUCOMISS tlo<>+0(SB), X1
+	JCS      ret
+	VUCOMISS tmax<>+0(SB), X1
+	JHI      ret
+	VSQRTSS  X1, X1, X1
+	VMOVSS   one<>+0(SB), X0
+	VDIVSS   X1, X0, X0
+
+	// Report 1/rms if asked.
+	MOVQ   job_inv+0(AX), R8
+	TESTQ  R8, R8
+	JZ     scale
+	MOVQ   656(SP), R9
+	VMOVSS X0, (R8)(R9*4)
+	JMP    scale
+
+invgroup:
+	// The rest of the halving tree, four rows at once.
+	VMOVUPS      (SP), Y0
+	VMOVUPS      32(SP), Y1
+	VMOVUPS      64(SP), Y2
+	VMOVUPS      96(SP), Y3
+	VPERM2F128   $0x20, Y1, Y0, Y4
+	VPERM2F128   $0x31, Y1, Y0, Y0
+	VADDPS       Y0, Y4, Y4
+	VPERM2F128   $0x20, Y3, Y2, Y0
+	VPERM2F128   $0x31, Y3, Y2, Y1
+	VADDPS       Y1, Y0, Y0
+	VSHUFPS      $0x44, Y0, Y4, Y1
+	VSHUFPS      $0xee, Y0, Y4, Y0
+	VADDPS       Y0, Y1, Y1
+	VHADDPS      Y1, Y1, Y1
+	VEXTRACTF128 $0x01, Y1, X0
+	VUNPCKLPS    X0, X1, X0
+
+	// t = ss/d + eps for the four rows; any t outside [2^-100, MaxFloat32] sends the group to the one-row path.
+	CMPL         716(SP), $0x00
+	JE           divide21
+	VBROADCASTSS 716(SP), X1
+	VMULPS       X1, X0, X1
+	JMP          divided22
+
+divide21:
+	VBROADCASTSS 712(SP), X1
+	VDIVPS       X1, X0, X1
+
+divided22:
+	VBROADCASTSS job_eps+0(AX), X0
+	VADDPS       X0, X1, X1
+	VCMPPS       $0x1d, tlo4<>+0(SB), X1, X0
+	VCMPPS       $0x12, tmax4<>+0(SB), X1, X2
+	VANDPS       X2, X0, X0
+	VMOVMSKPS    X0, R8
+	CMPL         R8, $0x0f
+	JE           ginrange
+	MOVQ         $0x00000004, 672(SP)
+	JMP          row
+
+ginrange:
+	VSQRTPS      X1, X1
+	VBROADCASTSS one<>+0(SB), X0
+	VDIVPS       X1, X0, X0
+
+	// Report 1/rms if asked.
+	MOVQ    job_inv+0(AX), R8
+	TESTQ   R8, R8
+	JZ      scale
+	MOVQ    656(SP), R9
+	VMOVUPS X0, (R8)(R9*4)
+
+scale:
+	VBROADCASTSS X0, Y1
+	MOVQ         $0x00000000, 688(SP)
+	CMPQ         680(SP), $0x01
+	JE           scalebody
+	VMOVUPS      X0, 640(SP)
+
+scalerow:
+	MOVQ         688(SP), R8
+	VBROADCASTSS 640(SP)(R8*4), Y1
+
+scalebody:
+	VBROADCASTSS one<>+0(SB), Y0
+	TESTL        $0x00000010, job_flags+0(AX)
+	JNZ          weightadd23
+	VBROADCASTSS negzero<>+0(SB), Y0
+
+weightadd23:
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ  R8, R8
+	MOVQ  job_d+0(AX), R9
+	SUBQ  $0x00000020, R9
+	TESTL $0x00000002, job_flags+0(AX)
+	JNZ   scalepf
+	TESTQ SI, SI
+	JZ    scaleloopnoweight
+	TESTL $0x00000010, job_flags+0(AX)
+	JNZ   scaleloopoffset
+
+	PCALIGN $32
+scaleloop:
+	CMPQ      R8, R9
+	JG        scaletail
+	VMULPS    (DX)(R8*4), Y1, Y2
+	VMULPS    32(DX)(R8*4), Y1, Y3
+	VMULPS    64(DX)(R8*4), Y1, Y4
+	VMULPS    96(DX)(R8*4), Y1, Y5
+	TESTL     $0x00000008, job_flags+0(AX)
+	JZ        notrn24
+	VCVTPS2PH $0x00, Y2, X2
+	VCVTPH2PS X2, Y2
+	VCVTPS2PH $0x00, Y3, X3
+	VCVTPH2PS X3, Y3
+	VCVTPS2PH $0x00, Y4, X4
+	VCVTPH2PS X4, Y4
+	VCVTPS2PH $0x00, Y5, X5
+	VCVTPH2PS X5, Y5
+
+notrn24:
+	VMULPS      (SI)(R8*4), Y2, Y2
+	VMULPS      32(SI)(R8*4), Y3, Y3
+	VCVTPS2PH   $0x00, Y2, X2
+	VCVTPS2PH   $0x00, Y3, X3
+	VINSERTI128 $0x01, X3, Y2, Y2
+	VMOVDQU     Y2, (CX)(R8*2)
+	VMULPS      64(SI)(R8*4), Y4, Y4
+	VMULPS      96(SI)(R8*4), Y5, Y5
+	VCVTPS2PH   $0x00, Y4, X4
+	VCVTPS2PH   $0x00, Y5, X5
+	VINSERTI128 $0x01, X5, Y4, Y4
+	VMOVDQU     Y4, 32(CX)(R8*2)
+	ADDQ        $0x00000020, R8
+	JMP         scaleloop
+
+	PCALIGN $32
+scaleloopoffset:
+	CMPQ      R8, R9
+	JG        scaletail
+	VMULPS    (DX)(R8*4), Y1, Y2
+	VMULPS    32(DX)(R8*4), Y1, Y3
+	VMULPS    64(DX)(R8*4), Y1, Y4
+	VMULPS    96(DX)(R8*4), Y1, Y5
+	TESTL     $0x00000008, job_flags+0(AX)
+	JZ        notrn25
+	VCVTPS2PH $0x00, Y2, X2
+	VCVTPH2PS X2, Y2
+	VCVTPS2PH $0x00, Y3, X3
+	VCVTPH2PS X3, Y3
+	VCVTPS2PH $0x00, Y4, X4
+	VCVTPH2PS X4, Y4
+	VCVTPS2PH $0x00, Y5, X5
+	VCVTPH2PS X5, Y5
+
+notrn25:
+	VMOVUPS     (SI)(R8*4), Y6
+	VADDPS      Y0, Y6, Y6
+	VMULPS      Y6, Y2, Y2
+	VMOVUPS     32(SI)(R8*4), Y6
+	VADDPS      Y0, Y6, Y6
+	VMULPS      Y6, Y3, Y3
+	VCVTPS2PH   $0x00, Y2, X2
+	VCVTPS2PH   $0x00, Y3, X3
+	VINSERTI128 $0x01, X3, Y2, Y2
+	VMOVDQU     Y2, (CX)(R8*2)
+	VMOVUPS     64(SI)(R8*4), Y2
+	VADDPS      Y0, Y2, Y2
+	VMULPS      Y2, Y4, Y4
+	VMOVUPS     96(SI)(R8*4), Y2
+	VADDPS      Y0, Y2, Y2
+	VMULPS      Y2, Y5, Y5
+	VCVTPS2PH   $0x00, Y4, X4
+	VCVTPS2PH   $0x00, Y5, X5
+	VINSERTI128 $0x01, X5, Y4, Y4
+	VMOVDQU     Y4, 32(CX)(R8*2)
+	ADDQ        $0x00000020, R8
+	JMP         scaleloopoffset
+
+	PCALIGN $32
+scaleloopnoweight:
+	CMPQ        R8, R9
+	JG          scaletail
+	VMULPS      (DX)(R8*4), Y1, Y2
+	VMULPS      32(DX)(R8*4), Y1, Y3
+	VMULPS      64(DX)(R8*4), Y1, Y4
+	VMULPS      96(DX)(R8*4), Y1, Y5
+	VCVTPS2PH   $0x00, Y2, X2
+	VCVTPS2PH   $0x00, Y3, X3
+	VINSERTI128 $0x01, X3, Y2, Y2
+	VMOVDQU     Y2, (CX)(R8*2)
+	VCVTPS2PH   $0x00, Y4, X4
+	VCVTPS2PH   $0x00, Y5, X5
+	VINSERTI128 $0x01, X5, Y4, Y4
+	VMOVDQU     Y4, 32(CX)(R8*2)
+	ADDQ        $0x00000020, R8
+	JMP         scaleloopnoweight
+
+scalepf:
+	MOVQ DI, R10
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows26
+	SHLQ $0x03, R10
+
+longrows26:
+	ADDQ  DX, R10
+	TESTL $0x00000001, job_flags+0(AX)
+	JNZ   scalent
+	TESTQ SI, SI
+	JZ    scalepfloopnoweight
+	TESTL $0x00000010, job_flags+0(AX)
+	JNZ   scalepfloopoffset
+
+	PCALIGN $32
+scalepfloop:
+	CMPQ       R8, R9
+	JG         scaletail
+	PREFETCHT0 (R10)(R8*4)
+	PREFETCHT0 64(R10)(R8*4)
+	VMULPS     (DX)(R8*4), Y1, Y2
+	VMULPS     32(DX)(R8*4), Y1, Y3
+	VMULPS     64(DX)(R8*4), Y1, Y4
+	VMULPS     96(DX)(R8*4), Y1, Y5
+	TESTL      $0x00000008, job_flags+0(AX)
+	JZ         notrn27
+	VCVTPS2PH  $0x00, Y2, X2
+	VCVTPH2PS  X2, Y2
+	VCVTPS2PH  $0x00, Y3, X3
+	VCVTPH2PS  X3, Y3
+	VCVTPS2PH  $0x00, Y4, X4
+	VCVTPH2PS  X4, Y4
+	VCVTPS2PH  $0x00, Y5, X5
+	VCVTPH2PS  X5, Y5
+
+notrn27:
+	VMULPS      (SI)(R8*4), Y2, Y2
+	VMULPS      32(SI)(R8*4), Y3, Y3
+	VCVTPS2PH   $0x00, Y2, X2
+	VCVTPS2PH   $0x00, Y3, X3
+	VINSERTI128 $0x01, X3, Y2, Y2
+	VMOVDQU     Y2, (CX)(R8*2)
+	VMULPS      64(SI)(R8*4), Y4, Y4
+	VMULPS      96(SI)(R8*4), Y5, Y5
+	VCVTPS2PH   $0x00, Y4, X4
+	VCVTPS2PH   $0x00, Y5, X5
+	VINSERTI128 $0x01, X5, Y4, Y4
+	VMOVDQU     Y4, 32(CX)(R8*2)
+	ADDQ        $0x00000020, R8
+	JMP         scalepfloop
+
+	PCALIGN $32
+scalepfloopoffset:
+	CMPQ       R8, R9
+	JG         scaletail
+	PREFETCHT0 (R10)(R8*4)
+	PREFETCHT0 64(R10)(R8*4)
+	VMULPS     (DX)(R8*4), Y1, Y2
+	VMULPS     32(DX)(R8*4), Y1, Y3
+	VMULPS     64(DX)(R8*4), Y1, Y4
+	VMULPS     96(DX)(R8*4), Y1, Y5
+	TESTL      $0x00000008, job_flags+0(AX)
+	JZ         notrn28
+	VCVTPS2PH  $0x00, Y2, X2
+	VCVTPH2PS  X2, Y2
+	VCVTPS2PH  $0x00, Y3, X3
+	VCVTPH2PS  X3, Y3
+	VCVTPS2PH  $0x00, Y4, X4
+	VCVTPH2PS  X4, Y4
+	VCVTPS2PH  $0x00, Y5, X5
+	VCVTPH2PS  X5, Y5
+
+notrn28:
+	VMOVUPS     (SI)(R8*4), Y6
+	VADDPS      Y0, Y6, Y6
+	VMULPS      Y6, Y2, Y2
+	VMOVUPS     32(SI)(R8*4), Y6
+	VADDPS      Y0, Y6, Y6
+	VMULPS      Y6, Y3, Y3
+	VCVTPS2PH   $0x00, Y2, X2
+	VCVTPS2PH   $0x00, Y3, X3
+	VINSERTI128 $0x01, X3, Y2, Y2
+	VMOVDQU     Y2, (CX)(R8*2)
+	VMOVUPS     64(SI)(R8*4), Y2
+	VADDPS      Y0, Y2, Y2
+	VMULPS      Y2, Y4, Y4
+	VMOVUPS     96(SI)(R8*4), Y2
+	VADDPS      Y0, Y2, Y2
+	VMULPS      Y2, Y5, Y5
+	VCVTPS2PH   $0x00, Y4, X4
+	VCVTPS2PH   $0x00, Y5, X5
+	VINSERTI128 $0x01, X5, Y4, Y4
+	VMOVDQU     Y4, 32(CX)(R8*2)
+	ADDQ        $0x00000020, R8
+	JMP         scalepfloopoffset
+
+	PCALIGN $32
+scalepfloopnoweight:
+	CMPQ        R8, R9
+	JG          scaletail
+	PREFETCHT0  (R10)(R8*4)
+	PREFETCHT0  64(R10)(R8*4)
+	VMULPS      (DX)(R8*4), Y1, Y2
+	VMULPS      32(DX)(R8*4), Y1, Y3
+	VMULPS      64(DX)(R8*4), Y1, Y4
+	VMULPS      96(DX)(R8*4), Y1, Y5
+	VCVTPS2PH   $0x00, Y2, X2
+	VCVTPS2PH   $0x00, Y3, X3
+	VINSERTI128 $0x01, X3, Y2, Y2
+	VMOVDQU     Y2, (CX)(R8*2)
+	VCVTPS2PH   $0x00, Y4, X4
+	VCVTPS2PH   $0x00, Y5, X5
+	VINSERTI128 $0x01, X5, Y4, Y4
+	VMOVDQU     Y4, 32(CX)(R8*2)
+	ADDQ        $0x00000020, R8
+	JMP         scalepfloopnoweight
+
+scalent:
+	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
+	MOVQ CX, R10
+	NEGQ R10
+	ANDQ $0x0000001f, R10
+	SHRQ $0x01, R10
+	JZ   scalentgo
+	CMPQ R10, job_d+0(AX)
+	JLE  scalehead
+	MOVQ job_d+0(AX), R10
+
+scalehead:
+	CMPQ      R10, $0x00000008
+	JB        scaleheadpart
+	VMULPS    (DX)(R8*4), Y1, Y2
+	TESTL     $0x00000008, job_flags+0(AX)
+	JZ        notrn29
+	VCVTPS2PH $0x00, Y2, X2
+	VCVTPH2PS X2, Y2
+
+notrn29:
+	TESTQ   SI, SI
+	JZ      noweight30
+	VMOVUPS (SI)(R8*4), Y3
+	VADDPS  Y0, Y3, Y3
+	VMULPS  Y3, Y2, Y2
+
+noweight30:
+	VCVTPS2PH $0x00, Y2, (CX)(R8*2)
+	ADDQ      $0x00000008, R8
+	SUBQ      $0x00000008, R10
+	JZ        scalentgo
+
+scaleheadpart:
+	JMP partout
+
+scalentgo:
+	MOVQ DI, R10
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows31
+	SHLQ $0x03, R10
+
+longrows31:
+	ADDQ DX, R10
+	MOVL job_flags+0(AX), R11
+
+	PCALIGN $32
+scalentloop:
+	CMPQ       R8, R9
+	JG         scaletail
+	PREFETCHT0 (R10)(R8*4)
+	PREFETCHT0 64(R10)(R8*4)
+	VMULPS     (DX)(R8*4), Y1, Y2
+	VMULPS     32(DX)(R8*4), Y1, Y3
+	VMULPS     64(DX)(R8*4), Y1, Y4
+	VMULPS     96(DX)(R8*4), Y1, Y5
+	TESTL      $0x00000008, job_flags+0(AX)
+	JZ         notrn32
+	VCVTPS2PH  $0x00, Y2, X2
+	VCVTPH2PS  X2, Y2
+	VCVTPS2PH  $0x00, Y3, X3
+	VCVTPH2PS  X3, Y3
+	VCVTPS2PH  $0x00, Y4, X4
+	VCVTPH2PS  X4, Y4
+	VCVTPS2PH  $0x00, Y5, X5
+	VCVTPH2PS  X5, Y5
+
+notrn32:
+	TESTQ  SI, SI
+	JZ     weighed34
+	TESTL  $0x00000010, R11
+	JNZ    offset33
+	VMULPS (SI)(R8*4), Y2, Y2
+	VMULPS 32(SI)(R8*4), Y3, Y3
+	VMULPS 64(SI)(R8*4), Y4, Y4
+	VMULPS 96(SI)(R8*4), Y5, Y5
+
+weighed34:
+	VCVTPS2PH   $0x00, Y2, X2
+	VCVTPS2PH   $0x00, Y3, X3
+	VINSERTI128 $0x01, X3, Y2, Y2
+	VMOVNTDQ    Y2, (CX)(R8*2)
+	VCVTPS2PH   $0x00, Y4, X4
+	VCVTPS2PH   $0x00, Y5, X5
+	VINSERTI128 $0x01, X5, Y4, Y4
+	VMOVNTDQ    Y4, 32(CX)(R8*2)
+	ADDQ        $0x00000020, R8
+	JMP         scalentloop
+
+offset33:
+	VMOVUPS (SI)(R8*4), Y6
+	VADDPS  Y0, Y6, Y6
+	VMULPS  Y6, Y2, Y2
+	VMOVUPS 32(SI)(R8*4), Y6
+	VADDPS  Y0, Y6, Y6
+	VMULPS  Y6, Y3, Y3
+	VMOVUPS 64(SI)(R8*4), Y6
+	VADDPS  Y0, Y6, Y6
+	VMULPS  Y6, Y4, Y4
+	VMOVUPS 96(SI)(R8*4), Y6
+	VADDPS  Y0, Y6, Y6
+	VMULPS  Y6, Y5, Y5
+	JMP     weighed34
+
+scaletail:
+	ADDQ $0x00000018, R9
+
+scaleone:
+	CMPQ      R8, R9
+	JG        scalepart
+	VMULPS    (DX)(R8*4), Y1, Y2
+	TESTL     $0x00000008, job_flags+0(AX)
+	JZ        notrn35
+	VCVTPS2PH $0x00, Y2, X2
+	VCVTPH2PS X2, Y2
+
+notrn35:
+	TESTQ   SI, SI
+	JZ      noweight36
+	VMOVUPS (SI)(R8*4), Y3
+	VADDPS  Y0, Y3, Y3
+	VMULPS  Y3, Y2, Y2
+
+noweight36:
+	VCVTPS2PH $0x00, Y2, (CX)(R8*2)
+	ADDQ      $0x00000008, R8
+	JMP       scaleone
+
+scalepart:
+	MOVQ job_d+0(AX), R10
+	SUBQ R8, R10
+	JZ   scaled
+
+	// The last n < lanes elements, or the first n of a non-temporal row (i + n < d: back to its loop).
+partout:
+	LEAQ (DX)(R8*4), R11
+	LEAQ 128(SP), R12
+	MOVQ R10, R14
+	XORQ R13, R13
+	SUBQ $0x00000008, R14
+
+copyvec37:
+	CMPQ    R13, R14
+	JG      copyone38
+	VMOVUPS (R11)(R13*4), Y2
+	VMOVUPS Y2, (R12)(R13*4)
+	ADDQ    $0x00000008, R13
+	JMP     copyvec37
+
+copyone38:
+	ADDQ $0x00000008, R14
+
+copyloop40:
+	CMPQ R13, R14
+	JGE  copied39
+	MOVL (R11)(R13*4), R15
+	MOVL R15, (R12)(R13*4)
+	INCQ R13
+	JMP  copyloop40
+
+copied39:
+	TESTQ SI, SI
+	JZ    nowcopy41
+	LEAQ  (SI)(R8*4), R11
+	LEAQ  160(SP), R12
+	MOVQ  R10, R14
+	XORQ  R13, R13
+	SUBQ  $0x00000008, R14
+
+copyvec42:
+	CMPQ    R13, R14
+	JG      copyone43
+	VMOVUPS (R11)(R13*4), Y2
+	VMOVUPS Y2, (R12)(R13*4)
+	ADDQ    $0x00000008, R13
+	JMP     copyvec42
+
+copyone43:
+	ADDQ $0x00000008, R14
+
+copyloop45:
+	CMPQ R13, R14
+	JGE  copied44
+	MOVL (R11)(R13*4), R15
+	MOVL R15, (R12)(R13*4)
+	INCQ R13
+	JMP  copyloop45
+
+copied44:
+nowcopy41:
+	VMOVUPS   128(SP), Y2
+	VMULPS    Y2, Y1, Y2
+	TESTL     $0x00000008, job_flags+0(AX)
+	JZ        notrn46
+	VCVTPS2PH $0x00, Y2, X2
+	VCVTPH2PS X2, Y2
+
+notrn46:
+	TESTQ   SI, SI
+	JZ      noweight47
+	VMOVUPS 160(SP), Y3
+	VADDPS  Y0, Y3, Y3
+	VMULPS  Y3, Y2, Y2
+
+noweight47:
+	VCVTPS2PH $0x00, Y2, 192(SP)
+	LEAQ      192(SP), R12
+	LEAQ      (CX)(R8*2), R11
+	MOVQ      R10, R14
+	XORQ      R13, R13
+	SUBQ      $0x00000010, R14
+
+copyvec48:
+	CMPQ    R13, R14
+	JG      copyone49
+	VMOVUPS (R12)(R13*2), Y2
+	VMOVUPS Y2, (R11)(R13*2)
+	ADDQ    $0x00000010, R13
+	JMP     copyvec48
+
+copyone49:
+	ADDQ $0x00000010, R14
+
+copyloop51:
+	CMPQ R13, R14
+	JGE  copied50
+	MOVW (R12)(R13*2), R15
+	MOVW R15, (R11)(R13*2)
+	INCQ R13
+	JMP  copyloop51
+
+copied50:
+	ADDQ R10, R8
+	CMPQ R8, job_d+0(AX)
+	JB   scalentgo
+
+scaled:
+	ADDQ DI, DX
+	ADDQ 664(SP), CX
+	ADDQ DI, BX
+	INCQ 656(SP)
+	MOVQ 688(SP), R8
+	INCQ R8
+	MOVQ R8, 688(SP)
+	CMPQ R8, 680(SP)
+	JB   scalerow
+	JMP  row
+
+ret:
+	TESTL $0x00000001, job_flags+0(AX)
+	JZ    vzero
+	SFENCE
+
+vzero:
+	VZEROUPPER
+	MOVQ 656(SP), AX
 	MOVQ AX, ret+24(FP)
 	RET
 
@@ -10719,7 +15585,7 @@ vzero:
 
 // func avx512bf16ForwardBF16(j uintptr, from int, to int) int
 // Requires: AVX, AVX512BF16, AVX512BW, AVX512DQ, AVX512F, MMX+
-TEXT ·avx512bf16ForwardBF16(SB), NOSPLIT, $376-32
+TEXT ·avx512bf16ForwardBF16(SB), NOSPLIT, $384-32
 	// avx512bf16ForwardBF16 normalizes rows [from, to) of the job: BF16 rows: y = round16((x*inv)*w), round16((x*inv)*(1+w)) with flagOffset, or round16(x*inv) with w nil (with flagRN and a weight, round16(x*inv) in place of (x*inv)), for each row; with res, h = round16(x + res) and res = h per element first, and h in place of x.
 	// It stops before the first row that needs the float64 path and returns that row's index, or to.
 	MOVQ  j+0(FP), AX
@@ -10734,6 +15600,9 @@ rowsset:
 	MOVQ         job_w+0(AX), SI
 	MOVQ         job_stride+0(AX), DI
 	SHLQ         $0x01, DI
+	MOVQ         job_dstStride+0(AX), R8
+	SHLQ         $0x01, R8
+	MOVQ         R8, 328(SP)
 	VMOVDQU64    oddwords<>+0(SB), Z2
 	VPBROADCASTD avx512bfone<>+0(SB), Z0
 	VPBROADCASTD avx512bfbias<>+0(SB), Z1
@@ -10746,7 +15615,7 @@ rowsset:
 	MOVQ       job_d+0(AX), R8
 	VMOVSS     one<>+0(SB), X5
 	VCVTSI2SSQ R8, X5, X5
-	VMOVSS     X5, 368(SP)
+	VMOVSS     X5, 376(SP)
 	XORL       R10, R10
 	LEAQ       -1(R8), R9
 	TESTQ      R8, R9
@@ -10757,7 +15626,7 @@ rowsset:
 	SHLL       $0x17, R10
 
 notpow2:
-	MOVL         R10, 372(SP)
+	MOVL         R10, 380(SP)
 	VBROADCASTSS one<>+0(SB), Z5
 	TESTL        $0x00000010, job_flags+0(AX)
 	JNZ          weightadd1
@@ -10767,9 +15636,11 @@ weightadd1:
 	// Start at row from.
 	MOVQ  from+8(FP), R8
 	MOVQ  R8, 320(SP)
-	MOVQ  $0x00000000, 328(SP)
+	MOVQ  $0x00000000, 336(SP)
+	MOVQ  R8, R9
+	IMULQ 328(SP), R9
+	ADDQ  R9, CX
 	IMULQ DI, R8
-	ADDQ  R8, CX
 	ADDQ  R8, DX
 	ADDQ  R8, BX
 
@@ -10777,12 +15648,12 @@ row:
 	MOVQ 320(SP), R8
 	CMPQ R8, to+16(FP)
 	JAE  ret
-	MOVQ $0x00000001, 336(SP)
+	MOVQ $0x00000001, 344(SP)
 	CMPQ job_res+0(AX), $0x00
 	JNE  addsum
-	CMPQ 328(SP), $0x00
+	CMPQ 336(SP), $0x00
 	JE   trygroup
-	DECQ 328(SP)
+	DECQ 336(SP)
 	JMP  sum
 
 trygroup:
@@ -10792,7 +15663,7 @@ trygroup:
 	SUBQ 320(SP), R8
 	CMPQ R8, $0x04
 	JB   sum
-	MOVQ $0x00000004, 336(SP)
+	MOVQ $0x00000004, 344(SP)
 
 sum:
 	MOVQ DX, R8
@@ -10923,7 +15794,7 @@ summed:
 	VADDPS  Z8, Z6, Z6
 	VADDPS  Z9, Z7, Z7
 	VADDPS  Z7, Z6, Z6
-	CMPQ    336(SP), $0x01
+	CMPQ    344(SP), $0x01
 	JE      invone
 	VMOVUPS Z6, (SP)(R9*1)
 	ADDQ    DI, R8
@@ -11173,13 +16044,13 @@ invone:
 	VADDPS     Z7, Z6, Z6
 
 	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
-	CMPL   372(SP), $0x00
+	CMPL   380(SP), $0x00
 	JE     divide20
-	VMULSS 372(SP), X6, X6
+	VMULSS 380(SP), X6, X6
 	JMP    divided21
 
 divide20:
-	VDIVSS 368(SP), X6, X6
+	VDIVSS 376(SP), X6, X6
 
 divided21:
 	VADDSS   job_eps+0(AX), X6, X6
@@ -11223,14 +16094,14 @@ invgroup:
 	VCOMPRESSPS.Z Z7, K2, Z6
 
 	// t = ss/d + eps for the four rows; any t outside [2^-100, MaxFloat32] sends the group to the one-row path.
-	CMPL         372(SP), $0x00
+	CMPL         380(SP), $0x00
 	JE           divide22
-	VBROADCASTSS 372(SP), Z7
+	VBROADCASTSS 380(SP), Z7
 	VMULPS       Z7, Z6, Z6
 	JMP          divided23
 
 divide22:
-	VBROADCASTSS 368(SP), Z7
+	VBROADCASTSS 376(SP), Z7
 	VDIVPS       Z7, Z6, Z6
 
 divided23:
@@ -11245,7 +16116,7 @@ divided23:
 	KMOVW        K2, R8
 	CMPL         R8, $0x0f
 	JE           ginrange
-	MOVQ         $0x00000004, 328(SP)
+	MOVQ         $0x00000004, 336(SP)
 	JMP          row
 
 ginrange:
@@ -11264,13 +16135,13 @@ ginrange:
 
 scale:
 	VBROADCASTSS X11, Z6
-	MOVQ         $0x00000000, 344(SP)
-	CMPQ         336(SP), $0x01
+	MOVQ         $0x00000000, 352(SP)
+	CMPQ         344(SP), $0x01
 	JE           scalebody
 	VMOVUPS      Z11, 256(SP)
 
 scalerow:
-	MOVQ         344(SP), R8
+	MOVQ         352(SP), R8
 	VBROADCASTSS 256(SP)(R8*4), Z6
 
 scalebody:
@@ -11692,13 +16563,13 @@ bf16fixed82:
 
 scaled:
 	ADDQ DI, DX
-	ADDQ DI, CX
+	ADDQ 328(SP), CX
 	ADDQ DI, BX
 	INCQ 320(SP)
-	MOVQ 344(SP), R8
+	MOVQ 352(SP), R8
 	INCQ R8
-	MOVQ R8, 344(SP)
-	CMPQ R8, 336(SP)
+	MOVQ R8, 352(SP)
+	CMPQ R8, 344(SP)
 	JB   scalerow
 	JMP  row
 
@@ -12101,6 +16972,1523 @@ bf16fix81:
 	VPERMT2W     Z8, Z2, Z8
 	JMP          bf16fixed82
 
+// func avx512bf16ForwardToBF16(j uintptr, from int, to int) int
+// Requires: AVX, AVX512BF16, AVX512BW, AVX512DQ, AVX512F, MMX+
+TEXT ·avx512bf16ForwardToBF16(SB), NOSPLIT, $384-32
+	// avx512bf16ForwardToBF16 normalizes rows [from, to) of the job: float32 rows into BF16 rows: y = round16((x*inv)*w), round16((x*inv)*(1+w)) with flagOffset, or round16(x*inv) with w nil (with flagRN and a weight, round16(x*inv) in place of (x*inv)), for each row; with res, h = x + res and res = h per element first, and h in place of x.
+	// It stops before the first row that needs the float64 path and returns that row's index, or to.
+	MOVQ  j+0(FP), AX
+	MOVQ  job_dst+0(AX), CX
+	MOVQ  job_x+0(AX), DX
+	MOVQ  job_res+0(AX), BX
+	TESTQ BX, BX
+	JZ    rowsset
+	XCHGQ DX, BX
+
+rowsset:
+	MOVQ         job_w+0(AX), SI
+	MOVQ         job_stride+0(AX), DI
+	SHLQ         $0x02, DI
+	MOVQ         job_dstStride+0(AX), R8
+	SHLQ         $0x01, R8
+	MOVQ         R8, 328(SP)
+	VMOVDQU64    oddwords<>+0(SB), Z2
+	VPBROADCASTD avx512bfone<>+0(SB), Z0
+	VPBROADCASTD avx512bfbias<>+0(SB), Z1
+	VMOVDQU64    widelo<>+0(SB), Z3
+	VMOVDQU64    widehi<>+0(SB), Z4
+	MOVL         $0xaaaaaaaa, R8
+	KMOVD        R8, K1
+
+	// fd = float32(d); rd = 1/d when d is a power of two (a/d is then a*rd exactly), else 0.
+	MOVQ       job_d+0(AX), R8
+	VMOVSS     one<>+0(SB), X5
+	VCVTSI2SSQ R8, X5, X5
+	VMOVSS     X5, 376(SP)
+	XORL       R10, R10
+	LEAQ       -1(R8), R9
+	TESTQ      R8, R9
+	JNZ        notpow2
+	BSFQ       R8, R9
+	MOVL       $0x0000007f, R10
+	SUBL       R9, R10
+	SHLL       $0x17, R10
+
+notpow2:
+	MOVL         R10, 380(SP)
+	VBROADCASTSS one<>+0(SB), Z5
+	TESTL        $0x00000010, job_flags+0(AX)
+	JNZ          weightadd1
+	VBROADCASTSS negzero<>+0(SB), Z5
+
+weightadd1:
+	// Start at row from.
+	MOVQ  from+8(FP), R8
+	MOVQ  R8, 320(SP)
+	MOVQ  $0x00000000, 336(SP)
+	MOVQ  R8, R9
+	IMULQ 328(SP), R9
+	ADDQ  R9, CX
+	IMULQ DI, R8
+	ADDQ  R8, DX
+	ADDQ  R8, BX
+
+row:
+	MOVQ 320(SP), R8
+	CMPQ R8, to+16(FP)
+	JAE  ret
+	MOVQ $0x00000001, 344(SP)
+	CMPQ job_res+0(AX), $0x00
+	JNE  addsum
+	CMPQ 336(SP), $0x00
+	JE   trygroup
+	DECQ 336(SP)
+	JMP  sum
+
+trygroup:
+	CMPQ job_d+0(AX), $0x00000200
+	JA   sum
+	MOVQ to+16(FP), R8
+	SUBQ 320(SP), R8
+	CMPQ R8, $0x04
+	JB   sum
+	MOVQ $0x00000004, 344(SP)
+
+sum:
+	MOVQ DX, R8
+	XORQ R9, R9
+
+sumrow:
+	// Sum of squares: element i goes to partial i%64.
+	MOVQ    job_d+0(AX), R11
+	SUBQ    $0x00000040, R11
+	JGE     firstblock
+	VMOVUPS zero64<>+0(SB), Z6
+	VMOVUPS zero64<>+0(SB), Z7
+	VMOVUPS zero64<>+0(SB), Z8
+	VMOVUPS zero64<>+0(SB), Z9
+	XORQ    R10, R10
+	JMP     sumtail
+
+firstblock:
+	// +0 + square is the square itself: the first block initializes the partials.
+	XORQ    R10, R10
+	VMOVUPS (R8)(R10*4), Z6
+	VMULPS  Z6, Z6, Z6
+	VMOVUPS 64(R8)(R10*4), Z7
+	VMULPS  Z7, Z7, Z7
+	VMOVUPS 128(R8)(R10*4), Z8
+	VMULPS  Z8, Z8, Z8
+	VMOVUPS 192(R8)(R10*4), Z9
+	VMULPS  Z9, Z9, Z9
+	MOVQ    $0x00000040, R10
+	TESTL   $0x00000002, job_flags+0(AX)
+	JNZ     sumpf
+
+	PCALIGN $32
+sumloop:
+	CMPQ    R10, R11
+	JG      sumtail
+	VMOVUPS (R8)(R10*4), Z10
+	VMULPS  Z10, Z10, Z10
+	VADDPS  Z10, Z6, Z6
+	VMOVUPS 64(R8)(R10*4), Z10
+	VMULPS  Z10, Z10, Z10
+	VADDPS  Z10, Z7, Z7
+	VMOVUPS 128(R8)(R10*4), Z10
+	VMULPS  Z10, Z10, Z10
+	VADDPS  Z10, Z8, Z8
+	VMOVUPS 192(R8)(R10*4), Z10
+	VMULPS  Z10, Z10, Z10
+	VADDPS  Z10, Z9, Z9
+	ADDQ    $0x00000040, R10
+	JMP     sumloop
+
+	// The same, prefetching the rows ahead.
+sumpf:
+	MOVQ DI, R12
+	SHLQ $0x01, R12
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows2
+	SHLQ $0x03, R12
+
+longrows2:
+	ADDQ R8, R12
+
+	PCALIGN $32
+sumpfloop:
+	CMPQ       R10, R11
+	JG         sumtail
+	PREFETCHT0 (R12)(R10*4)
+	PREFETCHT0 64(R12)(R10*4)
+	PREFETCHT0 128(R12)(R10*4)
+	PREFETCHT0 192(R12)(R10*4)
+	VMOVUPS    (R8)(R10*4), Z10
+	VMULPS     Z10, Z10, Z10
+	VADDPS     Z10, Z6, Z6
+	VMOVUPS    64(R8)(R10*4), Z10
+	VMULPS     Z10, Z10, Z10
+	VADDPS     Z10, Z7, Z7
+	VMOVUPS    128(R8)(R10*4), Z10
+	VMULPS     Z10, Z10, Z10
+	VADDPS     Z10, Z8, Z8
+	VMOVUPS    192(R8)(R10*4), Z10
+	VMULPS     Z10, Z10, Z10
+	VADDPS     Z10, Z9, Z9
+	ADDQ       $0x00000040, R10
+	JMP        sumpfloop
+
+sumtail:
+	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
+	MOVQ job_d+0(AX), R11
+	SUBQ R10, R11
+	JZ   summed
+	LEAQ kmask<>+0(SB), R12
+	MOVQ R11, R13
+	CMPQ R13, $0x00000010
+	JLE  tailmask0
+	MOVQ $0x00000010, R13
+
+tailmask0:
+	KMOVW     (R12)(R13*2), K2
+	VMOVUPS.Z (R8)(R10*4), K2, Z10
+	VMULPS    Z10, Z10, Z10
+	VADDPS    Z10, Z6, Z6
+	MOVQ      R11, R13
+	SUBQ      $0x00000010, R13
+	JLE       summed
+	CMPQ      R13, $0x00000010
+	JLE       tailmask1
+	MOVQ      $0x00000010, R13
+
+tailmask1:
+	KMOVW     (R12)(R13*2), K2
+	VMOVUPS.Z 64(R8)(R10*4), K2, Z10
+	VMULPS    Z10, Z10, Z10
+	VADDPS    Z10, Z7, Z7
+	MOVQ      R11, R13
+	SUBQ      $0x00000020, R13
+	JLE       summed
+	CMPQ      R13, $0x00000010
+	JLE       tailmask2
+	MOVQ      $0x00000010, R13
+
+tailmask2:
+	KMOVW     (R12)(R13*2), K2
+	VMOVUPS.Z 128(R8)(R10*4), K2, Z10
+	VMULPS    Z10, Z10, Z10
+	VADDPS    Z10, Z8, Z8
+	SUBQ      $0x00000030, R11
+	JLE       summed
+	CMPQ      R11, $0x00000010
+	JLE       tailmask3
+	MOVQ      $0x00000010, R11
+
+tailmask3:
+	KMOVW     (R12)(R11*2), K2
+	VMOVUPS.Z 192(R8)(R10*4), K2, Z10
+	VMULPS    Z10, Z10, Z10
+	VADDPS    Z10, Z9, Z9
+
+summed:
+	VADDPS  Z8, Z6, Z6
+	VADDPS  Z9, Z7, Z7
+	VADDPS  Z7, Z6, Z6
+	CMPQ    344(SP), $0x01
+	JE      invone
+	VMOVUPS Z6, (SP)(R9*1)
+	ADDQ    DI, R8
+	ADDQ    $0x00000040, R9
+	CMPQ    R9, $0x00000100
+	JB      sumrow
+	JMP     invgroup
+
+addsum:
+	MOVQ BX, R8
+	MOVQ DX, R9
+
+	// Sum of squares: element i goes to partial i%64.
+	MOVQ    job_d+0(AX), R11
+	SUBQ    $0x00000040, R11
+	JGE     addfirstblock
+	VMOVUPS zero64<>+0(SB), Z6
+	VMOVUPS zero64<>+0(SB), Z7
+	VMOVUPS zero64<>+0(SB), Z8
+	VMOVUPS zero64<>+0(SB), Z9
+	XORQ    R10, R10
+	JMP     addsumtail
+
+addfirstblock:
+	// +0 + square is the square itself: the first block initializes the partials.
+	XORQ    R10, R10
+	VMOVUPS (R8)(R10*4), Z6
+	VADDPS  (R9)(R10*4), Z6, Z6
+	VMOVUPS Z6, (R9)(R10*4)
+	VMULPS  Z6, Z6, Z6
+	VMOVUPS 64(R8)(R10*4), Z7
+	VADDPS  64(R9)(R10*4), Z7, Z7
+	VMOVUPS Z7, 64(R9)(R10*4)
+	VMULPS  Z7, Z7, Z7
+	VMOVUPS 128(R8)(R10*4), Z8
+	VADDPS  128(R9)(R10*4), Z8, Z8
+	VMOVUPS Z8, 128(R9)(R10*4)
+	VMULPS  Z8, Z8, Z8
+	VMOVUPS 192(R8)(R10*4), Z9
+	VADDPS  192(R9)(R10*4), Z9, Z9
+	VMOVUPS Z9, 192(R9)(R10*4)
+	VMULPS  Z9, Z9, Z9
+	MOVQ    $0x00000040, R10
+	TESTL   $0x00000002, job_flags+0(AX)
+	JNZ     addsumpf
+
+	PCALIGN $32
+addsumloop:
+	CMPQ    R10, R11
+	JG      addsumtail
+	VMOVUPS (R8)(R10*4), Z10
+	VADDPS  (R9)(R10*4), Z10, Z10
+	VMOVUPS Z10, (R9)(R10*4)
+	VMULPS  Z10, Z10, Z10
+	VADDPS  Z10, Z6, Z6
+	VMOVUPS 64(R8)(R10*4), Z10
+	VADDPS  64(R9)(R10*4), Z10, Z10
+	VMOVUPS Z10, 64(R9)(R10*4)
+	VMULPS  Z10, Z10, Z10
+	VADDPS  Z10, Z7, Z7
+	VMOVUPS 128(R8)(R10*4), Z10
+	VADDPS  128(R9)(R10*4), Z10, Z10
+	VMOVUPS Z10, 128(R9)(R10*4)
+	VMULPS  Z10, Z10, Z10
+	VADDPS  Z10, Z8, Z8
+	VMOVUPS 192(R8)(R10*4), Z10
+	VADDPS  192(R9)(R10*4), Z10, Z10
+	VMOVUPS Z10, 192(R9)(R10*4)
+	VMULPS  Z10, Z10, Z10
+	VADDPS  Z10, Z9, Z9
+	ADDQ    $0x00000040, R10
+	JMP     addsumloop
+
+	// The same, prefetching the rows ahead.
+addsumpf:
+	MOVQ DI, R12
+	SHLQ $0x01, R12
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows3
+	SHLQ $0x03, R12
+
+longrows3:
+	ADDQ R8, R12
+
+	PCALIGN $32
+addsumpfloop:
+	CMPQ       R10, R11
+	JG         addsumtail
+	PREFETCHT0 (R12)(R10*4)
+	PREFETCHT0 64(R12)(R10*4)
+	PREFETCHT0 128(R12)(R10*4)
+	PREFETCHT0 192(R12)(R10*4)
+	VMOVUPS    (R8)(R10*4), Z10
+	VADDPS     (R9)(R10*4), Z10, Z10
+	VMOVUPS    Z10, (R9)(R10*4)
+	VMULPS     Z10, Z10, Z10
+	VADDPS     Z10, Z6, Z6
+	VMOVUPS    64(R8)(R10*4), Z10
+	VADDPS     64(R9)(R10*4), Z10, Z10
+	VMOVUPS    Z10, 64(R9)(R10*4)
+	VMULPS     Z10, Z10, Z10
+	VADDPS     Z10, Z7, Z7
+	VMOVUPS    128(R8)(R10*4), Z10
+	VADDPS     128(R9)(R10*4), Z10, Z10
+	VMOVUPS    Z10, 128(R9)(R10*4)
+	VMULPS     Z10, Z10, Z10
+	VADDPS     Z10, Z8, Z8
+	VMOVUPS    192(R8)(R10*4), Z10
+	VADDPS     192(R9)(R10*4), Z10, Z10
+	VMOVUPS    Z10, 192(R9)(R10*4)
+	VMULPS     Z10, Z10, Z10
+	VADDPS     Z10, Z9, Z9
+	ADDQ       $0x00000040, R10
+	JMP        addsumpfloop
+
+addsumtail:
+	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
+	MOVQ job_d+0(AX), R11
+	SUBQ R10, R11
+	JZ   addsummed
+	LEAQ kmask<>+0(SB), R12
+	MOVQ R11, R13
+	CMPQ R13, $0x00000010
+	JLE  addtailmask0
+	MOVQ $0x00000010, R13
+
+addtailmask0:
+	KMOVW     (R12)(R13*2), K2
+	VMOVUPS.Z (R8)(R10*4), K2, Z10
+	VMOVUPS.Z (R9)(R10*4), K2, Z12
+	VADDPS    Z12, Z10, Z10
+	VMOVUPS   Z10, K2, (R9)(R10*4)
+	VMULPS    Z10, Z10, Z10
+	VADDPS    Z10, Z6, Z6
+	MOVQ      R11, R13
+	SUBQ      $0x00000010, R13
+	JLE       addsummed
+	CMPQ      R13, $0x00000010
+	JLE       addtailmask1
+	MOVQ      $0x00000010, R13
+
+addtailmask1:
+	KMOVW     (R12)(R13*2), K2
+	VMOVUPS.Z 64(R8)(R10*4), K2, Z10
+	VMOVUPS.Z 64(R9)(R10*4), K2, Z12
+	VADDPS    Z12, Z10, Z10
+	VMOVUPS   Z10, K2, 64(R9)(R10*4)
+	VMULPS    Z10, Z10, Z10
+	VADDPS    Z10, Z7, Z7
+	MOVQ      R11, R13
+	SUBQ      $0x00000020, R13
+	JLE       addsummed
+	CMPQ      R13, $0x00000010
+	JLE       addtailmask2
+	MOVQ      $0x00000010, R13
+
+addtailmask2:
+	KMOVW     (R12)(R13*2), K2
+	VMOVUPS.Z 128(R8)(R10*4), K2, Z10
+	VMOVUPS.Z 128(R9)(R10*4), K2, Z12
+	VADDPS    Z12, Z10, Z10
+	VMOVUPS   Z10, K2, 128(R9)(R10*4)
+	VMULPS    Z10, Z10, Z10
+	VADDPS    Z10, Z8, Z8
+	SUBQ      $0x00000030, R11
+	JLE       addsummed
+	CMPQ      R11, $0x00000010
+	JLE       addtailmask3
+	MOVQ      $0x00000010, R11
+
+addtailmask3:
+	KMOVW     (R12)(R11*2), K2
+	VMOVUPS.Z 192(R8)(R10*4), K2, Z10
+	VMOVUPS.Z 192(R9)(R10*4), K2, Z12
+	VADDPS    Z12, Z10, Z10
+	VMOVUPS   Z10, K2, 192(R9)(R10*4)
+	VMULPS    Z10, Z10, Z10
+	VADDPS    Z10, Z9, Z9
+
+addsummed:
+	VADDPS Z8, Z6, Z6
+	VADDPS Z9, Z7, Z7
+	VADDPS Z7, Z6, Z6
+
+invone:
+	// Halving tree: p[j] += p[j+h] for the remaining h, down to ss.
+	VSHUFF64X2 $0xee, Z6, Z6, Z7
+	VADDPS     Z7, Z6, Z6
+	VSHUFF32X4 $0x01, Z6, Z6, Z7
+	VADDPS     Z7, Z6, Z6
+	VPERMILPS  $0x4e, Z6, Z7
+	VADDPS     Z7, Z6, Z6
+	VPERMILPS  $0xb1, Z6, Z7
+	VADDPS     Z7, Z6, Z6
+
+	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
+	CMPL   380(SP), $0x00
+	JE     divide4
+	VMULSS 380(SP), X6, X6
+	JMP    divided5
+
+divide4:
+	VDIVSS 376(SP), X6, X6
+
+divided5:
+	VADDSS   job_eps+0(AX), X6, X6
+	VUCOMISS tlo<>+0(SB), X6
+	JCS      ret
+	VUCOMISS tmax<>+0(SB), X6
+	JHI      ret
+	VSQRTSS  X6, X6, X6
+	VMOVSS   one<>+0(SB), X11
+	VDIVSS   X6, X11, X11
+
+	// Report 1/rms if asked.
+	MOVQ   job_inv+0(AX), R8
+	TESTQ  R8, R8
+	JZ     scale
+	MOVQ   320(SP), R9
+	VMOVSS X11, (R8)(R9*4)
+	JMP    scale
+
+invgroup:
+	// The rest of the halving tree, four rows at once.
+	VMOVUPS       (SP), Z6
+	VMOVUPS       64(SP), Z7
+	VMOVUPS       128(SP), Z8
+	VMOVUPS       192(SP), Z9
+	VSHUFF64X2    $0x44, Z7, Z6, Z10
+	VSHUFF64X2    $0xee, Z7, Z6, Z6
+	VADDPS        Z6, Z10, Z10
+	VSHUFF64X2    $0x44, Z9, Z8, Z6
+	VSHUFF64X2    $0xee, Z9, Z8, Z7
+	VADDPS        Z7, Z6, Z6
+	VSHUFF32X4    $0x88, Z6, Z10, Z7
+	VSHUFF32X4    $0xdd, Z6, Z10, Z6
+	VADDPS        Z6, Z7, Z7
+	VPERMILPS     $0x4e, Z7, Z6
+	VADDPS        Z6, Z7, Z7
+	VPERMILPS     $0xb1, Z7, Z6
+	VADDPS        Z6, Z7, Z7
+	MOVL          $0x00001111, R8
+	KMOVW         R8, K2
+	VCOMPRESSPS.Z Z7, K2, Z6
+
+	// t = ss/d + eps for the four rows; any t outside [2^-100, MaxFloat32] sends the group to the one-row path.
+	CMPL         380(SP), $0x00
+	JE           divide6
+	VBROADCASTSS 380(SP), Z7
+	VMULPS       Z7, Z6, Z6
+	JMP          divided7
+
+divide6:
+	VBROADCASTSS 376(SP), Z7
+	VDIVPS       Z7, Z6, Z6
+
+divided7:
+	VBROADCASTSS job_eps+0(AX), Z7
+	VADDPS       Z7, Z6, Z6
+	MOVL         $0x0000000f, R8
+	KMOVW        R8, K2
+	VBROADCASTSS tlo<>+0(SB), Z7
+	VBROADCASTSS tmax<>+0(SB), Z8
+	VCMPPS       $0x1d, Z7, Z6, K2, K2
+	VCMPPS       $0x12, Z8, Z6, K2, K2
+	KMOVW        K2, R8
+	CMPL         R8, $0x0f
+	JE           ginrange
+	MOVQ         $0x00000004, 336(SP)
+	JMP          row
+
+ginrange:
+	VSQRTPS      Z6, Z6
+	VBROADCASTSS one<>+0(SB), Z11
+	VDIVPS       Z6, Z11, Z11
+
+	// Report 1/rms if asked.
+	MOVQ    job_inv+0(AX), R8
+	TESTQ   R8, R8
+	JZ      scale
+	MOVQ    320(SP), R9
+	MOVL    $0x0000000f, R10
+	KMOVW   R10, K2
+	VMOVUPS Z11, K2, (R8)(R9*4)
+
+scale:
+	VBROADCASTSS X11, Z6
+	MOVQ         $0x00000000, 352(SP)
+	CMPQ         344(SP), $0x01
+	JE           scalebody
+	VMOVUPS      Z11, 256(SP)
+
+scalerow:
+	MOVQ         352(SP), R8
+	VBROADCASTSS 256(SP)(R8*4), Z6
+
+scalebody:
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ  R8, R8
+	MOVQ  job_d+0(AX), R9
+	SUBQ  $0x00000040, R9
+	TESTL $0x00000002, job_flags+0(AX)
+	JNZ   scalepf
+	TESTQ SI, SI
+	JZ    scaleloopnoweight
+	TESTL $0x00000010, job_flags+0(AX)
+	JNZ   scaleloopoffset
+
+	PCALIGN $32
+scaleloop:
+	CMPQ           R8, R9
+	JG             scaletail
+	VMULPS         (DX)(R8*4), Z6, Z7
+	VMULPS         64(DX)(R8*4), Z6, Z8
+	VMULPS         128(DX)(R8*4), Z6, Z9
+	VMULPS         192(DX)(R8*4), Z6, Z10
+	TESTL          $0x00000008, job_flags+0(AX)
+	JZ             notrn8
+	VFPCLASSPSZ    $0xa1, Z7, K2
+	VFPCLASSPSZ    $0xa1, Z8, K3
+	KORTESTW       K3, K2
+	JNZ            bf16fix9
+	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xe7 // VCVTNE2PS2BF16 Z7, Z8, Z12
+
+bf16fixed10:
+	VPERMW.Z       Z12, Z3, K1, Z7
+	VPERMW.Z       Z12, Z4, K1, Z8
+	VFPCLASSPSZ    $0xa1, Z9, K2
+	VFPCLASSPSZ    $0xa1, Z10, K3
+	KORTESTW       K3, K2
+	JNZ            bf16fix11
+	BYTE $0x62; BYTE $0x52; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xe1 // VCVTNE2PS2BF16 Z9, Z10, Z12
+
+bf16fixed12:
+	VPERMW.Z Z12, Z3, K1, Z9
+	VPERMW.Z Z12, Z4, K1, Z10
+
+notrn8:
+	VMULPS         (SI)(R8*4), Z7, Z7
+	VMULPS         64(SI)(R8*4), Z8, Z8
+	VFPCLASSPSZ    $0xa1, Z7, K2
+	VFPCLASSPSZ    $0xa1, Z8, K3
+	KORTESTW       K3, K2
+	JNZ            bf16fix13
+	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xe7 // VCVTNE2PS2BF16 Z7, Z8, Z12
+
+bf16fixed14:
+	VMOVDQU64      Z12, (CX)(R8*2)
+	VMULPS         128(SI)(R8*4), Z9, Z9
+	VMULPS         192(SI)(R8*4), Z10, Z10
+	VFPCLASSPSZ    $0xa1, Z9, K2
+	VFPCLASSPSZ    $0xa1, Z10, K3
+	KORTESTW       K3, K2
+	JNZ            bf16fix15
+	BYTE $0x62; BYTE $0xd2; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xf9 // VCVTNE2PS2BF16 Z9, Z10, Z7
+
+bf16fixed16:
+	VMOVDQU64 Z7, 64(CX)(R8*2)
+	ADDQ      $0x00000040, R8
+	JMP       scaleloop
+
+	PCALIGN $32
+scaleloopoffset:
+	CMPQ           R8, R9
+	JG             scaletail
+	VMULPS         (DX)(R8*4), Z6, Z7
+	VMULPS         64(DX)(R8*4), Z6, Z8
+	VMULPS         128(DX)(R8*4), Z6, Z9
+	VMULPS         192(DX)(R8*4), Z6, Z10
+	TESTL          $0x00000008, job_flags+0(AX)
+	JZ             notrn17
+	VFPCLASSPSZ    $0xa1, Z7, K2
+	VFPCLASSPSZ    $0xa1, Z8, K3
+	KORTESTW       K3, K2
+	JNZ            bf16fix18
+	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xe7 // VCVTNE2PS2BF16 Z7, Z8, Z12
+
+bf16fixed19:
+	VPERMW.Z       Z12, Z3, K1, Z7
+	VPERMW.Z       Z12, Z4, K1, Z8
+	VFPCLASSPSZ    $0xa1, Z9, K2
+	VFPCLASSPSZ    $0xa1, Z10, K3
+	KORTESTW       K3, K2
+	JNZ            bf16fix20
+	BYTE $0x62; BYTE $0x52; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xe1 // VCVTNE2PS2BF16 Z9, Z10, Z12
+
+bf16fixed21:
+	VPERMW.Z Z12, Z3, K1, Z9
+	VPERMW.Z Z12, Z4, K1, Z10
+
+notrn17:
+	VMOVUPS        (SI)(R8*4), Z12
+	VADDPS         Z5, Z12, Z12
+	VMULPS         Z12, Z7, Z7
+	VMOVUPS        64(SI)(R8*4), Z12
+	VADDPS         Z5, Z12, Z12
+	VMULPS         Z12, Z8, Z8
+	VFPCLASSPSZ    $0xa1, Z7, K2
+	VFPCLASSPSZ    $0xa1, Z8, K3
+	KORTESTW       K3, K2
+	JNZ            bf16fix22
+	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xe7 // VCVTNE2PS2BF16 Z7, Z8, Z12
+
+bf16fixed23:
+	VMOVDQU64      Z12, (CX)(R8*2)
+	VMOVUPS        128(SI)(R8*4), Z7
+	VADDPS         Z5, Z7, Z7
+	VMULPS         Z7, Z9, Z9
+	VMOVUPS        192(SI)(R8*4), Z7
+	VADDPS         Z5, Z7, Z7
+	VMULPS         Z7, Z10, Z10
+	VFPCLASSPSZ    $0xa1, Z9, K2
+	VFPCLASSPSZ    $0xa1, Z10, K3
+	KORTESTW       K3, K2
+	JNZ            bf16fix24
+	BYTE $0x62; BYTE $0xd2; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xf9 // VCVTNE2PS2BF16 Z9, Z10, Z7
+
+bf16fixed25:
+	VMOVDQU64 Z7, 64(CX)(R8*2)
+	ADDQ      $0x00000040, R8
+	JMP       scaleloopoffset
+
+	PCALIGN $32
+scaleloopnoweight:
+	CMPQ           R8, R9
+	JG             scaletail
+	VMULPS         (DX)(R8*4), Z6, Z7
+	VMULPS         64(DX)(R8*4), Z6, Z8
+	VMULPS         128(DX)(R8*4), Z6, Z9
+	VMULPS         192(DX)(R8*4), Z6, Z10
+	VFPCLASSPSZ    $0xa1, Z7, K2
+	VFPCLASSPSZ    $0xa1, Z8, K3
+	KORTESTW       K3, K2
+	JNZ            bf16fix26
+	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xe7 // VCVTNE2PS2BF16 Z7, Z8, Z12
+
+bf16fixed27:
+	VMOVDQU64      Z12, (CX)(R8*2)
+	VFPCLASSPSZ    $0xa1, Z9, K2
+	VFPCLASSPSZ    $0xa1, Z10, K3
+	KORTESTW       K3, K2
+	JNZ            bf16fix28
+	BYTE $0x62; BYTE $0xd2; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xf9 // VCVTNE2PS2BF16 Z9, Z10, Z7
+
+bf16fixed29:
+	VMOVDQU64 Z7, 64(CX)(R8*2)
+	ADDQ      $0x00000040, R8
+	JMP       scaleloopnoweight
+
+scalepf:
+	MOVQ DI, R10
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows30
+	SHLQ $0x03, R10
+
+longrows30:
+	ADDQ  DX, R10
+	TESTL $0x00000001, job_flags+0(AX)
+	JNZ   scalent
+	TESTQ SI, SI
+	JZ    scalepfloopnoweight
+	TESTL $0x00000010, job_flags+0(AX)
+	JNZ   scalepfloopoffset
+
+	PCALIGN $32
+scalepfloop:
+	CMPQ           R8, R9
+	JG             scaletail
+	PREFETCHT0     (R10)(R8*4)
+	PREFETCHT0     64(R10)(R8*4)
+	PREFETCHT0     128(R10)(R8*4)
+	PREFETCHT0     192(R10)(R8*4)
+	VMULPS         (DX)(R8*4), Z6, Z7
+	VMULPS         64(DX)(R8*4), Z6, Z8
+	VMULPS         128(DX)(R8*4), Z6, Z9
+	VMULPS         192(DX)(R8*4), Z6, Z10
+	TESTL          $0x00000008, job_flags+0(AX)
+	JZ             notrn31
+	VFPCLASSPSZ    $0xa1, Z7, K2
+	VFPCLASSPSZ    $0xa1, Z8, K3
+	KORTESTW       K3, K2
+	JNZ            bf16fix32
+	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xe7 // VCVTNE2PS2BF16 Z7, Z8, Z12
+
+bf16fixed33:
+	VPERMW.Z       Z12, Z3, K1, Z7
+	VPERMW.Z       Z12, Z4, K1, Z8
+	VFPCLASSPSZ    $0xa1, Z9, K2
+	VFPCLASSPSZ    $0xa1, Z10, K3
+	KORTESTW       K3, K2
+	JNZ            bf16fix34
+	BYTE $0x62; BYTE $0x52; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xe1 // VCVTNE2PS2BF16 Z9, Z10, Z12
+
+bf16fixed35:
+	VPERMW.Z Z12, Z3, K1, Z9
+	VPERMW.Z Z12, Z4, K1, Z10
+
+notrn31:
+	VMULPS         (SI)(R8*4), Z7, Z7
+	VMULPS         64(SI)(R8*4), Z8, Z8
+	VFPCLASSPSZ    $0xa1, Z7, K2
+	VFPCLASSPSZ    $0xa1, Z8, K3
+	KORTESTW       K3, K2
+	JNZ            bf16fix36
+	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xe7 // VCVTNE2PS2BF16 Z7, Z8, Z12
+
+bf16fixed37:
+	VMOVDQU64      Z12, (CX)(R8*2)
+	VMULPS         128(SI)(R8*4), Z9, Z9
+	VMULPS         192(SI)(R8*4), Z10, Z10
+	VFPCLASSPSZ    $0xa1, Z9, K2
+	VFPCLASSPSZ    $0xa1, Z10, K3
+	KORTESTW       K3, K2
+	JNZ            bf16fix38
+	BYTE $0x62; BYTE $0xd2; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xf9 // VCVTNE2PS2BF16 Z9, Z10, Z7
+
+bf16fixed39:
+	VMOVDQU64 Z7, 64(CX)(R8*2)
+	ADDQ      $0x00000040, R8
+	JMP       scalepfloop
+
+	PCALIGN $32
+scalepfloopoffset:
+	CMPQ           R8, R9
+	JG             scaletail
+	PREFETCHT0     (R10)(R8*4)
+	PREFETCHT0     64(R10)(R8*4)
+	PREFETCHT0     128(R10)(R8*4)
+	PREFETCHT0     192(R10)(R8*4)
+	VMULPS         (DX)(R8*4), Z6, Z7
+	VMULPS         64(DX)(R8*4), Z6, Z8
+	VMULPS         128(DX)(R8*4), Z6, Z9
+	VMULPS         192(DX)(R8*4), Z6, Z10
+	TESTL          $0x00000008, job_flags+0(AX)
+	JZ             notrn40
+	VFPCLASSPSZ    $0xa1, Z7, K2
+	VFPCLASSPSZ    $0xa1, Z8, K3
+	KORTESTW       K3, K2
+	JNZ            bf16fix41
+	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xe7 // VCVTNE2PS2BF16 Z7, Z8, Z12
+
+bf16fixed42:
+	VPERMW.Z       Z12, Z3, K1, Z7
+	VPERMW.Z       Z12, Z4, K1, Z8
+	VFPCLASSPSZ    $0xa1, Z9, K2
+	VFPCLASSPSZ    $0xa1, Z10, K3
+	KORTESTW       K3, K2
+	JNZ            bf16fix43
+	BYTE $0x62; BYTE $0x52; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xe1 // VCVTNE2PS2BF16 Z9, Z10, Z12
+
+bf16fixed44:
+	VPERMW.Z Z12, Z3, K1, Z9
+	VPERMW.Z Z12, Z4, K1, Z10
+
+notrn40:
+	VMOVUPS        (SI)(R8*4), Z12
+	VADDPS         Z5, Z12, Z12
+	VMULPS         Z12, Z7, Z7
+	VMOVUPS        64(SI)(R8*4), Z12
+	VADDPS         Z5, Z12, Z12
+	VMULPS         Z12, Z8, Z8
+	VFPCLASSPSZ    $0xa1, Z7, K2
+	VFPCLASSPSZ    $0xa1, Z8, K3
+	KORTESTW       K3, K2
+	JNZ            bf16fix45
+	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xe7 // VCVTNE2PS2BF16 Z7, Z8, Z12
+
+bf16fixed46:
+	VMOVDQU64      Z12, (CX)(R8*2)
+	VMOVUPS        128(SI)(R8*4), Z7
+	VADDPS         Z5, Z7, Z7
+	VMULPS         Z7, Z9, Z9
+	VMOVUPS        192(SI)(R8*4), Z7
+	VADDPS         Z5, Z7, Z7
+	VMULPS         Z7, Z10, Z10
+	VFPCLASSPSZ    $0xa1, Z9, K2
+	VFPCLASSPSZ    $0xa1, Z10, K3
+	KORTESTW       K3, K2
+	JNZ            bf16fix47
+	BYTE $0x62; BYTE $0xd2; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xf9 // VCVTNE2PS2BF16 Z9, Z10, Z7
+
+bf16fixed48:
+	VMOVDQU64 Z7, 64(CX)(R8*2)
+	ADDQ      $0x00000040, R8
+	JMP       scalepfloopoffset
+
+	PCALIGN $32
+scalepfloopnoweight:
+	CMPQ           R8, R9
+	JG             scaletail
+	PREFETCHT0     (R10)(R8*4)
+	PREFETCHT0     64(R10)(R8*4)
+	PREFETCHT0     128(R10)(R8*4)
+	PREFETCHT0     192(R10)(R8*4)
+	VMULPS         (DX)(R8*4), Z6, Z7
+	VMULPS         64(DX)(R8*4), Z6, Z8
+	VMULPS         128(DX)(R8*4), Z6, Z9
+	VMULPS         192(DX)(R8*4), Z6, Z10
+	VFPCLASSPSZ    $0xa1, Z7, K2
+	VFPCLASSPSZ    $0xa1, Z8, K3
+	KORTESTW       K3, K2
+	JNZ            bf16fix49
+	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xe7 // VCVTNE2PS2BF16 Z7, Z8, Z12
+
+bf16fixed50:
+	VMOVDQU64      Z12, (CX)(R8*2)
+	VFPCLASSPSZ    $0xa1, Z9, K2
+	VFPCLASSPSZ    $0xa1, Z10, K3
+	KORTESTW       K3, K2
+	JNZ            bf16fix51
+	BYTE $0x62; BYTE $0xd2; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xf9 // VCVTNE2PS2BF16 Z9, Z10, Z7
+
+bf16fixed52:
+	VMOVDQU64 Z7, 64(CX)(R8*2)
+	ADDQ      $0x00000040, R8
+	JMP       scalepfloopnoweight
+
+scalent:
+	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
+	MOVQ CX, R10
+	NEGQ R10
+	ANDQ $0x0000003f, R10
+	SHRQ $0x01, R10
+	JZ   scalentgo
+	CMPQ R10, job_d+0(AX)
+	JLE  scalehead
+	MOVQ job_d+0(AX), R10
+
+scalehead:
+	CMPQ           R10, $0x00000010
+	JB             scaleheadpart
+	VMULPS         (DX)(R8*4), Z6, Z7
+	TESTL          $0x00000008, job_flags+0(AX)
+	JZ             notrn53
+	VFPCLASSPSZ    $0xa1, Z7, K2
+	KORTESTW       K2, K2
+	JNZ            bf16fix54
+	BYTE $0x62; BYTE $0x72; BYTE $0x47; BYTE $0x48; BYTE $0x72; BYTE $0xc7 // VCVTNE2PS2BF16 Z7, Z7, Z8
+
+bf16fixed55:
+	VPERMW.Z Z8, Z3, K1, Z7
+
+notrn53:
+	TESTQ   SI, SI
+	JZ      noweight56
+	VMOVUPS (SI)(R8*4), Z8
+	VADDPS  Z5, Z8, Z8
+	VMULPS  Z8, Z7, Z7
+
+noweight56:
+	VFPCLASSPSZ    $0xa1, Z7, K2
+	KORTESTW       K2, K2
+	JNZ            bf16fix57
+	BYTE $0x62; BYTE $0x72; BYTE $0x47; BYTE $0x48; BYTE $0x72; BYTE $0xc7 // VCVTNE2PS2BF16 Z7, Z7, Z8
+
+bf16fixed58:
+	VEXTRACTI64X4 $0x00, Z8, (CX)(R8*2)
+	ADDQ          $0x00000010, R8
+	SUBQ          $0x00000010, R10
+	JZ            scalentgo
+
+scaleheadpart:
+	JMP partout
+
+scalentgo:
+	MOVQ DI, R10
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows59
+	SHLQ $0x03, R10
+
+longrows59:
+	ADDQ DX, R10
+	MOVL job_flags+0(AX), R11
+
+	PCALIGN $32
+scalentloop:
+	CMPQ           R8, R9
+	JG             scaletail
+	PREFETCHT0     (R10)(R8*4)
+	PREFETCHT0     64(R10)(R8*4)
+	PREFETCHT0     128(R10)(R8*4)
+	PREFETCHT0     192(R10)(R8*4)
+	VMULPS         (DX)(R8*4), Z6, Z7
+	VMULPS         64(DX)(R8*4), Z6, Z8
+	VMULPS         128(DX)(R8*4), Z6, Z9
+	VMULPS         192(DX)(R8*4), Z6, Z10
+	TESTL          $0x00000008, job_flags+0(AX)
+	JZ             notrn60
+	VFPCLASSPSZ    $0xa1, Z7, K2
+	VFPCLASSPSZ    $0xa1, Z8, K3
+	KORTESTW       K3, K2
+	JNZ            bf16fix61
+	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xe7 // VCVTNE2PS2BF16 Z7, Z8, Z12
+
+bf16fixed62:
+	VPERMW.Z       Z12, Z3, K1, Z7
+	VPERMW.Z       Z12, Z4, K1, Z8
+	VFPCLASSPSZ    $0xa1, Z9, K2
+	VFPCLASSPSZ    $0xa1, Z10, K3
+	KORTESTW       K3, K2
+	JNZ            bf16fix63
+	BYTE $0x62; BYTE $0x52; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xe1 // VCVTNE2PS2BF16 Z9, Z10, Z12
+
+bf16fixed64:
+	VPERMW.Z Z12, Z3, K1, Z9
+	VPERMW.Z Z12, Z4, K1, Z10
+
+notrn60:
+	TESTQ  SI, SI
+	JZ     weighed66
+	TESTL  $0x00000010, R11
+	JNZ    offset65
+	VMULPS (SI)(R8*4), Z7, Z7
+	VMULPS 64(SI)(R8*4), Z8, Z8
+	VMULPS 128(SI)(R8*4), Z9, Z9
+	VMULPS 192(SI)(R8*4), Z10, Z10
+
+weighed66:
+	VFPCLASSPSZ    $0xa1, Z7, K2
+	VFPCLASSPSZ    $0xa1, Z8, K3
+	KORTESTW       K3, K2
+	JNZ            bf16fix67
+	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xe7 // VCVTNE2PS2BF16 Z7, Z8, Z12
+
+bf16fixed68:
+	VMOVNTDQ       Z12, (CX)(R8*2)
+	VFPCLASSPSZ    $0xa1, Z9, K2
+	VFPCLASSPSZ    $0xa1, Z10, K3
+	KORTESTW       K3, K2
+	JNZ            bf16fix69
+	BYTE $0x62; BYTE $0xd2; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xf9 // VCVTNE2PS2BF16 Z9, Z10, Z7
+
+bf16fixed70:
+	VMOVNTDQ Z7, 64(CX)(R8*2)
+	ADDQ     $0x00000040, R8
+	JMP      scalentloop
+
+offset65:
+	VMOVUPS (SI)(R8*4), Z12
+	VADDPS  Z5, Z12, Z12
+	VMULPS  Z12, Z7, Z7
+	VMOVUPS 64(SI)(R8*4), Z12
+	VADDPS  Z5, Z12, Z12
+	VMULPS  Z12, Z8, Z8
+	VMOVUPS 128(SI)(R8*4), Z12
+	VADDPS  Z5, Z12, Z12
+	VMULPS  Z12, Z9, Z9
+	VMOVUPS 192(SI)(R8*4), Z12
+	VADDPS  Z5, Z12, Z12
+	VMULPS  Z12, Z10, Z10
+	JMP     weighed66
+
+scaletail:
+	ADDQ $0x00000030, R9
+
+scaleone:
+	CMPQ           R8, R9
+	JG             scalepart
+	VMULPS         (DX)(R8*4), Z6, Z7
+	TESTL          $0x00000008, job_flags+0(AX)
+	JZ             notrn71
+	VFPCLASSPSZ    $0xa1, Z7, K2
+	KORTESTW       K2, K2
+	JNZ            bf16fix72
+	BYTE $0x62; BYTE $0x72; BYTE $0x47; BYTE $0x48; BYTE $0x72; BYTE $0xc7 // VCVTNE2PS2BF16 Z7, Z7, Z8
+
+bf16fixed73:
+	VPERMW.Z Z8, Z3, K1, Z7
+
+notrn71:
+	TESTQ   SI, SI
+	JZ      noweight74
+	VMOVUPS (SI)(R8*4), Z8
+	VADDPS  Z5, Z8, Z8
+	VMULPS  Z8, Z7, Z7
+
+noweight74:
+	VFPCLASSPSZ    $0xa1, Z7, K2
+	KORTESTW       K2, K2
+	JNZ            bf16fix75
+	BYTE $0x62; BYTE $0x72; BYTE $0x47; BYTE $0x48; BYTE $0x72; BYTE $0xc7 // VCVTNE2PS2BF16 Z7, Z7, Z8
+
+bf16fixed76:
+	VEXTRACTI64X4 $0x00, Z8, (CX)(R8*2)
+	ADDQ          $0x00000010, R8
+	JMP           scaleone
+
+scalepart:
+	MOVQ job_d+0(AX), R10
+	SUBQ R8, R10
+	JZ   scaled
+
+	// The last n < lanes elements, or the first n of a non-temporal row (i + n < d: back to its loop).
+partout:
+	LEAQ           kmask<>+0(SB), R11
+	KMOVW          (R11)(R10*2), K2
+	VMOVUPS.Z      (DX)(R8*4), K2, Z7
+	VMULPS         Z7, Z6, Z7
+	TESTL          $0x00000008, job_flags+0(AX)
+	JZ             notrn77
+	VFPCLASSPSZ    $0xa1, Z7, K3
+	KORTESTW       K3, K3
+	JNZ            bf16fix78
+	BYTE $0x62; BYTE $0x72; BYTE $0x47; BYTE $0x48; BYTE $0x72; BYTE $0xc7 // VCVTNE2PS2BF16 Z7, Z7, Z8
+
+bf16fixed79:
+	VPERMW.Z Z8, Z3, K1, Z7
+
+notrn77:
+	TESTQ     SI, SI
+	JZ        noweight80
+	VMOVUPS.Z (SI)(R8*4), K2, Z8
+	VADDPS    Z5, Z8, Z8
+	VMULPS    Z8, Z7, Z7
+
+noweight80:
+	VFPCLASSPSZ    $0xa1, Z7, K3
+	KORTESTW       K3, K3
+	JNZ            bf16fix81
+	BYTE $0x62; BYTE $0x72; BYTE $0x47; BYTE $0x48; BYTE $0x72; BYTE $0xc7 // VCVTNE2PS2BF16 Z7, Z7, Z8
+
+bf16fixed82:
+	VMOVDQU16 Z8, K2, (CX)(R8*2)
+	ADDQ      R10, R8
+	CMPQ      R8, job_d+0(AX)
+	JB        scalentgo
+
+scaled:
+	ADDQ DI, DX
+	ADDQ 328(SP), CX
+	ADDQ DI, BX
+	INCQ 320(SP)
+	MOVQ 352(SP), R8
+	INCQ R8
+	MOVQ R8, 352(SP)
+	CMPQ R8, 344(SP)
+	JB   scalerow
+	JMP  row
+
+ret:
+	TESTL $0x00000001, job_flags+0(AX)
+	JZ    vzero
+	SFENCE
+
+vzero:
+	VZEROUPPER
+	MOVQ 320(SP), AX
+	MOVQ AX, ret+24(FP)
+	RET
+
+bf16fix9:
+	VPSRLD       $0x10, Z7, Z12
+	VPANDD       Z0, Z12, Z12
+	VPADDD       Z1, Z12, Z12
+	VPADDD       Z7, Z12, Z12
+	VFPCLASSPSZ  $0x81, Z7, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z12
+	VPSRLD       $0x10, Z8, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z8, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z8, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
+	VPERMT2W     Z7, Z2, Z12
+	JMP          bf16fixed10
+
+bf16fix11:
+	VPSRLD       $0x10, Z9, Z12
+	VPANDD       Z0, Z12, Z12
+	VPADDD       Z1, Z12, Z12
+	VPADDD       Z9, Z12, Z12
+	VFPCLASSPSZ  $0x81, Z9, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z12
+	VPSRLD       $0x10, Z10, Z9
+	VPANDD       Z0, Z9, Z9
+	VPADDD       Z1, Z9, Z9
+	VPADDD       Z10, Z9, Z9
+	VFPCLASSPSZ  $0x81, Z10, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
+	VPERMT2W     Z9, Z2, Z12
+	JMP          bf16fixed12
+
+bf16fix13:
+	VPSRLD       $0x10, Z7, Z12
+	VPANDD       Z0, Z12, Z12
+	VPADDD       Z1, Z12, Z12
+	VPADDD       Z7, Z12, Z12
+	VFPCLASSPSZ  $0x81, Z7, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z12
+	VPSRLD       $0x10, Z8, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z8, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z8, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
+	VPERMT2W     Z7, Z2, Z12
+	JMP          bf16fixed14
+
+bf16fix15:
+	VPSRLD       $0x10, Z9, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z9, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z9, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
+	VPSRLD       $0x10, Z10, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z10, Z8, Z8
+	VFPCLASSPSZ  $0x81, Z10, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
+	VPERMT2W     Z8, Z2, Z7
+	JMP          bf16fixed16
+
+bf16fix18:
+	VPSRLD       $0x10, Z7, Z12
+	VPANDD       Z0, Z12, Z12
+	VPADDD       Z1, Z12, Z12
+	VPADDD       Z7, Z12, Z12
+	VFPCLASSPSZ  $0x81, Z7, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z12
+	VPSRLD       $0x10, Z8, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z8, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z8, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
+	VPERMT2W     Z7, Z2, Z12
+	JMP          bf16fixed19
+
+bf16fix20:
+	VPSRLD       $0x10, Z9, Z12
+	VPANDD       Z0, Z12, Z12
+	VPADDD       Z1, Z12, Z12
+	VPADDD       Z9, Z12, Z12
+	VFPCLASSPSZ  $0x81, Z9, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z12
+	VPSRLD       $0x10, Z10, Z9
+	VPANDD       Z0, Z9, Z9
+	VPADDD       Z1, Z9, Z9
+	VPADDD       Z10, Z9, Z9
+	VFPCLASSPSZ  $0x81, Z10, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
+	VPERMT2W     Z9, Z2, Z12
+	JMP          bf16fixed21
+
+bf16fix22:
+	VPSRLD       $0x10, Z7, Z12
+	VPANDD       Z0, Z12, Z12
+	VPADDD       Z1, Z12, Z12
+	VPADDD       Z7, Z12, Z12
+	VFPCLASSPSZ  $0x81, Z7, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z12
+	VPSRLD       $0x10, Z8, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z8, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z8, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
+	VPERMT2W     Z7, Z2, Z12
+	JMP          bf16fixed23
+
+bf16fix24:
+	VPSRLD       $0x10, Z9, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z9, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z9, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
+	VPSRLD       $0x10, Z10, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z10, Z8, Z8
+	VFPCLASSPSZ  $0x81, Z10, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
+	VPERMT2W     Z8, Z2, Z7
+	JMP          bf16fixed25
+
+bf16fix26:
+	VPSRLD       $0x10, Z7, Z12
+	VPANDD       Z0, Z12, Z12
+	VPADDD       Z1, Z12, Z12
+	VPADDD       Z7, Z12, Z12
+	VFPCLASSPSZ  $0x81, Z7, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z12
+	VPSRLD       $0x10, Z8, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z8, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z8, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
+	VPERMT2W     Z7, Z2, Z12
+	JMP          bf16fixed27
+
+bf16fix28:
+	VPSRLD       $0x10, Z9, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z9, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z9, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
+	VPSRLD       $0x10, Z10, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z10, Z8, Z8
+	VFPCLASSPSZ  $0x81, Z10, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
+	VPERMT2W     Z8, Z2, Z7
+	JMP          bf16fixed29
+
+bf16fix32:
+	VPSRLD       $0x10, Z7, Z12
+	VPANDD       Z0, Z12, Z12
+	VPADDD       Z1, Z12, Z12
+	VPADDD       Z7, Z12, Z12
+	VFPCLASSPSZ  $0x81, Z7, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z12
+	VPSRLD       $0x10, Z8, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z8, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z8, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
+	VPERMT2W     Z7, Z2, Z12
+	JMP          bf16fixed33
+
+bf16fix34:
+	VPSRLD       $0x10, Z9, Z12
+	VPANDD       Z0, Z12, Z12
+	VPADDD       Z1, Z12, Z12
+	VPADDD       Z9, Z12, Z12
+	VFPCLASSPSZ  $0x81, Z9, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z12
+	VPSRLD       $0x10, Z10, Z9
+	VPANDD       Z0, Z9, Z9
+	VPADDD       Z1, Z9, Z9
+	VPADDD       Z10, Z9, Z9
+	VFPCLASSPSZ  $0x81, Z10, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
+	VPERMT2W     Z9, Z2, Z12
+	JMP          bf16fixed35
+
+bf16fix36:
+	VPSRLD       $0x10, Z7, Z12
+	VPANDD       Z0, Z12, Z12
+	VPADDD       Z1, Z12, Z12
+	VPADDD       Z7, Z12, Z12
+	VFPCLASSPSZ  $0x81, Z7, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z12
+	VPSRLD       $0x10, Z8, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z8, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z8, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
+	VPERMT2W     Z7, Z2, Z12
+	JMP          bf16fixed37
+
+bf16fix38:
+	VPSRLD       $0x10, Z9, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z9, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z9, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
+	VPSRLD       $0x10, Z10, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z10, Z8, Z8
+	VFPCLASSPSZ  $0x81, Z10, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
+	VPERMT2W     Z8, Z2, Z7
+	JMP          bf16fixed39
+
+bf16fix41:
+	VPSRLD       $0x10, Z7, Z12
+	VPANDD       Z0, Z12, Z12
+	VPADDD       Z1, Z12, Z12
+	VPADDD       Z7, Z12, Z12
+	VFPCLASSPSZ  $0x81, Z7, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z12
+	VPSRLD       $0x10, Z8, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z8, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z8, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
+	VPERMT2W     Z7, Z2, Z12
+	JMP          bf16fixed42
+
+bf16fix43:
+	VPSRLD       $0x10, Z9, Z12
+	VPANDD       Z0, Z12, Z12
+	VPADDD       Z1, Z12, Z12
+	VPADDD       Z9, Z12, Z12
+	VFPCLASSPSZ  $0x81, Z9, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z12
+	VPSRLD       $0x10, Z10, Z9
+	VPANDD       Z0, Z9, Z9
+	VPADDD       Z1, Z9, Z9
+	VPADDD       Z10, Z9, Z9
+	VFPCLASSPSZ  $0x81, Z10, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
+	VPERMT2W     Z9, Z2, Z12
+	JMP          bf16fixed44
+
+bf16fix45:
+	VPSRLD       $0x10, Z7, Z12
+	VPANDD       Z0, Z12, Z12
+	VPADDD       Z1, Z12, Z12
+	VPADDD       Z7, Z12, Z12
+	VFPCLASSPSZ  $0x81, Z7, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z12
+	VPSRLD       $0x10, Z8, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z8, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z8, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
+	VPERMT2W     Z7, Z2, Z12
+	JMP          bf16fixed46
+
+bf16fix47:
+	VPSRLD       $0x10, Z9, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z9, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z9, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
+	VPSRLD       $0x10, Z10, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z10, Z8, Z8
+	VFPCLASSPSZ  $0x81, Z10, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
+	VPERMT2W     Z8, Z2, Z7
+	JMP          bf16fixed48
+
+bf16fix49:
+	VPSRLD       $0x10, Z7, Z12
+	VPANDD       Z0, Z12, Z12
+	VPADDD       Z1, Z12, Z12
+	VPADDD       Z7, Z12, Z12
+	VFPCLASSPSZ  $0x81, Z7, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z12
+	VPSRLD       $0x10, Z8, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z8, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z8, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
+	VPERMT2W     Z7, Z2, Z12
+	JMP          bf16fixed50
+
+bf16fix51:
+	VPSRLD       $0x10, Z9, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z9, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z9, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
+	VPSRLD       $0x10, Z10, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z10, Z8, Z8
+	VFPCLASSPSZ  $0x81, Z10, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
+	VPERMT2W     Z8, Z2, Z7
+	JMP          bf16fixed52
+
+bf16fix54:
+	VPSRLD       $0x10, Z7, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z7, Z8, Z8
+	VFPCLASSPSZ  $0x81, Z7, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
+	VPERMT2W     Z8, Z2, Z8
+	JMP          bf16fixed55
+
+bf16fix57:
+	VPSRLD       $0x10, Z7, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z7, Z8, Z8
+	VFPCLASSPSZ  $0x81, Z7, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
+	VPERMT2W     Z8, Z2, Z8
+	JMP          bf16fixed58
+
+bf16fix61:
+	VPSRLD       $0x10, Z7, Z12
+	VPANDD       Z0, Z12, Z12
+	VPADDD       Z1, Z12, Z12
+	VPADDD       Z7, Z12, Z12
+	VFPCLASSPSZ  $0x81, Z7, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z12
+	VPSRLD       $0x10, Z8, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z8, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z8, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
+	VPERMT2W     Z7, Z2, Z12
+	JMP          bf16fixed62
+
+bf16fix63:
+	VPSRLD       $0x10, Z9, Z12
+	VPANDD       Z0, Z12, Z12
+	VPADDD       Z1, Z12, Z12
+	VPADDD       Z9, Z12, Z12
+	VFPCLASSPSZ  $0x81, Z9, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z12
+	VPSRLD       $0x10, Z10, Z9
+	VPANDD       Z0, Z9, Z9
+	VPADDD       Z1, Z9, Z9
+	VPADDD       Z10, Z9, Z9
+	VFPCLASSPSZ  $0x81, Z10, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
+	VPERMT2W     Z9, Z2, Z12
+	JMP          bf16fixed64
+
+bf16fix67:
+	VPSRLD       $0x10, Z7, Z12
+	VPANDD       Z0, Z12, Z12
+	VPADDD       Z1, Z12, Z12
+	VPADDD       Z7, Z12, Z12
+	VFPCLASSPSZ  $0x81, Z7, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z12
+	VPSRLD       $0x10, Z8, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z8, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z8, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
+	VPERMT2W     Z7, Z2, Z12
+	JMP          bf16fixed68
+
+bf16fix69:
+	VPSRLD       $0x10, Z9, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z9, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z9, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
+	VPSRLD       $0x10, Z10, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z10, Z8, Z8
+	VFPCLASSPSZ  $0x81, Z10, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
+	VPERMT2W     Z8, Z2, Z7
+	JMP          bf16fixed70
+
+bf16fix72:
+	VPSRLD       $0x10, Z7, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z7, Z8, Z8
+	VFPCLASSPSZ  $0x81, Z7, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
+	VPERMT2W     Z8, Z2, Z8
+	JMP          bf16fixed73
+
+bf16fix75:
+	VPSRLD       $0x10, Z7, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z7, Z8, Z8
+	VFPCLASSPSZ  $0x81, Z7, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
+	VPERMT2W     Z8, Z2, Z8
+	JMP          bf16fixed76
+
+bf16fix78:
+	VPSRLD       $0x10, Z7, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z7, Z8, Z8
+	VFPCLASSPSZ  $0x81, Z7, K3
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K3, Z8
+	VPERMT2W     Z8, Z2, Z8
+	JMP          bf16fixed79
+
+bf16fix81:
+	VPSRLD       $0x10, Z7, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z7, Z8, Z8
+	VFPCLASSPSZ  $0x81, Z7, K3
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K3, Z8
+	VPERMT2W     Z8, Z2, Z8
+	JMP          bf16fixed82
+
 // func avx512bf16NarrowBF16(dst uintptr, src uintptr, n int)
 // Requires: AVX, AVX512BF16, AVX512BW, AVX512DQ, AVX512F
 TEXT ·avx512bf16NarrowBF16(SB), NOSPLIT, $0-24
@@ -12255,91 +18643,151 @@ DATA kernels<>+112(SB)/8, $·runGeneric(SB)
 DATA kernels<>+120(SB)/8, $·runGeneric(SB)
 DATA kernels<>+128(SB)/8, $·runGeneric(SB)
 DATA kernels<>+136(SB)/8, $·runGeneric(SB)
-DATA kernels<>+144(SB)/8, $·runGenericBackward(SB)
-DATA kernels<>+152(SB)/8, $·runGenericBackward(SB)
-DATA kernels<>+160(SB)/8, $·runGenericBackward(SB)
-DATA kernels<>+168(SB)/8, $·avx2Forward(SB)
-DATA kernels<>+176(SB)/8, $·avx2Forward(SB)
-DATA kernels<>+184(SB)/8, $·avx2Forward(SB)
-DATA kernels<>+192(SB)/8, $·avx2Forward(SB)
-DATA kernels<>+200(SB)/8, $·avx2Forward(SB)
-DATA kernels<>+208(SB)/8, $·avx2Forward(SB)
-DATA kernels<>+216(SB)/8, $·avx2ForwardBF16(SB)
-DATA kernels<>+224(SB)/8, $·avx2ForwardBF16(SB)
-DATA kernels<>+232(SB)/8, $·avx2ForwardBF16(SB)
-DATA kernels<>+240(SB)/8, $·avx2ForwardBF16(SB)
-DATA kernels<>+248(SB)/8, $·avx2ForwardBF16(SB)
-DATA kernels<>+256(SB)/8, $·avx2ForwardBF16(SB)
-DATA kernels<>+264(SB)/8, $·avx2ForwardF16(SB)
-DATA kernels<>+272(SB)/8, $·avx2ForwardF16(SB)
-DATA kernels<>+280(SB)/8, $·avx2ForwardF16(SB)
-DATA kernels<>+288(SB)/8, $·avx2ForwardF16(SB)
-DATA kernels<>+296(SB)/8, $·avx2ForwardF16(SB)
-DATA kernels<>+304(SB)/8, $·avx2ForwardF16(SB)
-DATA kernels<>+312(SB)/8, $·avx2Backward(SB)
-DATA kernels<>+320(SB)/8, $·avx2Backward(SB)
-DATA kernels<>+328(SB)/8, $·avx2BackwardUnweighted(SB)
-DATA kernels<>+336(SB)/8, $·avx512Forward(SB)
-DATA kernels<>+344(SB)/8, $·avx512Forward(SB)
-DATA kernels<>+352(SB)/8, $·avx512Forward(SB)
-DATA kernels<>+360(SB)/8, $·avx512Forward(SB)
-DATA kernels<>+368(SB)/8, $·avx512Forward(SB)
-DATA kernels<>+376(SB)/8, $·avx512Forward(SB)
-DATA kernels<>+384(SB)/8, $·avx512ForwardBF16(SB)
-DATA kernels<>+392(SB)/8, $·avx512ForwardBF16(SB)
-DATA kernels<>+400(SB)/8, $·avx512ForwardBF16(SB)
-DATA kernels<>+408(SB)/8, $·avx512ForwardBF16(SB)
-DATA kernels<>+416(SB)/8, $·avx512ForwardBF16(SB)
-DATA kernels<>+424(SB)/8, $·avx512ForwardBF16(SB)
-DATA kernels<>+432(SB)/8, $·avx512ForwardF16(SB)
-DATA kernels<>+440(SB)/8, $·avx512ForwardF16(SB)
-DATA kernels<>+448(SB)/8, $·avx512ForwardF16(SB)
-DATA kernels<>+456(SB)/8, $·avx512ForwardF16(SB)
-DATA kernels<>+464(SB)/8, $·avx512ForwardF16(SB)
-DATA kernels<>+472(SB)/8, $·avx512ForwardF16(SB)
-DATA kernels<>+480(SB)/8, $·avx512Backward(SB)
-DATA kernels<>+488(SB)/8, $·avx512Backward(SB)
-DATA kernels<>+496(SB)/8, $·avx512BackwardUnweighted(SB)
-DATA kernels<>+504(SB)/8, $·runGeneric(SB)
-DATA kernels<>+512(SB)/8, $·runGeneric(SB)
-DATA kernels<>+520(SB)/8, $·runGeneric(SB)
-DATA kernels<>+528(SB)/8, $·runGeneric(SB)
-DATA kernels<>+536(SB)/8, $·runGeneric(SB)
-DATA kernels<>+544(SB)/8, $·runGeneric(SB)
-DATA kernels<>+552(SB)/8, $·runGeneric(SB)
-DATA kernels<>+560(SB)/8, $·runGeneric(SB)
-DATA kernels<>+568(SB)/8, $·runGeneric(SB)
-DATA kernels<>+576(SB)/8, $·runGeneric(SB)
-DATA kernels<>+584(SB)/8, $·runGeneric(SB)
-DATA kernels<>+592(SB)/8, $·runGeneric(SB)
-DATA kernels<>+600(SB)/8, $·runGeneric(SB)
-DATA kernels<>+608(SB)/8, $·runGeneric(SB)
-DATA kernels<>+616(SB)/8, $·runGeneric(SB)
-DATA kernels<>+624(SB)/8, $·runGeneric(SB)
-DATA kernels<>+632(SB)/8, $·runGeneric(SB)
-DATA kernels<>+640(SB)/8, $·runGeneric(SB)
-DATA kernels<>+648(SB)/8, $·runGenericBackward(SB)
-DATA kernels<>+656(SB)/8, $·runGenericBackward(SB)
-DATA kernels<>+664(SB)/8, $·runGenericBackward(SB)
-DATA kernels<>+672(SB)/8, $·avx512Forward(SB)
-DATA kernels<>+680(SB)/8, $·avx512Forward(SB)
-DATA kernels<>+688(SB)/8, $·avx512Forward(SB)
-DATA kernels<>+696(SB)/8, $·avx512Forward(SB)
-DATA kernels<>+704(SB)/8, $·avx512Forward(SB)
-DATA kernels<>+712(SB)/8, $·avx512Forward(SB)
-DATA kernels<>+720(SB)/8, $·avx512bf16ForwardBF16(SB)
-DATA kernels<>+728(SB)/8, $·avx512bf16ForwardBF16(SB)
-DATA kernels<>+736(SB)/8, $·avx512bf16ForwardBF16(SB)
-DATA kernels<>+744(SB)/8, $·avx512bf16ForwardBF16(SB)
-DATA kernels<>+752(SB)/8, $·avx512bf16ForwardBF16(SB)
-DATA kernels<>+760(SB)/8, $·avx512bf16ForwardBF16(SB)
-DATA kernels<>+768(SB)/8, $·avx512ForwardF16(SB)
-DATA kernels<>+776(SB)/8, $·avx512ForwardF16(SB)
-DATA kernels<>+784(SB)/8, $·avx512ForwardF16(SB)
-DATA kernels<>+792(SB)/8, $·avx512ForwardF16(SB)
-DATA kernels<>+800(SB)/8, $·avx512ForwardF16(SB)
-DATA kernels<>+808(SB)/8, $·avx512ForwardF16(SB)
-DATA kernels<>+816(SB)/8, $·avx512Backward(SB)
-DATA kernels<>+824(SB)/8, $·avx512Backward(SB)
-DATA kernels<>+832(SB)/8, $·avx512BackwardUnweighted(SB)
-GLOBL kernels<>(SB), RODATA|NOPTR, $840
+DATA kernels<>+144(SB)/8, $·runGeneric(SB)
+DATA kernels<>+152(SB)/8, $·runGeneric(SB)
+DATA kernels<>+160(SB)/8, $·runGeneric(SB)
+DATA kernels<>+168(SB)/8, $·runGeneric(SB)
+DATA kernels<>+176(SB)/8, $·runGeneric(SB)
+DATA kernels<>+184(SB)/8, $·runGeneric(SB)
+DATA kernels<>+192(SB)/8, $·runGeneric(SB)
+DATA kernels<>+200(SB)/8, $·runGeneric(SB)
+DATA kernels<>+208(SB)/8, $·runGeneric(SB)
+DATA kernels<>+216(SB)/8, $·runGeneric(SB)
+DATA kernels<>+224(SB)/8, $·runGeneric(SB)
+DATA kernels<>+232(SB)/8, $·runGeneric(SB)
+DATA kernels<>+240(SB)/8, $·runGenericBackward(SB)
+DATA kernels<>+248(SB)/8, $·runGenericBackward(SB)
+DATA kernels<>+256(SB)/8, $·runGenericBackward(SB)
+DATA kernels<>+264(SB)/8, $·avx2Forward(SB)
+DATA kernels<>+272(SB)/8, $·avx2Forward(SB)
+DATA kernels<>+280(SB)/8, $·avx2Forward(SB)
+DATA kernels<>+288(SB)/8, $·avx2Forward(SB)
+DATA kernels<>+296(SB)/8, $·avx2Forward(SB)
+DATA kernels<>+304(SB)/8, $·avx2Forward(SB)
+DATA kernels<>+312(SB)/8, $·avx2ForwardBF16(SB)
+DATA kernels<>+320(SB)/8, $·avx2ForwardBF16(SB)
+DATA kernels<>+328(SB)/8, $·avx2ForwardBF16(SB)
+DATA kernels<>+336(SB)/8, $·avx2ForwardBF16(SB)
+DATA kernels<>+344(SB)/8, $·avx2ForwardBF16(SB)
+DATA kernels<>+352(SB)/8, $·avx2ForwardBF16(SB)
+DATA kernels<>+360(SB)/8, $·avx2ForwardF16(SB)
+DATA kernels<>+368(SB)/8, $·avx2ForwardF16(SB)
+DATA kernels<>+376(SB)/8, $·avx2ForwardF16(SB)
+DATA kernels<>+384(SB)/8, $·avx2ForwardF16(SB)
+DATA kernels<>+392(SB)/8, $·avx2ForwardF16(SB)
+DATA kernels<>+400(SB)/8, $·avx2ForwardF16(SB)
+DATA kernels<>+408(SB)/8, $·avx2ForwardToBF16(SB)
+DATA kernels<>+416(SB)/8, $·avx2ForwardToBF16(SB)
+DATA kernels<>+424(SB)/8, $·avx2ForwardToBF16(SB)
+DATA kernels<>+432(SB)/8, $·avx2ForwardToBF16(SB)
+DATA kernels<>+440(SB)/8, $·avx2ForwardToBF16(SB)
+DATA kernels<>+448(SB)/8, $·avx2ForwardToBF16(SB)
+DATA kernels<>+456(SB)/8, $·avx2ForwardToF16(SB)
+DATA kernels<>+464(SB)/8, $·avx2ForwardToF16(SB)
+DATA kernels<>+472(SB)/8, $·avx2ForwardToF16(SB)
+DATA kernels<>+480(SB)/8, $·avx2ForwardToF16(SB)
+DATA kernels<>+488(SB)/8, $·avx2ForwardToF16(SB)
+DATA kernels<>+496(SB)/8, $·avx2ForwardToF16(SB)
+DATA kernels<>+504(SB)/8, $·avx2Backward(SB)
+DATA kernels<>+512(SB)/8, $·avx2Backward(SB)
+DATA kernels<>+520(SB)/8, $·avx2BackwardUnweighted(SB)
+DATA kernels<>+528(SB)/8, $·avx512Forward(SB)
+DATA kernels<>+536(SB)/8, $·avx512Forward(SB)
+DATA kernels<>+544(SB)/8, $·avx512Forward(SB)
+DATA kernels<>+552(SB)/8, $·avx512Forward(SB)
+DATA kernels<>+560(SB)/8, $·avx512Forward(SB)
+DATA kernels<>+568(SB)/8, $·avx512Forward(SB)
+DATA kernels<>+576(SB)/8, $·avx512ForwardBF16(SB)
+DATA kernels<>+584(SB)/8, $·avx512ForwardBF16(SB)
+DATA kernels<>+592(SB)/8, $·avx512ForwardBF16(SB)
+DATA kernels<>+600(SB)/8, $·avx512ForwardBF16(SB)
+DATA kernels<>+608(SB)/8, $·avx512ForwardBF16(SB)
+DATA kernels<>+616(SB)/8, $·avx512ForwardBF16(SB)
+DATA kernels<>+624(SB)/8, $·avx512ForwardF16(SB)
+DATA kernels<>+632(SB)/8, $·avx512ForwardF16(SB)
+DATA kernels<>+640(SB)/8, $·avx512ForwardF16(SB)
+DATA kernels<>+648(SB)/8, $·avx512ForwardF16(SB)
+DATA kernels<>+656(SB)/8, $·avx512ForwardF16(SB)
+DATA kernels<>+664(SB)/8, $·avx512ForwardF16(SB)
+DATA kernels<>+672(SB)/8, $·avx512ForwardToBF16(SB)
+DATA kernels<>+680(SB)/8, $·avx512ForwardToBF16(SB)
+DATA kernels<>+688(SB)/8, $·avx512ForwardToBF16(SB)
+DATA kernels<>+696(SB)/8, $·avx512ForwardToBF16(SB)
+DATA kernels<>+704(SB)/8, $·avx512ForwardToBF16(SB)
+DATA kernels<>+712(SB)/8, $·avx512ForwardToBF16(SB)
+DATA kernels<>+720(SB)/8, $·avx512ForwardToF16(SB)
+DATA kernels<>+728(SB)/8, $·avx512ForwardToF16(SB)
+DATA kernels<>+736(SB)/8, $·avx512ForwardToF16(SB)
+DATA kernels<>+744(SB)/8, $·avx512ForwardToF16(SB)
+DATA kernels<>+752(SB)/8, $·avx512ForwardToF16(SB)
+DATA kernels<>+760(SB)/8, $·avx512ForwardToF16(SB)
+DATA kernels<>+768(SB)/8, $·avx512Backward(SB)
+DATA kernels<>+776(SB)/8, $·avx512Backward(SB)
+DATA kernels<>+784(SB)/8, $·avx512BackwardUnweighted(SB)
+DATA kernels<>+792(SB)/8, $·runGeneric(SB)
+DATA kernels<>+800(SB)/8, $·runGeneric(SB)
+DATA kernels<>+808(SB)/8, $·runGeneric(SB)
+DATA kernels<>+816(SB)/8, $·runGeneric(SB)
+DATA kernels<>+824(SB)/8, $·runGeneric(SB)
+DATA kernels<>+832(SB)/8, $·runGeneric(SB)
+DATA kernels<>+840(SB)/8, $·runGeneric(SB)
+DATA kernels<>+848(SB)/8, $·runGeneric(SB)
+DATA kernels<>+856(SB)/8, $·runGeneric(SB)
+DATA kernels<>+864(SB)/8, $·runGeneric(SB)
+DATA kernels<>+872(SB)/8, $·runGeneric(SB)
+DATA kernels<>+880(SB)/8, $·runGeneric(SB)
+DATA kernels<>+888(SB)/8, $·runGeneric(SB)
+DATA kernels<>+896(SB)/8, $·runGeneric(SB)
+DATA kernels<>+904(SB)/8, $·runGeneric(SB)
+DATA kernels<>+912(SB)/8, $·runGeneric(SB)
+DATA kernels<>+920(SB)/8, $·runGeneric(SB)
+DATA kernels<>+928(SB)/8, $·runGeneric(SB)
+DATA kernels<>+936(SB)/8, $·runGeneric(SB)
+DATA kernels<>+944(SB)/8, $·runGeneric(SB)
+DATA kernels<>+952(SB)/8, $·runGeneric(SB)
+DATA kernels<>+960(SB)/8, $·runGeneric(SB)
+DATA kernels<>+968(SB)/8, $·runGeneric(SB)
+DATA kernels<>+976(SB)/8, $·runGeneric(SB)
+DATA kernels<>+984(SB)/8, $·runGeneric(SB)
+DATA kernels<>+992(SB)/8, $·runGeneric(SB)
+DATA kernels<>+1000(SB)/8, $·runGeneric(SB)
+DATA kernels<>+1008(SB)/8, $·runGeneric(SB)
+DATA kernels<>+1016(SB)/8, $·runGeneric(SB)
+DATA kernels<>+1024(SB)/8, $·runGeneric(SB)
+DATA kernels<>+1032(SB)/8, $·runGenericBackward(SB)
+DATA kernels<>+1040(SB)/8, $·runGenericBackward(SB)
+DATA kernels<>+1048(SB)/8, $·runGenericBackward(SB)
+DATA kernels<>+1056(SB)/8, $·avx512Forward(SB)
+DATA kernels<>+1064(SB)/8, $·avx512Forward(SB)
+DATA kernels<>+1072(SB)/8, $·avx512Forward(SB)
+DATA kernels<>+1080(SB)/8, $·avx512Forward(SB)
+DATA kernels<>+1088(SB)/8, $·avx512Forward(SB)
+DATA kernels<>+1096(SB)/8, $·avx512Forward(SB)
+DATA kernels<>+1104(SB)/8, $·avx512bf16ForwardBF16(SB)
+DATA kernels<>+1112(SB)/8, $·avx512bf16ForwardBF16(SB)
+DATA kernels<>+1120(SB)/8, $·avx512bf16ForwardBF16(SB)
+DATA kernels<>+1128(SB)/8, $·avx512bf16ForwardBF16(SB)
+DATA kernels<>+1136(SB)/8, $·avx512bf16ForwardBF16(SB)
+DATA kernels<>+1144(SB)/8, $·avx512bf16ForwardBF16(SB)
+DATA kernels<>+1152(SB)/8, $·avx512ForwardF16(SB)
+DATA kernels<>+1160(SB)/8, $·avx512ForwardF16(SB)
+DATA kernels<>+1168(SB)/8, $·avx512ForwardF16(SB)
+DATA kernels<>+1176(SB)/8, $·avx512ForwardF16(SB)
+DATA kernels<>+1184(SB)/8, $·avx512ForwardF16(SB)
+DATA kernels<>+1192(SB)/8, $·avx512ForwardF16(SB)
+DATA kernels<>+1200(SB)/8, $·avx512bf16ForwardToBF16(SB)
+DATA kernels<>+1208(SB)/8, $·avx512bf16ForwardToBF16(SB)
+DATA kernels<>+1216(SB)/8, $·avx512bf16ForwardToBF16(SB)
+DATA kernels<>+1224(SB)/8, $·avx512bf16ForwardToBF16(SB)
+DATA kernels<>+1232(SB)/8, $·avx512bf16ForwardToBF16(SB)
+DATA kernels<>+1240(SB)/8, $·avx512bf16ForwardToBF16(SB)
+DATA kernels<>+1248(SB)/8, $·avx512ForwardToF16(SB)
+DATA kernels<>+1256(SB)/8, $·avx512ForwardToF16(SB)
+DATA kernels<>+1264(SB)/8, $·avx512ForwardToF16(SB)
+DATA kernels<>+1272(SB)/8, $·avx512ForwardToF16(SB)
+DATA kernels<>+1280(SB)/8, $·avx512ForwardToF16(SB)
+DATA kernels<>+1288(SB)/8, $·avx512ForwardToF16(SB)
+DATA kernels<>+1296(SB)/8, $·avx512Backward(SB)
+DATA kernels<>+1304(SB)/8, $·avx512Backward(SB)
+DATA kernels<>+1312(SB)/8, $·avx512BackwardUnweighted(SB)
+GLOBL kernels<>(SB), RODATA|NOPTR, $1320

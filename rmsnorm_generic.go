@@ -13,7 +13,11 @@ import (
 // runGeneric runs rows [from, to) of j and returns the index of the first row that needs the
 // float64 path, or to.
 func runGeneric(j *job, from, to int) int {
-	if j.format != formatF32 {
+	switch j.format {
+	case formatF32:
+	case formatToBF16, formatToF16:
+		return runGenericTo16(j, from, to)
+	default:
 		return runGeneric16(j, from, to)
 	}
 	w := j.weight()
@@ -32,7 +36,7 @@ func runGeneric(j *job, from, to int) int {
 		if !ok {
 			return r
 		}
-		dst := j.row(j.dst, r)
+		dst := j.dstRow(r)
 		switch j.mode {
 		case weighted:
 			scaleWeighted(dst, src, w, inv)
@@ -202,7 +206,7 @@ func (j *job) rowFloat64(r int) {
 		ss += float64(f * f) // exact: a float32 square fits a float64
 	}
 	inv := 1 / math.Sqrt(ss/float64(j.d)+float64(j.eps))
-	dst := j.row(j.dst, r)
+	dst := j.dstRow(r)
 	w := j.weight()
 	for i, v := range src {
 		y := float64(v) * inv

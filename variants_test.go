@@ -207,14 +207,14 @@ func TestShortPathsMatchApply(t *testing.T) {
 				}
 				for _, n := range norms {
 					ctx := fmt.Sprintf("%v d=%d rows=%d %+v", k, d, rows, n)
-					checkShortPaths(t, ctx, k, &n, formatF32, rows, x, res, func(r rowsOf[float32]) { n.Apply(Rows(r)) })
-					checkShortPaths(t, ctx, k, &n, formatF32, rows, x, nil, func(r rowsOf[float32]) { n.Forward(r.Dst, r.X) })
+					checkShortPaths(t, ctx, k, &n, formatF32, rows, x, res, func(r rowsOf[float32, float32]) { n.Apply(Rows(r)) })
+					checkShortPaths(t, ctx, k, &n, formatF32, rows, x, nil, func(r rowsOf[float32, float32]) { n.Forward(r.Dst, r.X) })
 					for _, f := range []format{formatBF16, formatF16} {
 						apply := n.ApplyBF16
 						if f == formatF16 {
 							apply = n.ApplyF16
 						}
-						checkShortPaths(t, ctx, k, &n, f, rows, narrowAll(x, f), narrowAll(res, f), func(r rowsOf[uint16]) { apply(Rows16(r)) })
+						checkShortPaths(t, ctx, k, &n, f, rows, narrowAll(x, f), narrowAll(res, f), func(r rowsOf[uint16, uint16]) { apply(Rows16(r)) })
 					}
 				}
 			}
@@ -226,7 +226,7 @@ func TestShortPathsMatchApply(t *testing.T) {
 // set), and the general path with kernel k on copies of the same buffers, and compares dst and
 // the residual. It tries the rows three ways (plain, with the residual when res is set, and with
 // N set, which takes the general path), each in place and not, streaming and not.
-func checkShortPaths[T elem](t *testing.T, ctx string, k kernelID, n *Norm, f format, rows int, x, res []T, call func(r rowsOf[T])) {
+func checkShortPaths[T elem](t *testing.T, ctx string, k kernelID, n *Norm, f format, rows int, x, res []T, call func(r rowsOf[T, T])) {
 	t.Helper()
 	for _, how := range []string{"plain", "residual", "with N"} {
 		if how == "residual" && res == nil {
@@ -234,8 +234,8 @@ func checkShortPaths[T elem](t *testing.T, ctx string, k kernelID, n *Norm, f fo
 		}
 		for _, stream := range []bool{false, true} {
 			for _, inPlace := range []bool{false, true} {
-				mk := func() (rowsOf[T], []T) {
-					r := rowsOf[T]{X: slices.Clone(x), Dst: make([]T, len(x))}
+				mk := func() (rowsOf[T, T], []T) {
+					r := rowsOf[T, T]{X: slices.Clone(x), Dst: make([]T, len(x))}
 					if inPlace {
 						r.Dst = r.X
 					}

@@ -38,12 +38,16 @@ func workersFor(workers int, bytes uintptr, units int) int {
 
 // runWorkers runs the validated forward job with kernel k on up to workers goroutines: the rows
 // split into contiguous ranges of nearly equal size.
-func (j *job) runWorkers(k kernelID, workers int, elemBytes uintptr) {
-	buffers := uintptr(2) // x read, dst written (in place: read and written back)
-	if j.res != nil {
-		buffers += 2
+func (j *job) runWorkers(k kernelID, workers int) {
+	// x read, dst written (in place: read and written back), the residual read and written.
+	b := j.rowBytes()
+	if j.dst == j.x {
+		b += j.format.in().size() * uintptr(j.d)
 	}
-	w := workersFor(workers, buffers*uintptr(j.rows)*uintptr(j.d)*elemBytes, j.rows)
+	if j.res != nil {
+		b += j.format.in().size() * uintptr(j.d)
+	}
+	w := workersFor(workers, b*uintptr(j.rows), j.rows)
 	if w <= 1 {
 		j.run()
 		return

@@ -187,7 +187,7 @@ func declareWidenConstants() {
 
 // loadWidenConsts loads wideRegs (avx512bf16 functions of bfloat16 rows).
 func (g *gen) loadWidenConsts() {
-	if !g.cvt || g.v.Format != spec.BF16 {
+	if !g.cvt || g.out() != spec.BF16 { // for the loads of bfloat16 rows and flagRN's rounding
 		return
 	}
 	g.wide = wideRegs{ZMM(), ZMM(), K()}
@@ -201,7 +201,7 @@ func (g *gen) loadWidenConsts() {
 // loadAt is load for vector u of an unrolled loop, whose vectors come in pairs (u even, u+1).
 func (g *gen) loadAt(m Mem, u int, v VecVirtual) {
 	switch {
-	case g.wide.lo == nil:
+	case g.wide.lo == nil || !g.in16():
 		g.load(m, v)
 	case u%2 == 0:
 		VPERMW_Z(m, g.wide.lo, g.wide.odd, v)

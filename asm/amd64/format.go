@@ -24,11 +24,22 @@ import (
 // instructions (VPMOVDW, VCVTPS2PH, VCVTPH2PS, VINSERTI64X4), which AVX-512F encodes for Y0-Y31
 // without AVX-512VL.
 
-// vstep is the bytes of row memory one vector of lanes covers.
-func (g *gen) vstep() int { return g.s.lanes * g.eb }
+// vstep is the bytes of row memory (x and the residual) one vector of lanes covers; vstepOut
+// the same for dst.
+func (g *gen) vstep() int    { return g.s.lanes * g.eb }
+func (g *gen) vstepOut() int { return g.s.lanes * g.ebOut() }
 
-// is16 reports whether rows are stored in 16 bits.
-func (g *gen) is16() bool { return g.v.Format != spec.F32 }
+// in and out are the formats of x and the residual, and of dst: the same but for RowsTo16's
+// formats (spec.ToBF16, spec.ToF16), float32 in and 16 bits out.
+func (g *gen) in() spec.Format  { return g.v.Format.In() }
+func (g *gen) out() spec.Format { return g.v.Format.Out() }
+
+// ebOut is the bytes of one element of dst.
+func (g *gen) ebOut() int { return g.v.Format.OutBytes() }
+
+// in16 reports whether x and the residual are stored in 16 bits; out16 whether dst is.
+func (g *gen) in16() bool  { return g.in() != spec.F32 }
+func (g *gen) out16() bool { return g.out() != spec.F32 }
 
 // half returns a register of the width of one vector of 16-bit lanes (YMM for AVX-512, XMM for
 // AVX2), the view of v's low part.
@@ -39,9 +50,9 @@ func (g *gen) half(v VecVirtual) VecVirtual {
 	return v.AsX().(VecVirtual)
 }
 
-// load widens the lanes of one vector of row elements at m into v.
+// load widens the lanes of one vector of row elements (of x or the residual) at m into v.
 func (g *gen) load(m Mem, v VecVirtual) {
-	switch g.v.Format {
+	switch g.in() {
 	case spec.F32:
 		VMOVUPS(m, v)
 	case spec.BF16:
@@ -55,7 +66,7 @@ func (g *gen) load(m Mem, v VecVirtual) {
 // loadMasked is load for the lanes of k only (AVX-512); the others are zero and their memory is
 // not touched.
 func (g *gen) loadMasked(m Mem, k Op, v VecVirtual) {
-	switch g.v.Format {
+	switch g.in() {
 	case spec.F32:
 		VMOVUPS_Z(m, k, v)
 	case spec.BF16:
@@ -68,7 +79,7 @@ func (g *gen) loadMasked(m Mem, k Op, v VecVirtual) {
 
 // mulLoad sets t = (row vector at m) * invv.
 func (g *gen) mulLoad(m Mem, invv, t VecVirtual) {
-	if !g.is16() {
+	if !g.in16() {
 		VMULPS(m, invv, t)
 		return
 	}
@@ -78,7 +89,7 @@ func (g *gen) mulLoad(m Mem, invv, t VecVirtual) {
 
 // mulLoadAt is mulLoad for vector u of an unrolled loop (see loadAt).
 func (g *gen) mulLoadAt(m Mem, u int, invv, t VecVirtual) {
-	if !g.is16() {
+	if !g.in16() {
 		g.mulLoad(m, invv, t)
 		return
 	}
@@ -153,7 +164,7 @@ type bfRegs struct{ one, bias, high, nan, fixNaN, oddWords VecVirtual }
 
 // loadBF16Consts broadcasts the constants of bfloat16 rounding into registers (AVX-512).
 func (g *gen) loadBF16Consts() {
-	if g.s != avx512 || g.v.Format != spec.BF16 {
+	if g.s != avx512 || g.out() != spec.BF16 {
 		return
 	}
 	c := bfConsts[g.s.name]
@@ -179,10 +190,10 @@ func (g *gen) round(v VecVirtual) VecVirtual {
 	return t
 }
 
-// roundTo sets out (which may be v) to v rounded to the storage format, as float32 values; t (not
-// v) is scratch, and may be out.
+// roundTo sets out (which may be v) to v rounded to the storage format of dst, as float32 values;
+// t (not v) is scratch, and may be out.
 func (g *gen) roundTo(v, t, out VecVirtual) {
-	switch g.v.Format {
+	switch g.out() {
 	case spec.BF16:
 		g.bf16Round(v, t, out, true)
 	case spec.F16:
@@ -192,10 +203,11 @@ func (g *gen) roundTo(v, t, out VecVirtual) {
 	}
 }
 
-// store narrows v into one vector of row elements at m; exact says v already holds values of the
-// format (a rounded residual), which then need no rounding.
+// store narrows v into one vector of elements of dst's format at m; exact says v already holds
+// values of the format (a rounded residual, for the formats that store it as dst), which then
+// need no rounding.
 func (g *gen) store(v VecVirtual, m Mem, exact bool) {
-	switch g.v.Format {
+	switch g.out() {
 	case spec.F32:
 		VMOVUPS(v, m)
 	case spec.BF16:
@@ -230,7 +242,7 @@ func (g *gen) bf16Low(v VecVirtual, exact bool) VecVirtual {
 
 // storeMasked is store for the lanes of k only (AVX-512).
 func (g *gen) storeMasked(v VecVirtual, k Op, m Mem, exact bool) {
-	switch g.v.Format {
+	switch g.out() {
 	case spec.F32:
 		VMOVUPS(v, k, m)
 	case spec.BF16:
@@ -247,7 +259,7 @@ func (g *gen) storeMasked(v VecVirtual, k Op, m Mem, exact bool) {
 // storeNT writes vs (one float32 vector, or two for a 16-bit format, which fill one vector of
 // 16-bit lanes) to m, aligned to the vector size, with a non-temporal store.
 func (g *gen) storeNT(vs []VecVirtual, m Mem) {
-	if !g.is16() {
+	if !g.out16() {
 		VMOVNTPS(vs[0], m)
 		return
 	}
@@ -269,9 +281,9 @@ func (g *gen) storePair(a, b VecVirtual, m Mem) {
 // and b may be overwritten).
 func (g *gen) pack(a, b VecVirtual) VecVirtual {
 	switch {
-	case g.v.Format == spec.BF16 && g.cvt:
+	case g.out() == spec.BF16 && g.cvt:
 		return g.packCvt(a, b)
-	case g.v.Format == spec.BF16 && g.s == avx512:
+	case g.out() == spec.BF16 && g.s == avx512:
 		// The rounded bits sit in the top half of each 32-bit lane: one two-table permute picks
 		// the odd 16-bit words of a, then those of b.
 		ta, tb := g.s.vec(), g.s.vec()
@@ -279,7 +291,7 @@ func (g *gen) pack(a, b VecVirtual) VecVirtual {
 		g.bf16RoundTop(b, tb)
 		VPERMT2W(tb, g.bf.oddWords, ta)
 		return ta
-	case g.v.Format == spec.BF16:
+	case g.out() == spec.BF16:
 		// In-lane unsigned packs interleave the 128-bit halves of a and b; VPERMQ puts them back.
 		ta := g.bf16Low(a, false)
 		tb := g.bf16Low(b, false)

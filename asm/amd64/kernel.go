@@ -49,7 +49,7 @@ var prefetch = PREFETCHT0
 type gen struct {
 	s  *isa
 	v  spec.Variant
-	eb int // bytes per element of the rows (4: float32, 2: bfloat16 and binary16)
+	eb int // bytes per element of x and the residual (4: float32, 2: bfloat16 and binary16); ebOut() for dst
 
 	// lp starts the labels of the sum pass being emitted: "add" for that of residual jobs.
 	lp string
@@ -58,10 +58,11 @@ type gen struct {
 	// job's x: the scale pass reads its rows at x either way, h being stored to res.
 	j              GPVirtual // the job
 	dst, x, res, w GPVirtual // row `done` of dst, the rows scaled, the rows added; the weight
-	strideB        GPVirtual // bytes between row starts
+	strideB        GPVirtual // bytes between row starts in x and res
 
 	// Stack locals.
 	done       Mem // the row at dst, x and res
+	dstStrideB Mem // bytes between row starts in dst (the job's dstStride)
 	fd, rd     Mem // float32(d); 1/d when d is a power of two, else 0
 	invs       Mem // inv of the rows being scaled in lanes 0..3 of one packed register
 	q          Mem // 4 vectors: the partials of a group's rows
@@ -163,7 +164,7 @@ func (g *gen) locals() {
 		g.slotR = AllocLocal(block * g.eb)
 	}
 	g.invs = AllocLocal(g.s.packedBytes)
-	for _, m := range []*Mem{&g.done, &g.skip, &g.pend, &g.k, &g.tailN, &g.resTail} {
+	for _, m := range []*Mem{&g.done, &g.dstStrideB, &g.skip, &g.pend, &g.k, &g.tailN, &g.resTail} {
 		*m = AllocLocal(8)
 	}
 	if !g.s.masked && g.oneLoop() {
@@ -188,6 +189,10 @@ func (g *gen) prologue() {
 	g.strideB = GP64()
 	MOVQ(g.field(spec.Job.Stride), g.strideB)
 	SHLQ(U8(map[int]uint8{4: 2, 2: 1}[g.eb]), g.strideB)
+	ds := GP64()
+	MOVQ(g.field(spec.Job.DstStride), ds)
+	SHLQ(U8(map[int]uint8{4: 2, 2: 1}[g.ebOut()]), ds)
+	MOVQ(ds, g.dstStrideB)
 	g.loadBF16Consts()
 	g.loadWidenConsts()
 
@@ -200,8 +205,11 @@ func (g *gen) prologue() {
 	off := Load(Param("from"), GP64()).(GPVirtual)
 	MOVQ(off, g.done)
 	MOVQ(U32(0), g.skip)
+	doff := GP64()
+	MOVQ(off, doff)
+	IMULQ(g.dstStrideB, doff)
+	ADDQ(doff, g.dst)
 	IMULQ(g.strideB, off)
-	ADDQ(off, g.dst)
 	ADDQ(off, g.x)
 	ADDQ(off, g.res) // nil plus off without a residual, never read
 }
@@ -324,9 +332,14 @@ func (g *gen) sumAddRow(acc []VecVirtual) {
 	JMP(LabelRef("invone"))
 }
 
-// at addresses element i (plus disp bytes) of the row at base.
+// at addresses element i (plus disp bytes) of the row of x or the residual at base.
 func (g *gen) at(base, i GPVirtual, disp int) Mem {
 	return Mem{Base: base, Index: i, Scale: uint8(g.eb), Disp: disp}
+}
+
+// atDst addresses element i (plus disp bytes) of the row of dst being scaled.
+func (g *gen) atDst(i GPVirtual, disp int) Mem {
+	return Mem{Base: g.dst, Index: i, Scale: uint8(g.ebOut()), Disp: disp}
 }
 
 // atW addresses element i (plus disp bytes) of the weight.
@@ -432,7 +445,7 @@ func (g *gen) sumSquares(acc []VecVirtual, xr, rr GPVirtual) []VecVirtual {
 // accumulators (first: sets them). On the residual pass the elements are h = x + res (rounded
 // to the storage format), stored back to res at rr first.
 func (g *gen) block(acc []VecVirtual, xr, rr, i GPVirtual, first bool) {
-	if g.add() && g.cvt {
+	if g.add() && g.cvt && g.in16() {
 		g.blockAddCvt(acc, xr, rr, i, first)
 		return
 	}
@@ -456,11 +469,11 @@ func (g *gen) square(a, t VecVirtual, first bool) {
 	}
 }
 
-// addResidual returns h = x + res (rounded to the storage format) for x in t and res at m, and
+// addResidual returns h = x + res (rounded to the format of x) for x in t and res at m, and
 // stores h back to m; with k set, only the lanes of k.
 func (g *gen) addResidual(t VecVirtual, m Mem, k Op) VecVirtual {
 	switch {
-	case k == nil && !g.is16():
+	case k == nil && !g.in16():
 		VADDPS(m, t, t)
 	default:
 		r := g.s.vec()
@@ -471,7 +484,15 @@ func (g *gen) addResidual(t VecVirtual, m Mem, k Op) VecVirtual {
 		}
 		VADDPS(r, t, t)
 	}
-	if g.cvt {
+	switch {
+	case !g.in16(): // float32 rows (RowsTo16's too): h stays float32
+		if k == nil {
+			VMOVUPS(t, m)
+		} else {
+			VMOVUPS(t, k, m)
+		}
+		return t
+	case g.cvt:
 		// Rounded by VCVTNE2PS2BF16, stored from its words and widened back (bf16cvt.go).
 		w := g.narrowCvt(t)
 		if k == nil {
@@ -482,9 +503,8 @@ func (g *gen) addResidual(t VecVirtual, m Mem, k Op) VecVirtual {
 		g.widenWords(w, 0, t)
 		return t
 	}
-	if g.is16() {
-		t = g.round(t)
-	}
+	// 16-bit rows (whose dst has their format): h rounded to it.
+	t = g.round(t)
 	if k == nil {
 		g.store(t, m, true)
 	} else {
@@ -756,7 +776,7 @@ func (g *gen) scaleRows(inv VecVirtual) {
 	}
 	g.scale(g.x, invv, one) // h with a residual (see prologue)
 	ADDQ(g.strideB, g.x)
-	ADDQ(g.strideB, g.dst)
+	ADDQ(g.dstStrideB, g.dst)
 	ADDQ(g.strideB, g.res)
 	INCQ(g.done)
 	t := GP64()
@@ -823,17 +843,17 @@ func (g *gen) scale(src GPVirtual, invv, one VecVirtual) {
 	MOVQ(g.dst, n)
 	NEGQ(n)
 	ANDQ(U32(s.vbytes()-1), n)
-	SHRQ(U8(map[int]uint8{4: 2, 2: 1}[g.eb]), n) // elements
+	SHRQ(U8(map[int]uint8{4: 2, 2: 1}[g.ebOut()]), n) // elements
 	JZ(LabelRef("scalentgo"))
 	CMPQ(n, g.d())
 	JLE(LabelRef("scalehead"))
 	MOVQ(g.d(), n)
 	Label("scalehead")
-	if g.is16() {
+	if g.out16() {
 		// Up to two vectors of 16-bit lanes before the alignment of a whole vector of them.
 		CMPQ(n, U32(s.lanes))
 		JB(LabelRef("scaleheadpart"))
-		g.store(g.compute(src, i, 0, invv, one), g.at(g.dst, i, 0), false)
+		g.store(g.compute(src, i, 0, invv, one), g.atDst(i, 0), false)
 		ADDQ(U32(s.lanes), i)
 		SUBQ(U32(s.lanes), n)
 		JZ(LabelRef("scalentgo"))
@@ -855,7 +875,7 @@ func (g *gen) scale(src GPVirtual, invv, one VecVirtual) {
 	Label("scaleone")
 	CMPQ(i, lim)
 	JG(LabelRef("scalepart"))
-	g.store(g.compute(src, i, 0, invv, one), g.at(g.dst, i, 0), false)
+	g.store(g.compute(src, i, 0, invv, one), g.atDst(i, 0), false)
 	ADDQ(U32(s.lanes), i)
 	JMP(LabelRef("scaleone"))
 	Label("scalepart")
@@ -875,7 +895,7 @@ func (g *gen) scale(src GPVirtual, invv, one VecVirtual) {
 // flagPF, which tests the flag per iteration, rather than a loop for each. 16-bit rows spend many
 // cycles per iteration on their conversions and do not notice the test; float32 rows take a few,
 // and avx2 Forward 1x4096 measured 5.8% slower with it, so float32 keeps two loops.
-func (g *gen) oneLoop() bool { return g.is16() }
+func (g *gen) oneLoop() bool { return g.in16() }
 
 // scaleLoop emits the unrolled loop of the scale pass while whole iterations remain, then jumps
 // to scaletail: prefetching the row at pf as it goes (unless pf is nil), with non-temporal stores
@@ -918,16 +938,16 @@ func (g *gen) scaleLoop(name string, src, i, lim, pf, fl GPVirtual, invv, one Ve
 	for u, t := range ts {
 		weigh(u, t)
 		switch {
-		case !g.is16() && nt:
-			g.storeNT([]VecVirtual{t}, g.at(g.dst, i, u*g.vstep()))
-		case !g.is16():
-			g.store(t, g.at(g.dst, i, u*g.vstep()), false)
+		case !g.out16() && nt:
+			g.storeNT([]VecVirtual{t}, g.atDst(i, u*g.vstepOut()))
+		case !g.out16():
+			g.store(t, g.atDst(i, u*g.vstepOut()), false)
 		case u%2 == 0:
 			pair = t
 		case nt:
-			g.storeNT([]VecVirtual{pair, t}, g.at(g.dst, i, (u-1)*g.vstep()))
+			g.storeNT([]VecVirtual{pair, t}, g.atDst(i, (u-1)*g.vstepOut()))
 		default:
-			g.storePair(pair, t, g.at(g.dst, i, (u-1)*g.vstep()))
+			g.storePair(pair, t, g.atDst(i, (u-1)*g.vstepOut()))
 		}
 	}
 	ADDQ(U32(unroll*s.lanes), i)
@@ -1053,7 +1073,7 @@ func (g *gen) partialOut(src, i, n GPVirtual, invv, one VecVirtual) {
 		VMULPS(t, invv, t)
 		g.roundIfRN(t)
 		g.applyWeight(t, g.atW(i, 0), one, m)
-		g.storeMasked(t, m, g.at(g.dst, i, 0), false)
+		g.storeMasked(t, m, g.atDst(i, 0), false)
 		return
 	}
 	// slotX holds the row's elements, then the weight's, then the output, a vector each.
@@ -1076,6 +1096,6 @@ func (g *gen) partialOut(src, i, n GPVirtual, invv, one VecVirtual) {
 	g.applyWeight(t, g.slotX.Offset(vb), one, nil)
 	g.store(t, g.slotX.Offset(2*vb), false)
 	LEAQ(g.slotX.Offset(2*vb), sl)
-	LEAQ(g.at(g.dst, i, 0), p)
-	g.copyElems(sl, p, n, g.eb)
+	LEAQ(g.atDst(i, 0), p)
+	g.copyElems(sl, p, n, g.ebOut())
 }

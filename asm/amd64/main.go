@@ -82,13 +82,13 @@ func main() {
 const cvtPrefix = "avx512bf16"
 
 // bf16Kernel emits the functions of the avx512bf16 kernel, which is avx512 on CPUs with
-// AVX512_BF16: its own functions are those that narrow to bfloat16 (the forward function of
-// bfloat16 rows and the conversion to bfloat16), with VCVTNE2PS2BF16 (bf16cvt.go); base, the
-// avx512 kernel, runs everything else.
+// AVX512_BF16: its own functions are those that narrow to bfloat16 (the forward functions of
+// bfloat16 rows and of float32 rows into bfloat16, and the conversion to bfloat16), with
+// VCVTNE2PS2BF16 (bf16cvt.go); base, the avx512 kernel, runs everything else.
 func bf16Kernel(base spec.Kernel) spec.Kernel {
 	k := spec.Kernel{ID: "kernelAVX512BF16", Prefix: cvtPrefix, Base: &base}
 	for _, v := range spec.Bodies {
-		if v.Format == spec.BF16 {
+		if v.Format.Out() == spec.BF16 {
 			k.Variants = append(k.Variants, v)
 			kernel(avx512, cvtPrefix, v, true)
 		}

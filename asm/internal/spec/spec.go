@@ -23,23 +23,58 @@ var Modes = []Mode{Weighted, Offset, Unweighted}
 
 func (m Mode) String() string { return [...]string{"Weighted", "Offset", "Unweighted"}[m] }
 
-// Format is how rows (x, dst and the residual) are stored; the weight is float32 in every format.
+// Format is how rows are stored: x and the residual in In(), dst in Out(); the weight is float32
+// in every format.
 type Format int
 
 const (
-	F32  Format = iota // float32
-	BF16               // bfloat16, raw bits in a uint16
-	F16                // IEEE 754 binary16, raw bits in a uint16
+	F32    Format = iota // float32
+	BF16                 // bfloat16, raw bits in a uint16
+	F16                  // IEEE 754 binary16, raw bits in a uint16
+	ToBF16               // float32 x and residual, bfloat16 dst (RowsTo16)
+	ToF16                // float32 x and residual, binary16 dst (RowsTo16)
 )
 
 // Formats lists the formats in the order of the Go side's format constants.
-var Formats = []Format{F32, BF16, F16}
+var Formats = []Format{F32, BF16, F16, ToBF16, ToF16}
 
-func (f Format) String() string { return [...]string{"", "BF16", "F16"}[f] }
+func (f Format) String() string { return [...]string{"", "BF16", "F16", "ToBF16", "ToF16"}[f] }
 
-// Bytes is the size of one element of a row.
+// GoName is the Go side's format constant, e.g. "formatToBF16".
+func (f Format) GoName() string {
+	return "format" + [...]string{"F32", "BF16", "F16", "ToBF16", "ToF16"}[f]
+}
+
+// In is the format of x and the residual.
+func (f Format) In() Format {
+	if f == ToBF16 || f == ToF16 {
+		return F32
+	}
+	return f
+}
+
+// Out is the format of dst.
+func (f Format) Out() Format {
+	switch f {
+	case ToBF16:
+		return BF16
+	case ToF16:
+		return F16
+	}
+	return f
+}
+
+// Bytes is the size of one element of a row of x and the residual (In).
 func (f Format) Bytes() int {
-	if f == F32 {
+	if f.In() == F32 {
+		return 4
+	}
+	return 2
+}
+
+// OutBytes is the size of one element of a row of dst (Out).
+func (f Format) OutBytes() int {
+	if f.Out() == F32 {
 		return 4
 	}
 	return 2
@@ -55,7 +90,7 @@ type Variant struct {
 // Rounds reports whether the variant takes RoundNormalized from FlagRN: 16-bit rows with a weight,
 // where x*inv may be rounded to the format before the weight. A test of the flag per vector costs
 // less than a second copy of every such function (a third of the generated code).
-func (v Variant) Rounds() bool { return v.Format != F32 && v.Mode != Unweighted }
+func (v Variant) Rounds() bool { return v.Format.Out() != F32 && v.Mode != Unweighted }
 
 // Body returns the variant whose kernel function runs v: one function per format serves the three
 // weight forms and both residual forms, and Body stands for it with Mode Offset and no residual.
@@ -189,15 +224,21 @@ func (v Variant) stem() string {
 func (v Variant) Formula() string {
 	s := ""
 	round := func(e string) string { return e }
-	if v.Format != F32 {
+	roundIn := round
+	switch {
+	case v.Format.In() != v.Format.Out():
+		s = "float32 rows into " + v.Format.Out().String() + " rows: "
+		round = func(e string) string { return "round16(" + e + ")" }
+	case v.Format != F32:
 		s = v.Format.String() + " rows: "
 		round = func(e string) string { return "round16(" + e + ")" }
+		roundIn = round
 	}
 	s += "y = " + round("(x*inv)*w") + ", " + round("(x*inv)*(1+w)") + " with flagOffset, or " + round("x*inv") + " with w nil"
 	if v.Body().Rounds() {
 		s += " (with flagRN and a weight, " + round("x*inv") + " in place of (x*inv))"
 	}
-	return s + ", for each row; with res, h = " + round("x + res") + " and res = h per element first, and h in place of x."
+	return s + ", for each row; with res, h = " + roundIn("x + res") + " and res = h per element first, and h in place of x."
 }
 
 // Doc is the documentation of a kernel function.
@@ -220,9 +261,9 @@ const (
 // (job_<field>): the assembly refers to them by name, so a renamed or moved field breaks the
 // build instead of the results.
 var Job = struct {
-	Dst, X, Res, W, Inv, D, Stride, Eps, Flags, Fn string
-	DY, DW, Acc, Rows                              string
-}{"job_dst", "job_x", "job_res", "job_w", "job_inv", "job_d", "job_stride", "job_eps", "job_flags", "job_fn",
+	Dst, X, Res, W, Inv, D, Stride, DstStride, Eps, Flags, Fn string
+	DY, DW, Acc, Rows                                         string
+}{"job_dst", "job_x", "job_res", "job_w", "job_inv", "job_d", "job_stride", "job_dstStride", "job_eps", "job_flags", "job_fn",
 	"job_dy", "job_dw", "job_acc", "job_rows"}
 
 // KernelIDs are the Go side's kernelID constants, in their order (dispatch.go): job.fn is
@@ -288,9 +329,9 @@ func GoSpec(header string) string {
 	fmt.Fprintf(&b, "// numConvOps is the number of conversions (convOp).\nconst numConvOps = %d\n\n", len(Conversions))
 	b.WriteString("// forwardVariant maps a call's storage format, weight form and residual to the variant that\n")
 	b.WriteString("// implements it (RoundNormalized is flagRN).\n")
-	b.WriteString("var forwardVariant = [3][3][2]variant{\n")
+	fmt.Fprintf(&b, "var forwardVariant = [%d][3][2]variant{\n", len(Formats))
 	for _, f := range Formats {
-		fmt.Fprintf(&b, "\tformat%s: {\n", map[Format]string{F32: "F32", BF16: "BF16", F16: "F16"}[f])
+		fmt.Fprintf(&b, "\t%s: {\n", f.GoName())
 		for _, m := range Modes {
 			var rs []string
 			for _, res := range []bool{false, true} {

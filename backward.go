@@ -10,7 +10,8 @@ import (
 type Grad struct {
 	// DX receives dL/dx for the rows of X, at their positions, given DY = dL/dy. DX may be DY
 	// itself (in place: the same first element) or share no memory with DY; it shares none with X,
-	// Inv, DW or the weight.
+	// Inv, DW or the weight. A nil DX asks for the weight gradient alone (DW): no dx is written
+	// (Backward reads DY, X and Inv as usual).
 	DX []float32
 	// X holds the rows the forward pass normalized (with Rows.Residual: h, the sum it stored).
 	X []float32
@@ -54,24 +55,28 @@ var backwardNames = names{"Norm.Backward", "DX", "X", "Weight", "Eps"}
 func backwardRows(n *Norm, g *Grad, k kernelID) {
 	d, mode, good := n.shape()
 	rows, stride, span, exact, ok := layout(d, g.N, g.Stride, len(g.X))
-	bad := !good || !ok || !fits(len(g.DX), span, exact) || !fits(len(g.DY), span, exact)
+	bad := !good || !ok || (g.DX != nil && !fits(len(g.DX), span, exact)) || !fits(len(g.DY), span, exact)
 	bad = bad || !epsOK(n.Eps) || (g.Inv != nil && len(g.Inv) < rows) ||
 		(g.DW != nil && (mode == unweighted || len(g.DW) != d))
 	if !bad && rows > 0 {
 		sb := uintptr(span) * 4
 		dxp, xp, dyp := addr(g.DX), addr(g.X), addr(g.DY)
+		dxb := sb // DX's bytes: none without DX
+		if g.DX == nil {
+			dxb = 0
+		}
 		wp, wb := addr(n.Weight), uintptr(len(n.Weight))*4
 		ip, ib := addr(g.Inv), uintptr(len(g.Inv[:min(rows, len(g.Inv))]))*4
 		dwp, dwb := addr(g.DW), uintptr(len(g.DW))*4
-		bad = (dxp != dyp && !disjoint(dxp, sb, dyp, sb)) || !disjoint(dxp, sb, xp, sb) ||
-			!disjoint(dxp, sb, wp, wb) || !disjoint(dxp, sb, ip, ib) || !disjoint(dxp, sb, dwp, dwb) ||
+		bad = (dxp != dyp && !disjoint(dxp, dxb, dyp, sb)) || !disjoint(dxp, dxb, xp, sb) ||
+			!disjoint(dxp, dxb, wp, wb) || !disjoint(dxp, dxb, ip, ib) || !disjoint(dxp, dxb, dwp, dwb) ||
 			!disjoint(dwp, dwb, xp, sb) || !disjoint(dwp, dwb, dyp, sb) || !disjoint(dwp, dwb, wp, wb) ||
 			!disjoint(dwp, dwb, ip, ib)
 	}
 	if bad {
 		panic(explainBackward(n, g))
 	}
-	if rows == 0 {
+	if rows == 0 || (g.DX == nil && g.DW == nil) { // nothing to write
 		return
 	}
 	var j job
@@ -86,6 +91,7 @@ func backwardRows(n *Norm, g *Grad, k kernelID) {
 		j.dw = ptr(g.DW)
 	}
 	j.d, j.stride, j.dstStride, j.rows, j.eps, j.mode, j.format = d, stride, stride, rows, n.Eps, mode, formatF32
+	// Without DX (j.dst nil), runBackward gives each worker one scratch row for dx (dstStride 0).
 	j.v = vBackwardWeighted + variant(mode)
 	j.flags = n.flags(formatF32) // flagOffset: Weighted and Offset share a kernel function (spec.BackwardBody)
 	if k == useActive {
@@ -117,7 +123,7 @@ func explainBackward(n *Norm, g *Grad) string {
 			name string
 			n    int
 		}{{"DX", len(g.DX)}, {"DY", len(g.DY)}} {
-			if s.n != len(g.X) {
+			if s.n != len(g.X) && (s.name != "DX" || g.DX != nil) {
 				nm.fail("len(%s) = %d, want len(X) = %d", s.name, s.n, len(g.X))
 			}
 		}
@@ -142,7 +148,7 @@ func explainBackward(n *Norm, g *Grad) string {
 			name string
 			n    int
 		}{{"X", len(g.X)}, {"DX", len(g.DX)}, {"DY", len(g.DY)}} {
-			if s.n < span {
+			if s.n < span && (s.name != "DX" || g.DX != nil) {
 				nm.fail("len(%s) = %d, want at least %d for N = %d rows of %d with Stride = %d", s.name, s.n, span, rows, d, stride)
 			}
 		}
@@ -162,7 +168,11 @@ func explainBackward(n *Norm, g *Grad) string {
 	if rows == 0 {
 		return "rmsnorm: " + nm.fn + ": internal error: the fast check rejected a valid call"
 	}
-	dx, x, dy := region("DX", g.DX[:span]), region("X", g.X[:span]), region("DY", g.DY[:span])
+	x, dy := region("X", g.X[:span]), region("DY", g.DY[:span])
+	dx := noRegion
+	if g.DX != nil {
+		dx = region("DX", g.DX[:span])
+	}
 	w, dw, inv := region("Weight", n.Weight), noRegion, noRegion
 	if g.DW != nil {
 		dw = region("DW", g.DW)
@@ -208,21 +218,37 @@ func getAcc(n int) *[]float32 {
 // DW at each block's last row (flagFuse); several workers each fill the P of their own blocks, one
 // slot per block, and the slots are added to DW afterwards, in block order, column by column, in
 // parallel. Both orders are the same additions, so the bits do not depend on the workers.
+//
+// Without DX (j.dst nil) the kernels write each row's dx into one scratch row of d floats, a row
+// per worker (dstStride 0): the same arithmetic, so DW keeps its bits, and no pass over memory
+// for dx.
 func (j *job) runBackward(k kernelID, workers int) {
 	j.setBackwardMemoryFlags()
 	blocks := (j.rows + gradBlock - 1) / gradBlock
-	w := workersFor(workers, 3*uintptr(j.rows)*uintptr(j.d)*4, blocks) // x, dy, dx
+	buffers := uintptr(3) // x, dy, dx
+	if j.dst == nil {
+		buffers = 2
+	}
+	w := workersFor(workers, buffers*uintptr(j.rows)*uintptr(j.d)*4, blocks)
 	if w <= 1 {
-		var acc *[]float32
+		var acc, scratch *[]float32
 		if j.dw != nil && j.rows > 1 {
 			acc = getAcc(j.d)
 			j.acc = ptr(*acc)
+		}
+		if j.dst == nil {
+			scratch = getAcc(j.d)
+			j.dst, j.dstStride = ptr(*scratch), 0
 		}
 		j.flags |= flagFuse
 		j.runRange(k, 0, j.rows)
 		if acc != nil {
 			j.acc = nil
 			accPool.Put(acc)
+		}
+		if scratch != nil {
+			j.dst = nil
+			accPool.Put(scratch)
 		}
 		return
 	}
@@ -234,15 +260,23 @@ func (j *job) runBackward(k kernelID, workers int) {
 func (j *job) splitBackward(k kernelID, w, blocks int) {
 	c := newSplit(j, k, w)
 	c.blocks = blocks
-	var acc *[]float32
+	var acc, scratch *[]float32
 	if j.dw != nil {
 		acc = getAcc(blocks * j.d)
 		c.j.acc = ptr(*acc)
+	}
+	if j.dst == nil { // no DX: a scratch row per part (runPart)
+		scratch = getAcc(w * j.d)
+		c.j.dst, c.j.dstStride = ptr(*scratch), 0
+		c.scratchDX = true
 	}
 	c.run(stageBlocks)
 	if acc != nil {
 		c.run(stageColumns)
 		accPool.Put(acc)
+	}
+	if scratch != nil {
+		accPool.Put(scratch)
 	}
 	c.free()
 }

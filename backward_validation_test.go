@@ -47,7 +47,7 @@ func TestBackwardBadInput(t *testing.T) {
 		{"not a multiple, no weight", Norm{Dim: 4, Eps: 1e-6}, Grad{DX: s(10), X: buf[:10], DY: s(10)}, []string{"len(X) = 10", "not a multiple", "= 4"}},
 		{"DX short", nw, Grad{DX: s(7), X: buf[:8], DY: s(8)}, []string{"len(DX) = 7", "len(X) = 8"}},
 		{"DX long", nw, Grad{DX: s(12), X: buf[:8], DY: s(8)}, []string{"len(DX) = 12", "len(X) = 8"}},
-		{"DX nil", nw, Grad{X: buf[:8], DY: s(8)}, []string{"len(DX) = 0", "len(X) = 8"}},
+		{"DX empty, not nil", nw, Grad{DX: s(0), X: buf[:8], DY: s(8)}, []string{"len(DX) = 0", "len(X) = 8"}}, // nil asks for DW alone
 		{"DY short", nw, Grad{DX: s(8), X: buf[:8], DY: s(4)}, []string{"len(DY) = 4", "len(X) = 8"}},
 		{"DY long", nw, Grad{DX: s(8), X: buf[:8], DY: s(9)}, []string{"len(DY) = 9", "len(X) = 8"}},
 		{"DX with empty X", nw, Grad{DX: s(4), DY: s(0)}, []string{"len(DX) = 4", "len(X) = 0"}},
@@ -95,6 +95,8 @@ func TestBackwardBadInput(t *testing.T) {
 		{"DX overlaps Inv", nw, Grad{DX: buf[36:44], X: buf[0:8], DY: s(8), Inv: buf[40:42]}, []string{"DX overlaps Inv"}},
 		{"DX overlaps DW", nw, Grad{DX: buf[56:64], X: buf[0:8], DY: s(8), DW: buf[60:64]}, []string{"DX overlaps DW"}},
 		{"DX overlaps DW, in place", nw, Grad{DX: buf[56:64], X: buf[0:8], DY: buf[56:64], DW: buf[60:64]}, []string{"overlaps"}},
+		{"no DX, DY short", nw, Grad{X: buf[:8], DY: s(4), DW: s(4)}, []string{"len(DY) = 4", "len(X) = 8"}},
+		{"no DX, DW overlaps DY", nw, Grad{X: buf[0:8], DY: buf[16:24], DW: buf[20:24]}, []string{"DW overlaps DY"}},
 	}
 	// Validation comes before any split of the rows: the same calls with Workers.
 	for _, c := range cases[len(cases)-8:] {

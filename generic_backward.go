@@ -26,7 +26,7 @@ func runGenericBackward(j *job, from, to int) int {
 		}
 		c := dotGX(x, dy, w, j.mode)
 		s := float32(float32(inv*inv)*c) / float32(d)
-		dx := j.row(j.dst, r)
+		dx := j.dstRow(r)
 		for c0 := 0; c0 < d; c0 += chunk {
 			n := min(chunk, d-c0)
 			xs, dys, dxs := x[c0:c0+n], dy[c0:c0+n], dx[c0:c0+n]
@@ -109,7 +109,7 @@ func (j *job) accumulate(r, c0 int, q []float32) {
 // and dx is computed in float64 and rounded once. The weight-gradient products, rounded to
 // float32, are summed like any row's.
 func (j *job) backwardFloat64(r int) {
-	x, dy, dx := j.row(j.x, r), j.row(j.dy, r), j.row(j.dst, r)
+	x, dy, dx := j.row(j.x, r), j.row(j.dy, r), j.dstRow(r)
 	w := j.weight()
 	var ss float64
 	for _, v := range x {

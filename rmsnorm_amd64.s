@@ -5431,7 +5431,7 @@ done:
 
 // func avx512Backward(j uintptr, from int, to int) int
 // Requires: AVX, AVX512F, MMX+
-TEXT ·avx512Backward(SB), NOSPLIT, $16-32
+TEXT ·avx512Backward(SB), NOSPLIT, $24-32
 	// avx512Backward computes the gradient of rows [from, to) of the job: with g = dy*w (dy*(1+w) with flagOffset),
 	// c the contract's sum of g*x and s = ((inv*inv)*c)/d, dx = inv*(g - x*s); and, when the job has
 	// a weight gradient, the products dy*(x*inv) into the row block's partial sum (see gradBlock).
@@ -5443,12 +5443,15 @@ TEXT ·avx512Backward(SB), NOSPLIT, $16-32
 	MOVQ job_w+0(AX), SI
 	MOVQ job_stride+0(AX), DI
 	SHLQ $0x02, DI
+	MOVQ job_dstStride+0(AX), R8
+	SHLQ $0x02, R8
+	MOVQ R8, 8(SP)
 
 	// fd = float32(d); rd = 1/d when d is a power of two (a/d is then a*rd exactly), else 0.
 	MOVQ       job_d+0(AX), R8
 	VMOVSS     one<>+0(SB), X0
 	VCVTSI2SSQ R8, X0, X0
-	VMOVSS     X0, 8(SP)
+	VMOVSS     X0, 16(SP)
 	XORL       R10, R10
 	LEAQ       -1(R8), R9
 	TESTQ      R8, R9
@@ -5459,13 +5462,15 @@ TEXT ·avx512Backward(SB), NOSPLIT, $16-32
 	SHLL       $0x17, R10
 
 notpow2:
-	MOVL R10, 12(SP)
+	MOVL R10, 20(SP)
 
 	// Start at row from.
 	MOVQ  from+8(FP), R8
 	MOVQ  R8, (SP)
+	MOVQ  R8, R9
+	IMULQ 8(SP), R9
+	ADDQ  R9, CX
 	IMULQ DI, R8
-	ADDQ  R8, CX
 	ADDQ  R8, DX
 	ADDQ  R8, BX
 
@@ -5707,13 +5712,13 @@ sumdone:
 	VADDPS     Z1, Z0, Z0
 
 	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
-	CMPL   12(SP), $0x00
+	CMPL   20(SP), $0x00
 	JE     divide2
-	VMULSS 12(SP), X0, X0
+	VMULSS 20(SP), X0, X0
 	JMP    divided3
 
 divide2:
-	VDIVSS 8(SP), X0, X0
+	VDIVSS 16(SP), X0, X0
 
 divided3:
 	VADDSS   job_eps+0(AX), X0, X0
@@ -5746,13 +5751,13 @@ haveinv:
 	// s = ((inv*inv)*c)/d
 	VMULSS X1, X1, X0
 	VMULSS X4, X0, X0
-	CMPL   12(SP), $0x00
+	CMPL   20(SP), $0x00
 	JE     divide4
-	VMULSS 12(SP), X0, X0
+	VMULSS 20(SP), X0, X0
 	JMP    divided5
 
 divide4:
-	VDIVSS 8(SP), X0, X0
+	VDIVSS 16(SP), X0, X0
 
 divided5:
 	VBROADCASTSS X1, Z1
@@ -6547,7 +6552,7 @@ closepart:
 rowdone:
 	// Next row.
 	ADDQ DI, DX
-	ADDQ DI, CX
+	ADDQ 8(SP), CX
 	ADDQ DI, BX
 	INCQ (SP)
 	JMP  row
@@ -6565,7 +6570,7 @@ vzero:
 
 // func avx512BackwardUnweighted(j uintptr, from int, to int) int
 // Requires: AVX, AVX512F, MMX+
-TEXT ·avx512BackwardUnweighted(SB), NOSPLIT, $16-32
+TEXT ·avx512BackwardUnweighted(SB), NOSPLIT, $24-32
 	// avx512BackwardUnweighted computes the gradient of rows [from, to) of the job: with g = dy,
 	// c the contract's sum of g*x and s = ((inv*inv)*c)/d, dx = inv*(g - x*s); and, when the job has
 	// a weight gradient, the products dy*(x*inv) into the row block's partial sum (see gradBlock).
@@ -6576,12 +6581,15 @@ TEXT ·avx512BackwardUnweighted(SB), NOSPLIT, $16-32
 	MOVQ job_dy+0(AX), BX
 	MOVQ job_stride+0(AX), SI
 	SHLQ $0x02, SI
+	MOVQ job_dstStride+0(AX), DI
+	SHLQ $0x02, DI
+	MOVQ DI, 8(SP)
 
 	// fd = float32(d); rd = 1/d when d is a power of two (a/d is then a*rd exactly), else 0.
 	MOVQ       job_d+0(AX), DI
 	VMOVSS     one<>+0(SB), X0
 	VCVTSI2SSQ DI, X0, X0
-	VMOVSS     X0, 8(SP)
+	VMOVSS     X0, 16(SP)
 	XORL       R9, R9
 	LEAQ       -1(DI), R8
 	TESTQ      DI, R8
@@ -6592,13 +6600,15 @@ TEXT ·avx512BackwardUnweighted(SB), NOSPLIT, $16-32
 	SHLL       $0x17, R9
 
 notpow2:
-	MOVL R9, 12(SP)
+	MOVL R9, 20(SP)
 
 	// Start at row from.
 	MOVQ  from+8(FP), DI
 	MOVQ  DI, (SP)
+	MOVQ  DI, R8
+	IMULQ 8(SP), R8
+	ADDQ  R8, CX
 	IMULQ SI, DI
-	ADDQ  DI, CX
 	ADDQ  DI, DX
 	ADDQ  DI, BX
 
@@ -6756,13 +6766,13 @@ sumdone:
 	VADDPS     Z1, Z0, Z0
 
 	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
-	CMPL   12(SP), $0x00
+	CMPL   20(SP), $0x00
 	JE     divide1
-	VMULSS 12(SP), X0, X0
+	VMULSS 20(SP), X0, X0
 	JMP    divided2
 
 divide1:
-	VDIVSS 8(SP), X0, X0
+	VDIVSS 16(SP), X0, X0
 
 divided2:
 	VADDSS   job_eps+0(AX), X0, X0
@@ -6795,13 +6805,13 @@ haveinv:
 	// s = ((inv*inv)*c)/d
 	VMULSS X1, X1, X0
 	VMULSS X4, X0, X0
-	CMPL   12(SP), $0x00
+	CMPL   20(SP), $0x00
 	JE     divide3
-	VMULSS 12(SP), X0, X0
+	VMULSS 20(SP), X0, X0
 	JMP    divided4
 
 divide3:
-	VDIVSS 8(SP), X0, X0
+	VDIVSS 16(SP), X0, X0
 
 divided4:
 	VBROADCASTSS X1, Z1
@@ -6925,7 +6935,7 @@ dxnonepart:
 rowdonenone:
 	// Next row.
 	ADDQ SI, DX
-	ADDQ SI, CX
+	ADDQ 8(SP), CX
 	ADDQ SI, BX
 	INCQ (SP)
 	JMP  row
@@ -13646,7 +13656,7 @@ done:
 
 // func avx2Backward(j uintptr, from int, to int) int
 // Requires: AVX, AVX2, MMX+
-TEXT ·avx2Backward(SB), NOSPLIT, $528-32
+TEXT ·avx2Backward(SB), NOSPLIT, $536-32
 	// avx2Backward computes the gradient of rows [from, to) of the job: with g = dy*w (dy*(1+w) with flagOffset),
 	// c the contract's sum of g*x and s = ((inv*inv)*c)/d, dx = inv*(g - x*s); and, when the job has
 	// a weight gradient, the products dy*(x*inv) into the row block's partial sum (see gradBlock).
@@ -13658,12 +13668,15 @@ TEXT ·avx2Backward(SB), NOSPLIT, $528-32
 	MOVQ job_w+0(AX), SI
 	MOVQ job_stride+0(AX), DI
 	SHLQ $0x02, DI
+	MOVQ job_dstStride+0(AX), R8
+	SHLQ $0x02, R8
+	MOVQ R8, 8(SP)
 
 	// fd = float32(d); rd = 1/d when d is a power of two (a/d is then a*rd exactly), else 0.
 	MOVQ       job_d+0(AX), R8
 	VMOVSS     one<>+0(SB), X0
 	VCVTSI2SSQ R8, X0, X0
-	VMOVSS     X0, 8(SP)
+	VMOVSS     X0, 16(SP)
 	XORL       R10, R10
 	LEAQ       -1(R8), R9
 	TESTQ      R8, R9
@@ -13674,13 +13687,15 @@ TEXT ·avx2Backward(SB), NOSPLIT, $528-32
 	SHLL       $0x17, R10
 
 notpow2:
-	MOVL R10, 12(SP)
+	MOVL R10, 20(SP)
 
 	// Start at row from.
 	MOVQ  from+8(FP), R8
 	MOVQ  R8, (SP)
+	MOVQ  R8, R9
+	IMULQ 8(SP), R9
+	ADDQ  R9, CX
 	IMULQ DI, R8
-	ADDQ  R8, CX
 	ADDQ  R8, DX
 	ADDQ  R8, BX
 
@@ -13812,32 +13827,32 @@ sumsspart7:
 sumssscalar:
 	CMPQ    R10, R9
 	JGE     sumssdone
-	VMOVUPS Y0, 16(SP)
-	VMOVUPS Y1, 48(SP)
-	VMOVUPS Y2, 80(SP)
-	VMOVUPS Y3, 112(SP)
-	VMOVUPS Y4, 144(SP)
-	VMOVUPS Y5, 176(SP)
-	VMOVUPS Y6, 208(SP)
-	VMOVUPS Y7, 240(SP)
+	VMOVUPS Y0, 24(SP)
+	VMOVUPS Y1, 56(SP)
+	VMOVUPS Y2, 88(SP)
+	VMOVUPS Y3, 120(SP)
+	VMOVUPS Y4, 152(SP)
+	VMOVUPS Y5, 184(SP)
+	VMOVUPS Y6, 216(SP)
+	VMOVUPS Y7, 248(SP)
 
 sumssscalarloop:
 	LEAQ    (R8)(R10*1), R11
 	VMOVSS  (DX)(R11*4), X0
 	VMULSS  X0, X0, X0
-	VADDSS  16(SP)(R10*4), X0, X0
-	VMOVSS  X0, 16(SP)(R10*4)
+	VADDSS  24(SP)(R10*4), X0, X0
+	VMOVSS  X0, 24(SP)(R10*4)
 	INCQ    R10
 	CMPQ    R10, R9
 	JL      sumssscalarloop
-	VMOVUPS 16(SP), Y0
-	VMOVUPS 48(SP), Y1
-	VMOVUPS 80(SP), Y2
-	VMOVUPS 112(SP), Y3
-	VMOVUPS 144(SP), Y4
-	VMOVUPS 176(SP), Y5
-	VMOVUPS 208(SP), Y6
-	VMOVUPS 240(SP), Y7
+	VMOVUPS 24(SP), Y0
+	VMOVUPS 56(SP), Y1
+	VMOVUPS 88(SP), Y2
+	VMOVUPS 120(SP), Y3
+	VMOVUPS 152(SP), Y4
+	VMOVUPS 184(SP), Y5
+	VMOVUPS 216(SP), Y6
+	VMOVUPS 248(SP), Y7
 
 sumssdone:
 	VADDPS       Y4, Y0, Y0
@@ -13855,13 +13870,13 @@ sumssdone:
 	VADDSS       X0, X1, X1
 
 	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
-	CMPL   12(SP), $0x00
+	CMPL   20(SP), $0x00
 	JE     divide1
-	VMULSS 12(SP), X1, X0
+	VMULSS 20(SP), X1, X0
 	JMP    divided2
 
 divide1:
-	VDIVSS 8(SP), X1, X0
+	VDIVSS 16(SP), X1, X0
 
 divided2:
 	VADDSS   job_eps+0(AX), X0, X0
@@ -14133,14 +14148,14 @@ sumcpart7:
 sumcscalar:
 	CMPQ    R10, R9
 	JGE     sumcdone
-	VMOVUPS Y0, 272(SP)
-	VMOVUPS Y2, 304(SP)
-	VMOVUPS Y3, 336(SP)
-	VMOVUPS Y4, 368(SP)
-	VMOVUPS Y5, 400(SP)
-	VMOVUPS Y6, 432(SP)
-	VMOVUPS Y7, 464(SP)
-	VMOVUPS Y8, 496(SP)
+	VMOVUPS Y0, 280(SP)
+	VMOVUPS Y2, 312(SP)
+	VMOVUPS Y3, 344(SP)
+	VMOVUPS Y4, 376(SP)
+	VMOVUPS Y5, 408(SP)
+	VMOVUPS Y6, 440(SP)
+	VMOVUPS Y7, 472(SP)
+	VMOVUPS Y8, 504(SP)
 
 sumcscalarloop:
 	LEAQ    (R8)(R10*1), R11
@@ -14150,19 +14165,19 @@ sumcscalarloop:
 	VADDSS  X9, X3, X3
 	VMULSS  X3, X2, X2
 	VMULSS  X0, X2, X2
-	VADDSS  272(SP)(R10*4), X2, X2
-	VMOVSS  X2, 272(SP)(R10*4)
+	VADDSS  280(SP)(R10*4), X2, X2
+	VMOVSS  X2, 280(SP)(R10*4)
 	INCQ    R10
 	CMPQ    R10, R9
 	JL      sumcscalarloop
-	VMOVUPS 272(SP), Y0
-	VMOVUPS 304(SP), Y2
-	VMOVUPS 336(SP), Y3
-	VMOVUPS 368(SP), Y4
-	VMOVUPS 400(SP), Y5
-	VMOVUPS 432(SP), Y6
-	VMOVUPS 464(SP), Y7
-	VMOVUPS 496(SP), Y8
+	VMOVUPS 280(SP), Y0
+	VMOVUPS 312(SP), Y2
+	VMOVUPS 344(SP), Y3
+	VMOVUPS 376(SP), Y4
+	VMOVUPS 408(SP), Y5
+	VMOVUPS 440(SP), Y6
+	VMOVUPS 472(SP), Y7
+	VMOVUPS 504(SP), Y8
 
 sumcdone:
 	VADDPS       Y5, Y0, Y0
@@ -14182,13 +14197,13 @@ sumcdone:
 	// s = ((inv*inv)*c)/d
 	VMULSS X1, X1, X0
 	VMULSS X2, X0, X0
-	CMPL   12(SP), $0x00
+	CMPL   20(SP), $0x00
 	JE     divide4
-	VMULSS 12(SP), X0, X0
+	VMULSS 20(SP), X0, X0
 	JMP    divided5
 
 divide4:
-	VDIVSS 8(SP), X0, X0
+	VDIVSS 16(SP), X0, X0
 
 divided5:
 	VBROADCASTSS X1, Y1
@@ -14995,7 +15010,7 @@ closetailloop:
 rowdone:
 	// Next row.
 	ADDQ DI, DX
-	ADDQ DI, CX
+	ADDQ 8(SP), CX
 	ADDQ DI, BX
 	INCQ (SP)
 	JMP  row
@@ -15013,7 +15028,7 @@ vzero:
 
 // func avx2BackwardUnweighted(j uintptr, from int, to int) int
 // Requires: AVX, AVX2, MMX+
-TEXT ·avx2BackwardUnweighted(SB), NOSPLIT, $528-32
+TEXT ·avx2BackwardUnweighted(SB), NOSPLIT, $536-32
 	// avx2BackwardUnweighted computes the gradient of rows [from, to) of the job: with g = dy,
 	// c the contract's sum of g*x and s = ((inv*inv)*c)/d, dx = inv*(g - x*s); and, when the job has
 	// a weight gradient, the products dy*(x*inv) into the row block's partial sum (see gradBlock).
@@ -15024,12 +15039,15 @@ TEXT ·avx2BackwardUnweighted(SB), NOSPLIT, $528-32
 	MOVQ job_dy+0(AX), BX
 	MOVQ job_stride+0(AX), SI
 	SHLQ $0x02, SI
+	MOVQ job_dstStride+0(AX), DI
+	SHLQ $0x02, DI
+	MOVQ DI, 8(SP)
 
 	// fd = float32(d); rd = 1/d when d is a power of two (a/d is then a*rd exactly), else 0.
 	MOVQ       job_d+0(AX), DI
 	VMOVSS     one<>+0(SB), X0
 	VCVTSI2SSQ DI, X0, X0
-	VMOVSS     X0, 8(SP)
+	VMOVSS     X0, 16(SP)
 	XORL       R9, R9
 	LEAQ       -1(DI), R8
 	TESTQ      DI, R8
@@ -15040,13 +15058,15 @@ TEXT ·avx2BackwardUnweighted(SB), NOSPLIT, $528-32
 	SHLL       $0x17, R9
 
 notpow2:
-	MOVL R9, 12(SP)
+	MOVL R9, 20(SP)
 
 	// Start at row from.
 	MOVQ  from+8(FP), DI
 	MOVQ  DI, (SP)
+	MOVQ  DI, R8
+	IMULQ 8(SP), R8
+	ADDQ  R8, CX
 	IMULQ SI, DI
-	ADDQ  DI, CX
 	ADDQ  DI, DX
 	ADDQ  DI, BX
 
@@ -15178,32 +15198,32 @@ sumsspart7:
 sumssscalar:
 	CMPQ    R9, R8
 	JGE     sumssdone
-	VMOVUPS Y0, 16(SP)
-	VMOVUPS Y1, 48(SP)
-	VMOVUPS Y2, 80(SP)
-	VMOVUPS Y3, 112(SP)
-	VMOVUPS Y4, 144(SP)
-	VMOVUPS Y5, 176(SP)
-	VMOVUPS Y6, 208(SP)
-	VMOVUPS Y7, 240(SP)
+	VMOVUPS Y0, 24(SP)
+	VMOVUPS Y1, 56(SP)
+	VMOVUPS Y2, 88(SP)
+	VMOVUPS Y3, 120(SP)
+	VMOVUPS Y4, 152(SP)
+	VMOVUPS Y5, 184(SP)
+	VMOVUPS Y6, 216(SP)
+	VMOVUPS Y7, 248(SP)
 
 sumssscalarloop:
 	LEAQ    (DI)(R9*1), R10
 	VMOVSS  (DX)(R10*4), X0
 	VMULSS  X0, X0, X0
-	VADDSS  16(SP)(R9*4), X0, X0
-	VMOVSS  X0, 16(SP)(R9*4)
+	VADDSS  24(SP)(R9*4), X0, X0
+	VMOVSS  X0, 24(SP)(R9*4)
 	INCQ    R9
 	CMPQ    R9, R8
 	JL      sumssscalarloop
-	VMOVUPS 16(SP), Y0
-	VMOVUPS 48(SP), Y1
-	VMOVUPS 80(SP), Y2
-	VMOVUPS 112(SP), Y3
-	VMOVUPS 144(SP), Y4
-	VMOVUPS 176(SP), Y5
-	VMOVUPS 208(SP), Y6
-	VMOVUPS 240(SP), Y7
+	VMOVUPS 24(SP), Y0
+	VMOVUPS 56(SP), Y1
+	VMOVUPS 88(SP), Y2
+	VMOVUPS 120(SP), Y3
+	VMOVUPS 152(SP), Y4
+	VMOVUPS 184(SP), Y5
+	VMOVUPS 216(SP), Y6
+	VMOVUPS 248(SP), Y7
 
 sumssdone:
 	VADDPS       Y4, Y0, Y0
@@ -15221,13 +15241,13 @@ sumssdone:
 	VADDSS       X0, X1, X1
 
 	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
-	CMPL   12(SP), $0x00
+	CMPL   20(SP), $0x00
 	JE     divide1
-	VMULSS 12(SP), X1, X0
+	VMULSS 20(SP), X1, X0
 	JMP    divided2
 
 divide1:
-	VDIVSS 8(SP), X1, X0
+	VDIVSS 16(SP), X1, X0
 
 divided2:
 	VADDSS   job_eps+0(AX), X0, X0
@@ -15387,33 +15407,33 @@ sumcpart7:
 sumcscalar:
 	CMPQ    R9, R8
 	JGE     sumcdone
-	VMOVUPS Y0, 272(SP)
-	VMOVUPS Y2, 304(SP)
-	VMOVUPS Y3, 336(SP)
-	VMOVUPS Y4, 368(SP)
-	VMOVUPS Y5, 400(SP)
-	VMOVUPS Y6, 432(SP)
-	VMOVUPS Y7, 464(SP)
-	VMOVUPS Y8, 496(SP)
+	VMOVUPS Y0, 280(SP)
+	VMOVUPS Y2, 312(SP)
+	VMOVUPS Y3, 344(SP)
+	VMOVUPS Y4, 376(SP)
+	VMOVUPS Y5, 408(SP)
+	VMOVUPS Y6, 440(SP)
+	VMOVUPS Y7, 472(SP)
+	VMOVUPS Y8, 504(SP)
 
 sumcscalarloop:
 	LEAQ    (DI)(R9*1), R10
 	VMOVSS  (DX)(R10*4), X0
 	VMOVSS  (BX)(R10*4), X2
 	VMULSS  X0, X2, X2
-	VADDSS  272(SP)(R9*4), X2, X2
-	VMOVSS  X2, 272(SP)(R9*4)
+	VADDSS  280(SP)(R9*4), X2, X2
+	VMOVSS  X2, 280(SP)(R9*4)
 	INCQ    R9
 	CMPQ    R9, R8
 	JL      sumcscalarloop
-	VMOVUPS 272(SP), Y0
-	VMOVUPS 304(SP), Y2
-	VMOVUPS 336(SP), Y3
-	VMOVUPS 368(SP), Y4
-	VMOVUPS 400(SP), Y5
-	VMOVUPS 432(SP), Y6
-	VMOVUPS 464(SP), Y7
-	VMOVUPS 496(SP), Y8
+	VMOVUPS 280(SP), Y0
+	VMOVUPS 312(SP), Y2
+	VMOVUPS 344(SP), Y3
+	VMOVUPS 376(SP), Y4
+	VMOVUPS 408(SP), Y5
+	VMOVUPS 440(SP), Y6
+	VMOVUPS 472(SP), Y7
+	VMOVUPS 504(SP), Y8
 
 sumcdone:
 	VADDPS       Y5, Y0, Y0
@@ -15433,13 +15453,13 @@ sumcdone:
 	// s = ((inv*inv)*c)/d
 	VMULSS X1, X1, X0
 	VMULSS X2, X0, X0
-	CMPL   12(SP), $0x00
+	CMPL   20(SP), $0x00
 	JE     divide3
-	VMULSS 12(SP), X0, X0
+	VMULSS 20(SP), X0, X0
 	JMP    divided4
 
 divide3:
-	VDIVSS 8(SP), X0, X0
+	VDIVSS 16(SP), X0, X0
 
 divided4:
 	VBROADCASTSS X1, Y1
@@ -15567,7 +15587,7 @@ dxnonetailloop:
 rowdonenone:
 	// Next row.
 	ADDQ SI, DX
-	ADDQ SI, CX
+	ADDQ 8(SP), CX
 	ADDQ SI, BX
 	INCQ (SP)
 	JMP  row

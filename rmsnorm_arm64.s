@@ -3280,6 +3280,8 @@ TEXT ·neonBackward(SB), $776-32
 	MOVD job_d(R16), R5
 	MOVD job_stride(R16), R7
 	LSL $2, R7, R7
+	MOVD job_dstStride(R16), R21
+	LSL $2, R21, R21
 	MOVWU job_flags(R16), R8
 	MOVD job_w(R16), R2
 	MOVD job_dw(R16), R19
@@ -3311,8 +3313,9 @@ notpow2:
 	// Start at row from.
 	MOVD from+8(FP), R9
 	MOVD to+16(FP), R6
-	MUL R9, R7, R10
+	MUL R9, R21, R10
 	ADD R10, R0, R0
+	MUL R9, R7, R10
 	ADD R10, R1, R1
 	ADD R10, R3, R3
 row:
@@ -4129,7 +4132,7 @@ close1:
 	SUB $1, R12, R12
 	B close1
 next:
-	ADD R7, R0, R0
+	ADD R21, R0, R0
 	ADD R7, R1, R1
 	ADD R7, R3, R3
 	ADD $1, R9, R9
@@ -4148,6 +4151,8 @@ TEXT ·neonBackwardUnweighted(SB), $776-32
 	MOVD job_d(R16), R5
 	MOVD job_stride(R16), R7
 	LSL $2, R7, R7
+	MOVD job_dstStride(R16), R21
+	LSL $2, R21, R21
 	MOVWU job_flags(R16), R8
 
 	// fd = float32(d); rd = 1/d when d is a power of two, so that ss/d is ss*rd exactly.
@@ -4168,8 +4173,9 @@ notpow2:
 	// Start at row from.
 	MOVD from+8(FP), R9
 	MOVD to+16(FP), R6
-	MUL R9, R7, R10
+	MUL R9, R21, R10
 	ADD R10, R0, R0
+	MUL R9, R7, R10
 	ADD R10, R1, R1
 	ADD R10, R3, R3
 row:
@@ -4512,7 +4518,7 @@ dxonly1:
 	SUB $1, R12, R12
 	B dxonly1
 next:
-	ADD R7, R0, R0
+	ADD R21, R0, R0
 	ADD R7, R1, R1
 	ADD R7, R3, R3
 	ADD $1, R9, R9

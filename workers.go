@@ -80,11 +80,13 @@ const (
 type splitCall struct {
 	j      job // the validated job; each part runs a copy on its own stack
 	k      kernelID
-	parts  int          // goroutines, the calling one included
-	blocks int          // stageBlocks, stageColumns: the call's blocks of gradBlock rows
-	stage  stage        // what the parts run
-	next   atomic.Int64 // the last part taken: the caller runs part 0, each goroutine the next
-	wg     sync.WaitGroup
+	parts  int   // goroutines, the calling one included
+	blocks int   // stageBlocks, stageColumns: the call's blocks of gradBlock rows
+	stage  stage // what the parts run
+	// scratchDX (backward without DX): j.dst holds a scratch row of d floats per part.
+	scratchDX bool
+	next      atomic.Int64 // the last part taken: the caller runs part 0, each goroutine the next
+	wg        sync.WaitGroup
 }
 
 var splitPool = sync.Pool{New: func() any { return new(splitCall) }}
@@ -99,7 +101,7 @@ var splitQueue = make(chan *splitCall, 64)
 // newSplit returns a splitCall for j run by kernel k in parts parts.
 func newSplit(j *job, k kernelID, parts int) *splitCall {
 	c := splitPool.Get().(*splitCall)
-	c.j, c.k, c.parts, c.blocks = *j, k, parts, 0
+	c.j, c.k, c.parts, c.blocks, c.scratchDX = *j, k, parts, 0, false
 	return c
 }
 
@@ -142,6 +144,9 @@ func (c *splitCall) runPart(i int) {
 		j.runRange(c.k, j.rows*i/n, j.rows*(i+1)/n)
 	case stageBlocks:
 		j := c.j
+		if c.scratchDX {
+			j.dst = unsafe.Add(j.dst, i*j.d*4)
+		}
 		b0, b1 := c.blocks*i/n, c.blocks*(i+1)/n
 		j.runRange(c.k, b0*gradBlock, min(b1*gradBlock, j.rows))
 	case stageColumns:

@@ -62,7 +62,7 @@ func backward(s *isa, m spec.Mode) {
 		Comment(l)
 	}
 	b := &bgen{gen: &gen{s: s, v: spec.Variant{Format: spec.F32, Mode: m}, eb: 4}, mode: m}
-	b.done = AllocLocal(8)
+	b.done, b.dstStrideB = AllocLocal(8), AllocLocal(8)
 	b.fd, b.rd = AllocLocal(4), AllocLocal(4)
 	if !s.masked {
 		b.accSlot = [2]Mem{AllocLocal(4 * block), AllocLocal(4 * block)}
@@ -101,7 +101,7 @@ func backward(s *isa, m spec.Mode) {
 
 	Comment("Next row.")
 	ADDQ(b.strideB, b.x)
-	ADDQ(b.strideB, b.dst)
+	ADDQ(b.dstStrideB, b.dst)
 	ADDQ(b.strideB, b.dy)
 	INCQ(b.done)
 	JMP(LabelRef("row"))
@@ -123,14 +123,21 @@ func (b *bgen) prologue() {
 	b.strideB = GP64()
 	MOVQ(b.field(spec.Job.Stride), b.strideB)
 	SHLQ(U8(2), b.strideB)
+	ds := GP64() // dx rows are dstStride apart: 0 when the caller wants no DX (one scratch row)
+	MOVQ(b.field(spec.Job.DstStride), ds)
+	SHLQ(U8(2), ds)
+	MOVQ(ds, b.dstStrideB)
 
 	b.divisor()
 
 	Comment("Start at row from.")
 	off := Load(Param("from"), GP64()).(GPVirtual)
 	MOVQ(off, b.done)
+	doff := GP64()
+	MOVQ(off, doff)
+	IMULQ(b.dstStrideB, doff)
+	ADDQ(doff, b.dst)
 	IMULQ(b.strideB, off)
-	ADDQ(off, b.dst)
 	ADDQ(off, b.x)
 	ADDQ(off, b.dy)
 }

@@ -33,6 +33,9 @@ import (
 // flagOffset, else -0).
 const (
 	rDY, rDW, rAcc, rRows = "R3", "R19", "R20", "R22"
+	// rDXStride is the bytes between dx rows: the job's dstStride, 0 when the caller wants no DX
+	// (every row's dx goes to one scratch row).
+	rDXStride = "R21"
 )
 
 // Stack frame of a backward function.
@@ -62,7 +65,7 @@ func backward(name string, m spec.Mode) string {
 	e.bwdS()
 	e.bwdGrad()
 	e.label("next")
-	e.op("ADD %s, %s, %s", rStride, rDst, rDst)
+	e.op("ADD %s, %s, %s", rDXStride, rDst, rDst)
 	e.op("ADD %s, %s, %s", rStride, rX, rX)
 	e.op("ADD %s, %s, %s", rStride, rDY, rDY)
 	e.op("ADD $1, %s, %s", rDone, rDone)
@@ -86,6 +89,8 @@ func (e *emitter) bwdPrologue() {
 	e.op("MOVD %s(R16), %s", j.D, rD)
 	e.op("MOVD %s(R16), %s", j.Stride, rStride)
 	e.op("LSL $2, %s, %s", rStride, rStride)
+	e.op("MOVD %s(R16), %s", j.DstStride, rDXStride)
+	e.op("LSL $2, %s, %s", rDXStride, rDXStride)
 	e.op("MOVWU %s(R16), %s", j.Flags, rFlags)
 	if e.weighted() {
 		e.op("MOVD %s(R16), %s", j.W, rW)
@@ -105,8 +110,9 @@ func (e *emitter) bwdPrologue() {
 	e.comment("Start at row from.")
 	e.op("MOVD from+8(FP), %s", rDone)
 	e.op("MOVD to+16(FP), %s", rTo)
-	e.op("MUL %s, %s, R10", rDone, rStride)
+	e.op("MUL %s, %s, R10", rDone, rDXStride)
 	e.op("ADD R10, %s, %s", rDst, rDst)
+	e.op("MUL %s, %s, R10", rDone, rStride)
 	e.op("ADD R10, %s, %s", rX, rX)
 	e.op("ADD R10, %s, %s", rDY, rDY)
 }

@@ -153,7 +153,7 @@
 //     into the blocks like any row's).
 //
 // No fused multiply-add is used. So DX and DW have the same bits on every kernel, for any
-// Workers and any way the rows of the call are split. With UnitOffset the gradient of w is the
+// Workers and any way the rows of the call are split, and DW the same with or without DX. With UnitOffset the gradient of w is the
 // gradient of 1+w, the same sums.
 //
 // # Lengths and layouts
@@ -175,9 +175,9 @@
 //   - Rows.Residual, when set, has the layout of X: len(Residual) == len(X) back to back, at least
 //     (N-1)*Stride + d strided.
 //   - Rows.Inv, when set, needs len(Inv) >= the number of rows; Inv[r] is written for row r only.
-//   - Grad: DX and DY have the layout of X, as Dst does (len(DX) == len(DY) == len(X) back to
-//     back, at least (N-1)*Stride + d strided); Grad.Inv needs len(Inv) >= the number of rows;
-//     Grad.DW, when set, has exactly d elements and needs a Norm with a weight.
+//   - Grad: DX and DY have the layout of X (len(DX) == len(DY) == len(X) back to back, at least
+//     (N-1)*Stride + d strided); a nil DX asks for DW alone. Grad.Inv needs len(Inv) >= the
+//     number of rows; Grad.DW, when set, has exactly d elements and needs a Norm with a weight.
 //   - N, Stride and DstStride must not be negative, Eps must be finite and >= 0 (eps for Forward), and a row
 //     length of 0 (no Weight and Dim 0, or an empty w) is only allowed for a call without rows.
 //

@@ -192,6 +192,9 @@ TEXT ·neonForward(SB), $608-32
 	MOVD job_d(R16), R5
 	MOVD job_stride(R16), R7
 	LSL $2, R7, R7
+	MOVD job_dstStride(R16), R10
+	LSL $2, R10, R10
+	MOVD R10, 96(RSP)
 	MOVWU job_flags(R16), R8
 
 	// With a residual the scale pass reads h from res: res and x trade registers.
@@ -237,9 +240,11 @@ longrows:
 	MOVD to+16(FP), R6
 	MOVD $0, R19
 	MUL R9, R7, R10
-	ADD R10, R0, R0
 	ADD R10, R1, R1
 	ADD R10, R3, R3
+	MOVD 96(RSP), R10
+	MUL R9, R10, R10
+	ADD R10, R0, R0
 row:
 	CMP R6, R9
 	BGE ret
@@ -993,8 +998,9 @@ copyone23:
 copied24:
 scaled:
 	ADD R7, R1, R1
-	ADD R7, R0, R0
 	ADD R7, R3, R3
+	MOVD 96(RSP), R10
+	ADD R10, R0, R0
 	ADD $1, R9, R9
 	ADD $1, R23, R23
 	CMP R20, R23
@@ -1015,6 +1021,9 @@ TEXT ·neonForwardBF16(SB), $608-32
 	MOVD job_d(R16), R5
 	MOVD job_stride(R16), R7
 	LSL $1, R7, R7
+	MOVD job_dstStride(R16), R10
+	LSL $1, R10, R10
+	MOVD R10, 96(RSP)
 	MOVWU job_flags(R16), R8
 
 	// With a residual the scale pass reads h from res: res and x trade registers.
@@ -1070,9 +1079,11 @@ longrows:
 	MOVD to+16(FP), R6
 	MOVD $0, R19
 	MUL R9, R7, R10
-	ADD R10, R0, R0
 	ADD R10, R1, R1
 	ADD R10, R3, R3
+	MOVD 96(RSP), R10
+	MUL R9, R10, R10
+	ADD R10, R0, R0
 row:
 	CMP R6, R9
 	BGE ret
@@ -2105,8 +2116,9 @@ copyone27:
 copied28:
 scaled:
 	ADD R7, R1, R1
-	ADD R7, R0, R0
 	ADD R7, R3, R3
+	MOVD 96(RSP), R10
+	ADD R10, R0, R0
 	ADD $1, R9, R9
 	ADD $1, R23, R23
 	CMP R20, R23
@@ -2127,6 +2139,9 @@ TEXT ·neonForwardF16(SB), $608-32
 	MOVD job_d(R16), R5
 	MOVD job_stride(R16), R7
 	LSL $1, R7, R7
+	MOVD job_dstStride(R16), R10
+	LSL $1, R10, R10
+	MOVD R10, 96(RSP)
 	MOVWU job_flags(R16), R8
 
 	// With a residual the scale pass reads h from res: res and x trade registers.
@@ -2172,9 +2187,11 @@ longrows:
 	MOVD to+16(FP), R6
 	MOVD $0, R19
 	MUL R9, R7, R10
-	ADD R10, R0, R0
 	ADD R10, R1, R1
 	ADD R10, R3, R3
+	MOVD 96(RSP), R10
+	MUL R9, R10, R10
+	ADD R10, R0, R0
 row:
 	CMP R6, R9
 	BGE ret
@@ -2937,8 +2954,9 @@ copyone27:
 copied28:
 scaled:
 	ADD R7, R1, R1
-	ADD R7, R0, R0
 	ADD R7, R3, R3
+	MOVD 96(RSP), R10
+	ADD R10, R0, R0
 	ADD $1, R9, R9
 	ADD $1, R23, R23
 	CMP R20, R23

@@ -52,7 +52,7 @@ const (
 )
 
 func backward(name string, m spec.Mode) string {
-	e := &emitter{v: spec.Variant{Format: spec.F32, Mode: m}, eb: 4}
+	e := &emitter{v: spec.Variant{Format: spec.F32, Mode: m}, eb: 4, ob: 4}
 	fmt.Fprintf(&e.b, "\n// func %s%s\n", name, spec.Signature)
 	fmt.Fprintf(&e.b, "TEXT ·%s(SB), $%d-%d\n", name, bFrameLen, spec.ArgFrameLen)
 	e.bwdPrologue()

@@ -10,7 +10,7 @@ import (
 // a 16-bit format with the kernels' widen and narrow (kernel.go), sixteen at a time, then four,
 // then the last one to three through a copy on the stack.
 func convert(name string, c spec.Conversion) string {
-	e := &emitter{v: spec.Variant{Format: c.Format}, eb: 2}
+	e := &emitter{v: spec.Variant{Format: c.Format}, eb: 2, ob: 2}
 	sb, db := 2, 4 // bytes of a source and a destination element
 	if !c.Widen {
 		sb, db = 4, 2
@@ -34,7 +34,7 @@ func convert(name string, c spec.Conversion) string {
 			if c.Widen {
 				e.widen(16 + i)
 			} else {
-				e.narrow(16+i, 16+i, [3]vreg{20, 21, 22}, false)
+				e.narrow(c.Format, 16+i, 16+i, [3]vreg{20, 21, 22}, false)
 			}
 		}
 	}

@@ -10,12 +10,12 @@ import (
 
 // Registers. General purpose: R0 dst row, R1 the rows scaled (x, or h in res with a residual), R2 w
 // (nil: no weight), R3 the rows added (x with a residual, else unused), R4 inv, R5 d, R6 to, R7
-// stride in bytes, R8 flags (plus flagRD and flagRS), R9 rows done (the row at R0, R1, R3), R19
+// stride of x and res in bytes (dst's is on the stack, offDstStride), R8 flags (plus flagRD and flagRS), R9 rows done (the row at R0, R1, R3), R19
 // rows to do one at a time after a failed group, R20 rows to scale, R21 pfSum, R22 pfScale;
 // R10-R17 and R23-R26 are scratch (R18 is the platform register, R27-R30 belong to the Go
 // toolchain, and R26 holds a closure's context only on entry).
 // Vector: V0-V15 the 64 partial sums, V16-V23 scratch, V24-V27 the constants of bfloat16 rounding
-// (bfloat16 rows), V28 c, what the ends of rows add to the weight (1 or -0:
+// (bfloat16 rows or output), V28 c, what the ends of rows add to the weight (1 or -0:
 // spec.Variant.Body), V29 inv (all lanes), V30 the four inv of a group.
 const (
 	rDst, rX, rW, rRes, rInv, rD, rTo, rStride, rFlags, rDone = "R0", "R1", "R2", "R3", "R4", "R5", "R6", "R7", "R8", "R9"
@@ -31,22 +31,26 @@ const (
 
 // Stack frame: the locals start at 8(RSP) (0(RSP) holds the return address).
 const (
-	offQ     = 8                      // 4 x 16 bytes: the partials of a group's rows
-	offInvs  = offQ + 64              // 4 float32: inv of the rows being scaled
-	offFd    = offInvs + 16           // float32(d)
-	offRd    = offFd + 4              // 1/d when d is a power of two
-	offSlotX = offRd + 12             // 64 elements: the end of a row, zero-padded to a block
-	offSlotR = offSlotX + 4*block     // the same for res (residual jobs)
-	frameLen = offSlotR + 4*block - 8 // bytes of locals
+	offQ         = 8                      // 4 x 16 bytes: the partials of a group's rows
+	offInvs      = offQ + 64              // 4 float32: inv of the rows being scaled
+	offFd        = offInvs + 16           // float32(d)
+	offRd        = offFd + 4              // 1/d when d is a power of two
+	offDstStride = offRd + 4              // bytes from one dst row's start to the next's (job.dstStride)
+	offSlotX     = offDstStride + 8       // 64 elements: the end of a row, zero-padded to a block
+	offSlotR     = offSlotX + 4*block     // the same for res (residual jobs)
+	frameLen     = offSlotR + 4*block - 8 // bytes of locals
 )
 
 var frame = fmt.Sprintf("$%d-%d", frameLen, spec.ArgFrameLen)
 
-// emitter collects the text of one function.
+// emitter collects the text of one function. Rows of x and res are read (and h stored to res)
+// in the variant's input format, v.Format.In(), eb bytes an element; dst is written in its
+// output format, v.Format.Out(), ob bytes an element. The two differ for float32 rows normalized
+// into 16-bit ones (spec.ToBF16, spec.ToF16), whose sum pass is the float32 one.
 type emitter struct {
 	b      strings.Builder
 	v      spec.Variant
-	eb     int // bytes per element of a row
+	eb, ob int // bytes per element of a row of x and res (input), of dst (output)
 	labels int
 
 	lp string // the prefix of the labels of the sum pass being emitted ("add": residual jobs)
@@ -58,29 +62,36 @@ func (e *emitter) l(name string) string { return e.lp + name }
 // add reports whether the sum pass being emitted is that of residual jobs.
 func (e *emitter) add() bool { return e.lp != "" }
 
-// is16 reports whether rows are stored in 16 bits.
-func (e *emitter) is16() bool { return e.v.Format != spec.F32 }
+// in is the format of x and res; out that of dst.
+func (e *emitter) in() spec.Format  { return e.v.Format.In() }
+func (e *emitter) out() spec.Format { return e.v.Format.Out() }
 
-// arr is the arrangement a row's elements load into: four float32, or four 16-bit lanes.
-func (e *emitter) arr() string {
-	if e.is16() {
-		return "H4"
+// in16 reports whether x and res are stored in 16 bits.
+func (e *emitter) in16() bool { return e.in() != spec.F32 }
+
+// list names n consecutive registers from v in the arrangement elements of x and res load into
+// (four float32, or four 16-bit lanes), for VLD1 and VST1.
+func (e *emitter) list(v vreg, n int) string { return listOf(e.in(), v, n) }
+
+// outList is list for dst's elements.
+func (e *emitter) outList(v vreg, n int) string { return listOf(e.out(), v, n) }
+
+// listOf names n consecutive registers from v in the arrangement of elements of format f.
+func listOf(f spec.Format, v vreg, n int) string {
+	arr := "S4"
+	if f != spec.F32 {
+		arr = "H4"
 	}
-	return "S4"
-}
-
-// list names n consecutive registers from v in the row's arrangement, for VLD1 and VST1.
-func (e *emitter) list(v vreg, n int) string {
 	var r []string
 	for i := 0; i < n; i++ {
-		r = append(r, fmt.Sprintf("V%d.%s", int(v)+i, e.arr()))
+		r = append(r, fmt.Sprintf("V%d.%s", int(v)+i, arr))
 	}
 	return "[" + strings.Join(r, ", ") + "]"
 }
 
-// widen turns the 16-bit lanes of V(v).4H into float32 in V(v).4S.
+// widen turns the 16-bit lanes of V(v).4H, loaded from x or res, into float32 in V(v).4S.
 func (e *emitter) widen(v vreg) {
-	switch e.v.Format {
+	switch e.in() {
 	case spec.BF16:
 		e.word(shll16(v, v))
 	case spec.F16:
@@ -88,15 +99,16 @@ func (e *emitter) widen(v vreg) {
 	}
 }
 
-// narrow puts the 16-bit rounding of the float32 lanes of V(v) into V(d).4H; tmp are three
-// scratch registers (bfloat16). exact says v already holds values of the format.
-func (e *emitter) narrow(d, v vreg, tmp [3]vreg, exact bool) {
+// narrow puts the rounding of the float32 lanes of V(v) to format f into V(d) (.4H for a 16-bit
+// f); tmp are three scratch registers (bfloat16). exact says v already holds values of f. f is
+// the input format for h stored to res, the output format for dst.
+func (e *emitter) narrow(f spec.Format, d, v vreg, tmp [3]vreg, exact bool) {
 	switch {
-	case e.v.Format == spec.F32:
+	case f == spec.F32:
 		if d != v {
 			e.op("VMOV V%d.B16, V%d.B16", v, d)
 		}
-	case e.v.Format == spec.F16:
+	case f == spec.F16:
 		e.word(fcvtn(d, v))
 	case exact:
 		e.word(shrn16(d, v))
@@ -106,10 +118,10 @@ func (e *emitter) narrow(d, v vreg, tmp [3]vreg, exact bool) {
 	}
 }
 
-// round replaces the float32 lanes of V(v) by their rounding to the 16-bit format; tmp are three
-// scratch registers.
+// round replaces the float32 lanes of V(v) by their rounding to the 16-bit output format (flagRN
+// rounds x*inv to the format y is stored in); tmp are three scratch registers.
 func (e *emitter) round(v vreg, tmp [3]vreg) {
-	switch e.v.Format {
+	switch e.out() {
 	case spec.F16:
 		e.word(fcvtn(v, v))
 		e.word(fcvtl(v, v))
@@ -153,10 +165,11 @@ func (e *emitter) roundIfRN(tmp [3]vreg, vs ...vreg) {
 	e.label(skip)
 }
 
-// oneLoop reports whether the sum and scale passes have one loop for rows with and without
-// flagPF, which tests the flag per iteration, rather than a loop for each: for 16-bit rows, whose
-// conversions hide the test, as on amd64 (asm/amd64 oneLoop has the measurement).
-func (e *emitter) oneLoop() bool { return e.eb == 2 }
+// oneLoop reports whether a pass over elements of eb bytes has one loop for rows with and without
+// flagPF, which tests the flag per iteration, rather than a loop for each: for 16-bit elements,
+// whose conversions hide the test, as on amd64 (asm/amd64 oneLoop has the measurement). The sum
+// pass asks about the input (eb), the scale pass about the output (ob), whose narrowing it does.
+func oneLoop(eb int) bool { return eb == 2 }
 
 // fresh returns a new label name starting with p.
 func (e *emitter) fresh(p string) string {
@@ -168,7 +181,7 @@ func (e *emitter) fresh(p string) string {
 func (e *emitter) word(enc uint32, text string) { e.op("WORD $0x%08x // %s", enc, text) }
 
 func kernel(name string, v spec.Variant) string {
-	e := &emitter{v: v, eb: v.Format.Bytes()}
+	e := &emitter{v: v, eb: v.Format.Bytes(), ob: v.Format.OutBytes()}
 	fmt.Fprintf(&e.b, "\n// func %s%s\n", name, spec.Signature)
 	fmt.Fprintf(&e.b, "TEXT ·%s(SB), %s\n", name, frame)
 	e.prologue()
@@ -195,7 +208,10 @@ func (e *emitter) prologue() {
 	e.op("MOVD %s(R16), %s", j.Inv, rInv)
 	e.op("MOVD %s(R16), %s", j.D, rD)
 	e.op("MOVD %s(R16), %s", j.Stride, rStride)
-	e.op("LSL $%d, %s, %s", map[int]int{4: 2, 2: 1}[e.eb], rStride, rStride)
+	e.op("LSL $%d, %s, %s", shift(e.eb), rStride, rStride)
+	e.op("MOVD %s(R16), R10", j.DstStride)
+	e.op("LSL $%d, R10, R10", shift(e.ob))
+	e.op("MOVD R10, %d(RSP)", offDstStride)
 	e.op("MOVWU %s(R16), %s", j.Flags, rFlags)
 	e.comment("With a residual the scale pass reads h from res: res and x trade registers.")
 	e.op("CBZ %s, rowsset", rRes)
@@ -210,7 +226,7 @@ func (e *emitter) prologue() {
 	e.op("MOVW $0x3f800000, R10")
 	e.label("weightadd")
 	e.op("VDUP R10, V28.S4")
-	if e.v.Format == spec.BF16 {
+	if e.out() == spec.BF16 {
 		e.comment("Constants of bfloat16 rounding: 1, 0x7fff, 0xffff0000, the quiet NaN.")
 		for i, c := range []uint32{1, 0x7fff, 0xffff0000, 0x7fc00000} {
 			e.op("MOVW $0x%08x, R10", c)
@@ -230,10 +246,15 @@ func (e *emitter) prologue() {
 	e.op("MOVD to+16(FP), %s", rTo)
 	e.op("MOVD $0, %s", rSkip)
 	e.op("MUL %s, %s, R10", rDone, rStride)
-	e.op("ADD R10, %s, %s", rDst, rDst)
 	e.op("ADD R10, %s, %s", rX, rX)
 	e.op("ADD R10, %s, %s", rRes, rRes) // without a residual, never read
+	e.op("MOVD %d(RSP), R10", offDstStride)
+	e.op("MUL %s, R10, R10", rDone)
+	e.op("ADD R10, %s, %s", rDst, rDst)
 }
+
+// shift is log2 of an element size: 2 for float32, 1 for 16-bit elements.
+func shift(bytes int) int { return bits.TrailingZeros(uint(bytes)) }
 
 // pickRows sets rPend to the rows the sum pass does: four (a group) or one.
 func (e *emitter) pickRows() {
@@ -298,7 +319,7 @@ func (e *emitter) sumRow() {
 	}
 	e.op("MOVD %s, R12", rD)
 	e.op("MOVD $0, R24") // where h of a copied row end goes back to (0: nowhere)
-	if e.oneLoop() {
+	if oneLoop(e.eb) {
 		e.op("ADD %s, R10, R13", rPfSum) // the row prefetched with flagPF
 		e.label(e.l("sum64"))
 		e.op("CMP $%d, R12", block)
@@ -375,15 +396,15 @@ func (e *emitter) block(res bool) {
 			for i := vreg(0); i < 4; i++ {
 				e.widen(20 + i)
 				e.word(fadd4s(16+i, 16+i, 20+i))
-				if e.is16() {
+				if e.in16() {
 					// h rounded to the format: its 16-bit lanes to V(20+i) for res, widened in V(16+i).
-					e.narrow(20+i, 16+i, [3]vreg{29, 30, 31}, false) // V29-V31 are free while summing
+					e.narrow(e.in(), 20+i, 16+i, [3]vreg{29, 30, 31}, false) // V29-V31 are free while summing
 					e.op("VMOV V%d.B16, V%d.B16", 20+i, 16+i)
 					e.widen(16 + i)
 				}
 			}
 			h := vreg(16) // float32: h itself; 16-bit: its rounding, in V20-V23
-			if e.is16() {
+			if e.in16() {
 				h = 20
 			}
 			e.op("VST1.P %s, %d(R11)", e.list(h, 4), 4*vb)
@@ -529,8 +550,9 @@ func (e *emitter) scaleRows() {
 	e.op("VLD1R (R12), [V29.S4]")
 	e.scaleRow(rX) // h with a residual (see prologue)
 	e.op("ADD %s, %s, %s", rStride, rX, rX)
-	e.op("ADD %s, %s, %s", rStride, rDst, rDst)
 	e.op("ADD %s, %s, %s", rStride, rRes, rRes)
+	e.op("MOVD %d(RSP), R10", offDstStride)
+	e.op("ADD R10, %s, %s", rDst, rDst)
 	e.op("ADD $1, %s, %s", rDone, rDone)
 	e.op("ADD $1, R23, R23")
 	e.op("CMP %s, R23", rPend)
@@ -546,7 +568,7 @@ func (e *emitter) scaleRow(src string) {
 	e.op("MOVD %s, R13", rW)
 	e.op("MOVD %s, R14", rDst)
 	e.op("MOVD %s, R12", rD)
-	if e.oneLoop() {
+	if oneLoop(e.ob) {
 		e.op("ADD %s, R10, R15", rPfScale) // the row prefetched with flagPF
 		// A loop for each weight form, as on amd64, where a test per iteration measured 5%
 		// slower (avx512, binary16 rows in L1). A job without a weight has w nil.
@@ -609,7 +631,7 @@ func (e *emitter) scaleRow(src string) {
 	e.op("ADD $16, R11, R11")
 	e.scaleVec(16, 20, "VLD1 (R11), [V20.S4]")
 	e.storeVecs(16, 1, "R11", false)
-	e.copyElems("R11", "R14", "R12", e.eb)
+	e.copyElems("R11", "R14", "R12", e.ob)
 	e.label("scaled")
 }
 
@@ -628,16 +650,16 @@ func (e *emitter) scaleVec(x, w vreg, loadW string) {
 	e.label(skip)
 }
 
-// storeVecs narrows n vectors from V(v) to the row's format and stores them at base
+// storeVecs narrows n vectors from V(v) to dst's format and stores them at base
 // (post-incremented when post).
 func (e *emitter) storeVecs(v vreg, n int, base string, post bool) {
 	for i := vreg(0); int(i) < n; i++ {
-		e.narrow(v+i, v+i, [3]vreg{20, 21, 22}, false)
+		e.narrow(e.out(), v+i, v+i, [3]vreg{20, 21, 22}, false)
 	}
 	if post {
-		e.op("VST1.P %s, %d(%s)", e.list(v, n), 4*n*e.eb, base)
+		e.op("VST1.P %s, %d(%s)", e.outList(v, n), 4*n*e.ob, base)
 	} else {
-		e.op("VST1 %s, (%s)", e.list(v, n), base)
+		e.op("VST1 %s, (%s)", e.outList(v, n), base)
 	}
 }
 

@@ -47,6 +47,18 @@ func neonForwardBF16(j *job, from, to int) int
 //go:noescape
 func neonForwardF16(j *job, from, to int) int
 
+// neonForwardToBF16 normalizes rows [from, to) of the job: float32 rows into BF16 rows: y = round16((x*inv)*w), round16((x*inv)*(1+w)) with flagOffset, or round16(x*inv) with w nil (with flagRN and a weight, round16(x*inv) in place of (x*inv)), for each row; with res, h = x + res and res = h per element first, and h in place of x.
+// It stops before the first row that needs the float64 path and returns that row's index, or to.
+//
+//go:noescape
+func neonForwardToBF16(j *job, from, to int) int
+
+// neonForwardToF16 normalizes rows [from, to) of the job: float32 rows into F16 rows: y = round16((x*inv)*w), round16((x*inv)*(1+w)) with flagOffset, or round16(x*inv) with w nil (with flagRN and a weight, round16(x*inv) in place of (x*inv)), for each row; with res, h = x + res and res = h per element first, and h in place of x.
+// It stops before the first row that needs the float64 path and returns that row's index, or to.
+//
+//go:noescape
+func neonForwardToF16(j *job, from, to int) int
+
 // neonWidenBF16 converts n elements: BF16 bits at src widened exactly to float32 at dst.
 //
 //go:noescape

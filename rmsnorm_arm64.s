@@ -131,18 +131,18 @@ DATA kernels<>+904(SB)/8, $·neonForwardF16(SB)
 DATA kernels<>+912(SB)/8, $·neonForwardF16(SB)
 DATA kernels<>+920(SB)/8, $·neonForwardF16(SB)
 DATA kernels<>+928(SB)/8, $·neonForwardF16(SB)
-DATA kernels<>+936(SB)/8, $·runGeneric(SB)
-DATA kernels<>+944(SB)/8, $·runGeneric(SB)
-DATA kernels<>+952(SB)/8, $·runGeneric(SB)
-DATA kernels<>+960(SB)/8, $·runGeneric(SB)
-DATA kernels<>+968(SB)/8, $·runGeneric(SB)
-DATA kernels<>+976(SB)/8, $·runGeneric(SB)
-DATA kernels<>+984(SB)/8, $·runGeneric(SB)
-DATA kernels<>+992(SB)/8, $·runGeneric(SB)
-DATA kernels<>+1000(SB)/8, $·runGeneric(SB)
-DATA kernels<>+1008(SB)/8, $·runGeneric(SB)
-DATA kernels<>+1016(SB)/8, $·runGeneric(SB)
-DATA kernels<>+1024(SB)/8, $·runGeneric(SB)
+DATA kernels<>+936(SB)/8, $·neonForwardToBF16(SB)
+DATA kernels<>+944(SB)/8, $·neonForwardToBF16(SB)
+DATA kernels<>+952(SB)/8, $·neonForwardToBF16(SB)
+DATA kernels<>+960(SB)/8, $·neonForwardToBF16(SB)
+DATA kernels<>+968(SB)/8, $·neonForwardToBF16(SB)
+DATA kernels<>+976(SB)/8, $·neonForwardToBF16(SB)
+DATA kernels<>+984(SB)/8, $·neonForwardToF16(SB)
+DATA kernels<>+992(SB)/8, $·neonForwardToF16(SB)
+DATA kernels<>+1000(SB)/8, $·neonForwardToF16(SB)
+DATA kernels<>+1008(SB)/8, $·neonForwardToF16(SB)
+DATA kernels<>+1016(SB)/8, $·neonForwardToF16(SB)
+DATA kernels<>+1024(SB)/8, $·neonForwardToF16(SB)
 DATA kernels<>+1032(SB)/8, $·neonBackward(SB)
 DATA kernels<>+1040(SB)/8, $·neonBackward(SB)
 DATA kernels<>+1048(SB)/8, $·neonBackwardUnweighted(SB)
@@ -2921,6 +2921,1850 @@ nowcopy20:
 	ADD $104, RSP, R11
 	VLD1 (R11), [V16.H4]
 	WORD $0x0e217a10 // fcvtl v16.4s, v16.4h
+	ADD $16, R11, R11
+	WORD $0x6e3dde10 // fmul v16.4s, v16.4s, v29.4s
+	TST $8, R8
+	BEQ notrn24
+	WORD $0x0e216a10 // fcvtn v16.4h, v16.4s
+	WORD $0x0e217a10 // fcvtl v16.4s, v16.4h
+notrn24:
+	CBZ R2, noweight25
+	VLD1 (R11), [V20.S4]
+	WORD $0x4e3cd694 // fadd v20.4s, v20.4s, v28.4s
+	WORD $0x6e34de10 // fmul v16.4s, v16.4s, v20.4s
+noweight25:
+	WORD $0x0e216a10 // fcvtn v16.4h, v16.4s
+	VST1 [V16.H4], (R11)
+	MOVD R11, R15
+	MOVD R14, R17
+	MOVD R12, R16
+copyvec26:
+	CMP $8, R16
+	BLT copyone27
+	VLD1.P 16(R15), [V20.B16]
+	VST1.P [V20.B16], 16(R17)
+	SUB $8, R16, R16
+	B copyvec26
+copyone27:
+	CBZ R16, copied28
+	MOVHU.P 2(R15), R26
+	MOVH.P R26, 2(R17)
+	SUB $1, R16, R16
+	B copyone27
+copied28:
+scaled:
+	ADD R7, R1, R1
+	ADD R7, R3, R3
+	MOVD 96(RSP), R10
+	ADD R10, R0, R0
+	ADD $1, R9, R9
+	ADD $1, R23, R23
+	CMP R20, R23
+	BLT scalerow
+	B row
+ret:
+	MOVD R9, ret+24(FP)
+	RET
+
+// func neonForwardToBF16(j *job, from, to int) int
+TEXT ·neonForwardToBF16(SB), $608-32
+	MOVD j+0(FP), R16
+	MOVD job_dst(R16), R0
+	MOVD job_x(R16), R1
+	MOVD job_w(R16), R2
+	MOVD job_res(R16), R3
+	MOVD job_inv(R16), R4
+	MOVD job_d(R16), R5
+	MOVD job_stride(R16), R7
+	LSL $2, R7, R7
+	MOVD job_dstStride(R16), R10
+	LSL $1, R10, R10
+	MOVD R10, 96(RSP)
+	MOVWU job_flags(R16), R8
+
+	// With a residual the scale pass reads h from res: res and x trade registers.
+	CBZ R3, rowsset
+	ORR $512, R8, R8
+	MOVD R1, R10
+	MOVD R3, R1
+	MOVD R10, R3
+rowsset:
+
+	// c, added to the weight: 1 with flagOffset, else -0 (spec.Variant.Body).
+	MOVW $0x80000000, R10
+	TBZ $4, R8, weightadd
+	MOVW $0x3f800000, R10
+weightadd:
+	VDUP R10, V28.S4
+
+	// Constants of bfloat16 rounding: 1, 0x7fff, 0xffff0000, the quiet NaN.
+	MOVW $0x00000001, R10
+	VDUP R10, V24.S4
+	MOVW $0x00007fff, R10
+	VDUP R10, V25.S4
+	MOVW $0xffff0000, R10
+	VDUP R10, V26.S4
+	MOVW $0x7fc00000, R10
+	VDUP R10, V27.S4
+
+	// fd = float32(d); rd = 1/d when d is a power of two, so that ss/d is ss*rd exactly.
+	SCVTFS R5, F16
+	FMOVS F16, 88(RSP)
+	SUB $1, R5, R10
+	TST R10, R5
+	BNE notpow2
+	RBIT R5, R10
+	CLZ R10, R10
+	MOVD $127, R11
+	SUB R10, R11, R11
+	LSL $23, R11, R11
+	MOVW R11, 92(RSP)
+	ORR $256, R8, R8
+notpow2:
+
+	// Rows ahead for prefetching: the next one for long rows, eight for short ones.
+	MOVD R7, R22
+	CMP $512, R5
+	BGT longrows
+	LSL $3, R22, R22
+longrows:
+	LSL $1, R22, R21
+
+	// Start at row from.
+	MOVD from+8(FP), R9
+	MOVD to+16(FP), R6
+	MOVD $0, R19
+	MUL R9, R7, R10
+	ADD R10, R1, R1
+	ADD R10, R3, R3
+	MOVD 96(RSP), R10
+	MUL R9, R10, R10
+	ADD R10, R0, R0
+row:
+	CMP R6, R9
+	BGE ret
+	MOVD $1, R20
+	TBNZ $9, R8, addsum
+	CBZ R19, trygroup
+	SUB $1, R19, R19
+	B sum
+trygroup:
+	CMP $512, R5
+	BGT sum
+	SUB R9, R6, R10
+	CMP $4, R10
+	BLT sum
+	MOVD $4, R20
+sum:
+	MOVD R1, R10
+	MOVD $0, R23
+sumrow:
+
+	// Sum of squares: element i goes to partial i%64, lane i%4 of V(i%64/4).
+	MOVD R10, R14
+	VEOR V0.B16, V0.B16, V0.B16
+	VEOR V1.B16, V1.B16, V1.B16
+	VEOR V2.B16, V2.B16, V2.B16
+	VEOR V3.B16, V3.B16, V3.B16
+	VEOR V4.B16, V4.B16, V4.B16
+	VEOR V5.B16, V5.B16, V5.B16
+	VEOR V6.B16, V6.B16, V6.B16
+	VEOR V7.B16, V7.B16, V7.B16
+	VEOR V8.B16, V8.B16, V8.B16
+	VEOR V9.B16, V9.B16, V9.B16
+	VEOR V10.B16, V10.B16, V10.B16
+	VEOR V11.B16, V11.B16, V11.B16
+	VEOR V12.B16, V12.B16, V12.B16
+	VEOR V13.B16, V13.B16, V13.B16
+	VEOR V14.B16, V14.B16, V14.B16
+	VEOR V15.B16, V15.B16, V15.B16
+	MOVD R5, R12
+	MOVD $0, R24
+	TST $2, R8
+	ADD R21, R10, R13
+	BNE sumpf
+sum64:
+	CMP $64, R12
+	BLT sumtail
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
+	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
+	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
+	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
+	WORD $0x4e30d400 // fadd v0.4s, v0.4s, v16.4s
+	WORD $0x4e31d421 // fadd v1.4s, v1.4s, v17.4s
+	WORD $0x4e32d442 // fadd v2.4s, v2.4s, v18.4s
+	WORD $0x4e33d463 // fadd v3.4s, v3.4s, v19.4s
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
+	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
+	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
+	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
+	WORD $0x4e30d484 // fadd v4.4s, v4.4s, v16.4s
+	WORD $0x4e31d4a5 // fadd v5.4s, v5.4s, v17.4s
+	WORD $0x4e32d4c6 // fadd v6.4s, v6.4s, v18.4s
+	WORD $0x4e33d4e7 // fadd v7.4s, v7.4s, v19.4s
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
+	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
+	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
+	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
+	WORD $0x4e30d508 // fadd v8.4s, v8.4s, v16.4s
+	WORD $0x4e31d529 // fadd v9.4s, v9.4s, v17.4s
+	WORD $0x4e32d54a // fadd v10.4s, v10.4s, v18.4s
+	WORD $0x4e33d56b // fadd v11.4s, v11.4s, v19.4s
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
+	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
+	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
+	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
+	WORD $0x4e30d58c // fadd v12.4s, v12.4s, v16.4s
+	WORD $0x4e31d5ad // fadd v13.4s, v13.4s, v17.4s
+	WORD $0x4e32d5ce // fadd v14.4s, v14.4s, v18.4s
+	WORD $0x4e33d5ef // fadd v15.4s, v15.4s, v19.4s
+	SUB $64, R12, R12
+	B sum64
+sumpf:
+	CMP $64, R12
+	BLT sumtail
+	PRFM 0(R13), PLDL1KEEP
+	PRFM 64(R13), PLDL1KEEP
+	PRFM 128(R13), PLDL1KEEP
+	PRFM 192(R13), PLDL1KEEP
+	ADD $256, R13, R13
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
+	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
+	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
+	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
+	WORD $0x4e30d400 // fadd v0.4s, v0.4s, v16.4s
+	WORD $0x4e31d421 // fadd v1.4s, v1.4s, v17.4s
+	WORD $0x4e32d442 // fadd v2.4s, v2.4s, v18.4s
+	WORD $0x4e33d463 // fadd v3.4s, v3.4s, v19.4s
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
+	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
+	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
+	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
+	WORD $0x4e30d484 // fadd v4.4s, v4.4s, v16.4s
+	WORD $0x4e31d4a5 // fadd v5.4s, v5.4s, v17.4s
+	WORD $0x4e32d4c6 // fadd v6.4s, v6.4s, v18.4s
+	WORD $0x4e33d4e7 // fadd v7.4s, v7.4s, v19.4s
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
+	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
+	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
+	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
+	WORD $0x4e30d508 // fadd v8.4s, v8.4s, v16.4s
+	WORD $0x4e31d529 // fadd v9.4s, v9.4s, v17.4s
+	WORD $0x4e32d54a // fadd v10.4s, v10.4s, v18.4s
+	WORD $0x4e33d56b // fadd v11.4s, v11.4s, v19.4s
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
+	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
+	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
+	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
+	WORD $0x4e30d58c // fadd v12.4s, v12.4s, v16.4s
+	WORD $0x4e31d5ad // fadd v13.4s, v13.4s, v17.4s
+	WORD $0x4e32d5ce // fadd v14.4s, v14.4s, v18.4s
+	WORD $0x4e33d5ef // fadd v15.4s, v15.4s, v19.4s
+	SUB $64, R12, R12
+	B sumpf
+sumtail:
+
+	// Fewer than 64 elements: copied to a zero-padded block on the stack, summed as a whole block (zeros add +0).
+	CBZ R12, summed
+	ADD $104, RSP, R13
+	VEOR V16.B16, V16.B16, V16.B16
+	VEOR V17.B16, V17.B16, V17.B16
+	VEOR V18.B16, V18.B16, V18.B16
+	VEOR V19.B16, V19.B16, V19.B16
+	MOVD R13, R17
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	MOVD R10, R15
+	MOVD R13, R17
+	MOVD R12, R16
+copyvec1:
+	CMP $4, R16
+	BLT copyone2
+	VLD1.P 16(R15), [V20.B16]
+	VST1.P [V20.B16], 16(R17)
+	SUB $4, R16, R16
+	B copyvec1
+copyone2:
+	CBZ R16, copied3
+	MOVWU.P 4(R15), R26
+	MOVW.P R26, 4(R17)
+	SUB $1, R16, R16
+	B copyone2
+copied3:
+	ADD $104, RSP, R10
+	MOVD $64, R12
+	B sum64
+summed:
+
+	// Halving tree: h = 32, 16, 8, 4 on vectors, leaving four partials in V0.
+	WORD $0x4e28d400 // fadd v0.4s, v0.4s, v8.4s
+	WORD $0x4e29d421 // fadd v1.4s, v1.4s, v9.4s
+	WORD $0x4e2ad442 // fadd v2.4s, v2.4s, v10.4s
+	WORD $0x4e2bd463 // fadd v3.4s, v3.4s, v11.4s
+	WORD $0x4e2cd484 // fadd v4.4s, v4.4s, v12.4s
+	WORD $0x4e2dd4a5 // fadd v5.4s, v5.4s, v13.4s
+	WORD $0x4e2ed4c6 // fadd v6.4s, v6.4s, v14.4s
+	WORD $0x4e2fd4e7 // fadd v7.4s, v7.4s, v15.4s
+	WORD $0x4e24d400 // fadd v0.4s, v0.4s, v4.4s
+	WORD $0x4e25d421 // fadd v1.4s, v1.4s, v5.4s
+	WORD $0x4e26d442 // fadd v2.4s, v2.4s, v6.4s
+	WORD $0x4e27d463 // fadd v3.4s, v3.4s, v7.4s
+	WORD $0x4e22d400 // fadd v0.4s, v0.4s, v2.4s
+	WORD $0x4e23d421 // fadd v1.4s, v1.4s, v3.4s
+	WORD $0x4e21d400 // fadd v0.4s, v0.4s, v1.4s
+	CMP $1, R20
+	BEQ invone
+	ADD $8, RSP, R12
+	ADD R23, R12, R12
+	VST1 [V0.S4], (R12)
+	ADD R7, R14, R10
+	ADD $16, R23, R23
+	CMP $64, R23
+	BLT sumrow
+	B invgroup
+addsum:
+	MOVD R3, R10
+	MOVD R1, R11
+
+	// Sum of squares: element i goes to partial i%64, lane i%4 of V(i%64/4).
+	MOVD R10, R14
+	VEOR V0.B16, V0.B16, V0.B16
+	VEOR V1.B16, V1.B16, V1.B16
+	VEOR V2.B16, V2.B16, V2.B16
+	VEOR V3.B16, V3.B16, V3.B16
+	VEOR V4.B16, V4.B16, V4.B16
+	VEOR V5.B16, V5.B16, V5.B16
+	VEOR V6.B16, V6.B16, V6.B16
+	VEOR V7.B16, V7.B16, V7.B16
+	VEOR V8.B16, V8.B16, V8.B16
+	VEOR V9.B16, V9.B16, V9.B16
+	VEOR V10.B16, V10.B16, V10.B16
+	VEOR V11.B16, V11.B16, V11.B16
+	VEOR V12.B16, V12.B16, V12.B16
+	VEOR V13.B16, V13.B16, V13.B16
+	VEOR V14.B16, V14.B16, V14.B16
+	VEOR V15.B16, V15.B16, V15.B16
+	MOVD R5, R12
+	MOVD $0, R24
+	TST $2, R8
+	ADD R21, R10, R13
+	BNE addsumpf
+addsum64:
+	CMP $64, R12
+	BLT addsumtail
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	VLD1 (R11), [V20.S4, V21.S4, V22.S4, V23.S4]
+	WORD $0x4e34d610 // fadd v16.4s, v16.4s, v20.4s
+	WORD $0x4e35d631 // fadd v17.4s, v17.4s, v21.4s
+	WORD $0x4e36d652 // fadd v18.4s, v18.4s, v22.4s
+	WORD $0x4e37d673 // fadd v19.4s, v19.4s, v23.4s
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R11)
+	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
+	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
+	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
+	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
+	WORD $0x4e30d400 // fadd v0.4s, v0.4s, v16.4s
+	WORD $0x4e31d421 // fadd v1.4s, v1.4s, v17.4s
+	WORD $0x4e32d442 // fadd v2.4s, v2.4s, v18.4s
+	WORD $0x4e33d463 // fadd v3.4s, v3.4s, v19.4s
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	VLD1 (R11), [V20.S4, V21.S4, V22.S4, V23.S4]
+	WORD $0x4e34d610 // fadd v16.4s, v16.4s, v20.4s
+	WORD $0x4e35d631 // fadd v17.4s, v17.4s, v21.4s
+	WORD $0x4e36d652 // fadd v18.4s, v18.4s, v22.4s
+	WORD $0x4e37d673 // fadd v19.4s, v19.4s, v23.4s
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R11)
+	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
+	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
+	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
+	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
+	WORD $0x4e30d484 // fadd v4.4s, v4.4s, v16.4s
+	WORD $0x4e31d4a5 // fadd v5.4s, v5.4s, v17.4s
+	WORD $0x4e32d4c6 // fadd v6.4s, v6.4s, v18.4s
+	WORD $0x4e33d4e7 // fadd v7.4s, v7.4s, v19.4s
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	VLD1 (R11), [V20.S4, V21.S4, V22.S4, V23.S4]
+	WORD $0x4e34d610 // fadd v16.4s, v16.4s, v20.4s
+	WORD $0x4e35d631 // fadd v17.4s, v17.4s, v21.4s
+	WORD $0x4e36d652 // fadd v18.4s, v18.4s, v22.4s
+	WORD $0x4e37d673 // fadd v19.4s, v19.4s, v23.4s
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R11)
+	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
+	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
+	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
+	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
+	WORD $0x4e30d508 // fadd v8.4s, v8.4s, v16.4s
+	WORD $0x4e31d529 // fadd v9.4s, v9.4s, v17.4s
+	WORD $0x4e32d54a // fadd v10.4s, v10.4s, v18.4s
+	WORD $0x4e33d56b // fadd v11.4s, v11.4s, v19.4s
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	VLD1 (R11), [V20.S4, V21.S4, V22.S4, V23.S4]
+	WORD $0x4e34d610 // fadd v16.4s, v16.4s, v20.4s
+	WORD $0x4e35d631 // fadd v17.4s, v17.4s, v21.4s
+	WORD $0x4e36d652 // fadd v18.4s, v18.4s, v22.4s
+	WORD $0x4e37d673 // fadd v19.4s, v19.4s, v23.4s
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R11)
+	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
+	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
+	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
+	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
+	WORD $0x4e30d58c // fadd v12.4s, v12.4s, v16.4s
+	WORD $0x4e31d5ad // fadd v13.4s, v13.4s, v17.4s
+	WORD $0x4e32d5ce // fadd v14.4s, v14.4s, v18.4s
+	WORD $0x4e33d5ef // fadd v15.4s, v15.4s, v19.4s
+	SUB $64, R12, R12
+	B addsum64
+addsumpf:
+	CMP $64, R12
+	BLT addsumtail
+	PRFM 0(R13), PLDL1KEEP
+	PRFM 64(R13), PLDL1KEEP
+	PRFM 128(R13), PLDL1KEEP
+	PRFM 192(R13), PLDL1KEEP
+	ADD $256, R13, R13
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	VLD1 (R11), [V20.S4, V21.S4, V22.S4, V23.S4]
+	WORD $0x4e34d610 // fadd v16.4s, v16.4s, v20.4s
+	WORD $0x4e35d631 // fadd v17.4s, v17.4s, v21.4s
+	WORD $0x4e36d652 // fadd v18.4s, v18.4s, v22.4s
+	WORD $0x4e37d673 // fadd v19.4s, v19.4s, v23.4s
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R11)
+	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
+	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
+	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
+	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
+	WORD $0x4e30d400 // fadd v0.4s, v0.4s, v16.4s
+	WORD $0x4e31d421 // fadd v1.4s, v1.4s, v17.4s
+	WORD $0x4e32d442 // fadd v2.4s, v2.4s, v18.4s
+	WORD $0x4e33d463 // fadd v3.4s, v3.4s, v19.4s
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	VLD1 (R11), [V20.S4, V21.S4, V22.S4, V23.S4]
+	WORD $0x4e34d610 // fadd v16.4s, v16.4s, v20.4s
+	WORD $0x4e35d631 // fadd v17.4s, v17.4s, v21.4s
+	WORD $0x4e36d652 // fadd v18.4s, v18.4s, v22.4s
+	WORD $0x4e37d673 // fadd v19.4s, v19.4s, v23.4s
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R11)
+	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
+	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
+	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
+	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
+	WORD $0x4e30d484 // fadd v4.4s, v4.4s, v16.4s
+	WORD $0x4e31d4a5 // fadd v5.4s, v5.4s, v17.4s
+	WORD $0x4e32d4c6 // fadd v6.4s, v6.4s, v18.4s
+	WORD $0x4e33d4e7 // fadd v7.4s, v7.4s, v19.4s
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	VLD1 (R11), [V20.S4, V21.S4, V22.S4, V23.S4]
+	WORD $0x4e34d610 // fadd v16.4s, v16.4s, v20.4s
+	WORD $0x4e35d631 // fadd v17.4s, v17.4s, v21.4s
+	WORD $0x4e36d652 // fadd v18.4s, v18.4s, v22.4s
+	WORD $0x4e37d673 // fadd v19.4s, v19.4s, v23.4s
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R11)
+	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
+	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
+	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
+	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
+	WORD $0x4e30d508 // fadd v8.4s, v8.4s, v16.4s
+	WORD $0x4e31d529 // fadd v9.4s, v9.4s, v17.4s
+	WORD $0x4e32d54a // fadd v10.4s, v10.4s, v18.4s
+	WORD $0x4e33d56b // fadd v11.4s, v11.4s, v19.4s
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	VLD1 (R11), [V20.S4, V21.S4, V22.S4, V23.S4]
+	WORD $0x4e34d610 // fadd v16.4s, v16.4s, v20.4s
+	WORD $0x4e35d631 // fadd v17.4s, v17.4s, v21.4s
+	WORD $0x4e36d652 // fadd v18.4s, v18.4s, v22.4s
+	WORD $0x4e37d673 // fadd v19.4s, v19.4s, v23.4s
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R11)
+	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
+	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
+	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
+	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
+	WORD $0x4e30d58c // fadd v12.4s, v12.4s, v16.4s
+	WORD $0x4e31d5ad // fadd v13.4s, v13.4s, v17.4s
+	WORD $0x4e32d5ce // fadd v14.4s, v14.4s, v18.4s
+	WORD $0x4e33d5ef // fadd v15.4s, v15.4s, v19.4s
+	SUB $64, R12, R12
+	B addsumpf
+addsumtail:
+
+	// Fewer than 64 elements: copied to a zero-padded block on the stack, summed as a whole block (zeros add +0).
+	CBZ R12, addsummed
+	ADD $104, RSP, R13
+	VEOR V16.B16, V16.B16, V16.B16
+	VEOR V17.B16, V17.B16, V17.B16
+	VEOR V18.B16, V18.B16, V18.B16
+	VEOR V19.B16, V19.B16, V19.B16
+	MOVD R13, R17
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	MOVD R10, R15
+	MOVD R13, R17
+	MOVD R12, R16
+copyvec4:
+	CMP $4, R16
+	BLT copyone5
+	VLD1.P 16(R15), [V20.B16]
+	VST1.P [V20.B16], 16(R17)
+	SUB $4, R16, R16
+	B copyvec4
+copyone5:
+	CBZ R16, copied6
+	MOVWU.P 4(R15), R26
+	MOVW.P R26, 4(R17)
+	SUB $1, R16, R16
+	B copyone5
+copied6:
+	MOVD R11, R24
+	ADD $360, RSP, R13
+	VEOR V16.B16, V16.B16, V16.B16
+	VEOR V17.B16, V17.B16, V17.B16
+	VEOR V18.B16, V18.B16, V18.B16
+	VEOR V19.B16, V19.B16, V19.B16
+	MOVD R13, R17
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	MOVD R11, R15
+	MOVD R13, R17
+	MOVD R12, R16
+copyvec7:
+	CMP $4, R16
+	BLT copyone8
+	VLD1.P 16(R15), [V20.B16]
+	VST1.P [V20.B16], 16(R17)
+	SUB $4, R16, R16
+	B copyvec7
+copyone8:
+	CBZ R16, copied9
+	MOVWU.P 4(R15), R26
+	MOVW.P R26, 4(R17)
+	SUB $1, R16, R16
+	B copyone8
+copied9:
+	MOVD R12, R25
+	ADD $360, RSP, R11
+	ADD $104, RSP, R10
+	MOVD $64, R12
+	B addsum64
+addsummed:
+	CBZ R24, addhback
+	ADD $360, RSP, R13
+	MOVD R13, R15
+	MOVD R24, R17
+	MOVD R25, R16
+copyvec10:
+	CMP $4, R16
+	BLT copyone11
+	VLD1.P 16(R15), [V20.B16]
+	VST1.P [V20.B16], 16(R17)
+	SUB $4, R16, R16
+	B copyvec10
+copyone11:
+	CBZ R16, copied12
+	MOVWU.P 4(R15), R26
+	MOVW.P R26, 4(R17)
+	SUB $1, R16, R16
+	B copyone11
+copied12:
+addhback:
+
+	// Halving tree: h = 32, 16, 8, 4 on vectors, leaving four partials in V0.
+	WORD $0x4e28d400 // fadd v0.4s, v0.4s, v8.4s
+	WORD $0x4e29d421 // fadd v1.4s, v1.4s, v9.4s
+	WORD $0x4e2ad442 // fadd v2.4s, v2.4s, v10.4s
+	WORD $0x4e2bd463 // fadd v3.4s, v3.4s, v11.4s
+	WORD $0x4e2cd484 // fadd v4.4s, v4.4s, v12.4s
+	WORD $0x4e2dd4a5 // fadd v5.4s, v5.4s, v13.4s
+	WORD $0x4e2ed4c6 // fadd v6.4s, v6.4s, v14.4s
+	WORD $0x4e2fd4e7 // fadd v7.4s, v7.4s, v15.4s
+	WORD $0x4e24d400 // fadd v0.4s, v0.4s, v4.4s
+	WORD $0x4e25d421 // fadd v1.4s, v1.4s, v5.4s
+	WORD $0x4e26d442 // fadd v2.4s, v2.4s, v6.4s
+	WORD $0x4e27d463 // fadd v3.4s, v3.4s, v7.4s
+	WORD $0x4e22d400 // fadd v0.4s, v0.4s, v2.4s
+	WORD $0x4e23d421 // fadd v1.4s, v1.4s, v3.4s
+	WORD $0x4e21d400 // fadd v0.4s, v0.4s, v1.4s
+	B invone
+invone:
+
+	// h = 2 and h = 1: ss in F0.
+	VEXT $8, V0.B16, V0.B16, V16.B16
+	WORD $0x4e30d400 // fadd v0.4s, v0.4s, v16.4s
+	WORD $0x7e30d800 // faddp s0, v0.2s
+
+	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
+	TST $256, R8
+	BEQ rdivide
+	FMOVS 92(RSP), F17
+	FMULS F17, F0, F1
+	B rdivided
+rdivide:
+	FMOVS 88(RSP), F17
+	FDIVS F17, F0, F1
+rdivided:
+	MOVD j+0(FP), R16
+	FMOVS job_eps(R16), F17
+	FADDS F17, F1, F1
+	MOVW $0x0d800000, R16
+	FMOVS R16, F16
+	FCMPS F16, F1
+	BLT ret
+	MOVW $0x7f7fffff, R16
+	FMOVS R16, F16
+	FCMPS F16, F1
+	BGT ret
+	FSQRTS F1, F1
+	FMOVS $1.0, F16
+	FDIVS F1, F16, F29
+	FMOVS F29, 72(RSP)
+
+	// Report 1/rms if asked.
+	CBZ R4, scale
+	FMOVS F29, (R4)(R9<<2)
+	B scale
+invgroup:
+	ADD $8, RSP, R12
+	VLD1 (R12), [V16.S4, V17.S4, V18.S4, V19.S4]
+
+	// h = 2 for rows A B and C D: [a0 a1 b0 b1] + [a2 a3 b2 b3]; h = 1: pairwise adds give [A B C D].
+	VZIP1 V17.D2, V16.D2, V20.D2
+	VZIP2 V17.D2, V16.D2, V21.D2
+	WORD $0x4e35d694 // fadd v20.4s, v20.4s, v21.4s
+	VZIP1 V19.D2, V18.D2, V22.D2
+	VZIP2 V19.D2, V18.D2, V23.D2
+	WORD $0x4e37d6d6 // fadd v22.4s, v22.4s, v23.4s
+	WORD $0x6e36d690 // faddp v16.4s, v20.4s, v22.4s
+
+	// t = ss/d + eps for the four rows; any t outside [2^-100, MaxFloat32] leaves the group path.
+	TST $256, R8
+	BEQ gdivide
+	ADD $92, RSP, R12
+	VLD1R (R12), [V20.S4]
+	WORD $0x6e34de10 // fmul v16.4s, v16.4s, v20.4s
+	B gdivided
+gdivide:
+	ADD $88, RSP, R12
+	VLD1R (R12), [V20.S4]
+	WORD $0x6e34fe10 // fdiv v16.4s, v16.4s, v20.4s
+gdivided:
+	MOVD j+0(FP), R16
+	ADD $job_eps, R16, R12
+	VLD1R (R12), [V21.S4]
+	WORD $0x4e35d610 // fadd v16.4s, v16.4s, v21.4s
+	MOVW $0x0d800000, R16
+	VDUP R16, V22.S4
+	WORD $0x6e36e617 // fcmge v23.4s, v16.4s, v22.4s
+	MOVW $0x7f7fffff, R16
+	VDUP R16, V22.S4
+	WORD $0x6e30e6d6 // fcmge v22.4s, v22.4s, v16.4s
+	VAND V22.B16, V23.B16, V23.B16
+	VMOV V23.D[0], R16
+	VMOV V23.D[1], R17
+	AND R17, R16, R16
+	CMN $1, R16
+	BEQ ginrange
+	MOVD $4, R19
+	B row
+ginrange:
+	WORD $0x6ea1fa10 // fsqrt v16.4s, v16.4s
+	FMOVS $1.0, F17
+	VDUP V17.S[0], V17.S4
+	WORD $0x6e30fe3e // fdiv v30.4s, v17.4s, v16.4s
+	ADD $72, RSP, R12
+	VST1 [V30.S4], (R12)
+
+	// Report 1/rms if asked.
+	CBZ R4, scale
+	ADD R9<<2, R4, R16
+	VST1 [V30.S4], (R16)
+scale:
+	MOVD $0, R23
+scalerow:
+	ADD $72, RSP, R12
+	ADD R23<<2, R12, R12
+	VLD1R (R12), [V29.S4]
+
+	// y = (src*inv)*w, rounded after each multiply.
+	MOVD R1, R10
+	MOVD R2, R13
+	MOVD R0, R14
+	MOVD R5, R12
+	ADD R22, R10, R15
+	CBZ R2, loop16noweight
+	TBNZ $4, R8, loop16offset
+loop16:
+	CMP $16, R12
+	BLT loop4
+	TST $2, R8
+	BNE pf16
+body16:
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	WORD $0x6e3dde10 // fmul v16.4s, v16.4s, v29.4s
+	WORD $0x6e3dde31 // fmul v17.4s, v17.4s, v29.4s
+	WORD $0x6e3dde52 // fmul v18.4s, v18.4s, v29.4s
+	WORD $0x6e3dde73 // fmul v19.4s, v19.4s, v29.4s
+	TST $8, R8
+	BEQ notrn13
+	VUSHR $16, V16.S4, V20.S4
+	VAND V24.B16, V20.B16, V20.B16
+	VADD V25.S4, V20.S4, V20.S4
+	VADD V16.S4, V20.S4, V20.S4
+	WORD $0x4e30e615 // fcmeq v21.4s, v16.4s, v16.4s
+	VMOV V27.B16, V22.B16
+	VBIT V21.B16, V20.B16, V22.B16
+	VAND V26.B16, V22.B16, V16.B16
+	VUSHR $16, V17.S4, V20.S4
+	VAND V24.B16, V20.B16, V20.B16
+	VADD V25.S4, V20.S4, V20.S4
+	VADD V17.S4, V20.S4, V20.S4
+	WORD $0x4e31e635 // fcmeq v21.4s, v17.4s, v17.4s
+	VMOV V27.B16, V22.B16
+	VBIT V21.B16, V20.B16, V22.B16
+	VAND V26.B16, V22.B16, V17.B16
+	VUSHR $16, V18.S4, V20.S4
+	VAND V24.B16, V20.B16, V20.B16
+	VADD V25.S4, V20.S4, V20.S4
+	VADD V18.S4, V20.S4, V20.S4
+	WORD $0x4e32e655 // fcmeq v21.4s, v18.4s, v18.4s
+	VMOV V27.B16, V22.B16
+	VBIT V21.B16, V20.B16, V22.B16
+	VAND V26.B16, V22.B16, V18.B16
+	VUSHR $16, V19.S4, V20.S4
+	VAND V24.B16, V20.B16, V20.B16
+	VADD V25.S4, V20.S4, V20.S4
+	VADD V19.S4, V20.S4, V20.S4
+	WORD $0x4e33e675 // fcmeq v21.4s, v19.4s, v19.4s
+	VMOV V27.B16, V22.B16
+	VBIT V21.B16, V20.B16, V22.B16
+	VAND V26.B16, V22.B16, V19.B16
+notrn13:
+	VLD1.P 64(R13), [V20.S4, V21.S4, V22.S4, V23.S4]
+	WORD $0x6e34de10 // fmul v16.4s, v16.4s, v20.4s
+	WORD $0x6e35de31 // fmul v17.4s, v17.4s, v21.4s
+	WORD $0x6e36de52 // fmul v18.4s, v18.4s, v22.4s
+	WORD $0x6e37de73 // fmul v19.4s, v19.4s, v23.4s
+	VUSHR $16, V16.S4, V20.S4
+	VAND V24.B16, V20.B16, V20.B16
+	VADD V25.S4, V20.S4, V20.S4
+	VADD V16.S4, V20.S4, V20.S4
+	WORD $0x4e30e615 // fcmeq v21.4s, v16.4s, v16.4s
+	VMOV V27.B16, V22.B16
+	VBIT V21.B16, V20.B16, V22.B16
+	WORD $0x0f1086d0 // shrn v16.4h, v22.4s, #16
+	VUSHR $16, V17.S4, V20.S4
+	VAND V24.B16, V20.B16, V20.B16
+	VADD V25.S4, V20.S4, V20.S4
+	VADD V17.S4, V20.S4, V20.S4
+	WORD $0x4e31e635 // fcmeq v21.4s, v17.4s, v17.4s
+	VMOV V27.B16, V22.B16
+	VBIT V21.B16, V20.B16, V22.B16
+	WORD $0x0f1086d1 // shrn v17.4h, v22.4s, #16
+	VUSHR $16, V18.S4, V20.S4
+	VAND V24.B16, V20.B16, V20.B16
+	VADD V25.S4, V20.S4, V20.S4
+	VADD V18.S4, V20.S4, V20.S4
+	WORD $0x4e32e655 // fcmeq v21.4s, v18.4s, v18.4s
+	VMOV V27.B16, V22.B16
+	VBIT V21.B16, V20.B16, V22.B16
+	WORD $0x0f1086d2 // shrn v18.4h, v22.4s, #16
+	VUSHR $16, V19.S4, V20.S4
+	VAND V24.B16, V20.B16, V20.B16
+	VADD V25.S4, V20.S4, V20.S4
+	VADD V19.S4, V20.S4, V20.S4
+	WORD $0x4e33e675 // fcmeq v21.4s, v19.4s, v19.4s
+	VMOV V27.B16, V22.B16
+	VBIT V21.B16, V20.B16, V22.B16
+	WORD $0x0f1086d3 // shrn v19.4h, v22.4s, #16
+	VST1.P [V16.H4, V17.H4, V18.H4, V19.H4], 32(R14)
+	SUB $16, R12, R12
+	B loop16
+pf16:
+	PRFM (R15), PLDL1KEEP
+	ADD $64, R15, R15
+	B body16
+loop16offset:
+	CMP $16, R12
+	BLT loop4
+	TST $2, R8
+	BNE pf16offset
+body16offset:
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	WORD $0x6e3dde10 // fmul v16.4s, v16.4s, v29.4s
+	WORD $0x6e3dde31 // fmul v17.4s, v17.4s, v29.4s
+	WORD $0x6e3dde52 // fmul v18.4s, v18.4s, v29.4s
+	WORD $0x6e3dde73 // fmul v19.4s, v19.4s, v29.4s
+	TST $8, R8
+	BEQ notrn14
+	VUSHR $16, V16.S4, V20.S4
+	VAND V24.B16, V20.B16, V20.B16
+	VADD V25.S4, V20.S4, V20.S4
+	VADD V16.S4, V20.S4, V20.S4
+	WORD $0x4e30e615 // fcmeq v21.4s, v16.4s, v16.4s
+	VMOV V27.B16, V22.B16
+	VBIT V21.B16, V20.B16, V22.B16
+	VAND V26.B16, V22.B16, V16.B16
+	VUSHR $16, V17.S4, V20.S4
+	VAND V24.B16, V20.B16, V20.B16
+	VADD V25.S4, V20.S4, V20.S4
+	VADD V17.S4, V20.S4, V20.S4
+	WORD $0x4e31e635 // fcmeq v21.4s, v17.4s, v17.4s
+	VMOV V27.B16, V22.B16
+	VBIT V21.B16, V20.B16, V22.B16
+	VAND V26.B16, V22.B16, V17.B16
+	VUSHR $16, V18.S4, V20.S4
+	VAND V24.B16, V20.B16, V20.B16
+	VADD V25.S4, V20.S4, V20.S4
+	VADD V18.S4, V20.S4, V20.S4
+	WORD $0x4e32e655 // fcmeq v21.4s, v18.4s, v18.4s
+	VMOV V27.B16, V22.B16
+	VBIT V21.B16, V20.B16, V22.B16
+	VAND V26.B16, V22.B16, V18.B16
+	VUSHR $16, V19.S4, V20.S4
+	VAND V24.B16, V20.B16, V20.B16
+	VADD V25.S4, V20.S4, V20.S4
+	VADD V19.S4, V20.S4, V20.S4
+	WORD $0x4e33e675 // fcmeq v21.4s, v19.4s, v19.4s
+	VMOV V27.B16, V22.B16
+	VBIT V21.B16, V20.B16, V22.B16
+	VAND V26.B16, V22.B16, V19.B16
+notrn14:
+	VLD1.P 64(R13), [V20.S4, V21.S4, V22.S4, V23.S4]
+	WORD $0x4e3cd694 // fadd v20.4s, v20.4s, v28.4s
+	WORD $0x6e34de10 // fmul v16.4s, v16.4s, v20.4s
+	WORD $0x4e3cd6b5 // fadd v21.4s, v21.4s, v28.4s
+	WORD $0x6e35de31 // fmul v17.4s, v17.4s, v21.4s
+	WORD $0x4e3cd6d6 // fadd v22.4s, v22.4s, v28.4s
+	WORD $0x6e36de52 // fmul v18.4s, v18.4s, v22.4s
+	WORD $0x4e3cd6f7 // fadd v23.4s, v23.4s, v28.4s
+	WORD $0x6e37de73 // fmul v19.4s, v19.4s, v23.4s
+	VUSHR $16, V16.S4, V20.S4
+	VAND V24.B16, V20.B16, V20.B16
+	VADD V25.S4, V20.S4, V20.S4
+	VADD V16.S4, V20.S4, V20.S4
+	WORD $0x4e30e615 // fcmeq v21.4s, v16.4s, v16.4s
+	VMOV V27.B16, V22.B16
+	VBIT V21.B16, V20.B16, V22.B16
+	WORD $0x0f1086d0 // shrn v16.4h, v22.4s, #16
+	VUSHR $16, V17.S4, V20.S4
+	VAND V24.B16, V20.B16, V20.B16
+	VADD V25.S4, V20.S4, V20.S4
+	VADD V17.S4, V20.S4, V20.S4
+	WORD $0x4e31e635 // fcmeq v21.4s, v17.4s, v17.4s
+	VMOV V27.B16, V22.B16
+	VBIT V21.B16, V20.B16, V22.B16
+	WORD $0x0f1086d1 // shrn v17.4h, v22.4s, #16
+	VUSHR $16, V18.S4, V20.S4
+	VAND V24.B16, V20.B16, V20.B16
+	VADD V25.S4, V20.S4, V20.S4
+	VADD V18.S4, V20.S4, V20.S4
+	WORD $0x4e32e655 // fcmeq v21.4s, v18.4s, v18.4s
+	VMOV V27.B16, V22.B16
+	VBIT V21.B16, V20.B16, V22.B16
+	WORD $0x0f1086d2 // shrn v18.4h, v22.4s, #16
+	VUSHR $16, V19.S4, V20.S4
+	VAND V24.B16, V20.B16, V20.B16
+	VADD V25.S4, V20.S4, V20.S4
+	VADD V19.S4, V20.S4, V20.S4
+	WORD $0x4e33e675 // fcmeq v21.4s, v19.4s, v19.4s
+	VMOV V27.B16, V22.B16
+	VBIT V21.B16, V20.B16, V22.B16
+	WORD $0x0f1086d3 // shrn v19.4h, v22.4s, #16
+	VST1.P [V16.H4, V17.H4, V18.H4, V19.H4], 32(R14)
+	SUB $16, R12, R12
+	B loop16offset
+pf16offset:
+	PRFM (R15), PLDL1KEEP
+	ADD $64, R15, R15
+	B body16offset
+loop16noweight:
+	CMP $16, R12
+	BLT loop4
+	TST $2, R8
+	BNE pf16noweight
+body16noweight:
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	WORD $0x6e3dde10 // fmul v16.4s, v16.4s, v29.4s
+	WORD $0x6e3dde31 // fmul v17.4s, v17.4s, v29.4s
+	WORD $0x6e3dde52 // fmul v18.4s, v18.4s, v29.4s
+	WORD $0x6e3dde73 // fmul v19.4s, v19.4s, v29.4s
+	VUSHR $16, V16.S4, V20.S4
+	VAND V24.B16, V20.B16, V20.B16
+	VADD V25.S4, V20.S4, V20.S4
+	VADD V16.S4, V20.S4, V20.S4
+	WORD $0x4e30e615 // fcmeq v21.4s, v16.4s, v16.4s
+	VMOV V27.B16, V22.B16
+	VBIT V21.B16, V20.B16, V22.B16
+	WORD $0x0f1086d0 // shrn v16.4h, v22.4s, #16
+	VUSHR $16, V17.S4, V20.S4
+	VAND V24.B16, V20.B16, V20.B16
+	VADD V25.S4, V20.S4, V20.S4
+	VADD V17.S4, V20.S4, V20.S4
+	WORD $0x4e31e635 // fcmeq v21.4s, v17.4s, v17.4s
+	VMOV V27.B16, V22.B16
+	VBIT V21.B16, V20.B16, V22.B16
+	WORD $0x0f1086d1 // shrn v17.4h, v22.4s, #16
+	VUSHR $16, V18.S4, V20.S4
+	VAND V24.B16, V20.B16, V20.B16
+	VADD V25.S4, V20.S4, V20.S4
+	VADD V18.S4, V20.S4, V20.S4
+	WORD $0x4e32e655 // fcmeq v21.4s, v18.4s, v18.4s
+	VMOV V27.B16, V22.B16
+	VBIT V21.B16, V20.B16, V22.B16
+	WORD $0x0f1086d2 // shrn v18.4h, v22.4s, #16
+	VUSHR $16, V19.S4, V20.S4
+	VAND V24.B16, V20.B16, V20.B16
+	VADD V25.S4, V20.S4, V20.S4
+	VADD V19.S4, V20.S4, V20.S4
+	WORD $0x4e33e675 // fcmeq v21.4s, v19.4s, v19.4s
+	VMOV V27.B16, V22.B16
+	VBIT V21.B16, V20.B16, V22.B16
+	WORD $0x0f1086d3 // shrn v19.4h, v22.4s, #16
+	VST1.P [V16.H4, V17.H4, V18.H4, V19.H4], 32(R14)
+	SUB $16, R12, R12
+	B loop16noweight
+pf16noweight:
+	PRFM (R15), PLDL1KEEP
+	ADD $64, R15, R15
+	B body16noweight
+loop4:
+	CMP $4, R12
+	BLT part
+	VLD1.P 16(R10), [V16.S4]
+	WORD $0x6e3dde10 // fmul v16.4s, v16.4s, v29.4s
+	TST $8, R8
+	BEQ notrn15
+	VUSHR $16, V16.S4, V21.S4
+	VAND V24.B16, V21.B16, V21.B16
+	VADD V25.S4, V21.S4, V21.S4
+	VADD V16.S4, V21.S4, V21.S4
+	WORD $0x4e30e616 // fcmeq v22.4s, v16.4s, v16.4s
+	VMOV V27.B16, V23.B16
+	VBIT V22.B16, V21.B16, V23.B16
+	VAND V26.B16, V23.B16, V16.B16
+notrn15:
+	CBZ R2, noweight16
+	VLD1.P 16(R13), [V20.S4]
+	WORD $0x4e3cd694 // fadd v20.4s, v20.4s, v28.4s
+	WORD $0x6e34de10 // fmul v16.4s, v16.4s, v20.4s
+noweight16:
+	VUSHR $16, V16.S4, V20.S4
+	VAND V24.B16, V20.B16, V20.B16
+	VADD V25.S4, V20.S4, V20.S4
+	VADD V16.S4, V20.S4, V20.S4
+	WORD $0x4e30e615 // fcmeq v21.4s, v16.4s, v16.4s
+	VMOV V27.B16, V22.B16
+	VBIT V21.B16, V20.B16, V22.B16
+	WORD $0x0f1086d0 // shrn v16.4h, v22.4s, #16
+	VST1.P [V16.H4], 8(R14)
+	SUB $4, R12, R12
+	B loop4
+part:
+
+	// The last 1-3 elements, through copies on the stack.
+	CBZ R12, scaled
+	ADD $104, RSP, R11
+	MOVD R10, R15
+	MOVD R11, R17
+	MOVD R12, R16
+copyvec17:
+	CMP $4, R16
+	BLT copyone18
+	VLD1.P 16(R15), [V20.B16]
+	VST1.P [V20.B16], 16(R17)
+	SUB $4, R16, R16
+	B copyvec17
+copyone18:
+	CBZ R16, copied19
+	MOVWU.P 4(R15), R26
+	MOVW.P R26, 4(R17)
+	SUB $1, R16, R16
+	B copyone18
+copied19:
+	ADD $120, RSP, R11
+	CBZ R2, nowcopy20
+	MOVD R13, R15
+	MOVD R11, R17
+	MOVD R12, R16
+copyvec21:
+	CMP $4, R16
+	BLT copyone22
+	VLD1.P 16(R15), [V20.B16]
+	VST1.P [V20.B16], 16(R17)
+	SUB $4, R16, R16
+	B copyvec21
+copyone22:
+	CBZ R16, copied23
+	MOVWU.P 4(R15), R26
+	MOVW.P R26, 4(R17)
+	SUB $1, R16, R16
+	B copyone22
+copied23:
+nowcopy20:
+	ADD $104, RSP, R11
+	VLD1 (R11), [V16.S4]
+	ADD $16, R11, R11
+	WORD $0x6e3dde10 // fmul v16.4s, v16.4s, v29.4s
+	TST $8, R8
+	BEQ notrn24
+	VUSHR $16, V16.S4, V21.S4
+	VAND V24.B16, V21.B16, V21.B16
+	VADD V25.S4, V21.S4, V21.S4
+	VADD V16.S4, V21.S4, V21.S4
+	WORD $0x4e30e616 // fcmeq v22.4s, v16.4s, v16.4s
+	VMOV V27.B16, V23.B16
+	VBIT V22.B16, V21.B16, V23.B16
+	VAND V26.B16, V23.B16, V16.B16
+notrn24:
+	CBZ R2, noweight25
+	VLD1 (R11), [V20.S4]
+	WORD $0x4e3cd694 // fadd v20.4s, v20.4s, v28.4s
+	WORD $0x6e34de10 // fmul v16.4s, v16.4s, v20.4s
+noweight25:
+	VUSHR $16, V16.S4, V20.S4
+	VAND V24.B16, V20.B16, V20.B16
+	VADD V25.S4, V20.S4, V20.S4
+	VADD V16.S4, V20.S4, V20.S4
+	WORD $0x4e30e615 // fcmeq v21.4s, v16.4s, v16.4s
+	VMOV V27.B16, V22.B16
+	VBIT V21.B16, V20.B16, V22.B16
+	WORD $0x0f1086d0 // shrn v16.4h, v22.4s, #16
+	VST1 [V16.H4], (R11)
+	MOVD R11, R15
+	MOVD R14, R17
+	MOVD R12, R16
+copyvec26:
+	CMP $8, R16
+	BLT copyone27
+	VLD1.P 16(R15), [V20.B16]
+	VST1.P [V20.B16], 16(R17)
+	SUB $8, R16, R16
+	B copyvec26
+copyone27:
+	CBZ R16, copied28
+	MOVHU.P 2(R15), R26
+	MOVH.P R26, 2(R17)
+	SUB $1, R16, R16
+	B copyone27
+copied28:
+scaled:
+	ADD R7, R1, R1
+	ADD R7, R3, R3
+	MOVD 96(RSP), R10
+	ADD R10, R0, R0
+	ADD $1, R9, R9
+	ADD $1, R23, R23
+	CMP R20, R23
+	BLT scalerow
+	B row
+ret:
+	MOVD R9, ret+24(FP)
+	RET
+
+// func neonForwardToF16(j *job, from, to int) int
+TEXT ·neonForwardToF16(SB), $608-32
+	MOVD j+0(FP), R16
+	MOVD job_dst(R16), R0
+	MOVD job_x(R16), R1
+	MOVD job_w(R16), R2
+	MOVD job_res(R16), R3
+	MOVD job_inv(R16), R4
+	MOVD job_d(R16), R5
+	MOVD job_stride(R16), R7
+	LSL $2, R7, R7
+	MOVD job_dstStride(R16), R10
+	LSL $1, R10, R10
+	MOVD R10, 96(RSP)
+	MOVWU job_flags(R16), R8
+
+	// With a residual the scale pass reads h from res: res and x trade registers.
+	CBZ R3, rowsset
+	ORR $512, R8, R8
+	MOVD R1, R10
+	MOVD R3, R1
+	MOVD R10, R3
+rowsset:
+
+	// c, added to the weight: 1 with flagOffset, else -0 (spec.Variant.Body).
+	MOVW $0x80000000, R10
+	TBZ $4, R8, weightadd
+	MOVW $0x3f800000, R10
+weightadd:
+	VDUP R10, V28.S4
+
+	// fd = float32(d); rd = 1/d when d is a power of two, so that ss/d is ss*rd exactly.
+	SCVTFS R5, F16
+	FMOVS F16, 88(RSP)
+	SUB $1, R5, R10
+	TST R10, R5
+	BNE notpow2
+	RBIT R5, R10
+	CLZ R10, R10
+	MOVD $127, R11
+	SUB R10, R11, R11
+	LSL $23, R11, R11
+	MOVW R11, 92(RSP)
+	ORR $256, R8, R8
+notpow2:
+
+	// Rows ahead for prefetching: the next one for long rows, eight for short ones.
+	MOVD R7, R22
+	CMP $512, R5
+	BGT longrows
+	LSL $3, R22, R22
+longrows:
+	LSL $1, R22, R21
+
+	// Start at row from.
+	MOVD from+8(FP), R9
+	MOVD to+16(FP), R6
+	MOVD $0, R19
+	MUL R9, R7, R10
+	ADD R10, R1, R1
+	ADD R10, R3, R3
+	MOVD 96(RSP), R10
+	MUL R9, R10, R10
+	ADD R10, R0, R0
+row:
+	CMP R6, R9
+	BGE ret
+	MOVD $1, R20
+	TBNZ $9, R8, addsum
+	CBZ R19, trygroup
+	SUB $1, R19, R19
+	B sum
+trygroup:
+	CMP $512, R5
+	BGT sum
+	SUB R9, R6, R10
+	CMP $4, R10
+	BLT sum
+	MOVD $4, R20
+sum:
+	MOVD R1, R10
+	MOVD $0, R23
+sumrow:
+
+	// Sum of squares: element i goes to partial i%64, lane i%4 of V(i%64/4).
+	MOVD R10, R14
+	VEOR V0.B16, V0.B16, V0.B16
+	VEOR V1.B16, V1.B16, V1.B16
+	VEOR V2.B16, V2.B16, V2.B16
+	VEOR V3.B16, V3.B16, V3.B16
+	VEOR V4.B16, V4.B16, V4.B16
+	VEOR V5.B16, V5.B16, V5.B16
+	VEOR V6.B16, V6.B16, V6.B16
+	VEOR V7.B16, V7.B16, V7.B16
+	VEOR V8.B16, V8.B16, V8.B16
+	VEOR V9.B16, V9.B16, V9.B16
+	VEOR V10.B16, V10.B16, V10.B16
+	VEOR V11.B16, V11.B16, V11.B16
+	VEOR V12.B16, V12.B16, V12.B16
+	VEOR V13.B16, V13.B16, V13.B16
+	VEOR V14.B16, V14.B16, V14.B16
+	VEOR V15.B16, V15.B16, V15.B16
+	MOVD R5, R12
+	MOVD $0, R24
+	TST $2, R8
+	ADD R21, R10, R13
+	BNE sumpf
+sum64:
+	CMP $64, R12
+	BLT sumtail
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
+	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
+	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
+	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
+	WORD $0x4e30d400 // fadd v0.4s, v0.4s, v16.4s
+	WORD $0x4e31d421 // fadd v1.4s, v1.4s, v17.4s
+	WORD $0x4e32d442 // fadd v2.4s, v2.4s, v18.4s
+	WORD $0x4e33d463 // fadd v3.4s, v3.4s, v19.4s
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
+	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
+	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
+	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
+	WORD $0x4e30d484 // fadd v4.4s, v4.4s, v16.4s
+	WORD $0x4e31d4a5 // fadd v5.4s, v5.4s, v17.4s
+	WORD $0x4e32d4c6 // fadd v6.4s, v6.4s, v18.4s
+	WORD $0x4e33d4e7 // fadd v7.4s, v7.4s, v19.4s
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
+	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
+	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
+	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
+	WORD $0x4e30d508 // fadd v8.4s, v8.4s, v16.4s
+	WORD $0x4e31d529 // fadd v9.4s, v9.4s, v17.4s
+	WORD $0x4e32d54a // fadd v10.4s, v10.4s, v18.4s
+	WORD $0x4e33d56b // fadd v11.4s, v11.4s, v19.4s
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
+	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
+	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
+	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
+	WORD $0x4e30d58c // fadd v12.4s, v12.4s, v16.4s
+	WORD $0x4e31d5ad // fadd v13.4s, v13.4s, v17.4s
+	WORD $0x4e32d5ce // fadd v14.4s, v14.4s, v18.4s
+	WORD $0x4e33d5ef // fadd v15.4s, v15.4s, v19.4s
+	SUB $64, R12, R12
+	B sum64
+sumpf:
+	CMP $64, R12
+	BLT sumtail
+	PRFM 0(R13), PLDL1KEEP
+	PRFM 64(R13), PLDL1KEEP
+	PRFM 128(R13), PLDL1KEEP
+	PRFM 192(R13), PLDL1KEEP
+	ADD $256, R13, R13
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
+	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
+	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
+	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
+	WORD $0x4e30d400 // fadd v0.4s, v0.4s, v16.4s
+	WORD $0x4e31d421 // fadd v1.4s, v1.4s, v17.4s
+	WORD $0x4e32d442 // fadd v2.4s, v2.4s, v18.4s
+	WORD $0x4e33d463 // fadd v3.4s, v3.4s, v19.4s
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
+	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
+	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
+	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
+	WORD $0x4e30d484 // fadd v4.4s, v4.4s, v16.4s
+	WORD $0x4e31d4a5 // fadd v5.4s, v5.4s, v17.4s
+	WORD $0x4e32d4c6 // fadd v6.4s, v6.4s, v18.4s
+	WORD $0x4e33d4e7 // fadd v7.4s, v7.4s, v19.4s
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
+	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
+	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
+	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
+	WORD $0x4e30d508 // fadd v8.4s, v8.4s, v16.4s
+	WORD $0x4e31d529 // fadd v9.4s, v9.4s, v17.4s
+	WORD $0x4e32d54a // fadd v10.4s, v10.4s, v18.4s
+	WORD $0x4e33d56b // fadd v11.4s, v11.4s, v19.4s
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
+	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
+	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
+	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
+	WORD $0x4e30d58c // fadd v12.4s, v12.4s, v16.4s
+	WORD $0x4e31d5ad // fadd v13.4s, v13.4s, v17.4s
+	WORD $0x4e32d5ce // fadd v14.4s, v14.4s, v18.4s
+	WORD $0x4e33d5ef // fadd v15.4s, v15.4s, v19.4s
+	SUB $64, R12, R12
+	B sumpf
+sumtail:
+
+	// Fewer than 64 elements: copied to a zero-padded block on the stack, summed as a whole block (zeros add +0).
+	CBZ R12, summed
+	ADD $104, RSP, R13
+	VEOR V16.B16, V16.B16, V16.B16
+	VEOR V17.B16, V17.B16, V17.B16
+	VEOR V18.B16, V18.B16, V18.B16
+	VEOR V19.B16, V19.B16, V19.B16
+	MOVD R13, R17
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	MOVD R10, R15
+	MOVD R13, R17
+	MOVD R12, R16
+copyvec1:
+	CMP $4, R16
+	BLT copyone2
+	VLD1.P 16(R15), [V20.B16]
+	VST1.P [V20.B16], 16(R17)
+	SUB $4, R16, R16
+	B copyvec1
+copyone2:
+	CBZ R16, copied3
+	MOVWU.P 4(R15), R26
+	MOVW.P R26, 4(R17)
+	SUB $1, R16, R16
+	B copyone2
+copied3:
+	ADD $104, RSP, R10
+	MOVD $64, R12
+	B sum64
+summed:
+
+	// Halving tree: h = 32, 16, 8, 4 on vectors, leaving four partials in V0.
+	WORD $0x4e28d400 // fadd v0.4s, v0.4s, v8.4s
+	WORD $0x4e29d421 // fadd v1.4s, v1.4s, v9.4s
+	WORD $0x4e2ad442 // fadd v2.4s, v2.4s, v10.4s
+	WORD $0x4e2bd463 // fadd v3.4s, v3.4s, v11.4s
+	WORD $0x4e2cd484 // fadd v4.4s, v4.4s, v12.4s
+	WORD $0x4e2dd4a5 // fadd v5.4s, v5.4s, v13.4s
+	WORD $0x4e2ed4c6 // fadd v6.4s, v6.4s, v14.4s
+	WORD $0x4e2fd4e7 // fadd v7.4s, v7.4s, v15.4s
+	WORD $0x4e24d400 // fadd v0.4s, v0.4s, v4.4s
+	WORD $0x4e25d421 // fadd v1.4s, v1.4s, v5.4s
+	WORD $0x4e26d442 // fadd v2.4s, v2.4s, v6.4s
+	WORD $0x4e27d463 // fadd v3.4s, v3.4s, v7.4s
+	WORD $0x4e22d400 // fadd v0.4s, v0.4s, v2.4s
+	WORD $0x4e23d421 // fadd v1.4s, v1.4s, v3.4s
+	WORD $0x4e21d400 // fadd v0.4s, v0.4s, v1.4s
+	CMP $1, R20
+	BEQ invone
+	ADD $8, RSP, R12
+	ADD R23, R12, R12
+	VST1 [V0.S4], (R12)
+	ADD R7, R14, R10
+	ADD $16, R23, R23
+	CMP $64, R23
+	BLT sumrow
+	B invgroup
+addsum:
+	MOVD R3, R10
+	MOVD R1, R11
+
+	// Sum of squares: element i goes to partial i%64, lane i%4 of V(i%64/4).
+	MOVD R10, R14
+	VEOR V0.B16, V0.B16, V0.B16
+	VEOR V1.B16, V1.B16, V1.B16
+	VEOR V2.B16, V2.B16, V2.B16
+	VEOR V3.B16, V3.B16, V3.B16
+	VEOR V4.B16, V4.B16, V4.B16
+	VEOR V5.B16, V5.B16, V5.B16
+	VEOR V6.B16, V6.B16, V6.B16
+	VEOR V7.B16, V7.B16, V7.B16
+	VEOR V8.B16, V8.B16, V8.B16
+	VEOR V9.B16, V9.B16, V9.B16
+	VEOR V10.B16, V10.B16, V10.B16
+	VEOR V11.B16, V11.B16, V11.B16
+	VEOR V12.B16, V12.B16, V12.B16
+	VEOR V13.B16, V13.B16, V13.B16
+	VEOR V14.B16, V14.B16, V14.B16
+	VEOR V15.B16, V15.B16, V15.B16
+	MOVD R5, R12
+	MOVD $0, R24
+	TST $2, R8
+	ADD R21, R10, R13
+	BNE addsumpf
+addsum64:
+	CMP $64, R12
+	BLT addsumtail
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	VLD1 (R11), [V20.S4, V21.S4, V22.S4, V23.S4]
+	WORD $0x4e34d610 // fadd v16.4s, v16.4s, v20.4s
+	WORD $0x4e35d631 // fadd v17.4s, v17.4s, v21.4s
+	WORD $0x4e36d652 // fadd v18.4s, v18.4s, v22.4s
+	WORD $0x4e37d673 // fadd v19.4s, v19.4s, v23.4s
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R11)
+	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
+	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
+	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
+	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
+	WORD $0x4e30d400 // fadd v0.4s, v0.4s, v16.4s
+	WORD $0x4e31d421 // fadd v1.4s, v1.4s, v17.4s
+	WORD $0x4e32d442 // fadd v2.4s, v2.4s, v18.4s
+	WORD $0x4e33d463 // fadd v3.4s, v3.4s, v19.4s
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	VLD1 (R11), [V20.S4, V21.S4, V22.S4, V23.S4]
+	WORD $0x4e34d610 // fadd v16.4s, v16.4s, v20.4s
+	WORD $0x4e35d631 // fadd v17.4s, v17.4s, v21.4s
+	WORD $0x4e36d652 // fadd v18.4s, v18.4s, v22.4s
+	WORD $0x4e37d673 // fadd v19.4s, v19.4s, v23.4s
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R11)
+	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
+	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
+	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
+	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
+	WORD $0x4e30d484 // fadd v4.4s, v4.4s, v16.4s
+	WORD $0x4e31d4a5 // fadd v5.4s, v5.4s, v17.4s
+	WORD $0x4e32d4c6 // fadd v6.4s, v6.4s, v18.4s
+	WORD $0x4e33d4e7 // fadd v7.4s, v7.4s, v19.4s
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	VLD1 (R11), [V20.S4, V21.S4, V22.S4, V23.S4]
+	WORD $0x4e34d610 // fadd v16.4s, v16.4s, v20.4s
+	WORD $0x4e35d631 // fadd v17.4s, v17.4s, v21.4s
+	WORD $0x4e36d652 // fadd v18.4s, v18.4s, v22.4s
+	WORD $0x4e37d673 // fadd v19.4s, v19.4s, v23.4s
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R11)
+	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
+	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
+	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
+	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
+	WORD $0x4e30d508 // fadd v8.4s, v8.4s, v16.4s
+	WORD $0x4e31d529 // fadd v9.4s, v9.4s, v17.4s
+	WORD $0x4e32d54a // fadd v10.4s, v10.4s, v18.4s
+	WORD $0x4e33d56b // fadd v11.4s, v11.4s, v19.4s
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	VLD1 (R11), [V20.S4, V21.S4, V22.S4, V23.S4]
+	WORD $0x4e34d610 // fadd v16.4s, v16.4s, v20.4s
+	WORD $0x4e35d631 // fadd v17.4s, v17.4s, v21.4s
+	WORD $0x4e36d652 // fadd v18.4s, v18.4s, v22.4s
+	WORD $0x4e37d673 // fadd v19.4s, v19.4s, v23.4s
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R11)
+	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
+	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
+	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
+	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
+	WORD $0x4e30d58c // fadd v12.4s, v12.4s, v16.4s
+	WORD $0x4e31d5ad // fadd v13.4s, v13.4s, v17.4s
+	WORD $0x4e32d5ce // fadd v14.4s, v14.4s, v18.4s
+	WORD $0x4e33d5ef // fadd v15.4s, v15.4s, v19.4s
+	SUB $64, R12, R12
+	B addsum64
+addsumpf:
+	CMP $64, R12
+	BLT addsumtail
+	PRFM 0(R13), PLDL1KEEP
+	PRFM 64(R13), PLDL1KEEP
+	PRFM 128(R13), PLDL1KEEP
+	PRFM 192(R13), PLDL1KEEP
+	ADD $256, R13, R13
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	VLD1 (R11), [V20.S4, V21.S4, V22.S4, V23.S4]
+	WORD $0x4e34d610 // fadd v16.4s, v16.4s, v20.4s
+	WORD $0x4e35d631 // fadd v17.4s, v17.4s, v21.4s
+	WORD $0x4e36d652 // fadd v18.4s, v18.4s, v22.4s
+	WORD $0x4e37d673 // fadd v19.4s, v19.4s, v23.4s
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R11)
+	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
+	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
+	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
+	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
+	WORD $0x4e30d400 // fadd v0.4s, v0.4s, v16.4s
+	WORD $0x4e31d421 // fadd v1.4s, v1.4s, v17.4s
+	WORD $0x4e32d442 // fadd v2.4s, v2.4s, v18.4s
+	WORD $0x4e33d463 // fadd v3.4s, v3.4s, v19.4s
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	VLD1 (R11), [V20.S4, V21.S4, V22.S4, V23.S4]
+	WORD $0x4e34d610 // fadd v16.4s, v16.4s, v20.4s
+	WORD $0x4e35d631 // fadd v17.4s, v17.4s, v21.4s
+	WORD $0x4e36d652 // fadd v18.4s, v18.4s, v22.4s
+	WORD $0x4e37d673 // fadd v19.4s, v19.4s, v23.4s
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R11)
+	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
+	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
+	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
+	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
+	WORD $0x4e30d484 // fadd v4.4s, v4.4s, v16.4s
+	WORD $0x4e31d4a5 // fadd v5.4s, v5.4s, v17.4s
+	WORD $0x4e32d4c6 // fadd v6.4s, v6.4s, v18.4s
+	WORD $0x4e33d4e7 // fadd v7.4s, v7.4s, v19.4s
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	VLD1 (R11), [V20.S4, V21.S4, V22.S4, V23.S4]
+	WORD $0x4e34d610 // fadd v16.4s, v16.4s, v20.4s
+	WORD $0x4e35d631 // fadd v17.4s, v17.4s, v21.4s
+	WORD $0x4e36d652 // fadd v18.4s, v18.4s, v22.4s
+	WORD $0x4e37d673 // fadd v19.4s, v19.4s, v23.4s
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R11)
+	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
+	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
+	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
+	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
+	WORD $0x4e30d508 // fadd v8.4s, v8.4s, v16.4s
+	WORD $0x4e31d529 // fadd v9.4s, v9.4s, v17.4s
+	WORD $0x4e32d54a // fadd v10.4s, v10.4s, v18.4s
+	WORD $0x4e33d56b // fadd v11.4s, v11.4s, v19.4s
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	VLD1 (R11), [V20.S4, V21.S4, V22.S4, V23.S4]
+	WORD $0x4e34d610 // fadd v16.4s, v16.4s, v20.4s
+	WORD $0x4e35d631 // fadd v17.4s, v17.4s, v21.4s
+	WORD $0x4e36d652 // fadd v18.4s, v18.4s, v22.4s
+	WORD $0x4e37d673 // fadd v19.4s, v19.4s, v23.4s
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R11)
+	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
+	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
+	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
+	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
+	WORD $0x4e30d58c // fadd v12.4s, v12.4s, v16.4s
+	WORD $0x4e31d5ad // fadd v13.4s, v13.4s, v17.4s
+	WORD $0x4e32d5ce // fadd v14.4s, v14.4s, v18.4s
+	WORD $0x4e33d5ef // fadd v15.4s, v15.4s, v19.4s
+	SUB $64, R12, R12
+	B addsumpf
+addsumtail:
+
+	// Fewer than 64 elements: copied to a zero-padded block on the stack, summed as a whole block (zeros add +0).
+	CBZ R12, addsummed
+	ADD $104, RSP, R13
+	VEOR V16.B16, V16.B16, V16.B16
+	VEOR V17.B16, V17.B16, V17.B16
+	VEOR V18.B16, V18.B16, V18.B16
+	VEOR V19.B16, V19.B16, V19.B16
+	MOVD R13, R17
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	MOVD R10, R15
+	MOVD R13, R17
+	MOVD R12, R16
+copyvec4:
+	CMP $4, R16
+	BLT copyone5
+	VLD1.P 16(R15), [V20.B16]
+	VST1.P [V20.B16], 16(R17)
+	SUB $4, R16, R16
+	B copyvec4
+copyone5:
+	CBZ R16, copied6
+	MOVWU.P 4(R15), R26
+	MOVW.P R26, 4(R17)
+	SUB $1, R16, R16
+	B copyone5
+copied6:
+	MOVD R11, R24
+	ADD $360, RSP, R13
+	VEOR V16.B16, V16.B16, V16.B16
+	VEOR V17.B16, V17.B16, V17.B16
+	VEOR V18.B16, V18.B16, V18.B16
+	VEOR V19.B16, V19.B16, V19.B16
+	MOVD R13, R17
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	MOVD R11, R15
+	MOVD R13, R17
+	MOVD R12, R16
+copyvec7:
+	CMP $4, R16
+	BLT copyone8
+	VLD1.P 16(R15), [V20.B16]
+	VST1.P [V20.B16], 16(R17)
+	SUB $4, R16, R16
+	B copyvec7
+copyone8:
+	CBZ R16, copied9
+	MOVWU.P 4(R15), R26
+	MOVW.P R26, 4(R17)
+	SUB $1, R16, R16
+	B copyone8
+copied9:
+	MOVD R12, R25
+	ADD $360, RSP, R11
+	ADD $104, RSP, R10
+	MOVD $64, R12
+	B addsum64
+addsummed:
+	CBZ R24, addhback
+	ADD $360, RSP, R13
+	MOVD R13, R15
+	MOVD R24, R17
+	MOVD R25, R16
+copyvec10:
+	CMP $4, R16
+	BLT copyone11
+	VLD1.P 16(R15), [V20.B16]
+	VST1.P [V20.B16], 16(R17)
+	SUB $4, R16, R16
+	B copyvec10
+copyone11:
+	CBZ R16, copied12
+	MOVWU.P 4(R15), R26
+	MOVW.P R26, 4(R17)
+	SUB $1, R16, R16
+	B copyone11
+copied12:
+addhback:
+
+	// Halving tree: h = 32, 16, 8, 4 on vectors, leaving four partials in V0.
+	WORD $0x4e28d400 // fadd v0.4s, v0.4s, v8.4s
+	WORD $0x4e29d421 // fadd v1.4s, v1.4s, v9.4s
+	WORD $0x4e2ad442 // fadd v2.4s, v2.4s, v10.4s
+	WORD $0x4e2bd463 // fadd v3.4s, v3.4s, v11.4s
+	WORD $0x4e2cd484 // fadd v4.4s, v4.4s, v12.4s
+	WORD $0x4e2dd4a5 // fadd v5.4s, v5.4s, v13.4s
+	WORD $0x4e2ed4c6 // fadd v6.4s, v6.4s, v14.4s
+	WORD $0x4e2fd4e7 // fadd v7.4s, v7.4s, v15.4s
+	WORD $0x4e24d400 // fadd v0.4s, v0.4s, v4.4s
+	WORD $0x4e25d421 // fadd v1.4s, v1.4s, v5.4s
+	WORD $0x4e26d442 // fadd v2.4s, v2.4s, v6.4s
+	WORD $0x4e27d463 // fadd v3.4s, v3.4s, v7.4s
+	WORD $0x4e22d400 // fadd v0.4s, v0.4s, v2.4s
+	WORD $0x4e23d421 // fadd v1.4s, v1.4s, v3.4s
+	WORD $0x4e21d400 // fadd v0.4s, v0.4s, v1.4s
+	B invone
+invone:
+
+	// h = 2 and h = 1: ss in F0.
+	VEXT $8, V0.B16, V0.B16, V16.B16
+	WORD $0x4e30d400 // fadd v0.4s, v0.4s, v16.4s
+	WORD $0x7e30d800 // faddp s0, v0.2s
+
+	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
+	TST $256, R8
+	BEQ rdivide
+	FMOVS 92(RSP), F17
+	FMULS F17, F0, F1
+	B rdivided
+rdivide:
+	FMOVS 88(RSP), F17
+	FDIVS F17, F0, F1
+rdivided:
+	MOVD j+0(FP), R16
+	FMOVS job_eps(R16), F17
+	FADDS F17, F1, F1
+	MOVW $0x0d800000, R16
+	FMOVS R16, F16
+	FCMPS F16, F1
+	BLT ret
+	MOVW $0x7f7fffff, R16
+	FMOVS R16, F16
+	FCMPS F16, F1
+	BGT ret
+	FSQRTS F1, F1
+	FMOVS $1.0, F16
+	FDIVS F1, F16, F29
+	FMOVS F29, 72(RSP)
+
+	// Report 1/rms if asked.
+	CBZ R4, scale
+	FMOVS F29, (R4)(R9<<2)
+	B scale
+invgroup:
+	ADD $8, RSP, R12
+	VLD1 (R12), [V16.S4, V17.S4, V18.S4, V19.S4]
+
+	// h = 2 for rows A B and C D: [a0 a1 b0 b1] + [a2 a3 b2 b3]; h = 1: pairwise adds give [A B C D].
+	VZIP1 V17.D2, V16.D2, V20.D2
+	VZIP2 V17.D2, V16.D2, V21.D2
+	WORD $0x4e35d694 // fadd v20.4s, v20.4s, v21.4s
+	VZIP1 V19.D2, V18.D2, V22.D2
+	VZIP2 V19.D2, V18.D2, V23.D2
+	WORD $0x4e37d6d6 // fadd v22.4s, v22.4s, v23.4s
+	WORD $0x6e36d690 // faddp v16.4s, v20.4s, v22.4s
+
+	// t = ss/d + eps for the four rows; any t outside [2^-100, MaxFloat32] leaves the group path.
+	TST $256, R8
+	BEQ gdivide
+	ADD $92, RSP, R12
+	VLD1R (R12), [V20.S4]
+	WORD $0x6e34de10 // fmul v16.4s, v16.4s, v20.4s
+	B gdivided
+gdivide:
+	ADD $88, RSP, R12
+	VLD1R (R12), [V20.S4]
+	WORD $0x6e34fe10 // fdiv v16.4s, v16.4s, v20.4s
+gdivided:
+	MOVD j+0(FP), R16
+	ADD $job_eps, R16, R12
+	VLD1R (R12), [V21.S4]
+	WORD $0x4e35d610 // fadd v16.4s, v16.4s, v21.4s
+	MOVW $0x0d800000, R16
+	VDUP R16, V22.S4
+	WORD $0x6e36e617 // fcmge v23.4s, v16.4s, v22.4s
+	MOVW $0x7f7fffff, R16
+	VDUP R16, V22.S4
+	WORD $0x6e30e6d6 // fcmge v22.4s, v22.4s, v16.4s
+	VAND V22.B16, V23.B16, V23.B16
+	VMOV V23.D[0], R16
+	VMOV V23.D[1], R17
+	AND R17, R16, R16
+	CMN $1, R16
+	BEQ ginrange
+	MOVD $4, R19
+	B row
+ginrange:
+	WORD $0x6ea1fa10 // fsqrt v16.4s, v16.4s
+	FMOVS $1.0, F17
+	VDUP V17.S[0], V17.S4
+	WORD $0x6e30fe3e // fdiv v30.4s, v17.4s, v16.4s
+	ADD $72, RSP, R12
+	VST1 [V30.S4], (R12)
+
+	// Report 1/rms if asked.
+	CBZ R4, scale
+	ADD R9<<2, R4, R16
+	VST1 [V30.S4], (R16)
+scale:
+	MOVD $0, R23
+scalerow:
+	ADD $72, RSP, R12
+	ADD R23<<2, R12, R12
+	VLD1R (R12), [V29.S4]
+
+	// y = (src*inv)*w, rounded after each multiply.
+	MOVD R1, R10
+	MOVD R2, R13
+	MOVD R0, R14
+	MOVD R5, R12
+	ADD R22, R10, R15
+	CBZ R2, loop16noweight
+	TBNZ $4, R8, loop16offset
+loop16:
+	CMP $16, R12
+	BLT loop4
+	TST $2, R8
+	BNE pf16
+body16:
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	WORD $0x6e3dde10 // fmul v16.4s, v16.4s, v29.4s
+	WORD $0x6e3dde31 // fmul v17.4s, v17.4s, v29.4s
+	WORD $0x6e3dde52 // fmul v18.4s, v18.4s, v29.4s
+	WORD $0x6e3dde73 // fmul v19.4s, v19.4s, v29.4s
+	TST $8, R8
+	BEQ notrn13
+	WORD $0x0e216a10 // fcvtn v16.4h, v16.4s
+	WORD $0x0e217a10 // fcvtl v16.4s, v16.4h
+	WORD $0x0e216a31 // fcvtn v17.4h, v17.4s
+	WORD $0x0e217a31 // fcvtl v17.4s, v17.4h
+	WORD $0x0e216a52 // fcvtn v18.4h, v18.4s
+	WORD $0x0e217a52 // fcvtl v18.4s, v18.4h
+	WORD $0x0e216a73 // fcvtn v19.4h, v19.4s
+	WORD $0x0e217a73 // fcvtl v19.4s, v19.4h
+notrn13:
+	VLD1.P 64(R13), [V20.S4, V21.S4, V22.S4, V23.S4]
+	WORD $0x6e34de10 // fmul v16.4s, v16.4s, v20.4s
+	WORD $0x6e35de31 // fmul v17.4s, v17.4s, v21.4s
+	WORD $0x6e36de52 // fmul v18.4s, v18.4s, v22.4s
+	WORD $0x6e37de73 // fmul v19.4s, v19.4s, v23.4s
+	WORD $0x0e216a10 // fcvtn v16.4h, v16.4s
+	WORD $0x0e216a31 // fcvtn v17.4h, v17.4s
+	WORD $0x0e216a52 // fcvtn v18.4h, v18.4s
+	WORD $0x0e216a73 // fcvtn v19.4h, v19.4s
+	VST1.P [V16.H4, V17.H4, V18.H4, V19.H4], 32(R14)
+	SUB $16, R12, R12
+	B loop16
+pf16:
+	PRFM (R15), PLDL1KEEP
+	ADD $64, R15, R15
+	B body16
+loop16offset:
+	CMP $16, R12
+	BLT loop4
+	TST $2, R8
+	BNE pf16offset
+body16offset:
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	WORD $0x6e3dde10 // fmul v16.4s, v16.4s, v29.4s
+	WORD $0x6e3dde31 // fmul v17.4s, v17.4s, v29.4s
+	WORD $0x6e3dde52 // fmul v18.4s, v18.4s, v29.4s
+	WORD $0x6e3dde73 // fmul v19.4s, v19.4s, v29.4s
+	TST $8, R8
+	BEQ notrn14
+	WORD $0x0e216a10 // fcvtn v16.4h, v16.4s
+	WORD $0x0e217a10 // fcvtl v16.4s, v16.4h
+	WORD $0x0e216a31 // fcvtn v17.4h, v17.4s
+	WORD $0x0e217a31 // fcvtl v17.4s, v17.4h
+	WORD $0x0e216a52 // fcvtn v18.4h, v18.4s
+	WORD $0x0e217a52 // fcvtl v18.4s, v18.4h
+	WORD $0x0e216a73 // fcvtn v19.4h, v19.4s
+	WORD $0x0e217a73 // fcvtl v19.4s, v19.4h
+notrn14:
+	VLD1.P 64(R13), [V20.S4, V21.S4, V22.S4, V23.S4]
+	WORD $0x4e3cd694 // fadd v20.4s, v20.4s, v28.4s
+	WORD $0x6e34de10 // fmul v16.4s, v16.4s, v20.4s
+	WORD $0x4e3cd6b5 // fadd v21.4s, v21.4s, v28.4s
+	WORD $0x6e35de31 // fmul v17.4s, v17.4s, v21.4s
+	WORD $0x4e3cd6d6 // fadd v22.4s, v22.4s, v28.4s
+	WORD $0x6e36de52 // fmul v18.4s, v18.4s, v22.4s
+	WORD $0x4e3cd6f7 // fadd v23.4s, v23.4s, v28.4s
+	WORD $0x6e37de73 // fmul v19.4s, v19.4s, v23.4s
+	WORD $0x0e216a10 // fcvtn v16.4h, v16.4s
+	WORD $0x0e216a31 // fcvtn v17.4h, v17.4s
+	WORD $0x0e216a52 // fcvtn v18.4h, v18.4s
+	WORD $0x0e216a73 // fcvtn v19.4h, v19.4s
+	VST1.P [V16.H4, V17.H4, V18.H4, V19.H4], 32(R14)
+	SUB $16, R12, R12
+	B loop16offset
+pf16offset:
+	PRFM (R15), PLDL1KEEP
+	ADD $64, R15, R15
+	B body16offset
+loop16noweight:
+	CMP $16, R12
+	BLT loop4
+	TST $2, R8
+	BNE pf16noweight
+body16noweight:
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	WORD $0x6e3dde10 // fmul v16.4s, v16.4s, v29.4s
+	WORD $0x6e3dde31 // fmul v17.4s, v17.4s, v29.4s
+	WORD $0x6e3dde52 // fmul v18.4s, v18.4s, v29.4s
+	WORD $0x6e3dde73 // fmul v19.4s, v19.4s, v29.4s
+	WORD $0x0e216a10 // fcvtn v16.4h, v16.4s
+	WORD $0x0e216a31 // fcvtn v17.4h, v17.4s
+	WORD $0x0e216a52 // fcvtn v18.4h, v18.4s
+	WORD $0x0e216a73 // fcvtn v19.4h, v19.4s
+	VST1.P [V16.H4, V17.H4, V18.H4, V19.H4], 32(R14)
+	SUB $16, R12, R12
+	B loop16noweight
+pf16noweight:
+	PRFM (R15), PLDL1KEEP
+	ADD $64, R15, R15
+	B body16noweight
+loop4:
+	CMP $4, R12
+	BLT part
+	VLD1.P 16(R10), [V16.S4]
+	WORD $0x6e3dde10 // fmul v16.4s, v16.4s, v29.4s
+	TST $8, R8
+	BEQ notrn15
+	WORD $0x0e216a10 // fcvtn v16.4h, v16.4s
+	WORD $0x0e217a10 // fcvtl v16.4s, v16.4h
+notrn15:
+	CBZ R2, noweight16
+	VLD1.P 16(R13), [V20.S4]
+	WORD $0x4e3cd694 // fadd v20.4s, v20.4s, v28.4s
+	WORD $0x6e34de10 // fmul v16.4s, v16.4s, v20.4s
+noweight16:
+	WORD $0x0e216a10 // fcvtn v16.4h, v16.4s
+	VST1.P [V16.H4], 8(R14)
+	SUB $4, R12, R12
+	B loop4
+part:
+
+	// The last 1-3 elements, through copies on the stack.
+	CBZ R12, scaled
+	ADD $104, RSP, R11
+	MOVD R10, R15
+	MOVD R11, R17
+	MOVD R12, R16
+copyvec17:
+	CMP $4, R16
+	BLT copyone18
+	VLD1.P 16(R15), [V20.B16]
+	VST1.P [V20.B16], 16(R17)
+	SUB $4, R16, R16
+	B copyvec17
+copyone18:
+	CBZ R16, copied19
+	MOVWU.P 4(R15), R26
+	MOVW.P R26, 4(R17)
+	SUB $1, R16, R16
+	B copyone18
+copied19:
+	ADD $120, RSP, R11
+	CBZ R2, nowcopy20
+	MOVD R13, R15
+	MOVD R11, R17
+	MOVD R12, R16
+copyvec21:
+	CMP $4, R16
+	BLT copyone22
+	VLD1.P 16(R15), [V20.B16]
+	VST1.P [V20.B16], 16(R17)
+	SUB $4, R16, R16
+	B copyvec21
+copyone22:
+	CBZ R16, copied23
+	MOVWU.P 4(R15), R26
+	MOVW.P R26, 4(R17)
+	SUB $1, R16, R16
+	B copyone22
+copied23:
+nowcopy20:
+	ADD $104, RSP, R11
+	VLD1 (R11), [V16.S4]
 	ADD $16, R11, R11
 	WORD $0x6e3dde10 // fmul v16.4s, v16.4s, v29.4s
 	TST $8, R8

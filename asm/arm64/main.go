@@ -16,10 +16,18 @@
 // as one scalar FADDP; inv is scalar (FDIVS, FADDS, FSQRTS, FDIVS), and y = (x*inv)*w is two
 // vector FMULs. The end of a row that does not fill a block of 64 is copied to a zero-padded block
 // on the stack and summed as a whole block (the zeros add +0), and the last 1-3 outputs go through
-// a copy on the stack too, so nothing past a slice is read or written. Rows of up to 512 floats
-// (without the residual) go four at a time: their sums are formed one after the other, their trees
-// finish together with ZIP1/ZIP2, FADD and FADDP, and the scalar steps run as vector FDIV, FADD,
-// FSQRT, FDIV.
+// a copy on the stack too, so nothing past a slice is read or written. The rows of dst lie
+// job.dstStride elements apart, those of x and res job.stride. Rows of up to 512 floats (without
+// the residual) go four at a time: their sums are formed one after the other, their trees finish
+// together with ZIP1/ZIP2, FADD and FADDP, and the scalar steps run as vector FDIV, FADD, FSQRT,
+// FDIV.
+//
+// 16-bit rows (bfloat16, binary16) are widened to float32 as they are loaded and the output
+// narrowed as it is stored (round to nearest even), with the residual's h rounded to the format
+// before it is stored and squared. The mixed formats (float32 rows into 16-bit ones, spec.ToBF16
+// and spec.ToF16) are the same code with the input format of float32 and the output format of
+// 16 bits: the sum pass and h are the float32 kernel's, the stores to dst (and flagRN's rounding
+// of x*inv) the 16-bit kernels'.
 //
 // The backward functions (backward.go) do one row in three passes: the sum of squares as above,
 // c = the sum of g*x in the same 64 partials and tree, then dx = inv*(g - x*s) with the weight
@@ -73,12 +81,7 @@ func main() {
 	var s bytes.Buffer
 	fmt.Fprintf(&s, "%s\n\n//go:build %s\n\n#include \"textflag.h\"\n#include \"go_asm.h\"\n", header, constraint)
 	k := spec.Kernel{ID: "kernelNEON", Prefix: "neon"}
-	k.Conversions, k.Backward = spec.Conversions, true
-	for _, v := range spec.Bodies {
-		if v.Format.In() == v.Format.Out() { // TODO(mixed): RowsTo16 on NEON; the generic kernel runs it meanwhile
-			k.Variants = append(k.Variants, v)
-		}
-	}
+	k.Variants, k.Conversions, k.Backward = spec.Bodies, spec.Conversions, true
 	ks := []spec.Kernel{k}
 	s.WriteString("\n// func callKernel(j *job, from, to int) int: jump to the function job.fn selects, with the\n")
 	s.WriteString("// caller's arguments and return address in place.\n")

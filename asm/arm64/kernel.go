@@ -149,7 +149,7 @@ func (e *emitter) op(format string, args ...any) { fmt.Fprintf(&e.b, "\t"+format
 func (e *emitter) label(l string)                { fmt.Fprintf(&e.b, "%s:\n", l) }
 func (e *emitter) comment(c string)              { fmt.Fprintf(&e.b, "\n\t// %s\n", c) }
 
-// roundIfRN rounds the vectors vs to the storage format in place when the job has flagRN
+// roundIfRN rounds the vectors vs to dst's format in place when the job has flagRN
 // (RoundNormalized), for the variants that take it (spec.Variant.Rounds): one branch for the
 // vectors, always going the same way, instead of a second copy of the function.
 func (e *emitter) roundIfRN(tmp [3]vreg, vs ...vreg) {
@@ -382,8 +382,8 @@ func (e *emitter) sumRow() {
 }
 
 // block adds the squares of 64 elements at R10 (post-incremented) to V0-V15 and counts them off
-// R12; with res they are h = x + res (rounded to the storage format), stored to
-// res at R11 first.
+// R12; with res they are h = x + res (rounded to the input format: not at all for float32
+// rows), stored to res at R11 first.
 func (e *emitter) block(res bool) {
 	vb := 4 * e.eb // bytes of one vector's lanes
 	for j := 0; j < 4; j++ {
@@ -638,7 +638,7 @@ func (e *emitter) scaleRow(src string) {
 // scaleVec turns x in Vx into (x*inv)*(w + c), loading w into Vw with loadW (c in V28: 1 with
 // flagOffset, else -0), or into x*inv when the job has no weight (w nil): for the ends of rows,
 // where a branch costs less than a copy per weight form. With flagRN (RoundNormalized), x*inv is
-// rounded to the format first.
+// rounded to dst's format first.
 func (e *emitter) scaleVec(x, w vreg, loadW string) {
 	e.word(fmul4s(x, x, 29))
 	e.roundIfRN([3]vreg{21, 22, 23}, x)
@@ -663,7 +663,7 @@ func (e *emitter) storeVecs(v vreg, n int, base string, post bool) {
 	}
 }
 
-// scaleLoop16 is the loop of the 16-bit scale pass over 16 elements at a time, labelled
+// scaleLoop16 is the loop of the scale pass into 16-bit rows over 16 elements at a time, labelled
 // loop16<suffix>, applying the weight form mode; with flagPF it prefetches from R15 as it goes.
 func (e *emitter) scaleLoop16(suffix string, mode spec.Mode) {
 	loop, body, pf := "loop16"+suffix, "body16"+suffix, "pf16"+suffix

@@ -426,13 +426,19 @@ func BenchmarkApplyTo16(b *testing.B) {
 
 // BenchmarkDstStride normalizes the 16 q heads of 2048 tokens from a fused QKV buffer (rows 4096
 // floats apart, as in BenchmarkQKNorm) into a head-major buffer (head h of token t at
-// (h*2048+t)*128): DstStride 128, one call per head. strided is the same rows written back in
-// place, DstStride equal to Stride: what DstStride may cost against it.
+// (h*2048+t)*128): DstStride 128, one call per head (headmajor; headmajorBF16 with ApplyToBF16).
+// strided writes the same rows into another buffer of the QKV layout (DstStride 0: Stride), the
+// plain strided call DstStride is compared with.
 func BenchmarkDstStride(b *testing.B) {
 	const tokens, heads, headDim, width = qkTokens, qkHeads, qkHeadDim, qkWidth
 	qkv, n := qkData()
 	out := make([]float32, heads*tokens*headDim)
 	out16 := make([]uint16, len(out))
+	outQKV := make([]float32, len(qkv))
+	for _, o := range [][]float32{out, outQKV} {
+		copy(o, qkv) // the output's pages exist before anything is timed
+	}
+	Float32ToBF16(out16, out)
 	for _, form := range []string{"strided", "headmajor", "headmajorBF16"} {
 		b.Run(form+"/32768x128", func(b *testing.B) {
 			b.SetBytes(int64(8 * tokens * heads * headDim))
@@ -442,7 +448,7 @@ func BenchmarkDstStride(b *testing.B) {
 					q := qkv[h*headDim:]
 					switch form {
 					case "strided":
-						n.Apply(Rows{Dst: q, X: q, N: tokens, Stride: width})
+						n.Apply(Rows{Dst: outQKV[h*headDim:], X: q, N: tokens, Stride: width})
 					case "headmajor":
 						n.Apply(Rows{Dst: out[h*tokens*headDim:], X: q, N: tokens, Stride: width, DstStride: headDim})
 					default:

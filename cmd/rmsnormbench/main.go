@@ -51,7 +51,7 @@ func main() {
 	shapesFlag := flag.String("shapes", benchutil.Standard, "comma-separated shapes, each ROWSxD, of the table and of the variants")
 	duration := flag.Duration("duration", 300*time.Millisecond, "measuring time of each thing timed (a kernel on a shape, a variant, a call of the overhead\nsection), split into ten rounds; the best round counts and the median one shows the spread")
 	jsonOut := flag.Bool("json", false, "print JSON on stdout when done; the text goes to stderr as it is measured")
-	variants := flag.Bool("variants", true, "also time the fused residual add at each shape and q/k norm inside a QKV buffer (-qk),\nwith the active kernel")
+	variants := flag.Bool("variants", true, "also time the fused residual add and the norm into bfloat16 (ApplyToBF16) at each shape, and\nq/k norm inside a QKV buffer (-qk), with the active kernel")
 	qkFlag := flag.String("qk", "32,8,128", "HEADS,KVHEADS,HEADDIM: the q/k norm variant's layout (the default is Qwen3-8B's), timed\nat each shape's row count taken as tokens (those whose QKV buffer stays within 256 MiB)")
 	overhead := flag.Bool("overhead", true, "also time what one call costs (Forward, Norm.Forward, Norm.Apply with and without\nRows.Residual, with a Rows literal and with Rows built ahead) with the active kernel, on\nthe shapes "+benchutil.Overhead)
 	summary := flag.Bool("summary", true, "end with a summary: the kernel in use against the textbook loop and generic, a 1x4096\nrow's cost, bfloat16 against float32, and whether Workers: 2 helps")
@@ -147,6 +147,7 @@ func (b *bench) run() error {
 	}
 	if b.variants {
 		b.residualVariants()
+		b.mixedVariants()
 		b.qkVariants()
 	}
 	if b.overhead {

@@ -56,10 +56,10 @@ func (c config) qkTokens() (tokens, tooLarge []int) {
 }
 
 // variantsMeasurements is the number of measurements of the variants: two per shape for the
-// residual add, four per token count for q/k norm.
+// residual add, three for the norm into bfloat16, five per token count for q/k norm.
 func (c config) variantsMeasurements() int {
 	tokens, _ := c.qkTokens()
-	return 2*len(c.shapes) + 4*len(tokens)
+	return 5*len(c.shapes) + 5*len(tokens)
 }
 
 // residualVariants times, at each shape, the fused residual add against a separate add loop
@@ -86,6 +86,33 @@ func (b *bench) residualVariants() {
 	}
 }
 
+// mixedVariants times, at each shape, the norm of float32 rows into bfloat16 (the input of a
+// bfloat16 matmul): Norm.ApplyToBF16 in one pass against Apply followed by Float32ToBF16, and
+// Apply alone (float32 out) for scale.
+func (b *bench) mixedVariants() {
+	b.printf("\nnorm of float32 rows into bfloat16, kernel %s:\n", b.rep.Machine.Kernel)
+	b.printVariantHead("shape", "ns/row", "two passes")
+	for _, s := range b.shapes {
+		x, w := benchutil.Data(s)
+		y := slices.Clone(x)
+		y16 := make([]uint16, len(x))
+		rmsnorm.Float32ToBF16(y16, x) // the output's pages exist before anything is timed
+		n := rmsnorm.Norm{Weight: w, Eps: 1e-6}
+		v := variant{Job: "norm into bfloat16", At: s.String(), Per: "row", Ref: "two passes"}
+		bytes := float64(6 * len(x)) // x read, y16 written
+		two := b.time(v.Job+" "+v.At+", two passes", func() {
+			n.Apply(rmsnorm.Rows{Dst: y, X: x})
+			rmsnorm.Float32ToBF16(y16, y)
+		})
+		b.addVariant(v, "Apply, then Float32ToBF16 (two passes)", two, s.Rows, bytes, two)
+		one := b.time(v.Job+" "+v.At+", one pass", func() { n.ApplyToBF16(rmsnorm.RowsTo16{Dst: y16, X: x}) })
+		b.addVariant(v, "ApplyToBF16 (one pass)", one, s.Rows, bytes, two)
+		f32 := b.time(v.Job+" "+v.At+", float32 out", func() { n.Apply(rmsnorm.Rows{Dst: y, X: x}) })
+		b.addVariant(v, "Apply alone (float32 out, 8 bytes/element)", f32, s.Rows, bytes, two)
+	}
+	b.printf("\nGB/s counts the 6 bytes per element of the one-pass call (float32 read, bfloat16 written) on\nevery line.\n")
+}
+
 // qkVariants times q and k norm in place inside a QKV buffer of the layout of -qk, at each token
 // count of qkTokens, in the two orders a user can call it in, against the same rows stored back
 // to back and against copy() of the same regions.
@@ -106,6 +133,7 @@ func (b *bench) qkVariants() {
 		b.qkAt(t)
 	}
 	b.printf("\nper head: one Apply per q head and per k head, with N: tokens and Stride: the QKV row.\n" +
+		"head-major: the same calls into another buffer, head after head, with DstStride: the head size.\n" +
 		"per token: for each token, Forward on its q heads and Forward on its k heads (each contiguous).\n" +
 		"copy(): each token's q and k heads copied to the same place in another buffer: what the memory\n" +
 		"system gives for this layout, without arithmetic.\n")
@@ -153,6 +181,17 @@ func (b *bench) qkAt(tokens int) {
 		}
 	})
 	b.addVariant(v, fmt.Sprintf("per head: Apply with Stride (%d calls)", l.Heads+l.KVHeads), perHead, tokens, bytes, ref)
+	headMajor := make([]float32, tokens*kEnd) // head h of token t at (h*tokens + t)*hd
+	perHeadOut := b.time(what+"head-major", func() {
+		for h := range l.Heads + l.KVHeads {
+			n := qNorm
+			if h >= l.Heads {
+				n = kNorm
+			}
+			n.Apply(rmsnorm.Rows{Dst: headMajor[h*tokens*hd:], X: qkv[h*hd:], N: tokens, Stride: width, DstStride: hd})
+		}
+	})
+	b.addVariant(v, "head-major: Apply with Stride, DstStride", perHeadOut, tokens, bytes, ref)
 	perToken := b.time(what+"per token", func() {
 		for t := 0; t < len(qkv); t += width {
 			q, k := qkv[t:t+qEnd], qkv[t+qEnd:t+kEnd]

@@ -106,4 +106,7 @@ func ulps16(a, b uint16) int {
 	return d
 }
 
-func fname(f format) string { return [...]string{"float32", "bfloat16", "float16"}[f] }
+// fname names format f in test messages.
+func fname(f format) string {
+	return [...]string{"float32", "bfloat16", "float16", "float32 to bfloat16", "float32 to float16"}[f]
+}

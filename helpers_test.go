@@ -16,13 +16,21 @@ func forwardWith(k kernelID, dst, x, w []float32, eps float32) {
 	forwardRows(&forwardNames, formatF32, dst, x, w, eps, k)
 }
 
+// applyNamesOf names the arguments of each format's Apply method in its panics.
+var applyNamesOf = [...]*names{formatF32: &applyNames, formatBF16: &applyBF16Names, formatF16: &applyF16Names,
+	formatToBF16: &applyToBF16Names, formatToF16: &applyToF16Names}
+
+// applyKernel is the Apply method of format f (Apply, ApplyBF16, ApplyF16, ApplyToBF16 or
+// ApplyToF16) on the rows r describes, with an explicit kernel instead of the active one.
+func applyKernel[D, T elem](k kernelID, n *Norm, f format, r *rowsOf[D, T]) {
+	if !applyRows(n, r, f, k) {
+		panic(explainApply(n, applyNamesOf[f], r))
+	}
+}
+
 // applyRowsWith is Norm.Apply (or ApplyBF16, ApplyF16 for format f) with an explicit kernel.
 func applyRowsWith[T elem](k kernelID, n *Norm, f format, dst, x, res []T, inv []float32, rows, stride int) {
-	nm := map[format]*names{formatF32: &applyNames, formatBF16: &applyBF16Names, formatF16: &applyF16Names}[f]
-	r := rowsOf[T, T]{Dst: dst, X: x, Residual: res, Inv: inv, N: rows, Stride: stride}
-	if !applyRows(n, &r, f, k) {
-		panic(explainApply(n, nm, &r))
-	}
+	applyKernel(k, n, f, &rowsOf[T, T]{Dst: dst, X: x, Residual: res, Inv: inv, N: rows, Stride: stride})
 }
 
 // applyWith is n.Apply(*r) with an explicit kernel instead of the active one.

@@ -19,27 +19,49 @@ type vcase struct {
 	stream   bool
 	gap      int  // Stride - d; 0 is contiguous
 	rn       bool // RoundNormalized (16-bit storage)
+	// setDst sets Rows.DstStride to d + dstGap; without it DstStride is 0 and the rows of dst lie
+	// Stride apart, as those of x.
+	setDst bool
+	dstGap int
 }
 
 func (c vcase) String() string {
-	return fmt.Sprintf("mode=%d residual=%v inv=%v inplace=%v stream=%v gap=%d rn=%v",
-		c.mode, c.residual, c.withInv, c.inPlace, c.stream, c.gap, c.rn)
+	dst := "DstStride=0"
+	if c.setDst {
+		dst = fmt.Sprintf("dstGap=%d", c.dstGap)
+	}
+	return fmt.Sprintf("mode=%d residual=%v inv=%v inplace=%v stream=%v gap=%d %s rn=%v",
+		c.mode, c.residual, c.withInv, c.inPlace, c.stream, c.gap, dst, c.rn)
 }
 
 // allVcases lists the 24 combinations of weight form, residual, Inv and gap, once each. In place
 // and streaming follow from them (in place when exactly one of residual and Inv is set, streaming
 // when Inv and the gap are both set or both not), so that every weight form meets every pair of
-// the two.
+// the two. The in-place cases of the offset and unweighted forms give DstStride explicitly, equal
+// to Stride (d itself with rows back to back). Then, for every weight form, four cases with dst
+// rows at a DstStride of their own: smaller than Stride (dst back to back under strided x, the
+// head-major layout, and a gap of its own) and larger (under x back to back and strided x), with
+// residual, Inv and streaming cycling.
 func allVcases() []vcase {
 	var cs []vcase
 	for _, mode := range []weightMode{weighted, offset, unweighted} {
 		for _, residual := range []bool{false, true} {
 			for _, withInv := range []bool{false, true} {
 				for _, gap := range []int{0, 5} {
-					cs = append(cs, vcase{mode: mode, residual: residual, withInv: withInv,
-						inPlace: withInv != residual, stream: withInv == (gap > 0), gap: gap})
+					c := vcase{mode: mode, residual: residual, withInv: withInv,
+						inPlace: withInv != residual, stream: withInv == (gap > 0), gap: gap}
+					if c.inPlace && mode != weighted {
+						c.setDst, c.dstGap = true, gap
+					}
+					cs = append(cs, c)
 				}
 			}
+		}
+	}
+	for _, mode := range []weightMode{weighted, offset, unweighted} {
+		for i, g := range []struct{ gap, dstGap int }{{5, 0}, {5, 2}, {0, 9}, {5, 9}} {
+			cs = append(cs, vcase{mode: mode, residual: i%2 == 1, withInv: i/2 == int(mode)%2, stream: i == int(mode),
+				gap: g.gap, setDst: true, dstGap: g.dstGap})
 		}
 	}
 	return cs
@@ -57,23 +79,38 @@ func allVcases16() []vcase {
 	return cs
 }
 
-// vbufs are the guarded buffers of one run on rows stored as T in format f.
-type vbufs[T elem] struct {
-	f            format
-	x, dst, res  *guarded[T]
-	inv, w       *guarded[float32]
-	norm         Norm
-	rows, stride int // Rows.N and Rows.Stride as the call gives them
-	dstS, xS, rS []T
-	invS         []float32
+// allVcasesTo16 is allVcases16 for float32 rows into 16-bit ones (ApplyToBF16, ApplyToF16), which
+// are never in place: the in-place cases write into a dst of their own, with the same layout.
+func allVcasesTo16() []vcase {
+	cs := allVcases16()
+	for i := range cs {
+		cs[i].inPlace = false
+	}
+	return cs
 }
 
-// setup lays out rows rows of x (and of res) with the case's stride inside guards, at the offsets
-// off (elements from a 64-byte boundary).
-func setupVariant[T elem](c vcase, f format, d, rows int, x, res []T, w []float32, eps float32, off int) *vbufs[T] {
+// vbufs are the guarded buffers of one run on rows of x (and the residual) stored as T, into dst
+// stored as D, in format f.
+type vbufs[D, T elem] struct {
+	f                 format
+	x, res            *guarded[T]
+	dst               *guarded[D] // x itself in place
+	inv, w            *guarded[float32]
+	norm              Norm
+	r                 rowsOf[D, T] // the call's rows: N, Stride and DstStride as the call gives them
+	stride, dstStride int          // as resolved
+}
+
+// setupVariant lays out rows rows of x (and of res) with the case's stride, and dst with its
+// DstStride, inside guards, at the offsets off (elements from a 64-byte boundary).
+func setupVariant[D, T elem](c vcase, f format, d, rows int, x, res []T, w []float32, eps float32, off int) *vbufs[D, T] {
 	stride := d + c.gap
+	dstStride := stride
+	if c.setDst {
+		dstStride = d + c.dstGap
+	}
 	span := (rows-1)*stride + d
-	b := &vbufs[T]{f: f}
+	b := &vbufs[D, T]{f: f, stride: stride, dstStride: dstStride}
 	place := func(g *guarded[T], src []T) {
 		for r := 0; r < rows; r++ {
 			copy(g.s[r*stride:r*stride+d], src[r*d:(r+1)*d])
@@ -81,11 +118,15 @@ func setupVariant[T elem](c vcase, f format, d, rows int, x, res []T, w []float3
 	}
 	b.x = newGuarded[T]("x", span, off)
 	place(b.x, x)
-	b.dst = b.x
-	if !c.inPlace {
+	if g, ok := any(b.x).(*guarded[D]); ok && c.inPlace {
+		if dstStride != stride {
+			panic(fmt.Sprintf("case %v: in place needs DstStride = Stride", c))
+		}
+		b.dst = g
+	} else {
 		// (off*7)%16 puts dst on a 64-byte boundary when off is 0, so that the quick matrix also
 		// runs the non-temporal stores from an aligned dst, with no head before them.
-		b.dst = newGuarded[T]("dst", span, (off*7)%16)
+		b.dst = newGuarded[D]("dst", (rows-1)*dstStride+d, (off*7)%16)
 	}
 	if c.residual {
 		b.res = newGuarded[T]("res", span, (off*3+2)%16)
@@ -102,34 +143,52 @@ func setupVariant[T elem](c vcase, f format, d, rows int, x, res []T, w []float3
 		b.norm.Dim = 0
 		b.norm.UnitOffset = c.mode == offset
 	}
-	b.xS, b.dstS = b.x.s, b.dst.s
-	if c.gap > 0 || rows%2 == 1 {
-		b.rows, b.stride = rows, stride
+	b.r = rowsOf[D, T]{Dst: b.dst.s, X: b.x.s}
+	// N and Stride on odd row counts and where the layout needs them; rows back to back without
+	// them on even counts.
+	if c.gap > 0 || rows%2 == 1 || dstStride != d {
+		b.r.N, b.r.Stride = rows, stride
+	}
+	if c.setDst {
+		b.r.DstStride = dstStride
 	}
 	if b.res != nil {
-		b.rS = b.res.s
+		b.r.Residual = b.res.s
 	}
 	if b.inv != nil {
-		b.invS = b.inv.s
+		b.r.Inv = b.inv.s
 	}
 	return b
 }
 
-func (b *vbufs[T]) run(k kernelID, stream bool) {
-	withStreaming(stream, func() { applyRowsWith(k, &b.norm, b.f, b.dstS, b.xS, b.rS, b.invS, b.rows, b.stride) })
+func (b *vbufs[D, T]) run(k kernelID, stream bool) {
+	withStreaming(stream, func() { applyKernel(k, &b.norm, b.f, &b.r) })
 }
 
 // checkVariant runs case c with kernel k and with generic on identical buffers of rows stored as T
 // in format f and compares every element of every buffer, guards and gaps included.
 func checkVariant[T elem](t *testing.T, ctx string, k kernelID, c vcase, f format, d, rows int, x, res []T, w []float32, eps float32, off int) {
 	t.Helper()
-	want := setupVariant(c, f, d, rows, x, res, w, eps, off)
+	checkVariantOf[T](t, ctx, k, c, f, d, rows, x, res, w, eps, off)
+}
+
+// checkVariantTo16 is checkVariant for float32 rows into 16-bit ones: ApplyToBF16 (f =
+// formatToBF16) and ApplyToF16.
+func checkVariantTo16(t *testing.T, ctx string, k kernelID, c vcase, f format, d, rows int, x, res, w []float32, eps float32, off int) {
+	t.Helper()
+	checkVariantOf[uint16](t, ctx, k, c, f, d, rows, x, res, w, eps, off)
+}
+
+// checkVariantOf is checkVariant with dst stored as D.
+func checkVariantOf[D, T elem](t *testing.T, ctx string, k kernelID, c vcase, f format, d, rows int, x, res []T, w []float32, eps float32, off int) {
+	t.Helper()
+	want := setupVariant[D](c, f, d, rows, x, res, w, eps, off)
 	want.run(kernelGeneric, c.stream)
-	got := setupVariant(c, f, d, rows, x, res, w, eps, off)
+	got := setupVariant[D](c, f, d, rows, x, res, w, eps, off)
 	got.run(k, c.stream)
 	ctx = fmt.Sprintf("%s %s %s %s d=%d rows=%d off=%d", ctx, k, fname(f), c, d, rows, off)
 	compareGuarded(t, ctx, f, got.x, want.x)
-	if got.dst != got.x {
+	if any(got.dst) != any(got.x) { // not in place
 		compareGuarded(t, ctx, f, got.dst, want.dst)
 	}
 	if got.res != nil {
@@ -142,19 +201,23 @@ func checkVariant[T elem](t *testing.T, ctx string, k kernelID, c vcase, f forma
 	}
 	// Between rows nothing changes: the generic run (and so, by the comparison, every kernel)
 	// leaves the gap elements holding the guard value.
-	if c.gap > 0 {
-		stride := d + c.gap
-		guard := bitsOf(guardOf[T]())
-		for _, g := range []*guarded[T]{want.x, want.dst, want.res} {
-			if g == nil {
-				continue
-			}
-			for r := 0; r+1 < rows; r++ {
-				for i := r*stride + d; i < (r+1)*stride; i++ {
-					if bitsOf(g.s[i]) != guard {
-						t.Fatalf("%s: %s element %d between rows %d and %d was written", ctx, g.name, i, r, r+1)
-					}
-				}
+	checkGaps(t, ctx, want.x, d, rows, want.stride)
+	checkGaps(t, ctx, want.res, d, rows, want.stride)
+	checkGaps(t, ctx, want.dst, d, rows, want.dstStride)
+}
+
+// checkGaps fails unless the elements of g between its rows of d, stride apart, hold the guard
+// value (g nil: nothing to check).
+func checkGaps[T elem](t *testing.T, ctx string, g *guarded[T], d, rows, stride int) {
+	t.Helper()
+	if g == nil {
+		return
+	}
+	guard := bitsOf(guardOf[T]())
+	for r := 0; r+1 < rows; r++ {
+		for i := r*stride + d; i < (r+1)*stride; i++ {
+			if bitsOf(g.s[i]) != guard {
+				t.Fatalf("%s: %s element %d between rows %d and %d was written", ctx, g.name, i, r, r+1)
 			}
 		}
 	}
@@ -225,8 +288,9 @@ func TestShortPathsMatchApply(t *testing.T) {
 // checkShortPaths runs call, a public entry point given rows of x back to back (and of res when
 // set), and the general path with kernel k on copies of the same buffers, and compares dst and
 // the residual. It tries the rows three ways (plain, with the residual when res is set, and with
-// N set, which takes the general path), each in place and not, streaming and not.
-func checkShortPaths[T elem](t *testing.T, ctx string, k kernelID, n *Norm, f format, rows int, x, res []T, call func(r rowsOf[T, T])) {
+// N set, which takes the general path), each in place (where dst has the type of x) and not,
+// streaming and not.
+func checkShortPaths[D, T elem](t *testing.T, ctx string, k kernelID, n *Norm, f format, rows int, x, res []T, call func(r rowsOf[D, T])) {
 	t.Helper()
 	for _, how := range []string{"plain", "residual", "with N"} {
 		if how == "residual" && res == nil {
@@ -234,10 +298,13 @@ func checkShortPaths[T elem](t *testing.T, ctx string, k kernelID, n *Norm, f fo
 		}
 		for _, stream := range []bool{false, true} {
 			for _, inPlace := range []bool{false, true} {
-				mk := func() (rowsOf[T, T], []T) {
-					r := rowsOf[T, T]{X: slices.Clone(x), Dst: make([]T, len(x))}
+				if _, same := any(x).([]D); inPlace && !same {
+					continue
+				}
+				mk := func() (rowsOf[D, T], []T) {
+					r := rowsOf[D, T]{X: slices.Clone(x), Dst: make([]D, len(x))}
 					if inPlace {
-						r.Dst = r.X
+						r.Dst = any(r.X).([]D)
 					}
 					var h []T
 					switch how {
@@ -252,7 +319,7 @@ func checkShortPaths[T elem](t *testing.T, ctx string, k kernelID, n *Norm, f fo
 				got, gotRes := mk()
 				want, wantRes := mk()
 				withStreaming(stream, func() {
-					applyRowsWith(k, n, f, want.Dst, want.X, want.Residual, nil, want.N, 0)
+					applyKernel(k, n, f, &want)
 					call(got)
 				})
 				for i := range want.Dst {

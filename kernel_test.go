@@ -359,6 +359,66 @@ func TestVariantsMatchGeneric16(t *testing.T) {
 	})
 }
 
+// formatsTo16 are the formats of float32 rows normalized into 16-bit ones: ApplyToBF16 and
+// ApplyToF16.
+var formatsTo16 = []format{formatToBF16, formatToF16}
+
+// Every combination of the variants of ApplyToBF16 and ApplyToF16 (weight forms, residual, Inv,
+// strides, DstStride, RoundNormalized) on every kernel under test, against generic, as
+// TestVariantsMatchGeneric16 does for 16-bit rows.
+func TestVariantsMatchGenericTo16(t *testing.T) {
+	t.Run("combinations", func(t *testing.T) {
+		dims := []int{1, 3, 7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 64, 65, 127, 128, 129, 511, 512, 513, 4097}
+		for _, k := range testKernels() {
+			t.Run(k.String(), func(t *testing.T) {
+				for _, f := range formatsTo16 {
+					for _, d := range dims {
+						for _, rows := range []int{1, 4, 9} {
+							r := seedFor(d, rows, 17, int(f))
+							x := make([]float32, rows*d)
+							fill(x, classNormal, r)
+							for i := 0; i < d; i++ {
+								x[(rows/2)*d+i] *= 1e30 // the middle row takes the float64 path
+							}
+							if rows > 1 {
+								x[d-1] = float32(math.Inf(-1)) // and so does the first, with an Inf
+							}
+							res := make([]float32, rows*d)
+							fill(res, classNormal, r)
+							w := make([]float32, d)
+							fill(w, classNormal, r)
+							for i, vc := range allVcasesTo16() {
+								checkVariantTo16(t, "to16", k, vc, f, d, rows, x, res, w, 1e-6, (d+i)%16)
+							}
+						}
+					}
+				}
+			})
+		}
+	})
+	t.Run("matrix", func(t *testing.T) {
+		cases := allVcasesTo16()
+		forEachCase(t, func(t *testing.T, c matrixCase) {
+			for _, f := range formatsTo16 {
+				r := c.rand(7, int(f))
+				x := make([]float32, c.rows*c.d)
+				fill(x, c.class, r)
+				res := make([]float32, c.rows*c.d)
+				fill(res, valueClasses[(c.ci+1)%len(valueClasses)], r)
+				w := make([]float32, c.d)
+				fill(w, c.weightClass(), r)
+				for i, vc := range cases {
+					if (i+c.ci)%c.nclasses != 0 && c.nclasses < len(cases) {
+						continue
+					}
+					off := c.offsets[(c.d+i)%len(c.offsets)]
+					checkVariantTo16(t, c.class.name, c.k, vc, f, c.d, c.rows, x, res, w, c.eps, off)
+				}
+			}
+		})
+	})
+}
+
 func TestBackwardKernelsMatchGeneric(t *testing.T) {
 	splitAll(t)
 	forEachCase(t, func(t *testing.T, c matrixCase) {

@@ -279,6 +279,13 @@ func TestShortPathsMatchApply(t *testing.T) {
 						}
 						checkShortPaths(t, ctx, k, &n, f, rows, narrowAll(x, f), narrowAll(res, f), func(r rowsOf[uint16, uint16]) { apply(Rows16(r)) })
 					}
+					for _, f := range formatsTo16 {
+						apply := n.ApplyToBF16
+						if f == formatToF16 {
+							apply = n.ApplyToF16
+						}
+						checkShortPaths(t, ctx, k, &n, f, rows, x, res, func(r rowsOf[uint16, float32]) { apply(RowsTo16(r)) })
+					}
 				}
 			}
 		}

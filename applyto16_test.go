@@ -56,10 +56,11 @@ func (l to16Layout) resolve(d, rows int) (stride, dstStride, span, dspan int) {
 	return stride, dstStride, (rows-1)*stride + d, (rows-1)*dstStride + d
 }
 
-// ordinaryRow reports whether a row certainly takes the float32 path (step 5 of the contract
-// does not apply): its values are finite and its float64 sum of squares lies far inside the
-// float32 range, so that the float32 one does too.
-func ordinaryRow(h []float32) bool {
+// ordinaryRow reports whether a row certainly takes the float32 path with eps (step 5 of the
+// contract does not apply): its values are finite, and its float64 sum of squares and
+// t = ss/d + eps lie far inside the float32 range and above 2^-100, so that the float32 ones do
+// too.
+func ordinaryRow(h []float32, eps float32) bool {
 	var ss float64
 	for _, v := range h {
 		if math.IsInf(float64(v), 0) || v != v {
@@ -67,7 +68,8 @@ func ordinaryRow(h []float32) bool {
 		}
 		ss += float64(v) * float64(v)
 	}
-	return ss >= 1e-25 && ss <= 1e37
+	t := ss/float64(len(h)) + float64(eps)
+	return ss <= 1e37 && t >= 1e-28 && t <= 1e37
 }
 
 func TestApplyTo16Contract(t *testing.T) {
@@ -80,12 +82,12 @@ func TestApplyTo16Contract(t *testing.T) {
 				for _, rows := range []int{1, 5} {
 					for ci, class := range valueClasses {
 						lay := to16Layouts(d, rows)[(d+ci)%4]
-						stride, dstStride, span, dspan := lay.resolve(d, rows)
+						_, _, span, _ := lay.resolve(d, rows)
 						r := seedFor(d, rows, ci, 40, int(f))
 						x := make([]float32, span)
 						fill(x, class, r)
-						res0 := make([]float32, span)
-						fill(res0, valueClasses[(ci+3)%len(valueClasses)], r)
+						res := make([]float32, span)
+						fill(res, valueClasses[(ci+3)%len(valueClasses)], r)
 						w := make([]float32, d)
 						fill(w, weightClasses[(d+ci)%len(weightClasses)], r)
 						for _, mode := range []weightMode{weighted, offset, unweighted} {
@@ -96,87 +98,11 @@ func TestApplyTo16Contract(t *testing.T) {
 									withRes, withInv := opt&1 != 0, opt&2 != 0
 									ctx := fmt.Sprintf("%s %s d=%d rows=%d %s layout=%+v mode=%d rn=%v residual=%v inv=%v",
 										k, fname(f), d, rows, class.name, lay, mode, rn, withRes, withInv)
-
-									// The two passes: Apply into float32 rows at Stride, then each
-									// row rounded into the 16-bit rows at DstStride.
-									ref := Rows{Dst: sentinels(span), X: slices.Clone(x), N: lay.n, Stride: lay.stride}
-									got := RowsTo16{Dst: make([]uint16, dspan), X: slices.Clone(x), N: lay.n, Stride: lay.stride, DstStride: lay.dstStride}
-									for i := range got.Dst {
-										got.Dst[i] = guard16
-									}
+									var rs []float32
 									if withRes {
-										ref.Residual, got.Residual = slices.Clone(res0), slices.Clone(res0)
+										rs = res
 									}
-									if withInv {
-										ref.Inv, got.Inv = sentinels(rows), sentinels(rows)
-									}
-									n.Apply(ref)
-									applyTo16(n, f, got)
-
-									if i := firstDiff(got.X, x); i >= 0 {
-										t.Fatalf("%s: X[%d] changed", ctx, i)
-									}
-									if withRes {
-										if i := firstDiff(got.Residual, ref.Residual); i >= 0 {
-											t.Fatalf("%s: Residual[%d] = %v, Apply gives %v", ctx, i, got.Residual[i], ref.Residual[i])
-										}
-									}
-									if withInv {
-										if i := firstDiff(got.Inv, ref.Inv); i >= 0 {
-											t.Fatalf("%s: Inv[%d] = %v, Apply gives %v", ctx, i, got.Inv[i], ref.Inv[i])
-										}
-									}
-									want := slices.Clone(got.Dst) // the elements between rows stay guard16
-									for i := range want {
-										want[i] = guard16
-									}
-									for row := range rows {
-										float32To16(f, want[row*dstStride:row*dstStride+d], ref.Dst[row*stride:row*stride+d])
-									}
-									if !rn || mode == unweighted {
-										if i := diff16(got.Dst, want, f); i >= 0 {
-											t.Fatalf("%s: Dst[%d] = %#04x, Apply then the conversion give %#04x", ctx, i, got.Dst[i], want[i])
-										}
-										continue
-									}
-
-									// RoundNormalized with a weight: n = round16(h*inv) first, then
-									// y = round16(n*w'), on the rows of the float32 path, with the
-									// row's inv (Inv is Apply's, checked above).
-									h := x
-									if withRes {
-										h = ref.Residual
-									}
-									inv := make([]float32, rows)
-									applyRowsWith(kernelGeneric, &Norm{Dim: d, Eps: 1e-6}, formatF32, sentinels(span), h, nil, inv, lay.n, lay.stride)
-									for row := range rows {
-										hr := h[row*stride : row*stride+d]
-										if !ordinaryRow(hr) {
-											continue
-										}
-										checked++
-										for i, v := range hr {
-											nv := f.round(v * inv[row])
-											wi := w[i]
-											if mode == offset {
-												wi = 1 + w[i]
-											}
-											if y, want := got.Dst[row*dstStride+i], f.narrow(nv*wi); !same16(y, want, f) {
-												t.Fatalf("%s: row %d: y[%d] = %#04x, round16(round16(x*inv)*w') gives %#04x", ctx, row, i, y, want)
-											}
-										}
-									}
-									// The residual's h, normalized on its own, gives the same rows.
-									if withRes {
-										again := RowsTo16{Dst: make([]uint16, dspan), X: h, N: lay.n, Stride: lay.stride, DstStride: lay.dstStride}
-										for i := range again.Dst {
-											again.Dst[i] = guard16
-										}
-										applyTo16(n, f, again)
-										if i := diff16(got.Dst, again.Dst, f); i >= 0 {
-											t.Fatalf("%s: Dst[%d] = %#04x, the same Norm on h without a residual gives %#04x", ctx, i, got.Dst[i], again.Dst[i])
-										}
-									}
+									checked += checkTwoPass(t, ctx, n, f, d, rows, lay, x, rs, withInv)
 								}
 							}
 						}
@@ -189,6 +115,96 @@ func TestApplyTo16Contract(t *testing.T) {
 		t.Fatal("no row was checked against the RoundNormalized formula")
 	}
 	t.Logf("%d rows checked against round16(round16(x*inv)*w')", checked)
+}
+
+// checkTwoPass runs the method of format f with Norm n on the rows of x (span elements of
+// layout lay; the residual res when set; Inv when withInv) through the public API, and fails
+// unless it gives what the package documentation says (see the top of this file). It returns how
+// many rows it checked against the RoundNormalized formula (rows of the float32 path, with
+// RoundNormalized and a weight).
+func checkTwoPass(t *testing.T, ctx string, n Norm, f format, d, rows int, lay to16Layout, x, res []float32, withInv bool) (checked int) {
+	t.Helper()
+	stride, dstStride, span, dspan := lay.resolve(d, rows)
+	// The two passes: Apply into float32 rows at Stride, then each row rounded into the 16-bit
+	// rows at DstStride.
+	ref := Rows{Dst: sentinels(span), X: slices.Clone(x), N: lay.n, Stride: lay.stride}
+	got := RowsTo16{Dst: make([]uint16, dspan), X: slices.Clone(x), N: lay.n, Stride: lay.stride, DstStride: lay.dstStride}
+	for i := range got.Dst {
+		got.Dst[i] = guard16
+	}
+	if res != nil {
+		ref.Residual, got.Residual = slices.Clone(res), slices.Clone(res)
+	}
+	if withInv {
+		ref.Inv, got.Inv = sentinels(rows), sentinels(rows)
+	}
+	n.Apply(ref)
+	applyTo16(n, f, got)
+
+	if i := firstDiff(got.X, x); i >= 0 {
+		t.Fatalf("%s: X[%d] changed", ctx, i)
+	}
+	if res != nil {
+		if i := firstDiff(got.Residual, ref.Residual); i >= 0 {
+			t.Fatalf("%s: Residual[%d] = %v, Apply gives %v", ctx, i, got.Residual[i], ref.Residual[i])
+		}
+	}
+	if withInv {
+		if i := firstDiff(got.Inv, ref.Inv); i >= 0 {
+			t.Fatalf("%s: Inv[%d] = %v, Apply gives %v", ctx, i, got.Inv[i], ref.Inv[i])
+		}
+	}
+	want := make([]uint16, dspan) // the elements between rows stay guard16
+	for i := range want {
+		want[i] = guard16
+	}
+	for row := range rows {
+		float32To16(f, want[row*dstStride:row*dstStride+d], ref.Dst[row*stride:row*stride+d])
+	}
+	if !n.RoundNormalized || n.Weight == nil {
+		if i := diff16(got.Dst, want, f); i >= 0 {
+			t.Fatalf("%s: Dst[%d] = %#04x, Apply then the conversion give %#04x", ctx, i, got.Dst[i], want[i])
+		}
+		return 0
+	}
+
+	// RoundNormalized with a weight: n = round16(h*inv) first, then y = round16(n*w'), on the
+	// rows of the float32 path, with the row's inv (Inv is Apply's, checked above).
+	h := x
+	if res != nil {
+		h = ref.Residual
+	}
+	inv := make([]float32, rows)
+	applyRowsWith(kernelGeneric, &Norm{Dim: d, Eps: n.Eps}, formatF32, sentinels(span), h, nil, inv, lay.n, lay.stride)
+	for row := range rows {
+		hr := h[row*stride : row*stride+d]
+		if !ordinaryRow(hr, n.Eps) {
+			continue
+		}
+		checked++
+		for i, v := range hr {
+			nv := f.round(v * inv[row])
+			wi := n.Weight[i]
+			if n.UnitOffset {
+				wi = 1 + n.Weight[i]
+			}
+			if y, want := got.Dst[row*dstStride+i], f.narrow(nv*wi); !same16(y, want, f) {
+				t.Fatalf("%s: row %d: y[%d] = %#04x, round16(round16(x*inv)*w') gives %#04x", ctx, row, i, y, want)
+			}
+		}
+	}
+	// The residual's h, normalized on its own, gives the same rows.
+	if res != nil {
+		again := RowsTo16{Dst: make([]uint16, dspan), X: h, N: lay.n, Stride: lay.stride, DstStride: lay.dstStride}
+		for i := range again.Dst {
+			again.Dst[i] = guard16
+		}
+		applyTo16(n, f, again)
+		if i := diff16(got.Dst, again.Dst, f); i >= 0 {
+			t.Fatalf("%s: Dst[%d] = %#04x, the same Norm on h without a residual gives %#04x", ctx, i, got.Dst[i], again.Dst[i])
+		}
+	}
+	return checked
 }
 
 // With RoundNormalized, float32 rows whose values the 16-bit format holds exactly give what

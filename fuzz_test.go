@@ -171,3 +171,57 @@ func FuzzApply16(f *testing.F) {
 		}
 	})
 }
+
+// FuzzApplyTo16 drives every variant of ApplyToBF16 and ApplyToF16 on every kernel against
+// generic, and on the active kernel against the two-pass reference (Apply, then the conversion;
+// see checkTwoPass). The flags byte picks the weight form, the residual, 1/rms out, the format,
+// streaming stores and RoundNormalized, its top bit DstStride; gap is Stride - d, dst%9 is
+// DstStride - d and dst>>4 the start offset.
+func FuzzApplyTo16(f *testing.F) {
+	f.Add(uint16(4), uint8(2), uint8(0), uint8(0), uint8(0), math.Float32bits(1e-6), []byte{0, 1, 2, 3, 4, 5, 6, 7, 8})
+	f.Add(uint16(128), uint8(4), uint8(5), uint8(0x30), uint8(0xcd), math.Float32bits(1e-5), []byte{0, 9, 9, 9, 64, 1, 2, 3, 200})
+	f.Add(uint16(513), uint8(9), uint8(0), uint8(0x52), uint8(0xbe), uint32(0), []byte{1, 0, 0, 0x80, 0x7f, 1, 2, 3, 4})
+	f.Fuzz(func(t *testing.T, d16 uint16, rows8, gap8, dst8, flags uint8, epsBits uint32, data []byte) {
+		x, w, eps := fuzzInput(d16, rows8, epsBits, data)
+		d, rows := len(w), len(x)/len(w)
+		res := make([]float32, len(x))
+		for i := range res {
+			res[i] = x[len(x)-1-i] * 0.5
+		}
+		fm := formatToBF16
+		if flags&16 != 0 {
+			fm = formatToF16
+		}
+		c := vcase{
+			mode:     weightMode(flags % 3),
+			residual: flags&4 != 0,
+			withInv:  flags&8 != 0,
+			stream:   flags&32 != 0,
+			rn:       flags&64 != 0,
+			gap:      int(gap8 % 9),
+			setDst:   flags&128 != 0,
+			dstGap:   int(dst8 % 9),
+		}
+		for _, k := range testKernels() {
+			checkVariantTo16(t, "fuzz", k, c, fm, d, rows, x, res, w, eps, int(dst8>>4))
+		}
+
+		// The same rows through the public method against Apply and the conversion.
+		lay := to16Layout{n: rows, stride: d + c.gap}
+		if c.setDst {
+			lay.dstStride = d + c.dstGap
+		}
+		xs := make([]float32, (rows-1)*lay.stride+d)
+		rs := make([]float32, len(xs))
+		for r := range rows {
+			copy(xs[r*lay.stride:], x[r*d:(r+1)*d])
+			copy(rs[r*lay.stride:], res[r*d:(r+1)*d])
+		}
+		if !c.residual {
+			rs = nil
+		}
+		n := normFor(c.mode, w, eps)
+		n.RoundNormalized = c.rn
+		checkTwoPass(t, fmt.Sprintf("%s %s %s d=%d rows=%d", activeKernel(), fname(fm), c, d, rows), n, fm, d, rows, lay, xs, rs, c.withInv)
+	})
+}

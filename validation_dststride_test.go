@@ -224,21 +224,24 @@ func TestDstStrideLegalEdges(t *testing.T) {
 			{"DstStride larger, Dst longer", 2, 5, 7, 12, []int{0, 7}},
 		} {
 			ctx := fmt.Sprintf("%s %s", fname(f), c.name)
-			var y []float32 // dst widened
+			// Dst has room past its length, to show a write there without harming other memory.
+			const room = 16
+			var y []float32 // dst widened, to its capacity
 			switch f {
 			case formatF32:
-				y = make([]float32, c.lenDst)
-				callApply(n, f, rowsOf[float32, float32]{Dst: y, X: x, N: c.n, Stride: c.stride, DstStride: c.dstStride})
+				y = make([]float32, c.lenDst+room)
+				callApply(n, f, rowsOf[float32, float32]{Dst: y[:c.lenDst], X: x, N: c.n, Stride: c.stride, DstStride: c.dstStride})
 			case formatBF16, formatF16:
-				d16 := make([]uint16, c.lenDst)
-				callApply(n, f, rowsOf[uint16, uint16]{Dst: d16, X: narrowAll(x, f), N: c.n, Stride: c.stride, DstStride: c.dstStride})
+				d16 := make([]uint16, c.lenDst+room)
+				callApply(n, f, rowsOf[uint16, uint16]{Dst: d16[:c.lenDst], X: narrowAll(x, f), N: c.n, Stride: c.stride, DstStride: c.dstStride})
 				y = widenAll(d16, f)
 			default:
-				d16 := make([]uint16, c.lenDst)
-				callApply(n, f, rowsOf[uint16, float32]{Dst: d16, X: x, N: c.n, Stride: c.stride, DstStride: c.dstStride})
+				d16 := make([]uint16, c.lenDst+room)
+				callApply(n, f, rowsOf[uint16, float32]{Dst: d16[:c.lenDst], X: x, N: c.n, Stride: c.stride, DstStride: c.dstStride})
 				y = widenAll(d16, f)
 			}
-			// Every row written (non-zero: x and the weight hold no zero), nothing else.
+			// Every row written (non-zero: x and the weight hold no zero), nothing else, nothing
+			// past the slice.
 			written := make([]bool, len(y))
 			for _, s := range c.rows {
 				written[s], written[s+1] = true, true

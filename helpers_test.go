@@ -35,7 +35,7 @@ func applyRowsWith[T elem](k kernelID, n *Norm, f format, dst, x, res []T, inv [
 
 // applyWith is n.Apply(*r) with an explicit kernel instead of the active one.
 func applyWith(k kernelID, n *Norm, r *Rows) {
-	applyRowsWith(k, n, formatF32, r.Dst, r.X, r.Residual, r.Inv, r.N, r.Stride)
+	applyKernel(k, n, formatF32, (*rowsOf[float32, float32])(r))
 }
 
 // sameBits reports whether a and b are the same float32, treating every NaN as equal to every

@@ -117,12 +117,25 @@ func workersEntries() []workersEntry {
 			dst := make([]uint16, in.span)
 			inv := sentinels(in.rows)
 			applyRowsWith(k, &n, f, dst, x, res, inv, rows, stride)
-			invBits := make([]uint16, 2*len(inv)) // Inv compared bit for bit, as 16-bit halves
-			for i, v := range inv {
-				b := math.Float32bits(v)
-				invBits[2*i], invBits[2*i+1] = uint16(b), uint16(b>>16)
+			return map[string][]uint16{"Dst": dst, "Residual": res, "Inv": float32Halves(inv)} // Inv bit for bit
+		}
+	}
+	// applyTo16 runs ApplyToBF16 or ApplyToF16 with a residual and Inv; with dstOwn, dst rows at
+	// a DstStride of their own: back to back under strided rows, 5 apart under rows back to back.
+	applyTo16 := func(f format, dstOwn bool) func(k kernelID, in *workersInput, workers int) map[string][]uint16 {
+		return func(k kernelID, in *workersInput, workers int) map[string][]uint16 {
+			n := in.norm(workers)
+			n.RoundNormalized = in.rows%2 == 0
+			r := rowsOf[uint16, float32]{X: in.x, Residual: slices.Clone(in.res), Inv: sentinels(in.rows)}
+			r.N, r.Stride = in.rowsArg()
+			dstStride := in.stride
+			if dstOwn {
+				dstStride = workersDstStride(in)
+				r.N, r.Stride, r.DstStride = in.rows, in.stride, dstStride
 			}
-			return map[string][]uint16{"Dst": dst, "Residual": res, "Inv": invBits}
+			r.Dst = make([]uint16, max(in.span, (in.rows-1)*dstStride+in.d))[:(in.rows-1)*dstStride+in.d] // see workersDstStride
+			applyKernel(k, &n, f, &r)
+			return map[string][]uint16{"Dst": r.Dst, "Residual": float32Halves(r.Residual), "Inv": float32Halves(r.Inv)}
 		}
 	}
 	backward := func(withInv, inPlace bool) func(k kernelID, in *workersInput, workers int) map[string][]float32 {
@@ -167,9 +180,43 @@ func workersEntries() []workersEntry {
 		}},
 		{name: "ApplyBF16 Residual Inv", run16: apply16(formatBF16), f: formatBF16},
 		{name: "ApplyF16 Residual Inv", run16: apply16(formatF16), f: formatF16},
+		{name: "Apply DstStride Residual Inv", run: func(k kernelID, in *workersInput, workers int) map[string][]float32 {
+			n := in.norm(workers)
+			dstStride := workersDstStride(in)
+			r := Rows{X: in.x, N: in.rows, Stride: in.stride, DstStride: dstStride, Residual: slices.Clone(in.res), Inv: sentinels(in.rows)}
+			r.Dst = sentinels(max(in.span, (in.rows-1)*dstStride+in.d))[:(in.rows-1)*dstStride+in.d] // see workersDstStride
+			applyWith(k, &n, &r)
+			return map[string][]float32{"Dst": r.Dst, "Residual": r.Residual, "Inv": r.Inv}
+		}},
+		{name: "ApplyToBF16 Residual Inv", run16: applyTo16(formatToBF16, false), f: formatToBF16},
+		{name: "ApplyToF16 Residual Inv", run16: applyTo16(formatToF16, false), f: formatToF16},
+		{name: "ApplyToBF16 DstStride Residual Inv", run16: applyTo16(formatToBF16, true), f: formatToBF16},
+		{name: "ApplyToF16 DstStride Residual Inv", run16: applyTo16(formatToF16, true), f: formatToF16},
 		{name: "Backward", run: backward(false, false)},
 		{name: "Backward Inv in place", run: backward(true, true)},
 	}
+}
+
+// workersDstStride is the DstStride of the entries with dst rows of their own: d (the head-major
+// layout) under strided rows, d+5 under rows back to back. Their Dst has room up to the span of
+// x past its length, so that a kernel that wrote the rows of dst at Stride would harm no other
+// memory (the tests against generic catch it).
+func workersDstStride(in *workersInput) int {
+	if in.stride != in.d {
+		return in.d
+	}
+	return in.d + 5
+}
+
+// float32Halves returns the bits of v as 16-bit halves, for the entries that return 16-bit
+// buffers to compare float32 ones bit for bit.
+func float32Halves(v []float32) []uint16 {
+	h := make([]uint16, 2*len(v))
+	for i, x := range v {
+		b := math.Float32bits(x)
+		h[2*i], h[2*i+1] = uint16(b), uint16(b>>16)
+	}
+	return h
 }
 
 func TestWorkersSameBits(t *testing.T) {
@@ -288,7 +335,7 @@ func TestBackwardSplitAtBlocks(t *testing.T) {
 	}
 }
 
-// Norms with Workers serve goroutines calling Apply and Backward at once, each on its own buffers
+// Norms with Workers serve goroutines calling Apply, Backward and ApplyToBF16 at once, each on its own buffers
 // (run with -race). Forty callers with Workers 3 to 11 have up to 400 goroutines waiting to hand
 // over a call, more than splitQueue holds, so a call's goroutines often run parts of other calls.
 func TestWorkersConcurrentCallers(t *testing.T) {
@@ -300,11 +347,16 @@ func TestWorkersConcurrentCallers(t *testing.T) {
 	}
 	in := newWorkersInput(d, rows, d, weighted)
 	shared := Norm{Weight: in.w, Eps: 1e-6, Workers: 4}
-	type result struct{ y, inv, dx, dw []float32 }
+	type result struct {
+		y, inv, dx, dw []float32
+		y16            []uint16 // ApplyToBF16 into rows d+2 apart
+	}
 	call := func(n Norm, x, dy []float32) result {
-		r := result{y: make([]float32, len(x)), inv: make([]float32, rows), dx: make([]float32, len(x)), dw: make([]float32, d)}
+		r := result{y: make([]float32, len(x)), inv: make([]float32, rows), dx: make([]float32, len(x)), dw: make([]float32, d),
+			y16: make([]uint16, (rows-1)*(d+2)+d)}
 		n.Apply(Rows{Dst: r.y, X: x, Inv: r.inv})
 		n.Backward(Grad{DX: r.dx, X: x, DY: dy, Inv: r.inv, DW: r.dw})
+		n.ApplyToBF16(RowsTo16{Dst: r.y16, X: x, N: rows, DstStride: d + 2})
 		return r
 	}
 	xs, dys := make([][]float32, callers), make([][]float32, callers)
@@ -331,6 +383,10 @@ func TestWorkersConcurrentCallers(t *testing.T) {
 						errs <- fmt.Sprintf("caller %d, iteration %d: %s[%d] = %v, sequential %v", c, it, p.name, i, p.got[i], p.want[i])
 						return
 					}
+				}
+				if i := diff16(got.y16, want[c].y16, formatBF16); i >= 0 {
+					errs <- fmt.Sprintf("caller %d, iteration %d: ApplyToBF16 y[%d] = %#04x, sequential %#04x", c, it, i, got.y16[i], want[c].y16[i])
+					return
 				}
 			}
 		}()

@@ -47,6 +47,7 @@ func allocCalls(d, rows, workers int) []allocCall {
 	// The same rows a stride apart: N = rows with Stride = d+3.
 	stride := d + 3
 	xs, ys, rs := normalRows(stride, rows, 4), make([]float32, rows*stride), make([]float32, rows*stride)
+	ys16 := make([]uint16, rows*stride)
 	plain := Norm{Weight: w, Eps: 1e-6, Workers: workers}
 	uo := Norm{Weight: w, Eps: 1e-6, UnitOffset: true, Workers: workers}
 	rn := Norm{Weight: w, Eps: 1e-6, RoundNormalized: true, Workers: workers}
@@ -71,6 +72,16 @@ func allocCalls(d, rows, workers int) []allocCall {
 		{"ApplyF16", false, func() { plain.ApplyF16(Rows16{Dst: y16, X: x16}) }},
 		{"ApplyF16 UnitOffset Inv", false, func() { uo.ApplyF16(Rows16{Dst: y16, X: x16, Inv: inv}) }},
 		{"ApplyF16 strided", false, func() { plain.ApplyF16(Rows16{Dst: y16, X: x16, N: rows}) }},
+		{"Apply DstStride", false, func() { plain.Apply(Rows{Dst: ys, X: xs, N: rows, Stride: stride, DstStride: d}) }},
+		{"ApplyF16 DstStride", false, func() { plain.ApplyF16(Rows16{Dst: ys16, X: x16, N: rows, DstStride: stride}) }},
+		{"ApplyToBF16", false, func() { plain.ApplyToBF16(RowsTo16{Dst: y16, X: x}) }},
+		{"ApplyToBF16 Residual RoundNormalized", false, func() { rn.ApplyToBF16(RowsTo16{Dst: y16, X: x, Residual: res}) }},
+		{"ApplyToBF16 strided into DstStride", false, func() {
+			uo.ApplyToBF16(RowsTo16{Dst: y16, X: xs, N: rows, Stride: stride, DstStride: d, Residual: rs, Inv: inv})
+		}},
+		{"ApplyToF16", false, func() { plain.ApplyToF16(RowsTo16{Dst: y16, X: x}) }},
+		{"ApplyToF16 UnitOffset Inv", false, func() { uo.ApplyToF16(RowsTo16{Dst: y16, X: x, Inv: inv}) }},
+		{"ApplyToF16 no weight", false, func() { unw.ApplyToF16(RowsTo16{Dst: y16, X: x}) }},
 		{"Norm.ForwardBF16", false, func() { plain.ForwardBF16(y16, x16) }},
 		{"Norm.ForwardBF16 RoundNormalized in place", false, func() { rn.ForwardBF16(y16, y16) }},
 		{"Norm.ForwardF16", false, func() { plain.ForwardF16(y16, x16) }},

@@ -420,6 +420,7 @@ func TestWorkersBelowThreshold(t *testing.T) {
 		{"Forward", func(n Norm, b bufs) { n.Forward(b.y, in.x) }},
 		{"ApplyBF16", func(n Norm, b bufs) { n.ApplyBF16(Rows16{Dst: y16, X: x16}) }},
 		{"Backward", func(n Norm, b bufs) { n.Backward(Grad{DX: b.dx, X: in.x, DY: in.dy, Inv: b.inv, DW: b.dw}) }},
+		{"ApplyToF16", func(n Norm, b bufs) { n.ApplyToF16(RowsTo16{Dst: y16, X: in.x}) }},
 	}
 	n8, n0 := in.norm(8), in.norm(0)
 

@@ -76,6 +76,88 @@ func ExampleNorm_Apply_qkNorm() {
 	// v untouched: true
 }
 
+// Per-head q/k norm (Qwen3) from the fused QKV buffer straight into the head-major buffers
+// attention reads: each token's row of qkv holds the q heads, then the k heads, then the v heads;
+// qOut holds head after head, each tokens rows of headDim. One call per head reads that head
+// across all tokens (Stride: the QKV row) and writes it back to back (DstStride: headDim); qkv is
+// left as it was.
+func ExampleNorm_Apply_headMajor() {
+	const tokens, headDim, qHeads, kvHeads = 3, 128, 4, 2
+	width := (qHeads + 2*kvHeads) * headDim
+	qkv := make([]float32, tokens*width)
+	for i := range qkv {
+		qkv[i] = float32(i%7) - 3
+	}
+	qNorm := rmsnorm.Norm{Weight: make([]float32, headDim), Eps: 1e-6}
+	kNorm := rmsnorm.Norm{Weight: make([]float32, headDim), Eps: 1e-6}
+	for i := range qNorm.Weight {
+		qNorm.Weight[i], kNorm.Weight[i] = 1, 0.5
+	}
+	before := slices.Clone(qkv)
+
+	qOut := make([]float32, qHeads*tokens*headDim) // [head][token][headDim]
+	kOut := make([]float32, kvHeads*tokens*headDim)
+	for h := range qHeads {
+		qNorm.Apply(rmsnorm.Rows{Dst: qOut[h*tokens*headDim : (h+1)*tokens*headDim], X: qkv[h*headDim:],
+			N: tokens, Stride: width, DstStride: headDim})
+	}
+	for h := range kvHeads {
+		kNorm.Apply(rmsnorm.Rows{Dst: kOut[h*tokens*headDim : (h+1)*tokens*headDim], X: qkv[(qHeads+h)*headDim:],
+			N: tokens, Stride: width, DstStride: headDim})
+	}
+	// Head 2 of token 1: row 1 of head 2 in qOut, from qkv[1*width + 2*headDim:].
+	fmt.Printf("q head 0, token 0: %.4f\n", qOut[0:4])
+	fmt.Printf("q head 2, token 1: %.4f\n", qOut[(2*tokens+1)*headDim:][:4])
+	fmt.Printf("k head 0, token 0: %.4f\n", kOut[0:4])
+	fmt.Println("qkv unchanged:", slices.Equal(qkv, before))
+	// Output:
+	// q head 0, token 0: [-1.4927 -0.9952 -0.4976 0.0000]
+	// q head 2, token 1: [1.4856 -1.4856 -0.9904 -0.4952]
+	// k head 0, token 0: [-0.5015 -0.2507 0.0000 0.2507]
+	// qkv unchanged: true
+}
+
+// The q/k norms of the example above with bfloat16 output for a bfloat16 attention, the QKV
+// projection kept in float32: ApplyToBF16 writes the head-major bfloat16 rows in one pass, with
+// the bits of Apply into a float32 buffer followed by Float32ToBF16.
+func ExampleNorm_ApplyToBF16() {
+	const tokens, headDim, qHeads, kvHeads = 3, 128, 4, 2
+	width := (qHeads + 2*kvHeads) * headDim
+	qkv := make([]float32, tokens*width)
+	for i := range qkv {
+		qkv[i] = float32(i%7) - 3
+	}
+	kNorm := rmsnorm.Norm{Weight: make([]float32, headDim), Eps: 1e-6}
+	for i := range kNorm.Weight {
+		kNorm.Weight[i] = 0.5
+	}
+
+	kOut := make([]uint16, kvHeads*tokens*headDim) // bfloat16 bits, [head][token][headDim]
+	for h := range kvHeads {
+		kNorm.ApplyToBF16(rmsnorm.RowsTo16{Dst: kOut[h*tokens*headDim : (h+1)*tokens*headDim], X: qkv[(qHeads+h)*headDim:],
+			N: tokens, Stride: width, DstStride: headDim})
+	}
+
+	// The two passes it replaces: float32 head-major rows, then the conversion.
+	k32 := make([]float32, len(kOut))
+	for h := range kvHeads {
+		kNorm.Apply(rmsnorm.Rows{Dst: k32[h*tokens*headDim : (h+1)*tokens*headDim], X: qkv[(qHeads+h)*headDim:],
+			N: tokens, Stride: width, DstStride: headDim})
+	}
+	twoPass := make([]uint16, len(k32))
+	rmsnorm.Float32ToBF16(twoPass, k32)
+
+	k := make([]float32, 4)
+	rmsnorm.BF16ToFloat32(k, kOut[:4])
+	fmt.Printf("k head 0, token 0: %.4f\n", k)
+	fmt.Printf("in float32:        %.4f\n", k32[:4])
+	fmt.Println("same bits as the two passes:", slices.Equal(kOut, twoPass))
+	// Output:
+	// k head 0, token 0: [-0.5000 -0.2500 0.0000 0.2500]
+	// in float32:        [-0.5015 -0.2507 0.0000 0.2507]
+	// same bits as the two passes: true
+}
+
 // Gemma stores norm weights centred on zero and scales by 1 + w, formed in float32.
 func ExampleNorm_Forward_gemma() {
 	norm := rmsnorm.Norm{Weight: []float32{0, 0.5}, Eps: 1e-6, UnitOffset: true}

@@ -82,13 +82,10 @@ func convertGeneric(op convOp, dst, src unsafe.Pointer, n int) {
 			d[i] = f.widen(h)
 		}
 	default:
-		d, s := unsafe.Slice((*uint16)(dst), n), unsafe.Slice((*float32)(src), n)
 		f := formatBF16
 		if op == convNarrowF16 {
 			f = formatF16
 		}
-		for i, v := range s {
-			d[i] = f.narrow(v)
-		}
+		narrowInto(unsafe.Slice((*uint16)(dst), n), unsafe.Slice((*float32)(src), n), f)
 	}
 }

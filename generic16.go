@@ -88,10 +88,31 @@ func (j *job) scaleInto16(dst []uint16, inv float32, x32 []float32, x16 []uint16
 		if w != nil {
 			ww = w[c : c+len(part)]
 		}
-		scale16(part, ww, inv, j.mode, j.rn(), f)
-		for i, v := range part {
-			dst[c+i] = f.narrow(v)
+		switch {
+		case j.rn():
+			scale16(part, ww, inv, j.mode, true, f)
+		case j.mode == weighted: // the float32 kernel's loops, in place: the same products
+			scaleWeighted(part, part, ww, inv)
+		case j.mode == offset:
+			scaleOffset(part, part, ww, inv)
+		default:
+			scaleUnweighted(part, part, inv)
 		}
+		narrowInto(dst[c:c+len(part)], part, f)
+	}
+}
+
+// narrowInto rounds src to the 16-bit format f (or f's out) into dst, a loop per format.
+func narrowInto(dst []uint16, src []float32, f format) {
+	dst = dst[:len(src)]
+	if f.out() == formatBF16 {
+		for i, v := range src {
+			dst[i] = float32ToBF16(v)
+		}
+		return
+	}
+	for i, v := range src {
+		dst[i] = float32ToF16(v)
 	}
 }
 

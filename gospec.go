@@ -11,6 +11,7 @@ const (
 	flagFuse   = 4  // backward: the last row of a block adds the block's partial sum to DW
 	flagRN     = 8  // 16-bit rows with a weight: round x*inv to the format before the weight (RoundNormalized)
 	flagOffset = 16 // rows with a weight: the weight form is 1+w (one kernel function serves every form)
+	flagCenter = 32 // Layer variants: subtract the row's mean (Norm.Center)
 )
 
 // gradBlock is the number of rows summed into one partial sum of the weight gradient.
@@ -24,52 +25,85 @@ const groupMax = 512
 type variant uint8
 
 const (
-	vWeighted            variant = 0
-	vOffset              variant = 1
-	vUnweighted          variant = 2
-	vAddWeighted         variant = 3
-	vAddOffset           variant = 4
-	vAddUnweighted       variant = 5
-	vBF16Weighted        variant = 6
-	vBF16Offset          variant = 7
-	vBF16Unweighted      variant = 8
-	vBF16AddWeighted     variant = 9
-	vBF16AddOffset       variant = 10
-	vBF16AddUnweighted   variant = 11
-	vF16Weighted         variant = 12
-	vF16Offset           variant = 13
-	vF16Unweighted       variant = 14
-	vF16AddWeighted      variant = 15
-	vF16AddOffset        variant = 16
-	vF16AddUnweighted    variant = 17
-	vToBF16Weighted      variant = 18
-	vToBF16Offset        variant = 19
-	vToBF16Unweighted    variant = 20
-	vToBF16AddWeighted   variant = 21
-	vToBF16AddOffset     variant = 22
-	vToBF16AddUnweighted variant = 23
-	vToF16Weighted       variant = 24
-	vToF16Offset         variant = 25
-	vToF16Unweighted     variant = 26
-	vToF16AddWeighted    variant = 27
-	vToF16AddOffset      variant = 28
-	vToF16AddUnweighted  variant = 29
-	vBackwardWeighted    variant = 30
-	vBackwardOffset      variant = 31
-	vBackwardUnweighted  variant = 32
+	vWeighted                 variant = 0
+	vOffset                   variant = 1
+	vUnweighted               variant = 2
+	vAddWeighted              variant = 3
+	vAddOffset                variant = 4
+	vAddUnweighted            variant = 5
+	vBF16Weighted             variant = 6
+	vBF16Offset               variant = 7
+	vBF16Unweighted           variant = 8
+	vBF16AddWeighted          variant = 9
+	vBF16AddOffset            variant = 10
+	vBF16AddUnweighted        variant = 11
+	vF16Weighted              variant = 12
+	vF16Offset                variant = 13
+	vF16Unweighted            variant = 14
+	vF16AddWeighted           variant = 15
+	vF16AddOffset             variant = 16
+	vF16AddUnweighted         variant = 17
+	vToBF16Weighted           variant = 18
+	vToBF16Offset             variant = 19
+	vToBF16Unweighted         variant = 20
+	vToBF16AddWeighted        variant = 21
+	vToBF16AddOffset          variant = 22
+	vToBF16AddUnweighted      variant = 23
+	vToF16Weighted            variant = 24
+	vToF16Offset              variant = 25
+	vToF16Unweighted          variant = 26
+	vToF16AddWeighted         variant = 27
+	vToF16AddOffset           variant = 28
+	vToF16AddUnweighted       variant = 29
+	vLayerWeighted            variant = 30
+	vLayerOffset              variant = 31
+	vLayerUnweighted          variant = 32
+	vLayerAddWeighted         variant = 33
+	vLayerAddOffset           variant = 34
+	vLayerAddUnweighted       variant = 35
+	vLayerBF16Weighted        variant = 36
+	vLayerBF16Offset          variant = 37
+	vLayerBF16Unweighted      variant = 38
+	vLayerBF16AddWeighted     variant = 39
+	vLayerBF16AddOffset       variant = 40
+	vLayerBF16AddUnweighted   variant = 41
+	vLayerF16Weighted         variant = 42
+	vLayerF16Offset           variant = 43
+	vLayerF16Unweighted       variant = 44
+	vLayerF16AddWeighted      variant = 45
+	vLayerF16AddOffset        variant = 46
+	vLayerF16AddUnweighted    variant = 47
+	vLayerToBF16Weighted      variant = 48
+	vLayerToBF16Offset        variant = 49
+	vLayerToBF16Unweighted    variant = 50
+	vLayerToBF16AddWeighted   variant = 51
+	vLayerToBF16AddOffset     variant = 52
+	vLayerToBF16AddUnweighted variant = 53
+	vLayerToF16Weighted       variant = 54
+	vLayerToF16Offset         variant = 55
+	vLayerToF16Unweighted     variant = 56
+	vLayerToF16AddWeighted    variant = 57
+	vLayerToF16AddOffset      variant = 58
+	vLayerToF16AddUnweighted  variant = 59
+	vBackwardWeighted         variant = 60
+	vBackwardOffset           variant = 61
+	vBackwardUnweighted       variant = 62
+	vBackwardLayerWeighted    variant = 63
+	vBackwardLayerOffset      variant = 64
+	vBackwardLayerUnweighted  variant = 65
 )
 
 // numVariants is the number of forward variants; numEntries counts the backward functions too.
 const (
-	numVariants = 30
-	numEntries  = 33
+	numVariants = 60
+	numEntries  = 66
 )
 
 // numConvOps is the number of conversions (convOp).
 const numConvOps = 4
 
 // forwardVariant maps a call's storage format, weight form and residual to the variant that
-// implements it (RoundNormalized is flagRN).
+// implements it (RoundNormalized is flagRN); layerVariant is the same for Layer (Center or Bias).
 var forwardVariant = [5][3][2]variant{
 	formatF32: {
 		weighted:   {vWeighted, vAddWeighted},
@@ -96,4 +130,38 @@ var forwardVariant = [5][3][2]variant{
 		offset:     {vToF16Offset, vToF16AddOffset},
 		unweighted: {vToF16Unweighted, vToF16AddUnweighted},
 	},
+}
+
+var layerVariant = [5][3][2]variant{
+	formatF32: {
+		weighted:   {vLayerWeighted, vLayerAddWeighted},
+		offset:     {vLayerOffset, vLayerAddOffset},
+		unweighted: {vLayerUnweighted, vLayerAddUnweighted},
+	},
+	formatBF16: {
+		weighted:   {vLayerBF16Weighted, vLayerBF16AddWeighted},
+		offset:     {vLayerBF16Offset, vLayerBF16AddOffset},
+		unweighted: {vLayerBF16Unweighted, vLayerBF16AddUnweighted},
+	},
+	formatF16: {
+		weighted:   {vLayerF16Weighted, vLayerF16AddWeighted},
+		offset:     {vLayerF16Offset, vLayerF16AddOffset},
+		unweighted: {vLayerF16Unweighted, vLayerF16AddUnweighted},
+	},
+	formatToBF16: {
+		weighted:   {vLayerToBF16Weighted, vLayerToBF16AddWeighted},
+		offset:     {vLayerToBF16Offset, vLayerToBF16AddOffset},
+		unweighted: {vLayerToBF16Unweighted, vLayerToBF16AddUnweighted},
+	},
+	formatToF16: {
+		weighted:   {vLayerToF16Weighted, vLayerToF16AddWeighted},
+		offset:     {vLayerToF16Offset, vLayerToF16AddOffset},
+		unweighted: {vLayerToF16Unweighted, vLayerToF16AddUnweighted},
+	},
+}
+
+// backwardVariant maps a backward call's Layer (Center or DB) and weight form to its variant.
+var backwardVariant = [2][3]variant{
+	{vBackwardWeighted, vBackwardOffset, vBackwardUnweighted},
+	{vBackwardLayerWeighted, vBackwardLayerOffset, vBackwardLayerUnweighted},
 }

@@ -12,7 +12,7 @@ import (
 
 // A backward function does one row at a time (float32 rows only). There are two: without a weight,
 // and with one, whose w' = w + c serves both forms (c = 1 under flagOffset, -0 without; see
-// spec.BackwardBody). Its main loops, the ones a row in the cache spends its time in, come in a
+// spec.BackwardVariant.Body). Its main loops, the ones a row in the cache spends its time in, come in a
 // copy per form, chosen by flagOffset before each loop: with a plain weight they multiply by w
 // itself, as a function of that form alone would. The rest (the non-temporal loops, whose rows
 // wait on memory anyway, the heads and the ends of rows) is shared, with w + c:
@@ -44,7 +44,7 @@ var opNames = [...]string{"none", "set", "add"}
 // bgen builds one backward function.
 type bgen struct {
 	*gen
-	mode spec.Mode // Offset (a weight: w' = w + c, see spec.BackwardBody) or Unweighted
+	mode spec.Mode // Offset (a weight: w' = w + c, see spec.BackwardVariant.Body) or Unweighted
 	dy   GPVirtual // row `done` of dy
 	pAcc GPVirtual // the row's P (ops other than none; DW itself for a block of one row)
 	dwp  GPVirtual // DW when the row closes its block with flagFuse (closeBlock), else 0
@@ -56,7 +56,7 @@ type bgen struct {
 }
 
 func backward(s *isa, m spec.Mode) {
-	name := s.name + spec.BackwardFunc(m)
+	name := s.name + spec.BackwardVariant{Mode: m}.FuncName()
 	TEXT(name, NOSPLIT, spec.AvoSig)
 	for _, l := range spec.BackwardDoc(name, m) {
 		Comment(l)

@@ -8,7 +8,7 @@ import (
 )
 
 // The backward kernel functions, one with a weight (w + c in place of w serves both forms, c = 1
-// with flagOffset, else -0: spec.BackwardBody) and one without: the package doc's Backward
+// with flagOffset, else -0: spec.BackwardVariant.Body) and one without: the package doc's Backward
 // contract, bit for bit as runGenericBackward, one row at a time in three passes over it:
 //
 //  1. the sum of squares, exactly as the forward (V0-V15 the 64 partials, the tail of a row
@@ -99,7 +99,7 @@ func (e *emitter) bwdPrologue() {
 		e.op("MOVD %s(R16), %s", j.Rows, rRows)
 	}
 	if e.v.Mode == spec.Offset {
-		e.comment("c, added to the weight: 1 with flagOffset, else -0 (spec.BackwardBody).")
+		e.comment("c, added to the weight: 1 with flagOffset, else -0 (spec.BackwardVariant.Body).")
 		e.op("MOVW $0x80000000, R10")
 		e.op("TBZ $%d, %s, weightadd", bits.TrailingZeros(spec.FlagOffset), rFlags)
 		e.op("MOVW $0x3f800000, R10")

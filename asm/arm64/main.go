@@ -81,7 +81,18 @@ func main() {
 	var s bytes.Buffer
 	fmt.Fprintf(&s, "%s\n\n//go:build %s\n\n#include \"textflag.h\"\n#include \"go_asm.h\"\n", header, constraint)
 	k := spec.Kernel{ID: "kernelNEON", Prefix: "neon"}
-	k.Variants, k.Conversions, k.Backward = spec.Bodies, spec.Conversions, true
+	// No LayerNorm kernels yet: the table sends the Layer variants' jobs to the generic kernel.
+	for _, v := range spec.Bodies {
+		if !v.Layer {
+			k.Variants = append(k.Variants, v)
+		}
+	}
+	for _, b := range spec.BackwardBodies {
+		if !b.Layer {
+			k.Backward = append(k.Backward, b)
+		}
+	}
+	k.Conversions = spec.Conversions
 	ks := []spec.Kernel{k}
 	s.WriteString("\n// func callKernel(j *job, from, to int) int: jump to the function job.fn selects, with the\n")
 	s.WriteString("// caller's arguments and return address in place.\n")
@@ -94,8 +105,8 @@ func main() {
 	for _, c := range spec.Conversions {
 		s.WriteString(convert("neon"+c.Name, c))
 	}
-	for _, m := range spec.BackwardBodies {
-		s.WriteString(backward("neon"+spec.BackwardFunc(m), m))
+	for _, b := range k.Backward {
+		s.WriteString(backward("neon"+b.FuncName(), b.Mode))
 	}
 	if err := os.WriteFile(*out, s.Bytes(), 0o644); err != nil {
 		log.Fatal(err)

@@ -85,6 +85,11 @@ type Variant struct {
 	Format   Format
 	Mode     Mode
 	Residual bool // h = x + res (rounded to the format); res = h; normalize h
+	// Layer is LayerNorm: a Norm with Center or Bias. Its jobs carry flagCenter when the row's
+	// mean is subtracted, and a bias pointer (nil without a bias), so that one kernel body per
+	// format serves Center, Bias and both. The assembly functions of the other variants never
+	// see such a job: a kernel without a function for a Layer variant runs the generic kernel's.
+	Layer bool
 }
 
 // Rounds reports whether the variant takes RoundNormalized from FlagRN: 16-bit rows with a weight,
@@ -92,8 +97,9 @@ type Variant struct {
 // less than a second copy of every such function (a third of the generated code).
 func (v Variant) Rounds() bool { return v.Format.Out() != F32 && v.Mode != Unweighted }
 
-// Body returns the variant whose kernel function runs v: one function per format serves the three
-// weight forms and both residual forms, and Body stands for it with Mode Offset and no residual.
+// Body returns the variant whose kernel function runs v: one function per format (and per Layer)
+// serves the three weight forms and both residual forms, and Body stands for it with Mode Offset
+// and no residual.
 //
 // The weight forms: the main scale loops come in one copy per form, chosen once per row: a job
 // without a weight (Unweighted) has w nil, and FlagOffset tells Offset from Weighted (on amd64 the
@@ -131,61 +137,88 @@ var Bodies = func() []Variant {
 }()
 
 // Forward lists every forward variant, in the order the generated files hold them; the Go side
-// numbers them the same way (gospec.go).
+// numbers them the same way (gospec.go): the RMSNorm variants first, then the Layer ones in the
+// same order.
 var Forward = func() []Variant {
 	var vs []Variant
-	for _, f := range Formats {
-		for _, res := range []bool{false, true} {
-			for _, m := range Modes {
-				vs = append(vs, Variant{f, m, res})
+	for _, layer := range []bool{false, true} {
+		for _, f := range Formats {
+			for _, res := range []bool{false, true} {
+				for _, m := range Modes {
+					vs = append(vs, Variant{f, m, res, layer})
+				}
 			}
 		}
 	}
 	return vs
 }()
 
-// Backward lists the weight forms of the backward variants, in the order of their entries in the
-// dispatch table, after the forward variants (job.v numbers them len(Forward)+i). BackwardBodies
-// lists the functions that run them.
-var Backward = Modes
-
-// BackwardName names the backward variant for m (the Go side's v<BackwardName> constant), e.g.
-// "BackwardOffset".
-func BackwardName(m Mode) string { return "Backward" + m.String() }
-
-// BackwardBody returns the weight form of the backward function that runs m. One function, generated
-// as Offset's, serves Weighted and Offset: it multiplies dy by w + c, c = 1 under FlagOffset and -0
-// without (w + -0 is w for every w, as at the ends of forward rows), and its main loops come in a
-// copy per form. Unweighted has its own.
-func BackwardBody(m Mode) Mode {
-	if m == Weighted {
-		return Offset
-	}
-	return m
+// BackwardVariant is the form of a backward call: the weight form, and Layer for a Norm with
+// Center or a bias gradient to sum (DB). Layer jobs carry flagCenter when the rows were centered
+// and a db pointer when DB is asked for.
+type BackwardVariant struct {
+	Mode  Mode
+	Layer bool
 }
 
-// BackwardBodies lists the weight forms that have backward functions of their own, in the order
-// of Backward: BackwardBody of each, once.
-var BackwardBodies = func() []Mode {
-	var ms []Mode
-	for _, m := range Backward {
-		if BackwardBody(m) == m {
-			ms = append(ms, m)
+// Backward lists the backward variants, in the order of their entries in the dispatch table,
+// after the forward variants (job.v numbers them len(Forward)+i): the weight forms, then the
+// same with Layer. BackwardBodies lists the functions that run them.
+var Backward = func() []BackwardVariant {
+	var bs []BackwardVariant
+	for _, layer := range []bool{false, true} {
+		for _, m := range Modes {
+			bs = append(bs, BackwardVariant{m, layer})
 		}
 	}
-	return ms
+	return bs
 }()
 
-// BackwardFunc is the part of a function name of the backward function running m (see
-// BackwardBody): "Backward" for a weight in either form, "BackwardUnweighted" without one.
-func BackwardFunc(m Mode) string {
-	if b := BackwardBody(m); b != Offset {
-		return BackwardName(b)
+// Name names the backward variant (the Go side's v<Name> constant), e.g. "BackwardOffset" or
+// "BackwardLayerWeighted".
+func (b BackwardVariant) Name() string { return b.stem() + b.Mode.String() }
+
+func (b BackwardVariant) stem() string {
+	if b.Layer {
+		return "BackwardLayer"
 	}
 	return "Backward"
 }
 
-// BackwardDoc is the documentation of the backward kernel function running m.
+// Body returns the variant whose backward function runs b. One function, generated as Offset's,
+// serves Weighted and Offset: it multiplies dy by w + c, c = 1 under FlagOffset and -0 without
+// (w + -0 is w for every w, as at the ends of forward rows), and its main loops come in a copy per
+// form. Unweighted has its own; Layer keeps its own functions apart.
+func (b BackwardVariant) Body() BackwardVariant {
+	if b.Mode == Weighted {
+		b.Mode = Offset
+	}
+	return b
+}
+
+// BackwardBodies lists the backward variants that have functions of their own, in the order of
+// Backward: Body of each, once.
+var BackwardBodies = func() []BackwardVariant {
+	var bs []BackwardVariant
+	for _, b := range Backward {
+		if b.Body() == b {
+			bs = append(bs, b)
+		}
+	}
+	return bs
+}()
+
+// FuncName is the part of a function name of the backward function running b (see Body):
+// "Backward" for a weight in either form, "BackwardUnweighted" without one; "BackwardLayer" and
+// "BackwardLayerUnweighted" for Layer.
+func (b BackwardVariant) FuncName() string {
+	if b.Body().Mode == Offset {
+		return b.stem()
+	}
+	return b.stem() + b.Mode.String()
+}
+
+// BackwardDoc is the documentation of the backward kernel function running m (an RMSNorm one).
 func BackwardDoc(name string, m Mode) []string {
 	g := "dy"
 	if m != Unweighted {
@@ -207,16 +240,21 @@ const GradBlock = 32
 // forward variants, then the backward functions.
 var Entries = len(Forward) + len(Backward)
 
-// Name is the variant's part of a function name, e.g. "AddOffset" or "BF16AddWeighted".
+// Name is the variant's part of a function name, e.g. "AddOffset", "BF16AddWeighted" or
+// "LayerF16Unweighted".
 func (v Variant) Name() string { return v.stem() + v.Mode.String() }
 
 // stem is the part of a variant's names before its weight form: the format, then Add for the
 // residual forms.
 func (v Variant) stem() string {
-	if v.Residual {
-		return v.Format.String() + "Add"
+	s := v.Format.String()
+	if v.Layer {
+		s = "Layer" + s
 	}
-	return v.Format.String()
+	if v.Residual {
+		return s + "Add"
+	}
+	return s
 }
 
 // Formula is the doc-comment line for the kernel function that runs v (see Body), which serves
@@ -262,9 +300,13 @@ const (
 // build instead of the results.
 var Job = struct {
 	Dst, X, Res, W, Inv, D, Stride, DstStride, Eps, Flags, Fn string
+	Bias, Mean                                                string // Layer: the bias (nil without one), where the mean of row r goes (or nil)
 	DY, DW, Acc, Rows                                         string
+	DB, AccB                                                  string // Layer backward: the bias gradient and its partial sums (as DW and Acc)
 }{"job_dst", "job_x", "job_res", "job_w", "job_inv", "job_d", "job_stride", "job_dstStride", "job_eps", "job_flags", "job_fn",
-	"job_dy", "job_dw", "job_acc", "job_rows"}
+	"job_bias", "job_mean",
+	"job_dy", "job_dw", "job_acc", "job_rows",
+	"job_db", "job_accB"}
 
 // KernelIDs are the Go side's kernelID constants, in their order (dispatch.go): job.fn is
 // kernelID*Entries + the variant, an index into a table of functions that holds runGeneric (or
@@ -286,6 +328,9 @@ const (
 	// FlagOffset (rows with a weight): the weight form is 1+w, Offset (see Variant.Body). Rows
 	// without a weight need no flag: their job's w is nil.
 	FlagOffset = 16
+	// FlagCenter (Layer variants): Norm.Center, the row's mean is subtracted before the sum of
+	// squares and the scale. A Layer job without it only adds the bias (or sums DB).
+	FlagCenter = 32
 )
 
 // Bounds of t = ss/d + eps outside which a row takes the float64 path.
@@ -311,6 +356,7 @@ func GoSpec(header string) string {
 	fmt.Fprintf(&b, "\tflagFuse = %d // backward: the last row of a block adds the block's partial sum to DW\n", FlagFuse)
 	fmt.Fprintf(&b, "\tflagRN = %d // 16-bit rows with a weight: round x*inv to the format before the weight (RoundNormalized)\n", FlagRN)
 	fmt.Fprintf(&b, "\tflagOffset = %d // rows with a weight: the weight form is 1+w (one kernel function serves every form)\n", FlagOffset)
+	fmt.Fprintf(&b, "\tflagCenter = %d // Layer variants: subtract the row's mean (Norm.Center)\n", FlagCenter)
 	b.WriteString(")\n\n")
 	fmt.Fprintf(&b, "// gradBlock is the number of rows summed into one partial sum of the weight gradient.\nconst gradBlock = %d\n\n", GradBlock)
 	fmt.Fprintf(&b, "// groupMax is the longest row the kernels normalize four at a time.\nconst groupMax = %d\n\n", GroupMax)
@@ -320,26 +366,42 @@ func GoSpec(header string) string {
 	for i, v := range Forward {
 		fmt.Fprintf(&b, "\tv%s variant = %d\n", v.Name(), i)
 	}
-	for i, m := range Backward {
-		fmt.Fprintf(&b, "\tv%s variant = %d\n", BackwardName(m), len(Forward)+i)
+	for i, bv := range Backward {
+		fmt.Fprintf(&b, "\tv%s variant = %d\n", bv.Name(), len(Forward)+i)
 	}
 	b.WriteString(")\n\n")
 	fmt.Fprintf(&b, "// numVariants is the number of forward variants; numEntries counts the backward functions too.\n")
 	fmt.Fprintf(&b, "const (\n\tnumVariants = %d\n\tnumEntries  = %d\n)\n\n", len(Forward), Entries)
 	fmt.Fprintf(&b, "// numConvOps is the number of conversions (convOp).\nconst numConvOps = %d\n\n", len(Conversions))
 	b.WriteString("// forwardVariant maps a call's storage format, weight form and residual to the variant that\n")
-	b.WriteString("// implements it (RoundNormalized is flagRN).\n")
-	fmt.Fprintf(&b, "var forwardVariant = [%d][3][2]variant{\n", len(Formats))
-	for _, f := range Formats {
-		fmt.Fprintf(&b, "\t%s: {\n", f.GoName())
-		for _, m := range Modes {
-			var rs []string
-			for _, res := range []bool{false, true} {
-				rs = append(rs, "v"+Variant{f, m, res}.Name())
-			}
-			fmt.Fprintf(&b, "\t\t%s: {%s},\n", strings.ToLower(m.String()), strings.Join(rs, ", "))
+	b.WriteString("// implements it (RoundNormalized is flagRN); layerVariant is the same for Layer (Center or Bias).\n")
+	for _, layer := range []bool{false, true} {
+		name := "forwardVariant"
+		if layer {
+			name = "layerVariant"
 		}
-		b.WriteString("\t},\n")
+		fmt.Fprintf(&b, "var %s = [%d][3][2]variant{\n", name, len(Formats))
+		for _, f := range Formats {
+			fmt.Fprintf(&b, "\t%s: {\n", f.GoName())
+			for _, m := range Modes {
+				var rs []string
+				for _, res := range []bool{false, true} {
+					rs = append(rs, "v"+Variant{f, m, res, layer}.Name())
+				}
+				fmt.Fprintf(&b, "\t\t%s: {%s},\n", strings.ToLower(m.String()), strings.Join(rs, ", "))
+			}
+			b.WriteString("\t},\n")
+		}
+		b.WriteString("}\n\n")
+	}
+	b.WriteString("// backwardVariant maps a backward call's Layer (Center or DB) and weight form to its variant.\n")
+	b.WriteString("var backwardVariant = [2][3]variant{\n")
+	for _, layer := range []bool{false, true} {
+		var rs []string
+		for _, m := range Modes {
+			rs = append(rs, "v"+BackwardVariant{m, layer}.Name())
+		}
+		fmt.Fprintf(&b, "\t{%s},\n", strings.Join(rs, ", "))
 	}
 	b.WriteString("}\n")
 	return b.String()
@@ -347,11 +409,11 @@ func GoSpec(header string) string {
 
 // Kernel is one ISA's set of kernel functions as the Go side knows it.
 type Kernel struct {
-	ID          string       // the kernelID constant, e.g. "kernelAVX512"
-	Prefix      string       // the function-name prefix, e.g. "avx512"
-	Variants    []Variant    // the Bodies it has functions for (the others run Base's, or the generic kernel)
-	Conversions []Conversion // the conversions it has functions for (the others: Base's, or the generic loop)
-	Backward    bool         // it has a function for each of Backward (else Base's, or the generic kernel)
+	ID          string            // the kernelID constant, e.g. "kernelAVX512"
+	Prefix      string            // the function-name prefix, e.g. "avx512"
+	Variants    []Variant         // the Bodies it has functions for (the others run Base's, or the generic kernel)
+	Conversions []Conversion      // the conversions it has functions for (the others: Base's, or the generic loop)
+	Backward    []BackwardVariant // the BackwardBodies it has functions for (the others: Base's, or the generic kernel)
 	// Base, if not nil, is the kernel whose functions run what this one has none for: a kernel
 	// that differs from another in a few functions lists only those.
 	Base *Kernel
@@ -400,12 +462,14 @@ func (k *Kernel) ConvFunc(c Conversion) string {
 	return ""
 }
 
-// BackwardFunc returns the name of the function that runs the backward variant m on k: k's own,
+// BackwardFunc returns the name of the function that runs the backward variant b on k: k's own,
 // else its Base's, else "" (the generic kernel).
-func (k *Kernel) BackwardFunc(m Mode) string {
+func (k *Kernel) BackwardFunc(b BackwardVariant) string {
 	for ; k != nil; k = k.Base {
-		if k.Backward {
-			return k.Prefix + BackwardFunc(m)
+		for _, h := range k.Backward {
+			if h == b.Body() {
+				return k.Prefix + b.FuncName()
+			}
 		}
 	}
 	return ""
@@ -421,13 +485,10 @@ func GoStubs(header, constraint string, ks []Kernel) string {
 	b.WriteString("// fn/numEntries (a kernelID) for variant fn%numEntries. It returns the index of the first row\n")
 	b.WriteString("// that needs the float64 path, or to.\n//\n//go:noescape\nfunc callKernel" + Signature + "\n")
 	for _, k := range ks {
-		if !k.Backward {
-			continue
-		}
-		for _, m := range BackwardBodies {
-			name := k.Prefix + BackwardFunc(m)
+		for _, bv := range k.Backward {
+			name := k.Prefix + bv.FuncName()
 			b.WriteString("\n")
-			for _, line := range BackwardDoc(name, m) {
+			for _, line := range BackwardDoc(name, bv.Mode) {
 				fmt.Fprintf(&b, "// %s\n", line)
 			}
 			fmt.Fprintf(&b, "//\n//go:noescape\nfunc %s%s\n", name, Signature)
@@ -499,8 +560,8 @@ func Table(ks []Kernel) []string {
 			}
 			t = append(t, fn)
 		}
-		for _, m := range Backward {
-			fn := k.BackwardFunc(m)
+		for _, bv := range Backward {
+			fn := k.BackwardFunc(bv)
 			if fn == "" {
 				fn = "runGenericBackward"
 			}

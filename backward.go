@@ -26,16 +26,25 @@ type Grad struct {
 	// Inv, optional, holds 1/rms of each row from the forward pass (Rows.Inv), at least one per
 	// row. When nil, inv is recomputed by the forward contract.
 	Inv []float32
+	// Mean, optional, for a Norm with Center: the mean of each row from the forward pass
+	// (Rows.Mean), at least one per row, read like Inv. When nil, the mean is recomputed by the
+	// forward contract.
+	Mean []float32
 	// DW, optional, of len d: the weight gradient is added to it, so that it accumulates over
 	// calls. It must be nil for a Norm without a weight.
 	DW []float32
+	// DB, optional, of len d: the bias gradient (the sum of DY over the rows) is added to it, in
+	// DW's blocks of rows. It needs a Norm with a Bias.
+	DB []float32
 }
 
 // Backward computes the gradient of Apply without a residual, for
-// y = (x*inv)*w' with w' = Weight, 1+Weight (UnitOffset) or 1 (no weight):
+// y = (x*inv)*w' with w' = Weight, 1+Weight (UnitOffset) or 1 (no weight), and for LayerNorm
+// y = ((x-mean)*inv)*w' + Bias (Center; the bias with or without it):
 //
 //	DX = dL/dx given DY = dL/dy, for every row;
-//	DW += dL/dw' summed over the rows (dL/dw' = dL/dw, also for UnitOffset).
+//	DW += dL/dw' summed over the rows (dL/dw' = dL/dw, also for UnitOffset);
+//	DB += dL/dBias = DY summed over the rows.
 //
 // The package documentation gives the exact arithmetic. With Rows.Residual in the forward pass,
 // the row that was normalized is h = x + residual, and the gradient DX of h flows both to the
@@ -57,7 +66,9 @@ func backwardRows(n *Norm, g *Grad, k kernelID) {
 	rows, stride, span, exact, ok := layout(d, g.N, g.Stride, len(g.X))
 	bad := !good || !ok || (g.DX != nil && !fits(len(g.DX), span, exact)) || !fits(len(g.DY), span, exact)
 	bad = bad || !epsOK(n.Eps) || (g.Inv != nil && len(g.Inv) < rows) ||
-		(g.DW != nil && (mode == unweighted || len(g.DW) != d))
+		(g.DW != nil && (mode == unweighted || len(g.DW) != d)) ||
+		(n.Bias != nil && len(n.Bias) != d) || (g.Mean != nil && (!n.Center || len(g.Mean) < rows)) ||
+		(g.DB != nil && (n.Bias == nil || len(g.DB) != d))
 	if !bad && rows > 0 {
 		sb := uintptr(span) * 4
 		dxp, xp, dyp := addr(g.DX), addr(g.X), addr(g.DY)
@@ -72,11 +83,24 @@ func backwardRows(n *Norm, g *Grad, k kernelID) {
 			!disjoint(dxp, dxb, wp, wb) || !disjoint(dxp, dxb, ip, ib) || !disjoint(dxp, dxb, dwp, dwb) ||
 			!disjoint(dwp, dwb, xp, sb) || !disjoint(dwp, dwb, dyp, sb) || !disjoint(dwp, dwb, wp, wb) ||
 			!disjoint(dwp, dwb, ip, ib)
+		if n.Bias != nil || g.Mean != nil {
+			// LayerNorm: the bias (not read here) shares no memory with an output, as in the
+			// forward forms; Mean and DB share none with any buffer.
+			bp, bb := addr(n.Bias), uintptr(len(n.Bias))*4
+			mp, mb := addr(g.Mean), uintptr(len(g.Mean[:min(rows, len(g.Mean))]))*4
+			dbp, dbb := addr(g.DB), uintptr(len(g.DB))*4
+			bad = bad || !disjoint(bp, bb, dxp, dxb) || !disjoint(bp, bb, dwp, dwb) || !disjoint(bp, bb, dbp, dbb) ||
+				!disjoint(mp, mb, xp, sb) || !disjoint(mp, mb, dyp, sb) || !disjoint(mp, mb, dxp, dxb) ||
+				!disjoint(mp, mb, wp, wb) || !disjoint(mp, mb, ip, ib) || !disjoint(mp, mb, dwp, dwb) ||
+				!disjoint(mp, mb, bp, bb) || !disjoint(mp, mb, dbp, dbb) ||
+				!disjoint(dbp, dbb, xp, sb) || !disjoint(dbp, dbb, dyp, sb) || !disjoint(dbp, dbb, dxp, dxb) ||
+				!disjoint(dbp, dbb, wp, wb) || !disjoint(dbp, dbb, ip, ib) || !disjoint(dbp, dbb, dwp, dwb)
+		}
 	}
 	if bad {
 		panic(explainBackward(n, g))
 	}
-	if rows == 0 || (g.DX == nil && g.DW == nil) { // nothing to write
+	if rows == 0 || (g.DX == nil && g.DW == nil && g.DB == nil) { // nothing to write
 		return
 	}
 	var j job
@@ -92,8 +116,16 @@ func backwardRows(n *Norm, g *Grad, k kernelID) {
 	}
 	j.d, j.stride, j.dstStride, j.rows, j.eps, j.mode, j.format = d, stride, stride, rows, n.Eps, mode, formatF32
 	// Without DX (j.dst nil), runBackward gives each worker one scratch row for dx (dstStride 0).
-	j.v = vBackwardWeighted + variant(mode)
-	j.flags = n.flags(formatF32) // flagOffset: Weighted and Offset share a kernel function (spec.BackwardBody)
+	j.flags = n.flags(formatF32) // flagOffset: Weighted and Offset share a kernel function (spec.BackwardVariant.Body)
+	// The Layer variants: Center, or a bias gradient to sum. A bias without DB changes nothing
+	// in the backward pass, which then stays on the RMSNorm variants.
+	layer := n.Center || g.DB != nil
+	if n.Center {
+		j.flags |= flagCenter
+		j.mean = ptr(g.Mean)
+	}
+	j.db = ptr(g.DB)
+	j.v = backwardVariant[b2i(layer)][mode]
 	if k == useActive {
 		k = activeKernel()
 	}
@@ -157,6 +189,15 @@ func explainBackward(n *Norm, g *Grad) string {
 	if g.Inv != nil && len(g.Inv) < rows {
 		nm.fail("len(Inv) = %d is shorter than the %d rows", len(g.Inv), rows)
 	}
+	checkMean(n, nm, g.Mean, rows)
+	if g.DB != nil {
+		if n.Bias == nil {
+			nm.fail("DB is set but the Norm has no Bias (len(DB) = %d)", len(g.DB))
+		}
+		if len(g.DB) != d {
+			nm.fail("len(DB) = %d, want the row length %s = %d", len(g.DB), rowLengthName(n, nm), d)
+		}
+	}
 	if g.DW != nil {
 		if mode == unweighted {
 			nm.fail("DW is set but the Norm has no weight (len(DW) = %d)", len(g.DW))
@@ -193,6 +234,22 @@ func explainBackward(n *Norm, g *Grad) string {
 			nm.fail("DW overlaps %s", o.name)
 		}
 	}
+	b, m, db := noRegion, noRegion, noRegion
+	if n.Bias != nil {
+		b = region("Bias", n.Bias)
+	}
+	if g.Mean != nil {
+		m = region("Mean", g.Mean[:rows])
+	}
+	if g.DB != nil {
+		db = region("DB", g.DB)
+	}
+	for _, o := range []area{x, dy, w, inv, dx, dw} {
+		if db.overlaps(o) {
+			nm.fail("DB overlaps %s", o.name)
+		}
+	}
+	explainLayerOverlaps(nm, []area{dx, dw, db}, []area{x, dy, w, inv}, b, m)
 
 	return "rmsnorm: " + nm.fn + ": internal error: the fast check rejected a valid call"
 }
@@ -212,7 +269,8 @@ func getAcc(n int) *[]float32 {
 
 // runBackward runs the validated backward job on up to workers goroutines (see Norm.Workers).
 //
-// The weight gradient is summed by blocks of gradBlock rows, fixed by the row index: within a
+// The weight gradient (and the bias gradient, the same way in buffers of its own) is summed by
+// blocks of gradBlock rows, fixed by the row index: within a
 // block the products go into a partial sum P in row order (P = q of the first row, then P += q),
 // and the blocks' sums go into DW in block order (DW += P). One worker keeps one P and adds it to
 // DW at each block's last row (flagFuse); several workers each fill the P of their own blocks, one
@@ -231,10 +289,14 @@ func (j *job) runBackward(k kernelID, workers int) {
 	}
 	w := workersFor(workers, buffers*uintptr(j.rows)*uintptr(j.d)*4, blocks)
 	if w <= 1 {
-		var acc, scratch *[]float32
+		var acc, accB, scratch *[]float32
 		if j.dw != nil && j.rows > 1 {
 			acc = getAcc(j.d)
 			j.acc = ptr(*acc)
+		}
+		if j.db != nil && j.rows > 1 {
+			accB = getAcc(j.d)
+			j.accB = ptr(*accB)
 		}
 		if j.dst == nil {
 			scratch = getAcc(j.d)
@@ -245,6 +307,10 @@ func (j *job) runBackward(k kernelID, workers int) {
 		if acc != nil {
 			j.acc = nil
 			accPool.Put(acc)
+		}
+		if accB != nil {
+			j.accB = nil
+			accPool.Put(accB)
 		}
 		if scratch != nil {
 			j.dst = nil
@@ -260,10 +326,14 @@ func (j *job) runBackward(k kernelID, workers int) {
 func (j *job) splitBackward(k kernelID, w, blocks int) {
 	c := newSplit(j, k, w)
 	c.blocks = blocks
-	var acc, scratch *[]float32
+	var acc, accB, scratch *[]float32
 	if j.dw != nil {
 		acc = getAcc(blocks * j.d)
 		c.j.acc = ptr(*acc)
+	}
+	if j.db != nil {
+		accB = getAcc(blocks * j.d)
+		c.j.accB = ptr(*accB)
 	}
 	if j.dst == nil { // no DX: a scratch row per part (runPart)
 		scratch = getAcc(w * j.d)
@@ -271,9 +341,14 @@ func (j *job) splitBackward(k kernelID, w, blocks int) {
 		c.scratchDX = true
 	}
 	c.run(stageBlocks)
-	if acc != nil {
+	if acc != nil || accB != nil {
 		c.run(stageColumns)
+	}
+	if acc != nil {
 		accPool.Put(acc)
+	}
+	if accB != nil {
+		accPool.Put(accB)
 	}
 	if scratch != nil {
 		accPool.Put(scratch)
@@ -312,6 +387,8 @@ func (j *job) finish(r, to int) {
 		switch {
 		case j.v >= numVariants:
 			j.backwardFloat64(r)
+		case j.layer():
+			j.layerFloat64(r)
 		case j.format == formatF32:
 			j.rowFloat64(r)
 		default: // 16-bit output (RowsTo16's too)

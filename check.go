@@ -91,7 +91,7 @@ func forwardRows[T elem](nm *names, f format, dst, x []T, w []float32, eps float
 	}
 	v := forwardVariant[f][weighted][0] // k and v are read before j is declared: see job.init
 	var j job
-	j.init(ptr(dst), ptr(x), ptr(w), d, d, d, eps, 0, uint32(k)*numEntries+uint32(v), weighted, f, v, nil, nil, rows)
+	j.init(ptr(dst), ptr(x), ptr(w), d, d, d, eps, 0, uint32(k)*numEntries+uint32(v), weighted, f, v, nil, nil, nil, nil, rows)
 	if 2*nb >= uintptr(streamBytes) { // x and dst could fill the cache
 		j.setMemoryFlags()
 	}
@@ -132,6 +132,7 @@ type rowsOf[D, T elem] struct {
 	DstStride int
 	Residual  []T
 	Inv       []float32
+	Mean      []float32
 }
 
 // applyRows validates a Norm.Apply call (Norm.Forward is one too) and runs it with kernel k: the
@@ -163,6 +164,13 @@ func applyRows[D, T elem](n *Norm, r *rowsOf[D, T], f format, k kernelID) bool {
 	res, inv := r.Residual, r.Inv
 	bad := !good || !ok || !fits(len(r.Dst), dspan, exact) || (res != nil && !fits(len(res), span, exact))
 	bad = bad || !epsOK(n.Eps) || (inv != nil && len(inv) < rows)
+	// LayerNorm: Center or a Bias (of the row length), and Mean, which needs Center. The RMSNorm
+	// calls test two fields and a nil Mean here, nothing more.
+	bias, mean := n.Bias, r.Mean
+	layer := n.Center || bias != nil
+	if layer || mean != nil {
+		bad = bad || (bias != nil && len(bias) != d) || (mean != nil && (!n.Center || len(mean) < rows))
+	}
 	var zd D
 	var zt T
 	ds, es := unsafe.Sizeof(zd), unsafe.Sizeof(zt)
@@ -181,6 +189,25 @@ func applyRows[D, T elem](n *Norm, r *rowsOf[D, T], f format, k kernelID) bool {
 			bad = bad || !disjoint(ip, ib, xp, sb) || !disjoint(ip, ib, dp, db) || !disjoint(ip, ib, wp, wb) ||
 				(res != nil && !disjoint(ip, ib, addr(res), sb))
 		}
+		if layer || mean != nil {
+			// The bias is read only, like the weight: it may share memory with X or the weight,
+			// with no output. Mean shares none with any buffer.
+			bp, bb := addr(bias), uintptr(len(bias))*4
+			rp, rb := addr(res), uintptr(0)
+			if res != nil {
+				rb = sb
+			}
+			ip, ib := addr(inv), uintptr(0)
+			if inv != nil {
+				ib = uintptr(rows) * 4
+			}
+			bad = bad || !disjoint(bp, bb, dp, db) || !disjoint(bp, bb, rp, rb) || !disjoint(bp, bb, ip, ib)
+			if mean != nil {
+				mp, mb := addr(mean), uintptr(rows)*4
+				bad = bad || !disjoint(mp, mb, xp, sb) || !disjoint(mp, mb, dp, db) || !disjoint(mp, mb, wp, wb) ||
+					!disjoint(mp, mb, rp, rb) || !disjoint(mp, mb, ip, ib) || !disjoint(mp, mb, bp, bb)
+			}
+		}
 	}
 	if bad {
 		return false
@@ -192,12 +219,22 @@ func applyRows[D, T elem](n *Norm, r *rowsOf[D, T], f format, k kernelID) bool {
 	if k == useActive {
 		k = activeKernel()
 	}
-	v := forwardVariant[f][mode][b2i(res != nil)]
+	vs := &forwardVariant
+	if layer {
+		// The Layer variants: one kernel body per format tells Center by flagCenter and the bias
+		// by its pointer.
+		vs = &layerVariant
+		if n.Center {
+			flags |= flagCenter
+		}
+	}
+	v := vs[f][mode][b2i(res != nil)]
 	// Everything is read before the job is declared: a load between its zeroing and the stores
 	// that cover it would keep the zeroing (the compiler cannot tell r and n from j).
 	dp, xp, wp, eps, workers := ptr(r.Dst), ptr(r.X), ptr(n.Weight), n.Eps, n.Workers
+	bp, mp := ptr(bias), ptr(mean)
 	var j job
-	j.init(dp, xp, wp, d, stride, dstStride, eps, flags, uint32(k)*numEntries+uint32(v), mode, f, v, ptr(res), ptr(inv), rows)
+	j.init(dp, xp, wp, d, stride, dstStride, eps, flags, uint32(k)*numEntries+uint32(v), mode, f, v, ptr(res), ptr(inv), bp, mp, rows)
 	if 3*uintptr(span)*es >= uintptr(streamBytes) || stride != d { // x, dst and res could fill the cache
 		j.setMemoryFlags()
 	}
@@ -258,7 +295,7 @@ func packedRows[D, T elem](r *rowsOf[D, T], f format, w []float32, eps float32, 
 	v := forwardVariant[f][mode][b2i(res != nil)]
 	dst, x := ptr(r.Dst), ptr(r.X) // read before the job is declared: see applyRows
 	var j job
-	j.init(dst, x, ptr(w), d, d, d, eps, flags, uint32(k)*numEntries+uint32(v), mode, f, v, ptr(res), nil, rows)
+	j.init(dst, x, ptr(w), d, d, d, eps, flags, uint32(k)*numEntries+uint32(v), mode, f, v, ptr(res), nil, nil, nil, rows)
 	if 3*sb >= uintptr(streamBytes) { // x, dst and res could fill the cache
 		j.setMemoryFlags()
 	}
@@ -271,6 +308,15 @@ func packedRows[D, T elem](r *rowsOf[D, T], f format, w []float32, eps float32, 
 // checkNorm returns the row length and the weight form of n, or panics if its fields disagree
 // or Workers is negative.
 func checkNorm(n *Norm, nm *names) (int, weightMode) {
+	d, mode := checkWeight(n, nm)
+	if n.Bias != nil && len(n.Bias) != d {
+		nm.fail("len(Bias) = %d, want the row length %s = %d", len(n.Bias), rowLengthName(n, nm), d)
+	}
+	return d, mode
+}
+
+// checkWeight is checkNorm without the bias: Workers, the weight and Dim.
+func checkWeight(n *Norm, nm *names) (int, weightMode) {
 	if n.Workers < 0 {
 		nm.fail("Workers = %d is negative (0 or 1: the calling goroutine only)", n.Workers)
 	}
@@ -352,7 +398,7 @@ func b2i(b bool) int {
 // explainApply panics with the first rule a Norm.Apply call breaks, as explainForward does; r is
 // the rows as given.
 func explainApply[D, T elem](n *Norm, nm *names, r *rowsOf[D, T]) string {
-	dst, x, res, inv, rows, stride, dstStride := r.Dst, r.X, r.Residual, r.Inv, r.N, r.Stride, r.DstStride
+	dst, x, res, inv, mean, rows, stride, dstStride := r.Dst, r.X, r.Residual, r.Inv, r.Mean, r.N, r.Stride, r.DstStride
 	d, _ := checkNorm(n, nm)
 	if rows < 0 || stride < 0 || dstStride < 0 {
 		nm.fail("N = %d, Stride = %d and DstStride = %d must not be negative", rows, stride, dstStride)
@@ -426,13 +472,20 @@ func explainApply[D, T elem](n *Norm, nm *names, r *rowsOf[D, T]) string {
 	if inv != nil && len(inv) < rows {
 		nm.fail("len(Inv) = %d is shorter than the %d rows", len(inv), rows)
 	}
+	checkMean(n, nm, r.Mean, rows)
 	if rows > 0 {
-		r, i := noRegion, noRegion
+		r, i, b, m := noRegion, noRegion, noRegion, noRegion
 		if res != nil {
 			r = region("Residual", res[:span])
 		}
 		if inv != nil {
 			i = region("Inv", inv[:rows])
+		}
+		if n.Bias != nil {
+			b = region("Bias", n.Bias)
+		}
+		if mean != nil {
+			m = region("Mean", mean[:rows])
 		}
 		var zd D
 		var zt T
@@ -444,6 +497,7 @@ func explainApply[D, T elem](n *Norm, nm *names, r *rowsOf[D, T]) string {
 			nm.fail("%s is %s with DstStride = %d and Stride = %d (in place needs the same stride)", nm.dst, nm.x, dstStride, stride)
 		}
 		explainOverlaps(nm, dr, xr, region(nm.w, n.Weight), r, i)
+		explainLayerOverlaps(nm, []area{dr, r, i}, []area{xr, region(nm.w, n.Weight)}, b, m)
 	}
 	return "rmsnorm: " + nm.fn + ": internal error: the fast check rejected a valid call"
 }
@@ -483,6 +537,39 @@ func explainOverlaps(nm *names, dst, x, w, res, inv area) {
 		if inv.overlaps(o) {
 			nm.fail("Inv overlaps %s", o.name)
 		}
+	}
+}
+
+// checkMean panics if Mean (of a call of rows rows) is set without Center or is too short.
+func checkMean(n *Norm, nm *names, mean []float32, rows int) {
+	if mean == nil {
+		return
+	}
+	if !n.Center {
+		nm.fail("Mean is set but Center is not: Mean receives the mean that Center subtracts")
+	}
+	if len(mean) < rows {
+		nm.fail("len(Mean) = %d is shorter than the %d rows", len(mean), rows)
+	}
+}
+
+// explainLayerOverlaps panics if the LayerNorm buffers break the aliasing rules: the bias, read
+// only, shares no memory with an output of the call (outputs: Dst, Residual and Inv of the forward
+// forms; DX, DW and DB of Backward), and Mean (written by the forward forms, read by Backward)
+// none with any buffer (outputs and inputs, absent ones included in either).
+func explainLayerOverlaps(nm *names, outputs, inputs []area, bias, mean area) {
+	for _, o := range outputs {
+		if bias.overlaps(o) {
+			nm.fail("Bias overlaps %s", o.name)
+		}
+	}
+	for _, o := range append(inputs, outputs...) {
+		if mean.overlaps(o) {
+			nm.fail("Mean overlaps %s", o.name)
+		}
+	}
+	if mean.overlaps(bias) {
+		nm.fail("Mean overlaps Bias")
 	}
 }
 

@@ -12,6 +12,9 @@ import (
 // runGenericBackward runs rows [from, to) of the backward job j and returns the index of the first
 // row that needs the float64 path, or to.
 func runGenericBackward(j *job, from, to int) int {
+	if j.flags&flagCenter != 0 {
+		return runGenericBackwardCentered(j, from, to)
+	}
 	d := j.d
 	w := j.weight()
 	var q [chunk]float32
@@ -34,6 +37,9 @@ func runGenericBackward(j *job, from, to int) int {
 				for i := range xs {
 					q[i] = float32(dys[i] * float32(xs[i]*inv))
 				}
+			}
+			if j.db != nil { // before dx is written: DX may be DY
+				j.accumulateInto(j.db, j.accB, r, c0, dys)
 			}
 			for i := range xs {
 				g := dys[i]
@@ -75,16 +81,20 @@ func dotGX(x, dy, w []float32, mode weightMode) float32 {
 // partial sum of the row's block, the way every kernel does (see runBackward): the first row of a
 // block sets P, the others add to it; with flagFuse the block's last row adds P + q to DW instead
 // (and a block of one row adds q to DW).
-func (j *job) accumulate(r, c0 int, q []float32) {
+func (j *job) accumulate(r, c0 int, q []float32) { j.accumulateInto(j.dw, j.acc, r, c0, q) }
+
+// accumulateInto is accumulate for the sum dw (DW, or DB) and its partial sums acc (j.acc, or
+// j.accB for DB).
+func (j *job) accumulateInto(sum, acc unsafe.Pointer, r, c0 int, q []float32) {
 	first := r%gradBlock == 0
 	last := r%gradBlock == gradBlock-1 || r == j.rows-1
-	dw := unsafe.Slice((*float32)(j.dw), j.d)[c0:]
+	dw := unsafe.Slice((*float32)(sum), j.d)[c0:]
 	var p []float32
 	switch {
 	case j.flags&flagFuse == 0:
-		p = unsafe.Slice((*float32)(j.acc), (r/gradBlock+1)*j.d)[r/gradBlock*j.d+c0:]
+		p = unsafe.Slice((*float32)(acc), (r/gradBlock+1)*j.d)[r/gradBlock*j.d+c0:]
 	case !(first && last):
-		p = unsafe.Slice((*float32)(j.acc), j.d)[c0:]
+		p = unsafe.Slice((*float32)(acc), j.d)[c0:]
 	}
 	if p != nil {
 		p = p[:len(q)]
@@ -109,6 +119,10 @@ func (j *job) accumulate(r, c0 int, q []float32) {
 // and dx is computed in float64 and rounded once. The weight-gradient products, rounded to
 // float32, are summed like any row's.
 func (j *job) backwardFloat64(r int) {
+	if j.flags&flagCenter != 0 {
+		j.backwardCenteredFloat64(r)
+		return
+	}
 	x, dy, dx := j.row(j.x, r), j.row(j.dy, r), j.dstRow(r)
 	w := j.weight()
 	var ss float64
@@ -134,6 +148,9 @@ func (j *job) backwardFloat64(r int) {
 	var q [chunk]float32
 	for c0 := 0; c0 < j.d; c0 += chunk {
 		n := min(chunk, j.d-c0)
+		if j.db != nil { // before dx is written: DX may be DY
+			j.accumulateInto(j.db, j.accB, r, c0, dy[c0:c0+n])
+		}
 		for i := c0; i < c0+n; i++ {
 			xi, dyi := float64(x[i]), float64(dy[i])
 			q[i-c0] = float32(dyi * float64(xi*inv))

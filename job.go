@@ -32,7 +32,11 @@ type job struct {
 	pad    uint8      // always 0: written with the other fields, so that no byte of a job is left out
 
 	res unsafe.Pointer // row 0 of the residual (h = x + res; res = h; normalize h), or nil
-	inv unsafe.Pointer // where 1/rms of row r goes (inv[r]), or nil
+	inv unsafe.Pointer // where 1/rms of row r goes (inv[r]), or nil (backward: read from it)
+
+	// LayerNorm (the Layer variants; flagCenter says whether the rows are centered).
+	bias unsafe.Pointer // the bias added after the weight (len d), or nil
+	mean unsafe.Pointer // where the mean of row r goes (mean[r]), or nil (backward: read from it)
 
 	// Backward only.
 	dy  unsafe.Pointer // row 0 of the output gradient (dst holds dx)
@@ -40,6 +44,9 @@ type job struct {
 	acc unsafe.Pointer // partial sums of the weight gradient: one row of d, or one per block of the call
 
 	rows int // rows of the call (the kernels read it: the last row closes a gradient block)
+
+	db   unsafe.Pointer // backward: the bias gradient (len d), or nil; summed like dw
+	accB unsafe.Pointer // partial sums of the bias gradient, laid out as acc
 }
 
 // init writes every field of j, in their order. Called on a job declared just before (var j
@@ -49,12 +56,17 @@ type job struct {
 // constant zero among the first four after the zeroing, which would leave a hole, so the fields
 // that are often nil (res, inv) come after four that never are constant.
 func (j *job) init(dst, x, w unsafe.Pointer, d, stride, dstStride int, eps float32, flags, fn uint32,
-	mode weightMode, f format, v variant, res, inv unsafe.Pointer, rows int) {
+	mode weightMode, f format, v variant, res, inv, bias, mean unsafe.Pointer, rows int) {
 	j.dst, j.x, j.w, j.d, j.stride, j.dstStride = dst, x, w, d, stride, dstStride
 	j.eps, j.flags, j.fn = eps, flags, fn
 	j.mode, j.format, j.v, j.pad = mode, f, v, 0
-	j.res, j.inv, j.dy, j.dw, j.acc, j.rows = res, inv, nil, nil, nil, rows
+	j.res, j.inv, j.bias, j.mean = res, inv, bias, mean
+	j.dy, j.dw, j.acc, j.rows, j.db, j.accB = nil, nil, nil, rows, nil, nil
 }
+
+// layer reports whether j is a LayerNorm job, of a Layer variant: its rows centered
+// (flagCenter), a bias added, or (backward) a bias gradient summed.
+func (j *job) layer() bool { return j.flags&flagCenter != 0 || j.bias != nil || j.db != nil }
 
 // rn reports whether x*inv is rounded to the 16-bit format before the weight (RoundNormalized,
 // flagRN).
@@ -83,12 +95,30 @@ func (j *job) weight() []float32 {
 	return unsafe.Slice((*float32)(j.w), j.d)
 }
 
+// biasOf returns the bias as a slice (nil without one).
+func (j *job) biasOf() []float32 {
+	if j.bias == nil {
+		return nil
+	}
+	return unsafe.Slice((*float32)(j.bias), j.d)
+}
+
 // setInv stores 1/rms of row r when the caller asked for it.
 func (j *job) setInv(r int, inv float32) {
 	if j.inv != nil {
 		*(*float32)(unsafe.Add(j.inv, uintptr(r)*4)) = inv
 	}
 }
+
+// setMean stores the mean of row r when the caller asked for it.
+func (j *job) setMean(r int, m float32) {
+	if j.mean != nil {
+		*(*float32)(unsafe.Add(j.mean, uintptr(r)*4)) = m
+	}
+}
+
+// elemAt returns element r of the float32 array at p (Inv or Mean, read by the backward pass).
+func elemAt(p unsafe.Pointer, r int) float32 { return *(*float32)(unsafe.Add(p, uintptr(r)*4)) }
 
 // kernel returns the kernel that j.fn selects.
 func (j *job) kernel() kernelID { return kernelID(j.fn / numEntries) }

@@ -1,6 +1,6 @@
 package rmsnorm
 
-// Norm is one RMSNorm layer: its weight, epsilon and weight form. It holds no state besides its
+// Norm is one RMSNorm layer, or with Center a LayerNorm one: its weight, epsilon and weight form. It holds no state besides its
 // fields, so one Norm may serve any number of goroutines at once.
 //
 // The variants are fields of Norm and of Rows rather than separate functions; every combination
@@ -30,6 +30,14 @@ type Norm struct {
 	// compute it, and as Gemma 1 to 3 compute (x*inv)*(1+w). It has no effect on float32 rows or
 	// without a weight.
 	RoundNormalized bool
+	// Center subtracts the row's mean before normalizing: with it a Norm is LayerNorm,
+	// y[i] = (x[i]-mean)/sqrt(var + Eps) * w'[i] (+ Bias[i]), var the mean of the centered
+	// squares (the biased variance of PyTorch's layer_norm and ONNX LayerNormalization), w' the
+	// weight form. The package documentation's LayerNorm gives the exact arithmetic.
+	Center bool
+	// Bias, when set (len d), is added after the weight, with or without Center: y[i] + Bias[i]
+	// (the beta of LayerNorm). It must not overlap an output buffer of the call.
+	Bias []float32
 	// Workers is the most goroutines one call may use. 0 or 1: the calling goroutine only; a
 	// negative value panics. Above a size threshold (see the package documentation), Apply,
 	// Forward, ForwardBF16, ForwardF16, ApplyBF16, ApplyF16, ApplyToBF16, ApplyToF16 and Backward
@@ -70,6 +78,11 @@ type Rows struct {
 	// Inv, when set, receives 1/rms of each row (the inv of the package documentation) for a
 	// backward pass: Inv[r] for row r. It needs room for every row.
 	Inv []float32
+	// Mean, when set, receives the mean a Norm with Center subtracted from each row (Mean[r] for
+	// row r), for a backward pass: ONNX LayerNormalization's Mean output, as Inv is its
+	// InvStdDev. It needs room for every row and a Norm with Center, and must not overlap another
+	// buffer of the call.
+	Mean []float32
 }
 
 // Forward normalizes the rows of x into dst with this Norm: x holds len(x)/d rows of d floats.
@@ -89,15 +102,17 @@ func (n Norm) Forward(dst, x []float32) {
 // goroutine: its rows back to back need only what rmsnorm.Forward does.
 func (n *Norm) plain() bool { return !n.UnitOffset && n.weighted() }
 
-// weighted reports whether n has a weight, Dim 0 or its length, and one goroutine: the Norms of
-// packedRows. Workers is compared unsigned, one comparison as before, so that a negative value
-// is not taken for one goroutine: it goes to the general path, which panics.
+// weighted reports whether n has a weight, Dim 0 or its length, one goroutine and neither Center
+// nor Bias: the Norms of packedRows. Workers is compared unsigned, one comparison as before, so
+// that a negative value is not taken for one goroutine: it goes to the general path, which
+// panics. A LayerNorm (Center or Bias) takes the general path, applyRows.
 func (n *Norm) weighted() bool {
-	return n.Weight != nil && (n.Dim == 0 || n.Dim == len(n.Weight)) && uint(n.Workers) <= 1
+	return n.Weight != nil && (n.Dim == 0 || n.Dim == len(n.Weight)) && uint(n.Workers) <= 1 && !n.Center && n.Bias == nil
 }
 
 // packable reports whether the call of n on r is one packedRows takes, by the rules its caller
-// checks: rows back to back (N, Stride and DstStride 0), no Inv, and a Norm with a weight on one goroutine.
+// checks: rows back to back (N, Stride and DstStride 0), no Inv, and a Norm with a weight on one
+// goroutine (without Center or Bias, which leaves Mean to the general path too).
 func packable[D, T elem](n *Norm, r *rowsOf[D, T]) bool {
 	return r.N|r.Stride|r.DstStride == 0 && r.Inv == nil && n.weighted()
 }
@@ -203,6 +218,8 @@ type Rows16 struct {
 	// Inv, when set, receives 1/rms of each row as float32 (Inv[r] for row r), the inv the
 	// output was computed with, for a backward pass. It needs room for every row.
 	Inv []float32
+	// Mean, when set, receives the mean of each row (Norm with Center), as in Rows.
+	Mean []float32
 }
 
 // ApplyBF16 is Apply on bfloat16 rows. Each row (h = round16(x + Residual) with a residual) is
@@ -303,6 +320,8 @@ type RowsTo16 struct {
 	Residual []float32
 	// Inv, when set, receives 1/rms of each row (Inv[r] for row r), as in Rows.
 	Inv []float32
+	// Mean, when set, receives the mean of each row (Norm with Center), as in Rows.
+	Mean []float32
 }
 
 // ApplyToBF16 normalizes float32 rows into bfloat16 ones. Its output is exactly the bfloat16

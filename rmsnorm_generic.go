@@ -13,6 +13,9 @@ import (
 // runGeneric runs rows [from, to) of j and returns the index of the first row that needs the
 // float64 path, or to.
 func runGeneric(j *job, from, to int) int {
+	if j.layer() {
+		return runGenericLayer(j, from, to)
+	}
 	switch j.format {
 	case formatF32:
 	case formatToBF16, formatToF16:

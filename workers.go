@@ -72,7 +72,7 @@ type stage uint8
 const (
 	stageRows    stage = iota // a forward job: part i runs the rows [rows*i/parts, rows*(i+1)/parts)
 	stageBlocks               // a backward job: part i runs its share of the blocks of gradBlock rows
-	stageColumns              // after stageBlocks: part i adds its columns of the blocks' partial sums to DW
+	stageColumns              // after stageBlocks: part i adds its columns of the blocks' partial sums to DW (and DB)
 )
 
 // splitCall is what the goroutines of one split call share. Shared, it lives on the heap; it
@@ -152,10 +152,15 @@ func (c *splitCall) runPart(i int) {
 	case stageColumns:
 		d := c.j.d
 		c0, c1 := d*i/n, d*(i+1)/n
-		p := unsafe.Slice((*float32)(c.j.acc), c.blocks*d)
-		dw := unsafe.Slice((*float32)(c.j.dw), d)
-		for b := range c.blocks {
-			addInto(dw[c0:c1], p[b*d+c0:b*d+c1])
+		for _, s := range [2][2]unsafe.Pointer{{c.j.dw, c.j.acc}, {c.j.db, c.j.accB}} {
+			if s[0] == nil {
+				continue
+			}
+			p := unsafe.Slice((*float32)(s[1]), c.blocks*d)
+			sum := unsafe.Slice((*float32)(s[0]), d)
+			for b := range c.blocks {
+				addInto(sum[c0:c1], p[b*d+c0:b*d+c1])
+			}
 		}
 	}
 }

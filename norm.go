@@ -111,10 +111,11 @@ func (n *Norm) weighted() bool {
 }
 
 // packable reports whether the call of n on r is one packedRows takes, by the rules its caller
-// checks: rows back to back (N, Stride and DstStride 0), no Inv, and a Norm with a weight on one
-// goroutine (without Center or Bias, which leaves Mean to the general path too).
+// checks: rows back to back (N, Stride and DstStride 0), no Inv and no Mean, and a Norm with a
+// weight on one goroutine, without Center or Bias. (A Mean goes to the general path, which
+// writes it or, without Center, panics.)
 func packable[D, T elem](n *Norm, r *rowsOf[D, T]) bool {
-	return r.N|r.Stride|r.DstStride == 0 && r.Inv == nil && n.weighted()
+	return r.N|r.Stride|r.DstStride == 0 && r.Inv == nil && r.Mean == nil && n.weighted()
 }
 
 // flags returns the job flags of n's weight form and rounding for rows in format f, for a Norm

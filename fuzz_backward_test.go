@@ -19,13 +19,17 @@ import (
 //	flags&128   13 times the rows (up to 65: several gradient blocks), each copy scaled (see
 //	            tileRows)
 //
-// gap is Stride - d (gap8%9; 0: rows back to back, N = 0 on odd flags).
+// gap is Stride - d (gap8%9; 0: rows back to back, N = 0 on odd flags). gap8&128 makes the Norm a
+// LayerNorm (Center; Grad.Mean given with Inv, the forward's), and gap8&64 gives it a bias and
+// sums DB (from nonzero values).
 func FuzzBackward(f *testing.F) {
 	f.Add(uint16(4), uint8(2), uint8(0), uint8(0x0c), math.Float32bits(1e-6), []byte{0, 1, 2, 3, 4, 5, 6, 7, 8})
 	f.Add(uint16(130), uint8(4), uint8(3), uint8(0x9d), math.Float32bits(1e-5), []byte{0, 9, 9, 9, 64, 1, 2, 3, 200})
 	f.Add(uint16(63), uint8(3), uint8(1), uint8(0xb9), uint32(0), []byte{1, 0, 0, 0x80, 0x7f, 1, 2, 3, 4})
 	f.Add(uint16(1), uint8(4), uint8(0), uint8(0xe0), math.Float32bits(0.5), []byte{0, 0xff, 0xff, 0x7f, 0x7f, 0, 0, 0x80, 0x3f})
 	f.Add(uint16(700), uint8(1), uint8(8), uint8(0x4e), math.Float32bits(1e-6), []byte{1, 1, 0, 0, 0, 0, 0, 0, 0x80})
+	f.Add(uint16(130), uint8(4), uint8(0xc3), uint8(0x9d), math.Float32bits(1e-5), []byte{0, 9, 9, 9, 64, 1, 2, 3, 200})
+	f.Add(uint16(5), uint8(3), uint8(0x80), uint8(0x2c), math.Float32bits(1e-12), []byte{1, 0, 0, 0x80, 0x7f, 1, 2, 3, 4})
 	f.Fuzz(func(t *testing.T, d16 uint16, rows8, gap8, flags uint8, epsBits uint32, data []byte) {
 		x, w, eps := fuzzInput(d16, rows8, epsBits, data)
 		// DY from the same bytes, read from another place: rotate them by one.
@@ -49,6 +53,11 @@ func FuzzBackward(f *testing.F) {
 		stride := d + gap
 		span := (rows-1)*stride + d
 		n := normFor(mode, w, eps)
+		n.Center = gap8&128 != 0
+		var db0 []float32
+		if gap8&64 != 0 {
+			n.Bias, db0 = dy[:d], dw0 // the bias's values do not enter the gradient
+		}
 		if flags&32 != 0 {
 			splitAll(t)
 			n.Workers = 3
@@ -62,20 +71,33 @@ func FuzzBackward(f *testing.F) {
 			copy(sx[r*stride:], x[r*d:(r+1)*d])
 			copy(sdy[r*stride:], dy[r*d:(r+1)*d])
 		}
-		var inv []float32
+		var inv, mean []float32
 		if withInv {
 			inv = make([]float32, rows)
+			if n.Center {
+				mean = make([]float32, rows)
+			}
 			if invBits {
 				for r := range inv {
 					inv[r] = dy[(r*d+r)%len(dy)]
 				}
+				for r := range mean {
+					mean[r] = x[(r*d+2*r)%len(x)]
+				}
 			} else {
 				f := normFor(mode, w, eps)
-				applyRowsWith(kernelGeneric, &f, formatF32, make([]float32, span), sx, nil, inv, nArg, sArg)
+				f.Center = n.Center
+				rs := rowsOf[float32, float32]{Dst: make([]float32, span), X: sx, N: nArg, Stride: sArg, Inv: inv, Mean: mean}
+				if !applyRows(&f, &rs, formatF32, kernelGeneric) {
+					t.Fatal("the forward pass rejected the rows")
+				}
 			}
 		}
-		run := func(k kernelID) (dx, dw []float32) {
-			g := Grad{DX: sentinels(span), X: sx, DY: append([]float32(nil), sdy...), N: nArg, Stride: sArg, Inv: inv}
+		run := func(k kernelID) (dx, dw, db []float32) {
+			g := Grad{DX: sentinels(span), X: sx, DY: append([]float32(nil), sdy...), N: nArg, Stride: sArg, Inv: inv, Mean: mean}
+			if db0 != nil {
+				g.DB = append([]float32(nil), db0...)
+			}
 			if inPlace {
 				g.DX = g.DY
 			}
@@ -83,12 +105,16 @@ func FuzzBackward(f *testing.F) {
 				g.DW = append([]float32(nil), dw0...)
 			}
 			backwardWith(k, n, g)
-			return g.DX, g.DW
+			return g.DX, g.DW, g.DB
 		}
-		wantDX, wantDW := run(kernelGeneric)
+		wantDX, wantDW, wantDB := run(kernelGeneric)
 		for _, k := range testKernels() {
-			gotDX, gotDW := run(k)
-			ctx := fmt.Sprintf("%s d=%d rows=%d stride=%d mode=%d eps=%g flags=%#x", k, d, rows, stride, mode, eps, flags)
+			gotDX, gotDW, gotDB := run(k)
+			ctx := fmt.Sprintf("%s d=%d rows=%d stride=%d mode=%d center=%v eps=%g flags=%#x", k, d, rows, stride, mode, n.Center, eps, flags)
+			if i := firstDiff(gotDB, wantDB); i >= 0 {
+				t.Fatalf("%s: DB[%d] = %v (%#x), generic gives %v (%#x)", ctx, i,
+					gotDB[i], math.Float32bits(gotDB[i]), wantDB[i], math.Float32bits(wantDB[i]))
+			}
 			if i := firstDiff(gotDX, wantDX); i >= 0 {
 				t.Fatalf("%s: DX[%d] (row %d) = %v (%#x), generic gives %v (%#x)", ctx, i, i/stride,
 					gotDX[i], math.Float32bits(gotDX[i]), wantDX[i], math.Float32bits(wantDX[i]))

@@ -157,6 +157,9 @@ func (n Norm) forward(dst, x []float32) {
 //	y[i] = (x[i]*inv)*(1 + Weight[i])   (UnitOffset)
 //	y[i] = x[i]*inv                     (Weight nil)
 //
+// With Center, x[i] - mean takes the place of x[i] (and inv is 1/sqrt(var + Eps)); with Bias,
+// Bias[i] is added to y[i]. r.Mean receives the mean of each row (Center).
+//
 // With r.Residual set, x is first replaced by h = x + Residual, which is also stored back into
 // Residual. Apply panics, before writing anything, if the lengths, the stride, Eps or the overlaps
 // break the rules of Norm and Rows.

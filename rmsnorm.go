@@ -1,7 +1,9 @@
 // Package rmsnorm computes RMSNorm, the normalization in front of every attention and MLP block of
 // LLaMA, Qwen, DeepSeek and Gemma, on float32, bfloat16 or float16 rows with SIMD kernels
 // (AVX-512, AVX2, NEON) and a pure-Go kernel that all give the same bits. For each row x of
-// length d and a weight w of length d, y[i] = x[i] / sqrt(mean(x^2) + eps) * w[i].
+// length d and a weight w of length d, y[i] = x[i] / sqrt(mean(x^2) + eps) * w[i]. With
+// Norm.Center it computes LayerNorm (BERT, Whisper, ViT, GPT-2): the row's mean is subtracted
+// first, and Norm.Bias adds a bias (see LayerNorm).
 //
 // Requires Go 1.26 or later.
 //
@@ -87,6 +89,38 @@
 // An all-zero row gives zeros when eps > 0. A NaN anywhere in a row makes the whole row NaN. An
 // Inf gives NaN at its own position and signed zeros elsewhere in its row.
 //
+// # LayerNorm
+//
+// A Norm with Center is LayerNorm: y[i] = (x[i]-mean)/sqrt(var + eps) * w'[i] + Bias[i], var the
+// mean of the centered squares (the biased variance, as PyTorch's F.layer_norm and ONNX
+// LayerNormalization compute it), w' the weight form. Bias, with or without Center, is added after
+// the weight. For a row x[0..d) with Center, every operation rounded to float32, no fused
+// multiply-add:
+//
+//  1. s = the sum of x[i] in 64 partials and the halving tree of steps 1-2 above (x[i] goes to
+//     p[i%64] as p = p + x[i], in increasing i); m = s/float32(d).
+//  2. c[i] = x[i] - m; ss = the sum of c[i]*c[i] (each square rounded) in the 64 partials and the
+//     halving tree.
+//  3. t = ss/float32(d) + eps and inv = 1/sqrt(t), as in step 3 above.
+//  4. y[i] = (c[i]*inv)*w'[i], then y[i] + Bias[i] when Bias is set (without a weight: c[i]*inv,
+//     then the bias).
+//  5. A row whose s is not finite, or whose t is outside [2^-100, MaxFloat32], takes the float64
+//     path: the mean (the float64 sum of x in increasing i, over d), c, ss, inv and y in float64
+//     from the exact x, y rounded to float32 once.
+//
+// Without Center, a Bias adds step 4's + Bias[i] to RMSNorm's y (on the float64 path, in float64
+// before the one rounding). Rows.Mean (and Rows16.Mean, RowsTo16.Mean) receives m of each row
+// (float32(mean) on the float64 path) as Inv receives inv: ONNX LayerNormalization's Mean and
+// InvStdDev outputs. Mean needs Center. A Norm with Center or Bias never takes the short paths of
+// RMSNorm calls; until a kernel has LayerNorm functions of its own, it runs LayerNorm on the
+// generic kernel's code, so every kernel gives the same bits.
+//
+// The accuracy on rows far from zero is what a float32 mean allows: its rounding, a few units in
+// the last place of the row's values, shifts every centered value. Against the float64 definition,
+// the largest error of a row's outputs is about 1.5e-7 of its largest output for N(0,1) rows, 4e-6
+// to 9e-6 for 100 + N(0,1) and 5e-4 to 1.2e-3 for 1e4 + N(0,1) (go test -run
+// TestLayerNormAccuracy -v).
+//
 // # Variants
 //
 // Norm and Rows add what inference engines need, on every kernel and with the same contract: no
@@ -112,6 +146,9 @@
 //     format first: n = round16(x[i]*inv), y[i] = round16(n*w[i]). On the float64 path, the
 //     float32 results of step 5 (x[i]*inv first rounded to float32 with RoundNormalized) are
 //     rounded the same way.
+//   - LayerNorm (Center, Bias) runs its steps 1-5 on the widened row: y[i] = round16 of its
+//     float32 y, one rounding; with RoundNormalized and a weight, n = round16(c[i]*inv) first,
+//     then y[i] = round16(n*w'[i] + Bias[i]), the product and the add in float32.
 //   - round16 rounds to nearest, ties to even; subnormal inputs and results are kept, never
 //     flushed to zero; binary16 overflows to ±Inf (from 65520 up); a NaN stays NaN (payload
 //     unspecified; bfloat16 gives 0x7fc0); the sign of zero is kept.
@@ -128,7 +165,7 @@
 // 16-bit storage. So ApplyToBF16 gives the bits of Apply into a float32 buffer followed by
 // Float32ToBF16, in one pass. With RoundNormalized and a weight, n = round16(x[i]*inv) first and
 // y[i] = round16(n*w[i]), as for 16-bit rows (on the float64 path, x[i]*inv is rounded to float32
-// first).
+// first). LayerNorm the same way: round16 of Apply's y, Mean and Inv Apply's.
 //
 // # Backward
 //
@@ -152,9 +189,28 @@
 //     in float64 as above, dx rounded to float32 once; q[i] = float32(dy[i]*(x[i]*inv)) summed
 //     into the blocks like any row's).
 //
-// No fused multiply-add is used. So DX and DW have the same bits on every kernel, for any
-// Workers and any way the rows of the call are split, and DW the same with or without DX. With UnitOffset the gradient of w is the
-// gradient of 1+w, the same sums.
+// With Center (LayerNorm) the steps are, for row x with m and inv the forward's bit for bit
+// (Grad.Mean and Grad.Inv, or recomputed by the LayerNorm steps 1-3 when nil; the row's class,
+// float32 or float64 path, by its own recomputed s and t):
+//
+//  1. n[i] = (x[i]-m)*inv and g[i] = dy[i]*w'[i], each operation rounded.
+//  2. sg = the sum of g[i], and sgn = the sum of g[i]*n[i] (each product rounded), each in the 64
+//     partials and halving tree.
+//  3. a = sg/float32(d) and b = sgn/float32(d).
+//  4. dx[i] = inv*((g[i] - a) - n[i]*b): g[i] - a rounded, n[i]*b rounded, their difference
+//     rounded, the multiply by inv rounded.
+//  5. DW as in step 5 above with q[i] = dy[i]*n[i] (rounded); DB (Grad.DB, which needs a Bias)
+//     sums dy[i] in the same blocks: P = dy of the block's first row, then P = P + dy, then
+//     DB[i] = DB[i] + P[i] block after block.
+//  6. A row on the float64 path recomputes m and inv in float64 (whatever Grad.Mean and Grad.Inv
+//     hold); n, g, both means and dx are float64 (dx[i] = inv*((g[i]-a) - n[i]*b), rounded
+//     once); q[i] = float32(dy[i]*n[i]) and dy go into the blocks like any row's.
+//
+// A Bias without Center leaves dx and DW those of RMSNorm; DB sums dy as in step 5.
+//
+// No fused multiply-add is used. So DX, DW and DB have the same bits on every kernel, for any
+// Workers and any way the rows of the call are split, and DW and DB the same with or without DX.
+// With UnitOffset the gradient of w is the gradient of 1+w, the same sums.
 //
 // # Lengths and layouts
 //
@@ -175,9 +231,12 @@
 //   - Rows.Residual, when set, has the layout of X: len(Residual) == len(X) back to back, at least
 //     (N-1)*Stride + d strided.
 //   - Rows.Inv, when set, needs len(Inv) >= the number of rows; Inv[r] is written for row r only.
+//     Rows.Mean the same, and it needs a Norm with Center.
+//   - Norm.Bias, when set, has exactly d elements.
 //   - Grad: DX and DY have the layout of X (len(DX) == len(DY) == len(X) back to back, at least
 //     (N-1)*Stride + d strided); a nil DX asks for DW alone. Grad.Inv needs len(Inv) >= the
-//     number of rows; Grad.DW, when set, has exactly d elements and needs a Norm with a weight.
+//     number of rows, Grad.Mean too (and a Norm with Center); Grad.DW, when set, has exactly d
+//     elements and needs a Norm with a weight; Grad.DB exactly d and a Norm with a Bias.
 //   - N, Stride and DstStride must not be negative, Eps must be finite and >= 0 (eps for Forward), and a row
 //     length of 0 (no Weight and Dim 0, or an empty w) is only allowed for a call without rows.
 //
@@ -185,9 +244,11 @@
 // gaps of strided rows included): Dst (dst) is either X (x) itself, the same first element and the
 // same stride (DstStride equal to Stride) for an in-place call, or shares none with it, and shares
 // none with the weight (RowsTo16's Dst, 16-bit where X is float32, is never X); Residual shares none
-// with X, Dst or the weight; Inv none with X, Dst, the weight or Residual. In Backward, DX is DY
-// itself or shares none with it, and shares none with X, the weight, Inv or DW; DW shares none
-// with X, DY, the weight or Inv. A call that breaks a rule panics with a message starting
+// with X, Dst or the weight; Inv none with X, Dst, the weight or Residual. The bias, read only like
+// the weight, shares none with an output (Dst, Residual, Inv; in Backward DX, DW, DB); Mean shares
+// none with any buffer of the call. In Backward, DX is DY itself or shares none with it, and
+// shares none with X, the weight, Inv or DW; DW shares none with X, DY, the weight or Inv; DB none
+// with X, DY, DX, the weight, Inv or DW. A call that breaks a rule panics with a message starting
 // "rmsnorm:" before it writes anything. A call without rows writes nothing; its lengths and Eps
 // are checked all the same.
 //
@@ -195,7 +256,7 @@
 //
 // Norm.Workers lets one call use several goroutines. Rows are normalized independently, so the
 // forward forms split them at any row; Backward splits them at the blocks of step 5 and adds the
-// blocks' partial sums to DW in block order afterwards. A call uses one goroutine per 12 MiB of
+// blocks' partial sums to DW (and DB) in block order afterwards. A call uses one goroutine per 12 MiB of
 // rows it reads and writes, up to Workers: waking a goroutine costs microseconds, more than the
 // work it would take over below that (README: Workers).
 //

@@ -1,0 +1,93 @@
+package rmsnorm
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/gosimd/rmsnorm/internal/benchutil"
+)
+
+// BenchmarkLayerNorm/kernel=K/form=F/shape=S/norm=N puts LayerNorm (a Norm with Center, Weight
+// and Bias, BERT's eps 1e-12) beside RMSNorm (a Norm with Weight) on the same rows, kernel and
+// call, so that `benchstat -col /norm` gives LayerNorm's time over RMSNorm's: the claim that
+// RMSNorm is the cheaper of the two, measured per kernel. It times whatever each kernel runs for
+// a LayerNorm, so it keeps measuring as kernels gain their own LayerNorm code.
+//
+// form f32 is Norm.Apply on float32 rows, at the shapes of layerNormShapes; bf16 (Norm.ApplyBF16)
+// and f32Add (Norm.Apply with Rows.Residual, the post-norm block of BERT) run at 2048x4096 only.
+// SetBytes counts x read and y written, and the residual read and written with f32Add: the two
+// norms of a line move the same bytes, so their MB/s compare.
+func BenchmarkLayerNorm(b *testing.B) {
+	forms := []struct {
+		name   string
+		shapes []benchutil.Shape
+	}{
+		{"f32", layerNormShapes},
+		{"bf16", benchutil.Must("2048x4096")},
+		{"f32Add", benchutil.Must("2048x4096")},
+	}
+	for _, k := range available {
+		b.Run("kernel="+k.name(), func(b *testing.B) {
+			for _, f := range forms {
+				b.Run("form="+f.name, func(b *testing.B) {
+					for _, s := range f.shapes {
+						// The rows are made here, inside the shape's run, so that a -bench
+						// pattern that leaves the shape out does not build its 512 MiB.
+						b.Run("shape="+s.String(), func(b *testing.B) { benchLayerNormShape(b, k, f.name, s) })
+					}
+				})
+			}
+		})
+	}
+}
+
+// layerNormShapes are the shapes of BenchmarkLayerNorm's f32 form: single rows in cache, per-head
+// q/k rows, a batch larger than the cache and one far larger (benchutil.Large).
+var layerNormShapes = benchutil.Must("1x1024,1x4096,32768x128,2048x4096," + benchutil.Large)
+
+// benchLayerNormShape runs RMSNorm then LayerNorm in form on the rows of shape s with kernel k.
+func benchLayerNormShape(b *testing.B, k kernelID, form string, s benchutil.Shape) {
+	x, w := benchData(s)
+	bias := make([]float32, s.D)
+	fill(bias, normal, seedFor(s.D, 2))
+	norms := []struct {
+		name string
+		n    Norm
+	}{
+		{"RMSNorm", Norm{Weight: w, Eps: 1e-6}},
+		{"LayerNorm", Norm{Weight: w, Bias: bias, Center: true, Eps: 1e-12}},
+	}
+	y := slices.Clone(x) // the output's pages exist before anything is timed
+	bytes := 8 * len(x)
+	var res []float32
+	var x16, y16 []uint16
+	switch form {
+	case "f32Add":
+		res = slices.Clone(x)
+		bytes *= 2
+	case "bf16":
+		x16 = narrowAll(x, formatBF16)
+		y16 = slices.Clone(x16)
+		bytes /= 2
+	}
+	for _, nn := range norms {
+		n := nn.n
+		call := func() { n.Apply(Rows{Dst: y, X: x}) }
+		switch form {
+		case "f32Add":
+			// Each call adds x into res again: its values grow linearly with the calls, far
+			// from float32's limits, which changes neither norm's path nor its time.
+			call = func() { n.Apply(Rows{Dst: y, X: x, Residual: res}) }
+		case "bf16":
+			call = func() { n.ApplyBF16(Rows16{Dst: y16, X: x16}) }
+		}
+		b.Run("norm="+nn.name, func(b *testing.B) {
+			withKernel(b, k)
+			b.SetBytes(int64(bytes))
+			b.ReportAllocs()
+			for b.Loop() {
+				call()
+			}
+		})
+	}
+}

@@ -3,8 +3,9 @@
 // line as soon as it is measured: for every kernel and shape the time per row (of the best round
 // and of the median one), the bandwidth and the ratio to Go's copy() of the same bytes measured in
 // the same run. With the active kernel it then times the variants at the same shapes (the fused
-// residual add; q/k norm inside a QKV buffer, per head and per token) and what one call costs on
-// short rows, and it ends with a summary of a few lines.
+// residual add; the norm into bfloat16; q/k norm inside a QKV buffer, per head and per token;
+// LayerNorm against RMSNorm) and what one call costs on short rows, and it ends with a summary of
+// a few lines.
 //
 //	go run ./cmd/rmsnormbench                     # every available kernel, the standard shapes
 //	go run ./cmd/rmsnormbench -kernels avx2 -shapes 1x4096,32768x128 -duration 2s
@@ -15,6 +16,7 @@
 //	go run ./cmd/rmsnormbench -variants=false -overhead=false -summary=false  # the table only
 //	go run ./cmd/rmsnormbench -backward           # Norm.Backward (with Inv and DW) instead of the forward pass
 //	go run ./cmd/rmsnormbench -workers 4          # calls through a Norm with Workers: 4, against one goroutine
+//	go run ./cmd/rmsnormbench -layernorm          # LayerNorm per kernel, against RMSNorm on the same rows
 package main
 
 import (
@@ -33,17 +35,18 @@ import (
 
 // config is what the flags ask for.
 type config struct {
-	kernels  []string          // the kernels of the table
-	shapes   []benchutil.Shape // the shapes of the table and of the variants
-	dur      time.Duration     // measuring time of each thing timed
-	format   string            // how the table's rows are stored: f32, bf16 or f16
-	backward bool              // the table times Norm.Backward
-	workers  int               // Norm.Workers of the table's calls (0: the package-level functions)
-	peers    bool              // the table adds bench/peers
-	variants bool
-	overhead bool
-	summary  bool
-	qk       qkLayout // the q/k norm variant's layout
+	kernels   []string          // the kernels of the table
+	shapes    []benchutil.Shape // the shapes of the table and of the variants
+	dur       time.Duration     // measuring time of each thing timed
+	format    string            // how the table's rows are stored: f32, bf16 or f16
+	backward  bool              // the table times Norm.Backward
+	layernorm bool              // the table times LayerNorm, against RMSNorm
+	workers   int               // Norm.Workers of the table's calls (0: the package-level functions)
+	peers     bool              // the table adds bench/peers
+	variants  bool
+	overhead  bool
+	summary   bool
+	qk        qkLayout // the q/k norm variant's layout
 }
 
 func main() {
@@ -51,7 +54,7 @@ func main() {
 	shapesFlag := flag.String("shapes", benchutil.Standard, "comma-separated shapes, each ROWSxD, of the table and of the variants")
 	duration := flag.Duration("duration", 300*time.Millisecond, "measuring time of each thing timed (a kernel on a shape, a variant, a call of the overhead\nsection), split into ten rounds; the best round counts and the median one shows the spread")
 	jsonOut := flag.Bool("json", false, "print JSON on stdout when done; the text goes to stderr as it is measured")
-	variants := flag.Bool("variants", true, "also time the fused residual add and the norm into bfloat16 (ApplyToBF16) at each shape, and\nq/k norm inside a QKV buffer (-qk), with the active kernel")
+	variants := flag.Bool("variants", true, "also time the fused residual add, the norm into bfloat16 (ApplyToBF16) and LayerNorm against\nRMSNorm at each shape, and q/k norm inside a QKV buffer (-qk), with the active kernel")
 	qkFlag := flag.String("qk", "32,8,128", "HEADS,KVHEADS,HEADDIM: the q/k norm variant's layout (the default is Qwen3-8B's), timed\nat each shape's row count taken as tokens (those whose QKV buffer stays within 256 MiB)")
 	overhead := flag.Bool("overhead", true, "also time what one call costs (Forward, Norm.Forward, Norm.Apply with and without\nRows.Residual, with a Rows literal and with Rows built ahead) with the active kernel, on\nthe shapes "+benchutil.Overhead)
 	summary := flag.Bool("summary", true, "end with a summary: the kernel in use against the textbook loop and generic, a 1x4096\nrow's cost, bfloat16 against float32, and whether Workers: 2 helps")
@@ -59,6 +62,7 @@ func main() {
 	list := flag.Bool("list", false, "print the available kernels, best first, one per line, and exit")
 	backward := flag.Bool("backward", false, "time Norm.Backward (with Inv and DW, the call of a training step) instead of the forward pass,\nagainst copy() of x and dy into two other buffers, and against the forward pass of the same kernel")
 	workers := flag.Int("workers", 0, "call through a Norm with this Workers value (0: the package-level Forward, one goroutine),\nand give each row's time over the same call with one goroutine")
+	layernorm := flag.Bool("layernorm", false, "time LayerNorm (a Norm with Center, Weight and Bias, BERT's eps 1e-12) instead of RMSNorm,\nand give each row's time over RMSNorm (a Norm with the same Weight) in the same call on the\nsame rows with the same kernel: what centering and the bias cost")
 	format := flag.String("format", "f32", "how the rows are stored: f32, bf16 (ForwardBF16) or f16 (ForwardF16); with a 16-bit format\neach row of the table also gives the time over Forward on the same rows in float32")
 	flag.Parse()
 
@@ -68,8 +72,8 @@ func main() {
 		}
 		return
 	}
-	c := config{kernels: rmsnorm.Kernels(), dur: *duration, format: *format, backward: *backward, workers: *workers,
-		peers: *withPeers, variants: *variants, overhead: *overhead, summary: *summary}
+	c := config{kernels: rmsnorm.Kernels(), dur: *duration, format: *format, backward: *backward,
+		layernorm: *layernorm, workers: *workers, peers: *withPeers, variants: *variants, overhead: *overhead, summary: *summary}
 	if *kernelsFlag != "" {
 		c.kernels = strings.Split(*kernelsFlag, ",")
 		for _, k := range c.kernels {
@@ -93,6 +97,12 @@ func main() {
 	}
 	if c.backward && c.format != "f32" {
 		fatalf("-backward takes float32 rows (-format f32)")
+	}
+	if c.backward && c.layernorm {
+		fatalf("-layernorm times the forward pass: it does not go with -backward")
+	}
+	if c.peers && c.layernorm {
+		fatalf("-peers times RMSNorm peers: it does not go with -layernorm")
 	}
 	if c.dur <= 0 {
 		fatalf("-duration %v: want a positive duration", c.dur)
@@ -118,7 +128,7 @@ func main() {
 
 func newBench(c config, out io.Writer) *bench {
 	return &bench{config: c, out: out, rep: report{Machine: describeMachine(), Format: c.format, Backward: c.backward,
-		Workers: c.workers}}
+		LayerNorm: c.layernorm, Workers: c.workers}}
 }
 
 // run measures what b.config asks for, printing each line as soon as it is measured, and keeps
@@ -149,6 +159,7 @@ func (b *bench) run() error {
 		b.residualVariants()
 		b.mixedVariants()
 		b.qkVariants()
+		b.layerNormVariants()
 	}
 	if b.overhead {
 		b.overheadSection()

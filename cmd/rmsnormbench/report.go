@@ -8,14 +8,17 @@ import (
 
 // report is everything a run measured, as -json prints it.
 type report struct {
-	Machine  machine            `json:"machine"`
-	Format   string             `json:"format"`   // how the rows of Results are stored: f32, bf16 or f16
-	Backward bool               `json:"backward"` // Results time Norm.Backward
-	Workers  int                `json:"workers"`  // Norm.Workers of the calls timed (0: package-level Forward)
-	Results  []benchutil.Result `json:"results"`
-	Variants []variant          `json:"variants,omitempty"`
-	Overhead []overheadRow      `json:"overhead,omitempty"`
-	Summary  *summary           `json:"summary,omitempty"`
+	Machine  machine `json:"machine"`
+	Format   string  `json:"format"`   // how the rows of Results are stored: f32, bf16 or f16
+	Backward bool    `json:"backward"` // Results time Norm.Backward
+	// LayerNorm says that Results time LayerNorm (a Norm with Center, Weight and Bias), each with
+	// its time over RMSNorm's (XRMSNorm).
+	LayerNorm bool               `json:"layernorm"`
+	Workers   int                `json:"workers"` // Norm.Workers of the calls timed (0: package-level Forward)
+	Results   []benchutil.Result `json:"results"`
+	Variants  []variant          `json:"variants,omitempty"`
+	Overhead  []overheadRow      `json:"overhead,omitempty"`
+	Summary   *summary           `json:"summary,omitempty"`
 }
 
 // variant is one measurement of the variants sections: a way of doing a job and its time per

@@ -68,7 +68,7 @@ func (c config) inTable(s benchutil.Shape, who string) bool {
 	if who == "textbook" {
 		return c.peers
 	}
-	return c.format == "f32" && !c.backward && c.workers == 0 && slices.Contains(c.kernels, who)
+	return c.format == "f32" && !c.backward && !c.layernorm && c.workers == 0 && slices.Contains(c.kernels, who)
 }
 
 // summaryMeasurements is the number of measurements of the summary: per shape, each rival the

@@ -13,7 +13,7 @@ import (
 // kernel, its call and the call each extra column compares it to.
 func (c config) tableMeasurements() int {
 	perKernel := 1
-	for _, on := range []bool{c.format != "f32", c.backward, c.workers > 1} {
+	for _, on := range []bool{c.format != "f32", c.backward, c.layernorm, c.workers > 1} {
 		if on {
 			perKernel++
 		}
@@ -66,22 +66,32 @@ func (b *bench) tableShape(s benchutil.Shape, peers *peersRunner) error {
 		copyCall = func() { copy(y, x); copy(dx, dy) }
 	}
 
-	// call returns the timed call with Workers set to workers (0: the package-level functions).
-	call := func(workers int) func() {
-		n := rmsnorm.Norm{Weight: w, Eps: 1e-6, Workers: workers}
+	// normCall returns n's timed call, through its methods: Backward, or the forward pass of
+	// the table's format.
+	normCall := func(n rmsnorm.Norm) func() {
 		switch {
 		case b.backward:
 			return func() { n.Backward(rmsnorm.Grad{DX: dx, X: x, DY: dy, Inv: inv, DW: dw}) }
-		case b.format == "bf16" && workers > 0:
+		case b.format == "bf16":
 			return func() { n.ApplyBF16(rmsnorm.Rows16{Dst: y16, X: x16}) }
-		case b.format == "f16" && workers > 0:
+		case b.format == "f16":
 			return func() { n.ApplyF16(rmsnorm.Rows16{Dst: y16, X: x16}) }
+		}
+		return func() { n.Forward(y, x) }
+	}
+	// call returns the timed call with Workers set to workers: through a Norm, or with workers
+	// 0 (and RMSNorm's forward pass) the package-level function of the format.
+	bias := layerNormBias(w)
+	call := func(workers int) func() {
+		switch {
+		case b.layernorm:
+			return normCall(layerNorm(w, bias, workers))
+		case b.backward || workers > 0:
+			return normCall(rmsnorm.Norm{Weight: w, Eps: 1e-6, Workers: workers})
 		case b.format == "bf16":
 			return func() { rmsnorm.ForwardBF16(y16, x16, w, 1e-6) }
 		case b.format == "f16":
 			return func() { rmsnorm.ForwardF16(y16, x16, w, 1e-6) }
-		case workers > 0:
-			return func() { n.Forward(y, x) }
 		}
 		return func() { rmsnorm.Forward(y, x, w, 1e-6) }
 	}
@@ -98,7 +108,16 @@ func (b *bench) tableShape(s benchutil.Shape, peers *peersRunner) error {
 		res := benchutil.Result{Shape: s.String(), Kernel: k, NsPerRow: t.Min / rows, NsPerRowMedian: t.Median / rows,
 			GBps: bytes / t.Min, XCopy: t.Min / cp.Min}
 		if b.format != "f32" {
-			res.XF32 = t.Min / b.time(what+" float32", func() { rmsnorm.Forward(y, x, w, 1e-6) }).Min
+			f32 := func() { rmsnorm.Forward(y, x, w, 1e-6) }
+			if b.layernorm {
+				n := layerNorm(w, bias, b.workers)
+				f32 = func() { n.Forward(y, x) }
+			}
+			res.XF32 = t.Min / b.time(what+" float32", f32).Min
+		}
+		if b.layernorm {
+			rms := normCall(rmsnorm.Norm{Weight: w, Eps: 1e-6, Workers: b.workers})
+			res.XRMSNorm = t.Min / b.time(what+" RMSNorm", rms).Min
 		}
 		if b.backward {
 			n := rmsnorm.Norm{Weight: w, Eps: 1e-6, Workers: b.workers}
@@ -128,9 +147,16 @@ func (b *bench) tableShape(s benchutil.Shape, peers *peersRunner) error {
 func (b *bench) printTableHead() {
 	switch {
 	case b.format != "f32":
-		b.printf("rows stored as %s: ForwardBF16/ForwardF16, each against copy() of the same 16-bit bytes\n", b.format)
+		calls := "ForwardBF16/ForwardF16"
+		if b.layernorm || b.workers > 0 {
+			calls = "Norm.ApplyBF16/ApplyF16"
+		}
+		b.printf("rows stored as %s: %s, each against copy() of the same 16-bit bytes\n", b.format, calls)
 	case b.backward:
 		b.printf("Norm.Backward with Inv and DW (a training step's call), against copy() of x and dy into two other buffers\n")
+	}
+	if b.layernorm {
+		b.printf("LayerNorm: a Norm with Center, Weight and Bias (eps 1e-12), against copy() and against RMSNorm\n")
 	}
 	if b.workers > 0 {
 		b.printf("calls through a Norm with Workers: %d (one goroutine per 12 MiB of rows read and written, at most %d)\n",
@@ -158,6 +184,9 @@ func (b *bench) extraColumns() []column {
 	}
 	if b.backward {
 		cs = append(cs, column{"x fwd", 8, func(r benchutil.Result) float64 { return r.XForward }})
+	}
+	if b.layernorm {
+		cs = append(cs, column{"x rms", 8, func(r benchutil.Result) float64 { return r.XRMSNorm }})
 	}
 	if b.workers > 1 {
 		cs = append(cs, column{"x 1 gor.", 9, func(r benchutil.Result) float64 { return r.XOneWorker }})
@@ -191,10 +220,30 @@ func (b *bench) printTableNotes() {
 	if b.format != "f32" {
 		b.printf("x f32 is the time over Forward on the same rows in float32, with the same kernel (lower is better).\n")
 	}
+	if b.layernorm {
+		b.printf("x rms is LayerNorm's time over RMSNorm's (a Norm with the same Weight, without Center and Bias)\n" +
+			"in the same call on the same rows with the same kernel: what centering and the bias cost.\n")
+	}
 	if b.workers > 1 {
 		b.printf("x 1 gor. is the time over the same call with Workers: 1 (below 1 the split pays).\n")
 	}
 	if slices.ContainsFunc(b.rep.Results, func(r benchutil.Result) bool { return strings.HasPrefix(r.Kernel, "peer:") }) {
 		b.printf("peer: lines come from bench/peers, each against copy() timed in its own process.\n")
 	}
+}
+
+// layerNorm is the LayerNorm the bench command times: weight w, bias bias and BERT's eps 1e-12,
+// with Workers workers.
+func layerNorm(w, bias []float32, workers int) rmsnorm.Norm {
+	return rmsnorm.Norm{Weight: w, Bias: bias, Center: true, Eps: 1e-12, Workers: workers}
+}
+
+// layerNormBias returns a bias for the weight w: w - 1, small values around zero, as a trained
+// LayerNorm's bias has.
+func layerNormBias(w []float32) []float32 {
+	bias := make([]float32, len(w))
+	for i, v := range w {
+		bias[i] = v - 1
+	}
+	return bias
 }

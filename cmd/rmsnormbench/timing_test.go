@@ -23,6 +23,9 @@ func TestMeasurementsCountsEveryMeasurement(t *testing.T) {
 		"backward, workers":  {kernels: all, format: "f32", backward: true, workers: 2, variants: true, qk: qwen},
 		"f16, workers":       {kernels: []string{"generic"}, format: "f16", workers: 3, variants: true, qk: qkLayout{2, 1, 16}},
 		"no summary":         {kernels: all, format: "f32", workers: 1, variants: true, overhead: true, qk: qwen},
+		"layernorm":          {kernels: all, format: "f32", layernorm: true, variants: true, summary: true, qk: qwen},
+		"layernorm, bf16, workers": {kernels: all, format: "bf16", layernorm: true, workers: 2, summary: true,
+			qk: qwen},
 	} {
 		t.Run(name, func(t *testing.T) {
 			defer rmsnorm.SetKernel(rmsnorm.Kernel())

@@ -56,10 +56,11 @@ func (c config) qkTokens() (tokens, tooLarge []int) {
 }
 
 // variantsMeasurements is the number of measurements of the variants: two per shape for the
-// residual add, three for the norm into bfloat16, five per token count for q/k norm.
+// residual add, three for the norm into bfloat16, five per token count for q/k norm, and two per
+// shape for LayerNorm.
 func (c config) variantsMeasurements() int {
 	tokens, _ := c.qkTokens()
-	return 5*len(c.shapes) + 5*len(tokens)
+	return 5*len(c.shapes) + 5*len(tokens) + 2*len(c.shapes)
 }
 
 // residualVariants times, at each shape, the fused residual add against a separate add loop
@@ -206,6 +207,25 @@ func (b *bench) qkAt(tokens int) {
 		}
 	})
 	b.addVariant(v, "copy() of the same q and k regions", cp, tokens, bytes, ref)
+}
+
+// layerNormVariants times, at each shape, LayerNorm (layerNorm: Center, Weight and Bias) against
+// RMSNorm with the same weight, both through Norm.Apply: what centering and the bias cost on the
+// kernel in use (-layernorm gives it for every kernel).
+func (b *bench) layerNormVariants() {
+	b.printf("\nLayerNorm against RMSNorm, kernel %s:\n", b.rep.Machine.Kernel)
+	b.printVariantHead("shape", "ns/row", "RMSNorm")
+	for _, s := range b.shapes {
+		x, w := benchutil.Data(s)
+		y := slices.Clone(x)
+		rms, ln := rmsnorm.Norm{Weight: w, Eps: 1e-6}, layerNorm(w, layerNormBias(w), 0)
+		v := variant{Job: "LayerNorm against RMSNorm", At: s.String(), Per: "row", Ref: "RMSNorm"}
+		bytes := float64(8 * len(x)) // x read, y written
+		ref := b.time(v.Job+" "+v.At+", RMSNorm", func() { rms.Apply(rmsnorm.Rows{Dst: y, X: x}) })
+		b.addVariant(v, "RMSNorm: Norm with Weight", ref, s.Rows, bytes, ref)
+		t := b.time(v.Job+" "+v.At+", LayerNorm", func() { ln.Apply(rmsnorm.Rows{Dst: y, X: x}) })
+		b.addVariant(v, "LayerNorm: Norm with Center, Weight, Bias", t, s.Rows, bytes, ref)
+	}
 }
 
 // printVariantHead prints the column heads of a variants section.

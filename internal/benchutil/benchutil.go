@@ -133,4 +133,7 @@ type Result struct {
 	XForward float64 `json:"x_forward,omitempty"`
 	// XOneWorker (Norm.Workers > 1) is the time over the same call with one goroutine.
 	XOneWorker float64 `json:"x_one_worker,omitempty"`
+	// XRMSNorm (LayerNorm) is the time over RMSNorm (a Norm with the same weight, without Center
+	// and Bias) in the same call on the same rows with the same kernel.
+	XRMSNorm float64 `json:"x_rmsnorm,omitempty"`
 }

@@ -6,6 +6,9 @@
 //
 // Every peer computes y = x / sqrt(mean(x^2) + eps) * w row by row; they round differently from
 // the rmsnorm contract, and peers_test.go checks that they agree with it to float32 accuracy.
+//
+// The LayerNorm peers (LayerNorms) are the textbook loop and the LayerNorm layer of spago, a Go
+// machine-learning library; peers_test.go checks them against a Norm with Center, Weight and Bias.
 package peers
 
 import (

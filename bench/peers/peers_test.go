@@ -3,6 +3,7 @@ package peers
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/gosimd/rmsnorm"
@@ -83,6 +84,81 @@ func BenchmarkPeers(b *testing.B) {
 		}
 		for _, p := range All() {
 			run(p.Name, func() { p.Fn(y, x, w, 1e-6) })
+		}
+	}
+}
+
+// Every LayerNorm peer computes LayerNorm as rmsnorm does (the mean, the biased variance, eps
+// inside the square root, the weight then the bias): it agrees with a Norm with Center, Weight
+// and Bias to float32 accuracy. With eps 1 (as large as the variance) a peer that added eps
+// outside the square root, or divided by d-1, would be far off; with 1e-12 (BERT's) it checks the
+// usual case.
+func TestLayerNormPeersAgree(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for _, p := range LayerNorms() {
+		for _, eps := range []float32{1e-12, 1} {
+			for _, d := range []int{2, 7, 8, 9, 16, 17, 33, 128, 1000, 4096, 4097} {
+				const rows = 3
+				x, w, b := make([]float32, rows*d), make([]float32, d), make([]float32, d)
+				for _, s := range [][]float32{x, w, b} {
+					for i := range s {
+						s[i] = float32(r.NormFloat64())
+					}
+				}
+				want, n := make([]float32, len(x)), make([]float32, len(x))
+				rmsnorm.Norm{Weight: w, Bias: b, Center: true, Eps: eps}.Forward(want, x)
+				rmsnorm.Norm{Dim: d, Center: true, Eps: eps}.Forward(n, x) // (x-mean)*inv
+				got := make([]float32, len(x))
+				p.New(w, b, eps)(got, x)
+				for i := range got {
+					// The error scales with the terms of y = n*w + b, which may cancel: relative
+					// to them, not to y.
+					scale := math.Abs(float64(w[i%d]))*(math.Abs(float64(n[i]))+1) + math.Abs(float64(b[i%d]))
+					if e := math.Abs(float64(got[i] - want[i])); e > 2e-5*scale {
+						t.Fatalf("%s eps=%g d=%d: y[%d] = %v, rmsnorm gives %v", p.Name, eps, d, i, got[i], want[i])
+					}
+				}
+			}
+		}
+	}
+}
+
+// BenchmarkLayerNormPeers/shape=RxD/impl=NAME: the LayerNorm peers, rmsnorm's LayerNorm (a Norm
+// with Center, Weight and Bias) on every kernel and copy() of the same bytes, on the standard
+// shapes and data of internal/benchutil with BERT's eps 1e-12; `benchstat -col /impl` puts them
+// side by side per shape. Bytes count x read plus y written.
+func BenchmarkLayerNormPeers(b *testing.B) {
+	active := rmsnorm.Kernel()
+	defer rmsnorm.SetKernel(active)
+	for _, s := range benchutil.Must(benchutil.Standard) {
+		x, w := benchutil.Data(s)
+		bias := slices.Clone(w)
+		for i := range bias {
+			bias[i]--
+		}
+		y := make([]float32, len(x))
+		run := func(impl string, f func()) {
+			b.Run("shape="+s.String()+"/impl="+impl, func(b *testing.B) {
+				b.SetBytes(int64(8 * len(x)))
+				for b.Loop() {
+					f()
+				}
+			})
+		}
+		run("copy", func() { copy(y, x) })
+		n := rmsnorm.Norm{Weight: w, Bias: bias, Center: true, Eps: 1e-12}
+		for _, k := range rmsnorm.Kernels() {
+			if err := rmsnorm.SetKernel(k); err != nil {
+				b.Fatal(err)
+			}
+			run("rmsnorm-"+k, func() { n.Forward(y, x) })
+		}
+		if err := rmsnorm.SetKernel(active); err != nil {
+			b.Fatal(err)
+		}
+		for _, p := range LayerNorms() {
+			f := p.New(w, bias, 1e-12)
+			run(p.Name, func() { f(y, x) })
 		}
 	}
 }

@@ -17,6 +17,7 @@
 //	go run ./cmd/rmsnormbench -backward           # Norm.Backward (with Inv and DW) instead of the forward pass
 //	go run ./cmd/rmsnormbench -workers 4          # calls through a Norm with Workers: 4, against one goroutine
 //	go run ./cmd/rmsnormbench -layernorm          # LayerNorm per kernel, against RMSNorm on the same rows
+//	go run ./cmd/rmsnormbench -layernorm -peers   # and against the textbook LayerNorm loop and spago
 package main
 
 import (
@@ -58,7 +59,7 @@ func main() {
 	qkFlag := flag.String("qk", "32,8,128", "HEADS,KVHEADS,HEADDIM: the q/k norm variant's layout (the default is Qwen3-8B's), timed\nat each shape's row count taken as tokens (those whose QKV buffer stays within 256 MiB)")
 	overhead := flag.Bool("overhead", true, "also time what one call costs (Forward, Norm.Forward, Norm.Apply with and without\nRows.Residual, with a Rows literal and with Rows built ahead) with the active kernel, on\nthe shapes "+benchutil.Overhead)
 	summary := flag.Bool("summary", true, "end with a summary: the kernel in use against the textbook loop and generic, a 1x4096\nrow's cost, bfloat16 against float32, and whether Workers: 2 helps")
-	withPeers := flag.Bool("peers", false, "also time what users would write instead, side by side: the textbook loop (one accumulator,\na divide per element), vek, gonum and simd/archsimd (bench/peers, run from the\nrepository root)")
+	withPeers := flag.Bool("peers", false, "also time what users would write instead, side by side: the textbook loop (one accumulator,\na divide per element), vek, gonum and simd/archsimd (bench/peers, run from the\nrepository root); with -layernorm, the textbook LayerNorm loop and spago's LayerNorm")
 	list := flag.Bool("list", false, "print the available kernels, best first, one per line, and exit")
 	backward := flag.Bool("backward", false, "time Norm.Backward (with Inv and DW, the call of a training step) instead of the forward pass,\nagainst copy() of x and dy into two other buffers, and against the forward pass of the same kernel")
 	workers := flag.Int("workers", 0, "call through a Norm with this Workers value (0: the package-level Forward, one goroutine),\nand give each row's time over the same call with one goroutine")
@@ -100,9 +101,6 @@ func main() {
 	}
 	if c.backward && c.layernorm {
 		fatalf("-layernorm times the forward pass: it does not go with -backward")
-	}
-	if c.peers && c.layernorm {
-		fatalf("-peers times RMSNorm peers: it does not go with -layernorm")
 	}
 	if c.dur <= 0 {
 		fatalf("-duration %v: want a positive duration", c.dur)

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"time"
 
 	"github.com/gosimd/rmsnorm/internal/benchutil"
@@ -46,9 +47,9 @@ func buildPeers() (*peersRunner, error) {
 	return p, nil
 }
 
-// run times the peers on one shape.
-func (p *peersRunner) run(s benchutil.Shape, dur time.Duration) ([]benchutil.Result, error) {
-	cmd := exec.Command(p.bin, "-shapes", s.String(), "-duration", dur.String())
+// run times the peers on one shape: the LayerNorm ones with layerNorm.
+func (p *peersRunner) run(s benchutil.Shape, dur time.Duration, layerNorm bool) ([]benchutil.Result, error) {
+	cmd := exec.Command(p.bin, "-shapes", s.String(), "-duration", dur.String(), "-layernorm="+strconv.FormatBool(layerNorm))
 	cmd.Stderr = os.Stderr
 	out, err := cmd.Output()
 	if err != nil {

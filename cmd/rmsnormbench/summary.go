@@ -66,7 +66,7 @@ func (c config) inTable(s benchutil.Shape, who string) bool {
 		return false
 	}
 	if who == "textbook" {
-		return c.peers
+		return c.peers && !c.layernorm // with -layernorm, the peers are LayerNorm ones
 	}
 	return c.format == "f32" && !c.backward && !c.layernorm && c.workers == 0 && slices.Contains(c.kernels, who)
 }

@@ -131,7 +131,7 @@ func (b *bench) tableShape(s benchutil.Shape, peers *peersRunner) error {
 	if peers == nil {
 		return nil
 	}
-	peerRows, err := peers.run(s, b.dur)
+	peerRows, err := peers.run(s, b.dur, b.layernorm)
 	if err != nil {
 		return err
 	}

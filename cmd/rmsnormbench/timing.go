@@ -80,9 +80,13 @@ func (c config) measurements(active string) (own, peers int) {
 		own += c.summaryMeasurements(active)
 	}
 	if c.peers {
-		// copy() and each peer (archsimd is built on amd64 only), per shape.
+		// copy() and each peer per shape: the textbook loop, vek, gonum and archsimd (built on
+		// amd64 only), or with -layernorm the textbook loop and spago.
 		perShape := 4
-		if runtime.GOARCH == "amd64" {
+		switch {
+		case c.layernorm:
+			perShape = 3
+		case runtime.GOARCH == "amd64":
 			perShape = 5
 		}
 		peers = perShape * len(c.shapes)

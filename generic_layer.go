@@ -77,22 +77,94 @@ func chunkOf(j *job, x32 []float32, x16 []uint16, c int, buf *[chunk]float32) []
 // and halving tree of the sum of squares.
 func sumRow(j *job, x32 []float32, x16 []uint16, buf *[chunk]float32) float32 {
 	var p [64]float32
-	for c := 0; c < j.d; c += chunk {
-		for i, v := range chunkOf(j, x32, x16, c, buf) {
-			p[i&63] += v
+	if x32 != nil {
+		addSums(&p, x32)
+	} else {
+		for c := 0; c < j.d; c += chunk {
+			addSums(&p, chunkOf(j, x32, x16, c, buf))
 		}
 	}
 	return reduce64(&p)
+}
+
+// addSums adds x[i] to p[i%64] for x, a run of a row that starts at a multiple of 64 and leaves
+// a partial block only at the row's end, in increasing i for each partial. It walks x once per six
+// partials, as sumSquares does, for the same reason.
+func addSums(p *[64]float32, x []float32) {
+	full := len(x) &^ 63
+	blocks := x[:full]
+	c := 0
+	for ; c < 60; c += 6 {
+		s0, s1, s2, s3, s4, s5 := p[c], p[c+1], p[c+2], p[c+3], p[c+4], p[c+5]
+		for i := c; i < full; i += 64 {
+			v := (*[6]float32)(blocks[i : i+6])
+			s0 += v[0]
+			s1 += v[1]
+			s2 += v[2]
+			s3 += v[3]
+			s4 += v[4]
+			s5 += v[5]
+		}
+		p[c], p[c+1], p[c+2], p[c+3], p[c+4], p[c+5] = s0, s1, s2, s3, s4, s5
+	}
+	s0, s1, s2, s3 := p[60], p[61], p[62], p[63]
+	for i := c; i < full; i += 64 {
+		v := (*[4]float32)(blocks[i : i+4])
+		s0 += v[0]
+		s1 += v[1]
+		s2 += v[2]
+		s3 += v[3]
+	}
+	p[60], p[61], p[62], p[63] = s0, s1, s2, s3
+	for i := full; i < len(x); i++ {
+		p[i&63] += x[i]
+	}
+}
+
+// addCenteredSquares is addSums for float32((x[i]-m)*(x[i]-m)), the difference rounded first.
+func addCenteredSquares(p *[64]float32, x []float32, m float32) {
+	full := len(x) &^ 63
+	blocks := x[:full]
+	c := 0
+	for ; c < 60; c += 6 {
+		s0, s1, s2, s3, s4, s5 := p[c], p[c+1], p[c+2], p[c+3], p[c+4], p[c+5]
+		for i := c; i < full; i += 64 {
+			v := (*[6]float32)(blocks[i : i+6])
+			c0, c1, c2, c3, c4, c5 := v[0]-m, v[1]-m, v[2]-m, v[3]-m, v[4]-m, v[5]-m
+			s0 += float32(c0 * c0)
+			s1 += float32(c1 * c1)
+			s2 += float32(c2 * c2)
+			s3 += float32(c3 * c3)
+			s4 += float32(c4 * c4)
+			s5 += float32(c5 * c5)
+		}
+		p[c], p[c+1], p[c+2], p[c+3], p[c+4], p[c+5] = s0, s1, s2, s3, s4, s5
+	}
+	s0, s1, s2, s3 := p[60], p[61], p[62], p[63]
+	for i := c; i < full; i += 64 {
+		v := (*[4]float32)(blocks[i : i+4])
+		c0, c1, c2, c3 := v[0]-m, v[1]-m, v[2]-m, v[3]-m
+		s0 += float32(c0 * c0)
+		s1 += float32(c1 * c1)
+		s2 += float32(c2 * c2)
+		s3 += float32(c3 * c3)
+	}
+	p[60], p[61], p[62], p[63] = s0, s1, s2, s3
+	for i := full; i < len(x); i++ {
+		cv := x[i] - m
+		p[i&63] += float32(cv * cv)
+	}
 }
 
 // centeredSquares returns ss of the LayerNorm contract: the sum of (x[i]-m)^2, each difference
 // and each square rounded to float32, in the 64 partials and halving tree.
 func centeredSquares(j *job, x32 []float32, x16 []uint16, m float32, buf *[chunk]float32) float32 {
 	var p [64]float32
-	for c := 0; c < j.d; c += chunk {
-		for i, v := range chunkOf(j, x32, x16, c, buf) {
-			cv := v - m
-			p[i&63] += float32(cv * cv)
+	if x32 != nil {
+		addCenteredSquares(&p, x32, m)
+	} else {
+		for c := 0; c < j.d; c += chunk {
+			addCenteredSquares(&p, chunkOf(j, x32, x16, c, buf), m)
 		}
 	}
 	return reduce64(&p)
@@ -110,7 +182,28 @@ func layerScale(j *job, r int, x32 []float32, x16 []uint16, m, inv float32, buf 
 	} else {
 		d16 = j.dstRow16(r)
 	}
-	for c := 0; c < j.d; c += chunk {
+	if !rn {
+		for c := 0; c < j.d; c += chunk {
+			part := chunkOf(j, x32, x16, c, buf)
+			n := len(part)
+			var wc, bc []float32
+			if w != nil {
+				wc = w[c : c+n]
+			}
+			if b != nil {
+				bc = b[c : c+n]
+			}
+			if d32 != nil {
+				layerRow(d32[c:c+n], part, wc, bc, m, inv, mode)
+				continue
+			}
+			out := buf[:n] // part, widened there, or float32 x, which must not be written
+			layerRow(out, part, wc, bc, m, inv, mode)
+			narrowInto(d16[c:c+n], out, f)
+		}
+		return
+	}
+	for c := 0; c < j.d; c += chunk { // RoundNormalized: n rounded to the format before the weight
 		for i, v := range chunkOf(j, x32, x16, c, buf) {
 			e := c + i
 			n := (v - m) * inv
@@ -131,6 +224,46 @@ func layerScale(j *job, r int, x32 []float32, x16 []uint16, m, inv float32, buf 
 			} else {
 				d16[e] = f.narrow(n)
 			}
+		}
+	}
+}
+
+// layerRow sets dst[i] = ((src[i]-m)*inv)*w'[i] (+ b[i] with a bias), each operation rounded
+// to float32 (the float32 conversion keeps the product from fusing with the add), w' by the weight
+// form (w nil: none); a loop per form. dst may be src: each element reads only its own.
+func layerRow(dst, src, w, b []float32, m, inv float32, mode weightMode) {
+	src = src[:len(dst)]
+	if b != nil {
+		b = b[:len(dst)]
+	}
+	switch {
+	case mode == weighted && b == nil:
+		w = w[:len(dst)]
+		for i := range dst {
+			dst[i] = ((src[i] - m) * inv) * w[i]
+		}
+	case mode == weighted:
+		w = w[:len(dst)]
+		for i := range dst {
+			dst[i] = float32(((src[i]-m)*inv)*w[i]) + b[i]
+		}
+	case mode == offset && b == nil:
+		w = w[:len(dst)]
+		for i := range dst {
+			dst[i] = ((src[i] - m) * inv) * (1 + w[i])
+		}
+	case mode == offset:
+		w = w[:len(dst)]
+		for i := range dst {
+			dst[i] = float32(((src[i]-m)*inv)*(1+w[i])) + b[i]
+		}
+	case b == nil:
+		for i := range dst {
+			dst[i] = (src[i] - m) * inv
+		}
+	default:
+		for i := range dst {
+			dst[i] = float32((src[i]-m)*inv) + b[i]
 		}
 	}
 }

@@ -59,6 +59,36 @@ func neonForwardToBF16(j *job, from, to int) int
 //go:noescape
 func neonForwardToF16(j *job, from, to int) int
 
+// neonForwardLayer normalizes rows [from, to) of the job: LayerNorm: y = ((x-m)*inv)*w + b, ((x-m)*inv)*(1+w) + b with flagOffset, or (x-m)*inv + b with w nil, m the row's mean with flagCenter (else +0; stored to mean[r] when mean is not nil), b the bias (nothing added when it is nil), for each row; with res, h = x + res and res = h per element first, and h in place of x.
+// It stops before the first row that needs the float64 path and returns that row's index, or to.
+//
+//go:noescape
+func neonForwardLayer(j *job, from, to int) int
+
+// neonForwardLayerBF16 normalizes rows [from, to) of the job: LayerNorm on BF16 rows: y = round16(((x-m)*inv)*w + b), round16(((x-m)*inv)*(1+w) + b) with flagOffset, or round16((x-m)*inv + b) with w nil (with flagRN and a weight, round16((x-m)*inv) in place of ((x-m)*inv)), m the row's mean with flagCenter (else +0; stored to mean[r] when mean is not nil), b the bias (nothing added when it is nil), for each row; with res, h = round16(x + res) and res = h per element first, and h in place of x.
+// It stops before the first row that needs the float64 path and returns that row's index, or to.
+//
+//go:noescape
+func neonForwardLayerBF16(j *job, from, to int) int
+
+// neonForwardLayerF16 normalizes rows [from, to) of the job: LayerNorm on F16 rows: y = round16(((x-m)*inv)*w + b), round16(((x-m)*inv)*(1+w) + b) with flagOffset, or round16((x-m)*inv + b) with w nil (with flagRN and a weight, round16((x-m)*inv) in place of ((x-m)*inv)), m the row's mean with flagCenter (else +0; stored to mean[r] when mean is not nil), b the bias (nothing added when it is nil), for each row; with res, h = round16(x + res) and res = h per element first, and h in place of x.
+// It stops before the first row that needs the float64 path and returns that row's index, or to.
+//
+//go:noescape
+func neonForwardLayerF16(j *job, from, to int) int
+
+// neonForwardLayerToBF16 normalizes rows [from, to) of the job: LayerNorm on float32 rows into BF16 rows: y = round16(((x-m)*inv)*w + b), round16(((x-m)*inv)*(1+w) + b) with flagOffset, or round16((x-m)*inv + b) with w nil (with flagRN and a weight, round16((x-m)*inv) in place of ((x-m)*inv)), m the row's mean with flagCenter (else +0; stored to mean[r] when mean is not nil), b the bias (nothing added when it is nil), for each row; with res, h = x + res and res = h per element first, and h in place of x.
+// It stops before the first row that needs the float64 path and returns that row's index, or to.
+//
+//go:noescape
+func neonForwardLayerToBF16(j *job, from, to int) int
+
+// neonForwardLayerToF16 normalizes rows [from, to) of the job: LayerNorm on float32 rows into F16 rows: y = round16(((x-m)*inv)*w + b), round16(((x-m)*inv)*(1+w) + b) with flagOffset, or round16((x-m)*inv + b) with w nil (with flagRN and a weight, round16((x-m)*inv) in place of ((x-m)*inv)), m the row's mean with flagCenter (else +0; stored to mean[r] when mean is not nil), b the bias (nothing added when it is nil), for each row; with res, h = x + res and res = h per element first, and h in place of x.
+// It stops before the first row that needs the float64 path and returns that row's index, or to.
+//
+//go:noescape
+func neonForwardLayerToF16(j *job, from, to int) int
+
 // neonWidenBF16 converts n elements: BF16 bits at src widened exactly to float32 at dst.
 //
 //go:noescape

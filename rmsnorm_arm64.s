@@ -242,36 +242,36 @@ DATA kernels<>+1792(SB)/8, $·neonForwardToF16(SB)
 DATA kernels<>+1800(SB)/8, $·neonForwardToF16(SB)
 DATA kernels<>+1808(SB)/8, $·neonForwardToF16(SB)
 DATA kernels<>+1816(SB)/8, $·neonForwardToF16(SB)
-DATA kernels<>+1824(SB)/8, $·runGeneric(SB)
-DATA kernels<>+1832(SB)/8, $·runGeneric(SB)
-DATA kernels<>+1840(SB)/8, $·runGeneric(SB)
-DATA kernels<>+1848(SB)/8, $·runGeneric(SB)
-DATA kernels<>+1856(SB)/8, $·runGeneric(SB)
-DATA kernels<>+1864(SB)/8, $·runGeneric(SB)
-DATA kernels<>+1872(SB)/8, $·runGeneric(SB)
-DATA kernels<>+1880(SB)/8, $·runGeneric(SB)
-DATA kernels<>+1888(SB)/8, $·runGeneric(SB)
-DATA kernels<>+1896(SB)/8, $·runGeneric(SB)
-DATA kernels<>+1904(SB)/8, $·runGeneric(SB)
-DATA kernels<>+1912(SB)/8, $·runGeneric(SB)
-DATA kernels<>+1920(SB)/8, $·runGeneric(SB)
-DATA kernels<>+1928(SB)/8, $·runGeneric(SB)
-DATA kernels<>+1936(SB)/8, $·runGeneric(SB)
-DATA kernels<>+1944(SB)/8, $·runGeneric(SB)
-DATA kernels<>+1952(SB)/8, $·runGeneric(SB)
-DATA kernels<>+1960(SB)/8, $·runGeneric(SB)
-DATA kernels<>+1968(SB)/8, $·runGeneric(SB)
-DATA kernels<>+1976(SB)/8, $·runGeneric(SB)
-DATA kernels<>+1984(SB)/8, $·runGeneric(SB)
-DATA kernels<>+1992(SB)/8, $·runGeneric(SB)
-DATA kernels<>+2000(SB)/8, $·runGeneric(SB)
-DATA kernels<>+2008(SB)/8, $·runGeneric(SB)
-DATA kernels<>+2016(SB)/8, $·runGeneric(SB)
-DATA kernels<>+2024(SB)/8, $·runGeneric(SB)
-DATA kernels<>+2032(SB)/8, $·runGeneric(SB)
-DATA kernels<>+2040(SB)/8, $·runGeneric(SB)
-DATA kernels<>+2048(SB)/8, $·runGeneric(SB)
-DATA kernels<>+2056(SB)/8, $·runGeneric(SB)
+DATA kernels<>+1824(SB)/8, $·neonForwardLayer(SB)
+DATA kernels<>+1832(SB)/8, $·neonForwardLayer(SB)
+DATA kernels<>+1840(SB)/8, $·neonForwardLayer(SB)
+DATA kernels<>+1848(SB)/8, $·neonForwardLayer(SB)
+DATA kernels<>+1856(SB)/8, $·neonForwardLayer(SB)
+DATA kernels<>+1864(SB)/8, $·neonForwardLayer(SB)
+DATA kernels<>+1872(SB)/8, $·neonForwardLayerBF16(SB)
+DATA kernels<>+1880(SB)/8, $·neonForwardLayerBF16(SB)
+DATA kernels<>+1888(SB)/8, $·neonForwardLayerBF16(SB)
+DATA kernels<>+1896(SB)/8, $·neonForwardLayerBF16(SB)
+DATA kernels<>+1904(SB)/8, $·neonForwardLayerBF16(SB)
+DATA kernels<>+1912(SB)/8, $·neonForwardLayerBF16(SB)
+DATA kernels<>+1920(SB)/8, $·neonForwardLayerF16(SB)
+DATA kernels<>+1928(SB)/8, $·neonForwardLayerF16(SB)
+DATA kernels<>+1936(SB)/8, $·neonForwardLayerF16(SB)
+DATA kernels<>+1944(SB)/8, $·neonForwardLayerF16(SB)
+DATA kernels<>+1952(SB)/8, $·neonForwardLayerF16(SB)
+DATA kernels<>+1960(SB)/8, $·neonForwardLayerF16(SB)
+DATA kernels<>+1968(SB)/8, $·neonForwardLayerToBF16(SB)
+DATA kernels<>+1976(SB)/8, $·neonForwardLayerToBF16(SB)
+DATA kernels<>+1984(SB)/8, $·neonForwardLayerToBF16(SB)
+DATA kernels<>+1992(SB)/8, $·neonForwardLayerToBF16(SB)
+DATA kernels<>+2000(SB)/8, $·neonForwardLayerToBF16(SB)
+DATA kernels<>+2008(SB)/8, $·neonForwardLayerToBF16(SB)
+DATA kernels<>+2016(SB)/8, $·neonForwardLayerToF16(SB)
+DATA kernels<>+2024(SB)/8, $·neonForwardLayerToF16(SB)
+DATA kernels<>+2032(SB)/8, $·neonForwardLayerToF16(SB)
+DATA kernels<>+2040(SB)/8, $·neonForwardLayerToF16(SB)
+DATA kernels<>+2048(SB)/8, $·neonForwardLayerToF16(SB)
+DATA kernels<>+2056(SB)/8, $·neonForwardLayerToF16(SB)
 DATA kernels<>+2064(SB)/8, $·neonBackward(SB)
 DATA kernels<>+2072(SB)/8, $·neonBackward(SB)
 DATA kernels<>+2080(SB)/8, $·neonBackwardUnweighted(SB)
@@ -345,6 +345,15 @@ DATA kernels<>+2616(SB)/8, $·runGenericBackward(SB)
 DATA kernels<>+2624(SB)/8, $·runGenericBackward(SB)
 DATA kernels<>+2632(SB)/8, $·runGenericBackward(SB)
 GLOBL kernels<>(SB), RODATA|NOPTR, $2640
+DATA negzero<>+0(SB)/8, $0x8000000080000000
+DATA negzero<>+8(SB)/8, $0x8000000080000000
+DATA negzero<>+16(SB)/8, $0x8000000080000000
+DATA negzero<>+24(SB)/8, $0x8000000080000000
+DATA negzero<>+32(SB)/8, $0x8000000080000000
+DATA negzero<>+40(SB)/8, $0x8000000080000000
+DATA negzero<>+48(SB)/8, $0x8000000080000000
+DATA negzero<>+56(SB)/8, $0x8000000080000000
+GLOBL negzero<>(SB), RODATA|NOPTR, $64
 
 // func neonForward(j *job, from, to int) int
 TEXT ·neonForward(SB), $608-32
@@ -4961,6 +4970,8016 @@ copyone27:
 	SUB $1, R16, R16
 	B copyone27
 copied28:
+scaled:
+	ADD R7, R1, R1
+	ADD R7, R3, R3
+	MOVD 96(RSP), R10
+	ADD R10, R0, R0
+	ADD $1, R9, R9
+	ADD $1, R23, R23
+	CMP R20, R23
+	BLT scalerow
+	B row
+ret:
+	MOVD R9, ret+24(FP)
+	RET
+
+// func neonForwardLayer(j *job, from, to int) int
+TEXT ·neonForwardLayer(SB), $608-32
+	MOVD j+0(FP), R16
+	MOVD job_dst(R16), R0
+	MOVD job_x(R16), R1
+	MOVD job_w(R16), R2
+	MOVD job_res(R16), R3
+	MOVD job_inv(R16), R4
+	MOVD job_d(R16), R5
+	MOVD job_stride(R16), R7
+	LSL $2, R7, R7
+	MOVD job_dstStride(R16), R10
+	LSL $2, R10, R10
+	MOVD R10, 96(RSP)
+	MOVWU job_flags(R16), R8
+
+	// With a residual the scale pass reads h from res: res and x trade registers.
+	CBZ R3, rowsset
+	ORR $512, R8, R8
+	MOVD R1, R10
+	MOVD R3, R1
+	MOVD R10, R3
+rowsset:
+
+	// c, added to the weight: 1 with flagOffset, else -0 (spec.Variant.Body).
+	MOVW $0x80000000, R10
+	TBZ $4, R8, weightadd
+	MOVW $0x3f800000, R10
+weightadd:
+	VDUP R10, V28.S4
+
+	// fd = float32(d); rd = 1/d when d is a power of two, so that ss/d is ss*rd exactly.
+	SCVTFS R5, F16
+	FMOVS F16, 88(RSP)
+	SUB $1, R5, R10
+	TST R10, R5
+	BNE notpow2
+	RBIT R5, R10
+	CLZ R10, R10
+	MOVD $127, R11
+	SUB R10, R11, R11
+	LSL $23, R11, R11
+	MOVW R11, 92(RSP)
+	ORR $256, R8, R8
+notpow2:
+
+	// Rows ahead for prefetching: the next one for long rows, eight for short ones.
+	MOVD R7, R22
+	CMP $512, R5
+	BGT longrows
+	LSL $3, R22, R22
+longrows:
+	LSL $1, R22, R21
+
+	// Start at row from.
+	MOVD from+8(FP), R9
+	MOVD to+16(FP), R6
+	MOVD $0, R19
+	MUL R9, R7, R10
+	ADD R10, R1, R1
+	ADD R10, R3, R3
+	MOVD 96(RSP), R10
+	MUL R9, R10, R10
+	ADD R10, R0, R0
+row:
+	CMP R6, R9
+	BGE ret
+	MOVD $1, R20
+	TBZ $5, R8, notcentered
+	TBNZ $9, R8, meanaddsum
+	B meansum
+notcentered:
+	TBNZ $9, R8, addsum
+sum:
+	MOVD R1, R10
+
+	// Sum of squares: element i goes to partial i%64, lane i%4 of V(i%64/4).
+	MOVD R10, R14
+	VEOR V0.B16, V0.B16, V0.B16
+	VEOR V1.B16, V1.B16, V1.B16
+	VEOR V2.B16, V2.B16, V2.B16
+	VEOR V3.B16, V3.B16, V3.B16
+	VEOR V4.B16, V4.B16, V4.B16
+	VEOR V5.B16, V5.B16, V5.B16
+	VEOR V6.B16, V6.B16, V6.B16
+	VEOR V7.B16, V7.B16, V7.B16
+	VEOR V8.B16, V8.B16, V8.B16
+	VEOR V9.B16, V9.B16, V9.B16
+	VEOR V10.B16, V10.B16, V10.B16
+	VEOR V11.B16, V11.B16, V11.B16
+	VEOR V12.B16, V12.B16, V12.B16
+	VEOR V13.B16, V13.B16, V13.B16
+	VEOR V14.B16, V14.B16, V14.B16
+	VEOR V15.B16, V15.B16, V15.B16
+	MOVD R5, R12
+	MOVD $0, R24
+	TST $2, R8
+	ADD R21, R10, R13
+	BNE sumpf
+sum64:
+	CMP $64, R12
+	BLT sumtail
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
+	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
+	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
+	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
+	WORD $0x4e30d400 // fadd v0.4s, v0.4s, v16.4s
+	WORD $0x4e31d421 // fadd v1.4s, v1.4s, v17.4s
+	WORD $0x4e32d442 // fadd v2.4s, v2.4s, v18.4s
+	WORD $0x4e33d463 // fadd v3.4s, v3.4s, v19.4s
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
+	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
+	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
+	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
+	WORD $0x4e30d484 // fadd v4.4s, v4.4s, v16.4s
+	WORD $0x4e31d4a5 // fadd v5.4s, v5.4s, v17.4s
+	WORD $0x4e32d4c6 // fadd v6.4s, v6.4s, v18.4s
+	WORD $0x4e33d4e7 // fadd v7.4s, v7.4s, v19.4s
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
+	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
+	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
+	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
+	WORD $0x4e30d508 // fadd v8.4s, v8.4s, v16.4s
+	WORD $0x4e31d529 // fadd v9.4s, v9.4s, v17.4s
+	WORD $0x4e32d54a // fadd v10.4s, v10.4s, v18.4s
+	WORD $0x4e33d56b // fadd v11.4s, v11.4s, v19.4s
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
+	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
+	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
+	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
+	WORD $0x4e30d58c // fadd v12.4s, v12.4s, v16.4s
+	WORD $0x4e31d5ad // fadd v13.4s, v13.4s, v17.4s
+	WORD $0x4e32d5ce // fadd v14.4s, v14.4s, v18.4s
+	WORD $0x4e33d5ef // fadd v15.4s, v15.4s, v19.4s
+	SUB $64, R12, R12
+	B sum64
+sumpf:
+	CMP $64, R12
+	BLT sumtail
+	PRFM 0(R13), PLDL1KEEP
+	PRFM 64(R13), PLDL1KEEP
+	PRFM 128(R13), PLDL1KEEP
+	PRFM 192(R13), PLDL1KEEP
+	ADD $256, R13, R13
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
+	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
+	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
+	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
+	WORD $0x4e30d400 // fadd v0.4s, v0.4s, v16.4s
+	WORD $0x4e31d421 // fadd v1.4s, v1.4s, v17.4s
+	WORD $0x4e32d442 // fadd v2.4s, v2.4s, v18.4s
+	WORD $0x4e33d463 // fadd v3.4s, v3.4s, v19.4s
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
+	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
+	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
+	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
+	WORD $0x4e30d484 // fadd v4.4s, v4.4s, v16.4s
+	WORD $0x4e31d4a5 // fadd v5.4s, v5.4s, v17.4s
+	WORD $0x4e32d4c6 // fadd v6.4s, v6.4s, v18.4s
+	WORD $0x4e33d4e7 // fadd v7.4s, v7.4s, v19.4s
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
+	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
+	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
+	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
+	WORD $0x4e30d508 // fadd v8.4s, v8.4s, v16.4s
+	WORD $0x4e31d529 // fadd v9.4s, v9.4s, v17.4s
+	WORD $0x4e32d54a // fadd v10.4s, v10.4s, v18.4s
+	WORD $0x4e33d56b // fadd v11.4s, v11.4s, v19.4s
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
+	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
+	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
+	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
+	WORD $0x4e30d58c // fadd v12.4s, v12.4s, v16.4s
+	WORD $0x4e31d5ad // fadd v13.4s, v13.4s, v17.4s
+	WORD $0x4e32d5ce // fadd v14.4s, v14.4s, v18.4s
+	WORD $0x4e33d5ef // fadd v15.4s, v15.4s, v19.4s
+	SUB $64, R12, R12
+	B sumpf
+sumtail:
+
+	// Fewer than 64 elements: copied to a zero-padded block on the stack, summed as a whole block (zeros add +0).
+	CBZ R12, summed
+	ADD $104, RSP, R13
+	VEOR V16.B16, V16.B16, V16.B16
+	VEOR V17.B16, V17.B16, V17.B16
+	VEOR V18.B16, V18.B16, V18.B16
+	VEOR V19.B16, V19.B16, V19.B16
+	MOVD R13, R17
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	MOVD R10, R15
+	MOVD R13, R17
+	MOVD R12, R16
+copyvec1:
+	CMP $4, R16
+	BLT copyone2
+	VLD1.P 16(R15), [V20.B16]
+	VST1.P [V20.B16], 16(R17)
+	SUB $4, R16, R16
+	B copyvec1
+copyone2:
+	CBZ R16, copied3
+	MOVWU.P 4(R15), R26
+	MOVW.P R26, 4(R17)
+	SUB $1, R16, R16
+	B copyone2
+copied3:
+	ADD $104, RSP, R10
+	MOVD $64, R12
+	B sum64
+summed:
+
+	// Halving tree: h = 32, 16, 8, 4 on vectors, leaving four partials in V0.
+	WORD $0x4e28d400 // fadd v0.4s, v0.4s, v8.4s
+	WORD $0x4e29d421 // fadd v1.4s, v1.4s, v9.4s
+	WORD $0x4e2ad442 // fadd v2.4s, v2.4s, v10.4s
+	WORD $0x4e2bd463 // fadd v3.4s, v3.4s, v11.4s
+	WORD $0x4e2cd484 // fadd v4.4s, v4.4s, v12.4s
+	WORD $0x4e2dd4a5 // fadd v5.4s, v5.4s, v13.4s
+	WORD $0x4e2ed4c6 // fadd v6.4s, v6.4s, v14.4s
+	WORD $0x4e2fd4e7 // fadd v7.4s, v7.4s, v15.4s
+	WORD $0x4e24d400 // fadd v0.4s, v0.4s, v4.4s
+	WORD $0x4e25d421 // fadd v1.4s, v1.4s, v5.4s
+	WORD $0x4e26d442 // fadd v2.4s, v2.4s, v6.4s
+	WORD $0x4e27d463 // fadd v3.4s, v3.4s, v7.4s
+	WORD $0x4e22d400 // fadd v0.4s, v0.4s, v2.4s
+	WORD $0x4e23d421 // fadd v1.4s, v1.4s, v3.4s
+	WORD $0x4e21d400 // fadd v0.4s, v0.4s, v1.4s
+	VEOR V31.B16, V31.B16, V31.B16
+	B invone
+addsum:
+	MOVD R3, R10
+	MOVD R1, R11
+
+	// Sum of squares: element i goes to partial i%64, lane i%4 of V(i%64/4).
+	MOVD R10, R14
+	VEOR V0.B16, V0.B16, V0.B16
+	VEOR V1.B16, V1.B16, V1.B16
+	VEOR V2.B16, V2.B16, V2.B16
+	VEOR V3.B16, V3.B16, V3.B16
+	VEOR V4.B16, V4.B16, V4.B16
+	VEOR V5.B16, V5.B16, V5.B16
+	VEOR V6.B16, V6.B16, V6.B16
+	VEOR V7.B16, V7.B16, V7.B16
+	VEOR V8.B16, V8.B16, V8.B16
+	VEOR V9.B16, V9.B16, V9.B16
+	VEOR V10.B16, V10.B16, V10.B16
+	VEOR V11.B16, V11.B16, V11.B16
+	VEOR V12.B16, V12.B16, V12.B16
+	VEOR V13.B16, V13.B16, V13.B16
+	VEOR V14.B16, V14.B16, V14.B16
+	VEOR V15.B16, V15.B16, V15.B16
+	MOVD R5, R12
+	MOVD $0, R24
+	TST $2, R8
+	ADD R21, R10, R13
+	BNE addsumpf
+addsum64:
+	CMP $64, R12
+	BLT addsumtail
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	VLD1 (R11), [V20.S4, V21.S4, V22.S4, V23.S4]
+	WORD $0x4e34d610 // fadd v16.4s, v16.4s, v20.4s
+	WORD $0x4e35d631 // fadd v17.4s, v17.4s, v21.4s
+	WORD $0x4e36d652 // fadd v18.4s, v18.4s, v22.4s
+	WORD $0x4e37d673 // fadd v19.4s, v19.4s, v23.4s
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R11)
+	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
+	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
+	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
+	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
+	WORD $0x4e30d400 // fadd v0.4s, v0.4s, v16.4s
+	WORD $0x4e31d421 // fadd v1.4s, v1.4s, v17.4s
+	WORD $0x4e32d442 // fadd v2.4s, v2.4s, v18.4s
+	WORD $0x4e33d463 // fadd v3.4s, v3.4s, v19.4s
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	VLD1 (R11), [V20.S4, V21.S4, V22.S4, V23.S4]
+	WORD $0x4e34d610 // fadd v16.4s, v16.4s, v20.4s
+	WORD $0x4e35d631 // fadd v17.4s, v17.4s, v21.4s
+	WORD $0x4e36d652 // fadd v18.4s, v18.4s, v22.4s
+	WORD $0x4e37d673 // fadd v19.4s, v19.4s, v23.4s
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R11)
+	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
+	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
+	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
+	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
+	WORD $0x4e30d484 // fadd v4.4s, v4.4s, v16.4s
+	WORD $0x4e31d4a5 // fadd v5.4s, v5.4s, v17.4s
+	WORD $0x4e32d4c6 // fadd v6.4s, v6.4s, v18.4s
+	WORD $0x4e33d4e7 // fadd v7.4s, v7.4s, v19.4s
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	VLD1 (R11), [V20.S4, V21.S4, V22.S4, V23.S4]
+	WORD $0x4e34d610 // fadd v16.4s, v16.4s, v20.4s
+	WORD $0x4e35d631 // fadd v17.4s, v17.4s, v21.4s
+	WORD $0x4e36d652 // fadd v18.4s, v18.4s, v22.4s
+	WORD $0x4e37d673 // fadd v19.4s, v19.4s, v23.4s
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R11)
+	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
+	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
+	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
+	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
+	WORD $0x4e30d508 // fadd v8.4s, v8.4s, v16.4s
+	WORD $0x4e31d529 // fadd v9.4s, v9.4s, v17.4s
+	WORD $0x4e32d54a // fadd v10.4s, v10.4s, v18.4s
+	WORD $0x4e33d56b // fadd v11.4s, v11.4s, v19.4s
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	VLD1 (R11), [V20.S4, V21.S4, V22.S4, V23.S4]
+	WORD $0x4e34d610 // fadd v16.4s, v16.4s, v20.4s
+	WORD $0x4e35d631 // fadd v17.4s, v17.4s, v21.4s
+	WORD $0x4e36d652 // fadd v18.4s, v18.4s, v22.4s
+	WORD $0x4e37d673 // fadd v19.4s, v19.4s, v23.4s
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R11)
+	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
+	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
+	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
+	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
+	WORD $0x4e30d58c // fadd v12.4s, v12.4s, v16.4s
+	WORD $0x4e31d5ad // fadd v13.4s, v13.4s, v17.4s
+	WORD $0x4e32d5ce // fadd v14.4s, v14.4s, v18.4s
+	WORD $0x4e33d5ef // fadd v15.4s, v15.4s, v19.4s
+	SUB $64, R12, R12
+	B addsum64
+addsumpf:
+	CMP $64, R12
+	BLT addsumtail
+	PRFM 0(R13), PLDL1KEEP
+	PRFM 64(R13), PLDL1KEEP
+	PRFM 128(R13), PLDL1KEEP
+	PRFM 192(R13), PLDL1KEEP
+	ADD $256, R13, R13
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	VLD1 (R11), [V20.S4, V21.S4, V22.S4, V23.S4]
+	WORD $0x4e34d610 // fadd v16.4s, v16.4s, v20.4s
+	WORD $0x4e35d631 // fadd v17.4s, v17.4s, v21.4s
+	WORD $0x4e36d652 // fadd v18.4s, v18.4s, v22.4s
+	WORD $0x4e37d673 // fadd v19.4s, v19.4s, v23.4s
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R11)
+	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
+	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
+	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
+	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
+	WORD $0x4e30d400 // fadd v0.4s, v0.4s, v16.4s
+	WORD $0x4e31d421 // fadd v1.4s, v1.4s, v17.4s
+	WORD $0x4e32d442 // fadd v2.4s, v2.4s, v18.4s
+	WORD $0x4e33d463 // fadd v3.4s, v3.4s, v19.4s
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	VLD1 (R11), [V20.S4, V21.S4, V22.S4, V23.S4]
+	WORD $0x4e34d610 // fadd v16.4s, v16.4s, v20.4s
+	WORD $0x4e35d631 // fadd v17.4s, v17.4s, v21.4s
+	WORD $0x4e36d652 // fadd v18.4s, v18.4s, v22.4s
+	WORD $0x4e37d673 // fadd v19.4s, v19.4s, v23.4s
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R11)
+	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
+	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
+	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
+	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
+	WORD $0x4e30d484 // fadd v4.4s, v4.4s, v16.4s
+	WORD $0x4e31d4a5 // fadd v5.4s, v5.4s, v17.4s
+	WORD $0x4e32d4c6 // fadd v6.4s, v6.4s, v18.4s
+	WORD $0x4e33d4e7 // fadd v7.4s, v7.4s, v19.4s
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	VLD1 (R11), [V20.S4, V21.S4, V22.S4, V23.S4]
+	WORD $0x4e34d610 // fadd v16.4s, v16.4s, v20.4s
+	WORD $0x4e35d631 // fadd v17.4s, v17.4s, v21.4s
+	WORD $0x4e36d652 // fadd v18.4s, v18.4s, v22.4s
+	WORD $0x4e37d673 // fadd v19.4s, v19.4s, v23.4s
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R11)
+	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
+	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
+	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
+	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
+	WORD $0x4e30d508 // fadd v8.4s, v8.4s, v16.4s
+	WORD $0x4e31d529 // fadd v9.4s, v9.4s, v17.4s
+	WORD $0x4e32d54a // fadd v10.4s, v10.4s, v18.4s
+	WORD $0x4e33d56b // fadd v11.4s, v11.4s, v19.4s
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	VLD1 (R11), [V20.S4, V21.S4, V22.S4, V23.S4]
+	WORD $0x4e34d610 // fadd v16.4s, v16.4s, v20.4s
+	WORD $0x4e35d631 // fadd v17.4s, v17.4s, v21.4s
+	WORD $0x4e36d652 // fadd v18.4s, v18.4s, v22.4s
+	WORD $0x4e37d673 // fadd v19.4s, v19.4s, v23.4s
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R11)
+	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
+	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
+	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
+	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
+	WORD $0x4e30d58c // fadd v12.4s, v12.4s, v16.4s
+	WORD $0x4e31d5ad // fadd v13.4s, v13.4s, v17.4s
+	WORD $0x4e32d5ce // fadd v14.4s, v14.4s, v18.4s
+	WORD $0x4e33d5ef // fadd v15.4s, v15.4s, v19.4s
+	SUB $64, R12, R12
+	B addsumpf
+addsumtail:
+
+	// Fewer than 64 elements: copied to a zero-padded block on the stack, summed as a whole block (zeros add +0).
+	CBZ R12, addsummed
+	ADD $104, RSP, R13
+	VEOR V16.B16, V16.B16, V16.B16
+	VEOR V17.B16, V17.B16, V17.B16
+	VEOR V18.B16, V18.B16, V18.B16
+	VEOR V19.B16, V19.B16, V19.B16
+	MOVD R13, R17
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	MOVD R10, R15
+	MOVD R13, R17
+	MOVD R12, R16
+copyvec4:
+	CMP $4, R16
+	BLT copyone5
+	VLD1.P 16(R15), [V20.B16]
+	VST1.P [V20.B16], 16(R17)
+	SUB $4, R16, R16
+	B copyvec4
+copyone5:
+	CBZ R16, copied6
+	MOVWU.P 4(R15), R26
+	MOVW.P R26, 4(R17)
+	SUB $1, R16, R16
+	B copyone5
+copied6:
+	MOVD R11, R24
+	ADD $360, RSP, R13
+	VEOR V16.B16, V16.B16, V16.B16
+	VEOR V17.B16, V17.B16, V17.B16
+	VEOR V18.B16, V18.B16, V18.B16
+	VEOR V19.B16, V19.B16, V19.B16
+	MOVD R13, R17
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	MOVD R11, R15
+	MOVD R13, R17
+	MOVD R12, R16
+copyvec7:
+	CMP $4, R16
+	BLT copyone8
+	VLD1.P 16(R15), [V20.B16]
+	VST1.P [V20.B16], 16(R17)
+	SUB $4, R16, R16
+	B copyvec7
+copyone8:
+	CBZ R16, copied9
+	MOVWU.P 4(R15), R26
+	MOVW.P R26, 4(R17)
+	SUB $1, R16, R16
+	B copyone8
+copied9:
+	MOVD R12, R25
+	ADD $360, RSP, R11
+	ADD $104, RSP, R10
+	MOVD $64, R12
+	B addsum64
+addsummed:
+	CBZ R24, addhback
+	ADD $360, RSP, R13
+	MOVD R13, R15
+	MOVD R24, R17
+	MOVD R25, R16
+copyvec10:
+	CMP $4, R16
+	BLT copyone11
+	VLD1.P 16(R15), [V20.B16]
+	VST1.P [V20.B16], 16(R17)
+	SUB $4, R16, R16
+	B copyvec10
+copyone11:
+	CBZ R16, copied12
+	MOVWU.P 4(R15), R26
+	MOVW.P R26, 4(R17)
+	SUB $1, R16, R16
+	B copyone11
+copied12:
+addhback:
+
+	// Halving tree: h = 32, 16, 8, 4 on vectors, leaving four partials in V0.
+	WORD $0x4e28d400 // fadd v0.4s, v0.4s, v8.4s
+	WORD $0x4e29d421 // fadd v1.4s, v1.4s, v9.4s
+	WORD $0x4e2ad442 // fadd v2.4s, v2.4s, v10.4s
+	WORD $0x4e2bd463 // fadd v3.4s, v3.4s, v11.4s
+	WORD $0x4e2cd484 // fadd v4.4s, v4.4s, v12.4s
+	WORD $0x4e2dd4a5 // fadd v5.4s, v5.4s, v13.4s
+	WORD $0x4e2ed4c6 // fadd v6.4s, v6.4s, v14.4s
+	WORD $0x4e2fd4e7 // fadd v7.4s, v7.4s, v15.4s
+	WORD $0x4e24d400 // fadd v0.4s, v0.4s, v4.4s
+	WORD $0x4e25d421 // fadd v1.4s, v1.4s, v5.4s
+	WORD $0x4e26d442 // fadd v2.4s, v2.4s, v6.4s
+	WORD $0x4e27d463 // fadd v3.4s, v3.4s, v7.4s
+	WORD $0x4e22d400 // fadd v0.4s, v0.4s, v2.4s
+	WORD $0x4e23d421 // fadd v1.4s, v1.4s, v3.4s
+	WORD $0x4e21d400 // fadd v0.4s, v0.4s, v1.4s
+	VEOR V31.B16, V31.B16, V31.B16
+	B invone
+meansum:
+	MOVD R1, R10
+
+	// Sum of the elements: element i goes to partial i%64, lane i%4 of V(i%64/4).
+	MOVD R10, R14
+	VEOR V0.B16, V0.B16, V0.B16
+	VEOR V1.B16, V1.B16, V1.B16
+	VEOR V2.B16, V2.B16, V2.B16
+	VEOR V3.B16, V3.B16, V3.B16
+	VEOR V4.B16, V4.B16, V4.B16
+	VEOR V5.B16, V5.B16, V5.B16
+	VEOR V6.B16, V6.B16, V6.B16
+	VEOR V7.B16, V7.B16, V7.B16
+	VEOR V8.B16, V8.B16, V8.B16
+	VEOR V9.B16, V9.B16, V9.B16
+	VEOR V10.B16, V10.B16, V10.B16
+	VEOR V11.B16, V11.B16, V11.B16
+	VEOR V12.B16, V12.B16, V12.B16
+	VEOR V13.B16, V13.B16, V13.B16
+	VEOR V14.B16, V14.B16, V14.B16
+	VEOR V15.B16, V15.B16, V15.B16
+	MOVD R5, R12
+	MOVD $0, R24
+	TST $2, R8
+	ADD R21, R10, R13
+	BNE meansumpf
+meansum64:
+	CMP $64, R12
+	BLT meansumtail
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	WORD $0x4e30d400 // fadd v0.4s, v0.4s, v16.4s
+	WORD $0x4e31d421 // fadd v1.4s, v1.4s, v17.4s
+	WORD $0x4e32d442 // fadd v2.4s, v2.4s, v18.4s
+	WORD $0x4e33d463 // fadd v3.4s, v3.4s, v19.4s
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	WORD $0x4e30d484 // fadd v4.4s, v4.4s, v16.4s
+	WORD $0x4e31d4a5 // fadd v5.4s, v5.4s, v17.4s
+	WORD $0x4e32d4c6 // fadd v6.4s, v6.4s, v18.4s
+	WORD $0x4e33d4e7 // fadd v7.4s, v7.4s, v19.4s
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	WORD $0x4e30d508 // fadd v8.4s, v8.4s, v16.4s
+	WORD $0x4e31d529 // fadd v9.4s, v9.4s, v17.4s
+	WORD $0x4e32d54a // fadd v10.4s, v10.4s, v18.4s
+	WORD $0x4e33d56b // fadd v11.4s, v11.4s, v19.4s
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	WORD $0x4e30d58c // fadd v12.4s, v12.4s, v16.4s
+	WORD $0x4e31d5ad // fadd v13.4s, v13.4s, v17.4s
+	WORD $0x4e32d5ce // fadd v14.4s, v14.4s, v18.4s
+	WORD $0x4e33d5ef // fadd v15.4s, v15.4s, v19.4s
+	SUB $64, R12, R12
+	B meansum64
+meansumpf:
+	CMP $64, R12
+	BLT meansumtail
+	PRFM 0(R13), PLDL1KEEP
+	PRFM 64(R13), PLDL1KEEP
+	PRFM 128(R13), PLDL1KEEP
+	PRFM 192(R13), PLDL1KEEP
+	ADD $256, R13, R13
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	WORD $0x4e30d400 // fadd v0.4s, v0.4s, v16.4s
+	WORD $0x4e31d421 // fadd v1.4s, v1.4s, v17.4s
+	WORD $0x4e32d442 // fadd v2.4s, v2.4s, v18.4s
+	WORD $0x4e33d463 // fadd v3.4s, v3.4s, v19.4s
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	WORD $0x4e30d484 // fadd v4.4s, v4.4s, v16.4s
+	WORD $0x4e31d4a5 // fadd v5.4s, v5.4s, v17.4s
+	WORD $0x4e32d4c6 // fadd v6.4s, v6.4s, v18.4s
+	WORD $0x4e33d4e7 // fadd v7.4s, v7.4s, v19.4s
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	WORD $0x4e30d508 // fadd v8.4s, v8.4s, v16.4s
+	WORD $0x4e31d529 // fadd v9.4s, v9.4s, v17.4s
+	WORD $0x4e32d54a // fadd v10.4s, v10.4s, v18.4s
+	WORD $0x4e33d56b // fadd v11.4s, v11.4s, v19.4s
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	WORD $0x4e30d58c // fadd v12.4s, v12.4s, v16.4s
+	WORD $0x4e31d5ad // fadd v13.4s, v13.4s, v17.4s
+	WORD $0x4e32d5ce // fadd v14.4s, v14.4s, v18.4s
+	WORD $0x4e33d5ef // fadd v15.4s, v15.4s, v19.4s
+	SUB $64, R12, R12
+	B meansumpf
+meansumtail:
+
+	// Fewer than 64 elements: copied to a zero-padded block on the stack, summed as a whole block (zeros add +0).
+	CBZ R12, meansummed
+	ADD $104, RSP, R13
+	VEOR V16.B16, V16.B16, V16.B16
+	VEOR V17.B16, V17.B16, V17.B16
+	VEOR V18.B16, V18.B16, V18.B16
+	VEOR V19.B16, V19.B16, V19.B16
+	MOVD R13, R17
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	MOVD R10, R15
+	MOVD R13, R17
+	MOVD R12, R16
+copyvec13:
+	CMP $4, R16
+	BLT copyone14
+	VLD1.P 16(R15), [V20.B16]
+	VST1.P [V20.B16], 16(R17)
+	SUB $4, R16, R16
+	B copyvec13
+copyone14:
+	CBZ R16, copied15
+	MOVWU.P 4(R15), R26
+	MOVW.P R26, 4(R17)
+	SUB $1, R16, R16
+	B copyone14
+copied15:
+	ADD $104, RSP, R10
+	MOVD $64, R12
+	B meansum64
+meansummed:
+	B mean
+meanaddsum:
+	MOVD R3, R10
+	MOVD R1, R11
+
+	// Sum of the elements: element i goes to partial i%64, lane i%4 of V(i%64/4).
+	MOVD R10, R14
+	VEOR V0.B16, V0.B16, V0.B16
+	VEOR V1.B16, V1.B16, V1.B16
+	VEOR V2.B16, V2.B16, V2.B16
+	VEOR V3.B16, V3.B16, V3.B16
+	VEOR V4.B16, V4.B16, V4.B16
+	VEOR V5.B16, V5.B16, V5.B16
+	VEOR V6.B16, V6.B16, V6.B16
+	VEOR V7.B16, V7.B16, V7.B16
+	VEOR V8.B16, V8.B16, V8.B16
+	VEOR V9.B16, V9.B16, V9.B16
+	VEOR V10.B16, V10.B16, V10.B16
+	VEOR V11.B16, V11.B16, V11.B16
+	VEOR V12.B16, V12.B16, V12.B16
+	VEOR V13.B16, V13.B16, V13.B16
+	VEOR V14.B16, V14.B16, V14.B16
+	VEOR V15.B16, V15.B16, V15.B16
+	MOVD R5, R12
+	MOVD $0, R24
+	TST $2, R8
+	ADD R21, R10, R13
+	BNE meanaddsumpf
+meanaddsum64:
+	CMP $64, R12
+	BLT meanaddsumtail
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	VLD1 (R11), [V20.S4, V21.S4, V22.S4, V23.S4]
+	WORD $0x4e34d610 // fadd v16.4s, v16.4s, v20.4s
+	WORD $0x4e35d631 // fadd v17.4s, v17.4s, v21.4s
+	WORD $0x4e36d652 // fadd v18.4s, v18.4s, v22.4s
+	WORD $0x4e37d673 // fadd v19.4s, v19.4s, v23.4s
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R11)
+	WORD $0x4e30d400 // fadd v0.4s, v0.4s, v16.4s
+	WORD $0x4e31d421 // fadd v1.4s, v1.4s, v17.4s
+	WORD $0x4e32d442 // fadd v2.4s, v2.4s, v18.4s
+	WORD $0x4e33d463 // fadd v3.4s, v3.4s, v19.4s
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	VLD1 (R11), [V20.S4, V21.S4, V22.S4, V23.S4]
+	WORD $0x4e34d610 // fadd v16.4s, v16.4s, v20.4s
+	WORD $0x4e35d631 // fadd v17.4s, v17.4s, v21.4s
+	WORD $0x4e36d652 // fadd v18.4s, v18.4s, v22.4s
+	WORD $0x4e37d673 // fadd v19.4s, v19.4s, v23.4s
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R11)
+	WORD $0x4e30d484 // fadd v4.4s, v4.4s, v16.4s
+	WORD $0x4e31d4a5 // fadd v5.4s, v5.4s, v17.4s
+	WORD $0x4e32d4c6 // fadd v6.4s, v6.4s, v18.4s
+	WORD $0x4e33d4e7 // fadd v7.4s, v7.4s, v19.4s
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	VLD1 (R11), [V20.S4, V21.S4, V22.S4, V23.S4]
+	WORD $0x4e34d610 // fadd v16.4s, v16.4s, v20.4s
+	WORD $0x4e35d631 // fadd v17.4s, v17.4s, v21.4s
+	WORD $0x4e36d652 // fadd v18.4s, v18.4s, v22.4s
+	WORD $0x4e37d673 // fadd v19.4s, v19.4s, v23.4s
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R11)
+	WORD $0x4e30d508 // fadd v8.4s, v8.4s, v16.4s
+	WORD $0x4e31d529 // fadd v9.4s, v9.4s, v17.4s
+	WORD $0x4e32d54a // fadd v10.4s, v10.4s, v18.4s
+	WORD $0x4e33d56b // fadd v11.4s, v11.4s, v19.4s
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	VLD1 (R11), [V20.S4, V21.S4, V22.S4, V23.S4]
+	WORD $0x4e34d610 // fadd v16.4s, v16.4s, v20.4s
+	WORD $0x4e35d631 // fadd v17.4s, v17.4s, v21.4s
+	WORD $0x4e36d652 // fadd v18.4s, v18.4s, v22.4s
+	WORD $0x4e37d673 // fadd v19.4s, v19.4s, v23.4s
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R11)
+	WORD $0x4e30d58c // fadd v12.4s, v12.4s, v16.4s
+	WORD $0x4e31d5ad // fadd v13.4s, v13.4s, v17.4s
+	WORD $0x4e32d5ce // fadd v14.4s, v14.4s, v18.4s
+	WORD $0x4e33d5ef // fadd v15.4s, v15.4s, v19.4s
+	SUB $64, R12, R12
+	B meanaddsum64
+meanaddsumpf:
+	CMP $64, R12
+	BLT meanaddsumtail
+	PRFM 0(R13), PLDL1KEEP
+	PRFM 64(R13), PLDL1KEEP
+	PRFM 128(R13), PLDL1KEEP
+	PRFM 192(R13), PLDL1KEEP
+	ADD $256, R13, R13
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	VLD1 (R11), [V20.S4, V21.S4, V22.S4, V23.S4]
+	WORD $0x4e34d610 // fadd v16.4s, v16.4s, v20.4s
+	WORD $0x4e35d631 // fadd v17.4s, v17.4s, v21.4s
+	WORD $0x4e36d652 // fadd v18.4s, v18.4s, v22.4s
+	WORD $0x4e37d673 // fadd v19.4s, v19.4s, v23.4s
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R11)
+	WORD $0x4e30d400 // fadd v0.4s, v0.4s, v16.4s
+	WORD $0x4e31d421 // fadd v1.4s, v1.4s, v17.4s
+	WORD $0x4e32d442 // fadd v2.4s, v2.4s, v18.4s
+	WORD $0x4e33d463 // fadd v3.4s, v3.4s, v19.4s
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	VLD1 (R11), [V20.S4, V21.S4, V22.S4, V23.S4]
+	WORD $0x4e34d610 // fadd v16.4s, v16.4s, v20.4s
+	WORD $0x4e35d631 // fadd v17.4s, v17.4s, v21.4s
+	WORD $0x4e36d652 // fadd v18.4s, v18.4s, v22.4s
+	WORD $0x4e37d673 // fadd v19.4s, v19.4s, v23.4s
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R11)
+	WORD $0x4e30d484 // fadd v4.4s, v4.4s, v16.4s
+	WORD $0x4e31d4a5 // fadd v5.4s, v5.4s, v17.4s
+	WORD $0x4e32d4c6 // fadd v6.4s, v6.4s, v18.4s
+	WORD $0x4e33d4e7 // fadd v7.4s, v7.4s, v19.4s
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	VLD1 (R11), [V20.S4, V21.S4, V22.S4, V23.S4]
+	WORD $0x4e34d610 // fadd v16.4s, v16.4s, v20.4s
+	WORD $0x4e35d631 // fadd v17.4s, v17.4s, v21.4s
+	WORD $0x4e36d652 // fadd v18.4s, v18.4s, v22.4s
+	WORD $0x4e37d673 // fadd v19.4s, v19.4s, v23.4s
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R11)
+	WORD $0x4e30d508 // fadd v8.4s, v8.4s, v16.4s
+	WORD $0x4e31d529 // fadd v9.4s, v9.4s, v17.4s
+	WORD $0x4e32d54a // fadd v10.4s, v10.4s, v18.4s
+	WORD $0x4e33d56b // fadd v11.4s, v11.4s, v19.4s
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	VLD1 (R11), [V20.S4, V21.S4, V22.S4, V23.S4]
+	WORD $0x4e34d610 // fadd v16.4s, v16.4s, v20.4s
+	WORD $0x4e35d631 // fadd v17.4s, v17.4s, v21.4s
+	WORD $0x4e36d652 // fadd v18.4s, v18.4s, v22.4s
+	WORD $0x4e37d673 // fadd v19.4s, v19.4s, v23.4s
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R11)
+	WORD $0x4e30d58c // fadd v12.4s, v12.4s, v16.4s
+	WORD $0x4e31d5ad // fadd v13.4s, v13.4s, v17.4s
+	WORD $0x4e32d5ce // fadd v14.4s, v14.4s, v18.4s
+	WORD $0x4e33d5ef // fadd v15.4s, v15.4s, v19.4s
+	SUB $64, R12, R12
+	B meanaddsumpf
+meanaddsumtail:
+
+	// Fewer than 64 elements: copied to a zero-padded block on the stack, summed as a whole block (zeros add +0).
+	CBZ R12, meanaddsummed
+	ADD $104, RSP, R13
+	VEOR V16.B16, V16.B16, V16.B16
+	VEOR V17.B16, V17.B16, V17.B16
+	VEOR V18.B16, V18.B16, V18.B16
+	VEOR V19.B16, V19.B16, V19.B16
+	MOVD R13, R17
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	MOVD R10, R15
+	MOVD R13, R17
+	MOVD R12, R16
+copyvec16:
+	CMP $4, R16
+	BLT copyone17
+	VLD1.P 16(R15), [V20.B16]
+	VST1.P [V20.B16], 16(R17)
+	SUB $4, R16, R16
+	B copyvec16
+copyone17:
+	CBZ R16, copied18
+	MOVWU.P 4(R15), R26
+	MOVW.P R26, 4(R17)
+	SUB $1, R16, R16
+	B copyone17
+copied18:
+	MOVD R11, R24
+	ADD $360, RSP, R13
+	VEOR V16.B16, V16.B16, V16.B16
+	VEOR V17.B16, V17.B16, V17.B16
+	VEOR V18.B16, V18.B16, V18.B16
+	VEOR V19.B16, V19.B16, V19.B16
+	MOVD R13, R17
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	MOVD R11, R15
+	MOVD R13, R17
+	MOVD R12, R16
+copyvec19:
+	CMP $4, R16
+	BLT copyone20
+	VLD1.P 16(R15), [V20.B16]
+	VST1.P [V20.B16], 16(R17)
+	SUB $4, R16, R16
+	B copyvec19
+copyone20:
+	CBZ R16, copied21
+	MOVWU.P 4(R15), R26
+	MOVW.P R26, 4(R17)
+	SUB $1, R16, R16
+	B copyone20
+copied21:
+	MOVD R12, R25
+	ADD $360, RSP, R11
+	ADD $104, RSP, R10
+	MOVD $64, R12
+	B meanaddsum64
+meanaddsummed:
+	CBZ R24, meanaddhback
+	ADD $360, RSP, R13
+	MOVD R13, R15
+	MOVD R24, R17
+	MOVD R25, R16
+copyvec22:
+	CMP $4, R16
+	BLT copyone23
+	VLD1.P 16(R15), [V20.B16]
+	VST1.P [V20.B16], 16(R17)
+	SUB $4, R16, R16
+	B copyvec22
+copyone23:
+	CBZ R16, copied24
+	MOVWU.P 4(R15), R26
+	MOVW.P R26, 4(R17)
+	SUB $1, R16, R16
+	B copyone23
+copied24:
+meanaddhback:
+mean:
+
+	// Halving tree: h = 32, 16, 8, 4 on vectors, leaving four partials in V0.
+	WORD $0x4e28d400 // fadd v0.4s, v0.4s, v8.4s
+	WORD $0x4e29d421 // fadd v1.4s, v1.4s, v9.4s
+	WORD $0x4e2ad442 // fadd v2.4s, v2.4s, v10.4s
+	WORD $0x4e2bd463 // fadd v3.4s, v3.4s, v11.4s
+	WORD $0x4e2cd484 // fadd v4.4s, v4.4s, v12.4s
+	WORD $0x4e2dd4a5 // fadd v5.4s, v5.4s, v13.4s
+	WORD $0x4e2ed4c6 // fadd v6.4s, v6.4s, v14.4s
+	WORD $0x4e2fd4e7 // fadd v7.4s, v7.4s, v15.4s
+	WORD $0x4e24d400 // fadd v0.4s, v0.4s, v4.4s
+	WORD $0x4e25d421 // fadd v1.4s, v1.4s, v5.4s
+	WORD $0x4e26d442 // fadd v2.4s, v2.4s, v6.4s
+	WORD $0x4e27d463 // fadd v3.4s, v3.4s, v7.4s
+	WORD $0x4e22d400 // fadd v0.4s, v0.4s, v2.4s
+	WORD $0x4e23d421 // fadd v1.4s, v1.4s, v3.4s
+	WORD $0x4e21d400 // fadd v0.4s, v0.4s, v1.4s
+
+	// h = 2 and h = 1: s in F0; a row whose s is ±Inf or NaN (s - s is not 0) takes the float64 path.
+	VEXT $8, V0.B16, V0.B16, V16.B16
+	WORD $0x4e30d400 // fadd v0.4s, v0.4s, v16.4s
+	WORD $0x7e30d800 // faddp s0, v0.2s
+	FSUBS F0, F0, F16
+	FCMPS $(0.0), F16
+	BNE ret
+
+	// m = s/d in all lanes of V31.
+	TST $256, R8
+	BEQ mdivide
+	FMOVS 92(RSP), F17
+	FMULS F17, F0, F1
+	B mdivided
+mdivide:
+	FMOVS 88(RSP), F17
+	FDIVS F17, F0, F1
+mdivided:
+	VDUP V1.S[0], V31.S4
+	MOVD R1, R10
+
+	// Sum of the squares of x - m: element i goes to partial i%64, lane i%4 of V(i%64/4).
+	MOVD R10, R14
+	VEOR V0.B16, V0.B16, V0.B16
+	VEOR V1.B16, V1.B16, V1.B16
+	VEOR V2.B16, V2.B16, V2.B16
+	VEOR V3.B16, V3.B16, V3.B16
+	VEOR V4.B16, V4.B16, V4.B16
+	VEOR V5.B16, V5.B16, V5.B16
+	VEOR V6.B16, V6.B16, V6.B16
+	VEOR V7.B16, V7.B16, V7.B16
+	VEOR V8.B16, V8.B16, V8.B16
+	VEOR V9.B16, V9.B16, V9.B16
+	VEOR V10.B16, V10.B16, V10.B16
+	VEOR V11.B16, V11.B16, V11.B16
+	VEOR V12.B16, V12.B16, V12.B16
+	VEOR V13.B16, V13.B16, V13.B16
+	VEOR V14.B16, V14.B16, V14.B16
+	VEOR V15.B16, V15.B16, V15.B16
+	MOVD R5, R12
+	MOVD $0, R24
+	TST $2, R8
+	ADD R21, R10, R13
+	BNE devsumpf
+devsum64:
+	CMP $64, R12
+	BLT devsumtail
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	WORD $0x4ebfd610 // fsub v16.4s, v16.4s, v31.4s
+	WORD $0x4ebfd631 // fsub v17.4s, v17.4s, v31.4s
+	WORD $0x4ebfd652 // fsub v18.4s, v18.4s, v31.4s
+	WORD $0x4ebfd673 // fsub v19.4s, v19.4s, v31.4s
+	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
+	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
+	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
+	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
+	WORD $0x4e30d400 // fadd v0.4s, v0.4s, v16.4s
+	WORD $0x4e31d421 // fadd v1.4s, v1.4s, v17.4s
+	WORD $0x4e32d442 // fadd v2.4s, v2.4s, v18.4s
+	WORD $0x4e33d463 // fadd v3.4s, v3.4s, v19.4s
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	WORD $0x4ebfd610 // fsub v16.4s, v16.4s, v31.4s
+	WORD $0x4ebfd631 // fsub v17.4s, v17.4s, v31.4s
+	WORD $0x4ebfd652 // fsub v18.4s, v18.4s, v31.4s
+	WORD $0x4ebfd673 // fsub v19.4s, v19.4s, v31.4s
+	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
+	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
+	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
+	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
+	WORD $0x4e30d484 // fadd v4.4s, v4.4s, v16.4s
+	WORD $0x4e31d4a5 // fadd v5.4s, v5.4s, v17.4s
+	WORD $0x4e32d4c6 // fadd v6.4s, v6.4s, v18.4s
+	WORD $0x4e33d4e7 // fadd v7.4s, v7.4s, v19.4s
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	WORD $0x4ebfd610 // fsub v16.4s, v16.4s, v31.4s
+	WORD $0x4ebfd631 // fsub v17.4s, v17.4s, v31.4s
+	WORD $0x4ebfd652 // fsub v18.4s, v18.4s, v31.4s
+	WORD $0x4ebfd673 // fsub v19.4s, v19.4s, v31.4s
+	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
+	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
+	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
+	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
+	WORD $0x4e30d508 // fadd v8.4s, v8.4s, v16.4s
+	WORD $0x4e31d529 // fadd v9.4s, v9.4s, v17.4s
+	WORD $0x4e32d54a // fadd v10.4s, v10.4s, v18.4s
+	WORD $0x4e33d56b // fadd v11.4s, v11.4s, v19.4s
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	WORD $0x4ebfd610 // fsub v16.4s, v16.4s, v31.4s
+	WORD $0x4ebfd631 // fsub v17.4s, v17.4s, v31.4s
+	WORD $0x4ebfd652 // fsub v18.4s, v18.4s, v31.4s
+	WORD $0x4ebfd673 // fsub v19.4s, v19.4s, v31.4s
+	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
+	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
+	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
+	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
+	WORD $0x4e30d58c // fadd v12.4s, v12.4s, v16.4s
+	WORD $0x4e31d5ad // fadd v13.4s, v13.4s, v17.4s
+	WORD $0x4e32d5ce // fadd v14.4s, v14.4s, v18.4s
+	WORD $0x4e33d5ef // fadd v15.4s, v15.4s, v19.4s
+	SUB $64, R12, R12
+	B devsum64
+devsumpf:
+	CMP $64, R12
+	BLT devsumtail
+	PRFM 0(R13), PLDL1KEEP
+	PRFM 64(R13), PLDL1KEEP
+	PRFM 128(R13), PLDL1KEEP
+	PRFM 192(R13), PLDL1KEEP
+	ADD $256, R13, R13
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	WORD $0x4ebfd610 // fsub v16.4s, v16.4s, v31.4s
+	WORD $0x4ebfd631 // fsub v17.4s, v17.4s, v31.4s
+	WORD $0x4ebfd652 // fsub v18.4s, v18.4s, v31.4s
+	WORD $0x4ebfd673 // fsub v19.4s, v19.4s, v31.4s
+	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
+	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
+	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
+	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
+	WORD $0x4e30d400 // fadd v0.4s, v0.4s, v16.4s
+	WORD $0x4e31d421 // fadd v1.4s, v1.4s, v17.4s
+	WORD $0x4e32d442 // fadd v2.4s, v2.4s, v18.4s
+	WORD $0x4e33d463 // fadd v3.4s, v3.4s, v19.4s
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	WORD $0x4ebfd610 // fsub v16.4s, v16.4s, v31.4s
+	WORD $0x4ebfd631 // fsub v17.4s, v17.4s, v31.4s
+	WORD $0x4ebfd652 // fsub v18.4s, v18.4s, v31.4s
+	WORD $0x4ebfd673 // fsub v19.4s, v19.4s, v31.4s
+	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
+	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
+	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
+	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
+	WORD $0x4e30d484 // fadd v4.4s, v4.4s, v16.4s
+	WORD $0x4e31d4a5 // fadd v5.4s, v5.4s, v17.4s
+	WORD $0x4e32d4c6 // fadd v6.4s, v6.4s, v18.4s
+	WORD $0x4e33d4e7 // fadd v7.4s, v7.4s, v19.4s
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	WORD $0x4ebfd610 // fsub v16.4s, v16.4s, v31.4s
+	WORD $0x4ebfd631 // fsub v17.4s, v17.4s, v31.4s
+	WORD $0x4ebfd652 // fsub v18.4s, v18.4s, v31.4s
+	WORD $0x4ebfd673 // fsub v19.4s, v19.4s, v31.4s
+	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
+	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
+	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
+	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
+	WORD $0x4e30d508 // fadd v8.4s, v8.4s, v16.4s
+	WORD $0x4e31d529 // fadd v9.4s, v9.4s, v17.4s
+	WORD $0x4e32d54a // fadd v10.4s, v10.4s, v18.4s
+	WORD $0x4e33d56b // fadd v11.4s, v11.4s, v19.4s
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	WORD $0x4ebfd610 // fsub v16.4s, v16.4s, v31.4s
+	WORD $0x4ebfd631 // fsub v17.4s, v17.4s, v31.4s
+	WORD $0x4ebfd652 // fsub v18.4s, v18.4s, v31.4s
+	WORD $0x4ebfd673 // fsub v19.4s, v19.4s, v31.4s
+	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
+	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
+	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
+	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
+	WORD $0x4e30d58c // fadd v12.4s, v12.4s, v16.4s
+	WORD $0x4e31d5ad // fadd v13.4s, v13.4s, v17.4s
+	WORD $0x4e32d5ce // fadd v14.4s, v14.4s, v18.4s
+	WORD $0x4e33d5ef // fadd v15.4s, v15.4s, v19.4s
+	SUB $64, R12, R12
+	B devsumpf
+devsumtail:
+
+	// Fewer than 64 elements: copied to a zero-padded block on the stack, summed as a whole block (zeros add +0).
+	CBZ R12, devsummed
+	ADD $104, RSP, R13
+	VEOR V16.B16, V16.B16, V16.B16
+	VEOR V17.B16, V17.B16, V17.B16
+	VEOR V18.B16, V18.B16, V18.B16
+	VEOR V19.B16, V19.B16, V19.B16
+	MOVD R13, R17
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	MOVD R10, R15
+	MOVD R13, R17
+	MOVD R12, R16
+copyvec25:
+	CMP $4, R16
+	BLT copyone26
+	VLD1.P 16(R15), [V20.B16]
+	VST1.P [V20.B16], 16(R17)
+	SUB $4, R16, R16
+	B copyvec25
+copyone26:
+	CBZ R16, copied27
+	MOVWU.P 4(R15), R26
+	MOVW.P R26, 4(R17)
+	SUB $1, R16, R16
+	B copyone26
+copied27:
+
+	// m in the lanes of the row's elements, +0 in the padding: the block subtracts these.
+	ADD $360, RSP, R11
+	VEOR V16.B16, V16.B16, V16.B16
+	VEOR V17.B16, V17.B16, V17.B16
+	VEOR V18.B16, V18.B16, V18.B16
+	VEOR V19.B16, V19.B16, V19.B16
+	MOVD R11, R17
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	MOVD R11, R17
+	MOVD R12, R16
+fillvec28:
+	CMP $4, R16
+	BLT fillone29
+	VST1.P [V31.S4], 16(R17)
+	SUB $4, R16, R16
+	B fillvec28
+fillone29:
+	CBZ R16, filled30
+	FMOVS F31, (R17)
+	ADD $4, R17, R17
+	SUB $1, R16, R16
+	B fillone29
+filled30:
+	ADD $104, RSP, R10
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	VLD1.P 64(R11), [V20.S4, V21.S4, V22.S4, V23.S4]
+	WORD $0x4eb4d610 // fsub v16.4s, v16.4s, v20.4s
+	WORD $0x4eb5d631 // fsub v17.4s, v17.4s, v21.4s
+	WORD $0x4eb6d652 // fsub v18.4s, v18.4s, v22.4s
+	WORD $0x4eb7d673 // fsub v19.4s, v19.4s, v23.4s
+	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
+	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
+	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
+	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
+	WORD $0x4e30d400 // fadd v0.4s, v0.4s, v16.4s
+	WORD $0x4e31d421 // fadd v1.4s, v1.4s, v17.4s
+	WORD $0x4e32d442 // fadd v2.4s, v2.4s, v18.4s
+	WORD $0x4e33d463 // fadd v3.4s, v3.4s, v19.4s
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	VLD1.P 64(R11), [V20.S4, V21.S4, V22.S4, V23.S4]
+	WORD $0x4eb4d610 // fsub v16.4s, v16.4s, v20.4s
+	WORD $0x4eb5d631 // fsub v17.4s, v17.4s, v21.4s
+	WORD $0x4eb6d652 // fsub v18.4s, v18.4s, v22.4s
+	WORD $0x4eb7d673 // fsub v19.4s, v19.4s, v23.4s
+	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
+	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
+	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
+	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
+	WORD $0x4e30d484 // fadd v4.4s, v4.4s, v16.4s
+	WORD $0x4e31d4a5 // fadd v5.4s, v5.4s, v17.4s
+	WORD $0x4e32d4c6 // fadd v6.4s, v6.4s, v18.4s
+	WORD $0x4e33d4e7 // fadd v7.4s, v7.4s, v19.4s
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	VLD1.P 64(R11), [V20.S4, V21.S4, V22.S4, V23.S4]
+	WORD $0x4eb4d610 // fsub v16.4s, v16.4s, v20.4s
+	WORD $0x4eb5d631 // fsub v17.4s, v17.4s, v21.4s
+	WORD $0x4eb6d652 // fsub v18.4s, v18.4s, v22.4s
+	WORD $0x4eb7d673 // fsub v19.4s, v19.4s, v23.4s
+	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
+	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
+	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
+	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
+	WORD $0x4e30d508 // fadd v8.4s, v8.4s, v16.4s
+	WORD $0x4e31d529 // fadd v9.4s, v9.4s, v17.4s
+	WORD $0x4e32d54a // fadd v10.4s, v10.4s, v18.4s
+	WORD $0x4e33d56b // fadd v11.4s, v11.4s, v19.4s
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	VLD1.P 64(R11), [V20.S4, V21.S4, V22.S4, V23.S4]
+	WORD $0x4eb4d610 // fsub v16.4s, v16.4s, v20.4s
+	WORD $0x4eb5d631 // fsub v17.4s, v17.4s, v21.4s
+	WORD $0x4eb6d652 // fsub v18.4s, v18.4s, v22.4s
+	WORD $0x4eb7d673 // fsub v19.4s, v19.4s, v23.4s
+	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
+	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
+	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
+	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
+	WORD $0x4e30d58c // fadd v12.4s, v12.4s, v16.4s
+	WORD $0x4e31d5ad // fadd v13.4s, v13.4s, v17.4s
+	WORD $0x4e32d5ce // fadd v14.4s, v14.4s, v18.4s
+	WORD $0x4e33d5ef // fadd v15.4s, v15.4s, v19.4s
+	SUB $64, R12, R12
+devsummed:
+
+	// Halving tree: h = 32, 16, 8, 4 on vectors, leaving four partials in V0.
+	WORD $0x4e28d400 // fadd v0.4s, v0.4s, v8.4s
+	WORD $0x4e29d421 // fadd v1.4s, v1.4s, v9.4s
+	WORD $0x4e2ad442 // fadd v2.4s, v2.4s, v10.4s
+	WORD $0x4e2bd463 // fadd v3.4s, v3.4s, v11.4s
+	WORD $0x4e2cd484 // fadd v4.4s, v4.4s, v12.4s
+	WORD $0x4e2dd4a5 // fadd v5.4s, v5.4s, v13.4s
+	WORD $0x4e2ed4c6 // fadd v6.4s, v6.4s, v14.4s
+	WORD $0x4e2fd4e7 // fadd v7.4s, v7.4s, v15.4s
+	WORD $0x4e24d400 // fadd v0.4s, v0.4s, v4.4s
+	WORD $0x4e25d421 // fadd v1.4s, v1.4s, v5.4s
+	WORD $0x4e26d442 // fadd v2.4s, v2.4s, v6.4s
+	WORD $0x4e27d463 // fadd v3.4s, v3.4s, v7.4s
+	WORD $0x4e22d400 // fadd v0.4s, v0.4s, v2.4s
+	WORD $0x4e23d421 // fadd v1.4s, v1.4s, v3.4s
+	WORD $0x4e21d400 // fadd v0.4s, v0.4s, v1.4s
+	B invone
+invone:
+
+	// h = 2 and h = 1: ss in F0.
+	VEXT $8, V0.B16, V0.B16, V16.B16
+	WORD $0x4e30d400 // fadd v0.4s, v0.4s, v16.4s
+	WORD $0x7e30d800 // faddp s0, v0.2s
+
+	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
+	TST $256, R8
+	BEQ rdivide
+	FMOVS 92(RSP), F17
+	FMULS F17, F0, F1
+	B rdivided
+rdivide:
+	FMOVS 88(RSP), F17
+	FDIVS F17, F0, F1
+rdivided:
+	MOVD j+0(FP), R16
+	FMOVS job_eps(R16), F17
+	FADDS F17, F1, F1
+	MOVW $0x0d800000, R16
+	FMOVS R16, F16
+	FCMPS F16, F1
+	BLT ret
+	MOVW $0x7f7fffff, R16
+	FMOVS R16, F16
+	FCMPS F16, F1
+	BGT ret
+	FSQRTS F1, F1
+	FMOVS $1.0, F16
+	FDIVS F1, F16, F29
+	FMOVS F29, 72(RSP)
+
+	// Report 1/rms if asked.
+	CBZ R4, noinv
+	FMOVS F29, (R4)(R9<<2)
+noinv:
+
+	// Report the mean if asked: m, +0 without flagCenter.
+	MOVD j+0(FP), R16
+	MOVD job_mean(R16), R16
+	CBZ R16, scale
+	FMOVS F31, (R16)(R9<<2)
+	B scale
+scale:
+	MOVD $0, R23
+scalerow:
+	ADD $72, RSP, R12
+	ADD R23<<2, R12, R12
+	VLD1R (R12), [V29.S4]
+
+	// y = (src*inv)*w, rounded after each multiply.
+	MOVD R1, R10
+	MOVD R2, R13
+	MOVD R0, R14
+	MOVD R5, R12
+
+	// Layer: y = ((src-m)*inv)*w + bias; bias at R24, advanced by R25 vectors (0: -0s).
+	MOVD j+0(FP), R16
+	MOVD job_bias(R16), R24
+	MOVD $1, R25
+	CBNZ R24, biasset
+	MOVD $negzero<>(SB), R24
+	MOVD $0, R25
+biasset:
+	TST $2, R8
+	BEQ nopf16
+	ADD R22, R10, R15
+	CBZ R2, pf16noweight
+	TBNZ $4, R8, pf16offset
+pf16:
+	CMP $16, R12
+	BLT loop4
+	PRFM (R15), PLDL1KEEP
+	ADD $64, R15, R15
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	WORD $0x4ebfd610 // fsub v16.4s, v16.4s, v31.4s
+	WORD $0x6e3dde10 // fmul v16.4s, v16.4s, v29.4s
+	WORD $0x4ebfd631 // fsub v17.4s, v17.4s, v31.4s
+	WORD $0x6e3dde31 // fmul v17.4s, v17.4s, v29.4s
+	WORD $0x4ebfd652 // fsub v18.4s, v18.4s, v31.4s
+	WORD $0x6e3dde52 // fmul v18.4s, v18.4s, v29.4s
+	WORD $0x4ebfd673 // fsub v19.4s, v19.4s, v31.4s
+	WORD $0x6e3dde73 // fmul v19.4s, v19.4s, v29.4s
+	VLD1.P 64(R13), [V20.S4, V21.S4, V22.S4, V23.S4]
+	WORD $0x6e34de10 // fmul v16.4s, v16.4s, v20.4s
+	WORD $0x6e35de31 // fmul v17.4s, v17.4s, v21.4s
+	WORD $0x6e36de52 // fmul v18.4s, v18.4s, v22.4s
+	WORD $0x6e37de73 // fmul v19.4s, v19.4s, v23.4s
+	VLD1 (R24), [V20.S4, V21.S4, V22.S4, V23.S4]
+	ADD R25<<6, R24, R24
+	WORD $0x4e34d610 // fadd v16.4s, v16.4s, v20.4s
+	WORD $0x4e35d631 // fadd v17.4s, v17.4s, v21.4s
+	WORD $0x4e36d652 // fadd v18.4s, v18.4s, v22.4s
+	WORD $0x4e37d673 // fadd v19.4s, v19.4s, v23.4s
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R14)
+	SUB $16, R12, R12
+	B pf16
+pf16offset:
+	CMP $16, R12
+	BLT loop4
+	PRFM (R15), PLDL1KEEP
+	ADD $64, R15, R15
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	WORD $0x4ebfd610 // fsub v16.4s, v16.4s, v31.4s
+	WORD $0x6e3dde10 // fmul v16.4s, v16.4s, v29.4s
+	WORD $0x4ebfd631 // fsub v17.4s, v17.4s, v31.4s
+	WORD $0x6e3dde31 // fmul v17.4s, v17.4s, v29.4s
+	WORD $0x4ebfd652 // fsub v18.4s, v18.4s, v31.4s
+	WORD $0x6e3dde52 // fmul v18.4s, v18.4s, v29.4s
+	WORD $0x4ebfd673 // fsub v19.4s, v19.4s, v31.4s
+	WORD $0x6e3dde73 // fmul v19.4s, v19.4s, v29.4s
+	VLD1.P 64(R13), [V20.S4, V21.S4, V22.S4, V23.S4]
+	WORD $0x4e3cd694 // fadd v20.4s, v20.4s, v28.4s
+	WORD $0x6e34de10 // fmul v16.4s, v16.4s, v20.4s
+	WORD $0x4e3cd6b5 // fadd v21.4s, v21.4s, v28.4s
+	WORD $0x6e35de31 // fmul v17.4s, v17.4s, v21.4s
+	WORD $0x4e3cd6d6 // fadd v22.4s, v22.4s, v28.4s
+	WORD $0x6e36de52 // fmul v18.4s, v18.4s, v22.4s
+	WORD $0x4e3cd6f7 // fadd v23.4s, v23.4s, v28.4s
+	WORD $0x6e37de73 // fmul v19.4s, v19.4s, v23.4s
+	VLD1 (R24), [V20.S4, V21.S4, V22.S4, V23.S4]
+	ADD R25<<6, R24, R24
+	WORD $0x4e34d610 // fadd v16.4s, v16.4s, v20.4s
+	WORD $0x4e35d631 // fadd v17.4s, v17.4s, v21.4s
+	WORD $0x4e36d652 // fadd v18.4s, v18.4s, v22.4s
+	WORD $0x4e37d673 // fadd v19.4s, v19.4s, v23.4s
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R14)
+	SUB $16, R12, R12
+	B pf16offset
+pf16noweight:
+	CMP $16, R12
+	BLT loop4
+	PRFM (R15), PLDL1KEEP
+	ADD $64, R15, R15
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	WORD $0x4ebfd610 // fsub v16.4s, v16.4s, v31.4s
+	WORD $0x6e3dde10 // fmul v16.4s, v16.4s, v29.4s
+	WORD $0x4ebfd631 // fsub v17.4s, v17.4s, v31.4s
+	WORD $0x6e3dde31 // fmul v17.4s, v17.4s, v29.4s
+	WORD $0x4ebfd652 // fsub v18.4s, v18.4s, v31.4s
+	WORD $0x6e3dde52 // fmul v18.4s, v18.4s, v29.4s
+	WORD $0x4ebfd673 // fsub v19.4s, v19.4s, v31.4s
+	WORD $0x6e3dde73 // fmul v19.4s, v19.4s, v29.4s
+	VLD1 (R24), [V20.S4, V21.S4, V22.S4, V23.S4]
+	ADD R25<<6, R24, R24
+	WORD $0x4e34d610 // fadd v16.4s, v16.4s, v20.4s
+	WORD $0x4e35d631 // fadd v17.4s, v17.4s, v21.4s
+	WORD $0x4e36d652 // fadd v18.4s, v18.4s, v22.4s
+	WORD $0x4e37d673 // fadd v19.4s, v19.4s, v23.4s
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R14)
+	SUB $16, R12, R12
+	B pf16noweight
+nopf16:
+	CBZ R2, loop16noweight
+	TBNZ $4, R8, loop16offset
+loop16:
+	CMP $16, R12
+	BLT loop4
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	WORD $0x4ebfd610 // fsub v16.4s, v16.4s, v31.4s
+	WORD $0x6e3dde10 // fmul v16.4s, v16.4s, v29.4s
+	WORD $0x4ebfd631 // fsub v17.4s, v17.4s, v31.4s
+	WORD $0x6e3dde31 // fmul v17.4s, v17.4s, v29.4s
+	WORD $0x4ebfd652 // fsub v18.4s, v18.4s, v31.4s
+	WORD $0x6e3dde52 // fmul v18.4s, v18.4s, v29.4s
+	WORD $0x4ebfd673 // fsub v19.4s, v19.4s, v31.4s
+	WORD $0x6e3dde73 // fmul v19.4s, v19.4s, v29.4s
+	VLD1.P 64(R13), [V20.S4, V21.S4, V22.S4, V23.S4]
+	WORD $0x6e34de10 // fmul v16.4s, v16.4s, v20.4s
+	WORD $0x6e35de31 // fmul v17.4s, v17.4s, v21.4s
+	WORD $0x6e36de52 // fmul v18.4s, v18.4s, v22.4s
+	WORD $0x6e37de73 // fmul v19.4s, v19.4s, v23.4s
+	VLD1 (R24), [V20.S4, V21.S4, V22.S4, V23.S4]
+	ADD R25<<6, R24, R24
+	WORD $0x4e34d610 // fadd v16.4s, v16.4s, v20.4s
+	WORD $0x4e35d631 // fadd v17.4s, v17.4s, v21.4s
+	WORD $0x4e36d652 // fadd v18.4s, v18.4s, v22.4s
+	WORD $0x4e37d673 // fadd v19.4s, v19.4s, v23.4s
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R14)
+	SUB $16, R12, R12
+	B loop16
+loop16offset:
+	CMP $16, R12
+	BLT loop4
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	WORD $0x4ebfd610 // fsub v16.4s, v16.4s, v31.4s
+	WORD $0x6e3dde10 // fmul v16.4s, v16.4s, v29.4s
+	WORD $0x4ebfd631 // fsub v17.4s, v17.4s, v31.4s
+	WORD $0x6e3dde31 // fmul v17.4s, v17.4s, v29.4s
+	WORD $0x4ebfd652 // fsub v18.4s, v18.4s, v31.4s
+	WORD $0x6e3dde52 // fmul v18.4s, v18.4s, v29.4s
+	WORD $0x4ebfd673 // fsub v19.4s, v19.4s, v31.4s
+	WORD $0x6e3dde73 // fmul v19.4s, v19.4s, v29.4s
+	VLD1.P 64(R13), [V20.S4, V21.S4, V22.S4, V23.S4]
+	WORD $0x4e3cd694 // fadd v20.4s, v20.4s, v28.4s
+	WORD $0x6e34de10 // fmul v16.4s, v16.4s, v20.4s
+	WORD $0x4e3cd6b5 // fadd v21.4s, v21.4s, v28.4s
+	WORD $0x6e35de31 // fmul v17.4s, v17.4s, v21.4s
+	WORD $0x4e3cd6d6 // fadd v22.4s, v22.4s, v28.4s
+	WORD $0x6e36de52 // fmul v18.4s, v18.4s, v22.4s
+	WORD $0x4e3cd6f7 // fadd v23.4s, v23.4s, v28.4s
+	WORD $0x6e37de73 // fmul v19.4s, v19.4s, v23.4s
+	VLD1 (R24), [V20.S4, V21.S4, V22.S4, V23.S4]
+	ADD R25<<6, R24, R24
+	WORD $0x4e34d610 // fadd v16.4s, v16.4s, v20.4s
+	WORD $0x4e35d631 // fadd v17.4s, v17.4s, v21.4s
+	WORD $0x4e36d652 // fadd v18.4s, v18.4s, v22.4s
+	WORD $0x4e37d673 // fadd v19.4s, v19.4s, v23.4s
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R14)
+	SUB $16, R12, R12
+	B loop16offset
+loop16noweight:
+	CMP $16, R12
+	BLT loop4
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	WORD $0x4ebfd610 // fsub v16.4s, v16.4s, v31.4s
+	WORD $0x6e3dde10 // fmul v16.4s, v16.4s, v29.4s
+	WORD $0x4ebfd631 // fsub v17.4s, v17.4s, v31.4s
+	WORD $0x6e3dde31 // fmul v17.4s, v17.4s, v29.4s
+	WORD $0x4ebfd652 // fsub v18.4s, v18.4s, v31.4s
+	WORD $0x6e3dde52 // fmul v18.4s, v18.4s, v29.4s
+	WORD $0x4ebfd673 // fsub v19.4s, v19.4s, v31.4s
+	WORD $0x6e3dde73 // fmul v19.4s, v19.4s, v29.4s
+	VLD1 (R24), [V20.S4, V21.S4, V22.S4, V23.S4]
+	ADD R25<<6, R24, R24
+	WORD $0x4e34d610 // fadd v16.4s, v16.4s, v20.4s
+	WORD $0x4e35d631 // fadd v17.4s, v17.4s, v21.4s
+	WORD $0x4e36d652 // fadd v18.4s, v18.4s, v22.4s
+	WORD $0x4e37d673 // fadd v19.4s, v19.4s, v23.4s
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R14)
+	SUB $16, R12, R12
+	B loop16noweight
+loop4:
+	CMP $4, R12
+	BLT part
+	VLD1.P 16(R10), [V16.S4]
+	WORD $0x4ebfd610 // fsub v16.4s, v16.4s, v31.4s
+	WORD $0x6e3dde10 // fmul v16.4s, v16.4s, v29.4s
+	CBZ R2, noweight31
+	VLD1.P 16(R13), [V20.S4]
+	WORD $0x4e3cd694 // fadd v20.4s, v20.4s, v28.4s
+	WORD $0x6e34de10 // fmul v16.4s, v16.4s, v20.4s
+noweight31:
+	VLD1 (R24), [V21.S4]
+	ADD R25<<4, R24, R24
+	WORD $0x4e35d610 // fadd v16.4s, v16.4s, v21.4s
+	VST1.P [V16.S4], 16(R14)
+	SUB $4, R12, R12
+	B loop4
+part:
+
+	// The last 1-3 elements, through copies on the stack.
+	CBZ R12, scaled
+	ADD $104, RSP, R11
+	MOVD R10, R15
+	MOVD R11, R17
+	MOVD R12, R16
+copyvec32:
+	CMP $4, R16
+	BLT copyone33
+	VLD1.P 16(R15), [V20.B16]
+	VST1.P [V20.B16], 16(R17)
+	SUB $4, R16, R16
+	B copyvec32
+copyone33:
+	CBZ R16, copied34
+	MOVWU.P 4(R15), R26
+	MOVW.P R26, 4(R17)
+	SUB $1, R16, R16
+	B copyone33
+copied34:
+	ADD $120, RSP, R11
+	CBZ R2, nowcopy35
+	MOVD R13, R15
+	MOVD R11, R17
+	MOVD R12, R16
+copyvec36:
+	CMP $4, R16
+	BLT copyone37
+	VLD1.P 16(R15), [V20.B16]
+	VST1.P [V20.B16], 16(R17)
+	SUB $4, R16, R16
+	B copyvec36
+copyone37:
+	CBZ R16, copied38
+	MOVWU.P 4(R15), R26
+	MOVW.P R26, 4(R17)
+	SUB $1, R16, R16
+	B copyone37
+copied38:
+nowcopy35:
+	ADD $136, RSP, R11
+	MOVD R24, R15
+	MOVD R11, R17
+	MOVD R12, R16
+copyvec39:
+	CMP $4, R16
+	BLT copyone40
+	VLD1.P 16(R15), [V20.B16]
+	VST1.P [V20.B16], 16(R17)
+	SUB $4, R16, R16
+	B copyvec39
+copyone40:
+	CBZ R16, copied41
+	MOVWU.P 4(R15), R26
+	MOVW.P R26, 4(R17)
+	SUB $1, R16, R16
+	B copyone40
+copied41:
+	ADD $104, RSP, R11
+	VLD1 (R11), [V16.S4]
+	ADD $16, R11, R11
+	WORD $0x4ebfd610 // fsub v16.4s, v16.4s, v31.4s
+	WORD $0x6e3dde10 // fmul v16.4s, v16.4s, v29.4s
+	CBZ R2, noweight42
+	VLD1 (R11), [V20.S4]
+	WORD $0x4e3cd694 // fadd v20.4s, v20.4s, v28.4s
+	WORD $0x6e34de10 // fmul v16.4s, v16.4s, v20.4s
+noweight42:
+	ADD $16, R11, R13
+	VLD1 (R13), [V21.S4]
+	WORD $0x4e35d610 // fadd v16.4s, v16.4s, v21.4s
+	VST1 [V16.S4], (R11)
+	MOVD R11, R15
+	MOVD R14, R17
+	MOVD R12, R16
+copyvec43:
+	CMP $4, R16
+	BLT copyone44
+	VLD1.P 16(R15), [V20.B16]
+	VST1.P [V20.B16], 16(R17)
+	SUB $4, R16, R16
+	B copyvec43
+copyone44:
+	CBZ R16, copied45
+	MOVWU.P 4(R15), R26
+	MOVW.P R26, 4(R17)
+	SUB $1, R16, R16
+	B copyone44
+copied45:
+scaled:
+	ADD R7, R1, R1
+	ADD R7, R3, R3
+	MOVD 96(RSP), R10
+	ADD R10, R0, R0
+	ADD $1, R9, R9
+	ADD $1, R23, R23
+	CMP R20, R23
+	BLT scalerow
+	B row
+ret:
+	MOVD R9, ret+24(FP)
+	RET
+
+// func neonForwardLayerBF16(j *job, from, to int) int
+TEXT ·neonForwardLayerBF16(SB), $608-32
+	MOVD j+0(FP), R16
+	MOVD job_dst(R16), R0
+	MOVD job_x(R16), R1
+	MOVD job_w(R16), R2
+	MOVD job_res(R16), R3
+	MOVD job_inv(R16), R4
+	MOVD job_d(R16), R5
+	MOVD job_stride(R16), R7
+	LSL $1, R7, R7
+	MOVD job_dstStride(R16), R10
+	LSL $1, R10, R10
+	MOVD R10, 96(RSP)
+	MOVWU job_flags(R16), R8
+
+	// With a residual the scale pass reads h from res: res and x trade registers.
+	CBZ R3, rowsset
+	ORR $512, R8, R8
+	MOVD R1, R10
+	MOVD R3, R1
+	MOVD R10, R3
+rowsset:
+
+	// c, added to the weight: 1 with flagOffset, else -0 (spec.Variant.Body).
+	MOVW $0x80000000, R10
+	TBZ $4, R8, weightadd
+	MOVW $0x3f800000, R10
+weightadd:
+	VDUP R10, V28.S4
+
+	// Constants of bfloat16 rounding: 1, 0x7fff, 0xffff0000, the quiet NaN.
+	MOVW $0x00000001, R10
+	VDUP R10, V24.S4
+	MOVW $0x00007fff, R10
+	VDUP R10, V25.S4
+	MOVW $0xffff0000, R10
+	VDUP R10, V26.S4
+	MOVW $0x7fc00000, R10
+	VDUP R10, V27.S4
+
+	// fd = float32(d); rd = 1/d when d is a power of two, so that ss/d is ss*rd exactly.
+	SCVTFS R5, F16
+	FMOVS F16, 88(RSP)
+	SUB $1, R5, R10
+	TST R10, R5
+	BNE notpow2
+	RBIT R5, R10
+	CLZ R10, R10
+	MOVD $127, R11
+	SUB R10, R11, R11
+	LSL $23, R11, R11
+	MOVW R11, 92(RSP)
+	ORR $256, R8, R8
+notpow2:
+
+	// Rows ahead for prefetching: the next one for long rows, eight for short ones.
+	MOVD R7, R22
+	CMP $512, R5
+	BGT longrows
+	LSL $3, R22, R22
+longrows:
+	LSL $1, R22, R21
+
+	// Start at row from.
+	MOVD from+8(FP), R9
+	MOVD to+16(FP), R6
+	MOVD $0, R19
+	MUL R9, R7, R10
+	ADD R10, R1, R1
+	ADD R10, R3, R3
+	MOVD 96(RSP), R10
+	MUL R9, R10, R10
+	ADD R10, R0, R0
+row:
+	CMP R6, R9
+	BGE ret
+	MOVD $1, R20
+	TBZ $5, R8, notcentered
+	TBNZ $9, R8, meanaddsum
+	B meansum
+notcentered:
+	TBNZ $9, R8, addsum
+sum:
+	MOVD R1, R10
+
+	// Sum of squares: element i goes to partial i%64, lane i%4 of V(i%64/4).
+	MOVD R10, R14
+	VEOR V0.B16, V0.B16, V0.B16
+	VEOR V1.B16, V1.B16, V1.B16
+	VEOR V2.B16, V2.B16, V2.B16
+	VEOR V3.B16, V3.B16, V3.B16
+	VEOR V4.B16, V4.B16, V4.B16
+	VEOR V5.B16, V5.B16, V5.B16
+	VEOR V6.B16, V6.B16, V6.B16
+	VEOR V7.B16, V7.B16, V7.B16
+	VEOR V8.B16, V8.B16, V8.B16
+	VEOR V9.B16, V9.B16, V9.B16
+	VEOR V10.B16, V10.B16, V10.B16
+	VEOR V11.B16, V11.B16, V11.B16
+	VEOR V12.B16, V12.B16, V12.B16
+	VEOR V13.B16, V13.B16, V13.B16
+	VEOR V14.B16, V14.B16, V14.B16
+	VEOR V15.B16, V15.B16, V15.B16
+	MOVD R5, R12
+	MOVD $0, R24
+	ADD R21, R10, R13
+sum64:
+	CMP $64, R12
+	BLT sumtail
+	TST $2, R8
+	BNE sumpf
+sumblock:
+	VLD1.P 32(R10), [V16.H4, V17.H4, V18.H4, V19.H4]
+	WORD $0x2e613a10 // shll v16.4s, v16.4h, #16
+	WORD $0x2e613a31 // shll v17.4s, v17.4h, #16
+	WORD $0x2e613a52 // shll v18.4s, v18.4h, #16
+	WORD $0x2e613a73 // shll v19.4s, v19.4h, #16
+	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
+	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
+	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
+	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
+	WORD $0x4e30d400 // fadd v0.4s, v0.4s, v16.4s
+	WORD $0x4e31d421 // fadd v1.4s, v1.4s, v17.4s
+	WORD $0x4e32d442 // fadd v2.4s, v2.4s, v18.4s
+	WORD $0x4e33d463 // fadd v3.4s, v3.4s, v19.4s
+	VLD1.P 32(R10), [V16.H4, V17.H4, V18.H4, V19.H4]
+	WORD $0x2e613a10 // shll v16.4s, v16.4h, #16
+	WORD $0x2e613a31 // shll v17.4s, v17.4h, #16
+	WORD $0x2e613a52 // shll v18.4s, v18.4h, #16
+	WORD $0x2e613a73 // shll v19.4s, v19.4h, #16
+	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
+	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
+	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
+	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
+	WORD $0x4e30d484 // fadd v4.4s, v4.4s, v16.4s
+	WORD $0x4e31d4a5 // fadd v5.4s, v5.4s, v17.4s
+	WORD $0x4e32d4c6 // fadd v6.4s, v6.4s, v18.4s
+	WORD $0x4e33d4e7 // fadd v7.4s, v7.4s, v19.4s
+	VLD1.P 32(R10), [V16.H4, V17.H4, V18.H4, V19.H4]
+	WORD $0x2e613a10 // shll v16.4s, v16.4h, #16
+	WORD $0x2e613a31 // shll v17.4s, v17.4h, #16
+	WORD $0x2e613a52 // shll v18.4s, v18.4h, #16
+	WORD $0x2e613a73 // shll v19.4s, v19.4h, #16
+	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
+	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
+	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
+	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
+	WORD $0x4e30d508 // fadd v8.4s, v8.4s, v16.4s
+	WORD $0x4e31d529 // fadd v9.4s, v9.4s, v17.4s
+	WORD $0x4e32d54a // fadd v10.4s, v10.4s, v18.4s
+	WORD $0x4e33d56b // fadd v11.4s, v11.4s, v19.4s
+	VLD1.P 32(R10), [V16.H4, V17.H4, V18.H4, V19.H4]
+	WORD $0x2e613a10 // shll v16.4s, v16.4h, #16
+	WORD $0x2e613a31 // shll v17.4s, v17.4h, #16
+	WORD $0x2e613a52 // shll v18.4s, v18.4h, #16
+	WORD $0x2e613a73 // shll v19.4s, v19.4h, #16
+	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
+	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
+	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
+	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
+	WORD $0x4e30d58c // fadd v12.4s, v12.4s, v16.4s
+	WORD $0x4e31d5ad // fadd v13.4s, v13.4s, v17.4s
+	WORD $0x4e32d5ce // fadd v14.4s, v14.4s, v18.4s
+	WORD $0x4e33d5ef // fadd v15.4s, v15.4s, v19.4s
+	SUB $64, R12, R12
+	B sum64
+sumpf:
+	PRFM 0(R13), PLDL1KEEP
+	PRFM 64(R13), PLDL1KEEP
+	ADD $128, R13, R13
+	B sumblock
+sumtail:
+
+	// Fewer than 64 elements: copied to a zero-padded block on the stack, summed as a whole block (zeros add +0).
+	CBZ R12, summed
+	ADD $104, RSP, R13
+	VEOR V16.B16, V16.B16, V16.B16
+	VEOR V17.B16, V17.B16, V17.B16
+	VEOR V18.B16, V18.B16, V18.B16
+	VEOR V19.B16, V19.B16, V19.B16
+	MOVD R13, R17
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	MOVD R10, R15
+	MOVD R13, R17
+	MOVD R12, R16
+copyvec1:
+	CMP $8, R16
+	BLT copyone2
+	VLD1.P 16(R15), [V20.B16]
+	VST1.P [V20.B16], 16(R17)
+	SUB $8, R16, R16
+	B copyvec1
+copyone2:
+	CBZ R16, copied3
+	MOVHU.P 2(R15), R26
+	MOVH.P R26, 2(R17)
+	SUB $1, R16, R16
+	B copyone2
+copied3:
+	ADD $104, RSP, R10
+	MOVD $64, R12
+	B sum64
+summed:
+
+	// Halving tree: h = 32, 16, 8, 4 on vectors, leaving four partials in V0.
+	WORD $0x4e28d400 // fadd v0.4s, v0.4s, v8.4s
+	WORD $0x4e29d421 // fadd v1.4s, v1.4s, v9.4s
+	WORD $0x4e2ad442 // fadd v2.4s, v2.4s, v10.4s
+	WORD $0x4e2bd463 // fadd v3.4s, v3.4s, v11.4s
+	WORD $0x4e2cd484 // fadd v4.4s, v4.4s, v12.4s
+	WORD $0x4e2dd4a5 // fadd v5.4s, v5.4s, v13.4s
+	WORD $0x4e2ed4c6 // fadd v6.4s, v6.4s, v14.4s
+	WORD $0x4e2fd4e7 // fadd v7.4s, v7.4s, v15.4s
+	WORD $0x4e24d400 // fadd v0.4s, v0.4s, v4.4s
+	WORD $0x4e25d421 // fadd v1.4s, v1.4s, v5.4s
+	WORD $0x4e26d442 // fadd v2.4s, v2.4s, v6.4s
+	WORD $0x4e27d463 // fadd v3.4s, v3.4s, v7.4s
+	WORD $0x4e22d400 // fadd v0.4s, v0.4s, v2.4s
+	WORD $0x4e23d421 // fadd v1.4s, v1.4s, v3.4s
+	WORD $0x4e21d400 // fadd v0.4s, v0.4s, v1.4s
+	VEOR V31.B16, V31.B16, V31.B16
+	B invone
+addsum:
+	MOVD R3, R10
+	MOVD R1, R11
+
+	// Sum of squares: element i goes to partial i%64, lane i%4 of V(i%64/4).
+	MOVD R10, R14
+	VEOR V0.B16, V0.B16, V0.B16
+	VEOR V1.B16, V1.B16, V1.B16
+	VEOR V2.B16, V2.B16, V2.B16
+	VEOR V3.B16, V3.B16, V3.B16
+	VEOR V4.B16, V4.B16, V4.B16
+	VEOR V5.B16, V5.B16, V5.B16
+	VEOR V6.B16, V6.B16, V6.B16
+	VEOR V7.B16, V7.B16, V7.B16
+	VEOR V8.B16, V8.B16, V8.B16
+	VEOR V9.B16, V9.B16, V9.B16
+	VEOR V10.B16, V10.B16, V10.B16
+	VEOR V11.B16, V11.B16, V11.B16
+	VEOR V12.B16, V12.B16, V12.B16
+	VEOR V13.B16, V13.B16, V13.B16
+	VEOR V14.B16, V14.B16, V14.B16
+	VEOR V15.B16, V15.B16, V15.B16
+	MOVD R5, R12
+	MOVD $0, R24
+	ADD R21, R10, R13
+addsum64:
+	CMP $64, R12
+	BLT addsumtail
+	TST $2, R8
+	BNE addsumpf
+addsumblock:
+	VLD1.P 32(R10), [V16.H4, V17.H4, V18.H4, V19.H4]
+	WORD $0x2e613a10 // shll v16.4s, v16.4h, #16
+	WORD $0x2e613a31 // shll v17.4s, v17.4h, #16
+	WORD $0x2e613a52 // shll v18.4s, v18.4h, #16
+	WORD $0x2e613a73 // shll v19.4s, v19.4h, #16
+	VLD1 (R11), [V20.H4, V21.H4, V22.H4, V23.H4]
+	WORD $0x2e613a94 // shll v20.4s, v20.4h, #16
+	WORD $0x4e34d610 // fadd v16.4s, v16.4s, v20.4s
+	VUSHR $16, V16.S4, V29.S4
+	VAND V24.B16, V29.B16, V29.B16
+	VADD V25.S4, V29.S4, V29.S4
+	VADD V16.S4, V29.S4, V29.S4
+	WORD $0x4e30e61e // fcmeq v30.4s, v16.4s, v16.4s
+	VMOV V27.B16, V31.B16
+	VBIT V30.B16, V29.B16, V31.B16
+	WORD $0x0f1087f4 // shrn v20.4h, v31.4s, #16
+	VMOV V20.B16, V16.B16
+	WORD $0x2e613a10 // shll v16.4s, v16.4h, #16
+	WORD $0x2e613ab5 // shll v21.4s, v21.4h, #16
+	WORD $0x4e35d631 // fadd v17.4s, v17.4s, v21.4s
+	VUSHR $16, V17.S4, V29.S4
+	VAND V24.B16, V29.B16, V29.B16
+	VADD V25.S4, V29.S4, V29.S4
+	VADD V17.S4, V29.S4, V29.S4
+	WORD $0x4e31e63e // fcmeq v30.4s, v17.4s, v17.4s
+	VMOV V27.B16, V31.B16
+	VBIT V30.B16, V29.B16, V31.B16
+	WORD $0x0f1087f5 // shrn v21.4h, v31.4s, #16
+	VMOV V21.B16, V17.B16
+	WORD $0x2e613a31 // shll v17.4s, v17.4h, #16
+	WORD $0x2e613ad6 // shll v22.4s, v22.4h, #16
+	WORD $0x4e36d652 // fadd v18.4s, v18.4s, v22.4s
+	VUSHR $16, V18.S4, V29.S4
+	VAND V24.B16, V29.B16, V29.B16
+	VADD V25.S4, V29.S4, V29.S4
+	VADD V18.S4, V29.S4, V29.S4
+	WORD $0x4e32e65e // fcmeq v30.4s, v18.4s, v18.4s
+	VMOV V27.B16, V31.B16
+	VBIT V30.B16, V29.B16, V31.B16
+	WORD $0x0f1087f6 // shrn v22.4h, v31.4s, #16
+	VMOV V22.B16, V18.B16
+	WORD $0x2e613a52 // shll v18.4s, v18.4h, #16
+	WORD $0x2e613af7 // shll v23.4s, v23.4h, #16
+	WORD $0x4e37d673 // fadd v19.4s, v19.4s, v23.4s
+	VUSHR $16, V19.S4, V29.S4
+	VAND V24.B16, V29.B16, V29.B16
+	VADD V25.S4, V29.S4, V29.S4
+	VADD V19.S4, V29.S4, V29.S4
+	WORD $0x4e33e67e // fcmeq v30.4s, v19.4s, v19.4s
+	VMOV V27.B16, V31.B16
+	VBIT V30.B16, V29.B16, V31.B16
+	WORD $0x0f1087f7 // shrn v23.4h, v31.4s, #16
+	VMOV V23.B16, V19.B16
+	WORD $0x2e613a73 // shll v19.4s, v19.4h, #16
+	VST1.P [V20.H4, V21.H4, V22.H4, V23.H4], 32(R11)
+	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
+	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
+	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
+	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
+	WORD $0x4e30d400 // fadd v0.4s, v0.4s, v16.4s
+	WORD $0x4e31d421 // fadd v1.4s, v1.4s, v17.4s
+	WORD $0x4e32d442 // fadd v2.4s, v2.4s, v18.4s
+	WORD $0x4e33d463 // fadd v3.4s, v3.4s, v19.4s
+	VLD1.P 32(R10), [V16.H4, V17.H4, V18.H4, V19.H4]
+	WORD $0x2e613a10 // shll v16.4s, v16.4h, #16
+	WORD $0x2e613a31 // shll v17.4s, v17.4h, #16
+	WORD $0x2e613a52 // shll v18.4s, v18.4h, #16
+	WORD $0x2e613a73 // shll v19.4s, v19.4h, #16
+	VLD1 (R11), [V20.H4, V21.H4, V22.H4, V23.H4]
+	WORD $0x2e613a94 // shll v20.4s, v20.4h, #16
+	WORD $0x4e34d610 // fadd v16.4s, v16.4s, v20.4s
+	VUSHR $16, V16.S4, V29.S4
+	VAND V24.B16, V29.B16, V29.B16
+	VADD V25.S4, V29.S4, V29.S4
+	VADD V16.S4, V29.S4, V29.S4
+	WORD $0x4e30e61e // fcmeq v30.4s, v16.4s, v16.4s
+	VMOV V27.B16, V31.B16
+	VBIT V30.B16, V29.B16, V31.B16
+	WORD $0x0f1087f4 // shrn v20.4h, v31.4s, #16
+	VMOV V20.B16, V16.B16
+	WORD $0x2e613a10 // shll v16.4s, v16.4h, #16
+	WORD $0x2e613ab5 // shll v21.4s, v21.4h, #16
+	WORD $0x4e35d631 // fadd v17.4s, v17.4s, v21.4s
+	VUSHR $16, V17.S4, V29.S4
+	VAND V24.B16, V29.B16, V29.B16
+	VADD V25.S4, V29.S4, V29.S4
+	VADD V17.S4, V29.S4, V29.S4
+	WORD $0x4e31e63e // fcmeq v30.4s, v17.4s, v17.4s
+	VMOV V27.B16, V31.B16
+	VBIT V30.B16, V29.B16, V31.B16
+	WORD $0x0f1087f5 // shrn v21.4h, v31.4s, #16
+	VMOV V21.B16, V17.B16
+	WORD $0x2e613a31 // shll v17.4s, v17.4h, #16
+	WORD $0x2e613ad6 // shll v22.4s, v22.4h, #16
+	WORD $0x4e36d652 // fadd v18.4s, v18.4s, v22.4s
+	VUSHR $16, V18.S4, V29.S4
+	VAND V24.B16, V29.B16, V29.B16
+	VADD V25.S4, V29.S4, V29.S4
+	VADD V18.S4, V29.S4, V29.S4
+	WORD $0x4e32e65e // fcmeq v30.4s, v18.4s, v18.4s
+	VMOV V27.B16, V31.B16
+	VBIT V30.B16, V29.B16, V31.B16
+	WORD $0x0f1087f6 // shrn v22.4h, v31.4s, #16
+	VMOV V22.B16, V18.B16
+	WORD $0x2e613a52 // shll v18.4s, v18.4h, #16
+	WORD $0x2e613af7 // shll v23.4s, v23.4h, #16
+	WORD $0x4e37d673 // fadd v19.4s, v19.4s, v23.4s
+	VUSHR $16, V19.S4, V29.S4
+	VAND V24.B16, V29.B16, V29.B16
+	VADD V25.S4, V29.S4, V29.S4
+	VADD V19.S4, V29.S4, V29.S4
+	WORD $0x4e33e67e // fcmeq v30.4s, v19.4s, v19.4s
+	VMOV V27.B16, V31.B16
+	VBIT V30.B16, V29.B16, V31.B16
+	WORD $0x0f1087f7 // shrn v23.4h, v31.4s, #16
+	VMOV V23.B16, V19.B16
+	WORD $0x2e613a73 // shll v19.4s, v19.4h, #16
+	VST1.P [V20.H4, V21.H4, V22.H4, V23.H4], 32(R11)
+	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
+	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
+	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
+	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
+	WORD $0x4e30d484 // fadd v4.4s, v4.4s, v16.4s
+	WORD $0x4e31d4a5 // fadd v5.4s, v5.4s, v17.4s
+	WORD $0x4e32d4c6 // fadd v6.4s, v6.4s, v18.4s
+	WORD $0x4e33d4e7 // fadd v7.4s, v7.4s, v19.4s
+	VLD1.P 32(R10), [V16.H4, V17.H4, V18.H4, V19.H4]
+	WORD $0x2e613a10 // shll v16.4s, v16.4h, #16
+	WORD $0x2e613a31 // shll v17.4s, v17.4h, #16
+	WORD $0x2e613a52 // shll v18.4s, v18.4h, #16
+	WORD $0x2e613a73 // shll v19.4s, v19.4h, #16
+	VLD1 (R11), [V20.H4, V21.H4, V22.H4, V23.H4]
+	WORD $0x2e613a94 // shll v20.4s, v20.4h, #16
+	WORD $0x4e34d610 // fadd v16.4s, v16.4s, v20.4s
+	VUSHR $16, V16.S4, V29.S4
+	VAND V24.B16, V29.B16, V29.B16
+	VADD V25.S4, V29.S4, V29.S4
+	VADD V16.S4, V29.S4, V29.S4
+	WORD $0x4e30e61e // fcmeq v30.4s, v16.4s, v16.4s
+	VMOV V27.B16, V31.B16
+	VBIT V30.B16, V29.B16, V31.B16
+	WORD $0x0f1087f4 // shrn v20.4h, v31.4s, #16
+	VMOV V20.B16, V16.B16
+	WORD $0x2e613a10 // shll v16.4s, v16.4h, #16
+	WORD $0x2e613ab5 // shll v21.4s, v21.4h, #16
+	WORD $0x4e35d631 // fadd v17.4s, v17.4s, v21.4s
+	VUSHR $16, V17.S4, V29.S4
+	VAND V24.B16, V29.B16, V29.B16
+	VADD V25.S4, V29.S4, V29.S4
+	VADD V17.S4, V29.S4, V29.S4
+	WORD $0x4e31e63e // fcmeq v30.4s, v17.4s, v17.4s
+	VMOV V27.B16, V31.B16
+	VBIT V30.B16, V29.B16, V31.B16
+	WORD $0x0f1087f5 // shrn v21.4h, v31.4s, #16
+	VMOV V21.B16, V17.B16
+	WORD $0x2e613a31 // shll v17.4s, v17.4h, #16
+	WORD $0x2e613ad6 // shll v22.4s, v22.4h, #16
+	WORD $0x4e36d652 // fadd v18.4s, v18.4s, v22.4s
+	VUSHR $16, V18.S4, V29.S4
+	VAND V24.B16, V29.B16, V29.B16
+	VADD V25.S4, V29.S4, V29.S4
+	VADD V18.S4, V29.S4, V29.S4
+	WORD $0x4e32e65e // fcmeq v30.4s, v18.4s, v18.4s
+	VMOV V27.B16, V31.B16
+	VBIT V30.B16, V29.B16, V31.B16
+	WORD $0x0f1087f6 // shrn v22.4h, v31.4s, #16
+	VMOV V22.B16, V18.B16
+	WORD $0x2e613a52 // shll v18.4s, v18.4h, #16
+	WORD $0x2e613af7 // shll v23.4s, v23.4h, #16
+	WORD $0x4e37d673 // fadd v19.4s, v19.4s, v23.4s
+	VUSHR $16, V19.S4, V29.S4
+	VAND V24.B16, V29.B16, V29.B16
+	VADD V25.S4, V29.S4, V29.S4
+	VADD V19.S4, V29.S4, V29.S4
+	WORD $0x4e33e67e // fcmeq v30.4s, v19.4s, v19.4s
+	VMOV V27.B16, V31.B16
+	VBIT V30.B16, V29.B16, V31.B16
+	WORD $0x0f1087f7 // shrn v23.4h, v31.4s, #16
+	VMOV V23.B16, V19.B16
+	WORD $0x2e613a73 // shll v19.4s, v19.4h, #16
+	VST1.P [V20.H4, V21.H4, V22.H4, V23.H4], 32(R11)
+	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
+	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
+	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
+	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
+	WORD $0x4e30d508 // fadd v8.4s, v8.4s, v16.4s
+	WORD $0x4e31d529 // fadd v9.4s, v9.4s, v17.4s
+	WORD $0x4e32d54a // fadd v10.4s, v10.4s, v18.4s
+	WORD $0x4e33d56b // fadd v11.4s, v11.4s, v19.4s
+	VLD1.P 32(R10), [V16.H4, V17.H4, V18.H4, V19.H4]
+	WORD $0x2e613a10 // shll v16.4s, v16.4h, #16
+	WORD $0x2e613a31 // shll v17.4s, v17.4h, #16
+	WORD $0x2e613a52 // shll v18.4s, v18.4h, #16
+	WORD $0x2e613a73 // shll v19.4s, v19.4h, #16
+	VLD1 (R11), [V20.H4, V21.H4, V22.H4, V23.H4]
+	WORD $0x2e613a94 // shll v20.4s, v20.4h, #16
+	WORD $0x4e34d610 // fadd v16.4s, v16.4s, v20.4s
+	VUSHR $16, V16.S4, V29.S4
+	VAND V24.B16, V29.B16, V29.B16
+	VADD V25.S4, V29.S4, V29.S4
+	VADD V16.S4, V29.S4, V29.S4
+	WORD $0x4e30e61e // fcmeq v30.4s, v16.4s, v16.4s
+	VMOV V27.B16, V31.B16
+	VBIT V30.B16, V29.B16, V31.B16
+	WORD $0x0f1087f4 // shrn v20.4h, v31.4s, #16
+	VMOV V20.B16, V16.B16
+	WORD $0x2e613a10 // shll v16.4s, v16.4h, #16
+	WORD $0x2e613ab5 // shll v21.4s, v21.4h, #16
+	WORD $0x4e35d631 // fadd v17.4s, v17.4s, v21.4s
+	VUSHR $16, V17.S4, V29.S4
+	VAND V24.B16, V29.B16, V29.B16
+	VADD V25.S4, V29.S4, V29.S4
+	VADD V17.S4, V29.S4, V29.S4
+	WORD $0x4e31e63e // fcmeq v30.4s, v17.4s, v17.4s
+	VMOV V27.B16, V31.B16
+	VBIT V30.B16, V29.B16, V31.B16
+	WORD $0x0f1087f5 // shrn v21.4h, v31.4s, #16
+	VMOV V21.B16, V17.B16
+	WORD $0x2e613a31 // shll v17.4s, v17.4h, #16
+	WORD $0x2e613ad6 // shll v22.4s, v22.4h, #16
+	WORD $0x4e36d652 // fadd v18.4s, v18.4s, v22.4s
+	VUSHR $16, V18.S4, V29.S4
+	VAND V24.B16, V29.B16, V29.B16
+	VADD V25.S4, V29.S4, V29.S4
+	VADD V18.S4, V29.S4, V29.S4
+	WORD $0x4e32e65e // fcmeq v30.4s, v18.4s, v18.4s
+	VMOV V27.B16, V31.B16
+	VBIT V30.B16, V29.B16, V31.B16
+	WORD $0x0f1087f6 // shrn v22.4h, v31.4s, #16
+	VMOV V22.B16, V18.B16
+	WORD $0x2e613a52 // shll v18.4s, v18.4h, #16
+	WORD $0x2e613af7 // shll v23.4s, v23.4h, #16
+	WORD $0x4e37d673 // fadd v19.4s, v19.4s, v23.4s
+	VUSHR $16, V19.S4, V29.S4
+	VAND V24.B16, V29.B16, V29.B16
+	VADD V25.S4, V29.S4, V29.S4
+	VADD V19.S4, V29.S4, V29.S4
+	WORD $0x4e33e67e // fcmeq v30.4s, v19.4s, v19.4s
+	VMOV V27.B16, V31.B16
+	VBIT V30.B16, V29.B16, V31.B16
+	WORD $0x0f1087f7 // shrn v23.4h, v31.4s, #16
+	VMOV V23.B16, V19.B16
+	WORD $0x2e613a73 // shll v19.4s, v19.4h, #16
+	VST1.P [V20.H4, V21.H4, V22.H4, V23.H4], 32(R11)
+	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
+	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
+	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
+	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
+	WORD $0x4e30d58c // fadd v12.4s, v12.4s, v16.4s
+	WORD $0x4e31d5ad // fadd v13.4s, v13.4s, v17.4s
+	WORD $0x4e32d5ce // fadd v14.4s, v14.4s, v18.4s
+	WORD $0x4e33d5ef // fadd v15.4s, v15.4s, v19.4s
+	SUB $64, R12, R12
+	B addsum64
+addsumpf:
+	PRFM 0(R13), PLDL1KEEP
+	PRFM 64(R13), PLDL1KEEP
+	ADD $128, R13, R13
+	B addsumblock
+addsumtail:
+
+	// Fewer than 64 elements: copied to a zero-padded block on the stack, summed as a whole block (zeros add +0).
+	CBZ R12, addsummed
+	ADD $104, RSP, R13
+	VEOR V16.B16, V16.B16, V16.B16
+	VEOR V17.B16, V17.B16, V17.B16
+	VEOR V18.B16, V18.B16, V18.B16
+	VEOR V19.B16, V19.B16, V19.B16
+	MOVD R13, R17
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	MOVD R10, R15
+	MOVD R13, R17
+	MOVD R12, R16
+copyvec4:
+	CMP $8, R16
+	BLT copyone5
+	VLD1.P 16(R15), [V20.B16]
+	VST1.P [V20.B16], 16(R17)
+	SUB $8, R16, R16
+	B copyvec4
+copyone5:
+	CBZ R16, copied6
+	MOVHU.P 2(R15), R26
+	MOVH.P R26, 2(R17)
+	SUB $1, R16, R16
+	B copyone5
+copied6:
+	MOVD R11, R24
+	ADD $360, RSP, R13
+	VEOR V16.B16, V16.B16, V16.B16
+	VEOR V17.B16, V17.B16, V17.B16
+	VEOR V18.B16, V18.B16, V18.B16
+	VEOR V19.B16, V19.B16, V19.B16
+	MOVD R13, R17
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	MOVD R11, R15
+	MOVD R13, R17
+	MOVD R12, R16
+copyvec7:
+	CMP $8, R16
+	BLT copyone8
+	VLD1.P 16(R15), [V20.B16]
+	VST1.P [V20.B16], 16(R17)
+	SUB $8, R16, R16
+	B copyvec7
+copyone8:
+	CBZ R16, copied9
+	MOVHU.P 2(R15), R26
+	MOVH.P R26, 2(R17)
+	SUB $1, R16, R16
+	B copyone8
+copied9:
+	MOVD R12, R25
+	ADD $360, RSP, R11
+	ADD $104, RSP, R10
+	MOVD $64, R12
+	B addsum64
+addsummed:
+	CBZ R24, addhback
+	ADD $360, RSP, R13
+	MOVD R13, R15
+	MOVD R24, R17
+	MOVD R25, R16
+copyvec10:
+	CMP $8, R16
+	BLT copyone11
+	VLD1.P 16(R15), [V20.B16]
+	VST1.P [V20.B16], 16(R17)
+	SUB $8, R16, R16
+	B copyvec10
+copyone11:
+	CBZ R16, copied12
+	MOVHU.P 2(R15), R26
+	MOVH.P R26, 2(R17)
+	SUB $1, R16, R16
+	B copyone11
+copied12:
+addhback:
+
+	// Halving tree: h = 32, 16, 8, 4 on vectors, leaving four partials in V0.
+	WORD $0x4e28d400 // fadd v0.4s, v0.4s, v8.4s
+	WORD $0x4e29d421 // fadd v1.4s, v1.4s, v9.4s
+	WORD $0x4e2ad442 // fadd v2.4s, v2.4s, v10.4s
+	WORD $0x4e2bd463 // fadd v3.4s, v3.4s, v11.4s
+	WORD $0x4e2cd484 // fadd v4.4s, v4.4s, v12.4s
+	WORD $0x4e2dd4a5 // fadd v5.4s, v5.4s, v13.4s
+	WORD $0x4e2ed4c6 // fadd v6.4s, v6.4s, v14.4s
+	WORD $0x4e2fd4e7 // fadd v7.4s, v7.4s, v15.4s
+	WORD $0x4e24d400 // fadd v0.4s, v0.4s, v4.4s
+	WORD $0x4e25d421 // fadd v1.4s, v1.4s, v5.4s
+	WORD $0x4e26d442 // fadd v2.4s, v2.4s, v6.4s
+	WORD $0x4e27d463 // fadd v3.4s, v3.4s, v7.4s
+	WORD $0x4e22d400 // fadd v0.4s, v0.4s, v2.4s
+	WORD $0x4e23d421 // fadd v1.4s, v1.4s, v3.4s
+	WORD $0x4e21d400 // fadd v0.4s, v0.4s, v1.4s
+	VEOR V31.B16, V31.B16, V31.B16
+	B invone
+meansum:
+	MOVD R1, R10
+
+	// Sum of the elements: element i goes to partial i%64, lane i%4 of V(i%64/4).
+	MOVD R10, R14
+	VEOR V0.B16, V0.B16, V0.B16
+	VEOR V1.B16, V1.B16, V1.B16
+	VEOR V2.B16, V2.B16, V2.B16
+	VEOR V3.B16, V3.B16, V3.B16
+	VEOR V4.B16, V4.B16, V4.B16
+	VEOR V5.B16, V5.B16, V5.B16
+	VEOR V6.B16, V6.B16, V6.B16
+	VEOR V7.B16, V7.B16, V7.B16
+	VEOR V8.B16, V8.B16, V8.B16
+	VEOR V9.B16, V9.B16, V9.B16
+	VEOR V10.B16, V10.B16, V10.B16
+	VEOR V11.B16, V11.B16, V11.B16
+	VEOR V12.B16, V12.B16, V12.B16
+	VEOR V13.B16, V13.B16, V13.B16
+	VEOR V14.B16, V14.B16, V14.B16
+	VEOR V15.B16, V15.B16, V15.B16
+	MOVD R5, R12
+	MOVD $0, R24
+	ADD R21, R10, R13
+meansum64:
+	CMP $64, R12
+	BLT meansumtail
+	TST $2, R8
+	BNE meansumpf
+meansumblock:
+	VLD1.P 32(R10), [V16.H4, V17.H4, V18.H4, V19.H4]
+	WORD $0x2e613a10 // shll v16.4s, v16.4h, #16
+	WORD $0x2e613a31 // shll v17.4s, v17.4h, #16
+	WORD $0x2e613a52 // shll v18.4s, v18.4h, #16
+	WORD $0x2e613a73 // shll v19.4s, v19.4h, #16
+	WORD $0x4e30d400 // fadd v0.4s, v0.4s, v16.4s
+	WORD $0x4e31d421 // fadd v1.4s, v1.4s, v17.4s
+	WORD $0x4e32d442 // fadd v2.4s, v2.4s, v18.4s
+	WORD $0x4e33d463 // fadd v3.4s, v3.4s, v19.4s
+	VLD1.P 32(R10), [V16.H4, V17.H4, V18.H4, V19.H4]
+	WORD $0x2e613a10 // shll v16.4s, v16.4h, #16
+	WORD $0x2e613a31 // shll v17.4s, v17.4h, #16
+	WORD $0x2e613a52 // shll v18.4s, v18.4h, #16
+	WORD $0x2e613a73 // shll v19.4s, v19.4h, #16
+	WORD $0x4e30d484 // fadd v4.4s, v4.4s, v16.4s
+	WORD $0x4e31d4a5 // fadd v5.4s, v5.4s, v17.4s
+	WORD $0x4e32d4c6 // fadd v6.4s, v6.4s, v18.4s
+	WORD $0x4e33d4e7 // fadd v7.4s, v7.4s, v19.4s
+	VLD1.P 32(R10), [V16.H4, V17.H4, V18.H4, V19.H4]
+	WORD $0x2e613a10 // shll v16.4s, v16.4h, #16
+	WORD $0x2e613a31 // shll v17.4s, v17.4h, #16
+	WORD $0x2e613a52 // shll v18.4s, v18.4h, #16
+	WORD $0x2e613a73 // shll v19.4s, v19.4h, #16
+	WORD $0x4e30d508 // fadd v8.4s, v8.4s, v16.4s
+	WORD $0x4e31d529 // fadd v9.4s, v9.4s, v17.4s
+	WORD $0x4e32d54a // fadd v10.4s, v10.4s, v18.4s
+	WORD $0x4e33d56b // fadd v11.4s, v11.4s, v19.4s
+	VLD1.P 32(R10), [V16.H4, V17.H4, V18.H4, V19.H4]
+	WORD $0x2e613a10 // shll v16.4s, v16.4h, #16
+	WORD $0x2e613a31 // shll v17.4s, v17.4h, #16
+	WORD $0x2e613a52 // shll v18.4s, v18.4h, #16
+	WORD $0x2e613a73 // shll v19.4s, v19.4h, #16
+	WORD $0x4e30d58c // fadd v12.4s, v12.4s, v16.4s
+	WORD $0x4e31d5ad // fadd v13.4s, v13.4s, v17.4s
+	WORD $0x4e32d5ce // fadd v14.4s, v14.4s, v18.4s
+	WORD $0x4e33d5ef // fadd v15.4s, v15.4s, v19.4s
+	SUB $64, R12, R12
+	B meansum64
+meansumpf:
+	PRFM 0(R13), PLDL1KEEP
+	PRFM 64(R13), PLDL1KEEP
+	ADD $128, R13, R13
+	B meansumblock
+meansumtail:
+
+	// Fewer than 64 elements: copied to a zero-padded block on the stack, summed as a whole block (zeros add +0).
+	CBZ R12, meansummed
+	ADD $104, RSP, R13
+	VEOR V16.B16, V16.B16, V16.B16
+	VEOR V17.B16, V17.B16, V17.B16
+	VEOR V18.B16, V18.B16, V18.B16
+	VEOR V19.B16, V19.B16, V19.B16
+	MOVD R13, R17
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	MOVD R10, R15
+	MOVD R13, R17
+	MOVD R12, R16
+copyvec13:
+	CMP $8, R16
+	BLT copyone14
+	VLD1.P 16(R15), [V20.B16]
+	VST1.P [V20.B16], 16(R17)
+	SUB $8, R16, R16
+	B copyvec13
+copyone14:
+	CBZ R16, copied15
+	MOVHU.P 2(R15), R26
+	MOVH.P R26, 2(R17)
+	SUB $1, R16, R16
+	B copyone14
+copied15:
+	ADD $104, RSP, R10
+	MOVD $64, R12
+	B meansum64
+meansummed:
+	B mean
+meanaddsum:
+	MOVD R3, R10
+	MOVD R1, R11
+
+	// Sum of the elements: element i goes to partial i%64, lane i%4 of V(i%64/4).
+	MOVD R10, R14
+	VEOR V0.B16, V0.B16, V0.B16
+	VEOR V1.B16, V1.B16, V1.B16
+	VEOR V2.B16, V2.B16, V2.B16
+	VEOR V3.B16, V3.B16, V3.B16
+	VEOR V4.B16, V4.B16, V4.B16
+	VEOR V5.B16, V5.B16, V5.B16
+	VEOR V6.B16, V6.B16, V6.B16
+	VEOR V7.B16, V7.B16, V7.B16
+	VEOR V8.B16, V8.B16, V8.B16
+	VEOR V9.B16, V9.B16, V9.B16
+	VEOR V10.B16, V10.B16, V10.B16
+	VEOR V11.B16, V11.B16, V11.B16
+	VEOR V12.B16, V12.B16, V12.B16
+	VEOR V13.B16, V13.B16, V13.B16
+	VEOR V14.B16, V14.B16, V14.B16
+	VEOR V15.B16, V15.B16, V15.B16
+	MOVD R5, R12
+	MOVD $0, R24
+	ADD R21, R10, R13
+meanaddsum64:
+	CMP $64, R12
+	BLT meanaddsumtail
+	TST $2, R8
+	BNE meanaddsumpf
+meanaddsumblock:
+	VLD1.P 32(R10), [V16.H4, V17.H4, V18.H4, V19.H4]
+	WORD $0x2e613a10 // shll v16.4s, v16.4h, #16
+	WORD $0x2e613a31 // shll v17.4s, v17.4h, #16
+	WORD $0x2e613a52 // shll v18.4s, v18.4h, #16
+	WORD $0x2e613a73 // shll v19.4s, v19.4h, #16
+	VLD1 (R11), [V20.H4, V21.H4, V22.H4, V23.H4]
+	WORD $0x2e613a94 // shll v20.4s, v20.4h, #16
+	WORD $0x4e34d610 // fadd v16.4s, v16.4s, v20.4s
+	VUSHR $16, V16.S4, V29.S4
+	VAND V24.B16, V29.B16, V29.B16
+	VADD V25.S4, V29.S4, V29.S4
+	VADD V16.S4, V29.S4, V29.S4
+	WORD $0x4e30e61e // fcmeq v30.4s, v16.4s, v16.4s
+	VMOV V27.B16, V31.B16
+	VBIT V30.B16, V29.B16, V31.B16
+	WORD $0x0f1087f4 // shrn v20.4h, v31.4s, #16
+	VMOV V20.B16, V16.B16
+	WORD $0x2e613a10 // shll v16.4s, v16.4h, #16
+	WORD $0x2e613ab5 // shll v21.4s, v21.4h, #16
+	WORD $0x4e35d631 // fadd v17.4s, v17.4s, v21.4s
+	VUSHR $16, V17.S4, V29.S4
+	VAND V24.B16, V29.B16, V29.B16
+	VADD V25.S4, V29.S4, V29.S4
+	VADD V17.S4, V29.S4, V29.S4
+	WORD $0x4e31e63e // fcmeq v30.4s, v17.4s, v17.4s
+	VMOV V27.B16, V31.B16
+	VBIT V30.B16, V29.B16, V31.B16
+	WORD $0x0f1087f5 // shrn v21.4h, v31.4s, #16
+	VMOV V21.B16, V17.B16
+	WORD $0x2e613a31 // shll v17.4s, v17.4h, #16
+	WORD $0x2e613ad6 // shll v22.4s, v22.4h, #16
+	WORD $0x4e36d652 // fadd v18.4s, v18.4s, v22.4s
+	VUSHR $16, V18.S4, V29.S4
+	VAND V24.B16, V29.B16, V29.B16
+	VADD V25.S4, V29.S4, V29.S4
+	VADD V18.S4, V29.S4, V29.S4
+	WORD $0x4e32e65e // fcmeq v30.4s, v18.4s, v18.4s
+	VMOV V27.B16, V31.B16
+	VBIT V30.B16, V29.B16, V31.B16
+	WORD $0x0f1087f6 // shrn v22.4h, v31.4s, #16
+	VMOV V22.B16, V18.B16
+	WORD $0x2e613a52 // shll v18.4s, v18.4h, #16
+	WORD $0x2e613af7 // shll v23.4s, v23.4h, #16
+	WORD $0x4e37d673 // fadd v19.4s, v19.4s, v23.4s
+	VUSHR $16, V19.S4, V29.S4
+	VAND V24.B16, V29.B16, V29.B16
+	VADD V25.S4, V29.S4, V29.S4
+	VADD V19.S4, V29.S4, V29.S4
+	WORD $0x4e33e67e // fcmeq v30.4s, v19.4s, v19.4s
+	VMOV V27.B16, V31.B16
+	VBIT V30.B16, V29.B16, V31.B16
+	WORD $0x0f1087f7 // shrn v23.4h, v31.4s, #16
+	VMOV V23.B16, V19.B16
+	WORD $0x2e613a73 // shll v19.4s, v19.4h, #16
+	VST1.P [V20.H4, V21.H4, V22.H4, V23.H4], 32(R11)
+	WORD $0x4e30d400 // fadd v0.4s, v0.4s, v16.4s
+	WORD $0x4e31d421 // fadd v1.4s, v1.4s, v17.4s
+	WORD $0x4e32d442 // fadd v2.4s, v2.4s, v18.4s
+	WORD $0x4e33d463 // fadd v3.4s, v3.4s, v19.4s
+	VLD1.P 32(R10), [V16.H4, V17.H4, V18.H4, V19.H4]
+	WORD $0x2e613a10 // shll v16.4s, v16.4h, #16
+	WORD $0x2e613a31 // shll v17.4s, v17.4h, #16
+	WORD $0x2e613a52 // shll v18.4s, v18.4h, #16
+	WORD $0x2e613a73 // shll v19.4s, v19.4h, #16
+	VLD1 (R11), [V20.H4, V21.H4, V22.H4, V23.H4]
+	WORD $0x2e613a94 // shll v20.4s, v20.4h, #16
+	WORD $0x4e34d610 // fadd v16.4s, v16.4s, v20.4s
+	VUSHR $16, V16.S4, V29.S4
+	VAND V24.B16, V29.B16, V29.B16
+	VADD V25.S4, V29.S4, V29.S4
+	VADD V16.S4, V29.S4, V29.S4
+	WORD $0x4e30e61e // fcmeq v30.4s, v16.4s, v16.4s
+	VMOV V27.B16, V31.B16
+	VBIT V30.B16, V29.B16, V31.B16
+	WORD $0x0f1087f4 // shrn v20.4h, v31.4s, #16
+	VMOV V20.B16, V16.B16
+	WORD $0x2e613a10 // shll v16.4s, v16.4h, #16
+	WORD $0x2e613ab5 // shll v21.4s, v21.4h, #16
+	WORD $0x4e35d631 // fadd v17.4s, v17.4s, v21.4s
+	VUSHR $16, V17.S4, V29.S4
+	VAND V24.B16, V29.B16, V29.B16
+	VADD V25.S4, V29.S4, V29.S4
+	VADD V17.S4, V29.S4, V29.S4
+	WORD $0x4e31e63e // fcmeq v30.4s, v17.4s, v17.4s
+	VMOV V27.B16, V31.B16
+	VBIT V30.B16, V29.B16, V31.B16
+	WORD $0x0f1087f5 // shrn v21.4h, v31.4s, #16
+	VMOV V21.B16, V17.B16
+	WORD $0x2e613a31 // shll v17.4s, v17.4h, #16
+	WORD $0x2e613ad6 // shll v22.4s, v22.4h, #16
+	WORD $0x4e36d652 // fadd v18.4s, v18.4s, v22.4s
+	VUSHR $16, V18.S4, V29.S4
+	VAND V24.B16, V29.B16, V29.B16
+	VADD V25.S4, V29.S4, V29.S4
+	VADD V18.S4, V29.S4, V29.S4
+	WORD $0x4e32e65e // fcmeq v30.4s, v18.4s, v18.4s
+	VMOV V27.B16, V31.B16
+	VBIT V30.B16, V29.B16, V31.B16
+	WORD $0x0f1087f6 // shrn v22.4h, v31.4s, #16
+	VMOV V22.B16, V18.B16
+	WORD $0x2e613a52 // shll v18.4s, v18.4h, #16
+	WORD $0x2e613af7 // shll v23.4s, v23.4h, #16
+	WORD $0x4e37d673 // fadd v19.4s, v19.4s, v23.4s
+	VUSHR $16, V19.S4, V29.S4
+	VAND V24.B16, V29.B16, V29.B16
+	VADD V25.S4, V29.S4, V29.S4
+	VADD V19.S4, V29.S4, V29.S4
+	WORD $0x4e33e67e // fcmeq v30.4s, v19.4s, v19.4s
+	VMOV V27.B16, V31.B16
+	VBIT V30.B16, V29.B16, V31.B16
+	WORD $0x0f1087f7 // shrn v23.4h, v31.4s, #16
+	VMOV V23.B16, V19.B16
+	WORD $0x2e613a73 // shll v19.4s, v19.4h, #16
+	VST1.P [V20.H4, V21.H4, V22.H4, V23.H4], 32(R11)
+	WORD $0x4e30d484 // fadd v4.4s, v4.4s, v16.4s
+	WORD $0x4e31d4a5 // fadd v5.4s, v5.4s, v17.4s
+	WORD $0x4e32d4c6 // fadd v6.4s, v6.4s, v18.4s
+	WORD $0x4e33d4e7 // fadd v7.4s, v7.4s, v19.4s
+	VLD1.P 32(R10), [V16.H4, V17.H4, V18.H4, V19.H4]
+	WORD $0x2e613a10 // shll v16.4s, v16.4h, #16
+	WORD $0x2e613a31 // shll v17.4s, v17.4h, #16
+	WORD $0x2e613a52 // shll v18.4s, v18.4h, #16
+	WORD $0x2e613a73 // shll v19.4s, v19.4h, #16
+	VLD1 (R11), [V20.H4, V21.H4, V22.H4, V23.H4]
+	WORD $0x2e613a94 // shll v20.4s, v20.4h, #16
+	WORD $0x4e34d610 // fadd v16.4s, v16.4s, v20.4s
+	VUSHR $16, V16.S4, V29.S4
+	VAND V24.B16, V29.B16, V29.B16
+	VADD V25.S4, V29.S4, V29.S4
+	VADD V16.S4, V29.S4, V29.S4
+	WORD $0x4e30e61e // fcmeq v30.4s, v16.4s, v16.4s
+	VMOV V27.B16, V31.B16
+	VBIT V30.B16, V29.B16, V31.B16
+	WORD $0x0f1087f4 // shrn v20.4h, v31.4s, #16
+	VMOV V20.B16, V16.B16
+	WORD $0x2e613a10 // shll v16.4s, v16.4h, #16
+	WORD $0x2e613ab5 // shll v21.4s, v21.4h, #16
+	WORD $0x4e35d631 // fadd v17.4s, v17.4s, v21.4s
+	VUSHR $16, V17.S4, V29.S4
+	VAND V24.B16, V29.B16, V29.B16
+	VADD V25.S4, V29.S4, V29.S4
+	VADD V17.S4, V29.S4, V29.S4
+	WORD $0x4e31e63e // fcmeq v30.4s, v17.4s, v17.4s
+	VMOV V27.B16, V31.B16
+	VBIT V30.B16, V29.B16, V31.B16
+	WORD $0x0f1087f5 // shrn v21.4h, v31.4s, #16
+	VMOV V21.B16, V17.B16
+	WORD $0x2e613a31 // shll v17.4s, v17.4h, #16
+	WORD $0x2e613ad6 // shll v22.4s, v22.4h, #16
+	WORD $0x4e36d652 // fadd v18.4s, v18.4s, v22.4s
+	VUSHR $16, V18.S4, V29.S4
+	VAND V24.B16, V29.B16, V29.B16
+	VADD V25.S4, V29.S4, V29.S4
+	VADD V18.S4, V29.S4, V29.S4
+	WORD $0x4e32e65e // fcmeq v30.4s, v18.4s, v18.4s
+	VMOV V27.B16, V31.B16
+	VBIT V30.B16, V29.B16, V31.B16
+	WORD $0x0f1087f6 // shrn v22.4h, v31.4s, #16
+	VMOV V22.B16, V18.B16
+	WORD $0x2e613a52 // shll v18.4s, v18.4h, #16
+	WORD $0x2e613af7 // shll v23.4s, v23.4h, #16
+	WORD $0x4e37d673 // fadd v19.4s, v19.4s, v23.4s
+	VUSHR $16, V19.S4, V29.S4
+	VAND V24.B16, V29.B16, V29.B16
+	VADD V25.S4, V29.S4, V29.S4
+	VADD V19.S4, V29.S4, V29.S4
+	WORD $0x4e33e67e // fcmeq v30.4s, v19.4s, v19.4s
+	VMOV V27.B16, V31.B16
+	VBIT V30.B16, V29.B16, V31.B16
+	WORD $0x0f1087f7 // shrn v23.4h, v31.4s, #16
+	VMOV V23.B16, V19.B16
+	WORD $0x2e613a73 // shll v19.4s, v19.4h, #16
+	VST1.P [V20.H4, V21.H4, V22.H4, V23.H4], 32(R11)
+	WORD $0x4e30d508 // fadd v8.4s, v8.4s, v16.4s
+	WORD $0x4e31d529 // fadd v9.4s, v9.4s, v17.4s
+	WORD $0x4e32d54a // fadd v10.4s, v10.4s, v18.4s
+	WORD $0x4e33d56b // fadd v11.4s, v11.4s, v19.4s
+	VLD1.P 32(R10), [V16.H4, V17.H4, V18.H4, V19.H4]
+	WORD $0x2e613a10 // shll v16.4s, v16.4h, #16
+	WORD $0x2e613a31 // shll v17.4s, v17.4h, #16
+	WORD $0x2e613a52 // shll v18.4s, v18.4h, #16
+	WORD $0x2e613a73 // shll v19.4s, v19.4h, #16
+	VLD1 (R11), [V20.H4, V21.H4, V22.H4, V23.H4]
+	WORD $0x2e613a94 // shll v20.4s, v20.4h, #16
+	WORD $0x4e34d610 // fadd v16.4s, v16.4s, v20.4s
+	VUSHR $16, V16.S4, V29.S4
+	VAND V24.B16, V29.B16, V29.B16
+	VADD V25.S4, V29.S4, V29.S4
+	VADD V16.S4, V29.S4, V29.S4
+	WORD $0x4e30e61e // fcmeq v30.4s, v16.4s, v16.4s
+	VMOV V27.B16, V31.B16
+	VBIT V30.B16, V29.B16, V31.B16
+	WORD $0x0f1087f4 // shrn v20.4h, v31.4s, #16
+	VMOV V20.B16, V16.B16
+	WORD $0x2e613a10 // shll v16.4s, v16.4h, #16
+	WORD $0x2e613ab5 // shll v21.4s, v21.4h, #16
+	WORD $0x4e35d631 // fadd v17.4s, v17.4s, v21.4s
+	VUSHR $16, V17.S4, V29.S4
+	VAND V24.B16, V29.B16, V29.B16
+	VADD V25.S4, V29.S4, V29.S4
+	VADD V17.S4, V29.S4, V29.S4
+	WORD $0x4e31e63e // fcmeq v30.4s, v17.4s, v17.4s
+	VMOV V27.B16, V31.B16
+	VBIT V30.B16, V29.B16, V31.B16
+	WORD $0x0f1087f5 // shrn v21.4h, v31.4s, #16
+	VMOV V21.B16, V17.B16
+	WORD $0x2e613a31 // shll v17.4s, v17.4h, #16
+	WORD $0x2e613ad6 // shll v22.4s, v22.4h, #16
+	WORD $0x4e36d652 // fadd v18.4s, v18.4s, v22.4s
+	VUSHR $16, V18.S4, V29.S4
+	VAND V24.B16, V29.B16, V29.B16
+	VADD V25.S4, V29.S4, V29.S4
+	VADD V18.S4, V29.S4, V29.S4
+	WORD $0x4e32e65e // fcmeq v30.4s, v18.4s, v18.4s
+	VMOV V27.B16, V31.B16
+	VBIT V30.B16, V29.B16, V31.B16
+	WORD $0x0f1087f6 // shrn v22.4h, v31.4s, #16
+	VMOV V22.B16, V18.B16
+	WORD $0x2e613a52 // shll v18.4s, v18.4h, #16
+	WORD $0x2e613af7 // shll v23.4s, v23.4h, #16
+	WORD $0x4e37d673 // fadd v19.4s, v19.4s, v23.4s
+	VUSHR $16, V19.S4, V29.S4
+	VAND V24.B16, V29.B16, V29.B16
+	VADD V25.S4, V29.S4, V29.S4
+	VADD V19.S4, V29.S4, V29.S4
+	WORD $0x4e33e67e // fcmeq v30.4s, v19.4s, v19.4s
+	VMOV V27.B16, V31.B16
+	VBIT V30.B16, V29.B16, V31.B16
+	WORD $0x0f1087f7 // shrn v23.4h, v31.4s, #16
+	VMOV V23.B16, V19.B16
+	WORD $0x2e613a73 // shll v19.4s, v19.4h, #16
+	VST1.P [V20.H4, V21.H4, V22.H4, V23.H4], 32(R11)
+	WORD $0x4e30d58c // fadd v12.4s, v12.4s, v16.4s
+	WORD $0x4e31d5ad // fadd v13.4s, v13.4s, v17.4s
+	WORD $0x4e32d5ce // fadd v14.4s, v14.4s, v18.4s
+	WORD $0x4e33d5ef // fadd v15.4s, v15.4s, v19.4s
+	SUB $64, R12, R12
+	B meanaddsum64
+meanaddsumpf:
+	PRFM 0(R13), PLDL1KEEP
+	PRFM 64(R13), PLDL1KEEP
+	ADD $128, R13, R13
+	B meanaddsumblock
+meanaddsumtail:
+
+	// Fewer than 64 elements: copied to a zero-padded block on the stack, summed as a whole block (zeros add +0).
+	CBZ R12, meanaddsummed
+	ADD $104, RSP, R13
+	VEOR V16.B16, V16.B16, V16.B16
+	VEOR V17.B16, V17.B16, V17.B16
+	VEOR V18.B16, V18.B16, V18.B16
+	VEOR V19.B16, V19.B16, V19.B16
+	MOVD R13, R17
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	MOVD R10, R15
+	MOVD R13, R17
+	MOVD R12, R16
+copyvec16:
+	CMP $8, R16
+	BLT copyone17
+	VLD1.P 16(R15), [V20.B16]
+	VST1.P [V20.B16], 16(R17)
+	SUB $8, R16, R16
+	B copyvec16
+copyone17:
+	CBZ R16, copied18
+	MOVHU.P 2(R15), R26
+	MOVH.P R26, 2(R17)
+	SUB $1, R16, R16
+	B copyone17
+copied18:
+	MOVD R11, R24
+	ADD $360, RSP, R13
+	VEOR V16.B16, V16.B16, V16.B16
+	VEOR V17.B16, V17.B16, V17.B16
+	VEOR V18.B16, V18.B16, V18.B16
+	VEOR V19.B16, V19.B16, V19.B16
+	MOVD R13, R17
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	MOVD R11, R15
+	MOVD R13, R17
+	MOVD R12, R16
+copyvec19:
+	CMP $8, R16
+	BLT copyone20
+	VLD1.P 16(R15), [V20.B16]
+	VST1.P [V20.B16], 16(R17)
+	SUB $8, R16, R16
+	B copyvec19
+copyone20:
+	CBZ R16, copied21
+	MOVHU.P 2(R15), R26
+	MOVH.P R26, 2(R17)
+	SUB $1, R16, R16
+	B copyone20
+copied21:
+	MOVD R12, R25
+	ADD $360, RSP, R11
+	ADD $104, RSP, R10
+	MOVD $64, R12
+	B meanaddsum64
+meanaddsummed:
+	CBZ R24, meanaddhback
+	ADD $360, RSP, R13
+	MOVD R13, R15
+	MOVD R24, R17
+	MOVD R25, R16
+copyvec22:
+	CMP $8, R16
+	BLT copyone23
+	VLD1.P 16(R15), [V20.B16]
+	VST1.P [V20.B16], 16(R17)
+	SUB $8, R16, R16
+	B copyvec22
+copyone23:
+	CBZ R16, copied24
+	MOVHU.P 2(R15), R26
+	MOVH.P R26, 2(R17)
+	SUB $1, R16, R16
+	B copyone23
+copied24:
+meanaddhback:
+mean:
+
+	// Halving tree: h = 32, 16, 8, 4 on vectors, leaving four partials in V0.
+	WORD $0x4e28d400 // fadd v0.4s, v0.4s, v8.4s
+	WORD $0x4e29d421 // fadd v1.4s, v1.4s, v9.4s
+	WORD $0x4e2ad442 // fadd v2.4s, v2.4s, v10.4s
+	WORD $0x4e2bd463 // fadd v3.4s, v3.4s, v11.4s
+	WORD $0x4e2cd484 // fadd v4.4s, v4.4s, v12.4s
+	WORD $0x4e2dd4a5 // fadd v5.4s, v5.4s, v13.4s
+	WORD $0x4e2ed4c6 // fadd v6.4s, v6.4s, v14.4s
+	WORD $0x4e2fd4e7 // fadd v7.4s, v7.4s, v15.4s
+	WORD $0x4e24d400 // fadd v0.4s, v0.4s, v4.4s
+	WORD $0x4e25d421 // fadd v1.4s, v1.4s, v5.4s
+	WORD $0x4e26d442 // fadd v2.4s, v2.4s, v6.4s
+	WORD $0x4e27d463 // fadd v3.4s, v3.4s, v7.4s
+	WORD $0x4e22d400 // fadd v0.4s, v0.4s, v2.4s
+	WORD $0x4e23d421 // fadd v1.4s, v1.4s, v3.4s
+	WORD $0x4e21d400 // fadd v0.4s, v0.4s, v1.4s
+
+	// h = 2 and h = 1: s in F0; a row whose s is ±Inf or NaN (s - s is not 0) takes the float64 path.
+	VEXT $8, V0.B16, V0.B16, V16.B16
+	WORD $0x4e30d400 // fadd v0.4s, v0.4s, v16.4s
+	WORD $0x7e30d800 // faddp s0, v0.2s
+	FSUBS F0, F0, F16
+	FCMPS $(0.0), F16
+	BNE ret
+
+	// m = s/d in all lanes of V31.
+	TST $256, R8
+	BEQ mdivide
+	FMOVS 92(RSP), F17
+	FMULS F17, F0, F1
+	B mdivided
+mdivide:
+	FMOVS 88(RSP), F17
+	FDIVS F17, F0, F1
+mdivided:
+	VDUP V1.S[0], V31.S4
+	MOVD R1, R10
+
+	// Sum of the squares of x - m: element i goes to partial i%64, lane i%4 of V(i%64/4).
+	MOVD R10, R14
+	VEOR V0.B16, V0.B16, V0.B16
+	VEOR V1.B16, V1.B16, V1.B16
+	VEOR V2.B16, V2.B16, V2.B16
+	VEOR V3.B16, V3.B16, V3.B16
+	VEOR V4.B16, V4.B16, V4.B16
+	VEOR V5.B16, V5.B16, V5.B16
+	VEOR V6.B16, V6.B16, V6.B16
+	VEOR V7.B16, V7.B16, V7.B16
+	VEOR V8.B16, V8.B16, V8.B16
+	VEOR V9.B16, V9.B16, V9.B16
+	VEOR V10.B16, V10.B16, V10.B16
+	VEOR V11.B16, V11.B16, V11.B16
+	VEOR V12.B16, V12.B16, V12.B16
+	VEOR V13.B16, V13.B16, V13.B16
+	VEOR V14.B16, V14.B16, V14.B16
+	VEOR V15.B16, V15.B16, V15.B16
+	MOVD R5, R12
+	MOVD $0, R24
+	ADD R21, R10, R13
+devsum64:
+	CMP $64, R12
+	BLT devsumtail
+	TST $2, R8
+	BNE devsumpf
+devsumblock:
+	VLD1.P 32(R10), [V16.H4, V17.H4, V18.H4, V19.H4]
+	WORD $0x2e613a10 // shll v16.4s, v16.4h, #16
+	WORD $0x2e613a31 // shll v17.4s, v17.4h, #16
+	WORD $0x2e613a52 // shll v18.4s, v18.4h, #16
+	WORD $0x2e613a73 // shll v19.4s, v19.4h, #16
+	WORD $0x4ebfd610 // fsub v16.4s, v16.4s, v31.4s
+	WORD $0x4ebfd631 // fsub v17.4s, v17.4s, v31.4s
+	WORD $0x4ebfd652 // fsub v18.4s, v18.4s, v31.4s
+	WORD $0x4ebfd673 // fsub v19.4s, v19.4s, v31.4s
+	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
+	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
+	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
+	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
+	WORD $0x4e30d400 // fadd v0.4s, v0.4s, v16.4s
+	WORD $0x4e31d421 // fadd v1.4s, v1.4s, v17.4s
+	WORD $0x4e32d442 // fadd v2.4s, v2.4s, v18.4s
+	WORD $0x4e33d463 // fadd v3.4s, v3.4s, v19.4s
+	VLD1.P 32(R10), [V16.H4, V17.H4, V18.H4, V19.H4]
+	WORD $0x2e613a10 // shll v16.4s, v16.4h, #16
+	WORD $0x2e613a31 // shll v17.4s, v17.4h, #16
+	WORD $0x2e613a52 // shll v18.4s, v18.4h, #16
+	WORD $0x2e613a73 // shll v19.4s, v19.4h, #16
+	WORD $0x4ebfd610 // fsub v16.4s, v16.4s, v31.4s
+	WORD $0x4ebfd631 // fsub v17.4s, v17.4s, v31.4s
+	WORD $0x4ebfd652 // fsub v18.4s, v18.4s, v31.4s
+	WORD $0x4ebfd673 // fsub v19.4s, v19.4s, v31.4s
+	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
+	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
+	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
+	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
+	WORD $0x4e30d484 // fadd v4.4s, v4.4s, v16.4s
+	WORD $0x4e31d4a5 // fadd v5.4s, v5.4s, v17.4s
+	WORD $0x4e32d4c6 // fadd v6.4s, v6.4s, v18.4s
+	WORD $0x4e33d4e7 // fadd v7.4s, v7.4s, v19.4s
+	VLD1.P 32(R10), [V16.H4, V17.H4, V18.H4, V19.H4]
+	WORD $0x2e613a10 // shll v16.4s, v16.4h, #16
+	WORD $0x2e613a31 // shll v17.4s, v17.4h, #16
+	WORD $0x2e613a52 // shll v18.4s, v18.4h, #16
+	WORD $0x2e613a73 // shll v19.4s, v19.4h, #16
+	WORD $0x4ebfd610 // fsub v16.4s, v16.4s, v31.4s
+	WORD $0x4ebfd631 // fsub v17.4s, v17.4s, v31.4s
+	WORD $0x4ebfd652 // fsub v18.4s, v18.4s, v31.4s
+	WORD $0x4ebfd673 // fsub v19.4s, v19.4s, v31.4s
+	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
+	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
+	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
+	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
+	WORD $0x4e30d508 // fadd v8.4s, v8.4s, v16.4s
+	WORD $0x4e31d529 // fadd v9.4s, v9.4s, v17.4s
+	WORD $0x4e32d54a // fadd v10.4s, v10.4s, v18.4s
+	WORD $0x4e33d56b // fadd v11.4s, v11.4s, v19.4s
+	VLD1.P 32(R10), [V16.H4, V17.H4, V18.H4, V19.H4]
+	WORD $0x2e613a10 // shll v16.4s, v16.4h, #16
+	WORD $0x2e613a31 // shll v17.4s, v17.4h, #16
+	WORD $0x2e613a52 // shll v18.4s, v18.4h, #16
+	WORD $0x2e613a73 // shll v19.4s, v19.4h, #16
+	WORD $0x4ebfd610 // fsub v16.4s, v16.4s, v31.4s
+	WORD $0x4ebfd631 // fsub v17.4s, v17.4s, v31.4s
+	WORD $0x4ebfd652 // fsub v18.4s, v18.4s, v31.4s
+	WORD $0x4ebfd673 // fsub v19.4s, v19.4s, v31.4s
+	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
+	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
+	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
+	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
+	WORD $0x4e30d58c // fadd v12.4s, v12.4s, v16.4s
+	WORD $0x4e31d5ad // fadd v13.4s, v13.4s, v17.4s
+	WORD $0x4e32d5ce // fadd v14.4s, v14.4s, v18.4s
+	WORD $0x4e33d5ef // fadd v15.4s, v15.4s, v19.4s
+	SUB $64, R12, R12
+	B devsum64
+devsumpf:
+	PRFM 0(R13), PLDL1KEEP
+	PRFM 64(R13), PLDL1KEEP
+	ADD $128, R13, R13
+	B devsumblock
+devsumtail:
+
+	// Fewer than 64 elements: copied to a zero-padded block on the stack, summed as a whole block (zeros add +0).
+	CBZ R12, devsummed
+	ADD $104, RSP, R13
+	VEOR V16.B16, V16.B16, V16.B16
+	VEOR V17.B16, V17.B16, V17.B16
+	VEOR V18.B16, V18.B16, V18.B16
+	VEOR V19.B16, V19.B16, V19.B16
+	MOVD R13, R17
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	MOVD R10, R15
+	MOVD R13, R17
+	MOVD R12, R16
+copyvec25:
+	CMP $8, R16
+	BLT copyone26
+	VLD1.P 16(R15), [V20.B16]
+	VST1.P [V20.B16], 16(R17)
+	SUB $8, R16, R16
+	B copyvec25
+copyone26:
+	CBZ R16, copied27
+	MOVHU.P 2(R15), R26
+	MOVH.P R26, 2(R17)
+	SUB $1, R16, R16
+	B copyone26
+copied27:
+
+	// m in the lanes of the row's elements, +0 in the padding: the block subtracts these.
+	ADD $360, RSP, R11
+	VEOR V16.B16, V16.B16, V16.B16
+	VEOR V17.B16, V17.B16, V17.B16
+	VEOR V18.B16, V18.B16, V18.B16
+	VEOR V19.B16, V19.B16, V19.B16
+	MOVD R11, R17
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	MOVD R11, R17
+	MOVD R12, R16
+fillvec28:
+	CMP $4, R16
+	BLT fillone29
+	VST1.P [V31.S4], 16(R17)
+	SUB $4, R16, R16
+	B fillvec28
+fillone29:
+	CBZ R16, filled30
+	FMOVS F31, (R17)
+	ADD $4, R17, R17
+	SUB $1, R16, R16
+	B fillone29
+filled30:
+	ADD $104, RSP, R10
+	VLD1.P 32(R10), [V16.H4, V17.H4, V18.H4, V19.H4]
+	WORD $0x2e613a10 // shll v16.4s, v16.4h, #16
+	WORD $0x2e613a31 // shll v17.4s, v17.4h, #16
+	WORD $0x2e613a52 // shll v18.4s, v18.4h, #16
+	WORD $0x2e613a73 // shll v19.4s, v19.4h, #16
+	VLD1.P 64(R11), [V20.S4, V21.S4, V22.S4, V23.S4]
+	WORD $0x4eb4d610 // fsub v16.4s, v16.4s, v20.4s
+	WORD $0x4eb5d631 // fsub v17.4s, v17.4s, v21.4s
+	WORD $0x4eb6d652 // fsub v18.4s, v18.4s, v22.4s
+	WORD $0x4eb7d673 // fsub v19.4s, v19.4s, v23.4s
+	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
+	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
+	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
+	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
+	WORD $0x4e30d400 // fadd v0.4s, v0.4s, v16.4s
+	WORD $0x4e31d421 // fadd v1.4s, v1.4s, v17.4s
+	WORD $0x4e32d442 // fadd v2.4s, v2.4s, v18.4s
+	WORD $0x4e33d463 // fadd v3.4s, v3.4s, v19.4s
+	VLD1.P 32(R10), [V16.H4, V17.H4, V18.H4, V19.H4]
+	WORD $0x2e613a10 // shll v16.4s, v16.4h, #16
+	WORD $0x2e613a31 // shll v17.4s, v17.4h, #16
+	WORD $0x2e613a52 // shll v18.4s, v18.4h, #16
+	WORD $0x2e613a73 // shll v19.4s, v19.4h, #16
+	VLD1.P 64(R11), [V20.S4, V21.S4, V22.S4, V23.S4]
+	WORD $0x4eb4d610 // fsub v16.4s, v16.4s, v20.4s
+	WORD $0x4eb5d631 // fsub v17.4s, v17.4s, v21.4s
+	WORD $0x4eb6d652 // fsub v18.4s, v18.4s, v22.4s
+	WORD $0x4eb7d673 // fsub v19.4s, v19.4s, v23.4s
+	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
+	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
+	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
+	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
+	WORD $0x4e30d484 // fadd v4.4s, v4.4s, v16.4s
+	WORD $0x4e31d4a5 // fadd v5.4s, v5.4s, v17.4s
+	WORD $0x4e32d4c6 // fadd v6.4s, v6.4s, v18.4s
+	WORD $0x4e33d4e7 // fadd v7.4s, v7.4s, v19.4s
+	VLD1.P 32(R10), [V16.H4, V17.H4, V18.H4, V19.H4]
+	WORD $0x2e613a10 // shll v16.4s, v16.4h, #16
+	WORD $0x2e613a31 // shll v17.4s, v17.4h, #16
+	WORD $0x2e613a52 // shll v18.4s, v18.4h, #16
+	WORD $0x2e613a73 // shll v19.4s, v19.4h, #16
+	VLD1.P 64(R11), [V20.S4, V21.S4, V22.S4, V23.S4]
+	WORD $0x4eb4d610 // fsub v16.4s, v16.4s, v20.4s
+	WORD $0x4eb5d631 // fsub v17.4s, v17.4s, v21.4s
+	WORD $0x4eb6d652 // fsub v18.4s, v18.4s, v22.4s
+	WORD $0x4eb7d673 // fsub v19.4s, v19.4s, v23.4s
+	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
+	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
+	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
+	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
+	WORD $0x4e30d508 // fadd v8.4s, v8.4s, v16.4s
+	WORD $0x4e31d529 // fadd v9.4s, v9.4s, v17.4s
+	WORD $0x4e32d54a // fadd v10.4s, v10.4s, v18.4s
+	WORD $0x4e33d56b // fadd v11.4s, v11.4s, v19.4s
+	VLD1.P 32(R10), [V16.H4, V17.H4, V18.H4, V19.H4]
+	WORD $0x2e613a10 // shll v16.4s, v16.4h, #16
+	WORD $0x2e613a31 // shll v17.4s, v17.4h, #16
+	WORD $0x2e613a52 // shll v18.4s, v18.4h, #16
+	WORD $0x2e613a73 // shll v19.4s, v19.4h, #16
+	VLD1.P 64(R11), [V20.S4, V21.S4, V22.S4, V23.S4]
+	WORD $0x4eb4d610 // fsub v16.4s, v16.4s, v20.4s
+	WORD $0x4eb5d631 // fsub v17.4s, v17.4s, v21.4s
+	WORD $0x4eb6d652 // fsub v18.4s, v18.4s, v22.4s
+	WORD $0x4eb7d673 // fsub v19.4s, v19.4s, v23.4s
+	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
+	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
+	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
+	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
+	WORD $0x4e30d58c // fadd v12.4s, v12.4s, v16.4s
+	WORD $0x4e31d5ad // fadd v13.4s, v13.4s, v17.4s
+	WORD $0x4e32d5ce // fadd v14.4s, v14.4s, v18.4s
+	WORD $0x4e33d5ef // fadd v15.4s, v15.4s, v19.4s
+	SUB $64, R12, R12
+devsummed:
+
+	// Halving tree: h = 32, 16, 8, 4 on vectors, leaving four partials in V0.
+	WORD $0x4e28d400 // fadd v0.4s, v0.4s, v8.4s
+	WORD $0x4e29d421 // fadd v1.4s, v1.4s, v9.4s
+	WORD $0x4e2ad442 // fadd v2.4s, v2.4s, v10.4s
+	WORD $0x4e2bd463 // fadd v3.4s, v3.4s, v11.4s
+	WORD $0x4e2cd484 // fadd v4.4s, v4.4s, v12.4s
+	WORD $0x4e2dd4a5 // fadd v5.4s, v5.4s, v13.4s
+	WORD $0x4e2ed4c6 // fadd v6.4s, v6.4s, v14.4s
+	WORD $0x4e2fd4e7 // fadd v7.4s, v7.4s, v15.4s
+	WORD $0x4e24d400 // fadd v0.4s, v0.4s, v4.4s
+	WORD $0x4e25d421 // fadd v1.4s, v1.4s, v5.4s
+	WORD $0x4e26d442 // fadd v2.4s, v2.4s, v6.4s
+	WORD $0x4e27d463 // fadd v3.4s, v3.4s, v7.4s
+	WORD $0x4e22d400 // fadd v0.4s, v0.4s, v2.4s
+	WORD $0x4e23d421 // fadd v1.4s, v1.4s, v3.4s
+	WORD $0x4e21d400 // fadd v0.4s, v0.4s, v1.4s
+	B invone
+invone:
+
+	// h = 2 and h = 1: ss in F0.
+	VEXT $8, V0.B16, V0.B16, V16.B16
+	WORD $0x4e30d400 // fadd v0.4s, v0.4s, v16.4s
+	WORD $0x7e30d800 // faddp s0, v0.2s
+
+	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
+	TST $256, R8
+	BEQ rdivide
+	FMOVS 92(RSP), F17
+	FMULS F17, F0, F1
+	B rdivided
+rdivide:
+	FMOVS 88(RSP), F17
+	FDIVS F17, F0, F1
+rdivided:
+	MOVD j+0(FP), R16
+	FMOVS job_eps(R16), F17
+	FADDS F17, F1, F1
+	MOVW $0x0d800000, R16
+	FMOVS R16, F16
+	FCMPS F16, F1
+	BLT ret
+	MOVW $0x7f7fffff, R16
+	FMOVS R16, F16
+	FCMPS F16, F1
+	BGT ret
+	FSQRTS F1, F1
+	FMOVS $1.0, F16
+	FDIVS F1, F16, F29
+	FMOVS F29, 72(RSP)
+
+	// Report 1/rms if asked.
+	CBZ R4, noinv
+	FMOVS F29, (R4)(R9<<2)
+noinv:
+
+	// Report the mean if asked: m, +0 without flagCenter.
+	MOVD j+0(FP), R16
+	MOVD job_mean(R16), R16
+	CBZ R16, scale
+	FMOVS F31, (R16)(R9<<2)
+	B scale
+scale:
+	MOVD $0, R23
+scalerow:
+	ADD $72, RSP, R12
+	ADD R23<<2, R12, R12
+	VLD1R (R12), [V29.S4]
+
+	// y = (src*inv)*w, rounded after each multiply.
+	MOVD R1, R10
+	MOVD R2, R13
+	MOVD R0, R14
+	MOVD R5, R12
+
+	// Layer: y = ((src-m)*inv)*w + bias; bias at R24, advanced by R25 vectors (0: -0s).
+	MOVD j+0(FP), R16
+	MOVD job_bias(R16), R24
+	MOVD $1, R25
+	CBNZ R24, biasset
+	MOVD $negzero<>(SB), R24
+	MOVD $0, R25
+biasset:
+	ADD R22, R10, R15
+	CBZ R2, loop16noweight
+	TBNZ $4, R8, loop16offset
+loop16:
+	CMP $16, R12
+	BLT loop4
+	TST $2, R8
+	BNE pf16
+body16:
+	VLD1.P 32(R10), [V16.H4, V17.H4, V18.H4, V19.H4]
+	WORD $0x2e613a10 // shll v16.4s, v16.4h, #16
+	WORD $0x4ebfd610 // fsub v16.4s, v16.4s, v31.4s
+	WORD $0x6e3dde10 // fmul v16.4s, v16.4s, v29.4s
+	WORD $0x2e613a31 // shll v17.4s, v17.4h, #16
+	WORD $0x4ebfd631 // fsub v17.4s, v17.4s, v31.4s
+	WORD $0x6e3dde31 // fmul v17.4s, v17.4s, v29.4s
+	WORD $0x2e613a52 // shll v18.4s, v18.4h, #16
+	WORD $0x4ebfd652 // fsub v18.4s, v18.4s, v31.4s
+	WORD $0x6e3dde52 // fmul v18.4s, v18.4s, v29.4s
+	WORD $0x2e613a73 // shll v19.4s, v19.4h, #16
+	WORD $0x4ebfd673 // fsub v19.4s, v19.4s, v31.4s
+	WORD $0x6e3dde73 // fmul v19.4s, v19.4s, v29.4s
+	TST $8, R8
+	BEQ notrn31
+	VUSHR $16, V16.S4, V20.S4
+	VAND V24.B16, V20.B16, V20.B16
+	VADD V25.S4, V20.S4, V20.S4
+	VADD V16.S4, V20.S4, V20.S4
+	WORD $0x4e30e615 // fcmeq v21.4s, v16.4s, v16.4s
+	VMOV V27.B16, V22.B16
+	VBIT V21.B16, V20.B16, V22.B16
+	VAND V26.B16, V22.B16, V16.B16
+	VUSHR $16, V17.S4, V20.S4
+	VAND V24.B16, V20.B16, V20.B16
+	VADD V25.S4, V20.S4, V20.S4
+	VADD V17.S4, V20.S4, V20.S4
+	WORD $0x4e31e635 // fcmeq v21.4s, v17.4s, v17.4s
+	VMOV V27.B16, V22.B16
+	VBIT V21.B16, V20.B16, V22.B16
+	VAND V26.B16, V22.B16, V17.B16
+	VUSHR $16, V18.S4, V20.S4
+	VAND V24.B16, V20.B16, V20.B16
+	VADD V25.S4, V20.S4, V20.S4
+	VADD V18.S4, V20.S4, V20.S4
+	WORD $0x4e32e655 // fcmeq v21.4s, v18.4s, v18.4s
+	VMOV V27.B16, V22.B16
+	VBIT V21.B16, V20.B16, V22.B16
+	VAND V26.B16, V22.B16, V18.B16
+	VUSHR $16, V19.S4, V20.S4
+	VAND V24.B16, V20.B16, V20.B16
+	VADD V25.S4, V20.S4, V20.S4
+	VADD V19.S4, V20.S4, V20.S4
+	WORD $0x4e33e675 // fcmeq v21.4s, v19.4s, v19.4s
+	VMOV V27.B16, V22.B16
+	VBIT V21.B16, V20.B16, V22.B16
+	VAND V26.B16, V22.B16, V19.B16
+notrn31:
+	VLD1.P 64(R13), [V20.S4, V21.S4, V22.S4, V23.S4]
+	WORD $0x6e34de10 // fmul v16.4s, v16.4s, v20.4s
+	WORD $0x6e35de31 // fmul v17.4s, v17.4s, v21.4s
+	WORD $0x6e36de52 // fmul v18.4s, v18.4s, v22.4s
+	WORD $0x6e37de73 // fmul v19.4s, v19.4s, v23.4s
+	VLD1 (R24), [V20.S4, V21.S4, V22.S4, V23.S4]
+	ADD R25<<6, R24, R24
+	WORD $0x4e34d610 // fadd v16.4s, v16.4s, v20.4s
+	WORD $0x4e35d631 // fadd v17.4s, v17.4s, v21.4s
+	WORD $0x4e36d652 // fadd v18.4s, v18.4s, v22.4s
+	WORD $0x4e37d673 // fadd v19.4s, v19.4s, v23.4s
+	VUSHR $16, V16.S4, V20.S4
+	VAND V24.B16, V20.B16, V20.B16
+	VADD V25.S4, V20.S4, V20.S4
+	VADD V16.S4, V20.S4, V20.S4
+	WORD $0x4e30e615 // fcmeq v21.4s, v16.4s, v16.4s
+	VMOV V27.B16, V22.B16
+	VBIT V21.B16, V20.B16, V22.B16
+	WORD $0x0f1086d0 // shrn v16.4h, v22.4s, #16
+	VUSHR $16, V17.S4, V20.S4
+	VAND V24.B16, V20.B16, V20.B16
+	VADD V25.S4, V20.S4, V20.S4
+	VADD V17.S4, V20.S4, V20.S4
+	WORD $0x4e31e635 // fcmeq v21.4s, v17.4s, v17.4s
+	VMOV V27.B16, V22.B16
+	VBIT V21.B16, V20.B16, V22.B16
+	WORD $0x0f1086d1 // shrn v17.4h, v22.4s, #16
+	VUSHR $16, V18.S4, V20.S4
+	VAND V24.B16, V20.B16, V20.B16
+	VADD V25.S4, V20.S4, V20.S4
+	VADD V18.S4, V20.S4, V20.S4
+	WORD $0x4e32e655 // fcmeq v21.4s, v18.4s, v18.4s
+	VMOV V27.B16, V22.B16
+	VBIT V21.B16, V20.B16, V22.B16
+	WORD $0x0f1086d2 // shrn v18.4h, v22.4s, #16
+	VUSHR $16, V19.S4, V20.S4
+	VAND V24.B16, V20.B16, V20.B16
+	VADD V25.S4, V20.S4, V20.S4
+	VADD V19.S4, V20.S4, V20.S4
+	WORD $0x4e33e675 // fcmeq v21.4s, v19.4s, v19.4s
+	VMOV V27.B16, V22.B16
+	VBIT V21.B16, V20.B16, V22.B16
+	WORD $0x0f1086d3 // shrn v19.4h, v22.4s, #16
+	VST1.P [V16.H4, V17.H4, V18.H4, V19.H4], 32(R14)
+	SUB $16, R12, R12
+	B loop16
+pf16:
+	PRFM (R15), PLDL1KEEP
+	ADD $64, R15, R15
+	B body16
+loop16offset:
+	CMP $16, R12
+	BLT loop4
+	TST $2, R8
+	BNE pf16offset
+body16offset:
+	VLD1.P 32(R10), [V16.H4, V17.H4, V18.H4, V19.H4]
+	WORD $0x2e613a10 // shll v16.4s, v16.4h, #16
+	WORD $0x4ebfd610 // fsub v16.4s, v16.4s, v31.4s
+	WORD $0x6e3dde10 // fmul v16.4s, v16.4s, v29.4s
+	WORD $0x2e613a31 // shll v17.4s, v17.4h, #16
+	WORD $0x4ebfd631 // fsub v17.4s, v17.4s, v31.4s
+	WORD $0x6e3dde31 // fmul v17.4s, v17.4s, v29.4s
+	WORD $0x2e613a52 // shll v18.4s, v18.4h, #16
+	WORD $0x4ebfd652 // fsub v18.4s, v18.4s, v31.4s
+	WORD $0x6e3dde52 // fmul v18.4s, v18.4s, v29.4s
+	WORD $0x2e613a73 // shll v19.4s, v19.4h, #16
+	WORD $0x4ebfd673 // fsub v19.4s, v19.4s, v31.4s
+	WORD $0x6e3dde73 // fmul v19.4s, v19.4s, v29.4s
+	TST $8, R8
+	BEQ notrn32
+	VUSHR $16, V16.S4, V20.S4
+	VAND V24.B16, V20.B16, V20.B16
+	VADD V25.S4, V20.S4, V20.S4
+	VADD V16.S4, V20.S4, V20.S4
+	WORD $0x4e30e615 // fcmeq v21.4s, v16.4s, v16.4s
+	VMOV V27.B16, V22.B16
+	VBIT V21.B16, V20.B16, V22.B16
+	VAND V26.B16, V22.B16, V16.B16
+	VUSHR $16, V17.S4, V20.S4
+	VAND V24.B16, V20.B16, V20.B16
+	VADD V25.S4, V20.S4, V20.S4
+	VADD V17.S4, V20.S4, V20.S4
+	WORD $0x4e31e635 // fcmeq v21.4s, v17.4s, v17.4s
+	VMOV V27.B16, V22.B16
+	VBIT V21.B16, V20.B16, V22.B16
+	VAND V26.B16, V22.B16, V17.B16
+	VUSHR $16, V18.S4, V20.S4
+	VAND V24.B16, V20.B16, V20.B16
+	VADD V25.S4, V20.S4, V20.S4
+	VADD V18.S4, V20.S4, V20.S4
+	WORD $0x4e32e655 // fcmeq v21.4s, v18.4s, v18.4s
+	VMOV V27.B16, V22.B16
+	VBIT V21.B16, V20.B16, V22.B16
+	VAND V26.B16, V22.B16, V18.B16
+	VUSHR $16, V19.S4, V20.S4
+	VAND V24.B16, V20.B16, V20.B16
+	VADD V25.S4, V20.S4, V20.S4
+	VADD V19.S4, V20.S4, V20.S4
+	WORD $0x4e33e675 // fcmeq v21.4s, v19.4s, v19.4s
+	VMOV V27.B16, V22.B16
+	VBIT V21.B16, V20.B16, V22.B16
+	VAND V26.B16, V22.B16, V19.B16
+notrn32:
+	VLD1.P 64(R13), [V20.S4, V21.S4, V22.S4, V23.S4]
+	WORD $0x4e3cd694 // fadd v20.4s, v20.4s, v28.4s
+	WORD $0x6e34de10 // fmul v16.4s, v16.4s, v20.4s
+	WORD $0x4e3cd6b5 // fadd v21.4s, v21.4s, v28.4s
+	WORD $0x6e35de31 // fmul v17.4s, v17.4s, v21.4s
+	WORD $0x4e3cd6d6 // fadd v22.4s, v22.4s, v28.4s
+	WORD $0x6e36de52 // fmul v18.4s, v18.4s, v22.4s
+	WORD $0x4e3cd6f7 // fadd v23.4s, v23.4s, v28.4s
+	WORD $0x6e37de73 // fmul v19.4s, v19.4s, v23.4s
+	VLD1 (R24), [V20.S4, V21.S4, V22.S4, V23.S4]
+	ADD R25<<6, R24, R24
+	WORD $0x4e34d610 // fadd v16.4s, v16.4s, v20.4s
+	WORD $0x4e35d631 // fadd v17.4s, v17.4s, v21.4s
+	WORD $0x4e36d652 // fadd v18.4s, v18.4s, v22.4s
+	WORD $0x4e37d673 // fadd v19.4s, v19.4s, v23.4s
+	VUSHR $16, V16.S4, V20.S4
+	VAND V24.B16, V20.B16, V20.B16
+	VADD V25.S4, V20.S4, V20.S4
+	VADD V16.S4, V20.S4, V20.S4
+	WORD $0x4e30e615 // fcmeq v21.4s, v16.4s, v16.4s
+	VMOV V27.B16, V22.B16
+	VBIT V21.B16, V20.B16, V22.B16
+	WORD $0x0f1086d0 // shrn v16.4h, v22.4s, #16
+	VUSHR $16, V17.S4, V20.S4
+	VAND V24.B16, V20.B16, V20.B16
+	VADD V25.S4, V20.S4, V20.S4
+	VADD V17.S4, V20.S4, V20.S4
+	WORD $0x4e31e635 // fcmeq v21.4s, v17.4s, v17.4s
+	VMOV V27.B16, V22.B16
+	VBIT V21.B16, V20.B16, V22.B16
+	WORD $0x0f1086d1 // shrn v17.4h, v22.4s, #16
+	VUSHR $16, V18.S4, V20.S4
+	VAND V24.B16, V20.B16, V20.B16
+	VADD V25.S4, V20.S4, V20.S4
+	VADD V18.S4, V20.S4, V20.S4
+	WORD $0x4e32e655 // fcmeq v21.4s, v18.4s, v18.4s
+	VMOV V27.B16, V22.B16
+	VBIT V21.B16, V20.B16, V22.B16
+	WORD $0x0f1086d2 // shrn v18.4h, v22.4s, #16
+	VUSHR $16, V19.S4, V20.S4
+	VAND V24.B16, V20.B16, V20.B16
+	VADD V25.S4, V20.S4, V20.S4
+	VADD V19.S4, V20.S4, V20.S4
+	WORD $0x4e33e675 // fcmeq v21.4s, v19.4s, v19.4s
+	VMOV V27.B16, V22.B16
+	VBIT V21.B16, V20.B16, V22.B16
+	WORD $0x0f1086d3 // shrn v19.4h, v22.4s, #16
+	VST1.P [V16.H4, V17.H4, V18.H4, V19.H4], 32(R14)
+	SUB $16, R12, R12
+	B loop16offset
+pf16offset:
+	PRFM (R15), PLDL1KEEP
+	ADD $64, R15, R15
+	B body16offset
+loop16noweight:
+	CMP $16, R12
+	BLT loop4
+	TST $2, R8
+	BNE pf16noweight
+body16noweight:
+	VLD1.P 32(R10), [V16.H4, V17.H4, V18.H4, V19.H4]
+	WORD $0x2e613a10 // shll v16.4s, v16.4h, #16
+	WORD $0x4ebfd610 // fsub v16.4s, v16.4s, v31.4s
+	WORD $0x6e3dde10 // fmul v16.4s, v16.4s, v29.4s
+	WORD $0x2e613a31 // shll v17.4s, v17.4h, #16
+	WORD $0x4ebfd631 // fsub v17.4s, v17.4s, v31.4s
+	WORD $0x6e3dde31 // fmul v17.4s, v17.4s, v29.4s
+	WORD $0x2e613a52 // shll v18.4s, v18.4h, #16
+	WORD $0x4ebfd652 // fsub v18.4s, v18.4s, v31.4s
+	WORD $0x6e3dde52 // fmul v18.4s, v18.4s, v29.4s
+	WORD $0x2e613a73 // shll v19.4s, v19.4h, #16
+	WORD $0x4ebfd673 // fsub v19.4s, v19.4s, v31.4s
+	WORD $0x6e3dde73 // fmul v19.4s, v19.4s, v29.4s
+	VLD1 (R24), [V20.S4, V21.S4, V22.S4, V23.S4]
+	ADD R25<<6, R24, R24
+	WORD $0x4e34d610 // fadd v16.4s, v16.4s, v20.4s
+	WORD $0x4e35d631 // fadd v17.4s, v17.4s, v21.4s
+	WORD $0x4e36d652 // fadd v18.4s, v18.4s, v22.4s
+	WORD $0x4e37d673 // fadd v19.4s, v19.4s, v23.4s
+	VUSHR $16, V16.S4, V20.S4
+	VAND V24.B16, V20.B16, V20.B16
+	VADD V25.S4, V20.S4, V20.S4
+	VADD V16.S4, V20.S4, V20.S4
+	WORD $0x4e30e615 // fcmeq v21.4s, v16.4s, v16.4s
+	VMOV V27.B16, V22.B16
+	VBIT V21.B16, V20.B16, V22.B16
+	WORD $0x0f1086d0 // shrn v16.4h, v22.4s, #16
+	VUSHR $16, V17.S4, V20.S4
+	VAND V24.B16, V20.B16, V20.B16
+	VADD V25.S4, V20.S4, V20.S4
+	VADD V17.S4, V20.S4, V20.S4
+	WORD $0x4e31e635 // fcmeq v21.4s, v17.4s, v17.4s
+	VMOV V27.B16, V22.B16
+	VBIT V21.B16, V20.B16, V22.B16
+	WORD $0x0f1086d1 // shrn v17.4h, v22.4s, #16
+	VUSHR $16, V18.S4, V20.S4
+	VAND V24.B16, V20.B16, V20.B16
+	VADD V25.S4, V20.S4, V20.S4
+	VADD V18.S4, V20.S4, V20.S4
+	WORD $0x4e32e655 // fcmeq v21.4s, v18.4s, v18.4s
+	VMOV V27.B16, V22.B16
+	VBIT V21.B16, V20.B16, V22.B16
+	WORD $0x0f1086d2 // shrn v18.4h, v22.4s, #16
+	VUSHR $16, V19.S4, V20.S4
+	VAND V24.B16, V20.B16, V20.B16
+	VADD V25.S4, V20.S4, V20.S4
+	VADD V19.S4, V20.S4, V20.S4
+	WORD $0x4e33e675 // fcmeq v21.4s, v19.4s, v19.4s
+	VMOV V27.B16, V22.B16
+	VBIT V21.B16, V20.B16, V22.B16
+	WORD $0x0f1086d3 // shrn v19.4h, v22.4s, #16
+	VST1.P [V16.H4, V17.H4, V18.H4, V19.H4], 32(R14)
+	SUB $16, R12, R12
+	B loop16noweight
+pf16noweight:
+	PRFM (R15), PLDL1KEEP
+	ADD $64, R15, R15
+	B body16noweight
+loop4:
+	CMP $4, R12
+	BLT part
+	VLD1.P 8(R10), [V16.H4]
+	WORD $0x2e613a10 // shll v16.4s, v16.4h, #16
+	WORD $0x4ebfd610 // fsub v16.4s, v16.4s, v31.4s
+	WORD $0x6e3dde10 // fmul v16.4s, v16.4s, v29.4s
+	TST $8, R8
+	BEQ notrn33
+	VUSHR $16, V16.S4, V21.S4
+	VAND V24.B16, V21.B16, V21.B16
+	VADD V25.S4, V21.S4, V21.S4
+	VADD V16.S4, V21.S4, V21.S4
+	WORD $0x4e30e616 // fcmeq v22.4s, v16.4s, v16.4s
+	VMOV V27.B16, V23.B16
+	VBIT V22.B16, V21.B16, V23.B16
+	VAND V26.B16, V23.B16, V16.B16
+notrn33:
+	CBZ R2, noweight34
+	VLD1.P 16(R13), [V20.S4]
+	WORD $0x4e3cd694 // fadd v20.4s, v20.4s, v28.4s
+	WORD $0x6e34de10 // fmul v16.4s, v16.4s, v20.4s
+noweight34:
+	VLD1 (R24), [V21.S4]
+	ADD R25<<4, R24, R24
+	WORD $0x4e35d610 // fadd v16.4s, v16.4s, v21.4s
+	VUSHR $16, V16.S4, V20.S4
+	VAND V24.B16, V20.B16, V20.B16
+	VADD V25.S4, V20.S4, V20.S4
+	VADD V16.S4, V20.S4, V20.S4
+	WORD $0x4e30e615 // fcmeq v21.4s, v16.4s, v16.4s
+	VMOV V27.B16, V22.B16
+	VBIT V21.B16, V20.B16, V22.B16
+	WORD $0x0f1086d0 // shrn v16.4h, v22.4s, #16
+	VST1.P [V16.H4], 8(R14)
+	SUB $4, R12, R12
+	B loop4
+part:
+
+	// The last 1-3 elements, through copies on the stack.
+	CBZ R12, scaled
+	ADD $104, RSP, R11
+	MOVD R10, R15
+	MOVD R11, R17
+	MOVD R12, R16
+copyvec35:
+	CMP $8, R16
+	BLT copyone36
+	VLD1.P 16(R15), [V20.B16]
+	VST1.P [V20.B16], 16(R17)
+	SUB $8, R16, R16
+	B copyvec35
+copyone36:
+	CBZ R16, copied37
+	MOVHU.P 2(R15), R26
+	MOVH.P R26, 2(R17)
+	SUB $1, R16, R16
+	B copyone36
+copied37:
+	ADD $120, RSP, R11
+	CBZ R2, nowcopy38
+	MOVD R13, R15
+	MOVD R11, R17
+	MOVD R12, R16
+copyvec39:
+	CMP $4, R16
+	BLT copyone40
+	VLD1.P 16(R15), [V20.B16]
+	VST1.P [V20.B16], 16(R17)
+	SUB $4, R16, R16
+	B copyvec39
+copyone40:
+	CBZ R16, copied41
+	MOVWU.P 4(R15), R26
+	MOVW.P R26, 4(R17)
+	SUB $1, R16, R16
+	B copyone40
+copied41:
+nowcopy38:
+	ADD $136, RSP, R11
+	MOVD R24, R15
+	MOVD R11, R17
+	MOVD R12, R16
+copyvec42:
+	CMP $4, R16
+	BLT copyone43
+	VLD1.P 16(R15), [V20.B16]
+	VST1.P [V20.B16], 16(R17)
+	SUB $4, R16, R16
+	B copyvec42
+copyone43:
+	CBZ R16, copied44
+	MOVWU.P 4(R15), R26
+	MOVW.P R26, 4(R17)
+	SUB $1, R16, R16
+	B copyone43
+copied44:
+	ADD $104, RSP, R11
+	VLD1 (R11), [V16.H4]
+	WORD $0x2e613a10 // shll v16.4s, v16.4h, #16
+	ADD $16, R11, R11
+	WORD $0x4ebfd610 // fsub v16.4s, v16.4s, v31.4s
+	WORD $0x6e3dde10 // fmul v16.4s, v16.4s, v29.4s
+	TST $8, R8
+	BEQ notrn45
+	VUSHR $16, V16.S4, V21.S4
+	VAND V24.B16, V21.B16, V21.B16
+	VADD V25.S4, V21.S4, V21.S4
+	VADD V16.S4, V21.S4, V21.S4
+	WORD $0x4e30e616 // fcmeq v22.4s, v16.4s, v16.4s
+	VMOV V27.B16, V23.B16
+	VBIT V22.B16, V21.B16, V23.B16
+	VAND V26.B16, V23.B16, V16.B16
+notrn45:
+	CBZ R2, noweight46
+	VLD1 (R11), [V20.S4]
+	WORD $0x4e3cd694 // fadd v20.4s, v20.4s, v28.4s
+	WORD $0x6e34de10 // fmul v16.4s, v16.4s, v20.4s
+noweight46:
+	ADD $16, R11, R13
+	VLD1 (R13), [V21.S4]
+	WORD $0x4e35d610 // fadd v16.4s, v16.4s, v21.4s
+	VUSHR $16, V16.S4, V20.S4
+	VAND V24.B16, V20.B16, V20.B16
+	VADD V25.S4, V20.S4, V20.S4
+	VADD V16.S4, V20.S4, V20.S4
+	WORD $0x4e30e615 // fcmeq v21.4s, v16.4s, v16.4s
+	VMOV V27.B16, V22.B16
+	VBIT V21.B16, V20.B16, V22.B16
+	WORD $0x0f1086d0 // shrn v16.4h, v22.4s, #16
+	VST1 [V16.H4], (R11)
+	MOVD R11, R15
+	MOVD R14, R17
+	MOVD R12, R16
+copyvec47:
+	CMP $8, R16
+	BLT copyone48
+	VLD1.P 16(R15), [V20.B16]
+	VST1.P [V20.B16], 16(R17)
+	SUB $8, R16, R16
+	B copyvec47
+copyone48:
+	CBZ R16, copied49
+	MOVHU.P 2(R15), R26
+	MOVH.P R26, 2(R17)
+	SUB $1, R16, R16
+	B copyone48
+copied49:
+scaled:
+	ADD R7, R1, R1
+	ADD R7, R3, R3
+	MOVD 96(RSP), R10
+	ADD R10, R0, R0
+	ADD $1, R9, R9
+	ADD $1, R23, R23
+	CMP R20, R23
+	BLT scalerow
+	B row
+ret:
+	MOVD R9, ret+24(FP)
+	RET
+
+// func neonForwardLayerF16(j *job, from, to int) int
+TEXT ·neonForwardLayerF16(SB), $608-32
+	MOVD j+0(FP), R16
+	MOVD job_dst(R16), R0
+	MOVD job_x(R16), R1
+	MOVD job_w(R16), R2
+	MOVD job_res(R16), R3
+	MOVD job_inv(R16), R4
+	MOVD job_d(R16), R5
+	MOVD job_stride(R16), R7
+	LSL $1, R7, R7
+	MOVD job_dstStride(R16), R10
+	LSL $1, R10, R10
+	MOVD R10, 96(RSP)
+	MOVWU job_flags(R16), R8
+
+	// With a residual the scale pass reads h from res: res and x trade registers.
+	CBZ R3, rowsset
+	ORR $512, R8, R8
+	MOVD R1, R10
+	MOVD R3, R1
+	MOVD R10, R3
+rowsset:
+
+	// c, added to the weight: 1 with flagOffset, else -0 (spec.Variant.Body).
+	MOVW $0x80000000, R10
+	TBZ $4, R8, weightadd
+	MOVW $0x3f800000, R10
+weightadd:
+	VDUP R10, V28.S4
+
+	// fd = float32(d); rd = 1/d when d is a power of two, so that ss/d is ss*rd exactly.
+	SCVTFS R5, F16
+	FMOVS F16, 88(RSP)
+	SUB $1, R5, R10
+	TST R10, R5
+	BNE notpow2
+	RBIT R5, R10
+	CLZ R10, R10
+	MOVD $127, R11
+	SUB R10, R11, R11
+	LSL $23, R11, R11
+	MOVW R11, 92(RSP)
+	ORR $256, R8, R8
+notpow2:
+
+	// Rows ahead for prefetching: the next one for long rows, eight for short ones.
+	MOVD R7, R22
+	CMP $512, R5
+	BGT longrows
+	LSL $3, R22, R22
+longrows:
+	LSL $1, R22, R21
+
+	// Start at row from.
+	MOVD from+8(FP), R9
+	MOVD to+16(FP), R6
+	MOVD $0, R19
+	MUL R9, R7, R10
+	ADD R10, R1, R1
+	ADD R10, R3, R3
+	MOVD 96(RSP), R10
+	MUL R9, R10, R10
+	ADD R10, R0, R0
+row:
+	CMP R6, R9
+	BGE ret
+	MOVD $1, R20
+	TBZ $5, R8, notcentered
+	TBNZ $9, R8, meanaddsum
+	B meansum
+notcentered:
+	TBNZ $9, R8, addsum
+sum:
+	MOVD R1, R10
+
+	// Sum of squares: element i goes to partial i%64, lane i%4 of V(i%64/4).
+	MOVD R10, R14
+	VEOR V0.B16, V0.B16, V0.B16
+	VEOR V1.B16, V1.B16, V1.B16
+	VEOR V2.B16, V2.B16, V2.B16
+	VEOR V3.B16, V3.B16, V3.B16
+	VEOR V4.B16, V4.B16, V4.B16
+	VEOR V5.B16, V5.B16, V5.B16
+	VEOR V6.B16, V6.B16, V6.B16
+	VEOR V7.B16, V7.B16, V7.B16
+	VEOR V8.B16, V8.B16, V8.B16
+	VEOR V9.B16, V9.B16, V9.B16
+	VEOR V10.B16, V10.B16, V10.B16
+	VEOR V11.B16, V11.B16, V11.B16
+	VEOR V12.B16, V12.B16, V12.B16
+	VEOR V13.B16, V13.B16, V13.B16
+	VEOR V14.B16, V14.B16, V14.B16
+	VEOR V15.B16, V15.B16, V15.B16
+	MOVD R5, R12
+	MOVD $0, R24
+	ADD R21, R10, R13
+sum64:
+	CMP $64, R12
+	BLT sumtail
+	TST $2, R8
+	BNE sumpf
+sumblock:
+	VLD1.P 32(R10), [V16.H4, V17.H4, V18.H4, V19.H4]
+	WORD $0x0e217a10 // fcvtl v16.4s, v16.4h
+	WORD $0x0e217a31 // fcvtl v17.4s, v17.4h
+	WORD $0x0e217a52 // fcvtl v18.4s, v18.4h
+	WORD $0x0e217a73 // fcvtl v19.4s, v19.4h
+	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
+	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
+	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
+	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
+	WORD $0x4e30d400 // fadd v0.4s, v0.4s, v16.4s
+	WORD $0x4e31d421 // fadd v1.4s, v1.4s, v17.4s
+	WORD $0x4e32d442 // fadd v2.4s, v2.4s, v18.4s
+	WORD $0x4e33d463 // fadd v3.4s, v3.4s, v19.4s
+	VLD1.P 32(R10), [V16.H4, V17.H4, V18.H4, V19.H4]
+	WORD $0x0e217a10 // fcvtl v16.4s, v16.4h
+	WORD $0x0e217a31 // fcvtl v17.4s, v17.4h
+	WORD $0x0e217a52 // fcvtl v18.4s, v18.4h
+	WORD $0x0e217a73 // fcvtl v19.4s, v19.4h
+	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
+	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
+	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
+	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
+	WORD $0x4e30d484 // fadd v4.4s, v4.4s, v16.4s
+	WORD $0x4e31d4a5 // fadd v5.4s, v5.4s, v17.4s
+	WORD $0x4e32d4c6 // fadd v6.4s, v6.4s, v18.4s
+	WORD $0x4e33d4e7 // fadd v7.4s, v7.4s, v19.4s
+	VLD1.P 32(R10), [V16.H4, V17.H4, V18.H4, V19.H4]
+	WORD $0x0e217a10 // fcvtl v16.4s, v16.4h
+	WORD $0x0e217a31 // fcvtl v17.4s, v17.4h
+	WORD $0x0e217a52 // fcvtl v18.4s, v18.4h
+	WORD $0x0e217a73 // fcvtl v19.4s, v19.4h
+	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
+	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
+	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
+	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
+	WORD $0x4e30d508 // fadd v8.4s, v8.4s, v16.4s
+	WORD $0x4e31d529 // fadd v9.4s, v9.4s, v17.4s
+	WORD $0x4e32d54a // fadd v10.4s, v10.4s, v18.4s
+	WORD $0x4e33d56b // fadd v11.4s, v11.4s, v19.4s
+	VLD1.P 32(R10), [V16.H4, V17.H4, V18.H4, V19.H4]
+	WORD $0x0e217a10 // fcvtl v16.4s, v16.4h
+	WORD $0x0e217a31 // fcvtl v17.4s, v17.4h
+	WORD $0x0e217a52 // fcvtl v18.4s, v18.4h
+	WORD $0x0e217a73 // fcvtl v19.4s, v19.4h
+	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
+	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
+	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
+	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
+	WORD $0x4e30d58c // fadd v12.4s, v12.4s, v16.4s
+	WORD $0x4e31d5ad // fadd v13.4s, v13.4s, v17.4s
+	WORD $0x4e32d5ce // fadd v14.4s, v14.4s, v18.4s
+	WORD $0x4e33d5ef // fadd v15.4s, v15.4s, v19.4s
+	SUB $64, R12, R12
+	B sum64
+sumpf:
+	PRFM 0(R13), PLDL1KEEP
+	PRFM 64(R13), PLDL1KEEP
+	ADD $128, R13, R13
+	B sumblock
+sumtail:
+
+	// Fewer than 64 elements: copied to a zero-padded block on the stack, summed as a whole block (zeros add +0).
+	CBZ R12, summed
+	ADD $104, RSP, R13
+	VEOR V16.B16, V16.B16, V16.B16
+	VEOR V17.B16, V17.B16, V17.B16
+	VEOR V18.B16, V18.B16, V18.B16
+	VEOR V19.B16, V19.B16, V19.B16
+	MOVD R13, R17
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	MOVD R10, R15
+	MOVD R13, R17
+	MOVD R12, R16
+copyvec1:
+	CMP $8, R16
+	BLT copyone2
+	VLD1.P 16(R15), [V20.B16]
+	VST1.P [V20.B16], 16(R17)
+	SUB $8, R16, R16
+	B copyvec1
+copyone2:
+	CBZ R16, copied3
+	MOVHU.P 2(R15), R26
+	MOVH.P R26, 2(R17)
+	SUB $1, R16, R16
+	B copyone2
+copied3:
+	ADD $104, RSP, R10
+	MOVD $64, R12
+	B sum64
+summed:
+
+	// Halving tree: h = 32, 16, 8, 4 on vectors, leaving four partials in V0.
+	WORD $0x4e28d400 // fadd v0.4s, v0.4s, v8.4s
+	WORD $0x4e29d421 // fadd v1.4s, v1.4s, v9.4s
+	WORD $0x4e2ad442 // fadd v2.4s, v2.4s, v10.4s
+	WORD $0x4e2bd463 // fadd v3.4s, v3.4s, v11.4s
+	WORD $0x4e2cd484 // fadd v4.4s, v4.4s, v12.4s
+	WORD $0x4e2dd4a5 // fadd v5.4s, v5.4s, v13.4s
+	WORD $0x4e2ed4c6 // fadd v6.4s, v6.4s, v14.4s
+	WORD $0x4e2fd4e7 // fadd v7.4s, v7.4s, v15.4s
+	WORD $0x4e24d400 // fadd v0.4s, v0.4s, v4.4s
+	WORD $0x4e25d421 // fadd v1.4s, v1.4s, v5.4s
+	WORD $0x4e26d442 // fadd v2.4s, v2.4s, v6.4s
+	WORD $0x4e27d463 // fadd v3.4s, v3.4s, v7.4s
+	WORD $0x4e22d400 // fadd v0.4s, v0.4s, v2.4s
+	WORD $0x4e23d421 // fadd v1.4s, v1.4s, v3.4s
+	WORD $0x4e21d400 // fadd v0.4s, v0.4s, v1.4s
+	VEOR V31.B16, V31.B16, V31.B16
+	B invone
+addsum:
+	MOVD R3, R10
+	MOVD R1, R11
+
+	// Sum of squares: element i goes to partial i%64, lane i%4 of V(i%64/4).
+	MOVD R10, R14
+	VEOR V0.B16, V0.B16, V0.B16
+	VEOR V1.B16, V1.B16, V1.B16
+	VEOR V2.B16, V2.B16, V2.B16
+	VEOR V3.B16, V3.B16, V3.B16
+	VEOR V4.B16, V4.B16, V4.B16
+	VEOR V5.B16, V5.B16, V5.B16
+	VEOR V6.B16, V6.B16, V6.B16
+	VEOR V7.B16, V7.B16, V7.B16
+	VEOR V8.B16, V8.B16, V8.B16
+	VEOR V9.B16, V9.B16, V9.B16
+	VEOR V10.B16, V10.B16, V10.B16
+	VEOR V11.B16, V11.B16, V11.B16
+	VEOR V12.B16, V12.B16, V12.B16
+	VEOR V13.B16, V13.B16, V13.B16
+	VEOR V14.B16, V14.B16, V14.B16
+	VEOR V15.B16, V15.B16, V15.B16
+	MOVD R5, R12
+	MOVD $0, R24
+	ADD R21, R10, R13
+addsum64:
+	CMP $64, R12
+	BLT addsumtail
+	TST $2, R8
+	BNE addsumpf
+addsumblock:
+	VLD1.P 32(R10), [V16.H4, V17.H4, V18.H4, V19.H4]
+	WORD $0x0e217a10 // fcvtl v16.4s, v16.4h
+	WORD $0x0e217a31 // fcvtl v17.4s, v17.4h
+	WORD $0x0e217a52 // fcvtl v18.4s, v18.4h
+	WORD $0x0e217a73 // fcvtl v19.4s, v19.4h
+	VLD1 (R11), [V20.H4, V21.H4, V22.H4, V23.H4]
+	WORD $0x0e217a94 // fcvtl v20.4s, v20.4h
+	WORD $0x4e34d610 // fadd v16.4s, v16.4s, v20.4s
+	WORD $0x0e216a14 // fcvtn v20.4h, v16.4s
+	VMOV V20.B16, V16.B16
+	WORD $0x0e217a10 // fcvtl v16.4s, v16.4h
+	WORD $0x0e217ab5 // fcvtl v21.4s, v21.4h
+	WORD $0x4e35d631 // fadd v17.4s, v17.4s, v21.4s
+	WORD $0x0e216a35 // fcvtn v21.4h, v17.4s
+	VMOV V21.B16, V17.B16
+	WORD $0x0e217a31 // fcvtl v17.4s, v17.4h
+	WORD $0x0e217ad6 // fcvtl v22.4s, v22.4h
+	WORD $0x4e36d652 // fadd v18.4s, v18.4s, v22.4s
+	WORD $0x0e216a56 // fcvtn v22.4h, v18.4s
+	VMOV V22.B16, V18.B16
+	WORD $0x0e217a52 // fcvtl v18.4s, v18.4h
+	WORD $0x0e217af7 // fcvtl v23.4s, v23.4h
+	WORD $0x4e37d673 // fadd v19.4s, v19.4s, v23.4s
+	WORD $0x0e216a77 // fcvtn v23.4h, v19.4s
+	VMOV V23.B16, V19.B16
+	WORD $0x0e217a73 // fcvtl v19.4s, v19.4h
+	VST1.P [V20.H4, V21.H4, V22.H4, V23.H4], 32(R11)
+	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
+	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
+	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
+	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
+	WORD $0x4e30d400 // fadd v0.4s, v0.4s, v16.4s
+	WORD $0x4e31d421 // fadd v1.4s, v1.4s, v17.4s
+	WORD $0x4e32d442 // fadd v2.4s, v2.4s, v18.4s
+	WORD $0x4e33d463 // fadd v3.4s, v3.4s, v19.4s
+	VLD1.P 32(R10), [V16.H4, V17.H4, V18.H4, V19.H4]
+	WORD $0x0e217a10 // fcvtl v16.4s, v16.4h
+	WORD $0x0e217a31 // fcvtl v17.4s, v17.4h
+	WORD $0x0e217a52 // fcvtl v18.4s, v18.4h
+	WORD $0x0e217a73 // fcvtl v19.4s, v19.4h
+	VLD1 (R11), [V20.H4, V21.H4, V22.H4, V23.H4]
+	WORD $0x0e217a94 // fcvtl v20.4s, v20.4h
+	WORD $0x4e34d610 // fadd v16.4s, v16.4s, v20.4s
+	WORD $0x0e216a14 // fcvtn v20.4h, v16.4s
+	VMOV V20.B16, V16.B16
+	WORD $0x0e217a10 // fcvtl v16.4s, v16.4h
+	WORD $0x0e217ab5 // fcvtl v21.4s, v21.4h
+	WORD $0x4e35d631 // fadd v17.4s, v17.4s, v21.4s
+	WORD $0x0e216a35 // fcvtn v21.4h, v17.4s
+	VMOV V21.B16, V17.B16
+	WORD $0x0e217a31 // fcvtl v17.4s, v17.4h
+	WORD $0x0e217ad6 // fcvtl v22.4s, v22.4h
+	WORD $0x4e36d652 // fadd v18.4s, v18.4s, v22.4s
+	WORD $0x0e216a56 // fcvtn v22.4h, v18.4s
+	VMOV V22.B16, V18.B16
+	WORD $0x0e217a52 // fcvtl v18.4s, v18.4h
+	WORD $0x0e217af7 // fcvtl v23.4s, v23.4h
+	WORD $0x4e37d673 // fadd v19.4s, v19.4s, v23.4s
+	WORD $0x0e216a77 // fcvtn v23.4h, v19.4s
+	VMOV V23.B16, V19.B16
+	WORD $0x0e217a73 // fcvtl v19.4s, v19.4h
+	VST1.P [V20.H4, V21.H4, V22.H4, V23.H4], 32(R11)
+	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
+	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
+	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
+	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
+	WORD $0x4e30d484 // fadd v4.4s, v4.4s, v16.4s
+	WORD $0x4e31d4a5 // fadd v5.4s, v5.4s, v17.4s
+	WORD $0x4e32d4c6 // fadd v6.4s, v6.4s, v18.4s
+	WORD $0x4e33d4e7 // fadd v7.4s, v7.4s, v19.4s
+	VLD1.P 32(R10), [V16.H4, V17.H4, V18.H4, V19.H4]
+	WORD $0x0e217a10 // fcvtl v16.4s, v16.4h
+	WORD $0x0e217a31 // fcvtl v17.4s, v17.4h
+	WORD $0x0e217a52 // fcvtl v18.4s, v18.4h
+	WORD $0x0e217a73 // fcvtl v19.4s, v19.4h
+	VLD1 (R11), [V20.H4, V21.H4, V22.H4, V23.H4]
+	WORD $0x0e217a94 // fcvtl v20.4s, v20.4h
+	WORD $0x4e34d610 // fadd v16.4s, v16.4s, v20.4s
+	WORD $0x0e216a14 // fcvtn v20.4h, v16.4s
+	VMOV V20.B16, V16.B16
+	WORD $0x0e217a10 // fcvtl v16.4s, v16.4h
+	WORD $0x0e217ab5 // fcvtl v21.4s, v21.4h
+	WORD $0x4e35d631 // fadd v17.4s, v17.4s, v21.4s
+	WORD $0x0e216a35 // fcvtn v21.4h, v17.4s
+	VMOV V21.B16, V17.B16
+	WORD $0x0e217a31 // fcvtl v17.4s, v17.4h
+	WORD $0x0e217ad6 // fcvtl v22.4s, v22.4h
+	WORD $0x4e36d652 // fadd v18.4s, v18.4s, v22.4s
+	WORD $0x0e216a56 // fcvtn v22.4h, v18.4s
+	VMOV V22.B16, V18.B16
+	WORD $0x0e217a52 // fcvtl v18.4s, v18.4h
+	WORD $0x0e217af7 // fcvtl v23.4s, v23.4h
+	WORD $0x4e37d673 // fadd v19.4s, v19.4s, v23.4s
+	WORD $0x0e216a77 // fcvtn v23.4h, v19.4s
+	VMOV V23.B16, V19.B16
+	WORD $0x0e217a73 // fcvtl v19.4s, v19.4h
+	VST1.P [V20.H4, V21.H4, V22.H4, V23.H4], 32(R11)
+	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
+	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
+	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
+	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
+	WORD $0x4e30d508 // fadd v8.4s, v8.4s, v16.4s
+	WORD $0x4e31d529 // fadd v9.4s, v9.4s, v17.4s
+	WORD $0x4e32d54a // fadd v10.4s, v10.4s, v18.4s
+	WORD $0x4e33d56b // fadd v11.4s, v11.4s, v19.4s
+	VLD1.P 32(R10), [V16.H4, V17.H4, V18.H4, V19.H4]
+	WORD $0x0e217a10 // fcvtl v16.4s, v16.4h
+	WORD $0x0e217a31 // fcvtl v17.4s, v17.4h
+	WORD $0x0e217a52 // fcvtl v18.4s, v18.4h
+	WORD $0x0e217a73 // fcvtl v19.4s, v19.4h
+	VLD1 (R11), [V20.H4, V21.H4, V22.H4, V23.H4]
+	WORD $0x0e217a94 // fcvtl v20.4s, v20.4h
+	WORD $0x4e34d610 // fadd v16.4s, v16.4s, v20.4s
+	WORD $0x0e216a14 // fcvtn v20.4h, v16.4s
+	VMOV V20.B16, V16.B16
+	WORD $0x0e217a10 // fcvtl v16.4s, v16.4h
+	WORD $0x0e217ab5 // fcvtl v21.4s, v21.4h
+	WORD $0x4e35d631 // fadd v17.4s, v17.4s, v21.4s
+	WORD $0x0e216a35 // fcvtn v21.4h, v17.4s
+	VMOV V21.B16, V17.B16
+	WORD $0x0e217a31 // fcvtl v17.4s, v17.4h
+	WORD $0x0e217ad6 // fcvtl v22.4s, v22.4h
+	WORD $0x4e36d652 // fadd v18.4s, v18.4s, v22.4s
+	WORD $0x0e216a56 // fcvtn v22.4h, v18.4s
+	VMOV V22.B16, V18.B16
+	WORD $0x0e217a52 // fcvtl v18.4s, v18.4h
+	WORD $0x0e217af7 // fcvtl v23.4s, v23.4h
+	WORD $0x4e37d673 // fadd v19.4s, v19.4s, v23.4s
+	WORD $0x0e216a77 // fcvtn v23.4h, v19.4s
+	VMOV V23.B16, V19.B16
+	WORD $0x0e217a73 // fcvtl v19.4s, v19.4h
+	VST1.P [V20.H4, V21.H4, V22.H4, V23.H4], 32(R11)
+	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
+	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
+	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
+	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
+	WORD $0x4e30d58c // fadd v12.4s, v12.4s, v16.4s
+	WORD $0x4e31d5ad // fadd v13.4s, v13.4s, v17.4s
+	WORD $0x4e32d5ce // fadd v14.4s, v14.4s, v18.4s
+	WORD $0x4e33d5ef // fadd v15.4s, v15.4s, v19.4s
+	SUB $64, R12, R12
+	B addsum64
+addsumpf:
+	PRFM 0(R13), PLDL1KEEP
+	PRFM 64(R13), PLDL1KEEP
+	ADD $128, R13, R13
+	B addsumblock
+addsumtail:
+
+	// Fewer than 64 elements: copied to a zero-padded block on the stack, summed as a whole block (zeros add +0).
+	CBZ R12, addsummed
+	ADD $104, RSP, R13
+	VEOR V16.B16, V16.B16, V16.B16
+	VEOR V17.B16, V17.B16, V17.B16
+	VEOR V18.B16, V18.B16, V18.B16
+	VEOR V19.B16, V19.B16, V19.B16
+	MOVD R13, R17
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	MOVD R10, R15
+	MOVD R13, R17
+	MOVD R12, R16
+copyvec4:
+	CMP $8, R16
+	BLT copyone5
+	VLD1.P 16(R15), [V20.B16]
+	VST1.P [V20.B16], 16(R17)
+	SUB $8, R16, R16
+	B copyvec4
+copyone5:
+	CBZ R16, copied6
+	MOVHU.P 2(R15), R26
+	MOVH.P R26, 2(R17)
+	SUB $1, R16, R16
+	B copyone5
+copied6:
+	MOVD R11, R24
+	ADD $360, RSP, R13
+	VEOR V16.B16, V16.B16, V16.B16
+	VEOR V17.B16, V17.B16, V17.B16
+	VEOR V18.B16, V18.B16, V18.B16
+	VEOR V19.B16, V19.B16, V19.B16
+	MOVD R13, R17
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	MOVD R11, R15
+	MOVD R13, R17
+	MOVD R12, R16
+copyvec7:
+	CMP $8, R16
+	BLT copyone8
+	VLD1.P 16(R15), [V20.B16]
+	VST1.P [V20.B16], 16(R17)
+	SUB $8, R16, R16
+	B copyvec7
+copyone8:
+	CBZ R16, copied9
+	MOVHU.P 2(R15), R26
+	MOVH.P R26, 2(R17)
+	SUB $1, R16, R16
+	B copyone8
+copied9:
+	MOVD R12, R25
+	ADD $360, RSP, R11
+	ADD $104, RSP, R10
+	MOVD $64, R12
+	B addsum64
+addsummed:
+	CBZ R24, addhback
+	ADD $360, RSP, R13
+	MOVD R13, R15
+	MOVD R24, R17
+	MOVD R25, R16
+copyvec10:
+	CMP $8, R16
+	BLT copyone11
+	VLD1.P 16(R15), [V20.B16]
+	VST1.P [V20.B16], 16(R17)
+	SUB $8, R16, R16
+	B copyvec10
+copyone11:
+	CBZ R16, copied12
+	MOVHU.P 2(R15), R26
+	MOVH.P R26, 2(R17)
+	SUB $1, R16, R16
+	B copyone11
+copied12:
+addhback:
+
+	// Halving tree: h = 32, 16, 8, 4 on vectors, leaving four partials in V0.
+	WORD $0x4e28d400 // fadd v0.4s, v0.4s, v8.4s
+	WORD $0x4e29d421 // fadd v1.4s, v1.4s, v9.4s
+	WORD $0x4e2ad442 // fadd v2.4s, v2.4s, v10.4s
+	WORD $0x4e2bd463 // fadd v3.4s, v3.4s, v11.4s
+	WORD $0x4e2cd484 // fadd v4.4s, v4.4s, v12.4s
+	WORD $0x4e2dd4a5 // fadd v5.4s, v5.4s, v13.4s
+	WORD $0x4e2ed4c6 // fadd v6.4s, v6.4s, v14.4s
+	WORD $0x4e2fd4e7 // fadd v7.4s, v7.4s, v15.4s
+	WORD $0x4e24d400 // fadd v0.4s, v0.4s, v4.4s
+	WORD $0x4e25d421 // fadd v1.4s, v1.4s, v5.4s
+	WORD $0x4e26d442 // fadd v2.4s, v2.4s, v6.4s
+	WORD $0x4e27d463 // fadd v3.4s, v3.4s, v7.4s
+	WORD $0x4e22d400 // fadd v0.4s, v0.4s, v2.4s
+	WORD $0x4e23d421 // fadd v1.4s, v1.4s, v3.4s
+	WORD $0x4e21d400 // fadd v0.4s, v0.4s, v1.4s
+	VEOR V31.B16, V31.B16, V31.B16
+	B invone
+meansum:
+	MOVD R1, R10
+
+	// Sum of the elements: element i goes to partial i%64, lane i%4 of V(i%64/4).
+	MOVD R10, R14
+	VEOR V0.B16, V0.B16, V0.B16
+	VEOR V1.B16, V1.B16, V1.B16
+	VEOR V2.B16, V2.B16, V2.B16
+	VEOR V3.B16, V3.B16, V3.B16
+	VEOR V4.B16, V4.B16, V4.B16
+	VEOR V5.B16, V5.B16, V5.B16
+	VEOR V6.B16, V6.B16, V6.B16
+	VEOR V7.B16, V7.B16, V7.B16
+	VEOR V8.B16, V8.B16, V8.B16
+	VEOR V9.B16, V9.B16, V9.B16
+	VEOR V10.B16, V10.B16, V10.B16
+	VEOR V11.B16, V11.B16, V11.B16
+	VEOR V12.B16, V12.B16, V12.B16
+	VEOR V13.B16, V13.B16, V13.B16
+	VEOR V14.B16, V14.B16, V14.B16
+	VEOR V15.B16, V15.B16, V15.B16
+	MOVD R5, R12
+	MOVD $0, R24
+	ADD R21, R10, R13
+meansum64:
+	CMP $64, R12
+	BLT meansumtail
+	TST $2, R8
+	BNE meansumpf
+meansumblock:
+	VLD1.P 32(R10), [V16.H4, V17.H4, V18.H4, V19.H4]
+	WORD $0x0e217a10 // fcvtl v16.4s, v16.4h
+	WORD $0x0e217a31 // fcvtl v17.4s, v17.4h
+	WORD $0x0e217a52 // fcvtl v18.4s, v18.4h
+	WORD $0x0e217a73 // fcvtl v19.4s, v19.4h
+	WORD $0x4e30d400 // fadd v0.4s, v0.4s, v16.4s
+	WORD $0x4e31d421 // fadd v1.4s, v1.4s, v17.4s
+	WORD $0x4e32d442 // fadd v2.4s, v2.4s, v18.4s
+	WORD $0x4e33d463 // fadd v3.4s, v3.4s, v19.4s
+	VLD1.P 32(R10), [V16.H4, V17.H4, V18.H4, V19.H4]
+	WORD $0x0e217a10 // fcvtl v16.4s, v16.4h
+	WORD $0x0e217a31 // fcvtl v17.4s, v17.4h
+	WORD $0x0e217a52 // fcvtl v18.4s, v18.4h
+	WORD $0x0e217a73 // fcvtl v19.4s, v19.4h
+	WORD $0x4e30d484 // fadd v4.4s, v4.4s, v16.4s
+	WORD $0x4e31d4a5 // fadd v5.4s, v5.4s, v17.4s
+	WORD $0x4e32d4c6 // fadd v6.4s, v6.4s, v18.4s
+	WORD $0x4e33d4e7 // fadd v7.4s, v7.4s, v19.4s
+	VLD1.P 32(R10), [V16.H4, V17.H4, V18.H4, V19.H4]
+	WORD $0x0e217a10 // fcvtl v16.4s, v16.4h
+	WORD $0x0e217a31 // fcvtl v17.4s, v17.4h
+	WORD $0x0e217a52 // fcvtl v18.4s, v18.4h
+	WORD $0x0e217a73 // fcvtl v19.4s, v19.4h
+	WORD $0x4e30d508 // fadd v8.4s, v8.4s, v16.4s
+	WORD $0x4e31d529 // fadd v9.4s, v9.4s, v17.4s
+	WORD $0x4e32d54a // fadd v10.4s, v10.4s, v18.4s
+	WORD $0x4e33d56b // fadd v11.4s, v11.4s, v19.4s
+	VLD1.P 32(R10), [V16.H4, V17.H4, V18.H4, V19.H4]
+	WORD $0x0e217a10 // fcvtl v16.4s, v16.4h
+	WORD $0x0e217a31 // fcvtl v17.4s, v17.4h
+	WORD $0x0e217a52 // fcvtl v18.4s, v18.4h
+	WORD $0x0e217a73 // fcvtl v19.4s, v19.4h
+	WORD $0x4e30d58c // fadd v12.4s, v12.4s, v16.4s
+	WORD $0x4e31d5ad // fadd v13.4s, v13.4s, v17.4s
+	WORD $0x4e32d5ce // fadd v14.4s, v14.4s, v18.4s
+	WORD $0x4e33d5ef // fadd v15.4s, v15.4s, v19.4s
+	SUB $64, R12, R12
+	B meansum64
+meansumpf:
+	PRFM 0(R13), PLDL1KEEP
+	PRFM 64(R13), PLDL1KEEP
+	ADD $128, R13, R13
+	B meansumblock
+meansumtail:
+
+	// Fewer than 64 elements: copied to a zero-padded block on the stack, summed as a whole block (zeros add +0).
+	CBZ R12, meansummed
+	ADD $104, RSP, R13
+	VEOR V16.B16, V16.B16, V16.B16
+	VEOR V17.B16, V17.B16, V17.B16
+	VEOR V18.B16, V18.B16, V18.B16
+	VEOR V19.B16, V19.B16, V19.B16
+	MOVD R13, R17
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	MOVD R10, R15
+	MOVD R13, R17
+	MOVD R12, R16
+copyvec13:
+	CMP $8, R16
+	BLT copyone14
+	VLD1.P 16(R15), [V20.B16]
+	VST1.P [V20.B16], 16(R17)
+	SUB $8, R16, R16
+	B copyvec13
+copyone14:
+	CBZ R16, copied15
+	MOVHU.P 2(R15), R26
+	MOVH.P R26, 2(R17)
+	SUB $1, R16, R16
+	B copyone14
+copied15:
+	ADD $104, RSP, R10
+	MOVD $64, R12
+	B meansum64
+meansummed:
+	B mean
+meanaddsum:
+	MOVD R3, R10
+	MOVD R1, R11
+
+	// Sum of the elements: element i goes to partial i%64, lane i%4 of V(i%64/4).
+	MOVD R10, R14
+	VEOR V0.B16, V0.B16, V0.B16
+	VEOR V1.B16, V1.B16, V1.B16
+	VEOR V2.B16, V2.B16, V2.B16
+	VEOR V3.B16, V3.B16, V3.B16
+	VEOR V4.B16, V4.B16, V4.B16
+	VEOR V5.B16, V5.B16, V5.B16
+	VEOR V6.B16, V6.B16, V6.B16
+	VEOR V7.B16, V7.B16, V7.B16
+	VEOR V8.B16, V8.B16, V8.B16
+	VEOR V9.B16, V9.B16, V9.B16
+	VEOR V10.B16, V10.B16, V10.B16
+	VEOR V11.B16, V11.B16, V11.B16
+	VEOR V12.B16, V12.B16, V12.B16
+	VEOR V13.B16, V13.B16, V13.B16
+	VEOR V14.B16, V14.B16, V14.B16
+	VEOR V15.B16, V15.B16, V15.B16
+	MOVD R5, R12
+	MOVD $0, R24
+	ADD R21, R10, R13
+meanaddsum64:
+	CMP $64, R12
+	BLT meanaddsumtail
+	TST $2, R8
+	BNE meanaddsumpf
+meanaddsumblock:
+	VLD1.P 32(R10), [V16.H4, V17.H4, V18.H4, V19.H4]
+	WORD $0x0e217a10 // fcvtl v16.4s, v16.4h
+	WORD $0x0e217a31 // fcvtl v17.4s, v17.4h
+	WORD $0x0e217a52 // fcvtl v18.4s, v18.4h
+	WORD $0x0e217a73 // fcvtl v19.4s, v19.4h
+	VLD1 (R11), [V20.H4, V21.H4, V22.H4, V23.H4]
+	WORD $0x0e217a94 // fcvtl v20.4s, v20.4h
+	WORD $0x4e34d610 // fadd v16.4s, v16.4s, v20.4s
+	WORD $0x0e216a14 // fcvtn v20.4h, v16.4s
+	VMOV V20.B16, V16.B16
+	WORD $0x0e217a10 // fcvtl v16.4s, v16.4h
+	WORD $0x0e217ab5 // fcvtl v21.4s, v21.4h
+	WORD $0x4e35d631 // fadd v17.4s, v17.4s, v21.4s
+	WORD $0x0e216a35 // fcvtn v21.4h, v17.4s
+	VMOV V21.B16, V17.B16
+	WORD $0x0e217a31 // fcvtl v17.4s, v17.4h
+	WORD $0x0e217ad6 // fcvtl v22.4s, v22.4h
+	WORD $0x4e36d652 // fadd v18.4s, v18.4s, v22.4s
+	WORD $0x0e216a56 // fcvtn v22.4h, v18.4s
+	VMOV V22.B16, V18.B16
+	WORD $0x0e217a52 // fcvtl v18.4s, v18.4h
+	WORD $0x0e217af7 // fcvtl v23.4s, v23.4h
+	WORD $0x4e37d673 // fadd v19.4s, v19.4s, v23.4s
+	WORD $0x0e216a77 // fcvtn v23.4h, v19.4s
+	VMOV V23.B16, V19.B16
+	WORD $0x0e217a73 // fcvtl v19.4s, v19.4h
+	VST1.P [V20.H4, V21.H4, V22.H4, V23.H4], 32(R11)
+	WORD $0x4e30d400 // fadd v0.4s, v0.4s, v16.4s
+	WORD $0x4e31d421 // fadd v1.4s, v1.4s, v17.4s
+	WORD $0x4e32d442 // fadd v2.4s, v2.4s, v18.4s
+	WORD $0x4e33d463 // fadd v3.4s, v3.4s, v19.4s
+	VLD1.P 32(R10), [V16.H4, V17.H4, V18.H4, V19.H4]
+	WORD $0x0e217a10 // fcvtl v16.4s, v16.4h
+	WORD $0x0e217a31 // fcvtl v17.4s, v17.4h
+	WORD $0x0e217a52 // fcvtl v18.4s, v18.4h
+	WORD $0x0e217a73 // fcvtl v19.4s, v19.4h
+	VLD1 (R11), [V20.H4, V21.H4, V22.H4, V23.H4]
+	WORD $0x0e217a94 // fcvtl v20.4s, v20.4h
+	WORD $0x4e34d610 // fadd v16.4s, v16.4s, v20.4s
+	WORD $0x0e216a14 // fcvtn v20.4h, v16.4s
+	VMOV V20.B16, V16.B16
+	WORD $0x0e217a10 // fcvtl v16.4s, v16.4h
+	WORD $0x0e217ab5 // fcvtl v21.4s, v21.4h
+	WORD $0x4e35d631 // fadd v17.4s, v17.4s, v21.4s
+	WORD $0x0e216a35 // fcvtn v21.4h, v17.4s
+	VMOV V21.B16, V17.B16
+	WORD $0x0e217a31 // fcvtl v17.4s, v17.4h
+	WORD $0x0e217ad6 // fcvtl v22.4s, v22.4h
+	WORD $0x4e36d652 // fadd v18.4s, v18.4s, v22.4s
+	WORD $0x0e216a56 // fcvtn v22.4h, v18.4s
+	VMOV V22.B16, V18.B16
+	WORD $0x0e217a52 // fcvtl v18.4s, v18.4h
+	WORD $0x0e217af7 // fcvtl v23.4s, v23.4h
+	WORD $0x4e37d673 // fadd v19.4s, v19.4s, v23.4s
+	WORD $0x0e216a77 // fcvtn v23.4h, v19.4s
+	VMOV V23.B16, V19.B16
+	WORD $0x0e217a73 // fcvtl v19.4s, v19.4h
+	VST1.P [V20.H4, V21.H4, V22.H4, V23.H4], 32(R11)
+	WORD $0x4e30d484 // fadd v4.4s, v4.4s, v16.4s
+	WORD $0x4e31d4a5 // fadd v5.4s, v5.4s, v17.4s
+	WORD $0x4e32d4c6 // fadd v6.4s, v6.4s, v18.4s
+	WORD $0x4e33d4e7 // fadd v7.4s, v7.4s, v19.4s
+	VLD1.P 32(R10), [V16.H4, V17.H4, V18.H4, V19.H4]
+	WORD $0x0e217a10 // fcvtl v16.4s, v16.4h
+	WORD $0x0e217a31 // fcvtl v17.4s, v17.4h
+	WORD $0x0e217a52 // fcvtl v18.4s, v18.4h
+	WORD $0x0e217a73 // fcvtl v19.4s, v19.4h
+	VLD1 (R11), [V20.H4, V21.H4, V22.H4, V23.H4]
+	WORD $0x0e217a94 // fcvtl v20.4s, v20.4h
+	WORD $0x4e34d610 // fadd v16.4s, v16.4s, v20.4s
+	WORD $0x0e216a14 // fcvtn v20.4h, v16.4s
+	VMOV V20.B16, V16.B16
+	WORD $0x0e217a10 // fcvtl v16.4s, v16.4h
+	WORD $0x0e217ab5 // fcvtl v21.4s, v21.4h
+	WORD $0x4e35d631 // fadd v17.4s, v17.4s, v21.4s
+	WORD $0x0e216a35 // fcvtn v21.4h, v17.4s
+	VMOV V21.B16, V17.B16
+	WORD $0x0e217a31 // fcvtl v17.4s, v17.4h
+	WORD $0x0e217ad6 // fcvtl v22.4s, v22.4h
+	WORD $0x4e36d652 // fadd v18.4s, v18.4s, v22.4s
+	WORD $0x0e216a56 // fcvtn v22.4h, v18.4s
+	VMOV V22.B16, V18.B16
+	WORD $0x0e217a52 // fcvtl v18.4s, v18.4h
+	WORD $0x0e217af7 // fcvtl v23.4s, v23.4h
+	WORD $0x4e37d673 // fadd v19.4s, v19.4s, v23.4s
+	WORD $0x0e216a77 // fcvtn v23.4h, v19.4s
+	VMOV V23.B16, V19.B16
+	WORD $0x0e217a73 // fcvtl v19.4s, v19.4h
+	VST1.P [V20.H4, V21.H4, V22.H4, V23.H4], 32(R11)
+	WORD $0x4e30d508 // fadd v8.4s, v8.4s, v16.4s
+	WORD $0x4e31d529 // fadd v9.4s, v9.4s, v17.4s
+	WORD $0x4e32d54a // fadd v10.4s, v10.4s, v18.4s
+	WORD $0x4e33d56b // fadd v11.4s, v11.4s, v19.4s
+	VLD1.P 32(R10), [V16.H4, V17.H4, V18.H4, V19.H4]
+	WORD $0x0e217a10 // fcvtl v16.4s, v16.4h
+	WORD $0x0e217a31 // fcvtl v17.4s, v17.4h
+	WORD $0x0e217a52 // fcvtl v18.4s, v18.4h
+	WORD $0x0e217a73 // fcvtl v19.4s, v19.4h
+	VLD1 (R11), [V20.H4, V21.H4, V22.H4, V23.H4]
+	WORD $0x0e217a94 // fcvtl v20.4s, v20.4h
+	WORD $0x4e34d610 // fadd v16.4s, v16.4s, v20.4s
+	WORD $0x0e216a14 // fcvtn v20.4h, v16.4s
+	VMOV V20.B16, V16.B16
+	WORD $0x0e217a10 // fcvtl v16.4s, v16.4h
+	WORD $0x0e217ab5 // fcvtl v21.4s, v21.4h
+	WORD $0x4e35d631 // fadd v17.4s, v17.4s, v21.4s
+	WORD $0x0e216a35 // fcvtn v21.4h, v17.4s
+	VMOV V21.B16, V17.B16
+	WORD $0x0e217a31 // fcvtl v17.4s, v17.4h
+	WORD $0x0e217ad6 // fcvtl v22.4s, v22.4h
+	WORD $0x4e36d652 // fadd v18.4s, v18.4s, v22.4s
+	WORD $0x0e216a56 // fcvtn v22.4h, v18.4s
+	VMOV V22.B16, V18.B16
+	WORD $0x0e217a52 // fcvtl v18.4s, v18.4h
+	WORD $0x0e217af7 // fcvtl v23.4s, v23.4h
+	WORD $0x4e37d673 // fadd v19.4s, v19.4s, v23.4s
+	WORD $0x0e216a77 // fcvtn v23.4h, v19.4s
+	VMOV V23.B16, V19.B16
+	WORD $0x0e217a73 // fcvtl v19.4s, v19.4h
+	VST1.P [V20.H4, V21.H4, V22.H4, V23.H4], 32(R11)
+	WORD $0x4e30d58c // fadd v12.4s, v12.4s, v16.4s
+	WORD $0x4e31d5ad // fadd v13.4s, v13.4s, v17.4s
+	WORD $0x4e32d5ce // fadd v14.4s, v14.4s, v18.4s
+	WORD $0x4e33d5ef // fadd v15.4s, v15.4s, v19.4s
+	SUB $64, R12, R12
+	B meanaddsum64
+meanaddsumpf:
+	PRFM 0(R13), PLDL1KEEP
+	PRFM 64(R13), PLDL1KEEP
+	ADD $128, R13, R13
+	B meanaddsumblock
+meanaddsumtail:
+
+	// Fewer than 64 elements: copied to a zero-padded block on the stack, summed as a whole block (zeros add +0).
+	CBZ R12, meanaddsummed
+	ADD $104, RSP, R13
+	VEOR V16.B16, V16.B16, V16.B16
+	VEOR V17.B16, V17.B16, V17.B16
+	VEOR V18.B16, V18.B16, V18.B16
+	VEOR V19.B16, V19.B16, V19.B16
+	MOVD R13, R17
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	MOVD R10, R15
+	MOVD R13, R17
+	MOVD R12, R16
+copyvec16:
+	CMP $8, R16
+	BLT copyone17
+	VLD1.P 16(R15), [V20.B16]
+	VST1.P [V20.B16], 16(R17)
+	SUB $8, R16, R16
+	B copyvec16
+copyone17:
+	CBZ R16, copied18
+	MOVHU.P 2(R15), R26
+	MOVH.P R26, 2(R17)
+	SUB $1, R16, R16
+	B copyone17
+copied18:
+	MOVD R11, R24
+	ADD $360, RSP, R13
+	VEOR V16.B16, V16.B16, V16.B16
+	VEOR V17.B16, V17.B16, V17.B16
+	VEOR V18.B16, V18.B16, V18.B16
+	VEOR V19.B16, V19.B16, V19.B16
+	MOVD R13, R17
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	MOVD R11, R15
+	MOVD R13, R17
+	MOVD R12, R16
+copyvec19:
+	CMP $8, R16
+	BLT copyone20
+	VLD1.P 16(R15), [V20.B16]
+	VST1.P [V20.B16], 16(R17)
+	SUB $8, R16, R16
+	B copyvec19
+copyone20:
+	CBZ R16, copied21
+	MOVHU.P 2(R15), R26
+	MOVH.P R26, 2(R17)
+	SUB $1, R16, R16
+	B copyone20
+copied21:
+	MOVD R12, R25
+	ADD $360, RSP, R11
+	ADD $104, RSP, R10
+	MOVD $64, R12
+	B meanaddsum64
+meanaddsummed:
+	CBZ R24, meanaddhback
+	ADD $360, RSP, R13
+	MOVD R13, R15
+	MOVD R24, R17
+	MOVD R25, R16
+copyvec22:
+	CMP $8, R16
+	BLT copyone23
+	VLD1.P 16(R15), [V20.B16]
+	VST1.P [V20.B16], 16(R17)
+	SUB $8, R16, R16
+	B copyvec22
+copyone23:
+	CBZ R16, copied24
+	MOVHU.P 2(R15), R26
+	MOVH.P R26, 2(R17)
+	SUB $1, R16, R16
+	B copyone23
+copied24:
+meanaddhback:
+mean:
+
+	// Halving tree: h = 32, 16, 8, 4 on vectors, leaving four partials in V0.
+	WORD $0x4e28d400 // fadd v0.4s, v0.4s, v8.4s
+	WORD $0x4e29d421 // fadd v1.4s, v1.4s, v9.4s
+	WORD $0x4e2ad442 // fadd v2.4s, v2.4s, v10.4s
+	WORD $0x4e2bd463 // fadd v3.4s, v3.4s, v11.4s
+	WORD $0x4e2cd484 // fadd v4.4s, v4.4s, v12.4s
+	WORD $0x4e2dd4a5 // fadd v5.4s, v5.4s, v13.4s
+	WORD $0x4e2ed4c6 // fadd v6.4s, v6.4s, v14.4s
+	WORD $0x4e2fd4e7 // fadd v7.4s, v7.4s, v15.4s
+	WORD $0x4e24d400 // fadd v0.4s, v0.4s, v4.4s
+	WORD $0x4e25d421 // fadd v1.4s, v1.4s, v5.4s
+	WORD $0x4e26d442 // fadd v2.4s, v2.4s, v6.4s
+	WORD $0x4e27d463 // fadd v3.4s, v3.4s, v7.4s
+	WORD $0x4e22d400 // fadd v0.4s, v0.4s, v2.4s
+	WORD $0x4e23d421 // fadd v1.4s, v1.4s, v3.4s
+	WORD $0x4e21d400 // fadd v0.4s, v0.4s, v1.4s
+
+	// h = 2 and h = 1: s in F0; a row whose s is ±Inf or NaN (s - s is not 0) takes the float64 path.
+	VEXT $8, V0.B16, V0.B16, V16.B16
+	WORD $0x4e30d400 // fadd v0.4s, v0.4s, v16.4s
+	WORD $0x7e30d800 // faddp s0, v0.2s
+	FSUBS F0, F0, F16
+	FCMPS $(0.0), F16
+	BNE ret
+
+	// m = s/d in all lanes of V31.
+	TST $256, R8
+	BEQ mdivide
+	FMOVS 92(RSP), F17
+	FMULS F17, F0, F1
+	B mdivided
+mdivide:
+	FMOVS 88(RSP), F17
+	FDIVS F17, F0, F1
+mdivided:
+	VDUP V1.S[0], V31.S4
+	MOVD R1, R10
+
+	// Sum of the squares of x - m: element i goes to partial i%64, lane i%4 of V(i%64/4).
+	MOVD R10, R14
+	VEOR V0.B16, V0.B16, V0.B16
+	VEOR V1.B16, V1.B16, V1.B16
+	VEOR V2.B16, V2.B16, V2.B16
+	VEOR V3.B16, V3.B16, V3.B16
+	VEOR V4.B16, V4.B16, V4.B16
+	VEOR V5.B16, V5.B16, V5.B16
+	VEOR V6.B16, V6.B16, V6.B16
+	VEOR V7.B16, V7.B16, V7.B16
+	VEOR V8.B16, V8.B16, V8.B16
+	VEOR V9.B16, V9.B16, V9.B16
+	VEOR V10.B16, V10.B16, V10.B16
+	VEOR V11.B16, V11.B16, V11.B16
+	VEOR V12.B16, V12.B16, V12.B16
+	VEOR V13.B16, V13.B16, V13.B16
+	VEOR V14.B16, V14.B16, V14.B16
+	VEOR V15.B16, V15.B16, V15.B16
+	MOVD R5, R12
+	MOVD $0, R24
+	ADD R21, R10, R13
+devsum64:
+	CMP $64, R12
+	BLT devsumtail
+	TST $2, R8
+	BNE devsumpf
+devsumblock:
+	VLD1.P 32(R10), [V16.H4, V17.H4, V18.H4, V19.H4]
+	WORD $0x0e217a10 // fcvtl v16.4s, v16.4h
+	WORD $0x0e217a31 // fcvtl v17.4s, v17.4h
+	WORD $0x0e217a52 // fcvtl v18.4s, v18.4h
+	WORD $0x0e217a73 // fcvtl v19.4s, v19.4h
+	WORD $0x4ebfd610 // fsub v16.4s, v16.4s, v31.4s
+	WORD $0x4ebfd631 // fsub v17.4s, v17.4s, v31.4s
+	WORD $0x4ebfd652 // fsub v18.4s, v18.4s, v31.4s
+	WORD $0x4ebfd673 // fsub v19.4s, v19.4s, v31.4s
+	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
+	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
+	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
+	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
+	WORD $0x4e30d400 // fadd v0.4s, v0.4s, v16.4s
+	WORD $0x4e31d421 // fadd v1.4s, v1.4s, v17.4s
+	WORD $0x4e32d442 // fadd v2.4s, v2.4s, v18.4s
+	WORD $0x4e33d463 // fadd v3.4s, v3.4s, v19.4s
+	VLD1.P 32(R10), [V16.H4, V17.H4, V18.H4, V19.H4]
+	WORD $0x0e217a10 // fcvtl v16.4s, v16.4h
+	WORD $0x0e217a31 // fcvtl v17.4s, v17.4h
+	WORD $0x0e217a52 // fcvtl v18.4s, v18.4h
+	WORD $0x0e217a73 // fcvtl v19.4s, v19.4h
+	WORD $0x4ebfd610 // fsub v16.4s, v16.4s, v31.4s
+	WORD $0x4ebfd631 // fsub v17.4s, v17.4s, v31.4s
+	WORD $0x4ebfd652 // fsub v18.4s, v18.4s, v31.4s
+	WORD $0x4ebfd673 // fsub v19.4s, v19.4s, v31.4s
+	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
+	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
+	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
+	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
+	WORD $0x4e30d484 // fadd v4.4s, v4.4s, v16.4s
+	WORD $0x4e31d4a5 // fadd v5.4s, v5.4s, v17.4s
+	WORD $0x4e32d4c6 // fadd v6.4s, v6.4s, v18.4s
+	WORD $0x4e33d4e7 // fadd v7.4s, v7.4s, v19.4s
+	VLD1.P 32(R10), [V16.H4, V17.H4, V18.H4, V19.H4]
+	WORD $0x0e217a10 // fcvtl v16.4s, v16.4h
+	WORD $0x0e217a31 // fcvtl v17.4s, v17.4h
+	WORD $0x0e217a52 // fcvtl v18.4s, v18.4h
+	WORD $0x0e217a73 // fcvtl v19.4s, v19.4h
+	WORD $0x4ebfd610 // fsub v16.4s, v16.4s, v31.4s
+	WORD $0x4ebfd631 // fsub v17.4s, v17.4s, v31.4s
+	WORD $0x4ebfd652 // fsub v18.4s, v18.4s, v31.4s
+	WORD $0x4ebfd673 // fsub v19.4s, v19.4s, v31.4s
+	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
+	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
+	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
+	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
+	WORD $0x4e30d508 // fadd v8.4s, v8.4s, v16.4s
+	WORD $0x4e31d529 // fadd v9.4s, v9.4s, v17.4s
+	WORD $0x4e32d54a // fadd v10.4s, v10.4s, v18.4s
+	WORD $0x4e33d56b // fadd v11.4s, v11.4s, v19.4s
+	VLD1.P 32(R10), [V16.H4, V17.H4, V18.H4, V19.H4]
+	WORD $0x0e217a10 // fcvtl v16.4s, v16.4h
+	WORD $0x0e217a31 // fcvtl v17.4s, v17.4h
+	WORD $0x0e217a52 // fcvtl v18.4s, v18.4h
+	WORD $0x0e217a73 // fcvtl v19.4s, v19.4h
+	WORD $0x4ebfd610 // fsub v16.4s, v16.4s, v31.4s
+	WORD $0x4ebfd631 // fsub v17.4s, v17.4s, v31.4s
+	WORD $0x4ebfd652 // fsub v18.4s, v18.4s, v31.4s
+	WORD $0x4ebfd673 // fsub v19.4s, v19.4s, v31.4s
+	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
+	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
+	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
+	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
+	WORD $0x4e30d58c // fadd v12.4s, v12.4s, v16.4s
+	WORD $0x4e31d5ad // fadd v13.4s, v13.4s, v17.4s
+	WORD $0x4e32d5ce // fadd v14.4s, v14.4s, v18.4s
+	WORD $0x4e33d5ef // fadd v15.4s, v15.4s, v19.4s
+	SUB $64, R12, R12
+	B devsum64
+devsumpf:
+	PRFM 0(R13), PLDL1KEEP
+	PRFM 64(R13), PLDL1KEEP
+	ADD $128, R13, R13
+	B devsumblock
+devsumtail:
+
+	// Fewer than 64 elements: copied to a zero-padded block on the stack, summed as a whole block (zeros add +0).
+	CBZ R12, devsummed
+	ADD $104, RSP, R13
+	VEOR V16.B16, V16.B16, V16.B16
+	VEOR V17.B16, V17.B16, V17.B16
+	VEOR V18.B16, V18.B16, V18.B16
+	VEOR V19.B16, V19.B16, V19.B16
+	MOVD R13, R17
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	MOVD R10, R15
+	MOVD R13, R17
+	MOVD R12, R16
+copyvec25:
+	CMP $8, R16
+	BLT copyone26
+	VLD1.P 16(R15), [V20.B16]
+	VST1.P [V20.B16], 16(R17)
+	SUB $8, R16, R16
+	B copyvec25
+copyone26:
+	CBZ R16, copied27
+	MOVHU.P 2(R15), R26
+	MOVH.P R26, 2(R17)
+	SUB $1, R16, R16
+	B copyone26
+copied27:
+
+	// m in the lanes of the row's elements, +0 in the padding: the block subtracts these.
+	ADD $360, RSP, R11
+	VEOR V16.B16, V16.B16, V16.B16
+	VEOR V17.B16, V17.B16, V17.B16
+	VEOR V18.B16, V18.B16, V18.B16
+	VEOR V19.B16, V19.B16, V19.B16
+	MOVD R11, R17
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	MOVD R11, R17
+	MOVD R12, R16
+fillvec28:
+	CMP $4, R16
+	BLT fillone29
+	VST1.P [V31.S4], 16(R17)
+	SUB $4, R16, R16
+	B fillvec28
+fillone29:
+	CBZ R16, filled30
+	FMOVS F31, (R17)
+	ADD $4, R17, R17
+	SUB $1, R16, R16
+	B fillone29
+filled30:
+	ADD $104, RSP, R10
+	VLD1.P 32(R10), [V16.H4, V17.H4, V18.H4, V19.H4]
+	WORD $0x0e217a10 // fcvtl v16.4s, v16.4h
+	WORD $0x0e217a31 // fcvtl v17.4s, v17.4h
+	WORD $0x0e217a52 // fcvtl v18.4s, v18.4h
+	WORD $0x0e217a73 // fcvtl v19.4s, v19.4h
+	VLD1.P 64(R11), [V20.S4, V21.S4, V22.S4, V23.S4]
+	WORD $0x4eb4d610 // fsub v16.4s, v16.4s, v20.4s
+	WORD $0x4eb5d631 // fsub v17.4s, v17.4s, v21.4s
+	WORD $0x4eb6d652 // fsub v18.4s, v18.4s, v22.4s
+	WORD $0x4eb7d673 // fsub v19.4s, v19.4s, v23.4s
+	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
+	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
+	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
+	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
+	WORD $0x4e30d400 // fadd v0.4s, v0.4s, v16.4s
+	WORD $0x4e31d421 // fadd v1.4s, v1.4s, v17.4s
+	WORD $0x4e32d442 // fadd v2.4s, v2.4s, v18.4s
+	WORD $0x4e33d463 // fadd v3.4s, v3.4s, v19.4s
+	VLD1.P 32(R10), [V16.H4, V17.H4, V18.H4, V19.H4]
+	WORD $0x0e217a10 // fcvtl v16.4s, v16.4h
+	WORD $0x0e217a31 // fcvtl v17.4s, v17.4h
+	WORD $0x0e217a52 // fcvtl v18.4s, v18.4h
+	WORD $0x0e217a73 // fcvtl v19.4s, v19.4h
+	VLD1.P 64(R11), [V20.S4, V21.S4, V22.S4, V23.S4]
+	WORD $0x4eb4d610 // fsub v16.4s, v16.4s, v20.4s
+	WORD $0x4eb5d631 // fsub v17.4s, v17.4s, v21.4s
+	WORD $0x4eb6d652 // fsub v18.4s, v18.4s, v22.4s
+	WORD $0x4eb7d673 // fsub v19.4s, v19.4s, v23.4s
+	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
+	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
+	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
+	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
+	WORD $0x4e30d484 // fadd v4.4s, v4.4s, v16.4s
+	WORD $0x4e31d4a5 // fadd v5.4s, v5.4s, v17.4s
+	WORD $0x4e32d4c6 // fadd v6.4s, v6.4s, v18.4s
+	WORD $0x4e33d4e7 // fadd v7.4s, v7.4s, v19.4s
+	VLD1.P 32(R10), [V16.H4, V17.H4, V18.H4, V19.H4]
+	WORD $0x0e217a10 // fcvtl v16.4s, v16.4h
+	WORD $0x0e217a31 // fcvtl v17.4s, v17.4h
+	WORD $0x0e217a52 // fcvtl v18.4s, v18.4h
+	WORD $0x0e217a73 // fcvtl v19.4s, v19.4h
+	VLD1.P 64(R11), [V20.S4, V21.S4, V22.S4, V23.S4]
+	WORD $0x4eb4d610 // fsub v16.4s, v16.4s, v20.4s
+	WORD $0x4eb5d631 // fsub v17.4s, v17.4s, v21.4s
+	WORD $0x4eb6d652 // fsub v18.4s, v18.4s, v22.4s
+	WORD $0x4eb7d673 // fsub v19.4s, v19.4s, v23.4s
+	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
+	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
+	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
+	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
+	WORD $0x4e30d508 // fadd v8.4s, v8.4s, v16.4s
+	WORD $0x4e31d529 // fadd v9.4s, v9.4s, v17.4s
+	WORD $0x4e32d54a // fadd v10.4s, v10.4s, v18.4s
+	WORD $0x4e33d56b // fadd v11.4s, v11.4s, v19.4s
+	VLD1.P 32(R10), [V16.H4, V17.H4, V18.H4, V19.H4]
+	WORD $0x0e217a10 // fcvtl v16.4s, v16.4h
+	WORD $0x0e217a31 // fcvtl v17.4s, v17.4h
+	WORD $0x0e217a52 // fcvtl v18.4s, v18.4h
+	WORD $0x0e217a73 // fcvtl v19.4s, v19.4h
+	VLD1.P 64(R11), [V20.S4, V21.S4, V22.S4, V23.S4]
+	WORD $0x4eb4d610 // fsub v16.4s, v16.4s, v20.4s
+	WORD $0x4eb5d631 // fsub v17.4s, v17.4s, v21.4s
+	WORD $0x4eb6d652 // fsub v18.4s, v18.4s, v22.4s
+	WORD $0x4eb7d673 // fsub v19.4s, v19.4s, v23.4s
+	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
+	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
+	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
+	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
+	WORD $0x4e30d58c // fadd v12.4s, v12.4s, v16.4s
+	WORD $0x4e31d5ad // fadd v13.4s, v13.4s, v17.4s
+	WORD $0x4e32d5ce // fadd v14.4s, v14.4s, v18.4s
+	WORD $0x4e33d5ef // fadd v15.4s, v15.4s, v19.4s
+	SUB $64, R12, R12
+devsummed:
+
+	// Halving tree: h = 32, 16, 8, 4 on vectors, leaving four partials in V0.
+	WORD $0x4e28d400 // fadd v0.4s, v0.4s, v8.4s
+	WORD $0x4e29d421 // fadd v1.4s, v1.4s, v9.4s
+	WORD $0x4e2ad442 // fadd v2.4s, v2.4s, v10.4s
+	WORD $0x4e2bd463 // fadd v3.4s, v3.4s, v11.4s
+	WORD $0x4e2cd484 // fadd v4.4s, v4.4s, v12.4s
+	WORD $0x4e2dd4a5 // fadd v5.4s, v5.4s, v13.4s
+	WORD $0x4e2ed4c6 // fadd v6.4s, v6.4s, v14.4s
+	WORD $0x4e2fd4e7 // fadd v7.4s, v7.4s, v15.4s
+	WORD $0x4e24d400 // fadd v0.4s, v0.4s, v4.4s
+	WORD $0x4e25d421 // fadd v1.4s, v1.4s, v5.4s
+	WORD $0x4e26d442 // fadd v2.4s, v2.4s, v6.4s
+	WORD $0x4e27d463 // fadd v3.4s, v3.4s, v7.4s
+	WORD $0x4e22d400 // fadd v0.4s, v0.4s, v2.4s
+	WORD $0x4e23d421 // fadd v1.4s, v1.4s, v3.4s
+	WORD $0x4e21d400 // fadd v0.4s, v0.4s, v1.4s
+	B invone
+invone:
+
+	// h = 2 and h = 1: ss in F0.
+	VEXT $8, V0.B16, V0.B16, V16.B16
+	WORD $0x4e30d400 // fadd v0.4s, v0.4s, v16.4s
+	WORD $0x7e30d800 // faddp s0, v0.2s
+
+	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
+	TST $256, R8
+	BEQ rdivide
+	FMOVS 92(RSP), F17
+	FMULS F17, F0, F1
+	B rdivided
+rdivide:
+	FMOVS 88(RSP), F17
+	FDIVS F17, F0, F1
+rdivided:
+	MOVD j+0(FP), R16
+	FMOVS job_eps(R16), F17
+	FADDS F17, F1, F1
+	MOVW $0x0d800000, R16
+	FMOVS R16, F16
+	FCMPS F16, F1
+	BLT ret
+	MOVW $0x7f7fffff, R16
+	FMOVS R16, F16
+	FCMPS F16, F1
+	BGT ret
+	FSQRTS F1, F1
+	FMOVS $1.0, F16
+	FDIVS F1, F16, F29
+	FMOVS F29, 72(RSP)
+
+	// Report 1/rms if asked.
+	CBZ R4, noinv
+	FMOVS F29, (R4)(R9<<2)
+noinv:
+
+	// Report the mean if asked: m, +0 without flagCenter.
+	MOVD j+0(FP), R16
+	MOVD job_mean(R16), R16
+	CBZ R16, scale
+	FMOVS F31, (R16)(R9<<2)
+	B scale
+scale:
+	MOVD $0, R23
+scalerow:
+	ADD $72, RSP, R12
+	ADD R23<<2, R12, R12
+	VLD1R (R12), [V29.S4]
+
+	// y = (src*inv)*w, rounded after each multiply.
+	MOVD R1, R10
+	MOVD R2, R13
+	MOVD R0, R14
+	MOVD R5, R12
+
+	// Layer: y = ((src-m)*inv)*w + bias; bias at R24, advanced by R25 vectors (0: -0s).
+	MOVD j+0(FP), R16
+	MOVD job_bias(R16), R24
+	MOVD $1, R25
+	CBNZ R24, biasset
+	MOVD $negzero<>(SB), R24
+	MOVD $0, R25
+biasset:
+	ADD R22, R10, R15
+	CBZ R2, loop16noweight
+	TBNZ $4, R8, loop16offset
+loop16:
+	CMP $16, R12
+	BLT loop4
+	TST $2, R8
+	BNE pf16
+body16:
+	VLD1.P 32(R10), [V16.H4, V17.H4, V18.H4, V19.H4]
+	WORD $0x0e217a10 // fcvtl v16.4s, v16.4h
+	WORD $0x4ebfd610 // fsub v16.4s, v16.4s, v31.4s
+	WORD $0x6e3dde10 // fmul v16.4s, v16.4s, v29.4s
+	WORD $0x0e217a31 // fcvtl v17.4s, v17.4h
+	WORD $0x4ebfd631 // fsub v17.4s, v17.4s, v31.4s
+	WORD $0x6e3dde31 // fmul v17.4s, v17.4s, v29.4s
+	WORD $0x0e217a52 // fcvtl v18.4s, v18.4h
+	WORD $0x4ebfd652 // fsub v18.4s, v18.4s, v31.4s
+	WORD $0x6e3dde52 // fmul v18.4s, v18.4s, v29.4s
+	WORD $0x0e217a73 // fcvtl v19.4s, v19.4h
+	WORD $0x4ebfd673 // fsub v19.4s, v19.4s, v31.4s
+	WORD $0x6e3dde73 // fmul v19.4s, v19.4s, v29.4s
+	TST $8, R8
+	BEQ notrn31
+	WORD $0x0e216a10 // fcvtn v16.4h, v16.4s
+	WORD $0x0e217a10 // fcvtl v16.4s, v16.4h
+	WORD $0x0e216a31 // fcvtn v17.4h, v17.4s
+	WORD $0x0e217a31 // fcvtl v17.4s, v17.4h
+	WORD $0x0e216a52 // fcvtn v18.4h, v18.4s
+	WORD $0x0e217a52 // fcvtl v18.4s, v18.4h
+	WORD $0x0e216a73 // fcvtn v19.4h, v19.4s
+	WORD $0x0e217a73 // fcvtl v19.4s, v19.4h
+notrn31:
+	VLD1.P 64(R13), [V20.S4, V21.S4, V22.S4, V23.S4]
+	WORD $0x6e34de10 // fmul v16.4s, v16.4s, v20.4s
+	WORD $0x6e35de31 // fmul v17.4s, v17.4s, v21.4s
+	WORD $0x6e36de52 // fmul v18.4s, v18.4s, v22.4s
+	WORD $0x6e37de73 // fmul v19.4s, v19.4s, v23.4s
+	VLD1 (R24), [V20.S4, V21.S4, V22.S4, V23.S4]
+	ADD R25<<6, R24, R24
+	WORD $0x4e34d610 // fadd v16.4s, v16.4s, v20.4s
+	WORD $0x4e35d631 // fadd v17.4s, v17.4s, v21.4s
+	WORD $0x4e36d652 // fadd v18.4s, v18.4s, v22.4s
+	WORD $0x4e37d673 // fadd v19.4s, v19.4s, v23.4s
+	WORD $0x0e216a10 // fcvtn v16.4h, v16.4s
+	WORD $0x0e216a31 // fcvtn v17.4h, v17.4s
+	WORD $0x0e216a52 // fcvtn v18.4h, v18.4s
+	WORD $0x0e216a73 // fcvtn v19.4h, v19.4s
+	VST1.P [V16.H4, V17.H4, V18.H4, V19.H4], 32(R14)
+	SUB $16, R12, R12
+	B loop16
+pf16:
+	PRFM (R15), PLDL1KEEP
+	ADD $64, R15, R15
+	B body16
+loop16offset:
+	CMP $16, R12
+	BLT loop4
+	TST $2, R8
+	BNE pf16offset
+body16offset:
+	VLD1.P 32(R10), [V16.H4, V17.H4, V18.H4, V19.H4]
+	WORD $0x0e217a10 // fcvtl v16.4s, v16.4h
+	WORD $0x4ebfd610 // fsub v16.4s, v16.4s, v31.4s
+	WORD $0x6e3dde10 // fmul v16.4s, v16.4s, v29.4s
+	WORD $0x0e217a31 // fcvtl v17.4s, v17.4h
+	WORD $0x4ebfd631 // fsub v17.4s, v17.4s, v31.4s
+	WORD $0x6e3dde31 // fmul v17.4s, v17.4s, v29.4s
+	WORD $0x0e217a52 // fcvtl v18.4s, v18.4h
+	WORD $0x4ebfd652 // fsub v18.4s, v18.4s, v31.4s
+	WORD $0x6e3dde52 // fmul v18.4s, v18.4s, v29.4s
+	WORD $0x0e217a73 // fcvtl v19.4s, v19.4h
+	WORD $0x4ebfd673 // fsub v19.4s, v19.4s, v31.4s
+	WORD $0x6e3dde73 // fmul v19.4s, v19.4s, v29.4s
+	TST $8, R8
+	BEQ notrn32
+	WORD $0x0e216a10 // fcvtn v16.4h, v16.4s
+	WORD $0x0e217a10 // fcvtl v16.4s, v16.4h
+	WORD $0x0e216a31 // fcvtn v17.4h, v17.4s
+	WORD $0x0e217a31 // fcvtl v17.4s, v17.4h
+	WORD $0x0e216a52 // fcvtn v18.4h, v18.4s
+	WORD $0x0e217a52 // fcvtl v18.4s, v18.4h
+	WORD $0x0e216a73 // fcvtn v19.4h, v19.4s
+	WORD $0x0e217a73 // fcvtl v19.4s, v19.4h
+notrn32:
+	VLD1.P 64(R13), [V20.S4, V21.S4, V22.S4, V23.S4]
+	WORD $0x4e3cd694 // fadd v20.4s, v20.4s, v28.4s
+	WORD $0x6e34de10 // fmul v16.4s, v16.4s, v20.4s
+	WORD $0x4e3cd6b5 // fadd v21.4s, v21.4s, v28.4s
+	WORD $0x6e35de31 // fmul v17.4s, v17.4s, v21.4s
+	WORD $0x4e3cd6d6 // fadd v22.4s, v22.4s, v28.4s
+	WORD $0x6e36de52 // fmul v18.4s, v18.4s, v22.4s
+	WORD $0x4e3cd6f7 // fadd v23.4s, v23.4s, v28.4s
+	WORD $0x6e37de73 // fmul v19.4s, v19.4s, v23.4s
+	VLD1 (R24), [V20.S4, V21.S4, V22.S4, V23.S4]
+	ADD R25<<6, R24, R24
+	WORD $0x4e34d610 // fadd v16.4s, v16.4s, v20.4s
+	WORD $0x4e35d631 // fadd v17.4s, v17.4s, v21.4s
+	WORD $0x4e36d652 // fadd v18.4s, v18.4s, v22.4s
+	WORD $0x4e37d673 // fadd v19.4s, v19.4s, v23.4s
+	WORD $0x0e216a10 // fcvtn v16.4h, v16.4s
+	WORD $0x0e216a31 // fcvtn v17.4h, v17.4s
+	WORD $0x0e216a52 // fcvtn v18.4h, v18.4s
+	WORD $0x0e216a73 // fcvtn v19.4h, v19.4s
+	VST1.P [V16.H4, V17.H4, V18.H4, V19.H4], 32(R14)
+	SUB $16, R12, R12
+	B loop16offset
+pf16offset:
+	PRFM (R15), PLDL1KEEP
+	ADD $64, R15, R15
+	B body16offset
+loop16noweight:
+	CMP $16, R12
+	BLT loop4
+	TST $2, R8
+	BNE pf16noweight
+body16noweight:
+	VLD1.P 32(R10), [V16.H4, V17.H4, V18.H4, V19.H4]
+	WORD $0x0e217a10 // fcvtl v16.4s, v16.4h
+	WORD $0x4ebfd610 // fsub v16.4s, v16.4s, v31.4s
+	WORD $0x6e3dde10 // fmul v16.4s, v16.4s, v29.4s
+	WORD $0x0e217a31 // fcvtl v17.4s, v17.4h
+	WORD $0x4ebfd631 // fsub v17.4s, v17.4s, v31.4s
+	WORD $0x6e3dde31 // fmul v17.4s, v17.4s, v29.4s
+	WORD $0x0e217a52 // fcvtl v18.4s, v18.4h
+	WORD $0x4ebfd652 // fsub v18.4s, v18.4s, v31.4s
+	WORD $0x6e3dde52 // fmul v18.4s, v18.4s, v29.4s
+	WORD $0x0e217a73 // fcvtl v19.4s, v19.4h
+	WORD $0x4ebfd673 // fsub v19.4s, v19.4s, v31.4s
+	WORD $0x6e3dde73 // fmul v19.4s, v19.4s, v29.4s
+	VLD1 (R24), [V20.S4, V21.S4, V22.S4, V23.S4]
+	ADD R25<<6, R24, R24
+	WORD $0x4e34d610 // fadd v16.4s, v16.4s, v20.4s
+	WORD $0x4e35d631 // fadd v17.4s, v17.4s, v21.4s
+	WORD $0x4e36d652 // fadd v18.4s, v18.4s, v22.4s
+	WORD $0x4e37d673 // fadd v19.4s, v19.4s, v23.4s
+	WORD $0x0e216a10 // fcvtn v16.4h, v16.4s
+	WORD $0x0e216a31 // fcvtn v17.4h, v17.4s
+	WORD $0x0e216a52 // fcvtn v18.4h, v18.4s
+	WORD $0x0e216a73 // fcvtn v19.4h, v19.4s
+	VST1.P [V16.H4, V17.H4, V18.H4, V19.H4], 32(R14)
+	SUB $16, R12, R12
+	B loop16noweight
+pf16noweight:
+	PRFM (R15), PLDL1KEEP
+	ADD $64, R15, R15
+	B body16noweight
+loop4:
+	CMP $4, R12
+	BLT part
+	VLD1.P 8(R10), [V16.H4]
+	WORD $0x0e217a10 // fcvtl v16.4s, v16.4h
+	WORD $0x4ebfd610 // fsub v16.4s, v16.4s, v31.4s
+	WORD $0x6e3dde10 // fmul v16.4s, v16.4s, v29.4s
+	TST $8, R8
+	BEQ notrn33
+	WORD $0x0e216a10 // fcvtn v16.4h, v16.4s
+	WORD $0x0e217a10 // fcvtl v16.4s, v16.4h
+notrn33:
+	CBZ R2, noweight34
+	VLD1.P 16(R13), [V20.S4]
+	WORD $0x4e3cd694 // fadd v20.4s, v20.4s, v28.4s
+	WORD $0x6e34de10 // fmul v16.4s, v16.4s, v20.4s
+noweight34:
+	VLD1 (R24), [V21.S4]
+	ADD R25<<4, R24, R24
+	WORD $0x4e35d610 // fadd v16.4s, v16.4s, v21.4s
+	WORD $0x0e216a10 // fcvtn v16.4h, v16.4s
+	VST1.P [V16.H4], 8(R14)
+	SUB $4, R12, R12
+	B loop4
+part:
+
+	// The last 1-3 elements, through copies on the stack.
+	CBZ R12, scaled
+	ADD $104, RSP, R11
+	MOVD R10, R15
+	MOVD R11, R17
+	MOVD R12, R16
+copyvec35:
+	CMP $8, R16
+	BLT copyone36
+	VLD1.P 16(R15), [V20.B16]
+	VST1.P [V20.B16], 16(R17)
+	SUB $8, R16, R16
+	B copyvec35
+copyone36:
+	CBZ R16, copied37
+	MOVHU.P 2(R15), R26
+	MOVH.P R26, 2(R17)
+	SUB $1, R16, R16
+	B copyone36
+copied37:
+	ADD $120, RSP, R11
+	CBZ R2, nowcopy38
+	MOVD R13, R15
+	MOVD R11, R17
+	MOVD R12, R16
+copyvec39:
+	CMP $4, R16
+	BLT copyone40
+	VLD1.P 16(R15), [V20.B16]
+	VST1.P [V20.B16], 16(R17)
+	SUB $4, R16, R16
+	B copyvec39
+copyone40:
+	CBZ R16, copied41
+	MOVWU.P 4(R15), R26
+	MOVW.P R26, 4(R17)
+	SUB $1, R16, R16
+	B copyone40
+copied41:
+nowcopy38:
+	ADD $136, RSP, R11
+	MOVD R24, R15
+	MOVD R11, R17
+	MOVD R12, R16
+copyvec42:
+	CMP $4, R16
+	BLT copyone43
+	VLD1.P 16(R15), [V20.B16]
+	VST1.P [V20.B16], 16(R17)
+	SUB $4, R16, R16
+	B copyvec42
+copyone43:
+	CBZ R16, copied44
+	MOVWU.P 4(R15), R26
+	MOVW.P R26, 4(R17)
+	SUB $1, R16, R16
+	B copyone43
+copied44:
+	ADD $104, RSP, R11
+	VLD1 (R11), [V16.H4]
+	WORD $0x0e217a10 // fcvtl v16.4s, v16.4h
+	ADD $16, R11, R11
+	WORD $0x4ebfd610 // fsub v16.4s, v16.4s, v31.4s
+	WORD $0x6e3dde10 // fmul v16.4s, v16.4s, v29.4s
+	TST $8, R8
+	BEQ notrn45
+	WORD $0x0e216a10 // fcvtn v16.4h, v16.4s
+	WORD $0x0e217a10 // fcvtl v16.4s, v16.4h
+notrn45:
+	CBZ R2, noweight46
+	VLD1 (R11), [V20.S4]
+	WORD $0x4e3cd694 // fadd v20.4s, v20.4s, v28.4s
+	WORD $0x6e34de10 // fmul v16.4s, v16.4s, v20.4s
+noweight46:
+	ADD $16, R11, R13
+	VLD1 (R13), [V21.S4]
+	WORD $0x4e35d610 // fadd v16.4s, v16.4s, v21.4s
+	WORD $0x0e216a10 // fcvtn v16.4h, v16.4s
+	VST1 [V16.H4], (R11)
+	MOVD R11, R15
+	MOVD R14, R17
+	MOVD R12, R16
+copyvec47:
+	CMP $8, R16
+	BLT copyone48
+	VLD1.P 16(R15), [V20.B16]
+	VST1.P [V20.B16], 16(R17)
+	SUB $8, R16, R16
+	B copyvec47
+copyone48:
+	CBZ R16, copied49
+	MOVHU.P 2(R15), R26
+	MOVH.P R26, 2(R17)
+	SUB $1, R16, R16
+	B copyone48
+copied49:
+scaled:
+	ADD R7, R1, R1
+	ADD R7, R3, R3
+	MOVD 96(RSP), R10
+	ADD R10, R0, R0
+	ADD $1, R9, R9
+	ADD $1, R23, R23
+	CMP R20, R23
+	BLT scalerow
+	B row
+ret:
+	MOVD R9, ret+24(FP)
+	RET
+
+// func neonForwardLayerToBF16(j *job, from, to int) int
+TEXT ·neonForwardLayerToBF16(SB), $608-32
+	MOVD j+0(FP), R16
+	MOVD job_dst(R16), R0
+	MOVD job_x(R16), R1
+	MOVD job_w(R16), R2
+	MOVD job_res(R16), R3
+	MOVD job_inv(R16), R4
+	MOVD job_d(R16), R5
+	MOVD job_stride(R16), R7
+	LSL $2, R7, R7
+	MOVD job_dstStride(R16), R10
+	LSL $1, R10, R10
+	MOVD R10, 96(RSP)
+	MOVWU job_flags(R16), R8
+
+	// With a residual the scale pass reads h from res: res and x trade registers.
+	CBZ R3, rowsset
+	ORR $512, R8, R8
+	MOVD R1, R10
+	MOVD R3, R1
+	MOVD R10, R3
+rowsset:
+
+	// c, added to the weight: 1 with flagOffset, else -0 (spec.Variant.Body).
+	MOVW $0x80000000, R10
+	TBZ $4, R8, weightadd
+	MOVW $0x3f800000, R10
+weightadd:
+	VDUP R10, V28.S4
+
+	// Constants of bfloat16 rounding: 1, 0x7fff, 0xffff0000, the quiet NaN.
+	MOVW $0x00000001, R10
+	VDUP R10, V24.S4
+	MOVW $0x00007fff, R10
+	VDUP R10, V25.S4
+	MOVW $0xffff0000, R10
+	VDUP R10, V26.S4
+	MOVW $0x7fc00000, R10
+	VDUP R10, V27.S4
+
+	// fd = float32(d); rd = 1/d when d is a power of two, so that ss/d is ss*rd exactly.
+	SCVTFS R5, F16
+	FMOVS F16, 88(RSP)
+	SUB $1, R5, R10
+	TST R10, R5
+	BNE notpow2
+	RBIT R5, R10
+	CLZ R10, R10
+	MOVD $127, R11
+	SUB R10, R11, R11
+	LSL $23, R11, R11
+	MOVW R11, 92(RSP)
+	ORR $256, R8, R8
+notpow2:
+
+	// Rows ahead for prefetching: the next one for long rows, eight for short ones.
+	MOVD R7, R22
+	CMP $512, R5
+	BGT longrows
+	LSL $3, R22, R22
+longrows:
+	LSL $1, R22, R21
+
+	// Start at row from.
+	MOVD from+8(FP), R9
+	MOVD to+16(FP), R6
+	MOVD $0, R19
+	MUL R9, R7, R10
+	ADD R10, R1, R1
+	ADD R10, R3, R3
+	MOVD 96(RSP), R10
+	MUL R9, R10, R10
+	ADD R10, R0, R0
+row:
+	CMP R6, R9
+	BGE ret
+	MOVD $1, R20
+	TBZ $5, R8, notcentered
+	TBNZ $9, R8, meanaddsum
+	B meansum
+notcentered:
+	TBNZ $9, R8, addsum
+sum:
+	MOVD R1, R10
+
+	// Sum of squares: element i goes to partial i%64, lane i%4 of V(i%64/4).
+	MOVD R10, R14
+	VEOR V0.B16, V0.B16, V0.B16
+	VEOR V1.B16, V1.B16, V1.B16
+	VEOR V2.B16, V2.B16, V2.B16
+	VEOR V3.B16, V3.B16, V3.B16
+	VEOR V4.B16, V4.B16, V4.B16
+	VEOR V5.B16, V5.B16, V5.B16
+	VEOR V6.B16, V6.B16, V6.B16
+	VEOR V7.B16, V7.B16, V7.B16
+	VEOR V8.B16, V8.B16, V8.B16
+	VEOR V9.B16, V9.B16, V9.B16
+	VEOR V10.B16, V10.B16, V10.B16
+	VEOR V11.B16, V11.B16, V11.B16
+	VEOR V12.B16, V12.B16, V12.B16
+	VEOR V13.B16, V13.B16, V13.B16
+	VEOR V14.B16, V14.B16, V14.B16
+	VEOR V15.B16, V15.B16, V15.B16
+	MOVD R5, R12
+	MOVD $0, R24
+	TST $2, R8
+	ADD R21, R10, R13
+	BNE sumpf
+sum64:
+	CMP $64, R12
+	BLT sumtail
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
+	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
+	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
+	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
+	WORD $0x4e30d400 // fadd v0.4s, v0.4s, v16.4s
+	WORD $0x4e31d421 // fadd v1.4s, v1.4s, v17.4s
+	WORD $0x4e32d442 // fadd v2.4s, v2.4s, v18.4s
+	WORD $0x4e33d463 // fadd v3.4s, v3.4s, v19.4s
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
+	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
+	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
+	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
+	WORD $0x4e30d484 // fadd v4.4s, v4.4s, v16.4s
+	WORD $0x4e31d4a5 // fadd v5.4s, v5.4s, v17.4s
+	WORD $0x4e32d4c6 // fadd v6.4s, v6.4s, v18.4s
+	WORD $0x4e33d4e7 // fadd v7.4s, v7.4s, v19.4s
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
+	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
+	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
+	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
+	WORD $0x4e30d508 // fadd v8.4s, v8.4s, v16.4s
+	WORD $0x4e31d529 // fadd v9.4s, v9.4s, v17.4s
+	WORD $0x4e32d54a // fadd v10.4s, v10.4s, v18.4s
+	WORD $0x4e33d56b // fadd v11.4s, v11.4s, v19.4s
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
+	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
+	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
+	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
+	WORD $0x4e30d58c // fadd v12.4s, v12.4s, v16.4s
+	WORD $0x4e31d5ad // fadd v13.4s, v13.4s, v17.4s
+	WORD $0x4e32d5ce // fadd v14.4s, v14.4s, v18.4s
+	WORD $0x4e33d5ef // fadd v15.4s, v15.4s, v19.4s
+	SUB $64, R12, R12
+	B sum64
+sumpf:
+	CMP $64, R12
+	BLT sumtail
+	PRFM 0(R13), PLDL1KEEP
+	PRFM 64(R13), PLDL1KEEP
+	PRFM 128(R13), PLDL1KEEP
+	PRFM 192(R13), PLDL1KEEP
+	ADD $256, R13, R13
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
+	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
+	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
+	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
+	WORD $0x4e30d400 // fadd v0.4s, v0.4s, v16.4s
+	WORD $0x4e31d421 // fadd v1.4s, v1.4s, v17.4s
+	WORD $0x4e32d442 // fadd v2.4s, v2.4s, v18.4s
+	WORD $0x4e33d463 // fadd v3.4s, v3.4s, v19.4s
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
+	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
+	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
+	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
+	WORD $0x4e30d484 // fadd v4.4s, v4.4s, v16.4s
+	WORD $0x4e31d4a5 // fadd v5.4s, v5.4s, v17.4s
+	WORD $0x4e32d4c6 // fadd v6.4s, v6.4s, v18.4s
+	WORD $0x4e33d4e7 // fadd v7.4s, v7.4s, v19.4s
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
+	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
+	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
+	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
+	WORD $0x4e30d508 // fadd v8.4s, v8.4s, v16.4s
+	WORD $0x4e31d529 // fadd v9.4s, v9.4s, v17.4s
+	WORD $0x4e32d54a // fadd v10.4s, v10.4s, v18.4s
+	WORD $0x4e33d56b // fadd v11.4s, v11.4s, v19.4s
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
+	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
+	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
+	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
+	WORD $0x4e30d58c // fadd v12.4s, v12.4s, v16.4s
+	WORD $0x4e31d5ad // fadd v13.4s, v13.4s, v17.4s
+	WORD $0x4e32d5ce // fadd v14.4s, v14.4s, v18.4s
+	WORD $0x4e33d5ef // fadd v15.4s, v15.4s, v19.4s
+	SUB $64, R12, R12
+	B sumpf
+sumtail:
+
+	// Fewer than 64 elements: copied to a zero-padded block on the stack, summed as a whole block (zeros add +0).
+	CBZ R12, summed
+	ADD $104, RSP, R13
+	VEOR V16.B16, V16.B16, V16.B16
+	VEOR V17.B16, V17.B16, V17.B16
+	VEOR V18.B16, V18.B16, V18.B16
+	VEOR V19.B16, V19.B16, V19.B16
+	MOVD R13, R17
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	MOVD R10, R15
+	MOVD R13, R17
+	MOVD R12, R16
+copyvec1:
+	CMP $4, R16
+	BLT copyone2
+	VLD1.P 16(R15), [V20.B16]
+	VST1.P [V20.B16], 16(R17)
+	SUB $4, R16, R16
+	B copyvec1
+copyone2:
+	CBZ R16, copied3
+	MOVWU.P 4(R15), R26
+	MOVW.P R26, 4(R17)
+	SUB $1, R16, R16
+	B copyone2
+copied3:
+	ADD $104, RSP, R10
+	MOVD $64, R12
+	B sum64
+summed:
+
+	// Halving tree: h = 32, 16, 8, 4 on vectors, leaving four partials in V0.
+	WORD $0x4e28d400 // fadd v0.4s, v0.4s, v8.4s
+	WORD $0x4e29d421 // fadd v1.4s, v1.4s, v9.4s
+	WORD $0x4e2ad442 // fadd v2.4s, v2.4s, v10.4s
+	WORD $0x4e2bd463 // fadd v3.4s, v3.4s, v11.4s
+	WORD $0x4e2cd484 // fadd v4.4s, v4.4s, v12.4s
+	WORD $0x4e2dd4a5 // fadd v5.4s, v5.4s, v13.4s
+	WORD $0x4e2ed4c6 // fadd v6.4s, v6.4s, v14.4s
+	WORD $0x4e2fd4e7 // fadd v7.4s, v7.4s, v15.4s
+	WORD $0x4e24d400 // fadd v0.4s, v0.4s, v4.4s
+	WORD $0x4e25d421 // fadd v1.4s, v1.4s, v5.4s
+	WORD $0x4e26d442 // fadd v2.4s, v2.4s, v6.4s
+	WORD $0x4e27d463 // fadd v3.4s, v3.4s, v7.4s
+	WORD $0x4e22d400 // fadd v0.4s, v0.4s, v2.4s
+	WORD $0x4e23d421 // fadd v1.4s, v1.4s, v3.4s
+	WORD $0x4e21d400 // fadd v0.4s, v0.4s, v1.4s
+	VEOR V31.B16, V31.B16, V31.B16
+	B invone
+addsum:
+	MOVD R3, R10
+	MOVD R1, R11
+
+	// Sum of squares: element i goes to partial i%64, lane i%4 of V(i%64/4).
+	MOVD R10, R14
+	VEOR V0.B16, V0.B16, V0.B16
+	VEOR V1.B16, V1.B16, V1.B16
+	VEOR V2.B16, V2.B16, V2.B16
+	VEOR V3.B16, V3.B16, V3.B16
+	VEOR V4.B16, V4.B16, V4.B16
+	VEOR V5.B16, V5.B16, V5.B16
+	VEOR V6.B16, V6.B16, V6.B16
+	VEOR V7.B16, V7.B16, V7.B16
+	VEOR V8.B16, V8.B16, V8.B16
+	VEOR V9.B16, V9.B16, V9.B16
+	VEOR V10.B16, V10.B16, V10.B16
+	VEOR V11.B16, V11.B16, V11.B16
+	VEOR V12.B16, V12.B16, V12.B16
+	VEOR V13.B16, V13.B16, V13.B16
+	VEOR V14.B16, V14.B16, V14.B16
+	VEOR V15.B16, V15.B16, V15.B16
+	MOVD R5, R12
+	MOVD $0, R24
+	TST $2, R8
+	ADD R21, R10, R13
+	BNE addsumpf
+addsum64:
+	CMP $64, R12
+	BLT addsumtail
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	VLD1 (R11), [V20.S4, V21.S4, V22.S4, V23.S4]
+	WORD $0x4e34d610 // fadd v16.4s, v16.4s, v20.4s
+	WORD $0x4e35d631 // fadd v17.4s, v17.4s, v21.4s
+	WORD $0x4e36d652 // fadd v18.4s, v18.4s, v22.4s
+	WORD $0x4e37d673 // fadd v19.4s, v19.4s, v23.4s
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R11)
+	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
+	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
+	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
+	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
+	WORD $0x4e30d400 // fadd v0.4s, v0.4s, v16.4s
+	WORD $0x4e31d421 // fadd v1.4s, v1.4s, v17.4s
+	WORD $0x4e32d442 // fadd v2.4s, v2.4s, v18.4s
+	WORD $0x4e33d463 // fadd v3.4s, v3.4s, v19.4s
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	VLD1 (R11), [V20.S4, V21.S4, V22.S4, V23.S4]
+	WORD $0x4e34d610 // fadd v16.4s, v16.4s, v20.4s
+	WORD $0x4e35d631 // fadd v17.4s, v17.4s, v21.4s
+	WORD $0x4e36d652 // fadd v18.4s, v18.4s, v22.4s
+	WORD $0x4e37d673 // fadd v19.4s, v19.4s, v23.4s
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R11)
+	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
+	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
+	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
+	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
+	WORD $0x4e30d484 // fadd v4.4s, v4.4s, v16.4s
+	WORD $0x4e31d4a5 // fadd v5.4s, v5.4s, v17.4s
+	WORD $0x4e32d4c6 // fadd v6.4s, v6.4s, v18.4s
+	WORD $0x4e33d4e7 // fadd v7.4s, v7.4s, v19.4s
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	VLD1 (R11), [V20.S4, V21.S4, V22.S4, V23.S4]
+	WORD $0x4e34d610 // fadd v16.4s, v16.4s, v20.4s
+	WORD $0x4e35d631 // fadd v17.4s, v17.4s, v21.4s
+	WORD $0x4e36d652 // fadd v18.4s, v18.4s, v22.4s
+	WORD $0x4e37d673 // fadd v19.4s, v19.4s, v23.4s
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R11)
+	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
+	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
+	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
+	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
+	WORD $0x4e30d508 // fadd v8.4s, v8.4s, v16.4s
+	WORD $0x4e31d529 // fadd v9.4s, v9.4s, v17.4s
+	WORD $0x4e32d54a // fadd v10.4s, v10.4s, v18.4s
+	WORD $0x4e33d56b // fadd v11.4s, v11.4s, v19.4s
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	VLD1 (R11), [V20.S4, V21.S4, V22.S4, V23.S4]
+	WORD $0x4e34d610 // fadd v16.4s, v16.4s, v20.4s
+	WORD $0x4e35d631 // fadd v17.4s, v17.4s, v21.4s
+	WORD $0x4e36d652 // fadd v18.4s, v18.4s, v22.4s
+	WORD $0x4e37d673 // fadd v19.4s, v19.4s, v23.4s
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R11)
+	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
+	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
+	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
+	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
+	WORD $0x4e30d58c // fadd v12.4s, v12.4s, v16.4s
+	WORD $0x4e31d5ad // fadd v13.4s, v13.4s, v17.4s
+	WORD $0x4e32d5ce // fadd v14.4s, v14.4s, v18.4s
+	WORD $0x4e33d5ef // fadd v15.4s, v15.4s, v19.4s
+	SUB $64, R12, R12
+	B addsum64
+addsumpf:
+	CMP $64, R12
+	BLT addsumtail
+	PRFM 0(R13), PLDL1KEEP
+	PRFM 64(R13), PLDL1KEEP
+	PRFM 128(R13), PLDL1KEEP
+	PRFM 192(R13), PLDL1KEEP
+	ADD $256, R13, R13
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	VLD1 (R11), [V20.S4, V21.S4, V22.S4, V23.S4]
+	WORD $0x4e34d610 // fadd v16.4s, v16.4s, v20.4s
+	WORD $0x4e35d631 // fadd v17.4s, v17.4s, v21.4s
+	WORD $0x4e36d652 // fadd v18.4s, v18.4s, v22.4s
+	WORD $0x4e37d673 // fadd v19.4s, v19.4s, v23.4s
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R11)
+	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
+	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
+	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
+	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
+	WORD $0x4e30d400 // fadd v0.4s, v0.4s, v16.4s
+	WORD $0x4e31d421 // fadd v1.4s, v1.4s, v17.4s
+	WORD $0x4e32d442 // fadd v2.4s, v2.4s, v18.4s
+	WORD $0x4e33d463 // fadd v3.4s, v3.4s, v19.4s
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	VLD1 (R11), [V20.S4, V21.S4, V22.S4, V23.S4]
+	WORD $0x4e34d610 // fadd v16.4s, v16.4s, v20.4s
+	WORD $0x4e35d631 // fadd v17.4s, v17.4s, v21.4s
+	WORD $0x4e36d652 // fadd v18.4s, v18.4s, v22.4s
+	WORD $0x4e37d673 // fadd v19.4s, v19.4s, v23.4s
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R11)
+	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
+	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
+	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
+	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
+	WORD $0x4e30d484 // fadd v4.4s, v4.4s, v16.4s
+	WORD $0x4e31d4a5 // fadd v5.4s, v5.4s, v17.4s
+	WORD $0x4e32d4c6 // fadd v6.4s, v6.4s, v18.4s
+	WORD $0x4e33d4e7 // fadd v7.4s, v7.4s, v19.4s
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	VLD1 (R11), [V20.S4, V21.S4, V22.S4, V23.S4]
+	WORD $0x4e34d610 // fadd v16.4s, v16.4s, v20.4s
+	WORD $0x4e35d631 // fadd v17.4s, v17.4s, v21.4s
+	WORD $0x4e36d652 // fadd v18.4s, v18.4s, v22.4s
+	WORD $0x4e37d673 // fadd v19.4s, v19.4s, v23.4s
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R11)
+	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
+	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
+	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
+	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
+	WORD $0x4e30d508 // fadd v8.4s, v8.4s, v16.4s
+	WORD $0x4e31d529 // fadd v9.4s, v9.4s, v17.4s
+	WORD $0x4e32d54a // fadd v10.4s, v10.4s, v18.4s
+	WORD $0x4e33d56b // fadd v11.4s, v11.4s, v19.4s
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	VLD1 (R11), [V20.S4, V21.S4, V22.S4, V23.S4]
+	WORD $0x4e34d610 // fadd v16.4s, v16.4s, v20.4s
+	WORD $0x4e35d631 // fadd v17.4s, v17.4s, v21.4s
+	WORD $0x4e36d652 // fadd v18.4s, v18.4s, v22.4s
+	WORD $0x4e37d673 // fadd v19.4s, v19.4s, v23.4s
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R11)
+	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
+	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
+	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
+	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
+	WORD $0x4e30d58c // fadd v12.4s, v12.4s, v16.4s
+	WORD $0x4e31d5ad // fadd v13.4s, v13.4s, v17.4s
+	WORD $0x4e32d5ce // fadd v14.4s, v14.4s, v18.4s
+	WORD $0x4e33d5ef // fadd v15.4s, v15.4s, v19.4s
+	SUB $64, R12, R12
+	B addsumpf
+addsumtail:
+
+	// Fewer than 64 elements: copied to a zero-padded block on the stack, summed as a whole block (zeros add +0).
+	CBZ R12, addsummed
+	ADD $104, RSP, R13
+	VEOR V16.B16, V16.B16, V16.B16
+	VEOR V17.B16, V17.B16, V17.B16
+	VEOR V18.B16, V18.B16, V18.B16
+	VEOR V19.B16, V19.B16, V19.B16
+	MOVD R13, R17
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	MOVD R10, R15
+	MOVD R13, R17
+	MOVD R12, R16
+copyvec4:
+	CMP $4, R16
+	BLT copyone5
+	VLD1.P 16(R15), [V20.B16]
+	VST1.P [V20.B16], 16(R17)
+	SUB $4, R16, R16
+	B copyvec4
+copyone5:
+	CBZ R16, copied6
+	MOVWU.P 4(R15), R26
+	MOVW.P R26, 4(R17)
+	SUB $1, R16, R16
+	B copyone5
+copied6:
+	MOVD R11, R24
+	ADD $360, RSP, R13
+	VEOR V16.B16, V16.B16, V16.B16
+	VEOR V17.B16, V17.B16, V17.B16
+	VEOR V18.B16, V18.B16, V18.B16
+	VEOR V19.B16, V19.B16, V19.B16
+	MOVD R13, R17
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	MOVD R11, R15
+	MOVD R13, R17
+	MOVD R12, R16
+copyvec7:
+	CMP $4, R16
+	BLT copyone8
+	VLD1.P 16(R15), [V20.B16]
+	VST1.P [V20.B16], 16(R17)
+	SUB $4, R16, R16
+	B copyvec7
+copyone8:
+	CBZ R16, copied9
+	MOVWU.P 4(R15), R26
+	MOVW.P R26, 4(R17)
+	SUB $1, R16, R16
+	B copyone8
+copied9:
+	MOVD R12, R25
+	ADD $360, RSP, R11
+	ADD $104, RSP, R10
+	MOVD $64, R12
+	B addsum64
+addsummed:
+	CBZ R24, addhback
+	ADD $360, RSP, R13
+	MOVD R13, R15
+	MOVD R24, R17
+	MOVD R25, R16
+copyvec10:
+	CMP $4, R16
+	BLT copyone11
+	VLD1.P 16(R15), [V20.B16]
+	VST1.P [V20.B16], 16(R17)
+	SUB $4, R16, R16
+	B copyvec10
+copyone11:
+	CBZ R16, copied12
+	MOVWU.P 4(R15), R26
+	MOVW.P R26, 4(R17)
+	SUB $1, R16, R16
+	B copyone11
+copied12:
+addhback:
+
+	// Halving tree: h = 32, 16, 8, 4 on vectors, leaving four partials in V0.
+	WORD $0x4e28d400 // fadd v0.4s, v0.4s, v8.4s
+	WORD $0x4e29d421 // fadd v1.4s, v1.4s, v9.4s
+	WORD $0x4e2ad442 // fadd v2.4s, v2.4s, v10.4s
+	WORD $0x4e2bd463 // fadd v3.4s, v3.4s, v11.4s
+	WORD $0x4e2cd484 // fadd v4.4s, v4.4s, v12.4s
+	WORD $0x4e2dd4a5 // fadd v5.4s, v5.4s, v13.4s
+	WORD $0x4e2ed4c6 // fadd v6.4s, v6.4s, v14.4s
+	WORD $0x4e2fd4e7 // fadd v7.4s, v7.4s, v15.4s
+	WORD $0x4e24d400 // fadd v0.4s, v0.4s, v4.4s
+	WORD $0x4e25d421 // fadd v1.4s, v1.4s, v5.4s
+	WORD $0x4e26d442 // fadd v2.4s, v2.4s, v6.4s
+	WORD $0x4e27d463 // fadd v3.4s, v3.4s, v7.4s
+	WORD $0x4e22d400 // fadd v0.4s, v0.4s, v2.4s
+	WORD $0x4e23d421 // fadd v1.4s, v1.4s, v3.4s
+	WORD $0x4e21d400 // fadd v0.4s, v0.4s, v1.4s
+	VEOR V31.B16, V31.B16, V31.B16
+	B invone
+meansum:
+	MOVD R1, R10
+
+	// Sum of the elements: element i goes to partial i%64, lane i%4 of V(i%64/4).
+	MOVD R10, R14
+	VEOR V0.B16, V0.B16, V0.B16
+	VEOR V1.B16, V1.B16, V1.B16
+	VEOR V2.B16, V2.B16, V2.B16
+	VEOR V3.B16, V3.B16, V3.B16
+	VEOR V4.B16, V4.B16, V4.B16
+	VEOR V5.B16, V5.B16, V5.B16
+	VEOR V6.B16, V6.B16, V6.B16
+	VEOR V7.B16, V7.B16, V7.B16
+	VEOR V8.B16, V8.B16, V8.B16
+	VEOR V9.B16, V9.B16, V9.B16
+	VEOR V10.B16, V10.B16, V10.B16
+	VEOR V11.B16, V11.B16, V11.B16
+	VEOR V12.B16, V12.B16, V12.B16
+	VEOR V13.B16, V13.B16, V13.B16
+	VEOR V14.B16, V14.B16, V14.B16
+	VEOR V15.B16, V15.B16, V15.B16
+	MOVD R5, R12
+	MOVD $0, R24
+	TST $2, R8
+	ADD R21, R10, R13
+	BNE meansumpf
+meansum64:
+	CMP $64, R12
+	BLT meansumtail
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	WORD $0x4e30d400 // fadd v0.4s, v0.4s, v16.4s
+	WORD $0x4e31d421 // fadd v1.4s, v1.4s, v17.4s
+	WORD $0x4e32d442 // fadd v2.4s, v2.4s, v18.4s
+	WORD $0x4e33d463 // fadd v3.4s, v3.4s, v19.4s
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	WORD $0x4e30d484 // fadd v4.4s, v4.4s, v16.4s
+	WORD $0x4e31d4a5 // fadd v5.4s, v5.4s, v17.4s
+	WORD $0x4e32d4c6 // fadd v6.4s, v6.4s, v18.4s
+	WORD $0x4e33d4e7 // fadd v7.4s, v7.4s, v19.4s
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	WORD $0x4e30d508 // fadd v8.4s, v8.4s, v16.4s
+	WORD $0x4e31d529 // fadd v9.4s, v9.4s, v17.4s
+	WORD $0x4e32d54a // fadd v10.4s, v10.4s, v18.4s
+	WORD $0x4e33d56b // fadd v11.4s, v11.4s, v19.4s
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	WORD $0x4e30d58c // fadd v12.4s, v12.4s, v16.4s
+	WORD $0x4e31d5ad // fadd v13.4s, v13.4s, v17.4s
+	WORD $0x4e32d5ce // fadd v14.4s, v14.4s, v18.4s
+	WORD $0x4e33d5ef // fadd v15.4s, v15.4s, v19.4s
+	SUB $64, R12, R12
+	B meansum64
+meansumpf:
+	CMP $64, R12
+	BLT meansumtail
+	PRFM 0(R13), PLDL1KEEP
+	PRFM 64(R13), PLDL1KEEP
+	PRFM 128(R13), PLDL1KEEP
+	PRFM 192(R13), PLDL1KEEP
+	ADD $256, R13, R13
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	WORD $0x4e30d400 // fadd v0.4s, v0.4s, v16.4s
+	WORD $0x4e31d421 // fadd v1.4s, v1.4s, v17.4s
+	WORD $0x4e32d442 // fadd v2.4s, v2.4s, v18.4s
+	WORD $0x4e33d463 // fadd v3.4s, v3.4s, v19.4s
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	WORD $0x4e30d484 // fadd v4.4s, v4.4s, v16.4s
+	WORD $0x4e31d4a5 // fadd v5.4s, v5.4s, v17.4s
+	WORD $0x4e32d4c6 // fadd v6.4s, v6.4s, v18.4s
+	WORD $0x4e33d4e7 // fadd v7.4s, v7.4s, v19.4s
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	WORD $0x4e30d508 // fadd v8.4s, v8.4s, v16.4s
+	WORD $0x4e31d529 // fadd v9.4s, v9.4s, v17.4s
+	WORD $0x4e32d54a // fadd v10.4s, v10.4s, v18.4s
+	WORD $0x4e33d56b // fadd v11.4s, v11.4s, v19.4s
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	WORD $0x4e30d58c // fadd v12.4s, v12.4s, v16.4s
+	WORD $0x4e31d5ad // fadd v13.4s, v13.4s, v17.4s
+	WORD $0x4e32d5ce // fadd v14.4s, v14.4s, v18.4s
+	WORD $0x4e33d5ef // fadd v15.4s, v15.4s, v19.4s
+	SUB $64, R12, R12
+	B meansumpf
+meansumtail:
+
+	// Fewer than 64 elements: copied to a zero-padded block on the stack, summed as a whole block (zeros add +0).
+	CBZ R12, meansummed
+	ADD $104, RSP, R13
+	VEOR V16.B16, V16.B16, V16.B16
+	VEOR V17.B16, V17.B16, V17.B16
+	VEOR V18.B16, V18.B16, V18.B16
+	VEOR V19.B16, V19.B16, V19.B16
+	MOVD R13, R17
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	MOVD R10, R15
+	MOVD R13, R17
+	MOVD R12, R16
+copyvec13:
+	CMP $4, R16
+	BLT copyone14
+	VLD1.P 16(R15), [V20.B16]
+	VST1.P [V20.B16], 16(R17)
+	SUB $4, R16, R16
+	B copyvec13
+copyone14:
+	CBZ R16, copied15
+	MOVWU.P 4(R15), R26
+	MOVW.P R26, 4(R17)
+	SUB $1, R16, R16
+	B copyone14
+copied15:
+	ADD $104, RSP, R10
+	MOVD $64, R12
+	B meansum64
+meansummed:
+	B mean
+meanaddsum:
+	MOVD R3, R10
+	MOVD R1, R11
+
+	// Sum of the elements: element i goes to partial i%64, lane i%4 of V(i%64/4).
+	MOVD R10, R14
+	VEOR V0.B16, V0.B16, V0.B16
+	VEOR V1.B16, V1.B16, V1.B16
+	VEOR V2.B16, V2.B16, V2.B16
+	VEOR V3.B16, V3.B16, V3.B16
+	VEOR V4.B16, V4.B16, V4.B16
+	VEOR V5.B16, V5.B16, V5.B16
+	VEOR V6.B16, V6.B16, V6.B16
+	VEOR V7.B16, V7.B16, V7.B16
+	VEOR V8.B16, V8.B16, V8.B16
+	VEOR V9.B16, V9.B16, V9.B16
+	VEOR V10.B16, V10.B16, V10.B16
+	VEOR V11.B16, V11.B16, V11.B16
+	VEOR V12.B16, V12.B16, V12.B16
+	VEOR V13.B16, V13.B16, V13.B16
+	VEOR V14.B16, V14.B16, V14.B16
+	VEOR V15.B16, V15.B16, V15.B16
+	MOVD R5, R12
+	MOVD $0, R24
+	TST $2, R8
+	ADD R21, R10, R13
+	BNE meanaddsumpf
+meanaddsum64:
+	CMP $64, R12
+	BLT meanaddsumtail
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	VLD1 (R11), [V20.S4, V21.S4, V22.S4, V23.S4]
+	WORD $0x4e34d610 // fadd v16.4s, v16.4s, v20.4s
+	WORD $0x4e35d631 // fadd v17.4s, v17.4s, v21.4s
+	WORD $0x4e36d652 // fadd v18.4s, v18.4s, v22.4s
+	WORD $0x4e37d673 // fadd v19.4s, v19.4s, v23.4s
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R11)
+	WORD $0x4e30d400 // fadd v0.4s, v0.4s, v16.4s
+	WORD $0x4e31d421 // fadd v1.4s, v1.4s, v17.4s
+	WORD $0x4e32d442 // fadd v2.4s, v2.4s, v18.4s
+	WORD $0x4e33d463 // fadd v3.4s, v3.4s, v19.4s
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	VLD1 (R11), [V20.S4, V21.S4, V22.S4, V23.S4]
+	WORD $0x4e34d610 // fadd v16.4s, v16.4s, v20.4s
+	WORD $0x4e35d631 // fadd v17.4s, v17.4s, v21.4s
+	WORD $0x4e36d652 // fadd v18.4s, v18.4s, v22.4s
+	WORD $0x4e37d673 // fadd v19.4s, v19.4s, v23.4s
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R11)
+	WORD $0x4e30d484 // fadd v4.4s, v4.4s, v16.4s
+	WORD $0x4e31d4a5 // fadd v5.4s, v5.4s, v17.4s
+	WORD $0x4e32d4c6 // fadd v6.4s, v6.4s, v18.4s
+	WORD $0x4e33d4e7 // fadd v7.4s, v7.4s, v19.4s
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	VLD1 (R11), [V20.S4, V21.S4, V22.S4, V23.S4]
+	WORD $0x4e34d610 // fadd v16.4s, v16.4s, v20.4s
+	WORD $0x4e35d631 // fadd v17.4s, v17.4s, v21.4s
+	WORD $0x4e36d652 // fadd v18.4s, v18.4s, v22.4s
+	WORD $0x4e37d673 // fadd v19.4s, v19.4s, v23.4s
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R11)
+	WORD $0x4e30d508 // fadd v8.4s, v8.4s, v16.4s
+	WORD $0x4e31d529 // fadd v9.4s, v9.4s, v17.4s
+	WORD $0x4e32d54a // fadd v10.4s, v10.4s, v18.4s
+	WORD $0x4e33d56b // fadd v11.4s, v11.4s, v19.4s
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	VLD1 (R11), [V20.S4, V21.S4, V22.S4, V23.S4]
+	WORD $0x4e34d610 // fadd v16.4s, v16.4s, v20.4s
+	WORD $0x4e35d631 // fadd v17.4s, v17.4s, v21.4s
+	WORD $0x4e36d652 // fadd v18.4s, v18.4s, v22.4s
+	WORD $0x4e37d673 // fadd v19.4s, v19.4s, v23.4s
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R11)
+	WORD $0x4e30d58c // fadd v12.4s, v12.4s, v16.4s
+	WORD $0x4e31d5ad // fadd v13.4s, v13.4s, v17.4s
+	WORD $0x4e32d5ce // fadd v14.4s, v14.4s, v18.4s
+	WORD $0x4e33d5ef // fadd v15.4s, v15.4s, v19.4s
+	SUB $64, R12, R12
+	B meanaddsum64
+meanaddsumpf:
+	CMP $64, R12
+	BLT meanaddsumtail
+	PRFM 0(R13), PLDL1KEEP
+	PRFM 64(R13), PLDL1KEEP
+	PRFM 128(R13), PLDL1KEEP
+	PRFM 192(R13), PLDL1KEEP
+	ADD $256, R13, R13
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	VLD1 (R11), [V20.S4, V21.S4, V22.S4, V23.S4]
+	WORD $0x4e34d610 // fadd v16.4s, v16.4s, v20.4s
+	WORD $0x4e35d631 // fadd v17.4s, v17.4s, v21.4s
+	WORD $0x4e36d652 // fadd v18.4s, v18.4s, v22.4s
+	WORD $0x4e37d673 // fadd v19.4s, v19.4s, v23.4s
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R11)
+	WORD $0x4e30d400 // fadd v0.4s, v0.4s, v16.4s
+	WORD $0x4e31d421 // fadd v1.4s, v1.4s, v17.4s
+	WORD $0x4e32d442 // fadd v2.4s, v2.4s, v18.4s
+	WORD $0x4e33d463 // fadd v3.4s, v3.4s, v19.4s
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	VLD1 (R11), [V20.S4, V21.S4, V22.S4, V23.S4]
+	WORD $0x4e34d610 // fadd v16.4s, v16.4s, v20.4s
+	WORD $0x4e35d631 // fadd v17.4s, v17.4s, v21.4s
+	WORD $0x4e36d652 // fadd v18.4s, v18.4s, v22.4s
+	WORD $0x4e37d673 // fadd v19.4s, v19.4s, v23.4s
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R11)
+	WORD $0x4e30d484 // fadd v4.4s, v4.4s, v16.4s
+	WORD $0x4e31d4a5 // fadd v5.4s, v5.4s, v17.4s
+	WORD $0x4e32d4c6 // fadd v6.4s, v6.4s, v18.4s
+	WORD $0x4e33d4e7 // fadd v7.4s, v7.4s, v19.4s
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	VLD1 (R11), [V20.S4, V21.S4, V22.S4, V23.S4]
+	WORD $0x4e34d610 // fadd v16.4s, v16.4s, v20.4s
+	WORD $0x4e35d631 // fadd v17.4s, v17.4s, v21.4s
+	WORD $0x4e36d652 // fadd v18.4s, v18.4s, v22.4s
+	WORD $0x4e37d673 // fadd v19.4s, v19.4s, v23.4s
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R11)
+	WORD $0x4e30d508 // fadd v8.4s, v8.4s, v16.4s
+	WORD $0x4e31d529 // fadd v9.4s, v9.4s, v17.4s
+	WORD $0x4e32d54a // fadd v10.4s, v10.4s, v18.4s
+	WORD $0x4e33d56b // fadd v11.4s, v11.4s, v19.4s
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	VLD1 (R11), [V20.S4, V21.S4, V22.S4, V23.S4]
+	WORD $0x4e34d610 // fadd v16.4s, v16.4s, v20.4s
+	WORD $0x4e35d631 // fadd v17.4s, v17.4s, v21.4s
+	WORD $0x4e36d652 // fadd v18.4s, v18.4s, v22.4s
+	WORD $0x4e37d673 // fadd v19.4s, v19.4s, v23.4s
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R11)
+	WORD $0x4e30d58c // fadd v12.4s, v12.4s, v16.4s
+	WORD $0x4e31d5ad // fadd v13.4s, v13.4s, v17.4s
+	WORD $0x4e32d5ce // fadd v14.4s, v14.4s, v18.4s
+	WORD $0x4e33d5ef // fadd v15.4s, v15.4s, v19.4s
+	SUB $64, R12, R12
+	B meanaddsumpf
+meanaddsumtail:
+
+	// Fewer than 64 elements: copied to a zero-padded block on the stack, summed as a whole block (zeros add +0).
+	CBZ R12, meanaddsummed
+	ADD $104, RSP, R13
+	VEOR V16.B16, V16.B16, V16.B16
+	VEOR V17.B16, V17.B16, V17.B16
+	VEOR V18.B16, V18.B16, V18.B16
+	VEOR V19.B16, V19.B16, V19.B16
+	MOVD R13, R17
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	MOVD R10, R15
+	MOVD R13, R17
+	MOVD R12, R16
+copyvec16:
+	CMP $4, R16
+	BLT copyone17
+	VLD1.P 16(R15), [V20.B16]
+	VST1.P [V20.B16], 16(R17)
+	SUB $4, R16, R16
+	B copyvec16
+copyone17:
+	CBZ R16, copied18
+	MOVWU.P 4(R15), R26
+	MOVW.P R26, 4(R17)
+	SUB $1, R16, R16
+	B copyone17
+copied18:
+	MOVD R11, R24
+	ADD $360, RSP, R13
+	VEOR V16.B16, V16.B16, V16.B16
+	VEOR V17.B16, V17.B16, V17.B16
+	VEOR V18.B16, V18.B16, V18.B16
+	VEOR V19.B16, V19.B16, V19.B16
+	MOVD R13, R17
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	MOVD R11, R15
+	MOVD R13, R17
+	MOVD R12, R16
+copyvec19:
+	CMP $4, R16
+	BLT copyone20
+	VLD1.P 16(R15), [V20.B16]
+	VST1.P [V20.B16], 16(R17)
+	SUB $4, R16, R16
+	B copyvec19
+copyone20:
+	CBZ R16, copied21
+	MOVWU.P 4(R15), R26
+	MOVW.P R26, 4(R17)
+	SUB $1, R16, R16
+	B copyone20
+copied21:
+	MOVD R12, R25
+	ADD $360, RSP, R11
+	ADD $104, RSP, R10
+	MOVD $64, R12
+	B meanaddsum64
+meanaddsummed:
+	CBZ R24, meanaddhback
+	ADD $360, RSP, R13
+	MOVD R13, R15
+	MOVD R24, R17
+	MOVD R25, R16
+copyvec22:
+	CMP $4, R16
+	BLT copyone23
+	VLD1.P 16(R15), [V20.B16]
+	VST1.P [V20.B16], 16(R17)
+	SUB $4, R16, R16
+	B copyvec22
+copyone23:
+	CBZ R16, copied24
+	MOVWU.P 4(R15), R26
+	MOVW.P R26, 4(R17)
+	SUB $1, R16, R16
+	B copyone23
+copied24:
+meanaddhback:
+mean:
+
+	// Halving tree: h = 32, 16, 8, 4 on vectors, leaving four partials in V0.
+	WORD $0x4e28d400 // fadd v0.4s, v0.4s, v8.4s
+	WORD $0x4e29d421 // fadd v1.4s, v1.4s, v9.4s
+	WORD $0x4e2ad442 // fadd v2.4s, v2.4s, v10.4s
+	WORD $0x4e2bd463 // fadd v3.4s, v3.4s, v11.4s
+	WORD $0x4e2cd484 // fadd v4.4s, v4.4s, v12.4s
+	WORD $0x4e2dd4a5 // fadd v5.4s, v5.4s, v13.4s
+	WORD $0x4e2ed4c6 // fadd v6.4s, v6.4s, v14.4s
+	WORD $0x4e2fd4e7 // fadd v7.4s, v7.4s, v15.4s
+	WORD $0x4e24d400 // fadd v0.4s, v0.4s, v4.4s
+	WORD $0x4e25d421 // fadd v1.4s, v1.4s, v5.4s
+	WORD $0x4e26d442 // fadd v2.4s, v2.4s, v6.4s
+	WORD $0x4e27d463 // fadd v3.4s, v3.4s, v7.4s
+	WORD $0x4e22d400 // fadd v0.4s, v0.4s, v2.4s
+	WORD $0x4e23d421 // fadd v1.4s, v1.4s, v3.4s
+	WORD $0x4e21d400 // fadd v0.4s, v0.4s, v1.4s
+
+	// h = 2 and h = 1: s in F0; a row whose s is ±Inf or NaN (s - s is not 0) takes the float64 path.
+	VEXT $8, V0.B16, V0.B16, V16.B16
+	WORD $0x4e30d400 // fadd v0.4s, v0.4s, v16.4s
+	WORD $0x7e30d800 // faddp s0, v0.2s
+	FSUBS F0, F0, F16
+	FCMPS $(0.0), F16
+	BNE ret
+
+	// m = s/d in all lanes of V31.
+	TST $256, R8
+	BEQ mdivide
+	FMOVS 92(RSP), F17
+	FMULS F17, F0, F1
+	B mdivided
+mdivide:
+	FMOVS 88(RSP), F17
+	FDIVS F17, F0, F1
+mdivided:
+	VDUP V1.S[0], V31.S4
+	MOVD R1, R10
+
+	// Sum of the squares of x - m: element i goes to partial i%64, lane i%4 of V(i%64/4).
+	MOVD R10, R14
+	VEOR V0.B16, V0.B16, V0.B16
+	VEOR V1.B16, V1.B16, V1.B16
+	VEOR V2.B16, V2.B16, V2.B16
+	VEOR V3.B16, V3.B16, V3.B16
+	VEOR V4.B16, V4.B16, V4.B16
+	VEOR V5.B16, V5.B16, V5.B16
+	VEOR V6.B16, V6.B16, V6.B16
+	VEOR V7.B16, V7.B16, V7.B16
+	VEOR V8.B16, V8.B16, V8.B16
+	VEOR V9.B16, V9.B16, V9.B16
+	VEOR V10.B16, V10.B16, V10.B16
+	VEOR V11.B16, V11.B16, V11.B16
+	VEOR V12.B16, V12.B16, V12.B16
+	VEOR V13.B16, V13.B16, V13.B16
+	VEOR V14.B16, V14.B16, V14.B16
+	VEOR V15.B16, V15.B16, V15.B16
+	MOVD R5, R12
+	MOVD $0, R24
+	TST $2, R8
+	ADD R21, R10, R13
+	BNE devsumpf
+devsum64:
+	CMP $64, R12
+	BLT devsumtail
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	WORD $0x4ebfd610 // fsub v16.4s, v16.4s, v31.4s
+	WORD $0x4ebfd631 // fsub v17.4s, v17.4s, v31.4s
+	WORD $0x4ebfd652 // fsub v18.4s, v18.4s, v31.4s
+	WORD $0x4ebfd673 // fsub v19.4s, v19.4s, v31.4s
+	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
+	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
+	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
+	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
+	WORD $0x4e30d400 // fadd v0.4s, v0.4s, v16.4s
+	WORD $0x4e31d421 // fadd v1.4s, v1.4s, v17.4s
+	WORD $0x4e32d442 // fadd v2.4s, v2.4s, v18.4s
+	WORD $0x4e33d463 // fadd v3.4s, v3.4s, v19.4s
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	WORD $0x4ebfd610 // fsub v16.4s, v16.4s, v31.4s
+	WORD $0x4ebfd631 // fsub v17.4s, v17.4s, v31.4s
+	WORD $0x4ebfd652 // fsub v18.4s, v18.4s, v31.4s
+	WORD $0x4ebfd673 // fsub v19.4s, v19.4s, v31.4s
+	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
+	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
+	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
+	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
+	WORD $0x4e30d484 // fadd v4.4s, v4.4s, v16.4s
+	WORD $0x4e31d4a5 // fadd v5.4s, v5.4s, v17.4s
+	WORD $0x4e32d4c6 // fadd v6.4s, v6.4s, v18.4s
+	WORD $0x4e33d4e7 // fadd v7.4s, v7.4s, v19.4s
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	WORD $0x4ebfd610 // fsub v16.4s, v16.4s, v31.4s
+	WORD $0x4ebfd631 // fsub v17.4s, v17.4s, v31.4s
+	WORD $0x4ebfd652 // fsub v18.4s, v18.4s, v31.4s
+	WORD $0x4ebfd673 // fsub v19.4s, v19.4s, v31.4s
+	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
+	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
+	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
+	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
+	WORD $0x4e30d508 // fadd v8.4s, v8.4s, v16.4s
+	WORD $0x4e31d529 // fadd v9.4s, v9.4s, v17.4s
+	WORD $0x4e32d54a // fadd v10.4s, v10.4s, v18.4s
+	WORD $0x4e33d56b // fadd v11.4s, v11.4s, v19.4s
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	WORD $0x4ebfd610 // fsub v16.4s, v16.4s, v31.4s
+	WORD $0x4ebfd631 // fsub v17.4s, v17.4s, v31.4s
+	WORD $0x4ebfd652 // fsub v18.4s, v18.4s, v31.4s
+	WORD $0x4ebfd673 // fsub v19.4s, v19.4s, v31.4s
+	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
+	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
+	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
+	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
+	WORD $0x4e30d58c // fadd v12.4s, v12.4s, v16.4s
+	WORD $0x4e31d5ad // fadd v13.4s, v13.4s, v17.4s
+	WORD $0x4e32d5ce // fadd v14.4s, v14.4s, v18.4s
+	WORD $0x4e33d5ef // fadd v15.4s, v15.4s, v19.4s
+	SUB $64, R12, R12
+	B devsum64
+devsumpf:
+	CMP $64, R12
+	BLT devsumtail
+	PRFM 0(R13), PLDL1KEEP
+	PRFM 64(R13), PLDL1KEEP
+	PRFM 128(R13), PLDL1KEEP
+	PRFM 192(R13), PLDL1KEEP
+	ADD $256, R13, R13
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	WORD $0x4ebfd610 // fsub v16.4s, v16.4s, v31.4s
+	WORD $0x4ebfd631 // fsub v17.4s, v17.4s, v31.4s
+	WORD $0x4ebfd652 // fsub v18.4s, v18.4s, v31.4s
+	WORD $0x4ebfd673 // fsub v19.4s, v19.4s, v31.4s
+	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
+	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
+	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
+	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
+	WORD $0x4e30d400 // fadd v0.4s, v0.4s, v16.4s
+	WORD $0x4e31d421 // fadd v1.4s, v1.4s, v17.4s
+	WORD $0x4e32d442 // fadd v2.4s, v2.4s, v18.4s
+	WORD $0x4e33d463 // fadd v3.4s, v3.4s, v19.4s
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	WORD $0x4ebfd610 // fsub v16.4s, v16.4s, v31.4s
+	WORD $0x4ebfd631 // fsub v17.4s, v17.4s, v31.4s
+	WORD $0x4ebfd652 // fsub v18.4s, v18.4s, v31.4s
+	WORD $0x4ebfd673 // fsub v19.4s, v19.4s, v31.4s
+	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
+	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
+	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
+	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
+	WORD $0x4e30d484 // fadd v4.4s, v4.4s, v16.4s
+	WORD $0x4e31d4a5 // fadd v5.4s, v5.4s, v17.4s
+	WORD $0x4e32d4c6 // fadd v6.4s, v6.4s, v18.4s
+	WORD $0x4e33d4e7 // fadd v7.4s, v7.4s, v19.4s
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	WORD $0x4ebfd610 // fsub v16.4s, v16.4s, v31.4s
+	WORD $0x4ebfd631 // fsub v17.4s, v17.4s, v31.4s
+	WORD $0x4ebfd652 // fsub v18.4s, v18.4s, v31.4s
+	WORD $0x4ebfd673 // fsub v19.4s, v19.4s, v31.4s
+	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
+	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
+	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
+	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
+	WORD $0x4e30d508 // fadd v8.4s, v8.4s, v16.4s
+	WORD $0x4e31d529 // fadd v9.4s, v9.4s, v17.4s
+	WORD $0x4e32d54a // fadd v10.4s, v10.4s, v18.4s
+	WORD $0x4e33d56b // fadd v11.4s, v11.4s, v19.4s
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	WORD $0x4ebfd610 // fsub v16.4s, v16.4s, v31.4s
+	WORD $0x4ebfd631 // fsub v17.4s, v17.4s, v31.4s
+	WORD $0x4ebfd652 // fsub v18.4s, v18.4s, v31.4s
+	WORD $0x4ebfd673 // fsub v19.4s, v19.4s, v31.4s
+	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
+	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
+	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
+	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
+	WORD $0x4e30d58c // fadd v12.4s, v12.4s, v16.4s
+	WORD $0x4e31d5ad // fadd v13.4s, v13.4s, v17.4s
+	WORD $0x4e32d5ce // fadd v14.4s, v14.4s, v18.4s
+	WORD $0x4e33d5ef // fadd v15.4s, v15.4s, v19.4s
+	SUB $64, R12, R12
+	B devsumpf
+devsumtail:
+
+	// Fewer than 64 elements: copied to a zero-padded block on the stack, summed as a whole block (zeros add +0).
+	CBZ R12, devsummed
+	ADD $104, RSP, R13
+	VEOR V16.B16, V16.B16, V16.B16
+	VEOR V17.B16, V17.B16, V17.B16
+	VEOR V18.B16, V18.B16, V18.B16
+	VEOR V19.B16, V19.B16, V19.B16
+	MOVD R13, R17
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	MOVD R10, R15
+	MOVD R13, R17
+	MOVD R12, R16
+copyvec25:
+	CMP $4, R16
+	BLT copyone26
+	VLD1.P 16(R15), [V20.B16]
+	VST1.P [V20.B16], 16(R17)
+	SUB $4, R16, R16
+	B copyvec25
+copyone26:
+	CBZ R16, copied27
+	MOVWU.P 4(R15), R26
+	MOVW.P R26, 4(R17)
+	SUB $1, R16, R16
+	B copyone26
+copied27:
+
+	// m in the lanes of the row's elements, +0 in the padding: the block subtracts these.
+	ADD $360, RSP, R11
+	VEOR V16.B16, V16.B16, V16.B16
+	VEOR V17.B16, V17.B16, V17.B16
+	VEOR V18.B16, V18.B16, V18.B16
+	VEOR V19.B16, V19.B16, V19.B16
+	MOVD R11, R17
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	MOVD R11, R17
+	MOVD R12, R16
+fillvec28:
+	CMP $4, R16
+	BLT fillone29
+	VST1.P [V31.S4], 16(R17)
+	SUB $4, R16, R16
+	B fillvec28
+fillone29:
+	CBZ R16, filled30
+	FMOVS F31, (R17)
+	ADD $4, R17, R17
+	SUB $1, R16, R16
+	B fillone29
+filled30:
+	ADD $104, RSP, R10
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	VLD1.P 64(R11), [V20.S4, V21.S4, V22.S4, V23.S4]
+	WORD $0x4eb4d610 // fsub v16.4s, v16.4s, v20.4s
+	WORD $0x4eb5d631 // fsub v17.4s, v17.4s, v21.4s
+	WORD $0x4eb6d652 // fsub v18.4s, v18.4s, v22.4s
+	WORD $0x4eb7d673 // fsub v19.4s, v19.4s, v23.4s
+	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
+	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
+	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
+	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
+	WORD $0x4e30d400 // fadd v0.4s, v0.4s, v16.4s
+	WORD $0x4e31d421 // fadd v1.4s, v1.4s, v17.4s
+	WORD $0x4e32d442 // fadd v2.4s, v2.4s, v18.4s
+	WORD $0x4e33d463 // fadd v3.4s, v3.4s, v19.4s
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	VLD1.P 64(R11), [V20.S4, V21.S4, V22.S4, V23.S4]
+	WORD $0x4eb4d610 // fsub v16.4s, v16.4s, v20.4s
+	WORD $0x4eb5d631 // fsub v17.4s, v17.4s, v21.4s
+	WORD $0x4eb6d652 // fsub v18.4s, v18.4s, v22.4s
+	WORD $0x4eb7d673 // fsub v19.4s, v19.4s, v23.4s
+	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
+	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
+	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
+	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
+	WORD $0x4e30d484 // fadd v4.4s, v4.4s, v16.4s
+	WORD $0x4e31d4a5 // fadd v5.4s, v5.4s, v17.4s
+	WORD $0x4e32d4c6 // fadd v6.4s, v6.4s, v18.4s
+	WORD $0x4e33d4e7 // fadd v7.4s, v7.4s, v19.4s
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	VLD1.P 64(R11), [V20.S4, V21.S4, V22.S4, V23.S4]
+	WORD $0x4eb4d610 // fsub v16.4s, v16.4s, v20.4s
+	WORD $0x4eb5d631 // fsub v17.4s, v17.4s, v21.4s
+	WORD $0x4eb6d652 // fsub v18.4s, v18.4s, v22.4s
+	WORD $0x4eb7d673 // fsub v19.4s, v19.4s, v23.4s
+	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
+	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
+	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
+	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
+	WORD $0x4e30d508 // fadd v8.4s, v8.4s, v16.4s
+	WORD $0x4e31d529 // fadd v9.4s, v9.4s, v17.4s
+	WORD $0x4e32d54a // fadd v10.4s, v10.4s, v18.4s
+	WORD $0x4e33d56b // fadd v11.4s, v11.4s, v19.4s
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	VLD1.P 64(R11), [V20.S4, V21.S4, V22.S4, V23.S4]
+	WORD $0x4eb4d610 // fsub v16.4s, v16.4s, v20.4s
+	WORD $0x4eb5d631 // fsub v17.4s, v17.4s, v21.4s
+	WORD $0x4eb6d652 // fsub v18.4s, v18.4s, v22.4s
+	WORD $0x4eb7d673 // fsub v19.4s, v19.4s, v23.4s
+	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
+	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
+	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
+	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
+	WORD $0x4e30d58c // fadd v12.4s, v12.4s, v16.4s
+	WORD $0x4e31d5ad // fadd v13.4s, v13.4s, v17.4s
+	WORD $0x4e32d5ce // fadd v14.4s, v14.4s, v18.4s
+	WORD $0x4e33d5ef // fadd v15.4s, v15.4s, v19.4s
+	SUB $64, R12, R12
+devsummed:
+
+	// Halving tree: h = 32, 16, 8, 4 on vectors, leaving four partials in V0.
+	WORD $0x4e28d400 // fadd v0.4s, v0.4s, v8.4s
+	WORD $0x4e29d421 // fadd v1.4s, v1.4s, v9.4s
+	WORD $0x4e2ad442 // fadd v2.4s, v2.4s, v10.4s
+	WORD $0x4e2bd463 // fadd v3.4s, v3.4s, v11.4s
+	WORD $0x4e2cd484 // fadd v4.4s, v4.4s, v12.4s
+	WORD $0x4e2dd4a5 // fadd v5.4s, v5.4s, v13.4s
+	WORD $0x4e2ed4c6 // fadd v6.4s, v6.4s, v14.4s
+	WORD $0x4e2fd4e7 // fadd v7.4s, v7.4s, v15.4s
+	WORD $0x4e24d400 // fadd v0.4s, v0.4s, v4.4s
+	WORD $0x4e25d421 // fadd v1.4s, v1.4s, v5.4s
+	WORD $0x4e26d442 // fadd v2.4s, v2.4s, v6.4s
+	WORD $0x4e27d463 // fadd v3.4s, v3.4s, v7.4s
+	WORD $0x4e22d400 // fadd v0.4s, v0.4s, v2.4s
+	WORD $0x4e23d421 // fadd v1.4s, v1.4s, v3.4s
+	WORD $0x4e21d400 // fadd v0.4s, v0.4s, v1.4s
+	B invone
+invone:
+
+	// h = 2 and h = 1: ss in F0.
+	VEXT $8, V0.B16, V0.B16, V16.B16
+	WORD $0x4e30d400 // fadd v0.4s, v0.4s, v16.4s
+	WORD $0x7e30d800 // faddp s0, v0.2s
+
+	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
+	TST $256, R8
+	BEQ rdivide
+	FMOVS 92(RSP), F17
+	FMULS F17, F0, F1
+	B rdivided
+rdivide:
+	FMOVS 88(RSP), F17
+	FDIVS F17, F0, F1
+rdivided:
+	MOVD j+0(FP), R16
+	FMOVS job_eps(R16), F17
+	FADDS F17, F1, F1
+	MOVW $0x0d800000, R16
+	FMOVS R16, F16
+	FCMPS F16, F1
+	BLT ret
+	MOVW $0x7f7fffff, R16
+	FMOVS R16, F16
+	FCMPS F16, F1
+	BGT ret
+	FSQRTS F1, F1
+	FMOVS $1.0, F16
+	FDIVS F1, F16, F29
+	FMOVS F29, 72(RSP)
+
+	// Report 1/rms if asked.
+	CBZ R4, noinv
+	FMOVS F29, (R4)(R9<<2)
+noinv:
+
+	// Report the mean if asked: m, +0 without flagCenter.
+	MOVD j+0(FP), R16
+	MOVD job_mean(R16), R16
+	CBZ R16, scale
+	FMOVS F31, (R16)(R9<<2)
+	B scale
+scale:
+	MOVD $0, R23
+scalerow:
+	ADD $72, RSP, R12
+	ADD R23<<2, R12, R12
+	VLD1R (R12), [V29.S4]
+
+	// y = (src*inv)*w, rounded after each multiply.
+	MOVD R1, R10
+	MOVD R2, R13
+	MOVD R0, R14
+	MOVD R5, R12
+
+	// Layer: y = ((src-m)*inv)*w + bias; bias at R24, advanced by R25 vectors (0: -0s).
+	MOVD j+0(FP), R16
+	MOVD job_bias(R16), R24
+	MOVD $1, R25
+	CBNZ R24, biasset
+	MOVD $negzero<>(SB), R24
+	MOVD $0, R25
+biasset:
+	ADD R22, R10, R15
+	CBZ R2, loop16noweight
+	TBNZ $4, R8, loop16offset
+loop16:
+	CMP $16, R12
+	BLT loop4
+	TST $2, R8
+	BNE pf16
+body16:
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	WORD $0x4ebfd610 // fsub v16.4s, v16.4s, v31.4s
+	WORD $0x6e3dde10 // fmul v16.4s, v16.4s, v29.4s
+	WORD $0x4ebfd631 // fsub v17.4s, v17.4s, v31.4s
+	WORD $0x6e3dde31 // fmul v17.4s, v17.4s, v29.4s
+	WORD $0x4ebfd652 // fsub v18.4s, v18.4s, v31.4s
+	WORD $0x6e3dde52 // fmul v18.4s, v18.4s, v29.4s
+	WORD $0x4ebfd673 // fsub v19.4s, v19.4s, v31.4s
+	WORD $0x6e3dde73 // fmul v19.4s, v19.4s, v29.4s
+	TST $8, R8
+	BEQ notrn31
+	VUSHR $16, V16.S4, V20.S4
+	VAND V24.B16, V20.B16, V20.B16
+	VADD V25.S4, V20.S4, V20.S4
+	VADD V16.S4, V20.S4, V20.S4
+	WORD $0x4e30e615 // fcmeq v21.4s, v16.4s, v16.4s
+	VMOV V27.B16, V22.B16
+	VBIT V21.B16, V20.B16, V22.B16
+	VAND V26.B16, V22.B16, V16.B16
+	VUSHR $16, V17.S4, V20.S4
+	VAND V24.B16, V20.B16, V20.B16
+	VADD V25.S4, V20.S4, V20.S4
+	VADD V17.S4, V20.S4, V20.S4
+	WORD $0x4e31e635 // fcmeq v21.4s, v17.4s, v17.4s
+	VMOV V27.B16, V22.B16
+	VBIT V21.B16, V20.B16, V22.B16
+	VAND V26.B16, V22.B16, V17.B16
+	VUSHR $16, V18.S4, V20.S4
+	VAND V24.B16, V20.B16, V20.B16
+	VADD V25.S4, V20.S4, V20.S4
+	VADD V18.S4, V20.S4, V20.S4
+	WORD $0x4e32e655 // fcmeq v21.4s, v18.4s, v18.4s
+	VMOV V27.B16, V22.B16
+	VBIT V21.B16, V20.B16, V22.B16
+	VAND V26.B16, V22.B16, V18.B16
+	VUSHR $16, V19.S4, V20.S4
+	VAND V24.B16, V20.B16, V20.B16
+	VADD V25.S4, V20.S4, V20.S4
+	VADD V19.S4, V20.S4, V20.S4
+	WORD $0x4e33e675 // fcmeq v21.4s, v19.4s, v19.4s
+	VMOV V27.B16, V22.B16
+	VBIT V21.B16, V20.B16, V22.B16
+	VAND V26.B16, V22.B16, V19.B16
+notrn31:
+	VLD1.P 64(R13), [V20.S4, V21.S4, V22.S4, V23.S4]
+	WORD $0x6e34de10 // fmul v16.4s, v16.4s, v20.4s
+	WORD $0x6e35de31 // fmul v17.4s, v17.4s, v21.4s
+	WORD $0x6e36de52 // fmul v18.4s, v18.4s, v22.4s
+	WORD $0x6e37de73 // fmul v19.4s, v19.4s, v23.4s
+	VLD1 (R24), [V20.S4, V21.S4, V22.S4, V23.S4]
+	ADD R25<<6, R24, R24
+	WORD $0x4e34d610 // fadd v16.4s, v16.4s, v20.4s
+	WORD $0x4e35d631 // fadd v17.4s, v17.4s, v21.4s
+	WORD $0x4e36d652 // fadd v18.4s, v18.4s, v22.4s
+	WORD $0x4e37d673 // fadd v19.4s, v19.4s, v23.4s
+	VUSHR $16, V16.S4, V20.S4
+	VAND V24.B16, V20.B16, V20.B16
+	VADD V25.S4, V20.S4, V20.S4
+	VADD V16.S4, V20.S4, V20.S4
+	WORD $0x4e30e615 // fcmeq v21.4s, v16.4s, v16.4s
+	VMOV V27.B16, V22.B16
+	VBIT V21.B16, V20.B16, V22.B16
+	WORD $0x0f1086d0 // shrn v16.4h, v22.4s, #16
+	VUSHR $16, V17.S4, V20.S4
+	VAND V24.B16, V20.B16, V20.B16
+	VADD V25.S4, V20.S4, V20.S4
+	VADD V17.S4, V20.S4, V20.S4
+	WORD $0x4e31e635 // fcmeq v21.4s, v17.4s, v17.4s
+	VMOV V27.B16, V22.B16
+	VBIT V21.B16, V20.B16, V22.B16
+	WORD $0x0f1086d1 // shrn v17.4h, v22.4s, #16
+	VUSHR $16, V18.S4, V20.S4
+	VAND V24.B16, V20.B16, V20.B16
+	VADD V25.S4, V20.S4, V20.S4
+	VADD V18.S4, V20.S4, V20.S4
+	WORD $0x4e32e655 // fcmeq v21.4s, v18.4s, v18.4s
+	VMOV V27.B16, V22.B16
+	VBIT V21.B16, V20.B16, V22.B16
+	WORD $0x0f1086d2 // shrn v18.4h, v22.4s, #16
+	VUSHR $16, V19.S4, V20.S4
+	VAND V24.B16, V20.B16, V20.B16
+	VADD V25.S4, V20.S4, V20.S4
+	VADD V19.S4, V20.S4, V20.S4
+	WORD $0x4e33e675 // fcmeq v21.4s, v19.4s, v19.4s
+	VMOV V27.B16, V22.B16
+	VBIT V21.B16, V20.B16, V22.B16
+	WORD $0x0f1086d3 // shrn v19.4h, v22.4s, #16
+	VST1.P [V16.H4, V17.H4, V18.H4, V19.H4], 32(R14)
+	SUB $16, R12, R12
+	B loop16
+pf16:
+	PRFM (R15), PLDL1KEEP
+	ADD $64, R15, R15
+	B body16
+loop16offset:
+	CMP $16, R12
+	BLT loop4
+	TST $2, R8
+	BNE pf16offset
+body16offset:
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	WORD $0x4ebfd610 // fsub v16.4s, v16.4s, v31.4s
+	WORD $0x6e3dde10 // fmul v16.4s, v16.4s, v29.4s
+	WORD $0x4ebfd631 // fsub v17.4s, v17.4s, v31.4s
+	WORD $0x6e3dde31 // fmul v17.4s, v17.4s, v29.4s
+	WORD $0x4ebfd652 // fsub v18.4s, v18.4s, v31.4s
+	WORD $0x6e3dde52 // fmul v18.4s, v18.4s, v29.4s
+	WORD $0x4ebfd673 // fsub v19.4s, v19.4s, v31.4s
+	WORD $0x6e3dde73 // fmul v19.4s, v19.4s, v29.4s
+	TST $8, R8
+	BEQ notrn32
+	VUSHR $16, V16.S4, V20.S4
+	VAND V24.B16, V20.B16, V20.B16
+	VADD V25.S4, V20.S4, V20.S4
+	VADD V16.S4, V20.S4, V20.S4
+	WORD $0x4e30e615 // fcmeq v21.4s, v16.4s, v16.4s
+	VMOV V27.B16, V22.B16
+	VBIT V21.B16, V20.B16, V22.B16
+	VAND V26.B16, V22.B16, V16.B16
+	VUSHR $16, V17.S4, V20.S4
+	VAND V24.B16, V20.B16, V20.B16
+	VADD V25.S4, V20.S4, V20.S4
+	VADD V17.S4, V20.S4, V20.S4
+	WORD $0x4e31e635 // fcmeq v21.4s, v17.4s, v17.4s
+	VMOV V27.B16, V22.B16
+	VBIT V21.B16, V20.B16, V22.B16
+	VAND V26.B16, V22.B16, V17.B16
+	VUSHR $16, V18.S4, V20.S4
+	VAND V24.B16, V20.B16, V20.B16
+	VADD V25.S4, V20.S4, V20.S4
+	VADD V18.S4, V20.S4, V20.S4
+	WORD $0x4e32e655 // fcmeq v21.4s, v18.4s, v18.4s
+	VMOV V27.B16, V22.B16
+	VBIT V21.B16, V20.B16, V22.B16
+	VAND V26.B16, V22.B16, V18.B16
+	VUSHR $16, V19.S4, V20.S4
+	VAND V24.B16, V20.B16, V20.B16
+	VADD V25.S4, V20.S4, V20.S4
+	VADD V19.S4, V20.S4, V20.S4
+	WORD $0x4e33e675 // fcmeq v21.4s, v19.4s, v19.4s
+	VMOV V27.B16, V22.B16
+	VBIT V21.B16, V20.B16, V22.B16
+	VAND V26.B16, V22.B16, V19.B16
+notrn32:
+	VLD1.P 64(R13), [V20.S4, V21.S4, V22.S4, V23.S4]
+	WORD $0x4e3cd694 // fadd v20.4s, v20.4s, v28.4s
+	WORD $0x6e34de10 // fmul v16.4s, v16.4s, v20.4s
+	WORD $0x4e3cd6b5 // fadd v21.4s, v21.4s, v28.4s
+	WORD $0x6e35de31 // fmul v17.4s, v17.4s, v21.4s
+	WORD $0x4e3cd6d6 // fadd v22.4s, v22.4s, v28.4s
+	WORD $0x6e36de52 // fmul v18.4s, v18.4s, v22.4s
+	WORD $0x4e3cd6f7 // fadd v23.4s, v23.4s, v28.4s
+	WORD $0x6e37de73 // fmul v19.4s, v19.4s, v23.4s
+	VLD1 (R24), [V20.S4, V21.S4, V22.S4, V23.S4]
+	ADD R25<<6, R24, R24
+	WORD $0x4e34d610 // fadd v16.4s, v16.4s, v20.4s
+	WORD $0x4e35d631 // fadd v17.4s, v17.4s, v21.4s
+	WORD $0x4e36d652 // fadd v18.4s, v18.4s, v22.4s
+	WORD $0x4e37d673 // fadd v19.4s, v19.4s, v23.4s
+	VUSHR $16, V16.S4, V20.S4
+	VAND V24.B16, V20.B16, V20.B16
+	VADD V25.S4, V20.S4, V20.S4
+	VADD V16.S4, V20.S4, V20.S4
+	WORD $0x4e30e615 // fcmeq v21.4s, v16.4s, v16.4s
+	VMOV V27.B16, V22.B16
+	VBIT V21.B16, V20.B16, V22.B16
+	WORD $0x0f1086d0 // shrn v16.4h, v22.4s, #16
+	VUSHR $16, V17.S4, V20.S4
+	VAND V24.B16, V20.B16, V20.B16
+	VADD V25.S4, V20.S4, V20.S4
+	VADD V17.S4, V20.S4, V20.S4
+	WORD $0x4e31e635 // fcmeq v21.4s, v17.4s, v17.4s
+	VMOV V27.B16, V22.B16
+	VBIT V21.B16, V20.B16, V22.B16
+	WORD $0x0f1086d1 // shrn v17.4h, v22.4s, #16
+	VUSHR $16, V18.S4, V20.S4
+	VAND V24.B16, V20.B16, V20.B16
+	VADD V25.S4, V20.S4, V20.S4
+	VADD V18.S4, V20.S4, V20.S4
+	WORD $0x4e32e655 // fcmeq v21.4s, v18.4s, v18.4s
+	VMOV V27.B16, V22.B16
+	VBIT V21.B16, V20.B16, V22.B16
+	WORD $0x0f1086d2 // shrn v18.4h, v22.4s, #16
+	VUSHR $16, V19.S4, V20.S4
+	VAND V24.B16, V20.B16, V20.B16
+	VADD V25.S4, V20.S4, V20.S4
+	VADD V19.S4, V20.S4, V20.S4
+	WORD $0x4e33e675 // fcmeq v21.4s, v19.4s, v19.4s
+	VMOV V27.B16, V22.B16
+	VBIT V21.B16, V20.B16, V22.B16
+	WORD $0x0f1086d3 // shrn v19.4h, v22.4s, #16
+	VST1.P [V16.H4, V17.H4, V18.H4, V19.H4], 32(R14)
+	SUB $16, R12, R12
+	B loop16offset
+pf16offset:
+	PRFM (R15), PLDL1KEEP
+	ADD $64, R15, R15
+	B body16offset
+loop16noweight:
+	CMP $16, R12
+	BLT loop4
+	TST $2, R8
+	BNE pf16noweight
+body16noweight:
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	WORD $0x4ebfd610 // fsub v16.4s, v16.4s, v31.4s
+	WORD $0x6e3dde10 // fmul v16.4s, v16.4s, v29.4s
+	WORD $0x4ebfd631 // fsub v17.4s, v17.4s, v31.4s
+	WORD $0x6e3dde31 // fmul v17.4s, v17.4s, v29.4s
+	WORD $0x4ebfd652 // fsub v18.4s, v18.4s, v31.4s
+	WORD $0x6e3dde52 // fmul v18.4s, v18.4s, v29.4s
+	WORD $0x4ebfd673 // fsub v19.4s, v19.4s, v31.4s
+	WORD $0x6e3dde73 // fmul v19.4s, v19.4s, v29.4s
+	VLD1 (R24), [V20.S4, V21.S4, V22.S4, V23.S4]
+	ADD R25<<6, R24, R24
+	WORD $0x4e34d610 // fadd v16.4s, v16.4s, v20.4s
+	WORD $0x4e35d631 // fadd v17.4s, v17.4s, v21.4s
+	WORD $0x4e36d652 // fadd v18.4s, v18.4s, v22.4s
+	WORD $0x4e37d673 // fadd v19.4s, v19.4s, v23.4s
+	VUSHR $16, V16.S4, V20.S4
+	VAND V24.B16, V20.B16, V20.B16
+	VADD V25.S4, V20.S4, V20.S4
+	VADD V16.S4, V20.S4, V20.S4
+	WORD $0x4e30e615 // fcmeq v21.4s, v16.4s, v16.4s
+	VMOV V27.B16, V22.B16
+	VBIT V21.B16, V20.B16, V22.B16
+	WORD $0x0f1086d0 // shrn v16.4h, v22.4s, #16
+	VUSHR $16, V17.S4, V20.S4
+	VAND V24.B16, V20.B16, V20.B16
+	VADD V25.S4, V20.S4, V20.S4
+	VADD V17.S4, V20.S4, V20.S4
+	WORD $0x4e31e635 // fcmeq v21.4s, v17.4s, v17.4s
+	VMOV V27.B16, V22.B16
+	VBIT V21.B16, V20.B16, V22.B16
+	WORD $0x0f1086d1 // shrn v17.4h, v22.4s, #16
+	VUSHR $16, V18.S4, V20.S4
+	VAND V24.B16, V20.B16, V20.B16
+	VADD V25.S4, V20.S4, V20.S4
+	VADD V18.S4, V20.S4, V20.S4
+	WORD $0x4e32e655 // fcmeq v21.4s, v18.4s, v18.4s
+	VMOV V27.B16, V22.B16
+	VBIT V21.B16, V20.B16, V22.B16
+	WORD $0x0f1086d2 // shrn v18.4h, v22.4s, #16
+	VUSHR $16, V19.S4, V20.S4
+	VAND V24.B16, V20.B16, V20.B16
+	VADD V25.S4, V20.S4, V20.S4
+	VADD V19.S4, V20.S4, V20.S4
+	WORD $0x4e33e675 // fcmeq v21.4s, v19.4s, v19.4s
+	VMOV V27.B16, V22.B16
+	VBIT V21.B16, V20.B16, V22.B16
+	WORD $0x0f1086d3 // shrn v19.4h, v22.4s, #16
+	VST1.P [V16.H4, V17.H4, V18.H4, V19.H4], 32(R14)
+	SUB $16, R12, R12
+	B loop16noweight
+pf16noweight:
+	PRFM (R15), PLDL1KEEP
+	ADD $64, R15, R15
+	B body16noweight
+loop4:
+	CMP $4, R12
+	BLT part
+	VLD1.P 16(R10), [V16.S4]
+	WORD $0x4ebfd610 // fsub v16.4s, v16.4s, v31.4s
+	WORD $0x6e3dde10 // fmul v16.4s, v16.4s, v29.4s
+	TST $8, R8
+	BEQ notrn33
+	VUSHR $16, V16.S4, V21.S4
+	VAND V24.B16, V21.B16, V21.B16
+	VADD V25.S4, V21.S4, V21.S4
+	VADD V16.S4, V21.S4, V21.S4
+	WORD $0x4e30e616 // fcmeq v22.4s, v16.4s, v16.4s
+	VMOV V27.B16, V23.B16
+	VBIT V22.B16, V21.B16, V23.B16
+	VAND V26.B16, V23.B16, V16.B16
+notrn33:
+	CBZ R2, noweight34
+	VLD1.P 16(R13), [V20.S4]
+	WORD $0x4e3cd694 // fadd v20.4s, v20.4s, v28.4s
+	WORD $0x6e34de10 // fmul v16.4s, v16.4s, v20.4s
+noweight34:
+	VLD1 (R24), [V21.S4]
+	ADD R25<<4, R24, R24
+	WORD $0x4e35d610 // fadd v16.4s, v16.4s, v21.4s
+	VUSHR $16, V16.S4, V20.S4
+	VAND V24.B16, V20.B16, V20.B16
+	VADD V25.S4, V20.S4, V20.S4
+	VADD V16.S4, V20.S4, V20.S4
+	WORD $0x4e30e615 // fcmeq v21.4s, v16.4s, v16.4s
+	VMOV V27.B16, V22.B16
+	VBIT V21.B16, V20.B16, V22.B16
+	WORD $0x0f1086d0 // shrn v16.4h, v22.4s, #16
+	VST1.P [V16.H4], 8(R14)
+	SUB $4, R12, R12
+	B loop4
+part:
+
+	// The last 1-3 elements, through copies on the stack.
+	CBZ R12, scaled
+	ADD $104, RSP, R11
+	MOVD R10, R15
+	MOVD R11, R17
+	MOVD R12, R16
+copyvec35:
+	CMP $4, R16
+	BLT copyone36
+	VLD1.P 16(R15), [V20.B16]
+	VST1.P [V20.B16], 16(R17)
+	SUB $4, R16, R16
+	B copyvec35
+copyone36:
+	CBZ R16, copied37
+	MOVWU.P 4(R15), R26
+	MOVW.P R26, 4(R17)
+	SUB $1, R16, R16
+	B copyone36
+copied37:
+	ADD $120, RSP, R11
+	CBZ R2, nowcopy38
+	MOVD R13, R15
+	MOVD R11, R17
+	MOVD R12, R16
+copyvec39:
+	CMP $4, R16
+	BLT copyone40
+	VLD1.P 16(R15), [V20.B16]
+	VST1.P [V20.B16], 16(R17)
+	SUB $4, R16, R16
+	B copyvec39
+copyone40:
+	CBZ R16, copied41
+	MOVWU.P 4(R15), R26
+	MOVW.P R26, 4(R17)
+	SUB $1, R16, R16
+	B copyone40
+copied41:
+nowcopy38:
+	ADD $136, RSP, R11
+	MOVD R24, R15
+	MOVD R11, R17
+	MOVD R12, R16
+copyvec42:
+	CMP $4, R16
+	BLT copyone43
+	VLD1.P 16(R15), [V20.B16]
+	VST1.P [V20.B16], 16(R17)
+	SUB $4, R16, R16
+	B copyvec42
+copyone43:
+	CBZ R16, copied44
+	MOVWU.P 4(R15), R26
+	MOVW.P R26, 4(R17)
+	SUB $1, R16, R16
+	B copyone43
+copied44:
+	ADD $104, RSP, R11
+	VLD1 (R11), [V16.S4]
+	ADD $16, R11, R11
+	WORD $0x4ebfd610 // fsub v16.4s, v16.4s, v31.4s
+	WORD $0x6e3dde10 // fmul v16.4s, v16.4s, v29.4s
+	TST $8, R8
+	BEQ notrn45
+	VUSHR $16, V16.S4, V21.S4
+	VAND V24.B16, V21.B16, V21.B16
+	VADD V25.S4, V21.S4, V21.S4
+	VADD V16.S4, V21.S4, V21.S4
+	WORD $0x4e30e616 // fcmeq v22.4s, v16.4s, v16.4s
+	VMOV V27.B16, V23.B16
+	VBIT V22.B16, V21.B16, V23.B16
+	VAND V26.B16, V23.B16, V16.B16
+notrn45:
+	CBZ R2, noweight46
+	VLD1 (R11), [V20.S4]
+	WORD $0x4e3cd694 // fadd v20.4s, v20.4s, v28.4s
+	WORD $0x6e34de10 // fmul v16.4s, v16.4s, v20.4s
+noweight46:
+	ADD $16, R11, R13
+	VLD1 (R13), [V21.S4]
+	WORD $0x4e35d610 // fadd v16.4s, v16.4s, v21.4s
+	VUSHR $16, V16.S4, V20.S4
+	VAND V24.B16, V20.B16, V20.B16
+	VADD V25.S4, V20.S4, V20.S4
+	VADD V16.S4, V20.S4, V20.S4
+	WORD $0x4e30e615 // fcmeq v21.4s, v16.4s, v16.4s
+	VMOV V27.B16, V22.B16
+	VBIT V21.B16, V20.B16, V22.B16
+	WORD $0x0f1086d0 // shrn v16.4h, v22.4s, #16
+	VST1 [V16.H4], (R11)
+	MOVD R11, R15
+	MOVD R14, R17
+	MOVD R12, R16
+copyvec47:
+	CMP $8, R16
+	BLT copyone48
+	VLD1.P 16(R15), [V20.B16]
+	VST1.P [V20.B16], 16(R17)
+	SUB $8, R16, R16
+	B copyvec47
+copyone48:
+	CBZ R16, copied49
+	MOVHU.P 2(R15), R26
+	MOVH.P R26, 2(R17)
+	SUB $1, R16, R16
+	B copyone48
+copied49:
+scaled:
+	ADD R7, R1, R1
+	ADD R7, R3, R3
+	MOVD 96(RSP), R10
+	ADD R10, R0, R0
+	ADD $1, R9, R9
+	ADD $1, R23, R23
+	CMP R20, R23
+	BLT scalerow
+	B row
+ret:
+	MOVD R9, ret+24(FP)
+	RET
+
+// func neonForwardLayerToF16(j *job, from, to int) int
+TEXT ·neonForwardLayerToF16(SB), $608-32
+	MOVD j+0(FP), R16
+	MOVD job_dst(R16), R0
+	MOVD job_x(R16), R1
+	MOVD job_w(R16), R2
+	MOVD job_res(R16), R3
+	MOVD job_inv(R16), R4
+	MOVD job_d(R16), R5
+	MOVD job_stride(R16), R7
+	LSL $2, R7, R7
+	MOVD job_dstStride(R16), R10
+	LSL $1, R10, R10
+	MOVD R10, 96(RSP)
+	MOVWU job_flags(R16), R8
+
+	// With a residual the scale pass reads h from res: res and x trade registers.
+	CBZ R3, rowsset
+	ORR $512, R8, R8
+	MOVD R1, R10
+	MOVD R3, R1
+	MOVD R10, R3
+rowsset:
+
+	// c, added to the weight: 1 with flagOffset, else -0 (spec.Variant.Body).
+	MOVW $0x80000000, R10
+	TBZ $4, R8, weightadd
+	MOVW $0x3f800000, R10
+weightadd:
+	VDUP R10, V28.S4
+
+	// fd = float32(d); rd = 1/d when d is a power of two, so that ss/d is ss*rd exactly.
+	SCVTFS R5, F16
+	FMOVS F16, 88(RSP)
+	SUB $1, R5, R10
+	TST R10, R5
+	BNE notpow2
+	RBIT R5, R10
+	CLZ R10, R10
+	MOVD $127, R11
+	SUB R10, R11, R11
+	LSL $23, R11, R11
+	MOVW R11, 92(RSP)
+	ORR $256, R8, R8
+notpow2:
+
+	// Rows ahead for prefetching: the next one for long rows, eight for short ones.
+	MOVD R7, R22
+	CMP $512, R5
+	BGT longrows
+	LSL $3, R22, R22
+longrows:
+	LSL $1, R22, R21
+
+	// Start at row from.
+	MOVD from+8(FP), R9
+	MOVD to+16(FP), R6
+	MOVD $0, R19
+	MUL R9, R7, R10
+	ADD R10, R1, R1
+	ADD R10, R3, R3
+	MOVD 96(RSP), R10
+	MUL R9, R10, R10
+	ADD R10, R0, R0
+row:
+	CMP R6, R9
+	BGE ret
+	MOVD $1, R20
+	TBZ $5, R8, notcentered
+	TBNZ $9, R8, meanaddsum
+	B meansum
+notcentered:
+	TBNZ $9, R8, addsum
+sum:
+	MOVD R1, R10
+
+	// Sum of squares: element i goes to partial i%64, lane i%4 of V(i%64/4).
+	MOVD R10, R14
+	VEOR V0.B16, V0.B16, V0.B16
+	VEOR V1.B16, V1.B16, V1.B16
+	VEOR V2.B16, V2.B16, V2.B16
+	VEOR V3.B16, V3.B16, V3.B16
+	VEOR V4.B16, V4.B16, V4.B16
+	VEOR V5.B16, V5.B16, V5.B16
+	VEOR V6.B16, V6.B16, V6.B16
+	VEOR V7.B16, V7.B16, V7.B16
+	VEOR V8.B16, V8.B16, V8.B16
+	VEOR V9.B16, V9.B16, V9.B16
+	VEOR V10.B16, V10.B16, V10.B16
+	VEOR V11.B16, V11.B16, V11.B16
+	VEOR V12.B16, V12.B16, V12.B16
+	VEOR V13.B16, V13.B16, V13.B16
+	VEOR V14.B16, V14.B16, V14.B16
+	VEOR V15.B16, V15.B16, V15.B16
+	MOVD R5, R12
+	MOVD $0, R24
+	TST $2, R8
+	ADD R21, R10, R13
+	BNE sumpf
+sum64:
+	CMP $64, R12
+	BLT sumtail
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
+	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
+	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
+	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
+	WORD $0x4e30d400 // fadd v0.4s, v0.4s, v16.4s
+	WORD $0x4e31d421 // fadd v1.4s, v1.4s, v17.4s
+	WORD $0x4e32d442 // fadd v2.4s, v2.4s, v18.4s
+	WORD $0x4e33d463 // fadd v3.4s, v3.4s, v19.4s
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
+	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
+	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
+	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
+	WORD $0x4e30d484 // fadd v4.4s, v4.4s, v16.4s
+	WORD $0x4e31d4a5 // fadd v5.4s, v5.4s, v17.4s
+	WORD $0x4e32d4c6 // fadd v6.4s, v6.4s, v18.4s
+	WORD $0x4e33d4e7 // fadd v7.4s, v7.4s, v19.4s
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
+	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
+	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
+	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
+	WORD $0x4e30d508 // fadd v8.4s, v8.4s, v16.4s
+	WORD $0x4e31d529 // fadd v9.4s, v9.4s, v17.4s
+	WORD $0x4e32d54a // fadd v10.4s, v10.4s, v18.4s
+	WORD $0x4e33d56b // fadd v11.4s, v11.4s, v19.4s
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
+	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
+	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
+	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
+	WORD $0x4e30d58c // fadd v12.4s, v12.4s, v16.4s
+	WORD $0x4e31d5ad // fadd v13.4s, v13.4s, v17.4s
+	WORD $0x4e32d5ce // fadd v14.4s, v14.4s, v18.4s
+	WORD $0x4e33d5ef // fadd v15.4s, v15.4s, v19.4s
+	SUB $64, R12, R12
+	B sum64
+sumpf:
+	CMP $64, R12
+	BLT sumtail
+	PRFM 0(R13), PLDL1KEEP
+	PRFM 64(R13), PLDL1KEEP
+	PRFM 128(R13), PLDL1KEEP
+	PRFM 192(R13), PLDL1KEEP
+	ADD $256, R13, R13
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
+	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
+	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
+	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
+	WORD $0x4e30d400 // fadd v0.4s, v0.4s, v16.4s
+	WORD $0x4e31d421 // fadd v1.4s, v1.4s, v17.4s
+	WORD $0x4e32d442 // fadd v2.4s, v2.4s, v18.4s
+	WORD $0x4e33d463 // fadd v3.4s, v3.4s, v19.4s
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
+	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
+	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
+	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
+	WORD $0x4e30d484 // fadd v4.4s, v4.4s, v16.4s
+	WORD $0x4e31d4a5 // fadd v5.4s, v5.4s, v17.4s
+	WORD $0x4e32d4c6 // fadd v6.4s, v6.4s, v18.4s
+	WORD $0x4e33d4e7 // fadd v7.4s, v7.4s, v19.4s
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
+	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
+	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
+	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
+	WORD $0x4e30d508 // fadd v8.4s, v8.4s, v16.4s
+	WORD $0x4e31d529 // fadd v9.4s, v9.4s, v17.4s
+	WORD $0x4e32d54a // fadd v10.4s, v10.4s, v18.4s
+	WORD $0x4e33d56b // fadd v11.4s, v11.4s, v19.4s
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
+	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
+	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
+	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
+	WORD $0x4e30d58c // fadd v12.4s, v12.4s, v16.4s
+	WORD $0x4e31d5ad // fadd v13.4s, v13.4s, v17.4s
+	WORD $0x4e32d5ce // fadd v14.4s, v14.4s, v18.4s
+	WORD $0x4e33d5ef // fadd v15.4s, v15.4s, v19.4s
+	SUB $64, R12, R12
+	B sumpf
+sumtail:
+
+	// Fewer than 64 elements: copied to a zero-padded block on the stack, summed as a whole block (zeros add +0).
+	CBZ R12, summed
+	ADD $104, RSP, R13
+	VEOR V16.B16, V16.B16, V16.B16
+	VEOR V17.B16, V17.B16, V17.B16
+	VEOR V18.B16, V18.B16, V18.B16
+	VEOR V19.B16, V19.B16, V19.B16
+	MOVD R13, R17
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	MOVD R10, R15
+	MOVD R13, R17
+	MOVD R12, R16
+copyvec1:
+	CMP $4, R16
+	BLT copyone2
+	VLD1.P 16(R15), [V20.B16]
+	VST1.P [V20.B16], 16(R17)
+	SUB $4, R16, R16
+	B copyvec1
+copyone2:
+	CBZ R16, copied3
+	MOVWU.P 4(R15), R26
+	MOVW.P R26, 4(R17)
+	SUB $1, R16, R16
+	B copyone2
+copied3:
+	ADD $104, RSP, R10
+	MOVD $64, R12
+	B sum64
+summed:
+
+	// Halving tree: h = 32, 16, 8, 4 on vectors, leaving four partials in V0.
+	WORD $0x4e28d400 // fadd v0.4s, v0.4s, v8.4s
+	WORD $0x4e29d421 // fadd v1.4s, v1.4s, v9.4s
+	WORD $0x4e2ad442 // fadd v2.4s, v2.4s, v10.4s
+	WORD $0x4e2bd463 // fadd v3.4s, v3.4s, v11.4s
+	WORD $0x4e2cd484 // fadd v4.4s, v4.4s, v12.4s
+	WORD $0x4e2dd4a5 // fadd v5.4s, v5.4s, v13.4s
+	WORD $0x4e2ed4c6 // fadd v6.4s, v6.4s, v14.4s
+	WORD $0x4e2fd4e7 // fadd v7.4s, v7.4s, v15.4s
+	WORD $0x4e24d400 // fadd v0.4s, v0.4s, v4.4s
+	WORD $0x4e25d421 // fadd v1.4s, v1.4s, v5.4s
+	WORD $0x4e26d442 // fadd v2.4s, v2.4s, v6.4s
+	WORD $0x4e27d463 // fadd v3.4s, v3.4s, v7.4s
+	WORD $0x4e22d400 // fadd v0.4s, v0.4s, v2.4s
+	WORD $0x4e23d421 // fadd v1.4s, v1.4s, v3.4s
+	WORD $0x4e21d400 // fadd v0.4s, v0.4s, v1.4s
+	VEOR V31.B16, V31.B16, V31.B16
+	B invone
+addsum:
+	MOVD R3, R10
+	MOVD R1, R11
+
+	// Sum of squares: element i goes to partial i%64, lane i%4 of V(i%64/4).
+	MOVD R10, R14
+	VEOR V0.B16, V0.B16, V0.B16
+	VEOR V1.B16, V1.B16, V1.B16
+	VEOR V2.B16, V2.B16, V2.B16
+	VEOR V3.B16, V3.B16, V3.B16
+	VEOR V4.B16, V4.B16, V4.B16
+	VEOR V5.B16, V5.B16, V5.B16
+	VEOR V6.B16, V6.B16, V6.B16
+	VEOR V7.B16, V7.B16, V7.B16
+	VEOR V8.B16, V8.B16, V8.B16
+	VEOR V9.B16, V9.B16, V9.B16
+	VEOR V10.B16, V10.B16, V10.B16
+	VEOR V11.B16, V11.B16, V11.B16
+	VEOR V12.B16, V12.B16, V12.B16
+	VEOR V13.B16, V13.B16, V13.B16
+	VEOR V14.B16, V14.B16, V14.B16
+	VEOR V15.B16, V15.B16, V15.B16
+	MOVD R5, R12
+	MOVD $0, R24
+	TST $2, R8
+	ADD R21, R10, R13
+	BNE addsumpf
+addsum64:
+	CMP $64, R12
+	BLT addsumtail
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	VLD1 (R11), [V20.S4, V21.S4, V22.S4, V23.S4]
+	WORD $0x4e34d610 // fadd v16.4s, v16.4s, v20.4s
+	WORD $0x4e35d631 // fadd v17.4s, v17.4s, v21.4s
+	WORD $0x4e36d652 // fadd v18.4s, v18.4s, v22.4s
+	WORD $0x4e37d673 // fadd v19.4s, v19.4s, v23.4s
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R11)
+	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
+	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
+	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
+	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
+	WORD $0x4e30d400 // fadd v0.4s, v0.4s, v16.4s
+	WORD $0x4e31d421 // fadd v1.4s, v1.4s, v17.4s
+	WORD $0x4e32d442 // fadd v2.4s, v2.4s, v18.4s
+	WORD $0x4e33d463 // fadd v3.4s, v3.4s, v19.4s
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	VLD1 (R11), [V20.S4, V21.S4, V22.S4, V23.S4]
+	WORD $0x4e34d610 // fadd v16.4s, v16.4s, v20.4s
+	WORD $0x4e35d631 // fadd v17.4s, v17.4s, v21.4s
+	WORD $0x4e36d652 // fadd v18.4s, v18.4s, v22.4s
+	WORD $0x4e37d673 // fadd v19.4s, v19.4s, v23.4s
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R11)
+	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
+	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
+	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
+	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
+	WORD $0x4e30d484 // fadd v4.4s, v4.4s, v16.4s
+	WORD $0x4e31d4a5 // fadd v5.4s, v5.4s, v17.4s
+	WORD $0x4e32d4c6 // fadd v6.4s, v6.4s, v18.4s
+	WORD $0x4e33d4e7 // fadd v7.4s, v7.4s, v19.4s
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	VLD1 (R11), [V20.S4, V21.S4, V22.S4, V23.S4]
+	WORD $0x4e34d610 // fadd v16.4s, v16.4s, v20.4s
+	WORD $0x4e35d631 // fadd v17.4s, v17.4s, v21.4s
+	WORD $0x4e36d652 // fadd v18.4s, v18.4s, v22.4s
+	WORD $0x4e37d673 // fadd v19.4s, v19.4s, v23.4s
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R11)
+	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
+	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
+	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
+	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
+	WORD $0x4e30d508 // fadd v8.4s, v8.4s, v16.4s
+	WORD $0x4e31d529 // fadd v9.4s, v9.4s, v17.4s
+	WORD $0x4e32d54a // fadd v10.4s, v10.4s, v18.4s
+	WORD $0x4e33d56b // fadd v11.4s, v11.4s, v19.4s
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	VLD1 (R11), [V20.S4, V21.S4, V22.S4, V23.S4]
+	WORD $0x4e34d610 // fadd v16.4s, v16.4s, v20.4s
+	WORD $0x4e35d631 // fadd v17.4s, v17.4s, v21.4s
+	WORD $0x4e36d652 // fadd v18.4s, v18.4s, v22.4s
+	WORD $0x4e37d673 // fadd v19.4s, v19.4s, v23.4s
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R11)
+	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
+	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
+	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
+	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
+	WORD $0x4e30d58c // fadd v12.4s, v12.4s, v16.4s
+	WORD $0x4e31d5ad // fadd v13.4s, v13.4s, v17.4s
+	WORD $0x4e32d5ce // fadd v14.4s, v14.4s, v18.4s
+	WORD $0x4e33d5ef // fadd v15.4s, v15.4s, v19.4s
+	SUB $64, R12, R12
+	B addsum64
+addsumpf:
+	CMP $64, R12
+	BLT addsumtail
+	PRFM 0(R13), PLDL1KEEP
+	PRFM 64(R13), PLDL1KEEP
+	PRFM 128(R13), PLDL1KEEP
+	PRFM 192(R13), PLDL1KEEP
+	ADD $256, R13, R13
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	VLD1 (R11), [V20.S4, V21.S4, V22.S4, V23.S4]
+	WORD $0x4e34d610 // fadd v16.4s, v16.4s, v20.4s
+	WORD $0x4e35d631 // fadd v17.4s, v17.4s, v21.4s
+	WORD $0x4e36d652 // fadd v18.4s, v18.4s, v22.4s
+	WORD $0x4e37d673 // fadd v19.4s, v19.4s, v23.4s
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R11)
+	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
+	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
+	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
+	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
+	WORD $0x4e30d400 // fadd v0.4s, v0.4s, v16.4s
+	WORD $0x4e31d421 // fadd v1.4s, v1.4s, v17.4s
+	WORD $0x4e32d442 // fadd v2.4s, v2.4s, v18.4s
+	WORD $0x4e33d463 // fadd v3.4s, v3.4s, v19.4s
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	VLD1 (R11), [V20.S4, V21.S4, V22.S4, V23.S4]
+	WORD $0x4e34d610 // fadd v16.4s, v16.4s, v20.4s
+	WORD $0x4e35d631 // fadd v17.4s, v17.4s, v21.4s
+	WORD $0x4e36d652 // fadd v18.4s, v18.4s, v22.4s
+	WORD $0x4e37d673 // fadd v19.4s, v19.4s, v23.4s
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R11)
+	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
+	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
+	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
+	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
+	WORD $0x4e30d484 // fadd v4.4s, v4.4s, v16.4s
+	WORD $0x4e31d4a5 // fadd v5.4s, v5.4s, v17.4s
+	WORD $0x4e32d4c6 // fadd v6.4s, v6.4s, v18.4s
+	WORD $0x4e33d4e7 // fadd v7.4s, v7.4s, v19.4s
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	VLD1 (R11), [V20.S4, V21.S4, V22.S4, V23.S4]
+	WORD $0x4e34d610 // fadd v16.4s, v16.4s, v20.4s
+	WORD $0x4e35d631 // fadd v17.4s, v17.4s, v21.4s
+	WORD $0x4e36d652 // fadd v18.4s, v18.4s, v22.4s
+	WORD $0x4e37d673 // fadd v19.4s, v19.4s, v23.4s
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R11)
+	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
+	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
+	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
+	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
+	WORD $0x4e30d508 // fadd v8.4s, v8.4s, v16.4s
+	WORD $0x4e31d529 // fadd v9.4s, v9.4s, v17.4s
+	WORD $0x4e32d54a // fadd v10.4s, v10.4s, v18.4s
+	WORD $0x4e33d56b // fadd v11.4s, v11.4s, v19.4s
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	VLD1 (R11), [V20.S4, V21.S4, V22.S4, V23.S4]
+	WORD $0x4e34d610 // fadd v16.4s, v16.4s, v20.4s
+	WORD $0x4e35d631 // fadd v17.4s, v17.4s, v21.4s
+	WORD $0x4e36d652 // fadd v18.4s, v18.4s, v22.4s
+	WORD $0x4e37d673 // fadd v19.4s, v19.4s, v23.4s
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R11)
+	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
+	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
+	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
+	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
+	WORD $0x4e30d58c // fadd v12.4s, v12.4s, v16.4s
+	WORD $0x4e31d5ad // fadd v13.4s, v13.4s, v17.4s
+	WORD $0x4e32d5ce // fadd v14.4s, v14.4s, v18.4s
+	WORD $0x4e33d5ef // fadd v15.4s, v15.4s, v19.4s
+	SUB $64, R12, R12
+	B addsumpf
+addsumtail:
+
+	// Fewer than 64 elements: copied to a zero-padded block on the stack, summed as a whole block (zeros add +0).
+	CBZ R12, addsummed
+	ADD $104, RSP, R13
+	VEOR V16.B16, V16.B16, V16.B16
+	VEOR V17.B16, V17.B16, V17.B16
+	VEOR V18.B16, V18.B16, V18.B16
+	VEOR V19.B16, V19.B16, V19.B16
+	MOVD R13, R17
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	MOVD R10, R15
+	MOVD R13, R17
+	MOVD R12, R16
+copyvec4:
+	CMP $4, R16
+	BLT copyone5
+	VLD1.P 16(R15), [V20.B16]
+	VST1.P [V20.B16], 16(R17)
+	SUB $4, R16, R16
+	B copyvec4
+copyone5:
+	CBZ R16, copied6
+	MOVWU.P 4(R15), R26
+	MOVW.P R26, 4(R17)
+	SUB $1, R16, R16
+	B copyone5
+copied6:
+	MOVD R11, R24
+	ADD $360, RSP, R13
+	VEOR V16.B16, V16.B16, V16.B16
+	VEOR V17.B16, V17.B16, V17.B16
+	VEOR V18.B16, V18.B16, V18.B16
+	VEOR V19.B16, V19.B16, V19.B16
+	MOVD R13, R17
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	MOVD R11, R15
+	MOVD R13, R17
+	MOVD R12, R16
+copyvec7:
+	CMP $4, R16
+	BLT copyone8
+	VLD1.P 16(R15), [V20.B16]
+	VST1.P [V20.B16], 16(R17)
+	SUB $4, R16, R16
+	B copyvec7
+copyone8:
+	CBZ R16, copied9
+	MOVWU.P 4(R15), R26
+	MOVW.P R26, 4(R17)
+	SUB $1, R16, R16
+	B copyone8
+copied9:
+	MOVD R12, R25
+	ADD $360, RSP, R11
+	ADD $104, RSP, R10
+	MOVD $64, R12
+	B addsum64
+addsummed:
+	CBZ R24, addhback
+	ADD $360, RSP, R13
+	MOVD R13, R15
+	MOVD R24, R17
+	MOVD R25, R16
+copyvec10:
+	CMP $4, R16
+	BLT copyone11
+	VLD1.P 16(R15), [V20.B16]
+	VST1.P [V20.B16], 16(R17)
+	SUB $4, R16, R16
+	B copyvec10
+copyone11:
+	CBZ R16, copied12
+	MOVWU.P 4(R15), R26
+	MOVW.P R26, 4(R17)
+	SUB $1, R16, R16
+	B copyone11
+copied12:
+addhback:
+
+	// Halving tree: h = 32, 16, 8, 4 on vectors, leaving four partials in V0.
+	WORD $0x4e28d400 // fadd v0.4s, v0.4s, v8.4s
+	WORD $0x4e29d421 // fadd v1.4s, v1.4s, v9.4s
+	WORD $0x4e2ad442 // fadd v2.4s, v2.4s, v10.4s
+	WORD $0x4e2bd463 // fadd v3.4s, v3.4s, v11.4s
+	WORD $0x4e2cd484 // fadd v4.4s, v4.4s, v12.4s
+	WORD $0x4e2dd4a5 // fadd v5.4s, v5.4s, v13.4s
+	WORD $0x4e2ed4c6 // fadd v6.4s, v6.4s, v14.4s
+	WORD $0x4e2fd4e7 // fadd v7.4s, v7.4s, v15.4s
+	WORD $0x4e24d400 // fadd v0.4s, v0.4s, v4.4s
+	WORD $0x4e25d421 // fadd v1.4s, v1.4s, v5.4s
+	WORD $0x4e26d442 // fadd v2.4s, v2.4s, v6.4s
+	WORD $0x4e27d463 // fadd v3.4s, v3.4s, v7.4s
+	WORD $0x4e22d400 // fadd v0.4s, v0.4s, v2.4s
+	WORD $0x4e23d421 // fadd v1.4s, v1.4s, v3.4s
+	WORD $0x4e21d400 // fadd v0.4s, v0.4s, v1.4s
+	VEOR V31.B16, V31.B16, V31.B16
+	B invone
+meansum:
+	MOVD R1, R10
+
+	// Sum of the elements: element i goes to partial i%64, lane i%4 of V(i%64/4).
+	MOVD R10, R14
+	VEOR V0.B16, V0.B16, V0.B16
+	VEOR V1.B16, V1.B16, V1.B16
+	VEOR V2.B16, V2.B16, V2.B16
+	VEOR V3.B16, V3.B16, V3.B16
+	VEOR V4.B16, V4.B16, V4.B16
+	VEOR V5.B16, V5.B16, V5.B16
+	VEOR V6.B16, V6.B16, V6.B16
+	VEOR V7.B16, V7.B16, V7.B16
+	VEOR V8.B16, V8.B16, V8.B16
+	VEOR V9.B16, V9.B16, V9.B16
+	VEOR V10.B16, V10.B16, V10.B16
+	VEOR V11.B16, V11.B16, V11.B16
+	VEOR V12.B16, V12.B16, V12.B16
+	VEOR V13.B16, V13.B16, V13.B16
+	VEOR V14.B16, V14.B16, V14.B16
+	VEOR V15.B16, V15.B16, V15.B16
+	MOVD R5, R12
+	MOVD $0, R24
+	TST $2, R8
+	ADD R21, R10, R13
+	BNE meansumpf
+meansum64:
+	CMP $64, R12
+	BLT meansumtail
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	WORD $0x4e30d400 // fadd v0.4s, v0.4s, v16.4s
+	WORD $0x4e31d421 // fadd v1.4s, v1.4s, v17.4s
+	WORD $0x4e32d442 // fadd v2.4s, v2.4s, v18.4s
+	WORD $0x4e33d463 // fadd v3.4s, v3.4s, v19.4s
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	WORD $0x4e30d484 // fadd v4.4s, v4.4s, v16.4s
+	WORD $0x4e31d4a5 // fadd v5.4s, v5.4s, v17.4s
+	WORD $0x4e32d4c6 // fadd v6.4s, v6.4s, v18.4s
+	WORD $0x4e33d4e7 // fadd v7.4s, v7.4s, v19.4s
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	WORD $0x4e30d508 // fadd v8.4s, v8.4s, v16.4s
+	WORD $0x4e31d529 // fadd v9.4s, v9.4s, v17.4s
+	WORD $0x4e32d54a // fadd v10.4s, v10.4s, v18.4s
+	WORD $0x4e33d56b // fadd v11.4s, v11.4s, v19.4s
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	WORD $0x4e30d58c // fadd v12.4s, v12.4s, v16.4s
+	WORD $0x4e31d5ad // fadd v13.4s, v13.4s, v17.4s
+	WORD $0x4e32d5ce // fadd v14.4s, v14.4s, v18.4s
+	WORD $0x4e33d5ef // fadd v15.4s, v15.4s, v19.4s
+	SUB $64, R12, R12
+	B meansum64
+meansumpf:
+	CMP $64, R12
+	BLT meansumtail
+	PRFM 0(R13), PLDL1KEEP
+	PRFM 64(R13), PLDL1KEEP
+	PRFM 128(R13), PLDL1KEEP
+	PRFM 192(R13), PLDL1KEEP
+	ADD $256, R13, R13
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	WORD $0x4e30d400 // fadd v0.4s, v0.4s, v16.4s
+	WORD $0x4e31d421 // fadd v1.4s, v1.4s, v17.4s
+	WORD $0x4e32d442 // fadd v2.4s, v2.4s, v18.4s
+	WORD $0x4e33d463 // fadd v3.4s, v3.4s, v19.4s
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	WORD $0x4e30d484 // fadd v4.4s, v4.4s, v16.4s
+	WORD $0x4e31d4a5 // fadd v5.4s, v5.4s, v17.4s
+	WORD $0x4e32d4c6 // fadd v6.4s, v6.4s, v18.4s
+	WORD $0x4e33d4e7 // fadd v7.4s, v7.4s, v19.4s
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	WORD $0x4e30d508 // fadd v8.4s, v8.4s, v16.4s
+	WORD $0x4e31d529 // fadd v9.4s, v9.4s, v17.4s
+	WORD $0x4e32d54a // fadd v10.4s, v10.4s, v18.4s
+	WORD $0x4e33d56b // fadd v11.4s, v11.4s, v19.4s
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	WORD $0x4e30d58c // fadd v12.4s, v12.4s, v16.4s
+	WORD $0x4e31d5ad // fadd v13.4s, v13.4s, v17.4s
+	WORD $0x4e32d5ce // fadd v14.4s, v14.4s, v18.4s
+	WORD $0x4e33d5ef // fadd v15.4s, v15.4s, v19.4s
+	SUB $64, R12, R12
+	B meansumpf
+meansumtail:
+
+	// Fewer than 64 elements: copied to a zero-padded block on the stack, summed as a whole block (zeros add +0).
+	CBZ R12, meansummed
+	ADD $104, RSP, R13
+	VEOR V16.B16, V16.B16, V16.B16
+	VEOR V17.B16, V17.B16, V17.B16
+	VEOR V18.B16, V18.B16, V18.B16
+	VEOR V19.B16, V19.B16, V19.B16
+	MOVD R13, R17
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	MOVD R10, R15
+	MOVD R13, R17
+	MOVD R12, R16
+copyvec13:
+	CMP $4, R16
+	BLT copyone14
+	VLD1.P 16(R15), [V20.B16]
+	VST1.P [V20.B16], 16(R17)
+	SUB $4, R16, R16
+	B copyvec13
+copyone14:
+	CBZ R16, copied15
+	MOVWU.P 4(R15), R26
+	MOVW.P R26, 4(R17)
+	SUB $1, R16, R16
+	B copyone14
+copied15:
+	ADD $104, RSP, R10
+	MOVD $64, R12
+	B meansum64
+meansummed:
+	B mean
+meanaddsum:
+	MOVD R3, R10
+	MOVD R1, R11
+
+	// Sum of the elements: element i goes to partial i%64, lane i%4 of V(i%64/4).
+	MOVD R10, R14
+	VEOR V0.B16, V0.B16, V0.B16
+	VEOR V1.B16, V1.B16, V1.B16
+	VEOR V2.B16, V2.B16, V2.B16
+	VEOR V3.B16, V3.B16, V3.B16
+	VEOR V4.B16, V4.B16, V4.B16
+	VEOR V5.B16, V5.B16, V5.B16
+	VEOR V6.B16, V6.B16, V6.B16
+	VEOR V7.B16, V7.B16, V7.B16
+	VEOR V8.B16, V8.B16, V8.B16
+	VEOR V9.B16, V9.B16, V9.B16
+	VEOR V10.B16, V10.B16, V10.B16
+	VEOR V11.B16, V11.B16, V11.B16
+	VEOR V12.B16, V12.B16, V12.B16
+	VEOR V13.B16, V13.B16, V13.B16
+	VEOR V14.B16, V14.B16, V14.B16
+	VEOR V15.B16, V15.B16, V15.B16
+	MOVD R5, R12
+	MOVD $0, R24
+	TST $2, R8
+	ADD R21, R10, R13
+	BNE meanaddsumpf
+meanaddsum64:
+	CMP $64, R12
+	BLT meanaddsumtail
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	VLD1 (R11), [V20.S4, V21.S4, V22.S4, V23.S4]
+	WORD $0x4e34d610 // fadd v16.4s, v16.4s, v20.4s
+	WORD $0x4e35d631 // fadd v17.4s, v17.4s, v21.4s
+	WORD $0x4e36d652 // fadd v18.4s, v18.4s, v22.4s
+	WORD $0x4e37d673 // fadd v19.4s, v19.4s, v23.4s
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R11)
+	WORD $0x4e30d400 // fadd v0.4s, v0.4s, v16.4s
+	WORD $0x4e31d421 // fadd v1.4s, v1.4s, v17.4s
+	WORD $0x4e32d442 // fadd v2.4s, v2.4s, v18.4s
+	WORD $0x4e33d463 // fadd v3.4s, v3.4s, v19.4s
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	VLD1 (R11), [V20.S4, V21.S4, V22.S4, V23.S4]
+	WORD $0x4e34d610 // fadd v16.4s, v16.4s, v20.4s
+	WORD $0x4e35d631 // fadd v17.4s, v17.4s, v21.4s
+	WORD $0x4e36d652 // fadd v18.4s, v18.4s, v22.4s
+	WORD $0x4e37d673 // fadd v19.4s, v19.4s, v23.4s
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R11)
+	WORD $0x4e30d484 // fadd v4.4s, v4.4s, v16.4s
+	WORD $0x4e31d4a5 // fadd v5.4s, v5.4s, v17.4s
+	WORD $0x4e32d4c6 // fadd v6.4s, v6.4s, v18.4s
+	WORD $0x4e33d4e7 // fadd v7.4s, v7.4s, v19.4s
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	VLD1 (R11), [V20.S4, V21.S4, V22.S4, V23.S4]
+	WORD $0x4e34d610 // fadd v16.4s, v16.4s, v20.4s
+	WORD $0x4e35d631 // fadd v17.4s, v17.4s, v21.4s
+	WORD $0x4e36d652 // fadd v18.4s, v18.4s, v22.4s
+	WORD $0x4e37d673 // fadd v19.4s, v19.4s, v23.4s
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R11)
+	WORD $0x4e30d508 // fadd v8.4s, v8.4s, v16.4s
+	WORD $0x4e31d529 // fadd v9.4s, v9.4s, v17.4s
+	WORD $0x4e32d54a // fadd v10.4s, v10.4s, v18.4s
+	WORD $0x4e33d56b // fadd v11.4s, v11.4s, v19.4s
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	VLD1 (R11), [V20.S4, V21.S4, V22.S4, V23.S4]
+	WORD $0x4e34d610 // fadd v16.4s, v16.4s, v20.4s
+	WORD $0x4e35d631 // fadd v17.4s, v17.4s, v21.4s
+	WORD $0x4e36d652 // fadd v18.4s, v18.4s, v22.4s
+	WORD $0x4e37d673 // fadd v19.4s, v19.4s, v23.4s
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R11)
+	WORD $0x4e30d58c // fadd v12.4s, v12.4s, v16.4s
+	WORD $0x4e31d5ad // fadd v13.4s, v13.4s, v17.4s
+	WORD $0x4e32d5ce // fadd v14.4s, v14.4s, v18.4s
+	WORD $0x4e33d5ef // fadd v15.4s, v15.4s, v19.4s
+	SUB $64, R12, R12
+	B meanaddsum64
+meanaddsumpf:
+	CMP $64, R12
+	BLT meanaddsumtail
+	PRFM 0(R13), PLDL1KEEP
+	PRFM 64(R13), PLDL1KEEP
+	PRFM 128(R13), PLDL1KEEP
+	PRFM 192(R13), PLDL1KEEP
+	ADD $256, R13, R13
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	VLD1 (R11), [V20.S4, V21.S4, V22.S4, V23.S4]
+	WORD $0x4e34d610 // fadd v16.4s, v16.4s, v20.4s
+	WORD $0x4e35d631 // fadd v17.4s, v17.4s, v21.4s
+	WORD $0x4e36d652 // fadd v18.4s, v18.4s, v22.4s
+	WORD $0x4e37d673 // fadd v19.4s, v19.4s, v23.4s
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R11)
+	WORD $0x4e30d400 // fadd v0.4s, v0.4s, v16.4s
+	WORD $0x4e31d421 // fadd v1.4s, v1.4s, v17.4s
+	WORD $0x4e32d442 // fadd v2.4s, v2.4s, v18.4s
+	WORD $0x4e33d463 // fadd v3.4s, v3.4s, v19.4s
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	VLD1 (R11), [V20.S4, V21.S4, V22.S4, V23.S4]
+	WORD $0x4e34d610 // fadd v16.4s, v16.4s, v20.4s
+	WORD $0x4e35d631 // fadd v17.4s, v17.4s, v21.4s
+	WORD $0x4e36d652 // fadd v18.4s, v18.4s, v22.4s
+	WORD $0x4e37d673 // fadd v19.4s, v19.4s, v23.4s
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R11)
+	WORD $0x4e30d484 // fadd v4.4s, v4.4s, v16.4s
+	WORD $0x4e31d4a5 // fadd v5.4s, v5.4s, v17.4s
+	WORD $0x4e32d4c6 // fadd v6.4s, v6.4s, v18.4s
+	WORD $0x4e33d4e7 // fadd v7.4s, v7.4s, v19.4s
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	VLD1 (R11), [V20.S4, V21.S4, V22.S4, V23.S4]
+	WORD $0x4e34d610 // fadd v16.4s, v16.4s, v20.4s
+	WORD $0x4e35d631 // fadd v17.4s, v17.4s, v21.4s
+	WORD $0x4e36d652 // fadd v18.4s, v18.4s, v22.4s
+	WORD $0x4e37d673 // fadd v19.4s, v19.4s, v23.4s
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R11)
+	WORD $0x4e30d508 // fadd v8.4s, v8.4s, v16.4s
+	WORD $0x4e31d529 // fadd v9.4s, v9.4s, v17.4s
+	WORD $0x4e32d54a // fadd v10.4s, v10.4s, v18.4s
+	WORD $0x4e33d56b // fadd v11.4s, v11.4s, v19.4s
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	VLD1 (R11), [V20.S4, V21.S4, V22.S4, V23.S4]
+	WORD $0x4e34d610 // fadd v16.4s, v16.4s, v20.4s
+	WORD $0x4e35d631 // fadd v17.4s, v17.4s, v21.4s
+	WORD $0x4e36d652 // fadd v18.4s, v18.4s, v22.4s
+	WORD $0x4e37d673 // fadd v19.4s, v19.4s, v23.4s
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R11)
+	WORD $0x4e30d58c // fadd v12.4s, v12.4s, v16.4s
+	WORD $0x4e31d5ad // fadd v13.4s, v13.4s, v17.4s
+	WORD $0x4e32d5ce // fadd v14.4s, v14.4s, v18.4s
+	WORD $0x4e33d5ef // fadd v15.4s, v15.4s, v19.4s
+	SUB $64, R12, R12
+	B meanaddsumpf
+meanaddsumtail:
+
+	// Fewer than 64 elements: copied to a zero-padded block on the stack, summed as a whole block (zeros add +0).
+	CBZ R12, meanaddsummed
+	ADD $104, RSP, R13
+	VEOR V16.B16, V16.B16, V16.B16
+	VEOR V17.B16, V17.B16, V17.B16
+	VEOR V18.B16, V18.B16, V18.B16
+	VEOR V19.B16, V19.B16, V19.B16
+	MOVD R13, R17
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	MOVD R10, R15
+	MOVD R13, R17
+	MOVD R12, R16
+copyvec16:
+	CMP $4, R16
+	BLT copyone17
+	VLD1.P 16(R15), [V20.B16]
+	VST1.P [V20.B16], 16(R17)
+	SUB $4, R16, R16
+	B copyvec16
+copyone17:
+	CBZ R16, copied18
+	MOVWU.P 4(R15), R26
+	MOVW.P R26, 4(R17)
+	SUB $1, R16, R16
+	B copyone17
+copied18:
+	MOVD R11, R24
+	ADD $360, RSP, R13
+	VEOR V16.B16, V16.B16, V16.B16
+	VEOR V17.B16, V17.B16, V17.B16
+	VEOR V18.B16, V18.B16, V18.B16
+	VEOR V19.B16, V19.B16, V19.B16
+	MOVD R13, R17
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	MOVD R11, R15
+	MOVD R13, R17
+	MOVD R12, R16
+copyvec19:
+	CMP $4, R16
+	BLT copyone20
+	VLD1.P 16(R15), [V20.B16]
+	VST1.P [V20.B16], 16(R17)
+	SUB $4, R16, R16
+	B copyvec19
+copyone20:
+	CBZ R16, copied21
+	MOVWU.P 4(R15), R26
+	MOVW.P R26, 4(R17)
+	SUB $1, R16, R16
+	B copyone20
+copied21:
+	MOVD R12, R25
+	ADD $360, RSP, R11
+	ADD $104, RSP, R10
+	MOVD $64, R12
+	B meanaddsum64
+meanaddsummed:
+	CBZ R24, meanaddhback
+	ADD $360, RSP, R13
+	MOVD R13, R15
+	MOVD R24, R17
+	MOVD R25, R16
+copyvec22:
+	CMP $4, R16
+	BLT copyone23
+	VLD1.P 16(R15), [V20.B16]
+	VST1.P [V20.B16], 16(R17)
+	SUB $4, R16, R16
+	B copyvec22
+copyone23:
+	CBZ R16, copied24
+	MOVWU.P 4(R15), R26
+	MOVW.P R26, 4(R17)
+	SUB $1, R16, R16
+	B copyone23
+copied24:
+meanaddhback:
+mean:
+
+	// Halving tree: h = 32, 16, 8, 4 on vectors, leaving four partials in V0.
+	WORD $0x4e28d400 // fadd v0.4s, v0.4s, v8.4s
+	WORD $0x4e29d421 // fadd v1.4s, v1.4s, v9.4s
+	WORD $0x4e2ad442 // fadd v2.4s, v2.4s, v10.4s
+	WORD $0x4e2bd463 // fadd v3.4s, v3.4s, v11.4s
+	WORD $0x4e2cd484 // fadd v4.4s, v4.4s, v12.4s
+	WORD $0x4e2dd4a5 // fadd v5.4s, v5.4s, v13.4s
+	WORD $0x4e2ed4c6 // fadd v6.4s, v6.4s, v14.4s
+	WORD $0x4e2fd4e7 // fadd v7.4s, v7.4s, v15.4s
+	WORD $0x4e24d400 // fadd v0.4s, v0.4s, v4.4s
+	WORD $0x4e25d421 // fadd v1.4s, v1.4s, v5.4s
+	WORD $0x4e26d442 // fadd v2.4s, v2.4s, v6.4s
+	WORD $0x4e27d463 // fadd v3.4s, v3.4s, v7.4s
+	WORD $0x4e22d400 // fadd v0.4s, v0.4s, v2.4s
+	WORD $0x4e23d421 // fadd v1.4s, v1.4s, v3.4s
+	WORD $0x4e21d400 // fadd v0.4s, v0.4s, v1.4s
+
+	// h = 2 and h = 1: s in F0; a row whose s is ±Inf or NaN (s - s is not 0) takes the float64 path.
+	VEXT $8, V0.B16, V0.B16, V16.B16
+	WORD $0x4e30d400 // fadd v0.4s, v0.4s, v16.4s
+	WORD $0x7e30d800 // faddp s0, v0.2s
+	FSUBS F0, F0, F16
+	FCMPS $(0.0), F16
+	BNE ret
+
+	// m = s/d in all lanes of V31.
+	TST $256, R8
+	BEQ mdivide
+	FMOVS 92(RSP), F17
+	FMULS F17, F0, F1
+	B mdivided
+mdivide:
+	FMOVS 88(RSP), F17
+	FDIVS F17, F0, F1
+mdivided:
+	VDUP V1.S[0], V31.S4
+	MOVD R1, R10
+
+	// Sum of the squares of x - m: element i goes to partial i%64, lane i%4 of V(i%64/4).
+	MOVD R10, R14
+	VEOR V0.B16, V0.B16, V0.B16
+	VEOR V1.B16, V1.B16, V1.B16
+	VEOR V2.B16, V2.B16, V2.B16
+	VEOR V3.B16, V3.B16, V3.B16
+	VEOR V4.B16, V4.B16, V4.B16
+	VEOR V5.B16, V5.B16, V5.B16
+	VEOR V6.B16, V6.B16, V6.B16
+	VEOR V7.B16, V7.B16, V7.B16
+	VEOR V8.B16, V8.B16, V8.B16
+	VEOR V9.B16, V9.B16, V9.B16
+	VEOR V10.B16, V10.B16, V10.B16
+	VEOR V11.B16, V11.B16, V11.B16
+	VEOR V12.B16, V12.B16, V12.B16
+	VEOR V13.B16, V13.B16, V13.B16
+	VEOR V14.B16, V14.B16, V14.B16
+	VEOR V15.B16, V15.B16, V15.B16
+	MOVD R5, R12
+	MOVD $0, R24
+	TST $2, R8
+	ADD R21, R10, R13
+	BNE devsumpf
+devsum64:
+	CMP $64, R12
+	BLT devsumtail
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	WORD $0x4ebfd610 // fsub v16.4s, v16.4s, v31.4s
+	WORD $0x4ebfd631 // fsub v17.4s, v17.4s, v31.4s
+	WORD $0x4ebfd652 // fsub v18.4s, v18.4s, v31.4s
+	WORD $0x4ebfd673 // fsub v19.4s, v19.4s, v31.4s
+	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
+	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
+	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
+	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
+	WORD $0x4e30d400 // fadd v0.4s, v0.4s, v16.4s
+	WORD $0x4e31d421 // fadd v1.4s, v1.4s, v17.4s
+	WORD $0x4e32d442 // fadd v2.4s, v2.4s, v18.4s
+	WORD $0x4e33d463 // fadd v3.4s, v3.4s, v19.4s
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	WORD $0x4ebfd610 // fsub v16.4s, v16.4s, v31.4s
+	WORD $0x4ebfd631 // fsub v17.4s, v17.4s, v31.4s
+	WORD $0x4ebfd652 // fsub v18.4s, v18.4s, v31.4s
+	WORD $0x4ebfd673 // fsub v19.4s, v19.4s, v31.4s
+	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
+	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
+	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
+	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
+	WORD $0x4e30d484 // fadd v4.4s, v4.4s, v16.4s
+	WORD $0x4e31d4a5 // fadd v5.4s, v5.4s, v17.4s
+	WORD $0x4e32d4c6 // fadd v6.4s, v6.4s, v18.4s
+	WORD $0x4e33d4e7 // fadd v7.4s, v7.4s, v19.4s
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	WORD $0x4ebfd610 // fsub v16.4s, v16.4s, v31.4s
+	WORD $0x4ebfd631 // fsub v17.4s, v17.4s, v31.4s
+	WORD $0x4ebfd652 // fsub v18.4s, v18.4s, v31.4s
+	WORD $0x4ebfd673 // fsub v19.4s, v19.4s, v31.4s
+	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
+	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
+	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
+	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
+	WORD $0x4e30d508 // fadd v8.4s, v8.4s, v16.4s
+	WORD $0x4e31d529 // fadd v9.4s, v9.4s, v17.4s
+	WORD $0x4e32d54a // fadd v10.4s, v10.4s, v18.4s
+	WORD $0x4e33d56b // fadd v11.4s, v11.4s, v19.4s
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	WORD $0x4ebfd610 // fsub v16.4s, v16.4s, v31.4s
+	WORD $0x4ebfd631 // fsub v17.4s, v17.4s, v31.4s
+	WORD $0x4ebfd652 // fsub v18.4s, v18.4s, v31.4s
+	WORD $0x4ebfd673 // fsub v19.4s, v19.4s, v31.4s
+	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
+	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
+	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
+	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
+	WORD $0x4e30d58c // fadd v12.4s, v12.4s, v16.4s
+	WORD $0x4e31d5ad // fadd v13.4s, v13.4s, v17.4s
+	WORD $0x4e32d5ce // fadd v14.4s, v14.4s, v18.4s
+	WORD $0x4e33d5ef // fadd v15.4s, v15.4s, v19.4s
+	SUB $64, R12, R12
+	B devsum64
+devsumpf:
+	CMP $64, R12
+	BLT devsumtail
+	PRFM 0(R13), PLDL1KEEP
+	PRFM 64(R13), PLDL1KEEP
+	PRFM 128(R13), PLDL1KEEP
+	PRFM 192(R13), PLDL1KEEP
+	ADD $256, R13, R13
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	WORD $0x4ebfd610 // fsub v16.4s, v16.4s, v31.4s
+	WORD $0x4ebfd631 // fsub v17.4s, v17.4s, v31.4s
+	WORD $0x4ebfd652 // fsub v18.4s, v18.4s, v31.4s
+	WORD $0x4ebfd673 // fsub v19.4s, v19.4s, v31.4s
+	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
+	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
+	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
+	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
+	WORD $0x4e30d400 // fadd v0.4s, v0.4s, v16.4s
+	WORD $0x4e31d421 // fadd v1.4s, v1.4s, v17.4s
+	WORD $0x4e32d442 // fadd v2.4s, v2.4s, v18.4s
+	WORD $0x4e33d463 // fadd v3.4s, v3.4s, v19.4s
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	WORD $0x4ebfd610 // fsub v16.4s, v16.4s, v31.4s
+	WORD $0x4ebfd631 // fsub v17.4s, v17.4s, v31.4s
+	WORD $0x4ebfd652 // fsub v18.4s, v18.4s, v31.4s
+	WORD $0x4ebfd673 // fsub v19.4s, v19.4s, v31.4s
+	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
+	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
+	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
+	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
+	WORD $0x4e30d484 // fadd v4.4s, v4.4s, v16.4s
+	WORD $0x4e31d4a5 // fadd v5.4s, v5.4s, v17.4s
+	WORD $0x4e32d4c6 // fadd v6.4s, v6.4s, v18.4s
+	WORD $0x4e33d4e7 // fadd v7.4s, v7.4s, v19.4s
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	WORD $0x4ebfd610 // fsub v16.4s, v16.4s, v31.4s
+	WORD $0x4ebfd631 // fsub v17.4s, v17.4s, v31.4s
+	WORD $0x4ebfd652 // fsub v18.4s, v18.4s, v31.4s
+	WORD $0x4ebfd673 // fsub v19.4s, v19.4s, v31.4s
+	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
+	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
+	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
+	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
+	WORD $0x4e30d508 // fadd v8.4s, v8.4s, v16.4s
+	WORD $0x4e31d529 // fadd v9.4s, v9.4s, v17.4s
+	WORD $0x4e32d54a // fadd v10.4s, v10.4s, v18.4s
+	WORD $0x4e33d56b // fadd v11.4s, v11.4s, v19.4s
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	WORD $0x4ebfd610 // fsub v16.4s, v16.4s, v31.4s
+	WORD $0x4ebfd631 // fsub v17.4s, v17.4s, v31.4s
+	WORD $0x4ebfd652 // fsub v18.4s, v18.4s, v31.4s
+	WORD $0x4ebfd673 // fsub v19.4s, v19.4s, v31.4s
+	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
+	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
+	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
+	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
+	WORD $0x4e30d58c // fadd v12.4s, v12.4s, v16.4s
+	WORD $0x4e31d5ad // fadd v13.4s, v13.4s, v17.4s
+	WORD $0x4e32d5ce // fadd v14.4s, v14.4s, v18.4s
+	WORD $0x4e33d5ef // fadd v15.4s, v15.4s, v19.4s
+	SUB $64, R12, R12
+	B devsumpf
+devsumtail:
+
+	// Fewer than 64 elements: copied to a zero-padded block on the stack, summed as a whole block (zeros add +0).
+	CBZ R12, devsummed
+	ADD $104, RSP, R13
+	VEOR V16.B16, V16.B16, V16.B16
+	VEOR V17.B16, V17.B16, V17.B16
+	VEOR V18.B16, V18.B16, V18.B16
+	VEOR V19.B16, V19.B16, V19.B16
+	MOVD R13, R17
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	MOVD R10, R15
+	MOVD R13, R17
+	MOVD R12, R16
+copyvec25:
+	CMP $4, R16
+	BLT copyone26
+	VLD1.P 16(R15), [V20.B16]
+	VST1.P [V20.B16], 16(R17)
+	SUB $4, R16, R16
+	B copyvec25
+copyone26:
+	CBZ R16, copied27
+	MOVWU.P 4(R15), R26
+	MOVW.P R26, 4(R17)
+	SUB $1, R16, R16
+	B copyone26
+copied27:
+
+	// m in the lanes of the row's elements, +0 in the padding: the block subtracts these.
+	ADD $360, RSP, R11
+	VEOR V16.B16, V16.B16, V16.B16
+	VEOR V17.B16, V17.B16, V17.B16
+	VEOR V18.B16, V18.B16, V18.B16
+	VEOR V19.B16, V19.B16, V19.B16
+	MOVD R11, R17
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	MOVD R11, R17
+	MOVD R12, R16
+fillvec28:
+	CMP $4, R16
+	BLT fillone29
+	VST1.P [V31.S4], 16(R17)
+	SUB $4, R16, R16
+	B fillvec28
+fillone29:
+	CBZ R16, filled30
+	FMOVS F31, (R17)
+	ADD $4, R17, R17
+	SUB $1, R16, R16
+	B fillone29
+filled30:
+	ADD $104, RSP, R10
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	VLD1.P 64(R11), [V20.S4, V21.S4, V22.S4, V23.S4]
+	WORD $0x4eb4d610 // fsub v16.4s, v16.4s, v20.4s
+	WORD $0x4eb5d631 // fsub v17.4s, v17.4s, v21.4s
+	WORD $0x4eb6d652 // fsub v18.4s, v18.4s, v22.4s
+	WORD $0x4eb7d673 // fsub v19.4s, v19.4s, v23.4s
+	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
+	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
+	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
+	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
+	WORD $0x4e30d400 // fadd v0.4s, v0.4s, v16.4s
+	WORD $0x4e31d421 // fadd v1.4s, v1.4s, v17.4s
+	WORD $0x4e32d442 // fadd v2.4s, v2.4s, v18.4s
+	WORD $0x4e33d463 // fadd v3.4s, v3.4s, v19.4s
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	VLD1.P 64(R11), [V20.S4, V21.S4, V22.S4, V23.S4]
+	WORD $0x4eb4d610 // fsub v16.4s, v16.4s, v20.4s
+	WORD $0x4eb5d631 // fsub v17.4s, v17.4s, v21.4s
+	WORD $0x4eb6d652 // fsub v18.4s, v18.4s, v22.4s
+	WORD $0x4eb7d673 // fsub v19.4s, v19.4s, v23.4s
+	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
+	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
+	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
+	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
+	WORD $0x4e30d484 // fadd v4.4s, v4.4s, v16.4s
+	WORD $0x4e31d4a5 // fadd v5.4s, v5.4s, v17.4s
+	WORD $0x4e32d4c6 // fadd v6.4s, v6.4s, v18.4s
+	WORD $0x4e33d4e7 // fadd v7.4s, v7.4s, v19.4s
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	VLD1.P 64(R11), [V20.S4, V21.S4, V22.S4, V23.S4]
+	WORD $0x4eb4d610 // fsub v16.4s, v16.4s, v20.4s
+	WORD $0x4eb5d631 // fsub v17.4s, v17.4s, v21.4s
+	WORD $0x4eb6d652 // fsub v18.4s, v18.4s, v22.4s
+	WORD $0x4eb7d673 // fsub v19.4s, v19.4s, v23.4s
+	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
+	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
+	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
+	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
+	WORD $0x4e30d508 // fadd v8.4s, v8.4s, v16.4s
+	WORD $0x4e31d529 // fadd v9.4s, v9.4s, v17.4s
+	WORD $0x4e32d54a // fadd v10.4s, v10.4s, v18.4s
+	WORD $0x4e33d56b // fadd v11.4s, v11.4s, v19.4s
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	VLD1.P 64(R11), [V20.S4, V21.S4, V22.S4, V23.S4]
+	WORD $0x4eb4d610 // fsub v16.4s, v16.4s, v20.4s
+	WORD $0x4eb5d631 // fsub v17.4s, v17.4s, v21.4s
+	WORD $0x4eb6d652 // fsub v18.4s, v18.4s, v22.4s
+	WORD $0x4eb7d673 // fsub v19.4s, v19.4s, v23.4s
+	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
+	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
+	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
+	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
+	WORD $0x4e30d58c // fadd v12.4s, v12.4s, v16.4s
+	WORD $0x4e31d5ad // fadd v13.4s, v13.4s, v17.4s
+	WORD $0x4e32d5ce // fadd v14.4s, v14.4s, v18.4s
+	WORD $0x4e33d5ef // fadd v15.4s, v15.4s, v19.4s
+	SUB $64, R12, R12
+devsummed:
+
+	// Halving tree: h = 32, 16, 8, 4 on vectors, leaving four partials in V0.
+	WORD $0x4e28d400 // fadd v0.4s, v0.4s, v8.4s
+	WORD $0x4e29d421 // fadd v1.4s, v1.4s, v9.4s
+	WORD $0x4e2ad442 // fadd v2.4s, v2.4s, v10.4s
+	WORD $0x4e2bd463 // fadd v3.4s, v3.4s, v11.4s
+	WORD $0x4e2cd484 // fadd v4.4s, v4.4s, v12.4s
+	WORD $0x4e2dd4a5 // fadd v5.4s, v5.4s, v13.4s
+	WORD $0x4e2ed4c6 // fadd v6.4s, v6.4s, v14.4s
+	WORD $0x4e2fd4e7 // fadd v7.4s, v7.4s, v15.4s
+	WORD $0x4e24d400 // fadd v0.4s, v0.4s, v4.4s
+	WORD $0x4e25d421 // fadd v1.4s, v1.4s, v5.4s
+	WORD $0x4e26d442 // fadd v2.4s, v2.4s, v6.4s
+	WORD $0x4e27d463 // fadd v3.4s, v3.4s, v7.4s
+	WORD $0x4e22d400 // fadd v0.4s, v0.4s, v2.4s
+	WORD $0x4e23d421 // fadd v1.4s, v1.4s, v3.4s
+	WORD $0x4e21d400 // fadd v0.4s, v0.4s, v1.4s
+	B invone
+invone:
+
+	// h = 2 and h = 1: ss in F0.
+	VEXT $8, V0.B16, V0.B16, V16.B16
+	WORD $0x4e30d400 // fadd v0.4s, v0.4s, v16.4s
+	WORD $0x7e30d800 // faddp s0, v0.2s
+
+	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
+	TST $256, R8
+	BEQ rdivide
+	FMOVS 92(RSP), F17
+	FMULS F17, F0, F1
+	B rdivided
+rdivide:
+	FMOVS 88(RSP), F17
+	FDIVS F17, F0, F1
+rdivided:
+	MOVD j+0(FP), R16
+	FMOVS job_eps(R16), F17
+	FADDS F17, F1, F1
+	MOVW $0x0d800000, R16
+	FMOVS R16, F16
+	FCMPS F16, F1
+	BLT ret
+	MOVW $0x7f7fffff, R16
+	FMOVS R16, F16
+	FCMPS F16, F1
+	BGT ret
+	FSQRTS F1, F1
+	FMOVS $1.0, F16
+	FDIVS F1, F16, F29
+	FMOVS F29, 72(RSP)
+
+	// Report 1/rms if asked.
+	CBZ R4, noinv
+	FMOVS F29, (R4)(R9<<2)
+noinv:
+
+	// Report the mean if asked: m, +0 without flagCenter.
+	MOVD j+0(FP), R16
+	MOVD job_mean(R16), R16
+	CBZ R16, scale
+	FMOVS F31, (R16)(R9<<2)
+	B scale
+scale:
+	MOVD $0, R23
+scalerow:
+	ADD $72, RSP, R12
+	ADD R23<<2, R12, R12
+	VLD1R (R12), [V29.S4]
+
+	// y = (src*inv)*w, rounded after each multiply.
+	MOVD R1, R10
+	MOVD R2, R13
+	MOVD R0, R14
+	MOVD R5, R12
+
+	// Layer: y = ((src-m)*inv)*w + bias; bias at R24, advanced by R25 vectors (0: -0s).
+	MOVD j+0(FP), R16
+	MOVD job_bias(R16), R24
+	MOVD $1, R25
+	CBNZ R24, biasset
+	MOVD $negzero<>(SB), R24
+	MOVD $0, R25
+biasset:
+	ADD R22, R10, R15
+	CBZ R2, loop16noweight
+	TBNZ $4, R8, loop16offset
+loop16:
+	CMP $16, R12
+	BLT loop4
+	TST $2, R8
+	BNE pf16
+body16:
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	WORD $0x4ebfd610 // fsub v16.4s, v16.4s, v31.4s
+	WORD $0x6e3dde10 // fmul v16.4s, v16.4s, v29.4s
+	WORD $0x4ebfd631 // fsub v17.4s, v17.4s, v31.4s
+	WORD $0x6e3dde31 // fmul v17.4s, v17.4s, v29.4s
+	WORD $0x4ebfd652 // fsub v18.4s, v18.4s, v31.4s
+	WORD $0x6e3dde52 // fmul v18.4s, v18.4s, v29.4s
+	WORD $0x4ebfd673 // fsub v19.4s, v19.4s, v31.4s
+	WORD $0x6e3dde73 // fmul v19.4s, v19.4s, v29.4s
+	TST $8, R8
+	BEQ notrn31
+	WORD $0x0e216a10 // fcvtn v16.4h, v16.4s
+	WORD $0x0e217a10 // fcvtl v16.4s, v16.4h
+	WORD $0x0e216a31 // fcvtn v17.4h, v17.4s
+	WORD $0x0e217a31 // fcvtl v17.4s, v17.4h
+	WORD $0x0e216a52 // fcvtn v18.4h, v18.4s
+	WORD $0x0e217a52 // fcvtl v18.4s, v18.4h
+	WORD $0x0e216a73 // fcvtn v19.4h, v19.4s
+	WORD $0x0e217a73 // fcvtl v19.4s, v19.4h
+notrn31:
+	VLD1.P 64(R13), [V20.S4, V21.S4, V22.S4, V23.S4]
+	WORD $0x6e34de10 // fmul v16.4s, v16.4s, v20.4s
+	WORD $0x6e35de31 // fmul v17.4s, v17.4s, v21.4s
+	WORD $0x6e36de52 // fmul v18.4s, v18.4s, v22.4s
+	WORD $0x6e37de73 // fmul v19.4s, v19.4s, v23.4s
+	VLD1 (R24), [V20.S4, V21.S4, V22.S4, V23.S4]
+	ADD R25<<6, R24, R24
+	WORD $0x4e34d610 // fadd v16.4s, v16.4s, v20.4s
+	WORD $0x4e35d631 // fadd v17.4s, v17.4s, v21.4s
+	WORD $0x4e36d652 // fadd v18.4s, v18.4s, v22.4s
+	WORD $0x4e37d673 // fadd v19.4s, v19.4s, v23.4s
+	WORD $0x0e216a10 // fcvtn v16.4h, v16.4s
+	WORD $0x0e216a31 // fcvtn v17.4h, v17.4s
+	WORD $0x0e216a52 // fcvtn v18.4h, v18.4s
+	WORD $0x0e216a73 // fcvtn v19.4h, v19.4s
+	VST1.P [V16.H4, V17.H4, V18.H4, V19.H4], 32(R14)
+	SUB $16, R12, R12
+	B loop16
+pf16:
+	PRFM (R15), PLDL1KEEP
+	ADD $64, R15, R15
+	B body16
+loop16offset:
+	CMP $16, R12
+	BLT loop4
+	TST $2, R8
+	BNE pf16offset
+body16offset:
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	WORD $0x4ebfd610 // fsub v16.4s, v16.4s, v31.4s
+	WORD $0x6e3dde10 // fmul v16.4s, v16.4s, v29.4s
+	WORD $0x4ebfd631 // fsub v17.4s, v17.4s, v31.4s
+	WORD $0x6e3dde31 // fmul v17.4s, v17.4s, v29.4s
+	WORD $0x4ebfd652 // fsub v18.4s, v18.4s, v31.4s
+	WORD $0x6e3dde52 // fmul v18.4s, v18.4s, v29.4s
+	WORD $0x4ebfd673 // fsub v19.4s, v19.4s, v31.4s
+	WORD $0x6e3dde73 // fmul v19.4s, v19.4s, v29.4s
+	TST $8, R8
+	BEQ notrn32
+	WORD $0x0e216a10 // fcvtn v16.4h, v16.4s
+	WORD $0x0e217a10 // fcvtl v16.4s, v16.4h
+	WORD $0x0e216a31 // fcvtn v17.4h, v17.4s
+	WORD $0x0e217a31 // fcvtl v17.4s, v17.4h
+	WORD $0x0e216a52 // fcvtn v18.4h, v18.4s
+	WORD $0x0e217a52 // fcvtl v18.4s, v18.4h
+	WORD $0x0e216a73 // fcvtn v19.4h, v19.4s
+	WORD $0x0e217a73 // fcvtl v19.4s, v19.4h
+notrn32:
+	VLD1.P 64(R13), [V20.S4, V21.S4, V22.S4, V23.S4]
+	WORD $0x4e3cd694 // fadd v20.4s, v20.4s, v28.4s
+	WORD $0x6e34de10 // fmul v16.4s, v16.4s, v20.4s
+	WORD $0x4e3cd6b5 // fadd v21.4s, v21.4s, v28.4s
+	WORD $0x6e35de31 // fmul v17.4s, v17.4s, v21.4s
+	WORD $0x4e3cd6d6 // fadd v22.4s, v22.4s, v28.4s
+	WORD $0x6e36de52 // fmul v18.4s, v18.4s, v22.4s
+	WORD $0x4e3cd6f7 // fadd v23.4s, v23.4s, v28.4s
+	WORD $0x6e37de73 // fmul v19.4s, v19.4s, v23.4s
+	VLD1 (R24), [V20.S4, V21.S4, V22.S4, V23.S4]
+	ADD R25<<6, R24, R24
+	WORD $0x4e34d610 // fadd v16.4s, v16.4s, v20.4s
+	WORD $0x4e35d631 // fadd v17.4s, v17.4s, v21.4s
+	WORD $0x4e36d652 // fadd v18.4s, v18.4s, v22.4s
+	WORD $0x4e37d673 // fadd v19.4s, v19.4s, v23.4s
+	WORD $0x0e216a10 // fcvtn v16.4h, v16.4s
+	WORD $0x0e216a31 // fcvtn v17.4h, v17.4s
+	WORD $0x0e216a52 // fcvtn v18.4h, v18.4s
+	WORD $0x0e216a73 // fcvtn v19.4h, v19.4s
+	VST1.P [V16.H4, V17.H4, V18.H4, V19.H4], 32(R14)
+	SUB $16, R12, R12
+	B loop16offset
+pf16offset:
+	PRFM (R15), PLDL1KEEP
+	ADD $64, R15, R15
+	B body16offset
+loop16noweight:
+	CMP $16, R12
+	BLT loop4
+	TST $2, R8
+	BNE pf16noweight
+body16noweight:
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	WORD $0x4ebfd610 // fsub v16.4s, v16.4s, v31.4s
+	WORD $0x6e3dde10 // fmul v16.4s, v16.4s, v29.4s
+	WORD $0x4ebfd631 // fsub v17.4s, v17.4s, v31.4s
+	WORD $0x6e3dde31 // fmul v17.4s, v17.4s, v29.4s
+	WORD $0x4ebfd652 // fsub v18.4s, v18.4s, v31.4s
+	WORD $0x6e3dde52 // fmul v18.4s, v18.4s, v29.4s
+	WORD $0x4ebfd673 // fsub v19.4s, v19.4s, v31.4s
+	WORD $0x6e3dde73 // fmul v19.4s, v19.4s, v29.4s
+	VLD1 (R24), [V20.S4, V21.S4, V22.S4, V23.S4]
+	ADD R25<<6, R24, R24
+	WORD $0x4e34d610 // fadd v16.4s, v16.4s, v20.4s
+	WORD $0x4e35d631 // fadd v17.4s, v17.4s, v21.4s
+	WORD $0x4e36d652 // fadd v18.4s, v18.4s, v22.4s
+	WORD $0x4e37d673 // fadd v19.4s, v19.4s, v23.4s
+	WORD $0x0e216a10 // fcvtn v16.4h, v16.4s
+	WORD $0x0e216a31 // fcvtn v17.4h, v17.4s
+	WORD $0x0e216a52 // fcvtn v18.4h, v18.4s
+	WORD $0x0e216a73 // fcvtn v19.4h, v19.4s
+	VST1.P [V16.H4, V17.H4, V18.H4, V19.H4], 32(R14)
+	SUB $16, R12, R12
+	B loop16noweight
+pf16noweight:
+	PRFM (R15), PLDL1KEEP
+	ADD $64, R15, R15
+	B body16noweight
+loop4:
+	CMP $4, R12
+	BLT part
+	VLD1.P 16(R10), [V16.S4]
+	WORD $0x4ebfd610 // fsub v16.4s, v16.4s, v31.4s
+	WORD $0x6e3dde10 // fmul v16.4s, v16.4s, v29.4s
+	TST $8, R8
+	BEQ notrn33
+	WORD $0x0e216a10 // fcvtn v16.4h, v16.4s
+	WORD $0x0e217a10 // fcvtl v16.4s, v16.4h
+notrn33:
+	CBZ R2, noweight34
+	VLD1.P 16(R13), [V20.S4]
+	WORD $0x4e3cd694 // fadd v20.4s, v20.4s, v28.4s
+	WORD $0x6e34de10 // fmul v16.4s, v16.4s, v20.4s
+noweight34:
+	VLD1 (R24), [V21.S4]
+	ADD R25<<4, R24, R24
+	WORD $0x4e35d610 // fadd v16.4s, v16.4s, v21.4s
+	WORD $0x0e216a10 // fcvtn v16.4h, v16.4s
+	VST1.P [V16.H4], 8(R14)
+	SUB $4, R12, R12
+	B loop4
+part:
+
+	// The last 1-3 elements, through copies on the stack.
+	CBZ R12, scaled
+	ADD $104, RSP, R11
+	MOVD R10, R15
+	MOVD R11, R17
+	MOVD R12, R16
+copyvec35:
+	CMP $4, R16
+	BLT copyone36
+	VLD1.P 16(R15), [V20.B16]
+	VST1.P [V20.B16], 16(R17)
+	SUB $4, R16, R16
+	B copyvec35
+copyone36:
+	CBZ R16, copied37
+	MOVWU.P 4(R15), R26
+	MOVW.P R26, 4(R17)
+	SUB $1, R16, R16
+	B copyone36
+copied37:
+	ADD $120, RSP, R11
+	CBZ R2, nowcopy38
+	MOVD R13, R15
+	MOVD R11, R17
+	MOVD R12, R16
+copyvec39:
+	CMP $4, R16
+	BLT copyone40
+	VLD1.P 16(R15), [V20.B16]
+	VST1.P [V20.B16], 16(R17)
+	SUB $4, R16, R16
+	B copyvec39
+copyone40:
+	CBZ R16, copied41
+	MOVWU.P 4(R15), R26
+	MOVW.P R26, 4(R17)
+	SUB $1, R16, R16
+	B copyone40
+copied41:
+nowcopy38:
+	ADD $136, RSP, R11
+	MOVD R24, R15
+	MOVD R11, R17
+	MOVD R12, R16
+copyvec42:
+	CMP $4, R16
+	BLT copyone43
+	VLD1.P 16(R15), [V20.B16]
+	VST1.P [V20.B16], 16(R17)
+	SUB $4, R16, R16
+	B copyvec42
+copyone43:
+	CBZ R16, copied44
+	MOVWU.P 4(R15), R26
+	MOVW.P R26, 4(R17)
+	SUB $1, R16, R16
+	B copyone43
+copied44:
+	ADD $104, RSP, R11
+	VLD1 (R11), [V16.S4]
+	ADD $16, R11, R11
+	WORD $0x4ebfd610 // fsub v16.4s, v16.4s, v31.4s
+	WORD $0x6e3dde10 // fmul v16.4s, v16.4s, v29.4s
+	TST $8, R8
+	BEQ notrn45
+	WORD $0x0e216a10 // fcvtn v16.4h, v16.4s
+	WORD $0x0e217a10 // fcvtl v16.4s, v16.4h
+notrn45:
+	CBZ R2, noweight46
+	VLD1 (R11), [V20.S4]
+	WORD $0x4e3cd694 // fadd v20.4s, v20.4s, v28.4s
+	WORD $0x6e34de10 // fmul v16.4s, v16.4s, v20.4s
+noweight46:
+	ADD $16, R11, R13
+	VLD1 (R13), [V21.S4]
+	WORD $0x4e35d610 // fadd v16.4s, v16.4s, v21.4s
+	WORD $0x0e216a10 // fcvtn v16.4h, v16.4s
+	VST1 [V16.H4], (R11)
+	MOVD R11, R15
+	MOVD R14, R17
+	MOVD R12, R16
+copyvec47:
+	CMP $8, R16
+	BLT copyone48
+	VLD1.P 16(R15), [V20.B16]
+	VST1.P [V20.B16], 16(R17)
+	SUB $8, R16, R16
+	B copyvec47
+copyone48:
+	CBZ R16, copied49
+	MOVHU.P 2(R15), R26
+	MOVH.P R26, 2(R17)
+	SUB $1, R16, R16
+	B copyone48
+copied49:
 scaled:
 	ADD R7, R1, R1
 	ADD R7, R3, R3

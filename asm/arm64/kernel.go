@@ -13,10 +13,12 @@ import (
 // stride of x and res in bytes (dst's is on the stack, offDstStride), R8 flags (plus flagRD and flagRS), R9 rows done (the row at R0, R1, R3), R19
 // rows to do one at a time after a failed group, R20 rows to scale, R21 pfSum, R22 pfScale;
 // R10-R17 and R23-R26 are scratch (R18 is the platform register, R27-R30 belong to the Go
-// toolchain, and R26 holds a closure's context only on entry).
+// toolchain, and R26 holds a closure's context only on entry); in the scale pass of a Layer
+// function R24 is the bias pointer and R25 its step (see scaleRow).
 // Vector: V0-V15 the 64 partial sums, V16-V23 scratch, V24-V27 the constants of bfloat16 rounding
 // (bfloat16 rows or output), V28 c, what the ends of rows add to the weight (1 or -0:
-// spec.Variant.Body), V29 inv (all lanes), V30 the four inv of a group.
+// spec.Variant.Body), V29 inv (all lanes), V30 the four inv of a group, V31 (Layer functions,
+// which have no groups) m in all lanes, from the mean pass to the end of the scale pass.
 const (
 	rDst, rX, rW, rRes, rInv, rD, rTo, rStride, rFlags, rDone = "R0", "R1", "R2", "R3", "R4", "R5", "R6", "R7", "R8", "R9"
 	rSkip, rPend, rPfSum, rPfScale                            = "R19", "R20", "R21", "R22"
@@ -53,14 +55,32 @@ type emitter struct {
 	eb, ob int // bytes per element of a row of x and res (input), of dst (output)
 	labels int
 
-	lp string // the prefix of the labels of the sum pass being emitted ("add": residual jobs)
+	// The sum pass being emitted (sumPass): the prefix of its labels, whether it adds the
+	// residual (h = x + res, stored to res) and what it sums.
+	lp   string
+	res  bool
+	kind passKind
 }
+
+// passKind is what a sum pass adds to the 64 partials.
+type passKind int
+
+const (
+	squares  passKind = iota // x*x: ss of RMSNorm, and of a Layer job without flagCenter
+	plain                    // x: s, the first pass of a row with flagCenter
+	centered                 // (x-m)*(x-m), m in all lanes of V31: ss of a row with flagCenter
+)
 
 // l returns the name of label name in the sum pass being emitted.
 func (e *emitter) l(name string) string { return e.lp + name }
 
-// add reports whether the sum pass being emitted is that of residual jobs.
-func (e *emitter) add() bool { return e.lp != "" }
+// sumPass emits the sum pass of kind over the row at R10 (with res, the residual's at R11) into
+// V0-V15, its labels prefixed by lp.
+func (e *emitter) sumPass(lp string, res bool, kind passKind) {
+	e.lp, e.res, e.kind = lp, res, kind
+	e.sumRow()
+	e.lp, e.res, e.kind = "", false, squares
+}
 
 // in is the format of x and res; out that of dst.
 func (e *emitter) in() spec.Format  { return e.v.Format.In() }
@@ -189,8 +209,13 @@ func kernel(name string, v spec.Variant) string {
 	e.pickRows()
 	e.sumRows()
 	e.sumAddRow()
+	if v.Layer {
+		e.centerRow()
+	}
 	e.invOne()
-	e.invGroup()
+	if !v.Layer {
+		e.invGroup()
+	}
 	e.scaleRows()
 	e.label("ret")
 	e.op("MOVD %s, ret+24(FP)", rDone)
@@ -256,11 +281,20 @@ func (e *emitter) prologue() {
 // shift is log2 of an element size: 2 for float32, 1 for 16-bit elements.
 func shift(bytes int) int { return bits.TrailingZeros(uint(bytes)) }
 
-// pickRows sets rPend to the rows the sum pass does: four (a group) or one.
+// pickRows sets rPend to the rows the sum pass does: four (a group) or one. Layer functions do
+// one row at a time and pick the sum pass: centerRow's with flagCenter, else RMSNorm's.
 func (e *emitter) pickRows() {
 	e.op("CMP %s, %s", rTo, rDone)
 	e.op("BGE ret")
 	e.op("MOVD $1, %s", rPend)
+	if e.v.Layer {
+		e.op("TBZ $%d, %s, notcentered", bits.TrailingZeros(spec.FlagCenter), rFlags)
+		e.op("TBNZ $%d, %s, meanaddsum", bits.TrailingZeros(flagRS), rFlags)
+		e.op("B meansum")
+		e.label("notcentered")
+		e.op("TBNZ $%d, %s, addsum", bits.TrailingZeros(flagRS), rFlags)
+		return
+	}
 	e.op("TBNZ $%d, %s, addsum", bits.TrailingZeros(flagRS), rFlags)
 	e.op("CBZ %s, trygroup", rSkip)
 	e.op("SUB $1, %s, %s", rSkip, rSkip)
@@ -279,9 +313,15 @@ func (e *emitter) pickRows() {
 func (e *emitter) sumRows() {
 	e.label("sum")
 	e.op("MOVD %s, R10", rX)
+	if e.v.Layer {
+		e.sumPass("", false, squares)
+		e.tree4()
+		e.toInvOne()
+		return
+	}
 	e.op("MOVD $0, R23") // byte offset of the row's slot
 	e.label("sumrow")
-	e.sumRow()
+	e.sumPass("", false, squares)
 	e.tree4()
 	e.op("CMP $1, %s", rPend)
 	e.op("BEQ invone")
@@ -298,12 +338,49 @@ func (e *emitter) sumRows() {
 // sumAddRow is the sum pass of a row with a residual: h = x + res, stored to res, and the sum of
 // the squares of h, which it leaves in V0 for invOne.
 func (e *emitter) sumAddRow() {
-	e.lp = "add"
-	defer func() { e.lp = "" }()
 	e.label("addsum")
 	e.op("MOVD %s, R10", rRes) // the job's x
 	e.op("MOVD %s, R11", rX)   // the job's res
-	e.sumRow()
+	e.sumPass("add", true, squares)
+	e.tree4()
+	e.toInvOne()
+}
+
+// toInvOne ends RMSNorm's sum pass of one row. In a Layer function, whose scale pass subtracts
+// m in V31 (the row's mean with flagCenter), it sets m = +0 first: x - (+0) is x for every x,
+// -0 included.
+func (e *emitter) toInvOne() {
+	if e.v.Layer {
+		e.op("VEOR V31.B16, V31.B16, V31.B16")
+	}
+	e.op("B invone")
+}
+
+// centerRow (Layer) is the sum pass of a row with flagCenter: s, the sum of the row's elements
+// (with a residual, of h = x + res, stored to res as by sumAddRow), the float64 path for an s
+// that is not finite (h already stored), m = s/d into all lanes of V31, and the sum of the
+// squares of x - m, left in V0 for invOne.
+func (e *emitter) centerRow() {
+	e.label("meansum")
+	e.op("MOVD %s, R10", rX)
+	e.sumPass("mean", false, plain)
+	e.op("B mean")
+	e.label("meanaddsum")
+	e.op("MOVD %s, R10", rRes) // the job's x
+	e.op("MOVD %s, R11", rX)   // the job's res
+	e.sumPass("meanadd", true, plain)
+	e.label("mean")
+	e.tree4()
+	e.comment("h = 2 and h = 1: s in F0; a row whose s is ±Inf or NaN (s - s is not 0) takes the float64 path.")
+	e.tree21()
+	e.op("FSUBS F0, F0, F16")
+	e.op("FCMPS $(0.0), F16")
+	e.op("BNE ret")
+	e.comment("m = s/d in all lanes of V31.")
+	e.divD(0, 1, offFd, offRd, "m")
+	e.op("VDUP V1.S[0], V31.S4")
+	e.op("MOVD %s, R10", rX) // h with a residual (see prologue)
+	e.sumPass("dev", false, centered)
 	e.tree4()
 	e.op("B invone")
 }
@@ -311,8 +388,12 @@ func (e *emitter) sumAddRow() {
 // sumRow accumulates the row at R10 into V0-V15; on the sum pass of residual jobs it also stores
 // h = x + res at R11. It leaves the row's start in R14.
 func (e *emitter) sumRow() {
-	res := e.add()
-	e.comment("Sum of squares: element i goes to partial i%64, lane i%4 of V(i%64/4).")
+	res := e.res
+	e.comment([...]string{
+		squares:  "Sum of squares: element i goes to partial i%64, lane i%4 of V(i%64/4).",
+		plain:    "Sum of the elements: element i goes to partial i%64, lane i%4 of V(i%64/4).",
+		centered: "Sum of the squares of x - m: element i goes to partial i%64, lane i%4 of V(i%64/4).",
+	}[e.kind])
 	e.op("MOVD R10, R14")
 	for k := 0; k < 16; k++ {
 		e.op("VEOR V%d.B16, V%d.B16, V%d.B16", k, k, k)
@@ -361,6 +442,18 @@ func (e *emitter) sumRow() {
 	e.op("ADD $%d, RSP, R13", offSlotX)
 	e.zeroBlock("R13")
 	e.copyElems("R10", "R13", "R12", e.eb)
+	if e.kind == centered {
+		// A padding lane's x - m would be -m: the block subtracts m only in the lanes of the
+		// row's elements (0 - 0 is +0 in the others, whose squares add +0).
+		e.comment("m in the lanes of the row's elements, +0 in the padding: the block subtracts these.")
+		e.op("ADD $%d, RSP, R11", offSlotR)
+		e.zeroBytes("R11", 4*block)
+		e.fillM("R11", "R12")
+		e.op("ADD $%d, RSP, R10", offSlotX)
+		e.blockOf(false, true)
+		e.label(e.l("summed"))
+		return
+	}
 	if res {
 		e.op("MOVD R11, R24")
 		e.op("ADD $%d, RSP, R13", offSlotR)
@@ -383,8 +476,13 @@ func (e *emitter) sumRow() {
 
 // block adds the squares of 64 elements at R10 (post-incremented) to V0-V15 and counts them off
 // R12; with res they are h = x + res (rounded to the input format: not at all for float32
-// rows), stored to res at R11 first.
-func (e *emitter) block(res bool) {
+// rows), stored to res at R11 first. In a sum pass of another kind (e.kind) it adds the elements
+// themselves (plain) or the squares of x - m (centered: m in V31).
+func (e *emitter) block(res bool) { e.blockOf(res, false) }
+
+// blockOf is block; with mSlot (centered, the tail of a row) it subtracts the 64 floats at R11
+// (post-incremented) in place of V31.
+func (e *emitter) blockOf(res, mSlot bool) {
 	vb := 4 * e.eb // bytes of one vector's lanes
 	for j := 0; j < 4; j++ {
 		e.op("VLD1.P %d(R10), %s", 4*vb, e.list(16, 4))
@@ -409,8 +507,20 @@ func (e *emitter) block(res bool) {
 			}
 			e.op("VST1.P %s, %d(R11)", e.list(h, 4), 4*vb)
 		}
-		for i := vreg(0); i < 4; i++ {
-			e.word(fmul4s(16+i, 16+i, 16+i))
+		if e.kind == centered {
+			m := [4]vreg{31, 31, 31, 31}
+			if mSlot {
+				e.op("VLD1.P 64(R11), [V20.S4, V21.S4, V22.S4, V23.S4]")
+				m = [4]vreg{20, 21, 22, 23}
+			}
+			for i := vreg(0); i < 4; i++ {
+				e.word(fsub4s(16+i, 16+i, m[i]))
+			}
+		}
+		if e.kind != plain {
+			for i := vreg(0); i < 4; i++ {
+				e.word(fmul4s(16+i, 16+i, 16+i))
+			}
 		}
 		for i := vreg(0); i < 4; i++ {
 			acc := vreg(4*j) + i
@@ -421,15 +531,39 @@ func (e *emitter) block(res bool) {
 }
 
 // zeroBlock clears the 64-element slot at p.
-func (e *emitter) zeroBlock(p string) {
+func (e *emitter) zeroBlock(p string) { e.zeroBytes(p, e.eb*block) }
+
+// zeroBytes clears n bytes at p, a multiple of 64.
+func (e *emitter) zeroBytes(p string, n int) {
 	e.op("VEOR V16.B16, V16.B16, V16.B16")
 	e.op("VEOR V17.B16, V17.B16, V17.B16")
 	e.op("VEOR V18.B16, V18.B16, V18.B16")
 	e.op("VEOR V19.B16, V19.B16, V19.B16")
 	e.op("MOVD %s, R17", p)
-	for off := 0; off < e.eb*block; off += 64 {
+	for off := 0; off < n; off += 64 {
 		e.op("VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)")
 	}
+}
+
+// fillM stores m (lane 0 of V31) as the first n floats at p, four at a time and then one at a
+// time; it moves neither p nor n (it uses R16 and R17).
+func (e *emitter) fillM(p, n string) {
+	vec, one, done := e.fresh("fillvec"), e.fresh("fillone"), e.fresh("filled")
+	e.op("MOVD %s, R17", p)
+	e.op("MOVD %s, R16", n)
+	e.label(vec)
+	e.op("CMP $4, R16")
+	e.op("BLT %s", one)
+	e.op("VST1.P [V31.S4], 16(R17)")
+	e.op("SUB $4, R16, R16")
+	e.op("B %s", vec)
+	e.label(one)
+	e.op("CBZ R16, %s", done)
+	e.op("FMOVS F31, (R17)")
+	e.op("ADD $4, R17, R17")
+	e.op("SUB $1, R16, R16")
+	e.op("B %s", one)
+	e.label(done)
 }
 
 // copyElems copies n elements of eb bytes from src to dst, 16 bytes at a time and then one
@@ -476,8 +610,20 @@ func (e *emitter) invOne() {
 	e.op("FDIVS F1, F16, F29")
 	e.op("FMOVS F29, %d(RSP)", offInvs)
 	e.comment("Report 1/rms if asked.")
-	e.op("CBZ %s, scale", rInv)
+	if !e.v.Layer {
+		e.op("CBZ %s, scale", rInv)
+		e.op("FMOVS F29, (%s)(%s<<2)", rInv, rDone)
+		e.op("B scale")
+		return
+	}
+	e.op("CBZ %s, noinv", rInv)
 	e.op("FMOVS F29, (%s)(%s<<2)", rInv, rDone)
+	e.label("noinv")
+	e.comment("Report the mean if asked: m, +0 without flagCenter.")
+	e.op("MOVD j+0(FP), R16")
+	e.op("MOVD %s(R16), R16", spec.Job.Mean)
+	e.op("CBZ R16, scale")
+	e.op("FMOVS F31, (R16)(%s<<2)", rDone)
 	e.op("B scale")
 }
 
@@ -568,6 +714,18 @@ func (e *emitter) scaleRow(src string) {
 	e.op("MOVD %s, R13", rW)
 	e.op("MOVD %s, R14", rDst)
 	e.op("MOVD %s, R12", rD)
+	if e.v.Layer {
+		// Every Layer row subtracts m and adds a bias: m = +0 without flagCenter, and -0s in place
+		// of a nil bias (y + -0 is y for every y, -0 included), read from negZero over and over.
+		e.comment("Layer: y = ((src-m)*inv)*w + bias; bias at R24, advanced by R25 vectors (0: -0s).")
+		e.op("MOVD j+0(FP), R16")
+		e.op("MOVD %s(R16), R24", spec.Job.Bias)
+		e.op("MOVD $1, R25")
+		e.op("CBNZ R24, biasset")
+		e.op("MOVD $%s(SB), R24", negZero)
+		e.op("MOVD $0, R25")
+		e.label("biasset")
+	}
 	if oneLoop(e.ob) {
 		e.op("ADD %s, R10, R15", rPfScale) // the row prefetched with flagPF
 		// A loop for each weight form, as on amd64, where a test per iteration measured 5%
@@ -610,7 +768,7 @@ func (e *emitter) scaleRow(src string) {
 	e.op("BLT part")
 	e.op("VLD1.P %d(R10), %s", 4*e.eb, e.list(16, 1))
 	e.widen(16)
-	e.scaleVec(16, 20, "VLD1.P 16(R13), [V20.S4]")
+	e.scaleVec(16, 20, "VLD1.P 16(R13), [V20.S4]", "VLD1 (R24), [V21.S4]", "ADD R25<<4, R24, R24")
 	e.storeVecs(16, 1, "R14", true)
 	e.op("SUB $4, R12, R12")
 	e.op("B loop4")
@@ -625,11 +783,15 @@ func (e *emitter) scaleRow(src string) {
 	e.op("CBZ %s, %s", rW, nw)
 	e.copyElems("R13", "R11", "R12", 4)
 	e.label(nw)
+	if e.v.Layer {
+		e.op("ADD $%d, RSP, R11", offSlotX+32)
+		e.copyElems("R24", "R11", "R12", 4) // -0s from negZero without a bias
+	}
 	e.op("ADD $%d, RSP, R11", offSlotX)
 	e.op("VLD1 (R11), %s", e.list(16, 1))
 	e.widen(16)
 	e.op("ADD $16, R11, R11")
-	e.scaleVec(16, 20, "VLD1 (R11), [V20.S4]")
+	e.scaleVec(16, 20, "VLD1 (R11), [V20.S4]", "ADD $16, R11, R13", "VLD1 (R13), [V21.S4]")
 	e.storeVecs(16, 1, "R11", false)
 	e.copyElems("R11", "R14", "R12", e.ob)
 	e.label("scaled")
@@ -638,8 +800,12 @@ func (e *emitter) scaleRow(src string) {
 // scaleVec turns x in Vx into (x*inv)*(w + c), loading w into Vw with loadW (c in V28: 1 with
 // flagOffset, else -0), or into x*inv when the job has no weight (w nil): for the ends of rows,
 // where a branch costs less than a copy per weight form. With flagRN (RoundNormalized), x*inv is
-// rounded to dst's format first.
-func (e *emitter) scaleVec(x, w vreg, loadW string) {
+// rounded to dst's format first. A Layer function subtracts m (V31) from x first and adds the
+// bias, which the instructions loadB load into V21, last.
+func (e *emitter) scaleVec(x, w vreg, loadW string, loadB ...string) {
+	if e.v.Layer {
+		e.word(fsub4s(x, x, 31))
+	}
 	e.word(fmul4s(x, x, 29))
 	e.roundIfRN([3]vreg{21, 22, 23}, x)
 	skip := e.fresh("noweight")
@@ -648,6 +814,12 @@ func (e *emitter) scaleVec(x, w vreg, loadW string) {
 	e.word(fadd4s(w, w, 28))
 	e.word(fmul4s(x, x, w))
 	e.label(skip)
+	if e.v.Layer {
+		for _, l := range loadB {
+			e.op("%s", l)
+		}
+		e.word(fadd4s(x, x, 21))
+	}
 }
 
 // storeVecs narrows n vectors from V(v) to dst's format and stores them at base
@@ -687,6 +859,9 @@ func (e *emitter) scale16(mode spec.Mode) {
 	e.op("VLD1.P %d(R10), %s", 16*e.eb, e.list(16, 4))
 	for i := vreg(0); i < 4; i++ {
 		e.widen(16 + i)
+		if e.v.Layer {
+			e.word(fsub4s(16+i, 16+i, 31))
+		}
 		e.word(fmul4s(16+i, 16+i, 29))
 	}
 	if mode != spec.Unweighted { // flagRN comes only with a weight
@@ -701,8 +876,28 @@ func (e *emitter) scale16(mode spec.Mode) {
 			e.word(fmul4s(16+i, 16+i, 20+i))
 		}
 	}
+	if e.v.Layer {
+		e.op("VLD1 (R24), [V20.S4, V21.S4, V22.S4, V23.S4]")
+		e.op("ADD R25<<6, R24, R24")
+		for i := vreg(0); i < 4; i++ {
+			e.word(fadd4s(16+i, 16+i, 20+i))
+		}
+	}
 	e.storeVecs(16, 4, "R14", true)
 	e.op("SUB $16, R12, R12")
+}
+
+// negZero is 64 bytes of float32 -0, the bias of a Layer job without one (see scaleRow).
+const negZero = "negzero<>"
+
+// negZeroData returns the assembler directives that lay out negZero.
+func negZeroData() string {
+	var b strings.Builder
+	for off := 0; off < 64; off += 8 {
+		fmt.Fprintf(&b, "DATA %s+%d(SB)/8, $0x8000000080000000\n", negZero, off)
+	}
+	fmt.Fprintf(&b, "GLOBL %s(SB), RODATA|NOPTR, $64\n", negZero)
+	return b.String()
 }
 
 // divisor stores fd = float32(d) at fd(RSP) and, when d is a power of two, rd = 1/d at rd(RSP)

@@ -29,6 +29,17 @@
 // 16 bits: the sum pass and h are the float32 kernel's, the stores to dst (and flagRN's rounding
 // of x*inv) the 16-bit kernels'.
 //
+// LayerNorm (the Layer variants) has a function per format too, the same code with a Layer
+// switch in the emitter: one row at a time (no groups). A row with flagCenter takes three
+// passes: s, the plain sum of the row (with a residual, of h, stored as above), in the same 64
+// partials, tree and zero-padded tail; m = s/d (s*rd when d is a power of two) in all lanes of
+// V31; the sum of the squares of x - m, FSUB, FMUL then FADD, the tail's padding lanes
+// subtracting +0 in place of m so that they add +0; then inv as above. A row without it takes
+// RMSNorm's sum pass and m = +0. The scale pass is RMSNorm's with x - m in place of x and the
+// bias added last, every row: -0s (read over and over from a constant) stand in for a nil bias,
+// since y + -0 is y for every y. A row whose s is not finite returns to the float64 path as one
+// whose t is out of range does, its h already stored.
+//
 // The backward functions (backward.go) do one row in three passes: the sum of squares as above,
 // c = the sum of g*x in the same 64 partials and tree, then dx = inv*(g - x*s) with the weight
 // gradient's products added to their block's partial sum (or to DW) in the same loop, one loop
@@ -80,13 +91,8 @@ func main() {
 
 	var s bytes.Buffer
 	fmt.Fprintf(&s, "%s\n\n//go:build %s\n\n#include \"textflag.h\"\n#include \"go_asm.h\"\n", header, constraint)
-	k := spec.Kernel{ID: "kernelNEON", Prefix: "neon"}
-	// No LayerNorm kernels yet: the table sends the Layer variants' jobs to the generic kernel.
-	for _, v := range spec.Bodies {
-		if !v.Layer {
-			k.Variants = append(k.Variants, v)
-		}
-	}
+	k := spec.Kernel{ID: "kernelNEON", Prefix: "neon", Variants: spec.Bodies}
+	// No LayerNorm backward functions yet: the table sends those jobs to the generic kernel.
 	for _, b := range spec.BackwardBodies {
 		if !b.Layer {
 			k.Backward = append(k.Backward, b)
@@ -99,6 +105,7 @@ func main() {
 	s.WriteString("TEXT ·callKernel(SB), NOSPLIT|NOFRAME, $0-32\n")
 	fmt.Fprintf(&s, "\tMOVD j+0(FP), R0\n\tMOVWU %s(R0), R1\n\tMOVD $kernels<>(SB), R2\n\tMOVD (R2)(R1<<3), R2\n\tB (R2)\n\n", spec.Job.Fn)
 	s.WriteString(spec.TableData(ks))
+	s.WriteString(negZeroData())
 	for _, v := range k.Variants {
 		s.WriteString(kernel("neon"+v.FuncName(), v))
 	}

@@ -272,9 +272,21 @@ func (v Variant) Formula() string {
 		round = func(e string) string { return "round16(" + e + ")" }
 		roundIn = round
 	}
-	s += "y = " + round("(x*inv)*w") + ", " + round("(x*inv)*(1+w)") + " with flagOffset, or " + round("x*inv") + " with w nil"
+	n, b := "x*inv", "" // the normalized value and what is added to the weighted one
+	if v.Layer {
+		if s == "" {
+			s = "LayerNorm: "
+		} else {
+			s = "LayerNorm on " + s
+		}
+		n, b = "(x-m)*inv", " + b"
+	}
+	s += "y = " + round("("+n+")*w"+b) + ", " + round("("+n+")*(1+w)"+b) + " with flagOffset, or " + round(n+b) + " with w nil"
 	if v.Body().Rounds() {
-		s += " (with flagRN and a weight, " + round("x*inv") + " in place of (x*inv))"
+		s += " (with flagRN and a weight, " + round(n) + " in place of (" + n + "))"
+	}
+	if v.Layer {
+		s += ", m the row's mean with flagCenter (else +0; stored to mean[r] when mean is not nil), b the bias (nothing added when it is nil)"
 	}
 	return s + ", for each row; with res, h = " + roundIn("x + res") + " and res = h per element first, and h in place of x."
 }

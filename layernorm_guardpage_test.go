@@ -1,0 +1,138 @@
+//go:build linux || darwin
+
+package rmsnorm
+
+import (
+	"fmt"
+	"testing"
+)
+
+// LayerNorm under guard pages (guardpage_test.go): every buffer of a Layer call (X, Dst, Residual,
+// Weight, Bias, Inv, Mean) flush against an inaccessible page, for every format, layer form and
+// weight form, rows back to back or a stride apart, with the memory flags of rows from memory on
+// or off (flagPF's prefetching loops run for rows a stride apart or from memory), so that a
+// kernel reading or writing one element outside its slices faults; and the results are the
+// generic kernel's.
+
+const lgRows = 3 // rows of a call
+
+// layerGuardCase is one call of TestLayerNormGuardPages: the Norm's settings, the layout, and
+// the values of X and Residual (span elements, rows Stride = d + gap apart), Weight and Bias.
+type layerGuardCase struct {
+	f                format
+	mode             weightMode
+	center, bias, rn bool
+	d, gap           int
+	atEnd, stream    bool
+	xs, res, w, b    []float32
+}
+
+func (c *layerGuardCase) span() int { return (lgRows-1)*(c.d+c.gap) + c.d }
+
+func (c *layerGuardCase) String() string {
+	return fmt.Sprintf("%s d=%d gap=%d center=%v bias=%v mode=%d rn=%v atEnd=%v stream=%v",
+		fnameAll(c.f), c.d, c.gap, c.center, c.bias, c.mode, c.rn, c.atEnd, c.stream)
+}
+
+// runLayerGuarded runs c with kernel k in the regions, D and T the element types of Dst and X,
+// and returns what it wrote (Dst and Residual whole spans, widened). It fails the test on a
+// fault.
+func runLayerGuarded[D, T elem](t *testing.T, regions []*guardedRegion, k kernelID, c *layerGuardCase) layerOut {
+	t.Helper()
+	span := c.span()
+	gx := regionSlice[T](regions[0], span, c.atEnd)
+	gd := regionSlice[D](regions[1], span, c.atEnd)
+	gr := regionSlice[T](regions[2], span, c.atEnd)
+	gw := regionSlice[float32](regions[3], c.d, c.atEnd)
+	gb := regionSlice[float32](regions[4], c.d, c.atEnd)
+	gi := regionSlice[float32](regions[5], lgRows, c.atEnd)
+	gm := regionSlice[float32](regions[6], lgRows, c.atEnd)
+	for i := range span {
+		gx[i] = toElem[T](c.f, c.xs[i])
+		gr[i] = toElem[T](c.f, c.res[i])
+		gd[i] = toElem[D](c.f, 0)
+	}
+	copy(gw, c.w)
+	copy(gb, c.b)
+	n := Norm{Weight: gw, Eps: 1e-5, UnitOffset: c.mode == offset, RoundNormalized: c.rn, Center: c.center}
+	if c.mode == unweighted {
+		n.Weight, n.Dim = nil, c.d
+	}
+	if c.bias {
+		n.Bias = gb
+	}
+	r := rowsOf[D, T]{Dst: gd, X: gx, N: lgRows, Stride: c.d + c.gap, Residual: gr, Inv: gi}
+	if c.center {
+		r.Mean = gm
+	}
+	var faulted bool
+	withStreaming(c.stream, func() { faulted = faults(func() { applyKernel(k, &n, c.f, &r) }) })
+	if faulted {
+		t.Fatalf("%s %s: the kernel touched a guard page", k, c)
+	}
+	var out layerOut
+	for i := range span {
+		out.dst = append(out.dst, fromElem(c.f, gd[i]))
+		out.res = append(out.res, fromElem(c.f, gr[i]))
+	}
+	out.inv, out.mean = append([]float32(nil), gi...), append([]float32(nil), gm...)
+	return out
+}
+
+// run is runLayerGuarded for c's format.
+func (c *layerGuardCase) run(t *testing.T, regions []*guardedRegion, k kernelID) layerOut {
+	t.Helper()
+	switch c.f {
+	case formatF32:
+		return runLayerGuarded[float32, float32](t, regions, k, c)
+	case formatBF16, formatF16:
+		return runLayerGuarded[uint16, uint16](t, regions, k, c)
+	}
+	return runLayerGuarded[uint16, float32](t, regions, k, c)
+}
+
+func TestLayerNormGuardPages(t *testing.T) {
+	const maxD, maxGap = 4097, 3
+	regions := make([]*guardedRegion, 7)
+	for i := range regions {
+		regions[i] = newGuardedRegion(t, (lgRows-1)*(maxD+maxGap)+maxD)
+	}
+	runs := 0
+	for _, k := range testKernels() {
+		if k == kernelGeneric {
+			continue // the reference
+		}
+		for _, f := range layerFormats {
+			for _, d := range []int{1, 3, 5, 16, 17, 63, 64, 65, 129, 300, 513, maxD} {
+				r := seedFor(d, int(f), 33)
+				xs, res := make([]float32, (lgRows-1)*(d+maxGap)+d), make([]float32, (lgRows-1)*(d+maxGap)+d)
+				fill(xs, classNormal, r)
+				for i := range xs {
+					xs[i] += 3 // a mean to subtract
+				}
+				fill(res, classUniform, r)
+				w, b := normalRows(d, 1, 34), normalRows(d, 1, 35)
+				for _, lf := range layerForms {
+					for _, mode := range []weightMode{weighted, offset, unweighted} {
+						for _, atEnd := range []bool{true, false} {
+							// Without flagPF (back to back), with it from the size, with it from the stride.
+							for _, l := range []struct {
+								gap    int
+								stream bool
+							}{{0, false}, {0, true}, {maxGap, false}} {
+								c := &layerGuardCase{f: f, mode: mode, center: lf.center, bias: lf.bias,
+									rn: f.out() != formatF32 && mode != unweighted && d%2 == 1, d: d, gap: l.gap,
+									atEnd: atEnd, stream: l.stream, xs: xs, res: res, w: w, b: b}
+								want := c.run(t, regions, kernelGeneric)
+								got := c.run(t, regions, k)
+								sameOut(t, fmt.Sprintf("%s %s", k, c), got, want)
+								runs++
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+	t.Logf("%d LayerNorm calls under guard pages (kernels %v)", runs, testKernels())
+}

@@ -3,10 +3,11 @@ package rmsnorm
 import "math"
 
 // The generic kernel of LayerNorm (the Layer variants: Center, Bias or both), for every format:
-// the contract of the package documentation's LayerNorm in plain Go, the reference of future
-// LayerNorm kernels. Until they exist every kernel runs these functions for Layer jobs (the
-// dispatch table points the Layer variants here). As in runGeneric, every float32(...) around a
-// product that meets an addition forbids a fused multiply-add.
+// the contract of the package documentation's LayerNorm in plain Go, the reference of the
+// LayerNorm kernels. A kernel without forward functions for the Layer variants (every kernel but
+// NEON) runs these for Layer jobs (the dispatch table points those variants here). As in
+// runGeneric, every float32(...) around a product that meets an addition forbids a fused
+// multiply-add.
 //
 // The rows are read a chunk at a time: float32 rows in place, 16-bit rows widened into a buffer on
 // the stack. A chunk is a whole number of blocks of 64, so element i of a chunk goes to partial

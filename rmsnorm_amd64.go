@@ -75,6 +75,36 @@ func avx512ForwardToBF16(j *job, from, to int) int
 //go:noescape
 func avx512ForwardToF16(j *job, from, to int) int
 
+// avx512ForwardLayer normalizes rows [from, to) of the job: LayerNorm: y = ((x-m)*inv)*w + b, ((x-m)*inv)*(1+w) + b with flagOffset, or (x-m)*inv + b with w nil, m the row's mean with flagCenter (else +0; stored to mean[r] when mean is not nil), b the bias (nothing added when it is nil), for each row; with res, h = x + res and res = h per element first, and h in place of x.
+// It stops before the first row that needs the float64 path and returns that row's index, or to.
+//
+//go:noescape
+func avx512ForwardLayer(j *job, from, to int) int
+
+// avx512ForwardLayerBF16 normalizes rows [from, to) of the job: LayerNorm on BF16 rows: y = round16(((x-m)*inv)*w + b), round16(((x-m)*inv)*(1+w) + b) with flagOffset, or round16((x-m)*inv + b) with w nil (with flagRN and a weight, round16((x-m)*inv) in place of ((x-m)*inv)), m the row's mean with flagCenter (else +0; stored to mean[r] when mean is not nil), b the bias (nothing added when it is nil), for each row; with res, h = round16(x + res) and res = h per element first, and h in place of x.
+// It stops before the first row that needs the float64 path and returns that row's index, or to.
+//
+//go:noescape
+func avx512ForwardLayerBF16(j *job, from, to int) int
+
+// avx512ForwardLayerF16 normalizes rows [from, to) of the job: LayerNorm on F16 rows: y = round16(((x-m)*inv)*w + b), round16(((x-m)*inv)*(1+w) + b) with flagOffset, or round16((x-m)*inv + b) with w nil (with flagRN and a weight, round16((x-m)*inv) in place of ((x-m)*inv)), m the row's mean with flagCenter (else +0; stored to mean[r] when mean is not nil), b the bias (nothing added when it is nil), for each row; with res, h = round16(x + res) and res = h per element first, and h in place of x.
+// It stops before the first row that needs the float64 path and returns that row's index, or to.
+//
+//go:noescape
+func avx512ForwardLayerF16(j *job, from, to int) int
+
+// avx512ForwardLayerToBF16 normalizes rows [from, to) of the job: LayerNorm on float32 rows into BF16 rows: y = round16(((x-m)*inv)*w + b), round16(((x-m)*inv)*(1+w) + b) with flagOffset, or round16((x-m)*inv + b) with w nil (with flagRN and a weight, round16((x-m)*inv) in place of ((x-m)*inv)), m the row's mean with flagCenter (else +0; stored to mean[r] when mean is not nil), b the bias (nothing added when it is nil), for each row; with res, h = x + res and res = h per element first, and h in place of x.
+// It stops before the first row that needs the float64 path and returns that row's index, or to.
+//
+//go:noescape
+func avx512ForwardLayerToBF16(j *job, from, to int) int
+
+// avx512ForwardLayerToF16 normalizes rows [from, to) of the job: LayerNorm on float32 rows into F16 rows: y = round16(((x-m)*inv)*w + b), round16(((x-m)*inv)*(1+w) + b) with flagOffset, or round16((x-m)*inv + b) with w nil (with flagRN and a weight, round16((x-m)*inv) in place of ((x-m)*inv)), m the row's mean with flagCenter (else +0; stored to mean[r] when mean is not nil), b the bias (nothing added when it is nil), for each row; with res, h = x + res and res = h per element first, and h in place of x.
+// It stops before the first row that needs the float64 path and returns that row's index, or to.
+//
+//go:noescape
+func avx512ForwardLayerToF16(j *job, from, to int) int
+
 // avx512WidenBF16 converts n elements: BF16 bits at src widened exactly to float32 at dst.
 //
 //go:noescape
@@ -124,6 +154,36 @@ func avx2ForwardToBF16(j *job, from, to int) int
 //
 //go:noescape
 func avx2ForwardToF16(j *job, from, to int) int
+
+// avx2ForwardLayer normalizes rows [from, to) of the job: LayerNorm: y = ((x-m)*inv)*w + b, ((x-m)*inv)*(1+w) + b with flagOffset, or (x-m)*inv + b with w nil, m the row's mean with flagCenter (else +0; stored to mean[r] when mean is not nil), b the bias (nothing added when it is nil), for each row; with res, h = x + res and res = h per element first, and h in place of x.
+// It stops before the first row that needs the float64 path and returns that row's index, or to.
+//
+//go:noescape
+func avx2ForwardLayer(j *job, from, to int) int
+
+// avx2ForwardLayerBF16 normalizes rows [from, to) of the job: LayerNorm on BF16 rows: y = round16(((x-m)*inv)*w + b), round16(((x-m)*inv)*(1+w) + b) with flagOffset, or round16((x-m)*inv + b) with w nil (with flagRN and a weight, round16((x-m)*inv) in place of ((x-m)*inv)), m the row's mean with flagCenter (else +0; stored to mean[r] when mean is not nil), b the bias (nothing added when it is nil), for each row; with res, h = round16(x + res) and res = h per element first, and h in place of x.
+// It stops before the first row that needs the float64 path and returns that row's index, or to.
+//
+//go:noescape
+func avx2ForwardLayerBF16(j *job, from, to int) int
+
+// avx2ForwardLayerF16 normalizes rows [from, to) of the job: LayerNorm on F16 rows: y = round16(((x-m)*inv)*w + b), round16(((x-m)*inv)*(1+w) + b) with flagOffset, or round16((x-m)*inv + b) with w nil (with flagRN and a weight, round16((x-m)*inv) in place of ((x-m)*inv)), m the row's mean with flagCenter (else +0; stored to mean[r] when mean is not nil), b the bias (nothing added when it is nil), for each row; with res, h = round16(x + res) and res = h per element first, and h in place of x.
+// It stops before the first row that needs the float64 path and returns that row's index, or to.
+//
+//go:noescape
+func avx2ForwardLayerF16(j *job, from, to int) int
+
+// avx2ForwardLayerToBF16 normalizes rows [from, to) of the job: LayerNorm on float32 rows into BF16 rows: y = round16(((x-m)*inv)*w + b), round16(((x-m)*inv)*(1+w) + b) with flagOffset, or round16((x-m)*inv + b) with w nil (with flagRN and a weight, round16((x-m)*inv) in place of ((x-m)*inv)), m the row's mean with flagCenter (else +0; stored to mean[r] when mean is not nil), b the bias (nothing added when it is nil), for each row; with res, h = x + res and res = h per element first, and h in place of x.
+// It stops before the first row that needs the float64 path and returns that row's index, or to.
+//
+//go:noescape
+func avx2ForwardLayerToBF16(j *job, from, to int) int
+
+// avx2ForwardLayerToF16 normalizes rows [from, to) of the job: LayerNorm on float32 rows into F16 rows: y = round16(((x-m)*inv)*w + b), round16(((x-m)*inv)*(1+w) + b) with flagOffset, or round16((x-m)*inv + b) with w nil (with flagRN and a weight, round16((x-m)*inv) in place of ((x-m)*inv)), m the row's mean with flagCenter (else +0; stored to mean[r] when mean is not nil), b the bias (nothing added when it is nil), for each row; with res, h = x + res and res = h per element first, and h in place of x.
+// It stops before the first row that needs the float64 path and returns that row's index, or to.
+//
+//go:noescape
+func avx2ForwardLayerToF16(j *job, from, to int) int
 
 // avx2WidenBF16 converts n elements: BF16 bits at src widened exactly to float32 at dst.
 //

@@ -231,6 +231,72 @@ DATA widehi<>+60(SB)/2, $0x0000
 DATA widehi<>+62(SB)/2, $0x001f
 GLOBL widehi<>(SB), RODATA|NOPTR, $64
 
+DATA iota64<>+0(SB)/4, $0x00000000
+DATA iota64<>+4(SB)/4, $0x00000001
+DATA iota64<>+8(SB)/4, $0x00000002
+DATA iota64<>+12(SB)/4, $0x00000003
+DATA iota64<>+16(SB)/4, $0x00000004
+DATA iota64<>+20(SB)/4, $0x00000005
+DATA iota64<>+24(SB)/4, $0x00000006
+DATA iota64<>+28(SB)/4, $0x00000007
+DATA iota64<>+32(SB)/4, $0x00000008
+DATA iota64<>+36(SB)/4, $0x00000009
+DATA iota64<>+40(SB)/4, $0x0000000a
+DATA iota64<>+44(SB)/4, $0x0000000b
+DATA iota64<>+48(SB)/4, $0x0000000c
+DATA iota64<>+52(SB)/4, $0x0000000d
+DATA iota64<>+56(SB)/4, $0x0000000e
+DATA iota64<>+60(SB)/4, $0x0000000f
+DATA iota64<>+64(SB)/4, $0x00000010
+DATA iota64<>+68(SB)/4, $0x00000011
+DATA iota64<>+72(SB)/4, $0x00000012
+DATA iota64<>+76(SB)/4, $0x00000013
+DATA iota64<>+80(SB)/4, $0x00000014
+DATA iota64<>+84(SB)/4, $0x00000015
+DATA iota64<>+88(SB)/4, $0x00000016
+DATA iota64<>+92(SB)/4, $0x00000017
+DATA iota64<>+96(SB)/4, $0x00000018
+DATA iota64<>+100(SB)/4, $0x00000019
+DATA iota64<>+104(SB)/4, $0x0000001a
+DATA iota64<>+108(SB)/4, $0x0000001b
+DATA iota64<>+112(SB)/4, $0x0000001c
+DATA iota64<>+116(SB)/4, $0x0000001d
+DATA iota64<>+120(SB)/4, $0x0000001e
+DATA iota64<>+124(SB)/4, $0x0000001f
+DATA iota64<>+128(SB)/4, $0x00000020
+DATA iota64<>+132(SB)/4, $0x00000021
+DATA iota64<>+136(SB)/4, $0x00000022
+DATA iota64<>+140(SB)/4, $0x00000023
+DATA iota64<>+144(SB)/4, $0x00000024
+DATA iota64<>+148(SB)/4, $0x00000025
+DATA iota64<>+152(SB)/4, $0x00000026
+DATA iota64<>+156(SB)/4, $0x00000027
+DATA iota64<>+160(SB)/4, $0x00000028
+DATA iota64<>+164(SB)/4, $0x00000029
+DATA iota64<>+168(SB)/4, $0x0000002a
+DATA iota64<>+172(SB)/4, $0x0000002b
+DATA iota64<>+176(SB)/4, $0x0000002c
+DATA iota64<>+180(SB)/4, $0x0000002d
+DATA iota64<>+184(SB)/4, $0x0000002e
+DATA iota64<>+188(SB)/4, $0x0000002f
+DATA iota64<>+192(SB)/4, $0x00000030
+DATA iota64<>+196(SB)/4, $0x00000031
+DATA iota64<>+200(SB)/4, $0x00000032
+DATA iota64<>+204(SB)/4, $0x00000033
+DATA iota64<>+208(SB)/4, $0x00000034
+DATA iota64<>+212(SB)/4, $0x00000035
+DATA iota64<>+216(SB)/4, $0x00000036
+DATA iota64<>+220(SB)/4, $0x00000037
+DATA iota64<>+224(SB)/4, $0x00000038
+DATA iota64<>+228(SB)/4, $0x00000039
+DATA iota64<>+232(SB)/4, $0x0000003a
+DATA iota64<>+236(SB)/4, $0x0000003b
+DATA iota64<>+240(SB)/4, $0x0000003c
+DATA iota64<>+244(SB)/4, $0x0000003d
+DATA iota64<>+248(SB)/4, $0x0000003e
+DATA iota64<>+252(SB)/4, $0x0000003f
+GLOBL iota64<>(SB), RODATA|NOPTR, $256
+
 // func avx512Forward(j uintptr, from int, to int) int
 // Requires: AVX, AVX512F, MMX+
 TEXT ·avx512Forward(SB), NOSPLIT, $384-32
@@ -5149,6 +5215,5926 @@ notrn21:
 	VMULPS    Z3, Z2, Z2
 
 noweight22:
+	VCVTPS2PH $0x00, Z2, K1, (CX)(R8*2)
+	ADDQ      R10, R8
+	CMPQ      R8, job_d+0(AX)
+	JB        scalentgo
+
+scaled:
+	ADDQ DI, DX
+	ADDQ 328(SP), CX
+	ADDQ DI, BX
+	INCQ 320(SP)
+	MOVQ 352(SP), R8
+	INCQ R8
+	MOVQ R8, 352(SP)
+	CMPQ R8, 344(SP)
+	JB   scalerow
+	JMP  row
+
+ret:
+	TESTL $0x00000001, job_flags+0(AX)
+	JZ    vzero
+	SFENCE
+
+vzero:
+	VZEROUPPER
+	MOVQ 320(SP), AX
+	MOVQ AX, ret+24(FP)
+	RET
+
+// func avx512ForwardLayer(j uintptr, from int, to int) int
+// Requires: AVX, AVX512F, MMX+
+TEXT ·avx512ForwardLayer(SB), NOSPLIT, $384-32
+	// avx512ForwardLayer normalizes rows [from, to) of the job: LayerNorm: y = ((x-m)*inv)*w + b, ((x-m)*inv)*(1+w) + b with flagOffset, or (x-m)*inv + b with w nil, m the row's mean with flagCenter (else +0; stored to mean[r] when mean is not nil), b the bias (nothing added when it is nil), for each row; with res, h = x + res and res = h per element first, and h in place of x.
+	// It stops before the first row that needs the float64 path and returns that row's index, or to.
+	MOVQ  j+0(FP), AX
+	MOVQ  job_dst+0(AX), CX
+	MOVQ  job_x+0(AX), DX
+	MOVQ  job_res+0(AX), BX
+	TESTQ BX, BX
+	JZ    rowsset
+	XCHGQ DX, BX
+
+rowsset:
+	MOVQ job_w+0(AX), SI
+	MOVQ job_stride+0(AX), DI
+	SHLQ $0x02, DI
+	MOVQ job_dstStride+0(AX), R8
+	SHLQ $0x02, R8
+	MOVQ R8, 328(SP)
+
+	// fd = float32(d); rd = 1/d when d is a power of two (a/d is then a*rd exactly), else 0.
+	MOVQ       job_d+0(AX), R8
+	VMOVSS     one<>+0(SB), X0
+	VCVTSI2SSQ R8, X0, X0
+	VMOVSS     X0, 376(SP)
+	XORL       R10, R10
+	LEAQ       -1(R8), R9
+	TESTQ      R8, R9
+	JNZ        notpow2
+	BSFQ       R8, R9
+	MOVL       $0x0000007f, R10
+	SUBL       R9, R10
+	SHLL       $0x17, R10
+
+notpow2:
+	MOVL         R10, 380(SP)
+	VBROADCASTSS one<>+0(SB), Z0
+	TESTL        $0x00000010, job_flags+0(AX)
+	JNZ          weightadd1
+	VBROADCASTSS negzero<>+0(SB), Z0
+
+weightadd1:
+	// Start at row from.
+	MOVQ  from+8(FP), R8
+	MOVQ  R8, 320(SP)
+	MOVQ  $0x00000000, 336(SP)
+	MOVQ  R8, R9
+	IMULQ 328(SP), R9
+	ADDQ  R9, CX
+	IMULQ DI, R8
+	ADDQ  R8, DX
+	ADDQ  R8, BX
+
+row:
+	MOVQ  320(SP), R8
+	CMPQ  R8, to+16(FP)
+	JAE   ret
+	MOVQ  $0x00000001, 344(SP)
+	CMPQ  job_res+0(AX), $0x00
+	JNE   addsum
+	TESTL $0x00000020, job_flags+0(AX)
+	JZ    nocenter
+	MOVQ  DX, R8
+
+	// Sum of squares: element i goes to partial i%64.
+	MOVQ    job_d+0(AX), R10
+	SUBQ    $0x00000040, R10
+	JGE     firstblock
+	VMOVUPS zero64<>+0(SB), Z1
+	VMOVUPS zero64<>+0(SB), Z2
+	VMOVUPS zero64<>+0(SB), Z3
+	VMOVUPS zero64<>+0(SB), Z4
+	XORQ    R9, R9
+	JMP     sumtail
+
+firstblock:
+	// +0 + square is the square itself: the first block initializes the partials.
+	XORQ    R9, R9
+	VMOVUPS (R8)(R9*4), Z1
+	VADDPS  zero64<>+0(SB), Z1, Z1
+	VMOVUPS 64(R8)(R9*4), Z2
+	VADDPS  zero64<>+0(SB), Z2, Z2
+	VMOVUPS 128(R8)(R9*4), Z3
+	VADDPS  zero64<>+0(SB), Z3, Z3
+	VMOVUPS 192(R8)(R9*4), Z4
+	VADDPS  zero64<>+0(SB), Z4, Z4
+	MOVQ    $0x00000040, R9
+	TESTL   $0x00000002, job_flags+0(AX)
+	JNZ     sumpf
+
+	PCALIGN $32
+sumloop:
+	CMPQ    R9, R10
+	JG      sumtail
+	VMOVUPS (R8)(R9*4), Z5
+	VADDPS  Z5, Z1, Z1
+	VMOVUPS 64(R8)(R9*4), Z5
+	VADDPS  Z5, Z2, Z2
+	VMOVUPS 128(R8)(R9*4), Z5
+	VADDPS  Z5, Z3, Z3
+	VMOVUPS 192(R8)(R9*4), Z5
+	VADDPS  Z5, Z4, Z4
+	ADDQ    $0x00000040, R9
+	JMP     sumloop
+
+	// The same, prefetching the rows ahead.
+sumpf:
+	MOVQ DI, R11
+	SHLQ $0x01, R11
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows2
+	SHLQ $0x03, R11
+
+longrows2:
+	ADDQ R8, R11
+
+	PCALIGN $32
+sumpfloop:
+	CMPQ       R9, R10
+	JG         sumtail
+	PREFETCHT0 (R11)(R9*4)
+	PREFETCHT0 64(R11)(R9*4)
+	PREFETCHT0 128(R11)(R9*4)
+	PREFETCHT0 192(R11)(R9*4)
+	VMOVUPS    (R8)(R9*4), Z5
+	VADDPS     Z5, Z1, Z1
+	VMOVUPS    64(R8)(R9*4), Z5
+	VADDPS     Z5, Z2, Z2
+	VMOVUPS    128(R8)(R9*4), Z5
+	VADDPS     Z5, Z3, Z3
+	VMOVUPS    192(R8)(R9*4), Z5
+	VADDPS     Z5, Z4, Z4
+	ADDQ       $0x00000040, R9
+	JMP        sumpfloop
+
+sumtail:
+	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
+	MOVQ job_d+0(AX), R10
+	SUBQ R9, R10
+	JZ   summed
+	LEAQ kmask<>+0(SB), R11
+	MOVQ R10, R12
+	CMPQ R12, $0x00000010
+	JLE  tailmask0
+	MOVQ $0x00000010, R12
+
+tailmask0:
+	KMOVW     (R11)(R12*2), K1
+	VMOVUPS.Z (R8)(R9*4), K1, Z5
+	VADDPS    Z5, Z1, Z1
+	MOVQ      R10, R12
+	SUBQ      $0x00000010, R12
+	JLE       summed
+	CMPQ      R12, $0x00000010
+	JLE       tailmask1
+	MOVQ      $0x00000010, R12
+
+tailmask1:
+	KMOVW     (R11)(R12*2), K1
+	VMOVUPS.Z 64(R8)(R9*4), K1, Z5
+	VADDPS    Z5, Z2, Z2
+	MOVQ      R10, R12
+	SUBQ      $0x00000020, R12
+	JLE       summed
+	CMPQ      R12, $0x00000010
+	JLE       tailmask2
+	MOVQ      $0x00000010, R12
+
+tailmask2:
+	KMOVW     (R11)(R12*2), K1
+	VMOVUPS.Z 128(R8)(R9*4), K1, Z5
+	VADDPS    Z5, Z3, Z3
+	SUBQ      $0x00000030, R10
+	JLE       summed
+	CMPQ      R10, $0x00000010
+	JLE       tailmask3
+	MOVQ      $0x00000010, R10
+
+tailmask3:
+	KMOVW     (R11)(R10*2), K1
+	VMOVUPS.Z 192(R8)(R9*4), K1, Z5
+	VADDPS    Z5, Z4, Z4
+
+summed:
+	VADDPS Z3, Z1, Z1
+	VADDPS Z4, Z2, Z2
+	VADDPS Z2, Z1, Z1
+	JMP    mean
+
+addsum:
+	MOVQ BX, R8
+	MOVQ DX, R9
+
+	// Sum of squares: element i goes to partial i%64.
+	MOVQ    job_d+0(AX), R11
+	SUBQ    $0x00000040, R11
+	JGE     addfirstblock
+	VMOVUPS zero64<>+0(SB), Z1
+	VMOVUPS zero64<>+0(SB), Z2
+	VMOVUPS zero64<>+0(SB), Z3
+	VMOVUPS zero64<>+0(SB), Z4
+	XORQ    R10, R10
+	JMP     addsumtail
+
+addfirstblock:
+	// +0 + square is the square itself: the first block initializes the partials.
+	XORQ    R10, R10
+	VMOVUPS (R8)(R10*4), Z1
+	VADDPS  (R9)(R10*4), Z1, Z1
+	VMOVUPS Z1, (R9)(R10*4)
+	VADDPS  zero64<>+0(SB), Z1, Z1
+	VMOVUPS 64(R8)(R10*4), Z2
+	VADDPS  64(R9)(R10*4), Z2, Z2
+	VMOVUPS Z2, 64(R9)(R10*4)
+	VADDPS  zero64<>+0(SB), Z2, Z2
+	VMOVUPS 128(R8)(R10*4), Z3
+	VADDPS  128(R9)(R10*4), Z3, Z3
+	VMOVUPS Z3, 128(R9)(R10*4)
+	VADDPS  zero64<>+0(SB), Z3, Z3
+	VMOVUPS 192(R8)(R10*4), Z4
+	VADDPS  192(R9)(R10*4), Z4, Z4
+	VMOVUPS Z4, 192(R9)(R10*4)
+	VADDPS  zero64<>+0(SB), Z4, Z4
+	MOVQ    $0x00000040, R10
+	TESTL   $0x00000002, job_flags+0(AX)
+	JNZ     addsumpf
+
+	PCALIGN $32
+addsumloop:
+	CMPQ    R10, R11
+	JG      addsumtail
+	VMOVUPS (R8)(R10*4), Z5
+	VADDPS  (R9)(R10*4), Z5, Z5
+	VMOVUPS Z5, (R9)(R10*4)
+	VADDPS  Z5, Z1, Z1
+	VMOVUPS 64(R8)(R10*4), Z5
+	VADDPS  64(R9)(R10*4), Z5, Z5
+	VMOVUPS Z5, 64(R9)(R10*4)
+	VADDPS  Z5, Z2, Z2
+	VMOVUPS 128(R8)(R10*4), Z5
+	VADDPS  128(R9)(R10*4), Z5, Z5
+	VMOVUPS Z5, 128(R9)(R10*4)
+	VADDPS  Z5, Z3, Z3
+	VMOVUPS 192(R8)(R10*4), Z5
+	VADDPS  192(R9)(R10*4), Z5, Z5
+	VMOVUPS Z5, 192(R9)(R10*4)
+	VADDPS  Z5, Z4, Z4
+	ADDQ    $0x00000040, R10
+	JMP     addsumloop
+
+	// The same, prefetching the rows ahead.
+addsumpf:
+	MOVQ DI, R12
+	SHLQ $0x01, R12
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows3
+	SHLQ $0x03, R12
+
+longrows3:
+	ADDQ R8, R12
+
+	PCALIGN $32
+addsumpfloop:
+	CMPQ       R10, R11
+	JG         addsumtail
+	PREFETCHT0 (R12)(R10*4)
+	PREFETCHT0 64(R12)(R10*4)
+	PREFETCHT0 128(R12)(R10*4)
+	PREFETCHT0 192(R12)(R10*4)
+	VMOVUPS    (R8)(R10*4), Z5
+	VADDPS     (R9)(R10*4), Z5, Z5
+	VMOVUPS    Z5, (R9)(R10*4)
+	VADDPS     Z5, Z1, Z1
+	VMOVUPS    64(R8)(R10*4), Z5
+	VADDPS     64(R9)(R10*4), Z5, Z5
+	VMOVUPS    Z5, 64(R9)(R10*4)
+	VADDPS     Z5, Z2, Z2
+	VMOVUPS    128(R8)(R10*4), Z5
+	VADDPS     128(R9)(R10*4), Z5, Z5
+	VMOVUPS    Z5, 128(R9)(R10*4)
+	VADDPS     Z5, Z3, Z3
+	VMOVUPS    192(R8)(R10*4), Z5
+	VADDPS     192(R9)(R10*4), Z5, Z5
+	VMOVUPS    Z5, 192(R9)(R10*4)
+	VADDPS     Z5, Z4, Z4
+	ADDQ       $0x00000040, R10
+	JMP        addsumpfloop
+
+addsumtail:
+	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
+	MOVQ job_d+0(AX), R11
+	SUBQ R10, R11
+	JZ   addsummed
+	LEAQ kmask<>+0(SB), R12
+	MOVQ R11, R13
+	CMPQ R13, $0x00000010
+	JLE  addtailmask0
+	MOVQ $0x00000010, R13
+
+addtailmask0:
+	KMOVW     (R12)(R13*2), K1
+	VMOVUPS.Z (R8)(R10*4), K1, Z5
+	VMOVUPS.Z (R9)(R10*4), K1, Z6
+	VADDPS    Z6, Z5, Z5
+	VMOVUPS   Z5, K1, (R9)(R10*4)
+	VADDPS    Z5, Z1, Z1
+	MOVQ      R11, R13
+	SUBQ      $0x00000010, R13
+	JLE       addsummed
+	CMPQ      R13, $0x00000010
+	JLE       addtailmask1
+	MOVQ      $0x00000010, R13
+
+addtailmask1:
+	KMOVW     (R12)(R13*2), K1
+	VMOVUPS.Z 64(R8)(R10*4), K1, Z5
+	VMOVUPS.Z 64(R9)(R10*4), K1, Z6
+	VADDPS    Z6, Z5, Z5
+	VMOVUPS   Z5, K1, 64(R9)(R10*4)
+	VADDPS    Z5, Z2, Z2
+	MOVQ      R11, R13
+	SUBQ      $0x00000020, R13
+	JLE       addsummed
+	CMPQ      R13, $0x00000010
+	JLE       addtailmask2
+	MOVQ      $0x00000010, R13
+
+addtailmask2:
+	KMOVW     (R12)(R13*2), K1
+	VMOVUPS.Z 128(R8)(R10*4), K1, Z5
+	VMOVUPS.Z 128(R9)(R10*4), K1, Z6
+	VADDPS    Z6, Z5, Z5
+	VMOVUPS   Z5, K1, 128(R9)(R10*4)
+	VADDPS    Z5, Z3, Z3
+	SUBQ      $0x00000030, R11
+	JLE       addsummed
+	CMPQ      R11, $0x00000010
+	JLE       addtailmask3
+	MOVQ      $0x00000010, R11
+
+addtailmask3:
+	KMOVW     (R12)(R11*2), K1
+	VMOVUPS.Z 192(R8)(R10*4), K1, Z5
+	VMOVUPS.Z 192(R9)(R10*4), K1, Z6
+	VADDPS    Z6, Z5, Z5
+	VMOVUPS   Z5, K1, 192(R9)(R10*4)
+	VADDPS    Z5, Z4, Z4
+
+addsummed:
+	VADDPS Z3, Z1, Z1
+	VADDPS Z4, Z2, Z2
+	VADDPS Z2, Z1, Z1
+
+mean:
+	VSHUFF64X2 $0xee, Z1, Z1, Z2
+	VADDPS     Z2, Z1, Z1
+	VSHUFF32X4 $0x01, Z1, Z1, Z2
+	VADDPS     Z2, Z1, Z1
+	VPERMILPS  $0x4e, Z1, Z2
+	VADDPS     Z2, Z1, Z1
+	VPERMILPS  $0xb1, Z1, Z2
+	VADDPS     Z2, Z1, Z1
+	TESTL      $0x00000020, job_flags+0(AX)
+	JZ         nocenter
+
+	// A row whose sum is not finite (s-s is NaN) takes the float64 path; else m = s/d.
+	VSUBSS   X1, X1, X2
+	VUCOMISS X2, X2
+	JPS      ret
+	CMPL     380(SP), $0x00
+	JE       divide4
+	VMULSS   380(SP), X1, X2
+	JMP      divided5
+
+divide4:
+	VDIVSS 376(SP), X1, X2
+
+divided5:
+	VBROADCASTSS X2, Z5
+	JMP          centered
+
+nocenter:
+	VMOVUPS zero64<>+0(SB), Z5
+
+centered:
+	MOVQ DX, R8
+
+	// Sum of squares: element i goes to partial i%64.
+	MOVQ    job_d+0(AX), R10
+	SUBQ    $0x00000040, R10
+	JGE     sqfirstblock
+	VMOVUPS zero64<>+0(SB), Z1
+	VMOVUPS zero64<>+0(SB), Z2
+	VMOVUPS zero64<>+0(SB), Z3
+	VMOVUPS zero64<>+0(SB), Z4
+	XORQ    R9, R9
+	JMP     sqsumtail
+
+sqfirstblock:
+	// +0 + square is the square itself: the first block initializes the partials.
+	XORQ    R9, R9
+	VMOVUPS (R8)(R9*4), Z1
+	VSUBPS  Z5, Z1, Z1
+	VMULPS  Z1, Z1, Z1
+	VMOVUPS 64(R8)(R9*4), Z2
+	VSUBPS  Z5, Z2, Z2
+	VMULPS  Z2, Z2, Z2
+	VMOVUPS 128(R8)(R9*4), Z3
+	VSUBPS  Z5, Z3, Z3
+	VMULPS  Z3, Z3, Z3
+	VMOVUPS 192(R8)(R9*4), Z4
+	VSUBPS  Z5, Z4, Z4
+	VMULPS  Z4, Z4, Z4
+	MOVQ    $0x00000040, R9
+	TESTL   $0x00000002, job_flags+0(AX)
+	JNZ     sqsumpf
+
+	PCALIGN $32
+sqsumloop:
+	CMPQ    R9, R10
+	JG      sqsumtail
+	VMOVUPS (R8)(R9*4), Z6
+	VSUBPS  Z5, Z6, Z6
+	VMULPS  Z6, Z6, Z6
+	VADDPS  Z6, Z1, Z1
+	VMOVUPS 64(R8)(R9*4), Z6
+	VSUBPS  Z5, Z6, Z6
+	VMULPS  Z6, Z6, Z6
+	VADDPS  Z6, Z2, Z2
+	VMOVUPS 128(R8)(R9*4), Z6
+	VSUBPS  Z5, Z6, Z6
+	VMULPS  Z6, Z6, Z6
+	VADDPS  Z6, Z3, Z3
+	VMOVUPS 192(R8)(R9*4), Z6
+	VSUBPS  Z5, Z6, Z6
+	VMULPS  Z6, Z6, Z6
+	VADDPS  Z6, Z4, Z4
+	ADDQ    $0x00000040, R9
+	JMP     sqsumloop
+
+	// The same, prefetching the rows ahead.
+sqsumpf:
+	MOVQ DI, R11
+	SHLQ $0x01, R11
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows6
+	SHLQ $0x03, R11
+
+longrows6:
+	ADDQ R8, R11
+
+	PCALIGN $32
+sqsumpfloop:
+	CMPQ       R9, R10
+	JG         sqsumtail
+	PREFETCHT0 (R11)(R9*4)
+	PREFETCHT0 64(R11)(R9*4)
+	PREFETCHT0 128(R11)(R9*4)
+	PREFETCHT0 192(R11)(R9*4)
+	VMOVUPS    (R8)(R9*4), Z6
+	VSUBPS     Z5, Z6, Z6
+	VMULPS     Z6, Z6, Z6
+	VADDPS     Z6, Z1, Z1
+	VMOVUPS    64(R8)(R9*4), Z6
+	VSUBPS     Z5, Z6, Z6
+	VMULPS     Z6, Z6, Z6
+	VADDPS     Z6, Z2, Z2
+	VMOVUPS    128(R8)(R9*4), Z6
+	VSUBPS     Z5, Z6, Z6
+	VMULPS     Z6, Z6, Z6
+	VADDPS     Z6, Z3, Z3
+	VMOVUPS    192(R8)(R9*4), Z6
+	VSUBPS     Z5, Z6, Z6
+	VMULPS     Z6, Z6, Z6
+	VADDPS     Z6, Z4, Z4
+	ADDQ       $0x00000040, R9
+	JMP        sqsumpfloop
+
+sqsumtail:
+	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
+	MOVQ job_d+0(AX), R10
+	SUBQ R9, R10
+	JZ   sqsummed
+	LEAQ kmask<>+0(SB), R11
+	MOVQ R10, R12
+	CMPQ R12, $0x00000010
+	JLE  sqtailmask0
+	MOVQ $0x00000010, R12
+
+sqtailmask0:
+	KMOVW     (R11)(R12*2), K1
+	VMOVUPS.Z (R8)(R9*4), K1, Z6
+	VSUBPS.Z  Z5, Z6, K1, Z6
+	VMULPS    Z6, Z6, Z6
+	VADDPS    Z6, Z1, Z1
+	MOVQ      R10, R12
+	SUBQ      $0x00000010, R12
+	JLE       sqsummed
+	CMPQ      R12, $0x00000010
+	JLE       sqtailmask1
+	MOVQ      $0x00000010, R12
+
+sqtailmask1:
+	KMOVW     (R11)(R12*2), K1
+	VMOVUPS.Z 64(R8)(R9*4), K1, Z6
+	VSUBPS.Z  Z5, Z6, K1, Z6
+	VMULPS    Z6, Z6, Z6
+	VADDPS    Z6, Z2, Z2
+	MOVQ      R10, R12
+	SUBQ      $0x00000020, R12
+	JLE       sqsummed
+	CMPQ      R12, $0x00000010
+	JLE       sqtailmask2
+	MOVQ      $0x00000010, R12
+
+sqtailmask2:
+	KMOVW     (R11)(R12*2), K1
+	VMOVUPS.Z 128(R8)(R9*4), K1, Z6
+	VSUBPS.Z  Z5, Z6, K1, Z6
+	VMULPS    Z6, Z6, Z6
+	VADDPS    Z6, Z3, Z3
+	SUBQ      $0x00000030, R10
+	JLE       sqsummed
+	CMPQ      R10, $0x00000010
+	JLE       sqtailmask3
+	MOVQ      $0x00000010, R10
+
+sqtailmask3:
+	KMOVW     (R11)(R10*2), K1
+	VMOVUPS.Z 192(R8)(R9*4), K1, Z6
+	VSUBPS.Z  Z5, Z6, K1, Z6
+	VMULPS    Z6, Z6, Z6
+	VADDPS    Z6, Z4, Z4
+
+sqsummed:
+	VADDPS Z3, Z1, Z1
+	VADDPS Z4, Z2, Z2
+	VADDPS Z2, Z1, Z1
+
+	// Halving tree: p[j] += p[j+h] for the remaining h, down to ss.
+	VSHUFF64X2 $0xee, Z1, Z1, Z2
+	VADDPS     Z2, Z1, Z1
+	VSHUFF32X4 $0x01, Z1, Z1, Z2
+	VADDPS     Z2, Z1, Z1
+	VPERMILPS  $0x4e, Z1, Z2
+	VADDPS     Z2, Z1, Z1
+	VPERMILPS  $0xb1, Z1, Z2
+	VADDPS     Z2, Z1, Z1
+
+	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
+	CMPL   380(SP), $0x00
+	JE     divide7
+	VMULSS 380(SP), X1, X1
+	JMP    divided8
+
+divide7:
+	VDIVSS 376(SP), X1, X1
+
+divided8:
+	VADDSS   job_eps+0(AX), X1, X1
+	VUCOMISS tlo<>+0(SB), X1
+	JCS      ret
+	VUCOMISS tmax<>+0(SB), X1
+	JHI      ret
+	VSQRTSS  X1, X1, X1
+	VMOVSS   one<>+0(SB), X7
+	VDIVSS   X1, X7, X7
+
+	// Report 1/rms if asked.
+	MOVQ   job_inv+0(AX), R8
+	TESTQ  R8, R8
+	JZ     reportmean
+	MOVQ   320(SP), R9
+	VMOVSS X7, (R8)(R9*4)
+
+reportmean:
+	// Report the mean if asked.
+	MOVQ   job_mean+0(AX), R8
+	TESTQ  R8, R8
+	JZ     scale
+	MOVQ   320(SP), R9
+	VMOVSS X5, (R8)(R9*4)
+
+scale:
+	VBROADCASTSS X7, Z1
+	MOVQ         $0x00000000, 352(SP)
+	CMPQ         344(SP), $0x01
+	JE           scalebody
+	VMOVUPS      Z7, 256(SP)
+
+scalerow:
+	MOVQ         352(SP), R8
+	VBROADCASTSS 256(SP)(R8*4), Z1
+
+scalebody:
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ  R8, R8
+	MOVQ  job_d+0(AX), R9
+	SUBQ  $0x00000040, R9
+	TESTL $0x00000002, job_flags+0(AX)
+	JNZ   scalepf
+	TESTQ SI, SI
+	JZ    scaleloopnoweight
+	TESTL $0x00000010, job_flags+0(AX)
+	JNZ   scaleloopoffset
+
+	PCALIGN $32
+scaleloop:
+	CMPQ    R8, R9
+	JG      scaletail
+	VMOVUPS (DX)(R8*4), Z2
+	VSUBPS  Z5, Z2, Z2
+	VMULPS  Z1, Z2, Z2
+	VMOVUPS 64(DX)(R8*4), Z3
+	VSUBPS  Z5, Z3, Z3
+	VMULPS  Z1, Z3, Z3
+	VMOVUPS 128(DX)(R8*4), Z4
+	VSUBPS  Z5, Z4, Z4
+	VMULPS  Z1, Z4, Z4
+	VMOVUPS 192(DX)(R8*4), Z6
+	VSUBPS  Z5, Z6, Z6
+	VMULPS  Z1, Z6, Z6
+	VMULPS  (SI)(R8*4), Z2, Z2
+	VMULPS  64(SI)(R8*4), Z3, Z3
+	VMULPS  128(SI)(R8*4), Z4, Z4
+	VMULPS  192(SI)(R8*4), Z6, Z6
+	MOVQ    job_bias+0(AX), R10
+	TESTQ   R10, R10
+	JZ      nobias9
+	VADDPS  (R10)(R8*4), Z2, Z2
+	VADDPS  64(R10)(R8*4), Z3, Z3
+	VADDPS  128(R10)(R8*4), Z4, Z4
+	VADDPS  192(R10)(R8*4), Z6, Z6
+
+nobias9:
+	VMOVUPS Z2, (CX)(R8*4)
+	VMOVUPS Z3, 64(CX)(R8*4)
+	VMOVUPS Z4, 128(CX)(R8*4)
+	VMOVUPS Z6, 192(CX)(R8*4)
+	ADDQ    $0x00000040, R8
+	JMP     scaleloop
+
+	PCALIGN $32
+scaleloopoffset:
+	CMPQ    R8, R9
+	JG      scaletail
+	VMOVUPS (DX)(R8*4), Z2
+	VSUBPS  Z5, Z2, Z2
+	VMULPS  Z1, Z2, Z2
+	VMOVUPS 64(DX)(R8*4), Z3
+	VSUBPS  Z5, Z3, Z3
+	VMULPS  Z1, Z3, Z3
+	VMOVUPS 128(DX)(R8*4), Z4
+	VSUBPS  Z5, Z4, Z4
+	VMULPS  Z1, Z4, Z4
+	VMOVUPS 192(DX)(R8*4), Z6
+	VSUBPS  Z5, Z6, Z6
+	VMULPS  Z1, Z6, Z6
+	VMOVUPS (SI)(R8*4), Z8
+	VADDPS  Z0, Z8, Z8
+	VMULPS  Z8, Z2, Z2
+	VMOVUPS 64(SI)(R8*4), Z8
+	VADDPS  Z0, Z8, Z8
+	VMULPS  Z8, Z3, Z3
+	VMOVUPS 128(SI)(R8*4), Z8
+	VADDPS  Z0, Z8, Z8
+	VMULPS  Z8, Z4, Z4
+	VMOVUPS 192(SI)(R8*4), Z8
+	VADDPS  Z0, Z8, Z8
+	VMULPS  Z8, Z6, Z6
+	MOVQ    job_bias+0(AX), R10
+	TESTQ   R10, R10
+	JZ      nobias10
+	VADDPS  (R10)(R8*4), Z2, Z2
+	VADDPS  64(R10)(R8*4), Z3, Z3
+	VADDPS  128(R10)(R8*4), Z4, Z4
+	VADDPS  192(R10)(R8*4), Z6, Z6
+
+nobias10:
+	VMOVUPS Z2, (CX)(R8*4)
+	VMOVUPS Z3, 64(CX)(R8*4)
+	VMOVUPS Z4, 128(CX)(R8*4)
+	VMOVUPS Z6, 192(CX)(R8*4)
+	ADDQ    $0x00000040, R8
+	JMP     scaleloopoffset
+
+	PCALIGN $32
+scaleloopnoweight:
+	CMPQ    R8, R9
+	JG      scaletail
+	VMOVUPS (DX)(R8*4), Z2
+	VSUBPS  Z5, Z2, Z2
+	VMULPS  Z1, Z2, Z2
+	VMOVUPS 64(DX)(R8*4), Z3
+	VSUBPS  Z5, Z3, Z3
+	VMULPS  Z1, Z3, Z3
+	VMOVUPS 128(DX)(R8*4), Z4
+	VSUBPS  Z5, Z4, Z4
+	VMULPS  Z1, Z4, Z4
+	VMOVUPS 192(DX)(R8*4), Z6
+	VSUBPS  Z5, Z6, Z6
+	VMULPS  Z1, Z6, Z6
+	MOVQ    job_bias+0(AX), R10
+	TESTQ   R10, R10
+	JZ      nobias11
+	VADDPS  (R10)(R8*4), Z2, Z2
+	VADDPS  64(R10)(R8*4), Z3, Z3
+	VADDPS  128(R10)(R8*4), Z4, Z4
+	VADDPS  192(R10)(R8*4), Z6, Z6
+
+nobias11:
+	VMOVUPS Z2, (CX)(R8*4)
+	VMOVUPS Z3, 64(CX)(R8*4)
+	VMOVUPS Z4, 128(CX)(R8*4)
+	VMOVUPS Z6, 192(CX)(R8*4)
+	ADDQ    $0x00000040, R8
+	JMP     scaleloopnoweight
+
+scalepf:
+	MOVQ DI, R10
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows12
+	SHLQ $0x03, R10
+
+longrows12:
+	ADDQ  DX, R10
+	TESTL $0x00000001, job_flags+0(AX)
+	JNZ   scalent
+	TESTQ SI, SI
+	JZ    scalepfloopnoweight
+	TESTL $0x00000010, job_flags+0(AX)
+	JNZ   scalepfloopoffset
+
+	PCALIGN $32
+scalepfloop:
+	CMPQ       R8, R9
+	JG         scaletail
+	PREFETCHT0 (R10)(R8*4)
+	PREFETCHT0 64(R10)(R8*4)
+	PREFETCHT0 128(R10)(R8*4)
+	PREFETCHT0 192(R10)(R8*4)
+	VMOVUPS    (DX)(R8*4), Z2
+	VSUBPS     Z5, Z2, Z2
+	VMULPS     Z1, Z2, Z2
+	VMOVUPS    64(DX)(R8*4), Z3
+	VSUBPS     Z5, Z3, Z3
+	VMULPS     Z1, Z3, Z3
+	VMOVUPS    128(DX)(R8*4), Z4
+	VSUBPS     Z5, Z4, Z4
+	VMULPS     Z1, Z4, Z4
+	VMOVUPS    192(DX)(R8*4), Z6
+	VSUBPS     Z5, Z6, Z6
+	VMULPS     Z1, Z6, Z6
+	VMULPS     (SI)(R8*4), Z2, Z2
+	VMULPS     64(SI)(R8*4), Z3, Z3
+	VMULPS     128(SI)(R8*4), Z4, Z4
+	VMULPS     192(SI)(R8*4), Z6, Z6
+	MOVQ       job_bias+0(AX), R11
+	TESTQ      R11, R11
+	JZ         nobias13
+	VADDPS     (R11)(R8*4), Z2, Z2
+	VADDPS     64(R11)(R8*4), Z3, Z3
+	VADDPS     128(R11)(R8*4), Z4, Z4
+	VADDPS     192(R11)(R8*4), Z6, Z6
+
+nobias13:
+	VMOVUPS Z2, (CX)(R8*4)
+	VMOVUPS Z3, 64(CX)(R8*4)
+	VMOVUPS Z4, 128(CX)(R8*4)
+	VMOVUPS Z6, 192(CX)(R8*4)
+	ADDQ    $0x00000040, R8
+	JMP     scalepfloop
+
+	PCALIGN $32
+scalepfloopoffset:
+	CMPQ       R8, R9
+	JG         scaletail
+	PREFETCHT0 (R10)(R8*4)
+	PREFETCHT0 64(R10)(R8*4)
+	PREFETCHT0 128(R10)(R8*4)
+	PREFETCHT0 192(R10)(R8*4)
+	VMOVUPS    (DX)(R8*4), Z2
+	VSUBPS     Z5, Z2, Z2
+	VMULPS     Z1, Z2, Z2
+	VMOVUPS    64(DX)(R8*4), Z3
+	VSUBPS     Z5, Z3, Z3
+	VMULPS     Z1, Z3, Z3
+	VMOVUPS    128(DX)(R8*4), Z4
+	VSUBPS     Z5, Z4, Z4
+	VMULPS     Z1, Z4, Z4
+	VMOVUPS    192(DX)(R8*4), Z6
+	VSUBPS     Z5, Z6, Z6
+	VMULPS     Z1, Z6, Z6
+	VMOVUPS    (SI)(R8*4), Z8
+	VADDPS     Z0, Z8, Z8
+	VMULPS     Z8, Z2, Z2
+	VMOVUPS    64(SI)(R8*4), Z8
+	VADDPS     Z0, Z8, Z8
+	VMULPS     Z8, Z3, Z3
+	VMOVUPS    128(SI)(R8*4), Z8
+	VADDPS     Z0, Z8, Z8
+	VMULPS     Z8, Z4, Z4
+	VMOVUPS    192(SI)(R8*4), Z8
+	VADDPS     Z0, Z8, Z8
+	VMULPS     Z8, Z6, Z6
+	MOVQ       job_bias+0(AX), R11
+	TESTQ      R11, R11
+	JZ         nobias14
+	VADDPS     (R11)(R8*4), Z2, Z2
+	VADDPS     64(R11)(R8*4), Z3, Z3
+	VADDPS     128(R11)(R8*4), Z4, Z4
+	VADDPS     192(R11)(R8*4), Z6, Z6
+
+nobias14:
+	VMOVUPS Z2, (CX)(R8*4)
+	VMOVUPS Z3, 64(CX)(R8*4)
+	VMOVUPS Z4, 128(CX)(R8*4)
+	VMOVUPS Z6, 192(CX)(R8*4)
+	ADDQ    $0x00000040, R8
+	JMP     scalepfloopoffset
+
+	PCALIGN $32
+scalepfloopnoweight:
+	CMPQ       R8, R9
+	JG         scaletail
+	PREFETCHT0 (R10)(R8*4)
+	PREFETCHT0 64(R10)(R8*4)
+	PREFETCHT0 128(R10)(R8*4)
+	PREFETCHT0 192(R10)(R8*4)
+	VMOVUPS    (DX)(R8*4), Z2
+	VSUBPS     Z5, Z2, Z2
+	VMULPS     Z1, Z2, Z2
+	VMOVUPS    64(DX)(R8*4), Z3
+	VSUBPS     Z5, Z3, Z3
+	VMULPS     Z1, Z3, Z3
+	VMOVUPS    128(DX)(R8*4), Z4
+	VSUBPS     Z5, Z4, Z4
+	VMULPS     Z1, Z4, Z4
+	VMOVUPS    192(DX)(R8*4), Z6
+	VSUBPS     Z5, Z6, Z6
+	VMULPS     Z1, Z6, Z6
+	MOVQ       job_bias+0(AX), R11
+	TESTQ      R11, R11
+	JZ         nobias15
+	VADDPS     (R11)(R8*4), Z2, Z2
+	VADDPS     64(R11)(R8*4), Z3, Z3
+	VADDPS     128(R11)(R8*4), Z4, Z4
+	VADDPS     192(R11)(R8*4), Z6, Z6
+
+nobias15:
+	VMOVUPS Z2, (CX)(R8*4)
+	VMOVUPS Z3, 64(CX)(R8*4)
+	VMOVUPS Z4, 128(CX)(R8*4)
+	VMOVUPS Z6, 192(CX)(R8*4)
+	ADDQ    $0x00000040, R8
+	JMP     scalepfloopnoweight
+
+scalent:
+	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
+	MOVQ CX, R10
+	NEGQ R10
+	ANDQ $0x0000003f, R10
+	SHRQ $0x02, R10
+	JZ   scalentgo
+	CMPQ R10, job_d+0(AX)
+	JLE  scalehead
+	MOVQ job_d+0(AX), R10
+
+scalehead:
+	JMP partout
+
+scalentgo:
+	MOVQ DI, R10
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows16
+	SHLQ $0x03, R10
+
+longrows16:
+	ADDQ DX, R10
+	MOVL job_flags+0(AX), R11
+
+	PCALIGN $32
+scalentloop:
+	CMPQ       R8, R9
+	JG         scaletail
+	PREFETCHT0 (R10)(R8*4)
+	PREFETCHT0 64(R10)(R8*4)
+	PREFETCHT0 128(R10)(R8*4)
+	PREFETCHT0 192(R10)(R8*4)
+	VMOVUPS    (DX)(R8*4), Z2
+	VSUBPS     Z5, Z2, Z2
+	VMULPS     Z1, Z2, Z2
+	VMOVUPS    64(DX)(R8*4), Z3
+	VSUBPS     Z5, Z3, Z3
+	VMULPS     Z1, Z3, Z3
+	VMOVUPS    128(DX)(R8*4), Z4
+	VSUBPS     Z5, Z4, Z4
+	VMULPS     Z1, Z4, Z4
+	VMOVUPS    192(DX)(R8*4), Z6
+	VSUBPS     Z5, Z6, Z6
+	VMULPS     Z1, Z6, Z6
+	TESTQ      SI, SI
+	JZ         weighed18
+	TESTL      $0x00000010, R11
+	JNZ        offset17
+	VMULPS     (SI)(R8*4), Z2, Z2
+	VMULPS     64(SI)(R8*4), Z3, Z3
+	VMULPS     128(SI)(R8*4), Z4, Z4
+	VMULPS     192(SI)(R8*4), Z6, Z6
+
+weighed18:
+	MOVQ   job_bias+0(AX), R12
+	TESTQ  R12, R12
+	JZ     nobias19
+	VADDPS (R12)(R8*4), Z2, Z2
+	VADDPS 64(R12)(R8*4), Z3, Z3
+	VADDPS 128(R12)(R8*4), Z4, Z4
+	VADDPS 192(R12)(R8*4), Z6, Z6
+
+nobias19:
+	VMOVNTPS Z2, (CX)(R8*4)
+	VMOVNTPS Z3, 64(CX)(R8*4)
+	VMOVNTPS Z4, 128(CX)(R8*4)
+	VMOVNTPS Z6, 192(CX)(R8*4)
+	ADDQ     $0x00000040, R8
+	JMP      scalentloop
+
+offset17:
+	VMOVUPS (SI)(R8*4), Z8
+	VADDPS  Z0, Z8, Z8
+	VMULPS  Z8, Z2, Z2
+	VMOVUPS 64(SI)(R8*4), Z8
+	VADDPS  Z0, Z8, Z8
+	VMULPS  Z8, Z3, Z3
+	VMOVUPS 128(SI)(R8*4), Z8
+	VADDPS  Z0, Z8, Z8
+	VMULPS  Z8, Z4, Z4
+	VMOVUPS 192(SI)(R8*4), Z8
+	VADDPS  Z0, Z8, Z8
+	VMULPS  Z8, Z6, Z6
+	JMP     weighed18
+
+scaletail:
+	ADDQ $0x00000030, R9
+
+scaleone:
+	CMPQ    R8, R9
+	JG      scalepart
+	VMOVUPS (DX)(R8*4), Z2
+	VSUBPS  Z5, Z2, Z2
+	VMULPS  Z1, Z2, Z2
+	TESTQ   SI, SI
+	JZ      noweight20
+	VMOVUPS (SI)(R8*4), Z3
+	VADDPS  Z0, Z3, Z3
+	VMULPS  Z3, Z2, Z2
+
+noweight20:
+	MOVQ   job_bias+0(AX), R10
+	TESTQ  R10, R10
+	JZ     nobias21
+	VADDPS (R10)(R8*4), Z2, Z2
+
+nobias21:
+	VMOVUPS Z2, (CX)(R8*4)
+	ADDQ    $0x00000010, R8
+	JMP     scaleone
+
+scalepart:
+	MOVQ job_d+0(AX), R10
+	SUBQ R8, R10
+	JZ   scaled
+
+	// The last n < lanes elements, or the first n of a non-temporal row (i + n < d: back to its loop).
+partout:
+	LEAQ      kmask<>+0(SB), R11
+	KMOVW     (R11)(R10*2), K1
+	VMOVUPS.Z (DX)(R8*4), K1, Z2
+	VSUBPS    Z5, Z2, Z2
+	VMULPS    Z2, Z1, Z2
+	TESTQ     SI, SI
+	JZ        noweight22
+	VMOVUPS.Z (SI)(R8*4), K1, Z3
+	VADDPS    Z0, Z3, Z3
+	VMULPS    Z3, Z2, Z2
+
+noweight22:
+	MOVQ      job_bias+0(AX), R11
+	TESTQ     R11, R11
+	JZ        nobias23
+	VMOVUPS.Z (R11)(R8*4), K1, Z3
+	VADDPS    Z3, Z2, Z2
+
+nobias23:
+	VMOVUPS Z2, K1, (CX)(R8*4)
+	ADDQ    R10, R8
+	CMPQ    R8, job_d+0(AX)
+	JB      scalentgo
+
+scaled:
+	ADDQ DI, DX
+	ADDQ 328(SP), CX
+	ADDQ DI, BX
+	INCQ 320(SP)
+	MOVQ 352(SP), R8
+	INCQ R8
+	MOVQ R8, 352(SP)
+	CMPQ R8, 344(SP)
+	JB   scalerow
+	JMP  row
+
+ret:
+	TESTL $0x00000001, job_flags+0(AX)
+	JZ    vzero
+	SFENCE
+
+vzero:
+	VZEROUPPER
+	MOVQ 320(SP), AX
+	MOVQ AX, ret+24(FP)
+	RET
+
+// func avx512ForwardLayerBF16(j uintptr, from int, to int) int
+// Requires: AVX, AVX512BW, AVX512F, MMX+
+TEXT ·avx512ForwardLayerBF16(SB), NOSPLIT, $384-32
+	// avx512ForwardLayerBF16 normalizes rows [from, to) of the job: LayerNorm on BF16 rows: y = round16(((x-m)*inv)*w + b), round16(((x-m)*inv)*(1+w) + b) with flagOffset, or round16((x-m)*inv + b) with w nil (with flagRN and a weight, round16((x-m)*inv) in place of ((x-m)*inv)), m the row's mean with flagCenter (else +0; stored to mean[r] when mean is not nil), b the bias (nothing added when it is nil), for each row; with res, h = round16(x + res) and res = h per element first, and h in place of x.
+	// It stops before the first row that needs the float64 path and returns that row's index, or to.
+	MOVQ  j+0(FP), AX
+	MOVQ  job_dst+0(AX), CX
+	MOVQ  job_x+0(AX), DX
+	MOVQ  job_res+0(AX), BX
+	TESTQ BX, BX
+	JZ    rowsset
+	XCHGQ DX, BX
+
+rowsset:
+	MOVQ         job_w+0(AX), SI
+	MOVQ         job_stride+0(AX), DI
+	SHLQ         $0x01, DI
+	MOVQ         job_dstStride+0(AX), R8
+	SHLQ         $0x01, R8
+	MOVQ         R8, 328(SP)
+	VMOVDQU64    oddwords<>+0(SB), Z5
+	VPBROADCASTD avx512bfone<>+0(SB), Z0
+	VPBROADCASTD avx512bfbias<>+0(SB), Z1
+	VPBROADCASTD avx512bfhigh<>+0(SB), Z2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), Z3
+	VPBROADCASTD avx512bffixnan<>+0(SB), Z4
+
+	// fd = float32(d); rd = 1/d when d is a power of two (a/d is then a*rd exactly), else 0.
+	MOVQ       job_d+0(AX), R8
+	VMOVSS     one<>+0(SB), X6
+	VCVTSI2SSQ R8, X6, X6
+	VMOVSS     X6, 376(SP)
+	XORL       R10, R10
+	LEAQ       -1(R8), R9
+	TESTQ      R8, R9
+	JNZ        notpow2
+	BSFQ       R8, R9
+	MOVL       $0x0000007f, R10
+	SUBL       R9, R10
+	SHLL       $0x17, R10
+
+notpow2:
+	MOVL         R10, 380(SP)
+	VBROADCASTSS one<>+0(SB), Z6
+	TESTL        $0x00000010, job_flags+0(AX)
+	JNZ          weightadd1
+	VBROADCASTSS negzero<>+0(SB), Z6
+
+weightadd1:
+	// Start at row from.
+	MOVQ  from+8(FP), R8
+	MOVQ  R8, 320(SP)
+	MOVQ  $0x00000000, 336(SP)
+	MOVQ  R8, R9
+	IMULQ 328(SP), R9
+	ADDQ  R9, CX
+	IMULQ DI, R8
+	ADDQ  R8, DX
+	ADDQ  R8, BX
+
+row:
+	MOVQ  320(SP), R8
+	CMPQ  R8, to+16(FP)
+	JAE   ret
+	MOVQ  $0x00000001, 344(SP)
+	CMPQ  job_res+0(AX), $0x00
+	JNE   addsum
+	TESTL $0x00000020, job_flags+0(AX)
+	JZ    nocenter
+	MOVQ  DX, R8
+
+	// Sum of squares: element i goes to partial i%64.
+	MOVQ    job_d+0(AX), R10
+	SUBQ    $0x00000040, R10
+	JGE     firstblock
+	VMOVUPS zero64<>+0(SB), Z7
+	VMOVUPS zero64<>+0(SB), Z8
+	VMOVUPS zero64<>+0(SB), Z9
+	VMOVUPS zero64<>+0(SB), Z10
+	XORQ    R9, R9
+	JMP     sumtail
+
+firstblock:
+	// +0 + square is the square itself: the first block initializes the partials.
+	XORQ      R9, R9
+	VPMOVZXWD (R8)(R9*2), Z7
+	VPSLLD    $0x10, Z7, Z7
+	VADDPS    zero64<>+0(SB), Z7, Z7
+	VPMOVZXWD 32(R8)(R9*2), Z8
+	VPSLLD    $0x10, Z8, Z8
+	VADDPS    zero64<>+0(SB), Z8, Z8
+	VPMOVZXWD 64(R8)(R9*2), Z9
+	VPSLLD    $0x10, Z9, Z9
+	VADDPS    zero64<>+0(SB), Z9, Z9
+	VPMOVZXWD 96(R8)(R9*2), Z10
+	VPSLLD    $0x10, Z10, Z10
+	VADDPS    zero64<>+0(SB), Z10, Z10
+	MOVQ      $0x00000040, R9
+
+	// With flagPF, the rows ahead are prefetched: one loop for both, the flag tested per block.
+	MOVQ DI, R11
+	SHLQ $0x01, R11
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows2
+	SHLQ $0x03, R11
+
+longrows2:
+	ADDQ R8, R11
+	MOVL job_flags+0(AX), R12
+
+	PCALIGN $32
+sumloop:
+	CMPQ  R9, R10
+	JG    sumtail
+	TESTL $0x00000002, R12
+	JNZ   sumpf
+
+sumblock:
+	VPMOVZXWD (R8)(R9*2), Z11
+	VPSLLD    $0x10, Z11, Z11
+	VADDPS    Z11, Z7, Z7
+	VPMOVZXWD 32(R8)(R9*2), Z11
+	VPSLLD    $0x10, Z11, Z11
+	VADDPS    Z11, Z8, Z8
+	VPMOVZXWD 64(R8)(R9*2), Z11
+	VPSLLD    $0x10, Z11, Z11
+	VADDPS    Z11, Z9, Z9
+	VPMOVZXWD 96(R8)(R9*2), Z11
+	VPSLLD    $0x10, Z11, Z11
+	VADDPS    Z11, Z10, Z10
+	ADDQ      $0x00000040, R9
+	JMP       sumloop
+
+	// Out of the loop's way: the prefetches, whose flag is usually clear.
+sumpf:
+	PREFETCHT0 (R11)(R9*2)
+	PREFETCHT0 64(R11)(R9*2)
+	JMP        sumblock
+
+sumtail:
+	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
+	MOVQ job_d+0(AX), R10
+	SUBQ R9, R10
+	JZ   summed
+	LEAQ kmask<>+0(SB), R11
+	MOVQ R10, R12
+	CMPQ R12, $0x00000010
+	JLE  tailmask0
+	MOVQ $0x00000010, R12
+
+tailmask0:
+	KMOVW       (R11)(R12*2), K1
+	VPMOVZXWD.Z (R8)(R9*2), K1, Z11
+	VPSLLD      $0x10, Z11, Z11
+	VADDPS      Z11, Z7, Z7
+	MOVQ        R10, R12
+	SUBQ        $0x00000010, R12
+	JLE         summed
+	CMPQ        R12, $0x00000010
+	JLE         tailmask1
+	MOVQ        $0x00000010, R12
+
+tailmask1:
+	KMOVW       (R11)(R12*2), K1
+	VPMOVZXWD.Z 32(R8)(R9*2), K1, Z11
+	VPSLLD      $0x10, Z11, Z11
+	VADDPS      Z11, Z8, Z8
+	MOVQ        R10, R12
+	SUBQ        $0x00000020, R12
+	JLE         summed
+	CMPQ        R12, $0x00000010
+	JLE         tailmask2
+	MOVQ        $0x00000010, R12
+
+tailmask2:
+	KMOVW       (R11)(R12*2), K1
+	VPMOVZXWD.Z 64(R8)(R9*2), K1, Z11
+	VPSLLD      $0x10, Z11, Z11
+	VADDPS      Z11, Z9, Z9
+	SUBQ        $0x00000030, R10
+	JLE         summed
+	CMPQ        R10, $0x00000010
+	JLE         tailmask3
+	MOVQ        $0x00000010, R10
+
+tailmask3:
+	KMOVW       (R11)(R10*2), K1
+	VPMOVZXWD.Z 96(R8)(R9*2), K1, Z11
+	VPSLLD      $0x10, Z11, Z11
+	VADDPS      Z11, Z10, Z10
+
+summed:
+	VADDPS Z9, Z7, Z7
+	VADDPS Z10, Z8, Z8
+	VADDPS Z8, Z7, Z7
+	JMP    mean
+
+addsum:
+	MOVQ BX, R8
+	MOVQ DX, R9
+
+	// Sum of squares: element i goes to partial i%64.
+	MOVQ    job_d+0(AX), R11
+	SUBQ    $0x00000040, R11
+	JGE     addfirstblock
+	VMOVUPS zero64<>+0(SB), Z7
+	VMOVUPS zero64<>+0(SB), Z8
+	VMOVUPS zero64<>+0(SB), Z9
+	VMOVUPS zero64<>+0(SB), Z10
+	XORQ    R10, R10
+	JMP     addsumtail
+
+addfirstblock:
+	// +0 + square is the square itself: the first block initializes the partials.
+	XORQ        R10, R10
+	VPMOVZXWD   (R8)(R10*2), Z7
+	VPSLLD      $0x10, Z7, Z7
+	VPMOVZXWD   (R9)(R10*2), Z8
+	VPSLLD      $0x10, Z8, Z8
+	VADDPS      Z8, Z7, Z7
+	VMOVDQA64   Z3, Z8
+	VFIXUPIMMPS $0x00, Z4, Z7, Z8
+	VPSRLD      $0x10, Z8, Z7
+	VPANDD      Z0, Z7, Z7
+	VPADDD      Z1, Z7, Z7
+	VPADDD      Z8, Z7, Z7
+	VPANDD      Z2, Z7, Z7
+	VPSRLD      $0x10, Z7, Z8
+	VPMOVDW     Z8, (R9)(R10*2)
+	VADDPS      zero64<>+0(SB), Z7, Z7
+	VPMOVZXWD   32(R8)(R10*2), Z8
+	VPSLLD      $0x10, Z8, Z8
+	VPMOVZXWD   32(R9)(R10*2), Z9
+	VPSLLD      $0x10, Z9, Z9
+	VADDPS      Z9, Z8, Z8
+	VMOVDQA64   Z3, Z9
+	VFIXUPIMMPS $0x00, Z4, Z8, Z9
+	VPSRLD      $0x10, Z9, Z8
+	VPANDD      Z0, Z8, Z8
+	VPADDD      Z1, Z8, Z8
+	VPADDD      Z9, Z8, Z8
+	VPANDD      Z2, Z8, Z8
+	VPSRLD      $0x10, Z8, Z9
+	VPMOVDW     Z9, 32(R9)(R10*2)
+	VADDPS      zero64<>+0(SB), Z8, Z8
+	VPMOVZXWD   64(R8)(R10*2), Z9
+	VPSLLD      $0x10, Z9, Z9
+	VPMOVZXWD   64(R9)(R10*2), Z10
+	VPSLLD      $0x10, Z10, Z10
+	VADDPS      Z10, Z9, Z9
+	VMOVDQA64   Z3, Z10
+	VFIXUPIMMPS $0x00, Z4, Z9, Z10
+	VPSRLD      $0x10, Z10, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z10, Z9, Z9
+	VPANDD      Z2, Z9, Z9
+	VPSRLD      $0x10, Z9, Z10
+	VPMOVDW     Z10, 64(R9)(R10*2)
+	VADDPS      zero64<>+0(SB), Z9, Z9
+	VPMOVZXWD   96(R8)(R10*2), Z10
+	VPSLLD      $0x10, Z10, Z10
+	VPMOVZXWD   96(R9)(R10*2), Z11
+	VPSLLD      $0x10, Z11, Z11
+	VADDPS      Z11, Z10, Z10
+	VMOVDQA64   Z3, Z11
+	VFIXUPIMMPS $0x00, Z4, Z10, Z11
+	VPSRLD      $0x10, Z11, Z10
+	VPANDD      Z0, Z10, Z10
+	VPADDD      Z1, Z10, Z10
+	VPADDD      Z11, Z10, Z10
+	VPANDD      Z2, Z10, Z10
+	VPSRLD      $0x10, Z10, Z11
+	VPMOVDW     Z11, 96(R9)(R10*2)
+	VADDPS      zero64<>+0(SB), Z10, Z10
+	MOVQ        $0x00000040, R10
+
+	// With flagPF, the rows ahead are prefetched: one loop for both, the flag tested per block.
+	MOVQ DI, R12
+	SHLQ $0x01, R12
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows3
+	SHLQ $0x03, R12
+
+longrows3:
+	ADDQ R8, R12
+	MOVL job_flags+0(AX), R13
+
+	PCALIGN $32
+addsumloop:
+	CMPQ  R10, R11
+	JG    addsumtail
+	TESTL $0x00000002, R13
+	JNZ   addsumpf
+
+addsumblock:
+	VPMOVZXWD   (R8)(R10*2), Z11
+	VPSLLD      $0x10, Z11, Z11
+	VPMOVZXWD   (R9)(R10*2), Z12
+	VPSLLD      $0x10, Z12, Z12
+	VADDPS      Z12, Z11, Z11
+	VMOVDQA64   Z3, Z12
+	VFIXUPIMMPS $0x00, Z4, Z11, Z12
+	VPSRLD      $0x10, Z12, Z11
+	VPANDD      Z0, Z11, Z11
+	VPADDD      Z1, Z11, Z11
+	VPADDD      Z12, Z11, Z11
+	VPANDD      Z2, Z11, Z11
+	VPSRLD      $0x10, Z11, Z12
+	VPMOVDW     Z12, (R9)(R10*2)
+	VADDPS      Z11, Z7, Z7
+	VPMOVZXWD   32(R8)(R10*2), Z11
+	VPSLLD      $0x10, Z11, Z11
+	VPMOVZXWD   32(R9)(R10*2), Z12
+	VPSLLD      $0x10, Z12, Z12
+	VADDPS      Z12, Z11, Z11
+	VMOVDQA64   Z3, Z12
+	VFIXUPIMMPS $0x00, Z4, Z11, Z12
+	VPSRLD      $0x10, Z12, Z11
+	VPANDD      Z0, Z11, Z11
+	VPADDD      Z1, Z11, Z11
+	VPADDD      Z12, Z11, Z11
+	VPANDD      Z2, Z11, Z11
+	VPSRLD      $0x10, Z11, Z12
+	VPMOVDW     Z12, 32(R9)(R10*2)
+	VADDPS      Z11, Z8, Z8
+	VPMOVZXWD   64(R8)(R10*2), Z11
+	VPSLLD      $0x10, Z11, Z11
+	VPMOVZXWD   64(R9)(R10*2), Z12
+	VPSLLD      $0x10, Z12, Z12
+	VADDPS      Z12, Z11, Z11
+	VMOVDQA64   Z3, Z12
+	VFIXUPIMMPS $0x00, Z4, Z11, Z12
+	VPSRLD      $0x10, Z12, Z11
+	VPANDD      Z0, Z11, Z11
+	VPADDD      Z1, Z11, Z11
+	VPADDD      Z12, Z11, Z11
+	VPANDD      Z2, Z11, Z11
+	VPSRLD      $0x10, Z11, Z12
+	VPMOVDW     Z12, 64(R9)(R10*2)
+	VADDPS      Z11, Z9, Z9
+	VPMOVZXWD   96(R8)(R10*2), Z11
+	VPSLLD      $0x10, Z11, Z11
+	VPMOVZXWD   96(R9)(R10*2), Z12
+	VPSLLD      $0x10, Z12, Z12
+	VADDPS      Z12, Z11, Z11
+	VMOVDQA64   Z3, Z12
+	VFIXUPIMMPS $0x00, Z4, Z11, Z12
+	VPSRLD      $0x10, Z12, Z11
+	VPANDD      Z0, Z11, Z11
+	VPADDD      Z1, Z11, Z11
+	VPADDD      Z12, Z11, Z11
+	VPANDD      Z2, Z11, Z11
+	VPSRLD      $0x10, Z11, Z12
+	VPMOVDW     Z12, 96(R9)(R10*2)
+	VADDPS      Z11, Z10, Z10
+	ADDQ        $0x00000040, R10
+	JMP         addsumloop
+
+	// Out of the loop's way: the prefetches, whose flag is usually clear.
+addsumpf:
+	PREFETCHT0 (R12)(R10*2)
+	PREFETCHT0 64(R12)(R10*2)
+	JMP        addsumblock
+
+addsumtail:
+	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
+	MOVQ job_d+0(AX), R11
+	SUBQ R10, R11
+	JZ   addsummed
+	LEAQ kmask<>+0(SB), R12
+	MOVQ R11, R13
+	CMPQ R13, $0x00000010
+	JLE  addtailmask0
+	MOVQ $0x00000010, R13
+
+addtailmask0:
+	KMOVW       (R12)(R13*2), K1
+	VPMOVZXWD.Z (R8)(R10*2), K1, Z11
+	VPSLLD      $0x10, Z11, Z11
+	VPMOVZXWD.Z (R9)(R10*2), K1, Z12
+	VPSLLD      $0x10, Z12, Z12
+	VADDPS      Z12, Z11, Z11
+	VMOVDQA64   Z3, Z12
+	VFIXUPIMMPS $0x00, Z4, Z11, Z12
+	VPSRLD      $0x10, Z12, Z11
+	VPANDD      Z0, Z11, Z11
+	VPADDD      Z1, Z11, Z11
+	VPADDD      Z12, Z11, Z11
+	VPANDD      Z2, Z11, Z11
+	VPSRLD      $0x10, Z11, Z12
+	VPMOVDW     Z12, K1, (R9)(R10*2)
+	VADDPS      Z11, Z7, Z7
+	MOVQ        R11, R13
+	SUBQ        $0x00000010, R13
+	JLE         addsummed
+	CMPQ        R13, $0x00000010
+	JLE         addtailmask1
+	MOVQ        $0x00000010, R13
+
+addtailmask1:
+	KMOVW       (R12)(R13*2), K1
+	VPMOVZXWD.Z 32(R8)(R10*2), K1, Z11
+	VPSLLD      $0x10, Z11, Z11
+	VPMOVZXWD.Z 32(R9)(R10*2), K1, Z12
+	VPSLLD      $0x10, Z12, Z12
+	VADDPS      Z12, Z11, Z11
+	VMOVDQA64   Z3, Z12
+	VFIXUPIMMPS $0x00, Z4, Z11, Z12
+	VPSRLD      $0x10, Z12, Z11
+	VPANDD      Z0, Z11, Z11
+	VPADDD      Z1, Z11, Z11
+	VPADDD      Z12, Z11, Z11
+	VPANDD      Z2, Z11, Z11
+	VPSRLD      $0x10, Z11, Z12
+	VPMOVDW     Z12, K1, 32(R9)(R10*2)
+	VADDPS      Z11, Z8, Z8
+	MOVQ        R11, R13
+	SUBQ        $0x00000020, R13
+	JLE         addsummed
+	CMPQ        R13, $0x00000010
+	JLE         addtailmask2
+	MOVQ        $0x00000010, R13
+
+addtailmask2:
+	KMOVW       (R12)(R13*2), K1
+	VPMOVZXWD.Z 64(R8)(R10*2), K1, Z11
+	VPSLLD      $0x10, Z11, Z11
+	VPMOVZXWD.Z 64(R9)(R10*2), K1, Z12
+	VPSLLD      $0x10, Z12, Z12
+	VADDPS      Z12, Z11, Z11
+	VMOVDQA64   Z3, Z12
+	VFIXUPIMMPS $0x00, Z4, Z11, Z12
+	VPSRLD      $0x10, Z12, Z11
+	VPANDD      Z0, Z11, Z11
+	VPADDD      Z1, Z11, Z11
+	VPADDD      Z12, Z11, Z11
+	VPANDD      Z2, Z11, Z11
+	VPSRLD      $0x10, Z11, Z12
+	VPMOVDW     Z12, K1, 64(R9)(R10*2)
+	VADDPS      Z11, Z9, Z9
+	SUBQ        $0x00000030, R11
+	JLE         addsummed
+	CMPQ        R11, $0x00000010
+	JLE         addtailmask3
+	MOVQ        $0x00000010, R11
+
+addtailmask3:
+	KMOVW       (R12)(R11*2), K1
+	VPMOVZXWD.Z 96(R8)(R10*2), K1, Z11
+	VPSLLD      $0x10, Z11, Z11
+	VPMOVZXWD.Z 96(R9)(R10*2), K1, Z12
+	VPSLLD      $0x10, Z12, Z12
+	VADDPS      Z12, Z11, Z11
+	VMOVDQA64   Z3, Z12
+	VFIXUPIMMPS $0x00, Z4, Z11, Z12
+	VPSRLD      $0x10, Z12, Z11
+	VPANDD      Z0, Z11, Z11
+	VPADDD      Z1, Z11, Z11
+	VPADDD      Z12, Z11, Z11
+	VPANDD      Z2, Z11, Z11
+	VPSRLD      $0x10, Z11, Z12
+	VPMOVDW     Z12, K1, 96(R9)(R10*2)
+	VADDPS      Z11, Z10, Z10
+
+addsummed:
+	VADDPS Z9, Z7, Z7
+	VADDPS Z10, Z8, Z8
+	VADDPS Z8, Z7, Z7
+
+mean:
+	VSHUFF64X2 $0xee, Z7, Z7, Z8
+	VADDPS     Z8, Z7, Z7
+	VSHUFF32X4 $0x01, Z7, Z7, Z8
+	VADDPS     Z8, Z7, Z7
+	VPERMILPS  $0x4e, Z7, Z8
+	VADDPS     Z8, Z7, Z7
+	VPERMILPS  $0xb1, Z7, Z8
+	VADDPS     Z8, Z7, Z7
+	TESTL      $0x00000020, job_flags+0(AX)
+	JZ         nocenter
+
+	// A row whose sum is not finite (s-s is NaN) takes the float64 path; else m = s/d.
+	VSUBSS   X7, X7, X8
+	VUCOMISS X8, X8
+	JPS      ret
+	CMPL     380(SP), $0x00
+	JE       divide4
+	VMULSS   380(SP), X7, X8
+	JMP      divided5
+
+divide4:
+	VDIVSS 376(SP), X7, X8
+
+divided5:
+	VBROADCASTSS X8, Z11
+	JMP          centered
+
+nocenter:
+	VMOVUPS zero64<>+0(SB), Z11
+
+centered:
+	MOVQ DX, R8
+
+	// Sum of squares: element i goes to partial i%64.
+	MOVQ    job_d+0(AX), R10
+	SUBQ    $0x00000040, R10
+	JGE     sqfirstblock
+	VMOVUPS zero64<>+0(SB), Z7
+	VMOVUPS zero64<>+0(SB), Z8
+	VMOVUPS zero64<>+0(SB), Z9
+	VMOVUPS zero64<>+0(SB), Z10
+	XORQ    R9, R9
+	JMP     sqsumtail
+
+sqfirstblock:
+	// +0 + square is the square itself: the first block initializes the partials.
+	XORQ      R9, R9
+	VPMOVZXWD (R8)(R9*2), Z7
+	VPSLLD    $0x10, Z7, Z7
+	VSUBPS    Z11, Z7, Z7
+	VMULPS    Z7, Z7, Z7
+	VPMOVZXWD 32(R8)(R9*2), Z8
+	VPSLLD    $0x10, Z8, Z8
+	VSUBPS    Z11, Z8, Z8
+	VMULPS    Z8, Z8, Z8
+	VPMOVZXWD 64(R8)(R9*2), Z9
+	VPSLLD    $0x10, Z9, Z9
+	VSUBPS    Z11, Z9, Z9
+	VMULPS    Z9, Z9, Z9
+	VPMOVZXWD 96(R8)(R9*2), Z10
+	VPSLLD    $0x10, Z10, Z10
+	VSUBPS    Z11, Z10, Z10
+	VMULPS    Z10, Z10, Z10
+	MOVQ      $0x00000040, R9
+
+	// With flagPF, the rows ahead are prefetched: one loop for both, the flag tested per block.
+	MOVQ DI, R11
+	SHLQ $0x01, R11
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows6
+	SHLQ $0x03, R11
+
+longrows6:
+	ADDQ R8, R11
+	MOVL job_flags+0(AX), R12
+
+	PCALIGN $32
+sqsumloop:
+	CMPQ  R9, R10
+	JG    sqsumtail
+	TESTL $0x00000002, R12
+	JNZ   sqsumpf
+
+sqsumblock:
+	VPMOVZXWD (R8)(R9*2), Z12
+	VPSLLD    $0x10, Z12, Z12
+	VSUBPS    Z11, Z12, Z12
+	VMULPS    Z12, Z12, Z12
+	VADDPS    Z12, Z7, Z7
+	VPMOVZXWD 32(R8)(R9*2), Z12
+	VPSLLD    $0x10, Z12, Z12
+	VSUBPS    Z11, Z12, Z12
+	VMULPS    Z12, Z12, Z12
+	VADDPS    Z12, Z8, Z8
+	VPMOVZXWD 64(R8)(R9*2), Z12
+	VPSLLD    $0x10, Z12, Z12
+	VSUBPS    Z11, Z12, Z12
+	VMULPS    Z12, Z12, Z12
+	VADDPS    Z12, Z9, Z9
+	VPMOVZXWD 96(R8)(R9*2), Z12
+	VPSLLD    $0x10, Z12, Z12
+	VSUBPS    Z11, Z12, Z12
+	VMULPS    Z12, Z12, Z12
+	VADDPS    Z12, Z10, Z10
+	ADDQ      $0x00000040, R9
+	JMP       sqsumloop
+
+	// Out of the loop's way: the prefetches, whose flag is usually clear.
+sqsumpf:
+	PREFETCHT0 (R11)(R9*2)
+	PREFETCHT0 64(R11)(R9*2)
+	JMP        sqsumblock
+
+sqsumtail:
+	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
+	MOVQ job_d+0(AX), R10
+	SUBQ R9, R10
+	JZ   sqsummed
+	LEAQ kmask<>+0(SB), R11
+	MOVQ R10, R12
+	CMPQ R12, $0x00000010
+	JLE  sqtailmask0
+	MOVQ $0x00000010, R12
+
+sqtailmask0:
+	KMOVW       (R11)(R12*2), K1
+	VPMOVZXWD.Z (R8)(R9*2), K1, Z12
+	VPSLLD      $0x10, Z12, Z12
+	VSUBPS.Z    Z11, Z12, K1, Z12
+	VMULPS      Z12, Z12, Z12
+	VADDPS      Z12, Z7, Z7
+	MOVQ        R10, R12
+	SUBQ        $0x00000010, R12
+	JLE         sqsummed
+	CMPQ        R12, $0x00000010
+	JLE         sqtailmask1
+	MOVQ        $0x00000010, R12
+
+sqtailmask1:
+	KMOVW       (R11)(R12*2), K1
+	VPMOVZXWD.Z 32(R8)(R9*2), K1, Z12
+	VPSLLD      $0x10, Z12, Z12
+	VSUBPS.Z    Z11, Z12, K1, Z12
+	VMULPS      Z12, Z12, Z12
+	VADDPS      Z12, Z8, Z8
+	MOVQ        R10, R12
+	SUBQ        $0x00000020, R12
+	JLE         sqsummed
+	CMPQ        R12, $0x00000010
+	JLE         sqtailmask2
+	MOVQ        $0x00000010, R12
+
+sqtailmask2:
+	KMOVW       (R11)(R12*2), K1
+	VPMOVZXWD.Z 64(R8)(R9*2), K1, Z12
+	VPSLLD      $0x10, Z12, Z12
+	VSUBPS.Z    Z11, Z12, K1, Z12
+	VMULPS      Z12, Z12, Z12
+	VADDPS      Z12, Z9, Z9
+	SUBQ        $0x00000030, R10
+	JLE         sqsummed
+	CMPQ        R10, $0x00000010
+	JLE         sqtailmask3
+	MOVQ        $0x00000010, R10
+
+sqtailmask3:
+	KMOVW       (R11)(R10*2), K1
+	VPMOVZXWD.Z 96(R8)(R9*2), K1, Z12
+	VPSLLD      $0x10, Z12, Z12
+	VSUBPS.Z    Z11, Z12, K1, Z12
+	VMULPS      Z12, Z12, Z12
+	VADDPS      Z12, Z10, Z10
+
+sqsummed:
+	VADDPS Z9, Z7, Z7
+	VADDPS Z10, Z8, Z8
+	VADDPS Z8, Z7, Z7
+
+	// Halving tree: p[j] += p[j+h] for the remaining h, down to ss.
+	VSHUFF64X2 $0xee, Z7, Z7, Z8
+	VADDPS     Z8, Z7, Z7
+	VSHUFF32X4 $0x01, Z7, Z7, Z8
+	VADDPS     Z8, Z7, Z7
+	VPERMILPS  $0x4e, Z7, Z8
+	VADDPS     Z8, Z7, Z7
+	VPERMILPS  $0xb1, Z7, Z8
+	VADDPS     Z8, Z7, Z7
+
+	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
+	CMPL   380(SP), $0x00
+	JE     divide7
+	VMULSS 380(SP), X7, X7
+	JMP    divided8
+
+divide7:
+	VDIVSS 376(SP), X7, X7
+
+divided8:
+	VADDSS   job_eps+0(AX), X7, X7
+	VUCOMISS tlo<>+0(SB), X7
+	JCS      ret
+	VUCOMISS tmax<>+0(SB), X7
+	JHI      ret
+	VSQRTSS  X7, X7, X7
+	VMOVSS   one<>+0(SB), X13
+	VDIVSS   X7, X13, X13
+
+	// Report 1/rms if asked.
+	MOVQ   job_inv+0(AX), R8
+	TESTQ  R8, R8
+	JZ     reportmean
+	MOVQ   320(SP), R9
+	VMOVSS X13, (R8)(R9*4)
+
+reportmean:
+	// Report the mean if asked.
+	MOVQ   job_mean+0(AX), R8
+	TESTQ  R8, R8
+	JZ     scale
+	MOVQ   320(SP), R9
+	VMOVSS X11, (R8)(R9*4)
+
+scale:
+	VBROADCASTSS X13, Z7
+	MOVQ         $0x00000000, 352(SP)
+	CMPQ         344(SP), $0x01
+	JE           scalebody
+	VMOVUPS      Z13, 256(SP)
+
+scalerow:
+	MOVQ         352(SP), R8
+	VBROADCASTSS 256(SP)(R8*4), Z7
+
+scalebody:
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ R8, R8
+	MOVQ job_d+0(AX), R9
+	SUBQ $0x00000040, R9
+	MOVQ DI, R10
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows9
+	SHLQ $0x03, R10
+
+longrows9:
+	ADDQ  DX, R10
+	MOVL  job_flags+0(AX), R11
+	TESTL $0x00000001, R11
+	JNZ   scalent
+	TESTQ SI, SI
+	JZ    scaleloopnoweight
+	TESTL $0x00000010, R11
+	JNZ   scaleloopoffset
+
+	PCALIGN $32
+scaleloop:
+	CMPQ  R8, R9
+	JG    scaletail
+	TESTL $0x00000002, R11
+	JNZ   scalelooppf10
+
+scaleloopbody11:
+	VPMOVZXWD   (DX)(R8*2), Z8
+	VPSLLD      $0x10, Z8, Z8
+	VSUBPS      Z11, Z8, Z8
+	VMULPS      Z7, Z8, Z8
+	VPMOVZXWD   32(DX)(R8*2), Z9
+	VPSLLD      $0x10, Z9, Z9
+	VSUBPS      Z11, Z9, Z9
+	VMULPS      Z7, Z9, Z9
+	VPMOVZXWD   64(DX)(R8*2), Z10
+	VPSLLD      $0x10, Z10, Z10
+	VSUBPS      Z11, Z10, Z10
+	VMULPS      Z7, Z10, Z10
+	VPMOVZXWD   96(DX)(R8*2), Z12
+	VPSLLD      $0x10, Z12, Z12
+	VSUBPS      Z11, Z12, Z12
+	VMULPS      Z7, Z12, Z12
+	TESTL       $0x00000008, job_flags+0(AX)
+	JZ          notrn12
+	VMOVDQA64   Z3, Z14
+	VFIXUPIMMPS $0x00, Z4, Z8, Z14
+	VPSRLD      $0x10, Z14, Z8
+	VPANDD      Z0, Z8, Z8
+	VPADDD      Z1, Z8, Z8
+	VPADDD      Z14, Z8, Z8
+	VPANDD      Z2, Z8, Z8
+	VMOVDQA64   Z3, Z14
+	VFIXUPIMMPS $0x00, Z4, Z9, Z14
+	VPSRLD      $0x10, Z14, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z14, Z9, Z9
+	VPANDD      Z2, Z9, Z9
+	VMOVDQA64   Z3, Z14
+	VFIXUPIMMPS $0x00, Z4, Z10, Z14
+	VPSRLD      $0x10, Z14, Z10
+	VPANDD      Z0, Z10, Z10
+	VPADDD      Z1, Z10, Z10
+	VPADDD      Z14, Z10, Z10
+	VPANDD      Z2, Z10, Z10
+	VMOVDQA64   Z3, Z14
+	VFIXUPIMMPS $0x00, Z4, Z12, Z14
+	VPSRLD      $0x10, Z14, Z12
+	VPANDD      Z0, Z12, Z12
+	VPADDD      Z1, Z12, Z12
+	VPADDD      Z14, Z12, Z12
+	VPANDD      Z2, Z12, Z12
+
+notrn12:
+	VMULPS (SI)(R8*4), Z8, Z8
+	VMULPS 64(SI)(R8*4), Z9, Z9
+	VMULPS 128(SI)(R8*4), Z10, Z10
+	VMULPS 192(SI)(R8*4), Z12, Z12
+	MOVQ   job_bias+0(AX), R12
+	TESTQ  R12, R12
+	JZ     nobias13
+	VADDPS (R12)(R8*4), Z8, Z8
+	VADDPS 64(R12)(R8*4), Z9, Z9
+	VADDPS 128(R12)(R8*4), Z10, Z10
+	VADDPS 192(R12)(R8*4), Z12, Z12
+
+nobias13:
+	VMOVDQA64   Z3, Z14
+	VFIXUPIMMPS $0x00, Z4, Z8, Z14
+	VPSRLD      $0x10, Z14, Z8
+	VPANDD      Z0, Z8, Z8
+	VPADDD      Z1, Z8, Z8
+	VPADDD      Z14, Z8, Z8
+	VMOVDQA64   Z3, Z14
+	VFIXUPIMMPS $0x00, Z4, Z9, Z14
+	VPSRLD      $0x10, Z14, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z14, Z9, Z9
+	VPERMT2W    Z9, Z5, Z8
+	VMOVDQU64   Z8, (CX)(R8*2)
+	VMOVDQA64   Z3, Z8
+	VFIXUPIMMPS $0x00, Z4, Z10, Z8
+	VPSRLD      $0x10, Z8, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z8, Z9, Z9
+	VMOVDQA64   Z3, Z8
+	VFIXUPIMMPS $0x00, Z4, Z12, Z8
+	VPSRLD      $0x10, Z8, Z10
+	VPANDD      Z0, Z10, Z10
+	VPADDD      Z1, Z10, Z10
+	VPADDD      Z8, Z10, Z10
+	VPERMT2W    Z10, Z5, Z9
+	VMOVDQU64   Z9, 64(CX)(R8*2)
+	ADDQ        $0x00000040, R8
+	JMP         scaleloop
+
+scalelooppf10:
+	PREFETCHT0 (R10)(R8*2)
+	PREFETCHT0 64(R10)(R8*2)
+	JMP        scaleloopbody11
+
+	PCALIGN $32
+scaleloopoffset:
+	CMPQ  R8, R9
+	JG    scaletail
+	TESTL $0x00000002, R11
+	JNZ   scaleloopoffsetpf14
+
+scaleloopoffsetbody15:
+	VPMOVZXWD   (DX)(R8*2), Z8
+	VPSLLD      $0x10, Z8, Z8
+	VSUBPS      Z11, Z8, Z8
+	VMULPS      Z7, Z8, Z8
+	VPMOVZXWD   32(DX)(R8*2), Z9
+	VPSLLD      $0x10, Z9, Z9
+	VSUBPS      Z11, Z9, Z9
+	VMULPS      Z7, Z9, Z9
+	VPMOVZXWD   64(DX)(R8*2), Z10
+	VPSLLD      $0x10, Z10, Z10
+	VSUBPS      Z11, Z10, Z10
+	VMULPS      Z7, Z10, Z10
+	VPMOVZXWD   96(DX)(R8*2), Z12
+	VPSLLD      $0x10, Z12, Z12
+	VSUBPS      Z11, Z12, Z12
+	VMULPS      Z7, Z12, Z12
+	TESTL       $0x00000008, job_flags+0(AX)
+	JZ          notrn16
+	VMOVDQA64   Z3, Z14
+	VFIXUPIMMPS $0x00, Z4, Z8, Z14
+	VPSRLD      $0x10, Z14, Z8
+	VPANDD      Z0, Z8, Z8
+	VPADDD      Z1, Z8, Z8
+	VPADDD      Z14, Z8, Z8
+	VPANDD      Z2, Z8, Z8
+	VMOVDQA64   Z3, Z14
+	VFIXUPIMMPS $0x00, Z4, Z9, Z14
+	VPSRLD      $0x10, Z14, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z14, Z9, Z9
+	VPANDD      Z2, Z9, Z9
+	VMOVDQA64   Z3, Z14
+	VFIXUPIMMPS $0x00, Z4, Z10, Z14
+	VPSRLD      $0x10, Z14, Z10
+	VPANDD      Z0, Z10, Z10
+	VPADDD      Z1, Z10, Z10
+	VPADDD      Z14, Z10, Z10
+	VPANDD      Z2, Z10, Z10
+	VMOVDQA64   Z3, Z14
+	VFIXUPIMMPS $0x00, Z4, Z12, Z14
+	VPSRLD      $0x10, Z14, Z12
+	VPANDD      Z0, Z12, Z12
+	VPADDD      Z1, Z12, Z12
+	VPADDD      Z14, Z12, Z12
+	VPANDD      Z2, Z12, Z12
+
+notrn16:
+	VMOVUPS (SI)(R8*4), Z14
+	VADDPS  Z6, Z14, Z14
+	VMULPS  Z14, Z8, Z8
+	VMOVUPS 64(SI)(R8*4), Z14
+	VADDPS  Z6, Z14, Z14
+	VMULPS  Z14, Z9, Z9
+	VMOVUPS 128(SI)(R8*4), Z14
+	VADDPS  Z6, Z14, Z14
+	VMULPS  Z14, Z10, Z10
+	VMOVUPS 192(SI)(R8*4), Z14
+	VADDPS  Z6, Z14, Z14
+	VMULPS  Z14, Z12, Z12
+	MOVQ    job_bias+0(AX), R12
+	TESTQ   R12, R12
+	JZ      nobias17
+	VADDPS  (R12)(R8*4), Z8, Z8
+	VADDPS  64(R12)(R8*4), Z9, Z9
+	VADDPS  128(R12)(R8*4), Z10, Z10
+	VADDPS  192(R12)(R8*4), Z12, Z12
+
+nobias17:
+	VMOVDQA64   Z3, Z14
+	VFIXUPIMMPS $0x00, Z4, Z8, Z14
+	VPSRLD      $0x10, Z14, Z8
+	VPANDD      Z0, Z8, Z8
+	VPADDD      Z1, Z8, Z8
+	VPADDD      Z14, Z8, Z8
+	VMOVDQA64   Z3, Z14
+	VFIXUPIMMPS $0x00, Z4, Z9, Z14
+	VPSRLD      $0x10, Z14, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z14, Z9, Z9
+	VPERMT2W    Z9, Z5, Z8
+	VMOVDQU64   Z8, (CX)(R8*2)
+	VMOVDQA64   Z3, Z8
+	VFIXUPIMMPS $0x00, Z4, Z10, Z8
+	VPSRLD      $0x10, Z8, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z8, Z9, Z9
+	VMOVDQA64   Z3, Z8
+	VFIXUPIMMPS $0x00, Z4, Z12, Z8
+	VPSRLD      $0x10, Z8, Z10
+	VPANDD      Z0, Z10, Z10
+	VPADDD      Z1, Z10, Z10
+	VPADDD      Z8, Z10, Z10
+	VPERMT2W    Z10, Z5, Z9
+	VMOVDQU64   Z9, 64(CX)(R8*2)
+	ADDQ        $0x00000040, R8
+	JMP         scaleloopoffset
+
+scaleloopoffsetpf14:
+	PREFETCHT0 (R10)(R8*2)
+	PREFETCHT0 64(R10)(R8*2)
+	JMP        scaleloopoffsetbody15
+
+	PCALIGN $32
+scaleloopnoweight:
+	CMPQ  R8, R9
+	JG    scaletail
+	TESTL $0x00000002, R11
+	JNZ   scaleloopnoweightpf18
+
+scaleloopnoweightbody19:
+	VPMOVZXWD (DX)(R8*2), Z8
+	VPSLLD    $0x10, Z8, Z8
+	VSUBPS    Z11, Z8, Z8
+	VMULPS    Z7, Z8, Z8
+	VPMOVZXWD 32(DX)(R8*2), Z9
+	VPSLLD    $0x10, Z9, Z9
+	VSUBPS    Z11, Z9, Z9
+	VMULPS    Z7, Z9, Z9
+	VPMOVZXWD 64(DX)(R8*2), Z10
+	VPSLLD    $0x10, Z10, Z10
+	VSUBPS    Z11, Z10, Z10
+	VMULPS    Z7, Z10, Z10
+	VPMOVZXWD 96(DX)(R8*2), Z12
+	VPSLLD    $0x10, Z12, Z12
+	VSUBPS    Z11, Z12, Z12
+	VMULPS    Z7, Z12, Z12
+	MOVQ      job_bias+0(AX), R12
+	TESTQ     R12, R12
+	JZ        nobias20
+	VADDPS    (R12)(R8*4), Z8, Z8
+	VADDPS    64(R12)(R8*4), Z9, Z9
+	VADDPS    128(R12)(R8*4), Z10, Z10
+	VADDPS    192(R12)(R8*4), Z12, Z12
+
+nobias20:
+	VMOVDQA64   Z3, Z14
+	VFIXUPIMMPS $0x00, Z4, Z8, Z14
+	VPSRLD      $0x10, Z14, Z8
+	VPANDD      Z0, Z8, Z8
+	VPADDD      Z1, Z8, Z8
+	VPADDD      Z14, Z8, Z8
+	VMOVDQA64   Z3, Z14
+	VFIXUPIMMPS $0x00, Z4, Z9, Z14
+	VPSRLD      $0x10, Z14, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z14, Z9, Z9
+	VPERMT2W    Z9, Z5, Z8
+	VMOVDQU64   Z8, (CX)(R8*2)
+	VMOVDQA64   Z3, Z8
+	VFIXUPIMMPS $0x00, Z4, Z10, Z8
+	VPSRLD      $0x10, Z8, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z8, Z9, Z9
+	VMOVDQA64   Z3, Z8
+	VFIXUPIMMPS $0x00, Z4, Z12, Z8
+	VPSRLD      $0x10, Z8, Z10
+	VPANDD      Z0, Z10, Z10
+	VPADDD      Z1, Z10, Z10
+	VPADDD      Z8, Z10, Z10
+	VPERMT2W    Z10, Z5, Z9
+	VMOVDQU64   Z9, 64(CX)(R8*2)
+	ADDQ        $0x00000040, R8
+	JMP         scaleloopnoweight
+
+scaleloopnoweightpf18:
+	PREFETCHT0 (R10)(R8*2)
+	PREFETCHT0 64(R10)(R8*2)
+	JMP        scaleloopnoweightbody19
+
+scalent:
+	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
+	MOVQ CX, R10
+	NEGQ R10
+	ANDQ $0x0000003f, R10
+	SHRQ $0x01, R10
+	JZ   scalentgo
+	CMPQ R10, job_d+0(AX)
+	JLE  scalehead
+	MOVQ job_d+0(AX), R10
+
+scalehead:
+	CMPQ        R10, $0x00000010
+	JB          scaleheadpart
+	VPMOVZXWD   (DX)(R8*2), Z8
+	VPSLLD      $0x10, Z8, Z8
+	VSUBPS      Z11, Z8, Z8
+	VMULPS      Z7, Z8, Z8
+	TESTL       $0x00000008, job_flags+0(AX)
+	JZ          notrn21
+	VMOVDQA64   Z3, Z9
+	VFIXUPIMMPS $0x00, Z4, Z8, Z9
+	VPSRLD      $0x10, Z9, Z8
+	VPANDD      Z0, Z8, Z8
+	VPADDD      Z1, Z8, Z8
+	VPADDD      Z9, Z8, Z8
+	VPANDD      Z2, Z8, Z8
+
+notrn21:
+	TESTQ   SI, SI
+	JZ      noweight22
+	VMOVUPS (SI)(R8*4), Z9
+	VADDPS  Z6, Z9, Z9
+	VMULPS  Z9, Z8, Z8
+
+noweight22:
+	MOVQ   job_bias+0(AX), R11
+	TESTQ  R11, R11
+	JZ     nobias23
+	VADDPS (R11)(R8*4), Z8, Z8
+
+nobias23:
+	VMOVDQA64   Z3, Z9
+	VFIXUPIMMPS $0x00, Z4, Z8, Z9
+	VPSRLD      $0x10, Z9, Z8
+	VPANDD      Z0, Z8, Z8
+	VPADDD      Z1, Z8, Z8
+	VPADDD      Z9, Z8, Z8
+	VPSRLD      $0x10, Z8, Z8
+	VPMOVDW     Z8, (CX)(R8*2)
+	ADDQ        $0x00000010, R8
+	SUBQ        $0x00000010, R10
+	JZ          scalentgo
+
+scaleheadpart:
+	JMP partout
+
+scalentgo:
+	MOVQ DI, R10
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows24
+	SHLQ $0x03, R10
+
+longrows24:
+	ADDQ DX, R10
+	MOVL job_flags+0(AX), R11
+
+	PCALIGN $32
+scalentloop:
+	CMPQ        R8, R9
+	JG          scaletail
+	PREFETCHT0  (R10)(R8*2)
+	PREFETCHT0  64(R10)(R8*2)
+	VPMOVZXWD   (DX)(R8*2), Z8
+	VPSLLD      $0x10, Z8, Z8
+	VSUBPS      Z11, Z8, Z8
+	VMULPS      Z7, Z8, Z8
+	VPMOVZXWD   32(DX)(R8*2), Z9
+	VPSLLD      $0x10, Z9, Z9
+	VSUBPS      Z11, Z9, Z9
+	VMULPS      Z7, Z9, Z9
+	VPMOVZXWD   64(DX)(R8*2), Z10
+	VPSLLD      $0x10, Z10, Z10
+	VSUBPS      Z11, Z10, Z10
+	VMULPS      Z7, Z10, Z10
+	VPMOVZXWD   96(DX)(R8*2), Z12
+	VPSLLD      $0x10, Z12, Z12
+	VSUBPS      Z11, Z12, Z12
+	VMULPS      Z7, Z12, Z12
+	TESTL       $0x00000008, job_flags+0(AX)
+	JZ          notrn25
+	VMOVDQA64   Z3, Z14
+	VFIXUPIMMPS $0x00, Z4, Z8, Z14
+	VPSRLD      $0x10, Z14, Z8
+	VPANDD      Z0, Z8, Z8
+	VPADDD      Z1, Z8, Z8
+	VPADDD      Z14, Z8, Z8
+	VPANDD      Z2, Z8, Z8
+	VMOVDQA64   Z3, Z14
+	VFIXUPIMMPS $0x00, Z4, Z9, Z14
+	VPSRLD      $0x10, Z14, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z14, Z9, Z9
+	VPANDD      Z2, Z9, Z9
+	VMOVDQA64   Z3, Z14
+	VFIXUPIMMPS $0x00, Z4, Z10, Z14
+	VPSRLD      $0x10, Z14, Z10
+	VPANDD      Z0, Z10, Z10
+	VPADDD      Z1, Z10, Z10
+	VPADDD      Z14, Z10, Z10
+	VPANDD      Z2, Z10, Z10
+	VMOVDQA64   Z3, Z14
+	VFIXUPIMMPS $0x00, Z4, Z12, Z14
+	VPSRLD      $0x10, Z14, Z12
+	VPANDD      Z0, Z12, Z12
+	VPADDD      Z1, Z12, Z12
+	VPADDD      Z14, Z12, Z12
+	VPANDD      Z2, Z12, Z12
+
+notrn25:
+	TESTQ  SI, SI
+	JZ     weighed27
+	TESTL  $0x00000010, R11
+	JNZ    offset26
+	VMULPS (SI)(R8*4), Z8, Z8
+	VMULPS 64(SI)(R8*4), Z9, Z9
+	VMULPS 128(SI)(R8*4), Z10, Z10
+	VMULPS 192(SI)(R8*4), Z12, Z12
+
+weighed27:
+	MOVQ   job_bias+0(AX), R12
+	TESTQ  R12, R12
+	JZ     nobias28
+	VADDPS (R12)(R8*4), Z8, Z8
+	VADDPS 64(R12)(R8*4), Z9, Z9
+	VADDPS 128(R12)(R8*4), Z10, Z10
+	VADDPS 192(R12)(R8*4), Z12, Z12
+
+nobias28:
+	VMOVDQA64   Z3, Z14
+	VFIXUPIMMPS $0x00, Z4, Z8, Z14
+	VPSRLD      $0x10, Z14, Z8
+	VPANDD      Z0, Z8, Z8
+	VPADDD      Z1, Z8, Z8
+	VPADDD      Z14, Z8, Z8
+	VMOVDQA64   Z3, Z14
+	VFIXUPIMMPS $0x00, Z4, Z9, Z14
+	VPSRLD      $0x10, Z14, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z14, Z9, Z9
+	VPERMT2W    Z9, Z5, Z8
+	VMOVNTDQ    Z8, (CX)(R8*2)
+	VMOVDQA64   Z3, Z8
+	VFIXUPIMMPS $0x00, Z4, Z10, Z8
+	VPSRLD      $0x10, Z8, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z8, Z9, Z9
+	VMOVDQA64   Z3, Z8
+	VFIXUPIMMPS $0x00, Z4, Z12, Z8
+	VPSRLD      $0x10, Z8, Z10
+	VPANDD      Z0, Z10, Z10
+	VPADDD      Z1, Z10, Z10
+	VPADDD      Z8, Z10, Z10
+	VPERMT2W    Z10, Z5, Z9
+	VMOVNTDQ    Z9, 64(CX)(R8*2)
+	ADDQ        $0x00000040, R8
+	JMP         scalentloop
+
+offset26:
+	VMOVUPS (SI)(R8*4), Z14
+	VADDPS  Z6, Z14, Z14
+	VMULPS  Z14, Z8, Z8
+	VMOVUPS 64(SI)(R8*4), Z14
+	VADDPS  Z6, Z14, Z14
+	VMULPS  Z14, Z9, Z9
+	VMOVUPS 128(SI)(R8*4), Z14
+	VADDPS  Z6, Z14, Z14
+	VMULPS  Z14, Z10, Z10
+	VMOVUPS 192(SI)(R8*4), Z14
+	VADDPS  Z6, Z14, Z14
+	VMULPS  Z14, Z12, Z12
+	JMP     weighed27
+
+scaletail:
+	ADDQ $0x00000030, R9
+
+scaleone:
+	CMPQ        R8, R9
+	JG          scalepart
+	VPMOVZXWD   (DX)(R8*2), Z8
+	VPSLLD      $0x10, Z8, Z8
+	VSUBPS      Z11, Z8, Z8
+	VMULPS      Z7, Z8, Z8
+	TESTL       $0x00000008, job_flags+0(AX)
+	JZ          notrn29
+	VMOVDQA64   Z3, Z9
+	VFIXUPIMMPS $0x00, Z4, Z8, Z9
+	VPSRLD      $0x10, Z9, Z8
+	VPANDD      Z0, Z8, Z8
+	VPADDD      Z1, Z8, Z8
+	VPADDD      Z9, Z8, Z8
+	VPANDD      Z2, Z8, Z8
+
+notrn29:
+	TESTQ   SI, SI
+	JZ      noweight30
+	VMOVUPS (SI)(R8*4), Z9
+	VADDPS  Z6, Z9, Z9
+	VMULPS  Z9, Z8, Z8
+
+noweight30:
+	MOVQ   job_bias+0(AX), R10
+	TESTQ  R10, R10
+	JZ     nobias31
+	VADDPS (R10)(R8*4), Z8, Z8
+
+nobias31:
+	VMOVDQA64   Z3, Z9
+	VFIXUPIMMPS $0x00, Z4, Z8, Z9
+	VPSRLD      $0x10, Z9, Z8
+	VPANDD      Z0, Z8, Z8
+	VPADDD      Z1, Z8, Z8
+	VPADDD      Z9, Z8, Z8
+	VPSRLD      $0x10, Z8, Z8
+	VPMOVDW     Z8, (CX)(R8*2)
+	ADDQ        $0x00000010, R8
+	JMP         scaleone
+
+scalepart:
+	MOVQ job_d+0(AX), R10
+	SUBQ R8, R10
+	JZ   scaled
+
+	// The last n < lanes elements, or the first n of a non-temporal row (i + n < d: back to its loop).
+partout:
+	LEAQ        kmask<>+0(SB), R11
+	KMOVW       (R11)(R10*2), K1
+	VPMOVZXWD.Z (DX)(R8*2), K1, Z8
+	VPSLLD      $0x10, Z8, Z8
+	VSUBPS      Z11, Z8, Z8
+	VMULPS      Z8, Z7, Z8
+	TESTL       $0x00000008, job_flags+0(AX)
+	JZ          notrn32
+	VMOVDQA64   Z3, Z9
+	VFIXUPIMMPS $0x00, Z4, Z8, Z9
+	VPSRLD      $0x10, Z9, Z8
+	VPANDD      Z0, Z8, Z8
+	VPADDD      Z1, Z8, Z8
+	VPADDD      Z9, Z8, Z8
+	VPANDD      Z2, Z8, Z8
+
+notrn32:
+	TESTQ     SI, SI
+	JZ        noweight33
+	VMOVUPS.Z (SI)(R8*4), K1, Z9
+	VADDPS    Z6, Z9, Z9
+	VMULPS    Z9, Z8, Z8
+
+noweight33:
+	MOVQ      job_bias+0(AX), R11
+	TESTQ     R11, R11
+	JZ        nobias34
+	VMOVUPS.Z (R11)(R8*4), K1, Z9
+	VADDPS    Z9, Z8, Z8
+
+nobias34:
+	VMOVDQA64   Z3, Z9
+	VFIXUPIMMPS $0x00, Z4, Z8, Z9
+	VPSRLD      $0x10, Z9, Z8
+	VPANDD      Z0, Z8, Z8
+	VPADDD      Z1, Z8, Z8
+	VPADDD      Z9, Z8, Z8
+	VPSRLD      $0x10, Z8, Z8
+	VPMOVDW     Z8, K1, (CX)(R8*2)
+	ADDQ        R10, R8
+	CMPQ        R8, job_d+0(AX)
+	JB          scalentgo
+
+scaled:
+	ADDQ DI, DX
+	ADDQ 328(SP), CX
+	ADDQ DI, BX
+	INCQ 320(SP)
+	MOVQ 352(SP), R8
+	INCQ R8
+	MOVQ R8, 352(SP)
+	CMPQ R8, 344(SP)
+	JB   scalerow
+	JMP  row
+
+ret:
+	TESTL $0x00000001, job_flags+0(AX)
+	JZ    vzero
+	SFENCE
+
+vzero:
+	VZEROUPPER
+	MOVQ 320(SP), AX
+	MOVQ AX, ret+24(FP)
+	RET
+
+// func avx512ForwardLayerF16(j uintptr, from int, to int) int
+// Requires: AVX, AVX512F, MMX+
+TEXT ·avx512ForwardLayerF16(SB), NOSPLIT, $384-32
+	// avx512ForwardLayerF16 normalizes rows [from, to) of the job: LayerNorm on F16 rows: y = round16(((x-m)*inv)*w + b), round16(((x-m)*inv)*(1+w) + b) with flagOffset, or round16((x-m)*inv + b) with w nil (with flagRN and a weight, round16((x-m)*inv) in place of ((x-m)*inv)), m the row's mean with flagCenter (else +0; stored to mean[r] when mean is not nil), b the bias (nothing added when it is nil), for each row; with res, h = round16(x + res) and res = h per element first, and h in place of x.
+	// It stops before the first row that needs the float64 path and returns that row's index, or to.
+	MOVQ  j+0(FP), AX
+	MOVQ  job_dst+0(AX), CX
+	MOVQ  job_x+0(AX), DX
+	MOVQ  job_res+0(AX), BX
+	TESTQ BX, BX
+	JZ    rowsset
+	XCHGQ DX, BX
+
+rowsset:
+	MOVQ job_w+0(AX), SI
+	MOVQ job_stride+0(AX), DI
+	SHLQ $0x01, DI
+	MOVQ job_dstStride+0(AX), R8
+	SHLQ $0x01, R8
+	MOVQ R8, 328(SP)
+
+	// fd = float32(d); rd = 1/d when d is a power of two (a/d is then a*rd exactly), else 0.
+	MOVQ       job_d+0(AX), R8
+	VMOVSS     one<>+0(SB), X0
+	VCVTSI2SSQ R8, X0, X0
+	VMOVSS     X0, 376(SP)
+	XORL       R10, R10
+	LEAQ       -1(R8), R9
+	TESTQ      R8, R9
+	JNZ        notpow2
+	BSFQ       R8, R9
+	MOVL       $0x0000007f, R10
+	SUBL       R9, R10
+	SHLL       $0x17, R10
+
+notpow2:
+	MOVL         R10, 380(SP)
+	VBROADCASTSS one<>+0(SB), Z0
+	TESTL        $0x00000010, job_flags+0(AX)
+	JNZ          weightadd1
+	VBROADCASTSS negzero<>+0(SB), Z0
+
+weightadd1:
+	// Start at row from.
+	MOVQ  from+8(FP), R8
+	MOVQ  R8, 320(SP)
+	MOVQ  $0x00000000, 336(SP)
+	MOVQ  R8, R9
+	IMULQ 328(SP), R9
+	ADDQ  R9, CX
+	IMULQ DI, R8
+	ADDQ  R8, DX
+	ADDQ  R8, BX
+
+row:
+	MOVQ  320(SP), R8
+	CMPQ  R8, to+16(FP)
+	JAE   ret
+	MOVQ  $0x00000001, 344(SP)
+	CMPQ  job_res+0(AX), $0x00
+	JNE   addsum
+	TESTL $0x00000020, job_flags+0(AX)
+	JZ    nocenter
+	MOVQ  DX, R8
+
+	// Sum of squares: element i goes to partial i%64.
+	MOVQ    job_d+0(AX), R10
+	SUBQ    $0x00000040, R10
+	JGE     firstblock
+	VMOVUPS zero64<>+0(SB), Z1
+	VMOVUPS zero64<>+0(SB), Z2
+	VMOVUPS zero64<>+0(SB), Z3
+	VMOVUPS zero64<>+0(SB), Z4
+	XORQ    R9, R9
+	JMP     sumtail
+
+firstblock:
+	// +0 + square is the square itself: the first block initializes the partials.
+	XORQ      R9, R9
+	VCVTPH2PS (R8)(R9*2), Z1
+	VADDPS    zero64<>+0(SB), Z1, Z1
+	VCVTPH2PS 32(R8)(R9*2), Z2
+	VADDPS    zero64<>+0(SB), Z2, Z2
+	VCVTPH2PS 64(R8)(R9*2), Z3
+	VADDPS    zero64<>+0(SB), Z3, Z3
+	VCVTPH2PS 96(R8)(R9*2), Z4
+	VADDPS    zero64<>+0(SB), Z4, Z4
+	MOVQ      $0x00000040, R9
+
+	// With flagPF, the rows ahead are prefetched: one loop for both, the flag tested per block.
+	MOVQ DI, R11
+	SHLQ $0x01, R11
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows2
+	SHLQ $0x03, R11
+
+longrows2:
+	ADDQ R8, R11
+	MOVL job_flags+0(AX), R12
+
+	PCALIGN $32
+sumloop:
+	CMPQ  R9, R10
+	JG    sumtail
+	TESTL $0x00000002, R12
+	JNZ   sumpf
+
+sumblock:
+	VCVTPH2PS (R8)(R9*2), Z5
+	VADDPS    Z5, Z1, Z1
+	VCVTPH2PS 32(R8)(R9*2), Z5
+	VADDPS    Z5, Z2, Z2
+	VCVTPH2PS 64(R8)(R9*2), Z5
+	VADDPS    Z5, Z3, Z3
+	VCVTPH2PS 96(R8)(R9*2), Z5
+	VADDPS    Z5, Z4, Z4
+	ADDQ      $0x00000040, R9
+	JMP       sumloop
+
+	// Out of the loop's way: the prefetches, whose flag is usually clear.
+sumpf:
+	PREFETCHT0 (R11)(R9*2)
+	PREFETCHT0 64(R11)(R9*2)
+	JMP        sumblock
+
+sumtail:
+	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
+	MOVQ job_d+0(AX), R10
+	SUBQ R9, R10
+	JZ   summed
+	LEAQ kmask<>+0(SB), R11
+	MOVQ R10, R12
+	CMPQ R12, $0x00000010
+	JLE  tailmask0
+	MOVQ $0x00000010, R12
+
+tailmask0:
+	KMOVW       (R11)(R12*2), K1
+	VCVTPH2PS.Z (R8)(R9*2), K1, Z5
+	VADDPS      Z5, Z1, Z1
+	MOVQ        R10, R12
+	SUBQ        $0x00000010, R12
+	JLE         summed
+	CMPQ        R12, $0x00000010
+	JLE         tailmask1
+	MOVQ        $0x00000010, R12
+
+tailmask1:
+	KMOVW       (R11)(R12*2), K1
+	VCVTPH2PS.Z 32(R8)(R9*2), K1, Z5
+	VADDPS      Z5, Z2, Z2
+	MOVQ        R10, R12
+	SUBQ        $0x00000020, R12
+	JLE         summed
+	CMPQ        R12, $0x00000010
+	JLE         tailmask2
+	MOVQ        $0x00000010, R12
+
+tailmask2:
+	KMOVW       (R11)(R12*2), K1
+	VCVTPH2PS.Z 64(R8)(R9*2), K1, Z5
+	VADDPS      Z5, Z3, Z3
+	SUBQ        $0x00000030, R10
+	JLE         summed
+	CMPQ        R10, $0x00000010
+	JLE         tailmask3
+	MOVQ        $0x00000010, R10
+
+tailmask3:
+	KMOVW       (R11)(R10*2), K1
+	VCVTPH2PS.Z 96(R8)(R9*2), K1, Z5
+	VADDPS      Z5, Z4, Z4
+
+summed:
+	VADDPS Z3, Z1, Z1
+	VADDPS Z4, Z2, Z2
+	VADDPS Z2, Z1, Z1
+	JMP    mean
+
+addsum:
+	MOVQ BX, R8
+	MOVQ DX, R9
+
+	// Sum of squares: element i goes to partial i%64.
+	MOVQ    job_d+0(AX), R11
+	SUBQ    $0x00000040, R11
+	JGE     addfirstblock
+	VMOVUPS zero64<>+0(SB), Z1
+	VMOVUPS zero64<>+0(SB), Z2
+	VMOVUPS zero64<>+0(SB), Z3
+	VMOVUPS zero64<>+0(SB), Z4
+	XORQ    R10, R10
+	JMP     addsumtail
+
+addfirstblock:
+	// +0 + square is the square itself: the first block initializes the partials.
+	XORQ      R10, R10
+	VCVTPH2PS (R8)(R10*2), Z1
+	VCVTPH2PS (R9)(R10*2), Z2
+	VADDPS    Z2, Z1, Z1
+	VCVTPS2PH $0x00, Z1, Y1
+	VCVTPH2PS Y1, Z1
+	VCVTPS2PH $0x00, Z1, (R9)(R10*2)
+	VADDPS    zero64<>+0(SB), Z1, Z1
+	VCVTPH2PS 32(R8)(R10*2), Z2
+	VCVTPH2PS 32(R9)(R10*2), Z3
+	VADDPS    Z3, Z2, Z2
+	VCVTPS2PH $0x00, Z2, Y2
+	VCVTPH2PS Y2, Z2
+	VCVTPS2PH $0x00, Z2, 32(R9)(R10*2)
+	VADDPS    zero64<>+0(SB), Z2, Z2
+	VCVTPH2PS 64(R8)(R10*2), Z3
+	VCVTPH2PS 64(R9)(R10*2), Z4
+	VADDPS    Z4, Z3, Z3
+	VCVTPS2PH $0x00, Z3, Y3
+	VCVTPH2PS Y3, Z3
+	VCVTPS2PH $0x00, Z3, 64(R9)(R10*2)
+	VADDPS    zero64<>+0(SB), Z3, Z3
+	VCVTPH2PS 96(R8)(R10*2), Z4
+	VCVTPH2PS 96(R9)(R10*2), Z5
+	VADDPS    Z5, Z4, Z4
+	VCVTPS2PH $0x00, Z4, Y4
+	VCVTPH2PS Y4, Z4
+	VCVTPS2PH $0x00, Z4, 96(R9)(R10*2)
+	VADDPS    zero64<>+0(SB), Z4, Z4
+	MOVQ      $0x00000040, R10
+
+	// With flagPF, the rows ahead are prefetched: one loop for both, the flag tested per block.
+	MOVQ DI, R12
+	SHLQ $0x01, R12
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows3
+	SHLQ $0x03, R12
+
+longrows3:
+	ADDQ R8, R12
+	MOVL job_flags+0(AX), R13
+
+	PCALIGN $32
+addsumloop:
+	CMPQ  R10, R11
+	JG    addsumtail
+	TESTL $0x00000002, R13
+	JNZ   addsumpf
+
+addsumblock:
+	VCVTPH2PS (R8)(R10*2), Z5
+	VCVTPH2PS (R9)(R10*2), Z6
+	VADDPS    Z6, Z5, Z5
+	VCVTPS2PH $0x00, Z5, Y5
+	VCVTPH2PS Y5, Z5
+	VCVTPS2PH $0x00, Z5, (R9)(R10*2)
+	VADDPS    Z5, Z1, Z1
+	VCVTPH2PS 32(R8)(R10*2), Z5
+	VCVTPH2PS 32(R9)(R10*2), Z6
+	VADDPS    Z6, Z5, Z5
+	VCVTPS2PH $0x00, Z5, Y5
+	VCVTPH2PS Y5, Z5
+	VCVTPS2PH $0x00, Z5, 32(R9)(R10*2)
+	VADDPS    Z5, Z2, Z2
+	VCVTPH2PS 64(R8)(R10*2), Z5
+	VCVTPH2PS 64(R9)(R10*2), Z6
+	VADDPS    Z6, Z5, Z5
+	VCVTPS2PH $0x00, Z5, Y5
+	VCVTPH2PS Y5, Z5
+	VCVTPS2PH $0x00, Z5, 64(R9)(R10*2)
+	VADDPS    Z5, Z3, Z3
+	VCVTPH2PS 96(R8)(R10*2), Z5
+	VCVTPH2PS 96(R9)(R10*2), Z6
+	VADDPS    Z6, Z5, Z5
+	VCVTPS2PH $0x00, Z5, Y5
+	VCVTPH2PS Y5, Z5
+	VCVTPS2PH $0x00, Z5, 96(R9)(R10*2)
+	VADDPS    Z5, Z4, Z4
+	ADDQ      $0x00000040, R10
+	JMP       addsumloop
+
+	// Out of the loop's way: the prefetches, whose flag is usually clear.
+addsumpf:
+	PREFETCHT0 (R12)(R10*2)
+	PREFETCHT0 64(R12)(R10*2)
+	JMP        addsumblock
+
+addsumtail:
+	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
+	MOVQ job_d+0(AX), R11
+	SUBQ R10, R11
+	JZ   addsummed
+	LEAQ kmask<>+0(SB), R12
+	MOVQ R11, R13
+	CMPQ R13, $0x00000010
+	JLE  addtailmask0
+	MOVQ $0x00000010, R13
+
+addtailmask0:
+	KMOVW       (R12)(R13*2), K1
+	VCVTPH2PS.Z (R8)(R10*2), K1, Z5
+	VCVTPH2PS.Z (R9)(R10*2), K1, Z6
+	VADDPS      Z6, Z5, Z5
+	VCVTPS2PH   $0x00, Z5, Y5
+	VCVTPH2PS   Y5, Z5
+	VCVTPS2PH   $0x00, Z5, K1, (R9)(R10*2)
+	VADDPS      Z5, Z1, Z1
+	MOVQ        R11, R13
+	SUBQ        $0x00000010, R13
+	JLE         addsummed
+	CMPQ        R13, $0x00000010
+	JLE         addtailmask1
+	MOVQ        $0x00000010, R13
+
+addtailmask1:
+	KMOVW       (R12)(R13*2), K1
+	VCVTPH2PS.Z 32(R8)(R10*2), K1, Z5
+	VCVTPH2PS.Z 32(R9)(R10*2), K1, Z6
+	VADDPS      Z6, Z5, Z5
+	VCVTPS2PH   $0x00, Z5, Y5
+	VCVTPH2PS   Y5, Z5
+	VCVTPS2PH   $0x00, Z5, K1, 32(R9)(R10*2)
+	VADDPS      Z5, Z2, Z2
+	MOVQ        R11, R13
+	SUBQ        $0x00000020, R13
+	JLE         addsummed
+	CMPQ        R13, $0x00000010
+	JLE         addtailmask2
+	MOVQ        $0x00000010, R13
+
+addtailmask2:
+	KMOVW       (R12)(R13*2), K1
+	VCVTPH2PS.Z 64(R8)(R10*2), K1, Z5
+	VCVTPH2PS.Z 64(R9)(R10*2), K1, Z6
+	VADDPS      Z6, Z5, Z5
+	VCVTPS2PH   $0x00, Z5, Y5
+	VCVTPH2PS   Y5, Z5
+	VCVTPS2PH   $0x00, Z5, K1, 64(R9)(R10*2)
+	VADDPS      Z5, Z3, Z3
+	SUBQ        $0x00000030, R11
+	JLE         addsummed
+	CMPQ        R11, $0x00000010
+	JLE         addtailmask3
+	MOVQ        $0x00000010, R11
+
+addtailmask3:
+	KMOVW       (R12)(R11*2), K1
+	VCVTPH2PS.Z 96(R8)(R10*2), K1, Z5
+	VCVTPH2PS.Z 96(R9)(R10*2), K1, Z6
+	VADDPS      Z6, Z5, Z5
+	VCVTPS2PH   $0x00, Z5, Y5
+	VCVTPH2PS   Y5, Z5
+	VCVTPS2PH   $0x00, Z5, K1, 96(R9)(R10*2)
+	VADDPS      Z5, Z4, Z4
+
+addsummed:
+	VADDPS Z3, Z1, Z1
+	VADDPS Z4, Z2, Z2
+	VADDPS Z2, Z1, Z1
+
+mean:
+	VSHUFF64X2 $0xee, Z1, Z1, Z2
+	VADDPS     Z2, Z1, Z1
+	VSHUFF32X4 $0x01, Z1, Z1, Z2
+	VADDPS     Z2, Z1, Z1
+	VPERMILPS  $0x4e, Z1, Z2
+	VADDPS     Z2, Z1, Z1
+	VPERMILPS  $0xb1, Z1, Z2
+	VADDPS     Z2, Z1, Z1
+	TESTL      $0x00000020, job_flags+0(AX)
+	JZ         nocenter
+
+	// A row whose sum is not finite (s-s is NaN) takes the float64 path; else m = s/d.
+	VSUBSS   X1, X1, X2
+	VUCOMISS X2, X2
+	JPS      ret
+	CMPL     380(SP), $0x00
+	JE       divide4
+	VMULSS   380(SP), X1, X2
+	JMP      divided5
+
+divide4:
+	VDIVSS 376(SP), X1, X2
+
+divided5:
+	VBROADCASTSS X2, Z5
+	JMP          centered
+
+nocenter:
+	VMOVUPS zero64<>+0(SB), Z5
+
+centered:
+	MOVQ DX, R8
+
+	// Sum of squares: element i goes to partial i%64.
+	MOVQ    job_d+0(AX), R10
+	SUBQ    $0x00000040, R10
+	JGE     sqfirstblock
+	VMOVUPS zero64<>+0(SB), Z1
+	VMOVUPS zero64<>+0(SB), Z2
+	VMOVUPS zero64<>+0(SB), Z3
+	VMOVUPS zero64<>+0(SB), Z4
+	XORQ    R9, R9
+	JMP     sqsumtail
+
+sqfirstblock:
+	// +0 + square is the square itself: the first block initializes the partials.
+	XORQ      R9, R9
+	VCVTPH2PS (R8)(R9*2), Z1
+	VSUBPS    Z5, Z1, Z1
+	VMULPS    Z1, Z1, Z1
+	VCVTPH2PS 32(R8)(R9*2), Z2
+	VSUBPS    Z5, Z2, Z2
+	VMULPS    Z2, Z2, Z2
+	VCVTPH2PS 64(R8)(R9*2), Z3
+	VSUBPS    Z5, Z3, Z3
+	VMULPS    Z3, Z3, Z3
+	VCVTPH2PS 96(R8)(R9*2), Z4
+	VSUBPS    Z5, Z4, Z4
+	VMULPS    Z4, Z4, Z4
+	MOVQ      $0x00000040, R9
+
+	// With flagPF, the rows ahead are prefetched: one loop for both, the flag tested per block.
+	MOVQ DI, R11
+	SHLQ $0x01, R11
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows6
+	SHLQ $0x03, R11
+
+longrows6:
+	ADDQ R8, R11
+	MOVL job_flags+0(AX), R12
+
+	PCALIGN $32
+sqsumloop:
+	CMPQ  R9, R10
+	JG    sqsumtail
+	TESTL $0x00000002, R12
+	JNZ   sqsumpf
+
+sqsumblock:
+	VCVTPH2PS (R8)(R9*2), Z6
+	VSUBPS    Z5, Z6, Z6
+	VMULPS    Z6, Z6, Z6
+	VADDPS    Z6, Z1, Z1
+	VCVTPH2PS 32(R8)(R9*2), Z6
+	VSUBPS    Z5, Z6, Z6
+	VMULPS    Z6, Z6, Z6
+	VADDPS    Z6, Z2, Z2
+	VCVTPH2PS 64(R8)(R9*2), Z6
+	VSUBPS    Z5, Z6, Z6
+	VMULPS    Z6, Z6, Z6
+	VADDPS    Z6, Z3, Z3
+	VCVTPH2PS 96(R8)(R9*2), Z6
+	VSUBPS    Z5, Z6, Z6
+	VMULPS    Z6, Z6, Z6
+	VADDPS    Z6, Z4, Z4
+	ADDQ      $0x00000040, R9
+	JMP       sqsumloop
+
+	// Out of the loop's way: the prefetches, whose flag is usually clear.
+sqsumpf:
+	PREFETCHT0 (R11)(R9*2)
+	PREFETCHT0 64(R11)(R9*2)
+	JMP        sqsumblock
+
+sqsumtail:
+	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
+	MOVQ job_d+0(AX), R10
+	SUBQ R9, R10
+	JZ   sqsummed
+	LEAQ kmask<>+0(SB), R11
+	MOVQ R10, R12
+	CMPQ R12, $0x00000010
+	JLE  sqtailmask0
+	MOVQ $0x00000010, R12
+
+sqtailmask0:
+	KMOVW       (R11)(R12*2), K1
+	VCVTPH2PS.Z (R8)(R9*2), K1, Z6
+	VSUBPS.Z    Z5, Z6, K1, Z6
+	VMULPS      Z6, Z6, Z6
+	VADDPS      Z6, Z1, Z1
+	MOVQ        R10, R12
+	SUBQ        $0x00000010, R12
+	JLE         sqsummed
+	CMPQ        R12, $0x00000010
+	JLE         sqtailmask1
+	MOVQ        $0x00000010, R12
+
+sqtailmask1:
+	KMOVW       (R11)(R12*2), K1
+	VCVTPH2PS.Z 32(R8)(R9*2), K1, Z6
+	VSUBPS.Z    Z5, Z6, K1, Z6
+	VMULPS      Z6, Z6, Z6
+	VADDPS      Z6, Z2, Z2
+	MOVQ        R10, R12
+	SUBQ        $0x00000020, R12
+	JLE         sqsummed
+	CMPQ        R12, $0x00000010
+	JLE         sqtailmask2
+	MOVQ        $0x00000010, R12
+
+sqtailmask2:
+	KMOVW       (R11)(R12*2), K1
+	VCVTPH2PS.Z 64(R8)(R9*2), K1, Z6
+	VSUBPS.Z    Z5, Z6, K1, Z6
+	VMULPS      Z6, Z6, Z6
+	VADDPS      Z6, Z3, Z3
+	SUBQ        $0x00000030, R10
+	JLE         sqsummed
+	CMPQ        R10, $0x00000010
+	JLE         sqtailmask3
+	MOVQ        $0x00000010, R10
+
+sqtailmask3:
+	KMOVW       (R11)(R10*2), K1
+	VCVTPH2PS.Z 96(R8)(R9*2), K1, Z6
+	VSUBPS.Z    Z5, Z6, K1, Z6
+	VMULPS      Z6, Z6, Z6
+	VADDPS      Z6, Z4, Z4
+
+sqsummed:
+	VADDPS Z3, Z1, Z1
+	VADDPS Z4, Z2, Z2
+	VADDPS Z2, Z1, Z1
+
+	// Halving tree: p[j] += p[j+h] for the remaining h, down to ss.
+	VSHUFF64X2 $0xee, Z1, Z1, Z2
+	VADDPS     Z2, Z1, Z1
+	VSHUFF32X4 $0x01, Z1, Z1, Z2
+	VADDPS     Z2, Z1, Z1
+	VPERMILPS  $0x4e, Z1, Z2
+	VADDPS     Z2, Z1, Z1
+	VPERMILPS  $0xb1, Z1, Z2
+	VADDPS     Z2, Z1, Z1
+
+	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
+	CMPL   380(SP), $0x00
+	JE     divide7
+	VMULSS 380(SP), X1, X1
+	JMP    divided8
+
+divide7:
+	VDIVSS 376(SP), X1, X1
+
+divided8:
+	VADDSS   job_eps+0(AX), X1, X1
+	VUCOMISS tlo<>+0(SB), X1
+	JCS      ret
+	VUCOMISS tmax<>+0(SB), X1
+	JHI      ret
+	VSQRTSS  X1, X1, X1
+	VMOVSS   one<>+0(SB), X7
+	VDIVSS   X1, X7, X7
+
+	// Report 1/rms if asked.
+	MOVQ   job_inv+0(AX), R8
+	TESTQ  R8, R8
+	JZ     reportmean
+	MOVQ   320(SP), R9
+	VMOVSS X7, (R8)(R9*4)
+
+reportmean:
+	// Report the mean if asked.
+	MOVQ   job_mean+0(AX), R8
+	TESTQ  R8, R8
+	JZ     scale
+	MOVQ   320(SP), R9
+	VMOVSS X5, (R8)(R9*4)
+
+scale:
+	VBROADCASTSS X7, Z1
+	MOVQ         $0x00000000, 352(SP)
+	CMPQ         344(SP), $0x01
+	JE           scalebody
+	VMOVUPS      Z7, 256(SP)
+
+scalerow:
+	MOVQ         352(SP), R8
+	VBROADCASTSS 256(SP)(R8*4), Z1
+
+scalebody:
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ R8, R8
+	MOVQ job_d+0(AX), R9
+	SUBQ $0x00000040, R9
+	MOVQ DI, R10
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows9
+	SHLQ $0x03, R10
+
+longrows9:
+	ADDQ  DX, R10
+	MOVL  job_flags+0(AX), R11
+	TESTL $0x00000001, R11
+	JNZ   scalent
+	TESTQ SI, SI
+	JZ    scaleloopnoweight
+	TESTL $0x00000010, R11
+	JNZ   scaleloopoffset
+
+	PCALIGN $32
+scaleloop:
+	CMPQ  R8, R9
+	JG    scaletail
+	TESTL $0x00000002, R11
+	JNZ   scalelooppf10
+
+scaleloopbody11:
+	VCVTPH2PS (DX)(R8*2), Z2
+	VSUBPS    Z5, Z2, Z2
+	VMULPS    Z1, Z2, Z2
+	VCVTPH2PS 32(DX)(R8*2), Z3
+	VSUBPS    Z5, Z3, Z3
+	VMULPS    Z1, Z3, Z3
+	VCVTPH2PS 64(DX)(R8*2), Z4
+	VSUBPS    Z5, Z4, Z4
+	VMULPS    Z1, Z4, Z4
+	VCVTPH2PS 96(DX)(R8*2), Z6
+	VSUBPS    Z5, Z6, Z6
+	VMULPS    Z1, Z6, Z6
+	TESTL     $0x00000008, job_flags+0(AX)
+	JZ        notrn12
+	VCVTPS2PH $0x00, Z2, Y2
+	VCVTPH2PS Y2, Z2
+	VCVTPS2PH $0x00, Z3, Y3
+	VCVTPH2PS Y3, Z3
+	VCVTPS2PH $0x00, Z4, Y4
+	VCVTPH2PS Y4, Z4
+	VCVTPS2PH $0x00, Z6, Y6
+	VCVTPH2PS Y6, Z6
+
+notrn12:
+	VMULPS (SI)(R8*4), Z2, Z2
+	VMULPS 64(SI)(R8*4), Z3, Z3
+	VMULPS 128(SI)(R8*4), Z4, Z4
+	VMULPS 192(SI)(R8*4), Z6, Z6
+	MOVQ   job_bias+0(AX), R12
+	TESTQ  R12, R12
+	JZ     nobias13
+	VADDPS (R12)(R8*4), Z2, Z2
+	VADDPS 64(R12)(R8*4), Z3, Z3
+	VADDPS 128(R12)(R8*4), Z4, Z4
+	VADDPS 192(R12)(R8*4), Z6, Z6
+
+nobias13:
+	VCVTPS2PH    $0x00, Z2, Y8
+	VCVTPS2PH    $0x00, Z3, Y2
+	VINSERTI64X4 $0x01, Y2, Z8, Z8
+	VMOVDQU64    Z8, (CX)(R8*2)
+	VCVTPS2PH    $0x00, Z4, Y9
+	VCVTPS2PH    $0x00, Z6, Y2
+	VINSERTI64X4 $0x01, Y2, Z9, Z9
+	VMOVDQU64    Z9, 64(CX)(R8*2)
+	ADDQ         $0x00000040, R8
+	JMP          scaleloop
+
+scalelooppf10:
+	PREFETCHT0 (R10)(R8*2)
+	PREFETCHT0 64(R10)(R8*2)
+	JMP        scaleloopbody11
+
+	PCALIGN $32
+scaleloopoffset:
+	CMPQ  R8, R9
+	JG    scaletail
+	TESTL $0x00000002, R11
+	JNZ   scaleloopoffsetpf14
+
+scaleloopoffsetbody15:
+	VCVTPH2PS (DX)(R8*2), Z2
+	VSUBPS    Z5, Z2, Z2
+	VMULPS    Z1, Z2, Z2
+	VCVTPH2PS 32(DX)(R8*2), Z3
+	VSUBPS    Z5, Z3, Z3
+	VMULPS    Z1, Z3, Z3
+	VCVTPH2PS 64(DX)(R8*2), Z4
+	VSUBPS    Z5, Z4, Z4
+	VMULPS    Z1, Z4, Z4
+	VCVTPH2PS 96(DX)(R8*2), Z6
+	VSUBPS    Z5, Z6, Z6
+	VMULPS    Z1, Z6, Z6
+	TESTL     $0x00000008, job_flags+0(AX)
+	JZ        notrn16
+	VCVTPS2PH $0x00, Z2, Y2
+	VCVTPH2PS Y2, Z2
+	VCVTPS2PH $0x00, Z3, Y3
+	VCVTPH2PS Y3, Z3
+	VCVTPS2PH $0x00, Z4, Y4
+	VCVTPH2PS Y4, Z4
+	VCVTPS2PH $0x00, Z6, Y6
+	VCVTPH2PS Y6, Z6
+
+notrn16:
+	VMOVUPS (SI)(R8*4), Z16
+	VADDPS  Z0, Z16, Z16
+	VMULPS  Z16, Z2, Z2
+	VMOVUPS 64(SI)(R8*4), Z16
+	VADDPS  Z0, Z16, Z16
+	VMULPS  Z16, Z3, Z3
+	VMOVUPS 128(SI)(R8*4), Z16
+	VADDPS  Z0, Z16, Z16
+	VMULPS  Z16, Z4, Z4
+	VMOVUPS 192(SI)(R8*4), Z16
+	VADDPS  Z0, Z16, Z16
+	VMULPS  Z16, Z6, Z6
+	MOVQ    job_bias+0(AX), R12
+	TESTQ   R12, R12
+	JZ      nobias17
+	VADDPS  (R12)(R8*4), Z2, Z2
+	VADDPS  64(R12)(R8*4), Z3, Z3
+	VADDPS  128(R12)(R8*4), Z4, Z4
+	VADDPS  192(R12)(R8*4), Z6, Z6
+
+nobias17:
+	VCVTPS2PH    $0x00, Z2, Y10
+	VCVTPS2PH    $0x00, Z3, Y2
+	VINSERTI64X4 $0x01, Y2, Z10, Z10
+	VMOVDQU64    Z10, (CX)(R8*2)
+	VCVTPS2PH    $0x00, Z4, Y11
+	VCVTPS2PH    $0x00, Z6, Y2
+	VINSERTI64X4 $0x01, Y2, Z11, Z11
+	VMOVDQU64    Z11, 64(CX)(R8*2)
+	ADDQ         $0x00000040, R8
+	JMP          scaleloopoffset
+
+scaleloopoffsetpf14:
+	PREFETCHT0 (R10)(R8*2)
+	PREFETCHT0 64(R10)(R8*2)
+	JMP        scaleloopoffsetbody15
+
+	PCALIGN $32
+scaleloopnoweight:
+	CMPQ  R8, R9
+	JG    scaletail
+	TESTL $0x00000002, R11
+	JNZ   scaleloopnoweightpf18
+
+scaleloopnoweightbody19:
+	VCVTPH2PS (DX)(R8*2), Z2
+	VSUBPS    Z5, Z2, Z2
+	VMULPS    Z1, Z2, Z2
+	VCVTPH2PS 32(DX)(R8*2), Z3
+	VSUBPS    Z5, Z3, Z3
+	VMULPS    Z1, Z3, Z3
+	VCVTPH2PS 64(DX)(R8*2), Z4
+	VSUBPS    Z5, Z4, Z4
+	VMULPS    Z1, Z4, Z4
+	VCVTPH2PS 96(DX)(R8*2), Z6
+	VSUBPS    Z5, Z6, Z6
+	VMULPS    Z1, Z6, Z6
+	MOVQ      job_bias+0(AX), R12
+	TESTQ     R12, R12
+	JZ        nobias20
+	VADDPS    (R12)(R8*4), Z2, Z2
+	VADDPS    64(R12)(R8*4), Z3, Z3
+	VADDPS    128(R12)(R8*4), Z4, Z4
+	VADDPS    192(R12)(R8*4), Z6, Z6
+
+nobias20:
+	VCVTPS2PH    $0x00, Z2, Y12
+	VCVTPS2PH    $0x00, Z3, Y2
+	VINSERTI64X4 $0x01, Y2, Z12, Z12
+	VMOVDQU64    Z12, (CX)(R8*2)
+	VCVTPS2PH    $0x00, Z4, Y13
+	VCVTPS2PH    $0x00, Z6, Y2
+	VINSERTI64X4 $0x01, Y2, Z13, Z13
+	VMOVDQU64    Z13, 64(CX)(R8*2)
+	ADDQ         $0x00000040, R8
+	JMP          scaleloopnoweight
+
+scaleloopnoweightpf18:
+	PREFETCHT0 (R10)(R8*2)
+	PREFETCHT0 64(R10)(R8*2)
+	JMP        scaleloopnoweightbody19
+
+scalent:
+	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
+	MOVQ CX, R10
+	NEGQ R10
+	ANDQ $0x0000003f, R10
+	SHRQ $0x01, R10
+	JZ   scalentgo
+	CMPQ R10, job_d+0(AX)
+	JLE  scalehead
+	MOVQ job_d+0(AX), R10
+
+scalehead:
+	CMPQ      R10, $0x00000010
+	JB        scaleheadpart
+	VCVTPH2PS (DX)(R8*2), Z2
+	VSUBPS    Z5, Z2, Z2
+	VMULPS    Z1, Z2, Z2
+	TESTL     $0x00000008, job_flags+0(AX)
+	JZ        notrn21
+	VCVTPS2PH $0x00, Z2, Y2
+	VCVTPH2PS Y2, Z2
+
+notrn21:
+	TESTQ   SI, SI
+	JZ      noweight22
+	VMOVUPS (SI)(R8*4), Z3
+	VADDPS  Z0, Z3, Z3
+	VMULPS  Z3, Z2, Z2
+
+noweight22:
+	MOVQ   job_bias+0(AX), R11
+	TESTQ  R11, R11
+	JZ     nobias23
+	VADDPS (R11)(R8*4), Z2, Z2
+
+nobias23:
+	VCVTPS2PH $0x00, Z2, (CX)(R8*2)
+	ADDQ      $0x00000010, R8
+	SUBQ      $0x00000010, R10
+	JZ        scalentgo
+
+scaleheadpart:
+	JMP partout
+
+scalentgo:
+	MOVQ DI, R10
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows24
+	SHLQ $0x03, R10
+
+longrows24:
+	ADDQ DX, R10
+	MOVL job_flags+0(AX), R11
+
+	PCALIGN $32
+scalentloop:
+	CMPQ       R8, R9
+	JG         scaletail
+	PREFETCHT0 (R10)(R8*2)
+	PREFETCHT0 64(R10)(R8*2)
+	VCVTPH2PS  (DX)(R8*2), Z2
+	VSUBPS     Z5, Z2, Z2
+	VMULPS     Z1, Z2, Z2
+	VCVTPH2PS  32(DX)(R8*2), Z3
+	VSUBPS     Z5, Z3, Z3
+	VMULPS     Z1, Z3, Z3
+	VCVTPH2PS  64(DX)(R8*2), Z4
+	VSUBPS     Z5, Z4, Z4
+	VMULPS     Z1, Z4, Z4
+	VCVTPH2PS  96(DX)(R8*2), Z6
+	VSUBPS     Z5, Z6, Z6
+	VMULPS     Z1, Z6, Z6
+	TESTL      $0x00000008, job_flags+0(AX)
+	JZ         notrn25
+	VCVTPS2PH  $0x00, Z2, Y2
+	VCVTPH2PS  Y2, Z2
+	VCVTPS2PH  $0x00, Z3, Y3
+	VCVTPH2PS  Y3, Z3
+	VCVTPS2PH  $0x00, Z4, Y4
+	VCVTPH2PS  Y4, Z4
+	VCVTPS2PH  $0x00, Z6, Y6
+	VCVTPH2PS  Y6, Z6
+
+notrn25:
+	TESTQ  SI, SI
+	JZ     weighed27
+	TESTL  $0x00000010, R11
+	JNZ    offset26
+	VMULPS (SI)(R8*4), Z2, Z2
+	VMULPS 64(SI)(R8*4), Z3, Z3
+	VMULPS 128(SI)(R8*4), Z4, Z4
+	VMULPS 192(SI)(R8*4), Z6, Z6
+
+weighed27:
+	MOVQ   job_bias+0(AX), R12
+	TESTQ  R12, R12
+	JZ     nobias28
+	VADDPS (R12)(R8*4), Z2, Z2
+	VADDPS 64(R12)(R8*4), Z3, Z3
+	VADDPS 128(R12)(R8*4), Z4, Z4
+	VADDPS 192(R12)(R8*4), Z6, Z6
+
+nobias28:
+	VCVTPS2PH    $0x00, Z2, Y14
+	VCVTPS2PH    $0x00, Z3, Y2
+	VINSERTI64X4 $0x01, Y2, Z14, Z14
+	VMOVNTDQ     Z14, (CX)(R8*2)
+	VCVTPS2PH    $0x00, Z4, Y15
+	VCVTPS2PH    $0x00, Z6, Y2
+	VINSERTI64X4 $0x01, Y2, Z15, Z15
+	VMOVNTDQ     Z15, 64(CX)(R8*2)
+	ADDQ         $0x00000040, R8
+	JMP          scalentloop
+
+offset26:
+	VMOVUPS (SI)(R8*4), Z16
+	VADDPS  Z0, Z16, Z16
+	VMULPS  Z16, Z2, Z2
+	VMOVUPS 64(SI)(R8*4), Z16
+	VADDPS  Z0, Z16, Z16
+	VMULPS  Z16, Z3, Z3
+	VMOVUPS 128(SI)(R8*4), Z16
+	VADDPS  Z0, Z16, Z16
+	VMULPS  Z16, Z4, Z4
+	VMOVUPS 192(SI)(R8*4), Z16
+	VADDPS  Z0, Z16, Z16
+	VMULPS  Z16, Z6, Z6
+	JMP     weighed27
+
+scaletail:
+	ADDQ $0x00000030, R9
+
+scaleone:
+	CMPQ      R8, R9
+	JG        scalepart
+	VCVTPH2PS (DX)(R8*2), Z2
+	VSUBPS    Z5, Z2, Z2
+	VMULPS    Z1, Z2, Z2
+	TESTL     $0x00000008, job_flags+0(AX)
+	JZ        notrn29
+	VCVTPS2PH $0x00, Z2, Y2
+	VCVTPH2PS Y2, Z2
+
+notrn29:
+	TESTQ   SI, SI
+	JZ      noweight30
+	VMOVUPS (SI)(R8*4), Z3
+	VADDPS  Z0, Z3, Z3
+	VMULPS  Z3, Z2, Z2
+
+noweight30:
+	MOVQ   job_bias+0(AX), R10
+	TESTQ  R10, R10
+	JZ     nobias31
+	VADDPS (R10)(R8*4), Z2, Z2
+
+nobias31:
+	VCVTPS2PH $0x00, Z2, (CX)(R8*2)
+	ADDQ      $0x00000010, R8
+	JMP       scaleone
+
+scalepart:
+	MOVQ job_d+0(AX), R10
+	SUBQ R8, R10
+	JZ   scaled
+
+	// The last n < lanes elements, or the first n of a non-temporal row (i + n < d: back to its loop).
+partout:
+	LEAQ        kmask<>+0(SB), R11
+	KMOVW       (R11)(R10*2), K1
+	VCVTPH2PS.Z (DX)(R8*2), K1, Z2
+	VSUBPS      Z5, Z2, Z2
+	VMULPS      Z2, Z1, Z2
+	TESTL       $0x00000008, job_flags+0(AX)
+	JZ          notrn32
+	VCVTPS2PH   $0x00, Z2, Y2
+	VCVTPH2PS   Y2, Z2
+
+notrn32:
+	TESTQ     SI, SI
+	JZ        noweight33
+	VMOVUPS.Z (SI)(R8*4), K1, Z3
+	VADDPS    Z0, Z3, Z3
+	VMULPS    Z3, Z2, Z2
+
+noweight33:
+	MOVQ      job_bias+0(AX), R11
+	TESTQ     R11, R11
+	JZ        nobias34
+	VMOVUPS.Z (R11)(R8*4), K1, Z3
+	VADDPS    Z3, Z2, Z2
+
+nobias34:
+	VCVTPS2PH $0x00, Z2, K1, (CX)(R8*2)
+	ADDQ      R10, R8
+	CMPQ      R8, job_d+0(AX)
+	JB        scalentgo
+
+scaled:
+	ADDQ DI, DX
+	ADDQ 328(SP), CX
+	ADDQ DI, BX
+	INCQ 320(SP)
+	MOVQ 352(SP), R8
+	INCQ R8
+	MOVQ R8, 352(SP)
+	CMPQ R8, 344(SP)
+	JB   scalerow
+	JMP  row
+
+ret:
+	TESTL $0x00000001, job_flags+0(AX)
+	JZ    vzero
+	SFENCE
+
+vzero:
+	VZEROUPPER
+	MOVQ 320(SP), AX
+	MOVQ AX, ret+24(FP)
+	RET
+
+// func avx512ForwardLayerToBF16(j uintptr, from int, to int) int
+// Requires: AVX, AVX512BW, AVX512F, MMX+
+TEXT ·avx512ForwardLayerToBF16(SB), NOSPLIT, $384-32
+	// avx512ForwardLayerToBF16 normalizes rows [from, to) of the job: LayerNorm on float32 rows into BF16 rows: y = round16(((x-m)*inv)*w + b), round16(((x-m)*inv)*(1+w) + b) with flagOffset, or round16((x-m)*inv + b) with w nil (with flagRN and a weight, round16((x-m)*inv) in place of ((x-m)*inv)), m the row's mean with flagCenter (else +0; stored to mean[r] when mean is not nil), b the bias (nothing added when it is nil), for each row; with res, h = x + res and res = h per element first, and h in place of x.
+	// It stops before the first row that needs the float64 path and returns that row's index, or to.
+	MOVQ  j+0(FP), AX
+	MOVQ  job_dst+0(AX), CX
+	MOVQ  job_x+0(AX), DX
+	MOVQ  job_res+0(AX), BX
+	TESTQ BX, BX
+	JZ    rowsset
+	XCHGQ DX, BX
+
+rowsset:
+	MOVQ         job_w+0(AX), SI
+	MOVQ         job_stride+0(AX), DI
+	SHLQ         $0x02, DI
+	MOVQ         job_dstStride+0(AX), R8
+	SHLQ         $0x01, R8
+	MOVQ         R8, 328(SP)
+	VMOVDQU64    oddwords<>+0(SB), Z5
+	VPBROADCASTD avx512bfone<>+0(SB), Z0
+	VPBROADCASTD avx512bfbias<>+0(SB), Z1
+	VPBROADCASTD avx512bfhigh<>+0(SB), Z2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), Z3
+	VPBROADCASTD avx512bffixnan<>+0(SB), Z4
+
+	// fd = float32(d); rd = 1/d when d is a power of two (a/d is then a*rd exactly), else 0.
+	MOVQ       job_d+0(AX), R8
+	VMOVSS     one<>+0(SB), X6
+	VCVTSI2SSQ R8, X6, X6
+	VMOVSS     X6, 376(SP)
+	XORL       R10, R10
+	LEAQ       -1(R8), R9
+	TESTQ      R8, R9
+	JNZ        notpow2
+	BSFQ       R8, R9
+	MOVL       $0x0000007f, R10
+	SUBL       R9, R10
+	SHLL       $0x17, R10
+
+notpow2:
+	MOVL         R10, 380(SP)
+	VBROADCASTSS one<>+0(SB), Z6
+	TESTL        $0x00000010, job_flags+0(AX)
+	JNZ          weightadd1
+	VBROADCASTSS negzero<>+0(SB), Z6
+
+weightadd1:
+	// Start at row from.
+	MOVQ  from+8(FP), R8
+	MOVQ  R8, 320(SP)
+	MOVQ  $0x00000000, 336(SP)
+	MOVQ  R8, R9
+	IMULQ 328(SP), R9
+	ADDQ  R9, CX
+	IMULQ DI, R8
+	ADDQ  R8, DX
+	ADDQ  R8, BX
+
+row:
+	MOVQ  320(SP), R8
+	CMPQ  R8, to+16(FP)
+	JAE   ret
+	MOVQ  $0x00000001, 344(SP)
+	CMPQ  job_res+0(AX), $0x00
+	JNE   addsum
+	TESTL $0x00000020, job_flags+0(AX)
+	JZ    nocenter
+	MOVQ  DX, R8
+
+	// Sum of squares: element i goes to partial i%64.
+	MOVQ    job_d+0(AX), R10
+	SUBQ    $0x00000040, R10
+	JGE     firstblock
+	VMOVUPS zero64<>+0(SB), Z7
+	VMOVUPS zero64<>+0(SB), Z8
+	VMOVUPS zero64<>+0(SB), Z9
+	VMOVUPS zero64<>+0(SB), Z10
+	XORQ    R9, R9
+	JMP     sumtail
+
+firstblock:
+	// +0 + square is the square itself: the first block initializes the partials.
+	XORQ    R9, R9
+	VMOVUPS (R8)(R9*4), Z7
+	VADDPS  zero64<>+0(SB), Z7, Z7
+	VMOVUPS 64(R8)(R9*4), Z8
+	VADDPS  zero64<>+0(SB), Z8, Z8
+	VMOVUPS 128(R8)(R9*4), Z9
+	VADDPS  zero64<>+0(SB), Z9, Z9
+	VMOVUPS 192(R8)(R9*4), Z10
+	VADDPS  zero64<>+0(SB), Z10, Z10
+	MOVQ    $0x00000040, R9
+	TESTL   $0x00000002, job_flags+0(AX)
+	JNZ     sumpf
+
+	PCALIGN $32
+sumloop:
+	CMPQ    R9, R10
+	JG      sumtail
+	VMOVUPS (R8)(R9*4), Z11
+	VADDPS  Z11, Z7, Z7
+	VMOVUPS 64(R8)(R9*4), Z11
+	VADDPS  Z11, Z8, Z8
+	VMOVUPS 128(R8)(R9*4), Z11
+	VADDPS  Z11, Z9, Z9
+	VMOVUPS 192(R8)(R9*4), Z11
+	VADDPS  Z11, Z10, Z10
+	ADDQ    $0x00000040, R9
+	JMP     sumloop
+
+	// The same, prefetching the rows ahead.
+sumpf:
+	MOVQ DI, R11
+	SHLQ $0x01, R11
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows2
+	SHLQ $0x03, R11
+
+longrows2:
+	ADDQ R8, R11
+
+	PCALIGN $32
+sumpfloop:
+	CMPQ       R9, R10
+	JG         sumtail
+	PREFETCHT0 (R11)(R9*4)
+	PREFETCHT0 64(R11)(R9*4)
+	PREFETCHT0 128(R11)(R9*4)
+	PREFETCHT0 192(R11)(R9*4)
+	VMOVUPS    (R8)(R9*4), Z11
+	VADDPS     Z11, Z7, Z7
+	VMOVUPS    64(R8)(R9*4), Z11
+	VADDPS     Z11, Z8, Z8
+	VMOVUPS    128(R8)(R9*4), Z11
+	VADDPS     Z11, Z9, Z9
+	VMOVUPS    192(R8)(R9*4), Z11
+	VADDPS     Z11, Z10, Z10
+	ADDQ       $0x00000040, R9
+	JMP        sumpfloop
+
+sumtail:
+	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
+	MOVQ job_d+0(AX), R10
+	SUBQ R9, R10
+	JZ   summed
+	LEAQ kmask<>+0(SB), R11
+	MOVQ R10, R12
+	CMPQ R12, $0x00000010
+	JLE  tailmask0
+	MOVQ $0x00000010, R12
+
+tailmask0:
+	KMOVW     (R11)(R12*2), K1
+	VMOVUPS.Z (R8)(R9*4), K1, Z11
+	VADDPS    Z11, Z7, Z7
+	MOVQ      R10, R12
+	SUBQ      $0x00000010, R12
+	JLE       summed
+	CMPQ      R12, $0x00000010
+	JLE       tailmask1
+	MOVQ      $0x00000010, R12
+
+tailmask1:
+	KMOVW     (R11)(R12*2), K1
+	VMOVUPS.Z 64(R8)(R9*4), K1, Z11
+	VADDPS    Z11, Z8, Z8
+	MOVQ      R10, R12
+	SUBQ      $0x00000020, R12
+	JLE       summed
+	CMPQ      R12, $0x00000010
+	JLE       tailmask2
+	MOVQ      $0x00000010, R12
+
+tailmask2:
+	KMOVW     (R11)(R12*2), K1
+	VMOVUPS.Z 128(R8)(R9*4), K1, Z11
+	VADDPS    Z11, Z9, Z9
+	SUBQ      $0x00000030, R10
+	JLE       summed
+	CMPQ      R10, $0x00000010
+	JLE       tailmask3
+	MOVQ      $0x00000010, R10
+
+tailmask3:
+	KMOVW     (R11)(R10*2), K1
+	VMOVUPS.Z 192(R8)(R9*4), K1, Z11
+	VADDPS    Z11, Z10, Z10
+
+summed:
+	VADDPS Z9, Z7, Z7
+	VADDPS Z10, Z8, Z8
+	VADDPS Z8, Z7, Z7
+	JMP    mean
+
+addsum:
+	MOVQ BX, R8
+	MOVQ DX, R9
+
+	// Sum of squares: element i goes to partial i%64.
+	MOVQ    job_d+0(AX), R11
+	SUBQ    $0x00000040, R11
+	JGE     addfirstblock
+	VMOVUPS zero64<>+0(SB), Z7
+	VMOVUPS zero64<>+0(SB), Z8
+	VMOVUPS zero64<>+0(SB), Z9
+	VMOVUPS zero64<>+0(SB), Z10
+	XORQ    R10, R10
+	JMP     addsumtail
+
+addfirstblock:
+	// +0 + square is the square itself: the first block initializes the partials.
+	XORQ    R10, R10
+	VMOVUPS (R8)(R10*4), Z7
+	VADDPS  (R9)(R10*4), Z7, Z7
+	VMOVUPS Z7, (R9)(R10*4)
+	VADDPS  zero64<>+0(SB), Z7, Z7
+	VMOVUPS 64(R8)(R10*4), Z8
+	VADDPS  64(R9)(R10*4), Z8, Z8
+	VMOVUPS Z8, 64(R9)(R10*4)
+	VADDPS  zero64<>+0(SB), Z8, Z8
+	VMOVUPS 128(R8)(R10*4), Z9
+	VADDPS  128(R9)(R10*4), Z9, Z9
+	VMOVUPS Z9, 128(R9)(R10*4)
+	VADDPS  zero64<>+0(SB), Z9, Z9
+	VMOVUPS 192(R8)(R10*4), Z10
+	VADDPS  192(R9)(R10*4), Z10, Z10
+	VMOVUPS Z10, 192(R9)(R10*4)
+	VADDPS  zero64<>+0(SB), Z10, Z10
+	MOVQ    $0x00000040, R10
+	TESTL   $0x00000002, job_flags+0(AX)
+	JNZ     addsumpf
+
+	PCALIGN $32
+addsumloop:
+	CMPQ    R10, R11
+	JG      addsumtail
+	VMOVUPS (R8)(R10*4), Z11
+	VADDPS  (R9)(R10*4), Z11, Z11
+	VMOVUPS Z11, (R9)(R10*4)
+	VADDPS  Z11, Z7, Z7
+	VMOVUPS 64(R8)(R10*4), Z11
+	VADDPS  64(R9)(R10*4), Z11, Z11
+	VMOVUPS Z11, 64(R9)(R10*4)
+	VADDPS  Z11, Z8, Z8
+	VMOVUPS 128(R8)(R10*4), Z11
+	VADDPS  128(R9)(R10*4), Z11, Z11
+	VMOVUPS Z11, 128(R9)(R10*4)
+	VADDPS  Z11, Z9, Z9
+	VMOVUPS 192(R8)(R10*4), Z11
+	VADDPS  192(R9)(R10*4), Z11, Z11
+	VMOVUPS Z11, 192(R9)(R10*4)
+	VADDPS  Z11, Z10, Z10
+	ADDQ    $0x00000040, R10
+	JMP     addsumloop
+
+	// The same, prefetching the rows ahead.
+addsumpf:
+	MOVQ DI, R12
+	SHLQ $0x01, R12
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows3
+	SHLQ $0x03, R12
+
+longrows3:
+	ADDQ R8, R12
+
+	PCALIGN $32
+addsumpfloop:
+	CMPQ       R10, R11
+	JG         addsumtail
+	PREFETCHT0 (R12)(R10*4)
+	PREFETCHT0 64(R12)(R10*4)
+	PREFETCHT0 128(R12)(R10*4)
+	PREFETCHT0 192(R12)(R10*4)
+	VMOVUPS    (R8)(R10*4), Z11
+	VADDPS     (R9)(R10*4), Z11, Z11
+	VMOVUPS    Z11, (R9)(R10*4)
+	VADDPS     Z11, Z7, Z7
+	VMOVUPS    64(R8)(R10*4), Z11
+	VADDPS     64(R9)(R10*4), Z11, Z11
+	VMOVUPS    Z11, 64(R9)(R10*4)
+	VADDPS     Z11, Z8, Z8
+	VMOVUPS    128(R8)(R10*4), Z11
+	VADDPS     128(R9)(R10*4), Z11, Z11
+	VMOVUPS    Z11, 128(R9)(R10*4)
+	VADDPS     Z11, Z9, Z9
+	VMOVUPS    192(R8)(R10*4), Z11
+	VADDPS     192(R9)(R10*4), Z11, Z11
+	VMOVUPS    Z11, 192(R9)(R10*4)
+	VADDPS     Z11, Z10, Z10
+	ADDQ       $0x00000040, R10
+	JMP        addsumpfloop
+
+addsumtail:
+	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
+	MOVQ job_d+0(AX), R11
+	SUBQ R10, R11
+	JZ   addsummed
+	LEAQ kmask<>+0(SB), R12
+	MOVQ R11, R13
+	CMPQ R13, $0x00000010
+	JLE  addtailmask0
+	MOVQ $0x00000010, R13
+
+addtailmask0:
+	KMOVW     (R12)(R13*2), K1
+	VMOVUPS.Z (R8)(R10*4), K1, Z11
+	VMOVUPS.Z (R9)(R10*4), K1, Z12
+	VADDPS    Z12, Z11, Z11
+	VMOVUPS   Z11, K1, (R9)(R10*4)
+	VADDPS    Z11, Z7, Z7
+	MOVQ      R11, R13
+	SUBQ      $0x00000010, R13
+	JLE       addsummed
+	CMPQ      R13, $0x00000010
+	JLE       addtailmask1
+	MOVQ      $0x00000010, R13
+
+addtailmask1:
+	KMOVW     (R12)(R13*2), K1
+	VMOVUPS.Z 64(R8)(R10*4), K1, Z11
+	VMOVUPS.Z 64(R9)(R10*4), K1, Z12
+	VADDPS    Z12, Z11, Z11
+	VMOVUPS   Z11, K1, 64(R9)(R10*4)
+	VADDPS    Z11, Z8, Z8
+	MOVQ      R11, R13
+	SUBQ      $0x00000020, R13
+	JLE       addsummed
+	CMPQ      R13, $0x00000010
+	JLE       addtailmask2
+	MOVQ      $0x00000010, R13
+
+addtailmask2:
+	KMOVW     (R12)(R13*2), K1
+	VMOVUPS.Z 128(R8)(R10*4), K1, Z11
+	VMOVUPS.Z 128(R9)(R10*4), K1, Z12
+	VADDPS    Z12, Z11, Z11
+	VMOVUPS   Z11, K1, 128(R9)(R10*4)
+	VADDPS    Z11, Z9, Z9
+	SUBQ      $0x00000030, R11
+	JLE       addsummed
+	CMPQ      R11, $0x00000010
+	JLE       addtailmask3
+	MOVQ      $0x00000010, R11
+
+addtailmask3:
+	KMOVW     (R12)(R11*2), K1
+	VMOVUPS.Z 192(R8)(R10*4), K1, Z11
+	VMOVUPS.Z 192(R9)(R10*4), K1, Z12
+	VADDPS    Z12, Z11, Z11
+	VMOVUPS   Z11, K1, 192(R9)(R10*4)
+	VADDPS    Z11, Z10, Z10
+
+addsummed:
+	VADDPS Z9, Z7, Z7
+	VADDPS Z10, Z8, Z8
+	VADDPS Z8, Z7, Z7
+
+mean:
+	VSHUFF64X2 $0xee, Z7, Z7, Z8
+	VADDPS     Z8, Z7, Z7
+	VSHUFF32X4 $0x01, Z7, Z7, Z8
+	VADDPS     Z8, Z7, Z7
+	VPERMILPS  $0x4e, Z7, Z8
+	VADDPS     Z8, Z7, Z7
+	VPERMILPS  $0xb1, Z7, Z8
+	VADDPS     Z8, Z7, Z7
+	TESTL      $0x00000020, job_flags+0(AX)
+	JZ         nocenter
+
+	// A row whose sum is not finite (s-s is NaN) takes the float64 path; else m = s/d.
+	VSUBSS   X7, X7, X8
+	VUCOMISS X8, X8
+	JPS      ret
+	CMPL     380(SP), $0x00
+	JE       divide4
+	VMULSS   380(SP), X7, X8
+	JMP      divided5
+
+divide4:
+	VDIVSS 376(SP), X7, X8
+
+divided5:
+	VBROADCASTSS X8, Z11
+	JMP          centered
+
+nocenter:
+	VMOVUPS zero64<>+0(SB), Z11
+
+centered:
+	MOVQ DX, R8
+
+	// Sum of squares: element i goes to partial i%64.
+	MOVQ    job_d+0(AX), R10
+	SUBQ    $0x00000040, R10
+	JGE     sqfirstblock
+	VMOVUPS zero64<>+0(SB), Z7
+	VMOVUPS zero64<>+0(SB), Z8
+	VMOVUPS zero64<>+0(SB), Z9
+	VMOVUPS zero64<>+0(SB), Z10
+	XORQ    R9, R9
+	JMP     sqsumtail
+
+sqfirstblock:
+	// +0 + square is the square itself: the first block initializes the partials.
+	XORQ    R9, R9
+	VMOVUPS (R8)(R9*4), Z7
+	VSUBPS  Z11, Z7, Z7
+	VMULPS  Z7, Z7, Z7
+	VMOVUPS 64(R8)(R9*4), Z8
+	VSUBPS  Z11, Z8, Z8
+	VMULPS  Z8, Z8, Z8
+	VMOVUPS 128(R8)(R9*4), Z9
+	VSUBPS  Z11, Z9, Z9
+	VMULPS  Z9, Z9, Z9
+	VMOVUPS 192(R8)(R9*4), Z10
+	VSUBPS  Z11, Z10, Z10
+	VMULPS  Z10, Z10, Z10
+	MOVQ    $0x00000040, R9
+	TESTL   $0x00000002, job_flags+0(AX)
+	JNZ     sqsumpf
+
+	PCALIGN $32
+sqsumloop:
+	CMPQ    R9, R10
+	JG      sqsumtail
+	VMOVUPS (R8)(R9*4), Z12
+	VSUBPS  Z11, Z12, Z12
+	VMULPS  Z12, Z12, Z12
+	VADDPS  Z12, Z7, Z7
+	VMOVUPS 64(R8)(R9*4), Z12
+	VSUBPS  Z11, Z12, Z12
+	VMULPS  Z12, Z12, Z12
+	VADDPS  Z12, Z8, Z8
+	VMOVUPS 128(R8)(R9*4), Z12
+	VSUBPS  Z11, Z12, Z12
+	VMULPS  Z12, Z12, Z12
+	VADDPS  Z12, Z9, Z9
+	VMOVUPS 192(R8)(R9*4), Z12
+	VSUBPS  Z11, Z12, Z12
+	VMULPS  Z12, Z12, Z12
+	VADDPS  Z12, Z10, Z10
+	ADDQ    $0x00000040, R9
+	JMP     sqsumloop
+
+	// The same, prefetching the rows ahead.
+sqsumpf:
+	MOVQ DI, R11
+	SHLQ $0x01, R11
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows6
+	SHLQ $0x03, R11
+
+longrows6:
+	ADDQ R8, R11
+
+	PCALIGN $32
+sqsumpfloop:
+	CMPQ       R9, R10
+	JG         sqsumtail
+	PREFETCHT0 (R11)(R9*4)
+	PREFETCHT0 64(R11)(R9*4)
+	PREFETCHT0 128(R11)(R9*4)
+	PREFETCHT0 192(R11)(R9*4)
+	VMOVUPS    (R8)(R9*4), Z12
+	VSUBPS     Z11, Z12, Z12
+	VMULPS     Z12, Z12, Z12
+	VADDPS     Z12, Z7, Z7
+	VMOVUPS    64(R8)(R9*4), Z12
+	VSUBPS     Z11, Z12, Z12
+	VMULPS     Z12, Z12, Z12
+	VADDPS     Z12, Z8, Z8
+	VMOVUPS    128(R8)(R9*4), Z12
+	VSUBPS     Z11, Z12, Z12
+	VMULPS     Z12, Z12, Z12
+	VADDPS     Z12, Z9, Z9
+	VMOVUPS    192(R8)(R9*4), Z12
+	VSUBPS     Z11, Z12, Z12
+	VMULPS     Z12, Z12, Z12
+	VADDPS     Z12, Z10, Z10
+	ADDQ       $0x00000040, R9
+	JMP        sqsumpfloop
+
+sqsumtail:
+	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
+	MOVQ job_d+0(AX), R10
+	SUBQ R9, R10
+	JZ   sqsummed
+	LEAQ kmask<>+0(SB), R11
+	MOVQ R10, R12
+	CMPQ R12, $0x00000010
+	JLE  sqtailmask0
+	MOVQ $0x00000010, R12
+
+sqtailmask0:
+	KMOVW     (R11)(R12*2), K1
+	VMOVUPS.Z (R8)(R9*4), K1, Z12
+	VSUBPS.Z  Z11, Z12, K1, Z12
+	VMULPS    Z12, Z12, Z12
+	VADDPS    Z12, Z7, Z7
+	MOVQ      R10, R12
+	SUBQ      $0x00000010, R12
+	JLE       sqsummed
+	CMPQ      R12, $0x00000010
+	JLE       sqtailmask1
+	MOVQ      $0x00000010, R12
+
+sqtailmask1:
+	KMOVW     (R11)(R12*2), K1
+	VMOVUPS.Z 64(R8)(R9*4), K1, Z12
+	VSUBPS.Z  Z11, Z12, K1, Z12
+	VMULPS    Z12, Z12, Z12
+	VADDPS    Z12, Z8, Z8
+	MOVQ      R10, R12
+	SUBQ      $0x00000020, R12
+	JLE       sqsummed
+	CMPQ      R12, $0x00000010
+	JLE       sqtailmask2
+	MOVQ      $0x00000010, R12
+
+sqtailmask2:
+	KMOVW     (R11)(R12*2), K1
+	VMOVUPS.Z 128(R8)(R9*4), K1, Z12
+	VSUBPS.Z  Z11, Z12, K1, Z12
+	VMULPS    Z12, Z12, Z12
+	VADDPS    Z12, Z9, Z9
+	SUBQ      $0x00000030, R10
+	JLE       sqsummed
+	CMPQ      R10, $0x00000010
+	JLE       sqtailmask3
+	MOVQ      $0x00000010, R10
+
+sqtailmask3:
+	KMOVW     (R11)(R10*2), K1
+	VMOVUPS.Z 192(R8)(R9*4), K1, Z12
+	VSUBPS.Z  Z11, Z12, K1, Z12
+	VMULPS    Z12, Z12, Z12
+	VADDPS    Z12, Z10, Z10
+
+sqsummed:
+	VADDPS Z9, Z7, Z7
+	VADDPS Z10, Z8, Z8
+	VADDPS Z8, Z7, Z7
+
+	// Halving tree: p[j] += p[j+h] for the remaining h, down to ss.
+	VSHUFF64X2 $0xee, Z7, Z7, Z8
+	VADDPS     Z8, Z7, Z7
+	VSHUFF32X4 $0x01, Z7, Z7, Z8
+	VADDPS     Z8, Z7, Z7
+	VPERMILPS  $0x4e, Z7, Z8
+	VADDPS     Z8, Z7, Z7
+	VPERMILPS  $0xb1, Z7, Z8
+	VADDPS     Z8, Z7, Z7
+
+	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
+	CMPL   380(SP), $0x00
+	JE     divide7
+	VMULSS 380(SP), X7, X7
+	JMP    divided8
+
+divide7:
+	VDIVSS 376(SP), X7, X7
+
+divided8:
+	VADDSS   job_eps+0(AX), X7, X7
+	VUCOMISS tlo<>+0(SB), X7
+	JCS      ret
+	VUCOMISS tmax<>+0(SB), X7
+	JHI      ret
+	VSQRTSS  X7, X7, X7
+	VMOVSS   one<>+0(SB), X13
+	VDIVSS   X7, X13, X13
+
+	// Report 1/rms if asked.
+	MOVQ   job_inv+0(AX), R8
+	TESTQ  R8, R8
+	JZ     reportmean
+	MOVQ   320(SP), R9
+	VMOVSS X13, (R8)(R9*4)
+
+reportmean:
+	// Report the mean if asked.
+	MOVQ   job_mean+0(AX), R8
+	TESTQ  R8, R8
+	JZ     scale
+	MOVQ   320(SP), R9
+	VMOVSS X11, (R8)(R9*4)
+
+scale:
+	VBROADCASTSS X13, Z7
+	MOVQ         $0x00000000, 352(SP)
+	CMPQ         344(SP), $0x01
+	JE           scalebody
+	VMOVUPS      Z13, 256(SP)
+
+scalerow:
+	MOVQ         352(SP), R8
+	VBROADCASTSS 256(SP)(R8*4), Z7
+
+scalebody:
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ  R8, R8
+	MOVQ  job_d+0(AX), R9
+	SUBQ  $0x00000040, R9
+	TESTL $0x00000002, job_flags+0(AX)
+	JNZ   scalepf
+	TESTQ SI, SI
+	JZ    scaleloopnoweight
+	TESTL $0x00000010, job_flags+0(AX)
+	JNZ   scaleloopoffset
+
+	PCALIGN $32
+scaleloop:
+	CMPQ        R8, R9
+	JG          scaletail
+	VMOVUPS     (DX)(R8*4), Z8
+	VSUBPS      Z11, Z8, Z8
+	VMULPS      Z7, Z8, Z8
+	VMOVUPS     64(DX)(R8*4), Z9
+	VSUBPS      Z11, Z9, Z9
+	VMULPS      Z7, Z9, Z9
+	VMOVUPS     128(DX)(R8*4), Z10
+	VSUBPS      Z11, Z10, Z10
+	VMULPS      Z7, Z10, Z10
+	VMOVUPS     192(DX)(R8*4), Z12
+	VSUBPS      Z11, Z12, Z12
+	VMULPS      Z7, Z12, Z12
+	TESTL       $0x00000008, job_flags+0(AX)
+	JZ          notrn9
+	VMOVDQA64   Z3, Z14
+	VFIXUPIMMPS $0x00, Z4, Z8, Z14
+	VPSRLD      $0x10, Z14, Z8
+	VPANDD      Z0, Z8, Z8
+	VPADDD      Z1, Z8, Z8
+	VPADDD      Z14, Z8, Z8
+	VPANDD      Z2, Z8, Z8
+	VMOVDQA64   Z3, Z14
+	VFIXUPIMMPS $0x00, Z4, Z9, Z14
+	VPSRLD      $0x10, Z14, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z14, Z9, Z9
+	VPANDD      Z2, Z9, Z9
+	VMOVDQA64   Z3, Z14
+	VFIXUPIMMPS $0x00, Z4, Z10, Z14
+	VPSRLD      $0x10, Z14, Z10
+	VPANDD      Z0, Z10, Z10
+	VPADDD      Z1, Z10, Z10
+	VPADDD      Z14, Z10, Z10
+	VPANDD      Z2, Z10, Z10
+	VMOVDQA64   Z3, Z14
+	VFIXUPIMMPS $0x00, Z4, Z12, Z14
+	VPSRLD      $0x10, Z14, Z12
+	VPANDD      Z0, Z12, Z12
+	VPADDD      Z1, Z12, Z12
+	VPADDD      Z14, Z12, Z12
+	VPANDD      Z2, Z12, Z12
+
+notrn9:
+	VMULPS (SI)(R8*4), Z8, Z8
+	VMULPS 64(SI)(R8*4), Z9, Z9
+	VMULPS 128(SI)(R8*4), Z10, Z10
+	VMULPS 192(SI)(R8*4), Z12, Z12
+	MOVQ   job_bias+0(AX), R10
+	TESTQ  R10, R10
+	JZ     nobias10
+	VADDPS (R10)(R8*4), Z8, Z8
+	VADDPS 64(R10)(R8*4), Z9, Z9
+	VADDPS 128(R10)(R8*4), Z10, Z10
+	VADDPS 192(R10)(R8*4), Z12, Z12
+
+nobias10:
+	VMOVDQA64   Z3, Z14
+	VFIXUPIMMPS $0x00, Z4, Z8, Z14
+	VPSRLD      $0x10, Z14, Z8
+	VPANDD      Z0, Z8, Z8
+	VPADDD      Z1, Z8, Z8
+	VPADDD      Z14, Z8, Z8
+	VMOVDQA64   Z3, Z14
+	VFIXUPIMMPS $0x00, Z4, Z9, Z14
+	VPSRLD      $0x10, Z14, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z14, Z9, Z9
+	VPERMT2W    Z9, Z5, Z8
+	VMOVDQU64   Z8, (CX)(R8*2)
+	VMOVDQA64   Z3, Z8
+	VFIXUPIMMPS $0x00, Z4, Z10, Z8
+	VPSRLD      $0x10, Z8, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z8, Z9, Z9
+	VMOVDQA64   Z3, Z8
+	VFIXUPIMMPS $0x00, Z4, Z12, Z8
+	VPSRLD      $0x10, Z8, Z10
+	VPANDD      Z0, Z10, Z10
+	VPADDD      Z1, Z10, Z10
+	VPADDD      Z8, Z10, Z10
+	VPERMT2W    Z10, Z5, Z9
+	VMOVDQU64   Z9, 64(CX)(R8*2)
+	ADDQ        $0x00000040, R8
+	JMP         scaleloop
+
+	PCALIGN $32
+scaleloopoffset:
+	CMPQ        R8, R9
+	JG          scaletail
+	VMOVUPS     (DX)(R8*4), Z8
+	VSUBPS      Z11, Z8, Z8
+	VMULPS      Z7, Z8, Z8
+	VMOVUPS     64(DX)(R8*4), Z9
+	VSUBPS      Z11, Z9, Z9
+	VMULPS      Z7, Z9, Z9
+	VMOVUPS     128(DX)(R8*4), Z10
+	VSUBPS      Z11, Z10, Z10
+	VMULPS      Z7, Z10, Z10
+	VMOVUPS     192(DX)(R8*4), Z12
+	VSUBPS      Z11, Z12, Z12
+	VMULPS      Z7, Z12, Z12
+	TESTL       $0x00000008, job_flags+0(AX)
+	JZ          notrn11
+	VMOVDQA64   Z3, Z14
+	VFIXUPIMMPS $0x00, Z4, Z8, Z14
+	VPSRLD      $0x10, Z14, Z8
+	VPANDD      Z0, Z8, Z8
+	VPADDD      Z1, Z8, Z8
+	VPADDD      Z14, Z8, Z8
+	VPANDD      Z2, Z8, Z8
+	VMOVDQA64   Z3, Z14
+	VFIXUPIMMPS $0x00, Z4, Z9, Z14
+	VPSRLD      $0x10, Z14, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z14, Z9, Z9
+	VPANDD      Z2, Z9, Z9
+	VMOVDQA64   Z3, Z14
+	VFIXUPIMMPS $0x00, Z4, Z10, Z14
+	VPSRLD      $0x10, Z14, Z10
+	VPANDD      Z0, Z10, Z10
+	VPADDD      Z1, Z10, Z10
+	VPADDD      Z14, Z10, Z10
+	VPANDD      Z2, Z10, Z10
+	VMOVDQA64   Z3, Z14
+	VFIXUPIMMPS $0x00, Z4, Z12, Z14
+	VPSRLD      $0x10, Z14, Z12
+	VPANDD      Z0, Z12, Z12
+	VPADDD      Z1, Z12, Z12
+	VPADDD      Z14, Z12, Z12
+	VPANDD      Z2, Z12, Z12
+
+notrn11:
+	VMOVUPS (SI)(R8*4), Z14
+	VADDPS  Z6, Z14, Z14
+	VMULPS  Z14, Z8, Z8
+	VMOVUPS 64(SI)(R8*4), Z14
+	VADDPS  Z6, Z14, Z14
+	VMULPS  Z14, Z9, Z9
+	VMOVUPS 128(SI)(R8*4), Z14
+	VADDPS  Z6, Z14, Z14
+	VMULPS  Z14, Z10, Z10
+	VMOVUPS 192(SI)(R8*4), Z14
+	VADDPS  Z6, Z14, Z14
+	VMULPS  Z14, Z12, Z12
+	MOVQ    job_bias+0(AX), R10
+	TESTQ   R10, R10
+	JZ      nobias12
+	VADDPS  (R10)(R8*4), Z8, Z8
+	VADDPS  64(R10)(R8*4), Z9, Z9
+	VADDPS  128(R10)(R8*4), Z10, Z10
+	VADDPS  192(R10)(R8*4), Z12, Z12
+
+nobias12:
+	VMOVDQA64   Z3, Z14
+	VFIXUPIMMPS $0x00, Z4, Z8, Z14
+	VPSRLD      $0x10, Z14, Z8
+	VPANDD      Z0, Z8, Z8
+	VPADDD      Z1, Z8, Z8
+	VPADDD      Z14, Z8, Z8
+	VMOVDQA64   Z3, Z14
+	VFIXUPIMMPS $0x00, Z4, Z9, Z14
+	VPSRLD      $0x10, Z14, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z14, Z9, Z9
+	VPERMT2W    Z9, Z5, Z8
+	VMOVDQU64   Z8, (CX)(R8*2)
+	VMOVDQA64   Z3, Z8
+	VFIXUPIMMPS $0x00, Z4, Z10, Z8
+	VPSRLD      $0x10, Z8, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z8, Z9, Z9
+	VMOVDQA64   Z3, Z8
+	VFIXUPIMMPS $0x00, Z4, Z12, Z8
+	VPSRLD      $0x10, Z8, Z10
+	VPANDD      Z0, Z10, Z10
+	VPADDD      Z1, Z10, Z10
+	VPADDD      Z8, Z10, Z10
+	VPERMT2W    Z10, Z5, Z9
+	VMOVDQU64   Z9, 64(CX)(R8*2)
+	ADDQ        $0x00000040, R8
+	JMP         scaleloopoffset
+
+	PCALIGN $32
+scaleloopnoweight:
+	CMPQ    R8, R9
+	JG      scaletail
+	VMOVUPS (DX)(R8*4), Z8
+	VSUBPS  Z11, Z8, Z8
+	VMULPS  Z7, Z8, Z8
+	VMOVUPS 64(DX)(R8*4), Z9
+	VSUBPS  Z11, Z9, Z9
+	VMULPS  Z7, Z9, Z9
+	VMOVUPS 128(DX)(R8*4), Z10
+	VSUBPS  Z11, Z10, Z10
+	VMULPS  Z7, Z10, Z10
+	VMOVUPS 192(DX)(R8*4), Z12
+	VSUBPS  Z11, Z12, Z12
+	VMULPS  Z7, Z12, Z12
+	MOVQ    job_bias+0(AX), R10
+	TESTQ   R10, R10
+	JZ      nobias13
+	VADDPS  (R10)(R8*4), Z8, Z8
+	VADDPS  64(R10)(R8*4), Z9, Z9
+	VADDPS  128(R10)(R8*4), Z10, Z10
+	VADDPS  192(R10)(R8*4), Z12, Z12
+
+nobias13:
+	VMOVDQA64   Z3, Z14
+	VFIXUPIMMPS $0x00, Z4, Z8, Z14
+	VPSRLD      $0x10, Z14, Z8
+	VPANDD      Z0, Z8, Z8
+	VPADDD      Z1, Z8, Z8
+	VPADDD      Z14, Z8, Z8
+	VMOVDQA64   Z3, Z14
+	VFIXUPIMMPS $0x00, Z4, Z9, Z14
+	VPSRLD      $0x10, Z14, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z14, Z9, Z9
+	VPERMT2W    Z9, Z5, Z8
+	VMOVDQU64   Z8, (CX)(R8*2)
+	VMOVDQA64   Z3, Z8
+	VFIXUPIMMPS $0x00, Z4, Z10, Z8
+	VPSRLD      $0x10, Z8, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z8, Z9, Z9
+	VMOVDQA64   Z3, Z8
+	VFIXUPIMMPS $0x00, Z4, Z12, Z8
+	VPSRLD      $0x10, Z8, Z10
+	VPANDD      Z0, Z10, Z10
+	VPADDD      Z1, Z10, Z10
+	VPADDD      Z8, Z10, Z10
+	VPERMT2W    Z10, Z5, Z9
+	VMOVDQU64   Z9, 64(CX)(R8*2)
+	ADDQ        $0x00000040, R8
+	JMP         scaleloopnoweight
+
+scalepf:
+	MOVQ DI, R10
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows14
+	SHLQ $0x03, R10
+
+longrows14:
+	ADDQ  DX, R10
+	TESTL $0x00000001, job_flags+0(AX)
+	JNZ   scalent
+	TESTQ SI, SI
+	JZ    scalepfloopnoweight
+	TESTL $0x00000010, job_flags+0(AX)
+	JNZ   scalepfloopoffset
+
+	PCALIGN $32
+scalepfloop:
+	CMPQ        R8, R9
+	JG          scaletail
+	PREFETCHT0  (R10)(R8*4)
+	PREFETCHT0  64(R10)(R8*4)
+	PREFETCHT0  128(R10)(R8*4)
+	PREFETCHT0  192(R10)(R8*4)
+	VMOVUPS     (DX)(R8*4), Z8
+	VSUBPS      Z11, Z8, Z8
+	VMULPS      Z7, Z8, Z8
+	VMOVUPS     64(DX)(R8*4), Z9
+	VSUBPS      Z11, Z9, Z9
+	VMULPS      Z7, Z9, Z9
+	VMOVUPS     128(DX)(R8*4), Z10
+	VSUBPS      Z11, Z10, Z10
+	VMULPS      Z7, Z10, Z10
+	VMOVUPS     192(DX)(R8*4), Z12
+	VSUBPS      Z11, Z12, Z12
+	VMULPS      Z7, Z12, Z12
+	TESTL       $0x00000008, job_flags+0(AX)
+	JZ          notrn15
+	VMOVDQA64   Z3, Z14
+	VFIXUPIMMPS $0x00, Z4, Z8, Z14
+	VPSRLD      $0x10, Z14, Z8
+	VPANDD      Z0, Z8, Z8
+	VPADDD      Z1, Z8, Z8
+	VPADDD      Z14, Z8, Z8
+	VPANDD      Z2, Z8, Z8
+	VMOVDQA64   Z3, Z14
+	VFIXUPIMMPS $0x00, Z4, Z9, Z14
+	VPSRLD      $0x10, Z14, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z14, Z9, Z9
+	VPANDD      Z2, Z9, Z9
+	VMOVDQA64   Z3, Z14
+	VFIXUPIMMPS $0x00, Z4, Z10, Z14
+	VPSRLD      $0x10, Z14, Z10
+	VPANDD      Z0, Z10, Z10
+	VPADDD      Z1, Z10, Z10
+	VPADDD      Z14, Z10, Z10
+	VPANDD      Z2, Z10, Z10
+	VMOVDQA64   Z3, Z14
+	VFIXUPIMMPS $0x00, Z4, Z12, Z14
+	VPSRLD      $0x10, Z14, Z12
+	VPANDD      Z0, Z12, Z12
+	VPADDD      Z1, Z12, Z12
+	VPADDD      Z14, Z12, Z12
+	VPANDD      Z2, Z12, Z12
+
+notrn15:
+	VMULPS (SI)(R8*4), Z8, Z8
+	VMULPS 64(SI)(R8*4), Z9, Z9
+	VMULPS 128(SI)(R8*4), Z10, Z10
+	VMULPS 192(SI)(R8*4), Z12, Z12
+	MOVQ   job_bias+0(AX), R11
+	TESTQ  R11, R11
+	JZ     nobias16
+	VADDPS (R11)(R8*4), Z8, Z8
+	VADDPS 64(R11)(R8*4), Z9, Z9
+	VADDPS 128(R11)(R8*4), Z10, Z10
+	VADDPS 192(R11)(R8*4), Z12, Z12
+
+nobias16:
+	VMOVDQA64   Z3, Z14
+	VFIXUPIMMPS $0x00, Z4, Z8, Z14
+	VPSRLD      $0x10, Z14, Z8
+	VPANDD      Z0, Z8, Z8
+	VPADDD      Z1, Z8, Z8
+	VPADDD      Z14, Z8, Z8
+	VMOVDQA64   Z3, Z14
+	VFIXUPIMMPS $0x00, Z4, Z9, Z14
+	VPSRLD      $0x10, Z14, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z14, Z9, Z9
+	VPERMT2W    Z9, Z5, Z8
+	VMOVDQU64   Z8, (CX)(R8*2)
+	VMOVDQA64   Z3, Z8
+	VFIXUPIMMPS $0x00, Z4, Z10, Z8
+	VPSRLD      $0x10, Z8, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z8, Z9, Z9
+	VMOVDQA64   Z3, Z8
+	VFIXUPIMMPS $0x00, Z4, Z12, Z8
+	VPSRLD      $0x10, Z8, Z10
+	VPANDD      Z0, Z10, Z10
+	VPADDD      Z1, Z10, Z10
+	VPADDD      Z8, Z10, Z10
+	VPERMT2W    Z10, Z5, Z9
+	VMOVDQU64   Z9, 64(CX)(R8*2)
+	ADDQ        $0x00000040, R8
+	JMP         scalepfloop
+
+	PCALIGN $32
+scalepfloopoffset:
+	CMPQ        R8, R9
+	JG          scaletail
+	PREFETCHT0  (R10)(R8*4)
+	PREFETCHT0  64(R10)(R8*4)
+	PREFETCHT0  128(R10)(R8*4)
+	PREFETCHT0  192(R10)(R8*4)
+	VMOVUPS     (DX)(R8*4), Z8
+	VSUBPS      Z11, Z8, Z8
+	VMULPS      Z7, Z8, Z8
+	VMOVUPS     64(DX)(R8*4), Z9
+	VSUBPS      Z11, Z9, Z9
+	VMULPS      Z7, Z9, Z9
+	VMOVUPS     128(DX)(R8*4), Z10
+	VSUBPS      Z11, Z10, Z10
+	VMULPS      Z7, Z10, Z10
+	VMOVUPS     192(DX)(R8*4), Z12
+	VSUBPS      Z11, Z12, Z12
+	VMULPS      Z7, Z12, Z12
+	TESTL       $0x00000008, job_flags+0(AX)
+	JZ          notrn17
+	VMOVDQA64   Z3, Z14
+	VFIXUPIMMPS $0x00, Z4, Z8, Z14
+	VPSRLD      $0x10, Z14, Z8
+	VPANDD      Z0, Z8, Z8
+	VPADDD      Z1, Z8, Z8
+	VPADDD      Z14, Z8, Z8
+	VPANDD      Z2, Z8, Z8
+	VMOVDQA64   Z3, Z14
+	VFIXUPIMMPS $0x00, Z4, Z9, Z14
+	VPSRLD      $0x10, Z14, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z14, Z9, Z9
+	VPANDD      Z2, Z9, Z9
+	VMOVDQA64   Z3, Z14
+	VFIXUPIMMPS $0x00, Z4, Z10, Z14
+	VPSRLD      $0x10, Z14, Z10
+	VPANDD      Z0, Z10, Z10
+	VPADDD      Z1, Z10, Z10
+	VPADDD      Z14, Z10, Z10
+	VPANDD      Z2, Z10, Z10
+	VMOVDQA64   Z3, Z14
+	VFIXUPIMMPS $0x00, Z4, Z12, Z14
+	VPSRLD      $0x10, Z14, Z12
+	VPANDD      Z0, Z12, Z12
+	VPADDD      Z1, Z12, Z12
+	VPADDD      Z14, Z12, Z12
+	VPANDD      Z2, Z12, Z12
+
+notrn17:
+	VMOVUPS (SI)(R8*4), Z14
+	VADDPS  Z6, Z14, Z14
+	VMULPS  Z14, Z8, Z8
+	VMOVUPS 64(SI)(R8*4), Z14
+	VADDPS  Z6, Z14, Z14
+	VMULPS  Z14, Z9, Z9
+	VMOVUPS 128(SI)(R8*4), Z14
+	VADDPS  Z6, Z14, Z14
+	VMULPS  Z14, Z10, Z10
+	VMOVUPS 192(SI)(R8*4), Z14
+	VADDPS  Z6, Z14, Z14
+	VMULPS  Z14, Z12, Z12
+	MOVQ    job_bias+0(AX), R11
+	TESTQ   R11, R11
+	JZ      nobias18
+	VADDPS  (R11)(R8*4), Z8, Z8
+	VADDPS  64(R11)(R8*4), Z9, Z9
+	VADDPS  128(R11)(R8*4), Z10, Z10
+	VADDPS  192(R11)(R8*4), Z12, Z12
+
+nobias18:
+	VMOVDQA64   Z3, Z14
+	VFIXUPIMMPS $0x00, Z4, Z8, Z14
+	VPSRLD      $0x10, Z14, Z8
+	VPANDD      Z0, Z8, Z8
+	VPADDD      Z1, Z8, Z8
+	VPADDD      Z14, Z8, Z8
+	VMOVDQA64   Z3, Z14
+	VFIXUPIMMPS $0x00, Z4, Z9, Z14
+	VPSRLD      $0x10, Z14, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z14, Z9, Z9
+	VPERMT2W    Z9, Z5, Z8
+	VMOVDQU64   Z8, (CX)(R8*2)
+	VMOVDQA64   Z3, Z8
+	VFIXUPIMMPS $0x00, Z4, Z10, Z8
+	VPSRLD      $0x10, Z8, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z8, Z9, Z9
+	VMOVDQA64   Z3, Z8
+	VFIXUPIMMPS $0x00, Z4, Z12, Z8
+	VPSRLD      $0x10, Z8, Z10
+	VPANDD      Z0, Z10, Z10
+	VPADDD      Z1, Z10, Z10
+	VPADDD      Z8, Z10, Z10
+	VPERMT2W    Z10, Z5, Z9
+	VMOVDQU64   Z9, 64(CX)(R8*2)
+	ADDQ        $0x00000040, R8
+	JMP         scalepfloopoffset
+
+	PCALIGN $32
+scalepfloopnoweight:
+	CMPQ       R8, R9
+	JG         scaletail
+	PREFETCHT0 (R10)(R8*4)
+	PREFETCHT0 64(R10)(R8*4)
+	PREFETCHT0 128(R10)(R8*4)
+	PREFETCHT0 192(R10)(R8*4)
+	VMOVUPS    (DX)(R8*4), Z8
+	VSUBPS     Z11, Z8, Z8
+	VMULPS     Z7, Z8, Z8
+	VMOVUPS    64(DX)(R8*4), Z9
+	VSUBPS     Z11, Z9, Z9
+	VMULPS     Z7, Z9, Z9
+	VMOVUPS    128(DX)(R8*4), Z10
+	VSUBPS     Z11, Z10, Z10
+	VMULPS     Z7, Z10, Z10
+	VMOVUPS    192(DX)(R8*4), Z12
+	VSUBPS     Z11, Z12, Z12
+	VMULPS     Z7, Z12, Z12
+	MOVQ       job_bias+0(AX), R11
+	TESTQ      R11, R11
+	JZ         nobias19
+	VADDPS     (R11)(R8*4), Z8, Z8
+	VADDPS     64(R11)(R8*4), Z9, Z9
+	VADDPS     128(R11)(R8*4), Z10, Z10
+	VADDPS     192(R11)(R8*4), Z12, Z12
+
+nobias19:
+	VMOVDQA64   Z3, Z14
+	VFIXUPIMMPS $0x00, Z4, Z8, Z14
+	VPSRLD      $0x10, Z14, Z8
+	VPANDD      Z0, Z8, Z8
+	VPADDD      Z1, Z8, Z8
+	VPADDD      Z14, Z8, Z8
+	VMOVDQA64   Z3, Z14
+	VFIXUPIMMPS $0x00, Z4, Z9, Z14
+	VPSRLD      $0x10, Z14, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z14, Z9, Z9
+	VPERMT2W    Z9, Z5, Z8
+	VMOVDQU64   Z8, (CX)(R8*2)
+	VMOVDQA64   Z3, Z8
+	VFIXUPIMMPS $0x00, Z4, Z10, Z8
+	VPSRLD      $0x10, Z8, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z8, Z9, Z9
+	VMOVDQA64   Z3, Z8
+	VFIXUPIMMPS $0x00, Z4, Z12, Z8
+	VPSRLD      $0x10, Z8, Z10
+	VPANDD      Z0, Z10, Z10
+	VPADDD      Z1, Z10, Z10
+	VPADDD      Z8, Z10, Z10
+	VPERMT2W    Z10, Z5, Z9
+	VMOVDQU64   Z9, 64(CX)(R8*2)
+	ADDQ        $0x00000040, R8
+	JMP         scalepfloopnoweight
+
+scalent:
+	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
+	MOVQ CX, R10
+	NEGQ R10
+	ANDQ $0x0000003f, R10
+	SHRQ $0x01, R10
+	JZ   scalentgo
+	CMPQ R10, job_d+0(AX)
+	JLE  scalehead
+	MOVQ job_d+0(AX), R10
+
+scalehead:
+	CMPQ        R10, $0x00000010
+	JB          scaleheadpart
+	VMOVUPS     (DX)(R8*4), Z8
+	VSUBPS      Z11, Z8, Z8
+	VMULPS      Z7, Z8, Z8
+	TESTL       $0x00000008, job_flags+0(AX)
+	JZ          notrn20
+	VMOVDQA64   Z3, Z9
+	VFIXUPIMMPS $0x00, Z4, Z8, Z9
+	VPSRLD      $0x10, Z9, Z8
+	VPANDD      Z0, Z8, Z8
+	VPADDD      Z1, Z8, Z8
+	VPADDD      Z9, Z8, Z8
+	VPANDD      Z2, Z8, Z8
+
+notrn20:
+	TESTQ   SI, SI
+	JZ      noweight21
+	VMOVUPS (SI)(R8*4), Z9
+	VADDPS  Z6, Z9, Z9
+	VMULPS  Z9, Z8, Z8
+
+noweight21:
+	MOVQ   job_bias+0(AX), R11
+	TESTQ  R11, R11
+	JZ     nobias22
+	VADDPS (R11)(R8*4), Z8, Z8
+
+nobias22:
+	VMOVDQA64   Z3, Z9
+	VFIXUPIMMPS $0x00, Z4, Z8, Z9
+	VPSRLD      $0x10, Z9, Z8
+	VPANDD      Z0, Z8, Z8
+	VPADDD      Z1, Z8, Z8
+	VPADDD      Z9, Z8, Z8
+	VPSRLD      $0x10, Z8, Z8
+	VPMOVDW     Z8, (CX)(R8*2)
+	ADDQ        $0x00000010, R8
+	SUBQ        $0x00000010, R10
+	JZ          scalentgo
+
+scaleheadpart:
+	JMP partout
+
+scalentgo:
+	MOVQ DI, R10
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows23
+	SHLQ $0x03, R10
+
+longrows23:
+	ADDQ DX, R10
+	MOVL job_flags+0(AX), R11
+
+	PCALIGN $32
+scalentloop:
+	CMPQ        R8, R9
+	JG          scaletail
+	PREFETCHT0  (R10)(R8*4)
+	PREFETCHT0  64(R10)(R8*4)
+	PREFETCHT0  128(R10)(R8*4)
+	PREFETCHT0  192(R10)(R8*4)
+	VMOVUPS     (DX)(R8*4), Z8
+	VSUBPS      Z11, Z8, Z8
+	VMULPS      Z7, Z8, Z8
+	VMOVUPS     64(DX)(R8*4), Z9
+	VSUBPS      Z11, Z9, Z9
+	VMULPS      Z7, Z9, Z9
+	VMOVUPS     128(DX)(R8*4), Z10
+	VSUBPS      Z11, Z10, Z10
+	VMULPS      Z7, Z10, Z10
+	VMOVUPS     192(DX)(R8*4), Z12
+	VSUBPS      Z11, Z12, Z12
+	VMULPS      Z7, Z12, Z12
+	TESTL       $0x00000008, job_flags+0(AX)
+	JZ          notrn24
+	VMOVDQA64   Z3, Z14
+	VFIXUPIMMPS $0x00, Z4, Z8, Z14
+	VPSRLD      $0x10, Z14, Z8
+	VPANDD      Z0, Z8, Z8
+	VPADDD      Z1, Z8, Z8
+	VPADDD      Z14, Z8, Z8
+	VPANDD      Z2, Z8, Z8
+	VMOVDQA64   Z3, Z14
+	VFIXUPIMMPS $0x00, Z4, Z9, Z14
+	VPSRLD      $0x10, Z14, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z14, Z9, Z9
+	VPANDD      Z2, Z9, Z9
+	VMOVDQA64   Z3, Z14
+	VFIXUPIMMPS $0x00, Z4, Z10, Z14
+	VPSRLD      $0x10, Z14, Z10
+	VPANDD      Z0, Z10, Z10
+	VPADDD      Z1, Z10, Z10
+	VPADDD      Z14, Z10, Z10
+	VPANDD      Z2, Z10, Z10
+	VMOVDQA64   Z3, Z14
+	VFIXUPIMMPS $0x00, Z4, Z12, Z14
+	VPSRLD      $0x10, Z14, Z12
+	VPANDD      Z0, Z12, Z12
+	VPADDD      Z1, Z12, Z12
+	VPADDD      Z14, Z12, Z12
+	VPANDD      Z2, Z12, Z12
+
+notrn24:
+	TESTQ  SI, SI
+	JZ     weighed26
+	TESTL  $0x00000010, R11
+	JNZ    offset25
+	VMULPS (SI)(R8*4), Z8, Z8
+	VMULPS 64(SI)(R8*4), Z9, Z9
+	VMULPS 128(SI)(R8*4), Z10, Z10
+	VMULPS 192(SI)(R8*4), Z12, Z12
+
+weighed26:
+	MOVQ   job_bias+0(AX), R12
+	TESTQ  R12, R12
+	JZ     nobias27
+	VADDPS (R12)(R8*4), Z8, Z8
+	VADDPS 64(R12)(R8*4), Z9, Z9
+	VADDPS 128(R12)(R8*4), Z10, Z10
+	VADDPS 192(R12)(R8*4), Z12, Z12
+
+nobias27:
+	VMOVDQA64   Z3, Z14
+	VFIXUPIMMPS $0x00, Z4, Z8, Z14
+	VPSRLD      $0x10, Z14, Z8
+	VPANDD      Z0, Z8, Z8
+	VPADDD      Z1, Z8, Z8
+	VPADDD      Z14, Z8, Z8
+	VMOVDQA64   Z3, Z14
+	VFIXUPIMMPS $0x00, Z4, Z9, Z14
+	VPSRLD      $0x10, Z14, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z14, Z9, Z9
+	VPERMT2W    Z9, Z5, Z8
+	VMOVNTDQ    Z8, (CX)(R8*2)
+	VMOVDQA64   Z3, Z8
+	VFIXUPIMMPS $0x00, Z4, Z10, Z8
+	VPSRLD      $0x10, Z8, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z8, Z9, Z9
+	VMOVDQA64   Z3, Z8
+	VFIXUPIMMPS $0x00, Z4, Z12, Z8
+	VPSRLD      $0x10, Z8, Z10
+	VPANDD      Z0, Z10, Z10
+	VPADDD      Z1, Z10, Z10
+	VPADDD      Z8, Z10, Z10
+	VPERMT2W    Z10, Z5, Z9
+	VMOVNTDQ    Z9, 64(CX)(R8*2)
+	ADDQ        $0x00000040, R8
+	JMP         scalentloop
+
+offset25:
+	VMOVUPS (SI)(R8*4), Z14
+	VADDPS  Z6, Z14, Z14
+	VMULPS  Z14, Z8, Z8
+	VMOVUPS 64(SI)(R8*4), Z14
+	VADDPS  Z6, Z14, Z14
+	VMULPS  Z14, Z9, Z9
+	VMOVUPS 128(SI)(R8*4), Z14
+	VADDPS  Z6, Z14, Z14
+	VMULPS  Z14, Z10, Z10
+	VMOVUPS 192(SI)(R8*4), Z14
+	VADDPS  Z6, Z14, Z14
+	VMULPS  Z14, Z12, Z12
+	JMP     weighed26
+
+scaletail:
+	ADDQ $0x00000030, R9
+
+scaleone:
+	CMPQ        R8, R9
+	JG          scalepart
+	VMOVUPS     (DX)(R8*4), Z8
+	VSUBPS      Z11, Z8, Z8
+	VMULPS      Z7, Z8, Z8
+	TESTL       $0x00000008, job_flags+0(AX)
+	JZ          notrn28
+	VMOVDQA64   Z3, Z9
+	VFIXUPIMMPS $0x00, Z4, Z8, Z9
+	VPSRLD      $0x10, Z9, Z8
+	VPANDD      Z0, Z8, Z8
+	VPADDD      Z1, Z8, Z8
+	VPADDD      Z9, Z8, Z8
+	VPANDD      Z2, Z8, Z8
+
+notrn28:
+	TESTQ   SI, SI
+	JZ      noweight29
+	VMOVUPS (SI)(R8*4), Z9
+	VADDPS  Z6, Z9, Z9
+	VMULPS  Z9, Z8, Z8
+
+noweight29:
+	MOVQ   job_bias+0(AX), R10
+	TESTQ  R10, R10
+	JZ     nobias30
+	VADDPS (R10)(R8*4), Z8, Z8
+
+nobias30:
+	VMOVDQA64   Z3, Z9
+	VFIXUPIMMPS $0x00, Z4, Z8, Z9
+	VPSRLD      $0x10, Z9, Z8
+	VPANDD      Z0, Z8, Z8
+	VPADDD      Z1, Z8, Z8
+	VPADDD      Z9, Z8, Z8
+	VPSRLD      $0x10, Z8, Z8
+	VPMOVDW     Z8, (CX)(R8*2)
+	ADDQ        $0x00000010, R8
+	JMP         scaleone
+
+scalepart:
+	MOVQ job_d+0(AX), R10
+	SUBQ R8, R10
+	JZ   scaled
+
+	// The last n < lanes elements, or the first n of a non-temporal row (i + n < d: back to its loop).
+partout:
+	LEAQ        kmask<>+0(SB), R11
+	KMOVW       (R11)(R10*2), K1
+	VMOVUPS.Z   (DX)(R8*4), K1, Z8
+	VSUBPS      Z11, Z8, Z8
+	VMULPS      Z8, Z7, Z8
+	TESTL       $0x00000008, job_flags+0(AX)
+	JZ          notrn31
+	VMOVDQA64   Z3, Z9
+	VFIXUPIMMPS $0x00, Z4, Z8, Z9
+	VPSRLD      $0x10, Z9, Z8
+	VPANDD      Z0, Z8, Z8
+	VPADDD      Z1, Z8, Z8
+	VPADDD      Z9, Z8, Z8
+	VPANDD      Z2, Z8, Z8
+
+notrn31:
+	TESTQ     SI, SI
+	JZ        noweight32
+	VMOVUPS.Z (SI)(R8*4), K1, Z9
+	VADDPS    Z6, Z9, Z9
+	VMULPS    Z9, Z8, Z8
+
+noweight32:
+	MOVQ      job_bias+0(AX), R11
+	TESTQ     R11, R11
+	JZ        nobias33
+	VMOVUPS.Z (R11)(R8*4), K1, Z9
+	VADDPS    Z9, Z8, Z8
+
+nobias33:
+	VMOVDQA64   Z3, Z9
+	VFIXUPIMMPS $0x00, Z4, Z8, Z9
+	VPSRLD      $0x10, Z9, Z8
+	VPANDD      Z0, Z8, Z8
+	VPADDD      Z1, Z8, Z8
+	VPADDD      Z9, Z8, Z8
+	VPSRLD      $0x10, Z8, Z8
+	VPMOVDW     Z8, K1, (CX)(R8*2)
+	ADDQ        R10, R8
+	CMPQ        R8, job_d+0(AX)
+	JB          scalentgo
+
+scaled:
+	ADDQ DI, DX
+	ADDQ 328(SP), CX
+	ADDQ DI, BX
+	INCQ 320(SP)
+	MOVQ 352(SP), R8
+	INCQ R8
+	MOVQ R8, 352(SP)
+	CMPQ R8, 344(SP)
+	JB   scalerow
+	JMP  row
+
+ret:
+	TESTL $0x00000001, job_flags+0(AX)
+	JZ    vzero
+	SFENCE
+
+vzero:
+	VZEROUPPER
+	MOVQ 320(SP), AX
+	MOVQ AX, ret+24(FP)
+	RET
+
+// func avx512ForwardLayerToF16(j uintptr, from int, to int) int
+// Requires: AVX, AVX512F, MMX+
+TEXT ·avx512ForwardLayerToF16(SB), NOSPLIT, $384-32
+	// avx512ForwardLayerToF16 normalizes rows [from, to) of the job: LayerNorm on float32 rows into F16 rows: y = round16(((x-m)*inv)*w + b), round16(((x-m)*inv)*(1+w) + b) with flagOffset, or round16((x-m)*inv + b) with w nil (with flagRN and a weight, round16((x-m)*inv) in place of ((x-m)*inv)), m the row's mean with flagCenter (else +0; stored to mean[r] when mean is not nil), b the bias (nothing added when it is nil), for each row; with res, h = x + res and res = h per element first, and h in place of x.
+	// It stops before the first row that needs the float64 path and returns that row's index, or to.
+	MOVQ  j+0(FP), AX
+	MOVQ  job_dst+0(AX), CX
+	MOVQ  job_x+0(AX), DX
+	MOVQ  job_res+0(AX), BX
+	TESTQ BX, BX
+	JZ    rowsset
+	XCHGQ DX, BX
+
+rowsset:
+	MOVQ job_w+0(AX), SI
+	MOVQ job_stride+0(AX), DI
+	SHLQ $0x02, DI
+	MOVQ job_dstStride+0(AX), R8
+	SHLQ $0x01, R8
+	MOVQ R8, 328(SP)
+
+	// fd = float32(d); rd = 1/d when d is a power of two (a/d is then a*rd exactly), else 0.
+	MOVQ       job_d+0(AX), R8
+	VMOVSS     one<>+0(SB), X0
+	VCVTSI2SSQ R8, X0, X0
+	VMOVSS     X0, 376(SP)
+	XORL       R10, R10
+	LEAQ       -1(R8), R9
+	TESTQ      R8, R9
+	JNZ        notpow2
+	BSFQ       R8, R9
+	MOVL       $0x0000007f, R10
+	SUBL       R9, R10
+	SHLL       $0x17, R10
+
+notpow2:
+	MOVL         R10, 380(SP)
+	VBROADCASTSS one<>+0(SB), Z0
+	TESTL        $0x00000010, job_flags+0(AX)
+	JNZ          weightadd1
+	VBROADCASTSS negzero<>+0(SB), Z0
+
+weightadd1:
+	// Start at row from.
+	MOVQ  from+8(FP), R8
+	MOVQ  R8, 320(SP)
+	MOVQ  $0x00000000, 336(SP)
+	MOVQ  R8, R9
+	IMULQ 328(SP), R9
+	ADDQ  R9, CX
+	IMULQ DI, R8
+	ADDQ  R8, DX
+	ADDQ  R8, BX
+
+row:
+	MOVQ  320(SP), R8
+	CMPQ  R8, to+16(FP)
+	JAE   ret
+	MOVQ  $0x00000001, 344(SP)
+	CMPQ  job_res+0(AX), $0x00
+	JNE   addsum
+	TESTL $0x00000020, job_flags+0(AX)
+	JZ    nocenter
+	MOVQ  DX, R8
+
+	// Sum of squares: element i goes to partial i%64.
+	MOVQ    job_d+0(AX), R10
+	SUBQ    $0x00000040, R10
+	JGE     firstblock
+	VMOVUPS zero64<>+0(SB), Z1
+	VMOVUPS zero64<>+0(SB), Z2
+	VMOVUPS zero64<>+0(SB), Z3
+	VMOVUPS zero64<>+0(SB), Z4
+	XORQ    R9, R9
+	JMP     sumtail
+
+firstblock:
+	// +0 + square is the square itself: the first block initializes the partials.
+	XORQ    R9, R9
+	VMOVUPS (R8)(R9*4), Z1
+	VADDPS  zero64<>+0(SB), Z1, Z1
+	VMOVUPS 64(R8)(R9*4), Z2
+	VADDPS  zero64<>+0(SB), Z2, Z2
+	VMOVUPS 128(R8)(R9*4), Z3
+	VADDPS  zero64<>+0(SB), Z3, Z3
+	VMOVUPS 192(R8)(R9*4), Z4
+	VADDPS  zero64<>+0(SB), Z4, Z4
+	MOVQ    $0x00000040, R9
+	TESTL   $0x00000002, job_flags+0(AX)
+	JNZ     sumpf
+
+	PCALIGN $32
+sumloop:
+	CMPQ    R9, R10
+	JG      sumtail
+	VMOVUPS (R8)(R9*4), Z5
+	VADDPS  Z5, Z1, Z1
+	VMOVUPS 64(R8)(R9*4), Z5
+	VADDPS  Z5, Z2, Z2
+	VMOVUPS 128(R8)(R9*4), Z5
+	VADDPS  Z5, Z3, Z3
+	VMOVUPS 192(R8)(R9*4), Z5
+	VADDPS  Z5, Z4, Z4
+	ADDQ    $0x00000040, R9
+	JMP     sumloop
+
+	// The same, prefetching the rows ahead.
+sumpf:
+	MOVQ DI, R11
+	SHLQ $0x01, R11
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows2
+	SHLQ $0x03, R11
+
+longrows2:
+	ADDQ R8, R11
+
+	PCALIGN $32
+sumpfloop:
+	CMPQ       R9, R10
+	JG         sumtail
+	PREFETCHT0 (R11)(R9*4)
+	PREFETCHT0 64(R11)(R9*4)
+	PREFETCHT0 128(R11)(R9*4)
+	PREFETCHT0 192(R11)(R9*4)
+	VMOVUPS    (R8)(R9*4), Z5
+	VADDPS     Z5, Z1, Z1
+	VMOVUPS    64(R8)(R9*4), Z5
+	VADDPS     Z5, Z2, Z2
+	VMOVUPS    128(R8)(R9*4), Z5
+	VADDPS     Z5, Z3, Z3
+	VMOVUPS    192(R8)(R9*4), Z5
+	VADDPS     Z5, Z4, Z4
+	ADDQ       $0x00000040, R9
+	JMP        sumpfloop
+
+sumtail:
+	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
+	MOVQ job_d+0(AX), R10
+	SUBQ R9, R10
+	JZ   summed
+	LEAQ kmask<>+0(SB), R11
+	MOVQ R10, R12
+	CMPQ R12, $0x00000010
+	JLE  tailmask0
+	MOVQ $0x00000010, R12
+
+tailmask0:
+	KMOVW     (R11)(R12*2), K1
+	VMOVUPS.Z (R8)(R9*4), K1, Z5
+	VADDPS    Z5, Z1, Z1
+	MOVQ      R10, R12
+	SUBQ      $0x00000010, R12
+	JLE       summed
+	CMPQ      R12, $0x00000010
+	JLE       tailmask1
+	MOVQ      $0x00000010, R12
+
+tailmask1:
+	KMOVW     (R11)(R12*2), K1
+	VMOVUPS.Z 64(R8)(R9*4), K1, Z5
+	VADDPS    Z5, Z2, Z2
+	MOVQ      R10, R12
+	SUBQ      $0x00000020, R12
+	JLE       summed
+	CMPQ      R12, $0x00000010
+	JLE       tailmask2
+	MOVQ      $0x00000010, R12
+
+tailmask2:
+	KMOVW     (R11)(R12*2), K1
+	VMOVUPS.Z 128(R8)(R9*4), K1, Z5
+	VADDPS    Z5, Z3, Z3
+	SUBQ      $0x00000030, R10
+	JLE       summed
+	CMPQ      R10, $0x00000010
+	JLE       tailmask3
+	MOVQ      $0x00000010, R10
+
+tailmask3:
+	KMOVW     (R11)(R10*2), K1
+	VMOVUPS.Z 192(R8)(R9*4), K1, Z5
+	VADDPS    Z5, Z4, Z4
+
+summed:
+	VADDPS Z3, Z1, Z1
+	VADDPS Z4, Z2, Z2
+	VADDPS Z2, Z1, Z1
+	JMP    mean
+
+addsum:
+	MOVQ BX, R8
+	MOVQ DX, R9
+
+	// Sum of squares: element i goes to partial i%64.
+	MOVQ    job_d+0(AX), R11
+	SUBQ    $0x00000040, R11
+	JGE     addfirstblock
+	VMOVUPS zero64<>+0(SB), Z1
+	VMOVUPS zero64<>+0(SB), Z2
+	VMOVUPS zero64<>+0(SB), Z3
+	VMOVUPS zero64<>+0(SB), Z4
+	XORQ    R10, R10
+	JMP     addsumtail
+
+addfirstblock:
+	// +0 + square is the square itself: the first block initializes the partials.
+	XORQ    R10, R10
+	VMOVUPS (R8)(R10*4), Z1
+	VADDPS  (R9)(R10*4), Z1, Z1
+	VMOVUPS Z1, (R9)(R10*4)
+	VADDPS  zero64<>+0(SB), Z1, Z1
+	VMOVUPS 64(R8)(R10*4), Z2
+	VADDPS  64(R9)(R10*4), Z2, Z2
+	VMOVUPS Z2, 64(R9)(R10*4)
+	VADDPS  zero64<>+0(SB), Z2, Z2
+	VMOVUPS 128(R8)(R10*4), Z3
+	VADDPS  128(R9)(R10*4), Z3, Z3
+	VMOVUPS Z3, 128(R9)(R10*4)
+	VADDPS  zero64<>+0(SB), Z3, Z3
+	VMOVUPS 192(R8)(R10*4), Z4
+	VADDPS  192(R9)(R10*4), Z4, Z4
+	VMOVUPS Z4, 192(R9)(R10*4)
+	VADDPS  zero64<>+0(SB), Z4, Z4
+	MOVQ    $0x00000040, R10
+	TESTL   $0x00000002, job_flags+0(AX)
+	JNZ     addsumpf
+
+	PCALIGN $32
+addsumloop:
+	CMPQ    R10, R11
+	JG      addsumtail
+	VMOVUPS (R8)(R10*4), Z5
+	VADDPS  (R9)(R10*4), Z5, Z5
+	VMOVUPS Z5, (R9)(R10*4)
+	VADDPS  Z5, Z1, Z1
+	VMOVUPS 64(R8)(R10*4), Z5
+	VADDPS  64(R9)(R10*4), Z5, Z5
+	VMOVUPS Z5, 64(R9)(R10*4)
+	VADDPS  Z5, Z2, Z2
+	VMOVUPS 128(R8)(R10*4), Z5
+	VADDPS  128(R9)(R10*4), Z5, Z5
+	VMOVUPS Z5, 128(R9)(R10*4)
+	VADDPS  Z5, Z3, Z3
+	VMOVUPS 192(R8)(R10*4), Z5
+	VADDPS  192(R9)(R10*4), Z5, Z5
+	VMOVUPS Z5, 192(R9)(R10*4)
+	VADDPS  Z5, Z4, Z4
+	ADDQ    $0x00000040, R10
+	JMP     addsumloop
+
+	// The same, prefetching the rows ahead.
+addsumpf:
+	MOVQ DI, R12
+	SHLQ $0x01, R12
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows3
+	SHLQ $0x03, R12
+
+longrows3:
+	ADDQ R8, R12
+
+	PCALIGN $32
+addsumpfloop:
+	CMPQ       R10, R11
+	JG         addsumtail
+	PREFETCHT0 (R12)(R10*4)
+	PREFETCHT0 64(R12)(R10*4)
+	PREFETCHT0 128(R12)(R10*4)
+	PREFETCHT0 192(R12)(R10*4)
+	VMOVUPS    (R8)(R10*4), Z5
+	VADDPS     (R9)(R10*4), Z5, Z5
+	VMOVUPS    Z5, (R9)(R10*4)
+	VADDPS     Z5, Z1, Z1
+	VMOVUPS    64(R8)(R10*4), Z5
+	VADDPS     64(R9)(R10*4), Z5, Z5
+	VMOVUPS    Z5, 64(R9)(R10*4)
+	VADDPS     Z5, Z2, Z2
+	VMOVUPS    128(R8)(R10*4), Z5
+	VADDPS     128(R9)(R10*4), Z5, Z5
+	VMOVUPS    Z5, 128(R9)(R10*4)
+	VADDPS     Z5, Z3, Z3
+	VMOVUPS    192(R8)(R10*4), Z5
+	VADDPS     192(R9)(R10*4), Z5, Z5
+	VMOVUPS    Z5, 192(R9)(R10*4)
+	VADDPS     Z5, Z4, Z4
+	ADDQ       $0x00000040, R10
+	JMP        addsumpfloop
+
+addsumtail:
+	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
+	MOVQ job_d+0(AX), R11
+	SUBQ R10, R11
+	JZ   addsummed
+	LEAQ kmask<>+0(SB), R12
+	MOVQ R11, R13
+	CMPQ R13, $0x00000010
+	JLE  addtailmask0
+	MOVQ $0x00000010, R13
+
+addtailmask0:
+	KMOVW     (R12)(R13*2), K1
+	VMOVUPS.Z (R8)(R10*4), K1, Z5
+	VMOVUPS.Z (R9)(R10*4), K1, Z6
+	VADDPS    Z6, Z5, Z5
+	VMOVUPS   Z5, K1, (R9)(R10*4)
+	VADDPS    Z5, Z1, Z1
+	MOVQ      R11, R13
+	SUBQ      $0x00000010, R13
+	JLE       addsummed
+	CMPQ      R13, $0x00000010
+	JLE       addtailmask1
+	MOVQ      $0x00000010, R13
+
+addtailmask1:
+	KMOVW     (R12)(R13*2), K1
+	VMOVUPS.Z 64(R8)(R10*4), K1, Z5
+	VMOVUPS.Z 64(R9)(R10*4), K1, Z6
+	VADDPS    Z6, Z5, Z5
+	VMOVUPS   Z5, K1, 64(R9)(R10*4)
+	VADDPS    Z5, Z2, Z2
+	MOVQ      R11, R13
+	SUBQ      $0x00000020, R13
+	JLE       addsummed
+	CMPQ      R13, $0x00000010
+	JLE       addtailmask2
+	MOVQ      $0x00000010, R13
+
+addtailmask2:
+	KMOVW     (R12)(R13*2), K1
+	VMOVUPS.Z 128(R8)(R10*4), K1, Z5
+	VMOVUPS.Z 128(R9)(R10*4), K1, Z6
+	VADDPS    Z6, Z5, Z5
+	VMOVUPS   Z5, K1, 128(R9)(R10*4)
+	VADDPS    Z5, Z3, Z3
+	SUBQ      $0x00000030, R11
+	JLE       addsummed
+	CMPQ      R11, $0x00000010
+	JLE       addtailmask3
+	MOVQ      $0x00000010, R11
+
+addtailmask3:
+	KMOVW     (R12)(R11*2), K1
+	VMOVUPS.Z 192(R8)(R10*4), K1, Z5
+	VMOVUPS.Z 192(R9)(R10*4), K1, Z6
+	VADDPS    Z6, Z5, Z5
+	VMOVUPS   Z5, K1, 192(R9)(R10*4)
+	VADDPS    Z5, Z4, Z4
+
+addsummed:
+	VADDPS Z3, Z1, Z1
+	VADDPS Z4, Z2, Z2
+	VADDPS Z2, Z1, Z1
+
+mean:
+	VSHUFF64X2 $0xee, Z1, Z1, Z2
+	VADDPS     Z2, Z1, Z1
+	VSHUFF32X4 $0x01, Z1, Z1, Z2
+	VADDPS     Z2, Z1, Z1
+	VPERMILPS  $0x4e, Z1, Z2
+	VADDPS     Z2, Z1, Z1
+	VPERMILPS  $0xb1, Z1, Z2
+	VADDPS     Z2, Z1, Z1
+	TESTL      $0x00000020, job_flags+0(AX)
+	JZ         nocenter
+
+	// A row whose sum is not finite (s-s is NaN) takes the float64 path; else m = s/d.
+	VSUBSS   X1, X1, X2
+	VUCOMISS X2, X2
+	JPS      ret
+	CMPL     380(SP), $0x00
+	JE       divide4
+	VMULSS   380(SP), X1, X2
+	JMP      divided5
+
+divide4:
+	VDIVSS 376(SP), X1, X2
+
+divided5:
+	VBROADCASTSS X2, Z5
+	JMP          centered
+
+nocenter:
+	VMOVUPS zero64<>+0(SB), Z5
+
+centered:
+	MOVQ DX, R8
+
+	// Sum of squares: element i goes to partial i%64.
+	MOVQ    job_d+0(AX), R10
+	SUBQ    $0x00000040, R10
+	JGE     sqfirstblock
+	VMOVUPS zero64<>+0(SB), Z1
+	VMOVUPS zero64<>+0(SB), Z2
+	VMOVUPS zero64<>+0(SB), Z3
+	VMOVUPS zero64<>+0(SB), Z4
+	XORQ    R9, R9
+	JMP     sqsumtail
+
+sqfirstblock:
+	// +0 + square is the square itself: the first block initializes the partials.
+	XORQ    R9, R9
+	VMOVUPS (R8)(R9*4), Z1
+	VSUBPS  Z5, Z1, Z1
+	VMULPS  Z1, Z1, Z1
+	VMOVUPS 64(R8)(R9*4), Z2
+	VSUBPS  Z5, Z2, Z2
+	VMULPS  Z2, Z2, Z2
+	VMOVUPS 128(R8)(R9*4), Z3
+	VSUBPS  Z5, Z3, Z3
+	VMULPS  Z3, Z3, Z3
+	VMOVUPS 192(R8)(R9*4), Z4
+	VSUBPS  Z5, Z4, Z4
+	VMULPS  Z4, Z4, Z4
+	MOVQ    $0x00000040, R9
+	TESTL   $0x00000002, job_flags+0(AX)
+	JNZ     sqsumpf
+
+	PCALIGN $32
+sqsumloop:
+	CMPQ    R9, R10
+	JG      sqsumtail
+	VMOVUPS (R8)(R9*4), Z6
+	VSUBPS  Z5, Z6, Z6
+	VMULPS  Z6, Z6, Z6
+	VADDPS  Z6, Z1, Z1
+	VMOVUPS 64(R8)(R9*4), Z6
+	VSUBPS  Z5, Z6, Z6
+	VMULPS  Z6, Z6, Z6
+	VADDPS  Z6, Z2, Z2
+	VMOVUPS 128(R8)(R9*4), Z6
+	VSUBPS  Z5, Z6, Z6
+	VMULPS  Z6, Z6, Z6
+	VADDPS  Z6, Z3, Z3
+	VMOVUPS 192(R8)(R9*4), Z6
+	VSUBPS  Z5, Z6, Z6
+	VMULPS  Z6, Z6, Z6
+	VADDPS  Z6, Z4, Z4
+	ADDQ    $0x00000040, R9
+	JMP     sqsumloop
+
+	// The same, prefetching the rows ahead.
+sqsumpf:
+	MOVQ DI, R11
+	SHLQ $0x01, R11
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows6
+	SHLQ $0x03, R11
+
+longrows6:
+	ADDQ R8, R11
+
+	PCALIGN $32
+sqsumpfloop:
+	CMPQ       R9, R10
+	JG         sqsumtail
+	PREFETCHT0 (R11)(R9*4)
+	PREFETCHT0 64(R11)(R9*4)
+	PREFETCHT0 128(R11)(R9*4)
+	PREFETCHT0 192(R11)(R9*4)
+	VMOVUPS    (R8)(R9*4), Z6
+	VSUBPS     Z5, Z6, Z6
+	VMULPS     Z6, Z6, Z6
+	VADDPS     Z6, Z1, Z1
+	VMOVUPS    64(R8)(R9*4), Z6
+	VSUBPS     Z5, Z6, Z6
+	VMULPS     Z6, Z6, Z6
+	VADDPS     Z6, Z2, Z2
+	VMOVUPS    128(R8)(R9*4), Z6
+	VSUBPS     Z5, Z6, Z6
+	VMULPS     Z6, Z6, Z6
+	VADDPS     Z6, Z3, Z3
+	VMOVUPS    192(R8)(R9*4), Z6
+	VSUBPS     Z5, Z6, Z6
+	VMULPS     Z6, Z6, Z6
+	VADDPS     Z6, Z4, Z4
+	ADDQ       $0x00000040, R9
+	JMP        sqsumpfloop
+
+sqsumtail:
+	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
+	MOVQ job_d+0(AX), R10
+	SUBQ R9, R10
+	JZ   sqsummed
+	LEAQ kmask<>+0(SB), R11
+	MOVQ R10, R12
+	CMPQ R12, $0x00000010
+	JLE  sqtailmask0
+	MOVQ $0x00000010, R12
+
+sqtailmask0:
+	KMOVW     (R11)(R12*2), K1
+	VMOVUPS.Z (R8)(R9*4), K1, Z6
+	VSUBPS.Z  Z5, Z6, K1, Z6
+	VMULPS    Z6, Z6, Z6
+	VADDPS    Z6, Z1, Z1
+	MOVQ      R10, R12
+	SUBQ      $0x00000010, R12
+	JLE       sqsummed
+	CMPQ      R12, $0x00000010
+	JLE       sqtailmask1
+	MOVQ      $0x00000010, R12
+
+sqtailmask1:
+	KMOVW     (R11)(R12*2), K1
+	VMOVUPS.Z 64(R8)(R9*4), K1, Z6
+	VSUBPS.Z  Z5, Z6, K1, Z6
+	VMULPS    Z6, Z6, Z6
+	VADDPS    Z6, Z2, Z2
+	MOVQ      R10, R12
+	SUBQ      $0x00000020, R12
+	JLE       sqsummed
+	CMPQ      R12, $0x00000010
+	JLE       sqtailmask2
+	MOVQ      $0x00000010, R12
+
+sqtailmask2:
+	KMOVW     (R11)(R12*2), K1
+	VMOVUPS.Z 128(R8)(R9*4), K1, Z6
+	VSUBPS.Z  Z5, Z6, K1, Z6
+	VMULPS    Z6, Z6, Z6
+	VADDPS    Z6, Z3, Z3
+	SUBQ      $0x00000030, R10
+	JLE       sqsummed
+	CMPQ      R10, $0x00000010
+	JLE       sqtailmask3
+	MOVQ      $0x00000010, R10
+
+sqtailmask3:
+	KMOVW     (R11)(R10*2), K1
+	VMOVUPS.Z 192(R8)(R9*4), K1, Z6
+	VSUBPS.Z  Z5, Z6, K1, Z6
+	VMULPS    Z6, Z6, Z6
+	VADDPS    Z6, Z4, Z4
+
+sqsummed:
+	VADDPS Z3, Z1, Z1
+	VADDPS Z4, Z2, Z2
+	VADDPS Z2, Z1, Z1
+
+	// Halving tree: p[j] += p[j+h] for the remaining h, down to ss.
+	VSHUFF64X2 $0xee, Z1, Z1, Z2
+	VADDPS     Z2, Z1, Z1
+	VSHUFF32X4 $0x01, Z1, Z1, Z2
+	VADDPS     Z2, Z1, Z1
+	VPERMILPS  $0x4e, Z1, Z2
+	VADDPS     Z2, Z1, Z1
+	VPERMILPS  $0xb1, Z1, Z2
+	VADDPS     Z2, Z1, Z1
+
+	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
+	CMPL   380(SP), $0x00
+	JE     divide7
+	VMULSS 380(SP), X1, X1
+	JMP    divided8
+
+divide7:
+	VDIVSS 376(SP), X1, X1
+
+divided8:
+	VADDSS   job_eps+0(AX), X1, X1
+	VUCOMISS tlo<>+0(SB), X1
+	JCS      ret
+	VUCOMISS tmax<>+0(SB), X1
+	JHI      ret
+	VSQRTSS  X1, X1, X1
+	VMOVSS   one<>+0(SB), X7
+	VDIVSS   X1, X7, X7
+
+	// Report 1/rms if asked.
+	MOVQ   job_inv+0(AX), R8
+	TESTQ  R8, R8
+	JZ     reportmean
+	MOVQ   320(SP), R9
+	VMOVSS X7, (R8)(R9*4)
+
+reportmean:
+	// Report the mean if asked.
+	MOVQ   job_mean+0(AX), R8
+	TESTQ  R8, R8
+	JZ     scale
+	MOVQ   320(SP), R9
+	VMOVSS X5, (R8)(R9*4)
+
+scale:
+	VBROADCASTSS X7, Z1
+	MOVQ         $0x00000000, 352(SP)
+	CMPQ         344(SP), $0x01
+	JE           scalebody
+	VMOVUPS      Z7, 256(SP)
+
+scalerow:
+	MOVQ         352(SP), R8
+	VBROADCASTSS 256(SP)(R8*4), Z1
+
+scalebody:
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ  R8, R8
+	MOVQ  job_d+0(AX), R9
+	SUBQ  $0x00000040, R9
+	TESTL $0x00000002, job_flags+0(AX)
+	JNZ   scalepf
+	TESTQ SI, SI
+	JZ    scaleloopnoweight
+	TESTL $0x00000010, job_flags+0(AX)
+	JNZ   scaleloopoffset
+
+	PCALIGN $32
+scaleloop:
+	CMPQ      R8, R9
+	JG        scaletail
+	VMOVUPS   (DX)(R8*4), Z2
+	VSUBPS    Z5, Z2, Z2
+	VMULPS    Z1, Z2, Z2
+	VMOVUPS   64(DX)(R8*4), Z3
+	VSUBPS    Z5, Z3, Z3
+	VMULPS    Z1, Z3, Z3
+	VMOVUPS   128(DX)(R8*4), Z4
+	VSUBPS    Z5, Z4, Z4
+	VMULPS    Z1, Z4, Z4
+	VMOVUPS   192(DX)(R8*4), Z6
+	VSUBPS    Z5, Z6, Z6
+	VMULPS    Z1, Z6, Z6
+	TESTL     $0x00000008, job_flags+0(AX)
+	JZ        notrn9
+	VCVTPS2PH $0x00, Z2, Y2
+	VCVTPH2PS Y2, Z2
+	VCVTPS2PH $0x00, Z3, Y3
+	VCVTPH2PS Y3, Z3
+	VCVTPS2PH $0x00, Z4, Y4
+	VCVTPH2PS Y4, Z4
+	VCVTPS2PH $0x00, Z6, Y6
+	VCVTPH2PS Y6, Z6
+
+notrn9:
+	VMULPS (SI)(R8*4), Z2, Z2
+	VMULPS 64(SI)(R8*4), Z3, Z3
+	VMULPS 128(SI)(R8*4), Z4, Z4
+	VMULPS 192(SI)(R8*4), Z6, Z6
+	MOVQ   job_bias+0(AX), R10
+	TESTQ  R10, R10
+	JZ     nobias10
+	VADDPS (R10)(R8*4), Z2, Z2
+	VADDPS 64(R10)(R8*4), Z3, Z3
+	VADDPS 128(R10)(R8*4), Z4, Z4
+	VADDPS 192(R10)(R8*4), Z6, Z6
+
+nobias10:
+	VCVTPS2PH    $0x00, Z2, Y8
+	VCVTPS2PH    $0x00, Z3, Y2
+	VINSERTI64X4 $0x01, Y2, Z8, Z8
+	VMOVDQU64    Z8, (CX)(R8*2)
+	VCVTPS2PH    $0x00, Z4, Y9
+	VCVTPS2PH    $0x00, Z6, Y2
+	VINSERTI64X4 $0x01, Y2, Z9, Z9
+	VMOVDQU64    Z9, 64(CX)(R8*2)
+	ADDQ         $0x00000040, R8
+	JMP          scaleloop
+
+	PCALIGN $32
+scaleloopoffset:
+	CMPQ      R8, R9
+	JG        scaletail
+	VMOVUPS   (DX)(R8*4), Z2
+	VSUBPS    Z5, Z2, Z2
+	VMULPS    Z1, Z2, Z2
+	VMOVUPS   64(DX)(R8*4), Z3
+	VSUBPS    Z5, Z3, Z3
+	VMULPS    Z1, Z3, Z3
+	VMOVUPS   128(DX)(R8*4), Z4
+	VSUBPS    Z5, Z4, Z4
+	VMULPS    Z1, Z4, Z4
+	VMOVUPS   192(DX)(R8*4), Z6
+	VSUBPS    Z5, Z6, Z6
+	VMULPS    Z1, Z6, Z6
+	TESTL     $0x00000008, job_flags+0(AX)
+	JZ        notrn11
+	VCVTPS2PH $0x00, Z2, Y2
+	VCVTPH2PS Y2, Z2
+	VCVTPS2PH $0x00, Z3, Y3
+	VCVTPH2PS Y3, Z3
+	VCVTPS2PH $0x00, Z4, Y4
+	VCVTPH2PS Y4, Z4
+	VCVTPS2PH $0x00, Z6, Y6
+	VCVTPH2PS Y6, Z6
+
+notrn11:
+	VMOVUPS (SI)(R8*4), Z22
+	VADDPS  Z0, Z22, Z22
+	VMULPS  Z22, Z2, Z2
+	VMOVUPS 64(SI)(R8*4), Z22
+	VADDPS  Z0, Z22, Z22
+	VMULPS  Z22, Z3, Z3
+	VMOVUPS 128(SI)(R8*4), Z22
+	VADDPS  Z0, Z22, Z22
+	VMULPS  Z22, Z4, Z4
+	VMOVUPS 192(SI)(R8*4), Z22
+	VADDPS  Z0, Z22, Z22
+	VMULPS  Z22, Z6, Z6
+	MOVQ    job_bias+0(AX), R10
+	TESTQ   R10, R10
+	JZ      nobias12
+	VADDPS  (R10)(R8*4), Z2, Z2
+	VADDPS  64(R10)(R8*4), Z3, Z3
+	VADDPS  128(R10)(R8*4), Z4, Z4
+	VADDPS  192(R10)(R8*4), Z6, Z6
+
+nobias12:
+	VCVTPS2PH    $0x00, Z2, Y10
+	VCVTPS2PH    $0x00, Z3, Y2
+	VINSERTI64X4 $0x01, Y2, Z10, Z10
+	VMOVDQU64    Z10, (CX)(R8*2)
+	VCVTPS2PH    $0x00, Z4, Y11
+	VCVTPS2PH    $0x00, Z6, Y2
+	VINSERTI64X4 $0x01, Y2, Z11, Z11
+	VMOVDQU64    Z11, 64(CX)(R8*2)
+	ADDQ         $0x00000040, R8
+	JMP          scaleloopoffset
+
+	PCALIGN $32
+scaleloopnoweight:
+	CMPQ    R8, R9
+	JG      scaletail
+	VMOVUPS (DX)(R8*4), Z2
+	VSUBPS  Z5, Z2, Z2
+	VMULPS  Z1, Z2, Z2
+	VMOVUPS 64(DX)(R8*4), Z3
+	VSUBPS  Z5, Z3, Z3
+	VMULPS  Z1, Z3, Z3
+	VMOVUPS 128(DX)(R8*4), Z4
+	VSUBPS  Z5, Z4, Z4
+	VMULPS  Z1, Z4, Z4
+	VMOVUPS 192(DX)(R8*4), Z6
+	VSUBPS  Z5, Z6, Z6
+	VMULPS  Z1, Z6, Z6
+	MOVQ    job_bias+0(AX), R10
+	TESTQ   R10, R10
+	JZ      nobias13
+	VADDPS  (R10)(R8*4), Z2, Z2
+	VADDPS  64(R10)(R8*4), Z3, Z3
+	VADDPS  128(R10)(R8*4), Z4, Z4
+	VADDPS  192(R10)(R8*4), Z6, Z6
+
+nobias13:
+	VCVTPS2PH    $0x00, Z2, Y12
+	VCVTPS2PH    $0x00, Z3, Y2
+	VINSERTI64X4 $0x01, Y2, Z12, Z12
+	VMOVDQU64    Z12, (CX)(R8*2)
+	VCVTPS2PH    $0x00, Z4, Y13
+	VCVTPS2PH    $0x00, Z6, Y2
+	VINSERTI64X4 $0x01, Y2, Z13, Z13
+	VMOVDQU64    Z13, 64(CX)(R8*2)
+	ADDQ         $0x00000040, R8
+	JMP          scaleloopnoweight
+
+scalepf:
+	MOVQ DI, R10
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows14
+	SHLQ $0x03, R10
+
+longrows14:
+	ADDQ  DX, R10
+	TESTL $0x00000001, job_flags+0(AX)
+	JNZ   scalent
+	TESTQ SI, SI
+	JZ    scalepfloopnoweight
+	TESTL $0x00000010, job_flags+0(AX)
+	JNZ   scalepfloopoffset
+
+	PCALIGN $32
+scalepfloop:
+	CMPQ       R8, R9
+	JG         scaletail
+	PREFETCHT0 (R10)(R8*4)
+	PREFETCHT0 64(R10)(R8*4)
+	PREFETCHT0 128(R10)(R8*4)
+	PREFETCHT0 192(R10)(R8*4)
+	VMOVUPS    (DX)(R8*4), Z2
+	VSUBPS     Z5, Z2, Z2
+	VMULPS     Z1, Z2, Z2
+	VMOVUPS    64(DX)(R8*4), Z3
+	VSUBPS     Z5, Z3, Z3
+	VMULPS     Z1, Z3, Z3
+	VMOVUPS    128(DX)(R8*4), Z4
+	VSUBPS     Z5, Z4, Z4
+	VMULPS     Z1, Z4, Z4
+	VMOVUPS    192(DX)(R8*4), Z6
+	VSUBPS     Z5, Z6, Z6
+	VMULPS     Z1, Z6, Z6
+	TESTL      $0x00000008, job_flags+0(AX)
+	JZ         notrn15
+	VCVTPS2PH  $0x00, Z2, Y2
+	VCVTPH2PS  Y2, Z2
+	VCVTPS2PH  $0x00, Z3, Y3
+	VCVTPH2PS  Y3, Z3
+	VCVTPS2PH  $0x00, Z4, Y4
+	VCVTPH2PS  Y4, Z4
+	VCVTPS2PH  $0x00, Z6, Y6
+	VCVTPH2PS  Y6, Z6
+
+notrn15:
+	VMULPS (SI)(R8*4), Z2, Z2
+	VMULPS 64(SI)(R8*4), Z3, Z3
+	VMULPS 128(SI)(R8*4), Z4, Z4
+	VMULPS 192(SI)(R8*4), Z6, Z6
+	MOVQ   job_bias+0(AX), R11
+	TESTQ  R11, R11
+	JZ     nobias16
+	VADDPS (R11)(R8*4), Z2, Z2
+	VADDPS 64(R11)(R8*4), Z3, Z3
+	VADDPS 128(R11)(R8*4), Z4, Z4
+	VADDPS 192(R11)(R8*4), Z6, Z6
+
+nobias16:
+	VCVTPS2PH    $0x00, Z2, Y14
+	VCVTPS2PH    $0x00, Z3, Y2
+	VINSERTI64X4 $0x01, Y2, Z14, Z14
+	VMOVDQU64    Z14, (CX)(R8*2)
+	VCVTPS2PH    $0x00, Z4, Y15
+	VCVTPS2PH    $0x00, Z6, Y2
+	VINSERTI64X4 $0x01, Y2, Z15, Z15
+	VMOVDQU64    Z15, 64(CX)(R8*2)
+	ADDQ         $0x00000040, R8
+	JMP          scalepfloop
+
+	PCALIGN $32
+scalepfloopoffset:
+	CMPQ       R8, R9
+	JG         scaletail
+	PREFETCHT0 (R10)(R8*4)
+	PREFETCHT0 64(R10)(R8*4)
+	PREFETCHT0 128(R10)(R8*4)
+	PREFETCHT0 192(R10)(R8*4)
+	VMOVUPS    (DX)(R8*4), Z2
+	VSUBPS     Z5, Z2, Z2
+	VMULPS     Z1, Z2, Z2
+	VMOVUPS    64(DX)(R8*4), Z3
+	VSUBPS     Z5, Z3, Z3
+	VMULPS     Z1, Z3, Z3
+	VMOVUPS    128(DX)(R8*4), Z4
+	VSUBPS     Z5, Z4, Z4
+	VMULPS     Z1, Z4, Z4
+	VMOVUPS    192(DX)(R8*4), Z6
+	VSUBPS     Z5, Z6, Z6
+	VMULPS     Z1, Z6, Z6
+	TESTL      $0x00000008, job_flags+0(AX)
+	JZ         notrn17
+	VCVTPS2PH  $0x00, Z2, Y2
+	VCVTPH2PS  Y2, Z2
+	VCVTPS2PH  $0x00, Z3, Y3
+	VCVTPH2PS  Y3, Z3
+	VCVTPS2PH  $0x00, Z4, Y4
+	VCVTPH2PS  Y4, Z4
+	VCVTPS2PH  $0x00, Z6, Y6
+	VCVTPH2PS  Y6, Z6
+
+notrn17:
+	VMOVUPS (SI)(R8*4), Z22
+	VADDPS  Z0, Z22, Z22
+	VMULPS  Z22, Z2, Z2
+	VMOVUPS 64(SI)(R8*4), Z22
+	VADDPS  Z0, Z22, Z22
+	VMULPS  Z22, Z3, Z3
+	VMOVUPS 128(SI)(R8*4), Z22
+	VADDPS  Z0, Z22, Z22
+	VMULPS  Z22, Z4, Z4
+	VMOVUPS 192(SI)(R8*4), Z22
+	VADDPS  Z0, Z22, Z22
+	VMULPS  Z22, Z6, Z6
+	MOVQ    job_bias+0(AX), R11
+	TESTQ   R11, R11
+	JZ      nobias18
+	VADDPS  (R11)(R8*4), Z2, Z2
+	VADDPS  64(R11)(R8*4), Z3, Z3
+	VADDPS  128(R11)(R8*4), Z4, Z4
+	VADDPS  192(R11)(R8*4), Z6, Z6
+
+nobias18:
+	VCVTPS2PH    $0x00, Z2, Y16
+	VCVTPS2PH    $0x00, Z3, Y2
+	VINSERTI64X4 $0x01, Y2, Z16, Z16
+	VMOVDQU64    Z16, (CX)(R8*2)
+	VCVTPS2PH    $0x00, Z4, Y17
+	VCVTPS2PH    $0x00, Z6, Y2
+	VINSERTI64X4 $0x01, Y2, Z17, Z17
+	VMOVDQU64    Z17, 64(CX)(R8*2)
+	ADDQ         $0x00000040, R8
+	JMP          scalepfloopoffset
+
+	PCALIGN $32
+scalepfloopnoweight:
+	CMPQ       R8, R9
+	JG         scaletail
+	PREFETCHT0 (R10)(R8*4)
+	PREFETCHT0 64(R10)(R8*4)
+	PREFETCHT0 128(R10)(R8*4)
+	PREFETCHT0 192(R10)(R8*4)
+	VMOVUPS    (DX)(R8*4), Z2
+	VSUBPS     Z5, Z2, Z2
+	VMULPS     Z1, Z2, Z2
+	VMOVUPS    64(DX)(R8*4), Z3
+	VSUBPS     Z5, Z3, Z3
+	VMULPS     Z1, Z3, Z3
+	VMOVUPS    128(DX)(R8*4), Z4
+	VSUBPS     Z5, Z4, Z4
+	VMULPS     Z1, Z4, Z4
+	VMOVUPS    192(DX)(R8*4), Z6
+	VSUBPS     Z5, Z6, Z6
+	VMULPS     Z1, Z6, Z6
+	MOVQ       job_bias+0(AX), R11
+	TESTQ      R11, R11
+	JZ         nobias19
+	VADDPS     (R11)(R8*4), Z2, Z2
+	VADDPS     64(R11)(R8*4), Z3, Z3
+	VADDPS     128(R11)(R8*4), Z4, Z4
+	VADDPS     192(R11)(R8*4), Z6, Z6
+
+nobias19:
+	VCVTPS2PH    $0x00, Z2, Y18
+	VCVTPS2PH    $0x00, Z3, Y2
+	VINSERTI64X4 $0x01, Y2, Z18, Z18
+	VMOVDQU64    Z18, (CX)(R8*2)
+	VCVTPS2PH    $0x00, Z4, Y19
+	VCVTPS2PH    $0x00, Z6, Y2
+	VINSERTI64X4 $0x01, Y2, Z19, Z19
+	VMOVDQU64    Z19, 64(CX)(R8*2)
+	ADDQ         $0x00000040, R8
+	JMP          scalepfloopnoweight
+
+scalent:
+	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
+	MOVQ CX, R10
+	NEGQ R10
+	ANDQ $0x0000003f, R10
+	SHRQ $0x01, R10
+	JZ   scalentgo
+	CMPQ R10, job_d+0(AX)
+	JLE  scalehead
+	MOVQ job_d+0(AX), R10
+
+scalehead:
+	CMPQ      R10, $0x00000010
+	JB        scaleheadpart
+	VMOVUPS   (DX)(R8*4), Z2
+	VSUBPS    Z5, Z2, Z2
+	VMULPS    Z1, Z2, Z2
+	TESTL     $0x00000008, job_flags+0(AX)
+	JZ        notrn20
+	VCVTPS2PH $0x00, Z2, Y2
+	VCVTPH2PS Y2, Z2
+
+notrn20:
+	TESTQ   SI, SI
+	JZ      noweight21
+	VMOVUPS (SI)(R8*4), Z3
+	VADDPS  Z0, Z3, Z3
+	VMULPS  Z3, Z2, Z2
+
+noweight21:
+	MOVQ   job_bias+0(AX), R11
+	TESTQ  R11, R11
+	JZ     nobias22
+	VADDPS (R11)(R8*4), Z2, Z2
+
+nobias22:
+	VCVTPS2PH $0x00, Z2, (CX)(R8*2)
+	ADDQ      $0x00000010, R8
+	SUBQ      $0x00000010, R10
+	JZ        scalentgo
+
+scaleheadpart:
+	JMP partout
+
+scalentgo:
+	MOVQ DI, R10
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows23
+	SHLQ $0x03, R10
+
+longrows23:
+	ADDQ DX, R10
+	MOVL job_flags+0(AX), R11
+
+	PCALIGN $32
+scalentloop:
+	CMPQ       R8, R9
+	JG         scaletail
+	PREFETCHT0 (R10)(R8*4)
+	PREFETCHT0 64(R10)(R8*4)
+	PREFETCHT0 128(R10)(R8*4)
+	PREFETCHT0 192(R10)(R8*4)
+	VMOVUPS    (DX)(R8*4), Z2
+	VSUBPS     Z5, Z2, Z2
+	VMULPS     Z1, Z2, Z2
+	VMOVUPS    64(DX)(R8*4), Z3
+	VSUBPS     Z5, Z3, Z3
+	VMULPS     Z1, Z3, Z3
+	VMOVUPS    128(DX)(R8*4), Z4
+	VSUBPS     Z5, Z4, Z4
+	VMULPS     Z1, Z4, Z4
+	VMOVUPS    192(DX)(R8*4), Z6
+	VSUBPS     Z5, Z6, Z6
+	VMULPS     Z1, Z6, Z6
+	TESTL      $0x00000008, job_flags+0(AX)
+	JZ         notrn24
+	VCVTPS2PH  $0x00, Z2, Y2
+	VCVTPH2PS  Y2, Z2
+	VCVTPS2PH  $0x00, Z3, Y3
+	VCVTPH2PS  Y3, Z3
+	VCVTPS2PH  $0x00, Z4, Y4
+	VCVTPH2PS  Y4, Z4
+	VCVTPS2PH  $0x00, Z6, Y6
+	VCVTPH2PS  Y6, Z6
+
+notrn24:
+	TESTQ  SI, SI
+	JZ     weighed26
+	TESTL  $0x00000010, R11
+	JNZ    offset25
+	VMULPS (SI)(R8*4), Z2, Z2
+	VMULPS 64(SI)(R8*4), Z3, Z3
+	VMULPS 128(SI)(R8*4), Z4, Z4
+	VMULPS 192(SI)(R8*4), Z6, Z6
+
+weighed26:
+	MOVQ   job_bias+0(AX), R12
+	TESTQ  R12, R12
+	JZ     nobias27
+	VADDPS (R12)(R8*4), Z2, Z2
+	VADDPS 64(R12)(R8*4), Z3, Z3
+	VADDPS 128(R12)(R8*4), Z4, Z4
+	VADDPS 192(R12)(R8*4), Z6, Z6
+
+nobias27:
+	VCVTPS2PH    $0x00, Z2, Y20
+	VCVTPS2PH    $0x00, Z3, Y2
+	VINSERTI64X4 $0x01, Y2, Z20, Z20
+	VMOVNTDQ     Z20, (CX)(R8*2)
+	VCVTPS2PH    $0x00, Z4, Y21
+	VCVTPS2PH    $0x00, Z6, Y2
+	VINSERTI64X4 $0x01, Y2, Z21, Z21
+	VMOVNTDQ     Z21, 64(CX)(R8*2)
+	ADDQ         $0x00000040, R8
+	JMP          scalentloop
+
+offset25:
+	VMOVUPS (SI)(R8*4), Z22
+	VADDPS  Z0, Z22, Z22
+	VMULPS  Z22, Z2, Z2
+	VMOVUPS 64(SI)(R8*4), Z22
+	VADDPS  Z0, Z22, Z22
+	VMULPS  Z22, Z3, Z3
+	VMOVUPS 128(SI)(R8*4), Z22
+	VADDPS  Z0, Z22, Z22
+	VMULPS  Z22, Z4, Z4
+	VMOVUPS 192(SI)(R8*4), Z22
+	VADDPS  Z0, Z22, Z22
+	VMULPS  Z22, Z6, Z6
+	JMP     weighed26
+
+scaletail:
+	ADDQ $0x00000030, R9
+
+scaleone:
+	CMPQ      R8, R9
+	JG        scalepart
+	VMOVUPS   (DX)(R8*4), Z2
+	VSUBPS    Z5, Z2, Z2
+	VMULPS    Z1, Z2, Z2
+	TESTL     $0x00000008, job_flags+0(AX)
+	JZ        notrn28
+	VCVTPS2PH $0x00, Z2, Y2
+	VCVTPH2PS Y2, Z2
+
+notrn28:
+	TESTQ   SI, SI
+	JZ      noweight29
+	VMOVUPS (SI)(R8*4), Z3
+	VADDPS  Z0, Z3, Z3
+	VMULPS  Z3, Z2, Z2
+
+noweight29:
+	MOVQ   job_bias+0(AX), R10
+	TESTQ  R10, R10
+	JZ     nobias30
+	VADDPS (R10)(R8*4), Z2, Z2
+
+nobias30:
+	VCVTPS2PH $0x00, Z2, (CX)(R8*2)
+	ADDQ      $0x00000010, R8
+	JMP       scaleone
+
+scalepart:
+	MOVQ job_d+0(AX), R10
+	SUBQ R8, R10
+	JZ   scaled
+
+	// The last n < lanes elements, or the first n of a non-temporal row (i + n < d: back to its loop).
+partout:
+	LEAQ      kmask<>+0(SB), R11
+	KMOVW     (R11)(R10*2), K1
+	VMOVUPS.Z (DX)(R8*4), K1, Z2
+	VSUBPS    Z5, Z2, Z2
+	VMULPS    Z2, Z1, Z2
+	TESTL     $0x00000008, job_flags+0(AX)
+	JZ        notrn31
+	VCVTPS2PH $0x00, Z2, Y2
+	VCVTPH2PS Y2, Z2
+
+notrn31:
+	TESTQ     SI, SI
+	JZ        noweight32
+	VMOVUPS.Z (SI)(R8*4), K1, Z3
+	VADDPS    Z0, Z3, Z3
+	VMULPS    Z3, Z2, Z2
+
+noweight32:
+	MOVQ      job_bias+0(AX), R11
+	TESTQ     R11, R11
+	JZ        nobias33
+	VMOVUPS.Z (R11)(R8*4), K1, Z3
+	VADDPS    Z3, Z2, Z2
+
+nobias33:
 	VCVTPS2PH $0x00, Z2, K1, (CX)(R8*2)
 	ADDQ      R10, R8
 	CMPQ      R8, job_d+0(AX)
@@ -13212,6 +19198,7719 @@ vzero:
 	MOVQ AX, ret+24(FP)
 	RET
 
+// func avx2ForwardLayer(j uintptr, from int, to int) int
+// Requires: AVX, AVX2, MMX+
+TEXT ·avx2ForwardLayer(SB), NOSPLIT, $720-32
+	// avx2ForwardLayer normalizes rows [from, to) of the job: LayerNorm: y = ((x-m)*inv)*w + b, ((x-m)*inv)*(1+w) + b with flagOffset, or (x-m)*inv + b with w nil, m the row's mean with flagCenter (else +0; stored to mean[r] when mean is not nil), b the bias (nothing added when it is nil), for each row; with res, h = x + res and res = h per element first, and h in place of x.
+	// It stops before the first row that needs the float64 path and returns that row's index, or to.
+	MOVQ  j+0(FP), AX
+	MOVQ  job_dst+0(AX), CX
+	MOVQ  job_x+0(AX), DX
+	MOVQ  job_res+0(AX), BX
+	TESTQ BX, BX
+	JZ    rowsset
+	XCHGQ DX, BX
+
+rowsset:
+	MOVQ job_w+0(AX), SI
+	MOVQ job_stride+0(AX), DI
+	SHLQ $0x02, DI
+	MOVQ job_dstStride+0(AX), R8
+	SHLQ $0x02, R8
+	MOVQ R8, 664(SP)
+
+	// fd = float32(d); rd = 1/d when d is a power of two (a/d is then a*rd exactly), else 0.
+	MOVQ       job_d+0(AX), R8
+	VMOVSS     one<>+0(SB), X0
+	VCVTSI2SSQ R8, X0, X0
+	VMOVSS     X0, 712(SP)
+	XORL       R10, R10
+	LEAQ       -1(R8), R9
+	TESTQ      R8, R9
+	JNZ        notpow2
+	BSFQ       R8, R9
+	MOVL       $0x0000007f, R10
+	SUBL       R9, R10
+	SHLL       $0x17, R10
+
+notpow2:
+	MOVL R10, 716(SP)
+
+	// Start at row from.
+	MOVQ  from+8(FP), R8
+	MOVQ  R8, 656(SP)
+	MOVQ  $0x00000000, 672(SP)
+	MOVQ  R8, R9
+	IMULQ 664(SP), R9
+	ADDQ  R9, CX
+	IMULQ DI, R8
+	ADDQ  R8, DX
+	ADDQ  R8, BX
+
+row:
+	MOVQ  656(SP), R8
+	CMPQ  R8, to+16(FP)
+	JAE   ret
+	MOVQ  $0x00000001, 680(SP)
+	CMPQ  job_res+0(AX), $0x00
+	JNE   addsum
+	TESTL $0x00000020, job_flags+0(AX)
+	JZ    nocenter
+	MOVQ  DX, R8
+
+	// Sum of squares: element i goes to partial i%64.
+	MOVQ   job_d+0(AX), R10
+	SUBQ   $0x00000040, R10
+	JGE    firstblock
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	XORQ   R9, R9
+	JMP    sumtail
+
+firstblock:
+	// +0 + square is the square itself: the first block initializes the partials.
+	XORQ    R9, R9
+	VMOVUPS (R8)(R9*4), Y0
+	VADDPS  zero64<>+0(SB), Y0, Y0
+	VMOVUPS 32(R8)(R9*4), Y1
+	VADDPS  zero64<>+0(SB), Y1, Y1
+	VMOVUPS 64(R8)(R9*4), Y2
+	VADDPS  zero64<>+0(SB), Y2, Y2
+	VMOVUPS 96(R8)(R9*4), Y3
+	VADDPS  zero64<>+0(SB), Y3, Y3
+	VMOVUPS 128(R8)(R9*4), Y4
+	VADDPS  zero64<>+0(SB), Y4, Y4
+	VMOVUPS 160(R8)(R9*4), Y5
+	VADDPS  zero64<>+0(SB), Y5, Y5
+	VMOVUPS 192(R8)(R9*4), Y6
+	VADDPS  zero64<>+0(SB), Y6, Y6
+	VMOVUPS 224(R8)(R9*4), Y7
+	VADDPS  zero64<>+0(SB), Y7, Y7
+	MOVQ    $0x00000040, R9
+	TESTL   $0x00000002, job_flags+0(AX)
+	JNZ     sumpf
+
+	PCALIGN $32
+sumloop:
+	CMPQ    R9, R10
+	JG      sumtail
+	VMOVUPS (R8)(R9*4), Y8
+	VADDPS  Y8, Y0, Y0
+	VMOVUPS 32(R8)(R9*4), Y8
+	VADDPS  Y8, Y1, Y1
+	VMOVUPS 64(R8)(R9*4), Y8
+	VADDPS  Y8, Y2, Y2
+	VMOVUPS 96(R8)(R9*4), Y8
+	VADDPS  Y8, Y3, Y3
+	VMOVUPS 128(R8)(R9*4), Y8
+	VADDPS  Y8, Y4, Y4
+	VMOVUPS 160(R8)(R9*4), Y8
+	VADDPS  Y8, Y5, Y5
+	VMOVUPS 192(R8)(R9*4), Y8
+	VADDPS  Y8, Y6, Y6
+	VMOVUPS 224(R8)(R9*4), Y8
+	VADDPS  Y8, Y7, Y7
+	ADDQ    $0x00000040, R9
+	JMP     sumloop
+
+	// The same, prefetching the rows ahead.
+sumpf:
+	MOVQ DI, R11
+	SHLQ $0x01, R11
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows1
+	SHLQ $0x03, R11
+
+longrows1:
+	ADDQ R8, R11
+
+	PCALIGN $32
+sumpfloop:
+	CMPQ       R9, R10
+	JG         sumtail
+	PREFETCHT0 (R11)(R9*4)
+	PREFETCHT0 64(R11)(R9*4)
+	PREFETCHT0 128(R11)(R9*4)
+	PREFETCHT0 192(R11)(R9*4)
+	VMOVUPS    (R8)(R9*4), Y8
+	VADDPS     Y8, Y0, Y0
+	VMOVUPS    32(R8)(R9*4), Y8
+	VADDPS     Y8, Y1, Y1
+	VMOVUPS    64(R8)(R9*4), Y8
+	VADDPS     Y8, Y2, Y2
+	VMOVUPS    96(R8)(R9*4), Y8
+	VADDPS     Y8, Y3, Y3
+	VMOVUPS    128(R8)(R9*4), Y8
+	VADDPS     Y8, Y4, Y4
+	VMOVUPS    160(R8)(R9*4), Y8
+	VADDPS     Y8, Y5, Y5
+	VMOVUPS    192(R8)(R9*4), Y8
+	VADDPS     Y8, Y6, Y6
+	VMOVUPS    224(R8)(R9*4), Y8
+	VADDPS     Y8, Y7, Y7
+	ADDQ       $0x00000040, R9
+	JMP        sumpfloop
+
+sumtail:
+	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
+	MOVQ    job_d+0(AX), R10
+	SUBQ    R9, R10
+	JZ      summed
+	MOVQ    R10, 696(SP)
+	LEAQ    (R8)(R9*4), R8
+	LEAQ    128(SP), R9
+	VXORPS  Y8, Y8, Y8
+	VMOVUPS Y8, (R9)
+	VMOVUPS Y8, 32(R9)
+	VMOVUPS Y8, 64(R9)
+	VMOVUPS Y8, 96(R9)
+	VMOVUPS Y8, 128(R9)
+	VMOVUPS Y8, 160(R9)
+	VMOVUPS Y8, 192(R9)
+	VMOVUPS Y8, 224(R9)
+	MOVQ    696(SP), R11
+	XORQ    R10, R10
+	SUBQ    $0x00000008, R11
+
+copyvec2:
+	CMPQ    R10, R11
+	JG      copyone3
+	VMOVUPS (R8)(R10*4), Y8
+	VMOVUPS Y8, (R9)(R10*4)
+	ADDQ    $0x00000008, R10
+	JMP     copyvec2
+
+copyone3:
+	ADDQ $0x00000008, R11
+
+copyloop5:
+	CMPQ R10, R11
+	JGE  copied4
+	MOVL (R8)(R10*4), R12
+	MOVL R12, (R9)(R10*4)
+	INCQ R10
+	JMP  copyloop5
+
+copied4:
+	XORQ    R8, R8
+	VMOVUPS (R9)(R8*4), Y8
+	VADDPS  Y8, Y0, Y0
+	VMOVUPS 32(R9)(R8*4), Y8
+	VADDPS  Y8, Y1, Y1
+	VMOVUPS 64(R9)(R8*4), Y8
+	VADDPS  Y8, Y2, Y2
+	VMOVUPS 96(R9)(R8*4), Y8
+	VADDPS  Y8, Y3, Y3
+	VMOVUPS 128(R9)(R8*4), Y8
+	VADDPS  Y8, Y4, Y4
+	VMOVUPS 160(R9)(R8*4), Y8
+	VADDPS  Y8, Y5, Y5
+	VMOVUPS 192(R9)(R8*4), Y8
+	VADDPS  Y8, Y6, Y6
+	VMOVUPS 224(R9)(R8*4), Y8
+	VADDPS  Y8, Y7, Y7
+
+summed:
+	VADDPS Y4, Y0, Y0
+	VADDPS Y5, Y1, Y1
+	VADDPS Y6, Y2, Y2
+	VADDPS Y7, Y3, Y3
+	VADDPS Y2, Y0, Y0
+	VADDPS Y3, Y1, Y1
+	VADDPS Y1, Y0, Y0
+	JMP    mean
+
+addsum:
+	MOVQ BX, R8
+	MOVQ DX, R9
+
+	// Sum of squares: element i goes to partial i%64.
+	MOVQ   job_d+0(AX), R11
+	SUBQ   $0x00000040, R11
+	JGE    addfirstblock
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	XORQ   R10, R10
+	JMP    addsumtail
+
+addfirstblock:
+	// +0 + square is the square itself: the first block initializes the partials.
+	XORQ    R10, R10
+	VMOVUPS (R8)(R10*4), Y0
+	VADDPS  (R9)(R10*4), Y0, Y0
+	VMOVUPS Y0, (R9)(R10*4)
+	VADDPS  zero64<>+0(SB), Y0, Y0
+	VMOVUPS 32(R8)(R10*4), Y1
+	VADDPS  32(R9)(R10*4), Y1, Y1
+	VMOVUPS Y1, 32(R9)(R10*4)
+	VADDPS  zero64<>+0(SB), Y1, Y1
+	VMOVUPS 64(R8)(R10*4), Y2
+	VADDPS  64(R9)(R10*4), Y2, Y2
+	VMOVUPS Y2, 64(R9)(R10*4)
+	VADDPS  zero64<>+0(SB), Y2, Y2
+	VMOVUPS 96(R8)(R10*4), Y3
+	VADDPS  96(R9)(R10*4), Y3, Y3
+	VMOVUPS Y3, 96(R9)(R10*4)
+	VADDPS  zero64<>+0(SB), Y3, Y3
+	VMOVUPS 128(R8)(R10*4), Y4
+	VADDPS  128(R9)(R10*4), Y4, Y4
+	VMOVUPS Y4, 128(R9)(R10*4)
+	VADDPS  zero64<>+0(SB), Y4, Y4
+	VMOVUPS 160(R8)(R10*4), Y5
+	VADDPS  160(R9)(R10*4), Y5, Y5
+	VMOVUPS Y5, 160(R9)(R10*4)
+	VADDPS  zero64<>+0(SB), Y5, Y5
+	VMOVUPS 192(R8)(R10*4), Y6
+	VADDPS  192(R9)(R10*4), Y6, Y6
+	VMOVUPS Y6, 192(R9)(R10*4)
+	VADDPS  zero64<>+0(SB), Y6, Y6
+	VMOVUPS 224(R8)(R10*4), Y7
+	VADDPS  224(R9)(R10*4), Y7, Y7
+	VMOVUPS Y7, 224(R9)(R10*4)
+	VADDPS  zero64<>+0(SB), Y7, Y7
+	MOVQ    $0x00000040, R10
+	TESTL   $0x00000002, job_flags+0(AX)
+	JNZ     addsumpf
+
+	PCALIGN $32
+addsumloop:
+	CMPQ    R10, R11
+	JG      addsumtail
+	VMOVUPS (R8)(R10*4), Y8
+	VADDPS  (R9)(R10*4), Y8, Y8
+	VMOVUPS Y8, (R9)(R10*4)
+	VADDPS  Y8, Y0, Y0
+	VMOVUPS 32(R8)(R10*4), Y8
+	VADDPS  32(R9)(R10*4), Y8, Y8
+	VMOVUPS Y8, 32(R9)(R10*4)
+	VADDPS  Y8, Y1, Y1
+	VMOVUPS 64(R8)(R10*4), Y8
+	VADDPS  64(R9)(R10*4), Y8, Y8
+	VMOVUPS Y8, 64(R9)(R10*4)
+	VADDPS  Y8, Y2, Y2
+	VMOVUPS 96(R8)(R10*4), Y8
+	VADDPS  96(R9)(R10*4), Y8, Y8
+	VMOVUPS Y8, 96(R9)(R10*4)
+	VADDPS  Y8, Y3, Y3
+	VMOVUPS 128(R8)(R10*4), Y8
+	VADDPS  128(R9)(R10*4), Y8, Y8
+	VMOVUPS Y8, 128(R9)(R10*4)
+	VADDPS  Y8, Y4, Y4
+	VMOVUPS 160(R8)(R10*4), Y8
+	VADDPS  160(R9)(R10*4), Y8, Y8
+	VMOVUPS Y8, 160(R9)(R10*4)
+	VADDPS  Y8, Y5, Y5
+	VMOVUPS 192(R8)(R10*4), Y8
+	VADDPS  192(R9)(R10*4), Y8, Y8
+	VMOVUPS Y8, 192(R9)(R10*4)
+	VADDPS  Y8, Y6, Y6
+	VMOVUPS 224(R8)(R10*4), Y8
+	VADDPS  224(R9)(R10*4), Y8, Y8
+	VMOVUPS Y8, 224(R9)(R10*4)
+	VADDPS  Y8, Y7, Y7
+	ADDQ    $0x00000040, R10
+	JMP     addsumloop
+
+	// The same, prefetching the rows ahead.
+addsumpf:
+	MOVQ DI, R12
+	SHLQ $0x01, R12
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows6
+	SHLQ $0x03, R12
+
+longrows6:
+	ADDQ R8, R12
+
+	PCALIGN $32
+addsumpfloop:
+	CMPQ       R10, R11
+	JG         addsumtail
+	PREFETCHT0 (R12)(R10*4)
+	PREFETCHT0 64(R12)(R10*4)
+	PREFETCHT0 128(R12)(R10*4)
+	PREFETCHT0 192(R12)(R10*4)
+	VMOVUPS    (R8)(R10*4), Y8
+	VADDPS     (R9)(R10*4), Y8, Y8
+	VMOVUPS    Y8, (R9)(R10*4)
+	VADDPS     Y8, Y0, Y0
+	VMOVUPS    32(R8)(R10*4), Y8
+	VADDPS     32(R9)(R10*4), Y8, Y8
+	VMOVUPS    Y8, 32(R9)(R10*4)
+	VADDPS     Y8, Y1, Y1
+	VMOVUPS    64(R8)(R10*4), Y8
+	VADDPS     64(R9)(R10*4), Y8, Y8
+	VMOVUPS    Y8, 64(R9)(R10*4)
+	VADDPS     Y8, Y2, Y2
+	VMOVUPS    96(R8)(R10*4), Y8
+	VADDPS     96(R9)(R10*4), Y8, Y8
+	VMOVUPS    Y8, 96(R9)(R10*4)
+	VADDPS     Y8, Y3, Y3
+	VMOVUPS    128(R8)(R10*4), Y8
+	VADDPS     128(R9)(R10*4), Y8, Y8
+	VMOVUPS    Y8, 128(R9)(R10*4)
+	VADDPS     Y8, Y4, Y4
+	VMOVUPS    160(R8)(R10*4), Y8
+	VADDPS     160(R9)(R10*4), Y8, Y8
+	VMOVUPS    Y8, 160(R9)(R10*4)
+	VADDPS     Y8, Y5, Y5
+	VMOVUPS    192(R8)(R10*4), Y8
+	VADDPS     192(R9)(R10*4), Y8, Y8
+	VMOVUPS    Y8, 192(R9)(R10*4)
+	VADDPS     Y8, Y6, Y6
+	VMOVUPS    224(R8)(R10*4), Y8
+	VADDPS     224(R9)(R10*4), Y8, Y8
+	VMOVUPS    Y8, 224(R9)(R10*4)
+	VADDPS     Y8, Y7, Y7
+	ADDQ       $0x00000040, R10
+	JMP        addsumpfloop
+
+addsumtail:
+	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
+	MOVQ    job_d+0(AX), R11
+	SUBQ    R10, R11
+	JZ      addsummed
+	MOVQ    R11, 696(SP)
+	LEAQ    (R8)(R10*4), R8
+	LEAQ    (R9)(R10*4), R9
+	MOVQ    R9, 704(SP)
+	LEAQ    128(SP), R9
+	VXORPS  Y8, Y8, Y8
+	VMOVUPS Y8, (R9)
+	VMOVUPS Y8, 32(R9)
+	VMOVUPS Y8, 64(R9)
+	VMOVUPS Y8, 96(R9)
+	VMOVUPS Y8, 128(R9)
+	VMOVUPS Y8, 160(R9)
+	VMOVUPS Y8, 192(R9)
+	VMOVUPS Y8, 224(R9)
+	MOVQ    696(SP), R11
+	XORQ    R10, R10
+	SUBQ    $0x00000008, R11
+
+copyvec7:
+	CMPQ    R10, R11
+	JG      copyone8
+	VMOVUPS (R8)(R10*4), Y8
+	VMOVUPS Y8, (R9)(R10*4)
+	ADDQ    $0x00000008, R10
+	JMP     copyvec7
+
+copyone8:
+	ADDQ $0x00000008, R11
+
+copyloop10:
+	CMPQ R10, R11
+	JGE  copied9
+	MOVL (R8)(R10*4), R12
+	MOVL R12, (R9)(R10*4)
+	INCQ R10
+	JMP  copyloop10
+
+copied9:
+	MOVQ    704(SP), R8
+	LEAQ    384(SP), R10
+	VXORPS  Y8, Y8, Y8
+	VMOVUPS Y8, (R10)
+	VMOVUPS Y8, 32(R10)
+	VMOVUPS Y8, 64(R10)
+	VMOVUPS Y8, 96(R10)
+	VMOVUPS Y8, 128(R10)
+	VMOVUPS Y8, 160(R10)
+	VMOVUPS Y8, 192(R10)
+	VMOVUPS Y8, 224(R10)
+	MOVQ    696(SP), R12
+	XORQ    R11, R11
+	SUBQ    $0x00000008, R12
+
+copyvec11:
+	CMPQ    R11, R12
+	JG      copyone12
+	VMOVUPS (R8)(R11*4), Y8
+	VMOVUPS Y8, (R10)(R11*4)
+	ADDQ    $0x00000008, R11
+	JMP     copyvec11
+
+copyone12:
+	ADDQ $0x00000008, R12
+
+copyloop14:
+	CMPQ R11, R12
+	JGE  copied13
+	MOVL (R8)(R11*4), R13
+	MOVL R13, (R10)(R11*4)
+	INCQ R11
+	JMP  copyloop14
+
+copied13:
+	XORQ    R8, R8
+	VMOVUPS (R9)(R8*4), Y8
+	VADDPS  (R10)(R8*4), Y8, Y8
+	VMOVUPS Y8, (R10)(R8*4)
+	VADDPS  Y8, Y0, Y0
+	VMOVUPS 32(R9)(R8*4), Y8
+	VADDPS  32(R10)(R8*4), Y8, Y8
+	VMOVUPS Y8, 32(R10)(R8*4)
+	VADDPS  Y8, Y1, Y1
+	VMOVUPS 64(R9)(R8*4), Y8
+	VADDPS  64(R10)(R8*4), Y8, Y8
+	VMOVUPS Y8, 64(R10)(R8*4)
+	VADDPS  Y8, Y2, Y2
+	VMOVUPS 96(R9)(R8*4), Y8
+	VADDPS  96(R10)(R8*4), Y8, Y8
+	VMOVUPS Y8, 96(R10)(R8*4)
+	VADDPS  Y8, Y3, Y3
+	VMOVUPS 128(R9)(R8*4), Y8
+	VADDPS  128(R10)(R8*4), Y8, Y8
+	VMOVUPS Y8, 128(R10)(R8*4)
+	VADDPS  Y8, Y4, Y4
+	VMOVUPS 160(R9)(R8*4), Y8
+	VADDPS  160(R10)(R8*4), Y8, Y8
+	VMOVUPS Y8, 160(R10)(R8*4)
+	VADDPS  Y8, Y5, Y5
+	VMOVUPS 192(R9)(R8*4), Y8
+	VADDPS  192(R10)(R8*4), Y8, Y8
+	VMOVUPS Y8, 192(R10)(R8*4)
+	VADDPS  Y8, Y6, Y6
+	VMOVUPS 224(R9)(R8*4), Y8
+	VADDPS  224(R10)(R8*4), Y8, Y8
+	VMOVUPS Y8, 224(R10)(R8*4)
+	VADDPS  Y8, Y7, Y7
+	MOVQ    704(SP), R8
+	LEAQ    384(SP), R9
+	MOVQ    696(SP), R11
+	XORQ    R10, R10
+	SUBQ    $0x00000008, R11
+
+copyvec15:
+	CMPQ    R10, R11
+	JG      copyone16
+	VMOVUPS (R9)(R10*4), Y8
+	VMOVUPS Y8, (R8)(R10*4)
+	ADDQ    $0x00000008, R10
+	JMP     copyvec15
+
+copyone16:
+	ADDQ $0x00000008, R11
+
+copyloop18:
+	CMPQ R10, R11
+	JGE  copied17
+	MOVL (R9)(R10*4), R12
+	MOVL R12, (R8)(R10*4)
+	INCQ R10
+	JMP  copyloop18
+
+copied17:
+addsummed:
+	VADDPS Y4, Y0, Y0
+	VADDPS Y5, Y1, Y1
+	VADDPS Y6, Y2, Y2
+	VADDPS Y7, Y3, Y3
+	VADDPS Y2, Y0, Y0
+	VADDPS Y3, Y1, Y1
+	VADDPS Y1, Y0, Y0
+
+mean:
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X1
+	VMOVHLPS     X1, X1, X0
+	VADDPS       X0, X1, X1
+	VMOVSHDUP    X1, X0
+	VADDSS       X0, X1, X1
+	TESTL        $0x00000020, job_flags+0(AX)
+	JZ           nocenter
+
+	// A row whose sum is not finite (s-s is NaN) takes the float64 path; else m = s/d.
+	VSUBSS   X1, X1, X0
+	VUCOMISS X0, X0
+	JPS      ret
+	CMPL     716(SP), $0x00
+	JE       divide19
+	VMULSS   716(SP), X1, X0
+	JMP      divided20
+
+divide19:
+	VDIVSS 712(SP), X1, X0
+
+divided20:
+	VBROADCASTSS X0, Y8
+	JMP          centered
+
+nocenter:
+	VXORPS Y8, Y8, Y8
+
+centered:
+	MOVQ DX, R8
+
+	// Sum of squares: element i goes to partial i%64.
+	MOVQ   job_d+0(AX), R10
+	SUBQ   $0x00000040, R10
+	JGE    sqfirstblock
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	XORQ   R9, R9
+	JMP    sqsumtail
+
+sqfirstblock:
+	// +0 + square is the square itself: the first block initializes the partials.
+	XORQ    R9, R9
+	VMOVUPS (R8)(R9*4), Y0
+	VSUBPS  Y8, Y0, Y0
+	VMULPS  Y0, Y0, Y0
+	VMOVUPS 32(R8)(R9*4), Y1
+	VSUBPS  Y8, Y1, Y1
+	VMULPS  Y1, Y1, Y1
+	VMOVUPS 64(R8)(R9*4), Y2
+	VSUBPS  Y8, Y2, Y2
+	VMULPS  Y2, Y2, Y2
+	VMOVUPS 96(R8)(R9*4), Y3
+	VSUBPS  Y8, Y3, Y3
+	VMULPS  Y3, Y3, Y3
+	VMOVUPS 128(R8)(R9*4), Y4
+	VSUBPS  Y8, Y4, Y4
+	VMULPS  Y4, Y4, Y4
+	VMOVUPS 160(R8)(R9*4), Y5
+	VSUBPS  Y8, Y5, Y5
+	VMULPS  Y5, Y5, Y5
+	VMOVUPS 192(R8)(R9*4), Y6
+	VSUBPS  Y8, Y6, Y6
+	VMULPS  Y6, Y6, Y6
+	VMOVUPS 224(R8)(R9*4), Y7
+	VSUBPS  Y8, Y7, Y7
+	VMULPS  Y7, Y7, Y7
+	MOVQ    $0x00000040, R9
+	TESTL   $0x00000002, job_flags+0(AX)
+	JNZ     sqsumpf
+
+	PCALIGN $32
+sqsumloop:
+	CMPQ    R9, R10
+	JG      sqsumtail
+	VMOVUPS (R8)(R9*4), Y9
+	VSUBPS  Y8, Y9, Y9
+	VMULPS  Y9, Y9, Y9
+	VADDPS  Y9, Y0, Y0
+	VMOVUPS 32(R8)(R9*4), Y9
+	VSUBPS  Y8, Y9, Y9
+	VMULPS  Y9, Y9, Y9
+	VADDPS  Y9, Y1, Y1
+	VMOVUPS 64(R8)(R9*4), Y9
+	VSUBPS  Y8, Y9, Y9
+	VMULPS  Y9, Y9, Y9
+	VADDPS  Y9, Y2, Y2
+	VMOVUPS 96(R8)(R9*4), Y9
+	VSUBPS  Y8, Y9, Y9
+	VMULPS  Y9, Y9, Y9
+	VADDPS  Y9, Y3, Y3
+	VMOVUPS 128(R8)(R9*4), Y9
+	VSUBPS  Y8, Y9, Y9
+	VMULPS  Y9, Y9, Y9
+	VADDPS  Y9, Y4, Y4
+	VMOVUPS 160(R8)(R9*4), Y9
+	VSUBPS  Y8, Y9, Y9
+	VMULPS  Y9, Y9, Y9
+	VADDPS  Y9, Y5, Y5
+	VMOVUPS 192(R8)(R9*4), Y9
+	VSUBPS  Y8, Y9, Y9
+	VMULPS  Y9, Y9, Y9
+	VADDPS  Y9, Y6, Y6
+	VMOVUPS 224(R8)(R9*4), Y9
+	VSUBPS  Y8, Y9, Y9
+	VMULPS  Y9, Y9, Y9
+	VADDPS  Y9, Y7, Y7
+	ADDQ    $0x00000040, R9
+	JMP     sqsumloop
+
+	// The same, prefetching the rows ahead.
+sqsumpf:
+	MOVQ DI, R11
+	SHLQ $0x01, R11
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows21
+	SHLQ $0x03, R11
+
+longrows21:
+	ADDQ R8, R11
+
+	PCALIGN $32
+sqsumpfloop:
+	CMPQ       R9, R10
+	JG         sqsumtail
+	PREFETCHT0 (R11)(R9*4)
+	PREFETCHT0 64(R11)(R9*4)
+	PREFETCHT0 128(R11)(R9*4)
+	PREFETCHT0 192(R11)(R9*4)
+	VMOVUPS    (R8)(R9*4), Y9
+	VSUBPS     Y8, Y9, Y9
+	VMULPS     Y9, Y9, Y9
+	VADDPS     Y9, Y0, Y0
+	VMOVUPS    32(R8)(R9*4), Y9
+	VSUBPS     Y8, Y9, Y9
+	VMULPS     Y9, Y9, Y9
+	VADDPS     Y9, Y1, Y1
+	VMOVUPS    64(R8)(R9*4), Y9
+	VSUBPS     Y8, Y9, Y9
+	VMULPS     Y9, Y9, Y9
+	VADDPS     Y9, Y2, Y2
+	VMOVUPS    96(R8)(R9*4), Y9
+	VSUBPS     Y8, Y9, Y9
+	VMULPS     Y9, Y9, Y9
+	VADDPS     Y9, Y3, Y3
+	VMOVUPS    128(R8)(R9*4), Y9
+	VSUBPS     Y8, Y9, Y9
+	VMULPS     Y9, Y9, Y9
+	VADDPS     Y9, Y4, Y4
+	VMOVUPS    160(R8)(R9*4), Y9
+	VSUBPS     Y8, Y9, Y9
+	VMULPS     Y9, Y9, Y9
+	VADDPS     Y9, Y5, Y5
+	VMOVUPS    192(R8)(R9*4), Y9
+	VSUBPS     Y8, Y9, Y9
+	VMULPS     Y9, Y9, Y9
+	VADDPS     Y9, Y6, Y6
+	VMOVUPS    224(R8)(R9*4), Y9
+	VSUBPS     Y8, Y9, Y9
+	VMULPS     Y9, Y9, Y9
+	VADDPS     Y9, Y7, Y7
+	ADDQ       $0x00000040, R9
+	JMP        sqsumpfloop
+
+sqsumtail:
+	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
+	MOVQ job_d+0(AX), R10
+	SUBQ R9, R10
+	JZ   sqsummed
+	LEAQ (R8)(R9*4), R8
+	LEAQ 128(SP), R9
+	MOVQ R10, R12
+	XORQ R11, R11
+	SUBQ $0x00000008, R12
+
+copyvec22:
+	CMPQ    R11, R12
+	JG      copyone23
+	VMOVUPS (R8)(R11*4), Y9
+	VMOVUPS Y9, (R9)(R11*4)
+	ADDQ    $0x00000008, R11
+	JMP     copyvec22
+
+copyone23:
+	ADDQ $0x00000008, R12
+
+copyloop25:
+	CMPQ R11, R12
+	JGE  copied24
+	MOVL (R8)(R11*4), R13
+	MOVL R13, (R9)(R11*4)
+	INCQ R11
+	JMP  copyloop25
+
+copied24:
+	VMOVQ        R10, X9
+	VPBROADCASTD X9, Y9
+	VMOVUPS      (R9), Y10
+	VSUBPS       Y8, Y10, Y10
+	VPCMPGTD     iota64<>+0(SB), Y9, Y11
+	VANDPS       Y11, Y10, Y10
+	VMULPS       Y10, Y10, Y10
+	VADDPS       Y10, Y0, Y0
+	VMOVUPS      32(R9), Y10
+	VSUBPS       Y8, Y10, Y10
+	VPCMPGTD     iota64<>+32(SB), Y9, Y11
+	VANDPS       Y11, Y10, Y10
+	VMULPS       Y10, Y10, Y10
+	VADDPS       Y10, Y1, Y1
+	VMOVUPS      64(R9), Y10
+	VSUBPS       Y8, Y10, Y10
+	VPCMPGTD     iota64<>+64(SB), Y9, Y11
+	VANDPS       Y11, Y10, Y10
+	VMULPS       Y10, Y10, Y10
+	VADDPS       Y10, Y2, Y2
+	VMOVUPS      96(R9), Y10
+	VSUBPS       Y8, Y10, Y10
+	VPCMPGTD     iota64<>+96(SB), Y9, Y11
+	VANDPS       Y11, Y10, Y10
+	VMULPS       Y10, Y10, Y10
+	VADDPS       Y10, Y3, Y3
+	VMOVUPS      128(R9), Y10
+	VSUBPS       Y8, Y10, Y10
+	VPCMPGTD     iota64<>+128(SB), Y9, Y11
+	VANDPS       Y11, Y10, Y10
+	VMULPS       Y10, Y10, Y10
+	VADDPS       Y10, Y4, Y4
+	VMOVUPS      160(R9), Y10
+	VSUBPS       Y8, Y10, Y10
+	VPCMPGTD     iota64<>+160(SB), Y9, Y11
+	VANDPS       Y11, Y10, Y10
+	VMULPS       Y10, Y10, Y10
+	VADDPS       Y10, Y5, Y5
+	VMOVUPS      192(R9), Y10
+	VSUBPS       Y8, Y10, Y10
+	VPCMPGTD     iota64<>+192(SB), Y9, Y11
+	VANDPS       Y11, Y10, Y10
+	VMULPS       Y10, Y10, Y10
+	VADDPS       Y10, Y6, Y6
+	VMOVUPS      224(R9), Y10
+	VSUBPS       Y8, Y10, Y10
+	VPCMPGTD     iota64<>+224(SB), Y9, Y9
+	VANDPS       Y9, Y10, Y10
+	VMULPS       Y10, Y10, Y10
+	VADDPS       Y10, Y7, Y7
+
+sqsummed:
+	VADDPS Y4, Y0, Y0
+	VADDPS Y5, Y1, Y1
+	VADDPS Y6, Y2, Y2
+	VADDPS Y7, Y3, Y3
+	VADDPS Y2, Y0, Y0
+	VADDPS Y3, Y1, Y1
+	VADDPS Y1, Y0, Y0
+
+	// Halving tree: p[j] += p[j+h] for the remaining h, down to ss.
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X1
+	VMOVHLPS     X1, X1, X0
+	VADDPS       X0, X1, X1
+	VMOVSHDUP    X1, X0
+	VADDSS       X0, X1, X1
+
+	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
+	CMPL   716(SP), $0x00
+	JE     divide26
+	VMULSS 716(SP), X1, X1
+	JMP    divided27
+
+divide26:
+	VDIVSS 712(SP), X1, X1
+
+divided27:
+	VADDSS   job_eps+0(AX), X1, X1
+	VUCOMISS tlo<>+0(SB), X1
+	JCS      ret
+	VUCOMISS tmax<>+0(SB), X1
+	JHI      ret
+	VSQRTSS  X1, X1, X1
+	VMOVSS   one<>+0(SB), X0
+	VDIVSS   X1, X0, X0
+
+	// Report 1/rms if asked.
+	MOVQ   job_inv+0(AX), R8
+	TESTQ  R8, R8
+	JZ     reportmean
+	MOVQ   656(SP), R9
+	VMOVSS X0, (R8)(R9*4)
+
+reportmean:
+	// Report the mean if asked.
+	MOVQ   job_mean+0(AX), R8
+	TESTQ  R8, R8
+	JZ     scale
+	MOVQ   656(SP), R9
+	VMOVSS X8, (R8)(R9*4)
+
+scale:
+	VBROADCASTSS X0, Y1
+	MOVQ         $0x00000000, 688(SP)
+	CMPQ         680(SP), $0x01
+	JE           scalebody
+	VMOVUPS      X0, 640(SP)
+
+scalerow:
+	MOVQ         688(SP), R8
+	VBROADCASTSS 640(SP)(R8*4), Y1
+
+scalebody:
+	VBROADCASTSS one<>+0(SB), Y0
+	TESTL        $0x00000010, job_flags+0(AX)
+	JNZ          weightadd28
+	VBROADCASTSS negzero<>+0(SB), Y0
+
+weightadd28:
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ  R8, R8
+	MOVQ  job_d+0(AX), R9
+	SUBQ  $0x00000020, R9
+	TESTL $0x00000002, job_flags+0(AX)
+	JNZ   scalepf
+	TESTQ SI, SI
+	JZ    scaleloopnoweight
+	TESTL $0x00000010, job_flags+0(AX)
+	JNZ   scaleloopoffset
+
+	PCALIGN $32
+scaleloop:
+	CMPQ    R8, R9
+	JG      scaletail
+	VMOVUPS (DX)(R8*4), Y2
+	VSUBPS  Y8, Y2, Y2
+	VMULPS  Y1, Y2, Y2
+	VMOVUPS 32(DX)(R8*4), Y3
+	VSUBPS  Y8, Y3, Y3
+	VMULPS  Y1, Y3, Y3
+	VMOVUPS 64(DX)(R8*4), Y4
+	VSUBPS  Y8, Y4, Y4
+	VMULPS  Y1, Y4, Y4
+	VMOVUPS 96(DX)(R8*4), Y5
+	VSUBPS  Y8, Y5, Y5
+	VMULPS  Y1, Y5, Y5
+	VMULPS  (SI)(R8*4), Y2, Y2
+	VMULPS  32(SI)(R8*4), Y3, Y3
+	VMULPS  64(SI)(R8*4), Y4, Y4
+	VMULPS  96(SI)(R8*4), Y5, Y5
+	MOVQ    job_bias+0(AX), R10
+	TESTQ   R10, R10
+	JZ      nobias29
+	VADDPS  (R10)(R8*4), Y2, Y2
+	VADDPS  32(R10)(R8*4), Y3, Y3
+	VADDPS  64(R10)(R8*4), Y4, Y4
+	VADDPS  96(R10)(R8*4), Y5, Y5
+
+nobias29:
+	VMOVUPS Y2, (CX)(R8*4)
+	VMOVUPS Y3, 32(CX)(R8*4)
+	VMOVUPS Y4, 64(CX)(R8*4)
+	VMOVUPS Y5, 96(CX)(R8*4)
+	ADDQ    $0x00000020, R8
+	JMP     scaleloop
+
+	PCALIGN $32
+scaleloopoffset:
+	CMPQ    R8, R9
+	JG      scaletail
+	VMOVUPS (DX)(R8*4), Y2
+	VSUBPS  Y8, Y2, Y2
+	VMULPS  Y1, Y2, Y2
+	VMOVUPS 32(DX)(R8*4), Y3
+	VSUBPS  Y8, Y3, Y3
+	VMULPS  Y1, Y3, Y3
+	VMOVUPS 64(DX)(R8*4), Y4
+	VSUBPS  Y8, Y4, Y4
+	VMULPS  Y1, Y4, Y4
+	VMOVUPS 96(DX)(R8*4), Y5
+	VSUBPS  Y8, Y5, Y5
+	VMULPS  Y1, Y5, Y5
+	VMOVUPS (SI)(R8*4), Y6
+	VADDPS  Y0, Y6, Y6
+	VMULPS  Y6, Y2, Y2
+	VMOVUPS 32(SI)(R8*4), Y6
+	VADDPS  Y0, Y6, Y6
+	VMULPS  Y6, Y3, Y3
+	VMOVUPS 64(SI)(R8*4), Y6
+	VADDPS  Y0, Y6, Y6
+	VMULPS  Y6, Y4, Y4
+	VMOVUPS 96(SI)(R8*4), Y6
+	VADDPS  Y0, Y6, Y6
+	VMULPS  Y6, Y5, Y5
+	MOVQ    job_bias+0(AX), R10
+	TESTQ   R10, R10
+	JZ      nobias30
+	VADDPS  (R10)(R8*4), Y2, Y2
+	VADDPS  32(R10)(R8*4), Y3, Y3
+	VADDPS  64(R10)(R8*4), Y4, Y4
+	VADDPS  96(R10)(R8*4), Y5, Y5
+
+nobias30:
+	VMOVUPS Y2, (CX)(R8*4)
+	VMOVUPS Y3, 32(CX)(R8*4)
+	VMOVUPS Y4, 64(CX)(R8*4)
+	VMOVUPS Y5, 96(CX)(R8*4)
+	ADDQ    $0x00000020, R8
+	JMP     scaleloopoffset
+
+	PCALIGN $32
+scaleloopnoweight:
+	CMPQ    R8, R9
+	JG      scaletail
+	VMOVUPS (DX)(R8*4), Y2
+	VSUBPS  Y8, Y2, Y2
+	VMULPS  Y1, Y2, Y2
+	VMOVUPS 32(DX)(R8*4), Y3
+	VSUBPS  Y8, Y3, Y3
+	VMULPS  Y1, Y3, Y3
+	VMOVUPS 64(DX)(R8*4), Y4
+	VSUBPS  Y8, Y4, Y4
+	VMULPS  Y1, Y4, Y4
+	VMOVUPS 96(DX)(R8*4), Y5
+	VSUBPS  Y8, Y5, Y5
+	VMULPS  Y1, Y5, Y5
+	MOVQ    job_bias+0(AX), R10
+	TESTQ   R10, R10
+	JZ      nobias31
+	VADDPS  (R10)(R8*4), Y2, Y2
+	VADDPS  32(R10)(R8*4), Y3, Y3
+	VADDPS  64(R10)(R8*4), Y4, Y4
+	VADDPS  96(R10)(R8*4), Y5, Y5
+
+nobias31:
+	VMOVUPS Y2, (CX)(R8*4)
+	VMOVUPS Y3, 32(CX)(R8*4)
+	VMOVUPS Y4, 64(CX)(R8*4)
+	VMOVUPS Y5, 96(CX)(R8*4)
+	ADDQ    $0x00000020, R8
+	JMP     scaleloopnoweight
+
+scalepf:
+	MOVQ DI, R10
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows32
+	SHLQ $0x03, R10
+
+longrows32:
+	ADDQ  DX, R10
+	TESTL $0x00000001, job_flags+0(AX)
+	JNZ   scalent
+	TESTQ SI, SI
+	JZ    scalepfloopnoweight
+	TESTL $0x00000010, job_flags+0(AX)
+	JNZ   scalepfloopoffset
+
+	PCALIGN $32
+scalepfloop:
+	CMPQ       R8, R9
+	JG         scaletail
+	PREFETCHT0 (R10)(R8*4)
+	PREFETCHT0 64(R10)(R8*4)
+	VMOVUPS    (DX)(R8*4), Y2
+	VSUBPS     Y8, Y2, Y2
+	VMULPS     Y1, Y2, Y2
+	VMOVUPS    32(DX)(R8*4), Y3
+	VSUBPS     Y8, Y3, Y3
+	VMULPS     Y1, Y3, Y3
+	VMOVUPS    64(DX)(R8*4), Y4
+	VSUBPS     Y8, Y4, Y4
+	VMULPS     Y1, Y4, Y4
+	VMOVUPS    96(DX)(R8*4), Y5
+	VSUBPS     Y8, Y5, Y5
+	VMULPS     Y1, Y5, Y5
+	VMULPS     (SI)(R8*4), Y2, Y2
+	VMULPS     32(SI)(R8*4), Y3, Y3
+	VMULPS     64(SI)(R8*4), Y4, Y4
+	VMULPS     96(SI)(R8*4), Y5, Y5
+	MOVQ       job_bias+0(AX), R11
+	TESTQ      R11, R11
+	JZ         nobias33
+	VADDPS     (R11)(R8*4), Y2, Y2
+	VADDPS     32(R11)(R8*4), Y3, Y3
+	VADDPS     64(R11)(R8*4), Y4, Y4
+	VADDPS     96(R11)(R8*4), Y5, Y5
+
+nobias33:
+	VMOVUPS Y2, (CX)(R8*4)
+	VMOVUPS Y3, 32(CX)(R8*4)
+	VMOVUPS Y4, 64(CX)(R8*4)
+	VMOVUPS Y5, 96(CX)(R8*4)
+	ADDQ    $0x00000020, R8
+	JMP     scalepfloop
+
+	PCALIGN $32
+scalepfloopoffset:
+	CMPQ       R8, R9
+	JG         scaletail
+	PREFETCHT0 (R10)(R8*4)
+	PREFETCHT0 64(R10)(R8*4)
+	VMOVUPS    (DX)(R8*4), Y2
+	VSUBPS     Y8, Y2, Y2
+	VMULPS     Y1, Y2, Y2
+	VMOVUPS    32(DX)(R8*4), Y3
+	VSUBPS     Y8, Y3, Y3
+	VMULPS     Y1, Y3, Y3
+	VMOVUPS    64(DX)(R8*4), Y4
+	VSUBPS     Y8, Y4, Y4
+	VMULPS     Y1, Y4, Y4
+	VMOVUPS    96(DX)(R8*4), Y5
+	VSUBPS     Y8, Y5, Y5
+	VMULPS     Y1, Y5, Y5
+	VMOVUPS    (SI)(R8*4), Y6
+	VADDPS     Y0, Y6, Y6
+	VMULPS     Y6, Y2, Y2
+	VMOVUPS    32(SI)(R8*4), Y6
+	VADDPS     Y0, Y6, Y6
+	VMULPS     Y6, Y3, Y3
+	VMOVUPS    64(SI)(R8*4), Y6
+	VADDPS     Y0, Y6, Y6
+	VMULPS     Y6, Y4, Y4
+	VMOVUPS    96(SI)(R8*4), Y6
+	VADDPS     Y0, Y6, Y6
+	VMULPS     Y6, Y5, Y5
+	MOVQ       job_bias+0(AX), R11
+	TESTQ      R11, R11
+	JZ         nobias34
+	VADDPS     (R11)(R8*4), Y2, Y2
+	VADDPS     32(R11)(R8*4), Y3, Y3
+	VADDPS     64(R11)(R8*4), Y4, Y4
+	VADDPS     96(R11)(R8*4), Y5, Y5
+
+nobias34:
+	VMOVUPS Y2, (CX)(R8*4)
+	VMOVUPS Y3, 32(CX)(R8*4)
+	VMOVUPS Y4, 64(CX)(R8*4)
+	VMOVUPS Y5, 96(CX)(R8*4)
+	ADDQ    $0x00000020, R8
+	JMP     scalepfloopoffset
+
+	PCALIGN $32
+scalepfloopnoweight:
+	CMPQ       R8, R9
+	JG         scaletail
+	PREFETCHT0 (R10)(R8*4)
+	PREFETCHT0 64(R10)(R8*4)
+	VMOVUPS    (DX)(R8*4), Y2
+	VSUBPS     Y8, Y2, Y2
+	VMULPS     Y1, Y2, Y2
+	VMOVUPS    32(DX)(R8*4), Y3
+	VSUBPS     Y8, Y3, Y3
+	VMULPS     Y1, Y3, Y3
+	VMOVUPS    64(DX)(R8*4), Y4
+	VSUBPS     Y8, Y4, Y4
+	VMULPS     Y1, Y4, Y4
+	VMOVUPS    96(DX)(R8*4), Y5
+	VSUBPS     Y8, Y5, Y5
+	VMULPS     Y1, Y5, Y5
+	MOVQ       job_bias+0(AX), R11
+	TESTQ      R11, R11
+	JZ         nobias35
+	VADDPS     (R11)(R8*4), Y2, Y2
+	VADDPS     32(R11)(R8*4), Y3, Y3
+	VADDPS     64(R11)(R8*4), Y4, Y4
+	VADDPS     96(R11)(R8*4), Y5, Y5
+
+nobias35:
+	VMOVUPS Y2, (CX)(R8*4)
+	VMOVUPS Y3, 32(CX)(R8*4)
+	VMOVUPS Y4, 64(CX)(R8*4)
+	VMOVUPS Y5, 96(CX)(R8*4)
+	ADDQ    $0x00000020, R8
+	JMP     scalepfloopnoweight
+
+scalent:
+	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
+	MOVQ CX, R10
+	NEGQ R10
+	ANDQ $0x0000001f, R10
+	SHRQ $0x02, R10
+	JZ   scalentgo
+	CMPQ R10, job_d+0(AX)
+	JLE  scalehead
+	MOVQ job_d+0(AX), R10
+
+scalehead:
+	JMP partout
+
+scalentgo:
+	MOVQ DI, R10
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows36
+	SHLQ $0x03, R10
+
+longrows36:
+	ADDQ DX, R10
+	MOVL job_flags+0(AX), R11
+
+	PCALIGN $32
+scalentloop:
+	CMPQ       R8, R9
+	JG         scaletail
+	PREFETCHT0 (R10)(R8*4)
+	PREFETCHT0 64(R10)(R8*4)
+	VMOVUPS    (DX)(R8*4), Y2
+	VSUBPS     Y8, Y2, Y2
+	VMULPS     Y1, Y2, Y2
+	VMOVUPS    32(DX)(R8*4), Y3
+	VSUBPS     Y8, Y3, Y3
+	VMULPS     Y1, Y3, Y3
+	VMOVUPS    64(DX)(R8*4), Y4
+	VSUBPS     Y8, Y4, Y4
+	VMULPS     Y1, Y4, Y4
+	VMOVUPS    96(DX)(R8*4), Y5
+	VSUBPS     Y8, Y5, Y5
+	VMULPS     Y1, Y5, Y5
+	TESTQ      SI, SI
+	JZ         weighed38
+	TESTL      $0x00000010, R11
+	JNZ        offset37
+	VMULPS     (SI)(R8*4), Y2, Y2
+	VMULPS     32(SI)(R8*4), Y3, Y3
+	VMULPS     64(SI)(R8*4), Y4, Y4
+	VMULPS     96(SI)(R8*4), Y5, Y5
+
+weighed38:
+	MOVQ   job_bias+0(AX), R12
+	TESTQ  R12, R12
+	JZ     nobias39
+	VADDPS (R12)(R8*4), Y2, Y2
+	VADDPS 32(R12)(R8*4), Y3, Y3
+	VADDPS 64(R12)(R8*4), Y4, Y4
+	VADDPS 96(R12)(R8*4), Y5, Y5
+
+nobias39:
+	VMOVNTPS Y2, (CX)(R8*4)
+	VMOVNTPS Y3, 32(CX)(R8*4)
+	VMOVNTPS Y4, 64(CX)(R8*4)
+	VMOVNTPS Y5, 96(CX)(R8*4)
+	ADDQ     $0x00000020, R8
+	JMP      scalentloop
+
+offset37:
+	VMOVUPS (SI)(R8*4), Y6
+	VADDPS  Y0, Y6, Y6
+	VMULPS  Y6, Y2, Y2
+	VMOVUPS 32(SI)(R8*4), Y6
+	VADDPS  Y0, Y6, Y6
+	VMULPS  Y6, Y3, Y3
+	VMOVUPS 64(SI)(R8*4), Y6
+	VADDPS  Y0, Y6, Y6
+	VMULPS  Y6, Y4, Y4
+	VMOVUPS 96(SI)(R8*4), Y6
+	VADDPS  Y0, Y6, Y6
+	VMULPS  Y6, Y5, Y5
+	JMP     weighed38
+
+scaletail:
+	ADDQ $0x00000018, R9
+
+scaleone:
+	CMPQ    R8, R9
+	JG      scalepart
+	VMOVUPS (DX)(R8*4), Y2
+	VSUBPS  Y8, Y2, Y2
+	VMULPS  Y1, Y2, Y2
+	TESTQ   SI, SI
+	JZ      noweight40
+	VMOVUPS (SI)(R8*4), Y3
+	VADDPS  Y0, Y3, Y3
+	VMULPS  Y3, Y2, Y2
+
+noweight40:
+	MOVQ   job_bias+0(AX), R10
+	TESTQ  R10, R10
+	JZ     nobias41
+	VADDPS (R10)(R8*4), Y2, Y2
+
+nobias41:
+	VMOVUPS Y2, (CX)(R8*4)
+	ADDQ    $0x00000008, R8
+	JMP     scaleone
+
+scalepart:
+	MOVQ job_d+0(AX), R10
+	SUBQ R8, R10
+	JZ   scaled
+
+	// The last n < lanes elements, or the first n of a non-temporal row (i + n < d: back to its loop).
+partout:
+	LEAQ (DX)(R8*4), R11
+	LEAQ 128(SP), R12
+	MOVQ R10, R14
+	XORQ R13, R13
+	SUBQ $0x00000008, R14
+
+copyvec42:
+	CMPQ    R13, R14
+	JG      copyone43
+	VMOVUPS (R11)(R13*4), Y2
+	VMOVUPS Y2, (R12)(R13*4)
+	ADDQ    $0x00000008, R13
+	JMP     copyvec42
+
+copyone43:
+	ADDQ $0x00000008, R14
+
+copyloop45:
+	CMPQ R13, R14
+	JGE  copied44
+	MOVL (R11)(R13*4), R15
+	MOVL R15, (R12)(R13*4)
+	INCQ R13
+	JMP  copyloop45
+
+copied44:
+	TESTQ SI, SI
+	JZ    nowcopy46
+	LEAQ  (SI)(R8*4), R11
+	LEAQ  160(SP), R12
+	MOVQ  R10, R14
+	XORQ  R13, R13
+	SUBQ  $0x00000008, R14
+
+copyvec47:
+	CMPQ    R13, R14
+	JG      copyone48
+	VMOVUPS (R11)(R13*4), Y2
+	VMOVUPS Y2, (R12)(R13*4)
+	ADDQ    $0x00000008, R13
+	JMP     copyvec47
+
+copyone48:
+	ADDQ $0x00000008, R14
+
+copyloop50:
+	CMPQ R13, R14
+	JGE  copied49
+	MOVL (R11)(R13*4), R15
+	MOVL R15, (R12)(R13*4)
+	INCQ R13
+	JMP  copyloop50
+
+copied49:
+nowcopy46:
+	MOVQ  job_bias+0(AX), R11
+	TESTQ R11, R11
+	JZ    nobiascopy51
+	LEAQ  (R11)(R8*4), R11
+	LEAQ  224(SP), R12
+	MOVQ  R10, R14
+	XORQ  R13, R13
+	SUBQ  $0x00000008, R14
+
+copyvec52:
+	CMPQ    R13, R14
+	JG      copyone53
+	VMOVUPS (R11)(R13*4), Y2
+	VMOVUPS Y2, (R12)(R13*4)
+	ADDQ    $0x00000008, R13
+	JMP     copyvec52
+
+copyone53:
+	ADDQ $0x00000008, R14
+
+copyloop55:
+	CMPQ R13, R14
+	JGE  copied54
+	MOVL (R11)(R13*4), R15
+	MOVL R15, (R12)(R13*4)
+	INCQ R13
+	JMP  copyloop55
+
+copied54:
+nobiascopy51:
+	VMOVUPS 128(SP), Y2
+	VSUBPS  Y8, Y2, Y2
+	VMULPS  Y2, Y1, Y2
+	TESTQ   SI, SI
+	JZ      noweight56
+	VMOVUPS 160(SP), Y3
+	VADDPS  Y0, Y3, Y3
+	VMULPS  Y3, Y2, Y2
+
+noweight56:
+	MOVQ   job_bias+0(AX), R11
+	TESTQ  R11, R11
+	JZ     nobias57
+	VADDPS 224(SP), Y2, Y2
+
+nobias57:
+	VMOVUPS Y2, 192(SP)
+	LEAQ    192(SP), R12
+	LEAQ    (CX)(R8*4), R11
+	MOVQ    R10, R14
+	XORQ    R13, R13
+	SUBQ    $0x00000008, R14
+
+copyvec58:
+	CMPQ    R13, R14
+	JG      copyone59
+	VMOVUPS (R12)(R13*4), Y2
+	VMOVUPS Y2, (R11)(R13*4)
+	ADDQ    $0x00000008, R13
+	JMP     copyvec58
+
+copyone59:
+	ADDQ $0x00000008, R14
+
+copyloop61:
+	CMPQ R13, R14
+	JGE  copied60
+	MOVL (R12)(R13*4), R15
+	MOVL R15, (R11)(R13*4)
+	INCQ R13
+	JMP  copyloop61
+
+copied60:
+	ADDQ R10, R8
+	CMPQ R8, job_d+0(AX)
+	JB   scalentgo
+
+scaled:
+	ADDQ DI, DX
+	ADDQ 664(SP), CX
+	ADDQ DI, BX
+	INCQ 656(SP)
+	MOVQ 688(SP), R8
+	INCQ R8
+	MOVQ R8, 688(SP)
+	CMPQ R8, 680(SP)
+	JB   scalerow
+	JMP  row
+
+ret:
+	TESTL $0x00000001, job_flags+0(AX)
+	JZ    vzero
+	SFENCE
+
+vzero:
+	VZEROUPPER
+	MOVQ 656(SP), AX
+	MOVQ AX, ret+24(FP)
+	RET
+
+// func avx2ForwardLayerBF16(j uintptr, from int, to int) int
+// Requires: AVX, AVX2, MMX+
+TEXT ·avx2ForwardLayerBF16(SB), NOSPLIT, $472-32
+	// avx2ForwardLayerBF16 normalizes rows [from, to) of the job: LayerNorm on BF16 rows: y = round16(((x-m)*inv)*w + b), round16(((x-m)*inv)*(1+w) + b) with flagOffset, or round16((x-m)*inv + b) with w nil (with flagRN and a weight, round16((x-m)*inv) in place of ((x-m)*inv)), m the row's mean with flagCenter (else +0; stored to mean[r] when mean is not nil), b the bias (nothing added when it is nil), for each row; with res, h = round16(x + res) and res = h per element first, and h in place of x.
+	// It stops before the first row that needs the float64 path and returns that row's index, or to.
+	MOVQ  j+0(FP), AX
+	MOVQ  job_dst+0(AX), CX
+	MOVQ  job_x+0(AX), DX
+	MOVQ  job_res+0(AX), BX
+	TESTQ BX, BX
+	JZ    rowsset
+	XCHGQ DX, BX
+
+rowsset:
+	MOVQ job_w+0(AX), SI
+	MOVQ job_stride+0(AX), DI
+	SHLQ $0x01, DI
+	MOVQ job_dstStride+0(AX), R8
+	SHLQ $0x01, R8
+	MOVQ R8, 408(SP)
+
+	// fd = float32(d); rd = 1/d when d is a power of two (a/d is then a*rd exactly), else 0.
+	MOVQ       job_d+0(AX), R8
+	VMOVSS     one<>+0(SB), X0
+	VCVTSI2SSQ R8, X0, X0
+	VMOVSS     X0, 464(SP)
+	XORL       R10, R10
+	LEAQ       -1(R8), R9
+	TESTQ      R8, R9
+	JNZ        notpow2
+	BSFQ       R8, R9
+	MOVL       $0x0000007f, R10
+	SUBL       R9, R10
+	SHLL       $0x17, R10
+
+notpow2:
+	MOVL R10, 468(SP)
+
+	// Start at row from.
+	MOVQ  from+8(FP), R8
+	MOVQ  R8, 400(SP)
+	MOVQ  $0x00000000, 416(SP)
+	MOVQ  R8, R9
+	IMULQ 408(SP), R9
+	ADDQ  R9, CX
+	IMULQ DI, R8
+	ADDQ  R8, DX
+	ADDQ  R8, BX
+
+row:
+	MOVQ  400(SP), R8
+	CMPQ  R8, to+16(FP)
+	JAE   ret
+	MOVQ  $0x00000001, 424(SP)
+	CMPQ  job_res+0(AX), $0x00
+	JNE   addsum
+	TESTL $0x00000020, job_flags+0(AX)
+	JZ    nocenter
+	MOVQ  DX, R8
+
+	// Sum of squares: element i goes to partial i%64.
+	MOVQ   job_d+0(AX), R10
+	SUBQ   $0x00000040, R10
+	JGE    firstblock
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	XORQ   R9, R9
+	JMP    sumtail
+
+firstblock:
+	// +0 + square is the square itself: the first block initializes the partials.
+	XORQ      R9, R9
+	VPMOVZXWD (R8)(R9*2), Y0
+	VPSLLD    $0x10, Y0, Y0
+	VADDPS    zero64<>+0(SB), Y0, Y0
+	VPMOVZXWD 16(R8)(R9*2), Y1
+	VPSLLD    $0x10, Y1, Y1
+	VADDPS    zero64<>+0(SB), Y1, Y1
+	VPMOVZXWD 32(R8)(R9*2), Y2
+	VPSLLD    $0x10, Y2, Y2
+	VADDPS    zero64<>+0(SB), Y2, Y2
+	VPMOVZXWD 48(R8)(R9*2), Y3
+	VPSLLD    $0x10, Y3, Y3
+	VADDPS    zero64<>+0(SB), Y3, Y3
+	VPMOVZXWD 64(R8)(R9*2), Y4
+	VPSLLD    $0x10, Y4, Y4
+	VADDPS    zero64<>+0(SB), Y4, Y4
+	VPMOVZXWD 80(R8)(R9*2), Y5
+	VPSLLD    $0x10, Y5, Y5
+	VADDPS    zero64<>+0(SB), Y5, Y5
+	VPMOVZXWD 96(R8)(R9*2), Y6
+	VPSLLD    $0x10, Y6, Y6
+	VADDPS    zero64<>+0(SB), Y6, Y6
+	VPMOVZXWD 112(R8)(R9*2), Y7
+	VPSLLD    $0x10, Y7, Y7
+	VADDPS    zero64<>+0(SB), Y7, Y7
+	MOVQ      $0x00000040, R9
+
+	// With flagPF, the rows ahead are prefetched: one loop for both, the flag tested per block.
+	MOVQ DI, R11
+	SHLQ $0x01, R11
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows1
+	SHLQ $0x03, R11
+
+longrows1:
+	ADDQ R8, R11
+	MOVL job_flags+0(AX), R12
+
+	PCALIGN $32
+sumloop:
+	CMPQ  R9, R10
+	JG    sumtail
+	TESTL $0x00000002, R12
+	JNZ   sumpf
+
+sumblock:
+	VPMOVZXWD (R8)(R9*2), Y8
+	VPSLLD    $0x10, Y8, Y8
+	VADDPS    Y8, Y0, Y0
+	VPMOVZXWD 16(R8)(R9*2), Y8
+	VPSLLD    $0x10, Y8, Y8
+	VADDPS    Y8, Y1, Y1
+	VPMOVZXWD 32(R8)(R9*2), Y8
+	VPSLLD    $0x10, Y8, Y8
+	VADDPS    Y8, Y2, Y2
+	VPMOVZXWD 48(R8)(R9*2), Y8
+	VPSLLD    $0x10, Y8, Y8
+	VADDPS    Y8, Y3, Y3
+	VPMOVZXWD 64(R8)(R9*2), Y8
+	VPSLLD    $0x10, Y8, Y8
+	VADDPS    Y8, Y4, Y4
+	VPMOVZXWD 80(R8)(R9*2), Y8
+	VPSLLD    $0x10, Y8, Y8
+	VADDPS    Y8, Y5, Y5
+	VPMOVZXWD 96(R8)(R9*2), Y8
+	VPSLLD    $0x10, Y8, Y8
+	VADDPS    Y8, Y6, Y6
+	VPMOVZXWD 112(R8)(R9*2), Y8
+	VPSLLD    $0x10, Y8, Y8
+	VADDPS    Y8, Y7, Y7
+	ADDQ      $0x00000040, R9
+	JMP       sumloop
+
+	// Out of the loop's way: the prefetches, whose flag is usually clear.
+sumpf:
+	PREFETCHT0 (R11)(R9*2)
+	PREFETCHT0 64(R11)(R9*2)
+	JMP        sumblock
+
+sumtail:
+	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
+	MOVQ    job_d+0(AX), R10
+	SUBQ    R9, R10
+	JZ      summed
+	JL      slotsummed
+	MOVQ    R10, 440(SP)
+	LEAQ    (R8)(R9*2), R10
+	LEAQ    128(SP), R11
+	VXORPS  Y8, Y8, Y8
+	VMOVUPS Y8, (R11)
+	VMOVUPS Y8, 32(R11)
+	VMOVUPS Y8, 64(R11)
+	VMOVUPS Y8, 96(R11)
+	MOVQ    440(SP), R13
+	XORQ    R12, R12
+	SUBQ    $0x00000010, R13
+
+copyvec2:
+	CMPQ    R12, R13
+	JG      copyone3
+	VMOVUPS (R10)(R12*2), Y8
+	VMOVUPS Y8, (R11)(R12*2)
+	ADDQ    $0x00000010, R12
+	JMP     copyvec2
+
+copyone3:
+	ADDQ $0x00000010, R13
+
+copyloop5:
+	CMPQ R12, R13
+	JGE  copied4
+	MOVW (R10)(R12*2), R14
+	MOVW R14, (R11)(R12*2)
+	INCQ R12
+	JMP  copyloop5
+
+copied4:
+	MOVQ R9, R10
+	SHLQ $0x01, R10
+	MOVQ R8, 456(SP)
+	MOVQ R11, R8
+	SUBQ R10, R8
+	MOVQ R9, R10
+	MOVQ R8, R11
+	XORL R12, R12
+	JMP  sumblock
+
+slotsummed:
+	MOVQ 456(SP), R8
+
+summed:
+	VADDPS Y4, Y0, Y0
+	VADDPS Y5, Y1, Y1
+	VADDPS Y6, Y2, Y2
+	VADDPS Y7, Y3, Y3
+	VADDPS Y2, Y0, Y0
+	VADDPS Y3, Y1, Y1
+	VADDPS Y1, Y0, Y0
+	JMP    mean
+
+addsum:
+	MOVQ BX, R8
+	MOVQ DX, R9
+
+	// Sum of squares: element i goes to partial i%64.
+	MOVQ   job_d+0(AX), R11
+	SUBQ   $0x00000040, R11
+	JGE    addfirstblock
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	XORQ   R10, R10
+	JMP    addsumtail
+
+addfirstblock:
+	// +0 + square is the square itself: the first block initializes the partials.
+	XORQ         R10, R10
+	VPMOVZXWD    (R8)(R10*2), Y0
+	VPSLLD       $0x10, Y0, Y0
+	VPMOVZXWD    (R9)(R10*2), Y1
+	VPSLLD       $0x10, Y1, Y1
+	VADDPS       Y1, Y0, Y0
+	VPSRLD       $0x10, Y0, Y1
+	VPAND        avx2bfone<>+0(SB), Y1, Y1
+	VPADDD       avx2bfbias<>+0(SB), Y1, Y1
+	VPADDD       Y0, Y1, Y1
+	VPAND        avx2bfhigh<>+0(SB), Y1, Y1
+	VCMPPS       $0x03, Y0, Y0, Y0
+	VBLENDVPS    Y0, avx2bfnanhigh<>+0(SB), Y1, Y1
+	VPSRLD       $0x10, Y1, Y0
+	VEXTRACTI128 $0x01, Y0, X2
+	VPACKUSDW    X2, X0, X2
+	VMOVDQU      X2, (R9)(R10*2)
+	VADDPS       zero64<>+0(SB), Y1, Y0
+	VPMOVZXWD    16(R8)(R10*2), Y1
+	VPSLLD       $0x10, Y1, Y1
+	VPMOVZXWD    16(R9)(R10*2), Y2
+	VPSLLD       $0x10, Y2, Y2
+	VADDPS       Y2, Y1, Y1
+	VPSRLD       $0x10, Y1, Y2
+	VPAND        avx2bfone<>+0(SB), Y2, Y2
+	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD       Y1, Y2, Y2
+	VPAND        avx2bfhigh<>+0(SB), Y2, Y2
+	VCMPPS       $0x03, Y1, Y1, Y1
+	VBLENDVPS    Y1, avx2bfnanhigh<>+0(SB), Y2, Y2
+	VPSRLD       $0x10, Y2, Y1
+	VEXTRACTI128 $0x01, Y1, X3
+	VPACKUSDW    X3, X1, X3
+	VMOVDQU      X3, 16(R9)(R10*2)
+	VADDPS       zero64<>+0(SB), Y2, Y1
+	VPMOVZXWD    32(R8)(R10*2), Y2
+	VPSLLD       $0x10, Y2, Y2
+	VPMOVZXWD    32(R9)(R10*2), Y3
+	VPSLLD       $0x10, Y3, Y3
+	VADDPS       Y3, Y2, Y2
+	VPSRLD       $0x10, Y2, Y3
+	VPAND        avx2bfone<>+0(SB), Y3, Y3
+	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
+	VPADDD       Y2, Y3, Y3
+	VPAND        avx2bfhigh<>+0(SB), Y3, Y3
+	VCMPPS       $0x03, Y2, Y2, Y2
+	VBLENDVPS    Y2, avx2bfnanhigh<>+0(SB), Y3, Y3
+	VPSRLD       $0x10, Y3, Y2
+	VEXTRACTI128 $0x01, Y2, X4
+	VPACKUSDW    X4, X2, X4
+	VMOVDQU      X4, 32(R9)(R10*2)
+	VADDPS       zero64<>+0(SB), Y3, Y2
+	VPMOVZXWD    48(R8)(R10*2), Y3
+	VPSLLD       $0x10, Y3, Y3
+	VPMOVZXWD    48(R9)(R10*2), Y4
+	VPSLLD       $0x10, Y4, Y4
+	VADDPS       Y4, Y3, Y3
+	VPSRLD       $0x10, Y3, Y4
+	VPAND        avx2bfone<>+0(SB), Y4, Y4
+	VPADDD       avx2bfbias<>+0(SB), Y4, Y4
+	VPADDD       Y3, Y4, Y4
+	VPAND        avx2bfhigh<>+0(SB), Y4, Y4
+	VCMPPS       $0x03, Y3, Y3, Y3
+	VBLENDVPS    Y3, avx2bfnanhigh<>+0(SB), Y4, Y4
+	VPSRLD       $0x10, Y4, Y3
+	VEXTRACTI128 $0x01, Y3, X5
+	VPACKUSDW    X5, X3, X5
+	VMOVDQU      X5, 48(R9)(R10*2)
+	VADDPS       zero64<>+0(SB), Y4, Y3
+	VPMOVZXWD    64(R8)(R10*2), Y4
+	VPSLLD       $0x10, Y4, Y4
+	VPMOVZXWD    64(R9)(R10*2), Y5
+	VPSLLD       $0x10, Y5, Y5
+	VADDPS       Y5, Y4, Y4
+	VPSRLD       $0x10, Y4, Y5
+	VPAND        avx2bfone<>+0(SB), Y5, Y5
+	VPADDD       avx2bfbias<>+0(SB), Y5, Y5
+	VPADDD       Y4, Y5, Y5
+	VPAND        avx2bfhigh<>+0(SB), Y5, Y5
+	VCMPPS       $0x03, Y4, Y4, Y4
+	VBLENDVPS    Y4, avx2bfnanhigh<>+0(SB), Y5, Y5
+	VPSRLD       $0x10, Y5, Y4
+	VEXTRACTI128 $0x01, Y4, X6
+	VPACKUSDW    X6, X4, X6
+	VMOVDQU      X6, 64(R9)(R10*2)
+	VADDPS       zero64<>+0(SB), Y5, Y4
+	VPMOVZXWD    80(R8)(R10*2), Y5
+	VPSLLD       $0x10, Y5, Y5
+	VPMOVZXWD    80(R9)(R10*2), Y6
+	VPSLLD       $0x10, Y6, Y6
+	VADDPS       Y6, Y5, Y5
+	VPSRLD       $0x10, Y5, Y6
+	VPAND        avx2bfone<>+0(SB), Y6, Y6
+	VPADDD       avx2bfbias<>+0(SB), Y6, Y6
+	VPADDD       Y5, Y6, Y6
+	VPAND        avx2bfhigh<>+0(SB), Y6, Y6
+	VCMPPS       $0x03, Y5, Y5, Y5
+	VBLENDVPS    Y5, avx2bfnanhigh<>+0(SB), Y6, Y6
+	VPSRLD       $0x10, Y6, Y5
+	VEXTRACTI128 $0x01, Y5, X7
+	VPACKUSDW    X7, X5, X7
+	VMOVDQU      X7, 80(R9)(R10*2)
+	VADDPS       zero64<>+0(SB), Y6, Y5
+	VPMOVZXWD    96(R8)(R10*2), Y6
+	VPSLLD       $0x10, Y6, Y6
+	VPMOVZXWD    96(R9)(R10*2), Y7
+	VPSLLD       $0x10, Y7, Y7
+	VADDPS       Y7, Y6, Y6
+	VPSRLD       $0x10, Y6, Y7
+	VPAND        avx2bfone<>+0(SB), Y7, Y7
+	VPADDD       avx2bfbias<>+0(SB), Y7, Y7
+	VPADDD       Y6, Y7, Y7
+	VPAND        avx2bfhigh<>+0(SB), Y7, Y7
+	VCMPPS       $0x03, Y6, Y6, Y6
+	VBLENDVPS    Y6, avx2bfnanhigh<>+0(SB), Y7, Y7
+	VPSRLD       $0x10, Y7, Y6
+	VEXTRACTI128 $0x01, Y6, X8
+	VPACKUSDW    X8, X6, X8
+	VMOVDQU      X8, 96(R9)(R10*2)
+	VADDPS       zero64<>+0(SB), Y7, Y6
+	VPMOVZXWD    112(R8)(R10*2), Y7
+	VPSLLD       $0x10, Y7, Y7
+	VPMOVZXWD    112(R9)(R10*2), Y8
+	VPSLLD       $0x10, Y8, Y8
+	VADDPS       Y8, Y7, Y7
+	VPSRLD       $0x10, Y7, Y8
+	VPAND        avx2bfone<>+0(SB), Y8, Y8
+	VPADDD       avx2bfbias<>+0(SB), Y8, Y8
+	VPADDD       Y7, Y8, Y8
+	VPAND        avx2bfhigh<>+0(SB), Y8, Y8
+	VCMPPS       $0x03, Y7, Y7, Y7
+	VBLENDVPS    Y7, avx2bfnanhigh<>+0(SB), Y8, Y8
+	VPSRLD       $0x10, Y8, Y7
+	VEXTRACTI128 $0x01, Y7, X9
+	VPACKUSDW    X9, X7, X9
+	VMOVDQU      X9, 112(R9)(R10*2)
+	VADDPS       zero64<>+0(SB), Y8, Y7
+	MOVQ         $0x00000040, R10
+
+	// With flagPF, the rows ahead are prefetched: one loop for both, the flag tested per block.
+	MOVQ DI, R12
+	SHLQ $0x01, R12
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows6
+	SHLQ $0x03, R12
+
+longrows6:
+	ADDQ R8, R12
+	MOVL job_flags+0(AX), R13
+
+	PCALIGN $32
+addsumloop:
+	CMPQ  R10, R11
+	JG    addsumtail
+	TESTL $0x00000002, R13
+	JNZ   addsumpf
+
+addsumblock:
+	VPMOVZXWD    (R8)(R10*2), Y8
+	VPSLLD       $0x10, Y8, Y8
+	VPMOVZXWD    (R9)(R10*2), Y9
+	VPSLLD       $0x10, Y9, Y9
+	VADDPS       Y9, Y8, Y8
+	VPSRLD       $0x10, Y8, Y9
+	VPAND        avx2bfone<>+0(SB), Y9, Y9
+	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
+	VPADDD       Y8, Y9, Y9
+	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
+	VCMPPS       $0x03, Y8, Y8, Y8
+	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
+	VPSRLD       $0x10, Y9, Y8
+	VEXTRACTI128 $0x01, Y8, X10
+	VPACKUSDW    X10, X8, X10
+	VMOVDQU      X10, (R9)(R10*2)
+	VADDPS       Y9, Y0, Y0
+	VPMOVZXWD    16(R8)(R10*2), Y8
+	VPSLLD       $0x10, Y8, Y8
+	VPMOVZXWD    16(R9)(R10*2), Y9
+	VPSLLD       $0x10, Y9, Y9
+	VADDPS       Y9, Y8, Y8
+	VPSRLD       $0x10, Y8, Y9
+	VPAND        avx2bfone<>+0(SB), Y9, Y9
+	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
+	VPADDD       Y8, Y9, Y9
+	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
+	VCMPPS       $0x03, Y8, Y8, Y8
+	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
+	VPSRLD       $0x10, Y9, Y8
+	VEXTRACTI128 $0x01, Y8, X10
+	VPACKUSDW    X10, X8, X10
+	VMOVDQU      X10, 16(R9)(R10*2)
+	VADDPS       Y9, Y1, Y1
+	VPMOVZXWD    32(R8)(R10*2), Y8
+	VPSLLD       $0x10, Y8, Y8
+	VPMOVZXWD    32(R9)(R10*2), Y9
+	VPSLLD       $0x10, Y9, Y9
+	VADDPS       Y9, Y8, Y8
+	VPSRLD       $0x10, Y8, Y9
+	VPAND        avx2bfone<>+0(SB), Y9, Y9
+	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
+	VPADDD       Y8, Y9, Y9
+	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
+	VCMPPS       $0x03, Y8, Y8, Y8
+	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
+	VPSRLD       $0x10, Y9, Y8
+	VEXTRACTI128 $0x01, Y8, X10
+	VPACKUSDW    X10, X8, X10
+	VMOVDQU      X10, 32(R9)(R10*2)
+	VADDPS       Y9, Y2, Y2
+	VPMOVZXWD    48(R8)(R10*2), Y8
+	VPSLLD       $0x10, Y8, Y8
+	VPMOVZXWD    48(R9)(R10*2), Y9
+	VPSLLD       $0x10, Y9, Y9
+	VADDPS       Y9, Y8, Y8
+	VPSRLD       $0x10, Y8, Y9
+	VPAND        avx2bfone<>+0(SB), Y9, Y9
+	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
+	VPADDD       Y8, Y9, Y9
+	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
+	VCMPPS       $0x03, Y8, Y8, Y8
+	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
+	VPSRLD       $0x10, Y9, Y8
+	VEXTRACTI128 $0x01, Y8, X10
+	VPACKUSDW    X10, X8, X10
+	VMOVDQU      X10, 48(R9)(R10*2)
+	VADDPS       Y9, Y3, Y3
+	VPMOVZXWD    64(R8)(R10*2), Y8
+	VPSLLD       $0x10, Y8, Y8
+	VPMOVZXWD    64(R9)(R10*2), Y9
+	VPSLLD       $0x10, Y9, Y9
+	VADDPS       Y9, Y8, Y8
+	VPSRLD       $0x10, Y8, Y9
+	VPAND        avx2bfone<>+0(SB), Y9, Y9
+	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
+	VPADDD       Y8, Y9, Y9
+	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
+	VCMPPS       $0x03, Y8, Y8, Y8
+	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
+	VPSRLD       $0x10, Y9, Y8
+	VEXTRACTI128 $0x01, Y8, X10
+	VPACKUSDW    X10, X8, X10
+	VMOVDQU      X10, 64(R9)(R10*2)
+	VADDPS       Y9, Y4, Y4
+	VPMOVZXWD    80(R8)(R10*2), Y8
+	VPSLLD       $0x10, Y8, Y8
+	VPMOVZXWD    80(R9)(R10*2), Y9
+	VPSLLD       $0x10, Y9, Y9
+	VADDPS       Y9, Y8, Y8
+	VPSRLD       $0x10, Y8, Y9
+	VPAND        avx2bfone<>+0(SB), Y9, Y9
+	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
+	VPADDD       Y8, Y9, Y9
+	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
+	VCMPPS       $0x03, Y8, Y8, Y8
+	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
+	VPSRLD       $0x10, Y9, Y8
+	VEXTRACTI128 $0x01, Y8, X10
+	VPACKUSDW    X10, X8, X10
+	VMOVDQU      X10, 80(R9)(R10*2)
+	VADDPS       Y9, Y5, Y5
+	VPMOVZXWD    96(R8)(R10*2), Y8
+	VPSLLD       $0x10, Y8, Y8
+	VPMOVZXWD    96(R9)(R10*2), Y9
+	VPSLLD       $0x10, Y9, Y9
+	VADDPS       Y9, Y8, Y8
+	VPSRLD       $0x10, Y8, Y9
+	VPAND        avx2bfone<>+0(SB), Y9, Y9
+	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
+	VPADDD       Y8, Y9, Y9
+	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
+	VCMPPS       $0x03, Y8, Y8, Y8
+	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
+	VPSRLD       $0x10, Y9, Y8
+	VEXTRACTI128 $0x01, Y8, X10
+	VPACKUSDW    X10, X8, X10
+	VMOVDQU      X10, 96(R9)(R10*2)
+	VADDPS       Y9, Y6, Y6
+	VPMOVZXWD    112(R8)(R10*2), Y8
+	VPSLLD       $0x10, Y8, Y8
+	VPMOVZXWD    112(R9)(R10*2), Y9
+	VPSLLD       $0x10, Y9, Y9
+	VADDPS       Y9, Y8, Y8
+	VPSRLD       $0x10, Y8, Y9
+	VPAND        avx2bfone<>+0(SB), Y9, Y9
+	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
+	VPADDD       Y8, Y9, Y9
+	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
+	VCMPPS       $0x03, Y8, Y8, Y8
+	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
+	VPSRLD       $0x10, Y9, Y8
+	VEXTRACTI128 $0x01, Y8, X10
+	VPACKUSDW    X10, X8, X10
+	VMOVDQU      X10, 112(R9)(R10*2)
+	VADDPS       Y9, Y7, Y7
+	ADDQ         $0x00000040, R10
+	JMP          addsumloop
+
+	// Out of the loop's way: the prefetches, whose flag is usually clear.
+addsumpf:
+	PREFETCHT0 (R12)(R10*2)
+	PREFETCHT0 64(R12)(R10*2)
+	JMP        addsumblock
+
+addsumtail:
+	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
+	MOVQ    job_d+0(AX), R11
+	SUBQ    R10, R11
+	JZ      addsummed
+	JL      addslotsummed
+	MOVQ    R11, 440(SP)
+	LEAQ    (R8)(R10*2), R11
+	LEAQ    (R9)(R10*2), R9
+	MOVQ    R9, 448(SP)
+	LEAQ    128(SP), R9
+	VXORPS  Y8, Y8, Y8
+	VMOVUPS Y8, (R9)
+	VMOVUPS Y8, 32(R9)
+	VMOVUPS Y8, 64(R9)
+	VMOVUPS Y8, 96(R9)
+	MOVQ    440(SP), R13
+	XORQ    R12, R12
+	SUBQ    $0x00000010, R13
+
+copyvec7:
+	CMPQ    R12, R13
+	JG      copyone8
+	VMOVUPS (R11)(R12*2), Y8
+	VMOVUPS Y8, (R9)(R12*2)
+	ADDQ    $0x00000010, R12
+	JMP     copyvec7
+
+copyone8:
+	ADDQ $0x00000010, R13
+
+copyloop10:
+	CMPQ R12, R13
+	JGE  copied9
+	MOVW (R11)(R12*2), R14
+	MOVW R14, (R9)(R12*2)
+	INCQ R12
+	JMP  copyloop10
+
+copied9:
+	MOVQ    448(SP), R11
+	LEAQ    256(SP), R12
+	VXORPS  Y8, Y8, Y8
+	VMOVUPS Y8, (R12)
+	VMOVUPS Y8, 32(R12)
+	VMOVUPS Y8, 64(R12)
+	VMOVUPS Y8, 96(R12)
+	MOVQ    440(SP), R14
+	XORQ    R13, R13
+	SUBQ    $0x00000010, R14
+
+copyvec11:
+	CMPQ    R13, R14
+	JG      copyone12
+	VMOVUPS (R11)(R13*2), Y8
+	VMOVUPS Y8, (R12)(R13*2)
+	ADDQ    $0x00000010, R13
+	JMP     copyvec11
+
+copyone12:
+	ADDQ $0x00000010, R14
+
+copyloop14:
+	CMPQ R13, R14
+	JGE  copied13
+	MOVW (R11)(R13*2), R15
+	MOVW R15, (R12)(R13*2)
+	INCQ R13
+	JMP  copyloop14
+
+copied13:
+	MOVQ R10, R11
+	SHLQ $0x01, R11
+	MOVQ R8, 456(SP)
+	MOVQ R9, R8
+	SUBQ R11, R8
+	MOVQ R12, R9
+	SUBQ R11, R9
+	MOVQ R10, R11
+	MOVQ R8, R12
+	XORL R13, R13
+	JMP  addsumblock
+
+addslotsummed:
+	MOVQ 456(SP), R8
+	MOVQ 448(SP), R8
+	LEAQ 256(SP), R9
+	MOVQ 440(SP), R11
+	XORQ R10, R10
+	SUBQ $0x00000010, R11
+
+copyvec15:
+	CMPQ    R10, R11
+	JG      copyone16
+	VMOVUPS (R9)(R10*2), Y8
+	VMOVUPS Y8, (R8)(R10*2)
+	ADDQ    $0x00000010, R10
+	JMP     copyvec15
+
+copyone16:
+	ADDQ $0x00000010, R11
+
+copyloop18:
+	CMPQ R10, R11
+	JGE  copied17
+	MOVW (R9)(R10*2), R12
+	MOVW R12, (R8)(R10*2)
+	INCQ R10
+	JMP  copyloop18
+
+copied17:
+addsummed:
+	VADDPS Y4, Y0, Y0
+	VADDPS Y5, Y1, Y1
+	VADDPS Y6, Y2, Y2
+	VADDPS Y7, Y3, Y3
+	VADDPS Y2, Y0, Y0
+	VADDPS Y3, Y1, Y1
+	VADDPS Y1, Y0, Y0
+
+mean:
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X1
+	VMOVHLPS     X1, X1, X0
+	VADDPS       X0, X1, X1
+	VMOVSHDUP    X1, X0
+	VADDSS       X0, X1, X1
+	TESTL        $0x00000020, job_flags+0(AX)
+	JZ           nocenter
+
+	// A row whose sum is not finite (s-s is NaN) takes the float64 path; else m = s/d.
+	VSUBSS   X1, X1, X0
+	VUCOMISS X0, X0
+	JPS      ret
+	CMPL     468(SP), $0x00
+	JE       divide19
+	VMULSS   468(SP), X1, X0
+	JMP      divided20
+
+divide19:
+	VDIVSS 464(SP), X1, X0
+
+divided20:
+	VBROADCASTSS X0, Y8
+	JMP          centered
+
+nocenter:
+	VXORPS Y8, Y8, Y8
+
+centered:
+	MOVQ DX, R8
+
+	// Sum of squares: element i goes to partial i%64.
+	MOVQ   job_d+0(AX), R10
+	SUBQ   $0x00000040, R10
+	JGE    sqfirstblock
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	XORQ   R9, R9
+	JMP    sqsumtail
+
+sqfirstblock:
+	// +0 + square is the square itself: the first block initializes the partials.
+	XORQ      R9, R9
+	VPMOVZXWD (R8)(R9*2), Y0
+	VPSLLD    $0x10, Y0, Y0
+	VSUBPS    Y8, Y0, Y0
+	VMULPS    Y0, Y0, Y0
+	VPMOVZXWD 16(R8)(R9*2), Y1
+	VPSLLD    $0x10, Y1, Y1
+	VSUBPS    Y8, Y1, Y1
+	VMULPS    Y1, Y1, Y1
+	VPMOVZXWD 32(R8)(R9*2), Y2
+	VPSLLD    $0x10, Y2, Y2
+	VSUBPS    Y8, Y2, Y2
+	VMULPS    Y2, Y2, Y2
+	VPMOVZXWD 48(R8)(R9*2), Y3
+	VPSLLD    $0x10, Y3, Y3
+	VSUBPS    Y8, Y3, Y3
+	VMULPS    Y3, Y3, Y3
+	VPMOVZXWD 64(R8)(R9*2), Y4
+	VPSLLD    $0x10, Y4, Y4
+	VSUBPS    Y8, Y4, Y4
+	VMULPS    Y4, Y4, Y4
+	VPMOVZXWD 80(R8)(R9*2), Y5
+	VPSLLD    $0x10, Y5, Y5
+	VSUBPS    Y8, Y5, Y5
+	VMULPS    Y5, Y5, Y5
+	VPMOVZXWD 96(R8)(R9*2), Y6
+	VPSLLD    $0x10, Y6, Y6
+	VSUBPS    Y8, Y6, Y6
+	VMULPS    Y6, Y6, Y6
+	VPMOVZXWD 112(R8)(R9*2), Y7
+	VPSLLD    $0x10, Y7, Y7
+	VSUBPS    Y8, Y7, Y7
+	VMULPS    Y7, Y7, Y7
+	MOVQ      $0x00000040, R9
+
+	// With flagPF, the rows ahead are prefetched: one loop for both, the flag tested per block.
+	MOVQ DI, R11
+	SHLQ $0x01, R11
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows21
+	SHLQ $0x03, R11
+
+longrows21:
+	ADDQ R8, R11
+	MOVL job_flags+0(AX), R12
+
+	PCALIGN $32
+sqsumloop:
+	CMPQ  R9, R10
+	JG    sqsumtail
+	TESTL $0x00000002, R12
+	JNZ   sqsumpf
+
+sqsumblock:
+	VPMOVZXWD (R8)(R9*2), Y9
+	VPSLLD    $0x10, Y9, Y9
+	VSUBPS    Y8, Y9, Y9
+	VMULPS    Y9, Y9, Y9
+	VADDPS    Y9, Y0, Y0
+	VPMOVZXWD 16(R8)(R9*2), Y9
+	VPSLLD    $0x10, Y9, Y9
+	VSUBPS    Y8, Y9, Y9
+	VMULPS    Y9, Y9, Y9
+	VADDPS    Y9, Y1, Y1
+	VPMOVZXWD 32(R8)(R9*2), Y9
+	VPSLLD    $0x10, Y9, Y9
+	VSUBPS    Y8, Y9, Y9
+	VMULPS    Y9, Y9, Y9
+	VADDPS    Y9, Y2, Y2
+	VPMOVZXWD 48(R8)(R9*2), Y9
+	VPSLLD    $0x10, Y9, Y9
+	VSUBPS    Y8, Y9, Y9
+	VMULPS    Y9, Y9, Y9
+	VADDPS    Y9, Y3, Y3
+	VPMOVZXWD 64(R8)(R9*2), Y9
+	VPSLLD    $0x10, Y9, Y9
+	VSUBPS    Y8, Y9, Y9
+	VMULPS    Y9, Y9, Y9
+	VADDPS    Y9, Y4, Y4
+	VPMOVZXWD 80(R8)(R9*2), Y9
+	VPSLLD    $0x10, Y9, Y9
+	VSUBPS    Y8, Y9, Y9
+	VMULPS    Y9, Y9, Y9
+	VADDPS    Y9, Y5, Y5
+	VPMOVZXWD 96(R8)(R9*2), Y9
+	VPSLLD    $0x10, Y9, Y9
+	VSUBPS    Y8, Y9, Y9
+	VMULPS    Y9, Y9, Y9
+	VADDPS    Y9, Y6, Y6
+	VPMOVZXWD 112(R8)(R9*2), Y9
+	VPSLLD    $0x10, Y9, Y9
+	VSUBPS    Y8, Y9, Y9
+	VMULPS    Y9, Y9, Y9
+	VADDPS    Y9, Y7, Y7
+	ADDQ      $0x00000040, R9
+	JMP       sqsumloop
+
+	// Out of the loop's way: the prefetches, whose flag is usually clear.
+sqsumpf:
+	PREFETCHT0 (R11)(R9*2)
+	PREFETCHT0 64(R11)(R9*2)
+	JMP        sqsumblock
+
+sqsumtail:
+	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
+	MOVQ job_d+0(AX), R10
+	SUBQ R9, R10
+	JZ   sqsummed
+	LEAQ (R8)(R9*2), R8
+	LEAQ 128(SP), R9
+	MOVQ R10, R12
+	XORQ R11, R11
+	SUBQ $0x00000010, R12
+
+copyvec22:
+	CMPQ    R11, R12
+	JG      copyone23
+	VMOVUPS (R8)(R11*2), Y9
+	VMOVUPS Y9, (R9)(R11*2)
+	ADDQ    $0x00000010, R11
+	JMP     copyvec22
+
+copyone23:
+	ADDQ $0x00000010, R12
+
+copyloop25:
+	CMPQ R11, R12
+	JGE  copied24
+	MOVW (R8)(R11*2), R13
+	MOVW R13, (R9)(R11*2)
+	INCQ R11
+	JMP  copyloop25
+
+copied24:
+	VMOVQ        R10, X9
+	VPBROADCASTD X9, Y9
+	VPMOVZXWD    (R9), Y10
+	VPSLLD       $0x10, Y10, Y10
+	VSUBPS       Y8, Y10, Y10
+	VPCMPGTD     iota64<>+0(SB), Y9, Y11
+	VANDPS       Y11, Y10, Y10
+	VMULPS       Y10, Y10, Y10
+	VADDPS       Y10, Y0, Y0
+	VPMOVZXWD    16(R9), Y10
+	VPSLLD       $0x10, Y10, Y10
+	VSUBPS       Y8, Y10, Y10
+	VPCMPGTD     iota64<>+32(SB), Y9, Y11
+	VANDPS       Y11, Y10, Y10
+	VMULPS       Y10, Y10, Y10
+	VADDPS       Y10, Y1, Y1
+	VPMOVZXWD    32(R9), Y10
+	VPSLLD       $0x10, Y10, Y10
+	VSUBPS       Y8, Y10, Y10
+	VPCMPGTD     iota64<>+64(SB), Y9, Y11
+	VANDPS       Y11, Y10, Y10
+	VMULPS       Y10, Y10, Y10
+	VADDPS       Y10, Y2, Y2
+	VPMOVZXWD    48(R9), Y10
+	VPSLLD       $0x10, Y10, Y10
+	VSUBPS       Y8, Y10, Y10
+	VPCMPGTD     iota64<>+96(SB), Y9, Y11
+	VANDPS       Y11, Y10, Y10
+	VMULPS       Y10, Y10, Y10
+	VADDPS       Y10, Y3, Y3
+	VPMOVZXWD    64(R9), Y10
+	VPSLLD       $0x10, Y10, Y10
+	VSUBPS       Y8, Y10, Y10
+	VPCMPGTD     iota64<>+128(SB), Y9, Y11
+	VANDPS       Y11, Y10, Y10
+	VMULPS       Y10, Y10, Y10
+	VADDPS       Y10, Y4, Y4
+	VPMOVZXWD    80(R9), Y10
+	VPSLLD       $0x10, Y10, Y10
+	VSUBPS       Y8, Y10, Y10
+	VPCMPGTD     iota64<>+160(SB), Y9, Y11
+	VANDPS       Y11, Y10, Y10
+	VMULPS       Y10, Y10, Y10
+	VADDPS       Y10, Y5, Y5
+	VPMOVZXWD    96(R9), Y10
+	VPSLLD       $0x10, Y10, Y10
+	VSUBPS       Y8, Y10, Y10
+	VPCMPGTD     iota64<>+192(SB), Y9, Y11
+	VANDPS       Y11, Y10, Y10
+	VMULPS       Y10, Y10, Y10
+	VADDPS       Y10, Y6, Y6
+	VPMOVZXWD    112(R9), Y10
+	VPSLLD       $0x10, Y10, Y10
+	VSUBPS       Y8, Y10, Y10
+	VPCMPGTD     iota64<>+224(SB), Y9, Y9
+	VANDPS       Y9, Y10, Y10
+	VMULPS       Y10, Y10, Y10
+	VADDPS       Y10, Y7, Y7
+
+sqsummed:
+	VADDPS Y4, Y0, Y0
+	VADDPS Y5, Y1, Y1
+	VADDPS Y6, Y2, Y2
+	VADDPS Y7, Y3, Y3
+	VADDPS Y2, Y0, Y0
+	VADDPS Y3, Y1, Y1
+	VADDPS Y1, Y0, Y0
+
+	// Halving tree: p[j] += p[j+h] for the remaining h, down to ss.
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X1
+	VMOVHLPS     X1, X1, X0
+	VADDPS       X0, X1, X1
+	VMOVSHDUP    X1, X0
+	VADDSS       X0, X1, X1
+
+	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
+	CMPL   468(SP), $0x00
+	JE     divide26
+	VMULSS 468(SP), X1, X1
+	JMP    divided27
+
+divide26:
+	VDIVSS 464(SP), X1, X1
+
+divided27:
+	VADDSS   job_eps+0(AX), X1, X1
+	VUCOMISS tlo<>+0(SB), X1
+	JCS      ret
+	VUCOMISS tmax<>+0(SB), X1
+	JHI      ret
+	VSQRTSS  X1, X1, X1
+	VMOVSS   one<>+0(SB), X0
+	VDIVSS   X1, X0, X0
+
+	// Report 1/rms if asked.
+	MOVQ   job_inv+0(AX), R8
+	TESTQ  R8, R8
+	JZ     reportmean
+	MOVQ   400(SP), R9
+	VMOVSS X0, (R8)(R9*4)
+
+reportmean:
+	// Report the mean if asked.
+	MOVQ   job_mean+0(AX), R8
+	TESTQ  R8, R8
+	JZ     scale
+	MOVQ   400(SP), R9
+	VMOVSS X8, (R8)(R9*4)
+
+scale:
+	VBROADCASTSS X0, Y1
+	MOVQ         $0x00000000, 432(SP)
+	CMPQ         424(SP), $0x01
+	JE           scalebody
+	VMOVUPS      X0, 384(SP)
+
+scalerow:
+	MOVQ         432(SP), R8
+	VBROADCASTSS 384(SP)(R8*4), Y1
+
+scalebody:
+	VBROADCASTSS one<>+0(SB), Y0
+	TESTL        $0x00000010, job_flags+0(AX)
+	JNZ          weightadd28
+	VBROADCASTSS negzero<>+0(SB), Y0
+
+weightadd28:
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ R8, R8
+	MOVQ job_d+0(AX), R9
+	SUBQ $0x00000020, R9
+	MOVQ DI, R10
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows29
+	SHLQ $0x03, R10
+
+longrows29:
+	ADDQ  DX, R10
+	MOVL  job_flags+0(AX), R11
+	TESTL $0x00000001, R11
+	JNZ   scalent
+	TESTQ SI, SI
+	JZ    scaleloopnoweight
+	TESTL $0x00000010, R11
+	JNZ   scaleloopoffset
+
+	PCALIGN $32
+scaleloop:
+	CMPQ  R8, R9
+	JG    scaletail
+	TESTL $0x00000002, R11
+	JNZ   scalelooppf30
+
+scaleloopbody31:
+	VPMOVZXWD (DX)(R8*2), Y2
+	VPSLLD    $0x10, Y2, Y2
+	VSUBPS    Y8, Y2, Y2
+	VMULPS    Y1, Y2, Y2
+	VPMOVZXWD 16(DX)(R8*2), Y3
+	VPSLLD    $0x10, Y3, Y3
+	VSUBPS    Y8, Y3, Y3
+	VMULPS    Y1, Y3, Y3
+	VPMOVZXWD 32(DX)(R8*2), Y4
+	VPSLLD    $0x10, Y4, Y4
+	VSUBPS    Y8, Y4, Y4
+	VMULPS    Y1, Y4, Y4
+	VPMOVZXWD 48(DX)(R8*2), Y5
+	VPSLLD    $0x10, Y5, Y5
+	VSUBPS    Y8, Y5, Y5
+	VMULPS    Y1, Y5, Y5
+	TESTL     $0x00000008, job_flags+0(AX)
+	JZ        notrn32
+	VPSRLD    $0x10, Y2, Y6
+	VPAND     avx2bfone<>+0(SB), Y6, Y6
+	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
+	VPADDD    Y2, Y6, Y6
+	VPAND     avx2bfhigh<>+0(SB), Y6, Y6
+	VCMPPS    $0x03, Y2, Y2, Y2
+	VBLENDVPS Y2, avx2bfnanhigh<>+0(SB), Y6, Y2
+	VPSRLD    $0x10, Y3, Y6
+	VPAND     avx2bfone<>+0(SB), Y6, Y6
+	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
+	VPADDD    Y3, Y6, Y6
+	VPAND     avx2bfhigh<>+0(SB), Y6, Y6
+	VCMPPS    $0x03, Y3, Y3, Y3
+	VBLENDVPS Y3, avx2bfnanhigh<>+0(SB), Y6, Y3
+	VPSRLD    $0x10, Y4, Y6
+	VPAND     avx2bfone<>+0(SB), Y6, Y6
+	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
+	VPADDD    Y4, Y6, Y6
+	VPAND     avx2bfhigh<>+0(SB), Y6, Y6
+	VCMPPS    $0x03, Y4, Y4, Y4
+	VBLENDVPS Y4, avx2bfnanhigh<>+0(SB), Y6, Y4
+	VPSRLD    $0x10, Y5, Y6
+	VPAND     avx2bfone<>+0(SB), Y6, Y6
+	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
+	VPADDD    Y5, Y6, Y6
+	VPAND     avx2bfhigh<>+0(SB), Y6, Y6
+	VCMPPS    $0x03, Y5, Y5, Y5
+	VBLENDVPS Y5, avx2bfnanhigh<>+0(SB), Y6, Y5
+
+notrn32:
+	VMULPS (SI)(R8*4), Y2, Y2
+	VMULPS 32(SI)(R8*4), Y3, Y3
+	VMULPS 64(SI)(R8*4), Y4, Y4
+	VMULPS 96(SI)(R8*4), Y5, Y5
+	MOVQ   job_bias+0(AX), R12
+	TESTQ  R12, R12
+	JZ     nobias33
+	VADDPS (R12)(R8*4), Y2, Y2
+	VADDPS 32(R12)(R8*4), Y3, Y3
+	VADDPS 64(R12)(R8*4), Y4, Y4
+	VADDPS 96(R12)(R8*4), Y5, Y5
+
+nobias33:
+	VPSRLD    $0x10, Y2, Y6
+	VPAND     avx2bfone<>+0(SB), Y6, Y6
+	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
+	VPADDD    Y2, Y6, Y6
+	VPSRLD    $0x10, Y6, Y6
+	VCMPPS    $0x03, Y2, Y2, Y2
+	VBLENDVPS Y2, avx2bfnanlow<>+0(SB), Y6, Y6
+	VPSRLD    $0x10, Y3, Y2
+	VPAND     avx2bfone<>+0(SB), Y2, Y2
+	VPADDD    avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD    Y3, Y2, Y2
+	VPSRLD    $0x10, Y2, Y2
+	VCMPPS    $0x03, Y3, Y3, Y3
+	VBLENDVPS Y3, avx2bfnanlow<>+0(SB), Y2, Y2
+	VPACKUSDW Y2, Y6, Y6
+	VPERMQ    $0xd8, Y6, Y6
+	VMOVDQU   Y6, (CX)(R8*2)
+	VPSRLD    $0x10, Y4, Y2
+	VPAND     avx2bfone<>+0(SB), Y2, Y2
+	VPADDD    avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD    Y4, Y2, Y2
+	VPSRLD    $0x10, Y2, Y2
+	VCMPPS    $0x03, Y4, Y4, Y3
+	VBLENDVPS Y3, avx2bfnanlow<>+0(SB), Y2, Y2
+	VPSRLD    $0x10, Y5, Y3
+	VPAND     avx2bfone<>+0(SB), Y3, Y3
+	VPADDD    avx2bfbias<>+0(SB), Y3, Y3
+	VPADDD    Y5, Y3, Y3
+	VPSRLD    $0x10, Y3, Y3
+	VCMPPS    $0x03, Y5, Y5, Y4
+	VBLENDVPS Y4, avx2bfnanlow<>+0(SB), Y3, Y3
+	VPACKUSDW Y3, Y2, Y2
+	VPERMQ    $0xd8, Y2, Y2
+	VMOVDQU   Y2, 32(CX)(R8*2)
+	ADDQ      $0x00000020, R8
+	JMP       scaleloop
+
+scalelooppf30:
+	PREFETCHT0 (R10)(R8*2)
+	JMP        scaleloopbody31
+
+	PCALIGN $32
+scaleloopoffset:
+	CMPQ  R8, R9
+	JG    scaletail
+	TESTL $0x00000002, R11
+	JNZ   scaleloopoffsetpf34
+
+scaleloopoffsetbody35:
+	VPMOVZXWD (DX)(R8*2), Y2
+	VPSLLD    $0x10, Y2, Y2
+	VSUBPS    Y8, Y2, Y2
+	VMULPS    Y1, Y2, Y2
+	VPMOVZXWD 16(DX)(R8*2), Y3
+	VPSLLD    $0x10, Y3, Y3
+	VSUBPS    Y8, Y3, Y3
+	VMULPS    Y1, Y3, Y3
+	VPMOVZXWD 32(DX)(R8*2), Y4
+	VPSLLD    $0x10, Y4, Y4
+	VSUBPS    Y8, Y4, Y4
+	VMULPS    Y1, Y4, Y4
+	VPMOVZXWD 48(DX)(R8*2), Y5
+	VPSLLD    $0x10, Y5, Y5
+	VSUBPS    Y8, Y5, Y5
+	VMULPS    Y1, Y5, Y5
+	TESTL     $0x00000008, job_flags+0(AX)
+	JZ        notrn36
+	VPSRLD    $0x10, Y2, Y6
+	VPAND     avx2bfone<>+0(SB), Y6, Y6
+	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
+	VPADDD    Y2, Y6, Y6
+	VPAND     avx2bfhigh<>+0(SB), Y6, Y6
+	VCMPPS    $0x03, Y2, Y2, Y2
+	VBLENDVPS Y2, avx2bfnanhigh<>+0(SB), Y6, Y2
+	VPSRLD    $0x10, Y3, Y6
+	VPAND     avx2bfone<>+0(SB), Y6, Y6
+	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
+	VPADDD    Y3, Y6, Y6
+	VPAND     avx2bfhigh<>+0(SB), Y6, Y6
+	VCMPPS    $0x03, Y3, Y3, Y3
+	VBLENDVPS Y3, avx2bfnanhigh<>+0(SB), Y6, Y3
+	VPSRLD    $0x10, Y4, Y6
+	VPAND     avx2bfone<>+0(SB), Y6, Y6
+	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
+	VPADDD    Y4, Y6, Y6
+	VPAND     avx2bfhigh<>+0(SB), Y6, Y6
+	VCMPPS    $0x03, Y4, Y4, Y4
+	VBLENDVPS Y4, avx2bfnanhigh<>+0(SB), Y6, Y4
+	VPSRLD    $0x10, Y5, Y6
+	VPAND     avx2bfone<>+0(SB), Y6, Y6
+	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
+	VPADDD    Y5, Y6, Y6
+	VPAND     avx2bfhigh<>+0(SB), Y6, Y6
+	VCMPPS    $0x03, Y5, Y5, Y5
+	VBLENDVPS Y5, avx2bfnanhigh<>+0(SB), Y6, Y5
+
+notrn36:
+	VMOVUPS (SI)(R8*4), Y6
+	VADDPS  Y0, Y6, Y6
+	VMULPS  Y6, Y2, Y2
+	VMOVUPS 32(SI)(R8*4), Y6
+	VADDPS  Y0, Y6, Y6
+	VMULPS  Y6, Y3, Y3
+	VMOVUPS 64(SI)(R8*4), Y6
+	VADDPS  Y0, Y6, Y6
+	VMULPS  Y6, Y4, Y4
+	VMOVUPS 96(SI)(R8*4), Y6
+	VADDPS  Y0, Y6, Y6
+	VMULPS  Y6, Y5, Y5
+	MOVQ    job_bias+0(AX), R12
+	TESTQ   R12, R12
+	JZ      nobias37
+	VADDPS  (R12)(R8*4), Y2, Y2
+	VADDPS  32(R12)(R8*4), Y3, Y3
+	VADDPS  64(R12)(R8*4), Y4, Y4
+	VADDPS  96(R12)(R8*4), Y5, Y5
+
+nobias37:
+	VPSRLD    $0x10, Y2, Y6
+	VPAND     avx2bfone<>+0(SB), Y6, Y6
+	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
+	VPADDD    Y2, Y6, Y6
+	VPSRLD    $0x10, Y6, Y6
+	VCMPPS    $0x03, Y2, Y2, Y2
+	VBLENDVPS Y2, avx2bfnanlow<>+0(SB), Y6, Y6
+	VPSRLD    $0x10, Y3, Y2
+	VPAND     avx2bfone<>+0(SB), Y2, Y2
+	VPADDD    avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD    Y3, Y2, Y2
+	VPSRLD    $0x10, Y2, Y2
+	VCMPPS    $0x03, Y3, Y3, Y3
+	VBLENDVPS Y3, avx2bfnanlow<>+0(SB), Y2, Y2
+	VPACKUSDW Y2, Y6, Y6
+	VPERMQ    $0xd8, Y6, Y6
+	VMOVDQU   Y6, (CX)(R8*2)
+	VPSRLD    $0x10, Y4, Y2
+	VPAND     avx2bfone<>+0(SB), Y2, Y2
+	VPADDD    avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD    Y4, Y2, Y2
+	VPSRLD    $0x10, Y2, Y2
+	VCMPPS    $0x03, Y4, Y4, Y3
+	VBLENDVPS Y3, avx2bfnanlow<>+0(SB), Y2, Y2
+	VPSRLD    $0x10, Y5, Y3
+	VPAND     avx2bfone<>+0(SB), Y3, Y3
+	VPADDD    avx2bfbias<>+0(SB), Y3, Y3
+	VPADDD    Y5, Y3, Y3
+	VPSRLD    $0x10, Y3, Y3
+	VCMPPS    $0x03, Y5, Y5, Y4
+	VBLENDVPS Y4, avx2bfnanlow<>+0(SB), Y3, Y3
+	VPACKUSDW Y3, Y2, Y2
+	VPERMQ    $0xd8, Y2, Y2
+	VMOVDQU   Y2, 32(CX)(R8*2)
+	ADDQ      $0x00000020, R8
+	JMP       scaleloopoffset
+
+scaleloopoffsetpf34:
+	PREFETCHT0 (R10)(R8*2)
+	JMP        scaleloopoffsetbody35
+
+	PCALIGN $32
+scaleloopnoweight:
+	CMPQ  R8, R9
+	JG    scaletail
+	TESTL $0x00000002, R11
+	JNZ   scaleloopnoweightpf38
+
+scaleloopnoweightbody39:
+	VPMOVZXWD (DX)(R8*2), Y2
+	VPSLLD    $0x10, Y2, Y2
+	VSUBPS    Y8, Y2, Y2
+	VMULPS    Y1, Y2, Y2
+	VPMOVZXWD 16(DX)(R8*2), Y3
+	VPSLLD    $0x10, Y3, Y3
+	VSUBPS    Y8, Y3, Y3
+	VMULPS    Y1, Y3, Y3
+	VPMOVZXWD 32(DX)(R8*2), Y4
+	VPSLLD    $0x10, Y4, Y4
+	VSUBPS    Y8, Y4, Y4
+	VMULPS    Y1, Y4, Y4
+	VPMOVZXWD 48(DX)(R8*2), Y5
+	VPSLLD    $0x10, Y5, Y5
+	VSUBPS    Y8, Y5, Y5
+	VMULPS    Y1, Y5, Y5
+	MOVQ      job_bias+0(AX), R12
+	TESTQ     R12, R12
+	JZ        nobias40
+	VADDPS    (R12)(R8*4), Y2, Y2
+	VADDPS    32(R12)(R8*4), Y3, Y3
+	VADDPS    64(R12)(R8*4), Y4, Y4
+	VADDPS    96(R12)(R8*4), Y5, Y5
+
+nobias40:
+	VPSRLD    $0x10, Y2, Y6
+	VPAND     avx2bfone<>+0(SB), Y6, Y6
+	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
+	VPADDD    Y2, Y6, Y6
+	VPSRLD    $0x10, Y6, Y6
+	VCMPPS    $0x03, Y2, Y2, Y2
+	VBLENDVPS Y2, avx2bfnanlow<>+0(SB), Y6, Y6
+	VPSRLD    $0x10, Y3, Y2
+	VPAND     avx2bfone<>+0(SB), Y2, Y2
+	VPADDD    avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD    Y3, Y2, Y2
+	VPSRLD    $0x10, Y2, Y2
+	VCMPPS    $0x03, Y3, Y3, Y3
+	VBLENDVPS Y3, avx2bfnanlow<>+0(SB), Y2, Y2
+	VPACKUSDW Y2, Y6, Y6
+	VPERMQ    $0xd8, Y6, Y6
+	VMOVDQU   Y6, (CX)(R8*2)
+	VPSRLD    $0x10, Y4, Y2
+	VPAND     avx2bfone<>+0(SB), Y2, Y2
+	VPADDD    avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD    Y4, Y2, Y2
+	VPSRLD    $0x10, Y2, Y2
+	VCMPPS    $0x03, Y4, Y4, Y3
+	VBLENDVPS Y3, avx2bfnanlow<>+0(SB), Y2, Y2
+	VPSRLD    $0x10, Y5, Y3
+	VPAND     avx2bfone<>+0(SB), Y3, Y3
+	VPADDD    avx2bfbias<>+0(SB), Y3, Y3
+	VPADDD    Y5, Y3, Y3
+	VPSRLD    $0x10, Y3, Y3
+	VCMPPS    $0x03, Y5, Y5, Y4
+	VBLENDVPS Y4, avx2bfnanlow<>+0(SB), Y3, Y3
+	VPACKUSDW Y3, Y2, Y2
+	VPERMQ    $0xd8, Y2, Y2
+	VMOVDQU   Y2, 32(CX)(R8*2)
+	ADDQ      $0x00000020, R8
+	JMP       scaleloopnoweight
+
+scaleloopnoweightpf38:
+	PREFETCHT0 (R10)(R8*2)
+	JMP        scaleloopnoweightbody39
+
+scalent:
+	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
+	MOVQ CX, R10
+	NEGQ R10
+	ANDQ $0x0000001f, R10
+	SHRQ $0x01, R10
+	JZ   scalentgo
+	CMPQ R10, job_d+0(AX)
+	JLE  scalehead
+	MOVQ job_d+0(AX), R10
+
+scalehead:
+	CMPQ      R10, $0x00000008
+	JB        scaleheadpart
+	VPMOVZXWD (DX)(R8*2), Y2
+	VPSLLD    $0x10, Y2, Y2
+	VSUBPS    Y8, Y2, Y2
+	VMULPS    Y1, Y2, Y2
+	TESTL     $0x00000008, job_flags+0(AX)
+	JZ        notrn41
+	VPSRLD    $0x10, Y2, Y3
+	VPAND     avx2bfone<>+0(SB), Y3, Y3
+	VPADDD    avx2bfbias<>+0(SB), Y3, Y3
+	VPADDD    Y2, Y3, Y3
+	VPAND     avx2bfhigh<>+0(SB), Y3, Y3
+	VCMPPS    $0x03, Y2, Y2, Y2
+	VBLENDVPS Y2, avx2bfnanhigh<>+0(SB), Y3, Y2
+
+notrn41:
+	TESTQ   SI, SI
+	JZ      noweight42
+	VMOVUPS (SI)(R8*4), Y3
+	VADDPS  Y0, Y3, Y3
+	VMULPS  Y3, Y2, Y2
+
+noweight42:
+	MOVQ   job_bias+0(AX), R11
+	TESTQ  R11, R11
+	JZ     nobias43
+	VADDPS (R11)(R8*4), Y2, Y2
+
+nobias43:
+	VPSRLD       $0x10, Y2, Y3
+	VPAND        avx2bfone<>+0(SB), Y3, Y3
+	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
+	VPADDD       Y2, Y3, Y3
+	VPSRLD       $0x10, Y3, Y3
+	VCMPPS       $0x03, Y2, Y2, Y2
+	VBLENDVPS    Y2, avx2bfnanlow<>+0(SB), Y3, Y3
+	VEXTRACTI128 $0x01, Y3, X2
+	VPACKUSDW    X2, X3, X2
+	VMOVDQU      X2, (CX)(R8*2)
+	ADDQ         $0x00000008, R8
+	SUBQ         $0x00000008, R10
+	JZ           scalentgo
+
+scaleheadpart:
+	JMP partout
+
+scalentgo:
+	MOVQ DI, R10
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows44
+	SHLQ $0x03, R10
+
+longrows44:
+	ADDQ DX, R10
+	MOVL job_flags+0(AX), R11
+
+	PCALIGN $32
+scalentloop:
+	CMPQ       R8, R9
+	JG         scaletail
+	PREFETCHT0 (R10)(R8*2)
+	VPMOVZXWD  (DX)(R8*2), Y2
+	VPSLLD     $0x10, Y2, Y2
+	VSUBPS     Y8, Y2, Y2
+	VMULPS     Y1, Y2, Y2
+	VPMOVZXWD  16(DX)(R8*2), Y3
+	VPSLLD     $0x10, Y3, Y3
+	VSUBPS     Y8, Y3, Y3
+	VMULPS     Y1, Y3, Y3
+	VPMOVZXWD  32(DX)(R8*2), Y4
+	VPSLLD     $0x10, Y4, Y4
+	VSUBPS     Y8, Y4, Y4
+	VMULPS     Y1, Y4, Y4
+	VPMOVZXWD  48(DX)(R8*2), Y5
+	VPSLLD     $0x10, Y5, Y5
+	VSUBPS     Y8, Y5, Y5
+	VMULPS     Y1, Y5, Y5
+	TESTL      $0x00000008, job_flags+0(AX)
+	JZ         notrn45
+	VPSRLD     $0x10, Y2, Y6
+	VPAND      avx2bfone<>+0(SB), Y6, Y6
+	VPADDD     avx2bfbias<>+0(SB), Y6, Y6
+	VPADDD     Y2, Y6, Y6
+	VPAND      avx2bfhigh<>+0(SB), Y6, Y6
+	VCMPPS     $0x03, Y2, Y2, Y2
+	VBLENDVPS  Y2, avx2bfnanhigh<>+0(SB), Y6, Y2
+	VPSRLD     $0x10, Y3, Y6
+	VPAND      avx2bfone<>+0(SB), Y6, Y6
+	VPADDD     avx2bfbias<>+0(SB), Y6, Y6
+	VPADDD     Y3, Y6, Y6
+	VPAND      avx2bfhigh<>+0(SB), Y6, Y6
+	VCMPPS     $0x03, Y3, Y3, Y3
+	VBLENDVPS  Y3, avx2bfnanhigh<>+0(SB), Y6, Y3
+	VPSRLD     $0x10, Y4, Y6
+	VPAND      avx2bfone<>+0(SB), Y6, Y6
+	VPADDD     avx2bfbias<>+0(SB), Y6, Y6
+	VPADDD     Y4, Y6, Y6
+	VPAND      avx2bfhigh<>+0(SB), Y6, Y6
+	VCMPPS     $0x03, Y4, Y4, Y4
+	VBLENDVPS  Y4, avx2bfnanhigh<>+0(SB), Y6, Y4
+	VPSRLD     $0x10, Y5, Y6
+	VPAND      avx2bfone<>+0(SB), Y6, Y6
+	VPADDD     avx2bfbias<>+0(SB), Y6, Y6
+	VPADDD     Y5, Y6, Y6
+	VPAND      avx2bfhigh<>+0(SB), Y6, Y6
+	VCMPPS     $0x03, Y5, Y5, Y5
+	VBLENDVPS  Y5, avx2bfnanhigh<>+0(SB), Y6, Y5
+
+notrn45:
+	TESTQ  SI, SI
+	JZ     weighed47
+	TESTL  $0x00000010, R11
+	JNZ    offset46
+	VMULPS (SI)(R8*4), Y2, Y2
+	VMULPS 32(SI)(R8*4), Y3, Y3
+	VMULPS 64(SI)(R8*4), Y4, Y4
+	VMULPS 96(SI)(R8*4), Y5, Y5
+
+weighed47:
+	MOVQ   job_bias+0(AX), R12
+	TESTQ  R12, R12
+	JZ     nobias48
+	VADDPS (R12)(R8*4), Y2, Y2
+	VADDPS 32(R12)(R8*4), Y3, Y3
+	VADDPS 64(R12)(R8*4), Y4, Y4
+	VADDPS 96(R12)(R8*4), Y5, Y5
+
+nobias48:
+	VPSRLD    $0x10, Y2, Y6
+	VPAND     avx2bfone<>+0(SB), Y6, Y6
+	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
+	VPADDD    Y2, Y6, Y6
+	VPSRLD    $0x10, Y6, Y6
+	VCMPPS    $0x03, Y2, Y2, Y2
+	VBLENDVPS Y2, avx2bfnanlow<>+0(SB), Y6, Y6
+	VPSRLD    $0x10, Y3, Y2
+	VPAND     avx2bfone<>+0(SB), Y2, Y2
+	VPADDD    avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD    Y3, Y2, Y2
+	VPSRLD    $0x10, Y2, Y2
+	VCMPPS    $0x03, Y3, Y3, Y3
+	VBLENDVPS Y3, avx2bfnanlow<>+0(SB), Y2, Y2
+	VPACKUSDW Y2, Y6, Y6
+	VPERMQ    $0xd8, Y6, Y6
+	VMOVNTDQ  Y6, (CX)(R8*2)
+	VPSRLD    $0x10, Y4, Y2
+	VPAND     avx2bfone<>+0(SB), Y2, Y2
+	VPADDD    avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD    Y4, Y2, Y2
+	VPSRLD    $0x10, Y2, Y2
+	VCMPPS    $0x03, Y4, Y4, Y3
+	VBLENDVPS Y3, avx2bfnanlow<>+0(SB), Y2, Y2
+	VPSRLD    $0x10, Y5, Y3
+	VPAND     avx2bfone<>+0(SB), Y3, Y3
+	VPADDD    avx2bfbias<>+0(SB), Y3, Y3
+	VPADDD    Y5, Y3, Y3
+	VPSRLD    $0x10, Y3, Y3
+	VCMPPS    $0x03, Y5, Y5, Y4
+	VBLENDVPS Y4, avx2bfnanlow<>+0(SB), Y3, Y3
+	VPACKUSDW Y3, Y2, Y2
+	VPERMQ    $0xd8, Y2, Y2
+	VMOVNTDQ  Y2, 32(CX)(R8*2)
+	ADDQ      $0x00000020, R8
+	JMP       scalentloop
+
+offset46:
+	VMOVUPS (SI)(R8*4), Y6
+	VADDPS  Y0, Y6, Y6
+	VMULPS  Y6, Y2, Y2
+	VMOVUPS 32(SI)(R8*4), Y6
+	VADDPS  Y0, Y6, Y6
+	VMULPS  Y6, Y3, Y3
+	VMOVUPS 64(SI)(R8*4), Y6
+	VADDPS  Y0, Y6, Y6
+	VMULPS  Y6, Y4, Y4
+	VMOVUPS 96(SI)(R8*4), Y6
+	VADDPS  Y0, Y6, Y6
+	VMULPS  Y6, Y5, Y5
+	JMP     weighed47
+
+scaletail:
+	ADDQ $0x00000018, R9
+
+scaleone:
+	CMPQ      R8, R9
+	JG        scalepart
+	VPMOVZXWD (DX)(R8*2), Y2
+	VPSLLD    $0x10, Y2, Y2
+	VSUBPS    Y8, Y2, Y2
+	VMULPS    Y1, Y2, Y2
+	TESTL     $0x00000008, job_flags+0(AX)
+	JZ        notrn49
+	VPSRLD    $0x10, Y2, Y3
+	VPAND     avx2bfone<>+0(SB), Y3, Y3
+	VPADDD    avx2bfbias<>+0(SB), Y3, Y3
+	VPADDD    Y2, Y3, Y3
+	VPAND     avx2bfhigh<>+0(SB), Y3, Y3
+	VCMPPS    $0x03, Y2, Y2, Y2
+	VBLENDVPS Y2, avx2bfnanhigh<>+0(SB), Y3, Y2
+
+notrn49:
+	TESTQ   SI, SI
+	JZ      noweight50
+	VMOVUPS (SI)(R8*4), Y3
+	VADDPS  Y0, Y3, Y3
+	VMULPS  Y3, Y2, Y2
+
+noweight50:
+	MOVQ   job_bias+0(AX), R10
+	TESTQ  R10, R10
+	JZ     nobias51
+	VADDPS (R10)(R8*4), Y2, Y2
+
+nobias51:
+	VPSRLD       $0x10, Y2, Y3
+	VPAND        avx2bfone<>+0(SB), Y3, Y3
+	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
+	VPADDD       Y2, Y3, Y3
+	VPSRLD       $0x10, Y3, Y3
+	VCMPPS       $0x03, Y2, Y2, Y2
+	VBLENDVPS    Y2, avx2bfnanlow<>+0(SB), Y3, Y3
+	VEXTRACTI128 $0x01, Y3, X2
+	VPACKUSDW    X2, X3, X2
+	VMOVDQU      X2, (CX)(R8*2)
+	ADDQ         $0x00000008, R8
+	JMP          scaleone
+
+scalepart:
+	MOVQ job_d+0(AX), R10
+	SUBQ R8, R10
+	JZ   scaled
+
+	// The last n < lanes elements, or the first n of a non-temporal row (i + n < d: back to its loop).
+partout:
+	LEAQ (DX)(R8*2), R11
+	LEAQ 128(SP), R12
+	MOVQ R10, R14
+	XORQ R13, R13
+	SUBQ $0x00000010, R14
+
+copyvec52:
+	CMPQ    R13, R14
+	JG      copyone53
+	VMOVUPS (R11)(R13*2), Y2
+	VMOVUPS Y2, (R12)(R13*2)
+	ADDQ    $0x00000010, R13
+	JMP     copyvec52
+
+copyone53:
+	ADDQ $0x00000010, R14
+
+copyloop55:
+	CMPQ R13, R14
+	JGE  copied54
+	MOVW (R11)(R13*2), R15
+	MOVW R15, (R12)(R13*2)
+	INCQ R13
+	JMP  copyloop55
+
+copied54:
+	TESTQ SI, SI
+	JZ    nowcopy56
+	LEAQ  (SI)(R8*4), R11
+	LEAQ  160(SP), R12
+	MOVQ  R10, R14
+	XORQ  R13, R13
+	SUBQ  $0x00000008, R14
+
+copyvec57:
+	CMPQ    R13, R14
+	JG      copyone58
+	VMOVUPS (R11)(R13*4), Y2
+	VMOVUPS Y2, (R12)(R13*4)
+	ADDQ    $0x00000008, R13
+	JMP     copyvec57
+
+copyone58:
+	ADDQ $0x00000008, R14
+
+copyloop60:
+	CMPQ R13, R14
+	JGE  copied59
+	MOVL (R11)(R13*4), R15
+	MOVL R15, (R12)(R13*4)
+	INCQ R13
+	JMP  copyloop60
+
+copied59:
+nowcopy56:
+	MOVQ  job_bias+0(AX), R11
+	TESTQ R11, R11
+	JZ    nobiascopy61
+	LEAQ  (R11)(R8*4), R11
+	LEAQ  224(SP), R12
+	MOVQ  R10, R14
+	XORQ  R13, R13
+	SUBQ  $0x00000008, R14
+
+copyvec62:
+	CMPQ    R13, R14
+	JG      copyone63
+	VMOVUPS (R11)(R13*4), Y2
+	VMOVUPS Y2, (R12)(R13*4)
+	ADDQ    $0x00000008, R13
+	JMP     copyvec62
+
+copyone63:
+	ADDQ $0x00000008, R14
+
+copyloop65:
+	CMPQ R13, R14
+	JGE  copied64
+	MOVL (R11)(R13*4), R15
+	MOVL R15, (R12)(R13*4)
+	INCQ R13
+	JMP  copyloop65
+
+copied64:
+nobiascopy61:
+	VPMOVZXWD 128(SP), Y2
+	VPSLLD    $0x10, Y2, Y2
+	VSUBPS    Y8, Y2, Y2
+	VMULPS    Y2, Y1, Y2
+	TESTL     $0x00000008, job_flags+0(AX)
+	JZ        notrn66
+	VPSRLD    $0x10, Y2, Y3
+	VPAND     avx2bfone<>+0(SB), Y3, Y3
+	VPADDD    avx2bfbias<>+0(SB), Y3, Y3
+	VPADDD    Y2, Y3, Y3
+	VPAND     avx2bfhigh<>+0(SB), Y3, Y3
+	VCMPPS    $0x03, Y2, Y2, Y2
+	VBLENDVPS Y2, avx2bfnanhigh<>+0(SB), Y3, Y2
+
+notrn66:
+	TESTQ   SI, SI
+	JZ      noweight67
+	VMOVUPS 160(SP), Y3
+	VADDPS  Y0, Y3, Y3
+	VMULPS  Y3, Y2, Y2
+
+noweight67:
+	MOVQ   job_bias+0(AX), R11
+	TESTQ  R11, R11
+	JZ     nobias68
+	VADDPS 224(SP), Y2, Y2
+
+nobias68:
+	VPSRLD       $0x10, Y2, Y3
+	VPAND        avx2bfone<>+0(SB), Y3, Y3
+	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
+	VPADDD       Y2, Y3, Y3
+	VPSRLD       $0x10, Y3, Y3
+	VCMPPS       $0x03, Y2, Y2, Y2
+	VBLENDVPS    Y2, avx2bfnanlow<>+0(SB), Y3, Y3
+	VEXTRACTI128 $0x01, Y3, X2
+	VPACKUSDW    X2, X3, X2
+	VMOVDQU      X2, 192(SP)
+	LEAQ         192(SP), R12
+	LEAQ         (CX)(R8*2), R11
+	MOVQ         R10, R14
+	XORQ         R13, R13
+	SUBQ         $0x00000010, R14
+
+copyvec69:
+	CMPQ    R13, R14
+	JG      copyone70
+	VMOVUPS (R12)(R13*2), Y2
+	VMOVUPS Y2, (R11)(R13*2)
+	ADDQ    $0x00000010, R13
+	JMP     copyvec69
+
+copyone70:
+	ADDQ $0x00000010, R14
+
+copyloop72:
+	CMPQ R13, R14
+	JGE  copied71
+	MOVW (R12)(R13*2), R15
+	MOVW R15, (R11)(R13*2)
+	INCQ R13
+	JMP  copyloop72
+
+copied71:
+	ADDQ R10, R8
+	CMPQ R8, job_d+0(AX)
+	JB   scalentgo
+
+scaled:
+	ADDQ DI, DX
+	ADDQ 408(SP), CX
+	ADDQ DI, BX
+	INCQ 400(SP)
+	MOVQ 432(SP), R8
+	INCQ R8
+	MOVQ R8, 432(SP)
+	CMPQ R8, 424(SP)
+	JB   scalerow
+	JMP  row
+
+ret:
+	TESTL $0x00000001, job_flags+0(AX)
+	JZ    vzero
+	SFENCE
+
+vzero:
+	VZEROUPPER
+	MOVQ 400(SP), AX
+	MOVQ AX, ret+24(FP)
+	RET
+
+// func avx2ForwardLayerF16(j uintptr, from int, to int) int
+// Requires: AVX, AVX2, F16C, MMX+
+TEXT ·avx2ForwardLayerF16(SB), NOSPLIT, $472-32
+	// avx2ForwardLayerF16 normalizes rows [from, to) of the job: LayerNorm on F16 rows: y = round16(((x-m)*inv)*w + b), round16(((x-m)*inv)*(1+w) + b) with flagOffset, or round16((x-m)*inv + b) with w nil (with flagRN and a weight, round16((x-m)*inv) in place of ((x-m)*inv)), m the row's mean with flagCenter (else +0; stored to mean[r] when mean is not nil), b the bias (nothing added when it is nil), for each row; with res, h = round16(x + res) and res = h per element first, and h in place of x.
+	// It stops before the first row that needs the float64 path and returns that row's index, or to.
+	MOVQ  j+0(FP), AX
+	MOVQ  job_dst+0(AX), CX
+	MOVQ  job_x+0(AX), DX
+	MOVQ  job_res+0(AX), BX
+	TESTQ BX, BX
+	JZ    rowsset
+	XCHGQ DX, BX
+
+rowsset:
+	MOVQ job_w+0(AX), SI
+	MOVQ job_stride+0(AX), DI
+	SHLQ $0x01, DI
+	MOVQ job_dstStride+0(AX), R8
+	SHLQ $0x01, R8
+	MOVQ R8, 408(SP)
+
+	// fd = float32(d); rd = 1/d when d is a power of two (a/d is then a*rd exactly), else 0.
+	MOVQ       job_d+0(AX), R8
+	VMOVSS     one<>+0(SB), X0
+	VCVTSI2SSQ R8, X0, X0
+	VMOVSS     X0, 464(SP)
+	XORL       R10, R10
+	LEAQ       -1(R8), R9
+	TESTQ      R8, R9
+	JNZ        notpow2
+	BSFQ       R8, R9
+	MOVL       $0x0000007f, R10
+	SUBL       R9, R10
+	SHLL       $0x17, R10
+
+notpow2:
+	MOVL R10, 468(SP)
+
+	// Start at row from.
+	MOVQ  from+8(FP), R8
+	MOVQ  R8, 400(SP)
+	MOVQ  $0x00000000, 416(SP)
+	MOVQ  R8, R9
+	IMULQ 408(SP), R9
+	ADDQ  R9, CX
+	IMULQ DI, R8
+	ADDQ  R8, DX
+	ADDQ  R8, BX
+
+row:
+	MOVQ  400(SP), R8
+	CMPQ  R8, to+16(FP)
+	JAE   ret
+	MOVQ  $0x00000001, 424(SP)
+	CMPQ  job_res+0(AX), $0x00
+	JNE   addsum
+	TESTL $0x00000020, job_flags+0(AX)
+	JZ    nocenter
+	MOVQ  DX, R8
+
+	// Sum of squares: element i goes to partial i%64.
+	MOVQ   job_d+0(AX), R10
+	SUBQ   $0x00000040, R10
+	JGE    firstblock
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	XORQ   R9, R9
+	JMP    sumtail
+
+firstblock:
+	// +0 + square is the square itself: the first block initializes the partials.
+	XORQ      R9, R9
+	VCVTPH2PS (R8)(R9*2), Y0
+	VADDPS    zero64<>+0(SB), Y0, Y0
+	VCVTPH2PS 16(R8)(R9*2), Y1
+	VADDPS    zero64<>+0(SB), Y1, Y1
+	VCVTPH2PS 32(R8)(R9*2), Y2
+	VADDPS    zero64<>+0(SB), Y2, Y2
+	VCVTPH2PS 48(R8)(R9*2), Y3
+	VADDPS    zero64<>+0(SB), Y3, Y3
+	VCVTPH2PS 64(R8)(R9*2), Y4
+	VADDPS    zero64<>+0(SB), Y4, Y4
+	VCVTPH2PS 80(R8)(R9*2), Y5
+	VADDPS    zero64<>+0(SB), Y5, Y5
+	VCVTPH2PS 96(R8)(R9*2), Y6
+	VADDPS    zero64<>+0(SB), Y6, Y6
+	VCVTPH2PS 112(R8)(R9*2), Y7
+	VADDPS    zero64<>+0(SB), Y7, Y7
+	MOVQ      $0x00000040, R9
+
+	// With flagPF, the rows ahead are prefetched: one loop for both, the flag tested per block.
+	MOVQ DI, R11
+	SHLQ $0x01, R11
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows1
+	SHLQ $0x03, R11
+
+longrows1:
+	ADDQ R8, R11
+	MOVL job_flags+0(AX), R12
+
+	PCALIGN $32
+sumloop:
+	CMPQ  R9, R10
+	JG    sumtail
+	TESTL $0x00000002, R12
+	JNZ   sumpf
+
+sumblock:
+	VCVTPH2PS (R8)(R9*2), Y8
+	VADDPS    Y8, Y0, Y0
+	VCVTPH2PS 16(R8)(R9*2), Y8
+	VADDPS    Y8, Y1, Y1
+	VCVTPH2PS 32(R8)(R9*2), Y8
+	VADDPS    Y8, Y2, Y2
+	VCVTPH2PS 48(R8)(R9*2), Y8
+	VADDPS    Y8, Y3, Y3
+	VCVTPH2PS 64(R8)(R9*2), Y8
+	VADDPS    Y8, Y4, Y4
+	VCVTPH2PS 80(R8)(R9*2), Y8
+	VADDPS    Y8, Y5, Y5
+	VCVTPH2PS 96(R8)(R9*2), Y8
+	VADDPS    Y8, Y6, Y6
+	VCVTPH2PS 112(R8)(R9*2), Y8
+	VADDPS    Y8, Y7, Y7
+	ADDQ      $0x00000040, R9
+	JMP       sumloop
+
+	// Out of the loop's way: the prefetches, whose flag is usually clear.
+sumpf:
+	PREFETCHT0 (R11)(R9*2)
+	PREFETCHT0 64(R11)(R9*2)
+	JMP        sumblock
+
+sumtail:
+	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
+	MOVQ    job_d+0(AX), R10
+	SUBQ    R9, R10
+	JZ      summed
+	JL      slotsummed
+	MOVQ    R10, 440(SP)
+	LEAQ    (R8)(R9*2), R10
+	LEAQ    128(SP), R11
+	VXORPS  Y8, Y8, Y8
+	VMOVUPS Y8, (R11)
+	VMOVUPS Y8, 32(R11)
+	VMOVUPS Y8, 64(R11)
+	VMOVUPS Y8, 96(R11)
+	MOVQ    440(SP), R13
+	XORQ    R12, R12
+	SUBQ    $0x00000010, R13
+
+copyvec2:
+	CMPQ    R12, R13
+	JG      copyone3
+	VMOVUPS (R10)(R12*2), Y8
+	VMOVUPS Y8, (R11)(R12*2)
+	ADDQ    $0x00000010, R12
+	JMP     copyvec2
+
+copyone3:
+	ADDQ $0x00000010, R13
+
+copyloop5:
+	CMPQ R12, R13
+	JGE  copied4
+	MOVW (R10)(R12*2), R14
+	MOVW R14, (R11)(R12*2)
+	INCQ R12
+	JMP  copyloop5
+
+copied4:
+	MOVQ R9, R10
+	SHLQ $0x01, R10
+	MOVQ R8, 456(SP)
+	MOVQ R11, R8
+	SUBQ R10, R8
+	MOVQ R9, R10
+	MOVQ R8, R11
+	XORL R12, R12
+	JMP  sumblock
+
+slotsummed:
+	MOVQ 456(SP), R8
+
+summed:
+	VADDPS Y4, Y0, Y0
+	VADDPS Y5, Y1, Y1
+	VADDPS Y6, Y2, Y2
+	VADDPS Y7, Y3, Y3
+	VADDPS Y2, Y0, Y0
+	VADDPS Y3, Y1, Y1
+	VADDPS Y1, Y0, Y0
+	JMP    mean
+
+addsum:
+	MOVQ BX, R8
+	MOVQ DX, R9
+
+	// Sum of squares: element i goes to partial i%64.
+	MOVQ   job_d+0(AX), R11
+	SUBQ   $0x00000040, R11
+	JGE    addfirstblock
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	XORQ   R10, R10
+	JMP    addsumtail
+
+addfirstblock:
+	// +0 + square is the square itself: the first block initializes the partials.
+	XORQ      R10, R10
+	VCVTPH2PS (R8)(R10*2), Y0
+	VCVTPH2PS (R9)(R10*2), Y1
+	VADDPS    Y1, Y0, Y0
+	VCVTPS2PH $0x00, Y0, X0
+	VCVTPH2PS X0, Y0
+	VCVTPS2PH $0x00, Y0, (R9)(R10*2)
+	VADDPS    zero64<>+0(SB), Y0, Y0
+	VCVTPH2PS 16(R8)(R10*2), Y1
+	VCVTPH2PS 16(R9)(R10*2), Y2
+	VADDPS    Y2, Y1, Y1
+	VCVTPS2PH $0x00, Y1, X1
+	VCVTPH2PS X1, Y1
+	VCVTPS2PH $0x00, Y1, 16(R9)(R10*2)
+	VADDPS    zero64<>+0(SB), Y1, Y1
+	VCVTPH2PS 32(R8)(R10*2), Y2
+	VCVTPH2PS 32(R9)(R10*2), Y3
+	VADDPS    Y3, Y2, Y2
+	VCVTPS2PH $0x00, Y2, X2
+	VCVTPH2PS X2, Y2
+	VCVTPS2PH $0x00, Y2, 32(R9)(R10*2)
+	VADDPS    zero64<>+0(SB), Y2, Y2
+	VCVTPH2PS 48(R8)(R10*2), Y3
+	VCVTPH2PS 48(R9)(R10*2), Y4
+	VADDPS    Y4, Y3, Y3
+	VCVTPS2PH $0x00, Y3, X3
+	VCVTPH2PS X3, Y3
+	VCVTPS2PH $0x00, Y3, 48(R9)(R10*2)
+	VADDPS    zero64<>+0(SB), Y3, Y3
+	VCVTPH2PS 64(R8)(R10*2), Y4
+	VCVTPH2PS 64(R9)(R10*2), Y5
+	VADDPS    Y5, Y4, Y4
+	VCVTPS2PH $0x00, Y4, X4
+	VCVTPH2PS X4, Y4
+	VCVTPS2PH $0x00, Y4, 64(R9)(R10*2)
+	VADDPS    zero64<>+0(SB), Y4, Y4
+	VCVTPH2PS 80(R8)(R10*2), Y5
+	VCVTPH2PS 80(R9)(R10*2), Y6
+	VADDPS    Y6, Y5, Y5
+	VCVTPS2PH $0x00, Y5, X5
+	VCVTPH2PS X5, Y5
+	VCVTPS2PH $0x00, Y5, 80(R9)(R10*2)
+	VADDPS    zero64<>+0(SB), Y5, Y5
+	VCVTPH2PS 96(R8)(R10*2), Y6
+	VCVTPH2PS 96(R9)(R10*2), Y7
+	VADDPS    Y7, Y6, Y6
+	VCVTPS2PH $0x00, Y6, X6
+	VCVTPH2PS X6, Y6
+	VCVTPS2PH $0x00, Y6, 96(R9)(R10*2)
+	VADDPS    zero64<>+0(SB), Y6, Y6
+	VCVTPH2PS 112(R8)(R10*2), Y7
+	VCVTPH2PS 112(R9)(R10*2), Y8
+	VADDPS    Y8, Y7, Y7
+	VCVTPS2PH $0x00, Y7, X7
+	VCVTPH2PS X7, Y7
+	VCVTPS2PH $0x00, Y7, 112(R9)(R10*2)
+	VADDPS    zero64<>+0(SB), Y7, Y7
+	MOVQ      $0x00000040, R10
+
+	// With flagPF, the rows ahead are prefetched: one loop for both, the flag tested per block.
+	MOVQ DI, R12
+	SHLQ $0x01, R12
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows6
+	SHLQ $0x03, R12
+
+longrows6:
+	ADDQ R8, R12
+	MOVL job_flags+0(AX), R13
+
+	PCALIGN $32
+addsumloop:
+	CMPQ  R10, R11
+	JG    addsumtail
+	TESTL $0x00000002, R13
+	JNZ   addsumpf
+
+addsumblock:
+	VCVTPH2PS (R8)(R10*2), Y8
+	VCVTPH2PS (R9)(R10*2), Y9
+	VADDPS    Y9, Y8, Y8
+	VCVTPS2PH $0x00, Y8, X8
+	VCVTPH2PS X8, Y8
+	VCVTPS2PH $0x00, Y8, (R9)(R10*2)
+	VADDPS    Y8, Y0, Y0
+	VCVTPH2PS 16(R8)(R10*2), Y8
+	VCVTPH2PS 16(R9)(R10*2), Y9
+	VADDPS    Y9, Y8, Y8
+	VCVTPS2PH $0x00, Y8, X8
+	VCVTPH2PS X8, Y8
+	VCVTPS2PH $0x00, Y8, 16(R9)(R10*2)
+	VADDPS    Y8, Y1, Y1
+	VCVTPH2PS 32(R8)(R10*2), Y8
+	VCVTPH2PS 32(R9)(R10*2), Y9
+	VADDPS    Y9, Y8, Y8
+	VCVTPS2PH $0x00, Y8, X8
+	VCVTPH2PS X8, Y8
+	VCVTPS2PH $0x00, Y8, 32(R9)(R10*2)
+	VADDPS    Y8, Y2, Y2
+	VCVTPH2PS 48(R8)(R10*2), Y8
+	VCVTPH2PS 48(R9)(R10*2), Y9
+	VADDPS    Y9, Y8, Y8
+	VCVTPS2PH $0x00, Y8, X8
+	VCVTPH2PS X8, Y8
+	VCVTPS2PH $0x00, Y8, 48(R9)(R10*2)
+	VADDPS    Y8, Y3, Y3
+	VCVTPH2PS 64(R8)(R10*2), Y8
+	VCVTPH2PS 64(R9)(R10*2), Y9
+	VADDPS    Y9, Y8, Y8
+	VCVTPS2PH $0x00, Y8, X8
+	VCVTPH2PS X8, Y8
+	VCVTPS2PH $0x00, Y8, 64(R9)(R10*2)
+	VADDPS    Y8, Y4, Y4
+	VCVTPH2PS 80(R8)(R10*2), Y8
+	VCVTPH2PS 80(R9)(R10*2), Y9
+	VADDPS    Y9, Y8, Y8
+	VCVTPS2PH $0x00, Y8, X8
+	VCVTPH2PS X8, Y8
+	VCVTPS2PH $0x00, Y8, 80(R9)(R10*2)
+	VADDPS    Y8, Y5, Y5
+	VCVTPH2PS 96(R8)(R10*2), Y8
+	VCVTPH2PS 96(R9)(R10*2), Y9
+	VADDPS    Y9, Y8, Y8
+	VCVTPS2PH $0x00, Y8, X8
+	VCVTPH2PS X8, Y8
+	VCVTPS2PH $0x00, Y8, 96(R9)(R10*2)
+	VADDPS    Y8, Y6, Y6
+	VCVTPH2PS 112(R8)(R10*2), Y8
+	VCVTPH2PS 112(R9)(R10*2), Y9
+	VADDPS    Y9, Y8, Y8
+	VCVTPS2PH $0x00, Y8, X8
+	VCVTPH2PS X8, Y8
+	VCVTPS2PH $0x00, Y8, 112(R9)(R10*2)
+	VADDPS    Y8, Y7, Y7
+	ADDQ      $0x00000040, R10
+	JMP       addsumloop
+
+	// Out of the loop's way: the prefetches, whose flag is usually clear.
+addsumpf:
+	PREFETCHT0 (R12)(R10*2)
+	PREFETCHT0 64(R12)(R10*2)
+	JMP        addsumblock
+
+addsumtail:
+	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
+	MOVQ    job_d+0(AX), R11
+	SUBQ    R10, R11
+	JZ      addsummed
+	JL      addslotsummed
+	MOVQ    R11, 440(SP)
+	LEAQ    (R8)(R10*2), R11
+	LEAQ    (R9)(R10*2), R9
+	MOVQ    R9, 448(SP)
+	LEAQ    128(SP), R9
+	VXORPS  Y8, Y8, Y8
+	VMOVUPS Y8, (R9)
+	VMOVUPS Y8, 32(R9)
+	VMOVUPS Y8, 64(R9)
+	VMOVUPS Y8, 96(R9)
+	MOVQ    440(SP), R13
+	XORQ    R12, R12
+	SUBQ    $0x00000010, R13
+
+copyvec7:
+	CMPQ    R12, R13
+	JG      copyone8
+	VMOVUPS (R11)(R12*2), Y8
+	VMOVUPS Y8, (R9)(R12*2)
+	ADDQ    $0x00000010, R12
+	JMP     copyvec7
+
+copyone8:
+	ADDQ $0x00000010, R13
+
+copyloop10:
+	CMPQ R12, R13
+	JGE  copied9
+	MOVW (R11)(R12*2), R14
+	MOVW R14, (R9)(R12*2)
+	INCQ R12
+	JMP  copyloop10
+
+copied9:
+	MOVQ    448(SP), R11
+	LEAQ    256(SP), R12
+	VXORPS  Y8, Y8, Y8
+	VMOVUPS Y8, (R12)
+	VMOVUPS Y8, 32(R12)
+	VMOVUPS Y8, 64(R12)
+	VMOVUPS Y8, 96(R12)
+	MOVQ    440(SP), R14
+	XORQ    R13, R13
+	SUBQ    $0x00000010, R14
+
+copyvec11:
+	CMPQ    R13, R14
+	JG      copyone12
+	VMOVUPS (R11)(R13*2), Y8
+	VMOVUPS Y8, (R12)(R13*2)
+	ADDQ    $0x00000010, R13
+	JMP     copyvec11
+
+copyone12:
+	ADDQ $0x00000010, R14
+
+copyloop14:
+	CMPQ R13, R14
+	JGE  copied13
+	MOVW (R11)(R13*2), R15
+	MOVW R15, (R12)(R13*2)
+	INCQ R13
+	JMP  copyloop14
+
+copied13:
+	MOVQ R10, R11
+	SHLQ $0x01, R11
+	MOVQ R8, 456(SP)
+	MOVQ R9, R8
+	SUBQ R11, R8
+	MOVQ R12, R9
+	SUBQ R11, R9
+	MOVQ R10, R11
+	MOVQ R8, R12
+	XORL R13, R13
+	JMP  addsumblock
+
+addslotsummed:
+	MOVQ 456(SP), R8
+	MOVQ 448(SP), R8
+	LEAQ 256(SP), R9
+	MOVQ 440(SP), R11
+	XORQ R10, R10
+	SUBQ $0x00000010, R11
+
+copyvec15:
+	CMPQ    R10, R11
+	JG      copyone16
+	VMOVUPS (R9)(R10*2), Y8
+	VMOVUPS Y8, (R8)(R10*2)
+	ADDQ    $0x00000010, R10
+	JMP     copyvec15
+
+copyone16:
+	ADDQ $0x00000010, R11
+
+copyloop18:
+	CMPQ R10, R11
+	JGE  copied17
+	MOVW (R9)(R10*2), R12
+	MOVW R12, (R8)(R10*2)
+	INCQ R10
+	JMP  copyloop18
+
+copied17:
+addsummed:
+	VADDPS Y4, Y0, Y0
+	VADDPS Y5, Y1, Y1
+	VADDPS Y6, Y2, Y2
+	VADDPS Y7, Y3, Y3
+	VADDPS Y2, Y0, Y0
+	VADDPS Y3, Y1, Y1
+	VADDPS Y1, Y0, Y0
+
+mean:
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X1
+	VMOVHLPS     X1, X1, X0
+	VADDPS       X0, X1, X1
+	VMOVSHDUP    X1, X0
+	VADDSS       X0, X1, X1
+	TESTL        $0x00000020, job_flags+0(AX)
+	JZ           nocenter
+
+	// A row whose sum is not finite (s-s is NaN) takes the float64 path; else m = s/d.
+	VSUBSS   X1, X1, X0
+	VUCOMISS X0, X0
+	JPS      ret
+	CMPL     468(SP), $0x00
+	JE       divide19
+	VMULSS   468(SP), X1, X0
+	JMP      divided20
+
+divide19:
+	VDIVSS 464(SP), X1, X0
+
+divided20:
+	VBROADCASTSS X0, Y8
+	JMP          centered
+
+nocenter:
+	VXORPS Y8, Y8, Y8
+
+centered:
+	MOVQ DX, R8
+
+	// Sum of squares: element i goes to partial i%64.
+	MOVQ   job_d+0(AX), R10
+	SUBQ   $0x00000040, R10
+	JGE    sqfirstblock
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	XORQ   R9, R9
+	JMP    sqsumtail
+
+sqfirstblock:
+	// +0 + square is the square itself: the first block initializes the partials.
+	XORQ      R9, R9
+	VCVTPH2PS (R8)(R9*2), Y0
+	VSUBPS    Y8, Y0, Y0
+	VMULPS    Y0, Y0, Y0
+	VCVTPH2PS 16(R8)(R9*2), Y1
+	VSUBPS    Y8, Y1, Y1
+	VMULPS    Y1, Y1, Y1
+	VCVTPH2PS 32(R8)(R9*2), Y2
+	VSUBPS    Y8, Y2, Y2
+	VMULPS    Y2, Y2, Y2
+	VCVTPH2PS 48(R8)(R9*2), Y3
+	VSUBPS    Y8, Y3, Y3
+	VMULPS    Y3, Y3, Y3
+	VCVTPH2PS 64(R8)(R9*2), Y4
+	VSUBPS    Y8, Y4, Y4
+	VMULPS    Y4, Y4, Y4
+	VCVTPH2PS 80(R8)(R9*2), Y5
+	VSUBPS    Y8, Y5, Y5
+	VMULPS    Y5, Y5, Y5
+	VCVTPH2PS 96(R8)(R9*2), Y6
+	VSUBPS    Y8, Y6, Y6
+	VMULPS    Y6, Y6, Y6
+	VCVTPH2PS 112(R8)(R9*2), Y7
+	VSUBPS    Y8, Y7, Y7
+	VMULPS    Y7, Y7, Y7
+	MOVQ      $0x00000040, R9
+
+	// With flagPF, the rows ahead are prefetched: one loop for both, the flag tested per block.
+	MOVQ DI, R11
+	SHLQ $0x01, R11
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows21
+	SHLQ $0x03, R11
+
+longrows21:
+	ADDQ R8, R11
+	MOVL job_flags+0(AX), R12
+
+	PCALIGN $32
+sqsumloop:
+	CMPQ  R9, R10
+	JG    sqsumtail
+	TESTL $0x00000002, R12
+	JNZ   sqsumpf
+
+sqsumblock:
+	VCVTPH2PS (R8)(R9*2), Y9
+	VSUBPS    Y8, Y9, Y9
+	VMULPS    Y9, Y9, Y9
+	VADDPS    Y9, Y0, Y0
+	VCVTPH2PS 16(R8)(R9*2), Y9
+	VSUBPS    Y8, Y9, Y9
+	VMULPS    Y9, Y9, Y9
+	VADDPS    Y9, Y1, Y1
+	VCVTPH2PS 32(R8)(R9*2), Y9
+	VSUBPS    Y8, Y9, Y9
+	VMULPS    Y9, Y9, Y9
+	VADDPS    Y9, Y2, Y2
+	VCVTPH2PS 48(R8)(R9*2), Y9
+	VSUBPS    Y8, Y9, Y9
+	VMULPS    Y9, Y9, Y9
+	VADDPS    Y9, Y3, Y3
+	VCVTPH2PS 64(R8)(R9*2), Y9
+	VSUBPS    Y8, Y9, Y9
+	VMULPS    Y9, Y9, Y9
+	VADDPS    Y9, Y4, Y4
+	VCVTPH2PS 80(R8)(R9*2), Y9
+	VSUBPS    Y8, Y9, Y9
+	VMULPS    Y9, Y9, Y9
+	VADDPS    Y9, Y5, Y5
+	VCVTPH2PS 96(R8)(R9*2), Y9
+	VSUBPS    Y8, Y9, Y9
+	VMULPS    Y9, Y9, Y9
+	VADDPS    Y9, Y6, Y6
+	VCVTPH2PS 112(R8)(R9*2), Y9
+	VSUBPS    Y8, Y9, Y9
+	VMULPS    Y9, Y9, Y9
+	VADDPS    Y9, Y7, Y7
+	ADDQ      $0x00000040, R9
+	JMP       sqsumloop
+
+	// Out of the loop's way: the prefetches, whose flag is usually clear.
+sqsumpf:
+	PREFETCHT0 (R11)(R9*2)
+	PREFETCHT0 64(R11)(R9*2)
+	JMP        sqsumblock
+
+sqsumtail:
+	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
+	MOVQ job_d+0(AX), R10
+	SUBQ R9, R10
+	JZ   sqsummed
+	LEAQ (R8)(R9*2), R8
+	LEAQ 128(SP), R9
+	MOVQ R10, R12
+	XORQ R11, R11
+	SUBQ $0x00000010, R12
+
+copyvec22:
+	CMPQ    R11, R12
+	JG      copyone23
+	VMOVUPS (R8)(R11*2), Y9
+	VMOVUPS Y9, (R9)(R11*2)
+	ADDQ    $0x00000010, R11
+	JMP     copyvec22
+
+copyone23:
+	ADDQ $0x00000010, R12
+
+copyloop25:
+	CMPQ R11, R12
+	JGE  copied24
+	MOVW (R8)(R11*2), R13
+	MOVW R13, (R9)(R11*2)
+	INCQ R11
+	JMP  copyloop25
+
+copied24:
+	VMOVQ        R10, X9
+	VPBROADCASTD X9, Y9
+	VCVTPH2PS    (R9), Y10
+	VSUBPS       Y8, Y10, Y10
+	VPCMPGTD     iota64<>+0(SB), Y9, Y11
+	VANDPS       Y11, Y10, Y10
+	VMULPS       Y10, Y10, Y10
+	VADDPS       Y10, Y0, Y0
+	VCVTPH2PS    16(R9), Y10
+	VSUBPS       Y8, Y10, Y10
+	VPCMPGTD     iota64<>+32(SB), Y9, Y11
+	VANDPS       Y11, Y10, Y10
+	VMULPS       Y10, Y10, Y10
+	VADDPS       Y10, Y1, Y1
+	VCVTPH2PS    32(R9), Y10
+	VSUBPS       Y8, Y10, Y10
+	VPCMPGTD     iota64<>+64(SB), Y9, Y11
+	VANDPS       Y11, Y10, Y10
+	VMULPS       Y10, Y10, Y10
+	VADDPS       Y10, Y2, Y2
+	VCVTPH2PS    48(R9), Y10
+	VSUBPS       Y8, Y10, Y10
+	VPCMPGTD     iota64<>+96(SB), Y9, Y11
+	VANDPS       Y11, Y10, Y10
+	VMULPS       Y10, Y10, Y10
+	VADDPS       Y10, Y3, Y3
+	VCVTPH2PS    64(R9), Y10
+	VSUBPS       Y8, Y10, Y10
+	VPCMPGTD     iota64<>+128(SB), Y9, Y11
+	VANDPS       Y11, Y10, Y10
+	VMULPS       Y10, Y10, Y10
+	VADDPS       Y10, Y4, Y4
+	VCVTPH2PS    80(R9), Y10
+	VSUBPS       Y8, Y10, Y10
+	VPCMPGTD     iota64<>+160(SB), Y9, Y11
+	VANDPS       Y11, Y10, Y10
+	VMULPS       Y10, Y10, Y10
+	VADDPS       Y10, Y5, Y5
+	VCVTPH2PS    96(R9), Y10
+	VSUBPS       Y8, Y10, Y10
+	VPCMPGTD     iota64<>+192(SB), Y9, Y11
+	VANDPS       Y11, Y10, Y10
+	VMULPS       Y10, Y10, Y10
+	VADDPS       Y10, Y6, Y6
+	VCVTPH2PS    112(R9), Y10
+	VSUBPS       Y8, Y10, Y10
+	VPCMPGTD     iota64<>+224(SB), Y9, Y9
+	VANDPS       Y9, Y10, Y10
+	VMULPS       Y10, Y10, Y10
+	VADDPS       Y10, Y7, Y7
+
+sqsummed:
+	VADDPS Y4, Y0, Y0
+	VADDPS Y5, Y1, Y1
+	VADDPS Y6, Y2, Y2
+	VADDPS Y7, Y3, Y3
+	VADDPS Y2, Y0, Y0
+	VADDPS Y3, Y1, Y1
+	VADDPS Y1, Y0, Y0
+
+	// Halving tree: p[j] += p[j+h] for the remaining h, down to ss.
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X1
+	VMOVHLPS     X1, X1, X0
+	VADDPS       X0, X1, X1
+	VMOVSHDUP    X1, X0
+	VADDSS       X0, X1, X1
+
+	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
+	CMPL   468(SP), $0x00
+	JE     divide26
+	VMULSS 468(SP), X1, X1
+	JMP    divided27
+
+divide26:
+	VDIVSS 464(SP), X1, X1
+
+divided27:
+	VADDSS   job_eps+0(AX), X1, X1
+	VUCOMISS tlo<>+0(SB), X1
+	JCS      ret
+	VUCOMISS tmax<>+0(SB), X1
+	JHI      ret
+	VSQRTSS  X1, X1, X1
+	VMOVSS   one<>+0(SB), X0
+	VDIVSS   X1, X0, X0
+
+	// Report 1/rms if asked.
+	MOVQ   job_inv+0(AX), R8
+	TESTQ  R8, R8
+	JZ     reportmean
+	MOVQ   400(SP), R9
+	VMOVSS X0, (R8)(R9*4)
+
+reportmean:
+	// Report the mean if asked.
+	MOVQ   job_mean+0(AX), R8
+	TESTQ  R8, R8
+	JZ     scale
+	MOVQ   400(SP), R9
+	VMOVSS X8, (R8)(R9*4)
+
+scale:
+	VBROADCASTSS X0, Y1
+	MOVQ         $0x00000000, 432(SP)
+	CMPQ         424(SP), $0x01
+	JE           scalebody
+	VMOVUPS      X0, 384(SP)
+
+scalerow:
+	MOVQ         432(SP), R8
+	VBROADCASTSS 384(SP)(R8*4), Y1
+
+scalebody:
+	VBROADCASTSS one<>+0(SB), Y0
+	TESTL        $0x00000010, job_flags+0(AX)
+	JNZ          weightadd28
+	VBROADCASTSS negzero<>+0(SB), Y0
+
+weightadd28:
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ R8, R8
+	MOVQ job_d+0(AX), R9
+	SUBQ $0x00000020, R9
+	MOVQ DI, R10
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows29
+	SHLQ $0x03, R10
+
+longrows29:
+	ADDQ  DX, R10
+	MOVL  job_flags+0(AX), R11
+	TESTL $0x00000001, R11
+	JNZ   scalent
+	TESTQ SI, SI
+	JZ    scaleloopnoweight
+	TESTL $0x00000010, R11
+	JNZ   scaleloopoffset
+
+	PCALIGN $32
+scaleloop:
+	CMPQ  R8, R9
+	JG    scaletail
+	TESTL $0x00000002, R11
+	JNZ   scalelooppf30
+
+scaleloopbody31:
+	VCVTPH2PS (DX)(R8*2), Y2
+	VSUBPS    Y8, Y2, Y2
+	VMULPS    Y1, Y2, Y2
+	VCVTPH2PS 16(DX)(R8*2), Y3
+	VSUBPS    Y8, Y3, Y3
+	VMULPS    Y1, Y3, Y3
+	VCVTPH2PS 32(DX)(R8*2), Y4
+	VSUBPS    Y8, Y4, Y4
+	VMULPS    Y1, Y4, Y4
+	VCVTPH2PS 48(DX)(R8*2), Y5
+	VSUBPS    Y8, Y5, Y5
+	VMULPS    Y1, Y5, Y5
+	TESTL     $0x00000008, job_flags+0(AX)
+	JZ        notrn32
+	VCVTPS2PH $0x00, Y2, X2
+	VCVTPH2PS X2, Y2
+	VCVTPS2PH $0x00, Y3, X3
+	VCVTPH2PS X3, Y3
+	VCVTPS2PH $0x00, Y4, X4
+	VCVTPH2PS X4, Y4
+	VCVTPS2PH $0x00, Y5, X5
+	VCVTPH2PS X5, Y5
+
+notrn32:
+	VMULPS (SI)(R8*4), Y2, Y2
+	VMULPS 32(SI)(R8*4), Y3, Y3
+	VMULPS 64(SI)(R8*4), Y4, Y4
+	VMULPS 96(SI)(R8*4), Y5, Y5
+	MOVQ   job_bias+0(AX), R12
+	TESTQ  R12, R12
+	JZ     nobias33
+	VADDPS (R12)(R8*4), Y2, Y2
+	VADDPS 32(R12)(R8*4), Y3, Y3
+	VADDPS 64(R12)(R8*4), Y4, Y4
+	VADDPS 96(R12)(R8*4), Y5, Y5
+
+nobias33:
+	VCVTPS2PH   $0x00, Y2, X2
+	VCVTPS2PH   $0x00, Y3, X3
+	VINSERTI128 $0x01, X3, Y2, Y2
+	VMOVDQU     Y2, (CX)(R8*2)
+	VCVTPS2PH   $0x00, Y4, X4
+	VCVTPS2PH   $0x00, Y5, X5
+	VINSERTI128 $0x01, X5, Y4, Y4
+	VMOVDQU     Y4, 32(CX)(R8*2)
+	ADDQ        $0x00000020, R8
+	JMP         scaleloop
+
+scalelooppf30:
+	PREFETCHT0 (R10)(R8*2)
+	JMP        scaleloopbody31
+
+	PCALIGN $32
+scaleloopoffset:
+	CMPQ  R8, R9
+	JG    scaletail
+	TESTL $0x00000002, R11
+	JNZ   scaleloopoffsetpf34
+
+scaleloopoffsetbody35:
+	VCVTPH2PS (DX)(R8*2), Y2
+	VSUBPS    Y8, Y2, Y2
+	VMULPS    Y1, Y2, Y2
+	VCVTPH2PS 16(DX)(R8*2), Y3
+	VSUBPS    Y8, Y3, Y3
+	VMULPS    Y1, Y3, Y3
+	VCVTPH2PS 32(DX)(R8*2), Y4
+	VSUBPS    Y8, Y4, Y4
+	VMULPS    Y1, Y4, Y4
+	VCVTPH2PS 48(DX)(R8*2), Y5
+	VSUBPS    Y8, Y5, Y5
+	VMULPS    Y1, Y5, Y5
+	TESTL     $0x00000008, job_flags+0(AX)
+	JZ        notrn36
+	VCVTPS2PH $0x00, Y2, X2
+	VCVTPH2PS X2, Y2
+	VCVTPS2PH $0x00, Y3, X3
+	VCVTPH2PS X3, Y3
+	VCVTPS2PH $0x00, Y4, X4
+	VCVTPH2PS X4, Y4
+	VCVTPS2PH $0x00, Y5, X5
+	VCVTPH2PS X5, Y5
+
+notrn36:
+	VMOVUPS (SI)(R8*4), Y6
+	VADDPS  Y0, Y6, Y6
+	VMULPS  Y6, Y2, Y2
+	VMOVUPS 32(SI)(R8*4), Y6
+	VADDPS  Y0, Y6, Y6
+	VMULPS  Y6, Y3, Y3
+	VMOVUPS 64(SI)(R8*4), Y6
+	VADDPS  Y0, Y6, Y6
+	VMULPS  Y6, Y4, Y4
+	VMOVUPS 96(SI)(R8*4), Y6
+	VADDPS  Y0, Y6, Y6
+	VMULPS  Y6, Y5, Y5
+	MOVQ    job_bias+0(AX), R12
+	TESTQ   R12, R12
+	JZ      nobias37
+	VADDPS  (R12)(R8*4), Y2, Y2
+	VADDPS  32(R12)(R8*4), Y3, Y3
+	VADDPS  64(R12)(R8*4), Y4, Y4
+	VADDPS  96(R12)(R8*4), Y5, Y5
+
+nobias37:
+	VCVTPS2PH   $0x00, Y2, X2
+	VCVTPS2PH   $0x00, Y3, X3
+	VINSERTI128 $0x01, X3, Y2, Y2
+	VMOVDQU     Y2, (CX)(R8*2)
+	VCVTPS2PH   $0x00, Y4, X4
+	VCVTPS2PH   $0x00, Y5, X5
+	VINSERTI128 $0x01, X5, Y4, Y4
+	VMOVDQU     Y4, 32(CX)(R8*2)
+	ADDQ        $0x00000020, R8
+	JMP         scaleloopoffset
+
+scaleloopoffsetpf34:
+	PREFETCHT0 (R10)(R8*2)
+	JMP        scaleloopoffsetbody35
+
+	PCALIGN $32
+scaleloopnoweight:
+	CMPQ  R8, R9
+	JG    scaletail
+	TESTL $0x00000002, R11
+	JNZ   scaleloopnoweightpf38
+
+scaleloopnoweightbody39:
+	VCVTPH2PS (DX)(R8*2), Y2
+	VSUBPS    Y8, Y2, Y2
+	VMULPS    Y1, Y2, Y2
+	VCVTPH2PS 16(DX)(R8*2), Y3
+	VSUBPS    Y8, Y3, Y3
+	VMULPS    Y1, Y3, Y3
+	VCVTPH2PS 32(DX)(R8*2), Y4
+	VSUBPS    Y8, Y4, Y4
+	VMULPS    Y1, Y4, Y4
+	VCVTPH2PS 48(DX)(R8*2), Y5
+	VSUBPS    Y8, Y5, Y5
+	VMULPS    Y1, Y5, Y5
+	MOVQ      job_bias+0(AX), R12
+	TESTQ     R12, R12
+	JZ        nobias40
+	VADDPS    (R12)(R8*4), Y2, Y2
+	VADDPS    32(R12)(R8*4), Y3, Y3
+	VADDPS    64(R12)(R8*4), Y4, Y4
+	VADDPS    96(R12)(R8*4), Y5, Y5
+
+nobias40:
+	VCVTPS2PH   $0x00, Y2, X2
+	VCVTPS2PH   $0x00, Y3, X3
+	VINSERTI128 $0x01, X3, Y2, Y2
+	VMOVDQU     Y2, (CX)(R8*2)
+	VCVTPS2PH   $0x00, Y4, X4
+	VCVTPS2PH   $0x00, Y5, X5
+	VINSERTI128 $0x01, X5, Y4, Y4
+	VMOVDQU     Y4, 32(CX)(R8*2)
+	ADDQ        $0x00000020, R8
+	JMP         scaleloopnoweight
+
+scaleloopnoweightpf38:
+	PREFETCHT0 (R10)(R8*2)
+	JMP        scaleloopnoweightbody39
+
+scalent:
+	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
+	MOVQ CX, R10
+	NEGQ R10
+	ANDQ $0x0000001f, R10
+	SHRQ $0x01, R10
+	JZ   scalentgo
+	CMPQ R10, job_d+0(AX)
+	JLE  scalehead
+	MOVQ job_d+0(AX), R10
+
+scalehead:
+	CMPQ      R10, $0x00000008
+	JB        scaleheadpart
+	VCVTPH2PS (DX)(R8*2), Y2
+	VSUBPS    Y8, Y2, Y2
+	VMULPS    Y1, Y2, Y2
+	TESTL     $0x00000008, job_flags+0(AX)
+	JZ        notrn41
+	VCVTPS2PH $0x00, Y2, X2
+	VCVTPH2PS X2, Y2
+
+notrn41:
+	TESTQ   SI, SI
+	JZ      noweight42
+	VMOVUPS (SI)(R8*4), Y3
+	VADDPS  Y0, Y3, Y3
+	VMULPS  Y3, Y2, Y2
+
+noweight42:
+	MOVQ   job_bias+0(AX), R11
+	TESTQ  R11, R11
+	JZ     nobias43
+	VADDPS (R11)(R8*4), Y2, Y2
+
+nobias43:
+	VCVTPS2PH $0x00, Y2, (CX)(R8*2)
+	ADDQ      $0x00000008, R8
+	SUBQ      $0x00000008, R10
+	JZ        scalentgo
+
+scaleheadpart:
+	JMP partout
+
+scalentgo:
+	MOVQ DI, R10
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows44
+	SHLQ $0x03, R10
+
+longrows44:
+	ADDQ DX, R10
+	MOVL job_flags+0(AX), R11
+
+	PCALIGN $32
+scalentloop:
+	CMPQ       R8, R9
+	JG         scaletail
+	PREFETCHT0 (R10)(R8*2)
+	VCVTPH2PS  (DX)(R8*2), Y2
+	VSUBPS     Y8, Y2, Y2
+	VMULPS     Y1, Y2, Y2
+	VCVTPH2PS  16(DX)(R8*2), Y3
+	VSUBPS     Y8, Y3, Y3
+	VMULPS     Y1, Y3, Y3
+	VCVTPH2PS  32(DX)(R8*2), Y4
+	VSUBPS     Y8, Y4, Y4
+	VMULPS     Y1, Y4, Y4
+	VCVTPH2PS  48(DX)(R8*2), Y5
+	VSUBPS     Y8, Y5, Y5
+	VMULPS     Y1, Y5, Y5
+	TESTL      $0x00000008, job_flags+0(AX)
+	JZ         notrn45
+	VCVTPS2PH  $0x00, Y2, X2
+	VCVTPH2PS  X2, Y2
+	VCVTPS2PH  $0x00, Y3, X3
+	VCVTPH2PS  X3, Y3
+	VCVTPS2PH  $0x00, Y4, X4
+	VCVTPH2PS  X4, Y4
+	VCVTPS2PH  $0x00, Y5, X5
+	VCVTPH2PS  X5, Y5
+
+notrn45:
+	TESTQ  SI, SI
+	JZ     weighed47
+	TESTL  $0x00000010, R11
+	JNZ    offset46
+	VMULPS (SI)(R8*4), Y2, Y2
+	VMULPS 32(SI)(R8*4), Y3, Y3
+	VMULPS 64(SI)(R8*4), Y4, Y4
+	VMULPS 96(SI)(R8*4), Y5, Y5
+
+weighed47:
+	MOVQ   job_bias+0(AX), R12
+	TESTQ  R12, R12
+	JZ     nobias48
+	VADDPS (R12)(R8*4), Y2, Y2
+	VADDPS 32(R12)(R8*4), Y3, Y3
+	VADDPS 64(R12)(R8*4), Y4, Y4
+	VADDPS 96(R12)(R8*4), Y5, Y5
+
+nobias48:
+	VCVTPS2PH   $0x00, Y2, X2
+	VCVTPS2PH   $0x00, Y3, X3
+	VINSERTI128 $0x01, X3, Y2, Y2
+	VMOVNTDQ    Y2, (CX)(R8*2)
+	VCVTPS2PH   $0x00, Y4, X4
+	VCVTPS2PH   $0x00, Y5, X5
+	VINSERTI128 $0x01, X5, Y4, Y4
+	VMOVNTDQ    Y4, 32(CX)(R8*2)
+	ADDQ        $0x00000020, R8
+	JMP         scalentloop
+
+offset46:
+	VMOVUPS (SI)(R8*4), Y6
+	VADDPS  Y0, Y6, Y6
+	VMULPS  Y6, Y2, Y2
+	VMOVUPS 32(SI)(R8*4), Y6
+	VADDPS  Y0, Y6, Y6
+	VMULPS  Y6, Y3, Y3
+	VMOVUPS 64(SI)(R8*4), Y6
+	VADDPS  Y0, Y6, Y6
+	VMULPS  Y6, Y4, Y4
+	VMOVUPS 96(SI)(R8*4), Y6
+	VADDPS  Y0, Y6, Y6
+	VMULPS  Y6, Y5, Y5
+	JMP     weighed47
+
+scaletail:
+	ADDQ $0x00000018, R9
+
+scaleone:
+	CMPQ      R8, R9
+	JG        scalepart
+	VCVTPH2PS (DX)(R8*2), Y2
+	VSUBPS    Y8, Y2, Y2
+	VMULPS    Y1, Y2, Y2
+	TESTL     $0x00000008, job_flags+0(AX)
+	JZ        notrn49
+	VCVTPS2PH $0x00, Y2, X2
+	VCVTPH2PS X2, Y2
+
+notrn49:
+	TESTQ   SI, SI
+	JZ      noweight50
+	VMOVUPS (SI)(R8*4), Y3
+	VADDPS  Y0, Y3, Y3
+	VMULPS  Y3, Y2, Y2
+
+noweight50:
+	MOVQ   job_bias+0(AX), R10
+	TESTQ  R10, R10
+	JZ     nobias51
+	VADDPS (R10)(R8*4), Y2, Y2
+
+nobias51:
+	VCVTPS2PH $0x00, Y2, (CX)(R8*2)
+	ADDQ      $0x00000008, R8
+	JMP       scaleone
+
+scalepart:
+	MOVQ job_d+0(AX), R10
+	SUBQ R8, R10
+	JZ   scaled
+
+	// The last n < lanes elements, or the first n of a non-temporal row (i + n < d: back to its loop).
+partout:
+	LEAQ (DX)(R8*2), R11
+	LEAQ 128(SP), R12
+	MOVQ R10, R14
+	XORQ R13, R13
+	SUBQ $0x00000010, R14
+
+copyvec52:
+	CMPQ    R13, R14
+	JG      copyone53
+	VMOVUPS (R11)(R13*2), Y2
+	VMOVUPS Y2, (R12)(R13*2)
+	ADDQ    $0x00000010, R13
+	JMP     copyvec52
+
+copyone53:
+	ADDQ $0x00000010, R14
+
+copyloop55:
+	CMPQ R13, R14
+	JGE  copied54
+	MOVW (R11)(R13*2), R15
+	MOVW R15, (R12)(R13*2)
+	INCQ R13
+	JMP  copyloop55
+
+copied54:
+	TESTQ SI, SI
+	JZ    nowcopy56
+	LEAQ  (SI)(R8*4), R11
+	LEAQ  160(SP), R12
+	MOVQ  R10, R14
+	XORQ  R13, R13
+	SUBQ  $0x00000008, R14
+
+copyvec57:
+	CMPQ    R13, R14
+	JG      copyone58
+	VMOVUPS (R11)(R13*4), Y2
+	VMOVUPS Y2, (R12)(R13*4)
+	ADDQ    $0x00000008, R13
+	JMP     copyvec57
+
+copyone58:
+	ADDQ $0x00000008, R14
+
+copyloop60:
+	CMPQ R13, R14
+	JGE  copied59
+	MOVL (R11)(R13*4), R15
+	MOVL R15, (R12)(R13*4)
+	INCQ R13
+	JMP  copyloop60
+
+copied59:
+nowcopy56:
+	MOVQ  job_bias+0(AX), R11
+	TESTQ R11, R11
+	JZ    nobiascopy61
+	LEAQ  (R11)(R8*4), R11
+	LEAQ  224(SP), R12
+	MOVQ  R10, R14
+	XORQ  R13, R13
+	SUBQ  $0x00000008, R14
+
+copyvec62:
+	CMPQ    R13, R14
+	JG      copyone63
+	VMOVUPS (R11)(R13*4), Y2
+	VMOVUPS Y2, (R12)(R13*4)
+	ADDQ    $0x00000008, R13
+	JMP     copyvec62
+
+copyone63:
+	ADDQ $0x00000008, R14
+
+copyloop65:
+	CMPQ R13, R14
+	JGE  copied64
+	MOVL (R11)(R13*4), R15
+	MOVL R15, (R12)(R13*4)
+	INCQ R13
+	JMP  copyloop65
+
+copied64:
+nobiascopy61:
+	VCVTPH2PS 128(SP), Y2
+	VSUBPS    Y8, Y2, Y2
+	VMULPS    Y2, Y1, Y2
+	TESTL     $0x00000008, job_flags+0(AX)
+	JZ        notrn66
+	VCVTPS2PH $0x00, Y2, X2
+	VCVTPH2PS X2, Y2
+
+notrn66:
+	TESTQ   SI, SI
+	JZ      noweight67
+	VMOVUPS 160(SP), Y3
+	VADDPS  Y0, Y3, Y3
+	VMULPS  Y3, Y2, Y2
+
+noweight67:
+	MOVQ   job_bias+0(AX), R11
+	TESTQ  R11, R11
+	JZ     nobias68
+	VADDPS 224(SP), Y2, Y2
+
+nobias68:
+	VCVTPS2PH $0x00, Y2, 192(SP)
+	LEAQ      192(SP), R12
+	LEAQ      (CX)(R8*2), R11
+	MOVQ      R10, R14
+	XORQ      R13, R13
+	SUBQ      $0x00000010, R14
+
+copyvec69:
+	CMPQ    R13, R14
+	JG      copyone70
+	VMOVUPS (R12)(R13*2), Y2
+	VMOVUPS Y2, (R11)(R13*2)
+	ADDQ    $0x00000010, R13
+	JMP     copyvec69
+
+copyone70:
+	ADDQ $0x00000010, R14
+
+copyloop72:
+	CMPQ R13, R14
+	JGE  copied71
+	MOVW (R12)(R13*2), R15
+	MOVW R15, (R11)(R13*2)
+	INCQ R13
+	JMP  copyloop72
+
+copied71:
+	ADDQ R10, R8
+	CMPQ R8, job_d+0(AX)
+	JB   scalentgo
+
+scaled:
+	ADDQ DI, DX
+	ADDQ 408(SP), CX
+	ADDQ DI, BX
+	INCQ 400(SP)
+	MOVQ 432(SP), R8
+	INCQ R8
+	MOVQ R8, 432(SP)
+	CMPQ R8, 424(SP)
+	JB   scalerow
+	JMP  row
+
+ret:
+	TESTL $0x00000001, job_flags+0(AX)
+	JZ    vzero
+	SFENCE
+
+vzero:
+	VZEROUPPER
+	MOVQ 400(SP), AX
+	MOVQ AX, ret+24(FP)
+	RET
+
+// func avx2ForwardLayerToBF16(j uintptr, from int, to int) int
+// Requires: AVX, AVX2, MMX+
+TEXT ·avx2ForwardLayerToBF16(SB), NOSPLIT, $720-32
+	// avx2ForwardLayerToBF16 normalizes rows [from, to) of the job: LayerNorm on float32 rows into BF16 rows: y = round16(((x-m)*inv)*w + b), round16(((x-m)*inv)*(1+w) + b) with flagOffset, or round16((x-m)*inv + b) with w nil (with flagRN and a weight, round16((x-m)*inv) in place of ((x-m)*inv)), m the row's mean with flagCenter (else +0; stored to mean[r] when mean is not nil), b the bias (nothing added when it is nil), for each row; with res, h = x + res and res = h per element first, and h in place of x.
+	// It stops before the first row that needs the float64 path and returns that row's index, or to.
+	MOVQ  j+0(FP), AX
+	MOVQ  job_dst+0(AX), CX
+	MOVQ  job_x+0(AX), DX
+	MOVQ  job_res+0(AX), BX
+	TESTQ BX, BX
+	JZ    rowsset
+	XCHGQ DX, BX
+
+rowsset:
+	MOVQ job_w+0(AX), SI
+	MOVQ job_stride+0(AX), DI
+	SHLQ $0x02, DI
+	MOVQ job_dstStride+0(AX), R8
+	SHLQ $0x01, R8
+	MOVQ R8, 664(SP)
+
+	// fd = float32(d); rd = 1/d when d is a power of two (a/d is then a*rd exactly), else 0.
+	MOVQ       job_d+0(AX), R8
+	VMOVSS     one<>+0(SB), X0
+	VCVTSI2SSQ R8, X0, X0
+	VMOVSS     X0, 712(SP)
+	XORL       R10, R10
+	LEAQ       -1(R8), R9
+	TESTQ      R8, R9
+	JNZ        notpow2
+	BSFQ       R8, R9
+	MOVL       $0x0000007f, R10
+	SUBL       R9, R10
+	SHLL       $0x17, R10
+
+notpow2:
+	MOVL R10, 716(SP)
+
+	// Start at row from.
+	MOVQ  from+8(FP), R8
+	MOVQ  R8, 656(SP)
+	MOVQ  $0x00000000, 672(SP)
+	MOVQ  R8, R9
+	IMULQ 664(SP), R9
+	ADDQ  R9, CX
+	IMULQ DI, R8
+	ADDQ  R8, DX
+	ADDQ  R8, BX
+
+row:
+	MOVQ  656(SP), R8
+	CMPQ  R8, to+16(FP)
+	JAE   ret
+	MOVQ  $0x00000001, 680(SP)
+	CMPQ  job_res+0(AX), $0x00
+	JNE   addsum
+	TESTL $0x00000020, job_flags+0(AX)
+	JZ    nocenter
+	MOVQ  DX, R8
+
+	// Sum of squares: element i goes to partial i%64.
+	MOVQ   job_d+0(AX), R10
+	SUBQ   $0x00000040, R10
+	JGE    firstblock
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	XORQ   R9, R9
+	JMP    sumtail
+
+firstblock:
+	// +0 + square is the square itself: the first block initializes the partials.
+	XORQ    R9, R9
+	VMOVUPS (R8)(R9*4), Y0
+	VADDPS  zero64<>+0(SB), Y0, Y0
+	VMOVUPS 32(R8)(R9*4), Y1
+	VADDPS  zero64<>+0(SB), Y1, Y1
+	VMOVUPS 64(R8)(R9*4), Y2
+	VADDPS  zero64<>+0(SB), Y2, Y2
+	VMOVUPS 96(R8)(R9*4), Y3
+	VADDPS  zero64<>+0(SB), Y3, Y3
+	VMOVUPS 128(R8)(R9*4), Y4
+	VADDPS  zero64<>+0(SB), Y4, Y4
+	VMOVUPS 160(R8)(R9*4), Y5
+	VADDPS  zero64<>+0(SB), Y5, Y5
+	VMOVUPS 192(R8)(R9*4), Y6
+	VADDPS  zero64<>+0(SB), Y6, Y6
+	VMOVUPS 224(R8)(R9*4), Y7
+	VADDPS  zero64<>+0(SB), Y7, Y7
+	MOVQ    $0x00000040, R9
+	TESTL   $0x00000002, job_flags+0(AX)
+	JNZ     sumpf
+
+	PCALIGN $32
+sumloop:
+	CMPQ    R9, R10
+	JG      sumtail
+	VMOVUPS (R8)(R9*4), Y8
+	VADDPS  Y8, Y0, Y0
+	VMOVUPS 32(R8)(R9*4), Y8
+	VADDPS  Y8, Y1, Y1
+	VMOVUPS 64(R8)(R9*4), Y8
+	VADDPS  Y8, Y2, Y2
+	VMOVUPS 96(R8)(R9*4), Y8
+	VADDPS  Y8, Y3, Y3
+	VMOVUPS 128(R8)(R9*4), Y8
+	VADDPS  Y8, Y4, Y4
+	VMOVUPS 160(R8)(R9*4), Y8
+	VADDPS  Y8, Y5, Y5
+	VMOVUPS 192(R8)(R9*4), Y8
+	VADDPS  Y8, Y6, Y6
+	VMOVUPS 224(R8)(R9*4), Y8
+	VADDPS  Y8, Y7, Y7
+	ADDQ    $0x00000040, R9
+	JMP     sumloop
+
+	// The same, prefetching the rows ahead.
+sumpf:
+	MOVQ DI, R11
+	SHLQ $0x01, R11
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows1
+	SHLQ $0x03, R11
+
+longrows1:
+	ADDQ R8, R11
+
+	PCALIGN $32
+sumpfloop:
+	CMPQ       R9, R10
+	JG         sumtail
+	PREFETCHT0 (R11)(R9*4)
+	PREFETCHT0 64(R11)(R9*4)
+	PREFETCHT0 128(R11)(R9*4)
+	PREFETCHT0 192(R11)(R9*4)
+	VMOVUPS    (R8)(R9*4), Y8
+	VADDPS     Y8, Y0, Y0
+	VMOVUPS    32(R8)(R9*4), Y8
+	VADDPS     Y8, Y1, Y1
+	VMOVUPS    64(R8)(R9*4), Y8
+	VADDPS     Y8, Y2, Y2
+	VMOVUPS    96(R8)(R9*4), Y8
+	VADDPS     Y8, Y3, Y3
+	VMOVUPS    128(R8)(R9*4), Y8
+	VADDPS     Y8, Y4, Y4
+	VMOVUPS    160(R8)(R9*4), Y8
+	VADDPS     Y8, Y5, Y5
+	VMOVUPS    192(R8)(R9*4), Y8
+	VADDPS     Y8, Y6, Y6
+	VMOVUPS    224(R8)(R9*4), Y8
+	VADDPS     Y8, Y7, Y7
+	ADDQ       $0x00000040, R9
+	JMP        sumpfloop
+
+sumtail:
+	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
+	MOVQ    job_d+0(AX), R10
+	SUBQ    R9, R10
+	JZ      summed
+	MOVQ    R10, 696(SP)
+	LEAQ    (R8)(R9*4), R8
+	LEAQ    128(SP), R9
+	VXORPS  Y8, Y8, Y8
+	VMOVUPS Y8, (R9)
+	VMOVUPS Y8, 32(R9)
+	VMOVUPS Y8, 64(R9)
+	VMOVUPS Y8, 96(R9)
+	VMOVUPS Y8, 128(R9)
+	VMOVUPS Y8, 160(R9)
+	VMOVUPS Y8, 192(R9)
+	VMOVUPS Y8, 224(R9)
+	MOVQ    696(SP), R11
+	XORQ    R10, R10
+	SUBQ    $0x00000008, R11
+
+copyvec2:
+	CMPQ    R10, R11
+	JG      copyone3
+	VMOVUPS (R8)(R10*4), Y8
+	VMOVUPS Y8, (R9)(R10*4)
+	ADDQ    $0x00000008, R10
+	JMP     copyvec2
+
+copyone3:
+	ADDQ $0x00000008, R11
+
+copyloop5:
+	CMPQ R10, R11
+	JGE  copied4
+	MOVL (R8)(R10*4), R12
+	MOVL R12, (R9)(R10*4)
+	INCQ R10
+	JMP  copyloop5
+
+copied4:
+	XORQ    R8, R8
+	VMOVUPS (R9)(R8*4), Y8
+	VADDPS  Y8, Y0, Y0
+	VMOVUPS 32(R9)(R8*4), Y8
+	VADDPS  Y8, Y1, Y1
+	VMOVUPS 64(R9)(R8*4), Y8
+	VADDPS  Y8, Y2, Y2
+	VMOVUPS 96(R9)(R8*4), Y8
+	VADDPS  Y8, Y3, Y3
+	VMOVUPS 128(R9)(R8*4), Y8
+	VADDPS  Y8, Y4, Y4
+	VMOVUPS 160(R9)(R8*4), Y8
+	VADDPS  Y8, Y5, Y5
+	VMOVUPS 192(R9)(R8*4), Y8
+	VADDPS  Y8, Y6, Y6
+	VMOVUPS 224(R9)(R8*4), Y8
+	VADDPS  Y8, Y7, Y7
+
+summed:
+	VADDPS Y4, Y0, Y0
+	VADDPS Y5, Y1, Y1
+	VADDPS Y6, Y2, Y2
+	VADDPS Y7, Y3, Y3
+	VADDPS Y2, Y0, Y0
+	VADDPS Y3, Y1, Y1
+	VADDPS Y1, Y0, Y0
+	JMP    mean
+
+addsum:
+	MOVQ BX, R8
+	MOVQ DX, R9
+
+	// Sum of squares: element i goes to partial i%64.
+	MOVQ   job_d+0(AX), R11
+	SUBQ   $0x00000040, R11
+	JGE    addfirstblock
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	XORQ   R10, R10
+	JMP    addsumtail
+
+addfirstblock:
+	// +0 + square is the square itself: the first block initializes the partials.
+	XORQ    R10, R10
+	VMOVUPS (R8)(R10*4), Y0
+	VADDPS  (R9)(R10*4), Y0, Y0
+	VMOVUPS Y0, (R9)(R10*4)
+	VADDPS  zero64<>+0(SB), Y0, Y0
+	VMOVUPS 32(R8)(R10*4), Y1
+	VADDPS  32(R9)(R10*4), Y1, Y1
+	VMOVUPS Y1, 32(R9)(R10*4)
+	VADDPS  zero64<>+0(SB), Y1, Y1
+	VMOVUPS 64(R8)(R10*4), Y2
+	VADDPS  64(R9)(R10*4), Y2, Y2
+	VMOVUPS Y2, 64(R9)(R10*4)
+	VADDPS  zero64<>+0(SB), Y2, Y2
+	VMOVUPS 96(R8)(R10*4), Y3
+	VADDPS  96(R9)(R10*4), Y3, Y3
+	VMOVUPS Y3, 96(R9)(R10*4)
+	VADDPS  zero64<>+0(SB), Y3, Y3
+	VMOVUPS 128(R8)(R10*4), Y4
+	VADDPS  128(R9)(R10*4), Y4, Y4
+	VMOVUPS Y4, 128(R9)(R10*4)
+	VADDPS  zero64<>+0(SB), Y4, Y4
+	VMOVUPS 160(R8)(R10*4), Y5
+	VADDPS  160(R9)(R10*4), Y5, Y5
+	VMOVUPS Y5, 160(R9)(R10*4)
+	VADDPS  zero64<>+0(SB), Y5, Y5
+	VMOVUPS 192(R8)(R10*4), Y6
+	VADDPS  192(R9)(R10*4), Y6, Y6
+	VMOVUPS Y6, 192(R9)(R10*4)
+	VADDPS  zero64<>+0(SB), Y6, Y6
+	VMOVUPS 224(R8)(R10*4), Y7
+	VADDPS  224(R9)(R10*4), Y7, Y7
+	VMOVUPS Y7, 224(R9)(R10*4)
+	VADDPS  zero64<>+0(SB), Y7, Y7
+	MOVQ    $0x00000040, R10
+	TESTL   $0x00000002, job_flags+0(AX)
+	JNZ     addsumpf
+
+	PCALIGN $32
+addsumloop:
+	CMPQ    R10, R11
+	JG      addsumtail
+	VMOVUPS (R8)(R10*4), Y8
+	VADDPS  (R9)(R10*4), Y8, Y8
+	VMOVUPS Y8, (R9)(R10*4)
+	VADDPS  Y8, Y0, Y0
+	VMOVUPS 32(R8)(R10*4), Y8
+	VADDPS  32(R9)(R10*4), Y8, Y8
+	VMOVUPS Y8, 32(R9)(R10*4)
+	VADDPS  Y8, Y1, Y1
+	VMOVUPS 64(R8)(R10*4), Y8
+	VADDPS  64(R9)(R10*4), Y8, Y8
+	VMOVUPS Y8, 64(R9)(R10*4)
+	VADDPS  Y8, Y2, Y2
+	VMOVUPS 96(R8)(R10*4), Y8
+	VADDPS  96(R9)(R10*4), Y8, Y8
+	VMOVUPS Y8, 96(R9)(R10*4)
+	VADDPS  Y8, Y3, Y3
+	VMOVUPS 128(R8)(R10*4), Y8
+	VADDPS  128(R9)(R10*4), Y8, Y8
+	VMOVUPS Y8, 128(R9)(R10*4)
+	VADDPS  Y8, Y4, Y4
+	VMOVUPS 160(R8)(R10*4), Y8
+	VADDPS  160(R9)(R10*4), Y8, Y8
+	VMOVUPS Y8, 160(R9)(R10*4)
+	VADDPS  Y8, Y5, Y5
+	VMOVUPS 192(R8)(R10*4), Y8
+	VADDPS  192(R9)(R10*4), Y8, Y8
+	VMOVUPS Y8, 192(R9)(R10*4)
+	VADDPS  Y8, Y6, Y6
+	VMOVUPS 224(R8)(R10*4), Y8
+	VADDPS  224(R9)(R10*4), Y8, Y8
+	VMOVUPS Y8, 224(R9)(R10*4)
+	VADDPS  Y8, Y7, Y7
+	ADDQ    $0x00000040, R10
+	JMP     addsumloop
+
+	// The same, prefetching the rows ahead.
+addsumpf:
+	MOVQ DI, R12
+	SHLQ $0x01, R12
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows6
+	SHLQ $0x03, R12
+
+longrows6:
+	ADDQ R8, R12
+
+	PCALIGN $32
+addsumpfloop:
+	CMPQ       R10, R11
+	JG         addsumtail
+	PREFETCHT0 (R12)(R10*4)
+	PREFETCHT0 64(R12)(R10*4)
+	PREFETCHT0 128(R12)(R10*4)
+	PREFETCHT0 192(R12)(R10*4)
+	VMOVUPS    (R8)(R10*4), Y8
+	VADDPS     (R9)(R10*4), Y8, Y8
+	VMOVUPS    Y8, (R9)(R10*4)
+	VADDPS     Y8, Y0, Y0
+	VMOVUPS    32(R8)(R10*4), Y8
+	VADDPS     32(R9)(R10*4), Y8, Y8
+	VMOVUPS    Y8, 32(R9)(R10*4)
+	VADDPS     Y8, Y1, Y1
+	VMOVUPS    64(R8)(R10*4), Y8
+	VADDPS     64(R9)(R10*4), Y8, Y8
+	VMOVUPS    Y8, 64(R9)(R10*4)
+	VADDPS     Y8, Y2, Y2
+	VMOVUPS    96(R8)(R10*4), Y8
+	VADDPS     96(R9)(R10*4), Y8, Y8
+	VMOVUPS    Y8, 96(R9)(R10*4)
+	VADDPS     Y8, Y3, Y3
+	VMOVUPS    128(R8)(R10*4), Y8
+	VADDPS     128(R9)(R10*4), Y8, Y8
+	VMOVUPS    Y8, 128(R9)(R10*4)
+	VADDPS     Y8, Y4, Y4
+	VMOVUPS    160(R8)(R10*4), Y8
+	VADDPS     160(R9)(R10*4), Y8, Y8
+	VMOVUPS    Y8, 160(R9)(R10*4)
+	VADDPS     Y8, Y5, Y5
+	VMOVUPS    192(R8)(R10*4), Y8
+	VADDPS     192(R9)(R10*4), Y8, Y8
+	VMOVUPS    Y8, 192(R9)(R10*4)
+	VADDPS     Y8, Y6, Y6
+	VMOVUPS    224(R8)(R10*4), Y8
+	VADDPS     224(R9)(R10*4), Y8, Y8
+	VMOVUPS    Y8, 224(R9)(R10*4)
+	VADDPS     Y8, Y7, Y7
+	ADDQ       $0x00000040, R10
+	JMP        addsumpfloop
+
+addsumtail:
+	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
+	MOVQ    job_d+0(AX), R11
+	SUBQ    R10, R11
+	JZ      addsummed
+	MOVQ    R11, 696(SP)
+	LEAQ    (R8)(R10*4), R8
+	LEAQ    (R9)(R10*4), R9
+	MOVQ    R9, 704(SP)
+	LEAQ    128(SP), R9
+	VXORPS  Y8, Y8, Y8
+	VMOVUPS Y8, (R9)
+	VMOVUPS Y8, 32(R9)
+	VMOVUPS Y8, 64(R9)
+	VMOVUPS Y8, 96(R9)
+	VMOVUPS Y8, 128(R9)
+	VMOVUPS Y8, 160(R9)
+	VMOVUPS Y8, 192(R9)
+	VMOVUPS Y8, 224(R9)
+	MOVQ    696(SP), R11
+	XORQ    R10, R10
+	SUBQ    $0x00000008, R11
+
+copyvec7:
+	CMPQ    R10, R11
+	JG      copyone8
+	VMOVUPS (R8)(R10*4), Y8
+	VMOVUPS Y8, (R9)(R10*4)
+	ADDQ    $0x00000008, R10
+	JMP     copyvec7
+
+copyone8:
+	ADDQ $0x00000008, R11
+
+copyloop10:
+	CMPQ R10, R11
+	JGE  copied9
+	MOVL (R8)(R10*4), R12
+	MOVL R12, (R9)(R10*4)
+	INCQ R10
+	JMP  copyloop10
+
+copied9:
+	MOVQ    704(SP), R8
+	LEAQ    384(SP), R10
+	VXORPS  Y8, Y8, Y8
+	VMOVUPS Y8, (R10)
+	VMOVUPS Y8, 32(R10)
+	VMOVUPS Y8, 64(R10)
+	VMOVUPS Y8, 96(R10)
+	VMOVUPS Y8, 128(R10)
+	VMOVUPS Y8, 160(R10)
+	VMOVUPS Y8, 192(R10)
+	VMOVUPS Y8, 224(R10)
+	MOVQ    696(SP), R12
+	XORQ    R11, R11
+	SUBQ    $0x00000008, R12
+
+copyvec11:
+	CMPQ    R11, R12
+	JG      copyone12
+	VMOVUPS (R8)(R11*4), Y8
+	VMOVUPS Y8, (R10)(R11*4)
+	ADDQ    $0x00000008, R11
+	JMP     copyvec11
+
+copyone12:
+	ADDQ $0x00000008, R12
+
+copyloop14:
+	CMPQ R11, R12
+	JGE  copied13
+	MOVL (R8)(R11*4), R13
+	MOVL R13, (R10)(R11*4)
+	INCQ R11
+	JMP  copyloop14
+
+copied13:
+	XORQ    R8, R8
+	VMOVUPS (R9)(R8*4), Y8
+	VADDPS  (R10)(R8*4), Y8, Y8
+	VMOVUPS Y8, (R10)(R8*4)
+	VADDPS  Y8, Y0, Y0
+	VMOVUPS 32(R9)(R8*4), Y8
+	VADDPS  32(R10)(R8*4), Y8, Y8
+	VMOVUPS Y8, 32(R10)(R8*4)
+	VADDPS  Y8, Y1, Y1
+	VMOVUPS 64(R9)(R8*4), Y8
+	VADDPS  64(R10)(R8*4), Y8, Y8
+	VMOVUPS Y8, 64(R10)(R8*4)
+	VADDPS  Y8, Y2, Y2
+	VMOVUPS 96(R9)(R8*4), Y8
+	VADDPS  96(R10)(R8*4), Y8, Y8
+	VMOVUPS Y8, 96(R10)(R8*4)
+	VADDPS  Y8, Y3, Y3
+	VMOVUPS 128(R9)(R8*4), Y8
+	VADDPS  128(R10)(R8*4), Y8, Y8
+	VMOVUPS Y8, 128(R10)(R8*4)
+	VADDPS  Y8, Y4, Y4
+	VMOVUPS 160(R9)(R8*4), Y8
+	VADDPS  160(R10)(R8*4), Y8, Y8
+	VMOVUPS Y8, 160(R10)(R8*4)
+	VADDPS  Y8, Y5, Y5
+	VMOVUPS 192(R9)(R8*4), Y8
+	VADDPS  192(R10)(R8*4), Y8, Y8
+	VMOVUPS Y8, 192(R10)(R8*4)
+	VADDPS  Y8, Y6, Y6
+	VMOVUPS 224(R9)(R8*4), Y8
+	VADDPS  224(R10)(R8*4), Y8, Y8
+	VMOVUPS Y8, 224(R10)(R8*4)
+	VADDPS  Y8, Y7, Y7
+	MOVQ    704(SP), R8
+	LEAQ    384(SP), R9
+	MOVQ    696(SP), R11
+	XORQ    R10, R10
+	SUBQ    $0x00000008, R11
+
+copyvec15:
+	CMPQ    R10, R11
+	JG      copyone16
+	VMOVUPS (R9)(R10*4), Y8
+	VMOVUPS Y8, (R8)(R10*4)
+	ADDQ    $0x00000008, R10
+	JMP     copyvec15
+
+copyone16:
+	ADDQ $0x00000008, R11
+
+copyloop18:
+	CMPQ R10, R11
+	JGE  copied17
+	MOVL (R9)(R10*4), R12
+	MOVL R12, (R8)(R10*4)
+	INCQ R10
+	JMP  copyloop18
+
+copied17:
+addsummed:
+	VADDPS Y4, Y0, Y0
+	VADDPS Y5, Y1, Y1
+	VADDPS Y6, Y2, Y2
+	VADDPS Y7, Y3, Y3
+	VADDPS Y2, Y0, Y0
+	VADDPS Y3, Y1, Y1
+	VADDPS Y1, Y0, Y0
+
+mean:
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X1
+	VMOVHLPS     X1, X1, X0
+	VADDPS       X0, X1, X1
+	VMOVSHDUP    X1, X0
+	VADDSS       X0, X1, X1
+	TESTL        $0x00000020, job_flags+0(AX)
+	JZ           nocenter
+
+	// A row whose sum is not finite (s-s is NaN) takes the float64 path; else m = s/d.
+	VSUBSS   X1, X1, X0
+	VUCOMISS X0, X0
+	JPS      ret
+	CMPL     716(SP), $0x00
+	JE       divide19
+	VMULSS   716(SP), X1, X0
+	JMP      divided20
+
+divide19:
+	VDIVSS 712(SP), X1, X0
+
+divided20:
+	VBROADCASTSS X0, Y8
+	JMP          centered
+
+nocenter:
+	VXORPS Y8, Y8, Y8
+
+centered:
+	MOVQ DX, R8
+
+	// Sum of squares: element i goes to partial i%64.
+	MOVQ   job_d+0(AX), R10
+	SUBQ   $0x00000040, R10
+	JGE    sqfirstblock
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	XORQ   R9, R9
+	JMP    sqsumtail
+
+sqfirstblock:
+	// +0 + square is the square itself: the first block initializes the partials.
+	XORQ    R9, R9
+	VMOVUPS (R8)(R9*4), Y0
+	VSUBPS  Y8, Y0, Y0
+	VMULPS  Y0, Y0, Y0
+	VMOVUPS 32(R8)(R9*4), Y1
+	VSUBPS  Y8, Y1, Y1
+	VMULPS  Y1, Y1, Y1
+	VMOVUPS 64(R8)(R9*4), Y2
+	VSUBPS  Y8, Y2, Y2
+	VMULPS  Y2, Y2, Y2
+	VMOVUPS 96(R8)(R9*4), Y3
+	VSUBPS  Y8, Y3, Y3
+	VMULPS  Y3, Y3, Y3
+	VMOVUPS 128(R8)(R9*4), Y4
+	VSUBPS  Y8, Y4, Y4
+	VMULPS  Y4, Y4, Y4
+	VMOVUPS 160(R8)(R9*4), Y5
+	VSUBPS  Y8, Y5, Y5
+	VMULPS  Y5, Y5, Y5
+	VMOVUPS 192(R8)(R9*4), Y6
+	VSUBPS  Y8, Y6, Y6
+	VMULPS  Y6, Y6, Y6
+	VMOVUPS 224(R8)(R9*4), Y7
+	VSUBPS  Y8, Y7, Y7
+	VMULPS  Y7, Y7, Y7
+	MOVQ    $0x00000040, R9
+	TESTL   $0x00000002, job_flags+0(AX)
+	JNZ     sqsumpf
+
+	PCALIGN $32
+sqsumloop:
+	CMPQ    R9, R10
+	JG      sqsumtail
+	VMOVUPS (R8)(R9*4), Y9
+	VSUBPS  Y8, Y9, Y9
+	VMULPS  Y9, Y9, Y9
+	VADDPS  Y9, Y0, Y0
+	VMOVUPS 32(R8)(R9*4), Y9
+	VSUBPS  Y8, Y9, Y9
+	VMULPS  Y9, Y9, Y9
+	VADDPS  Y9, Y1, Y1
+	VMOVUPS 64(R8)(R9*4), Y9
+	VSUBPS  Y8, Y9, Y9
+	VMULPS  Y9, Y9, Y9
+	VADDPS  Y9, Y2, Y2
+	VMOVUPS 96(R8)(R9*4), Y9
+	VSUBPS  Y8, Y9, Y9
+	VMULPS  Y9, Y9, Y9
+	VADDPS  Y9, Y3, Y3
+	VMOVUPS 128(R8)(R9*4), Y9
+	VSUBPS  Y8, Y9, Y9
+	VMULPS  Y9, Y9, Y9
+	VADDPS  Y9, Y4, Y4
+	VMOVUPS 160(R8)(R9*4), Y9
+	VSUBPS  Y8, Y9, Y9
+	VMULPS  Y9, Y9, Y9
+	VADDPS  Y9, Y5, Y5
+	VMOVUPS 192(R8)(R9*4), Y9
+	VSUBPS  Y8, Y9, Y9
+	VMULPS  Y9, Y9, Y9
+	VADDPS  Y9, Y6, Y6
+	VMOVUPS 224(R8)(R9*4), Y9
+	VSUBPS  Y8, Y9, Y9
+	VMULPS  Y9, Y9, Y9
+	VADDPS  Y9, Y7, Y7
+	ADDQ    $0x00000040, R9
+	JMP     sqsumloop
+
+	// The same, prefetching the rows ahead.
+sqsumpf:
+	MOVQ DI, R11
+	SHLQ $0x01, R11
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows21
+	SHLQ $0x03, R11
+
+longrows21:
+	ADDQ R8, R11
+
+	PCALIGN $32
+sqsumpfloop:
+	CMPQ       R9, R10
+	JG         sqsumtail
+	PREFETCHT0 (R11)(R9*4)
+	PREFETCHT0 64(R11)(R9*4)
+	PREFETCHT0 128(R11)(R9*4)
+	PREFETCHT0 192(R11)(R9*4)
+	VMOVUPS    (R8)(R9*4), Y9
+	VSUBPS     Y8, Y9, Y9
+	VMULPS     Y9, Y9, Y9
+	VADDPS     Y9, Y0, Y0
+	VMOVUPS    32(R8)(R9*4), Y9
+	VSUBPS     Y8, Y9, Y9
+	VMULPS     Y9, Y9, Y9
+	VADDPS     Y9, Y1, Y1
+	VMOVUPS    64(R8)(R9*4), Y9
+	VSUBPS     Y8, Y9, Y9
+	VMULPS     Y9, Y9, Y9
+	VADDPS     Y9, Y2, Y2
+	VMOVUPS    96(R8)(R9*4), Y9
+	VSUBPS     Y8, Y9, Y9
+	VMULPS     Y9, Y9, Y9
+	VADDPS     Y9, Y3, Y3
+	VMOVUPS    128(R8)(R9*4), Y9
+	VSUBPS     Y8, Y9, Y9
+	VMULPS     Y9, Y9, Y9
+	VADDPS     Y9, Y4, Y4
+	VMOVUPS    160(R8)(R9*4), Y9
+	VSUBPS     Y8, Y9, Y9
+	VMULPS     Y9, Y9, Y9
+	VADDPS     Y9, Y5, Y5
+	VMOVUPS    192(R8)(R9*4), Y9
+	VSUBPS     Y8, Y9, Y9
+	VMULPS     Y9, Y9, Y9
+	VADDPS     Y9, Y6, Y6
+	VMOVUPS    224(R8)(R9*4), Y9
+	VSUBPS     Y8, Y9, Y9
+	VMULPS     Y9, Y9, Y9
+	VADDPS     Y9, Y7, Y7
+	ADDQ       $0x00000040, R9
+	JMP        sqsumpfloop
+
+sqsumtail:
+	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
+	MOVQ job_d+0(AX), R10
+	SUBQ R9, R10
+	JZ   sqsummed
+	LEAQ (R8)(R9*4), R8
+	LEAQ 128(SP), R9
+	MOVQ R10, R12
+	XORQ R11, R11
+	SUBQ $0x00000008, R12
+
+copyvec22:
+	CMPQ    R11, R12
+	JG      copyone23
+	VMOVUPS (R8)(R11*4), Y9
+	VMOVUPS Y9, (R9)(R11*4)
+	ADDQ    $0x00000008, R11
+	JMP     copyvec22
+
+copyone23:
+	ADDQ $0x00000008, R12
+
+copyloop25:
+	CMPQ R11, R12
+	JGE  copied24
+	MOVL (R8)(R11*4), R13
+	MOVL R13, (R9)(R11*4)
+	INCQ R11
+	JMP  copyloop25
+
+copied24:
+	VMOVQ        R10, X9
+	VPBROADCASTD X9, Y9
+	VMOVUPS      (R9), Y10
+	VSUBPS       Y8, Y10, Y10
+	VPCMPGTD     iota64<>+0(SB), Y9, Y11
+	VANDPS       Y11, Y10, Y10
+	VMULPS       Y10, Y10, Y10
+	VADDPS       Y10, Y0, Y0
+	VMOVUPS      32(R9), Y10
+	VSUBPS       Y8, Y10, Y10
+	VPCMPGTD     iota64<>+32(SB), Y9, Y11
+	VANDPS       Y11, Y10, Y10
+	VMULPS       Y10, Y10, Y10
+	VADDPS       Y10, Y1, Y1
+	VMOVUPS      64(R9), Y10
+	VSUBPS       Y8, Y10, Y10
+	VPCMPGTD     iota64<>+64(SB), Y9, Y11
+	VANDPS       Y11, Y10, Y10
+	VMULPS       Y10, Y10, Y10
+	VADDPS       Y10, Y2, Y2
+	VMOVUPS      96(R9), Y10
+	VSUBPS       Y8, Y10, Y10
+	VPCMPGTD     iota64<>+96(SB), Y9, Y11
+	VANDPS       Y11, Y10, Y10
+	VMULPS       Y10, Y10, Y10
+	VADDPS       Y10, Y3, Y3
+	VMOVUPS      128(R9), Y10
+	VSUBPS       Y8, Y10, Y10
+	VPCMPGTD     iota64<>+128(SB), Y9, Y11
+	VANDPS       Y11, Y10, Y10
+	VMULPS       Y10, Y10, Y10
+	VADDPS       Y10, Y4, Y4
+	VMOVUPS      160(R9), Y10
+	VSUBPS       Y8, Y10, Y10
+	VPCMPGTD     iota64<>+160(SB), Y9, Y11
+	VANDPS       Y11, Y10, Y10
+	VMULPS       Y10, Y10, Y10
+	VADDPS       Y10, Y5, Y5
+	VMOVUPS      192(R9), Y10
+	VSUBPS       Y8, Y10, Y10
+	VPCMPGTD     iota64<>+192(SB), Y9, Y11
+	VANDPS       Y11, Y10, Y10
+	VMULPS       Y10, Y10, Y10
+	VADDPS       Y10, Y6, Y6
+	VMOVUPS      224(R9), Y10
+	VSUBPS       Y8, Y10, Y10
+	VPCMPGTD     iota64<>+224(SB), Y9, Y9
+	VANDPS       Y9, Y10, Y10
+	VMULPS       Y10, Y10, Y10
+	VADDPS       Y10, Y7, Y7
+
+sqsummed:
+	VADDPS Y4, Y0, Y0
+	VADDPS Y5, Y1, Y1
+	VADDPS Y6, Y2, Y2
+	VADDPS Y7, Y3, Y3
+	VADDPS Y2, Y0, Y0
+	VADDPS Y3, Y1, Y1
+	VADDPS Y1, Y0, Y0
+
+	// Halving tree: p[j] += p[j+h] for the remaining h, down to ss.
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X1
+	VMOVHLPS     X1, X1, X0
+	VADDPS       X0, X1, X1
+	VMOVSHDUP    X1, X0
+	VADDSS       X0, X1, X1
+
+	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
+	CMPL   716(SP), $0x00
+	JE     divide26
+	VMULSS 716(SP), X1, X1
+	JMP    divided27
+
+divide26:
+	VDIVSS 712(SP), X1, X1
+
+divided27:
+	VADDSS   job_eps+0(AX), X1, X1
+	VUCOMISS tlo<>+0(SB), X1
+	JCS      ret
+	VUCOMISS tmax<>+0(SB), X1
+	JHI      ret
+	VSQRTSS  X1, X1, X1
+	VMOVSS   one<>+0(SB), X0
+	VDIVSS   X1, X0, X0
+
+	// Report 1/rms if asked.
+	MOVQ   job_inv+0(AX), R8
+	TESTQ  R8, R8
+	JZ     reportmean
+	MOVQ   656(SP), R9
+	VMOVSS X0, (R8)(R9*4)
+
+reportmean:
+	// Report the mean if asked.
+	MOVQ   job_mean+0(AX), R8
+	TESTQ  R8, R8
+	JZ     scale
+	MOVQ   656(SP), R9
+	VMOVSS X8, (R8)(R9*4)
+
+scale:
+	VBROADCASTSS X0, Y1
+	MOVQ         $0x00000000, 688(SP)
+	CMPQ         680(SP), $0x01
+	JE           scalebody
+	VMOVUPS      X0, 640(SP)
+
+scalerow:
+	MOVQ         688(SP), R8
+	VBROADCASTSS 640(SP)(R8*4), Y1
+
+scalebody:
+	VBROADCASTSS one<>+0(SB), Y0
+	TESTL        $0x00000010, job_flags+0(AX)
+	JNZ          weightadd28
+	VBROADCASTSS negzero<>+0(SB), Y0
+
+weightadd28:
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ  R8, R8
+	MOVQ  job_d+0(AX), R9
+	SUBQ  $0x00000020, R9
+	TESTL $0x00000002, job_flags+0(AX)
+	JNZ   scalepf
+	TESTQ SI, SI
+	JZ    scaleloopnoweight
+	TESTL $0x00000010, job_flags+0(AX)
+	JNZ   scaleloopoffset
+
+	PCALIGN $32
+scaleloop:
+	CMPQ      R8, R9
+	JG        scaletail
+	VMOVUPS   (DX)(R8*4), Y2
+	VSUBPS    Y8, Y2, Y2
+	VMULPS    Y1, Y2, Y2
+	VMOVUPS   32(DX)(R8*4), Y3
+	VSUBPS    Y8, Y3, Y3
+	VMULPS    Y1, Y3, Y3
+	VMOVUPS   64(DX)(R8*4), Y4
+	VSUBPS    Y8, Y4, Y4
+	VMULPS    Y1, Y4, Y4
+	VMOVUPS   96(DX)(R8*4), Y5
+	VSUBPS    Y8, Y5, Y5
+	VMULPS    Y1, Y5, Y5
+	TESTL     $0x00000008, job_flags+0(AX)
+	JZ        notrn29
+	VPSRLD    $0x10, Y2, Y6
+	VPAND     avx2bfone<>+0(SB), Y6, Y6
+	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
+	VPADDD    Y2, Y6, Y6
+	VPAND     avx2bfhigh<>+0(SB), Y6, Y6
+	VCMPPS    $0x03, Y2, Y2, Y2
+	VBLENDVPS Y2, avx2bfnanhigh<>+0(SB), Y6, Y2
+	VPSRLD    $0x10, Y3, Y6
+	VPAND     avx2bfone<>+0(SB), Y6, Y6
+	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
+	VPADDD    Y3, Y6, Y6
+	VPAND     avx2bfhigh<>+0(SB), Y6, Y6
+	VCMPPS    $0x03, Y3, Y3, Y3
+	VBLENDVPS Y3, avx2bfnanhigh<>+0(SB), Y6, Y3
+	VPSRLD    $0x10, Y4, Y6
+	VPAND     avx2bfone<>+0(SB), Y6, Y6
+	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
+	VPADDD    Y4, Y6, Y6
+	VPAND     avx2bfhigh<>+0(SB), Y6, Y6
+	VCMPPS    $0x03, Y4, Y4, Y4
+	VBLENDVPS Y4, avx2bfnanhigh<>+0(SB), Y6, Y4
+	VPSRLD    $0x10, Y5, Y6
+	VPAND     avx2bfone<>+0(SB), Y6, Y6
+	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
+	VPADDD    Y5, Y6, Y6
+	VPAND     avx2bfhigh<>+0(SB), Y6, Y6
+	VCMPPS    $0x03, Y5, Y5, Y5
+	VBLENDVPS Y5, avx2bfnanhigh<>+0(SB), Y6, Y5
+
+notrn29:
+	VMULPS (SI)(R8*4), Y2, Y2
+	VMULPS 32(SI)(R8*4), Y3, Y3
+	VMULPS 64(SI)(R8*4), Y4, Y4
+	VMULPS 96(SI)(R8*4), Y5, Y5
+	MOVQ   job_bias+0(AX), R10
+	TESTQ  R10, R10
+	JZ     nobias30
+	VADDPS (R10)(R8*4), Y2, Y2
+	VADDPS 32(R10)(R8*4), Y3, Y3
+	VADDPS 64(R10)(R8*4), Y4, Y4
+	VADDPS 96(R10)(R8*4), Y5, Y5
+
+nobias30:
+	VPSRLD    $0x10, Y2, Y6
+	VPAND     avx2bfone<>+0(SB), Y6, Y6
+	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
+	VPADDD    Y2, Y6, Y6
+	VPSRLD    $0x10, Y6, Y6
+	VCMPPS    $0x03, Y2, Y2, Y2
+	VBLENDVPS Y2, avx2bfnanlow<>+0(SB), Y6, Y6
+	VPSRLD    $0x10, Y3, Y2
+	VPAND     avx2bfone<>+0(SB), Y2, Y2
+	VPADDD    avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD    Y3, Y2, Y2
+	VPSRLD    $0x10, Y2, Y2
+	VCMPPS    $0x03, Y3, Y3, Y3
+	VBLENDVPS Y3, avx2bfnanlow<>+0(SB), Y2, Y2
+	VPACKUSDW Y2, Y6, Y6
+	VPERMQ    $0xd8, Y6, Y6
+	VMOVDQU   Y6, (CX)(R8*2)
+	VPSRLD    $0x10, Y4, Y2
+	VPAND     avx2bfone<>+0(SB), Y2, Y2
+	VPADDD    avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD    Y4, Y2, Y2
+	VPSRLD    $0x10, Y2, Y2
+	VCMPPS    $0x03, Y4, Y4, Y3
+	VBLENDVPS Y3, avx2bfnanlow<>+0(SB), Y2, Y2
+	VPSRLD    $0x10, Y5, Y3
+	VPAND     avx2bfone<>+0(SB), Y3, Y3
+	VPADDD    avx2bfbias<>+0(SB), Y3, Y3
+	VPADDD    Y5, Y3, Y3
+	VPSRLD    $0x10, Y3, Y3
+	VCMPPS    $0x03, Y5, Y5, Y4
+	VBLENDVPS Y4, avx2bfnanlow<>+0(SB), Y3, Y3
+	VPACKUSDW Y3, Y2, Y2
+	VPERMQ    $0xd8, Y2, Y2
+	VMOVDQU   Y2, 32(CX)(R8*2)
+	ADDQ      $0x00000020, R8
+	JMP       scaleloop
+
+	PCALIGN $32
+scaleloopoffset:
+	CMPQ      R8, R9
+	JG        scaletail
+	VMOVUPS   (DX)(R8*4), Y2
+	VSUBPS    Y8, Y2, Y2
+	VMULPS    Y1, Y2, Y2
+	VMOVUPS   32(DX)(R8*4), Y3
+	VSUBPS    Y8, Y3, Y3
+	VMULPS    Y1, Y3, Y3
+	VMOVUPS   64(DX)(R8*4), Y4
+	VSUBPS    Y8, Y4, Y4
+	VMULPS    Y1, Y4, Y4
+	VMOVUPS   96(DX)(R8*4), Y5
+	VSUBPS    Y8, Y5, Y5
+	VMULPS    Y1, Y5, Y5
+	TESTL     $0x00000008, job_flags+0(AX)
+	JZ        notrn31
+	VPSRLD    $0x10, Y2, Y6
+	VPAND     avx2bfone<>+0(SB), Y6, Y6
+	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
+	VPADDD    Y2, Y6, Y6
+	VPAND     avx2bfhigh<>+0(SB), Y6, Y6
+	VCMPPS    $0x03, Y2, Y2, Y2
+	VBLENDVPS Y2, avx2bfnanhigh<>+0(SB), Y6, Y2
+	VPSRLD    $0x10, Y3, Y6
+	VPAND     avx2bfone<>+0(SB), Y6, Y6
+	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
+	VPADDD    Y3, Y6, Y6
+	VPAND     avx2bfhigh<>+0(SB), Y6, Y6
+	VCMPPS    $0x03, Y3, Y3, Y3
+	VBLENDVPS Y3, avx2bfnanhigh<>+0(SB), Y6, Y3
+	VPSRLD    $0x10, Y4, Y6
+	VPAND     avx2bfone<>+0(SB), Y6, Y6
+	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
+	VPADDD    Y4, Y6, Y6
+	VPAND     avx2bfhigh<>+0(SB), Y6, Y6
+	VCMPPS    $0x03, Y4, Y4, Y4
+	VBLENDVPS Y4, avx2bfnanhigh<>+0(SB), Y6, Y4
+	VPSRLD    $0x10, Y5, Y6
+	VPAND     avx2bfone<>+0(SB), Y6, Y6
+	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
+	VPADDD    Y5, Y6, Y6
+	VPAND     avx2bfhigh<>+0(SB), Y6, Y6
+	VCMPPS    $0x03, Y5, Y5, Y5
+	VBLENDVPS Y5, avx2bfnanhigh<>+0(SB), Y6, Y5
+
+notrn31:
+	VMOVUPS (SI)(R8*4), Y6
+	VADDPS  Y0, Y6, Y6
+	VMULPS  Y6, Y2, Y2
+	VMOVUPS 32(SI)(R8*4), Y6
+	VADDPS  Y0, Y6, Y6
+	VMULPS  Y6, Y3, Y3
+	VMOVUPS 64(SI)(R8*4), Y6
+	VADDPS  Y0, Y6, Y6
+	VMULPS  Y6, Y4, Y4
+	VMOVUPS 96(SI)(R8*4), Y6
+	VADDPS  Y0, Y6, Y6
+	VMULPS  Y6, Y5, Y5
+	MOVQ    job_bias+0(AX), R10
+	TESTQ   R10, R10
+	JZ      nobias32
+	VADDPS  (R10)(R8*4), Y2, Y2
+	VADDPS  32(R10)(R8*4), Y3, Y3
+	VADDPS  64(R10)(R8*4), Y4, Y4
+	VADDPS  96(R10)(R8*4), Y5, Y5
+
+nobias32:
+	VPSRLD    $0x10, Y2, Y6
+	VPAND     avx2bfone<>+0(SB), Y6, Y6
+	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
+	VPADDD    Y2, Y6, Y6
+	VPSRLD    $0x10, Y6, Y6
+	VCMPPS    $0x03, Y2, Y2, Y2
+	VBLENDVPS Y2, avx2bfnanlow<>+0(SB), Y6, Y6
+	VPSRLD    $0x10, Y3, Y2
+	VPAND     avx2bfone<>+0(SB), Y2, Y2
+	VPADDD    avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD    Y3, Y2, Y2
+	VPSRLD    $0x10, Y2, Y2
+	VCMPPS    $0x03, Y3, Y3, Y3
+	VBLENDVPS Y3, avx2bfnanlow<>+0(SB), Y2, Y2
+	VPACKUSDW Y2, Y6, Y6
+	VPERMQ    $0xd8, Y6, Y6
+	VMOVDQU   Y6, (CX)(R8*2)
+	VPSRLD    $0x10, Y4, Y2
+	VPAND     avx2bfone<>+0(SB), Y2, Y2
+	VPADDD    avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD    Y4, Y2, Y2
+	VPSRLD    $0x10, Y2, Y2
+	VCMPPS    $0x03, Y4, Y4, Y3
+	VBLENDVPS Y3, avx2bfnanlow<>+0(SB), Y2, Y2
+	VPSRLD    $0x10, Y5, Y3
+	VPAND     avx2bfone<>+0(SB), Y3, Y3
+	VPADDD    avx2bfbias<>+0(SB), Y3, Y3
+	VPADDD    Y5, Y3, Y3
+	VPSRLD    $0x10, Y3, Y3
+	VCMPPS    $0x03, Y5, Y5, Y4
+	VBLENDVPS Y4, avx2bfnanlow<>+0(SB), Y3, Y3
+	VPACKUSDW Y3, Y2, Y2
+	VPERMQ    $0xd8, Y2, Y2
+	VMOVDQU   Y2, 32(CX)(R8*2)
+	ADDQ      $0x00000020, R8
+	JMP       scaleloopoffset
+
+	PCALIGN $32
+scaleloopnoweight:
+	CMPQ    R8, R9
+	JG      scaletail
+	VMOVUPS (DX)(R8*4), Y2
+	VSUBPS  Y8, Y2, Y2
+	VMULPS  Y1, Y2, Y2
+	VMOVUPS 32(DX)(R8*4), Y3
+	VSUBPS  Y8, Y3, Y3
+	VMULPS  Y1, Y3, Y3
+	VMOVUPS 64(DX)(R8*4), Y4
+	VSUBPS  Y8, Y4, Y4
+	VMULPS  Y1, Y4, Y4
+	VMOVUPS 96(DX)(R8*4), Y5
+	VSUBPS  Y8, Y5, Y5
+	VMULPS  Y1, Y5, Y5
+	MOVQ    job_bias+0(AX), R10
+	TESTQ   R10, R10
+	JZ      nobias33
+	VADDPS  (R10)(R8*4), Y2, Y2
+	VADDPS  32(R10)(R8*4), Y3, Y3
+	VADDPS  64(R10)(R8*4), Y4, Y4
+	VADDPS  96(R10)(R8*4), Y5, Y5
+
+nobias33:
+	VPSRLD    $0x10, Y2, Y6
+	VPAND     avx2bfone<>+0(SB), Y6, Y6
+	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
+	VPADDD    Y2, Y6, Y6
+	VPSRLD    $0x10, Y6, Y6
+	VCMPPS    $0x03, Y2, Y2, Y2
+	VBLENDVPS Y2, avx2bfnanlow<>+0(SB), Y6, Y6
+	VPSRLD    $0x10, Y3, Y2
+	VPAND     avx2bfone<>+0(SB), Y2, Y2
+	VPADDD    avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD    Y3, Y2, Y2
+	VPSRLD    $0x10, Y2, Y2
+	VCMPPS    $0x03, Y3, Y3, Y3
+	VBLENDVPS Y3, avx2bfnanlow<>+0(SB), Y2, Y2
+	VPACKUSDW Y2, Y6, Y6
+	VPERMQ    $0xd8, Y6, Y6
+	VMOVDQU   Y6, (CX)(R8*2)
+	VPSRLD    $0x10, Y4, Y2
+	VPAND     avx2bfone<>+0(SB), Y2, Y2
+	VPADDD    avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD    Y4, Y2, Y2
+	VPSRLD    $0x10, Y2, Y2
+	VCMPPS    $0x03, Y4, Y4, Y3
+	VBLENDVPS Y3, avx2bfnanlow<>+0(SB), Y2, Y2
+	VPSRLD    $0x10, Y5, Y3
+	VPAND     avx2bfone<>+0(SB), Y3, Y3
+	VPADDD    avx2bfbias<>+0(SB), Y3, Y3
+	VPADDD    Y5, Y3, Y3
+	VPSRLD    $0x10, Y3, Y3
+	VCMPPS    $0x03, Y5, Y5, Y4
+	VBLENDVPS Y4, avx2bfnanlow<>+0(SB), Y3, Y3
+	VPACKUSDW Y3, Y2, Y2
+	VPERMQ    $0xd8, Y2, Y2
+	VMOVDQU   Y2, 32(CX)(R8*2)
+	ADDQ      $0x00000020, R8
+	JMP       scaleloopnoweight
+
+scalepf:
+	MOVQ DI, R10
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows34
+	SHLQ $0x03, R10
+
+longrows34:
+	ADDQ  DX, R10
+	TESTL $0x00000001, job_flags+0(AX)
+	JNZ   scalent
+	TESTQ SI, SI
+	JZ    scalepfloopnoweight
+	TESTL $0x00000010, job_flags+0(AX)
+	JNZ   scalepfloopoffset
+
+	PCALIGN $32
+scalepfloop:
+	CMPQ       R8, R9
+	JG         scaletail
+	PREFETCHT0 (R10)(R8*4)
+	PREFETCHT0 64(R10)(R8*4)
+	VMOVUPS    (DX)(R8*4), Y2
+	VSUBPS     Y8, Y2, Y2
+	VMULPS     Y1, Y2, Y2
+	VMOVUPS    32(DX)(R8*4), Y3
+	VSUBPS     Y8, Y3, Y3
+	VMULPS     Y1, Y3, Y3
+	VMOVUPS    64(DX)(R8*4), Y4
+	VSUBPS     Y8, Y4, Y4
+	VMULPS     Y1, Y4, Y4
+	VMOVUPS    96(DX)(R8*4), Y5
+	VSUBPS     Y8, Y5, Y5
+	VMULPS     Y1, Y5, Y5
+	TESTL      $0x00000008, job_flags+0(AX)
+	JZ         notrn35
+	VPSRLD     $0x10, Y2, Y6
+	VPAND      avx2bfone<>+0(SB), Y6, Y6
+	VPADDD     avx2bfbias<>+0(SB), Y6, Y6
+	VPADDD     Y2, Y6, Y6
+	VPAND      avx2bfhigh<>+0(SB), Y6, Y6
+	VCMPPS     $0x03, Y2, Y2, Y2
+	VBLENDVPS  Y2, avx2bfnanhigh<>+0(SB), Y6, Y2
+	VPSRLD     $0x10, Y3, Y6
+	VPAND      avx2bfone<>+0(SB), Y6, Y6
+	VPADDD     avx2bfbias<>+0(SB), Y6, Y6
+	VPADDD     Y3, Y6, Y6
+	VPAND      avx2bfhigh<>+0(SB), Y6, Y6
+	VCMPPS     $0x03, Y3, Y3, Y3
+	VBLENDVPS  Y3, avx2bfnanhigh<>+0(SB), Y6, Y3
+	VPSRLD     $0x10, Y4, Y6
+	VPAND      avx2bfone<>+0(SB), Y6, Y6
+	VPADDD     avx2bfbias<>+0(SB), Y6, Y6
+	VPADDD     Y4, Y6, Y6
+	VPAND      avx2bfhigh<>+0(SB), Y6, Y6
+	VCMPPS     $0x03, Y4, Y4, Y4
+	VBLENDVPS  Y4, avx2bfnanhigh<>+0(SB), Y6, Y4
+	VPSRLD     $0x10, Y5, Y6
+	VPAND      avx2bfone<>+0(SB), Y6, Y6
+	VPADDD     avx2bfbias<>+0(SB), Y6, Y6
+	VPADDD     Y5, Y6, Y6
+	VPAND      avx2bfhigh<>+0(SB), Y6, Y6
+	VCMPPS     $0x03, Y5, Y5, Y5
+	VBLENDVPS  Y5, avx2bfnanhigh<>+0(SB), Y6, Y5
+
+notrn35:
+	VMULPS (SI)(R8*4), Y2, Y2
+	VMULPS 32(SI)(R8*4), Y3, Y3
+	VMULPS 64(SI)(R8*4), Y4, Y4
+	VMULPS 96(SI)(R8*4), Y5, Y5
+	MOVQ   job_bias+0(AX), R11
+	TESTQ  R11, R11
+	JZ     nobias36
+	VADDPS (R11)(R8*4), Y2, Y2
+	VADDPS 32(R11)(R8*4), Y3, Y3
+	VADDPS 64(R11)(R8*4), Y4, Y4
+	VADDPS 96(R11)(R8*4), Y5, Y5
+
+nobias36:
+	VPSRLD    $0x10, Y2, Y6
+	VPAND     avx2bfone<>+0(SB), Y6, Y6
+	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
+	VPADDD    Y2, Y6, Y6
+	VPSRLD    $0x10, Y6, Y6
+	VCMPPS    $0x03, Y2, Y2, Y2
+	VBLENDVPS Y2, avx2bfnanlow<>+0(SB), Y6, Y6
+	VPSRLD    $0x10, Y3, Y2
+	VPAND     avx2bfone<>+0(SB), Y2, Y2
+	VPADDD    avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD    Y3, Y2, Y2
+	VPSRLD    $0x10, Y2, Y2
+	VCMPPS    $0x03, Y3, Y3, Y3
+	VBLENDVPS Y3, avx2bfnanlow<>+0(SB), Y2, Y2
+	VPACKUSDW Y2, Y6, Y6
+	VPERMQ    $0xd8, Y6, Y6
+	VMOVDQU   Y6, (CX)(R8*2)
+	VPSRLD    $0x10, Y4, Y2
+	VPAND     avx2bfone<>+0(SB), Y2, Y2
+	VPADDD    avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD    Y4, Y2, Y2
+	VPSRLD    $0x10, Y2, Y2
+	VCMPPS    $0x03, Y4, Y4, Y3
+	VBLENDVPS Y3, avx2bfnanlow<>+0(SB), Y2, Y2
+	VPSRLD    $0x10, Y5, Y3
+	VPAND     avx2bfone<>+0(SB), Y3, Y3
+	VPADDD    avx2bfbias<>+0(SB), Y3, Y3
+	VPADDD    Y5, Y3, Y3
+	VPSRLD    $0x10, Y3, Y3
+	VCMPPS    $0x03, Y5, Y5, Y4
+	VBLENDVPS Y4, avx2bfnanlow<>+0(SB), Y3, Y3
+	VPACKUSDW Y3, Y2, Y2
+	VPERMQ    $0xd8, Y2, Y2
+	VMOVDQU   Y2, 32(CX)(R8*2)
+	ADDQ      $0x00000020, R8
+	JMP       scalepfloop
+
+	PCALIGN $32
+scalepfloopoffset:
+	CMPQ       R8, R9
+	JG         scaletail
+	PREFETCHT0 (R10)(R8*4)
+	PREFETCHT0 64(R10)(R8*4)
+	VMOVUPS    (DX)(R8*4), Y2
+	VSUBPS     Y8, Y2, Y2
+	VMULPS     Y1, Y2, Y2
+	VMOVUPS    32(DX)(R8*4), Y3
+	VSUBPS     Y8, Y3, Y3
+	VMULPS     Y1, Y3, Y3
+	VMOVUPS    64(DX)(R8*4), Y4
+	VSUBPS     Y8, Y4, Y4
+	VMULPS     Y1, Y4, Y4
+	VMOVUPS    96(DX)(R8*4), Y5
+	VSUBPS     Y8, Y5, Y5
+	VMULPS     Y1, Y5, Y5
+	TESTL      $0x00000008, job_flags+0(AX)
+	JZ         notrn37
+	VPSRLD     $0x10, Y2, Y6
+	VPAND      avx2bfone<>+0(SB), Y6, Y6
+	VPADDD     avx2bfbias<>+0(SB), Y6, Y6
+	VPADDD     Y2, Y6, Y6
+	VPAND      avx2bfhigh<>+0(SB), Y6, Y6
+	VCMPPS     $0x03, Y2, Y2, Y2
+	VBLENDVPS  Y2, avx2bfnanhigh<>+0(SB), Y6, Y2
+	VPSRLD     $0x10, Y3, Y6
+	VPAND      avx2bfone<>+0(SB), Y6, Y6
+	VPADDD     avx2bfbias<>+0(SB), Y6, Y6
+	VPADDD     Y3, Y6, Y6
+	VPAND      avx2bfhigh<>+0(SB), Y6, Y6
+	VCMPPS     $0x03, Y3, Y3, Y3
+	VBLENDVPS  Y3, avx2bfnanhigh<>+0(SB), Y6, Y3
+	VPSRLD     $0x10, Y4, Y6
+	VPAND      avx2bfone<>+0(SB), Y6, Y6
+	VPADDD     avx2bfbias<>+0(SB), Y6, Y6
+	VPADDD     Y4, Y6, Y6
+	VPAND      avx2bfhigh<>+0(SB), Y6, Y6
+	VCMPPS     $0x03, Y4, Y4, Y4
+	VBLENDVPS  Y4, avx2bfnanhigh<>+0(SB), Y6, Y4
+	VPSRLD     $0x10, Y5, Y6
+	VPAND      avx2bfone<>+0(SB), Y6, Y6
+	VPADDD     avx2bfbias<>+0(SB), Y6, Y6
+	VPADDD     Y5, Y6, Y6
+	VPAND      avx2bfhigh<>+0(SB), Y6, Y6
+	VCMPPS     $0x03, Y5, Y5, Y5
+	VBLENDVPS  Y5, avx2bfnanhigh<>+0(SB), Y6, Y5
+
+notrn37:
+	VMOVUPS (SI)(R8*4), Y6
+	VADDPS  Y0, Y6, Y6
+	VMULPS  Y6, Y2, Y2
+	VMOVUPS 32(SI)(R8*4), Y6
+	VADDPS  Y0, Y6, Y6
+	VMULPS  Y6, Y3, Y3
+	VMOVUPS 64(SI)(R8*4), Y6
+	VADDPS  Y0, Y6, Y6
+	VMULPS  Y6, Y4, Y4
+	VMOVUPS 96(SI)(R8*4), Y6
+	VADDPS  Y0, Y6, Y6
+	VMULPS  Y6, Y5, Y5
+	MOVQ    job_bias+0(AX), R11
+	TESTQ   R11, R11
+	JZ      nobias38
+	VADDPS  (R11)(R8*4), Y2, Y2
+	VADDPS  32(R11)(R8*4), Y3, Y3
+	VADDPS  64(R11)(R8*4), Y4, Y4
+	VADDPS  96(R11)(R8*4), Y5, Y5
+
+nobias38:
+	VPSRLD    $0x10, Y2, Y6
+	VPAND     avx2bfone<>+0(SB), Y6, Y6
+	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
+	VPADDD    Y2, Y6, Y6
+	VPSRLD    $0x10, Y6, Y6
+	VCMPPS    $0x03, Y2, Y2, Y2
+	VBLENDVPS Y2, avx2bfnanlow<>+0(SB), Y6, Y6
+	VPSRLD    $0x10, Y3, Y2
+	VPAND     avx2bfone<>+0(SB), Y2, Y2
+	VPADDD    avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD    Y3, Y2, Y2
+	VPSRLD    $0x10, Y2, Y2
+	VCMPPS    $0x03, Y3, Y3, Y3
+	VBLENDVPS Y3, avx2bfnanlow<>+0(SB), Y2, Y2
+	VPACKUSDW Y2, Y6, Y6
+	VPERMQ    $0xd8, Y6, Y6
+	VMOVDQU   Y6, (CX)(R8*2)
+	VPSRLD    $0x10, Y4, Y2
+	VPAND     avx2bfone<>+0(SB), Y2, Y2
+	VPADDD    avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD    Y4, Y2, Y2
+	VPSRLD    $0x10, Y2, Y2
+	VCMPPS    $0x03, Y4, Y4, Y3
+	VBLENDVPS Y3, avx2bfnanlow<>+0(SB), Y2, Y2
+	VPSRLD    $0x10, Y5, Y3
+	VPAND     avx2bfone<>+0(SB), Y3, Y3
+	VPADDD    avx2bfbias<>+0(SB), Y3, Y3
+	VPADDD    Y5, Y3, Y3
+	VPSRLD    $0x10, Y3, Y3
+	VCMPPS    $0x03, Y5, Y5, Y4
+	VBLENDVPS Y4, avx2bfnanlow<>+0(SB), Y3, Y3
+	VPACKUSDW Y3, Y2, Y2
+	VPERMQ    $0xd8, Y2, Y2
+	VMOVDQU   Y2, 32(CX)(R8*2)
+	ADDQ      $0x00000020, R8
+	JMP       scalepfloopoffset
+
+	PCALIGN $32
+scalepfloopnoweight:
+	CMPQ       R8, R9
+	JG         scaletail
+	PREFETCHT0 (R10)(R8*4)
+	PREFETCHT0 64(R10)(R8*4)
+	VMOVUPS    (DX)(R8*4), Y2
+	VSUBPS     Y8, Y2, Y2
+	VMULPS     Y1, Y2, Y2
+	VMOVUPS    32(DX)(R8*4), Y3
+	VSUBPS     Y8, Y3, Y3
+	VMULPS     Y1, Y3, Y3
+	VMOVUPS    64(DX)(R8*4), Y4
+	VSUBPS     Y8, Y4, Y4
+	VMULPS     Y1, Y4, Y4
+	VMOVUPS    96(DX)(R8*4), Y5
+	VSUBPS     Y8, Y5, Y5
+	VMULPS     Y1, Y5, Y5
+	MOVQ       job_bias+0(AX), R11
+	TESTQ      R11, R11
+	JZ         nobias39
+	VADDPS     (R11)(R8*4), Y2, Y2
+	VADDPS     32(R11)(R8*4), Y3, Y3
+	VADDPS     64(R11)(R8*4), Y4, Y4
+	VADDPS     96(R11)(R8*4), Y5, Y5
+
+nobias39:
+	VPSRLD    $0x10, Y2, Y6
+	VPAND     avx2bfone<>+0(SB), Y6, Y6
+	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
+	VPADDD    Y2, Y6, Y6
+	VPSRLD    $0x10, Y6, Y6
+	VCMPPS    $0x03, Y2, Y2, Y2
+	VBLENDVPS Y2, avx2bfnanlow<>+0(SB), Y6, Y6
+	VPSRLD    $0x10, Y3, Y2
+	VPAND     avx2bfone<>+0(SB), Y2, Y2
+	VPADDD    avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD    Y3, Y2, Y2
+	VPSRLD    $0x10, Y2, Y2
+	VCMPPS    $0x03, Y3, Y3, Y3
+	VBLENDVPS Y3, avx2bfnanlow<>+0(SB), Y2, Y2
+	VPACKUSDW Y2, Y6, Y6
+	VPERMQ    $0xd8, Y6, Y6
+	VMOVDQU   Y6, (CX)(R8*2)
+	VPSRLD    $0x10, Y4, Y2
+	VPAND     avx2bfone<>+0(SB), Y2, Y2
+	VPADDD    avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD    Y4, Y2, Y2
+	VPSRLD    $0x10, Y2, Y2
+	VCMPPS    $0x03, Y4, Y4, Y3
+	VBLENDVPS Y3, avx2bfnanlow<>+0(SB), Y2, Y2
+	VPSRLD    $0x10, Y5, Y3
+	VPAND     avx2bfone<>+0(SB), Y3, Y3
+	VPADDD    avx2bfbias<>+0(SB), Y3, Y3
+	VPADDD    Y5, Y3, Y3
+	VPSRLD    $0x10, Y3, Y3
+	VCMPPS    $0x03, Y5, Y5, Y4
+	VBLENDVPS Y4, avx2bfnanlow<>+0(SB), Y3, Y3
+	VPACKUSDW Y3, Y2, Y2
+	VPERMQ    $0xd8, Y2, Y2
+	VMOVDQU   Y2, 32(CX)(R8*2)
+	ADDQ      $0x00000020, R8
+	JMP       scalepfloopnoweight
+
+scalent:
+	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
+	MOVQ CX, R10
+	NEGQ R10
+	ANDQ $0x0000001f, R10
+	SHRQ $0x01, R10
+	JZ   scalentgo
+	CMPQ R10, job_d+0(AX)
+	JLE  scalehead
+	MOVQ job_d+0(AX), R10
+
+scalehead:
+	CMPQ      R10, $0x00000008
+	JB        scaleheadpart
+	VMOVUPS   (DX)(R8*4), Y2
+	VSUBPS    Y8, Y2, Y2
+	VMULPS    Y1, Y2, Y2
+	TESTL     $0x00000008, job_flags+0(AX)
+	JZ        notrn40
+	VPSRLD    $0x10, Y2, Y3
+	VPAND     avx2bfone<>+0(SB), Y3, Y3
+	VPADDD    avx2bfbias<>+0(SB), Y3, Y3
+	VPADDD    Y2, Y3, Y3
+	VPAND     avx2bfhigh<>+0(SB), Y3, Y3
+	VCMPPS    $0x03, Y2, Y2, Y2
+	VBLENDVPS Y2, avx2bfnanhigh<>+0(SB), Y3, Y2
+
+notrn40:
+	TESTQ   SI, SI
+	JZ      noweight41
+	VMOVUPS (SI)(R8*4), Y3
+	VADDPS  Y0, Y3, Y3
+	VMULPS  Y3, Y2, Y2
+
+noweight41:
+	MOVQ   job_bias+0(AX), R11
+	TESTQ  R11, R11
+	JZ     nobias42
+	VADDPS (R11)(R8*4), Y2, Y2
+
+nobias42:
+	VPSRLD       $0x10, Y2, Y3
+	VPAND        avx2bfone<>+0(SB), Y3, Y3
+	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
+	VPADDD       Y2, Y3, Y3
+	VPSRLD       $0x10, Y3, Y3
+	VCMPPS       $0x03, Y2, Y2, Y2
+	VBLENDVPS    Y2, avx2bfnanlow<>+0(SB), Y3, Y3
+	VEXTRACTI128 $0x01, Y3, X2
+	VPACKUSDW    X2, X3, X2
+	VMOVDQU      X2, (CX)(R8*2)
+	ADDQ         $0x00000008, R8
+	SUBQ         $0x00000008, R10
+	JZ           scalentgo
+
+scaleheadpart:
+	JMP partout
+
+scalentgo:
+	MOVQ DI, R10
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows43
+	SHLQ $0x03, R10
+
+longrows43:
+	ADDQ DX, R10
+	MOVL job_flags+0(AX), R11
+
+	PCALIGN $32
+scalentloop:
+	CMPQ       R8, R9
+	JG         scaletail
+	PREFETCHT0 (R10)(R8*4)
+	PREFETCHT0 64(R10)(R8*4)
+	VMOVUPS    (DX)(R8*4), Y2
+	VSUBPS     Y8, Y2, Y2
+	VMULPS     Y1, Y2, Y2
+	VMOVUPS    32(DX)(R8*4), Y3
+	VSUBPS     Y8, Y3, Y3
+	VMULPS     Y1, Y3, Y3
+	VMOVUPS    64(DX)(R8*4), Y4
+	VSUBPS     Y8, Y4, Y4
+	VMULPS     Y1, Y4, Y4
+	VMOVUPS    96(DX)(R8*4), Y5
+	VSUBPS     Y8, Y5, Y5
+	VMULPS     Y1, Y5, Y5
+	TESTL      $0x00000008, job_flags+0(AX)
+	JZ         notrn44
+	VPSRLD     $0x10, Y2, Y6
+	VPAND      avx2bfone<>+0(SB), Y6, Y6
+	VPADDD     avx2bfbias<>+0(SB), Y6, Y6
+	VPADDD     Y2, Y6, Y6
+	VPAND      avx2bfhigh<>+0(SB), Y6, Y6
+	VCMPPS     $0x03, Y2, Y2, Y2
+	VBLENDVPS  Y2, avx2bfnanhigh<>+0(SB), Y6, Y2
+	VPSRLD     $0x10, Y3, Y6
+	VPAND      avx2bfone<>+0(SB), Y6, Y6
+	VPADDD     avx2bfbias<>+0(SB), Y6, Y6
+	VPADDD     Y3, Y6, Y6
+	VPAND      avx2bfhigh<>+0(SB), Y6, Y6
+	VCMPPS     $0x03, Y3, Y3, Y3
+	VBLENDVPS  Y3, avx2bfnanhigh<>+0(SB), Y6, Y3
+	VPSRLD     $0x10, Y4, Y6
+	VPAND      avx2bfone<>+0(SB), Y6, Y6
+	VPADDD     avx2bfbias<>+0(SB), Y6, Y6
+	VPADDD     Y4, Y6, Y6
+	VPAND      avx2bfhigh<>+0(SB), Y6, Y6
+	VCMPPS     $0x03, Y4, Y4, Y4
+	VBLENDVPS  Y4, avx2bfnanhigh<>+0(SB), Y6, Y4
+	VPSRLD     $0x10, Y5, Y6
+	VPAND      avx2bfone<>+0(SB), Y6, Y6
+	VPADDD     avx2bfbias<>+0(SB), Y6, Y6
+	VPADDD     Y5, Y6, Y6
+	VPAND      avx2bfhigh<>+0(SB), Y6, Y6
+	VCMPPS     $0x03, Y5, Y5, Y5
+	VBLENDVPS  Y5, avx2bfnanhigh<>+0(SB), Y6, Y5
+
+notrn44:
+	TESTQ  SI, SI
+	JZ     weighed46
+	TESTL  $0x00000010, R11
+	JNZ    offset45
+	VMULPS (SI)(R8*4), Y2, Y2
+	VMULPS 32(SI)(R8*4), Y3, Y3
+	VMULPS 64(SI)(R8*4), Y4, Y4
+	VMULPS 96(SI)(R8*4), Y5, Y5
+
+weighed46:
+	MOVQ   job_bias+0(AX), R12
+	TESTQ  R12, R12
+	JZ     nobias47
+	VADDPS (R12)(R8*4), Y2, Y2
+	VADDPS 32(R12)(R8*4), Y3, Y3
+	VADDPS 64(R12)(R8*4), Y4, Y4
+	VADDPS 96(R12)(R8*4), Y5, Y5
+
+nobias47:
+	VPSRLD    $0x10, Y2, Y6
+	VPAND     avx2bfone<>+0(SB), Y6, Y6
+	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
+	VPADDD    Y2, Y6, Y6
+	VPSRLD    $0x10, Y6, Y6
+	VCMPPS    $0x03, Y2, Y2, Y2
+	VBLENDVPS Y2, avx2bfnanlow<>+0(SB), Y6, Y6
+	VPSRLD    $0x10, Y3, Y2
+	VPAND     avx2bfone<>+0(SB), Y2, Y2
+	VPADDD    avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD    Y3, Y2, Y2
+	VPSRLD    $0x10, Y2, Y2
+	VCMPPS    $0x03, Y3, Y3, Y3
+	VBLENDVPS Y3, avx2bfnanlow<>+0(SB), Y2, Y2
+	VPACKUSDW Y2, Y6, Y6
+	VPERMQ    $0xd8, Y6, Y6
+	VMOVNTDQ  Y6, (CX)(R8*2)
+	VPSRLD    $0x10, Y4, Y2
+	VPAND     avx2bfone<>+0(SB), Y2, Y2
+	VPADDD    avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD    Y4, Y2, Y2
+	VPSRLD    $0x10, Y2, Y2
+	VCMPPS    $0x03, Y4, Y4, Y3
+	VBLENDVPS Y3, avx2bfnanlow<>+0(SB), Y2, Y2
+	VPSRLD    $0x10, Y5, Y3
+	VPAND     avx2bfone<>+0(SB), Y3, Y3
+	VPADDD    avx2bfbias<>+0(SB), Y3, Y3
+	VPADDD    Y5, Y3, Y3
+	VPSRLD    $0x10, Y3, Y3
+	VCMPPS    $0x03, Y5, Y5, Y4
+	VBLENDVPS Y4, avx2bfnanlow<>+0(SB), Y3, Y3
+	VPACKUSDW Y3, Y2, Y2
+	VPERMQ    $0xd8, Y2, Y2
+	VMOVNTDQ  Y2, 32(CX)(R8*2)
+	ADDQ      $0x00000020, R8
+	JMP       scalentloop
+
+offset45:
+	VMOVUPS (SI)(R8*4), Y6
+	VADDPS  Y0, Y6, Y6
+	VMULPS  Y6, Y2, Y2
+	VMOVUPS 32(SI)(R8*4), Y6
+	VADDPS  Y0, Y6, Y6
+	VMULPS  Y6, Y3, Y3
+	VMOVUPS 64(SI)(R8*4), Y6
+	VADDPS  Y0, Y6, Y6
+	VMULPS  Y6, Y4, Y4
+	VMOVUPS 96(SI)(R8*4), Y6
+	VADDPS  Y0, Y6, Y6
+	VMULPS  Y6, Y5, Y5
+	JMP     weighed46
+
+scaletail:
+	ADDQ $0x00000018, R9
+
+scaleone:
+	CMPQ      R8, R9
+	JG        scalepart
+	VMOVUPS   (DX)(R8*4), Y2
+	VSUBPS    Y8, Y2, Y2
+	VMULPS    Y1, Y2, Y2
+	TESTL     $0x00000008, job_flags+0(AX)
+	JZ        notrn48
+	VPSRLD    $0x10, Y2, Y3
+	VPAND     avx2bfone<>+0(SB), Y3, Y3
+	VPADDD    avx2bfbias<>+0(SB), Y3, Y3
+	VPADDD    Y2, Y3, Y3
+	VPAND     avx2bfhigh<>+0(SB), Y3, Y3
+	VCMPPS    $0x03, Y2, Y2, Y2
+	VBLENDVPS Y2, avx2bfnanhigh<>+0(SB), Y3, Y2
+
+notrn48:
+	TESTQ   SI, SI
+	JZ      noweight49
+	VMOVUPS (SI)(R8*4), Y3
+	VADDPS  Y0, Y3, Y3
+	VMULPS  Y3, Y2, Y2
+
+noweight49:
+	MOVQ   job_bias+0(AX), R10
+	TESTQ  R10, R10
+	JZ     nobias50
+	VADDPS (R10)(R8*4), Y2, Y2
+
+nobias50:
+	VPSRLD       $0x10, Y2, Y3
+	VPAND        avx2bfone<>+0(SB), Y3, Y3
+	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
+	VPADDD       Y2, Y3, Y3
+	VPSRLD       $0x10, Y3, Y3
+	VCMPPS       $0x03, Y2, Y2, Y2
+	VBLENDVPS    Y2, avx2bfnanlow<>+0(SB), Y3, Y3
+	VEXTRACTI128 $0x01, Y3, X2
+	VPACKUSDW    X2, X3, X2
+	VMOVDQU      X2, (CX)(R8*2)
+	ADDQ         $0x00000008, R8
+	JMP          scaleone
+
+scalepart:
+	MOVQ job_d+0(AX), R10
+	SUBQ R8, R10
+	JZ   scaled
+
+	// The last n < lanes elements, or the first n of a non-temporal row (i + n < d: back to its loop).
+partout:
+	LEAQ (DX)(R8*4), R11
+	LEAQ 128(SP), R12
+	MOVQ R10, R14
+	XORQ R13, R13
+	SUBQ $0x00000008, R14
+
+copyvec51:
+	CMPQ    R13, R14
+	JG      copyone52
+	VMOVUPS (R11)(R13*4), Y2
+	VMOVUPS Y2, (R12)(R13*4)
+	ADDQ    $0x00000008, R13
+	JMP     copyvec51
+
+copyone52:
+	ADDQ $0x00000008, R14
+
+copyloop54:
+	CMPQ R13, R14
+	JGE  copied53
+	MOVL (R11)(R13*4), R15
+	MOVL R15, (R12)(R13*4)
+	INCQ R13
+	JMP  copyloop54
+
+copied53:
+	TESTQ SI, SI
+	JZ    nowcopy55
+	LEAQ  (SI)(R8*4), R11
+	LEAQ  160(SP), R12
+	MOVQ  R10, R14
+	XORQ  R13, R13
+	SUBQ  $0x00000008, R14
+
+copyvec56:
+	CMPQ    R13, R14
+	JG      copyone57
+	VMOVUPS (R11)(R13*4), Y2
+	VMOVUPS Y2, (R12)(R13*4)
+	ADDQ    $0x00000008, R13
+	JMP     copyvec56
+
+copyone57:
+	ADDQ $0x00000008, R14
+
+copyloop59:
+	CMPQ R13, R14
+	JGE  copied58
+	MOVL (R11)(R13*4), R15
+	MOVL R15, (R12)(R13*4)
+	INCQ R13
+	JMP  copyloop59
+
+copied58:
+nowcopy55:
+	MOVQ  job_bias+0(AX), R11
+	TESTQ R11, R11
+	JZ    nobiascopy60
+	LEAQ  (R11)(R8*4), R11
+	LEAQ  224(SP), R12
+	MOVQ  R10, R14
+	XORQ  R13, R13
+	SUBQ  $0x00000008, R14
+
+copyvec61:
+	CMPQ    R13, R14
+	JG      copyone62
+	VMOVUPS (R11)(R13*4), Y2
+	VMOVUPS Y2, (R12)(R13*4)
+	ADDQ    $0x00000008, R13
+	JMP     copyvec61
+
+copyone62:
+	ADDQ $0x00000008, R14
+
+copyloop64:
+	CMPQ R13, R14
+	JGE  copied63
+	MOVL (R11)(R13*4), R15
+	MOVL R15, (R12)(R13*4)
+	INCQ R13
+	JMP  copyloop64
+
+copied63:
+nobiascopy60:
+	VMOVUPS   128(SP), Y2
+	VSUBPS    Y8, Y2, Y2
+	VMULPS    Y2, Y1, Y2
+	TESTL     $0x00000008, job_flags+0(AX)
+	JZ        notrn65
+	VPSRLD    $0x10, Y2, Y3
+	VPAND     avx2bfone<>+0(SB), Y3, Y3
+	VPADDD    avx2bfbias<>+0(SB), Y3, Y3
+	VPADDD    Y2, Y3, Y3
+	VPAND     avx2bfhigh<>+0(SB), Y3, Y3
+	VCMPPS    $0x03, Y2, Y2, Y2
+	VBLENDVPS Y2, avx2bfnanhigh<>+0(SB), Y3, Y2
+
+notrn65:
+	TESTQ   SI, SI
+	JZ      noweight66
+	VMOVUPS 160(SP), Y3
+	VADDPS  Y0, Y3, Y3
+	VMULPS  Y3, Y2, Y2
+
+noweight66:
+	MOVQ   job_bias+0(AX), R11
+	TESTQ  R11, R11
+	JZ     nobias67
+	VADDPS 224(SP), Y2, Y2
+
+nobias67:
+	VPSRLD       $0x10, Y2, Y3
+	VPAND        avx2bfone<>+0(SB), Y3, Y3
+	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
+	VPADDD       Y2, Y3, Y3
+	VPSRLD       $0x10, Y3, Y3
+	VCMPPS       $0x03, Y2, Y2, Y2
+	VBLENDVPS    Y2, avx2bfnanlow<>+0(SB), Y3, Y3
+	VEXTRACTI128 $0x01, Y3, X2
+	VPACKUSDW    X2, X3, X2
+	VMOVDQU      X2, 192(SP)
+	LEAQ         192(SP), R12
+	LEAQ         (CX)(R8*2), R11
+	MOVQ         R10, R14
+	XORQ         R13, R13
+	SUBQ         $0x00000010, R14
+
+copyvec68:
+	CMPQ    R13, R14
+	JG      copyone69
+	VMOVUPS (R12)(R13*2), Y2
+	VMOVUPS Y2, (R11)(R13*2)
+	ADDQ    $0x00000010, R13
+	JMP     copyvec68
+
+copyone69:
+	ADDQ $0x00000010, R14
+
+copyloop71:
+	CMPQ R13, R14
+	JGE  copied70
+	MOVW (R12)(R13*2), R15
+	MOVW R15, (R11)(R13*2)
+	INCQ R13
+	JMP  copyloop71
+
+copied70:
+	ADDQ R10, R8
+	CMPQ R8, job_d+0(AX)
+	JB   scalentgo
+
+scaled:
+	ADDQ DI, DX
+	ADDQ 664(SP), CX
+	ADDQ DI, BX
+	INCQ 656(SP)
+	MOVQ 688(SP), R8
+	INCQ R8
+	MOVQ R8, 688(SP)
+	CMPQ R8, 680(SP)
+	JB   scalerow
+	JMP  row
+
+ret:
+	TESTL $0x00000001, job_flags+0(AX)
+	JZ    vzero
+	SFENCE
+
+vzero:
+	VZEROUPPER
+	MOVQ 656(SP), AX
+	MOVQ AX, ret+24(FP)
+	RET
+
+// func avx2ForwardLayerToF16(j uintptr, from int, to int) int
+// Requires: AVX, AVX2, F16C, MMX+
+TEXT ·avx2ForwardLayerToF16(SB), NOSPLIT, $720-32
+	// avx2ForwardLayerToF16 normalizes rows [from, to) of the job: LayerNorm on float32 rows into F16 rows: y = round16(((x-m)*inv)*w + b), round16(((x-m)*inv)*(1+w) + b) with flagOffset, or round16((x-m)*inv + b) with w nil (with flagRN and a weight, round16((x-m)*inv) in place of ((x-m)*inv)), m the row's mean with flagCenter (else +0; stored to mean[r] when mean is not nil), b the bias (nothing added when it is nil), for each row; with res, h = x + res and res = h per element first, and h in place of x.
+	// It stops before the first row that needs the float64 path and returns that row's index, or to.
+	MOVQ  j+0(FP), AX
+	MOVQ  job_dst+0(AX), CX
+	MOVQ  job_x+0(AX), DX
+	MOVQ  job_res+0(AX), BX
+	TESTQ BX, BX
+	JZ    rowsset
+	XCHGQ DX, BX
+
+rowsset:
+	MOVQ job_w+0(AX), SI
+	MOVQ job_stride+0(AX), DI
+	SHLQ $0x02, DI
+	MOVQ job_dstStride+0(AX), R8
+	SHLQ $0x01, R8
+	MOVQ R8, 664(SP)
+
+	// fd = float32(d); rd = 1/d when d is a power of two (a/d is then a*rd exactly), else 0.
+	MOVQ       job_d+0(AX), R8
+	VMOVSS     one<>+0(SB), X0
+	VCVTSI2SSQ R8, X0, X0
+	VMOVSS     X0, 712(SP)
+	XORL       R10, R10
+	LEAQ       -1(R8), R9
+	TESTQ      R8, R9
+	JNZ        notpow2
+	BSFQ       R8, R9
+	MOVL       $0x0000007f, R10
+	SUBL       R9, R10
+	SHLL       $0x17, R10
+
+notpow2:
+	MOVL R10, 716(SP)
+
+	// Start at row from.
+	MOVQ  from+8(FP), R8
+	MOVQ  R8, 656(SP)
+	MOVQ  $0x00000000, 672(SP)
+	MOVQ  R8, R9
+	IMULQ 664(SP), R9
+	ADDQ  R9, CX
+	IMULQ DI, R8
+	ADDQ  R8, DX
+	ADDQ  R8, BX
+
+row:
+	MOVQ  656(SP), R8
+	CMPQ  R8, to+16(FP)
+	JAE   ret
+	MOVQ  $0x00000001, 680(SP)
+	CMPQ  job_res+0(AX), $0x00
+	JNE   addsum
+	TESTL $0x00000020, job_flags+0(AX)
+	JZ    nocenter
+	MOVQ  DX, R8
+
+	// Sum of squares: element i goes to partial i%64.
+	MOVQ   job_d+0(AX), R10
+	SUBQ   $0x00000040, R10
+	JGE    firstblock
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	XORQ   R9, R9
+	JMP    sumtail
+
+firstblock:
+	// +0 + square is the square itself: the first block initializes the partials.
+	XORQ    R9, R9
+	VMOVUPS (R8)(R9*4), Y0
+	VADDPS  zero64<>+0(SB), Y0, Y0
+	VMOVUPS 32(R8)(R9*4), Y1
+	VADDPS  zero64<>+0(SB), Y1, Y1
+	VMOVUPS 64(R8)(R9*4), Y2
+	VADDPS  zero64<>+0(SB), Y2, Y2
+	VMOVUPS 96(R8)(R9*4), Y3
+	VADDPS  zero64<>+0(SB), Y3, Y3
+	VMOVUPS 128(R8)(R9*4), Y4
+	VADDPS  zero64<>+0(SB), Y4, Y4
+	VMOVUPS 160(R8)(R9*4), Y5
+	VADDPS  zero64<>+0(SB), Y5, Y5
+	VMOVUPS 192(R8)(R9*4), Y6
+	VADDPS  zero64<>+0(SB), Y6, Y6
+	VMOVUPS 224(R8)(R9*4), Y7
+	VADDPS  zero64<>+0(SB), Y7, Y7
+	MOVQ    $0x00000040, R9
+	TESTL   $0x00000002, job_flags+0(AX)
+	JNZ     sumpf
+
+	PCALIGN $32
+sumloop:
+	CMPQ    R9, R10
+	JG      sumtail
+	VMOVUPS (R8)(R9*4), Y8
+	VADDPS  Y8, Y0, Y0
+	VMOVUPS 32(R8)(R9*4), Y8
+	VADDPS  Y8, Y1, Y1
+	VMOVUPS 64(R8)(R9*4), Y8
+	VADDPS  Y8, Y2, Y2
+	VMOVUPS 96(R8)(R9*4), Y8
+	VADDPS  Y8, Y3, Y3
+	VMOVUPS 128(R8)(R9*4), Y8
+	VADDPS  Y8, Y4, Y4
+	VMOVUPS 160(R8)(R9*4), Y8
+	VADDPS  Y8, Y5, Y5
+	VMOVUPS 192(R8)(R9*4), Y8
+	VADDPS  Y8, Y6, Y6
+	VMOVUPS 224(R8)(R9*4), Y8
+	VADDPS  Y8, Y7, Y7
+	ADDQ    $0x00000040, R9
+	JMP     sumloop
+
+	// The same, prefetching the rows ahead.
+sumpf:
+	MOVQ DI, R11
+	SHLQ $0x01, R11
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows1
+	SHLQ $0x03, R11
+
+longrows1:
+	ADDQ R8, R11
+
+	PCALIGN $32
+sumpfloop:
+	CMPQ       R9, R10
+	JG         sumtail
+	PREFETCHT0 (R11)(R9*4)
+	PREFETCHT0 64(R11)(R9*4)
+	PREFETCHT0 128(R11)(R9*4)
+	PREFETCHT0 192(R11)(R9*4)
+	VMOVUPS    (R8)(R9*4), Y8
+	VADDPS     Y8, Y0, Y0
+	VMOVUPS    32(R8)(R9*4), Y8
+	VADDPS     Y8, Y1, Y1
+	VMOVUPS    64(R8)(R9*4), Y8
+	VADDPS     Y8, Y2, Y2
+	VMOVUPS    96(R8)(R9*4), Y8
+	VADDPS     Y8, Y3, Y3
+	VMOVUPS    128(R8)(R9*4), Y8
+	VADDPS     Y8, Y4, Y4
+	VMOVUPS    160(R8)(R9*4), Y8
+	VADDPS     Y8, Y5, Y5
+	VMOVUPS    192(R8)(R9*4), Y8
+	VADDPS     Y8, Y6, Y6
+	VMOVUPS    224(R8)(R9*4), Y8
+	VADDPS     Y8, Y7, Y7
+	ADDQ       $0x00000040, R9
+	JMP        sumpfloop
+
+sumtail:
+	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
+	MOVQ    job_d+0(AX), R10
+	SUBQ    R9, R10
+	JZ      summed
+	MOVQ    R10, 696(SP)
+	LEAQ    (R8)(R9*4), R8
+	LEAQ    128(SP), R9
+	VXORPS  Y8, Y8, Y8
+	VMOVUPS Y8, (R9)
+	VMOVUPS Y8, 32(R9)
+	VMOVUPS Y8, 64(R9)
+	VMOVUPS Y8, 96(R9)
+	VMOVUPS Y8, 128(R9)
+	VMOVUPS Y8, 160(R9)
+	VMOVUPS Y8, 192(R9)
+	VMOVUPS Y8, 224(R9)
+	MOVQ    696(SP), R11
+	XORQ    R10, R10
+	SUBQ    $0x00000008, R11
+
+copyvec2:
+	CMPQ    R10, R11
+	JG      copyone3
+	VMOVUPS (R8)(R10*4), Y8
+	VMOVUPS Y8, (R9)(R10*4)
+	ADDQ    $0x00000008, R10
+	JMP     copyvec2
+
+copyone3:
+	ADDQ $0x00000008, R11
+
+copyloop5:
+	CMPQ R10, R11
+	JGE  copied4
+	MOVL (R8)(R10*4), R12
+	MOVL R12, (R9)(R10*4)
+	INCQ R10
+	JMP  copyloop5
+
+copied4:
+	XORQ    R8, R8
+	VMOVUPS (R9)(R8*4), Y8
+	VADDPS  Y8, Y0, Y0
+	VMOVUPS 32(R9)(R8*4), Y8
+	VADDPS  Y8, Y1, Y1
+	VMOVUPS 64(R9)(R8*4), Y8
+	VADDPS  Y8, Y2, Y2
+	VMOVUPS 96(R9)(R8*4), Y8
+	VADDPS  Y8, Y3, Y3
+	VMOVUPS 128(R9)(R8*4), Y8
+	VADDPS  Y8, Y4, Y4
+	VMOVUPS 160(R9)(R8*4), Y8
+	VADDPS  Y8, Y5, Y5
+	VMOVUPS 192(R9)(R8*4), Y8
+	VADDPS  Y8, Y6, Y6
+	VMOVUPS 224(R9)(R8*4), Y8
+	VADDPS  Y8, Y7, Y7
+
+summed:
+	VADDPS Y4, Y0, Y0
+	VADDPS Y5, Y1, Y1
+	VADDPS Y6, Y2, Y2
+	VADDPS Y7, Y3, Y3
+	VADDPS Y2, Y0, Y0
+	VADDPS Y3, Y1, Y1
+	VADDPS Y1, Y0, Y0
+	JMP    mean
+
+addsum:
+	MOVQ BX, R8
+	MOVQ DX, R9
+
+	// Sum of squares: element i goes to partial i%64.
+	MOVQ   job_d+0(AX), R11
+	SUBQ   $0x00000040, R11
+	JGE    addfirstblock
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	XORQ   R10, R10
+	JMP    addsumtail
+
+addfirstblock:
+	// +0 + square is the square itself: the first block initializes the partials.
+	XORQ    R10, R10
+	VMOVUPS (R8)(R10*4), Y0
+	VADDPS  (R9)(R10*4), Y0, Y0
+	VMOVUPS Y0, (R9)(R10*4)
+	VADDPS  zero64<>+0(SB), Y0, Y0
+	VMOVUPS 32(R8)(R10*4), Y1
+	VADDPS  32(R9)(R10*4), Y1, Y1
+	VMOVUPS Y1, 32(R9)(R10*4)
+	VADDPS  zero64<>+0(SB), Y1, Y1
+	VMOVUPS 64(R8)(R10*4), Y2
+	VADDPS  64(R9)(R10*4), Y2, Y2
+	VMOVUPS Y2, 64(R9)(R10*4)
+	VADDPS  zero64<>+0(SB), Y2, Y2
+	VMOVUPS 96(R8)(R10*4), Y3
+	VADDPS  96(R9)(R10*4), Y3, Y3
+	VMOVUPS Y3, 96(R9)(R10*4)
+	VADDPS  zero64<>+0(SB), Y3, Y3
+	VMOVUPS 128(R8)(R10*4), Y4
+	VADDPS  128(R9)(R10*4), Y4, Y4
+	VMOVUPS Y4, 128(R9)(R10*4)
+	VADDPS  zero64<>+0(SB), Y4, Y4
+	VMOVUPS 160(R8)(R10*4), Y5
+	VADDPS  160(R9)(R10*4), Y5, Y5
+	VMOVUPS Y5, 160(R9)(R10*4)
+	VADDPS  zero64<>+0(SB), Y5, Y5
+	VMOVUPS 192(R8)(R10*4), Y6
+	VADDPS  192(R9)(R10*4), Y6, Y6
+	VMOVUPS Y6, 192(R9)(R10*4)
+	VADDPS  zero64<>+0(SB), Y6, Y6
+	VMOVUPS 224(R8)(R10*4), Y7
+	VADDPS  224(R9)(R10*4), Y7, Y7
+	VMOVUPS Y7, 224(R9)(R10*4)
+	VADDPS  zero64<>+0(SB), Y7, Y7
+	MOVQ    $0x00000040, R10
+	TESTL   $0x00000002, job_flags+0(AX)
+	JNZ     addsumpf
+
+	PCALIGN $32
+addsumloop:
+	CMPQ    R10, R11
+	JG      addsumtail
+	VMOVUPS (R8)(R10*4), Y8
+	VADDPS  (R9)(R10*4), Y8, Y8
+	VMOVUPS Y8, (R9)(R10*4)
+	VADDPS  Y8, Y0, Y0
+	VMOVUPS 32(R8)(R10*4), Y8
+	VADDPS  32(R9)(R10*4), Y8, Y8
+	VMOVUPS Y8, 32(R9)(R10*4)
+	VADDPS  Y8, Y1, Y1
+	VMOVUPS 64(R8)(R10*4), Y8
+	VADDPS  64(R9)(R10*4), Y8, Y8
+	VMOVUPS Y8, 64(R9)(R10*4)
+	VADDPS  Y8, Y2, Y2
+	VMOVUPS 96(R8)(R10*4), Y8
+	VADDPS  96(R9)(R10*4), Y8, Y8
+	VMOVUPS Y8, 96(R9)(R10*4)
+	VADDPS  Y8, Y3, Y3
+	VMOVUPS 128(R8)(R10*4), Y8
+	VADDPS  128(R9)(R10*4), Y8, Y8
+	VMOVUPS Y8, 128(R9)(R10*4)
+	VADDPS  Y8, Y4, Y4
+	VMOVUPS 160(R8)(R10*4), Y8
+	VADDPS  160(R9)(R10*4), Y8, Y8
+	VMOVUPS Y8, 160(R9)(R10*4)
+	VADDPS  Y8, Y5, Y5
+	VMOVUPS 192(R8)(R10*4), Y8
+	VADDPS  192(R9)(R10*4), Y8, Y8
+	VMOVUPS Y8, 192(R9)(R10*4)
+	VADDPS  Y8, Y6, Y6
+	VMOVUPS 224(R8)(R10*4), Y8
+	VADDPS  224(R9)(R10*4), Y8, Y8
+	VMOVUPS Y8, 224(R9)(R10*4)
+	VADDPS  Y8, Y7, Y7
+	ADDQ    $0x00000040, R10
+	JMP     addsumloop
+
+	// The same, prefetching the rows ahead.
+addsumpf:
+	MOVQ DI, R12
+	SHLQ $0x01, R12
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows6
+	SHLQ $0x03, R12
+
+longrows6:
+	ADDQ R8, R12
+
+	PCALIGN $32
+addsumpfloop:
+	CMPQ       R10, R11
+	JG         addsumtail
+	PREFETCHT0 (R12)(R10*4)
+	PREFETCHT0 64(R12)(R10*4)
+	PREFETCHT0 128(R12)(R10*4)
+	PREFETCHT0 192(R12)(R10*4)
+	VMOVUPS    (R8)(R10*4), Y8
+	VADDPS     (R9)(R10*4), Y8, Y8
+	VMOVUPS    Y8, (R9)(R10*4)
+	VADDPS     Y8, Y0, Y0
+	VMOVUPS    32(R8)(R10*4), Y8
+	VADDPS     32(R9)(R10*4), Y8, Y8
+	VMOVUPS    Y8, 32(R9)(R10*4)
+	VADDPS     Y8, Y1, Y1
+	VMOVUPS    64(R8)(R10*4), Y8
+	VADDPS     64(R9)(R10*4), Y8, Y8
+	VMOVUPS    Y8, 64(R9)(R10*4)
+	VADDPS     Y8, Y2, Y2
+	VMOVUPS    96(R8)(R10*4), Y8
+	VADDPS     96(R9)(R10*4), Y8, Y8
+	VMOVUPS    Y8, 96(R9)(R10*4)
+	VADDPS     Y8, Y3, Y3
+	VMOVUPS    128(R8)(R10*4), Y8
+	VADDPS     128(R9)(R10*4), Y8, Y8
+	VMOVUPS    Y8, 128(R9)(R10*4)
+	VADDPS     Y8, Y4, Y4
+	VMOVUPS    160(R8)(R10*4), Y8
+	VADDPS     160(R9)(R10*4), Y8, Y8
+	VMOVUPS    Y8, 160(R9)(R10*4)
+	VADDPS     Y8, Y5, Y5
+	VMOVUPS    192(R8)(R10*4), Y8
+	VADDPS     192(R9)(R10*4), Y8, Y8
+	VMOVUPS    Y8, 192(R9)(R10*4)
+	VADDPS     Y8, Y6, Y6
+	VMOVUPS    224(R8)(R10*4), Y8
+	VADDPS     224(R9)(R10*4), Y8, Y8
+	VMOVUPS    Y8, 224(R9)(R10*4)
+	VADDPS     Y8, Y7, Y7
+	ADDQ       $0x00000040, R10
+	JMP        addsumpfloop
+
+addsumtail:
+	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
+	MOVQ    job_d+0(AX), R11
+	SUBQ    R10, R11
+	JZ      addsummed
+	MOVQ    R11, 696(SP)
+	LEAQ    (R8)(R10*4), R8
+	LEAQ    (R9)(R10*4), R9
+	MOVQ    R9, 704(SP)
+	LEAQ    128(SP), R9
+	VXORPS  Y8, Y8, Y8
+	VMOVUPS Y8, (R9)
+	VMOVUPS Y8, 32(R9)
+	VMOVUPS Y8, 64(R9)
+	VMOVUPS Y8, 96(R9)
+	VMOVUPS Y8, 128(R9)
+	VMOVUPS Y8, 160(R9)
+	VMOVUPS Y8, 192(R9)
+	VMOVUPS Y8, 224(R9)
+	MOVQ    696(SP), R11
+	XORQ    R10, R10
+	SUBQ    $0x00000008, R11
+
+copyvec7:
+	CMPQ    R10, R11
+	JG      copyone8
+	VMOVUPS (R8)(R10*4), Y8
+	VMOVUPS Y8, (R9)(R10*4)
+	ADDQ    $0x00000008, R10
+	JMP     copyvec7
+
+copyone8:
+	ADDQ $0x00000008, R11
+
+copyloop10:
+	CMPQ R10, R11
+	JGE  copied9
+	MOVL (R8)(R10*4), R12
+	MOVL R12, (R9)(R10*4)
+	INCQ R10
+	JMP  copyloop10
+
+copied9:
+	MOVQ    704(SP), R8
+	LEAQ    384(SP), R10
+	VXORPS  Y8, Y8, Y8
+	VMOVUPS Y8, (R10)
+	VMOVUPS Y8, 32(R10)
+	VMOVUPS Y8, 64(R10)
+	VMOVUPS Y8, 96(R10)
+	VMOVUPS Y8, 128(R10)
+	VMOVUPS Y8, 160(R10)
+	VMOVUPS Y8, 192(R10)
+	VMOVUPS Y8, 224(R10)
+	MOVQ    696(SP), R12
+	XORQ    R11, R11
+	SUBQ    $0x00000008, R12
+
+copyvec11:
+	CMPQ    R11, R12
+	JG      copyone12
+	VMOVUPS (R8)(R11*4), Y8
+	VMOVUPS Y8, (R10)(R11*4)
+	ADDQ    $0x00000008, R11
+	JMP     copyvec11
+
+copyone12:
+	ADDQ $0x00000008, R12
+
+copyloop14:
+	CMPQ R11, R12
+	JGE  copied13
+	MOVL (R8)(R11*4), R13
+	MOVL R13, (R10)(R11*4)
+	INCQ R11
+	JMP  copyloop14
+
+copied13:
+	XORQ    R8, R8
+	VMOVUPS (R9)(R8*4), Y8
+	VADDPS  (R10)(R8*4), Y8, Y8
+	VMOVUPS Y8, (R10)(R8*4)
+	VADDPS  Y8, Y0, Y0
+	VMOVUPS 32(R9)(R8*4), Y8
+	VADDPS  32(R10)(R8*4), Y8, Y8
+	VMOVUPS Y8, 32(R10)(R8*4)
+	VADDPS  Y8, Y1, Y1
+	VMOVUPS 64(R9)(R8*4), Y8
+	VADDPS  64(R10)(R8*4), Y8, Y8
+	VMOVUPS Y8, 64(R10)(R8*4)
+	VADDPS  Y8, Y2, Y2
+	VMOVUPS 96(R9)(R8*4), Y8
+	VADDPS  96(R10)(R8*4), Y8, Y8
+	VMOVUPS Y8, 96(R10)(R8*4)
+	VADDPS  Y8, Y3, Y3
+	VMOVUPS 128(R9)(R8*4), Y8
+	VADDPS  128(R10)(R8*4), Y8, Y8
+	VMOVUPS Y8, 128(R10)(R8*4)
+	VADDPS  Y8, Y4, Y4
+	VMOVUPS 160(R9)(R8*4), Y8
+	VADDPS  160(R10)(R8*4), Y8, Y8
+	VMOVUPS Y8, 160(R10)(R8*4)
+	VADDPS  Y8, Y5, Y5
+	VMOVUPS 192(R9)(R8*4), Y8
+	VADDPS  192(R10)(R8*4), Y8, Y8
+	VMOVUPS Y8, 192(R10)(R8*4)
+	VADDPS  Y8, Y6, Y6
+	VMOVUPS 224(R9)(R8*4), Y8
+	VADDPS  224(R10)(R8*4), Y8, Y8
+	VMOVUPS Y8, 224(R10)(R8*4)
+	VADDPS  Y8, Y7, Y7
+	MOVQ    704(SP), R8
+	LEAQ    384(SP), R9
+	MOVQ    696(SP), R11
+	XORQ    R10, R10
+	SUBQ    $0x00000008, R11
+
+copyvec15:
+	CMPQ    R10, R11
+	JG      copyone16
+	VMOVUPS (R9)(R10*4), Y8
+	VMOVUPS Y8, (R8)(R10*4)
+	ADDQ    $0x00000008, R10
+	JMP     copyvec15
+
+copyone16:
+	ADDQ $0x00000008, R11
+
+copyloop18:
+	CMPQ R10, R11
+	JGE  copied17
+	MOVL (R9)(R10*4), R12
+	MOVL R12, (R8)(R10*4)
+	INCQ R10
+	JMP  copyloop18
+
+copied17:
+addsummed:
+	VADDPS Y4, Y0, Y0
+	VADDPS Y5, Y1, Y1
+	VADDPS Y6, Y2, Y2
+	VADDPS Y7, Y3, Y3
+	VADDPS Y2, Y0, Y0
+	VADDPS Y3, Y1, Y1
+	VADDPS Y1, Y0, Y0
+
+mean:
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X1
+	VMOVHLPS     X1, X1, X0
+	VADDPS       X0, X1, X1
+	VMOVSHDUP    X1, X0
+	VADDSS       X0, X1, X1
+	TESTL        $0x00000020, job_flags+0(AX)
+	JZ           nocenter
+
+	// A row whose sum is not finite (s-s is NaN) takes the float64 path; else m = s/d.
+	VSUBSS   X1, X1, X0
+	VUCOMISS X0, X0
+	JPS      ret
+	CMPL     716(SP), $0x00
+	JE       divide19
+	VMULSS   716(SP), X1, X0
+	JMP      divided20
+
+divide19:
+	VDIVSS 712(SP), X1, X0
+
+divided20:
+	VBROADCASTSS X0, Y8
+	JMP          centered
+
+nocenter:
+	VXORPS Y8, Y8, Y8
+
+centered:
+	MOVQ DX, R8
+
+	// Sum of squares: element i goes to partial i%64.
+	MOVQ   job_d+0(AX), R10
+	SUBQ   $0x00000040, R10
+	JGE    sqfirstblock
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	XORQ   R9, R9
+	JMP    sqsumtail
+
+sqfirstblock:
+	// +0 + square is the square itself: the first block initializes the partials.
+	XORQ    R9, R9
+	VMOVUPS (R8)(R9*4), Y0
+	VSUBPS  Y8, Y0, Y0
+	VMULPS  Y0, Y0, Y0
+	VMOVUPS 32(R8)(R9*4), Y1
+	VSUBPS  Y8, Y1, Y1
+	VMULPS  Y1, Y1, Y1
+	VMOVUPS 64(R8)(R9*4), Y2
+	VSUBPS  Y8, Y2, Y2
+	VMULPS  Y2, Y2, Y2
+	VMOVUPS 96(R8)(R9*4), Y3
+	VSUBPS  Y8, Y3, Y3
+	VMULPS  Y3, Y3, Y3
+	VMOVUPS 128(R8)(R9*4), Y4
+	VSUBPS  Y8, Y4, Y4
+	VMULPS  Y4, Y4, Y4
+	VMOVUPS 160(R8)(R9*4), Y5
+	VSUBPS  Y8, Y5, Y5
+	VMULPS  Y5, Y5, Y5
+	VMOVUPS 192(R8)(R9*4), Y6
+	VSUBPS  Y8, Y6, Y6
+	VMULPS  Y6, Y6, Y6
+	VMOVUPS 224(R8)(R9*4), Y7
+	VSUBPS  Y8, Y7, Y7
+	VMULPS  Y7, Y7, Y7
+	MOVQ    $0x00000040, R9
+	TESTL   $0x00000002, job_flags+0(AX)
+	JNZ     sqsumpf
+
+	PCALIGN $32
+sqsumloop:
+	CMPQ    R9, R10
+	JG      sqsumtail
+	VMOVUPS (R8)(R9*4), Y9
+	VSUBPS  Y8, Y9, Y9
+	VMULPS  Y9, Y9, Y9
+	VADDPS  Y9, Y0, Y0
+	VMOVUPS 32(R8)(R9*4), Y9
+	VSUBPS  Y8, Y9, Y9
+	VMULPS  Y9, Y9, Y9
+	VADDPS  Y9, Y1, Y1
+	VMOVUPS 64(R8)(R9*4), Y9
+	VSUBPS  Y8, Y9, Y9
+	VMULPS  Y9, Y9, Y9
+	VADDPS  Y9, Y2, Y2
+	VMOVUPS 96(R8)(R9*4), Y9
+	VSUBPS  Y8, Y9, Y9
+	VMULPS  Y9, Y9, Y9
+	VADDPS  Y9, Y3, Y3
+	VMOVUPS 128(R8)(R9*4), Y9
+	VSUBPS  Y8, Y9, Y9
+	VMULPS  Y9, Y9, Y9
+	VADDPS  Y9, Y4, Y4
+	VMOVUPS 160(R8)(R9*4), Y9
+	VSUBPS  Y8, Y9, Y9
+	VMULPS  Y9, Y9, Y9
+	VADDPS  Y9, Y5, Y5
+	VMOVUPS 192(R8)(R9*4), Y9
+	VSUBPS  Y8, Y9, Y9
+	VMULPS  Y9, Y9, Y9
+	VADDPS  Y9, Y6, Y6
+	VMOVUPS 224(R8)(R9*4), Y9
+	VSUBPS  Y8, Y9, Y9
+	VMULPS  Y9, Y9, Y9
+	VADDPS  Y9, Y7, Y7
+	ADDQ    $0x00000040, R9
+	JMP     sqsumloop
+
+	// The same, prefetching the rows ahead.
+sqsumpf:
+	MOVQ DI, R11
+	SHLQ $0x01, R11
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows21
+	SHLQ $0x03, R11
+
+longrows21:
+	ADDQ R8, R11
+
+	PCALIGN $32
+sqsumpfloop:
+	CMPQ       R9, R10
+	JG         sqsumtail
+	PREFETCHT0 (R11)(R9*4)
+	PREFETCHT0 64(R11)(R9*4)
+	PREFETCHT0 128(R11)(R9*4)
+	PREFETCHT0 192(R11)(R9*4)
+	VMOVUPS    (R8)(R9*4), Y9
+	VSUBPS     Y8, Y9, Y9
+	VMULPS     Y9, Y9, Y9
+	VADDPS     Y9, Y0, Y0
+	VMOVUPS    32(R8)(R9*4), Y9
+	VSUBPS     Y8, Y9, Y9
+	VMULPS     Y9, Y9, Y9
+	VADDPS     Y9, Y1, Y1
+	VMOVUPS    64(R8)(R9*4), Y9
+	VSUBPS     Y8, Y9, Y9
+	VMULPS     Y9, Y9, Y9
+	VADDPS     Y9, Y2, Y2
+	VMOVUPS    96(R8)(R9*4), Y9
+	VSUBPS     Y8, Y9, Y9
+	VMULPS     Y9, Y9, Y9
+	VADDPS     Y9, Y3, Y3
+	VMOVUPS    128(R8)(R9*4), Y9
+	VSUBPS     Y8, Y9, Y9
+	VMULPS     Y9, Y9, Y9
+	VADDPS     Y9, Y4, Y4
+	VMOVUPS    160(R8)(R9*4), Y9
+	VSUBPS     Y8, Y9, Y9
+	VMULPS     Y9, Y9, Y9
+	VADDPS     Y9, Y5, Y5
+	VMOVUPS    192(R8)(R9*4), Y9
+	VSUBPS     Y8, Y9, Y9
+	VMULPS     Y9, Y9, Y9
+	VADDPS     Y9, Y6, Y6
+	VMOVUPS    224(R8)(R9*4), Y9
+	VSUBPS     Y8, Y9, Y9
+	VMULPS     Y9, Y9, Y9
+	VADDPS     Y9, Y7, Y7
+	ADDQ       $0x00000040, R9
+	JMP        sqsumpfloop
+
+sqsumtail:
+	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
+	MOVQ job_d+0(AX), R10
+	SUBQ R9, R10
+	JZ   sqsummed
+	LEAQ (R8)(R9*4), R8
+	LEAQ 128(SP), R9
+	MOVQ R10, R12
+	XORQ R11, R11
+	SUBQ $0x00000008, R12
+
+copyvec22:
+	CMPQ    R11, R12
+	JG      copyone23
+	VMOVUPS (R8)(R11*4), Y9
+	VMOVUPS Y9, (R9)(R11*4)
+	ADDQ    $0x00000008, R11
+	JMP     copyvec22
+
+copyone23:
+	ADDQ $0x00000008, R12
+
+copyloop25:
+	CMPQ R11, R12
+	JGE  copied24
+	MOVL (R8)(R11*4), R13
+	MOVL R13, (R9)(R11*4)
+	INCQ R11
+	JMP  copyloop25
+
+copied24:
+	VMOVQ        R10, X9
+	VPBROADCASTD X9, Y9
+	VMOVUPS      (R9), Y10
+	VSUBPS       Y8, Y10, Y10
+	VPCMPGTD     iota64<>+0(SB), Y9, Y11
+	VANDPS       Y11, Y10, Y10
+	VMULPS       Y10, Y10, Y10
+	VADDPS       Y10, Y0, Y0
+	VMOVUPS      32(R9), Y10
+	VSUBPS       Y8, Y10, Y10
+	VPCMPGTD     iota64<>+32(SB), Y9, Y11
+	VANDPS       Y11, Y10, Y10
+	VMULPS       Y10, Y10, Y10
+	VADDPS       Y10, Y1, Y1
+	VMOVUPS      64(R9), Y10
+	VSUBPS       Y8, Y10, Y10
+	VPCMPGTD     iota64<>+64(SB), Y9, Y11
+	VANDPS       Y11, Y10, Y10
+	VMULPS       Y10, Y10, Y10
+	VADDPS       Y10, Y2, Y2
+	VMOVUPS      96(R9), Y10
+	VSUBPS       Y8, Y10, Y10
+	VPCMPGTD     iota64<>+96(SB), Y9, Y11
+	VANDPS       Y11, Y10, Y10
+	VMULPS       Y10, Y10, Y10
+	VADDPS       Y10, Y3, Y3
+	VMOVUPS      128(R9), Y10
+	VSUBPS       Y8, Y10, Y10
+	VPCMPGTD     iota64<>+128(SB), Y9, Y11
+	VANDPS       Y11, Y10, Y10
+	VMULPS       Y10, Y10, Y10
+	VADDPS       Y10, Y4, Y4
+	VMOVUPS      160(R9), Y10
+	VSUBPS       Y8, Y10, Y10
+	VPCMPGTD     iota64<>+160(SB), Y9, Y11
+	VANDPS       Y11, Y10, Y10
+	VMULPS       Y10, Y10, Y10
+	VADDPS       Y10, Y5, Y5
+	VMOVUPS      192(R9), Y10
+	VSUBPS       Y8, Y10, Y10
+	VPCMPGTD     iota64<>+192(SB), Y9, Y11
+	VANDPS       Y11, Y10, Y10
+	VMULPS       Y10, Y10, Y10
+	VADDPS       Y10, Y6, Y6
+	VMOVUPS      224(R9), Y10
+	VSUBPS       Y8, Y10, Y10
+	VPCMPGTD     iota64<>+224(SB), Y9, Y9
+	VANDPS       Y9, Y10, Y10
+	VMULPS       Y10, Y10, Y10
+	VADDPS       Y10, Y7, Y7
+
+sqsummed:
+	VADDPS Y4, Y0, Y0
+	VADDPS Y5, Y1, Y1
+	VADDPS Y6, Y2, Y2
+	VADDPS Y7, Y3, Y3
+	VADDPS Y2, Y0, Y0
+	VADDPS Y3, Y1, Y1
+	VADDPS Y1, Y0, Y0
+
+	// Halving tree: p[j] += p[j+h] for the remaining h, down to ss.
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X1
+	VMOVHLPS     X1, X1, X0
+	VADDPS       X0, X1, X1
+	VMOVSHDUP    X1, X0
+	VADDSS       X0, X1, X1
+
+	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
+	CMPL   716(SP), $0x00
+	JE     divide26
+	VMULSS 716(SP), X1, X1
+	JMP    divided27
+
+divide26:
+	VDIVSS 712(SP), X1, X1
+
+divided27:
+	VADDSS   job_eps+0(AX), X1, X1
+	VUCOMISS tlo<>+0(SB), X1
+	JCS      ret
+	VUCOMISS tmax<>+0(SB), X1
+	JHI      ret
+	VSQRTSS  X1, X1, X1
+	VMOVSS   one<>+0(SB), X0
+	VDIVSS   X1, X0, X0
+
+	// Report 1/rms if asked.
+	MOVQ   job_inv+0(AX), R8
+	TESTQ  R8, R8
+	JZ     reportmean
+	MOVQ   656(SP), R9
+	VMOVSS X0, (R8)(R9*4)
+
+reportmean:
+	// Report the mean if asked.
+	MOVQ   job_mean+0(AX), R8
+	TESTQ  R8, R8
+	JZ     scale
+	MOVQ   656(SP), R9
+	VMOVSS X8, (R8)(R9*4)
+
+scale:
+	VBROADCASTSS X0, Y1
+	MOVQ         $0x00000000, 688(SP)
+	CMPQ         680(SP), $0x01
+	JE           scalebody
+	VMOVUPS      X0, 640(SP)
+
+scalerow:
+	MOVQ         688(SP), R8
+	VBROADCASTSS 640(SP)(R8*4), Y1
+
+scalebody:
+	VBROADCASTSS one<>+0(SB), Y0
+	TESTL        $0x00000010, job_flags+0(AX)
+	JNZ          weightadd28
+	VBROADCASTSS negzero<>+0(SB), Y0
+
+weightadd28:
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ  R8, R8
+	MOVQ  job_d+0(AX), R9
+	SUBQ  $0x00000020, R9
+	TESTL $0x00000002, job_flags+0(AX)
+	JNZ   scalepf
+	TESTQ SI, SI
+	JZ    scaleloopnoweight
+	TESTL $0x00000010, job_flags+0(AX)
+	JNZ   scaleloopoffset
+
+	PCALIGN $32
+scaleloop:
+	CMPQ      R8, R9
+	JG        scaletail
+	VMOVUPS   (DX)(R8*4), Y2
+	VSUBPS    Y8, Y2, Y2
+	VMULPS    Y1, Y2, Y2
+	VMOVUPS   32(DX)(R8*4), Y3
+	VSUBPS    Y8, Y3, Y3
+	VMULPS    Y1, Y3, Y3
+	VMOVUPS   64(DX)(R8*4), Y4
+	VSUBPS    Y8, Y4, Y4
+	VMULPS    Y1, Y4, Y4
+	VMOVUPS   96(DX)(R8*4), Y5
+	VSUBPS    Y8, Y5, Y5
+	VMULPS    Y1, Y5, Y5
+	TESTL     $0x00000008, job_flags+0(AX)
+	JZ        notrn29
+	VCVTPS2PH $0x00, Y2, X2
+	VCVTPH2PS X2, Y2
+	VCVTPS2PH $0x00, Y3, X3
+	VCVTPH2PS X3, Y3
+	VCVTPS2PH $0x00, Y4, X4
+	VCVTPH2PS X4, Y4
+	VCVTPS2PH $0x00, Y5, X5
+	VCVTPH2PS X5, Y5
+
+notrn29:
+	VMULPS (SI)(R8*4), Y2, Y2
+	VMULPS 32(SI)(R8*4), Y3, Y3
+	VMULPS 64(SI)(R8*4), Y4, Y4
+	VMULPS 96(SI)(R8*4), Y5, Y5
+	MOVQ   job_bias+0(AX), R10
+	TESTQ  R10, R10
+	JZ     nobias30
+	VADDPS (R10)(R8*4), Y2, Y2
+	VADDPS 32(R10)(R8*4), Y3, Y3
+	VADDPS 64(R10)(R8*4), Y4, Y4
+	VADDPS 96(R10)(R8*4), Y5, Y5
+
+nobias30:
+	VCVTPS2PH   $0x00, Y2, X2
+	VCVTPS2PH   $0x00, Y3, X3
+	VINSERTI128 $0x01, X3, Y2, Y2
+	VMOVDQU     Y2, (CX)(R8*2)
+	VCVTPS2PH   $0x00, Y4, X4
+	VCVTPS2PH   $0x00, Y5, X5
+	VINSERTI128 $0x01, X5, Y4, Y4
+	VMOVDQU     Y4, 32(CX)(R8*2)
+	ADDQ        $0x00000020, R8
+	JMP         scaleloop
+
+	PCALIGN $32
+scaleloopoffset:
+	CMPQ      R8, R9
+	JG        scaletail
+	VMOVUPS   (DX)(R8*4), Y2
+	VSUBPS    Y8, Y2, Y2
+	VMULPS    Y1, Y2, Y2
+	VMOVUPS   32(DX)(R8*4), Y3
+	VSUBPS    Y8, Y3, Y3
+	VMULPS    Y1, Y3, Y3
+	VMOVUPS   64(DX)(R8*4), Y4
+	VSUBPS    Y8, Y4, Y4
+	VMULPS    Y1, Y4, Y4
+	VMOVUPS   96(DX)(R8*4), Y5
+	VSUBPS    Y8, Y5, Y5
+	VMULPS    Y1, Y5, Y5
+	TESTL     $0x00000008, job_flags+0(AX)
+	JZ        notrn31
+	VCVTPS2PH $0x00, Y2, X2
+	VCVTPH2PS X2, Y2
+	VCVTPS2PH $0x00, Y3, X3
+	VCVTPH2PS X3, Y3
+	VCVTPS2PH $0x00, Y4, X4
+	VCVTPH2PS X4, Y4
+	VCVTPS2PH $0x00, Y5, X5
+	VCVTPH2PS X5, Y5
+
+notrn31:
+	VMOVUPS (SI)(R8*4), Y6
+	VADDPS  Y0, Y6, Y6
+	VMULPS  Y6, Y2, Y2
+	VMOVUPS 32(SI)(R8*4), Y6
+	VADDPS  Y0, Y6, Y6
+	VMULPS  Y6, Y3, Y3
+	VMOVUPS 64(SI)(R8*4), Y6
+	VADDPS  Y0, Y6, Y6
+	VMULPS  Y6, Y4, Y4
+	VMOVUPS 96(SI)(R8*4), Y6
+	VADDPS  Y0, Y6, Y6
+	VMULPS  Y6, Y5, Y5
+	MOVQ    job_bias+0(AX), R10
+	TESTQ   R10, R10
+	JZ      nobias32
+	VADDPS  (R10)(R8*4), Y2, Y2
+	VADDPS  32(R10)(R8*4), Y3, Y3
+	VADDPS  64(R10)(R8*4), Y4, Y4
+	VADDPS  96(R10)(R8*4), Y5, Y5
+
+nobias32:
+	VCVTPS2PH   $0x00, Y2, X2
+	VCVTPS2PH   $0x00, Y3, X3
+	VINSERTI128 $0x01, X3, Y2, Y2
+	VMOVDQU     Y2, (CX)(R8*2)
+	VCVTPS2PH   $0x00, Y4, X4
+	VCVTPS2PH   $0x00, Y5, X5
+	VINSERTI128 $0x01, X5, Y4, Y4
+	VMOVDQU     Y4, 32(CX)(R8*2)
+	ADDQ        $0x00000020, R8
+	JMP         scaleloopoffset
+
+	PCALIGN $32
+scaleloopnoweight:
+	CMPQ    R8, R9
+	JG      scaletail
+	VMOVUPS (DX)(R8*4), Y2
+	VSUBPS  Y8, Y2, Y2
+	VMULPS  Y1, Y2, Y2
+	VMOVUPS 32(DX)(R8*4), Y3
+	VSUBPS  Y8, Y3, Y3
+	VMULPS  Y1, Y3, Y3
+	VMOVUPS 64(DX)(R8*4), Y4
+	VSUBPS  Y8, Y4, Y4
+	VMULPS  Y1, Y4, Y4
+	VMOVUPS 96(DX)(R8*4), Y5
+	VSUBPS  Y8, Y5, Y5
+	VMULPS  Y1, Y5, Y5
+	MOVQ    job_bias+0(AX), R10
+	TESTQ   R10, R10
+	JZ      nobias33
+	VADDPS  (R10)(R8*4), Y2, Y2
+	VADDPS  32(R10)(R8*4), Y3, Y3
+	VADDPS  64(R10)(R8*4), Y4, Y4
+	VADDPS  96(R10)(R8*4), Y5, Y5
+
+nobias33:
+	VCVTPS2PH   $0x00, Y2, X2
+	VCVTPS2PH   $0x00, Y3, X3
+	VINSERTI128 $0x01, X3, Y2, Y2
+	VMOVDQU     Y2, (CX)(R8*2)
+	VCVTPS2PH   $0x00, Y4, X4
+	VCVTPS2PH   $0x00, Y5, X5
+	VINSERTI128 $0x01, X5, Y4, Y4
+	VMOVDQU     Y4, 32(CX)(R8*2)
+	ADDQ        $0x00000020, R8
+	JMP         scaleloopnoweight
+
+scalepf:
+	MOVQ DI, R10
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows34
+	SHLQ $0x03, R10
+
+longrows34:
+	ADDQ  DX, R10
+	TESTL $0x00000001, job_flags+0(AX)
+	JNZ   scalent
+	TESTQ SI, SI
+	JZ    scalepfloopnoweight
+	TESTL $0x00000010, job_flags+0(AX)
+	JNZ   scalepfloopoffset
+
+	PCALIGN $32
+scalepfloop:
+	CMPQ       R8, R9
+	JG         scaletail
+	PREFETCHT0 (R10)(R8*4)
+	PREFETCHT0 64(R10)(R8*4)
+	VMOVUPS    (DX)(R8*4), Y2
+	VSUBPS     Y8, Y2, Y2
+	VMULPS     Y1, Y2, Y2
+	VMOVUPS    32(DX)(R8*4), Y3
+	VSUBPS     Y8, Y3, Y3
+	VMULPS     Y1, Y3, Y3
+	VMOVUPS    64(DX)(R8*4), Y4
+	VSUBPS     Y8, Y4, Y4
+	VMULPS     Y1, Y4, Y4
+	VMOVUPS    96(DX)(R8*4), Y5
+	VSUBPS     Y8, Y5, Y5
+	VMULPS     Y1, Y5, Y5
+	TESTL      $0x00000008, job_flags+0(AX)
+	JZ         notrn35
+	VCVTPS2PH  $0x00, Y2, X2
+	VCVTPH2PS  X2, Y2
+	VCVTPS2PH  $0x00, Y3, X3
+	VCVTPH2PS  X3, Y3
+	VCVTPS2PH  $0x00, Y4, X4
+	VCVTPH2PS  X4, Y4
+	VCVTPS2PH  $0x00, Y5, X5
+	VCVTPH2PS  X5, Y5
+
+notrn35:
+	VMULPS (SI)(R8*4), Y2, Y2
+	VMULPS 32(SI)(R8*4), Y3, Y3
+	VMULPS 64(SI)(R8*4), Y4, Y4
+	VMULPS 96(SI)(R8*4), Y5, Y5
+	MOVQ   job_bias+0(AX), R11
+	TESTQ  R11, R11
+	JZ     nobias36
+	VADDPS (R11)(R8*4), Y2, Y2
+	VADDPS 32(R11)(R8*4), Y3, Y3
+	VADDPS 64(R11)(R8*4), Y4, Y4
+	VADDPS 96(R11)(R8*4), Y5, Y5
+
+nobias36:
+	VCVTPS2PH   $0x00, Y2, X2
+	VCVTPS2PH   $0x00, Y3, X3
+	VINSERTI128 $0x01, X3, Y2, Y2
+	VMOVDQU     Y2, (CX)(R8*2)
+	VCVTPS2PH   $0x00, Y4, X4
+	VCVTPS2PH   $0x00, Y5, X5
+	VINSERTI128 $0x01, X5, Y4, Y4
+	VMOVDQU     Y4, 32(CX)(R8*2)
+	ADDQ        $0x00000020, R8
+	JMP         scalepfloop
+
+	PCALIGN $32
+scalepfloopoffset:
+	CMPQ       R8, R9
+	JG         scaletail
+	PREFETCHT0 (R10)(R8*4)
+	PREFETCHT0 64(R10)(R8*4)
+	VMOVUPS    (DX)(R8*4), Y2
+	VSUBPS     Y8, Y2, Y2
+	VMULPS     Y1, Y2, Y2
+	VMOVUPS    32(DX)(R8*4), Y3
+	VSUBPS     Y8, Y3, Y3
+	VMULPS     Y1, Y3, Y3
+	VMOVUPS    64(DX)(R8*4), Y4
+	VSUBPS     Y8, Y4, Y4
+	VMULPS     Y1, Y4, Y4
+	VMOVUPS    96(DX)(R8*4), Y5
+	VSUBPS     Y8, Y5, Y5
+	VMULPS     Y1, Y5, Y5
+	TESTL      $0x00000008, job_flags+0(AX)
+	JZ         notrn37
+	VCVTPS2PH  $0x00, Y2, X2
+	VCVTPH2PS  X2, Y2
+	VCVTPS2PH  $0x00, Y3, X3
+	VCVTPH2PS  X3, Y3
+	VCVTPS2PH  $0x00, Y4, X4
+	VCVTPH2PS  X4, Y4
+	VCVTPS2PH  $0x00, Y5, X5
+	VCVTPH2PS  X5, Y5
+
+notrn37:
+	VMOVUPS (SI)(R8*4), Y6
+	VADDPS  Y0, Y6, Y6
+	VMULPS  Y6, Y2, Y2
+	VMOVUPS 32(SI)(R8*4), Y6
+	VADDPS  Y0, Y6, Y6
+	VMULPS  Y6, Y3, Y3
+	VMOVUPS 64(SI)(R8*4), Y6
+	VADDPS  Y0, Y6, Y6
+	VMULPS  Y6, Y4, Y4
+	VMOVUPS 96(SI)(R8*4), Y6
+	VADDPS  Y0, Y6, Y6
+	VMULPS  Y6, Y5, Y5
+	MOVQ    job_bias+0(AX), R11
+	TESTQ   R11, R11
+	JZ      nobias38
+	VADDPS  (R11)(R8*4), Y2, Y2
+	VADDPS  32(R11)(R8*4), Y3, Y3
+	VADDPS  64(R11)(R8*4), Y4, Y4
+	VADDPS  96(R11)(R8*4), Y5, Y5
+
+nobias38:
+	VCVTPS2PH   $0x00, Y2, X2
+	VCVTPS2PH   $0x00, Y3, X3
+	VINSERTI128 $0x01, X3, Y2, Y2
+	VMOVDQU     Y2, (CX)(R8*2)
+	VCVTPS2PH   $0x00, Y4, X4
+	VCVTPS2PH   $0x00, Y5, X5
+	VINSERTI128 $0x01, X5, Y4, Y4
+	VMOVDQU     Y4, 32(CX)(R8*2)
+	ADDQ        $0x00000020, R8
+	JMP         scalepfloopoffset
+
+	PCALIGN $32
+scalepfloopnoweight:
+	CMPQ       R8, R9
+	JG         scaletail
+	PREFETCHT0 (R10)(R8*4)
+	PREFETCHT0 64(R10)(R8*4)
+	VMOVUPS    (DX)(R8*4), Y2
+	VSUBPS     Y8, Y2, Y2
+	VMULPS     Y1, Y2, Y2
+	VMOVUPS    32(DX)(R8*4), Y3
+	VSUBPS     Y8, Y3, Y3
+	VMULPS     Y1, Y3, Y3
+	VMOVUPS    64(DX)(R8*4), Y4
+	VSUBPS     Y8, Y4, Y4
+	VMULPS     Y1, Y4, Y4
+	VMOVUPS    96(DX)(R8*4), Y5
+	VSUBPS     Y8, Y5, Y5
+	VMULPS     Y1, Y5, Y5
+	MOVQ       job_bias+0(AX), R11
+	TESTQ      R11, R11
+	JZ         nobias39
+	VADDPS     (R11)(R8*4), Y2, Y2
+	VADDPS     32(R11)(R8*4), Y3, Y3
+	VADDPS     64(R11)(R8*4), Y4, Y4
+	VADDPS     96(R11)(R8*4), Y5, Y5
+
+nobias39:
+	VCVTPS2PH   $0x00, Y2, X2
+	VCVTPS2PH   $0x00, Y3, X3
+	VINSERTI128 $0x01, X3, Y2, Y2
+	VMOVDQU     Y2, (CX)(R8*2)
+	VCVTPS2PH   $0x00, Y4, X4
+	VCVTPS2PH   $0x00, Y5, X5
+	VINSERTI128 $0x01, X5, Y4, Y4
+	VMOVDQU     Y4, 32(CX)(R8*2)
+	ADDQ        $0x00000020, R8
+	JMP         scalepfloopnoweight
+
+scalent:
+	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
+	MOVQ CX, R10
+	NEGQ R10
+	ANDQ $0x0000001f, R10
+	SHRQ $0x01, R10
+	JZ   scalentgo
+	CMPQ R10, job_d+0(AX)
+	JLE  scalehead
+	MOVQ job_d+0(AX), R10
+
+scalehead:
+	CMPQ      R10, $0x00000008
+	JB        scaleheadpart
+	VMOVUPS   (DX)(R8*4), Y2
+	VSUBPS    Y8, Y2, Y2
+	VMULPS    Y1, Y2, Y2
+	TESTL     $0x00000008, job_flags+0(AX)
+	JZ        notrn40
+	VCVTPS2PH $0x00, Y2, X2
+	VCVTPH2PS X2, Y2
+
+notrn40:
+	TESTQ   SI, SI
+	JZ      noweight41
+	VMOVUPS (SI)(R8*4), Y3
+	VADDPS  Y0, Y3, Y3
+	VMULPS  Y3, Y2, Y2
+
+noweight41:
+	MOVQ   job_bias+0(AX), R11
+	TESTQ  R11, R11
+	JZ     nobias42
+	VADDPS (R11)(R8*4), Y2, Y2
+
+nobias42:
+	VCVTPS2PH $0x00, Y2, (CX)(R8*2)
+	ADDQ      $0x00000008, R8
+	SUBQ      $0x00000008, R10
+	JZ        scalentgo
+
+scaleheadpart:
+	JMP partout
+
+scalentgo:
+	MOVQ DI, R10
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows43
+	SHLQ $0x03, R10
+
+longrows43:
+	ADDQ DX, R10
+	MOVL job_flags+0(AX), R11
+
+	PCALIGN $32
+scalentloop:
+	CMPQ       R8, R9
+	JG         scaletail
+	PREFETCHT0 (R10)(R8*4)
+	PREFETCHT0 64(R10)(R8*4)
+	VMOVUPS    (DX)(R8*4), Y2
+	VSUBPS     Y8, Y2, Y2
+	VMULPS     Y1, Y2, Y2
+	VMOVUPS    32(DX)(R8*4), Y3
+	VSUBPS     Y8, Y3, Y3
+	VMULPS     Y1, Y3, Y3
+	VMOVUPS    64(DX)(R8*4), Y4
+	VSUBPS     Y8, Y4, Y4
+	VMULPS     Y1, Y4, Y4
+	VMOVUPS    96(DX)(R8*4), Y5
+	VSUBPS     Y8, Y5, Y5
+	VMULPS     Y1, Y5, Y5
+	TESTL      $0x00000008, job_flags+0(AX)
+	JZ         notrn44
+	VCVTPS2PH  $0x00, Y2, X2
+	VCVTPH2PS  X2, Y2
+	VCVTPS2PH  $0x00, Y3, X3
+	VCVTPH2PS  X3, Y3
+	VCVTPS2PH  $0x00, Y4, X4
+	VCVTPH2PS  X4, Y4
+	VCVTPS2PH  $0x00, Y5, X5
+	VCVTPH2PS  X5, Y5
+
+notrn44:
+	TESTQ  SI, SI
+	JZ     weighed46
+	TESTL  $0x00000010, R11
+	JNZ    offset45
+	VMULPS (SI)(R8*4), Y2, Y2
+	VMULPS 32(SI)(R8*4), Y3, Y3
+	VMULPS 64(SI)(R8*4), Y4, Y4
+	VMULPS 96(SI)(R8*4), Y5, Y5
+
+weighed46:
+	MOVQ   job_bias+0(AX), R12
+	TESTQ  R12, R12
+	JZ     nobias47
+	VADDPS (R12)(R8*4), Y2, Y2
+	VADDPS 32(R12)(R8*4), Y3, Y3
+	VADDPS 64(R12)(R8*4), Y4, Y4
+	VADDPS 96(R12)(R8*4), Y5, Y5
+
+nobias47:
+	VCVTPS2PH   $0x00, Y2, X2
+	VCVTPS2PH   $0x00, Y3, X3
+	VINSERTI128 $0x01, X3, Y2, Y2
+	VMOVNTDQ    Y2, (CX)(R8*2)
+	VCVTPS2PH   $0x00, Y4, X4
+	VCVTPS2PH   $0x00, Y5, X5
+	VINSERTI128 $0x01, X5, Y4, Y4
+	VMOVNTDQ    Y4, 32(CX)(R8*2)
+	ADDQ        $0x00000020, R8
+	JMP         scalentloop
+
+offset45:
+	VMOVUPS (SI)(R8*4), Y6
+	VADDPS  Y0, Y6, Y6
+	VMULPS  Y6, Y2, Y2
+	VMOVUPS 32(SI)(R8*4), Y6
+	VADDPS  Y0, Y6, Y6
+	VMULPS  Y6, Y3, Y3
+	VMOVUPS 64(SI)(R8*4), Y6
+	VADDPS  Y0, Y6, Y6
+	VMULPS  Y6, Y4, Y4
+	VMOVUPS 96(SI)(R8*4), Y6
+	VADDPS  Y0, Y6, Y6
+	VMULPS  Y6, Y5, Y5
+	JMP     weighed46
+
+scaletail:
+	ADDQ $0x00000018, R9
+
+scaleone:
+	CMPQ      R8, R9
+	JG        scalepart
+	VMOVUPS   (DX)(R8*4), Y2
+	VSUBPS    Y8, Y2, Y2
+	VMULPS    Y1, Y2, Y2
+	TESTL     $0x00000008, job_flags+0(AX)
+	JZ        notrn48
+	VCVTPS2PH $0x00, Y2, X2
+	VCVTPH2PS X2, Y2
+
+notrn48:
+	TESTQ   SI, SI
+	JZ      noweight49
+	VMOVUPS (SI)(R8*4), Y3
+	VADDPS  Y0, Y3, Y3
+	VMULPS  Y3, Y2, Y2
+
+noweight49:
+	MOVQ   job_bias+0(AX), R10
+	TESTQ  R10, R10
+	JZ     nobias50
+	VADDPS (R10)(R8*4), Y2, Y2
+
+nobias50:
+	VCVTPS2PH $0x00, Y2, (CX)(R8*2)
+	ADDQ      $0x00000008, R8
+	JMP       scaleone
+
+scalepart:
+	MOVQ job_d+0(AX), R10
+	SUBQ R8, R10
+	JZ   scaled
+
+	// The last n < lanes elements, or the first n of a non-temporal row (i + n < d: back to its loop).
+partout:
+	LEAQ (DX)(R8*4), R11
+	LEAQ 128(SP), R12
+	MOVQ R10, R14
+	XORQ R13, R13
+	SUBQ $0x00000008, R14
+
+copyvec51:
+	CMPQ    R13, R14
+	JG      copyone52
+	VMOVUPS (R11)(R13*4), Y2
+	VMOVUPS Y2, (R12)(R13*4)
+	ADDQ    $0x00000008, R13
+	JMP     copyvec51
+
+copyone52:
+	ADDQ $0x00000008, R14
+
+copyloop54:
+	CMPQ R13, R14
+	JGE  copied53
+	MOVL (R11)(R13*4), R15
+	MOVL R15, (R12)(R13*4)
+	INCQ R13
+	JMP  copyloop54
+
+copied53:
+	TESTQ SI, SI
+	JZ    nowcopy55
+	LEAQ  (SI)(R8*4), R11
+	LEAQ  160(SP), R12
+	MOVQ  R10, R14
+	XORQ  R13, R13
+	SUBQ  $0x00000008, R14
+
+copyvec56:
+	CMPQ    R13, R14
+	JG      copyone57
+	VMOVUPS (R11)(R13*4), Y2
+	VMOVUPS Y2, (R12)(R13*4)
+	ADDQ    $0x00000008, R13
+	JMP     copyvec56
+
+copyone57:
+	ADDQ $0x00000008, R14
+
+copyloop59:
+	CMPQ R13, R14
+	JGE  copied58
+	MOVL (R11)(R13*4), R15
+	MOVL R15, (R12)(R13*4)
+	INCQ R13
+	JMP  copyloop59
+
+copied58:
+nowcopy55:
+	MOVQ  job_bias+0(AX), R11
+	TESTQ R11, R11
+	JZ    nobiascopy60
+	LEAQ  (R11)(R8*4), R11
+	LEAQ  224(SP), R12
+	MOVQ  R10, R14
+	XORQ  R13, R13
+	SUBQ  $0x00000008, R14
+
+copyvec61:
+	CMPQ    R13, R14
+	JG      copyone62
+	VMOVUPS (R11)(R13*4), Y2
+	VMOVUPS Y2, (R12)(R13*4)
+	ADDQ    $0x00000008, R13
+	JMP     copyvec61
+
+copyone62:
+	ADDQ $0x00000008, R14
+
+copyloop64:
+	CMPQ R13, R14
+	JGE  copied63
+	MOVL (R11)(R13*4), R15
+	MOVL R15, (R12)(R13*4)
+	INCQ R13
+	JMP  copyloop64
+
+copied63:
+nobiascopy60:
+	VMOVUPS   128(SP), Y2
+	VSUBPS    Y8, Y2, Y2
+	VMULPS    Y2, Y1, Y2
+	TESTL     $0x00000008, job_flags+0(AX)
+	JZ        notrn65
+	VCVTPS2PH $0x00, Y2, X2
+	VCVTPH2PS X2, Y2
+
+notrn65:
+	TESTQ   SI, SI
+	JZ      noweight66
+	VMOVUPS 160(SP), Y3
+	VADDPS  Y0, Y3, Y3
+	VMULPS  Y3, Y2, Y2
+
+noweight66:
+	MOVQ   job_bias+0(AX), R11
+	TESTQ  R11, R11
+	JZ     nobias67
+	VADDPS 224(SP), Y2, Y2
+
+nobias67:
+	VCVTPS2PH $0x00, Y2, 192(SP)
+	LEAQ      192(SP), R12
+	LEAQ      (CX)(R8*2), R11
+	MOVQ      R10, R14
+	XORQ      R13, R13
+	SUBQ      $0x00000010, R14
+
+copyvec68:
+	CMPQ    R13, R14
+	JG      copyone69
+	VMOVUPS (R12)(R13*2), Y2
+	VMOVUPS Y2, (R11)(R13*2)
+	ADDQ    $0x00000010, R13
+	JMP     copyvec68
+
+copyone69:
+	ADDQ $0x00000010, R14
+
+copyloop71:
+	CMPQ R13, R14
+	JGE  copied70
+	MOVW (R12)(R13*2), R15
+	MOVW R15, (R11)(R13*2)
+	INCQ R13
+	JMP  copyloop71
+
+copied70:
+	ADDQ R10, R8
+	CMPQ R8, job_d+0(AX)
+	JB   scalentgo
+
+scaled:
+	ADDQ DI, DX
+	ADDQ 664(SP), CX
+	ADDQ DI, BX
+	INCQ 656(SP)
+	MOVQ 688(SP), R8
+	INCQ R8
+	MOVQ R8, 688(SP)
+	CMPQ R8, 680(SP)
+	JB   scalerow
+	JMP  row
+
+ret:
+	TESTL $0x00000001, job_flags+0(AX)
+	JZ    vzero
+	SFENCE
+
+vzero:
+	VZEROUPPER
+	MOVQ 656(SP), AX
+	MOVQ AX, ret+24(FP)
+	RET
+
 // func avx2WidenBF16(dst uintptr, src uintptr, n int)
 // Requires: AVX, AVX2
 TEXT ·avx2WidenBF16(SB), NOSPLIT, $64-24
@@ -18741,36 +32440,36 @@ DATA kernels<>+736(SB)/8, $·avx2ForwardToF16(SB)
 DATA kernels<>+744(SB)/8, $·avx2ForwardToF16(SB)
 DATA kernels<>+752(SB)/8, $·avx2ForwardToF16(SB)
 DATA kernels<>+760(SB)/8, $·avx2ForwardToF16(SB)
-DATA kernels<>+768(SB)/8, $·runGeneric(SB)
-DATA kernels<>+776(SB)/8, $·runGeneric(SB)
-DATA kernels<>+784(SB)/8, $·runGeneric(SB)
-DATA kernels<>+792(SB)/8, $·runGeneric(SB)
-DATA kernels<>+800(SB)/8, $·runGeneric(SB)
-DATA kernels<>+808(SB)/8, $·runGeneric(SB)
-DATA kernels<>+816(SB)/8, $·runGeneric(SB)
-DATA kernels<>+824(SB)/8, $·runGeneric(SB)
-DATA kernels<>+832(SB)/8, $·runGeneric(SB)
-DATA kernels<>+840(SB)/8, $·runGeneric(SB)
-DATA kernels<>+848(SB)/8, $·runGeneric(SB)
-DATA kernels<>+856(SB)/8, $·runGeneric(SB)
-DATA kernels<>+864(SB)/8, $·runGeneric(SB)
-DATA kernels<>+872(SB)/8, $·runGeneric(SB)
-DATA kernels<>+880(SB)/8, $·runGeneric(SB)
-DATA kernels<>+888(SB)/8, $·runGeneric(SB)
-DATA kernels<>+896(SB)/8, $·runGeneric(SB)
-DATA kernels<>+904(SB)/8, $·runGeneric(SB)
-DATA kernels<>+912(SB)/8, $·runGeneric(SB)
-DATA kernels<>+920(SB)/8, $·runGeneric(SB)
-DATA kernels<>+928(SB)/8, $·runGeneric(SB)
-DATA kernels<>+936(SB)/8, $·runGeneric(SB)
-DATA kernels<>+944(SB)/8, $·runGeneric(SB)
-DATA kernels<>+952(SB)/8, $·runGeneric(SB)
-DATA kernels<>+960(SB)/8, $·runGeneric(SB)
-DATA kernels<>+968(SB)/8, $·runGeneric(SB)
-DATA kernels<>+976(SB)/8, $·runGeneric(SB)
-DATA kernels<>+984(SB)/8, $·runGeneric(SB)
-DATA kernels<>+992(SB)/8, $·runGeneric(SB)
-DATA kernels<>+1000(SB)/8, $·runGeneric(SB)
+DATA kernels<>+768(SB)/8, $·avx2ForwardLayer(SB)
+DATA kernels<>+776(SB)/8, $·avx2ForwardLayer(SB)
+DATA kernels<>+784(SB)/8, $·avx2ForwardLayer(SB)
+DATA kernels<>+792(SB)/8, $·avx2ForwardLayer(SB)
+DATA kernels<>+800(SB)/8, $·avx2ForwardLayer(SB)
+DATA kernels<>+808(SB)/8, $·avx2ForwardLayer(SB)
+DATA kernels<>+816(SB)/8, $·avx2ForwardLayerBF16(SB)
+DATA kernels<>+824(SB)/8, $·avx2ForwardLayerBF16(SB)
+DATA kernels<>+832(SB)/8, $·avx2ForwardLayerBF16(SB)
+DATA kernels<>+840(SB)/8, $·avx2ForwardLayerBF16(SB)
+DATA kernels<>+848(SB)/8, $·avx2ForwardLayerBF16(SB)
+DATA kernels<>+856(SB)/8, $·avx2ForwardLayerBF16(SB)
+DATA kernels<>+864(SB)/8, $·avx2ForwardLayerF16(SB)
+DATA kernels<>+872(SB)/8, $·avx2ForwardLayerF16(SB)
+DATA kernels<>+880(SB)/8, $·avx2ForwardLayerF16(SB)
+DATA kernels<>+888(SB)/8, $·avx2ForwardLayerF16(SB)
+DATA kernels<>+896(SB)/8, $·avx2ForwardLayerF16(SB)
+DATA kernels<>+904(SB)/8, $·avx2ForwardLayerF16(SB)
+DATA kernels<>+912(SB)/8, $·avx2ForwardLayerToBF16(SB)
+DATA kernels<>+920(SB)/8, $·avx2ForwardLayerToBF16(SB)
+DATA kernels<>+928(SB)/8, $·avx2ForwardLayerToBF16(SB)
+DATA kernels<>+936(SB)/8, $·avx2ForwardLayerToBF16(SB)
+DATA kernels<>+944(SB)/8, $·avx2ForwardLayerToBF16(SB)
+DATA kernels<>+952(SB)/8, $·avx2ForwardLayerToBF16(SB)
+DATA kernels<>+960(SB)/8, $·avx2ForwardLayerToF16(SB)
+DATA kernels<>+968(SB)/8, $·avx2ForwardLayerToF16(SB)
+DATA kernels<>+976(SB)/8, $·avx2ForwardLayerToF16(SB)
+DATA kernels<>+984(SB)/8, $·avx2ForwardLayerToF16(SB)
+DATA kernels<>+992(SB)/8, $·avx2ForwardLayerToF16(SB)
+DATA kernels<>+1000(SB)/8, $·avx2ForwardLayerToF16(SB)
 DATA kernels<>+1008(SB)/8, $·avx2Backward(SB)
 DATA kernels<>+1016(SB)/8, $·avx2Backward(SB)
 DATA kernels<>+1024(SB)/8, $·avx2BackwardUnweighted(SB)
@@ -18807,36 +32506,36 @@ DATA kernels<>+1264(SB)/8, $·avx512ForwardToF16(SB)
 DATA kernels<>+1272(SB)/8, $·avx512ForwardToF16(SB)
 DATA kernels<>+1280(SB)/8, $·avx512ForwardToF16(SB)
 DATA kernels<>+1288(SB)/8, $·avx512ForwardToF16(SB)
-DATA kernels<>+1296(SB)/8, $·runGeneric(SB)
-DATA kernels<>+1304(SB)/8, $·runGeneric(SB)
-DATA kernels<>+1312(SB)/8, $·runGeneric(SB)
-DATA kernels<>+1320(SB)/8, $·runGeneric(SB)
-DATA kernels<>+1328(SB)/8, $·runGeneric(SB)
-DATA kernels<>+1336(SB)/8, $·runGeneric(SB)
-DATA kernels<>+1344(SB)/8, $·runGeneric(SB)
-DATA kernels<>+1352(SB)/8, $·runGeneric(SB)
-DATA kernels<>+1360(SB)/8, $·runGeneric(SB)
-DATA kernels<>+1368(SB)/8, $·runGeneric(SB)
-DATA kernels<>+1376(SB)/8, $·runGeneric(SB)
-DATA kernels<>+1384(SB)/8, $·runGeneric(SB)
-DATA kernels<>+1392(SB)/8, $·runGeneric(SB)
-DATA kernels<>+1400(SB)/8, $·runGeneric(SB)
-DATA kernels<>+1408(SB)/8, $·runGeneric(SB)
-DATA kernels<>+1416(SB)/8, $·runGeneric(SB)
-DATA kernels<>+1424(SB)/8, $·runGeneric(SB)
-DATA kernels<>+1432(SB)/8, $·runGeneric(SB)
-DATA kernels<>+1440(SB)/8, $·runGeneric(SB)
-DATA kernels<>+1448(SB)/8, $·runGeneric(SB)
-DATA kernels<>+1456(SB)/8, $·runGeneric(SB)
-DATA kernels<>+1464(SB)/8, $·runGeneric(SB)
-DATA kernels<>+1472(SB)/8, $·runGeneric(SB)
-DATA kernels<>+1480(SB)/8, $·runGeneric(SB)
-DATA kernels<>+1488(SB)/8, $·runGeneric(SB)
-DATA kernels<>+1496(SB)/8, $·runGeneric(SB)
-DATA kernels<>+1504(SB)/8, $·runGeneric(SB)
-DATA kernels<>+1512(SB)/8, $·runGeneric(SB)
-DATA kernels<>+1520(SB)/8, $·runGeneric(SB)
-DATA kernels<>+1528(SB)/8, $·runGeneric(SB)
+DATA kernels<>+1296(SB)/8, $·avx512ForwardLayer(SB)
+DATA kernels<>+1304(SB)/8, $·avx512ForwardLayer(SB)
+DATA kernels<>+1312(SB)/8, $·avx512ForwardLayer(SB)
+DATA kernels<>+1320(SB)/8, $·avx512ForwardLayer(SB)
+DATA kernels<>+1328(SB)/8, $·avx512ForwardLayer(SB)
+DATA kernels<>+1336(SB)/8, $·avx512ForwardLayer(SB)
+DATA kernels<>+1344(SB)/8, $·avx512ForwardLayerBF16(SB)
+DATA kernels<>+1352(SB)/8, $·avx512ForwardLayerBF16(SB)
+DATA kernels<>+1360(SB)/8, $·avx512ForwardLayerBF16(SB)
+DATA kernels<>+1368(SB)/8, $·avx512ForwardLayerBF16(SB)
+DATA kernels<>+1376(SB)/8, $·avx512ForwardLayerBF16(SB)
+DATA kernels<>+1384(SB)/8, $·avx512ForwardLayerBF16(SB)
+DATA kernels<>+1392(SB)/8, $·avx512ForwardLayerF16(SB)
+DATA kernels<>+1400(SB)/8, $·avx512ForwardLayerF16(SB)
+DATA kernels<>+1408(SB)/8, $·avx512ForwardLayerF16(SB)
+DATA kernels<>+1416(SB)/8, $·avx512ForwardLayerF16(SB)
+DATA kernels<>+1424(SB)/8, $·avx512ForwardLayerF16(SB)
+DATA kernels<>+1432(SB)/8, $·avx512ForwardLayerF16(SB)
+DATA kernels<>+1440(SB)/8, $·avx512ForwardLayerToBF16(SB)
+DATA kernels<>+1448(SB)/8, $·avx512ForwardLayerToBF16(SB)
+DATA kernels<>+1456(SB)/8, $·avx512ForwardLayerToBF16(SB)
+DATA kernels<>+1464(SB)/8, $·avx512ForwardLayerToBF16(SB)
+DATA kernels<>+1472(SB)/8, $·avx512ForwardLayerToBF16(SB)
+DATA kernels<>+1480(SB)/8, $·avx512ForwardLayerToBF16(SB)
+DATA kernels<>+1488(SB)/8, $·avx512ForwardLayerToF16(SB)
+DATA kernels<>+1496(SB)/8, $·avx512ForwardLayerToF16(SB)
+DATA kernels<>+1504(SB)/8, $·avx512ForwardLayerToF16(SB)
+DATA kernels<>+1512(SB)/8, $·avx512ForwardLayerToF16(SB)
+DATA kernels<>+1520(SB)/8, $·avx512ForwardLayerToF16(SB)
+DATA kernels<>+1528(SB)/8, $·avx512ForwardLayerToF16(SB)
 DATA kernels<>+1536(SB)/8, $·avx512Backward(SB)
 DATA kernels<>+1544(SB)/8, $·avx512Backward(SB)
 DATA kernels<>+1552(SB)/8, $·avx512BackwardUnweighted(SB)
@@ -18939,36 +32638,36 @@ DATA kernels<>+2320(SB)/8, $·avx512ForwardToF16(SB)
 DATA kernels<>+2328(SB)/8, $·avx512ForwardToF16(SB)
 DATA kernels<>+2336(SB)/8, $·avx512ForwardToF16(SB)
 DATA kernels<>+2344(SB)/8, $·avx512ForwardToF16(SB)
-DATA kernels<>+2352(SB)/8, $·runGeneric(SB)
-DATA kernels<>+2360(SB)/8, $·runGeneric(SB)
-DATA kernels<>+2368(SB)/8, $·runGeneric(SB)
-DATA kernels<>+2376(SB)/8, $·runGeneric(SB)
-DATA kernels<>+2384(SB)/8, $·runGeneric(SB)
-DATA kernels<>+2392(SB)/8, $·runGeneric(SB)
-DATA kernels<>+2400(SB)/8, $·runGeneric(SB)
-DATA kernels<>+2408(SB)/8, $·runGeneric(SB)
-DATA kernels<>+2416(SB)/8, $·runGeneric(SB)
-DATA kernels<>+2424(SB)/8, $·runGeneric(SB)
-DATA kernels<>+2432(SB)/8, $·runGeneric(SB)
-DATA kernels<>+2440(SB)/8, $·runGeneric(SB)
-DATA kernels<>+2448(SB)/8, $·runGeneric(SB)
-DATA kernels<>+2456(SB)/8, $·runGeneric(SB)
-DATA kernels<>+2464(SB)/8, $·runGeneric(SB)
-DATA kernels<>+2472(SB)/8, $·runGeneric(SB)
-DATA kernels<>+2480(SB)/8, $·runGeneric(SB)
-DATA kernels<>+2488(SB)/8, $·runGeneric(SB)
-DATA kernels<>+2496(SB)/8, $·runGeneric(SB)
-DATA kernels<>+2504(SB)/8, $·runGeneric(SB)
-DATA kernels<>+2512(SB)/8, $·runGeneric(SB)
-DATA kernels<>+2520(SB)/8, $·runGeneric(SB)
-DATA kernels<>+2528(SB)/8, $·runGeneric(SB)
-DATA kernels<>+2536(SB)/8, $·runGeneric(SB)
-DATA kernels<>+2544(SB)/8, $·runGeneric(SB)
-DATA kernels<>+2552(SB)/8, $·runGeneric(SB)
-DATA kernels<>+2560(SB)/8, $·runGeneric(SB)
-DATA kernels<>+2568(SB)/8, $·runGeneric(SB)
-DATA kernels<>+2576(SB)/8, $·runGeneric(SB)
-DATA kernels<>+2584(SB)/8, $·runGeneric(SB)
+DATA kernels<>+2352(SB)/8, $·avx512ForwardLayer(SB)
+DATA kernels<>+2360(SB)/8, $·avx512ForwardLayer(SB)
+DATA kernels<>+2368(SB)/8, $·avx512ForwardLayer(SB)
+DATA kernels<>+2376(SB)/8, $·avx512ForwardLayer(SB)
+DATA kernels<>+2384(SB)/8, $·avx512ForwardLayer(SB)
+DATA kernels<>+2392(SB)/8, $·avx512ForwardLayer(SB)
+DATA kernels<>+2400(SB)/8, $·avx512ForwardLayerBF16(SB)
+DATA kernels<>+2408(SB)/8, $·avx512ForwardLayerBF16(SB)
+DATA kernels<>+2416(SB)/8, $·avx512ForwardLayerBF16(SB)
+DATA kernels<>+2424(SB)/8, $·avx512ForwardLayerBF16(SB)
+DATA kernels<>+2432(SB)/8, $·avx512ForwardLayerBF16(SB)
+DATA kernels<>+2440(SB)/8, $·avx512ForwardLayerBF16(SB)
+DATA kernels<>+2448(SB)/8, $·avx512ForwardLayerF16(SB)
+DATA kernels<>+2456(SB)/8, $·avx512ForwardLayerF16(SB)
+DATA kernels<>+2464(SB)/8, $·avx512ForwardLayerF16(SB)
+DATA kernels<>+2472(SB)/8, $·avx512ForwardLayerF16(SB)
+DATA kernels<>+2480(SB)/8, $·avx512ForwardLayerF16(SB)
+DATA kernels<>+2488(SB)/8, $·avx512ForwardLayerF16(SB)
+DATA kernels<>+2496(SB)/8, $·avx512ForwardLayerToBF16(SB)
+DATA kernels<>+2504(SB)/8, $·avx512ForwardLayerToBF16(SB)
+DATA kernels<>+2512(SB)/8, $·avx512ForwardLayerToBF16(SB)
+DATA kernels<>+2520(SB)/8, $·avx512ForwardLayerToBF16(SB)
+DATA kernels<>+2528(SB)/8, $·avx512ForwardLayerToBF16(SB)
+DATA kernels<>+2536(SB)/8, $·avx512ForwardLayerToBF16(SB)
+DATA kernels<>+2544(SB)/8, $·avx512ForwardLayerToF16(SB)
+DATA kernels<>+2552(SB)/8, $·avx512ForwardLayerToF16(SB)
+DATA kernels<>+2560(SB)/8, $·avx512ForwardLayerToF16(SB)
+DATA kernels<>+2568(SB)/8, $·avx512ForwardLayerToF16(SB)
+DATA kernels<>+2576(SB)/8, $·avx512ForwardLayerToF16(SB)
+DATA kernels<>+2584(SB)/8, $·avx512ForwardLayerToF16(SB)
 DATA kernels<>+2592(SB)/8, $·avx512Backward(SB)
 DATA kernels<>+2600(SB)/8, $·avx512Backward(SB)
 DATA kernels<>+2608(SB)/8, $·avx512BackwardUnweighted(SB)

@@ -77,8 +77,14 @@ func (g *gen) loadMasked(m Mem, k Op, v VecVirtual) {
 	}
 }
 
-// mulLoad sets t = (row vector at m) * invv.
+// mulLoad sets t = (row vector at m) * invv (Layer: (row vector - mean) * invv).
 func (g *gen) mulLoad(m Mem, invv, t VecVirtual) {
+	if g.v.Layer {
+		g.load(m, t)
+		VSUBPS(g.mv, t, t)
+		VMULPS(invv, t, t)
+		return
+	}
 	if !g.in16() {
 		VMULPS(m, invv, t)
 		return
@@ -89,6 +95,12 @@ func (g *gen) mulLoad(m Mem, invv, t VecVirtual) {
 
 // mulLoadAt is mulLoad for vector u of an unrolled loop (see loadAt).
 func (g *gen) mulLoadAt(m Mem, u int, invv, t VecVirtual) {
+	if g.v.Layer {
+		g.loadAt(m, u, t)
+		VSUBPS(g.mv, t, t)
+		VMULPS(invv, t, t)
+		return
+	}
 	if !g.in16() {
 		g.mulLoad(m, invv, t)
 		return

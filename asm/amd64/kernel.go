@@ -12,8 +12,8 @@ import (
 
 // A kernel function runs rows one at a time, or four at a time when they are short (at most
 // spec.GroupMax floats, and not with a residual: a group that meets a row needing the float64
-// path would have updated res for the rows after it). Its parts are emitted once each, but for
-// the sum pass, which comes in two:
+// path would have updated res for the rows after it; the Layer functions never group, see
+// layer.go). Its parts are emitted once each, but for the sum pass, which comes in two:
 //
 //	row:    pick a group of four rows or one row
 //	sum:    the sum of squares of one row, looped over the rows of a group; each row's partly
@@ -74,6 +74,12 @@ type gen struct {
 	tailN      Mem // AVX2: elements in the copied end
 	xrRow      Mem // AVX2, 16-bit: the row's x pointer while the sum pass reads the copied end
 
+	// LayerNorm (spec.Variant.Layer): what the sum pass being emitted adds to the partials, and
+	// the row's mean in every lane (+0 without flagCenter) for the centered pass and the scale
+	// pass (layer.go).
+	op accOp
+	mv VecVirtual
+
 	bf bfRegs     // AVX-512 bfloat16: the rounding constants
 	c  VecVirtual // AVX-512: what the ends of rows add to w (see weightAdd)
 
@@ -96,7 +102,7 @@ func (g *gen) label(p string) string {
 func (g *gen) l(name string) string { return g.lp + name }
 
 // add reports whether the sum pass being emitted is that of residual jobs.
-func (g *gen) add() bool { return g.lp != "" }
+func (g *gen) add() bool { return g.lp == "add" }
 
 // field addresses a field of the job.
 func (g *gen) field(name string) Mem { return Mem{Symbol: Symbol{Name: name}, Base: g.j} }
@@ -125,14 +131,21 @@ func kernel(s *isa, prefix string, v spec.Variant, cvt bool) {
 	for k := range acc {
 		acc[k] = s.vec()
 	}
-	p := g.sumRows(acc)
-	g.sumAddRow(acc)
+	var p VecVirtual
+	if v.Layer {
+		p = g.layerSums(acc) // one row at a time: its sum, then its centered squares (layer.go)
+	} else {
+		p = g.sumRows(acc)
+		g.sumAddRow(acc)
+	}
 	inv := XMM() // the first row's inv, in lane 0, for the scale pass
 	if s == avx512 {
 		inv = ZMM()
 	}
 	g.invOne(p, inv)
-	g.invGroup(inv)
+	if !v.Layer {
+		g.invGroup(inv)
+	}
 	g.scaleRows(inv)
 
 	g.epilogue()
@@ -267,6 +280,9 @@ func (g *gen) pickRows() {
 	MOVQ(U32(1), g.pend)
 	CMPQ(g.field(spec.Job.Res), U8(0))
 	JNE(LabelRef("addsum"))
+	if g.v.Layer {
+		return // no groups: the sum pass follows
+	}
 	CMPQ(g.skip, U8(0))
 	JE(LabelRef("trygroup"))
 	DECQ(g.skip)
@@ -320,16 +336,21 @@ func (g *gen) sumRows(acc []VecVirtual) VecVirtual {
 }
 
 // sumAddRow is the sum pass of a row with a residual: h = x + res, stored to res, and the sum of
-// the squares of h into acc, which it leaves for invOne in the register sumRows returns.
+// the squares of h into acc, which it leaves for invOne in the register sumRows returns. A Layer
+// function sums h itself and goes on to the mean instead (layerSums).
 func (g *gen) sumAddRow(acc []VecVirtual) {
 	g.lp = "add"
-	defer func() { g.lp = "" }()
+	next := "invone"
+	if g.v.Layer {
+		g.op, next = accSum, "mean"
+	}
+	defer func() { g.lp, g.op = "", accSquares }()
 	Label("addsum")
 	xr, rr := GP64(), GP64()
 	MOVQ(g.res, xr) // the job's x
 	MOVQ(g.x, rr)   // the job's res
 	g.s.partial(g.sumSquares(acc, xr, rr))
-	JMP(LabelRef("invone"))
+	JMP(LabelRef(next))
 }
 
 // at addresses element i (plus disp bytes) of the row of x or the residual at base.
@@ -428,6 +449,8 @@ func (g *gen) sumSquares(acc []VecVirtual, xr, rr GPVirtual) []VecVirtual {
 	JZ(LabelRef(g.l("summed")))
 	if s.masked {
 		g.maskedTail(acc, xr, rr, i, rem)
+	} else if g.op == accCentered {
+		g.slotTailCentered(acc, xr, i, rem)
 	} else {
 		if reenter != nil {
 			// rem < 0: the loop has just summed the copied end (see slotTail), i being past d.
@@ -455,7 +478,7 @@ func (g *gen) block(acc []VecVirtual, xr, rr, i GPVirtual, first bool) {
 		if g.add() {
 			t = g.addResidual(t, g.at(rr, i, k*g.vstep()), nil)
 		}
-		g.square(acc[k], t, first)
+		g.accumulate(acc[k], t, first)
 	}
 }
 
@@ -536,6 +559,10 @@ func (g *gen) maskedTail(acc []VecVirtual, xr, rr, i, rem GPVirtual) {
 		g.loadMasked(g.at(xr, i, k*g.vstep()), m, t)
 		if g.add() {
 			t = g.addResidual(t, g.at(rr, i, k*g.vstep()), m)
+		}
+		if g.op != accSquares {
+			g.accumulateMasked(acc[k], t, m)
+			continue
 		}
 		VMULPS(t, t, t)
 		VADDPS(t, acc[k], acc[k])
@@ -690,6 +717,9 @@ func (g *gen) invOne(p, inv VecVirtual) {
 	VMOVSS(constOne, x)
 	VDIVSS(t, x, x)
 	g.reportInv(func(m Mem) { VMOVSS(x, m) })
+	if g.v.Layer {
+		g.reportMean()
+	}
 	JMP(LabelRef("scale"))
 }
 
@@ -711,10 +741,14 @@ func (g *gen) tInRange(ss VecVirtual) VecVirtual {
 // for it.
 func (g *gen) reportInv(store func(m Mem)) {
 	Comment("Report 1/rms if asked.")
+	next := "scale"
+	if g.v.Layer {
+		next = "reportmean"
+	}
 	ip := GP64()
 	MOVQ(g.inv(), ip)
 	TESTQ(ip, ip)
-	JZ(LabelRef("scale"))
+	JZ(LabelRef(next))
 	r := GP64()
 	MOVQ(g.done, r)
 	store(Mem{Base: ip, Index: r, Scale: 4})
@@ -933,6 +967,13 @@ func (g *gen) scaleLoop(name string, src, i, lim, pf, fl GPVirtual, invv, one Ve
 		offsetLine = g.weighLoop(ts, i, fl, one)
 		weigh = func(int, VecVirtual) {}
 	}
+	if g.v.Layer {
+		for u, t := range ts {
+			weigh(u, t)
+		}
+		weigh = func(int, VecVirtual) {}
+		g.addBiases(ts, i, 0)
+	}
 	// 16-bit rows go out two vectors of lanes at a time, one full vector of 16-bit lanes.
 	var pair VecVirtual
 	for u, t := range ts {
@@ -1002,6 +1043,9 @@ func (g *gen) compute(src, i GPVirtual, u int, invv, one VecVirtual) VecVirtual 
 	g.mulLoad(g.at(src, i, u*g.vstep()), invv, t)
 	g.roundIfRN(t)
 	g.applyWeight(t, g.atW(i, u*g.s.vbytes()), one, nil)
+	if g.v.Layer {
+		g.addBiases([]VecVirtual{t}, i, u)
+	}
 	return t
 }
 
@@ -1070,13 +1114,20 @@ func (g *gen) partialOut(src, i, n GPVirtual, invv, one VecVirtual) {
 		KMOVW(Mem{Base: tab, Index: n, Scale: 2}, m)
 		t := s.vec()
 		g.loadMasked(g.at(src, i, 0), m, t)
+		if g.v.Layer {
+			VSUBPS(g.mv, t, t)
+		}
 		VMULPS(t, invv, t)
 		g.roundIfRN(t)
 		g.applyWeight(t, g.atW(i, 0), one, m)
+		if g.v.Layer {
+			g.addBiasMasked(t, i, m)
+		}
 		g.storeMasked(t, m, g.atDst(i, 0), false)
 		return
 	}
-	// slotX holds the row's elements, then the weight's, then the output, a vector each.
+	// slotX holds the row's elements, then the weight's, then the output, a vector each (Layer:
+	// then the bias's).
 	vb := s.vbytes()
 	p, sl := GP64(), GP64()
 	LEAQ(g.at(src, i, 0), p)
@@ -1089,11 +1140,20 @@ func (g *gen) partialOut(src, i, n GPVirtual, invv, one VecVirtual) {
 	LEAQ(g.slotX.Offset(vb), sl)
 	g.copyElems(p, sl, n, 4)
 	Label(noW)
+	if g.v.Layer {
+		g.copyBias(i, n, g.slotX.Offset(3*vb))
+	}
 	t := s.vec()
 	g.load(g.slotX, t)
+	if g.v.Layer {
+		VSUBPS(g.mv, t, t)
+	}
 	VMULPS(t, invv, t)
 	g.roundIfRN(t)
 	g.applyWeight(t, g.slotX.Offset(vb), one, nil)
+	if g.v.Layer {
+		g.addBiasAt(t, g.slotX.Offset(3*vb))
+	}
 	g.store(t, g.slotX.Offset(2*vb), false)
 	LEAQ(g.slotX.Offset(2*vb), sl)
 	LEAQ(g.atDst(i, 0), p)

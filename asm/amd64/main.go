@@ -16,6 +16,10 @@
 // included), having written nothing for that row except, for a residual job, h = x + res
 // into res; the Go side then recomputes that row in float64 and calls the kernel again for the
 // rest. It returns to when every row is done.
+//
+// The Layer functions (LayerNorm: spec.Variant.Layer) are the same generator with a Layer switch
+// (layer.go): the row's sum and mean before the sum of squares, the mean subtracted and the bias
+// added in the scale pass, one row at a time.
 package main
 
 import (
@@ -48,13 +52,11 @@ func main() {
 	declareConstants()
 	declareBF16Constants()
 	declareWidenConstants()
+	declareLayerConstants()
 	var ks []spec.Kernel
 	for _, s := range []*isa{avx512, avx2} {
 		k := spec.Kernel{ID: s.kernelID, Prefix: s.name}
 		for _, v := range spec.Bodies {
-			if v.Layer {
-				continue // no LayerNorm kernels yet: the table sends those jobs to runGeneric
-			}
 			k.Variants = append(k.Variants, v)
 			kernel(s, s.name, v, false)
 		}
@@ -90,7 +92,9 @@ const cvtPrefix = "avx512bf16"
 // bf16Kernel emits the functions of the avx512bf16 kernel, which is avx512 on CPUs with
 // AVX512_BF16: its own functions are those that narrow to bfloat16 (the forward functions of
 // bfloat16 rows and of float32 rows into bfloat16, and the conversion to bfloat16), with
-// VCVTNE2PS2BF16 (bf16cvt.go); base, the avx512 kernel, runs everything else.
+// VCVTNE2PS2BF16 (bf16cvt.go); base, the avx512 kernel, runs everything else, the Layer
+// functions included (their integer rounding gives the same bits; LayerNorm reads the row once
+// more, which leaves the narrowing a smaller share of its time).
 func bf16Kernel(base spec.Kernel) spec.Kernel {
 	k := spec.Kernel{ID: "kernelAVX512BF16", Prefix: cvtPrefix, Base: &base}
 	for _, v := range spec.Bodies {
@@ -109,9 +113,9 @@ func bf16Kernel(base spec.Kernel) spec.Kernel {
 }
 
 // loopHeads matches the labels of the forward kernels' main loops (add starts those of the sum
-// pass of residual rows), which fixAssembly aligns to 32 bytes (Avo has no PCALIGN); alignLoops
+// pass of residual rows, sq those of the centered pass of the Layer functions), which fixAssembly aligns to 32 bytes (Avo has no PCALIGN); alignLoops
 // keeps it out of the backward kernels, whose sum loop has one of these names too.
-var loopHeads = regexp.MustCompile(`(?m)^(((add)?sumloop|(add)?sumpfloop|scaleloop|scalepfloop|scalentloop|scaleloopoffset|scalepfloopoffset|scaleloopnoweight|scalepfloopnoweight):\n)`)
+var loopHeads = regexp.MustCompile(`(?m)^(((add|sq)?sumloop|(add|sq)?sumpfloop|scaleloop|scalepfloop|scalentloop|scaleloopoffset|scalepfloopoffset|scaleloopnoweight|scalepfloopnoweight):\n)`)
 
 // alignLoops puts PCALIGN $32 before the loopHeads of every function but the backward ones.
 func alignLoops(src []byte) []byte {

@@ -1,0 +1,202 @@
+package main
+
+import (
+	"github.com/gosimd/rmsnorm/asm/internal/spec"
+
+	. "github.com/mmcloughlin/avo/build"
+	. "github.com/mmcloughlin/avo/operand"
+	. "github.com/mmcloughlin/avo/reg"
+)
+
+// The Layer functions (spec.Variant.Layer: LayerNorm, a Norm with Center or Bias) are the kernel
+// function of their format with a few switches, one row at a time (no groups of four):
+//
+//	sum:      with flagCenter, the sum of x (with a residual, addsum: of h = x + res, stored to
+//	          res) in the 64 partials; a sum that is not finite returns the row for the float64
+//	          path, else m = sum/d, broadcast to g.mv. Without flagCenter m = +0 (x - +0 is x for
+//	          every x, -0 included), and the sum pass of a row without a residual is skipped.
+//	centered: the sum of (x-m)*(x-m) over x (h), each difference and square rounded, into acc
+//	          for invOne, which reports inv and then the mean.
+//	scale:    y = ((x-m)*inv)*w' (rounded to the format first with flagRN), then + bias when the
+//	          job has one, in every loop and at the ends of rows.
+//
+// The pieces of the RMSNorm functions that these switches touch emit the same code as before for
+// them (g.v.Layer is false), so their speed does not change.
+
+// accOp is what a sum pass adds to the partials.
+type accOp int
+
+const (
+	accSquares  accOp = iota // x*x: RMSNorm's sum of squares
+	accSum                   // x: LayerNorm's row sum
+	accCentered              // (x-m)*(x-m), m in g.mv: LayerNorm's sum of squares
+)
+
+// layerSums emits the sum passes of a Layer function and returns the register holding the
+// partly reduced partials of the centered squares, for invOne.
+func (g *gen) layerSums(acc []VecVirtual) VecVirtual {
+	s := g.s
+	g.mv = s.vec()
+	Label("sum")
+	TESTL(U32(spec.FlagCenter), g.flags())
+	JZ(LabelRef("nocenter"))
+	xr := GP64()
+	MOVQ(g.x, xr)
+	g.op = accSum
+	p := s.partial(g.sumSquares(acc, xr, nil))
+	g.op = accSquares
+	JMP(LabelRef("mean"))
+
+	g.sumAddRow(acc) // the sum of h, on to mean
+
+	Label("mean")
+	sum := s.finish1(p)
+	TESTL(U32(spec.FlagCenter), g.flags())
+	JZ(LabelRef("nocenter")) // a residual row without flagCenter: h is stored, its sum unused
+	Comment("A row whose sum is not finite (s-s is NaN) takes the float64 path; else m = s/d.")
+	t := XMM()
+	VSUBSS(sum, sum, t)
+	VUCOMISS(t, t)
+	JPS(LabelRef("ret"))
+	g.divideByD(sum, t, false)
+	VBROADCASTSS(t, g.mv)
+	JMP(LabelRef("centered"))
+	Label("nocenter")
+	s.zero(g.mv)
+
+	Label("centered")
+	xr = GP64()
+	MOVQ(g.x, xr) // h with a residual (see prologue)
+	g.lp, g.op = "sq", accCentered
+	p = s.partial(g.sumSquares(acc, xr, nil))
+	g.lp, g.op = "", accSquares
+	return p
+}
+
+// accumulate adds t to the partials a as the pass's op says (first: sets a, as +0 plus it).
+func (g *gen) accumulate(a, t VecVirtual, first bool) {
+	switch g.op {
+	case accSum:
+		if first {
+			VADDPS(constZero64, t, a) // +0 + x, which is +0 for x = -0, as the contract's sum
+		} else {
+			VADDPS(t, a, a)
+		}
+		return
+	case accCentered:
+		VSUBPS(g.mv, t, t)
+	}
+	g.square(a, t, first)
+}
+
+// accumulateMasked is accumulate for a vector read through the k-mask k at the end of a row
+// (never the first block): its other lanes are zero, which the sum adds as +0 and the centered
+// pass clears after the subtraction.
+func (g *gen) accumulateMasked(a, t VecVirtual, k Op) {
+	if g.op == accCentered {
+		VSUBPS_Z(g.mv, t, k, t)
+		VMULPS(t, t, t)
+	}
+	VADDPS(t, a, a)
+}
+
+// slotTailCentered is slotTail for the centered pass of AVX2: the last rem (1..63) elements from
+// element i are copied to the slot and summed there, each vector's lanes from rem on cleared
+// after the subtraction (a zero lane would add m*m). Its own block, with the lane masks, rather
+// than the loop's.
+func (g *gen) slotTailCentered(acc []VecVirtual, xr, i, rem GPVirtual) {
+	s := g.s
+	src, sx := GP64(), GP64()
+	LEAQ(g.at(xr, i, 0), src)
+	LEAQ(g.slotX, sx)
+	g.copyElems(src, sx, rem, g.eb)
+	n := XMM()
+	nv := s.vec()
+	VMOVQ(rem, n)
+	VPBROADCASTD(n, nv)
+	for k := range acc {
+		t, keep := s.vec(), s.vec()
+		g.load(Mem{Base: sx, Disp: k * g.vstep()}, t)
+		VSUBPS(g.mv, t, t)
+		VPCMPGTD(constIota.Offset(4*k*s.lanes), nv, keep) // lane index < rem
+		VANDPS(keep, t, t)
+		VMULPS(t, t, t)
+		VADDPS(t, acc[k], acc[k])
+	}
+}
+
+// reportMean stores the row's mean (lane 0 of g.mv) to the job's mean[done] when the caller
+// asked for it; the label reportmean is where reportInv goes on in a Layer function.
+func (g *gen) reportMean() {
+	Label("reportmean")
+	Comment("Report the mean if asked.")
+	mp := GP64()
+	MOVQ(g.field(spec.Job.Mean), mp)
+	TESTQ(mp, mp)
+	JZ(LabelRef("scale"))
+	r := GP64()
+	MOVQ(g.done, r)
+	VMOVSS(g.mv.AsX(), Mem{Base: mp, Index: r, Scale: 4})
+}
+
+// bias loads the job's bias pointer into a new register and jumps to skip when it is nil: it is
+// read where it is used, so that it holds no register through the function.
+func (g *gen) bias(skip string) GPVirtual {
+	b := GP64()
+	MOVQ(g.field(spec.Job.Bias), b)
+	TESTQ(b, b)
+	JZ(LabelRef(skip))
+	return b
+}
+
+// addBiases adds to ts[k] the bias vector from element i plus (from+k) vectors, when the job has a
+// bias: one test for all of them.
+func (g *gen) addBiases(ts []VecVirtual, i GPVirtual, from int) {
+	skip := g.label("nobias")
+	b := g.bias(skip)
+	for k, t := range ts {
+		VADDPS(Mem{Base: b, Index: i, Scale: 4, Disp: (from + k) * g.s.vbytes()}, t, t)
+	}
+	Label(skip)
+}
+
+// addBiasMasked adds the lanes of k of the bias vector from element i to t (AVX-512), when the
+// job has a bias.
+func (g *gen) addBiasMasked(t VecVirtual, i GPVirtual, k Op) {
+	skip := g.label("nobias")
+	b := g.bias(skip)
+	u := g.s.vec()
+	VMOVUPS_Z(Mem{Base: b, Index: i, Scale: 4}, k, u)
+	VADDPS(u, t, t)
+	Label(skip)
+}
+
+// copyBias copies the n elements of the bias from element i to slot (AVX2's ends of rows), when
+// the job has a bias.
+func (g *gen) copyBias(i, n GPVirtual, slot Mem) {
+	skip := g.label("nobiascopy")
+	b := g.bias(skip)
+	p, sl := GP64(), GP64()
+	LEAQ(Mem{Base: b, Index: i, Scale: 4}, p)
+	LEAQ(slot, sl)
+	g.copyElems(p, sl, n, 4)
+	Label(skip)
+}
+
+// addBiasAt adds the vector at m, the bias copied by copyBias, to t when the job has a bias.
+func (g *gen) addBiasAt(t VecVirtual, m Mem) {
+	skip := g.label("nobias")
+	g.bias(skip)
+	VADDPS(m, t, t)
+	Label(skip)
+}
+
+// constIota holds the int32 lane indexes 0..63 (slotTailCentered's masks).
+var constIota Mem
+
+func declareLayerConstants() {
+	constIota = GLOBL("iota64", RODATA|NOPTR)
+	for k := 0; k < block; k++ {
+		DATA(4*k, U32(uint32(k)))
+	}
+}

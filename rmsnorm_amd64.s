@@ -32208,6 +32208,3288 @@ bf16fix81:
 	VPERMT2W     Z8, Z2, Z8
 	JMP          bf16fixed82
 
+// func avx512bf16ForwardLayerBF16(j uintptr, from int, to int) int
+// Requires: AVX, AVX512BF16, AVX512BW, AVX512DQ, AVX512F, MMX+
+TEXT ·avx512bf16ForwardLayerBF16(SB), NOSPLIT, $384-32
+	// avx512bf16ForwardLayerBF16 normalizes rows [from, to) of the job: LayerNorm, BF16 rows: y = round16(((x-m)*inv)*w + b), round16(((x-m)*inv)*(1+w) + b) with flagOffset, or round16((x-m)*inv + b) with w nil (with flagRN and a weight, round16((x-m)*inv) in place of ((x-m)*inv)), m the row's mean with flagCenter (else +0), inv from the sum of (x-m)^2, b the bias (none when nil), for each row; with res, h = round16(x + res) and res = h per element first, and h in place of x.
+	// It stops before the first row that needs the float64 path and returns that row's index, or to.
+	MOVQ  j+0(FP), AX
+	MOVQ  job_dst+0(AX), CX
+	MOVQ  job_x+0(AX), DX
+	MOVQ  job_res+0(AX), BX
+	TESTQ BX, BX
+	JZ    rowsset
+	XCHGQ DX, BX
+
+rowsset:
+	MOVQ         job_w+0(AX), SI
+	MOVQ         job_stride+0(AX), DI
+	SHLQ         $0x01, DI
+	MOVQ         job_dstStride+0(AX), R8
+	SHLQ         $0x01, R8
+	MOVQ         R8, 328(SP)
+	VMOVDQU64    oddwords<>+0(SB), Z2
+	VPBROADCASTD avx512bfone<>+0(SB), Z0
+	VPBROADCASTD avx512bfbias<>+0(SB), Z1
+	VMOVDQU64    widelo<>+0(SB), Z3
+	VMOVDQU64    widehi<>+0(SB), Z4
+	MOVL         $0xaaaaaaaa, R8
+	KMOVD        R8, K1
+
+	// fd = float32(d); rd = 1/d when d is a power of two (a/d is then a*rd exactly), else 0.
+	MOVQ       job_d+0(AX), R8
+	VMOVSS     one<>+0(SB), X5
+	VCVTSI2SSQ R8, X5, X5
+	VMOVSS     X5, 376(SP)
+	XORL       R10, R10
+	LEAQ       -1(R8), R9
+	TESTQ      R8, R9
+	JNZ        notpow2
+	BSFQ       R8, R9
+	MOVL       $0x0000007f, R10
+	SUBL       R9, R10
+	SHLL       $0x17, R10
+
+notpow2:
+	MOVL         R10, 380(SP)
+	VBROADCASTSS one<>+0(SB), Z5
+	TESTL        $0x00000010, job_flags+0(AX)
+	JNZ          weightadd1
+	VBROADCASTSS negzero<>+0(SB), Z5
+
+weightadd1:
+	// Start at row from.
+	MOVQ  from+8(FP), R8
+	MOVQ  R8, 320(SP)
+	MOVQ  $0x00000000, 336(SP)
+	MOVQ  R8, R9
+	IMULQ 328(SP), R9
+	ADDQ  R9, CX
+	IMULQ DI, R8
+	ADDQ  R8, DX
+	ADDQ  R8, BX
+
+row:
+	MOVQ  320(SP), R8
+	CMPQ  R8, to+16(FP)
+	JAE   ret
+	MOVQ  $0x00000001, 344(SP)
+	CMPQ  job_res+0(AX), $0x00
+	JNE   addsum
+	TESTL $0x00000020, job_flags+0(AX)
+	JZ    nocenter
+	MOVQ  DX, R8
+
+	// Sum of squares: element i goes to partial i%64.
+	MOVQ    job_d+0(AX), R10
+	SUBQ    $0x00000040, R10
+	JGE     firstblock
+	VMOVUPS zero64<>+0(SB), Z6
+	VMOVUPS zero64<>+0(SB), Z7
+	VMOVUPS zero64<>+0(SB), Z8
+	VMOVUPS zero64<>+0(SB), Z9
+	XORQ    R9, R9
+	JMP     sumtail
+
+firstblock:
+	// +0 + square is the square itself: the first block initializes the partials.
+	XORQ     R9, R9
+	VPERMW.Z (R8)(R9*2), Z3, K1, Z6
+	VADDPS   zero64<>+0(SB), Z6, Z6
+	VPERMW.Z (R8)(R9*2), Z4, K1, Z7
+	VADDPS   zero64<>+0(SB), Z7, Z7
+	VPERMW.Z 64(R8)(R9*2), Z3, K1, Z8
+	VADDPS   zero64<>+0(SB), Z8, Z8
+	VPERMW.Z 64(R8)(R9*2), Z4, K1, Z9
+	VADDPS   zero64<>+0(SB), Z9, Z9
+	MOVQ     $0x00000040, R9
+
+	// With flagPF, the rows ahead are prefetched: one loop for both, the flag tested per block.
+	MOVQ DI, R11
+	SHLQ $0x01, R11
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows2
+	SHLQ $0x03, R11
+
+longrows2:
+	ADDQ R8, R11
+	MOVL job_flags+0(AX), R12
+
+	PCALIGN $32
+sumloop:
+	CMPQ  R9, R10
+	JG    sumtail
+	TESTL $0x00000002, R12
+	JNZ   sumpf
+
+sumblock:
+	VPERMW.Z (R8)(R9*2), Z3, K1, Z10
+	VADDPS   Z10, Z6, Z6
+	VPERMW.Z (R8)(R9*2), Z4, K1, Z10
+	VADDPS   Z10, Z7, Z7
+	VPERMW.Z 64(R8)(R9*2), Z3, K1, Z10
+	VADDPS   Z10, Z8, Z8
+	VPERMW.Z 64(R8)(R9*2), Z4, K1, Z10
+	VADDPS   Z10, Z9, Z9
+	ADDQ     $0x00000040, R9
+	JMP      sumloop
+
+	// Out of the loop's way: the prefetches, whose flag is usually clear.
+sumpf:
+	PREFETCHT0 (R11)(R9*2)
+	PREFETCHT0 64(R11)(R9*2)
+	JMP        sumblock
+
+sumtail:
+	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
+	MOVQ job_d+0(AX), R10
+	SUBQ R9, R10
+	JZ   summed
+	LEAQ kmask<>+0(SB), R11
+	MOVQ R10, R12
+	CMPQ R12, $0x00000010
+	JLE  tailmask0
+	MOVQ $0x00000010, R12
+
+tailmask0:
+	KMOVW       (R11)(R12*2), K2
+	VPMOVZXWD.Z (R8)(R9*2), K2, Z10
+	VPSLLD      $0x10, Z10, Z10
+	VADDPS      Z10, Z6, Z6
+	MOVQ        R10, R12
+	SUBQ        $0x00000010, R12
+	JLE         summed
+	CMPQ        R12, $0x00000010
+	JLE         tailmask1
+	MOVQ        $0x00000010, R12
+
+tailmask1:
+	KMOVW       (R11)(R12*2), K2
+	VPMOVZXWD.Z 32(R8)(R9*2), K2, Z10
+	VPSLLD      $0x10, Z10, Z10
+	VADDPS      Z10, Z7, Z7
+	MOVQ        R10, R12
+	SUBQ        $0x00000020, R12
+	JLE         summed
+	CMPQ        R12, $0x00000010
+	JLE         tailmask2
+	MOVQ        $0x00000010, R12
+
+tailmask2:
+	KMOVW       (R11)(R12*2), K2
+	VPMOVZXWD.Z 64(R8)(R9*2), K2, Z10
+	VPSLLD      $0x10, Z10, Z10
+	VADDPS      Z10, Z8, Z8
+	SUBQ        $0x00000030, R10
+	JLE         summed
+	CMPQ        R10, $0x00000010
+	JLE         tailmask3
+	MOVQ        $0x00000010, R10
+
+tailmask3:
+	KMOVW       (R11)(R10*2), K2
+	VPMOVZXWD.Z 96(R8)(R9*2), K2, Z10
+	VPSLLD      $0x10, Z10, Z10
+	VADDPS      Z10, Z9, Z9
+
+summed:
+	VADDPS Z8, Z6, Z6
+	VADDPS Z9, Z7, Z7
+	VADDPS Z7, Z6, Z6
+	JMP    mean
+
+addsum:
+	MOVQ BX, R8
+	MOVQ DX, R9
+
+	// Sum of squares: element i goes to partial i%64.
+	MOVQ    job_d+0(AX), R11
+	SUBQ    $0x00000040, R11
+	JGE     addfirstblock
+	VMOVUPS zero64<>+0(SB), Z6
+	VMOVUPS zero64<>+0(SB), Z7
+	VMOVUPS zero64<>+0(SB), Z8
+	VMOVUPS zero64<>+0(SB), Z9
+	XORQ    R10, R10
+	JMP     addsumtail
+
+addfirstblock:
+	// +0 + square is the square itself: the first block initializes the partials.
+	XORQ           R10, R10
+	VPERMW.Z       (R8)(R10*2), Z3, K1, Z6
+	VPERMW.Z       (R9)(R10*2), Z3, K1, Z7
+	VADDPS         Z7, Z6, Z6
+	VPERMW.Z       (R8)(R10*2), Z4, K1, Z7
+	VPERMW.Z       (R9)(R10*2), Z4, K1, Z8
+	VADDPS         Z8, Z7, Z7
+	VFPCLASSPSZ    $0xa1, Z6, K2
+	VFPCLASSPSZ    $0xa1, Z7, K3
+	KORTESTW       K3, K2
+	JNZ            bf16fix3
+	BYTE $0x62; BYTE $0x72; BYTE $0x47; BYTE $0x48; BYTE $0x72; BYTE $0xc6 // VCVTNE2PS2BF16 Z6, Z7, Z8
+
+bf16fixed4:
+	VMOVDQU64      Z8, (R9)(R10*2)
+	VPERMW.Z       Z8, Z3, K1, Z6
+	VADDPS         zero64<>+0(SB), Z6, Z6
+	VPERMW.Z       Z8, Z4, K1, Z7
+	VADDPS         zero64<>+0(SB), Z7, Z7
+	VPERMW.Z       64(R8)(R10*2), Z3, K1, Z8
+	VPERMW.Z       64(R9)(R10*2), Z3, K1, Z9
+	VADDPS         Z9, Z8, Z8
+	VPERMW.Z       64(R8)(R10*2), Z4, K1, Z9
+	VPERMW.Z       64(R9)(R10*2), Z4, K1, Z10
+	VADDPS         Z10, Z9, Z9
+	VFPCLASSPSZ    $0xa1, Z8, K2
+	VFPCLASSPSZ    $0xa1, Z9, K3
+	KORTESTW       K3, K2
+	JNZ            bf16fix5
+	BYTE $0x62; BYTE $0x52; BYTE $0x37; BYTE $0x48; BYTE $0x72; BYTE $0xd0 // VCVTNE2PS2BF16 Z8, Z9, Z10
+
+bf16fixed6:
+	VMOVDQU64 Z10, 64(R9)(R10*2)
+	VPERMW.Z  Z10, Z3, K1, Z8
+	VADDPS    zero64<>+0(SB), Z8, Z8
+	VPERMW.Z  Z10, Z4, K1, Z9
+	VADDPS    zero64<>+0(SB), Z9, Z9
+	MOVQ      $0x00000040, R10
+
+	// With flagPF, the rows ahead are prefetched: one loop for both, the flag tested per block.
+	MOVQ DI, R12
+	SHLQ $0x01, R12
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows7
+	SHLQ $0x03, R12
+
+longrows7:
+	ADDQ R8, R12
+	MOVL job_flags+0(AX), R13
+
+	PCALIGN $32
+addsumloop:
+	CMPQ  R10, R11
+	JG    addsumtail
+	TESTL $0x00000002, R13
+	JNZ   addsumpf
+
+addsumblock:
+	VPERMW.Z       (R8)(R10*2), Z3, K1, Z10
+	VPERMW.Z       (R9)(R10*2), Z3, K1, Z11
+	VADDPS         Z11, Z10, Z10
+	VPERMW.Z       (R8)(R10*2), Z4, K1, Z11
+	VPERMW.Z       (R9)(R10*2), Z4, K1, Z13
+	VADDPS         Z13, Z11, Z11
+	VFPCLASSPSZ    $0xa1, Z10, K2
+	VFPCLASSPSZ    $0xa1, Z11, K3
+	KORTESTW       K3, K2
+	JNZ            bf16fix8
+	BYTE $0x62; BYTE $0x52; BYTE $0x27; BYTE $0x48; BYTE $0x72; BYTE $0xea // VCVTNE2PS2BF16 Z10, Z11, Z13
+
+bf16fixed9:
+	VMOVDQU64      Z13, (R9)(R10*2)
+	VPERMW.Z       Z13, Z3, K1, Z10
+	VADDPS         Z10, Z6, Z6
+	VPERMW.Z       Z13, Z4, K1, Z11
+	VADDPS         Z11, Z7, Z7
+	VPERMW.Z       64(R8)(R10*2), Z3, K1, Z10
+	VPERMW.Z       64(R9)(R10*2), Z3, K1, Z11
+	VADDPS         Z11, Z10, Z10
+	VPERMW.Z       64(R8)(R10*2), Z4, K1, Z11
+	VPERMW.Z       64(R9)(R10*2), Z4, K1, Z13
+	VADDPS         Z13, Z11, Z11
+	VFPCLASSPSZ    $0xa1, Z10, K2
+	VFPCLASSPSZ    $0xa1, Z11, K3
+	KORTESTW       K3, K2
+	JNZ            bf16fix10
+	BYTE $0x62; BYTE $0x52; BYTE $0x27; BYTE $0x48; BYTE $0x72; BYTE $0xea // VCVTNE2PS2BF16 Z10, Z11, Z13
+
+bf16fixed11:
+	VMOVDQU64 Z13, 64(R9)(R10*2)
+	VPERMW.Z  Z13, Z3, K1, Z10
+	VADDPS    Z10, Z8, Z8
+	VPERMW.Z  Z13, Z4, K1, Z11
+	VADDPS    Z11, Z9, Z9
+	ADDQ      $0x00000040, R10
+	JMP       addsumloop
+
+	// Out of the loop's way: the prefetches, whose flag is usually clear.
+addsumpf:
+	PREFETCHT0 (R12)(R10*2)
+	PREFETCHT0 64(R12)(R10*2)
+	JMP        addsumblock
+
+addsumtail:
+	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
+	MOVQ job_d+0(AX), R11
+	SUBQ R10, R11
+	JZ   addsummed
+	LEAQ kmask<>+0(SB), R12
+	MOVQ R11, R13
+	CMPQ R13, $0x00000010
+	JLE  addtailmask0
+	MOVQ $0x00000010, R13
+
+addtailmask0:
+	KMOVW          (R12)(R13*2), K2
+	VPMOVZXWD.Z    (R8)(R10*2), K2, Z10
+	VPSLLD         $0x10, Z10, Z10
+	VPMOVZXWD.Z    (R9)(R10*2), K2, Z11
+	VPSLLD         $0x10, Z11, Z11
+	VADDPS         Z11, Z10, Z10
+	VFPCLASSPSZ    $0xa1, Z10, K3
+	KORTESTW       K3, K3
+	JNZ            bf16fix12
+	BYTE $0x62; BYTE $0x52; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xda // VCVTNE2PS2BF16 Z10, Z10, Z11
+
+bf16fixed13:
+	VMOVDQU16 Z11, K2, (R9)(R10*2)
+	VPERMW.Z  Z11, Z3, K1, Z10
+	VADDPS    Z10, Z6, Z6
+	MOVQ      R11, R13
+	SUBQ      $0x00000010, R13
+	JLE       addsummed
+	CMPQ      R13, $0x00000010
+	JLE       addtailmask1
+	MOVQ      $0x00000010, R13
+
+addtailmask1:
+	KMOVW          (R12)(R13*2), K2
+	VPMOVZXWD.Z    32(R8)(R10*2), K2, Z10
+	VPSLLD         $0x10, Z10, Z10
+	VPMOVZXWD.Z    32(R9)(R10*2), K2, Z11
+	VPSLLD         $0x10, Z11, Z11
+	VADDPS         Z11, Z10, Z10
+	VFPCLASSPSZ    $0xa1, Z10, K3
+	KORTESTW       K3, K3
+	JNZ            bf16fix14
+	BYTE $0x62; BYTE $0x52; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xda // VCVTNE2PS2BF16 Z10, Z10, Z11
+
+bf16fixed15:
+	VMOVDQU16 Z11, K2, 32(R9)(R10*2)
+	VPERMW.Z  Z11, Z3, K1, Z10
+	VADDPS    Z10, Z7, Z7
+	MOVQ      R11, R13
+	SUBQ      $0x00000020, R13
+	JLE       addsummed
+	CMPQ      R13, $0x00000010
+	JLE       addtailmask2
+	MOVQ      $0x00000010, R13
+
+addtailmask2:
+	KMOVW          (R12)(R13*2), K2
+	VPMOVZXWD.Z    64(R8)(R10*2), K2, Z10
+	VPSLLD         $0x10, Z10, Z10
+	VPMOVZXWD.Z    64(R9)(R10*2), K2, Z11
+	VPSLLD         $0x10, Z11, Z11
+	VADDPS         Z11, Z10, Z10
+	VFPCLASSPSZ    $0xa1, Z10, K3
+	KORTESTW       K3, K3
+	JNZ            bf16fix16
+	BYTE $0x62; BYTE $0x52; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xda // VCVTNE2PS2BF16 Z10, Z10, Z11
+
+bf16fixed17:
+	VMOVDQU16 Z11, K2, 64(R9)(R10*2)
+	VPERMW.Z  Z11, Z3, K1, Z10
+	VADDPS    Z10, Z8, Z8
+	SUBQ      $0x00000030, R11
+	JLE       addsummed
+	CMPQ      R11, $0x00000010
+	JLE       addtailmask3
+	MOVQ      $0x00000010, R11
+
+addtailmask3:
+	KMOVW          (R12)(R11*2), K2
+	VPMOVZXWD.Z    96(R8)(R10*2), K2, Z10
+	VPSLLD         $0x10, Z10, Z10
+	VPMOVZXWD.Z    96(R9)(R10*2), K2, Z11
+	VPSLLD         $0x10, Z11, Z11
+	VADDPS         Z11, Z10, Z10
+	VFPCLASSPSZ    $0xa1, Z10, K3
+	KORTESTW       K3, K3
+	JNZ            bf16fix18
+	BYTE $0x62; BYTE $0x52; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xda // VCVTNE2PS2BF16 Z10, Z10, Z11
+
+bf16fixed19:
+	VMOVDQU16 Z11, K2, 96(R9)(R10*2)
+	VPERMW.Z  Z11, Z3, K1, Z10
+	VADDPS    Z10, Z9, Z9
+
+addsummed:
+	VADDPS Z8, Z6, Z6
+	VADDPS Z9, Z7, Z7
+	VADDPS Z7, Z6, Z6
+
+mean:
+	VSHUFF64X2 $0xee, Z6, Z6, Z7
+	VADDPS     Z7, Z6, Z6
+	VSHUFF32X4 $0x01, Z6, Z6, Z7
+	VADDPS     Z7, Z6, Z6
+	VPERMILPS  $0x4e, Z6, Z7
+	VADDPS     Z7, Z6, Z6
+	VPERMILPS  $0xb1, Z6, Z7
+	VADDPS     Z7, Z6, Z6
+	TESTL      $0x00000020, job_flags+0(AX)
+	JZ         nocenter
+
+	// A row whose sum is not finite (s-s is NaN) takes the float64 path; else m = s/d.
+	VSUBSS   X6, X6, X7
+	VUCOMISS X7, X7
+	JPS      ret
+	CMPL     380(SP), $0x00
+	JE       divide20
+	VMULSS   380(SP), X6, X7
+	JMP      divided21
+
+divide20:
+	VDIVSS 376(SP), X6, X7
+
+divided21:
+	VBROADCASTSS X7, Z10
+	JMP          centered
+
+nocenter:
+	VMOVUPS zero64<>+0(SB), Z10
+
+centered:
+	MOVQ DX, R8
+
+	// Sum of squares: element i goes to partial i%64.
+	MOVQ    job_d+0(AX), R10
+	SUBQ    $0x00000040, R10
+	JGE     sqfirstblock
+	VMOVUPS zero64<>+0(SB), Z6
+	VMOVUPS zero64<>+0(SB), Z7
+	VMOVUPS zero64<>+0(SB), Z8
+	VMOVUPS zero64<>+0(SB), Z9
+	XORQ    R9, R9
+	JMP     sqsumtail
+
+sqfirstblock:
+	// +0 + square is the square itself: the first block initializes the partials.
+	XORQ     R9, R9
+	VPERMW.Z (R8)(R9*2), Z3, K1, Z6
+	VSUBPS   Z10, Z6, Z6
+	VMULPS   Z6, Z6, Z6
+	VPERMW.Z (R8)(R9*2), Z4, K1, Z7
+	VSUBPS   Z10, Z7, Z7
+	VMULPS   Z7, Z7, Z7
+	VPERMW.Z 64(R8)(R9*2), Z3, K1, Z8
+	VSUBPS   Z10, Z8, Z8
+	VMULPS   Z8, Z8, Z8
+	VPERMW.Z 64(R8)(R9*2), Z4, K1, Z9
+	VSUBPS   Z10, Z9, Z9
+	VMULPS   Z9, Z9, Z9
+	MOVQ     $0x00000040, R9
+
+	// With flagPF, the rows ahead are prefetched: one loop for both, the flag tested per block.
+	MOVQ DI, R11
+	SHLQ $0x01, R11
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows22
+	SHLQ $0x03, R11
+
+longrows22:
+	ADDQ R8, R11
+	MOVL job_flags+0(AX), R12
+
+	PCALIGN $32
+sqsumloop:
+	CMPQ  R9, R10
+	JG    sqsumtail
+	TESTL $0x00000002, R12
+	JNZ   sqsumpf
+
+sqsumblock:
+	VPERMW.Z (R8)(R9*2), Z3, K1, Z11
+	VSUBPS   Z10, Z11, Z11
+	VMULPS   Z11, Z11, Z11
+	VADDPS   Z11, Z6, Z6
+	VPERMW.Z (R8)(R9*2), Z4, K1, Z11
+	VSUBPS   Z10, Z11, Z11
+	VMULPS   Z11, Z11, Z11
+	VADDPS   Z11, Z7, Z7
+	VPERMW.Z 64(R8)(R9*2), Z3, K1, Z11
+	VSUBPS   Z10, Z11, Z11
+	VMULPS   Z11, Z11, Z11
+	VADDPS   Z11, Z8, Z8
+	VPERMW.Z 64(R8)(R9*2), Z4, K1, Z11
+	VSUBPS   Z10, Z11, Z11
+	VMULPS   Z11, Z11, Z11
+	VADDPS   Z11, Z9, Z9
+	ADDQ     $0x00000040, R9
+	JMP      sqsumloop
+
+	// Out of the loop's way: the prefetches, whose flag is usually clear.
+sqsumpf:
+	PREFETCHT0 (R11)(R9*2)
+	PREFETCHT0 64(R11)(R9*2)
+	JMP        sqsumblock
+
+sqsumtail:
+	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
+	MOVQ job_d+0(AX), R10
+	SUBQ R9, R10
+	JZ   sqsummed
+	LEAQ kmask<>+0(SB), R11
+	MOVQ R10, R12
+	CMPQ R12, $0x00000010
+	JLE  sqtailmask0
+	MOVQ $0x00000010, R12
+
+sqtailmask0:
+	KMOVW       (R11)(R12*2), K2
+	VPMOVZXWD.Z (R8)(R9*2), K2, Z11
+	VPSLLD      $0x10, Z11, Z11
+	VSUBPS.Z    Z10, Z11, K2, Z11
+	VMULPS      Z11, Z11, Z11
+	VADDPS      Z11, Z6, Z6
+	MOVQ        R10, R12
+	SUBQ        $0x00000010, R12
+	JLE         sqsummed
+	CMPQ        R12, $0x00000010
+	JLE         sqtailmask1
+	MOVQ        $0x00000010, R12
+
+sqtailmask1:
+	KMOVW       (R11)(R12*2), K2
+	VPMOVZXWD.Z 32(R8)(R9*2), K2, Z11
+	VPSLLD      $0x10, Z11, Z11
+	VSUBPS.Z    Z10, Z11, K2, Z11
+	VMULPS      Z11, Z11, Z11
+	VADDPS      Z11, Z7, Z7
+	MOVQ        R10, R12
+	SUBQ        $0x00000020, R12
+	JLE         sqsummed
+	CMPQ        R12, $0x00000010
+	JLE         sqtailmask2
+	MOVQ        $0x00000010, R12
+
+sqtailmask2:
+	KMOVW       (R11)(R12*2), K2
+	VPMOVZXWD.Z 64(R8)(R9*2), K2, Z11
+	VPSLLD      $0x10, Z11, Z11
+	VSUBPS.Z    Z10, Z11, K2, Z11
+	VMULPS      Z11, Z11, Z11
+	VADDPS      Z11, Z8, Z8
+	SUBQ        $0x00000030, R10
+	JLE         sqsummed
+	CMPQ        R10, $0x00000010
+	JLE         sqtailmask3
+	MOVQ        $0x00000010, R10
+
+sqtailmask3:
+	KMOVW       (R11)(R10*2), K2
+	VPMOVZXWD.Z 96(R8)(R9*2), K2, Z11
+	VPSLLD      $0x10, Z11, Z11
+	VSUBPS.Z    Z10, Z11, K2, Z11
+	VMULPS      Z11, Z11, Z11
+	VADDPS      Z11, Z9, Z9
+
+sqsummed:
+	VADDPS Z8, Z6, Z6
+	VADDPS Z9, Z7, Z7
+	VADDPS Z7, Z6, Z6
+
+	// Halving tree: p[j] += p[j+h] for the remaining h, down to ss.
+	VSHUFF64X2 $0xee, Z6, Z6, Z7
+	VADDPS     Z7, Z6, Z6
+	VSHUFF32X4 $0x01, Z6, Z6, Z7
+	VADDPS     Z7, Z6, Z6
+	VPERMILPS  $0x4e, Z6, Z7
+	VADDPS     Z7, Z6, Z6
+	VPERMILPS  $0xb1, Z6, Z7
+	VADDPS     Z7, Z6, Z6
+
+	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
+	CMPL   380(SP), $0x00
+	JE     divide23
+	VMULSS 380(SP), X6, X6
+	JMP    divided24
+
+divide23:
+	VDIVSS 376(SP), X6, X6
+
+divided24:
+	VADDSS   job_eps+0(AX), X6, X6
+	VUCOMISS tlo<>+0(SB), X6
+	JCS      ret
+	VUCOMISS tmax<>+0(SB), X6
+	JHI      ret
+	VSQRTSS  X6, X6, X6
+	VMOVSS   one<>+0(SB), X12
+	VDIVSS   X6, X12, X12
+
+	// Report 1/rms if asked.
+	MOVQ   job_inv+0(AX), R8
+	TESTQ  R8, R8
+	JZ     reportmean
+	MOVQ   320(SP), R9
+	VMOVSS X12, (R8)(R9*4)
+
+reportmean:
+	// Report the mean if asked.
+	MOVQ   job_mean+0(AX), R8
+	TESTQ  R8, R8
+	JZ     scale
+	MOVQ   320(SP), R9
+	VMOVSS X10, (R8)(R9*4)
+
+scale:
+	VBROADCASTSS X12, Z6
+	MOVQ         $0x00000000, 352(SP)
+	CMPQ         344(SP), $0x01
+	JE           scalebody
+	VMOVUPS      Z12, 256(SP)
+
+scalerow:
+	MOVQ         352(SP), R8
+	VBROADCASTSS 256(SP)(R8*4), Z6
+
+scalebody:
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ R8, R8
+	MOVQ job_d+0(AX), R9
+	SUBQ $0x00000040, R9
+	MOVQ DI, R10
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows25
+	SHLQ $0x03, R10
+
+longrows25:
+	ADDQ  DX, R10
+	MOVL  job_flags+0(AX), R11
+	TESTL $0x00000001, R11
+	JNZ   scalent
+	TESTQ SI, SI
+	JZ    scaleloopnoweight
+	TESTL $0x00000010, R11
+	JNZ   scaleloopoffset
+
+	PCALIGN $32
+scaleloop:
+	CMPQ  R8, R9
+	JG    scaletail
+	TESTL $0x00000002, R11
+	JNZ   scalelooppf26
+
+scaleloopbody27:
+	VPERMW.Z       (DX)(R8*2), Z3, K1, Z7
+	VSUBPS         Z10, Z7, Z7
+	VMULPS         Z6, Z7, Z7
+	VPERMW.Z       (DX)(R8*2), Z4, K1, Z8
+	VSUBPS         Z10, Z8, Z8
+	VMULPS         Z6, Z8, Z8
+	VPERMW.Z       64(DX)(R8*2), Z3, K1, Z9
+	VSUBPS         Z10, Z9, Z9
+	VMULPS         Z6, Z9, Z9
+	VPERMW.Z       64(DX)(R8*2), Z4, K1, Z11
+	VSUBPS         Z10, Z11, Z11
+	VMULPS         Z6, Z11, Z11
+	TESTL          $0x00000008, job_flags+0(AX)
+	JZ             notrn28
+	VFPCLASSPSZ    $0xa1, Z7, K2
+	VFPCLASSPSZ    $0xa1, Z8, K3
+	KORTESTW       K3, K2
+	JNZ            bf16fix29
+	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xef // VCVTNE2PS2BF16 Z7, Z8, Z13
+
+bf16fixed30:
+	VPERMW.Z       Z13, Z3, K1, Z7
+	VPERMW.Z       Z13, Z4, K1, Z8
+	VFPCLASSPSZ    $0xa1, Z9, K2
+	VFPCLASSPSZ    $0xa1, Z11, K3
+	KORTESTW       K3, K2
+	JNZ            bf16fix31
+	BYTE $0x62; BYTE $0x52; BYTE $0x27; BYTE $0x48; BYTE $0x72; BYTE $0xe9 // VCVTNE2PS2BF16 Z9, Z11, Z13
+
+bf16fixed32:
+	VPERMW.Z Z13, Z3, K1, Z9
+	VPERMW.Z Z13, Z4, K1, Z11
+
+notrn28:
+	VMULPS (SI)(R8*4), Z7, Z7
+	VMULPS 64(SI)(R8*4), Z8, Z8
+	VMULPS 128(SI)(R8*4), Z9, Z9
+	VMULPS 192(SI)(R8*4), Z11, Z11
+	MOVQ   job_bias+0(AX), R12
+	TESTQ  R12, R12
+	JZ     nobias33
+	VADDPS (R12)(R8*4), Z7, Z7
+	VADDPS 64(R12)(R8*4), Z8, Z8
+	VADDPS 128(R12)(R8*4), Z9, Z9
+	VADDPS 192(R12)(R8*4), Z11, Z11
+
+nobias33:
+	VFPCLASSPSZ    $0xa1, Z7, K2
+	VFPCLASSPSZ    $0xa1, Z8, K3
+	KORTESTW       K3, K2
+	JNZ            bf16fix34
+	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xef // VCVTNE2PS2BF16 Z7, Z8, Z13
+
+bf16fixed35:
+	VMOVDQU64      Z13, (CX)(R8*2)
+	VFPCLASSPSZ    $0xa1, Z9, K2
+	VFPCLASSPSZ    $0xa1, Z11, K3
+	KORTESTW       K3, K2
+	JNZ            bf16fix36
+	BYTE $0x62; BYTE $0xd2; BYTE $0x27; BYTE $0x48; BYTE $0x72; BYTE $0xf9 // VCVTNE2PS2BF16 Z9, Z11, Z7
+
+bf16fixed37:
+	VMOVDQU64 Z7, 64(CX)(R8*2)
+	ADDQ      $0x00000040, R8
+	JMP       scaleloop
+
+scalelooppf26:
+	PREFETCHT0 (R10)(R8*2)
+	PREFETCHT0 64(R10)(R8*2)
+	JMP        scaleloopbody27
+
+	PCALIGN $32
+scaleloopoffset:
+	CMPQ  R8, R9
+	JG    scaletail
+	TESTL $0x00000002, R11
+	JNZ   scaleloopoffsetpf38
+
+scaleloopoffsetbody39:
+	VPERMW.Z       (DX)(R8*2), Z3, K1, Z7
+	VSUBPS         Z10, Z7, Z7
+	VMULPS         Z6, Z7, Z7
+	VPERMW.Z       (DX)(R8*2), Z4, K1, Z8
+	VSUBPS         Z10, Z8, Z8
+	VMULPS         Z6, Z8, Z8
+	VPERMW.Z       64(DX)(R8*2), Z3, K1, Z9
+	VSUBPS         Z10, Z9, Z9
+	VMULPS         Z6, Z9, Z9
+	VPERMW.Z       64(DX)(R8*2), Z4, K1, Z11
+	VSUBPS         Z10, Z11, Z11
+	VMULPS         Z6, Z11, Z11
+	TESTL          $0x00000008, job_flags+0(AX)
+	JZ             notrn40
+	VFPCLASSPSZ    $0xa1, Z7, K2
+	VFPCLASSPSZ    $0xa1, Z8, K3
+	KORTESTW       K3, K2
+	JNZ            bf16fix41
+	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xef // VCVTNE2PS2BF16 Z7, Z8, Z13
+
+bf16fixed42:
+	VPERMW.Z       Z13, Z3, K1, Z7
+	VPERMW.Z       Z13, Z4, K1, Z8
+	VFPCLASSPSZ    $0xa1, Z9, K2
+	VFPCLASSPSZ    $0xa1, Z11, K3
+	KORTESTW       K3, K2
+	JNZ            bf16fix43
+	BYTE $0x62; BYTE $0x52; BYTE $0x27; BYTE $0x48; BYTE $0x72; BYTE $0xe9 // VCVTNE2PS2BF16 Z9, Z11, Z13
+
+bf16fixed44:
+	VPERMW.Z Z13, Z3, K1, Z9
+	VPERMW.Z Z13, Z4, K1, Z11
+
+notrn40:
+	VMOVUPS (SI)(R8*4), Z13
+	VADDPS  Z5, Z13, Z13
+	VMULPS  Z13, Z7, Z7
+	VMOVUPS 64(SI)(R8*4), Z13
+	VADDPS  Z5, Z13, Z13
+	VMULPS  Z13, Z8, Z8
+	VMOVUPS 128(SI)(R8*4), Z13
+	VADDPS  Z5, Z13, Z13
+	VMULPS  Z13, Z9, Z9
+	VMOVUPS 192(SI)(R8*4), Z13
+	VADDPS  Z5, Z13, Z13
+	VMULPS  Z13, Z11, Z11
+	MOVQ    job_bias+0(AX), R12
+	TESTQ   R12, R12
+	JZ      nobias45
+	VADDPS  (R12)(R8*4), Z7, Z7
+	VADDPS  64(R12)(R8*4), Z8, Z8
+	VADDPS  128(R12)(R8*4), Z9, Z9
+	VADDPS  192(R12)(R8*4), Z11, Z11
+
+nobias45:
+	VFPCLASSPSZ    $0xa1, Z7, K2
+	VFPCLASSPSZ    $0xa1, Z8, K3
+	KORTESTW       K3, K2
+	JNZ            bf16fix46
+	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xef // VCVTNE2PS2BF16 Z7, Z8, Z13
+
+bf16fixed47:
+	VMOVDQU64      Z13, (CX)(R8*2)
+	VFPCLASSPSZ    $0xa1, Z9, K2
+	VFPCLASSPSZ    $0xa1, Z11, K3
+	KORTESTW       K3, K2
+	JNZ            bf16fix48
+	BYTE $0x62; BYTE $0xd2; BYTE $0x27; BYTE $0x48; BYTE $0x72; BYTE $0xf9 // VCVTNE2PS2BF16 Z9, Z11, Z7
+
+bf16fixed49:
+	VMOVDQU64 Z7, 64(CX)(R8*2)
+	ADDQ      $0x00000040, R8
+	JMP       scaleloopoffset
+
+scaleloopoffsetpf38:
+	PREFETCHT0 (R10)(R8*2)
+	PREFETCHT0 64(R10)(R8*2)
+	JMP        scaleloopoffsetbody39
+
+	PCALIGN $32
+scaleloopnoweight:
+	CMPQ  R8, R9
+	JG    scaletail
+	TESTL $0x00000002, R11
+	JNZ   scaleloopnoweightpf50
+
+scaleloopnoweightbody51:
+	VPERMW.Z (DX)(R8*2), Z3, K1, Z7
+	VSUBPS   Z10, Z7, Z7
+	VMULPS   Z6, Z7, Z7
+	VPERMW.Z (DX)(R8*2), Z4, K1, Z8
+	VSUBPS   Z10, Z8, Z8
+	VMULPS   Z6, Z8, Z8
+	VPERMW.Z 64(DX)(R8*2), Z3, K1, Z9
+	VSUBPS   Z10, Z9, Z9
+	VMULPS   Z6, Z9, Z9
+	VPERMW.Z 64(DX)(R8*2), Z4, K1, Z11
+	VSUBPS   Z10, Z11, Z11
+	VMULPS   Z6, Z11, Z11
+	MOVQ     job_bias+0(AX), R12
+	TESTQ    R12, R12
+	JZ       nobias52
+	VADDPS   (R12)(R8*4), Z7, Z7
+	VADDPS   64(R12)(R8*4), Z8, Z8
+	VADDPS   128(R12)(R8*4), Z9, Z9
+	VADDPS   192(R12)(R8*4), Z11, Z11
+
+nobias52:
+	VFPCLASSPSZ    $0xa1, Z7, K2
+	VFPCLASSPSZ    $0xa1, Z8, K3
+	KORTESTW       K3, K2
+	JNZ            bf16fix53
+	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xef // VCVTNE2PS2BF16 Z7, Z8, Z13
+
+bf16fixed54:
+	VMOVDQU64      Z13, (CX)(R8*2)
+	VFPCLASSPSZ    $0xa1, Z9, K2
+	VFPCLASSPSZ    $0xa1, Z11, K3
+	KORTESTW       K3, K2
+	JNZ            bf16fix55
+	BYTE $0x62; BYTE $0xd2; BYTE $0x27; BYTE $0x48; BYTE $0x72; BYTE $0xf9 // VCVTNE2PS2BF16 Z9, Z11, Z7
+
+bf16fixed56:
+	VMOVDQU64 Z7, 64(CX)(R8*2)
+	ADDQ      $0x00000040, R8
+	JMP       scaleloopnoweight
+
+scaleloopnoweightpf50:
+	PREFETCHT0 (R10)(R8*2)
+	PREFETCHT0 64(R10)(R8*2)
+	JMP        scaleloopnoweightbody51
+
+scalent:
+	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
+	MOVQ CX, R10
+	NEGQ R10
+	ANDQ $0x0000003f, R10
+	SHRQ $0x01, R10
+	JZ   scalentgo
+	CMPQ R10, job_d+0(AX)
+	JLE  scalehead
+	MOVQ job_d+0(AX), R10
+
+scalehead:
+	CMPQ           R10, $0x00000010
+	JB             scaleheadpart
+	VPMOVZXWD      (DX)(R8*2), Z7
+	VPSLLD         $0x10, Z7, Z7
+	VSUBPS         Z10, Z7, Z7
+	VMULPS         Z6, Z7, Z7
+	TESTL          $0x00000008, job_flags+0(AX)
+	JZ             notrn57
+	VFPCLASSPSZ    $0xa1, Z7, K2
+	KORTESTW       K2, K2
+	JNZ            bf16fix58
+	BYTE $0x62; BYTE $0x72; BYTE $0x47; BYTE $0x48; BYTE $0x72; BYTE $0xc7 // VCVTNE2PS2BF16 Z7, Z7, Z8
+
+bf16fixed59:
+	VPERMW.Z Z8, Z3, K1, Z7
+
+notrn57:
+	TESTQ   SI, SI
+	JZ      noweight60
+	VMOVUPS (SI)(R8*4), Z8
+	VADDPS  Z5, Z8, Z8
+	VMULPS  Z8, Z7, Z7
+
+noweight60:
+	MOVQ   job_bias+0(AX), R11
+	TESTQ  R11, R11
+	JZ     nobias61
+	VADDPS (R11)(R8*4), Z7, Z7
+
+nobias61:
+	VFPCLASSPSZ    $0xa1, Z7, K2
+	KORTESTW       K2, K2
+	JNZ            bf16fix62
+	BYTE $0x62; BYTE $0x72; BYTE $0x47; BYTE $0x48; BYTE $0x72; BYTE $0xc7 // VCVTNE2PS2BF16 Z7, Z7, Z8
+
+bf16fixed63:
+	VEXTRACTI64X4 $0x00, Z8, (CX)(R8*2)
+	ADDQ          $0x00000010, R8
+	SUBQ          $0x00000010, R10
+	JZ            scalentgo
+
+scaleheadpart:
+	JMP partout
+
+scalentgo:
+	MOVQ DI, R10
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows64
+	SHLQ $0x03, R10
+
+longrows64:
+	ADDQ DX, R10
+	MOVL job_flags+0(AX), R11
+
+	PCALIGN $32
+scalentloop:
+	CMPQ           R8, R9
+	JG             scaletail
+	PREFETCHT0     (R10)(R8*2)
+	PREFETCHT0     64(R10)(R8*2)
+	VPERMW.Z       (DX)(R8*2), Z3, K1, Z7
+	VSUBPS         Z10, Z7, Z7
+	VMULPS         Z6, Z7, Z7
+	VPERMW.Z       (DX)(R8*2), Z4, K1, Z8
+	VSUBPS         Z10, Z8, Z8
+	VMULPS         Z6, Z8, Z8
+	VPERMW.Z       64(DX)(R8*2), Z3, K1, Z9
+	VSUBPS         Z10, Z9, Z9
+	VMULPS         Z6, Z9, Z9
+	VPERMW.Z       64(DX)(R8*2), Z4, K1, Z11
+	VSUBPS         Z10, Z11, Z11
+	VMULPS         Z6, Z11, Z11
+	TESTL          $0x00000008, job_flags+0(AX)
+	JZ             notrn65
+	VFPCLASSPSZ    $0xa1, Z7, K2
+	VFPCLASSPSZ    $0xa1, Z8, K3
+	KORTESTW       K3, K2
+	JNZ            bf16fix66
+	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xef // VCVTNE2PS2BF16 Z7, Z8, Z13
+
+bf16fixed67:
+	VPERMW.Z       Z13, Z3, K1, Z7
+	VPERMW.Z       Z13, Z4, K1, Z8
+	VFPCLASSPSZ    $0xa1, Z9, K2
+	VFPCLASSPSZ    $0xa1, Z11, K3
+	KORTESTW       K3, K2
+	JNZ            bf16fix68
+	BYTE $0x62; BYTE $0x52; BYTE $0x27; BYTE $0x48; BYTE $0x72; BYTE $0xe9 // VCVTNE2PS2BF16 Z9, Z11, Z13
+
+bf16fixed69:
+	VPERMW.Z Z13, Z3, K1, Z9
+	VPERMW.Z Z13, Z4, K1, Z11
+
+notrn65:
+	TESTQ  SI, SI
+	JZ     weighed71
+	TESTL  $0x00000010, R11
+	JNZ    offset70
+	VMULPS (SI)(R8*4), Z7, Z7
+	VMULPS 64(SI)(R8*4), Z8, Z8
+	VMULPS 128(SI)(R8*4), Z9, Z9
+	VMULPS 192(SI)(R8*4), Z11, Z11
+
+weighed71:
+	MOVQ   job_bias+0(AX), R12
+	TESTQ  R12, R12
+	JZ     nobias72
+	VADDPS (R12)(R8*4), Z7, Z7
+	VADDPS 64(R12)(R8*4), Z8, Z8
+	VADDPS 128(R12)(R8*4), Z9, Z9
+	VADDPS 192(R12)(R8*4), Z11, Z11
+
+nobias72:
+	VFPCLASSPSZ    $0xa1, Z7, K2
+	VFPCLASSPSZ    $0xa1, Z8, K3
+	KORTESTW       K3, K2
+	JNZ            bf16fix73
+	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xef // VCVTNE2PS2BF16 Z7, Z8, Z13
+
+bf16fixed74:
+	VMOVNTDQ       Z13, (CX)(R8*2)
+	VFPCLASSPSZ    $0xa1, Z9, K2
+	VFPCLASSPSZ    $0xa1, Z11, K3
+	KORTESTW       K3, K2
+	JNZ            bf16fix75
+	BYTE $0x62; BYTE $0xd2; BYTE $0x27; BYTE $0x48; BYTE $0x72; BYTE $0xf9 // VCVTNE2PS2BF16 Z9, Z11, Z7
+
+bf16fixed76:
+	VMOVNTDQ Z7, 64(CX)(R8*2)
+	ADDQ     $0x00000040, R8
+	JMP      scalentloop
+
+offset70:
+	VMOVUPS (SI)(R8*4), Z13
+	VADDPS  Z5, Z13, Z13
+	VMULPS  Z13, Z7, Z7
+	VMOVUPS 64(SI)(R8*4), Z13
+	VADDPS  Z5, Z13, Z13
+	VMULPS  Z13, Z8, Z8
+	VMOVUPS 128(SI)(R8*4), Z13
+	VADDPS  Z5, Z13, Z13
+	VMULPS  Z13, Z9, Z9
+	VMOVUPS 192(SI)(R8*4), Z13
+	VADDPS  Z5, Z13, Z13
+	VMULPS  Z13, Z11, Z11
+	JMP     weighed71
+
+scaletail:
+	ADDQ $0x00000030, R9
+
+scaleone:
+	CMPQ           R8, R9
+	JG             scalepart
+	VPMOVZXWD      (DX)(R8*2), Z7
+	VPSLLD         $0x10, Z7, Z7
+	VSUBPS         Z10, Z7, Z7
+	VMULPS         Z6, Z7, Z7
+	TESTL          $0x00000008, job_flags+0(AX)
+	JZ             notrn77
+	VFPCLASSPSZ    $0xa1, Z7, K2
+	KORTESTW       K2, K2
+	JNZ            bf16fix78
+	BYTE $0x62; BYTE $0x72; BYTE $0x47; BYTE $0x48; BYTE $0x72; BYTE $0xc7 // VCVTNE2PS2BF16 Z7, Z7, Z8
+
+bf16fixed79:
+	VPERMW.Z Z8, Z3, K1, Z7
+
+notrn77:
+	TESTQ   SI, SI
+	JZ      noweight80
+	VMOVUPS (SI)(R8*4), Z8
+	VADDPS  Z5, Z8, Z8
+	VMULPS  Z8, Z7, Z7
+
+noweight80:
+	MOVQ   job_bias+0(AX), R10
+	TESTQ  R10, R10
+	JZ     nobias81
+	VADDPS (R10)(R8*4), Z7, Z7
+
+nobias81:
+	VFPCLASSPSZ    $0xa1, Z7, K2
+	KORTESTW       K2, K2
+	JNZ            bf16fix82
+	BYTE $0x62; BYTE $0x72; BYTE $0x47; BYTE $0x48; BYTE $0x72; BYTE $0xc7 // VCVTNE2PS2BF16 Z7, Z7, Z8
+
+bf16fixed83:
+	VEXTRACTI64X4 $0x00, Z8, (CX)(R8*2)
+	ADDQ          $0x00000010, R8
+	JMP           scaleone
+
+scalepart:
+	MOVQ job_d+0(AX), R10
+	SUBQ R8, R10
+	JZ   scaled
+
+	// The last n < lanes elements, or the first n of a non-temporal row (i + n < d: back to its loop).
+partout:
+	LEAQ           kmask<>+0(SB), R11
+	KMOVW          (R11)(R10*2), K2
+	VPMOVZXWD.Z    (DX)(R8*2), K2, Z7
+	VPSLLD         $0x10, Z7, Z7
+	VSUBPS         Z10, Z7, Z7
+	VMULPS         Z7, Z6, Z7
+	TESTL          $0x00000008, job_flags+0(AX)
+	JZ             notrn84
+	VFPCLASSPSZ    $0xa1, Z7, K3
+	KORTESTW       K3, K3
+	JNZ            bf16fix85
+	BYTE $0x62; BYTE $0x72; BYTE $0x47; BYTE $0x48; BYTE $0x72; BYTE $0xc7 // VCVTNE2PS2BF16 Z7, Z7, Z8
+
+bf16fixed86:
+	VPERMW.Z Z8, Z3, K1, Z7
+
+notrn84:
+	TESTQ     SI, SI
+	JZ        noweight87
+	VMOVUPS.Z (SI)(R8*4), K2, Z8
+	VADDPS    Z5, Z8, Z8
+	VMULPS    Z8, Z7, Z7
+
+noweight87:
+	MOVQ      job_bias+0(AX), R11
+	TESTQ     R11, R11
+	JZ        nobias88
+	VMOVUPS.Z (R11)(R8*4), K2, Z8
+	VADDPS    Z8, Z7, Z7
+
+nobias88:
+	VFPCLASSPSZ    $0xa1, Z7, K3
+	KORTESTW       K3, K3
+	JNZ            bf16fix89
+	BYTE $0x62; BYTE $0x72; BYTE $0x47; BYTE $0x48; BYTE $0x72; BYTE $0xc7 // VCVTNE2PS2BF16 Z7, Z7, Z8
+
+bf16fixed90:
+	VMOVDQU16 Z8, K2, (CX)(R8*2)
+	ADDQ      R10, R8
+	CMPQ      R8, job_d+0(AX)
+	JB        scalentgo
+
+scaled:
+	ADDQ DI, DX
+	ADDQ 328(SP), CX
+	ADDQ DI, BX
+	INCQ 320(SP)
+	MOVQ 352(SP), R8
+	INCQ R8
+	MOVQ R8, 352(SP)
+	CMPQ R8, 344(SP)
+	JB   scalerow
+	JMP  row
+
+ret:
+	TESTL $0x00000001, job_flags+0(AX)
+	JZ    vzero
+	SFENCE
+
+vzero:
+	VZEROUPPER
+	MOVQ 320(SP), AX
+	MOVQ AX, ret+24(FP)
+	RET
+
+bf16fix3:
+	VPSRLD       $0x10, Z6, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z6, Z8, Z8
+	VFPCLASSPSZ  $0x81, Z6, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
+	VPSRLD       $0x10, Z7, Z6
+	VPANDD       Z0, Z6, Z6
+	VPADDD       Z1, Z6, Z6
+	VPADDD       Z7, Z6, Z6
+	VFPCLASSPSZ  $0x81, Z7, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z6
+	VPERMT2W     Z6, Z2, Z8
+	JMP          bf16fixed4
+
+bf16fix5:
+	VPSRLD       $0x10, Z8, Z10
+	VPANDD       Z0, Z10, Z10
+	VPADDD       Z1, Z10, Z10
+	VPADDD       Z8, Z10, Z10
+	VFPCLASSPSZ  $0x81, Z8, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z10
+	VPSRLD       $0x10, Z9, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z9, Z8, Z8
+	VFPCLASSPSZ  $0x81, Z9, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
+	VPERMT2W     Z8, Z2, Z10
+	JMP          bf16fixed6
+
+bf16fix8:
+	VPSRLD       $0x10, Z10, Z13
+	VPANDD       Z0, Z13, Z13
+	VPADDD       Z1, Z13, Z13
+	VPADDD       Z10, Z13, Z13
+	VFPCLASSPSZ  $0x81, Z10, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z13
+	VPSRLD       $0x10, Z11, Z10
+	VPANDD       Z0, Z10, Z10
+	VPADDD       Z1, Z10, Z10
+	VPADDD       Z11, Z10, Z10
+	VFPCLASSPSZ  $0x81, Z11, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z10
+	VPERMT2W     Z10, Z2, Z13
+	JMP          bf16fixed9
+
+bf16fix10:
+	VPSRLD       $0x10, Z10, Z13
+	VPANDD       Z0, Z13, Z13
+	VPADDD       Z1, Z13, Z13
+	VPADDD       Z10, Z13, Z13
+	VFPCLASSPSZ  $0x81, Z10, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z13
+	VPSRLD       $0x10, Z11, Z10
+	VPANDD       Z0, Z10, Z10
+	VPADDD       Z1, Z10, Z10
+	VPADDD       Z11, Z10, Z10
+	VFPCLASSPSZ  $0x81, Z11, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z10
+	VPERMT2W     Z10, Z2, Z13
+	JMP          bf16fixed11
+
+bf16fix12:
+	VPSRLD       $0x10, Z10, Z11
+	VPANDD       Z0, Z11, Z11
+	VPADDD       Z1, Z11, Z11
+	VPADDD       Z10, Z11, Z11
+	VFPCLASSPSZ  $0x81, Z10, K3
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K3, Z11
+	VPERMT2W     Z11, Z2, Z11
+	JMP          bf16fixed13
+
+bf16fix14:
+	VPSRLD       $0x10, Z10, Z11
+	VPANDD       Z0, Z11, Z11
+	VPADDD       Z1, Z11, Z11
+	VPADDD       Z10, Z11, Z11
+	VFPCLASSPSZ  $0x81, Z10, K3
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K3, Z11
+	VPERMT2W     Z11, Z2, Z11
+	JMP          bf16fixed15
+
+bf16fix16:
+	VPSRLD       $0x10, Z10, Z11
+	VPANDD       Z0, Z11, Z11
+	VPADDD       Z1, Z11, Z11
+	VPADDD       Z10, Z11, Z11
+	VFPCLASSPSZ  $0x81, Z10, K3
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K3, Z11
+	VPERMT2W     Z11, Z2, Z11
+	JMP          bf16fixed17
+
+bf16fix18:
+	VPSRLD       $0x10, Z10, Z11
+	VPANDD       Z0, Z11, Z11
+	VPADDD       Z1, Z11, Z11
+	VPADDD       Z10, Z11, Z11
+	VFPCLASSPSZ  $0x81, Z10, K3
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K3, Z11
+	VPERMT2W     Z11, Z2, Z11
+	JMP          bf16fixed19
+
+bf16fix29:
+	VPSRLD       $0x10, Z7, Z13
+	VPANDD       Z0, Z13, Z13
+	VPADDD       Z1, Z13, Z13
+	VPADDD       Z7, Z13, Z13
+	VFPCLASSPSZ  $0x81, Z7, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z13
+	VPSRLD       $0x10, Z8, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z8, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z8, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
+	VPERMT2W     Z7, Z2, Z13
+	JMP          bf16fixed30
+
+bf16fix31:
+	VPSRLD       $0x10, Z9, Z13
+	VPANDD       Z0, Z13, Z13
+	VPADDD       Z1, Z13, Z13
+	VPADDD       Z9, Z13, Z13
+	VFPCLASSPSZ  $0x81, Z9, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z13
+	VPSRLD       $0x10, Z11, Z9
+	VPANDD       Z0, Z9, Z9
+	VPADDD       Z1, Z9, Z9
+	VPADDD       Z11, Z9, Z9
+	VFPCLASSPSZ  $0x81, Z11, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
+	VPERMT2W     Z9, Z2, Z13
+	JMP          bf16fixed32
+
+bf16fix34:
+	VPSRLD       $0x10, Z7, Z13
+	VPANDD       Z0, Z13, Z13
+	VPADDD       Z1, Z13, Z13
+	VPADDD       Z7, Z13, Z13
+	VFPCLASSPSZ  $0x81, Z7, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z13
+	VPSRLD       $0x10, Z8, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z8, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z8, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
+	VPERMT2W     Z7, Z2, Z13
+	JMP          bf16fixed35
+
+bf16fix36:
+	VPSRLD       $0x10, Z9, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z9, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z9, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
+	VPSRLD       $0x10, Z11, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z11, Z8, Z8
+	VFPCLASSPSZ  $0x81, Z11, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
+	VPERMT2W     Z8, Z2, Z7
+	JMP          bf16fixed37
+
+bf16fix41:
+	VPSRLD       $0x10, Z7, Z13
+	VPANDD       Z0, Z13, Z13
+	VPADDD       Z1, Z13, Z13
+	VPADDD       Z7, Z13, Z13
+	VFPCLASSPSZ  $0x81, Z7, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z13
+	VPSRLD       $0x10, Z8, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z8, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z8, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
+	VPERMT2W     Z7, Z2, Z13
+	JMP          bf16fixed42
+
+bf16fix43:
+	VPSRLD       $0x10, Z9, Z13
+	VPANDD       Z0, Z13, Z13
+	VPADDD       Z1, Z13, Z13
+	VPADDD       Z9, Z13, Z13
+	VFPCLASSPSZ  $0x81, Z9, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z13
+	VPSRLD       $0x10, Z11, Z9
+	VPANDD       Z0, Z9, Z9
+	VPADDD       Z1, Z9, Z9
+	VPADDD       Z11, Z9, Z9
+	VFPCLASSPSZ  $0x81, Z11, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
+	VPERMT2W     Z9, Z2, Z13
+	JMP          bf16fixed44
+
+bf16fix46:
+	VPSRLD       $0x10, Z7, Z13
+	VPANDD       Z0, Z13, Z13
+	VPADDD       Z1, Z13, Z13
+	VPADDD       Z7, Z13, Z13
+	VFPCLASSPSZ  $0x81, Z7, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z13
+	VPSRLD       $0x10, Z8, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z8, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z8, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
+	VPERMT2W     Z7, Z2, Z13
+	JMP          bf16fixed47
+
+bf16fix48:
+	VPSRLD       $0x10, Z9, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z9, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z9, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
+	VPSRLD       $0x10, Z11, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z11, Z8, Z8
+	VFPCLASSPSZ  $0x81, Z11, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
+	VPERMT2W     Z8, Z2, Z7
+	JMP          bf16fixed49
+
+bf16fix53:
+	VPSRLD       $0x10, Z7, Z13
+	VPANDD       Z0, Z13, Z13
+	VPADDD       Z1, Z13, Z13
+	VPADDD       Z7, Z13, Z13
+	VFPCLASSPSZ  $0x81, Z7, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z13
+	VPSRLD       $0x10, Z8, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z8, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z8, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
+	VPERMT2W     Z7, Z2, Z13
+	JMP          bf16fixed54
+
+bf16fix55:
+	VPSRLD       $0x10, Z9, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z9, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z9, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
+	VPSRLD       $0x10, Z11, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z11, Z8, Z8
+	VFPCLASSPSZ  $0x81, Z11, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
+	VPERMT2W     Z8, Z2, Z7
+	JMP          bf16fixed56
+
+bf16fix58:
+	VPSRLD       $0x10, Z7, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z7, Z8, Z8
+	VFPCLASSPSZ  $0x81, Z7, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
+	VPERMT2W     Z8, Z2, Z8
+	JMP          bf16fixed59
+
+bf16fix62:
+	VPSRLD       $0x10, Z7, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z7, Z8, Z8
+	VFPCLASSPSZ  $0x81, Z7, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
+	VPERMT2W     Z8, Z2, Z8
+	JMP          bf16fixed63
+
+bf16fix66:
+	VPSRLD       $0x10, Z7, Z13
+	VPANDD       Z0, Z13, Z13
+	VPADDD       Z1, Z13, Z13
+	VPADDD       Z7, Z13, Z13
+	VFPCLASSPSZ  $0x81, Z7, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z13
+	VPSRLD       $0x10, Z8, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z8, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z8, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
+	VPERMT2W     Z7, Z2, Z13
+	JMP          bf16fixed67
+
+bf16fix68:
+	VPSRLD       $0x10, Z9, Z13
+	VPANDD       Z0, Z13, Z13
+	VPADDD       Z1, Z13, Z13
+	VPADDD       Z9, Z13, Z13
+	VFPCLASSPSZ  $0x81, Z9, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z13
+	VPSRLD       $0x10, Z11, Z9
+	VPANDD       Z0, Z9, Z9
+	VPADDD       Z1, Z9, Z9
+	VPADDD       Z11, Z9, Z9
+	VFPCLASSPSZ  $0x81, Z11, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
+	VPERMT2W     Z9, Z2, Z13
+	JMP          bf16fixed69
+
+bf16fix73:
+	VPSRLD       $0x10, Z7, Z13
+	VPANDD       Z0, Z13, Z13
+	VPADDD       Z1, Z13, Z13
+	VPADDD       Z7, Z13, Z13
+	VFPCLASSPSZ  $0x81, Z7, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z13
+	VPSRLD       $0x10, Z8, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z8, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z8, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
+	VPERMT2W     Z7, Z2, Z13
+	JMP          bf16fixed74
+
+bf16fix75:
+	VPSRLD       $0x10, Z9, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z9, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z9, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
+	VPSRLD       $0x10, Z11, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z11, Z8, Z8
+	VFPCLASSPSZ  $0x81, Z11, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
+	VPERMT2W     Z8, Z2, Z7
+	JMP          bf16fixed76
+
+bf16fix78:
+	VPSRLD       $0x10, Z7, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z7, Z8, Z8
+	VFPCLASSPSZ  $0x81, Z7, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
+	VPERMT2W     Z8, Z2, Z8
+	JMP          bf16fixed79
+
+bf16fix82:
+	VPSRLD       $0x10, Z7, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z7, Z8, Z8
+	VFPCLASSPSZ  $0x81, Z7, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
+	VPERMT2W     Z8, Z2, Z8
+	JMP          bf16fixed83
+
+bf16fix85:
+	VPSRLD       $0x10, Z7, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z7, Z8, Z8
+	VFPCLASSPSZ  $0x81, Z7, K3
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K3, Z8
+	VPERMT2W     Z8, Z2, Z8
+	JMP          bf16fixed86
+
+bf16fix89:
+	VPSRLD       $0x10, Z7, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z7, Z8, Z8
+	VFPCLASSPSZ  $0x81, Z7, K3
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K3, Z8
+	VPERMT2W     Z8, Z2, Z8
+	JMP          bf16fixed90
+
+// func avx512bf16ForwardLayerToBF16(j uintptr, from int, to int) int
+// Requires: AVX, AVX512BF16, AVX512BW, AVX512DQ, AVX512F, MMX+
+TEXT ·avx512bf16ForwardLayerToBF16(SB), NOSPLIT, $384-32
+	// avx512bf16ForwardLayerToBF16 normalizes rows [from, to) of the job: LayerNorm, float32 rows into BF16 rows: y = round16(((x-m)*inv)*w + b), round16(((x-m)*inv)*(1+w) + b) with flagOffset, or round16((x-m)*inv + b) with w nil (with flagRN and a weight, round16((x-m)*inv) in place of ((x-m)*inv)), m the row's mean with flagCenter (else +0), inv from the sum of (x-m)^2, b the bias (none when nil), for each row; with res, h = x + res and res = h per element first, and h in place of x.
+	// It stops before the first row that needs the float64 path and returns that row's index, or to.
+	MOVQ  j+0(FP), AX
+	MOVQ  job_dst+0(AX), CX
+	MOVQ  job_x+0(AX), DX
+	MOVQ  job_res+0(AX), BX
+	TESTQ BX, BX
+	JZ    rowsset
+	XCHGQ DX, BX
+
+rowsset:
+	MOVQ         job_w+0(AX), SI
+	MOVQ         job_stride+0(AX), DI
+	SHLQ         $0x02, DI
+	MOVQ         job_dstStride+0(AX), R8
+	SHLQ         $0x01, R8
+	MOVQ         R8, 328(SP)
+	VMOVDQU64    oddwords<>+0(SB), Z2
+	VPBROADCASTD avx512bfone<>+0(SB), Z0
+	VPBROADCASTD avx512bfbias<>+0(SB), Z1
+	VMOVDQU64    widelo<>+0(SB), Z3
+	VMOVDQU64    widehi<>+0(SB), Z4
+	MOVL         $0xaaaaaaaa, R8
+	KMOVD        R8, K1
+
+	// fd = float32(d); rd = 1/d when d is a power of two (a/d is then a*rd exactly), else 0.
+	MOVQ       job_d+0(AX), R8
+	VMOVSS     one<>+0(SB), X5
+	VCVTSI2SSQ R8, X5, X5
+	VMOVSS     X5, 376(SP)
+	XORL       R10, R10
+	LEAQ       -1(R8), R9
+	TESTQ      R8, R9
+	JNZ        notpow2
+	BSFQ       R8, R9
+	MOVL       $0x0000007f, R10
+	SUBL       R9, R10
+	SHLL       $0x17, R10
+
+notpow2:
+	MOVL         R10, 380(SP)
+	VBROADCASTSS one<>+0(SB), Z5
+	TESTL        $0x00000010, job_flags+0(AX)
+	JNZ          weightadd1
+	VBROADCASTSS negzero<>+0(SB), Z5
+
+weightadd1:
+	// Start at row from.
+	MOVQ  from+8(FP), R8
+	MOVQ  R8, 320(SP)
+	MOVQ  $0x00000000, 336(SP)
+	MOVQ  R8, R9
+	IMULQ 328(SP), R9
+	ADDQ  R9, CX
+	IMULQ DI, R8
+	ADDQ  R8, DX
+	ADDQ  R8, BX
+
+row:
+	MOVQ  320(SP), R8
+	CMPQ  R8, to+16(FP)
+	JAE   ret
+	MOVQ  $0x00000001, 344(SP)
+	CMPQ  job_res+0(AX), $0x00
+	JNE   addsum
+	TESTL $0x00000020, job_flags+0(AX)
+	JZ    nocenter
+	MOVQ  DX, R8
+
+	// Sum of squares: element i goes to partial i%64.
+	MOVQ    job_d+0(AX), R10
+	SUBQ    $0x00000040, R10
+	JGE     firstblock
+	VMOVUPS zero64<>+0(SB), Z6
+	VMOVUPS zero64<>+0(SB), Z7
+	VMOVUPS zero64<>+0(SB), Z8
+	VMOVUPS zero64<>+0(SB), Z9
+	XORQ    R9, R9
+	JMP     sumtail
+
+firstblock:
+	// +0 + square is the square itself: the first block initializes the partials.
+	XORQ    R9, R9
+	VMOVUPS (R8)(R9*4), Z6
+	VADDPS  zero64<>+0(SB), Z6, Z6
+	VMOVUPS 64(R8)(R9*4), Z7
+	VADDPS  zero64<>+0(SB), Z7, Z7
+	VMOVUPS 128(R8)(R9*4), Z8
+	VADDPS  zero64<>+0(SB), Z8, Z8
+	VMOVUPS 192(R8)(R9*4), Z9
+	VADDPS  zero64<>+0(SB), Z9, Z9
+	MOVQ    $0x00000040, R9
+	TESTL   $0x00000002, job_flags+0(AX)
+	JNZ     sumpf
+
+	PCALIGN $32
+sumloop:
+	CMPQ    R9, R10
+	JG      sumtail
+	VMOVUPS (R8)(R9*4), Z10
+	VADDPS  Z10, Z6, Z6
+	VMOVUPS 64(R8)(R9*4), Z10
+	VADDPS  Z10, Z7, Z7
+	VMOVUPS 128(R8)(R9*4), Z10
+	VADDPS  Z10, Z8, Z8
+	VMOVUPS 192(R8)(R9*4), Z10
+	VADDPS  Z10, Z9, Z9
+	ADDQ    $0x00000040, R9
+	JMP     sumloop
+
+	// The same, prefetching the rows ahead.
+sumpf:
+	MOVQ DI, R11
+	SHLQ $0x01, R11
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows2
+	SHLQ $0x03, R11
+
+longrows2:
+	ADDQ R8, R11
+
+	PCALIGN $32
+sumpfloop:
+	CMPQ       R9, R10
+	JG         sumtail
+	PREFETCHT0 (R11)(R9*4)
+	PREFETCHT0 64(R11)(R9*4)
+	PREFETCHT0 128(R11)(R9*4)
+	PREFETCHT0 192(R11)(R9*4)
+	VMOVUPS    (R8)(R9*4), Z10
+	VADDPS     Z10, Z6, Z6
+	VMOVUPS    64(R8)(R9*4), Z10
+	VADDPS     Z10, Z7, Z7
+	VMOVUPS    128(R8)(R9*4), Z10
+	VADDPS     Z10, Z8, Z8
+	VMOVUPS    192(R8)(R9*4), Z10
+	VADDPS     Z10, Z9, Z9
+	ADDQ       $0x00000040, R9
+	JMP        sumpfloop
+
+sumtail:
+	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
+	MOVQ job_d+0(AX), R10
+	SUBQ R9, R10
+	JZ   summed
+	LEAQ kmask<>+0(SB), R11
+	MOVQ R10, R12
+	CMPQ R12, $0x00000010
+	JLE  tailmask0
+	MOVQ $0x00000010, R12
+
+tailmask0:
+	KMOVW     (R11)(R12*2), K2
+	VMOVUPS.Z (R8)(R9*4), K2, Z10
+	VADDPS    Z10, Z6, Z6
+	MOVQ      R10, R12
+	SUBQ      $0x00000010, R12
+	JLE       summed
+	CMPQ      R12, $0x00000010
+	JLE       tailmask1
+	MOVQ      $0x00000010, R12
+
+tailmask1:
+	KMOVW     (R11)(R12*2), K2
+	VMOVUPS.Z 64(R8)(R9*4), K2, Z10
+	VADDPS    Z10, Z7, Z7
+	MOVQ      R10, R12
+	SUBQ      $0x00000020, R12
+	JLE       summed
+	CMPQ      R12, $0x00000010
+	JLE       tailmask2
+	MOVQ      $0x00000010, R12
+
+tailmask2:
+	KMOVW     (R11)(R12*2), K2
+	VMOVUPS.Z 128(R8)(R9*4), K2, Z10
+	VADDPS    Z10, Z8, Z8
+	SUBQ      $0x00000030, R10
+	JLE       summed
+	CMPQ      R10, $0x00000010
+	JLE       tailmask3
+	MOVQ      $0x00000010, R10
+
+tailmask3:
+	KMOVW     (R11)(R10*2), K2
+	VMOVUPS.Z 192(R8)(R9*4), K2, Z10
+	VADDPS    Z10, Z9, Z9
+
+summed:
+	VADDPS Z8, Z6, Z6
+	VADDPS Z9, Z7, Z7
+	VADDPS Z7, Z6, Z6
+	JMP    mean
+
+addsum:
+	MOVQ BX, R8
+	MOVQ DX, R9
+
+	// Sum of squares: element i goes to partial i%64.
+	MOVQ    job_d+0(AX), R11
+	SUBQ    $0x00000040, R11
+	JGE     addfirstblock
+	VMOVUPS zero64<>+0(SB), Z6
+	VMOVUPS zero64<>+0(SB), Z7
+	VMOVUPS zero64<>+0(SB), Z8
+	VMOVUPS zero64<>+0(SB), Z9
+	XORQ    R10, R10
+	JMP     addsumtail
+
+addfirstblock:
+	// +0 + square is the square itself: the first block initializes the partials.
+	XORQ    R10, R10
+	VMOVUPS (R8)(R10*4), Z6
+	VADDPS  (R9)(R10*4), Z6, Z6
+	VMOVUPS Z6, (R9)(R10*4)
+	VADDPS  zero64<>+0(SB), Z6, Z6
+	VMOVUPS 64(R8)(R10*4), Z7
+	VADDPS  64(R9)(R10*4), Z7, Z7
+	VMOVUPS Z7, 64(R9)(R10*4)
+	VADDPS  zero64<>+0(SB), Z7, Z7
+	VMOVUPS 128(R8)(R10*4), Z8
+	VADDPS  128(R9)(R10*4), Z8, Z8
+	VMOVUPS Z8, 128(R9)(R10*4)
+	VADDPS  zero64<>+0(SB), Z8, Z8
+	VMOVUPS 192(R8)(R10*4), Z9
+	VADDPS  192(R9)(R10*4), Z9, Z9
+	VMOVUPS Z9, 192(R9)(R10*4)
+	VADDPS  zero64<>+0(SB), Z9, Z9
+	MOVQ    $0x00000040, R10
+	TESTL   $0x00000002, job_flags+0(AX)
+	JNZ     addsumpf
+
+	PCALIGN $32
+addsumloop:
+	CMPQ    R10, R11
+	JG      addsumtail
+	VMOVUPS (R8)(R10*4), Z10
+	VADDPS  (R9)(R10*4), Z10, Z10
+	VMOVUPS Z10, (R9)(R10*4)
+	VADDPS  Z10, Z6, Z6
+	VMOVUPS 64(R8)(R10*4), Z10
+	VADDPS  64(R9)(R10*4), Z10, Z10
+	VMOVUPS Z10, 64(R9)(R10*4)
+	VADDPS  Z10, Z7, Z7
+	VMOVUPS 128(R8)(R10*4), Z10
+	VADDPS  128(R9)(R10*4), Z10, Z10
+	VMOVUPS Z10, 128(R9)(R10*4)
+	VADDPS  Z10, Z8, Z8
+	VMOVUPS 192(R8)(R10*4), Z10
+	VADDPS  192(R9)(R10*4), Z10, Z10
+	VMOVUPS Z10, 192(R9)(R10*4)
+	VADDPS  Z10, Z9, Z9
+	ADDQ    $0x00000040, R10
+	JMP     addsumloop
+
+	// The same, prefetching the rows ahead.
+addsumpf:
+	MOVQ DI, R12
+	SHLQ $0x01, R12
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows3
+	SHLQ $0x03, R12
+
+longrows3:
+	ADDQ R8, R12
+
+	PCALIGN $32
+addsumpfloop:
+	CMPQ       R10, R11
+	JG         addsumtail
+	PREFETCHT0 (R12)(R10*4)
+	PREFETCHT0 64(R12)(R10*4)
+	PREFETCHT0 128(R12)(R10*4)
+	PREFETCHT0 192(R12)(R10*4)
+	VMOVUPS    (R8)(R10*4), Z10
+	VADDPS     (R9)(R10*4), Z10, Z10
+	VMOVUPS    Z10, (R9)(R10*4)
+	VADDPS     Z10, Z6, Z6
+	VMOVUPS    64(R8)(R10*4), Z10
+	VADDPS     64(R9)(R10*4), Z10, Z10
+	VMOVUPS    Z10, 64(R9)(R10*4)
+	VADDPS     Z10, Z7, Z7
+	VMOVUPS    128(R8)(R10*4), Z10
+	VADDPS     128(R9)(R10*4), Z10, Z10
+	VMOVUPS    Z10, 128(R9)(R10*4)
+	VADDPS     Z10, Z8, Z8
+	VMOVUPS    192(R8)(R10*4), Z10
+	VADDPS     192(R9)(R10*4), Z10, Z10
+	VMOVUPS    Z10, 192(R9)(R10*4)
+	VADDPS     Z10, Z9, Z9
+	ADDQ       $0x00000040, R10
+	JMP        addsumpfloop
+
+addsumtail:
+	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
+	MOVQ job_d+0(AX), R11
+	SUBQ R10, R11
+	JZ   addsummed
+	LEAQ kmask<>+0(SB), R12
+	MOVQ R11, R13
+	CMPQ R13, $0x00000010
+	JLE  addtailmask0
+	MOVQ $0x00000010, R13
+
+addtailmask0:
+	KMOVW     (R12)(R13*2), K2
+	VMOVUPS.Z (R8)(R10*4), K2, Z10
+	VMOVUPS.Z (R9)(R10*4), K2, Z11
+	VADDPS    Z11, Z10, Z10
+	VMOVUPS   Z10, K2, (R9)(R10*4)
+	VADDPS    Z10, Z6, Z6
+	MOVQ      R11, R13
+	SUBQ      $0x00000010, R13
+	JLE       addsummed
+	CMPQ      R13, $0x00000010
+	JLE       addtailmask1
+	MOVQ      $0x00000010, R13
+
+addtailmask1:
+	KMOVW     (R12)(R13*2), K2
+	VMOVUPS.Z 64(R8)(R10*4), K2, Z10
+	VMOVUPS.Z 64(R9)(R10*4), K2, Z11
+	VADDPS    Z11, Z10, Z10
+	VMOVUPS   Z10, K2, 64(R9)(R10*4)
+	VADDPS    Z10, Z7, Z7
+	MOVQ      R11, R13
+	SUBQ      $0x00000020, R13
+	JLE       addsummed
+	CMPQ      R13, $0x00000010
+	JLE       addtailmask2
+	MOVQ      $0x00000010, R13
+
+addtailmask2:
+	KMOVW     (R12)(R13*2), K2
+	VMOVUPS.Z 128(R8)(R10*4), K2, Z10
+	VMOVUPS.Z 128(R9)(R10*4), K2, Z11
+	VADDPS    Z11, Z10, Z10
+	VMOVUPS   Z10, K2, 128(R9)(R10*4)
+	VADDPS    Z10, Z8, Z8
+	SUBQ      $0x00000030, R11
+	JLE       addsummed
+	CMPQ      R11, $0x00000010
+	JLE       addtailmask3
+	MOVQ      $0x00000010, R11
+
+addtailmask3:
+	KMOVW     (R12)(R11*2), K2
+	VMOVUPS.Z 192(R8)(R10*4), K2, Z10
+	VMOVUPS.Z 192(R9)(R10*4), K2, Z11
+	VADDPS    Z11, Z10, Z10
+	VMOVUPS   Z10, K2, 192(R9)(R10*4)
+	VADDPS    Z10, Z9, Z9
+
+addsummed:
+	VADDPS Z8, Z6, Z6
+	VADDPS Z9, Z7, Z7
+	VADDPS Z7, Z6, Z6
+
+mean:
+	VSHUFF64X2 $0xee, Z6, Z6, Z7
+	VADDPS     Z7, Z6, Z6
+	VSHUFF32X4 $0x01, Z6, Z6, Z7
+	VADDPS     Z7, Z6, Z6
+	VPERMILPS  $0x4e, Z6, Z7
+	VADDPS     Z7, Z6, Z6
+	VPERMILPS  $0xb1, Z6, Z7
+	VADDPS     Z7, Z6, Z6
+	TESTL      $0x00000020, job_flags+0(AX)
+	JZ         nocenter
+
+	// A row whose sum is not finite (s-s is NaN) takes the float64 path; else m = s/d.
+	VSUBSS   X6, X6, X7
+	VUCOMISS X7, X7
+	JPS      ret
+	CMPL     380(SP), $0x00
+	JE       divide4
+	VMULSS   380(SP), X6, X7
+	JMP      divided5
+
+divide4:
+	VDIVSS 376(SP), X6, X7
+
+divided5:
+	VBROADCASTSS X7, Z10
+	JMP          centered
+
+nocenter:
+	VMOVUPS zero64<>+0(SB), Z10
+
+centered:
+	MOVQ DX, R8
+
+	// Sum of squares: element i goes to partial i%64.
+	MOVQ    job_d+0(AX), R10
+	SUBQ    $0x00000040, R10
+	JGE     sqfirstblock
+	VMOVUPS zero64<>+0(SB), Z6
+	VMOVUPS zero64<>+0(SB), Z7
+	VMOVUPS zero64<>+0(SB), Z8
+	VMOVUPS zero64<>+0(SB), Z9
+	XORQ    R9, R9
+	JMP     sqsumtail
+
+sqfirstblock:
+	// +0 + square is the square itself: the first block initializes the partials.
+	XORQ    R9, R9
+	VMOVUPS (R8)(R9*4), Z6
+	VSUBPS  Z10, Z6, Z6
+	VMULPS  Z6, Z6, Z6
+	VMOVUPS 64(R8)(R9*4), Z7
+	VSUBPS  Z10, Z7, Z7
+	VMULPS  Z7, Z7, Z7
+	VMOVUPS 128(R8)(R9*4), Z8
+	VSUBPS  Z10, Z8, Z8
+	VMULPS  Z8, Z8, Z8
+	VMOVUPS 192(R8)(R9*4), Z9
+	VSUBPS  Z10, Z9, Z9
+	VMULPS  Z9, Z9, Z9
+	MOVQ    $0x00000040, R9
+	TESTL   $0x00000002, job_flags+0(AX)
+	JNZ     sqsumpf
+
+	PCALIGN $32
+sqsumloop:
+	CMPQ    R9, R10
+	JG      sqsumtail
+	VMOVUPS (R8)(R9*4), Z11
+	VSUBPS  Z10, Z11, Z11
+	VMULPS  Z11, Z11, Z11
+	VADDPS  Z11, Z6, Z6
+	VMOVUPS 64(R8)(R9*4), Z11
+	VSUBPS  Z10, Z11, Z11
+	VMULPS  Z11, Z11, Z11
+	VADDPS  Z11, Z7, Z7
+	VMOVUPS 128(R8)(R9*4), Z11
+	VSUBPS  Z10, Z11, Z11
+	VMULPS  Z11, Z11, Z11
+	VADDPS  Z11, Z8, Z8
+	VMOVUPS 192(R8)(R9*4), Z11
+	VSUBPS  Z10, Z11, Z11
+	VMULPS  Z11, Z11, Z11
+	VADDPS  Z11, Z9, Z9
+	ADDQ    $0x00000040, R9
+	JMP     sqsumloop
+
+	// The same, prefetching the rows ahead.
+sqsumpf:
+	MOVQ DI, R11
+	SHLQ $0x01, R11
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows6
+	SHLQ $0x03, R11
+
+longrows6:
+	ADDQ R8, R11
+
+	PCALIGN $32
+sqsumpfloop:
+	CMPQ       R9, R10
+	JG         sqsumtail
+	PREFETCHT0 (R11)(R9*4)
+	PREFETCHT0 64(R11)(R9*4)
+	PREFETCHT0 128(R11)(R9*4)
+	PREFETCHT0 192(R11)(R9*4)
+	VMOVUPS    (R8)(R9*4), Z11
+	VSUBPS     Z10, Z11, Z11
+	VMULPS     Z11, Z11, Z11
+	VADDPS     Z11, Z6, Z6
+	VMOVUPS    64(R8)(R9*4), Z11
+	VSUBPS     Z10, Z11, Z11
+	VMULPS     Z11, Z11, Z11
+	VADDPS     Z11, Z7, Z7
+	VMOVUPS    128(R8)(R9*4), Z11
+	VSUBPS     Z10, Z11, Z11
+	VMULPS     Z11, Z11, Z11
+	VADDPS     Z11, Z8, Z8
+	VMOVUPS    192(R8)(R9*4), Z11
+	VSUBPS     Z10, Z11, Z11
+	VMULPS     Z11, Z11, Z11
+	VADDPS     Z11, Z9, Z9
+	ADDQ       $0x00000040, R9
+	JMP        sqsumpfloop
+
+sqsumtail:
+	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
+	MOVQ job_d+0(AX), R10
+	SUBQ R9, R10
+	JZ   sqsummed
+	LEAQ kmask<>+0(SB), R11
+	MOVQ R10, R12
+	CMPQ R12, $0x00000010
+	JLE  sqtailmask0
+	MOVQ $0x00000010, R12
+
+sqtailmask0:
+	KMOVW     (R11)(R12*2), K2
+	VMOVUPS.Z (R8)(R9*4), K2, Z11
+	VSUBPS.Z  Z10, Z11, K2, Z11
+	VMULPS    Z11, Z11, Z11
+	VADDPS    Z11, Z6, Z6
+	MOVQ      R10, R12
+	SUBQ      $0x00000010, R12
+	JLE       sqsummed
+	CMPQ      R12, $0x00000010
+	JLE       sqtailmask1
+	MOVQ      $0x00000010, R12
+
+sqtailmask1:
+	KMOVW     (R11)(R12*2), K2
+	VMOVUPS.Z 64(R8)(R9*4), K2, Z11
+	VSUBPS.Z  Z10, Z11, K2, Z11
+	VMULPS    Z11, Z11, Z11
+	VADDPS    Z11, Z7, Z7
+	MOVQ      R10, R12
+	SUBQ      $0x00000020, R12
+	JLE       sqsummed
+	CMPQ      R12, $0x00000010
+	JLE       sqtailmask2
+	MOVQ      $0x00000010, R12
+
+sqtailmask2:
+	KMOVW     (R11)(R12*2), K2
+	VMOVUPS.Z 128(R8)(R9*4), K2, Z11
+	VSUBPS.Z  Z10, Z11, K2, Z11
+	VMULPS    Z11, Z11, Z11
+	VADDPS    Z11, Z8, Z8
+	SUBQ      $0x00000030, R10
+	JLE       sqsummed
+	CMPQ      R10, $0x00000010
+	JLE       sqtailmask3
+	MOVQ      $0x00000010, R10
+
+sqtailmask3:
+	KMOVW     (R11)(R10*2), K2
+	VMOVUPS.Z 192(R8)(R9*4), K2, Z11
+	VSUBPS.Z  Z10, Z11, K2, Z11
+	VMULPS    Z11, Z11, Z11
+	VADDPS    Z11, Z9, Z9
+
+sqsummed:
+	VADDPS Z8, Z6, Z6
+	VADDPS Z9, Z7, Z7
+	VADDPS Z7, Z6, Z6
+
+	// Halving tree: p[j] += p[j+h] for the remaining h, down to ss.
+	VSHUFF64X2 $0xee, Z6, Z6, Z7
+	VADDPS     Z7, Z6, Z6
+	VSHUFF32X4 $0x01, Z6, Z6, Z7
+	VADDPS     Z7, Z6, Z6
+	VPERMILPS  $0x4e, Z6, Z7
+	VADDPS     Z7, Z6, Z6
+	VPERMILPS  $0xb1, Z6, Z7
+	VADDPS     Z7, Z6, Z6
+
+	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
+	CMPL   380(SP), $0x00
+	JE     divide7
+	VMULSS 380(SP), X6, X6
+	JMP    divided8
+
+divide7:
+	VDIVSS 376(SP), X6, X6
+
+divided8:
+	VADDSS   job_eps+0(AX), X6, X6
+	VUCOMISS tlo<>+0(SB), X6
+	JCS      ret
+	VUCOMISS tmax<>+0(SB), X6
+	JHI      ret
+	VSQRTSS  X6, X6, X6
+	VMOVSS   one<>+0(SB), X12
+	VDIVSS   X6, X12, X12
+
+	// Report 1/rms if asked.
+	MOVQ   job_inv+0(AX), R8
+	TESTQ  R8, R8
+	JZ     reportmean
+	MOVQ   320(SP), R9
+	VMOVSS X12, (R8)(R9*4)
+
+reportmean:
+	// Report the mean if asked.
+	MOVQ   job_mean+0(AX), R8
+	TESTQ  R8, R8
+	JZ     scale
+	MOVQ   320(SP), R9
+	VMOVSS X10, (R8)(R9*4)
+
+scale:
+	VBROADCASTSS X12, Z6
+	MOVQ         $0x00000000, 352(SP)
+	CMPQ         344(SP), $0x01
+	JE           scalebody
+	VMOVUPS      Z12, 256(SP)
+
+scalerow:
+	MOVQ         352(SP), R8
+	VBROADCASTSS 256(SP)(R8*4), Z6
+
+scalebody:
+	// y = (src*inv)*w, rounded after each multiply.
+	XORQ  R8, R8
+	MOVQ  job_d+0(AX), R9
+	SUBQ  $0x00000040, R9
+	TESTL $0x00000002, job_flags+0(AX)
+	JNZ   scalepf
+	TESTQ SI, SI
+	JZ    scaleloopnoweight
+	TESTL $0x00000010, job_flags+0(AX)
+	JNZ   scaleloopoffset
+
+	PCALIGN $32
+scaleloop:
+	CMPQ           R8, R9
+	JG             scaletail
+	VMOVUPS        (DX)(R8*4), Z7
+	VSUBPS         Z10, Z7, Z7
+	VMULPS         Z6, Z7, Z7
+	VMOVUPS        64(DX)(R8*4), Z8
+	VSUBPS         Z10, Z8, Z8
+	VMULPS         Z6, Z8, Z8
+	VMOVUPS        128(DX)(R8*4), Z9
+	VSUBPS         Z10, Z9, Z9
+	VMULPS         Z6, Z9, Z9
+	VMOVUPS        192(DX)(R8*4), Z11
+	VSUBPS         Z10, Z11, Z11
+	VMULPS         Z6, Z11, Z11
+	TESTL          $0x00000008, job_flags+0(AX)
+	JZ             notrn9
+	VFPCLASSPSZ    $0xa1, Z7, K2
+	VFPCLASSPSZ    $0xa1, Z8, K3
+	KORTESTW       K3, K2
+	JNZ            bf16fix10
+	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xef // VCVTNE2PS2BF16 Z7, Z8, Z13
+
+bf16fixed11:
+	VPERMW.Z       Z13, Z3, K1, Z7
+	VPERMW.Z       Z13, Z4, K1, Z8
+	VFPCLASSPSZ    $0xa1, Z9, K2
+	VFPCLASSPSZ    $0xa1, Z11, K3
+	KORTESTW       K3, K2
+	JNZ            bf16fix12
+	BYTE $0x62; BYTE $0x52; BYTE $0x27; BYTE $0x48; BYTE $0x72; BYTE $0xe9 // VCVTNE2PS2BF16 Z9, Z11, Z13
+
+bf16fixed13:
+	VPERMW.Z Z13, Z3, K1, Z9
+	VPERMW.Z Z13, Z4, K1, Z11
+
+notrn9:
+	VMULPS (SI)(R8*4), Z7, Z7
+	VMULPS 64(SI)(R8*4), Z8, Z8
+	VMULPS 128(SI)(R8*4), Z9, Z9
+	VMULPS 192(SI)(R8*4), Z11, Z11
+	MOVQ   job_bias+0(AX), R10
+	TESTQ  R10, R10
+	JZ     nobias14
+	VADDPS (R10)(R8*4), Z7, Z7
+	VADDPS 64(R10)(R8*4), Z8, Z8
+	VADDPS 128(R10)(R8*4), Z9, Z9
+	VADDPS 192(R10)(R8*4), Z11, Z11
+
+nobias14:
+	VFPCLASSPSZ    $0xa1, Z7, K2
+	VFPCLASSPSZ    $0xa1, Z8, K3
+	KORTESTW       K3, K2
+	JNZ            bf16fix15
+	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xef // VCVTNE2PS2BF16 Z7, Z8, Z13
+
+bf16fixed16:
+	VMOVDQU64      Z13, (CX)(R8*2)
+	VFPCLASSPSZ    $0xa1, Z9, K2
+	VFPCLASSPSZ    $0xa1, Z11, K3
+	KORTESTW       K3, K2
+	JNZ            bf16fix17
+	BYTE $0x62; BYTE $0xd2; BYTE $0x27; BYTE $0x48; BYTE $0x72; BYTE $0xf9 // VCVTNE2PS2BF16 Z9, Z11, Z7
+
+bf16fixed18:
+	VMOVDQU64 Z7, 64(CX)(R8*2)
+	ADDQ      $0x00000040, R8
+	JMP       scaleloop
+
+	PCALIGN $32
+scaleloopoffset:
+	CMPQ           R8, R9
+	JG             scaletail
+	VMOVUPS        (DX)(R8*4), Z7
+	VSUBPS         Z10, Z7, Z7
+	VMULPS         Z6, Z7, Z7
+	VMOVUPS        64(DX)(R8*4), Z8
+	VSUBPS         Z10, Z8, Z8
+	VMULPS         Z6, Z8, Z8
+	VMOVUPS        128(DX)(R8*4), Z9
+	VSUBPS         Z10, Z9, Z9
+	VMULPS         Z6, Z9, Z9
+	VMOVUPS        192(DX)(R8*4), Z11
+	VSUBPS         Z10, Z11, Z11
+	VMULPS         Z6, Z11, Z11
+	TESTL          $0x00000008, job_flags+0(AX)
+	JZ             notrn19
+	VFPCLASSPSZ    $0xa1, Z7, K2
+	VFPCLASSPSZ    $0xa1, Z8, K3
+	KORTESTW       K3, K2
+	JNZ            bf16fix20
+	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xef // VCVTNE2PS2BF16 Z7, Z8, Z13
+
+bf16fixed21:
+	VPERMW.Z       Z13, Z3, K1, Z7
+	VPERMW.Z       Z13, Z4, K1, Z8
+	VFPCLASSPSZ    $0xa1, Z9, K2
+	VFPCLASSPSZ    $0xa1, Z11, K3
+	KORTESTW       K3, K2
+	JNZ            bf16fix22
+	BYTE $0x62; BYTE $0x52; BYTE $0x27; BYTE $0x48; BYTE $0x72; BYTE $0xe9 // VCVTNE2PS2BF16 Z9, Z11, Z13
+
+bf16fixed23:
+	VPERMW.Z Z13, Z3, K1, Z9
+	VPERMW.Z Z13, Z4, K1, Z11
+
+notrn19:
+	VMOVUPS (SI)(R8*4), Z13
+	VADDPS  Z5, Z13, Z13
+	VMULPS  Z13, Z7, Z7
+	VMOVUPS 64(SI)(R8*4), Z13
+	VADDPS  Z5, Z13, Z13
+	VMULPS  Z13, Z8, Z8
+	VMOVUPS 128(SI)(R8*4), Z13
+	VADDPS  Z5, Z13, Z13
+	VMULPS  Z13, Z9, Z9
+	VMOVUPS 192(SI)(R8*4), Z13
+	VADDPS  Z5, Z13, Z13
+	VMULPS  Z13, Z11, Z11
+	MOVQ    job_bias+0(AX), R10
+	TESTQ   R10, R10
+	JZ      nobias24
+	VADDPS  (R10)(R8*4), Z7, Z7
+	VADDPS  64(R10)(R8*4), Z8, Z8
+	VADDPS  128(R10)(R8*4), Z9, Z9
+	VADDPS  192(R10)(R8*4), Z11, Z11
+
+nobias24:
+	VFPCLASSPSZ    $0xa1, Z7, K2
+	VFPCLASSPSZ    $0xa1, Z8, K3
+	KORTESTW       K3, K2
+	JNZ            bf16fix25
+	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xef // VCVTNE2PS2BF16 Z7, Z8, Z13
+
+bf16fixed26:
+	VMOVDQU64      Z13, (CX)(R8*2)
+	VFPCLASSPSZ    $0xa1, Z9, K2
+	VFPCLASSPSZ    $0xa1, Z11, K3
+	KORTESTW       K3, K2
+	JNZ            bf16fix27
+	BYTE $0x62; BYTE $0xd2; BYTE $0x27; BYTE $0x48; BYTE $0x72; BYTE $0xf9 // VCVTNE2PS2BF16 Z9, Z11, Z7
+
+bf16fixed28:
+	VMOVDQU64 Z7, 64(CX)(R8*2)
+	ADDQ      $0x00000040, R8
+	JMP       scaleloopoffset
+
+	PCALIGN $32
+scaleloopnoweight:
+	CMPQ    R8, R9
+	JG      scaletail
+	VMOVUPS (DX)(R8*4), Z7
+	VSUBPS  Z10, Z7, Z7
+	VMULPS  Z6, Z7, Z7
+	VMOVUPS 64(DX)(R8*4), Z8
+	VSUBPS  Z10, Z8, Z8
+	VMULPS  Z6, Z8, Z8
+	VMOVUPS 128(DX)(R8*4), Z9
+	VSUBPS  Z10, Z9, Z9
+	VMULPS  Z6, Z9, Z9
+	VMOVUPS 192(DX)(R8*4), Z11
+	VSUBPS  Z10, Z11, Z11
+	VMULPS  Z6, Z11, Z11
+	MOVQ    job_bias+0(AX), R10
+	TESTQ   R10, R10
+	JZ      nobias29
+	VADDPS  (R10)(R8*4), Z7, Z7
+	VADDPS  64(R10)(R8*4), Z8, Z8
+	VADDPS  128(R10)(R8*4), Z9, Z9
+	VADDPS  192(R10)(R8*4), Z11, Z11
+
+nobias29:
+	VFPCLASSPSZ    $0xa1, Z7, K2
+	VFPCLASSPSZ    $0xa1, Z8, K3
+	KORTESTW       K3, K2
+	JNZ            bf16fix30
+	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xef // VCVTNE2PS2BF16 Z7, Z8, Z13
+
+bf16fixed31:
+	VMOVDQU64      Z13, (CX)(R8*2)
+	VFPCLASSPSZ    $0xa1, Z9, K2
+	VFPCLASSPSZ    $0xa1, Z11, K3
+	KORTESTW       K3, K2
+	JNZ            bf16fix32
+	BYTE $0x62; BYTE $0xd2; BYTE $0x27; BYTE $0x48; BYTE $0x72; BYTE $0xf9 // VCVTNE2PS2BF16 Z9, Z11, Z7
+
+bf16fixed33:
+	VMOVDQU64 Z7, 64(CX)(R8*2)
+	ADDQ      $0x00000040, R8
+	JMP       scaleloopnoweight
+
+scalepf:
+	MOVQ DI, R10
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows34
+	SHLQ $0x03, R10
+
+longrows34:
+	ADDQ  DX, R10
+	TESTL $0x00000001, job_flags+0(AX)
+	JNZ   scalent
+	TESTQ SI, SI
+	JZ    scalepfloopnoweight
+	TESTL $0x00000010, job_flags+0(AX)
+	JNZ   scalepfloopoffset
+
+	PCALIGN $32
+scalepfloop:
+	CMPQ           R8, R9
+	JG             scaletail
+	PREFETCHT0     (R10)(R8*4)
+	PREFETCHT0     64(R10)(R8*4)
+	PREFETCHT0     128(R10)(R8*4)
+	PREFETCHT0     192(R10)(R8*4)
+	VMOVUPS        (DX)(R8*4), Z7
+	VSUBPS         Z10, Z7, Z7
+	VMULPS         Z6, Z7, Z7
+	VMOVUPS        64(DX)(R8*4), Z8
+	VSUBPS         Z10, Z8, Z8
+	VMULPS         Z6, Z8, Z8
+	VMOVUPS        128(DX)(R8*4), Z9
+	VSUBPS         Z10, Z9, Z9
+	VMULPS         Z6, Z9, Z9
+	VMOVUPS        192(DX)(R8*4), Z11
+	VSUBPS         Z10, Z11, Z11
+	VMULPS         Z6, Z11, Z11
+	TESTL          $0x00000008, job_flags+0(AX)
+	JZ             notrn35
+	VFPCLASSPSZ    $0xa1, Z7, K2
+	VFPCLASSPSZ    $0xa1, Z8, K3
+	KORTESTW       K3, K2
+	JNZ            bf16fix36
+	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xef // VCVTNE2PS2BF16 Z7, Z8, Z13
+
+bf16fixed37:
+	VPERMW.Z       Z13, Z3, K1, Z7
+	VPERMW.Z       Z13, Z4, K1, Z8
+	VFPCLASSPSZ    $0xa1, Z9, K2
+	VFPCLASSPSZ    $0xa1, Z11, K3
+	KORTESTW       K3, K2
+	JNZ            bf16fix38
+	BYTE $0x62; BYTE $0x52; BYTE $0x27; BYTE $0x48; BYTE $0x72; BYTE $0xe9 // VCVTNE2PS2BF16 Z9, Z11, Z13
+
+bf16fixed39:
+	VPERMW.Z Z13, Z3, K1, Z9
+	VPERMW.Z Z13, Z4, K1, Z11
+
+notrn35:
+	VMULPS (SI)(R8*4), Z7, Z7
+	VMULPS 64(SI)(R8*4), Z8, Z8
+	VMULPS 128(SI)(R8*4), Z9, Z9
+	VMULPS 192(SI)(R8*4), Z11, Z11
+	MOVQ   job_bias+0(AX), R11
+	TESTQ  R11, R11
+	JZ     nobias40
+	VADDPS (R11)(R8*4), Z7, Z7
+	VADDPS 64(R11)(R8*4), Z8, Z8
+	VADDPS 128(R11)(R8*4), Z9, Z9
+	VADDPS 192(R11)(R8*4), Z11, Z11
+
+nobias40:
+	VFPCLASSPSZ    $0xa1, Z7, K2
+	VFPCLASSPSZ    $0xa1, Z8, K3
+	KORTESTW       K3, K2
+	JNZ            bf16fix41
+	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xef // VCVTNE2PS2BF16 Z7, Z8, Z13
+
+bf16fixed42:
+	VMOVDQU64      Z13, (CX)(R8*2)
+	VFPCLASSPSZ    $0xa1, Z9, K2
+	VFPCLASSPSZ    $0xa1, Z11, K3
+	KORTESTW       K3, K2
+	JNZ            bf16fix43
+	BYTE $0x62; BYTE $0xd2; BYTE $0x27; BYTE $0x48; BYTE $0x72; BYTE $0xf9 // VCVTNE2PS2BF16 Z9, Z11, Z7
+
+bf16fixed44:
+	VMOVDQU64 Z7, 64(CX)(R8*2)
+	ADDQ      $0x00000040, R8
+	JMP       scalepfloop
+
+	PCALIGN $32
+scalepfloopoffset:
+	CMPQ           R8, R9
+	JG             scaletail
+	PREFETCHT0     (R10)(R8*4)
+	PREFETCHT0     64(R10)(R8*4)
+	PREFETCHT0     128(R10)(R8*4)
+	PREFETCHT0     192(R10)(R8*4)
+	VMOVUPS        (DX)(R8*4), Z7
+	VSUBPS         Z10, Z7, Z7
+	VMULPS         Z6, Z7, Z7
+	VMOVUPS        64(DX)(R8*4), Z8
+	VSUBPS         Z10, Z8, Z8
+	VMULPS         Z6, Z8, Z8
+	VMOVUPS        128(DX)(R8*4), Z9
+	VSUBPS         Z10, Z9, Z9
+	VMULPS         Z6, Z9, Z9
+	VMOVUPS        192(DX)(R8*4), Z11
+	VSUBPS         Z10, Z11, Z11
+	VMULPS         Z6, Z11, Z11
+	TESTL          $0x00000008, job_flags+0(AX)
+	JZ             notrn45
+	VFPCLASSPSZ    $0xa1, Z7, K2
+	VFPCLASSPSZ    $0xa1, Z8, K3
+	KORTESTW       K3, K2
+	JNZ            bf16fix46
+	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xef // VCVTNE2PS2BF16 Z7, Z8, Z13
+
+bf16fixed47:
+	VPERMW.Z       Z13, Z3, K1, Z7
+	VPERMW.Z       Z13, Z4, K1, Z8
+	VFPCLASSPSZ    $0xa1, Z9, K2
+	VFPCLASSPSZ    $0xa1, Z11, K3
+	KORTESTW       K3, K2
+	JNZ            bf16fix48
+	BYTE $0x62; BYTE $0x52; BYTE $0x27; BYTE $0x48; BYTE $0x72; BYTE $0xe9 // VCVTNE2PS2BF16 Z9, Z11, Z13
+
+bf16fixed49:
+	VPERMW.Z Z13, Z3, K1, Z9
+	VPERMW.Z Z13, Z4, K1, Z11
+
+notrn45:
+	VMOVUPS (SI)(R8*4), Z13
+	VADDPS  Z5, Z13, Z13
+	VMULPS  Z13, Z7, Z7
+	VMOVUPS 64(SI)(R8*4), Z13
+	VADDPS  Z5, Z13, Z13
+	VMULPS  Z13, Z8, Z8
+	VMOVUPS 128(SI)(R8*4), Z13
+	VADDPS  Z5, Z13, Z13
+	VMULPS  Z13, Z9, Z9
+	VMOVUPS 192(SI)(R8*4), Z13
+	VADDPS  Z5, Z13, Z13
+	VMULPS  Z13, Z11, Z11
+	MOVQ    job_bias+0(AX), R11
+	TESTQ   R11, R11
+	JZ      nobias50
+	VADDPS  (R11)(R8*4), Z7, Z7
+	VADDPS  64(R11)(R8*4), Z8, Z8
+	VADDPS  128(R11)(R8*4), Z9, Z9
+	VADDPS  192(R11)(R8*4), Z11, Z11
+
+nobias50:
+	VFPCLASSPSZ    $0xa1, Z7, K2
+	VFPCLASSPSZ    $0xa1, Z8, K3
+	KORTESTW       K3, K2
+	JNZ            bf16fix51
+	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xef // VCVTNE2PS2BF16 Z7, Z8, Z13
+
+bf16fixed52:
+	VMOVDQU64      Z13, (CX)(R8*2)
+	VFPCLASSPSZ    $0xa1, Z9, K2
+	VFPCLASSPSZ    $0xa1, Z11, K3
+	KORTESTW       K3, K2
+	JNZ            bf16fix53
+	BYTE $0x62; BYTE $0xd2; BYTE $0x27; BYTE $0x48; BYTE $0x72; BYTE $0xf9 // VCVTNE2PS2BF16 Z9, Z11, Z7
+
+bf16fixed54:
+	VMOVDQU64 Z7, 64(CX)(R8*2)
+	ADDQ      $0x00000040, R8
+	JMP       scalepfloopoffset
+
+	PCALIGN $32
+scalepfloopnoweight:
+	CMPQ       R8, R9
+	JG         scaletail
+	PREFETCHT0 (R10)(R8*4)
+	PREFETCHT0 64(R10)(R8*4)
+	PREFETCHT0 128(R10)(R8*4)
+	PREFETCHT0 192(R10)(R8*4)
+	VMOVUPS    (DX)(R8*4), Z7
+	VSUBPS     Z10, Z7, Z7
+	VMULPS     Z6, Z7, Z7
+	VMOVUPS    64(DX)(R8*4), Z8
+	VSUBPS     Z10, Z8, Z8
+	VMULPS     Z6, Z8, Z8
+	VMOVUPS    128(DX)(R8*4), Z9
+	VSUBPS     Z10, Z9, Z9
+	VMULPS     Z6, Z9, Z9
+	VMOVUPS    192(DX)(R8*4), Z11
+	VSUBPS     Z10, Z11, Z11
+	VMULPS     Z6, Z11, Z11
+	MOVQ       job_bias+0(AX), R11
+	TESTQ      R11, R11
+	JZ         nobias55
+	VADDPS     (R11)(R8*4), Z7, Z7
+	VADDPS     64(R11)(R8*4), Z8, Z8
+	VADDPS     128(R11)(R8*4), Z9, Z9
+	VADDPS     192(R11)(R8*4), Z11, Z11
+
+nobias55:
+	VFPCLASSPSZ    $0xa1, Z7, K2
+	VFPCLASSPSZ    $0xa1, Z8, K3
+	KORTESTW       K3, K2
+	JNZ            bf16fix56
+	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xef // VCVTNE2PS2BF16 Z7, Z8, Z13
+
+bf16fixed57:
+	VMOVDQU64      Z13, (CX)(R8*2)
+	VFPCLASSPSZ    $0xa1, Z9, K2
+	VFPCLASSPSZ    $0xa1, Z11, K3
+	KORTESTW       K3, K2
+	JNZ            bf16fix58
+	BYTE $0x62; BYTE $0xd2; BYTE $0x27; BYTE $0x48; BYTE $0x72; BYTE $0xf9 // VCVTNE2PS2BF16 Z9, Z11, Z7
+
+bf16fixed59:
+	VMOVDQU64 Z7, 64(CX)(R8*2)
+	ADDQ      $0x00000040, R8
+	JMP       scalepfloopnoweight
+
+scalent:
+	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
+	MOVQ CX, R10
+	NEGQ R10
+	ANDQ $0x0000003f, R10
+	SHRQ $0x01, R10
+	JZ   scalentgo
+	CMPQ R10, job_d+0(AX)
+	JLE  scalehead
+	MOVQ job_d+0(AX), R10
+
+scalehead:
+	CMPQ           R10, $0x00000010
+	JB             scaleheadpart
+	VMOVUPS        (DX)(R8*4), Z7
+	VSUBPS         Z10, Z7, Z7
+	VMULPS         Z6, Z7, Z7
+	TESTL          $0x00000008, job_flags+0(AX)
+	JZ             notrn60
+	VFPCLASSPSZ    $0xa1, Z7, K2
+	KORTESTW       K2, K2
+	JNZ            bf16fix61
+	BYTE $0x62; BYTE $0x72; BYTE $0x47; BYTE $0x48; BYTE $0x72; BYTE $0xc7 // VCVTNE2PS2BF16 Z7, Z7, Z8
+
+bf16fixed62:
+	VPERMW.Z Z8, Z3, K1, Z7
+
+notrn60:
+	TESTQ   SI, SI
+	JZ      noweight63
+	VMOVUPS (SI)(R8*4), Z8
+	VADDPS  Z5, Z8, Z8
+	VMULPS  Z8, Z7, Z7
+
+noweight63:
+	MOVQ   job_bias+0(AX), R11
+	TESTQ  R11, R11
+	JZ     nobias64
+	VADDPS (R11)(R8*4), Z7, Z7
+
+nobias64:
+	VFPCLASSPSZ    $0xa1, Z7, K2
+	KORTESTW       K2, K2
+	JNZ            bf16fix65
+	BYTE $0x62; BYTE $0x72; BYTE $0x47; BYTE $0x48; BYTE $0x72; BYTE $0xc7 // VCVTNE2PS2BF16 Z7, Z7, Z8
+
+bf16fixed66:
+	VEXTRACTI64X4 $0x00, Z8, (CX)(R8*2)
+	ADDQ          $0x00000010, R8
+	SUBQ          $0x00000010, R10
+	JZ            scalentgo
+
+scaleheadpart:
+	JMP partout
+
+scalentgo:
+	MOVQ DI, R10
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows67
+	SHLQ $0x03, R10
+
+longrows67:
+	ADDQ DX, R10
+	MOVL job_flags+0(AX), R11
+
+	PCALIGN $32
+scalentloop:
+	CMPQ           R8, R9
+	JG             scaletail
+	PREFETCHT0     (R10)(R8*4)
+	PREFETCHT0     64(R10)(R8*4)
+	PREFETCHT0     128(R10)(R8*4)
+	PREFETCHT0     192(R10)(R8*4)
+	VMOVUPS        (DX)(R8*4), Z7
+	VSUBPS         Z10, Z7, Z7
+	VMULPS         Z6, Z7, Z7
+	VMOVUPS        64(DX)(R8*4), Z8
+	VSUBPS         Z10, Z8, Z8
+	VMULPS         Z6, Z8, Z8
+	VMOVUPS        128(DX)(R8*4), Z9
+	VSUBPS         Z10, Z9, Z9
+	VMULPS         Z6, Z9, Z9
+	VMOVUPS        192(DX)(R8*4), Z11
+	VSUBPS         Z10, Z11, Z11
+	VMULPS         Z6, Z11, Z11
+	TESTL          $0x00000008, job_flags+0(AX)
+	JZ             notrn68
+	VFPCLASSPSZ    $0xa1, Z7, K2
+	VFPCLASSPSZ    $0xa1, Z8, K3
+	KORTESTW       K3, K2
+	JNZ            bf16fix69
+	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xef // VCVTNE2PS2BF16 Z7, Z8, Z13
+
+bf16fixed70:
+	VPERMW.Z       Z13, Z3, K1, Z7
+	VPERMW.Z       Z13, Z4, K1, Z8
+	VFPCLASSPSZ    $0xa1, Z9, K2
+	VFPCLASSPSZ    $0xa1, Z11, K3
+	KORTESTW       K3, K2
+	JNZ            bf16fix71
+	BYTE $0x62; BYTE $0x52; BYTE $0x27; BYTE $0x48; BYTE $0x72; BYTE $0xe9 // VCVTNE2PS2BF16 Z9, Z11, Z13
+
+bf16fixed72:
+	VPERMW.Z Z13, Z3, K1, Z9
+	VPERMW.Z Z13, Z4, K1, Z11
+
+notrn68:
+	TESTQ  SI, SI
+	JZ     weighed74
+	TESTL  $0x00000010, R11
+	JNZ    offset73
+	VMULPS (SI)(R8*4), Z7, Z7
+	VMULPS 64(SI)(R8*4), Z8, Z8
+	VMULPS 128(SI)(R8*4), Z9, Z9
+	VMULPS 192(SI)(R8*4), Z11, Z11
+
+weighed74:
+	MOVQ   job_bias+0(AX), R12
+	TESTQ  R12, R12
+	JZ     nobias75
+	VADDPS (R12)(R8*4), Z7, Z7
+	VADDPS 64(R12)(R8*4), Z8, Z8
+	VADDPS 128(R12)(R8*4), Z9, Z9
+	VADDPS 192(R12)(R8*4), Z11, Z11
+
+nobias75:
+	VFPCLASSPSZ    $0xa1, Z7, K2
+	VFPCLASSPSZ    $0xa1, Z8, K3
+	KORTESTW       K3, K2
+	JNZ            bf16fix76
+	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xef // VCVTNE2PS2BF16 Z7, Z8, Z13
+
+bf16fixed77:
+	VMOVNTDQ       Z13, (CX)(R8*2)
+	VFPCLASSPSZ    $0xa1, Z9, K2
+	VFPCLASSPSZ    $0xa1, Z11, K3
+	KORTESTW       K3, K2
+	JNZ            bf16fix78
+	BYTE $0x62; BYTE $0xd2; BYTE $0x27; BYTE $0x48; BYTE $0x72; BYTE $0xf9 // VCVTNE2PS2BF16 Z9, Z11, Z7
+
+bf16fixed79:
+	VMOVNTDQ Z7, 64(CX)(R8*2)
+	ADDQ     $0x00000040, R8
+	JMP      scalentloop
+
+offset73:
+	VMOVUPS (SI)(R8*4), Z13
+	VADDPS  Z5, Z13, Z13
+	VMULPS  Z13, Z7, Z7
+	VMOVUPS 64(SI)(R8*4), Z13
+	VADDPS  Z5, Z13, Z13
+	VMULPS  Z13, Z8, Z8
+	VMOVUPS 128(SI)(R8*4), Z13
+	VADDPS  Z5, Z13, Z13
+	VMULPS  Z13, Z9, Z9
+	VMOVUPS 192(SI)(R8*4), Z13
+	VADDPS  Z5, Z13, Z13
+	VMULPS  Z13, Z11, Z11
+	JMP     weighed74
+
+scaletail:
+	ADDQ $0x00000030, R9
+
+scaleone:
+	CMPQ           R8, R9
+	JG             scalepart
+	VMOVUPS        (DX)(R8*4), Z7
+	VSUBPS         Z10, Z7, Z7
+	VMULPS         Z6, Z7, Z7
+	TESTL          $0x00000008, job_flags+0(AX)
+	JZ             notrn80
+	VFPCLASSPSZ    $0xa1, Z7, K2
+	KORTESTW       K2, K2
+	JNZ            bf16fix81
+	BYTE $0x62; BYTE $0x72; BYTE $0x47; BYTE $0x48; BYTE $0x72; BYTE $0xc7 // VCVTNE2PS2BF16 Z7, Z7, Z8
+
+bf16fixed82:
+	VPERMW.Z Z8, Z3, K1, Z7
+
+notrn80:
+	TESTQ   SI, SI
+	JZ      noweight83
+	VMOVUPS (SI)(R8*4), Z8
+	VADDPS  Z5, Z8, Z8
+	VMULPS  Z8, Z7, Z7
+
+noweight83:
+	MOVQ   job_bias+0(AX), R10
+	TESTQ  R10, R10
+	JZ     nobias84
+	VADDPS (R10)(R8*4), Z7, Z7
+
+nobias84:
+	VFPCLASSPSZ    $0xa1, Z7, K2
+	KORTESTW       K2, K2
+	JNZ            bf16fix85
+	BYTE $0x62; BYTE $0x72; BYTE $0x47; BYTE $0x48; BYTE $0x72; BYTE $0xc7 // VCVTNE2PS2BF16 Z7, Z7, Z8
+
+bf16fixed86:
+	VEXTRACTI64X4 $0x00, Z8, (CX)(R8*2)
+	ADDQ          $0x00000010, R8
+	JMP           scaleone
+
+scalepart:
+	MOVQ job_d+0(AX), R10
+	SUBQ R8, R10
+	JZ   scaled
+
+	// The last n < lanes elements, or the first n of a non-temporal row (i + n < d: back to its loop).
+partout:
+	LEAQ           kmask<>+0(SB), R11
+	KMOVW          (R11)(R10*2), K2
+	VMOVUPS.Z      (DX)(R8*4), K2, Z7
+	VSUBPS         Z10, Z7, Z7
+	VMULPS         Z7, Z6, Z7
+	TESTL          $0x00000008, job_flags+0(AX)
+	JZ             notrn87
+	VFPCLASSPSZ    $0xa1, Z7, K3
+	KORTESTW       K3, K3
+	JNZ            bf16fix88
+	BYTE $0x62; BYTE $0x72; BYTE $0x47; BYTE $0x48; BYTE $0x72; BYTE $0xc7 // VCVTNE2PS2BF16 Z7, Z7, Z8
+
+bf16fixed89:
+	VPERMW.Z Z8, Z3, K1, Z7
+
+notrn87:
+	TESTQ     SI, SI
+	JZ        noweight90
+	VMOVUPS.Z (SI)(R8*4), K2, Z8
+	VADDPS    Z5, Z8, Z8
+	VMULPS    Z8, Z7, Z7
+
+noweight90:
+	MOVQ      job_bias+0(AX), R11
+	TESTQ     R11, R11
+	JZ        nobias91
+	VMOVUPS.Z (R11)(R8*4), K2, Z8
+	VADDPS    Z8, Z7, Z7
+
+nobias91:
+	VFPCLASSPSZ    $0xa1, Z7, K3
+	KORTESTW       K3, K3
+	JNZ            bf16fix92
+	BYTE $0x62; BYTE $0x72; BYTE $0x47; BYTE $0x48; BYTE $0x72; BYTE $0xc7 // VCVTNE2PS2BF16 Z7, Z7, Z8
+
+bf16fixed93:
+	VMOVDQU16 Z8, K2, (CX)(R8*2)
+	ADDQ      R10, R8
+	CMPQ      R8, job_d+0(AX)
+	JB        scalentgo
+
+scaled:
+	ADDQ DI, DX
+	ADDQ 328(SP), CX
+	ADDQ DI, BX
+	INCQ 320(SP)
+	MOVQ 352(SP), R8
+	INCQ R8
+	MOVQ R8, 352(SP)
+	CMPQ R8, 344(SP)
+	JB   scalerow
+	JMP  row
+
+ret:
+	TESTL $0x00000001, job_flags+0(AX)
+	JZ    vzero
+	SFENCE
+
+vzero:
+	VZEROUPPER
+	MOVQ 320(SP), AX
+	MOVQ AX, ret+24(FP)
+	RET
+
+bf16fix10:
+	VPSRLD       $0x10, Z7, Z13
+	VPANDD       Z0, Z13, Z13
+	VPADDD       Z1, Z13, Z13
+	VPADDD       Z7, Z13, Z13
+	VFPCLASSPSZ  $0x81, Z7, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z13
+	VPSRLD       $0x10, Z8, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z8, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z8, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
+	VPERMT2W     Z7, Z2, Z13
+	JMP          bf16fixed11
+
+bf16fix12:
+	VPSRLD       $0x10, Z9, Z13
+	VPANDD       Z0, Z13, Z13
+	VPADDD       Z1, Z13, Z13
+	VPADDD       Z9, Z13, Z13
+	VFPCLASSPSZ  $0x81, Z9, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z13
+	VPSRLD       $0x10, Z11, Z9
+	VPANDD       Z0, Z9, Z9
+	VPADDD       Z1, Z9, Z9
+	VPADDD       Z11, Z9, Z9
+	VFPCLASSPSZ  $0x81, Z11, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
+	VPERMT2W     Z9, Z2, Z13
+	JMP          bf16fixed13
+
+bf16fix15:
+	VPSRLD       $0x10, Z7, Z13
+	VPANDD       Z0, Z13, Z13
+	VPADDD       Z1, Z13, Z13
+	VPADDD       Z7, Z13, Z13
+	VFPCLASSPSZ  $0x81, Z7, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z13
+	VPSRLD       $0x10, Z8, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z8, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z8, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
+	VPERMT2W     Z7, Z2, Z13
+	JMP          bf16fixed16
+
+bf16fix17:
+	VPSRLD       $0x10, Z9, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z9, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z9, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
+	VPSRLD       $0x10, Z11, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z11, Z8, Z8
+	VFPCLASSPSZ  $0x81, Z11, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
+	VPERMT2W     Z8, Z2, Z7
+	JMP          bf16fixed18
+
+bf16fix20:
+	VPSRLD       $0x10, Z7, Z13
+	VPANDD       Z0, Z13, Z13
+	VPADDD       Z1, Z13, Z13
+	VPADDD       Z7, Z13, Z13
+	VFPCLASSPSZ  $0x81, Z7, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z13
+	VPSRLD       $0x10, Z8, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z8, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z8, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
+	VPERMT2W     Z7, Z2, Z13
+	JMP          bf16fixed21
+
+bf16fix22:
+	VPSRLD       $0x10, Z9, Z13
+	VPANDD       Z0, Z13, Z13
+	VPADDD       Z1, Z13, Z13
+	VPADDD       Z9, Z13, Z13
+	VFPCLASSPSZ  $0x81, Z9, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z13
+	VPSRLD       $0x10, Z11, Z9
+	VPANDD       Z0, Z9, Z9
+	VPADDD       Z1, Z9, Z9
+	VPADDD       Z11, Z9, Z9
+	VFPCLASSPSZ  $0x81, Z11, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
+	VPERMT2W     Z9, Z2, Z13
+	JMP          bf16fixed23
+
+bf16fix25:
+	VPSRLD       $0x10, Z7, Z13
+	VPANDD       Z0, Z13, Z13
+	VPADDD       Z1, Z13, Z13
+	VPADDD       Z7, Z13, Z13
+	VFPCLASSPSZ  $0x81, Z7, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z13
+	VPSRLD       $0x10, Z8, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z8, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z8, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
+	VPERMT2W     Z7, Z2, Z13
+	JMP          bf16fixed26
+
+bf16fix27:
+	VPSRLD       $0x10, Z9, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z9, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z9, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
+	VPSRLD       $0x10, Z11, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z11, Z8, Z8
+	VFPCLASSPSZ  $0x81, Z11, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
+	VPERMT2W     Z8, Z2, Z7
+	JMP          bf16fixed28
+
+bf16fix30:
+	VPSRLD       $0x10, Z7, Z13
+	VPANDD       Z0, Z13, Z13
+	VPADDD       Z1, Z13, Z13
+	VPADDD       Z7, Z13, Z13
+	VFPCLASSPSZ  $0x81, Z7, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z13
+	VPSRLD       $0x10, Z8, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z8, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z8, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
+	VPERMT2W     Z7, Z2, Z13
+	JMP          bf16fixed31
+
+bf16fix32:
+	VPSRLD       $0x10, Z9, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z9, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z9, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
+	VPSRLD       $0x10, Z11, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z11, Z8, Z8
+	VFPCLASSPSZ  $0x81, Z11, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
+	VPERMT2W     Z8, Z2, Z7
+	JMP          bf16fixed33
+
+bf16fix36:
+	VPSRLD       $0x10, Z7, Z13
+	VPANDD       Z0, Z13, Z13
+	VPADDD       Z1, Z13, Z13
+	VPADDD       Z7, Z13, Z13
+	VFPCLASSPSZ  $0x81, Z7, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z13
+	VPSRLD       $0x10, Z8, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z8, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z8, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
+	VPERMT2W     Z7, Z2, Z13
+	JMP          bf16fixed37
+
+bf16fix38:
+	VPSRLD       $0x10, Z9, Z13
+	VPANDD       Z0, Z13, Z13
+	VPADDD       Z1, Z13, Z13
+	VPADDD       Z9, Z13, Z13
+	VFPCLASSPSZ  $0x81, Z9, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z13
+	VPSRLD       $0x10, Z11, Z9
+	VPANDD       Z0, Z9, Z9
+	VPADDD       Z1, Z9, Z9
+	VPADDD       Z11, Z9, Z9
+	VFPCLASSPSZ  $0x81, Z11, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
+	VPERMT2W     Z9, Z2, Z13
+	JMP          bf16fixed39
+
+bf16fix41:
+	VPSRLD       $0x10, Z7, Z13
+	VPANDD       Z0, Z13, Z13
+	VPADDD       Z1, Z13, Z13
+	VPADDD       Z7, Z13, Z13
+	VFPCLASSPSZ  $0x81, Z7, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z13
+	VPSRLD       $0x10, Z8, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z8, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z8, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
+	VPERMT2W     Z7, Z2, Z13
+	JMP          bf16fixed42
+
+bf16fix43:
+	VPSRLD       $0x10, Z9, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z9, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z9, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
+	VPSRLD       $0x10, Z11, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z11, Z8, Z8
+	VFPCLASSPSZ  $0x81, Z11, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
+	VPERMT2W     Z8, Z2, Z7
+	JMP          bf16fixed44
+
+bf16fix46:
+	VPSRLD       $0x10, Z7, Z13
+	VPANDD       Z0, Z13, Z13
+	VPADDD       Z1, Z13, Z13
+	VPADDD       Z7, Z13, Z13
+	VFPCLASSPSZ  $0x81, Z7, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z13
+	VPSRLD       $0x10, Z8, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z8, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z8, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
+	VPERMT2W     Z7, Z2, Z13
+	JMP          bf16fixed47
+
+bf16fix48:
+	VPSRLD       $0x10, Z9, Z13
+	VPANDD       Z0, Z13, Z13
+	VPADDD       Z1, Z13, Z13
+	VPADDD       Z9, Z13, Z13
+	VFPCLASSPSZ  $0x81, Z9, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z13
+	VPSRLD       $0x10, Z11, Z9
+	VPANDD       Z0, Z9, Z9
+	VPADDD       Z1, Z9, Z9
+	VPADDD       Z11, Z9, Z9
+	VFPCLASSPSZ  $0x81, Z11, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
+	VPERMT2W     Z9, Z2, Z13
+	JMP          bf16fixed49
+
+bf16fix51:
+	VPSRLD       $0x10, Z7, Z13
+	VPANDD       Z0, Z13, Z13
+	VPADDD       Z1, Z13, Z13
+	VPADDD       Z7, Z13, Z13
+	VFPCLASSPSZ  $0x81, Z7, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z13
+	VPSRLD       $0x10, Z8, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z8, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z8, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
+	VPERMT2W     Z7, Z2, Z13
+	JMP          bf16fixed52
+
+bf16fix53:
+	VPSRLD       $0x10, Z9, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z9, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z9, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
+	VPSRLD       $0x10, Z11, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z11, Z8, Z8
+	VFPCLASSPSZ  $0x81, Z11, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
+	VPERMT2W     Z8, Z2, Z7
+	JMP          bf16fixed54
+
+bf16fix56:
+	VPSRLD       $0x10, Z7, Z13
+	VPANDD       Z0, Z13, Z13
+	VPADDD       Z1, Z13, Z13
+	VPADDD       Z7, Z13, Z13
+	VFPCLASSPSZ  $0x81, Z7, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z13
+	VPSRLD       $0x10, Z8, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z8, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z8, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
+	VPERMT2W     Z7, Z2, Z13
+	JMP          bf16fixed57
+
+bf16fix58:
+	VPSRLD       $0x10, Z9, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z9, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z9, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
+	VPSRLD       $0x10, Z11, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z11, Z8, Z8
+	VFPCLASSPSZ  $0x81, Z11, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
+	VPERMT2W     Z8, Z2, Z7
+	JMP          bf16fixed59
+
+bf16fix61:
+	VPSRLD       $0x10, Z7, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z7, Z8, Z8
+	VFPCLASSPSZ  $0x81, Z7, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
+	VPERMT2W     Z8, Z2, Z8
+	JMP          bf16fixed62
+
+bf16fix65:
+	VPSRLD       $0x10, Z7, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z7, Z8, Z8
+	VFPCLASSPSZ  $0x81, Z7, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
+	VPERMT2W     Z8, Z2, Z8
+	JMP          bf16fixed66
+
+bf16fix69:
+	VPSRLD       $0x10, Z7, Z13
+	VPANDD       Z0, Z13, Z13
+	VPADDD       Z1, Z13, Z13
+	VPADDD       Z7, Z13, Z13
+	VFPCLASSPSZ  $0x81, Z7, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z13
+	VPSRLD       $0x10, Z8, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z8, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z8, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
+	VPERMT2W     Z7, Z2, Z13
+	JMP          bf16fixed70
+
+bf16fix71:
+	VPSRLD       $0x10, Z9, Z13
+	VPANDD       Z0, Z13, Z13
+	VPADDD       Z1, Z13, Z13
+	VPADDD       Z9, Z13, Z13
+	VFPCLASSPSZ  $0x81, Z9, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z13
+	VPSRLD       $0x10, Z11, Z9
+	VPANDD       Z0, Z9, Z9
+	VPADDD       Z1, Z9, Z9
+	VPADDD       Z11, Z9, Z9
+	VFPCLASSPSZ  $0x81, Z11, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
+	VPERMT2W     Z9, Z2, Z13
+	JMP          bf16fixed72
+
+bf16fix76:
+	VPSRLD       $0x10, Z7, Z13
+	VPANDD       Z0, Z13, Z13
+	VPADDD       Z1, Z13, Z13
+	VPADDD       Z7, Z13, Z13
+	VFPCLASSPSZ  $0x81, Z7, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z13
+	VPSRLD       $0x10, Z8, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z8, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z8, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
+	VPERMT2W     Z7, Z2, Z13
+	JMP          bf16fixed77
+
+bf16fix78:
+	VPSRLD       $0x10, Z9, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z9, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z9, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
+	VPSRLD       $0x10, Z11, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z11, Z8, Z8
+	VFPCLASSPSZ  $0x81, Z11, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
+	VPERMT2W     Z8, Z2, Z7
+	JMP          bf16fixed79
+
+bf16fix81:
+	VPSRLD       $0x10, Z7, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z7, Z8, Z8
+	VFPCLASSPSZ  $0x81, Z7, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
+	VPERMT2W     Z8, Z2, Z8
+	JMP          bf16fixed82
+
+bf16fix85:
+	VPSRLD       $0x10, Z7, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z7, Z8, Z8
+	VFPCLASSPSZ  $0x81, Z7, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
+	VPERMT2W     Z8, Z2, Z8
+	JMP          bf16fixed86
+
+bf16fix88:
+	VPSRLD       $0x10, Z7, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z7, Z8, Z8
+	VFPCLASSPSZ  $0x81, Z7, K3
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K3, Z8
+	VPERMT2W     Z8, Z2, Z8
+	JMP          bf16fixed89
+
+bf16fix92:
+	VPSRLD       $0x10, Z7, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z7, Z8, Z8
+	VFPCLASSPSZ  $0x81, Z7, K3
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K3, Z8
+	VPERMT2W     Z8, Z2, Z8
+	JMP          bf16fixed93
+
 // func avx512bf16NarrowBF16(dst uintptr, src uintptr, n int)
 // Requires: AVX, AVX512BF16, AVX512BW, AVX512DQ, AVX512F
 TEXT ·avx512bf16NarrowBF16(SB), NOSPLIT, $0-24
@@ -32644,24 +35926,24 @@ DATA kernels<>+2368(SB)/8, $·avx512ForwardLayer(SB)
 DATA kernels<>+2376(SB)/8, $·avx512ForwardLayer(SB)
 DATA kernels<>+2384(SB)/8, $·avx512ForwardLayer(SB)
 DATA kernels<>+2392(SB)/8, $·avx512ForwardLayer(SB)
-DATA kernels<>+2400(SB)/8, $·avx512ForwardLayerBF16(SB)
-DATA kernels<>+2408(SB)/8, $·avx512ForwardLayerBF16(SB)
-DATA kernels<>+2416(SB)/8, $·avx512ForwardLayerBF16(SB)
-DATA kernels<>+2424(SB)/8, $·avx512ForwardLayerBF16(SB)
-DATA kernels<>+2432(SB)/8, $·avx512ForwardLayerBF16(SB)
-DATA kernels<>+2440(SB)/8, $·avx512ForwardLayerBF16(SB)
+DATA kernels<>+2400(SB)/8, $·avx512bf16ForwardLayerBF16(SB)
+DATA kernels<>+2408(SB)/8, $·avx512bf16ForwardLayerBF16(SB)
+DATA kernels<>+2416(SB)/8, $·avx512bf16ForwardLayerBF16(SB)
+DATA kernels<>+2424(SB)/8, $·avx512bf16ForwardLayerBF16(SB)
+DATA kernels<>+2432(SB)/8, $·avx512bf16ForwardLayerBF16(SB)
+DATA kernels<>+2440(SB)/8, $·avx512bf16ForwardLayerBF16(SB)
 DATA kernels<>+2448(SB)/8, $·avx512ForwardLayerF16(SB)
 DATA kernels<>+2456(SB)/8, $·avx512ForwardLayerF16(SB)
 DATA kernels<>+2464(SB)/8, $·avx512ForwardLayerF16(SB)
 DATA kernels<>+2472(SB)/8, $·avx512ForwardLayerF16(SB)
 DATA kernels<>+2480(SB)/8, $·avx512ForwardLayerF16(SB)
 DATA kernels<>+2488(SB)/8, $·avx512ForwardLayerF16(SB)
-DATA kernels<>+2496(SB)/8, $·avx512ForwardLayerToBF16(SB)
-DATA kernels<>+2504(SB)/8, $·avx512ForwardLayerToBF16(SB)
-DATA kernels<>+2512(SB)/8, $·avx512ForwardLayerToBF16(SB)
-DATA kernels<>+2520(SB)/8, $·avx512ForwardLayerToBF16(SB)
-DATA kernels<>+2528(SB)/8, $·avx512ForwardLayerToBF16(SB)
-DATA kernels<>+2536(SB)/8, $·avx512ForwardLayerToBF16(SB)
+DATA kernels<>+2496(SB)/8, $·avx512bf16ForwardLayerToBF16(SB)
+DATA kernels<>+2504(SB)/8, $·avx512bf16ForwardLayerToBF16(SB)
+DATA kernels<>+2512(SB)/8, $·avx512bf16ForwardLayerToBF16(SB)
+DATA kernels<>+2520(SB)/8, $·avx512bf16ForwardLayerToBF16(SB)
+DATA kernels<>+2528(SB)/8, $·avx512bf16ForwardLayerToBF16(SB)
+DATA kernels<>+2536(SB)/8, $·avx512bf16ForwardLayerToBF16(SB)
 DATA kernels<>+2544(SB)/8, $·avx512ForwardLayerToF16(SB)
 DATA kernels<>+2552(SB)/8, $·avx512ForwardLayerToF16(SB)
 DATA kernels<>+2560(SB)/8, $·avx512ForwardLayerToF16(SB)

@@ -250,7 +250,7 @@ func (g *gen) blockAddCvt(acc []VecVirtual, xr, rr, i GPVirtual, first bool) {
 		VMOVDQU64(w, g.at(rr, i, k*g.vstep()))
 		for h, t := range ab {
 			g.widenWords(w, h, t)
-			g.square(acc[k+h], t, first)
+			g.accumulate(acc[k+h], t, first)
 		}
 	}
 }

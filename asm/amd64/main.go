@@ -92,13 +92,12 @@ const cvtPrefix = "avx512bf16"
 // bf16Kernel emits the functions of the avx512bf16 kernel, which is avx512 on CPUs with
 // AVX512_BF16: its own functions are those that narrow to bfloat16 (the forward functions of
 // bfloat16 rows and of float32 rows into bfloat16, and the conversion to bfloat16), with
-// VCVTNE2PS2BF16 (bf16cvt.go); base, the avx512 kernel, runs everything else, the Layer
-// functions included (their integer rounding gives the same bits; LayerNorm reads the row once
-// more, which leaves the narrowing a smaller share of its time).
+// VCVTNE2PS2BF16 (bf16cvt.go), the Layer ones included; base, the avx512 kernel, runs everything
+// else.
 func bf16Kernel(base spec.Kernel) spec.Kernel {
 	k := spec.Kernel{ID: "kernelAVX512BF16", Prefix: cvtPrefix, Base: &base}
 	for _, v := range spec.Bodies {
-		if v.Format.Out() == spec.BF16 && !v.Layer {
+		if v.Format.Out() == spec.BF16 {
 			k.Variants = append(k.Variants, v)
 			kernel(avx512, cvtPrefix, v, true)
 		}

@@ -51,7 +51,7 @@ func TestGuardPagesLayerNorm(t *testing.T) {
 	t.Logf("%d LayerNorm runs under guard pages", runs)
 }
 
-// runLayerGuarded runs c with kernel k, every buffer in its own region flush against a guard
+// runLayerPaged runs c with kernel k, every buffer in its own region flush against a guard
 // (after its end with atEnd, else before its start), and returns the outputs as runLayer does.
 func runLayerPaged(k kernelID, c lcase, d, rows int, x, res, w, b []float32, regions []*guardedRegion, atEnd bool) layerOut {
 	switch c.f {

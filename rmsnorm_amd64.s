@@ -32211,7 +32211,7 @@ bf16fix81:
 // func avx512bf16ForwardLayerBF16(j uintptr, from int, to int) int
 // Requires: AVX, AVX512BF16, AVX512BW, AVX512DQ, AVX512F, MMX+
 TEXT ·avx512bf16ForwardLayerBF16(SB), NOSPLIT, $384-32
-	// avx512bf16ForwardLayerBF16 normalizes rows [from, to) of the job: LayerNorm, BF16 rows: y = round16(((x-m)*inv)*w + b), round16(((x-m)*inv)*(1+w) + b) with flagOffset, or round16((x-m)*inv + b) with w nil (with flagRN and a weight, round16((x-m)*inv) in place of ((x-m)*inv)), m the row's mean with flagCenter (else +0), inv from the sum of (x-m)^2, b the bias (none when nil), for each row; with res, h = round16(x + res) and res = h per element first, and h in place of x.
+	// avx512bf16ForwardLayerBF16 normalizes rows [from, to) of the job: LayerNorm on BF16 rows: y = round16(((x-m)*inv)*w + b), round16(((x-m)*inv)*(1+w) + b) with flagOffset, or round16((x-m)*inv + b) with w nil (with flagRN and a weight, round16((x-m)*inv) in place of ((x-m)*inv)), m the row's mean with flagCenter (else +0; stored to mean[r] when mean is not nil), b the bias (nothing added when it is nil), for each row; with res, h = round16(x + res) and res = h per element first, and h in place of x.
 	// It stops before the first row that needs the float64 path and returns that row's index, or to.
 	MOVQ  j+0(FP), AX
 	MOVQ  job_dst+0(AX), CX
@@ -33750,7 +33750,7 @@ bf16fix89:
 // func avx512bf16ForwardLayerToBF16(j uintptr, from int, to int) int
 // Requires: AVX, AVX512BF16, AVX512BW, AVX512DQ, AVX512F, MMX+
 TEXT ·avx512bf16ForwardLayerToBF16(SB), NOSPLIT, $384-32
-	// avx512bf16ForwardLayerToBF16 normalizes rows [from, to) of the job: LayerNorm, float32 rows into BF16 rows: y = round16(((x-m)*inv)*w + b), round16(((x-m)*inv)*(1+w) + b) with flagOffset, or round16((x-m)*inv + b) with w nil (with flagRN and a weight, round16((x-m)*inv) in place of ((x-m)*inv)), m the row's mean with flagCenter (else +0), inv from the sum of (x-m)^2, b the bias (none when nil), for each row; with res, h = x + res and res = h per element first, and h in place of x.
+	// avx512bf16ForwardLayerToBF16 normalizes rows [from, to) of the job: LayerNorm on float32 rows into BF16 rows: y = round16(((x-m)*inv)*w + b), round16(((x-m)*inv)*(1+w) + b) with flagOffset, or round16((x-m)*inv + b) with w nil (with flagRN and a weight, round16((x-m)*inv) in place of ((x-m)*inv)), m the row's mean with flagCenter (else +0; stored to mean[r] when mean is not nil), b the bias (nothing added when it is nil), for each row; with res, h = x + res and res = h per element first, and h in place of x.
 	// It stops before the first row that needs the float64 path and returns that row's index, or to.
 	MOVQ  j+0(FP), AX
 	MOVQ  job_dst+0(AX), CX

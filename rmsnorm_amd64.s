@@ -400,8 +400,6 @@ firstblock:
 	VMOVUPS 192(R8)(R10*4), Z4
 	VMULPS  Z4, Z4, Z4
 	MOVQ    $0x00000040, R10
-	TESTL   $0x00000002, job_flags+0(AX)
-	JNZ     sumpf
 
 	PCALIGN $32
 sumloop:
@@ -421,40 +419,6 @@ sumloop:
 	VADDPS  Z5, Z4, Z4
 	ADDQ    $0x00000040, R10
 	JMP     sumloop
-
-	// The same, prefetching the rows ahead.
-sumpf:
-	MOVQ DI, R12
-	SHLQ $0x01, R12
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows2
-	SHLQ $0x03, R12
-
-longrows2:
-	ADDQ R8, R12
-
-	PCALIGN $32
-sumpfloop:
-	CMPQ       R10, R11
-	JG         sumtail
-	PREFETCHT0 (R12)(R10*4)
-	PREFETCHT0 64(R12)(R10*4)
-	PREFETCHT0 128(R12)(R10*4)
-	PREFETCHT0 192(R12)(R10*4)
-	VMOVUPS    (R8)(R10*4), Z5
-	VMULPS     Z5, Z5, Z5
-	VADDPS     Z5, Z1, Z1
-	VMOVUPS    64(R8)(R10*4), Z5
-	VMULPS     Z5, Z5, Z5
-	VADDPS     Z5, Z2, Z2
-	VMOVUPS    128(R8)(R10*4), Z5
-	VMULPS     Z5, Z5, Z5
-	VADDPS     Z5, Z3, Z3
-	VMOVUPS    192(R8)(R10*4), Z5
-	VMULPS     Z5, Z5, Z5
-	VADDPS     Z5, Z4, Z4
-	ADDQ       $0x00000040, R10
-	JMP        sumpfloop
 
 sumtail:
 	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
@@ -556,8 +520,6 @@ addfirstblock:
 	VMOVUPS Z4, 192(R9)(R10*4)
 	VMULPS  Z4, Z4, Z4
 	MOVQ    $0x00000040, R10
-	TESTL   $0x00000002, job_flags+0(AX)
-	JNZ     addsumpf
 
 	PCALIGN $32
 addsumloop:
@@ -585,48 +547,6 @@ addsumloop:
 	VADDPS  Z5, Z4, Z4
 	ADDQ    $0x00000040, R10
 	JMP     addsumloop
-
-	// The same, prefetching the rows ahead.
-addsumpf:
-	MOVQ DI, R12
-	SHLQ $0x01, R12
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows3
-	SHLQ $0x03, R12
-
-longrows3:
-	ADDQ R8, R12
-
-	PCALIGN $32
-addsumpfloop:
-	CMPQ       R10, R11
-	JG         addsumtail
-	PREFETCHT0 (R12)(R10*4)
-	PREFETCHT0 64(R12)(R10*4)
-	PREFETCHT0 128(R12)(R10*4)
-	PREFETCHT0 192(R12)(R10*4)
-	VMOVUPS    (R8)(R10*4), Z5
-	VADDPS     (R9)(R10*4), Z5, Z5
-	VMOVUPS    Z5, (R9)(R10*4)
-	VMULPS     Z5, Z5, Z5
-	VADDPS     Z5, Z1, Z1
-	VMOVUPS    64(R8)(R10*4), Z5
-	VADDPS     64(R9)(R10*4), Z5, Z5
-	VMOVUPS    Z5, 64(R9)(R10*4)
-	VMULPS     Z5, Z5, Z5
-	VADDPS     Z5, Z2, Z2
-	VMOVUPS    128(R8)(R10*4), Z5
-	VADDPS     128(R9)(R10*4), Z5, Z5
-	VMOVUPS    Z5, 128(R9)(R10*4)
-	VMULPS     Z5, Z5, Z5
-	VADDPS     Z5, Z3, Z3
-	VMOVUPS    192(R8)(R10*4), Z5
-	VADDPS     192(R9)(R10*4), Z5, Z5
-	VMOVUPS    Z5, 192(R9)(R10*4)
-	VMULPS     Z5, Z5, Z5
-	VADDPS     Z5, Z4, Z4
-	ADDQ       $0x00000040, R10
-	JMP        addsumpfloop
 
 addsumtail:
 	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
@@ -710,14 +630,14 @@ invone:
 
 	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
 	CMPL   380(SP), $0x00
-	JE     divide4
+	JE     divide2
 	VMULSS 380(SP), X1, X1
-	JMP    divided5
+	JMP    divided3
 
-divide4:
+divide2:
 	VDIVSS 376(SP), X1, X1
 
-divided5:
+divided3:
 	VADDSS   job_eps+0(AX), X1, X1
 	VUCOMISS tlo<>+0(SB), X1
 	JCS      ret
@@ -760,16 +680,16 @@ invgroup:
 
 	// t = ss/d + eps for the four rows; any t outside [2^-100, MaxFloat32] sends the group to the one-row path.
 	CMPL         380(SP), $0x00
-	JE           divide6
+	JE           divide4
 	VBROADCASTSS 380(SP), Z2
 	VMULPS       Z2, Z1, Z1
-	JMP          divided7
+	JMP          divided5
 
-divide6:
+divide4:
 	VBROADCASTSS 376(SP), Z2
 	VDIVPS       Z2, Z1, Z1
 
-divided7:
+divided5:
 	VBROADCASTSS job_eps+0(AX), Z2
 	VADDPS       Z2, Z1, Z1
 	MOVL         $0x0000000f, R8
@@ -885,10 +805,10 @@ scaleloopnoweight:
 scalepf:
 	MOVQ DI, R10
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows8
+	JA   longrows6
 	SHLQ $0x03, R10
 
-longrows8:
+longrows6:
 	ADDQ  DX, R10
 	TESTL $0x00000001, job_flags+0(AX)
 	JNZ   scalent
@@ -987,10 +907,10 @@ scalehead:
 scalentgo:
 	MOVQ DI, R10
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows9
+	JA   longrows7
 	SHLQ $0x03, R10
 
-longrows9:
+longrows7:
 	ADDQ DX, R10
 	MOVL job_flags+0(AX), R11
 
@@ -1007,15 +927,15 @@ scalentloop:
 	VMULPS     128(DX)(R8*4), Z1, Z4
 	VMULPS     192(DX)(R8*4), Z1, Z5
 	TESTQ      SI, SI
-	JZ         weighed11
+	JZ         weighed9
 	TESTL      $0x00000010, R11
-	JNZ        offset10
+	JNZ        offset8
 	VMULPS     (SI)(R8*4), Z2, Z2
 	VMULPS     64(SI)(R8*4), Z3, Z3
 	VMULPS     128(SI)(R8*4), Z4, Z4
 	VMULPS     192(SI)(R8*4), Z5, Z5
 
-weighed11:
+weighed9:
 	VMOVNTPS Z2, (CX)(R8*4)
 	VMOVNTPS Z3, 64(CX)(R8*4)
 	VMOVNTPS Z4, 128(CX)(R8*4)
@@ -1023,7 +943,7 @@ weighed11:
 	ADDQ     $0x00000040, R8
 	JMP      scalentloop
 
-offset10:
+offset8:
 	VMOVUPS (SI)(R8*4), Z7
 	VADDPS  Z0, Z7, Z7
 	VMULPS  Z7, Z2, Z2
@@ -1036,7 +956,7 @@ offset10:
 	VMOVUPS 192(SI)(R8*4), Z7
 	VADDPS  Z0, Z7, Z7
 	VMULPS  Z7, Z5, Z5
-	JMP     weighed11
+	JMP     weighed9
 
 scaletail:
 	ADDQ $0x00000030, R9
@@ -1046,12 +966,12 @@ scaleone:
 	JG      scalepart
 	VMULPS  (DX)(R8*4), Z1, Z2
 	TESTQ   SI, SI
-	JZ      noweight12
+	JZ      noweight10
 	VMOVUPS (SI)(R8*4), Z3
 	VADDPS  Z0, Z3, Z3
 	VMULPS  Z3, Z2, Z2
 
-noweight12:
+noweight10:
 	VMOVUPS Z2, (CX)(R8*4)
 	ADDQ    $0x00000010, R8
 	JMP     scaleone
@@ -1068,12 +988,12 @@ partout:
 	VMOVUPS.Z (DX)(R8*4), K1, Z2
 	VMULPS    Z2, Z1, Z2
 	TESTQ     SI, SI
-	JZ        noweight13
+	JZ        noweight11
 	VMOVUPS.Z (SI)(R8*4), K1, Z3
 	VADDPS    Z0, Z3, Z3
 	VMULPS    Z3, Z2, Z2
 
-noweight13:
+noweight11:
 	VMOVUPS Z2, K1, (CX)(R8*4)
 	ADDQ    R10, R8
 	CMPQ    R8, job_d+0(AX)
@@ -3216,8 +3136,6 @@ firstblock:
 	VMOVUPS 192(R8)(R10*4), Z10
 	VMULPS  Z10, Z10, Z10
 	MOVQ    $0x00000040, R10
-	TESTL   $0x00000002, job_flags+0(AX)
-	JNZ     sumpf
 
 	PCALIGN $32
 sumloop:
@@ -3237,40 +3155,6 @@ sumloop:
 	VADDPS  Z11, Z10, Z10
 	ADDQ    $0x00000040, R10
 	JMP     sumloop
-
-	// The same, prefetching the rows ahead.
-sumpf:
-	MOVQ DI, R12
-	SHLQ $0x01, R12
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows2
-	SHLQ $0x03, R12
-
-longrows2:
-	ADDQ R8, R12
-
-	PCALIGN $32
-sumpfloop:
-	CMPQ       R10, R11
-	JG         sumtail
-	PREFETCHT0 (R12)(R10*4)
-	PREFETCHT0 64(R12)(R10*4)
-	PREFETCHT0 128(R12)(R10*4)
-	PREFETCHT0 192(R12)(R10*4)
-	VMOVUPS    (R8)(R10*4), Z11
-	VMULPS     Z11, Z11, Z11
-	VADDPS     Z11, Z7, Z7
-	VMOVUPS    64(R8)(R10*4), Z11
-	VMULPS     Z11, Z11, Z11
-	VADDPS     Z11, Z8, Z8
-	VMOVUPS    128(R8)(R10*4), Z11
-	VMULPS     Z11, Z11, Z11
-	VADDPS     Z11, Z9, Z9
-	VMOVUPS    192(R8)(R10*4), Z11
-	VMULPS     Z11, Z11, Z11
-	VADDPS     Z11, Z10, Z10
-	ADDQ       $0x00000040, R10
-	JMP        sumpfloop
 
 sumtail:
 	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
@@ -3372,8 +3256,6 @@ addfirstblock:
 	VMOVUPS Z10, 192(R9)(R10*4)
 	VMULPS  Z10, Z10, Z10
 	MOVQ    $0x00000040, R10
-	TESTL   $0x00000002, job_flags+0(AX)
-	JNZ     addsumpf
 
 	PCALIGN $32
 addsumloop:
@@ -3401,48 +3283,6 @@ addsumloop:
 	VADDPS  Z11, Z10, Z10
 	ADDQ    $0x00000040, R10
 	JMP     addsumloop
-
-	// The same, prefetching the rows ahead.
-addsumpf:
-	MOVQ DI, R12
-	SHLQ $0x01, R12
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows3
-	SHLQ $0x03, R12
-
-longrows3:
-	ADDQ R8, R12
-
-	PCALIGN $32
-addsumpfloop:
-	CMPQ       R10, R11
-	JG         addsumtail
-	PREFETCHT0 (R12)(R10*4)
-	PREFETCHT0 64(R12)(R10*4)
-	PREFETCHT0 128(R12)(R10*4)
-	PREFETCHT0 192(R12)(R10*4)
-	VMOVUPS    (R8)(R10*4), Z11
-	VADDPS     (R9)(R10*4), Z11, Z11
-	VMOVUPS    Z11, (R9)(R10*4)
-	VMULPS     Z11, Z11, Z11
-	VADDPS     Z11, Z7, Z7
-	VMOVUPS    64(R8)(R10*4), Z11
-	VADDPS     64(R9)(R10*4), Z11, Z11
-	VMOVUPS    Z11, 64(R9)(R10*4)
-	VMULPS     Z11, Z11, Z11
-	VADDPS     Z11, Z8, Z8
-	VMOVUPS    128(R8)(R10*4), Z11
-	VADDPS     128(R9)(R10*4), Z11, Z11
-	VMOVUPS    Z11, 128(R9)(R10*4)
-	VMULPS     Z11, Z11, Z11
-	VADDPS     Z11, Z9, Z9
-	VMOVUPS    192(R8)(R10*4), Z11
-	VADDPS     192(R9)(R10*4), Z11, Z11
-	VMOVUPS    Z11, 192(R9)(R10*4)
-	VMULPS     Z11, Z11, Z11
-	VADDPS     Z11, Z10, Z10
-	ADDQ       $0x00000040, R10
-	JMP        addsumpfloop
 
 addsumtail:
 	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
@@ -3526,14 +3366,14 @@ invone:
 
 	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
 	CMPL   380(SP), $0x00
-	JE     divide4
+	JE     divide2
 	VMULSS 380(SP), X7, X7
-	JMP    divided5
+	JMP    divided3
 
-divide4:
+divide2:
 	VDIVSS 376(SP), X7, X7
 
-divided5:
+divided3:
 	VADDSS   job_eps+0(AX), X7, X7
 	VUCOMISS tlo<>+0(SB), X7
 	JCS      ret
@@ -3576,16 +3416,16 @@ invgroup:
 
 	// t = ss/d + eps for the four rows; any t outside [2^-100, MaxFloat32] sends the group to the one-row path.
 	CMPL         380(SP), $0x00
-	JE           divide6
+	JE           divide4
 	VBROADCASTSS 380(SP), Z8
 	VMULPS       Z8, Z7, Z7
-	JMP          divided7
+	JMP          divided5
 
-divide6:
+divide4:
 	VBROADCASTSS 376(SP), Z8
 	VDIVPS       Z8, Z7, Z7
 
-divided7:
+divided5:
 	VBROADCASTSS job_eps+0(AX), Z8
 	VADDPS       Z8, Z7, Z7
 	MOVL         $0x0000000f, R8
@@ -3646,7 +3486,7 @@ scaleloop:
 	VMULPS      128(DX)(R8*4), Z7, Z10
 	VMULPS      192(DX)(R8*4), Z7, Z11
 	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn8
+	JZ          notrn6
 	VMOVDQA64   Z3, Z13
 	VFIXUPIMMPS $0x00, Z4, Z8, Z13
 	VPSRLD      $0x10, Z13, Z8
@@ -3676,7 +3516,7 @@ scaleloop:
 	VPADDD      Z13, Z11, Z11
 	VPANDD      Z2, Z11, Z11
 
-notrn8:
+notrn6:
 	VMULPS      (SI)(R8*4), Z8, Z8
 	VMULPS      64(SI)(R8*4), Z9, Z9
 	VMOVDQA64   Z3, Z13
@@ -3721,7 +3561,7 @@ scaleloopoffset:
 	VMULPS      128(DX)(R8*4), Z7, Z10
 	VMULPS      192(DX)(R8*4), Z7, Z11
 	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn9
+	JZ          notrn7
 	VMOVDQA64   Z3, Z13
 	VFIXUPIMMPS $0x00, Z4, Z8, Z13
 	VPSRLD      $0x10, Z13, Z8
@@ -3751,7 +3591,7 @@ scaleloopoffset:
 	VPADDD      Z13, Z11, Z11
 	VPANDD      Z2, Z11, Z11
 
-notrn9:
+notrn7:
 	VMOVUPS     (SI)(R8*4), Z13
 	VADDPS      Z6, Z13, Z13
 	VMULPS      Z13, Z8, Z8
@@ -3837,10 +3677,10 @@ scaleloopnoweight:
 scalepf:
 	MOVQ DI, R10
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows10
+	JA   longrows8
 	SHLQ $0x03, R10
 
-longrows10:
+longrows8:
 	ADDQ  DX, R10
 	TESTL $0x00000001, job_flags+0(AX)
 	JNZ   scalent
@@ -3862,7 +3702,7 @@ scalepfloop:
 	VMULPS      128(DX)(R8*4), Z7, Z10
 	VMULPS      192(DX)(R8*4), Z7, Z11
 	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn11
+	JZ          notrn9
 	VMOVDQA64   Z3, Z13
 	VFIXUPIMMPS $0x00, Z4, Z8, Z13
 	VPSRLD      $0x10, Z13, Z8
@@ -3892,7 +3732,7 @@ scalepfloop:
 	VPADDD      Z13, Z11, Z11
 	VPANDD      Z2, Z11, Z11
 
-notrn11:
+notrn9:
 	VMULPS      (SI)(R8*4), Z8, Z8
 	VMULPS      64(SI)(R8*4), Z9, Z9
 	VMOVDQA64   Z3, Z13
@@ -3941,7 +3781,7 @@ scalepfloopoffset:
 	VMULPS      128(DX)(R8*4), Z7, Z10
 	VMULPS      192(DX)(R8*4), Z7, Z11
 	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn12
+	JZ          notrn10
 	VMOVDQA64   Z3, Z13
 	VFIXUPIMMPS $0x00, Z4, Z8, Z13
 	VPSRLD      $0x10, Z13, Z8
@@ -3971,7 +3811,7 @@ scalepfloopoffset:
 	VPADDD      Z13, Z11, Z11
 	VPANDD      Z2, Z11, Z11
 
-notrn12:
+notrn10:
 	VMOVUPS     (SI)(R8*4), Z13
 	VADDPS      Z6, Z13, Z13
 	VMULPS      Z13, Z8, Z8
@@ -4074,7 +3914,7 @@ scalehead:
 	JB          scaleheadpart
 	VMULPS      (DX)(R8*4), Z7, Z8
 	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn13
+	JZ          notrn11
 	VMOVDQA64   Z3, Z9
 	VFIXUPIMMPS $0x00, Z4, Z8, Z9
 	VPSRLD      $0x10, Z9, Z8
@@ -4083,14 +3923,14 @@ scalehead:
 	VPADDD      Z9, Z8, Z8
 	VPANDD      Z2, Z8, Z8
 
-notrn13:
+notrn11:
 	TESTQ   SI, SI
-	JZ      noweight14
+	JZ      noweight12
 	VMOVUPS (SI)(R8*4), Z9
 	VADDPS  Z6, Z9, Z9
 	VMULPS  Z9, Z8, Z8
 
-noweight14:
+noweight12:
 	VMOVDQA64   Z3, Z9
 	VFIXUPIMMPS $0x00, Z4, Z8, Z9
 	VPSRLD      $0x10, Z9, Z8
@@ -4109,10 +3949,10 @@ scaleheadpart:
 scalentgo:
 	MOVQ DI, R10
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows15
+	JA   longrows13
 	SHLQ $0x03, R10
 
-longrows15:
+longrows13:
 	ADDQ DX, R10
 	MOVL job_flags+0(AX), R11
 
@@ -4129,7 +3969,7 @@ scalentloop:
 	VMULPS      128(DX)(R8*4), Z7, Z10
 	VMULPS      192(DX)(R8*4), Z7, Z11
 	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn16
+	JZ          notrn14
 	VMOVDQA64   Z3, Z13
 	VFIXUPIMMPS $0x00, Z4, Z8, Z13
 	VPSRLD      $0x10, Z13, Z8
@@ -4159,17 +3999,17 @@ scalentloop:
 	VPADDD      Z13, Z11, Z11
 	VPANDD      Z2, Z11, Z11
 
-notrn16:
+notrn14:
 	TESTQ  SI, SI
-	JZ     weighed18
+	JZ     weighed16
 	TESTL  $0x00000010, R11
-	JNZ    offset17
+	JNZ    offset15
 	VMULPS (SI)(R8*4), Z8, Z8
 	VMULPS 64(SI)(R8*4), Z9, Z9
 	VMULPS 128(SI)(R8*4), Z10, Z10
 	VMULPS 192(SI)(R8*4), Z11, Z11
 
-weighed18:
+weighed16:
 	VMOVDQA64   Z3, Z13
 	VFIXUPIMMPS $0x00, Z4, Z8, Z13
 	VPSRLD      $0x10, Z13, Z8
@@ -4201,7 +4041,7 @@ weighed18:
 	ADDQ        $0x00000040, R8
 	JMP         scalentloop
 
-offset17:
+offset15:
 	VMOVUPS (SI)(R8*4), Z13
 	VADDPS  Z6, Z13, Z13
 	VMULPS  Z13, Z8, Z8
@@ -4214,7 +4054,7 @@ offset17:
 	VMOVUPS 192(SI)(R8*4), Z13
 	VADDPS  Z6, Z13, Z13
 	VMULPS  Z13, Z11, Z11
-	JMP     weighed18
+	JMP     weighed16
 
 scaletail:
 	ADDQ $0x00000030, R9
@@ -4224,7 +4064,7 @@ scaleone:
 	JG          scalepart
 	VMULPS      (DX)(R8*4), Z7, Z8
 	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn19
+	JZ          notrn17
 	VMOVDQA64   Z3, Z9
 	VFIXUPIMMPS $0x00, Z4, Z8, Z9
 	VPSRLD      $0x10, Z9, Z8
@@ -4233,14 +4073,14 @@ scaleone:
 	VPADDD      Z9, Z8, Z8
 	VPANDD      Z2, Z8, Z8
 
-notrn19:
+notrn17:
 	TESTQ   SI, SI
-	JZ      noweight20
+	JZ      noweight18
 	VMOVUPS (SI)(R8*4), Z9
 	VADDPS  Z6, Z9, Z9
 	VMULPS  Z9, Z8, Z8
 
-noweight20:
+noweight18:
 	VMOVDQA64   Z3, Z9
 	VFIXUPIMMPS $0x00, Z4, Z8, Z9
 	VPSRLD      $0x10, Z9, Z8
@@ -4264,7 +4104,7 @@ partout:
 	VMOVUPS.Z   (DX)(R8*4), K1, Z8
 	VMULPS      Z8, Z7, Z8
 	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn21
+	JZ          notrn19
 	VMOVDQA64   Z3, Z9
 	VFIXUPIMMPS $0x00, Z4, Z8, Z9
 	VPSRLD      $0x10, Z9, Z8
@@ -4273,14 +4113,14 @@ partout:
 	VPADDD      Z9, Z8, Z8
 	VPANDD      Z2, Z8, Z8
 
-notrn21:
+notrn19:
 	TESTQ     SI, SI
-	JZ        noweight22
+	JZ        noweight20
 	VMOVUPS.Z (SI)(R8*4), K1, Z9
 	VADDPS    Z6, Z9, Z9
 	VMULPS    Z9, Z8, Z8
 
-noweight22:
+noweight20:
 	VMOVDQA64   Z3, Z9
 	VFIXUPIMMPS $0x00, Z4, Z8, Z9
 	VPSRLD      $0x10, Z9, Z8
@@ -4419,8 +4259,6 @@ firstblock:
 	VMOVUPS 192(R8)(R10*4), Z4
 	VMULPS  Z4, Z4, Z4
 	MOVQ    $0x00000040, R10
-	TESTL   $0x00000002, job_flags+0(AX)
-	JNZ     sumpf
 
 	PCALIGN $32
 sumloop:
@@ -4440,40 +4278,6 @@ sumloop:
 	VADDPS  Z5, Z4, Z4
 	ADDQ    $0x00000040, R10
 	JMP     sumloop
-
-	// The same, prefetching the rows ahead.
-sumpf:
-	MOVQ DI, R12
-	SHLQ $0x01, R12
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows2
-	SHLQ $0x03, R12
-
-longrows2:
-	ADDQ R8, R12
-
-	PCALIGN $32
-sumpfloop:
-	CMPQ       R10, R11
-	JG         sumtail
-	PREFETCHT0 (R12)(R10*4)
-	PREFETCHT0 64(R12)(R10*4)
-	PREFETCHT0 128(R12)(R10*4)
-	PREFETCHT0 192(R12)(R10*4)
-	VMOVUPS    (R8)(R10*4), Z5
-	VMULPS     Z5, Z5, Z5
-	VADDPS     Z5, Z1, Z1
-	VMOVUPS    64(R8)(R10*4), Z5
-	VMULPS     Z5, Z5, Z5
-	VADDPS     Z5, Z2, Z2
-	VMOVUPS    128(R8)(R10*4), Z5
-	VMULPS     Z5, Z5, Z5
-	VADDPS     Z5, Z3, Z3
-	VMOVUPS    192(R8)(R10*4), Z5
-	VMULPS     Z5, Z5, Z5
-	VADDPS     Z5, Z4, Z4
-	ADDQ       $0x00000040, R10
-	JMP        sumpfloop
 
 sumtail:
 	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
@@ -4575,8 +4379,6 @@ addfirstblock:
 	VMOVUPS Z4, 192(R9)(R10*4)
 	VMULPS  Z4, Z4, Z4
 	MOVQ    $0x00000040, R10
-	TESTL   $0x00000002, job_flags+0(AX)
-	JNZ     addsumpf
 
 	PCALIGN $32
 addsumloop:
@@ -4604,48 +4406,6 @@ addsumloop:
 	VADDPS  Z5, Z4, Z4
 	ADDQ    $0x00000040, R10
 	JMP     addsumloop
-
-	// The same, prefetching the rows ahead.
-addsumpf:
-	MOVQ DI, R12
-	SHLQ $0x01, R12
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows3
-	SHLQ $0x03, R12
-
-longrows3:
-	ADDQ R8, R12
-
-	PCALIGN $32
-addsumpfloop:
-	CMPQ       R10, R11
-	JG         addsumtail
-	PREFETCHT0 (R12)(R10*4)
-	PREFETCHT0 64(R12)(R10*4)
-	PREFETCHT0 128(R12)(R10*4)
-	PREFETCHT0 192(R12)(R10*4)
-	VMOVUPS    (R8)(R10*4), Z5
-	VADDPS     (R9)(R10*4), Z5, Z5
-	VMOVUPS    Z5, (R9)(R10*4)
-	VMULPS     Z5, Z5, Z5
-	VADDPS     Z5, Z1, Z1
-	VMOVUPS    64(R8)(R10*4), Z5
-	VADDPS     64(R9)(R10*4), Z5, Z5
-	VMOVUPS    Z5, 64(R9)(R10*4)
-	VMULPS     Z5, Z5, Z5
-	VADDPS     Z5, Z2, Z2
-	VMOVUPS    128(R8)(R10*4), Z5
-	VADDPS     128(R9)(R10*4), Z5, Z5
-	VMOVUPS    Z5, 128(R9)(R10*4)
-	VMULPS     Z5, Z5, Z5
-	VADDPS     Z5, Z3, Z3
-	VMOVUPS    192(R8)(R10*4), Z5
-	VADDPS     192(R9)(R10*4), Z5, Z5
-	VMOVUPS    Z5, 192(R9)(R10*4)
-	VMULPS     Z5, Z5, Z5
-	VADDPS     Z5, Z4, Z4
-	ADDQ       $0x00000040, R10
-	JMP        addsumpfloop
 
 addsumtail:
 	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
@@ -4729,14 +4489,14 @@ invone:
 
 	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
 	CMPL   380(SP), $0x00
-	JE     divide4
+	JE     divide2
 	VMULSS 380(SP), X1, X1
-	JMP    divided5
+	JMP    divided3
 
-divide4:
+divide2:
 	VDIVSS 376(SP), X1, X1
 
-divided5:
+divided3:
 	VADDSS   job_eps+0(AX), X1, X1
 	VUCOMISS tlo<>+0(SB), X1
 	JCS      ret
@@ -4779,16 +4539,16 @@ invgroup:
 
 	// t = ss/d + eps for the four rows; any t outside [2^-100, MaxFloat32] sends the group to the one-row path.
 	CMPL         380(SP), $0x00
-	JE           divide6
+	JE           divide4
 	VBROADCASTSS 380(SP), Z2
 	VMULPS       Z2, Z1, Z1
-	JMP          divided7
+	JMP          divided5
 
-divide6:
+divide4:
 	VBROADCASTSS 376(SP), Z2
 	VDIVPS       Z2, Z1, Z1
 
-divided7:
+divided5:
 	VBROADCASTSS job_eps+0(AX), Z2
 	VADDPS       Z2, Z1, Z1
 	MOVL         $0x0000000f, R8
@@ -4849,7 +4609,7 @@ scaleloop:
 	VMULPS    128(DX)(R8*4), Z1, Z4
 	VMULPS    192(DX)(R8*4), Z1, Z5
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn8
+	JZ        notrn6
 	VCVTPS2PH $0x00, Z2, Y2
 	VCVTPH2PS Y2, Z2
 	VCVTPS2PH $0x00, Z3, Y3
@@ -4859,7 +4619,7 @@ scaleloop:
 	VCVTPS2PH $0x00, Z5, Y5
 	VCVTPH2PS Y5, Z5
 
-notrn8:
+notrn6:
 	VMULPS       (SI)(R8*4), Z2, Z2
 	VMULPS       64(SI)(R8*4), Z3, Z3
 	VCVTPS2PH    $0x00, Z2, Y7
@@ -4884,7 +4644,7 @@ scaleloopoffset:
 	VMULPS    128(DX)(R8*4), Z1, Z4
 	VMULPS    192(DX)(R8*4), Z1, Z5
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn9
+	JZ        notrn7
 	VCVTPS2PH $0x00, Z2, Y2
 	VCVTPH2PS Y2, Z2
 	VCVTPS2PH $0x00, Z3, Y3
@@ -4894,7 +4654,7 @@ scaleloopoffset:
 	VCVTPS2PH $0x00, Z5, Y5
 	VCVTPH2PS Y5, Z5
 
-notrn9:
+notrn7:
 	VMOVUPS      (SI)(R8*4), Z21
 	VADDPS       Z0, Z21, Z21
 	VMULPS       Z21, Z2, Z2
@@ -4940,10 +4700,10 @@ scaleloopnoweight:
 scalepf:
 	MOVQ DI, R10
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows10
+	JA   longrows8
 	SHLQ $0x03, R10
 
-longrows10:
+longrows8:
 	ADDQ  DX, R10
 	TESTL $0x00000001, job_flags+0(AX)
 	JNZ   scalent
@@ -4965,7 +4725,7 @@ scalepfloop:
 	VMULPS     128(DX)(R8*4), Z1, Z4
 	VMULPS     192(DX)(R8*4), Z1, Z5
 	TESTL      $0x00000008, job_flags+0(AX)
-	JZ         notrn11
+	JZ         notrn9
 	VCVTPS2PH  $0x00, Z2, Y2
 	VCVTPH2PS  Y2, Z2
 	VCVTPS2PH  $0x00, Z3, Y3
@@ -4975,7 +4735,7 @@ scalepfloop:
 	VCVTPS2PH  $0x00, Z5, Y5
 	VCVTPH2PS  Y5, Z5
 
-notrn11:
+notrn9:
 	VMULPS       (SI)(R8*4), Z2, Z2
 	VMULPS       64(SI)(R8*4), Z3, Z3
 	VCVTPS2PH    $0x00, Z2, Y13
@@ -5004,7 +4764,7 @@ scalepfloopoffset:
 	VMULPS     128(DX)(R8*4), Z1, Z4
 	VMULPS     192(DX)(R8*4), Z1, Z5
 	TESTL      $0x00000008, job_flags+0(AX)
-	JZ         notrn12
+	JZ         notrn10
 	VCVTPS2PH  $0x00, Z2, Y2
 	VCVTPH2PS  Y2, Z2
 	VCVTPS2PH  $0x00, Z3, Y3
@@ -5014,7 +4774,7 @@ scalepfloopoffset:
 	VCVTPS2PH  $0x00, Z5, Y5
 	VCVTPH2PS  Y5, Z5
 
-notrn12:
+notrn10:
 	VMOVUPS      (SI)(R8*4), Z21
 	VADDPS       Z0, Z21, Z21
 	VMULPS       Z21, Z2, Z2
@@ -5077,18 +4837,18 @@ scalehead:
 	JB        scaleheadpart
 	VMULPS    (DX)(R8*4), Z1, Z2
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn13
+	JZ        notrn11
 	VCVTPS2PH $0x00, Z2, Y2
 	VCVTPH2PS Y2, Z2
 
-notrn13:
+notrn11:
 	TESTQ   SI, SI
-	JZ      noweight14
+	JZ      noweight12
 	VMOVUPS (SI)(R8*4), Z3
 	VADDPS  Z0, Z3, Z3
 	VMULPS  Z3, Z2, Z2
 
-noweight14:
+noweight12:
 	VCVTPS2PH $0x00, Z2, (CX)(R8*2)
 	ADDQ      $0x00000010, R8
 	SUBQ      $0x00000010, R10
@@ -5100,10 +4860,10 @@ scaleheadpart:
 scalentgo:
 	MOVQ DI, R10
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows15
+	JA   longrows13
 	SHLQ $0x03, R10
 
-longrows15:
+longrows13:
 	ADDQ DX, R10
 	MOVL job_flags+0(AX), R11
 
@@ -5120,7 +4880,7 @@ scalentloop:
 	VMULPS     128(DX)(R8*4), Z1, Z4
 	VMULPS     192(DX)(R8*4), Z1, Z5
 	TESTL      $0x00000008, job_flags+0(AX)
-	JZ         notrn16
+	JZ         notrn14
 	VCVTPS2PH  $0x00, Z2, Y2
 	VCVTPH2PS  Y2, Z2
 	VCVTPS2PH  $0x00, Z3, Y3
@@ -5130,17 +4890,17 @@ scalentloop:
 	VCVTPS2PH  $0x00, Z5, Y5
 	VCVTPH2PS  Y5, Z5
 
-notrn16:
+notrn14:
 	TESTQ  SI, SI
-	JZ     weighed18
+	JZ     weighed16
 	TESTL  $0x00000010, R11
-	JNZ    offset17
+	JNZ    offset15
 	VMULPS (SI)(R8*4), Z2, Z2
 	VMULPS 64(SI)(R8*4), Z3, Z3
 	VMULPS 128(SI)(R8*4), Z4, Z4
 	VMULPS 192(SI)(R8*4), Z5, Z5
 
-weighed18:
+weighed16:
 	VCVTPS2PH    $0x00, Z2, Y19
 	VCVTPS2PH    $0x00, Z3, Y2
 	VINSERTI64X4 $0x01, Y2, Z19, Z19
@@ -5152,7 +4912,7 @@ weighed18:
 	ADDQ         $0x00000040, R8
 	JMP          scalentloop
 
-offset17:
+offset15:
 	VMOVUPS (SI)(R8*4), Z21
 	VADDPS  Z0, Z21, Z21
 	VMULPS  Z21, Z2, Z2
@@ -5165,7 +4925,7 @@ offset17:
 	VMOVUPS 192(SI)(R8*4), Z21
 	VADDPS  Z0, Z21, Z21
 	VMULPS  Z21, Z5, Z5
-	JMP     weighed18
+	JMP     weighed16
 
 scaletail:
 	ADDQ $0x00000030, R9
@@ -5175,18 +4935,18 @@ scaleone:
 	JG        scalepart
 	VMULPS    (DX)(R8*4), Z1, Z2
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn19
+	JZ        notrn17
 	VCVTPS2PH $0x00, Z2, Y2
 	VCVTPH2PS Y2, Z2
 
-notrn19:
+notrn17:
 	TESTQ   SI, SI
-	JZ      noweight20
+	JZ      noweight18
 	VMOVUPS (SI)(R8*4), Z3
 	VADDPS  Z0, Z3, Z3
 	VMULPS  Z3, Z2, Z2
 
-noweight20:
+noweight18:
 	VCVTPS2PH $0x00, Z2, (CX)(R8*2)
 	ADDQ      $0x00000010, R8
 	JMP       scaleone
@@ -5203,18 +4963,18 @@ partout:
 	VMOVUPS.Z (DX)(R8*4), K1, Z2
 	VMULPS    Z2, Z1, Z2
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn21
+	JZ        notrn19
 	VCVTPS2PH $0x00, Z2, Y2
 	VCVTPH2PS Y2, Z2
 
-notrn21:
+notrn19:
 	TESTQ     SI, SI
-	JZ        noweight22
+	JZ        noweight20
 	VMOVUPS.Z (SI)(R8*4), K1, Z3
 	VADDPS    Z0, Z3, Z3
 	VMULPS    Z3, Z2, Z2
 
-noweight22:
+noweight20:
 	VCVTPS2PH $0x00, Z2, K1, (CX)(R8*2)
 	ADDQ      R10, R8
 	CMPQ      R8, job_d+0(AX)
@@ -5331,8 +5091,6 @@ firstblock:
 	VMOVUPS 192(R8)(R9*4), Z4
 	VADDPS  zero64<>+0(SB), Z4, Z4
 	MOVQ    $0x00000040, R9
-	TESTL   $0x00000002, job_flags+0(AX)
-	JNZ     sumpf
 
 	PCALIGN $32
 sumloop:
@@ -5348,36 +5106,6 @@ sumloop:
 	VADDPS  Z5, Z4, Z4
 	ADDQ    $0x00000040, R9
 	JMP     sumloop
-
-	// The same, prefetching the rows ahead.
-sumpf:
-	MOVQ DI, R11
-	SHLQ $0x01, R11
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows2
-	SHLQ $0x03, R11
-
-longrows2:
-	ADDQ R8, R11
-
-	PCALIGN $32
-sumpfloop:
-	CMPQ       R9, R10
-	JG         sumtail
-	PREFETCHT0 (R11)(R9*4)
-	PREFETCHT0 64(R11)(R9*4)
-	PREFETCHT0 128(R11)(R9*4)
-	PREFETCHT0 192(R11)(R9*4)
-	VMOVUPS    (R8)(R9*4), Z5
-	VADDPS     Z5, Z1, Z1
-	VMOVUPS    64(R8)(R9*4), Z5
-	VADDPS     Z5, Z2, Z2
-	VMOVUPS    128(R8)(R9*4), Z5
-	VADDPS     Z5, Z3, Z3
-	VMOVUPS    192(R8)(R9*4), Z5
-	VADDPS     Z5, Z4, Z4
-	ADDQ       $0x00000040, R9
-	JMP        sumpfloop
 
 sumtail:
 	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
@@ -5468,8 +5196,6 @@ addfirstblock:
 	VMOVUPS Z4, 192(R9)(R10*4)
 	VADDPS  zero64<>+0(SB), Z4, Z4
 	MOVQ    $0x00000040, R10
-	TESTL   $0x00000002, job_flags+0(AX)
-	JNZ     addsumpf
 
 	PCALIGN $32
 addsumloop:
@@ -5493,44 +5219,6 @@ addsumloop:
 	VADDPS  Z5, Z4, Z4
 	ADDQ    $0x00000040, R10
 	JMP     addsumloop
-
-	// The same, prefetching the rows ahead.
-addsumpf:
-	MOVQ DI, R12
-	SHLQ $0x01, R12
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows3
-	SHLQ $0x03, R12
-
-longrows3:
-	ADDQ R8, R12
-
-	PCALIGN $32
-addsumpfloop:
-	CMPQ       R10, R11
-	JG         addsumtail
-	PREFETCHT0 (R12)(R10*4)
-	PREFETCHT0 64(R12)(R10*4)
-	PREFETCHT0 128(R12)(R10*4)
-	PREFETCHT0 192(R12)(R10*4)
-	VMOVUPS    (R8)(R10*4), Z5
-	VADDPS     (R9)(R10*4), Z5, Z5
-	VMOVUPS    Z5, (R9)(R10*4)
-	VADDPS     Z5, Z1, Z1
-	VMOVUPS    64(R8)(R10*4), Z5
-	VADDPS     64(R9)(R10*4), Z5, Z5
-	VMOVUPS    Z5, 64(R9)(R10*4)
-	VADDPS     Z5, Z2, Z2
-	VMOVUPS    128(R8)(R10*4), Z5
-	VADDPS     128(R9)(R10*4), Z5, Z5
-	VMOVUPS    Z5, 128(R9)(R10*4)
-	VADDPS     Z5, Z3, Z3
-	VMOVUPS    192(R8)(R10*4), Z5
-	VADDPS     192(R9)(R10*4), Z5, Z5
-	VMOVUPS    Z5, 192(R9)(R10*4)
-	VADDPS     Z5, Z4, Z4
-	ADDQ       $0x00000040, R10
-	JMP        addsumpfloop
 
 addsumtail:
 	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
@@ -5614,14 +5302,14 @@ mean:
 	VUCOMISS X2, X2
 	JPS      ret
 	CMPL     380(SP), $0x00
-	JE       divide4
+	JE       divide2
 	VMULSS   380(SP), X1, X2
-	JMP      divided5
+	JMP      divided3
 
-divide4:
+divide2:
 	VDIVSS 376(SP), X1, X2
 
-divided5:
+divided3:
 	VBROADCASTSS X2, Z5
 	JMP          centered
 
@@ -5658,8 +5346,6 @@ sqfirstblock:
 	VSUBPS  Z5, Z4, Z4
 	VMULPS  Z4, Z4, Z4
 	MOVQ    $0x00000040, R9
-	TESTL   $0x00000002, job_flags+0(AX)
-	JNZ     sqsumpf
 
 	PCALIGN $32
 sqsumloop:
@@ -5683,44 +5369,6 @@ sqsumloop:
 	VADDPS  Z6, Z4, Z4
 	ADDQ    $0x00000040, R9
 	JMP     sqsumloop
-
-	// The same, prefetching the rows ahead.
-sqsumpf:
-	MOVQ DI, R11
-	SHLQ $0x01, R11
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows6
-	SHLQ $0x03, R11
-
-longrows6:
-	ADDQ R8, R11
-
-	PCALIGN $32
-sqsumpfloop:
-	CMPQ       R9, R10
-	JG         sqsumtail
-	PREFETCHT0 (R11)(R9*4)
-	PREFETCHT0 64(R11)(R9*4)
-	PREFETCHT0 128(R11)(R9*4)
-	PREFETCHT0 192(R11)(R9*4)
-	VMOVUPS    (R8)(R9*4), Z6
-	VSUBPS     Z5, Z6, Z6
-	VMULPS     Z6, Z6, Z6
-	VADDPS     Z6, Z1, Z1
-	VMOVUPS    64(R8)(R9*4), Z6
-	VSUBPS     Z5, Z6, Z6
-	VMULPS     Z6, Z6, Z6
-	VADDPS     Z6, Z2, Z2
-	VMOVUPS    128(R8)(R9*4), Z6
-	VSUBPS     Z5, Z6, Z6
-	VMULPS     Z6, Z6, Z6
-	VADDPS     Z6, Z3, Z3
-	VMOVUPS    192(R8)(R9*4), Z6
-	VSUBPS     Z5, Z6, Z6
-	VMULPS     Z6, Z6, Z6
-	VADDPS     Z6, Z4, Z4
-	ADDQ       $0x00000040, R9
-	JMP        sqsumpfloop
 
 sqsumtail:
 	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
@@ -5795,14 +5443,14 @@ sqsummed:
 
 	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
 	CMPL   380(SP), $0x00
-	JE     divide7
+	JE     divide4
 	VMULSS 380(SP), X1, X1
-	JMP    divided8
+	JMP    divided5
 
-divide7:
+divide4:
 	VDIVSS 376(SP), X1, X1
 
-divided8:
+divided5:
 	VADDSS   job_eps+0(AX), X1, X1
 	VUCOMISS tlo<>+0(SB), X1
 	JCS      ret
@@ -5872,13 +5520,13 @@ scaleloop:
 	VMULPS  192(SI)(R8*4), Z6, Z6
 	MOVQ    job_bias+0(AX), R10
 	TESTQ   R10, R10
-	JZ      nobias9
+	JZ      nobias6
 	VADDPS  (R10)(R8*4), Z2, Z2
 	VADDPS  64(R10)(R8*4), Z3, Z3
 	VADDPS  128(R10)(R8*4), Z4, Z4
 	VADDPS  192(R10)(R8*4), Z6, Z6
 
-nobias9:
+nobias6:
 	VMOVUPS Z2, (CX)(R8*4)
 	VMOVUPS Z3, 64(CX)(R8*4)
 	VMOVUPS Z4, 128(CX)(R8*4)
@@ -5916,13 +5564,13 @@ scaleloopoffset:
 	VMULPS  Z8, Z6, Z6
 	MOVQ    job_bias+0(AX), R10
 	TESTQ   R10, R10
-	JZ      nobias10
+	JZ      nobias7
 	VADDPS  (R10)(R8*4), Z2, Z2
 	VADDPS  64(R10)(R8*4), Z3, Z3
 	VADDPS  128(R10)(R8*4), Z4, Z4
 	VADDPS  192(R10)(R8*4), Z6, Z6
 
-nobias10:
+nobias7:
 	VMOVUPS Z2, (CX)(R8*4)
 	VMOVUPS Z3, 64(CX)(R8*4)
 	VMOVUPS Z4, 128(CX)(R8*4)
@@ -5948,13 +5596,13 @@ scaleloopnoweight:
 	VMULPS  Z1, Z6, Z6
 	MOVQ    job_bias+0(AX), R10
 	TESTQ   R10, R10
-	JZ      nobias11
+	JZ      nobias8
 	VADDPS  (R10)(R8*4), Z2, Z2
 	VADDPS  64(R10)(R8*4), Z3, Z3
 	VADDPS  128(R10)(R8*4), Z4, Z4
 	VADDPS  192(R10)(R8*4), Z6, Z6
 
-nobias11:
+nobias8:
 	VMOVUPS Z2, (CX)(R8*4)
 	VMOVUPS Z3, 64(CX)(R8*4)
 	VMOVUPS Z4, 128(CX)(R8*4)
@@ -5965,10 +5613,10 @@ nobias11:
 scalepf:
 	MOVQ DI, R10
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows12
+	JA   longrows9
 	SHLQ $0x03, R10
 
-longrows12:
+longrows9:
 	ADDQ  DX, R10
 	TESTL $0x00000001, job_flags+0(AX)
 	JNZ   scalent
@@ -6003,13 +5651,13 @@ scalepfloop:
 	VMULPS     192(SI)(R8*4), Z6, Z6
 	MOVQ       job_bias+0(AX), R11
 	TESTQ      R11, R11
-	JZ         nobias13
+	JZ         nobias10
 	VADDPS     (R11)(R8*4), Z2, Z2
 	VADDPS     64(R11)(R8*4), Z3, Z3
 	VADDPS     128(R11)(R8*4), Z4, Z4
 	VADDPS     192(R11)(R8*4), Z6, Z6
 
-nobias13:
+nobias10:
 	VMOVUPS Z2, (CX)(R8*4)
 	VMOVUPS Z3, 64(CX)(R8*4)
 	VMOVUPS Z4, 128(CX)(R8*4)
@@ -6051,13 +5699,13 @@ scalepfloopoffset:
 	VMULPS     Z8, Z6, Z6
 	MOVQ       job_bias+0(AX), R11
 	TESTQ      R11, R11
-	JZ         nobias14
+	JZ         nobias11
 	VADDPS     (R11)(R8*4), Z2, Z2
 	VADDPS     64(R11)(R8*4), Z3, Z3
 	VADDPS     128(R11)(R8*4), Z4, Z4
 	VADDPS     192(R11)(R8*4), Z6, Z6
 
-nobias14:
+nobias11:
 	VMOVUPS Z2, (CX)(R8*4)
 	VMOVUPS Z3, 64(CX)(R8*4)
 	VMOVUPS Z4, 128(CX)(R8*4)
@@ -6087,13 +5735,13 @@ scalepfloopnoweight:
 	VMULPS     Z1, Z6, Z6
 	MOVQ       job_bias+0(AX), R11
 	TESTQ      R11, R11
-	JZ         nobias15
+	JZ         nobias12
 	VADDPS     (R11)(R8*4), Z2, Z2
 	VADDPS     64(R11)(R8*4), Z3, Z3
 	VADDPS     128(R11)(R8*4), Z4, Z4
 	VADDPS     192(R11)(R8*4), Z6, Z6
 
-nobias15:
+nobias12:
 	VMOVUPS Z2, (CX)(R8*4)
 	VMOVUPS Z3, 64(CX)(R8*4)
 	VMOVUPS Z4, 128(CX)(R8*4)
@@ -6118,10 +5766,10 @@ scalehead:
 scalentgo:
 	MOVQ DI, R10
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows16
+	JA   longrows13
 	SHLQ $0x03, R10
 
-longrows16:
+longrows13:
 	ADDQ DX, R10
 	MOVL job_flags+0(AX), R11
 
@@ -6146,24 +5794,24 @@ scalentloop:
 	VSUBPS     Z5, Z6, Z6
 	VMULPS     Z1, Z6, Z6
 	TESTQ      SI, SI
-	JZ         weighed18
+	JZ         weighed15
 	TESTL      $0x00000010, R11
-	JNZ        offset17
+	JNZ        offset14
 	VMULPS     (SI)(R8*4), Z2, Z2
 	VMULPS     64(SI)(R8*4), Z3, Z3
 	VMULPS     128(SI)(R8*4), Z4, Z4
 	VMULPS     192(SI)(R8*4), Z6, Z6
 
-weighed18:
+weighed15:
 	MOVQ   job_bias+0(AX), R12
 	TESTQ  R12, R12
-	JZ     nobias19
+	JZ     nobias16
 	VADDPS (R12)(R8*4), Z2, Z2
 	VADDPS 64(R12)(R8*4), Z3, Z3
 	VADDPS 128(R12)(R8*4), Z4, Z4
 	VADDPS 192(R12)(R8*4), Z6, Z6
 
-nobias19:
+nobias16:
 	VMOVNTPS Z2, (CX)(R8*4)
 	VMOVNTPS Z3, 64(CX)(R8*4)
 	VMOVNTPS Z4, 128(CX)(R8*4)
@@ -6171,7 +5819,7 @@ nobias19:
 	ADDQ     $0x00000040, R8
 	JMP      scalentloop
 
-offset17:
+offset14:
 	VMOVUPS (SI)(R8*4), Z8
 	VADDPS  Z0, Z8, Z8
 	VMULPS  Z8, Z2, Z2
@@ -6184,7 +5832,7 @@ offset17:
 	VMOVUPS 192(SI)(R8*4), Z8
 	VADDPS  Z0, Z8, Z8
 	VMULPS  Z8, Z6, Z6
-	JMP     weighed18
+	JMP     weighed15
 
 scaletail:
 	ADDQ $0x00000030, R9
@@ -6196,18 +5844,18 @@ scaleone:
 	VSUBPS  Z5, Z2, Z2
 	VMULPS  Z1, Z2, Z2
 	TESTQ   SI, SI
-	JZ      noweight20
+	JZ      noweight17
 	VMOVUPS (SI)(R8*4), Z3
 	VADDPS  Z0, Z3, Z3
 	VMULPS  Z3, Z2, Z2
 
-noweight20:
+noweight17:
 	MOVQ   job_bias+0(AX), R10
 	TESTQ  R10, R10
-	JZ     nobias21
+	JZ     nobias18
 	VADDPS (R10)(R8*4), Z2, Z2
 
-nobias21:
+nobias18:
 	VMOVUPS Z2, (CX)(R8*4)
 	ADDQ    $0x00000010, R8
 	JMP     scaleone
@@ -6225,19 +5873,19 @@ partout:
 	VSUBPS    Z5, Z2, Z2
 	VMULPS    Z2, Z1, Z2
 	TESTQ     SI, SI
-	JZ        noweight22
+	JZ        noweight19
 	VMOVUPS.Z (SI)(R8*4), K1, Z3
 	VADDPS    Z0, Z3, Z3
 	VMULPS    Z3, Z2, Z2
 
-noweight22:
+noweight19:
 	MOVQ      job_bias+0(AX), R11
 	TESTQ     R11, R11
-	JZ        nobias23
+	JZ        nobias20
 	VMOVUPS.Z (R11)(R8*4), K1, Z3
 	VADDPS    Z3, Z2, Z2
 
-nobias23:
+nobias20:
 	VMOVUPS Z2, K1, (CX)(R8*4)
 	ADDQ    R10, R8
 	CMPQ    R8, job_d+0(AX)
@@ -8669,8 +8317,6 @@ firstblock:
 	VMOVUPS 192(R8)(R9*4), Z10
 	VADDPS  zero64<>+0(SB), Z10, Z10
 	MOVQ    $0x00000040, R9
-	TESTL   $0x00000002, job_flags+0(AX)
-	JNZ     sumpf
 
 	PCALIGN $32
 sumloop:
@@ -8686,36 +8332,6 @@ sumloop:
 	VADDPS  Z11, Z10, Z10
 	ADDQ    $0x00000040, R9
 	JMP     sumloop
-
-	// The same, prefetching the rows ahead.
-sumpf:
-	MOVQ DI, R11
-	SHLQ $0x01, R11
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows2
-	SHLQ $0x03, R11
-
-longrows2:
-	ADDQ R8, R11
-
-	PCALIGN $32
-sumpfloop:
-	CMPQ       R9, R10
-	JG         sumtail
-	PREFETCHT0 (R11)(R9*4)
-	PREFETCHT0 64(R11)(R9*4)
-	PREFETCHT0 128(R11)(R9*4)
-	PREFETCHT0 192(R11)(R9*4)
-	VMOVUPS    (R8)(R9*4), Z11
-	VADDPS     Z11, Z7, Z7
-	VMOVUPS    64(R8)(R9*4), Z11
-	VADDPS     Z11, Z8, Z8
-	VMOVUPS    128(R8)(R9*4), Z11
-	VADDPS     Z11, Z9, Z9
-	VMOVUPS    192(R8)(R9*4), Z11
-	VADDPS     Z11, Z10, Z10
-	ADDQ       $0x00000040, R9
-	JMP        sumpfloop
 
 sumtail:
 	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
@@ -8806,8 +8422,6 @@ addfirstblock:
 	VMOVUPS Z10, 192(R9)(R10*4)
 	VADDPS  zero64<>+0(SB), Z10, Z10
 	MOVQ    $0x00000040, R10
-	TESTL   $0x00000002, job_flags+0(AX)
-	JNZ     addsumpf
 
 	PCALIGN $32
 addsumloop:
@@ -8831,44 +8445,6 @@ addsumloop:
 	VADDPS  Z11, Z10, Z10
 	ADDQ    $0x00000040, R10
 	JMP     addsumloop
-
-	// The same, prefetching the rows ahead.
-addsumpf:
-	MOVQ DI, R12
-	SHLQ $0x01, R12
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows3
-	SHLQ $0x03, R12
-
-longrows3:
-	ADDQ R8, R12
-
-	PCALIGN $32
-addsumpfloop:
-	CMPQ       R10, R11
-	JG         addsumtail
-	PREFETCHT0 (R12)(R10*4)
-	PREFETCHT0 64(R12)(R10*4)
-	PREFETCHT0 128(R12)(R10*4)
-	PREFETCHT0 192(R12)(R10*4)
-	VMOVUPS    (R8)(R10*4), Z11
-	VADDPS     (R9)(R10*4), Z11, Z11
-	VMOVUPS    Z11, (R9)(R10*4)
-	VADDPS     Z11, Z7, Z7
-	VMOVUPS    64(R8)(R10*4), Z11
-	VADDPS     64(R9)(R10*4), Z11, Z11
-	VMOVUPS    Z11, 64(R9)(R10*4)
-	VADDPS     Z11, Z8, Z8
-	VMOVUPS    128(R8)(R10*4), Z11
-	VADDPS     128(R9)(R10*4), Z11, Z11
-	VMOVUPS    Z11, 128(R9)(R10*4)
-	VADDPS     Z11, Z9, Z9
-	VMOVUPS    192(R8)(R10*4), Z11
-	VADDPS     192(R9)(R10*4), Z11, Z11
-	VMOVUPS    Z11, 192(R9)(R10*4)
-	VADDPS     Z11, Z10, Z10
-	ADDQ       $0x00000040, R10
-	JMP        addsumpfloop
 
 addsumtail:
 	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
@@ -8952,14 +8528,14 @@ mean:
 	VUCOMISS X8, X8
 	JPS      ret
 	CMPL     380(SP), $0x00
-	JE       divide4
+	JE       divide2
 	VMULSS   380(SP), X7, X8
-	JMP      divided5
+	JMP      divided3
 
-divide4:
+divide2:
 	VDIVSS 376(SP), X7, X8
 
-divided5:
+divided3:
 	VBROADCASTSS X8, Z11
 	JMP          centered
 
@@ -8996,8 +8572,6 @@ sqfirstblock:
 	VSUBPS  Z11, Z10, Z10
 	VMULPS  Z10, Z10, Z10
 	MOVQ    $0x00000040, R9
-	TESTL   $0x00000002, job_flags+0(AX)
-	JNZ     sqsumpf
 
 	PCALIGN $32
 sqsumloop:
@@ -9021,44 +8595,6 @@ sqsumloop:
 	VADDPS  Z12, Z10, Z10
 	ADDQ    $0x00000040, R9
 	JMP     sqsumloop
-
-	// The same, prefetching the rows ahead.
-sqsumpf:
-	MOVQ DI, R11
-	SHLQ $0x01, R11
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows6
-	SHLQ $0x03, R11
-
-longrows6:
-	ADDQ R8, R11
-
-	PCALIGN $32
-sqsumpfloop:
-	CMPQ       R9, R10
-	JG         sqsumtail
-	PREFETCHT0 (R11)(R9*4)
-	PREFETCHT0 64(R11)(R9*4)
-	PREFETCHT0 128(R11)(R9*4)
-	PREFETCHT0 192(R11)(R9*4)
-	VMOVUPS    (R8)(R9*4), Z12
-	VSUBPS     Z11, Z12, Z12
-	VMULPS     Z12, Z12, Z12
-	VADDPS     Z12, Z7, Z7
-	VMOVUPS    64(R8)(R9*4), Z12
-	VSUBPS     Z11, Z12, Z12
-	VMULPS     Z12, Z12, Z12
-	VADDPS     Z12, Z8, Z8
-	VMOVUPS    128(R8)(R9*4), Z12
-	VSUBPS     Z11, Z12, Z12
-	VMULPS     Z12, Z12, Z12
-	VADDPS     Z12, Z9, Z9
-	VMOVUPS    192(R8)(R9*4), Z12
-	VSUBPS     Z11, Z12, Z12
-	VMULPS     Z12, Z12, Z12
-	VADDPS     Z12, Z10, Z10
-	ADDQ       $0x00000040, R9
-	JMP        sqsumpfloop
 
 sqsumtail:
 	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
@@ -9133,14 +8669,14 @@ sqsummed:
 
 	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
 	CMPL   380(SP), $0x00
-	JE     divide7
+	JE     divide4
 	VMULSS 380(SP), X7, X7
-	JMP    divided8
+	JMP    divided5
 
-divide7:
+divide4:
 	VDIVSS 376(SP), X7, X7
 
-divided8:
+divided5:
 	VADDSS   job_eps+0(AX), X7, X7
 	VUCOMISS tlo<>+0(SB), X7
 	JCS      ret
@@ -9205,7 +8741,7 @@ scaleloop:
 	VSUBPS      Z11, Z12, Z12
 	VMULPS      Z7, Z12, Z12
 	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn9
+	JZ          notrn6
 	VMOVDQA64   Z3, Z14
 	VFIXUPIMMPS $0x00, Z4, Z8, Z14
 	VPSRLD      $0x10, Z14, Z8
@@ -9235,20 +8771,20 @@ scaleloop:
 	VPADDD      Z14, Z12, Z12
 	VPANDD      Z2, Z12, Z12
 
-notrn9:
+notrn6:
 	VMULPS (SI)(R8*4), Z8, Z8
 	VMULPS 64(SI)(R8*4), Z9, Z9
 	VMULPS 128(SI)(R8*4), Z10, Z10
 	VMULPS 192(SI)(R8*4), Z12, Z12
 	MOVQ   job_bias+0(AX), R10
 	TESTQ  R10, R10
-	JZ     nobias10
+	JZ     nobias7
 	VADDPS (R10)(R8*4), Z8, Z8
 	VADDPS 64(R10)(R8*4), Z9, Z9
 	VADDPS 128(R10)(R8*4), Z10, Z10
 	VADDPS 192(R10)(R8*4), Z12, Z12
 
-nobias10:
+nobias7:
 	VMOVDQA64   Z3, Z14
 	VFIXUPIMMPS $0x00, Z4, Z8, Z14
 	VPSRLD      $0x10, Z14, Z8
@@ -9297,7 +8833,7 @@ scaleloopoffset:
 	VSUBPS      Z11, Z12, Z12
 	VMULPS      Z7, Z12, Z12
 	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn11
+	JZ          notrn8
 	VMOVDQA64   Z3, Z14
 	VFIXUPIMMPS $0x00, Z4, Z8, Z14
 	VPSRLD      $0x10, Z14, Z8
@@ -9327,7 +8863,7 @@ scaleloopoffset:
 	VPADDD      Z14, Z12, Z12
 	VPANDD      Z2, Z12, Z12
 
-notrn11:
+notrn8:
 	VMOVUPS (SI)(R8*4), Z14
 	VADDPS  Z6, Z14, Z14
 	VMULPS  Z14, Z8, Z8
@@ -9342,13 +8878,13 @@ notrn11:
 	VMULPS  Z14, Z12, Z12
 	MOVQ    job_bias+0(AX), R10
 	TESTQ   R10, R10
-	JZ      nobias12
+	JZ      nobias9
 	VADDPS  (R10)(R8*4), Z8, Z8
 	VADDPS  64(R10)(R8*4), Z9, Z9
 	VADDPS  128(R10)(R8*4), Z10, Z10
 	VADDPS  192(R10)(R8*4), Z12, Z12
 
-nobias12:
+nobias9:
 	VMOVDQA64   Z3, Z14
 	VFIXUPIMMPS $0x00, Z4, Z8, Z14
 	VPSRLD      $0x10, Z14, Z8
@@ -9398,13 +8934,13 @@ scaleloopnoweight:
 	VMULPS  Z7, Z12, Z12
 	MOVQ    job_bias+0(AX), R10
 	TESTQ   R10, R10
-	JZ      nobias13
+	JZ      nobias10
 	VADDPS  (R10)(R8*4), Z8, Z8
 	VADDPS  64(R10)(R8*4), Z9, Z9
 	VADDPS  128(R10)(R8*4), Z10, Z10
 	VADDPS  192(R10)(R8*4), Z12, Z12
 
-nobias13:
+nobias10:
 	VMOVDQA64   Z3, Z14
 	VFIXUPIMMPS $0x00, Z4, Z8, Z14
 	VPSRLD      $0x10, Z14, Z8
@@ -9439,10 +8975,10 @@ nobias13:
 scalepf:
 	MOVQ DI, R10
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows14
+	JA   longrows11
 	SHLQ $0x03, R10
 
-longrows14:
+longrows11:
 	ADDQ  DX, R10
 	TESTL $0x00000001, job_flags+0(AX)
 	JNZ   scalent
@@ -9472,7 +9008,7 @@ scalepfloop:
 	VSUBPS      Z11, Z12, Z12
 	VMULPS      Z7, Z12, Z12
 	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn15
+	JZ          notrn12
 	VMOVDQA64   Z3, Z14
 	VFIXUPIMMPS $0x00, Z4, Z8, Z14
 	VPSRLD      $0x10, Z14, Z8
@@ -9502,20 +9038,20 @@ scalepfloop:
 	VPADDD      Z14, Z12, Z12
 	VPANDD      Z2, Z12, Z12
 
-notrn15:
+notrn12:
 	VMULPS (SI)(R8*4), Z8, Z8
 	VMULPS 64(SI)(R8*4), Z9, Z9
 	VMULPS 128(SI)(R8*4), Z10, Z10
 	VMULPS 192(SI)(R8*4), Z12, Z12
 	MOVQ   job_bias+0(AX), R11
 	TESTQ  R11, R11
-	JZ     nobias16
+	JZ     nobias13
 	VADDPS (R11)(R8*4), Z8, Z8
 	VADDPS 64(R11)(R8*4), Z9, Z9
 	VADDPS 128(R11)(R8*4), Z10, Z10
 	VADDPS 192(R11)(R8*4), Z12, Z12
 
-nobias16:
+nobias13:
 	VMOVDQA64   Z3, Z14
 	VFIXUPIMMPS $0x00, Z4, Z8, Z14
 	VPSRLD      $0x10, Z14, Z8
@@ -9568,7 +9104,7 @@ scalepfloopoffset:
 	VSUBPS      Z11, Z12, Z12
 	VMULPS      Z7, Z12, Z12
 	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn17
+	JZ          notrn14
 	VMOVDQA64   Z3, Z14
 	VFIXUPIMMPS $0x00, Z4, Z8, Z14
 	VPSRLD      $0x10, Z14, Z8
@@ -9598,7 +9134,7 @@ scalepfloopoffset:
 	VPADDD      Z14, Z12, Z12
 	VPANDD      Z2, Z12, Z12
 
-notrn17:
+notrn14:
 	VMOVUPS (SI)(R8*4), Z14
 	VADDPS  Z6, Z14, Z14
 	VMULPS  Z14, Z8, Z8
@@ -9613,13 +9149,13 @@ notrn17:
 	VMULPS  Z14, Z12, Z12
 	MOVQ    job_bias+0(AX), R11
 	TESTQ   R11, R11
-	JZ      nobias18
+	JZ      nobias15
 	VADDPS  (R11)(R8*4), Z8, Z8
 	VADDPS  64(R11)(R8*4), Z9, Z9
 	VADDPS  128(R11)(R8*4), Z10, Z10
 	VADDPS  192(R11)(R8*4), Z12, Z12
 
-nobias18:
+nobias15:
 	VMOVDQA64   Z3, Z14
 	VFIXUPIMMPS $0x00, Z4, Z8, Z14
 	VPSRLD      $0x10, Z14, Z8
@@ -9673,13 +9209,13 @@ scalepfloopnoweight:
 	VMULPS     Z7, Z12, Z12
 	MOVQ       job_bias+0(AX), R11
 	TESTQ      R11, R11
-	JZ         nobias19
+	JZ         nobias16
 	VADDPS     (R11)(R8*4), Z8, Z8
 	VADDPS     64(R11)(R8*4), Z9, Z9
 	VADDPS     128(R11)(R8*4), Z10, Z10
 	VADDPS     192(R11)(R8*4), Z12, Z12
 
-nobias19:
+nobias16:
 	VMOVDQA64   Z3, Z14
 	VFIXUPIMMPS $0x00, Z4, Z8, Z14
 	VPSRLD      $0x10, Z14, Z8
@@ -9729,7 +9265,7 @@ scalehead:
 	VSUBPS      Z11, Z8, Z8
 	VMULPS      Z7, Z8, Z8
 	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn20
+	JZ          notrn17
 	VMOVDQA64   Z3, Z9
 	VFIXUPIMMPS $0x00, Z4, Z8, Z9
 	VPSRLD      $0x10, Z9, Z8
@@ -9738,20 +9274,20 @@ scalehead:
 	VPADDD      Z9, Z8, Z8
 	VPANDD      Z2, Z8, Z8
 
-notrn20:
+notrn17:
 	TESTQ   SI, SI
-	JZ      noweight21
+	JZ      noweight18
 	VMOVUPS (SI)(R8*4), Z9
 	VADDPS  Z6, Z9, Z9
 	VMULPS  Z9, Z8, Z8
 
-noweight21:
+noweight18:
 	MOVQ   job_bias+0(AX), R11
 	TESTQ  R11, R11
-	JZ     nobias22
+	JZ     nobias19
 	VADDPS (R11)(R8*4), Z8, Z8
 
-nobias22:
+nobias19:
 	VMOVDQA64   Z3, Z9
 	VFIXUPIMMPS $0x00, Z4, Z8, Z9
 	VPSRLD      $0x10, Z9, Z8
@@ -9770,10 +9306,10 @@ scaleheadpart:
 scalentgo:
 	MOVQ DI, R10
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows23
+	JA   longrows20
 	SHLQ $0x03, R10
 
-longrows23:
+longrows20:
 	ADDQ DX, R10
 	MOVL job_flags+0(AX), R11
 
@@ -9798,7 +9334,7 @@ scalentloop:
 	VSUBPS      Z11, Z12, Z12
 	VMULPS      Z7, Z12, Z12
 	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn24
+	JZ          notrn21
 	VMOVDQA64   Z3, Z14
 	VFIXUPIMMPS $0x00, Z4, Z8, Z14
 	VPSRLD      $0x10, Z14, Z8
@@ -9828,26 +9364,26 @@ scalentloop:
 	VPADDD      Z14, Z12, Z12
 	VPANDD      Z2, Z12, Z12
 
-notrn24:
+notrn21:
 	TESTQ  SI, SI
-	JZ     weighed26
+	JZ     weighed23
 	TESTL  $0x00000010, R11
-	JNZ    offset25
+	JNZ    offset22
 	VMULPS (SI)(R8*4), Z8, Z8
 	VMULPS 64(SI)(R8*4), Z9, Z9
 	VMULPS 128(SI)(R8*4), Z10, Z10
 	VMULPS 192(SI)(R8*4), Z12, Z12
 
-weighed26:
+weighed23:
 	MOVQ   job_bias+0(AX), R12
 	TESTQ  R12, R12
-	JZ     nobias27
+	JZ     nobias24
 	VADDPS (R12)(R8*4), Z8, Z8
 	VADDPS 64(R12)(R8*4), Z9, Z9
 	VADDPS 128(R12)(R8*4), Z10, Z10
 	VADDPS 192(R12)(R8*4), Z12, Z12
 
-nobias27:
+nobias24:
 	VMOVDQA64   Z3, Z14
 	VFIXUPIMMPS $0x00, Z4, Z8, Z14
 	VPSRLD      $0x10, Z14, Z8
@@ -9879,7 +9415,7 @@ nobias27:
 	ADDQ        $0x00000040, R8
 	JMP         scalentloop
 
-offset25:
+offset22:
 	VMOVUPS (SI)(R8*4), Z14
 	VADDPS  Z6, Z14, Z14
 	VMULPS  Z14, Z8, Z8
@@ -9892,7 +9428,7 @@ offset25:
 	VMOVUPS 192(SI)(R8*4), Z14
 	VADDPS  Z6, Z14, Z14
 	VMULPS  Z14, Z12, Z12
-	JMP     weighed26
+	JMP     weighed23
 
 scaletail:
 	ADDQ $0x00000030, R9
@@ -9904,7 +9440,7 @@ scaleone:
 	VSUBPS      Z11, Z8, Z8
 	VMULPS      Z7, Z8, Z8
 	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn28
+	JZ          notrn25
 	VMOVDQA64   Z3, Z9
 	VFIXUPIMMPS $0x00, Z4, Z8, Z9
 	VPSRLD      $0x10, Z9, Z8
@@ -9913,20 +9449,20 @@ scaleone:
 	VPADDD      Z9, Z8, Z8
 	VPANDD      Z2, Z8, Z8
 
-notrn28:
+notrn25:
 	TESTQ   SI, SI
-	JZ      noweight29
+	JZ      noweight26
 	VMOVUPS (SI)(R8*4), Z9
 	VADDPS  Z6, Z9, Z9
 	VMULPS  Z9, Z8, Z8
 
-noweight29:
+noweight26:
 	MOVQ   job_bias+0(AX), R10
 	TESTQ  R10, R10
-	JZ     nobias30
+	JZ     nobias27
 	VADDPS (R10)(R8*4), Z8, Z8
 
-nobias30:
+nobias27:
 	VMOVDQA64   Z3, Z9
 	VFIXUPIMMPS $0x00, Z4, Z8, Z9
 	VPSRLD      $0x10, Z9, Z8
@@ -9951,7 +9487,7 @@ partout:
 	VSUBPS      Z11, Z8, Z8
 	VMULPS      Z8, Z7, Z8
 	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn31
+	JZ          notrn28
 	VMOVDQA64   Z3, Z9
 	VFIXUPIMMPS $0x00, Z4, Z8, Z9
 	VPSRLD      $0x10, Z9, Z8
@@ -9960,21 +9496,21 @@ partout:
 	VPADDD      Z9, Z8, Z8
 	VPANDD      Z2, Z8, Z8
 
-notrn31:
+notrn28:
 	TESTQ     SI, SI
-	JZ        noweight32
+	JZ        noweight29
 	VMOVUPS.Z (SI)(R8*4), K1, Z9
 	VADDPS    Z6, Z9, Z9
 	VMULPS    Z9, Z8, Z8
 
-noweight32:
+noweight29:
 	MOVQ      job_bias+0(AX), R11
 	TESTQ     R11, R11
-	JZ        nobias33
+	JZ        nobias30
 	VMOVUPS.Z (R11)(R8*4), K1, Z9
 	VADDPS    Z9, Z8, Z8
 
-nobias33:
+nobias30:
 	VMOVDQA64   Z3, Z9
 	VFIXUPIMMPS $0x00, Z4, Z8, Z9
 	VPSRLD      $0x10, Z9, Z8
@@ -10098,8 +9634,6 @@ firstblock:
 	VMOVUPS 192(R8)(R9*4), Z4
 	VADDPS  zero64<>+0(SB), Z4, Z4
 	MOVQ    $0x00000040, R9
-	TESTL   $0x00000002, job_flags+0(AX)
-	JNZ     sumpf
 
 	PCALIGN $32
 sumloop:
@@ -10115,36 +9649,6 @@ sumloop:
 	VADDPS  Z5, Z4, Z4
 	ADDQ    $0x00000040, R9
 	JMP     sumloop
-
-	// The same, prefetching the rows ahead.
-sumpf:
-	MOVQ DI, R11
-	SHLQ $0x01, R11
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows2
-	SHLQ $0x03, R11
-
-longrows2:
-	ADDQ R8, R11
-
-	PCALIGN $32
-sumpfloop:
-	CMPQ       R9, R10
-	JG         sumtail
-	PREFETCHT0 (R11)(R9*4)
-	PREFETCHT0 64(R11)(R9*4)
-	PREFETCHT0 128(R11)(R9*4)
-	PREFETCHT0 192(R11)(R9*4)
-	VMOVUPS    (R8)(R9*4), Z5
-	VADDPS     Z5, Z1, Z1
-	VMOVUPS    64(R8)(R9*4), Z5
-	VADDPS     Z5, Z2, Z2
-	VMOVUPS    128(R8)(R9*4), Z5
-	VADDPS     Z5, Z3, Z3
-	VMOVUPS    192(R8)(R9*4), Z5
-	VADDPS     Z5, Z4, Z4
-	ADDQ       $0x00000040, R9
-	JMP        sumpfloop
 
 sumtail:
 	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
@@ -10235,8 +9739,6 @@ addfirstblock:
 	VMOVUPS Z4, 192(R9)(R10*4)
 	VADDPS  zero64<>+0(SB), Z4, Z4
 	MOVQ    $0x00000040, R10
-	TESTL   $0x00000002, job_flags+0(AX)
-	JNZ     addsumpf
 
 	PCALIGN $32
 addsumloop:
@@ -10260,44 +9762,6 @@ addsumloop:
 	VADDPS  Z5, Z4, Z4
 	ADDQ    $0x00000040, R10
 	JMP     addsumloop
-
-	// The same, prefetching the rows ahead.
-addsumpf:
-	MOVQ DI, R12
-	SHLQ $0x01, R12
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows3
-	SHLQ $0x03, R12
-
-longrows3:
-	ADDQ R8, R12
-
-	PCALIGN $32
-addsumpfloop:
-	CMPQ       R10, R11
-	JG         addsumtail
-	PREFETCHT0 (R12)(R10*4)
-	PREFETCHT0 64(R12)(R10*4)
-	PREFETCHT0 128(R12)(R10*4)
-	PREFETCHT0 192(R12)(R10*4)
-	VMOVUPS    (R8)(R10*4), Z5
-	VADDPS     (R9)(R10*4), Z5, Z5
-	VMOVUPS    Z5, (R9)(R10*4)
-	VADDPS     Z5, Z1, Z1
-	VMOVUPS    64(R8)(R10*4), Z5
-	VADDPS     64(R9)(R10*4), Z5, Z5
-	VMOVUPS    Z5, 64(R9)(R10*4)
-	VADDPS     Z5, Z2, Z2
-	VMOVUPS    128(R8)(R10*4), Z5
-	VADDPS     128(R9)(R10*4), Z5, Z5
-	VMOVUPS    Z5, 128(R9)(R10*4)
-	VADDPS     Z5, Z3, Z3
-	VMOVUPS    192(R8)(R10*4), Z5
-	VADDPS     192(R9)(R10*4), Z5, Z5
-	VMOVUPS    Z5, 192(R9)(R10*4)
-	VADDPS     Z5, Z4, Z4
-	ADDQ       $0x00000040, R10
-	JMP        addsumpfloop
 
 addsumtail:
 	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
@@ -10381,14 +9845,14 @@ mean:
 	VUCOMISS X2, X2
 	JPS      ret
 	CMPL     380(SP), $0x00
-	JE       divide4
+	JE       divide2
 	VMULSS   380(SP), X1, X2
-	JMP      divided5
+	JMP      divided3
 
-divide4:
+divide2:
 	VDIVSS 376(SP), X1, X2
 
-divided5:
+divided3:
 	VBROADCASTSS X2, Z5
 	JMP          centered
 
@@ -10425,8 +9889,6 @@ sqfirstblock:
 	VSUBPS  Z5, Z4, Z4
 	VMULPS  Z4, Z4, Z4
 	MOVQ    $0x00000040, R9
-	TESTL   $0x00000002, job_flags+0(AX)
-	JNZ     sqsumpf
 
 	PCALIGN $32
 sqsumloop:
@@ -10450,44 +9912,6 @@ sqsumloop:
 	VADDPS  Z6, Z4, Z4
 	ADDQ    $0x00000040, R9
 	JMP     sqsumloop
-
-	// The same, prefetching the rows ahead.
-sqsumpf:
-	MOVQ DI, R11
-	SHLQ $0x01, R11
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows6
-	SHLQ $0x03, R11
-
-longrows6:
-	ADDQ R8, R11
-
-	PCALIGN $32
-sqsumpfloop:
-	CMPQ       R9, R10
-	JG         sqsumtail
-	PREFETCHT0 (R11)(R9*4)
-	PREFETCHT0 64(R11)(R9*4)
-	PREFETCHT0 128(R11)(R9*4)
-	PREFETCHT0 192(R11)(R9*4)
-	VMOVUPS    (R8)(R9*4), Z6
-	VSUBPS     Z5, Z6, Z6
-	VMULPS     Z6, Z6, Z6
-	VADDPS     Z6, Z1, Z1
-	VMOVUPS    64(R8)(R9*4), Z6
-	VSUBPS     Z5, Z6, Z6
-	VMULPS     Z6, Z6, Z6
-	VADDPS     Z6, Z2, Z2
-	VMOVUPS    128(R8)(R9*4), Z6
-	VSUBPS     Z5, Z6, Z6
-	VMULPS     Z6, Z6, Z6
-	VADDPS     Z6, Z3, Z3
-	VMOVUPS    192(R8)(R9*4), Z6
-	VSUBPS     Z5, Z6, Z6
-	VMULPS     Z6, Z6, Z6
-	VADDPS     Z6, Z4, Z4
-	ADDQ       $0x00000040, R9
-	JMP        sqsumpfloop
 
 sqsumtail:
 	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
@@ -10562,14 +9986,14 @@ sqsummed:
 
 	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
 	CMPL   380(SP), $0x00
-	JE     divide7
+	JE     divide4
 	VMULSS 380(SP), X1, X1
-	JMP    divided8
+	JMP    divided5
 
-divide7:
+divide4:
 	VDIVSS 376(SP), X1, X1
 
-divided8:
+divided5:
 	VADDSS   job_eps+0(AX), X1, X1
 	VUCOMISS tlo<>+0(SB), X1
 	JCS      ret
@@ -10634,7 +10058,7 @@ scaleloop:
 	VSUBPS    Z5, Z6, Z6
 	VMULPS    Z1, Z6, Z6
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn9
+	JZ        notrn6
 	VCVTPS2PH $0x00, Z2, Y2
 	VCVTPH2PS Y2, Z2
 	VCVTPS2PH $0x00, Z3, Y3
@@ -10644,20 +10068,20 @@ scaleloop:
 	VCVTPS2PH $0x00, Z6, Y6
 	VCVTPH2PS Y6, Z6
 
-notrn9:
+notrn6:
 	VMULPS (SI)(R8*4), Z2, Z2
 	VMULPS 64(SI)(R8*4), Z3, Z3
 	VMULPS 128(SI)(R8*4), Z4, Z4
 	VMULPS 192(SI)(R8*4), Z6, Z6
 	MOVQ   job_bias+0(AX), R10
 	TESTQ  R10, R10
-	JZ     nobias10
+	JZ     nobias7
 	VADDPS (R10)(R8*4), Z2, Z2
 	VADDPS 64(R10)(R8*4), Z3, Z3
 	VADDPS 128(R10)(R8*4), Z4, Z4
 	VADDPS 192(R10)(R8*4), Z6, Z6
 
-nobias10:
+nobias7:
 	VCVTPS2PH    $0x00, Z2, Y8
 	VCVTPS2PH    $0x00, Z3, Y2
 	VINSERTI64X4 $0x01, Y2, Z8, Z8
@@ -10686,7 +10110,7 @@ scaleloopoffset:
 	VSUBPS    Z5, Z6, Z6
 	VMULPS    Z1, Z6, Z6
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn11
+	JZ        notrn8
 	VCVTPS2PH $0x00, Z2, Y2
 	VCVTPH2PS Y2, Z2
 	VCVTPS2PH $0x00, Z3, Y3
@@ -10696,7 +10120,7 @@ scaleloopoffset:
 	VCVTPS2PH $0x00, Z6, Y6
 	VCVTPH2PS Y6, Z6
 
-notrn11:
+notrn8:
 	VMOVUPS (SI)(R8*4), Z22
 	VADDPS  Z0, Z22, Z22
 	VMULPS  Z22, Z2, Z2
@@ -10711,13 +10135,13 @@ notrn11:
 	VMULPS  Z22, Z6, Z6
 	MOVQ    job_bias+0(AX), R10
 	TESTQ   R10, R10
-	JZ      nobias12
+	JZ      nobias9
 	VADDPS  (R10)(R8*4), Z2, Z2
 	VADDPS  64(R10)(R8*4), Z3, Z3
 	VADDPS  128(R10)(R8*4), Z4, Z4
 	VADDPS  192(R10)(R8*4), Z6, Z6
 
-nobias12:
+nobias9:
 	VCVTPS2PH    $0x00, Z2, Y10
 	VCVTPS2PH    $0x00, Z3, Y2
 	VINSERTI64X4 $0x01, Y2, Z10, Z10
@@ -10747,13 +10171,13 @@ scaleloopnoweight:
 	VMULPS  Z1, Z6, Z6
 	MOVQ    job_bias+0(AX), R10
 	TESTQ   R10, R10
-	JZ      nobias13
+	JZ      nobias10
 	VADDPS  (R10)(R8*4), Z2, Z2
 	VADDPS  64(R10)(R8*4), Z3, Z3
 	VADDPS  128(R10)(R8*4), Z4, Z4
 	VADDPS  192(R10)(R8*4), Z6, Z6
 
-nobias13:
+nobias10:
 	VCVTPS2PH    $0x00, Z2, Y12
 	VCVTPS2PH    $0x00, Z3, Y2
 	VINSERTI64X4 $0x01, Y2, Z12, Z12
@@ -10768,10 +10192,10 @@ nobias13:
 scalepf:
 	MOVQ DI, R10
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows14
+	JA   longrows11
 	SHLQ $0x03, R10
 
-longrows14:
+longrows11:
 	ADDQ  DX, R10
 	TESTL $0x00000001, job_flags+0(AX)
 	JNZ   scalent
@@ -10801,7 +10225,7 @@ scalepfloop:
 	VSUBPS     Z5, Z6, Z6
 	VMULPS     Z1, Z6, Z6
 	TESTL      $0x00000008, job_flags+0(AX)
-	JZ         notrn15
+	JZ         notrn12
 	VCVTPS2PH  $0x00, Z2, Y2
 	VCVTPH2PS  Y2, Z2
 	VCVTPS2PH  $0x00, Z3, Y3
@@ -10811,20 +10235,20 @@ scalepfloop:
 	VCVTPS2PH  $0x00, Z6, Y6
 	VCVTPH2PS  Y6, Z6
 
-notrn15:
+notrn12:
 	VMULPS (SI)(R8*4), Z2, Z2
 	VMULPS 64(SI)(R8*4), Z3, Z3
 	VMULPS 128(SI)(R8*4), Z4, Z4
 	VMULPS 192(SI)(R8*4), Z6, Z6
 	MOVQ   job_bias+0(AX), R11
 	TESTQ  R11, R11
-	JZ     nobias16
+	JZ     nobias13
 	VADDPS (R11)(R8*4), Z2, Z2
 	VADDPS 64(R11)(R8*4), Z3, Z3
 	VADDPS 128(R11)(R8*4), Z4, Z4
 	VADDPS 192(R11)(R8*4), Z6, Z6
 
-nobias16:
+nobias13:
 	VCVTPS2PH    $0x00, Z2, Y14
 	VCVTPS2PH    $0x00, Z3, Y2
 	VINSERTI64X4 $0x01, Y2, Z14, Z14
@@ -10857,7 +10281,7 @@ scalepfloopoffset:
 	VSUBPS     Z5, Z6, Z6
 	VMULPS     Z1, Z6, Z6
 	TESTL      $0x00000008, job_flags+0(AX)
-	JZ         notrn17
+	JZ         notrn14
 	VCVTPS2PH  $0x00, Z2, Y2
 	VCVTPH2PS  Y2, Z2
 	VCVTPS2PH  $0x00, Z3, Y3
@@ -10867,7 +10291,7 @@ scalepfloopoffset:
 	VCVTPS2PH  $0x00, Z6, Y6
 	VCVTPH2PS  Y6, Z6
 
-notrn17:
+notrn14:
 	VMOVUPS (SI)(R8*4), Z22
 	VADDPS  Z0, Z22, Z22
 	VMULPS  Z22, Z2, Z2
@@ -10882,13 +10306,13 @@ notrn17:
 	VMULPS  Z22, Z6, Z6
 	MOVQ    job_bias+0(AX), R11
 	TESTQ   R11, R11
-	JZ      nobias18
+	JZ      nobias15
 	VADDPS  (R11)(R8*4), Z2, Z2
 	VADDPS  64(R11)(R8*4), Z3, Z3
 	VADDPS  128(R11)(R8*4), Z4, Z4
 	VADDPS  192(R11)(R8*4), Z6, Z6
 
-nobias18:
+nobias15:
 	VCVTPS2PH    $0x00, Z2, Y16
 	VCVTPS2PH    $0x00, Z3, Y2
 	VINSERTI64X4 $0x01, Y2, Z16, Z16
@@ -10922,13 +10346,13 @@ scalepfloopnoweight:
 	VMULPS     Z1, Z6, Z6
 	MOVQ       job_bias+0(AX), R11
 	TESTQ      R11, R11
-	JZ         nobias19
+	JZ         nobias16
 	VADDPS     (R11)(R8*4), Z2, Z2
 	VADDPS     64(R11)(R8*4), Z3, Z3
 	VADDPS     128(R11)(R8*4), Z4, Z4
 	VADDPS     192(R11)(R8*4), Z6, Z6
 
-nobias19:
+nobias16:
 	VCVTPS2PH    $0x00, Z2, Y18
 	VCVTPS2PH    $0x00, Z3, Y2
 	VINSERTI64X4 $0x01, Y2, Z18, Z18
@@ -10958,24 +10382,24 @@ scalehead:
 	VSUBPS    Z5, Z2, Z2
 	VMULPS    Z1, Z2, Z2
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn20
+	JZ        notrn17
 	VCVTPS2PH $0x00, Z2, Y2
 	VCVTPH2PS Y2, Z2
 
-notrn20:
+notrn17:
 	TESTQ   SI, SI
-	JZ      noweight21
+	JZ      noweight18
 	VMOVUPS (SI)(R8*4), Z3
 	VADDPS  Z0, Z3, Z3
 	VMULPS  Z3, Z2, Z2
 
-noweight21:
+noweight18:
 	MOVQ   job_bias+0(AX), R11
 	TESTQ  R11, R11
-	JZ     nobias22
+	JZ     nobias19
 	VADDPS (R11)(R8*4), Z2, Z2
 
-nobias22:
+nobias19:
 	VCVTPS2PH $0x00, Z2, (CX)(R8*2)
 	ADDQ      $0x00000010, R8
 	SUBQ      $0x00000010, R10
@@ -10987,10 +10411,10 @@ scaleheadpart:
 scalentgo:
 	MOVQ DI, R10
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows23
+	JA   longrows20
 	SHLQ $0x03, R10
 
-longrows23:
+longrows20:
 	ADDQ DX, R10
 	MOVL job_flags+0(AX), R11
 
@@ -11015,7 +10439,7 @@ scalentloop:
 	VSUBPS     Z5, Z6, Z6
 	VMULPS     Z1, Z6, Z6
 	TESTL      $0x00000008, job_flags+0(AX)
-	JZ         notrn24
+	JZ         notrn21
 	VCVTPS2PH  $0x00, Z2, Y2
 	VCVTPH2PS  Y2, Z2
 	VCVTPS2PH  $0x00, Z3, Y3
@@ -11025,26 +10449,26 @@ scalentloop:
 	VCVTPS2PH  $0x00, Z6, Y6
 	VCVTPH2PS  Y6, Z6
 
-notrn24:
+notrn21:
 	TESTQ  SI, SI
-	JZ     weighed26
+	JZ     weighed23
 	TESTL  $0x00000010, R11
-	JNZ    offset25
+	JNZ    offset22
 	VMULPS (SI)(R8*4), Z2, Z2
 	VMULPS 64(SI)(R8*4), Z3, Z3
 	VMULPS 128(SI)(R8*4), Z4, Z4
 	VMULPS 192(SI)(R8*4), Z6, Z6
 
-weighed26:
+weighed23:
 	MOVQ   job_bias+0(AX), R12
 	TESTQ  R12, R12
-	JZ     nobias27
+	JZ     nobias24
 	VADDPS (R12)(R8*4), Z2, Z2
 	VADDPS 64(R12)(R8*4), Z3, Z3
 	VADDPS 128(R12)(R8*4), Z4, Z4
 	VADDPS 192(R12)(R8*4), Z6, Z6
 
-nobias27:
+nobias24:
 	VCVTPS2PH    $0x00, Z2, Y20
 	VCVTPS2PH    $0x00, Z3, Y2
 	VINSERTI64X4 $0x01, Y2, Z20, Z20
@@ -11056,7 +10480,7 @@ nobias27:
 	ADDQ         $0x00000040, R8
 	JMP          scalentloop
 
-offset25:
+offset22:
 	VMOVUPS (SI)(R8*4), Z22
 	VADDPS  Z0, Z22, Z22
 	VMULPS  Z22, Z2, Z2
@@ -11069,7 +10493,7 @@ offset25:
 	VMOVUPS 192(SI)(R8*4), Z22
 	VADDPS  Z0, Z22, Z22
 	VMULPS  Z22, Z6, Z6
-	JMP     weighed26
+	JMP     weighed23
 
 scaletail:
 	ADDQ $0x00000030, R9
@@ -11081,24 +10505,24 @@ scaleone:
 	VSUBPS    Z5, Z2, Z2
 	VMULPS    Z1, Z2, Z2
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn28
+	JZ        notrn25
 	VCVTPS2PH $0x00, Z2, Y2
 	VCVTPH2PS Y2, Z2
 
-notrn28:
+notrn25:
 	TESTQ   SI, SI
-	JZ      noweight29
+	JZ      noweight26
 	VMOVUPS (SI)(R8*4), Z3
 	VADDPS  Z0, Z3, Z3
 	VMULPS  Z3, Z2, Z2
 
-noweight29:
+noweight26:
 	MOVQ   job_bias+0(AX), R10
 	TESTQ  R10, R10
-	JZ     nobias30
+	JZ     nobias27
 	VADDPS (R10)(R8*4), Z2, Z2
 
-nobias30:
+nobias27:
 	VCVTPS2PH $0x00, Z2, (CX)(R8*2)
 	ADDQ      $0x00000010, R8
 	JMP       scaleone
@@ -11116,25 +10540,25 @@ partout:
 	VSUBPS    Z5, Z2, Z2
 	VMULPS    Z2, Z1, Z2
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn31
+	JZ        notrn28
 	VCVTPS2PH $0x00, Z2, Y2
 	VCVTPH2PS Y2, Z2
 
-notrn31:
+notrn28:
 	TESTQ     SI, SI
-	JZ        noweight32
+	JZ        noweight29
 	VMOVUPS.Z (SI)(R8*4), K1, Z3
 	VADDPS    Z0, Z3, Z3
 	VMULPS    Z3, Z2, Z2
 
-noweight32:
+noweight29:
 	MOVQ      job_bias+0(AX), R11
 	TESTQ     R11, R11
-	JZ        nobias33
+	JZ        nobias30
 	VMOVUPS.Z (R11)(R8*4), K1, Z3
 	VADDPS    Z3, Z2, Z2
 
-nobias33:
+nobias30:
 	VCVTPS2PH $0x00, Z2, K1, (CX)(R8*2)
 	ADDQ      R10, R8
 	CMPQ      R8, job_d+0(AX)
@@ -13047,8 +12471,6 @@ firstblock:
 	VMOVUPS 224(R8)(R10*4), Y7
 	VMULPS  Y7, Y7, Y7
 	MOVQ    $0x00000040, R10
-	TESTL   $0x00000002, job_flags+0(AX)
-	JNZ     sumpf
 
 	PCALIGN $32
 sumloop:
@@ -13081,52 +12503,6 @@ sumloop:
 	ADDQ    $0x00000040, R10
 	JMP     sumloop
 
-	// The same, prefetching the rows ahead.
-sumpf:
-	MOVQ DI, R12
-	SHLQ $0x01, R12
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows1
-	SHLQ $0x03, R12
-
-longrows1:
-	ADDQ R8, R12
-
-	PCALIGN $32
-sumpfloop:
-	CMPQ       R10, R11
-	JG         sumtail
-	PREFETCHT0 (R12)(R10*4)
-	PREFETCHT0 64(R12)(R10*4)
-	PREFETCHT0 128(R12)(R10*4)
-	PREFETCHT0 192(R12)(R10*4)
-	VMOVUPS    (R8)(R10*4), Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y0, Y0
-	VMOVUPS    32(R8)(R10*4), Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y1, Y1
-	VMOVUPS    64(R8)(R10*4), Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y2, Y2
-	VMOVUPS    96(R8)(R10*4), Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y3, Y3
-	VMOVUPS    128(R8)(R10*4), Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y4, Y4
-	VMOVUPS    160(R8)(R10*4), Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y5, Y5
-	VMOVUPS    192(R8)(R10*4), Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y6, Y6
-	VMOVUPS    224(R8)(R10*4), Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y7, Y7
-	ADDQ       $0x00000040, R10
-	JMP        sumpfloop
-
 sumtail:
 	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
 	MOVQ    job_d+0(AX), R11
@@ -13148,26 +12524,26 @@ sumtail:
 	XORQ    R12, R12
 	SUBQ    $0x00000008, R13
 
-copyvec2:
+copyvec1:
 	CMPQ    R12, R13
-	JG      copyone3
+	JG      copyone2
 	VMOVUPS (R10)(R12*4), Y8
 	VMOVUPS Y8, (R11)(R12*4)
 	ADDQ    $0x00000008, R12
-	JMP     copyvec2
+	JMP     copyvec1
 
-copyone3:
+copyone2:
 	ADDQ $0x00000008, R13
 
-copyloop5:
+copyloop4:
 	CMPQ R12, R13
-	JGE  copied4
+	JGE  copied3
 	MOVL (R10)(R12*4), R14
 	MOVL R14, (R11)(R12*4)
 	INCQ R12
-	JMP  copyloop5
+	JMP  copyloop4
 
-copied4:
+copied3:
 	XORQ    R10, R10
 	VMOVUPS (R11)(R10*4), Y8
 	VMULPS  Y8, Y8, Y8
@@ -13266,8 +12642,6 @@ addfirstblock:
 	VMOVUPS Y7, 224(R9)(R10*4)
 	VMULPS  Y7, Y7, Y7
 	MOVQ    $0x00000040, R10
-	TESTL   $0x00000002, job_flags+0(AX)
-	JNZ     addsumpf
 
 	PCALIGN $32
 addsumloop:
@@ -13316,68 +12690,6 @@ addsumloop:
 	ADDQ    $0x00000040, R10
 	JMP     addsumloop
 
-	// The same, prefetching the rows ahead.
-addsumpf:
-	MOVQ DI, R12
-	SHLQ $0x01, R12
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows6
-	SHLQ $0x03, R12
-
-longrows6:
-	ADDQ R8, R12
-
-	PCALIGN $32
-addsumpfloop:
-	CMPQ       R10, R11
-	JG         addsumtail
-	PREFETCHT0 (R12)(R10*4)
-	PREFETCHT0 64(R12)(R10*4)
-	PREFETCHT0 128(R12)(R10*4)
-	PREFETCHT0 192(R12)(R10*4)
-	VMOVUPS    (R8)(R10*4), Y8
-	VADDPS     (R9)(R10*4), Y8, Y8
-	VMOVUPS    Y8, (R9)(R10*4)
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y0, Y0
-	VMOVUPS    32(R8)(R10*4), Y8
-	VADDPS     32(R9)(R10*4), Y8, Y8
-	VMOVUPS    Y8, 32(R9)(R10*4)
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y1, Y1
-	VMOVUPS    64(R8)(R10*4), Y8
-	VADDPS     64(R9)(R10*4), Y8, Y8
-	VMOVUPS    Y8, 64(R9)(R10*4)
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y2, Y2
-	VMOVUPS    96(R8)(R10*4), Y8
-	VADDPS     96(R9)(R10*4), Y8, Y8
-	VMOVUPS    Y8, 96(R9)(R10*4)
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y3, Y3
-	VMOVUPS    128(R8)(R10*4), Y8
-	VADDPS     128(R9)(R10*4), Y8, Y8
-	VMOVUPS    Y8, 128(R9)(R10*4)
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y4, Y4
-	VMOVUPS    160(R8)(R10*4), Y8
-	VADDPS     160(R9)(R10*4), Y8, Y8
-	VMOVUPS    Y8, 160(R9)(R10*4)
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y5, Y5
-	VMOVUPS    192(R8)(R10*4), Y8
-	VADDPS     192(R9)(R10*4), Y8, Y8
-	VMOVUPS    Y8, 192(R9)(R10*4)
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y6, Y6
-	VMOVUPS    224(R8)(R10*4), Y8
-	VADDPS     224(R9)(R10*4), Y8, Y8
-	VMOVUPS    Y8, 224(R9)(R10*4)
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y7, Y7
-	ADDQ       $0x00000040, R10
-	JMP        addsumpfloop
-
 addsumtail:
 	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
 	MOVQ    job_d+0(AX), R11
@@ -13401,26 +12713,26 @@ addsumtail:
 	XORQ    R10, R10
 	SUBQ    $0x00000008, R11
 
-copyvec7:
+copyvec5:
 	CMPQ    R10, R11
-	JG      copyone8
+	JG      copyone6
 	VMOVUPS (R8)(R10*4), Y8
 	VMOVUPS Y8, (R9)(R10*4)
 	ADDQ    $0x00000008, R10
-	JMP     copyvec7
+	JMP     copyvec5
 
-copyone8:
+copyone6:
 	ADDQ $0x00000008, R11
 
-copyloop10:
+copyloop8:
 	CMPQ R10, R11
-	JGE  copied9
+	JGE  copied7
 	MOVL (R8)(R10*4), R12
 	MOVL R12, (R9)(R10*4)
 	INCQ R10
-	JMP  copyloop10
+	JMP  copyloop8
 
-copied9:
+copied7:
 	MOVQ    704(SP), R8
 	LEAQ    384(SP), R10
 	VXORPS  Y8, Y8, Y8
@@ -13436,26 +12748,26 @@ copied9:
 	XORQ    R11, R11
 	SUBQ    $0x00000008, R12
 
-copyvec11:
+copyvec9:
 	CMPQ    R11, R12
-	JG      copyone12
+	JG      copyone10
 	VMOVUPS (R8)(R11*4), Y8
 	VMOVUPS Y8, (R10)(R11*4)
 	ADDQ    $0x00000008, R11
-	JMP     copyvec11
+	JMP     copyvec9
 
-copyone12:
+copyone10:
 	ADDQ $0x00000008, R12
 
-copyloop14:
+copyloop12:
 	CMPQ R11, R12
-	JGE  copied13
+	JGE  copied11
 	MOVL (R8)(R11*4), R13
 	MOVL R13, (R10)(R11*4)
 	INCQ R11
-	JMP  copyloop14
+	JMP  copyloop12
 
-copied13:
+copied11:
 	XORQ    R8, R8
 	VMOVUPS (R9)(R8*4), Y8
 	VADDPS  (R10)(R8*4), Y8, Y8
@@ -13503,26 +12815,26 @@ copied13:
 	XORQ    R10, R10
 	SUBQ    $0x00000008, R11
 
-copyvec15:
+copyvec13:
 	CMPQ    R10, R11
-	JG      copyone16
+	JG      copyone14
 	VMOVUPS (R9)(R10*4), Y8
 	VMOVUPS Y8, (R8)(R10*4)
 	ADDQ    $0x00000008, R10
-	JMP     copyvec15
+	JMP     copyvec13
 
-copyone16:
+copyone14:
 	ADDQ $0x00000008, R11
 
-copyloop18:
+copyloop16:
 	CMPQ R10, R11
-	JGE  copied17
+	JGE  copied15
 	MOVL (R9)(R10*4), R12
 	MOVL R12, (R8)(R10*4)
 	INCQ R10
-	JMP  copyloop18
+	JMP  copyloop16
 
-copied17:
+copied15:
 addsummed:
 	VADDPS Y4, Y0, Y0
 	VADDPS Y5, Y1, Y1
@@ -13543,14 +12855,14 @@ invone:
 
 	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
 	CMPL   716(SP), $0x00
-	JE     divide19
+	JE     divide17
 	VMULSS 716(SP), X1, X1
-	JMP    divided20
+	JMP    divided18
 
-divide19:
+divide17:
 	VDIVSS 712(SP), X1, X1
 
-divided20:
+divided18:
 	VADDSS   job_eps+0(AX), X1, X1
 	VUCOMISS tlo<>+0(SB), X1
 	JCS      ret
@@ -13589,16 +12901,16 @@ invgroup:
 
 	// t = ss/d + eps for the four rows; any t outside [2^-100, MaxFloat32] sends the group to the one-row path.
 	CMPL         716(SP), $0x00
-	JE           divide21
+	JE           divide19
 	VBROADCASTSS 716(SP), X1
 	VMULPS       X1, X0, X1
-	JMP          divided22
+	JMP          divided20
 
-divide21:
+divide19:
 	VBROADCASTSS 712(SP), X1
 	VDIVPS       X1, X0, X1
 
-divided22:
+divided20:
 	VBROADCASTSS job_eps+0(AX), X0
 	VADDPS       X0, X1, X1
 	VCMPPS       $0x1d, tlo4<>+0(SB), X1, X0
@@ -13636,10 +12948,10 @@ scalerow:
 scalebody:
 	VBROADCASTSS one<>+0(SB), Y0
 	TESTL        $0x00000010, job_flags+0(AX)
-	JNZ          weightadd23
+	JNZ          weightadd21
 	VBROADCASTSS negzero<>+0(SB), Y0
 
-weightadd23:
+weightadd21:
 	// y = (src*inv)*w, rounded after each multiply.
 	XORQ  R8, R8
 	MOVQ  job_d+0(AX), R9
@@ -13715,10 +13027,10 @@ scaleloopnoweight:
 scalepf:
 	MOVQ DI, R10
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows24
+	JA   longrows22
 	SHLQ $0x03, R10
 
-longrows24:
+longrows22:
 	ADDQ  DX, R10
 	TESTL $0x00000001, job_flags+0(AX)
 	JNZ   scalent
@@ -13811,10 +13123,10 @@ scalehead:
 scalentgo:
 	MOVQ DI, R10
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows25
+	JA   longrows23
 	SHLQ $0x03, R10
 
-longrows25:
+longrows23:
 	ADDQ DX, R10
 	MOVL job_flags+0(AX), R11
 
@@ -13829,15 +13141,15 @@ scalentloop:
 	VMULPS     64(DX)(R8*4), Y1, Y4
 	VMULPS     96(DX)(R8*4), Y1, Y5
 	TESTQ      SI, SI
-	JZ         weighed27
+	JZ         weighed25
 	TESTL      $0x00000010, R11
-	JNZ        offset26
+	JNZ        offset24
 	VMULPS     (SI)(R8*4), Y2, Y2
 	VMULPS     32(SI)(R8*4), Y3, Y3
 	VMULPS     64(SI)(R8*4), Y4, Y4
 	VMULPS     96(SI)(R8*4), Y5, Y5
 
-weighed27:
+weighed25:
 	VMOVNTPS Y2, (CX)(R8*4)
 	VMOVNTPS Y3, 32(CX)(R8*4)
 	VMOVNTPS Y4, 64(CX)(R8*4)
@@ -13845,7 +13157,7 @@ weighed27:
 	ADDQ     $0x00000020, R8
 	JMP      scalentloop
 
-offset26:
+offset24:
 	VMOVUPS (SI)(R8*4), Y6
 	VADDPS  Y0, Y6, Y6
 	VMULPS  Y6, Y2, Y2
@@ -13858,7 +13170,7 @@ offset26:
 	VMOVUPS 96(SI)(R8*4), Y6
 	VADDPS  Y0, Y6, Y6
 	VMULPS  Y6, Y5, Y5
-	JMP     weighed27
+	JMP     weighed25
 
 scaletail:
 	ADDQ $0x00000018, R9
@@ -13868,12 +13180,12 @@ scaleone:
 	JG      scalepart
 	VMULPS  (DX)(R8*4), Y1, Y2
 	TESTQ   SI, SI
-	JZ      noweight28
+	JZ      noweight26
 	VMOVUPS (SI)(R8*4), Y3
 	VADDPS  Y0, Y3, Y3
 	VMULPS  Y3, Y2, Y2
 
-noweight28:
+noweight26:
 	VMOVUPS Y2, (CX)(R8*4)
 	ADDQ    $0x00000008, R8
 	JMP     scaleone
@@ -13891,64 +13203,64 @@ partout:
 	XORQ R13, R13
 	SUBQ $0x00000008, R14
 
-copyvec29:
+copyvec27:
 	CMPQ    R13, R14
-	JG      copyone30
+	JG      copyone28
 	VMOVUPS (R11)(R13*4), Y2
 	VMOVUPS Y2, (R12)(R13*4)
 	ADDQ    $0x00000008, R13
-	JMP     copyvec29
+	JMP     copyvec27
 
-copyone30:
+copyone28:
 	ADDQ $0x00000008, R14
 
-copyloop32:
+copyloop30:
 	CMPQ R13, R14
-	JGE  copied31
+	JGE  copied29
 	MOVL (R11)(R13*4), R15
 	MOVL R15, (R12)(R13*4)
 	INCQ R13
-	JMP  copyloop32
+	JMP  copyloop30
 
-copied31:
+copied29:
 	TESTQ SI, SI
-	JZ    nowcopy33
+	JZ    nowcopy31
 	LEAQ  (SI)(R8*4), R11
 	LEAQ  160(SP), R12
 	MOVQ  R10, R14
 	XORQ  R13, R13
 	SUBQ  $0x00000008, R14
 
-copyvec34:
+copyvec32:
 	CMPQ    R13, R14
-	JG      copyone35
+	JG      copyone33
 	VMOVUPS (R11)(R13*4), Y2
 	VMOVUPS Y2, (R12)(R13*4)
 	ADDQ    $0x00000008, R13
-	JMP     copyvec34
+	JMP     copyvec32
 
-copyone35:
+copyone33:
 	ADDQ $0x00000008, R14
 
-copyloop37:
+copyloop35:
 	CMPQ R13, R14
-	JGE  copied36
+	JGE  copied34
 	MOVL (R11)(R13*4), R15
 	MOVL R15, (R12)(R13*4)
 	INCQ R13
-	JMP  copyloop37
+	JMP  copyloop35
 
-copied36:
-nowcopy33:
+copied34:
+nowcopy31:
 	VMOVUPS 128(SP), Y2
 	VMULPS  Y2, Y1, Y2
 	TESTQ   SI, SI
-	JZ      noweight38
+	JZ      noweight36
 	VMOVUPS 160(SP), Y3
 	VADDPS  Y0, Y3, Y3
 	VMULPS  Y3, Y2, Y2
 
-noweight38:
+noweight36:
 	VMOVUPS Y2, 192(SP)
 	LEAQ    192(SP), R12
 	LEAQ    (CX)(R8*4), R11
@@ -13956,26 +13268,26 @@ noweight38:
 	XORQ    R13, R13
 	SUBQ    $0x00000008, R14
 
-copyvec39:
+copyvec37:
 	CMPQ    R13, R14
-	JG      copyone40
+	JG      copyone38
 	VMOVUPS (R12)(R13*4), Y2
 	VMOVUPS Y2, (R11)(R13*4)
 	ADDQ    $0x00000008, R13
-	JMP     copyvec39
+	JMP     copyvec37
 
-copyone40:
+copyone38:
 	ADDQ $0x00000008, R14
 
-copyloop42:
+copyloop40:
 	CMPQ R13, R14
-	JGE  copied41
+	JGE  copied39
 	MOVL (R12)(R13*4), R15
 	MOVL R15, (R11)(R13*4)
 	INCQ R13
-	JMP  copyloop42
+	JMP  copyloop40
 
-copied41:
+copied39:
 	ADDQ R10, R8
 	CMPQ R8, job_d+0(AX)
 	JB   scalentgo
@@ -16608,8 +15920,6 @@ firstblock:
 	VMOVUPS 224(R8)(R10*4), Y7
 	VMULPS  Y7, Y7, Y7
 	MOVQ    $0x00000040, R10
-	TESTL   $0x00000002, job_flags+0(AX)
-	JNZ     sumpf
 
 	PCALIGN $32
 sumloop:
@@ -16642,52 +15952,6 @@ sumloop:
 	ADDQ    $0x00000040, R10
 	JMP     sumloop
 
-	// The same, prefetching the rows ahead.
-sumpf:
-	MOVQ DI, R12
-	SHLQ $0x01, R12
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows1
-	SHLQ $0x03, R12
-
-longrows1:
-	ADDQ R8, R12
-
-	PCALIGN $32
-sumpfloop:
-	CMPQ       R10, R11
-	JG         sumtail
-	PREFETCHT0 (R12)(R10*4)
-	PREFETCHT0 64(R12)(R10*4)
-	PREFETCHT0 128(R12)(R10*4)
-	PREFETCHT0 192(R12)(R10*4)
-	VMOVUPS    (R8)(R10*4), Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y0, Y0
-	VMOVUPS    32(R8)(R10*4), Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y1, Y1
-	VMOVUPS    64(R8)(R10*4), Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y2, Y2
-	VMOVUPS    96(R8)(R10*4), Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y3, Y3
-	VMOVUPS    128(R8)(R10*4), Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y4, Y4
-	VMOVUPS    160(R8)(R10*4), Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y5, Y5
-	VMOVUPS    192(R8)(R10*4), Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y6, Y6
-	VMOVUPS    224(R8)(R10*4), Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y7, Y7
-	ADDQ       $0x00000040, R10
-	JMP        sumpfloop
-
 sumtail:
 	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
 	MOVQ    job_d+0(AX), R11
@@ -16709,26 +15973,26 @@ sumtail:
 	XORQ    R12, R12
 	SUBQ    $0x00000008, R13
 
-copyvec2:
+copyvec1:
 	CMPQ    R12, R13
-	JG      copyone3
+	JG      copyone2
 	VMOVUPS (R10)(R12*4), Y8
 	VMOVUPS Y8, (R11)(R12*4)
 	ADDQ    $0x00000008, R12
-	JMP     copyvec2
+	JMP     copyvec1
 
-copyone3:
+copyone2:
 	ADDQ $0x00000008, R13
 
-copyloop5:
+copyloop4:
 	CMPQ R12, R13
-	JGE  copied4
+	JGE  copied3
 	MOVL (R10)(R12*4), R14
 	MOVL R14, (R11)(R12*4)
 	INCQ R12
-	JMP  copyloop5
+	JMP  copyloop4
 
-copied4:
+copied3:
 	XORQ    R10, R10
 	VMOVUPS (R11)(R10*4), Y8
 	VMULPS  Y8, Y8, Y8
@@ -16827,8 +16091,6 @@ addfirstblock:
 	VMOVUPS Y7, 224(R9)(R10*4)
 	VMULPS  Y7, Y7, Y7
 	MOVQ    $0x00000040, R10
-	TESTL   $0x00000002, job_flags+0(AX)
-	JNZ     addsumpf
 
 	PCALIGN $32
 addsumloop:
@@ -16877,68 +16139,6 @@ addsumloop:
 	ADDQ    $0x00000040, R10
 	JMP     addsumloop
 
-	// The same, prefetching the rows ahead.
-addsumpf:
-	MOVQ DI, R12
-	SHLQ $0x01, R12
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows6
-	SHLQ $0x03, R12
-
-longrows6:
-	ADDQ R8, R12
-
-	PCALIGN $32
-addsumpfloop:
-	CMPQ       R10, R11
-	JG         addsumtail
-	PREFETCHT0 (R12)(R10*4)
-	PREFETCHT0 64(R12)(R10*4)
-	PREFETCHT0 128(R12)(R10*4)
-	PREFETCHT0 192(R12)(R10*4)
-	VMOVUPS    (R8)(R10*4), Y8
-	VADDPS     (R9)(R10*4), Y8, Y8
-	VMOVUPS    Y8, (R9)(R10*4)
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y0, Y0
-	VMOVUPS    32(R8)(R10*4), Y8
-	VADDPS     32(R9)(R10*4), Y8, Y8
-	VMOVUPS    Y8, 32(R9)(R10*4)
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y1, Y1
-	VMOVUPS    64(R8)(R10*4), Y8
-	VADDPS     64(R9)(R10*4), Y8, Y8
-	VMOVUPS    Y8, 64(R9)(R10*4)
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y2, Y2
-	VMOVUPS    96(R8)(R10*4), Y8
-	VADDPS     96(R9)(R10*4), Y8, Y8
-	VMOVUPS    Y8, 96(R9)(R10*4)
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y3, Y3
-	VMOVUPS    128(R8)(R10*4), Y8
-	VADDPS     128(R9)(R10*4), Y8, Y8
-	VMOVUPS    Y8, 128(R9)(R10*4)
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y4, Y4
-	VMOVUPS    160(R8)(R10*4), Y8
-	VADDPS     160(R9)(R10*4), Y8, Y8
-	VMOVUPS    Y8, 160(R9)(R10*4)
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y5, Y5
-	VMOVUPS    192(R8)(R10*4), Y8
-	VADDPS     192(R9)(R10*4), Y8, Y8
-	VMOVUPS    Y8, 192(R9)(R10*4)
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y6, Y6
-	VMOVUPS    224(R8)(R10*4), Y8
-	VADDPS     224(R9)(R10*4), Y8, Y8
-	VMOVUPS    Y8, 224(R9)(R10*4)
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y7, Y7
-	ADDQ       $0x00000040, R10
-	JMP        addsumpfloop
-
 addsumtail:
 	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
 	MOVQ    job_d+0(AX), R11
@@ -16962,26 +16162,26 @@ addsumtail:
 	XORQ    R10, R10
 	SUBQ    $0x00000008, R11
 
-copyvec7:
+copyvec5:
 	CMPQ    R10, R11
-	JG      copyone8
+	JG      copyone6
 	VMOVUPS (R8)(R10*4), Y8
 	VMOVUPS Y8, (R9)(R10*4)
 	ADDQ    $0x00000008, R10
-	JMP     copyvec7
+	JMP     copyvec5
 
-copyone8:
+copyone6:
 	ADDQ $0x00000008, R11
 
-copyloop10:
+copyloop8:
 	CMPQ R10, R11
-	JGE  copied9
+	JGE  copied7
 	MOVL (R8)(R10*4), R12
 	MOVL R12, (R9)(R10*4)
 	INCQ R10
-	JMP  copyloop10
+	JMP  copyloop8
 
-copied9:
+copied7:
 	MOVQ    704(SP), R8
 	LEAQ    384(SP), R10
 	VXORPS  Y8, Y8, Y8
@@ -16997,26 +16197,26 @@ copied9:
 	XORQ    R11, R11
 	SUBQ    $0x00000008, R12
 
-copyvec11:
+copyvec9:
 	CMPQ    R11, R12
-	JG      copyone12
+	JG      copyone10
 	VMOVUPS (R8)(R11*4), Y8
 	VMOVUPS Y8, (R10)(R11*4)
 	ADDQ    $0x00000008, R11
-	JMP     copyvec11
+	JMP     copyvec9
 
-copyone12:
+copyone10:
 	ADDQ $0x00000008, R12
 
-copyloop14:
+copyloop12:
 	CMPQ R11, R12
-	JGE  copied13
+	JGE  copied11
 	MOVL (R8)(R11*4), R13
 	MOVL R13, (R10)(R11*4)
 	INCQ R11
-	JMP  copyloop14
+	JMP  copyloop12
 
-copied13:
+copied11:
 	XORQ    R8, R8
 	VMOVUPS (R9)(R8*4), Y8
 	VADDPS  (R10)(R8*4), Y8, Y8
@@ -17064,26 +16264,26 @@ copied13:
 	XORQ    R10, R10
 	SUBQ    $0x00000008, R11
 
-copyvec15:
+copyvec13:
 	CMPQ    R10, R11
-	JG      copyone16
+	JG      copyone14
 	VMOVUPS (R9)(R10*4), Y8
 	VMOVUPS Y8, (R8)(R10*4)
 	ADDQ    $0x00000008, R10
-	JMP     copyvec15
+	JMP     copyvec13
 
-copyone16:
+copyone14:
 	ADDQ $0x00000008, R11
 
-copyloop18:
+copyloop16:
 	CMPQ R10, R11
-	JGE  copied17
+	JGE  copied15
 	MOVL (R9)(R10*4), R12
 	MOVL R12, (R8)(R10*4)
 	INCQ R10
-	JMP  copyloop18
+	JMP  copyloop16
 
-copied17:
+copied15:
 addsummed:
 	VADDPS Y4, Y0, Y0
 	VADDPS Y5, Y1, Y1
@@ -17104,14 +16304,14 @@ invone:
 
 	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
 	CMPL   716(SP), $0x00
-	JE     divide19
+	JE     divide17
 	VMULSS 716(SP), X1, X1
-	JMP    divided20
+	JMP    divided18
 
-divide19:
+divide17:
 	VDIVSS 712(SP), X1, X1
 
-divided20:
+divided18:
 	VADDSS   job_eps+0(AX), X1, X1
 	VUCOMISS tlo<>+0(SB), X1
 	JCS      ret
@@ -17150,16 +16350,16 @@ invgroup:
 
 	// t = ss/d + eps for the four rows; any t outside [2^-100, MaxFloat32] sends the group to the one-row path.
 	CMPL         716(SP), $0x00
-	JE           divide21
+	JE           divide19
 	VBROADCASTSS 716(SP), X1
 	VMULPS       X1, X0, X1
-	JMP          divided22
+	JMP          divided20
 
-divide21:
+divide19:
 	VBROADCASTSS 712(SP), X1
 	VDIVPS       X1, X0, X1
 
-divided22:
+divided20:
 	VBROADCASTSS job_eps+0(AX), X0
 	VADDPS       X0, X1, X1
 	VCMPPS       $0x1d, tlo4<>+0(SB), X1, X0
@@ -17197,10 +16397,10 @@ scalerow:
 scalebody:
 	VBROADCASTSS one<>+0(SB), Y0
 	TESTL        $0x00000010, job_flags+0(AX)
-	JNZ          weightadd23
+	JNZ          weightadd21
 	VBROADCASTSS negzero<>+0(SB), Y0
 
-weightadd23:
+weightadd21:
 	// y = (src*inv)*w, rounded after each multiply.
 	XORQ  R8, R8
 	MOVQ  job_d+0(AX), R9
@@ -17221,7 +16421,7 @@ scaleloop:
 	VMULPS    64(DX)(R8*4), Y1, Y4
 	VMULPS    96(DX)(R8*4), Y1, Y5
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn24
+	JZ        notrn22
 	VPSRLD    $0x10, Y2, Y6
 	VPAND     avx2bfone<>+0(SB), Y6, Y6
 	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
@@ -17251,7 +16451,7 @@ scaleloop:
 	VCMPPS    $0x03, Y5, Y5, Y5
 	VBLENDVPS Y5, avx2bfnanhigh<>+0(SB), Y6, Y5
 
-notrn24:
+notrn22:
 	VMULPS    (SI)(R8*4), Y2, Y2
 	VMULPS    32(SI)(R8*4), Y3, Y3
 	VPSRLD    $0x10, Y2, Y6
@@ -17302,7 +16502,7 @@ scaleloopoffset:
 	VMULPS    64(DX)(R8*4), Y1, Y4
 	VMULPS    96(DX)(R8*4), Y1, Y5
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn25
+	JZ        notrn23
 	VPSRLD    $0x10, Y2, Y6
 	VPAND     avx2bfone<>+0(SB), Y6, Y6
 	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
@@ -17332,7 +16532,7 @@ scaleloopoffset:
 	VCMPPS    $0x03, Y5, Y5, Y5
 	VBLENDVPS Y5, avx2bfnanhigh<>+0(SB), Y6, Y5
 
-notrn25:
+notrn23:
 	VMOVUPS   (SI)(R8*4), Y6
 	VADDPS    Y0, Y6, Y6
 	VMULPS    Y6, Y2, Y2
@@ -17430,10 +16630,10 @@ scaleloopnoweight:
 scalepf:
 	MOVQ DI, R10
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows26
+	JA   longrows24
 	SHLQ $0x03, R10
 
-longrows26:
+longrows24:
 	ADDQ  DX, R10
 	TESTL $0x00000001, job_flags+0(AX)
 	JNZ   scalent
@@ -17453,7 +16653,7 @@ scalepfloop:
 	VMULPS     64(DX)(R8*4), Y1, Y4
 	VMULPS     96(DX)(R8*4), Y1, Y5
 	TESTL      $0x00000008, job_flags+0(AX)
-	JZ         notrn27
+	JZ         notrn25
 	VPSRLD     $0x10, Y2, Y6
 	VPAND      avx2bfone<>+0(SB), Y6, Y6
 	VPADDD     avx2bfbias<>+0(SB), Y6, Y6
@@ -17483,7 +16683,7 @@ scalepfloop:
 	VCMPPS     $0x03, Y5, Y5, Y5
 	VBLENDVPS  Y5, avx2bfnanhigh<>+0(SB), Y6, Y5
 
-notrn27:
+notrn25:
 	VMULPS    (SI)(R8*4), Y2, Y2
 	VMULPS    32(SI)(R8*4), Y3, Y3
 	VPSRLD    $0x10, Y2, Y6
@@ -17536,7 +16736,7 @@ scalepfloopoffset:
 	VMULPS     64(DX)(R8*4), Y1, Y4
 	VMULPS     96(DX)(R8*4), Y1, Y5
 	TESTL      $0x00000008, job_flags+0(AX)
-	JZ         notrn28
+	JZ         notrn26
 	VPSRLD     $0x10, Y2, Y6
 	VPAND      avx2bfone<>+0(SB), Y6, Y6
 	VPADDD     avx2bfbias<>+0(SB), Y6, Y6
@@ -17566,7 +16766,7 @@ scalepfloopoffset:
 	VCMPPS     $0x03, Y5, Y5, Y5
 	VBLENDVPS  Y5, avx2bfnanhigh<>+0(SB), Y6, Y5
 
-notrn28:
+notrn26:
 	VMOVUPS   (SI)(R8*4), Y6
 	VADDPS    Y0, Y6, Y6
 	VMULPS    Y6, Y2, Y2
@@ -17679,7 +16879,7 @@ scalehead:
 	JB        scaleheadpart
 	VMULPS    (DX)(R8*4), Y1, Y2
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn29
+	JZ        notrn27
 	VPSRLD    $0x10, Y2, Y3
 	VPAND     avx2bfone<>+0(SB), Y3, Y3
 	VPADDD    avx2bfbias<>+0(SB), Y3, Y3
@@ -17688,14 +16888,14 @@ scalehead:
 	VCMPPS    $0x03, Y2, Y2, Y2
 	VBLENDVPS Y2, avx2bfnanhigh<>+0(SB), Y3, Y2
 
-notrn29:
+notrn27:
 	TESTQ   SI, SI
-	JZ      noweight30
+	JZ      noweight28
 	VMOVUPS (SI)(R8*4), Y3
 	VADDPS  Y0, Y3, Y3
 	VMULPS  Y3, Y2, Y2
 
-noweight30:
+noweight28:
 	VPSRLD       $0x10, Y2, Y3
 	VPAND        avx2bfone<>+0(SB), Y3, Y3
 	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
@@ -17716,10 +16916,10 @@ scaleheadpart:
 scalentgo:
 	MOVQ DI, R10
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows31
+	JA   longrows29
 	SHLQ $0x03, R10
 
-longrows31:
+longrows29:
 	ADDQ DX, R10
 	MOVL job_flags+0(AX), R11
 
@@ -17734,7 +16934,7 @@ scalentloop:
 	VMULPS     64(DX)(R8*4), Y1, Y4
 	VMULPS     96(DX)(R8*4), Y1, Y5
 	TESTL      $0x00000008, job_flags+0(AX)
-	JZ         notrn32
+	JZ         notrn30
 	VPSRLD     $0x10, Y2, Y6
 	VPAND      avx2bfone<>+0(SB), Y6, Y6
 	VPADDD     avx2bfbias<>+0(SB), Y6, Y6
@@ -17764,17 +16964,17 @@ scalentloop:
 	VCMPPS     $0x03, Y5, Y5, Y5
 	VBLENDVPS  Y5, avx2bfnanhigh<>+0(SB), Y6, Y5
 
-notrn32:
+notrn30:
 	TESTQ  SI, SI
-	JZ     weighed34
+	JZ     weighed32
 	TESTL  $0x00000010, R11
-	JNZ    offset33
+	JNZ    offset31
 	VMULPS (SI)(R8*4), Y2, Y2
 	VMULPS 32(SI)(R8*4), Y3, Y3
 	VMULPS 64(SI)(R8*4), Y4, Y4
 	VMULPS 96(SI)(R8*4), Y5, Y5
 
-weighed34:
+weighed32:
 	VPSRLD    $0x10, Y2, Y6
 	VPAND     avx2bfone<>+0(SB), Y6, Y6
 	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
@@ -17812,7 +17012,7 @@ weighed34:
 	ADDQ      $0x00000020, R8
 	JMP       scalentloop
 
-offset33:
+offset31:
 	VMOVUPS (SI)(R8*4), Y6
 	VADDPS  Y0, Y6, Y6
 	VMULPS  Y6, Y2, Y2
@@ -17825,7 +17025,7 @@ offset33:
 	VMOVUPS 96(SI)(R8*4), Y6
 	VADDPS  Y0, Y6, Y6
 	VMULPS  Y6, Y5, Y5
-	JMP     weighed34
+	JMP     weighed32
 
 scaletail:
 	ADDQ $0x00000018, R9
@@ -17835,7 +17035,7 @@ scaleone:
 	JG        scalepart
 	VMULPS    (DX)(R8*4), Y1, Y2
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn35
+	JZ        notrn33
 	VPSRLD    $0x10, Y2, Y3
 	VPAND     avx2bfone<>+0(SB), Y3, Y3
 	VPADDD    avx2bfbias<>+0(SB), Y3, Y3
@@ -17844,14 +17044,14 @@ scaleone:
 	VCMPPS    $0x03, Y2, Y2, Y2
 	VBLENDVPS Y2, avx2bfnanhigh<>+0(SB), Y3, Y2
 
-notrn35:
+notrn33:
 	TESTQ   SI, SI
-	JZ      noweight36
+	JZ      noweight34
 	VMOVUPS (SI)(R8*4), Y3
 	VADDPS  Y0, Y3, Y3
 	VMULPS  Y3, Y2, Y2
 
-noweight36:
+noweight34:
 	VPSRLD       $0x10, Y2, Y3
 	VPAND        avx2bfone<>+0(SB), Y3, Y3
 	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
@@ -17878,59 +17078,59 @@ partout:
 	XORQ R13, R13
 	SUBQ $0x00000008, R14
 
-copyvec37:
+copyvec35:
 	CMPQ    R13, R14
-	JG      copyone38
+	JG      copyone36
 	VMOVUPS (R11)(R13*4), Y2
 	VMOVUPS Y2, (R12)(R13*4)
 	ADDQ    $0x00000008, R13
-	JMP     copyvec37
+	JMP     copyvec35
 
-copyone38:
+copyone36:
 	ADDQ $0x00000008, R14
 
-copyloop40:
+copyloop38:
 	CMPQ R13, R14
-	JGE  copied39
+	JGE  copied37
 	MOVL (R11)(R13*4), R15
 	MOVL R15, (R12)(R13*4)
 	INCQ R13
-	JMP  copyloop40
+	JMP  copyloop38
 
-copied39:
+copied37:
 	TESTQ SI, SI
-	JZ    nowcopy41
+	JZ    nowcopy39
 	LEAQ  (SI)(R8*4), R11
 	LEAQ  160(SP), R12
 	MOVQ  R10, R14
 	XORQ  R13, R13
 	SUBQ  $0x00000008, R14
 
-copyvec42:
+copyvec40:
 	CMPQ    R13, R14
-	JG      copyone43
+	JG      copyone41
 	VMOVUPS (R11)(R13*4), Y2
 	VMOVUPS Y2, (R12)(R13*4)
 	ADDQ    $0x00000008, R13
-	JMP     copyvec42
+	JMP     copyvec40
 
-copyone43:
+copyone41:
 	ADDQ $0x00000008, R14
 
-copyloop45:
+copyloop43:
 	CMPQ R13, R14
-	JGE  copied44
+	JGE  copied42
 	MOVL (R11)(R13*4), R15
 	MOVL R15, (R12)(R13*4)
 	INCQ R13
-	JMP  copyloop45
+	JMP  copyloop43
 
-copied44:
-nowcopy41:
+copied42:
+nowcopy39:
 	VMOVUPS   128(SP), Y2
 	VMULPS    Y2, Y1, Y2
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn46
+	JZ        notrn44
 	VPSRLD    $0x10, Y2, Y3
 	VPAND     avx2bfone<>+0(SB), Y3, Y3
 	VPADDD    avx2bfbias<>+0(SB), Y3, Y3
@@ -17939,14 +17139,14 @@ nowcopy41:
 	VCMPPS    $0x03, Y2, Y2, Y2
 	VBLENDVPS Y2, avx2bfnanhigh<>+0(SB), Y3, Y2
 
-notrn46:
+notrn44:
 	TESTQ   SI, SI
-	JZ      noweight47
+	JZ      noweight45
 	VMOVUPS 160(SP), Y3
 	VADDPS  Y0, Y3, Y3
 	VMULPS  Y3, Y2, Y2
 
-noweight47:
+noweight45:
 	VPSRLD       $0x10, Y2, Y3
 	VPAND        avx2bfone<>+0(SB), Y3, Y3
 	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
@@ -17963,26 +17163,26 @@ noweight47:
 	XORQ         R13, R13
 	SUBQ         $0x00000010, R14
 
-copyvec48:
+copyvec46:
 	CMPQ    R13, R14
-	JG      copyone49
+	JG      copyone47
 	VMOVUPS (R12)(R13*2), Y2
 	VMOVUPS Y2, (R11)(R13*2)
 	ADDQ    $0x00000010, R13
-	JMP     copyvec48
+	JMP     copyvec46
 
-copyone49:
+copyone47:
 	ADDQ $0x00000010, R14
 
-copyloop51:
+copyloop49:
 	CMPQ R13, R14
-	JGE  copied50
+	JGE  copied48
 	MOVW (R12)(R13*2), R15
 	MOVW R15, (R11)(R13*2)
 	INCQ R13
-	JMP  copyloop51
+	JMP  copyloop49
 
-copied50:
+copied48:
 	ADDQ R10, R8
 	CMPQ R8, job_d+0(AX)
 	JB   scalentgo
@@ -18120,8 +17320,6 @@ firstblock:
 	VMOVUPS 224(R8)(R10*4), Y7
 	VMULPS  Y7, Y7, Y7
 	MOVQ    $0x00000040, R10
-	TESTL   $0x00000002, job_flags+0(AX)
-	JNZ     sumpf
 
 	PCALIGN $32
 sumloop:
@@ -18154,52 +17352,6 @@ sumloop:
 	ADDQ    $0x00000040, R10
 	JMP     sumloop
 
-	// The same, prefetching the rows ahead.
-sumpf:
-	MOVQ DI, R12
-	SHLQ $0x01, R12
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows1
-	SHLQ $0x03, R12
-
-longrows1:
-	ADDQ R8, R12
-
-	PCALIGN $32
-sumpfloop:
-	CMPQ       R10, R11
-	JG         sumtail
-	PREFETCHT0 (R12)(R10*4)
-	PREFETCHT0 64(R12)(R10*4)
-	PREFETCHT0 128(R12)(R10*4)
-	PREFETCHT0 192(R12)(R10*4)
-	VMOVUPS    (R8)(R10*4), Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y0, Y0
-	VMOVUPS    32(R8)(R10*4), Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y1, Y1
-	VMOVUPS    64(R8)(R10*4), Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y2, Y2
-	VMOVUPS    96(R8)(R10*4), Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y3, Y3
-	VMOVUPS    128(R8)(R10*4), Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y4, Y4
-	VMOVUPS    160(R8)(R10*4), Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y5, Y5
-	VMOVUPS    192(R8)(R10*4), Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y6, Y6
-	VMOVUPS    224(R8)(R10*4), Y8
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y7, Y7
-	ADDQ       $0x00000040, R10
-	JMP        sumpfloop
-
 sumtail:
 	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
 	MOVQ    job_d+0(AX), R11
@@ -18221,26 +17373,26 @@ sumtail:
 	XORQ    R12, R12
 	SUBQ    $0x00000008, R13
 
-copyvec2:
+copyvec1:
 	CMPQ    R12, R13
-	JG      copyone3
+	JG      copyone2
 	VMOVUPS (R10)(R12*4), Y8
 	VMOVUPS Y8, (R11)(R12*4)
 	ADDQ    $0x00000008, R12
-	JMP     copyvec2
+	JMP     copyvec1
 
-copyone3:
+copyone2:
 	ADDQ $0x00000008, R13
 
-copyloop5:
+copyloop4:
 	CMPQ R12, R13
-	JGE  copied4
+	JGE  copied3
 	MOVL (R10)(R12*4), R14
 	MOVL R14, (R11)(R12*4)
 	INCQ R12
-	JMP  copyloop5
+	JMP  copyloop4
 
-copied4:
+copied3:
 	XORQ    R10, R10
 	VMOVUPS (R11)(R10*4), Y8
 	VMULPS  Y8, Y8, Y8
@@ -18339,8 +17491,6 @@ addfirstblock:
 	VMOVUPS Y7, 224(R9)(R10*4)
 	VMULPS  Y7, Y7, Y7
 	MOVQ    $0x00000040, R10
-	TESTL   $0x00000002, job_flags+0(AX)
-	JNZ     addsumpf
 
 	PCALIGN $32
 addsumloop:
@@ -18389,68 +17539,6 @@ addsumloop:
 	ADDQ    $0x00000040, R10
 	JMP     addsumloop
 
-	// The same, prefetching the rows ahead.
-addsumpf:
-	MOVQ DI, R12
-	SHLQ $0x01, R12
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows6
-	SHLQ $0x03, R12
-
-longrows6:
-	ADDQ R8, R12
-
-	PCALIGN $32
-addsumpfloop:
-	CMPQ       R10, R11
-	JG         addsumtail
-	PREFETCHT0 (R12)(R10*4)
-	PREFETCHT0 64(R12)(R10*4)
-	PREFETCHT0 128(R12)(R10*4)
-	PREFETCHT0 192(R12)(R10*4)
-	VMOVUPS    (R8)(R10*4), Y8
-	VADDPS     (R9)(R10*4), Y8, Y8
-	VMOVUPS    Y8, (R9)(R10*4)
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y0, Y0
-	VMOVUPS    32(R8)(R10*4), Y8
-	VADDPS     32(R9)(R10*4), Y8, Y8
-	VMOVUPS    Y8, 32(R9)(R10*4)
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y1, Y1
-	VMOVUPS    64(R8)(R10*4), Y8
-	VADDPS     64(R9)(R10*4), Y8, Y8
-	VMOVUPS    Y8, 64(R9)(R10*4)
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y2, Y2
-	VMOVUPS    96(R8)(R10*4), Y8
-	VADDPS     96(R9)(R10*4), Y8, Y8
-	VMOVUPS    Y8, 96(R9)(R10*4)
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y3, Y3
-	VMOVUPS    128(R8)(R10*4), Y8
-	VADDPS     128(R9)(R10*4), Y8, Y8
-	VMOVUPS    Y8, 128(R9)(R10*4)
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y4, Y4
-	VMOVUPS    160(R8)(R10*4), Y8
-	VADDPS     160(R9)(R10*4), Y8, Y8
-	VMOVUPS    Y8, 160(R9)(R10*4)
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y5, Y5
-	VMOVUPS    192(R8)(R10*4), Y8
-	VADDPS     192(R9)(R10*4), Y8, Y8
-	VMOVUPS    Y8, 192(R9)(R10*4)
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y6, Y6
-	VMOVUPS    224(R8)(R10*4), Y8
-	VADDPS     224(R9)(R10*4), Y8, Y8
-	VMOVUPS    Y8, 224(R9)(R10*4)
-	VMULPS     Y8, Y8, Y8
-	VADDPS     Y8, Y7, Y7
-	ADDQ       $0x00000040, R10
-	JMP        addsumpfloop
-
 addsumtail:
 	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
 	MOVQ    job_d+0(AX), R11
@@ -18474,26 +17562,26 @@ addsumtail:
 	XORQ    R10, R10
 	SUBQ    $0x00000008, R11
 
-copyvec7:
+copyvec5:
 	CMPQ    R10, R11
-	JG      copyone8
+	JG      copyone6
 	VMOVUPS (R8)(R10*4), Y8
 	VMOVUPS Y8, (R9)(R10*4)
 	ADDQ    $0x00000008, R10
-	JMP     copyvec7
+	JMP     copyvec5
 
-copyone8:
+copyone6:
 	ADDQ $0x00000008, R11
 
-copyloop10:
+copyloop8:
 	CMPQ R10, R11
-	JGE  copied9
+	JGE  copied7
 	MOVL (R8)(R10*4), R12
 	MOVL R12, (R9)(R10*4)
 	INCQ R10
-	JMP  copyloop10
+	JMP  copyloop8
 
-copied9:
+copied7:
 	MOVQ    704(SP), R8
 	LEAQ    384(SP), R10
 	VXORPS  Y8, Y8, Y8
@@ -18509,26 +17597,26 @@ copied9:
 	XORQ    R11, R11
 	SUBQ    $0x00000008, R12
 
-copyvec11:
+copyvec9:
 	CMPQ    R11, R12
-	JG      copyone12
+	JG      copyone10
 	VMOVUPS (R8)(R11*4), Y8
 	VMOVUPS Y8, (R10)(R11*4)
 	ADDQ    $0x00000008, R11
-	JMP     copyvec11
+	JMP     copyvec9
 
-copyone12:
+copyone10:
 	ADDQ $0x00000008, R12
 
-copyloop14:
+copyloop12:
 	CMPQ R11, R12
-	JGE  copied13
+	JGE  copied11
 	MOVL (R8)(R11*4), R13
 	MOVL R13, (R10)(R11*4)
 	INCQ R11
-	JMP  copyloop14
+	JMP  copyloop12
 
-copied13:
+copied11:
 	XORQ    R8, R8
 	VMOVUPS (R9)(R8*4), Y8
 	VADDPS  (R10)(R8*4), Y8, Y8
@@ -18576,26 +17664,26 @@ copied13:
 	XORQ    R10, R10
 	SUBQ    $0x00000008, R11
 
-copyvec15:
+copyvec13:
 	CMPQ    R10, R11
-	JG      copyone16
+	JG      copyone14
 	VMOVUPS (R9)(R10*4), Y8
 	VMOVUPS Y8, (R8)(R10*4)
 	ADDQ    $0x00000008, R10
-	JMP     copyvec15
+	JMP     copyvec13
 
-copyone16:
+copyone14:
 	ADDQ $0x00000008, R11
 
-copyloop18:
+copyloop16:
 	CMPQ R10, R11
-	JGE  copied17
+	JGE  copied15
 	MOVL (R9)(R10*4), R12
 	MOVL R12, (R8)(R10*4)
 	INCQ R10
-	JMP  copyloop18
+	JMP  copyloop16
 
-copied17:
+copied15:
 addsummed:
 	VADDPS Y4, Y0, Y0
 	VADDPS Y5, Y1, Y1
@@ -18616,14 +17704,14 @@ invone:
 
 	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
 	CMPL   716(SP), $0x00
-	JE     divide19
+	JE     divide17
 	VMULSS 716(SP), X1, X1
-	JMP    divided20
+	JMP    divided18
 
-divide19:
+divide17:
 	VDIVSS 712(SP), X1, X1
 
-divided20:
+divided18:
 	VADDSS   job_eps+0(AX), X1, X1
 	VUCOMISS tlo<>+0(SB), X1
 	JCS      ret
@@ -18662,16 +17750,16 @@ invgroup:
 
 	// t = ss/d + eps for the four rows; any t outside [2^-100, MaxFloat32] sends the group to the one-row path.
 	CMPL         716(SP), $0x00
-	JE           divide21
+	JE           divide19
 	VBROADCASTSS 716(SP), X1
 	VMULPS       X1, X0, X1
-	JMP          divided22
+	JMP          divided20
 
-divide21:
+divide19:
 	VBROADCASTSS 712(SP), X1
 	VDIVPS       X1, X0, X1
 
-divided22:
+divided20:
 	VBROADCASTSS job_eps+0(AX), X0
 	VADDPS       X0, X1, X1
 	VCMPPS       $0x1d, tlo4<>+0(SB), X1, X0
@@ -18709,10 +17797,10 @@ scalerow:
 scalebody:
 	VBROADCASTSS one<>+0(SB), Y0
 	TESTL        $0x00000010, job_flags+0(AX)
-	JNZ          weightadd23
+	JNZ          weightadd21
 	VBROADCASTSS negzero<>+0(SB), Y0
 
-weightadd23:
+weightadd21:
 	// y = (src*inv)*w, rounded after each multiply.
 	XORQ  R8, R8
 	MOVQ  job_d+0(AX), R9
@@ -18733,7 +17821,7 @@ scaleloop:
 	VMULPS    64(DX)(R8*4), Y1, Y4
 	VMULPS    96(DX)(R8*4), Y1, Y5
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn24
+	JZ        notrn22
 	VCVTPS2PH $0x00, Y2, X2
 	VCVTPH2PS X2, Y2
 	VCVTPS2PH $0x00, Y3, X3
@@ -18743,7 +17831,7 @@ scaleloop:
 	VCVTPS2PH $0x00, Y5, X5
 	VCVTPH2PS X5, Y5
 
-notrn24:
+notrn22:
 	VMULPS      (SI)(R8*4), Y2, Y2
 	VMULPS      32(SI)(R8*4), Y3, Y3
 	VCVTPS2PH   $0x00, Y2, X2
@@ -18768,7 +17856,7 @@ scaleloopoffset:
 	VMULPS    64(DX)(R8*4), Y1, Y4
 	VMULPS    96(DX)(R8*4), Y1, Y5
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn25
+	JZ        notrn23
 	VCVTPS2PH $0x00, Y2, X2
 	VCVTPH2PS X2, Y2
 	VCVTPS2PH $0x00, Y3, X3
@@ -18778,7 +17866,7 @@ scaleloopoffset:
 	VCVTPS2PH $0x00, Y5, X5
 	VCVTPH2PS X5, Y5
 
-notrn25:
+notrn23:
 	VMOVUPS     (SI)(R8*4), Y6
 	VADDPS      Y0, Y6, Y6
 	VMULPS      Y6, Y2, Y2
@@ -18824,10 +17912,10 @@ scaleloopnoweight:
 scalepf:
 	MOVQ DI, R10
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows26
+	JA   longrows24
 	SHLQ $0x03, R10
 
-longrows26:
+longrows24:
 	ADDQ  DX, R10
 	TESTL $0x00000001, job_flags+0(AX)
 	JNZ   scalent
@@ -18847,7 +17935,7 @@ scalepfloop:
 	VMULPS     64(DX)(R8*4), Y1, Y4
 	VMULPS     96(DX)(R8*4), Y1, Y5
 	TESTL      $0x00000008, job_flags+0(AX)
-	JZ         notrn27
+	JZ         notrn25
 	VCVTPS2PH  $0x00, Y2, X2
 	VCVTPH2PS  X2, Y2
 	VCVTPS2PH  $0x00, Y3, X3
@@ -18857,7 +17945,7 @@ scalepfloop:
 	VCVTPS2PH  $0x00, Y5, X5
 	VCVTPH2PS  X5, Y5
 
-notrn27:
+notrn25:
 	VMULPS      (SI)(R8*4), Y2, Y2
 	VMULPS      32(SI)(R8*4), Y3, Y3
 	VCVTPS2PH   $0x00, Y2, X2
@@ -18884,7 +17972,7 @@ scalepfloopoffset:
 	VMULPS     64(DX)(R8*4), Y1, Y4
 	VMULPS     96(DX)(R8*4), Y1, Y5
 	TESTL      $0x00000008, job_flags+0(AX)
-	JZ         notrn28
+	JZ         notrn26
 	VCVTPS2PH  $0x00, Y2, X2
 	VCVTPH2PS  X2, Y2
 	VCVTPS2PH  $0x00, Y3, X3
@@ -18894,7 +17982,7 @@ scalepfloopoffset:
 	VCVTPS2PH  $0x00, Y5, X5
 	VCVTPH2PS  X5, Y5
 
-notrn28:
+notrn26:
 	VMOVUPS     (SI)(R8*4), Y6
 	VADDPS      Y0, Y6, Y6
 	VMULPS      Y6, Y2, Y2
@@ -18955,18 +18043,18 @@ scalehead:
 	JB        scaleheadpart
 	VMULPS    (DX)(R8*4), Y1, Y2
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn29
+	JZ        notrn27
 	VCVTPS2PH $0x00, Y2, X2
 	VCVTPH2PS X2, Y2
 
-notrn29:
+notrn27:
 	TESTQ   SI, SI
-	JZ      noweight30
+	JZ      noweight28
 	VMOVUPS (SI)(R8*4), Y3
 	VADDPS  Y0, Y3, Y3
 	VMULPS  Y3, Y2, Y2
 
-noweight30:
+noweight28:
 	VCVTPS2PH $0x00, Y2, (CX)(R8*2)
 	ADDQ      $0x00000008, R8
 	SUBQ      $0x00000008, R10
@@ -18978,10 +18066,10 @@ scaleheadpart:
 scalentgo:
 	MOVQ DI, R10
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows31
+	JA   longrows29
 	SHLQ $0x03, R10
 
-longrows31:
+longrows29:
 	ADDQ DX, R10
 	MOVL job_flags+0(AX), R11
 
@@ -18996,7 +18084,7 @@ scalentloop:
 	VMULPS     64(DX)(R8*4), Y1, Y4
 	VMULPS     96(DX)(R8*4), Y1, Y5
 	TESTL      $0x00000008, job_flags+0(AX)
-	JZ         notrn32
+	JZ         notrn30
 	VCVTPS2PH  $0x00, Y2, X2
 	VCVTPH2PS  X2, Y2
 	VCVTPS2PH  $0x00, Y3, X3
@@ -19006,17 +18094,17 @@ scalentloop:
 	VCVTPS2PH  $0x00, Y5, X5
 	VCVTPH2PS  X5, Y5
 
-notrn32:
+notrn30:
 	TESTQ  SI, SI
-	JZ     weighed34
+	JZ     weighed32
 	TESTL  $0x00000010, R11
-	JNZ    offset33
+	JNZ    offset31
 	VMULPS (SI)(R8*4), Y2, Y2
 	VMULPS 32(SI)(R8*4), Y3, Y3
 	VMULPS 64(SI)(R8*4), Y4, Y4
 	VMULPS 96(SI)(R8*4), Y5, Y5
 
-weighed34:
+weighed32:
 	VCVTPS2PH   $0x00, Y2, X2
 	VCVTPS2PH   $0x00, Y3, X3
 	VINSERTI128 $0x01, X3, Y2, Y2
@@ -19028,7 +18116,7 @@ weighed34:
 	ADDQ        $0x00000020, R8
 	JMP         scalentloop
 
-offset33:
+offset31:
 	VMOVUPS (SI)(R8*4), Y6
 	VADDPS  Y0, Y6, Y6
 	VMULPS  Y6, Y2, Y2
@@ -19041,7 +18129,7 @@ offset33:
 	VMOVUPS 96(SI)(R8*4), Y6
 	VADDPS  Y0, Y6, Y6
 	VMULPS  Y6, Y5, Y5
-	JMP     weighed34
+	JMP     weighed32
 
 scaletail:
 	ADDQ $0x00000018, R9
@@ -19051,18 +18139,18 @@ scaleone:
 	JG        scalepart
 	VMULPS    (DX)(R8*4), Y1, Y2
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn35
+	JZ        notrn33
 	VCVTPS2PH $0x00, Y2, X2
 	VCVTPH2PS X2, Y2
 
-notrn35:
+notrn33:
 	TESTQ   SI, SI
-	JZ      noweight36
+	JZ      noweight34
 	VMOVUPS (SI)(R8*4), Y3
 	VADDPS  Y0, Y3, Y3
 	VMULPS  Y3, Y2, Y2
 
-noweight36:
+noweight34:
 	VCVTPS2PH $0x00, Y2, (CX)(R8*2)
 	ADDQ      $0x00000008, R8
 	JMP       scaleone
@@ -19080,70 +18168,70 @@ partout:
 	XORQ R13, R13
 	SUBQ $0x00000008, R14
 
-copyvec37:
+copyvec35:
 	CMPQ    R13, R14
-	JG      copyone38
+	JG      copyone36
 	VMOVUPS (R11)(R13*4), Y2
 	VMOVUPS Y2, (R12)(R13*4)
 	ADDQ    $0x00000008, R13
-	JMP     copyvec37
+	JMP     copyvec35
 
-copyone38:
+copyone36:
 	ADDQ $0x00000008, R14
 
-copyloop40:
+copyloop38:
 	CMPQ R13, R14
-	JGE  copied39
+	JGE  copied37
 	MOVL (R11)(R13*4), R15
 	MOVL R15, (R12)(R13*4)
 	INCQ R13
-	JMP  copyloop40
+	JMP  copyloop38
 
-copied39:
+copied37:
 	TESTQ SI, SI
-	JZ    nowcopy41
+	JZ    nowcopy39
 	LEAQ  (SI)(R8*4), R11
 	LEAQ  160(SP), R12
 	MOVQ  R10, R14
 	XORQ  R13, R13
 	SUBQ  $0x00000008, R14
 
-copyvec42:
+copyvec40:
 	CMPQ    R13, R14
-	JG      copyone43
+	JG      copyone41
 	VMOVUPS (R11)(R13*4), Y2
 	VMOVUPS Y2, (R12)(R13*4)
 	ADDQ    $0x00000008, R13
-	JMP     copyvec42
+	JMP     copyvec40
 
-copyone43:
+copyone41:
 	ADDQ $0x00000008, R14
 
-copyloop45:
+copyloop43:
 	CMPQ R13, R14
-	JGE  copied44
+	JGE  copied42
 	MOVL (R11)(R13*4), R15
 	MOVL R15, (R12)(R13*4)
 	INCQ R13
-	JMP  copyloop45
+	JMP  copyloop43
 
-copied44:
-nowcopy41:
+copied42:
+nowcopy39:
 	VMOVUPS   128(SP), Y2
 	VMULPS    Y2, Y1, Y2
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn46
+	JZ        notrn44
 	VCVTPS2PH $0x00, Y2, X2
 	VCVTPH2PS X2, Y2
 
-notrn46:
+notrn44:
 	TESTQ   SI, SI
-	JZ      noweight47
+	JZ      noweight45
 	VMOVUPS 160(SP), Y3
 	VADDPS  Y0, Y3, Y3
 	VMULPS  Y3, Y2, Y2
 
-noweight47:
+noweight45:
 	VCVTPS2PH $0x00, Y2, 192(SP)
 	LEAQ      192(SP), R12
 	LEAQ      (CX)(R8*2), R11
@@ -19151,26 +18239,26 @@ noweight47:
 	XORQ      R13, R13
 	SUBQ      $0x00000010, R14
 
-copyvec48:
+copyvec46:
 	CMPQ    R13, R14
-	JG      copyone49
+	JG      copyone47
 	VMOVUPS (R12)(R13*2), Y2
 	VMOVUPS Y2, (R11)(R13*2)
 	ADDQ    $0x00000010, R13
-	JMP     copyvec48
+	JMP     copyvec46
 
-copyone49:
+copyone47:
 	ADDQ $0x00000010, R14
 
-copyloop51:
+copyloop49:
 	CMPQ R13, R14
-	JGE  copied50
+	JGE  copied48
 	MOVW (R12)(R13*2), R15
 	MOVW R15, (R11)(R13*2)
 	INCQ R13
-	JMP  copyloop51
+	JMP  copyloop49
 
-copied50:
+copied48:
 	ADDQ R10, R8
 	CMPQ R8, job_d+0(AX)
 	JB   scalentgo
@@ -19293,8 +18381,6 @@ firstblock:
 	VMOVUPS 224(R8)(R9*4), Y7
 	VADDPS  zero64<>+0(SB), Y7, Y7
 	MOVQ    $0x00000040, R9
-	TESTL   $0x00000002, job_flags+0(AX)
-	JNZ     sumpf
 
 	PCALIGN $32
 sumloop:
@@ -19319,44 +18405,6 @@ sumloop:
 	ADDQ    $0x00000040, R9
 	JMP     sumloop
 
-	// The same, prefetching the rows ahead.
-sumpf:
-	MOVQ DI, R11
-	SHLQ $0x01, R11
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows1
-	SHLQ $0x03, R11
-
-longrows1:
-	ADDQ R8, R11
-
-	PCALIGN $32
-sumpfloop:
-	CMPQ       R9, R10
-	JG         sumtail
-	PREFETCHT0 (R11)(R9*4)
-	PREFETCHT0 64(R11)(R9*4)
-	PREFETCHT0 128(R11)(R9*4)
-	PREFETCHT0 192(R11)(R9*4)
-	VMOVUPS    (R8)(R9*4), Y8
-	VADDPS     Y8, Y0, Y0
-	VMOVUPS    32(R8)(R9*4), Y8
-	VADDPS     Y8, Y1, Y1
-	VMOVUPS    64(R8)(R9*4), Y8
-	VADDPS     Y8, Y2, Y2
-	VMOVUPS    96(R8)(R9*4), Y8
-	VADDPS     Y8, Y3, Y3
-	VMOVUPS    128(R8)(R9*4), Y8
-	VADDPS     Y8, Y4, Y4
-	VMOVUPS    160(R8)(R9*4), Y8
-	VADDPS     Y8, Y5, Y5
-	VMOVUPS    192(R8)(R9*4), Y8
-	VADDPS     Y8, Y6, Y6
-	VMOVUPS    224(R8)(R9*4), Y8
-	VADDPS     Y8, Y7, Y7
-	ADDQ       $0x00000040, R9
-	JMP        sumpfloop
-
 sumtail:
 	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
 	MOVQ    job_d+0(AX), R10
@@ -19378,26 +18426,26 @@ sumtail:
 	XORQ    R10, R10
 	SUBQ    $0x00000008, R11
 
-copyvec2:
+copyvec1:
 	CMPQ    R10, R11
-	JG      copyone3
+	JG      copyone2
 	VMOVUPS (R8)(R10*4), Y8
 	VMOVUPS Y8, (R9)(R10*4)
 	ADDQ    $0x00000008, R10
-	JMP     copyvec2
+	JMP     copyvec1
 
-copyone3:
+copyone2:
 	ADDQ $0x00000008, R11
 
-copyloop5:
+copyloop4:
 	CMPQ R10, R11
-	JGE  copied4
+	JGE  copied3
 	MOVL (R8)(R10*4), R12
 	MOVL R12, (R9)(R10*4)
 	INCQ R10
-	JMP  copyloop5
+	JMP  copyloop4
 
-copied4:
+copied3:
 	XORQ    R8, R8
 	VMOVUPS (R9)(R8*4), Y8
 	VADDPS  Y8, Y0, Y0
@@ -19481,8 +18529,6 @@ addfirstblock:
 	VMOVUPS Y7, 224(R9)(R10*4)
 	VADDPS  zero64<>+0(SB), Y7, Y7
 	MOVQ    $0x00000040, R10
-	TESTL   $0x00000002, job_flags+0(AX)
-	JNZ     addsumpf
 
 	PCALIGN $32
 addsumloop:
@@ -19523,60 +18569,6 @@ addsumloop:
 	ADDQ    $0x00000040, R10
 	JMP     addsumloop
 
-	// The same, prefetching the rows ahead.
-addsumpf:
-	MOVQ DI, R12
-	SHLQ $0x01, R12
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows6
-	SHLQ $0x03, R12
-
-longrows6:
-	ADDQ R8, R12
-
-	PCALIGN $32
-addsumpfloop:
-	CMPQ       R10, R11
-	JG         addsumtail
-	PREFETCHT0 (R12)(R10*4)
-	PREFETCHT0 64(R12)(R10*4)
-	PREFETCHT0 128(R12)(R10*4)
-	PREFETCHT0 192(R12)(R10*4)
-	VMOVUPS    (R8)(R10*4), Y8
-	VADDPS     (R9)(R10*4), Y8, Y8
-	VMOVUPS    Y8, (R9)(R10*4)
-	VADDPS     Y8, Y0, Y0
-	VMOVUPS    32(R8)(R10*4), Y8
-	VADDPS     32(R9)(R10*4), Y8, Y8
-	VMOVUPS    Y8, 32(R9)(R10*4)
-	VADDPS     Y8, Y1, Y1
-	VMOVUPS    64(R8)(R10*4), Y8
-	VADDPS     64(R9)(R10*4), Y8, Y8
-	VMOVUPS    Y8, 64(R9)(R10*4)
-	VADDPS     Y8, Y2, Y2
-	VMOVUPS    96(R8)(R10*4), Y8
-	VADDPS     96(R9)(R10*4), Y8, Y8
-	VMOVUPS    Y8, 96(R9)(R10*4)
-	VADDPS     Y8, Y3, Y3
-	VMOVUPS    128(R8)(R10*4), Y8
-	VADDPS     128(R9)(R10*4), Y8, Y8
-	VMOVUPS    Y8, 128(R9)(R10*4)
-	VADDPS     Y8, Y4, Y4
-	VMOVUPS    160(R8)(R10*4), Y8
-	VADDPS     160(R9)(R10*4), Y8, Y8
-	VMOVUPS    Y8, 160(R9)(R10*4)
-	VADDPS     Y8, Y5, Y5
-	VMOVUPS    192(R8)(R10*4), Y8
-	VADDPS     192(R9)(R10*4), Y8, Y8
-	VMOVUPS    Y8, 192(R9)(R10*4)
-	VADDPS     Y8, Y6, Y6
-	VMOVUPS    224(R8)(R10*4), Y8
-	VADDPS     224(R9)(R10*4), Y8, Y8
-	VMOVUPS    Y8, 224(R9)(R10*4)
-	VADDPS     Y8, Y7, Y7
-	ADDQ       $0x00000040, R10
-	JMP        addsumpfloop
-
 addsumtail:
 	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
 	MOVQ    job_d+0(AX), R11
@@ -19600,26 +18592,26 @@ addsumtail:
 	XORQ    R10, R10
 	SUBQ    $0x00000008, R11
 
-copyvec7:
+copyvec5:
 	CMPQ    R10, R11
-	JG      copyone8
+	JG      copyone6
 	VMOVUPS (R8)(R10*4), Y8
 	VMOVUPS Y8, (R9)(R10*4)
 	ADDQ    $0x00000008, R10
-	JMP     copyvec7
+	JMP     copyvec5
 
-copyone8:
+copyone6:
 	ADDQ $0x00000008, R11
 
-copyloop10:
+copyloop8:
 	CMPQ R10, R11
-	JGE  copied9
+	JGE  copied7
 	MOVL (R8)(R10*4), R12
 	MOVL R12, (R9)(R10*4)
 	INCQ R10
-	JMP  copyloop10
+	JMP  copyloop8
 
-copied9:
+copied7:
 	MOVQ    704(SP), R8
 	LEAQ    384(SP), R10
 	VXORPS  Y8, Y8, Y8
@@ -19635,26 +18627,26 @@ copied9:
 	XORQ    R11, R11
 	SUBQ    $0x00000008, R12
 
-copyvec11:
+copyvec9:
 	CMPQ    R11, R12
-	JG      copyone12
+	JG      copyone10
 	VMOVUPS (R8)(R11*4), Y8
 	VMOVUPS Y8, (R10)(R11*4)
 	ADDQ    $0x00000008, R11
-	JMP     copyvec11
+	JMP     copyvec9
 
-copyone12:
+copyone10:
 	ADDQ $0x00000008, R12
 
-copyloop14:
+copyloop12:
 	CMPQ R11, R12
-	JGE  copied13
+	JGE  copied11
 	MOVL (R8)(R11*4), R13
 	MOVL R13, (R10)(R11*4)
 	INCQ R11
-	JMP  copyloop14
+	JMP  copyloop12
 
-copied13:
+copied11:
 	XORQ    R8, R8
 	VMOVUPS (R9)(R8*4), Y8
 	VADDPS  (R10)(R8*4), Y8, Y8
@@ -19694,26 +18686,26 @@ copied13:
 	XORQ    R10, R10
 	SUBQ    $0x00000008, R11
 
-copyvec15:
+copyvec13:
 	CMPQ    R10, R11
-	JG      copyone16
+	JG      copyone14
 	VMOVUPS (R9)(R10*4), Y8
 	VMOVUPS Y8, (R8)(R10*4)
 	ADDQ    $0x00000008, R10
-	JMP     copyvec15
+	JMP     copyvec13
 
-copyone16:
+copyone14:
 	ADDQ $0x00000008, R11
 
-copyloop18:
+copyloop16:
 	CMPQ R10, R11
-	JGE  copied17
+	JGE  copied15
 	MOVL (R9)(R10*4), R12
 	MOVL R12, (R8)(R10*4)
 	INCQ R10
-	JMP  copyloop18
+	JMP  copyloop16
 
-copied17:
+copied15:
 addsummed:
 	VADDPS Y4, Y0, Y0
 	VADDPS Y5, Y1, Y1
@@ -19738,14 +18730,14 @@ mean:
 	VUCOMISS X0, X0
 	JPS      ret
 	CMPL     716(SP), $0x00
-	JE       divide19
+	JE       divide17
 	VMULSS   716(SP), X1, X0
-	JMP      divided20
+	JMP      divided18
 
-divide19:
+divide17:
 	VDIVSS 712(SP), X1, X0
 
-divided20:
+divided18:
 	VBROADCASTSS X0, Y8
 	JMP          centered
 
@@ -19798,8 +18790,6 @@ sqfirstblock:
 	VSUBPS  Y8, Y7, Y7
 	VMULPS  Y7, Y7, Y7
 	MOVQ    $0x00000040, R9
-	TESTL   $0x00000002, job_flags+0(AX)
-	JNZ     sqsumpf
 
 	PCALIGN $32
 sqsumloop:
@@ -19840,60 +18830,6 @@ sqsumloop:
 	ADDQ    $0x00000040, R9
 	JMP     sqsumloop
 
-	// The same, prefetching the rows ahead.
-sqsumpf:
-	MOVQ DI, R11
-	SHLQ $0x01, R11
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows21
-	SHLQ $0x03, R11
-
-longrows21:
-	ADDQ R8, R11
-
-	PCALIGN $32
-sqsumpfloop:
-	CMPQ       R9, R10
-	JG         sqsumtail
-	PREFETCHT0 (R11)(R9*4)
-	PREFETCHT0 64(R11)(R9*4)
-	PREFETCHT0 128(R11)(R9*4)
-	PREFETCHT0 192(R11)(R9*4)
-	VMOVUPS    (R8)(R9*4), Y9
-	VSUBPS     Y8, Y9, Y9
-	VMULPS     Y9, Y9, Y9
-	VADDPS     Y9, Y0, Y0
-	VMOVUPS    32(R8)(R9*4), Y9
-	VSUBPS     Y8, Y9, Y9
-	VMULPS     Y9, Y9, Y9
-	VADDPS     Y9, Y1, Y1
-	VMOVUPS    64(R8)(R9*4), Y9
-	VSUBPS     Y8, Y9, Y9
-	VMULPS     Y9, Y9, Y9
-	VADDPS     Y9, Y2, Y2
-	VMOVUPS    96(R8)(R9*4), Y9
-	VSUBPS     Y8, Y9, Y9
-	VMULPS     Y9, Y9, Y9
-	VADDPS     Y9, Y3, Y3
-	VMOVUPS    128(R8)(R9*4), Y9
-	VSUBPS     Y8, Y9, Y9
-	VMULPS     Y9, Y9, Y9
-	VADDPS     Y9, Y4, Y4
-	VMOVUPS    160(R8)(R9*4), Y9
-	VSUBPS     Y8, Y9, Y9
-	VMULPS     Y9, Y9, Y9
-	VADDPS     Y9, Y5, Y5
-	VMOVUPS    192(R8)(R9*4), Y9
-	VSUBPS     Y8, Y9, Y9
-	VMULPS     Y9, Y9, Y9
-	VADDPS     Y9, Y6, Y6
-	VMOVUPS    224(R8)(R9*4), Y9
-	VSUBPS     Y8, Y9, Y9
-	VMULPS     Y9, Y9, Y9
-	VADDPS     Y9, Y7, Y7
-	ADDQ       $0x00000040, R9
-	JMP        sqsumpfloop
-
 sqsumtail:
 	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
 	MOVQ job_d+0(AX), R10
@@ -19905,26 +18841,26 @@ sqsumtail:
 	XORQ R11, R11
 	SUBQ $0x00000008, R12
 
-copyvec22:
+copyvec19:
 	CMPQ    R11, R12
-	JG      copyone23
+	JG      copyone20
 	VMOVUPS (R8)(R11*4), Y9
 	VMOVUPS Y9, (R9)(R11*4)
 	ADDQ    $0x00000008, R11
-	JMP     copyvec22
+	JMP     copyvec19
 
-copyone23:
+copyone20:
 	ADDQ $0x00000008, R12
 
-copyloop25:
+copyloop22:
 	CMPQ R11, R12
-	JGE  copied24
+	JGE  copied21
 	MOVL (R8)(R11*4), R13
 	MOVL R13, (R9)(R11*4)
 	INCQ R11
-	JMP  copyloop25
+	JMP  copyloop22
 
-copied24:
+copied21:
 	VMOVQ        R10, X9
 	VPBROADCASTD X9, Y9
 	VMOVUPS      (R9), Y10
@@ -19995,14 +18931,14 @@ sqsummed:
 
 	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
 	CMPL   716(SP), $0x00
-	JE     divide26
+	JE     divide23
 	VMULSS 716(SP), X1, X1
-	JMP    divided27
+	JMP    divided24
 
-divide26:
+divide23:
 	VDIVSS 712(SP), X1, X1
 
-divided27:
+divided24:
 	VADDSS   job_eps+0(AX), X1, X1
 	VUCOMISS tlo<>+0(SB), X1
 	JCS      ret
@@ -20041,10 +18977,10 @@ scalerow:
 scalebody:
 	VBROADCASTSS one<>+0(SB), Y0
 	TESTL        $0x00000010, job_flags+0(AX)
-	JNZ          weightadd28
+	JNZ          weightadd25
 	VBROADCASTSS negzero<>+0(SB), Y0
 
-weightadd28:
+weightadd25:
 	// y = (src*inv)*w, rounded after each multiply.
 	XORQ  R8, R8
 	MOVQ  job_d+0(AX), R9
@@ -20078,13 +19014,13 @@ scaleloop:
 	VMULPS  96(SI)(R8*4), Y5, Y5
 	MOVQ    job_bias+0(AX), R10
 	TESTQ   R10, R10
-	JZ      nobias29
+	JZ      nobias26
 	VADDPS  (R10)(R8*4), Y2, Y2
 	VADDPS  32(R10)(R8*4), Y3, Y3
 	VADDPS  64(R10)(R8*4), Y4, Y4
 	VADDPS  96(R10)(R8*4), Y5, Y5
 
-nobias29:
+nobias26:
 	VMOVUPS Y2, (CX)(R8*4)
 	VMOVUPS Y3, 32(CX)(R8*4)
 	VMOVUPS Y4, 64(CX)(R8*4)
@@ -20122,13 +19058,13 @@ scaleloopoffset:
 	VMULPS  Y6, Y5, Y5
 	MOVQ    job_bias+0(AX), R10
 	TESTQ   R10, R10
-	JZ      nobias30
+	JZ      nobias27
 	VADDPS  (R10)(R8*4), Y2, Y2
 	VADDPS  32(R10)(R8*4), Y3, Y3
 	VADDPS  64(R10)(R8*4), Y4, Y4
 	VADDPS  96(R10)(R8*4), Y5, Y5
 
-nobias30:
+nobias27:
 	VMOVUPS Y2, (CX)(R8*4)
 	VMOVUPS Y3, 32(CX)(R8*4)
 	VMOVUPS Y4, 64(CX)(R8*4)
@@ -20154,13 +19090,13 @@ scaleloopnoweight:
 	VMULPS  Y1, Y5, Y5
 	MOVQ    job_bias+0(AX), R10
 	TESTQ   R10, R10
-	JZ      nobias31
+	JZ      nobias28
 	VADDPS  (R10)(R8*4), Y2, Y2
 	VADDPS  32(R10)(R8*4), Y3, Y3
 	VADDPS  64(R10)(R8*4), Y4, Y4
 	VADDPS  96(R10)(R8*4), Y5, Y5
 
-nobias31:
+nobias28:
 	VMOVUPS Y2, (CX)(R8*4)
 	VMOVUPS Y3, 32(CX)(R8*4)
 	VMOVUPS Y4, 64(CX)(R8*4)
@@ -20171,10 +19107,10 @@ nobias31:
 scalepf:
 	MOVQ DI, R10
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows32
+	JA   longrows29
 	SHLQ $0x03, R10
 
-longrows32:
+longrows29:
 	ADDQ  DX, R10
 	TESTL $0x00000001, job_flags+0(AX)
 	JNZ   scalent
@@ -20207,13 +19143,13 @@ scalepfloop:
 	VMULPS     96(SI)(R8*4), Y5, Y5
 	MOVQ       job_bias+0(AX), R11
 	TESTQ      R11, R11
-	JZ         nobias33
+	JZ         nobias30
 	VADDPS     (R11)(R8*4), Y2, Y2
 	VADDPS     32(R11)(R8*4), Y3, Y3
 	VADDPS     64(R11)(R8*4), Y4, Y4
 	VADDPS     96(R11)(R8*4), Y5, Y5
 
-nobias33:
+nobias30:
 	VMOVUPS Y2, (CX)(R8*4)
 	VMOVUPS Y3, 32(CX)(R8*4)
 	VMOVUPS Y4, 64(CX)(R8*4)
@@ -20253,13 +19189,13 @@ scalepfloopoffset:
 	VMULPS     Y6, Y5, Y5
 	MOVQ       job_bias+0(AX), R11
 	TESTQ      R11, R11
-	JZ         nobias34
+	JZ         nobias31
 	VADDPS     (R11)(R8*4), Y2, Y2
 	VADDPS     32(R11)(R8*4), Y3, Y3
 	VADDPS     64(R11)(R8*4), Y4, Y4
 	VADDPS     96(R11)(R8*4), Y5, Y5
 
-nobias34:
+nobias31:
 	VMOVUPS Y2, (CX)(R8*4)
 	VMOVUPS Y3, 32(CX)(R8*4)
 	VMOVUPS Y4, 64(CX)(R8*4)
@@ -20287,13 +19223,13 @@ scalepfloopnoweight:
 	VMULPS     Y1, Y5, Y5
 	MOVQ       job_bias+0(AX), R11
 	TESTQ      R11, R11
-	JZ         nobias35
+	JZ         nobias32
 	VADDPS     (R11)(R8*4), Y2, Y2
 	VADDPS     32(R11)(R8*4), Y3, Y3
 	VADDPS     64(R11)(R8*4), Y4, Y4
 	VADDPS     96(R11)(R8*4), Y5, Y5
 
-nobias35:
+nobias32:
 	VMOVUPS Y2, (CX)(R8*4)
 	VMOVUPS Y3, 32(CX)(R8*4)
 	VMOVUPS Y4, 64(CX)(R8*4)
@@ -20318,10 +19254,10 @@ scalehead:
 scalentgo:
 	MOVQ DI, R10
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows36
+	JA   longrows33
 	SHLQ $0x03, R10
 
-longrows36:
+longrows33:
 	ADDQ DX, R10
 	MOVL job_flags+0(AX), R11
 
@@ -20344,24 +19280,24 @@ scalentloop:
 	VSUBPS     Y8, Y5, Y5
 	VMULPS     Y1, Y5, Y5
 	TESTQ      SI, SI
-	JZ         weighed38
+	JZ         weighed35
 	TESTL      $0x00000010, R11
-	JNZ        offset37
+	JNZ        offset34
 	VMULPS     (SI)(R8*4), Y2, Y2
 	VMULPS     32(SI)(R8*4), Y3, Y3
 	VMULPS     64(SI)(R8*4), Y4, Y4
 	VMULPS     96(SI)(R8*4), Y5, Y5
 
-weighed38:
+weighed35:
 	MOVQ   job_bias+0(AX), R12
 	TESTQ  R12, R12
-	JZ     nobias39
+	JZ     nobias36
 	VADDPS (R12)(R8*4), Y2, Y2
 	VADDPS 32(R12)(R8*4), Y3, Y3
 	VADDPS 64(R12)(R8*4), Y4, Y4
 	VADDPS 96(R12)(R8*4), Y5, Y5
 
-nobias39:
+nobias36:
 	VMOVNTPS Y2, (CX)(R8*4)
 	VMOVNTPS Y3, 32(CX)(R8*4)
 	VMOVNTPS Y4, 64(CX)(R8*4)
@@ -20369,7 +19305,7 @@ nobias39:
 	ADDQ     $0x00000020, R8
 	JMP      scalentloop
 
-offset37:
+offset34:
 	VMOVUPS (SI)(R8*4), Y6
 	VADDPS  Y0, Y6, Y6
 	VMULPS  Y6, Y2, Y2
@@ -20382,7 +19318,7 @@ offset37:
 	VMOVUPS 96(SI)(R8*4), Y6
 	VADDPS  Y0, Y6, Y6
 	VMULPS  Y6, Y5, Y5
-	JMP     weighed38
+	JMP     weighed35
 
 scaletail:
 	ADDQ $0x00000018, R9
@@ -20394,18 +19330,18 @@ scaleone:
 	VSUBPS  Y8, Y2, Y2
 	VMULPS  Y1, Y2, Y2
 	TESTQ   SI, SI
-	JZ      noweight40
+	JZ      noweight37
 	VMOVUPS (SI)(R8*4), Y3
 	VADDPS  Y0, Y3, Y3
 	VMULPS  Y3, Y2, Y2
 
-noweight40:
+noweight37:
 	MOVQ   job_bias+0(AX), R10
 	TESTQ  R10, R10
-	JZ     nobias41
+	JZ     nobias38
 	VADDPS (R10)(R8*4), Y2, Y2
 
-nobias41:
+nobias38:
 	VMOVUPS Y2, (CX)(R8*4)
 	ADDQ    $0x00000008, R8
 	JMP     scaleone
@@ -20423,101 +19359,101 @@ partout:
 	XORQ R13, R13
 	SUBQ $0x00000008, R14
 
-copyvec42:
+copyvec39:
 	CMPQ    R13, R14
-	JG      copyone43
+	JG      copyone40
 	VMOVUPS (R11)(R13*4), Y2
 	VMOVUPS Y2, (R12)(R13*4)
 	ADDQ    $0x00000008, R13
-	JMP     copyvec42
+	JMP     copyvec39
 
-copyone43:
+copyone40:
 	ADDQ $0x00000008, R14
 
-copyloop45:
+copyloop42:
 	CMPQ R13, R14
-	JGE  copied44
+	JGE  copied41
 	MOVL (R11)(R13*4), R15
 	MOVL R15, (R12)(R13*4)
 	INCQ R13
-	JMP  copyloop45
+	JMP  copyloop42
 
-copied44:
+copied41:
 	TESTQ SI, SI
-	JZ    nowcopy46
+	JZ    nowcopy43
 	LEAQ  (SI)(R8*4), R11
 	LEAQ  160(SP), R12
 	MOVQ  R10, R14
 	XORQ  R13, R13
 	SUBQ  $0x00000008, R14
 
-copyvec47:
+copyvec44:
 	CMPQ    R13, R14
-	JG      copyone48
+	JG      copyone45
 	VMOVUPS (R11)(R13*4), Y2
 	VMOVUPS Y2, (R12)(R13*4)
 	ADDQ    $0x00000008, R13
-	JMP     copyvec47
+	JMP     copyvec44
 
-copyone48:
+copyone45:
 	ADDQ $0x00000008, R14
 
-copyloop50:
+copyloop47:
 	CMPQ R13, R14
-	JGE  copied49
+	JGE  copied46
 	MOVL (R11)(R13*4), R15
 	MOVL R15, (R12)(R13*4)
 	INCQ R13
-	JMP  copyloop50
+	JMP  copyloop47
 
-copied49:
-nowcopy46:
+copied46:
+nowcopy43:
 	MOVQ  job_bias+0(AX), R11
 	TESTQ R11, R11
-	JZ    nobiascopy51
+	JZ    nobiascopy48
 	LEAQ  (R11)(R8*4), R11
 	LEAQ  224(SP), R12
 	MOVQ  R10, R14
 	XORQ  R13, R13
 	SUBQ  $0x00000008, R14
 
-copyvec52:
+copyvec49:
 	CMPQ    R13, R14
-	JG      copyone53
+	JG      copyone50
 	VMOVUPS (R11)(R13*4), Y2
 	VMOVUPS Y2, (R12)(R13*4)
 	ADDQ    $0x00000008, R13
-	JMP     copyvec52
+	JMP     copyvec49
 
-copyone53:
+copyone50:
 	ADDQ $0x00000008, R14
 
-copyloop55:
+copyloop52:
 	CMPQ R13, R14
-	JGE  copied54
+	JGE  copied51
 	MOVL (R11)(R13*4), R15
 	MOVL R15, (R12)(R13*4)
 	INCQ R13
-	JMP  copyloop55
+	JMP  copyloop52
 
-copied54:
-nobiascopy51:
+copied51:
+nobiascopy48:
 	VMOVUPS 128(SP), Y2
 	VSUBPS  Y8, Y2, Y2
 	VMULPS  Y2, Y1, Y2
 	TESTQ   SI, SI
-	JZ      noweight56
+	JZ      noweight53
 	VMOVUPS 160(SP), Y3
 	VADDPS  Y0, Y3, Y3
 	VMULPS  Y3, Y2, Y2
 
-noweight56:
+noweight53:
 	MOVQ   job_bias+0(AX), R11
 	TESTQ  R11, R11
-	JZ     nobias57
+	JZ     nobias54
 	VADDPS 224(SP), Y2, Y2
 
-nobias57:
+nobias54:
 	VMOVUPS Y2, 192(SP)
 	LEAQ    192(SP), R12
 	LEAQ    (CX)(R8*4), R11
@@ -20525,26 +19461,26 @@ nobias57:
 	XORQ    R13, R13
 	SUBQ    $0x00000008, R14
 
-copyvec58:
+copyvec55:
 	CMPQ    R13, R14
-	JG      copyone59
+	JG      copyone56
 	VMOVUPS (R12)(R13*4), Y2
 	VMOVUPS Y2, (R11)(R13*4)
 	ADDQ    $0x00000008, R13
-	JMP     copyvec58
+	JMP     copyvec55
 
-copyone59:
+copyone56:
 	ADDQ $0x00000008, R14
 
-copyloop61:
+copyloop58:
 	CMPQ R13, R14
-	JGE  copied60
+	JGE  copied57
 	MOVL (R12)(R13*4), R15
 	MOVL R15, (R11)(R13*4)
 	INCQ R13
-	JMP  copyloop61
+	JMP  copyloop58
 
-copied60:
+copied57:
 	ADDQ R10, R8
 	CMPQ R8, job_d+0(AX)
 	JB   scalentgo
@@ -23674,8 +22610,6 @@ firstblock:
 	VMOVUPS 224(R8)(R9*4), Y7
 	VADDPS  zero64<>+0(SB), Y7, Y7
 	MOVQ    $0x00000040, R9
-	TESTL   $0x00000002, job_flags+0(AX)
-	JNZ     sumpf
 
 	PCALIGN $32
 sumloop:
@@ -23700,44 +22634,6 @@ sumloop:
 	ADDQ    $0x00000040, R9
 	JMP     sumloop
 
-	// The same, prefetching the rows ahead.
-sumpf:
-	MOVQ DI, R11
-	SHLQ $0x01, R11
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows1
-	SHLQ $0x03, R11
-
-longrows1:
-	ADDQ R8, R11
-
-	PCALIGN $32
-sumpfloop:
-	CMPQ       R9, R10
-	JG         sumtail
-	PREFETCHT0 (R11)(R9*4)
-	PREFETCHT0 64(R11)(R9*4)
-	PREFETCHT0 128(R11)(R9*4)
-	PREFETCHT0 192(R11)(R9*4)
-	VMOVUPS    (R8)(R9*4), Y8
-	VADDPS     Y8, Y0, Y0
-	VMOVUPS    32(R8)(R9*4), Y8
-	VADDPS     Y8, Y1, Y1
-	VMOVUPS    64(R8)(R9*4), Y8
-	VADDPS     Y8, Y2, Y2
-	VMOVUPS    96(R8)(R9*4), Y8
-	VADDPS     Y8, Y3, Y3
-	VMOVUPS    128(R8)(R9*4), Y8
-	VADDPS     Y8, Y4, Y4
-	VMOVUPS    160(R8)(R9*4), Y8
-	VADDPS     Y8, Y5, Y5
-	VMOVUPS    192(R8)(R9*4), Y8
-	VADDPS     Y8, Y6, Y6
-	VMOVUPS    224(R8)(R9*4), Y8
-	VADDPS     Y8, Y7, Y7
-	ADDQ       $0x00000040, R9
-	JMP        sumpfloop
-
 sumtail:
 	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
 	MOVQ    job_d+0(AX), R10
@@ -23759,26 +22655,26 @@ sumtail:
 	XORQ    R10, R10
 	SUBQ    $0x00000008, R11
 
-copyvec2:
+copyvec1:
 	CMPQ    R10, R11
-	JG      copyone3
+	JG      copyone2
 	VMOVUPS (R8)(R10*4), Y8
 	VMOVUPS Y8, (R9)(R10*4)
 	ADDQ    $0x00000008, R10
-	JMP     copyvec2
+	JMP     copyvec1
 
-copyone3:
+copyone2:
 	ADDQ $0x00000008, R11
 
-copyloop5:
+copyloop4:
 	CMPQ R10, R11
-	JGE  copied4
+	JGE  copied3
 	MOVL (R8)(R10*4), R12
 	MOVL R12, (R9)(R10*4)
 	INCQ R10
-	JMP  copyloop5
+	JMP  copyloop4
 
-copied4:
+copied3:
 	XORQ    R8, R8
 	VMOVUPS (R9)(R8*4), Y8
 	VADDPS  Y8, Y0, Y0
@@ -23862,8 +22758,6 @@ addfirstblock:
 	VMOVUPS Y7, 224(R9)(R10*4)
 	VADDPS  zero64<>+0(SB), Y7, Y7
 	MOVQ    $0x00000040, R10
-	TESTL   $0x00000002, job_flags+0(AX)
-	JNZ     addsumpf
 
 	PCALIGN $32
 addsumloop:
@@ -23904,60 +22798,6 @@ addsumloop:
 	ADDQ    $0x00000040, R10
 	JMP     addsumloop
 
-	// The same, prefetching the rows ahead.
-addsumpf:
-	MOVQ DI, R12
-	SHLQ $0x01, R12
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows6
-	SHLQ $0x03, R12
-
-longrows6:
-	ADDQ R8, R12
-
-	PCALIGN $32
-addsumpfloop:
-	CMPQ       R10, R11
-	JG         addsumtail
-	PREFETCHT0 (R12)(R10*4)
-	PREFETCHT0 64(R12)(R10*4)
-	PREFETCHT0 128(R12)(R10*4)
-	PREFETCHT0 192(R12)(R10*4)
-	VMOVUPS    (R8)(R10*4), Y8
-	VADDPS     (R9)(R10*4), Y8, Y8
-	VMOVUPS    Y8, (R9)(R10*4)
-	VADDPS     Y8, Y0, Y0
-	VMOVUPS    32(R8)(R10*4), Y8
-	VADDPS     32(R9)(R10*4), Y8, Y8
-	VMOVUPS    Y8, 32(R9)(R10*4)
-	VADDPS     Y8, Y1, Y1
-	VMOVUPS    64(R8)(R10*4), Y8
-	VADDPS     64(R9)(R10*4), Y8, Y8
-	VMOVUPS    Y8, 64(R9)(R10*4)
-	VADDPS     Y8, Y2, Y2
-	VMOVUPS    96(R8)(R10*4), Y8
-	VADDPS     96(R9)(R10*4), Y8, Y8
-	VMOVUPS    Y8, 96(R9)(R10*4)
-	VADDPS     Y8, Y3, Y3
-	VMOVUPS    128(R8)(R10*4), Y8
-	VADDPS     128(R9)(R10*4), Y8, Y8
-	VMOVUPS    Y8, 128(R9)(R10*4)
-	VADDPS     Y8, Y4, Y4
-	VMOVUPS    160(R8)(R10*4), Y8
-	VADDPS     160(R9)(R10*4), Y8, Y8
-	VMOVUPS    Y8, 160(R9)(R10*4)
-	VADDPS     Y8, Y5, Y5
-	VMOVUPS    192(R8)(R10*4), Y8
-	VADDPS     192(R9)(R10*4), Y8, Y8
-	VMOVUPS    Y8, 192(R9)(R10*4)
-	VADDPS     Y8, Y6, Y6
-	VMOVUPS    224(R8)(R10*4), Y8
-	VADDPS     224(R9)(R10*4), Y8, Y8
-	VMOVUPS    Y8, 224(R9)(R10*4)
-	VADDPS     Y8, Y7, Y7
-	ADDQ       $0x00000040, R10
-	JMP        addsumpfloop
-
 addsumtail:
 	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
 	MOVQ    job_d+0(AX), R11
@@ -23981,26 +22821,26 @@ addsumtail:
 	XORQ    R10, R10
 	SUBQ    $0x00000008, R11
 
-copyvec7:
+copyvec5:
 	CMPQ    R10, R11
-	JG      copyone8
+	JG      copyone6
 	VMOVUPS (R8)(R10*4), Y8
 	VMOVUPS Y8, (R9)(R10*4)
 	ADDQ    $0x00000008, R10
-	JMP     copyvec7
+	JMP     copyvec5
 
-copyone8:
+copyone6:
 	ADDQ $0x00000008, R11
 
-copyloop10:
+copyloop8:
 	CMPQ R10, R11
-	JGE  copied9
+	JGE  copied7
 	MOVL (R8)(R10*4), R12
 	MOVL R12, (R9)(R10*4)
 	INCQ R10
-	JMP  copyloop10
+	JMP  copyloop8
 
-copied9:
+copied7:
 	MOVQ    704(SP), R8
 	LEAQ    384(SP), R10
 	VXORPS  Y8, Y8, Y8
@@ -24016,26 +22856,26 @@ copied9:
 	XORQ    R11, R11
 	SUBQ    $0x00000008, R12
 
-copyvec11:
+copyvec9:
 	CMPQ    R11, R12
-	JG      copyone12
+	JG      copyone10
 	VMOVUPS (R8)(R11*4), Y8
 	VMOVUPS Y8, (R10)(R11*4)
 	ADDQ    $0x00000008, R11
-	JMP     copyvec11
+	JMP     copyvec9
 
-copyone12:
+copyone10:
 	ADDQ $0x00000008, R12
 
-copyloop14:
+copyloop12:
 	CMPQ R11, R12
-	JGE  copied13
+	JGE  copied11
 	MOVL (R8)(R11*4), R13
 	MOVL R13, (R10)(R11*4)
 	INCQ R11
-	JMP  copyloop14
+	JMP  copyloop12
 
-copied13:
+copied11:
 	XORQ    R8, R8
 	VMOVUPS (R9)(R8*4), Y8
 	VADDPS  (R10)(R8*4), Y8, Y8
@@ -24075,26 +22915,26 @@ copied13:
 	XORQ    R10, R10
 	SUBQ    $0x00000008, R11
 
-copyvec15:
+copyvec13:
 	CMPQ    R10, R11
-	JG      copyone16
+	JG      copyone14
 	VMOVUPS (R9)(R10*4), Y8
 	VMOVUPS Y8, (R8)(R10*4)
 	ADDQ    $0x00000008, R10
-	JMP     copyvec15
+	JMP     copyvec13
 
-copyone16:
+copyone14:
 	ADDQ $0x00000008, R11
 
-copyloop18:
+copyloop16:
 	CMPQ R10, R11
-	JGE  copied17
+	JGE  copied15
 	MOVL (R9)(R10*4), R12
 	MOVL R12, (R8)(R10*4)
 	INCQ R10
-	JMP  copyloop18
+	JMP  copyloop16
 
-copied17:
+copied15:
 addsummed:
 	VADDPS Y4, Y0, Y0
 	VADDPS Y5, Y1, Y1
@@ -24119,14 +22959,14 @@ mean:
 	VUCOMISS X0, X0
 	JPS      ret
 	CMPL     716(SP), $0x00
-	JE       divide19
+	JE       divide17
 	VMULSS   716(SP), X1, X0
-	JMP      divided20
+	JMP      divided18
 
-divide19:
+divide17:
 	VDIVSS 712(SP), X1, X0
 
-divided20:
+divided18:
 	VBROADCASTSS X0, Y8
 	JMP          centered
 
@@ -24179,8 +23019,6 @@ sqfirstblock:
 	VSUBPS  Y8, Y7, Y7
 	VMULPS  Y7, Y7, Y7
 	MOVQ    $0x00000040, R9
-	TESTL   $0x00000002, job_flags+0(AX)
-	JNZ     sqsumpf
 
 	PCALIGN $32
 sqsumloop:
@@ -24221,60 +23059,6 @@ sqsumloop:
 	ADDQ    $0x00000040, R9
 	JMP     sqsumloop
 
-	// The same, prefetching the rows ahead.
-sqsumpf:
-	MOVQ DI, R11
-	SHLQ $0x01, R11
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows21
-	SHLQ $0x03, R11
-
-longrows21:
-	ADDQ R8, R11
-
-	PCALIGN $32
-sqsumpfloop:
-	CMPQ       R9, R10
-	JG         sqsumtail
-	PREFETCHT0 (R11)(R9*4)
-	PREFETCHT0 64(R11)(R9*4)
-	PREFETCHT0 128(R11)(R9*4)
-	PREFETCHT0 192(R11)(R9*4)
-	VMOVUPS    (R8)(R9*4), Y9
-	VSUBPS     Y8, Y9, Y9
-	VMULPS     Y9, Y9, Y9
-	VADDPS     Y9, Y0, Y0
-	VMOVUPS    32(R8)(R9*4), Y9
-	VSUBPS     Y8, Y9, Y9
-	VMULPS     Y9, Y9, Y9
-	VADDPS     Y9, Y1, Y1
-	VMOVUPS    64(R8)(R9*4), Y9
-	VSUBPS     Y8, Y9, Y9
-	VMULPS     Y9, Y9, Y9
-	VADDPS     Y9, Y2, Y2
-	VMOVUPS    96(R8)(R9*4), Y9
-	VSUBPS     Y8, Y9, Y9
-	VMULPS     Y9, Y9, Y9
-	VADDPS     Y9, Y3, Y3
-	VMOVUPS    128(R8)(R9*4), Y9
-	VSUBPS     Y8, Y9, Y9
-	VMULPS     Y9, Y9, Y9
-	VADDPS     Y9, Y4, Y4
-	VMOVUPS    160(R8)(R9*4), Y9
-	VSUBPS     Y8, Y9, Y9
-	VMULPS     Y9, Y9, Y9
-	VADDPS     Y9, Y5, Y5
-	VMOVUPS    192(R8)(R9*4), Y9
-	VSUBPS     Y8, Y9, Y9
-	VMULPS     Y9, Y9, Y9
-	VADDPS     Y9, Y6, Y6
-	VMOVUPS    224(R8)(R9*4), Y9
-	VSUBPS     Y8, Y9, Y9
-	VMULPS     Y9, Y9, Y9
-	VADDPS     Y9, Y7, Y7
-	ADDQ       $0x00000040, R9
-	JMP        sqsumpfloop
-
 sqsumtail:
 	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
 	MOVQ job_d+0(AX), R10
@@ -24286,26 +23070,26 @@ sqsumtail:
 	XORQ R11, R11
 	SUBQ $0x00000008, R12
 
-copyvec22:
+copyvec19:
 	CMPQ    R11, R12
-	JG      copyone23
+	JG      copyone20
 	VMOVUPS (R8)(R11*4), Y9
 	VMOVUPS Y9, (R9)(R11*4)
 	ADDQ    $0x00000008, R11
-	JMP     copyvec22
+	JMP     copyvec19
 
-copyone23:
+copyone20:
 	ADDQ $0x00000008, R12
 
-copyloop25:
+copyloop22:
 	CMPQ R11, R12
-	JGE  copied24
+	JGE  copied21
 	MOVL (R8)(R11*4), R13
 	MOVL R13, (R9)(R11*4)
 	INCQ R11
-	JMP  copyloop25
+	JMP  copyloop22
 
-copied24:
+copied21:
 	VMOVQ        R10, X9
 	VPBROADCASTD X9, Y9
 	VMOVUPS      (R9), Y10
@@ -24376,14 +23160,14 @@ sqsummed:
 
 	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
 	CMPL   716(SP), $0x00
-	JE     divide26
+	JE     divide23
 	VMULSS 716(SP), X1, X1
-	JMP    divided27
+	JMP    divided24
 
-divide26:
+divide23:
 	VDIVSS 712(SP), X1, X1
 
-divided27:
+divided24:
 	VADDSS   job_eps+0(AX), X1, X1
 	VUCOMISS tlo<>+0(SB), X1
 	JCS      ret
@@ -24422,10 +23206,10 @@ scalerow:
 scalebody:
 	VBROADCASTSS one<>+0(SB), Y0
 	TESTL        $0x00000010, job_flags+0(AX)
-	JNZ          weightadd28
+	JNZ          weightadd25
 	VBROADCASTSS negzero<>+0(SB), Y0
 
-weightadd28:
+weightadd25:
 	// y = (src*inv)*w, rounded after each multiply.
 	XORQ  R8, R8
 	MOVQ  job_d+0(AX), R9
@@ -24454,7 +23238,7 @@ scaleloop:
 	VSUBPS    Y8, Y5, Y5
 	VMULPS    Y1, Y5, Y5
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn29
+	JZ        notrn26
 	VPSRLD    $0x10, Y2, Y6
 	VPAND     avx2bfone<>+0(SB), Y6, Y6
 	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
@@ -24484,20 +23268,20 @@ scaleloop:
 	VCMPPS    $0x03, Y5, Y5, Y5
 	VBLENDVPS Y5, avx2bfnanhigh<>+0(SB), Y6, Y5
 
-notrn29:
+notrn26:
 	VMULPS (SI)(R8*4), Y2, Y2
 	VMULPS 32(SI)(R8*4), Y3, Y3
 	VMULPS 64(SI)(R8*4), Y4, Y4
 	VMULPS 96(SI)(R8*4), Y5, Y5
 	MOVQ   job_bias+0(AX), R10
 	TESTQ  R10, R10
-	JZ     nobias30
+	JZ     nobias27
 	VADDPS (R10)(R8*4), Y2, Y2
 	VADDPS 32(R10)(R8*4), Y3, Y3
 	VADDPS 64(R10)(R8*4), Y4, Y4
 	VADDPS 96(R10)(R8*4), Y5, Y5
 
-nobias30:
+nobias27:
 	VPSRLD    $0x10, Y2, Y6
 	VPAND     avx2bfone<>+0(SB), Y6, Y6
 	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
@@ -24552,7 +23336,7 @@ scaleloopoffset:
 	VSUBPS    Y8, Y5, Y5
 	VMULPS    Y1, Y5, Y5
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn31
+	JZ        notrn28
 	VPSRLD    $0x10, Y2, Y6
 	VPAND     avx2bfone<>+0(SB), Y6, Y6
 	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
@@ -24582,7 +23366,7 @@ scaleloopoffset:
 	VCMPPS    $0x03, Y5, Y5, Y5
 	VBLENDVPS Y5, avx2bfnanhigh<>+0(SB), Y6, Y5
 
-notrn31:
+notrn28:
 	VMOVUPS (SI)(R8*4), Y6
 	VADDPS  Y0, Y6, Y6
 	VMULPS  Y6, Y2, Y2
@@ -24597,13 +23381,13 @@ notrn31:
 	VMULPS  Y6, Y5, Y5
 	MOVQ    job_bias+0(AX), R10
 	TESTQ   R10, R10
-	JZ      nobias32
+	JZ      nobias29
 	VADDPS  (R10)(R8*4), Y2, Y2
 	VADDPS  32(R10)(R8*4), Y3, Y3
 	VADDPS  64(R10)(R8*4), Y4, Y4
 	VADDPS  96(R10)(R8*4), Y5, Y5
 
-nobias32:
+nobias29:
 	VPSRLD    $0x10, Y2, Y6
 	VPAND     avx2bfone<>+0(SB), Y6, Y6
 	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
@@ -24659,13 +23443,13 @@ scaleloopnoweight:
 	VMULPS  Y1, Y5, Y5
 	MOVQ    job_bias+0(AX), R10
 	TESTQ   R10, R10
-	JZ      nobias33
+	JZ      nobias30
 	VADDPS  (R10)(R8*4), Y2, Y2
 	VADDPS  32(R10)(R8*4), Y3, Y3
 	VADDPS  64(R10)(R8*4), Y4, Y4
 	VADDPS  96(R10)(R8*4), Y5, Y5
 
-nobias33:
+nobias30:
 	VPSRLD    $0x10, Y2, Y6
 	VPAND     avx2bfone<>+0(SB), Y6, Y6
 	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
@@ -24706,10 +23490,10 @@ nobias33:
 scalepf:
 	MOVQ DI, R10
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows34
+	JA   longrows31
 	SHLQ $0x03, R10
 
-longrows34:
+longrows31:
 	ADDQ  DX, R10
 	TESTL $0x00000001, job_flags+0(AX)
 	JNZ   scalent
@@ -24737,7 +23521,7 @@ scalepfloop:
 	VSUBPS     Y8, Y5, Y5
 	VMULPS     Y1, Y5, Y5
 	TESTL      $0x00000008, job_flags+0(AX)
-	JZ         notrn35
+	JZ         notrn32
 	VPSRLD     $0x10, Y2, Y6
 	VPAND      avx2bfone<>+0(SB), Y6, Y6
 	VPADDD     avx2bfbias<>+0(SB), Y6, Y6
@@ -24767,20 +23551,20 @@ scalepfloop:
 	VCMPPS     $0x03, Y5, Y5, Y5
 	VBLENDVPS  Y5, avx2bfnanhigh<>+0(SB), Y6, Y5
 
-notrn35:
+notrn32:
 	VMULPS (SI)(R8*4), Y2, Y2
 	VMULPS 32(SI)(R8*4), Y3, Y3
 	VMULPS 64(SI)(R8*4), Y4, Y4
 	VMULPS 96(SI)(R8*4), Y5, Y5
 	MOVQ   job_bias+0(AX), R11
 	TESTQ  R11, R11
-	JZ     nobias36
+	JZ     nobias33
 	VADDPS (R11)(R8*4), Y2, Y2
 	VADDPS 32(R11)(R8*4), Y3, Y3
 	VADDPS 64(R11)(R8*4), Y4, Y4
 	VADDPS 96(R11)(R8*4), Y5, Y5
 
-nobias36:
+nobias33:
 	VPSRLD    $0x10, Y2, Y6
 	VPAND     avx2bfone<>+0(SB), Y6, Y6
 	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
@@ -24837,7 +23621,7 @@ scalepfloopoffset:
 	VSUBPS     Y8, Y5, Y5
 	VMULPS     Y1, Y5, Y5
 	TESTL      $0x00000008, job_flags+0(AX)
-	JZ         notrn37
+	JZ         notrn34
 	VPSRLD     $0x10, Y2, Y6
 	VPAND      avx2bfone<>+0(SB), Y6, Y6
 	VPADDD     avx2bfbias<>+0(SB), Y6, Y6
@@ -24867,7 +23651,7 @@ scalepfloopoffset:
 	VCMPPS     $0x03, Y5, Y5, Y5
 	VBLENDVPS  Y5, avx2bfnanhigh<>+0(SB), Y6, Y5
 
-notrn37:
+notrn34:
 	VMOVUPS (SI)(R8*4), Y6
 	VADDPS  Y0, Y6, Y6
 	VMULPS  Y6, Y2, Y2
@@ -24882,13 +23666,13 @@ notrn37:
 	VMULPS  Y6, Y5, Y5
 	MOVQ    job_bias+0(AX), R11
 	TESTQ   R11, R11
-	JZ      nobias38
+	JZ      nobias35
 	VADDPS  (R11)(R8*4), Y2, Y2
 	VADDPS  32(R11)(R8*4), Y3, Y3
 	VADDPS  64(R11)(R8*4), Y4, Y4
 	VADDPS  96(R11)(R8*4), Y5, Y5
 
-nobias38:
+nobias35:
 	VPSRLD    $0x10, Y2, Y6
 	VPAND     avx2bfone<>+0(SB), Y6, Y6
 	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
@@ -24946,13 +23730,13 @@ scalepfloopnoweight:
 	VMULPS     Y1, Y5, Y5
 	MOVQ       job_bias+0(AX), R11
 	TESTQ      R11, R11
-	JZ         nobias39
+	JZ         nobias36
 	VADDPS     (R11)(R8*4), Y2, Y2
 	VADDPS     32(R11)(R8*4), Y3, Y3
 	VADDPS     64(R11)(R8*4), Y4, Y4
 	VADDPS     96(R11)(R8*4), Y5, Y5
 
-nobias39:
+nobias36:
 	VPSRLD    $0x10, Y2, Y6
 	VPAND     avx2bfone<>+0(SB), Y6, Y6
 	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
@@ -25008,7 +23792,7 @@ scalehead:
 	VSUBPS    Y8, Y2, Y2
 	VMULPS    Y1, Y2, Y2
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn40
+	JZ        notrn37
 	VPSRLD    $0x10, Y2, Y3
 	VPAND     avx2bfone<>+0(SB), Y3, Y3
 	VPADDD    avx2bfbias<>+0(SB), Y3, Y3
@@ -25017,20 +23801,20 @@ scalehead:
 	VCMPPS    $0x03, Y2, Y2, Y2
 	VBLENDVPS Y2, avx2bfnanhigh<>+0(SB), Y3, Y2
 
-notrn40:
+notrn37:
 	TESTQ   SI, SI
-	JZ      noweight41
+	JZ      noweight38
 	VMOVUPS (SI)(R8*4), Y3
 	VADDPS  Y0, Y3, Y3
 	VMULPS  Y3, Y2, Y2
 
-noweight41:
+noweight38:
 	MOVQ   job_bias+0(AX), R11
 	TESTQ  R11, R11
-	JZ     nobias42
+	JZ     nobias39
 	VADDPS (R11)(R8*4), Y2, Y2
 
-nobias42:
+nobias39:
 	VPSRLD       $0x10, Y2, Y3
 	VPAND        avx2bfone<>+0(SB), Y3, Y3
 	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
@@ -25051,10 +23835,10 @@ scaleheadpart:
 scalentgo:
 	MOVQ DI, R10
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows43
+	JA   longrows40
 	SHLQ $0x03, R10
 
-longrows43:
+longrows40:
 	ADDQ DX, R10
 	MOVL job_flags+0(AX), R11
 
@@ -25077,7 +23861,7 @@ scalentloop:
 	VSUBPS     Y8, Y5, Y5
 	VMULPS     Y1, Y5, Y5
 	TESTL      $0x00000008, job_flags+0(AX)
-	JZ         notrn44
+	JZ         notrn41
 	VPSRLD     $0x10, Y2, Y6
 	VPAND      avx2bfone<>+0(SB), Y6, Y6
 	VPADDD     avx2bfbias<>+0(SB), Y6, Y6
@@ -25107,26 +23891,26 @@ scalentloop:
 	VCMPPS     $0x03, Y5, Y5, Y5
 	VBLENDVPS  Y5, avx2bfnanhigh<>+0(SB), Y6, Y5
 
-notrn44:
+notrn41:
 	TESTQ  SI, SI
-	JZ     weighed46
+	JZ     weighed43
 	TESTL  $0x00000010, R11
-	JNZ    offset45
+	JNZ    offset42
 	VMULPS (SI)(R8*4), Y2, Y2
 	VMULPS 32(SI)(R8*4), Y3, Y3
 	VMULPS 64(SI)(R8*4), Y4, Y4
 	VMULPS 96(SI)(R8*4), Y5, Y5
 
-weighed46:
+weighed43:
 	MOVQ   job_bias+0(AX), R12
 	TESTQ  R12, R12
-	JZ     nobias47
+	JZ     nobias44
 	VADDPS (R12)(R8*4), Y2, Y2
 	VADDPS 32(R12)(R8*4), Y3, Y3
 	VADDPS 64(R12)(R8*4), Y4, Y4
 	VADDPS 96(R12)(R8*4), Y5, Y5
 
-nobias47:
+nobias44:
 	VPSRLD    $0x10, Y2, Y6
 	VPAND     avx2bfone<>+0(SB), Y6, Y6
 	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
@@ -25164,7 +23948,7 @@ nobias47:
 	ADDQ      $0x00000020, R8
 	JMP       scalentloop
 
-offset45:
+offset42:
 	VMOVUPS (SI)(R8*4), Y6
 	VADDPS  Y0, Y6, Y6
 	VMULPS  Y6, Y2, Y2
@@ -25177,7 +23961,7 @@ offset45:
 	VMOVUPS 96(SI)(R8*4), Y6
 	VADDPS  Y0, Y6, Y6
 	VMULPS  Y6, Y5, Y5
-	JMP     weighed46
+	JMP     weighed43
 
 scaletail:
 	ADDQ $0x00000018, R9
@@ -25189,7 +23973,7 @@ scaleone:
 	VSUBPS    Y8, Y2, Y2
 	VMULPS    Y1, Y2, Y2
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn48
+	JZ        notrn45
 	VPSRLD    $0x10, Y2, Y3
 	VPAND     avx2bfone<>+0(SB), Y3, Y3
 	VPADDD    avx2bfbias<>+0(SB), Y3, Y3
@@ -25198,20 +23982,20 @@ scaleone:
 	VCMPPS    $0x03, Y2, Y2, Y2
 	VBLENDVPS Y2, avx2bfnanhigh<>+0(SB), Y3, Y2
 
-notrn48:
+notrn45:
 	TESTQ   SI, SI
-	JZ      noweight49
+	JZ      noweight46
 	VMOVUPS (SI)(R8*4), Y3
 	VADDPS  Y0, Y3, Y3
 	VMULPS  Y3, Y2, Y2
 
-noweight49:
+noweight46:
 	MOVQ   job_bias+0(AX), R10
 	TESTQ  R10, R10
-	JZ     nobias50
+	JZ     nobias47
 	VADDPS (R10)(R8*4), Y2, Y2
 
-nobias50:
+nobias47:
 	VPSRLD       $0x10, Y2, Y3
 	VPAND        avx2bfone<>+0(SB), Y3, Y3
 	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
@@ -25238,90 +24022,90 @@ partout:
 	XORQ R13, R13
 	SUBQ $0x00000008, R14
 
-copyvec51:
+copyvec48:
 	CMPQ    R13, R14
-	JG      copyone52
+	JG      copyone49
 	VMOVUPS (R11)(R13*4), Y2
 	VMOVUPS Y2, (R12)(R13*4)
 	ADDQ    $0x00000008, R13
-	JMP     copyvec51
+	JMP     copyvec48
 
-copyone52:
+copyone49:
 	ADDQ $0x00000008, R14
 
-copyloop54:
+copyloop51:
 	CMPQ R13, R14
-	JGE  copied53
+	JGE  copied50
 	MOVL (R11)(R13*4), R15
 	MOVL R15, (R12)(R13*4)
 	INCQ R13
-	JMP  copyloop54
+	JMP  copyloop51
 
-copied53:
+copied50:
 	TESTQ SI, SI
-	JZ    nowcopy55
+	JZ    nowcopy52
 	LEAQ  (SI)(R8*4), R11
 	LEAQ  160(SP), R12
 	MOVQ  R10, R14
 	XORQ  R13, R13
 	SUBQ  $0x00000008, R14
 
-copyvec56:
+copyvec53:
 	CMPQ    R13, R14
-	JG      copyone57
+	JG      copyone54
 	VMOVUPS (R11)(R13*4), Y2
 	VMOVUPS Y2, (R12)(R13*4)
 	ADDQ    $0x00000008, R13
-	JMP     copyvec56
+	JMP     copyvec53
 
-copyone57:
+copyone54:
 	ADDQ $0x00000008, R14
 
-copyloop59:
+copyloop56:
 	CMPQ R13, R14
-	JGE  copied58
+	JGE  copied55
 	MOVL (R11)(R13*4), R15
 	MOVL R15, (R12)(R13*4)
 	INCQ R13
-	JMP  copyloop59
+	JMP  copyloop56
 
-copied58:
-nowcopy55:
+copied55:
+nowcopy52:
 	MOVQ  job_bias+0(AX), R11
 	TESTQ R11, R11
-	JZ    nobiascopy60
+	JZ    nobiascopy57
 	LEAQ  (R11)(R8*4), R11
 	LEAQ  224(SP), R12
 	MOVQ  R10, R14
 	XORQ  R13, R13
 	SUBQ  $0x00000008, R14
 
-copyvec61:
+copyvec58:
 	CMPQ    R13, R14
-	JG      copyone62
+	JG      copyone59
 	VMOVUPS (R11)(R13*4), Y2
 	VMOVUPS Y2, (R12)(R13*4)
 	ADDQ    $0x00000008, R13
-	JMP     copyvec61
+	JMP     copyvec58
 
-copyone62:
+copyone59:
 	ADDQ $0x00000008, R14
 
-copyloop64:
+copyloop61:
 	CMPQ R13, R14
-	JGE  copied63
+	JGE  copied60
 	MOVL (R11)(R13*4), R15
 	MOVL R15, (R12)(R13*4)
 	INCQ R13
-	JMP  copyloop64
+	JMP  copyloop61
 
-copied63:
-nobiascopy60:
+copied60:
+nobiascopy57:
 	VMOVUPS   128(SP), Y2
 	VSUBPS    Y8, Y2, Y2
 	VMULPS    Y2, Y1, Y2
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn65
+	JZ        notrn62
 	VPSRLD    $0x10, Y2, Y3
 	VPAND     avx2bfone<>+0(SB), Y3, Y3
 	VPADDD    avx2bfbias<>+0(SB), Y3, Y3
@@ -25330,20 +24114,20 @@ nobiascopy60:
 	VCMPPS    $0x03, Y2, Y2, Y2
 	VBLENDVPS Y2, avx2bfnanhigh<>+0(SB), Y3, Y2
 
-notrn65:
+notrn62:
 	TESTQ   SI, SI
-	JZ      noweight66
+	JZ      noweight63
 	VMOVUPS 160(SP), Y3
 	VADDPS  Y0, Y3, Y3
 	VMULPS  Y3, Y2, Y2
 
-noweight66:
+noweight63:
 	MOVQ   job_bias+0(AX), R11
 	TESTQ  R11, R11
-	JZ     nobias67
+	JZ     nobias64
 	VADDPS 224(SP), Y2, Y2
 
-nobias67:
+nobias64:
 	VPSRLD       $0x10, Y2, Y3
 	VPAND        avx2bfone<>+0(SB), Y3, Y3
 	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
@@ -25360,26 +24144,26 @@ nobias67:
 	XORQ         R13, R13
 	SUBQ         $0x00000010, R14
 
-copyvec68:
+copyvec65:
 	CMPQ    R13, R14
-	JG      copyone69
+	JG      copyone66
 	VMOVUPS (R12)(R13*2), Y2
 	VMOVUPS Y2, (R11)(R13*2)
 	ADDQ    $0x00000010, R13
-	JMP     copyvec68
+	JMP     copyvec65
 
-copyone69:
+copyone66:
 	ADDQ $0x00000010, R14
 
-copyloop71:
+copyloop68:
 	CMPQ R13, R14
-	JGE  copied70
+	JGE  copied67
 	MOVW (R12)(R13*2), R15
 	MOVW R15, (R11)(R13*2)
 	INCQ R13
-	JMP  copyloop71
+	JMP  copyloop68
 
-copied70:
+copied67:
 	ADDQ R10, R8
 	CMPQ R8, job_d+0(AX)
 	JB   scalentgo
@@ -25502,8 +24286,6 @@ firstblock:
 	VMOVUPS 224(R8)(R9*4), Y7
 	VADDPS  zero64<>+0(SB), Y7, Y7
 	MOVQ    $0x00000040, R9
-	TESTL   $0x00000002, job_flags+0(AX)
-	JNZ     sumpf
 
 	PCALIGN $32
 sumloop:
@@ -25528,44 +24310,6 @@ sumloop:
 	ADDQ    $0x00000040, R9
 	JMP     sumloop
 
-	// The same, prefetching the rows ahead.
-sumpf:
-	MOVQ DI, R11
-	SHLQ $0x01, R11
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows1
-	SHLQ $0x03, R11
-
-longrows1:
-	ADDQ R8, R11
-
-	PCALIGN $32
-sumpfloop:
-	CMPQ       R9, R10
-	JG         sumtail
-	PREFETCHT0 (R11)(R9*4)
-	PREFETCHT0 64(R11)(R9*4)
-	PREFETCHT0 128(R11)(R9*4)
-	PREFETCHT0 192(R11)(R9*4)
-	VMOVUPS    (R8)(R9*4), Y8
-	VADDPS     Y8, Y0, Y0
-	VMOVUPS    32(R8)(R9*4), Y8
-	VADDPS     Y8, Y1, Y1
-	VMOVUPS    64(R8)(R9*4), Y8
-	VADDPS     Y8, Y2, Y2
-	VMOVUPS    96(R8)(R9*4), Y8
-	VADDPS     Y8, Y3, Y3
-	VMOVUPS    128(R8)(R9*4), Y8
-	VADDPS     Y8, Y4, Y4
-	VMOVUPS    160(R8)(R9*4), Y8
-	VADDPS     Y8, Y5, Y5
-	VMOVUPS    192(R8)(R9*4), Y8
-	VADDPS     Y8, Y6, Y6
-	VMOVUPS    224(R8)(R9*4), Y8
-	VADDPS     Y8, Y7, Y7
-	ADDQ       $0x00000040, R9
-	JMP        sumpfloop
-
 sumtail:
 	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
 	MOVQ    job_d+0(AX), R10
@@ -25587,26 +24331,26 @@ sumtail:
 	XORQ    R10, R10
 	SUBQ    $0x00000008, R11
 
-copyvec2:
+copyvec1:
 	CMPQ    R10, R11
-	JG      copyone3
+	JG      copyone2
 	VMOVUPS (R8)(R10*4), Y8
 	VMOVUPS Y8, (R9)(R10*4)
 	ADDQ    $0x00000008, R10
-	JMP     copyvec2
+	JMP     copyvec1
 
-copyone3:
+copyone2:
 	ADDQ $0x00000008, R11
 
-copyloop5:
+copyloop4:
 	CMPQ R10, R11
-	JGE  copied4
+	JGE  copied3
 	MOVL (R8)(R10*4), R12
 	MOVL R12, (R9)(R10*4)
 	INCQ R10
-	JMP  copyloop5
+	JMP  copyloop4
 
-copied4:
+copied3:
 	XORQ    R8, R8
 	VMOVUPS (R9)(R8*4), Y8
 	VADDPS  Y8, Y0, Y0
@@ -25690,8 +24434,6 @@ addfirstblock:
 	VMOVUPS Y7, 224(R9)(R10*4)
 	VADDPS  zero64<>+0(SB), Y7, Y7
 	MOVQ    $0x00000040, R10
-	TESTL   $0x00000002, job_flags+0(AX)
-	JNZ     addsumpf
 
 	PCALIGN $32
 addsumloop:
@@ -25732,60 +24474,6 @@ addsumloop:
 	ADDQ    $0x00000040, R10
 	JMP     addsumloop
 
-	// The same, prefetching the rows ahead.
-addsumpf:
-	MOVQ DI, R12
-	SHLQ $0x01, R12
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows6
-	SHLQ $0x03, R12
-
-longrows6:
-	ADDQ R8, R12
-
-	PCALIGN $32
-addsumpfloop:
-	CMPQ       R10, R11
-	JG         addsumtail
-	PREFETCHT0 (R12)(R10*4)
-	PREFETCHT0 64(R12)(R10*4)
-	PREFETCHT0 128(R12)(R10*4)
-	PREFETCHT0 192(R12)(R10*4)
-	VMOVUPS    (R8)(R10*4), Y8
-	VADDPS     (R9)(R10*4), Y8, Y8
-	VMOVUPS    Y8, (R9)(R10*4)
-	VADDPS     Y8, Y0, Y0
-	VMOVUPS    32(R8)(R10*4), Y8
-	VADDPS     32(R9)(R10*4), Y8, Y8
-	VMOVUPS    Y8, 32(R9)(R10*4)
-	VADDPS     Y8, Y1, Y1
-	VMOVUPS    64(R8)(R10*4), Y8
-	VADDPS     64(R9)(R10*4), Y8, Y8
-	VMOVUPS    Y8, 64(R9)(R10*4)
-	VADDPS     Y8, Y2, Y2
-	VMOVUPS    96(R8)(R10*4), Y8
-	VADDPS     96(R9)(R10*4), Y8, Y8
-	VMOVUPS    Y8, 96(R9)(R10*4)
-	VADDPS     Y8, Y3, Y3
-	VMOVUPS    128(R8)(R10*4), Y8
-	VADDPS     128(R9)(R10*4), Y8, Y8
-	VMOVUPS    Y8, 128(R9)(R10*4)
-	VADDPS     Y8, Y4, Y4
-	VMOVUPS    160(R8)(R10*4), Y8
-	VADDPS     160(R9)(R10*4), Y8, Y8
-	VMOVUPS    Y8, 160(R9)(R10*4)
-	VADDPS     Y8, Y5, Y5
-	VMOVUPS    192(R8)(R10*4), Y8
-	VADDPS     192(R9)(R10*4), Y8, Y8
-	VMOVUPS    Y8, 192(R9)(R10*4)
-	VADDPS     Y8, Y6, Y6
-	VMOVUPS    224(R8)(R10*4), Y8
-	VADDPS     224(R9)(R10*4), Y8, Y8
-	VMOVUPS    Y8, 224(R9)(R10*4)
-	VADDPS     Y8, Y7, Y7
-	ADDQ       $0x00000040, R10
-	JMP        addsumpfloop
-
 addsumtail:
 	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
 	MOVQ    job_d+0(AX), R11
@@ -25809,26 +24497,26 @@ addsumtail:
 	XORQ    R10, R10
 	SUBQ    $0x00000008, R11
 
-copyvec7:
+copyvec5:
 	CMPQ    R10, R11
-	JG      copyone8
+	JG      copyone6
 	VMOVUPS (R8)(R10*4), Y8
 	VMOVUPS Y8, (R9)(R10*4)
 	ADDQ    $0x00000008, R10
-	JMP     copyvec7
+	JMP     copyvec5
 
-copyone8:
+copyone6:
 	ADDQ $0x00000008, R11
 
-copyloop10:
+copyloop8:
 	CMPQ R10, R11
-	JGE  copied9
+	JGE  copied7
 	MOVL (R8)(R10*4), R12
 	MOVL R12, (R9)(R10*4)
 	INCQ R10
-	JMP  copyloop10
+	JMP  copyloop8
 
-copied9:
+copied7:
 	MOVQ    704(SP), R8
 	LEAQ    384(SP), R10
 	VXORPS  Y8, Y8, Y8
@@ -25844,26 +24532,26 @@ copied9:
 	XORQ    R11, R11
 	SUBQ    $0x00000008, R12
 
-copyvec11:
+copyvec9:
 	CMPQ    R11, R12
-	JG      copyone12
+	JG      copyone10
 	VMOVUPS (R8)(R11*4), Y8
 	VMOVUPS Y8, (R10)(R11*4)
 	ADDQ    $0x00000008, R11
-	JMP     copyvec11
+	JMP     copyvec9
 
-copyone12:
+copyone10:
 	ADDQ $0x00000008, R12
 
-copyloop14:
+copyloop12:
 	CMPQ R11, R12
-	JGE  copied13
+	JGE  copied11
 	MOVL (R8)(R11*4), R13
 	MOVL R13, (R10)(R11*4)
 	INCQ R11
-	JMP  copyloop14
+	JMP  copyloop12
 
-copied13:
+copied11:
 	XORQ    R8, R8
 	VMOVUPS (R9)(R8*4), Y8
 	VADDPS  (R10)(R8*4), Y8, Y8
@@ -25903,26 +24591,26 @@ copied13:
 	XORQ    R10, R10
 	SUBQ    $0x00000008, R11
 
-copyvec15:
+copyvec13:
 	CMPQ    R10, R11
-	JG      copyone16
+	JG      copyone14
 	VMOVUPS (R9)(R10*4), Y8
 	VMOVUPS Y8, (R8)(R10*4)
 	ADDQ    $0x00000008, R10
-	JMP     copyvec15
+	JMP     copyvec13
 
-copyone16:
+copyone14:
 	ADDQ $0x00000008, R11
 
-copyloop18:
+copyloop16:
 	CMPQ R10, R11
-	JGE  copied17
+	JGE  copied15
 	MOVL (R9)(R10*4), R12
 	MOVL R12, (R8)(R10*4)
 	INCQ R10
-	JMP  copyloop18
+	JMP  copyloop16
 
-copied17:
+copied15:
 addsummed:
 	VADDPS Y4, Y0, Y0
 	VADDPS Y5, Y1, Y1
@@ -25947,14 +24635,14 @@ mean:
 	VUCOMISS X0, X0
 	JPS      ret
 	CMPL     716(SP), $0x00
-	JE       divide19
+	JE       divide17
 	VMULSS   716(SP), X1, X0
-	JMP      divided20
+	JMP      divided18
 
-divide19:
+divide17:
 	VDIVSS 712(SP), X1, X0
 
-divided20:
+divided18:
 	VBROADCASTSS X0, Y8
 	JMP          centered
 
@@ -26007,8 +24695,6 @@ sqfirstblock:
 	VSUBPS  Y8, Y7, Y7
 	VMULPS  Y7, Y7, Y7
 	MOVQ    $0x00000040, R9
-	TESTL   $0x00000002, job_flags+0(AX)
-	JNZ     sqsumpf
 
 	PCALIGN $32
 sqsumloop:
@@ -26049,60 +24735,6 @@ sqsumloop:
 	ADDQ    $0x00000040, R9
 	JMP     sqsumloop
 
-	// The same, prefetching the rows ahead.
-sqsumpf:
-	MOVQ DI, R11
-	SHLQ $0x01, R11
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows21
-	SHLQ $0x03, R11
-
-longrows21:
-	ADDQ R8, R11
-
-	PCALIGN $32
-sqsumpfloop:
-	CMPQ       R9, R10
-	JG         sqsumtail
-	PREFETCHT0 (R11)(R9*4)
-	PREFETCHT0 64(R11)(R9*4)
-	PREFETCHT0 128(R11)(R9*4)
-	PREFETCHT0 192(R11)(R9*4)
-	VMOVUPS    (R8)(R9*4), Y9
-	VSUBPS     Y8, Y9, Y9
-	VMULPS     Y9, Y9, Y9
-	VADDPS     Y9, Y0, Y0
-	VMOVUPS    32(R8)(R9*4), Y9
-	VSUBPS     Y8, Y9, Y9
-	VMULPS     Y9, Y9, Y9
-	VADDPS     Y9, Y1, Y1
-	VMOVUPS    64(R8)(R9*4), Y9
-	VSUBPS     Y8, Y9, Y9
-	VMULPS     Y9, Y9, Y9
-	VADDPS     Y9, Y2, Y2
-	VMOVUPS    96(R8)(R9*4), Y9
-	VSUBPS     Y8, Y9, Y9
-	VMULPS     Y9, Y9, Y9
-	VADDPS     Y9, Y3, Y3
-	VMOVUPS    128(R8)(R9*4), Y9
-	VSUBPS     Y8, Y9, Y9
-	VMULPS     Y9, Y9, Y9
-	VADDPS     Y9, Y4, Y4
-	VMOVUPS    160(R8)(R9*4), Y9
-	VSUBPS     Y8, Y9, Y9
-	VMULPS     Y9, Y9, Y9
-	VADDPS     Y9, Y5, Y5
-	VMOVUPS    192(R8)(R9*4), Y9
-	VSUBPS     Y8, Y9, Y9
-	VMULPS     Y9, Y9, Y9
-	VADDPS     Y9, Y6, Y6
-	VMOVUPS    224(R8)(R9*4), Y9
-	VSUBPS     Y8, Y9, Y9
-	VMULPS     Y9, Y9, Y9
-	VADDPS     Y9, Y7, Y7
-	ADDQ       $0x00000040, R9
-	JMP        sqsumpfloop
-
 sqsumtail:
 	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
 	MOVQ job_d+0(AX), R10
@@ -26114,26 +24746,26 @@ sqsumtail:
 	XORQ R11, R11
 	SUBQ $0x00000008, R12
 
-copyvec22:
+copyvec19:
 	CMPQ    R11, R12
-	JG      copyone23
+	JG      copyone20
 	VMOVUPS (R8)(R11*4), Y9
 	VMOVUPS Y9, (R9)(R11*4)
 	ADDQ    $0x00000008, R11
-	JMP     copyvec22
+	JMP     copyvec19
 
-copyone23:
+copyone20:
 	ADDQ $0x00000008, R12
 
-copyloop25:
+copyloop22:
 	CMPQ R11, R12
-	JGE  copied24
+	JGE  copied21
 	MOVL (R8)(R11*4), R13
 	MOVL R13, (R9)(R11*4)
 	INCQ R11
-	JMP  copyloop25
+	JMP  copyloop22
 
-copied24:
+copied21:
 	VMOVQ        R10, X9
 	VPBROADCASTD X9, Y9
 	VMOVUPS      (R9), Y10
@@ -26204,14 +24836,14 @@ sqsummed:
 
 	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
 	CMPL   716(SP), $0x00
-	JE     divide26
+	JE     divide23
 	VMULSS 716(SP), X1, X1
-	JMP    divided27
+	JMP    divided24
 
-divide26:
+divide23:
 	VDIVSS 712(SP), X1, X1
 
-divided27:
+divided24:
 	VADDSS   job_eps+0(AX), X1, X1
 	VUCOMISS tlo<>+0(SB), X1
 	JCS      ret
@@ -26250,10 +24882,10 @@ scalerow:
 scalebody:
 	VBROADCASTSS one<>+0(SB), Y0
 	TESTL        $0x00000010, job_flags+0(AX)
-	JNZ          weightadd28
+	JNZ          weightadd25
 	VBROADCASTSS negzero<>+0(SB), Y0
 
-weightadd28:
+weightadd25:
 	// y = (src*inv)*w, rounded after each multiply.
 	XORQ  R8, R8
 	MOVQ  job_d+0(AX), R9
@@ -26282,7 +24914,7 @@ scaleloop:
 	VSUBPS    Y8, Y5, Y5
 	VMULPS    Y1, Y5, Y5
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn29
+	JZ        notrn26
 	VCVTPS2PH $0x00, Y2, X2
 	VCVTPH2PS X2, Y2
 	VCVTPS2PH $0x00, Y3, X3
@@ -26292,20 +24924,20 @@ scaleloop:
 	VCVTPS2PH $0x00, Y5, X5
 	VCVTPH2PS X5, Y5
 
-notrn29:
+notrn26:
 	VMULPS (SI)(R8*4), Y2, Y2
 	VMULPS 32(SI)(R8*4), Y3, Y3
 	VMULPS 64(SI)(R8*4), Y4, Y4
 	VMULPS 96(SI)(R8*4), Y5, Y5
 	MOVQ   job_bias+0(AX), R10
 	TESTQ  R10, R10
-	JZ     nobias30
+	JZ     nobias27
 	VADDPS (R10)(R8*4), Y2, Y2
 	VADDPS 32(R10)(R8*4), Y3, Y3
 	VADDPS 64(R10)(R8*4), Y4, Y4
 	VADDPS 96(R10)(R8*4), Y5, Y5
 
-nobias30:
+nobias27:
 	VCVTPS2PH   $0x00, Y2, X2
 	VCVTPS2PH   $0x00, Y3, X3
 	VINSERTI128 $0x01, X3, Y2, Y2
@@ -26334,7 +24966,7 @@ scaleloopoffset:
 	VSUBPS    Y8, Y5, Y5
 	VMULPS    Y1, Y5, Y5
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn31
+	JZ        notrn28
 	VCVTPS2PH $0x00, Y2, X2
 	VCVTPH2PS X2, Y2
 	VCVTPS2PH $0x00, Y3, X3
@@ -26344,7 +24976,7 @@ scaleloopoffset:
 	VCVTPS2PH $0x00, Y5, X5
 	VCVTPH2PS X5, Y5
 
-notrn31:
+notrn28:
 	VMOVUPS (SI)(R8*4), Y6
 	VADDPS  Y0, Y6, Y6
 	VMULPS  Y6, Y2, Y2
@@ -26359,13 +24991,13 @@ notrn31:
 	VMULPS  Y6, Y5, Y5
 	MOVQ    job_bias+0(AX), R10
 	TESTQ   R10, R10
-	JZ      nobias32
+	JZ      nobias29
 	VADDPS  (R10)(R8*4), Y2, Y2
 	VADDPS  32(R10)(R8*4), Y3, Y3
 	VADDPS  64(R10)(R8*4), Y4, Y4
 	VADDPS  96(R10)(R8*4), Y5, Y5
 
-nobias32:
+nobias29:
 	VCVTPS2PH   $0x00, Y2, X2
 	VCVTPS2PH   $0x00, Y3, X3
 	VINSERTI128 $0x01, X3, Y2, Y2
@@ -26395,13 +25027,13 @@ scaleloopnoweight:
 	VMULPS  Y1, Y5, Y5
 	MOVQ    job_bias+0(AX), R10
 	TESTQ   R10, R10
-	JZ      nobias33
+	JZ      nobias30
 	VADDPS  (R10)(R8*4), Y2, Y2
 	VADDPS  32(R10)(R8*4), Y3, Y3
 	VADDPS  64(R10)(R8*4), Y4, Y4
 	VADDPS  96(R10)(R8*4), Y5, Y5
 
-nobias33:
+nobias30:
 	VCVTPS2PH   $0x00, Y2, X2
 	VCVTPS2PH   $0x00, Y3, X3
 	VINSERTI128 $0x01, X3, Y2, Y2
@@ -26416,10 +25048,10 @@ nobias33:
 scalepf:
 	MOVQ DI, R10
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows34
+	JA   longrows31
 	SHLQ $0x03, R10
 
-longrows34:
+longrows31:
 	ADDQ  DX, R10
 	TESTL $0x00000001, job_flags+0(AX)
 	JNZ   scalent
@@ -26447,7 +25079,7 @@ scalepfloop:
 	VSUBPS     Y8, Y5, Y5
 	VMULPS     Y1, Y5, Y5
 	TESTL      $0x00000008, job_flags+0(AX)
-	JZ         notrn35
+	JZ         notrn32
 	VCVTPS2PH  $0x00, Y2, X2
 	VCVTPH2PS  X2, Y2
 	VCVTPS2PH  $0x00, Y3, X3
@@ -26457,20 +25089,20 @@ scalepfloop:
 	VCVTPS2PH  $0x00, Y5, X5
 	VCVTPH2PS  X5, Y5
 
-notrn35:
+notrn32:
 	VMULPS (SI)(R8*4), Y2, Y2
 	VMULPS 32(SI)(R8*4), Y3, Y3
 	VMULPS 64(SI)(R8*4), Y4, Y4
 	VMULPS 96(SI)(R8*4), Y5, Y5
 	MOVQ   job_bias+0(AX), R11
 	TESTQ  R11, R11
-	JZ     nobias36
+	JZ     nobias33
 	VADDPS (R11)(R8*4), Y2, Y2
 	VADDPS 32(R11)(R8*4), Y3, Y3
 	VADDPS 64(R11)(R8*4), Y4, Y4
 	VADDPS 96(R11)(R8*4), Y5, Y5
 
-nobias36:
+nobias33:
 	VCVTPS2PH   $0x00, Y2, X2
 	VCVTPS2PH   $0x00, Y3, X3
 	VINSERTI128 $0x01, X3, Y2, Y2
@@ -26501,7 +25133,7 @@ scalepfloopoffset:
 	VSUBPS     Y8, Y5, Y5
 	VMULPS     Y1, Y5, Y5
 	TESTL      $0x00000008, job_flags+0(AX)
-	JZ         notrn37
+	JZ         notrn34
 	VCVTPS2PH  $0x00, Y2, X2
 	VCVTPH2PS  X2, Y2
 	VCVTPS2PH  $0x00, Y3, X3
@@ -26511,7 +25143,7 @@ scalepfloopoffset:
 	VCVTPS2PH  $0x00, Y5, X5
 	VCVTPH2PS  X5, Y5
 
-notrn37:
+notrn34:
 	VMOVUPS (SI)(R8*4), Y6
 	VADDPS  Y0, Y6, Y6
 	VMULPS  Y6, Y2, Y2
@@ -26526,13 +25158,13 @@ notrn37:
 	VMULPS  Y6, Y5, Y5
 	MOVQ    job_bias+0(AX), R11
 	TESTQ   R11, R11
-	JZ      nobias38
+	JZ      nobias35
 	VADDPS  (R11)(R8*4), Y2, Y2
 	VADDPS  32(R11)(R8*4), Y3, Y3
 	VADDPS  64(R11)(R8*4), Y4, Y4
 	VADDPS  96(R11)(R8*4), Y5, Y5
 
-nobias38:
+nobias35:
 	VCVTPS2PH   $0x00, Y2, X2
 	VCVTPS2PH   $0x00, Y3, X3
 	VINSERTI128 $0x01, X3, Y2, Y2
@@ -26564,13 +25196,13 @@ scalepfloopnoweight:
 	VMULPS     Y1, Y5, Y5
 	MOVQ       job_bias+0(AX), R11
 	TESTQ      R11, R11
-	JZ         nobias39
+	JZ         nobias36
 	VADDPS     (R11)(R8*4), Y2, Y2
 	VADDPS     32(R11)(R8*4), Y3, Y3
 	VADDPS     64(R11)(R8*4), Y4, Y4
 	VADDPS     96(R11)(R8*4), Y5, Y5
 
-nobias39:
+nobias36:
 	VCVTPS2PH   $0x00, Y2, X2
 	VCVTPS2PH   $0x00, Y3, X3
 	VINSERTI128 $0x01, X3, Y2, Y2
@@ -26600,24 +25232,24 @@ scalehead:
 	VSUBPS    Y8, Y2, Y2
 	VMULPS    Y1, Y2, Y2
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn40
+	JZ        notrn37
 	VCVTPS2PH $0x00, Y2, X2
 	VCVTPH2PS X2, Y2
 
-notrn40:
+notrn37:
 	TESTQ   SI, SI
-	JZ      noweight41
+	JZ      noweight38
 	VMOVUPS (SI)(R8*4), Y3
 	VADDPS  Y0, Y3, Y3
 	VMULPS  Y3, Y2, Y2
 
-noweight41:
+noweight38:
 	MOVQ   job_bias+0(AX), R11
 	TESTQ  R11, R11
-	JZ     nobias42
+	JZ     nobias39
 	VADDPS (R11)(R8*4), Y2, Y2
 
-nobias42:
+nobias39:
 	VCVTPS2PH $0x00, Y2, (CX)(R8*2)
 	ADDQ      $0x00000008, R8
 	SUBQ      $0x00000008, R10
@@ -26629,10 +25261,10 @@ scaleheadpart:
 scalentgo:
 	MOVQ DI, R10
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows43
+	JA   longrows40
 	SHLQ $0x03, R10
 
-longrows43:
+longrows40:
 	ADDQ DX, R10
 	MOVL job_flags+0(AX), R11
 
@@ -26655,7 +25287,7 @@ scalentloop:
 	VSUBPS     Y8, Y5, Y5
 	VMULPS     Y1, Y5, Y5
 	TESTL      $0x00000008, job_flags+0(AX)
-	JZ         notrn44
+	JZ         notrn41
 	VCVTPS2PH  $0x00, Y2, X2
 	VCVTPH2PS  X2, Y2
 	VCVTPS2PH  $0x00, Y3, X3
@@ -26665,26 +25297,26 @@ scalentloop:
 	VCVTPS2PH  $0x00, Y5, X5
 	VCVTPH2PS  X5, Y5
 
-notrn44:
+notrn41:
 	TESTQ  SI, SI
-	JZ     weighed46
+	JZ     weighed43
 	TESTL  $0x00000010, R11
-	JNZ    offset45
+	JNZ    offset42
 	VMULPS (SI)(R8*4), Y2, Y2
 	VMULPS 32(SI)(R8*4), Y3, Y3
 	VMULPS 64(SI)(R8*4), Y4, Y4
 	VMULPS 96(SI)(R8*4), Y5, Y5
 
-weighed46:
+weighed43:
 	MOVQ   job_bias+0(AX), R12
 	TESTQ  R12, R12
-	JZ     nobias47
+	JZ     nobias44
 	VADDPS (R12)(R8*4), Y2, Y2
 	VADDPS 32(R12)(R8*4), Y3, Y3
 	VADDPS 64(R12)(R8*4), Y4, Y4
 	VADDPS 96(R12)(R8*4), Y5, Y5
 
-nobias47:
+nobias44:
 	VCVTPS2PH   $0x00, Y2, X2
 	VCVTPS2PH   $0x00, Y3, X3
 	VINSERTI128 $0x01, X3, Y2, Y2
@@ -26696,7 +25328,7 @@ nobias47:
 	ADDQ        $0x00000020, R8
 	JMP         scalentloop
 
-offset45:
+offset42:
 	VMOVUPS (SI)(R8*4), Y6
 	VADDPS  Y0, Y6, Y6
 	VMULPS  Y6, Y2, Y2
@@ -26709,7 +25341,7 @@ offset45:
 	VMOVUPS 96(SI)(R8*4), Y6
 	VADDPS  Y0, Y6, Y6
 	VMULPS  Y6, Y5, Y5
-	JMP     weighed46
+	JMP     weighed43
 
 scaletail:
 	ADDQ $0x00000018, R9
@@ -26721,24 +25353,24 @@ scaleone:
 	VSUBPS    Y8, Y2, Y2
 	VMULPS    Y1, Y2, Y2
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn48
+	JZ        notrn45
 	VCVTPS2PH $0x00, Y2, X2
 	VCVTPH2PS X2, Y2
 
-notrn48:
+notrn45:
 	TESTQ   SI, SI
-	JZ      noweight49
+	JZ      noweight46
 	VMOVUPS (SI)(R8*4), Y3
 	VADDPS  Y0, Y3, Y3
 	VMULPS  Y3, Y2, Y2
 
-noweight49:
+noweight46:
 	MOVQ   job_bias+0(AX), R10
 	TESTQ  R10, R10
-	JZ     nobias50
+	JZ     nobias47
 	VADDPS (R10)(R8*4), Y2, Y2
 
-nobias50:
+nobias47:
 	VCVTPS2PH $0x00, Y2, (CX)(R8*2)
 	ADDQ      $0x00000008, R8
 	JMP       scaleone
@@ -26756,107 +25388,107 @@ partout:
 	XORQ R13, R13
 	SUBQ $0x00000008, R14
 
-copyvec51:
+copyvec48:
 	CMPQ    R13, R14
-	JG      copyone52
+	JG      copyone49
 	VMOVUPS (R11)(R13*4), Y2
 	VMOVUPS Y2, (R12)(R13*4)
 	ADDQ    $0x00000008, R13
-	JMP     copyvec51
+	JMP     copyvec48
 
-copyone52:
+copyone49:
 	ADDQ $0x00000008, R14
 
-copyloop54:
+copyloop51:
 	CMPQ R13, R14
-	JGE  copied53
+	JGE  copied50
 	MOVL (R11)(R13*4), R15
 	MOVL R15, (R12)(R13*4)
 	INCQ R13
-	JMP  copyloop54
+	JMP  copyloop51
 
-copied53:
+copied50:
 	TESTQ SI, SI
-	JZ    nowcopy55
+	JZ    nowcopy52
 	LEAQ  (SI)(R8*4), R11
 	LEAQ  160(SP), R12
 	MOVQ  R10, R14
 	XORQ  R13, R13
 	SUBQ  $0x00000008, R14
 
-copyvec56:
+copyvec53:
 	CMPQ    R13, R14
-	JG      copyone57
+	JG      copyone54
 	VMOVUPS (R11)(R13*4), Y2
 	VMOVUPS Y2, (R12)(R13*4)
 	ADDQ    $0x00000008, R13
-	JMP     copyvec56
+	JMP     copyvec53
 
-copyone57:
+copyone54:
 	ADDQ $0x00000008, R14
 
-copyloop59:
+copyloop56:
 	CMPQ R13, R14
-	JGE  copied58
+	JGE  copied55
 	MOVL (R11)(R13*4), R15
 	MOVL R15, (R12)(R13*4)
 	INCQ R13
-	JMP  copyloop59
+	JMP  copyloop56
 
-copied58:
-nowcopy55:
+copied55:
+nowcopy52:
 	MOVQ  job_bias+0(AX), R11
 	TESTQ R11, R11
-	JZ    nobiascopy60
+	JZ    nobiascopy57
 	LEAQ  (R11)(R8*4), R11
 	LEAQ  224(SP), R12
 	MOVQ  R10, R14
 	XORQ  R13, R13
 	SUBQ  $0x00000008, R14
 
-copyvec61:
+copyvec58:
 	CMPQ    R13, R14
-	JG      copyone62
+	JG      copyone59
 	VMOVUPS (R11)(R13*4), Y2
 	VMOVUPS Y2, (R12)(R13*4)
 	ADDQ    $0x00000008, R13
-	JMP     copyvec61
+	JMP     copyvec58
 
-copyone62:
+copyone59:
 	ADDQ $0x00000008, R14
 
-copyloop64:
+copyloop61:
 	CMPQ R13, R14
-	JGE  copied63
+	JGE  copied60
 	MOVL (R11)(R13*4), R15
 	MOVL R15, (R12)(R13*4)
 	INCQ R13
-	JMP  copyloop64
+	JMP  copyloop61
 
-copied63:
-nobiascopy60:
+copied60:
+nobiascopy57:
 	VMOVUPS   128(SP), Y2
 	VSUBPS    Y8, Y2, Y2
 	VMULPS    Y2, Y1, Y2
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn65
+	JZ        notrn62
 	VCVTPS2PH $0x00, Y2, X2
 	VCVTPH2PS X2, Y2
 
-notrn65:
+notrn62:
 	TESTQ   SI, SI
-	JZ      noweight66
+	JZ      noweight63
 	VMOVUPS 160(SP), Y3
 	VADDPS  Y0, Y3, Y3
 	VMULPS  Y3, Y2, Y2
 
-noweight66:
+noweight63:
 	MOVQ   job_bias+0(AX), R11
 	TESTQ  R11, R11
-	JZ     nobias67
+	JZ     nobias64
 	VADDPS 224(SP), Y2, Y2
 
-nobias67:
+nobias64:
 	VCVTPS2PH $0x00, Y2, 192(SP)
 	LEAQ      192(SP), R12
 	LEAQ      (CX)(R8*2), R11
@@ -26864,26 +25496,26 @@ nobias67:
 	XORQ      R13, R13
 	SUBQ      $0x00000010, R14
 
-copyvec68:
+copyvec65:
 	CMPQ    R13, R14
-	JG      copyone69
+	JG      copyone66
 	VMOVUPS (R12)(R13*2), Y2
 	VMOVUPS Y2, (R11)(R13*2)
 	ADDQ    $0x00000010, R13
-	JMP     copyvec68
+	JMP     copyvec65
 
-copyone69:
+copyone66:
 	ADDQ $0x00000010, R14
 
-copyloop71:
+copyloop68:
 	CMPQ R13, R14
-	JGE  copied70
+	JGE  copied67
 	MOVW (R12)(R13*2), R15
 	MOVW R15, (R11)(R13*2)
 	INCQ R13
-	JMP  copyloop71
+	JMP  copyloop68
 
-copied70:
+copied67:
 	ADDQ R10, R8
 	CMPQ R8, job_d+0(AX)
 	JB   scalentgo
@@ -30801,8 +29433,6 @@ firstblock:
 	VMOVUPS 192(R8)(R10*4), Z9
 	VMULPS  Z9, Z9, Z9
 	MOVQ    $0x00000040, R10
-	TESTL   $0x00000002, job_flags+0(AX)
-	JNZ     sumpf
 
 	PCALIGN $32
 sumloop:
@@ -30822,40 +29452,6 @@ sumloop:
 	VADDPS  Z10, Z9, Z9
 	ADDQ    $0x00000040, R10
 	JMP     sumloop
-
-	// The same, prefetching the rows ahead.
-sumpf:
-	MOVQ DI, R12
-	SHLQ $0x01, R12
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows2
-	SHLQ $0x03, R12
-
-longrows2:
-	ADDQ R8, R12
-
-	PCALIGN $32
-sumpfloop:
-	CMPQ       R10, R11
-	JG         sumtail
-	PREFETCHT0 (R12)(R10*4)
-	PREFETCHT0 64(R12)(R10*4)
-	PREFETCHT0 128(R12)(R10*4)
-	PREFETCHT0 192(R12)(R10*4)
-	VMOVUPS    (R8)(R10*4), Z10
-	VMULPS     Z10, Z10, Z10
-	VADDPS     Z10, Z6, Z6
-	VMOVUPS    64(R8)(R10*4), Z10
-	VMULPS     Z10, Z10, Z10
-	VADDPS     Z10, Z7, Z7
-	VMOVUPS    128(R8)(R10*4), Z10
-	VMULPS     Z10, Z10, Z10
-	VADDPS     Z10, Z8, Z8
-	VMOVUPS    192(R8)(R10*4), Z10
-	VMULPS     Z10, Z10, Z10
-	VADDPS     Z10, Z9, Z9
-	ADDQ       $0x00000040, R10
-	JMP        sumpfloop
 
 sumtail:
 	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
@@ -30957,8 +29553,6 @@ addfirstblock:
 	VMOVUPS Z9, 192(R9)(R10*4)
 	VMULPS  Z9, Z9, Z9
 	MOVQ    $0x00000040, R10
-	TESTL   $0x00000002, job_flags+0(AX)
-	JNZ     addsumpf
 
 	PCALIGN $32
 addsumloop:
@@ -30986,48 +29580,6 @@ addsumloop:
 	VADDPS  Z10, Z9, Z9
 	ADDQ    $0x00000040, R10
 	JMP     addsumloop
-
-	// The same, prefetching the rows ahead.
-addsumpf:
-	MOVQ DI, R12
-	SHLQ $0x01, R12
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows3
-	SHLQ $0x03, R12
-
-longrows3:
-	ADDQ R8, R12
-
-	PCALIGN $32
-addsumpfloop:
-	CMPQ       R10, R11
-	JG         addsumtail
-	PREFETCHT0 (R12)(R10*4)
-	PREFETCHT0 64(R12)(R10*4)
-	PREFETCHT0 128(R12)(R10*4)
-	PREFETCHT0 192(R12)(R10*4)
-	VMOVUPS    (R8)(R10*4), Z10
-	VADDPS     (R9)(R10*4), Z10, Z10
-	VMOVUPS    Z10, (R9)(R10*4)
-	VMULPS     Z10, Z10, Z10
-	VADDPS     Z10, Z6, Z6
-	VMOVUPS    64(R8)(R10*4), Z10
-	VADDPS     64(R9)(R10*4), Z10, Z10
-	VMOVUPS    Z10, 64(R9)(R10*4)
-	VMULPS     Z10, Z10, Z10
-	VADDPS     Z10, Z7, Z7
-	VMOVUPS    128(R8)(R10*4), Z10
-	VADDPS     128(R9)(R10*4), Z10, Z10
-	VMOVUPS    Z10, 128(R9)(R10*4)
-	VMULPS     Z10, Z10, Z10
-	VADDPS     Z10, Z8, Z8
-	VMOVUPS    192(R8)(R10*4), Z10
-	VADDPS     192(R9)(R10*4), Z10, Z10
-	VMOVUPS    Z10, 192(R9)(R10*4)
-	VMULPS     Z10, Z10, Z10
-	VADDPS     Z10, Z9, Z9
-	ADDQ       $0x00000040, R10
-	JMP        addsumpfloop
 
 addsumtail:
 	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
@@ -31111,14 +29663,14 @@ invone:
 
 	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
 	CMPL   380(SP), $0x00
-	JE     divide4
+	JE     divide2
 	VMULSS 380(SP), X6, X6
-	JMP    divided5
+	JMP    divided3
 
-divide4:
+divide2:
 	VDIVSS 376(SP), X6, X6
 
-divided5:
+divided3:
 	VADDSS   job_eps+0(AX), X6, X6
 	VUCOMISS tlo<>+0(SB), X6
 	JCS      ret
@@ -31161,16 +29713,16 @@ invgroup:
 
 	// t = ss/d + eps for the four rows; any t outside [2^-100, MaxFloat32] sends the group to the one-row path.
 	CMPL         380(SP), $0x00
-	JE           divide6
+	JE           divide4
 	VBROADCASTSS 380(SP), Z7
 	VMULPS       Z7, Z6, Z6
-	JMP          divided7
+	JMP          divided5
 
-divide6:
+divide4:
 	VBROADCASTSS 376(SP), Z7
 	VDIVPS       Z7, Z6, Z6
 
-divided7:
+divided5:
 	VBROADCASTSS job_eps+0(AX), Z7
 	VADDPS       Z7, Z6, Z6
 	MOVL         $0x0000000f, R8
@@ -31231,46 +29783,46 @@ scaleloop:
 	VMULPS         128(DX)(R8*4), Z6, Z9
 	VMULPS         192(DX)(R8*4), Z6, Z10
 	TESTL          $0x00000008, job_flags+0(AX)
-	JZ             notrn8
+	JZ             notrn6
 	VFPCLASSPSZ    $0xa1, Z7, K2
 	VFPCLASSPSZ    $0xa1, Z8, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix9
+	JNZ            bf16fix7
 	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xe7 // VCVTNE2PS2BF16 Z7, Z8, Z12
 
-bf16fixed10:
+bf16fixed8:
 	VPERMW.Z       Z12, Z3, K1, Z7
 	VPERMW.Z       Z12, Z4, K1, Z8
 	VFPCLASSPSZ    $0xa1, Z9, K2
 	VFPCLASSPSZ    $0xa1, Z10, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix11
+	JNZ            bf16fix9
 	BYTE $0x62; BYTE $0x52; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xe1 // VCVTNE2PS2BF16 Z9, Z10, Z12
 
-bf16fixed12:
+bf16fixed10:
 	VPERMW.Z Z12, Z3, K1, Z9
 	VPERMW.Z Z12, Z4, K1, Z10
 
-notrn8:
+notrn6:
 	VMULPS         (SI)(R8*4), Z7, Z7
 	VMULPS         64(SI)(R8*4), Z8, Z8
 	VFPCLASSPSZ    $0xa1, Z7, K2
 	VFPCLASSPSZ    $0xa1, Z8, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix13
+	JNZ            bf16fix11
 	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xe7 // VCVTNE2PS2BF16 Z7, Z8, Z12
 
-bf16fixed14:
+bf16fixed12:
 	VMOVDQU64      Z12, (CX)(R8*2)
 	VMULPS         128(SI)(R8*4), Z9, Z9
 	VMULPS         192(SI)(R8*4), Z10, Z10
 	VFPCLASSPSZ    $0xa1, Z9, K2
 	VFPCLASSPSZ    $0xa1, Z10, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix15
+	JNZ            bf16fix13
 	BYTE $0x62; BYTE $0xd2; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xf9 // VCVTNE2PS2BF16 Z9, Z10, Z7
 
-bf16fixed16:
+bf16fixed14:
 	VMOVDQU64 Z7, 64(CX)(R8*2)
 	ADDQ      $0x00000040, R8
 	JMP       scaleloop
@@ -31284,27 +29836,27 @@ scaleloopoffset:
 	VMULPS         128(DX)(R8*4), Z6, Z9
 	VMULPS         192(DX)(R8*4), Z6, Z10
 	TESTL          $0x00000008, job_flags+0(AX)
-	JZ             notrn17
+	JZ             notrn15
 	VFPCLASSPSZ    $0xa1, Z7, K2
 	VFPCLASSPSZ    $0xa1, Z8, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix18
+	JNZ            bf16fix16
 	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xe7 // VCVTNE2PS2BF16 Z7, Z8, Z12
 
-bf16fixed19:
+bf16fixed17:
 	VPERMW.Z       Z12, Z3, K1, Z7
 	VPERMW.Z       Z12, Z4, K1, Z8
 	VFPCLASSPSZ    $0xa1, Z9, K2
 	VFPCLASSPSZ    $0xa1, Z10, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix20
+	JNZ            bf16fix18
 	BYTE $0x62; BYTE $0x52; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xe1 // VCVTNE2PS2BF16 Z9, Z10, Z12
 
-bf16fixed21:
+bf16fixed19:
 	VPERMW.Z Z12, Z3, K1, Z9
 	VPERMW.Z Z12, Z4, K1, Z10
 
-notrn17:
+notrn15:
 	VMOVUPS        (SI)(R8*4), Z12
 	VADDPS         Z5, Z12, Z12
 	VMULPS         Z12, Z7, Z7
@@ -31314,10 +29866,10 @@ notrn17:
 	VFPCLASSPSZ    $0xa1, Z7, K2
 	VFPCLASSPSZ    $0xa1, Z8, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix22
+	JNZ            bf16fix20
 	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xe7 // VCVTNE2PS2BF16 Z7, Z8, Z12
 
-bf16fixed23:
+bf16fixed21:
 	VMOVDQU64      Z12, (CX)(R8*2)
 	VMOVUPS        128(SI)(R8*4), Z7
 	VADDPS         Z5, Z7, Z7
@@ -31328,10 +29880,10 @@ bf16fixed23:
 	VFPCLASSPSZ    $0xa1, Z9, K2
 	VFPCLASSPSZ    $0xa1, Z10, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix24
+	JNZ            bf16fix22
 	BYTE $0x62; BYTE $0xd2; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xf9 // VCVTNE2PS2BF16 Z9, Z10, Z7
 
-bf16fixed25:
+bf16fixed23:
 	VMOVDQU64 Z7, 64(CX)(R8*2)
 	ADDQ      $0x00000040, R8
 	JMP       scaleloopoffset
@@ -31347,18 +29899,18 @@ scaleloopnoweight:
 	VFPCLASSPSZ    $0xa1, Z7, K2
 	VFPCLASSPSZ    $0xa1, Z8, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix26
+	JNZ            bf16fix24
 	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xe7 // VCVTNE2PS2BF16 Z7, Z8, Z12
 
-bf16fixed27:
+bf16fixed25:
 	VMOVDQU64      Z12, (CX)(R8*2)
 	VFPCLASSPSZ    $0xa1, Z9, K2
 	VFPCLASSPSZ    $0xa1, Z10, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix28
+	JNZ            bf16fix26
 	BYTE $0x62; BYTE $0xd2; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xf9 // VCVTNE2PS2BF16 Z9, Z10, Z7
 
-bf16fixed29:
+bf16fixed27:
 	VMOVDQU64 Z7, 64(CX)(R8*2)
 	ADDQ      $0x00000040, R8
 	JMP       scaleloopnoweight
@@ -31366,10 +29918,10 @@ bf16fixed29:
 scalepf:
 	MOVQ DI, R10
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows30
+	JA   longrows28
 	SHLQ $0x03, R10
 
-longrows30:
+longrows28:
 	ADDQ  DX, R10
 	TESTL $0x00000001, job_flags+0(AX)
 	JNZ   scalent
@@ -31391,46 +29943,46 @@ scalepfloop:
 	VMULPS         128(DX)(R8*4), Z6, Z9
 	VMULPS         192(DX)(R8*4), Z6, Z10
 	TESTL          $0x00000008, job_flags+0(AX)
-	JZ             notrn31
+	JZ             notrn29
 	VFPCLASSPSZ    $0xa1, Z7, K2
 	VFPCLASSPSZ    $0xa1, Z8, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix32
+	JNZ            bf16fix30
 	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xe7 // VCVTNE2PS2BF16 Z7, Z8, Z12
 
-bf16fixed33:
+bf16fixed31:
 	VPERMW.Z       Z12, Z3, K1, Z7
 	VPERMW.Z       Z12, Z4, K1, Z8
 	VFPCLASSPSZ    $0xa1, Z9, K2
 	VFPCLASSPSZ    $0xa1, Z10, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix34
+	JNZ            bf16fix32
 	BYTE $0x62; BYTE $0x52; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xe1 // VCVTNE2PS2BF16 Z9, Z10, Z12
 
-bf16fixed35:
+bf16fixed33:
 	VPERMW.Z Z12, Z3, K1, Z9
 	VPERMW.Z Z12, Z4, K1, Z10
 
-notrn31:
+notrn29:
 	VMULPS         (SI)(R8*4), Z7, Z7
 	VMULPS         64(SI)(R8*4), Z8, Z8
 	VFPCLASSPSZ    $0xa1, Z7, K2
 	VFPCLASSPSZ    $0xa1, Z8, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix36
+	JNZ            bf16fix34
 	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xe7 // VCVTNE2PS2BF16 Z7, Z8, Z12
 
-bf16fixed37:
+bf16fixed35:
 	VMOVDQU64      Z12, (CX)(R8*2)
 	VMULPS         128(SI)(R8*4), Z9, Z9
 	VMULPS         192(SI)(R8*4), Z10, Z10
 	VFPCLASSPSZ    $0xa1, Z9, K2
 	VFPCLASSPSZ    $0xa1, Z10, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix38
+	JNZ            bf16fix36
 	BYTE $0x62; BYTE $0xd2; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xf9 // VCVTNE2PS2BF16 Z9, Z10, Z7
 
-bf16fixed39:
+bf16fixed37:
 	VMOVDQU64 Z7, 64(CX)(R8*2)
 	ADDQ      $0x00000040, R8
 	JMP       scalepfloop
@@ -31448,27 +30000,27 @@ scalepfloopoffset:
 	VMULPS         128(DX)(R8*4), Z6, Z9
 	VMULPS         192(DX)(R8*4), Z6, Z10
 	TESTL          $0x00000008, job_flags+0(AX)
-	JZ             notrn40
+	JZ             notrn38
 	VFPCLASSPSZ    $0xa1, Z7, K2
 	VFPCLASSPSZ    $0xa1, Z8, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix41
+	JNZ            bf16fix39
 	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xe7 // VCVTNE2PS2BF16 Z7, Z8, Z12
 
-bf16fixed42:
+bf16fixed40:
 	VPERMW.Z       Z12, Z3, K1, Z7
 	VPERMW.Z       Z12, Z4, K1, Z8
 	VFPCLASSPSZ    $0xa1, Z9, K2
 	VFPCLASSPSZ    $0xa1, Z10, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix43
+	JNZ            bf16fix41
 	BYTE $0x62; BYTE $0x52; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xe1 // VCVTNE2PS2BF16 Z9, Z10, Z12
 
-bf16fixed44:
+bf16fixed42:
 	VPERMW.Z Z12, Z3, K1, Z9
 	VPERMW.Z Z12, Z4, K1, Z10
 
-notrn40:
+notrn38:
 	VMOVUPS        (SI)(R8*4), Z12
 	VADDPS         Z5, Z12, Z12
 	VMULPS         Z12, Z7, Z7
@@ -31478,10 +30030,10 @@ notrn40:
 	VFPCLASSPSZ    $0xa1, Z7, K2
 	VFPCLASSPSZ    $0xa1, Z8, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix45
+	JNZ            bf16fix43
 	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xe7 // VCVTNE2PS2BF16 Z7, Z8, Z12
 
-bf16fixed46:
+bf16fixed44:
 	VMOVDQU64      Z12, (CX)(R8*2)
 	VMOVUPS        128(SI)(R8*4), Z7
 	VADDPS         Z5, Z7, Z7
@@ -31492,10 +30044,10 @@ bf16fixed46:
 	VFPCLASSPSZ    $0xa1, Z9, K2
 	VFPCLASSPSZ    $0xa1, Z10, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix47
+	JNZ            bf16fix45
 	BYTE $0x62; BYTE $0xd2; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xf9 // VCVTNE2PS2BF16 Z9, Z10, Z7
 
-bf16fixed48:
+bf16fixed46:
 	VMOVDQU64 Z7, 64(CX)(R8*2)
 	ADDQ      $0x00000040, R8
 	JMP       scalepfloopoffset
@@ -31515,18 +30067,18 @@ scalepfloopnoweight:
 	VFPCLASSPSZ    $0xa1, Z7, K2
 	VFPCLASSPSZ    $0xa1, Z8, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix49
+	JNZ            bf16fix47
 	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xe7 // VCVTNE2PS2BF16 Z7, Z8, Z12
 
-bf16fixed50:
+bf16fixed48:
 	VMOVDQU64      Z12, (CX)(R8*2)
 	VFPCLASSPSZ    $0xa1, Z9, K2
 	VFPCLASSPSZ    $0xa1, Z10, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix51
+	JNZ            bf16fix49
 	BYTE $0x62; BYTE $0xd2; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xf9 // VCVTNE2PS2BF16 Z9, Z10, Z7
 
-bf16fixed52:
+bf16fixed50:
 	VMOVDQU64 Z7, 64(CX)(R8*2)
 	ADDQ      $0x00000040, R8
 	JMP       scalepfloopnoweight
@@ -31547,29 +30099,29 @@ scalehead:
 	JB             scaleheadpart
 	VMULPS         (DX)(R8*4), Z6, Z7
 	TESTL          $0x00000008, job_flags+0(AX)
-	JZ             notrn53
+	JZ             notrn51
 	VFPCLASSPSZ    $0xa1, Z7, K2
 	KORTESTW       K2, K2
-	JNZ            bf16fix54
+	JNZ            bf16fix52
 	BYTE $0x62; BYTE $0x72; BYTE $0x47; BYTE $0x48; BYTE $0x72; BYTE $0xc7 // VCVTNE2PS2BF16 Z7, Z7, Z8
 
-bf16fixed55:
+bf16fixed53:
 	VPERMW.Z Z8, Z3, K1, Z7
 
-notrn53:
+notrn51:
 	TESTQ   SI, SI
-	JZ      noweight56
+	JZ      noweight54
 	VMOVUPS (SI)(R8*4), Z8
 	VADDPS  Z5, Z8, Z8
 	VMULPS  Z8, Z7, Z7
 
-noweight56:
+noweight54:
 	VFPCLASSPSZ    $0xa1, Z7, K2
 	KORTESTW       K2, K2
-	JNZ            bf16fix57
+	JNZ            bf16fix55
 	BYTE $0x62; BYTE $0x72; BYTE $0x47; BYTE $0x48; BYTE $0x72; BYTE $0xc7 // VCVTNE2PS2BF16 Z7, Z7, Z8
 
-bf16fixed58:
+bf16fixed56:
 	VEXTRACTI64X4 $0x00, Z8, (CX)(R8*2)
 	ADDQ          $0x00000010, R8
 	SUBQ          $0x00000010, R10
@@ -31581,10 +30133,10 @@ scaleheadpart:
 scalentgo:
 	MOVQ DI, R10
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows59
+	JA   longrows57
 	SHLQ $0x03, R10
 
-longrows59:
+longrows57:
 	ADDQ DX, R10
 	MOVL job_flags+0(AX), R11
 
@@ -31601,57 +30153,57 @@ scalentloop:
 	VMULPS         128(DX)(R8*4), Z6, Z9
 	VMULPS         192(DX)(R8*4), Z6, Z10
 	TESTL          $0x00000008, job_flags+0(AX)
-	JZ             notrn60
+	JZ             notrn58
 	VFPCLASSPSZ    $0xa1, Z7, K2
 	VFPCLASSPSZ    $0xa1, Z8, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix61
+	JNZ            bf16fix59
 	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xe7 // VCVTNE2PS2BF16 Z7, Z8, Z12
 
-bf16fixed62:
+bf16fixed60:
 	VPERMW.Z       Z12, Z3, K1, Z7
 	VPERMW.Z       Z12, Z4, K1, Z8
 	VFPCLASSPSZ    $0xa1, Z9, K2
 	VFPCLASSPSZ    $0xa1, Z10, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix63
+	JNZ            bf16fix61
 	BYTE $0x62; BYTE $0x52; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xe1 // VCVTNE2PS2BF16 Z9, Z10, Z12
 
-bf16fixed64:
+bf16fixed62:
 	VPERMW.Z Z12, Z3, K1, Z9
 	VPERMW.Z Z12, Z4, K1, Z10
 
-notrn60:
+notrn58:
 	TESTQ  SI, SI
-	JZ     weighed66
+	JZ     weighed64
 	TESTL  $0x00000010, R11
-	JNZ    offset65
+	JNZ    offset63
 	VMULPS (SI)(R8*4), Z7, Z7
 	VMULPS 64(SI)(R8*4), Z8, Z8
 	VMULPS 128(SI)(R8*4), Z9, Z9
 	VMULPS 192(SI)(R8*4), Z10, Z10
 
-weighed66:
+weighed64:
 	VFPCLASSPSZ    $0xa1, Z7, K2
 	VFPCLASSPSZ    $0xa1, Z8, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix67
+	JNZ            bf16fix65
 	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xe7 // VCVTNE2PS2BF16 Z7, Z8, Z12
 
-bf16fixed68:
+bf16fixed66:
 	VMOVNTDQ       Z12, (CX)(R8*2)
 	VFPCLASSPSZ    $0xa1, Z9, K2
 	VFPCLASSPSZ    $0xa1, Z10, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix69
+	JNZ            bf16fix67
 	BYTE $0x62; BYTE $0xd2; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xf9 // VCVTNE2PS2BF16 Z9, Z10, Z7
 
-bf16fixed70:
+bf16fixed68:
 	VMOVNTDQ Z7, 64(CX)(R8*2)
 	ADDQ     $0x00000040, R8
 	JMP      scalentloop
 
-offset65:
+offset63:
 	VMOVUPS (SI)(R8*4), Z12
 	VADDPS  Z5, Z12, Z12
 	VMULPS  Z12, Z7, Z7
@@ -31664,7 +30216,7 @@ offset65:
 	VMOVUPS 192(SI)(R8*4), Z12
 	VADDPS  Z5, Z12, Z12
 	VMULPS  Z12, Z10, Z10
-	JMP     weighed66
+	JMP     weighed64
 
 scaletail:
 	ADDQ $0x00000030, R9
@@ -31674,29 +30226,29 @@ scaleone:
 	JG             scalepart
 	VMULPS         (DX)(R8*4), Z6, Z7
 	TESTL          $0x00000008, job_flags+0(AX)
-	JZ             notrn71
+	JZ             notrn69
 	VFPCLASSPSZ    $0xa1, Z7, K2
 	KORTESTW       K2, K2
-	JNZ            bf16fix72
+	JNZ            bf16fix70
 	BYTE $0x62; BYTE $0x72; BYTE $0x47; BYTE $0x48; BYTE $0x72; BYTE $0xc7 // VCVTNE2PS2BF16 Z7, Z7, Z8
 
-bf16fixed73:
+bf16fixed71:
 	VPERMW.Z Z8, Z3, K1, Z7
 
-notrn71:
+notrn69:
 	TESTQ   SI, SI
-	JZ      noweight74
+	JZ      noweight72
 	VMOVUPS (SI)(R8*4), Z8
 	VADDPS  Z5, Z8, Z8
 	VMULPS  Z8, Z7, Z7
 
-noweight74:
+noweight72:
 	VFPCLASSPSZ    $0xa1, Z7, K2
 	KORTESTW       K2, K2
-	JNZ            bf16fix75
+	JNZ            bf16fix73
 	BYTE $0x62; BYTE $0x72; BYTE $0x47; BYTE $0x48; BYTE $0x72; BYTE $0xc7 // VCVTNE2PS2BF16 Z7, Z7, Z8
 
-bf16fixed76:
+bf16fixed74:
 	VEXTRACTI64X4 $0x00, Z8, (CX)(R8*2)
 	ADDQ          $0x00000010, R8
 	JMP           scaleone
@@ -31713,29 +30265,29 @@ partout:
 	VMOVUPS.Z      (DX)(R8*4), K2, Z7
 	VMULPS         Z7, Z6, Z7
 	TESTL          $0x00000008, job_flags+0(AX)
-	JZ             notrn77
+	JZ             notrn75
 	VFPCLASSPSZ    $0xa1, Z7, K3
 	KORTESTW       K3, K3
-	JNZ            bf16fix78
+	JNZ            bf16fix76
 	BYTE $0x62; BYTE $0x72; BYTE $0x47; BYTE $0x48; BYTE $0x72; BYTE $0xc7 // VCVTNE2PS2BF16 Z7, Z7, Z8
 
-bf16fixed79:
+bf16fixed77:
 	VPERMW.Z Z8, Z3, K1, Z7
 
-notrn77:
+notrn75:
 	TESTQ     SI, SI
-	JZ        noweight80
+	JZ        noweight78
 	VMOVUPS.Z (SI)(R8*4), K2, Z8
 	VADDPS    Z5, Z8, Z8
 	VMULPS    Z8, Z7, Z7
 
-noweight80:
+noweight78:
 	VFPCLASSPSZ    $0xa1, Z7, K3
 	KORTESTW       K3, K3
-	JNZ            bf16fix81
+	JNZ            bf16fix79
 	BYTE $0x62; BYTE $0x72; BYTE $0x47; BYTE $0x48; BYTE $0x72; BYTE $0xc7 // VCVTNE2PS2BF16 Z7, Z7, Z8
 
-bf16fixed82:
+bf16fixed80:
 	VMOVDQU16 Z8, K2, (CX)(R8*2)
 	ADDQ      R10, R8
 	CMPQ      R8, job_d+0(AX)
@@ -31764,7 +30316,7 @@ vzero:
 	MOVQ AX, ret+24(FP)
 	RET
 
-bf16fix9:
+bf16fix7:
 	VPSRLD       $0x10, Z7, Z12
 	VPANDD       Z0, Z12, Z12
 	VPADDD       Z1, Z12, Z12
@@ -31778,41 +30330,41 @@ bf16fix9:
 	VFPCLASSPSZ  $0x81, Z8, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
 	VPERMT2W     Z7, Z2, Z12
+	JMP          bf16fixed8
+
+bf16fix9:
+	VPSRLD       $0x10, Z9, Z12
+	VPANDD       Z0, Z12, Z12
+	VPADDD       Z1, Z12, Z12
+	VPADDD       Z9, Z12, Z12
+	VFPCLASSPSZ  $0x81, Z9, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z12
+	VPSRLD       $0x10, Z10, Z9
+	VPANDD       Z0, Z9, Z9
+	VPADDD       Z1, Z9, Z9
+	VPADDD       Z10, Z9, Z9
+	VFPCLASSPSZ  $0x81, Z10, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
+	VPERMT2W     Z9, Z2, Z12
 	JMP          bf16fixed10
 
 bf16fix11:
-	VPSRLD       $0x10, Z9, Z12
+	VPSRLD       $0x10, Z7, Z12
 	VPANDD       Z0, Z12, Z12
 	VPADDD       Z1, Z12, Z12
-	VPADDD       Z9, Z12, Z12
-	VFPCLASSPSZ  $0x81, Z9, K2
+	VPADDD       Z7, Z12, Z12
+	VFPCLASSPSZ  $0x81, Z7, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z12
-	VPSRLD       $0x10, Z10, Z9
-	VPANDD       Z0, Z9, Z9
-	VPADDD       Z1, Z9, Z9
-	VPADDD       Z10, Z9, Z9
-	VFPCLASSPSZ  $0x81, Z10, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
-	VPERMT2W     Z9, Z2, Z12
+	VPSRLD       $0x10, Z8, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z8, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z8, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
+	VPERMT2W     Z7, Z2, Z12
 	JMP          bf16fixed12
 
 bf16fix13:
-	VPSRLD       $0x10, Z7, Z12
-	VPANDD       Z0, Z12, Z12
-	VPADDD       Z1, Z12, Z12
-	VPADDD       Z7, Z12, Z12
-	VFPCLASSPSZ  $0x81, Z7, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z12
-	VPSRLD       $0x10, Z8, Z7
-	VPANDD       Z0, Z7, Z7
-	VPADDD       Z1, Z7, Z7
-	VPADDD       Z8, Z7, Z7
-	VFPCLASSPSZ  $0x81, Z8, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
-	VPERMT2W     Z7, Z2, Z12
-	JMP          bf16fixed14
-
-bf16fix15:
 	VPSRLD       $0x10, Z9, Z7
 	VPANDD       Z0, Z7, Z7
 	VPADDD       Z1, Z7, Z7
@@ -31826,9 +30378,9 @@ bf16fix15:
 	VFPCLASSPSZ  $0x81, Z10, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
 	VPERMT2W     Z8, Z2, Z7
-	JMP          bf16fixed16
+	JMP          bf16fixed14
 
-bf16fix18:
+bf16fix16:
 	VPSRLD       $0x10, Z7, Z12
 	VPANDD       Z0, Z12, Z12
 	VPADDD       Z1, Z12, Z12
@@ -31842,73 +30394,73 @@ bf16fix18:
 	VFPCLASSPSZ  $0x81, Z8, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
 	VPERMT2W     Z7, Z2, Z12
+	JMP          bf16fixed17
+
+bf16fix18:
+	VPSRLD       $0x10, Z9, Z12
+	VPANDD       Z0, Z12, Z12
+	VPADDD       Z1, Z12, Z12
+	VPADDD       Z9, Z12, Z12
+	VFPCLASSPSZ  $0x81, Z9, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z12
+	VPSRLD       $0x10, Z10, Z9
+	VPANDD       Z0, Z9, Z9
+	VPADDD       Z1, Z9, Z9
+	VPADDD       Z10, Z9, Z9
+	VFPCLASSPSZ  $0x81, Z10, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
+	VPERMT2W     Z9, Z2, Z12
 	JMP          bf16fixed19
 
 bf16fix20:
-	VPSRLD       $0x10, Z9, Z12
+	VPSRLD       $0x10, Z7, Z12
 	VPANDD       Z0, Z12, Z12
 	VPADDD       Z1, Z12, Z12
-	VPADDD       Z9, Z12, Z12
-	VFPCLASSPSZ  $0x81, Z9, K2
+	VPADDD       Z7, Z12, Z12
+	VFPCLASSPSZ  $0x81, Z7, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z12
-	VPSRLD       $0x10, Z10, Z9
-	VPANDD       Z0, Z9, Z9
-	VPADDD       Z1, Z9, Z9
-	VPADDD       Z10, Z9, Z9
-	VFPCLASSPSZ  $0x81, Z10, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
-	VPERMT2W     Z9, Z2, Z12
+	VPSRLD       $0x10, Z8, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z8, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z8, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
+	VPERMT2W     Z7, Z2, Z12
 	JMP          bf16fixed21
 
 bf16fix22:
-	VPSRLD       $0x10, Z7, Z12
-	VPANDD       Z0, Z12, Z12
-	VPADDD       Z1, Z12, Z12
-	VPADDD       Z7, Z12, Z12
-	VFPCLASSPSZ  $0x81, Z7, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z12
-	VPSRLD       $0x10, Z8, Z7
+	VPSRLD       $0x10, Z9, Z7
 	VPANDD       Z0, Z7, Z7
 	VPADDD       Z1, Z7, Z7
-	VPADDD       Z8, Z7, Z7
-	VFPCLASSPSZ  $0x81, Z8, K2
+	VPADDD       Z9, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z9, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
-	VPERMT2W     Z7, Z2, Z12
+	VPSRLD       $0x10, Z10, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z10, Z8, Z8
+	VFPCLASSPSZ  $0x81, Z10, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
+	VPERMT2W     Z8, Z2, Z7
 	JMP          bf16fixed23
 
 bf16fix24:
-	VPSRLD       $0x10, Z9, Z7
+	VPSRLD       $0x10, Z7, Z12
+	VPANDD       Z0, Z12, Z12
+	VPADDD       Z1, Z12, Z12
+	VPADDD       Z7, Z12, Z12
+	VFPCLASSPSZ  $0x81, Z7, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z12
+	VPSRLD       $0x10, Z8, Z7
 	VPANDD       Z0, Z7, Z7
 	VPADDD       Z1, Z7, Z7
-	VPADDD       Z9, Z7, Z7
-	VFPCLASSPSZ  $0x81, Z9, K2
+	VPADDD       Z8, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z8, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
-	VPSRLD       $0x10, Z10, Z8
-	VPANDD       Z0, Z8, Z8
-	VPADDD       Z1, Z8, Z8
-	VPADDD       Z10, Z8, Z8
-	VFPCLASSPSZ  $0x81, Z10, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
-	VPERMT2W     Z8, Z2, Z7
+	VPERMT2W     Z7, Z2, Z12
 	JMP          bf16fixed25
 
 bf16fix26:
-	VPSRLD       $0x10, Z7, Z12
-	VPANDD       Z0, Z12, Z12
-	VPADDD       Z1, Z12, Z12
-	VPADDD       Z7, Z12, Z12
-	VFPCLASSPSZ  $0x81, Z7, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z12
-	VPSRLD       $0x10, Z8, Z7
-	VPANDD       Z0, Z7, Z7
-	VPADDD       Z1, Z7, Z7
-	VPADDD       Z8, Z7, Z7
-	VFPCLASSPSZ  $0x81, Z8, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
-	VPERMT2W     Z7, Z2, Z12
-	JMP          bf16fixed27
-
-bf16fix28:
 	VPSRLD       $0x10, Z9, Z7
 	VPANDD       Z0, Z7, Z7
 	VPADDD       Z1, Z7, Z7
@@ -31922,9 +30474,9 @@ bf16fix28:
 	VFPCLASSPSZ  $0x81, Z10, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
 	VPERMT2W     Z8, Z2, Z7
-	JMP          bf16fixed29
+	JMP          bf16fixed27
 
-bf16fix32:
+bf16fix30:
 	VPSRLD       $0x10, Z7, Z12
 	VPANDD       Z0, Z12, Z12
 	VPADDD       Z1, Z12, Z12
@@ -31938,41 +30490,41 @@ bf16fix32:
 	VFPCLASSPSZ  $0x81, Z8, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
 	VPERMT2W     Z7, Z2, Z12
+	JMP          bf16fixed31
+
+bf16fix32:
+	VPSRLD       $0x10, Z9, Z12
+	VPANDD       Z0, Z12, Z12
+	VPADDD       Z1, Z12, Z12
+	VPADDD       Z9, Z12, Z12
+	VFPCLASSPSZ  $0x81, Z9, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z12
+	VPSRLD       $0x10, Z10, Z9
+	VPANDD       Z0, Z9, Z9
+	VPADDD       Z1, Z9, Z9
+	VPADDD       Z10, Z9, Z9
+	VFPCLASSPSZ  $0x81, Z10, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
+	VPERMT2W     Z9, Z2, Z12
 	JMP          bf16fixed33
 
 bf16fix34:
-	VPSRLD       $0x10, Z9, Z12
+	VPSRLD       $0x10, Z7, Z12
 	VPANDD       Z0, Z12, Z12
 	VPADDD       Z1, Z12, Z12
-	VPADDD       Z9, Z12, Z12
-	VFPCLASSPSZ  $0x81, Z9, K2
+	VPADDD       Z7, Z12, Z12
+	VFPCLASSPSZ  $0x81, Z7, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z12
-	VPSRLD       $0x10, Z10, Z9
-	VPANDD       Z0, Z9, Z9
-	VPADDD       Z1, Z9, Z9
-	VPADDD       Z10, Z9, Z9
-	VFPCLASSPSZ  $0x81, Z10, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
-	VPERMT2W     Z9, Z2, Z12
+	VPSRLD       $0x10, Z8, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z8, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z8, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
+	VPERMT2W     Z7, Z2, Z12
 	JMP          bf16fixed35
 
 bf16fix36:
-	VPSRLD       $0x10, Z7, Z12
-	VPANDD       Z0, Z12, Z12
-	VPADDD       Z1, Z12, Z12
-	VPADDD       Z7, Z12, Z12
-	VFPCLASSPSZ  $0x81, Z7, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z12
-	VPSRLD       $0x10, Z8, Z7
-	VPANDD       Z0, Z7, Z7
-	VPADDD       Z1, Z7, Z7
-	VPADDD       Z8, Z7, Z7
-	VFPCLASSPSZ  $0x81, Z8, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
-	VPERMT2W     Z7, Z2, Z12
-	JMP          bf16fixed37
-
-bf16fix38:
 	VPSRLD       $0x10, Z9, Z7
 	VPANDD       Z0, Z7, Z7
 	VPADDD       Z1, Z7, Z7
@@ -31986,9 +30538,9 @@ bf16fix38:
 	VFPCLASSPSZ  $0x81, Z10, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
 	VPERMT2W     Z8, Z2, Z7
-	JMP          bf16fixed39
+	JMP          bf16fixed37
 
-bf16fix41:
+bf16fix39:
 	VPSRLD       $0x10, Z7, Z12
 	VPANDD       Z0, Z12, Z12
 	VPADDD       Z1, Z12, Z12
@@ -32002,73 +30554,73 @@ bf16fix41:
 	VFPCLASSPSZ  $0x81, Z8, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
 	VPERMT2W     Z7, Z2, Z12
+	JMP          bf16fixed40
+
+bf16fix41:
+	VPSRLD       $0x10, Z9, Z12
+	VPANDD       Z0, Z12, Z12
+	VPADDD       Z1, Z12, Z12
+	VPADDD       Z9, Z12, Z12
+	VFPCLASSPSZ  $0x81, Z9, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z12
+	VPSRLD       $0x10, Z10, Z9
+	VPANDD       Z0, Z9, Z9
+	VPADDD       Z1, Z9, Z9
+	VPADDD       Z10, Z9, Z9
+	VFPCLASSPSZ  $0x81, Z10, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
+	VPERMT2W     Z9, Z2, Z12
 	JMP          bf16fixed42
 
 bf16fix43:
-	VPSRLD       $0x10, Z9, Z12
+	VPSRLD       $0x10, Z7, Z12
 	VPANDD       Z0, Z12, Z12
 	VPADDD       Z1, Z12, Z12
-	VPADDD       Z9, Z12, Z12
-	VFPCLASSPSZ  $0x81, Z9, K2
+	VPADDD       Z7, Z12, Z12
+	VFPCLASSPSZ  $0x81, Z7, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z12
-	VPSRLD       $0x10, Z10, Z9
-	VPANDD       Z0, Z9, Z9
-	VPADDD       Z1, Z9, Z9
-	VPADDD       Z10, Z9, Z9
-	VFPCLASSPSZ  $0x81, Z10, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
-	VPERMT2W     Z9, Z2, Z12
+	VPSRLD       $0x10, Z8, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z8, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z8, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
+	VPERMT2W     Z7, Z2, Z12
 	JMP          bf16fixed44
 
 bf16fix45:
-	VPSRLD       $0x10, Z7, Z12
-	VPANDD       Z0, Z12, Z12
-	VPADDD       Z1, Z12, Z12
-	VPADDD       Z7, Z12, Z12
-	VFPCLASSPSZ  $0x81, Z7, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z12
-	VPSRLD       $0x10, Z8, Z7
+	VPSRLD       $0x10, Z9, Z7
 	VPANDD       Z0, Z7, Z7
 	VPADDD       Z1, Z7, Z7
-	VPADDD       Z8, Z7, Z7
-	VFPCLASSPSZ  $0x81, Z8, K2
+	VPADDD       Z9, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z9, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
-	VPERMT2W     Z7, Z2, Z12
+	VPSRLD       $0x10, Z10, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z10, Z8, Z8
+	VFPCLASSPSZ  $0x81, Z10, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
+	VPERMT2W     Z8, Z2, Z7
 	JMP          bf16fixed46
 
 bf16fix47:
-	VPSRLD       $0x10, Z9, Z7
+	VPSRLD       $0x10, Z7, Z12
+	VPANDD       Z0, Z12, Z12
+	VPADDD       Z1, Z12, Z12
+	VPADDD       Z7, Z12, Z12
+	VFPCLASSPSZ  $0x81, Z7, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z12
+	VPSRLD       $0x10, Z8, Z7
 	VPANDD       Z0, Z7, Z7
 	VPADDD       Z1, Z7, Z7
-	VPADDD       Z9, Z7, Z7
-	VFPCLASSPSZ  $0x81, Z9, K2
+	VPADDD       Z8, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z8, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
-	VPSRLD       $0x10, Z10, Z8
-	VPANDD       Z0, Z8, Z8
-	VPADDD       Z1, Z8, Z8
-	VPADDD       Z10, Z8, Z8
-	VFPCLASSPSZ  $0x81, Z10, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
-	VPERMT2W     Z8, Z2, Z7
+	VPERMT2W     Z7, Z2, Z12
 	JMP          bf16fixed48
 
 bf16fix49:
-	VPSRLD       $0x10, Z7, Z12
-	VPANDD       Z0, Z12, Z12
-	VPADDD       Z1, Z12, Z12
-	VPADDD       Z7, Z12, Z12
-	VFPCLASSPSZ  $0x81, Z7, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z12
-	VPSRLD       $0x10, Z8, Z7
-	VPANDD       Z0, Z7, Z7
-	VPADDD       Z1, Z7, Z7
-	VPADDD       Z8, Z7, Z7
-	VFPCLASSPSZ  $0x81, Z8, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
-	VPERMT2W     Z7, Z2, Z12
-	JMP          bf16fixed50
-
-bf16fix51:
 	VPSRLD       $0x10, Z9, Z7
 	VPANDD       Z0, Z7, Z7
 	VPADDD       Z1, Z7, Z7
@@ -32082,9 +30634,9 @@ bf16fix51:
 	VFPCLASSPSZ  $0x81, Z10, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
 	VPERMT2W     Z8, Z2, Z7
-	JMP          bf16fixed52
+	JMP          bf16fixed50
 
-bf16fix54:
+bf16fix52:
 	VPSRLD       $0x10, Z7, Z8
 	VPANDD       Z0, Z8, Z8
 	VPADDD       Z1, Z8, Z8
@@ -32092,9 +30644,9 @@ bf16fix54:
 	VFPCLASSPSZ  $0x81, Z7, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
 	VPERMT2W     Z8, Z2, Z8
-	JMP          bf16fixed55
+	JMP          bf16fixed53
 
-bf16fix57:
+bf16fix55:
 	VPSRLD       $0x10, Z7, Z8
 	VPANDD       Z0, Z8, Z8
 	VPADDD       Z1, Z8, Z8
@@ -32102,9 +30654,9 @@ bf16fix57:
 	VFPCLASSPSZ  $0x81, Z7, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
 	VPERMT2W     Z8, Z2, Z8
-	JMP          bf16fixed58
+	JMP          bf16fixed56
 
-bf16fix61:
+bf16fix59:
 	VPSRLD       $0x10, Z7, Z12
 	VPANDD       Z0, Z12, Z12
 	VPADDD       Z1, Z12, Z12
@@ -32118,9 +30670,9 @@ bf16fix61:
 	VFPCLASSPSZ  $0x81, Z8, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
 	VPERMT2W     Z7, Z2, Z12
-	JMP          bf16fixed62
+	JMP          bf16fixed60
 
-bf16fix63:
+bf16fix61:
 	VPSRLD       $0x10, Z9, Z12
 	VPANDD       Z0, Z12, Z12
 	VPADDD       Z1, Z12, Z12
@@ -32134,9 +30686,9 @@ bf16fix63:
 	VFPCLASSPSZ  $0x81, Z10, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
 	VPERMT2W     Z9, Z2, Z12
-	JMP          bf16fixed64
+	JMP          bf16fixed62
 
-bf16fix67:
+bf16fix65:
 	VPSRLD       $0x10, Z7, Z12
 	VPANDD       Z0, Z12, Z12
 	VPADDD       Z1, Z12, Z12
@@ -32150,9 +30702,9 @@ bf16fix67:
 	VFPCLASSPSZ  $0x81, Z8, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
 	VPERMT2W     Z7, Z2, Z12
-	JMP          bf16fixed68
+	JMP          bf16fixed66
 
-bf16fix69:
+bf16fix67:
 	VPSRLD       $0x10, Z9, Z7
 	VPANDD       Z0, Z7, Z7
 	VPADDD       Z1, Z7, Z7
@@ -32166,9 +30718,9 @@ bf16fix69:
 	VFPCLASSPSZ  $0x81, Z10, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
 	VPERMT2W     Z8, Z2, Z7
-	JMP          bf16fixed70
+	JMP          bf16fixed68
 
-bf16fix72:
+bf16fix70:
 	VPSRLD       $0x10, Z7, Z8
 	VPANDD       Z0, Z8, Z8
 	VPADDD       Z1, Z8, Z8
@@ -32176,9 +30728,9 @@ bf16fix72:
 	VFPCLASSPSZ  $0x81, Z7, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
 	VPERMT2W     Z8, Z2, Z8
-	JMP          bf16fixed73
+	JMP          bf16fixed71
 
-bf16fix75:
+bf16fix73:
 	VPSRLD       $0x10, Z7, Z8
 	VPANDD       Z0, Z8, Z8
 	VPADDD       Z1, Z8, Z8
@@ -32186,9 +30738,9 @@ bf16fix75:
 	VFPCLASSPSZ  $0x81, Z7, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
 	VPERMT2W     Z8, Z2, Z8
-	JMP          bf16fixed76
+	JMP          bf16fixed74
 
-bf16fix78:
+bf16fix76:
 	VPSRLD       $0x10, Z7, Z8
 	VPANDD       Z0, Z8, Z8
 	VPADDD       Z1, Z8, Z8
@@ -32196,9 +30748,9 @@ bf16fix78:
 	VFPCLASSPSZ  $0x81, Z7, K3
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K3, Z8
 	VPERMT2W     Z8, Z2, Z8
-	JMP          bf16fixed79
+	JMP          bf16fixed77
 
-bf16fix81:
+bf16fix79:
 	VPSRLD       $0x10, Z7, Z8
 	VPANDD       Z0, Z8, Z8
 	VPADDD       Z1, Z8, Z8
@@ -32206,7 +30758,7 @@ bf16fix81:
 	VFPCLASSPSZ  $0x81, Z7, K3
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K3, Z8
 	VPERMT2W     Z8, Z2, Z8
-	JMP          bf16fixed82
+	JMP          bf16fixed80
 
 // func avx512bf16ForwardLayerBF16(j uintptr, from int, to int) int
 // Requires: AVX, AVX512BF16, AVX512BW, AVX512DQ, AVX512F, MMX+
@@ -33842,8 +32394,6 @@ firstblock:
 	VMOVUPS 192(R8)(R9*4), Z9
 	VADDPS  zero64<>+0(SB), Z9, Z9
 	MOVQ    $0x00000040, R9
-	TESTL   $0x00000002, job_flags+0(AX)
-	JNZ     sumpf
 
 	PCALIGN $32
 sumloop:
@@ -33859,36 +32409,6 @@ sumloop:
 	VADDPS  Z10, Z9, Z9
 	ADDQ    $0x00000040, R9
 	JMP     sumloop
-
-	// The same, prefetching the rows ahead.
-sumpf:
-	MOVQ DI, R11
-	SHLQ $0x01, R11
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows2
-	SHLQ $0x03, R11
-
-longrows2:
-	ADDQ R8, R11
-
-	PCALIGN $32
-sumpfloop:
-	CMPQ       R9, R10
-	JG         sumtail
-	PREFETCHT0 (R11)(R9*4)
-	PREFETCHT0 64(R11)(R9*4)
-	PREFETCHT0 128(R11)(R9*4)
-	PREFETCHT0 192(R11)(R9*4)
-	VMOVUPS    (R8)(R9*4), Z10
-	VADDPS     Z10, Z6, Z6
-	VMOVUPS    64(R8)(R9*4), Z10
-	VADDPS     Z10, Z7, Z7
-	VMOVUPS    128(R8)(R9*4), Z10
-	VADDPS     Z10, Z8, Z8
-	VMOVUPS    192(R8)(R9*4), Z10
-	VADDPS     Z10, Z9, Z9
-	ADDQ       $0x00000040, R9
-	JMP        sumpfloop
 
 sumtail:
 	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
@@ -33979,8 +32499,6 @@ addfirstblock:
 	VMOVUPS Z9, 192(R9)(R10*4)
 	VADDPS  zero64<>+0(SB), Z9, Z9
 	MOVQ    $0x00000040, R10
-	TESTL   $0x00000002, job_flags+0(AX)
-	JNZ     addsumpf
 
 	PCALIGN $32
 addsumloop:
@@ -34004,44 +32522,6 @@ addsumloop:
 	VADDPS  Z10, Z9, Z9
 	ADDQ    $0x00000040, R10
 	JMP     addsumloop
-
-	// The same, prefetching the rows ahead.
-addsumpf:
-	MOVQ DI, R12
-	SHLQ $0x01, R12
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows3
-	SHLQ $0x03, R12
-
-longrows3:
-	ADDQ R8, R12
-
-	PCALIGN $32
-addsumpfloop:
-	CMPQ       R10, R11
-	JG         addsumtail
-	PREFETCHT0 (R12)(R10*4)
-	PREFETCHT0 64(R12)(R10*4)
-	PREFETCHT0 128(R12)(R10*4)
-	PREFETCHT0 192(R12)(R10*4)
-	VMOVUPS    (R8)(R10*4), Z10
-	VADDPS     (R9)(R10*4), Z10, Z10
-	VMOVUPS    Z10, (R9)(R10*4)
-	VADDPS     Z10, Z6, Z6
-	VMOVUPS    64(R8)(R10*4), Z10
-	VADDPS     64(R9)(R10*4), Z10, Z10
-	VMOVUPS    Z10, 64(R9)(R10*4)
-	VADDPS     Z10, Z7, Z7
-	VMOVUPS    128(R8)(R10*4), Z10
-	VADDPS     128(R9)(R10*4), Z10, Z10
-	VMOVUPS    Z10, 128(R9)(R10*4)
-	VADDPS     Z10, Z8, Z8
-	VMOVUPS    192(R8)(R10*4), Z10
-	VADDPS     192(R9)(R10*4), Z10, Z10
-	VMOVUPS    Z10, 192(R9)(R10*4)
-	VADDPS     Z10, Z9, Z9
-	ADDQ       $0x00000040, R10
-	JMP        addsumpfloop
 
 addsumtail:
 	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
@@ -34125,14 +32605,14 @@ mean:
 	VUCOMISS X7, X7
 	JPS      ret
 	CMPL     380(SP), $0x00
-	JE       divide4
+	JE       divide2
 	VMULSS   380(SP), X6, X7
-	JMP      divided5
+	JMP      divided3
 
-divide4:
+divide2:
 	VDIVSS 376(SP), X6, X7
 
-divided5:
+divided3:
 	VBROADCASTSS X7, Z10
 	JMP          centered
 
@@ -34169,8 +32649,6 @@ sqfirstblock:
 	VSUBPS  Z10, Z9, Z9
 	VMULPS  Z9, Z9, Z9
 	MOVQ    $0x00000040, R9
-	TESTL   $0x00000002, job_flags+0(AX)
-	JNZ     sqsumpf
 
 	PCALIGN $32
 sqsumloop:
@@ -34194,44 +32672,6 @@ sqsumloop:
 	VADDPS  Z11, Z9, Z9
 	ADDQ    $0x00000040, R9
 	JMP     sqsumloop
-
-	// The same, prefetching the rows ahead.
-sqsumpf:
-	MOVQ DI, R11
-	SHLQ $0x01, R11
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows6
-	SHLQ $0x03, R11
-
-longrows6:
-	ADDQ R8, R11
-
-	PCALIGN $32
-sqsumpfloop:
-	CMPQ       R9, R10
-	JG         sqsumtail
-	PREFETCHT0 (R11)(R9*4)
-	PREFETCHT0 64(R11)(R9*4)
-	PREFETCHT0 128(R11)(R9*4)
-	PREFETCHT0 192(R11)(R9*4)
-	VMOVUPS    (R8)(R9*4), Z11
-	VSUBPS     Z10, Z11, Z11
-	VMULPS     Z11, Z11, Z11
-	VADDPS     Z11, Z6, Z6
-	VMOVUPS    64(R8)(R9*4), Z11
-	VSUBPS     Z10, Z11, Z11
-	VMULPS     Z11, Z11, Z11
-	VADDPS     Z11, Z7, Z7
-	VMOVUPS    128(R8)(R9*4), Z11
-	VSUBPS     Z10, Z11, Z11
-	VMULPS     Z11, Z11, Z11
-	VADDPS     Z11, Z8, Z8
-	VMOVUPS    192(R8)(R9*4), Z11
-	VSUBPS     Z10, Z11, Z11
-	VMULPS     Z11, Z11, Z11
-	VADDPS     Z11, Z9, Z9
-	ADDQ       $0x00000040, R9
-	JMP        sqsumpfloop
 
 sqsumtail:
 	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
@@ -34306,14 +32746,14 @@ sqsummed:
 
 	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
 	CMPL   380(SP), $0x00
-	JE     divide7
+	JE     divide4
 	VMULSS 380(SP), X6, X6
-	JMP    divided8
+	JMP    divided5
 
-divide7:
+divide4:
 	VDIVSS 376(SP), X6, X6
 
-divided8:
+divided5:
 	VADDSS   job_eps+0(AX), X6, X6
 	VUCOMISS tlo<>+0(SB), X6
 	JCS      ret
@@ -34378,55 +32818,55 @@ scaleloop:
 	VSUBPS         Z10, Z11, Z11
 	VMULPS         Z6, Z11, Z11
 	TESTL          $0x00000008, job_flags+0(AX)
-	JZ             notrn9
+	JZ             notrn6
 	VFPCLASSPSZ    $0xa1, Z7, K2
 	VFPCLASSPSZ    $0xa1, Z8, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix10
+	JNZ            bf16fix7
 	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xef // VCVTNE2PS2BF16 Z7, Z8, Z13
 
-bf16fixed11:
+bf16fixed8:
 	VPERMW.Z       Z13, Z3, K1, Z7
 	VPERMW.Z       Z13, Z4, K1, Z8
 	VFPCLASSPSZ    $0xa1, Z9, K2
 	VFPCLASSPSZ    $0xa1, Z11, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix12
+	JNZ            bf16fix9
 	BYTE $0x62; BYTE $0x52; BYTE $0x27; BYTE $0x48; BYTE $0x72; BYTE $0xe9 // VCVTNE2PS2BF16 Z9, Z11, Z13
 
-bf16fixed13:
+bf16fixed10:
 	VPERMW.Z Z13, Z3, K1, Z9
 	VPERMW.Z Z13, Z4, K1, Z11
 
-notrn9:
+notrn6:
 	VMULPS (SI)(R8*4), Z7, Z7
 	VMULPS 64(SI)(R8*4), Z8, Z8
 	VMULPS 128(SI)(R8*4), Z9, Z9
 	VMULPS 192(SI)(R8*4), Z11, Z11
 	MOVQ   job_bias+0(AX), R10
 	TESTQ  R10, R10
-	JZ     nobias14
+	JZ     nobias11
 	VADDPS (R10)(R8*4), Z7, Z7
 	VADDPS 64(R10)(R8*4), Z8, Z8
 	VADDPS 128(R10)(R8*4), Z9, Z9
 	VADDPS 192(R10)(R8*4), Z11, Z11
 
-nobias14:
+nobias11:
 	VFPCLASSPSZ    $0xa1, Z7, K2
 	VFPCLASSPSZ    $0xa1, Z8, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix15
+	JNZ            bf16fix12
 	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xef // VCVTNE2PS2BF16 Z7, Z8, Z13
 
-bf16fixed16:
+bf16fixed13:
 	VMOVDQU64      Z13, (CX)(R8*2)
 	VFPCLASSPSZ    $0xa1, Z9, K2
 	VFPCLASSPSZ    $0xa1, Z11, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix17
+	JNZ            bf16fix14
 	BYTE $0x62; BYTE $0xd2; BYTE $0x27; BYTE $0x48; BYTE $0x72; BYTE $0xf9 // VCVTNE2PS2BF16 Z9, Z11, Z7
 
-bf16fixed18:
+bf16fixed15:
 	VMOVDQU64 Z7, 64(CX)(R8*2)
 	ADDQ      $0x00000040, R8
 	JMP       scaleloop
@@ -34448,27 +32888,27 @@ scaleloopoffset:
 	VSUBPS         Z10, Z11, Z11
 	VMULPS         Z6, Z11, Z11
 	TESTL          $0x00000008, job_flags+0(AX)
-	JZ             notrn19
+	JZ             notrn16
 	VFPCLASSPSZ    $0xa1, Z7, K2
 	VFPCLASSPSZ    $0xa1, Z8, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix20
+	JNZ            bf16fix17
 	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xef // VCVTNE2PS2BF16 Z7, Z8, Z13
 
-bf16fixed21:
+bf16fixed18:
 	VPERMW.Z       Z13, Z3, K1, Z7
 	VPERMW.Z       Z13, Z4, K1, Z8
 	VFPCLASSPSZ    $0xa1, Z9, K2
 	VFPCLASSPSZ    $0xa1, Z11, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix22
+	JNZ            bf16fix19
 	BYTE $0x62; BYTE $0x52; BYTE $0x27; BYTE $0x48; BYTE $0x72; BYTE $0xe9 // VCVTNE2PS2BF16 Z9, Z11, Z13
 
-bf16fixed23:
+bf16fixed20:
 	VPERMW.Z Z13, Z3, K1, Z9
 	VPERMW.Z Z13, Z4, K1, Z11
 
-notrn19:
+notrn16:
 	VMOVUPS (SI)(R8*4), Z13
 	VADDPS  Z5, Z13, Z13
 	VMULPS  Z13, Z7, Z7
@@ -34483,28 +32923,28 @@ notrn19:
 	VMULPS  Z13, Z11, Z11
 	MOVQ    job_bias+0(AX), R10
 	TESTQ   R10, R10
-	JZ      nobias24
+	JZ      nobias21
 	VADDPS  (R10)(R8*4), Z7, Z7
 	VADDPS  64(R10)(R8*4), Z8, Z8
 	VADDPS  128(R10)(R8*4), Z9, Z9
 	VADDPS  192(R10)(R8*4), Z11, Z11
 
-nobias24:
+nobias21:
 	VFPCLASSPSZ    $0xa1, Z7, K2
 	VFPCLASSPSZ    $0xa1, Z8, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix25
+	JNZ            bf16fix22
 	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xef // VCVTNE2PS2BF16 Z7, Z8, Z13
 
-bf16fixed26:
+bf16fixed23:
 	VMOVDQU64      Z13, (CX)(R8*2)
 	VFPCLASSPSZ    $0xa1, Z9, K2
 	VFPCLASSPSZ    $0xa1, Z11, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix27
+	JNZ            bf16fix24
 	BYTE $0x62; BYTE $0xd2; BYTE $0x27; BYTE $0x48; BYTE $0x72; BYTE $0xf9 // VCVTNE2PS2BF16 Z9, Z11, Z7
 
-bf16fixed28:
+bf16fixed25:
 	VMOVDQU64 Z7, 64(CX)(R8*2)
 	ADDQ      $0x00000040, R8
 	JMP       scaleloopoffset
@@ -34527,28 +32967,28 @@ scaleloopnoweight:
 	VMULPS  Z6, Z11, Z11
 	MOVQ    job_bias+0(AX), R10
 	TESTQ   R10, R10
-	JZ      nobias29
+	JZ      nobias26
 	VADDPS  (R10)(R8*4), Z7, Z7
 	VADDPS  64(R10)(R8*4), Z8, Z8
 	VADDPS  128(R10)(R8*4), Z9, Z9
 	VADDPS  192(R10)(R8*4), Z11, Z11
 
-nobias29:
+nobias26:
 	VFPCLASSPSZ    $0xa1, Z7, K2
 	VFPCLASSPSZ    $0xa1, Z8, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix30
+	JNZ            bf16fix27
 	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xef // VCVTNE2PS2BF16 Z7, Z8, Z13
 
-bf16fixed31:
+bf16fixed28:
 	VMOVDQU64      Z13, (CX)(R8*2)
 	VFPCLASSPSZ    $0xa1, Z9, K2
 	VFPCLASSPSZ    $0xa1, Z11, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix32
+	JNZ            bf16fix29
 	BYTE $0x62; BYTE $0xd2; BYTE $0x27; BYTE $0x48; BYTE $0x72; BYTE $0xf9 // VCVTNE2PS2BF16 Z9, Z11, Z7
 
-bf16fixed33:
+bf16fixed30:
 	VMOVDQU64 Z7, 64(CX)(R8*2)
 	ADDQ      $0x00000040, R8
 	JMP       scaleloopnoweight
@@ -34556,10 +32996,10 @@ bf16fixed33:
 scalepf:
 	MOVQ DI, R10
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows34
+	JA   longrows31
 	SHLQ $0x03, R10
 
-longrows34:
+longrows31:
 	ADDQ  DX, R10
 	TESTL $0x00000001, job_flags+0(AX)
 	JNZ   scalent
@@ -34589,55 +33029,55 @@ scalepfloop:
 	VSUBPS         Z10, Z11, Z11
 	VMULPS         Z6, Z11, Z11
 	TESTL          $0x00000008, job_flags+0(AX)
-	JZ             notrn35
+	JZ             notrn32
 	VFPCLASSPSZ    $0xa1, Z7, K2
 	VFPCLASSPSZ    $0xa1, Z8, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix36
+	JNZ            bf16fix33
 	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xef // VCVTNE2PS2BF16 Z7, Z8, Z13
 
-bf16fixed37:
+bf16fixed34:
 	VPERMW.Z       Z13, Z3, K1, Z7
 	VPERMW.Z       Z13, Z4, K1, Z8
 	VFPCLASSPSZ    $0xa1, Z9, K2
 	VFPCLASSPSZ    $0xa1, Z11, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix38
+	JNZ            bf16fix35
 	BYTE $0x62; BYTE $0x52; BYTE $0x27; BYTE $0x48; BYTE $0x72; BYTE $0xe9 // VCVTNE2PS2BF16 Z9, Z11, Z13
 
-bf16fixed39:
+bf16fixed36:
 	VPERMW.Z Z13, Z3, K1, Z9
 	VPERMW.Z Z13, Z4, K1, Z11
 
-notrn35:
+notrn32:
 	VMULPS (SI)(R8*4), Z7, Z7
 	VMULPS 64(SI)(R8*4), Z8, Z8
 	VMULPS 128(SI)(R8*4), Z9, Z9
 	VMULPS 192(SI)(R8*4), Z11, Z11
 	MOVQ   job_bias+0(AX), R11
 	TESTQ  R11, R11
-	JZ     nobias40
+	JZ     nobias37
 	VADDPS (R11)(R8*4), Z7, Z7
 	VADDPS 64(R11)(R8*4), Z8, Z8
 	VADDPS 128(R11)(R8*4), Z9, Z9
 	VADDPS 192(R11)(R8*4), Z11, Z11
 
-nobias40:
+nobias37:
 	VFPCLASSPSZ    $0xa1, Z7, K2
 	VFPCLASSPSZ    $0xa1, Z8, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix41
+	JNZ            bf16fix38
 	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xef // VCVTNE2PS2BF16 Z7, Z8, Z13
 
-bf16fixed42:
+bf16fixed39:
 	VMOVDQU64      Z13, (CX)(R8*2)
 	VFPCLASSPSZ    $0xa1, Z9, K2
 	VFPCLASSPSZ    $0xa1, Z11, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix43
+	JNZ            bf16fix40
 	BYTE $0x62; BYTE $0xd2; BYTE $0x27; BYTE $0x48; BYTE $0x72; BYTE $0xf9 // VCVTNE2PS2BF16 Z9, Z11, Z7
 
-bf16fixed44:
+bf16fixed41:
 	VMOVDQU64 Z7, 64(CX)(R8*2)
 	ADDQ      $0x00000040, R8
 	JMP       scalepfloop
@@ -34663,27 +33103,27 @@ scalepfloopoffset:
 	VSUBPS         Z10, Z11, Z11
 	VMULPS         Z6, Z11, Z11
 	TESTL          $0x00000008, job_flags+0(AX)
-	JZ             notrn45
+	JZ             notrn42
 	VFPCLASSPSZ    $0xa1, Z7, K2
 	VFPCLASSPSZ    $0xa1, Z8, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix46
+	JNZ            bf16fix43
 	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xef // VCVTNE2PS2BF16 Z7, Z8, Z13
 
-bf16fixed47:
+bf16fixed44:
 	VPERMW.Z       Z13, Z3, K1, Z7
 	VPERMW.Z       Z13, Z4, K1, Z8
 	VFPCLASSPSZ    $0xa1, Z9, K2
 	VFPCLASSPSZ    $0xa1, Z11, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix48
+	JNZ            bf16fix45
 	BYTE $0x62; BYTE $0x52; BYTE $0x27; BYTE $0x48; BYTE $0x72; BYTE $0xe9 // VCVTNE2PS2BF16 Z9, Z11, Z13
 
-bf16fixed49:
+bf16fixed46:
 	VPERMW.Z Z13, Z3, K1, Z9
 	VPERMW.Z Z13, Z4, K1, Z11
 
-notrn45:
+notrn42:
 	VMOVUPS (SI)(R8*4), Z13
 	VADDPS  Z5, Z13, Z13
 	VMULPS  Z13, Z7, Z7
@@ -34698,28 +33138,28 @@ notrn45:
 	VMULPS  Z13, Z11, Z11
 	MOVQ    job_bias+0(AX), R11
 	TESTQ   R11, R11
-	JZ      nobias50
+	JZ      nobias47
 	VADDPS  (R11)(R8*4), Z7, Z7
 	VADDPS  64(R11)(R8*4), Z8, Z8
 	VADDPS  128(R11)(R8*4), Z9, Z9
 	VADDPS  192(R11)(R8*4), Z11, Z11
 
-nobias50:
+nobias47:
 	VFPCLASSPSZ    $0xa1, Z7, K2
 	VFPCLASSPSZ    $0xa1, Z8, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix51
+	JNZ            bf16fix48
 	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xef // VCVTNE2PS2BF16 Z7, Z8, Z13
 
-bf16fixed52:
+bf16fixed49:
 	VMOVDQU64      Z13, (CX)(R8*2)
 	VFPCLASSPSZ    $0xa1, Z9, K2
 	VFPCLASSPSZ    $0xa1, Z11, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix53
+	JNZ            bf16fix50
 	BYTE $0x62; BYTE $0xd2; BYTE $0x27; BYTE $0x48; BYTE $0x72; BYTE $0xf9 // VCVTNE2PS2BF16 Z9, Z11, Z7
 
-bf16fixed54:
+bf16fixed51:
 	VMOVDQU64 Z7, 64(CX)(R8*2)
 	ADDQ      $0x00000040, R8
 	JMP       scalepfloopoffset
@@ -34746,28 +33186,28 @@ scalepfloopnoweight:
 	VMULPS     Z6, Z11, Z11
 	MOVQ       job_bias+0(AX), R11
 	TESTQ      R11, R11
-	JZ         nobias55
+	JZ         nobias52
 	VADDPS     (R11)(R8*4), Z7, Z7
 	VADDPS     64(R11)(R8*4), Z8, Z8
 	VADDPS     128(R11)(R8*4), Z9, Z9
 	VADDPS     192(R11)(R8*4), Z11, Z11
 
-nobias55:
+nobias52:
 	VFPCLASSPSZ    $0xa1, Z7, K2
 	VFPCLASSPSZ    $0xa1, Z8, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix56
+	JNZ            bf16fix53
 	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xef // VCVTNE2PS2BF16 Z7, Z8, Z13
 
-bf16fixed57:
+bf16fixed54:
 	VMOVDQU64      Z13, (CX)(R8*2)
 	VFPCLASSPSZ    $0xa1, Z9, K2
 	VFPCLASSPSZ    $0xa1, Z11, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix58
+	JNZ            bf16fix55
 	BYTE $0x62; BYTE $0xd2; BYTE $0x27; BYTE $0x48; BYTE $0x72; BYTE $0xf9 // VCVTNE2PS2BF16 Z9, Z11, Z7
 
-bf16fixed59:
+bf16fixed56:
 	VMOVDQU64 Z7, 64(CX)(R8*2)
 	ADDQ      $0x00000040, R8
 	JMP       scalepfloopnoweight
@@ -34790,35 +33230,35 @@ scalehead:
 	VSUBPS         Z10, Z7, Z7
 	VMULPS         Z6, Z7, Z7
 	TESTL          $0x00000008, job_flags+0(AX)
-	JZ             notrn60
+	JZ             notrn57
 	VFPCLASSPSZ    $0xa1, Z7, K2
 	KORTESTW       K2, K2
-	JNZ            bf16fix61
+	JNZ            bf16fix58
 	BYTE $0x62; BYTE $0x72; BYTE $0x47; BYTE $0x48; BYTE $0x72; BYTE $0xc7 // VCVTNE2PS2BF16 Z7, Z7, Z8
 
-bf16fixed62:
+bf16fixed59:
 	VPERMW.Z Z8, Z3, K1, Z7
 
-notrn60:
+notrn57:
 	TESTQ   SI, SI
-	JZ      noweight63
+	JZ      noweight60
 	VMOVUPS (SI)(R8*4), Z8
 	VADDPS  Z5, Z8, Z8
 	VMULPS  Z8, Z7, Z7
 
-noweight63:
+noweight60:
 	MOVQ   job_bias+0(AX), R11
 	TESTQ  R11, R11
-	JZ     nobias64
+	JZ     nobias61
 	VADDPS (R11)(R8*4), Z7, Z7
 
-nobias64:
+nobias61:
 	VFPCLASSPSZ    $0xa1, Z7, K2
 	KORTESTW       K2, K2
-	JNZ            bf16fix65
+	JNZ            bf16fix62
 	BYTE $0x62; BYTE $0x72; BYTE $0x47; BYTE $0x48; BYTE $0x72; BYTE $0xc7 // VCVTNE2PS2BF16 Z7, Z7, Z8
 
-bf16fixed66:
+bf16fixed63:
 	VEXTRACTI64X4 $0x00, Z8, (CX)(R8*2)
 	ADDQ          $0x00000010, R8
 	SUBQ          $0x00000010, R10
@@ -34830,10 +33270,10 @@ scaleheadpart:
 scalentgo:
 	MOVQ DI, R10
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows67
+	JA   longrows64
 	SHLQ $0x03, R10
 
-longrows67:
+longrows64:
 	ADDQ DX, R10
 	MOVL job_flags+0(AX), R11
 
@@ -34858,66 +33298,66 @@ scalentloop:
 	VSUBPS         Z10, Z11, Z11
 	VMULPS         Z6, Z11, Z11
 	TESTL          $0x00000008, job_flags+0(AX)
-	JZ             notrn68
+	JZ             notrn65
 	VFPCLASSPSZ    $0xa1, Z7, K2
 	VFPCLASSPSZ    $0xa1, Z8, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix69
+	JNZ            bf16fix66
 	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xef // VCVTNE2PS2BF16 Z7, Z8, Z13
 
-bf16fixed70:
+bf16fixed67:
 	VPERMW.Z       Z13, Z3, K1, Z7
 	VPERMW.Z       Z13, Z4, K1, Z8
 	VFPCLASSPSZ    $0xa1, Z9, K2
 	VFPCLASSPSZ    $0xa1, Z11, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix71
+	JNZ            bf16fix68
 	BYTE $0x62; BYTE $0x52; BYTE $0x27; BYTE $0x48; BYTE $0x72; BYTE $0xe9 // VCVTNE2PS2BF16 Z9, Z11, Z13
 
-bf16fixed72:
+bf16fixed69:
 	VPERMW.Z Z13, Z3, K1, Z9
 	VPERMW.Z Z13, Z4, K1, Z11
 
-notrn68:
+notrn65:
 	TESTQ  SI, SI
-	JZ     weighed74
+	JZ     weighed71
 	TESTL  $0x00000010, R11
-	JNZ    offset73
+	JNZ    offset70
 	VMULPS (SI)(R8*4), Z7, Z7
 	VMULPS 64(SI)(R8*4), Z8, Z8
 	VMULPS 128(SI)(R8*4), Z9, Z9
 	VMULPS 192(SI)(R8*4), Z11, Z11
 
-weighed74:
+weighed71:
 	MOVQ   job_bias+0(AX), R12
 	TESTQ  R12, R12
-	JZ     nobias75
+	JZ     nobias72
 	VADDPS (R12)(R8*4), Z7, Z7
 	VADDPS 64(R12)(R8*4), Z8, Z8
 	VADDPS 128(R12)(R8*4), Z9, Z9
 	VADDPS 192(R12)(R8*4), Z11, Z11
 
-nobias75:
+nobias72:
 	VFPCLASSPSZ    $0xa1, Z7, K2
 	VFPCLASSPSZ    $0xa1, Z8, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix76
+	JNZ            bf16fix73
 	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xef // VCVTNE2PS2BF16 Z7, Z8, Z13
 
-bf16fixed77:
+bf16fixed74:
 	VMOVNTDQ       Z13, (CX)(R8*2)
 	VFPCLASSPSZ    $0xa1, Z9, K2
 	VFPCLASSPSZ    $0xa1, Z11, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix78
+	JNZ            bf16fix75
 	BYTE $0x62; BYTE $0xd2; BYTE $0x27; BYTE $0x48; BYTE $0x72; BYTE $0xf9 // VCVTNE2PS2BF16 Z9, Z11, Z7
 
-bf16fixed79:
+bf16fixed76:
 	VMOVNTDQ Z7, 64(CX)(R8*2)
 	ADDQ     $0x00000040, R8
 	JMP      scalentloop
 
-offset73:
+offset70:
 	VMOVUPS (SI)(R8*4), Z13
 	VADDPS  Z5, Z13, Z13
 	VMULPS  Z13, Z7, Z7
@@ -34930,7 +33370,7 @@ offset73:
 	VMOVUPS 192(SI)(R8*4), Z13
 	VADDPS  Z5, Z13, Z13
 	VMULPS  Z13, Z11, Z11
-	JMP     weighed74
+	JMP     weighed71
 
 scaletail:
 	ADDQ $0x00000030, R9
@@ -34942,35 +33382,35 @@ scaleone:
 	VSUBPS         Z10, Z7, Z7
 	VMULPS         Z6, Z7, Z7
 	TESTL          $0x00000008, job_flags+0(AX)
-	JZ             notrn80
+	JZ             notrn77
 	VFPCLASSPSZ    $0xa1, Z7, K2
 	KORTESTW       K2, K2
-	JNZ            bf16fix81
+	JNZ            bf16fix78
 	BYTE $0x62; BYTE $0x72; BYTE $0x47; BYTE $0x48; BYTE $0x72; BYTE $0xc7 // VCVTNE2PS2BF16 Z7, Z7, Z8
 
-bf16fixed82:
+bf16fixed79:
 	VPERMW.Z Z8, Z3, K1, Z7
 
-notrn80:
+notrn77:
 	TESTQ   SI, SI
-	JZ      noweight83
+	JZ      noweight80
 	VMOVUPS (SI)(R8*4), Z8
 	VADDPS  Z5, Z8, Z8
 	VMULPS  Z8, Z7, Z7
 
-noweight83:
+noweight80:
 	MOVQ   job_bias+0(AX), R10
 	TESTQ  R10, R10
-	JZ     nobias84
+	JZ     nobias81
 	VADDPS (R10)(R8*4), Z7, Z7
 
-nobias84:
+nobias81:
 	VFPCLASSPSZ    $0xa1, Z7, K2
 	KORTESTW       K2, K2
-	JNZ            bf16fix85
+	JNZ            bf16fix82
 	BYTE $0x62; BYTE $0x72; BYTE $0x47; BYTE $0x48; BYTE $0x72; BYTE $0xc7 // VCVTNE2PS2BF16 Z7, Z7, Z8
 
-bf16fixed86:
+bf16fixed83:
 	VEXTRACTI64X4 $0x00, Z8, (CX)(R8*2)
 	ADDQ          $0x00000010, R8
 	JMP           scaleone
@@ -34988,36 +33428,36 @@ partout:
 	VSUBPS         Z10, Z7, Z7
 	VMULPS         Z7, Z6, Z7
 	TESTL          $0x00000008, job_flags+0(AX)
-	JZ             notrn87
+	JZ             notrn84
 	VFPCLASSPSZ    $0xa1, Z7, K3
 	KORTESTW       K3, K3
-	JNZ            bf16fix88
+	JNZ            bf16fix85
 	BYTE $0x62; BYTE $0x72; BYTE $0x47; BYTE $0x48; BYTE $0x72; BYTE $0xc7 // VCVTNE2PS2BF16 Z7, Z7, Z8
 
-bf16fixed89:
+bf16fixed86:
 	VPERMW.Z Z8, Z3, K1, Z7
 
-notrn87:
+notrn84:
 	TESTQ     SI, SI
-	JZ        noweight90
+	JZ        noweight87
 	VMOVUPS.Z (SI)(R8*4), K2, Z8
 	VADDPS    Z5, Z8, Z8
 	VMULPS    Z8, Z7, Z7
 
-noweight90:
+noweight87:
 	MOVQ      job_bias+0(AX), R11
 	TESTQ     R11, R11
-	JZ        nobias91
+	JZ        nobias88
 	VMOVUPS.Z (R11)(R8*4), K2, Z8
 	VADDPS    Z8, Z7, Z7
 
-nobias91:
+nobias88:
 	VFPCLASSPSZ    $0xa1, Z7, K3
 	KORTESTW       K3, K3
-	JNZ            bf16fix92
+	JNZ            bf16fix89
 	BYTE $0x62; BYTE $0x72; BYTE $0x47; BYTE $0x48; BYTE $0x72; BYTE $0xc7 // VCVTNE2PS2BF16 Z7, Z7, Z8
 
-bf16fixed93:
+bf16fixed90:
 	VMOVDQU16 Z8, K2, (CX)(R8*2)
 	ADDQ      R10, R8
 	CMPQ      R8, job_d+0(AX)
@@ -35046,7 +33486,7 @@ vzero:
 	MOVQ AX, ret+24(FP)
 	RET
 
-bf16fix10:
+bf16fix7:
 	VPSRLD       $0x10, Z7, Z13
 	VPANDD       Z0, Z13, Z13
 	VPADDD       Z1, Z13, Z13
@@ -35060,137 +33500,137 @@ bf16fix10:
 	VFPCLASSPSZ  $0x81, Z8, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
 	VPERMT2W     Z7, Z2, Z13
-	JMP          bf16fixed11
+	JMP          bf16fixed8
+
+bf16fix9:
+	VPSRLD       $0x10, Z9, Z13
+	VPANDD       Z0, Z13, Z13
+	VPADDD       Z1, Z13, Z13
+	VPADDD       Z9, Z13, Z13
+	VFPCLASSPSZ  $0x81, Z9, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z13
+	VPSRLD       $0x10, Z11, Z9
+	VPANDD       Z0, Z9, Z9
+	VPADDD       Z1, Z9, Z9
+	VPADDD       Z11, Z9, Z9
+	VFPCLASSPSZ  $0x81, Z11, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
+	VPERMT2W     Z9, Z2, Z13
+	JMP          bf16fixed10
 
 bf16fix12:
-	VPSRLD       $0x10, Z9, Z13
+	VPSRLD       $0x10, Z7, Z13
 	VPANDD       Z0, Z13, Z13
 	VPADDD       Z1, Z13, Z13
-	VPADDD       Z9, Z13, Z13
-	VFPCLASSPSZ  $0x81, Z9, K2
+	VPADDD       Z7, Z13, Z13
+	VFPCLASSPSZ  $0x81, Z7, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z13
-	VPSRLD       $0x10, Z11, Z9
-	VPANDD       Z0, Z9, Z9
-	VPADDD       Z1, Z9, Z9
-	VPADDD       Z11, Z9, Z9
-	VFPCLASSPSZ  $0x81, Z11, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
-	VPERMT2W     Z9, Z2, Z13
+	VPSRLD       $0x10, Z8, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z8, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z8, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
+	VPERMT2W     Z7, Z2, Z13
 	JMP          bf16fixed13
 
-bf16fix15:
-	VPSRLD       $0x10, Z7, Z13
-	VPANDD       Z0, Z13, Z13
-	VPADDD       Z1, Z13, Z13
-	VPADDD       Z7, Z13, Z13
-	VFPCLASSPSZ  $0x81, Z7, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z13
-	VPSRLD       $0x10, Z8, Z7
+bf16fix14:
+	VPSRLD       $0x10, Z9, Z7
 	VPANDD       Z0, Z7, Z7
 	VPADDD       Z1, Z7, Z7
-	VPADDD       Z8, Z7, Z7
-	VFPCLASSPSZ  $0x81, Z8, K2
+	VPADDD       Z9, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z9, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
-	VPERMT2W     Z7, Z2, Z13
-	JMP          bf16fixed16
+	VPSRLD       $0x10, Z11, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z11, Z8, Z8
+	VFPCLASSPSZ  $0x81, Z11, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
+	VPERMT2W     Z8, Z2, Z7
+	JMP          bf16fixed15
 
 bf16fix17:
-	VPSRLD       $0x10, Z9, Z7
+	VPSRLD       $0x10, Z7, Z13
+	VPANDD       Z0, Z13, Z13
+	VPADDD       Z1, Z13, Z13
+	VPADDD       Z7, Z13, Z13
+	VFPCLASSPSZ  $0x81, Z7, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z13
+	VPSRLD       $0x10, Z8, Z7
 	VPANDD       Z0, Z7, Z7
 	VPADDD       Z1, Z7, Z7
-	VPADDD       Z9, Z7, Z7
-	VFPCLASSPSZ  $0x81, Z9, K2
+	VPADDD       Z8, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z8, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
-	VPSRLD       $0x10, Z11, Z8
-	VPANDD       Z0, Z8, Z8
-	VPADDD       Z1, Z8, Z8
-	VPADDD       Z11, Z8, Z8
-	VFPCLASSPSZ  $0x81, Z11, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
-	VPERMT2W     Z8, Z2, Z7
+	VPERMT2W     Z7, Z2, Z13
 	JMP          bf16fixed18
 
-bf16fix20:
-	VPSRLD       $0x10, Z7, Z13
+bf16fix19:
+	VPSRLD       $0x10, Z9, Z13
 	VPANDD       Z0, Z13, Z13
 	VPADDD       Z1, Z13, Z13
-	VPADDD       Z7, Z13, Z13
-	VFPCLASSPSZ  $0x81, Z7, K2
+	VPADDD       Z9, Z13, Z13
+	VFPCLASSPSZ  $0x81, Z9, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z13
-	VPSRLD       $0x10, Z8, Z7
-	VPANDD       Z0, Z7, Z7
-	VPADDD       Z1, Z7, Z7
-	VPADDD       Z8, Z7, Z7
-	VFPCLASSPSZ  $0x81, Z8, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
-	VPERMT2W     Z7, Z2, Z13
-	JMP          bf16fixed21
+	VPSRLD       $0x10, Z11, Z9
+	VPANDD       Z0, Z9, Z9
+	VPADDD       Z1, Z9, Z9
+	VPADDD       Z11, Z9, Z9
+	VFPCLASSPSZ  $0x81, Z11, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
+	VPERMT2W     Z9, Z2, Z13
+	JMP          bf16fixed20
 
 bf16fix22:
-	VPSRLD       $0x10, Z9, Z13
+	VPSRLD       $0x10, Z7, Z13
 	VPANDD       Z0, Z13, Z13
 	VPADDD       Z1, Z13, Z13
-	VPADDD       Z9, Z13, Z13
-	VFPCLASSPSZ  $0x81, Z9, K2
+	VPADDD       Z7, Z13, Z13
+	VFPCLASSPSZ  $0x81, Z7, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z13
-	VPSRLD       $0x10, Z11, Z9
-	VPANDD       Z0, Z9, Z9
-	VPADDD       Z1, Z9, Z9
-	VPADDD       Z11, Z9, Z9
-	VFPCLASSPSZ  $0x81, Z11, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
-	VPERMT2W     Z9, Z2, Z13
+	VPSRLD       $0x10, Z8, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z8, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z8, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
+	VPERMT2W     Z7, Z2, Z13
 	JMP          bf16fixed23
 
-bf16fix25:
-	VPSRLD       $0x10, Z7, Z13
-	VPANDD       Z0, Z13, Z13
-	VPADDD       Z1, Z13, Z13
-	VPADDD       Z7, Z13, Z13
-	VFPCLASSPSZ  $0x81, Z7, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z13
-	VPSRLD       $0x10, Z8, Z7
+bf16fix24:
+	VPSRLD       $0x10, Z9, Z7
 	VPANDD       Z0, Z7, Z7
 	VPADDD       Z1, Z7, Z7
-	VPADDD       Z8, Z7, Z7
-	VFPCLASSPSZ  $0x81, Z8, K2
+	VPADDD       Z9, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z9, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
-	VPERMT2W     Z7, Z2, Z13
-	JMP          bf16fixed26
+	VPSRLD       $0x10, Z11, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z11, Z8, Z8
+	VFPCLASSPSZ  $0x81, Z11, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
+	VPERMT2W     Z8, Z2, Z7
+	JMP          bf16fixed25
 
 bf16fix27:
-	VPSRLD       $0x10, Z9, Z7
+	VPSRLD       $0x10, Z7, Z13
+	VPANDD       Z0, Z13, Z13
+	VPADDD       Z1, Z13, Z13
+	VPADDD       Z7, Z13, Z13
+	VFPCLASSPSZ  $0x81, Z7, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z13
+	VPSRLD       $0x10, Z8, Z7
 	VPANDD       Z0, Z7, Z7
 	VPADDD       Z1, Z7, Z7
-	VPADDD       Z9, Z7, Z7
-	VFPCLASSPSZ  $0x81, Z9, K2
+	VPADDD       Z8, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z8, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
-	VPSRLD       $0x10, Z11, Z8
-	VPANDD       Z0, Z8, Z8
-	VPADDD       Z1, Z8, Z8
-	VPADDD       Z11, Z8, Z8
-	VFPCLASSPSZ  $0x81, Z11, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
-	VPERMT2W     Z8, Z2, Z7
+	VPERMT2W     Z7, Z2, Z13
 	JMP          bf16fixed28
 
-bf16fix30:
-	VPSRLD       $0x10, Z7, Z13
-	VPANDD       Z0, Z13, Z13
-	VPADDD       Z1, Z13, Z13
-	VPADDD       Z7, Z13, Z13
-	VFPCLASSPSZ  $0x81, Z7, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z13
-	VPSRLD       $0x10, Z8, Z7
-	VPANDD       Z0, Z7, Z7
-	VPADDD       Z1, Z7, Z7
-	VPADDD       Z8, Z7, Z7
-	VFPCLASSPSZ  $0x81, Z8, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
-	VPERMT2W     Z7, Z2, Z13
-	JMP          bf16fixed31
-
-bf16fix32:
+bf16fix29:
 	VPSRLD       $0x10, Z9, Z7
 	VPANDD       Z0, Z7, Z7
 	VPADDD       Z1, Z7, Z7
@@ -35204,9 +33644,9 @@ bf16fix32:
 	VFPCLASSPSZ  $0x81, Z11, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
 	VPERMT2W     Z8, Z2, Z7
-	JMP          bf16fixed33
+	JMP          bf16fixed30
 
-bf16fix36:
+bf16fix33:
 	VPSRLD       $0x10, Z7, Z13
 	VPANDD       Z0, Z13, Z13
 	VPADDD       Z1, Z13, Z13
@@ -35220,137 +33660,137 @@ bf16fix36:
 	VFPCLASSPSZ  $0x81, Z8, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
 	VPERMT2W     Z7, Z2, Z13
-	JMP          bf16fixed37
+	JMP          bf16fixed34
+
+bf16fix35:
+	VPSRLD       $0x10, Z9, Z13
+	VPANDD       Z0, Z13, Z13
+	VPADDD       Z1, Z13, Z13
+	VPADDD       Z9, Z13, Z13
+	VFPCLASSPSZ  $0x81, Z9, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z13
+	VPSRLD       $0x10, Z11, Z9
+	VPANDD       Z0, Z9, Z9
+	VPADDD       Z1, Z9, Z9
+	VPADDD       Z11, Z9, Z9
+	VFPCLASSPSZ  $0x81, Z11, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
+	VPERMT2W     Z9, Z2, Z13
+	JMP          bf16fixed36
 
 bf16fix38:
-	VPSRLD       $0x10, Z9, Z13
+	VPSRLD       $0x10, Z7, Z13
 	VPANDD       Z0, Z13, Z13
 	VPADDD       Z1, Z13, Z13
-	VPADDD       Z9, Z13, Z13
-	VFPCLASSPSZ  $0x81, Z9, K2
+	VPADDD       Z7, Z13, Z13
+	VFPCLASSPSZ  $0x81, Z7, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z13
-	VPSRLD       $0x10, Z11, Z9
-	VPANDD       Z0, Z9, Z9
-	VPADDD       Z1, Z9, Z9
-	VPADDD       Z11, Z9, Z9
-	VFPCLASSPSZ  $0x81, Z11, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
-	VPERMT2W     Z9, Z2, Z13
+	VPSRLD       $0x10, Z8, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z8, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z8, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
+	VPERMT2W     Z7, Z2, Z13
 	JMP          bf16fixed39
 
-bf16fix41:
-	VPSRLD       $0x10, Z7, Z13
-	VPANDD       Z0, Z13, Z13
-	VPADDD       Z1, Z13, Z13
-	VPADDD       Z7, Z13, Z13
-	VFPCLASSPSZ  $0x81, Z7, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z13
-	VPSRLD       $0x10, Z8, Z7
+bf16fix40:
+	VPSRLD       $0x10, Z9, Z7
 	VPANDD       Z0, Z7, Z7
 	VPADDD       Z1, Z7, Z7
-	VPADDD       Z8, Z7, Z7
-	VFPCLASSPSZ  $0x81, Z8, K2
+	VPADDD       Z9, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z9, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
-	VPERMT2W     Z7, Z2, Z13
-	JMP          bf16fixed42
+	VPSRLD       $0x10, Z11, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z11, Z8, Z8
+	VFPCLASSPSZ  $0x81, Z11, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
+	VPERMT2W     Z8, Z2, Z7
+	JMP          bf16fixed41
 
 bf16fix43:
-	VPSRLD       $0x10, Z9, Z7
+	VPSRLD       $0x10, Z7, Z13
+	VPANDD       Z0, Z13, Z13
+	VPADDD       Z1, Z13, Z13
+	VPADDD       Z7, Z13, Z13
+	VFPCLASSPSZ  $0x81, Z7, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z13
+	VPSRLD       $0x10, Z8, Z7
 	VPANDD       Z0, Z7, Z7
 	VPADDD       Z1, Z7, Z7
-	VPADDD       Z9, Z7, Z7
-	VFPCLASSPSZ  $0x81, Z9, K2
+	VPADDD       Z8, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z8, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
-	VPSRLD       $0x10, Z11, Z8
-	VPANDD       Z0, Z8, Z8
-	VPADDD       Z1, Z8, Z8
-	VPADDD       Z11, Z8, Z8
-	VFPCLASSPSZ  $0x81, Z11, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
-	VPERMT2W     Z8, Z2, Z7
+	VPERMT2W     Z7, Z2, Z13
 	JMP          bf16fixed44
 
-bf16fix46:
-	VPSRLD       $0x10, Z7, Z13
+bf16fix45:
+	VPSRLD       $0x10, Z9, Z13
 	VPANDD       Z0, Z13, Z13
 	VPADDD       Z1, Z13, Z13
-	VPADDD       Z7, Z13, Z13
-	VFPCLASSPSZ  $0x81, Z7, K2
+	VPADDD       Z9, Z13, Z13
+	VFPCLASSPSZ  $0x81, Z9, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z13
-	VPSRLD       $0x10, Z8, Z7
-	VPANDD       Z0, Z7, Z7
-	VPADDD       Z1, Z7, Z7
-	VPADDD       Z8, Z7, Z7
-	VFPCLASSPSZ  $0x81, Z8, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
-	VPERMT2W     Z7, Z2, Z13
-	JMP          bf16fixed47
+	VPSRLD       $0x10, Z11, Z9
+	VPANDD       Z0, Z9, Z9
+	VPADDD       Z1, Z9, Z9
+	VPADDD       Z11, Z9, Z9
+	VFPCLASSPSZ  $0x81, Z11, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
+	VPERMT2W     Z9, Z2, Z13
+	JMP          bf16fixed46
 
 bf16fix48:
-	VPSRLD       $0x10, Z9, Z13
+	VPSRLD       $0x10, Z7, Z13
 	VPANDD       Z0, Z13, Z13
 	VPADDD       Z1, Z13, Z13
-	VPADDD       Z9, Z13, Z13
-	VFPCLASSPSZ  $0x81, Z9, K2
+	VPADDD       Z7, Z13, Z13
+	VFPCLASSPSZ  $0x81, Z7, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z13
-	VPSRLD       $0x10, Z11, Z9
-	VPANDD       Z0, Z9, Z9
-	VPADDD       Z1, Z9, Z9
-	VPADDD       Z11, Z9, Z9
-	VFPCLASSPSZ  $0x81, Z11, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
-	VPERMT2W     Z9, Z2, Z13
+	VPSRLD       $0x10, Z8, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z8, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z8, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
+	VPERMT2W     Z7, Z2, Z13
 	JMP          bf16fixed49
 
-bf16fix51:
-	VPSRLD       $0x10, Z7, Z13
-	VPANDD       Z0, Z13, Z13
-	VPADDD       Z1, Z13, Z13
-	VPADDD       Z7, Z13, Z13
-	VFPCLASSPSZ  $0x81, Z7, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z13
-	VPSRLD       $0x10, Z8, Z7
+bf16fix50:
+	VPSRLD       $0x10, Z9, Z7
 	VPANDD       Z0, Z7, Z7
 	VPADDD       Z1, Z7, Z7
-	VPADDD       Z8, Z7, Z7
-	VFPCLASSPSZ  $0x81, Z8, K2
+	VPADDD       Z9, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z9, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
-	VPERMT2W     Z7, Z2, Z13
-	JMP          bf16fixed52
+	VPSRLD       $0x10, Z11, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z11, Z8, Z8
+	VFPCLASSPSZ  $0x81, Z11, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
+	VPERMT2W     Z8, Z2, Z7
+	JMP          bf16fixed51
 
 bf16fix53:
-	VPSRLD       $0x10, Z9, Z7
+	VPSRLD       $0x10, Z7, Z13
+	VPANDD       Z0, Z13, Z13
+	VPADDD       Z1, Z13, Z13
+	VPADDD       Z7, Z13, Z13
+	VFPCLASSPSZ  $0x81, Z7, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z13
+	VPSRLD       $0x10, Z8, Z7
 	VPANDD       Z0, Z7, Z7
 	VPADDD       Z1, Z7, Z7
-	VPADDD       Z9, Z7, Z7
-	VFPCLASSPSZ  $0x81, Z9, K2
+	VPADDD       Z8, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z8, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
-	VPSRLD       $0x10, Z11, Z8
-	VPANDD       Z0, Z8, Z8
-	VPADDD       Z1, Z8, Z8
-	VPADDD       Z11, Z8, Z8
-	VFPCLASSPSZ  $0x81, Z11, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
-	VPERMT2W     Z8, Z2, Z7
+	VPERMT2W     Z7, Z2, Z13
 	JMP          bf16fixed54
 
-bf16fix56:
-	VPSRLD       $0x10, Z7, Z13
-	VPANDD       Z0, Z13, Z13
-	VPADDD       Z1, Z13, Z13
-	VPADDD       Z7, Z13, Z13
-	VFPCLASSPSZ  $0x81, Z7, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z13
-	VPSRLD       $0x10, Z8, Z7
-	VPANDD       Z0, Z7, Z7
-	VPADDD       Z1, Z7, Z7
-	VPADDD       Z8, Z7, Z7
-	VFPCLASSPSZ  $0x81, Z8, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
-	VPERMT2W     Z7, Z2, Z13
-	JMP          bf16fixed57
-
-bf16fix58:
+bf16fix55:
 	VPSRLD       $0x10, Z9, Z7
 	VPANDD       Z0, Z7, Z7
 	VPADDD       Z1, Z7, Z7
@@ -35364,9 +33804,19 @@ bf16fix58:
 	VFPCLASSPSZ  $0x81, Z11, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
 	VPERMT2W     Z8, Z2, Z7
+	JMP          bf16fixed56
+
+bf16fix58:
+	VPSRLD       $0x10, Z7, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z7, Z8, Z8
+	VFPCLASSPSZ  $0x81, Z7, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
+	VPERMT2W     Z8, Z2, Z8
 	JMP          bf16fixed59
 
-bf16fix61:
+bf16fix62:
 	VPSRLD       $0x10, Z7, Z8
 	VPANDD       Z0, Z8, Z8
 	VPADDD       Z1, Z8, Z8
@@ -35374,19 +33824,9 @@ bf16fix61:
 	VFPCLASSPSZ  $0x81, Z7, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
 	VPERMT2W     Z8, Z2, Z8
-	JMP          bf16fixed62
+	JMP          bf16fixed63
 
-bf16fix65:
-	VPSRLD       $0x10, Z7, Z8
-	VPANDD       Z0, Z8, Z8
-	VPADDD       Z1, Z8, Z8
-	VPADDD       Z7, Z8, Z8
-	VFPCLASSPSZ  $0x81, Z7, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
-	VPERMT2W     Z8, Z2, Z8
-	JMP          bf16fixed66
-
-bf16fix69:
+bf16fix66:
 	VPSRLD       $0x10, Z7, Z13
 	VPANDD       Z0, Z13, Z13
 	VPADDD       Z1, Z13, Z13
@@ -35400,9 +33840,9 @@ bf16fix69:
 	VFPCLASSPSZ  $0x81, Z8, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
 	VPERMT2W     Z7, Z2, Z13
-	JMP          bf16fixed70
+	JMP          bf16fixed67
 
-bf16fix71:
+bf16fix68:
 	VPSRLD       $0x10, Z9, Z13
 	VPANDD       Z0, Z13, Z13
 	VPADDD       Z1, Z13, Z13
@@ -35416,9 +33856,9 @@ bf16fix71:
 	VFPCLASSPSZ  $0x81, Z11, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
 	VPERMT2W     Z9, Z2, Z13
-	JMP          bf16fixed72
+	JMP          bf16fixed69
 
-bf16fix76:
+bf16fix73:
 	VPSRLD       $0x10, Z7, Z13
 	VPANDD       Z0, Z13, Z13
 	VPADDD       Z1, Z13, Z13
@@ -35432,9 +33872,9 @@ bf16fix76:
 	VFPCLASSPSZ  $0x81, Z8, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
 	VPERMT2W     Z7, Z2, Z13
-	JMP          bf16fixed77
+	JMP          bf16fixed74
 
-bf16fix78:
+bf16fix75:
 	VPSRLD       $0x10, Z9, Z7
 	VPANDD       Z0, Z7, Z7
 	VPADDD       Z1, Z7, Z7
@@ -35448,9 +33888,9 @@ bf16fix78:
 	VFPCLASSPSZ  $0x81, Z11, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
 	VPERMT2W     Z8, Z2, Z7
-	JMP          bf16fixed79
+	JMP          bf16fixed76
 
-bf16fix81:
+bf16fix78:
 	VPSRLD       $0x10, Z7, Z8
 	VPANDD       Z0, Z8, Z8
 	VPADDD       Z1, Z8, Z8
@@ -35458,19 +33898,29 @@ bf16fix81:
 	VFPCLASSPSZ  $0x81, Z7, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
 	VPERMT2W     Z8, Z2, Z8
-	JMP          bf16fixed82
+	JMP          bf16fixed79
+
+bf16fix82:
+	VPSRLD       $0x10, Z7, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z7, Z8, Z8
+	VFPCLASSPSZ  $0x81, Z7, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
+	VPERMT2W     Z8, Z2, Z8
+	JMP          bf16fixed83
 
 bf16fix85:
 	VPSRLD       $0x10, Z7, Z8
 	VPANDD       Z0, Z8, Z8
 	VPADDD       Z1, Z8, Z8
 	VPADDD       Z7, Z8, Z8
-	VFPCLASSPSZ  $0x81, Z7, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
+	VFPCLASSPSZ  $0x81, Z7, K3
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K3, Z8
 	VPERMT2W     Z8, Z2, Z8
 	JMP          bf16fixed86
 
-bf16fix88:
+bf16fix89:
 	VPSRLD       $0x10, Z7, Z8
 	VPANDD       Z0, Z8, Z8
 	VPADDD       Z1, Z8, Z8
@@ -35478,17 +33928,7 @@ bf16fix88:
 	VFPCLASSPSZ  $0x81, Z7, K3
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K3, Z8
 	VPERMT2W     Z8, Z2, Z8
-	JMP          bf16fixed89
-
-bf16fix92:
-	VPSRLD       $0x10, Z7, Z8
-	VPANDD       Z0, Z8, Z8
-	VPADDD       Z1, Z8, Z8
-	VPADDD       Z7, Z8, Z8
-	VFPCLASSPSZ  $0x81, Z7, K3
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K3, Z8
-	VPERMT2W     Z8, Z2, Z8
-	JMP          bf16fixed93
+	JMP          bf16fixed90
 
 // func avx512bf16NarrowBF16(dst uintptr, src uintptr, n int)
 // Requires: AVX, AVX512BF16, AVX512BW, AVX512DQ, AVX512F

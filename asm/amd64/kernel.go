@@ -26,8 +26,9 @@ import (
 //
 // The scale pass comes in three memory modes (ordinary, prefetching the rows ahead, and prefetching
 // with non-temporal stores), chosen by the job's flags once per row, and the ordinary and
-// prefetching loops in three weight forms, chosen by w and flagOffset (spec.Variant.Body); the sum
-// pass in two (with and without prefetching). Every other piece is shared.
+// prefetching loops in three weight forms, chosen by w and flagOffset (spec.Variant.Body). The sum
+// pass of 16-bit rows prefetches two rows ahead under flagPF; that of float32 rows never does (the
+// scale pass brings the next row in). Every other piece is shared.
 
 const (
 	block  = 64     // elements of a row that fill the 64 partial sums once
@@ -418,27 +419,17 @@ func (g *gen) sumSquares(acc []VecVirtual, xr, rr GPVirtual) []VecVirtual {
 		}
 		JMP(LabelRef(g.l("sumblock")))
 	} else {
-		TESTL(U32(spec.FlagPF), g.flags())
-		JNZ(LabelRef(g.l("sumpf")))
+		// float32 rows: no prefetch here. The scale pass of the row before has brought this row
+		// in (prefetchLines), as the C kernels that stream fastest do; prefetching two rows ahead
+		// here as well kept three rows and the weight in flight, more than L1 holds, and measured
+		// 15-22% slower at 16384x4096 and up to 17% at 2048x4096 (Zen 5, avx512 and avx2; see
+		// memory.go).
 		Label(g.l("sumloop"))
 		CMPQ(i, lim)
 		JG(LabelRef(g.l("sumtail")))
 		g.block(acc, xr, rr, i, false)
 		ADDQ(U32(block), i)
 		JMP(LabelRef(g.l("sumloop")))
-		Comment("The same, prefetching the rows ahead.")
-		Label(g.l("sumpf"))
-		pf := g.pfOffset(2)
-		ADDQ(xr, pf)
-		Label(g.l("sumpfloop"))
-		CMPQ(i, lim)
-		JG(LabelRef(g.l("sumtail")))
-		for off := 0; off < block*g.eb; off += 64 {
-			prefetch(g.at(pf, i, off))
-		}
-		g.block(acc, xr, rr, i, false)
-		ADDQ(U32(block), i)
-		JMP(LabelRef(g.l("sumpfloop")))
 	}
 
 	Label(g.l("sumtail"))

@@ -140,17 +140,7 @@ func scale16(x, w []float32, inv float32, mode weightMode, rn bool, f format) {
 // float32 and then to the format before the weight.
 func (j *job) rowFloat64of16(r int) {
 	f := j.format
-	src := j.x
-	if j.res != nil {
-		src = j.res
-	}
-	var x32 []float32
-	var x16 []uint16
-	if f.in() == formatF32 {
-		x32 = j.row(src, r)
-	} else {
-		x16 = j.row16(src, r)
-	}
+	x32, x16 := j.normalizedRow(r)
 	at := func(i int) float32 {
 		if x32 != nil {
 			return x32[i]

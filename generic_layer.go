@@ -276,17 +276,7 @@ func layerRow(dst, src, w, b []float32, m, inv float32, mode weightMode) {
 // rounded to float32 and to the format). Inv and Mean get inv and the mean rounded to float32.
 func (j *job) layerFloat64(r int) {
 	f, d := j.format, j.d
-	src := j.x
-	if j.res != nil {
-		src = j.res
-	}
-	var x32 []float32
-	var x16 []uint16
-	if f.in() == formatF32 {
-		x32 = j.row(src, r)
-	} else {
-		x16 = j.row16(src, r)
-	}
+	x32, x16 := j.normalizedRow(r)
 	xi := func(i int) float64 {
 		if x32 != nil {
 			return float64(x32[i])

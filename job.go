@@ -77,6 +77,20 @@ func (j *job) row(p unsafe.Pointer, r int) []float32 {
 	return unsafe.Slice((*float32)(unsafe.Add(p, uintptr(r*j.stride)*4)), j.d)
 }
 
+// normalizedRow returns row r of the rows the job normalizes, in the format of x: x, or res (which
+// holds h) in the residual forms; float32 rows in x32, 16-bit ones in x16 (the other nil). For the
+// float64 paths.
+func (j *job) normalizedRow(r int) (x32 []float32, x16 []uint16) {
+	src := j.x
+	if j.res != nil {
+		src = j.res
+	}
+	if j.format.in() == formatF32 {
+		return j.row(src, r), nil
+	}
+	return nil, j.row16(src, r)
+}
+
 // dstRow returns row r of dst as float32 (rows DstStride apart).
 func (j *job) dstRow(r int) []float32 {
 	return unsafe.Slice((*float32)(unsafe.Add(j.dst, uintptr(r*j.dstStride)*4)), j.d)

@@ -199,10 +199,7 @@ func scaleUnweighted(dst, x []float32, inv float32) {
 // rowFloat64 finishes row r on the float64 path of the contract. In the residual forms res
 // already holds h for the row.
 func (j *job) rowFloat64(r int) {
-	src := j.row(j.x, r)
-	if j.res != nil {
-		src = j.row(j.res, r)
-	}
+	src, _ := j.normalizedRow(r)
 	var ss float64
 	for _, v := range src {
 		f := float64(v)

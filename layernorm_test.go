@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -385,8 +386,8 @@ func TestLayerNormWorkers(t *testing.T) {
 }
 
 // The entry points (Forward, ForwardBF16, ForwardF16, Apply, ApplyBF16, ApplyF16, ApplyToBF16,
-// ApplyToF16) run LayerNorm Norms on the general path, with the active kernel: never on the short
-// paths of RMSNorm, which know neither Center nor Bias.
+// ApplyToF16) run LayerNorm Norms with the active kernel and give generic's bits, on the short path
+// (packedRows, rows back to back with a weight) or the general one.
 func TestLayerNormEntryPoints(t *testing.T) {
 	defer active.Store(active.Load())
 	const d, rows = 64, 3
@@ -453,6 +454,88 @@ func TestLayerNormEntryPoints(t *testing.T) {
 					}
 					if i := firstDiff(got, want); i >= 0 {
 						t.Fatalf("%s %s: y[%d] = %v, generic gives %v", ctx, fnameAll(f), i, got[i], want[i])
+					}
+				}
+			}
+		}
+	}
+}
+
+// A LayerNorm call on the short path (packedRows: rows back to back, a weight, here with a
+// residual and RoundNormalized) writes what the general path writes for the same rows given by N
+// and Stride, output and residual alike, on every kernel, format and weight form.
+func TestLayerNormShortPathResidual(t *testing.T) {
+	defer active.Store(active.Load())
+	const d, rows = 96, 3
+	x, res := normalRows(d, rows, 40), normalRows(d, rows, 41)
+	for i := range x {
+		x[i] += 2
+	}
+	w, b := normalRows(d, 1, 42), normalRows(d, 1, 43)
+	narrow := func(f format, v []float32) []uint16 {
+		out := make([]uint16, len(v))
+		for i, e := range v {
+			out[i] = f.narrow(e)
+		}
+		return out
+	}
+	for _, k := range testKernels() {
+		active.Store(uint32(k))
+		for _, lf := range layerForms {
+			for _, uo := range []bool{false, true} {
+				n := Norm{Weight: w, Eps: 1e-5, Center: lf.center, UnitOffset: uo, RoundNormalized: true}
+				if lf.bias {
+					n.Bias = b
+				}
+				ctx := fmt.Sprintf("%s center=%v bias=%v unitOffset=%v", k, lf.center, lf.bias, uo)
+				// Each runs one call on fresh copies of x and res, packed or through N and Stride, and
+				// returns the output and the residual as float32 values.
+				var calls = map[format]func(packed bool) ([]float32, []float32){
+					formatF32: func(packed bool) ([]float32, []float32) {
+						r := Rows{Dst: make([]float32, len(x)), X: slices.Clone(x), Residual: slices.Clone(res)}
+						if !packed {
+							r.N, r.Stride = rows, d
+						}
+						n.Apply(r)
+						return r.Dst, r.Residual
+					},
+				}
+				for _, f := range []format{formatBF16, formatF16} {
+					calls[f] = func(packed bool) ([]float32, []float32) {
+						r := Rows16{Dst: make([]uint16, len(x)), X: narrow(f, x), Residual: narrow(f, res)}
+						if !packed {
+							r.N, r.Stride = rows, d
+						}
+						if f == formatBF16 {
+							n.ApplyBF16(r)
+						} else {
+							n.ApplyF16(r)
+						}
+						return widenAll(r.Dst, f), widenAll(r.Residual, f)
+					}
+				}
+				for _, f := range []format{formatToBF16, formatToF16} {
+					calls[f] = func(packed bool) ([]float32, []float32) {
+						r := RowsTo16{Dst: make([]uint16, len(x)), X: slices.Clone(x), Residual: slices.Clone(res)}
+						if !packed {
+							r.N, r.Stride = rows, d
+						}
+						if f == formatToBF16 {
+							n.ApplyToBF16(r)
+						} else {
+							n.ApplyToF16(r)
+						}
+						return widenAll(r.Dst, f), r.Residual
+					}
+				}
+				for _, f := range layerFormats {
+					y, h := calls[f](true)
+					y2, h2 := calls[f](false)
+					if i := firstDiff(y, y2); i >= 0 {
+						t.Fatalf("%s %s: y[%d] = %v on the short path, %v on the general one", ctx, fnameAll(f), i, y[i], y2[i])
+					}
+					if i := firstDiff(h, h2); i >= 0 {
+						t.Fatalf("%s %s: residual[%d] = %v on the short path, %v on the general one", ctx, fnameAll(f), i, h[i], h2[i])
 					}
 				}
 			}

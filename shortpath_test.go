@@ -64,6 +64,8 @@ func TestShortPathTaken(t *testing.T) {
 	rn := Norm{Weight: w, Eps: 1e-6, RoundNormalized: true}
 	unw := Norm{Dim: d, Eps: 1e-6}
 	many := Norm{Weight: w, Eps: 1e-6, Workers: 4} // below the threshold: no split, but Apply's general path
+	ln := Norm{Weight: w, Bias: w, Center: true, Eps: 1e-12}
+	mean := make([]float32, 1)
 	cases := []struct {
 		name, path string
 		f          func()
@@ -83,7 +85,12 @@ func TestShortPathTaken(t *testing.T) {
 		{"Norm.ForwardF16 RoundNormalized", "packedRows", func() { rn.ForwardF16(y16, x16) }},
 		{"ApplyBF16", "packedRows", func() { plain.ApplyBF16(Rows16{Dst: y16, X: x16}) }},
 		{"ApplyF16 RoundNormalized Residual", "packedRows", func() { rn.ApplyF16(Rows16{Dst: y16, X: x16, Residual: res16}) }},
+		{"Norm.Forward LayerNorm", "packedRows", func() { ln.Forward(y, x) }},
+		{"Apply LayerNorm Residual", "packedRows", func() { ln.Apply(Rows{Dst: y, X: x, Residual: res}) }},
+		{"ApplyToBF16 LayerNorm", "packedRows", func() { ln.ApplyToBF16(RowsTo16{Dst: y16, X: x}) }},
+		{"Norm.ForwardF16 LayerNorm", "packedRows", func() { ln.ForwardF16(y16, x16) }},
 		// The general path, for the probe to tell it apart.
+		{"Apply LayerNorm Mean", "applyRows", func() { ln.Apply(Rows{Dst: y, X: x, Mean: mean}) }},
 		{"Apply Inv", "applyRows", func() { plain.Apply(Rows{Dst: y, X: x, Inv: inv}) }},
 		{"Apply N", "applyRows", func() { plain.Apply(Rows{Dst: y, X: x, N: 1}) }},
 		{"Apply no weight", "applyRows", func() { unw.Apply(Rows{Dst: y, X: x}) }},

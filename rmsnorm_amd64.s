@@ -5373,10 +5373,24 @@ sqfirstblock:
 	VMULPS  Z4, Z4, Z4
 	MOVQ    $0x00000040, R9
 
+	// With flagPF, the rows ahead are prefetched: one loop for both, the flag tested per block.
+	MOVQ DI, R11
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows4
+	SHLQ $0x03, R11
+
+longrows4:
+	ADDQ R8, R11
+	MOVL job_flags+0(AX), R12
+
 	PCALIGN $32
 sqsumloop:
-	CMPQ    R9, R10
-	JG      sqsumtail
+	CMPQ  R9, R10
+	JG    sqsumtail
+	TESTL $0x00000002, R12
+	JNZ   sqsumpf
+
+sqsumblock:
 	VMOVUPS (R8)(R9*4), Z6
 	VSUBPS  Z5, Z6, Z6
 	VMULPS  Z6, Z6, Z6
@@ -5395,6 +5409,14 @@ sqsumloop:
 	VADDPS  Z6, Z4, Z4
 	ADDQ    $0x00000040, R9
 	JMP     sqsumloop
+
+	// Out of the loop's way: the prefetches, whose flag is usually clear.
+sqsumpf:
+	PREFETCHT0 (R11)(R9*4)
+	PREFETCHT0 64(R11)(R9*4)
+	PREFETCHT0 128(R11)(R9*4)
+	PREFETCHT0 192(R11)(R9*4)
+	JMP        sqsumblock
 
 sqsumtail:
 	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
@@ -5469,14 +5491,14 @@ sqsummed:
 
 	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
 	CMPL   380(SP), $0x00
-	JE     divide4
+	JE     divide5
 	VMULSS 380(SP), X1, X1
-	JMP    divided5
+	JMP    divided6
 
-divide4:
+divide5:
 	VDIVSS 376(SP), X1, X1
 
-divided5:
+divided6:
 	VADDSS   job_eps+0(AX), X1, X1
 	VUCOMISS tlo<>+0(SB), X1
 	JCS      ret
@@ -5546,13 +5568,13 @@ scaleloop:
 	VMULPS  192(SI)(R8*4), Z6, Z6
 	MOVQ    job_bias+0(AX), R10
 	TESTQ   R10, R10
-	JZ      nobias6
+	JZ      nobias7
 	VADDPS  (R10)(R8*4), Z2, Z2
 	VADDPS  64(R10)(R8*4), Z3, Z3
 	VADDPS  128(R10)(R8*4), Z4, Z4
 	VADDPS  192(R10)(R8*4), Z6, Z6
 
-nobias6:
+nobias7:
 	VMOVUPS Z2, (CX)(R8*4)
 	VMOVUPS Z3, 64(CX)(R8*4)
 	VMOVUPS Z4, 128(CX)(R8*4)
@@ -5590,13 +5612,13 @@ scaleloopoffset:
 	VMULPS  Z8, Z6, Z6
 	MOVQ    job_bias+0(AX), R10
 	TESTQ   R10, R10
-	JZ      nobias7
+	JZ      nobias8
 	VADDPS  (R10)(R8*4), Z2, Z2
 	VADDPS  64(R10)(R8*4), Z3, Z3
 	VADDPS  128(R10)(R8*4), Z4, Z4
 	VADDPS  192(R10)(R8*4), Z6, Z6
 
-nobias7:
+nobias8:
 	VMOVUPS Z2, (CX)(R8*4)
 	VMOVUPS Z3, 64(CX)(R8*4)
 	VMOVUPS Z4, 128(CX)(R8*4)
@@ -5622,13 +5644,13 @@ scaleloopnoweight:
 	VMULPS  Z1, Z6, Z6
 	MOVQ    job_bias+0(AX), R10
 	TESTQ   R10, R10
-	JZ      nobias8
+	JZ      nobias9
 	VADDPS  (R10)(R8*4), Z2, Z2
 	VADDPS  64(R10)(R8*4), Z3, Z3
 	VADDPS  128(R10)(R8*4), Z4, Z4
 	VADDPS  192(R10)(R8*4), Z6, Z6
 
-nobias8:
+nobias9:
 	VMOVUPS Z2, (CX)(R8*4)
 	VMOVUPS Z3, 64(CX)(R8*4)
 	VMOVUPS Z4, 128(CX)(R8*4)
@@ -5639,10 +5661,10 @@ nobias8:
 scalepf:
 	MOVQ DI, R10
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows9
+	JA   longrows10
 	SHLQ $0x03, R10
 
-longrows9:
+longrows10:
 	ADDQ  DX, R10
 	TESTL $0x00000001, job_flags+0(AX)
 	JNZ   scalent
@@ -5677,13 +5699,13 @@ scalepfloop:
 	VMULPS     192(SI)(R8*4), Z6, Z6
 	MOVQ       job_bias+0(AX), R11
 	TESTQ      R11, R11
-	JZ         nobias10
+	JZ         nobias11
 	VADDPS     (R11)(R8*4), Z2, Z2
 	VADDPS     64(R11)(R8*4), Z3, Z3
 	VADDPS     128(R11)(R8*4), Z4, Z4
 	VADDPS     192(R11)(R8*4), Z6, Z6
 
-nobias10:
+nobias11:
 	VMOVUPS Z2, (CX)(R8*4)
 	VMOVUPS Z3, 64(CX)(R8*4)
 	VMOVUPS Z4, 128(CX)(R8*4)
@@ -5725,13 +5747,13 @@ scalepfloopoffset:
 	VMULPS     Z8, Z6, Z6
 	MOVQ       job_bias+0(AX), R11
 	TESTQ      R11, R11
-	JZ         nobias11
+	JZ         nobias12
 	VADDPS     (R11)(R8*4), Z2, Z2
 	VADDPS     64(R11)(R8*4), Z3, Z3
 	VADDPS     128(R11)(R8*4), Z4, Z4
 	VADDPS     192(R11)(R8*4), Z6, Z6
 
-nobias11:
+nobias12:
 	VMOVUPS Z2, (CX)(R8*4)
 	VMOVUPS Z3, 64(CX)(R8*4)
 	VMOVUPS Z4, 128(CX)(R8*4)
@@ -5761,13 +5783,13 @@ scalepfloopnoweight:
 	VMULPS     Z1, Z6, Z6
 	MOVQ       job_bias+0(AX), R11
 	TESTQ      R11, R11
-	JZ         nobias12
+	JZ         nobias13
 	VADDPS     (R11)(R8*4), Z2, Z2
 	VADDPS     64(R11)(R8*4), Z3, Z3
 	VADDPS     128(R11)(R8*4), Z4, Z4
 	VADDPS     192(R11)(R8*4), Z6, Z6
 
-nobias12:
+nobias13:
 	VMOVUPS Z2, (CX)(R8*4)
 	VMOVUPS Z3, 64(CX)(R8*4)
 	VMOVUPS Z4, 128(CX)(R8*4)
@@ -5792,10 +5814,10 @@ scalehead:
 scalentgo:
 	MOVQ DI, R10
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows13
+	JA   longrows14
 	SHLQ $0x03, R10
 
-longrows13:
+longrows14:
 	ADDQ DX, R10
 	MOVL job_flags+0(AX), R11
 
@@ -5820,24 +5842,24 @@ scalentloop:
 	VSUBPS     Z5, Z6, Z6
 	VMULPS     Z1, Z6, Z6
 	TESTQ      SI, SI
-	JZ         weighed15
+	JZ         weighed16
 	TESTL      $0x00000010, R11
-	JNZ        offset14
+	JNZ        offset15
 	VMULPS     (SI)(R8*4), Z2, Z2
 	VMULPS     64(SI)(R8*4), Z3, Z3
 	VMULPS     128(SI)(R8*4), Z4, Z4
 	VMULPS     192(SI)(R8*4), Z6, Z6
 
-weighed15:
+weighed16:
 	MOVQ   job_bias+0(AX), R12
 	TESTQ  R12, R12
-	JZ     nobias16
+	JZ     nobias17
 	VADDPS (R12)(R8*4), Z2, Z2
 	VADDPS 64(R12)(R8*4), Z3, Z3
 	VADDPS 128(R12)(R8*4), Z4, Z4
 	VADDPS 192(R12)(R8*4), Z6, Z6
 
-nobias16:
+nobias17:
 	VMOVNTPS Z2, (CX)(R8*4)
 	VMOVNTPS Z3, 64(CX)(R8*4)
 	VMOVNTPS Z4, 128(CX)(R8*4)
@@ -5845,7 +5867,7 @@ nobias16:
 	ADDQ     $0x00000040, R8
 	JMP      scalentloop
 
-offset14:
+offset15:
 	VMOVUPS (SI)(R8*4), Z8
 	VADDPS  Z0, Z8, Z8
 	VMULPS  Z8, Z2, Z2
@@ -5858,7 +5880,7 @@ offset14:
 	VMOVUPS 192(SI)(R8*4), Z8
 	VADDPS  Z0, Z8, Z8
 	VMULPS  Z8, Z6, Z6
-	JMP     weighed15
+	JMP     weighed16
 
 scaletail:
 	ADDQ $0x00000030, R9
@@ -5870,18 +5892,18 @@ scaleone:
 	VSUBPS  Z5, Z2, Z2
 	VMULPS  Z1, Z2, Z2
 	TESTQ   SI, SI
-	JZ      noweight17
+	JZ      noweight18
 	VMOVUPS (SI)(R8*4), Z3
 	VADDPS  Z0, Z3, Z3
 	VMULPS  Z3, Z2, Z2
 
-noweight17:
+noweight18:
 	MOVQ   job_bias+0(AX), R10
 	TESTQ  R10, R10
-	JZ     nobias18
+	JZ     nobias19
 	VADDPS (R10)(R8*4), Z2, Z2
 
-nobias18:
+nobias19:
 	VMOVUPS Z2, (CX)(R8*4)
 	ADDQ    $0x00000010, R8
 	JMP     scaleone
@@ -5899,19 +5921,19 @@ partout:
 	VSUBPS    Z5, Z2, Z2
 	VMULPS    Z2, Z1, Z2
 	TESTQ     SI, SI
-	JZ        noweight19
+	JZ        noweight20
 	VMOVUPS.Z (SI)(R8*4), K1, Z3
 	VADDPS    Z0, Z3, Z3
 	VMULPS    Z3, Z2, Z2
 
-noweight19:
+noweight20:
 	MOVQ      job_bias+0(AX), R11
 	TESTQ     R11, R11
-	JZ        nobias20
+	JZ        nobias21
 	VMOVUPS.Z (R11)(R8*4), K1, Z3
 	VADDPS    Z3, Z2, Z2
 
-nobias20:
+nobias21:
 	VMOVUPS Z2, K1, (CX)(R8*4)
 	ADDQ    R10, R8
 	CMPQ    R8, job_d+0(AX)
@@ -8599,10 +8621,24 @@ sqfirstblock:
 	VMULPS  Z10, Z10, Z10
 	MOVQ    $0x00000040, R9
 
+	// With flagPF, the rows ahead are prefetched: one loop for both, the flag tested per block.
+	MOVQ DI, R11
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows4
+	SHLQ $0x03, R11
+
+longrows4:
+	ADDQ R8, R11
+	MOVL job_flags+0(AX), R12
+
 	PCALIGN $32
 sqsumloop:
-	CMPQ    R9, R10
-	JG      sqsumtail
+	CMPQ  R9, R10
+	JG    sqsumtail
+	TESTL $0x00000002, R12
+	JNZ   sqsumpf
+
+sqsumblock:
 	VMOVUPS (R8)(R9*4), Z12
 	VSUBPS  Z11, Z12, Z12
 	VMULPS  Z12, Z12, Z12
@@ -8621,6 +8657,14 @@ sqsumloop:
 	VADDPS  Z12, Z10, Z10
 	ADDQ    $0x00000040, R9
 	JMP     sqsumloop
+
+	// Out of the loop's way: the prefetches, whose flag is usually clear.
+sqsumpf:
+	PREFETCHT0 (R11)(R9*4)
+	PREFETCHT0 64(R11)(R9*4)
+	PREFETCHT0 128(R11)(R9*4)
+	PREFETCHT0 192(R11)(R9*4)
+	JMP        sqsumblock
 
 sqsumtail:
 	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
@@ -8695,14 +8739,14 @@ sqsummed:
 
 	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
 	CMPL   380(SP), $0x00
-	JE     divide4
+	JE     divide5
 	VMULSS 380(SP), X7, X7
-	JMP    divided5
+	JMP    divided6
 
-divide4:
+divide5:
 	VDIVSS 376(SP), X7, X7
 
-divided5:
+divided6:
 	VADDSS   job_eps+0(AX), X7, X7
 	VUCOMISS tlo<>+0(SB), X7
 	JCS      ret
@@ -8767,7 +8811,7 @@ scaleloop:
 	VSUBPS      Z11, Z12, Z12
 	VMULPS      Z7, Z12, Z12
 	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn6
+	JZ          notrn7
 	VMOVDQA64   Z3, Z14
 	VFIXUPIMMPS $0x00, Z4, Z8, Z14
 	VPSRLD      $0x10, Z14, Z8
@@ -8797,20 +8841,20 @@ scaleloop:
 	VPADDD      Z14, Z12, Z12
 	VPANDD      Z2, Z12, Z12
 
-notrn6:
+notrn7:
 	VMULPS (SI)(R8*4), Z8, Z8
 	VMULPS 64(SI)(R8*4), Z9, Z9
 	VMULPS 128(SI)(R8*4), Z10, Z10
 	VMULPS 192(SI)(R8*4), Z12, Z12
 	MOVQ   job_bias+0(AX), R10
 	TESTQ  R10, R10
-	JZ     nobias7
+	JZ     nobias8
 	VADDPS (R10)(R8*4), Z8, Z8
 	VADDPS 64(R10)(R8*4), Z9, Z9
 	VADDPS 128(R10)(R8*4), Z10, Z10
 	VADDPS 192(R10)(R8*4), Z12, Z12
 
-nobias7:
+nobias8:
 	VMOVDQA64   Z3, Z14
 	VFIXUPIMMPS $0x00, Z4, Z8, Z14
 	VPSRLD      $0x10, Z14, Z8
@@ -8859,7 +8903,7 @@ scaleloopoffset:
 	VSUBPS      Z11, Z12, Z12
 	VMULPS      Z7, Z12, Z12
 	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn8
+	JZ          notrn9
 	VMOVDQA64   Z3, Z14
 	VFIXUPIMMPS $0x00, Z4, Z8, Z14
 	VPSRLD      $0x10, Z14, Z8
@@ -8889,7 +8933,7 @@ scaleloopoffset:
 	VPADDD      Z14, Z12, Z12
 	VPANDD      Z2, Z12, Z12
 
-notrn8:
+notrn9:
 	VMOVUPS (SI)(R8*4), Z14
 	VADDPS  Z6, Z14, Z14
 	VMULPS  Z14, Z8, Z8
@@ -8904,13 +8948,13 @@ notrn8:
 	VMULPS  Z14, Z12, Z12
 	MOVQ    job_bias+0(AX), R10
 	TESTQ   R10, R10
-	JZ      nobias9
+	JZ      nobias10
 	VADDPS  (R10)(R8*4), Z8, Z8
 	VADDPS  64(R10)(R8*4), Z9, Z9
 	VADDPS  128(R10)(R8*4), Z10, Z10
 	VADDPS  192(R10)(R8*4), Z12, Z12
 
-nobias9:
+nobias10:
 	VMOVDQA64   Z3, Z14
 	VFIXUPIMMPS $0x00, Z4, Z8, Z14
 	VPSRLD      $0x10, Z14, Z8
@@ -8960,13 +9004,13 @@ scaleloopnoweight:
 	VMULPS  Z7, Z12, Z12
 	MOVQ    job_bias+0(AX), R10
 	TESTQ   R10, R10
-	JZ      nobias10
+	JZ      nobias11
 	VADDPS  (R10)(R8*4), Z8, Z8
 	VADDPS  64(R10)(R8*4), Z9, Z9
 	VADDPS  128(R10)(R8*4), Z10, Z10
 	VADDPS  192(R10)(R8*4), Z12, Z12
 
-nobias10:
+nobias11:
 	VMOVDQA64   Z3, Z14
 	VFIXUPIMMPS $0x00, Z4, Z8, Z14
 	VPSRLD      $0x10, Z14, Z8
@@ -9001,10 +9045,10 @@ nobias10:
 scalepf:
 	MOVQ DI, R10
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows11
+	JA   longrows12
 	SHLQ $0x03, R10
 
-longrows11:
+longrows12:
 	ADDQ  DX, R10
 	TESTL $0x00000001, job_flags+0(AX)
 	JNZ   scalent
@@ -9034,7 +9078,7 @@ scalepfloop:
 	VSUBPS      Z11, Z12, Z12
 	VMULPS      Z7, Z12, Z12
 	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn12
+	JZ          notrn13
 	VMOVDQA64   Z3, Z14
 	VFIXUPIMMPS $0x00, Z4, Z8, Z14
 	VPSRLD      $0x10, Z14, Z8
@@ -9064,20 +9108,20 @@ scalepfloop:
 	VPADDD      Z14, Z12, Z12
 	VPANDD      Z2, Z12, Z12
 
-notrn12:
+notrn13:
 	VMULPS (SI)(R8*4), Z8, Z8
 	VMULPS 64(SI)(R8*4), Z9, Z9
 	VMULPS 128(SI)(R8*4), Z10, Z10
 	VMULPS 192(SI)(R8*4), Z12, Z12
 	MOVQ   job_bias+0(AX), R11
 	TESTQ  R11, R11
-	JZ     nobias13
+	JZ     nobias14
 	VADDPS (R11)(R8*4), Z8, Z8
 	VADDPS 64(R11)(R8*4), Z9, Z9
 	VADDPS 128(R11)(R8*4), Z10, Z10
 	VADDPS 192(R11)(R8*4), Z12, Z12
 
-nobias13:
+nobias14:
 	VMOVDQA64   Z3, Z14
 	VFIXUPIMMPS $0x00, Z4, Z8, Z14
 	VPSRLD      $0x10, Z14, Z8
@@ -9130,7 +9174,7 @@ scalepfloopoffset:
 	VSUBPS      Z11, Z12, Z12
 	VMULPS      Z7, Z12, Z12
 	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn14
+	JZ          notrn15
 	VMOVDQA64   Z3, Z14
 	VFIXUPIMMPS $0x00, Z4, Z8, Z14
 	VPSRLD      $0x10, Z14, Z8
@@ -9160,7 +9204,7 @@ scalepfloopoffset:
 	VPADDD      Z14, Z12, Z12
 	VPANDD      Z2, Z12, Z12
 
-notrn14:
+notrn15:
 	VMOVUPS (SI)(R8*4), Z14
 	VADDPS  Z6, Z14, Z14
 	VMULPS  Z14, Z8, Z8
@@ -9175,13 +9219,13 @@ notrn14:
 	VMULPS  Z14, Z12, Z12
 	MOVQ    job_bias+0(AX), R11
 	TESTQ   R11, R11
-	JZ      nobias15
+	JZ      nobias16
 	VADDPS  (R11)(R8*4), Z8, Z8
 	VADDPS  64(R11)(R8*4), Z9, Z9
 	VADDPS  128(R11)(R8*4), Z10, Z10
 	VADDPS  192(R11)(R8*4), Z12, Z12
 
-nobias15:
+nobias16:
 	VMOVDQA64   Z3, Z14
 	VFIXUPIMMPS $0x00, Z4, Z8, Z14
 	VPSRLD      $0x10, Z14, Z8
@@ -9235,13 +9279,13 @@ scalepfloopnoweight:
 	VMULPS     Z7, Z12, Z12
 	MOVQ       job_bias+0(AX), R11
 	TESTQ      R11, R11
-	JZ         nobias16
+	JZ         nobias17
 	VADDPS     (R11)(R8*4), Z8, Z8
 	VADDPS     64(R11)(R8*4), Z9, Z9
 	VADDPS     128(R11)(R8*4), Z10, Z10
 	VADDPS     192(R11)(R8*4), Z12, Z12
 
-nobias16:
+nobias17:
 	VMOVDQA64   Z3, Z14
 	VFIXUPIMMPS $0x00, Z4, Z8, Z14
 	VPSRLD      $0x10, Z14, Z8
@@ -9291,7 +9335,7 @@ scalehead:
 	VSUBPS      Z11, Z8, Z8
 	VMULPS      Z7, Z8, Z8
 	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn17
+	JZ          notrn18
 	VMOVDQA64   Z3, Z9
 	VFIXUPIMMPS $0x00, Z4, Z8, Z9
 	VPSRLD      $0x10, Z9, Z8
@@ -9300,20 +9344,20 @@ scalehead:
 	VPADDD      Z9, Z8, Z8
 	VPANDD      Z2, Z8, Z8
 
-notrn17:
+notrn18:
 	TESTQ   SI, SI
-	JZ      noweight18
+	JZ      noweight19
 	VMOVUPS (SI)(R8*4), Z9
 	VADDPS  Z6, Z9, Z9
 	VMULPS  Z9, Z8, Z8
 
-noweight18:
+noweight19:
 	MOVQ   job_bias+0(AX), R11
 	TESTQ  R11, R11
-	JZ     nobias19
+	JZ     nobias20
 	VADDPS (R11)(R8*4), Z8, Z8
 
-nobias19:
+nobias20:
 	VMOVDQA64   Z3, Z9
 	VFIXUPIMMPS $0x00, Z4, Z8, Z9
 	VPSRLD      $0x10, Z9, Z8
@@ -9332,10 +9376,10 @@ scaleheadpart:
 scalentgo:
 	MOVQ DI, R10
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows20
+	JA   longrows21
 	SHLQ $0x03, R10
 
-longrows20:
+longrows21:
 	ADDQ DX, R10
 	MOVL job_flags+0(AX), R11
 
@@ -9360,7 +9404,7 @@ scalentloop:
 	VSUBPS      Z11, Z12, Z12
 	VMULPS      Z7, Z12, Z12
 	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn21
+	JZ          notrn22
 	VMOVDQA64   Z3, Z14
 	VFIXUPIMMPS $0x00, Z4, Z8, Z14
 	VPSRLD      $0x10, Z14, Z8
@@ -9390,26 +9434,26 @@ scalentloop:
 	VPADDD      Z14, Z12, Z12
 	VPANDD      Z2, Z12, Z12
 
-notrn21:
+notrn22:
 	TESTQ  SI, SI
-	JZ     weighed23
+	JZ     weighed24
 	TESTL  $0x00000010, R11
-	JNZ    offset22
+	JNZ    offset23
 	VMULPS (SI)(R8*4), Z8, Z8
 	VMULPS 64(SI)(R8*4), Z9, Z9
 	VMULPS 128(SI)(R8*4), Z10, Z10
 	VMULPS 192(SI)(R8*4), Z12, Z12
 
-weighed23:
+weighed24:
 	MOVQ   job_bias+0(AX), R12
 	TESTQ  R12, R12
-	JZ     nobias24
+	JZ     nobias25
 	VADDPS (R12)(R8*4), Z8, Z8
 	VADDPS 64(R12)(R8*4), Z9, Z9
 	VADDPS 128(R12)(R8*4), Z10, Z10
 	VADDPS 192(R12)(R8*4), Z12, Z12
 
-nobias24:
+nobias25:
 	VMOVDQA64   Z3, Z14
 	VFIXUPIMMPS $0x00, Z4, Z8, Z14
 	VPSRLD      $0x10, Z14, Z8
@@ -9441,7 +9485,7 @@ nobias24:
 	ADDQ        $0x00000040, R8
 	JMP         scalentloop
 
-offset22:
+offset23:
 	VMOVUPS (SI)(R8*4), Z14
 	VADDPS  Z6, Z14, Z14
 	VMULPS  Z14, Z8, Z8
@@ -9454,7 +9498,7 @@ offset22:
 	VMOVUPS 192(SI)(R8*4), Z14
 	VADDPS  Z6, Z14, Z14
 	VMULPS  Z14, Z12, Z12
-	JMP     weighed23
+	JMP     weighed24
 
 scaletail:
 	ADDQ $0x00000030, R9
@@ -9466,7 +9510,7 @@ scaleone:
 	VSUBPS      Z11, Z8, Z8
 	VMULPS      Z7, Z8, Z8
 	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn25
+	JZ          notrn26
 	VMOVDQA64   Z3, Z9
 	VFIXUPIMMPS $0x00, Z4, Z8, Z9
 	VPSRLD      $0x10, Z9, Z8
@@ -9475,20 +9519,20 @@ scaleone:
 	VPADDD      Z9, Z8, Z8
 	VPANDD      Z2, Z8, Z8
 
-notrn25:
+notrn26:
 	TESTQ   SI, SI
-	JZ      noweight26
+	JZ      noweight27
 	VMOVUPS (SI)(R8*4), Z9
 	VADDPS  Z6, Z9, Z9
 	VMULPS  Z9, Z8, Z8
 
-noweight26:
+noweight27:
 	MOVQ   job_bias+0(AX), R10
 	TESTQ  R10, R10
-	JZ     nobias27
+	JZ     nobias28
 	VADDPS (R10)(R8*4), Z8, Z8
 
-nobias27:
+nobias28:
 	VMOVDQA64   Z3, Z9
 	VFIXUPIMMPS $0x00, Z4, Z8, Z9
 	VPSRLD      $0x10, Z9, Z8
@@ -9513,7 +9557,7 @@ partout:
 	VSUBPS      Z11, Z8, Z8
 	VMULPS      Z8, Z7, Z8
 	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn28
+	JZ          notrn29
 	VMOVDQA64   Z3, Z9
 	VFIXUPIMMPS $0x00, Z4, Z8, Z9
 	VPSRLD      $0x10, Z9, Z8
@@ -9522,21 +9566,21 @@ partout:
 	VPADDD      Z9, Z8, Z8
 	VPANDD      Z2, Z8, Z8
 
-notrn28:
+notrn29:
 	TESTQ     SI, SI
-	JZ        noweight29
+	JZ        noweight30
 	VMOVUPS.Z (SI)(R8*4), K1, Z9
 	VADDPS    Z6, Z9, Z9
 	VMULPS    Z9, Z8, Z8
 
-noweight29:
+noweight30:
 	MOVQ      job_bias+0(AX), R11
 	TESTQ     R11, R11
-	JZ        nobias30
+	JZ        nobias31
 	VMOVUPS.Z (R11)(R8*4), K1, Z9
 	VADDPS    Z9, Z8, Z8
 
-nobias30:
+nobias31:
 	VMOVDQA64   Z3, Z9
 	VFIXUPIMMPS $0x00, Z4, Z8, Z9
 	VPSRLD      $0x10, Z9, Z8
@@ -9916,10 +9960,24 @@ sqfirstblock:
 	VMULPS  Z4, Z4, Z4
 	MOVQ    $0x00000040, R9
 
+	// With flagPF, the rows ahead are prefetched: one loop for both, the flag tested per block.
+	MOVQ DI, R11
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows4
+	SHLQ $0x03, R11
+
+longrows4:
+	ADDQ R8, R11
+	MOVL job_flags+0(AX), R12
+
 	PCALIGN $32
 sqsumloop:
-	CMPQ    R9, R10
-	JG      sqsumtail
+	CMPQ  R9, R10
+	JG    sqsumtail
+	TESTL $0x00000002, R12
+	JNZ   sqsumpf
+
+sqsumblock:
 	VMOVUPS (R8)(R9*4), Z6
 	VSUBPS  Z5, Z6, Z6
 	VMULPS  Z6, Z6, Z6
@@ -9938,6 +9996,14 @@ sqsumloop:
 	VADDPS  Z6, Z4, Z4
 	ADDQ    $0x00000040, R9
 	JMP     sqsumloop
+
+	// Out of the loop's way: the prefetches, whose flag is usually clear.
+sqsumpf:
+	PREFETCHT0 (R11)(R9*4)
+	PREFETCHT0 64(R11)(R9*4)
+	PREFETCHT0 128(R11)(R9*4)
+	PREFETCHT0 192(R11)(R9*4)
+	JMP        sqsumblock
 
 sqsumtail:
 	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
@@ -10012,14 +10078,14 @@ sqsummed:
 
 	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
 	CMPL   380(SP), $0x00
-	JE     divide4
+	JE     divide5
 	VMULSS 380(SP), X1, X1
-	JMP    divided5
+	JMP    divided6
 
-divide4:
+divide5:
 	VDIVSS 376(SP), X1, X1
 
-divided5:
+divided6:
 	VADDSS   job_eps+0(AX), X1, X1
 	VUCOMISS tlo<>+0(SB), X1
 	JCS      ret
@@ -10084,7 +10150,7 @@ scaleloop:
 	VSUBPS    Z5, Z6, Z6
 	VMULPS    Z1, Z6, Z6
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn6
+	JZ        notrn7
 	VCVTPS2PH $0x00, Z2, Y2
 	VCVTPH2PS Y2, Z2
 	VCVTPS2PH $0x00, Z3, Y3
@@ -10094,20 +10160,20 @@ scaleloop:
 	VCVTPS2PH $0x00, Z6, Y6
 	VCVTPH2PS Y6, Z6
 
-notrn6:
+notrn7:
 	VMULPS (SI)(R8*4), Z2, Z2
 	VMULPS 64(SI)(R8*4), Z3, Z3
 	VMULPS 128(SI)(R8*4), Z4, Z4
 	VMULPS 192(SI)(R8*4), Z6, Z6
 	MOVQ   job_bias+0(AX), R10
 	TESTQ  R10, R10
-	JZ     nobias7
+	JZ     nobias8
 	VADDPS (R10)(R8*4), Z2, Z2
 	VADDPS 64(R10)(R8*4), Z3, Z3
 	VADDPS 128(R10)(R8*4), Z4, Z4
 	VADDPS 192(R10)(R8*4), Z6, Z6
 
-nobias7:
+nobias8:
 	VCVTPS2PH    $0x00, Z2, Y8
 	VCVTPS2PH    $0x00, Z3, Y2
 	VINSERTI64X4 $0x01, Y2, Z8, Z8
@@ -10136,7 +10202,7 @@ scaleloopoffset:
 	VSUBPS    Z5, Z6, Z6
 	VMULPS    Z1, Z6, Z6
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn8
+	JZ        notrn9
 	VCVTPS2PH $0x00, Z2, Y2
 	VCVTPH2PS Y2, Z2
 	VCVTPS2PH $0x00, Z3, Y3
@@ -10146,7 +10212,7 @@ scaleloopoffset:
 	VCVTPS2PH $0x00, Z6, Y6
 	VCVTPH2PS Y6, Z6
 
-notrn8:
+notrn9:
 	VMOVUPS (SI)(R8*4), Z22
 	VADDPS  Z0, Z22, Z22
 	VMULPS  Z22, Z2, Z2
@@ -10161,13 +10227,13 @@ notrn8:
 	VMULPS  Z22, Z6, Z6
 	MOVQ    job_bias+0(AX), R10
 	TESTQ   R10, R10
-	JZ      nobias9
+	JZ      nobias10
 	VADDPS  (R10)(R8*4), Z2, Z2
 	VADDPS  64(R10)(R8*4), Z3, Z3
 	VADDPS  128(R10)(R8*4), Z4, Z4
 	VADDPS  192(R10)(R8*4), Z6, Z6
 
-nobias9:
+nobias10:
 	VCVTPS2PH    $0x00, Z2, Y10
 	VCVTPS2PH    $0x00, Z3, Y2
 	VINSERTI64X4 $0x01, Y2, Z10, Z10
@@ -10197,13 +10263,13 @@ scaleloopnoweight:
 	VMULPS  Z1, Z6, Z6
 	MOVQ    job_bias+0(AX), R10
 	TESTQ   R10, R10
-	JZ      nobias10
+	JZ      nobias11
 	VADDPS  (R10)(R8*4), Z2, Z2
 	VADDPS  64(R10)(R8*4), Z3, Z3
 	VADDPS  128(R10)(R8*4), Z4, Z4
 	VADDPS  192(R10)(R8*4), Z6, Z6
 
-nobias10:
+nobias11:
 	VCVTPS2PH    $0x00, Z2, Y12
 	VCVTPS2PH    $0x00, Z3, Y2
 	VINSERTI64X4 $0x01, Y2, Z12, Z12
@@ -10218,10 +10284,10 @@ nobias10:
 scalepf:
 	MOVQ DI, R10
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows11
+	JA   longrows12
 	SHLQ $0x03, R10
 
-longrows11:
+longrows12:
 	ADDQ  DX, R10
 	TESTL $0x00000001, job_flags+0(AX)
 	JNZ   scalent
@@ -10251,7 +10317,7 @@ scalepfloop:
 	VSUBPS     Z5, Z6, Z6
 	VMULPS     Z1, Z6, Z6
 	TESTL      $0x00000008, job_flags+0(AX)
-	JZ         notrn12
+	JZ         notrn13
 	VCVTPS2PH  $0x00, Z2, Y2
 	VCVTPH2PS  Y2, Z2
 	VCVTPS2PH  $0x00, Z3, Y3
@@ -10261,20 +10327,20 @@ scalepfloop:
 	VCVTPS2PH  $0x00, Z6, Y6
 	VCVTPH2PS  Y6, Z6
 
-notrn12:
+notrn13:
 	VMULPS (SI)(R8*4), Z2, Z2
 	VMULPS 64(SI)(R8*4), Z3, Z3
 	VMULPS 128(SI)(R8*4), Z4, Z4
 	VMULPS 192(SI)(R8*4), Z6, Z6
 	MOVQ   job_bias+0(AX), R11
 	TESTQ  R11, R11
-	JZ     nobias13
+	JZ     nobias14
 	VADDPS (R11)(R8*4), Z2, Z2
 	VADDPS 64(R11)(R8*4), Z3, Z3
 	VADDPS 128(R11)(R8*4), Z4, Z4
 	VADDPS 192(R11)(R8*4), Z6, Z6
 
-nobias13:
+nobias14:
 	VCVTPS2PH    $0x00, Z2, Y14
 	VCVTPS2PH    $0x00, Z3, Y2
 	VINSERTI64X4 $0x01, Y2, Z14, Z14
@@ -10307,7 +10373,7 @@ scalepfloopoffset:
 	VSUBPS     Z5, Z6, Z6
 	VMULPS     Z1, Z6, Z6
 	TESTL      $0x00000008, job_flags+0(AX)
-	JZ         notrn14
+	JZ         notrn15
 	VCVTPS2PH  $0x00, Z2, Y2
 	VCVTPH2PS  Y2, Z2
 	VCVTPS2PH  $0x00, Z3, Y3
@@ -10317,7 +10383,7 @@ scalepfloopoffset:
 	VCVTPS2PH  $0x00, Z6, Y6
 	VCVTPH2PS  Y6, Z6
 
-notrn14:
+notrn15:
 	VMOVUPS (SI)(R8*4), Z22
 	VADDPS  Z0, Z22, Z22
 	VMULPS  Z22, Z2, Z2
@@ -10332,13 +10398,13 @@ notrn14:
 	VMULPS  Z22, Z6, Z6
 	MOVQ    job_bias+0(AX), R11
 	TESTQ   R11, R11
-	JZ      nobias15
+	JZ      nobias16
 	VADDPS  (R11)(R8*4), Z2, Z2
 	VADDPS  64(R11)(R8*4), Z3, Z3
 	VADDPS  128(R11)(R8*4), Z4, Z4
 	VADDPS  192(R11)(R8*4), Z6, Z6
 
-nobias15:
+nobias16:
 	VCVTPS2PH    $0x00, Z2, Y16
 	VCVTPS2PH    $0x00, Z3, Y2
 	VINSERTI64X4 $0x01, Y2, Z16, Z16
@@ -10372,13 +10438,13 @@ scalepfloopnoweight:
 	VMULPS     Z1, Z6, Z6
 	MOVQ       job_bias+0(AX), R11
 	TESTQ      R11, R11
-	JZ         nobias16
+	JZ         nobias17
 	VADDPS     (R11)(R8*4), Z2, Z2
 	VADDPS     64(R11)(R8*4), Z3, Z3
 	VADDPS     128(R11)(R8*4), Z4, Z4
 	VADDPS     192(R11)(R8*4), Z6, Z6
 
-nobias16:
+nobias17:
 	VCVTPS2PH    $0x00, Z2, Y18
 	VCVTPS2PH    $0x00, Z3, Y2
 	VINSERTI64X4 $0x01, Y2, Z18, Z18
@@ -10408,24 +10474,24 @@ scalehead:
 	VSUBPS    Z5, Z2, Z2
 	VMULPS    Z1, Z2, Z2
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn17
+	JZ        notrn18
 	VCVTPS2PH $0x00, Z2, Y2
 	VCVTPH2PS Y2, Z2
 
-notrn17:
+notrn18:
 	TESTQ   SI, SI
-	JZ      noweight18
+	JZ      noweight19
 	VMOVUPS (SI)(R8*4), Z3
 	VADDPS  Z0, Z3, Z3
 	VMULPS  Z3, Z2, Z2
 
-noweight18:
+noweight19:
 	MOVQ   job_bias+0(AX), R11
 	TESTQ  R11, R11
-	JZ     nobias19
+	JZ     nobias20
 	VADDPS (R11)(R8*4), Z2, Z2
 
-nobias19:
+nobias20:
 	VCVTPS2PH $0x00, Z2, (CX)(R8*2)
 	ADDQ      $0x00000010, R8
 	SUBQ      $0x00000010, R10
@@ -10437,10 +10503,10 @@ scaleheadpart:
 scalentgo:
 	MOVQ DI, R10
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows20
+	JA   longrows21
 	SHLQ $0x03, R10
 
-longrows20:
+longrows21:
 	ADDQ DX, R10
 	MOVL job_flags+0(AX), R11
 
@@ -10465,7 +10531,7 @@ scalentloop:
 	VSUBPS     Z5, Z6, Z6
 	VMULPS     Z1, Z6, Z6
 	TESTL      $0x00000008, job_flags+0(AX)
-	JZ         notrn21
+	JZ         notrn22
 	VCVTPS2PH  $0x00, Z2, Y2
 	VCVTPH2PS  Y2, Z2
 	VCVTPS2PH  $0x00, Z3, Y3
@@ -10475,26 +10541,26 @@ scalentloop:
 	VCVTPS2PH  $0x00, Z6, Y6
 	VCVTPH2PS  Y6, Z6
 
-notrn21:
+notrn22:
 	TESTQ  SI, SI
-	JZ     weighed23
+	JZ     weighed24
 	TESTL  $0x00000010, R11
-	JNZ    offset22
+	JNZ    offset23
 	VMULPS (SI)(R8*4), Z2, Z2
 	VMULPS 64(SI)(R8*4), Z3, Z3
 	VMULPS 128(SI)(R8*4), Z4, Z4
 	VMULPS 192(SI)(R8*4), Z6, Z6
 
-weighed23:
+weighed24:
 	MOVQ   job_bias+0(AX), R12
 	TESTQ  R12, R12
-	JZ     nobias24
+	JZ     nobias25
 	VADDPS (R12)(R8*4), Z2, Z2
 	VADDPS 64(R12)(R8*4), Z3, Z3
 	VADDPS 128(R12)(R8*4), Z4, Z4
 	VADDPS 192(R12)(R8*4), Z6, Z6
 
-nobias24:
+nobias25:
 	VCVTPS2PH    $0x00, Z2, Y20
 	VCVTPS2PH    $0x00, Z3, Y2
 	VINSERTI64X4 $0x01, Y2, Z20, Z20
@@ -10506,7 +10572,7 @@ nobias24:
 	ADDQ         $0x00000040, R8
 	JMP          scalentloop
 
-offset22:
+offset23:
 	VMOVUPS (SI)(R8*4), Z22
 	VADDPS  Z0, Z22, Z22
 	VMULPS  Z22, Z2, Z2
@@ -10519,7 +10585,7 @@ offset22:
 	VMOVUPS 192(SI)(R8*4), Z22
 	VADDPS  Z0, Z22, Z22
 	VMULPS  Z22, Z6, Z6
-	JMP     weighed23
+	JMP     weighed24
 
 scaletail:
 	ADDQ $0x00000030, R9
@@ -10531,24 +10597,24 @@ scaleone:
 	VSUBPS    Z5, Z2, Z2
 	VMULPS    Z1, Z2, Z2
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn25
+	JZ        notrn26
 	VCVTPS2PH $0x00, Z2, Y2
 	VCVTPH2PS Y2, Z2
 
-notrn25:
+notrn26:
 	TESTQ   SI, SI
-	JZ      noweight26
+	JZ      noweight27
 	VMOVUPS (SI)(R8*4), Z3
 	VADDPS  Z0, Z3, Z3
 	VMULPS  Z3, Z2, Z2
 
-noweight26:
+noweight27:
 	MOVQ   job_bias+0(AX), R10
 	TESTQ  R10, R10
-	JZ     nobias27
+	JZ     nobias28
 	VADDPS (R10)(R8*4), Z2, Z2
 
-nobias27:
+nobias28:
 	VCVTPS2PH $0x00, Z2, (CX)(R8*2)
 	ADDQ      $0x00000010, R8
 	JMP       scaleone
@@ -10566,25 +10632,25 @@ partout:
 	VSUBPS    Z5, Z2, Z2
 	VMULPS    Z2, Z1, Z2
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn28
+	JZ        notrn29
 	VCVTPS2PH $0x00, Z2, Y2
 	VCVTPH2PS Y2, Z2
 
-notrn28:
+notrn29:
 	TESTQ     SI, SI
-	JZ        noweight29
+	JZ        noweight30
 	VMOVUPS.Z (SI)(R8*4), K1, Z3
 	VADDPS    Z0, Z3, Z3
 	VMULPS    Z3, Z2, Z2
 
-noweight29:
+noweight30:
 	MOVQ      job_bias+0(AX), R11
 	TESTQ     R11, R11
-	JZ        nobias30
+	JZ        nobias31
 	VMOVUPS.Z (R11)(R8*4), K1, Z3
 	VADDPS    Z3, Z2, Z2
 
-nobias30:
+nobias31:
 	VCVTPS2PH $0x00, Z2, K1, (CX)(R8*2)
 	ADDQ      R10, R8
 	CMPQ      R8, job_d+0(AX)
@@ -18817,10 +18883,24 @@ sqfirstblock:
 	VMULPS  Y7, Y7, Y7
 	MOVQ    $0x00000040, R9
 
+	// With flagPF, the rows ahead are prefetched: one loop for both, the flag tested per block.
+	MOVQ DI, R11
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows19
+	SHLQ $0x03, R11
+
+longrows19:
+	ADDQ R8, R11
+	MOVL job_flags+0(AX), R12
+
 	PCALIGN $32
 sqsumloop:
-	CMPQ    R9, R10
-	JG      sqsumtail
+	CMPQ  R9, R10
+	JG    sqsumtail
+	TESTL $0x00000002, R12
+	JNZ   sqsumpf
+
+sqsumblock:
 	VMOVUPS (R8)(R9*4), Y9
 	VSUBPS  Y8, Y9, Y9
 	VMULPS  Y9, Y9, Y9
@@ -18856,6 +18936,14 @@ sqsumloop:
 	ADDQ    $0x00000040, R9
 	JMP     sqsumloop
 
+	// Out of the loop's way: the prefetches, whose flag is usually clear.
+sqsumpf:
+	PREFETCHT0 (R11)(R9*4)
+	PREFETCHT0 64(R11)(R9*4)
+	PREFETCHT0 128(R11)(R9*4)
+	PREFETCHT0 192(R11)(R9*4)
+	JMP        sqsumblock
+
 sqsumtail:
 	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
 	MOVQ job_d+0(AX), R10
@@ -18867,26 +18955,26 @@ sqsumtail:
 	XORQ R11, R11
 	SUBQ $0x00000008, R12
 
-copyvec19:
+copyvec20:
 	CMPQ    R11, R12
-	JG      copyone20
+	JG      copyone21
 	VMOVUPS (R8)(R11*4), Y9
 	VMOVUPS Y9, (R9)(R11*4)
 	ADDQ    $0x00000008, R11
-	JMP     copyvec19
+	JMP     copyvec20
 
-copyone20:
+copyone21:
 	ADDQ $0x00000008, R12
 
-copyloop22:
+copyloop23:
 	CMPQ R11, R12
-	JGE  copied21
+	JGE  copied22
 	MOVL (R8)(R11*4), R13
 	MOVL R13, (R9)(R11*4)
 	INCQ R11
-	JMP  copyloop22
+	JMP  copyloop23
 
-copied21:
+copied22:
 	VMOVQ        R10, X9
 	VPBROADCASTD X9, Y9
 	VMOVUPS      (R9), Y10
@@ -18957,14 +19045,14 @@ sqsummed:
 
 	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
 	CMPL   716(SP), $0x00
-	JE     divide23
+	JE     divide24
 	VMULSS 716(SP), X1, X1
-	JMP    divided24
+	JMP    divided25
 
-divide23:
+divide24:
 	VDIVSS 712(SP), X1, X1
 
-divided24:
+divided25:
 	VADDSS   job_eps+0(AX), X1, X1
 	VUCOMISS tlo<>+0(SB), X1
 	JCS      ret
@@ -19003,10 +19091,10 @@ scalerow:
 scalebody:
 	VBROADCASTSS one<>+0(SB), Y0
 	TESTL        $0x00000010, job_flags+0(AX)
-	JNZ          weightadd25
+	JNZ          weightadd26
 	VBROADCASTSS negzero<>+0(SB), Y0
 
-weightadd25:
+weightadd26:
 	// y = (src*inv)*w, rounded after each multiply.
 	XORQ  R8, R8
 	MOVQ  job_d+0(AX), R9
@@ -19040,13 +19128,13 @@ scaleloop:
 	VMULPS  96(SI)(R8*4), Y5, Y5
 	MOVQ    job_bias+0(AX), R10
 	TESTQ   R10, R10
-	JZ      nobias26
+	JZ      nobias27
 	VADDPS  (R10)(R8*4), Y2, Y2
 	VADDPS  32(R10)(R8*4), Y3, Y3
 	VADDPS  64(R10)(R8*4), Y4, Y4
 	VADDPS  96(R10)(R8*4), Y5, Y5
 
-nobias26:
+nobias27:
 	VMOVUPS Y2, (CX)(R8*4)
 	VMOVUPS Y3, 32(CX)(R8*4)
 	VMOVUPS Y4, 64(CX)(R8*4)
@@ -19084,13 +19172,13 @@ scaleloopoffset:
 	VMULPS  Y6, Y5, Y5
 	MOVQ    job_bias+0(AX), R10
 	TESTQ   R10, R10
-	JZ      nobias27
+	JZ      nobias28
 	VADDPS  (R10)(R8*4), Y2, Y2
 	VADDPS  32(R10)(R8*4), Y3, Y3
 	VADDPS  64(R10)(R8*4), Y4, Y4
 	VADDPS  96(R10)(R8*4), Y5, Y5
 
-nobias27:
+nobias28:
 	VMOVUPS Y2, (CX)(R8*4)
 	VMOVUPS Y3, 32(CX)(R8*4)
 	VMOVUPS Y4, 64(CX)(R8*4)
@@ -19116,13 +19204,13 @@ scaleloopnoweight:
 	VMULPS  Y1, Y5, Y5
 	MOVQ    job_bias+0(AX), R10
 	TESTQ   R10, R10
-	JZ      nobias28
+	JZ      nobias29
 	VADDPS  (R10)(R8*4), Y2, Y2
 	VADDPS  32(R10)(R8*4), Y3, Y3
 	VADDPS  64(R10)(R8*4), Y4, Y4
 	VADDPS  96(R10)(R8*4), Y5, Y5
 
-nobias28:
+nobias29:
 	VMOVUPS Y2, (CX)(R8*4)
 	VMOVUPS Y3, 32(CX)(R8*4)
 	VMOVUPS Y4, 64(CX)(R8*4)
@@ -19133,10 +19221,10 @@ nobias28:
 scalepf:
 	MOVQ DI, R10
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows29
+	JA   longrows30
 	SHLQ $0x03, R10
 
-longrows29:
+longrows30:
 	ADDQ  DX, R10
 	TESTL $0x00000001, job_flags+0(AX)
 	JNZ   scalent
@@ -19169,13 +19257,13 @@ scalepfloop:
 	VMULPS     96(SI)(R8*4), Y5, Y5
 	MOVQ       job_bias+0(AX), R11
 	TESTQ      R11, R11
-	JZ         nobias30
+	JZ         nobias31
 	VADDPS     (R11)(R8*4), Y2, Y2
 	VADDPS     32(R11)(R8*4), Y3, Y3
 	VADDPS     64(R11)(R8*4), Y4, Y4
 	VADDPS     96(R11)(R8*4), Y5, Y5
 
-nobias30:
+nobias31:
 	VMOVUPS Y2, (CX)(R8*4)
 	VMOVUPS Y3, 32(CX)(R8*4)
 	VMOVUPS Y4, 64(CX)(R8*4)
@@ -19215,13 +19303,13 @@ scalepfloopoffset:
 	VMULPS     Y6, Y5, Y5
 	MOVQ       job_bias+0(AX), R11
 	TESTQ      R11, R11
-	JZ         nobias31
+	JZ         nobias32
 	VADDPS     (R11)(R8*4), Y2, Y2
 	VADDPS     32(R11)(R8*4), Y3, Y3
 	VADDPS     64(R11)(R8*4), Y4, Y4
 	VADDPS     96(R11)(R8*4), Y5, Y5
 
-nobias31:
+nobias32:
 	VMOVUPS Y2, (CX)(R8*4)
 	VMOVUPS Y3, 32(CX)(R8*4)
 	VMOVUPS Y4, 64(CX)(R8*4)
@@ -19249,13 +19337,13 @@ scalepfloopnoweight:
 	VMULPS     Y1, Y5, Y5
 	MOVQ       job_bias+0(AX), R11
 	TESTQ      R11, R11
-	JZ         nobias32
+	JZ         nobias33
 	VADDPS     (R11)(R8*4), Y2, Y2
 	VADDPS     32(R11)(R8*4), Y3, Y3
 	VADDPS     64(R11)(R8*4), Y4, Y4
 	VADDPS     96(R11)(R8*4), Y5, Y5
 
-nobias32:
+nobias33:
 	VMOVUPS Y2, (CX)(R8*4)
 	VMOVUPS Y3, 32(CX)(R8*4)
 	VMOVUPS Y4, 64(CX)(R8*4)
@@ -19280,10 +19368,10 @@ scalehead:
 scalentgo:
 	MOVQ DI, R10
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows33
+	JA   longrows34
 	SHLQ $0x03, R10
 
-longrows33:
+longrows34:
 	ADDQ DX, R10
 	MOVL job_flags+0(AX), R11
 
@@ -19306,24 +19394,24 @@ scalentloop:
 	VSUBPS     Y8, Y5, Y5
 	VMULPS     Y1, Y5, Y5
 	TESTQ      SI, SI
-	JZ         weighed35
+	JZ         weighed36
 	TESTL      $0x00000010, R11
-	JNZ        offset34
+	JNZ        offset35
 	VMULPS     (SI)(R8*4), Y2, Y2
 	VMULPS     32(SI)(R8*4), Y3, Y3
 	VMULPS     64(SI)(R8*4), Y4, Y4
 	VMULPS     96(SI)(R8*4), Y5, Y5
 
-weighed35:
+weighed36:
 	MOVQ   job_bias+0(AX), R12
 	TESTQ  R12, R12
-	JZ     nobias36
+	JZ     nobias37
 	VADDPS (R12)(R8*4), Y2, Y2
 	VADDPS 32(R12)(R8*4), Y3, Y3
 	VADDPS 64(R12)(R8*4), Y4, Y4
 	VADDPS 96(R12)(R8*4), Y5, Y5
 
-nobias36:
+nobias37:
 	VMOVNTPS Y2, (CX)(R8*4)
 	VMOVNTPS Y3, 32(CX)(R8*4)
 	VMOVNTPS Y4, 64(CX)(R8*4)
@@ -19331,7 +19419,7 @@ nobias36:
 	ADDQ     $0x00000020, R8
 	JMP      scalentloop
 
-offset34:
+offset35:
 	VMOVUPS (SI)(R8*4), Y6
 	VADDPS  Y0, Y6, Y6
 	VMULPS  Y6, Y2, Y2
@@ -19344,7 +19432,7 @@ offset34:
 	VMOVUPS 96(SI)(R8*4), Y6
 	VADDPS  Y0, Y6, Y6
 	VMULPS  Y6, Y5, Y5
-	JMP     weighed35
+	JMP     weighed36
 
 scaletail:
 	ADDQ $0x00000018, R9
@@ -19356,18 +19444,18 @@ scaleone:
 	VSUBPS  Y8, Y2, Y2
 	VMULPS  Y1, Y2, Y2
 	TESTQ   SI, SI
-	JZ      noweight37
+	JZ      noweight38
 	VMOVUPS (SI)(R8*4), Y3
 	VADDPS  Y0, Y3, Y3
 	VMULPS  Y3, Y2, Y2
 
-noweight37:
+noweight38:
 	MOVQ   job_bias+0(AX), R10
 	TESTQ  R10, R10
-	JZ     nobias38
+	JZ     nobias39
 	VADDPS (R10)(R8*4), Y2, Y2
 
-nobias38:
+nobias39:
 	VMOVUPS Y2, (CX)(R8*4)
 	ADDQ    $0x00000008, R8
 	JMP     scaleone
@@ -19385,101 +19473,101 @@ partout:
 	XORQ R13, R13
 	SUBQ $0x00000008, R14
 
-copyvec39:
+copyvec40:
 	CMPQ    R13, R14
-	JG      copyone40
+	JG      copyone41
 	VMOVUPS (R11)(R13*4), Y2
 	VMOVUPS Y2, (R12)(R13*4)
 	ADDQ    $0x00000008, R13
-	JMP     copyvec39
+	JMP     copyvec40
 
-copyone40:
+copyone41:
 	ADDQ $0x00000008, R14
 
-copyloop42:
+copyloop43:
 	CMPQ R13, R14
-	JGE  copied41
+	JGE  copied42
 	MOVL (R11)(R13*4), R15
 	MOVL R15, (R12)(R13*4)
 	INCQ R13
-	JMP  copyloop42
+	JMP  copyloop43
 
-copied41:
+copied42:
 	TESTQ SI, SI
-	JZ    nowcopy43
+	JZ    nowcopy44
 	LEAQ  (SI)(R8*4), R11
 	LEAQ  160(SP), R12
 	MOVQ  R10, R14
 	XORQ  R13, R13
 	SUBQ  $0x00000008, R14
 
-copyvec44:
+copyvec45:
 	CMPQ    R13, R14
-	JG      copyone45
+	JG      copyone46
 	VMOVUPS (R11)(R13*4), Y2
 	VMOVUPS Y2, (R12)(R13*4)
 	ADDQ    $0x00000008, R13
-	JMP     copyvec44
+	JMP     copyvec45
 
-copyone45:
+copyone46:
 	ADDQ $0x00000008, R14
 
-copyloop47:
+copyloop48:
 	CMPQ R13, R14
-	JGE  copied46
+	JGE  copied47
 	MOVL (R11)(R13*4), R15
 	MOVL R15, (R12)(R13*4)
 	INCQ R13
-	JMP  copyloop47
+	JMP  copyloop48
 
-copied46:
-nowcopy43:
+copied47:
+nowcopy44:
 	MOVQ  job_bias+0(AX), R11
 	TESTQ R11, R11
-	JZ    nobiascopy48
+	JZ    nobiascopy49
 	LEAQ  (R11)(R8*4), R11
 	LEAQ  224(SP), R12
 	MOVQ  R10, R14
 	XORQ  R13, R13
 	SUBQ  $0x00000008, R14
 
-copyvec49:
+copyvec50:
 	CMPQ    R13, R14
-	JG      copyone50
+	JG      copyone51
 	VMOVUPS (R11)(R13*4), Y2
 	VMOVUPS Y2, (R12)(R13*4)
 	ADDQ    $0x00000008, R13
-	JMP     copyvec49
+	JMP     copyvec50
 
-copyone50:
+copyone51:
 	ADDQ $0x00000008, R14
 
-copyloop52:
+copyloop53:
 	CMPQ R13, R14
-	JGE  copied51
+	JGE  copied52
 	MOVL (R11)(R13*4), R15
 	MOVL R15, (R12)(R13*4)
 	INCQ R13
-	JMP  copyloop52
+	JMP  copyloop53
 
-copied51:
-nobiascopy48:
+copied52:
+nobiascopy49:
 	VMOVUPS 128(SP), Y2
 	VSUBPS  Y8, Y2, Y2
 	VMULPS  Y2, Y1, Y2
 	TESTQ   SI, SI
-	JZ      noweight53
+	JZ      noweight54
 	VMOVUPS 160(SP), Y3
 	VADDPS  Y0, Y3, Y3
 	VMULPS  Y3, Y2, Y2
 
-noweight53:
+noweight54:
 	MOVQ   job_bias+0(AX), R11
 	TESTQ  R11, R11
-	JZ     nobias54
+	JZ     nobias55
 	VADDPS 224(SP), Y2, Y2
 
-nobias54:
+nobias55:
 	VMOVUPS Y2, 192(SP)
 	LEAQ    192(SP), R12
 	LEAQ    (CX)(R8*4), R11
@@ -19487,26 +19575,26 @@ nobias54:
 	XORQ    R13, R13
 	SUBQ    $0x00000008, R14
 
-copyvec55:
+copyvec56:
 	CMPQ    R13, R14
-	JG      copyone56
+	JG      copyone57
 	VMOVUPS (R12)(R13*4), Y2
 	VMOVUPS Y2, (R11)(R13*4)
 	ADDQ    $0x00000008, R13
-	JMP     copyvec55
+	JMP     copyvec56
 
-copyone56:
+copyone57:
 	ADDQ $0x00000008, R14
 
-copyloop58:
+copyloop59:
 	CMPQ R13, R14
-	JGE  copied57
+	JGE  copied58
 	MOVL (R12)(R13*4), R15
 	MOVL R15, (R11)(R13*4)
 	INCQ R13
-	JMP  copyloop58
+	JMP  copyloop59
 
-copied57:
+copied58:
 	ADDQ R10, R8
 	CMPQ R8, job_d+0(AX)
 	JB   scalentgo
@@ -23046,10 +23134,24 @@ sqfirstblock:
 	VMULPS  Y7, Y7, Y7
 	MOVQ    $0x00000040, R9
 
+	// With flagPF, the rows ahead are prefetched: one loop for both, the flag tested per block.
+	MOVQ DI, R11
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows19
+	SHLQ $0x03, R11
+
+longrows19:
+	ADDQ R8, R11
+	MOVL job_flags+0(AX), R12
+
 	PCALIGN $32
 sqsumloop:
-	CMPQ    R9, R10
-	JG      sqsumtail
+	CMPQ  R9, R10
+	JG    sqsumtail
+	TESTL $0x00000002, R12
+	JNZ   sqsumpf
+
+sqsumblock:
 	VMOVUPS (R8)(R9*4), Y9
 	VSUBPS  Y8, Y9, Y9
 	VMULPS  Y9, Y9, Y9
@@ -23085,6 +23187,14 @@ sqsumloop:
 	ADDQ    $0x00000040, R9
 	JMP     sqsumloop
 
+	// Out of the loop's way: the prefetches, whose flag is usually clear.
+sqsumpf:
+	PREFETCHT0 (R11)(R9*4)
+	PREFETCHT0 64(R11)(R9*4)
+	PREFETCHT0 128(R11)(R9*4)
+	PREFETCHT0 192(R11)(R9*4)
+	JMP        sqsumblock
+
 sqsumtail:
 	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
 	MOVQ job_d+0(AX), R10
@@ -23096,26 +23206,26 @@ sqsumtail:
 	XORQ R11, R11
 	SUBQ $0x00000008, R12
 
-copyvec19:
+copyvec20:
 	CMPQ    R11, R12
-	JG      copyone20
+	JG      copyone21
 	VMOVUPS (R8)(R11*4), Y9
 	VMOVUPS Y9, (R9)(R11*4)
 	ADDQ    $0x00000008, R11
-	JMP     copyvec19
+	JMP     copyvec20
 
-copyone20:
+copyone21:
 	ADDQ $0x00000008, R12
 
-copyloop22:
+copyloop23:
 	CMPQ R11, R12
-	JGE  copied21
+	JGE  copied22
 	MOVL (R8)(R11*4), R13
 	MOVL R13, (R9)(R11*4)
 	INCQ R11
-	JMP  copyloop22
+	JMP  copyloop23
 
-copied21:
+copied22:
 	VMOVQ        R10, X9
 	VPBROADCASTD X9, Y9
 	VMOVUPS      (R9), Y10
@@ -23186,14 +23296,14 @@ sqsummed:
 
 	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
 	CMPL   716(SP), $0x00
-	JE     divide23
+	JE     divide24
 	VMULSS 716(SP), X1, X1
-	JMP    divided24
+	JMP    divided25
 
-divide23:
+divide24:
 	VDIVSS 712(SP), X1, X1
 
-divided24:
+divided25:
 	VADDSS   job_eps+0(AX), X1, X1
 	VUCOMISS tlo<>+0(SB), X1
 	JCS      ret
@@ -23232,10 +23342,10 @@ scalerow:
 scalebody:
 	VBROADCASTSS one<>+0(SB), Y0
 	TESTL        $0x00000010, job_flags+0(AX)
-	JNZ          weightadd25
+	JNZ          weightadd26
 	VBROADCASTSS negzero<>+0(SB), Y0
 
-weightadd25:
+weightadd26:
 	// y = (src*inv)*w, rounded after each multiply.
 	XORQ  R8, R8
 	MOVQ  job_d+0(AX), R9
@@ -23264,7 +23374,7 @@ scaleloop:
 	VSUBPS    Y8, Y5, Y5
 	VMULPS    Y1, Y5, Y5
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn26
+	JZ        notrn27
 	VPSRLD    $0x10, Y2, Y6
 	VPAND     avx2bfone<>+0(SB), Y6, Y6
 	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
@@ -23294,20 +23404,20 @@ scaleloop:
 	VCMPPS    $0x03, Y5, Y5, Y5
 	VBLENDVPS Y5, avx2bfnanhigh<>+0(SB), Y6, Y5
 
-notrn26:
+notrn27:
 	VMULPS (SI)(R8*4), Y2, Y2
 	VMULPS 32(SI)(R8*4), Y3, Y3
 	VMULPS 64(SI)(R8*4), Y4, Y4
 	VMULPS 96(SI)(R8*4), Y5, Y5
 	MOVQ   job_bias+0(AX), R10
 	TESTQ  R10, R10
-	JZ     nobias27
+	JZ     nobias28
 	VADDPS (R10)(R8*4), Y2, Y2
 	VADDPS 32(R10)(R8*4), Y3, Y3
 	VADDPS 64(R10)(R8*4), Y4, Y4
 	VADDPS 96(R10)(R8*4), Y5, Y5
 
-nobias27:
+nobias28:
 	VPSRLD    $0x10, Y2, Y6
 	VPAND     avx2bfone<>+0(SB), Y6, Y6
 	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
@@ -23362,7 +23472,7 @@ scaleloopoffset:
 	VSUBPS    Y8, Y5, Y5
 	VMULPS    Y1, Y5, Y5
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn28
+	JZ        notrn29
 	VPSRLD    $0x10, Y2, Y6
 	VPAND     avx2bfone<>+0(SB), Y6, Y6
 	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
@@ -23392,7 +23502,7 @@ scaleloopoffset:
 	VCMPPS    $0x03, Y5, Y5, Y5
 	VBLENDVPS Y5, avx2bfnanhigh<>+0(SB), Y6, Y5
 
-notrn28:
+notrn29:
 	VMOVUPS (SI)(R8*4), Y6
 	VADDPS  Y0, Y6, Y6
 	VMULPS  Y6, Y2, Y2
@@ -23407,13 +23517,13 @@ notrn28:
 	VMULPS  Y6, Y5, Y5
 	MOVQ    job_bias+0(AX), R10
 	TESTQ   R10, R10
-	JZ      nobias29
+	JZ      nobias30
 	VADDPS  (R10)(R8*4), Y2, Y2
 	VADDPS  32(R10)(R8*4), Y3, Y3
 	VADDPS  64(R10)(R8*4), Y4, Y4
 	VADDPS  96(R10)(R8*4), Y5, Y5
 
-nobias29:
+nobias30:
 	VPSRLD    $0x10, Y2, Y6
 	VPAND     avx2bfone<>+0(SB), Y6, Y6
 	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
@@ -23469,13 +23579,13 @@ scaleloopnoweight:
 	VMULPS  Y1, Y5, Y5
 	MOVQ    job_bias+0(AX), R10
 	TESTQ   R10, R10
-	JZ      nobias30
+	JZ      nobias31
 	VADDPS  (R10)(R8*4), Y2, Y2
 	VADDPS  32(R10)(R8*4), Y3, Y3
 	VADDPS  64(R10)(R8*4), Y4, Y4
 	VADDPS  96(R10)(R8*4), Y5, Y5
 
-nobias30:
+nobias31:
 	VPSRLD    $0x10, Y2, Y6
 	VPAND     avx2bfone<>+0(SB), Y6, Y6
 	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
@@ -23516,10 +23626,10 @@ nobias30:
 scalepf:
 	MOVQ DI, R10
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows31
+	JA   longrows32
 	SHLQ $0x03, R10
 
-longrows31:
+longrows32:
 	ADDQ  DX, R10
 	TESTL $0x00000001, job_flags+0(AX)
 	JNZ   scalent
@@ -23547,7 +23657,7 @@ scalepfloop:
 	VSUBPS     Y8, Y5, Y5
 	VMULPS     Y1, Y5, Y5
 	TESTL      $0x00000008, job_flags+0(AX)
-	JZ         notrn32
+	JZ         notrn33
 	VPSRLD     $0x10, Y2, Y6
 	VPAND      avx2bfone<>+0(SB), Y6, Y6
 	VPADDD     avx2bfbias<>+0(SB), Y6, Y6
@@ -23577,20 +23687,20 @@ scalepfloop:
 	VCMPPS     $0x03, Y5, Y5, Y5
 	VBLENDVPS  Y5, avx2bfnanhigh<>+0(SB), Y6, Y5
 
-notrn32:
+notrn33:
 	VMULPS (SI)(R8*4), Y2, Y2
 	VMULPS 32(SI)(R8*4), Y3, Y3
 	VMULPS 64(SI)(R8*4), Y4, Y4
 	VMULPS 96(SI)(R8*4), Y5, Y5
 	MOVQ   job_bias+0(AX), R11
 	TESTQ  R11, R11
-	JZ     nobias33
+	JZ     nobias34
 	VADDPS (R11)(R8*4), Y2, Y2
 	VADDPS 32(R11)(R8*4), Y3, Y3
 	VADDPS 64(R11)(R8*4), Y4, Y4
 	VADDPS 96(R11)(R8*4), Y5, Y5
 
-nobias33:
+nobias34:
 	VPSRLD    $0x10, Y2, Y6
 	VPAND     avx2bfone<>+0(SB), Y6, Y6
 	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
@@ -23647,7 +23757,7 @@ scalepfloopoffset:
 	VSUBPS     Y8, Y5, Y5
 	VMULPS     Y1, Y5, Y5
 	TESTL      $0x00000008, job_flags+0(AX)
-	JZ         notrn34
+	JZ         notrn35
 	VPSRLD     $0x10, Y2, Y6
 	VPAND      avx2bfone<>+0(SB), Y6, Y6
 	VPADDD     avx2bfbias<>+0(SB), Y6, Y6
@@ -23677,7 +23787,7 @@ scalepfloopoffset:
 	VCMPPS     $0x03, Y5, Y5, Y5
 	VBLENDVPS  Y5, avx2bfnanhigh<>+0(SB), Y6, Y5
 
-notrn34:
+notrn35:
 	VMOVUPS (SI)(R8*4), Y6
 	VADDPS  Y0, Y6, Y6
 	VMULPS  Y6, Y2, Y2
@@ -23692,13 +23802,13 @@ notrn34:
 	VMULPS  Y6, Y5, Y5
 	MOVQ    job_bias+0(AX), R11
 	TESTQ   R11, R11
-	JZ      nobias35
+	JZ      nobias36
 	VADDPS  (R11)(R8*4), Y2, Y2
 	VADDPS  32(R11)(R8*4), Y3, Y3
 	VADDPS  64(R11)(R8*4), Y4, Y4
 	VADDPS  96(R11)(R8*4), Y5, Y5
 
-nobias35:
+nobias36:
 	VPSRLD    $0x10, Y2, Y6
 	VPAND     avx2bfone<>+0(SB), Y6, Y6
 	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
@@ -23756,13 +23866,13 @@ scalepfloopnoweight:
 	VMULPS     Y1, Y5, Y5
 	MOVQ       job_bias+0(AX), R11
 	TESTQ      R11, R11
-	JZ         nobias36
+	JZ         nobias37
 	VADDPS     (R11)(R8*4), Y2, Y2
 	VADDPS     32(R11)(R8*4), Y3, Y3
 	VADDPS     64(R11)(R8*4), Y4, Y4
 	VADDPS     96(R11)(R8*4), Y5, Y5
 
-nobias36:
+nobias37:
 	VPSRLD    $0x10, Y2, Y6
 	VPAND     avx2bfone<>+0(SB), Y6, Y6
 	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
@@ -23818,7 +23928,7 @@ scalehead:
 	VSUBPS    Y8, Y2, Y2
 	VMULPS    Y1, Y2, Y2
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn37
+	JZ        notrn38
 	VPSRLD    $0x10, Y2, Y3
 	VPAND     avx2bfone<>+0(SB), Y3, Y3
 	VPADDD    avx2bfbias<>+0(SB), Y3, Y3
@@ -23827,20 +23937,20 @@ scalehead:
 	VCMPPS    $0x03, Y2, Y2, Y2
 	VBLENDVPS Y2, avx2bfnanhigh<>+0(SB), Y3, Y2
 
-notrn37:
+notrn38:
 	TESTQ   SI, SI
-	JZ      noweight38
+	JZ      noweight39
 	VMOVUPS (SI)(R8*4), Y3
 	VADDPS  Y0, Y3, Y3
 	VMULPS  Y3, Y2, Y2
 
-noweight38:
+noweight39:
 	MOVQ   job_bias+0(AX), R11
 	TESTQ  R11, R11
-	JZ     nobias39
+	JZ     nobias40
 	VADDPS (R11)(R8*4), Y2, Y2
 
-nobias39:
+nobias40:
 	VPSRLD       $0x10, Y2, Y3
 	VPAND        avx2bfone<>+0(SB), Y3, Y3
 	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
@@ -23861,10 +23971,10 @@ scaleheadpart:
 scalentgo:
 	MOVQ DI, R10
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows40
+	JA   longrows41
 	SHLQ $0x03, R10
 
-longrows40:
+longrows41:
 	ADDQ DX, R10
 	MOVL job_flags+0(AX), R11
 
@@ -23887,7 +23997,7 @@ scalentloop:
 	VSUBPS     Y8, Y5, Y5
 	VMULPS     Y1, Y5, Y5
 	TESTL      $0x00000008, job_flags+0(AX)
-	JZ         notrn41
+	JZ         notrn42
 	VPSRLD     $0x10, Y2, Y6
 	VPAND      avx2bfone<>+0(SB), Y6, Y6
 	VPADDD     avx2bfbias<>+0(SB), Y6, Y6
@@ -23917,26 +24027,26 @@ scalentloop:
 	VCMPPS     $0x03, Y5, Y5, Y5
 	VBLENDVPS  Y5, avx2bfnanhigh<>+0(SB), Y6, Y5
 
-notrn41:
+notrn42:
 	TESTQ  SI, SI
-	JZ     weighed43
+	JZ     weighed44
 	TESTL  $0x00000010, R11
-	JNZ    offset42
+	JNZ    offset43
 	VMULPS (SI)(R8*4), Y2, Y2
 	VMULPS 32(SI)(R8*4), Y3, Y3
 	VMULPS 64(SI)(R8*4), Y4, Y4
 	VMULPS 96(SI)(R8*4), Y5, Y5
 
-weighed43:
+weighed44:
 	MOVQ   job_bias+0(AX), R12
 	TESTQ  R12, R12
-	JZ     nobias44
+	JZ     nobias45
 	VADDPS (R12)(R8*4), Y2, Y2
 	VADDPS 32(R12)(R8*4), Y3, Y3
 	VADDPS 64(R12)(R8*4), Y4, Y4
 	VADDPS 96(R12)(R8*4), Y5, Y5
 
-nobias44:
+nobias45:
 	VPSRLD    $0x10, Y2, Y6
 	VPAND     avx2bfone<>+0(SB), Y6, Y6
 	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
@@ -23974,7 +24084,7 @@ nobias44:
 	ADDQ      $0x00000020, R8
 	JMP       scalentloop
 
-offset42:
+offset43:
 	VMOVUPS (SI)(R8*4), Y6
 	VADDPS  Y0, Y6, Y6
 	VMULPS  Y6, Y2, Y2
@@ -23987,7 +24097,7 @@ offset42:
 	VMOVUPS 96(SI)(R8*4), Y6
 	VADDPS  Y0, Y6, Y6
 	VMULPS  Y6, Y5, Y5
-	JMP     weighed43
+	JMP     weighed44
 
 scaletail:
 	ADDQ $0x00000018, R9
@@ -23999,7 +24109,7 @@ scaleone:
 	VSUBPS    Y8, Y2, Y2
 	VMULPS    Y1, Y2, Y2
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn45
+	JZ        notrn46
 	VPSRLD    $0x10, Y2, Y3
 	VPAND     avx2bfone<>+0(SB), Y3, Y3
 	VPADDD    avx2bfbias<>+0(SB), Y3, Y3
@@ -24008,20 +24118,20 @@ scaleone:
 	VCMPPS    $0x03, Y2, Y2, Y2
 	VBLENDVPS Y2, avx2bfnanhigh<>+0(SB), Y3, Y2
 
-notrn45:
+notrn46:
 	TESTQ   SI, SI
-	JZ      noweight46
+	JZ      noweight47
 	VMOVUPS (SI)(R8*4), Y3
 	VADDPS  Y0, Y3, Y3
 	VMULPS  Y3, Y2, Y2
 
-noweight46:
+noweight47:
 	MOVQ   job_bias+0(AX), R10
 	TESTQ  R10, R10
-	JZ     nobias47
+	JZ     nobias48
 	VADDPS (R10)(R8*4), Y2, Y2
 
-nobias47:
+nobias48:
 	VPSRLD       $0x10, Y2, Y3
 	VPAND        avx2bfone<>+0(SB), Y3, Y3
 	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
@@ -24048,90 +24158,90 @@ partout:
 	XORQ R13, R13
 	SUBQ $0x00000008, R14
 
-copyvec48:
+copyvec49:
 	CMPQ    R13, R14
-	JG      copyone49
+	JG      copyone50
 	VMOVUPS (R11)(R13*4), Y2
 	VMOVUPS Y2, (R12)(R13*4)
 	ADDQ    $0x00000008, R13
-	JMP     copyvec48
+	JMP     copyvec49
 
-copyone49:
+copyone50:
 	ADDQ $0x00000008, R14
 
-copyloop51:
+copyloop52:
 	CMPQ R13, R14
-	JGE  copied50
+	JGE  copied51
 	MOVL (R11)(R13*4), R15
 	MOVL R15, (R12)(R13*4)
 	INCQ R13
-	JMP  copyloop51
+	JMP  copyloop52
 
-copied50:
+copied51:
 	TESTQ SI, SI
-	JZ    nowcopy52
+	JZ    nowcopy53
 	LEAQ  (SI)(R8*4), R11
 	LEAQ  160(SP), R12
 	MOVQ  R10, R14
 	XORQ  R13, R13
 	SUBQ  $0x00000008, R14
 
-copyvec53:
+copyvec54:
 	CMPQ    R13, R14
-	JG      copyone54
+	JG      copyone55
 	VMOVUPS (R11)(R13*4), Y2
 	VMOVUPS Y2, (R12)(R13*4)
 	ADDQ    $0x00000008, R13
-	JMP     copyvec53
+	JMP     copyvec54
 
-copyone54:
+copyone55:
 	ADDQ $0x00000008, R14
 
-copyloop56:
+copyloop57:
 	CMPQ R13, R14
-	JGE  copied55
+	JGE  copied56
 	MOVL (R11)(R13*4), R15
 	MOVL R15, (R12)(R13*4)
 	INCQ R13
-	JMP  copyloop56
+	JMP  copyloop57
 
-copied55:
-nowcopy52:
+copied56:
+nowcopy53:
 	MOVQ  job_bias+0(AX), R11
 	TESTQ R11, R11
-	JZ    nobiascopy57
+	JZ    nobiascopy58
 	LEAQ  (R11)(R8*4), R11
 	LEAQ  224(SP), R12
 	MOVQ  R10, R14
 	XORQ  R13, R13
 	SUBQ  $0x00000008, R14
 
-copyvec58:
+copyvec59:
 	CMPQ    R13, R14
-	JG      copyone59
+	JG      copyone60
 	VMOVUPS (R11)(R13*4), Y2
 	VMOVUPS Y2, (R12)(R13*4)
 	ADDQ    $0x00000008, R13
-	JMP     copyvec58
+	JMP     copyvec59
 
-copyone59:
+copyone60:
 	ADDQ $0x00000008, R14
 
-copyloop61:
+copyloop62:
 	CMPQ R13, R14
-	JGE  copied60
+	JGE  copied61
 	MOVL (R11)(R13*4), R15
 	MOVL R15, (R12)(R13*4)
 	INCQ R13
-	JMP  copyloop61
+	JMP  copyloop62
 
-copied60:
-nobiascopy57:
+copied61:
+nobiascopy58:
 	VMOVUPS   128(SP), Y2
 	VSUBPS    Y8, Y2, Y2
 	VMULPS    Y2, Y1, Y2
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn62
+	JZ        notrn63
 	VPSRLD    $0x10, Y2, Y3
 	VPAND     avx2bfone<>+0(SB), Y3, Y3
 	VPADDD    avx2bfbias<>+0(SB), Y3, Y3
@@ -24140,20 +24250,20 @@ nobiascopy57:
 	VCMPPS    $0x03, Y2, Y2, Y2
 	VBLENDVPS Y2, avx2bfnanhigh<>+0(SB), Y3, Y2
 
-notrn62:
+notrn63:
 	TESTQ   SI, SI
-	JZ      noweight63
+	JZ      noweight64
 	VMOVUPS 160(SP), Y3
 	VADDPS  Y0, Y3, Y3
 	VMULPS  Y3, Y2, Y2
 
-noweight63:
+noweight64:
 	MOVQ   job_bias+0(AX), R11
 	TESTQ  R11, R11
-	JZ     nobias64
+	JZ     nobias65
 	VADDPS 224(SP), Y2, Y2
 
-nobias64:
+nobias65:
 	VPSRLD       $0x10, Y2, Y3
 	VPAND        avx2bfone<>+0(SB), Y3, Y3
 	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
@@ -24170,26 +24280,26 @@ nobias64:
 	XORQ         R13, R13
 	SUBQ         $0x00000010, R14
 
-copyvec65:
+copyvec66:
 	CMPQ    R13, R14
-	JG      copyone66
+	JG      copyone67
 	VMOVUPS (R12)(R13*2), Y2
 	VMOVUPS Y2, (R11)(R13*2)
 	ADDQ    $0x00000010, R13
-	JMP     copyvec65
+	JMP     copyvec66
 
-copyone66:
+copyone67:
 	ADDQ $0x00000010, R14
 
-copyloop68:
+copyloop69:
 	CMPQ R13, R14
-	JGE  copied67
+	JGE  copied68
 	MOVW (R12)(R13*2), R15
 	MOVW R15, (R11)(R13*2)
 	INCQ R13
-	JMP  copyloop68
+	JMP  copyloop69
 
-copied67:
+copied68:
 	ADDQ R10, R8
 	CMPQ R8, job_d+0(AX)
 	JB   scalentgo
@@ -24722,10 +24832,24 @@ sqfirstblock:
 	VMULPS  Y7, Y7, Y7
 	MOVQ    $0x00000040, R9
 
+	// With flagPF, the rows ahead are prefetched: one loop for both, the flag tested per block.
+	MOVQ DI, R11
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows19
+	SHLQ $0x03, R11
+
+longrows19:
+	ADDQ R8, R11
+	MOVL job_flags+0(AX), R12
+
 	PCALIGN $32
 sqsumloop:
-	CMPQ    R9, R10
-	JG      sqsumtail
+	CMPQ  R9, R10
+	JG    sqsumtail
+	TESTL $0x00000002, R12
+	JNZ   sqsumpf
+
+sqsumblock:
 	VMOVUPS (R8)(R9*4), Y9
 	VSUBPS  Y8, Y9, Y9
 	VMULPS  Y9, Y9, Y9
@@ -24761,6 +24885,14 @@ sqsumloop:
 	ADDQ    $0x00000040, R9
 	JMP     sqsumloop
 
+	// Out of the loop's way: the prefetches, whose flag is usually clear.
+sqsumpf:
+	PREFETCHT0 (R11)(R9*4)
+	PREFETCHT0 64(R11)(R9*4)
+	PREFETCHT0 128(R11)(R9*4)
+	PREFETCHT0 192(R11)(R9*4)
+	JMP        sqsumblock
+
 sqsumtail:
 	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
 	MOVQ job_d+0(AX), R10
@@ -24772,26 +24904,26 @@ sqsumtail:
 	XORQ R11, R11
 	SUBQ $0x00000008, R12
 
-copyvec19:
+copyvec20:
 	CMPQ    R11, R12
-	JG      copyone20
+	JG      copyone21
 	VMOVUPS (R8)(R11*4), Y9
 	VMOVUPS Y9, (R9)(R11*4)
 	ADDQ    $0x00000008, R11
-	JMP     copyvec19
+	JMP     copyvec20
 
-copyone20:
+copyone21:
 	ADDQ $0x00000008, R12
 
-copyloop22:
+copyloop23:
 	CMPQ R11, R12
-	JGE  copied21
+	JGE  copied22
 	MOVL (R8)(R11*4), R13
 	MOVL R13, (R9)(R11*4)
 	INCQ R11
-	JMP  copyloop22
+	JMP  copyloop23
 
-copied21:
+copied22:
 	VMOVQ        R10, X9
 	VPBROADCASTD X9, Y9
 	VMOVUPS      (R9), Y10
@@ -24862,14 +24994,14 @@ sqsummed:
 
 	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
 	CMPL   716(SP), $0x00
-	JE     divide23
+	JE     divide24
 	VMULSS 716(SP), X1, X1
-	JMP    divided24
+	JMP    divided25
 
-divide23:
+divide24:
 	VDIVSS 712(SP), X1, X1
 
-divided24:
+divided25:
 	VADDSS   job_eps+0(AX), X1, X1
 	VUCOMISS tlo<>+0(SB), X1
 	JCS      ret
@@ -24908,10 +25040,10 @@ scalerow:
 scalebody:
 	VBROADCASTSS one<>+0(SB), Y0
 	TESTL        $0x00000010, job_flags+0(AX)
-	JNZ          weightadd25
+	JNZ          weightadd26
 	VBROADCASTSS negzero<>+0(SB), Y0
 
-weightadd25:
+weightadd26:
 	// y = (src*inv)*w, rounded after each multiply.
 	XORQ  R8, R8
 	MOVQ  job_d+0(AX), R9
@@ -24940,7 +25072,7 @@ scaleloop:
 	VSUBPS    Y8, Y5, Y5
 	VMULPS    Y1, Y5, Y5
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn26
+	JZ        notrn27
 	VCVTPS2PH $0x00, Y2, X2
 	VCVTPH2PS X2, Y2
 	VCVTPS2PH $0x00, Y3, X3
@@ -24950,20 +25082,20 @@ scaleloop:
 	VCVTPS2PH $0x00, Y5, X5
 	VCVTPH2PS X5, Y5
 
-notrn26:
+notrn27:
 	VMULPS (SI)(R8*4), Y2, Y2
 	VMULPS 32(SI)(R8*4), Y3, Y3
 	VMULPS 64(SI)(R8*4), Y4, Y4
 	VMULPS 96(SI)(R8*4), Y5, Y5
 	MOVQ   job_bias+0(AX), R10
 	TESTQ  R10, R10
-	JZ     nobias27
+	JZ     nobias28
 	VADDPS (R10)(R8*4), Y2, Y2
 	VADDPS 32(R10)(R8*4), Y3, Y3
 	VADDPS 64(R10)(R8*4), Y4, Y4
 	VADDPS 96(R10)(R8*4), Y5, Y5
 
-nobias27:
+nobias28:
 	VCVTPS2PH   $0x00, Y2, X2
 	VCVTPS2PH   $0x00, Y3, X3
 	VINSERTI128 $0x01, X3, Y2, Y2
@@ -24992,7 +25124,7 @@ scaleloopoffset:
 	VSUBPS    Y8, Y5, Y5
 	VMULPS    Y1, Y5, Y5
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn28
+	JZ        notrn29
 	VCVTPS2PH $0x00, Y2, X2
 	VCVTPH2PS X2, Y2
 	VCVTPS2PH $0x00, Y3, X3
@@ -25002,7 +25134,7 @@ scaleloopoffset:
 	VCVTPS2PH $0x00, Y5, X5
 	VCVTPH2PS X5, Y5
 
-notrn28:
+notrn29:
 	VMOVUPS (SI)(R8*4), Y6
 	VADDPS  Y0, Y6, Y6
 	VMULPS  Y6, Y2, Y2
@@ -25017,13 +25149,13 @@ notrn28:
 	VMULPS  Y6, Y5, Y5
 	MOVQ    job_bias+0(AX), R10
 	TESTQ   R10, R10
-	JZ      nobias29
+	JZ      nobias30
 	VADDPS  (R10)(R8*4), Y2, Y2
 	VADDPS  32(R10)(R8*4), Y3, Y3
 	VADDPS  64(R10)(R8*4), Y4, Y4
 	VADDPS  96(R10)(R8*4), Y5, Y5
 
-nobias29:
+nobias30:
 	VCVTPS2PH   $0x00, Y2, X2
 	VCVTPS2PH   $0x00, Y3, X3
 	VINSERTI128 $0x01, X3, Y2, Y2
@@ -25053,13 +25185,13 @@ scaleloopnoweight:
 	VMULPS  Y1, Y5, Y5
 	MOVQ    job_bias+0(AX), R10
 	TESTQ   R10, R10
-	JZ      nobias30
+	JZ      nobias31
 	VADDPS  (R10)(R8*4), Y2, Y2
 	VADDPS  32(R10)(R8*4), Y3, Y3
 	VADDPS  64(R10)(R8*4), Y4, Y4
 	VADDPS  96(R10)(R8*4), Y5, Y5
 
-nobias30:
+nobias31:
 	VCVTPS2PH   $0x00, Y2, X2
 	VCVTPS2PH   $0x00, Y3, X3
 	VINSERTI128 $0x01, X3, Y2, Y2
@@ -25074,10 +25206,10 @@ nobias30:
 scalepf:
 	MOVQ DI, R10
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows31
+	JA   longrows32
 	SHLQ $0x03, R10
 
-longrows31:
+longrows32:
 	ADDQ  DX, R10
 	TESTL $0x00000001, job_flags+0(AX)
 	JNZ   scalent
@@ -25105,7 +25237,7 @@ scalepfloop:
 	VSUBPS     Y8, Y5, Y5
 	VMULPS     Y1, Y5, Y5
 	TESTL      $0x00000008, job_flags+0(AX)
-	JZ         notrn32
+	JZ         notrn33
 	VCVTPS2PH  $0x00, Y2, X2
 	VCVTPH2PS  X2, Y2
 	VCVTPS2PH  $0x00, Y3, X3
@@ -25115,20 +25247,20 @@ scalepfloop:
 	VCVTPS2PH  $0x00, Y5, X5
 	VCVTPH2PS  X5, Y5
 
-notrn32:
+notrn33:
 	VMULPS (SI)(R8*4), Y2, Y2
 	VMULPS 32(SI)(R8*4), Y3, Y3
 	VMULPS 64(SI)(R8*4), Y4, Y4
 	VMULPS 96(SI)(R8*4), Y5, Y5
 	MOVQ   job_bias+0(AX), R11
 	TESTQ  R11, R11
-	JZ     nobias33
+	JZ     nobias34
 	VADDPS (R11)(R8*4), Y2, Y2
 	VADDPS 32(R11)(R8*4), Y3, Y3
 	VADDPS 64(R11)(R8*4), Y4, Y4
 	VADDPS 96(R11)(R8*4), Y5, Y5
 
-nobias33:
+nobias34:
 	VCVTPS2PH   $0x00, Y2, X2
 	VCVTPS2PH   $0x00, Y3, X3
 	VINSERTI128 $0x01, X3, Y2, Y2
@@ -25159,7 +25291,7 @@ scalepfloopoffset:
 	VSUBPS     Y8, Y5, Y5
 	VMULPS     Y1, Y5, Y5
 	TESTL      $0x00000008, job_flags+0(AX)
-	JZ         notrn34
+	JZ         notrn35
 	VCVTPS2PH  $0x00, Y2, X2
 	VCVTPH2PS  X2, Y2
 	VCVTPS2PH  $0x00, Y3, X3
@@ -25169,7 +25301,7 @@ scalepfloopoffset:
 	VCVTPS2PH  $0x00, Y5, X5
 	VCVTPH2PS  X5, Y5
 
-notrn34:
+notrn35:
 	VMOVUPS (SI)(R8*4), Y6
 	VADDPS  Y0, Y6, Y6
 	VMULPS  Y6, Y2, Y2
@@ -25184,13 +25316,13 @@ notrn34:
 	VMULPS  Y6, Y5, Y5
 	MOVQ    job_bias+0(AX), R11
 	TESTQ   R11, R11
-	JZ      nobias35
+	JZ      nobias36
 	VADDPS  (R11)(R8*4), Y2, Y2
 	VADDPS  32(R11)(R8*4), Y3, Y3
 	VADDPS  64(R11)(R8*4), Y4, Y4
 	VADDPS  96(R11)(R8*4), Y5, Y5
 
-nobias35:
+nobias36:
 	VCVTPS2PH   $0x00, Y2, X2
 	VCVTPS2PH   $0x00, Y3, X3
 	VINSERTI128 $0x01, X3, Y2, Y2
@@ -25222,13 +25354,13 @@ scalepfloopnoweight:
 	VMULPS     Y1, Y5, Y5
 	MOVQ       job_bias+0(AX), R11
 	TESTQ      R11, R11
-	JZ         nobias36
+	JZ         nobias37
 	VADDPS     (R11)(R8*4), Y2, Y2
 	VADDPS     32(R11)(R8*4), Y3, Y3
 	VADDPS     64(R11)(R8*4), Y4, Y4
 	VADDPS     96(R11)(R8*4), Y5, Y5
 
-nobias36:
+nobias37:
 	VCVTPS2PH   $0x00, Y2, X2
 	VCVTPS2PH   $0x00, Y3, X3
 	VINSERTI128 $0x01, X3, Y2, Y2
@@ -25258,24 +25390,24 @@ scalehead:
 	VSUBPS    Y8, Y2, Y2
 	VMULPS    Y1, Y2, Y2
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn37
+	JZ        notrn38
 	VCVTPS2PH $0x00, Y2, X2
 	VCVTPH2PS X2, Y2
 
-notrn37:
+notrn38:
 	TESTQ   SI, SI
-	JZ      noweight38
+	JZ      noweight39
 	VMOVUPS (SI)(R8*4), Y3
 	VADDPS  Y0, Y3, Y3
 	VMULPS  Y3, Y2, Y2
 
-noweight38:
+noweight39:
 	MOVQ   job_bias+0(AX), R11
 	TESTQ  R11, R11
-	JZ     nobias39
+	JZ     nobias40
 	VADDPS (R11)(R8*4), Y2, Y2
 
-nobias39:
+nobias40:
 	VCVTPS2PH $0x00, Y2, (CX)(R8*2)
 	ADDQ      $0x00000008, R8
 	SUBQ      $0x00000008, R10
@@ -25287,10 +25419,10 @@ scaleheadpart:
 scalentgo:
 	MOVQ DI, R10
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows40
+	JA   longrows41
 	SHLQ $0x03, R10
 
-longrows40:
+longrows41:
 	ADDQ DX, R10
 	MOVL job_flags+0(AX), R11
 
@@ -25313,7 +25445,7 @@ scalentloop:
 	VSUBPS     Y8, Y5, Y5
 	VMULPS     Y1, Y5, Y5
 	TESTL      $0x00000008, job_flags+0(AX)
-	JZ         notrn41
+	JZ         notrn42
 	VCVTPS2PH  $0x00, Y2, X2
 	VCVTPH2PS  X2, Y2
 	VCVTPS2PH  $0x00, Y3, X3
@@ -25323,26 +25455,26 @@ scalentloop:
 	VCVTPS2PH  $0x00, Y5, X5
 	VCVTPH2PS  X5, Y5
 
-notrn41:
+notrn42:
 	TESTQ  SI, SI
-	JZ     weighed43
+	JZ     weighed44
 	TESTL  $0x00000010, R11
-	JNZ    offset42
+	JNZ    offset43
 	VMULPS (SI)(R8*4), Y2, Y2
 	VMULPS 32(SI)(R8*4), Y3, Y3
 	VMULPS 64(SI)(R8*4), Y4, Y4
 	VMULPS 96(SI)(R8*4), Y5, Y5
 
-weighed43:
+weighed44:
 	MOVQ   job_bias+0(AX), R12
 	TESTQ  R12, R12
-	JZ     nobias44
+	JZ     nobias45
 	VADDPS (R12)(R8*4), Y2, Y2
 	VADDPS 32(R12)(R8*4), Y3, Y3
 	VADDPS 64(R12)(R8*4), Y4, Y4
 	VADDPS 96(R12)(R8*4), Y5, Y5
 
-nobias44:
+nobias45:
 	VCVTPS2PH   $0x00, Y2, X2
 	VCVTPS2PH   $0x00, Y3, X3
 	VINSERTI128 $0x01, X3, Y2, Y2
@@ -25354,7 +25486,7 @@ nobias44:
 	ADDQ        $0x00000020, R8
 	JMP         scalentloop
 
-offset42:
+offset43:
 	VMOVUPS (SI)(R8*4), Y6
 	VADDPS  Y0, Y6, Y6
 	VMULPS  Y6, Y2, Y2
@@ -25367,7 +25499,7 @@ offset42:
 	VMOVUPS 96(SI)(R8*4), Y6
 	VADDPS  Y0, Y6, Y6
 	VMULPS  Y6, Y5, Y5
-	JMP     weighed43
+	JMP     weighed44
 
 scaletail:
 	ADDQ $0x00000018, R9
@@ -25379,24 +25511,24 @@ scaleone:
 	VSUBPS    Y8, Y2, Y2
 	VMULPS    Y1, Y2, Y2
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn45
+	JZ        notrn46
 	VCVTPS2PH $0x00, Y2, X2
 	VCVTPH2PS X2, Y2
 
-notrn45:
+notrn46:
 	TESTQ   SI, SI
-	JZ      noweight46
+	JZ      noweight47
 	VMOVUPS (SI)(R8*4), Y3
 	VADDPS  Y0, Y3, Y3
 	VMULPS  Y3, Y2, Y2
 
-noweight46:
+noweight47:
 	MOVQ   job_bias+0(AX), R10
 	TESTQ  R10, R10
-	JZ     nobias47
+	JZ     nobias48
 	VADDPS (R10)(R8*4), Y2, Y2
 
-nobias47:
+nobias48:
 	VCVTPS2PH $0x00, Y2, (CX)(R8*2)
 	ADDQ      $0x00000008, R8
 	JMP       scaleone
@@ -25414,107 +25546,107 @@ partout:
 	XORQ R13, R13
 	SUBQ $0x00000008, R14
 
-copyvec48:
+copyvec49:
 	CMPQ    R13, R14
-	JG      copyone49
+	JG      copyone50
 	VMOVUPS (R11)(R13*4), Y2
 	VMOVUPS Y2, (R12)(R13*4)
 	ADDQ    $0x00000008, R13
-	JMP     copyvec48
+	JMP     copyvec49
 
-copyone49:
+copyone50:
 	ADDQ $0x00000008, R14
 
-copyloop51:
+copyloop52:
 	CMPQ R13, R14
-	JGE  copied50
+	JGE  copied51
 	MOVL (R11)(R13*4), R15
 	MOVL R15, (R12)(R13*4)
 	INCQ R13
-	JMP  copyloop51
+	JMP  copyloop52
 
-copied50:
+copied51:
 	TESTQ SI, SI
-	JZ    nowcopy52
+	JZ    nowcopy53
 	LEAQ  (SI)(R8*4), R11
 	LEAQ  160(SP), R12
 	MOVQ  R10, R14
 	XORQ  R13, R13
 	SUBQ  $0x00000008, R14
 
-copyvec53:
+copyvec54:
 	CMPQ    R13, R14
-	JG      copyone54
+	JG      copyone55
 	VMOVUPS (R11)(R13*4), Y2
 	VMOVUPS Y2, (R12)(R13*4)
 	ADDQ    $0x00000008, R13
-	JMP     copyvec53
+	JMP     copyvec54
 
-copyone54:
+copyone55:
 	ADDQ $0x00000008, R14
 
-copyloop56:
+copyloop57:
 	CMPQ R13, R14
-	JGE  copied55
+	JGE  copied56
 	MOVL (R11)(R13*4), R15
 	MOVL R15, (R12)(R13*4)
 	INCQ R13
-	JMP  copyloop56
+	JMP  copyloop57
 
-copied55:
-nowcopy52:
+copied56:
+nowcopy53:
 	MOVQ  job_bias+0(AX), R11
 	TESTQ R11, R11
-	JZ    nobiascopy57
+	JZ    nobiascopy58
 	LEAQ  (R11)(R8*4), R11
 	LEAQ  224(SP), R12
 	MOVQ  R10, R14
 	XORQ  R13, R13
 	SUBQ  $0x00000008, R14
 
-copyvec58:
+copyvec59:
 	CMPQ    R13, R14
-	JG      copyone59
+	JG      copyone60
 	VMOVUPS (R11)(R13*4), Y2
 	VMOVUPS Y2, (R12)(R13*4)
 	ADDQ    $0x00000008, R13
-	JMP     copyvec58
+	JMP     copyvec59
 
-copyone59:
+copyone60:
 	ADDQ $0x00000008, R14
 
-copyloop61:
+copyloop62:
 	CMPQ R13, R14
-	JGE  copied60
+	JGE  copied61
 	MOVL (R11)(R13*4), R15
 	MOVL R15, (R12)(R13*4)
 	INCQ R13
-	JMP  copyloop61
+	JMP  copyloop62
 
-copied60:
-nobiascopy57:
+copied61:
+nobiascopy58:
 	VMOVUPS   128(SP), Y2
 	VSUBPS    Y8, Y2, Y2
 	VMULPS    Y2, Y1, Y2
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn62
+	JZ        notrn63
 	VCVTPS2PH $0x00, Y2, X2
 	VCVTPH2PS X2, Y2
 
-notrn62:
+notrn63:
 	TESTQ   SI, SI
-	JZ      noweight63
+	JZ      noweight64
 	VMOVUPS 160(SP), Y3
 	VADDPS  Y0, Y3, Y3
 	VMULPS  Y3, Y2, Y2
 
-noweight63:
+noweight64:
 	MOVQ   job_bias+0(AX), R11
 	TESTQ  R11, R11
-	JZ     nobias64
+	JZ     nobias65
 	VADDPS 224(SP), Y2, Y2
 
-nobias64:
+nobias65:
 	VCVTPS2PH $0x00, Y2, 192(SP)
 	LEAQ      192(SP), R12
 	LEAQ      (CX)(R8*2), R11
@@ -25522,26 +25654,26 @@ nobias64:
 	XORQ      R13, R13
 	SUBQ      $0x00000010, R14
 
-copyvec65:
+copyvec66:
 	CMPQ    R13, R14
-	JG      copyone66
+	JG      copyone67
 	VMOVUPS (R12)(R13*2), Y2
 	VMOVUPS Y2, (R11)(R13*2)
 	ADDQ    $0x00000010, R13
-	JMP     copyvec65
+	JMP     copyvec66
 
-copyone66:
+copyone67:
 	ADDQ $0x00000010, R14
 
-copyloop68:
+copyloop69:
 	CMPQ R13, R14
-	JGE  copied67
+	JGE  copied68
 	MOVW (R12)(R13*2), R15
 	MOVW R15, (R11)(R13*2)
 	INCQ R13
-	JMP  copyloop68
+	JMP  copyloop69
 
-copied67:
+copied68:
 	ADDQ R10, R8
 	CMPQ R8, job_d+0(AX)
 	JB   scalentgo
@@ -33028,10 +33160,24 @@ sqfirstblock:
 	VMULPS  Z11, Z11, Z11
 	MOVQ    $0x00000040, R9
 
+	// With flagPF, the rows ahead are prefetched: one loop for both, the flag tested per block.
+	MOVQ DI, R11
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows4
+	SHLQ $0x03, R11
+
+longrows4:
+	ADDQ R8, R11
+	MOVL job_flags+0(AX), R12
+
 	PCALIGN $32
 sqsumloop:
-	CMPQ    R9, R10
-	JG      sqsumtail
+	CMPQ  R9, R10
+	JG    sqsumtail
+	TESTL $0x00000002, R12
+	JNZ   sqsumpf
+
+sqsumblock:
 	VMOVUPS (R8)(R9*4), Z13
 	VSUBPS  Z12, Z13, Z13
 	VMULPS  Z13, Z13, Z13
@@ -33050,6 +33196,14 @@ sqsumloop:
 	VADDPS  Z13, Z11, Z11
 	ADDQ    $0x00000040, R9
 	JMP     sqsumloop
+
+	// Out of the loop's way: the prefetches, whose flag is usually clear.
+sqsumpf:
+	PREFETCHT0 (R11)(R9*4)
+	PREFETCHT0 64(R11)(R9*4)
+	PREFETCHT0 128(R11)(R9*4)
+	PREFETCHT0 192(R11)(R9*4)
+	JMP        sqsumblock
 
 sqsumtail:
 	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
@@ -33124,14 +33278,14 @@ sqsummed:
 
 	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
 	CMPL   380(SP), $0x00
-	JE     divide4
+	JE     divide5
 	VMULSS 380(SP), X8, X8
-	JMP    divided5
+	JMP    divided6
 
-divide4:
+divide5:
 	VDIVSS 376(SP), X8, X8
 
-divided5:
+divided6:
 	VADDSS   job_eps+0(AX), X8, X8
 	VUCOMISS tlo<>+0(SB), X8
 	JCS      ret
@@ -33196,55 +33350,55 @@ scaleloop:
 	VSUBPS         Z12, Z13, Z13
 	VMULPS         Z8, Z13, Z13
 	TESTL          $0x00000008, job_flags+0(AX)
-	JZ             notrn6
+	JZ             notrn7
 	BYTE $0x62; BYTE $0x52; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xf9 // VCVTNE2PS2BF16 Z9, Z10, Z15
 	VPADDW         Z3, Z15, Z16
 	VPTESTNMW      Z4, Z16, K2
 	KORTESTD       K2, K2
-	JNZ            bf16fix7
+	JNZ            bf16fix8
 
-bf16fixed8:
+bf16fixed9:
 	VPERMW.Z       Z15, Z5, K1, Z9
 	VPERMW.Z       Z15, Z6, K1, Z10
 	BYTE $0x62; BYTE $0x52; BYTE $0x17; BYTE $0x48; BYTE $0x72; BYTE $0xfb // VCVTNE2PS2BF16 Z11, Z13, Z15
 	VPADDW         Z3, Z15, Z16
 	VPTESTNMW      Z4, Z16, K2
 	KORTESTD       K2, K2
-	JNZ            bf16fix9
+	JNZ            bf16fix10
 
-bf16fixed10:
+bf16fixed11:
 	VPERMW.Z Z15, Z5, K1, Z11
 	VPERMW.Z Z15, Z6, K1, Z13
 
-notrn6:
+notrn7:
 	VMULPS (SI)(R8*4), Z9, Z9
 	VMULPS 64(SI)(R8*4), Z10, Z10
 	VMULPS 128(SI)(R8*4), Z11, Z11
 	VMULPS 192(SI)(R8*4), Z13, Z13
 	MOVQ   job_bias+0(AX), R10
 	TESTQ  R10, R10
-	JZ     nobias11
+	JZ     nobias12
 	VADDPS (R10)(R8*4), Z9, Z9
 	VADDPS 64(R10)(R8*4), Z10, Z10
 	VADDPS 128(R10)(R8*4), Z11, Z11
 	VADDPS 192(R10)(R8*4), Z13, Z13
 
-nobias11:
+nobias12:
 	BYTE $0x62; BYTE $0x52; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xf9 // VCVTNE2PS2BF16 Z9, Z10, Z15
 	VPADDW         Z3, Z15, Z16
 	VPTESTNMW      Z4, Z16, K2
 	KORTESTD       K2, K2
-	JNZ            bf16fix12
+	JNZ            bf16fix13
 
-bf16fixed13:
+bf16fixed14:
 	VMOVDQU64      Z15, (CX)(R8*2)
 	BYTE $0x62; BYTE $0x52; BYTE $0x17; BYTE $0x48; BYTE $0x72; BYTE $0xcb // VCVTNE2PS2BF16 Z11, Z13, Z9
 	VPADDW         Z3, Z9, Z10
 	VPTESTNMW      Z4, Z10, K2
 	KORTESTD       K2, K2
-	JNZ            bf16fix14
+	JNZ            bf16fix15
 
-bf16fixed15:
+bf16fixed16:
 	VMOVDQU64 Z9, 64(CX)(R8*2)
 	ADDQ      $0x00000040, R8
 	JMP       scaleloop
@@ -33266,27 +33420,27 @@ scaleloopoffset:
 	VSUBPS         Z12, Z13, Z13
 	VMULPS         Z8, Z13, Z13
 	TESTL          $0x00000008, job_flags+0(AX)
-	JZ             notrn16
+	JZ             notrn17
 	BYTE $0x62; BYTE $0x52; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xf9 // VCVTNE2PS2BF16 Z9, Z10, Z15
 	VPADDW         Z3, Z15, Z16
 	VPTESTNMW      Z4, Z16, K2
 	KORTESTD       K2, K2
-	JNZ            bf16fix17
+	JNZ            bf16fix18
 
-bf16fixed18:
+bf16fixed19:
 	VPERMW.Z       Z15, Z5, K1, Z9
 	VPERMW.Z       Z15, Z6, K1, Z10
 	BYTE $0x62; BYTE $0x52; BYTE $0x17; BYTE $0x48; BYTE $0x72; BYTE $0xfb // VCVTNE2PS2BF16 Z11, Z13, Z15
 	VPADDW         Z3, Z15, Z16
 	VPTESTNMW      Z4, Z16, K2
 	KORTESTD       K2, K2
-	JNZ            bf16fix19
+	JNZ            bf16fix20
 
-bf16fixed20:
+bf16fixed21:
 	VPERMW.Z Z15, Z5, K1, Z11
 	VPERMW.Z Z15, Z6, K1, Z13
 
-notrn16:
+notrn17:
 	VMOVUPS (SI)(R8*4), Z15
 	VADDPS  Z7, Z15, Z15
 	VMULPS  Z15, Z9, Z9
@@ -33301,28 +33455,28 @@ notrn16:
 	VMULPS  Z15, Z13, Z13
 	MOVQ    job_bias+0(AX), R10
 	TESTQ   R10, R10
-	JZ      nobias21
+	JZ      nobias22
 	VADDPS  (R10)(R8*4), Z9, Z9
 	VADDPS  64(R10)(R8*4), Z10, Z10
 	VADDPS  128(R10)(R8*4), Z11, Z11
 	VADDPS  192(R10)(R8*4), Z13, Z13
 
-nobias21:
+nobias22:
 	BYTE $0x62; BYTE $0x52; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xf9 // VCVTNE2PS2BF16 Z9, Z10, Z15
 	VPADDW         Z3, Z15, Z16
 	VPTESTNMW      Z4, Z16, K2
 	KORTESTD       K2, K2
-	JNZ            bf16fix22
+	JNZ            bf16fix23
 
-bf16fixed23:
+bf16fixed24:
 	VMOVDQU64      Z15, (CX)(R8*2)
 	BYTE $0x62; BYTE $0x52; BYTE $0x17; BYTE $0x48; BYTE $0x72; BYTE $0xcb // VCVTNE2PS2BF16 Z11, Z13, Z9
 	VPADDW         Z3, Z9, Z10
 	VPTESTNMW      Z4, Z10, K2
 	KORTESTD       K2, K2
-	JNZ            bf16fix24
+	JNZ            bf16fix25
 
-bf16fixed25:
+bf16fixed26:
 	VMOVDQU64 Z9, 64(CX)(R8*2)
 	ADDQ      $0x00000040, R8
 	JMP       scaleloopoffset
@@ -33345,28 +33499,28 @@ scaleloopnoweight:
 	VMULPS  Z8, Z13, Z13
 	MOVQ    job_bias+0(AX), R10
 	TESTQ   R10, R10
-	JZ      nobias26
+	JZ      nobias27
 	VADDPS  (R10)(R8*4), Z9, Z9
 	VADDPS  64(R10)(R8*4), Z10, Z10
 	VADDPS  128(R10)(R8*4), Z11, Z11
 	VADDPS  192(R10)(R8*4), Z13, Z13
 
-nobias26:
+nobias27:
 	BYTE $0x62; BYTE $0x52; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xf9 // VCVTNE2PS2BF16 Z9, Z10, Z15
 	VPADDW         Z3, Z15, Z16
 	VPTESTNMW      Z4, Z16, K2
 	KORTESTD       K2, K2
-	JNZ            bf16fix27
+	JNZ            bf16fix28
 
-bf16fixed28:
+bf16fixed29:
 	VMOVDQU64      Z15, (CX)(R8*2)
 	BYTE $0x62; BYTE $0x52; BYTE $0x17; BYTE $0x48; BYTE $0x72; BYTE $0xcb // VCVTNE2PS2BF16 Z11, Z13, Z9
 	VPADDW         Z3, Z9, Z10
 	VPTESTNMW      Z4, Z10, K2
 	KORTESTD       K2, K2
-	JNZ            bf16fix29
+	JNZ            bf16fix30
 
-bf16fixed30:
+bf16fixed31:
 	VMOVDQU64 Z9, 64(CX)(R8*2)
 	ADDQ      $0x00000040, R8
 	JMP       scaleloopnoweight
@@ -33374,10 +33528,10 @@ bf16fixed30:
 scalepf:
 	MOVQ DI, R10
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows31
+	JA   longrows32
 	SHLQ $0x03, R10
 
-longrows31:
+longrows32:
 	ADDQ  DX, R10
 	TESTL $0x00000001, job_flags+0(AX)
 	JNZ   scalent
@@ -33407,55 +33561,55 @@ scalepfloop:
 	VSUBPS         Z12, Z13, Z13
 	VMULPS         Z8, Z13, Z13
 	TESTL          $0x00000008, job_flags+0(AX)
-	JZ             notrn32
+	JZ             notrn33
 	BYTE $0x62; BYTE $0x52; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xf9 // VCVTNE2PS2BF16 Z9, Z10, Z15
 	VPADDW         Z3, Z15, Z16
 	VPTESTNMW      Z4, Z16, K2
 	KORTESTD       K2, K2
-	JNZ            bf16fix33
+	JNZ            bf16fix34
 
-bf16fixed34:
+bf16fixed35:
 	VPERMW.Z       Z15, Z5, K1, Z9
 	VPERMW.Z       Z15, Z6, K1, Z10
 	BYTE $0x62; BYTE $0x52; BYTE $0x17; BYTE $0x48; BYTE $0x72; BYTE $0xfb // VCVTNE2PS2BF16 Z11, Z13, Z15
 	VPADDW         Z3, Z15, Z16
 	VPTESTNMW      Z4, Z16, K2
 	KORTESTD       K2, K2
-	JNZ            bf16fix35
+	JNZ            bf16fix36
 
-bf16fixed36:
+bf16fixed37:
 	VPERMW.Z Z15, Z5, K1, Z11
 	VPERMW.Z Z15, Z6, K1, Z13
 
-notrn32:
+notrn33:
 	VMULPS (SI)(R8*4), Z9, Z9
 	VMULPS 64(SI)(R8*4), Z10, Z10
 	VMULPS 128(SI)(R8*4), Z11, Z11
 	VMULPS 192(SI)(R8*4), Z13, Z13
 	MOVQ   job_bias+0(AX), R11
 	TESTQ  R11, R11
-	JZ     nobias37
+	JZ     nobias38
 	VADDPS (R11)(R8*4), Z9, Z9
 	VADDPS 64(R11)(R8*4), Z10, Z10
 	VADDPS 128(R11)(R8*4), Z11, Z11
 	VADDPS 192(R11)(R8*4), Z13, Z13
 
-nobias37:
+nobias38:
 	BYTE $0x62; BYTE $0x52; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xf9 // VCVTNE2PS2BF16 Z9, Z10, Z15
 	VPADDW         Z3, Z15, Z16
 	VPTESTNMW      Z4, Z16, K2
 	KORTESTD       K2, K2
-	JNZ            bf16fix38
+	JNZ            bf16fix39
 
-bf16fixed39:
+bf16fixed40:
 	VMOVDQU64      Z15, (CX)(R8*2)
 	BYTE $0x62; BYTE $0x52; BYTE $0x17; BYTE $0x48; BYTE $0x72; BYTE $0xcb // VCVTNE2PS2BF16 Z11, Z13, Z9
 	VPADDW         Z3, Z9, Z10
 	VPTESTNMW      Z4, Z10, K2
 	KORTESTD       K2, K2
-	JNZ            bf16fix40
+	JNZ            bf16fix41
 
-bf16fixed41:
+bf16fixed42:
 	VMOVDQU64 Z9, 64(CX)(R8*2)
 	ADDQ      $0x00000040, R8
 	JMP       scalepfloop
@@ -33481,27 +33635,27 @@ scalepfloopoffset:
 	VSUBPS         Z12, Z13, Z13
 	VMULPS         Z8, Z13, Z13
 	TESTL          $0x00000008, job_flags+0(AX)
-	JZ             notrn42
+	JZ             notrn43
 	BYTE $0x62; BYTE $0x52; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xf9 // VCVTNE2PS2BF16 Z9, Z10, Z15
 	VPADDW         Z3, Z15, Z16
 	VPTESTNMW      Z4, Z16, K2
 	KORTESTD       K2, K2
-	JNZ            bf16fix43
+	JNZ            bf16fix44
 
-bf16fixed44:
+bf16fixed45:
 	VPERMW.Z       Z15, Z5, K1, Z9
 	VPERMW.Z       Z15, Z6, K1, Z10
 	BYTE $0x62; BYTE $0x52; BYTE $0x17; BYTE $0x48; BYTE $0x72; BYTE $0xfb // VCVTNE2PS2BF16 Z11, Z13, Z15
 	VPADDW         Z3, Z15, Z16
 	VPTESTNMW      Z4, Z16, K2
 	KORTESTD       K2, K2
-	JNZ            bf16fix45
+	JNZ            bf16fix46
 
-bf16fixed46:
+bf16fixed47:
 	VPERMW.Z Z15, Z5, K1, Z11
 	VPERMW.Z Z15, Z6, K1, Z13
 
-notrn42:
+notrn43:
 	VMOVUPS (SI)(R8*4), Z15
 	VADDPS  Z7, Z15, Z15
 	VMULPS  Z15, Z9, Z9
@@ -33516,28 +33670,28 @@ notrn42:
 	VMULPS  Z15, Z13, Z13
 	MOVQ    job_bias+0(AX), R11
 	TESTQ   R11, R11
-	JZ      nobias47
+	JZ      nobias48
 	VADDPS  (R11)(R8*4), Z9, Z9
 	VADDPS  64(R11)(R8*4), Z10, Z10
 	VADDPS  128(R11)(R8*4), Z11, Z11
 	VADDPS  192(R11)(R8*4), Z13, Z13
 
-nobias47:
+nobias48:
 	BYTE $0x62; BYTE $0x52; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xf9 // VCVTNE2PS2BF16 Z9, Z10, Z15
 	VPADDW         Z3, Z15, Z16
 	VPTESTNMW      Z4, Z16, K2
 	KORTESTD       K2, K2
-	JNZ            bf16fix48
+	JNZ            bf16fix49
 
-bf16fixed49:
+bf16fixed50:
 	VMOVDQU64      Z15, (CX)(R8*2)
 	BYTE $0x62; BYTE $0x52; BYTE $0x17; BYTE $0x48; BYTE $0x72; BYTE $0xcb // VCVTNE2PS2BF16 Z11, Z13, Z9
 	VPADDW         Z3, Z9, Z10
 	VPTESTNMW      Z4, Z10, K2
 	KORTESTD       K2, K2
-	JNZ            bf16fix50
+	JNZ            bf16fix51
 
-bf16fixed51:
+bf16fixed52:
 	VMOVDQU64 Z9, 64(CX)(R8*2)
 	ADDQ      $0x00000040, R8
 	JMP       scalepfloopoffset
@@ -33564,28 +33718,28 @@ scalepfloopnoweight:
 	VMULPS     Z8, Z13, Z13
 	MOVQ       job_bias+0(AX), R11
 	TESTQ      R11, R11
-	JZ         nobias52
+	JZ         nobias53
 	VADDPS     (R11)(R8*4), Z9, Z9
 	VADDPS     64(R11)(R8*4), Z10, Z10
 	VADDPS     128(R11)(R8*4), Z11, Z11
 	VADDPS     192(R11)(R8*4), Z13, Z13
 
-nobias52:
+nobias53:
 	BYTE $0x62; BYTE $0x52; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xf9 // VCVTNE2PS2BF16 Z9, Z10, Z15
 	VPADDW         Z3, Z15, Z16
 	VPTESTNMW      Z4, Z16, K2
 	KORTESTD       K2, K2
-	JNZ            bf16fix53
+	JNZ            bf16fix54
 
-bf16fixed54:
+bf16fixed55:
 	VMOVDQU64      Z15, (CX)(R8*2)
 	BYTE $0x62; BYTE $0x52; BYTE $0x17; BYTE $0x48; BYTE $0x72; BYTE $0xcb // VCVTNE2PS2BF16 Z11, Z13, Z9
 	VPADDW         Z3, Z9, Z10
 	VPTESTNMW      Z4, Z10, K2
 	KORTESTD       K2, K2
-	JNZ            bf16fix55
+	JNZ            bf16fix56
 
-bf16fixed56:
+bf16fixed57:
 	VMOVDQU64 Z9, 64(CX)(R8*2)
 	ADDQ      $0x00000040, R8
 	JMP       scalepfloopnoweight
@@ -33608,37 +33762,37 @@ scalehead:
 	VSUBPS         Z12, Z9, Z9
 	VMULPS         Z8, Z9, Z9
 	TESTL          $0x00000008, job_flags+0(AX)
-	JZ             notrn57
+	JZ             notrn58
 	BYTE $0x62; BYTE $0x52; BYTE $0x37; BYTE $0x48; BYTE $0x72; BYTE $0xd1 // VCVTNE2PS2BF16 Z9, Z9, Z10
 	VPADDW         Z3, Z10, Z11
 	VPTESTNMW      Z4, Z11, K2
 	KORTESTD       K2, K2
-	JNZ            bf16fix58
+	JNZ            bf16fix59
 
-bf16fixed59:
+bf16fixed60:
 	VPERMW.Z Z10, Z5, K1, Z9
 
-notrn57:
+notrn58:
 	TESTQ   SI, SI
-	JZ      noweight60
+	JZ      noweight61
 	VMOVUPS (SI)(R8*4), Z10
 	VADDPS  Z7, Z10, Z10
 	VMULPS  Z10, Z9, Z9
 
-noweight60:
+noweight61:
 	MOVQ   job_bias+0(AX), R11
 	TESTQ  R11, R11
-	JZ     nobias61
+	JZ     nobias62
 	VADDPS (R11)(R8*4), Z9, Z9
 
-nobias61:
+nobias62:
 	BYTE $0x62; BYTE $0x52; BYTE $0x37; BYTE $0x48; BYTE $0x72; BYTE $0xd1 // VCVTNE2PS2BF16 Z9, Z9, Z10
 	VPADDW         Z3, Z10, Z11
 	VPTESTNMW      Z4, Z11, K2
 	KORTESTD       K2, K2
-	JNZ            bf16fix62
+	JNZ            bf16fix63
 
-bf16fixed63:
+bf16fixed64:
 	VEXTRACTI64X4 $0x00, Z10, (CX)(R8*2)
 	ADDQ          $0x00000010, R8
 	SUBQ          $0x00000010, R10
@@ -33650,10 +33804,10 @@ scaleheadpart:
 scalentgo:
 	MOVQ DI, R10
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows64
+	JA   longrows65
 	SHLQ $0x03, R10
 
-longrows64:
+longrows65:
 	ADDQ DX, R10
 	MOVL job_flags+0(AX), R11
 
@@ -33678,66 +33832,66 @@ scalentloop:
 	VSUBPS         Z12, Z13, Z13
 	VMULPS         Z8, Z13, Z13
 	TESTL          $0x00000008, job_flags+0(AX)
-	JZ             notrn65
+	JZ             notrn66
 	BYTE $0x62; BYTE $0x52; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xf9 // VCVTNE2PS2BF16 Z9, Z10, Z15
 	VPADDW         Z3, Z15, Z16
 	VPTESTNMW      Z4, Z16, K2
 	KORTESTD       K2, K2
-	JNZ            bf16fix66
+	JNZ            bf16fix67
 
-bf16fixed67:
+bf16fixed68:
 	VPERMW.Z       Z15, Z5, K1, Z9
 	VPERMW.Z       Z15, Z6, K1, Z10
 	BYTE $0x62; BYTE $0x52; BYTE $0x17; BYTE $0x48; BYTE $0x72; BYTE $0xfb // VCVTNE2PS2BF16 Z11, Z13, Z15
 	VPADDW         Z3, Z15, Z16
 	VPTESTNMW      Z4, Z16, K2
 	KORTESTD       K2, K2
-	JNZ            bf16fix68
+	JNZ            bf16fix69
 
-bf16fixed69:
+bf16fixed70:
 	VPERMW.Z Z15, Z5, K1, Z11
 	VPERMW.Z Z15, Z6, K1, Z13
 
-notrn65:
+notrn66:
 	TESTQ  SI, SI
-	JZ     weighed71
+	JZ     weighed72
 	TESTL  $0x00000010, R11
-	JNZ    offset70
+	JNZ    offset71
 	VMULPS (SI)(R8*4), Z9, Z9
 	VMULPS 64(SI)(R8*4), Z10, Z10
 	VMULPS 128(SI)(R8*4), Z11, Z11
 	VMULPS 192(SI)(R8*4), Z13, Z13
 
-weighed71:
+weighed72:
 	MOVQ   job_bias+0(AX), R12
 	TESTQ  R12, R12
-	JZ     nobias72
+	JZ     nobias73
 	VADDPS (R12)(R8*4), Z9, Z9
 	VADDPS 64(R12)(R8*4), Z10, Z10
 	VADDPS 128(R12)(R8*4), Z11, Z11
 	VADDPS 192(R12)(R8*4), Z13, Z13
 
-nobias72:
+nobias73:
 	BYTE $0x62; BYTE $0x52; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xf9 // VCVTNE2PS2BF16 Z9, Z10, Z15
 	VPADDW         Z3, Z15, Z16
 	VPTESTNMW      Z4, Z16, K2
 	KORTESTD       K2, K2
-	JNZ            bf16fix73
+	JNZ            bf16fix74
 
-bf16fixed74:
+bf16fixed75:
 	VMOVNTDQ       Z15, (CX)(R8*2)
 	BYTE $0x62; BYTE $0x52; BYTE $0x17; BYTE $0x48; BYTE $0x72; BYTE $0xcb // VCVTNE2PS2BF16 Z11, Z13, Z9
 	VPADDW         Z3, Z9, Z10
 	VPTESTNMW      Z4, Z10, K2
 	KORTESTD       K2, K2
-	JNZ            bf16fix75
+	JNZ            bf16fix76
 
-bf16fixed76:
+bf16fixed77:
 	VMOVNTDQ Z9, 64(CX)(R8*2)
 	ADDQ     $0x00000040, R8
 	JMP      scalentloop
 
-offset70:
+offset71:
 	VMOVUPS (SI)(R8*4), Z15
 	VADDPS  Z7, Z15, Z15
 	VMULPS  Z15, Z9, Z9
@@ -33750,7 +33904,7 @@ offset70:
 	VMOVUPS 192(SI)(R8*4), Z15
 	VADDPS  Z7, Z15, Z15
 	VMULPS  Z15, Z13, Z13
-	JMP     weighed71
+	JMP     weighed72
 
 scaletail:
 	ADDQ $0x00000030, R9
@@ -33762,37 +33916,37 @@ scaleone:
 	VSUBPS         Z12, Z9, Z9
 	VMULPS         Z8, Z9, Z9
 	TESTL          $0x00000008, job_flags+0(AX)
-	JZ             notrn77
+	JZ             notrn78
 	BYTE $0x62; BYTE $0x52; BYTE $0x37; BYTE $0x48; BYTE $0x72; BYTE $0xd1 // VCVTNE2PS2BF16 Z9, Z9, Z10
 	VPADDW         Z3, Z10, Z11
 	VPTESTNMW      Z4, Z11, K2
 	KORTESTD       K2, K2
-	JNZ            bf16fix78
+	JNZ            bf16fix79
 
-bf16fixed79:
+bf16fixed80:
 	VPERMW.Z Z10, Z5, K1, Z9
 
-notrn77:
+notrn78:
 	TESTQ   SI, SI
-	JZ      noweight80
+	JZ      noweight81
 	VMOVUPS (SI)(R8*4), Z10
 	VADDPS  Z7, Z10, Z10
 	VMULPS  Z10, Z9, Z9
 
-noweight80:
+noweight81:
 	MOVQ   job_bias+0(AX), R10
 	TESTQ  R10, R10
-	JZ     nobias81
+	JZ     nobias82
 	VADDPS (R10)(R8*4), Z9, Z9
 
-nobias81:
+nobias82:
 	BYTE $0x62; BYTE $0x52; BYTE $0x37; BYTE $0x48; BYTE $0x72; BYTE $0xd1 // VCVTNE2PS2BF16 Z9, Z9, Z10
 	VPADDW         Z3, Z10, Z11
 	VPTESTNMW      Z4, Z11, K2
 	KORTESTD       K2, K2
-	JNZ            bf16fix82
+	JNZ            bf16fix83
 
-bf16fixed83:
+bf16fixed84:
 	VEXTRACTI64X4 $0x00, Z10, (CX)(R8*2)
 	ADDQ          $0x00000010, R8
 	JMP           scaleone
@@ -33810,38 +33964,38 @@ partout:
 	VSUBPS         Z12, Z9, Z9
 	VMULPS         Z9, Z8, Z9
 	TESTL          $0x00000008, job_flags+0(AX)
-	JZ             notrn84
+	JZ             notrn85
 	BYTE $0x62; BYTE $0x52; BYTE $0x37; BYTE $0x48; BYTE $0x72; BYTE $0xd1 // VCVTNE2PS2BF16 Z9, Z9, Z10
 	VPADDW         Z3, Z10, Z11
 	VPTESTNMW      Z4, Z11, K3
 	KORTESTD       K3, K3
-	JNZ            bf16fix85
+	JNZ            bf16fix86
 
-bf16fixed86:
+bf16fixed87:
 	VPERMW.Z Z10, Z5, K1, Z9
 
-notrn84:
+notrn85:
 	TESTQ     SI, SI
-	JZ        noweight87
+	JZ        noweight88
 	VMOVUPS.Z (SI)(R8*4), K2, Z10
 	VADDPS    Z7, Z10, Z10
 	VMULPS    Z10, Z9, Z9
 
-noweight87:
+noweight88:
 	MOVQ      job_bias+0(AX), R11
 	TESTQ     R11, R11
-	JZ        nobias88
+	JZ        nobias89
 	VMOVUPS.Z (R11)(R8*4), K2, Z10
 	VADDPS    Z10, Z9, Z9
 
-nobias88:
+nobias89:
 	BYTE $0x62; BYTE $0x52; BYTE $0x37; BYTE $0x48; BYTE $0x72; BYTE $0xd1 // VCVTNE2PS2BF16 Z9, Z9, Z10
 	VPADDW         Z3, Z10, Z11
 	VPTESTNMW      Z4, Z11, K3
 	KORTESTD       K3, K3
-	JNZ            bf16fix89
+	JNZ            bf16fix90
 
-bf16fixed90:
+bf16fixed91:
 	VMOVDQU16 Z10, K2, (CX)(R8*2)
 	ADDQ      R10, R8
 	CMPQ      R8, job_d+0(AX)
@@ -33870,11 +34024,11 @@ vzero:
 	MOVQ AX, ret+24(FP)
 	RET
 
-bf16fix7:
+bf16fix8:
 	VFPCLASSPSZ  $0xa1, Z9, K2
 	VFPCLASSPSZ  $0xa1, Z10, K3
 	KORTESTW     K3, K2
-	JZ           bf16fixed8
+	JZ           bf16fixed9
 	VPSRLD       $0x10, Z9, Z15
 	VPANDD       Z0, Z15, Z15
 	VPADDD       Z1, Z15, Z15
@@ -33888,13 +34042,13 @@ bf16fix7:
 	VFPCLASSPSZ  $0x81, Z10, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
 	VPERMT2W     Z9, Z2, Z15
-	JMP          bf16fixed8
+	JMP          bf16fixed9
 
-bf16fix9:
+bf16fix10:
 	VFPCLASSPSZ  $0xa1, Z11, K2
 	VFPCLASSPSZ  $0xa1, Z13, K3
 	KORTESTW     K3, K2
-	JZ           bf16fixed10
+	JZ           bf16fixed11
 	VPSRLD       $0x10, Z11, Z15
 	VPANDD       Z0, Z15, Z15
 	VPADDD       Z1, Z15, Z15
@@ -33908,13 +34062,13 @@ bf16fix9:
 	VFPCLASSPSZ  $0x81, Z13, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z11
 	VPERMT2W     Z11, Z2, Z15
-	JMP          bf16fixed10
+	JMP          bf16fixed11
 
-bf16fix12:
+bf16fix13:
 	VFPCLASSPSZ  $0xa1, Z9, K2
 	VFPCLASSPSZ  $0xa1, Z10, K3
 	KORTESTW     K3, K2
-	JZ           bf16fixed13
+	JZ           bf16fixed14
 	VPSRLD       $0x10, Z9, Z15
 	VPANDD       Z0, Z15, Z15
 	VPADDD       Z1, Z15, Z15
@@ -33928,13 +34082,13 @@ bf16fix12:
 	VFPCLASSPSZ  $0x81, Z10, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
 	VPERMT2W     Z9, Z2, Z15
-	JMP          bf16fixed13
+	JMP          bf16fixed14
 
-bf16fix14:
+bf16fix15:
 	VFPCLASSPSZ  $0xa1, Z11, K2
 	VFPCLASSPSZ  $0xa1, Z13, K3
 	KORTESTW     K3, K2
-	JZ           bf16fixed15
+	JZ           bf16fixed16
 	VPSRLD       $0x10, Z11, Z9
 	VPANDD       Z0, Z9, Z9
 	VPADDD       Z1, Z9, Z9
@@ -33948,13 +34102,13 @@ bf16fix14:
 	VFPCLASSPSZ  $0x81, Z13, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z10
 	VPERMT2W     Z10, Z2, Z9
-	JMP          bf16fixed15
+	JMP          bf16fixed16
 
-bf16fix17:
+bf16fix18:
 	VFPCLASSPSZ  $0xa1, Z9, K2
 	VFPCLASSPSZ  $0xa1, Z10, K3
 	KORTESTW     K3, K2
-	JZ           bf16fixed18
+	JZ           bf16fixed19
 	VPSRLD       $0x10, Z9, Z15
 	VPANDD       Z0, Z15, Z15
 	VPADDD       Z1, Z15, Z15
@@ -33968,13 +34122,13 @@ bf16fix17:
 	VFPCLASSPSZ  $0x81, Z10, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
 	VPERMT2W     Z9, Z2, Z15
-	JMP          bf16fixed18
+	JMP          bf16fixed19
 
-bf16fix19:
+bf16fix20:
 	VFPCLASSPSZ  $0xa1, Z11, K2
 	VFPCLASSPSZ  $0xa1, Z13, K3
 	KORTESTW     K3, K2
-	JZ           bf16fixed20
+	JZ           bf16fixed21
 	VPSRLD       $0x10, Z11, Z15
 	VPANDD       Z0, Z15, Z15
 	VPADDD       Z1, Z15, Z15
@@ -33988,13 +34142,13 @@ bf16fix19:
 	VFPCLASSPSZ  $0x81, Z13, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z11
 	VPERMT2W     Z11, Z2, Z15
-	JMP          bf16fixed20
+	JMP          bf16fixed21
 
-bf16fix22:
+bf16fix23:
 	VFPCLASSPSZ  $0xa1, Z9, K2
 	VFPCLASSPSZ  $0xa1, Z10, K3
 	KORTESTW     K3, K2
-	JZ           bf16fixed23
+	JZ           bf16fixed24
 	VPSRLD       $0x10, Z9, Z15
 	VPANDD       Z0, Z15, Z15
 	VPADDD       Z1, Z15, Z15
@@ -34008,13 +34162,13 @@ bf16fix22:
 	VFPCLASSPSZ  $0x81, Z10, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
 	VPERMT2W     Z9, Z2, Z15
-	JMP          bf16fixed23
+	JMP          bf16fixed24
 
-bf16fix24:
+bf16fix25:
 	VFPCLASSPSZ  $0xa1, Z11, K2
 	VFPCLASSPSZ  $0xa1, Z13, K3
 	KORTESTW     K3, K2
-	JZ           bf16fixed25
+	JZ           bf16fixed26
 	VPSRLD       $0x10, Z11, Z9
 	VPANDD       Z0, Z9, Z9
 	VPADDD       Z1, Z9, Z9
@@ -34028,13 +34182,13 @@ bf16fix24:
 	VFPCLASSPSZ  $0x81, Z13, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z10
 	VPERMT2W     Z10, Z2, Z9
-	JMP          bf16fixed25
+	JMP          bf16fixed26
 
-bf16fix27:
+bf16fix28:
 	VFPCLASSPSZ  $0xa1, Z9, K2
 	VFPCLASSPSZ  $0xa1, Z10, K3
 	KORTESTW     K3, K2
-	JZ           bf16fixed28
+	JZ           bf16fixed29
 	VPSRLD       $0x10, Z9, Z15
 	VPANDD       Z0, Z15, Z15
 	VPADDD       Z1, Z15, Z15
@@ -34048,13 +34202,13 @@ bf16fix27:
 	VFPCLASSPSZ  $0x81, Z10, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
 	VPERMT2W     Z9, Z2, Z15
-	JMP          bf16fixed28
+	JMP          bf16fixed29
 
-bf16fix29:
+bf16fix30:
 	VFPCLASSPSZ  $0xa1, Z11, K2
 	VFPCLASSPSZ  $0xa1, Z13, K3
 	KORTESTW     K3, K2
-	JZ           bf16fixed30
+	JZ           bf16fixed31
 	VPSRLD       $0x10, Z11, Z9
 	VPANDD       Z0, Z9, Z9
 	VPADDD       Z1, Z9, Z9
@@ -34068,13 +34222,13 @@ bf16fix29:
 	VFPCLASSPSZ  $0x81, Z13, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z10
 	VPERMT2W     Z10, Z2, Z9
-	JMP          bf16fixed30
+	JMP          bf16fixed31
 
-bf16fix33:
+bf16fix34:
 	VFPCLASSPSZ  $0xa1, Z9, K2
 	VFPCLASSPSZ  $0xa1, Z10, K3
 	KORTESTW     K3, K2
-	JZ           bf16fixed34
+	JZ           bf16fixed35
 	VPSRLD       $0x10, Z9, Z15
 	VPANDD       Z0, Z15, Z15
 	VPADDD       Z1, Z15, Z15
@@ -34088,13 +34242,13 @@ bf16fix33:
 	VFPCLASSPSZ  $0x81, Z10, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
 	VPERMT2W     Z9, Z2, Z15
-	JMP          bf16fixed34
+	JMP          bf16fixed35
 
-bf16fix35:
+bf16fix36:
 	VFPCLASSPSZ  $0xa1, Z11, K2
 	VFPCLASSPSZ  $0xa1, Z13, K3
 	KORTESTW     K3, K2
-	JZ           bf16fixed36
+	JZ           bf16fixed37
 	VPSRLD       $0x10, Z11, Z15
 	VPANDD       Z0, Z15, Z15
 	VPADDD       Z1, Z15, Z15
@@ -34108,13 +34262,13 @@ bf16fix35:
 	VFPCLASSPSZ  $0x81, Z13, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z11
 	VPERMT2W     Z11, Z2, Z15
-	JMP          bf16fixed36
+	JMP          bf16fixed37
 
-bf16fix38:
+bf16fix39:
 	VFPCLASSPSZ  $0xa1, Z9, K2
 	VFPCLASSPSZ  $0xa1, Z10, K3
 	KORTESTW     K3, K2
-	JZ           bf16fixed39
+	JZ           bf16fixed40
 	VPSRLD       $0x10, Z9, Z15
 	VPANDD       Z0, Z15, Z15
 	VPADDD       Z1, Z15, Z15
@@ -34128,13 +34282,13 @@ bf16fix38:
 	VFPCLASSPSZ  $0x81, Z10, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
 	VPERMT2W     Z9, Z2, Z15
-	JMP          bf16fixed39
+	JMP          bf16fixed40
 
-bf16fix40:
+bf16fix41:
 	VFPCLASSPSZ  $0xa1, Z11, K2
 	VFPCLASSPSZ  $0xa1, Z13, K3
 	KORTESTW     K3, K2
-	JZ           bf16fixed41
+	JZ           bf16fixed42
 	VPSRLD       $0x10, Z11, Z9
 	VPANDD       Z0, Z9, Z9
 	VPADDD       Z1, Z9, Z9
@@ -34148,13 +34302,13 @@ bf16fix40:
 	VFPCLASSPSZ  $0x81, Z13, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z10
 	VPERMT2W     Z10, Z2, Z9
-	JMP          bf16fixed41
+	JMP          bf16fixed42
 
-bf16fix43:
+bf16fix44:
 	VFPCLASSPSZ  $0xa1, Z9, K2
 	VFPCLASSPSZ  $0xa1, Z10, K3
 	KORTESTW     K3, K2
-	JZ           bf16fixed44
+	JZ           bf16fixed45
 	VPSRLD       $0x10, Z9, Z15
 	VPANDD       Z0, Z15, Z15
 	VPADDD       Z1, Z15, Z15
@@ -34168,13 +34322,13 @@ bf16fix43:
 	VFPCLASSPSZ  $0x81, Z10, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
 	VPERMT2W     Z9, Z2, Z15
-	JMP          bf16fixed44
+	JMP          bf16fixed45
 
-bf16fix45:
+bf16fix46:
 	VFPCLASSPSZ  $0xa1, Z11, K2
 	VFPCLASSPSZ  $0xa1, Z13, K3
 	KORTESTW     K3, K2
-	JZ           bf16fixed46
+	JZ           bf16fixed47
 	VPSRLD       $0x10, Z11, Z15
 	VPANDD       Z0, Z15, Z15
 	VPADDD       Z1, Z15, Z15
@@ -34188,13 +34342,13 @@ bf16fix45:
 	VFPCLASSPSZ  $0x81, Z13, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z11
 	VPERMT2W     Z11, Z2, Z15
-	JMP          bf16fixed46
+	JMP          bf16fixed47
 
-bf16fix48:
+bf16fix49:
 	VFPCLASSPSZ  $0xa1, Z9, K2
 	VFPCLASSPSZ  $0xa1, Z10, K3
 	KORTESTW     K3, K2
-	JZ           bf16fixed49
+	JZ           bf16fixed50
 	VPSRLD       $0x10, Z9, Z15
 	VPANDD       Z0, Z15, Z15
 	VPADDD       Z1, Z15, Z15
@@ -34208,13 +34362,13 @@ bf16fix48:
 	VFPCLASSPSZ  $0x81, Z10, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
 	VPERMT2W     Z9, Z2, Z15
-	JMP          bf16fixed49
+	JMP          bf16fixed50
 
-bf16fix50:
+bf16fix51:
 	VFPCLASSPSZ  $0xa1, Z11, K2
 	VFPCLASSPSZ  $0xa1, Z13, K3
 	KORTESTW     K3, K2
-	JZ           bf16fixed51
+	JZ           bf16fixed52
 	VPSRLD       $0x10, Z11, Z9
 	VPANDD       Z0, Z9, Z9
 	VPADDD       Z1, Z9, Z9
@@ -34228,13 +34382,13 @@ bf16fix50:
 	VFPCLASSPSZ  $0x81, Z13, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z10
 	VPERMT2W     Z10, Z2, Z9
-	JMP          bf16fixed51
+	JMP          bf16fixed52
 
-bf16fix53:
+bf16fix54:
 	VFPCLASSPSZ  $0xa1, Z9, K2
 	VFPCLASSPSZ  $0xa1, Z10, K3
 	KORTESTW     K3, K2
-	JZ           bf16fixed54
+	JZ           bf16fixed55
 	VPSRLD       $0x10, Z9, Z15
 	VPANDD       Z0, Z15, Z15
 	VPADDD       Z1, Z15, Z15
@@ -34248,13 +34402,13 @@ bf16fix53:
 	VFPCLASSPSZ  $0x81, Z10, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
 	VPERMT2W     Z9, Z2, Z15
-	JMP          bf16fixed54
+	JMP          bf16fixed55
 
-bf16fix55:
+bf16fix56:
 	VFPCLASSPSZ  $0xa1, Z11, K2
 	VFPCLASSPSZ  $0xa1, Z13, K3
 	KORTESTW     K3, K2
-	JZ           bf16fixed56
+	JZ           bf16fixed57
 	VPSRLD       $0x10, Z11, Z9
 	VPANDD       Z0, Z9, Z9
 	VPADDD       Z1, Z9, Z9
@@ -34268,12 +34422,12 @@ bf16fix55:
 	VFPCLASSPSZ  $0x81, Z13, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z10
 	VPERMT2W     Z10, Z2, Z9
-	JMP          bf16fixed56
+	JMP          bf16fixed57
 
-bf16fix58:
+bf16fix59:
 	VFPCLASSPSZ  $0xa1, Z9, K2
 	KORTESTW     K2, K2
-	JZ           bf16fixed59
+	JZ           bf16fixed60
 	VPSRLD       $0x10, Z9, Z10
 	VPANDD       Z0, Z10, Z10
 	VPADDD       Z1, Z10, Z10
@@ -34281,12 +34435,12 @@ bf16fix58:
 	VFPCLASSPSZ  $0x81, Z9, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z10
 	VPERMT2W     Z10, Z2, Z10
-	JMP          bf16fixed59
+	JMP          bf16fixed60
 
-bf16fix62:
+bf16fix63:
 	VFPCLASSPSZ  $0xa1, Z9, K2
 	KORTESTW     K2, K2
-	JZ           bf16fixed63
+	JZ           bf16fixed64
 	VPSRLD       $0x10, Z9, Z10
 	VPANDD       Z0, Z10, Z10
 	VPADDD       Z1, Z10, Z10
@@ -34294,13 +34448,13 @@ bf16fix62:
 	VFPCLASSPSZ  $0x81, Z9, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z10
 	VPERMT2W     Z10, Z2, Z10
-	JMP          bf16fixed63
+	JMP          bf16fixed64
 
-bf16fix66:
+bf16fix67:
 	VFPCLASSPSZ  $0xa1, Z9, K2
 	VFPCLASSPSZ  $0xa1, Z10, K3
 	KORTESTW     K3, K2
-	JZ           bf16fixed67
+	JZ           bf16fixed68
 	VPSRLD       $0x10, Z9, Z15
 	VPANDD       Z0, Z15, Z15
 	VPADDD       Z1, Z15, Z15
@@ -34314,13 +34468,13 @@ bf16fix66:
 	VFPCLASSPSZ  $0x81, Z10, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
 	VPERMT2W     Z9, Z2, Z15
-	JMP          bf16fixed67
+	JMP          bf16fixed68
 
-bf16fix68:
+bf16fix69:
 	VFPCLASSPSZ  $0xa1, Z11, K2
 	VFPCLASSPSZ  $0xa1, Z13, K3
 	KORTESTW     K3, K2
-	JZ           bf16fixed69
+	JZ           bf16fixed70
 	VPSRLD       $0x10, Z11, Z15
 	VPANDD       Z0, Z15, Z15
 	VPADDD       Z1, Z15, Z15
@@ -34334,13 +34488,13 @@ bf16fix68:
 	VFPCLASSPSZ  $0x81, Z13, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z11
 	VPERMT2W     Z11, Z2, Z15
-	JMP          bf16fixed69
+	JMP          bf16fixed70
 
-bf16fix73:
+bf16fix74:
 	VFPCLASSPSZ  $0xa1, Z9, K2
 	VFPCLASSPSZ  $0xa1, Z10, K3
 	KORTESTW     K3, K2
-	JZ           bf16fixed74
+	JZ           bf16fixed75
 	VPSRLD       $0x10, Z9, Z15
 	VPANDD       Z0, Z15, Z15
 	VPADDD       Z1, Z15, Z15
@@ -34354,13 +34508,13 @@ bf16fix73:
 	VFPCLASSPSZ  $0x81, Z10, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
 	VPERMT2W     Z9, Z2, Z15
-	JMP          bf16fixed74
+	JMP          bf16fixed75
 
-bf16fix75:
+bf16fix76:
 	VFPCLASSPSZ  $0xa1, Z11, K2
 	VFPCLASSPSZ  $0xa1, Z13, K3
 	KORTESTW     K3, K2
-	JZ           bf16fixed76
+	JZ           bf16fixed77
 	VPSRLD       $0x10, Z11, Z9
 	VPANDD       Z0, Z9, Z9
 	VPADDD       Z1, Z9, Z9
@@ -34374,12 +34528,12 @@ bf16fix75:
 	VFPCLASSPSZ  $0x81, Z13, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z10
 	VPERMT2W     Z10, Z2, Z9
-	JMP          bf16fixed76
+	JMP          bf16fixed77
 
-bf16fix78:
+bf16fix79:
 	VFPCLASSPSZ  $0xa1, Z9, K2
 	KORTESTW     K2, K2
-	JZ           bf16fixed79
+	JZ           bf16fixed80
 	VPSRLD       $0x10, Z9, Z10
 	VPANDD       Z0, Z10, Z10
 	VPADDD       Z1, Z10, Z10
@@ -34387,12 +34541,12 @@ bf16fix78:
 	VFPCLASSPSZ  $0x81, Z9, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z10
 	VPERMT2W     Z10, Z2, Z10
-	JMP          bf16fixed79
+	JMP          bf16fixed80
 
-bf16fix82:
+bf16fix83:
 	VFPCLASSPSZ  $0xa1, Z9, K2
 	KORTESTW     K2, K2
-	JZ           bf16fixed83
+	JZ           bf16fixed84
 	VPSRLD       $0x10, Z9, Z10
 	VPANDD       Z0, Z10, Z10
 	VPADDD       Z1, Z10, Z10
@@ -34400,12 +34554,12 @@ bf16fix82:
 	VFPCLASSPSZ  $0x81, Z9, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z10
 	VPERMT2W     Z10, Z2, Z10
-	JMP          bf16fixed83
+	JMP          bf16fixed84
 
-bf16fix85:
+bf16fix86:
 	VFPCLASSPSZ  $0xa1, Z9, K3
 	KORTESTW     K3, K3
-	JZ           bf16fixed86
+	JZ           bf16fixed87
 	VPSRLD       $0x10, Z9, Z10
 	VPANDD       Z0, Z10, Z10
 	VPADDD       Z1, Z10, Z10
@@ -34413,12 +34567,12 @@ bf16fix85:
 	VFPCLASSPSZ  $0x81, Z9, K3
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K3, Z10
 	VPERMT2W     Z10, Z2, Z10
-	JMP          bf16fixed86
+	JMP          bf16fixed87
 
-bf16fix89:
+bf16fix90:
 	VFPCLASSPSZ  $0xa1, Z9, K3
 	KORTESTW     K3, K3
-	JZ           bf16fixed90
+	JZ           bf16fixed91
 	VPSRLD       $0x10, Z9, Z10
 	VPANDD       Z0, Z10, Z10
 	VPADDD       Z1, Z10, Z10
@@ -34426,7 +34580,7 @@ bf16fix89:
 	VFPCLASSPSZ  $0x81, Z9, K3
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K3, Z10
 	VPERMT2W     Z10, Z2, Z10
-	JMP          bf16fixed90
+	JMP          bf16fixed91
 
 // func avx512bf16NarrowBF16(dst uintptr, src uintptr, n int)
 // Requires: AVX, AVX512BF16, AVX512BW, AVX512DQ, AVX512F

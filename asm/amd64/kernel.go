@@ -389,9 +389,18 @@ func (g *gen) sumSquares(acc []VecVirtual, xr, rr GPVirtual) []VecVirtual {
 	MOVQ(U32(block), i)
 	// reenter, for 16-bit rows, jumps from slotTail into the loop to run its block once more.
 	var reenter func()
-	if g.oneLoop() {
+	if g.oneLoop() || g.op == accCentered {
 		Comment("With flagPF, the rows ahead are prefetched: one loop for both, the flag tested per block.")
-		pf := g.pfOffset(2) // the sum pass runs a row ahead of the scale pass
+		// 16-bit rows: the sum pass runs a row ahead of the scale pass. LayerNorm's centered pass
+		// of float32 rows prefetches the next row, which the scale pass of float32 rows does for
+		// RMSNorm: between the scale passes of two rows, LayerNorm's two sum passes would
+		// otherwise leave memory idle for twice as long as RMSNorm's one (2048x4096 on a Zen 5,
+		// avx512: 1.84 -> 1.44 ms, against 1.22 ms for RMSNorm).
+		ahead := 2
+		if g.op == accCentered && !g.in16() {
+			ahead = 1
+		}
+		pf := g.pfOffset(ahead)
 		ADDQ(xr, pf)
 		fl := GP32() // the flags in a register: a test of memory in the loop costs a load per block
 		MOVL(g.flags(), fl)

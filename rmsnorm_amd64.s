@@ -103,12 +103,6 @@ GLOBL avx512bfnanlow<>(SB), RODATA|NOPTR, $4
 DATA avx512bffixnan<>+0(SB)/4, $0x11111100
 GLOBL avx512bffixnan<>(SB), RODATA|NOPTR, $4
 
-DATA avx512bfexpstep<>+0(SB)/4, $0x00800080
-GLOBL avx512bfexpstep<>(SB), RODATA|NOPTR, $4
-
-DATA avx512bfexpbits<>+0(SB)/4, $0x7f007f00
-GLOBL avx512bfexpbits<>(SB), RODATA|NOPTR, $4
-
 DATA avx2bfone<>+0(SB)/4, $0x00000001
 DATA avx2bfone<>+4(SB)/4, $0x00000001
 DATA avx2bfone<>+8(SB)/4, $0x00000001
@@ -168,26 +162,6 @@ DATA avx2bffixnan<>+20(SB)/4, $0x11111100
 DATA avx2bffixnan<>+24(SB)/4, $0x11111100
 DATA avx2bffixnan<>+28(SB)/4, $0x11111100
 GLOBL avx2bffixnan<>(SB), RODATA|NOPTR, $32
-
-DATA avx2bfexpstep<>+0(SB)/4, $0x00800080
-DATA avx2bfexpstep<>+4(SB)/4, $0x00800080
-DATA avx2bfexpstep<>+8(SB)/4, $0x00800080
-DATA avx2bfexpstep<>+12(SB)/4, $0x00800080
-DATA avx2bfexpstep<>+16(SB)/4, $0x00800080
-DATA avx2bfexpstep<>+20(SB)/4, $0x00800080
-DATA avx2bfexpstep<>+24(SB)/4, $0x00800080
-DATA avx2bfexpstep<>+28(SB)/4, $0x00800080
-GLOBL avx2bfexpstep<>(SB), RODATA|NOPTR, $32
-
-DATA avx2bfexpbits<>+0(SB)/4, $0x7f007f00
-DATA avx2bfexpbits<>+4(SB)/4, $0x7f007f00
-DATA avx2bfexpbits<>+8(SB)/4, $0x7f007f00
-DATA avx2bfexpbits<>+12(SB)/4, $0x7f007f00
-DATA avx2bfexpbits<>+16(SB)/4, $0x7f007f00
-DATA avx2bfexpbits<>+20(SB)/4, $0x7f007f00
-DATA avx2bfexpbits<>+24(SB)/4, $0x7f007f00
-DATA avx2bfexpbits<>+28(SB)/4, $0x7f007f00
-GLOBL avx2bfexpbits<>(SB), RODATA|NOPTR, $32
 
 DATA widelo<>+0(SB)/2, $0x0000
 DATA widelo<>+2(SB)/2, $0x0000
@@ -28115,18 +28089,16 @@ rowsset:
 	VMOVDQU64    oddwords<>+0(SB), Z2
 	VPBROADCASTD avx512bfone<>+0(SB), Z0
 	VPBROADCASTD avx512bfbias<>+0(SB), Z1
-	VPBROADCASTD avx512bfexpstep<>+0(SB), Z3
-	VPBROADCASTD avx512bfexpbits<>+0(SB), Z4
-	VMOVDQU64    widelo<>+0(SB), Z5
-	VMOVDQU64    widehi<>+0(SB), Z6
+	VMOVDQU64    widelo<>+0(SB), Z3
+	VMOVDQU64    widehi<>+0(SB), Z4
 	MOVL         $0xaaaaaaaa, R8
 	KMOVD        R8, K1
 
 	// fd = float32(d); rd = 1/d when d is a power of two (a/d is then a*rd exactly), else 0.
 	MOVQ       job_d+0(AX), R8
-	VMOVSS     one<>+0(SB), X7
-	VCVTSI2SSQ R8, X7, X7
-	VMOVSS     X7, 376(SP)
+	VMOVSS     one<>+0(SB), X5
+	VCVTSI2SSQ R8, X5, X5
+	VMOVSS     X5, 376(SP)
 	XORL       R10, R10
 	LEAQ       -1(R8), R9
 	TESTQ      R8, R9
@@ -28138,10 +28110,10 @@ rowsset:
 
 notpow2:
 	MOVL         R10, 380(SP)
-	VBROADCASTSS one<>+0(SB), Z7
+	VBROADCASTSS one<>+0(SB), Z5
 	TESTL        $0x00000010, job_flags+0(AX)
 	JNZ          weightadd1
-	VBROADCASTSS negzero<>+0(SB), Z7
+	VBROADCASTSS negzero<>+0(SB), Z5
 
 weightadd1:
 	// Start at row from.
@@ -28185,24 +28157,24 @@ sumrow:
 	MOVQ    job_d+0(AX), R11
 	SUBQ    $0x00000040, R11
 	JGE     firstblock
+	VMOVUPS zero64<>+0(SB), Z6
+	VMOVUPS zero64<>+0(SB), Z7
 	VMOVUPS zero64<>+0(SB), Z8
 	VMOVUPS zero64<>+0(SB), Z9
-	VMOVUPS zero64<>+0(SB), Z10
-	VMOVUPS zero64<>+0(SB), Z11
 	XORQ    R10, R10
 	JMP     sumtail
 
 firstblock:
 	// +0 + square is the square itself: the first block initializes the partials.
 	XORQ     R10, R10
-	VPERMW.Z (R8)(R10*2), Z5, K1, Z8
+	VPERMW.Z (R8)(R10*2), Z3, K1, Z6
+	VMULPS   Z6, Z6, Z6
+	VPERMW.Z (R8)(R10*2), Z4, K1, Z7
+	VMULPS   Z7, Z7, Z7
+	VPERMW.Z 64(R8)(R10*2), Z3, K1, Z8
 	VMULPS   Z8, Z8, Z8
-	VPERMW.Z (R8)(R10*2), Z6, K1, Z9
+	VPERMW.Z 64(R8)(R10*2), Z4, K1, Z9
 	VMULPS   Z9, Z9, Z9
-	VPERMW.Z 64(R8)(R10*2), Z5, K1, Z10
-	VMULPS   Z10, Z10, Z10
-	VPERMW.Z 64(R8)(R10*2), Z6, K1, Z11
-	VMULPS   Z11, Z11, Z11
 	MOVQ     $0x00000040, R10
 
 	// With flagPF, the rows ahead are prefetched: one loop for both, the flag tested per block.
@@ -28224,18 +28196,18 @@ sumloop:
 	JNZ   sumpf
 
 sumblock:
-	VPERMW.Z (R8)(R10*2), Z5, K1, Z12
-	VMULPS   Z12, Z12, Z12
-	VADDPS   Z12, Z8, Z8
-	VPERMW.Z (R8)(R10*2), Z6, K1, Z12
-	VMULPS   Z12, Z12, Z12
-	VADDPS   Z12, Z9, Z9
-	VPERMW.Z 64(R8)(R10*2), Z5, K1, Z12
-	VMULPS   Z12, Z12, Z12
-	VADDPS   Z12, Z10, Z10
-	VPERMW.Z 64(R8)(R10*2), Z6, K1, Z12
-	VMULPS   Z12, Z12, Z12
-	VADDPS   Z12, Z11, Z11
+	VPERMW.Z (R8)(R10*2), Z3, K1, Z10
+	VMULPS   Z10, Z10, Z10
+	VADDPS   Z10, Z6, Z6
+	VPERMW.Z (R8)(R10*2), Z4, K1, Z10
+	VMULPS   Z10, Z10, Z10
+	VADDPS   Z10, Z7, Z7
+	VPERMW.Z 64(R8)(R10*2), Z3, K1, Z10
+	VMULPS   Z10, Z10, Z10
+	VADDPS   Z10, Z8, Z8
+	VPERMW.Z 64(R8)(R10*2), Z4, K1, Z10
+	VMULPS   Z10, Z10, Z10
+	VADDPS   Z10, Z9, Z9
 	ADDQ     $0x00000040, R10
 	JMP      sumloop
 
@@ -28258,10 +28230,10 @@ sumtail:
 
 tailmask0:
 	KMOVW       (R12)(R13*2), K2
-	VPMOVZXWD.Z (R8)(R10*2), K2, Z12
-	VPSLLD      $0x10, Z12, Z12
-	VMULPS      Z12, Z12, Z12
-	VADDPS      Z12, Z8, Z8
+	VPMOVZXWD.Z (R8)(R10*2), K2, Z10
+	VPSLLD      $0x10, Z10, Z10
+	VMULPS      Z10, Z10, Z10
+	VADDPS      Z10, Z6, Z6
 	MOVQ        R11, R13
 	SUBQ        $0x00000010, R13
 	JLE         summed
@@ -28271,10 +28243,10 @@ tailmask0:
 
 tailmask1:
 	KMOVW       (R12)(R13*2), K2
-	VPMOVZXWD.Z 32(R8)(R10*2), K2, Z12
-	VPSLLD      $0x10, Z12, Z12
-	VMULPS      Z12, Z12, Z12
-	VADDPS      Z12, Z9, Z9
+	VPMOVZXWD.Z 32(R8)(R10*2), K2, Z10
+	VPSLLD      $0x10, Z10, Z10
+	VMULPS      Z10, Z10, Z10
+	VADDPS      Z10, Z7, Z7
 	MOVQ        R11, R13
 	SUBQ        $0x00000020, R13
 	JLE         summed
@@ -28284,10 +28256,10 @@ tailmask1:
 
 tailmask2:
 	KMOVW       (R12)(R13*2), K2
-	VPMOVZXWD.Z 64(R8)(R10*2), K2, Z12
-	VPSLLD      $0x10, Z12, Z12
-	VMULPS      Z12, Z12, Z12
-	VADDPS      Z12, Z10, Z10
+	VPMOVZXWD.Z 64(R8)(R10*2), K2, Z10
+	VPSLLD      $0x10, Z10, Z10
+	VMULPS      Z10, Z10, Z10
+	VADDPS      Z10, Z8, Z8
 	SUBQ        $0x00000030, R11
 	JLE         summed
 	CMPQ        R11, $0x00000010
@@ -28296,18 +28268,18 @@ tailmask2:
 
 tailmask3:
 	KMOVW       (R12)(R11*2), K2
-	VPMOVZXWD.Z 96(R8)(R10*2), K2, Z12
-	VPSLLD      $0x10, Z12, Z12
-	VMULPS      Z12, Z12, Z12
-	VADDPS      Z12, Z11, Z11
+	VPMOVZXWD.Z 96(R8)(R10*2), K2, Z10
+	VPSLLD      $0x10, Z10, Z10
+	VMULPS      Z10, Z10, Z10
+	VADDPS      Z10, Z9, Z9
 
 summed:
-	VADDPS  Z10, Z8, Z8
-	VADDPS  Z11, Z9, Z9
-	VADDPS  Z9, Z8, Z8
+	VADDPS  Z8, Z6, Z6
+	VADDPS  Z9, Z7, Z7
+	VADDPS  Z7, Z6, Z6
 	CMPQ    344(SP), $0x01
 	JE      invone
-	VMOVUPS Z8, (SP)(R9*1)
+	VMOVUPS Z6, (SP)(R9*1)
 	ADDQ    DI, R8
 	ADDQ    $0x00000040, R9
 	CMPQ    R9, $0x00000100
@@ -28322,52 +28294,52 @@ addsum:
 	MOVQ    job_d+0(AX), R11
 	SUBQ    $0x00000040, R11
 	JGE     addfirstblock
+	VMOVUPS zero64<>+0(SB), Z6
+	VMOVUPS zero64<>+0(SB), Z7
 	VMOVUPS zero64<>+0(SB), Z8
 	VMOVUPS zero64<>+0(SB), Z9
-	VMOVUPS zero64<>+0(SB), Z10
-	VMOVUPS zero64<>+0(SB), Z11
 	XORQ    R10, R10
 	JMP     addsumtail
 
 addfirstblock:
 	// +0 + square is the square itself: the first block initializes the partials.
 	XORQ           R10, R10
-	VPERMW.Z       (R8)(R10*2), Z5, K1, Z8
-	VPERMW.Z       (R9)(R10*2), Z5, K1, Z9
-	VADDPS         Z9, Z8, Z8
-	VPERMW.Z       (R8)(R10*2), Z6, K1, Z9
-	VPERMW.Z       (R9)(R10*2), Z6, K1, Z10
-	VADDPS         Z10, Z9, Z9
-	BYTE $0x62; BYTE $0x52; BYTE $0x37; BYTE $0x48; BYTE $0x72; BYTE $0xd0 // VCVTNE2PS2BF16 Z8, Z9, Z10
-	VPADDW         Z3, Z10, Z11
-	VPTESTNMW      Z4, Z11, K2
-	KORTESTD       K2, K2
+	VPERMW.Z       (R8)(R10*2), Z3, K1, Z6
+	VPERMW.Z       (R9)(R10*2), Z3, K1, Z7
+	VADDPS         Z7, Z6, Z6
+	VPERMW.Z       (R8)(R10*2), Z4, K1, Z7
+	VPERMW.Z       (R9)(R10*2), Z4, K1, Z8
+	VADDPS         Z8, Z7, Z7
+	VFPCLASSPSZ    $0xa1, Z6, K2
+	VFPCLASSPSZ    $0xa1, Z7, K3
+	KORTESTW       K3, K2
 	JNZ            bf16fix3
+	BYTE $0x62; BYTE $0x72; BYTE $0x47; BYTE $0x48; BYTE $0x72; BYTE $0xc6 // VCVTNE2PS2BF16 Z6, Z7, Z8
 
 bf16fixed4:
-	VMOVDQU64      Z10, (R9)(R10*2)
-	VPERMW.Z       Z10, Z5, K1, Z8
-	VMULPS         Z8, Z8, Z8
-	VPERMW.Z       Z10, Z6, K1, Z9
-	VMULPS         Z9, Z9, Z9
-	VPERMW.Z       64(R8)(R10*2), Z5, K1, Z10
-	VPERMW.Z       64(R9)(R10*2), Z5, K1, Z11
-	VADDPS         Z11, Z10, Z10
-	VPERMW.Z       64(R8)(R10*2), Z6, K1, Z11
-	VPERMW.Z       64(R9)(R10*2), Z6, K1, Z12
-	VADDPS         Z12, Z11, Z11
-	BYTE $0x62; BYTE $0x52; BYTE $0x27; BYTE $0x48; BYTE $0x72; BYTE $0xe2 // VCVTNE2PS2BF16 Z10, Z11, Z12
-	VPADDW         Z3, Z12, Z14
-	VPTESTNMW      Z4, Z14, K2
-	KORTESTD       K2, K2
+	VMOVDQU64      Z8, (R9)(R10*2)
+	VPERMW.Z       Z8, Z3, K1, Z6
+	VMULPS         Z6, Z6, Z6
+	VPERMW.Z       Z8, Z4, K1, Z7
+	VMULPS         Z7, Z7, Z7
+	VPERMW.Z       64(R8)(R10*2), Z3, K1, Z8
+	VPERMW.Z       64(R9)(R10*2), Z3, K1, Z9
+	VADDPS         Z9, Z8, Z8
+	VPERMW.Z       64(R8)(R10*2), Z4, K1, Z9
+	VPERMW.Z       64(R9)(R10*2), Z4, K1, Z10
+	VADDPS         Z10, Z9, Z9
+	VFPCLASSPSZ    $0xa1, Z8, K2
+	VFPCLASSPSZ    $0xa1, Z9, K3
+	KORTESTW       K3, K2
 	JNZ            bf16fix5
+	BYTE $0x62; BYTE $0x52; BYTE $0x37; BYTE $0x48; BYTE $0x72; BYTE $0xd0 // VCVTNE2PS2BF16 Z8, Z9, Z10
 
 bf16fixed6:
-	VMOVDQU64 Z12, 64(R9)(R10*2)
-	VPERMW.Z  Z12, Z5, K1, Z10
-	VMULPS    Z10, Z10, Z10
-	VPERMW.Z  Z12, Z6, K1, Z11
-	VMULPS    Z11, Z11, Z11
+	VMOVDQU64 Z10, 64(R9)(R10*2)
+	VPERMW.Z  Z10, Z3, K1, Z8
+	VMULPS    Z8, Z8, Z8
+	VPERMW.Z  Z10, Z4, K1, Z9
+	VMULPS    Z9, Z9, Z9
 	MOVQ      $0x00000040, R10
 
 	// With flagPF, the rows ahead are prefetched: one loop for both, the flag tested per block.
@@ -28389,46 +28361,46 @@ addsumloop:
 	JNZ   addsumpf
 
 addsumblock:
-	VPERMW.Z       (R8)(R10*2), Z5, K1, Z12
-	VPERMW.Z       (R9)(R10*2), Z5, K1, Z14
-	VADDPS         Z14, Z12, Z12
-	VPERMW.Z       (R8)(R10*2), Z6, K1, Z14
-	VPERMW.Z       (R9)(R10*2), Z6, K1, Z15
-	VADDPS         Z15, Z14, Z14
-	BYTE $0x62; BYTE $0x52; BYTE $0x0f; BYTE $0x48; BYTE $0x72; BYTE $0xfc // VCVTNE2PS2BF16 Z12, Z14, Z15
-	VPADDW         Z3, Z15, Z16
-	VPTESTNMW      Z4, Z16, K2
-	KORTESTD       K2, K2
+	VPERMW.Z       (R8)(R10*2), Z3, K1, Z10
+	VPERMW.Z       (R9)(R10*2), Z3, K1, Z12
+	VADDPS         Z12, Z10, Z10
+	VPERMW.Z       (R8)(R10*2), Z4, K1, Z12
+	VPERMW.Z       (R9)(R10*2), Z4, K1, Z13
+	VADDPS         Z13, Z12, Z12
+	VFPCLASSPSZ    $0xa1, Z10, K2
+	VFPCLASSPSZ    $0xa1, Z12, K3
+	KORTESTW       K3, K2
 	JNZ            bf16fix8
+	BYTE $0x62; BYTE $0x52; BYTE $0x1f; BYTE $0x48; BYTE $0x72; BYTE $0xea // VCVTNE2PS2BF16 Z10, Z12, Z13
 
 bf16fixed9:
-	VMOVDQU64      Z15, (R9)(R10*2)
-	VPERMW.Z       Z15, Z5, K1, Z12
+	VMOVDQU64      Z13, (R9)(R10*2)
+	VPERMW.Z       Z13, Z3, K1, Z10
+	VMULPS         Z10, Z10, Z10
+	VADDPS         Z10, Z6, Z6
+	VPERMW.Z       Z13, Z4, K1, Z12
 	VMULPS         Z12, Z12, Z12
-	VADDPS         Z12, Z8, Z8
-	VPERMW.Z       Z15, Z6, K1, Z14
-	VMULPS         Z14, Z14, Z14
-	VADDPS         Z14, Z9, Z9
-	VPERMW.Z       64(R8)(R10*2), Z5, K1, Z12
-	VPERMW.Z       64(R9)(R10*2), Z5, K1, Z14
-	VADDPS         Z14, Z12, Z12
-	VPERMW.Z       64(R8)(R10*2), Z6, K1, Z14
-	VPERMW.Z       64(R9)(R10*2), Z6, K1, Z15
-	VADDPS         Z15, Z14, Z14
-	BYTE $0x62; BYTE $0x52; BYTE $0x0f; BYTE $0x48; BYTE $0x72; BYTE $0xfc // VCVTNE2PS2BF16 Z12, Z14, Z15
-	VPADDW         Z3, Z15, Z16
-	VPTESTNMW      Z4, Z16, K2
-	KORTESTD       K2, K2
+	VADDPS         Z12, Z7, Z7
+	VPERMW.Z       64(R8)(R10*2), Z3, K1, Z10
+	VPERMW.Z       64(R9)(R10*2), Z3, K1, Z12
+	VADDPS         Z12, Z10, Z10
+	VPERMW.Z       64(R8)(R10*2), Z4, K1, Z12
+	VPERMW.Z       64(R9)(R10*2), Z4, K1, Z13
+	VADDPS         Z13, Z12, Z12
+	VFPCLASSPSZ    $0xa1, Z10, K2
+	VFPCLASSPSZ    $0xa1, Z12, K3
+	KORTESTW       K3, K2
 	JNZ            bf16fix10
+	BYTE $0x62; BYTE $0x52; BYTE $0x1f; BYTE $0x48; BYTE $0x72; BYTE $0xea // VCVTNE2PS2BF16 Z10, Z12, Z13
 
 bf16fixed11:
-	VMOVDQU64 Z15, 64(R9)(R10*2)
-	VPERMW.Z  Z15, Z5, K1, Z12
+	VMOVDQU64 Z13, 64(R9)(R10*2)
+	VPERMW.Z  Z13, Z3, K1, Z10
+	VMULPS    Z10, Z10, Z10
+	VADDPS    Z10, Z8, Z8
+	VPERMW.Z  Z13, Z4, K1, Z12
 	VMULPS    Z12, Z12, Z12
-	VADDPS    Z12, Z10, Z10
-	VPERMW.Z  Z15, Z6, K1, Z14
-	VMULPS    Z14, Z14, Z14
-	VADDPS    Z14, Z11, Z11
+	VADDPS    Z12, Z9, Z9
 	ADDQ      $0x00000040, R10
 	JMP       addsumloop
 
@@ -28451,22 +28423,21 @@ addsumtail:
 
 addtailmask0:
 	KMOVW          (R12)(R13*2), K2
-	VPMOVZXWD.Z    (R8)(R10*2), K2, Z12
+	VPMOVZXWD.Z    (R8)(R10*2), K2, Z10
+	VPSLLD         $0x10, Z10, Z10
+	VPMOVZXWD.Z    (R9)(R10*2), K2, Z12
 	VPSLLD         $0x10, Z12, Z12
-	VPMOVZXWD.Z    (R9)(R10*2), K2, Z14
-	VPSLLD         $0x10, Z14, Z14
-	VADDPS         Z14, Z12, Z12
-	BYTE $0x62; BYTE $0x52; BYTE $0x1f; BYTE $0x48; BYTE $0x72; BYTE $0xf4 // VCVTNE2PS2BF16 Z12, Z12, Z14
-	VPADDW         Z3, Z14, Z15
-	VPTESTNMW      Z4, Z15, K3
-	KORTESTD       K3, K3
+	VADDPS         Z12, Z10, Z10
+	VFPCLASSPSZ    $0xa1, Z10, K3
+	KORTESTW       K3, K3
 	JNZ            bf16fix12
+	BYTE $0x62; BYTE $0x52; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xe2 // VCVTNE2PS2BF16 Z10, Z10, Z12
 
 bf16fixed13:
-	VMOVDQU16 Z14, K2, (R9)(R10*2)
-	VPERMW.Z  Z14, Z5, K1, Z12
-	VMULPS    Z12, Z12, Z12
-	VADDPS    Z12, Z8, Z8
+	VMOVDQU16 Z12, K2, (R9)(R10*2)
+	VPERMW.Z  Z12, Z3, K1, Z10
+	VMULPS    Z10, Z10, Z10
+	VADDPS    Z10, Z6, Z6
 	MOVQ      R11, R13
 	SUBQ      $0x00000010, R13
 	JLE       addsummed
@@ -28476,22 +28447,21 @@ bf16fixed13:
 
 addtailmask1:
 	KMOVW          (R12)(R13*2), K2
-	VPMOVZXWD.Z    32(R8)(R10*2), K2, Z12
+	VPMOVZXWD.Z    32(R8)(R10*2), K2, Z10
+	VPSLLD         $0x10, Z10, Z10
+	VPMOVZXWD.Z    32(R9)(R10*2), K2, Z12
 	VPSLLD         $0x10, Z12, Z12
-	VPMOVZXWD.Z    32(R9)(R10*2), K2, Z14
-	VPSLLD         $0x10, Z14, Z14
-	VADDPS         Z14, Z12, Z12
-	BYTE $0x62; BYTE $0x52; BYTE $0x1f; BYTE $0x48; BYTE $0x72; BYTE $0xf4 // VCVTNE2PS2BF16 Z12, Z12, Z14
-	VPADDW         Z3, Z14, Z15
-	VPTESTNMW      Z4, Z15, K3
-	KORTESTD       K3, K3
+	VADDPS         Z12, Z10, Z10
+	VFPCLASSPSZ    $0xa1, Z10, K3
+	KORTESTW       K3, K3
 	JNZ            bf16fix14
+	BYTE $0x62; BYTE $0x52; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xe2 // VCVTNE2PS2BF16 Z10, Z10, Z12
 
 bf16fixed15:
-	VMOVDQU16 Z14, K2, 32(R9)(R10*2)
-	VPERMW.Z  Z14, Z5, K1, Z12
-	VMULPS    Z12, Z12, Z12
-	VADDPS    Z12, Z9, Z9
+	VMOVDQU16 Z12, K2, 32(R9)(R10*2)
+	VPERMW.Z  Z12, Z3, K1, Z10
+	VMULPS    Z10, Z10, Z10
+	VADDPS    Z10, Z7, Z7
 	MOVQ      R11, R13
 	SUBQ      $0x00000020, R13
 	JLE       addsummed
@@ -28501,22 +28471,21 @@ bf16fixed15:
 
 addtailmask2:
 	KMOVW          (R12)(R13*2), K2
-	VPMOVZXWD.Z    64(R8)(R10*2), K2, Z12
+	VPMOVZXWD.Z    64(R8)(R10*2), K2, Z10
+	VPSLLD         $0x10, Z10, Z10
+	VPMOVZXWD.Z    64(R9)(R10*2), K2, Z12
 	VPSLLD         $0x10, Z12, Z12
-	VPMOVZXWD.Z    64(R9)(R10*2), K2, Z14
-	VPSLLD         $0x10, Z14, Z14
-	VADDPS         Z14, Z12, Z12
-	BYTE $0x62; BYTE $0x52; BYTE $0x1f; BYTE $0x48; BYTE $0x72; BYTE $0xf4 // VCVTNE2PS2BF16 Z12, Z12, Z14
-	VPADDW         Z3, Z14, Z15
-	VPTESTNMW      Z4, Z15, K3
-	KORTESTD       K3, K3
+	VADDPS         Z12, Z10, Z10
+	VFPCLASSPSZ    $0xa1, Z10, K3
+	KORTESTW       K3, K3
 	JNZ            bf16fix16
+	BYTE $0x62; BYTE $0x52; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xe2 // VCVTNE2PS2BF16 Z10, Z10, Z12
 
 bf16fixed17:
-	VMOVDQU16 Z14, K2, 64(R9)(R10*2)
-	VPERMW.Z  Z14, Z5, K1, Z12
-	VMULPS    Z12, Z12, Z12
-	VADDPS    Z12, Z10, Z10
+	VMOVDQU16 Z12, K2, 64(R9)(R10*2)
+	VPERMW.Z  Z12, Z3, K1, Z10
+	VMULPS    Z10, Z10, Z10
+	VADDPS    Z10, Z8, Z8
 	SUBQ      $0x00000030, R11
 	JLE       addsummed
 	CMPQ      R11, $0x00000010
@@ -28525,109 +28494,108 @@ bf16fixed17:
 
 addtailmask3:
 	KMOVW          (R12)(R11*2), K2
-	VPMOVZXWD.Z    96(R8)(R10*2), K2, Z12
+	VPMOVZXWD.Z    96(R8)(R10*2), K2, Z10
+	VPSLLD         $0x10, Z10, Z10
+	VPMOVZXWD.Z    96(R9)(R10*2), K2, Z12
 	VPSLLD         $0x10, Z12, Z12
-	VPMOVZXWD.Z    96(R9)(R10*2), K2, Z14
-	VPSLLD         $0x10, Z14, Z14
-	VADDPS         Z14, Z12, Z12
-	BYTE $0x62; BYTE $0x52; BYTE $0x1f; BYTE $0x48; BYTE $0x72; BYTE $0xf4 // VCVTNE2PS2BF16 Z12, Z12, Z14
-	VPADDW         Z3, Z14, Z15
-	VPTESTNMW      Z4, Z15, K3
-	KORTESTD       K3, K3
+	VADDPS         Z12, Z10, Z10
+	VFPCLASSPSZ    $0xa1, Z10, K3
+	KORTESTW       K3, K3
 	JNZ            bf16fix18
+	BYTE $0x62; BYTE $0x52; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xe2 // VCVTNE2PS2BF16 Z10, Z10, Z12
 
 bf16fixed19:
-	VMOVDQU16 Z14, K2, 96(R9)(R10*2)
-	VPERMW.Z  Z14, Z5, K1, Z12
-	VMULPS    Z12, Z12, Z12
-	VADDPS    Z12, Z11, Z11
+	VMOVDQU16 Z12, K2, 96(R9)(R10*2)
+	VPERMW.Z  Z12, Z3, K1, Z10
+	VMULPS    Z10, Z10, Z10
+	VADDPS    Z10, Z9, Z9
 
 addsummed:
-	VADDPS Z10, Z8, Z8
-	VADDPS Z11, Z9, Z9
-	VADDPS Z9, Z8, Z8
+	VADDPS Z8, Z6, Z6
+	VADDPS Z9, Z7, Z7
+	VADDPS Z7, Z6, Z6
 
 invone:
 	// Halving tree: p[j] += p[j+h] for the remaining h, down to ss.
-	VSHUFF64X2 $0xee, Z8, Z8, Z9
-	VADDPS     Z9, Z8, Z8
-	VSHUFF32X4 $0x01, Z8, Z8, Z9
-	VADDPS     Z9, Z8, Z8
-	VPERMILPS  $0x4e, Z8, Z9
-	VADDPS     Z9, Z8, Z8
-	VPERMILPS  $0xb1, Z8, Z9
-	VADDPS     Z9, Z8, Z8
+	VSHUFF64X2 $0xee, Z6, Z6, Z7
+	VADDPS     Z7, Z6, Z6
+	VSHUFF32X4 $0x01, Z6, Z6, Z7
+	VADDPS     Z7, Z6, Z6
+	VPERMILPS  $0x4e, Z6, Z7
+	VADDPS     Z7, Z6, Z6
+	VPERMILPS  $0xb1, Z6, Z7
+	VADDPS     Z7, Z6, Z6
 
 	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
 	CMPL   380(SP), $0x00
 	JE     divide20
-	VMULSS 380(SP), X8, X8
+	VMULSS 380(SP), X6, X6
 	JMP    divided21
 
 divide20:
-	VDIVSS 376(SP), X8, X8
+	VDIVSS 376(SP), X6, X6
 
 divided21:
-	VADDSS   job_eps+0(AX), X8, X8
-	VUCOMISS tlo<>+0(SB), X8
+	VADDSS   job_eps+0(AX), X6, X6
+	VUCOMISS tlo<>+0(SB), X6
 	JCS      ret
-	VUCOMISS tmax<>+0(SB), X8
+	VUCOMISS tmax<>+0(SB), X6
 	JHI      ret
-	VSQRTSS  X8, X8, X8
-	VMOVSS   one<>+0(SB), X13
-	VDIVSS   X8, X13, X13
+	VSQRTSS  X6, X6, X6
+	VMOVSS   one<>+0(SB), X11
+	VDIVSS   X6, X11, X11
 
 	// Report 1/rms if asked.
 	MOVQ   job_inv+0(AX), R8
 	TESTQ  R8, R8
 	JZ     scale
 	MOVQ   320(SP), R9
-	VMOVSS X13, (R8)(R9*4)
+	VMOVSS X11, (R8)(R9*4)
 	JMP    scale
 
 invgroup:
 	// The rest of the halving tree, four rows at once.
-	VMOVUPS       (SP), Z8
-	VMOVUPS       64(SP), Z9
-	VMOVUPS       128(SP), Z10
-	VMOVUPS       192(SP), Z11
-	VSHUFF64X2    $0x44, Z9, Z8, Z12
-	VSHUFF64X2    $0xee, Z9, Z8, Z8
-	VADDPS        Z8, Z12, Z12
-	VSHUFF64X2    $0x44, Z11, Z10, Z8
-	VSHUFF64X2    $0xee, Z11, Z10, Z9
-	VADDPS        Z9, Z8, Z8
-	VSHUFF32X4    $0x88, Z8, Z12, Z9
-	VSHUFF32X4    $0xdd, Z8, Z12, Z8
-	VADDPS        Z8, Z9, Z9
-	VPERMILPS     $0x4e, Z9, Z8
-	VADDPS        Z8, Z9, Z9
-	VPERMILPS     $0xb1, Z9, Z8
-	VADDPS        Z8, Z9, Z9
+	VMOVUPS       (SP), Z6
+	VMOVUPS       64(SP), Z7
+	VMOVUPS       128(SP), Z8
+	VMOVUPS       192(SP), Z9
+	VSHUFF64X2    $0x44, Z7, Z6, Z10
+	VSHUFF64X2    $0xee, Z7, Z6, Z6
+	VADDPS        Z6, Z10, Z10
+	VSHUFF64X2    $0x44, Z9, Z8, Z6
+	VSHUFF64X2    $0xee, Z9, Z8, Z7
+	VADDPS        Z7, Z6, Z6
+	VSHUFF32X4    $0x88, Z6, Z10, Z7
+	VSHUFF32X4    $0xdd, Z6, Z10, Z6
+	VADDPS        Z6, Z7, Z7
+	VPERMILPS     $0x4e, Z7, Z6
+	VADDPS        Z6, Z7, Z7
+	VPERMILPS     $0xb1, Z7, Z6
+	VADDPS        Z6, Z7, Z7
 	MOVL          $0x00001111, R8
 	KMOVW         R8, K2
-	VCOMPRESSPS.Z Z9, K2, Z8
+	VCOMPRESSPS.Z Z7, K2, Z6
 
 	// t = ss/d + eps for the four rows; any t outside [2^-100, MaxFloat32] sends the group to the one-row path.
 	CMPL         380(SP), $0x00
 	JE           divide22
-	VBROADCASTSS 380(SP), Z9
-	VMULPS       Z9, Z8, Z8
+	VBROADCASTSS 380(SP), Z7
+	VMULPS       Z7, Z6, Z6
 	JMP          divided23
 
 divide22:
-	VBROADCASTSS 376(SP), Z9
-	VDIVPS       Z9, Z8, Z8
+	VBROADCASTSS 376(SP), Z7
+	VDIVPS       Z7, Z6, Z6
 
 divided23:
-	VBROADCASTSS job_eps+0(AX), Z9
-	VADDPS       Z9, Z8, Z8
+	VBROADCASTSS job_eps+0(AX), Z7
+	VADDPS       Z7, Z6, Z6
 	MOVL         $0x0000000f, R8
 	KMOVW        R8, K2
-	VBROADCASTSS tlo<>+0(SB), Z9
-	VBROADCASTSS tmax<>+0(SB), Z10
-	VCMPPS       $0x1d, Z9, Z8, K2, K2
-	VCMPPS       $0x12, Z10, Z8, K2, K2
+	VBROADCASTSS tlo<>+0(SB), Z7
+	VBROADCASTSS tmax<>+0(SB), Z8
+	VCMPPS       $0x1d, Z7, Z6, K2, K2
+	VCMPPS       $0x12, Z8, Z6, K2, K2
 	KMOVW        K2, R8
 	CMPL         R8, $0x0f
 	JE           ginrange
@@ -28635,9 +28603,9 @@ divided23:
 	JMP          row
 
 ginrange:
-	VSQRTPS      Z8, Z8
-	VBROADCASTSS one<>+0(SB), Z13
-	VDIVPS       Z8, Z13, Z13
+	VSQRTPS      Z6, Z6
+	VBROADCASTSS one<>+0(SB), Z11
+	VDIVPS       Z6, Z11, Z11
 
 	// Report 1/rms if asked.
 	MOVQ    job_inv+0(AX), R8
@@ -28646,18 +28614,18 @@ ginrange:
 	MOVQ    320(SP), R9
 	MOVL    $0x0000000f, R10
 	KMOVW   R10, K2
-	VMOVUPS Z13, K2, (R8)(R9*4)
+	VMOVUPS Z11, K2, (R8)(R9*4)
 
 scale:
-	VBROADCASTSS X13, Z8
+	VBROADCASTSS X11, Z6
 	MOVQ         $0x00000000, 352(SP)
 	CMPQ         344(SP), $0x01
 	JE           scalebody
-	VMOVUPS      Z13, 256(SP)
+	VMOVUPS      Z11, 256(SP)
 
 scalerow:
 	MOVQ         352(SP), R8
-	VBROADCASTSS 256(SP)(R8*4), Z8
+	VBROADCASTSS 256(SP)(R8*4), Z6
 
 scalebody:
 	// y = (src*inv)*w, rounded after each multiply.
@@ -28687,56 +28655,56 @@ scaleloop:
 	JNZ   scalelooppf25
 
 scaleloopbody26:
-	VPERMW.Z       (DX)(R8*2), Z5, K1, Z9
-	VMULPS         Z8, Z9, Z9
-	VPERMW.Z       (DX)(R8*2), Z6, K1, Z10
-	VMULPS         Z8, Z10, Z10
-	VPERMW.Z       64(DX)(R8*2), Z5, K1, Z11
-	VMULPS         Z8, Z11, Z11
-	VPERMW.Z       64(DX)(R8*2), Z6, K1, Z12
-	VMULPS         Z8, Z12, Z12
+	VPERMW.Z       (DX)(R8*2), Z3, K1, Z7
+	VMULPS         Z6, Z7, Z7
+	VPERMW.Z       (DX)(R8*2), Z4, K1, Z8
+	VMULPS         Z6, Z8, Z8
+	VPERMW.Z       64(DX)(R8*2), Z3, K1, Z9
+	VMULPS         Z6, Z9, Z9
+	VPERMW.Z       64(DX)(R8*2), Z4, K1, Z10
+	VMULPS         Z6, Z10, Z10
 	TESTL          $0x00000008, job_flags+0(AX)
 	JZ             notrn27
-	BYTE $0x62; BYTE $0x52; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xf1 // VCVTNE2PS2BF16 Z9, Z10, Z14
-	VPADDW         Z3, Z14, Z15
-	VPTESTNMW      Z4, Z15, K2
-	KORTESTD       K2, K2
+	VFPCLASSPSZ    $0xa1, Z7, K2
+	VFPCLASSPSZ    $0xa1, Z8, K3
+	KORTESTW       K3, K2
 	JNZ            bf16fix28
+	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xe7 // VCVTNE2PS2BF16 Z7, Z8, Z12
 
 bf16fixed29:
-	VPERMW.Z       Z14, Z5, K1, Z9
-	VPERMW.Z       Z14, Z6, K1, Z10
-	BYTE $0x62; BYTE $0x52; BYTE $0x1f; BYTE $0x48; BYTE $0x72; BYTE $0xf3 // VCVTNE2PS2BF16 Z11, Z12, Z14
-	VPADDW         Z3, Z14, Z15
-	VPTESTNMW      Z4, Z15, K2
-	KORTESTD       K2, K2
+	VPERMW.Z       Z12, Z3, K1, Z7
+	VPERMW.Z       Z12, Z4, K1, Z8
+	VFPCLASSPSZ    $0xa1, Z9, K2
+	VFPCLASSPSZ    $0xa1, Z10, K3
+	KORTESTW       K3, K2
 	JNZ            bf16fix30
+	BYTE $0x62; BYTE $0x52; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xe1 // VCVTNE2PS2BF16 Z9, Z10, Z12
 
 bf16fixed31:
-	VPERMW.Z Z14, Z5, K1, Z11
-	VPERMW.Z Z14, Z6, K1, Z12
+	VPERMW.Z Z12, Z3, K1, Z9
+	VPERMW.Z Z12, Z4, K1, Z10
 
 notrn27:
-	VMULPS         (SI)(R8*4), Z9, Z9
-	VMULPS         64(SI)(R8*4), Z10, Z10
-	BYTE $0x62; BYTE $0x52; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xf1 // VCVTNE2PS2BF16 Z9, Z10, Z14
-	VPADDW         Z3, Z14, Z15
-	VPTESTNMW      Z4, Z15, K2
-	KORTESTD       K2, K2
+	VMULPS         (SI)(R8*4), Z7, Z7
+	VMULPS         64(SI)(R8*4), Z8, Z8
+	VFPCLASSPSZ    $0xa1, Z7, K2
+	VFPCLASSPSZ    $0xa1, Z8, K3
+	KORTESTW       K3, K2
 	JNZ            bf16fix32
+	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xe7 // VCVTNE2PS2BF16 Z7, Z8, Z12
 
 bf16fixed33:
-	VMOVDQU64      Z14, (CX)(R8*2)
-	VMULPS         128(SI)(R8*4), Z11, Z11
-	VMULPS         192(SI)(R8*4), Z12, Z12
-	BYTE $0x62; BYTE $0x52; BYTE $0x1f; BYTE $0x48; BYTE $0x72; BYTE $0xcb // VCVTNE2PS2BF16 Z11, Z12, Z9
-	VPADDW         Z3, Z9, Z10
-	VPTESTNMW      Z4, Z10, K2
-	KORTESTD       K2, K2
+	VMOVDQU64      Z12, (CX)(R8*2)
+	VMULPS         128(SI)(R8*4), Z9, Z9
+	VMULPS         192(SI)(R8*4), Z10, Z10
+	VFPCLASSPSZ    $0xa1, Z9, K2
+	VFPCLASSPSZ    $0xa1, Z10, K3
+	KORTESTW       K3, K2
 	JNZ            bf16fix34
+	BYTE $0x62; BYTE $0xd2; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xf9 // VCVTNE2PS2BF16 Z9, Z10, Z7
 
 bf16fixed35:
-	VMOVDQU64 Z9, 64(CX)(R8*2)
+	VMOVDQU64 Z7, 64(CX)(R8*2)
 	ADDQ      $0x00000040, R8
 	JMP       scaleloop
 
@@ -28753,64 +28721,64 @@ scaleloopoffset:
 	JNZ   scaleloopoffsetpf36
 
 scaleloopoffsetbody37:
-	VPERMW.Z       (DX)(R8*2), Z5, K1, Z9
-	VMULPS         Z8, Z9, Z9
-	VPERMW.Z       (DX)(R8*2), Z6, K1, Z10
-	VMULPS         Z8, Z10, Z10
-	VPERMW.Z       64(DX)(R8*2), Z5, K1, Z11
-	VMULPS         Z8, Z11, Z11
-	VPERMW.Z       64(DX)(R8*2), Z6, K1, Z12
-	VMULPS         Z8, Z12, Z12
+	VPERMW.Z       (DX)(R8*2), Z3, K1, Z7
+	VMULPS         Z6, Z7, Z7
+	VPERMW.Z       (DX)(R8*2), Z4, K1, Z8
+	VMULPS         Z6, Z8, Z8
+	VPERMW.Z       64(DX)(R8*2), Z3, K1, Z9
+	VMULPS         Z6, Z9, Z9
+	VPERMW.Z       64(DX)(R8*2), Z4, K1, Z10
+	VMULPS         Z6, Z10, Z10
 	TESTL          $0x00000008, job_flags+0(AX)
 	JZ             notrn38
-	BYTE $0x62; BYTE $0x52; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xf1 // VCVTNE2PS2BF16 Z9, Z10, Z14
-	VPADDW         Z3, Z14, Z15
-	VPTESTNMW      Z4, Z15, K2
-	KORTESTD       K2, K2
+	VFPCLASSPSZ    $0xa1, Z7, K2
+	VFPCLASSPSZ    $0xa1, Z8, K3
+	KORTESTW       K3, K2
 	JNZ            bf16fix39
+	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xe7 // VCVTNE2PS2BF16 Z7, Z8, Z12
 
 bf16fixed40:
-	VPERMW.Z       Z14, Z5, K1, Z9
-	VPERMW.Z       Z14, Z6, K1, Z10
-	BYTE $0x62; BYTE $0x52; BYTE $0x1f; BYTE $0x48; BYTE $0x72; BYTE $0xf3 // VCVTNE2PS2BF16 Z11, Z12, Z14
-	VPADDW         Z3, Z14, Z15
-	VPTESTNMW      Z4, Z15, K2
-	KORTESTD       K2, K2
+	VPERMW.Z       Z12, Z3, K1, Z7
+	VPERMW.Z       Z12, Z4, K1, Z8
+	VFPCLASSPSZ    $0xa1, Z9, K2
+	VFPCLASSPSZ    $0xa1, Z10, K3
+	KORTESTW       K3, K2
 	JNZ            bf16fix41
+	BYTE $0x62; BYTE $0x52; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xe1 // VCVTNE2PS2BF16 Z9, Z10, Z12
 
 bf16fixed42:
-	VPERMW.Z Z14, Z5, K1, Z11
-	VPERMW.Z Z14, Z6, K1, Z12
+	VPERMW.Z Z12, Z3, K1, Z9
+	VPERMW.Z Z12, Z4, K1, Z10
 
 notrn38:
-	VMOVUPS        (SI)(R8*4), Z14
-	VADDPS         Z7, Z14, Z14
-	VMULPS         Z14, Z9, Z9
-	VMOVUPS        64(SI)(R8*4), Z14
-	VADDPS         Z7, Z14, Z14
-	VMULPS         Z14, Z10, Z10
-	BYTE $0x62; BYTE $0x52; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xf1 // VCVTNE2PS2BF16 Z9, Z10, Z14
-	VPADDW         Z3, Z14, Z15
-	VPTESTNMW      Z4, Z15, K2
-	KORTESTD       K2, K2
+	VMOVUPS        (SI)(R8*4), Z12
+	VADDPS         Z5, Z12, Z12
+	VMULPS         Z12, Z7, Z7
+	VMOVUPS        64(SI)(R8*4), Z12
+	VADDPS         Z5, Z12, Z12
+	VMULPS         Z12, Z8, Z8
+	VFPCLASSPSZ    $0xa1, Z7, K2
+	VFPCLASSPSZ    $0xa1, Z8, K3
+	KORTESTW       K3, K2
 	JNZ            bf16fix43
+	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xe7 // VCVTNE2PS2BF16 Z7, Z8, Z12
 
 bf16fixed44:
-	VMOVDQU64      Z14, (CX)(R8*2)
-	VMOVUPS        128(SI)(R8*4), Z9
-	VADDPS         Z7, Z9, Z9
-	VMULPS         Z9, Z11, Z11
-	VMOVUPS        192(SI)(R8*4), Z9
-	VADDPS         Z7, Z9, Z9
-	VMULPS         Z9, Z12, Z12
-	BYTE $0x62; BYTE $0x52; BYTE $0x1f; BYTE $0x48; BYTE $0x72; BYTE $0xcb // VCVTNE2PS2BF16 Z11, Z12, Z9
-	VPADDW         Z3, Z9, Z10
-	VPTESTNMW      Z4, Z10, K2
-	KORTESTD       K2, K2
+	VMOVDQU64      Z12, (CX)(R8*2)
+	VMOVUPS        128(SI)(R8*4), Z7
+	VADDPS         Z5, Z7, Z7
+	VMULPS         Z7, Z9, Z9
+	VMOVUPS        192(SI)(R8*4), Z7
+	VADDPS         Z5, Z7, Z7
+	VMULPS         Z7, Z10, Z10
+	VFPCLASSPSZ    $0xa1, Z9, K2
+	VFPCLASSPSZ    $0xa1, Z10, K3
+	KORTESTW       K3, K2
 	JNZ            bf16fix45
+	BYTE $0x62; BYTE $0xd2; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xf9 // VCVTNE2PS2BF16 Z9, Z10, Z7
 
 bf16fixed46:
-	VMOVDQU64 Z9, 64(CX)(R8*2)
+	VMOVDQU64 Z7, 64(CX)(R8*2)
 	ADDQ      $0x00000040, R8
 	JMP       scaleloopoffset
 
@@ -28827,30 +28795,30 @@ scaleloopnoweight:
 	JNZ   scaleloopnoweightpf47
 
 scaleloopnoweightbody48:
-	VPERMW.Z       (DX)(R8*2), Z5, K1, Z9
-	VMULPS         Z8, Z9, Z9
-	VPERMW.Z       (DX)(R8*2), Z6, K1, Z10
-	VMULPS         Z8, Z10, Z10
-	VPERMW.Z       64(DX)(R8*2), Z5, K1, Z11
-	VMULPS         Z8, Z11, Z11
-	VPERMW.Z       64(DX)(R8*2), Z6, K1, Z12
-	VMULPS         Z8, Z12, Z12
-	BYTE $0x62; BYTE $0x52; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xf1 // VCVTNE2PS2BF16 Z9, Z10, Z14
-	VPADDW         Z3, Z14, Z15
-	VPTESTNMW      Z4, Z15, K2
-	KORTESTD       K2, K2
+	VPERMW.Z       (DX)(R8*2), Z3, K1, Z7
+	VMULPS         Z6, Z7, Z7
+	VPERMW.Z       (DX)(R8*2), Z4, K1, Z8
+	VMULPS         Z6, Z8, Z8
+	VPERMW.Z       64(DX)(R8*2), Z3, K1, Z9
+	VMULPS         Z6, Z9, Z9
+	VPERMW.Z       64(DX)(R8*2), Z4, K1, Z10
+	VMULPS         Z6, Z10, Z10
+	VFPCLASSPSZ    $0xa1, Z7, K2
+	VFPCLASSPSZ    $0xa1, Z8, K3
+	KORTESTW       K3, K2
 	JNZ            bf16fix49
+	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xe7 // VCVTNE2PS2BF16 Z7, Z8, Z12
 
 bf16fixed50:
-	VMOVDQU64      Z14, (CX)(R8*2)
-	BYTE $0x62; BYTE $0x52; BYTE $0x1f; BYTE $0x48; BYTE $0x72; BYTE $0xcb // VCVTNE2PS2BF16 Z11, Z12, Z9
-	VPADDW         Z3, Z9, Z10
-	VPTESTNMW      Z4, Z10, K2
-	KORTESTD       K2, K2
+	VMOVDQU64      Z12, (CX)(R8*2)
+	VFPCLASSPSZ    $0xa1, Z9, K2
+	VFPCLASSPSZ    $0xa1, Z10, K3
+	KORTESTW       K3, K2
 	JNZ            bf16fix51
+	BYTE $0x62; BYTE $0xd2; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xf9 // VCVTNE2PS2BF16 Z9, Z10, Z7
 
 bf16fixed52:
-	VMOVDQU64 Z9, 64(CX)(R8*2)
+	VMOVDQU64 Z7, 64(CX)(R8*2)
 	ADDQ      $0x00000040, R8
 	JMP       scaleloopnoweight
 
@@ -28873,36 +28841,34 @@ scalent:
 scalehead:
 	CMPQ           R10, $0x00000010
 	JB             scaleheadpart
-	VPMOVZXWD      (DX)(R8*2), Z9
-	VPSLLD         $0x10, Z9, Z9
-	VMULPS         Z8, Z9, Z9
+	VPMOVZXWD      (DX)(R8*2), Z7
+	VPSLLD         $0x10, Z7, Z7
+	VMULPS         Z6, Z7, Z7
 	TESTL          $0x00000008, job_flags+0(AX)
 	JZ             notrn53
-	BYTE $0x62; BYTE $0x52; BYTE $0x37; BYTE $0x48; BYTE $0x72; BYTE $0xd1 // VCVTNE2PS2BF16 Z9, Z9, Z10
-	VPADDW         Z3, Z10, Z11
-	VPTESTNMW      Z4, Z11, K2
-	KORTESTD       K2, K2
+	VFPCLASSPSZ    $0xa1, Z7, K2
+	KORTESTW       K2, K2
 	JNZ            bf16fix54
+	BYTE $0x62; BYTE $0x72; BYTE $0x47; BYTE $0x48; BYTE $0x72; BYTE $0xc7 // VCVTNE2PS2BF16 Z7, Z7, Z8
 
 bf16fixed55:
-	VPERMW.Z Z10, Z5, K1, Z9
+	VPERMW.Z Z8, Z3, K1, Z7
 
 notrn53:
 	TESTQ   SI, SI
 	JZ      noweight56
-	VMOVUPS (SI)(R8*4), Z10
-	VADDPS  Z7, Z10, Z10
-	VMULPS  Z10, Z9, Z9
+	VMOVUPS (SI)(R8*4), Z8
+	VADDPS  Z5, Z8, Z8
+	VMULPS  Z8, Z7, Z7
 
 noweight56:
-	BYTE $0x62; BYTE $0x52; BYTE $0x37; BYTE $0x48; BYTE $0x72; BYTE $0xd1 // VCVTNE2PS2BF16 Z9, Z9, Z10
-	VPADDW         Z3, Z10, Z11
-	VPTESTNMW      Z4, Z11, K2
-	KORTESTD       K2, K2
+	VFPCLASSPSZ    $0xa1, Z7, K2
+	KORTESTW       K2, K2
 	JNZ            bf16fix57
+	BYTE $0x62; BYTE $0x72; BYTE $0x47; BYTE $0x48; BYTE $0x72; BYTE $0xc7 // VCVTNE2PS2BF16 Z7, Z7, Z8
 
 bf16fixed58:
-	VEXTRACTI64X4 $0x00, Z10, (CX)(R8*2)
+	VEXTRACTI64X4 $0x00, Z8, (CX)(R8*2)
 	ADDQ          $0x00000010, R8
 	SUBQ          $0x00000010, R10
 	JZ            scalentgo
@@ -28926,78 +28892,78 @@ scalentloop:
 	JG             scaletail
 	PREFETCHT0     (R10)(R8*2)
 	PREFETCHT0     64(R10)(R8*2)
-	VPERMW.Z       (DX)(R8*2), Z5, K1, Z9
-	VMULPS         Z8, Z9, Z9
-	VPERMW.Z       (DX)(R8*2), Z6, K1, Z10
-	VMULPS         Z8, Z10, Z10
-	VPERMW.Z       64(DX)(R8*2), Z5, K1, Z11
-	VMULPS         Z8, Z11, Z11
-	VPERMW.Z       64(DX)(R8*2), Z6, K1, Z12
-	VMULPS         Z8, Z12, Z12
+	VPERMW.Z       (DX)(R8*2), Z3, K1, Z7
+	VMULPS         Z6, Z7, Z7
+	VPERMW.Z       (DX)(R8*2), Z4, K1, Z8
+	VMULPS         Z6, Z8, Z8
+	VPERMW.Z       64(DX)(R8*2), Z3, K1, Z9
+	VMULPS         Z6, Z9, Z9
+	VPERMW.Z       64(DX)(R8*2), Z4, K1, Z10
+	VMULPS         Z6, Z10, Z10
 	TESTL          $0x00000008, job_flags+0(AX)
 	JZ             notrn60
-	BYTE $0x62; BYTE $0x52; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xf1 // VCVTNE2PS2BF16 Z9, Z10, Z14
-	VPADDW         Z3, Z14, Z15
-	VPTESTNMW      Z4, Z15, K2
-	KORTESTD       K2, K2
+	VFPCLASSPSZ    $0xa1, Z7, K2
+	VFPCLASSPSZ    $0xa1, Z8, K3
+	KORTESTW       K3, K2
 	JNZ            bf16fix61
+	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xe7 // VCVTNE2PS2BF16 Z7, Z8, Z12
 
 bf16fixed62:
-	VPERMW.Z       Z14, Z5, K1, Z9
-	VPERMW.Z       Z14, Z6, K1, Z10
-	BYTE $0x62; BYTE $0x52; BYTE $0x1f; BYTE $0x48; BYTE $0x72; BYTE $0xf3 // VCVTNE2PS2BF16 Z11, Z12, Z14
-	VPADDW         Z3, Z14, Z15
-	VPTESTNMW      Z4, Z15, K2
-	KORTESTD       K2, K2
+	VPERMW.Z       Z12, Z3, K1, Z7
+	VPERMW.Z       Z12, Z4, K1, Z8
+	VFPCLASSPSZ    $0xa1, Z9, K2
+	VFPCLASSPSZ    $0xa1, Z10, K3
+	KORTESTW       K3, K2
 	JNZ            bf16fix63
+	BYTE $0x62; BYTE $0x52; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xe1 // VCVTNE2PS2BF16 Z9, Z10, Z12
 
 bf16fixed64:
-	VPERMW.Z Z14, Z5, K1, Z11
-	VPERMW.Z Z14, Z6, K1, Z12
+	VPERMW.Z Z12, Z3, K1, Z9
+	VPERMW.Z Z12, Z4, K1, Z10
 
 notrn60:
 	TESTQ  SI, SI
 	JZ     weighed66
 	TESTL  $0x00000010, R11
 	JNZ    offset65
-	VMULPS (SI)(R8*4), Z9, Z9
-	VMULPS 64(SI)(R8*4), Z10, Z10
-	VMULPS 128(SI)(R8*4), Z11, Z11
-	VMULPS 192(SI)(R8*4), Z12, Z12
+	VMULPS (SI)(R8*4), Z7, Z7
+	VMULPS 64(SI)(R8*4), Z8, Z8
+	VMULPS 128(SI)(R8*4), Z9, Z9
+	VMULPS 192(SI)(R8*4), Z10, Z10
 
 weighed66:
-	BYTE $0x62; BYTE $0x52; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xf1 // VCVTNE2PS2BF16 Z9, Z10, Z14
-	VPADDW         Z3, Z14, Z15
-	VPTESTNMW      Z4, Z15, K2
-	KORTESTD       K2, K2
+	VFPCLASSPSZ    $0xa1, Z7, K2
+	VFPCLASSPSZ    $0xa1, Z8, K3
+	KORTESTW       K3, K2
 	JNZ            bf16fix67
+	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xe7 // VCVTNE2PS2BF16 Z7, Z8, Z12
 
 bf16fixed68:
-	VMOVNTDQ       Z14, (CX)(R8*2)
-	BYTE $0x62; BYTE $0x52; BYTE $0x1f; BYTE $0x48; BYTE $0x72; BYTE $0xcb // VCVTNE2PS2BF16 Z11, Z12, Z9
-	VPADDW         Z3, Z9, Z10
-	VPTESTNMW      Z4, Z10, K2
-	KORTESTD       K2, K2
+	VMOVNTDQ       Z12, (CX)(R8*2)
+	VFPCLASSPSZ    $0xa1, Z9, K2
+	VFPCLASSPSZ    $0xa1, Z10, K3
+	KORTESTW       K3, K2
 	JNZ            bf16fix69
+	BYTE $0x62; BYTE $0xd2; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xf9 // VCVTNE2PS2BF16 Z9, Z10, Z7
 
 bf16fixed70:
-	VMOVNTDQ Z9, 64(CX)(R8*2)
+	VMOVNTDQ Z7, 64(CX)(R8*2)
 	ADDQ     $0x00000040, R8
 	JMP      scalentloop
 
 offset65:
-	VMOVUPS (SI)(R8*4), Z14
-	VADDPS  Z7, Z14, Z14
-	VMULPS  Z14, Z9, Z9
-	VMOVUPS 64(SI)(R8*4), Z14
-	VADDPS  Z7, Z14, Z14
-	VMULPS  Z14, Z10, Z10
-	VMOVUPS 128(SI)(R8*4), Z14
-	VADDPS  Z7, Z14, Z14
-	VMULPS  Z14, Z11, Z11
-	VMOVUPS 192(SI)(R8*4), Z14
-	VADDPS  Z7, Z14, Z14
-	VMULPS  Z14, Z12, Z12
+	VMOVUPS (SI)(R8*4), Z12
+	VADDPS  Z5, Z12, Z12
+	VMULPS  Z12, Z7, Z7
+	VMOVUPS 64(SI)(R8*4), Z12
+	VADDPS  Z5, Z12, Z12
+	VMULPS  Z12, Z8, Z8
+	VMOVUPS 128(SI)(R8*4), Z12
+	VADDPS  Z5, Z12, Z12
+	VMULPS  Z12, Z9, Z9
+	VMOVUPS 192(SI)(R8*4), Z12
+	VADDPS  Z5, Z12, Z12
+	VMULPS  Z12, Z10, Z10
 	JMP     weighed66
 
 scaletail:
@@ -29006,36 +28972,34 @@ scaletail:
 scaleone:
 	CMPQ           R8, R9
 	JG             scalepart
-	VPMOVZXWD      (DX)(R8*2), Z9
-	VPSLLD         $0x10, Z9, Z9
-	VMULPS         Z8, Z9, Z9
+	VPMOVZXWD      (DX)(R8*2), Z7
+	VPSLLD         $0x10, Z7, Z7
+	VMULPS         Z6, Z7, Z7
 	TESTL          $0x00000008, job_flags+0(AX)
 	JZ             notrn71
-	BYTE $0x62; BYTE $0x52; BYTE $0x37; BYTE $0x48; BYTE $0x72; BYTE $0xd1 // VCVTNE2PS2BF16 Z9, Z9, Z10
-	VPADDW         Z3, Z10, Z11
-	VPTESTNMW      Z4, Z11, K2
-	KORTESTD       K2, K2
+	VFPCLASSPSZ    $0xa1, Z7, K2
+	KORTESTW       K2, K2
 	JNZ            bf16fix72
+	BYTE $0x62; BYTE $0x72; BYTE $0x47; BYTE $0x48; BYTE $0x72; BYTE $0xc7 // VCVTNE2PS2BF16 Z7, Z7, Z8
 
 bf16fixed73:
-	VPERMW.Z Z10, Z5, K1, Z9
+	VPERMW.Z Z8, Z3, K1, Z7
 
 notrn71:
 	TESTQ   SI, SI
 	JZ      noweight74
-	VMOVUPS (SI)(R8*4), Z10
-	VADDPS  Z7, Z10, Z10
-	VMULPS  Z10, Z9, Z9
+	VMOVUPS (SI)(R8*4), Z8
+	VADDPS  Z5, Z8, Z8
+	VMULPS  Z8, Z7, Z7
 
 noweight74:
-	BYTE $0x62; BYTE $0x52; BYTE $0x37; BYTE $0x48; BYTE $0x72; BYTE $0xd1 // VCVTNE2PS2BF16 Z9, Z9, Z10
-	VPADDW         Z3, Z10, Z11
-	VPTESTNMW      Z4, Z11, K2
-	KORTESTD       K2, K2
+	VFPCLASSPSZ    $0xa1, Z7, K2
+	KORTESTW       K2, K2
 	JNZ            bf16fix75
+	BYTE $0x62; BYTE $0x72; BYTE $0x47; BYTE $0x48; BYTE $0x72; BYTE $0xc7 // VCVTNE2PS2BF16 Z7, Z7, Z8
 
 bf16fixed76:
-	VEXTRACTI64X4 $0x00, Z10, (CX)(R8*2)
+	VEXTRACTI64X4 $0x00, Z8, (CX)(R8*2)
 	ADDQ          $0x00000010, R8
 	JMP           scaleone
 
@@ -29048,36 +29012,34 @@ scalepart:
 partout:
 	LEAQ           kmask<>+0(SB), R11
 	KMOVW          (R11)(R10*2), K2
-	VPMOVZXWD.Z    (DX)(R8*2), K2, Z9
-	VPSLLD         $0x10, Z9, Z9
-	VMULPS         Z9, Z8, Z9
+	VPMOVZXWD.Z    (DX)(R8*2), K2, Z7
+	VPSLLD         $0x10, Z7, Z7
+	VMULPS         Z7, Z6, Z7
 	TESTL          $0x00000008, job_flags+0(AX)
 	JZ             notrn77
-	BYTE $0x62; BYTE $0x52; BYTE $0x37; BYTE $0x48; BYTE $0x72; BYTE $0xd1 // VCVTNE2PS2BF16 Z9, Z9, Z10
-	VPADDW         Z3, Z10, Z11
-	VPTESTNMW      Z4, Z11, K3
-	KORTESTD       K3, K3
+	VFPCLASSPSZ    $0xa1, Z7, K3
+	KORTESTW       K3, K3
 	JNZ            bf16fix78
+	BYTE $0x62; BYTE $0x72; BYTE $0x47; BYTE $0x48; BYTE $0x72; BYTE $0xc7 // VCVTNE2PS2BF16 Z7, Z7, Z8
 
 bf16fixed79:
-	VPERMW.Z Z10, Z5, K1, Z9
+	VPERMW.Z Z8, Z3, K1, Z7
 
 notrn77:
 	TESTQ     SI, SI
 	JZ        noweight80
-	VMOVUPS.Z (SI)(R8*4), K2, Z10
-	VADDPS    Z7, Z10, Z10
-	VMULPS    Z10, Z9, Z9
+	VMOVUPS.Z (SI)(R8*4), K2, Z8
+	VADDPS    Z5, Z8, Z8
+	VMULPS    Z8, Z7, Z7
 
 noweight80:
-	BYTE $0x62; BYTE $0x52; BYTE $0x37; BYTE $0x48; BYTE $0x72; BYTE $0xd1 // VCVTNE2PS2BF16 Z9, Z9, Z10
-	VPADDW         Z3, Z10, Z11
-	VPTESTNMW      Z4, Z11, K3
-	KORTESTD       K3, K3
+	VFPCLASSPSZ    $0xa1, Z7, K3
+	KORTESTW       K3, K3
 	JNZ            bf16fix81
+	BYTE $0x62; BYTE $0x72; BYTE $0x47; BYTE $0x48; BYTE $0x72; BYTE $0xc7 // VCVTNE2PS2BF16 Z7, Z7, Z8
 
 bf16fixed82:
-	VMOVDQU16 Z10, K2, (CX)(R8*2)
+	VMOVDQU16 Z8, K2, (CX)(R8*2)
 	ADDQ      R10, R8
 	CMPQ      R8, job_d+0(AX)
 	JB        scalentgo
@@ -29106,10 +29068,22 @@ vzero:
 	RET
 
 bf16fix3:
-	VFPCLASSPSZ  $0xa1, Z8, K2
-	VFPCLASSPSZ  $0xa1, Z9, K3
-	KORTESTW     K3, K2
-	JZ           bf16fixed4
+	VPSRLD       $0x10, Z6, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z6, Z8, Z8
+	VFPCLASSPSZ  $0x81, Z6, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
+	VPSRLD       $0x10, Z7, Z6
+	VPANDD       Z0, Z6, Z6
+	VPADDD       Z1, Z6, Z6
+	VPADDD       Z7, Z6, Z6
+	VFPCLASSPSZ  $0x81, Z7, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z6
+	VPERMT2W     Z6, Z2, Z8
+	JMP          bf16fixed4
+
+bf16fix5:
 	VPSRLD       $0x10, Z8, Z10
 	VPANDD       Z0, Z10, Z10
 	VPADDD       Z1, Z10, Z10
@@ -29123,476 +29097,362 @@ bf16fix3:
 	VFPCLASSPSZ  $0x81, Z9, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
 	VPERMT2W     Z8, Z2, Z10
-	JMP          bf16fixed4
+	JMP          bf16fixed6
 
-bf16fix5:
-	VFPCLASSPSZ  $0xa1, Z10, K2
-	VFPCLASSPSZ  $0xa1, Z11, K3
-	KORTESTW     K3, K2
-	JZ           bf16fixed6
+bf16fix8:
+	VPSRLD       $0x10, Z10, Z13
+	VPANDD       Z0, Z13, Z13
+	VPADDD       Z1, Z13, Z13
+	VPADDD       Z10, Z13, Z13
+	VFPCLASSPSZ  $0x81, Z10, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z13
+	VPSRLD       $0x10, Z12, Z10
+	VPANDD       Z0, Z10, Z10
+	VPADDD       Z1, Z10, Z10
+	VPADDD       Z12, Z10, Z10
+	VFPCLASSPSZ  $0x81, Z12, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z10
+	VPERMT2W     Z10, Z2, Z13
+	JMP          bf16fixed9
+
+bf16fix10:
+	VPSRLD       $0x10, Z10, Z13
+	VPANDD       Z0, Z13, Z13
+	VPADDD       Z1, Z13, Z13
+	VPADDD       Z10, Z13, Z13
+	VFPCLASSPSZ  $0x81, Z10, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z13
+	VPSRLD       $0x10, Z12, Z10
+	VPANDD       Z0, Z10, Z10
+	VPADDD       Z1, Z10, Z10
+	VPADDD       Z12, Z10, Z10
+	VFPCLASSPSZ  $0x81, Z12, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z10
+	VPERMT2W     Z10, Z2, Z13
+	JMP          bf16fixed11
+
+bf16fix12:
 	VPSRLD       $0x10, Z10, Z12
 	VPANDD       Z0, Z12, Z12
 	VPADDD       Z1, Z12, Z12
 	VPADDD       Z10, Z12, Z12
-	VFPCLASSPSZ  $0x81, Z10, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z12
-	VPSRLD       $0x10, Z11, Z10
-	VPANDD       Z0, Z10, Z10
-	VPADDD       Z1, Z10, Z10
-	VPADDD       Z11, Z10, Z10
-	VFPCLASSPSZ  $0x81, Z11, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z10
-	VPERMT2W     Z10, Z2, Z12
-	JMP          bf16fixed6
-
-bf16fix8:
-	VFPCLASSPSZ  $0xa1, Z12, K2
-	VFPCLASSPSZ  $0xa1, Z14, K3
-	KORTESTW     K3, K2
-	JZ           bf16fixed9
-	VPSRLD       $0x10, Z12, Z15
-	VPANDD       Z0, Z15, Z15
-	VPADDD       Z1, Z15, Z15
-	VPADDD       Z12, Z15, Z15
-	VFPCLASSPSZ  $0x81, Z12, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z15
-	VPSRLD       $0x10, Z14, Z12
-	VPANDD       Z0, Z12, Z12
-	VPADDD       Z1, Z12, Z12
-	VPADDD       Z14, Z12, Z12
-	VFPCLASSPSZ  $0x81, Z14, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z12
-	VPERMT2W     Z12, Z2, Z15
-	JMP          bf16fixed9
-
-bf16fix10:
-	VFPCLASSPSZ  $0xa1, Z12, K2
-	VFPCLASSPSZ  $0xa1, Z14, K3
-	KORTESTW     K3, K2
-	JZ           bf16fixed11
-	VPSRLD       $0x10, Z12, Z15
-	VPANDD       Z0, Z15, Z15
-	VPADDD       Z1, Z15, Z15
-	VPADDD       Z12, Z15, Z15
-	VFPCLASSPSZ  $0x81, Z12, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z15
-	VPSRLD       $0x10, Z14, Z12
-	VPANDD       Z0, Z12, Z12
-	VPADDD       Z1, Z12, Z12
-	VPADDD       Z14, Z12, Z12
-	VFPCLASSPSZ  $0x81, Z14, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z12
-	VPERMT2W     Z12, Z2, Z15
-	JMP          bf16fixed11
-
-bf16fix12:
-	VFPCLASSPSZ  $0xa1, Z12, K3
-	KORTESTW     K3, K3
-	JZ           bf16fixed13
-	VPSRLD       $0x10, Z12, Z14
-	VPANDD       Z0, Z14, Z14
-	VPADDD       Z1, Z14, Z14
-	VPADDD       Z12, Z14, Z14
-	VFPCLASSPSZ  $0x81, Z12, K3
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K3, Z14
-	VPERMT2W     Z14, Z2, Z14
+	VFPCLASSPSZ  $0x81, Z10, K3
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K3, Z12
+	VPERMT2W     Z12, Z2, Z12
 	JMP          bf16fixed13
 
 bf16fix14:
-	VFPCLASSPSZ  $0xa1, Z12, K3
-	KORTESTW     K3, K3
-	JZ           bf16fixed15
-	VPSRLD       $0x10, Z12, Z14
-	VPANDD       Z0, Z14, Z14
-	VPADDD       Z1, Z14, Z14
-	VPADDD       Z12, Z14, Z14
-	VFPCLASSPSZ  $0x81, Z12, K3
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K3, Z14
-	VPERMT2W     Z14, Z2, Z14
+	VPSRLD       $0x10, Z10, Z12
+	VPANDD       Z0, Z12, Z12
+	VPADDD       Z1, Z12, Z12
+	VPADDD       Z10, Z12, Z12
+	VFPCLASSPSZ  $0x81, Z10, K3
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K3, Z12
+	VPERMT2W     Z12, Z2, Z12
 	JMP          bf16fixed15
 
 bf16fix16:
-	VFPCLASSPSZ  $0xa1, Z12, K3
-	KORTESTW     K3, K3
-	JZ           bf16fixed17
-	VPSRLD       $0x10, Z12, Z14
-	VPANDD       Z0, Z14, Z14
-	VPADDD       Z1, Z14, Z14
-	VPADDD       Z12, Z14, Z14
-	VFPCLASSPSZ  $0x81, Z12, K3
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K3, Z14
-	VPERMT2W     Z14, Z2, Z14
+	VPSRLD       $0x10, Z10, Z12
+	VPANDD       Z0, Z12, Z12
+	VPADDD       Z1, Z12, Z12
+	VPADDD       Z10, Z12, Z12
+	VFPCLASSPSZ  $0x81, Z10, K3
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K3, Z12
+	VPERMT2W     Z12, Z2, Z12
 	JMP          bf16fixed17
 
 bf16fix18:
-	VFPCLASSPSZ  $0xa1, Z12, K3
-	KORTESTW     K3, K3
-	JZ           bf16fixed19
-	VPSRLD       $0x10, Z12, Z14
-	VPANDD       Z0, Z14, Z14
-	VPADDD       Z1, Z14, Z14
-	VPADDD       Z12, Z14, Z14
-	VFPCLASSPSZ  $0x81, Z12, K3
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K3, Z14
-	VPERMT2W     Z14, Z2, Z14
+	VPSRLD       $0x10, Z10, Z12
+	VPANDD       Z0, Z12, Z12
+	VPADDD       Z1, Z12, Z12
+	VPADDD       Z10, Z12, Z12
+	VFPCLASSPSZ  $0x81, Z10, K3
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K3, Z12
+	VPERMT2W     Z12, Z2, Z12
 	JMP          bf16fixed19
 
 bf16fix28:
-	VFPCLASSPSZ  $0xa1, Z9, K2
-	VFPCLASSPSZ  $0xa1, Z10, K3
-	KORTESTW     K3, K2
-	JZ           bf16fixed29
-	VPSRLD       $0x10, Z9, Z14
-	VPANDD       Z0, Z14, Z14
-	VPADDD       Z1, Z14, Z14
-	VPADDD       Z9, Z14, Z14
-	VFPCLASSPSZ  $0x81, Z9, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z14
-	VPSRLD       $0x10, Z10, Z9
-	VPANDD       Z0, Z9, Z9
-	VPADDD       Z1, Z9, Z9
-	VPADDD       Z10, Z9, Z9
-	VFPCLASSPSZ  $0x81, Z10, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
-	VPERMT2W     Z9, Z2, Z14
+	VPSRLD       $0x10, Z7, Z12
+	VPANDD       Z0, Z12, Z12
+	VPADDD       Z1, Z12, Z12
+	VPADDD       Z7, Z12, Z12
+	VFPCLASSPSZ  $0x81, Z7, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z12
+	VPSRLD       $0x10, Z8, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z8, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z8, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
+	VPERMT2W     Z7, Z2, Z12
 	JMP          bf16fixed29
 
 bf16fix30:
-	VFPCLASSPSZ  $0xa1, Z11, K2
-	VFPCLASSPSZ  $0xa1, Z12, K3
-	KORTESTW     K3, K2
-	JZ           bf16fixed31
-	VPSRLD       $0x10, Z11, Z14
-	VPANDD       Z0, Z14, Z14
-	VPADDD       Z1, Z14, Z14
-	VPADDD       Z11, Z14, Z14
-	VFPCLASSPSZ  $0x81, Z11, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z14
-	VPSRLD       $0x10, Z12, Z11
-	VPANDD       Z0, Z11, Z11
-	VPADDD       Z1, Z11, Z11
-	VPADDD       Z12, Z11, Z11
-	VFPCLASSPSZ  $0x81, Z12, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z11
-	VPERMT2W     Z11, Z2, Z14
+	VPSRLD       $0x10, Z9, Z12
+	VPANDD       Z0, Z12, Z12
+	VPADDD       Z1, Z12, Z12
+	VPADDD       Z9, Z12, Z12
+	VFPCLASSPSZ  $0x81, Z9, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z12
+	VPSRLD       $0x10, Z10, Z9
+	VPANDD       Z0, Z9, Z9
+	VPADDD       Z1, Z9, Z9
+	VPADDD       Z10, Z9, Z9
+	VFPCLASSPSZ  $0x81, Z10, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
+	VPERMT2W     Z9, Z2, Z12
 	JMP          bf16fixed31
 
 bf16fix32:
-	VFPCLASSPSZ  $0xa1, Z9, K2
-	VFPCLASSPSZ  $0xa1, Z10, K3
-	KORTESTW     K3, K2
-	JZ           bf16fixed33
-	VPSRLD       $0x10, Z9, Z14
-	VPANDD       Z0, Z14, Z14
-	VPADDD       Z1, Z14, Z14
-	VPADDD       Z9, Z14, Z14
-	VFPCLASSPSZ  $0x81, Z9, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z14
-	VPSRLD       $0x10, Z10, Z9
-	VPANDD       Z0, Z9, Z9
-	VPADDD       Z1, Z9, Z9
-	VPADDD       Z10, Z9, Z9
-	VFPCLASSPSZ  $0x81, Z10, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
-	VPERMT2W     Z9, Z2, Z14
+	VPSRLD       $0x10, Z7, Z12
+	VPANDD       Z0, Z12, Z12
+	VPADDD       Z1, Z12, Z12
+	VPADDD       Z7, Z12, Z12
+	VFPCLASSPSZ  $0x81, Z7, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z12
+	VPSRLD       $0x10, Z8, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z8, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z8, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
+	VPERMT2W     Z7, Z2, Z12
 	JMP          bf16fixed33
 
 bf16fix34:
-	VFPCLASSPSZ  $0xa1, Z11, K2
-	VFPCLASSPSZ  $0xa1, Z12, K3
-	KORTESTW     K3, K2
-	JZ           bf16fixed35
-	VPSRLD       $0x10, Z11, Z9
-	VPANDD       Z0, Z9, Z9
-	VPADDD       Z1, Z9, Z9
-	VPADDD       Z11, Z9, Z9
-	VFPCLASSPSZ  $0x81, Z11, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
-	VPSRLD       $0x10, Z12, Z10
-	VPANDD       Z0, Z10, Z10
-	VPADDD       Z1, Z10, Z10
-	VPADDD       Z12, Z10, Z10
-	VFPCLASSPSZ  $0x81, Z12, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z10
-	VPERMT2W     Z10, Z2, Z9
+	VPSRLD       $0x10, Z9, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z9, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z9, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
+	VPSRLD       $0x10, Z10, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z10, Z8, Z8
+	VFPCLASSPSZ  $0x81, Z10, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
+	VPERMT2W     Z8, Z2, Z7
 	JMP          bf16fixed35
 
 bf16fix39:
-	VFPCLASSPSZ  $0xa1, Z9, K2
-	VFPCLASSPSZ  $0xa1, Z10, K3
-	KORTESTW     K3, K2
-	JZ           bf16fixed40
-	VPSRLD       $0x10, Z9, Z14
-	VPANDD       Z0, Z14, Z14
-	VPADDD       Z1, Z14, Z14
-	VPADDD       Z9, Z14, Z14
-	VFPCLASSPSZ  $0x81, Z9, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z14
-	VPSRLD       $0x10, Z10, Z9
-	VPANDD       Z0, Z9, Z9
-	VPADDD       Z1, Z9, Z9
-	VPADDD       Z10, Z9, Z9
-	VFPCLASSPSZ  $0x81, Z10, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
-	VPERMT2W     Z9, Z2, Z14
+	VPSRLD       $0x10, Z7, Z12
+	VPANDD       Z0, Z12, Z12
+	VPADDD       Z1, Z12, Z12
+	VPADDD       Z7, Z12, Z12
+	VFPCLASSPSZ  $0x81, Z7, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z12
+	VPSRLD       $0x10, Z8, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z8, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z8, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
+	VPERMT2W     Z7, Z2, Z12
 	JMP          bf16fixed40
 
 bf16fix41:
-	VFPCLASSPSZ  $0xa1, Z11, K2
-	VFPCLASSPSZ  $0xa1, Z12, K3
-	KORTESTW     K3, K2
-	JZ           bf16fixed42
-	VPSRLD       $0x10, Z11, Z14
-	VPANDD       Z0, Z14, Z14
-	VPADDD       Z1, Z14, Z14
-	VPADDD       Z11, Z14, Z14
-	VFPCLASSPSZ  $0x81, Z11, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z14
-	VPSRLD       $0x10, Z12, Z11
-	VPANDD       Z0, Z11, Z11
-	VPADDD       Z1, Z11, Z11
-	VPADDD       Z12, Z11, Z11
-	VFPCLASSPSZ  $0x81, Z12, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z11
-	VPERMT2W     Z11, Z2, Z14
+	VPSRLD       $0x10, Z9, Z12
+	VPANDD       Z0, Z12, Z12
+	VPADDD       Z1, Z12, Z12
+	VPADDD       Z9, Z12, Z12
+	VFPCLASSPSZ  $0x81, Z9, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z12
+	VPSRLD       $0x10, Z10, Z9
+	VPANDD       Z0, Z9, Z9
+	VPADDD       Z1, Z9, Z9
+	VPADDD       Z10, Z9, Z9
+	VFPCLASSPSZ  $0x81, Z10, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
+	VPERMT2W     Z9, Z2, Z12
 	JMP          bf16fixed42
 
 bf16fix43:
-	VFPCLASSPSZ  $0xa1, Z9, K2
-	VFPCLASSPSZ  $0xa1, Z10, K3
-	KORTESTW     K3, K2
-	JZ           bf16fixed44
-	VPSRLD       $0x10, Z9, Z14
-	VPANDD       Z0, Z14, Z14
-	VPADDD       Z1, Z14, Z14
-	VPADDD       Z9, Z14, Z14
-	VFPCLASSPSZ  $0x81, Z9, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z14
-	VPSRLD       $0x10, Z10, Z9
-	VPANDD       Z0, Z9, Z9
-	VPADDD       Z1, Z9, Z9
-	VPADDD       Z10, Z9, Z9
-	VFPCLASSPSZ  $0x81, Z10, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
-	VPERMT2W     Z9, Z2, Z14
+	VPSRLD       $0x10, Z7, Z12
+	VPANDD       Z0, Z12, Z12
+	VPADDD       Z1, Z12, Z12
+	VPADDD       Z7, Z12, Z12
+	VFPCLASSPSZ  $0x81, Z7, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z12
+	VPSRLD       $0x10, Z8, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z8, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z8, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
+	VPERMT2W     Z7, Z2, Z12
 	JMP          bf16fixed44
 
 bf16fix45:
-	VFPCLASSPSZ  $0xa1, Z11, K2
-	VFPCLASSPSZ  $0xa1, Z12, K3
-	KORTESTW     K3, K2
-	JZ           bf16fixed46
-	VPSRLD       $0x10, Z11, Z9
-	VPANDD       Z0, Z9, Z9
-	VPADDD       Z1, Z9, Z9
-	VPADDD       Z11, Z9, Z9
-	VFPCLASSPSZ  $0x81, Z11, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
-	VPSRLD       $0x10, Z12, Z10
-	VPANDD       Z0, Z10, Z10
-	VPADDD       Z1, Z10, Z10
-	VPADDD       Z12, Z10, Z10
-	VFPCLASSPSZ  $0x81, Z12, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z10
-	VPERMT2W     Z10, Z2, Z9
+	VPSRLD       $0x10, Z9, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z9, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z9, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
+	VPSRLD       $0x10, Z10, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z10, Z8, Z8
+	VFPCLASSPSZ  $0x81, Z10, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
+	VPERMT2W     Z8, Z2, Z7
 	JMP          bf16fixed46
 
 bf16fix49:
-	VFPCLASSPSZ  $0xa1, Z9, K2
-	VFPCLASSPSZ  $0xa1, Z10, K3
-	KORTESTW     K3, K2
-	JZ           bf16fixed50
-	VPSRLD       $0x10, Z9, Z14
-	VPANDD       Z0, Z14, Z14
-	VPADDD       Z1, Z14, Z14
-	VPADDD       Z9, Z14, Z14
-	VFPCLASSPSZ  $0x81, Z9, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z14
-	VPSRLD       $0x10, Z10, Z9
-	VPANDD       Z0, Z9, Z9
-	VPADDD       Z1, Z9, Z9
-	VPADDD       Z10, Z9, Z9
-	VFPCLASSPSZ  $0x81, Z10, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
-	VPERMT2W     Z9, Z2, Z14
+	VPSRLD       $0x10, Z7, Z12
+	VPANDD       Z0, Z12, Z12
+	VPADDD       Z1, Z12, Z12
+	VPADDD       Z7, Z12, Z12
+	VFPCLASSPSZ  $0x81, Z7, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z12
+	VPSRLD       $0x10, Z8, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z8, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z8, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
+	VPERMT2W     Z7, Z2, Z12
 	JMP          bf16fixed50
 
 bf16fix51:
-	VFPCLASSPSZ  $0xa1, Z11, K2
-	VFPCLASSPSZ  $0xa1, Z12, K3
-	KORTESTW     K3, K2
-	JZ           bf16fixed52
-	VPSRLD       $0x10, Z11, Z9
-	VPANDD       Z0, Z9, Z9
-	VPADDD       Z1, Z9, Z9
-	VPADDD       Z11, Z9, Z9
-	VFPCLASSPSZ  $0x81, Z11, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
-	VPSRLD       $0x10, Z12, Z10
-	VPANDD       Z0, Z10, Z10
-	VPADDD       Z1, Z10, Z10
-	VPADDD       Z12, Z10, Z10
-	VFPCLASSPSZ  $0x81, Z12, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z10
-	VPERMT2W     Z10, Z2, Z9
+	VPSRLD       $0x10, Z9, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z9, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z9, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
+	VPSRLD       $0x10, Z10, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z10, Z8, Z8
+	VFPCLASSPSZ  $0x81, Z10, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
+	VPERMT2W     Z8, Z2, Z7
 	JMP          bf16fixed52
 
 bf16fix54:
-	VFPCLASSPSZ  $0xa1, Z9, K2
-	KORTESTW     K2, K2
-	JZ           bf16fixed55
-	VPSRLD       $0x10, Z9, Z10
-	VPANDD       Z0, Z10, Z10
-	VPADDD       Z1, Z10, Z10
-	VPADDD       Z9, Z10, Z10
-	VFPCLASSPSZ  $0x81, Z9, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z10
-	VPERMT2W     Z10, Z2, Z10
+	VPSRLD       $0x10, Z7, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z7, Z8, Z8
+	VFPCLASSPSZ  $0x81, Z7, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
+	VPERMT2W     Z8, Z2, Z8
 	JMP          bf16fixed55
 
 bf16fix57:
-	VFPCLASSPSZ  $0xa1, Z9, K2
-	KORTESTW     K2, K2
-	JZ           bf16fixed58
-	VPSRLD       $0x10, Z9, Z10
-	VPANDD       Z0, Z10, Z10
-	VPADDD       Z1, Z10, Z10
-	VPADDD       Z9, Z10, Z10
-	VFPCLASSPSZ  $0x81, Z9, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z10
-	VPERMT2W     Z10, Z2, Z10
+	VPSRLD       $0x10, Z7, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z7, Z8, Z8
+	VFPCLASSPSZ  $0x81, Z7, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
+	VPERMT2W     Z8, Z2, Z8
 	JMP          bf16fixed58
 
 bf16fix61:
-	VFPCLASSPSZ  $0xa1, Z9, K2
-	VFPCLASSPSZ  $0xa1, Z10, K3
-	KORTESTW     K3, K2
-	JZ           bf16fixed62
-	VPSRLD       $0x10, Z9, Z14
-	VPANDD       Z0, Z14, Z14
-	VPADDD       Z1, Z14, Z14
-	VPADDD       Z9, Z14, Z14
-	VFPCLASSPSZ  $0x81, Z9, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z14
-	VPSRLD       $0x10, Z10, Z9
-	VPANDD       Z0, Z9, Z9
-	VPADDD       Z1, Z9, Z9
-	VPADDD       Z10, Z9, Z9
-	VFPCLASSPSZ  $0x81, Z10, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
-	VPERMT2W     Z9, Z2, Z14
+	VPSRLD       $0x10, Z7, Z12
+	VPANDD       Z0, Z12, Z12
+	VPADDD       Z1, Z12, Z12
+	VPADDD       Z7, Z12, Z12
+	VFPCLASSPSZ  $0x81, Z7, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z12
+	VPSRLD       $0x10, Z8, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z8, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z8, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
+	VPERMT2W     Z7, Z2, Z12
 	JMP          bf16fixed62
 
 bf16fix63:
-	VFPCLASSPSZ  $0xa1, Z11, K2
-	VFPCLASSPSZ  $0xa1, Z12, K3
-	KORTESTW     K3, K2
-	JZ           bf16fixed64
-	VPSRLD       $0x10, Z11, Z14
-	VPANDD       Z0, Z14, Z14
-	VPADDD       Z1, Z14, Z14
-	VPADDD       Z11, Z14, Z14
-	VFPCLASSPSZ  $0x81, Z11, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z14
-	VPSRLD       $0x10, Z12, Z11
-	VPANDD       Z0, Z11, Z11
-	VPADDD       Z1, Z11, Z11
-	VPADDD       Z12, Z11, Z11
-	VFPCLASSPSZ  $0x81, Z12, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z11
-	VPERMT2W     Z11, Z2, Z14
-	JMP          bf16fixed64
-
-bf16fix67:
-	VFPCLASSPSZ  $0xa1, Z9, K2
-	VFPCLASSPSZ  $0xa1, Z10, K3
-	KORTESTW     K3, K2
-	JZ           bf16fixed68
-	VPSRLD       $0x10, Z9, Z14
-	VPANDD       Z0, Z14, Z14
-	VPADDD       Z1, Z14, Z14
-	VPADDD       Z9, Z14, Z14
+	VPSRLD       $0x10, Z9, Z12
+	VPANDD       Z0, Z12, Z12
+	VPADDD       Z1, Z12, Z12
+	VPADDD       Z9, Z12, Z12
 	VFPCLASSPSZ  $0x81, Z9, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z14
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z12
 	VPSRLD       $0x10, Z10, Z9
 	VPANDD       Z0, Z9, Z9
 	VPADDD       Z1, Z9, Z9
 	VPADDD       Z10, Z9, Z9
 	VFPCLASSPSZ  $0x81, Z10, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
-	VPERMT2W     Z9, Z2, Z14
+	VPERMT2W     Z9, Z2, Z12
+	JMP          bf16fixed64
+
+bf16fix67:
+	VPSRLD       $0x10, Z7, Z12
+	VPANDD       Z0, Z12, Z12
+	VPADDD       Z1, Z12, Z12
+	VPADDD       Z7, Z12, Z12
+	VFPCLASSPSZ  $0x81, Z7, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z12
+	VPSRLD       $0x10, Z8, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z8, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z8, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
+	VPERMT2W     Z7, Z2, Z12
 	JMP          bf16fixed68
 
 bf16fix69:
-	VFPCLASSPSZ  $0xa1, Z11, K2
-	VFPCLASSPSZ  $0xa1, Z12, K3
-	KORTESTW     K3, K2
-	JZ           bf16fixed70
-	VPSRLD       $0x10, Z11, Z9
-	VPANDD       Z0, Z9, Z9
-	VPADDD       Z1, Z9, Z9
-	VPADDD       Z11, Z9, Z9
-	VFPCLASSPSZ  $0x81, Z11, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
-	VPSRLD       $0x10, Z12, Z10
-	VPANDD       Z0, Z10, Z10
-	VPADDD       Z1, Z10, Z10
-	VPADDD       Z12, Z10, Z10
-	VFPCLASSPSZ  $0x81, Z12, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z10
-	VPERMT2W     Z10, Z2, Z9
+	VPSRLD       $0x10, Z9, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z9, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z9, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
+	VPSRLD       $0x10, Z10, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z10, Z8, Z8
+	VFPCLASSPSZ  $0x81, Z10, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
+	VPERMT2W     Z8, Z2, Z7
 	JMP          bf16fixed70
 
 bf16fix72:
-	VFPCLASSPSZ  $0xa1, Z9, K2
-	KORTESTW     K2, K2
-	JZ           bf16fixed73
-	VPSRLD       $0x10, Z9, Z10
-	VPANDD       Z0, Z10, Z10
-	VPADDD       Z1, Z10, Z10
-	VPADDD       Z9, Z10, Z10
-	VFPCLASSPSZ  $0x81, Z9, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z10
-	VPERMT2W     Z10, Z2, Z10
+	VPSRLD       $0x10, Z7, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z7, Z8, Z8
+	VFPCLASSPSZ  $0x81, Z7, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
+	VPERMT2W     Z8, Z2, Z8
 	JMP          bf16fixed73
 
 bf16fix75:
-	VFPCLASSPSZ  $0xa1, Z9, K2
-	KORTESTW     K2, K2
-	JZ           bf16fixed76
-	VPSRLD       $0x10, Z9, Z10
-	VPANDD       Z0, Z10, Z10
-	VPADDD       Z1, Z10, Z10
-	VPADDD       Z9, Z10, Z10
-	VFPCLASSPSZ  $0x81, Z9, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z10
-	VPERMT2W     Z10, Z2, Z10
+	VPSRLD       $0x10, Z7, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z7, Z8, Z8
+	VFPCLASSPSZ  $0x81, Z7, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
+	VPERMT2W     Z8, Z2, Z8
 	JMP          bf16fixed76
 
 bf16fix78:
-	VFPCLASSPSZ  $0xa1, Z9, K3
-	KORTESTW     K3, K3
-	JZ           bf16fixed79
-	VPSRLD       $0x10, Z9, Z10
-	VPANDD       Z0, Z10, Z10
-	VPADDD       Z1, Z10, Z10
-	VPADDD       Z9, Z10, Z10
-	VFPCLASSPSZ  $0x81, Z9, K3
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K3, Z10
-	VPERMT2W     Z10, Z2, Z10
+	VPSRLD       $0x10, Z7, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z7, Z8, Z8
+	VFPCLASSPSZ  $0x81, Z7, K3
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K3, Z8
+	VPERMT2W     Z8, Z2, Z8
 	JMP          bf16fixed79
 
 bf16fix81:
-	VFPCLASSPSZ  $0xa1, Z9, K3
-	KORTESTW     K3, K3
-	JZ           bf16fixed82
-	VPSRLD       $0x10, Z9, Z10
-	VPANDD       Z0, Z10, Z10
-	VPADDD       Z1, Z10, Z10
-	VPADDD       Z9, Z10, Z10
-	VFPCLASSPSZ  $0x81, Z9, K3
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K3, Z10
-	VPERMT2W     Z10, Z2, Z10
+	VPSRLD       $0x10, Z7, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z7, Z8, Z8
+	VFPCLASSPSZ  $0x81, Z7, K3
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K3, Z8
+	VPERMT2W     Z8, Z2, Z8
 	JMP          bf16fixed82
 
 // func avx512bf16ForwardToBF16(j uintptr, from int, to int) int
@@ -29618,18 +29478,16 @@ rowsset:
 	VMOVDQU64    oddwords<>+0(SB), Z2
 	VPBROADCASTD avx512bfone<>+0(SB), Z0
 	VPBROADCASTD avx512bfbias<>+0(SB), Z1
-	VPBROADCASTD avx512bfexpstep<>+0(SB), Z3
-	VPBROADCASTD avx512bfexpbits<>+0(SB), Z4
-	VMOVDQU64    widelo<>+0(SB), Z5
-	VMOVDQU64    widehi<>+0(SB), Z6
+	VMOVDQU64    widelo<>+0(SB), Z3
+	VMOVDQU64    widehi<>+0(SB), Z4
 	MOVL         $0xaaaaaaaa, R8
 	KMOVD        R8, K1
 
 	// fd = float32(d); rd = 1/d when d is a power of two (a/d is then a*rd exactly), else 0.
 	MOVQ       job_d+0(AX), R8
-	VMOVSS     one<>+0(SB), X7
-	VCVTSI2SSQ R8, X7, X7
-	VMOVSS     X7, 376(SP)
+	VMOVSS     one<>+0(SB), X5
+	VCVTSI2SSQ R8, X5, X5
+	VMOVSS     X5, 376(SP)
 	XORL       R10, R10
 	LEAQ       -1(R8), R9
 	TESTQ      R8, R9
@@ -29641,10 +29499,10 @@ rowsset:
 
 notpow2:
 	MOVL         R10, 380(SP)
-	VBROADCASTSS one<>+0(SB), Z7
+	VBROADCASTSS one<>+0(SB), Z5
 	TESTL        $0x00000010, job_flags+0(AX)
 	JNZ          weightadd1
-	VBROADCASTSS negzero<>+0(SB), Z7
+	VBROADCASTSS negzero<>+0(SB), Z5
 
 weightadd1:
 	// Start at row from.
@@ -29688,42 +29546,42 @@ sumrow:
 	MOVQ    job_d+0(AX), R11
 	SUBQ    $0x00000040, R11
 	JGE     firstblock
+	VMOVUPS zero64<>+0(SB), Z6
+	VMOVUPS zero64<>+0(SB), Z7
 	VMOVUPS zero64<>+0(SB), Z8
 	VMOVUPS zero64<>+0(SB), Z9
-	VMOVUPS zero64<>+0(SB), Z10
-	VMOVUPS zero64<>+0(SB), Z11
 	XORQ    R10, R10
 	JMP     sumtail
 
 firstblock:
 	// +0 + square is the square itself: the first block initializes the partials.
 	XORQ    R10, R10
-	VMOVUPS (R8)(R10*4), Z8
+	VMOVUPS (R8)(R10*4), Z6
+	VMULPS  Z6, Z6, Z6
+	VMOVUPS 64(R8)(R10*4), Z7
+	VMULPS  Z7, Z7, Z7
+	VMOVUPS 128(R8)(R10*4), Z8
 	VMULPS  Z8, Z8, Z8
-	VMOVUPS 64(R8)(R10*4), Z9
+	VMOVUPS 192(R8)(R10*4), Z9
 	VMULPS  Z9, Z9, Z9
-	VMOVUPS 128(R8)(R10*4), Z10
-	VMULPS  Z10, Z10, Z10
-	VMOVUPS 192(R8)(R10*4), Z11
-	VMULPS  Z11, Z11, Z11
 	MOVQ    $0x00000040, R10
 
 	PCALIGN $32
 sumloop:
 	CMPQ    R10, R11
 	JG      sumtail
-	VMOVUPS (R8)(R10*4), Z12
-	VMULPS  Z12, Z12, Z12
-	VADDPS  Z12, Z8, Z8
-	VMOVUPS 64(R8)(R10*4), Z12
-	VMULPS  Z12, Z12, Z12
-	VADDPS  Z12, Z9, Z9
-	VMOVUPS 128(R8)(R10*4), Z12
-	VMULPS  Z12, Z12, Z12
-	VADDPS  Z12, Z10, Z10
-	VMOVUPS 192(R8)(R10*4), Z12
-	VMULPS  Z12, Z12, Z12
-	VADDPS  Z12, Z11, Z11
+	VMOVUPS (R8)(R10*4), Z10
+	VMULPS  Z10, Z10, Z10
+	VADDPS  Z10, Z6, Z6
+	VMOVUPS 64(R8)(R10*4), Z10
+	VMULPS  Z10, Z10, Z10
+	VADDPS  Z10, Z7, Z7
+	VMOVUPS 128(R8)(R10*4), Z10
+	VMULPS  Z10, Z10, Z10
+	VADDPS  Z10, Z8, Z8
+	VMOVUPS 192(R8)(R10*4), Z10
+	VMULPS  Z10, Z10, Z10
+	VADDPS  Z10, Z9, Z9
 	ADDQ    $0x00000040, R10
 	JMP     sumloop
 
@@ -29740,9 +29598,9 @@ sumtail:
 
 tailmask0:
 	KMOVW     (R12)(R13*2), K2
-	VMOVUPS.Z (R8)(R10*4), K2, Z12
-	VMULPS    Z12, Z12, Z12
-	VADDPS    Z12, Z8, Z8
+	VMOVUPS.Z (R8)(R10*4), K2, Z10
+	VMULPS    Z10, Z10, Z10
+	VADDPS    Z10, Z6, Z6
 	MOVQ      R11, R13
 	SUBQ      $0x00000010, R13
 	JLE       summed
@@ -29752,9 +29610,9 @@ tailmask0:
 
 tailmask1:
 	KMOVW     (R12)(R13*2), K2
-	VMOVUPS.Z 64(R8)(R10*4), K2, Z12
-	VMULPS    Z12, Z12, Z12
-	VADDPS    Z12, Z9, Z9
+	VMOVUPS.Z 64(R8)(R10*4), K2, Z10
+	VMULPS    Z10, Z10, Z10
+	VADDPS    Z10, Z7, Z7
 	MOVQ      R11, R13
 	SUBQ      $0x00000020, R13
 	JLE       summed
@@ -29764,9 +29622,9 @@ tailmask1:
 
 tailmask2:
 	KMOVW     (R12)(R13*2), K2
-	VMOVUPS.Z 128(R8)(R10*4), K2, Z12
-	VMULPS    Z12, Z12, Z12
-	VADDPS    Z12, Z10, Z10
+	VMOVUPS.Z 128(R8)(R10*4), K2, Z10
+	VMULPS    Z10, Z10, Z10
+	VADDPS    Z10, Z8, Z8
 	SUBQ      $0x00000030, R11
 	JLE       summed
 	CMPQ      R11, $0x00000010
@@ -29775,17 +29633,17 @@ tailmask2:
 
 tailmask3:
 	KMOVW     (R12)(R11*2), K2
-	VMOVUPS.Z 192(R8)(R10*4), K2, Z12
-	VMULPS    Z12, Z12, Z12
-	VADDPS    Z12, Z11, Z11
+	VMOVUPS.Z 192(R8)(R10*4), K2, Z10
+	VMULPS    Z10, Z10, Z10
+	VADDPS    Z10, Z9, Z9
 
 summed:
-	VADDPS  Z10, Z8, Z8
-	VADDPS  Z11, Z9, Z9
-	VADDPS  Z9, Z8, Z8
+	VADDPS  Z8, Z6, Z6
+	VADDPS  Z9, Z7, Z7
+	VADDPS  Z7, Z6, Z6
 	CMPQ    344(SP), $0x01
 	JE      invone
-	VMOVUPS Z8, (SP)(R9*1)
+	VMOVUPS Z6, (SP)(R9*1)
 	ADDQ    DI, R8
 	ADDQ    $0x00000040, R9
 	CMPQ    R9, $0x00000100
@@ -29800,58 +29658,58 @@ addsum:
 	MOVQ    job_d+0(AX), R11
 	SUBQ    $0x00000040, R11
 	JGE     addfirstblock
+	VMOVUPS zero64<>+0(SB), Z6
+	VMOVUPS zero64<>+0(SB), Z7
 	VMOVUPS zero64<>+0(SB), Z8
 	VMOVUPS zero64<>+0(SB), Z9
-	VMOVUPS zero64<>+0(SB), Z10
-	VMOVUPS zero64<>+0(SB), Z11
 	XORQ    R10, R10
 	JMP     addsumtail
 
 addfirstblock:
 	// +0 + square is the square itself: the first block initializes the partials.
 	XORQ    R10, R10
-	VMOVUPS (R8)(R10*4), Z8
-	VADDPS  (R9)(R10*4), Z8, Z8
-	VMOVUPS Z8, (R9)(R10*4)
+	VMOVUPS (R8)(R10*4), Z6
+	VADDPS  (R9)(R10*4), Z6, Z6
+	VMOVUPS Z6, (R9)(R10*4)
+	VMULPS  Z6, Z6, Z6
+	VMOVUPS 64(R8)(R10*4), Z7
+	VADDPS  64(R9)(R10*4), Z7, Z7
+	VMOVUPS Z7, 64(R9)(R10*4)
+	VMULPS  Z7, Z7, Z7
+	VMOVUPS 128(R8)(R10*4), Z8
+	VADDPS  128(R9)(R10*4), Z8, Z8
+	VMOVUPS Z8, 128(R9)(R10*4)
 	VMULPS  Z8, Z8, Z8
-	VMOVUPS 64(R8)(R10*4), Z9
-	VADDPS  64(R9)(R10*4), Z9, Z9
-	VMOVUPS Z9, 64(R9)(R10*4)
+	VMOVUPS 192(R8)(R10*4), Z9
+	VADDPS  192(R9)(R10*4), Z9, Z9
+	VMOVUPS Z9, 192(R9)(R10*4)
 	VMULPS  Z9, Z9, Z9
-	VMOVUPS 128(R8)(R10*4), Z10
-	VADDPS  128(R9)(R10*4), Z10, Z10
-	VMOVUPS Z10, 128(R9)(R10*4)
-	VMULPS  Z10, Z10, Z10
-	VMOVUPS 192(R8)(R10*4), Z11
-	VADDPS  192(R9)(R10*4), Z11, Z11
-	VMOVUPS Z11, 192(R9)(R10*4)
-	VMULPS  Z11, Z11, Z11
 	MOVQ    $0x00000040, R10
 
 	PCALIGN $32
 addsumloop:
 	CMPQ    R10, R11
 	JG      addsumtail
-	VMOVUPS (R8)(R10*4), Z12
-	VADDPS  (R9)(R10*4), Z12, Z12
-	VMOVUPS Z12, (R9)(R10*4)
-	VMULPS  Z12, Z12, Z12
-	VADDPS  Z12, Z8, Z8
-	VMOVUPS 64(R8)(R10*4), Z12
-	VADDPS  64(R9)(R10*4), Z12, Z12
-	VMOVUPS Z12, 64(R9)(R10*4)
-	VMULPS  Z12, Z12, Z12
-	VADDPS  Z12, Z9, Z9
-	VMOVUPS 128(R8)(R10*4), Z12
-	VADDPS  128(R9)(R10*4), Z12, Z12
-	VMOVUPS Z12, 128(R9)(R10*4)
-	VMULPS  Z12, Z12, Z12
-	VADDPS  Z12, Z10, Z10
-	VMOVUPS 192(R8)(R10*4), Z12
-	VADDPS  192(R9)(R10*4), Z12, Z12
-	VMOVUPS Z12, 192(R9)(R10*4)
-	VMULPS  Z12, Z12, Z12
-	VADDPS  Z12, Z11, Z11
+	VMOVUPS (R8)(R10*4), Z10
+	VADDPS  (R9)(R10*4), Z10, Z10
+	VMOVUPS Z10, (R9)(R10*4)
+	VMULPS  Z10, Z10, Z10
+	VADDPS  Z10, Z6, Z6
+	VMOVUPS 64(R8)(R10*4), Z10
+	VADDPS  64(R9)(R10*4), Z10, Z10
+	VMOVUPS Z10, 64(R9)(R10*4)
+	VMULPS  Z10, Z10, Z10
+	VADDPS  Z10, Z7, Z7
+	VMOVUPS 128(R8)(R10*4), Z10
+	VADDPS  128(R9)(R10*4), Z10, Z10
+	VMOVUPS Z10, 128(R9)(R10*4)
+	VMULPS  Z10, Z10, Z10
+	VADDPS  Z10, Z8, Z8
+	VMOVUPS 192(R8)(R10*4), Z10
+	VADDPS  192(R9)(R10*4), Z10, Z10
+	VMOVUPS Z10, 192(R9)(R10*4)
+	VMULPS  Z10, Z10, Z10
+	VADDPS  Z10, Z9, Z9
 	ADDQ    $0x00000040, R10
 	JMP     addsumloop
 
@@ -29868,12 +29726,12 @@ addsumtail:
 
 addtailmask0:
 	KMOVW     (R12)(R13*2), K2
-	VMOVUPS.Z (R8)(R10*4), K2, Z12
-	VMOVUPS.Z (R9)(R10*4), K2, Z14
-	VADDPS    Z14, Z12, Z12
-	VMOVUPS   Z12, K2, (R9)(R10*4)
-	VMULPS    Z12, Z12, Z12
-	VADDPS    Z12, Z8, Z8
+	VMOVUPS.Z (R8)(R10*4), K2, Z10
+	VMOVUPS.Z (R9)(R10*4), K2, Z12
+	VADDPS    Z12, Z10, Z10
+	VMOVUPS   Z10, K2, (R9)(R10*4)
+	VMULPS    Z10, Z10, Z10
+	VADDPS    Z10, Z6, Z6
 	MOVQ      R11, R13
 	SUBQ      $0x00000010, R13
 	JLE       addsummed
@@ -29883,12 +29741,12 @@ addtailmask0:
 
 addtailmask1:
 	KMOVW     (R12)(R13*2), K2
-	VMOVUPS.Z 64(R8)(R10*4), K2, Z12
-	VMOVUPS.Z 64(R9)(R10*4), K2, Z14
-	VADDPS    Z14, Z12, Z12
-	VMOVUPS   Z12, K2, 64(R9)(R10*4)
-	VMULPS    Z12, Z12, Z12
-	VADDPS    Z12, Z9, Z9
+	VMOVUPS.Z 64(R8)(R10*4), K2, Z10
+	VMOVUPS.Z 64(R9)(R10*4), K2, Z12
+	VADDPS    Z12, Z10, Z10
+	VMOVUPS   Z10, K2, 64(R9)(R10*4)
+	VMULPS    Z10, Z10, Z10
+	VADDPS    Z10, Z7, Z7
 	MOVQ      R11, R13
 	SUBQ      $0x00000020, R13
 	JLE       addsummed
@@ -29898,12 +29756,12 @@ addtailmask1:
 
 addtailmask2:
 	KMOVW     (R12)(R13*2), K2
-	VMOVUPS.Z 128(R8)(R10*4), K2, Z12
-	VMOVUPS.Z 128(R9)(R10*4), K2, Z14
-	VADDPS    Z14, Z12, Z12
-	VMOVUPS   Z12, K2, 128(R9)(R10*4)
-	VMULPS    Z12, Z12, Z12
+	VMOVUPS.Z 128(R8)(R10*4), K2, Z10
+	VMOVUPS.Z 128(R9)(R10*4), K2, Z12
 	VADDPS    Z12, Z10, Z10
+	VMOVUPS   Z10, K2, 128(R9)(R10*4)
+	VMULPS    Z10, Z10, Z10
+	VADDPS    Z10, Z8, Z8
 	SUBQ      $0x00000030, R11
 	JLE       addsummed
 	CMPQ      R11, $0x00000010
@@ -29912,99 +29770,99 @@ addtailmask2:
 
 addtailmask3:
 	KMOVW     (R12)(R11*2), K2
-	VMOVUPS.Z 192(R8)(R10*4), K2, Z12
-	VMOVUPS.Z 192(R9)(R10*4), K2, Z14
-	VADDPS    Z14, Z12, Z12
-	VMOVUPS   Z12, K2, 192(R9)(R10*4)
-	VMULPS    Z12, Z12, Z12
-	VADDPS    Z12, Z11, Z11
+	VMOVUPS.Z 192(R8)(R10*4), K2, Z10
+	VMOVUPS.Z 192(R9)(R10*4), K2, Z12
+	VADDPS    Z12, Z10, Z10
+	VMOVUPS   Z10, K2, 192(R9)(R10*4)
+	VMULPS    Z10, Z10, Z10
+	VADDPS    Z10, Z9, Z9
 
 addsummed:
-	VADDPS Z10, Z8, Z8
-	VADDPS Z11, Z9, Z9
-	VADDPS Z9, Z8, Z8
+	VADDPS Z8, Z6, Z6
+	VADDPS Z9, Z7, Z7
+	VADDPS Z7, Z6, Z6
 
 invone:
 	// Halving tree: p[j] += p[j+h] for the remaining h, down to ss.
-	VSHUFF64X2 $0xee, Z8, Z8, Z9
-	VADDPS     Z9, Z8, Z8
-	VSHUFF32X4 $0x01, Z8, Z8, Z9
-	VADDPS     Z9, Z8, Z8
-	VPERMILPS  $0x4e, Z8, Z9
-	VADDPS     Z9, Z8, Z8
-	VPERMILPS  $0xb1, Z8, Z9
-	VADDPS     Z9, Z8, Z8
+	VSHUFF64X2 $0xee, Z6, Z6, Z7
+	VADDPS     Z7, Z6, Z6
+	VSHUFF32X4 $0x01, Z6, Z6, Z7
+	VADDPS     Z7, Z6, Z6
+	VPERMILPS  $0x4e, Z6, Z7
+	VADDPS     Z7, Z6, Z6
+	VPERMILPS  $0xb1, Z6, Z7
+	VADDPS     Z7, Z6, Z6
 
 	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
 	CMPL   380(SP), $0x00
 	JE     divide2
-	VMULSS 380(SP), X8, X8
+	VMULSS 380(SP), X6, X6
 	JMP    divided3
 
 divide2:
-	VDIVSS 376(SP), X8, X8
+	VDIVSS 376(SP), X6, X6
 
 divided3:
-	VADDSS   job_eps+0(AX), X8, X8
-	VUCOMISS tlo<>+0(SB), X8
+	VADDSS   job_eps+0(AX), X6, X6
+	VUCOMISS tlo<>+0(SB), X6
 	JCS      ret
-	VUCOMISS tmax<>+0(SB), X8
+	VUCOMISS tmax<>+0(SB), X6
 	JHI      ret
-	VSQRTSS  X8, X8, X8
-	VMOVSS   one<>+0(SB), X13
-	VDIVSS   X8, X13, X13
+	VSQRTSS  X6, X6, X6
+	VMOVSS   one<>+0(SB), X11
+	VDIVSS   X6, X11, X11
 
 	// Report 1/rms if asked.
 	MOVQ   job_inv+0(AX), R8
 	TESTQ  R8, R8
 	JZ     scale
 	MOVQ   320(SP), R9
-	VMOVSS X13, (R8)(R9*4)
+	VMOVSS X11, (R8)(R9*4)
 	JMP    scale
 
 invgroup:
 	// The rest of the halving tree, four rows at once.
-	VMOVUPS       (SP), Z8
-	VMOVUPS       64(SP), Z9
-	VMOVUPS       128(SP), Z10
-	VMOVUPS       192(SP), Z11
-	VSHUFF64X2    $0x44, Z9, Z8, Z12
-	VSHUFF64X2    $0xee, Z9, Z8, Z8
-	VADDPS        Z8, Z12, Z12
-	VSHUFF64X2    $0x44, Z11, Z10, Z8
-	VSHUFF64X2    $0xee, Z11, Z10, Z9
-	VADDPS        Z9, Z8, Z8
-	VSHUFF32X4    $0x88, Z8, Z12, Z9
-	VSHUFF32X4    $0xdd, Z8, Z12, Z8
-	VADDPS        Z8, Z9, Z9
-	VPERMILPS     $0x4e, Z9, Z8
-	VADDPS        Z8, Z9, Z9
-	VPERMILPS     $0xb1, Z9, Z8
-	VADDPS        Z8, Z9, Z9
+	VMOVUPS       (SP), Z6
+	VMOVUPS       64(SP), Z7
+	VMOVUPS       128(SP), Z8
+	VMOVUPS       192(SP), Z9
+	VSHUFF64X2    $0x44, Z7, Z6, Z10
+	VSHUFF64X2    $0xee, Z7, Z6, Z6
+	VADDPS        Z6, Z10, Z10
+	VSHUFF64X2    $0x44, Z9, Z8, Z6
+	VSHUFF64X2    $0xee, Z9, Z8, Z7
+	VADDPS        Z7, Z6, Z6
+	VSHUFF32X4    $0x88, Z6, Z10, Z7
+	VSHUFF32X4    $0xdd, Z6, Z10, Z6
+	VADDPS        Z6, Z7, Z7
+	VPERMILPS     $0x4e, Z7, Z6
+	VADDPS        Z6, Z7, Z7
+	VPERMILPS     $0xb1, Z7, Z6
+	VADDPS        Z6, Z7, Z7
 	MOVL          $0x00001111, R8
 	KMOVW         R8, K2
-	VCOMPRESSPS.Z Z9, K2, Z8
+	VCOMPRESSPS.Z Z7, K2, Z6
 
 	// t = ss/d + eps for the four rows; any t outside [2^-100, MaxFloat32] sends the group to the one-row path.
 	CMPL         380(SP), $0x00
 	JE           divide4
-	VBROADCASTSS 380(SP), Z9
-	VMULPS       Z9, Z8, Z8
+	VBROADCASTSS 380(SP), Z7
+	VMULPS       Z7, Z6, Z6
 	JMP          divided5
 
 divide4:
-	VBROADCASTSS 376(SP), Z9
-	VDIVPS       Z9, Z8, Z8
+	VBROADCASTSS 376(SP), Z7
+	VDIVPS       Z7, Z6, Z6
 
 divided5:
-	VBROADCASTSS job_eps+0(AX), Z9
-	VADDPS       Z9, Z8, Z8
+	VBROADCASTSS job_eps+0(AX), Z7
+	VADDPS       Z7, Z6, Z6
 	MOVL         $0x0000000f, R8
 	KMOVW        R8, K2
-	VBROADCASTSS tlo<>+0(SB), Z9
-	VBROADCASTSS tmax<>+0(SB), Z10
-	VCMPPS       $0x1d, Z9, Z8, K2, K2
-	VCMPPS       $0x12, Z10, Z8, K2, K2
+	VBROADCASTSS tlo<>+0(SB), Z7
+	VBROADCASTSS tmax<>+0(SB), Z8
+	VCMPPS       $0x1d, Z7, Z6, K2, K2
+	VCMPPS       $0x12, Z8, Z6, K2, K2
 	KMOVW        K2, R8
 	CMPL         R8, $0x0f
 	JE           ginrange
@@ -30012,9 +29870,9 @@ divided5:
 	JMP          row
 
 ginrange:
-	VSQRTPS      Z8, Z8
-	VBROADCASTSS one<>+0(SB), Z13
-	VDIVPS       Z8, Z13, Z13
+	VSQRTPS      Z6, Z6
+	VBROADCASTSS one<>+0(SB), Z11
+	VDIVPS       Z6, Z11, Z11
 
 	// Report 1/rms if asked.
 	MOVQ    job_inv+0(AX), R8
@@ -30023,18 +29881,18 @@ ginrange:
 	MOVQ    320(SP), R9
 	MOVL    $0x0000000f, R10
 	KMOVW   R10, K2
-	VMOVUPS Z13, K2, (R8)(R9*4)
+	VMOVUPS Z11, K2, (R8)(R9*4)
 
 scale:
-	VBROADCASTSS X13, Z8
+	VBROADCASTSS X11, Z6
 	MOVQ         $0x00000000, 352(SP)
 	CMPQ         344(SP), $0x01
 	JE           scalebody
-	VMOVUPS      Z13, 256(SP)
+	VMOVUPS      Z11, 256(SP)
 
 scalerow:
 	MOVQ         352(SP), R8
-	VBROADCASTSS 256(SP)(R8*4), Z8
+	VBROADCASTSS 256(SP)(R8*4), Z6
 
 scalebody:
 	// y = (src*inv)*w, rounded after each multiply.
@@ -30052,52 +29910,52 @@ scalebody:
 scaleloop:
 	CMPQ           R8, R9
 	JG             scaletail
-	VMULPS         (DX)(R8*4), Z8, Z9
-	VMULPS         64(DX)(R8*4), Z8, Z10
-	VMULPS         128(DX)(R8*4), Z8, Z11
-	VMULPS         192(DX)(R8*4), Z8, Z12
+	VMULPS         (DX)(R8*4), Z6, Z7
+	VMULPS         64(DX)(R8*4), Z6, Z8
+	VMULPS         128(DX)(R8*4), Z6, Z9
+	VMULPS         192(DX)(R8*4), Z6, Z10
 	TESTL          $0x00000008, job_flags+0(AX)
 	JZ             notrn6
-	BYTE $0x62; BYTE $0x52; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xf1 // VCVTNE2PS2BF16 Z9, Z10, Z14
-	VPADDW         Z3, Z14, Z15
-	VPTESTNMW      Z4, Z15, K2
-	KORTESTD       K2, K2
+	VFPCLASSPSZ    $0xa1, Z7, K2
+	VFPCLASSPSZ    $0xa1, Z8, K3
+	KORTESTW       K3, K2
 	JNZ            bf16fix7
+	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xe7 // VCVTNE2PS2BF16 Z7, Z8, Z12
 
 bf16fixed8:
-	VPERMW.Z       Z14, Z5, K1, Z9
-	VPERMW.Z       Z14, Z6, K1, Z10
-	BYTE $0x62; BYTE $0x52; BYTE $0x1f; BYTE $0x48; BYTE $0x72; BYTE $0xf3 // VCVTNE2PS2BF16 Z11, Z12, Z14
-	VPADDW         Z3, Z14, Z15
-	VPTESTNMW      Z4, Z15, K2
-	KORTESTD       K2, K2
+	VPERMW.Z       Z12, Z3, K1, Z7
+	VPERMW.Z       Z12, Z4, K1, Z8
+	VFPCLASSPSZ    $0xa1, Z9, K2
+	VFPCLASSPSZ    $0xa1, Z10, K3
+	KORTESTW       K3, K2
 	JNZ            bf16fix9
+	BYTE $0x62; BYTE $0x52; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xe1 // VCVTNE2PS2BF16 Z9, Z10, Z12
 
 bf16fixed10:
-	VPERMW.Z Z14, Z5, K1, Z11
-	VPERMW.Z Z14, Z6, K1, Z12
+	VPERMW.Z Z12, Z3, K1, Z9
+	VPERMW.Z Z12, Z4, K1, Z10
 
 notrn6:
-	VMULPS         (SI)(R8*4), Z9, Z9
-	VMULPS         64(SI)(R8*4), Z10, Z10
-	BYTE $0x62; BYTE $0x52; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xf1 // VCVTNE2PS2BF16 Z9, Z10, Z14
-	VPADDW         Z3, Z14, Z15
-	VPTESTNMW      Z4, Z15, K2
-	KORTESTD       K2, K2
+	VMULPS         (SI)(R8*4), Z7, Z7
+	VMULPS         64(SI)(R8*4), Z8, Z8
+	VFPCLASSPSZ    $0xa1, Z7, K2
+	VFPCLASSPSZ    $0xa1, Z8, K3
+	KORTESTW       K3, K2
 	JNZ            bf16fix11
+	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xe7 // VCVTNE2PS2BF16 Z7, Z8, Z12
 
 bf16fixed12:
-	VMOVDQU64      Z14, (CX)(R8*2)
-	VMULPS         128(SI)(R8*4), Z11, Z11
-	VMULPS         192(SI)(R8*4), Z12, Z12
-	BYTE $0x62; BYTE $0x52; BYTE $0x1f; BYTE $0x48; BYTE $0x72; BYTE $0xcb // VCVTNE2PS2BF16 Z11, Z12, Z9
-	VPADDW         Z3, Z9, Z10
-	VPTESTNMW      Z4, Z10, K2
-	KORTESTD       K2, K2
+	VMOVDQU64      Z12, (CX)(R8*2)
+	VMULPS         128(SI)(R8*4), Z9, Z9
+	VMULPS         192(SI)(R8*4), Z10, Z10
+	VFPCLASSPSZ    $0xa1, Z9, K2
+	VFPCLASSPSZ    $0xa1, Z10, K3
+	KORTESTW       K3, K2
 	JNZ            bf16fix13
+	BYTE $0x62; BYTE $0xd2; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xf9 // VCVTNE2PS2BF16 Z9, Z10, Z7
 
 bf16fixed14:
-	VMOVDQU64 Z9, 64(CX)(R8*2)
+	VMOVDQU64 Z7, 64(CX)(R8*2)
 	ADDQ      $0x00000040, R8
 	JMP       scaleloop
 
@@ -30105,60 +29963,60 @@ bf16fixed14:
 scaleloopoffset:
 	CMPQ           R8, R9
 	JG             scaletail
-	VMULPS         (DX)(R8*4), Z8, Z9
-	VMULPS         64(DX)(R8*4), Z8, Z10
-	VMULPS         128(DX)(R8*4), Z8, Z11
-	VMULPS         192(DX)(R8*4), Z8, Z12
+	VMULPS         (DX)(R8*4), Z6, Z7
+	VMULPS         64(DX)(R8*4), Z6, Z8
+	VMULPS         128(DX)(R8*4), Z6, Z9
+	VMULPS         192(DX)(R8*4), Z6, Z10
 	TESTL          $0x00000008, job_flags+0(AX)
 	JZ             notrn15
-	BYTE $0x62; BYTE $0x52; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xf1 // VCVTNE2PS2BF16 Z9, Z10, Z14
-	VPADDW         Z3, Z14, Z15
-	VPTESTNMW      Z4, Z15, K2
-	KORTESTD       K2, K2
+	VFPCLASSPSZ    $0xa1, Z7, K2
+	VFPCLASSPSZ    $0xa1, Z8, K3
+	KORTESTW       K3, K2
 	JNZ            bf16fix16
+	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xe7 // VCVTNE2PS2BF16 Z7, Z8, Z12
 
 bf16fixed17:
-	VPERMW.Z       Z14, Z5, K1, Z9
-	VPERMW.Z       Z14, Z6, K1, Z10
-	BYTE $0x62; BYTE $0x52; BYTE $0x1f; BYTE $0x48; BYTE $0x72; BYTE $0xf3 // VCVTNE2PS2BF16 Z11, Z12, Z14
-	VPADDW         Z3, Z14, Z15
-	VPTESTNMW      Z4, Z15, K2
-	KORTESTD       K2, K2
+	VPERMW.Z       Z12, Z3, K1, Z7
+	VPERMW.Z       Z12, Z4, K1, Z8
+	VFPCLASSPSZ    $0xa1, Z9, K2
+	VFPCLASSPSZ    $0xa1, Z10, K3
+	KORTESTW       K3, K2
 	JNZ            bf16fix18
+	BYTE $0x62; BYTE $0x52; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xe1 // VCVTNE2PS2BF16 Z9, Z10, Z12
 
 bf16fixed19:
-	VPERMW.Z Z14, Z5, K1, Z11
-	VPERMW.Z Z14, Z6, K1, Z12
+	VPERMW.Z Z12, Z3, K1, Z9
+	VPERMW.Z Z12, Z4, K1, Z10
 
 notrn15:
-	VMOVUPS        (SI)(R8*4), Z14
-	VADDPS         Z7, Z14, Z14
-	VMULPS         Z14, Z9, Z9
-	VMOVUPS        64(SI)(R8*4), Z14
-	VADDPS         Z7, Z14, Z14
-	VMULPS         Z14, Z10, Z10
-	BYTE $0x62; BYTE $0x52; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xf1 // VCVTNE2PS2BF16 Z9, Z10, Z14
-	VPADDW         Z3, Z14, Z15
-	VPTESTNMW      Z4, Z15, K2
-	KORTESTD       K2, K2
+	VMOVUPS        (SI)(R8*4), Z12
+	VADDPS         Z5, Z12, Z12
+	VMULPS         Z12, Z7, Z7
+	VMOVUPS        64(SI)(R8*4), Z12
+	VADDPS         Z5, Z12, Z12
+	VMULPS         Z12, Z8, Z8
+	VFPCLASSPSZ    $0xa1, Z7, K2
+	VFPCLASSPSZ    $0xa1, Z8, K3
+	KORTESTW       K3, K2
 	JNZ            bf16fix20
+	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xe7 // VCVTNE2PS2BF16 Z7, Z8, Z12
 
 bf16fixed21:
-	VMOVDQU64      Z14, (CX)(R8*2)
-	VMOVUPS        128(SI)(R8*4), Z9
-	VADDPS         Z7, Z9, Z9
-	VMULPS         Z9, Z11, Z11
-	VMOVUPS        192(SI)(R8*4), Z9
-	VADDPS         Z7, Z9, Z9
-	VMULPS         Z9, Z12, Z12
-	BYTE $0x62; BYTE $0x52; BYTE $0x1f; BYTE $0x48; BYTE $0x72; BYTE $0xcb // VCVTNE2PS2BF16 Z11, Z12, Z9
-	VPADDW         Z3, Z9, Z10
-	VPTESTNMW      Z4, Z10, K2
-	KORTESTD       K2, K2
+	VMOVDQU64      Z12, (CX)(R8*2)
+	VMOVUPS        128(SI)(R8*4), Z7
+	VADDPS         Z5, Z7, Z7
+	VMULPS         Z7, Z9, Z9
+	VMOVUPS        192(SI)(R8*4), Z7
+	VADDPS         Z5, Z7, Z7
+	VMULPS         Z7, Z10, Z10
+	VFPCLASSPSZ    $0xa1, Z9, K2
+	VFPCLASSPSZ    $0xa1, Z10, K3
+	KORTESTW       K3, K2
 	JNZ            bf16fix22
+	BYTE $0x62; BYTE $0xd2; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xf9 // VCVTNE2PS2BF16 Z9, Z10, Z7
 
 bf16fixed23:
-	VMOVDQU64 Z9, 64(CX)(R8*2)
+	VMOVDQU64 Z7, 64(CX)(R8*2)
 	ADDQ      $0x00000040, R8
 	JMP       scaleloopoffset
 
@@ -30166,26 +30024,26 @@ bf16fixed23:
 scaleloopnoweight:
 	CMPQ           R8, R9
 	JG             scaletail
-	VMULPS         (DX)(R8*4), Z8, Z9
-	VMULPS         64(DX)(R8*4), Z8, Z10
-	VMULPS         128(DX)(R8*4), Z8, Z11
-	VMULPS         192(DX)(R8*4), Z8, Z12
-	BYTE $0x62; BYTE $0x52; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xf1 // VCVTNE2PS2BF16 Z9, Z10, Z14
-	VPADDW         Z3, Z14, Z15
-	VPTESTNMW      Z4, Z15, K2
-	KORTESTD       K2, K2
+	VMULPS         (DX)(R8*4), Z6, Z7
+	VMULPS         64(DX)(R8*4), Z6, Z8
+	VMULPS         128(DX)(R8*4), Z6, Z9
+	VMULPS         192(DX)(R8*4), Z6, Z10
+	VFPCLASSPSZ    $0xa1, Z7, K2
+	VFPCLASSPSZ    $0xa1, Z8, K3
+	KORTESTW       K3, K2
 	JNZ            bf16fix24
+	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xe7 // VCVTNE2PS2BF16 Z7, Z8, Z12
 
 bf16fixed25:
-	VMOVDQU64      Z14, (CX)(R8*2)
-	BYTE $0x62; BYTE $0x52; BYTE $0x1f; BYTE $0x48; BYTE $0x72; BYTE $0xcb // VCVTNE2PS2BF16 Z11, Z12, Z9
-	VPADDW         Z3, Z9, Z10
-	VPTESTNMW      Z4, Z10, K2
-	KORTESTD       K2, K2
+	VMOVDQU64      Z12, (CX)(R8*2)
+	VFPCLASSPSZ    $0xa1, Z9, K2
+	VFPCLASSPSZ    $0xa1, Z10, K3
+	KORTESTW       K3, K2
 	JNZ            bf16fix26
+	BYTE $0x62; BYTE $0xd2; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xf9 // VCVTNE2PS2BF16 Z9, Z10, Z7
 
 bf16fixed27:
-	VMOVDQU64 Z9, 64(CX)(R8*2)
+	VMOVDQU64 Z7, 64(CX)(R8*2)
 	ADDQ      $0x00000040, R8
 	JMP       scaleloopnoweight
 
@@ -30212,52 +30070,52 @@ scalepfloop:
 	PREFETCHT0     64(R10)(R8*4)
 	PREFETCHT0     128(R10)(R8*4)
 	PREFETCHT0     192(R10)(R8*4)
-	VMULPS         (DX)(R8*4), Z8, Z9
-	VMULPS         64(DX)(R8*4), Z8, Z10
-	VMULPS         128(DX)(R8*4), Z8, Z11
-	VMULPS         192(DX)(R8*4), Z8, Z12
+	VMULPS         (DX)(R8*4), Z6, Z7
+	VMULPS         64(DX)(R8*4), Z6, Z8
+	VMULPS         128(DX)(R8*4), Z6, Z9
+	VMULPS         192(DX)(R8*4), Z6, Z10
 	TESTL          $0x00000008, job_flags+0(AX)
 	JZ             notrn29
-	BYTE $0x62; BYTE $0x52; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xf1 // VCVTNE2PS2BF16 Z9, Z10, Z14
-	VPADDW         Z3, Z14, Z15
-	VPTESTNMW      Z4, Z15, K2
-	KORTESTD       K2, K2
+	VFPCLASSPSZ    $0xa1, Z7, K2
+	VFPCLASSPSZ    $0xa1, Z8, K3
+	KORTESTW       K3, K2
 	JNZ            bf16fix30
+	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xe7 // VCVTNE2PS2BF16 Z7, Z8, Z12
 
 bf16fixed31:
-	VPERMW.Z       Z14, Z5, K1, Z9
-	VPERMW.Z       Z14, Z6, K1, Z10
-	BYTE $0x62; BYTE $0x52; BYTE $0x1f; BYTE $0x48; BYTE $0x72; BYTE $0xf3 // VCVTNE2PS2BF16 Z11, Z12, Z14
-	VPADDW         Z3, Z14, Z15
-	VPTESTNMW      Z4, Z15, K2
-	KORTESTD       K2, K2
+	VPERMW.Z       Z12, Z3, K1, Z7
+	VPERMW.Z       Z12, Z4, K1, Z8
+	VFPCLASSPSZ    $0xa1, Z9, K2
+	VFPCLASSPSZ    $0xa1, Z10, K3
+	KORTESTW       K3, K2
 	JNZ            bf16fix32
+	BYTE $0x62; BYTE $0x52; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xe1 // VCVTNE2PS2BF16 Z9, Z10, Z12
 
 bf16fixed33:
-	VPERMW.Z Z14, Z5, K1, Z11
-	VPERMW.Z Z14, Z6, K1, Z12
+	VPERMW.Z Z12, Z3, K1, Z9
+	VPERMW.Z Z12, Z4, K1, Z10
 
 notrn29:
-	VMULPS         (SI)(R8*4), Z9, Z9
-	VMULPS         64(SI)(R8*4), Z10, Z10
-	BYTE $0x62; BYTE $0x52; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xf1 // VCVTNE2PS2BF16 Z9, Z10, Z14
-	VPADDW         Z3, Z14, Z15
-	VPTESTNMW      Z4, Z15, K2
-	KORTESTD       K2, K2
+	VMULPS         (SI)(R8*4), Z7, Z7
+	VMULPS         64(SI)(R8*4), Z8, Z8
+	VFPCLASSPSZ    $0xa1, Z7, K2
+	VFPCLASSPSZ    $0xa1, Z8, K3
+	KORTESTW       K3, K2
 	JNZ            bf16fix34
+	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xe7 // VCVTNE2PS2BF16 Z7, Z8, Z12
 
 bf16fixed35:
-	VMOVDQU64      Z14, (CX)(R8*2)
-	VMULPS         128(SI)(R8*4), Z11, Z11
-	VMULPS         192(SI)(R8*4), Z12, Z12
-	BYTE $0x62; BYTE $0x52; BYTE $0x1f; BYTE $0x48; BYTE $0x72; BYTE $0xcb // VCVTNE2PS2BF16 Z11, Z12, Z9
-	VPADDW         Z3, Z9, Z10
-	VPTESTNMW      Z4, Z10, K2
-	KORTESTD       K2, K2
+	VMOVDQU64      Z12, (CX)(R8*2)
+	VMULPS         128(SI)(R8*4), Z9, Z9
+	VMULPS         192(SI)(R8*4), Z10, Z10
+	VFPCLASSPSZ    $0xa1, Z9, K2
+	VFPCLASSPSZ    $0xa1, Z10, K3
+	KORTESTW       K3, K2
 	JNZ            bf16fix36
+	BYTE $0x62; BYTE $0xd2; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xf9 // VCVTNE2PS2BF16 Z9, Z10, Z7
 
 bf16fixed37:
-	VMOVDQU64 Z9, 64(CX)(R8*2)
+	VMOVDQU64 Z7, 64(CX)(R8*2)
 	ADDQ      $0x00000040, R8
 	JMP       scalepfloop
 
@@ -30269,60 +30127,60 @@ scalepfloopoffset:
 	PREFETCHT0     64(R10)(R8*4)
 	PREFETCHT0     128(R10)(R8*4)
 	PREFETCHT0     192(R10)(R8*4)
-	VMULPS         (DX)(R8*4), Z8, Z9
-	VMULPS         64(DX)(R8*4), Z8, Z10
-	VMULPS         128(DX)(R8*4), Z8, Z11
-	VMULPS         192(DX)(R8*4), Z8, Z12
+	VMULPS         (DX)(R8*4), Z6, Z7
+	VMULPS         64(DX)(R8*4), Z6, Z8
+	VMULPS         128(DX)(R8*4), Z6, Z9
+	VMULPS         192(DX)(R8*4), Z6, Z10
 	TESTL          $0x00000008, job_flags+0(AX)
 	JZ             notrn38
-	BYTE $0x62; BYTE $0x52; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xf1 // VCVTNE2PS2BF16 Z9, Z10, Z14
-	VPADDW         Z3, Z14, Z15
-	VPTESTNMW      Z4, Z15, K2
-	KORTESTD       K2, K2
+	VFPCLASSPSZ    $0xa1, Z7, K2
+	VFPCLASSPSZ    $0xa1, Z8, K3
+	KORTESTW       K3, K2
 	JNZ            bf16fix39
+	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xe7 // VCVTNE2PS2BF16 Z7, Z8, Z12
 
 bf16fixed40:
-	VPERMW.Z       Z14, Z5, K1, Z9
-	VPERMW.Z       Z14, Z6, K1, Z10
-	BYTE $0x62; BYTE $0x52; BYTE $0x1f; BYTE $0x48; BYTE $0x72; BYTE $0xf3 // VCVTNE2PS2BF16 Z11, Z12, Z14
-	VPADDW         Z3, Z14, Z15
-	VPTESTNMW      Z4, Z15, K2
-	KORTESTD       K2, K2
+	VPERMW.Z       Z12, Z3, K1, Z7
+	VPERMW.Z       Z12, Z4, K1, Z8
+	VFPCLASSPSZ    $0xa1, Z9, K2
+	VFPCLASSPSZ    $0xa1, Z10, K3
+	KORTESTW       K3, K2
 	JNZ            bf16fix41
+	BYTE $0x62; BYTE $0x52; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xe1 // VCVTNE2PS2BF16 Z9, Z10, Z12
 
 bf16fixed42:
-	VPERMW.Z Z14, Z5, K1, Z11
-	VPERMW.Z Z14, Z6, K1, Z12
+	VPERMW.Z Z12, Z3, K1, Z9
+	VPERMW.Z Z12, Z4, K1, Z10
 
 notrn38:
-	VMOVUPS        (SI)(R8*4), Z14
-	VADDPS         Z7, Z14, Z14
-	VMULPS         Z14, Z9, Z9
-	VMOVUPS        64(SI)(R8*4), Z14
-	VADDPS         Z7, Z14, Z14
-	VMULPS         Z14, Z10, Z10
-	BYTE $0x62; BYTE $0x52; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xf1 // VCVTNE2PS2BF16 Z9, Z10, Z14
-	VPADDW         Z3, Z14, Z15
-	VPTESTNMW      Z4, Z15, K2
-	KORTESTD       K2, K2
+	VMOVUPS        (SI)(R8*4), Z12
+	VADDPS         Z5, Z12, Z12
+	VMULPS         Z12, Z7, Z7
+	VMOVUPS        64(SI)(R8*4), Z12
+	VADDPS         Z5, Z12, Z12
+	VMULPS         Z12, Z8, Z8
+	VFPCLASSPSZ    $0xa1, Z7, K2
+	VFPCLASSPSZ    $0xa1, Z8, K3
+	KORTESTW       K3, K2
 	JNZ            bf16fix43
+	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xe7 // VCVTNE2PS2BF16 Z7, Z8, Z12
 
 bf16fixed44:
-	VMOVDQU64      Z14, (CX)(R8*2)
-	VMOVUPS        128(SI)(R8*4), Z9
-	VADDPS         Z7, Z9, Z9
-	VMULPS         Z9, Z11, Z11
-	VMOVUPS        192(SI)(R8*4), Z9
-	VADDPS         Z7, Z9, Z9
-	VMULPS         Z9, Z12, Z12
-	BYTE $0x62; BYTE $0x52; BYTE $0x1f; BYTE $0x48; BYTE $0x72; BYTE $0xcb // VCVTNE2PS2BF16 Z11, Z12, Z9
-	VPADDW         Z3, Z9, Z10
-	VPTESTNMW      Z4, Z10, K2
-	KORTESTD       K2, K2
+	VMOVDQU64      Z12, (CX)(R8*2)
+	VMOVUPS        128(SI)(R8*4), Z7
+	VADDPS         Z5, Z7, Z7
+	VMULPS         Z7, Z9, Z9
+	VMOVUPS        192(SI)(R8*4), Z7
+	VADDPS         Z5, Z7, Z7
+	VMULPS         Z7, Z10, Z10
+	VFPCLASSPSZ    $0xa1, Z9, K2
+	VFPCLASSPSZ    $0xa1, Z10, K3
+	KORTESTW       K3, K2
 	JNZ            bf16fix45
+	BYTE $0x62; BYTE $0xd2; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xf9 // VCVTNE2PS2BF16 Z9, Z10, Z7
 
 bf16fixed46:
-	VMOVDQU64 Z9, 64(CX)(R8*2)
+	VMOVDQU64 Z7, 64(CX)(R8*2)
 	ADDQ      $0x00000040, R8
 	JMP       scalepfloopoffset
 
@@ -30334,26 +30192,26 @@ scalepfloopnoweight:
 	PREFETCHT0     64(R10)(R8*4)
 	PREFETCHT0     128(R10)(R8*4)
 	PREFETCHT0     192(R10)(R8*4)
-	VMULPS         (DX)(R8*4), Z8, Z9
-	VMULPS         64(DX)(R8*4), Z8, Z10
-	VMULPS         128(DX)(R8*4), Z8, Z11
-	VMULPS         192(DX)(R8*4), Z8, Z12
-	BYTE $0x62; BYTE $0x52; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xf1 // VCVTNE2PS2BF16 Z9, Z10, Z14
-	VPADDW         Z3, Z14, Z15
-	VPTESTNMW      Z4, Z15, K2
-	KORTESTD       K2, K2
+	VMULPS         (DX)(R8*4), Z6, Z7
+	VMULPS         64(DX)(R8*4), Z6, Z8
+	VMULPS         128(DX)(R8*4), Z6, Z9
+	VMULPS         192(DX)(R8*4), Z6, Z10
+	VFPCLASSPSZ    $0xa1, Z7, K2
+	VFPCLASSPSZ    $0xa1, Z8, K3
+	KORTESTW       K3, K2
 	JNZ            bf16fix47
+	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xe7 // VCVTNE2PS2BF16 Z7, Z8, Z12
 
 bf16fixed48:
-	VMOVDQU64      Z14, (CX)(R8*2)
-	BYTE $0x62; BYTE $0x52; BYTE $0x1f; BYTE $0x48; BYTE $0x72; BYTE $0xcb // VCVTNE2PS2BF16 Z11, Z12, Z9
-	VPADDW         Z3, Z9, Z10
-	VPTESTNMW      Z4, Z10, K2
-	KORTESTD       K2, K2
+	VMOVDQU64      Z12, (CX)(R8*2)
+	VFPCLASSPSZ    $0xa1, Z9, K2
+	VFPCLASSPSZ    $0xa1, Z10, K3
+	KORTESTW       K3, K2
 	JNZ            bf16fix49
+	BYTE $0x62; BYTE $0xd2; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xf9 // VCVTNE2PS2BF16 Z9, Z10, Z7
 
 bf16fixed50:
-	VMOVDQU64 Z9, 64(CX)(R8*2)
+	VMOVDQU64 Z7, 64(CX)(R8*2)
 	ADDQ      $0x00000040, R8
 	JMP       scalepfloopnoweight
 
@@ -30371,34 +30229,32 @@ scalent:
 scalehead:
 	CMPQ           R10, $0x00000010
 	JB             scaleheadpart
-	VMULPS         (DX)(R8*4), Z8, Z9
+	VMULPS         (DX)(R8*4), Z6, Z7
 	TESTL          $0x00000008, job_flags+0(AX)
 	JZ             notrn51
-	BYTE $0x62; BYTE $0x52; BYTE $0x37; BYTE $0x48; BYTE $0x72; BYTE $0xd1 // VCVTNE2PS2BF16 Z9, Z9, Z10
-	VPADDW         Z3, Z10, Z11
-	VPTESTNMW      Z4, Z11, K2
-	KORTESTD       K2, K2
+	VFPCLASSPSZ    $0xa1, Z7, K2
+	KORTESTW       K2, K2
 	JNZ            bf16fix52
+	BYTE $0x62; BYTE $0x72; BYTE $0x47; BYTE $0x48; BYTE $0x72; BYTE $0xc7 // VCVTNE2PS2BF16 Z7, Z7, Z8
 
 bf16fixed53:
-	VPERMW.Z Z10, Z5, K1, Z9
+	VPERMW.Z Z8, Z3, K1, Z7
 
 notrn51:
 	TESTQ   SI, SI
 	JZ      noweight54
-	VMOVUPS (SI)(R8*4), Z10
-	VADDPS  Z7, Z10, Z10
-	VMULPS  Z10, Z9, Z9
+	VMOVUPS (SI)(R8*4), Z8
+	VADDPS  Z5, Z8, Z8
+	VMULPS  Z8, Z7, Z7
 
 noweight54:
-	BYTE $0x62; BYTE $0x52; BYTE $0x37; BYTE $0x48; BYTE $0x72; BYTE $0xd1 // VCVTNE2PS2BF16 Z9, Z9, Z10
-	VPADDW         Z3, Z10, Z11
-	VPTESTNMW      Z4, Z11, K2
-	KORTESTD       K2, K2
+	VFPCLASSPSZ    $0xa1, Z7, K2
+	KORTESTW       K2, K2
 	JNZ            bf16fix55
+	BYTE $0x62; BYTE $0x72; BYTE $0x47; BYTE $0x48; BYTE $0x72; BYTE $0xc7 // VCVTNE2PS2BF16 Z7, Z7, Z8
 
 bf16fixed56:
-	VEXTRACTI64X4 $0x00, Z10, (CX)(R8*2)
+	VEXTRACTI64X4 $0x00, Z8, (CX)(R8*2)
 	ADDQ          $0x00000010, R8
 	SUBQ          $0x00000010, R10
 	JZ            scalentgo
@@ -30424,74 +30280,74 @@ scalentloop:
 	PREFETCHT0     64(R10)(R8*4)
 	PREFETCHT0     128(R10)(R8*4)
 	PREFETCHT0     192(R10)(R8*4)
-	VMULPS         (DX)(R8*4), Z8, Z9
-	VMULPS         64(DX)(R8*4), Z8, Z10
-	VMULPS         128(DX)(R8*4), Z8, Z11
-	VMULPS         192(DX)(R8*4), Z8, Z12
+	VMULPS         (DX)(R8*4), Z6, Z7
+	VMULPS         64(DX)(R8*4), Z6, Z8
+	VMULPS         128(DX)(R8*4), Z6, Z9
+	VMULPS         192(DX)(R8*4), Z6, Z10
 	TESTL          $0x00000008, job_flags+0(AX)
 	JZ             notrn58
-	BYTE $0x62; BYTE $0x52; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xf1 // VCVTNE2PS2BF16 Z9, Z10, Z14
-	VPADDW         Z3, Z14, Z15
-	VPTESTNMW      Z4, Z15, K2
-	KORTESTD       K2, K2
+	VFPCLASSPSZ    $0xa1, Z7, K2
+	VFPCLASSPSZ    $0xa1, Z8, K3
+	KORTESTW       K3, K2
 	JNZ            bf16fix59
+	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xe7 // VCVTNE2PS2BF16 Z7, Z8, Z12
 
 bf16fixed60:
-	VPERMW.Z       Z14, Z5, K1, Z9
-	VPERMW.Z       Z14, Z6, K1, Z10
-	BYTE $0x62; BYTE $0x52; BYTE $0x1f; BYTE $0x48; BYTE $0x72; BYTE $0xf3 // VCVTNE2PS2BF16 Z11, Z12, Z14
-	VPADDW         Z3, Z14, Z15
-	VPTESTNMW      Z4, Z15, K2
-	KORTESTD       K2, K2
+	VPERMW.Z       Z12, Z3, K1, Z7
+	VPERMW.Z       Z12, Z4, K1, Z8
+	VFPCLASSPSZ    $0xa1, Z9, K2
+	VFPCLASSPSZ    $0xa1, Z10, K3
+	KORTESTW       K3, K2
 	JNZ            bf16fix61
+	BYTE $0x62; BYTE $0x52; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xe1 // VCVTNE2PS2BF16 Z9, Z10, Z12
 
 bf16fixed62:
-	VPERMW.Z Z14, Z5, K1, Z11
-	VPERMW.Z Z14, Z6, K1, Z12
+	VPERMW.Z Z12, Z3, K1, Z9
+	VPERMW.Z Z12, Z4, K1, Z10
 
 notrn58:
 	TESTQ  SI, SI
 	JZ     weighed64
 	TESTL  $0x00000010, R11
 	JNZ    offset63
-	VMULPS (SI)(R8*4), Z9, Z9
-	VMULPS 64(SI)(R8*4), Z10, Z10
-	VMULPS 128(SI)(R8*4), Z11, Z11
-	VMULPS 192(SI)(R8*4), Z12, Z12
+	VMULPS (SI)(R8*4), Z7, Z7
+	VMULPS 64(SI)(R8*4), Z8, Z8
+	VMULPS 128(SI)(R8*4), Z9, Z9
+	VMULPS 192(SI)(R8*4), Z10, Z10
 
 weighed64:
-	BYTE $0x62; BYTE $0x52; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xf1 // VCVTNE2PS2BF16 Z9, Z10, Z14
-	VPADDW         Z3, Z14, Z15
-	VPTESTNMW      Z4, Z15, K2
-	KORTESTD       K2, K2
+	VFPCLASSPSZ    $0xa1, Z7, K2
+	VFPCLASSPSZ    $0xa1, Z8, K3
+	KORTESTW       K3, K2
 	JNZ            bf16fix65
+	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xe7 // VCVTNE2PS2BF16 Z7, Z8, Z12
 
 bf16fixed66:
-	VMOVNTDQ       Z14, (CX)(R8*2)
-	BYTE $0x62; BYTE $0x52; BYTE $0x1f; BYTE $0x48; BYTE $0x72; BYTE $0xcb // VCVTNE2PS2BF16 Z11, Z12, Z9
-	VPADDW         Z3, Z9, Z10
-	VPTESTNMW      Z4, Z10, K2
-	KORTESTD       K2, K2
+	VMOVNTDQ       Z12, (CX)(R8*2)
+	VFPCLASSPSZ    $0xa1, Z9, K2
+	VFPCLASSPSZ    $0xa1, Z10, K3
+	KORTESTW       K3, K2
 	JNZ            bf16fix67
+	BYTE $0x62; BYTE $0xd2; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xf9 // VCVTNE2PS2BF16 Z9, Z10, Z7
 
 bf16fixed68:
-	VMOVNTDQ Z9, 64(CX)(R8*2)
+	VMOVNTDQ Z7, 64(CX)(R8*2)
 	ADDQ     $0x00000040, R8
 	JMP      scalentloop
 
 offset63:
-	VMOVUPS (SI)(R8*4), Z14
-	VADDPS  Z7, Z14, Z14
-	VMULPS  Z14, Z9, Z9
-	VMOVUPS 64(SI)(R8*4), Z14
-	VADDPS  Z7, Z14, Z14
-	VMULPS  Z14, Z10, Z10
-	VMOVUPS 128(SI)(R8*4), Z14
-	VADDPS  Z7, Z14, Z14
-	VMULPS  Z14, Z11, Z11
-	VMOVUPS 192(SI)(R8*4), Z14
-	VADDPS  Z7, Z14, Z14
-	VMULPS  Z14, Z12, Z12
+	VMOVUPS (SI)(R8*4), Z12
+	VADDPS  Z5, Z12, Z12
+	VMULPS  Z12, Z7, Z7
+	VMOVUPS 64(SI)(R8*4), Z12
+	VADDPS  Z5, Z12, Z12
+	VMULPS  Z12, Z8, Z8
+	VMOVUPS 128(SI)(R8*4), Z12
+	VADDPS  Z5, Z12, Z12
+	VMULPS  Z12, Z9, Z9
+	VMOVUPS 192(SI)(R8*4), Z12
+	VADDPS  Z5, Z12, Z12
+	VMULPS  Z12, Z10, Z10
 	JMP     weighed64
 
 scaletail:
@@ -30500,34 +30356,32 @@ scaletail:
 scaleone:
 	CMPQ           R8, R9
 	JG             scalepart
-	VMULPS         (DX)(R8*4), Z8, Z9
+	VMULPS         (DX)(R8*4), Z6, Z7
 	TESTL          $0x00000008, job_flags+0(AX)
 	JZ             notrn69
-	BYTE $0x62; BYTE $0x52; BYTE $0x37; BYTE $0x48; BYTE $0x72; BYTE $0xd1 // VCVTNE2PS2BF16 Z9, Z9, Z10
-	VPADDW         Z3, Z10, Z11
-	VPTESTNMW      Z4, Z11, K2
-	KORTESTD       K2, K2
+	VFPCLASSPSZ    $0xa1, Z7, K2
+	KORTESTW       K2, K2
 	JNZ            bf16fix70
+	BYTE $0x62; BYTE $0x72; BYTE $0x47; BYTE $0x48; BYTE $0x72; BYTE $0xc7 // VCVTNE2PS2BF16 Z7, Z7, Z8
 
 bf16fixed71:
-	VPERMW.Z Z10, Z5, K1, Z9
+	VPERMW.Z Z8, Z3, K1, Z7
 
 notrn69:
 	TESTQ   SI, SI
 	JZ      noweight72
-	VMOVUPS (SI)(R8*4), Z10
-	VADDPS  Z7, Z10, Z10
-	VMULPS  Z10, Z9, Z9
+	VMOVUPS (SI)(R8*4), Z8
+	VADDPS  Z5, Z8, Z8
+	VMULPS  Z8, Z7, Z7
 
 noweight72:
-	BYTE $0x62; BYTE $0x52; BYTE $0x37; BYTE $0x48; BYTE $0x72; BYTE $0xd1 // VCVTNE2PS2BF16 Z9, Z9, Z10
-	VPADDW         Z3, Z10, Z11
-	VPTESTNMW      Z4, Z11, K2
-	KORTESTD       K2, K2
+	VFPCLASSPSZ    $0xa1, Z7, K2
+	KORTESTW       K2, K2
 	JNZ            bf16fix73
+	BYTE $0x62; BYTE $0x72; BYTE $0x47; BYTE $0x48; BYTE $0x72; BYTE $0xc7 // VCVTNE2PS2BF16 Z7, Z7, Z8
 
 bf16fixed74:
-	VEXTRACTI64X4 $0x00, Z10, (CX)(R8*2)
+	VEXTRACTI64X4 $0x00, Z8, (CX)(R8*2)
 	ADDQ          $0x00000010, R8
 	JMP           scaleone
 
@@ -30540,35 +30394,33 @@ scalepart:
 partout:
 	LEAQ           kmask<>+0(SB), R11
 	KMOVW          (R11)(R10*2), K2
-	VMOVUPS.Z      (DX)(R8*4), K2, Z9
-	VMULPS         Z9, Z8, Z9
+	VMOVUPS.Z      (DX)(R8*4), K2, Z7
+	VMULPS         Z7, Z6, Z7
 	TESTL          $0x00000008, job_flags+0(AX)
 	JZ             notrn75
-	BYTE $0x62; BYTE $0x52; BYTE $0x37; BYTE $0x48; BYTE $0x72; BYTE $0xd1 // VCVTNE2PS2BF16 Z9, Z9, Z10
-	VPADDW         Z3, Z10, Z11
-	VPTESTNMW      Z4, Z11, K3
-	KORTESTD       K3, K3
+	VFPCLASSPSZ    $0xa1, Z7, K3
+	KORTESTW       K3, K3
 	JNZ            bf16fix76
+	BYTE $0x62; BYTE $0x72; BYTE $0x47; BYTE $0x48; BYTE $0x72; BYTE $0xc7 // VCVTNE2PS2BF16 Z7, Z7, Z8
 
 bf16fixed77:
-	VPERMW.Z Z10, Z5, K1, Z9
+	VPERMW.Z Z8, Z3, K1, Z7
 
 notrn75:
 	TESTQ     SI, SI
 	JZ        noweight78
-	VMOVUPS.Z (SI)(R8*4), K2, Z10
-	VADDPS    Z7, Z10, Z10
-	VMULPS    Z10, Z9, Z9
+	VMOVUPS.Z (SI)(R8*4), K2, Z8
+	VADDPS    Z5, Z8, Z8
+	VMULPS    Z8, Z7, Z7
 
 noweight78:
-	BYTE $0x62; BYTE $0x52; BYTE $0x37; BYTE $0x48; BYTE $0x72; BYTE $0xd1 // VCVTNE2PS2BF16 Z9, Z9, Z10
-	VPADDW         Z3, Z10, Z11
-	VPTESTNMW      Z4, Z11, K3
-	KORTESTD       K3, K3
+	VFPCLASSPSZ    $0xa1, Z7, K3
+	KORTESTW       K3, K3
 	JNZ            bf16fix79
+	BYTE $0x62; BYTE $0x72; BYTE $0x47; BYTE $0x48; BYTE $0x72; BYTE $0xc7 // VCVTNE2PS2BF16 Z7, Z7, Z8
 
 bf16fixed80:
-	VMOVDQU16 Z10, K2, (CX)(R8*2)
+	VMOVDQU16 Z8, K2, (CX)(R8*2)
 	ADDQ      R10, R8
 	CMPQ      R8, job_d+0(AX)
 	JB        scalentgo
@@ -30597,561 +30449,447 @@ vzero:
 	RET
 
 bf16fix7:
-	VFPCLASSPSZ  $0xa1, Z9, K2
-	VFPCLASSPSZ  $0xa1, Z10, K3
-	KORTESTW     K3, K2
-	JZ           bf16fixed8
-	VPSRLD       $0x10, Z9, Z14
-	VPANDD       Z0, Z14, Z14
-	VPADDD       Z1, Z14, Z14
-	VPADDD       Z9, Z14, Z14
-	VFPCLASSPSZ  $0x81, Z9, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z14
-	VPSRLD       $0x10, Z10, Z9
-	VPANDD       Z0, Z9, Z9
-	VPADDD       Z1, Z9, Z9
-	VPADDD       Z10, Z9, Z9
-	VFPCLASSPSZ  $0x81, Z10, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
-	VPERMT2W     Z9, Z2, Z14
+	VPSRLD       $0x10, Z7, Z12
+	VPANDD       Z0, Z12, Z12
+	VPADDD       Z1, Z12, Z12
+	VPADDD       Z7, Z12, Z12
+	VFPCLASSPSZ  $0x81, Z7, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z12
+	VPSRLD       $0x10, Z8, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z8, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z8, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
+	VPERMT2W     Z7, Z2, Z12
 	JMP          bf16fixed8
 
 bf16fix9:
-	VFPCLASSPSZ  $0xa1, Z11, K2
-	VFPCLASSPSZ  $0xa1, Z12, K3
-	KORTESTW     K3, K2
-	JZ           bf16fixed10
-	VPSRLD       $0x10, Z11, Z14
-	VPANDD       Z0, Z14, Z14
-	VPADDD       Z1, Z14, Z14
-	VPADDD       Z11, Z14, Z14
-	VFPCLASSPSZ  $0x81, Z11, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z14
-	VPSRLD       $0x10, Z12, Z11
-	VPANDD       Z0, Z11, Z11
-	VPADDD       Z1, Z11, Z11
-	VPADDD       Z12, Z11, Z11
-	VFPCLASSPSZ  $0x81, Z12, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z11
-	VPERMT2W     Z11, Z2, Z14
+	VPSRLD       $0x10, Z9, Z12
+	VPANDD       Z0, Z12, Z12
+	VPADDD       Z1, Z12, Z12
+	VPADDD       Z9, Z12, Z12
+	VFPCLASSPSZ  $0x81, Z9, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z12
+	VPSRLD       $0x10, Z10, Z9
+	VPANDD       Z0, Z9, Z9
+	VPADDD       Z1, Z9, Z9
+	VPADDD       Z10, Z9, Z9
+	VFPCLASSPSZ  $0x81, Z10, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
+	VPERMT2W     Z9, Z2, Z12
 	JMP          bf16fixed10
 
 bf16fix11:
-	VFPCLASSPSZ  $0xa1, Z9, K2
-	VFPCLASSPSZ  $0xa1, Z10, K3
-	KORTESTW     K3, K2
-	JZ           bf16fixed12
-	VPSRLD       $0x10, Z9, Z14
-	VPANDD       Z0, Z14, Z14
-	VPADDD       Z1, Z14, Z14
-	VPADDD       Z9, Z14, Z14
-	VFPCLASSPSZ  $0x81, Z9, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z14
-	VPSRLD       $0x10, Z10, Z9
-	VPANDD       Z0, Z9, Z9
-	VPADDD       Z1, Z9, Z9
-	VPADDD       Z10, Z9, Z9
-	VFPCLASSPSZ  $0x81, Z10, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
-	VPERMT2W     Z9, Z2, Z14
+	VPSRLD       $0x10, Z7, Z12
+	VPANDD       Z0, Z12, Z12
+	VPADDD       Z1, Z12, Z12
+	VPADDD       Z7, Z12, Z12
+	VFPCLASSPSZ  $0x81, Z7, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z12
+	VPSRLD       $0x10, Z8, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z8, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z8, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
+	VPERMT2W     Z7, Z2, Z12
 	JMP          bf16fixed12
 
 bf16fix13:
-	VFPCLASSPSZ  $0xa1, Z11, K2
-	VFPCLASSPSZ  $0xa1, Z12, K3
-	KORTESTW     K3, K2
-	JZ           bf16fixed14
-	VPSRLD       $0x10, Z11, Z9
-	VPANDD       Z0, Z9, Z9
-	VPADDD       Z1, Z9, Z9
-	VPADDD       Z11, Z9, Z9
-	VFPCLASSPSZ  $0x81, Z11, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
-	VPSRLD       $0x10, Z12, Z10
-	VPANDD       Z0, Z10, Z10
-	VPADDD       Z1, Z10, Z10
-	VPADDD       Z12, Z10, Z10
-	VFPCLASSPSZ  $0x81, Z12, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z10
-	VPERMT2W     Z10, Z2, Z9
+	VPSRLD       $0x10, Z9, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z9, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z9, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
+	VPSRLD       $0x10, Z10, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z10, Z8, Z8
+	VFPCLASSPSZ  $0x81, Z10, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
+	VPERMT2W     Z8, Z2, Z7
 	JMP          bf16fixed14
 
 bf16fix16:
-	VFPCLASSPSZ  $0xa1, Z9, K2
-	VFPCLASSPSZ  $0xa1, Z10, K3
-	KORTESTW     K3, K2
-	JZ           bf16fixed17
-	VPSRLD       $0x10, Z9, Z14
-	VPANDD       Z0, Z14, Z14
-	VPADDD       Z1, Z14, Z14
-	VPADDD       Z9, Z14, Z14
-	VFPCLASSPSZ  $0x81, Z9, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z14
-	VPSRLD       $0x10, Z10, Z9
-	VPANDD       Z0, Z9, Z9
-	VPADDD       Z1, Z9, Z9
-	VPADDD       Z10, Z9, Z9
-	VFPCLASSPSZ  $0x81, Z10, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
-	VPERMT2W     Z9, Z2, Z14
+	VPSRLD       $0x10, Z7, Z12
+	VPANDD       Z0, Z12, Z12
+	VPADDD       Z1, Z12, Z12
+	VPADDD       Z7, Z12, Z12
+	VFPCLASSPSZ  $0x81, Z7, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z12
+	VPSRLD       $0x10, Z8, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z8, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z8, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
+	VPERMT2W     Z7, Z2, Z12
 	JMP          bf16fixed17
 
 bf16fix18:
-	VFPCLASSPSZ  $0xa1, Z11, K2
-	VFPCLASSPSZ  $0xa1, Z12, K3
-	KORTESTW     K3, K2
-	JZ           bf16fixed19
-	VPSRLD       $0x10, Z11, Z14
-	VPANDD       Z0, Z14, Z14
-	VPADDD       Z1, Z14, Z14
-	VPADDD       Z11, Z14, Z14
-	VFPCLASSPSZ  $0x81, Z11, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z14
-	VPSRLD       $0x10, Z12, Z11
-	VPANDD       Z0, Z11, Z11
-	VPADDD       Z1, Z11, Z11
-	VPADDD       Z12, Z11, Z11
-	VFPCLASSPSZ  $0x81, Z12, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z11
-	VPERMT2W     Z11, Z2, Z14
+	VPSRLD       $0x10, Z9, Z12
+	VPANDD       Z0, Z12, Z12
+	VPADDD       Z1, Z12, Z12
+	VPADDD       Z9, Z12, Z12
+	VFPCLASSPSZ  $0x81, Z9, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z12
+	VPSRLD       $0x10, Z10, Z9
+	VPANDD       Z0, Z9, Z9
+	VPADDD       Z1, Z9, Z9
+	VPADDD       Z10, Z9, Z9
+	VFPCLASSPSZ  $0x81, Z10, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
+	VPERMT2W     Z9, Z2, Z12
 	JMP          bf16fixed19
 
 bf16fix20:
-	VFPCLASSPSZ  $0xa1, Z9, K2
-	VFPCLASSPSZ  $0xa1, Z10, K3
-	KORTESTW     K3, K2
-	JZ           bf16fixed21
-	VPSRLD       $0x10, Z9, Z14
-	VPANDD       Z0, Z14, Z14
-	VPADDD       Z1, Z14, Z14
-	VPADDD       Z9, Z14, Z14
-	VFPCLASSPSZ  $0x81, Z9, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z14
-	VPSRLD       $0x10, Z10, Z9
-	VPANDD       Z0, Z9, Z9
-	VPADDD       Z1, Z9, Z9
-	VPADDD       Z10, Z9, Z9
-	VFPCLASSPSZ  $0x81, Z10, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
-	VPERMT2W     Z9, Z2, Z14
+	VPSRLD       $0x10, Z7, Z12
+	VPANDD       Z0, Z12, Z12
+	VPADDD       Z1, Z12, Z12
+	VPADDD       Z7, Z12, Z12
+	VFPCLASSPSZ  $0x81, Z7, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z12
+	VPSRLD       $0x10, Z8, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z8, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z8, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
+	VPERMT2W     Z7, Z2, Z12
 	JMP          bf16fixed21
 
 bf16fix22:
-	VFPCLASSPSZ  $0xa1, Z11, K2
-	VFPCLASSPSZ  $0xa1, Z12, K3
-	KORTESTW     K3, K2
-	JZ           bf16fixed23
-	VPSRLD       $0x10, Z11, Z9
-	VPANDD       Z0, Z9, Z9
-	VPADDD       Z1, Z9, Z9
-	VPADDD       Z11, Z9, Z9
-	VFPCLASSPSZ  $0x81, Z11, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
-	VPSRLD       $0x10, Z12, Z10
-	VPANDD       Z0, Z10, Z10
-	VPADDD       Z1, Z10, Z10
-	VPADDD       Z12, Z10, Z10
-	VFPCLASSPSZ  $0x81, Z12, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z10
-	VPERMT2W     Z10, Z2, Z9
+	VPSRLD       $0x10, Z9, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z9, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z9, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
+	VPSRLD       $0x10, Z10, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z10, Z8, Z8
+	VFPCLASSPSZ  $0x81, Z10, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
+	VPERMT2W     Z8, Z2, Z7
 	JMP          bf16fixed23
 
 bf16fix24:
-	VFPCLASSPSZ  $0xa1, Z9, K2
-	VFPCLASSPSZ  $0xa1, Z10, K3
-	KORTESTW     K3, K2
-	JZ           bf16fixed25
-	VPSRLD       $0x10, Z9, Z14
-	VPANDD       Z0, Z14, Z14
-	VPADDD       Z1, Z14, Z14
-	VPADDD       Z9, Z14, Z14
-	VFPCLASSPSZ  $0x81, Z9, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z14
-	VPSRLD       $0x10, Z10, Z9
-	VPANDD       Z0, Z9, Z9
-	VPADDD       Z1, Z9, Z9
-	VPADDD       Z10, Z9, Z9
-	VFPCLASSPSZ  $0x81, Z10, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
-	VPERMT2W     Z9, Z2, Z14
+	VPSRLD       $0x10, Z7, Z12
+	VPANDD       Z0, Z12, Z12
+	VPADDD       Z1, Z12, Z12
+	VPADDD       Z7, Z12, Z12
+	VFPCLASSPSZ  $0x81, Z7, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z12
+	VPSRLD       $0x10, Z8, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z8, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z8, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
+	VPERMT2W     Z7, Z2, Z12
 	JMP          bf16fixed25
 
 bf16fix26:
-	VFPCLASSPSZ  $0xa1, Z11, K2
-	VFPCLASSPSZ  $0xa1, Z12, K3
-	KORTESTW     K3, K2
-	JZ           bf16fixed27
-	VPSRLD       $0x10, Z11, Z9
-	VPANDD       Z0, Z9, Z9
-	VPADDD       Z1, Z9, Z9
-	VPADDD       Z11, Z9, Z9
-	VFPCLASSPSZ  $0x81, Z11, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
-	VPSRLD       $0x10, Z12, Z10
-	VPANDD       Z0, Z10, Z10
-	VPADDD       Z1, Z10, Z10
-	VPADDD       Z12, Z10, Z10
-	VFPCLASSPSZ  $0x81, Z12, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z10
-	VPERMT2W     Z10, Z2, Z9
+	VPSRLD       $0x10, Z9, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z9, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z9, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
+	VPSRLD       $0x10, Z10, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z10, Z8, Z8
+	VFPCLASSPSZ  $0x81, Z10, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
+	VPERMT2W     Z8, Z2, Z7
 	JMP          bf16fixed27
 
 bf16fix30:
-	VFPCLASSPSZ  $0xa1, Z9, K2
-	VFPCLASSPSZ  $0xa1, Z10, K3
-	KORTESTW     K3, K2
-	JZ           bf16fixed31
-	VPSRLD       $0x10, Z9, Z14
-	VPANDD       Z0, Z14, Z14
-	VPADDD       Z1, Z14, Z14
-	VPADDD       Z9, Z14, Z14
-	VFPCLASSPSZ  $0x81, Z9, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z14
-	VPSRLD       $0x10, Z10, Z9
-	VPANDD       Z0, Z9, Z9
-	VPADDD       Z1, Z9, Z9
-	VPADDD       Z10, Z9, Z9
-	VFPCLASSPSZ  $0x81, Z10, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
-	VPERMT2W     Z9, Z2, Z14
+	VPSRLD       $0x10, Z7, Z12
+	VPANDD       Z0, Z12, Z12
+	VPADDD       Z1, Z12, Z12
+	VPADDD       Z7, Z12, Z12
+	VFPCLASSPSZ  $0x81, Z7, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z12
+	VPSRLD       $0x10, Z8, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z8, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z8, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
+	VPERMT2W     Z7, Z2, Z12
 	JMP          bf16fixed31
 
 bf16fix32:
-	VFPCLASSPSZ  $0xa1, Z11, K2
-	VFPCLASSPSZ  $0xa1, Z12, K3
-	KORTESTW     K3, K2
-	JZ           bf16fixed33
-	VPSRLD       $0x10, Z11, Z14
-	VPANDD       Z0, Z14, Z14
-	VPADDD       Z1, Z14, Z14
-	VPADDD       Z11, Z14, Z14
-	VFPCLASSPSZ  $0x81, Z11, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z14
-	VPSRLD       $0x10, Z12, Z11
-	VPANDD       Z0, Z11, Z11
-	VPADDD       Z1, Z11, Z11
-	VPADDD       Z12, Z11, Z11
-	VFPCLASSPSZ  $0x81, Z12, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z11
-	VPERMT2W     Z11, Z2, Z14
+	VPSRLD       $0x10, Z9, Z12
+	VPANDD       Z0, Z12, Z12
+	VPADDD       Z1, Z12, Z12
+	VPADDD       Z9, Z12, Z12
+	VFPCLASSPSZ  $0x81, Z9, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z12
+	VPSRLD       $0x10, Z10, Z9
+	VPANDD       Z0, Z9, Z9
+	VPADDD       Z1, Z9, Z9
+	VPADDD       Z10, Z9, Z9
+	VFPCLASSPSZ  $0x81, Z10, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
+	VPERMT2W     Z9, Z2, Z12
 	JMP          bf16fixed33
 
 bf16fix34:
-	VFPCLASSPSZ  $0xa1, Z9, K2
-	VFPCLASSPSZ  $0xa1, Z10, K3
-	KORTESTW     K3, K2
-	JZ           bf16fixed35
-	VPSRLD       $0x10, Z9, Z14
-	VPANDD       Z0, Z14, Z14
-	VPADDD       Z1, Z14, Z14
-	VPADDD       Z9, Z14, Z14
-	VFPCLASSPSZ  $0x81, Z9, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z14
-	VPSRLD       $0x10, Z10, Z9
-	VPANDD       Z0, Z9, Z9
-	VPADDD       Z1, Z9, Z9
-	VPADDD       Z10, Z9, Z9
-	VFPCLASSPSZ  $0x81, Z10, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
-	VPERMT2W     Z9, Z2, Z14
+	VPSRLD       $0x10, Z7, Z12
+	VPANDD       Z0, Z12, Z12
+	VPADDD       Z1, Z12, Z12
+	VPADDD       Z7, Z12, Z12
+	VFPCLASSPSZ  $0x81, Z7, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z12
+	VPSRLD       $0x10, Z8, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z8, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z8, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
+	VPERMT2W     Z7, Z2, Z12
 	JMP          bf16fixed35
 
 bf16fix36:
-	VFPCLASSPSZ  $0xa1, Z11, K2
-	VFPCLASSPSZ  $0xa1, Z12, K3
-	KORTESTW     K3, K2
-	JZ           bf16fixed37
-	VPSRLD       $0x10, Z11, Z9
-	VPANDD       Z0, Z9, Z9
-	VPADDD       Z1, Z9, Z9
-	VPADDD       Z11, Z9, Z9
-	VFPCLASSPSZ  $0x81, Z11, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
-	VPSRLD       $0x10, Z12, Z10
-	VPANDD       Z0, Z10, Z10
-	VPADDD       Z1, Z10, Z10
-	VPADDD       Z12, Z10, Z10
-	VFPCLASSPSZ  $0x81, Z12, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z10
-	VPERMT2W     Z10, Z2, Z9
+	VPSRLD       $0x10, Z9, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z9, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z9, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
+	VPSRLD       $0x10, Z10, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z10, Z8, Z8
+	VFPCLASSPSZ  $0x81, Z10, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
+	VPERMT2W     Z8, Z2, Z7
 	JMP          bf16fixed37
 
 bf16fix39:
-	VFPCLASSPSZ  $0xa1, Z9, K2
-	VFPCLASSPSZ  $0xa1, Z10, K3
-	KORTESTW     K3, K2
-	JZ           bf16fixed40
-	VPSRLD       $0x10, Z9, Z14
-	VPANDD       Z0, Z14, Z14
-	VPADDD       Z1, Z14, Z14
-	VPADDD       Z9, Z14, Z14
-	VFPCLASSPSZ  $0x81, Z9, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z14
-	VPSRLD       $0x10, Z10, Z9
-	VPANDD       Z0, Z9, Z9
-	VPADDD       Z1, Z9, Z9
-	VPADDD       Z10, Z9, Z9
-	VFPCLASSPSZ  $0x81, Z10, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
-	VPERMT2W     Z9, Z2, Z14
+	VPSRLD       $0x10, Z7, Z12
+	VPANDD       Z0, Z12, Z12
+	VPADDD       Z1, Z12, Z12
+	VPADDD       Z7, Z12, Z12
+	VFPCLASSPSZ  $0x81, Z7, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z12
+	VPSRLD       $0x10, Z8, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z8, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z8, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
+	VPERMT2W     Z7, Z2, Z12
 	JMP          bf16fixed40
 
 bf16fix41:
-	VFPCLASSPSZ  $0xa1, Z11, K2
-	VFPCLASSPSZ  $0xa1, Z12, K3
-	KORTESTW     K3, K2
-	JZ           bf16fixed42
-	VPSRLD       $0x10, Z11, Z14
-	VPANDD       Z0, Z14, Z14
-	VPADDD       Z1, Z14, Z14
-	VPADDD       Z11, Z14, Z14
-	VFPCLASSPSZ  $0x81, Z11, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z14
-	VPSRLD       $0x10, Z12, Z11
-	VPANDD       Z0, Z11, Z11
-	VPADDD       Z1, Z11, Z11
-	VPADDD       Z12, Z11, Z11
-	VFPCLASSPSZ  $0x81, Z12, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z11
-	VPERMT2W     Z11, Z2, Z14
+	VPSRLD       $0x10, Z9, Z12
+	VPANDD       Z0, Z12, Z12
+	VPADDD       Z1, Z12, Z12
+	VPADDD       Z9, Z12, Z12
+	VFPCLASSPSZ  $0x81, Z9, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z12
+	VPSRLD       $0x10, Z10, Z9
+	VPANDD       Z0, Z9, Z9
+	VPADDD       Z1, Z9, Z9
+	VPADDD       Z10, Z9, Z9
+	VFPCLASSPSZ  $0x81, Z10, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
+	VPERMT2W     Z9, Z2, Z12
 	JMP          bf16fixed42
 
 bf16fix43:
-	VFPCLASSPSZ  $0xa1, Z9, K2
-	VFPCLASSPSZ  $0xa1, Z10, K3
-	KORTESTW     K3, K2
-	JZ           bf16fixed44
-	VPSRLD       $0x10, Z9, Z14
-	VPANDD       Z0, Z14, Z14
-	VPADDD       Z1, Z14, Z14
-	VPADDD       Z9, Z14, Z14
-	VFPCLASSPSZ  $0x81, Z9, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z14
-	VPSRLD       $0x10, Z10, Z9
-	VPANDD       Z0, Z9, Z9
-	VPADDD       Z1, Z9, Z9
-	VPADDD       Z10, Z9, Z9
-	VFPCLASSPSZ  $0x81, Z10, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
-	VPERMT2W     Z9, Z2, Z14
+	VPSRLD       $0x10, Z7, Z12
+	VPANDD       Z0, Z12, Z12
+	VPADDD       Z1, Z12, Z12
+	VPADDD       Z7, Z12, Z12
+	VFPCLASSPSZ  $0x81, Z7, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z12
+	VPSRLD       $0x10, Z8, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z8, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z8, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
+	VPERMT2W     Z7, Z2, Z12
 	JMP          bf16fixed44
 
 bf16fix45:
-	VFPCLASSPSZ  $0xa1, Z11, K2
-	VFPCLASSPSZ  $0xa1, Z12, K3
-	KORTESTW     K3, K2
-	JZ           bf16fixed46
-	VPSRLD       $0x10, Z11, Z9
-	VPANDD       Z0, Z9, Z9
-	VPADDD       Z1, Z9, Z9
-	VPADDD       Z11, Z9, Z9
-	VFPCLASSPSZ  $0x81, Z11, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
-	VPSRLD       $0x10, Z12, Z10
-	VPANDD       Z0, Z10, Z10
-	VPADDD       Z1, Z10, Z10
-	VPADDD       Z12, Z10, Z10
-	VFPCLASSPSZ  $0x81, Z12, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z10
-	VPERMT2W     Z10, Z2, Z9
+	VPSRLD       $0x10, Z9, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z9, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z9, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
+	VPSRLD       $0x10, Z10, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z10, Z8, Z8
+	VFPCLASSPSZ  $0x81, Z10, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
+	VPERMT2W     Z8, Z2, Z7
 	JMP          bf16fixed46
 
 bf16fix47:
-	VFPCLASSPSZ  $0xa1, Z9, K2
-	VFPCLASSPSZ  $0xa1, Z10, K3
-	KORTESTW     K3, K2
-	JZ           bf16fixed48
-	VPSRLD       $0x10, Z9, Z14
-	VPANDD       Z0, Z14, Z14
-	VPADDD       Z1, Z14, Z14
-	VPADDD       Z9, Z14, Z14
-	VFPCLASSPSZ  $0x81, Z9, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z14
-	VPSRLD       $0x10, Z10, Z9
-	VPANDD       Z0, Z9, Z9
-	VPADDD       Z1, Z9, Z9
-	VPADDD       Z10, Z9, Z9
-	VFPCLASSPSZ  $0x81, Z10, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
-	VPERMT2W     Z9, Z2, Z14
+	VPSRLD       $0x10, Z7, Z12
+	VPANDD       Z0, Z12, Z12
+	VPADDD       Z1, Z12, Z12
+	VPADDD       Z7, Z12, Z12
+	VFPCLASSPSZ  $0x81, Z7, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z12
+	VPSRLD       $0x10, Z8, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z8, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z8, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
+	VPERMT2W     Z7, Z2, Z12
 	JMP          bf16fixed48
 
 bf16fix49:
-	VFPCLASSPSZ  $0xa1, Z11, K2
-	VFPCLASSPSZ  $0xa1, Z12, K3
-	KORTESTW     K3, K2
-	JZ           bf16fixed50
-	VPSRLD       $0x10, Z11, Z9
-	VPANDD       Z0, Z9, Z9
-	VPADDD       Z1, Z9, Z9
-	VPADDD       Z11, Z9, Z9
-	VFPCLASSPSZ  $0x81, Z11, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
-	VPSRLD       $0x10, Z12, Z10
-	VPANDD       Z0, Z10, Z10
-	VPADDD       Z1, Z10, Z10
-	VPADDD       Z12, Z10, Z10
-	VFPCLASSPSZ  $0x81, Z12, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z10
-	VPERMT2W     Z10, Z2, Z9
+	VPSRLD       $0x10, Z9, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z9, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z9, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
+	VPSRLD       $0x10, Z10, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z10, Z8, Z8
+	VFPCLASSPSZ  $0x81, Z10, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
+	VPERMT2W     Z8, Z2, Z7
 	JMP          bf16fixed50
 
 bf16fix52:
-	VFPCLASSPSZ  $0xa1, Z9, K2
-	KORTESTW     K2, K2
-	JZ           bf16fixed53
-	VPSRLD       $0x10, Z9, Z10
-	VPANDD       Z0, Z10, Z10
-	VPADDD       Z1, Z10, Z10
-	VPADDD       Z9, Z10, Z10
-	VFPCLASSPSZ  $0x81, Z9, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z10
-	VPERMT2W     Z10, Z2, Z10
+	VPSRLD       $0x10, Z7, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z7, Z8, Z8
+	VFPCLASSPSZ  $0x81, Z7, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
+	VPERMT2W     Z8, Z2, Z8
 	JMP          bf16fixed53
 
 bf16fix55:
-	VFPCLASSPSZ  $0xa1, Z9, K2
-	KORTESTW     K2, K2
-	JZ           bf16fixed56
-	VPSRLD       $0x10, Z9, Z10
-	VPANDD       Z0, Z10, Z10
-	VPADDD       Z1, Z10, Z10
-	VPADDD       Z9, Z10, Z10
-	VFPCLASSPSZ  $0x81, Z9, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z10
-	VPERMT2W     Z10, Z2, Z10
+	VPSRLD       $0x10, Z7, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z7, Z8, Z8
+	VFPCLASSPSZ  $0x81, Z7, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
+	VPERMT2W     Z8, Z2, Z8
 	JMP          bf16fixed56
 
 bf16fix59:
-	VFPCLASSPSZ  $0xa1, Z9, K2
-	VFPCLASSPSZ  $0xa1, Z10, K3
-	KORTESTW     K3, K2
-	JZ           bf16fixed60
-	VPSRLD       $0x10, Z9, Z14
-	VPANDD       Z0, Z14, Z14
-	VPADDD       Z1, Z14, Z14
-	VPADDD       Z9, Z14, Z14
-	VFPCLASSPSZ  $0x81, Z9, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z14
-	VPSRLD       $0x10, Z10, Z9
-	VPANDD       Z0, Z9, Z9
-	VPADDD       Z1, Z9, Z9
-	VPADDD       Z10, Z9, Z9
-	VFPCLASSPSZ  $0x81, Z10, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
-	VPERMT2W     Z9, Z2, Z14
+	VPSRLD       $0x10, Z7, Z12
+	VPANDD       Z0, Z12, Z12
+	VPADDD       Z1, Z12, Z12
+	VPADDD       Z7, Z12, Z12
+	VFPCLASSPSZ  $0x81, Z7, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z12
+	VPSRLD       $0x10, Z8, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z8, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z8, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
+	VPERMT2W     Z7, Z2, Z12
 	JMP          bf16fixed60
 
 bf16fix61:
-	VFPCLASSPSZ  $0xa1, Z11, K2
-	VFPCLASSPSZ  $0xa1, Z12, K3
-	KORTESTW     K3, K2
-	JZ           bf16fixed62
-	VPSRLD       $0x10, Z11, Z14
-	VPANDD       Z0, Z14, Z14
-	VPADDD       Z1, Z14, Z14
-	VPADDD       Z11, Z14, Z14
-	VFPCLASSPSZ  $0x81, Z11, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z14
-	VPSRLD       $0x10, Z12, Z11
-	VPANDD       Z0, Z11, Z11
-	VPADDD       Z1, Z11, Z11
-	VPADDD       Z12, Z11, Z11
-	VFPCLASSPSZ  $0x81, Z12, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z11
-	VPERMT2W     Z11, Z2, Z14
-	JMP          bf16fixed62
-
-bf16fix65:
-	VFPCLASSPSZ  $0xa1, Z9, K2
-	VFPCLASSPSZ  $0xa1, Z10, K3
-	KORTESTW     K3, K2
-	JZ           bf16fixed66
-	VPSRLD       $0x10, Z9, Z14
-	VPANDD       Z0, Z14, Z14
-	VPADDD       Z1, Z14, Z14
-	VPADDD       Z9, Z14, Z14
+	VPSRLD       $0x10, Z9, Z12
+	VPANDD       Z0, Z12, Z12
+	VPADDD       Z1, Z12, Z12
+	VPADDD       Z9, Z12, Z12
 	VFPCLASSPSZ  $0x81, Z9, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z14
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z12
 	VPSRLD       $0x10, Z10, Z9
 	VPANDD       Z0, Z9, Z9
 	VPADDD       Z1, Z9, Z9
 	VPADDD       Z10, Z9, Z9
 	VFPCLASSPSZ  $0x81, Z10, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
-	VPERMT2W     Z9, Z2, Z14
+	VPERMT2W     Z9, Z2, Z12
+	JMP          bf16fixed62
+
+bf16fix65:
+	VPSRLD       $0x10, Z7, Z12
+	VPANDD       Z0, Z12, Z12
+	VPADDD       Z1, Z12, Z12
+	VPADDD       Z7, Z12, Z12
+	VFPCLASSPSZ  $0x81, Z7, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z12
+	VPSRLD       $0x10, Z8, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z8, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z8, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
+	VPERMT2W     Z7, Z2, Z12
 	JMP          bf16fixed66
 
 bf16fix67:
-	VFPCLASSPSZ  $0xa1, Z11, K2
-	VFPCLASSPSZ  $0xa1, Z12, K3
-	KORTESTW     K3, K2
-	JZ           bf16fixed68
-	VPSRLD       $0x10, Z11, Z9
-	VPANDD       Z0, Z9, Z9
-	VPADDD       Z1, Z9, Z9
-	VPADDD       Z11, Z9, Z9
-	VFPCLASSPSZ  $0x81, Z11, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
-	VPSRLD       $0x10, Z12, Z10
-	VPANDD       Z0, Z10, Z10
-	VPADDD       Z1, Z10, Z10
-	VPADDD       Z12, Z10, Z10
-	VFPCLASSPSZ  $0x81, Z12, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z10
-	VPERMT2W     Z10, Z2, Z9
+	VPSRLD       $0x10, Z9, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z9, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z9, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
+	VPSRLD       $0x10, Z10, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z10, Z8, Z8
+	VFPCLASSPSZ  $0x81, Z10, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
+	VPERMT2W     Z8, Z2, Z7
 	JMP          bf16fixed68
 
 bf16fix70:
-	VFPCLASSPSZ  $0xa1, Z9, K2
-	KORTESTW     K2, K2
-	JZ           bf16fixed71
-	VPSRLD       $0x10, Z9, Z10
-	VPANDD       Z0, Z10, Z10
-	VPADDD       Z1, Z10, Z10
-	VPADDD       Z9, Z10, Z10
-	VFPCLASSPSZ  $0x81, Z9, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z10
-	VPERMT2W     Z10, Z2, Z10
+	VPSRLD       $0x10, Z7, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z7, Z8, Z8
+	VFPCLASSPSZ  $0x81, Z7, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
+	VPERMT2W     Z8, Z2, Z8
 	JMP          bf16fixed71
 
 bf16fix73:
-	VFPCLASSPSZ  $0xa1, Z9, K2
-	KORTESTW     K2, K2
-	JZ           bf16fixed74
-	VPSRLD       $0x10, Z9, Z10
-	VPANDD       Z0, Z10, Z10
-	VPADDD       Z1, Z10, Z10
-	VPADDD       Z9, Z10, Z10
-	VFPCLASSPSZ  $0x81, Z9, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z10
-	VPERMT2W     Z10, Z2, Z10
+	VPSRLD       $0x10, Z7, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z7, Z8, Z8
+	VFPCLASSPSZ  $0x81, Z7, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
+	VPERMT2W     Z8, Z2, Z8
 	JMP          bf16fixed74
 
 bf16fix76:
-	VFPCLASSPSZ  $0xa1, Z9, K3
-	KORTESTW     K3, K3
-	JZ           bf16fixed77
-	VPSRLD       $0x10, Z9, Z10
-	VPANDD       Z0, Z10, Z10
-	VPADDD       Z1, Z10, Z10
-	VPADDD       Z9, Z10, Z10
-	VFPCLASSPSZ  $0x81, Z9, K3
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K3, Z10
-	VPERMT2W     Z10, Z2, Z10
+	VPSRLD       $0x10, Z7, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z7, Z8, Z8
+	VFPCLASSPSZ  $0x81, Z7, K3
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K3, Z8
+	VPERMT2W     Z8, Z2, Z8
 	JMP          bf16fixed77
 
 bf16fix79:
-	VFPCLASSPSZ  $0xa1, Z9, K3
-	KORTESTW     K3, K3
-	JZ           bf16fixed80
-	VPSRLD       $0x10, Z9, Z10
-	VPANDD       Z0, Z10, Z10
-	VPADDD       Z1, Z10, Z10
-	VPADDD       Z9, Z10, Z10
-	VFPCLASSPSZ  $0x81, Z9, K3
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K3, Z10
-	VPERMT2W     Z10, Z2, Z10
+	VPSRLD       $0x10, Z7, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z7, Z8, Z8
+	VFPCLASSPSZ  $0x81, Z7, K3
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K3, Z8
+	VPERMT2W     Z8, Z2, Z8
 	JMP          bf16fixed80
 
 // func avx512bf16ForwardLayerBF16(j uintptr, from int, to int) int
@@ -31177,18 +30915,16 @@ rowsset:
 	VMOVDQU64    oddwords<>+0(SB), Z2
 	VPBROADCASTD avx512bfone<>+0(SB), Z0
 	VPBROADCASTD avx512bfbias<>+0(SB), Z1
-	VPBROADCASTD avx512bfexpstep<>+0(SB), Z3
-	VPBROADCASTD avx512bfexpbits<>+0(SB), Z4
-	VMOVDQU64    widelo<>+0(SB), Z5
-	VMOVDQU64    widehi<>+0(SB), Z6
+	VMOVDQU64    widelo<>+0(SB), Z3
+	VMOVDQU64    widehi<>+0(SB), Z4
 	MOVL         $0xaaaaaaaa, R8
 	KMOVD        R8, K1
 
 	// fd = float32(d); rd = 1/d when d is a power of two (a/d is then a*rd exactly), else 0.
 	MOVQ       job_d+0(AX), R8
-	VMOVSS     one<>+0(SB), X7
-	VCVTSI2SSQ R8, X7, X7
-	VMOVSS     X7, 376(SP)
+	VMOVSS     one<>+0(SB), X5
+	VCVTSI2SSQ R8, X5, X5
+	VMOVSS     X5, 376(SP)
 	XORL       R10, R10
 	LEAQ       -1(R8), R9
 	TESTQ      R8, R9
@@ -31200,10 +30936,10 @@ rowsset:
 
 notpow2:
 	MOVL         R10, 380(SP)
-	VBROADCASTSS one<>+0(SB), Z7
+	VBROADCASTSS one<>+0(SB), Z5
 	TESTL        $0x00000010, job_flags+0(AX)
 	JNZ          weightadd1
-	VBROADCASTSS negzero<>+0(SB), Z7
+	VBROADCASTSS negzero<>+0(SB), Z5
 
 weightadd1:
 	// Start at row from.
@@ -31232,24 +30968,24 @@ row:
 	MOVQ    job_d+0(AX), R10
 	SUBQ    $0x00000040, R10
 	JGE     firstblock
+	VMOVUPS zero64<>+0(SB), Z6
+	VMOVUPS zero64<>+0(SB), Z7
 	VMOVUPS zero64<>+0(SB), Z8
 	VMOVUPS zero64<>+0(SB), Z9
-	VMOVUPS zero64<>+0(SB), Z10
-	VMOVUPS zero64<>+0(SB), Z11
 	XORQ    R9, R9
 	JMP     sumtail
 
 firstblock:
 	// +0 + square is the square itself: the first block initializes the partials.
 	XORQ     R9, R9
-	VPERMW.Z (R8)(R9*2), Z5, K1, Z8
+	VPERMW.Z (R8)(R9*2), Z3, K1, Z6
+	VADDPS   zero64<>+0(SB), Z6, Z6
+	VPERMW.Z (R8)(R9*2), Z4, K1, Z7
+	VADDPS   zero64<>+0(SB), Z7, Z7
+	VPERMW.Z 64(R8)(R9*2), Z3, K1, Z8
 	VADDPS   zero64<>+0(SB), Z8, Z8
-	VPERMW.Z (R8)(R9*2), Z6, K1, Z9
+	VPERMW.Z 64(R8)(R9*2), Z4, K1, Z9
 	VADDPS   zero64<>+0(SB), Z9, Z9
-	VPERMW.Z 64(R8)(R9*2), Z5, K1, Z10
-	VADDPS   zero64<>+0(SB), Z10, Z10
-	VPERMW.Z 64(R8)(R9*2), Z6, K1, Z11
-	VADDPS   zero64<>+0(SB), Z11, Z11
 	MOVQ     $0x00000040, R9
 
 	// With flagPF, the rows ahead are prefetched: one loop for both, the flag tested per block.
@@ -31271,14 +31007,14 @@ sumloop:
 	JNZ   sumpf
 
 sumblock:
-	VPERMW.Z (R8)(R9*2), Z5, K1, Z12
-	VADDPS   Z12, Z8, Z8
-	VPERMW.Z (R8)(R9*2), Z6, K1, Z12
-	VADDPS   Z12, Z9, Z9
-	VPERMW.Z 64(R8)(R9*2), Z5, K1, Z12
-	VADDPS   Z12, Z10, Z10
-	VPERMW.Z 64(R8)(R9*2), Z6, K1, Z12
-	VADDPS   Z12, Z11, Z11
+	VPERMW.Z (R8)(R9*2), Z3, K1, Z10
+	VADDPS   Z10, Z6, Z6
+	VPERMW.Z (R8)(R9*2), Z4, K1, Z10
+	VADDPS   Z10, Z7, Z7
+	VPERMW.Z 64(R8)(R9*2), Z3, K1, Z10
+	VADDPS   Z10, Z8, Z8
+	VPERMW.Z 64(R8)(R9*2), Z4, K1, Z10
+	VADDPS   Z10, Z9, Z9
 	ADDQ     $0x00000040, R9
 	JMP      sumloop
 
@@ -31301,9 +31037,9 @@ sumtail:
 
 tailmask0:
 	KMOVW       (R11)(R12*2), K2
-	VPMOVZXWD.Z (R8)(R9*2), K2, Z12
-	VPSLLD      $0x10, Z12, Z12
-	VADDPS      Z12, Z8, Z8
+	VPMOVZXWD.Z (R8)(R9*2), K2, Z10
+	VPSLLD      $0x10, Z10, Z10
+	VADDPS      Z10, Z6, Z6
 	MOVQ        R10, R12
 	SUBQ        $0x00000010, R12
 	JLE         summed
@@ -31313,9 +31049,9 @@ tailmask0:
 
 tailmask1:
 	KMOVW       (R11)(R12*2), K2
-	VPMOVZXWD.Z 32(R8)(R9*2), K2, Z12
-	VPSLLD      $0x10, Z12, Z12
-	VADDPS      Z12, Z9, Z9
+	VPMOVZXWD.Z 32(R8)(R9*2), K2, Z10
+	VPSLLD      $0x10, Z10, Z10
+	VADDPS      Z10, Z7, Z7
 	MOVQ        R10, R12
 	SUBQ        $0x00000020, R12
 	JLE         summed
@@ -31325,9 +31061,9 @@ tailmask1:
 
 tailmask2:
 	KMOVW       (R11)(R12*2), K2
-	VPMOVZXWD.Z 64(R8)(R9*2), K2, Z12
-	VPSLLD      $0x10, Z12, Z12
-	VADDPS      Z12, Z10, Z10
+	VPMOVZXWD.Z 64(R8)(R9*2), K2, Z10
+	VPSLLD      $0x10, Z10, Z10
+	VADDPS      Z10, Z8, Z8
 	SUBQ        $0x00000030, R10
 	JLE         summed
 	CMPQ        R10, $0x00000010
@@ -31336,14 +31072,14 @@ tailmask2:
 
 tailmask3:
 	KMOVW       (R11)(R10*2), K2
-	VPMOVZXWD.Z 96(R8)(R9*2), K2, Z12
-	VPSLLD      $0x10, Z12, Z12
-	VADDPS      Z12, Z11, Z11
+	VPMOVZXWD.Z 96(R8)(R9*2), K2, Z10
+	VPSLLD      $0x10, Z10, Z10
+	VADDPS      Z10, Z9, Z9
 
 summed:
-	VADDPS Z10, Z8, Z8
-	VADDPS Z11, Z9, Z9
-	VADDPS Z9, Z8, Z8
+	VADDPS Z8, Z6, Z6
+	VADDPS Z9, Z7, Z7
+	VADDPS Z7, Z6, Z6
 	JMP    mean
 
 addsum:
@@ -31354,52 +31090,52 @@ addsum:
 	MOVQ    job_d+0(AX), R11
 	SUBQ    $0x00000040, R11
 	JGE     addfirstblock
+	VMOVUPS zero64<>+0(SB), Z6
+	VMOVUPS zero64<>+0(SB), Z7
 	VMOVUPS zero64<>+0(SB), Z8
 	VMOVUPS zero64<>+0(SB), Z9
-	VMOVUPS zero64<>+0(SB), Z10
-	VMOVUPS zero64<>+0(SB), Z11
 	XORQ    R10, R10
 	JMP     addsumtail
 
 addfirstblock:
 	// +0 + square is the square itself: the first block initializes the partials.
 	XORQ           R10, R10
-	VPERMW.Z       (R8)(R10*2), Z5, K1, Z8
-	VPERMW.Z       (R9)(R10*2), Z5, K1, Z9
-	VADDPS         Z9, Z8, Z8
-	VPERMW.Z       (R8)(R10*2), Z6, K1, Z9
-	VPERMW.Z       (R9)(R10*2), Z6, K1, Z10
-	VADDPS         Z10, Z9, Z9
-	BYTE $0x62; BYTE $0x52; BYTE $0x37; BYTE $0x48; BYTE $0x72; BYTE $0xd0 // VCVTNE2PS2BF16 Z8, Z9, Z10
-	VPADDW         Z3, Z10, Z11
-	VPTESTNMW      Z4, Z11, K2
-	KORTESTD       K2, K2
+	VPERMW.Z       (R8)(R10*2), Z3, K1, Z6
+	VPERMW.Z       (R9)(R10*2), Z3, K1, Z7
+	VADDPS         Z7, Z6, Z6
+	VPERMW.Z       (R8)(R10*2), Z4, K1, Z7
+	VPERMW.Z       (R9)(R10*2), Z4, K1, Z8
+	VADDPS         Z8, Z7, Z7
+	VFPCLASSPSZ    $0xa1, Z6, K2
+	VFPCLASSPSZ    $0xa1, Z7, K3
+	KORTESTW       K3, K2
 	JNZ            bf16fix3
+	BYTE $0x62; BYTE $0x72; BYTE $0x47; BYTE $0x48; BYTE $0x72; BYTE $0xc6 // VCVTNE2PS2BF16 Z6, Z7, Z8
 
 bf16fixed4:
-	VMOVDQU64      Z10, (R9)(R10*2)
-	VPERMW.Z       Z10, Z5, K1, Z8
-	VADDPS         zero64<>+0(SB), Z8, Z8
-	VPERMW.Z       Z10, Z6, K1, Z9
-	VADDPS         zero64<>+0(SB), Z9, Z9
-	VPERMW.Z       64(R8)(R10*2), Z5, K1, Z10
-	VPERMW.Z       64(R9)(R10*2), Z5, K1, Z11
-	VADDPS         Z11, Z10, Z10
-	VPERMW.Z       64(R8)(R10*2), Z6, K1, Z11
-	VPERMW.Z       64(R9)(R10*2), Z6, K1, Z12
-	VADDPS         Z12, Z11, Z11
-	BYTE $0x62; BYTE $0x52; BYTE $0x27; BYTE $0x48; BYTE $0x72; BYTE $0xe2 // VCVTNE2PS2BF16 Z10, Z11, Z12
-	VPADDW         Z3, Z12, Z13
-	VPTESTNMW      Z4, Z13, K2
-	KORTESTD       K2, K2
+	VMOVDQU64      Z8, (R9)(R10*2)
+	VPERMW.Z       Z8, Z3, K1, Z6
+	VADDPS         zero64<>+0(SB), Z6, Z6
+	VPERMW.Z       Z8, Z4, K1, Z7
+	VADDPS         zero64<>+0(SB), Z7, Z7
+	VPERMW.Z       64(R8)(R10*2), Z3, K1, Z8
+	VPERMW.Z       64(R9)(R10*2), Z3, K1, Z9
+	VADDPS         Z9, Z8, Z8
+	VPERMW.Z       64(R8)(R10*2), Z4, K1, Z9
+	VPERMW.Z       64(R9)(R10*2), Z4, K1, Z10
+	VADDPS         Z10, Z9, Z9
+	VFPCLASSPSZ    $0xa1, Z8, K2
+	VFPCLASSPSZ    $0xa1, Z9, K3
+	KORTESTW       K3, K2
 	JNZ            bf16fix5
+	BYTE $0x62; BYTE $0x52; BYTE $0x37; BYTE $0x48; BYTE $0x72; BYTE $0xd0 // VCVTNE2PS2BF16 Z8, Z9, Z10
 
 bf16fixed6:
-	VMOVDQU64 Z12, 64(R9)(R10*2)
-	VPERMW.Z  Z12, Z5, K1, Z10
-	VADDPS    zero64<>+0(SB), Z10, Z10
-	VPERMW.Z  Z12, Z6, K1, Z11
-	VADDPS    zero64<>+0(SB), Z11, Z11
+	VMOVDQU64 Z10, 64(R9)(R10*2)
+	VPERMW.Z  Z10, Z3, K1, Z8
+	VADDPS    zero64<>+0(SB), Z8, Z8
+	VPERMW.Z  Z10, Z4, K1, Z9
+	VADDPS    zero64<>+0(SB), Z9, Z9
 	MOVQ      $0x00000040, R10
 
 	// With flagPF, the rows ahead are prefetched: one loop for both, the flag tested per block.
@@ -31421,42 +31157,42 @@ addsumloop:
 	JNZ   addsumpf
 
 addsumblock:
-	VPERMW.Z       (R8)(R10*2), Z5, K1, Z12
-	VPERMW.Z       (R9)(R10*2), Z5, K1, Z13
-	VADDPS         Z13, Z12, Z12
-	VPERMW.Z       (R8)(R10*2), Z6, K1, Z13
-	VPERMW.Z       (R9)(R10*2), Z6, K1, Z15
-	VADDPS         Z15, Z13, Z13
-	BYTE $0x62; BYTE $0x52; BYTE $0x17; BYTE $0x48; BYTE $0x72; BYTE $0xfc // VCVTNE2PS2BF16 Z12, Z13, Z15
-	VPADDW         Z3, Z15, Z16
-	VPTESTNMW      Z4, Z16, K2
-	KORTESTD       K2, K2
+	VPERMW.Z       (R8)(R10*2), Z3, K1, Z10
+	VPERMW.Z       (R9)(R10*2), Z3, K1, Z11
+	VADDPS         Z11, Z10, Z10
+	VPERMW.Z       (R8)(R10*2), Z4, K1, Z11
+	VPERMW.Z       (R9)(R10*2), Z4, K1, Z13
+	VADDPS         Z13, Z11, Z11
+	VFPCLASSPSZ    $0xa1, Z10, K2
+	VFPCLASSPSZ    $0xa1, Z11, K3
+	KORTESTW       K3, K2
 	JNZ            bf16fix8
+	BYTE $0x62; BYTE $0x52; BYTE $0x27; BYTE $0x48; BYTE $0x72; BYTE $0xea // VCVTNE2PS2BF16 Z10, Z11, Z13
 
 bf16fixed9:
-	VMOVDQU64      Z15, (R9)(R10*2)
-	VPERMW.Z       Z15, Z5, K1, Z12
-	VADDPS         Z12, Z8, Z8
-	VPERMW.Z       Z15, Z6, K1, Z13
-	VADDPS         Z13, Z9, Z9
-	VPERMW.Z       64(R8)(R10*2), Z5, K1, Z12
-	VPERMW.Z       64(R9)(R10*2), Z5, K1, Z13
-	VADDPS         Z13, Z12, Z12
-	VPERMW.Z       64(R8)(R10*2), Z6, K1, Z13
-	VPERMW.Z       64(R9)(R10*2), Z6, K1, Z15
-	VADDPS         Z15, Z13, Z13
-	BYTE $0x62; BYTE $0x52; BYTE $0x17; BYTE $0x48; BYTE $0x72; BYTE $0xfc // VCVTNE2PS2BF16 Z12, Z13, Z15
-	VPADDW         Z3, Z15, Z16
-	VPTESTNMW      Z4, Z16, K2
-	KORTESTD       K2, K2
+	VMOVDQU64      Z13, (R9)(R10*2)
+	VPERMW.Z       Z13, Z3, K1, Z10
+	VADDPS         Z10, Z6, Z6
+	VPERMW.Z       Z13, Z4, K1, Z11
+	VADDPS         Z11, Z7, Z7
+	VPERMW.Z       64(R8)(R10*2), Z3, K1, Z10
+	VPERMW.Z       64(R9)(R10*2), Z3, K1, Z11
+	VADDPS         Z11, Z10, Z10
+	VPERMW.Z       64(R8)(R10*2), Z4, K1, Z11
+	VPERMW.Z       64(R9)(R10*2), Z4, K1, Z13
+	VADDPS         Z13, Z11, Z11
+	VFPCLASSPSZ    $0xa1, Z10, K2
+	VFPCLASSPSZ    $0xa1, Z11, K3
+	KORTESTW       K3, K2
 	JNZ            bf16fix10
+	BYTE $0x62; BYTE $0x52; BYTE $0x27; BYTE $0x48; BYTE $0x72; BYTE $0xea // VCVTNE2PS2BF16 Z10, Z11, Z13
 
 bf16fixed11:
-	VMOVDQU64 Z15, 64(R9)(R10*2)
-	VPERMW.Z  Z15, Z5, K1, Z12
-	VADDPS    Z12, Z10, Z10
-	VPERMW.Z  Z15, Z6, K1, Z13
-	VADDPS    Z13, Z11, Z11
+	VMOVDQU64 Z13, 64(R9)(R10*2)
+	VPERMW.Z  Z13, Z3, K1, Z10
+	VADDPS    Z10, Z8, Z8
+	VPERMW.Z  Z13, Z4, K1, Z11
+	VADDPS    Z11, Z9, Z9
 	ADDQ      $0x00000040, R10
 	JMP       addsumloop
 
@@ -31479,21 +31215,20 @@ addsumtail:
 
 addtailmask0:
 	KMOVW          (R12)(R13*2), K2
-	VPMOVZXWD.Z    (R8)(R10*2), K2, Z12
-	VPSLLD         $0x10, Z12, Z12
-	VPMOVZXWD.Z    (R9)(R10*2), K2, Z13
-	VPSLLD         $0x10, Z13, Z13
-	VADDPS         Z13, Z12, Z12
-	BYTE $0x62; BYTE $0x52; BYTE $0x1f; BYTE $0x48; BYTE $0x72; BYTE $0xec // VCVTNE2PS2BF16 Z12, Z12, Z13
-	VPADDW         Z3, Z13, Z15
-	VPTESTNMW      Z4, Z15, K3
-	KORTESTD       K3, K3
+	VPMOVZXWD.Z    (R8)(R10*2), K2, Z10
+	VPSLLD         $0x10, Z10, Z10
+	VPMOVZXWD.Z    (R9)(R10*2), K2, Z11
+	VPSLLD         $0x10, Z11, Z11
+	VADDPS         Z11, Z10, Z10
+	VFPCLASSPSZ    $0xa1, Z10, K3
+	KORTESTW       K3, K3
 	JNZ            bf16fix12
+	BYTE $0x62; BYTE $0x52; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xda // VCVTNE2PS2BF16 Z10, Z10, Z11
 
 bf16fixed13:
-	VMOVDQU16 Z13, K2, (R9)(R10*2)
-	VPERMW.Z  Z13, Z5, K1, Z12
-	VADDPS    Z12, Z8, Z8
+	VMOVDQU16 Z11, K2, (R9)(R10*2)
+	VPERMW.Z  Z11, Z3, K1, Z10
+	VADDPS    Z10, Z6, Z6
 	MOVQ      R11, R13
 	SUBQ      $0x00000010, R13
 	JLE       addsummed
@@ -31503,21 +31238,20 @@ bf16fixed13:
 
 addtailmask1:
 	KMOVW          (R12)(R13*2), K2
-	VPMOVZXWD.Z    32(R8)(R10*2), K2, Z12
-	VPSLLD         $0x10, Z12, Z12
-	VPMOVZXWD.Z    32(R9)(R10*2), K2, Z13
-	VPSLLD         $0x10, Z13, Z13
-	VADDPS         Z13, Z12, Z12
-	BYTE $0x62; BYTE $0x52; BYTE $0x1f; BYTE $0x48; BYTE $0x72; BYTE $0xec // VCVTNE2PS2BF16 Z12, Z12, Z13
-	VPADDW         Z3, Z13, Z15
-	VPTESTNMW      Z4, Z15, K3
-	KORTESTD       K3, K3
+	VPMOVZXWD.Z    32(R8)(R10*2), K2, Z10
+	VPSLLD         $0x10, Z10, Z10
+	VPMOVZXWD.Z    32(R9)(R10*2), K2, Z11
+	VPSLLD         $0x10, Z11, Z11
+	VADDPS         Z11, Z10, Z10
+	VFPCLASSPSZ    $0xa1, Z10, K3
+	KORTESTW       K3, K3
 	JNZ            bf16fix14
+	BYTE $0x62; BYTE $0x52; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xda // VCVTNE2PS2BF16 Z10, Z10, Z11
 
 bf16fixed15:
-	VMOVDQU16 Z13, K2, 32(R9)(R10*2)
-	VPERMW.Z  Z13, Z5, K1, Z12
-	VADDPS    Z12, Z9, Z9
+	VMOVDQU16 Z11, K2, 32(R9)(R10*2)
+	VPERMW.Z  Z11, Z3, K1, Z10
+	VADDPS    Z10, Z7, Z7
 	MOVQ      R11, R13
 	SUBQ      $0x00000020, R13
 	JLE       addsummed
@@ -31527,21 +31261,20 @@ bf16fixed15:
 
 addtailmask2:
 	KMOVW          (R12)(R13*2), K2
-	VPMOVZXWD.Z    64(R8)(R10*2), K2, Z12
-	VPSLLD         $0x10, Z12, Z12
-	VPMOVZXWD.Z    64(R9)(R10*2), K2, Z13
-	VPSLLD         $0x10, Z13, Z13
-	VADDPS         Z13, Z12, Z12
-	BYTE $0x62; BYTE $0x52; BYTE $0x1f; BYTE $0x48; BYTE $0x72; BYTE $0xec // VCVTNE2PS2BF16 Z12, Z12, Z13
-	VPADDW         Z3, Z13, Z15
-	VPTESTNMW      Z4, Z15, K3
-	KORTESTD       K3, K3
+	VPMOVZXWD.Z    64(R8)(R10*2), K2, Z10
+	VPSLLD         $0x10, Z10, Z10
+	VPMOVZXWD.Z    64(R9)(R10*2), K2, Z11
+	VPSLLD         $0x10, Z11, Z11
+	VADDPS         Z11, Z10, Z10
+	VFPCLASSPSZ    $0xa1, Z10, K3
+	KORTESTW       K3, K3
 	JNZ            bf16fix16
+	BYTE $0x62; BYTE $0x52; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xda // VCVTNE2PS2BF16 Z10, Z10, Z11
 
 bf16fixed17:
-	VMOVDQU16 Z13, K2, 64(R9)(R10*2)
-	VPERMW.Z  Z13, Z5, K1, Z12
-	VADDPS    Z12, Z10, Z10
+	VMOVDQU16 Z11, K2, 64(R9)(R10*2)
+	VPERMW.Z  Z11, Z3, K1, Z10
+	VADDPS    Z10, Z8, Z8
 	SUBQ      $0x00000030, R11
 	JLE       addsummed
 	CMPQ      R11, $0x00000010
@@ -31550,57 +31283,56 @@ bf16fixed17:
 
 addtailmask3:
 	KMOVW          (R12)(R11*2), K2
-	VPMOVZXWD.Z    96(R8)(R10*2), K2, Z12
-	VPSLLD         $0x10, Z12, Z12
-	VPMOVZXWD.Z    96(R9)(R10*2), K2, Z13
-	VPSLLD         $0x10, Z13, Z13
-	VADDPS         Z13, Z12, Z12
-	BYTE $0x62; BYTE $0x52; BYTE $0x1f; BYTE $0x48; BYTE $0x72; BYTE $0xec // VCVTNE2PS2BF16 Z12, Z12, Z13
-	VPADDW         Z3, Z13, Z15
-	VPTESTNMW      Z4, Z15, K3
-	KORTESTD       K3, K3
+	VPMOVZXWD.Z    96(R8)(R10*2), K2, Z10
+	VPSLLD         $0x10, Z10, Z10
+	VPMOVZXWD.Z    96(R9)(R10*2), K2, Z11
+	VPSLLD         $0x10, Z11, Z11
+	VADDPS         Z11, Z10, Z10
+	VFPCLASSPSZ    $0xa1, Z10, K3
+	KORTESTW       K3, K3
 	JNZ            bf16fix18
+	BYTE $0x62; BYTE $0x52; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xda // VCVTNE2PS2BF16 Z10, Z10, Z11
 
 bf16fixed19:
-	VMOVDQU16 Z13, K2, 96(R9)(R10*2)
-	VPERMW.Z  Z13, Z5, K1, Z12
-	VADDPS    Z12, Z11, Z11
+	VMOVDQU16 Z11, K2, 96(R9)(R10*2)
+	VPERMW.Z  Z11, Z3, K1, Z10
+	VADDPS    Z10, Z9, Z9
 
 addsummed:
-	VADDPS Z10, Z8, Z8
-	VADDPS Z11, Z9, Z9
-	VADDPS Z9, Z8, Z8
+	VADDPS Z8, Z6, Z6
+	VADDPS Z9, Z7, Z7
+	VADDPS Z7, Z6, Z6
 
 mean:
-	VSHUFF64X2 $0xee, Z8, Z8, Z9
-	VADDPS     Z9, Z8, Z8
-	VSHUFF32X4 $0x01, Z8, Z8, Z9
-	VADDPS     Z9, Z8, Z8
-	VPERMILPS  $0x4e, Z8, Z9
-	VADDPS     Z9, Z8, Z8
-	VPERMILPS  $0xb1, Z8, Z9
-	VADDPS     Z9, Z8, Z8
+	VSHUFF64X2 $0xee, Z6, Z6, Z7
+	VADDPS     Z7, Z6, Z6
+	VSHUFF32X4 $0x01, Z6, Z6, Z7
+	VADDPS     Z7, Z6, Z6
+	VPERMILPS  $0x4e, Z6, Z7
+	VADDPS     Z7, Z6, Z6
+	VPERMILPS  $0xb1, Z6, Z7
+	VADDPS     Z7, Z6, Z6
 	TESTL      $0x00000020, job_flags+0(AX)
 	JZ         nocenter
 
 	// A row whose sum is not finite (s-s is NaN) takes the float64 path; else m = s/d.
-	VSUBSS   X8, X8, X9
-	VUCOMISS X9, X9
+	VSUBSS   X6, X6, X7
+	VUCOMISS X7, X7
 	JPS      ret
 	CMPL     380(SP), $0x00
 	JE       divide20
-	VMULSS   380(SP), X8, X9
+	VMULSS   380(SP), X6, X7
 	JMP      divided21
 
 divide20:
-	VDIVSS 376(SP), X8, X9
+	VDIVSS 376(SP), X6, X7
 
 divided21:
-	VBROADCASTSS X9, Z12
+	VBROADCASTSS X7, Z10
 	JMP          centered
 
 nocenter:
-	VMOVUPS zero64<>+0(SB), Z12
+	VMOVUPS zero64<>+0(SB), Z10
 
 centered:
 	MOVQ DX, R8
@@ -31609,28 +31341,28 @@ centered:
 	MOVQ    job_d+0(AX), R10
 	SUBQ    $0x00000040, R10
 	JGE     sqfirstblock
+	VMOVUPS zero64<>+0(SB), Z6
+	VMOVUPS zero64<>+0(SB), Z7
 	VMOVUPS zero64<>+0(SB), Z8
 	VMOVUPS zero64<>+0(SB), Z9
-	VMOVUPS zero64<>+0(SB), Z10
-	VMOVUPS zero64<>+0(SB), Z11
 	XORQ    R9, R9
 	JMP     sqsumtail
 
 sqfirstblock:
 	// +0 + square is the square itself: the first block initializes the partials.
 	XORQ     R9, R9
-	VPERMW.Z (R8)(R9*2), Z5, K1, Z8
-	VSUBPS   Z12, Z8, Z8
+	VPERMW.Z (R8)(R9*2), Z3, K1, Z6
+	VSUBPS   Z10, Z6, Z6
+	VMULPS   Z6, Z6, Z6
+	VPERMW.Z (R8)(R9*2), Z4, K1, Z7
+	VSUBPS   Z10, Z7, Z7
+	VMULPS   Z7, Z7, Z7
+	VPERMW.Z 64(R8)(R9*2), Z3, K1, Z8
+	VSUBPS   Z10, Z8, Z8
 	VMULPS   Z8, Z8, Z8
-	VPERMW.Z (R8)(R9*2), Z6, K1, Z9
-	VSUBPS   Z12, Z9, Z9
+	VPERMW.Z 64(R8)(R9*2), Z4, K1, Z9
+	VSUBPS   Z10, Z9, Z9
 	VMULPS   Z9, Z9, Z9
-	VPERMW.Z 64(R8)(R9*2), Z5, K1, Z10
-	VSUBPS   Z12, Z10, Z10
-	VMULPS   Z10, Z10, Z10
-	VPERMW.Z 64(R8)(R9*2), Z6, K1, Z11
-	VSUBPS   Z12, Z11, Z11
-	VMULPS   Z11, Z11, Z11
 	MOVQ     $0x00000040, R9
 
 	// With flagPF, the rows ahead are prefetched: one loop for both, the flag tested per block.
@@ -31652,22 +31384,22 @@ sqsumloop:
 	JNZ   sqsumpf
 
 sqsumblock:
-	VPERMW.Z (R8)(R9*2), Z5, K1, Z13
-	VSUBPS   Z12, Z13, Z13
-	VMULPS   Z13, Z13, Z13
-	VADDPS   Z13, Z8, Z8
-	VPERMW.Z (R8)(R9*2), Z6, K1, Z13
-	VSUBPS   Z12, Z13, Z13
-	VMULPS   Z13, Z13, Z13
-	VADDPS   Z13, Z9, Z9
-	VPERMW.Z 64(R8)(R9*2), Z5, K1, Z13
-	VSUBPS   Z12, Z13, Z13
-	VMULPS   Z13, Z13, Z13
-	VADDPS   Z13, Z10, Z10
-	VPERMW.Z 64(R8)(R9*2), Z6, K1, Z13
-	VSUBPS   Z12, Z13, Z13
-	VMULPS   Z13, Z13, Z13
-	VADDPS   Z13, Z11, Z11
+	VPERMW.Z (R8)(R9*2), Z3, K1, Z11
+	VSUBPS   Z10, Z11, Z11
+	VMULPS   Z11, Z11, Z11
+	VADDPS   Z11, Z6, Z6
+	VPERMW.Z (R8)(R9*2), Z4, K1, Z11
+	VSUBPS   Z10, Z11, Z11
+	VMULPS   Z11, Z11, Z11
+	VADDPS   Z11, Z7, Z7
+	VPERMW.Z 64(R8)(R9*2), Z3, K1, Z11
+	VSUBPS   Z10, Z11, Z11
+	VMULPS   Z11, Z11, Z11
+	VADDPS   Z11, Z8, Z8
+	VPERMW.Z 64(R8)(R9*2), Z4, K1, Z11
+	VSUBPS   Z10, Z11, Z11
+	VMULPS   Z11, Z11, Z11
+	VADDPS   Z11, Z9, Z9
 	ADDQ     $0x00000040, R9
 	JMP      sqsumloop
 
@@ -31690,11 +31422,11 @@ sqsumtail:
 
 sqtailmask0:
 	KMOVW       (R11)(R12*2), K2
-	VPMOVZXWD.Z (R8)(R9*2), K2, Z13
-	VPSLLD      $0x10, Z13, Z13
-	VSUBPS.Z    Z12, Z13, K2, Z13
-	VMULPS      Z13, Z13, Z13
-	VADDPS      Z13, Z8, Z8
+	VPMOVZXWD.Z (R8)(R9*2), K2, Z11
+	VPSLLD      $0x10, Z11, Z11
+	VSUBPS.Z    Z10, Z11, K2, Z11
+	VMULPS      Z11, Z11, Z11
+	VADDPS      Z11, Z6, Z6
 	MOVQ        R10, R12
 	SUBQ        $0x00000010, R12
 	JLE         sqsummed
@@ -31704,11 +31436,11 @@ sqtailmask0:
 
 sqtailmask1:
 	KMOVW       (R11)(R12*2), K2
-	VPMOVZXWD.Z 32(R8)(R9*2), K2, Z13
-	VPSLLD      $0x10, Z13, Z13
-	VSUBPS.Z    Z12, Z13, K2, Z13
-	VMULPS      Z13, Z13, Z13
-	VADDPS      Z13, Z9, Z9
+	VPMOVZXWD.Z 32(R8)(R9*2), K2, Z11
+	VPSLLD      $0x10, Z11, Z11
+	VSUBPS.Z    Z10, Z11, K2, Z11
+	VMULPS      Z11, Z11, Z11
+	VADDPS      Z11, Z7, Z7
 	MOVQ        R10, R12
 	SUBQ        $0x00000020, R12
 	JLE         sqsummed
@@ -31718,11 +31450,11 @@ sqtailmask1:
 
 sqtailmask2:
 	KMOVW       (R11)(R12*2), K2
-	VPMOVZXWD.Z 64(R8)(R9*2), K2, Z13
-	VPSLLD      $0x10, Z13, Z13
-	VSUBPS.Z    Z12, Z13, K2, Z13
-	VMULPS      Z13, Z13, Z13
-	VADDPS      Z13, Z10, Z10
+	VPMOVZXWD.Z 64(R8)(R9*2), K2, Z11
+	VPSLLD      $0x10, Z11, Z11
+	VSUBPS.Z    Z10, Z11, K2, Z11
+	VMULPS      Z11, Z11, Z11
+	VADDPS      Z11, Z8, Z8
 	SUBQ        $0x00000030, R10
 	JLE         sqsummed
 	CMPQ        R10, $0x00000010
@@ -31731,52 +31463,52 @@ sqtailmask2:
 
 sqtailmask3:
 	KMOVW       (R11)(R10*2), K2
-	VPMOVZXWD.Z 96(R8)(R9*2), K2, Z13
-	VPSLLD      $0x10, Z13, Z13
-	VSUBPS.Z    Z12, Z13, K2, Z13
-	VMULPS      Z13, Z13, Z13
-	VADDPS      Z13, Z11, Z11
+	VPMOVZXWD.Z 96(R8)(R9*2), K2, Z11
+	VPSLLD      $0x10, Z11, Z11
+	VSUBPS.Z    Z10, Z11, K2, Z11
+	VMULPS      Z11, Z11, Z11
+	VADDPS      Z11, Z9, Z9
 
 sqsummed:
-	VADDPS Z10, Z8, Z8
-	VADDPS Z11, Z9, Z9
-	VADDPS Z9, Z8, Z8
+	VADDPS Z8, Z6, Z6
+	VADDPS Z9, Z7, Z7
+	VADDPS Z7, Z6, Z6
 
 	// Halving tree: p[j] += p[j+h] for the remaining h, down to ss.
-	VSHUFF64X2 $0xee, Z8, Z8, Z9
-	VADDPS     Z9, Z8, Z8
-	VSHUFF32X4 $0x01, Z8, Z8, Z9
-	VADDPS     Z9, Z8, Z8
-	VPERMILPS  $0x4e, Z8, Z9
-	VADDPS     Z9, Z8, Z8
-	VPERMILPS  $0xb1, Z8, Z9
-	VADDPS     Z9, Z8, Z8
+	VSHUFF64X2 $0xee, Z6, Z6, Z7
+	VADDPS     Z7, Z6, Z6
+	VSHUFF32X4 $0x01, Z6, Z6, Z7
+	VADDPS     Z7, Z6, Z6
+	VPERMILPS  $0x4e, Z6, Z7
+	VADDPS     Z7, Z6, Z6
+	VPERMILPS  $0xb1, Z6, Z7
+	VADDPS     Z7, Z6, Z6
 
 	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
 	CMPL   380(SP), $0x00
 	JE     divide23
-	VMULSS 380(SP), X8, X8
+	VMULSS 380(SP), X6, X6
 	JMP    divided24
 
 divide23:
-	VDIVSS 376(SP), X8, X8
+	VDIVSS 376(SP), X6, X6
 
 divided24:
-	VADDSS   job_eps+0(AX), X8, X8
-	VUCOMISS tlo<>+0(SB), X8
+	VADDSS   job_eps+0(AX), X6, X6
+	VUCOMISS tlo<>+0(SB), X6
 	JCS      ret
-	VUCOMISS tmax<>+0(SB), X8
+	VUCOMISS tmax<>+0(SB), X6
 	JHI      ret
-	VSQRTSS  X8, X8, X8
-	VMOVSS   one<>+0(SB), X14
-	VDIVSS   X8, X14, X14
+	VSQRTSS  X6, X6, X6
+	VMOVSS   one<>+0(SB), X12
+	VDIVSS   X6, X12, X12
 
 	// Report 1/rms if asked.
 	MOVQ   job_inv+0(AX), R8
 	TESTQ  R8, R8
 	JZ     reportmean
 	MOVQ   320(SP), R9
-	VMOVSS X14, (R8)(R9*4)
+	VMOVSS X12, (R8)(R9*4)
 
 reportmean:
 	// Report the mean if asked.
@@ -31784,18 +31516,18 @@ reportmean:
 	TESTQ  R8, R8
 	JZ     scale
 	MOVQ   320(SP), R9
-	VMOVSS X12, (R8)(R9*4)
+	VMOVSS X10, (R8)(R9*4)
 
 scale:
-	VBROADCASTSS X14, Z8
+	VBROADCASTSS X12, Z6
 	MOVQ         $0x00000000, 352(SP)
 	CMPQ         344(SP), $0x01
 	JE           scalebody
-	VMOVUPS      Z14, 256(SP)
+	VMOVUPS      Z12, 256(SP)
 
 scalerow:
 	MOVQ         352(SP), R8
-	VBROADCASTSS 256(SP)(R8*4), Z8
+	VBROADCASTSS 256(SP)(R8*4), Z6
 
 scalebody:
 	// y = (src*inv)*w, rounded after each multiply.
@@ -31825,69 +31557,69 @@ scaleloop:
 	JNZ   scalelooppf26
 
 scaleloopbody27:
-	VPERMW.Z       (DX)(R8*2), Z5, K1, Z9
-	VSUBPS         Z12, Z9, Z9
-	VMULPS         Z8, Z9, Z9
-	VPERMW.Z       (DX)(R8*2), Z6, K1, Z10
-	VSUBPS         Z12, Z10, Z10
-	VMULPS         Z8, Z10, Z10
-	VPERMW.Z       64(DX)(R8*2), Z5, K1, Z11
-	VSUBPS         Z12, Z11, Z11
-	VMULPS         Z8, Z11, Z11
-	VPERMW.Z       64(DX)(R8*2), Z6, K1, Z13
-	VSUBPS         Z12, Z13, Z13
-	VMULPS         Z8, Z13, Z13
+	VPERMW.Z       (DX)(R8*2), Z3, K1, Z7
+	VSUBPS         Z10, Z7, Z7
+	VMULPS         Z6, Z7, Z7
+	VPERMW.Z       (DX)(R8*2), Z4, K1, Z8
+	VSUBPS         Z10, Z8, Z8
+	VMULPS         Z6, Z8, Z8
+	VPERMW.Z       64(DX)(R8*2), Z3, K1, Z9
+	VSUBPS         Z10, Z9, Z9
+	VMULPS         Z6, Z9, Z9
+	VPERMW.Z       64(DX)(R8*2), Z4, K1, Z11
+	VSUBPS         Z10, Z11, Z11
+	VMULPS         Z6, Z11, Z11
 	TESTL          $0x00000008, job_flags+0(AX)
 	JZ             notrn28
-	BYTE $0x62; BYTE $0x52; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xf9 // VCVTNE2PS2BF16 Z9, Z10, Z15
-	VPADDW         Z3, Z15, Z16
-	VPTESTNMW      Z4, Z16, K2
-	KORTESTD       K2, K2
+	VFPCLASSPSZ    $0xa1, Z7, K2
+	VFPCLASSPSZ    $0xa1, Z8, K3
+	KORTESTW       K3, K2
 	JNZ            bf16fix29
+	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xef // VCVTNE2PS2BF16 Z7, Z8, Z13
 
 bf16fixed30:
-	VPERMW.Z       Z15, Z5, K1, Z9
-	VPERMW.Z       Z15, Z6, K1, Z10
-	BYTE $0x62; BYTE $0x52; BYTE $0x17; BYTE $0x48; BYTE $0x72; BYTE $0xfb // VCVTNE2PS2BF16 Z11, Z13, Z15
-	VPADDW         Z3, Z15, Z16
-	VPTESTNMW      Z4, Z16, K2
-	KORTESTD       K2, K2
+	VPERMW.Z       Z13, Z3, K1, Z7
+	VPERMW.Z       Z13, Z4, K1, Z8
+	VFPCLASSPSZ    $0xa1, Z9, K2
+	VFPCLASSPSZ    $0xa1, Z11, K3
+	KORTESTW       K3, K2
 	JNZ            bf16fix31
+	BYTE $0x62; BYTE $0x52; BYTE $0x27; BYTE $0x48; BYTE $0x72; BYTE $0xe9 // VCVTNE2PS2BF16 Z9, Z11, Z13
 
 bf16fixed32:
-	VPERMW.Z Z15, Z5, K1, Z11
-	VPERMW.Z Z15, Z6, K1, Z13
+	VPERMW.Z Z13, Z3, K1, Z9
+	VPERMW.Z Z13, Z4, K1, Z11
 
 notrn28:
-	VMULPS (SI)(R8*4), Z9, Z9
-	VMULPS 64(SI)(R8*4), Z10, Z10
-	VMULPS 128(SI)(R8*4), Z11, Z11
-	VMULPS 192(SI)(R8*4), Z13, Z13
+	VMULPS (SI)(R8*4), Z7, Z7
+	VMULPS 64(SI)(R8*4), Z8, Z8
+	VMULPS 128(SI)(R8*4), Z9, Z9
+	VMULPS 192(SI)(R8*4), Z11, Z11
 	MOVQ   job_bias+0(AX), R12
 	TESTQ  R12, R12
 	JZ     nobias33
-	VADDPS (R12)(R8*4), Z9, Z9
-	VADDPS 64(R12)(R8*4), Z10, Z10
-	VADDPS 128(R12)(R8*4), Z11, Z11
-	VADDPS 192(R12)(R8*4), Z13, Z13
+	VADDPS (R12)(R8*4), Z7, Z7
+	VADDPS 64(R12)(R8*4), Z8, Z8
+	VADDPS 128(R12)(R8*4), Z9, Z9
+	VADDPS 192(R12)(R8*4), Z11, Z11
 
 nobias33:
-	BYTE $0x62; BYTE $0x52; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xf9 // VCVTNE2PS2BF16 Z9, Z10, Z15
-	VPADDW         Z3, Z15, Z16
-	VPTESTNMW      Z4, Z16, K2
-	KORTESTD       K2, K2
+	VFPCLASSPSZ    $0xa1, Z7, K2
+	VFPCLASSPSZ    $0xa1, Z8, K3
+	KORTESTW       K3, K2
 	JNZ            bf16fix34
+	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xef // VCVTNE2PS2BF16 Z7, Z8, Z13
 
 bf16fixed35:
-	VMOVDQU64      Z15, (CX)(R8*2)
-	BYTE $0x62; BYTE $0x52; BYTE $0x17; BYTE $0x48; BYTE $0x72; BYTE $0xcb // VCVTNE2PS2BF16 Z11, Z13, Z9
-	VPADDW         Z3, Z9, Z10
-	VPTESTNMW      Z4, Z10, K2
-	KORTESTD       K2, K2
+	VMOVDQU64      Z13, (CX)(R8*2)
+	VFPCLASSPSZ    $0xa1, Z9, K2
+	VFPCLASSPSZ    $0xa1, Z11, K3
+	KORTESTW       K3, K2
 	JNZ            bf16fix36
+	BYTE $0x62; BYTE $0xd2; BYTE $0x27; BYTE $0x48; BYTE $0x72; BYTE $0xf9 // VCVTNE2PS2BF16 Z9, Z11, Z7
 
 bf16fixed37:
-	VMOVDQU64 Z9, 64(CX)(R8*2)
+	VMOVDQU64 Z7, 64(CX)(R8*2)
 	ADDQ      $0x00000040, R8
 	JMP       scaleloop
 
@@ -31904,77 +31636,77 @@ scaleloopoffset:
 	JNZ   scaleloopoffsetpf38
 
 scaleloopoffsetbody39:
-	VPERMW.Z       (DX)(R8*2), Z5, K1, Z9
-	VSUBPS         Z12, Z9, Z9
-	VMULPS         Z8, Z9, Z9
-	VPERMW.Z       (DX)(R8*2), Z6, K1, Z10
-	VSUBPS         Z12, Z10, Z10
-	VMULPS         Z8, Z10, Z10
-	VPERMW.Z       64(DX)(R8*2), Z5, K1, Z11
-	VSUBPS         Z12, Z11, Z11
-	VMULPS         Z8, Z11, Z11
-	VPERMW.Z       64(DX)(R8*2), Z6, K1, Z13
-	VSUBPS         Z12, Z13, Z13
-	VMULPS         Z8, Z13, Z13
+	VPERMW.Z       (DX)(R8*2), Z3, K1, Z7
+	VSUBPS         Z10, Z7, Z7
+	VMULPS         Z6, Z7, Z7
+	VPERMW.Z       (DX)(R8*2), Z4, K1, Z8
+	VSUBPS         Z10, Z8, Z8
+	VMULPS         Z6, Z8, Z8
+	VPERMW.Z       64(DX)(R8*2), Z3, K1, Z9
+	VSUBPS         Z10, Z9, Z9
+	VMULPS         Z6, Z9, Z9
+	VPERMW.Z       64(DX)(R8*2), Z4, K1, Z11
+	VSUBPS         Z10, Z11, Z11
+	VMULPS         Z6, Z11, Z11
 	TESTL          $0x00000008, job_flags+0(AX)
 	JZ             notrn40
-	BYTE $0x62; BYTE $0x52; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xf9 // VCVTNE2PS2BF16 Z9, Z10, Z15
-	VPADDW         Z3, Z15, Z16
-	VPTESTNMW      Z4, Z16, K2
-	KORTESTD       K2, K2
+	VFPCLASSPSZ    $0xa1, Z7, K2
+	VFPCLASSPSZ    $0xa1, Z8, K3
+	KORTESTW       K3, K2
 	JNZ            bf16fix41
+	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xef // VCVTNE2PS2BF16 Z7, Z8, Z13
 
 bf16fixed42:
-	VPERMW.Z       Z15, Z5, K1, Z9
-	VPERMW.Z       Z15, Z6, K1, Z10
-	BYTE $0x62; BYTE $0x52; BYTE $0x17; BYTE $0x48; BYTE $0x72; BYTE $0xfb // VCVTNE2PS2BF16 Z11, Z13, Z15
-	VPADDW         Z3, Z15, Z16
-	VPTESTNMW      Z4, Z16, K2
-	KORTESTD       K2, K2
+	VPERMW.Z       Z13, Z3, K1, Z7
+	VPERMW.Z       Z13, Z4, K1, Z8
+	VFPCLASSPSZ    $0xa1, Z9, K2
+	VFPCLASSPSZ    $0xa1, Z11, K3
+	KORTESTW       K3, K2
 	JNZ            bf16fix43
+	BYTE $0x62; BYTE $0x52; BYTE $0x27; BYTE $0x48; BYTE $0x72; BYTE $0xe9 // VCVTNE2PS2BF16 Z9, Z11, Z13
 
 bf16fixed44:
-	VPERMW.Z Z15, Z5, K1, Z11
-	VPERMW.Z Z15, Z6, K1, Z13
+	VPERMW.Z Z13, Z3, K1, Z9
+	VPERMW.Z Z13, Z4, K1, Z11
 
 notrn40:
-	VMOVUPS (SI)(R8*4), Z15
-	VADDPS  Z7, Z15, Z15
-	VMULPS  Z15, Z9, Z9
-	VMOVUPS 64(SI)(R8*4), Z15
-	VADDPS  Z7, Z15, Z15
-	VMULPS  Z15, Z10, Z10
-	VMOVUPS 128(SI)(R8*4), Z15
-	VADDPS  Z7, Z15, Z15
-	VMULPS  Z15, Z11, Z11
-	VMOVUPS 192(SI)(R8*4), Z15
-	VADDPS  Z7, Z15, Z15
-	VMULPS  Z15, Z13, Z13
+	VMOVUPS (SI)(R8*4), Z13
+	VADDPS  Z5, Z13, Z13
+	VMULPS  Z13, Z7, Z7
+	VMOVUPS 64(SI)(R8*4), Z13
+	VADDPS  Z5, Z13, Z13
+	VMULPS  Z13, Z8, Z8
+	VMOVUPS 128(SI)(R8*4), Z13
+	VADDPS  Z5, Z13, Z13
+	VMULPS  Z13, Z9, Z9
+	VMOVUPS 192(SI)(R8*4), Z13
+	VADDPS  Z5, Z13, Z13
+	VMULPS  Z13, Z11, Z11
 	MOVQ    job_bias+0(AX), R12
 	TESTQ   R12, R12
 	JZ      nobias45
-	VADDPS  (R12)(R8*4), Z9, Z9
-	VADDPS  64(R12)(R8*4), Z10, Z10
-	VADDPS  128(R12)(R8*4), Z11, Z11
-	VADDPS  192(R12)(R8*4), Z13, Z13
+	VADDPS  (R12)(R8*4), Z7, Z7
+	VADDPS  64(R12)(R8*4), Z8, Z8
+	VADDPS  128(R12)(R8*4), Z9, Z9
+	VADDPS  192(R12)(R8*4), Z11, Z11
 
 nobias45:
-	BYTE $0x62; BYTE $0x52; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xf9 // VCVTNE2PS2BF16 Z9, Z10, Z15
-	VPADDW         Z3, Z15, Z16
-	VPTESTNMW      Z4, Z16, K2
-	KORTESTD       K2, K2
+	VFPCLASSPSZ    $0xa1, Z7, K2
+	VFPCLASSPSZ    $0xa1, Z8, K3
+	KORTESTW       K3, K2
 	JNZ            bf16fix46
+	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xef // VCVTNE2PS2BF16 Z7, Z8, Z13
 
 bf16fixed47:
-	VMOVDQU64      Z15, (CX)(R8*2)
-	BYTE $0x62; BYTE $0x52; BYTE $0x17; BYTE $0x48; BYTE $0x72; BYTE $0xcb // VCVTNE2PS2BF16 Z11, Z13, Z9
-	VPADDW         Z3, Z9, Z10
-	VPTESTNMW      Z4, Z10, K2
-	KORTESTD       K2, K2
+	VMOVDQU64      Z13, (CX)(R8*2)
+	VFPCLASSPSZ    $0xa1, Z9, K2
+	VFPCLASSPSZ    $0xa1, Z11, K3
+	KORTESTW       K3, K2
 	JNZ            bf16fix48
+	BYTE $0x62; BYTE $0xd2; BYTE $0x27; BYTE $0x48; BYTE $0x72; BYTE $0xf9 // VCVTNE2PS2BF16 Z9, Z11, Z7
 
 bf16fixed49:
-	VMOVDQU64 Z9, 64(CX)(R8*2)
+	VMOVDQU64 Z7, 64(CX)(R8*2)
 	ADDQ      $0x00000040, R8
 	JMP       scaleloopoffset
 
@@ -31991,43 +31723,43 @@ scaleloopnoweight:
 	JNZ   scaleloopnoweightpf50
 
 scaleloopnoweightbody51:
-	VPERMW.Z (DX)(R8*2), Z5, K1, Z9
-	VSUBPS   Z12, Z9, Z9
-	VMULPS   Z8, Z9, Z9
-	VPERMW.Z (DX)(R8*2), Z6, K1, Z10
-	VSUBPS   Z12, Z10, Z10
-	VMULPS   Z8, Z10, Z10
-	VPERMW.Z 64(DX)(R8*2), Z5, K1, Z11
-	VSUBPS   Z12, Z11, Z11
-	VMULPS   Z8, Z11, Z11
-	VPERMW.Z 64(DX)(R8*2), Z6, K1, Z13
-	VSUBPS   Z12, Z13, Z13
-	VMULPS   Z8, Z13, Z13
+	VPERMW.Z (DX)(R8*2), Z3, K1, Z7
+	VSUBPS   Z10, Z7, Z7
+	VMULPS   Z6, Z7, Z7
+	VPERMW.Z (DX)(R8*2), Z4, K1, Z8
+	VSUBPS   Z10, Z8, Z8
+	VMULPS   Z6, Z8, Z8
+	VPERMW.Z 64(DX)(R8*2), Z3, K1, Z9
+	VSUBPS   Z10, Z9, Z9
+	VMULPS   Z6, Z9, Z9
+	VPERMW.Z 64(DX)(R8*2), Z4, K1, Z11
+	VSUBPS   Z10, Z11, Z11
+	VMULPS   Z6, Z11, Z11
 	MOVQ     job_bias+0(AX), R12
 	TESTQ    R12, R12
 	JZ       nobias52
-	VADDPS   (R12)(R8*4), Z9, Z9
-	VADDPS   64(R12)(R8*4), Z10, Z10
-	VADDPS   128(R12)(R8*4), Z11, Z11
-	VADDPS   192(R12)(R8*4), Z13, Z13
+	VADDPS   (R12)(R8*4), Z7, Z7
+	VADDPS   64(R12)(R8*4), Z8, Z8
+	VADDPS   128(R12)(R8*4), Z9, Z9
+	VADDPS   192(R12)(R8*4), Z11, Z11
 
 nobias52:
-	BYTE $0x62; BYTE $0x52; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xf9 // VCVTNE2PS2BF16 Z9, Z10, Z15
-	VPADDW         Z3, Z15, Z16
-	VPTESTNMW      Z4, Z16, K2
-	KORTESTD       K2, K2
+	VFPCLASSPSZ    $0xa1, Z7, K2
+	VFPCLASSPSZ    $0xa1, Z8, K3
+	KORTESTW       K3, K2
 	JNZ            bf16fix53
+	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xef // VCVTNE2PS2BF16 Z7, Z8, Z13
 
 bf16fixed54:
-	VMOVDQU64      Z15, (CX)(R8*2)
-	BYTE $0x62; BYTE $0x52; BYTE $0x17; BYTE $0x48; BYTE $0x72; BYTE $0xcb // VCVTNE2PS2BF16 Z11, Z13, Z9
-	VPADDW         Z3, Z9, Z10
-	VPTESTNMW      Z4, Z10, K2
-	KORTESTD       K2, K2
+	VMOVDQU64      Z13, (CX)(R8*2)
+	VFPCLASSPSZ    $0xa1, Z9, K2
+	VFPCLASSPSZ    $0xa1, Z11, K3
+	KORTESTW       K3, K2
 	JNZ            bf16fix55
+	BYTE $0x62; BYTE $0xd2; BYTE $0x27; BYTE $0x48; BYTE $0x72; BYTE $0xf9 // VCVTNE2PS2BF16 Z9, Z11, Z7
 
 bf16fixed56:
-	VMOVDQU64 Z9, 64(CX)(R8*2)
+	VMOVDQU64 Z7, 64(CX)(R8*2)
 	ADDQ      $0x00000040, R8
 	JMP       scaleloopnoweight
 
@@ -32050,43 +31782,41 @@ scalent:
 scalehead:
 	CMPQ           R10, $0x00000010
 	JB             scaleheadpart
-	VPMOVZXWD      (DX)(R8*2), Z9
-	VPSLLD         $0x10, Z9, Z9
-	VSUBPS         Z12, Z9, Z9
-	VMULPS         Z8, Z9, Z9
+	VPMOVZXWD      (DX)(R8*2), Z7
+	VPSLLD         $0x10, Z7, Z7
+	VSUBPS         Z10, Z7, Z7
+	VMULPS         Z6, Z7, Z7
 	TESTL          $0x00000008, job_flags+0(AX)
 	JZ             notrn57
-	BYTE $0x62; BYTE $0x52; BYTE $0x37; BYTE $0x48; BYTE $0x72; BYTE $0xd1 // VCVTNE2PS2BF16 Z9, Z9, Z10
-	VPADDW         Z3, Z10, Z11
-	VPTESTNMW      Z4, Z11, K2
-	KORTESTD       K2, K2
+	VFPCLASSPSZ    $0xa1, Z7, K2
+	KORTESTW       K2, K2
 	JNZ            bf16fix58
+	BYTE $0x62; BYTE $0x72; BYTE $0x47; BYTE $0x48; BYTE $0x72; BYTE $0xc7 // VCVTNE2PS2BF16 Z7, Z7, Z8
 
 bf16fixed59:
-	VPERMW.Z Z10, Z5, K1, Z9
+	VPERMW.Z Z8, Z3, K1, Z7
 
 notrn57:
 	TESTQ   SI, SI
 	JZ      noweight60
-	VMOVUPS (SI)(R8*4), Z10
-	VADDPS  Z7, Z10, Z10
-	VMULPS  Z10, Z9, Z9
+	VMOVUPS (SI)(R8*4), Z8
+	VADDPS  Z5, Z8, Z8
+	VMULPS  Z8, Z7, Z7
 
 noweight60:
 	MOVQ   job_bias+0(AX), R11
 	TESTQ  R11, R11
 	JZ     nobias61
-	VADDPS (R11)(R8*4), Z9, Z9
+	VADDPS (R11)(R8*4), Z7, Z7
 
 nobias61:
-	BYTE $0x62; BYTE $0x52; BYTE $0x37; BYTE $0x48; BYTE $0x72; BYTE $0xd1 // VCVTNE2PS2BF16 Z9, Z9, Z10
-	VPADDW         Z3, Z10, Z11
-	VPTESTNMW      Z4, Z11, K2
-	KORTESTD       K2, K2
+	VFPCLASSPSZ    $0xa1, Z7, K2
+	KORTESTW       K2, K2
 	JNZ            bf16fix62
+	BYTE $0x62; BYTE $0x72; BYTE $0x47; BYTE $0x48; BYTE $0x72; BYTE $0xc7 // VCVTNE2PS2BF16 Z7, Z7, Z8
 
 bf16fixed63:
-	VEXTRACTI64X4 $0x00, Z10, (CX)(R8*2)
+	VEXTRACTI64X4 $0x00, Z8, (CX)(R8*2)
 	ADDQ          $0x00000010, R8
 	SUBQ          $0x00000010, R10
 	JZ            scalentgo
@@ -32110,91 +31840,91 @@ scalentloop:
 	JG             scaletail
 	PREFETCHT0     (R10)(R8*2)
 	PREFETCHT0     64(R10)(R8*2)
-	VPERMW.Z       (DX)(R8*2), Z5, K1, Z9
-	VSUBPS         Z12, Z9, Z9
-	VMULPS         Z8, Z9, Z9
-	VPERMW.Z       (DX)(R8*2), Z6, K1, Z10
-	VSUBPS         Z12, Z10, Z10
-	VMULPS         Z8, Z10, Z10
-	VPERMW.Z       64(DX)(R8*2), Z5, K1, Z11
-	VSUBPS         Z12, Z11, Z11
-	VMULPS         Z8, Z11, Z11
-	VPERMW.Z       64(DX)(R8*2), Z6, K1, Z13
-	VSUBPS         Z12, Z13, Z13
-	VMULPS         Z8, Z13, Z13
+	VPERMW.Z       (DX)(R8*2), Z3, K1, Z7
+	VSUBPS         Z10, Z7, Z7
+	VMULPS         Z6, Z7, Z7
+	VPERMW.Z       (DX)(R8*2), Z4, K1, Z8
+	VSUBPS         Z10, Z8, Z8
+	VMULPS         Z6, Z8, Z8
+	VPERMW.Z       64(DX)(R8*2), Z3, K1, Z9
+	VSUBPS         Z10, Z9, Z9
+	VMULPS         Z6, Z9, Z9
+	VPERMW.Z       64(DX)(R8*2), Z4, K1, Z11
+	VSUBPS         Z10, Z11, Z11
+	VMULPS         Z6, Z11, Z11
 	TESTL          $0x00000008, job_flags+0(AX)
 	JZ             notrn65
-	BYTE $0x62; BYTE $0x52; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xf9 // VCVTNE2PS2BF16 Z9, Z10, Z15
-	VPADDW         Z3, Z15, Z16
-	VPTESTNMW      Z4, Z16, K2
-	KORTESTD       K2, K2
+	VFPCLASSPSZ    $0xa1, Z7, K2
+	VFPCLASSPSZ    $0xa1, Z8, K3
+	KORTESTW       K3, K2
 	JNZ            bf16fix66
+	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xef // VCVTNE2PS2BF16 Z7, Z8, Z13
 
 bf16fixed67:
-	VPERMW.Z       Z15, Z5, K1, Z9
-	VPERMW.Z       Z15, Z6, K1, Z10
-	BYTE $0x62; BYTE $0x52; BYTE $0x17; BYTE $0x48; BYTE $0x72; BYTE $0xfb // VCVTNE2PS2BF16 Z11, Z13, Z15
-	VPADDW         Z3, Z15, Z16
-	VPTESTNMW      Z4, Z16, K2
-	KORTESTD       K2, K2
+	VPERMW.Z       Z13, Z3, K1, Z7
+	VPERMW.Z       Z13, Z4, K1, Z8
+	VFPCLASSPSZ    $0xa1, Z9, K2
+	VFPCLASSPSZ    $0xa1, Z11, K3
+	KORTESTW       K3, K2
 	JNZ            bf16fix68
+	BYTE $0x62; BYTE $0x52; BYTE $0x27; BYTE $0x48; BYTE $0x72; BYTE $0xe9 // VCVTNE2PS2BF16 Z9, Z11, Z13
 
 bf16fixed69:
-	VPERMW.Z Z15, Z5, K1, Z11
-	VPERMW.Z Z15, Z6, K1, Z13
+	VPERMW.Z Z13, Z3, K1, Z9
+	VPERMW.Z Z13, Z4, K1, Z11
 
 notrn65:
 	TESTQ  SI, SI
 	JZ     weighed71
 	TESTL  $0x00000010, R11
 	JNZ    offset70
-	VMULPS (SI)(R8*4), Z9, Z9
-	VMULPS 64(SI)(R8*4), Z10, Z10
-	VMULPS 128(SI)(R8*4), Z11, Z11
-	VMULPS 192(SI)(R8*4), Z13, Z13
+	VMULPS (SI)(R8*4), Z7, Z7
+	VMULPS 64(SI)(R8*4), Z8, Z8
+	VMULPS 128(SI)(R8*4), Z9, Z9
+	VMULPS 192(SI)(R8*4), Z11, Z11
 
 weighed71:
 	MOVQ   job_bias+0(AX), R12
 	TESTQ  R12, R12
 	JZ     nobias72
-	VADDPS (R12)(R8*4), Z9, Z9
-	VADDPS 64(R12)(R8*4), Z10, Z10
-	VADDPS 128(R12)(R8*4), Z11, Z11
-	VADDPS 192(R12)(R8*4), Z13, Z13
+	VADDPS (R12)(R8*4), Z7, Z7
+	VADDPS 64(R12)(R8*4), Z8, Z8
+	VADDPS 128(R12)(R8*4), Z9, Z9
+	VADDPS 192(R12)(R8*4), Z11, Z11
 
 nobias72:
-	BYTE $0x62; BYTE $0x52; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xf9 // VCVTNE2PS2BF16 Z9, Z10, Z15
-	VPADDW         Z3, Z15, Z16
-	VPTESTNMW      Z4, Z16, K2
-	KORTESTD       K2, K2
+	VFPCLASSPSZ    $0xa1, Z7, K2
+	VFPCLASSPSZ    $0xa1, Z8, K3
+	KORTESTW       K3, K2
 	JNZ            bf16fix73
+	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xef // VCVTNE2PS2BF16 Z7, Z8, Z13
 
 bf16fixed74:
-	VMOVNTDQ       Z15, (CX)(R8*2)
-	BYTE $0x62; BYTE $0x52; BYTE $0x17; BYTE $0x48; BYTE $0x72; BYTE $0xcb // VCVTNE2PS2BF16 Z11, Z13, Z9
-	VPADDW         Z3, Z9, Z10
-	VPTESTNMW      Z4, Z10, K2
-	KORTESTD       K2, K2
+	VMOVNTDQ       Z13, (CX)(R8*2)
+	VFPCLASSPSZ    $0xa1, Z9, K2
+	VFPCLASSPSZ    $0xa1, Z11, K3
+	KORTESTW       K3, K2
 	JNZ            bf16fix75
+	BYTE $0x62; BYTE $0xd2; BYTE $0x27; BYTE $0x48; BYTE $0x72; BYTE $0xf9 // VCVTNE2PS2BF16 Z9, Z11, Z7
 
 bf16fixed76:
-	VMOVNTDQ Z9, 64(CX)(R8*2)
+	VMOVNTDQ Z7, 64(CX)(R8*2)
 	ADDQ     $0x00000040, R8
 	JMP      scalentloop
 
 offset70:
-	VMOVUPS (SI)(R8*4), Z15
-	VADDPS  Z7, Z15, Z15
-	VMULPS  Z15, Z9, Z9
-	VMOVUPS 64(SI)(R8*4), Z15
-	VADDPS  Z7, Z15, Z15
-	VMULPS  Z15, Z10, Z10
-	VMOVUPS 128(SI)(R8*4), Z15
-	VADDPS  Z7, Z15, Z15
-	VMULPS  Z15, Z11, Z11
-	VMOVUPS 192(SI)(R8*4), Z15
-	VADDPS  Z7, Z15, Z15
-	VMULPS  Z15, Z13, Z13
+	VMOVUPS (SI)(R8*4), Z13
+	VADDPS  Z5, Z13, Z13
+	VMULPS  Z13, Z7, Z7
+	VMOVUPS 64(SI)(R8*4), Z13
+	VADDPS  Z5, Z13, Z13
+	VMULPS  Z13, Z8, Z8
+	VMOVUPS 128(SI)(R8*4), Z13
+	VADDPS  Z5, Z13, Z13
+	VMULPS  Z13, Z9, Z9
+	VMOVUPS 192(SI)(R8*4), Z13
+	VADDPS  Z5, Z13, Z13
+	VMULPS  Z13, Z11, Z11
 	JMP     weighed71
 
 scaletail:
@@ -32203,43 +31933,41 @@ scaletail:
 scaleone:
 	CMPQ           R8, R9
 	JG             scalepart
-	VPMOVZXWD      (DX)(R8*2), Z9
-	VPSLLD         $0x10, Z9, Z9
-	VSUBPS         Z12, Z9, Z9
-	VMULPS         Z8, Z9, Z9
+	VPMOVZXWD      (DX)(R8*2), Z7
+	VPSLLD         $0x10, Z7, Z7
+	VSUBPS         Z10, Z7, Z7
+	VMULPS         Z6, Z7, Z7
 	TESTL          $0x00000008, job_flags+0(AX)
 	JZ             notrn77
-	BYTE $0x62; BYTE $0x52; BYTE $0x37; BYTE $0x48; BYTE $0x72; BYTE $0xd1 // VCVTNE2PS2BF16 Z9, Z9, Z10
-	VPADDW         Z3, Z10, Z11
-	VPTESTNMW      Z4, Z11, K2
-	KORTESTD       K2, K2
+	VFPCLASSPSZ    $0xa1, Z7, K2
+	KORTESTW       K2, K2
 	JNZ            bf16fix78
+	BYTE $0x62; BYTE $0x72; BYTE $0x47; BYTE $0x48; BYTE $0x72; BYTE $0xc7 // VCVTNE2PS2BF16 Z7, Z7, Z8
 
 bf16fixed79:
-	VPERMW.Z Z10, Z5, K1, Z9
+	VPERMW.Z Z8, Z3, K1, Z7
 
 notrn77:
 	TESTQ   SI, SI
 	JZ      noweight80
-	VMOVUPS (SI)(R8*4), Z10
-	VADDPS  Z7, Z10, Z10
-	VMULPS  Z10, Z9, Z9
+	VMOVUPS (SI)(R8*4), Z8
+	VADDPS  Z5, Z8, Z8
+	VMULPS  Z8, Z7, Z7
 
 noweight80:
 	MOVQ   job_bias+0(AX), R10
 	TESTQ  R10, R10
 	JZ     nobias81
-	VADDPS (R10)(R8*4), Z9, Z9
+	VADDPS (R10)(R8*4), Z7, Z7
 
 nobias81:
-	BYTE $0x62; BYTE $0x52; BYTE $0x37; BYTE $0x48; BYTE $0x72; BYTE $0xd1 // VCVTNE2PS2BF16 Z9, Z9, Z10
-	VPADDW         Z3, Z10, Z11
-	VPTESTNMW      Z4, Z11, K2
-	KORTESTD       K2, K2
+	VFPCLASSPSZ    $0xa1, Z7, K2
+	KORTESTW       K2, K2
 	JNZ            bf16fix82
+	BYTE $0x62; BYTE $0x72; BYTE $0x47; BYTE $0x48; BYTE $0x72; BYTE $0xc7 // VCVTNE2PS2BF16 Z7, Z7, Z8
 
 bf16fixed83:
-	VEXTRACTI64X4 $0x00, Z10, (CX)(R8*2)
+	VEXTRACTI64X4 $0x00, Z8, (CX)(R8*2)
 	ADDQ          $0x00000010, R8
 	JMP           scaleone
 
@@ -32252,44 +31980,42 @@ scalepart:
 partout:
 	LEAQ           kmask<>+0(SB), R11
 	KMOVW          (R11)(R10*2), K2
-	VPMOVZXWD.Z    (DX)(R8*2), K2, Z9
-	VPSLLD         $0x10, Z9, Z9
-	VSUBPS         Z12, Z9, Z9
-	VMULPS         Z9, Z8, Z9
+	VPMOVZXWD.Z    (DX)(R8*2), K2, Z7
+	VPSLLD         $0x10, Z7, Z7
+	VSUBPS         Z10, Z7, Z7
+	VMULPS         Z7, Z6, Z7
 	TESTL          $0x00000008, job_flags+0(AX)
 	JZ             notrn84
-	BYTE $0x62; BYTE $0x52; BYTE $0x37; BYTE $0x48; BYTE $0x72; BYTE $0xd1 // VCVTNE2PS2BF16 Z9, Z9, Z10
-	VPADDW         Z3, Z10, Z11
-	VPTESTNMW      Z4, Z11, K3
-	KORTESTD       K3, K3
+	VFPCLASSPSZ    $0xa1, Z7, K3
+	KORTESTW       K3, K3
 	JNZ            bf16fix85
+	BYTE $0x62; BYTE $0x72; BYTE $0x47; BYTE $0x48; BYTE $0x72; BYTE $0xc7 // VCVTNE2PS2BF16 Z7, Z7, Z8
 
 bf16fixed86:
-	VPERMW.Z Z10, Z5, K1, Z9
+	VPERMW.Z Z8, Z3, K1, Z7
 
 notrn84:
 	TESTQ     SI, SI
 	JZ        noweight87
-	VMOVUPS.Z (SI)(R8*4), K2, Z10
-	VADDPS    Z7, Z10, Z10
-	VMULPS    Z10, Z9, Z9
+	VMOVUPS.Z (SI)(R8*4), K2, Z8
+	VADDPS    Z5, Z8, Z8
+	VMULPS    Z8, Z7, Z7
 
 noweight87:
 	MOVQ      job_bias+0(AX), R11
 	TESTQ     R11, R11
 	JZ        nobias88
-	VMOVUPS.Z (R11)(R8*4), K2, Z10
-	VADDPS    Z10, Z9, Z9
+	VMOVUPS.Z (R11)(R8*4), K2, Z8
+	VADDPS    Z8, Z7, Z7
 
 nobias88:
-	BYTE $0x62; BYTE $0x52; BYTE $0x37; BYTE $0x48; BYTE $0x72; BYTE $0xd1 // VCVTNE2PS2BF16 Z9, Z9, Z10
-	VPADDW         Z3, Z10, Z11
-	VPTESTNMW      Z4, Z11, K3
-	KORTESTD       K3, K3
+	VFPCLASSPSZ    $0xa1, Z7, K3
+	KORTESTW       K3, K3
 	JNZ            bf16fix89
+	BYTE $0x62; BYTE $0x72; BYTE $0x47; BYTE $0x48; BYTE $0x72; BYTE $0xc7 // VCVTNE2PS2BF16 Z7, Z7, Z8
 
 bf16fixed90:
-	VMOVDQU16 Z10, K2, (CX)(R8*2)
+	VMOVDQU16 Z8, K2, (CX)(R8*2)
 	ADDQ      R10, R8
 	CMPQ      R8, job_d+0(AX)
 	JB        scalentgo
@@ -32318,10 +32044,22 @@ vzero:
 	RET
 
 bf16fix3:
-	VFPCLASSPSZ  $0xa1, Z8, K2
-	VFPCLASSPSZ  $0xa1, Z9, K3
-	KORTESTW     K3, K2
-	JZ           bf16fixed4
+	VPSRLD       $0x10, Z6, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z6, Z8, Z8
+	VFPCLASSPSZ  $0x81, Z6, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
+	VPSRLD       $0x10, Z7, Z6
+	VPANDD       Z0, Z6, Z6
+	VPADDD       Z1, Z6, Z6
+	VPADDD       Z7, Z6, Z6
+	VFPCLASSPSZ  $0x81, Z7, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z6
+	VPERMT2W     Z6, Z2, Z8
+	JMP          bf16fixed4
+
+bf16fix5:
 	VPSRLD       $0x10, Z8, Z10
 	VPANDD       Z0, Z10, Z10
 	VPADDD       Z1, Z10, Z10
@@ -32335,476 +32073,362 @@ bf16fix3:
 	VFPCLASSPSZ  $0x81, Z9, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
 	VPERMT2W     Z8, Z2, Z10
-	JMP          bf16fixed4
+	JMP          bf16fixed6
 
-bf16fix5:
-	VFPCLASSPSZ  $0xa1, Z10, K2
-	VFPCLASSPSZ  $0xa1, Z11, K3
-	KORTESTW     K3, K2
-	JZ           bf16fixed6
-	VPSRLD       $0x10, Z10, Z12
-	VPANDD       Z0, Z12, Z12
-	VPADDD       Z1, Z12, Z12
-	VPADDD       Z10, Z12, Z12
+bf16fix8:
+	VPSRLD       $0x10, Z10, Z13
+	VPANDD       Z0, Z13, Z13
+	VPADDD       Z1, Z13, Z13
+	VPADDD       Z10, Z13, Z13
 	VFPCLASSPSZ  $0x81, Z10, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z12
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z13
 	VPSRLD       $0x10, Z11, Z10
 	VPANDD       Z0, Z10, Z10
 	VPADDD       Z1, Z10, Z10
 	VPADDD       Z11, Z10, Z10
 	VFPCLASSPSZ  $0x81, Z11, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z10
-	VPERMT2W     Z10, Z2, Z12
-	JMP          bf16fixed6
-
-bf16fix8:
-	VFPCLASSPSZ  $0xa1, Z12, K2
-	VFPCLASSPSZ  $0xa1, Z13, K3
-	KORTESTW     K3, K2
-	JZ           bf16fixed9
-	VPSRLD       $0x10, Z12, Z15
-	VPANDD       Z0, Z15, Z15
-	VPADDD       Z1, Z15, Z15
-	VPADDD       Z12, Z15, Z15
-	VFPCLASSPSZ  $0x81, Z12, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z15
-	VPSRLD       $0x10, Z13, Z12
-	VPANDD       Z0, Z12, Z12
-	VPADDD       Z1, Z12, Z12
-	VPADDD       Z13, Z12, Z12
-	VFPCLASSPSZ  $0x81, Z13, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z12
-	VPERMT2W     Z12, Z2, Z15
+	VPERMT2W     Z10, Z2, Z13
 	JMP          bf16fixed9
 
 bf16fix10:
-	VFPCLASSPSZ  $0xa1, Z12, K2
-	VFPCLASSPSZ  $0xa1, Z13, K3
-	KORTESTW     K3, K2
-	JZ           bf16fixed11
-	VPSRLD       $0x10, Z12, Z15
-	VPANDD       Z0, Z15, Z15
-	VPADDD       Z1, Z15, Z15
-	VPADDD       Z12, Z15, Z15
-	VFPCLASSPSZ  $0x81, Z12, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z15
-	VPSRLD       $0x10, Z13, Z12
-	VPANDD       Z0, Z12, Z12
-	VPADDD       Z1, Z12, Z12
-	VPADDD       Z13, Z12, Z12
-	VFPCLASSPSZ  $0x81, Z13, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z12
-	VPERMT2W     Z12, Z2, Z15
+	VPSRLD       $0x10, Z10, Z13
+	VPANDD       Z0, Z13, Z13
+	VPADDD       Z1, Z13, Z13
+	VPADDD       Z10, Z13, Z13
+	VFPCLASSPSZ  $0x81, Z10, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z13
+	VPSRLD       $0x10, Z11, Z10
+	VPANDD       Z0, Z10, Z10
+	VPADDD       Z1, Z10, Z10
+	VPADDD       Z11, Z10, Z10
+	VFPCLASSPSZ  $0x81, Z11, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z10
+	VPERMT2W     Z10, Z2, Z13
 	JMP          bf16fixed11
 
 bf16fix12:
-	VFPCLASSPSZ  $0xa1, Z12, K3
-	KORTESTW     K3, K3
-	JZ           bf16fixed13
-	VPSRLD       $0x10, Z12, Z13
-	VPANDD       Z0, Z13, Z13
-	VPADDD       Z1, Z13, Z13
-	VPADDD       Z12, Z13, Z13
-	VFPCLASSPSZ  $0x81, Z12, K3
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K3, Z13
-	VPERMT2W     Z13, Z2, Z13
+	VPSRLD       $0x10, Z10, Z11
+	VPANDD       Z0, Z11, Z11
+	VPADDD       Z1, Z11, Z11
+	VPADDD       Z10, Z11, Z11
+	VFPCLASSPSZ  $0x81, Z10, K3
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K3, Z11
+	VPERMT2W     Z11, Z2, Z11
 	JMP          bf16fixed13
 
 bf16fix14:
-	VFPCLASSPSZ  $0xa1, Z12, K3
-	KORTESTW     K3, K3
-	JZ           bf16fixed15
-	VPSRLD       $0x10, Z12, Z13
-	VPANDD       Z0, Z13, Z13
-	VPADDD       Z1, Z13, Z13
-	VPADDD       Z12, Z13, Z13
-	VFPCLASSPSZ  $0x81, Z12, K3
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K3, Z13
-	VPERMT2W     Z13, Z2, Z13
+	VPSRLD       $0x10, Z10, Z11
+	VPANDD       Z0, Z11, Z11
+	VPADDD       Z1, Z11, Z11
+	VPADDD       Z10, Z11, Z11
+	VFPCLASSPSZ  $0x81, Z10, K3
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K3, Z11
+	VPERMT2W     Z11, Z2, Z11
 	JMP          bf16fixed15
 
 bf16fix16:
-	VFPCLASSPSZ  $0xa1, Z12, K3
-	KORTESTW     K3, K3
-	JZ           bf16fixed17
-	VPSRLD       $0x10, Z12, Z13
-	VPANDD       Z0, Z13, Z13
-	VPADDD       Z1, Z13, Z13
-	VPADDD       Z12, Z13, Z13
-	VFPCLASSPSZ  $0x81, Z12, K3
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K3, Z13
-	VPERMT2W     Z13, Z2, Z13
+	VPSRLD       $0x10, Z10, Z11
+	VPANDD       Z0, Z11, Z11
+	VPADDD       Z1, Z11, Z11
+	VPADDD       Z10, Z11, Z11
+	VFPCLASSPSZ  $0x81, Z10, K3
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K3, Z11
+	VPERMT2W     Z11, Z2, Z11
 	JMP          bf16fixed17
 
 bf16fix18:
-	VFPCLASSPSZ  $0xa1, Z12, K3
-	KORTESTW     K3, K3
-	JZ           bf16fixed19
-	VPSRLD       $0x10, Z12, Z13
-	VPANDD       Z0, Z13, Z13
-	VPADDD       Z1, Z13, Z13
-	VPADDD       Z12, Z13, Z13
-	VFPCLASSPSZ  $0x81, Z12, K3
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K3, Z13
-	VPERMT2W     Z13, Z2, Z13
+	VPSRLD       $0x10, Z10, Z11
+	VPANDD       Z0, Z11, Z11
+	VPADDD       Z1, Z11, Z11
+	VPADDD       Z10, Z11, Z11
+	VFPCLASSPSZ  $0x81, Z10, K3
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K3, Z11
+	VPERMT2W     Z11, Z2, Z11
 	JMP          bf16fixed19
 
 bf16fix29:
-	VFPCLASSPSZ  $0xa1, Z9, K2
-	VFPCLASSPSZ  $0xa1, Z10, K3
-	KORTESTW     K3, K2
-	JZ           bf16fixed30
-	VPSRLD       $0x10, Z9, Z15
-	VPANDD       Z0, Z15, Z15
-	VPADDD       Z1, Z15, Z15
-	VPADDD       Z9, Z15, Z15
-	VFPCLASSPSZ  $0x81, Z9, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z15
-	VPSRLD       $0x10, Z10, Z9
-	VPANDD       Z0, Z9, Z9
-	VPADDD       Z1, Z9, Z9
-	VPADDD       Z10, Z9, Z9
-	VFPCLASSPSZ  $0x81, Z10, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
-	VPERMT2W     Z9, Z2, Z15
+	VPSRLD       $0x10, Z7, Z13
+	VPANDD       Z0, Z13, Z13
+	VPADDD       Z1, Z13, Z13
+	VPADDD       Z7, Z13, Z13
+	VFPCLASSPSZ  $0x81, Z7, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z13
+	VPSRLD       $0x10, Z8, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z8, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z8, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
+	VPERMT2W     Z7, Z2, Z13
 	JMP          bf16fixed30
 
 bf16fix31:
-	VFPCLASSPSZ  $0xa1, Z11, K2
-	VFPCLASSPSZ  $0xa1, Z13, K3
-	KORTESTW     K3, K2
-	JZ           bf16fixed32
-	VPSRLD       $0x10, Z11, Z15
-	VPANDD       Z0, Z15, Z15
-	VPADDD       Z1, Z15, Z15
-	VPADDD       Z11, Z15, Z15
+	VPSRLD       $0x10, Z9, Z13
+	VPANDD       Z0, Z13, Z13
+	VPADDD       Z1, Z13, Z13
+	VPADDD       Z9, Z13, Z13
+	VFPCLASSPSZ  $0x81, Z9, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z13
+	VPSRLD       $0x10, Z11, Z9
+	VPANDD       Z0, Z9, Z9
+	VPADDD       Z1, Z9, Z9
+	VPADDD       Z11, Z9, Z9
 	VFPCLASSPSZ  $0x81, Z11, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z15
-	VPSRLD       $0x10, Z13, Z11
-	VPANDD       Z0, Z11, Z11
-	VPADDD       Z1, Z11, Z11
-	VPADDD       Z13, Z11, Z11
-	VFPCLASSPSZ  $0x81, Z13, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z11
-	VPERMT2W     Z11, Z2, Z15
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
+	VPERMT2W     Z9, Z2, Z13
 	JMP          bf16fixed32
 
 bf16fix34:
-	VFPCLASSPSZ  $0xa1, Z9, K2
-	VFPCLASSPSZ  $0xa1, Z10, K3
-	KORTESTW     K3, K2
-	JZ           bf16fixed35
-	VPSRLD       $0x10, Z9, Z15
-	VPANDD       Z0, Z15, Z15
-	VPADDD       Z1, Z15, Z15
-	VPADDD       Z9, Z15, Z15
-	VFPCLASSPSZ  $0x81, Z9, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z15
-	VPSRLD       $0x10, Z10, Z9
-	VPANDD       Z0, Z9, Z9
-	VPADDD       Z1, Z9, Z9
-	VPADDD       Z10, Z9, Z9
-	VFPCLASSPSZ  $0x81, Z10, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
-	VPERMT2W     Z9, Z2, Z15
+	VPSRLD       $0x10, Z7, Z13
+	VPANDD       Z0, Z13, Z13
+	VPADDD       Z1, Z13, Z13
+	VPADDD       Z7, Z13, Z13
+	VFPCLASSPSZ  $0x81, Z7, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z13
+	VPSRLD       $0x10, Z8, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z8, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z8, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
+	VPERMT2W     Z7, Z2, Z13
 	JMP          bf16fixed35
 
 bf16fix36:
-	VFPCLASSPSZ  $0xa1, Z11, K2
-	VFPCLASSPSZ  $0xa1, Z13, K3
-	KORTESTW     K3, K2
-	JZ           bf16fixed37
-	VPSRLD       $0x10, Z11, Z9
-	VPANDD       Z0, Z9, Z9
-	VPADDD       Z1, Z9, Z9
-	VPADDD       Z11, Z9, Z9
+	VPSRLD       $0x10, Z9, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z9, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z9, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
+	VPSRLD       $0x10, Z11, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z11, Z8, Z8
 	VFPCLASSPSZ  $0x81, Z11, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
-	VPSRLD       $0x10, Z13, Z10
-	VPANDD       Z0, Z10, Z10
-	VPADDD       Z1, Z10, Z10
-	VPADDD       Z13, Z10, Z10
-	VFPCLASSPSZ  $0x81, Z13, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z10
-	VPERMT2W     Z10, Z2, Z9
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
+	VPERMT2W     Z8, Z2, Z7
 	JMP          bf16fixed37
 
 bf16fix41:
-	VFPCLASSPSZ  $0xa1, Z9, K2
-	VFPCLASSPSZ  $0xa1, Z10, K3
-	KORTESTW     K3, K2
-	JZ           bf16fixed42
-	VPSRLD       $0x10, Z9, Z15
-	VPANDD       Z0, Z15, Z15
-	VPADDD       Z1, Z15, Z15
-	VPADDD       Z9, Z15, Z15
-	VFPCLASSPSZ  $0x81, Z9, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z15
-	VPSRLD       $0x10, Z10, Z9
-	VPANDD       Z0, Z9, Z9
-	VPADDD       Z1, Z9, Z9
-	VPADDD       Z10, Z9, Z9
-	VFPCLASSPSZ  $0x81, Z10, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
-	VPERMT2W     Z9, Z2, Z15
+	VPSRLD       $0x10, Z7, Z13
+	VPANDD       Z0, Z13, Z13
+	VPADDD       Z1, Z13, Z13
+	VPADDD       Z7, Z13, Z13
+	VFPCLASSPSZ  $0x81, Z7, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z13
+	VPSRLD       $0x10, Z8, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z8, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z8, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
+	VPERMT2W     Z7, Z2, Z13
 	JMP          bf16fixed42
 
 bf16fix43:
-	VFPCLASSPSZ  $0xa1, Z11, K2
-	VFPCLASSPSZ  $0xa1, Z13, K3
-	KORTESTW     K3, K2
-	JZ           bf16fixed44
-	VPSRLD       $0x10, Z11, Z15
-	VPANDD       Z0, Z15, Z15
-	VPADDD       Z1, Z15, Z15
-	VPADDD       Z11, Z15, Z15
+	VPSRLD       $0x10, Z9, Z13
+	VPANDD       Z0, Z13, Z13
+	VPADDD       Z1, Z13, Z13
+	VPADDD       Z9, Z13, Z13
+	VFPCLASSPSZ  $0x81, Z9, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z13
+	VPSRLD       $0x10, Z11, Z9
+	VPANDD       Z0, Z9, Z9
+	VPADDD       Z1, Z9, Z9
+	VPADDD       Z11, Z9, Z9
 	VFPCLASSPSZ  $0x81, Z11, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z15
-	VPSRLD       $0x10, Z13, Z11
-	VPANDD       Z0, Z11, Z11
-	VPADDD       Z1, Z11, Z11
-	VPADDD       Z13, Z11, Z11
-	VFPCLASSPSZ  $0x81, Z13, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z11
-	VPERMT2W     Z11, Z2, Z15
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
+	VPERMT2W     Z9, Z2, Z13
 	JMP          bf16fixed44
 
 bf16fix46:
-	VFPCLASSPSZ  $0xa1, Z9, K2
-	VFPCLASSPSZ  $0xa1, Z10, K3
-	KORTESTW     K3, K2
-	JZ           bf16fixed47
-	VPSRLD       $0x10, Z9, Z15
-	VPANDD       Z0, Z15, Z15
-	VPADDD       Z1, Z15, Z15
-	VPADDD       Z9, Z15, Z15
-	VFPCLASSPSZ  $0x81, Z9, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z15
-	VPSRLD       $0x10, Z10, Z9
-	VPANDD       Z0, Z9, Z9
-	VPADDD       Z1, Z9, Z9
-	VPADDD       Z10, Z9, Z9
-	VFPCLASSPSZ  $0x81, Z10, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
-	VPERMT2W     Z9, Z2, Z15
+	VPSRLD       $0x10, Z7, Z13
+	VPANDD       Z0, Z13, Z13
+	VPADDD       Z1, Z13, Z13
+	VPADDD       Z7, Z13, Z13
+	VFPCLASSPSZ  $0x81, Z7, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z13
+	VPSRLD       $0x10, Z8, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z8, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z8, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
+	VPERMT2W     Z7, Z2, Z13
 	JMP          bf16fixed47
 
 bf16fix48:
-	VFPCLASSPSZ  $0xa1, Z11, K2
-	VFPCLASSPSZ  $0xa1, Z13, K3
-	KORTESTW     K3, K2
-	JZ           bf16fixed49
-	VPSRLD       $0x10, Z11, Z9
-	VPANDD       Z0, Z9, Z9
-	VPADDD       Z1, Z9, Z9
-	VPADDD       Z11, Z9, Z9
+	VPSRLD       $0x10, Z9, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z9, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z9, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
+	VPSRLD       $0x10, Z11, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z11, Z8, Z8
 	VFPCLASSPSZ  $0x81, Z11, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
-	VPSRLD       $0x10, Z13, Z10
-	VPANDD       Z0, Z10, Z10
-	VPADDD       Z1, Z10, Z10
-	VPADDD       Z13, Z10, Z10
-	VFPCLASSPSZ  $0x81, Z13, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z10
-	VPERMT2W     Z10, Z2, Z9
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
+	VPERMT2W     Z8, Z2, Z7
 	JMP          bf16fixed49
 
 bf16fix53:
-	VFPCLASSPSZ  $0xa1, Z9, K2
-	VFPCLASSPSZ  $0xa1, Z10, K3
-	KORTESTW     K3, K2
-	JZ           bf16fixed54
-	VPSRLD       $0x10, Z9, Z15
-	VPANDD       Z0, Z15, Z15
-	VPADDD       Z1, Z15, Z15
-	VPADDD       Z9, Z15, Z15
-	VFPCLASSPSZ  $0x81, Z9, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z15
-	VPSRLD       $0x10, Z10, Z9
-	VPANDD       Z0, Z9, Z9
-	VPADDD       Z1, Z9, Z9
-	VPADDD       Z10, Z9, Z9
-	VFPCLASSPSZ  $0x81, Z10, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
-	VPERMT2W     Z9, Z2, Z15
+	VPSRLD       $0x10, Z7, Z13
+	VPANDD       Z0, Z13, Z13
+	VPADDD       Z1, Z13, Z13
+	VPADDD       Z7, Z13, Z13
+	VFPCLASSPSZ  $0x81, Z7, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z13
+	VPSRLD       $0x10, Z8, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z8, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z8, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
+	VPERMT2W     Z7, Z2, Z13
 	JMP          bf16fixed54
 
 bf16fix55:
-	VFPCLASSPSZ  $0xa1, Z11, K2
-	VFPCLASSPSZ  $0xa1, Z13, K3
-	KORTESTW     K3, K2
-	JZ           bf16fixed56
-	VPSRLD       $0x10, Z11, Z9
-	VPANDD       Z0, Z9, Z9
-	VPADDD       Z1, Z9, Z9
-	VPADDD       Z11, Z9, Z9
+	VPSRLD       $0x10, Z9, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z9, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z9, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
+	VPSRLD       $0x10, Z11, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z11, Z8, Z8
 	VFPCLASSPSZ  $0x81, Z11, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
-	VPSRLD       $0x10, Z13, Z10
-	VPANDD       Z0, Z10, Z10
-	VPADDD       Z1, Z10, Z10
-	VPADDD       Z13, Z10, Z10
-	VFPCLASSPSZ  $0x81, Z13, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z10
-	VPERMT2W     Z10, Z2, Z9
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
+	VPERMT2W     Z8, Z2, Z7
 	JMP          bf16fixed56
 
 bf16fix58:
-	VFPCLASSPSZ  $0xa1, Z9, K2
-	KORTESTW     K2, K2
-	JZ           bf16fixed59
-	VPSRLD       $0x10, Z9, Z10
-	VPANDD       Z0, Z10, Z10
-	VPADDD       Z1, Z10, Z10
-	VPADDD       Z9, Z10, Z10
-	VFPCLASSPSZ  $0x81, Z9, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z10
-	VPERMT2W     Z10, Z2, Z10
+	VPSRLD       $0x10, Z7, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z7, Z8, Z8
+	VFPCLASSPSZ  $0x81, Z7, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
+	VPERMT2W     Z8, Z2, Z8
 	JMP          bf16fixed59
 
 bf16fix62:
-	VFPCLASSPSZ  $0xa1, Z9, K2
-	KORTESTW     K2, K2
-	JZ           bf16fixed63
-	VPSRLD       $0x10, Z9, Z10
-	VPANDD       Z0, Z10, Z10
-	VPADDD       Z1, Z10, Z10
-	VPADDD       Z9, Z10, Z10
-	VFPCLASSPSZ  $0x81, Z9, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z10
-	VPERMT2W     Z10, Z2, Z10
+	VPSRLD       $0x10, Z7, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z7, Z8, Z8
+	VFPCLASSPSZ  $0x81, Z7, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
+	VPERMT2W     Z8, Z2, Z8
 	JMP          bf16fixed63
 
 bf16fix66:
-	VFPCLASSPSZ  $0xa1, Z9, K2
-	VFPCLASSPSZ  $0xa1, Z10, K3
-	KORTESTW     K3, K2
-	JZ           bf16fixed67
-	VPSRLD       $0x10, Z9, Z15
-	VPANDD       Z0, Z15, Z15
-	VPADDD       Z1, Z15, Z15
-	VPADDD       Z9, Z15, Z15
-	VFPCLASSPSZ  $0x81, Z9, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z15
-	VPSRLD       $0x10, Z10, Z9
-	VPANDD       Z0, Z9, Z9
-	VPADDD       Z1, Z9, Z9
-	VPADDD       Z10, Z9, Z9
-	VFPCLASSPSZ  $0x81, Z10, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
-	VPERMT2W     Z9, Z2, Z15
+	VPSRLD       $0x10, Z7, Z13
+	VPANDD       Z0, Z13, Z13
+	VPADDD       Z1, Z13, Z13
+	VPADDD       Z7, Z13, Z13
+	VFPCLASSPSZ  $0x81, Z7, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z13
+	VPSRLD       $0x10, Z8, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z8, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z8, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
+	VPERMT2W     Z7, Z2, Z13
 	JMP          bf16fixed67
 
 bf16fix68:
-	VFPCLASSPSZ  $0xa1, Z11, K2
-	VFPCLASSPSZ  $0xa1, Z13, K3
-	KORTESTW     K3, K2
-	JZ           bf16fixed69
-	VPSRLD       $0x10, Z11, Z15
-	VPANDD       Z0, Z15, Z15
-	VPADDD       Z1, Z15, Z15
-	VPADDD       Z11, Z15, Z15
-	VFPCLASSPSZ  $0x81, Z11, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z15
-	VPSRLD       $0x10, Z13, Z11
-	VPANDD       Z0, Z11, Z11
-	VPADDD       Z1, Z11, Z11
-	VPADDD       Z13, Z11, Z11
-	VFPCLASSPSZ  $0x81, Z13, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z11
-	VPERMT2W     Z11, Z2, Z15
-	JMP          bf16fixed69
-
-bf16fix73:
-	VFPCLASSPSZ  $0xa1, Z9, K2
-	VFPCLASSPSZ  $0xa1, Z10, K3
-	KORTESTW     K3, K2
-	JZ           bf16fixed74
-	VPSRLD       $0x10, Z9, Z15
-	VPANDD       Z0, Z15, Z15
-	VPADDD       Z1, Z15, Z15
-	VPADDD       Z9, Z15, Z15
+	VPSRLD       $0x10, Z9, Z13
+	VPANDD       Z0, Z13, Z13
+	VPADDD       Z1, Z13, Z13
+	VPADDD       Z9, Z13, Z13
 	VFPCLASSPSZ  $0x81, Z9, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z15
-	VPSRLD       $0x10, Z10, Z9
-	VPANDD       Z0, Z9, Z9
-	VPADDD       Z1, Z9, Z9
-	VPADDD       Z10, Z9, Z9
-	VFPCLASSPSZ  $0x81, Z10, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
-	VPERMT2W     Z9, Z2, Z15
-	JMP          bf16fixed74
-
-bf16fix75:
-	VFPCLASSPSZ  $0xa1, Z11, K2
-	VFPCLASSPSZ  $0xa1, Z13, K3
-	KORTESTW     K3, K2
-	JZ           bf16fixed76
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z13
 	VPSRLD       $0x10, Z11, Z9
 	VPANDD       Z0, Z9, Z9
 	VPADDD       Z1, Z9, Z9
 	VPADDD       Z11, Z9, Z9
 	VFPCLASSPSZ  $0x81, Z11, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
-	VPSRLD       $0x10, Z13, Z10
-	VPANDD       Z0, Z10, Z10
-	VPADDD       Z1, Z10, Z10
-	VPADDD       Z13, Z10, Z10
-	VFPCLASSPSZ  $0x81, Z13, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z10
-	VPERMT2W     Z10, Z2, Z9
+	VPERMT2W     Z9, Z2, Z13
+	JMP          bf16fixed69
+
+bf16fix73:
+	VPSRLD       $0x10, Z7, Z13
+	VPANDD       Z0, Z13, Z13
+	VPADDD       Z1, Z13, Z13
+	VPADDD       Z7, Z13, Z13
+	VFPCLASSPSZ  $0x81, Z7, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z13
+	VPSRLD       $0x10, Z8, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z8, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z8, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
+	VPERMT2W     Z7, Z2, Z13
+	JMP          bf16fixed74
+
+bf16fix75:
+	VPSRLD       $0x10, Z9, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z9, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z9, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
+	VPSRLD       $0x10, Z11, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z11, Z8, Z8
+	VFPCLASSPSZ  $0x81, Z11, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
+	VPERMT2W     Z8, Z2, Z7
 	JMP          bf16fixed76
 
 bf16fix78:
-	VFPCLASSPSZ  $0xa1, Z9, K2
-	KORTESTW     K2, K2
-	JZ           bf16fixed79
-	VPSRLD       $0x10, Z9, Z10
-	VPANDD       Z0, Z10, Z10
-	VPADDD       Z1, Z10, Z10
-	VPADDD       Z9, Z10, Z10
-	VFPCLASSPSZ  $0x81, Z9, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z10
-	VPERMT2W     Z10, Z2, Z10
+	VPSRLD       $0x10, Z7, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z7, Z8, Z8
+	VFPCLASSPSZ  $0x81, Z7, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
+	VPERMT2W     Z8, Z2, Z8
 	JMP          bf16fixed79
 
 bf16fix82:
-	VFPCLASSPSZ  $0xa1, Z9, K2
-	KORTESTW     K2, K2
-	JZ           bf16fixed83
-	VPSRLD       $0x10, Z9, Z10
-	VPANDD       Z0, Z10, Z10
-	VPADDD       Z1, Z10, Z10
-	VPADDD       Z9, Z10, Z10
-	VFPCLASSPSZ  $0x81, Z9, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z10
-	VPERMT2W     Z10, Z2, Z10
+	VPSRLD       $0x10, Z7, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z7, Z8, Z8
+	VFPCLASSPSZ  $0x81, Z7, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
+	VPERMT2W     Z8, Z2, Z8
 	JMP          bf16fixed83
 
 bf16fix85:
-	VFPCLASSPSZ  $0xa1, Z9, K3
-	KORTESTW     K3, K3
-	JZ           bf16fixed86
-	VPSRLD       $0x10, Z9, Z10
-	VPANDD       Z0, Z10, Z10
-	VPADDD       Z1, Z10, Z10
-	VPADDD       Z9, Z10, Z10
-	VFPCLASSPSZ  $0x81, Z9, K3
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K3, Z10
-	VPERMT2W     Z10, Z2, Z10
+	VPSRLD       $0x10, Z7, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z7, Z8, Z8
+	VFPCLASSPSZ  $0x81, Z7, K3
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K3, Z8
+	VPERMT2W     Z8, Z2, Z8
 	JMP          bf16fixed86
 
 bf16fix89:
-	VFPCLASSPSZ  $0xa1, Z9, K3
-	KORTESTW     K3, K3
-	JZ           bf16fixed90
-	VPSRLD       $0x10, Z9, Z10
-	VPANDD       Z0, Z10, Z10
-	VPADDD       Z1, Z10, Z10
-	VPADDD       Z9, Z10, Z10
-	VFPCLASSPSZ  $0x81, Z9, K3
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K3, Z10
-	VPERMT2W     Z10, Z2, Z10
+	VPSRLD       $0x10, Z7, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z7, Z8, Z8
+	VFPCLASSPSZ  $0x81, Z7, K3
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K3, Z8
+	VPERMT2W     Z8, Z2, Z8
 	JMP          bf16fixed90
 
 // func avx512bf16ForwardLayerToBF16(j uintptr, from int, to int) int
@@ -32830,18 +32454,16 @@ rowsset:
 	VMOVDQU64    oddwords<>+0(SB), Z2
 	VPBROADCASTD avx512bfone<>+0(SB), Z0
 	VPBROADCASTD avx512bfbias<>+0(SB), Z1
-	VPBROADCASTD avx512bfexpstep<>+0(SB), Z3
-	VPBROADCASTD avx512bfexpbits<>+0(SB), Z4
-	VMOVDQU64    widelo<>+0(SB), Z5
-	VMOVDQU64    widehi<>+0(SB), Z6
+	VMOVDQU64    widelo<>+0(SB), Z3
+	VMOVDQU64    widehi<>+0(SB), Z4
 	MOVL         $0xaaaaaaaa, R8
 	KMOVD        R8, K1
 
 	// fd = float32(d); rd = 1/d when d is a power of two (a/d is then a*rd exactly), else 0.
 	MOVQ       job_d+0(AX), R8
-	VMOVSS     one<>+0(SB), X7
-	VCVTSI2SSQ R8, X7, X7
-	VMOVSS     X7, 376(SP)
+	VMOVSS     one<>+0(SB), X5
+	VCVTSI2SSQ R8, X5, X5
+	VMOVSS     X5, 376(SP)
 	XORL       R10, R10
 	LEAQ       -1(R8), R9
 	TESTQ      R8, R9
@@ -32853,10 +32475,10 @@ rowsset:
 
 notpow2:
 	MOVL         R10, 380(SP)
-	VBROADCASTSS one<>+0(SB), Z7
+	VBROADCASTSS one<>+0(SB), Z5
 	TESTL        $0x00000010, job_flags+0(AX)
 	JNZ          weightadd1
-	VBROADCASTSS negzero<>+0(SB), Z7
+	VBROADCASTSS negzero<>+0(SB), Z5
 
 weightadd1:
 	// Start at row from.
@@ -32885,38 +32507,38 @@ row:
 	MOVQ    job_d+0(AX), R10
 	SUBQ    $0x00000040, R10
 	JGE     firstblock
+	VMOVUPS zero64<>+0(SB), Z6
+	VMOVUPS zero64<>+0(SB), Z7
 	VMOVUPS zero64<>+0(SB), Z8
 	VMOVUPS zero64<>+0(SB), Z9
-	VMOVUPS zero64<>+0(SB), Z10
-	VMOVUPS zero64<>+0(SB), Z11
 	XORQ    R9, R9
 	JMP     sumtail
 
 firstblock:
 	// +0 + square is the square itself: the first block initializes the partials.
 	XORQ    R9, R9
-	VMOVUPS (R8)(R9*4), Z8
+	VMOVUPS (R8)(R9*4), Z6
+	VADDPS  zero64<>+0(SB), Z6, Z6
+	VMOVUPS 64(R8)(R9*4), Z7
+	VADDPS  zero64<>+0(SB), Z7, Z7
+	VMOVUPS 128(R8)(R9*4), Z8
 	VADDPS  zero64<>+0(SB), Z8, Z8
-	VMOVUPS 64(R8)(R9*4), Z9
+	VMOVUPS 192(R8)(R9*4), Z9
 	VADDPS  zero64<>+0(SB), Z9, Z9
-	VMOVUPS 128(R8)(R9*4), Z10
-	VADDPS  zero64<>+0(SB), Z10, Z10
-	VMOVUPS 192(R8)(R9*4), Z11
-	VADDPS  zero64<>+0(SB), Z11, Z11
 	MOVQ    $0x00000040, R9
 
 	PCALIGN $32
 sumloop:
 	CMPQ    R9, R10
 	JG      sumtail
-	VMOVUPS (R8)(R9*4), Z12
-	VADDPS  Z12, Z8, Z8
-	VMOVUPS 64(R8)(R9*4), Z12
-	VADDPS  Z12, Z9, Z9
-	VMOVUPS 128(R8)(R9*4), Z12
-	VADDPS  Z12, Z10, Z10
-	VMOVUPS 192(R8)(R9*4), Z12
-	VADDPS  Z12, Z11, Z11
+	VMOVUPS (R8)(R9*4), Z10
+	VADDPS  Z10, Z6, Z6
+	VMOVUPS 64(R8)(R9*4), Z10
+	VADDPS  Z10, Z7, Z7
+	VMOVUPS 128(R8)(R9*4), Z10
+	VADDPS  Z10, Z8, Z8
+	VMOVUPS 192(R8)(R9*4), Z10
+	VADDPS  Z10, Z9, Z9
 	ADDQ    $0x00000040, R9
 	JMP     sumloop
 
@@ -32933,8 +32555,8 @@ sumtail:
 
 tailmask0:
 	KMOVW     (R11)(R12*2), K2
-	VMOVUPS.Z (R8)(R9*4), K2, Z12
-	VADDPS    Z12, Z8, Z8
+	VMOVUPS.Z (R8)(R9*4), K2, Z10
+	VADDPS    Z10, Z6, Z6
 	MOVQ      R10, R12
 	SUBQ      $0x00000010, R12
 	JLE       summed
@@ -32944,8 +32566,8 @@ tailmask0:
 
 tailmask1:
 	KMOVW     (R11)(R12*2), K2
-	VMOVUPS.Z 64(R8)(R9*4), K2, Z12
-	VADDPS    Z12, Z9, Z9
+	VMOVUPS.Z 64(R8)(R9*4), K2, Z10
+	VADDPS    Z10, Z7, Z7
 	MOVQ      R10, R12
 	SUBQ      $0x00000020, R12
 	JLE       summed
@@ -32955,8 +32577,8 @@ tailmask1:
 
 tailmask2:
 	KMOVW     (R11)(R12*2), K2
-	VMOVUPS.Z 128(R8)(R9*4), K2, Z12
-	VADDPS    Z12, Z10, Z10
+	VMOVUPS.Z 128(R8)(R9*4), K2, Z10
+	VADDPS    Z10, Z8, Z8
 	SUBQ      $0x00000030, R10
 	JLE       summed
 	CMPQ      R10, $0x00000010
@@ -32965,13 +32587,13 @@ tailmask2:
 
 tailmask3:
 	KMOVW     (R11)(R10*2), K2
-	VMOVUPS.Z 192(R8)(R9*4), K2, Z12
-	VADDPS    Z12, Z11, Z11
+	VMOVUPS.Z 192(R8)(R9*4), K2, Z10
+	VADDPS    Z10, Z9, Z9
 
 summed:
-	VADDPS Z10, Z8, Z8
-	VADDPS Z11, Z9, Z9
-	VADDPS Z9, Z8, Z8
+	VADDPS Z8, Z6, Z6
+	VADDPS Z9, Z7, Z7
+	VADDPS Z7, Z6, Z6
 	JMP    mean
 
 addsum:
@@ -32982,54 +32604,54 @@ addsum:
 	MOVQ    job_d+0(AX), R11
 	SUBQ    $0x00000040, R11
 	JGE     addfirstblock
+	VMOVUPS zero64<>+0(SB), Z6
+	VMOVUPS zero64<>+0(SB), Z7
 	VMOVUPS zero64<>+0(SB), Z8
 	VMOVUPS zero64<>+0(SB), Z9
-	VMOVUPS zero64<>+0(SB), Z10
-	VMOVUPS zero64<>+0(SB), Z11
 	XORQ    R10, R10
 	JMP     addsumtail
 
 addfirstblock:
 	// +0 + square is the square itself: the first block initializes the partials.
 	XORQ    R10, R10
-	VMOVUPS (R8)(R10*4), Z8
-	VADDPS  (R9)(R10*4), Z8, Z8
-	VMOVUPS Z8, (R9)(R10*4)
+	VMOVUPS (R8)(R10*4), Z6
+	VADDPS  (R9)(R10*4), Z6, Z6
+	VMOVUPS Z6, (R9)(R10*4)
+	VADDPS  zero64<>+0(SB), Z6, Z6
+	VMOVUPS 64(R8)(R10*4), Z7
+	VADDPS  64(R9)(R10*4), Z7, Z7
+	VMOVUPS Z7, 64(R9)(R10*4)
+	VADDPS  zero64<>+0(SB), Z7, Z7
+	VMOVUPS 128(R8)(R10*4), Z8
+	VADDPS  128(R9)(R10*4), Z8, Z8
+	VMOVUPS Z8, 128(R9)(R10*4)
 	VADDPS  zero64<>+0(SB), Z8, Z8
-	VMOVUPS 64(R8)(R10*4), Z9
-	VADDPS  64(R9)(R10*4), Z9, Z9
-	VMOVUPS Z9, 64(R9)(R10*4)
+	VMOVUPS 192(R8)(R10*4), Z9
+	VADDPS  192(R9)(R10*4), Z9, Z9
+	VMOVUPS Z9, 192(R9)(R10*4)
 	VADDPS  zero64<>+0(SB), Z9, Z9
-	VMOVUPS 128(R8)(R10*4), Z10
-	VADDPS  128(R9)(R10*4), Z10, Z10
-	VMOVUPS Z10, 128(R9)(R10*4)
-	VADDPS  zero64<>+0(SB), Z10, Z10
-	VMOVUPS 192(R8)(R10*4), Z11
-	VADDPS  192(R9)(R10*4), Z11, Z11
-	VMOVUPS Z11, 192(R9)(R10*4)
-	VADDPS  zero64<>+0(SB), Z11, Z11
 	MOVQ    $0x00000040, R10
 
 	PCALIGN $32
 addsumloop:
 	CMPQ    R10, R11
 	JG      addsumtail
-	VMOVUPS (R8)(R10*4), Z12
-	VADDPS  (R9)(R10*4), Z12, Z12
-	VMOVUPS Z12, (R9)(R10*4)
-	VADDPS  Z12, Z8, Z8
-	VMOVUPS 64(R8)(R10*4), Z12
-	VADDPS  64(R9)(R10*4), Z12, Z12
-	VMOVUPS Z12, 64(R9)(R10*4)
-	VADDPS  Z12, Z9, Z9
-	VMOVUPS 128(R8)(R10*4), Z12
-	VADDPS  128(R9)(R10*4), Z12, Z12
-	VMOVUPS Z12, 128(R9)(R10*4)
-	VADDPS  Z12, Z10, Z10
-	VMOVUPS 192(R8)(R10*4), Z12
-	VADDPS  192(R9)(R10*4), Z12, Z12
-	VMOVUPS Z12, 192(R9)(R10*4)
-	VADDPS  Z12, Z11, Z11
+	VMOVUPS (R8)(R10*4), Z10
+	VADDPS  (R9)(R10*4), Z10, Z10
+	VMOVUPS Z10, (R9)(R10*4)
+	VADDPS  Z10, Z6, Z6
+	VMOVUPS 64(R8)(R10*4), Z10
+	VADDPS  64(R9)(R10*4), Z10, Z10
+	VMOVUPS Z10, 64(R9)(R10*4)
+	VADDPS  Z10, Z7, Z7
+	VMOVUPS 128(R8)(R10*4), Z10
+	VADDPS  128(R9)(R10*4), Z10, Z10
+	VMOVUPS Z10, 128(R9)(R10*4)
+	VADDPS  Z10, Z8, Z8
+	VMOVUPS 192(R8)(R10*4), Z10
+	VADDPS  192(R9)(R10*4), Z10, Z10
+	VMOVUPS Z10, 192(R9)(R10*4)
+	VADDPS  Z10, Z9, Z9
 	ADDQ    $0x00000040, R10
 	JMP     addsumloop
 
@@ -33046,11 +32668,11 @@ addsumtail:
 
 addtailmask0:
 	KMOVW     (R12)(R13*2), K2
-	VMOVUPS.Z (R8)(R10*4), K2, Z12
-	VMOVUPS.Z (R9)(R10*4), K2, Z13
-	VADDPS    Z13, Z12, Z12
-	VMOVUPS   Z12, K2, (R9)(R10*4)
-	VADDPS    Z12, Z8, Z8
+	VMOVUPS.Z (R8)(R10*4), K2, Z10
+	VMOVUPS.Z (R9)(R10*4), K2, Z11
+	VADDPS    Z11, Z10, Z10
+	VMOVUPS   Z10, K2, (R9)(R10*4)
+	VADDPS    Z10, Z6, Z6
 	MOVQ      R11, R13
 	SUBQ      $0x00000010, R13
 	JLE       addsummed
@@ -33060,11 +32682,11 @@ addtailmask0:
 
 addtailmask1:
 	KMOVW     (R12)(R13*2), K2
-	VMOVUPS.Z 64(R8)(R10*4), K2, Z12
-	VMOVUPS.Z 64(R9)(R10*4), K2, Z13
-	VADDPS    Z13, Z12, Z12
-	VMOVUPS   Z12, K2, 64(R9)(R10*4)
-	VADDPS    Z12, Z9, Z9
+	VMOVUPS.Z 64(R8)(R10*4), K2, Z10
+	VMOVUPS.Z 64(R9)(R10*4), K2, Z11
+	VADDPS    Z11, Z10, Z10
+	VMOVUPS   Z10, K2, 64(R9)(R10*4)
+	VADDPS    Z10, Z7, Z7
 	MOVQ      R11, R13
 	SUBQ      $0x00000020, R13
 	JLE       addsummed
@@ -33074,11 +32696,11 @@ addtailmask1:
 
 addtailmask2:
 	KMOVW     (R12)(R13*2), K2
-	VMOVUPS.Z 128(R8)(R10*4), K2, Z12
-	VMOVUPS.Z 128(R9)(R10*4), K2, Z13
-	VADDPS    Z13, Z12, Z12
-	VMOVUPS   Z12, K2, 128(R9)(R10*4)
-	VADDPS    Z12, Z10, Z10
+	VMOVUPS.Z 128(R8)(R10*4), K2, Z10
+	VMOVUPS.Z 128(R9)(R10*4), K2, Z11
+	VADDPS    Z11, Z10, Z10
+	VMOVUPS   Z10, K2, 128(R9)(R10*4)
+	VADDPS    Z10, Z8, Z8
 	SUBQ      $0x00000030, R11
 	JLE       addsummed
 	CMPQ      R11, $0x00000010
@@ -33087,47 +32709,47 @@ addtailmask2:
 
 addtailmask3:
 	KMOVW     (R12)(R11*2), K2
-	VMOVUPS.Z 192(R8)(R10*4), K2, Z12
-	VMOVUPS.Z 192(R9)(R10*4), K2, Z13
-	VADDPS    Z13, Z12, Z12
-	VMOVUPS   Z12, K2, 192(R9)(R10*4)
-	VADDPS    Z12, Z11, Z11
+	VMOVUPS.Z 192(R8)(R10*4), K2, Z10
+	VMOVUPS.Z 192(R9)(R10*4), K2, Z11
+	VADDPS    Z11, Z10, Z10
+	VMOVUPS   Z10, K2, 192(R9)(R10*4)
+	VADDPS    Z10, Z9, Z9
 
 addsummed:
-	VADDPS Z10, Z8, Z8
-	VADDPS Z11, Z9, Z9
-	VADDPS Z9, Z8, Z8
+	VADDPS Z8, Z6, Z6
+	VADDPS Z9, Z7, Z7
+	VADDPS Z7, Z6, Z6
 
 mean:
-	VSHUFF64X2 $0xee, Z8, Z8, Z9
-	VADDPS     Z9, Z8, Z8
-	VSHUFF32X4 $0x01, Z8, Z8, Z9
-	VADDPS     Z9, Z8, Z8
-	VPERMILPS  $0x4e, Z8, Z9
-	VADDPS     Z9, Z8, Z8
-	VPERMILPS  $0xb1, Z8, Z9
-	VADDPS     Z9, Z8, Z8
+	VSHUFF64X2 $0xee, Z6, Z6, Z7
+	VADDPS     Z7, Z6, Z6
+	VSHUFF32X4 $0x01, Z6, Z6, Z7
+	VADDPS     Z7, Z6, Z6
+	VPERMILPS  $0x4e, Z6, Z7
+	VADDPS     Z7, Z6, Z6
+	VPERMILPS  $0xb1, Z6, Z7
+	VADDPS     Z7, Z6, Z6
 	TESTL      $0x00000020, job_flags+0(AX)
 	JZ         nocenter
 
 	// A row whose sum is not finite (s-s is NaN) takes the float64 path; else m = s/d.
-	VSUBSS   X8, X8, X9
-	VUCOMISS X9, X9
+	VSUBSS   X6, X6, X7
+	VUCOMISS X7, X7
 	JPS      ret
 	CMPL     380(SP), $0x00
 	JE       divide2
-	VMULSS   380(SP), X8, X9
+	VMULSS   380(SP), X6, X7
 	JMP      divided3
 
 divide2:
-	VDIVSS 376(SP), X8, X9
+	VDIVSS 376(SP), X6, X7
 
 divided3:
-	VBROADCASTSS X9, Z12
+	VBROADCASTSS X7, Z10
 	JMP          centered
 
 nocenter:
-	VMOVUPS zero64<>+0(SB), Z12
+	VMOVUPS zero64<>+0(SB), Z10
 
 centered:
 	MOVQ DX, R8
@@ -33136,28 +32758,28 @@ centered:
 	MOVQ    job_d+0(AX), R10
 	SUBQ    $0x00000040, R10
 	JGE     sqfirstblock
+	VMOVUPS zero64<>+0(SB), Z6
+	VMOVUPS zero64<>+0(SB), Z7
 	VMOVUPS zero64<>+0(SB), Z8
 	VMOVUPS zero64<>+0(SB), Z9
-	VMOVUPS zero64<>+0(SB), Z10
-	VMOVUPS zero64<>+0(SB), Z11
 	XORQ    R9, R9
 	JMP     sqsumtail
 
 sqfirstblock:
 	// +0 + square is the square itself: the first block initializes the partials.
 	XORQ    R9, R9
-	VMOVUPS (R8)(R9*4), Z8
-	VSUBPS  Z12, Z8, Z8
+	VMOVUPS (R8)(R9*4), Z6
+	VSUBPS  Z10, Z6, Z6
+	VMULPS  Z6, Z6, Z6
+	VMOVUPS 64(R8)(R9*4), Z7
+	VSUBPS  Z10, Z7, Z7
+	VMULPS  Z7, Z7, Z7
+	VMOVUPS 128(R8)(R9*4), Z8
+	VSUBPS  Z10, Z8, Z8
 	VMULPS  Z8, Z8, Z8
-	VMOVUPS 64(R8)(R9*4), Z9
-	VSUBPS  Z12, Z9, Z9
+	VMOVUPS 192(R8)(R9*4), Z9
+	VSUBPS  Z10, Z9, Z9
 	VMULPS  Z9, Z9, Z9
-	VMOVUPS 128(R8)(R9*4), Z10
-	VSUBPS  Z12, Z10, Z10
-	VMULPS  Z10, Z10, Z10
-	VMOVUPS 192(R8)(R9*4), Z11
-	VSUBPS  Z12, Z11, Z11
-	VMULPS  Z11, Z11, Z11
 	MOVQ    $0x00000040, R9
 
 	// With flagPF, the rows ahead are prefetched: one loop for both, the flag tested per block.
@@ -33178,22 +32800,22 @@ sqsumloop:
 	JNZ   sqsumpf
 
 sqsumblock:
-	VMOVUPS (R8)(R9*4), Z13
-	VSUBPS  Z12, Z13, Z13
-	VMULPS  Z13, Z13, Z13
-	VADDPS  Z13, Z8, Z8
-	VMOVUPS 64(R8)(R9*4), Z13
-	VSUBPS  Z12, Z13, Z13
-	VMULPS  Z13, Z13, Z13
-	VADDPS  Z13, Z9, Z9
-	VMOVUPS 128(R8)(R9*4), Z13
-	VSUBPS  Z12, Z13, Z13
-	VMULPS  Z13, Z13, Z13
-	VADDPS  Z13, Z10, Z10
-	VMOVUPS 192(R8)(R9*4), Z13
-	VSUBPS  Z12, Z13, Z13
-	VMULPS  Z13, Z13, Z13
-	VADDPS  Z13, Z11, Z11
+	VMOVUPS (R8)(R9*4), Z11
+	VSUBPS  Z10, Z11, Z11
+	VMULPS  Z11, Z11, Z11
+	VADDPS  Z11, Z6, Z6
+	VMOVUPS 64(R8)(R9*4), Z11
+	VSUBPS  Z10, Z11, Z11
+	VMULPS  Z11, Z11, Z11
+	VADDPS  Z11, Z7, Z7
+	VMOVUPS 128(R8)(R9*4), Z11
+	VSUBPS  Z10, Z11, Z11
+	VMULPS  Z11, Z11, Z11
+	VADDPS  Z11, Z8, Z8
+	VMOVUPS 192(R8)(R9*4), Z11
+	VSUBPS  Z10, Z11, Z11
+	VMULPS  Z11, Z11, Z11
+	VADDPS  Z11, Z9, Z9
 	ADDQ    $0x00000040, R9
 	JMP     sqsumloop
 
@@ -33218,10 +32840,10 @@ sqsumtail:
 
 sqtailmask0:
 	KMOVW     (R11)(R12*2), K2
-	VMOVUPS.Z (R8)(R9*4), K2, Z13
-	VSUBPS.Z  Z12, Z13, K2, Z13
-	VMULPS    Z13, Z13, Z13
-	VADDPS    Z13, Z8, Z8
+	VMOVUPS.Z (R8)(R9*4), K2, Z11
+	VSUBPS.Z  Z10, Z11, K2, Z11
+	VMULPS    Z11, Z11, Z11
+	VADDPS    Z11, Z6, Z6
 	MOVQ      R10, R12
 	SUBQ      $0x00000010, R12
 	JLE       sqsummed
@@ -33231,10 +32853,10 @@ sqtailmask0:
 
 sqtailmask1:
 	KMOVW     (R11)(R12*2), K2
-	VMOVUPS.Z 64(R8)(R9*4), K2, Z13
-	VSUBPS.Z  Z12, Z13, K2, Z13
-	VMULPS    Z13, Z13, Z13
-	VADDPS    Z13, Z9, Z9
+	VMOVUPS.Z 64(R8)(R9*4), K2, Z11
+	VSUBPS.Z  Z10, Z11, K2, Z11
+	VMULPS    Z11, Z11, Z11
+	VADDPS    Z11, Z7, Z7
 	MOVQ      R10, R12
 	SUBQ      $0x00000020, R12
 	JLE       sqsummed
@@ -33244,10 +32866,10 @@ sqtailmask1:
 
 sqtailmask2:
 	KMOVW     (R11)(R12*2), K2
-	VMOVUPS.Z 128(R8)(R9*4), K2, Z13
-	VSUBPS.Z  Z12, Z13, K2, Z13
-	VMULPS    Z13, Z13, Z13
-	VADDPS    Z13, Z10, Z10
+	VMOVUPS.Z 128(R8)(R9*4), K2, Z11
+	VSUBPS.Z  Z10, Z11, K2, Z11
+	VMULPS    Z11, Z11, Z11
+	VADDPS    Z11, Z8, Z8
 	SUBQ      $0x00000030, R10
 	JLE       sqsummed
 	CMPQ      R10, $0x00000010
@@ -33256,51 +32878,51 @@ sqtailmask2:
 
 sqtailmask3:
 	KMOVW     (R11)(R10*2), K2
-	VMOVUPS.Z 192(R8)(R9*4), K2, Z13
-	VSUBPS.Z  Z12, Z13, K2, Z13
-	VMULPS    Z13, Z13, Z13
-	VADDPS    Z13, Z11, Z11
+	VMOVUPS.Z 192(R8)(R9*4), K2, Z11
+	VSUBPS.Z  Z10, Z11, K2, Z11
+	VMULPS    Z11, Z11, Z11
+	VADDPS    Z11, Z9, Z9
 
 sqsummed:
-	VADDPS Z10, Z8, Z8
-	VADDPS Z11, Z9, Z9
-	VADDPS Z9, Z8, Z8
+	VADDPS Z8, Z6, Z6
+	VADDPS Z9, Z7, Z7
+	VADDPS Z7, Z6, Z6
 
 	// Halving tree: p[j] += p[j+h] for the remaining h, down to ss.
-	VSHUFF64X2 $0xee, Z8, Z8, Z9
-	VADDPS     Z9, Z8, Z8
-	VSHUFF32X4 $0x01, Z8, Z8, Z9
-	VADDPS     Z9, Z8, Z8
-	VPERMILPS  $0x4e, Z8, Z9
-	VADDPS     Z9, Z8, Z8
-	VPERMILPS  $0xb1, Z8, Z9
-	VADDPS     Z9, Z8, Z8
+	VSHUFF64X2 $0xee, Z6, Z6, Z7
+	VADDPS     Z7, Z6, Z6
+	VSHUFF32X4 $0x01, Z6, Z6, Z7
+	VADDPS     Z7, Z6, Z6
+	VPERMILPS  $0x4e, Z6, Z7
+	VADDPS     Z7, Z6, Z6
+	VPERMILPS  $0xb1, Z6, Z7
+	VADDPS     Z7, Z6, Z6
 
 	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
 	CMPL   380(SP), $0x00
 	JE     divide5
-	VMULSS 380(SP), X8, X8
+	VMULSS 380(SP), X6, X6
 	JMP    divided6
 
 divide5:
-	VDIVSS 376(SP), X8, X8
+	VDIVSS 376(SP), X6, X6
 
 divided6:
-	VADDSS   job_eps+0(AX), X8, X8
-	VUCOMISS tlo<>+0(SB), X8
+	VADDSS   job_eps+0(AX), X6, X6
+	VUCOMISS tlo<>+0(SB), X6
 	JCS      ret
-	VUCOMISS tmax<>+0(SB), X8
+	VUCOMISS tmax<>+0(SB), X6
 	JHI      ret
-	VSQRTSS  X8, X8, X8
-	VMOVSS   one<>+0(SB), X14
-	VDIVSS   X8, X14, X14
+	VSQRTSS  X6, X6, X6
+	VMOVSS   one<>+0(SB), X12
+	VDIVSS   X6, X12, X12
 
 	// Report 1/rms if asked.
 	MOVQ   job_inv+0(AX), R8
 	TESTQ  R8, R8
 	JZ     reportmean
 	MOVQ   320(SP), R9
-	VMOVSS X14, (R8)(R9*4)
+	VMOVSS X12, (R8)(R9*4)
 
 reportmean:
 	// Report the mean if asked.
@@ -33308,18 +32930,18 @@ reportmean:
 	TESTQ  R8, R8
 	JZ     scale
 	MOVQ   320(SP), R9
-	VMOVSS X12, (R8)(R9*4)
+	VMOVSS X10, (R8)(R9*4)
 
 scale:
-	VBROADCASTSS X14, Z8
+	VBROADCASTSS X12, Z6
 	MOVQ         $0x00000000, 352(SP)
 	CMPQ         344(SP), $0x01
 	JE           scalebody
-	VMOVUPS      Z14, 256(SP)
+	VMOVUPS      Z12, 256(SP)
 
 scalerow:
 	MOVQ         352(SP), R8
-	VBROADCASTSS 256(SP)(R8*4), Z8
+	VBROADCASTSS 256(SP)(R8*4), Z6
 
 scalebody:
 	// y = (src*inv)*w, rounded after each multiply.
@@ -33337,69 +32959,69 @@ scalebody:
 scaleloop:
 	CMPQ           R8, R9
 	JG             scaletail
-	VMOVUPS        (DX)(R8*4), Z9
-	VSUBPS         Z12, Z9, Z9
-	VMULPS         Z8, Z9, Z9
-	VMOVUPS        64(DX)(R8*4), Z10
-	VSUBPS         Z12, Z10, Z10
-	VMULPS         Z8, Z10, Z10
-	VMOVUPS        128(DX)(R8*4), Z11
-	VSUBPS         Z12, Z11, Z11
-	VMULPS         Z8, Z11, Z11
-	VMOVUPS        192(DX)(R8*4), Z13
-	VSUBPS         Z12, Z13, Z13
-	VMULPS         Z8, Z13, Z13
+	VMOVUPS        (DX)(R8*4), Z7
+	VSUBPS         Z10, Z7, Z7
+	VMULPS         Z6, Z7, Z7
+	VMOVUPS        64(DX)(R8*4), Z8
+	VSUBPS         Z10, Z8, Z8
+	VMULPS         Z6, Z8, Z8
+	VMOVUPS        128(DX)(R8*4), Z9
+	VSUBPS         Z10, Z9, Z9
+	VMULPS         Z6, Z9, Z9
+	VMOVUPS        192(DX)(R8*4), Z11
+	VSUBPS         Z10, Z11, Z11
+	VMULPS         Z6, Z11, Z11
 	TESTL          $0x00000008, job_flags+0(AX)
 	JZ             notrn7
-	BYTE $0x62; BYTE $0x52; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xf9 // VCVTNE2PS2BF16 Z9, Z10, Z15
-	VPADDW         Z3, Z15, Z16
-	VPTESTNMW      Z4, Z16, K2
-	KORTESTD       K2, K2
+	VFPCLASSPSZ    $0xa1, Z7, K2
+	VFPCLASSPSZ    $0xa1, Z8, K3
+	KORTESTW       K3, K2
 	JNZ            bf16fix8
+	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xef // VCVTNE2PS2BF16 Z7, Z8, Z13
 
 bf16fixed9:
-	VPERMW.Z       Z15, Z5, K1, Z9
-	VPERMW.Z       Z15, Z6, K1, Z10
-	BYTE $0x62; BYTE $0x52; BYTE $0x17; BYTE $0x48; BYTE $0x72; BYTE $0xfb // VCVTNE2PS2BF16 Z11, Z13, Z15
-	VPADDW         Z3, Z15, Z16
-	VPTESTNMW      Z4, Z16, K2
-	KORTESTD       K2, K2
+	VPERMW.Z       Z13, Z3, K1, Z7
+	VPERMW.Z       Z13, Z4, K1, Z8
+	VFPCLASSPSZ    $0xa1, Z9, K2
+	VFPCLASSPSZ    $0xa1, Z11, K3
+	KORTESTW       K3, K2
 	JNZ            bf16fix10
+	BYTE $0x62; BYTE $0x52; BYTE $0x27; BYTE $0x48; BYTE $0x72; BYTE $0xe9 // VCVTNE2PS2BF16 Z9, Z11, Z13
 
 bf16fixed11:
-	VPERMW.Z Z15, Z5, K1, Z11
-	VPERMW.Z Z15, Z6, K1, Z13
+	VPERMW.Z Z13, Z3, K1, Z9
+	VPERMW.Z Z13, Z4, K1, Z11
 
 notrn7:
-	VMULPS (SI)(R8*4), Z9, Z9
-	VMULPS 64(SI)(R8*4), Z10, Z10
-	VMULPS 128(SI)(R8*4), Z11, Z11
-	VMULPS 192(SI)(R8*4), Z13, Z13
+	VMULPS (SI)(R8*4), Z7, Z7
+	VMULPS 64(SI)(R8*4), Z8, Z8
+	VMULPS 128(SI)(R8*4), Z9, Z9
+	VMULPS 192(SI)(R8*4), Z11, Z11
 	MOVQ   job_bias+0(AX), R10
 	TESTQ  R10, R10
 	JZ     nobias12
-	VADDPS (R10)(R8*4), Z9, Z9
-	VADDPS 64(R10)(R8*4), Z10, Z10
-	VADDPS 128(R10)(R8*4), Z11, Z11
-	VADDPS 192(R10)(R8*4), Z13, Z13
+	VADDPS (R10)(R8*4), Z7, Z7
+	VADDPS 64(R10)(R8*4), Z8, Z8
+	VADDPS 128(R10)(R8*4), Z9, Z9
+	VADDPS 192(R10)(R8*4), Z11, Z11
 
 nobias12:
-	BYTE $0x62; BYTE $0x52; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xf9 // VCVTNE2PS2BF16 Z9, Z10, Z15
-	VPADDW         Z3, Z15, Z16
-	VPTESTNMW      Z4, Z16, K2
-	KORTESTD       K2, K2
+	VFPCLASSPSZ    $0xa1, Z7, K2
+	VFPCLASSPSZ    $0xa1, Z8, K3
+	KORTESTW       K3, K2
 	JNZ            bf16fix13
+	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xef // VCVTNE2PS2BF16 Z7, Z8, Z13
 
 bf16fixed14:
-	VMOVDQU64      Z15, (CX)(R8*2)
-	BYTE $0x62; BYTE $0x52; BYTE $0x17; BYTE $0x48; BYTE $0x72; BYTE $0xcb // VCVTNE2PS2BF16 Z11, Z13, Z9
-	VPADDW         Z3, Z9, Z10
-	VPTESTNMW      Z4, Z10, K2
-	KORTESTD       K2, K2
+	VMOVDQU64      Z13, (CX)(R8*2)
+	VFPCLASSPSZ    $0xa1, Z9, K2
+	VFPCLASSPSZ    $0xa1, Z11, K3
+	KORTESTW       K3, K2
 	JNZ            bf16fix15
+	BYTE $0x62; BYTE $0xd2; BYTE $0x27; BYTE $0x48; BYTE $0x72; BYTE $0xf9 // VCVTNE2PS2BF16 Z9, Z11, Z7
 
 bf16fixed16:
-	VMOVDQU64 Z9, 64(CX)(R8*2)
+	VMOVDQU64 Z7, 64(CX)(R8*2)
 	ADDQ      $0x00000040, R8
 	JMP       scaleloop
 
@@ -33407,77 +33029,77 @@ bf16fixed16:
 scaleloopoffset:
 	CMPQ           R8, R9
 	JG             scaletail
-	VMOVUPS        (DX)(R8*4), Z9
-	VSUBPS         Z12, Z9, Z9
-	VMULPS         Z8, Z9, Z9
-	VMOVUPS        64(DX)(R8*4), Z10
-	VSUBPS         Z12, Z10, Z10
-	VMULPS         Z8, Z10, Z10
-	VMOVUPS        128(DX)(R8*4), Z11
-	VSUBPS         Z12, Z11, Z11
-	VMULPS         Z8, Z11, Z11
-	VMOVUPS        192(DX)(R8*4), Z13
-	VSUBPS         Z12, Z13, Z13
-	VMULPS         Z8, Z13, Z13
+	VMOVUPS        (DX)(R8*4), Z7
+	VSUBPS         Z10, Z7, Z7
+	VMULPS         Z6, Z7, Z7
+	VMOVUPS        64(DX)(R8*4), Z8
+	VSUBPS         Z10, Z8, Z8
+	VMULPS         Z6, Z8, Z8
+	VMOVUPS        128(DX)(R8*4), Z9
+	VSUBPS         Z10, Z9, Z9
+	VMULPS         Z6, Z9, Z9
+	VMOVUPS        192(DX)(R8*4), Z11
+	VSUBPS         Z10, Z11, Z11
+	VMULPS         Z6, Z11, Z11
 	TESTL          $0x00000008, job_flags+0(AX)
 	JZ             notrn17
-	BYTE $0x62; BYTE $0x52; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xf9 // VCVTNE2PS2BF16 Z9, Z10, Z15
-	VPADDW         Z3, Z15, Z16
-	VPTESTNMW      Z4, Z16, K2
-	KORTESTD       K2, K2
+	VFPCLASSPSZ    $0xa1, Z7, K2
+	VFPCLASSPSZ    $0xa1, Z8, K3
+	KORTESTW       K3, K2
 	JNZ            bf16fix18
+	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xef // VCVTNE2PS2BF16 Z7, Z8, Z13
 
 bf16fixed19:
-	VPERMW.Z       Z15, Z5, K1, Z9
-	VPERMW.Z       Z15, Z6, K1, Z10
-	BYTE $0x62; BYTE $0x52; BYTE $0x17; BYTE $0x48; BYTE $0x72; BYTE $0xfb // VCVTNE2PS2BF16 Z11, Z13, Z15
-	VPADDW         Z3, Z15, Z16
-	VPTESTNMW      Z4, Z16, K2
-	KORTESTD       K2, K2
+	VPERMW.Z       Z13, Z3, K1, Z7
+	VPERMW.Z       Z13, Z4, K1, Z8
+	VFPCLASSPSZ    $0xa1, Z9, K2
+	VFPCLASSPSZ    $0xa1, Z11, K3
+	KORTESTW       K3, K2
 	JNZ            bf16fix20
+	BYTE $0x62; BYTE $0x52; BYTE $0x27; BYTE $0x48; BYTE $0x72; BYTE $0xe9 // VCVTNE2PS2BF16 Z9, Z11, Z13
 
 bf16fixed21:
-	VPERMW.Z Z15, Z5, K1, Z11
-	VPERMW.Z Z15, Z6, K1, Z13
+	VPERMW.Z Z13, Z3, K1, Z9
+	VPERMW.Z Z13, Z4, K1, Z11
 
 notrn17:
-	VMOVUPS (SI)(R8*4), Z15
-	VADDPS  Z7, Z15, Z15
-	VMULPS  Z15, Z9, Z9
-	VMOVUPS 64(SI)(R8*4), Z15
-	VADDPS  Z7, Z15, Z15
-	VMULPS  Z15, Z10, Z10
-	VMOVUPS 128(SI)(R8*4), Z15
-	VADDPS  Z7, Z15, Z15
-	VMULPS  Z15, Z11, Z11
-	VMOVUPS 192(SI)(R8*4), Z15
-	VADDPS  Z7, Z15, Z15
-	VMULPS  Z15, Z13, Z13
+	VMOVUPS (SI)(R8*4), Z13
+	VADDPS  Z5, Z13, Z13
+	VMULPS  Z13, Z7, Z7
+	VMOVUPS 64(SI)(R8*4), Z13
+	VADDPS  Z5, Z13, Z13
+	VMULPS  Z13, Z8, Z8
+	VMOVUPS 128(SI)(R8*4), Z13
+	VADDPS  Z5, Z13, Z13
+	VMULPS  Z13, Z9, Z9
+	VMOVUPS 192(SI)(R8*4), Z13
+	VADDPS  Z5, Z13, Z13
+	VMULPS  Z13, Z11, Z11
 	MOVQ    job_bias+0(AX), R10
 	TESTQ   R10, R10
 	JZ      nobias22
-	VADDPS  (R10)(R8*4), Z9, Z9
-	VADDPS  64(R10)(R8*4), Z10, Z10
-	VADDPS  128(R10)(R8*4), Z11, Z11
-	VADDPS  192(R10)(R8*4), Z13, Z13
+	VADDPS  (R10)(R8*4), Z7, Z7
+	VADDPS  64(R10)(R8*4), Z8, Z8
+	VADDPS  128(R10)(R8*4), Z9, Z9
+	VADDPS  192(R10)(R8*4), Z11, Z11
 
 nobias22:
-	BYTE $0x62; BYTE $0x52; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xf9 // VCVTNE2PS2BF16 Z9, Z10, Z15
-	VPADDW         Z3, Z15, Z16
-	VPTESTNMW      Z4, Z16, K2
-	KORTESTD       K2, K2
+	VFPCLASSPSZ    $0xa1, Z7, K2
+	VFPCLASSPSZ    $0xa1, Z8, K3
+	KORTESTW       K3, K2
 	JNZ            bf16fix23
+	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xef // VCVTNE2PS2BF16 Z7, Z8, Z13
 
 bf16fixed24:
-	VMOVDQU64      Z15, (CX)(R8*2)
-	BYTE $0x62; BYTE $0x52; BYTE $0x17; BYTE $0x48; BYTE $0x72; BYTE $0xcb // VCVTNE2PS2BF16 Z11, Z13, Z9
-	VPADDW         Z3, Z9, Z10
-	VPTESTNMW      Z4, Z10, K2
-	KORTESTD       K2, K2
+	VMOVDQU64      Z13, (CX)(R8*2)
+	VFPCLASSPSZ    $0xa1, Z9, K2
+	VFPCLASSPSZ    $0xa1, Z11, K3
+	KORTESTW       K3, K2
 	JNZ            bf16fix25
+	BYTE $0x62; BYTE $0xd2; BYTE $0x27; BYTE $0x48; BYTE $0x72; BYTE $0xf9 // VCVTNE2PS2BF16 Z9, Z11, Z7
 
 bf16fixed26:
-	VMOVDQU64 Z9, 64(CX)(R8*2)
+	VMOVDQU64 Z7, 64(CX)(R8*2)
 	ADDQ      $0x00000040, R8
 	JMP       scaleloopoffset
 
@@ -33485,43 +33107,43 @@ bf16fixed26:
 scaleloopnoweight:
 	CMPQ    R8, R9
 	JG      scaletail
-	VMOVUPS (DX)(R8*4), Z9
-	VSUBPS  Z12, Z9, Z9
-	VMULPS  Z8, Z9, Z9
-	VMOVUPS 64(DX)(R8*4), Z10
-	VSUBPS  Z12, Z10, Z10
-	VMULPS  Z8, Z10, Z10
-	VMOVUPS 128(DX)(R8*4), Z11
-	VSUBPS  Z12, Z11, Z11
-	VMULPS  Z8, Z11, Z11
-	VMOVUPS 192(DX)(R8*4), Z13
-	VSUBPS  Z12, Z13, Z13
-	VMULPS  Z8, Z13, Z13
+	VMOVUPS (DX)(R8*4), Z7
+	VSUBPS  Z10, Z7, Z7
+	VMULPS  Z6, Z7, Z7
+	VMOVUPS 64(DX)(R8*4), Z8
+	VSUBPS  Z10, Z8, Z8
+	VMULPS  Z6, Z8, Z8
+	VMOVUPS 128(DX)(R8*4), Z9
+	VSUBPS  Z10, Z9, Z9
+	VMULPS  Z6, Z9, Z9
+	VMOVUPS 192(DX)(R8*4), Z11
+	VSUBPS  Z10, Z11, Z11
+	VMULPS  Z6, Z11, Z11
 	MOVQ    job_bias+0(AX), R10
 	TESTQ   R10, R10
 	JZ      nobias27
-	VADDPS  (R10)(R8*4), Z9, Z9
-	VADDPS  64(R10)(R8*4), Z10, Z10
-	VADDPS  128(R10)(R8*4), Z11, Z11
-	VADDPS  192(R10)(R8*4), Z13, Z13
+	VADDPS  (R10)(R8*4), Z7, Z7
+	VADDPS  64(R10)(R8*4), Z8, Z8
+	VADDPS  128(R10)(R8*4), Z9, Z9
+	VADDPS  192(R10)(R8*4), Z11, Z11
 
 nobias27:
-	BYTE $0x62; BYTE $0x52; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xf9 // VCVTNE2PS2BF16 Z9, Z10, Z15
-	VPADDW         Z3, Z15, Z16
-	VPTESTNMW      Z4, Z16, K2
-	KORTESTD       K2, K2
+	VFPCLASSPSZ    $0xa1, Z7, K2
+	VFPCLASSPSZ    $0xa1, Z8, K3
+	KORTESTW       K3, K2
 	JNZ            bf16fix28
+	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xef // VCVTNE2PS2BF16 Z7, Z8, Z13
 
 bf16fixed29:
-	VMOVDQU64      Z15, (CX)(R8*2)
-	BYTE $0x62; BYTE $0x52; BYTE $0x17; BYTE $0x48; BYTE $0x72; BYTE $0xcb // VCVTNE2PS2BF16 Z11, Z13, Z9
-	VPADDW         Z3, Z9, Z10
-	VPTESTNMW      Z4, Z10, K2
-	KORTESTD       K2, K2
+	VMOVDQU64      Z13, (CX)(R8*2)
+	VFPCLASSPSZ    $0xa1, Z9, K2
+	VFPCLASSPSZ    $0xa1, Z11, K3
+	KORTESTW       K3, K2
 	JNZ            bf16fix30
+	BYTE $0x62; BYTE $0xd2; BYTE $0x27; BYTE $0x48; BYTE $0x72; BYTE $0xf9 // VCVTNE2PS2BF16 Z9, Z11, Z7
 
 bf16fixed31:
-	VMOVDQU64 Z9, 64(CX)(R8*2)
+	VMOVDQU64 Z7, 64(CX)(R8*2)
 	ADDQ      $0x00000040, R8
 	JMP       scaleloopnoweight
 
@@ -33548,69 +33170,69 @@ scalepfloop:
 	PREFETCHT0     64(R10)(R8*4)
 	PREFETCHT0     128(R10)(R8*4)
 	PREFETCHT0     192(R10)(R8*4)
-	VMOVUPS        (DX)(R8*4), Z9
-	VSUBPS         Z12, Z9, Z9
-	VMULPS         Z8, Z9, Z9
-	VMOVUPS        64(DX)(R8*4), Z10
-	VSUBPS         Z12, Z10, Z10
-	VMULPS         Z8, Z10, Z10
-	VMOVUPS        128(DX)(R8*4), Z11
-	VSUBPS         Z12, Z11, Z11
-	VMULPS         Z8, Z11, Z11
-	VMOVUPS        192(DX)(R8*4), Z13
-	VSUBPS         Z12, Z13, Z13
-	VMULPS         Z8, Z13, Z13
+	VMOVUPS        (DX)(R8*4), Z7
+	VSUBPS         Z10, Z7, Z7
+	VMULPS         Z6, Z7, Z7
+	VMOVUPS        64(DX)(R8*4), Z8
+	VSUBPS         Z10, Z8, Z8
+	VMULPS         Z6, Z8, Z8
+	VMOVUPS        128(DX)(R8*4), Z9
+	VSUBPS         Z10, Z9, Z9
+	VMULPS         Z6, Z9, Z9
+	VMOVUPS        192(DX)(R8*4), Z11
+	VSUBPS         Z10, Z11, Z11
+	VMULPS         Z6, Z11, Z11
 	TESTL          $0x00000008, job_flags+0(AX)
 	JZ             notrn33
-	BYTE $0x62; BYTE $0x52; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xf9 // VCVTNE2PS2BF16 Z9, Z10, Z15
-	VPADDW         Z3, Z15, Z16
-	VPTESTNMW      Z4, Z16, K2
-	KORTESTD       K2, K2
+	VFPCLASSPSZ    $0xa1, Z7, K2
+	VFPCLASSPSZ    $0xa1, Z8, K3
+	KORTESTW       K3, K2
 	JNZ            bf16fix34
+	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xef // VCVTNE2PS2BF16 Z7, Z8, Z13
 
 bf16fixed35:
-	VPERMW.Z       Z15, Z5, K1, Z9
-	VPERMW.Z       Z15, Z6, K1, Z10
-	BYTE $0x62; BYTE $0x52; BYTE $0x17; BYTE $0x48; BYTE $0x72; BYTE $0xfb // VCVTNE2PS2BF16 Z11, Z13, Z15
-	VPADDW         Z3, Z15, Z16
-	VPTESTNMW      Z4, Z16, K2
-	KORTESTD       K2, K2
+	VPERMW.Z       Z13, Z3, K1, Z7
+	VPERMW.Z       Z13, Z4, K1, Z8
+	VFPCLASSPSZ    $0xa1, Z9, K2
+	VFPCLASSPSZ    $0xa1, Z11, K3
+	KORTESTW       K3, K2
 	JNZ            bf16fix36
+	BYTE $0x62; BYTE $0x52; BYTE $0x27; BYTE $0x48; BYTE $0x72; BYTE $0xe9 // VCVTNE2PS2BF16 Z9, Z11, Z13
 
 bf16fixed37:
-	VPERMW.Z Z15, Z5, K1, Z11
-	VPERMW.Z Z15, Z6, K1, Z13
+	VPERMW.Z Z13, Z3, K1, Z9
+	VPERMW.Z Z13, Z4, K1, Z11
 
 notrn33:
-	VMULPS (SI)(R8*4), Z9, Z9
-	VMULPS 64(SI)(R8*4), Z10, Z10
-	VMULPS 128(SI)(R8*4), Z11, Z11
-	VMULPS 192(SI)(R8*4), Z13, Z13
+	VMULPS (SI)(R8*4), Z7, Z7
+	VMULPS 64(SI)(R8*4), Z8, Z8
+	VMULPS 128(SI)(R8*4), Z9, Z9
+	VMULPS 192(SI)(R8*4), Z11, Z11
 	MOVQ   job_bias+0(AX), R11
 	TESTQ  R11, R11
 	JZ     nobias38
-	VADDPS (R11)(R8*4), Z9, Z9
-	VADDPS 64(R11)(R8*4), Z10, Z10
-	VADDPS 128(R11)(R8*4), Z11, Z11
-	VADDPS 192(R11)(R8*4), Z13, Z13
+	VADDPS (R11)(R8*4), Z7, Z7
+	VADDPS 64(R11)(R8*4), Z8, Z8
+	VADDPS 128(R11)(R8*4), Z9, Z9
+	VADDPS 192(R11)(R8*4), Z11, Z11
 
 nobias38:
-	BYTE $0x62; BYTE $0x52; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xf9 // VCVTNE2PS2BF16 Z9, Z10, Z15
-	VPADDW         Z3, Z15, Z16
-	VPTESTNMW      Z4, Z16, K2
-	KORTESTD       K2, K2
+	VFPCLASSPSZ    $0xa1, Z7, K2
+	VFPCLASSPSZ    $0xa1, Z8, K3
+	KORTESTW       K3, K2
 	JNZ            bf16fix39
+	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xef // VCVTNE2PS2BF16 Z7, Z8, Z13
 
 bf16fixed40:
-	VMOVDQU64      Z15, (CX)(R8*2)
-	BYTE $0x62; BYTE $0x52; BYTE $0x17; BYTE $0x48; BYTE $0x72; BYTE $0xcb // VCVTNE2PS2BF16 Z11, Z13, Z9
-	VPADDW         Z3, Z9, Z10
-	VPTESTNMW      Z4, Z10, K2
-	KORTESTD       K2, K2
+	VMOVDQU64      Z13, (CX)(R8*2)
+	VFPCLASSPSZ    $0xa1, Z9, K2
+	VFPCLASSPSZ    $0xa1, Z11, K3
+	KORTESTW       K3, K2
 	JNZ            bf16fix41
+	BYTE $0x62; BYTE $0xd2; BYTE $0x27; BYTE $0x48; BYTE $0x72; BYTE $0xf9 // VCVTNE2PS2BF16 Z9, Z11, Z7
 
 bf16fixed42:
-	VMOVDQU64 Z9, 64(CX)(R8*2)
+	VMOVDQU64 Z7, 64(CX)(R8*2)
 	ADDQ      $0x00000040, R8
 	JMP       scalepfloop
 
@@ -33622,77 +33244,77 @@ scalepfloopoffset:
 	PREFETCHT0     64(R10)(R8*4)
 	PREFETCHT0     128(R10)(R8*4)
 	PREFETCHT0     192(R10)(R8*4)
-	VMOVUPS        (DX)(R8*4), Z9
-	VSUBPS         Z12, Z9, Z9
-	VMULPS         Z8, Z9, Z9
-	VMOVUPS        64(DX)(R8*4), Z10
-	VSUBPS         Z12, Z10, Z10
-	VMULPS         Z8, Z10, Z10
-	VMOVUPS        128(DX)(R8*4), Z11
-	VSUBPS         Z12, Z11, Z11
-	VMULPS         Z8, Z11, Z11
-	VMOVUPS        192(DX)(R8*4), Z13
-	VSUBPS         Z12, Z13, Z13
-	VMULPS         Z8, Z13, Z13
+	VMOVUPS        (DX)(R8*4), Z7
+	VSUBPS         Z10, Z7, Z7
+	VMULPS         Z6, Z7, Z7
+	VMOVUPS        64(DX)(R8*4), Z8
+	VSUBPS         Z10, Z8, Z8
+	VMULPS         Z6, Z8, Z8
+	VMOVUPS        128(DX)(R8*4), Z9
+	VSUBPS         Z10, Z9, Z9
+	VMULPS         Z6, Z9, Z9
+	VMOVUPS        192(DX)(R8*4), Z11
+	VSUBPS         Z10, Z11, Z11
+	VMULPS         Z6, Z11, Z11
 	TESTL          $0x00000008, job_flags+0(AX)
 	JZ             notrn43
-	BYTE $0x62; BYTE $0x52; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xf9 // VCVTNE2PS2BF16 Z9, Z10, Z15
-	VPADDW         Z3, Z15, Z16
-	VPTESTNMW      Z4, Z16, K2
-	KORTESTD       K2, K2
+	VFPCLASSPSZ    $0xa1, Z7, K2
+	VFPCLASSPSZ    $0xa1, Z8, K3
+	KORTESTW       K3, K2
 	JNZ            bf16fix44
+	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xef // VCVTNE2PS2BF16 Z7, Z8, Z13
 
 bf16fixed45:
-	VPERMW.Z       Z15, Z5, K1, Z9
-	VPERMW.Z       Z15, Z6, K1, Z10
-	BYTE $0x62; BYTE $0x52; BYTE $0x17; BYTE $0x48; BYTE $0x72; BYTE $0xfb // VCVTNE2PS2BF16 Z11, Z13, Z15
-	VPADDW         Z3, Z15, Z16
-	VPTESTNMW      Z4, Z16, K2
-	KORTESTD       K2, K2
+	VPERMW.Z       Z13, Z3, K1, Z7
+	VPERMW.Z       Z13, Z4, K1, Z8
+	VFPCLASSPSZ    $0xa1, Z9, K2
+	VFPCLASSPSZ    $0xa1, Z11, K3
+	KORTESTW       K3, K2
 	JNZ            bf16fix46
+	BYTE $0x62; BYTE $0x52; BYTE $0x27; BYTE $0x48; BYTE $0x72; BYTE $0xe9 // VCVTNE2PS2BF16 Z9, Z11, Z13
 
 bf16fixed47:
-	VPERMW.Z Z15, Z5, K1, Z11
-	VPERMW.Z Z15, Z6, K1, Z13
+	VPERMW.Z Z13, Z3, K1, Z9
+	VPERMW.Z Z13, Z4, K1, Z11
 
 notrn43:
-	VMOVUPS (SI)(R8*4), Z15
-	VADDPS  Z7, Z15, Z15
-	VMULPS  Z15, Z9, Z9
-	VMOVUPS 64(SI)(R8*4), Z15
-	VADDPS  Z7, Z15, Z15
-	VMULPS  Z15, Z10, Z10
-	VMOVUPS 128(SI)(R8*4), Z15
-	VADDPS  Z7, Z15, Z15
-	VMULPS  Z15, Z11, Z11
-	VMOVUPS 192(SI)(R8*4), Z15
-	VADDPS  Z7, Z15, Z15
-	VMULPS  Z15, Z13, Z13
+	VMOVUPS (SI)(R8*4), Z13
+	VADDPS  Z5, Z13, Z13
+	VMULPS  Z13, Z7, Z7
+	VMOVUPS 64(SI)(R8*4), Z13
+	VADDPS  Z5, Z13, Z13
+	VMULPS  Z13, Z8, Z8
+	VMOVUPS 128(SI)(R8*4), Z13
+	VADDPS  Z5, Z13, Z13
+	VMULPS  Z13, Z9, Z9
+	VMOVUPS 192(SI)(R8*4), Z13
+	VADDPS  Z5, Z13, Z13
+	VMULPS  Z13, Z11, Z11
 	MOVQ    job_bias+0(AX), R11
 	TESTQ   R11, R11
 	JZ      nobias48
-	VADDPS  (R11)(R8*4), Z9, Z9
-	VADDPS  64(R11)(R8*4), Z10, Z10
-	VADDPS  128(R11)(R8*4), Z11, Z11
-	VADDPS  192(R11)(R8*4), Z13, Z13
+	VADDPS  (R11)(R8*4), Z7, Z7
+	VADDPS  64(R11)(R8*4), Z8, Z8
+	VADDPS  128(R11)(R8*4), Z9, Z9
+	VADDPS  192(R11)(R8*4), Z11, Z11
 
 nobias48:
-	BYTE $0x62; BYTE $0x52; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xf9 // VCVTNE2PS2BF16 Z9, Z10, Z15
-	VPADDW         Z3, Z15, Z16
-	VPTESTNMW      Z4, Z16, K2
-	KORTESTD       K2, K2
+	VFPCLASSPSZ    $0xa1, Z7, K2
+	VFPCLASSPSZ    $0xa1, Z8, K3
+	KORTESTW       K3, K2
 	JNZ            bf16fix49
+	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xef // VCVTNE2PS2BF16 Z7, Z8, Z13
 
 bf16fixed50:
-	VMOVDQU64      Z15, (CX)(R8*2)
-	BYTE $0x62; BYTE $0x52; BYTE $0x17; BYTE $0x48; BYTE $0x72; BYTE $0xcb // VCVTNE2PS2BF16 Z11, Z13, Z9
-	VPADDW         Z3, Z9, Z10
-	VPTESTNMW      Z4, Z10, K2
-	KORTESTD       K2, K2
+	VMOVDQU64      Z13, (CX)(R8*2)
+	VFPCLASSPSZ    $0xa1, Z9, K2
+	VFPCLASSPSZ    $0xa1, Z11, K3
+	KORTESTW       K3, K2
 	JNZ            bf16fix51
+	BYTE $0x62; BYTE $0xd2; BYTE $0x27; BYTE $0x48; BYTE $0x72; BYTE $0xf9 // VCVTNE2PS2BF16 Z9, Z11, Z7
 
 bf16fixed52:
-	VMOVDQU64 Z9, 64(CX)(R8*2)
+	VMOVDQU64 Z7, 64(CX)(R8*2)
 	ADDQ      $0x00000040, R8
 	JMP       scalepfloopoffset
 
@@ -33704,43 +33326,43 @@ scalepfloopnoweight:
 	PREFETCHT0 64(R10)(R8*4)
 	PREFETCHT0 128(R10)(R8*4)
 	PREFETCHT0 192(R10)(R8*4)
-	VMOVUPS    (DX)(R8*4), Z9
-	VSUBPS     Z12, Z9, Z9
-	VMULPS     Z8, Z9, Z9
-	VMOVUPS    64(DX)(R8*4), Z10
-	VSUBPS     Z12, Z10, Z10
-	VMULPS     Z8, Z10, Z10
-	VMOVUPS    128(DX)(R8*4), Z11
-	VSUBPS     Z12, Z11, Z11
-	VMULPS     Z8, Z11, Z11
-	VMOVUPS    192(DX)(R8*4), Z13
-	VSUBPS     Z12, Z13, Z13
-	VMULPS     Z8, Z13, Z13
+	VMOVUPS    (DX)(R8*4), Z7
+	VSUBPS     Z10, Z7, Z7
+	VMULPS     Z6, Z7, Z7
+	VMOVUPS    64(DX)(R8*4), Z8
+	VSUBPS     Z10, Z8, Z8
+	VMULPS     Z6, Z8, Z8
+	VMOVUPS    128(DX)(R8*4), Z9
+	VSUBPS     Z10, Z9, Z9
+	VMULPS     Z6, Z9, Z9
+	VMOVUPS    192(DX)(R8*4), Z11
+	VSUBPS     Z10, Z11, Z11
+	VMULPS     Z6, Z11, Z11
 	MOVQ       job_bias+0(AX), R11
 	TESTQ      R11, R11
 	JZ         nobias53
-	VADDPS     (R11)(R8*4), Z9, Z9
-	VADDPS     64(R11)(R8*4), Z10, Z10
-	VADDPS     128(R11)(R8*4), Z11, Z11
-	VADDPS     192(R11)(R8*4), Z13, Z13
+	VADDPS     (R11)(R8*4), Z7, Z7
+	VADDPS     64(R11)(R8*4), Z8, Z8
+	VADDPS     128(R11)(R8*4), Z9, Z9
+	VADDPS     192(R11)(R8*4), Z11, Z11
 
 nobias53:
-	BYTE $0x62; BYTE $0x52; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xf9 // VCVTNE2PS2BF16 Z9, Z10, Z15
-	VPADDW         Z3, Z15, Z16
-	VPTESTNMW      Z4, Z16, K2
-	KORTESTD       K2, K2
+	VFPCLASSPSZ    $0xa1, Z7, K2
+	VFPCLASSPSZ    $0xa1, Z8, K3
+	KORTESTW       K3, K2
 	JNZ            bf16fix54
+	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xef // VCVTNE2PS2BF16 Z7, Z8, Z13
 
 bf16fixed55:
-	VMOVDQU64      Z15, (CX)(R8*2)
-	BYTE $0x62; BYTE $0x52; BYTE $0x17; BYTE $0x48; BYTE $0x72; BYTE $0xcb // VCVTNE2PS2BF16 Z11, Z13, Z9
-	VPADDW         Z3, Z9, Z10
-	VPTESTNMW      Z4, Z10, K2
-	KORTESTD       K2, K2
+	VMOVDQU64      Z13, (CX)(R8*2)
+	VFPCLASSPSZ    $0xa1, Z9, K2
+	VFPCLASSPSZ    $0xa1, Z11, K3
+	KORTESTW       K3, K2
 	JNZ            bf16fix56
+	BYTE $0x62; BYTE $0xd2; BYTE $0x27; BYTE $0x48; BYTE $0x72; BYTE $0xf9 // VCVTNE2PS2BF16 Z9, Z11, Z7
 
 bf16fixed57:
-	VMOVDQU64 Z9, 64(CX)(R8*2)
+	VMOVDQU64 Z7, 64(CX)(R8*2)
 	ADDQ      $0x00000040, R8
 	JMP       scalepfloopnoweight
 
@@ -33758,42 +33380,40 @@ scalent:
 scalehead:
 	CMPQ           R10, $0x00000010
 	JB             scaleheadpart
-	VMOVUPS        (DX)(R8*4), Z9
-	VSUBPS         Z12, Z9, Z9
-	VMULPS         Z8, Z9, Z9
+	VMOVUPS        (DX)(R8*4), Z7
+	VSUBPS         Z10, Z7, Z7
+	VMULPS         Z6, Z7, Z7
 	TESTL          $0x00000008, job_flags+0(AX)
 	JZ             notrn58
-	BYTE $0x62; BYTE $0x52; BYTE $0x37; BYTE $0x48; BYTE $0x72; BYTE $0xd1 // VCVTNE2PS2BF16 Z9, Z9, Z10
-	VPADDW         Z3, Z10, Z11
-	VPTESTNMW      Z4, Z11, K2
-	KORTESTD       K2, K2
+	VFPCLASSPSZ    $0xa1, Z7, K2
+	KORTESTW       K2, K2
 	JNZ            bf16fix59
+	BYTE $0x62; BYTE $0x72; BYTE $0x47; BYTE $0x48; BYTE $0x72; BYTE $0xc7 // VCVTNE2PS2BF16 Z7, Z7, Z8
 
 bf16fixed60:
-	VPERMW.Z Z10, Z5, K1, Z9
+	VPERMW.Z Z8, Z3, K1, Z7
 
 notrn58:
 	TESTQ   SI, SI
 	JZ      noweight61
-	VMOVUPS (SI)(R8*4), Z10
-	VADDPS  Z7, Z10, Z10
-	VMULPS  Z10, Z9, Z9
+	VMOVUPS (SI)(R8*4), Z8
+	VADDPS  Z5, Z8, Z8
+	VMULPS  Z8, Z7, Z7
 
 noweight61:
 	MOVQ   job_bias+0(AX), R11
 	TESTQ  R11, R11
 	JZ     nobias62
-	VADDPS (R11)(R8*4), Z9, Z9
+	VADDPS (R11)(R8*4), Z7, Z7
 
 nobias62:
-	BYTE $0x62; BYTE $0x52; BYTE $0x37; BYTE $0x48; BYTE $0x72; BYTE $0xd1 // VCVTNE2PS2BF16 Z9, Z9, Z10
-	VPADDW         Z3, Z10, Z11
-	VPTESTNMW      Z4, Z11, K2
-	KORTESTD       K2, K2
+	VFPCLASSPSZ    $0xa1, Z7, K2
+	KORTESTW       K2, K2
 	JNZ            bf16fix63
+	BYTE $0x62; BYTE $0x72; BYTE $0x47; BYTE $0x48; BYTE $0x72; BYTE $0xc7 // VCVTNE2PS2BF16 Z7, Z7, Z8
 
 bf16fixed64:
-	VEXTRACTI64X4 $0x00, Z10, (CX)(R8*2)
+	VEXTRACTI64X4 $0x00, Z8, (CX)(R8*2)
 	ADDQ          $0x00000010, R8
 	SUBQ          $0x00000010, R10
 	JZ            scalentgo
@@ -33819,91 +33439,91 @@ scalentloop:
 	PREFETCHT0     64(R10)(R8*4)
 	PREFETCHT0     128(R10)(R8*4)
 	PREFETCHT0     192(R10)(R8*4)
-	VMOVUPS        (DX)(R8*4), Z9
-	VSUBPS         Z12, Z9, Z9
-	VMULPS         Z8, Z9, Z9
-	VMOVUPS        64(DX)(R8*4), Z10
-	VSUBPS         Z12, Z10, Z10
-	VMULPS         Z8, Z10, Z10
-	VMOVUPS        128(DX)(R8*4), Z11
-	VSUBPS         Z12, Z11, Z11
-	VMULPS         Z8, Z11, Z11
-	VMOVUPS        192(DX)(R8*4), Z13
-	VSUBPS         Z12, Z13, Z13
-	VMULPS         Z8, Z13, Z13
+	VMOVUPS        (DX)(R8*4), Z7
+	VSUBPS         Z10, Z7, Z7
+	VMULPS         Z6, Z7, Z7
+	VMOVUPS        64(DX)(R8*4), Z8
+	VSUBPS         Z10, Z8, Z8
+	VMULPS         Z6, Z8, Z8
+	VMOVUPS        128(DX)(R8*4), Z9
+	VSUBPS         Z10, Z9, Z9
+	VMULPS         Z6, Z9, Z9
+	VMOVUPS        192(DX)(R8*4), Z11
+	VSUBPS         Z10, Z11, Z11
+	VMULPS         Z6, Z11, Z11
 	TESTL          $0x00000008, job_flags+0(AX)
 	JZ             notrn66
-	BYTE $0x62; BYTE $0x52; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xf9 // VCVTNE2PS2BF16 Z9, Z10, Z15
-	VPADDW         Z3, Z15, Z16
-	VPTESTNMW      Z4, Z16, K2
-	KORTESTD       K2, K2
+	VFPCLASSPSZ    $0xa1, Z7, K2
+	VFPCLASSPSZ    $0xa1, Z8, K3
+	KORTESTW       K3, K2
 	JNZ            bf16fix67
+	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xef // VCVTNE2PS2BF16 Z7, Z8, Z13
 
 bf16fixed68:
-	VPERMW.Z       Z15, Z5, K1, Z9
-	VPERMW.Z       Z15, Z6, K1, Z10
-	BYTE $0x62; BYTE $0x52; BYTE $0x17; BYTE $0x48; BYTE $0x72; BYTE $0xfb // VCVTNE2PS2BF16 Z11, Z13, Z15
-	VPADDW         Z3, Z15, Z16
-	VPTESTNMW      Z4, Z16, K2
-	KORTESTD       K2, K2
+	VPERMW.Z       Z13, Z3, K1, Z7
+	VPERMW.Z       Z13, Z4, K1, Z8
+	VFPCLASSPSZ    $0xa1, Z9, K2
+	VFPCLASSPSZ    $0xa1, Z11, K3
+	KORTESTW       K3, K2
 	JNZ            bf16fix69
+	BYTE $0x62; BYTE $0x52; BYTE $0x27; BYTE $0x48; BYTE $0x72; BYTE $0xe9 // VCVTNE2PS2BF16 Z9, Z11, Z13
 
 bf16fixed70:
-	VPERMW.Z Z15, Z5, K1, Z11
-	VPERMW.Z Z15, Z6, K1, Z13
+	VPERMW.Z Z13, Z3, K1, Z9
+	VPERMW.Z Z13, Z4, K1, Z11
 
 notrn66:
 	TESTQ  SI, SI
 	JZ     weighed72
 	TESTL  $0x00000010, R11
 	JNZ    offset71
-	VMULPS (SI)(R8*4), Z9, Z9
-	VMULPS 64(SI)(R8*4), Z10, Z10
-	VMULPS 128(SI)(R8*4), Z11, Z11
-	VMULPS 192(SI)(R8*4), Z13, Z13
+	VMULPS (SI)(R8*4), Z7, Z7
+	VMULPS 64(SI)(R8*4), Z8, Z8
+	VMULPS 128(SI)(R8*4), Z9, Z9
+	VMULPS 192(SI)(R8*4), Z11, Z11
 
 weighed72:
 	MOVQ   job_bias+0(AX), R12
 	TESTQ  R12, R12
 	JZ     nobias73
-	VADDPS (R12)(R8*4), Z9, Z9
-	VADDPS 64(R12)(R8*4), Z10, Z10
-	VADDPS 128(R12)(R8*4), Z11, Z11
-	VADDPS 192(R12)(R8*4), Z13, Z13
+	VADDPS (R12)(R8*4), Z7, Z7
+	VADDPS 64(R12)(R8*4), Z8, Z8
+	VADDPS 128(R12)(R8*4), Z9, Z9
+	VADDPS 192(R12)(R8*4), Z11, Z11
 
 nobias73:
-	BYTE $0x62; BYTE $0x52; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xf9 // VCVTNE2PS2BF16 Z9, Z10, Z15
-	VPADDW         Z3, Z15, Z16
-	VPTESTNMW      Z4, Z16, K2
-	KORTESTD       K2, K2
+	VFPCLASSPSZ    $0xa1, Z7, K2
+	VFPCLASSPSZ    $0xa1, Z8, K3
+	KORTESTW       K3, K2
 	JNZ            bf16fix74
+	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xef // VCVTNE2PS2BF16 Z7, Z8, Z13
 
 bf16fixed75:
-	VMOVNTDQ       Z15, (CX)(R8*2)
-	BYTE $0x62; BYTE $0x52; BYTE $0x17; BYTE $0x48; BYTE $0x72; BYTE $0xcb // VCVTNE2PS2BF16 Z11, Z13, Z9
-	VPADDW         Z3, Z9, Z10
-	VPTESTNMW      Z4, Z10, K2
-	KORTESTD       K2, K2
+	VMOVNTDQ       Z13, (CX)(R8*2)
+	VFPCLASSPSZ    $0xa1, Z9, K2
+	VFPCLASSPSZ    $0xa1, Z11, K3
+	KORTESTW       K3, K2
 	JNZ            bf16fix76
+	BYTE $0x62; BYTE $0xd2; BYTE $0x27; BYTE $0x48; BYTE $0x72; BYTE $0xf9 // VCVTNE2PS2BF16 Z9, Z11, Z7
 
 bf16fixed77:
-	VMOVNTDQ Z9, 64(CX)(R8*2)
+	VMOVNTDQ Z7, 64(CX)(R8*2)
 	ADDQ     $0x00000040, R8
 	JMP      scalentloop
 
 offset71:
-	VMOVUPS (SI)(R8*4), Z15
-	VADDPS  Z7, Z15, Z15
-	VMULPS  Z15, Z9, Z9
-	VMOVUPS 64(SI)(R8*4), Z15
-	VADDPS  Z7, Z15, Z15
-	VMULPS  Z15, Z10, Z10
-	VMOVUPS 128(SI)(R8*4), Z15
-	VADDPS  Z7, Z15, Z15
-	VMULPS  Z15, Z11, Z11
-	VMOVUPS 192(SI)(R8*4), Z15
-	VADDPS  Z7, Z15, Z15
-	VMULPS  Z15, Z13, Z13
+	VMOVUPS (SI)(R8*4), Z13
+	VADDPS  Z5, Z13, Z13
+	VMULPS  Z13, Z7, Z7
+	VMOVUPS 64(SI)(R8*4), Z13
+	VADDPS  Z5, Z13, Z13
+	VMULPS  Z13, Z8, Z8
+	VMOVUPS 128(SI)(R8*4), Z13
+	VADDPS  Z5, Z13, Z13
+	VMULPS  Z13, Z9, Z9
+	VMOVUPS 192(SI)(R8*4), Z13
+	VADDPS  Z5, Z13, Z13
+	VMULPS  Z13, Z11, Z11
 	JMP     weighed72
 
 scaletail:
@@ -33912,42 +33532,40 @@ scaletail:
 scaleone:
 	CMPQ           R8, R9
 	JG             scalepart
-	VMOVUPS        (DX)(R8*4), Z9
-	VSUBPS         Z12, Z9, Z9
-	VMULPS         Z8, Z9, Z9
+	VMOVUPS        (DX)(R8*4), Z7
+	VSUBPS         Z10, Z7, Z7
+	VMULPS         Z6, Z7, Z7
 	TESTL          $0x00000008, job_flags+0(AX)
 	JZ             notrn78
-	BYTE $0x62; BYTE $0x52; BYTE $0x37; BYTE $0x48; BYTE $0x72; BYTE $0xd1 // VCVTNE2PS2BF16 Z9, Z9, Z10
-	VPADDW         Z3, Z10, Z11
-	VPTESTNMW      Z4, Z11, K2
-	KORTESTD       K2, K2
+	VFPCLASSPSZ    $0xa1, Z7, K2
+	KORTESTW       K2, K2
 	JNZ            bf16fix79
+	BYTE $0x62; BYTE $0x72; BYTE $0x47; BYTE $0x48; BYTE $0x72; BYTE $0xc7 // VCVTNE2PS2BF16 Z7, Z7, Z8
 
 bf16fixed80:
-	VPERMW.Z Z10, Z5, K1, Z9
+	VPERMW.Z Z8, Z3, K1, Z7
 
 notrn78:
 	TESTQ   SI, SI
 	JZ      noweight81
-	VMOVUPS (SI)(R8*4), Z10
-	VADDPS  Z7, Z10, Z10
-	VMULPS  Z10, Z9, Z9
+	VMOVUPS (SI)(R8*4), Z8
+	VADDPS  Z5, Z8, Z8
+	VMULPS  Z8, Z7, Z7
 
 noweight81:
 	MOVQ   job_bias+0(AX), R10
 	TESTQ  R10, R10
 	JZ     nobias82
-	VADDPS (R10)(R8*4), Z9, Z9
+	VADDPS (R10)(R8*4), Z7, Z7
 
 nobias82:
-	BYTE $0x62; BYTE $0x52; BYTE $0x37; BYTE $0x48; BYTE $0x72; BYTE $0xd1 // VCVTNE2PS2BF16 Z9, Z9, Z10
-	VPADDW         Z3, Z10, Z11
-	VPTESTNMW      Z4, Z11, K2
-	KORTESTD       K2, K2
+	VFPCLASSPSZ    $0xa1, Z7, K2
+	KORTESTW       K2, K2
 	JNZ            bf16fix83
+	BYTE $0x62; BYTE $0x72; BYTE $0x47; BYTE $0x48; BYTE $0x72; BYTE $0xc7 // VCVTNE2PS2BF16 Z7, Z7, Z8
 
 bf16fixed84:
-	VEXTRACTI64X4 $0x00, Z10, (CX)(R8*2)
+	VEXTRACTI64X4 $0x00, Z8, (CX)(R8*2)
 	ADDQ          $0x00000010, R8
 	JMP           scaleone
 
@@ -33960,43 +33578,41 @@ scalepart:
 partout:
 	LEAQ           kmask<>+0(SB), R11
 	KMOVW          (R11)(R10*2), K2
-	VMOVUPS.Z      (DX)(R8*4), K2, Z9
-	VSUBPS         Z12, Z9, Z9
-	VMULPS         Z9, Z8, Z9
+	VMOVUPS.Z      (DX)(R8*4), K2, Z7
+	VSUBPS         Z10, Z7, Z7
+	VMULPS         Z7, Z6, Z7
 	TESTL          $0x00000008, job_flags+0(AX)
 	JZ             notrn85
-	BYTE $0x62; BYTE $0x52; BYTE $0x37; BYTE $0x48; BYTE $0x72; BYTE $0xd1 // VCVTNE2PS2BF16 Z9, Z9, Z10
-	VPADDW         Z3, Z10, Z11
-	VPTESTNMW      Z4, Z11, K3
-	KORTESTD       K3, K3
+	VFPCLASSPSZ    $0xa1, Z7, K3
+	KORTESTW       K3, K3
 	JNZ            bf16fix86
+	BYTE $0x62; BYTE $0x72; BYTE $0x47; BYTE $0x48; BYTE $0x72; BYTE $0xc7 // VCVTNE2PS2BF16 Z7, Z7, Z8
 
 bf16fixed87:
-	VPERMW.Z Z10, Z5, K1, Z9
+	VPERMW.Z Z8, Z3, K1, Z7
 
 notrn85:
 	TESTQ     SI, SI
 	JZ        noweight88
-	VMOVUPS.Z (SI)(R8*4), K2, Z10
-	VADDPS    Z7, Z10, Z10
-	VMULPS    Z10, Z9, Z9
+	VMOVUPS.Z (SI)(R8*4), K2, Z8
+	VADDPS    Z5, Z8, Z8
+	VMULPS    Z8, Z7, Z7
 
 noweight88:
 	MOVQ      job_bias+0(AX), R11
 	TESTQ     R11, R11
 	JZ        nobias89
-	VMOVUPS.Z (R11)(R8*4), K2, Z10
-	VADDPS    Z10, Z9, Z9
+	VMOVUPS.Z (R11)(R8*4), K2, Z8
+	VADDPS    Z8, Z7, Z7
 
 nobias89:
-	BYTE $0x62; BYTE $0x52; BYTE $0x37; BYTE $0x48; BYTE $0x72; BYTE $0xd1 // VCVTNE2PS2BF16 Z9, Z9, Z10
-	VPADDW         Z3, Z10, Z11
-	VPTESTNMW      Z4, Z11, K3
-	KORTESTD       K3, K3
+	VFPCLASSPSZ    $0xa1, Z7, K3
+	KORTESTW       K3, K3
 	JNZ            bf16fix90
+	BYTE $0x62; BYTE $0x72; BYTE $0x47; BYTE $0x48; BYTE $0x72; BYTE $0xc7 // VCVTNE2PS2BF16 Z7, Z7, Z8
 
 bf16fixed91:
-	VMOVDQU16 Z10, K2, (CX)(R8*2)
+	VMOVDQU16 Z8, K2, (CX)(R8*2)
 	ADDQ      R10, R8
 	CMPQ      R8, job_d+0(AX)
 	JB        scalentgo
@@ -34025,561 +33641,447 @@ vzero:
 	RET
 
 bf16fix8:
-	VFPCLASSPSZ  $0xa1, Z9, K2
-	VFPCLASSPSZ  $0xa1, Z10, K3
-	KORTESTW     K3, K2
-	JZ           bf16fixed9
-	VPSRLD       $0x10, Z9, Z15
-	VPANDD       Z0, Z15, Z15
-	VPADDD       Z1, Z15, Z15
-	VPADDD       Z9, Z15, Z15
-	VFPCLASSPSZ  $0x81, Z9, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z15
-	VPSRLD       $0x10, Z10, Z9
-	VPANDD       Z0, Z9, Z9
-	VPADDD       Z1, Z9, Z9
-	VPADDD       Z10, Z9, Z9
-	VFPCLASSPSZ  $0x81, Z10, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
-	VPERMT2W     Z9, Z2, Z15
+	VPSRLD       $0x10, Z7, Z13
+	VPANDD       Z0, Z13, Z13
+	VPADDD       Z1, Z13, Z13
+	VPADDD       Z7, Z13, Z13
+	VFPCLASSPSZ  $0x81, Z7, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z13
+	VPSRLD       $0x10, Z8, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z8, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z8, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
+	VPERMT2W     Z7, Z2, Z13
 	JMP          bf16fixed9
 
 bf16fix10:
-	VFPCLASSPSZ  $0xa1, Z11, K2
-	VFPCLASSPSZ  $0xa1, Z13, K3
-	KORTESTW     K3, K2
-	JZ           bf16fixed11
-	VPSRLD       $0x10, Z11, Z15
-	VPANDD       Z0, Z15, Z15
-	VPADDD       Z1, Z15, Z15
-	VPADDD       Z11, Z15, Z15
+	VPSRLD       $0x10, Z9, Z13
+	VPANDD       Z0, Z13, Z13
+	VPADDD       Z1, Z13, Z13
+	VPADDD       Z9, Z13, Z13
+	VFPCLASSPSZ  $0x81, Z9, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z13
+	VPSRLD       $0x10, Z11, Z9
+	VPANDD       Z0, Z9, Z9
+	VPADDD       Z1, Z9, Z9
+	VPADDD       Z11, Z9, Z9
 	VFPCLASSPSZ  $0x81, Z11, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z15
-	VPSRLD       $0x10, Z13, Z11
-	VPANDD       Z0, Z11, Z11
-	VPADDD       Z1, Z11, Z11
-	VPADDD       Z13, Z11, Z11
-	VFPCLASSPSZ  $0x81, Z13, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z11
-	VPERMT2W     Z11, Z2, Z15
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
+	VPERMT2W     Z9, Z2, Z13
 	JMP          bf16fixed11
 
 bf16fix13:
-	VFPCLASSPSZ  $0xa1, Z9, K2
-	VFPCLASSPSZ  $0xa1, Z10, K3
-	KORTESTW     K3, K2
-	JZ           bf16fixed14
-	VPSRLD       $0x10, Z9, Z15
-	VPANDD       Z0, Z15, Z15
-	VPADDD       Z1, Z15, Z15
-	VPADDD       Z9, Z15, Z15
-	VFPCLASSPSZ  $0x81, Z9, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z15
-	VPSRLD       $0x10, Z10, Z9
-	VPANDD       Z0, Z9, Z9
-	VPADDD       Z1, Z9, Z9
-	VPADDD       Z10, Z9, Z9
-	VFPCLASSPSZ  $0x81, Z10, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
-	VPERMT2W     Z9, Z2, Z15
+	VPSRLD       $0x10, Z7, Z13
+	VPANDD       Z0, Z13, Z13
+	VPADDD       Z1, Z13, Z13
+	VPADDD       Z7, Z13, Z13
+	VFPCLASSPSZ  $0x81, Z7, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z13
+	VPSRLD       $0x10, Z8, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z8, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z8, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
+	VPERMT2W     Z7, Z2, Z13
 	JMP          bf16fixed14
 
 bf16fix15:
-	VFPCLASSPSZ  $0xa1, Z11, K2
-	VFPCLASSPSZ  $0xa1, Z13, K3
-	KORTESTW     K3, K2
-	JZ           bf16fixed16
-	VPSRLD       $0x10, Z11, Z9
-	VPANDD       Z0, Z9, Z9
-	VPADDD       Z1, Z9, Z9
-	VPADDD       Z11, Z9, Z9
+	VPSRLD       $0x10, Z9, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z9, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z9, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
+	VPSRLD       $0x10, Z11, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z11, Z8, Z8
 	VFPCLASSPSZ  $0x81, Z11, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
-	VPSRLD       $0x10, Z13, Z10
-	VPANDD       Z0, Z10, Z10
-	VPADDD       Z1, Z10, Z10
-	VPADDD       Z13, Z10, Z10
-	VFPCLASSPSZ  $0x81, Z13, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z10
-	VPERMT2W     Z10, Z2, Z9
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
+	VPERMT2W     Z8, Z2, Z7
 	JMP          bf16fixed16
 
 bf16fix18:
-	VFPCLASSPSZ  $0xa1, Z9, K2
-	VFPCLASSPSZ  $0xa1, Z10, K3
-	KORTESTW     K3, K2
-	JZ           bf16fixed19
-	VPSRLD       $0x10, Z9, Z15
-	VPANDD       Z0, Z15, Z15
-	VPADDD       Z1, Z15, Z15
-	VPADDD       Z9, Z15, Z15
-	VFPCLASSPSZ  $0x81, Z9, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z15
-	VPSRLD       $0x10, Z10, Z9
-	VPANDD       Z0, Z9, Z9
-	VPADDD       Z1, Z9, Z9
-	VPADDD       Z10, Z9, Z9
-	VFPCLASSPSZ  $0x81, Z10, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
-	VPERMT2W     Z9, Z2, Z15
+	VPSRLD       $0x10, Z7, Z13
+	VPANDD       Z0, Z13, Z13
+	VPADDD       Z1, Z13, Z13
+	VPADDD       Z7, Z13, Z13
+	VFPCLASSPSZ  $0x81, Z7, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z13
+	VPSRLD       $0x10, Z8, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z8, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z8, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
+	VPERMT2W     Z7, Z2, Z13
 	JMP          bf16fixed19
 
 bf16fix20:
-	VFPCLASSPSZ  $0xa1, Z11, K2
-	VFPCLASSPSZ  $0xa1, Z13, K3
-	KORTESTW     K3, K2
-	JZ           bf16fixed21
-	VPSRLD       $0x10, Z11, Z15
-	VPANDD       Z0, Z15, Z15
-	VPADDD       Z1, Z15, Z15
-	VPADDD       Z11, Z15, Z15
+	VPSRLD       $0x10, Z9, Z13
+	VPANDD       Z0, Z13, Z13
+	VPADDD       Z1, Z13, Z13
+	VPADDD       Z9, Z13, Z13
+	VFPCLASSPSZ  $0x81, Z9, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z13
+	VPSRLD       $0x10, Z11, Z9
+	VPANDD       Z0, Z9, Z9
+	VPADDD       Z1, Z9, Z9
+	VPADDD       Z11, Z9, Z9
 	VFPCLASSPSZ  $0x81, Z11, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z15
-	VPSRLD       $0x10, Z13, Z11
-	VPANDD       Z0, Z11, Z11
-	VPADDD       Z1, Z11, Z11
-	VPADDD       Z13, Z11, Z11
-	VFPCLASSPSZ  $0x81, Z13, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z11
-	VPERMT2W     Z11, Z2, Z15
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
+	VPERMT2W     Z9, Z2, Z13
 	JMP          bf16fixed21
 
 bf16fix23:
-	VFPCLASSPSZ  $0xa1, Z9, K2
-	VFPCLASSPSZ  $0xa1, Z10, K3
-	KORTESTW     K3, K2
-	JZ           bf16fixed24
-	VPSRLD       $0x10, Z9, Z15
-	VPANDD       Z0, Z15, Z15
-	VPADDD       Z1, Z15, Z15
-	VPADDD       Z9, Z15, Z15
-	VFPCLASSPSZ  $0x81, Z9, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z15
-	VPSRLD       $0x10, Z10, Z9
-	VPANDD       Z0, Z9, Z9
-	VPADDD       Z1, Z9, Z9
-	VPADDD       Z10, Z9, Z9
-	VFPCLASSPSZ  $0x81, Z10, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
-	VPERMT2W     Z9, Z2, Z15
+	VPSRLD       $0x10, Z7, Z13
+	VPANDD       Z0, Z13, Z13
+	VPADDD       Z1, Z13, Z13
+	VPADDD       Z7, Z13, Z13
+	VFPCLASSPSZ  $0x81, Z7, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z13
+	VPSRLD       $0x10, Z8, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z8, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z8, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
+	VPERMT2W     Z7, Z2, Z13
 	JMP          bf16fixed24
 
 bf16fix25:
-	VFPCLASSPSZ  $0xa1, Z11, K2
-	VFPCLASSPSZ  $0xa1, Z13, K3
-	KORTESTW     K3, K2
-	JZ           bf16fixed26
-	VPSRLD       $0x10, Z11, Z9
-	VPANDD       Z0, Z9, Z9
-	VPADDD       Z1, Z9, Z9
-	VPADDD       Z11, Z9, Z9
+	VPSRLD       $0x10, Z9, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z9, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z9, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
+	VPSRLD       $0x10, Z11, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z11, Z8, Z8
 	VFPCLASSPSZ  $0x81, Z11, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
-	VPSRLD       $0x10, Z13, Z10
-	VPANDD       Z0, Z10, Z10
-	VPADDD       Z1, Z10, Z10
-	VPADDD       Z13, Z10, Z10
-	VFPCLASSPSZ  $0x81, Z13, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z10
-	VPERMT2W     Z10, Z2, Z9
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
+	VPERMT2W     Z8, Z2, Z7
 	JMP          bf16fixed26
 
 bf16fix28:
-	VFPCLASSPSZ  $0xa1, Z9, K2
-	VFPCLASSPSZ  $0xa1, Z10, K3
-	KORTESTW     K3, K2
-	JZ           bf16fixed29
-	VPSRLD       $0x10, Z9, Z15
-	VPANDD       Z0, Z15, Z15
-	VPADDD       Z1, Z15, Z15
-	VPADDD       Z9, Z15, Z15
-	VFPCLASSPSZ  $0x81, Z9, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z15
-	VPSRLD       $0x10, Z10, Z9
-	VPANDD       Z0, Z9, Z9
-	VPADDD       Z1, Z9, Z9
-	VPADDD       Z10, Z9, Z9
-	VFPCLASSPSZ  $0x81, Z10, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
-	VPERMT2W     Z9, Z2, Z15
+	VPSRLD       $0x10, Z7, Z13
+	VPANDD       Z0, Z13, Z13
+	VPADDD       Z1, Z13, Z13
+	VPADDD       Z7, Z13, Z13
+	VFPCLASSPSZ  $0x81, Z7, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z13
+	VPSRLD       $0x10, Z8, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z8, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z8, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
+	VPERMT2W     Z7, Z2, Z13
 	JMP          bf16fixed29
 
 bf16fix30:
-	VFPCLASSPSZ  $0xa1, Z11, K2
-	VFPCLASSPSZ  $0xa1, Z13, K3
-	KORTESTW     K3, K2
-	JZ           bf16fixed31
-	VPSRLD       $0x10, Z11, Z9
-	VPANDD       Z0, Z9, Z9
-	VPADDD       Z1, Z9, Z9
-	VPADDD       Z11, Z9, Z9
+	VPSRLD       $0x10, Z9, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z9, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z9, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
+	VPSRLD       $0x10, Z11, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z11, Z8, Z8
 	VFPCLASSPSZ  $0x81, Z11, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
-	VPSRLD       $0x10, Z13, Z10
-	VPANDD       Z0, Z10, Z10
-	VPADDD       Z1, Z10, Z10
-	VPADDD       Z13, Z10, Z10
-	VFPCLASSPSZ  $0x81, Z13, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z10
-	VPERMT2W     Z10, Z2, Z9
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
+	VPERMT2W     Z8, Z2, Z7
 	JMP          bf16fixed31
 
 bf16fix34:
-	VFPCLASSPSZ  $0xa1, Z9, K2
-	VFPCLASSPSZ  $0xa1, Z10, K3
-	KORTESTW     K3, K2
-	JZ           bf16fixed35
-	VPSRLD       $0x10, Z9, Z15
-	VPANDD       Z0, Z15, Z15
-	VPADDD       Z1, Z15, Z15
-	VPADDD       Z9, Z15, Z15
-	VFPCLASSPSZ  $0x81, Z9, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z15
-	VPSRLD       $0x10, Z10, Z9
-	VPANDD       Z0, Z9, Z9
-	VPADDD       Z1, Z9, Z9
-	VPADDD       Z10, Z9, Z9
-	VFPCLASSPSZ  $0x81, Z10, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
-	VPERMT2W     Z9, Z2, Z15
+	VPSRLD       $0x10, Z7, Z13
+	VPANDD       Z0, Z13, Z13
+	VPADDD       Z1, Z13, Z13
+	VPADDD       Z7, Z13, Z13
+	VFPCLASSPSZ  $0x81, Z7, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z13
+	VPSRLD       $0x10, Z8, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z8, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z8, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
+	VPERMT2W     Z7, Z2, Z13
 	JMP          bf16fixed35
 
 bf16fix36:
-	VFPCLASSPSZ  $0xa1, Z11, K2
-	VFPCLASSPSZ  $0xa1, Z13, K3
-	KORTESTW     K3, K2
-	JZ           bf16fixed37
-	VPSRLD       $0x10, Z11, Z15
-	VPANDD       Z0, Z15, Z15
-	VPADDD       Z1, Z15, Z15
-	VPADDD       Z11, Z15, Z15
+	VPSRLD       $0x10, Z9, Z13
+	VPANDD       Z0, Z13, Z13
+	VPADDD       Z1, Z13, Z13
+	VPADDD       Z9, Z13, Z13
+	VFPCLASSPSZ  $0x81, Z9, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z13
+	VPSRLD       $0x10, Z11, Z9
+	VPANDD       Z0, Z9, Z9
+	VPADDD       Z1, Z9, Z9
+	VPADDD       Z11, Z9, Z9
 	VFPCLASSPSZ  $0x81, Z11, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z15
-	VPSRLD       $0x10, Z13, Z11
-	VPANDD       Z0, Z11, Z11
-	VPADDD       Z1, Z11, Z11
-	VPADDD       Z13, Z11, Z11
-	VFPCLASSPSZ  $0x81, Z13, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z11
-	VPERMT2W     Z11, Z2, Z15
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
+	VPERMT2W     Z9, Z2, Z13
 	JMP          bf16fixed37
 
 bf16fix39:
-	VFPCLASSPSZ  $0xa1, Z9, K2
-	VFPCLASSPSZ  $0xa1, Z10, K3
-	KORTESTW     K3, K2
-	JZ           bf16fixed40
-	VPSRLD       $0x10, Z9, Z15
-	VPANDD       Z0, Z15, Z15
-	VPADDD       Z1, Z15, Z15
-	VPADDD       Z9, Z15, Z15
-	VFPCLASSPSZ  $0x81, Z9, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z15
-	VPSRLD       $0x10, Z10, Z9
-	VPANDD       Z0, Z9, Z9
-	VPADDD       Z1, Z9, Z9
-	VPADDD       Z10, Z9, Z9
-	VFPCLASSPSZ  $0x81, Z10, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
-	VPERMT2W     Z9, Z2, Z15
+	VPSRLD       $0x10, Z7, Z13
+	VPANDD       Z0, Z13, Z13
+	VPADDD       Z1, Z13, Z13
+	VPADDD       Z7, Z13, Z13
+	VFPCLASSPSZ  $0x81, Z7, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z13
+	VPSRLD       $0x10, Z8, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z8, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z8, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
+	VPERMT2W     Z7, Z2, Z13
 	JMP          bf16fixed40
 
 bf16fix41:
-	VFPCLASSPSZ  $0xa1, Z11, K2
-	VFPCLASSPSZ  $0xa1, Z13, K3
-	KORTESTW     K3, K2
-	JZ           bf16fixed42
-	VPSRLD       $0x10, Z11, Z9
-	VPANDD       Z0, Z9, Z9
-	VPADDD       Z1, Z9, Z9
-	VPADDD       Z11, Z9, Z9
+	VPSRLD       $0x10, Z9, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z9, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z9, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
+	VPSRLD       $0x10, Z11, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z11, Z8, Z8
 	VFPCLASSPSZ  $0x81, Z11, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
-	VPSRLD       $0x10, Z13, Z10
-	VPANDD       Z0, Z10, Z10
-	VPADDD       Z1, Z10, Z10
-	VPADDD       Z13, Z10, Z10
-	VFPCLASSPSZ  $0x81, Z13, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z10
-	VPERMT2W     Z10, Z2, Z9
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
+	VPERMT2W     Z8, Z2, Z7
 	JMP          bf16fixed42
 
 bf16fix44:
-	VFPCLASSPSZ  $0xa1, Z9, K2
-	VFPCLASSPSZ  $0xa1, Z10, K3
-	KORTESTW     K3, K2
-	JZ           bf16fixed45
-	VPSRLD       $0x10, Z9, Z15
-	VPANDD       Z0, Z15, Z15
-	VPADDD       Z1, Z15, Z15
-	VPADDD       Z9, Z15, Z15
-	VFPCLASSPSZ  $0x81, Z9, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z15
-	VPSRLD       $0x10, Z10, Z9
-	VPANDD       Z0, Z9, Z9
-	VPADDD       Z1, Z9, Z9
-	VPADDD       Z10, Z9, Z9
-	VFPCLASSPSZ  $0x81, Z10, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
-	VPERMT2W     Z9, Z2, Z15
+	VPSRLD       $0x10, Z7, Z13
+	VPANDD       Z0, Z13, Z13
+	VPADDD       Z1, Z13, Z13
+	VPADDD       Z7, Z13, Z13
+	VFPCLASSPSZ  $0x81, Z7, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z13
+	VPSRLD       $0x10, Z8, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z8, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z8, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
+	VPERMT2W     Z7, Z2, Z13
 	JMP          bf16fixed45
 
 bf16fix46:
-	VFPCLASSPSZ  $0xa1, Z11, K2
-	VFPCLASSPSZ  $0xa1, Z13, K3
-	KORTESTW     K3, K2
-	JZ           bf16fixed47
-	VPSRLD       $0x10, Z11, Z15
-	VPANDD       Z0, Z15, Z15
-	VPADDD       Z1, Z15, Z15
-	VPADDD       Z11, Z15, Z15
+	VPSRLD       $0x10, Z9, Z13
+	VPANDD       Z0, Z13, Z13
+	VPADDD       Z1, Z13, Z13
+	VPADDD       Z9, Z13, Z13
+	VFPCLASSPSZ  $0x81, Z9, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z13
+	VPSRLD       $0x10, Z11, Z9
+	VPANDD       Z0, Z9, Z9
+	VPADDD       Z1, Z9, Z9
+	VPADDD       Z11, Z9, Z9
 	VFPCLASSPSZ  $0x81, Z11, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z15
-	VPSRLD       $0x10, Z13, Z11
-	VPANDD       Z0, Z11, Z11
-	VPADDD       Z1, Z11, Z11
-	VPADDD       Z13, Z11, Z11
-	VFPCLASSPSZ  $0x81, Z13, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z11
-	VPERMT2W     Z11, Z2, Z15
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
+	VPERMT2W     Z9, Z2, Z13
 	JMP          bf16fixed47
 
 bf16fix49:
-	VFPCLASSPSZ  $0xa1, Z9, K2
-	VFPCLASSPSZ  $0xa1, Z10, K3
-	KORTESTW     K3, K2
-	JZ           bf16fixed50
-	VPSRLD       $0x10, Z9, Z15
-	VPANDD       Z0, Z15, Z15
-	VPADDD       Z1, Z15, Z15
-	VPADDD       Z9, Z15, Z15
-	VFPCLASSPSZ  $0x81, Z9, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z15
-	VPSRLD       $0x10, Z10, Z9
-	VPANDD       Z0, Z9, Z9
-	VPADDD       Z1, Z9, Z9
-	VPADDD       Z10, Z9, Z9
-	VFPCLASSPSZ  $0x81, Z10, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
-	VPERMT2W     Z9, Z2, Z15
+	VPSRLD       $0x10, Z7, Z13
+	VPANDD       Z0, Z13, Z13
+	VPADDD       Z1, Z13, Z13
+	VPADDD       Z7, Z13, Z13
+	VFPCLASSPSZ  $0x81, Z7, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z13
+	VPSRLD       $0x10, Z8, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z8, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z8, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
+	VPERMT2W     Z7, Z2, Z13
 	JMP          bf16fixed50
 
 bf16fix51:
-	VFPCLASSPSZ  $0xa1, Z11, K2
-	VFPCLASSPSZ  $0xa1, Z13, K3
-	KORTESTW     K3, K2
-	JZ           bf16fixed52
-	VPSRLD       $0x10, Z11, Z9
-	VPANDD       Z0, Z9, Z9
-	VPADDD       Z1, Z9, Z9
-	VPADDD       Z11, Z9, Z9
+	VPSRLD       $0x10, Z9, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z9, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z9, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
+	VPSRLD       $0x10, Z11, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z11, Z8, Z8
 	VFPCLASSPSZ  $0x81, Z11, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
-	VPSRLD       $0x10, Z13, Z10
-	VPANDD       Z0, Z10, Z10
-	VPADDD       Z1, Z10, Z10
-	VPADDD       Z13, Z10, Z10
-	VFPCLASSPSZ  $0x81, Z13, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z10
-	VPERMT2W     Z10, Z2, Z9
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
+	VPERMT2W     Z8, Z2, Z7
 	JMP          bf16fixed52
 
 bf16fix54:
-	VFPCLASSPSZ  $0xa1, Z9, K2
-	VFPCLASSPSZ  $0xa1, Z10, K3
-	KORTESTW     K3, K2
-	JZ           bf16fixed55
-	VPSRLD       $0x10, Z9, Z15
-	VPANDD       Z0, Z15, Z15
-	VPADDD       Z1, Z15, Z15
-	VPADDD       Z9, Z15, Z15
-	VFPCLASSPSZ  $0x81, Z9, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z15
-	VPSRLD       $0x10, Z10, Z9
-	VPANDD       Z0, Z9, Z9
-	VPADDD       Z1, Z9, Z9
-	VPADDD       Z10, Z9, Z9
-	VFPCLASSPSZ  $0x81, Z10, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
-	VPERMT2W     Z9, Z2, Z15
+	VPSRLD       $0x10, Z7, Z13
+	VPANDD       Z0, Z13, Z13
+	VPADDD       Z1, Z13, Z13
+	VPADDD       Z7, Z13, Z13
+	VFPCLASSPSZ  $0x81, Z7, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z13
+	VPSRLD       $0x10, Z8, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z8, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z8, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
+	VPERMT2W     Z7, Z2, Z13
 	JMP          bf16fixed55
 
 bf16fix56:
-	VFPCLASSPSZ  $0xa1, Z11, K2
-	VFPCLASSPSZ  $0xa1, Z13, K3
-	KORTESTW     K3, K2
-	JZ           bf16fixed57
-	VPSRLD       $0x10, Z11, Z9
-	VPANDD       Z0, Z9, Z9
-	VPADDD       Z1, Z9, Z9
-	VPADDD       Z11, Z9, Z9
+	VPSRLD       $0x10, Z9, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z9, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z9, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
+	VPSRLD       $0x10, Z11, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z11, Z8, Z8
 	VFPCLASSPSZ  $0x81, Z11, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
-	VPSRLD       $0x10, Z13, Z10
-	VPANDD       Z0, Z10, Z10
-	VPADDD       Z1, Z10, Z10
-	VPADDD       Z13, Z10, Z10
-	VFPCLASSPSZ  $0x81, Z13, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z10
-	VPERMT2W     Z10, Z2, Z9
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
+	VPERMT2W     Z8, Z2, Z7
 	JMP          bf16fixed57
 
 bf16fix59:
-	VFPCLASSPSZ  $0xa1, Z9, K2
-	KORTESTW     K2, K2
-	JZ           bf16fixed60
-	VPSRLD       $0x10, Z9, Z10
-	VPANDD       Z0, Z10, Z10
-	VPADDD       Z1, Z10, Z10
-	VPADDD       Z9, Z10, Z10
-	VFPCLASSPSZ  $0x81, Z9, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z10
-	VPERMT2W     Z10, Z2, Z10
+	VPSRLD       $0x10, Z7, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z7, Z8, Z8
+	VFPCLASSPSZ  $0x81, Z7, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
+	VPERMT2W     Z8, Z2, Z8
 	JMP          bf16fixed60
 
 bf16fix63:
-	VFPCLASSPSZ  $0xa1, Z9, K2
-	KORTESTW     K2, K2
-	JZ           bf16fixed64
-	VPSRLD       $0x10, Z9, Z10
-	VPANDD       Z0, Z10, Z10
-	VPADDD       Z1, Z10, Z10
-	VPADDD       Z9, Z10, Z10
-	VFPCLASSPSZ  $0x81, Z9, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z10
-	VPERMT2W     Z10, Z2, Z10
+	VPSRLD       $0x10, Z7, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z7, Z8, Z8
+	VFPCLASSPSZ  $0x81, Z7, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
+	VPERMT2W     Z8, Z2, Z8
 	JMP          bf16fixed64
 
 bf16fix67:
-	VFPCLASSPSZ  $0xa1, Z9, K2
-	VFPCLASSPSZ  $0xa1, Z10, K3
-	KORTESTW     K3, K2
-	JZ           bf16fixed68
-	VPSRLD       $0x10, Z9, Z15
-	VPANDD       Z0, Z15, Z15
-	VPADDD       Z1, Z15, Z15
-	VPADDD       Z9, Z15, Z15
-	VFPCLASSPSZ  $0x81, Z9, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z15
-	VPSRLD       $0x10, Z10, Z9
-	VPANDD       Z0, Z9, Z9
-	VPADDD       Z1, Z9, Z9
-	VPADDD       Z10, Z9, Z9
-	VFPCLASSPSZ  $0x81, Z10, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
-	VPERMT2W     Z9, Z2, Z15
+	VPSRLD       $0x10, Z7, Z13
+	VPANDD       Z0, Z13, Z13
+	VPADDD       Z1, Z13, Z13
+	VPADDD       Z7, Z13, Z13
+	VFPCLASSPSZ  $0x81, Z7, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z13
+	VPSRLD       $0x10, Z8, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z8, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z8, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
+	VPERMT2W     Z7, Z2, Z13
 	JMP          bf16fixed68
 
 bf16fix69:
-	VFPCLASSPSZ  $0xa1, Z11, K2
-	VFPCLASSPSZ  $0xa1, Z13, K3
-	KORTESTW     K3, K2
-	JZ           bf16fixed70
-	VPSRLD       $0x10, Z11, Z15
-	VPANDD       Z0, Z15, Z15
-	VPADDD       Z1, Z15, Z15
-	VPADDD       Z11, Z15, Z15
-	VFPCLASSPSZ  $0x81, Z11, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z15
-	VPSRLD       $0x10, Z13, Z11
-	VPANDD       Z0, Z11, Z11
-	VPADDD       Z1, Z11, Z11
-	VPADDD       Z13, Z11, Z11
-	VFPCLASSPSZ  $0x81, Z13, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z11
-	VPERMT2W     Z11, Z2, Z15
-	JMP          bf16fixed70
-
-bf16fix74:
-	VFPCLASSPSZ  $0xa1, Z9, K2
-	VFPCLASSPSZ  $0xa1, Z10, K3
-	KORTESTW     K3, K2
-	JZ           bf16fixed75
-	VPSRLD       $0x10, Z9, Z15
-	VPANDD       Z0, Z15, Z15
-	VPADDD       Z1, Z15, Z15
-	VPADDD       Z9, Z15, Z15
+	VPSRLD       $0x10, Z9, Z13
+	VPANDD       Z0, Z13, Z13
+	VPADDD       Z1, Z13, Z13
+	VPADDD       Z9, Z13, Z13
 	VFPCLASSPSZ  $0x81, Z9, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z15
-	VPSRLD       $0x10, Z10, Z9
-	VPANDD       Z0, Z9, Z9
-	VPADDD       Z1, Z9, Z9
-	VPADDD       Z10, Z9, Z9
-	VFPCLASSPSZ  $0x81, Z10, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
-	VPERMT2W     Z9, Z2, Z15
-	JMP          bf16fixed75
-
-bf16fix76:
-	VFPCLASSPSZ  $0xa1, Z11, K2
-	VFPCLASSPSZ  $0xa1, Z13, K3
-	KORTESTW     K3, K2
-	JZ           bf16fixed77
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z13
 	VPSRLD       $0x10, Z11, Z9
 	VPANDD       Z0, Z9, Z9
 	VPADDD       Z1, Z9, Z9
 	VPADDD       Z11, Z9, Z9
 	VFPCLASSPSZ  $0x81, Z11, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
-	VPSRLD       $0x10, Z13, Z10
-	VPANDD       Z0, Z10, Z10
-	VPADDD       Z1, Z10, Z10
-	VPADDD       Z13, Z10, Z10
-	VFPCLASSPSZ  $0x81, Z13, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z10
-	VPERMT2W     Z10, Z2, Z9
+	VPERMT2W     Z9, Z2, Z13
+	JMP          bf16fixed70
+
+bf16fix74:
+	VPSRLD       $0x10, Z7, Z13
+	VPANDD       Z0, Z13, Z13
+	VPADDD       Z1, Z13, Z13
+	VPADDD       Z7, Z13, Z13
+	VFPCLASSPSZ  $0x81, Z7, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z13
+	VPSRLD       $0x10, Z8, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z8, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z8, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
+	VPERMT2W     Z7, Z2, Z13
+	JMP          bf16fixed75
+
+bf16fix76:
+	VPSRLD       $0x10, Z9, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z9, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z9, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
+	VPSRLD       $0x10, Z11, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z11, Z8, Z8
+	VFPCLASSPSZ  $0x81, Z11, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
+	VPERMT2W     Z8, Z2, Z7
 	JMP          bf16fixed77
 
 bf16fix79:
-	VFPCLASSPSZ  $0xa1, Z9, K2
-	KORTESTW     K2, K2
-	JZ           bf16fixed80
-	VPSRLD       $0x10, Z9, Z10
-	VPANDD       Z0, Z10, Z10
-	VPADDD       Z1, Z10, Z10
-	VPADDD       Z9, Z10, Z10
-	VFPCLASSPSZ  $0x81, Z9, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z10
-	VPERMT2W     Z10, Z2, Z10
+	VPSRLD       $0x10, Z7, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z7, Z8, Z8
+	VFPCLASSPSZ  $0x81, Z7, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
+	VPERMT2W     Z8, Z2, Z8
 	JMP          bf16fixed80
 
 bf16fix83:
-	VFPCLASSPSZ  $0xa1, Z9, K2
-	KORTESTW     K2, K2
-	JZ           bf16fixed84
-	VPSRLD       $0x10, Z9, Z10
-	VPANDD       Z0, Z10, Z10
-	VPADDD       Z1, Z10, Z10
-	VPADDD       Z9, Z10, Z10
-	VFPCLASSPSZ  $0x81, Z9, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z10
-	VPERMT2W     Z10, Z2, Z10
+	VPSRLD       $0x10, Z7, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z7, Z8, Z8
+	VFPCLASSPSZ  $0x81, Z7, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
+	VPERMT2W     Z8, Z2, Z8
 	JMP          bf16fixed84
 
 bf16fix86:
-	VFPCLASSPSZ  $0xa1, Z9, K3
-	KORTESTW     K3, K3
-	JZ           bf16fixed87
-	VPSRLD       $0x10, Z9, Z10
-	VPANDD       Z0, Z10, Z10
-	VPADDD       Z1, Z10, Z10
-	VPADDD       Z9, Z10, Z10
-	VFPCLASSPSZ  $0x81, Z9, K3
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K3, Z10
-	VPERMT2W     Z10, Z2, Z10
+	VPSRLD       $0x10, Z7, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z7, Z8, Z8
+	VFPCLASSPSZ  $0x81, Z7, K3
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K3, Z8
+	VPERMT2W     Z8, Z2, Z8
 	JMP          bf16fixed87
 
 bf16fix90:
-	VFPCLASSPSZ  $0xa1, Z9, K3
-	KORTESTW     K3, K3
-	JZ           bf16fixed91
-	VPSRLD       $0x10, Z9, Z10
-	VPANDD       Z0, Z10, Z10
-	VPADDD       Z1, Z10, Z10
-	VPADDD       Z9, Z10, Z10
-	VFPCLASSPSZ  $0x81, Z9, K3
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K3, Z10
-	VPERMT2W     Z10, Z2, Z10
+	VPSRLD       $0x10, Z7, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z7, Z8, Z8
+	VFPCLASSPSZ  $0x81, Z7, K3
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K3, Z8
+	VPERMT2W     Z8, Z2, Z8
 	JMP          bf16fixed91
 
 // func avx512bf16NarrowBF16(dst uintptr, src uintptr, n int)
@@ -34589,8 +34091,6 @@ TEXT ·avx512bf16NarrowBF16(SB), NOSPLIT, $0-24
 	VMOVDQU64    oddwords<>+0(SB), Z2
 	VPBROADCASTD avx512bfone<>+0(SB), Z0
 	VPBROADCASTD avx512bfbias<>+0(SB), Z1
-	VPBROADCASTD avx512bfexpstep<>+0(SB), Z3
-	VPBROADCASTD avx512bfexpbits<>+0(SB), Z4
 	MOVQ         dst+0(FP), AX
 	MOVQ         src+8(FP), CX
 	MOVQ         n+16(FP), DX
@@ -34601,26 +34101,26 @@ TEXT ·avx512bf16NarrowBF16(SB), NOSPLIT, $0-24
 loop4:
 	CMPQ           BX, SI
 	JG             tail
-	VMOVUPS        (CX)(BX*4), Z5
-	VMOVUPS        64(CX)(BX*4), Z6
-	BYTE $0x62; BYTE $0xf2; BYTE $0x4f; BYTE $0x48; BYTE $0x72; BYTE $0xfd // VCVTNE2PS2BF16 Z5, Z6, Z7
-	VPADDW         Z3, Z7, Z8
-	VPTESTNMW      Z4, Z8, K1
-	KORTESTD       K1, K1
+	VMOVUPS        (CX)(BX*4), Z3
+	VMOVUPS        64(CX)(BX*4), Z4
+	VFPCLASSPSZ    $0xa1, Z3, K1
+	VFPCLASSPSZ    $0xa1, Z4, K2
+	KORTESTW       K2, K1
 	JNZ            bf16fix1
+	BYTE $0x62; BYTE $0xf2; BYTE $0x5f; BYTE $0x48; BYTE $0x72; BYTE $0xeb // VCVTNE2PS2BF16 Z3, Z4, Z5
 
 bf16fixed2:
-	VMOVDQU64      Z7, (AX)(BX*2)
-	VMOVUPS        128(CX)(BX*4), Z5
-	VMOVUPS        192(CX)(BX*4), Z6
-	BYTE $0x62; BYTE $0xf2; BYTE $0x4f; BYTE $0x48; BYTE $0x72; BYTE $0xfd // VCVTNE2PS2BF16 Z5, Z6, Z7
-	VPADDW         Z3, Z7, Z8
-	VPTESTNMW      Z4, Z8, K1
-	KORTESTD       K1, K1
+	VMOVDQU64      Z5, (AX)(BX*2)
+	VMOVUPS        128(CX)(BX*4), Z3
+	VMOVUPS        192(CX)(BX*4), Z4
+	VFPCLASSPSZ    $0xa1, Z3, K1
+	VFPCLASSPSZ    $0xa1, Z4, K2
+	KORTESTW       K2, K1
 	JNZ            bf16fix3
+	BYTE $0x62; BYTE $0xf2; BYTE $0x5f; BYTE $0x48; BYTE $0x72; BYTE $0xeb // VCVTNE2PS2BF16 Z3, Z4, Z5
 
 bf16fixed4:
-	VMOVDQU64 Z7, 64(AX)(BX*2)
+	VMOVDQU64 Z5, 64(AX)(BX*2)
 	ADDQ      $0x00000040, BX
 	JMP       loop4
 
@@ -34630,15 +34130,14 @@ tail:
 loop1:
 	CMPQ           BX, SI
 	JG             part
-	VMOVUPS        (CX)(BX*4), Z5
-	BYTE $0x62; BYTE $0xf2; BYTE $0x57; BYTE $0x48; BYTE $0x72; BYTE $0xf5 // VCVTNE2PS2BF16 Z5, Z5, Z6
-	VPADDW         Z3, Z6, Z7
-	VPTESTNMW      Z4, Z7, K1
-	KORTESTD       K1, K1
+	VMOVUPS        (CX)(BX*4), Z3
+	VFPCLASSPSZ    $0xa1, Z3, K1
+	KORTESTW       K1, K1
 	JNZ            bf16fix5
+	BYTE $0x62; BYTE $0xf2; BYTE $0x67; BYTE $0x48; BYTE $0x72; BYTE $0xe3 // VCVTNE2PS2BF16 Z3, Z3, Z4
 
 bf16fixed6:
-	VEXTRACTI64X4 $0x00, Z6, (AX)(BX*2)
+	VEXTRACTI64X4 $0x00, Z4, (AX)(BX*2)
 	ADDQ          $0x00000010, BX
 	JMP           loop1
 
@@ -34647,84 +34146,69 @@ part:
 	JZ             done
 	LEAQ           kmask<>+0(SB), SI
 	KMOVW          (SI)(DX*2), K1
-	VMOVUPS.Z      (CX)(BX*4), K1, Z5
-	BYTE $0x62; BYTE $0xf2; BYTE $0x57; BYTE $0x48; BYTE $0x72; BYTE $0xf5 // VCVTNE2PS2BF16 Z5, Z5, Z6
-	VPADDW         Z3, Z6, Z3
-	VPTESTNMW      Z4, Z3, K2
-	KORTESTD       K2, K2
+	VMOVUPS.Z      (CX)(BX*4), K1, Z3
+	VFPCLASSPSZ    $0xa1, Z3, K2
+	KORTESTW       K2, K2
 	JNZ            bf16fix7
+	BYTE $0x62; BYTE $0xf2; BYTE $0x67; BYTE $0x48; BYTE $0x72; BYTE $0xe3 // VCVTNE2PS2BF16 Z3, Z3, Z4
 
 bf16fixed8:
-	VMOVDQU16 Z6, K1, (AX)(BX*2)
+	VMOVDQU16 Z4, K1, (AX)(BX*2)
 
 done:
 	VZEROUPPER
 	RET
 
 bf16fix1:
-	VFPCLASSPSZ  $0xa1, Z5, K1
-	VFPCLASSPSZ  $0xa1, Z6, K2
-	KORTESTW     K2, K1
-	JZ           bf16fixed2
-	VPSRLD       $0x10, Z5, Z7
-	VPANDD       Z0, Z7, Z7
-	VPADDD       Z1, Z7, Z7
-	VPADDD       Z5, Z7, Z7
-	VFPCLASSPSZ  $0x81, Z5, K1
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K1, Z7
-	VPSRLD       $0x10, Z6, Z5
+	VPSRLD       $0x10, Z3, Z5
 	VPANDD       Z0, Z5, Z5
 	VPADDD       Z1, Z5, Z5
-	VPADDD       Z6, Z5, Z5
-	VFPCLASSPSZ  $0x81, Z6, K1
+	VPADDD       Z3, Z5, Z5
+	VFPCLASSPSZ  $0x81, Z3, K1
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K1, Z5
-	VPERMT2W     Z5, Z2, Z7
+	VPSRLD       $0x10, Z4, Z3
+	VPANDD       Z0, Z3, Z3
+	VPADDD       Z1, Z3, Z3
+	VPADDD       Z4, Z3, Z3
+	VFPCLASSPSZ  $0x81, Z4, K1
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K1, Z3
+	VPERMT2W     Z3, Z2, Z5
 	JMP          bf16fixed2
 
 bf16fix3:
-	VFPCLASSPSZ  $0xa1, Z5, K1
-	VFPCLASSPSZ  $0xa1, Z6, K2
-	KORTESTW     K2, K1
-	JZ           bf16fixed4
-	VPSRLD       $0x10, Z5, Z7
-	VPANDD       Z0, Z7, Z7
-	VPADDD       Z1, Z7, Z7
-	VPADDD       Z5, Z7, Z7
-	VFPCLASSPSZ  $0x81, Z5, K1
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K1, Z7
-	VPSRLD       $0x10, Z6, Z5
+	VPSRLD       $0x10, Z3, Z5
 	VPANDD       Z0, Z5, Z5
 	VPADDD       Z1, Z5, Z5
-	VPADDD       Z6, Z5, Z5
-	VFPCLASSPSZ  $0x81, Z6, K1
+	VPADDD       Z3, Z5, Z5
+	VFPCLASSPSZ  $0x81, Z3, K1
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K1, Z5
-	VPERMT2W     Z5, Z2, Z7
+	VPSRLD       $0x10, Z4, Z3
+	VPANDD       Z0, Z3, Z3
+	VPADDD       Z1, Z3, Z3
+	VPADDD       Z4, Z3, Z3
+	VFPCLASSPSZ  $0x81, Z4, K1
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K1, Z3
+	VPERMT2W     Z3, Z2, Z5
 	JMP          bf16fixed4
 
 bf16fix5:
-	VFPCLASSPSZ  $0xa1, Z5, K1
-	KORTESTW     K1, K1
-	JZ           bf16fixed6
-	VPSRLD       $0x10, Z5, Z6
-	VPANDD       Z0, Z6, Z6
-	VPADDD       Z1, Z6, Z6
-	VPADDD       Z5, Z6, Z6
-	VFPCLASSPSZ  $0x81, Z5, K1
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K1, Z6
-	VPERMT2W     Z6, Z2, Z6
+	VPSRLD       $0x10, Z3, Z4
+	VPANDD       Z0, Z4, Z4
+	VPADDD       Z1, Z4, Z4
+	VPADDD       Z3, Z4, Z4
+	VFPCLASSPSZ  $0x81, Z3, K1
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K1, Z4
+	VPERMT2W     Z4, Z2, Z4
 	JMP          bf16fixed6
 
 bf16fix7:
-	VFPCLASSPSZ  $0xa1, Z5, K2
-	KORTESTW     K2, K2
-	JZ           bf16fixed8
-	VPSRLD       $0x10, Z5, Z6
-	VPANDD       Z0, Z6, Z6
-	VPADDD       Z1, Z6, Z6
-	VPADDD       Z5, Z6, Z6
-	VFPCLASSPSZ  $0x81, Z5, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z6
-	VPERMT2W     Z6, Z2, Z6
+	VPSRLD       $0x10, Z3, Z4
+	VPANDD       Z0, Z4, Z4
+	VPADDD       Z1, Z4, Z4
+	VPADDD       Z3, Z4, Z4
+	VFPCLASSPSZ  $0x81, Z3, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z4
+	VPERMT2W     Z4, Z2, Z4
 	JMP          bf16fixed8
 
 // func callKernel(j *job, from, to int) int: jump to the function job.fn selects, with the

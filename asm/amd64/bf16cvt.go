@@ -110,28 +110,18 @@ func encodeCvt(lo, hi, dst int) []byte {
 }
 
 // packCvt narrows a and b into one vector of bfloat16 lanes, a's in the low half, and returns it.
-//
-// The check for the lanes VCVTNE2PS2BF16 gets wrong looks at its output, two integer
-// instructions for 32 words, where classifying the inputs takes a VFPCLASSPS per 16 lanes on the
-// pipes the scale pass multiplies on (1x4096 ApplyToBF16 on a Zen 5: 234 ns with VFPCLASSPS, 207
-// without any check). A subnormal input comes out as ±0 and a NaN as a NaN, so every such lane has
-// an exponent field of 0 or 0xff: adding 0x0080 to the word carries that field to 1 or out of it
-// to 0, and VPTESTNMW finds bits 8-14 clear exactly for those two. Zeros and infinities come out
-// the same way but are right: the out-of-line block classifies the inputs and goes back at once
-// when no lane needs the fix.
 func (g *gen) packCvt(a, b VecVirtual) VecVirtual {
+	ka, kb := K(), K()
+	VFPCLASSPSZ(U8(classFix), a, ka)
+	VFPCLASSPSZ(U8(classFix), b, kb)
 	t := ZMM()
-	vcvtne2ps2bf16(a, b, t)
 	fix, back := g.label("bf16fix"), g.label("bf16fixed")
-	g.checkCvt(t, fix)
+	KORTESTW(kb, ka)
+	JNZ(LabelRef(fix))
+	vcvtne2ps2bf16(a, b, t)
 	Label(back)
 	g.cold = append(g.cold, func() {
 		Label(fix)
-		ka, kb := K(), K()
-		VFPCLASSPSZ(U8(classFix), a, ka)
-		VFPCLASSPSZ(U8(classFix), b, kb)
-		KORTESTW(kb, ka)
-		JZ(LabelRef(back)) // zeros or infinities only: VCVTNE2PS2BF16's bits stand
 		g.bf16TopExact(a, t)
 		u := ZMM()
 		g.bf16TopExact(b, u)
@@ -142,34 +132,23 @@ func (g *gen) packCvt(a, b VecVirtual) VecVirtual {
 }
 
 // narrowCvt returns a vector whose low 16 words are the bfloat16 rounding of v (the high 16
-// words repeat them), checked as packCvt checks.
+// words repeat them).
 func (g *gen) narrowCvt(v VecVirtual) VecVirtual {
+	k := K()
+	VFPCLASSPSZ(U8(classFix), v, k)
 	t := ZMM()
-	vcvtne2ps2bf16(v, v, t)
 	fix, back := g.label("bf16fix"), g.label("bf16fixed")
-	g.checkCvt(t, fix)
+	KORTESTW(k, k)
+	JNZ(LabelRef(fix))
+	vcvtne2ps2bf16(v, v, t)
 	Label(back)
 	g.cold = append(g.cold, func() {
 		Label(fix)
-		k := K()
-		VFPCLASSPSZ(U8(classFix), v, k)
-		KORTESTW(k, k)
-		JZ(LabelRef(back))
 		g.bf16TopExact(v, t)
 		VPERMT2W(t, g.bf.oddWords, t)
 		JMP(LabelRef(back))
 	})
 	return t
-}
-
-// checkCvt jumps to fix when a word of w, bfloat16 from VCVTNE2PS2BF16, has an exponent field of
-// 0 or 0xff (see packCvt).
-func (g *gen) checkCvt(w VecVirtual, fix string) {
-	u, k := ZMM(), K()
-	VPADDW(g.bf.expStep, w, u)
-	VPTESTNMW(g.bf.expBits, u, k)
-	KORTESTD(k, k)
-	JNZ(LabelRef(fix))
 }
 
 // bf16TopExact sets out (not v) to float32 bits whose top halves are round16 of v's lanes: the

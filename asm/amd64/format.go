@@ -171,9 +171,8 @@ func (g *gen) quietNaN(v VecVirtual) VecVirtual {
 
 // bfRegs are the constants of bfloat16 rounding in registers, for the AVX-512 kernels (which have
 // registers to spare): 1, 0x7fff, 0xffff0000 and the quiet NaN 0x7fc00000 in every lane, the
-// VFIXUPIMMPS table of quietNaN, and the indexes of the odd 16-bit words of two vectors (pack); for
-// the avx512bf16 functions, the words 0x0080 and 0x7f00 of checkCvt instead of the NaN constants.
-type bfRegs struct{ one, bias, high, nan, fixNaN, oddWords, expStep, expBits VecVirtual }
+// VFIXUPIMMPS table of quietNaN, and the indexes of the odd 16-bit words of two vectors (pack).
+type bfRegs struct{ one, bias, high, nan, fixNaN, oddWords VecVirtual }
 
 // loadBF16Consts broadcasts the constants of bfloat16 rounding into registers (AVX-512).
 func (g *gen) loadBF16Consts() {
@@ -193,11 +192,7 @@ func (g *gen) loadBF16Consts() {
 		VPBROADCASTD(c.high, g.bf.high)
 		VPBROADCASTD(c.nanHigh, g.bf.nan)
 		VPBROADCASTD(c.fixNaN, g.bf.fixNaN)
-		return
 	}
-	g.bf.expStep, g.bf.expBits = ZMM(), ZMM()
-	VPBROADCASTD(c.expStep, g.bf.expStep)
-	VPBROADCASTD(c.expBits, g.bf.expBits)
 }
 
 // round returns v rounded to the 16-bit storage format, in a new register.
@@ -333,7 +328,7 @@ func (g *gen) pack(a, b VecVirtual) VecVirtual {
 
 // bfConst are the constants of bfloat16 rounding for one ISA: 32-bit values, broadcast from 4
 // bytes on AVX-512 and splat over 32 bytes on AVX2.
-type bfConst struct{ one, bias, high, nanHigh, nanLow, fixNaN, expStep, expBits Mem }
+type bfConst struct{ one, bias, high, nanHigh, nanLow, fixNaN Mem }
 
 var bfConsts = map[string]bfConst{}
 
@@ -359,9 +354,6 @@ func declareBF16Constants() {
 			// VFIXUPIMMPS, one token per input class: QNaN and SNaN keep the destination (0),
 			// zero, one, ±Inf and the other values take the input (1).
 			fixNaN: splat("bffixnan", 0x11111100),
-			// checkCvt's words, two to a lane.
-			expStep: splat("bfexpstep", 0x00800080),
-			expBits: splat("bfexpbits", 0x7f007f00),
 		}
 	}
 }

@@ -116,11 +116,12 @@ func backwardRows(n *Norm, g *Grad, k kernelID) {
 	}
 	j.d, j.stride, j.dstStride, j.rows, j.eps, j.mode, j.format = d, stride, stride, rows, n.Eps, mode, formatF32
 	// Without DX (j.dst nil), runBackward gives each worker one scratch row for dx (dstStride 0).
-	j.flags = n.flags(formatF32) // flagOffset: Weighted and Offset share a kernel function (spec.BackwardVariant.Body); flagCenter
+	j.flags = n.flags(formatF32) // flagOffset: Weighted and Offset share a kernel function (spec.BackwardVariant.Body)
 	// The Layer variants: Center, or a bias gradient to sum. A bias without DB changes nothing
 	// in the backward pass, which then stays on the RMSNorm variants.
 	layer := n.Center || g.DB != nil
 	if n.Center {
+		j.flags |= flagCenter
 		j.mean = ptr(g.Mean)
 	}
 	j.db = ptr(g.DB)

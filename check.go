@@ -221,9 +221,12 @@ func applyRows[D, T elem](n *Norm, r *rowsOf[D, T], f format, k kernelID) bool {
 	}
 	vs := &forwardVariant
 	if layer {
-		// The Layer variants: one kernel body per format tells Center by flagCenter (in flags)
-		// and the bias by its pointer.
+		// The Layer variants: one kernel body per format tells Center by flagCenter and the bias
+		// by its pointer.
 		vs = &layerVariant
+		if n.Center {
+			flags |= flagCenter
+		}
 	}
 	v := vs[f][mode][b2i(res != nil)]
 	// Everything is read before the job is declared: a load between its zeroing and the stores
@@ -254,11 +257,11 @@ func stridedSpan(d, rows, stride int, ok bool) (int, bool) {
 
 // packedRows validates and runs a Norm.Apply call of the common kind: rows back to back (N,
 // Stride and DstStride 0), with or without a residual, no Inv, one goroutine, a weight of the
-// Norm's own length (the caller checks those: packable), RMSNorm or LayerNorm (Center, Bias).
-// It reports false, having written nothing, when the call breaks a rule or is empty; the caller then takes the general path, which says which rule. A function of its own,
+// Norm's own length (the caller checks those: packable), weight form and rounding in flags
+// (flagOffset, flagRN). It reports false, having written nothing, when the call breaks a rule or
+// is empty; the caller then takes the general path, which says which rule. A function of its own,
 // with fewer values live than applyRows, so fewer stores before the kernel's (see applyRows).
-func packedRows[D, T elem](r *rowsOf[D, T], f format, n *Norm, k kernelID) bool {
-	w, bias, eps := n.Weight, n.Bias, n.Eps
+func packedRows[D, T elem](r *rowsOf[D, T], f format, w []float32, eps float32, flags uint32, k kernelID) bool {
 	d, nx, res := len(w), len(r.X), r.Residual
 	if d == 0 || nx == 0 {
 		return false
@@ -279,10 +282,9 @@ func packedRows[D, T elem](r *rowsOf[D, T], f format, n *Norm, k kernelID) bool 
 		rp := addr(res)
 		ok = ok && len(res) == nx && apart(rp, sb, xp, sb) && apart(rp, sb, dp, db) && apart(rp, sb, wp, wb)
 	}
-	if !ok || (bias != nil && !biasFits(bias, d, dp, db, addr(res), sb)) {
+	if !ok {
 		return false
 	}
-	flags := n.flags(f)
 	mode := weighted
 	if flags&flagOffset != 0 {
 		mode = offset
@@ -290,14 +292,10 @@ func packedRows[D, T elem](r *rowsOf[D, T], f format, n *Norm, k kernelID) bool 
 	if k == useActive {
 		k = activeKernel()
 	}
-	vs := &forwardVariant
-	if flags&flagCenter != 0 || bias != nil { // LayerNorm: see applyRows
-		vs = &layerVariant
-	}
-	v := vs[f][mode][b2i(res != nil)]
+	v := forwardVariant[f][mode][b2i(res != nil)]
 	dst, x := ptr(r.Dst), ptr(r.X) // read before the job is declared: see applyRows
 	var j job
-	j.init(dst, x, ptr(w), d, d, d, eps, flags, uint32(k)*numEntries+uint32(v), mode, f, v, ptr(res), nil, ptr(bias), nil, rows)
+	j.init(dst, x, ptr(w), d, d, d, eps, flags, uint32(k)*numEntries+uint32(v), mode, f, v, ptr(res), nil, nil, nil, rows)
 	if 3*sb >= uintptr(streamBytes) { // x, dst and res could fill the cache
 		j.setMemoryFlags()
 	}
@@ -305,17 +303,6 @@ func packedRows[D, T elem](r *rowsOf[D, T], f format, n *Norm, k kernelID) bool 
 		j.finish(row, j.rows)
 	}
 	return true
-}
-
-// biasFits reports whether bias, LayerNorm's on packedRows, has the row length d and shares no
-// memory with dst (db bytes at dp) or the residual (sb bytes at rp, 0 without one): it is read
-// only, like the weight, and may share memory with X or the weight. Out of packedRows' body,
-// where its RMSNorm calls would pay for the registers it takes.
-//
-//go:noinline
-func biasFits(bias []float32, d int, dp, db, rp, sb uintptr) bool {
-	bp, bb := addr(bias), uintptr(d)*4
-	return len(bias) == d && apart(bp, bb, dp, db) && (rp == 0 || apart(bp, bb, rp, sb))
 }
 
 // checkNorm returns the row length and the weight form of n, or panics if its fields disagree

@@ -386,8 +386,8 @@ func TestLayerNormWorkers(t *testing.T) {
 }
 
 // The entry points (Forward, ForwardBF16, ForwardF16, Apply, ApplyBF16, ApplyF16, ApplyToBF16,
-// ApplyToF16) run LayerNorm Norms with the active kernel and give generic's bits, on the short path
-// (packedRows, rows back to back with a weight) or the general one.
+// ApplyToF16) run LayerNorm Norms on the general path, with the active kernel: never on the short
+// paths of RMSNorm, which know neither Center nor Bias.
 func TestLayerNormEntryPoints(t *testing.T) {
 	defer active.Store(active.Load())
 	const d, rows = 64, 3
@@ -461,10 +461,10 @@ func TestLayerNormEntryPoints(t *testing.T) {
 	}
 }
 
-// A LayerNorm call on the short path (packedRows: rows back to back, a weight, here with a
-// residual and RoundNormalized) writes what the general path writes for the same rows given by N
-// and Stride, output and residual alike, on every kernel, format and weight form.
-func TestLayerNormShortPathResidual(t *testing.T) {
+// A LayerNorm call on rows back to back (here with a residual and RoundNormalized) writes what it
+// writes for the same rows given by N and Stride, output and residual alike, on every kernel,
+// format and weight form: the layouts reach the kernels as the same job.
+func TestLayerNormPackedMatchesStrided(t *testing.T) {
 	defer active.Store(active.Load())
 	const d, rows = 96, 3
 	x, res := normalRows(d, rows, 40), normalRows(d, rows, 41)
@@ -532,10 +532,10 @@ func TestLayerNormShortPathResidual(t *testing.T) {
 					y, h := calls[f](true)
 					y2, h2 := calls[f](false)
 					if i := firstDiff(y, y2); i >= 0 {
-						t.Fatalf("%s %s: y[%d] = %v on the short path, %v on the general one", ctx, fnameAll(f), i, y[i], y2[i])
+						t.Fatalf("%s %s: y[%d] = %v back to back, %v with N and Stride", ctx, fnameAll(f), i, y[i], y2[i])
 					}
 					if i := firstDiff(h, h2); i >= 0 {
-						t.Fatalf("%s %s: residual[%d] = %v on the short path, %v on the general one", ctx, fnameAll(f), i, h[i], h2[i])
+						t.Fatalf("%s %s: residual[%d] = %v back to back, %v with N and Stride", ctx, fnameAll(f), i, h[i], h2[i])
 					}
 				}
 			}

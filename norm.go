@@ -102,28 +102,26 @@ func (n Norm) Forward(dst, x []float32) {
 // goroutine: its rows back to back need only what rmsnorm.Forward does.
 func (n *Norm) plain() bool { return !n.UnitOffset && n.weighted() }
 
-// packs reports whether n has a weight, Dim 0 or its length, and one goroutine: the Norms of
-// packedRows, LayerNorm's included. Workers is compared unsigned, one comparison, so that a
-// negative value is not taken for one goroutine: it goes to the general path, which panics.
-func (n *Norm) packs() bool {
-	return n.Weight != nil && (n.Dim == 0 || n.Dim == len(n.Weight)) && uint(n.Workers) <= 1
+// weighted reports whether n has a weight, Dim 0 or its length, one goroutine and neither Center
+// nor Bias: the Norms of packedRows. Workers is compared unsigned, one comparison as before, so
+// that a negative value is not taken for one goroutine: it goes to the general path, which
+// panics. A LayerNorm (Center or Bias) takes the general path, applyRows.
+func (n *Norm) weighted() bool {
+	return n.Weight != nil && (n.Dim == 0 || n.Dim == len(n.Weight)) && uint(n.Workers) <= 1 && !n.Center && n.Bias == nil
 }
-
-// weighted reports whether n packs (see packs) and is an RMSNorm: neither Center nor Bias.
-func (n *Norm) weighted() bool { return n.packs() && !n.Center && n.Bias == nil }
 
 // packable reports whether the call of n on r is one packedRows takes, by the rules its caller
 // checks: rows back to back (N, Stride and DstStride 0), no Inv and no Mean, and a Norm with a
-// weight on one goroutine (see packs). (A Mean goes to the general path, which writes it or,
-// without Center, panics.)
+// weight on one goroutine, without Center or Bias. (A Mean goes to the general path, which
+// writes it or, without Center, panics.)
 func packable[D, T elem](n *Norm, r *rowsOf[D, T]) bool {
-	return r.N|r.Stride|r.DstStride == 0 && r.Inv == nil && r.Mean == nil && n.packs()
+	return r.N|r.Stride|r.DstStride == 0 && r.Inv == nil && r.Mean == nil && n.weighted()
 }
 
 // flags returns the job flags of n's weight form and rounding for rows in format f, for a Norm
 // whose fields agree (UnitOffset only with a weight): flagOffset for 1+w (the kernels have one
 // function for every weight form, and tell Unweighted by its nil weight), flagRN for
-// RoundNormalized on 16-bit rows with a weight, flagCenter for Center.
+// RoundNormalized on 16-bit rows with a weight.
 func (n *Norm) flags(f format) uint32 {
 	var fl uint32
 	if n.UnitOffset {
@@ -131,9 +129,6 @@ func (n *Norm) flags(f format) uint32 {
 	}
 	if n.RoundNormalized && f != formatF32 && n.Weight != nil {
 		fl |= flagRN
-	}
-	if n.Center {
-		fl |= flagCenter
 	}
 	return fl
 }
@@ -147,7 +142,7 @@ func (n Norm) forward(dst, x []float32) {
 	var r rowsOf[float32, float32] // set field by field: a literal would be built aside and copied
 	r.Dst, r.X = dst, x
 	// r holds rows back to back without Inv: of packable's rules, only the Norm's are left.
-	if n.packs() && packedRows(&r, formatF32, &n, useActive) {
+	if n.weighted() && packedRows(&r, formatF32, n.Weight, n.Eps, n.flags(formatF32), useActive) {
 		return
 	}
 	if !applyRows(&n, &r, formatF32, useActive) {
@@ -178,12 +173,12 @@ func (n Norm) Apply(r Rows) {
 	// Rows back to back without Inv, a weight, one goroutine: the common calls take a short path,
 	// which leaves the rest and the calls that break a rule to the general one.
 	if packable(&n, (*rowsOf[float32, float32])(&r)) {
-		if r.Residual == nil && !n.UnitOffset && !n.Center && n.Bias == nil {
+		if r.Residual == nil && !n.UnitOffset {
 			// Nothing else: rmsnorm.Forward's call, as in Norm.Forward.
 			forwardRows(&applyNames, formatF32, r.Dst, r.X, n.Weight, n.Eps, useActive)
 			return
 		}
-		if packedRows((*rowsOf[float32, float32])(&r), formatF32, &n, useActive) {
+		if packedRows((*rowsOf[float32, float32])(&r), formatF32, n.Weight, n.Eps, n.flags(formatF32), useActive) {
 			return
 		}
 	}
@@ -238,7 +233,7 @@ type Rows16 struct {
 //go:noinline
 func (n Norm) ApplyBF16(r Rows16) {
 	if packable(&n, (*rowsOf[uint16, uint16])(&r)) &&
-		packedRows((*rowsOf[uint16, uint16])(&r), formatBF16, &n, useActive) {
+		packedRows((*rowsOf[uint16, uint16])(&r), formatBF16, n.Weight, n.Eps, n.flags(formatBF16), useActive) {
 		return
 	}
 	n.apply16(&r, formatBF16, &applyBF16Names)
@@ -249,7 +244,7 @@ func (n Norm) ApplyBF16(r Rows16) {
 //go:noinline
 func (n Norm) ApplyF16(r Rows16) {
 	if packable(&n, (*rowsOf[uint16, uint16])(&r)) &&
-		packedRows((*rowsOf[uint16, uint16])(&r), formatF16, &n, useActive) {
+		packedRows((*rowsOf[uint16, uint16])(&r), formatF16, n.Weight, n.Eps, n.flags(formatF16), useActive) {
 		return
 	}
 	n.apply16(&r, formatF16, &applyF16Names)
@@ -297,7 +292,7 @@ func (n Norm) ForwardF16(dst, x []uint16) {
 func (n Norm) forward16(dst, x []uint16, f format, nm *names) {
 	var r rowsOf[uint16, uint16] // set field by field, as in forward
 	r.Dst, r.X = dst, x
-	if n.packs() && packedRows(&r, f, &n, useActive) {
+	if n.weighted() && packedRows(&r, f, n.Weight, n.Eps, n.flags(f), useActive) {
 		return
 	}
 	if !applyRows(&n, &r, f, useActive) {
@@ -342,7 +337,7 @@ type RowsTo16 struct {
 //go:noinline
 func (n Norm) ApplyToBF16(r RowsTo16) {
 	if packable(&n, (*rowsOf[uint16, float32])(&r)) &&
-		packedRows((*rowsOf[uint16, float32])(&r), formatToBF16, &n, useActive) {
+		packedRows((*rowsOf[uint16, float32])(&r), formatToBF16, n.Weight, n.Eps, n.flags(formatToBF16), useActive) {
 		return
 	}
 	n.applyTo16(&r, formatToBF16, &applyToBF16Names)
@@ -354,7 +349,7 @@ func (n Norm) ApplyToBF16(r RowsTo16) {
 //go:noinline
 func (n Norm) ApplyToF16(r RowsTo16) {
 	if packable(&n, (*rowsOf[uint16, float32])(&r)) &&
-		packedRows((*rowsOf[uint16, float32])(&r), formatToF16, &n, useActive) {
+		packedRows((*rowsOf[uint16, float32])(&r), formatToF16, n.Weight, n.Eps, n.flags(formatToF16), useActive) {
 		return
 	}
 	n.applyTo16(&r, formatToF16, &applyToF16Names)

@@ -91,3 +91,39 @@ func benchLayerNormShape(b *testing.B, k kernelID, form string, s benchutil.Shap
 		})
 	}
 }
+
+// BenchmarkLayerNormBias/kernel=K/norm=N separates what the bias costs from what centering costs,
+// on one row of 4096 floats, where the row, the output, the weight and a bias (64 KiB) no longer
+// fit a 48 KiB L1d: RMSNorm and LayerNorm (Center), each without and with a bias (Apply, float32
+// rows, the same weight).
+func BenchmarkLayerNormBias(b *testing.B) {
+	s := benchutil.Must("1x4096")[0]
+	x, w := benchData(s)
+	bias := make([]float32, s.D)
+	fill(bias, normal, seedFor(s.D, 2))
+	y := slices.Clone(x)
+	norms := []struct {
+		name string
+		n    Norm
+	}{
+		{"RMSNorm", Norm{Weight: w, Eps: 1e-6}},
+		{"RMSNormBias", Norm{Weight: w, Bias: bias, Eps: 1e-6}},
+		{"LayerNormNoBias", Norm{Weight: w, Center: true, Eps: 1e-12}},
+		{"LayerNorm", Norm{Weight: w, Bias: bias, Center: true, Eps: 1e-12}},
+	}
+	for _, k := range available {
+		b.Run("kernel="+k.name(), func(b *testing.B) {
+			for _, nn := range norms {
+				n := nn.n
+				b.Run("norm="+nn.name, func(b *testing.B) {
+					withKernel(b, k)
+					b.SetBytes(int64(8 * len(x)))
+					b.ReportAllocs()
+					for b.Loop() {
+						n.Apply(Rows{Dst: y, X: x})
+					}
+				})
+			}
+		})
+	}
+}

@@ -625,3 +625,48 @@ func BenchmarkWorkers(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkBF16Zeros/<kernel>/<form>/<row> narrows rows with exact zeros to bfloat16: a row of
+// ordinary values, one with every twentieth element zero and an all-zero row (a padding token),
+// 4096 elements, with ApplyToBF16 (float32 rows in) and ApplyBF16 (bfloat16 rows in). The
+// narrowing of the avx512bf16 functions must not slow down on zeros, which a check of its output
+// words would (see asm/amd64/bf16cvt.go).
+func BenchmarkBF16Zeros(b *testing.B) {
+	s := benchutil.Must("1x4096")[0]
+	x, w := benchData(s)
+	n := Norm{Weight: w, Eps: 1e-6}
+	some := slices.Clone(x)
+	for i := 0; i < len(some); i += 20 {
+		some[i] = 0
+	}
+	rows := []struct {
+		name string
+		x    []float32
+	}{{"values", x}, {"zeros5pct", some}, {"allZero", make([]float32, len(x))}}
+	for _, k := range available {
+		b.Run(k.name(), func(b *testing.B) {
+			for _, form := range []string{"toBF16", "bf16"} {
+				b.Run(form, func(b *testing.B) {
+					for _, r := range rows {
+						x16 := narrowAll(r.x, formatBF16)
+						y16 := slices.Clone(x16)
+						call := func() { n.ApplyToBF16(RowsTo16{Dst: y16, X: r.x}) }
+						bytes := 6 * len(r.x) // float32 read, bfloat16 written
+						if form == "bf16" {
+							call = func() { n.ApplyBF16(Rows16{Dst: y16, X: x16}) }
+							bytes = 4 * len(r.x)
+						}
+						b.Run(r.name, func(b *testing.B) {
+							withKernel(b, k)
+							b.SetBytes(int64(bytes))
+							b.ReportAllocs()
+							for b.Loop() {
+								call()
+							}
+						})
+					}
+				})
+			}
+		})
+	}
+}

@@ -472,13 +472,6 @@ func TestLayerNormPackedMatchesStrided(t *testing.T) {
 		x[i] += 2
 	}
 	w, b := normalRows(d, 1, 42), normalRows(d, 1, 43)
-	narrow := func(f format, v []float32) []uint16 {
-		out := make([]uint16, len(v))
-		for i, e := range v {
-			out[i] = f.narrow(e)
-		}
-		return out
-	}
 	for _, k := range testKernels() {
 		active.Store(uint32(k))
 		for _, lf := range layerForms {
@@ -502,7 +495,7 @@ func TestLayerNormPackedMatchesStrided(t *testing.T) {
 				}
 				for _, f := range []format{formatBF16, formatF16} {
 					calls[f] = func(packed bool) ([]float32, []float32) {
-						r := Rows16{Dst: make([]uint16, len(x)), X: narrow(f, x), Residual: narrow(f, res)}
+						r := Rows16{Dst: make([]uint16, len(x)), X: narrowAll(x, f), Residual: narrowAll(res, f)}
 						if !packed {
 							r.N, r.Stride = rows, d
 						}

@@ -397,7 +397,7 @@ func (g *gen) sumSquares(acc []VecVirtual, xr, rr GPVirtual) []VecVirtual {
 		// otherwise leave memory idle for twice as long as RMSNorm's one (2048x4096 on a Zen 5,
 		// avx512: 1.84 -> 1.44 ms, against 1.22 ms for RMSNorm).
 		ahead := 2
-		if g.op == accCentered && !g.in16() {
+		if !g.in16() { // the centered pass, the one pass of float32 rows that gets here
 			ahead = 1
 		}
 		pf := g.pfOffset(ahead)

@@ -337,12 +337,74 @@ func TestGuardPages16(t *testing.T) {
 // and DW, one row and several with a stride, every weight form with and without DW, in place and
 // not, streaming on and off.
 func TestGuardPagesBackward(t *testing.T) {
-	const gap = 3
 	regions := make([]*guardedRegion, 6)
 	for i := range regions {
-		regions[i] = newGuardedRegion(t, 3*(4097+gap))
+		regions[i] = newGuardedRegion(t, 3*(4097+backwardGuardGap))
 	}
 	runs := 0
+	eachBackwardGuardShape(func(k kernelID, d, rows, stride, span int) {
+		r := seedFor(d, rows, 23)
+		x := make([]float32, span)
+		fill(x, valueClasses[(d+rows)%len(valueClasses)], r)
+		dy := make([]float32, span)
+		fill(dy, classNormal, r)
+		w := make([]float32, d)
+		fill(w, classNormal, r)
+		// The weight form and whether DW is accumulated cycle with d and rows.
+		form := []struct {
+			mode   weightMode
+			withDW bool
+		}{{weighted, true}, {offset, true}, {unweighted, false}, {weighted, false}, {offset, false}}[(d+rows)%5]
+		mode := form.mode
+		for _, atEnd := range []bool{true, false} {
+			for _, inPlace := range []bool{false, true} {
+				run := func(kk kernelID) (dx, dw []float32) {
+					gx, gdy, gdx := regions[0].slice(span, atEnd), regions[1].slice(span, atEnd), regions[2].slice(span, atEnd)
+					gi, gw, gdw := regions[3].slice(rows, atEnd), regions[4].slice(d, atEnd), regions[5].slice(d, atEnd)
+					copy(gx, x)
+					copy(gdy, dy)
+					copy(gw, w)
+					clear(gdw)
+					n := Norm{Weight: gw, Eps: 1e-6, UnitOffset: mode == offset}
+					g := Grad{DX: gdx, X: gx, DY: gdy, N: rows, Stride: stride}
+					if form.withDW {
+						g.DW = gdw
+					}
+					if mode == unweighted {
+						n = Norm{Dim: d, Eps: 1e-6}
+					}
+					if inPlace {
+						g.DX = gdy
+					}
+					if rows > 1 { // Inv from the forward pass
+						applyWith(kernelGeneric, &n, &Rows{Dst: gdx, X: gx, N: rows, Stride: stride, Inv: gi})
+						g.Inv = gi
+					}
+					var faulted bool
+					withStreaming((d+rows)%2 == 0, func() { faulted = faults(func() { backwardWith(kk, n, g) }) })
+					if faulted {
+						t.Fatalf("%s d=%d rows=%d mode=%d atEnd=%v inPlace=%v: the kernel touched a guard page", kk, d, rows, mode, atEnd, inPlace)
+					}
+					return slices.Clone(g.DX), slices.Clone(gdw)
+				}
+				wdx, wdw := run(kernelGeneric)
+				dx, dw := run(k)
+				if firstDiff(dx, wdx) >= 0 || firstDiff(dw, wdw) >= 0 {
+					t.Fatalf("%s d=%d rows=%d mode=%d atEnd=%v inPlace=%v: differs from generic", k, d, rows, mode, atEnd, inPlace)
+				}
+				runs++
+			}
+		}
+	})
+	t.Logf("%d runs of Norm.Backward under guard pages", runs)
+}
+
+// backwardGuardGap is the gap between rows in the backward guard-page tests.
+const backwardGuardGap = 3
+
+// eachBackwardGuardShape calls f for every kernel and shape of the backward guard-page tests: the
+// row lengths of guardDims up to 300, 513 and 4097; one row, and three backwardGuardGap apart.
+func eachBackwardGuardShape(f func(k kernelID, d, rows, stride, span int)) {
 	for _, k := range testKernels() {
 		for _, d := range guardDims() {
 			if d == 0 || (d > 300 && d != 4097 && d != 513) {
@@ -351,63 +413,10 @@ func TestGuardPagesBackward(t *testing.T) {
 			for _, rows := range []int{1, 3} {
 				stride := d
 				if rows > 1 {
-					stride = d + gap
+					stride = d + backwardGuardGap
 				}
-				span := (rows-1)*stride + d
-				r := seedFor(d, rows, 23)
-				x := make([]float32, span)
-				fill(x, valueClasses[(d+rows)%len(valueClasses)], r)
-				dy := make([]float32, span)
-				fill(dy, classNormal, r)
-				w := make([]float32, d)
-				fill(w, classNormal, r)
-				// The weight form and whether DW is accumulated cycle with d and rows.
-				form := []struct {
-					mode   weightMode
-					withDW bool
-				}{{weighted, true}, {offset, true}, {unweighted, false}, {weighted, false}, {offset, false}}[(d+rows)%5]
-				mode := form.mode
-				for _, atEnd := range []bool{true, false} {
-					for _, inPlace := range []bool{false, true} {
-						run := func(kk kernelID) (dx, dw []float32) {
-							gx, gdy, gdx := regions[0].slice(span, atEnd), regions[1].slice(span, atEnd), regions[2].slice(span, atEnd)
-							gi, gw, gdw := regions[3].slice(rows, atEnd), regions[4].slice(d, atEnd), regions[5].slice(d, atEnd)
-							copy(gx, x)
-							copy(gdy, dy)
-							copy(gw, w)
-							clear(gdw)
-							n := Norm{Weight: gw, Eps: 1e-6, UnitOffset: mode == offset}
-							g := Grad{DX: gdx, X: gx, DY: gdy, N: rows, Stride: stride}
-							if form.withDW {
-								g.DW = gdw
-							}
-							if mode == unweighted {
-								n = Norm{Dim: d, Eps: 1e-6}
-							}
-							if inPlace {
-								g.DX = gdy
-							}
-							if rows > 1 { // Inv from the forward pass
-								applyWith(kernelGeneric, &n, &Rows{Dst: gdx, X: gx, N: rows, Stride: stride, Inv: gi})
-								g.Inv = gi
-							}
-							var faulted bool
-							withStreaming((d+rows)%2 == 0, func() { faulted = faults(func() { backwardWith(kk, n, g) }) })
-							if faulted {
-								t.Fatalf("%s d=%d rows=%d mode=%d atEnd=%v inPlace=%v: the kernel touched a guard page", kk, d, rows, mode, atEnd, inPlace)
-							}
-							return slices.Clone(g.DX), slices.Clone(gdw)
-						}
-						wdx, wdw := run(kernelGeneric)
-						dx, dw := run(k)
-						if firstDiff(dx, wdx) >= 0 || firstDiff(dw, wdw) >= 0 {
-							t.Fatalf("%s d=%d rows=%d mode=%d atEnd=%v inPlace=%v: differs from generic", k, d, rows, mode, atEnd, inPlace)
-						}
-						runs++
-					}
-				}
+				f(k, d, rows, stride, (rows-1)*stride+d)
 			}
 		}
 	}
-	t.Logf("%d runs of Norm.Backward under guard pages", runs)
 }

@@ -29,6 +29,26 @@ func avx512Backward(j *job, from, to int) int
 //go:noescape
 func avx512BackwardUnweighted(j *job, from, to int) int
 
+// avx512BackwardLayer computes the gradient of rows [from, to) of a Layer job: with flagCenter, with g = dy*w (dy*(1+w) with flagOffset),
+// n = (x-m)*inv and a, b the contract's sums of g and of g*n over d, dx = inv*((g - a) - n*b), as
+// runGenericBackwardCentered; without it, as the RMSNorm function. When the job has them, the
+// products dy*n (dy*(x*inv)) go into the row block's partial sum of the weight gradient, and dy
+// into that of the bias gradient (see gradBlock), before dx is written (dx may be dy).
+// It stops before the first row that needs the float64 path and returns that row's index, or to.
+//
+//go:noescape
+func avx512BackwardLayer(j *job, from, to int) int
+
+// avx512BackwardLayerUnweighted computes the gradient of rows [from, to) of a Layer job: with flagCenter, with g = dy,
+// n = (x-m)*inv and a, b the contract's sums of g and of g*n over d, dx = inv*((g - a) - n*b), as
+// runGenericBackwardCentered; without it, as the RMSNorm function. When the job has them, the
+// products dy*n (dy*(x*inv)) go into the row block's partial sum of the weight gradient, and dy
+// into that of the bias gradient (see gradBlock), before dx is written (dx may be dy).
+// It stops before the first row that needs the float64 path and returns that row's index, or to.
+//
+//go:noescape
+func avx512BackwardLayerUnweighted(j *job, from, to int) int
+
 // avx2Backward computes the gradient of rows [from, to) of the job: with g = dy*w (dy*(1+w) with flagOffset),
 // c the contract's sum of g*x and s = ((inv*inv)*c)/d, dx = inv*(g - x*s); and, when the job has
 // a weight gradient, the products dy*(x*inv) into the row block's partial sum (see gradBlock).
@@ -44,6 +64,26 @@ func avx2Backward(j *job, from, to int) int
 //
 //go:noescape
 func avx2BackwardUnweighted(j *job, from, to int) int
+
+// avx2BackwardLayer computes the gradient of rows [from, to) of a Layer job: with flagCenter, with g = dy*w (dy*(1+w) with flagOffset),
+// n = (x-m)*inv and a, b the contract's sums of g and of g*n over d, dx = inv*((g - a) - n*b), as
+// runGenericBackwardCentered; without it, as the RMSNorm function. When the job has them, the
+// products dy*n (dy*(x*inv)) go into the row block's partial sum of the weight gradient, and dy
+// into that of the bias gradient (see gradBlock), before dx is written (dx may be dy).
+// It stops before the first row that needs the float64 path and returns that row's index, or to.
+//
+//go:noescape
+func avx2BackwardLayer(j *job, from, to int) int
+
+// avx2BackwardLayerUnweighted computes the gradient of rows [from, to) of a Layer job: with flagCenter, with g = dy,
+// n = (x-m)*inv and a, b the contract's sums of g and of g*n over d, dx = inv*((g - a) - n*b), as
+// runGenericBackwardCentered; without it, as the RMSNorm function. When the job has them, the
+// products dy*n (dy*(x*inv)) go into the row block's partial sum of the weight gradient, and dy
+// into that of the bias gradient (see gradBlock), before dx is written (dx may be dy).
+// It stops before the first row that needs the float64 path and returns that row's index, or to.
+//
+//go:noescape
+func avx2BackwardLayerUnweighted(j *job, from, to int) int
 
 // avx512Forward normalizes rows [from, to) of the job: y = (x*inv)*w, (x*inv)*(1+w) with flagOffset, or x*inv with w nil, for each row; with res, h = x + res and res = h per element first, and h in place of x.
 // It stops before the first row that needs the float64 path and returns that row's index, or to.

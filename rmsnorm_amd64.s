@@ -12427,6 +12427,4203 @@ vzero:
 	MOVQ AX, ret+24(FP)
 	RET
 
+// func avx512BackwardLayer(j uintptr, from int, to int) int
+// Requires: AVX, AVX512F, MMX+
+TEXT ·avx512BackwardLayer(SB), NOSPLIT, $24-32
+	// avx512BackwardLayer computes the gradient of rows [from, to) of a Layer job: with flagCenter, with g = dy*w (dy*(1+w) with flagOffset),
+	// n = (x-m)*inv and a, b the contract's sums of g and of g*n over d, dx = inv*((g - a) - n*b), as
+	// runGenericBackwardCentered; without it, as the RMSNorm function. When the job has them, the
+	// products dy*n (dy*(x*inv)) go into the row block's partial sum of the weight gradient, and dy
+	// into that of the bias gradient (see gradBlock), before dx is written (dx may be dy).
+	// It stops before the first row that needs the float64 path and returns that row's index, or to.
+	MOVQ j+0(FP), AX
+	MOVQ job_dst+0(AX), CX
+	MOVQ job_x+0(AX), DX
+	MOVQ job_dy+0(AX), BX
+	MOVQ job_w+0(AX), SI
+	MOVQ job_stride+0(AX), DI
+	SHLQ $0x02, DI
+	MOVQ job_dstStride+0(AX), R8
+	SHLQ $0x02, R8
+	MOVQ R8, 8(SP)
+
+	// fd = float32(d); rd = 1/d when d is a power of two (a/d is then a*rd exactly), else 0.
+	MOVQ       job_d+0(AX), R8
+	VMOVSS     one<>+0(SB), X0
+	VCVTSI2SSQ R8, X0, X0
+	VMOVSS     X0, 16(SP)
+	XORL       R10, R10
+	LEAQ       -1(R8), R9
+	TESTQ      R8, R9
+	JNZ        notpow2
+	BSFQ       R8, R9
+	MOVL       $0x0000007f, R10
+	SUBL       R9, R10
+	SHLL       $0x17, R10
+
+notpow2:
+	MOVL R10, 20(SP)
+
+	// Start at row from.
+	MOVQ  from+8(FP), R8
+	MOVQ  R8, (SP)
+	MOVQ  R8, R9
+	IMULQ 8(SP), R9
+	ADDQ  R9, CX
+	IMULQ DI, R8
+	ADDQ  R8, DX
+	ADDQ  R8, BX
+
+row:
+	MOVQ  (SP), R8
+	CMPQ  R8, to+16(FP)
+	JAE   ret
+	TESTL $0x00000020, job_flags+0(AX)
+	JNZ   centered
+
+	// Partial sums (ss true, c true): element i goes to partial i%64.
+	VMOVUPS      zero64<>+0(SB), Z0
+	VMOVUPS      zero64<>+0(SB), Z1
+	VMOVUPS      zero64<>+0(SB), Z2
+	VMOVUPS      zero64<>+0(SB), Z3
+	VMOVUPS      zero64<>+0(SB), Z4
+	VMOVUPS      zero64<>+0(SB), Z5
+	VMOVUPS      zero64<>+0(SB), Z6
+	VMOVUPS      zero64<>+0(SB), Z7
+	VBROADCASTSS one<>+0(SB), Z8
+	TESTL        $0x00000010, job_flags+0(AX)
+	JNZ          weightadd1
+	VBROADCASTSS negzero<>+0(SB), Z8
+
+weightadd1:
+	XORQ R8, R8
+	MOVQ job_d+0(AX), R9
+	SUBQ $0x00000040, R9
+
+	// A plain weight's main loop multiplies by w itself.
+	TESTL $0x00000010, job_flags+0(AX)
+	JNZ   sumloop
+
+sumloopw:
+	CMPQ    R8, R9
+	JG      sumtail
+	VMOVUPS (DX)(R8*4), Z9
+	VMULPS  Z9, Z9, Z10
+	VADDPS  Z10, Z0, Z0
+	VMOVUPS (BX)(R8*4), Z10
+	VMOVUPS (SI)(R8*4), Z11
+	VMULPS  Z11, Z10, Z10
+	VMULPS  Z9, Z10, Z10
+	VADDPS  Z10, Z4, Z4
+	VMOVUPS 64(DX)(R8*4), Z9
+	VMULPS  Z9, Z9, Z10
+	VADDPS  Z10, Z1, Z1
+	VMOVUPS 64(BX)(R8*4), Z10
+	VMOVUPS 64(SI)(R8*4), Z11
+	VMULPS  Z11, Z10, Z10
+	VMULPS  Z9, Z10, Z10
+	VADDPS  Z10, Z5, Z5
+	VMOVUPS 128(DX)(R8*4), Z9
+	VMULPS  Z9, Z9, Z10
+	VADDPS  Z10, Z2, Z2
+	VMOVUPS 128(BX)(R8*4), Z10
+	VMOVUPS 128(SI)(R8*4), Z11
+	VMULPS  Z11, Z10, Z10
+	VMULPS  Z9, Z10, Z10
+	VADDPS  Z10, Z6, Z6
+	VMOVUPS 192(DX)(R8*4), Z9
+	VMULPS  Z9, Z9, Z10
+	VADDPS  Z10, Z3, Z3
+	VMOVUPS 192(BX)(R8*4), Z10
+	VMOVUPS 192(SI)(R8*4), Z11
+	VMULPS  Z11, Z10, Z10
+	VMULPS  Z9, Z10, Z10
+	VADDPS  Z10, Z7, Z7
+	ADDQ    $0x00000040, R8
+	JMP     sumloopw
+
+sumloop:
+	CMPQ    R8, R9
+	JG      sumtail
+	VMOVUPS (DX)(R8*4), Z9
+	VMULPS  Z9, Z9, Z10
+	VADDPS  Z10, Z0, Z0
+	VMOVUPS (BX)(R8*4), Z10
+	VMOVUPS (SI)(R8*4), Z11
+	VADDPS  Z8, Z11, Z11
+	VMULPS  Z11, Z10, Z10
+	VMULPS  Z9, Z10, Z10
+	VADDPS  Z10, Z4, Z4
+	VMOVUPS 64(DX)(R8*4), Z9
+	VMULPS  Z9, Z9, Z10
+	VADDPS  Z10, Z1, Z1
+	VMOVUPS 64(BX)(R8*4), Z10
+	VMOVUPS 64(SI)(R8*4), Z11
+	VADDPS  Z8, Z11, Z11
+	VMULPS  Z11, Z10, Z10
+	VMULPS  Z9, Z10, Z10
+	VADDPS  Z10, Z5, Z5
+	VMOVUPS 128(DX)(R8*4), Z9
+	VMULPS  Z9, Z9, Z10
+	VADDPS  Z10, Z2, Z2
+	VMOVUPS 128(BX)(R8*4), Z10
+	VMOVUPS 128(SI)(R8*4), Z11
+	VADDPS  Z8, Z11, Z11
+	VMULPS  Z11, Z10, Z10
+	VMULPS  Z9, Z10, Z10
+	VADDPS  Z10, Z6, Z6
+	VMOVUPS 192(DX)(R8*4), Z9
+	VMULPS  Z9, Z9, Z10
+	VADDPS  Z10, Z3, Z3
+	VMOVUPS 192(BX)(R8*4), Z10
+	VMOVUPS 192(SI)(R8*4), Z11
+	VADDPS  Z8, Z11, Z11
+	VMULPS  Z11, Z10, Z10
+	VMULPS  Z9, Z10, Z10
+	VADDPS  Z10, Z7, Z7
+	ADDQ    $0x00000040, R8
+	JMP     sumloop
+
+sumtail:
+	// Fewer than 64 elements remain: whole vectors, then one partial vector (its other lanes add +0).
+	MOVQ    job_d+0(AX), R9
+	SUBQ    R8, R9
+	CMPQ    R9, $0x00000010
+	JL      sumpart0
+	VMOVUPS (DX)(R8*4), Z9
+	VMULPS  Z9, Z9, Z10
+	VADDPS  Z10, Z0, Z0
+	VMOVUPS (BX)(R8*4), Z10
+	VMOVUPS (SI)(R8*4), Z11
+	VADDPS  Z8, Z11, Z11
+	VMULPS  Z11, Z10, Z10
+	VMULPS  Z9, Z10, Z10
+	VADDPS  Z10, Z4, Z4
+	CMPQ    R9, $0x00000020
+	JL      sumpart1
+	VMOVUPS 64(DX)(R8*4), Z9
+	VMULPS  Z9, Z9, Z10
+	VADDPS  Z10, Z1, Z1
+	VMOVUPS 64(BX)(R8*4), Z10
+	VMOVUPS 64(SI)(R8*4), Z11
+	VADDPS  Z8, Z11, Z11
+	VMULPS  Z11, Z10, Z10
+	VMULPS  Z9, Z10, Z10
+	VADDPS  Z10, Z5, Z5
+	CMPQ    R9, $0x00000030
+	JL      sumpart2
+	VMOVUPS 128(DX)(R8*4), Z9
+	VMULPS  Z9, Z9, Z10
+	VADDPS  Z10, Z2, Z2
+	VMOVUPS 128(BX)(R8*4), Z10
+	VMOVUPS 128(SI)(R8*4), Z11
+	VADDPS  Z8, Z11, Z11
+	VMULPS  Z11, Z10, Z10
+	VMULPS  Z9, Z10, Z10
+	VADDPS  Z10, Z6, Z6
+	CMPQ    R9, $0x00000040
+	JL      sumpart3
+	VMOVUPS 192(DX)(R8*4), Z9
+	VMULPS  Z9, Z9, Z10
+	VADDPS  Z10, Z3, Z3
+	VMOVUPS 192(BX)(R8*4), Z10
+	VMOVUPS 192(SI)(R8*4), Z11
+	VADDPS  Z8, Z11, Z11
+	VMULPS  Z11, Z10, Z10
+	VMULPS  Z9, Z10, Z10
+	VADDPS  Z10, Z7, Z7
+	JMP     sumdone
+
+sumpart0:
+	SUBQ      $0x00000000, R9
+	JZ        sumdone
+	LEAQ      kmask<>+0(SB), R10
+	KMOVW     (R10)(R9*2), K1
+	VMOVUPS.Z (DX)(R8*4), K1, Z9
+	VMULPS    Z9, Z9, Z10
+	VADDPS    Z10, Z0, Z0
+	VMOVUPS.Z (BX)(R8*4), K1, Z10
+	VMOVUPS.Z (SI)(R8*4), K1, Z11
+	VADDPS    Z8, Z11, Z11
+	VMULPS    Z11, Z10, Z10
+	VMULPS    Z9, Z10, Z10
+	VADDPS    Z10, Z4, Z4
+	JMP       sumdone
+
+sumpart1:
+	SUBQ      $0x00000010, R9
+	JZ        sumdone
+	LEAQ      kmask<>+0(SB), R10
+	KMOVW     (R10)(R9*2), K1
+	VMOVUPS.Z 64(DX)(R8*4), K1, Z9
+	VMULPS    Z9, Z9, Z10
+	VADDPS    Z10, Z1, Z1
+	VMOVUPS.Z 64(BX)(R8*4), K1, Z10
+	VMOVUPS.Z 64(SI)(R8*4), K1, Z11
+	VADDPS    Z8, Z11, Z11
+	VMULPS    Z11, Z10, Z10
+	VMULPS    Z9, Z10, Z10
+	VADDPS    Z10, Z5, Z5
+	JMP       sumdone
+
+sumpart2:
+	SUBQ      $0x00000020, R9
+	JZ        sumdone
+	LEAQ      kmask<>+0(SB), R10
+	KMOVW     (R10)(R9*2), K1
+	VMOVUPS.Z 128(DX)(R8*4), K1, Z9
+	VMULPS    Z9, Z9, Z10
+	VADDPS    Z10, Z2, Z2
+	VMOVUPS.Z 128(BX)(R8*4), K1, Z10
+	VMOVUPS.Z 128(SI)(R8*4), K1, Z11
+	VADDPS    Z8, Z11, Z11
+	VMULPS    Z11, Z10, Z10
+	VMULPS    Z9, Z10, Z10
+	VADDPS    Z10, Z6, Z6
+	JMP       sumdone
+
+sumpart3:
+	SUBQ      $0x00000030, R9
+	JZ        sumdone
+	LEAQ      kmask<>+0(SB), R10
+	KMOVW     (R10)(R9*2), K1
+	VMOVUPS.Z 192(DX)(R8*4), K1, Z9
+	VMULPS    Z9, Z9, Z10
+	VADDPS    Z10, Z3, Z3
+	VMOVUPS.Z 192(BX)(R8*4), K1, Z10
+	VMOVUPS.Z 192(SI)(R8*4), K1, Z11
+	VADDPS    Z8, Z11, Z11
+	VMULPS    Z11, Z10, Z10
+	VMULPS    Z9, Z10, Z10
+	VADDPS    Z10, Z7, Z7
+
+sumdone:
+	VADDPS     Z2, Z0, Z0
+	VADDPS     Z3, Z1, Z1
+	VADDPS     Z1, Z0, Z0
+	VADDPS     Z6, Z4, Z4
+	VADDPS     Z7, Z5, Z5
+	VADDPS     Z5, Z4, Z4
+	VSHUFF64X2 $0xee, Z0, Z0, Z1
+	VADDPS     Z1, Z0, Z0
+	VSHUFF32X4 $0x01, Z0, Z0, Z1
+	VADDPS     Z1, Z0, Z0
+	VPERMILPS  $0x4e, Z0, Z1
+	VADDPS     Z1, Z0, Z0
+	VPERMILPS  $0xb1, Z0, Z1
+	VADDPS     Z1, Z0, Z0
+
+	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
+	CMPL   20(SP), $0x00
+	JE     divide2
+	VMULSS 20(SP), X0, X0
+	JMP    divided3
+
+divide2:
+	VDIVSS 16(SP), X0, X0
+
+divided3:
+	VADDSS   job_eps+0(AX), X0, X0
+	VUCOMISS tlo<>+0(SB), X0
+	JCS      ret
+	VUCOMISS tmax<>+0(SB), X0
+	JHI      ret
+	MOVQ     job_inv+0(AX), R8
+	TESTQ    R8, R8
+	JZ       computeinv
+	MOVQ     (SP), R9
+	VMOVSS   (R8)(R9*4), X1
+	JMP      haveinv
+
+computeinv:
+	VSQRTSS X0, X0, X0
+	VMOVSS  one<>+0(SB), X1
+	VDIVSS  X0, X1, X1
+
+haveinv:
+	VSHUFF64X2 $0xee, Z4, Z4, Z0
+	VADDPS     Z0, Z4, Z4
+	VSHUFF32X4 $0x01, Z4, Z4, Z0
+	VADDPS     Z0, Z4, Z4
+	VPERMILPS  $0x4e, Z4, Z0
+	VADDPS     Z0, Z4, Z4
+	VPERMILPS  $0xb1, Z4, Z0
+	VADDPS     Z0, Z4, Z4
+
+	// s = ((inv*inv)*c)/d
+	VMULSS X1, X1, X0
+	VMULSS X4, X0, X0
+	CMPL   20(SP), $0x00
+	JE     divide4
+	VMULSS 20(SP), X0, X0
+	JMP    divided5
+
+divide4:
+	VDIVSS 16(SP), X0, X0
+
+divided5:
+	// Which bias-gradient operation this row does (dy into DB's blocks, before dx is written).
+	MOVQ  job_db+0(AX), R8
+	TESTQ R8, R8
+	JZ    dbnone
+	MOVQ  (SP), R10
+	MOVQ  R10, R11
+	ANDQ  $0x1f, R11
+	MOVQ  job_accB+0(AX), R9
+	XORQ  R12, R12
+	CMPQ  R11, $0x1f
+	JE    dbislast
+	INCQ  R10
+	CMPQ  R10, job_rows+0(AX)
+	JNE   dbnotlast
+
+dbislast:
+	MOVQ $0x00000001, R12
+
+dbnotlast:
+	TESTL $0x00000004, job_flags+0(AX)
+	JNZ   dbfused
+
+	// Each block in its slot: P at accB + (row/32)*d*4. dbp = 0: no row closes a block here.
+	XORQ  R8, R8
+	MOVQ  (SP), R10
+	SHRQ  $0x05, R10
+	IMULQ job_d+0(AX), R10
+	LEAQ  (R9)(R10*4), R9
+	TESTQ R11, R11
+	JZ    dbset
+	JMP   dbadd
+
+dbfused:
+	TESTQ R11, R11
+	JNZ   dbfusednotfirst
+	TESTQ R12, R12
+	JZ    dbset
+
+	// A block of one row: DB += dy, which is P += dy with DB as P.
+	MOVQ R8, R9
+	XORQ R8, R8
+	JMP  dbadd
+
+dbfusednotfirst:
+	// P += dy; the block's last row keeps dbp, and its DB += P follows.
+	TESTQ R12, R12
+	JNZ   dbadd
+	XORQ  R8, R8
+	JMP   dbadd
+
+dbset:
+	XORQ R8, R8
+	MOVQ job_d+0(AX), R10
+	SUBQ $0x00000010, R10
+
+dbsetloop:
+	CMPQ    R8, R10
+	JG      dbsetlooppart
+	VMOVUPS (BX)(R8*4), Z2
+	VMOVUPS Z2, (R9)(R8*4)
+	ADDQ    $0x00000010, R8
+	JMP     dbsetloop
+
+dbsetlooppart:
+	MOVQ      job_d+0(AX), R10
+	SUBQ      R8, R10
+	JZ        dbsetloopdone
+	LEAQ      kmask<>+0(SB), R11
+	KMOVW     (R11)(R10*2), K1
+	VMOVUPS.Z (BX)(R8*4), K1, Z2
+	VMOVUPS   Z2, K1, (R9)(R8*4)
+
+dbsetloopdone:
+	JMP dbnone
+
+dbadd:
+	XORQ R10, R10
+	MOVQ job_d+0(AX), R11
+	SUBQ $0x00000010, R11
+
+dbaddloop:
+	CMPQ    R10, R11
+	JG      dbaddlooppart
+	VMOVUPS (BX)(R10*4), Z2
+	VMOVUPS (R9)(R10*4), Z3
+	VADDPS  Z2, Z3, Z3
+	VMOVUPS Z3, (R9)(R10*4)
+	ADDQ    $0x00000010, R10
+	JMP     dbaddloop
+
+dbaddlooppart:
+	MOVQ      job_d+0(AX), R11
+	SUBQ      R10, R11
+	JZ        dbaddloopdone
+	LEAQ      kmask<>+0(SB), R12
+	KMOVW     (R12)(R11*2), K1
+	VMOVUPS.Z (BX)(R10*4), K1, Z2
+	VMOVUPS.Z (R9)(R10*4), K1, Z3
+	VADDPS    Z2, Z3, Z3
+	VMOVUPS   Z3, K1, (R9)(R10*4)
+
+dbaddloopdone:
+	TESTQ R8, R8
+	JZ    dbnone
+
+	// The block's last row: DB += P.
+	XORQ R10, R10
+	MOVQ job_d+0(AX), R11
+	SUBQ $0x00000010, R11
+
+dbcloseloop:
+	CMPQ    R10, R11
+	JG      dbcloselooppart
+	VMOVUPS (R9)(R10*4), Z2
+	VMOVUPS (R8)(R10*4), Z3
+	VADDPS  Z2, Z3, Z3
+	VMOVUPS Z3, (R8)(R10*4)
+	ADDQ    $0x00000010, R10
+	JMP     dbcloseloop
+
+dbcloselooppart:
+	MOVQ      job_d+0(AX), R11
+	SUBQ      R10, R11
+	JZ        dbcloseloopdone
+	LEAQ      kmask<>+0(SB), R12
+	KMOVW     (R12)(R11*2), K1
+	VMOVUPS.Z (R9)(R10*4), K1, Z2
+	VMOVUPS.Z (R8)(R10*4), K1, Z3
+	VADDPS    Z2, Z3, Z3
+	VMOVUPS   Z3, K1, (R8)(R10*4)
+
+dbcloseloopdone:
+dbnone:
+	VBROADCASTSS X1, Z1
+	VBROADCASTSS X0, Z0
+	VBROADCASTSS one<>+0(SB), Z2
+	TESTL        $0x00000010, job_flags+0(AX)
+	JNZ          weightadd6
+	VBROADCASTSS negzero<>+0(SB), Z2
+
+weightadd6:
+	// Which weight-gradient operation this row does.
+	MOVQ  job_dw+0(AX), R8
+	TESTQ R8, R8
+	JZ    dxnone
+	MOVQ  (SP), R10
+	MOVQ  R10, R11
+	ANDQ  $0x1f, R11
+	MOVQ  job_acc+0(AX), R9
+	XORQ  R12, R12
+	CMPQ  R11, $0x1f
+	JE    islast
+	INCQ  R10
+	CMPQ  R10, job_rows+0(AX)
+	JNE   notlast
+
+islast:
+	MOVQ $0x00000001, R12
+
+notlast:
+	TESTL $0x00000004, job_flags+0(AX)
+	JNZ   fused
+
+	// Each block in its slot: P at acc + (row/32)*d*4. dwp = 0: no row closes a block here.
+	XORQ  R8, R8
+	MOVQ  (SP), R10
+	SHRQ  $0x05, R10
+	IMULQ job_d+0(AX), R10
+	LEAQ  (R9)(R10*4), R9
+	TESTQ R11, R11
+	JZ    dxset
+	JMP   dxadd
+
+fused:
+	TESTQ R11, R11
+	JNZ   fusednotfirst
+	TESTQ R12, R12
+	JZ    dxset
+
+	// A block of one row: DW += q, which is P += q with DW as P.
+	MOVQ R8, R9
+	XORQ R8, R8
+	JMP  dxadd
+
+fusednotfirst:
+	// P += q; the block's last row keeps dwp, and its DW += P follows.
+	TESTQ R12, R12
+	JNZ   dxadd
+	XORQ  R8, R8
+	JMP   dxadd
+
+dxnone:
+	XORQ  R8, R8
+	MOVQ  job_d+0(AX), R9
+	SUBQ  $0x00000040, R9
+	TESTL $0x00000001, job_flags+0(AX)
+	JNZ   dxnonent
+
+	// A plain weight's main loop multiplies by w itself.
+	TESTL $0x00000010, job_flags+0(AX)
+	JNZ   dxnoneloop
+
+dxnoneloopw:
+	CMPQ    R8, R9
+	JG      dxnoneone
+	VMOVUPS (DX)(R8*4), Z3
+	VMOVUPS (BX)(R8*4), Z4
+	VMOVUPS (SI)(R8*4), Z5
+	VMULPS  Z5, Z4, Z4
+	VMULPS  Z0, Z3, Z3
+	VSUBPS  Z3, Z4, Z4
+	VMULPS  Z1, Z4, Z4
+	VMOVUPS Z4, (CX)(R8*4)
+	VMOVUPS 64(DX)(R8*4), Z3
+	VMOVUPS 64(BX)(R8*4), Z4
+	VMOVUPS 64(SI)(R8*4), Z5
+	VMULPS  Z5, Z4, Z4
+	VMULPS  Z0, Z3, Z3
+	VSUBPS  Z3, Z4, Z4
+	VMULPS  Z1, Z4, Z4
+	VMOVUPS Z4, 64(CX)(R8*4)
+	VMOVUPS 128(DX)(R8*4), Z3
+	VMOVUPS 128(BX)(R8*4), Z4
+	VMOVUPS 128(SI)(R8*4), Z5
+	VMULPS  Z5, Z4, Z4
+	VMULPS  Z0, Z3, Z3
+	VSUBPS  Z3, Z4, Z4
+	VMULPS  Z1, Z4, Z4
+	VMOVUPS Z4, 128(CX)(R8*4)
+	VMOVUPS 192(DX)(R8*4), Z3
+	VMOVUPS 192(BX)(R8*4), Z4
+	VMOVUPS 192(SI)(R8*4), Z5
+	VMULPS  Z5, Z4, Z4
+	VMULPS  Z0, Z3, Z3
+	VSUBPS  Z3, Z4, Z4
+	VMULPS  Z1, Z4, Z4
+	VMOVUPS Z4, 192(CX)(R8*4)
+	ADDQ    $0x00000040, R8
+	JMP     dxnoneloopw
+
+dxnoneloop:
+	CMPQ    R8, R9
+	JG      dxnoneone
+	VMOVUPS (DX)(R8*4), Z3
+	VMOVUPS (BX)(R8*4), Z4
+	VMOVUPS (SI)(R8*4), Z5
+	VADDPS  Z2, Z5, Z5
+	VMULPS  Z5, Z4, Z4
+	VMULPS  Z0, Z3, Z3
+	VSUBPS  Z3, Z4, Z4
+	VMULPS  Z1, Z4, Z4
+	VMOVUPS Z4, (CX)(R8*4)
+	VMOVUPS 64(DX)(R8*4), Z3
+	VMOVUPS 64(BX)(R8*4), Z4
+	VMOVUPS 64(SI)(R8*4), Z5
+	VADDPS  Z2, Z5, Z5
+	VMULPS  Z5, Z4, Z4
+	VMULPS  Z0, Z3, Z3
+	VSUBPS  Z3, Z4, Z4
+	VMULPS  Z1, Z4, Z4
+	VMOVUPS Z4, 64(CX)(R8*4)
+	VMOVUPS 128(DX)(R8*4), Z3
+	VMOVUPS 128(BX)(R8*4), Z4
+	VMOVUPS 128(SI)(R8*4), Z5
+	VADDPS  Z2, Z5, Z5
+	VMULPS  Z5, Z4, Z4
+	VMULPS  Z0, Z3, Z3
+	VSUBPS  Z3, Z4, Z4
+	VMULPS  Z1, Z4, Z4
+	VMOVUPS Z4, 128(CX)(R8*4)
+	VMOVUPS 192(DX)(R8*4), Z3
+	VMOVUPS 192(BX)(R8*4), Z4
+	VMOVUPS 192(SI)(R8*4), Z5
+	VADDPS  Z2, Z5, Z5
+	VMULPS  Z5, Z4, Z4
+	VMULPS  Z0, Z3, Z3
+	VSUBPS  Z3, Z4, Z4
+	VMULPS  Z1, Z4, Z4
+	VMOVUPS Z4, 192(CX)(R8*4)
+	ADDQ    $0x00000040, R8
+	JMP     dxnoneloop
+
+dxnonent:
+	// Up to the first vector-aligned element of dx with a partial vector, then non-temporal stores.
+	MOVQ CX, R10
+	NEGQ R10
+	ANDQ $0x0000003f, R10
+	SHRQ $0x02, R10
+	JZ   dxnonentloop
+	CMPQ R10, job_d+0(AX)
+	JLE  dxnonehead
+	MOVQ job_d+0(AX), R10
+
+dxnonehead:
+	LEAQ      kmask<>+0(SB), R11
+	KMOVW     (R11)(R10*2), K1
+	VMOVUPS.Z (DX)(R8*4), K1, Z3
+	VMOVUPS.Z (BX)(R8*4), K1, Z4
+	VMOVUPS.Z (SI)(R8*4), K1, Z5
+	VADDPS    Z2, Z5, Z5
+	VMULPS    Z5, Z4, Z4
+	VMULPS    Z0, Z3, Z3
+	VSUBPS    Z3, Z4, Z4
+	VMULPS    Z1, Z4, Z4
+	VMOVUPS   Z4, K1, (CX)(R8*4)
+	ADDQ      R10, R8
+
+dxnonentloop:
+	CMPQ     R8, R9
+	JG       dxnoneone
+	VMOVUPS  (DX)(R8*4), Z3
+	VMOVUPS  (BX)(R8*4), Z4
+	VMOVUPS  (SI)(R8*4), Z5
+	VADDPS   Z2, Z5, Z5
+	VMULPS   Z5, Z4, Z4
+	VMULPS   Z0, Z3, Z3
+	VSUBPS   Z3, Z4, Z4
+	VMULPS   Z1, Z4, Z4
+	VMOVNTPS Z4, (CX)(R8*4)
+	VMOVUPS  64(DX)(R8*4), Z3
+	VMOVUPS  64(BX)(R8*4), Z4
+	VMOVUPS  64(SI)(R8*4), Z5
+	VADDPS   Z2, Z5, Z5
+	VMULPS   Z5, Z4, Z4
+	VMULPS   Z0, Z3, Z3
+	VSUBPS   Z3, Z4, Z4
+	VMULPS   Z1, Z4, Z4
+	VMOVNTPS Z4, 64(CX)(R8*4)
+	VMOVUPS  128(DX)(R8*4), Z3
+	VMOVUPS  128(BX)(R8*4), Z4
+	VMOVUPS  128(SI)(R8*4), Z5
+	VADDPS   Z2, Z5, Z5
+	VMULPS   Z5, Z4, Z4
+	VMULPS   Z0, Z3, Z3
+	VSUBPS   Z3, Z4, Z4
+	VMULPS   Z1, Z4, Z4
+	VMOVNTPS Z4, 128(CX)(R8*4)
+	VMOVUPS  192(DX)(R8*4), Z3
+	VMOVUPS  192(BX)(R8*4), Z4
+	VMOVUPS  192(SI)(R8*4), Z5
+	VADDPS   Z2, Z5, Z5
+	VMULPS   Z5, Z4, Z4
+	VMULPS   Z0, Z3, Z3
+	VSUBPS   Z3, Z4, Z4
+	VMULPS   Z1, Z4, Z4
+	VMOVNTPS Z4, 192(CX)(R8*4)
+	ADDQ     $0x00000040, R8
+	JMP      dxnonentloop
+
+dxnoneone:
+	ADDQ $0x00000030, R9
+
+dxnoneoneloop:
+	CMPQ    R8, R9
+	JG      dxnonepart
+	VMOVUPS (DX)(R8*4), Z3
+	VMOVUPS (BX)(R8*4), Z4
+	VMOVUPS (SI)(R8*4), Z5
+	VADDPS  Z2, Z5, Z5
+	VMULPS  Z5, Z4, Z4
+	VMULPS  Z0, Z3, Z3
+	VSUBPS  Z3, Z4, Z4
+	VMULPS  Z1, Z4, Z4
+	VMOVUPS Z4, (CX)(R8*4)
+	ADDQ    $0x00000010, R8
+	JMP     dxnoneoneloop
+
+dxnonepart:
+	MOVQ      job_d+0(AX), R9
+	SUBQ      R8, R9
+	JZ        rowdonenone
+	LEAQ      kmask<>+0(SB), R10
+	KMOVW     (R10)(R9*2), K1
+	VMOVUPS.Z (DX)(R8*4), K1, Z3
+	VMOVUPS.Z (BX)(R8*4), K1, Z4
+	VMOVUPS.Z (SI)(R8*4), K1, Z5
+	VADDPS    Z2, Z5, Z5
+	VMULPS    Z5, Z4, Z2
+	VMULPS    Z0, Z3, Z0
+	VSUBPS    Z0, Z2, Z2
+	VMULPS    Z1, Z2, Z2
+	VMOVUPS   Z2, K1, (CX)(R8*4)
+
+rowdonenone:
+	JMP rowdone
+
+dxset:
+	XORQ  R8, R8
+	MOVQ  job_d+0(AX), R10
+	SUBQ  $0x00000040, R10
+	TESTL $0x00000001, job_flags+0(AX)
+	JNZ   dxsetnt
+
+	// A plain weight's main loop multiplies by w itself.
+	TESTL $0x00000010, job_flags+0(AX)
+	JNZ   dxsetloop
+
+dxsetloopw:
+	CMPQ    R8, R10
+	JG      dxsetone
+	VMOVUPS (DX)(R8*4), Z3
+	VMOVUPS (BX)(R8*4), Z4
+	VMOVUPS (SI)(R8*4), Z5
+	VMULPS  Z5, Z4, Z5
+	VMULPS  Z0, Z3, Z6
+	VSUBPS  Z6, Z5, Z5
+	VMULPS  Z1, Z5, Z5
+	VMULPS  Z1, Z3, Z3
+	VMULPS  Z3, Z4, Z3
+	VMOVUPS Z3, (R9)(R8*4)
+	VMOVUPS Z5, (CX)(R8*4)
+	VMOVUPS 64(DX)(R8*4), Z3
+	VMOVUPS 64(BX)(R8*4), Z4
+	VMOVUPS 64(SI)(R8*4), Z5
+	VMULPS  Z5, Z4, Z5
+	VMULPS  Z0, Z3, Z6
+	VSUBPS  Z6, Z5, Z5
+	VMULPS  Z1, Z5, Z5
+	VMULPS  Z1, Z3, Z3
+	VMULPS  Z3, Z4, Z3
+	VMOVUPS Z3, 64(R9)(R8*4)
+	VMOVUPS Z5, 64(CX)(R8*4)
+	VMOVUPS 128(DX)(R8*4), Z3
+	VMOVUPS 128(BX)(R8*4), Z4
+	VMOVUPS 128(SI)(R8*4), Z5
+	VMULPS  Z5, Z4, Z5
+	VMULPS  Z0, Z3, Z6
+	VSUBPS  Z6, Z5, Z5
+	VMULPS  Z1, Z5, Z5
+	VMULPS  Z1, Z3, Z3
+	VMULPS  Z3, Z4, Z3
+	VMOVUPS Z3, 128(R9)(R8*4)
+	VMOVUPS Z5, 128(CX)(R8*4)
+	VMOVUPS 192(DX)(R8*4), Z3
+	VMOVUPS 192(BX)(R8*4), Z4
+	VMOVUPS 192(SI)(R8*4), Z5
+	VMULPS  Z5, Z4, Z5
+	VMULPS  Z0, Z3, Z6
+	VSUBPS  Z6, Z5, Z5
+	VMULPS  Z1, Z5, Z5
+	VMULPS  Z1, Z3, Z3
+	VMULPS  Z3, Z4, Z3
+	VMOVUPS Z3, 192(R9)(R8*4)
+	VMOVUPS Z5, 192(CX)(R8*4)
+	ADDQ    $0x00000040, R8
+	JMP     dxsetloopw
+
+dxsetloop:
+	CMPQ    R8, R10
+	JG      dxsetone
+	VMOVUPS (DX)(R8*4), Z3
+	VMOVUPS (BX)(R8*4), Z4
+	VMOVUPS (SI)(R8*4), Z5
+	VADDPS  Z2, Z5, Z5
+	VMULPS  Z5, Z4, Z5
+	VMULPS  Z0, Z3, Z6
+	VSUBPS  Z6, Z5, Z5
+	VMULPS  Z1, Z5, Z5
+	VMULPS  Z1, Z3, Z3
+	VMULPS  Z3, Z4, Z3
+	VMOVUPS Z3, (R9)(R8*4)
+	VMOVUPS Z5, (CX)(R8*4)
+	VMOVUPS 64(DX)(R8*4), Z3
+	VMOVUPS 64(BX)(R8*4), Z4
+	VMOVUPS 64(SI)(R8*4), Z5
+	VADDPS  Z2, Z5, Z5
+	VMULPS  Z5, Z4, Z5
+	VMULPS  Z0, Z3, Z6
+	VSUBPS  Z6, Z5, Z5
+	VMULPS  Z1, Z5, Z5
+	VMULPS  Z1, Z3, Z3
+	VMULPS  Z3, Z4, Z3
+	VMOVUPS Z3, 64(R9)(R8*4)
+	VMOVUPS Z5, 64(CX)(R8*4)
+	VMOVUPS 128(DX)(R8*4), Z3
+	VMOVUPS 128(BX)(R8*4), Z4
+	VMOVUPS 128(SI)(R8*4), Z5
+	VADDPS  Z2, Z5, Z5
+	VMULPS  Z5, Z4, Z5
+	VMULPS  Z0, Z3, Z6
+	VSUBPS  Z6, Z5, Z5
+	VMULPS  Z1, Z5, Z5
+	VMULPS  Z1, Z3, Z3
+	VMULPS  Z3, Z4, Z3
+	VMOVUPS Z3, 128(R9)(R8*4)
+	VMOVUPS Z5, 128(CX)(R8*4)
+	VMOVUPS 192(DX)(R8*4), Z3
+	VMOVUPS 192(BX)(R8*4), Z4
+	VMOVUPS 192(SI)(R8*4), Z5
+	VADDPS  Z2, Z5, Z5
+	VMULPS  Z5, Z4, Z5
+	VMULPS  Z0, Z3, Z6
+	VSUBPS  Z6, Z5, Z5
+	VMULPS  Z1, Z5, Z5
+	VMULPS  Z1, Z3, Z3
+	VMULPS  Z3, Z4, Z3
+	VMOVUPS Z3, 192(R9)(R8*4)
+	VMOVUPS Z5, 192(CX)(R8*4)
+	ADDQ    $0x00000040, R8
+	JMP     dxsetloop
+
+dxsetnt:
+	// Up to the first vector-aligned element of dx with a partial vector, then non-temporal stores.
+	MOVQ CX, R11
+	NEGQ R11
+	ANDQ $0x0000003f, R11
+	SHRQ $0x02, R11
+	JZ   dxsetntloop
+	CMPQ R11, job_d+0(AX)
+	JLE  dxsethead
+	MOVQ job_d+0(AX), R11
+
+dxsethead:
+	LEAQ      kmask<>+0(SB), R12
+	KMOVW     (R12)(R11*2), K1
+	VMOVUPS.Z (DX)(R8*4), K1, Z3
+	VMOVUPS.Z (BX)(R8*4), K1, Z4
+	VMOVUPS.Z (SI)(R8*4), K1, Z5
+	VADDPS    Z2, Z5, Z5
+	VMULPS    Z5, Z4, Z5
+	VMULPS    Z0, Z3, Z6
+	VSUBPS    Z6, Z5, Z5
+	VMULPS    Z1, Z5, Z5
+	VMULPS    Z1, Z3, Z3
+	VMULPS    Z3, Z4, Z3
+	VMOVUPS   Z3, K1, (R9)(R8*4)
+	VMOVUPS   Z5, K1, (CX)(R8*4)
+	ADDQ      R11, R8
+
+dxsetntloop:
+	CMPQ     R8, R10
+	JG       dxsetone
+	VMOVUPS  (DX)(R8*4), Z3
+	VMOVUPS  (BX)(R8*4), Z4
+	VMOVUPS  (SI)(R8*4), Z5
+	VADDPS   Z2, Z5, Z5
+	VMULPS   Z5, Z4, Z5
+	VMULPS   Z0, Z3, Z6
+	VSUBPS   Z6, Z5, Z5
+	VMULPS   Z1, Z5, Z5
+	VMULPS   Z1, Z3, Z3
+	VMULPS   Z3, Z4, Z3
+	VMOVUPS  Z3, (R9)(R8*4)
+	VMOVNTPS Z5, (CX)(R8*4)
+	VMOVUPS  64(DX)(R8*4), Z3
+	VMOVUPS  64(BX)(R8*4), Z4
+	VMOVUPS  64(SI)(R8*4), Z5
+	VADDPS   Z2, Z5, Z5
+	VMULPS   Z5, Z4, Z5
+	VMULPS   Z0, Z3, Z6
+	VSUBPS   Z6, Z5, Z5
+	VMULPS   Z1, Z5, Z5
+	VMULPS   Z1, Z3, Z3
+	VMULPS   Z3, Z4, Z3
+	VMOVUPS  Z3, 64(R9)(R8*4)
+	VMOVNTPS Z5, 64(CX)(R8*4)
+	VMOVUPS  128(DX)(R8*4), Z3
+	VMOVUPS  128(BX)(R8*4), Z4
+	VMOVUPS  128(SI)(R8*4), Z5
+	VADDPS   Z2, Z5, Z5
+	VMULPS   Z5, Z4, Z5
+	VMULPS   Z0, Z3, Z6
+	VSUBPS   Z6, Z5, Z5
+	VMULPS   Z1, Z5, Z5
+	VMULPS   Z1, Z3, Z3
+	VMULPS   Z3, Z4, Z3
+	VMOVUPS  Z3, 128(R9)(R8*4)
+	VMOVNTPS Z5, 128(CX)(R8*4)
+	VMOVUPS  192(DX)(R8*4), Z3
+	VMOVUPS  192(BX)(R8*4), Z4
+	VMOVUPS  192(SI)(R8*4), Z5
+	VADDPS   Z2, Z5, Z5
+	VMULPS   Z5, Z4, Z5
+	VMULPS   Z0, Z3, Z6
+	VSUBPS   Z6, Z5, Z5
+	VMULPS   Z1, Z5, Z5
+	VMULPS   Z1, Z3, Z3
+	VMULPS   Z3, Z4, Z3
+	VMOVUPS  Z3, 192(R9)(R8*4)
+	VMOVNTPS Z5, 192(CX)(R8*4)
+	ADDQ     $0x00000040, R8
+	JMP      dxsetntloop
+
+dxsetone:
+	ADDQ $0x00000030, R10
+
+dxsetoneloop:
+	CMPQ    R8, R10
+	JG      dxsetpart
+	VMOVUPS (DX)(R8*4), Z3
+	VMOVUPS (BX)(R8*4), Z4
+	VMOVUPS (SI)(R8*4), Z5
+	VADDPS  Z2, Z5, Z5
+	VMULPS  Z5, Z4, Z5
+	VMULPS  Z0, Z3, Z6
+	VSUBPS  Z6, Z5, Z5
+	VMULPS  Z1, Z5, Z5
+	VMULPS  Z1, Z3, Z3
+	VMULPS  Z3, Z4, Z3
+	VMOVUPS Z3, (R9)(R8*4)
+	VMOVUPS Z5, (CX)(R8*4)
+	ADDQ    $0x00000010, R8
+	JMP     dxsetoneloop
+
+dxsetpart:
+	MOVQ      job_d+0(AX), R10
+	SUBQ      R8, R10
+	JZ        rowdoneset
+	LEAQ      kmask<>+0(SB), R11
+	KMOVW     (R11)(R10*2), K1
+	VMOVUPS.Z (DX)(R8*4), K1, Z3
+	VMOVUPS.Z (BX)(R8*4), K1, Z4
+	VMOVUPS.Z (SI)(R8*4), K1, Z5
+	VADDPS    Z2, Z5, Z5
+	VMULPS    Z5, Z4, Z2
+	VMULPS    Z0, Z3, Z0
+	VSUBPS    Z0, Z2, Z2
+	VMULPS    Z1, Z2, Z2
+	VMULPS    Z1, Z3, Z0
+	VMULPS    Z0, Z4, Z0
+	VMOVUPS   Z0, K1, (R9)(R8*4)
+	VMOVUPS   Z2, K1, (CX)(R8*4)
+
+rowdoneset:
+	JMP rowdone
+
+dxadd:
+	XORQ  R10, R10
+	MOVQ  job_d+0(AX), R11
+	SUBQ  $0x00000040, R11
+	TESTL $0x00000001, job_flags+0(AX)
+	JNZ   dxaddnt
+
+	// A plain weight's main loop multiplies by w itself.
+	TESTL $0x00000010, job_flags+0(AX)
+	JNZ   dxaddloop
+
+dxaddloopw:
+	CMPQ    R10, R11
+	JG      dxaddone
+	VMOVUPS (DX)(R10*4), Z3
+	VMOVUPS (BX)(R10*4), Z4
+	VMOVUPS (SI)(R10*4), Z5
+	VMULPS  Z5, Z4, Z5
+	VMULPS  Z0, Z3, Z6
+	VSUBPS  Z6, Z5, Z5
+	VMULPS  Z1, Z5, Z5
+	VMULPS  Z1, Z3, Z3
+	VMULPS  Z3, Z4, Z3
+	VMOVUPS (R9)(R10*4), Z4
+	VADDPS  Z3, Z4, Z4
+	VMOVUPS Z4, (R9)(R10*4)
+	VMOVUPS Z5, (CX)(R10*4)
+	VMOVUPS 64(DX)(R10*4), Z3
+	VMOVUPS 64(BX)(R10*4), Z4
+	VMOVUPS 64(SI)(R10*4), Z5
+	VMULPS  Z5, Z4, Z5
+	VMULPS  Z0, Z3, Z6
+	VSUBPS  Z6, Z5, Z5
+	VMULPS  Z1, Z5, Z5
+	VMULPS  Z1, Z3, Z3
+	VMULPS  Z3, Z4, Z3
+	VMOVUPS 64(R9)(R10*4), Z4
+	VADDPS  Z3, Z4, Z4
+	VMOVUPS Z4, 64(R9)(R10*4)
+	VMOVUPS Z5, 64(CX)(R10*4)
+	VMOVUPS 128(DX)(R10*4), Z3
+	VMOVUPS 128(BX)(R10*4), Z4
+	VMOVUPS 128(SI)(R10*4), Z5
+	VMULPS  Z5, Z4, Z5
+	VMULPS  Z0, Z3, Z6
+	VSUBPS  Z6, Z5, Z5
+	VMULPS  Z1, Z5, Z5
+	VMULPS  Z1, Z3, Z3
+	VMULPS  Z3, Z4, Z3
+	VMOVUPS 128(R9)(R10*4), Z4
+	VADDPS  Z3, Z4, Z4
+	VMOVUPS Z4, 128(R9)(R10*4)
+	VMOVUPS Z5, 128(CX)(R10*4)
+	VMOVUPS 192(DX)(R10*4), Z3
+	VMOVUPS 192(BX)(R10*4), Z4
+	VMOVUPS 192(SI)(R10*4), Z5
+	VMULPS  Z5, Z4, Z5
+	VMULPS  Z0, Z3, Z6
+	VSUBPS  Z6, Z5, Z5
+	VMULPS  Z1, Z5, Z5
+	VMULPS  Z1, Z3, Z3
+	VMULPS  Z3, Z4, Z3
+	VMOVUPS 192(R9)(R10*4), Z4
+	VADDPS  Z3, Z4, Z4
+	VMOVUPS Z4, 192(R9)(R10*4)
+	VMOVUPS Z5, 192(CX)(R10*4)
+	ADDQ    $0x00000040, R10
+	JMP     dxaddloopw
+
+dxaddloop:
+	CMPQ    R10, R11
+	JG      dxaddone
+	VMOVUPS (DX)(R10*4), Z3
+	VMOVUPS (BX)(R10*4), Z4
+	VMOVUPS (SI)(R10*4), Z5
+	VADDPS  Z2, Z5, Z5
+	VMULPS  Z5, Z4, Z5
+	VMULPS  Z0, Z3, Z6
+	VSUBPS  Z6, Z5, Z5
+	VMULPS  Z1, Z5, Z5
+	VMULPS  Z1, Z3, Z3
+	VMULPS  Z3, Z4, Z3
+	VMOVUPS (R9)(R10*4), Z4
+	VADDPS  Z3, Z4, Z4
+	VMOVUPS Z4, (R9)(R10*4)
+	VMOVUPS Z5, (CX)(R10*4)
+	VMOVUPS 64(DX)(R10*4), Z3
+	VMOVUPS 64(BX)(R10*4), Z4
+	VMOVUPS 64(SI)(R10*4), Z5
+	VADDPS  Z2, Z5, Z5
+	VMULPS  Z5, Z4, Z5
+	VMULPS  Z0, Z3, Z6
+	VSUBPS  Z6, Z5, Z5
+	VMULPS  Z1, Z5, Z5
+	VMULPS  Z1, Z3, Z3
+	VMULPS  Z3, Z4, Z3
+	VMOVUPS 64(R9)(R10*4), Z4
+	VADDPS  Z3, Z4, Z4
+	VMOVUPS Z4, 64(R9)(R10*4)
+	VMOVUPS Z5, 64(CX)(R10*4)
+	VMOVUPS 128(DX)(R10*4), Z3
+	VMOVUPS 128(BX)(R10*4), Z4
+	VMOVUPS 128(SI)(R10*4), Z5
+	VADDPS  Z2, Z5, Z5
+	VMULPS  Z5, Z4, Z5
+	VMULPS  Z0, Z3, Z6
+	VSUBPS  Z6, Z5, Z5
+	VMULPS  Z1, Z5, Z5
+	VMULPS  Z1, Z3, Z3
+	VMULPS  Z3, Z4, Z3
+	VMOVUPS 128(R9)(R10*4), Z4
+	VADDPS  Z3, Z4, Z4
+	VMOVUPS Z4, 128(R9)(R10*4)
+	VMOVUPS Z5, 128(CX)(R10*4)
+	VMOVUPS 192(DX)(R10*4), Z3
+	VMOVUPS 192(BX)(R10*4), Z4
+	VMOVUPS 192(SI)(R10*4), Z5
+	VADDPS  Z2, Z5, Z5
+	VMULPS  Z5, Z4, Z5
+	VMULPS  Z0, Z3, Z6
+	VSUBPS  Z6, Z5, Z5
+	VMULPS  Z1, Z5, Z5
+	VMULPS  Z1, Z3, Z3
+	VMULPS  Z3, Z4, Z3
+	VMOVUPS 192(R9)(R10*4), Z4
+	VADDPS  Z3, Z4, Z4
+	VMOVUPS Z4, 192(R9)(R10*4)
+	VMOVUPS Z5, 192(CX)(R10*4)
+	ADDQ    $0x00000040, R10
+	JMP     dxaddloop
+
+dxaddnt:
+	// Up to the first vector-aligned element of dx with a partial vector, then non-temporal stores.
+	MOVQ CX, R12
+	NEGQ R12
+	ANDQ $0x0000003f, R12
+	SHRQ $0x02, R12
+	JZ   dxaddntloop
+	CMPQ R12, job_d+0(AX)
+	JLE  dxaddhead
+	MOVQ job_d+0(AX), R12
+
+dxaddhead:
+	LEAQ      kmask<>+0(SB), R13
+	KMOVW     (R13)(R12*2), K1
+	VMOVUPS.Z (DX)(R10*4), K1, Z3
+	VMOVUPS.Z (BX)(R10*4), K1, Z4
+	VMOVUPS.Z (SI)(R10*4), K1, Z5
+	VADDPS    Z2, Z5, Z5
+	VMULPS    Z5, Z4, Z5
+	VMULPS    Z0, Z3, Z6
+	VSUBPS    Z6, Z5, Z5
+	VMULPS    Z1, Z5, Z5
+	VMULPS    Z1, Z3, Z3
+	VMULPS    Z3, Z4, Z3
+	VMOVUPS.Z (R9)(R10*4), K1, Z4
+	VADDPS    Z3, Z4, Z4
+	VMOVUPS   Z4, K1, (R9)(R10*4)
+	VMOVUPS   Z5, K1, (CX)(R10*4)
+	ADDQ      R12, R10
+
+dxaddntloop:
+	CMPQ     R10, R11
+	JG       dxaddone
+	VMOVUPS  (DX)(R10*4), Z3
+	VMOVUPS  (BX)(R10*4), Z4
+	VMOVUPS  (SI)(R10*4), Z5
+	VADDPS   Z2, Z5, Z5
+	VMULPS   Z5, Z4, Z5
+	VMULPS   Z0, Z3, Z6
+	VSUBPS   Z6, Z5, Z5
+	VMULPS   Z1, Z5, Z5
+	VMULPS   Z1, Z3, Z3
+	VMULPS   Z3, Z4, Z3
+	VMOVUPS  (R9)(R10*4), Z4
+	VADDPS   Z3, Z4, Z4
+	VMOVUPS  Z4, (R9)(R10*4)
+	VMOVNTPS Z5, (CX)(R10*4)
+	VMOVUPS  64(DX)(R10*4), Z3
+	VMOVUPS  64(BX)(R10*4), Z4
+	VMOVUPS  64(SI)(R10*4), Z5
+	VADDPS   Z2, Z5, Z5
+	VMULPS   Z5, Z4, Z5
+	VMULPS   Z0, Z3, Z6
+	VSUBPS   Z6, Z5, Z5
+	VMULPS   Z1, Z5, Z5
+	VMULPS   Z1, Z3, Z3
+	VMULPS   Z3, Z4, Z3
+	VMOVUPS  64(R9)(R10*4), Z4
+	VADDPS   Z3, Z4, Z4
+	VMOVUPS  Z4, 64(R9)(R10*4)
+	VMOVNTPS Z5, 64(CX)(R10*4)
+	VMOVUPS  128(DX)(R10*4), Z3
+	VMOVUPS  128(BX)(R10*4), Z4
+	VMOVUPS  128(SI)(R10*4), Z5
+	VADDPS   Z2, Z5, Z5
+	VMULPS   Z5, Z4, Z5
+	VMULPS   Z0, Z3, Z6
+	VSUBPS   Z6, Z5, Z5
+	VMULPS   Z1, Z5, Z5
+	VMULPS   Z1, Z3, Z3
+	VMULPS   Z3, Z4, Z3
+	VMOVUPS  128(R9)(R10*4), Z4
+	VADDPS   Z3, Z4, Z4
+	VMOVUPS  Z4, 128(R9)(R10*4)
+	VMOVNTPS Z5, 128(CX)(R10*4)
+	VMOVUPS  192(DX)(R10*4), Z3
+	VMOVUPS  192(BX)(R10*4), Z4
+	VMOVUPS  192(SI)(R10*4), Z5
+	VADDPS   Z2, Z5, Z5
+	VMULPS   Z5, Z4, Z5
+	VMULPS   Z0, Z3, Z6
+	VSUBPS   Z6, Z5, Z5
+	VMULPS   Z1, Z5, Z5
+	VMULPS   Z1, Z3, Z3
+	VMULPS   Z3, Z4, Z3
+	VMOVUPS  192(R9)(R10*4), Z4
+	VADDPS   Z3, Z4, Z4
+	VMOVUPS  Z4, 192(R9)(R10*4)
+	VMOVNTPS Z5, 192(CX)(R10*4)
+	ADDQ     $0x00000040, R10
+	JMP      dxaddntloop
+
+dxaddone:
+	ADDQ $0x00000030, R11
+
+dxaddoneloop:
+	CMPQ    R10, R11
+	JG      dxaddpart
+	VMOVUPS (DX)(R10*4), Z3
+	VMOVUPS (BX)(R10*4), Z4
+	VMOVUPS (SI)(R10*4), Z5
+	VADDPS  Z2, Z5, Z5
+	VMULPS  Z5, Z4, Z5
+	VMULPS  Z0, Z3, Z6
+	VSUBPS  Z6, Z5, Z5
+	VMULPS  Z1, Z5, Z5
+	VMULPS  Z1, Z3, Z3
+	VMULPS  Z3, Z4, Z3
+	VMOVUPS (R9)(R10*4), Z4
+	VADDPS  Z3, Z4, Z4
+	VMOVUPS Z4, (R9)(R10*4)
+	VMOVUPS Z5, (CX)(R10*4)
+	ADDQ    $0x00000010, R10
+	JMP     dxaddoneloop
+
+dxaddpart:
+	MOVQ      job_d+0(AX), R11
+	SUBQ      R10, R11
+	JZ        rowdoneadd
+	LEAQ      kmask<>+0(SB), R12
+	KMOVW     (R12)(R11*2), K1
+	VMOVUPS.Z (DX)(R10*4), K1, Z3
+	VMOVUPS.Z (BX)(R10*4), K1, Z4
+	VMOVUPS.Z (SI)(R10*4), K1, Z5
+	VADDPS    Z2, Z5, Z5
+	VMULPS    Z5, Z4, Z2
+	VMULPS    Z0, Z3, Z0
+	VSUBPS    Z0, Z2, Z2
+	VMULPS    Z1, Z2, Z2
+	VMULPS    Z1, Z3, Z0
+	VMULPS    Z0, Z4, Z0
+	VMOVUPS.Z (R9)(R10*4), K1, Z1
+	VADDPS    Z0, Z1, Z1
+	VMOVUPS   Z1, K1, (R9)(R10*4)
+	VMOVUPS   Z2, K1, (CX)(R10*4)
+
+rowdoneadd:
+	TESTQ R8, R8
+	JZ    rowdone
+
+	// The block's last row: DW += P.
+	XORQ R10, R10
+	MOVQ job_d+0(AX), R11
+	SUBQ $0x00000010, R11
+
+closeloop:
+	CMPQ    R10, R11
+	JG      closepart
+	VMOVUPS (R9)(R10*4), Z0
+	VADDPS  (R8)(R10*4), Z0, Z0
+	VMOVUPS Z0, (R8)(R10*4)
+	ADDQ    $0x00000010, R10
+	JMP     closeloop
+
+closepart:
+	MOVQ      job_d+0(AX), R11
+	SUBQ      R10, R11
+	JZ        rowdone
+	LEAQ      kmask<>+0(SB), R12
+	KMOVW     (R12)(R11*2), K1
+	VMOVUPS.Z (R9)(R10*4), K1, Z0
+	VMOVUPS.Z (R8)(R10*4), K1, Z1
+	VADDPS    Z0, Z1, Z1
+	VMOVUPS   Z1, K1, (R8)(R10*4)
+
+rowdone:
+	// Next row.
+	ADDQ DI, DX
+	ADDQ 8(SP), CX
+	ADDQ DI, BX
+	INCQ (SP)
+	JMP  row
+
+centered:
+	// The row's mean and inv as the forward computes them, its float64-path tests included.
+	VMOVUPS zero64<>+0(SB), Z0
+	VMOVUPS zero64<>+0(SB), Z1
+	VMOVUPS zero64<>+0(SB), Z2
+	VMOVUPS zero64<>+0(SB), Z3
+
+	// Sum of squares: element i goes to partial i%64.
+	MOVQ    job_d+0(AX), R9
+	SUBQ    $0x00000040, R9
+	JGE     lnsfirstblock
+	VMOVUPS zero64<>+0(SB), Z0
+	VMOVUPS zero64<>+0(SB), Z1
+	VMOVUPS zero64<>+0(SB), Z2
+	VMOVUPS zero64<>+0(SB), Z3
+	XORQ    R8, R8
+	JMP     lnssumtail
+
+lnsfirstblock:
+	// +0 + square is the square itself: the first block initializes the partials.
+	XORQ    R8, R8
+	VMOVUPS (DX)(R8*4), Z0
+	VADDPS  zero64<>+0(SB), Z0, Z0
+	VMOVUPS 64(DX)(R8*4), Z1
+	VADDPS  zero64<>+0(SB), Z1, Z1
+	VMOVUPS 128(DX)(R8*4), Z2
+	VADDPS  zero64<>+0(SB), Z2, Z2
+	VMOVUPS 192(DX)(R8*4), Z3
+	VADDPS  zero64<>+0(SB), Z3, Z3
+	MOVQ    $0x00000040, R8
+
+lnssumloop:
+	CMPQ    R8, R9
+	JG      lnssumtail
+	VMOVUPS (DX)(R8*4), Z4
+	VADDPS  Z4, Z0, Z0
+	VMOVUPS 64(DX)(R8*4), Z4
+	VADDPS  Z4, Z1, Z1
+	VMOVUPS 128(DX)(R8*4), Z4
+	VADDPS  Z4, Z2, Z2
+	VMOVUPS 192(DX)(R8*4), Z4
+	VADDPS  Z4, Z3, Z3
+	ADDQ    $0x00000040, R8
+	JMP     lnssumloop
+
+lnssumtail:
+	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
+	MOVQ job_d+0(AX), R9
+	SUBQ R8, R9
+	JZ   lnssummed
+	LEAQ kmask<>+0(SB), R10
+	MOVQ R9, R11
+	CMPQ R11, $0x00000010
+	JLE  lnstailmask0
+	MOVQ $0x00000010, R11
+
+lnstailmask0:
+	KMOVW     (R10)(R11*2), K1
+	VMOVUPS.Z (DX)(R8*4), K1, Z4
+	VADDPS    Z4, Z0, Z0
+	MOVQ      R9, R11
+	SUBQ      $0x00000010, R11
+	JLE       lnssummed
+	CMPQ      R11, $0x00000010
+	JLE       lnstailmask1
+	MOVQ      $0x00000010, R11
+
+lnstailmask1:
+	KMOVW     (R10)(R11*2), K1
+	VMOVUPS.Z 64(DX)(R8*4), K1, Z4
+	VADDPS    Z4, Z1, Z1
+	MOVQ      R9, R11
+	SUBQ      $0x00000020, R11
+	JLE       lnssummed
+	CMPQ      R11, $0x00000010
+	JLE       lnstailmask2
+	MOVQ      $0x00000010, R11
+
+lnstailmask2:
+	KMOVW     (R10)(R11*2), K1
+	VMOVUPS.Z 128(DX)(R8*4), K1, Z4
+	VADDPS    Z4, Z2, Z2
+	SUBQ      $0x00000030, R9
+	JLE       lnssummed
+	CMPQ      R9, $0x00000010
+	JLE       lnstailmask3
+	MOVQ      $0x00000010, R9
+
+lnstailmask3:
+	KMOVW     (R10)(R9*2), K1
+	VMOVUPS.Z 192(DX)(R8*4), K1, Z4
+	VADDPS    Z4, Z3, Z3
+
+lnssummed:
+	VADDPS     Z2, Z0, Z0
+	VADDPS     Z3, Z1, Z1
+	VADDPS     Z1, Z0, Z0
+	VSHUFF64X2 $0xee, Z0, Z0, Z1
+	VADDPS     Z1, Z0, Z0
+	VSHUFF32X4 $0x01, Z0, Z0, Z1
+	VADDPS     Z1, Z0, Z0
+	VPERMILPS  $0x4e, Z0, Z1
+	VADDPS     Z1, Z0, Z0
+	VPERMILPS  $0xb1, Z0, Z1
+	VADDPS     Z1, Z0, Z0
+
+	// A row whose sum is not finite (s-s is NaN) takes the float64 path; else m = s/d.
+	VSUBSS   X0, X0, X1
+	VUCOMISS X1, X1
+	JPS      ret
+	CMPL     20(SP), $0x00
+	JE       divide7
+	VMULSS   20(SP), X0, X1
+	JMP      divided8
+
+divide7:
+	VDIVSS 16(SP), X0, X1
+
+divided8:
+	VBROADCASTSS X1, Z0
+	VMOVUPS      zero64<>+0(SB), Z1
+	VMOVUPS      zero64<>+0(SB), Z2
+	VMOVUPS      zero64<>+0(SB), Z3
+	VMOVUPS      zero64<>+0(SB), Z4
+
+	// Sum of squares: element i goes to partial i%64.
+	MOVQ    job_d+0(AX), R9
+	SUBQ    $0x00000040, R9
+	JGE     lnqfirstblock
+	VMOVUPS zero64<>+0(SB), Z1
+	VMOVUPS zero64<>+0(SB), Z2
+	VMOVUPS zero64<>+0(SB), Z3
+	VMOVUPS zero64<>+0(SB), Z4
+	XORQ    R8, R8
+	JMP     lnqsumtail
+
+lnqfirstblock:
+	// +0 + square is the square itself: the first block initializes the partials.
+	XORQ    R8, R8
+	VMOVUPS (DX)(R8*4), Z1
+	VSUBPS  Z0, Z1, Z1
+	VMULPS  Z1, Z1, Z1
+	VMOVUPS 64(DX)(R8*4), Z2
+	VSUBPS  Z0, Z2, Z2
+	VMULPS  Z2, Z2, Z2
+	VMOVUPS 128(DX)(R8*4), Z3
+	VSUBPS  Z0, Z3, Z3
+	VMULPS  Z3, Z3, Z3
+	VMOVUPS 192(DX)(R8*4), Z4
+	VSUBPS  Z0, Z4, Z4
+	VMULPS  Z4, Z4, Z4
+	MOVQ    $0x00000040, R8
+
+	// With flagPF, the rows ahead are prefetched: one loop for both, the flag tested per block.
+	MOVQ DI, R10
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows9
+	SHLQ $0x03, R10
+
+longrows9:
+	ADDQ DX, R10
+	MOVL job_flags+0(AX), R11
+
+lnqsumloop:
+	CMPQ  R8, R9
+	JG    lnqsumtail
+	TESTL $0x00000002, R11
+	JNZ   lnqsumpf
+
+lnqsumblock:
+	VMOVUPS (DX)(R8*4), Z5
+	VSUBPS  Z0, Z5, Z5
+	VMULPS  Z5, Z5, Z5
+	VADDPS  Z5, Z1, Z1
+	VMOVUPS 64(DX)(R8*4), Z5
+	VSUBPS  Z0, Z5, Z5
+	VMULPS  Z5, Z5, Z5
+	VADDPS  Z5, Z2, Z2
+	VMOVUPS 128(DX)(R8*4), Z5
+	VSUBPS  Z0, Z5, Z5
+	VMULPS  Z5, Z5, Z5
+	VADDPS  Z5, Z3, Z3
+	VMOVUPS 192(DX)(R8*4), Z5
+	VSUBPS  Z0, Z5, Z5
+	VMULPS  Z5, Z5, Z5
+	VADDPS  Z5, Z4, Z4
+	ADDQ    $0x00000040, R8
+	JMP     lnqsumloop
+
+	// Out of the loop's way: the prefetches, whose flag is usually clear.
+lnqsumpf:
+	PREFETCHT0 (R10)(R8*4)
+	PREFETCHT0 64(R10)(R8*4)
+	PREFETCHT0 128(R10)(R8*4)
+	PREFETCHT0 192(R10)(R8*4)
+	JMP        lnqsumblock
+
+lnqsumtail:
+	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
+	MOVQ job_d+0(AX), R9
+	SUBQ R8, R9
+	JZ   lnqsummed
+	LEAQ kmask<>+0(SB), R10
+	MOVQ R9, R11
+	CMPQ R11, $0x00000010
+	JLE  lnqtailmask0
+	MOVQ $0x00000010, R11
+
+lnqtailmask0:
+	KMOVW     (R10)(R11*2), K1
+	VMOVUPS.Z (DX)(R8*4), K1, Z5
+	VSUBPS.Z  Z0, Z5, K1, Z5
+	VMULPS    Z5, Z5, Z5
+	VADDPS    Z5, Z1, Z1
+	MOVQ      R9, R11
+	SUBQ      $0x00000010, R11
+	JLE       lnqsummed
+	CMPQ      R11, $0x00000010
+	JLE       lnqtailmask1
+	MOVQ      $0x00000010, R11
+
+lnqtailmask1:
+	KMOVW     (R10)(R11*2), K1
+	VMOVUPS.Z 64(DX)(R8*4), K1, Z5
+	VSUBPS.Z  Z0, Z5, K1, Z5
+	VMULPS    Z5, Z5, Z5
+	VADDPS    Z5, Z2, Z2
+	MOVQ      R9, R11
+	SUBQ      $0x00000020, R11
+	JLE       lnqsummed
+	CMPQ      R11, $0x00000010
+	JLE       lnqtailmask2
+	MOVQ      $0x00000010, R11
+
+lnqtailmask2:
+	KMOVW     (R10)(R11*2), K1
+	VMOVUPS.Z 128(DX)(R8*4), K1, Z5
+	VSUBPS.Z  Z0, Z5, K1, Z5
+	VMULPS    Z5, Z5, Z5
+	VADDPS    Z5, Z3, Z3
+	SUBQ      $0x00000030, R9
+	JLE       lnqsummed
+	CMPQ      R9, $0x00000010
+	JLE       lnqtailmask3
+	MOVQ      $0x00000010, R9
+
+lnqtailmask3:
+	KMOVW     (R10)(R9*2), K1
+	VMOVUPS.Z 192(DX)(R8*4), K1, Z5
+	VSUBPS.Z  Z0, Z5, K1, Z5
+	VMULPS    Z5, Z5, Z5
+	VADDPS    Z5, Z4, Z4
+
+lnqsummed:
+	VADDPS     Z3, Z1, Z1
+	VADDPS     Z4, Z2, Z2
+	VADDPS     Z2, Z1, Z1
+	VSHUFF64X2 $0xee, Z1, Z1, Z2
+	VADDPS     Z2, Z1, Z1
+	VSHUFF32X4 $0x01, Z1, Z1, Z2
+	VADDPS     Z2, Z1, Z1
+	VPERMILPS  $0x4e, Z1, Z2
+	VADDPS     Z2, Z1, Z1
+	VPERMILPS  $0xb1, Z1, Z2
+	VADDPS     Z2, Z1, Z1
+
+	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
+	CMPL   20(SP), $0x00
+	JE     divide10
+	VMULSS 20(SP), X1, X1
+	JMP    divided11
+
+divide10:
+	VDIVSS 16(SP), X1, X1
+
+divided11:
+	VADDSS   job_eps+0(AX), X1, X1
+	VUCOMISS tlo<>+0(SB), X1
+	JCS      ret
+	VUCOMISS tmax<>+0(SB), X1
+	JHI      ret
+	MOVQ     job_inv+0(AX), R8
+	TESTQ    R8, R8
+	JZ       lncomputeinv
+	MOVQ     (SP), R9
+	VMOVSS   (R8)(R9*4), X2
+	JMP      lnhaveinv
+
+lncomputeinv:
+	VSQRTSS X1, X1, X1
+	VMOVSS  one<>+0(SB), X2
+	VDIVSS  X1, X2, X2
+
+lnhaveinv:
+	// Mean[r] in place of m when the job has it.
+	MOVQ         job_mean+0(AX), R8
+	TESTQ        R8, R8
+	JZ           lnhavemean
+	MOVQ         (SP), R9
+	VBROADCASTSS (R8)(R9*4), Z0
+
+lnhavemean:
+	VBROADCASTSS X2, Z1
+
+	// Partial sums (ss true, c true): element i goes to partial i%64.
+	VMOVUPS      zero64<>+0(SB), Z3
+	VMOVUPS      zero64<>+0(SB), Z4
+	VMOVUPS      zero64<>+0(SB), Z5
+	VMOVUPS      zero64<>+0(SB), Z6
+	VMOVUPS      zero64<>+0(SB), Z7
+	VMOVUPS      zero64<>+0(SB), Z8
+	VMOVUPS      zero64<>+0(SB), Z9
+	VMOVUPS      zero64<>+0(SB), Z10
+	VBROADCASTSS one<>+0(SB), Z11
+	TESTL        $0x00000010, job_flags+0(AX)
+	JNZ          weightadd12
+	VBROADCASTSS negzero<>+0(SB), Z11
+
+weightadd12:
+	XORQ R8, R8
+	MOVQ job_d+0(AX), R9
+	SUBQ $0x00000040, R9
+
+	// A plain weight's main loop multiplies by w itself.
+	TESTL $0x00000010, job_flags+0(AX)
+	JNZ   lngsumloop
+
+lngsumloopw:
+	CMPQ    R8, R9
+	JG      lngsumtail
+	VMOVUPS (BX)(R8*4), Z12
+	VMOVUPS (SI)(R8*4), Z13
+	VMULPS  Z13, Z12, Z12
+	VADDPS  Z12, Z3, Z3
+	VMOVUPS (DX)(R8*4), Z13
+	VSUBPS  Z0, Z13, Z13
+	VMULPS  Z1, Z13, Z13
+	VMULPS  Z13, Z12, Z12
+	VADDPS  Z12, Z7, Z7
+	VMOVUPS 64(BX)(R8*4), Z12
+	VMOVUPS 64(SI)(R8*4), Z13
+	VMULPS  Z13, Z12, Z12
+	VADDPS  Z12, Z4, Z4
+	VMOVUPS 64(DX)(R8*4), Z13
+	VSUBPS  Z0, Z13, Z13
+	VMULPS  Z1, Z13, Z13
+	VMULPS  Z13, Z12, Z12
+	VADDPS  Z12, Z8, Z8
+	VMOVUPS 128(BX)(R8*4), Z12
+	VMOVUPS 128(SI)(R8*4), Z13
+	VMULPS  Z13, Z12, Z12
+	VADDPS  Z12, Z5, Z5
+	VMOVUPS 128(DX)(R8*4), Z13
+	VSUBPS  Z0, Z13, Z13
+	VMULPS  Z1, Z13, Z13
+	VMULPS  Z13, Z12, Z12
+	VADDPS  Z12, Z9, Z9
+	VMOVUPS 192(BX)(R8*4), Z12
+	VMOVUPS 192(SI)(R8*4), Z13
+	VMULPS  Z13, Z12, Z12
+	VADDPS  Z12, Z6, Z6
+	VMOVUPS 192(DX)(R8*4), Z13
+	VSUBPS  Z0, Z13, Z13
+	VMULPS  Z1, Z13, Z13
+	VMULPS  Z13, Z12, Z12
+	VADDPS  Z12, Z10, Z10
+	ADDQ    $0x00000040, R8
+	JMP     lngsumloopw
+
+lngsumloop:
+	CMPQ    R8, R9
+	JG      lngsumtail
+	VMOVUPS (BX)(R8*4), Z12
+	VMOVUPS (SI)(R8*4), Z13
+	VADDPS  Z11, Z13, Z13
+	VMULPS  Z13, Z12, Z12
+	VADDPS  Z12, Z3, Z3
+	VMOVUPS (DX)(R8*4), Z13
+	VSUBPS  Z0, Z13, Z13
+	VMULPS  Z1, Z13, Z13
+	VMULPS  Z13, Z12, Z12
+	VADDPS  Z12, Z7, Z7
+	VMOVUPS 64(BX)(R8*4), Z12
+	VMOVUPS 64(SI)(R8*4), Z13
+	VADDPS  Z11, Z13, Z13
+	VMULPS  Z13, Z12, Z12
+	VADDPS  Z12, Z4, Z4
+	VMOVUPS 64(DX)(R8*4), Z13
+	VSUBPS  Z0, Z13, Z13
+	VMULPS  Z1, Z13, Z13
+	VMULPS  Z13, Z12, Z12
+	VADDPS  Z12, Z8, Z8
+	VMOVUPS 128(BX)(R8*4), Z12
+	VMOVUPS 128(SI)(R8*4), Z13
+	VADDPS  Z11, Z13, Z13
+	VMULPS  Z13, Z12, Z12
+	VADDPS  Z12, Z5, Z5
+	VMOVUPS 128(DX)(R8*4), Z13
+	VSUBPS  Z0, Z13, Z13
+	VMULPS  Z1, Z13, Z13
+	VMULPS  Z13, Z12, Z12
+	VADDPS  Z12, Z9, Z9
+	VMOVUPS 192(BX)(R8*4), Z12
+	VMOVUPS 192(SI)(R8*4), Z13
+	VADDPS  Z11, Z13, Z13
+	VMULPS  Z13, Z12, Z12
+	VADDPS  Z12, Z6, Z6
+	VMOVUPS 192(DX)(R8*4), Z13
+	VSUBPS  Z0, Z13, Z13
+	VMULPS  Z1, Z13, Z13
+	VMULPS  Z13, Z12, Z12
+	VADDPS  Z12, Z10, Z10
+	ADDQ    $0x00000040, R8
+	JMP     lngsumloop
+
+lngsumtail:
+	// Fewer than 64 elements remain: whole vectors, then one partial vector (its other lanes add +0).
+	MOVQ    job_d+0(AX), R9
+	SUBQ    R8, R9
+	CMPQ    R9, $0x00000010
+	JL      lngsumpart0
+	VMOVUPS (BX)(R8*4), Z12
+	VMOVUPS (SI)(R8*4), Z13
+	VADDPS  Z11, Z13, Z13
+	VMULPS  Z13, Z12, Z12
+	VADDPS  Z12, Z3, Z3
+	VMOVUPS (DX)(R8*4), Z13
+	VSUBPS  Z0, Z13, Z13
+	VMULPS  Z1, Z13, Z13
+	VMULPS  Z13, Z12, Z12
+	VADDPS  Z12, Z7, Z7
+	CMPQ    R9, $0x00000020
+	JL      lngsumpart1
+	VMOVUPS 64(BX)(R8*4), Z12
+	VMOVUPS 64(SI)(R8*4), Z13
+	VADDPS  Z11, Z13, Z13
+	VMULPS  Z13, Z12, Z12
+	VADDPS  Z12, Z4, Z4
+	VMOVUPS 64(DX)(R8*4), Z13
+	VSUBPS  Z0, Z13, Z13
+	VMULPS  Z1, Z13, Z13
+	VMULPS  Z13, Z12, Z12
+	VADDPS  Z12, Z8, Z8
+	CMPQ    R9, $0x00000030
+	JL      lngsumpart2
+	VMOVUPS 128(BX)(R8*4), Z12
+	VMOVUPS 128(SI)(R8*4), Z13
+	VADDPS  Z11, Z13, Z13
+	VMULPS  Z13, Z12, Z12
+	VADDPS  Z12, Z5, Z5
+	VMOVUPS 128(DX)(R8*4), Z13
+	VSUBPS  Z0, Z13, Z13
+	VMULPS  Z1, Z13, Z13
+	VMULPS  Z13, Z12, Z12
+	VADDPS  Z12, Z9, Z9
+	CMPQ    R9, $0x00000040
+	JL      lngsumpart3
+	VMOVUPS 192(BX)(R8*4), Z12
+	VMOVUPS 192(SI)(R8*4), Z13
+	VADDPS  Z11, Z13, Z13
+	VMULPS  Z13, Z12, Z12
+	VADDPS  Z12, Z6, Z6
+	VMOVUPS 192(DX)(R8*4), Z11
+	VSUBPS  Z0, Z11, Z11
+	VMULPS  Z1, Z11, Z11
+	VMULPS  Z11, Z12, Z12
+	VADDPS  Z12, Z10, Z10
+	JMP     lngsumdone
+
+lngsumpart0:
+	SUBQ      $0x00000000, R9
+	JZ        lngsumdone
+	LEAQ      kmask<>+0(SB), R10
+	KMOVW     (R10)(R9*2), K1
+	VMOVUPS.Z (BX)(R8*4), K1, Z12
+	VMOVUPS.Z (SI)(R8*4), K1, Z13
+	VADDPS    Z11, Z13, Z13
+	VMULPS    Z13, Z12, Z12
+	VADDPS    Z12, Z3, Z3
+	VMOVUPS.Z (DX)(R8*4), K1, Z11
+	VSUBPS    Z0, Z11, Z11
+	VMULPS.Z  Z1, Z11, K1, Z11
+	VMULPS    Z11, Z12, Z12
+	VADDPS    Z12, Z7, Z7
+	JMP       lngsumdone
+
+lngsumpart1:
+	SUBQ      $0x00000010, R9
+	JZ        lngsumdone
+	LEAQ      kmask<>+0(SB), R10
+	KMOVW     (R10)(R9*2), K1
+	VMOVUPS.Z 64(BX)(R8*4), K1, Z12
+	VMOVUPS.Z 64(SI)(R8*4), K1, Z13
+	VADDPS    Z11, Z13, Z13
+	VMULPS    Z13, Z12, Z12
+	VADDPS    Z12, Z4, Z4
+	VMOVUPS.Z 64(DX)(R8*4), K1, Z11
+	VSUBPS    Z0, Z11, Z11
+	VMULPS.Z  Z1, Z11, K1, Z11
+	VMULPS    Z11, Z12, Z12
+	VADDPS    Z12, Z8, Z8
+	JMP       lngsumdone
+
+lngsumpart2:
+	SUBQ      $0x00000020, R9
+	JZ        lngsumdone
+	LEAQ      kmask<>+0(SB), R10
+	KMOVW     (R10)(R9*2), K1
+	VMOVUPS.Z 128(BX)(R8*4), K1, Z12
+	VMOVUPS.Z 128(SI)(R8*4), K1, Z13
+	VADDPS    Z11, Z13, Z13
+	VMULPS    Z13, Z12, Z12
+	VADDPS    Z12, Z5, Z5
+	VMOVUPS.Z 128(DX)(R8*4), K1, Z11
+	VSUBPS    Z0, Z11, Z11
+	VMULPS.Z  Z1, Z11, K1, Z11
+	VMULPS    Z11, Z12, Z12
+	VADDPS    Z12, Z9, Z9
+	JMP       lngsumdone
+
+lngsumpart3:
+	SUBQ      $0x00000030, R9
+	JZ        lngsumdone
+	LEAQ      kmask<>+0(SB), R10
+	KMOVW     (R10)(R9*2), K1
+	VMOVUPS.Z 192(BX)(R8*4), K1, Z12
+	VMOVUPS.Z 192(SI)(R8*4), K1, Z13
+	VADDPS    Z11, Z13, Z13
+	VMULPS    Z13, Z12, Z12
+	VADDPS    Z12, Z6, Z6
+	VMOVUPS.Z 192(DX)(R8*4), K1, Z11
+	VSUBPS    Z0, Z11, Z11
+	VMULPS.Z  Z1, Z11, K1, Z11
+	VMULPS    Z11, Z12, Z12
+	VADDPS    Z12, Z10, Z10
+
+lngsumdone:
+	VADDPS     Z5, Z3, Z3
+	VADDPS     Z6, Z4, Z4
+	VADDPS     Z4, Z3, Z3
+	VADDPS     Z9, Z7, Z7
+	VADDPS     Z10, Z8, Z8
+	VADDPS     Z8, Z7, Z7
+	VSHUFF64X2 $0xee, Z3, Z3, Z1
+	VADDPS     Z1, Z3, Z3
+	VSHUFF32X4 $0x01, Z3, Z3, Z1
+	VADDPS     Z1, Z3, Z3
+	VPERMILPS  $0x4e, Z3, Z1
+	VADDPS     Z1, Z3, Z3
+	VPERMILPS  $0xb1, Z3, Z1
+	VADDPS     Z1, Z3, Z3
+	VSHUFF64X2 $0xee, Z7, Z7, Z1
+	VADDPS     Z1, Z7, Z7
+	VSHUFF32X4 $0x01, Z7, Z7, Z1
+	VADDPS     Z1, Z7, Z7
+	VPERMILPS  $0x4e, Z7, Z1
+	VADDPS     Z1, Z7, Z7
+	VPERMILPS  $0xb1, Z7, Z1
+	VADDPS     Z1, Z7, Z7
+
+	// a = sum(g)/d and b = sum(g*n)/d
+	CMPL   20(SP), $0x00
+	JE     divide13
+	VMULSS 20(SP), X3, X1
+	JMP    divided14
+
+divide13:
+	VDIVSS 16(SP), X3, X1
+
+divided14:
+	CMPL   20(SP), $0x00
+	JE     divide15
+	VMULSS 20(SP), X7, X3
+	JMP    divided16
+
+divide15:
+	VDIVSS 16(SP), X7, X3
+
+divided16:
+	VBROADCASTSS X1, Z1
+
+	// Which bias-gradient operation this row does (dy into DB's blocks, before dx is written).
+	MOVQ  job_db+0(AX), R8
+	TESTQ R8, R8
+	JZ    lndbnone
+	MOVQ  (SP), R10
+	MOVQ  R10, R11
+	ANDQ  $0x1f, R11
+	MOVQ  job_accB+0(AX), R9
+	XORQ  R12, R12
+	CMPQ  R11, $0x1f
+	JE    lndbislast
+	INCQ  R10
+	CMPQ  R10, job_rows+0(AX)
+	JNE   lndbnotlast
+
+lndbislast:
+	MOVQ $0x00000001, R12
+
+lndbnotlast:
+	TESTL $0x00000004, job_flags+0(AX)
+	JNZ   lndbfused
+
+	// Each block in its slot: P at accB + (row/32)*d*4. dbp = 0: no row closes a block here.
+	XORQ  R8, R8
+	MOVQ  (SP), R10
+	SHRQ  $0x05, R10
+	IMULQ job_d+0(AX), R10
+	LEAQ  (R9)(R10*4), R9
+	TESTQ R11, R11
+	JZ    lndbset
+	JMP   lndbadd
+
+lndbfused:
+	TESTQ R11, R11
+	JNZ   lndbfusednotfirst
+	TESTQ R12, R12
+	JZ    lndbset
+
+	// A block of one row: DB += dy, which is P += dy with DB as P.
+	MOVQ R8, R9
+	XORQ R8, R8
+	JMP  lndbadd
+
+lndbfusednotfirst:
+	// P += dy; the block's last row keeps dbp, and its DB += P follows.
+	TESTQ R12, R12
+	JNZ   lndbadd
+	XORQ  R8, R8
+	JMP   lndbadd
+
+lndbset:
+	XORQ R8, R8
+	MOVQ job_d+0(AX), R10
+	SUBQ $0x00000010, R10
+
+lndbsetloop:
+	CMPQ    R8, R10
+	JG      lndbsetlooppart
+	VMOVUPS (BX)(R8*4), Z4
+	VMOVUPS Z4, (R9)(R8*4)
+	ADDQ    $0x00000010, R8
+	JMP     lndbsetloop
+
+lndbsetlooppart:
+	MOVQ      job_d+0(AX), R10
+	SUBQ      R8, R10
+	JZ        lndbsetloopdone
+	LEAQ      kmask<>+0(SB), R11
+	KMOVW     (R11)(R10*2), K1
+	VMOVUPS.Z (BX)(R8*4), K1, Z4
+	VMOVUPS   Z4, K1, (R9)(R8*4)
+
+lndbsetloopdone:
+	JMP lndbnone
+
+lndbadd:
+	XORQ R10, R10
+	MOVQ job_d+0(AX), R11
+	SUBQ $0x00000010, R11
+
+lndbaddloop:
+	CMPQ    R10, R11
+	JG      lndbaddlooppart
+	VMOVUPS (BX)(R10*4), Z4
+	VMOVUPS (R9)(R10*4), Z5
+	VADDPS  Z4, Z5, Z5
+	VMOVUPS Z5, (R9)(R10*4)
+	ADDQ    $0x00000010, R10
+	JMP     lndbaddloop
+
+lndbaddlooppart:
+	MOVQ      job_d+0(AX), R11
+	SUBQ      R10, R11
+	JZ        lndbaddloopdone
+	LEAQ      kmask<>+0(SB), R12
+	KMOVW     (R12)(R11*2), K1
+	VMOVUPS.Z (BX)(R10*4), K1, Z4
+	VMOVUPS.Z (R9)(R10*4), K1, Z5
+	VADDPS    Z4, Z5, Z5
+	VMOVUPS   Z5, K1, (R9)(R10*4)
+
+lndbaddloopdone:
+	TESTQ R8, R8
+	JZ    lndbnone
+
+	// The block's last row: DB += P.
+	XORQ R10, R10
+	MOVQ job_d+0(AX), R11
+	SUBQ $0x00000010, R11
+
+lndbcloseloop:
+	CMPQ    R10, R11
+	JG      lndbcloselooppart
+	VMOVUPS (R9)(R10*4), Z4
+	VMOVUPS (R8)(R10*4), Z5
+	VADDPS  Z4, Z5, Z5
+	VMOVUPS Z5, (R8)(R10*4)
+	ADDQ    $0x00000010, R10
+	JMP     lndbcloseloop
+
+lndbcloselooppart:
+	MOVQ      job_d+0(AX), R11
+	SUBQ      R10, R11
+	JZ        lndbcloseloopdone
+	LEAQ      kmask<>+0(SB), R12
+	KMOVW     (R12)(R11*2), K1
+	VMOVUPS.Z (R9)(R10*4), K1, Z4
+	VMOVUPS.Z (R8)(R10*4), K1, Z5
+	VADDPS    Z4, Z5, Z5
+	VMOVUPS   Z5, K1, (R8)(R10*4)
+
+lndbcloseloopdone:
+lndbnone:
+	VBROADCASTSS X2, Z2
+	VBROADCASTSS X3, Z3
+	VBROADCASTSS one<>+0(SB), Z4
+	TESTL        $0x00000010, job_flags+0(AX)
+	JNZ          weightadd17
+	VBROADCASTSS negzero<>+0(SB), Z4
+
+weightadd17:
+	// Which weight-gradient operation this row does.
+	MOVQ  job_dw+0(AX), R8
+	TESTQ R8, R8
+	JZ    lndxnone
+	MOVQ  (SP), R10
+	MOVQ  R10, R11
+	ANDQ  $0x1f, R11
+	MOVQ  job_acc+0(AX), R9
+	XORQ  R12, R12
+	CMPQ  R11, $0x1f
+	JE    lnislast
+	INCQ  R10
+	CMPQ  R10, job_rows+0(AX)
+	JNE   lnnotlast
+
+lnislast:
+	MOVQ $0x00000001, R12
+
+lnnotlast:
+	TESTL $0x00000004, job_flags+0(AX)
+	JNZ   lnfused
+
+	// Each block in its slot: P at acc + (row/32)*d*4. dwp = 0: no row closes a block here.
+	XORQ  R8, R8
+	MOVQ  (SP), R10
+	SHRQ  $0x05, R10
+	IMULQ job_d+0(AX), R10
+	LEAQ  (R9)(R10*4), R9
+	TESTQ R11, R11
+	JZ    lndxset
+	JMP   lndxadd
+
+lnfused:
+	TESTQ R11, R11
+	JNZ   lnfusednotfirst
+	TESTQ R12, R12
+	JZ    lndxset
+
+	// A block of one row: DW += q, which is P += q with DW as P.
+	MOVQ R8, R9
+	XORQ R8, R8
+	JMP  lndxadd
+
+lnfusednotfirst:
+	// P += q; the block's last row keeps dwp, and its DW += P follows.
+	TESTQ R12, R12
+	JNZ   lndxadd
+	XORQ  R8, R8
+	JMP   lndxadd
+
+lndxnone:
+	XORQ  R8, R8
+	MOVQ  job_d+0(AX), R9
+	SUBQ  $0x00000040, R9
+	TESTL $0x00000001, job_flags+0(AX)
+	JNZ   lndxnonent
+
+	// A plain weight's main loop multiplies by w itself.
+	TESTL $0x00000010, job_flags+0(AX)
+	JNZ   lndxnoneloop
+
+lndxnoneloopw:
+	CMPQ    R8, R9
+	JG      lndxnoneone
+	VMOVUPS (DX)(R8*4), Z5
+	VSUBPS  Z0, Z5, Z5
+	VMULPS  Z2, Z5, Z5
+	VMOVUPS (BX)(R8*4), Z6
+	VMOVUPS (SI)(R8*4), Z7
+	VMULPS  Z7, Z6, Z6
+	VSUBPS  Z1, Z6, Z6
+	VMULPS  Z3, Z5, Z5
+	VSUBPS  Z5, Z6, Z6
+	VMULPS  Z2, Z6, Z6
+	VMOVUPS Z6, (CX)(R8*4)
+	VMOVUPS 64(DX)(R8*4), Z5
+	VSUBPS  Z0, Z5, Z5
+	VMULPS  Z2, Z5, Z5
+	VMOVUPS 64(BX)(R8*4), Z6
+	VMOVUPS 64(SI)(R8*4), Z7
+	VMULPS  Z7, Z6, Z6
+	VSUBPS  Z1, Z6, Z6
+	VMULPS  Z3, Z5, Z5
+	VSUBPS  Z5, Z6, Z6
+	VMULPS  Z2, Z6, Z6
+	VMOVUPS Z6, 64(CX)(R8*4)
+	VMOVUPS 128(DX)(R8*4), Z5
+	VSUBPS  Z0, Z5, Z5
+	VMULPS  Z2, Z5, Z5
+	VMOVUPS 128(BX)(R8*4), Z6
+	VMOVUPS 128(SI)(R8*4), Z7
+	VMULPS  Z7, Z6, Z6
+	VSUBPS  Z1, Z6, Z6
+	VMULPS  Z3, Z5, Z5
+	VSUBPS  Z5, Z6, Z6
+	VMULPS  Z2, Z6, Z6
+	VMOVUPS Z6, 128(CX)(R8*4)
+	VMOVUPS 192(DX)(R8*4), Z5
+	VSUBPS  Z0, Z5, Z5
+	VMULPS  Z2, Z5, Z5
+	VMOVUPS 192(BX)(R8*4), Z6
+	VMOVUPS 192(SI)(R8*4), Z7
+	VMULPS  Z7, Z6, Z6
+	VSUBPS  Z1, Z6, Z6
+	VMULPS  Z3, Z5, Z5
+	VSUBPS  Z5, Z6, Z6
+	VMULPS  Z2, Z6, Z6
+	VMOVUPS Z6, 192(CX)(R8*4)
+	ADDQ    $0x00000040, R8
+	JMP     lndxnoneloopw
+
+lndxnoneloop:
+	CMPQ    R8, R9
+	JG      lndxnoneone
+	VMOVUPS (DX)(R8*4), Z5
+	VSUBPS  Z0, Z5, Z5
+	VMULPS  Z2, Z5, Z5
+	VMOVUPS (BX)(R8*4), Z6
+	VMOVUPS (SI)(R8*4), Z7
+	VADDPS  Z4, Z7, Z7
+	VMULPS  Z7, Z6, Z6
+	VSUBPS  Z1, Z6, Z6
+	VMULPS  Z3, Z5, Z5
+	VSUBPS  Z5, Z6, Z6
+	VMULPS  Z2, Z6, Z6
+	VMOVUPS Z6, (CX)(R8*4)
+	VMOVUPS 64(DX)(R8*4), Z5
+	VSUBPS  Z0, Z5, Z5
+	VMULPS  Z2, Z5, Z5
+	VMOVUPS 64(BX)(R8*4), Z6
+	VMOVUPS 64(SI)(R8*4), Z7
+	VADDPS  Z4, Z7, Z7
+	VMULPS  Z7, Z6, Z6
+	VSUBPS  Z1, Z6, Z6
+	VMULPS  Z3, Z5, Z5
+	VSUBPS  Z5, Z6, Z6
+	VMULPS  Z2, Z6, Z6
+	VMOVUPS Z6, 64(CX)(R8*4)
+	VMOVUPS 128(DX)(R8*4), Z5
+	VSUBPS  Z0, Z5, Z5
+	VMULPS  Z2, Z5, Z5
+	VMOVUPS 128(BX)(R8*4), Z6
+	VMOVUPS 128(SI)(R8*4), Z7
+	VADDPS  Z4, Z7, Z7
+	VMULPS  Z7, Z6, Z6
+	VSUBPS  Z1, Z6, Z6
+	VMULPS  Z3, Z5, Z5
+	VSUBPS  Z5, Z6, Z6
+	VMULPS  Z2, Z6, Z6
+	VMOVUPS Z6, 128(CX)(R8*4)
+	VMOVUPS 192(DX)(R8*4), Z5
+	VSUBPS  Z0, Z5, Z5
+	VMULPS  Z2, Z5, Z5
+	VMOVUPS 192(BX)(R8*4), Z6
+	VMOVUPS 192(SI)(R8*4), Z7
+	VADDPS  Z4, Z7, Z7
+	VMULPS  Z7, Z6, Z6
+	VSUBPS  Z1, Z6, Z6
+	VMULPS  Z3, Z5, Z5
+	VSUBPS  Z5, Z6, Z6
+	VMULPS  Z2, Z6, Z6
+	VMOVUPS Z6, 192(CX)(R8*4)
+	ADDQ    $0x00000040, R8
+	JMP     lndxnoneloop
+
+lndxnonent:
+	// Up to the first vector-aligned element of dx with a partial vector, then non-temporal stores.
+	MOVQ CX, R10
+	NEGQ R10
+	ANDQ $0x0000003f, R10
+	SHRQ $0x02, R10
+	JZ   lndxnonentloop
+	CMPQ R10, job_d+0(AX)
+	JLE  lndxnonehead
+	MOVQ job_d+0(AX), R10
+
+lndxnonehead:
+	LEAQ      kmask<>+0(SB), R11
+	KMOVW     (R11)(R10*2), K1
+	VMOVUPS.Z (DX)(R8*4), K1, Z5
+	VSUBPS    Z0, Z5, Z5
+	VMULPS    Z2, Z5, Z5
+	VMOVUPS.Z (BX)(R8*4), K1, Z6
+	VMOVUPS.Z (SI)(R8*4), K1, Z7
+	VADDPS    Z4, Z7, Z7
+	VMULPS    Z7, Z6, Z6
+	VSUBPS    Z1, Z6, Z6
+	VMULPS    Z3, Z5, Z5
+	VSUBPS    Z5, Z6, Z6
+	VMULPS    Z2, Z6, Z6
+	VMOVUPS   Z6, K1, (CX)(R8*4)
+	ADDQ      R10, R8
+
+lndxnonentloop:
+	CMPQ     R8, R9
+	JG       lndxnoneone
+	VMOVUPS  (DX)(R8*4), Z5
+	VSUBPS   Z0, Z5, Z5
+	VMULPS   Z2, Z5, Z5
+	VMOVUPS  (BX)(R8*4), Z6
+	VMOVUPS  (SI)(R8*4), Z7
+	VADDPS   Z4, Z7, Z7
+	VMULPS   Z7, Z6, Z6
+	VSUBPS   Z1, Z6, Z6
+	VMULPS   Z3, Z5, Z5
+	VSUBPS   Z5, Z6, Z6
+	VMULPS   Z2, Z6, Z6
+	VMOVNTPS Z6, (CX)(R8*4)
+	VMOVUPS  64(DX)(R8*4), Z5
+	VSUBPS   Z0, Z5, Z5
+	VMULPS   Z2, Z5, Z5
+	VMOVUPS  64(BX)(R8*4), Z6
+	VMOVUPS  64(SI)(R8*4), Z7
+	VADDPS   Z4, Z7, Z7
+	VMULPS   Z7, Z6, Z6
+	VSUBPS   Z1, Z6, Z6
+	VMULPS   Z3, Z5, Z5
+	VSUBPS   Z5, Z6, Z6
+	VMULPS   Z2, Z6, Z6
+	VMOVNTPS Z6, 64(CX)(R8*4)
+	VMOVUPS  128(DX)(R8*4), Z5
+	VSUBPS   Z0, Z5, Z5
+	VMULPS   Z2, Z5, Z5
+	VMOVUPS  128(BX)(R8*4), Z6
+	VMOVUPS  128(SI)(R8*4), Z7
+	VADDPS   Z4, Z7, Z7
+	VMULPS   Z7, Z6, Z6
+	VSUBPS   Z1, Z6, Z6
+	VMULPS   Z3, Z5, Z5
+	VSUBPS   Z5, Z6, Z6
+	VMULPS   Z2, Z6, Z6
+	VMOVNTPS Z6, 128(CX)(R8*4)
+	VMOVUPS  192(DX)(R8*4), Z5
+	VSUBPS   Z0, Z5, Z5
+	VMULPS   Z2, Z5, Z5
+	VMOVUPS  192(BX)(R8*4), Z6
+	VMOVUPS  192(SI)(R8*4), Z7
+	VADDPS   Z4, Z7, Z7
+	VMULPS   Z7, Z6, Z6
+	VSUBPS   Z1, Z6, Z6
+	VMULPS   Z3, Z5, Z5
+	VSUBPS   Z5, Z6, Z6
+	VMULPS   Z2, Z6, Z6
+	VMOVNTPS Z6, 192(CX)(R8*4)
+	ADDQ     $0x00000040, R8
+	JMP      lndxnonentloop
+
+lndxnoneone:
+	ADDQ $0x00000030, R9
+
+lndxnoneoneloop:
+	CMPQ    R8, R9
+	JG      lndxnonepart
+	VMOVUPS (DX)(R8*4), Z5
+	VSUBPS  Z0, Z5, Z5
+	VMULPS  Z2, Z5, Z5
+	VMOVUPS (BX)(R8*4), Z6
+	VMOVUPS (SI)(R8*4), Z7
+	VADDPS  Z4, Z7, Z7
+	VMULPS  Z7, Z6, Z6
+	VSUBPS  Z1, Z6, Z6
+	VMULPS  Z3, Z5, Z5
+	VSUBPS  Z5, Z6, Z6
+	VMULPS  Z2, Z6, Z6
+	VMOVUPS Z6, (CX)(R8*4)
+	ADDQ    $0x00000010, R8
+	JMP     lndxnoneoneloop
+
+lndxnonepart:
+	MOVQ      job_d+0(AX), R9
+	SUBQ      R8, R9
+	JZ        lnrowdonenone
+	LEAQ      kmask<>+0(SB), R10
+	KMOVW     (R10)(R9*2), K1
+	VMOVUPS.Z (DX)(R8*4), K1, Z5
+	VSUBPS    Z0, Z5, Z5
+	VMULPS    Z2, Z5, Z5
+	VMOVUPS.Z (BX)(R8*4), K1, Z0
+	VMOVUPS.Z (SI)(R8*4), K1, Z6
+	VADDPS    Z4, Z6, Z6
+	VMULPS    Z6, Z0, Z0
+	VSUBPS    Z1, Z0, Z0
+	VMULPS    Z3, Z5, Z1
+	VSUBPS    Z1, Z0, Z0
+	VMULPS    Z2, Z0, Z0
+	VMOVUPS   Z0, K1, (CX)(R8*4)
+
+lnrowdonenone:
+	JMP lnrowdone
+
+lndxset:
+	XORQ  R8, R8
+	MOVQ  job_d+0(AX), R10
+	SUBQ  $0x00000040, R10
+	TESTL $0x00000001, job_flags+0(AX)
+	JNZ   lndxsetnt
+
+	// A plain weight's main loop multiplies by w itself.
+	TESTL $0x00000010, job_flags+0(AX)
+	JNZ   lndxsetloop
+
+lndxsetloopw:
+	CMPQ    R8, R10
+	JG      lndxsetone
+	VMOVUPS (DX)(R8*4), Z5
+	VSUBPS  Z0, Z5, Z5
+	VMULPS  Z2, Z5, Z5
+	VMOVUPS (BX)(R8*4), Z6
+	VMOVUPS (SI)(R8*4), Z7
+	VMULPS  Z7, Z6, Z7
+	VSUBPS  Z1, Z7, Z7
+	VMULPS  Z3, Z5, Z8
+	VSUBPS  Z8, Z7, Z7
+	VMULPS  Z2, Z7, Z7
+	VMULPS  Z5, Z6, Z5
+	VMOVUPS Z5, (R9)(R8*4)
+	VMOVUPS Z7, (CX)(R8*4)
+	VMOVUPS 64(DX)(R8*4), Z5
+	VSUBPS  Z0, Z5, Z5
+	VMULPS  Z2, Z5, Z5
+	VMOVUPS 64(BX)(R8*4), Z6
+	VMOVUPS 64(SI)(R8*4), Z7
+	VMULPS  Z7, Z6, Z7
+	VSUBPS  Z1, Z7, Z7
+	VMULPS  Z3, Z5, Z8
+	VSUBPS  Z8, Z7, Z7
+	VMULPS  Z2, Z7, Z7
+	VMULPS  Z5, Z6, Z5
+	VMOVUPS Z5, 64(R9)(R8*4)
+	VMOVUPS Z7, 64(CX)(R8*4)
+	VMOVUPS 128(DX)(R8*4), Z5
+	VSUBPS  Z0, Z5, Z5
+	VMULPS  Z2, Z5, Z5
+	VMOVUPS 128(BX)(R8*4), Z6
+	VMOVUPS 128(SI)(R8*4), Z7
+	VMULPS  Z7, Z6, Z7
+	VSUBPS  Z1, Z7, Z7
+	VMULPS  Z3, Z5, Z8
+	VSUBPS  Z8, Z7, Z7
+	VMULPS  Z2, Z7, Z7
+	VMULPS  Z5, Z6, Z5
+	VMOVUPS Z5, 128(R9)(R8*4)
+	VMOVUPS Z7, 128(CX)(R8*4)
+	VMOVUPS 192(DX)(R8*4), Z5
+	VSUBPS  Z0, Z5, Z5
+	VMULPS  Z2, Z5, Z5
+	VMOVUPS 192(BX)(R8*4), Z6
+	VMOVUPS 192(SI)(R8*4), Z7
+	VMULPS  Z7, Z6, Z7
+	VSUBPS  Z1, Z7, Z7
+	VMULPS  Z3, Z5, Z8
+	VSUBPS  Z8, Z7, Z7
+	VMULPS  Z2, Z7, Z7
+	VMULPS  Z5, Z6, Z5
+	VMOVUPS Z5, 192(R9)(R8*4)
+	VMOVUPS Z7, 192(CX)(R8*4)
+	ADDQ    $0x00000040, R8
+	JMP     lndxsetloopw
+
+lndxsetloop:
+	CMPQ    R8, R10
+	JG      lndxsetone
+	VMOVUPS (DX)(R8*4), Z5
+	VSUBPS  Z0, Z5, Z5
+	VMULPS  Z2, Z5, Z5
+	VMOVUPS (BX)(R8*4), Z6
+	VMOVUPS (SI)(R8*4), Z7
+	VADDPS  Z4, Z7, Z7
+	VMULPS  Z7, Z6, Z7
+	VSUBPS  Z1, Z7, Z7
+	VMULPS  Z3, Z5, Z8
+	VSUBPS  Z8, Z7, Z7
+	VMULPS  Z2, Z7, Z7
+	VMULPS  Z5, Z6, Z5
+	VMOVUPS Z5, (R9)(R8*4)
+	VMOVUPS Z7, (CX)(R8*4)
+	VMOVUPS 64(DX)(R8*4), Z5
+	VSUBPS  Z0, Z5, Z5
+	VMULPS  Z2, Z5, Z5
+	VMOVUPS 64(BX)(R8*4), Z6
+	VMOVUPS 64(SI)(R8*4), Z7
+	VADDPS  Z4, Z7, Z7
+	VMULPS  Z7, Z6, Z7
+	VSUBPS  Z1, Z7, Z7
+	VMULPS  Z3, Z5, Z8
+	VSUBPS  Z8, Z7, Z7
+	VMULPS  Z2, Z7, Z7
+	VMULPS  Z5, Z6, Z5
+	VMOVUPS Z5, 64(R9)(R8*4)
+	VMOVUPS Z7, 64(CX)(R8*4)
+	VMOVUPS 128(DX)(R8*4), Z5
+	VSUBPS  Z0, Z5, Z5
+	VMULPS  Z2, Z5, Z5
+	VMOVUPS 128(BX)(R8*4), Z6
+	VMOVUPS 128(SI)(R8*4), Z7
+	VADDPS  Z4, Z7, Z7
+	VMULPS  Z7, Z6, Z7
+	VSUBPS  Z1, Z7, Z7
+	VMULPS  Z3, Z5, Z8
+	VSUBPS  Z8, Z7, Z7
+	VMULPS  Z2, Z7, Z7
+	VMULPS  Z5, Z6, Z5
+	VMOVUPS Z5, 128(R9)(R8*4)
+	VMOVUPS Z7, 128(CX)(R8*4)
+	VMOVUPS 192(DX)(R8*4), Z5
+	VSUBPS  Z0, Z5, Z5
+	VMULPS  Z2, Z5, Z5
+	VMOVUPS 192(BX)(R8*4), Z6
+	VMOVUPS 192(SI)(R8*4), Z7
+	VADDPS  Z4, Z7, Z7
+	VMULPS  Z7, Z6, Z7
+	VSUBPS  Z1, Z7, Z7
+	VMULPS  Z3, Z5, Z8
+	VSUBPS  Z8, Z7, Z7
+	VMULPS  Z2, Z7, Z7
+	VMULPS  Z5, Z6, Z5
+	VMOVUPS Z5, 192(R9)(R8*4)
+	VMOVUPS Z7, 192(CX)(R8*4)
+	ADDQ    $0x00000040, R8
+	JMP     lndxsetloop
+
+lndxsetnt:
+	// Up to the first vector-aligned element of dx with a partial vector, then non-temporal stores.
+	MOVQ CX, R11
+	NEGQ R11
+	ANDQ $0x0000003f, R11
+	SHRQ $0x02, R11
+	JZ   lndxsetntloop
+	CMPQ R11, job_d+0(AX)
+	JLE  lndxsethead
+	MOVQ job_d+0(AX), R11
+
+lndxsethead:
+	LEAQ      kmask<>+0(SB), R12
+	KMOVW     (R12)(R11*2), K1
+	VMOVUPS.Z (DX)(R8*4), K1, Z5
+	VSUBPS    Z0, Z5, Z5
+	VMULPS    Z2, Z5, Z5
+	VMOVUPS.Z (BX)(R8*4), K1, Z6
+	VMOVUPS.Z (SI)(R8*4), K1, Z7
+	VADDPS    Z4, Z7, Z7
+	VMULPS    Z7, Z6, Z7
+	VSUBPS    Z1, Z7, Z7
+	VMULPS    Z3, Z5, Z8
+	VSUBPS    Z8, Z7, Z7
+	VMULPS    Z2, Z7, Z7
+	VMULPS    Z5, Z6, Z5
+	VMOVUPS   Z5, K1, (R9)(R8*4)
+	VMOVUPS   Z7, K1, (CX)(R8*4)
+	ADDQ      R11, R8
+
+lndxsetntloop:
+	CMPQ     R8, R10
+	JG       lndxsetone
+	VMOVUPS  (DX)(R8*4), Z5
+	VSUBPS   Z0, Z5, Z5
+	VMULPS   Z2, Z5, Z5
+	VMOVUPS  (BX)(R8*4), Z6
+	VMOVUPS  (SI)(R8*4), Z7
+	VADDPS   Z4, Z7, Z7
+	VMULPS   Z7, Z6, Z7
+	VSUBPS   Z1, Z7, Z7
+	VMULPS   Z3, Z5, Z8
+	VSUBPS   Z8, Z7, Z7
+	VMULPS   Z2, Z7, Z7
+	VMULPS   Z5, Z6, Z5
+	VMOVUPS  Z5, (R9)(R8*4)
+	VMOVNTPS Z7, (CX)(R8*4)
+	VMOVUPS  64(DX)(R8*4), Z5
+	VSUBPS   Z0, Z5, Z5
+	VMULPS   Z2, Z5, Z5
+	VMOVUPS  64(BX)(R8*4), Z6
+	VMOVUPS  64(SI)(R8*4), Z7
+	VADDPS   Z4, Z7, Z7
+	VMULPS   Z7, Z6, Z7
+	VSUBPS   Z1, Z7, Z7
+	VMULPS   Z3, Z5, Z8
+	VSUBPS   Z8, Z7, Z7
+	VMULPS   Z2, Z7, Z7
+	VMULPS   Z5, Z6, Z5
+	VMOVUPS  Z5, 64(R9)(R8*4)
+	VMOVNTPS Z7, 64(CX)(R8*4)
+	VMOVUPS  128(DX)(R8*4), Z5
+	VSUBPS   Z0, Z5, Z5
+	VMULPS   Z2, Z5, Z5
+	VMOVUPS  128(BX)(R8*4), Z6
+	VMOVUPS  128(SI)(R8*4), Z7
+	VADDPS   Z4, Z7, Z7
+	VMULPS   Z7, Z6, Z7
+	VSUBPS   Z1, Z7, Z7
+	VMULPS   Z3, Z5, Z8
+	VSUBPS   Z8, Z7, Z7
+	VMULPS   Z2, Z7, Z7
+	VMULPS   Z5, Z6, Z5
+	VMOVUPS  Z5, 128(R9)(R8*4)
+	VMOVNTPS Z7, 128(CX)(R8*4)
+	VMOVUPS  192(DX)(R8*4), Z5
+	VSUBPS   Z0, Z5, Z5
+	VMULPS   Z2, Z5, Z5
+	VMOVUPS  192(BX)(R8*4), Z6
+	VMOVUPS  192(SI)(R8*4), Z7
+	VADDPS   Z4, Z7, Z7
+	VMULPS   Z7, Z6, Z7
+	VSUBPS   Z1, Z7, Z7
+	VMULPS   Z3, Z5, Z8
+	VSUBPS   Z8, Z7, Z7
+	VMULPS   Z2, Z7, Z7
+	VMULPS   Z5, Z6, Z5
+	VMOVUPS  Z5, 192(R9)(R8*4)
+	VMOVNTPS Z7, 192(CX)(R8*4)
+	ADDQ     $0x00000040, R8
+	JMP      lndxsetntloop
+
+lndxsetone:
+	ADDQ $0x00000030, R10
+
+lndxsetoneloop:
+	CMPQ    R8, R10
+	JG      lndxsetpart
+	VMOVUPS (DX)(R8*4), Z5
+	VSUBPS  Z0, Z5, Z5
+	VMULPS  Z2, Z5, Z5
+	VMOVUPS (BX)(R8*4), Z6
+	VMOVUPS (SI)(R8*4), Z7
+	VADDPS  Z4, Z7, Z7
+	VMULPS  Z7, Z6, Z7
+	VSUBPS  Z1, Z7, Z7
+	VMULPS  Z3, Z5, Z8
+	VSUBPS  Z8, Z7, Z7
+	VMULPS  Z2, Z7, Z7
+	VMULPS  Z5, Z6, Z5
+	VMOVUPS Z5, (R9)(R8*4)
+	VMOVUPS Z7, (CX)(R8*4)
+	ADDQ    $0x00000010, R8
+	JMP     lndxsetoneloop
+
+lndxsetpart:
+	MOVQ      job_d+0(AX), R10
+	SUBQ      R8, R10
+	JZ        lnrowdoneset
+	LEAQ      kmask<>+0(SB), R11
+	KMOVW     (R11)(R10*2), K1
+	VMOVUPS.Z (DX)(R8*4), K1, Z5
+	VSUBPS    Z0, Z5, Z5
+	VMULPS    Z2, Z5, Z5
+	VMOVUPS.Z (BX)(R8*4), K1, Z0
+	VMOVUPS.Z (SI)(R8*4), K1, Z6
+	VADDPS    Z4, Z6, Z6
+	VMULPS    Z6, Z0, Z4
+	VSUBPS    Z1, Z4, Z1
+	VMULPS    Z3, Z5, Z3
+	VSUBPS    Z3, Z1, Z1
+	VMULPS    Z2, Z1, Z1
+	VMULPS    Z5, Z0, Z0
+	VMOVUPS   Z0, K1, (R9)(R8*4)
+	VMOVUPS   Z1, K1, (CX)(R8*4)
+
+lnrowdoneset:
+	JMP lnrowdone
+
+lndxadd:
+	XORQ  R10, R10
+	MOVQ  job_d+0(AX), R11
+	SUBQ  $0x00000040, R11
+	TESTL $0x00000001, job_flags+0(AX)
+	JNZ   lndxaddnt
+
+	// A plain weight's main loop multiplies by w itself.
+	TESTL $0x00000010, job_flags+0(AX)
+	JNZ   lndxaddloop
+
+lndxaddloopw:
+	CMPQ    R10, R11
+	JG      lndxaddone
+	VMOVUPS (DX)(R10*4), Z5
+	VSUBPS  Z0, Z5, Z5
+	VMULPS  Z2, Z5, Z5
+	VMOVUPS (BX)(R10*4), Z6
+	VMOVUPS (SI)(R10*4), Z7
+	VMULPS  Z7, Z6, Z7
+	VSUBPS  Z1, Z7, Z7
+	VMULPS  Z3, Z5, Z8
+	VSUBPS  Z8, Z7, Z7
+	VMULPS  Z2, Z7, Z7
+	VMULPS  Z5, Z6, Z5
+	VMOVUPS (R9)(R10*4), Z6
+	VADDPS  Z5, Z6, Z6
+	VMOVUPS Z6, (R9)(R10*4)
+	VMOVUPS Z7, (CX)(R10*4)
+	VMOVUPS 64(DX)(R10*4), Z5
+	VSUBPS  Z0, Z5, Z5
+	VMULPS  Z2, Z5, Z5
+	VMOVUPS 64(BX)(R10*4), Z6
+	VMOVUPS 64(SI)(R10*4), Z7
+	VMULPS  Z7, Z6, Z7
+	VSUBPS  Z1, Z7, Z7
+	VMULPS  Z3, Z5, Z8
+	VSUBPS  Z8, Z7, Z7
+	VMULPS  Z2, Z7, Z7
+	VMULPS  Z5, Z6, Z5
+	VMOVUPS 64(R9)(R10*4), Z6
+	VADDPS  Z5, Z6, Z6
+	VMOVUPS Z6, 64(R9)(R10*4)
+	VMOVUPS Z7, 64(CX)(R10*4)
+	VMOVUPS 128(DX)(R10*4), Z5
+	VSUBPS  Z0, Z5, Z5
+	VMULPS  Z2, Z5, Z5
+	VMOVUPS 128(BX)(R10*4), Z6
+	VMOVUPS 128(SI)(R10*4), Z7
+	VMULPS  Z7, Z6, Z7
+	VSUBPS  Z1, Z7, Z7
+	VMULPS  Z3, Z5, Z8
+	VSUBPS  Z8, Z7, Z7
+	VMULPS  Z2, Z7, Z7
+	VMULPS  Z5, Z6, Z5
+	VMOVUPS 128(R9)(R10*4), Z6
+	VADDPS  Z5, Z6, Z6
+	VMOVUPS Z6, 128(R9)(R10*4)
+	VMOVUPS Z7, 128(CX)(R10*4)
+	VMOVUPS 192(DX)(R10*4), Z5
+	VSUBPS  Z0, Z5, Z5
+	VMULPS  Z2, Z5, Z5
+	VMOVUPS 192(BX)(R10*4), Z6
+	VMOVUPS 192(SI)(R10*4), Z7
+	VMULPS  Z7, Z6, Z7
+	VSUBPS  Z1, Z7, Z7
+	VMULPS  Z3, Z5, Z8
+	VSUBPS  Z8, Z7, Z7
+	VMULPS  Z2, Z7, Z7
+	VMULPS  Z5, Z6, Z5
+	VMOVUPS 192(R9)(R10*4), Z6
+	VADDPS  Z5, Z6, Z6
+	VMOVUPS Z6, 192(R9)(R10*4)
+	VMOVUPS Z7, 192(CX)(R10*4)
+	ADDQ    $0x00000040, R10
+	JMP     lndxaddloopw
+
+lndxaddloop:
+	CMPQ    R10, R11
+	JG      lndxaddone
+	VMOVUPS (DX)(R10*4), Z5
+	VSUBPS  Z0, Z5, Z5
+	VMULPS  Z2, Z5, Z5
+	VMOVUPS (BX)(R10*4), Z6
+	VMOVUPS (SI)(R10*4), Z7
+	VADDPS  Z4, Z7, Z7
+	VMULPS  Z7, Z6, Z7
+	VSUBPS  Z1, Z7, Z7
+	VMULPS  Z3, Z5, Z8
+	VSUBPS  Z8, Z7, Z7
+	VMULPS  Z2, Z7, Z7
+	VMULPS  Z5, Z6, Z5
+	VMOVUPS (R9)(R10*4), Z6
+	VADDPS  Z5, Z6, Z6
+	VMOVUPS Z6, (R9)(R10*4)
+	VMOVUPS Z7, (CX)(R10*4)
+	VMOVUPS 64(DX)(R10*4), Z5
+	VSUBPS  Z0, Z5, Z5
+	VMULPS  Z2, Z5, Z5
+	VMOVUPS 64(BX)(R10*4), Z6
+	VMOVUPS 64(SI)(R10*4), Z7
+	VADDPS  Z4, Z7, Z7
+	VMULPS  Z7, Z6, Z7
+	VSUBPS  Z1, Z7, Z7
+	VMULPS  Z3, Z5, Z8
+	VSUBPS  Z8, Z7, Z7
+	VMULPS  Z2, Z7, Z7
+	VMULPS  Z5, Z6, Z5
+	VMOVUPS 64(R9)(R10*4), Z6
+	VADDPS  Z5, Z6, Z6
+	VMOVUPS Z6, 64(R9)(R10*4)
+	VMOVUPS Z7, 64(CX)(R10*4)
+	VMOVUPS 128(DX)(R10*4), Z5
+	VSUBPS  Z0, Z5, Z5
+	VMULPS  Z2, Z5, Z5
+	VMOVUPS 128(BX)(R10*4), Z6
+	VMOVUPS 128(SI)(R10*4), Z7
+	VADDPS  Z4, Z7, Z7
+	VMULPS  Z7, Z6, Z7
+	VSUBPS  Z1, Z7, Z7
+	VMULPS  Z3, Z5, Z8
+	VSUBPS  Z8, Z7, Z7
+	VMULPS  Z2, Z7, Z7
+	VMULPS  Z5, Z6, Z5
+	VMOVUPS 128(R9)(R10*4), Z6
+	VADDPS  Z5, Z6, Z6
+	VMOVUPS Z6, 128(R9)(R10*4)
+	VMOVUPS Z7, 128(CX)(R10*4)
+	VMOVUPS 192(DX)(R10*4), Z5
+	VSUBPS  Z0, Z5, Z5
+	VMULPS  Z2, Z5, Z5
+	VMOVUPS 192(BX)(R10*4), Z6
+	VMOVUPS 192(SI)(R10*4), Z7
+	VADDPS  Z4, Z7, Z7
+	VMULPS  Z7, Z6, Z7
+	VSUBPS  Z1, Z7, Z7
+	VMULPS  Z3, Z5, Z8
+	VSUBPS  Z8, Z7, Z7
+	VMULPS  Z2, Z7, Z7
+	VMULPS  Z5, Z6, Z5
+	VMOVUPS 192(R9)(R10*4), Z6
+	VADDPS  Z5, Z6, Z6
+	VMOVUPS Z6, 192(R9)(R10*4)
+	VMOVUPS Z7, 192(CX)(R10*4)
+	ADDQ    $0x00000040, R10
+	JMP     lndxaddloop
+
+lndxaddnt:
+	// Up to the first vector-aligned element of dx with a partial vector, then non-temporal stores.
+	MOVQ CX, R12
+	NEGQ R12
+	ANDQ $0x0000003f, R12
+	SHRQ $0x02, R12
+	JZ   lndxaddntloop
+	CMPQ R12, job_d+0(AX)
+	JLE  lndxaddhead
+	MOVQ job_d+0(AX), R12
+
+lndxaddhead:
+	LEAQ      kmask<>+0(SB), R13
+	KMOVW     (R13)(R12*2), K1
+	VMOVUPS.Z (DX)(R10*4), K1, Z5
+	VSUBPS    Z0, Z5, Z5
+	VMULPS    Z2, Z5, Z5
+	VMOVUPS.Z (BX)(R10*4), K1, Z6
+	VMOVUPS.Z (SI)(R10*4), K1, Z7
+	VADDPS    Z4, Z7, Z7
+	VMULPS    Z7, Z6, Z7
+	VSUBPS    Z1, Z7, Z7
+	VMULPS    Z3, Z5, Z8
+	VSUBPS    Z8, Z7, Z7
+	VMULPS    Z2, Z7, Z7
+	VMULPS    Z5, Z6, Z5
+	VMOVUPS.Z (R9)(R10*4), K1, Z6
+	VADDPS    Z5, Z6, Z6
+	VMOVUPS   Z6, K1, (R9)(R10*4)
+	VMOVUPS   Z7, K1, (CX)(R10*4)
+	ADDQ      R12, R10
+
+lndxaddntloop:
+	CMPQ     R10, R11
+	JG       lndxaddone
+	VMOVUPS  (DX)(R10*4), Z5
+	VSUBPS   Z0, Z5, Z5
+	VMULPS   Z2, Z5, Z5
+	VMOVUPS  (BX)(R10*4), Z6
+	VMOVUPS  (SI)(R10*4), Z7
+	VADDPS   Z4, Z7, Z7
+	VMULPS   Z7, Z6, Z7
+	VSUBPS   Z1, Z7, Z7
+	VMULPS   Z3, Z5, Z8
+	VSUBPS   Z8, Z7, Z7
+	VMULPS   Z2, Z7, Z7
+	VMULPS   Z5, Z6, Z5
+	VMOVUPS  (R9)(R10*4), Z6
+	VADDPS   Z5, Z6, Z6
+	VMOVUPS  Z6, (R9)(R10*4)
+	VMOVNTPS Z7, (CX)(R10*4)
+	VMOVUPS  64(DX)(R10*4), Z5
+	VSUBPS   Z0, Z5, Z5
+	VMULPS   Z2, Z5, Z5
+	VMOVUPS  64(BX)(R10*4), Z6
+	VMOVUPS  64(SI)(R10*4), Z7
+	VADDPS   Z4, Z7, Z7
+	VMULPS   Z7, Z6, Z7
+	VSUBPS   Z1, Z7, Z7
+	VMULPS   Z3, Z5, Z8
+	VSUBPS   Z8, Z7, Z7
+	VMULPS   Z2, Z7, Z7
+	VMULPS   Z5, Z6, Z5
+	VMOVUPS  64(R9)(R10*4), Z6
+	VADDPS   Z5, Z6, Z6
+	VMOVUPS  Z6, 64(R9)(R10*4)
+	VMOVNTPS Z7, 64(CX)(R10*4)
+	VMOVUPS  128(DX)(R10*4), Z5
+	VSUBPS   Z0, Z5, Z5
+	VMULPS   Z2, Z5, Z5
+	VMOVUPS  128(BX)(R10*4), Z6
+	VMOVUPS  128(SI)(R10*4), Z7
+	VADDPS   Z4, Z7, Z7
+	VMULPS   Z7, Z6, Z7
+	VSUBPS   Z1, Z7, Z7
+	VMULPS   Z3, Z5, Z8
+	VSUBPS   Z8, Z7, Z7
+	VMULPS   Z2, Z7, Z7
+	VMULPS   Z5, Z6, Z5
+	VMOVUPS  128(R9)(R10*4), Z6
+	VADDPS   Z5, Z6, Z6
+	VMOVUPS  Z6, 128(R9)(R10*4)
+	VMOVNTPS Z7, 128(CX)(R10*4)
+	VMOVUPS  192(DX)(R10*4), Z5
+	VSUBPS   Z0, Z5, Z5
+	VMULPS   Z2, Z5, Z5
+	VMOVUPS  192(BX)(R10*4), Z6
+	VMOVUPS  192(SI)(R10*4), Z7
+	VADDPS   Z4, Z7, Z7
+	VMULPS   Z7, Z6, Z7
+	VSUBPS   Z1, Z7, Z7
+	VMULPS   Z3, Z5, Z8
+	VSUBPS   Z8, Z7, Z7
+	VMULPS   Z2, Z7, Z7
+	VMULPS   Z5, Z6, Z5
+	VMOVUPS  192(R9)(R10*4), Z6
+	VADDPS   Z5, Z6, Z6
+	VMOVUPS  Z6, 192(R9)(R10*4)
+	VMOVNTPS Z7, 192(CX)(R10*4)
+	ADDQ     $0x00000040, R10
+	JMP      lndxaddntloop
+
+lndxaddone:
+	ADDQ $0x00000030, R11
+
+lndxaddoneloop:
+	CMPQ    R10, R11
+	JG      lndxaddpart
+	VMOVUPS (DX)(R10*4), Z5
+	VSUBPS  Z0, Z5, Z5
+	VMULPS  Z2, Z5, Z5
+	VMOVUPS (BX)(R10*4), Z6
+	VMOVUPS (SI)(R10*4), Z7
+	VADDPS  Z4, Z7, Z7
+	VMULPS  Z7, Z6, Z7
+	VSUBPS  Z1, Z7, Z7
+	VMULPS  Z3, Z5, Z8
+	VSUBPS  Z8, Z7, Z7
+	VMULPS  Z2, Z7, Z7
+	VMULPS  Z5, Z6, Z5
+	VMOVUPS (R9)(R10*4), Z6
+	VADDPS  Z5, Z6, Z6
+	VMOVUPS Z6, (R9)(R10*4)
+	VMOVUPS Z7, (CX)(R10*4)
+	ADDQ    $0x00000010, R10
+	JMP     lndxaddoneloop
+
+lndxaddpart:
+	MOVQ      job_d+0(AX), R11
+	SUBQ      R10, R11
+	JZ        lnrowdoneadd
+	LEAQ      kmask<>+0(SB), R12
+	KMOVW     (R12)(R11*2), K1
+	VMOVUPS.Z (DX)(R10*4), K1, Z5
+	VSUBPS    Z0, Z5, Z5
+	VMULPS    Z2, Z5, Z5
+	VMOVUPS.Z (BX)(R10*4), K1, Z0
+	VMOVUPS.Z (SI)(R10*4), K1, Z6
+	VADDPS    Z4, Z6, Z6
+	VMULPS    Z6, Z0, Z4
+	VSUBPS    Z1, Z4, Z1
+	VMULPS    Z3, Z5, Z3
+	VSUBPS    Z3, Z1, Z1
+	VMULPS    Z2, Z1, Z1
+	VMULPS    Z5, Z0, Z0
+	VMOVUPS.Z (R9)(R10*4), K1, Z2
+	VADDPS    Z0, Z2, Z2
+	VMOVUPS   Z2, K1, (R9)(R10*4)
+	VMOVUPS   Z1, K1, (CX)(R10*4)
+
+lnrowdoneadd:
+	TESTQ R8, R8
+	JZ    lnrowdone
+
+	// The block's last row: DW += P.
+	XORQ R10, R10
+	MOVQ job_d+0(AX), R11
+	SUBQ $0x00000010, R11
+
+lncloseloop:
+	CMPQ    R10, R11
+	JG      lnclosepart
+	VMOVUPS (R9)(R10*4), Z0
+	VADDPS  (R8)(R10*4), Z0, Z0
+	VMOVUPS Z0, (R8)(R10*4)
+	ADDQ    $0x00000010, R10
+	JMP     lncloseloop
+
+lnclosepart:
+	MOVQ      job_d+0(AX), R11
+	SUBQ      R10, R11
+	JZ        lnrowdone
+	LEAQ      kmask<>+0(SB), R12
+	KMOVW     (R12)(R11*2), K1
+	VMOVUPS.Z (R9)(R10*4), K1, Z0
+	VMOVUPS.Z (R8)(R10*4), K1, Z1
+	VADDPS    Z0, Z1, Z1
+	VMOVUPS   Z1, K1, (R8)(R10*4)
+
+lnrowdone:
+	// Next row.
+	ADDQ DI, DX
+	ADDQ 8(SP), CX
+	ADDQ DI, BX
+	INCQ (SP)
+	JMP  row
+
+ret:
+	TESTL $0x00000001, job_flags+0(AX)
+	JZ    vzero
+	SFENCE
+
+vzero:
+	VZEROUPPER
+	MOVQ (SP), AX
+	MOVQ AX, ret+24(FP)
+	RET
+
+// func avx512BackwardLayerUnweighted(j uintptr, from int, to int) int
+// Requires: AVX, AVX512F, MMX+
+TEXT ·avx512BackwardLayerUnweighted(SB), NOSPLIT, $24-32
+	// avx512BackwardLayerUnweighted computes the gradient of rows [from, to) of a Layer job: with flagCenter, with g = dy,
+	// n = (x-m)*inv and a, b the contract's sums of g and of g*n over d, dx = inv*((g - a) - n*b), as
+	// runGenericBackwardCentered; without it, as the RMSNorm function. When the job has them, the
+	// products dy*n (dy*(x*inv)) go into the row block's partial sum of the weight gradient, and dy
+	// into that of the bias gradient (see gradBlock), before dx is written (dx may be dy).
+	// It stops before the first row that needs the float64 path and returns that row's index, or to.
+	MOVQ j+0(FP), AX
+	MOVQ job_dst+0(AX), CX
+	MOVQ job_x+0(AX), DX
+	MOVQ job_dy+0(AX), BX
+	MOVQ job_stride+0(AX), SI
+	SHLQ $0x02, SI
+	MOVQ job_dstStride+0(AX), DI
+	SHLQ $0x02, DI
+	MOVQ DI, 8(SP)
+
+	// fd = float32(d); rd = 1/d when d is a power of two (a/d is then a*rd exactly), else 0.
+	MOVQ       job_d+0(AX), DI
+	VMOVSS     one<>+0(SB), X0
+	VCVTSI2SSQ DI, X0, X0
+	VMOVSS     X0, 16(SP)
+	XORL       R9, R9
+	LEAQ       -1(DI), R8
+	TESTQ      DI, R8
+	JNZ        notpow2
+	BSFQ       DI, R8
+	MOVL       $0x0000007f, R9
+	SUBL       R8, R9
+	SHLL       $0x17, R9
+
+notpow2:
+	MOVL R9, 20(SP)
+
+	// Start at row from.
+	MOVQ  from+8(FP), DI
+	MOVQ  DI, (SP)
+	MOVQ  DI, R8
+	IMULQ 8(SP), R8
+	ADDQ  R8, CX
+	IMULQ SI, DI
+	ADDQ  DI, DX
+	ADDQ  DI, BX
+
+row:
+	MOVQ  (SP), DI
+	CMPQ  DI, to+16(FP)
+	JAE   ret
+	TESTL $0x00000020, job_flags+0(AX)
+	JNZ   centered
+
+	// Partial sums (ss true, c true): element i goes to partial i%64.
+	VMOVUPS zero64<>+0(SB), Z0
+	VMOVUPS zero64<>+0(SB), Z1
+	VMOVUPS zero64<>+0(SB), Z2
+	VMOVUPS zero64<>+0(SB), Z3
+	VMOVUPS zero64<>+0(SB), Z4
+	VMOVUPS zero64<>+0(SB), Z5
+	VMOVUPS zero64<>+0(SB), Z6
+	VMOVUPS zero64<>+0(SB), Z7
+	XORQ    DI, DI
+	MOVQ    job_d+0(AX), R8
+	SUBQ    $0x00000040, R8
+
+sumloop:
+	CMPQ    DI, R8
+	JG      sumtail
+	VMOVUPS (DX)(DI*4), Z8
+	VMULPS  Z8, Z8, Z9
+	VADDPS  Z9, Z0, Z0
+	VMOVUPS (BX)(DI*4), Z9
+	VMULPS  Z8, Z9, Z9
+	VADDPS  Z9, Z4, Z4
+	VMOVUPS 64(DX)(DI*4), Z8
+	VMULPS  Z8, Z8, Z9
+	VADDPS  Z9, Z1, Z1
+	VMOVUPS 64(BX)(DI*4), Z9
+	VMULPS  Z8, Z9, Z9
+	VADDPS  Z9, Z5, Z5
+	VMOVUPS 128(DX)(DI*4), Z8
+	VMULPS  Z8, Z8, Z9
+	VADDPS  Z9, Z2, Z2
+	VMOVUPS 128(BX)(DI*4), Z9
+	VMULPS  Z8, Z9, Z9
+	VADDPS  Z9, Z6, Z6
+	VMOVUPS 192(DX)(DI*4), Z8
+	VMULPS  Z8, Z8, Z9
+	VADDPS  Z9, Z3, Z3
+	VMOVUPS 192(BX)(DI*4), Z9
+	VMULPS  Z8, Z9, Z9
+	VADDPS  Z9, Z7, Z7
+	ADDQ    $0x00000040, DI
+	JMP     sumloop
+
+sumtail:
+	// Fewer than 64 elements remain: whole vectors, then one partial vector (its other lanes add +0).
+	MOVQ    job_d+0(AX), R8
+	SUBQ    DI, R8
+	CMPQ    R8, $0x00000010
+	JL      sumpart0
+	VMOVUPS (DX)(DI*4), Z8
+	VMULPS  Z8, Z8, Z9
+	VADDPS  Z9, Z0, Z0
+	VMOVUPS (BX)(DI*4), Z9
+	VMULPS  Z8, Z9, Z9
+	VADDPS  Z9, Z4, Z4
+	CMPQ    R8, $0x00000020
+	JL      sumpart1
+	VMOVUPS 64(DX)(DI*4), Z8
+	VMULPS  Z8, Z8, Z9
+	VADDPS  Z9, Z1, Z1
+	VMOVUPS 64(BX)(DI*4), Z9
+	VMULPS  Z8, Z9, Z9
+	VADDPS  Z9, Z5, Z5
+	CMPQ    R8, $0x00000030
+	JL      sumpart2
+	VMOVUPS 128(DX)(DI*4), Z8
+	VMULPS  Z8, Z8, Z9
+	VADDPS  Z9, Z2, Z2
+	VMOVUPS 128(BX)(DI*4), Z9
+	VMULPS  Z8, Z9, Z9
+	VADDPS  Z9, Z6, Z6
+	CMPQ    R8, $0x00000040
+	JL      sumpart3
+	VMOVUPS 192(DX)(DI*4), Z8
+	VMULPS  Z8, Z8, Z9
+	VADDPS  Z9, Z3, Z3
+	VMOVUPS 192(BX)(DI*4), Z9
+	VMULPS  Z8, Z9, Z9
+	VADDPS  Z9, Z7, Z7
+	JMP     sumdone
+
+sumpart0:
+	SUBQ      $0x00000000, R8
+	JZ        sumdone
+	LEAQ      kmask<>+0(SB), R9
+	KMOVW     (R9)(R8*2), K1
+	VMOVUPS.Z (DX)(DI*4), K1, Z8
+	VMULPS    Z8, Z8, Z9
+	VADDPS    Z9, Z0, Z0
+	VMOVUPS.Z (BX)(DI*4), K1, Z9
+	VMULPS    Z8, Z9, Z9
+	VADDPS    Z9, Z4, Z4
+	JMP       sumdone
+
+sumpart1:
+	SUBQ      $0x00000010, R8
+	JZ        sumdone
+	LEAQ      kmask<>+0(SB), R9
+	KMOVW     (R9)(R8*2), K1
+	VMOVUPS.Z 64(DX)(DI*4), K1, Z8
+	VMULPS    Z8, Z8, Z9
+	VADDPS    Z9, Z1, Z1
+	VMOVUPS.Z 64(BX)(DI*4), K1, Z9
+	VMULPS    Z8, Z9, Z9
+	VADDPS    Z9, Z5, Z5
+	JMP       sumdone
+
+sumpart2:
+	SUBQ      $0x00000020, R8
+	JZ        sumdone
+	LEAQ      kmask<>+0(SB), R9
+	KMOVW     (R9)(R8*2), K1
+	VMOVUPS.Z 128(DX)(DI*4), K1, Z8
+	VMULPS    Z8, Z8, Z9
+	VADDPS    Z9, Z2, Z2
+	VMOVUPS.Z 128(BX)(DI*4), K1, Z9
+	VMULPS    Z8, Z9, Z9
+	VADDPS    Z9, Z6, Z6
+	JMP       sumdone
+
+sumpart3:
+	SUBQ      $0x00000030, R8
+	JZ        sumdone
+	LEAQ      kmask<>+0(SB), R9
+	KMOVW     (R9)(R8*2), K1
+	VMOVUPS.Z 192(DX)(DI*4), K1, Z8
+	VMULPS    Z8, Z8, Z9
+	VADDPS    Z9, Z3, Z3
+	VMOVUPS.Z 192(BX)(DI*4), K1, Z9
+	VMULPS    Z8, Z9, Z9
+	VADDPS    Z9, Z7, Z7
+
+sumdone:
+	VADDPS     Z2, Z0, Z0
+	VADDPS     Z3, Z1, Z1
+	VADDPS     Z1, Z0, Z0
+	VADDPS     Z6, Z4, Z4
+	VADDPS     Z7, Z5, Z5
+	VADDPS     Z5, Z4, Z4
+	VSHUFF64X2 $0xee, Z0, Z0, Z1
+	VADDPS     Z1, Z0, Z0
+	VSHUFF32X4 $0x01, Z0, Z0, Z1
+	VADDPS     Z1, Z0, Z0
+	VPERMILPS  $0x4e, Z0, Z1
+	VADDPS     Z1, Z0, Z0
+	VPERMILPS  $0xb1, Z0, Z1
+	VADDPS     Z1, Z0, Z0
+
+	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
+	CMPL   20(SP), $0x00
+	JE     divide1
+	VMULSS 20(SP), X0, X0
+	JMP    divided2
+
+divide1:
+	VDIVSS 16(SP), X0, X0
+
+divided2:
+	VADDSS   job_eps+0(AX), X0, X0
+	VUCOMISS tlo<>+0(SB), X0
+	JCS      ret
+	VUCOMISS tmax<>+0(SB), X0
+	JHI      ret
+	MOVQ     job_inv+0(AX), DI
+	TESTQ    DI, DI
+	JZ       computeinv
+	MOVQ     (SP), R8
+	VMOVSS   (DI)(R8*4), X1
+	JMP      haveinv
+
+computeinv:
+	VSQRTSS X0, X0, X0
+	VMOVSS  one<>+0(SB), X1
+	VDIVSS  X0, X1, X1
+
+haveinv:
+	VSHUFF64X2 $0xee, Z4, Z4, Z0
+	VADDPS     Z0, Z4, Z4
+	VSHUFF32X4 $0x01, Z4, Z4, Z0
+	VADDPS     Z0, Z4, Z4
+	VPERMILPS  $0x4e, Z4, Z0
+	VADDPS     Z0, Z4, Z4
+	VPERMILPS  $0xb1, Z4, Z0
+	VADDPS     Z0, Z4, Z4
+
+	// s = ((inv*inv)*c)/d
+	VMULSS X1, X1, X0
+	VMULSS X4, X0, X0
+	CMPL   20(SP), $0x00
+	JE     divide3
+	VMULSS 20(SP), X0, X0
+	JMP    divided4
+
+divide3:
+	VDIVSS 16(SP), X0, X0
+
+divided4:
+	// Which bias-gradient operation this row does (dy into DB's blocks, before dx is written).
+	MOVQ  job_db+0(AX), DI
+	TESTQ DI, DI
+	JZ    dbnone
+	MOVQ  (SP), R9
+	MOVQ  R9, R10
+	ANDQ  $0x1f, R10
+	MOVQ  job_accB+0(AX), R8
+	XORQ  R11, R11
+	CMPQ  R10, $0x1f
+	JE    dbislast
+	INCQ  R9
+	CMPQ  R9, job_rows+0(AX)
+	JNE   dbnotlast
+
+dbislast:
+	MOVQ $0x00000001, R11
+
+dbnotlast:
+	TESTL $0x00000004, job_flags+0(AX)
+	JNZ   dbfused
+
+	// Each block in its slot: P at accB + (row/32)*d*4. dbp = 0: no row closes a block here.
+	XORQ  DI, DI
+	MOVQ  (SP), R9
+	SHRQ  $0x05, R9
+	IMULQ job_d+0(AX), R9
+	LEAQ  (R8)(R9*4), R8
+	TESTQ R10, R10
+	JZ    dbset
+	JMP   dbadd
+
+dbfused:
+	TESTQ R10, R10
+	JNZ   dbfusednotfirst
+	TESTQ R11, R11
+	JZ    dbset
+
+	// A block of one row: DB += dy, which is P += dy with DB as P.
+	MOVQ DI, R8
+	XORQ DI, DI
+	JMP  dbadd
+
+dbfusednotfirst:
+	// P += dy; the block's last row keeps dbp, and its DB += P follows.
+	TESTQ R11, R11
+	JNZ   dbadd
+	XORQ  DI, DI
+	JMP   dbadd
+
+dbset:
+	XORQ DI, DI
+	MOVQ job_d+0(AX), R9
+	SUBQ $0x00000010, R9
+
+dbsetloop:
+	CMPQ    DI, R9
+	JG      dbsetlooppart
+	VMOVUPS (BX)(DI*4), Z2
+	VMOVUPS Z2, (R8)(DI*4)
+	ADDQ    $0x00000010, DI
+	JMP     dbsetloop
+
+dbsetlooppart:
+	MOVQ      job_d+0(AX), R9
+	SUBQ      DI, R9
+	JZ        dbsetloopdone
+	LEAQ      kmask<>+0(SB), R10
+	KMOVW     (R10)(R9*2), K1
+	VMOVUPS.Z (BX)(DI*4), K1, Z2
+	VMOVUPS   Z2, K1, (R8)(DI*4)
+
+dbsetloopdone:
+	JMP dbnone
+
+dbadd:
+	XORQ R9, R9
+	MOVQ job_d+0(AX), R10
+	SUBQ $0x00000010, R10
+
+dbaddloop:
+	CMPQ    R9, R10
+	JG      dbaddlooppart
+	VMOVUPS (BX)(R9*4), Z2
+	VMOVUPS (R8)(R9*4), Z3
+	VADDPS  Z2, Z3, Z3
+	VMOVUPS Z3, (R8)(R9*4)
+	ADDQ    $0x00000010, R9
+	JMP     dbaddloop
+
+dbaddlooppart:
+	MOVQ      job_d+0(AX), R10
+	SUBQ      R9, R10
+	JZ        dbaddloopdone
+	LEAQ      kmask<>+0(SB), R11
+	KMOVW     (R11)(R10*2), K1
+	VMOVUPS.Z (BX)(R9*4), K1, Z2
+	VMOVUPS.Z (R8)(R9*4), K1, Z3
+	VADDPS    Z2, Z3, Z3
+	VMOVUPS   Z3, K1, (R8)(R9*4)
+
+dbaddloopdone:
+	TESTQ DI, DI
+	JZ    dbnone
+
+	// The block's last row: DB += P.
+	XORQ R9, R9
+	MOVQ job_d+0(AX), R10
+	SUBQ $0x00000010, R10
+
+dbcloseloop:
+	CMPQ    R9, R10
+	JG      dbcloselooppart
+	VMOVUPS (R8)(R9*4), Z2
+	VMOVUPS (DI)(R9*4), Z3
+	VADDPS  Z2, Z3, Z3
+	VMOVUPS Z3, (DI)(R9*4)
+	ADDQ    $0x00000010, R9
+	JMP     dbcloseloop
+
+dbcloselooppart:
+	MOVQ      job_d+0(AX), R10
+	SUBQ      R9, R10
+	JZ        dbcloseloopdone
+	LEAQ      kmask<>+0(SB), R11
+	KMOVW     (R11)(R10*2), K1
+	VMOVUPS.Z (R8)(R9*4), K1, Z2
+	VMOVUPS.Z (DI)(R9*4), K1, Z3
+	VADDPS    Z2, Z3, Z3
+	VMOVUPS   Z3, K1, (DI)(R9*4)
+
+dbcloseloopdone:
+dbnone:
+	VBROADCASTSS X1, Z1
+	VBROADCASTSS X0, Z0
+	XORQ         DI, DI
+	MOVQ         job_d+0(AX), R8
+	SUBQ         $0x00000040, R8
+	TESTL        $0x00000001, job_flags+0(AX)
+	JNZ          dxnonent
+
+dxnoneloop:
+	CMPQ    DI, R8
+	JG      dxnoneone
+	VMOVUPS (DX)(DI*4), Z2
+	VMOVUPS (BX)(DI*4), Z3
+	VMULPS  Z0, Z2, Z2
+	VSUBPS  Z2, Z3, Z2
+	VMULPS  Z1, Z2, Z2
+	VMOVUPS Z2, (CX)(DI*4)
+	VMOVUPS 64(DX)(DI*4), Z2
+	VMOVUPS 64(BX)(DI*4), Z3
+	VMULPS  Z0, Z2, Z2
+	VSUBPS  Z2, Z3, Z2
+	VMULPS  Z1, Z2, Z2
+	VMOVUPS Z2, 64(CX)(DI*4)
+	VMOVUPS 128(DX)(DI*4), Z2
+	VMOVUPS 128(BX)(DI*4), Z3
+	VMULPS  Z0, Z2, Z2
+	VSUBPS  Z2, Z3, Z2
+	VMULPS  Z1, Z2, Z2
+	VMOVUPS Z2, 128(CX)(DI*4)
+	VMOVUPS 192(DX)(DI*4), Z2
+	VMOVUPS 192(BX)(DI*4), Z3
+	VMULPS  Z0, Z2, Z2
+	VSUBPS  Z2, Z3, Z2
+	VMULPS  Z1, Z2, Z2
+	VMOVUPS Z2, 192(CX)(DI*4)
+	ADDQ    $0x00000040, DI
+	JMP     dxnoneloop
+
+dxnonent:
+	// Up to the first vector-aligned element of dx with a partial vector, then non-temporal stores.
+	MOVQ CX, R9
+	NEGQ R9
+	ANDQ $0x0000003f, R9
+	SHRQ $0x02, R9
+	JZ   dxnonentloop
+	CMPQ R9, job_d+0(AX)
+	JLE  dxnonehead
+	MOVQ job_d+0(AX), R9
+
+dxnonehead:
+	LEAQ      kmask<>+0(SB), R10
+	KMOVW     (R10)(R9*2), K1
+	VMOVUPS.Z (DX)(DI*4), K1, Z2
+	VMOVUPS.Z (BX)(DI*4), K1, Z3
+	VMULPS    Z0, Z2, Z2
+	VSUBPS    Z2, Z3, Z2
+	VMULPS    Z1, Z2, Z2
+	VMOVUPS   Z2, K1, (CX)(DI*4)
+	ADDQ      R9, DI
+
+dxnonentloop:
+	CMPQ     DI, R8
+	JG       dxnoneone
+	VMOVUPS  (DX)(DI*4), Z2
+	VMOVUPS  (BX)(DI*4), Z3
+	VMULPS   Z0, Z2, Z2
+	VSUBPS   Z2, Z3, Z2
+	VMULPS   Z1, Z2, Z2
+	VMOVNTPS Z2, (CX)(DI*4)
+	VMOVUPS  64(DX)(DI*4), Z2
+	VMOVUPS  64(BX)(DI*4), Z3
+	VMULPS   Z0, Z2, Z2
+	VSUBPS   Z2, Z3, Z2
+	VMULPS   Z1, Z2, Z2
+	VMOVNTPS Z2, 64(CX)(DI*4)
+	VMOVUPS  128(DX)(DI*4), Z2
+	VMOVUPS  128(BX)(DI*4), Z3
+	VMULPS   Z0, Z2, Z2
+	VSUBPS   Z2, Z3, Z2
+	VMULPS   Z1, Z2, Z2
+	VMOVNTPS Z2, 128(CX)(DI*4)
+	VMOVUPS  192(DX)(DI*4), Z2
+	VMOVUPS  192(BX)(DI*4), Z3
+	VMULPS   Z0, Z2, Z2
+	VSUBPS   Z2, Z3, Z2
+	VMULPS   Z1, Z2, Z2
+	VMOVNTPS Z2, 192(CX)(DI*4)
+	ADDQ     $0x00000040, DI
+	JMP      dxnonentloop
+
+dxnoneone:
+	ADDQ $0x00000030, R8
+
+dxnoneoneloop:
+	CMPQ    DI, R8
+	JG      dxnonepart
+	VMOVUPS (DX)(DI*4), Z2
+	VMOVUPS (BX)(DI*4), Z3
+	VMULPS  Z0, Z2, Z2
+	VSUBPS  Z2, Z3, Z2
+	VMULPS  Z1, Z2, Z2
+	VMOVUPS Z2, (CX)(DI*4)
+	ADDQ    $0x00000010, DI
+	JMP     dxnoneoneloop
+
+dxnonepart:
+	MOVQ      job_d+0(AX), R8
+	SUBQ      DI, R8
+	JZ        rowdonenone
+	LEAQ      kmask<>+0(SB), R9
+	KMOVW     (R9)(R8*2), K1
+	VMOVUPS.Z (DX)(DI*4), K1, Z2
+	VMOVUPS.Z (BX)(DI*4), K1, Z3
+	VMULPS    Z0, Z2, Z0
+	VSUBPS    Z0, Z3, Z0
+	VMULPS    Z1, Z0, Z0
+	VMOVUPS   Z0, K1, (CX)(DI*4)
+
+rowdonenone:
+	// Next row.
+	ADDQ SI, DX
+	ADDQ 8(SP), CX
+	ADDQ SI, BX
+	INCQ (SP)
+	JMP  row
+
+centered:
+	// The row's mean and inv as the forward computes them, its float64-path tests included.
+	VMOVUPS zero64<>+0(SB), Z0
+	VMOVUPS zero64<>+0(SB), Z1
+	VMOVUPS zero64<>+0(SB), Z2
+	VMOVUPS zero64<>+0(SB), Z3
+
+	// Sum of squares: element i goes to partial i%64.
+	MOVQ    job_d+0(AX), R8
+	SUBQ    $0x00000040, R8
+	JGE     lnsfirstblock
+	VMOVUPS zero64<>+0(SB), Z0
+	VMOVUPS zero64<>+0(SB), Z1
+	VMOVUPS zero64<>+0(SB), Z2
+	VMOVUPS zero64<>+0(SB), Z3
+	XORQ    DI, DI
+	JMP     lnssumtail
+
+lnsfirstblock:
+	// +0 + square is the square itself: the first block initializes the partials.
+	XORQ    DI, DI
+	VMOVUPS (DX)(DI*4), Z0
+	VADDPS  zero64<>+0(SB), Z0, Z0
+	VMOVUPS 64(DX)(DI*4), Z1
+	VADDPS  zero64<>+0(SB), Z1, Z1
+	VMOVUPS 128(DX)(DI*4), Z2
+	VADDPS  zero64<>+0(SB), Z2, Z2
+	VMOVUPS 192(DX)(DI*4), Z3
+	VADDPS  zero64<>+0(SB), Z3, Z3
+	MOVQ    $0x00000040, DI
+
+lnssumloop:
+	CMPQ    DI, R8
+	JG      lnssumtail
+	VMOVUPS (DX)(DI*4), Z4
+	VADDPS  Z4, Z0, Z0
+	VMOVUPS 64(DX)(DI*4), Z4
+	VADDPS  Z4, Z1, Z1
+	VMOVUPS 128(DX)(DI*4), Z4
+	VADDPS  Z4, Z2, Z2
+	VMOVUPS 192(DX)(DI*4), Z4
+	VADDPS  Z4, Z3, Z3
+	ADDQ    $0x00000040, DI
+	JMP     lnssumloop
+
+lnssumtail:
+	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
+	MOVQ job_d+0(AX), R8
+	SUBQ DI, R8
+	JZ   lnssummed
+	LEAQ kmask<>+0(SB), R9
+	MOVQ R8, R10
+	CMPQ R10, $0x00000010
+	JLE  lnstailmask0
+	MOVQ $0x00000010, R10
+
+lnstailmask0:
+	KMOVW     (R9)(R10*2), K1
+	VMOVUPS.Z (DX)(DI*4), K1, Z4
+	VADDPS    Z4, Z0, Z0
+	MOVQ      R8, R10
+	SUBQ      $0x00000010, R10
+	JLE       lnssummed
+	CMPQ      R10, $0x00000010
+	JLE       lnstailmask1
+	MOVQ      $0x00000010, R10
+
+lnstailmask1:
+	KMOVW     (R9)(R10*2), K1
+	VMOVUPS.Z 64(DX)(DI*4), K1, Z4
+	VADDPS    Z4, Z1, Z1
+	MOVQ      R8, R10
+	SUBQ      $0x00000020, R10
+	JLE       lnssummed
+	CMPQ      R10, $0x00000010
+	JLE       lnstailmask2
+	MOVQ      $0x00000010, R10
+
+lnstailmask2:
+	KMOVW     (R9)(R10*2), K1
+	VMOVUPS.Z 128(DX)(DI*4), K1, Z4
+	VADDPS    Z4, Z2, Z2
+	SUBQ      $0x00000030, R8
+	JLE       lnssummed
+	CMPQ      R8, $0x00000010
+	JLE       lnstailmask3
+	MOVQ      $0x00000010, R8
+
+lnstailmask3:
+	KMOVW     (R9)(R8*2), K1
+	VMOVUPS.Z 192(DX)(DI*4), K1, Z4
+	VADDPS    Z4, Z3, Z3
+
+lnssummed:
+	VADDPS     Z2, Z0, Z0
+	VADDPS     Z3, Z1, Z1
+	VADDPS     Z1, Z0, Z0
+	VSHUFF64X2 $0xee, Z0, Z0, Z1
+	VADDPS     Z1, Z0, Z0
+	VSHUFF32X4 $0x01, Z0, Z0, Z1
+	VADDPS     Z1, Z0, Z0
+	VPERMILPS  $0x4e, Z0, Z1
+	VADDPS     Z1, Z0, Z0
+	VPERMILPS  $0xb1, Z0, Z1
+	VADDPS     Z1, Z0, Z0
+
+	// A row whose sum is not finite (s-s is NaN) takes the float64 path; else m = s/d.
+	VSUBSS   X0, X0, X1
+	VUCOMISS X1, X1
+	JPS      ret
+	CMPL     20(SP), $0x00
+	JE       divide5
+	VMULSS   20(SP), X0, X1
+	JMP      divided6
+
+divide5:
+	VDIVSS 16(SP), X0, X1
+
+divided6:
+	VBROADCASTSS X1, Z0
+	VMOVUPS      zero64<>+0(SB), Z1
+	VMOVUPS      zero64<>+0(SB), Z2
+	VMOVUPS      zero64<>+0(SB), Z3
+	VMOVUPS      zero64<>+0(SB), Z4
+
+	// Sum of squares: element i goes to partial i%64.
+	MOVQ    job_d+0(AX), R8
+	SUBQ    $0x00000040, R8
+	JGE     lnqfirstblock
+	VMOVUPS zero64<>+0(SB), Z1
+	VMOVUPS zero64<>+0(SB), Z2
+	VMOVUPS zero64<>+0(SB), Z3
+	VMOVUPS zero64<>+0(SB), Z4
+	XORQ    DI, DI
+	JMP     lnqsumtail
+
+lnqfirstblock:
+	// +0 + square is the square itself: the first block initializes the partials.
+	XORQ    DI, DI
+	VMOVUPS (DX)(DI*4), Z1
+	VSUBPS  Z0, Z1, Z1
+	VMULPS  Z1, Z1, Z1
+	VMOVUPS 64(DX)(DI*4), Z2
+	VSUBPS  Z0, Z2, Z2
+	VMULPS  Z2, Z2, Z2
+	VMOVUPS 128(DX)(DI*4), Z3
+	VSUBPS  Z0, Z3, Z3
+	VMULPS  Z3, Z3, Z3
+	VMOVUPS 192(DX)(DI*4), Z4
+	VSUBPS  Z0, Z4, Z4
+	VMULPS  Z4, Z4, Z4
+	MOVQ    $0x00000040, DI
+
+	// With flagPF, the rows ahead are prefetched: one loop for both, the flag tested per block.
+	MOVQ SI, R9
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows7
+	SHLQ $0x03, R9
+
+longrows7:
+	ADDQ DX, R9
+	MOVL job_flags+0(AX), R10
+
+lnqsumloop:
+	CMPQ  DI, R8
+	JG    lnqsumtail
+	TESTL $0x00000002, R10
+	JNZ   lnqsumpf
+
+lnqsumblock:
+	VMOVUPS (DX)(DI*4), Z5
+	VSUBPS  Z0, Z5, Z5
+	VMULPS  Z5, Z5, Z5
+	VADDPS  Z5, Z1, Z1
+	VMOVUPS 64(DX)(DI*4), Z5
+	VSUBPS  Z0, Z5, Z5
+	VMULPS  Z5, Z5, Z5
+	VADDPS  Z5, Z2, Z2
+	VMOVUPS 128(DX)(DI*4), Z5
+	VSUBPS  Z0, Z5, Z5
+	VMULPS  Z5, Z5, Z5
+	VADDPS  Z5, Z3, Z3
+	VMOVUPS 192(DX)(DI*4), Z5
+	VSUBPS  Z0, Z5, Z5
+	VMULPS  Z5, Z5, Z5
+	VADDPS  Z5, Z4, Z4
+	ADDQ    $0x00000040, DI
+	JMP     lnqsumloop
+
+	// Out of the loop's way: the prefetches, whose flag is usually clear.
+lnqsumpf:
+	PREFETCHT0 (R9)(DI*4)
+	PREFETCHT0 64(R9)(DI*4)
+	PREFETCHT0 128(R9)(DI*4)
+	PREFETCHT0 192(R9)(DI*4)
+	JMP        lnqsumblock
+
+lnqsumtail:
+	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
+	MOVQ job_d+0(AX), R8
+	SUBQ DI, R8
+	JZ   lnqsummed
+	LEAQ kmask<>+0(SB), R9
+	MOVQ R8, R10
+	CMPQ R10, $0x00000010
+	JLE  lnqtailmask0
+	MOVQ $0x00000010, R10
+
+lnqtailmask0:
+	KMOVW     (R9)(R10*2), K1
+	VMOVUPS.Z (DX)(DI*4), K1, Z5
+	VSUBPS.Z  Z0, Z5, K1, Z5
+	VMULPS    Z5, Z5, Z5
+	VADDPS    Z5, Z1, Z1
+	MOVQ      R8, R10
+	SUBQ      $0x00000010, R10
+	JLE       lnqsummed
+	CMPQ      R10, $0x00000010
+	JLE       lnqtailmask1
+	MOVQ      $0x00000010, R10
+
+lnqtailmask1:
+	KMOVW     (R9)(R10*2), K1
+	VMOVUPS.Z 64(DX)(DI*4), K1, Z5
+	VSUBPS.Z  Z0, Z5, K1, Z5
+	VMULPS    Z5, Z5, Z5
+	VADDPS    Z5, Z2, Z2
+	MOVQ      R8, R10
+	SUBQ      $0x00000020, R10
+	JLE       lnqsummed
+	CMPQ      R10, $0x00000010
+	JLE       lnqtailmask2
+	MOVQ      $0x00000010, R10
+
+lnqtailmask2:
+	KMOVW     (R9)(R10*2), K1
+	VMOVUPS.Z 128(DX)(DI*4), K1, Z5
+	VSUBPS.Z  Z0, Z5, K1, Z5
+	VMULPS    Z5, Z5, Z5
+	VADDPS    Z5, Z3, Z3
+	SUBQ      $0x00000030, R8
+	JLE       lnqsummed
+	CMPQ      R8, $0x00000010
+	JLE       lnqtailmask3
+	MOVQ      $0x00000010, R8
+
+lnqtailmask3:
+	KMOVW     (R9)(R8*2), K1
+	VMOVUPS.Z 192(DX)(DI*4), K1, Z5
+	VSUBPS.Z  Z0, Z5, K1, Z5
+	VMULPS    Z5, Z5, Z5
+	VADDPS    Z5, Z4, Z4
+
+lnqsummed:
+	VADDPS     Z3, Z1, Z1
+	VADDPS     Z4, Z2, Z2
+	VADDPS     Z2, Z1, Z1
+	VSHUFF64X2 $0xee, Z1, Z1, Z2
+	VADDPS     Z2, Z1, Z1
+	VSHUFF32X4 $0x01, Z1, Z1, Z2
+	VADDPS     Z2, Z1, Z1
+	VPERMILPS  $0x4e, Z1, Z2
+	VADDPS     Z2, Z1, Z1
+	VPERMILPS  $0xb1, Z1, Z2
+	VADDPS     Z2, Z1, Z1
+
+	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
+	CMPL   20(SP), $0x00
+	JE     divide8
+	VMULSS 20(SP), X1, X1
+	JMP    divided9
+
+divide8:
+	VDIVSS 16(SP), X1, X1
+
+divided9:
+	VADDSS   job_eps+0(AX), X1, X1
+	VUCOMISS tlo<>+0(SB), X1
+	JCS      ret
+	VUCOMISS tmax<>+0(SB), X1
+	JHI      ret
+	MOVQ     job_inv+0(AX), DI
+	TESTQ    DI, DI
+	JZ       lncomputeinv
+	MOVQ     (SP), R8
+	VMOVSS   (DI)(R8*4), X2
+	JMP      lnhaveinv
+
+lncomputeinv:
+	VSQRTSS X1, X1, X1
+	VMOVSS  one<>+0(SB), X2
+	VDIVSS  X1, X2, X2
+
+lnhaveinv:
+	// Mean[r] in place of m when the job has it.
+	MOVQ         job_mean+0(AX), DI
+	TESTQ        DI, DI
+	JZ           lnhavemean
+	MOVQ         (SP), R8
+	VBROADCASTSS (DI)(R8*4), Z0
+
+lnhavemean:
+	VBROADCASTSS X2, Z1
+
+	// Partial sums (ss true, c true): element i goes to partial i%64.
+	VMOVUPS zero64<>+0(SB), Z3
+	VMOVUPS zero64<>+0(SB), Z4
+	VMOVUPS zero64<>+0(SB), Z5
+	VMOVUPS zero64<>+0(SB), Z6
+	VMOVUPS zero64<>+0(SB), Z7
+	VMOVUPS zero64<>+0(SB), Z8
+	VMOVUPS zero64<>+0(SB), Z9
+	VMOVUPS zero64<>+0(SB), Z10
+	XORQ    DI, DI
+	MOVQ    job_d+0(AX), R8
+	SUBQ    $0x00000040, R8
+
+lngsumloop:
+	CMPQ    DI, R8
+	JG      lngsumtail
+	VMOVUPS (BX)(DI*4), Z11
+	VADDPS  Z11, Z3, Z3
+	VMOVUPS (DX)(DI*4), Z12
+	VSUBPS  Z0, Z12, Z12
+	VMULPS  Z1, Z12, Z12
+	VMULPS  Z12, Z11, Z11
+	VADDPS  Z11, Z7, Z7
+	VMOVUPS 64(BX)(DI*4), Z11
+	VADDPS  Z11, Z4, Z4
+	VMOVUPS 64(DX)(DI*4), Z12
+	VSUBPS  Z0, Z12, Z12
+	VMULPS  Z1, Z12, Z12
+	VMULPS  Z12, Z11, Z11
+	VADDPS  Z11, Z8, Z8
+	VMOVUPS 128(BX)(DI*4), Z11
+	VADDPS  Z11, Z5, Z5
+	VMOVUPS 128(DX)(DI*4), Z12
+	VSUBPS  Z0, Z12, Z12
+	VMULPS  Z1, Z12, Z12
+	VMULPS  Z12, Z11, Z11
+	VADDPS  Z11, Z9, Z9
+	VMOVUPS 192(BX)(DI*4), Z11
+	VADDPS  Z11, Z6, Z6
+	VMOVUPS 192(DX)(DI*4), Z12
+	VSUBPS  Z0, Z12, Z12
+	VMULPS  Z1, Z12, Z12
+	VMULPS  Z12, Z11, Z11
+	VADDPS  Z11, Z10, Z10
+	ADDQ    $0x00000040, DI
+	JMP     lngsumloop
+
+lngsumtail:
+	// Fewer than 64 elements remain: whole vectors, then one partial vector (its other lanes add +0).
+	MOVQ    job_d+0(AX), R8
+	SUBQ    DI, R8
+	CMPQ    R8, $0x00000010
+	JL      lngsumpart0
+	VMOVUPS (BX)(DI*4), Z11
+	VADDPS  Z11, Z3, Z3
+	VMOVUPS (DX)(DI*4), Z12
+	VSUBPS  Z0, Z12, Z12
+	VMULPS  Z1, Z12, Z12
+	VMULPS  Z12, Z11, Z11
+	VADDPS  Z11, Z7, Z7
+	CMPQ    R8, $0x00000020
+	JL      lngsumpart1
+	VMOVUPS 64(BX)(DI*4), Z11
+	VADDPS  Z11, Z4, Z4
+	VMOVUPS 64(DX)(DI*4), Z12
+	VSUBPS  Z0, Z12, Z12
+	VMULPS  Z1, Z12, Z12
+	VMULPS  Z12, Z11, Z11
+	VADDPS  Z11, Z8, Z8
+	CMPQ    R8, $0x00000030
+	JL      lngsumpart2
+	VMOVUPS 128(BX)(DI*4), Z11
+	VADDPS  Z11, Z5, Z5
+	VMOVUPS 128(DX)(DI*4), Z12
+	VSUBPS  Z0, Z12, Z12
+	VMULPS  Z1, Z12, Z12
+	VMULPS  Z12, Z11, Z11
+	VADDPS  Z11, Z9, Z9
+	CMPQ    R8, $0x00000040
+	JL      lngsumpart3
+	VMOVUPS 192(BX)(DI*4), Z11
+	VADDPS  Z11, Z6, Z6
+	VMOVUPS 192(DX)(DI*4), Z12
+	VSUBPS  Z0, Z12, Z12
+	VMULPS  Z1, Z12, Z12
+	VMULPS  Z12, Z11, Z11
+	VADDPS  Z11, Z10, Z10
+	JMP     lngsumdone
+
+lngsumpart0:
+	SUBQ      $0x00000000, R8
+	JZ        lngsumdone
+	LEAQ      kmask<>+0(SB), R9
+	KMOVW     (R9)(R8*2), K1
+	VMOVUPS.Z (BX)(DI*4), K1, Z11
+	VADDPS    Z11, Z3, Z3
+	VMOVUPS.Z (DX)(DI*4), K1, Z12
+	VSUBPS    Z0, Z12, Z12
+	VMULPS.Z  Z1, Z12, K1, Z12
+	VMULPS    Z12, Z11, Z11
+	VADDPS    Z11, Z7, Z7
+	JMP       lngsumdone
+
+lngsumpart1:
+	SUBQ      $0x00000010, R8
+	JZ        lngsumdone
+	LEAQ      kmask<>+0(SB), R9
+	KMOVW     (R9)(R8*2), K1
+	VMOVUPS.Z 64(BX)(DI*4), K1, Z11
+	VADDPS    Z11, Z4, Z4
+	VMOVUPS.Z 64(DX)(DI*4), K1, Z12
+	VSUBPS    Z0, Z12, Z12
+	VMULPS.Z  Z1, Z12, K1, Z12
+	VMULPS    Z12, Z11, Z11
+	VADDPS    Z11, Z8, Z8
+	JMP       lngsumdone
+
+lngsumpart2:
+	SUBQ      $0x00000020, R8
+	JZ        lngsumdone
+	LEAQ      kmask<>+0(SB), R9
+	KMOVW     (R9)(R8*2), K1
+	VMOVUPS.Z 128(BX)(DI*4), K1, Z11
+	VADDPS    Z11, Z5, Z5
+	VMOVUPS.Z 128(DX)(DI*4), K1, Z12
+	VSUBPS    Z0, Z12, Z12
+	VMULPS.Z  Z1, Z12, K1, Z12
+	VMULPS    Z12, Z11, Z11
+	VADDPS    Z11, Z9, Z9
+	JMP       lngsumdone
+
+lngsumpart3:
+	SUBQ      $0x00000030, R8
+	JZ        lngsumdone
+	LEAQ      kmask<>+0(SB), R9
+	KMOVW     (R9)(R8*2), K1
+	VMOVUPS.Z 192(BX)(DI*4), K1, Z11
+	VADDPS    Z11, Z6, Z6
+	VMOVUPS.Z 192(DX)(DI*4), K1, Z12
+	VSUBPS    Z0, Z12, Z12
+	VMULPS.Z  Z1, Z12, K1, Z12
+	VMULPS    Z12, Z11, Z11
+	VADDPS    Z11, Z10, Z10
+
+lngsumdone:
+	VADDPS     Z5, Z3, Z3
+	VADDPS     Z6, Z4, Z4
+	VADDPS     Z4, Z3, Z3
+	VADDPS     Z9, Z7, Z7
+	VADDPS     Z10, Z8, Z8
+	VADDPS     Z8, Z7, Z7
+	VSHUFF64X2 $0xee, Z3, Z3, Z1
+	VADDPS     Z1, Z3, Z3
+	VSHUFF32X4 $0x01, Z3, Z3, Z1
+	VADDPS     Z1, Z3, Z3
+	VPERMILPS  $0x4e, Z3, Z1
+	VADDPS     Z1, Z3, Z3
+	VPERMILPS  $0xb1, Z3, Z1
+	VADDPS     Z1, Z3, Z3
+	VSHUFF64X2 $0xee, Z7, Z7, Z1
+	VADDPS     Z1, Z7, Z7
+	VSHUFF32X4 $0x01, Z7, Z7, Z1
+	VADDPS     Z1, Z7, Z7
+	VPERMILPS  $0x4e, Z7, Z1
+	VADDPS     Z1, Z7, Z7
+	VPERMILPS  $0xb1, Z7, Z1
+	VADDPS     Z1, Z7, Z7
+
+	// a = sum(g)/d and b = sum(g*n)/d
+	CMPL   20(SP), $0x00
+	JE     divide10
+	VMULSS 20(SP), X3, X1
+	JMP    divided11
+
+divide10:
+	VDIVSS 16(SP), X3, X1
+
+divided11:
+	CMPL   20(SP), $0x00
+	JE     divide12
+	VMULSS 20(SP), X7, X3
+	JMP    divided13
+
+divide12:
+	VDIVSS 16(SP), X7, X3
+
+divided13:
+	VBROADCASTSS X1, Z1
+
+	// Which bias-gradient operation this row does (dy into DB's blocks, before dx is written).
+	MOVQ  job_db+0(AX), DI
+	TESTQ DI, DI
+	JZ    lndbnone
+	MOVQ  (SP), R9
+	MOVQ  R9, R10
+	ANDQ  $0x1f, R10
+	MOVQ  job_accB+0(AX), R8
+	XORQ  R11, R11
+	CMPQ  R10, $0x1f
+	JE    lndbislast
+	INCQ  R9
+	CMPQ  R9, job_rows+0(AX)
+	JNE   lndbnotlast
+
+lndbislast:
+	MOVQ $0x00000001, R11
+
+lndbnotlast:
+	TESTL $0x00000004, job_flags+0(AX)
+	JNZ   lndbfused
+
+	// Each block in its slot: P at accB + (row/32)*d*4. dbp = 0: no row closes a block here.
+	XORQ  DI, DI
+	MOVQ  (SP), R9
+	SHRQ  $0x05, R9
+	IMULQ job_d+0(AX), R9
+	LEAQ  (R8)(R9*4), R8
+	TESTQ R10, R10
+	JZ    lndbset
+	JMP   lndbadd
+
+lndbfused:
+	TESTQ R10, R10
+	JNZ   lndbfusednotfirst
+	TESTQ R11, R11
+	JZ    lndbset
+
+	// A block of one row: DB += dy, which is P += dy with DB as P.
+	MOVQ DI, R8
+	XORQ DI, DI
+	JMP  lndbadd
+
+lndbfusednotfirst:
+	// P += dy; the block's last row keeps dbp, and its DB += P follows.
+	TESTQ R11, R11
+	JNZ   lndbadd
+	XORQ  DI, DI
+	JMP   lndbadd
+
+lndbset:
+	XORQ DI, DI
+	MOVQ job_d+0(AX), R9
+	SUBQ $0x00000010, R9
+
+lndbsetloop:
+	CMPQ    DI, R9
+	JG      lndbsetlooppart
+	VMOVUPS (BX)(DI*4), Z4
+	VMOVUPS Z4, (R8)(DI*4)
+	ADDQ    $0x00000010, DI
+	JMP     lndbsetloop
+
+lndbsetlooppart:
+	MOVQ      job_d+0(AX), R9
+	SUBQ      DI, R9
+	JZ        lndbsetloopdone
+	LEAQ      kmask<>+0(SB), R10
+	KMOVW     (R10)(R9*2), K1
+	VMOVUPS.Z (BX)(DI*4), K1, Z4
+	VMOVUPS   Z4, K1, (R8)(DI*4)
+
+lndbsetloopdone:
+	JMP lndbnone
+
+lndbadd:
+	XORQ R9, R9
+	MOVQ job_d+0(AX), R10
+	SUBQ $0x00000010, R10
+
+lndbaddloop:
+	CMPQ    R9, R10
+	JG      lndbaddlooppart
+	VMOVUPS (BX)(R9*4), Z4
+	VMOVUPS (R8)(R9*4), Z5
+	VADDPS  Z4, Z5, Z5
+	VMOVUPS Z5, (R8)(R9*4)
+	ADDQ    $0x00000010, R9
+	JMP     lndbaddloop
+
+lndbaddlooppart:
+	MOVQ      job_d+0(AX), R10
+	SUBQ      R9, R10
+	JZ        lndbaddloopdone
+	LEAQ      kmask<>+0(SB), R11
+	KMOVW     (R11)(R10*2), K1
+	VMOVUPS.Z (BX)(R9*4), K1, Z4
+	VMOVUPS.Z (R8)(R9*4), K1, Z5
+	VADDPS    Z4, Z5, Z5
+	VMOVUPS   Z5, K1, (R8)(R9*4)
+
+lndbaddloopdone:
+	TESTQ DI, DI
+	JZ    lndbnone
+
+	// The block's last row: DB += P.
+	XORQ R9, R9
+	MOVQ job_d+0(AX), R10
+	SUBQ $0x00000010, R10
+
+lndbcloseloop:
+	CMPQ    R9, R10
+	JG      lndbcloselooppart
+	VMOVUPS (R8)(R9*4), Z4
+	VMOVUPS (DI)(R9*4), Z5
+	VADDPS  Z4, Z5, Z5
+	VMOVUPS Z5, (DI)(R9*4)
+	ADDQ    $0x00000010, R9
+	JMP     lndbcloseloop
+
+lndbcloselooppart:
+	MOVQ      job_d+0(AX), R10
+	SUBQ      R9, R10
+	JZ        lndbcloseloopdone
+	LEAQ      kmask<>+0(SB), R11
+	KMOVW     (R11)(R10*2), K1
+	VMOVUPS.Z (R8)(R9*4), K1, Z4
+	VMOVUPS.Z (DI)(R9*4), K1, Z5
+	VADDPS    Z4, Z5, Z5
+	VMOVUPS   Z5, K1, (DI)(R9*4)
+
+lndbcloseloopdone:
+lndbnone:
+	VBROADCASTSS X2, Z2
+	VBROADCASTSS X3, Z3
+	XORQ         DI, DI
+	MOVQ         job_d+0(AX), R8
+	SUBQ         $0x00000040, R8
+	TESTL        $0x00000001, job_flags+0(AX)
+	JNZ          lndxnonent
+
+lndxnoneloop:
+	CMPQ    DI, R8
+	JG      lndxnoneone
+	VMOVUPS (DX)(DI*4), Z4
+	VSUBPS  Z0, Z4, Z4
+	VMULPS  Z2, Z4, Z4
+	VMOVUPS (BX)(DI*4), Z5
+	VSUBPS  Z1, Z5, Z5
+	VMULPS  Z3, Z4, Z4
+	VSUBPS  Z4, Z5, Z5
+	VMULPS  Z2, Z5, Z5
+	VMOVUPS Z5, (CX)(DI*4)
+	VMOVUPS 64(DX)(DI*4), Z4
+	VSUBPS  Z0, Z4, Z4
+	VMULPS  Z2, Z4, Z4
+	VMOVUPS 64(BX)(DI*4), Z5
+	VSUBPS  Z1, Z5, Z5
+	VMULPS  Z3, Z4, Z4
+	VSUBPS  Z4, Z5, Z5
+	VMULPS  Z2, Z5, Z5
+	VMOVUPS Z5, 64(CX)(DI*4)
+	VMOVUPS 128(DX)(DI*4), Z4
+	VSUBPS  Z0, Z4, Z4
+	VMULPS  Z2, Z4, Z4
+	VMOVUPS 128(BX)(DI*4), Z5
+	VSUBPS  Z1, Z5, Z5
+	VMULPS  Z3, Z4, Z4
+	VSUBPS  Z4, Z5, Z5
+	VMULPS  Z2, Z5, Z5
+	VMOVUPS Z5, 128(CX)(DI*4)
+	VMOVUPS 192(DX)(DI*4), Z4
+	VSUBPS  Z0, Z4, Z4
+	VMULPS  Z2, Z4, Z4
+	VMOVUPS 192(BX)(DI*4), Z5
+	VSUBPS  Z1, Z5, Z5
+	VMULPS  Z3, Z4, Z4
+	VSUBPS  Z4, Z5, Z5
+	VMULPS  Z2, Z5, Z5
+	VMOVUPS Z5, 192(CX)(DI*4)
+	ADDQ    $0x00000040, DI
+	JMP     lndxnoneloop
+
+lndxnonent:
+	// Up to the first vector-aligned element of dx with a partial vector, then non-temporal stores.
+	MOVQ CX, R9
+	NEGQ R9
+	ANDQ $0x0000003f, R9
+	SHRQ $0x02, R9
+	JZ   lndxnonentloop
+	CMPQ R9, job_d+0(AX)
+	JLE  lndxnonehead
+	MOVQ job_d+0(AX), R9
+
+lndxnonehead:
+	LEAQ      kmask<>+0(SB), R10
+	KMOVW     (R10)(R9*2), K1
+	VMOVUPS.Z (DX)(DI*4), K1, Z4
+	VSUBPS    Z0, Z4, Z4
+	VMULPS    Z2, Z4, Z4
+	VMOVUPS.Z (BX)(DI*4), K1, Z5
+	VSUBPS    Z1, Z5, Z5
+	VMULPS    Z3, Z4, Z4
+	VSUBPS    Z4, Z5, Z5
+	VMULPS    Z2, Z5, Z5
+	VMOVUPS   Z5, K1, (CX)(DI*4)
+	ADDQ      R9, DI
+
+lndxnonentloop:
+	CMPQ     DI, R8
+	JG       lndxnoneone
+	VMOVUPS  (DX)(DI*4), Z4
+	VSUBPS   Z0, Z4, Z4
+	VMULPS   Z2, Z4, Z4
+	VMOVUPS  (BX)(DI*4), Z5
+	VSUBPS   Z1, Z5, Z5
+	VMULPS   Z3, Z4, Z4
+	VSUBPS   Z4, Z5, Z5
+	VMULPS   Z2, Z5, Z5
+	VMOVNTPS Z5, (CX)(DI*4)
+	VMOVUPS  64(DX)(DI*4), Z4
+	VSUBPS   Z0, Z4, Z4
+	VMULPS   Z2, Z4, Z4
+	VMOVUPS  64(BX)(DI*4), Z5
+	VSUBPS   Z1, Z5, Z5
+	VMULPS   Z3, Z4, Z4
+	VSUBPS   Z4, Z5, Z5
+	VMULPS   Z2, Z5, Z5
+	VMOVNTPS Z5, 64(CX)(DI*4)
+	VMOVUPS  128(DX)(DI*4), Z4
+	VSUBPS   Z0, Z4, Z4
+	VMULPS   Z2, Z4, Z4
+	VMOVUPS  128(BX)(DI*4), Z5
+	VSUBPS   Z1, Z5, Z5
+	VMULPS   Z3, Z4, Z4
+	VSUBPS   Z4, Z5, Z5
+	VMULPS   Z2, Z5, Z5
+	VMOVNTPS Z5, 128(CX)(DI*4)
+	VMOVUPS  192(DX)(DI*4), Z4
+	VSUBPS   Z0, Z4, Z4
+	VMULPS   Z2, Z4, Z4
+	VMOVUPS  192(BX)(DI*4), Z5
+	VSUBPS   Z1, Z5, Z5
+	VMULPS   Z3, Z4, Z4
+	VSUBPS   Z4, Z5, Z5
+	VMULPS   Z2, Z5, Z5
+	VMOVNTPS Z5, 192(CX)(DI*4)
+	ADDQ     $0x00000040, DI
+	JMP      lndxnonentloop
+
+lndxnoneone:
+	ADDQ $0x00000030, R8
+
+lndxnoneoneloop:
+	CMPQ    DI, R8
+	JG      lndxnonepart
+	VMOVUPS (DX)(DI*4), Z4
+	VSUBPS  Z0, Z4, Z4
+	VMULPS  Z2, Z4, Z4
+	VMOVUPS (BX)(DI*4), Z5
+	VSUBPS  Z1, Z5, Z5
+	VMULPS  Z3, Z4, Z4
+	VSUBPS  Z4, Z5, Z5
+	VMULPS  Z2, Z5, Z5
+	VMOVUPS Z5, (CX)(DI*4)
+	ADDQ    $0x00000010, DI
+	JMP     lndxnoneoneloop
+
+lndxnonepart:
+	MOVQ      job_d+0(AX), R8
+	SUBQ      DI, R8
+	JZ        lnrowdonenone
+	LEAQ      kmask<>+0(SB), R9
+	KMOVW     (R9)(R8*2), K1
+	VMOVUPS.Z (DX)(DI*4), K1, Z4
+	VSUBPS    Z0, Z4, Z4
+	VMULPS    Z2, Z4, Z4
+	VMOVUPS.Z (BX)(DI*4), K1, Z0
+	VSUBPS    Z1, Z0, Z0
+	VMULPS    Z3, Z4, Z1
+	VSUBPS    Z1, Z0, Z0
+	VMULPS    Z2, Z0, Z0
+	VMOVUPS   Z0, K1, (CX)(DI*4)
+
+lnrowdonenone:
+	// Next row.
+	ADDQ SI, DX
+	ADDQ 8(SP), CX
+	ADDQ SI, BX
+	INCQ (SP)
+	JMP  row
+
+ret:
+	TESTL $0x00000001, job_flags+0(AX)
+	JZ    vzero
+	SFENCE
+
+vzero:
+	VZEROUPPER
+	MOVQ (SP), AX
+	MOVQ AX, ret+24(FP)
+	RET
+
 // func avx2Forward(j uintptr, from int, to int) int
 // Requires: AVX, AVX2, MMX+
 TEXT ·avx2Forward(SB), NOSPLIT, $720-32
@@ -28066,6 +32263,5420 @@ vzero:
 	MOVQ AX, ret+24(FP)
 	RET
 
+// func avx2BackwardLayer(j uintptr, from int, to int) int
+// Requires: AVX, AVX2, MMX+
+TEXT ·avx2BackwardLayer(SB), NOSPLIT, $544-32
+	// avx2BackwardLayer computes the gradient of rows [from, to) of a Layer job: with flagCenter, with g = dy*w (dy*(1+w) with flagOffset),
+	// n = (x-m)*inv and a, b the contract's sums of g and of g*n over d, dx = inv*((g - a) - n*b), as
+	// runGenericBackwardCentered; without it, as the RMSNorm function. When the job has them, the
+	// products dy*n (dy*(x*inv)) go into the row block's partial sum of the weight gradient, and dy
+	// into that of the bias gradient (see gradBlock), before dx is written (dx may be dy).
+	// It stops before the first row that needs the float64 path and returns that row's index, or to.
+	MOVQ j+0(FP), AX
+	MOVQ job_dst+0(AX), CX
+	MOVQ job_x+0(AX), DX
+	MOVQ job_dy+0(AX), BX
+	MOVQ job_w+0(AX), SI
+	MOVQ job_stride+0(AX), DI
+	SHLQ $0x02, DI
+	MOVQ job_dstStride+0(AX), R8
+	SHLQ $0x02, R8
+	MOVQ R8, 8(SP)
+
+	// fd = float32(d); rd = 1/d when d is a power of two (a/d is then a*rd exactly), else 0.
+	MOVQ       job_d+0(AX), R8
+	VMOVSS     one<>+0(SB), X0
+	VCVTSI2SSQ R8, X0, X0
+	VMOVSS     X0, 16(SP)
+	XORL       R10, R10
+	LEAQ       -1(R8), R9
+	TESTQ      R8, R9
+	JNZ        notpow2
+	BSFQ       R8, R9
+	MOVL       $0x0000007f, R10
+	SUBL       R9, R10
+	SHLL       $0x17, R10
+
+notpow2:
+	MOVL R10, 20(SP)
+
+	// Start at row from.
+	MOVQ  from+8(FP), R8
+	MOVQ  R8, (SP)
+	MOVQ  R8, R9
+	IMULQ 8(SP), R9
+	ADDQ  R9, CX
+	IMULQ DI, R8
+	ADDQ  R8, DX
+	ADDQ  R8, BX
+
+row:
+	MOVQ  (SP), R8
+	CMPQ  R8, to+16(FP)
+	JAE   ret
+	TESTL $0x00000020, job_flags+0(AX)
+	JNZ   centered
+
+	// Partial sums (ss true, c false): element i goes to partial i%64.
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	XORQ   R8, R8
+	MOVQ   job_d+0(AX), R9
+	SUBQ   $0x00000040, R9
+
+sumssloop:
+	CMPQ    R8, R9
+	JG      sumsstail
+	VMOVUPS (DX)(R8*4), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y0, Y0
+	VMOVUPS 32(DX)(R8*4), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y1, Y1
+	VMOVUPS 64(DX)(R8*4), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y2, Y2
+	VMOVUPS 96(DX)(R8*4), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y3, Y3
+	VMOVUPS 128(DX)(R8*4), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y4, Y4
+	VMOVUPS 160(DX)(R8*4), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y5, Y5
+	VMOVUPS 192(DX)(R8*4), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y6, Y6
+	VMOVUPS 224(DX)(R8*4), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y7, Y7
+	ADDQ    $0x00000040, R8
+	JMP     sumssloop
+
+sumsstail:
+	// Fewer than 64 elements remain: whole vectors, then one partial vector (its other lanes add +0).
+	MOVQ    job_d+0(AX), R9
+	SUBQ    R8, R9
+	CMPQ    R9, $0x00000008
+	JL      sumsspart0
+	VMOVUPS (DX)(R8*4), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y0, Y0
+	CMPQ    R9, $0x00000010
+	JL      sumsspart1
+	VMOVUPS 32(DX)(R8*4), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y1, Y1
+	CMPQ    R9, $0x00000018
+	JL      sumsspart2
+	VMOVUPS 64(DX)(R8*4), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y2, Y2
+	CMPQ    R9, $0x00000020
+	JL      sumsspart3
+	VMOVUPS 96(DX)(R8*4), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y3, Y3
+	CMPQ    R9, $0x00000028
+	JL      sumsspart4
+	VMOVUPS 128(DX)(R8*4), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y4, Y4
+	CMPQ    R9, $0x00000030
+	JL      sumsspart5
+	VMOVUPS 160(DX)(R8*4), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y5, Y5
+	CMPQ    R9, $0x00000038
+	JL      sumsspart6
+	VMOVUPS 192(DX)(R8*4), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y6, Y6
+	CMPQ    R9, $0x00000040
+	JL      sumsspart7
+	VMOVUPS 224(DX)(R8*4), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y7, Y7
+	JMP     sumssdone
+
+sumsspart0:
+	MOVQ $0x00000000, R10
+	JMP  sumssscalar
+
+sumsspart1:
+	MOVQ $0x00000008, R10
+	JMP  sumssscalar
+
+sumsspart2:
+	MOVQ $0x00000010, R10
+	JMP  sumssscalar
+
+sumsspart3:
+	MOVQ $0x00000018, R10
+	JMP  sumssscalar
+
+sumsspart4:
+	MOVQ $0x00000020, R10
+	JMP  sumssscalar
+
+sumsspart5:
+	MOVQ $0x00000028, R10
+	JMP  sumssscalar
+
+sumsspart6:
+	MOVQ $0x00000030, R10
+	JMP  sumssscalar
+
+sumsspart7:
+	MOVQ $0x00000038, R10
+
+sumssscalar:
+	CMPQ    R10, R9
+	JGE     sumssdone
+	VMOVUPS Y0, 24(SP)
+	VMOVUPS Y1, 56(SP)
+	VMOVUPS Y2, 88(SP)
+	VMOVUPS Y3, 120(SP)
+	VMOVUPS Y4, 152(SP)
+	VMOVUPS Y5, 184(SP)
+	VMOVUPS Y6, 216(SP)
+	VMOVUPS Y7, 248(SP)
+
+sumssscalarloop:
+	LEAQ    (R8)(R10*1), R11
+	VMOVSS  (DX)(R11*4), X0
+	VMULSS  X0, X0, X0
+	VADDSS  24(SP)(R10*4), X0, X0
+	VMOVSS  X0, 24(SP)(R10*4)
+	INCQ    R10
+	CMPQ    R10, R9
+	JL      sumssscalarloop
+	VMOVUPS 24(SP), Y0
+	VMOVUPS 56(SP), Y1
+	VMOVUPS 88(SP), Y2
+	VMOVUPS 120(SP), Y3
+	VMOVUPS 152(SP), Y4
+	VMOVUPS 184(SP), Y5
+	VMOVUPS 216(SP), Y6
+	VMOVUPS 248(SP), Y7
+
+sumssdone:
+	VADDPS       Y4, Y0, Y0
+	VADDPS       Y5, Y1, Y1
+	VADDPS       Y6, Y2, Y2
+	VADDPS       Y7, Y3, Y3
+	VADDPS       Y2, Y0, Y0
+	VADDPS       Y3, Y1, Y1
+	VADDPS       Y1, Y0, Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X1
+	VMOVHLPS     X1, X1, X0
+	VADDPS       X0, X1, X1
+	VMOVSHDUP    X1, X0
+	VADDSS       X0, X1, X1
+
+	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
+	CMPL   20(SP), $0x00
+	JE     divide1
+	VMULSS 20(SP), X1, X0
+	JMP    divided2
+
+divide1:
+	VDIVSS 16(SP), X1, X0
+
+divided2:
+	VADDSS   job_eps+0(AX), X0, X0
+	VUCOMISS tlo<>+0(SB), X0
+	JCS      ret
+	VUCOMISS tmax<>+0(SB), X0
+	JHI      ret
+	MOVQ     job_inv+0(AX), R8
+	TESTQ    R8, R8
+	JZ       computeinv
+	MOVQ     (SP), R9
+	VMOVSS   (R8)(R9*4), X1
+	JMP      haveinv
+
+computeinv:
+	VSQRTSS X0, X0, X0
+	VMOVSS  one<>+0(SB), X1
+	VDIVSS  X0, X1, X1
+
+haveinv:
+	// Partial sums (ss false, c true): element i goes to partial i%64.
+	VXORPS       Y0, Y0, Y0
+	VXORPS       Y2, Y2, Y2
+	VXORPS       Y3, Y3, Y3
+	VXORPS       Y4, Y4, Y4
+	VXORPS       Y5, Y5, Y5
+	VXORPS       Y6, Y6, Y6
+	VXORPS       Y7, Y7, Y7
+	VXORPS       Y8, Y8, Y8
+	VBROADCASTSS one<>+0(SB), Y9
+	TESTL        $0x00000010, job_flags+0(AX)
+	JNZ          weightadd3
+	VBROADCASTSS negzero<>+0(SB), Y9
+
+weightadd3:
+	XORQ R8, R8
+	MOVQ job_d+0(AX), R9
+	SUBQ $0x00000040, R9
+
+	// A plain weight's main loop multiplies by w itself.
+	TESTL $0x00000010, job_flags+0(AX)
+	JNZ   sumcloop
+
+sumcloopw:
+	CMPQ    R8, R9
+	JG      sumctail
+	VMOVUPS (DX)(R8*4), Y10
+	VMOVUPS (BX)(R8*4), Y11
+	VMOVUPS (SI)(R8*4), Y12
+	VMULPS  Y12, Y11, Y11
+	VMULPS  Y10, Y11, Y11
+	VADDPS  Y11, Y0, Y0
+	VMOVUPS 32(DX)(R8*4), Y10
+	VMOVUPS 32(BX)(R8*4), Y11
+	VMOVUPS 32(SI)(R8*4), Y12
+	VMULPS  Y12, Y11, Y11
+	VMULPS  Y10, Y11, Y11
+	VADDPS  Y11, Y2, Y2
+	VMOVUPS 64(DX)(R8*4), Y10
+	VMOVUPS 64(BX)(R8*4), Y11
+	VMOVUPS 64(SI)(R8*4), Y12
+	VMULPS  Y12, Y11, Y11
+	VMULPS  Y10, Y11, Y11
+	VADDPS  Y11, Y3, Y3
+	VMOVUPS 96(DX)(R8*4), Y10
+	VMOVUPS 96(BX)(R8*4), Y11
+	VMOVUPS 96(SI)(R8*4), Y12
+	VMULPS  Y12, Y11, Y11
+	VMULPS  Y10, Y11, Y11
+	VADDPS  Y11, Y4, Y4
+	VMOVUPS 128(DX)(R8*4), Y10
+	VMOVUPS 128(BX)(R8*4), Y11
+	VMOVUPS 128(SI)(R8*4), Y12
+	VMULPS  Y12, Y11, Y11
+	VMULPS  Y10, Y11, Y11
+	VADDPS  Y11, Y5, Y5
+	VMOVUPS 160(DX)(R8*4), Y10
+	VMOVUPS 160(BX)(R8*4), Y11
+	VMOVUPS 160(SI)(R8*4), Y12
+	VMULPS  Y12, Y11, Y11
+	VMULPS  Y10, Y11, Y11
+	VADDPS  Y11, Y6, Y6
+	VMOVUPS 192(DX)(R8*4), Y10
+	VMOVUPS 192(BX)(R8*4), Y11
+	VMOVUPS 192(SI)(R8*4), Y12
+	VMULPS  Y12, Y11, Y11
+	VMULPS  Y10, Y11, Y11
+	VADDPS  Y11, Y7, Y7
+	VMOVUPS 224(DX)(R8*4), Y10
+	VMOVUPS 224(BX)(R8*4), Y11
+	VMOVUPS 224(SI)(R8*4), Y12
+	VMULPS  Y12, Y11, Y11
+	VMULPS  Y10, Y11, Y11
+	VADDPS  Y11, Y8, Y8
+	ADDQ    $0x00000040, R8
+	JMP     sumcloopw
+
+sumcloop:
+	CMPQ    R8, R9
+	JG      sumctail
+	VMOVUPS (DX)(R8*4), Y10
+	VMOVUPS (BX)(R8*4), Y11
+	VMOVUPS (SI)(R8*4), Y12
+	VADDPS  Y9, Y12, Y12
+	VMULPS  Y12, Y11, Y11
+	VMULPS  Y10, Y11, Y11
+	VADDPS  Y11, Y0, Y0
+	VMOVUPS 32(DX)(R8*4), Y10
+	VMOVUPS 32(BX)(R8*4), Y11
+	VMOVUPS 32(SI)(R8*4), Y12
+	VADDPS  Y9, Y12, Y12
+	VMULPS  Y12, Y11, Y11
+	VMULPS  Y10, Y11, Y11
+	VADDPS  Y11, Y2, Y2
+	VMOVUPS 64(DX)(R8*4), Y10
+	VMOVUPS 64(BX)(R8*4), Y11
+	VMOVUPS 64(SI)(R8*4), Y12
+	VADDPS  Y9, Y12, Y12
+	VMULPS  Y12, Y11, Y11
+	VMULPS  Y10, Y11, Y11
+	VADDPS  Y11, Y3, Y3
+	VMOVUPS 96(DX)(R8*4), Y10
+	VMOVUPS 96(BX)(R8*4), Y11
+	VMOVUPS 96(SI)(R8*4), Y12
+	VADDPS  Y9, Y12, Y12
+	VMULPS  Y12, Y11, Y11
+	VMULPS  Y10, Y11, Y11
+	VADDPS  Y11, Y4, Y4
+	VMOVUPS 128(DX)(R8*4), Y10
+	VMOVUPS 128(BX)(R8*4), Y11
+	VMOVUPS 128(SI)(R8*4), Y12
+	VADDPS  Y9, Y12, Y12
+	VMULPS  Y12, Y11, Y11
+	VMULPS  Y10, Y11, Y11
+	VADDPS  Y11, Y5, Y5
+	VMOVUPS 160(DX)(R8*4), Y10
+	VMOVUPS 160(BX)(R8*4), Y11
+	VMOVUPS 160(SI)(R8*4), Y12
+	VADDPS  Y9, Y12, Y12
+	VMULPS  Y12, Y11, Y11
+	VMULPS  Y10, Y11, Y11
+	VADDPS  Y11, Y6, Y6
+	VMOVUPS 192(DX)(R8*4), Y10
+	VMOVUPS 192(BX)(R8*4), Y11
+	VMOVUPS 192(SI)(R8*4), Y12
+	VADDPS  Y9, Y12, Y12
+	VMULPS  Y12, Y11, Y11
+	VMULPS  Y10, Y11, Y11
+	VADDPS  Y11, Y7, Y7
+	VMOVUPS 224(DX)(R8*4), Y10
+	VMOVUPS 224(BX)(R8*4), Y11
+	VMOVUPS 224(SI)(R8*4), Y12
+	VADDPS  Y9, Y12, Y12
+	VMULPS  Y12, Y11, Y11
+	VMULPS  Y10, Y11, Y11
+	VADDPS  Y11, Y8, Y8
+	ADDQ    $0x00000040, R8
+	JMP     sumcloop
+
+sumctail:
+	// Fewer than 64 elements remain: whole vectors, then one partial vector (its other lanes add +0).
+	MOVQ    job_d+0(AX), R9
+	SUBQ    R8, R9
+	CMPQ    R9, $0x00000008
+	JL      sumcpart0
+	VMOVUPS (DX)(R8*4), Y10
+	VMOVUPS (BX)(R8*4), Y11
+	VMOVUPS (SI)(R8*4), Y12
+	VADDPS  Y9, Y12, Y12
+	VMULPS  Y12, Y11, Y11
+	VMULPS  Y10, Y11, Y11
+	VADDPS  Y11, Y0, Y0
+	CMPQ    R9, $0x00000010
+	JL      sumcpart1
+	VMOVUPS 32(DX)(R8*4), Y10
+	VMOVUPS 32(BX)(R8*4), Y11
+	VMOVUPS 32(SI)(R8*4), Y12
+	VADDPS  Y9, Y12, Y12
+	VMULPS  Y12, Y11, Y11
+	VMULPS  Y10, Y11, Y11
+	VADDPS  Y11, Y2, Y2
+	CMPQ    R9, $0x00000018
+	JL      sumcpart2
+	VMOVUPS 64(DX)(R8*4), Y10
+	VMOVUPS 64(BX)(R8*4), Y11
+	VMOVUPS 64(SI)(R8*4), Y12
+	VADDPS  Y9, Y12, Y12
+	VMULPS  Y12, Y11, Y11
+	VMULPS  Y10, Y11, Y11
+	VADDPS  Y11, Y3, Y3
+	CMPQ    R9, $0x00000020
+	JL      sumcpart3
+	VMOVUPS 96(DX)(R8*4), Y10
+	VMOVUPS 96(BX)(R8*4), Y11
+	VMOVUPS 96(SI)(R8*4), Y12
+	VADDPS  Y9, Y12, Y12
+	VMULPS  Y12, Y11, Y11
+	VMULPS  Y10, Y11, Y11
+	VADDPS  Y11, Y4, Y4
+	CMPQ    R9, $0x00000028
+	JL      sumcpart4
+	VMOVUPS 128(DX)(R8*4), Y10
+	VMOVUPS 128(BX)(R8*4), Y11
+	VMOVUPS 128(SI)(R8*4), Y12
+	VADDPS  Y9, Y12, Y12
+	VMULPS  Y12, Y11, Y11
+	VMULPS  Y10, Y11, Y11
+	VADDPS  Y11, Y5, Y5
+	CMPQ    R9, $0x00000030
+	JL      sumcpart5
+	VMOVUPS 160(DX)(R8*4), Y10
+	VMOVUPS 160(BX)(R8*4), Y11
+	VMOVUPS 160(SI)(R8*4), Y12
+	VADDPS  Y9, Y12, Y12
+	VMULPS  Y12, Y11, Y11
+	VMULPS  Y10, Y11, Y11
+	VADDPS  Y11, Y6, Y6
+	CMPQ    R9, $0x00000038
+	JL      sumcpart6
+	VMOVUPS 192(DX)(R8*4), Y10
+	VMOVUPS 192(BX)(R8*4), Y11
+	VMOVUPS 192(SI)(R8*4), Y12
+	VADDPS  Y9, Y12, Y12
+	VMULPS  Y12, Y11, Y11
+	VMULPS  Y10, Y11, Y11
+	VADDPS  Y11, Y7, Y7
+	CMPQ    R9, $0x00000040
+	JL      sumcpart7
+	VMOVUPS 224(DX)(R8*4), Y10
+	VMOVUPS 224(BX)(R8*4), Y11
+	VMOVUPS 224(SI)(R8*4), Y12
+	VADDPS  Y9, Y12, Y12
+	VMULPS  Y12, Y11, Y11
+	VMULPS  Y10, Y11, Y11
+	VADDPS  Y11, Y8, Y8
+	JMP     sumcdone
+
+sumcpart0:
+	MOVQ $0x00000000, R10
+	JMP  sumcscalar
+
+sumcpart1:
+	MOVQ $0x00000008, R10
+	JMP  sumcscalar
+
+sumcpart2:
+	MOVQ $0x00000010, R10
+	JMP  sumcscalar
+
+sumcpart3:
+	MOVQ $0x00000018, R10
+	JMP  sumcscalar
+
+sumcpart4:
+	MOVQ $0x00000020, R10
+	JMP  sumcscalar
+
+sumcpart5:
+	MOVQ $0x00000028, R10
+	JMP  sumcscalar
+
+sumcpart6:
+	MOVQ $0x00000030, R10
+	JMP  sumcscalar
+
+sumcpart7:
+	MOVQ $0x00000038, R10
+
+sumcscalar:
+	CMPQ    R10, R9
+	JGE     sumcdone
+	VMOVUPS Y0, 280(SP)
+	VMOVUPS Y2, 312(SP)
+	VMOVUPS Y3, 344(SP)
+	VMOVUPS Y4, 376(SP)
+	VMOVUPS Y5, 408(SP)
+	VMOVUPS Y6, 440(SP)
+	VMOVUPS Y7, 472(SP)
+	VMOVUPS Y8, 504(SP)
+
+sumcscalarloop:
+	LEAQ    (R8)(R10*1), R11
+	VMOVSS  (DX)(R11*4), X0
+	VMOVSS  (BX)(R11*4), X2
+	VMOVSS  (SI)(R11*4), X3
+	VADDSS  X9, X3, X3
+	VMULSS  X3, X2, X2
+	VMULSS  X0, X2, X2
+	VADDSS  280(SP)(R10*4), X2, X2
+	VMOVSS  X2, 280(SP)(R10*4)
+	INCQ    R10
+	CMPQ    R10, R9
+	JL      sumcscalarloop
+	VMOVUPS 280(SP), Y0
+	VMOVUPS 312(SP), Y2
+	VMOVUPS 344(SP), Y3
+	VMOVUPS 376(SP), Y4
+	VMOVUPS 408(SP), Y5
+	VMOVUPS 440(SP), Y6
+	VMOVUPS 472(SP), Y7
+	VMOVUPS 504(SP), Y8
+
+sumcdone:
+	VADDPS       Y5, Y0, Y0
+	VADDPS       Y6, Y2, Y2
+	VADDPS       Y7, Y3, Y3
+	VADDPS       Y8, Y4, Y4
+	VADDPS       Y3, Y0, Y0
+	VADDPS       Y4, Y2, Y2
+	VADDPS       Y2, Y0, Y0
+	VEXTRACTF128 $0x01, Y0, X2
+	VADDPS       X2, X0, X2
+	VMOVHLPS     X2, X2, X0
+	VADDPS       X0, X2, X2
+	VMOVSHDUP    X2, X0
+	VADDSS       X0, X2, X2
+
+	// s = ((inv*inv)*c)/d
+	VMULSS X1, X1, X0
+	VMULSS X2, X0, X0
+	CMPL   20(SP), $0x00
+	JE     divide4
+	VMULSS 20(SP), X0, X0
+	JMP    divided5
+
+divide4:
+	VDIVSS 16(SP), X0, X0
+
+divided5:
+	// Which bias-gradient operation this row does (dy into DB's blocks, before dx is written).
+	MOVQ  job_db+0(AX), R8
+	TESTQ R8, R8
+	JZ    dbnone
+	MOVQ  (SP), R10
+	MOVQ  R10, R11
+	ANDQ  $0x1f, R11
+	MOVQ  job_accB+0(AX), R9
+	XORQ  R12, R12
+	CMPQ  R11, $0x1f
+	JE    dbislast
+	INCQ  R10
+	CMPQ  R10, job_rows+0(AX)
+	JNE   dbnotlast
+
+dbislast:
+	MOVQ $0x00000001, R12
+
+dbnotlast:
+	TESTL $0x00000004, job_flags+0(AX)
+	JNZ   dbfused
+
+	// Each block in its slot: P at accB + (row/32)*d*4. dbp = 0: no row closes a block here.
+	XORQ  R8, R8
+	MOVQ  (SP), R10
+	SHRQ  $0x05, R10
+	IMULQ job_d+0(AX), R10
+	LEAQ  (R9)(R10*4), R9
+	TESTQ R11, R11
+	JZ    dbset
+	JMP   dbadd
+
+dbfused:
+	TESTQ R11, R11
+	JNZ   dbfusednotfirst
+	TESTQ R12, R12
+	JZ    dbset
+
+	// A block of one row: DB += dy, which is P += dy with DB as P.
+	MOVQ R8, R9
+	XORQ R8, R8
+	JMP  dbadd
+
+dbfusednotfirst:
+	// P += dy; the block's last row keeps dbp, and its DB += P follows.
+	TESTQ R12, R12
+	JNZ   dbadd
+	XORQ  R8, R8
+	JMP   dbadd
+
+dbset:
+	XORQ R8, R8
+	MOVQ job_d+0(AX), R10
+	SUBQ $0x00000008, R10
+
+dbsetloop:
+	CMPQ    R8, R10
+	JG      dbsetlooppart
+	VMOVUPS (BX)(R8*4), Y2
+	VMOVUPS Y2, (R9)(R8*4)
+	ADDQ    $0x00000008, R8
+	JMP     dbsetloop
+
+dbsetlooppart:
+	MOVQ job_d+0(AX), R10
+	SUBQ R8, R10
+	JZ   dbsetloopdone
+
+dbsetloopone:
+	VMOVSS (BX)(R8*4), X2
+	VMOVSS X2, (R9)(R8*4)
+	INCQ   R8
+	CMPQ   R8, job_d+0(AX)
+	JL     dbsetloopone
+
+dbsetloopdone:
+	JMP dbnone
+
+dbadd:
+	XORQ R10, R10
+	MOVQ job_d+0(AX), R11
+	SUBQ $0x00000008, R11
+
+dbaddloop:
+	CMPQ    R10, R11
+	JG      dbaddlooppart
+	VMOVUPS (BX)(R10*4), Y2
+	VMOVUPS (R9)(R10*4), Y3
+	VADDPS  Y2, Y3, Y3
+	VMOVUPS Y3, (R9)(R10*4)
+	ADDQ    $0x00000008, R10
+	JMP     dbaddloop
+
+dbaddlooppart:
+	MOVQ job_d+0(AX), R11
+	SUBQ R10, R11
+	JZ   dbaddloopdone
+
+dbaddloopone:
+	VMOVSS (BX)(R10*4), X2
+	VMOVSS (R9)(R10*4), X3
+	VADDPS X2, X3, X3
+	VMOVSS X3, (R9)(R10*4)
+	INCQ   R10
+	CMPQ   R10, job_d+0(AX)
+	JL     dbaddloopone
+
+dbaddloopdone:
+	TESTQ R8, R8
+	JZ    dbnone
+
+	// The block's last row: DB += P.
+	XORQ R10, R10
+	MOVQ job_d+0(AX), R11
+	SUBQ $0x00000008, R11
+
+dbcloseloop:
+	CMPQ    R10, R11
+	JG      dbcloselooppart
+	VMOVUPS (R9)(R10*4), Y2
+	VMOVUPS (R8)(R10*4), Y3
+	VADDPS  Y2, Y3, Y3
+	VMOVUPS Y3, (R8)(R10*4)
+	ADDQ    $0x00000008, R10
+	JMP     dbcloseloop
+
+dbcloselooppart:
+	MOVQ job_d+0(AX), R11
+	SUBQ R10, R11
+	JZ   dbcloseloopdone
+
+dbcloseloopone:
+	VMOVSS (R9)(R10*4), X2
+	VMOVSS (R8)(R10*4), X3
+	VADDPS X2, X3, X3
+	VMOVSS X3, (R8)(R10*4)
+	INCQ   R10
+	CMPQ   R10, job_d+0(AX)
+	JL     dbcloseloopone
+
+dbcloseloopdone:
+dbnone:
+	VBROADCASTSS X1, Y1
+	VBROADCASTSS X0, Y0
+	VBROADCASTSS one<>+0(SB), Y2
+	TESTL        $0x00000010, job_flags+0(AX)
+	JNZ          weightadd6
+	VBROADCASTSS negzero<>+0(SB), Y2
+
+weightadd6:
+	// Which weight-gradient operation this row does.
+	MOVQ  job_dw+0(AX), R8
+	TESTQ R8, R8
+	JZ    dxnone
+	MOVQ  (SP), R10
+	MOVQ  R10, R11
+	ANDQ  $0x1f, R11
+	MOVQ  job_acc+0(AX), R9
+	XORQ  R12, R12
+	CMPQ  R11, $0x1f
+	JE    islast
+	INCQ  R10
+	CMPQ  R10, job_rows+0(AX)
+	JNE   notlast
+
+islast:
+	MOVQ $0x00000001, R12
+
+notlast:
+	TESTL $0x00000004, job_flags+0(AX)
+	JNZ   fused
+
+	// Each block in its slot: P at acc + (row/32)*d*4. dwp = 0: no row closes a block here.
+	XORQ  R8, R8
+	MOVQ  (SP), R10
+	SHRQ  $0x05, R10
+	IMULQ job_d+0(AX), R10
+	LEAQ  (R9)(R10*4), R9
+	TESTQ R11, R11
+	JZ    dxset
+	JMP   dxadd
+
+fused:
+	TESTQ R11, R11
+	JNZ   fusednotfirst
+	TESTQ R12, R12
+	JZ    dxset
+
+	// A block of one row: DW += q, which is P += q with DW as P.
+	MOVQ R8, R9
+	XORQ R8, R8
+	JMP  dxadd
+
+fusednotfirst:
+	// P += q; the block's last row keeps dwp, and its DW += P follows.
+	TESTQ R12, R12
+	JNZ   dxadd
+	XORQ  R8, R8
+	JMP   dxadd
+
+dxnone:
+	XORQ  R8, R8
+	MOVQ  job_d+0(AX), R9
+	SUBQ  $0x00000020, R9
+	TESTL $0x00000001, job_flags+0(AX)
+	JNZ   dxnonent
+
+	// A plain weight's main loop multiplies by w itself.
+	TESTL $0x00000010, job_flags+0(AX)
+	JNZ   dxnoneloop
+
+dxnoneloopw:
+	CMPQ    R8, R9
+	JG      dxnoneone
+	VMOVUPS (DX)(R8*4), Y3
+	VMOVUPS (BX)(R8*4), Y4
+	VMOVUPS (SI)(R8*4), Y5
+	VMULPS  Y5, Y4, Y4
+	VMULPS  Y0, Y3, Y3
+	VSUBPS  Y3, Y4, Y4
+	VMULPS  Y1, Y4, Y4
+	VMOVUPS Y4, (CX)(R8*4)
+	VMOVUPS 32(DX)(R8*4), Y3
+	VMOVUPS 32(BX)(R8*4), Y4
+	VMOVUPS 32(SI)(R8*4), Y5
+	VMULPS  Y5, Y4, Y4
+	VMULPS  Y0, Y3, Y3
+	VSUBPS  Y3, Y4, Y4
+	VMULPS  Y1, Y4, Y4
+	VMOVUPS Y4, 32(CX)(R8*4)
+	VMOVUPS 64(DX)(R8*4), Y3
+	VMOVUPS 64(BX)(R8*4), Y4
+	VMOVUPS 64(SI)(R8*4), Y5
+	VMULPS  Y5, Y4, Y4
+	VMULPS  Y0, Y3, Y3
+	VSUBPS  Y3, Y4, Y4
+	VMULPS  Y1, Y4, Y4
+	VMOVUPS Y4, 64(CX)(R8*4)
+	VMOVUPS 96(DX)(R8*4), Y3
+	VMOVUPS 96(BX)(R8*4), Y4
+	VMOVUPS 96(SI)(R8*4), Y5
+	VMULPS  Y5, Y4, Y4
+	VMULPS  Y0, Y3, Y3
+	VSUBPS  Y3, Y4, Y4
+	VMULPS  Y1, Y4, Y4
+	VMOVUPS Y4, 96(CX)(R8*4)
+	ADDQ    $0x00000020, R8
+	JMP     dxnoneloopw
+
+dxnoneloop:
+	CMPQ    R8, R9
+	JG      dxnoneone
+	VMOVUPS (DX)(R8*4), Y3
+	VMOVUPS (BX)(R8*4), Y4
+	VMOVUPS (SI)(R8*4), Y5
+	VADDPS  Y2, Y5, Y5
+	VMULPS  Y5, Y4, Y4
+	VMULPS  Y0, Y3, Y3
+	VSUBPS  Y3, Y4, Y4
+	VMULPS  Y1, Y4, Y4
+	VMOVUPS Y4, (CX)(R8*4)
+	VMOVUPS 32(DX)(R8*4), Y3
+	VMOVUPS 32(BX)(R8*4), Y4
+	VMOVUPS 32(SI)(R8*4), Y5
+	VADDPS  Y2, Y5, Y5
+	VMULPS  Y5, Y4, Y4
+	VMULPS  Y0, Y3, Y3
+	VSUBPS  Y3, Y4, Y4
+	VMULPS  Y1, Y4, Y4
+	VMOVUPS Y4, 32(CX)(R8*4)
+	VMOVUPS 64(DX)(R8*4), Y3
+	VMOVUPS 64(BX)(R8*4), Y4
+	VMOVUPS 64(SI)(R8*4), Y5
+	VADDPS  Y2, Y5, Y5
+	VMULPS  Y5, Y4, Y4
+	VMULPS  Y0, Y3, Y3
+	VSUBPS  Y3, Y4, Y4
+	VMULPS  Y1, Y4, Y4
+	VMOVUPS Y4, 64(CX)(R8*4)
+	VMOVUPS 96(DX)(R8*4), Y3
+	VMOVUPS 96(BX)(R8*4), Y4
+	VMOVUPS 96(SI)(R8*4), Y5
+	VADDPS  Y2, Y5, Y5
+	VMULPS  Y5, Y4, Y4
+	VMULPS  Y0, Y3, Y3
+	VSUBPS  Y3, Y4, Y4
+	VMULPS  Y1, Y4, Y4
+	VMOVUPS Y4, 96(CX)(R8*4)
+	ADDQ    $0x00000020, R8
+	JMP     dxnoneloop
+
+dxnonent:
+	// Up to the first vector-aligned element of dx with a partial vector, then non-temporal stores.
+	MOVQ CX, R10
+	NEGQ R10
+	ANDQ $0x0000001f, R10
+	SHRQ $0x02, R10
+	JZ   dxnonentloop
+	CMPQ R10, job_d+0(AX)
+	JLE  dxnonehead
+	MOVQ job_d+0(AX), R10
+
+dxnonehead:
+dxnoneheadloop:
+	VMOVSS (DX)(R8*4), X3
+	VMOVSS (BX)(R8*4), X4
+	VMOVSS (SI)(R8*4), X5
+	VADDSS X2, X5, X5
+	VMULSS X5, X4, X4
+	VMULSS X0, X3, X3
+	VSUBSS X3, X4, X3
+	VMULSS X1, X3, X3
+	VMOVSS X3, (CX)(R8*4)
+	INCQ   R8
+	CMPQ   R8, R10
+	JL     dxnoneheadloop
+
+dxnonentloop:
+	CMPQ     R8, R9
+	JG       dxnoneone
+	VMOVUPS  (DX)(R8*4), Y3
+	VMOVUPS  (BX)(R8*4), Y4
+	VMOVUPS  (SI)(R8*4), Y5
+	VADDPS   Y2, Y5, Y5
+	VMULPS   Y5, Y4, Y4
+	VMULPS   Y0, Y3, Y3
+	VSUBPS   Y3, Y4, Y4
+	VMULPS   Y1, Y4, Y4
+	VMOVNTPS Y4, (CX)(R8*4)
+	VMOVUPS  32(DX)(R8*4), Y3
+	VMOVUPS  32(BX)(R8*4), Y4
+	VMOVUPS  32(SI)(R8*4), Y5
+	VADDPS   Y2, Y5, Y5
+	VMULPS   Y5, Y4, Y4
+	VMULPS   Y0, Y3, Y3
+	VSUBPS   Y3, Y4, Y4
+	VMULPS   Y1, Y4, Y4
+	VMOVNTPS Y4, 32(CX)(R8*4)
+	VMOVUPS  64(DX)(R8*4), Y3
+	VMOVUPS  64(BX)(R8*4), Y4
+	VMOVUPS  64(SI)(R8*4), Y5
+	VADDPS   Y2, Y5, Y5
+	VMULPS   Y5, Y4, Y4
+	VMULPS   Y0, Y3, Y3
+	VSUBPS   Y3, Y4, Y4
+	VMULPS   Y1, Y4, Y4
+	VMOVNTPS Y4, 64(CX)(R8*4)
+	VMOVUPS  96(DX)(R8*4), Y3
+	VMOVUPS  96(BX)(R8*4), Y4
+	VMOVUPS  96(SI)(R8*4), Y5
+	VADDPS   Y2, Y5, Y5
+	VMULPS   Y5, Y4, Y4
+	VMULPS   Y0, Y3, Y3
+	VSUBPS   Y3, Y4, Y4
+	VMULPS   Y1, Y4, Y4
+	VMOVNTPS Y4, 96(CX)(R8*4)
+	ADDQ     $0x00000020, R8
+	JMP      dxnonentloop
+
+dxnoneone:
+	ADDQ $0x00000018, R9
+
+dxnoneoneloop:
+	CMPQ    R8, R9
+	JG      dxnonepart
+	VMOVUPS (DX)(R8*4), Y3
+	VMOVUPS (BX)(R8*4), Y4
+	VMOVUPS (SI)(R8*4), Y5
+	VADDPS  Y2, Y5, Y5
+	VMULPS  Y5, Y4, Y4
+	VMULPS  Y0, Y3, Y3
+	VSUBPS  Y3, Y4, Y4
+	VMULPS  Y1, Y4, Y4
+	VMOVUPS Y4, (CX)(R8*4)
+	ADDQ    $0x00000008, R8
+	JMP     dxnoneoneloop
+
+dxnonepart:
+	MOVQ job_d+0(AX), R9
+	SUBQ R8, R9
+	JZ   rowdonenone
+
+dxnonetailloop:
+	VMOVSS (DX)(R8*4), X3
+	VMOVSS (BX)(R8*4), X4
+	VMOVSS (SI)(R8*4), X5
+	VADDSS X2, X5, X5
+	VMULSS X5, X4, X4
+	VMULSS X0, X3, X3
+	VSUBSS X3, X4, X3
+	VMULSS X1, X3, X3
+	VMOVSS X3, (CX)(R8*4)
+	INCQ   R8
+	CMPQ   R8, job_d+0(AX)
+	JL     dxnonetailloop
+
+rowdonenone:
+	JMP rowdone
+
+dxset:
+	XORQ  R8, R8
+	MOVQ  job_d+0(AX), R10
+	SUBQ  $0x00000020, R10
+	TESTL $0x00000001, job_flags+0(AX)
+	JNZ   dxsetnt
+
+	// A plain weight's main loop multiplies by w itself.
+	TESTL $0x00000010, job_flags+0(AX)
+	JNZ   dxsetloop
+
+dxsetloopw:
+	CMPQ    R8, R10
+	JG      dxsetone
+	VMOVUPS (DX)(R8*4), Y3
+	VMOVUPS (BX)(R8*4), Y4
+	VMOVUPS (SI)(R8*4), Y5
+	VMULPS  Y5, Y4, Y5
+	VMULPS  Y0, Y3, Y6
+	VSUBPS  Y6, Y5, Y5
+	VMULPS  Y1, Y5, Y5
+	VMULPS  Y1, Y3, Y3
+	VMULPS  Y3, Y4, Y3
+	VMOVUPS Y3, (R9)(R8*4)
+	VMOVUPS Y5, (CX)(R8*4)
+	VMOVUPS 32(DX)(R8*4), Y3
+	VMOVUPS 32(BX)(R8*4), Y4
+	VMOVUPS 32(SI)(R8*4), Y5
+	VMULPS  Y5, Y4, Y5
+	VMULPS  Y0, Y3, Y6
+	VSUBPS  Y6, Y5, Y5
+	VMULPS  Y1, Y5, Y5
+	VMULPS  Y1, Y3, Y3
+	VMULPS  Y3, Y4, Y3
+	VMOVUPS Y3, 32(R9)(R8*4)
+	VMOVUPS Y5, 32(CX)(R8*4)
+	VMOVUPS 64(DX)(R8*4), Y3
+	VMOVUPS 64(BX)(R8*4), Y4
+	VMOVUPS 64(SI)(R8*4), Y5
+	VMULPS  Y5, Y4, Y5
+	VMULPS  Y0, Y3, Y6
+	VSUBPS  Y6, Y5, Y5
+	VMULPS  Y1, Y5, Y5
+	VMULPS  Y1, Y3, Y3
+	VMULPS  Y3, Y4, Y3
+	VMOVUPS Y3, 64(R9)(R8*4)
+	VMOVUPS Y5, 64(CX)(R8*4)
+	VMOVUPS 96(DX)(R8*4), Y3
+	VMOVUPS 96(BX)(R8*4), Y4
+	VMOVUPS 96(SI)(R8*4), Y5
+	VMULPS  Y5, Y4, Y5
+	VMULPS  Y0, Y3, Y6
+	VSUBPS  Y6, Y5, Y5
+	VMULPS  Y1, Y5, Y5
+	VMULPS  Y1, Y3, Y3
+	VMULPS  Y3, Y4, Y3
+	VMOVUPS Y3, 96(R9)(R8*4)
+	VMOVUPS Y5, 96(CX)(R8*4)
+	ADDQ    $0x00000020, R8
+	JMP     dxsetloopw
+
+dxsetloop:
+	CMPQ    R8, R10
+	JG      dxsetone
+	VMOVUPS (DX)(R8*4), Y3
+	VMOVUPS (BX)(R8*4), Y4
+	VMOVUPS (SI)(R8*4), Y5
+	VADDPS  Y2, Y5, Y5
+	VMULPS  Y5, Y4, Y5
+	VMULPS  Y0, Y3, Y6
+	VSUBPS  Y6, Y5, Y5
+	VMULPS  Y1, Y5, Y5
+	VMULPS  Y1, Y3, Y3
+	VMULPS  Y3, Y4, Y3
+	VMOVUPS Y3, (R9)(R8*4)
+	VMOVUPS Y5, (CX)(R8*4)
+	VMOVUPS 32(DX)(R8*4), Y3
+	VMOVUPS 32(BX)(R8*4), Y4
+	VMOVUPS 32(SI)(R8*4), Y5
+	VADDPS  Y2, Y5, Y5
+	VMULPS  Y5, Y4, Y5
+	VMULPS  Y0, Y3, Y6
+	VSUBPS  Y6, Y5, Y5
+	VMULPS  Y1, Y5, Y5
+	VMULPS  Y1, Y3, Y3
+	VMULPS  Y3, Y4, Y3
+	VMOVUPS Y3, 32(R9)(R8*4)
+	VMOVUPS Y5, 32(CX)(R8*4)
+	VMOVUPS 64(DX)(R8*4), Y3
+	VMOVUPS 64(BX)(R8*4), Y4
+	VMOVUPS 64(SI)(R8*4), Y5
+	VADDPS  Y2, Y5, Y5
+	VMULPS  Y5, Y4, Y5
+	VMULPS  Y0, Y3, Y6
+	VSUBPS  Y6, Y5, Y5
+	VMULPS  Y1, Y5, Y5
+	VMULPS  Y1, Y3, Y3
+	VMULPS  Y3, Y4, Y3
+	VMOVUPS Y3, 64(R9)(R8*4)
+	VMOVUPS Y5, 64(CX)(R8*4)
+	VMOVUPS 96(DX)(R8*4), Y3
+	VMOVUPS 96(BX)(R8*4), Y4
+	VMOVUPS 96(SI)(R8*4), Y5
+	VADDPS  Y2, Y5, Y5
+	VMULPS  Y5, Y4, Y5
+	VMULPS  Y0, Y3, Y6
+	VSUBPS  Y6, Y5, Y5
+	VMULPS  Y1, Y5, Y5
+	VMULPS  Y1, Y3, Y3
+	VMULPS  Y3, Y4, Y3
+	VMOVUPS Y3, 96(R9)(R8*4)
+	VMOVUPS Y5, 96(CX)(R8*4)
+	ADDQ    $0x00000020, R8
+	JMP     dxsetloop
+
+dxsetnt:
+	// Up to the first vector-aligned element of dx with a partial vector, then non-temporal stores.
+	MOVQ CX, R11
+	NEGQ R11
+	ANDQ $0x0000001f, R11
+	SHRQ $0x02, R11
+	JZ   dxsetntloop
+	CMPQ R11, job_d+0(AX)
+	JLE  dxsethead
+	MOVQ job_d+0(AX), R11
+
+dxsethead:
+dxsetheadloop:
+	VMOVSS (DX)(R8*4), X3
+	VMOVSS (BX)(R8*4), X4
+	VMOVSS (SI)(R8*4), X5
+	VADDSS X2, X5, X5
+	VMULSS X5, X4, X5
+	VMULSS X0, X3, X6
+	VSUBSS X6, X5, X6
+	VMULSS X1, X6, X6
+	VMULSS X1, X3, X3
+	VMULSS X3, X4, X3
+	VMOVSS X3, (R9)(R8*4)
+	VMOVSS X6, (CX)(R8*4)
+	INCQ   R8
+	CMPQ   R8, R11
+	JL     dxsetheadloop
+
+dxsetntloop:
+	CMPQ     R8, R10
+	JG       dxsetone
+	VMOVUPS  (DX)(R8*4), Y3
+	VMOVUPS  (BX)(R8*4), Y4
+	VMOVUPS  (SI)(R8*4), Y5
+	VADDPS   Y2, Y5, Y5
+	VMULPS   Y5, Y4, Y5
+	VMULPS   Y0, Y3, Y6
+	VSUBPS   Y6, Y5, Y5
+	VMULPS   Y1, Y5, Y5
+	VMULPS   Y1, Y3, Y3
+	VMULPS   Y3, Y4, Y3
+	VMOVUPS  Y3, (R9)(R8*4)
+	VMOVNTPS Y5, (CX)(R8*4)
+	VMOVUPS  32(DX)(R8*4), Y3
+	VMOVUPS  32(BX)(R8*4), Y4
+	VMOVUPS  32(SI)(R8*4), Y5
+	VADDPS   Y2, Y5, Y5
+	VMULPS   Y5, Y4, Y5
+	VMULPS   Y0, Y3, Y6
+	VSUBPS   Y6, Y5, Y5
+	VMULPS   Y1, Y5, Y5
+	VMULPS   Y1, Y3, Y3
+	VMULPS   Y3, Y4, Y3
+	VMOVUPS  Y3, 32(R9)(R8*4)
+	VMOVNTPS Y5, 32(CX)(R8*4)
+	VMOVUPS  64(DX)(R8*4), Y3
+	VMOVUPS  64(BX)(R8*4), Y4
+	VMOVUPS  64(SI)(R8*4), Y5
+	VADDPS   Y2, Y5, Y5
+	VMULPS   Y5, Y4, Y5
+	VMULPS   Y0, Y3, Y6
+	VSUBPS   Y6, Y5, Y5
+	VMULPS   Y1, Y5, Y5
+	VMULPS   Y1, Y3, Y3
+	VMULPS   Y3, Y4, Y3
+	VMOVUPS  Y3, 64(R9)(R8*4)
+	VMOVNTPS Y5, 64(CX)(R8*4)
+	VMOVUPS  96(DX)(R8*4), Y3
+	VMOVUPS  96(BX)(R8*4), Y4
+	VMOVUPS  96(SI)(R8*4), Y5
+	VADDPS   Y2, Y5, Y5
+	VMULPS   Y5, Y4, Y5
+	VMULPS   Y0, Y3, Y6
+	VSUBPS   Y6, Y5, Y5
+	VMULPS   Y1, Y5, Y5
+	VMULPS   Y1, Y3, Y3
+	VMULPS   Y3, Y4, Y3
+	VMOVUPS  Y3, 96(R9)(R8*4)
+	VMOVNTPS Y5, 96(CX)(R8*4)
+	ADDQ     $0x00000020, R8
+	JMP      dxsetntloop
+
+dxsetone:
+	ADDQ $0x00000018, R10
+
+dxsetoneloop:
+	CMPQ    R8, R10
+	JG      dxsetpart
+	VMOVUPS (DX)(R8*4), Y3
+	VMOVUPS (BX)(R8*4), Y4
+	VMOVUPS (SI)(R8*4), Y5
+	VADDPS  Y2, Y5, Y5
+	VMULPS  Y5, Y4, Y5
+	VMULPS  Y0, Y3, Y6
+	VSUBPS  Y6, Y5, Y5
+	VMULPS  Y1, Y5, Y5
+	VMULPS  Y1, Y3, Y3
+	VMULPS  Y3, Y4, Y3
+	VMOVUPS Y3, (R9)(R8*4)
+	VMOVUPS Y5, (CX)(R8*4)
+	ADDQ    $0x00000008, R8
+	JMP     dxsetoneloop
+
+dxsetpart:
+	MOVQ job_d+0(AX), R10
+	SUBQ R8, R10
+	JZ   rowdoneset
+
+dxsettailloop:
+	VMOVSS (DX)(R8*4), X3
+	VMOVSS (BX)(R8*4), X4
+	VMOVSS (SI)(R8*4), X5
+	VADDSS X2, X5, X5
+	VMULSS X5, X4, X5
+	VMULSS X0, X3, X6
+	VSUBSS X6, X5, X6
+	VMULSS X1, X6, X6
+	VMULSS X1, X3, X3
+	VMULSS X3, X4, X3
+	VMOVSS X3, (R9)(R8*4)
+	VMOVSS X6, (CX)(R8*4)
+	INCQ   R8
+	CMPQ   R8, job_d+0(AX)
+	JL     dxsettailloop
+
+rowdoneset:
+	JMP rowdone
+
+dxadd:
+	XORQ  R10, R10
+	MOVQ  job_d+0(AX), R11
+	SUBQ  $0x00000020, R11
+	TESTL $0x00000001, job_flags+0(AX)
+	JNZ   dxaddnt
+
+	// A plain weight's main loop multiplies by w itself.
+	TESTL $0x00000010, job_flags+0(AX)
+	JNZ   dxaddloop
+
+dxaddloopw:
+	CMPQ    R10, R11
+	JG      dxaddone
+	VMOVUPS (DX)(R10*4), Y3
+	VMOVUPS (BX)(R10*4), Y4
+	VMOVUPS (SI)(R10*4), Y5
+	VMULPS  Y5, Y4, Y5
+	VMULPS  Y0, Y3, Y6
+	VSUBPS  Y6, Y5, Y5
+	VMULPS  Y1, Y5, Y5
+	VMULPS  Y1, Y3, Y3
+	VMULPS  Y3, Y4, Y3
+	VMOVUPS (R9)(R10*4), Y4
+	VADDPS  Y3, Y4, Y4
+	VMOVUPS Y4, (R9)(R10*4)
+	VMOVUPS Y5, (CX)(R10*4)
+	VMOVUPS 32(DX)(R10*4), Y3
+	VMOVUPS 32(BX)(R10*4), Y4
+	VMOVUPS 32(SI)(R10*4), Y5
+	VMULPS  Y5, Y4, Y5
+	VMULPS  Y0, Y3, Y6
+	VSUBPS  Y6, Y5, Y5
+	VMULPS  Y1, Y5, Y5
+	VMULPS  Y1, Y3, Y3
+	VMULPS  Y3, Y4, Y3
+	VMOVUPS 32(R9)(R10*4), Y4
+	VADDPS  Y3, Y4, Y4
+	VMOVUPS Y4, 32(R9)(R10*4)
+	VMOVUPS Y5, 32(CX)(R10*4)
+	VMOVUPS 64(DX)(R10*4), Y3
+	VMOVUPS 64(BX)(R10*4), Y4
+	VMOVUPS 64(SI)(R10*4), Y5
+	VMULPS  Y5, Y4, Y5
+	VMULPS  Y0, Y3, Y6
+	VSUBPS  Y6, Y5, Y5
+	VMULPS  Y1, Y5, Y5
+	VMULPS  Y1, Y3, Y3
+	VMULPS  Y3, Y4, Y3
+	VMOVUPS 64(R9)(R10*4), Y4
+	VADDPS  Y3, Y4, Y4
+	VMOVUPS Y4, 64(R9)(R10*4)
+	VMOVUPS Y5, 64(CX)(R10*4)
+	VMOVUPS 96(DX)(R10*4), Y3
+	VMOVUPS 96(BX)(R10*4), Y4
+	VMOVUPS 96(SI)(R10*4), Y5
+	VMULPS  Y5, Y4, Y5
+	VMULPS  Y0, Y3, Y6
+	VSUBPS  Y6, Y5, Y5
+	VMULPS  Y1, Y5, Y5
+	VMULPS  Y1, Y3, Y3
+	VMULPS  Y3, Y4, Y3
+	VMOVUPS 96(R9)(R10*4), Y4
+	VADDPS  Y3, Y4, Y4
+	VMOVUPS Y4, 96(R9)(R10*4)
+	VMOVUPS Y5, 96(CX)(R10*4)
+	ADDQ    $0x00000020, R10
+	JMP     dxaddloopw
+
+dxaddloop:
+	CMPQ    R10, R11
+	JG      dxaddone
+	VMOVUPS (DX)(R10*4), Y3
+	VMOVUPS (BX)(R10*4), Y4
+	VMOVUPS (SI)(R10*4), Y5
+	VADDPS  Y2, Y5, Y5
+	VMULPS  Y5, Y4, Y5
+	VMULPS  Y0, Y3, Y6
+	VSUBPS  Y6, Y5, Y5
+	VMULPS  Y1, Y5, Y5
+	VMULPS  Y1, Y3, Y3
+	VMULPS  Y3, Y4, Y3
+	VMOVUPS (R9)(R10*4), Y4
+	VADDPS  Y3, Y4, Y4
+	VMOVUPS Y4, (R9)(R10*4)
+	VMOVUPS Y5, (CX)(R10*4)
+	VMOVUPS 32(DX)(R10*4), Y3
+	VMOVUPS 32(BX)(R10*4), Y4
+	VMOVUPS 32(SI)(R10*4), Y5
+	VADDPS  Y2, Y5, Y5
+	VMULPS  Y5, Y4, Y5
+	VMULPS  Y0, Y3, Y6
+	VSUBPS  Y6, Y5, Y5
+	VMULPS  Y1, Y5, Y5
+	VMULPS  Y1, Y3, Y3
+	VMULPS  Y3, Y4, Y3
+	VMOVUPS 32(R9)(R10*4), Y4
+	VADDPS  Y3, Y4, Y4
+	VMOVUPS Y4, 32(R9)(R10*4)
+	VMOVUPS Y5, 32(CX)(R10*4)
+	VMOVUPS 64(DX)(R10*4), Y3
+	VMOVUPS 64(BX)(R10*4), Y4
+	VMOVUPS 64(SI)(R10*4), Y5
+	VADDPS  Y2, Y5, Y5
+	VMULPS  Y5, Y4, Y5
+	VMULPS  Y0, Y3, Y6
+	VSUBPS  Y6, Y5, Y5
+	VMULPS  Y1, Y5, Y5
+	VMULPS  Y1, Y3, Y3
+	VMULPS  Y3, Y4, Y3
+	VMOVUPS 64(R9)(R10*4), Y4
+	VADDPS  Y3, Y4, Y4
+	VMOVUPS Y4, 64(R9)(R10*4)
+	VMOVUPS Y5, 64(CX)(R10*4)
+	VMOVUPS 96(DX)(R10*4), Y3
+	VMOVUPS 96(BX)(R10*4), Y4
+	VMOVUPS 96(SI)(R10*4), Y5
+	VADDPS  Y2, Y5, Y5
+	VMULPS  Y5, Y4, Y5
+	VMULPS  Y0, Y3, Y6
+	VSUBPS  Y6, Y5, Y5
+	VMULPS  Y1, Y5, Y5
+	VMULPS  Y1, Y3, Y3
+	VMULPS  Y3, Y4, Y3
+	VMOVUPS 96(R9)(R10*4), Y4
+	VADDPS  Y3, Y4, Y4
+	VMOVUPS Y4, 96(R9)(R10*4)
+	VMOVUPS Y5, 96(CX)(R10*4)
+	ADDQ    $0x00000020, R10
+	JMP     dxaddloop
+
+dxaddnt:
+	// Up to the first vector-aligned element of dx with a partial vector, then non-temporal stores.
+	MOVQ CX, R12
+	NEGQ R12
+	ANDQ $0x0000001f, R12
+	SHRQ $0x02, R12
+	JZ   dxaddntloop
+	CMPQ R12, job_d+0(AX)
+	JLE  dxaddhead
+	MOVQ job_d+0(AX), R12
+
+dxaddhead:
+dxaddheadloop:
+	VMOVSS (DX)(R10*4), X3
+	VMOVSS (BX)(R10*4), X4
+	VMOVSS (SI)(R10*4), X5
+	VADDSS X2, X5, X5
+	VMULSS X5, X4, X5
+	VMULSS X0, X3, X6
+	VSUBSS X6, X5, X6
+	VMULSS X1, X6, X6
+	VMULSS X1, X3, X3
+	VMULSS X3, X4, X3
+	VADDSS (R9)(R10*4), X3, X3
+	VMOVSS X3, (R9)(R10*4)
+	VMOVSS X6, (CX)(R10*4)
+	INCQ   R10
+	CMPQ   R10, R12
+	JL     dxaddheadloop
+
+dxaddntloop:
+	CMPQ     R10, R11
+	JG       dxaddone
+	VMOVUPS  (DX)(R10*4), Y3
+	VMOVUPS  (BX)(R10*4), Y4
+	VMOVUPS  (SI)(R10*4), Y5
+	VADDPS   Y2, Y5, Y5
+	VMULPS   Y5, Y4, Y5
+	VMULPS   Y0, Y3, Y6
+	VSUBPS   Y6, Y5, Y5
+	VMULPS   Y1, Y5, Y5
+	VMULPS   Y1, Y3, Y3
+	VMULPS   Y3, Y4, Y3
+	VMOVUPS  (R9)(R10*4), Y4
+	VADDPS   Y3, Y4, Y4
+	VMOVUPS  Y4, (R9)(R10*4)
+	VMOVNTPS Y5, (CX)(R10*4)
+	VMOVUPS  32(DX)(R10*4), Y3
+	VMOVUPS  32(BX)(R10*4), Y4
+	VMOVUPS  32(SI)(R10*4), Y5
+	VADDPS   Y2, Y5, Y5
+	VMULPS   Y5, Y4, Y5
+	VMULPS   Y0, Y3, Y6
+	VSUBPS   Y6, Y5, Y5
+	VMULPS   Y1, Y5, Y5
+	VMULPS   Y1, Y3, Y3
+	VMULPS   Y3, Y4, Y3
+	VMOVUPS  32(R9)(R10*4), Y4
+	VADDPS   Y3, Y4, Y4
+	VMOVUPS  Y4, 32(R9)(R10*4)
+	VMOVNTPS Y5, 32(CX)(R10*4)
+	VMOVUPS  64(DX)(R10*4), Y3
+	VMOVUPS  64(BX)(R10*4), Y4
+	VMOVUPS  64(SI)(R10*4), Y5
+	VADDPS   Y2, Y5, Y5
+	VMULPS   Y5, Y4, Y5
+	VMULPS   Y0, Y3, Y6
+	VSUBPS   Y6, Y5, Y5
+	VMULPS   Y1, Y5, Y5
+	VMULPS   Y1, Y3, Y3
+	VMULPS   Y3, Y4, Y3
+	VMOVUPS  64(R9)(R10*4), Y4
+	VADDPS   Y3, Y4, Y4
+	VMOVUPS  Y4, 64(R9)(R10*4)
+	VMOVNTPS Y5, 64(CX)(R10*4)
+	VMOVUPS  96(DX)(R10*4), Y3
+	VMOVUPS  96(BX)(R10*4), Y4
+	VMOVUPS  96(SI)(R10*4), Y5
+	VADDPS   Y2, Y5, Y5
+	VMULPS   Y5, Y4, Y5
+	VMULPS   Y0, Y3, Y6
+	VSUBPS   Y6, Y5, Y5
+	VMULPS   Y1, Y5, Y5
+	VMULPS   Y1, Y3, Y3
+	VMULPS   Y3, Y4, Y3
+	VMOVUPS  96(R9)(R10*4), Y4
+	VADDPS   Y3, Y4, Y4
+	VMOVUPS  Y4, 96(R9)(R10*4)
+	VMOVNTPS Y5, 96(CX)(R10*4)
+	ADDQ     $0x00000020, R10
+	JMP      dxaddntloop
+
+dxaddone:
+	ADDQ $0x00000018, R11
+
+dxaddoneloop:
+	CMPQ    R10, R11
+	JG      dxaddpart
+	VMOVUPS (DX)(R10*4), Y3
+	VMOVUPS (BX)(R10*4), Y4
+	VMOVUPS (SI)(R10*4), Y5
+	VADDPS  Y2, Y5, Y5
+	VMULPS  Y5, Y4, Y5
+	VMULPS  Y0, Y3, Y6
+	VSUBPS  Y6, Y5, Y5
+	VMULPS  Y1, Y5, Y5
+	VMULPS  Y1, Y3, Y3
+	VMULPS  Y3, Y4, Y3
+	VMOVUPS (R9)(R10*4), Y4
+	VADDPS  Y3, Y4, Y4
+	VMOVUPS Y4, (R9)(R10*4)
+	VMOVUPS Y5, (CX)(R10*4)
+	ADDQ    $0x00000008, R10
+	JMP     dxaddoneloop
+
+dxaddpart:
+	MOVQ job_d+0(AX), R11
+	SUBQ R10, R11
+	JZ   rowdoneadd
+
+dxaddtailloop:
+	VMOVSS (DX)(R10*4), X3
+	VMOVSS (BX)(R10*4), X4
+	VMOVSS (SI)(R10*4), X5
+	VADDSS X2, X5, X5
+	VMULSS X5, X4, X5
+	VMULSS X0, X3, X6
+	VSUBSS X6, X5, X6
+	VMULSS X1, X6, X6
+	VMULSS X1, X3, X3
+	VMULSS X3, X4, X3
+	VADDSS (R9)(R10*4), X3, X3
+	VMOVSS X3, (R9)(R10*4)
+	VMOVSS X6, (CX)(R10*4)
+	INCQ   R10
+	CMPQ   R10, job_d+0(AX)
+	JL     dxaddtailloop
+
+rowdoneadd:
+	TESTQ R8, R8
+	JZ    rowdone
+
+	// The block's last row: DW += P.
+	XORQ R10, R10
+	MOVQ job_d+0(AX), R11
+	SUBQ $0x00000008, R11
+
+closeloop:
+	CMPQ    R10, R11
+	JG      closepart
+	VMOVUPS (R9)(R10*4), Y0
+	VADDPS  (R8)(R10*4), Y0, Y0
+	VMOVUPS Y0, (R8)(R10*4)
+	ADDQ    $0x00000008, R10
+	JMP     closeloop
+
+closepart:
+	MOVQ job_d+0(AX), R11
+	SUBQ R10, R11
+	JZ   rowdone
+
+closetailloop:
+	VMOVSS (R9)(R10*4), X0
+	VADDSS (R8)(R10*4), X0, X0
+	VMOVSS X0, (R8)(R10*4)
+	INCQ   R10
+	CMPQ   R10, job_d+0(AX)
+	JL     closetailloop
+
+rowdone:
+	// Next row.
+	ADDQ DI, DX
+	ADDQ 8(SP), CX
+	ADDQ DI, BX
+	INCQ (SP)
+	JMP  row
+
+centered:
+	// The row's mean and inv as the forward computes them, its float64-path tests included.
+	VMOVUPS zero64<>+0(SB), Y0
+	VMOVUPS zero64<>+0(SB), Y1
+	VMOVUPS zero64<>+0(SB), Y2
+	VMOVUPS zero64<>+0(SB), Y3
+	VMOVUPS zero64<>+0(SB), Y4
+	VMOVUPS zero64<>+0(SB), Y5
+	VMOVUPS zero64<>+0(SB), Y6
+	VMOVUPS zero64<>+0(SB), Y7
+
+	// Sum of squares: element i goes to partial i%64.
+	MOVQ   job_d+0(AX), R9
+	SUBQ   $0x00000040, R9
+	JGE    lnsfirstblock
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	XORQ   R8, R8
+	JMP    lnssumtail
+
+lnsfirstblock:
+	// +0 + square is the square itself: the first block initializes the partials.
+	XORQ    R8, R8
+	VMOVUPS (DX)(R8*4), Y0
+	VADDPS  zero64<>+0(SB), Y0, Y0
+	VMOVUPS 32(DX)(R8*4), Y1
+	VADDPS  zero64<>+0(SB), Y1, Y1
+	VMOVUPS 64(DX)(R8*4), Y2
+	VADDPS  zero64<>+0(SB), Y2, Y2
+	VMOVUPS 96(DX)(R8*4), Y3
+	VADDPS  zero64<>+0(SB), Y3, Y3
+	VMOVUPS 128(DX)(R8*4), Y4
+	VADDPS  zero64<>+0(SB), Y4, Y4
+	VMOVUPS 160(DX)(R8*4), Y5
+	VADDPS  zero64<>+0(SB), Y5, Y5
+	VMOVUPS 192(DX)(R8*4), Y6
+	VADDPS  zero64<>+0(SB), Y6, Y6
+	VMOVUPS 224(DX)(R8*4), Y7
+	VADDPS  zero64<>+0(SB), Y7, Y7
+	MOVQ    $0x00000040, R8
+
+lnssumloop:
+	CMPQ    R8, R9
+	JG      lnssumtail
+	VMOVUPS (DX)(R8*4), Y8
+	VADDPS  Y8, Y0, Y0
+	VMOVUPS 32(DX)(R8*4), Y8
+	VADDPS  Y8, Y1, Y1
+	VMOVUPS 64(DX)(R8*4), Y8
+	VADDPS  Y8, Y2, Y2
+	VMOVUPS 96(DX)(R8*4), Y8
+	VADDPS  Y8, Y3, Y3
+	VMOVUPS 128(DX)(R8*4), Y8
+	VADDPS  Y8, Y4, Y4
+	VMOVUPS 160(DX)(R8*4), Y8
+	VADDPS  Y8, Y5, Y5
+	VMOVUPS 192(DX)(R8*4), Y8
+	VADDPS  Y8, Y6, Y6
+	VMOVUPS 224(DX)(R8*4), Y8
+	VADDPS  Y8, Y7, Y7
+	ADDQ    $0x00000040, R8
+	JMP     lnssumloop
+
+lnssumtail:
+	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
+	MOVQ    job_d+0(AX), R9
+	SUBQ    R8, R9
+	JZ      lnssummed
+	MOVQ    R9, 536(SP)
+	LEAQ    (DX)(R8*4), R8
+	LEAQ    24(SP), R9
+	VXORPS  Y8, Y8, Y8
+	VMOVUPS Y8, (R9)
+	VMOVUPS Y8, 32(R9)
+	VMOVUPS Y8, 64(R9)
+	VMOVUPS Y8, 96(R9)
+	VMOVUPS Y8, 128(R9)
+	VMOVUPS Y8, 160(R9)
+	VMOVUPS Y8, 192(R9)
+	VMOVUPS Y8, 224(R9)
+	MOVQ    536(SP), R11
+	XORQ    R10, R10
+	SUBQ    $0x00000008, R11
+
+copyvec7:
+	CMPQ    R10, R11
+	JG      copyone8
+	VMOVUPS (R8)(R10*4), Y8
+	VMOVUPS Y8, (R9)(R10*4)
+	ADDQ    $0x00000008, R10
+	JMP     copyvec7
+
+copyone8:
+	ADDQ $0x00000008, R11
+
+copyloop10:
+	CMPQ R10, R11
+	JGE  copied9
+	MOVL (R8)(R10*4), R12
+	MOVL R12, (R9)(R10*4)
+	INCQ R10
+	JMP  copyloop10
+
+copied9:
+	XORQ    R8, R8
+	VMOVUPS (R9)(R8*4), Y8
+	VADDPS  Y8, Y0, Y0
+	VMOVUPS 32(R9)(R8*4), Y8
+	VADDPS  Y8, Y1, Y1
+	VMOVUPS 64(R9)(R8*4), Y8
+	VADDPS  Y8, Y2, Y2
+	VMOVUPS 96(R9)(R8*4), Y8
+	VADDPS  Y8, Y3, Y3
+	VMOVUPS 128(R9)(R8*4), Y8
+	VADDPS  Y8, Y4, Y4
+	VMOVUPS 160(R9)(R8*4), Y8
+	VADDPS  Y8, Y5, Y5
+	VMOVUPS 192(R9)(R8*4), Y8
+	VADDPS  Y8, Y6, Y6
+	VMOVUPS 224(R9)(R8*4), Y8
+	VADDPS  Y8, Y7, Y7
+
+lnssummed:
+	VADDPS       Y4, Y0, Y0
+	VADDPS       Y5, Y1, Y1
+	VADDPS       Y6, Y2, Y2
+	VADDPS       Y7, Y3, Y3
+	VADDPS       Y2, Y0, Y0
+	VADDPS       Y3, Y1, Y1
+	VADDPS       Y1, Y0, Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X1
+	VMOVHLPS     X1, X1, X0
+	VADDPS       X0, X1, X1
+	VMOVSHDUP    X1, X0
+	VADDSS       X0, X1, X1
+
+	// A row whose sum is not finite (s-s is NaN) takes the float64 path; else m = s/d.
+	VSUBSS   X1, X1, X0
+	VUCOMISS X0, X0
+	JPS      ret
+	CMPL     20(SP), $0x00
+	JE       divide11
+	VMULSS   20(SP), X1, X0
+	JMP      divided12
+
+divide11:
+	VDIVSS 16(SP), X1, X0
+
+divided12:
+	VBROADCASTSS X0, Y0
+	VMOVUPS      zero64<>+0(SB), Y1
+	VMOVUPS      zero64<>+0(SB), Y2
+	VMOVUPS      zero64<>+0(SB), Y3
+	VMOVUPS      zero64<>+0(SB), Y4
+	VMOVUPS      zero64<>+0(SB), Y5
+	VMOVUPS      zero64<>+0(SB), Y6
+	VMOVUPS      zero64<>+0(SB), Y7
+	VMOVUPS      zero64<>+0(SB), Y8
+
+	// Sum of squares: element i goes to partial i%64.
+	MOVQ   job_d+0(AX), R9
+	SUBQ   $0x00000040, R9
+	JGE    lnqfirstblock
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	VXORPS Y8, Y8, Y8
+	XORQ   R8, R8
+	JMP    lnqsumtail
+
+lnqfirstblock:
+	// +0 + square is the square itself: the first block initializes the partials.
+	XORQ    R8, R8
+	VMOVUPS (DX)(R8*4), Y1
+	VSUBPS  Y0, Y1, Y1
+	VMULPS  Y1, Y1, Y1
+	VMOVUPS 32(DX)(R8*4), Y2
+	VSUBPS  Y0, Y2, Y2
+	VMULPS  Y2, Y2, Y2
+	VMOVUPS 64(DX)(R8*4), Y3
+	VSUBPS  Y0, Y3, Y3
+	VMULPS  Y3, Y3, Y3
+	VMOVUPS 96(DX)(R8*4), Y4
+	VSUBPS  Y0, Y4, Y4
+	VMULPS  Y4, Y4, Y4
+	VMOVUPS 128(DX)(R8*4), Y5
+	VSUBPS  Y0, Y5, Y5
+	VMULPS  Y5, Y5, Y5
+	VMOVUPS 160(DX)(R8*4), Y6
+	VSUBPS  Y0, Y6, Y6
+	VMULPS  Y6, Y6, Y6
+	VMOVUPS 192(DX)(R8*4), Y7
+	VSUBPS  Y0, Y7, Y7
+	VMULPS  Y7, Y7, Y7
+	VMOVUPS 224(DX)(R8*4), Y8
+	VSUBPS  Y0, Y8, Y8
+	VMULPS  Y8, Y8, Y8
+	MOVQ    $0x00000040, R8
+
+	// With flagPF, the rows ahead are prefetched: one loop for both, the flag tested per block.
+	MOVQ DI, R10
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows13
+	SHLQ $0x03, R10
+
+longrows13:
+	ADDQ DX, R10
+	MOVL job_flags+0(AX), R11
+
+lnqsumloop:
+	CMPQ  R8, R9
+	JG    lnqsumtail
+	TESTL $0x00000002, R11
+	JNZ   lnqsumpf
+
+lnqsumblock:
+	VMOVUPS (DX)(R8*4), Y9
+	VSUBPS  Y0, Y9, Y9
+	VMULPS  Y9, Y9, Y9
+	VADDPS  Y9, Y1, Y1
+	VMOVUPS 32(DX)(R8*4), Y9
+	VSUBPS  Y0, Y9, Y9
+	VMULPS  Y9, Y9, Y9
+	VADDPS  Y9, Y2, Y2
+	VMOVUPS 64(DX)(R8*4), Y9
+	VSUBPS  Y0, Y9, Y9
+	VMULPS  Y9, Y9, Y9
+	VADDPS  Y9, Y3, Y3
+	VMOVUPS 96(DX)(R8*4), Y9
+	VSUBPS  Y0, Y9, Y9
+	VMULPS  Y9, Y9, Y9
+	VADDPS  Y9, Y4, Y4
+	VMOVUPS 128(DX)(R8*4), Y9
+	VSUBPS  Y0, Y9, Y9
+	VMULPS  Y9, Y9, Y9
+	VADDPS  Y9, Y5, Y5
+	VMOVUPS 160(DX)(R8*4), Y9
+	VSUBPS  Y0, Y9, Y9
+	VMULPS  Y9, Y9, Y9
+	VADDPS  Y9, Y6, Y6
+	VMOVUPS 192(DX)(R8*4), Y9
+	VSUBPS  Y0, Y9, Y9
+	VMULPS  Y9, Y9, Y9
+	VADDPS  Y9, Y7, Y7
+	VMOVUPS 224(DX)(R8*4), Y9
+	VSUBPS  Y0, Y9, Y9
+	VMULPS  Y9, Y9, Y9
+	VADDPS  Y9, Y8, Y8
+	ADDQ    $0x00000040, R8
+	JMP     lnqsumloop
+
+	// Out of the loop's way: the prefetches, whose flag is usually clear.
+lnqsumpf:
+	PREFETCHT0 (R10)(R8*4)
+	PREFETCHT0 64(R10)(R8*4)
+	PREFETCHT0 128(R10)(R8*4)
+	PREFETCHT0 192(R10)(R8*4)
+	JMP        lnqsumblock
+
+lnqsumtail:
+	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
+	MOVQ job_d+0(AX), R9
+	SUBQ R8, R9
+	JZ   lnqsummed
+	LEAQ (DX)(R8*4), R8
+	LEAQ 24(SP), R10
+	MOVQ R9, R12
+	XORQ R11, R11
+	SUBQ $0x00000008, R12
+
+copyvec14:
+	CMPQ    R11, R12
+	JG      copyone15
+	VMOVUPS (R8)(R11*4), Y9
+	VMOVUPS Y9, (R10)(R11*4)
+	ADDQ    $0x00000008, R11
+	JMP     copyvec14
+
+copyone15:
+	ADDQ $0x00000008, R12
+
+copyloop17:
+	CMPQ R11, R12
+	JGE  copied16
+	MOVL (R8)(R11*4), R13
+	MOVL R13, (R10)(R11*4)
+	INCQ R11
+	JMP  copyloop17
+
+copied16:
+	VMOVQ        R9, X9
+	VPBROADCASTD X9, Y9
+	VMOVUPS      (R10), Y10
+	VSUBPS       Y0, Y10, Y10
+	VPCMPGTD     iota64<>+0(SB), Y9, Y11
+	VANDPS       Y11, Y10, Y10
+	VMULPS       Y10, Y10, Y10
+	VADDPS       Y10, Y1, Y1
+	VMOVUPS      32(R10), Y10
+	VSUBPS       Y0, Y10, Y10
+	VPCMPGTD     iota64<>+32(SB), Y9, Y11
+	VANDPS       Y11, Y10, Y10
+	VMULPS       Y10, Y10, Y10
+	VADDPS       Y10, Y2, Y2
+	VMOVUPS      64(R10), Y10
+	VSUBPS       Y0, Y10, Y10
+	VPCMPGTD     iota64<>+64(SB), Y9, Y11
+	VANDPS       Y11, Y10, Y10
+	VMULPS       Y10, Y10, Y10
+	VADDPS       Y10, Y3, Y3
+	VMOVUPS      96(R10), Y10
+	VSUBPS       Y0, Y10, Y10
+	VPCMPGTD     iota64<>+96(SB), Y9, Y11
+	VANDPS       Y11, Y10, Y10
+	VMULPS       Y10, Y10, Y10
+	VADDPS       Y10, Y4, Y4
+	VMOVUPS      128(R10), Y10
+	VSUBPS       Y0, Y10, Y10
+	VPCMPGTD     iota64<>+128(SB), Y9, Y11
+	VANDPS       Y11, Y10, Y10
+	VMULPS       Y10, Y10, Y10
+	VADDPS       Y10, Y5, Y5
+	VMOVUPS      160(R10), Y10
+	VSUBPS       Y0, Y10, Y10
+	VPCMPGTD     iota64<>+160(SB), Y9, Y11
+	VANDPS       Y11, Y10, Y10
+	VMULPS       Y10, Y10, Y10
+	VADDPS       Y10, Y6, Y6
+	VMOVUPS      192(R10), Y10
+	VSUBPS       Y0, Y10, Y10
+	VPCMPGTD     iota64<>+192(SB), Y9, Y11
+	VANDPS       Y11, Y10, Y10
+	VMULPS       Y10, Y10, Y10
+	VADDPS       Y10, Y7, Y7
+	VMOVUPS      224(R10), Y10
+	VSUBPS       Y0, Y10, Y10
+	VPCMPGTD     iota64<>+224(SB), Y9, Y9
+	VANDPS       Y9, Y10, Y10
+	VMULPS       Y10, Y10, Y10
+	VADDPS       Y10, Y8, Y8
+
+lnqsummed:
+	VADDPS       Y5, Y1, Y1
+	VADDPS       Y6, Y2, Y2
+	VADDPS       Y7, Y3, Y3
+	VADDPS       Y8, Y4, Y4
+	VADDPS       Y3, Y1, Y1
+	VADDPS       Y4, Y2, Y2
+	VADDPS       Y2, Y1, Y1
+	VEXTRACTF128 $0x01, Y1, X2
+	VADDPS       X2, X1, X2
+	VMOVHLPS     X2, X2, X1
+	VADDPS       X1, X2, X2
+	VMOVSHDUP    X2, X1
+	VADDSS       X1, X2, X2
+
+	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
+	CMPL   20(SP), $0x00
+	JE     divide18
+	VMULSS 20(SP), X2, X1
+	JMP    divided19
+
+divide18:
+	VDIVSS 16(SP), X2, X1
+
+divided19:
+	VADDSS   job_eps+0(AX), X1, X1
+	VUCOMISS tlo<>+0(SB), X1
+	JCS      ret
+	VUCOMISS tmax<>+0(SB), X1
+	JHI      ret
+	MOVQ     job_inv+0(AX), R8
+	TESTQ    R8, R8
+	JZ       lncomputeinv
+	MOVQ     (SP), R9
+	VMOVSS   (R8)(R9*4), X2
+	JMP      lnhaveinv
+
+lncomputeinv:
+	VSQRTSS X1, X1, X1
+	VMOVSS  one<>+0(SB), X2
+	VDIVSS  X1, X2, X2
+
+lnhaveinv:
+	// Mean[r] in place of m when the job has it.
+	MOVQ         job_mean+0(AX), R8
+	TESTQ        R8, R8
+	JZ           lnhavemean
+	MOVQ         (SP), R9
+	VBROADCASTSS (R8)(R9*4), Y0
+
+lnhavemean:
+	VBROADCASTSS X2, Y1
+
+	// Partial sums (ss true, c false): element i goes to partial i%64.
+	VMOVUPS      zero64<>+0(SB), Y3
+	VMOVUPS      zero64<>+0(SB), Y4
+	VMOVUPS      zero64<>+0(SB), Y5
+	VMOVUPS      zero64<>+0(SB), Y6
+	VMOVUPS      zero64<>+0(SB), Y7
+	VMOVUPS      zero64<>+0(SB), Y8
+	VMOVUPS      zero64<>+0(SB), Y9
+	VMOVUPS      zero64<>+0(SB), Y10
+	VBROADCASTSS one<>+0(SB), Y11
+	TESTL        $0x00000010, job_flags+0(AX)
+	JNZ          weightadd20
+	VBROADCASTSS negzero<>+0(SB), Y11
+
+weightadd20:
+	XORQ R8, R8
+	MOVQ job_d+0(AX), R9
+	SUBQ $0x00000040, R9
+
+	// A plain weight's main loop multiplies by w itself.
+	TESTL $0x00000010, job_flags+0(AX)
+	JNZ   lngsumloop
+
+lngsumloopw:
+	CMPQ    R8, R9
+	JG      lngsumtail
+	VMOVUPS (BX)(R8*4), Y12
+	VMOVUPS (SI)(R8*4), Y13
+	VMULPS  Y13, Y12, Y12
+	VADDPS  Y12, Y3, Y3
+	VMOVUPS 32(BX)(R8*4), Y12
+	VMOVUPS 32(SI)(R8*4), Y13
+	VMULPS  Y13, Y12, Y12
+	VADDPS  Y12, Y4, Y4
+	VMOVUPS 64(BX)(R8*4), Y12
+	VMOVUPS 64(SI)(R8*4), Y13
+	VMULPS  Y13, Y12, Y12
+	VADDPS  Y12, Y5, Y5
+	VMOVUPS 96(BX)(R8*4), Y12
+	VMOVUPS 96(SI)(R8*4), Y13
+	VMULPS  Y13, Y12, Y12
+	VADDPS  Y12, Y6, Y6
+	VMOVUPS 128(BX)(R8*4), Y12
+	VMOVUPS 128(SI)(R8*4), Y13
+	VMULPS  Y13, Y12, Y12
+	VADDPS  Y12, Y7, Y7
+	VMOVUPS 160(BX)(R8*4), Y12
+	VMOVUPS 160(SI)(R8*4), Y13
+	VMULPS  Y13, Y12, Y12
+	VADDPS  Y12, Y8, Y8
+	VMOVUPS 192(BX)(R8*4), Y12
+	VMOVUPS 192(SI)(R8*4), Y13
+	VMULPS  Y13, Y12, Y12
+	VADDPS  Y12, Y9, Y9
+	VMOVUPS 224(BX)(R8*4), Y12
+	VMOVUPS 224(SI)(R8*4), Y13
+	VMULPS  Y13, Y12, Y12
+	VADDPS  Y12, Y10, Y10
+	ADDQ    $0x00000040, R8
+	JMP     lngsumloopw
+
+lngsumloop:
+	CMPQ    R8, R9
+	JG      lngsumtail
+	VMOVUPS (BX)(R8*4), Y12
+	VMOVUPS (SI)(R8*4), Y13
+	VADDPS  Y11, Y13, Y13
+	VMULPS  Y13, Y12, Y12
+	VADDPS  Y12, Y3, Y3
+	VMOVUPS 32(BX)(R8*4), Y12
+	VMOVUPS 32(SI)(R8*4), Y13
+	VADDPS  Y11, Y13, Y13
+	VMULPS  Y13, Y12, Y12
+	VADDPS  Y12, Y4, Y4
+	VMOVUPS 64(BX)(R8*4), Y12
+	VMOVUPS 64(SI)(R8*4), Y13
+	VADDPS  Y11, Y13, Y13
+	VMULPS  Y13, Y12, Y12
+	VADDPS  Y12, Y5, Y5
+	VMOVUPS 96(BX)(R8*4), Y12
+	VMOVUPS 96(SI)(R8*4), Y13
+	VADDPS  Y11, Y13, Y13
+	VMULPS  Y13, Y12, Y12
+	VADDPS  Y12, Y6, Y6
+	VMOVUPS 128(BX)(R8*4), Y12
+	VMOVUPS 128(SI)(R8*4), Y13
+	VADDPS  Y11, Y13, Y13
+	VMULPS  Y13, Y12, Y12
+	VADDPS  Y12, Y7, Y7
+	VMOVUPS 160(BX)(R8*4), Y12
+	VMOVUPS 160(SI)(R8*4), Y13
+	VADDPS  Y11, Y13, Y13
+	VMULPS  Y13, Y12, Y12
+	VADDPS  Y12, Y8, Y8
+	VMOVUPS 192(BX)(R8*4), Y12
+	VMOVUPS 192(SI)(R8*4), Y13
+	VADDPS  Y11, Y13, Y13
+	VMULPS  Y13, Y12, Y12
+	VADDPS  Y12, Y9, Y9
+	VMOVUPS 224(BX)(R8*4), Y12
+	VMOVUPS 224(SI)(R8*4), Y13
+	VADDPS  Y11, Y13, Y13
+	VMULPS  Y13, Y12, Y12
+	VADDPS  Y12, Y10, Y10
+	ADDQ    $0x00000040, R8
+	JMP     lngsumloop
+
+lngsumtail:
+	// Fewer than 64 elements remain: whole vectors, then one partial vector (its other lanes add +0).
+	MOVQ    job_d+0(AX), R9
+	SUBQ    R8, R9
+	CMPQ    R9, $0x00000008
+	JL      lngsumpart0
+	VMOVUPS (BX)(R8*4), Y12
+	VMOVUPS (SI)(R8*4), Y13
+	VADDPS  Y11, Y13, Y13
+	VMULPS  Y13, Y12, Y12
+	VADDPS  Y12, Y3, Y3
+	CMPQ    R9, $0x00000010
+	JL      lngsumpart1
+	VMOVUPS 32(BX)(R8*4), Y12
+	VMOVUPS 32(SI)(R8*4), Y13
+	VADDPS  Y11, Y13, Y13
+	VMULPS  Y13, Y12, Y12
+	VADDPS  Y12, Y4, Y4
+	CMPQ    R9, $0x00000018
+	JL      lngsumpart2
+	VMOVUPS 64(BX)(R8*4), Y12
+	VMOVUPS 64(SI)(R8*4), Y13
+	VADDPS  Y11, Y13, Y13
+	VMULPS  Y13, Y12, Y12
+	VADDPS  Y12, Y5, Y5
+	CMPQ    R9, $0x00000020
+	JL      lngsumpart3
+	VMOVUPS 96(BX)(R8*4), Y12
+	VMOVUPS 96(SI)(R8*4), Y13
+	VADDPS  Y11, Y13, Y13
+	VMULPS  Y13, Y12, Y12
+	VADDPS  Y12, Y6, Y6
+	CMPQ    R9, $0x00000028
+	JL      lngsumpart4
+	VMOVUPS 128(BX)(R8*4), Y12
+	VMOVUPS 128(SI)(R8*4), Y13
+	VADDPS  Y11, Y13, Y13
+	VMULPS  Y13, Y12, Y12
+	VADDPS  Y12, Y7, Y7
+	CMPQ    R9, $0x00000030
+	JL      lngsumpart5
+	VMOVUPS 160(BX)(R8*4), Y12
+	VMOVUPS 160(SI)(R8*4), Y13
+	VADDPS  Y11, Y13, Y13
+	VMULPS  Y13, Y12, Y12
+	VADDPS  Y12, Y8, Y8
+	CMPQ    R9, $0x00000038
+	JL      lngsumpart6
+	VMOVUPS 192(BX)(R8*4), Y12
+	VMOVUPS 192(SI)(R8*4), Y13
+	VADDPS  Y11, Y13, Y13
+	VMULPS  Y13, Y12, Y12
+	VADDPS  Y12, Y9, Y9
+	CMPQ    R9, $0x00000040
+	JL      lngsumpart7
+	VMOVUPS 224(BX)(R8*4), Y12
+	VMOVUPS 224(SI)(R8*4), Y13
+	VADDPS  Y11, Y13, Y13
+	VMULPS  Y13, Y12, Y12
+	VADDPS  Y12, Y10, Y10
+	JMP     lngsumdone
+
+lngsumpart0:
+	MOVQ $0x00000000, R10
+	JMP  lngsumscalar
+
+lngsumpart1:
+	MOVQ $0x00000008, R10
+	JMP  lngsumscalar
+
+lngsumpart2:
+	MOVQ $0x00000010, R10
+	JMP  lngsumscalar
+
+lngsumpart3:
+	MOVQ $0x00000018, R10
+	JMP  lngsumscalar
+
+lngsumpart4:
+	MOVQ $0x00000020, R10
+	JMP  lngsumscalar
+
+lngsumpart5:
+	MOVQ $0x00000028, R10
+	JMP  lngsumscalar
+
+lngsumpart6:
+	MOVQ $0x00000030, R10
+	JMP  lngsumscalar
+
+lngsumpart7:
+	MOVQ $0x00000038, R10
+
+lngsumscalar:
+	CMPQ    R10, R9
+	JGE     lngsumdone
+	VMOVUPS Y3, 24(SP)
+	VMOVUPS Y4, 56(SP)
+	VMOVUPS Y5, 88(SP)
+	VMOVUPS Y6, 120(SP)
+	VMOVUPS Y7, 152(SP)
+	VMOVUPS Y8, 184(SP)
+	VMOVUPS Y9, 216(SP)
+	VMOVUPS Y10, 248(SP)
+
+lngsumscalarloop:
+	LEAQ    (R8)(R10*1), R11
+	VMOVSS  (DX)(R11*4), X3
+	VMOVSS  (BX)(R11*4), X3
+	VMOVSS  (SI)(R11*4), X4
+	VADDSS  X11, X4, X4
+	VMULSS  X4, X3, X3
+	VADDSS  24(SP)(R10*4), X3, X3
+	VMOVSS  X3, 24(SP)(R10*4)
+	INCQ    R10
+	CMPQ    R10, R9
+	JL      lngsumscalarloop
+	VMOVUPS 24(SP), Y3
+	VMOVUPS 56(SP), Y4
+	VMOVUPS 88(SP), Y5
+	VMOVUPS 120(SP), Y6
+	VMOVUPS 152(SP), Y7
+	VMOVUPS 184(SP), Y8
+	VMOVUPS 216(SP), Y9
+	VMOVUPS 248(SP), Y10
+
+lngsumdone:
+	VADDPS       Y7, Y3, Y3
+	VADDPS       Y8, Y4, Y4
+	VADDPS       Y9, Y5, Y5
+	VADDPS       Y10, Y6, Y6
+	VADDPS       Y5, Y3, Y3
+	VADDPS       Y6, Y4, Y4
+	VADDPS       Y4, Y3, Y3
+	VEXTRACTF128 $0x01, Y3, X4
+	VADDPS       X4, X3, X4
+	VMOVHLPS     X4, X4, X3
+	VADDPS       X3, X4, X4
+	VMOVSHDUP    X4, X3
+	VADDSS       X3, X4, X4
+
+	// Partial sums (ss false, c true): element i goes to partial i%64.
+	VMOVUPS      zero64<>+0(SB), Y3
+	VMOVUPS      zero64<>+0(SB), Y5
+	VMOVUPS      zero64<>+0(SB), Y6
+	VMOVUPS      zero64<>+0(SB), Y7
+	VMOVUPS      zero64<>+0(SB), Y8
+	VMOVUPS      zero64<>+0(SB), Y9
+	VMOVUPS      zero64<>+0(SB), Y10
+	VMOVUPS      zero64<>+0(SB), Y11
+	VBROADCASTSS one<>+0(SB), Y12
+	TESTL        $0x00000010, job_flags+0(AX)
+	JNZ          weightadd21
+	VBROADCASTSS negzero<>+0(SB), Y12
+
+weightadd21:
+	XORQ R8, R8
+	MOVQ job_d+0(AX), R9
+	SUBQ $0x00000040, R9
+
+	// A plain weight's main loop multiplies by w itself.
+	TESTL $0x00000010, job_flags+0(AX)
+	JNZ   lngnsumloop
+
+lngnsumloopw:
+	CMPQ    R8, R9
+	JG      lngnsumtail
+	VMOVUPS (BX)(R8*4), Y13
+	VMOVUPS (SI)(R8*4), Y14
+	VMULPS  Y14, Y13, Y13
+	VMOVUPS (DX)(R8*4), Y14
+	VSUBPS  Y0, Y14, Y14
+	VMULPS  Y1, Y14, Y14
+	VMULPS  Y14, Y13, Y13
+	VADDPS  Y13, Y3, Y3
+	VMOVUPS 32(BX)(R8*4), Y13
+	VMOVUPS 32(SI)(R8*4), Y14
+	VMULPS  Y14, Y13, Y13
+	VMOVUPS 32(DX)(R8*4), Y14
+	VSUBPS  Y0, Y14, Y14
+	VMULPS  Y1, Y14, Y14
+	VMULPS  Y14, Y13, Y13
+	VADDPS  Y13, Y5, Y5
+	VMOVUPS 64(BX)(R8*4), Y13
+	VMOVUPS 64(SI)(R8*4), Y14
+	VMULPS  Y14, Y13, Y13
+	VMOVUPS 64(DX)(R8*4), Y14
+	VSUBPS  Y0, Y14, Y14
+	VMULPS  Y1, Y14, Y14
+	VMULPS  Y14, Y13, Y13
+	VADDPS  Y13, Y6, Y6
+	VMOVUPS 96(BX)(R8*4), Y13
+	VMOVUPS 96(SI)(R8*4), Y14
+	VMULPS  Y14, Y13, Y13
+	VMOVUPS 96(DX)(R8*4), Y14
+	VSUBPS  Y0, Y14, Y14
+	VMULPS  Y1, Y14, Y14
+	VMULPS  Y14, Y13, Y13
+	VADDPS  Y13, Y7, Y7
+	VMOVUPS 128(BX)(R8*4), Y13
+	VMOVUPS 128(SI)(R8*4), Y14
+	VMULPS  Y14, Y13, Y13
+	VMOVUPS 128(DX)(R8*4), Y14
+	VSUBPS  Y0, Y14, Y14
+	VMULPS  Y1, Y14, Y14
+	VMULPS  Y14, Y13, Y13
+	VADDPS  Y13, Y8, Y8
+	VMOVUPS 160(BX)(R8*4), Y13
+	VMOVUPS 160(SI)(R8*4), Y14
+	VMULPS  Y14, Y13, Y13
+	VMOVUPS 160(DX)(R8*4), Y14
+	VSUBPS  Y0, Y14, Y14
+	VMULPS  Y1, Y14, Y14
+	VMULPS  Y14, Y13, Y13
+	VADDPS  Y13, Y9, Y9
+	VMOVUPS 192(BX)(R8*4), Y13
+	VMOVUPS 192(SI)(R8*4), Y14
+	VMULPS  Y14, Y13, Y13
+	VMOVUPS 192(DX)(R8*4), Y14
+	VSUBPS  Y0, Y14, Y14
+	VMULPS  Y1, Y14, Y14
+	VMULPS  Y14, Y13, Y13
+	VADDPS  Y13, Y10, Y10
+	VMOVUPS 224(BX)(R8*4), Y13
+	VMOVUPS 224(SI)(R8*4), Y14
+	VMULPS  Y14, Y13, Y13
+	VMOVUPS 224(DX)(R8*4), Y14
+	VSUBPS  Y0, Y14, Y14
+	VMULPS  Y1, Y14, Y14
+	VMULPS  Y14, Y13, Y13
+	VADDPS  Y13, Y11, Y11
+	ADDQ    $0x00000040, R8
+	JMP     lngnsumloopw
+
+lngnsumloop:
+	CMPQ    R8, R9
+	JG      lngnsumtail
+	VMOVUPS (BX)(R8*4), Y13
+	VMOVUPS (SI)(R8*4), Y14
+	VADDPS  Y12, Y14, Y14
+	VMULPS  Y14, Y13, Y13
+	VMOVUPS (DX)(R8*4), Y14
+	VSUBPS  Y0, Y14, Y14
+	VMULPS  Y1, Y14, Y14
+	VMULPS  Y14, Y13, Y13
+	VADDPS  Y13, Y3, Y3
+	VMOVUPS 32(BX)(R8*4), Y13
+	VMOVUPS 32(SI)(R8*4), Y14
+	VADDPS  Y12, Y14, Y14
+	VMULPS  Y14, Y13, Y13
+	VMOVUPS 32(DX)(R8*4), Y14
+	VSUBPS  Y0, Y14, Y14
+	VMULPS  Y1, Y14, Y14
+	VMULPS  Y14, Y13, Y13
+	VADDPS  Y13, Y5, Y5
+	VMOVUPS 64(BX)(R8*4), Y13
+	VMOVUPS 64(SI)(R8*4), Y14
+	VADDPS  Y12, Y14, Y14
+	VMULPS  Y14, Y13, Y13
+	VMOVUPS 64(DX)(R8*4), Y14
+	VSUBPS  Y0, Y14, Y14
+	VMULPS  Y1, Y14, Y14
+	VMULPS  Y14, Y13, Y13
+	VADDPS  Y13, Y6, Y6
+	VMOVUPS 96(BX)(R8*4), Y13
+	VMOVUPS 96(SI)(R8*4), Y14
+	VADDPS  Y12, Y14, Y14
+	VMULPS  Y14, Y13, Y13
+	VMOVUPS 96(DX)(R8*4), Y14
+	VSUBPS  Y0, Y14, Y14
+	VMULPS  Y1, Y14, Y14
+	VMULPS  Y14, Y13, Y13
+	VADDPS  Y13, Y7, Y7
+	VMOVUPS 128(BX)(R8*4), Y13
+	VMOVUPS 128(SI)(R8*4), Y14
+	VADDPS  Y12, Y14, Y14
+	VMULPS  Y14, Y13, Y13
+	VMOVUPS 128(DX)(R8*4), Y14
+	VSUBPS  Y0, Y14, Y14
+	VMULPS  Y1, Y14, Y14
+	VMULPS  Y14, Y13, Y13
+	VADDPS  Y13, Y8, Y8
+	VMOVUPS 160(BX)(R8*4), Y13
+	VMOVUPS 160(SI)(R8*4), Y14
+	VADDPS  Y12, Y14, Y14
+	VMULPS  Y14, Y13, Y13
+	VMOVUPS 160(DX)(R8*4), Y14
+	VSUBPS  Y0, Y14, Y14
+	VMULPS  Y1, Y14, Y14
+	VMULPS  Y14, Y13, Y13
+	VADDPS  Y13, Y9, Y9
+	VMOVUPS 192(BX)(R8*4), Y13
+	VMOVUPS 192(SI)(R8*4), Y14
+	VADDPS  Y12, Y14, Y14
+	VMULPS  Y14, Y13, Y13
+	VMOVUPS 192(DX)(R8*4), Y14
+	VSUBPS  Y0, Y14, Y14
+	VMULPS  Y1, Y14, Y14
+	VMULPS  Y14, Y13, Y13
+	VADDPS  Y13, Y10, Y10
+	VMOVUPS 224(BX)(R8*4), Y13
+	VMOVUPS 224(SI)(R8*4), Y14
+	VADDPS  Y12, Y14, Y14
+	VMULPS  Y14, Y13, Y13
+	VMOVUPS 224(DX)(R8*4), Y14
+	VSUBPS  Y0, Y14, Y14
+	VMULPS  Y1, Y14, Y14
+	VMULPS  Y14, Y13, Y13
+	VADDPS  Y13, Y11, Y11
+	ADDQ    $0x00000040, R8
+	JMP     lngnsumloop
+
+lngnsumtail:
+	// Fewer than 64 elements remain: whole vectors, then one partial vector (its other lanes add +0).
+	MOVQ    job_d+0(AX), R9
+	SUBQ    R8, R9
+	CMPQ    R9, $0x00000008
+	JL      lngnsumpart0
+	VMOVUPS (BX)(R8*4), Y13
+	VMOVUPS (SI)(R8*4), Y14
+	VADDPS  Y12, Y14, Y14
+	VMULPS  Y14, Y13, Y13
+	VMOVUPS (DX)(R8*4), Y14
+	VSUBPS  Y0, Y14, Y14
+	VMULPS  Y1, Y14, Y14
+	VMULPS  Y14, Y13, Y13
+	VADDPS  Y13, Y3, Y3
+	CMPQ    R9, $0x00000010
+	JL      lngnsumpart1
+	VMOVUPS 32(BX)(R8*4), Y13
+	VMOVUPS 32(SI)(R8*4), Y14
+	VADDPS  Y12, Y14, Y14
+	VMULPS  Y14, Y13, Y13
+	VMOVUPS 32(DX)(R8*4), Y14
+	VSUBPS  Y0, Y14, Y14
+	VMULPS  Y1, Y14, Y14
+	VMULPS  Y14, Y13, Y13
+	VADDPS  Y13, Y5, Y5
+	CMPQ    R9, $0x00000018
+	JL      lngnsumpart2
+	VMOVUPS 64(BX)(R8*4), Y13
+	VMOVUPS 64(SI)(R8*4), Y14
+	VADDPS  Y12, Y14, Y14
+	VMULPS  Y14, Y13, Y13
+	VMOVUPS 64(DX)(R8*4), Y14
+	VSUBPS  Y0, Y14, Y14
+	VMULPS  Y1, Y14, Y14
+	VMULPS  Y14, Y13, Y13
+	VADDPS  Y13, Y6, Y6
+	CMPQ    R9, $0x00000020
+	JL      lngnsumpart3
+	VMOVUPS 96(BX)(R8*4), Y13
+	VMOVUPS 96(SI)(R8*4), Y14
+	VADDPS  Y12, Y14, Y14
+	VMULPS  Y14, Y13, Y13
+	VMOVUPS 96(DX)(R8*4), Y14
+	VSUBPS  Y0, Y14, Y14
+	VMULPS  Y1, Y14, Y14
+	VMULPS  Y14, Y13, Y13
+	VADDPS  Y13, Y7, Y7
+	CMPQ    R9, $0x00000028
+	JL      lngnsumpart4
+	VMOVUPS 128(BX)(R8*4), Y13
+	VMOVUPS 128(SI)(R8*4), Y14
+	VADDPS  Y12, Y14, Y14
+	VMULPS  Y14, Y13, Y13
+	VMOVUPS 128(DX)(R8*4), Y14
+	VSUBPS  Y0, Y14, Y14
+	VMULPS  Y1, Y14, Y14
+	VMULPS  Y14, Y13, Y13
+	VADDPS  Y13, Y8, Y8
+	CMPQ    R9, $0x00000030
+	JL      lngnsumpart5
+	VMOVUPS 160(BX)(R8*4), Y13
+	VMOVUPS 160(SI)(R8*4), Y14
+	VADDPS  Y12, Y14, Y14
+	VMULPS  Y14, Y13, Y13
+	VMOVUPS 160(DX)(R8*4), Y14
+	VSUBPS  Y0, Y14, Y14
+	VMULPS  Y1, Y14, Y14
+	VMULPS  Y14, Y13, Y13
+	VADDPS  Y13, Y9, Y9
+	CMPQ    R9, $0x00000038
+	JL      lngnsumpart6
+	VMOVUPS 192(BX)(R8*4), Y13
+	VMOVUPS 192(SI)(R8*4), Y14
+	VADDPS  Y12, Y14, Y14
+	VMULPS  Y14, Y13, Y13
+	VMOVUPS 192(DX)(R8*4), Y14
+	VSUBPS  Y0, Y14, Y14
+	VMULPS  Y1, Y14, Y14
+	VMULPS  Y14, Y13, Y13
+	VADDPS  Y13, Y10, Y10
+	CMPQ    R9, $0x00000040
+	JL      lngnsumpart7
+	VMOVUPS 224(BX)(R8*4), Y13
+	VMOVUPS 224(SI)(R8*4), Y14
+	VADDPS  Y12, Y14, Y14
+	VMULPS  Y14, Y13, Y13
+	VMOVUPS 224(DX)(R8*4), Y12
+	VSUBPS  Y0, Y12, Y12
+	VMULPS  Y1, Y12, Y12
+	VMULPS  Y12, Y13, Y13
+	VADDPS  Y13, Y11, Y11
+	JMP     lngnsumdone
+
+lngnsumpart0:
+	MOVQ $0x00000000, R10
+	JMP  lngnsumscalar
+
+lngnsumpart1:
+	MOVQ $0x00000008, R10
+	JMP  lngnsumscalar
+
+lngnsumpart2:
+	MOVQ $0x00000010, R10
+	JMP  lngnsumscalar
+
+lngnsumpart3:
+	MOVQ $0x00000018, R10
+	JMP  lngnsumscalar
+
+lngnsumpart4:
+	MOVQ $0x00000020, R10
+	JMP  lngnsumscalar
+
+lngnsumpart5:
+	MOVQ $0x00000028, R10
+	JMP  lngnsumscalar
+
+lngnsumpart6:
+	MOVQ $0x00000030, R10
+	JMP  lngnsumscalar
+
+lngnsumpart7:
+	MOVQ $0x00000038, R10
+
+lngnsumscalar:
+	CMPQ    R10, R9
+	JGE     lngnsumdone
+	VMOVUPS Y3, 280(SP)
+	VMOVUPS Y5, 312(SP)
+	VMOVUPS Y6, 344(SP)
+	VMOVUPS Y7, 376(SP)
+	VMOVUPS Y8, 408(SP)
+	VMOVUPS Y9, 440(SP)
+	VMOVUPS Y10, 472(SP)
+	VMOVUPS Y11, 504(SP)
+
+lngnsumscalarloop:
+	LEAQ    (R8)(R10*1), R11
+	VMOVSS  (DX)(R11*4), X3
+	VMOVSS  (BX)(R11*4), X5
+	VMOVSS  (SI)(R11*4), X6
+	VADDSS  X12, X6, X6
+	VMULSS  X6, X5, X5
+	VSUBSS  X0, X3, X3
+	VMULSS  X1, X3, X3
+	VMULSS  X3, X5, X5
+	VADDSS  280(SP)(R10*4), X5, X5
+	VMOVSS  X5, 280(SP)(R10*4)
+	INCQ    R10
+	CMPQ    R10, R9
+	JL      lngnsumscalarloop
+	VMOVUPS 280(SP), Y3
+	VMOVUPS 312(SP), Y5
+	VMOVUPS 344(SP), Y6
+	VMOVUPS 376(SP), Y7
+	VMOVUPS 408(SP), Y8
+	VMOVUPS 440(SP), Y9
+	VMOVUPS 472(SP), Y10
+	VMOVUPS 504(SP), Y11
+
+lngnsumdone:
+	VADDPS       Y8, Y3, Y3
+	VADDPS       Y9, Y5, Y5
+	VADDPS       Y10, Y6, Y6
+	VADDPS       Y11, Y7, Y7
+	VADDPS       Y6, Y3, Y3
+	VADDPS       Y7, Y5, Y5
+	VADDPS       Y5, Y3, Y3
+	VEXTRACTF128 $0x01, Y3, X1
+	VADDPS       X1, X3, X1
+	VMOVHLPS     X1, X1, X3
+	VADDPS       X3, X1, X1
+	VMOVSHDUP    X1, X3
+	VADDSS       X3, X1, X1
+
+	// a = sum(g)/d and b = sum(g*n)/d
+	CMPL   20(SP), $0x00
+	JE     divide22
+	VMULSS 20(SP), X4, X3
+	JMP    divided23
+
+divide22:
+	VDIVSS 16(SP), X4, X3
+
+divided23:
+	CMPL   20(SP), $0x00
+	JE     divide24
+	VMULSS 20(SP), X1, X1
+	JMP    divided25
+
+divide24:
+	VDIVSS 16(SP), X1, X1
+
+divided25:
+	VBROADCASTSS X3, Y3
+
+	// Which bias-gradient operation this row does (dy into DB's blocks, before dx is written).
+	MOVQ  job_db+0(AX), R8
+	TESTQ R8, R8
+	JZ    lndbnone
+	MOVQ  (SP), R10
+	MOVQ  R10, R11
+	ANDQ  $0x1f, R11
+	MOVQ  job_accB+0(AX), R9
+	XORQ  R12, R12
+	CMPQ  R11, $0x1f
+	JE    lndbislast
+	INCQ  R10
+	CMPQ  R10, job_rows+0(AX)
+	JNE   lndbnotlast
+
+lndbislast:
+	MOVQ $0x00000001, R12
+
+lndbnotlast:
+	TESTL $0x00000004, job_flags+0(AX)
+	JNZ   lndbfused
+
+	// Each block in its slot: P at accB + (row/32)*d*4. dbp = 0: no row closes a block here.
+	XORQ  R8, R8
+	MOVQ  (SP), R10
+	SHRQ  $0x05, R10
+	IMULQ job_d+0(AX), R10
+	LEAQ  (R9)(R10*4), R9
+	TESTQ R11, R11
+	JZ    lndbset
+	JMP   lndbadd
+
+lndbfused:
+	TESTQ R11, R11
+	JNZ   lndbfusednotfirst
+	TESTQ R12, R12
+	JZ    lndbset
+
+	// A block of one row: DB += dy, which is P += dy with DB as P.
+	MOVQ R8, R9
+	XORQ R8, R8
+	JMP  lndbadd
+
+lndbfusednotfirst:
+	// P += dy; the block's last row keeps dbp, and its DB += P follows.
+	TESTQ R12, R12
+	JNZ   lndbadd
+	XORQ  R8, R8
+	JMP   lndbadd
+
+lndbset:
+	XORQ R8, R8
+	MOVQ job_d+0(AX), R10
+	SUBQ $0x00000008, R10
+
+lndbsetloop:
+	CMPQ    R8, R10
+	JG      lndbsetlooppart
+	VMOVUPS (BX)(R8*4), Y4
+	VMOVUPS Y4, (R9)(R8*4)
+	ADDQ    $0x00000008, R8
+	JMP     lndbsetloop
+
+lndbsetlooppart:
+	MOVQ job_d+0(AX), R10
+	SUBQ R8, R10
+	JZ   lndbsetloopdone
+
+lndbsetloopone:
+	VMOVSS (BX)(R8*4), X4
+	VMOVSS X4, (R9)(R8*4)
+	INCQ   R8
+	CMPQ   R8, job_d+0(AX)
+	JL     lndbsetloopone
+
+lndbsetloopdone:
+	JMP lndbnone
+
+lndbadd:
+	XORQ R10, R10
+	MOVQ job_d+0(AX), R11
+	SUBQ $0x00000008, R11
+
+lndbaddloop:
+	CMPQ    R10, R11
+	JG      lndbaddlooppart
+	VMOVUPS (BX)(R10*4), Y4
+	VMOVUPS (R9)(R10*4), Y5
+	VADDPS  Y4, Y5, Y5
+	VMOVUPS Y5, (R9)(R10*4)
+	ADDQ    $0x00000008, R10
+	JMP     lndbaddloop
+
+lndbaddlooppart:
+	MOVQ job_d+0(AX), R11
+	SUBQ R10, R11
+	JZ   lndbaddloopdone
+
+lndbaddloopone:
+	VMOVSS (BX)(R10*4), X4
+	VMOVSS (R9)(R10*4), X5
+	VADDPS X4, X5, X5
+	VMOVSS X5, (R9)(R10*4)
+	INCQ   R10
+	CMPQ   R10, job_d+0(AX)
+	JL     lndbaddloopone
+
+lndbaddloopdone:
+	TESTQ R8, R8
+	JZ    lndbnone
+
+	// The block's last row: DB += P.
+	XORQ R10, R10
+	MOVQ job_d+0(AX), R11
+	SUBQ $0x00000008, R11
+
+lndbcloseloop:
+	CMPQ    R10, R11
+	JG      lndbcloselooppart
+	VMOVUPS (R9)(R10*4), Y4
+	VMOVUPS (R8)(R10*4), Y5
+	VADDPS  Y4, Y5, Y5
+	VMOVUPS Y5, (R8)(R10*4)
+	ADDQ    $0x00000008, R10
+	JMP     lndbcloseloop
+
+lndbcloselooppart:
+	MOVQ job_d+0(AX), R11
+	SUBQ R10, R11
+	JZ   lndbcloseloopdone
+
+lndbcloseloopone:
+	VMOVSS (R9)(R10*4), X4
+	VMOVSS (R8)(R10*4), X5
+	VADDPS X4, X5, X5
+	VMOVSS X5, (R8)(R10*4)
+	INCQ   R10
+	CMPQ   R10, job_d+0(AX)
+	JL     lndbcloseloopone
+
+lndbcloseloopdone:
+lndbnone:
+	VBROADCASTSS X2, Y2
+	VBROADCASTSS X1, Y1
+	VBROADCASTSS one<>+0(SB), Y4
+	TESTL        $0x00000010, job_flags+0(AX)
+	JNZ          weightadd26
+	VBROADCASTSS negzero<>+0(SB), Y4
+
+weightadd26:
+	// Which weight-gradient operation this row does.
+	MOVQ  job_dw+0(AX), R8
+	TESTQ R8, R8
+	JZ    lndxnone
+	MOVQ  (SP), R10
+	MOVQ  R10, R11
+	ANDQ  $0x1f, R11
+	MOVQ  job_acc+0(AX), R9
+	XORQ  R12, R12
+	CMPQ  R11, $0x1f
+	JE    lnislast
+	INCQ  R10
+	CMPQ  R10, job_rows+0(AX)
+	JNE   lnnotlast
+
+lnislast:
+	MOVQ $0x00000001, R12
+
+lnnotlast:
+	TESTL $0x00000004, job_flags+0(AX)
+	JNZ   lnfused
+
+	// Each block in its slot: P at acc + (row/32)*d*4. dwp = 0: no row closes a block here.
+	XORQ  R8, R8
+	MOVQ  (SP), R10
+	SHRQ  $0x05, R10
+	IMULQ job_d+0(AX), R10
+	LEAQ  (R9)(R10*4), R9
+	TESTQ R11, R11
+	JZ    lndxset
+	JMP   lndxadd
+
+lnfused:
+	TESTQ R11, R11
+	JNZ   lnfusednotfirst
+	TESTQ R12, R12
+	JZ    lndxset
+
+	// A block of one row: DW += q, which is P += q with DW as P.
+	MOVQ R8, R9
+	XORQ R8, R8
+	JMP  lndxadd
+
+lnfusednotfirst:
+	// P += q; the block's last row keeps dwp, and its DW += P follows.
+	TESTQ R12, R12
+	JNZ   lndxadd
+	XORQ  R8, R8
+	JMP   lndxadd
+
+lndxnone:
+	XORQ  R8, R8
+	MOVQ  job_d+0(AX), R9
+	SUBQ  $0x00000020, R9
+	TESTL $0x00000001, job_flags+0(AX)
+	JNZ   lndxnonent
+
+	// A plain weight's main loop multiplies by w itself.
+	TESTL $0x00000010, job_flags+0(AX)
+	JNZ   lndxnoneloop
+
+lndxnoneloopw:
+	CMPQ    R8, R9
+	JG      lndxnoneone
+	VMOVUPS (DX)(R8*4), Y5
+	VSUBPS  Y0, Y5, Y5
+	VMULPS  Y2, Y5, Y5
+	VMOVUPS (BX)(R8*4), Y6
+	VMOVUPS (SI)(R8*4), Y7
+	VMULPS  Y7, Y6, Y6
+	VSUBPS  Y3, Y6, Y6
+	VMULPS  Y1, Y5, Y5
+	VSUBPS  Y5, Y6, Y6
+	VMULPS  Y2, Y6, Y6
+	VMOVUPS Y6, (CX)(R8*4)
+	VMOVUPS 32(DX)(R8*4), Y5
+	VSUBPS  Y0, Y5, Y5
+	VMULPS  Y2, Y5, Y5
+	VMOVUPS 32(BX)(R8*4), Y6
+	VMOVUPS 32(SI)(R8*4), Y7
+	VMULPS  Y7, Y6, Y6
+	VSUBPS  Y3, Y6, Y6
+	VMULPS  Y1, Y5, Y5
+	VSUBPS  Y5, Y6, Y6
+	VMULPS  Y2, Y6, Y6
+	VMOVUPS Y6, 32(CX)(R8*4)
+	VMOVUPS 64(DX)(R8*4), Y5
+	VSUBPS  Y0, Y5, Y5
+	VMULPS  Y2, Y5, Y5
+	VMOVUPS 64(BX)(R8*4), Y6
+	VMOVUPS 64(SI)(R8*4), Y7
+	VMULPS  Y7, Y6, Y6
+	VSUBPS  Y3, Y6, Y6
+	VMULPS  Y1, Y5, Y5
+	VSUBPS  Y5, Y6, Y6
+	VMULPS  Y2, Y6, Y6
+	VMOVUPS Y6, 64(CX)(R8*4)
+	VMOVUPS 96(DX)(R8*4), Y5
+	VSUBPS  Y0, Y5, Y5
+	VMULPS  Y2, Y5, Y5
+	VMOVUPS 96(BX)(R8*4), Y6
+	VMOVUPS 96(SI)(R8*4), Y7
+	VMULPS  Y7, Y6, Y6
+	VSUBPS  Y3, Y6, Y6
+	VMULPS  Y1, Y5, Y5
+	VSUBPS  Y5, Y6, Y6
+	VMULPS  Y2, Y6, Y6
+	VMOVUPS Y6, 96(CX)(R8*4)
+	ADDQ    $0x00000020, R8
+	JMP     lndxnoneloopw
+
+lndxnoneloop:
+	CMPQ    R8, R9
+	JG      lndxnoneone
+	VMOVUPS (DX)(R8*4), Y5
+	VSUBPS  Y0, Y5, Y5
+	VMULPS  Y2, Y5, Y5
+	VMOVUPS (BX)(R8*4), Y6
+	VMOVUPS (SI)(R8*4), Y7
+	VADDPS  Y4, Y7, Y7
+	VMULPS  Y7, Y6, Y6
+	VSUBPS  Y3, Y6, Y6
+	VMULPS  Y1, Y5, Y5
+	VSUBPS  Y5, Y6, Y6
+	VMULPS  Y2, Y6, Y6
+	VMOVUPS Y6, (CX)(R8*4)
+	VMOVUPS 32(DX)(R8*4), Y5
+	VSUBPS  Y0, Y5, Y5
+	VMULPS  Y2, Y5, Y5
+	VMOVUPS 32(BX)(R8*4), Y6
+	VMOVUPS 32(SI)(R8*4), Y7
+	VADDPS  Y4, Y7, Y7
+	VMULPS  Y7, Y6, Y6
+	VSUBPS  Y3, Y6, Y6
+	VMULPS  Y1, Y5, Y5
+	VSUBPS  Y5, Y6, Y6
+	VMULPS  Y2, Y6, Y6
+	VMOVUPS Y6, 32(CX)(R8*4)
+	VMOVUPS 64(DX)(R8*4), Y5
+	VSUBPS  Y0, Y5, Y5
+	VMULPS  Y2, Y5, Y5
+	VMOVUPS 64(BX)(R8*4), Y6
+	VMOVUPS 64(SI)(R8*4), Y7
+	VADDPS  Y4, Y7, Y7
+	VMULPS  Y7, Y6, Y6
+	VSUBPS  Y3, Y6, Y6
+	VMULPS  Y1, Y5, Y5
+	VSUBPS  Y5, Y6, Y6
+	VMULPS  Y2, Y6, Y6
+	VMOVUPS Y6, 64(CX)(R8*4)
+	VMOVUPS 96(DX)(R8*4), Y5
+	VSUBPS  Y0, Y5, Y5
+	VMULPS  Y2, Y5, Y5
+	VMOVUPS 96(BX)(R8*4), Y6
+	VMOVUPS 96(SI)(R8*4), Y7
+	VADDPS  Y4, Y7, Y7
+	VMULPS  Y7, Y6, Y6
+	VSUBPS  Y3, Y6, Y6
+	VMULPS  Y1, Y5, Y5
+	VSUBPS  Y5, Y6, Y6
+	VMULPS  Y2, Y6, Y6
+	VMOVUPS Y6, 96(CX)(R8*4)
+	ADDQ    $0x00000020, R8
+	JMP     lndxnoneloop
+
+lndxnonent:
+	// Up to the first vector-aligned element of dx with a partial vector, then non-temporal stores.
+	MOVQ CX, R10
+	NEGQ R10
+	ANDQ $0x0000001f, R10
+	SHRQ $0x02, R10
+	JZ   lndxnonentloop
+	CMPQ R10, job_d+0(AX)
+	JLE  lndxnonehead
+	MOVQ job_d+0(AX), R10
+
+lndxnonehead:
+lndxnoneheadloop:
+	VMOVSS (DX)(R8*4), X5
+	VSUBSS X0, X5, X5
+	VMULSS X2, X5, X5
+	VMOVSS (BX)(R8*4), X6
+	VMOVSS (SI)(R8*4), X7
+	VADDSS X4, X7, X7
+	VMULSS X7, X6, X6
+	VSUBSS X3, X6, X6
+	VMULSS X1, X5, X5
+	VSUBSS X5, X6, X6
+	VMULSS X2, X6, X6
+	VMOVSS X6, (CX)(R8*4)
+	INCQ   R8
+	CMPQ   R8, R10
+	JL     lndxnoneheadloop
+
+lndxnonentloop:
+	CMPQ     R8, R9
+	JG       lndxnoneone
+	VMOVUPS  (DX)(R8*4), Y5
+	VSUBPS   Y0, Y5, Y5
+	VMULPS   Y2, Y5, Y5
+	VMOVUPS  (BX)(R8*4), Y6
+	VMOVUPS  (SI)(R8*4), Y7
+	VADDPS   Y4, Y7, Y7
+	VMULPS   Y7, Y6, Y6
+	VSUBPS   Y3, Y6, Y6
+	VMULPS   Y1, Y5, Y5
+	VSUBPS   Y5, Y6, Y6
+	VMULPS   Y2, Y6, Y6
+	VMOVNTPS Y6, (CX)(R8*4)
+	VMOVUPS  32(DX)(R8*4), Y5
+	VSUBPS   Y0, Y5, Y5
+	VMULPS   Y2, Y5, Y5
+	VMOVUPS  32(BX)(R8*4), Y6
+	VMOVUPS  32(SI)(R8*4), Y7
+	VADDPS   Y4, Y7, Y7
+	VMULPS   Y7, Y6, Y6
+	VSUBPS   Y3, Y6, Y6
+	VMULPS   Y1, Y5, Y5
+	VSUBPS   Y5, Y6, Y6
+	VMULPS   Y2, Y6, Y6
+	VMOVNTPS Y6, 32(CX)(R8*4)
+	VMOVUPS  64(DX)(R8*4), Y5
+	VSUBPS   Y0, Y5, Y5
+	VMULPS   Y2, Y5, Y5
+	VMOVUPS  64(BX)(R8*4), Y6
+	VMOVUPS  64(SI)(R8*4), Y7
+	VADDPS   Y4, Y7, Y7
+	VMULPS   Y7, Y6, Y6
+	VSUBPS   Y3, Y6, Y6
+	VMULPS   Y1, Y5, Y5
+	VSUBPS   Y5, Y6, Y6
+	VMULPS   Y2, Y6, Y6
+	VMOVNTPS Y6, 64(CX)(R8*4)
+	VMOVUPS  96(DX)(R8*4), Y5
+	VSUBPS   Y0, Y5, Y5
+	VMULPS   Y2, Y5, Y5
+	VMOVUPS  96(BX)(R8*4), Y6
+	VMOVUPS  96(SI)(R8*4), Y7
+	VADDPS   Y4, Y7, Y7
+	VMULPS   Y7, Y6, Y6
+	VSUBPS   Y3, Y6, Y6
+	VMULPS   Y1, Y5, Y5
+	VSUBPS   Y5, Y6, Y6
+	VMULPS   Y2, Y6, Y6
+	VMOVNTPS Y6, 96(CX)(R8*4)
+	ADDQ     $0x00000020, R8
+	JMP      lndxnonentloop
+
+lndxnoneone:
+	ADDQ $0x00000018, R9
+
+lndxnoneoneloop:
+	CMPQ    R8, R9
+	JG      lndxnonepart
+	VMOVUPS (DX)(R8*4), Y5
+	VSUBPS  Y0, Y5, Y5
+	VMULPS  Y2, Y5, Y5
+	VMOVUPS (BX)(R8*4), Y6
+	VMOVUPS (SI)(R8*4), Y7
+	VADDPS  Y4, Y7, Y7
+	VMULPS  Y7, Y6, Y6
+	VSUBPS  Y3, Y6, Y6
+	VMULPS  Y1, Y5, Y5
+	VSUBPS  Y5, Y6, Y6
+	VMULPS  Y2, Y6, Y6
+	VMOVUPS Y6, (CX)(R8*4)
+	ADDQ    $0x00000008, R8
+	JMP     lndxnoneoneloop
+
+lndxnonepart:
+	MOVQ job_d+0(AX), R9
+	SUBQ R8, R9
+	JZ   lnrowdonenone
+
+lndxnonetailloop:
+	VMOVSS (DX)(R8*4), X5
+	VSUBSS X0, X5, X5
+	VMULSS X2, X5, X5
+	VMOVSS (BX)(R8*4), X6
+	VMOVSS (SI)(R8*4), X7
+	VADDSS X4, X7, X7
+	VMULSS X7, X6, X6
+	VSUBSS X3, X6, X6
+	VMULSS X1, X5, X5
+	VSUBSS X5, X6, X6
+	VMULSS X2, X6, X6
+	VMOVSS X6, (CX)(R8*4)
+	INCQ   R8
+	CMPQ   R8, job_d+0(AX)
+	JL     lndxnonetailloop
+
+lnrowdonenone:
+	JMP lnrowdone
+
+lndxset:
+	XORQ  R8, R8
+	MOVQ  job_d+0(AX), R10
+	SUBQ  $0x00000020, R10
+	TESTL $0x00000001, job_flags+0(AX)
+	JNZ   lndxsetnt
+
+	// A plain weight's main loop multiplies by w itself.
+	TESTL $0x00000010, job_flags+0(AX)
+	JNZ   lndxsetloop
+
+lndxsetloopw:
+	CMPQ    R8, R10
+	JG      lndxsetone
+	VMOVUPS (DX)(R8*4), Y5
+	VSUBPS  Y0, Y5, Y5
+	VMULPS  Y2, Y5, Y5
+	VMOVUPS (BX)(R8*4), Y6
+	VMOVUPS (SI)(R8*4), Y7
+	VMULPS  Y7, Y6, Y7
+	VSUBPS  Y3, Y7, Y7
+	VMULPS  Y1, Y5, Y8
+	VSUBPS  Y8, Y7, Y7
+	VMULPS  Y2, Y7, Y7
+	VMULPS  Y5, Y6, Y5
+	VMOVUPS Y5, (R9)(R8*4)
+	VMOVUPS Y7, (CX)(R8*4)
+	VMOVUPS 32(DX)(R8*4), Y5
+	VSUBPS  Y0, Y5, Y5
+	VMULPS  Y2, Y5, Y5
+	VMOVUPS 32(BX)(R8*4), Y6
+	VMOVUPS 32(SI)(R8*4), Y7
+	VMULPS  Y7, Y6, Y7
+	VSUBPS  Y3, Y7, Y7
+	VMULPS  Y1, Y5, Y8
+	VSUBPS  Y8, Y7, Y7
+	VMULPS  Y2, Y7, Y7
+	VMULPS  Y5, Y6, Y5
+	VMOVUPS Y5, 32(R9)(R8*4)
+	VMOVUPS Y7, 32(CX)(R8*4)
+	VMOVUPS 64(DX)(R8*4), Y5
+	VSUBPS  Y0, Y5, Y5
+	VMULPS  Y2, Y5, Y5
+	VMOVUPS 64(BX)(R8*4), Y6
+	VMOVUPS 64(SI)(R8*4), Y7
+	VMULPS  Y7, Y6, Y7
+	VSUBPS  Y3, Y7, Y7
+	VMULPS  Y1, Y5, Y8
+	VSUBPS  Y8, Y7, Y7
+	VMULPS  Y2, Y7, Y7
+	VMULPS  Y5, Y6, Y5
+	VMOVUPS Y5, 64(R9)(R8*4)
+	VMOVUPS Y7, 64(CX)(R8*4)
+	VMOVUPS 96(DX)(R8*4), Y5
+	VSUBPS  Y0, Y5, Y5
+	VMULPS  Y2, Y5, Y5
+	VMOVUPS 96(BX)(R8*4), Y6
+	VMOVUPS 96(SI)(R8*4), Y7
+	VMULPS  Y7, Y6, Y7
+	VSUBPS  Y3, Y7, Y7
+	VMULPS  Y1, Y5, Y8
+	VSUBPS  Y8, Y7, Y7
+	VMULPS  Y2, Y7, Y7
+	VMULPS  Y5, Y6, Y5
+	VMOVUPS Y5, 96(R9)(R8*4)
+	VMOVUPS Y7, 96(CX)(R8*4)
+	ADDQ    $0x00000020, R8
+	JMP     lndxsetloopw
+
+lndxsetloop:
+	CMPQ    R8, R10
+	JG      lndxsetone
+	VMOVUPS (DX)(R8*4), Y5
+	VSUBPS  Y0, Y5, Y5
+	VMULPS  Y2, Y5, Y5
+	VMOVUPS (BX)(R8*4), Y6
+	VMOVUPS (SI)(R8*4), Y7
+	VADDPS  Y4, Y7, Y7
+	VMULPS  Y7, Y6, Y7
+	VSUBPS  Y3, Y7, Y7
+	VMULPS  Y1, Y5, Y8
+	VSUBPS  Y8, Y7, Y7
+	VMULPS  Y2, Y7, Y7
+	VMULPS  Y5, Y6, Y5
+	VMOVUPS Y5, (R9)(R8*4)
+	VMOVUPS Y7, (CX)(R8*4)
+	VMOVUPS 32(DX)(R8*4), Y5
+	VSUBPS  Y0, Y5, Y5
+	VMULPS  Y2, Y5, Y5
+	VMOVUPS 32(BX)(R8*4), Y6
+	VMOVUPS 32(SI)(R8*4), Y7
+	VADDPS  Y4, Y7, Y7
+	VMULPS  Y7, Y6, Y7
+	VSUBPS  Y3, Y7, Y7
+	VMULPS  Y1, Y5, Y8
+	VSUBPS  Y8, Y7, Y7
+	VMULPS  Y2, Y7, Y7
+	VMULPS  Y5, Y6, Y5
+	VMOVUPS Y5, 32(R9)(R8*4)
+	VMOVUPS Y7, 32(CX)(R8*4)
+	VMOVUPS 64(DX)(R8*4), Y5
+	VSUBPS  Y0, Y5, Y5
+	VMULPS  Y2, Y5, Y5
+	VMOVUPS 64(BX)(R8*4), Y6
+	VMOVUPS 64(SI)(R8*4), Y7
+	VADDPS  Y4, Y7, Y7
+	VMULPS  Y7, Y6, Y7
+	VSUBPS  Y3, Y7, Y7
+	VMULPS  Y1, Y5, Y8
+	VSUBPS  Y8, Y7, Y7
+	VMULPS  Y2, Y7, Y7
+	VMULPS  Y5, Y6, Y5
+	VMOVUPS Y5, 64(R9)(R8*4)
+	VMOVUPS Y7, 64(CX)(R8*4)
+	VMOVUPS 96(DX)(R8*4), Y5
+	VSUBPS  Y0, Y5, Y5
+	VMULPS  Y2, Y5, Y5
+	VMOVUPS 96(BX)(R8*4), Y6
+	VMOVUPS 96(SI)(R8*4), Y7
+	VADDPS  Y4, Y7, Y7
+	VMULPS  Y7, Y6, Y7
+	VSUBPS  Y3, Y7, Y7
+	VMULPS  Y1, Y5, Y8
+	VSUBPS  Y8, Y7, Y7
+	VMULPS  Y2, Y7, Y7
+	VMULPS  Y5, Y6, Y5
+	VMOVUPS Y5, 96(R9)(R8*4)
+	VMOVUPS Y7, 96(CX)(R8*4)
+	ADDQ    $0x00000020, R8
+	JMP     lndxsetloop
+
+lndxsetnt:
+	// Up to the first vector-aligned element of dx with a partial vector, then non-temporal stores.
+	MOVQ CX, R11
+	NEGQ R11
+	ANDQ $0x0000001f, R11
+	SHRQ $0x02, R11
+	JZ   lndxsetntloop
+	CMPQ R11, job_d+0(AX)
+	JLE  lndxsethead
+	MOVQ job_d+0(AX), R11
+
+lndxsethead:
+lndxsetheadloop:
+	VMOVSS (DX)(R8*4), X5
+	VSUBSS X0, X5, X5
+	VMULSS X2, X5, X5
+	VMOVSS (BX)(R8*4), X6
+	VMOVSS (SI)(R8*4), X7
+	VADDSS X4, X7, X7
+	VMULSS X7, X6, X7
+	VSUBSS X3, X7, X7
+	VMULSS X1, X5, X8
+	VSUBSS X8, X7, X7
+	VMULSS X2, X7, X7
+	VMULSS X5, X6, X5
+	VMOVSS X5, (R9)(R8*4)
+	VMOVSS X7, (CX)(R8*4)
+	INCQ   R8
+	CMPQ   R8, R11
+	JL     lndxsetheadloop
+
+lndxsetntloop:
+	CMPQ     R8, R10
+	JG       lndxsetone
+	VMOVUPS  (DX)(R8*4), Y5
+	VSUBPS   Y0, Y5, Y5
+	VMULPS   Y2, Y5, Y5
+	VMOVUPS  (BX)(R8*4), Y6
+	VMOVUPS  (SI)(R8*4), Y7
+	VADDPS   Y4, Y7, Y7
+	VMULPS   Y7, Y6, Y7
+	VSUBPS   Y3, Y7, Y7
+	VMULPS   Y1, Y5, Y8
+	VSUBPS   Y8, Y7, Y7
+	VMULPS   Y2, Y7, Y7
+	VMULPS   Y5, Y6, Y5
+	VMOVUPS  Y5, (R9)(R8*4)
+	VMOVNTPS Y7, (CX)(R8*4)
+	VMOVUPS  32(DX)(R8*4), Y5
+	VSUBPS   Y0, Y5, Y5
+	VMULPS   Y2, Y5, Y5
+	VMOVUPS  32(BX)(R8*4), Y6
+	VMOVUPS  32(SI)(R8*4), Y7
+	VADDPS   Y4, Y7, Y7
+	VMULPS   Y7, Y6, Y7
+	VSUBPS   Y3, Y7, Y7
+	VMULPS   Y1, Y5, Y8
+	VSUBPS   Y8, Y7, Y7
+	VMULPS   Y2, Y7, Y7
+	VMULPS   Y5, Y6, Y5
+	VMOVUPS  Y5, 32(R9)(R8*4)
+	VMOVNTPS Y7, 32(CX)(R8*4)
+	VMOVUPS  64(DX)(R8*4), Y5
+	VSUBPS   Y0, Y5, Y5
+	VMULPS   Y2, Y5, Y5
+	VMOVUPS  64(BX)(R8*4), Y6
+	VMOVUPS  64(SI)(R8*4), Y7
+	VADDPS   Y4, Y7, Y7
+	VMULPS   Y7, Y6, Y7
+	VSUBPS   Y3, Y7, Y7
+	VMULPS   Y1, Y5, Y8
+	VSUBPS   Y8, Y7, Y7
+	VMULPS   Y2, Y7, Y7
+	VMULPS   Y5, Y6, Y5
+	VMOVUPS  Y5, 64(R9)(R8*4)
+	VMOVNTPS Y7, 64(CX)(R8*4)
+	VMOVUPS  96(DX)(R8*4), Y5
+	VSUBPS   Y0, Y5, Y5
+	VMULPS   Y2, Y5, Y5
+	VMOVUPS  96(BX)(R8*4), Y6
+	VMOVUPS  96(SI)(R8*4), Y7
+	VADDPS   Y4, Y7, Y7
+	VMULPS   Y7, Y6, Y7
+	VSUBPS   Y3, Y7, Y7
+	VMULPS   Y1, Y5, Y8
+	VSUBPS   Y8, Y7, Y7
+	VMULPS   Y2, Y7, Y7
+	VMULPS   Y5, Y6, Y5
+	VMOVUPS  Y5, 96(R9)(R8*4)
+	VMOVNTPS Y7, 96(CX)(R8*4)
+	ADDQ     $0x00000020, R8
+	JMP      lndxsetntloop
+
+lndxsetone:
+	ADDQ $0x00000018, R10
+
+lndxsetoneloop:
+	CMPQ    R8, R10
+	JG      lndxsetpart
+	VMOVUPS (DX)(R8*4), Y5
+	VSUBPS  Y0, Y5, Y5
+	VMULPS  Y2, Y5, Y5
+	VMOVUPS (BX)(R8*4), Y6
+	VMOVUPS (SI)(R8*4), Y7
+	VADDPS  Y4, Y7, Y7
+	VMULPS  Y7, Y6, Y7
+	VSUBPS  Y3, Y7, Y7
+	VMULPS  Y1, Y5, Y8
+	VSUBPS  Y8, Y7, Y7
+	VMULPS  Y2, Y7, Y7
+	VMULPS  Y5, Y6, Y5
+	VMOVUPS Y5, (R9)(R8*4)
+	VMOVUPS Y7, (CX)(R8*4)
+	ADDQ    $0x00000008, R8
+	JMP     lndxsetoneloop
+
+lndxsetpart:
+	MOVQ job_d+0(AX), R10
+	SUBQ R8, R10
+	JZ   lnrowdoneset
+
+lndxsettailloop:
+	VMOVSS (DX)(R8*4), X5
+	VSUBSS X0, X5, X5
+	VMULSS X2, X5, X5
+	VMOVSS (BX)(R8*4), X6
+	VMOVSS (SI)(R8*4), X7
+	VADDSS X4, X7, X7
+	VMULSS X7, X6, X7
+	VSUBSS X3, X7, X7
+	VMULSS X1, X5, X8
+	VSUBSS X8, X7, X7
+	VMULSS X2, X7, X7
+	VMULSS X5, X6, X5
+	VMOVSS X5, (R9)(R8*4)
+	VMOVSS X7, (CX)(R8*4)
+	INCQ   R8
+	CMPQ   R8, job_d+0(AX)
+	JL     lndxsettailloop
+
+lnrowdoneset:
+	JMP lnrowdone
+
+lndxadd:
+	XORQ  R10, R10
+	MOVQ  job_d+0(AX), R11
+	SUBQ  $0x00000020, R11
+	TESTL $0x00000001, job_flags+0(AX)
+	JNZ   lndxaddnt
+
+	// A plain weight's main loop multiplies by w itself.
+	TESTL $0x00000010, job_flags+0(AX)
+	JNZ   lndxaddloop
+
+lndxaddloopw:
+	CMPQ    R10, R11
+	JG      lndxaddone
+	VMOVUPS (DX)(R10*4), Y5
+	VSUBPS  Y0, Y5, Y5
+	VMULPS  Y2, Y5, Y5
+	VMOVUPS (BX)(R10*4), Y6
+	VMOVUPS (SI)(R10*4), Y7
+	VMULPS  Y7, Y6, Y7
+	VSUBPS  Y3, Y7, Y7
+	VMULPS  Y1, Y5, Y8
+	VSUBPS  Y8, Y7, Y7
+	VMULPS  Y2, Y7, Y7
+	VMULPS  Y5, Y6, Y5
+	VMOVUPS (R9)(R10*4), Y6
+	VADDPS  Y5, Y6, Y6
+	VMOVUPS Y6, (R9)(R10*4)
+	VMOVUPS Y7, (CX)(R10*4)
+	VMOVUPS 32(DX)(R10*4), Y5
+	VSUBPS  Y0, Y5, Y5
+	VMULPS  Y2, Y5, Y5
+	VMOVUPS 32(BX)(R10*4), Y6
+	VMOVUPS 32(SI)(R10*4), Y7
+	VMULPS  Y7, Y6, Y7
+	VSUBPS  Y3, Y7, Y7
+	VMULPS  Y1, Y5, Y8
+	VSUBPS  Y8, Y7, Y7
+	VMULPS  Y2, Y7, Y7
+	VMULPS  Y5, Y6, Y5
+	VMOVUPS 32(R9)(R10*4), Y6
+	VADDPS  Y5, Y6, Y6
+	VMOVUPS Y6, 32(R9)(R10*4)
+	VMOVUPS Y7, 32(CX)(R10*4)
+	VMOVUPS 64(DX)(R10*4), Y5
+	VSUBPS  Y0, Y5, Y5
+	VMULPS  Y2, Y5, Y5
+	VMOVUPS 64(BX)(R10*4), Y6
+	VMOVUPS 64(SI)(R10*4), Y7
+	VMULPS  Y7, Y6, Y7
+	VSUBPS  Y3, Y7, Y7
+	VMULPS  Y1, Y5, Y8
+	VSUBPS  Y8, Y7, Y7
+	VMULPS  Y2, Y7, Y7
+	VMULPS  Y5, Y6, Y5
+	VMOVUPS 64(R9)(R10*4), Y6
+	VADDPS  Y5, Y6, Y6
+	VMOVUPS Y6, 64(R9)(R10*4)
+	VMOVUPS Y7, 64(CX)(R10*4)
+	VMOVUPS 96(DX)(R10*4), Y5
+	VSUBPS  Y0, Y5, Y5
+	VMULPS  Y2, Y5, Y5
+	VMOVUPS 96(BX)(R10*4), Y6
+	VMOVUPS 96(SI)(R10*4), Y7
+	VMULPS  Y7, Y6, Y7
+	VSUBPS  Y3, Y7, Y7
+	VMULPS  Y1, Y5, Y8
+	VSUBPS  Y8, Y7, Y7
+	VMULPS  Y2, Y7, Y7
+	VMULPS  Y5, Y6, Y5
+	VMOVUPS 96(R9)(R10*4), Y6
+	VADDPS  Y5, Y6, Y6
+	VMOVUPS Y6, 96(R9)(R10*4)
+	VMOVUPS Y7, 96(CX)(R10*4)
+	ADDQ    $0x00000020, R10
+	JMP     lndxaddloopw
+
+lndxaddloop:
+	CMPQ    R10, R11
+	JG      lndxaddone
+	VMOVUPS (DX)(R10*4), Y5
+	VSUBPS  Y0, Y5, Y5
+	VMULPS  Y2, Y5, Y5
+	VMOVUPS (BX)(R10*4), Y6
+	VMOVUPS (SI)(R10*4), Y7
+	VADDPS  Y4, Y7, Y7
+	VMULPS  Y7, Y6, Y7
+	VSUBPS  Y3, Y7, Y7
+	VMULPS  Y1, Y5, Y8
+	VSUBPS  Y8, Y7, Y7
+	VMULPS  Y2, Y7, Y7
+	VMULPS  Y5, Y6, Y5
+	VMOVUPS (R9)(R10*4), Y6
+	VADDPS  Y5, Y6, Y6
+	VMOVUPS Y6, (R9)(R10*4)
+	VMOVUPS Y7, (CX)(R10*4)
+	VMOVUPS 32(DX)(R10*4), Y5
+	VSUBPS  Y0, Y5, Y5
+	VMULPS  Y2, Y5, Y5
+	VMOVUPS 32(BX)(R10*4), Y6
+	VMOVUPS 32(SI)(R10*4), Y7
+	VADDPS  Y4, Y7, Y7
+	VMULPS  Y7, Y6, Y7
+	VSUBPS  Y3, Y7, Y7
+	VMULPS  Y1, Y5, Y8
+	VSUBPS  Y8, Y7, Y7
+	VMULPS  Y2, Y7, Y7
+	VMULPS  Y5, Y6, Y5
+	VMOVUPS 32(R9)(R10*4), Y6
+	VADDPS  Y5, Y6, Y6
+	VMOVUPS Y6, 32(R9)(R10*4)
+	VMOVUPS Y7, 32(CX)(R10*4)
+	VMOVUPS 64(DX)(R10*4), Y5
+	VSUBPS  Y0, Y5, Y5
+	VMULPS  Y2, Y5, Y5
+	VMOVUPS 64(BX)(R10*4), Y6
+	VMOVUPS 64(SI)(R10*4), Y7
+	VADDPS  Y4, Y7, Y7
+	VMULPS  Y7, Y6, Y7
+	VSUBPS  Y3, Y7, Y7
+	VMULPS  Y1, Y5, Y8
+	VSUBPS  Y8, Y7, Y7
+	VMULPS  Y2, Y7, Y7
+	VMULPS  Y5, Y6, Y5
+	VMOVUPS 64(R9)(R10*4), Y6
+	VADDPS  Y5, Y6, Y6
+	VMOVUPS Y6, 64(R9)(R10*4)
+	VMOVUPS Y7, 64(CX)(R10*4)
+	VMOVUPS 96(DX)(R10*4), Y5
+	VSUBPS  Y0, Y5, Y5
+	VMULPS  Y2, Y5, Y5
+	VMOVUPS 96(BX)(R10*4), Y6
+	VMOVUPS 96(SI)(R10*4), Y7
+	VADDPS  Y4, Y7, Y7
+	VMULPS  Y7, Y6, Y7
+	VSUBPS  Y3, Y7, Y7
+	VMULPS  Y1, Y5, Y8
+	VSUBPS  Y8, Y7, Y7
+	VMULPS  Y2, Y7, Y7
+	VMULPS  Y5, Y6, Y5
+	VMOVUPS 96(R9)(R10*4), Y6
+	VADDPS  Y5, Y6, Y6
+	VMOVUPS Y6, 96(R9)(R10*4)
+	VMOVUPS Y7, 96(CX)(R10*4)
+	ADDQ    $0x00000020, R10
+	JMP     lndxaddloop
+
+lndxaddnt:
+	// Up to the first vector-aligned element of dx with a partial vector, then non-temporal stores.
+	MOVQ CX, R12
+	NEGQ R12
+	ANDQ $0x0000001f, R12
+	SHRQ $0x02, R12
+	JZ   lndxaddntloop
+	CMPQ R12, job_d+0(AX)
+	JLE  lndxaddhead
+	MOVQ job_d+0(AX), R12
+
+lndxaddhead:
+lndxaddheadloop:
+	VMOVSS (DX)(R10*4), X5
+	VSUBSS X0, X5, X5
+	VMULSS X2, X5, X5
+	VMOVSS (BX)(R10*4), X6
+	VMOVSS (SI)(R10*4), X7
+	VADDSS X4, X7, X7
+	VMULSS X7, X6, X7
+	VSUBSS X3, X7, X7
+	VMULSS X1, X5, X8
+	VSUBSS X8, X7, X7
+	VMULSS X2, X7, X7
+	VMULSS X5, X6, X5
+	VADDSS (R9)(R10*4), X5, X5
+	VMOVSS X5, (R9)(R10*4)
+	VMOVSS X7, (CX)(R10*4)
+	INCQ   R10
+	CMPQ   R10, R12
+	JL     lndxaddheadloop
+
+lndxaddntloop:
+	CMPQ     R10, R11
+	JG       lndxaddone
+	VMOVUPS  (DX)(R10*4), Y5
+	VSUBPS   Y0, Y5, Y5
+	VMULPS   Y2, Y5, Y5
+	VMOVUPS  (BX)(R10*4), Y6
+	VMOVUPS  (SI)(R10*4), Y7
+	VADDPS   Y4, Y7, Y7
+	VMULPS   Y7, Y6, Y7
+	VSUBPS   Y3, Y7, Y7
+	VMULPS   Y1, Y5, Y8
+	VSUBPS   Y8, Y7, Y7
+	VMULPS   Y2, Y7, Y7
+	VMULPS   Y5, Y6, Y5
+	VMOVUPS  (R9)(R10*4), Y6
+	VADDPS   Y5, Y6, Y6
+	VMOVUPS  Y6, (R9)(R10*4)
+	VMOVNTPS Y7, (CX)(R10*4)
+	VMOVUPS  32(DX)(R10*4), Y5
+	VSUBPS   Y0, Y5, Y5
+	VMULPS   Y2, Y5, Y5
+	VMOVUPS  32(BX)(R10*4), Y6
+	VMOVUPS  32(SI)(R10*4), Y7
+	VADDPS   Y4, Y7, Y7
+	VMULPS   Y7, Y6, Y7
+	VSUBPS   Y3, Y7, Y7
+	VMULPS   Y1, Y5, Y8
+	VSUBPS   Y8, Y7, Y7
+	VMULPS   Y2, Y7, Y7
+	VMULPS   Y5, Y6, Y5
+	VMOVUPS  32(R9)(R10*4), Y6
+	VADDPS   Y5, Y6, Y6
+	VMOVUPS  Y6, 32(R9)(R10*4)
+	VMOVNTPS Y7, 32(CX)(R10*4)
+	VMOVUPS  64(DX)(R10*4), Y5
+	VSUBPS   Y0, Y5, Y5
+	VMULPS   Y2, Y5, Y5
+	VMOVUPS  64(BX)(R10*4), Y6
+	VMOVUPS  64(SI)(R10*4), Y7
+	VADDPS   Y4, Y7, Y7
+	VMULPS   Y7, Y6, Y7
+	VSUBPS   Y3, Y7, Y7
+	VMULPS   Y1, Y5, Y8
+	VSUBPS   Y8, Y7, Y7
+	VMULPS   Y2, Y7, Y7
+	VMULPS   Y5, Y6, Y5
+	VMOVUPS  64(R9)(R10*4), Y6
+	VADDPS   Y5, Y6, Y6
+	VMOVUPS  Y6, 64(R9)(R10*4)
+	VMOVNTPS Y7, 64(CX)(R10*4)
+	VMOVUPS  96(DX)(R10*4), Y5
+	VSUBPS   Y0, Y5, Y5
+	VMULPS   Y2, Y5, Y5
+	VMOVUPS  96(BX)(R10*4), Y6
+	VMOVUPS  96(SI)(R10*4), Y7
+	VADDPS   Y4, Y7, Y7
+	VMULPS   Y7, Y6, Y7
+	VSUBPS   Y3, Y7, Y7
+	VMULPS   Y1, Y5, Y8
+	VSUBPS   Y8, Y7, Y7
+	VMULPS   Y2, Y7, Y7
+	VMULPS   Y5, Y6, Y5
+	VMOVUPS  96(R9)(R10*4), Y6
+	VADDPS   Y5, Y6, Y6
+	VMOVUPS  Y6, 96(R9)(R10*4)
+	VMOVNTPS Y7, 96(CX)(R10*4)
+	ADDQ     $0x00000020, R10
+	JMP      lndxaddntloop
+
+lndxaddone:
+	ADDQ $0x00000018, R11
+
+lndxaddoneloop:
+	CMPQ    R10, R11
+	JG      lndxaddpart
+	VMOVUPS (DX)(R10*4), Y5
+	VSUBPS  Y0, Y5, Y5
+	VMULPS  Y2, Y5, Y5
+	VMOVUPS (BX)(R10*4), Y6
+	VMOVUPS (SI)(R10*4), Y7
+	VADDPS  Y4, Y7, Y7
+	VMULPS  Y7, Y6, Y7
+	VSUBPS  Y3, Y7, Y7
+	VMULPS  Y1, Y5, Y8
+	VSUBPS  Y8, Y7, Y7
+	VMULPS  Y2, Y7, Y7
+	VMULPS  Y5, Y6, Y5
+	VMOVUPS (R9)(R10*4), Y6
+	VADDPS  Y5, Y6, Y6
+	VMOVUPS Y6, (R9)(R10*4)
+	VMOVUPS Y7, (CX)(R10*4)
+	ADDQ    $0x00000008, R10
+	JMP     lndxaddoneloop
+
+lndxaddpart:
+	MOVQ job_d+0(AX), R11
+	SUBQ R10, R11
+	JZ   lnrowdoneadd
+
+lndxaddtailloop:
+	VMOVSS (DX)(R10*4), X5
+	VSUBSS X0, X5, X5
+	VMULSS X2, X5, X5
+	VMOVSS (BX)(R10*4), X6
+	VMOVSS (SI)(R10*4), X7
+	VADDSS X4, X7, X7
+	VMULSS X7, X6, X7
+	VSUBSS X3, X7, X7
+	VMULSS X1, X5, X8
+	VSUBSS X8, X7, X7
+	VMULSS X2, X7, X7
+	VMULSS X5, X6, X5
+	VADDSS (R9)(R10*4), X5, X5
+	VMOVSS X5, (R9)(R10*4)
+	VMOVSS X7, (CX)(R10*4)
+	INCQ   R10
+	CMPQ   R10, job_d+0(AX)
+	JL     lndxaddtailloop
+
+lnrowdoneadd:
+	TESTQ R8, R8
+	JZ    lnrowdone
+
+	// The block's last row: DW += P.
+	XORQ R10, R10
+	MOVQ job_d+0(AX), R11
+	SUBQ $0x00000008, R11
+
+lncloseloop:
+	CMPQ    R10, R11
+	JG      lnclosepart
+	VMOVUPS (R9)(R10*4), Y0
+	VADDPS  (R8)(R10*4), Y0, Y0
+	VMOVUPS Y0, (R8)(R10*4)
+	ADDQ    $0x00000008, R10
+	JMP     lncloseloop
+
+lnclosepart:
+	MOVQ job_d+0(AX), R11
+	SUBQ R10, R11
+	JZ   lnrowdone
+
+lnclosetailloop:
+	VMOVSS (R9)(R10*4), X0
+	VADDSS (R8)(R10*4), X0, X0
+	VMOVSS X0, (R8)(R10*4)
+	INCQ   R10
+	CMPQ   R10, job_d+0(AX)
+	JL     lnclosetailloop
+
+lnrowdone:
+	// Next row.
+	ADDQ DI, DX
+	ADDQ 8(SP), CX
+	ADDQ DI, BX
+	INCQ (SP)
+	JMP  row
+
+ret:
+	TESTL $0x00000001, job_flags+0(AX)
+	JZ    vzero
+	SFENCE
+
+vzero:
+	VZEROUPPER
+	MOVQ (SP), AX
+	MOVQ AX, ret+24(FP)
+	RET
+
+// func avx2BackwardLayerUnweighted(j uintptr, from int, to int) int
+// Requires: AVX, AVX2, MMX+
+TEXT ·avx2BackwardLayerUnweighted(SB), NOSPLIT, $544-32
+	// avx2BackwardLayerUnweighted computes the gradient of rows [from, to) of a Layer job: with flagCenter, with g = dy,
+	// n = (x-m)*inv and a, b the contract's sums of g and of g*n over d, dx = inv*((g - a) - n*b), as
+	// runGenericBackwardCentered; without it, as the RMSNorm function. When the job has them, the
+	// products dy*n (dy*(x*inv)) go into the row block's partial sum of the weight gradient, and dy
+	// into that of the bias gradient (see gradBlock), before dx is written (dx may be dy).
+	// It stops before the first row that needs the float64 path and returns that row's index, or to.
+	MOVQ j+0(FP), AX
+	MOVQ job_dst+0(AX), CX
+	MOVQ job_x+0(AX), DX
+	MOVQ job_dy+0(AX), BX
+	MOVQ job_stride+0(AX), SI
+	SHLQ $0x02, SI
+	MOVQ job_dstStride+0(AX), DI
+	SHLQ $0x02, DI
+	MOVQ DI, 8(SP)
+
+	// fd = float32(d); rd = 1/d when d is a power of two (a/d is then a*rd exactly), else 0.
+	MOVQ       job_d+0(AX), DI
+	VMOVSS     one<>+0(SB), X0
+	VCVTSI2SSQ DI, X0, X0
+	VMOVSS     X0, 16(SP)
+	XORL       R9, R9
+	LEAQ       -1(DI), R8
+	TESTQ      DI, R8
+	JNZ        notpow2
+	BSFQ       DI, R8
+	MOVL       $0x0000007f, R9
+	SUBL       R8, R9
+	SHLL       $0x17, R9
+
+notpow2:
+	MOVL R9, 20(SP)
+
+	// Start at row from.
+	MOVQ  from+8(FP), DI
+	MOVQ  DI, (SP)
+	MOVQ  DI, R8
+	IMULQ 8(SP), R8
+	ADDQ  R8, CX
+	IMULQ SI, DI
+	ADDQ  DI, DX
+	ADDQ  DI, BX
+
+row:
+	MOVQ  (SP), DI
+	CMPQ  DI, to+16(FP)
+	JAE   ret
+	TESTL $0x00000020, job_flags+0(AX)
+	JNZ   centered
+
+	// Partial sums (ss true, c false): element i goes to partial i%64.
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	XORQ   DI, DI
+	MOVQ   job_d+0(AX), R8
+	SUBQ   $0x00000040, R8
+
+sumssloop:
+	CMPQ    DI, R8
+	JG      sumsstail
+	VMOVUPS (DX)(DI*4), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y0, Y0
+	VMOVUPS 32(DX)(DI*4), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y1, Y1
+	VMOVUPS 64(DX)(DI*4), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y2, Y2
+	VMOVUPS 96(DX)(DI*4), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y3, Y3
+	VMOVUPS 128(DX)(DI*4), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y4, Y4
+	VMOVUPS 160(DX)(DI*4), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y5, Y5
+	VMOVUPS 192(DX)(DI*4), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y6, Y6
+	VMOVUPS 224(DX)(DI*4), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y7, Y7
+	ADDQ    $0x00000040, DI
+	JMP     sumssloop
+
+sumsstail:
+	// Fewer than 64 elements remain: whole vectors, then one partial vector (its other lanes add +0).
+	MOVQ    job_d+0(AX), R8
+	SUBQ    DI, R8
+	CMPQ    R8, $0x00000008
+	JL      sumsspart0
+	VMOVUPS (DX)(DI*4), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y0, Y0
+	CMPQ    R8, $0x00000010
+	JL      sumsspart1
+	VMOVUPS 32(DX)(DI*4), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y1, Y1
+	CMPQ    R8, $0x00000018
+	JL      sumsspart2
+	VMOVUPS 64(DX)(DI*4), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y2, Y2
+	CMPQ    R8, $0x00000020
+	JL      sumsspart3
+	VMOVUPS 96(DX)(DI*4), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y3, Y3
+	CMPQ    R8, $0x00000028
+	JL      sumsspart4
+	VMOVUPS 128(DX)(DI*4), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y4, Y4
+	CMPQ    R8, $0x00000030
+	JL      sumsspart5
+	VMOVUPS 160(DX)(DI*4), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y5, Y5
+	CMPQ    R8, $0x00000038
+	JL      sumsspart6
+	VMOVUPS 192(DX)(DI*4), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y6, Y6
+	CMPQ    R8, $0x00000040
+	JL      sumsspart7
+	VMOVUPS 224(DX)(DI*4), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y7, Y7
+	JMP     sumssdone
+
+sumsspart0:
+	MOVQ $0x00000000, R9
+	JMP  sumssscalar
+
+sumsspart1:
+	MOVQ $0x00000008, R9
+	JMP  sumssscalar
+
+sumsspart2:
+	MOVQ $0x00000010, R9
+	JMP  sumssscalar
+
+sumsspart3:
+	MOVQ $0x00000018, R9
+	JMP  sumssscalar
+
+sumsspart4:
+	MOVQ $0x00000020, R9
+	JMP  sumssscalar
+
+sumsspart5:
+	MOVQ $0x00000028, R9
+	JMP  sumssscalar
+
+sumsspart6:
+	MOVQ $0x00000030, R9
+	JMP  sumssscalar
+
+sumsspart7:
+	MOVQ $0x00000038, R9
+
+sumssscalar:
+	CMPQ    R9, R8
+	JGE     sumssdone
+	VMOVUPS Y0, 24(SP)
+	VMOVUPS Y1, 56(SP)
+	VMOVUPS Y2, 88(SP)
+	VMOVUPS Y3, 120(SP)
+	VMOVUPS Y4, 152(SP)
+	VMOVUPS Y5, 184(SP)
+	VMOVUPS Y6, 216(SP)
+	VMOVUPS Y7, 248(SP)
+
+sumssscalarloop:
+	LEAQ    (DI)(R9*1), R10
+	VMOVSS  (DX)(R10*4), X0
+	VMULSS  X0, X0, X0
+	VADDSS  24(SP)(R9*4), X0, X0
+	VMOVSS  X0, 24(SP)(R9*4)
+	INCQ    R9
+	CMPQ    R9, R8
+	JL      sumssscalarloop
+	VMOVUPS 24(SP), Y0
+	VMOVUPS 56(SP), Y1
+	VMOVUPS 88(SP), Y2
+	VMOVUPS 120(SP), Y3
+	VMOVUPS 152(SP), Y4
+	VMOVUPS 184(SP), Y5
+	VMOVUPS 216(SP), Y6
+	VMOVUPS 248(SP), Y7
+
+sumssdone:
+	VADDPS       Y4, Y0, Y0
+	VADDPS       Y5, Y1, Y1
+	VADDPS       Y6, Y2, Y2
+	VADDPS       Y7, Y3, Y3
+	VADDPS       Y2, Y0, Y0
+	VADDPS       Y3, Y1, Y1
+	VADDPS       Y1, Y0, Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X1
+	VMOVHLPS     X1, X1, X0
+	VADDPS       X0, X1, X1
+	VMOVSHDUP    X1, X0
+	VADDSS       X0, X1, X1
+
+	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
+	CMPL   20(SP), $0x00
+	JE     divide1
+	VMULSS 20(SP), X1, X0
+	JMP    divided2
+
+divide1:
+	VDIVSS 16(SP), X1, X0
+
+divided2:
+	VADDSS   job_eps+0(AX), X0, X0
+	VUCOMISS tlo<>+0(SB), X0
+	JCS      ret
+	VUCOMISS tmax<>+0(SB), X0
+	JHI      ret
+	MOVQ     job_inv+0(AX), DI
+	TESTQ    DI, DI
+	JZ       computeinv
+	MOVQ     (SP), R8
+	VMOVSS   (DI)(R8*4), X1
+	JMP      haveinv
+
+computeinv:
+	VSQRTSS X0, X0, X0
+	VMOVSS  one<>+0(SB), X1
+	VDIVSS  X0, X1, X1
+
+haveinv:
+	// Partial sums (ss false, c true): element i goes to partial i%64.
+	VXORPS Y0, Y0, Y0
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	VXORPS Y8, Y8, Y8
+	XORQ   DI, DI
+	MOVQ   job_d+0(AX), R8
+	SUBQ   $0x00000040, R8
+
+sumcloop:
+	CMPQ    DI, R8
+	JG      sumctail
+	VMOVUPS (DX)(DI*4), Y9
+	VMOVUPS (BX)(DI*4), Y10
+	VMULPS  Y9, Y10, Y10
+	VADDPS  Y10, Y0, Y0
+	VMOVUPS 32(DX)(DI*4), Y9
+	VMOVUPS 32(BX)(DI*4), Y10
+	VMULPS  Y9, Y10, Y10
+	VADDPS  Y10, Y2, Y2
+	VMOVUPS 64(DX)(DI*4), Y9
+	VMOVUPS 64(BX)(DI*4), Y10
+	VMULPS  Y9, Y10, Y10
+	VADDPS  Y10, Y3, Y3
+	VMOVUPS 96(DX)(DI*4), Y9
+	VMOVUPS 96(BX)(DI*4), Y10
+	VMULPS  Y9, Y10, Y10
+	VADDPS  Y10, Y4, Y4
+	VMOVUPS 128(DX)(DI*4), Y9
+	VMOVUPS 128(BX)(DI*4), Y10
+	VMULPS  Y9, Y10, Y10
+	VADDPS  Y10, Y5, Y5
+	VMOVUPS 160(DX)(DI*4), Y9
+	VMOVUPS 160(BX)(DI*4), Y10
+	VMULPS  Y9, Y10, Y10
+	VADDPS  Y10, Y6, Y6
+	VMOVUPS 192(DX)(DI*4), Y9
+	VMOVUPS 192(BX)(DI*4), Y10
+	VMULPS  Y9, Y10, Y10
+	VADDPS  Y10, Y7, Y7
+	VMOVUPS 224(DX)(DI*4), Y9
+	VMOVUPS 224(BX)(DI*4), Y10
+	VMULPS  Y9, Y10, Y10
+	VADDPS  Y10, Y8, Y8
+	ADDQ    $0x00000040, DI
+	JMP     sumcloop
+
+sumctail:
+	// Fewer than 64 elements remain: whole vectors, then one partial vector (its other lanes add +0).
+	MOVQ    job_d+0(AX), R8
+	SUBQ    DI, R8
+	CMPQ    R8, $0x00000008
+	JL      sumcpart0
+	VMOVUPS (DX)(DI*4), Y9
+	VMOVUPS (BX)(DI*4), Y10
+	VMULPS  Y9, Y10, Y10
+	VADDPS  Y10, Y0, Y0
+	CMPQ    R8, $0x00000010
+	JL      sumcpart1
+	VMOVUPS 32(DX)(DI*4), Y9
+	VMOVUPS 32(BX)(DI*4), Y10
+	VMULPS  Y9, Y10, Y10
+	VADDPS  Y10, Y2, Y2
+	CMPQ    R8, $0x00000018
+	JL      sumcpart2
+	VMOVUPS 64(DX)(DI*4), Y9
+	VMOVUPS 64(BX)(DI*4), Y10
+	VMULPS  Y9, Y10, Y10
+	VADDPS  Y10, Y3, Y3
+	CMPQ    R8, $0x00000020
+	JL      sumcpart3
+	VMOVUPS 96(DX)(DI*4), Y9
+	VMOVUPS 96(BX)(DI*4), Y10
+	VMULPS  Y9, Y10, Y10
+	VADDPS  Y10, Y4, Y4
+	CMPQ    R8, $0x00000028
+	JL      sumcpart4
+	VMOVUPS 128(DX)(DI*4), Y9
+	VMOVUPS 128(BX)(DI*4), Y10
+	VMULPS  Y9, Y10, Y10
+	VADDPS  Y10, Y5, Y5
+	CMPQ    R8, $0x00000030
+	JL      sumcpart5
+	VMOVUPS 160(DX)(DI*4), Y9
+	VMOVUPS 160(BX)(DI*4), Y10
+	VMULPS  Y9, Y10, Y10
+	VADDPS  Y10, Y6, Y6
+	CMPQ    R8, $0x00000038
+	JL      sumcpart6
+	VMOVUPS 192(DX)(DI*4), Y9
+	VMOVUPS 192(BX)(DI*4), Y10
+	VMULPS  Y9, Y10, Y10
+	VADDPS  Y10, Y7, Y7
+	CMPQ    R8, $0x00000040
+	JL      sumcpart7
+	VMOVUPS 224(DX)(DI*4), Y9
+	VMOVUPS 224(BX)(DI*4), Y10
+	VMULPS  Y9, Y10, Y10
+	VADDPS  Y10, Y8, Y8
+	JMP     sumcdone
+
+sumcpart0:
+	MOVQ $0x00000000, R9
+	JMP  sumcscalar
+
+sumcpart1:
+	MOVQ $0x00000008, R9
+	JMP  sumcscalar
+
+sumcpart2:
+	MOVQ $0x00000010, R9
+	JMP  sumcscalar
+
+sumcpart3:
+	MOVQ $0x00000018, R9
+	JMP  sumcscalar
+
+sumcpart4:
+	MOVQ $0x00000020, R9
+	JMP  sumcscalar
+
+sumcpart5:
+	MOVQ $0x00000028, R9
+	JMP  sumcscalar
+
+sumcpart6:
+	MOVQ $0x00000030, R9
+	JMP  sumcscalar
+
+sumcpart7:
+	MOVQ $0x00000038, R9
+
+sumcscalar:
+	CMPQ    R9, R8
+	JGE     sumcdone
+	VMOVUPS Y0, 280(SP)
+	VMOVUPS Y2, 312(SP)
+	VMOVUPS Y3, 344(SP)
+	VMOVUPS Y4, 376(SP)
+	VMOVUPS Y5, 408(SP)
+	VMOVUPS Y6, 440(SP)
+	VMOVUPS Y7, 472(SP)
+	VMOVUPS Y8, 504(SP)
+
+sumcscalarloop:
+	LEAQ    (DI)(R9*1), R10
+	VMOVSS  (DX)(R10*4), X0
+	VMOVSS  (BX)(R10*4), X2
+	VMULSS  X0, X2, X2
+	VADDSS  280(SP)(R9*4), X2, X2
+	VMOVSS  X2, 280(SP)(R9*4)
+	INCQ    R9
+	CMPQ    R9, R8
+	JL      sumcscalarloop
+	VMOVUPS 280(SP), Y0
+	VMOVUPS 312(SP), Y2
+	VMOVUPS 344(SP), Y3
+	VMOVUPS 376(SP), Y4
+	VMOVUPS 408(SP), Y5
+	VMOVUPS 440(SP), Y6
+	VMOVUPS 472(SP), Y7
+	VMOVUPS 504(SP), Y8
+
+sumcdone:
+	VADDPS       Y5, Y0, Y0
+	VADDPS       Y6, Y2, Y2
+	VADDPS       Y7, Y3, Y3
+	VADDPS       Y8, Y4, Y4
+	VADDPS       Y3, Y0, Y0
+	VADDPS       Y4, Y2, Y2
+	VADDPS       Y2, Y0, Y0
+	VEXTRACTF128 $0x01, Y0, X2
+	VADDPS       X2, X0, X2
+	VMOVHLPS     X2, X2, X0
+	VADDPS       X0, X2, X2
+	VMOVSHDUP    X2, X0
+	VADDSS       X0, X2, X2
+
+	// s = ((inv*inv)*c)/d
+	VMULSS X1, X1, X0
+	VMULSS X2, X0, X0
+	CMPL   20(SP), $0x00
+	JE     divide3
+	VMULSS 20(SP), X0, X0
+	JMP    divided4
+
+divide3:
+	VDIVSS 16(SP), X0, X0
+
+divided4:
+	// Which bias-gradient operation this row does (dy into DB's blocks, before dx is written).
+	MOVQ  job_db+0(AX), DI
+	TESTQ DI, DI
+	JZ    dbnone
+	MOVQ  (SP), R9
+	MOVQ  R9, R10
+	ANDQ  $0x1f, R10
+	MOVQ  job_accB+0(AX), R8
+	XORQ  R11, R11
+	CMPQ  R10, $0x1f
+	JE    dbislast
+	INCQ  R9
+	CMPQ  R9, job_rows+0(AX)
+	JNE   dbnotlast
+
+dbislast:
+	MOVQ $0x00000001, R11
+
+dbnotlast:
+	TESTL $0x00000004, job_flags+0(AX)
+	JNZ   dbfused
+
+	// Each block in its slot: P at accB + (row/32)*d*4. dbp = 0: no row closes a block here.
+	XORQ  DI, DI
+	MOVQ  (SP), R9
+	SHRQ  $0x05, R9
+	IMULQ job_d+0(AX), R9
+	LEAQ  (R8)(R9*4), R8
+	TESTQ R10, R10
+	JZ    dbset
+	JMP   dbadd
+
+dbfused:
+	TESTQ R10, R10
+	JNZ   dbfusednotfirst
+	TESTQ R11, R11
+	JZ    dbset
+
+	// A block of one row: DB += dy, which is P += dy with DB as P.
+	MOVQ DI, R8
+	XORQ DI, DI
+	JMP  dbadd
+
+dbfusednotfirst:
+	// P += dy; the block's last row keeps dbp, and its DB += P follows.
+	TESTQ R11, R11
+	JNZ   dbadd
+	XORQ  DI, DI
+	JMP   dbadd
+
+dbset:
+	XORQ DI, DI
+	MOVQ job_d+0(AX), R9
+	SUBQ $0x00000008, R9
+
+dbsetloop:
+	CMPQ    DI, R9
+	JG      dbsetlooppart
+	VMOVUPS (BX)(DI*4), Y2
+	VMOVUPS Y2, (R8)(DI*4)
+	ADDQ    $0x00000008, DI
+	JMP     dbsetloop
+
+dbsetlooppart:
+	MOVQ job_d+0(AX), R9
+	SUBQ DI, R9
+	JZ   dbsetloopdone
+
+dbsetloopone:
+	VMOVSS (BX)(DI*4), X2
+	VMOVSS X2, (R8)(DI*4)
+	INCQ   DI
+	CMPQ   DI, job_d+0(AX)
+	JL     dbsetloopone
+
+dbsetloopdone:
+	JMP dbnone
+
+dbadd:
+	XORQ R9, R9
+	MOVQ job_d+0(AX), R10
+	SUBQ $0x00000008, R10
+
+dbaddloop:
+	CMPQ    R9, R10
+	JG      dbaddlooppart
+	VMOVUPS (BX)(R9*4), Y2
+	VMOVUPS (R8)(R9*4), Y3
+	VADDPS  Y2, Y3, Y3
+	VMOVUPS Y3, (R8)(R9*4)
+	ADDQ    $0x00000008, R9
+	JMP     dbaddloop
+
+dbaddlooppart:
+	MOVQ job_d+0(AX), R10
+	SUBQ R9, R10
+	JZ   dbaddloopdone
+
+dbaddloopone:
+	VMOVSS (BX)(R9*4), X2
+	VMOVSS (R8)(R9*4), X3
+	VADDPS X2, X3, X3
+	VMOVSS X3, (R8)(R9*4)
+	INCQ   R9
+	CMPQ   R9, job_d+0(AX)
+	JL     dbaddloopone
+
+dbaddloopdone:
+	TESTQ DI, DI
+	JZ    dbnone
+
+	// The block's last row: DB += P.
+	XORQ R9, R9
+	MOVQ job_d+0(AX), R10
+	SUBQ $0x00000008, R10
+
+dbcloseloop:
+	CMPQ    R9, R10
+	JG      dbcloselooppart
+	VMOVUPS (R8)(R9*4), Y2
+	VMOVUPS (DI)(R9*4), Y3
+	VADDPS  Y2, Y3, Y3
+	VMOVUPS Y3, (DI)(R9*4)
+	ADDQ    $0x00000008, R9
+	JMP     dbcloseloop
+
+dbcloselooppart:
+	MOVQ job_d+0(AX), R10
+	SUBQ R9, R10
+	JZ   dbcloseloopdone
+
+dbcloseloopone:
+	VMOVSS (R8)(R9*4), X2
+	VMOVSS (DI)(R9*4), X3
+	VADDPS X2, X3, X3
+	VMOVSS X3, (DI)(R9*4)
+	INCQ   R9
+	CMPQ   R9, job_d+0(AX)
+	JL     dbcloseloopone
+
+dbcloseloopdone:
+dbnone:
+	VBROADCASTSS X1, Y1
+	VBROADCASTSS X0, Y0
+	XORQ         DI, DI
+	MOVQ         job_d+0(AX), R8
+	SUBQ         $0x00000020, R8
+	TESTL        $0x00000001, job_flags+0(AX)
+	JNZ          dxnonent
+
+dxnoneloop:
+	CMPQ    DI, R8
+	JG      dxnoneone
+	VMOVUPS (DX)(DI*4), Y2
+	VMOVUPS (BX)(DI*4), Y3
+	VMULPS  Y0, Y2, Y2
+	VSUBPS  Y2, Y3, Y2
+	VMULPS  Y1, Y2, Y2
+	VMOVUPS Y2, (CX)(DI*4)
+	VMOVUPS 32(DX)(DI*4), Y2
+	VMOVUPS 32(BX)(DI*4), Y3
+	VMULPS  Y0, Y2, Y2
+	VSUBPS  Y2, Y3, Y2
+	VMULPS  Y1, Y2, Y2
+	VMOVUPS Y2, 32(CX)(DI*4)
+	VMOVUPS 64(DX)(DI*4), Y2
+	VMOVUPS 64(BX)(DI*4), Y3
+	VMULPS  Y0, Y2, Y2
+	VSUBPS  Y2, Y3, Y2
+	VMULPS  Y1, Y2, Y2
+	VMOVUPS Y2, 64(CX)(DI*4)
+	VMOVUPS 96(DX)(DI*4), Y2
+	VMOVUPS 96(BX)(DI*4), Y3
+	VMULPS  Y0, Y2, Y2
+	VSUBPS  Y2, Y3, Y2
+	VMULPS  Y1, Y2, Y2
+	VMOVUPS Y2, 96(CX)(DI*4)
+	ADDQ    $0x00000020, DI
+	JMP     dxnoneloop
+
+dxnonent:
+	// Up to the first vector-aligned element of dx with a partial vector, then non-temporal stores.
+	MOVQ CX, R9
+	NEGQ R9
+	ANDQ $0x0000001f, R9
+	SHRQ $0x02, R9
+	JZ   dxnonentloop
+	CMPQ R9, job_d+0(AX)
+	JLE  dxnonehead
+	MOVQ job_d+0(AX), R9
+
+dxnonehead:
+dxnoneheadloop:
+	VMOVSS (DX)(DI*4), X2
+	VMOVSS (BX)(DI*4), X3
+	VMULSS X0, X2, X2
+	VSUBSS X2, X3, X2
+	VMULSS X1, X2, X2
+	VMOVSS X2, (CX)(DI*4)
+	INCQ   DI
+	CMPQ   DI, R9
+	JL     dxnoneheadloop
+
+dxnonentloop:
+	CMPQ     DI, R8
+	JG       dxnoneone
+	VMOVUPS  (DX)(DI*4), Y2
+	VMOVUPS  (BX)(DI*4), Y3
+	VMULPS   Y0, Y2, Y2
+	VSUBPS   Y2, Y3, Y2
+	VMULPS   Y1, Y2, Y2
+	VMOVNTPS Y2, (CX)(DI*4)
+	VMOVUPS  32(DX)(DI*4), Y2
+	VMOVUPS  32(BX)(DI*4), Y3
+	VMULPS   Y0, Y2, Y2
+	VSUBPS   Y2, Y3, Y2
+	VMULPS   Y1, Y2, Y2
+	VMOVNTPS Y2, 32(CX)(DI*4)
+	VMOVUPS  64(DX)(DI*4), Y2
+	VMOVUPS  64(BX)(DI*4), Y3
+	VMULPS   Y0, Y2, Y2
+	VSUBPS   Y2, Y3, Y2
+	VMULPS   Y1, Y2, Y2
+	VMOVNTPS Y2, 64(CX)(DI*4)
+	VMOVUPS  96(DX)(DI*4), Y2
+	VMOVUPS  96(BX)(DI*4), Y3
+	VMULPS   Y0, Y2, Y2
+	VSUBPS   Y2, Y3, Y2
+	VMULPS   Y1, Y2, Y2
+	VMOVNTPS Y2, 96(CX)(DI*4)
+	ADDQ     $0x00000020, DI
+	JMP      dxnonentloop
+
+dxnoneone:
+	ADDQ $0x00000018, R8
+
+dxnoneoneloop:
+	CMPQ    DI, R8
+	JG      dxnonepart
+	VMOVUPS (DX)(DI*4), Y2
+	VMOVUPS (BX)(DI*4), Y3
+	VMULPS  Y0, Y2, Y2
+	VSUBPS  Y2, Y3, Y2
+	VMULPS  Y1, Y2, Y2
+	VMOVUPS Y2, (CX)(DI*4)
+	ADDQ    $0x00000008, DI
+	JMP     dxnoneoneloop
+
+dxnonepart:
+	MOVQ job_d+0(AX), R8
+	SUBQ DI, R8
+	JZ   rowdonenone
+
+dxnonetailloop:
+	VMOVSS (DX)(DI*4), X2
+	VMOVSS (BX)(DI*4), X3
+	VMULSS X0, X2, X2
+	VSUBSS X2, X3, X2
+	VMULSS X1, X2, X2
+	VMOVSS X2, (CX)(DI*4)
+	INCQ   DI
+	CMPQ   DI, job_d+0(AX)
+	JL     dxnonetailloop
+
+rowdonenone:
+	// Next row.
+	ADDQ SI, DX
+	ADDQ 8(SP), CX
+	ADDQ SI, BX
+	INCQ (SP)
+	JMP  row
+
+centered:
+	// The row's mean and inv as the forward computes them, its float64-path tests included.
+	VMOVUPS zero64<>+0(SB), Y0
+	VMOVUPS zero64<>+0(SB), Y1
+	VMOVUPS zero64<>+0(SB), Y2
+	VMOVUPS zero64<>+0(SB), Y3
+	VMOVUPS zero64<>+0(SB), Y4
+	VMOVUPS zero64<>+0(SB), Y5
+	VMOVUPS zero64<>+0(SB), Y6
+	VMOVUPS zero64<>+0(SB), Y7
+
+	// Sum of squares: element i goes to partial i%64.
+	MOVQ   job_d+0(AX), R8
+	SUBQ   $0x00000040, R8
+	JGE    lnsfirstblock
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	XORQ   DI, DI
+	JMP    lnssumtail
+
+lnsfirstblock:
+	// +0 + square is the square itself: the first block initializes the partials.
+	XORQ    DI, DI
+	VMOVUPS (DX)(DI*4), Y0
+	VADDPS  zero64<>+0(SB), Y0, Y0
+	VMOVUPS 32(DX)(DI*4), Y1
+	VADDPS  zero64<>+0(SB), Y1, Y1
+	VMOVUPS 64(DX)(DI*4), Y2
+	VADDPS  zero64<>+0(SB), Y2, Y2
+	VMOVUPS 96(DX)(DI*4), Y3
+	VADDPS  zero64<>+0(SB), Y3, Y3
+	VMOVUPS 128(DX)(DI*4), Y4
+	VADDPS  zero64<>+0(SB), Y4, Y4
+	VMOVUPS 160(DX)(DI*4), Y5
+	VADDPS  zero64<>+0(SB), Y5, Y5
+	VMOVUPS 192(DX)(DI*4), Y6
+	VADDPS  zero64<>+0(SB), Y6, Y6
+	VMOVUPS 224(DX)(DI*4), Y7
+	VADDPS  zero64<>+0(SB), Y7, Y7
+	MOVQ    $0x00000040, DI
+
+lnssumloop:
+	CMPQ    DI, R8
+	JG      lnssumtail
+	VMOVUPS (DX)(DI*4), Y8
+	VADDPS  Y8, Y0, Y0
+	VMOVUPS 32(DX)(DI*4), Y8
+	VADDPS  Y8, Y1, Y1
+	VMOVUPS 64(DX)(DI*4), Y8
+	VADDPS  Y8, Y2, Y2
+	VMOVUPS 96(DX)(DI*4), Y8
+	VADDPS  Y8, Y3, Y3
+	VMOVUPS 128(DX)(DI*4), Y8
+	VADDPS  Y8, Y4, Y4
+	VMOVUPS 160(DX)(DI*4), Y8
+	VADDPS  Y8, Y5, Y5
+	VMOVUPS 192(DX)(DI*4), Y8
+	VADDPS  Y8, Y6, Y6
+	VMOVUPS 224(DX)(DI*4), Y8
+	VADDPS  Y8, Y7, Y7
+	ADDQ    $0x00000040, DI
+	JMP     lnssumloop
+
+lnssumtail:
+	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
+	MOVQ    job_d+0(AX), R8
+	SUBQ    DI, R8
+	JZ      lnssummed
+	MOVQ    R8, 536(SP)
+	LEAQ    (DX)(DI*4), DI
+	LEAQ    24(SP), R8
+	VXORPS  Y8, Y8, Y8
+	VMOVUPS Y8, (R8)
+	VMOVUPS Y8, 32(R8)
+	VMOVUPS Y8, 64(R8)
+	VMOVUPS Y8, 96(R8)
+	VMOVUPS Y8, 128(R8)
+	VMOVUPS Y8, 160(R8)
+	VMOVUPS Y8, 192(R8)
+	VMOVUPS Y8, 224(R8)
+	MOVQ    536(SP), R10
+	XORQ    R9, R9
+	SUBQ    $0x00000008, R10
+
+copyvec5:
+	CMPQ    R9, R10
+	JG      copyone6
+	VMOVUPS (DI)(R9*4), Y8
+	VMOVUPS Y8, (R8)(R9*4)
+	ADDQ    $0x00000008, R9
+	JMP     copyvec5
+
+copyone6:
+	ADDQ $0x00000008, R10
+
+copyloop8:
+	CMPQ R9, R10
+	JGE  copied7
+	MOVL (DI)(R9*4), R11
+	MOVL R11, (R8)(R9*4)
+	INCQ R9
+	JMP  copyloop8
+
+copied7:
+	XORQ    DI, DI
+	VMOVUPS (R8)(DI*4), Y8
+	VADDPS  Y8, Y0, Y0
+	VMOVUPS 32(R8)(DI*4), Y8
+	VADDPS  Y8, Y1, Y1
+	VMOVUPS 64(R8)(DI*4), Y8
+	VADDPS  Y8, Y2, Y2
+	VMOVUPS 96(R8)(DI*4), Y8
+	VADDPS  Y8, Y3, Y3
+	VMOVUPS 128(R8)(DI*4), Y8
+	VADDPS  Y8, Y4, Y4
+	VMOVUPS 160(R8)(DI*4), Y8
+	VADDPS  Y8, Y5, Y5
+	VMOVUPS 192(R8)(DI*4), Y8
+	VADDPS  Y8, Y6, Y6
+	VMOVUPS 224(R8)(DI*4), Y8
+	VADDPS  Y8, Y7, Y7
+
+lnssummed:
+	VADDPS       Y4, Y0, Y0
+	VADDPS       Y5, Y1, Y1
+	VADDPS       Y6, Y2, Y2
+	VADDPS       Y7, Y3, Y3
+	VADDPS       Y2, Y0, Y0
+	VADDPS       Y3, Y1, Y1
+	VADDPS       Y1, Y0, Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X1
+	VMOVHLPS     X1, X1, X0
+	VADDPS       X0, X1, X1
+	VMOVSHDUP    X1, X0
+	VADDSS       X0, X1, X1
+
+	// A row whose sum is not finite (s-s is NaN) takes the float64 path; else m = s/d.
+	VSUBSS   X1, X1, X0
+	VUCOMISS X0, X0
+	JPS      ret
+	CMPL     20(SP), $0x00
+	JE       divide9
+	VMULSS   20(SP), X1, X0
+	JMP      divided10
+
+divide9:
+	VDIVSS 16(SP), X1, X0
+
+divided10:
+	VBROADCASTSS X0, Y0
+	VMOVUPS      zero64<>+0(SB), Y1
+	VMOVUPS      zero64<>+0(SB), Y2
+	VMOVUPS      zero64<>+0(SB), Y3
+	VMOVUPS      zero64<>+0(SB), Y4
+	VMOVUPS      zero64<>+0(SB), Y5
+	VMOVUPS      zero64<>+0(SB), Y6
+	VMOVUPS      zero64<>+0(SB), Y7
+	VMOVUPS      zero64<>+0(SB), Y8
+
+	// Sum of squares: element i goes to partial i%64.
+	MOVQ   job_d+0(AX), R8
+	SUBQ   $0x00000040, R8
+	JGE    lnqfirstblock
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	VXORPS Y8, Y8, Y8
+	XORQ   DI, DI
+	JMP    lnqsumtail
+
+lnqfirstblock:
+	// +0 + square is the square itself: the first block initializes the partials.
+	XORQ    DI, DI
+	VMOVUPS (DX)(DI*4), Y1
+	VSUBPS  Y0, Y1, Y1
+	VMULPS  Y1, Y1, Y1
+	VMOVUPS 32(DX)(DI*4), Y2
+	VSUBPS  Y0, Y2, Y2
+	VMULPS  Y2, Y2, Y2
+	VMOVUPS 64(DX)(DI*4), Y3
+	VSUBPS  Y0, Y3, Y3
+	VMULPS  Y3, Y3, Y3
+	VMOVUPS 96(DX)(DI*4), Y4
+	VSUBPS  Y0, Y4, Y4
+	VMULPS  Y4, Y4, Y4
+	VMOVUPS 128(DX)(DI*4), Y5
+	VSUBPS  Y0, Y5, Y5
+	VMULPS  Y5, Y5, Y5
+	VMOVUPS 160(DX)(DI*4), Y6
+	VSUBPS  Y0, Y6, Y6
+	VMULPS  Y6, Y6, Y6
+	VMOVUPS 192(DX)(DI*4), Y7
+	VSUBPS  Y0, Y7, Y7
+	VMULPS  Y7, Y7, Y7
+	VMOVUPS 224(DX)(DI*4), Y8
+	VSUBPS  Y0, Y8, Y8
+	VMULPS  Y8, Y8, Y8
+	MOVQ    $0x00000040, DI
+
+	// With flagPF, the rows ahead are prefetched: one loop for both, the flag tested per block.
+	MOVQ SI, R9
+	CMPQ job_d+0(AX), $0x00000200
+	JA   longrows11
+	SHLQ $0x03, R9
+
+longrows11:
+	ADDQ DX, R9
+	MOVL job_flags+0(AX), R10
+
+lnqsumloop:
+	CMPQ  DI, R8
+	JG    lnqsumtail
+	TESTL $0x00000002, R10
+	JNZ   lnqsumpf
+
+lnqsumblock:
+	VMOVUPS (DX)(DI*4), Y9
+	VSUBPS  Y0, Y9, Y9
+	VMULPS  Y9, Y9, Y9
+	VADDPS  Y9, Y1, Y1
+	VMOVUPS 32(DX)(DI*4), Y9
+	VSUBPS  Y0, Y9, Y9
+	VMULPS  Y9, Y9, Y9
+	VADDPS  Y9, Y2, Y2
+	VMOVUPS 64(DX)(DI*4), Y9
+	VSUBPS  Y0, Y9, Y9
+	VMULPS  Y9, Y9, Y9
+	VADDPS  Y9, Y3, Y3
+	VMOVUPS 96(DX)(DI*4), Y9
+	VSUBPS  Y0, Y9, Y9
+	VMULPS  Y9, Y9, Y9
+	VADDPS  Y9, Y4, Y4
+	VMOVUPS 128(DX)(DI*4), Y9
+	VSUBPS  Y0, Y9, Y9
+	VMULPS  Y9, Y9, Y9
+	VADDPS  Y9, Y5, Y5
+	VMOVUPS 160(DX)(DI*4), Y9
+	VSUBPS  Y0, Y9, Y9
+	VMULPS  Y9, Y9, Y9
+	VADDPS  Y9, Y6, Y6
+	VMOVUPS 192(DX)(DI*4), Y9
+	VSUBPS  Y0, Y9, Y9
+	VMULPS  Y9, Y9, Y9
+	VADDPS  Y9, Y7, Y7
+	VMOVUPS 224(DX)(DI*4), Y9
+	VSUBPS  Y0, Y9, Y9
+	VMULPS  Y9, Y9, Y9
+	VADDPS  Y9, Y8, Y8
+	ADDQ    $0x00000040, DI
+	JMP     lnqsumloop
+
+	// Out of the loop's way: the prefetches, whose flag is usually clear.
+lnqsumpf:
+	PREFETCHT0 (R9)(DI*4)
+	PREFETCHT0 64(R9)(DI*4)
+	PREFETCHT0 128(R9)(DI*4)
+	PREFETCHT0 192(R9)(DI*4)
+	JMP        lnqsumblock
+
+lnqsumtail:
+	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
+	MOVQ job_d+0(AX), R8
+	SUBQ DI, R8
+	JZ   lnqsummed
+	LEAQ (DX)(DI*4), DI
+	LEAQ 24(SP), R9
+	MOVQ R8, R11
+	XORQ R10, R10
+	SUBQ $0x00000008, R11
+
+copyvec12:
+	CMPQ    R10, R11
+	JG      copyone13
+	VMOVUPS (DI)(R10*4), Y9
+	VMOVUPS Y9, (R9)(R10*4)
+	ADDQ    $0x00000008, R10
+	JMP     copyvec12
+
+copyone13:
+	ADDQ $0x00000008, R11
+
+copyloop15:
+	CMPQ R10, R11
+	JGE  copied14
+	MOVL (DI)(R10*4), R12
+	MOVL R12, (R9)(R10*4)
+	INCQ R10
+	JMP  copyloop15
+
+copied14:
+	VMOVQ        R8, X9
+	VPBROADCASTD X9, Y9
+	VMOVUPS      (R9), Y10
+	VSUBPS       Y0, Y10, Y10
+	VPCMPGTD     iota64<>+0(SB), Y9, Y11
+	VANDPS       Y11, Y10, Y10
+	VMULPS       Y10, Y10, Y10
+	VADDPS       Y10, Y1, Y1
+	VMOVUPS      32(R9), Y10
+	VSUBPS       Y0, Y10, Y10
+	VPCMPGTD     iota64<>+32(SB), Y9, Y11
+	VANDPS       Y11, Y10, Y10
+	VMULPS       Y10, Y10, Y10
+	VADDPS       Y10, Y2, Y2
+	VMOVUPS      64(R9), Y10
+	VSUBPS       Y0, Y10, Y10
+	VPCMPGTD     iota64<>+64(SB), Y9, Y11
+	VANDPS       Y11, Y10, Y10
+	VMULPS       Y10, Y10, Y10
+	VADDPS       Y10, Y3, Y3
+	VMOVUPS      96(R9), Y10
+	VSUBPS       Y0, Y10, Y10
+	VPCMPGTD     iota64<>+96(SB), Y9, Y11
+	VANDPS       Y11, Y10, Y10
+	VMULPS       Y10, Y10, Y10
+	VADDPS       Y10, Y4, Y4
+	VMOVUPS      128(R9), Y10
+	VSUBPS       Y0, Y10, Y10
+	VPCMPGTD     iota64<>+128(SB), Y9, Y11
+	VANDPS       Y11, Y10, Y10
+	VMULPS       Y10, Y10, Y10
+	VADDPS       Y10, Y5, Y5
+	VMOVUPS      160(R9), Y10
+	VSUBPS       Y0, Y10, Y10
+	VPCMPGTD     iota64<>+160(SB), Y9, Y11
+	VANDPS       Y11, Y10, Y10
+	VMULPS       Y10, Y10, Y10
+	VADDPS       Y10, Y6, Y6
+	VMOVUPS      192(R9), Y10
+	VSUBPS       Y0, Y10, Y10
+	VPCMPGTD     iota64<>+192(SB), Y9, Y11
+	VANDPS       Y11, Y10, Y10
+	VMULPS       Y10, Y10, Y10
+	VADDPS       Y10, Y7, Y7
+	VMOVUPS      224(R9), Y10
+	VSUBPS       Y0, Y10, Y10
+	VPCMPGTD     iota64<>+224(SB), Y9, Y9
+	VANDPS       Y9, Y10, Y10
+	VMULPS       Y10, Y10, Y10
+	VADDPS       Y10, Y8, Y8
+
+lnqsummed:
+	VADDPS       Y5, Y1, Y1
+	VADDPS       Y6, Y2, Y2
+	VADDPS       Y7, Y3, Y3
+	VADDPS       Y8, Y4, Y4
+	VADDPS       Y3, Y1, Y1
+	VADDPS       Y4, Y2, Y2
+	VADDPS       Y2, Y1, Y1
+	VEXTRACTF128 $0x01, Y1, X2
+	VADDPS       X2, X1, X2
+	VMOVHLPS     X2, X2, X1
+	VADDPS       X1, X2, X2
+	VMOVSHDUP    X2, X1
+	VADDSS       X1, X2, X2
+
+	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
+	CMPL   20(SP), $0x00
+	JE     divide16
+	VMULSS 20(SP), X2, X1
+	JMP    divided17
+
+divide16:
+	VDIVSS 16(SP), X2, X1
+
+divided17:
+	VADDSS   job_eps+0(AX), X1, X1
+	VUCOMISS tlo<>+0(SB), X1
+	JCS      ret
+	VUCOMISS tmax<>+0(SB), X1
+	JHI      ret
+	MOVQ     job_inv+0(AX), DI
+	TESTQ    DI, DI
+	JZ       lncomputeinv
+	MOVQ     (SP), R8
+	VMOVSS   (DI)(R8*4), X2
+	JMP      lnhaveinv
+
+lncomputeinv:
+	VSQRTSS X1, X1, X1
+	VMOVSS  one<>+0(SB), X2
+	VDIVSS  X1, X2, X2
+
+lnhaveinv:
+	// Mean[r] in place of m when the job has it.
+	MOVQ         job_mean+0(AX), DI
+	TESTQ        DI, DI
+	JZ           lnhavemean
+	MOVQ         (SP), R8
+	VBROADCASTSS (DI)(R8*4), Y0
+
+lnhavemean:
+	VBROADCASTSS X2, Y1
+
+	// Partial sums (ss true, c false): element i goes to partial i%64.
+	VMOVUPS zero64<>+0(SB), Y3
+	VMOVUPS zero64<>+0(SB), Y4
+	VMOVUPS zero64<>+0(SB), Y5
+	VMOVUPS zero64<>+0(SB), Y6
+	VMOVUPS zero64<>+0(SB), Y7
+	VMOVUPS zero64<>+0(SB), Y8
+	VMOVUPS zero64<>+0(SB), Y9
+	VMOVUPS zero64<>+0(SB), Y10
+	XORQ    DI, DI
+	MOVQ    job_d+0(AX), R8
+	SUBQ    $0x00000040, R8
+
+lngsumloop:
+	CMPQ    DI, R8
+	JG      lngsumtail
+	VMOVUPS (BX)(DI*4), Y11
+	VADDPS  Y11, Y3, Y3
+	VMOVUPS 32(BX)(DI*4), Y11
+	VADDPS  Y11, Y4, Y4
+	VMOVUPS 64(BX)(DI*4), Y11
+	VADDPS  Y11, Y5, Y5
+	VMOVUPS 96(BX)(DI*4), Y11
+	VADDPS  Y11, Y6, Y6
+	VMOVUPS 128(BX)(DI*4), Y11
+	VADDPS  Y11, Y7, Y7
+	VMOVUPS 160(BX)(DI*4), Y11
+	VADDPS  Y11, Y8, Y8
+	VMOVUPS 192(BX)(DI*4), Y11
+	VADDPS  Y11, Y9, Y9
+	VMOVUPS 224(BX)(DI*4), Y11
+	VADDPS  Y11, Y10, Y10
+	ADDQ    $0x00000040, DI
+	JMP     lngsumloop
+
+lngsumtail:
+	// Fewer than 64 elements remain: whole vectors, then one partial vector (its other lanes add +0).
+	MOVQ    job_d+0(AX), R8
+	SUBQ    DI, R8
+	CMPQ    R8, $0x00000008
+	JL      lngsumpart0
+	VMOVUPS (BX)(DI*4), Y11
+	VADDPS  Y11, Y3, Y3
+	CMPQ    R8, $0x00000010
+	JL      lngsumpart1
+	VMOVUPS 32(BX)(DI*4), Y11
+	VADDPS  Y11, Y4, Y4
+	CMPQ    R8, $0x00000018
+	JL      lngsumpart2
+	VMOVUPS 64(BX)(DI*4), Y11
+	VADDPS  Y11, Y5, Y5
+	CMPQ    R8, $0x00000020
+	JL      lngsumpart3
+	VMOVUPS 96(BX)(DI*4), Y11
+	VADDPS  Y11, Y6, Y6
+	CMPQ    R8, $0x00000028
+	JL      lngsumpart4
+	VMOVUPS 128(BX)(DI*4), Y11
+	VADDPS  Y11, Y7, Y7
+	CMPQ    R8, $0x00000030
+	JL      lngsumpart5
+	VMOVUPS 160(BX)(DI*4), Y11
+	VADDPS  Y11, Y8, Y8
+	CMPQ    R8, $0x00000038
+	JL      lngsumpart6
+	VMOVUPS 192(BX)(DI*4), Y11
+	VADDPS  Y11, Y9, Y9
+	CMPQ    R8, $0x00000040
+	JL      lngsumpart7
+	VMOVUPS 224(BX)(DI*4), Y11
+	VADDPS  Y11, Y10, Y10
+	JMP     lngsumdone
+
+lngsumpart0:
+	MOVQ $0x00000000, R9
+	JMP  lngsumscalar
+
+lngsumpart1:
+	MOVQ $0x00000008, R9
+	JMP  lngsumscalar
+
+lngsumpart2:
+	MOVQ $0x00000010, R9
+	JMP  lngsumscalar
+
+lngsumpart3:
+	MOVQ $0x00000018, R9
+	JMP  lngsumscalar
+
+lngsumpart4:
+	MOVQ $0x00000020, R9
+	JMP  lngsumscalar
+
+lngsumpart5:
+	MOVQ $0x00000028, R9
+	JMP  lngsumscalar
+
+lngsumpart6:
+	MOVQ $0x00000030, R9
+	JMP  lngsumscalar
+
+lngsumpart7:
+	MOVQ $0x00000038, R9
+
+lngsumscalar:
+	CMPQ    R9, R8
+	JGE     lngsumdone
+	VMOVUPS Y3, 24(SP)
+	VMOVUPS Y4, 56(SP)
+	VMOVUPS Y5, 88(SP)
+	VMOVUPS Y6, 120(SP)
+	VMOVUPS Y7, 152(SP)
+	VMOVUPS Y8, 184(SP)
+	VMOVUPS Y9, 216(SP)
+	VMOVUPS Y10, 248(SP)
+
+lngsumscalarloop:
+	LEAQ    (DI)(R9*1), R10
+	VMOVSS  (DX)(R10*4), X3
+	VMOVSS  (BX)(R10*4), X3
+	VADDSS  24(SP)(R9*4), X3, X3
+	VMOVSS  X3, 24(SP)(R9*4)
+	INCQ    R9
+	CMPQ    R9, R8
+	JL      lngsumscalarloop
+	VMOVUPS 24(SP), Y3
+	VMOVUPS 56(SP), Y4
+	VMOVUPS 88(SP), Y5
+	VMOVUPS 120(SP), Y6
+	VMOVUPS 152(SP), Y7
+	VMOVUPS 184(SP), Y8
+	VMOVUPS 216(SP), Y9
+	VMOVUPS 248(SP), Y10
+
+lngsumdone:
+	VADDPS       Y7, Y3, Y3
+	VADDPS       Y8, Y4, Y4
+	VADDPS       Y9, Y5, Y5
+	VADDPS       Y10, Y6, Y6
+	VADDPS       Y5, Y3, Y3
+	VADDPS       Y6, Y4, Y4
+	VADDPS       Y4, Y3, Y3
+	VEXTRACTF128 $0x01, Y3, X4
+	VADDPS       X4, X3, X4
+	VMOVHLPS     X4, X4, X3
+	VADDPS       X3, X4, X4
+	VMOVSHDUP    X4, X3
+	VADDSS       X3, X4, X4
+
+	// Partial sums (ss false, c true): element i goes to partial i%64.
+	VMOVUPS zero64<>+0(SB), Y3
+	VMOVUPS zero64<>+0(SB), Y5
+	VMOVUPS zero64<>+0(SB), Y6
+	VMOVUPS zero64<>+0(SB), Y7
+	VMOVUPS zero64<>+0(SB), Y8
+	VMOVUPS zero64<>+0(SB), Y9
+	VMOVUPS zero64<>+0(SB), Y10
+	VMOVUPS zero64<>+0(SB), Y11
+	XORQ    DI, DI
+	MOVQ    job_d+0(AX), R8
+	SUBQ    $0x00000040, R8
+
+lngnsumloop:
+	CMPQ    DI, R8
+	JG      lngnsumtail
+	VMOVUPS (BX)(DI*4), Y12
+	VMOVUPS (DX)(DI*4), Y13
+	VSUBPS  Y0, Y13, Y13
+	VMULPS  Y1, Y13, Y13
+	VMULPS  Y13, Y12, Y12
+	VADDPS  Y12, Y3, Y3
+	VMOVUPS 32(BX)(DI*4), Y12
+	VMOVUPS 32(DX)(DI*4), Y13
+	VSUBPS  Y0, Y13, Y13
+	VMULPS  Y1, Y13, Y13
+	VMULPS  Y13, Y12, Y12
+	VADDPS  Y12, Y5, Y5
+	VMOVUPS 64(BX)(DI*4), Y12
+	VMOVUPS 64(DX)(DI*4), Y13
+	VSUBPS  Y0, Y13, Y13
+	VMULPS  Y1, Y13, Y13
+	VMULPS  Y13, Y12, Y12
+	VADDPS  Y12, Y6, Y6
+	VMOVUPS 96(BX)(DI*4), Y12
+	VMOVUPS 96(DX)(DI*4), Y13
+	VSUBPS  Y0, Y13, Y13
+	VMULPS  Y1, Y13, Y13
+	VMULPS  Y13, Y12, Y12
+	VADDPS  Y12, Y7, Y7
+	VMOVUPS 128(BX)(DI*4), Y12
+	VMOVUPS 128(DX)(DI*4), Y13
+	VSUBPS  Y0, Y13, Y13
+	VMULPS  Y1, Y13, Y13
+	VMULPS  Y13, Y12, Y12
+	VADDPS  Y12, Y8, Y8
+	VMOVUPS 160(BX)(DI*4), Y12
+	VMOVUPS 160(DX)(DI*4), Y13
+	VSUBPS  Y0, Y13, Y13
+	VMULPS  Y1, Y13, Y13
+	VMULPS  Y13, Y12, Y12
+	VADDPS  Y12, Y9, Y9
+	VMOVUPS 192(BX)(DI*4), Y12
+	VMOVUPS 192(DX)(DI*4), Y13
+	VSUBPS  Y0, Y13, Y13
+	VMULPS  Y1, Y13, Y13
+	VMULPS  Y13, Y12, Y12
+	VADDPS  Y12, Y10, Y10
+	VMOVUPS 224(BX)(DI*4), Y12
+	VMOVUPS 224(DX)(DI*4), Y13
+	VSUBPS  Y0, Y13, Y13
+	VMULPS  Y1, Y13, Y13
+	VMULPS  Y13, Y12, Y12
+	VADDPS  Y12, Y11, Y11
+	ADDQ    $0x00000040, DI
+	JMP     lngnsumloop
+
+lngnsumtail:
+	// Fewer than 64 elements remain: whole vectors, then one partial vector (its other lanes add +0).
+	MOVQ    job_d+0(AX), R8
+	SUBQ    DI, R8
+	CMPQ    R8, $0x00000008
+	JL      lngnsumpart0
+	VMOVUPS (BX)(DI*4), Y12
+	VMOVUPS (DX)(DI*4), Y13
+	VSUBPS  Y0, Y13, Y13
+	VMULPS  Y1, Y13, Y13
+	VMULPS  Y13, Y12, Y12
+	VADDPS  Y12, Y3, Y3
+	CMPQ    R8, $0x00000010
+	JL      lngnsumpart1
+	VMOVUPS 32(BX)(DI*4), Y12
+	VMOVUPS 32(DX)(DI*4), Y13
+	VSUBPS  Y0, Y13, Y13
+	VMULPS  Y1, Y13, Y13
+	VMULPS  Y13, Y12, Y12
+	VADDPS  Y12, Y5, Y5
+	CMPQ    R8, $0x00000018
+	JL      lngnsumpart2
+	VMOVUPS 64(BX)(DI*4), Y12
+	VMOVUPS 64(DX)(DI*4), Y13
+	VSUBPS  Y0, Y13, Y13
+	VMULPS  Y1, Y13, Y13
+	VMULPS  Y13, Y12, Y12
+	VADDPS  Y12, Y6, Y6
+	CMPQ    R8, $0x00000020
+	JL      lngnsumpart3
+	VMOVUPS 96(BX)(DI*4), Y12
+	VMOVUPS 96(DX)(DI*4), Y13
+	VSUBPS  Y0, Y13, Y13
+	VMULPS  Y1, Y13, Y13
+	VMULPS  Y13, Y12, Y12
+	VADDPS  Y12, Y7, Y7
+	CMPQ    R8, $0x00000028
+	JL      lngnsumpart4
+	VMOVUPS 128(BX)(DI*4), Y12
+	VMOVUPS 128(DX)(DI*4), Y13
+	VSUBPS  Y0, Y13, Y13
+	VMULPS  Y1, Y13, Y13
+	VMULPS  Y13, Y12, Y12
+	VADDPS  Y12, Y8, Y8
+	CMPQ    R8, $0x00000030
+	JL      lngnsumpart5
+	VMOVUPS 160(BX)(DI*4), Y12
+	VMOVUPS 160(DX)(DI*4), Y13
+	VSUBPS  Y0, Y13, Y13
+	VMULPS  Y1, Y13, Y13
+	VMULPS  Y13, Y12, Y12
+	VADDPS  Y12, Y9, Y9
+	CMPQ    R8, $0x00000038
+	JL      lngnsumpart6
+	VMOVUPS 192(BX)(DI*4), Y12
+	VMOVUPS 192(DX)(DI*4), Y13
+	VSUBPS  Y0, Y13, Y13
+	VMULPS  Y1, Y13, Y13
+	VMULPS  Y13, Y12, Y12
+	VADDPS  Y12, Y10, Y10
+	CMPQ    R8, $0x00000040
+	JL      lngnsumpart7
+	VMOVUPS 224(BX)(DI*4), Y12
+	VMOVUPS 224(DX)(DI*4), Y13
+	VSUBPS  Y0, Y13, Y13
+	VMULPS  Y1, Y13, Y13
+	VMULPS  Y13, Y12, Y12
+	VADDPS  Y12, Y11, Y11
+	JMP     lngnsumdone
+
+lngnsumpart0:
+	MOVQ $0x00000000, R9
+	JMP  lngnsumscalar
+
+lngnsumpart1:
+	MOVQ $0x00000008, R9
+	JMP  lngnsumscalar
+
+lngnsumpart2:
+	MOVQ $0x00000010, R9
+	JMP  lngnsumscalar
+
+lngnsumpart3:
+	MOVQ $0x00000018, R9
+	JMP  lngnsumscalar
+
+lngnsumpart4:
+	MOVQ $0x00000020, R9
+	JMP  lngnsumscalar
+
+lngnsumpart5:
+	MOVQ $0x00000028, R9
+	JMP  lngnsumscalar
+
+lngnsumpart6:
+	MOVQ $0x00000030, R9
+	JMP  lngnsumscalar
+
+lngnsumpart7:
+	MOVQ $0x00000038, R9
+
+lngnsumscalar:
+	CMPQ    R9, R8
+	JGE     lngnsumdone
+	VMOVUPS Y3, 280(SP)
+	VMOVUPS Y5, 312(SP)
+	VMOVUPS Y6, 344(SP)
+	VMOVUPS Y7, 376(SP)
+	VMOVUPS Y8, 408(SP)
+	VMOVUPS Y9, 440(SP)
+	VMOVUPS Y10, 472(SP)
+	VMOVUPS Y11, 504(SP)
+
+lngnsumscalarloop:
+	LEAQ    (DI)(R9*1), R10
+	VMOVSS  (DX)(R10*4), X3
+	VMOVSS  (BX)(R10*4), X5
+	VSUBSS  X0, X3, X3
+	VMULSS  X1, X3, X3
+	VMULSS  X3, X5, X5
+	VADDSS  280(SP)(R9*4), X5, X5
+	VMOVSS  X5, 280(SP)(R9*4)
+	INCQ    R9
+	CMPQ    R9, R8
+	JL      lngnsumscalarloop
+	VMOVUPS 280(SP), Y3
+	VMOVUPS 312(SP), Y5
+	VMOVUPS 344(SP), Y6
+	VMOVUPS 376(SP), Y7
+	VMOVUPS 408(SP), Y8
+	VMOVUPS 440(SP), Y9
+	VMOVUPS 472(SP), Y10
+	VMOVUPS 504(SP), Y11
+
+lngnsumdone:
+	VADDPS       Y8, Y3, Y3
+	VADDPS       Y9, Y5, Y5
+	VADDPS       Y10, Y6, Y6
+	VADDPS       Y11, Y7, Y7
+	VADDPS       Y6, Y3, Y3
+	VADDPS       Y7, Y5, Y5
+	VADDPS       Y5, Y3, Y3
+	VEXTRACTF128 $0x01, Y3, X1
+	VADDPS       X1, X3, X1
+	VMOVHLPS     X1, X1, X3
+	VADDPS       X3, X1, X1
+	VMOVSHDUP    X1, X3
+	VADDSS       X3, X1, X1
+
+	// a = sum(g)/d and b = sum(g*n)/d
+	CMPL   20(SP), $0x00
+	JE     divide18
+	VMULSS 20(SP), X4, X3
+	JMP    divided19
+
+divide18:
+	VDIVSS 16(SP), X4, X3
+
+divided19:
+	CMPL   20(SP), $0x00
+	JE     divide20
+	VMULSS 20(SP), X1, X1
+	JMP    divided21
+
+divide20:
+	VDIVSS 16(SP), X1, X1
+
+divided21:
+	VBROADCASTSS X3, Y3
+
+	// Which bias-gradient operation this row does (dy into DB's blocks, before dx is written).
+	MOVQ  job_db+0(AX), DI
+	TESTQ DI, DI
+	JZ    lndbnone
+	MOVQ  (SP), R9
+	MOVQ  R9, R10
+	ANDQ  $0x1f, R10
+	MOVQ  job_accB+0(AX), R8
+	XORQ  R11, R11
+	CMPQ  R10, $0x1f
+	JE    lndbislast
+	INCQ  R9
+	CMPQ  R9, job_rows+0(AX)
+	JNE   lndbnotlast
+
+lndbislast:
+	MOVQ $0x00000001, R11
+
+lndbnotlast:
+	TESTL $0x00000004, job_flags+0(AX)
+	JNZ   lndbfused
+
+	// Each block in its slot: P at accB + (row/32)*d*4. dbp = 0: no row closes a block here.
+	XORQ  DI, DI
+	MOVQ  (SP), R9
+	SHRQ  $0x05, R9
+	IMULQ job_d+0(AX), R9
+	LEAQ  (R8)(R9*4), R8
+	TESTQ R10, R10
+	JZ    lndbset
+	JMP   lndbadd
+
+lndbfused:
+	TESTQ R10, R10
+	JNZ   lndbfusednotfirst
+	TESTQ R11, R11
+	JZ    lndbset
+
+	// A block of one row: DB += dy, which is P += dy with DB as P.
+	MOVQ DI, R8
+	XORQ DI, DI
+	JMP  lndbadd
+
+lndbfusednotfirst:
+	// P += dy; the block's last row keeps dbp, and its DB += P follows.
+	TESTQ R11, R11
+	JNZ   lndbadd
+	XORQ  DI, DI
+	JMP   lndbadd
+
+lndbset:
+	XORQ DI, DI
+	MOVQ job_d+0(AX), R9
+	SUBQ $0x00000008, R9
+
+lndbsetloop:
+	CMPQ    DI, R9
+	JG      lndbsetlooppart
+	VMOVUPS (BX)(DI*4), Y4
+	VMOVUPS Y4, (R8)(DI*4)
+	ADDQ    $0x00000008, DI
+	JMP     lndbsetloop
+
+lndbsetlooppart:
+	MOVQ job_d+0(AX), R9
+	SUBQ DI, R9
+	JZ   lndbsetloopdone
+
+lndbsetloopone:
+	VMOVSS (BX)(DI*4), X4
+	VMOVSS X4, (R8)(DI*4)
+	INCQ   DI
+	CMPQ   DI, job_d+0(AX)
+	JL     lndbsetloopone
+
+lndbsetloopdone:
+	JMP lndbnone
+
+lndbadd:
+	XORQ R9, R9
+	MOVQ job_d+0(AX), R10
+	SUBQ $0x00000008, R10
+
+lndbaddloop:
+	CMPQ    R9, R10
+	JG      lndbaddlooppart
+	VMOVUPS (BX)(R9*4), Y4
+	VMOVUPS (R8)(R9*4), Y5
+	VADDPS  Y4, Y5, Y5
+	VMOVUPS Y5, (R8)(R9*4)
+	ADDQ    $0x00000008, R9
+	JMP     lndbaddloop
+
+lndbaddlooppart:
+	MOVQ job_d+0(AX), R10
+	SUBQ R9, R10
+	JZ   lndbaddloopdone
+
+lndbaddloopone:
+	VMOVSS (BX)(R9*4), X4
+	VMOVSS (R8)(R9*4), X5
+	VADDPS X4, X5, X5
+	VMOVSS X5, (R8)(R9*4)
+	INCQ   R9
+	CMPQ   R9, job_d+0(AX)
+	JL     lndbaddloopone
+
+lndbaddloopdone:
+	TESTQ DI, DI
+	JZ    lndbnone
+
+	// The block's last row: DB += P.
+	XORQ R9, R9
+	MOVQ job_d+0(AX), R10
+	SUBQ $0x00000008, R10
+
+lndbcloseloop:
+	CMPQ    R9, R10
+	JG      lndbcloselooppart
+	VMOVUPS (R8)(R9*4), Y4
+	VMOVUPS (DI)(R9*4), Y5
+	VADDPS  Y4, Y5, Y5
+	VMOVUPS Y5, (DI)(R9*4)
+	ADDQ    $0x00000008, R9
+	JMP     lndbcloseloop
+
+lndbcloselooppart:
+	MOVQ job_d+0(AX), R10
+	SUBQ R9, R10
+	JZ   lndbcloseloopdone
+
+lndbcloseloopone:
+	VMOVSS (R8)(R9*4), X4
+	VMOVSS (DI)(R9*4), X5
+	VADDPS X4, X5, X5
+	VMOVSS X5, (DI)(R9*4)
+	INCQ   R9
+	CMPQ   R9, job_d+0(AX)
+	JL     lndbcloseloopone
+
+lndbcloseloopdone:
+lndbnone:
+	VBROADCASTSS X2, Y2
+	VBROADCASTSS X1, Y1
+	XORQ         DI, DI
+	MOVQ         job_d+0(AX), R8
+	SUBQ         $0x00000020, R8
+	TESTL        $0x00000001, job_flags+0(AX)
+	JNZ          lndxnonent
+
+lndxnoneloop:
+	CMPQ    DI, R8
+	JG      lndxnoneone
+	VMOVUPS (DX)(DI*4), Y4
+	VSUBPS  Y0, Y4, Y4
+	VMULPS  Y2, Y4, Y4
+	VMOVUPS (BX)(DI*4), Y5
+	VSUBPS  Y3, Y5, Y5
+	VMULPS  Y1, Y4, Y4
+	VSUBPS  Y4, Y5, Y5
+	VMULPS  Y2, Y5, Y5
+	VMOVUPS Y5, (CX)(DI*4)
+	VMOVUPS 32(DX)(DI*4), Y4
+	VSUBPS  Y0, Y4, Y4
+	VMULPS  Y2, Y4, Y4
+	VMOVUPS 32(BX)(DI*4), Y5
+	VSUBPS  Y3, Y5, Y5
+	VMULPS  Y1, Y4, Y4
+	VSUBPS  Y4, Y5, Y5
+	VMULPS  Y2, Y5, Y5
+	VMOVUPS Y5, 32(CX)(DI*4)
+	VMOVUPS 64(DX)(DI*4), Y4
+	VSUBPS  Y0, Y4, Y4
+	VMULPS  Y2, Y4, Y4
+	VMOVUPS 64(BX)(DI*4), Y5
+	VSUBPS  Y3, Y5, Y5
+	VMULPS  Y1, Y4, Y4
+	VSUBPS  Y4, Y5, Y5
+	VMULPS  Y2, Y5, Y5
+	VMOVUPS Y5, 64(CX)(DI*4)
+	VMOVUPS 96(DX)(DI*4), Y4
+	VSUBPS  Y0, Y4, Y4
+	VMULPS  Y2, Y4, Y4
+	VMOVUPS 96(BX)(DI*4), Y5
+	VSUBPS  Y3, Y5, Y5
+	VMULPS  Y1, Y4, Y4
+	VSUBPS  Y4, Y5, Y5
+	VMULPS  Y2, Y5, Y5
+	VMOVUPS Y5, 96(CX)(DI*4)
+	ADDQ    $0x00000020, DI
+	JMP     lndxnoneloop
+
+lndxnonent:
+	// Up to the first vector-aligned element of dx with a partial vector, then non-temporal stores.
+	MOVQ CX, R9
+	NEGQ R9
+	ANDQ $0x0000001f, R9
+	SHRQ $0x02, R9
+	JZ   lndxnonentloop
+	CMPQ R9, job_d+0(AX)
+	JLE  lndxnonehead
+	MOVQ job_d+0(AX), R9
+
+lndxnonehead:
+lndxnoneheadloop:
+	VMOVSS (DX)(DI*4), X4
+	VSUBSS X0, X4, X4
+	VMULSS X2, X4, X4
+	VMOVSS (BX)(DI*4), X5
+	VSUBSS X3, X5, X5
+	VMULSS X1, X4, X4
+	VSUBSS X4, X5, X5
+	VMULSS X2, X5, X5
+	VMOVSS X5, (CX)(DI*4)
+	INCQ   DI
+	CMPQ   DI, R9
+	JL     lndxnoneheadloop
+
+lndxnonentloop:
+	CMPQ     DI, R8
+	JG       lndxnoneone
+	VMOVUPS  (DX)(DI*4), Y4
+	VSUBPS   Y0, Y4, Y4
+	VMULPS   Y2, Y4, Y4
+	VMOVUPS  (BX)(DI*4), Y5
+	VSUBPS   Y3, Y5, Y5
+	VMULPS   Y1, Y4, Y4
+	VSUBPS   Y4, Y5, Y5
+	VMULPS   Y2, Y5, Y5
+	VMOVNTPS Y5, (CX)(DI*4)
+	VMOVUPS  32(DX)(DI*4), Y4
+	VSUBPS   Y0, Y4, Y4
+	VMULPS   Y2, Y4, Y4
+	VMOVUPS  32(BX)(DI*4), Y5
+	VSUBPS   Y3, Y5, Y5
+	VMULPS   Y1, Y4, Y4
+	VSUBPS   Y4, Y5, Y5
+	VMULPS   Y2, Y5, Y5
+	VMOVNTPS Y5, 32(CX)(DI*4)
+	VMOVUPS  64(DX)(DI*4), Y4
+	VSUBPS   Y0, Y4, Y4
+	VMULPS   Y2, Y4, Y4
+	VMOVUPS  64(BX)(DI*4), Y5
+	VSUBPS   Y3, Y5, Y5
+	VMULPS   Y1, Y4, Y4
+	VSUBPS   Y4, Y5, Y5
+	VMULPS   Y2, Y5, Y5
+	VMOVNTPS Y5, 64(CX)(DI*4)
+	VMOVUPS  96(DX)(DI*4), Y4
+	VSUBPS   Y0, Y4, Y4
+	VMULPS   Y2, Y4, Y4
+	VMOVUPS  96(BX)(DI*4), Y5
+	VSUBPS   Y3, Y5, Y5
+	VMULPS   Y1, Y4, Y4
+	VSUBPS   Y4, Y5, Y5
+	VMULPS   Y2, Y5, Y5
+	VMOVNTPS Y5, 96(CX)(DI*4)
+	ADDQ     $0x00000020, DI
+	JMP      lndxnonentloop
+
+lndxnoneone:
+	ADDQ $0x00000018, R8
+
+lndxnoneoneloop:
+	CMPQ    DI, R8
+	JG      lndxnonepart
+	VMOVUPS (DX)(DI*4), Y4
+	VSUBPS  Y0, Y4, Y4
+	VMULPS  Y2, Y4, Y4
+	VMOVUPS (BX)(DI*4), Y5
+	VSUBPS  Y3, Y5, Y5
+	VMULPS  Y1, Y4, Y4
+	VSUBPS  Y4, Y5, Y5
+	VMULPS  Y2, Y5, Y5
+	VMOVUPS Y5, (CX)(DI*4)
+	ADDQ    $0x00000008, DI
+	JMP     lndxnoneoneloop
+
+lndxnonepart:
+	MOVQ job_d+0(AX), R8
+	SUBQ DI, R8
+	JZ   lnrowdonenone
+
+lndxnonetailloop:
+	VMOVSS (DX)(DI*4), X4
+	VSUBSS X0, X4, X4
+	VMULSS X2, X4, X4
+	VMOVSS (BX)(DI*4), X5
+	VSUBSS X3, X5, X5
+	VMULSS X1, X4, X4
+	VSUBSS X4, X5, X5
+	VMULSS X2, X5, X5
+	VMOVSS X5, (CX)(DI*4)
+	INCQ   DI
+	CMPQ   DI, job_d+0(AX)
+	JL     lndxnonetailloop
+
+lnrowdonenone:
+	// Next row.
+	ADDQ SI, DX
+	ADDQ 8(SP), CX
+	ADDQ SI, BX
+	INCQ (SP)
+	JMP  row
+
+ret:
+	TESTL $0x00000001, job_flags+0(AX)
+	JZ    vzero
+	SFENCE
+
+vzero:
+	VZEROUPPER
+	MOVQ (SP), AX
+	MOVQ AX, ret+24(FP)
+	RET
+
 // func avx512bf16ForwardBF16(j uintptr, from int, to int) int
 // Requires: AVX, AVX512BF16, AVX512BW, AVX512DQ, AVX512F, MMX+
 TEXT ·avx512bf16ForwardBF16(SB), NOSPLIT, $384-32
@@ -34349,9 +43960,9 @@ DATA kernels<>+1000(SB)/8, $·avx2ForwardLayerToF16(SB)
 DATA kernels<>+1008(SB)/8, $·avx2Backward(SB)
 DATA kernels<>+1016(SB)/8, $·avx2Backward(SB)
 DATA kernels<>+1024(SB)/8, $·avx2BackwardUnweighted(SB)
-DATA kernels<>+1032(SB)/8, $·runGenericBackward(SB)
-DATA kernels<>+1040(SB)/8, $·runGenericBackward(SB)
-DATA kernels<>+1048(SB)/8, $·runGenericBackward(SB)
+DATA kernels<>+1032(SB)/8, $·avx2BackwardLayer(SB)
+DATA kernels<>+1040(SB)/8, $·avx2BackwardLayer(SB)
+DATA kernels<>+1048(SB)/8, $·avx2BackwardLayerUnweighted(SB)
 DATA kernels<>+1056(SB)/8, $·avx512Forward(SB)
 DATA kernels<>+1064(SB)/8, $·avx512Forward(SB)
 DATA kernels<>+1072(SB)/8, $·avx512Forward(SB)
@@ -34415,9 +44026,9 @@ DATA kernels<>+1528(SB)/8, $·avx512ForwardLayerToF16(SB)
 DATA kernels<>+1536(SB)/8, $·avx512Backward(SB)
 DATA kernels<>+1544(SB)/8, $·avx512Backward(SB)
 DATA kernels<>+1552(SB)/8, $·avx512BackwardUnweighted(SB)
-DATA kernels<>+1560(SB)/8, $·runGenericBackward(SB)
-DATA kernels<>+1568(SB)/8, $·runGenericBackward(SB)
-DATA kernels<>+1576(SB)/8, $·runGenericBackward(SB)
+DATA kernels<>+1560(SB)/8, $·avx512BackwardLayer(SB)
+DATA kernels<>+1568(SB)/8, $·avx512BackwardLayer(SB)
+DATA kernels<>+1576(SB)/8, $·avx512BackwardLayerUnweighted(SB)
 DATA kernels<>+1584(SB)/8, $·runGeneric(SB)
 DATA kernels<>+1592(SB)/8, $·runGeneric(SB)
 DATA kernels<>+1600(SB)/8, $·runGeneric(SB)
@@ -34547,7 +44158,7 @@ DATA kernels<>+2584(SB)/8, $·avx512ForwardLayerToF16(SB)
 DATA kernels<>+2592(SB)/8, $·avx512Backward(SB)
 DATA kernels<>+2600(SB)/8, $·avx512Backward(SB)
 DATA kernels<>+2608(SB)/8, $·avx512BackwardUnweighted(SB)
-DATA kernels<>+2616(SB)/8, $·runGenericBackward(SB)
-DATA kernels<>+2624(SB)/8, $·runGenericBackward(SB)
-DATA kernels<>+2632(SB)/8, $·runGenericBackward(SB)
+DATA kernels<>+2616(SB)/8, $·avx512BackwardLayer(SB)
+DATA kernels<>+2624(SB)/8, $·avx512BackwardLayer(SB)
+DATA kernels<>+2632(SB)/8, $·avx512BackwardLayerUnweighted(SB)
 GLOBL kernels<>(SB), RODATA|NOPTR, $2640

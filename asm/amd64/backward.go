@@ -53,12 +53,25 @@ type bgen struct {
 	// partial vector) are added one at a time, and the scalar inv, s and c.
 	accSlot        [2]Mem
 	invx, sx, onex VecVirtual
+
+	// The centered body of a Layer function (layer_backward.go): center while it is emitted; the
+	// row's inv and, from the sums of g and g*n, a = sum(g)/d in every lane.
+	center   bool
+	invv, av VecVirtual
+
+	// bp starts the labels of the pieces a function emits twice (the Layer functions: the
+	// RMSNorm body without flagCenter, the centered one with it); "" in the RMSNorm functions.
+	bp string
 }
 
-func backward(s *isa, m spec.Mode) {
-	name := s.name + spec.BackwardVariant{Mode: m}.FuncName()
+// bl returns the label name, with the prefix of the body being emitted.
+func (b *bgen) bl(name string) string { return b.bp + name }
+
+func backward(s *isa, bv spec.BackwardVariant) {
+	m := bv.Mode
+	name := s.name + bv.FuncName()
 	TEXT(name, NOSPLIT, spec.AvoSig)
-	for _, l := range spec.BackwardDoc(name, m) {
+	for _, l := range spec.BackwardDoc(name, bv) {
 		Comment(l)
 	}
 	b := &bgen{gen: &gen{s: s, v: spec.Variant{Format: spec.F32, Mode: m}, eb: 4}, mode: m}
@@ -66,6 +79,11 @@ func backward(s *isa, m spec.Mode) {
 	b.fd, b.rd = AllocLocal(4), AllocLocal(4)
 	if !s.masked {
 		b.accSlot = [2]Mem{AllocLocal(4 * block), AllocLocal(4 * block)}
+		if bv.Layer {
+			// The forward's sum passes (gen.sumSquares) copy the end of a row to a slot: the
+			// first partials' slot, free until the sums of g, keeps the frame within NOSPLIT's.
+			b.slotX, b.tailN = b.accSlot[0], AllocLocal(8)
+		}
 	}
 	b.prologue()
 
@@ -74,7 +92,24 @@ func backward(s *isa, m spec.Mode) {
 	MOVQ(b.done, t)
 	CMPQ(t, b.to())
 	JAE(LabelRef("ret"))
+	if bv.Layer {
+		TESTL(U32(spec.FlagCenter), b.flags())
+		JNZ(LabelRef("centered"))
+	}
+	b.rmsRow(bv.Layer)
+	if bv.Layer {
+		Label("centered")
+		b.bp = "ln"
+		b.centeredRow()
+		b.bp = ""
+	}
+	b.epilogue()
+}
 
+// rmsRow emits the RMSNorm body: a row's sums, inv and s, its bias gradient (withDB: a Layer
+// function's rows without flagCenter), dx and the weight-gradient operation, then the next row.
+func (b *bgen) rmsRow(withDB bool) {
+	s := b.s
 	var ss, c VecVirtual
 	if s == avx512 {
 		acc := b.sums("sum", true, true)
@@ -97,16 +132,21 @@ func backward(s *isa, m spec.Mode) {
 	VMULSS(c, a, a)
 	sv := XMM()
 	b.divideByD(a, sv, false)
+	if withDB {
+		b.dbRow()
+	}
 	b.dxRow(inv, sv)
+	b.nextRow()
+}
 
+// nextRow moves the row pointers on by a row and goes back to row.
+func (b *bgen) nextRow() {
 	Comment("Next row.")
 	ADDQ(b.strideB, b.x)
 	ADDQ(b.dstStrideB, b.dst)
 	ADDQ(b.strideB, b.dy)
 	INCQ(b.done)
 	JMP(LabelRef("row"))
-
-	b.epilogue()
 }
 
 // prologue loads the job's pointers, float32(d) and 1/d (see gen.prologue), and moves to row from.
@@ -155,19 +195,31 @@ func (b *bgen) sums(name string, withSS, withC bool) [2][]VecVirtual {
 		acc[k] = make([]VecVirtual, block/s.lanes)
 		for i := range acc[k] {
 			acc[k][i] = s.vec()
-			s.zero(acc[k][i])
+			if b.center {
+				// A load: AVX2's VXORPS would read the register, which the allocator would
+				// then hold from the function's start, through the other body.
+				VMOVUPS(constZero64, acc[k][i])
+			} else {
+				s.zero(acc[k][i])
+			}
 		}
 	}
 	var one VecVirtual
-	if withC && b.mode == spec.Offset {
+	grads := withC || b.center // the pass forms g
+	if grads && b.mode == spec.Offset {
 		one = s.vec()
 		b.setC(one)
 	}
-	// add accumulates the vector of elements at i (plus disp bytes), read with ld.
-	add := func(i GPVirtual, disp int, ld func(m Mem, v VecVirtual)) {
+	// add accumulates the vector of elements at i (plus disp bytes), read with ld (through the
+	// k-mask km at the end of a row, else nil).
+	add := func(i GPVirtual, disp int, ld func(m Mem, v VecVirtual), km Op) {
+		k := disp / s.vbytes() % (block / s.lanes)
+		if b.center {
+			b.centeredAdd(acc, k, i, disp, ld, km, one)
+			return
+		}
 		xv := s.vec()
 		ld(b.at(b.x, i, disp), xv)
-		k := disp / s.vbytes() % (block / s.lanes)
 		if withSS {
 			t := s.vec()
 			VMULPS(xv, xv, t)
@@ -189,12 +241,12 @@ func (b *bgen) sums(name string, withSS, withC bool) [2][]VecVirtual {
 		CMPQ(i, lim)
 		JG(LabelRef(name + "tail"))
 		for disp := 0; disp < block*4; disp += s.vbytes() {
-			add(i, disp, full)
+			add(i, disp, full, nil)
 		}
 		ADDQ(U32(block), i)
 		JMP(LabelRef(l))
 	}
-	if withC {
+	if grads {
 		b.formLoops(name+"loop", loop)
 	} else {
 		loop(name + "loop")
@@ -210,7 +262,7 @@ func (b *bgen) sums(name string, withSS, withC bool) [2][]VecVirtual {
 		l := fmt.Sprintf("%spart%d", name, k)
 		CMPQ(rem, U32((k+1)*s.lanes))
 		JL(LabelRef(l))
-		add(i, k*s.vbytes(), full)
+		add(i, k*s.vbytes(), full, nil)
 		if k == block/s.lanes-1 {
 			JMP(LabelRef(done)) // unreachable: fewer than 64 remain
 		}
@@ -223,7 +275,7 @@ func (b *bgen) sums(name string, withSS, withC bool) [2][]VecVirtual {
 			SUBQ(U32(k*s.lanes), n)
 			JZ(LabelRef(done))
 			p := b.part(n)
-			add(i, k*s.vbytes(), p.load)
+			add(i, k*s.vbytes(), p.load, p.(maskPart).k)
 			JMP(LabelRef(done))
 		}
 		Label(done)
@@ -253,13 +305,16 @@ func (b *bgen) sums(name string, withSS, withC bool) [2][]VecVirtual {
 	xs := XMM()
 	VMOVSS(b.at(b.x, e, 0), xs)
 	slot := func(a int) Mem { return Mem{Base: b.accSlot[a].Base, Disp: b.accSlot[a].Disp, Index: j, Scale: 4} }
-	if withSS {
+	if b.center {
+		b.centeredScalar(xs, e, slot, one, withSS, withC)
+	}
+	if withSS && !b.center {
 		t := XMM()
 		VMULSS(xs, xs, t)
 		VADDSS(slot(0), t, t)
 		VMOVSS(t, slot(0))
 	}
-	if withC {
+	if withC && !b.center {
 		g := XMM()
 		VMOVSS(b.at(b.dy, e, 0), g)
 		if b.mode != spec.Unweighted {
@@ -341,16 +396,16 @@ func (b *bgen) invRow(ss VecVirtual) VecVirtual {
 	ip := GP64()
 	MOVQ(b.inv(), ip)
 	TESTQ(ip, ip)
-	JZ(LabelRef("computeinv"))
+	JZ(LabelRef(b.bl("computeinv")))
 	r := GP64()
 	MOVQ(b.done, r)
 	VMOVSS(Mem{Base: ip, Index: r, Scale: 4}, inv)
-	JMP(LabelRef("haveinv"))
-	Label("computeinv")
+	JMP(LabelRef(b.bl("haveinv")))
+	Label(b.bl("computeinv"))
 	VSQRTSS(t, t, t)
 	VMOVSS(constOne, inv)
 	VDIVSS(t, inv, inv)
-	Label("haveinv")
+	Label(b.bl("haveinv"))
 	return inv
 }
 
@@ -369,61 +424,69 @@ func (b *bgen) dxRow(inv, sx VecVirtual) {
 	b.invx, b.sx = invv.AsX().(VecVirtual), sv.AsX().(VecVirtual)
 	if b.mode == spec.Unweighted {
 		b.dxLoop(opNone, invv, sv, one)
-		Label("rowdone")
+		Label(b.bl("rowdone"))
 		return
 	}
 	Comment("Which weight-gradient operation this row does.")
 	b.dwp, b.pAcc = GP64(), GP64()
-	MOVQ(b.field(spec.Job.DW), b.dwp)
-	TESTQ(b.dwp, b.dwp)
-	JZ(LabelRef("dx" + opNames[opNone]))
-	r, pos := GP64(), GP64()
-	MOVQ(b.done, r)
-	MOVQ(r, pos)
-	ANDQ(U8(spec.GradBlock-1), pos)
-	MOVQ(b.field(spec.Job.Acc), b.pAcc)
-	last := GP64() // 1 when the row closes its block
-	XORQ(last, last)
-	CMPQ(pos, U8(spec.GradBlock-1))
-	JE(LabelRef("islast"))
-	INCQ(r)
-	CMPQ(r, b.field(spec.Job.Rows))
-	JNE(LabelRef("notlast"))
-	Label("islast")
-	MOVQ(U32(1), last)
-	Label("notlast")
-	TESTL(U32(spec.FlagFuse), b.flags())
-	JNZ(LabelRef("fused"))
-	Comment("Each block in its slot: P at acc + (row/32)*d*4. dwp = 0: no row closes a block here.")
-	XORQ(b.dwp, b.dwp)
-	blk := GP64()
-	MOVQ(b.done, blk)
-	SHRQ(U8(5), blk)
-	IMULQ(b.d(), blk)
-	LEAQ(Mem{Base: b.pAcc, Index: blk, Scale: 4}, b.pAcc)
-	TESTQ(pos, pos)
-	JZ(LabelRef("dx" + opNames[opSet]))
-	JMP(LabelRef("dx" + opNames[opAdd]))
-	Label("fused")
-	TESTQ(pos, pos)
-	JNZ(LabelRef("fusednotfirst"))
-	TESTQ(last, last)
-	JZ(LabelRef("dx" + opNames[opSet]))
-	Comment("A block of one row: DW += q, which is P += q with DW as P.")
-	MOVQ(b.dwp, b.pAcc)
-	XORQ(b.dwp, b.dwp)
-	JMP(LabelRef("dx" + opNames[opAdd]))
-	Label("fusednotfirst")
-	Comment("P += q; the block's last row keeps dwp, and its DW += P follows.")
-	TESTQ(last, last)
-	JNZ(LabelRef("dx" + opNames[opAdd]))
-	XORQ(b.dwp, b.dwp)
-	JMP(LabelRef("dx" + opNames[opAdd]))
+	b.pickOp(b.dwp, b.pAcc, spec.Job.DW, spec.Job.Acc, "", func(op gradOp) string { return b.bl("dx" + opNames[op]) }, func(c string) string { return c })
 
 	for _, op := range []gradOp{opNone, opSet, opAdd} {
 		b.dxLoop(op, invv, sv, one)
 	}
-	Label("rowdone")
+	Label(b.bl("rowdone"))
+}
+
+// pickOp jumps to the label to gives the operation that the row does with its products for a
+// sum (DW, or DB) at the job's field sumField whose partial sums are at accField: none without
+// it; set or add into its P, which it leaves in p, with sum left non-zero only when the row
+// closes its block with flagFuse (closeBlock). pre starts its own labels; cm words its comments.
+func (b *bgen) pickOp(sum, p GPVirtual, sumField, accField, pre string, to func(gradOp) string, cm func(string) string) {
+	MOVQ(b.field(sumField), sum)
+	TESTQ(sum, sum)
+	JZ(LabelRef(to(opNone)))
+	r, pos := GP64(), GP64()
+	MOVQ(b.done, r)
+	MOVQ(r, pos)
+	ANDQ(U8(spec.GradBlock-1), pos)
+	MOVQ(b.field(accField), p)
+	last := GP64() // 1 when the row closes its block
+	XORQ(last, last)
+	CMPQ(pos, U8(spec.GradBlock-1))
+	JE(LabelRef(b.bl(pre + "islast")))
+	INCQ(r)
+	CMPQ(r, b.field(spec.Job.Rows))
+	JNE(LabelRef(b.bl(pre + "notlast")))
+	Label(b.bl(pre + "islast"))
+	MOVQ(U32(1), last)
+	Label(b.bl(pre + "notlast"))
+	TESTL(U32(spec.FlagFuse), b.flags())
+	JNZ(LabelRef(b.bl(pre + "fused")))
+	Comment(cm("Each block in its slot: P at acc + (row/32)*d*4. dwp = 0: no row closes a block here."))
+	XORQ(sum, sum)
+	blk := GP64()
+	MOVQ(b.done, blk)
+	SHRQ(U8(5), blk)
+	IMULQ(b.d(), blk)
+	LEAQ(Mem{Base: p, Index: blk, Scale: 4}, p)
+	TESTQ(pos, pos)
+	JZ(LabelRef(to(opSet)))
+	JMP(LabelRef(to(opAdd)))
+	Label(b.bl(pre + "fused"))
+	TESTQ(pos, pos)
+	JNZ(LabelRef(b.bl(pre + "fusednotfirst")))
+	TESTQ(last, last)
+	JZ(LabelRef(to(opSet)))
+	Comment(cm("A block of one row: DW += q, which is P += q with DW as P."))
+	MOVQ(sum, p)
+	XORQ(sum, sum)
+	JMP(LabelRef(to(opAdd)))
+	Label(b.bl(pre + "fusednotfirst"))
+	Comment(cm("P += q; the block's last row keeps dwp, and its DW += P follows."))
+	TESTQ(last, last)
+	JNZ(LabelRef(to(opAdd)))
+	XORQ(sum, sum)
+	JMP(LabelRef(to(opAdd)))
 }
 
 // closeBlock ends the add pass of a row (opAdd) that closes its block with flagFuse, told by a
@@ -433,27 +496,27 @@ func (b *bgen) dxRow(inv, sx VecVirtual) {
 func (b *bgen) closeBlock() {
 	s := b.s
 	TESTQ(b.dwp, b.dwp)
-	JZ(LabelRef("rowdone"))
+	JZ(LabelRef(b.bl("rowdone")))
 	Comment("The block's last row: DW += P.")
 	i, lim := GP64(), GP64()
 	XORQ(i, i)
 	MOVQ(b.d(), lim)
 	SUBQ(U32(s.lanes), lim)
 	at := func(base, i GPVirtual) Mem { return Mem{Base: base, Index: i, Scale: 4} }
-	Label("closeloop")
+	Label(b.bl("closeloop"))
 	CMPQ(i, lim)
-	JG(LabelRef("closepart"))
+	JG(LabelRef(b.bl("closepart")))
 	p := s.vec()
 	VMOVUPS(at(b.pAcc, i), p)
 	VADDPS(at(b.dwp, i), p, p)
 	VMOVUPS(p, at(b.dwp, i))
 	ADDQ(U32(s.lanes), i)
-	JMP(LabelRef("closeloop"))
-	Label("closepart")
+	JMP(LabelRef(b.bl("closeloop")))
+	Label(b.bl("closepart"))
 	n := GP64()
 	MOVQ(b.d(), n)
 	SUBQ(i, n)
-	JZ(LabelRef("rowdone"))
+	JZ(LabelRef(b.bl("rowdone")))
 	if s.masked {
 		// i is the row's last whole vector's end: the partial vector is at i.
 		m := b.part(n)
@@ -462,18 +525,18 @@ func (b *bgen) closeBlock() {
 		m.load(at(b.dwp, i), w)
 		VADDPS(p, w, w)
 		m.store(w, at(b.dwp, i))
-		JMP(LabelRef("rowdone"))
+		JMP(LabelRef(b.bl("rowdone")))
 		return
 	}
-	Label("closetailloop") // the last 1..7 elements one at a time
+	Label(b.bl("closetailloop")) // the last 1..7 elements one at a time
 	t := XMM()
 	VMOVSS(at(b.pAcc, i), t)
 	VADDSS(at(b.dwp, i), t, t)
 	VMOVSS(t, at(b.dwp, i))
 	INCQ(i)
 	CMPQ(i, b.d())
-	JL(LabelRef("closetailloop"))
-	JMP(LabelRef("rowdone"))
+	JL(LabelRef(b.bl("closetailloop")))
+	JMP(LabelRef(b.bl("rowdone")))
 }
 
 // dxLoop emits the dx pass of a row for one weight-gradient operation, then jumps to rowdone
@@ -481,7 +544,7 @@ func (b *bgen) closeBlock() {
 // With flagNT, dx goes out with non-temporal stores from its first vector-aligned element on.
 func (b *bgen) dxLoop(op gradOp, invv, sv, one VecVirtual) {
 	s := b.s
-	name := "dx" + opNames[op]
+	name := b.bl("dx" + opNames[op])
 	Label(name)
 	i, lim := GP64(), GP64()
 	XORQ(i, i)
@@ -540,7 +603,7 @@ func (b *bgen) dxLoop(op gradOp, invv, sv, one VecVirtual) {
 	n := GP64()
 	MOVQ(b.d(), n)
 	SUBQ(i, n)
-	JZ(LabelRef("rowdone" + opNames[op]))
+	JZ(LabelRef(b.bl("rowdone" + opNames[op])))
 	if s.masked {
 		p := b.part(n)
 		b.dxVec(op, i, 0, invv, sv, one, p.load, p.store, p.store)
@@ -551,32 +614,27 @@ func (b *bgen) dxLoop(op gradOp, invv, sv, one VecVirtual) {
 		CMPQ(i, b.d())
 		JL(LabelRef(name + "tailloop"))
 	}
-	Label("rowdone" + opNames[op])
+	Label(b.bl("rowdone" + opNames[op]))
 	if op == opAdd {
 		b.closeBlock()
 		return
 	}
-	JMP(LabelRef("rowdone"))
+	JMP(LabelRef(b.bl("rowdone")))
 }
 
 // dxVec does one vector of elements at i (plus disp bytes): dx = inv*(g - x*s), and q = dy*(x*inv)
 // into P or DW as op says; ld and st read and write the row's vectors (whole or partial), dxSt
 // stores dx.
 func (b *bgen) dxVec(op gradOp, i GPVirtual, disp int, invv, sv, one VecVirtual, ld func(Mem, VecVirtual), st, dxSt func(VecVirtual, Mem)) {
+	if b.center {
+		b.centeredDx(op, i, disp, invv, sv, one, ld, st, dxSt)
+		return
+	}
 	s := b.s
 	xv, dyv := s.vec(), s.vec()
 	ld(b.at(b.x, i, disp), xv)
 	ld(b.at(b.dy, i, disp), dyv)
-	g := dyv
-	if b.mode != spec.Unweighted {
-		g = s.vec()
-		wv := s.vec()
-		ld(b.atW(i, disp), wv)
-		if b.mode == spec.Offset {
-			VADDPS(one, wv, wv)
-		}
-		VMULPS(wv, dyv, g)
-	}
+	g := b.weighDY(dyv, i, disp, ld, one)
 	t := s.vec()
 	VMULPS(sv, xv, t)
 	if b.mode == spec.Unweighted {
@@ -590,37 +648,79 @@ func (b *bgen) dxVec(op gradOp, i GPVirtual, disp int, invv, sv, one VecVirtual,
 		q := s.vec()
 		VMULPS(invv, xv, q)
 		VMULPS(q, dyv, q)
-		at := func(base GPVirtual) Mem { return Mem{Base: base, Index: i, Scale: 4, Disp: disp} }
-		switch op {
-		case opSet:
-			st(q, at(b.pAcc))
-		case opAdd:
-			p := s.vec()
-			ld(at(b.pAcc), p)
-			VADDPS(q, p, p)
-			st(p, at(b.pAcc))
-		}
+		b.gradOut(op, q, i, disp, ld, st)
 	}
 	dxSt(t, b.at(b.dst, i, disp)) // after every read of dy: dx may be dy
+}
+
+// weighDY returns g = dy*w' for dy in dyv and the weight vector at i (plus disp bytes), read
+// with ld: dy*w, or dy*(w + c) with c in one (Offset), or dy itself without a weight.
+func (b *bgen) weighDY(dyv VecVirtual, i GPVirtual, disp int, ld func(Mem, VecVirtual), one VecVirtual) VecVirtual {
+	if b.mode == spec.Unweighted {
+		return dyv
+	}
+	s := b.s
+	g, wv := s.vec(), s.vec()
+	ld(b.atW(i, disp), wv)
+	if b.mode == spec.Offset {
+		VADDPS(one, wv, wv)
+	}
+	VMULPS(wv, dyv, g)
+	return g
+}
+
+// weighDYScalar is weighDY for one element, its weight at w, c in lane 0 of one.
+func (b *bgen) weighDYScalar(dyv VecVirtual, w Mem, one Op) VecVirtual {
+	if b.mode == spec.Unweighted {
+		return dyv
+	}
+	g, wv := XMM(), XMM()
+	VMOVSS(w, wv)
+	if b.mode == spec.Offset {
+		VADDSS(one, wv, wv)
+	}
+	VMULSS(wv, dyv, g)
+	return g
+}
+
+// gradOut does op (set or add) with the weight-gradient products q of the vector at i (plus
+// disp bytes) and the row's P, read with ld and written with st.
+func (b *bgen) gradOut(op gradOp, q VecVirtual, i GPVirtual, disp int, ld func(Mem, VecVirtual), st func(VecVirtual, Mem)) {
+	at := Mem{Base: b.pAcc, Index: i, Scale: 4, Disp: disp}
+	switch op {
+	case opSet:
+		st(q, at)
+	case opAdd:
+		p := b.s.vec()
+		ld(at, p)
+		VADDPS(q, p, p)
+		st(p, at)
+	}
+}
+
+// gradOutScalar is gradOut for one element, q, whose P is at p.
+func (b *bgen) gradOutScalar(op gradOp, q VecVirtual, p Mem) {
+	switch op {
+	case opSet:
+		VMOVSS(q, p)
+	case opAdd:
+		VADDSS(p, q, q)
+		VMOVSS(q, p)
+	}
 }
 
 // dxScalar is dxVec for the one element i, in scalar instructions (AVX2's partial vectors): the
 // same operations in the same order, so the same bits.
 func (b *bgen) dxScalar(op gradOp, i GPVirtual) {
+	if b.center {
+		b.centeredDxScalar(op, i)
+		return
+	}
 	at := func(base GPVirtual) Mem { return Mem{Base: base, Index: i, Scale: 4} }
 	xv, dyv := XMM(), XMM()
 	VMOVSS(at(b.x), xv)
 	VMOVSS(at(b.dy), dyv)
-	g := dyv
-	if b.mode != spec.Unweighted {
-		g = XMM()
-		wv := XMM()
-		VMOVSS(at(b.w), wv)
-		if b.mode == spec.Offset {
-			VADDSS(b.onex, wv, wv)
-		}
-		VMULSS(wv, dyv, g)
-	}
+	g := b.weighDYScalar(dyv, at(b.w), b.onex)
 	t := XMM()
 	VMULSS(b.sx, xv, t)
 	VSUBSS(t, g, t)
@@ -629,13 +729,7 @@ func (b *bgen) dxScalar(op gradOp, i GPVirtual) {
 		q := XMM()
 		VMULSS(b.invx, xv, q)
 		VMULSS(q, dyv, q)
-		switch op {
-		case opSet:
-			VMOVSS(q, at(b.pAcc))
-		case opAdd:
-			VADDSS(at(b.pAcc), q, q)
-			VMOVSS(q, at(b.pAcc))
-		}
+		b.gradOutScalar(op, q, at(b.pAcc))
 	}
 	VMOVSS(t, at(b.dst)) // after every read of dy: dx may be dy
 }

@@ -53,13 +53,7 @@ func (g *gen) layerSums(acc []VecVirtual) VecVirtual {
 	sum := s.finish1(p)
 	TESTL(U32(spec.FlagCenter), g.flags())
 	JZ(LabelRef("nocenter")) // a residual row without flagCenter: h is stored, its sum unused
-	Comment("A row whose sum is not finite (s-s is NaN) takes the float64 path; else m = s/d.")
-	t := XMM()
-	VSUBSS(sum, sum, t)
-	VUCOMISS(t, t)
-	JPS(LabelRef("ret"))
-	g.divideByD(sum, t, false)
-	VBROADCASTSS(t, g.mv)
+	g.meanOf(sum)
 	JMP(LabelRef("centered"))
 	Label("nocenter")
 	s.zero(g.mv)
@@ -71,6 +65,18 @@ func (g *gen) layerSums(acc []VecVirtual) VecVirtual {
 	p = s.partial(g.sumSquares(acc, xr, nil))
 	g.lp, g.op = "", accSquares
 	return p
+}
+
+// meanOf sets g.mv to m = sum/d in every lane, or returns the row for the float64 path when its
+// sum is not finite.
+func (g *gen) meanOf(sum VecVirtual) {
+	Comment("A row whose sum is not finite (s-s is NaN) takes the float64 path; else m = s/d.")
+	t := XMM()
+	VSUBSS(sum, sum, t)
+	VUCOMISS(t, t)
+	JPS(LabelRef("ret"))
+	g.divideByD(sum, t, false)
+	VBROADCASTSS(t, g.mv)
 }
 
 // accumulate adds t to the partials a as the pass's op says (first: sets a, as +0 plus it).

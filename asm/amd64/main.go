@@ -65,11 +65,8 @@ func main() {
 			convert(s, s.name, c, false)
 		}
 		for _, b := range spec.BackwardBodies {
-			if b.Layer {
-				continue // as the forward Layer variants: runGenericBackward
-			}
 			k.Backward = append(k.Backward, b)
-			backward(s, b.Mode)
+			backward(s, b)
 		}
 		ks = append(ks, k)
 	}

@@ -218,11 +218,21 @@ func (b BackwardVariant) FuncName() string {
 	return b.stem() + b.Mode.String()
 }
 
-// BackwardDoc is the documentation of the backward kernel function running m (an RMSNorm one).
-func BackwardDoc(name string, m Mode) []string {
+// BackwardDoc is the documentation of the backward kernel function running b.
+func BackwardDoc(name string, b BackwardVariant) []string {
 	g := "dy"
-	if m != Unweighted {
+	if b.Mode != Unweighted {
 		g = "dy*w (dy*(1+w) with flagOffset)"
+	}
+	if b.Layer {
+		return []string{
+			name + " computes the gradient of rows [from, to) of a Layer job: with flagCenter, with g = " + g + ",",
+			"n = (x-m)*inv and a, b the contract's sums of g and of g*n over d, dx = inv*((g - a) - n*b), as",
+			"runGenericBackwardCentered; without it, as the RMSNorm function. When the job has them, the",
+			"products dy*n (dy*(x*inv)) go into the row block's partial sum of the weight gradient, and dy",
+			"into that of the bias gradient (see gradBlock), before dx is written (dx may be dy).",
+			"It stops before the first row that needs the float64 path and returns that row's index, or to.",
+		}
 	}
 	return []string{
 		name + " computes the gradient of rows [from, to) of the job: with g = " + g + ",",
@@ -500,7 +510,7 @@ func GoStubs(header, constraint string, ks []Kernel) string {
 		for _, bv := range k.Backward {
 			name := k.Prefix + bv.FuncName()
 			b.WriteString("\n")
-			for _, line := range BackwardDoc(name, bv.Mode) {
+			for _, line := range BackwardDoc(name, bv) {
 				fmt.Fprintf(&b, "// %s\n", line)
 			}
 			fmt.Fprintf(&b, "//\n//go:noescape\nfunc %s%s\n", name, Signature)

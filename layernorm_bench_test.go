@@ -127,3 +127,50 @@ func BenchmarkLayerNormBias(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkLayerNormBackward/kernel=K/shape=S/norm=N is the backward pass of a training step
+// for RMSNorm (a Norm with Weight: Inv and DW) beside LayerNorm (Center, Weight and Bias: Inv,
+// Mean, DW and DB) on the same rows and kernel, so that `benchstat -col /norm` gives what the
+// centered backward costs over RMSNorm's. SetBytes counts x and dy read and dx written.
+func BenchmarkLayerNormBackward(b *testing.B) {
+	for _, k := range available {
+		b.Run("kernel="+k.name(), func(b *testing.B) {
+			for _, s := range benchutil.Must("1x1024,1x4096,2048x4096") {
+				b.Run("shape="+s.String(), func(b *testing.B) {
+					x, w := benchData(s)
+					dy := slices.Clone(x)
+					fill(dy, normal, seedFor(s.Rows, s.D, 1))
+					bias := make([]float32, s.D)
+					fill(bias, normal, seedFor(s.D, 2))
+					dx, y := slices.Clone(dy), slices.Clone(x)
+					inv, mean := make([]float32, s.Rows), make([]float32, s.Rows)
+					dw, db := make([]float32, s.D), make([]float32, s.D)
+					norms := []struct {
+						name string
+						n    Norm
+						g    Grad
+					}{
+						{"RMSNorm", Norm{Weight: w, Eps: 1e-6}, Grad{DX: dx, X: x, DY: dy, Inv: inv, DW: dw}},
+						{"LayerNorm", Norm{Weight: w, Bias: bias, Center: true, Eps: 1e-12},
+							Grad{DX: dx, X: x, DY: dy, Inv: inv, Mean: mean, DW: dw, DB: db}},
+					}
+					for _, nn := range norms {
+						b.Run("norm="+nn.name, func(b *testing.B) {
+							withKernel(b, k)
+							rows := Rows{Dst: y, X: x, Inv: inv}
+							if nn.n.Center {
+								rows.Mean = mean
+							}
+							nn.n.Apply(rows)
+							b.SetBytes(int64(12 * len(x)))
+							b.ReportAllocs()
+							for b.Loop() {
+								nn.n.Backward(nn.g)
+							}
+						})
+					}
+				})
+			}
+		})
+	}
+}

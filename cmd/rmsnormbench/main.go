@@ -15,6 +15,7 @@
 //	go run ./cmd/rmsnormbench -peers              # side by side with the textbook loop, vek, gonum, archsimd
 //	go run ./cmd/rmsnormbench -variants=false -overhead=false -summary=false  # the table only
 //	go run ./cmd/rmsnormbench -backward           # Norm.Backward (with Inv and DW) instead of the forward pass
+//	go run ./cmd/rmsnormbench -layernorm -backward # LayerNorm's Backward (Inv, Mean, DW, DB) against RMSNorm's
 //	go run ./cmd/rmsnormbench -workers 4          # calls through a Norm with Workers: 4, against one goroutine
 //	go run ./cmd/rmsnormbench -layernorm          # LayerNorm per kernel, against RMSNorm on the same rows
 //	go run ./cmd/rmsnormbench -layernorm -peers   # and against the textbook LayerNorm loop and spago
@@ -63,7 +64,7 @@ func main() {
 	list := flag.Bool("list", false, "print the available kernels, best first, one per line, and exit")
 	backward := flag.Bool("backward", false, "time Norm.Backward (with Inv and DW, the call of a training step) instead of the forward pass,\nagainst copy() of x and dy into two other buffers, and against the forward pass of the same kernel")
 	workers := flag.Int("workers", 0, "call through a Norm with this Workers value (0: the package-level Forward, one goroutine),\nand give each row's time over the same call with one goroutine")
-	layernorm := flag.Bool("layernorm", false, "time LayerNorm (a Norm with Center, Weight and Bias, BERT's eps 1e-12) instead of RMSNorm,\nand give each row's time over RMSNorm (a Norm with the same Weight) in the same call on the\nsame rows with the same kernel: what centering and the bias cost")
+	layernorm := flag.Bool("layernorm", false, "time LayerNorm (a Norm with Center, Weight and Bias, BERT's eps 1e-12) instead of RMSNorm,\nand give each row's time over RMSNorm (a Norm with the same Weight) in the same call on the\nsame rows with the same kernel: what centering and the bias cost; with -backward, their\nbackward passes (LayerNorm's with Inv, Mean, DW and DB)")
 	format := flag.String("format", "f32", "how the rows are stored: f32, bf16 (ForwardBF16) or f16 (ForwardF16); with a 16-bit format\neach row of the table also gives the time over Forward on the same rows in float32")
 	flag.Parse()
 
@@ -99,8 +100,8 @@ func main() {
 	if c.backward && c.format != "f32" {
 		fatalf("-backward takes float32 rows (-format f32)")
 	}
-	if c.backward && c.layernorm {
-		fatalf("-layernorm times the forward pass: it does not go with -backward")
+	if c.backward && c.peers {
+		fatalf("-peers times the peers' forward passes: it does not go with -backward")
 	}
 	if c.dur <= 0 {
 		fatalf("-duration %v: want a positive duration", c.dur)

@@ -46,6 +46,8 @@ func (b *bench) tableShape(s benchutil.Shape, peers *peersRunner) error {
 
 	var x16, y16 []uint16
 	var dy, dx, inv, dw []float32
+	var lnInv, lnMean, db []float32 // -layernorm -backward: LayerNorm's forward outputs, its bias gradient
+	bias := layerNormBias(w)
 	switch {
 	case b.format != "f32":
 		x16 = make([]uint16, len(x))
@@ -61,8 +63,12 @@ func (b *bench) tableShape(s benchutil.Shape, peers *peersRunner) error {
 	case b.backward:
 		dy, dx, inv, dw = slices.Clone(y), slices.Clone(y), make([]float32, s.Rows), make([]float32, s.D)
 		rmsnorm.Norm{Weight: w, Eps: 1e-6}.Apply(rmsnorm.Rows{Dst: dy, X: x, Inv: inv}) // dy: any values near 1
-		bytes = float64(12 * len(x))                                                    // x and dy read, dx written
-		copyBytes = float64(16 * len(x))                                                // x and dy read and written
+		if b.layernorm {
+			lnInv, lnMean, db = make([]float32, s.Rows), make([]float32, s.Rows), make([]float32, s.D)
+			layerNorm(w, bias, 0).Apply(rmsnorm.Rows{Dst: dx, X: x, Inv: lnInv, Mean: lnMean})
+		}
+		bytes = float64(12 * len(x))     // x and dy read, dx written
+		copyBytes = float64(16 * len(x)) // x and dy read and written
 		copyCall = func() { copy(y, x); copy(dx, dy) }
 	}
 
@@ -70,6 +76,8 @@ func (b *bench) tableShape(s benchutil.Shape, peers *peersRunner) error {
 	// the table's format.
 	normCall := func(n rmsnorm.Norm) func() {
 		switch {
+		case b.backward && n.Center:
+			return func() { n.Backward(rmsnorm.Grad{DX: dx, X: x, DY: dy, Inv: lnInv, Mean: lnMean, DW: dw, DB: db}) }
 		case b.backward:
 			return func() { n.Backward(rmsnorm.Grad{DX: dx, X: x, DY: dy, Inv: inv, DW: dw}) }
 		case b.format == "bf16":
@@ -81,7 +89,6 @@ func (b *bench) tableShape(s benchutil.Shape, peers *peersRunner) error {
 	}
 	// call returns the timed call with Workers set to workers: through a Norm, or with workers
 	// 0 (and RMSNorm's forward pass) the package-level function of the format.
-	bias := layerNormBias(w)
 	call := func(workers int) func() {
 		switch {
 		case b.layernorm:
@@ -120,8 +127,11 @@ func (b *bench) tableShape(s benchutil.Shape, peers *peersRunner) error {
 			res.XRMSNorm = t.Min / b.time(what+" RMSNorm", rms).Min
 		}
 		if b.backward {
-			n := rmsnorm.Norm{Weight: w, Eps: 1e-6, Workers: b.workers}
-			res.XForward = t.Min / b.time(what+" forward", func() { n.Apply(rmsnorm.Rows{Dst: y, X: x, Inv: inv}) }).Min
+			n, rs := rmsnorm.Norm{Weight: w, Eps: 1e-6, Workers: b.workers}, rmsnorm.Rows{Dst: y, X: x, Inv: inv}
+			if b.layernorm {
+				n, rs = layerNorm(w, bias, b.workers), rmsnorm.Rows{Dst: y, X: x, Inv: lnInv, Mean: lnMean}
+			}
+			res.XForward = t.Min / b.time(what+" forward", func() { n.Apply(rs) }).Min
 		}
 		if b.workers > 1 {
 			res.XOneWorker = t.Min / b.time(what+" one goroutine", call(1)).Min
@@ -152,6 +162,8 @@ func (b *bench) printTableHead() {
 			calls = "Norm.ApplyBF16/ApplyF16"
 		}
 		b.printf("rows stored as %s: %s, each against copy() of the same 16-bit bytes\n", b.format, calls)
+	case b.backward && b.layernorm:
+		b.printf("Norm.Backward with Inv, Mean, DW and DB (RMSNorm: Inv and DW), against copy() of x and dy into two other buffers\n")
 	case b.backward:
 		b.printf("Norm.Backward with Inv and DW (a training step's call), against copy() of x and dy into two other buffers\n")
 	}

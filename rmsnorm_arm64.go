@@ -29,6 +29,26 @@ func neonBackward(j *job, from, to int) int
 //go:noescape
 func neonBackwardUnweighted(j *job, from, to int) int
 
+// neonBackwardLayer computes the gradient of rows [from, to) of a Layer job: with flagCenter, with g = dy*w (dy*(1+w) with flagOffset),
+// n = (x-m)*inv and a, b the contract's sums of g and of g*n over d, dx = inv*((g - a) - n*b), as
+// runGenericBackwardCentered; without it, as the RMSNorm function. When the job has them, the
+// products dy*n (dy*(x*inv)) go into the row block's partial sum of the weight gradient, and dy
+// into that of the bias gradient (see gradBlock), before dx is written (dx may be dy).
+// It stops before the first row that needs the float64 path and returns that row's index, or to.
+//
+//go:noescape
+func neonBackwardLayer(j *job, from, to int) int
+
+// neonBackwardLayerUnweighted computes the gradient of rows [from, to) of a Layer job: with flagCenter, with g = dy,
+// n = (x-m)*inv and a, b the contract's sums of g and of g*n over d, dx = inv*((g - a) - n*b), as
+// runGenericBackwardCentered; without it, as the RMSNorm function. When the job has them, the
+// products dy*n (dy*(x*inv)) go into the row block's partial sum of the weight gradient, and dy
+// into that of the bias gradient (see gradBlock), before dx is written (dx may be dy).
+// It stops before the first row that needs the float64 path and returns that row's index, or to.
+//
+//go:noescape
+func neonBackwardLayerUnweighted(j *job, from, to int) int
+
 // neonForward normalizes rows [from, to) of the job: y = (x*inv)*w, (x*inv)*(1+w) with flagOffset, or x*inv with w nil, for each row; with res, h = x + res and res = h per element first, and h in place of x.
 // It stops before the first row that needs the float64 path and returns that row's index, or to.
 //

@@ -275,9 +275,9 @@ DATA kernels<>+2056(SB)/8, $·neonForwardLayerToF16(SB)
 DATA kernels<>+2064(SB)/8, $·neonBackward(SB)
 DATA kernels<>+2072(SB)/8, $·neonBackward(SB)
 DATA kernels<>+2080(SB)/8, $·neonBackwardUnweighted(SB)
-DATA kernels<>+2088(SB)/8, $·runGenericBackward(SB)
-DATA kernels<>+2096(SB)/8, $·runGenericBackward(SB)
-DATA kernels<>+2104(SB)/8, $·runGenericBackward(SB)
+DATA kernels<>+2088(SB)/8, $·neonBackwardLayer(SB)
+DATA kernels<>+2096(SB)/8, $·neonBackwardLayer(SB)
+DATA kernels<>+2104(SB)/8, $·neonBackwardLayerUnweighted(SB)
 DATA kernels<>+2112(SB)/8, $·runGeneric(SB)
 DATA kernels<>+2120(SB)/8, $·runGeneric(SB)
 DATA kernels<>+2128(SB)/8, $·runGeneric(SB)
@@ -14572,3 +14572,4553 @@ next:
 ret:
 	MOVD R9, ret+24(FP)
 	RET
+
+// func neonBackwardLayer(j *job, from, to int) int
+TEXT ·neonBackwardLayer(SB), $1304-32
+	MOVD j+0(FP), R16
+	MOVD job_dst(R16), R0
+	MOVD job_x(R16), R1
+	MOVD job_dy(R16), R3
+	MOVD job_inv(R16), R4
+	MOVD job_d(R16), R5
+	MOVD job_stride(R16), R7
+	LSL $2, R7, R7
+	MOVD job_dstStride(R16), R21
+	LSL $2, R21, R21
+	MOVWU job_flags(R16), R8
+	MOVD job_w(R16), R2
+	MOVD job_dw(R16), R19
+	MOVD job_acc(R16), R20
+	MOVD job_rows(R16), R22
+
+	// c, added to the weight: 1 with flagOffset, else -0 (spec.BackwardVariant.Body).
+	MOVW $0x80000000, R10
+	TBZ $4, R8, weightadd
+	MOVW $0x3f800000, R10
+weightadd:
+	VDUP R10, V28.S4
+
+	// fd = float32(d); rd = 1/d when d is a power of two, so that ss/d is ss*rd exactly.
+	SCVTFS R5, F16
+	FMOVS F16, 8(RSP)
+	SUB $1, R5, R10
+	TST R10, R5
+	BNE notpow2
+	RBIT R5, R10
+	CLZ R10, R10
+	MOVD $127, R11
+	SUB R10, R11, R11
+	LSL $23, R11, R11
+	MOVW R11, 12(RSP)
+	ORR $256, R8, R8
+notpow2:
+
+	// Start at row from.
+	MOVD from+8(FP), R9
+	MOVD to+16(FP), R6
+	MUL R9, R21, R10
+	ADD R10, R0, R0
+	MUL R9, R7, R10
+	ADD R10, R1, R1
+	ADD R10, R3, R3
+row:
+	CMP R6, R9
+	BGE ret
+	TBNZ $5, R8, lncentered
+
+	// Pass 1, the sum of squares: element i goes to partial i%64, lane i%4 of V(i%64/4).
+	VEOR V0.B16, V0.B16, V0.B16
+	VEOR V1.B16, V1.B16, V1.B16
+	VEOR V2.B16, V2.B16, V2.B16
+	VEOR V3.B16, V3.B16, V3.B16
+	VEOR V4.B16, V4.B16, V4.B16
+	VEOR V5.B16, V5.B16, V5.B16
+	VEOR V6.B16, V6.B16, V6.B16
+	VEOR V7.B16, V7.B16, V7.B16
+	VEOR V8.B16, V8.B16, V8.B16
+	VEOR V9.B16, V9.B16, V9.B16
+	VEOR V10.B16, V10.B16, V10.B16
+	VEOR V11.B16, V11.B16, V11.B16
+	VEOR V12.B16, V12.B16, V12.B16
+	VEOR V13.B16, V13.B16, V13.B16
+	VEOR V14.B16, V14.B16, V14.B16
+	VEOR V15.B16, V15.B16, V15.B16
+	MOVD R1, R10
+	MOVD R5, R12
+ss64:
+	CMP $64, R12
+	BLT sstail
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
+	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
+	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
+	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
+	WORD $0x4e30d400 // fadd v0.4s, v0.4s, v16.4s
+	WORD $0x4e31d421 // fadd v1.4s, v1.4s, v17.4s
+	WORD $0x4e32d442 // fadd v2.4s, v2.4s, v18.4s
+	WORD $0x4e33d463 // fadd v3.4s, v3.4s, v19.4s
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
+	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
+	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
+	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
+	WORD $0x4e30d484 // fadd v4.4s, v4.4s, v16.4s
+	WORD $0x4e31d4a5 // fadd v5.4s, v5.4s, v17.4s
+	WORD $0x4e32d4c6 // fadd v6.4s, v6.4s, v18.4s
+	WORD $0x4e33d4e7 // fadd v7.4s, v7.4s, v19.4s
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
+	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
+	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
+	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
+	WORD $0x4e30d508 // fadd v8.4s, v8.4s, v16.4s
+	WORD $0x4e31d529 // fadd v9.4s, v9.4s, v17.4s
+	WORD $0x4e32d54a // fadd v10.4s, v10.4s, v18.4s
+	WORD $0x4e33d56b // fadd v11.4s, v11.4s, v19.4s
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
+	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
+	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
+	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
+	WORD $0x4e30d58c // fadd v12.4s, v12.4s, v16.4s
+	WORD $0x4e31d5ad // fadd v13.4s, v13.4s, v17.4s
+	WORD $0x4e32d5ce // fadd v14.4s, v14.4s, v18.4s
+	WORD $0x4e33d5ef // fadd v15.4s, v15.4s, v19.4s
+	SUB $64, R12, R12
+	B ss64
+sstail:
+
+	// Fewer than 64 elements: copied to a zero-padded block on the stack, summed as a whole block.
+	CBZ R12, ssdone
+	ADD $16, RSP, R13
+	VEOR V16.B16, V16.B16, V16.B16
+	VEOR V17.B16, V17.B16, V17.B16
+	VEOR V18.B16, V18.B16, V18.B16
+	VEOR V19.B16, V19.B16, V19.B16
+	MOVD R13, R17
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	MOVD R10, R15
+	MOVD R13, R17
+	MOVD R12, R16
+copyvec1:
+	CMP $4, R16
+	BLT copyone2
+	VLD1.P 16(R15), [V20.B16]
+	VST1.P [V20.B16], 16(R17)
+	SUB $4, R16, R16
+	B copyvec1
+copyone2:
+	CBZ R16, copied3
+	MOVWU.P 4(R15), R26
+	MOVW.P R26, 4(R17)
+	SUB $1, R16, R16
+	B copyone2
+copied3:
+	ADD $16, RSP, R10
+	MOVD $64, R12
+	B ss64
+ssdone:
+
+	// Halving tree: h = 32, 16, 8, 4 on vectors, leaving four partials in V0.
+	WORD $0x4e28d400 // fadd v0.4s, v0.4s, v8.4s
+	WORD $0x4e29d421 // fadd v1.4s, v1.4s, v9.4s
+	WORD $0x4e2ad442 // fadd v2.4s, v2.4s, v10.4s
+	WORD $0x4e2bd463 // fadd v3.4s, v3.4s, v11.4s
+	WORD $0x4e2cd484 // fadd v4.4s, v4.4s, v12.4s
+	WORD $0x4e2dd4a5 // fadd v5.4s, v5.4s, v13.4s
+	WORD $0x4e2ed4c6 // fadd v6.4s, v6.4s, v14.4s
+	WORD $0x4e2fd4e7 // fadd v7.4s, v7.4s, v15.4s
+	WORD $0x4e24d400 // fadd v0.4s, v0.4s, v4.4s
+	WORD $0x4e25d421 // fadd v1.4s, v1.4s, v5.4s
+	WORD $0x4e26d442 // fadd v2.4s, v2.4s, v6.4s
+	WORD $0x4e27d463 // fadd v3.4s, v3.4s, v7.4s
+	WORD $0x4e22d400 // fadd v0.4s, v0.4s, v2.4s
+	WORD $0x4e23d421 // fadd v1.4s, v1.4s, v3.4s
+	WORD $0x4e21d400 // fadd v0.4s, v0.4s, v1.4s
+	VEXT $8, V0.B16, V0.B16, V16.B16
+	WORD $0x4e30d400 // fadd v0.4s, v0.4s, v16.4s
+	WORD $0x7e30d800 // faddp s0, v0.2s
+
+	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
+	TST $256, R8
+	BEQ tdivide
+	FMOVS 12(RSP), F17
+	FMULS F17, F0, F1
+	B tdivided
+tdivide:
+	FMOVS 8(RSP), F17
+	FDIVS F17, F0, F1
+tdivided:
+	MOVD j+0(FP), R16
+	FMOVS job_eps(R16), F17
+	FADDS F17, F1, F1
+	MOVW $0x0d800000, R16
+	FMOVS R16, F16
+	FCMPS F16, F1
+	BLT ret
+	MOVW $0x7f7fffff, R16
+	FMOVS R16, F16
+	FCMPS F16, F1
+	BGT ret
+
+	// inv = 1/sqrt(t), or Inv[r] when the job has it.
+	CBZ R4, sqrt
+	FMOVS (R4)(R9<<2), F29
+	B haveinv
+sqrt:
+	FSQRTS F1, F1
+	FMOVS $1.0, F16
+	FDIVS F1, F16, F29
+haveinv:
+	VDUP V29.S[0], V29.S4
+
+	// Pass 2, c = the sum of g*x: the product of element i goes to partial i%64.
+	VEOR V0.B16, V0.B16, V0.B16
+	VEOR V1.B16, V1.B16, V1.B16
+	VEOR V2.B16, V2.B16, V2.B16
+	VEOR V3.B16, V3.B16, V3.B16
+	VEOR V4.B16, V4.B16, V4.B16
+	VEOR V5.B16, V5.B16, V5.B16
+	VEOR V6.B16, V6.B16, V6.B16
+	VEOR V7.B16, V7.B16, V7.B16
+	VEOR V8.B16, V8.B16, V8.B16
+	VEOR V9.B16, V9.B16, V9.B16
+	VEOR V10.B16, V10.B16, V10.B16
+	VEOR V11.B16, V11.B16, V11.B16
+	VEOR V12.B16, V12.B16, V12.B16
+	VEOR V13.B16, V13.B16, V13.B16
+	VEOR V14.B16, V14.B16, V14.B16
+	VEOR V15.B16, V15.B16, V15.B16
+	MOVD R1, R10
+	MOVD R3, R11
+	MOVD R2, R13
+	MOVD R5, R12
+dot64:
+	TBNZ $4, R8, dotloop
+dotloopw:
+	CMP $64, R12
+	BLT dottail
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	VLD1.P 64(R11), [V20.S4, V21.S4, V22.S4, V23.S4]
+	VLD1.P 64(R13), [V24.S4, V25.S4, V26.S4, V27.S4]
+	WORD $0x6e38de94 // fmul v20.4s, v20.4s, v24.4s
+	WORD $0x6e39deb5 // fmul v21.4s, v21.4s, v25.4s
+	WORD $0x6e3aded6 // fmul v22.4s, v22.4s, v26.4s
+	WORD $0x6e3bdef7 // fmul v23.4s, v23.4s, v27.4s
+	WORD $0x6e30de90 // fmul v16.4s, v20.4s, v16.4s
+	WORD $0x6e31deb1 // fmul v17.4s, v21.4s, v17.4s
+	WORD $0x6e32ded2 // fmul v18.4s, v22.4s, v18.4s
+	WORD $0x6e33def3 // fmul v19.4s, v23.4s, v19.4s
+	WORD $0x4e30d400 // fadd v0.4s, v0.4s, v16.4s
+	WORD $0x4e31d421 // fadd v1.4s, v1.4s, v17.4s
+	WORD $0x4e32d442 // fadd v2.4s, v2.4s, v18.4s
+	WORD $0x4e33d463 // fadd v3.4s, v3.4s, v19.4s
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	VLD1.P 64(R11), [V20.S4, V21.S4, V22.S4, V23.S4]
+	VLD1.P 64(R13), [V24.S4, V25.S4, V26.S4, V27.S4]
+	WORD $0x6e38de94 // fmul v20.4s, v20.4s, v24.4s
+	WORD $0x6e39deb5 // fmul v21.4s, v21.4s, v25.4s
+	WORD $0x6e3aded6 // fmul v22.4s, v22.4s, v26.4s
+	WORD $0x6e3bdef7 // fmul v23.4s, v23.4s, v27.4s
+	WORD $0x6e30de90 // fmul v16.4s, v20.4s, v16.4s
+	WORD $0x6e31deb1 // fmul v17.4s, v21.4s, v17.4s
+	WORD $0x6e32ded2 // fmul v18.4s, v22.4s, v18.4s
+	WORD $0x6e33def3 // fmul v19.4s, v23.4s, v19.4s
+	WORD $0x4e30d484 // fadd v4.4s, v4.4s, v16.4s
+	WORD $0x4e31d4a5 // fadd v5.4s, v5.4s, v17.4s
+	WORD $0x4e32d4c6 // fadd v6.4s, v6.4s, v18.4s
+	WORD $0x4e33d4e7 // fadd v7.4s, v7.4s, v19.4s
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	VLD1.P 64(R11), [V20.S4, V21.S4, V22.S4, V23.S4]
+	VLD1.P 64(R13), [V24.S4, V25.S4, V26.S4, V27.S4]
+	WORD $0x6e38de94 // fmul v20.4s, v20.4s, v24.4s
+	WORD $0x6e39deb5 // fmul v21.4s, v21.4s, v25.4s
+	WORD $0x6e3aded6 // fmul v22.4s, v22.4s, v26.4s
+	WORD $0x6e3bdef7 // fmul v23.4s, v23.4s, v27.4s
+	WORD $0x6e30de90 // fmul v16.4s, v20.4s, v16.4s
+	WORD $0x6e31deb1 // fmul v17.4s, v21.4s, v17.4s
+	WORD $0x6e32ded2 // fmul v18.4s, v22.4s, v18.4s
+	WORD $0x6e33def3 // fmul v19.4s, v23.4s, v19.4s
+	WORD $0x4e30d508 // fadd v8.4s, v8.4s, v16.4s
+	WORD $0x4e31d529 // fadd v9.4s, v9.4s, v17.4s
+	WORD $0x4e32d54a // fadd v10.4s, v10.4s, v18.4s
+	WORD $0x4e33d56b // fadd v11.4s, v11.4s, v19.4s
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	VLD1.P 64(R11), [V20.S4, V21.S4, V22.S4, V23.S4]
+	VLD1.P 64(R13), [V24.S4, V25.S4, V26.S4, V27.S4]
+	WORD $0x6e38de94 // fmul v20.4s, v20.4s, v24.4s
+	WORD $0x6e39deb5 // fmul v21.4s, v21.4s, v25.4s
+	WORD $0x6e3aded6 // fmul v22.4s, v22.4s, v26.4s
+	WORD $0x6e3bdef7 // fmul v23.4s, v23.4s, v27.4s
+	WORD $0x6e30de90 // fmul v16.4s, v20.4s, v16.4s
+	WORD $0x6e31deb1 // fmul v17.4s, v21.4s, v17.4s
+	WORD $0x6e32ded2 // fmul v18.4s, v22.4s, v18.4s
+	WORD $0x6e33def3 // fmul v19.4s, v23.4s, v19.4s
+	WORD $0x4e30d58c // fadd v12.4s, v12.4s, v16.4s
+	WORD $0x4e31d5ad // fadd v13.4s, v13.4s, v17.4s
+	WORD $0x4e32d5ce // fadd v14.4s, v14.4s, v18.4s
+	WORD $0x4e33d5ef // fadd v15.4s, v15.4s, v19.4s
+	SUB $64, R12, R12
+	B dotloopw
+dotloop:
+	CMP $64, R12
+	BLT dottail
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	VLD1.P 64(R11), [V20.S4, V21.S4, V22.S4, V23.S4]
+	VLD1.P 64(R13), [V24.S4, V25.S4, V26.S4, V27.S4]
+	WORD $0x4e3cd718 // fadd v24.4s, v24.4s, v28.4s
+	WORD $0x4e3cd739 // fadd v25.4s, v25.4s, v28.4s
+	WORD $0x4e3cd75a // fadd v26.4s, v26.4s, v28.4s
+	WORD $0x4e3cd77b // fadd v27.4s, v27.4s, v28.4s
+	WORD $0x6e38de94 // fmul v20.4s, v20.4s, v24.4s
+	WORD $0x6e39deb5 // fmul v21.4s, v21.4s, v25.4s
+	WORD $0x6e3aded6 // fmul v22.4s, v22.4s, v26.4s
+	WORD $0x6e3bdef7 // fmul v23.4s, v23.4s, v27.4s
+	WORD $0x6e30de90 // fmul v16.4s, v20.4s, v16.4s
+	WORD $0x6e31deb1 // fmul v17.4s, v21.4s, v17.4s
+	WORD $0x6e32ded2 // fmul v18.4s, v22.4s, v18.4s
+	WORD $0x6e33def3 // fmul v19.4s, v23.4s, v19.4s
+	WORD $0x4e30d400 // fadd v0.4s, v0.4s, v16.4s
+	WORD $0x4e31d421 // fadd v1.4s, v1.4s, v17.4s
+	WORD $0x4e32d442 // fadd v2.4s, v2.4s, v18.4s
+	WORD $0x4e33d463 // fadd v3.4s, v3.4s, v19.4s
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	VLD1.P 64(R11), [V20.S4, V21.S4, V22.S4, V23.S4]
+	VLD1.P 64(R13), [V24.S4, V25.S4, V26.S4, V27.S4]
+	WORD $0x4e3cd718 // fadd v24.4s, v24.4s, v28.4s
+	WORD $0x4e3cd739 // fadd v25.4s, v25.4s, v28.4s
+	WORD $0x4e3cd75a // fadd v26.4s, v26.4s, v28.4s
+	WORD $0x4e3cd77b // fadd v27.4s, v27.4s, v28.4s
+	WORD $0x6e38de94 // fmul v20.4s, v20.4s, v24.4s
+	WORD $0x6e39deb5 // fmul v21.4s, v21.4s, v25.4s
+	WORD $0x6e3aded6 // fmul v22.4s, v22.4s, v26.4s
+	WORD $0x6e3bdef7 // fmul v23.4s, v23.4s, v27.4s
+	WORD $0x6e30de90 // fmul v16.4s, v20.4s, v16.4s
+	WORD $0x6e31deb1 // fmul v17.4s, v21.4s, v17.4s
+	WORD $0x6e32ded2 // fmul v18.4s, v22.4s, v18.4s
+	WORD $0x6e33def3 // fmul v19.4s, v23.4s, v19.4s
+	WORD $0x4e30d484 // fadd v4.4s, v4.4s, v16.4s
+	WORD $0x4e31d4a5 // fadd v5.4s, v5.4s, v17.4s
+	WORD $0x4e32d4c6 // fadd v6.4s, v6.4s, v18.4s
+	WORD $0x4e33d4e7 // fadd v7.4s, v7.4s, v19.4s
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	VLD1.P 64(R11), [V20.S4, V21.S4, V22.S4, V23.S4]
+	VLD1.P 64(R13), [V24.S4, V25.S4, V26.S4, V27.S4]
+	WORD $0x4e3cd718 // fadd v24.4s, v24.4s, v28.4s
+	WORD $0x4e3cd739 // fadd v25.4s, v25.4s, v28.4s
+	WORD $0x4e3cd75a // fadd v26.4s, v26.4s, v28.4s
+	WORD $0x4e3cd77b // fadd v27.4s, v27.4s, v28.4s
+	WORD $0x6e38de94 // fmul v20.4s, v20.4s, v24.4s
+	WORD $0x6e39deb5 // fmul v21.4s, v21.4s, v25.4s
+	WORD $0x6e3aded6 // fmul v22.4s, v22.4s, v26.4s
+	WORD $0x6e3bdef7 // fmul v23.4s, v23.4s, v27.4s
+	WORD $0x6e30de90 // fmul v16.4s, v20.4s, v16.4s
+	WORD $0x6e31deb1 // fmul v17.4s, v21.4s, v17.4s
+	WORD $0x6e32ded2 // fmul v18.4s, v22.4s, v18.4s
+	WORD $0x6e33def3 // fmul v19.4s, v23.4s, v19.4s
+	WORD $0x4e30d508 // fadd v8.4s, v8.4s, v16.4s
+	WORD $0x4e31d529 // fadd v9.4s, v9.4s, v17.4s
+	WORD $0x4e32d54a // fadd v10.4s, v10.4s, v18.4s
+	WORD $0x4e33d56b // fadd v11.4s, v11.4s, v19.4s
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	VLD1.P 64(R11), [V20.S4, V21.S4, V22.S4, V23.S4]
+	VLD1.P 64(R13), [V24.S4, V25.S4, V26.S4, V27.S4]
+	WORD $0x4e3cd718 // fadd v24.4s, v24.4s, v28.4s
+	WORD $0x4e3cd739 // fadd v25.4s, v25.4s, v28.4s
+	WORD $0x4e3cd75a // fadd v26.4s, v26.4s, v28.4s
+	WORD $0x4e3cd77b // fadd v27.4s, v27.4s, v28.4s
+	WORD $0x6e38de94 // fmul v20.4s, v20.4s, v24.4s
+	WORD $0x6e39deb5 // fmul v21.4s, v21.4s, v25.4s
+	WORD $0x6e3aded6 // fmul v22.4s, v22.4s, v26.4s
+	WORD $0x6e3bdef7 // fmul v23.4s, v23.4s, v27.4s
+	WORD $0x6e30de90 // fmul v16.4s, v20.4s, v16.4s
+	WORD $0x6e31deb1 // fmul v17.4s, v21.4s, v17.4s
+	WORD $0x6e32ded2 // fmul v18.4s, v22.4s, v18.4s
+	WORD $0x6e33def3 // fmul v19.4s, v23.4s, v19.4s
+	WORD $0x4e30d58c // fadd v12.4s, v12.4s, v16.4s
+	WORD $0x4e31d5ad // fadd v13.4s, v13.4s, v17.4s
+	WORD $0x4e32d5ce // fadd v14.4s, v14.4s, v18.4s
+	WORD $0x4e33d5ef // fadd v15.4s, v15.4s, v19.4s
+	SUB $64, R12, R12
+	B dotloop
+dottail:
+
+	// The tail as in pass 1: dy and w copied to zero-padded blocks; the slot still holds x's.
+	CBZ R12, dotdone
+	ADD $272, RSP, R14
+	VEOR V16.B16, V16.B16, V16.B16
+	VEOR V17.B16, V17.B16, V17.B16
+	VEOR V18.B16, V18.B16, V18.B16
+	VEOR V19.B16, V19.B16, V19.B16
+	MOVD R14, R17
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	MOVD R11, R15
+	MOVD R14, R17
+	MOVD R12, R16
+copyvec4:
+	CMP $4, R16
+	BLT copyone5
+	VLD1.P 16(R15), [V20.B16]
+	VST1.P [V20.B16], 16(R17)
+	SUB $4, R16, R16
+	B copyvec4
+copyone5:
+	CBZ R16, copied6
+	MOVWU.P 4(R15), R26
+	MOVW.P R26, 4(R17)
+	SUB $1, R16, R16
+	B copyone5
+copied6:
+	MOVD R14, R11
+	ADD $528, RSP, R14
+	VEOR V16.B16, V16.B16, V16.B16
+	VEOR V17.B16, V17.B16, V17.B16
+	VEOR V18.B16, V18.B16, V18.B16
+	VEOR V19.B16, V19.B16, V19.B16
+	MOVD R14, R17
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	MOVD R13, R15
+	MOVD R14, R17
+	MOVD R12, R16
+copyvec7:
+	CMP $4, R16
+	BLT copyone8
+	VLD1.P 16(R15), [V20.B16]
+	VST1.P [V20.B16], 16(R17)
+	SUB $4, R16, R16
+	B copyvec7
+copyone8:
+	CBZ R16, copied9
+	MOVWU.P 4(R15), R26
+	MOVW.P R26, 4(R17)
+	SUB $1, R16, R16
+	B copyone8
+copied9:
+	MOVD R14, R13
+	ADD $16, RSP, R10
+	MOVD $64, R12
+	B dot64
+dotdone:
+
+	// Halving tree: h = 32, 16, 8, 4 on vectors, leaving four partials in V0.
+	WORD $0x4e28d400 // fadd v0.4s, v0.4s, v8.4s
+	WORD $0x4e29d421 // fadd v1.4s, v1.4s, v9.4s
+	WORD $0x4e2ad442 // fadd v2.4s, v2.4s, v10.4s
+	WORD $0x4e2bd463 // fadd v3.4s, v3.4s, v11.4s
+	WORD $0x4e2cd484 // fadd v4.4s, v4.4s, v12.4s
+	WORD $0x4e2dd4a5 // fadd v5.4s, v5.4s, v13.4s
+	WORD $0x4e2ed4c6 // fadd v6.4s, v6.4s, v14.4s
+	WORD $0x4e2fd4e7 // fadd v7.4s, v7.4s, v15.4s
+	WORD $0x4e24d400 // fadd v0.4s, v0.4s, v4.4s
+	WORD $0x4e25d421 // fadd v1.4s, v1.4s, v5.4s
+	WORD $0x4e26d442 // fadd v2.4s, v2.4s, v6.4s
+	WORD $0x4e27d463 // fadd v3.4s, v3.4s, v7.4s
+	WORD $0x4e22d400 // fadd v0.4s, v0.4s, v2.4s
+	WORD $0x4e23d421 // fadd v1.4s, v1.4s, v3.4s
+	WORD $0x4e21d400 // fadd v0.4s, v0.4s, v1.4s
+	VEXT $8, V0.B16, V0.B16, V16.B16
+	WORD $0x4e30d400 // fadd v0.4s, v0.4s, v16.4s
+	WORD $0x7e30d800 // faddp s0, v0.2s
+
+	// s = ((inv*inv)*c)/d, rounded after each operation.
+	FMULS F29, F29, F1
+	FMULS F0, F1, F1
+	TST $256, R8
+	BEQ sdivide
+	FMOVS 12(RSP), F17
+	FMULS F17, F1, F1
+	B sdivided
+sdivide:
+	FMOVS 8(RSP), F17
+	FDIVS F17, F1, F1
+sdivided:
+	VDUP V1.S[0], V30.S4
+
+	// The bias gradient: dy into DB's block, before dx is written (dx may be dy).
+	MOVD j+0(FP), R16
+	MOVD job_db(R16), R25
+	MOVD job_accB(R16), R26
+	CBZ R25, dbnone
+
+	// The row's place in its block of 32: first (r%32 == 0), last (r%32 == 31 or the last row).
+	MOVD ZR, R16
+	AND $31, R9, R23
+	TST $4, R8
+	BNE dbfuse
+
+	// Without flagFuse, P is the block's own slot: acc + (r/32)*d floats.
+	LSR $5, R9, R24
+	MUL R5, R24, R24
+	ADD R24<<2, R26, R15
+	CBZ R23, dbset
+	B dbadd
+dbfuse:
+	MOVD R26, R15
+	ADD $1, R9, R24
+	CMP R22, R24
+	BEQ dbfuselast
+	CMP $31, R23
+	BEQ dbfuselast
+	CBZ R23, dbset
+	B dbadd
+dbfuselast:
+	CBNZ R23, dbfuseclose
+
+	// A block of one row: DB += dy, which is P += dy with DB as P.
+	MOVD R25, R15
+	B dbadd
+dbfuseclose:
+
+	// The block's last row: P += dy, then DB += P (R16 not zero).
+	MOVD R25, R16
+	B dbadd
+dbset:
+	MOVD R3, R11
+	MOVD R5, R12
+dbs16:
+	CMP $16, R12
+	BLT dbs4
+	VLD1.P 64(R11), [V20.S4, V21.S4, V22.S4, V23.S4]
+	VST1.P [V20.S4, V21.S4, V22.S4, V23.S4], 64(R15)
+	SUB $16, R12, R12
+	B dbs16
+dbs4:
+	CMP $4, R12
+	BLT dbs1
+	VLD1.P 16(R11), [V20.S4]
+	VST1.P [V20.S4], 16(R15)
+	SUB $4, R12, R12
+	B dbs4
+dbs1:
+
+	// The last 1-3 elements one at a time, the same operations on scalars.
+	CBZ R12, dbnone
+	FMOVS.P 4(R11), F20
+	FMOVS.P F20, 4(R15)
+	SUB $1, R12, R12
+	B dbs1
+dbadd:
+	MOVD R3, R11
+	MOVD R5, R12
+dba16:
+	CMP $16, R12
+	BLT dba4
+	VLD1.P 64(R11), [V20.S4, V21.S4, V22.S4, V23.S4]
+	VLD1 (R15), [V8.S4, V9.S4, V10.S4, V11.S4]
+	WORD $0x4e34d508 // fadd v8.4s, v8.4s, v20.4s
+	WORD $0x4e35d529 // fadd v9.4s, v9.4s, v21.4s
+	WORD $0x4e36d54a // fadd v10.4s, v10.4s, v22.4s
+	WORD $0x4e37d56b // fadd v11.4s, v11.4s, v23.4s
+	VST1.P [V8.S4, V9.S4, V10.S4, V11.S4], 64(R15)
+	SUB $16, R12, R12
+	B dba16
+dba4:
+	CMP $4, R12
+	BLT dba1
+	VLD1.P 16(R11), [V20.S4]
+	VLD1 (R15), [V8.S4]
+	WORD $0x4e34d508 // fadd v8.4s, v8.4s, v20.4s
+	VST1.P [V8.S4], 16(R15)
+	SUB $4, R12, R12
+	B dba4
+dba1:
+
+	// The last 1-3 elements one at a time, the same operations on scalars.
+	CBZ R12, dbaddend
+	FMOVS.P 4(R11), F20
+	FMOVS (R15), F8
+	FADDS F20, F8, F8
+	FMOVS.P F8, 4(R15)
+	SUB $1, R12, R12
+	B dba1
+dbaddend:
+	CBZ R16, dbnone
+
+	// The block's last row: DB += P.
+	MOVD R26, R15
+	MOVD R5, R12
+dbc16:
+	CMP $16, R12
+	BLT dbc4
+	VLD1.P 64(R15), [V8.S4, V9.S4, V10.S4, V11.S4]
+	VLD1 (R16), [V12.S4, V13.S4, V14.S4, V15.S4]
+	WORD $0x4e28d58c // fadd v12.4s, v12.4s, v8.4s
+	WORD $0x4e29d5ad // fadd v13.4s, v13.4s, v9.4s
+	WORD $0x4e2ad5ce // fadd v14.4s, v14.4s, v10.4s
+	WORD $0x4e2bd5ef // fadd v15.4s, v15.4s, v11.4s
+	VST1.P [V12.S4, V13.S4, V14.S4, V15.S4], 64(R16)
+	SUB $16, R12, R12
+	B dbc16
+dbc4:
+	CMP $4, R12
+	BLT dbc1
+	VLD1.P 16(R15), [V8.S4]
+	VLD1 (R16), [V12.S4]
+	WORD $0x4e28d58c // fadd v12.4s, v12.4s, v8.4s
+	VST1.P [V12.S4], 16(R16)
+	SUB $4, R12, R12
+	B dbc4
+dbc1:
+
+	// The last 1-3 elements one at a time, the same operations on scalars.
+	CBZ R12, dbnone
+	FMOVS.P 4(R15), F8
+	FMOVS (R16), F12
+	FADDS F8, F12, F12
+	FMOVS.P F12, 4(R16)
+	SUB $1, R12, R12
+	B dbc1
+dbnone:
+
+	// Pass 3: dx = inv*(g - x*s), and q = dy*(x*inv) into the weight gradient.
+	MOVD R1, R10
+	MOVD R3, R11
+	MOVD R0, R14
+	MOVD R5, R12
+	MOVD R2, R13
+	CBZ R19, dxonly
+
+	// The row's place in its block of 32: first (r%32 == 0), last (r%32 == 31 or the last row).
+	MOVD ZR, R16
+	AND $31, R9, R23
+	TST $4, R8
+	BNE fuse
+
+	// Without flagFuse, P is the block's own slot: acc + (r/32)*d floats.
+	LSR $5, R9, R24
+	MUL R5, R24, R24
+	ADD R24<<2, R20, R15
+	CBZ R23, dwset
+	B dwadd
+fuse:
+	MOVD R20, R15
+	ADD $1, R9, R24
+	CMP R22, R24
+	BEQ fuselast
+	CMP $31, R23
+	BEQ fuselast
+	CBZ R23, dwset
+	B dwadd
+fuselast:
+	CBNZ R23, fuseclose
+
+	// A block of one row: DW += q, which is P += q with DW as P.
+	MOVD R19, R15
+	B dwadd
+fuseclose:
+
+	// The block's last row: P += q, then DW += P (R16 not zero).
+	MOVD R19, R16
+	B dwadd
+dxonly:
+	TBNZ $4, R8, dxonly16
+dxonly16w:
+	CMP $16, R12
+	BLT dxonly4
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	VLD1.P 64(R11), [V20.S4, V21.S4, V22.S4, V23.S4]
+	VLD1.P 64(R13), [V24.S4, V25.S4, V26.S4, V27.S4]
+	WORD $0x6e38de98 // fmul v24.4s, v20.4s, v24.4s
+	WORD $0x6e39deb9 // fmul v25.4s, v21.4s, v25.4s
+	WORD $0x6e3adeda // fmul v26.4s, v22.4s, v26.4s
+	WORD $0x6e3bdefb // fmul v27.4s, v23.4s, v27.4s
+	WORD $0x6e3ede00 // fmul v0.4s, v16.4s, v30.4s
+	WORD $0x6e3ede21 // fmul v1.4s, v17.4s, v30.4s
+	WORD $0x6e3ede42 // fmul v2.4s, v18.4s, v30.4s
+	WORD $0x6e3ede63 // fmul v3.4s, v19.4s, v30.4s
+	WORD $0x4ea0d700 // fsub v0.4s, v24.4s, v0.4s
+	WORD $0x4ea1d721 // fsub v1.4s, v25.4s, v1.4s
+	WORD $0x4ea2d742 // fsub v2.4s, v26.4s, v2.4s
+	WORD $0x4ea3d763 // fsub v3.4s, v27.4s, v3.4s
+	WORD $0x6e20dfa0 // fmul v0.4s, v29.4s, v0.4s
+	WORD $0x6e21dfa1 // fmul v1.4s, v29.4s, v1.4s
+	WORD $0x6e22dfa2 // fmul v2.4s, v29.4s, v2.4s
+	WORD $0x6e23dfa3 // fmul v3.4s, v29.4s, v3.4s
+	VST1.P [V0.S4, V1.S4, V2.S4, V3.S4], 64(R14)
+	SUB $16, R12, R12
+	B dxonly16w
+dxonly16:
+	CMP $16, R12
+	BLT dxonly4
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	VLD1.P 64(R11), [V20.S4, V21.S4, V22.S4, V23.S4]
+	VLD1.P 64(R13), [V24.S4, V25.S4, V26.S4, V27.S4]
+	WORD $0x4e3cd718 // fadd v24.4s, v24.4s, v28.4s
+	WORD $0x4e3cd739 // fadd v25.4s, v25.4s, v28.4s
+	WORD $0x4e3cd75a // fadd v26.4s, v26.4s, v28.4s
+	WORD $0x4e3cd77b // fadd v27.4s, v27.4s, v28.4s
+	WORD $0x6e38de98 // fmul v24.4s, v20.4s, v24.4s
+	WORD $0x6e39deb9 // fmul v25.4s, v21.4s, v25.4s
+	WORD $0x6e3adeda // fmul v26.4s, v22.4s, v26.4s
+	WORD $0x6e3bdefb // fmul v27.4s, v23.4s, v27.4s
+	WORD $0x6e3ede00 // fmul v0.4s, v16.4s, v30.4s
+	WORD $0x6e3ede21 // fmul v1.4s, v17.4s, v30.4s
+	WORD $0x6e3ede42 // fmul v2.4s, v18.4s, v30.4s
+	WORD $0x6e3ede63 // fmul v3.4s, v19.4s, v30.4s
+	WORD $0x4ea0d700 // fsub v0.4s, v24.4s, v0.4s
+	WORD $0x4ea1d721 // fsub v1.4s, v25.4s, v1.4s
+	WORD $0x4ea2d742 // fsub v2.4s, v26.4s, v2.4s
+	WORD $0x4ea3d763 // fsub v3.4s, v27.4s, v3.4s
+	WORD $0x6e20dfa0 // fmul v0.4s, v29.4s, v0.4s
+	WORD $0x6e21dfa1 // fmul v1.4s, v29.4s, v1.4s
+	WORD $0x6e22dfa2 // fmul v2.4s, v29.4s, v2.4s
+	WORD $0x6e23dfa3 // fmul v3.4s, v29.4s, v3.4s
+	VST1.P [V0.S4, V1.S4, V2.S4, V3.S4], 64(R14)
+	SUB $16, R12, R12
+	B dxonly16
+dxonly4:
+	CMP $4, R12
+	BLT dxonly1
+	VLD1.P 16(R10), [V16.S4]
+	VLD1.P 16(R11), [V20.S4]
+	VLD1.P 16(R13), [V24.S4]
+	WORD $0x4e3cd718 // fadd v24.4s, v24.4s, v28.4s
+	WORD $0x6e38de98 // fmul v24.4s, v20.4s, v24.4s
+	WORD $0x6e3ede00 // fmul v0.4s, v16.4s, v30.4s
+	WORD $0x4ea0d700 // fsub v0.4s, v24.4s, v0.4s
+	WORD $0x6e20dfa0 // fmul v0.4s, v29.4s, v0.4s
+	VST1.P [V0.S4], 16(R14)
+	SUB $4, R12, R12
+	B dxonly4
+dxonly1:
+
+	// The last 1-3 elements one at a time, the same operations on scalars.
+	CBZ R12, next
+	FMOVS.P 4(R10), F16
+	FMOVS.P 4(R11), F20
+	FMOVS.P 4(R13), F24
+	FADDS F28, F24, F24
+	FMULS F24, F20, F24
+	FMULS F30, F16, F0
+	FSUBS F0, F24, F0
+	FMULS F0, F29, F0
+	FMOVS.P F0, 4(R14)
+	SUB $1, R12, R12
+	B dxonly1
+dwset:
+	TBNZ $4, R8, dwset16
+dwset16w:
+	CMP $16, R12
+	BLT dwset4
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	VLD1.P 64(R11), [V20.S4, V21.S4, V22.S4, V23.S4]
+	VLD1.P 64(R13), [V24.S4, V25.S4, V26.S4, V27.S4]
+	WORD $0x6e38de98 // fmul v24.4s, v20.4s, v24.4s
+	WORD $0x6e39deb9 // fmul v25.4s, v21.4s, v25.4s
+	WORD $0x6e3adeda // fmul v26.4s, v22.4s, v26.4s
+	WORD $0x6e3bdefb // fmul v27.4s, v23.4s, v27.4s
+	WORD $0x6e3ede00 // fmul v0.4s, v16.4s, v30.4s
+	WORD $0x6e3ede21 // fmul v1.4s, v17.4s, v30.4s
+	WORD $0x6e3ede42 // fmul v2.4s, v18.4s, v30.4s
+	WORD $0x6e3ede63 // fmul v3.4s, v19.4s, v30.4s
+	WORD $0x4ea0d700 // fsub v0.4s, v24.4s, v0.4s
+	WORD $0x4ea1d721 // fsub v1.4s, v25.4s, v1.4s
+	WORD $0x4ea2d742 // fsub v2.4s, v26.4s, v2.4s
+	WORD $0x4ea3d763 // fsub v3.4s, v27.4s, v3.4s
+	WORD $0x6e20dfa0 // fmul v0.4s, v29.4s, v0.4s
+	WORD $0x6e21dfa1 // fmul v1.4s, v29.4s, v1.4s
+	WORD $0x6e22dfa2 // fmul v2.4s, v29.4s, v2.4s
+	WORD $0x6e23dfa3 // fmul v3.4s, v29.4s, v3.4s
+	VST1.P [V0.S4, V1.S4, V2.S4, V3.S4], 64(R14)
+	WORD $0x6e3dde04 // fmul v4.4s, v16.4s, v29.4s
+	WORD $0x6e3dde25 // fmul v5.4s, v17.4s, v29.4s
+	WORD $0x6e3dde46 // fmul v6.4s, v18.4s, v29.4s
+	WORD $0x6e3dde67 // fmul v7.4s, v19.4s, v29.4s
+	WORD $0x6e24de84 // fmul v4.4s, v20.4s, v4.4s
+	WORD $0x6e25dea5 // fmul v5.4s, v21.4s, v5.4s
+	WORD $0x6e26dec6 // fmul v6.4s, v22.4s, v6.4s
+	WORD $0x6e27dee7 // fmul v7.4s, v23.4s, v7.4s
+	VST1.P [V4.S4, V5.S4, V6.S4, V7.S4], 64(R15)
+	SUB $16, R12, R12
+	B dwset16w
+dwset16:
+	CMP $16, R12
+	BLT dwset4
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	VLD1.P 64(R11), [V20.S4, V21.S4, V22.S4, V23.S4]
+	VLD1.P 64(R13), [V24.S4, V25.S4, V26.S4, V27.S4]
+	WORD $0x4e3cd718 // fadd v24.4s, v24.4s, v28.4s
+	WORD $0x4e3cd739 // fadd v25.4s, v25.4s, v28.4s
+	WORD $0x4e3cd75a // fadd v26.4s, v26.4s, v28.4s
+	WORD $0x4e3cd77b // fadd v27.4s, v27.4s, v28.4s
+	WORD $0x6e38de98 // fmul v24.4s, v20.4s, v24.4s
+	WORD $0x6e39deb9 // fmul v25.4s, v21.4s, v25.4s
+	WORD $0x6e3adeda // fmul v26.4s, v22.4s, v26.4s
+	WORD $0x6e3bdefb // fmul v27.4s, v23.4s, v27.4s
+	WORD $0x6e3ede00 // fmul v0.4s, v16.4s, v30.4s
+	WORD $0x6e3ede21 // fmul v1.4s, v17.4s, v30.4s
+	WORD $0x6e3ede42 // fmul v2.4s, v18.4s, v30.4s
+	WORD $0x6e3ede63 // fmul v3.4s, v19.4s, v30.4s
+	WORD $0x4ea0d700 // fsub v0.4s, v24.4s, v0.4s
+	WORD $0x4ea1d721 // fsub v1.4s, v25.4s, v1.4s
+	WORD $0x4ea2d742 // fsub v2.4s, v26.4s, v2.4s
+	WORD $0x4ea3d763 // fsub v3.4s, v27.4s, v3.4s
+	WORD $0x6e20dfa0 // fmul v0.4s, v29.4s, v0.4s
+	WORD $0x6e21dfa1 // fmul v1.4s, v29.4s, v1.4s
+	WORD $0x6e22dfa2 // fmul v2.4s, v29.4s, v2.4s
+	WORD $0x6e23dfa3 // fmul v3.4s, v29.4s, v3.4s
+	VST1.P [V0.S4, V1.S4, V2.S4, V3.S4], 64(R14)
+	WORD $0x6e3dde04 // fmul v4.4s, v16.4s, v29.4s
+	WORD $0x6e3dde25 // fmul v5.4s, v17.4s, v29.4s
+	WORD $0x6e3dde46 // fmul v6.4s, v18.4s, v29.4s
+	WORD $0x6e3dde67 // fmul v7.4s, v19.4s, v29.4s
+	WORD $0x6e24de84 // fmul v4.4s, v20.4s, v4.4s
+	WORD $0x6e25dea5 // fmul v5.4s, v21.4s, v5.4s
+	WORD $0x6e26dec6 // fmul v6.4s, v22.4s, v6.4s
+	WORD $0x6e27dee7 // fmul v7.4s, v23.4s, v7.4s
+	VST1.P [V4.S4, V5.S4, V6.S4, V7.S4], 64(R15)
+	SUB $16, R12, R12
+	B dwset16
+dwset4:
+	CMP $4, R12
+	BLT dwset1
+	VLD1.P 16(R10), [V16.S4]
+	VLD1.P 16(R11), [V20.S4]
+	VLD1.P 16(R13), [V24.S4]
+	WORD $0x4e3cd718 // fadd v24.4s, v24.4s, v28.4s
+	WORD $0x6e38de98 // fmul v24.4s, v20.4s, v24.4s
+	WORD $0x6e3ede00 // fmul v0.4s, v16.4s, v30.4s
+	WORD $0x4ea0d700 // fsub v0.4s, v24.4s, v0.4s
+	WORD $0x6e20dfa0 // fmul v0.4s, v29.4s, v0.4s
+	VST1.P [V0.S4], 16(R14)
+	WORD $0x6e3dde04 // fmul v4.4s, v16.4s, v29.4s
+	WORD $0x6e24de84 // fmul v4.4s, v20.4s, v4.4s
+	VST1.P [V4.S4], 16(R15)
+	SUB $4, R12, R12
+	B dwset4
+dwset1:
+
+	// The last 1-3 elements one at a time, the same operations on scalars.
+	CBZ R12, next
+	FMOVS.P 4(R10), F16
+	FMOVS.P 4(R11), F20
+	FMOVS.P 4(R13), F24
+	FADDS F28, F24, F24
+	FMULS F24, F20, F24
+	FMULS F30, F16, F0
+	FSUBS F0, F24, F0
+	FMULS F0, F29, F0
+	FMOVS.P F0, 4(R14)
+	FMULS F29, F16, F4
+	FMULS F4, F20, F4
+	FMOVS.P F4, 4(R15)
+	SUB $1, R12, R12
+	B dwset1
+dwadd:
+	TBNZ $4, R8, dwadd16
+dwadd16w:
+	CMP $16, R12
+	BLT dwadd4
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	VLD1.P 64(R11), [V20.S4, V21.S4, V22.S4, V23.S4]
+	VLD1.P 64(R13), [V24.S4, V25.S4, V26.S4, V27.S4]
+	WORD $0x6e38de98 // fmul v24.4s, v20.4s, v24.4s
+	WORD $0x6e39deb9 // fmul v25.4s, v21.4s, v25.4s
+	WORD $0x6e3adeda // fmul v26.4s, v22.4s, v26.4s
+	WORD $0x6e3bdefb // fmul v27.4s, v23.4s, v27.4s
+	WORD $0x6e3ede00 // fmul v0.4s, v16.4s, v30.4s
+	WORD $0x6e3ede21 // fmul v1.4s, v17.4s, v30.4s
+	WORD $0x6e3ede42 // fmul v2.4s, v18.4s, v30.4s
+	WORD $0x6e3ede63 // fmul v3.4s, v19.4s, v30.4s
+	WORD $0x4ea0d700 // fsub v0.4s, v24.4s, v0.4s
+	WORD $0x4ea1d721 // fsub v1.4s, v25.4s, v1.4s
+	WORD $0x4ea2d742 // fsub v2.4s, v26.4s, v2.4s
+	WORD $0x4ea3d763 // fsub v3.4s, v27.4s, v3.4s
+	WORD $0x6e20dfa0 // fmul v0.4s, v29.4s, v0.4s
+	WORD $0x6e21dfa1 // fmul v1.4s, v29.4s, v1.4s
+	WORD $0x6e22dfa2 // fmul v2.4s, v29.4s, v2.4s
+	WORD $0x6e23dfa3 // fmul v3.4s, v29.4s, v3.4s
+	VST1.P [V0.S4, V1.S4, V2.S4, V3.S4], 64(R14)
+	WORD $0x6e3dde04 // fmul v4.4s, v16.4s, v29.4s
+	WORD $0x6e3dde25 // fmul v5.4s, v17.4s, v29.4s
+	WORD $0x6e3dde46 // fmul v6.4s, v18.4s, v29.4s
+	WORD $0x6e3dde67 // fmul v7.4s, v19.4s, v29.4s
+	WORD $0x6e24de84 // fmul v4.4s, v20.4s, v4.4s
+	WORD $0x6e25dea5 // fmul v5.4s, v21.4s, v5.4s
+	WORD $0x6e26dec6 // fmul v6.4s, v22.4s, v6.4s
+	WORD $0x6e27dee7 // fmul v7.4s, v23.4s, v7.4s
+	VLD1 (R15), [V8.S4, V9.S4, V10.S4, V11.S4]
+	WORD $0x4e24d508 // fadd v8.4s, v8.4s, v4.4s
+	WORD $0x4e25d529 // fadd v9.4s, v9.4s, v5.4s
+	WORD $0x4e26d54a // fadd v10.4s, v10.4s, v6.4s
+	WORD $0x4e27d56b // fadd v11.4s, v11.4s, v7.4s
+	VST1.P [V8.S4, V9.S4, V10.S4, V11.S4], 64(R15)
+	SUB $16, R12, R12
+	B dwadd16w
+dwadd16:
+	CMP $16, R12
+	BLT dwadd4
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	VLD1.P 64(R11), [V20.S4, V21.S4, V22.S4, V23.S4]
+	VLD1.P 64(R13), [V24.S4, V25.S4, V26.S4, V27.S4]
+	WORD $0x4e3cd718 // fadd v24.4s, v24.4s, v28.4s
+	WORD $0x4e3cd739 // fadd v25.4s, v25.4s, v28.4s
+	WORD $0x4e3cd75a // fadd v26.4s, v26.4s, v28.4s
+	WORD $0x4e3cd77b // fadd v27.4s, v27.4s, v28.4s
+	WORD $0x6e38de98 // fmul v24.4s, v20.4s, v24.4s
+	WORD $0x6e39deb9 // fmul v25.4s, v21.4s, v25.4s
+	WORD $0x6e3adeda // fmul v26.4s, v22.4s, v26.4s
+	WORD $0x6e3bdefb // fmul v27.4s, v23.4s, v27.4s
+	WORD $0x6e3ede00 // fmul v0.4s, v16.4s, v30.4s
+	WORD $0x6e3ede21 // fmul v1.4s, v17.4s, v30.4s
+	WORD $0x6e3ede42 // fmul v2.4s, v18.4s, v30.4s
+	WORD $0x6e3ede63 // fmul v3.4s, v19.4s, v30.4s
+	WORD $0x4ea0d700 // fsub v0.4s, v24.4s, v0.4s
+	WORD $0x4ea1d721 // fsub v1.4s, v25.4s, v1.4s
+	WORD $0x4ea2d742 // fsub v2.4s, v26.4s, v2.4s
+	WORD $0x4ea3d763 // fsub v3.4s, v27.4s, v3.4s
+	WORD $0x6e20dfa0 // fmul v0.4s, v29.4s, v0.4s
+	WORD $0x6e21dfa1 // fmul v1.4s, v29.4s, v1.4s
+	WORD $0x6e22dfa2 // fmul v2.4s, v29.4s, v2.4s
+	WORD $0x6e23dfa3 // fmul v3.4s, v29.4s, v3.4s
+	VST1.P [V0.S4, V1.S4, V2.S4, V3.S4], 64(R14)
+	WORD $0x6e3dde04 // fmul v4.4s, v16.4s, v29.4s
+	WORD $0x6e3dde25 // fmul v5.4s, v17.4s, v29.4s
+	WORD $0x6e3dde46 // fmul v6.4s, v18.4s, v29.4s
+	WORD $0x6e3dde67 // fmul v7.4s, v19.4s, v29.4s
+	WORD $0x6e24de84 // fmul v4.4s, v20.4s, v4.4s
+	WORD $0x6e25dea5 // fmul v5.4s, v21.4s, v5.4s
+	WORD $0x6e26dec6 // fmul v6.4s, v22.4s, v6.4s
+	WORD $0x6e27dee7 // fmul v7.4s, v23.4s, v7.4s
+	VLD1 (R15), [V8.S4, V9.S4, V10.S4, V11.S4]
+	WORD $0x4e24d508 // fadd v8.4s, v8.4s, v4.4s
+	WORD $0x4e25d529 // fadd v9.4s, v9.4s, v5.4s
+	WORD $0x4e26d54a // fadd v10.4s, v10.4s, v6.4s
+	WORD $0x4e27d56b // fadd v11.4s, v11.4s, v7.4s
+	VST1.P [V8.S4, V9.S4, V10.S4, V11.S4], 64(R15)
+	SUB $16, R12, R12
+	B dwadd16
+dwadd4:
+	CMP $4, R12
+	BLT dwadd1
+	VLD1.P 16(R10), [V16.S4]
+	VLD1.P 16(R11), [V20.S4]
+	VLD1.P 16(R13), [V24.S4]
+	WORD $0x4e3cd718 // fadd v24.4s, v24.4s, v28.4s
+	WORD $0x6e38de98 // fmul v24.4s, v20.4s, v24.4s
+	WORD $0x6e3ede00 // fmul v0.4s, v16.4s, v30.4s
+	WORD $0x4ea0d700 // fsub v0.4s, v24.4s, v0.4s
+	WORD $0x6e20dfa0 // fmul v0.4s, v29.4s, v0.4s
+	VST1.P [V0.S4], 16(R14)
+	WORD $0x6e3dde04 // fmul v4.4s, v16.4s, v29.4s
+	WORD $0x6e24de84 // fmul v4.4s, v20.4s, v4.4s
+	VLD1 (R15), [V8.S4]
+	WORD $0x4e24d508 // fadd v8.4s, v8.4s, v4.4s
+	VST1.P [V8.S4], 16(R15)
+	SUB $4, R12, R12
+	B dwadd4
+dwadd1:
+
+	// The last 1-3 elements one at a time, the same operations on scalars.
+	CBZ R12, dwaddend
+	FMOVS.P 4(R10), F16
+	FMOVS.P 4(R11), F20
+	FMOVS.P 4(R13), F24
+	FADDS F28, F24, F24
+	FMULS F24, F20, F24
+	FMULS F30, F16, F0
+	FSUBS F0, F24, F0
+	FMULS F0, F29, F0
+	FMOVS.P F0, 4(R14)
+	FMULS F29, F16, F4
+	FMULS F4, F20, F4
+	FMOVS (R15), F8
+	FADDS F4, F8, F8
+	FMOVS.P F8, 4(R15)
+	SUB $1, R12, R12
+	B dwadd1
+dwaddend:
+	CBZ R16, next
+	MOVD R20, R15
+	MOVD R5, R12
+close16:
+	CMP $16, R12
+	BLT close4
+	VLD1.P 64(R15), [V8.S4, V9.S4, V10.S4, V11.S4]
+	VLD1 (R16), [V12.S4, V13.S4, V14.S4, V15.S4]
+	WORD $0x4e28d58c // fadd v12.4s, v12.4s, v8.4s
+	WORD $0x4e29d5ad // fadd v13.4s, v13.4s, v9.4s
+	WORD $0x4e2ad5ce // fadd v14.4s, v14.4s, v10.4s
+	WORD $0x4e2bd5ef // fadd v15.4s, v15.4s, v11.4s
+	VST1.P [V12.S4, V13.S4, V14.S4, V15.S4], 64(R16)
+	SUB $16, R12, R12
+	B close16
+close4:
+	CMP $4, R12
+	BLT close1
+	VLD1.P 16(R15), [V8.S4]
+	VLD1 (R16), [V12.S4]
+	WORD $0x4e28d58c // fadd v12.4s, v12.4s, v8.4s
+	VST1.P [V12.S4], 16(R16)
+	SUB $4, R12, R12
+	B close4
+close1:
+
+	// The last 1-3 elements one at a time, the same operations on scalars.
+	CBZ R12, next
+	FMOVS.P 4(R15), F8
+	FMOVS (R16), F12
+	FADDS F8, F12, F12
+	FMOVS.P F12, 4(R16)
+	SUB $1, R12, R12
+	B close1
+next:
+	ADD R21, R0, R0
+	ADD R7, R1, R1
+	ADD R7, R3, R3
+	ADD $1, R9, R9
+	B row
+ret:
+	MOVD R9, ret+24(FP)
+	RET
+lncentered:
+
+	// The row's mean and inv as the forward computes them, its float64-path tests included.
+	MOVD R1, R10
+
+	// Sum of the elements: element i goes to partial i%64, lane i%4 of V(i%64/4).
+	MOVD R10, R14
+	VEOR V0.B16, V0.B16, V0.B16
+	VEOR V1.B16, V1.B16, V1.B16
+	VEOR V2.B16, V2.B16, V2.B16
+	VEOR V3.B16, V3.B16, V3.B16
+	VEOR V4.B16, V4.B16, V4.B16
+	VEOR V5.B16, V5.B16, V5.B16
+	VEOR V6.B16, V6.B16, V6.B16
+	VEOR V7.B16, V7.B16, V7.B16
+	VEOR V8.B16, V8.B16, V8.B16
+	VEOR V9.B16, V9.B16, V9.B16
+	VEOR V10.B16, V10.B16, V10.B16
+	VEOR V11.B16, V11.B16, V11.B16
+	VEOR V12.B16, V12.B16, V12.B16
+	VEOR V13.B16, V13.B16, V13.B16
+	VEOR V14.B16, V14.B16, V14.B16
+	VEOR V15.B16, V15.B16, V15.B16
+	MOVD R5, R12
+	MOVD $0, R24
+	TST $2, R8
+	ADD R21, R10, R13
+	BNE lnmeansumpf
+lnmeansum64:
+	CMP $64, R12
+	BLT lnmeansumtail
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	WORD $0x4e30d400 // fadd v0.4s, v0.4s, v16.4s
+	WORD $0x4e31d421 // fadd v1.4s, v1.4s, v17.4s
+	WORD $0x4e32d442 // fadd v2.4s, v2.4s, v18.4s
+	WORD $0x4e33d463 // fadd v3.4s, v3.4s, v19.4s
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	WORD $0x4e30d484 // fadd v4.4s, v4.4s, v16.4s
+	WORD $0x4e31d4a5 // fadd v5.4s, v5.4s, v17.4s
+	WORD $0x4e32d4c6 // fadd v6.4s, v6.4s, v18.4s
+	WORD $0x4e33d4e7 // fadd v7.4s, v7.4s, v19.4s
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	WORD $0x4e30d508 // fadd v8.4s, v8.4s, v16.4s
+	WORD $0x4e31d529 // fadd v9.4s, v9.4s, v17.4s
+	WORD $0x4e32d54a // fadd v10.4s, v10.4s, v18.4s
+	WORD $0x4e33d56b // fadd v11.4s, v11.4s, v19.4s
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	WORD $0x4e30d58c // fadd v12.4s, v12.4s, v16.4s
+	WORD $0x4e31d5ad // fadd v13.4s, v13.4s, v17.4s
+	WORD $0x4e32d5ce // fadd v14.4s, v14.4s, v18.4s
+	WORD $0x4e33d5ef // fadd v15.4s, v15.4s, v19.4s
+	SUB $64, R12, R12
+	B lnmeansum64
+lnmeansumpf:
+	CMP $64, R12
+	BLT lnmeansumtail
+	PRFM 0(R13), PLDL1KEEP
+	PRFM 64(R13), PLDL1KEEP
+	PRFM 128(R13), PLDL1KEEP
+	PRFM 192(R13), PLDL1KEEP
+	ADD $256, R13, R13
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	WORD $0x4e30d400 // fadd v0.4s, v0.4s, v16.4s
+	WORD $0x4e31d421 // fadd v1.4s, v1.4s, v17.4s
+	WORD $0x4e32d442 // fadd v2.4s, v2.4s, v18.4s
+	WORD $0x4e33d463 // fadd v3.4s, v3.4s, v19.4s
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	WORD $0x4e30d484 // fadd v4.4s, v4.4s, v16.4s
+	WORD $0x4e31d4a5 // fadd v5.4s, v5.4s, v17.4s
+	WORD $0x4e32d4c6 // fadd v6.4s, v6.4s, v18.4s
+	WORD $0x4e33d4e7 // fadd v7.4s, v7.4s, v19.4s
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	WORD $0x4e30d508 // fadd v8.4s, v8.4s, v16.4s
+	WORD $0x4e31d529 // fadd v9.4s, v9.4s, v17.4s
+	WORD $0x4e32d54a // fadd v10.4s, v10.4s, v18.4s
+	WORD $0x4e33d56b // fadd v11.4s, v11.4s, v19.4s
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	WORD $0x4e30d58c // fadd v12.4s, v12.4s, v16.4s
+	WORD $0x4e31d5ad // fadd v13.4s, v13.4s, v17.4s
+	WORD $0x4e32d5ce // fadd v14.4s, v14.4s, v18.4s
+	WORD $0x4e33d5ef // fadd v15.4s, v15.4s, v19.4s
+	SUB $64, R12, R12
+	B lnmeansumpf
+lnmeansumtail:
+
+	// Fewer than 64 elements: copied to a zero-padded block on the stack, summed as a whole block (zeros add +0).
+	CBZ R12, lnmeansummed
+	ADD $104, RSP, R13
+	VEOR V16.B16, V16.B16, V16.B16
+	VEOR V17.B16, V17.B16, V17.B16
+	VEOR V18.B16, V18.B16, V18.B16
+	VEOR V19.B16, V19.B16, V19.B16
+	MOVD R13, R17
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	MOVD R10, R15
+	MOVD R13, R17
+	MOVD R12, R16
+copyvec10:
+	CMP $4, R16
+	BLT copyone11
+	VLD1.P 16(R15), [V20.B16]
+	VST1.P [V20.B16], 16(R17)
+	SUB $4, R16, R16
+	B copyvec10
+copyone11:
+	CBZ R16, copied12
+	MOVWU.P 4(R15), R26
+	MOVW.P R26, 4(R17)
+	SUB $1, R16, R16
+	B copyone11
+copied12:
+	ADD $104, RSP, R10
+	MOVD $64, R12
+	B lnmeansum64
+lnmeansummed:
+
+	// Halving tree: h = 32, 16, 8, 4 on vectors, leaving four partials in V0.
+	WORD $0x4e28d400 // fadd v0.4s, v0.4s, v8.4s
+	WORD $0x4e29d421 // fadd v1.4s, v1.4s, v9.4s
+	WORD $0x4e2ad442 // fadd v2.4s, v2.4s, v10.4s
+	WORD $0x4e2bd463 // fadd v3.4s, v3.4s, v11.4s
+	WORD $0x4e2cd484 // fadd v4.4s, v4.4s, v12.4s
+	WORD $0x4e2dd4a5 // fadd v5.4s, v5.4s, v13.4s
+	WORD $0x4e2ed4c6 // fadd v6.4s, v6.4s, v14.4s
+	WORD $0x4e2fd4e7 // fadd v7.4s, v7.4s, v15.4s
+	WORD $0x4e24d400 // fadd v0.4s, v0.4s, v4.4s
+	WORD $0x4e25d421 // fadd v1.4s, v1.4s, v5.4s
+	WORD $0x4e26d442 // fadd v2.4s, v2.4s, v6.4s
+	WORD $0x4e27d463 // fadd v3.4s, v3.4s, v7.4s
+	WORD $0x4e22d400 // fadd v0.4s, v0.4s, v2.4s
+	WORD $0x4e23d421 // fadd v1.4s, v1.4s, v3.4s
+	WORD $0x4e21d400 // fadd v0.4s, v0.4s, v1.4s
+	VEXT $8, V0.B16, V0.B16, V16.B16
+	WORD $0x4e30d400 // fadd v0.4s, v0.4s, v16.4s
+	WORD $0x7e30d800 // faddp s0, v0.2s
+	FSUBS F0, F0, F16
+	FCMPS $(0.0), F16
+	BNE ret
+	TST $256, R8
+	BEQ lnmdivide
+	FMOVS 12(RSP), F17
+	FMULS F17, F0, F1
+	B lnmdivided
+lnmdivide:
+	FMOVS 8(RSP), F17
+	FDIVS F17, F0, F1
+lnmdivided:
+	VDUP V1.S[0], V31.S4
+	MOVD R1, R10
+
+	// Sum of the squares of x - m: element i goes to partial i%64, lane i%4 of V(i%64/4).
+	MOVD R10, R14
+	VEOR V0.B16, V0.B16, V0.B16
+	VEOR V1.B16, V1.B16, V1.B16
+	VEOR V2.B16, V2.B16, V2.B16
+	VEOR V3.B16, V3.B16, V3.B16
+	VEOR V4.B16, V4.B16, V4.B16
+	VEOR V5.B16, V5.B16, V5.B16
+	VEOR V6.B16, V6.B16, V6.B16
+	VEOR V7.B16, V7.B16, V7.B16
+	VEOR V8.B16, V8.B16, V8.B16
+	VEOR V9.B16, V9.B16, V9.B16
+	VEOR V10.B16, V10.B16, V10.B16
+	VEOR V11.B16, V11.B16, V11.B16
+	VEOR V12.B16, V12.B16, V12.B16
+	VEOR V13.B16, V13.B16, V13.B16
+	VEOR V14.B16, V14.B16, V14.B16
+	VEOR V15.B16, V15.B16, V15.B16
+	MOVD R5, R12
+	MOVD $0, R24
+	TST $2, R8
+	ADD R21, R10, R13
+	BNE lndevsumpf
+lndevsum64:
+	CMP $64, R12
+	BLT lndevsumtail
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	WORD $0x4ebfd610 // fsub v16.4s, v16.4s, v31.4s
+	WORD $0x4ebfd631 // fsub v17.4s, v17.4s, v31.4s
+	WORD $0x4ebfd652 // fsub v18.4s, v18.4s, v31.4s
+	WORD $0x4ebfd673 // fsub v19.4s, v19.4s, v31.4s
+	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
+	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
+	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
+	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
+	WORD $0x4e30d400 // fadd v0.4s, v0.4s, v16.4s
+	WORD $0x4e31d421 // fadd v1.4s, v1.4s, v17.4s
+	WORD $0x4e32d442 // fadd v2.4s, v2.4s, v18.4s
+	WORD $0x4e33d463 // fadd v3.4s, v3.4s, v19.4s
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	WORD $0x4ebfd610 // fsub v16.4s, v16.4s, v31.4s
+	WORD $0x4ebfd631 // fsub v17.4s, v17.4s, v31.4s
+	WORD $0x4ebfd652 // fsub v18.4s, v18.4s, v31.4s
+	WORD $0x4ebfd673 // fsub v19.4s, v19.4s, v31.4s
+	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
+	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
+	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
+	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
+	WORD $0x4e30d484 // fadd v4.4s, v4.4s, v16.4s
+	WORD $0x4e31d4a5 // fadd v5.4s, v5.4s, v17.4s
+	WORD $0x4e32d4c6 // fadd v6.4s, v6.4s, v18.4s
+	WORD $0x4e33d4e7 // fadd v7.4s, v7.4s, v19.4s
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	WORD $0x4ebfd610 // fsub v16.4s, v16.4s, v31.4s
+	WORD $0x4ebfd631 // fsub v17.4s, v17.4s, v31.4s
+	WORD $0x4ebfd652 // fsub v18.4s, v18.4s, v31.4s
+	WORD $0x4ebfd673 // fsub v19.4s, v19.4s, v31.4s
+	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
+	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
+	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
+	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
+	WORD $0x4e30d508 // fadd v8.4s, v8.4s, v16.4s
+	WORD $0x4e31d529 // fadd v9.4s, v9.4s, v17.4s
+	WORD $0x4e32d54a // fadd v10.4s, v10.4s, v18.4s
+	WORD $0x4e33d56b // fadd v11.4s, v11.4s, v19.4s
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	WORD $0x4ebfd610 // fsub v16.4s, v16.4s, v31.4s
+	WORD $0x4ebfd631 // fsub v17.4s, v17.4s, v31.4s
+	WORD $0x4ebfd652 // fsub v18.4s, v18.4s, v31.4s
+	WORD $0x4ebfd673 // fsub v19.4s, v19.4s, v31.4s
+	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
+	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
+	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
+	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
+	WORD $0x4e30d58c // fadd v12.4s, v12.4s, v16.4s
+	WORD $0x4e31d5ad // fadd v13.4s, v13.4s, v17.4s
+	WORD $0x4e32d5ce // fadd v14.4s, v14.4s, v18.4s
+	WORD $0x4e33d5ef // fadd v15.4s, v15.4s, v19.4s
+	SUB $64, R12, R12
+	B lndevsum64
+lndevsumpf:
+	CMP $64, R12
+	BLT lndevsumtail
+	PRFM 0(R13), PLDL1KEEP
+	PRFM 64(R13), PLDL1KEEP
+	PRFM 128(R13), PLDL1KEEP
+	PRFM 192(R13), PLDL1KEEP
+	ADD $256, R13, R13
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	WORD $0x4ebfd610 // fsub v16.4s, v16.4s, v31.4s
+	WORD $0x4ebfd631 // fsub v17.4s, v17.4s, v31.4s
+	WORD $0x4ebfd652 // fsub v18.4s, v18.4s, v31.4s
+	WORD $0x4ebfd673 // fsub v19.4s, v19.4s, v31.4s
+	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
+	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
+	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
+	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
+	WORD $0x4e30d400 // fadd v0.4s, v0.4s, v16.4s
+	WORD $0x4e31d421 // fadd v1.4s, v1.4s, v17.4s
+	WORD $0x4e32d442 // fadd v2.4s, v2.4s, v18.4s
+	WORD $0x4e33d463 // fadd v3.4s, v3.4s, v19.4s
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	WORD $0x4ebfd610 // fsub v16.4s, v16.4s, v31.4s
+	WORD $0x4ebfd631 // fsub v17.4s, v17.4s, v31.4s
+	WORD $0x4ebfd652 // fsub v18.4s, v18.4s, v31.4s
+	WORD $0x4ebfd673 // fsub v19.4s, v19.4s, v31.4s
+	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
+	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
+	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
+	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
+	WORD $0x4e30d484 // fadd v4.4s, v4.4s, v16.4s
+	WORD $0x4e31d4a5 // fadd v5.4s, v5.4s, v17.4s
+	WORD $0x4e32d4c6 // fadd v6.4s, v6.4s, v18.4s
+	WORD $0x4e33d4e7 // fadd v7.4s, v7.4s, v19.4s
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	WORD $0x4ebfd610 // fsub v16.4s, v16.4s, v31.4s
+	WORD $0x4ebfd631 // fsub v17.4s, v17.4s, v31.4s
+	WORD $0x4ebfd652 // fsub v18.4s, v18.4s, v31.4s
+	WORD $0x4ebfd673 // fsub v19.4s, v19.4s, v31.4s
+	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
+	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
+	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
+	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
+	WORD $0x4e30d508 // fadd v8.4s, v8.4s, v16.4s
+	WORD $0x4e31d529 // fadd v9.4s, v9.4s, v17.4s
+	WORD $0x4e32d54a // fadd v10.4s, v10.4s, v18.4s
+	WORD $0x4e33d56b // fadd v11.4s, v11.4s, v19.4s
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	WORD $0x4ebfd610 // fsub v16.4s, v16.4s, v31.4s
+	WORD $0x4ebfd631 // fsub v17.4s, v17.4s, v31.4s
+	WORD $0x4ebfd652 // fsub v18.4s, v18.4s, v31.4s
+	WORD $0x4ebfd673 // fsub v19.4s, v19.4s, v31.4s
+	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
+	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
+	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
+	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
+	WORD $0x4e30d58c // fadd v12.4s, v12.4s, v16.4s
+	WORD $0x4e31d5ad // fadd v13.4s, v13.4s, v17.4s
+	WORD $0x4e32d5ce // fadd v14.4s, v14.4s, v18.4s
+	WORD $0x4e33d5ef // fadd v15.4s, v15.4s, v19.4s
+	SUB $64, R12, R12
+	B lndevsumpf
+lndevsumtail:
+
+	// Fewer than 64 elements: copied to a zero-padded block on the stack, summed as a whole block (zeros add +0).
+	CBZ R12, lndevsummed
+	ADD $104, RSP, R13
+	VEOR V16.B16, V16.B16, V16.B16
+	VEOR V17.B16, V17.B16, V17.B16
+	VEOR V18.B16, V18.B16, V18.B16
+	VEOR V19.B16, V19.B16, V19.B16
+	MOVD R13, R17
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	MOVD R10, R15
+	MOVD R13, R17
+	MOVD R12, R16
+copyvec13:
+	CMP $4, R16
+	BLT copyone14
+	VLD1.P 16(R15), [V20.B16]
+	VST1.P [V20.B16], 16(R17)
+	SUB $4, R16, R16
+	B copyvec13
+copyone14:
+	CBZ R16, copied15
+	MOVWU.P 4(R15), R26
+	MOVW.P R26, 4(R17)
+	SUB $1, R16, R16
+	B copyone14
+copied15:
+
+	// m in the lanes of the row's elements, +0 in the padding: the block subtracts these.
+	ADD $360, RSP, R11
+	VEOR V16.B16, V16.B16, V16.B16
+	VEOR V17.B16, V17.B16, V17.B16
+	VEOR V18.B16, V18.B16, V18.B16
+	VEOR V19.B16, V19.B16, V19.B16
+	MOVD R11, R17
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	MOVD R11, R17
+	MOVD R12, R16
+fillvec16:
+	CMP $4, R16
+	BLT fillone17
+	VST1.P [V31.S4], 16(R17)
+	SUB $4, R16, R16
+	B fillvec16
+fillone17:
+	CBZ R16, filled18
+	FMOVS F31, (R17)
+	ADD $4, R17, R17
+	SUB $1, R16, R16
+	B fillone17
+filled18:
+	ADD $104, RSP, R10
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	VLD1.P 64(R11), [V20.S4, V21.S4, V22.S4, V23.S4]
+	WORD $0x4eb4d610 // fsub v16.4s, v16.4s, v20.4s
+	WORD $0x4eb5d631 // fsub v17.4s, v17.4s, v21.4s
+	WORD $0x4eb6d652 // fsub v18.4s, v18.4s, v22.4s
+	WORD $0x4eb7d673 // fsub v19.4s, v19.4s, v23.4s
+	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
+	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
+	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
+	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
+	WORD $0x4e30d400 // fadd v0.4s, v0.4s, v16.4s
+	WORD $0x4e31d421 // fadd v1.4s, v1.4s, v17.4s
+	WORD $0x4e32d442 // fadd v2.4s, v2.4s, v18.4s
+	WORD $0x4e33d463 // fadd v3.4s, v3.4s, v19.4s
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	VLD1.P 64(R11), [V20.S4, V21.S4, V22.S4, V23.S4]
+	WORD $0x4eb4d610 // fsub v16.4s, v16.4s, v20.4s
+	WORD $0x4eb5d631 // fsub v17.4s, v17.4s, v21.4s
+	WORD $0x4eb6d652 // fsub v18.4s, v18.4s, v22.4s
+	WORD $0x4eb7d673 // fsub v19.4s, v19.4s, v23.4s
+	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
+	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
+	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
+	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
+	WORD $0x4e30d484 // fadd v4.4s, v4.4s, v16.4s
+	WORD $0x4e31d4a5 // fadd v5.4s, v5.4s, v17.4s
+	WORD $0x4e32d4c6 // fadd v6.4s, v6.4s, v18.4s
+	WORD $0x4e33d4e7 // fadd v7.4s, v7.4s, v19.4s
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	VLD1.P 64(R11), [V20.S4, V21.S4, V22.S4, V23.S4]
+	WORD $0x4eb4d610 // fsub v16.4s, v16.4s, v20.4s
+	WORD $0x4eb5d631 // fsub v17.4s, v17.4s, v21.4s
+	WORD $0x4eb6d652 // fsub v18.4s, v18.4s, v22.4s
+	WORD $0x4eb7d673 // fsub v19.4s, v19.4s, v23.4s
+	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
+	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
+	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
+	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
+	WORD $0x4e30d508 // fadd v8.4s, v8.4s, v16.4s
+	WORD $0x4e31d529 // fadd v9.4s, v9.4s, v17.4s
+	WORD $0x4e32d54a // fadd v10.4s, v10.4s, v18.4s
+	WORD $0x4e33d56b // fadd v11.4s, v11.4s, v19.4s
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	VLD1.P 64(R11), [V20.S4, V21.S4, V22.S4, V23.S4]
+	WORD $0x4eb4d610 // fsub v16.4s, v16.4s, v20.4s
+	WORD $0x4eb5d631 // fsub v17.4s, v17.4s, v21.4s
+	WORD $0x4eb6d652 // fsub v18.4s, v18.4s, v22.4s
+	WORD $0x4eb7d673 // fsub v19.4s, v19.4s, v23.4s
+	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
+	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
+	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
+	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
+	WORD $0x4e30d58c // fadd v12.4s, v12.4s, v16.4s
+	WORD $0x4e31d5ad // fadd v13.4s, v13.4s, v17.4s
+	WORD $0x4e32d5ce // fadd v14.4s, v14.4s, v18.4s
+	WORD $0x4e33d5ef // fadd v15.4s, v15.4s, v19.4s
+	SUB $64, R12, R12
+lndevsummed:
+
+	// Halving tree: h = 32, 16, 8, 4 on vectors, leaving four partials in V0.
+	WORD $0x4e28d400 // fadd v0.4s, v0.4s, v8.4s
+	WORD $0x4e29d421 // fadd v1.4s, v1.4s, v9.4s
+	WORD $0x4e2ad442 // fadd v2.4s, v2.4s, v10.4s
+	WORD $0x4e2bd463 // fadd v3.4s, v3.4s, v11.4s
+	WORD $0x4e2cd484 // fadd v4.4s, v4.4s, v12.4s
+	WORD $0x4e2dd4a5 // fadd v5.4s, v5.4s, v13.4s
+	WORD $0x4e2ed4c6 // fadd v6.4s, v6.4s, v14.4s
+	WORD $0x4e2fd4e7 // fadd v7.4s, v7.4s, v15.4s
+	WORD $0x4e24d400 // fadd v0.4s, v0.4s, v4.4s
+	WORD $0x4e25d421 // fadd v1.4s, v1.4s, v5.4s
+	WORD $0x4e26d442 // fadd v2.4s, v2.4s, v6.4s
+	WORD $0x4e27d463 // fadd v3.4s, v3.4s, v7.4s
+	WORD $0x4e22d400 // fadd v0.4s, v0.4s, v2.4s
+	WORD $0x4e23d421 // fadd v1.4s, v1.4s, v3.4s
+	WORD $0x4e21d400 // fadd v0.4s, v0.4s, v1.4s
+	VEXT $8, V0.B16, V0.B16, V16.B16
+	WORD $0x4e30d400 // fadd v0.4s, v0.4s, v16.4s
+	WORD $0x7e30d800 // faddp s0, v0.2s
+
+	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
+	TST $256, R8
+	BEQ lntdivide
+	FMOVS 12(RSP), F17
+	FMULS F17, F0, F1
+	B lntdivided
+lntdivide:
+	FMOVS 8(RSP), F17
+	FDIVS F17, F0, F1
+lntdivided:
+	MOVD j+0(FP), R16
+	FMOVS job_eps(R16), F17
+	FADDS F17, F1, F1
+	MOVW $0x0d800000, R16
+	FMOVS R16, F16
+	FCMPS F16, F1
+	BLT ret
+	MOVW $0x7f7fffff, R16
+	FMOVS R16, F16
+	FCMPS F16, F1
+	BGT ret
+
+	// inv = 1/sqrt(t), or Inv[r] when the job has it.
+	CBZ R4, lnsqrt
+	FMOVS (R4)(R9<<2), F29
+	B lnhaveinv
+lnsqrt:
+	FSQRTS F1, F1
+	FMOVS $1.0, F16
+	FDIVS F1, F16, F29
+lnhaveinv:
+	VDUP V29.S[0], V29.S4
+
+	// Mean[r] in place of m when the job has it.
+	MOVD j+0(FP), R16
+	MOVD job_mean(R16), R17
+	CBZ R17, lnhavemean
+	FMOVS (R17)(R9<<2), F31
+	VDUP V31.S[0], V31.S4
+lnhavemean:
+
+	// Pass 2: the sum of g = dy*w': element i goes to partial i%64.
+	VEOR V0.B16, V0.B16, V0.B16
+	VEOR V1.B16, V1.B16, V1.B16
+	VEOR V2.B16, V2.B16, V2.B16
+	VEOR V3.B16, V3.B16, V3.B16
+	VEOR V4.B16, V4.B16, V4.B16
+	VEOR V5.B16, V5.B16, V5.B16
+	VEOR V6.B16, V6.B16, V6.B16
+	VEOR V7.B16, V7.B16, V7.B16
+	VEOR V8.B16, V8.B16, V8.B16
+	VEOR V9.B16, V9.B16, V9.B16
+	VEOR V10.B16, V10.B16, V10.B16
+	VEOR V11.B16, V11.B16, V11.B16
+	VEOR V12.B16, V12.B16, V12.B16
+	VEOR V13.B16, V13.B16, V13.B16
+	VEOR V14.B16, V14.B16, V14.B16
+	VEOR V15.B16, V15.B16, V15.B16
+	MOVD R1, R10
+	MOVD R3, R11
+	MOVD R2, R13
+	MOVD R5, R12
+lngsum64:
+	TBNZ $4, R8, lngsumloop
+lngsumloopw:
+	CMP $64, R12
+	BLT lngsumtail
+	VLD1.P 64(R11), [V20.S4, V21.S4, V22.S4, V23.S4]
+	VLD1.P 64(R13), [V24.S4, V25.S4, V26.S4, V27.S4]
+	WORD $0x6e38de94 // fmul v20.4s, v20.4s, v24.4s
+	WORD $0x6e39deb5 // fmul v21.4s, v21.4s, v25.4s
+	WORD $0x6e3aded6 // fmul v22.4s, v22.4s, v26.4s
+	WORD $0x6e3bdef7 // fmul v23.4s, v23.4s, v27.4s
+	WORD $0x4e34d400 // fadd v0.4s, v0.4s, v20.4s
+	WORD $0x4e35d421 // fadd v1.4s, v1.4s, v21.4s
+	WORD $0x4e36d442 // fadd v2.4s, v2.4s, v22.4s
+	WORD $0x4e37d463 // fadd v3.4s, v3.4s, v23.4s
+	VLD1.P 64(R11), [V20.S4, V21.S4, V22.S4, V23.S4]
+	VLD1.P 64(R13), [V24.S4, V25.S4, V26.S4, V27.S4]
+	WORD $0x6e38de94 // fmul v20.4s, v20.4s, v24.4s
+	WORD $0x6e39deb5 // fmul v21.4s, v21.4s, v25.4s
+	WORD $0x6e3aded6 // fmul v22.4s, v22.4s, v26.4s
+	WORD $0x6e3bdef7 // fmul v23.4s, v23.4s, v27.4s
+	WORD $0x4e34d484 // fadd v4.4s, v4.4s, v20.4s
+	WORD $0x4e35d4a5 // fadd v5.4s, v5.4s, v21.4s
+	WORD $0x4e36d4c6 // fadd v6.4s, v6.4s, v22.4s
+	WORD $0x4e37d4e7 // fadd v7.4s, v7.4s, v23.4s
+	VLD1.P 64(R11), [V20.S4, V21.S4, V22.S4, V23.S4]
+	VLD1.P 64(R13), [V24.S4, V25.S4, V26.S4, V27.S4]
+	WORD $0x6e38de94 // fmul v20.4s, v20.4s, v24.4s
+	WORD $0x6e39deb5 // fmul v21.4s, v21.4s, v25.4s
+	WORD $0x6e3aded6 // fmul v22.4s, v22.4s, v26.4s
+	WORD $0x6e3bdef7 // fmul v23.4s, v23.4s, v27.4s
+	WORD $0x4e34d508 // fadd v8.4s, v8.4s, v20.4s
+	WORD $0x4e35d529 // fadd v9.4s, v9.4s, v21.4s
+	WORD $0x4e36d54a // fadd v10.4s, v10.4s, v22.4s
+	WORD $0x4e37d56b // fadd v11.4s, v11.4s, v23.4s
+	VLD1.P 64(R11), [V20.S4, V21.S4, V22.S4, V23.S4]
+	VLD1.P 64(R13), [V24.S4, V25.S4, V26.S4, V27.S4]
+	WORD $0x6e38de94 // fmul v20.4s, v20.4s, v24.4s
+	WORD $0x6e39deb5 // fmul v21.4s, v21.4s, v25.4s
+	WORD $0x6e3aded6 // fmul v22.4s, v22.4s, v26.4s
+	WORD $0x6e3bdef7 // fmul v23.4s, v23.4s, v27.4s
+	WORD $0x4e34d58c // fadd v12.4s, v12.4s, v20.4s
+	WORD $0x4e35d5ad // fadd v13.4s, v13.4s, v21.4s
+	WORD $0x4e36d5ce // fadd v14.4s, v14.4s, v22.4s
+	WORD $0x4e37d5ef // fadd v15.4s, v15.4s, v23.4s
+	SUB $64, R12, R12
+	B lngsumloopw
+lngsumloop:
+	CMP $64, R12
+	BLT lngsumtail
+	VLD1.P 64(R11), [V20.S4, V21.S4, V22.S4, V23.S4]
+	VLD1.P 64(R13), [V24.S4, V25.S4, V26.S4, V27.S4]
+	WORD $0x4e3cd718 // fadd v24.4s, v24.4s, v28.4s
+	WORD $0x6e38de94 // fmul v20.4s, v20.4s, v24.4s
+	WORD $0x4e3cd739 // fadd v25.4s, v25.4s, v28.4s
+	WORD $0x6e39deb5 // fmul v21.4s, v21.4s, v25.4s
+	WORD $0x4e3cd75a // fadd v26.4s, v26.4s, v28.4s
+	WORD $0x6e3aded6 // fmul v22.4s, v22.4s, v26.4s
+	WORD $0x4e3cd77b // fadd v27.4s, v27.4s, v28.4s
+	WORD $0x6e3bdef7 // fmul v23.4s, v23.4s, v27.4s
+	WORD $0x4e34d400 // fadd v0.4s, v0.4s, v20.4s
+	WORD $0x4e35d421 // fadd v1.4s, v1.4s, v21.4s
+	WORD $0x4e36d442 // fadd v2.4s, v2.4s, v22.4s
+	WORD $0x4e37d463 // fadd v3.4s, v3.4s, v23.4s
+	VLD1.P 64(R11), [V20.S4, V21.S4, V22.S4, V23.S4]
+	VLD1.P 64(R13), [V24.S4, V25.S4, V26.S4, V27.S4]
+	WORD $0x4e3cd718 // fadd v24.4s, v24.4s, v28.4s
+	WORD $0x6e38de94 // fmul v20.4s, v20.4s, v24.4s
+	WORD $0x4e3cd739 // fadd v25.4s, v25.4s, v28.4s
+	WORD $0x6e39deb5 // fmul v21.4s, v21.4s, v25.4s
+	WORD $0x4e3cd75a // fadd v26.4s, v26.4s, v28.4s
+	WORD $0x6e3aded6 // fmul v22.4s, v22.4s, v26.4s
+	WORD $0x4e3cd77b // fadd v27.4s, v27.4s, v28.4s
+	WORD $0x6e3bdef7 // fmul v23.4s, v23.4s, v27.4s
+	WORD $0x4e34d484 // fadd v4.4s, v4.4s, v20.4s
+	WORD $0x4e35d4a5 // fadd v5.4s, v5.4s, v21.4s
+	WORD $0x4e36d4c6 // fadd v6.4s, v6.4s, v22.4s
+	WORD $0x4e37d4e7 // fadd v7.4s, v7.4s, v23.4s
+	VLD1.P 64(R11), [V20.S4, V21.S4, V22.S4, V23.S4]
+	VLD1.P 64(R13), [V24.S4, V25.S4, V26.S4, V27.S4]
+	WORD $0x4e3cd718 // fadd v24.4s, v24.4s, v28.4s
+	WORD $0x6e38de94 // fmul v20.4s, v20.4s, v24.4s
+	WORD $0x4e3cd739 // fadd v25.4s, v25.4s, v28.4s
+	WORD $0x6e39deb5 // fmul v21.4s, v21.4s, v25.4s
+	WORD $0x4e3cd75a // fadd v26.4s, v26.4s, v28.4s
+	WORD $0x6e3aded6 // fmul v22.4s, v22.4s, v26.4s
+	WORD $0x4e3cd77b // fadd v27.4s, v27.4s, v28.4s
+	WORD $0x6e3bdef7 // fmul v23.4s, v23.4s, v27.4s
+	WORD $0x4e34d508 // fadd v8.4s, v8.4s, v20.4s
+	WORD $0x4e35d529 // fadd v9.4s, v9.4s, v21.4s
+	WORD $0x4e36d54a // fadd v10.4s, v10.4s, v22.4s
+	WORD $0x4e37d56b // fadd v11.4s, v11.4s, v23.4s
+	VLD1.P 64(R11), [V20.S4, V21.S4, V22.S4, V23.S4]
+	VLD1.P 64(R13), [V24.S4, V25.S4, V26.S4, V27.S4]
+	WORD $0x4e3cd718 // fadd v24.4s, v24.4s, v28.4s
+	WORD $0x6e38de94 // fmul v20.4s, v20.4s, v24.4s
+	WORD $0x4e3cd739 // fadd v25.4s, v25.4s, v28.4s
+	WORD $0x6e39deb5 // fmul v21.4s, v21.4s, v25.4s
+	WORD $0x4e3cd75a // fadd v26.4s, v26.4s, v28.4s
+	WORD $0x6e3aded6 // fmul v22.4s, v22.4s, v26.4s
+	WORD $0x4e3cd77b // fadd v27.4s, v27.4s, v28.4s
+	WORD $0x6e3bdef7 // fmul v23.4s, v23.4s, v27.4s
+	WORD $0x4e34d58c // fadd v12.4s, v12.4s, v20.4s
+	WORD $0x4e35d5ad // fadd v13.4s, v13.4s, v21.4s
+	WORD $0x4e36d5ce // fadd v14.4s, v14.4s, v22.4s
+	WORD $0x4e37d5ef // fadd v15.4s, v15.4s, v23.4s
+	SUB $64, R12, R12
+	B lngsumloop
+lngsumtail:
+
+	// Fewer than 64 elements: dy, w (and x, m, inv) copied to zero-padded blocks, summed as a whole block.
+	CBZ R12, lngsumdone
+	ADD $272, RSP, R14
+	VEOR V16.B16, V16.B16, V16.B16
+	VEOR V17.B16, V17.B16, V17.B16
+	VEOR V18.B16, V18.B16, V18.B16
+	VEOR V19.B16, V19.B16, V19.B16
+	MOVD R14, R17
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	MOVD R11, R15
+	MOVD R14, R17
+	MOVD R12, R16
+copyvec19:
+	CMP $4, R16
+	BLT copyone20
+	VLD1.P 16(R15), [V20.B16]
+	VST1.P [V20.B16], 16(R17)
+	SUB $4, R16, R16
+	B copyvec19
+copyone20:
+	CBZ R16, copied21
+	MOVWU.P 4(R15), R26
+	MOVW.P R26, 4(R17)
+	SUB $1, R16, R16
+	B copyone20
+copied21:
+	MOVD R14, R11
+	ADD $528, RSP, R14
+	VEOR V16.B16, V16.B16, V16.B16
+	VEOR V17.B16, V17.B16, V17.B16
+	VEOR V18.B16, V18.B16, V18.B16
+	VEOR V19.B16, V19.B16, V19.B16
+	MOVD R14, R17
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	MOVD R13, R15
+	MOVD R14, R17
+	MOVD R12, R16
+copyvec22:
+	CMP $4, R16
+	BLT copyone23
+	VLD1.P 16(R15), [V20.B16]
+	VST1.P [V20.B16], 16(R17)
+	SUB $4, R16, R16
+	B copyvec22
+copyone23:
+	CBZ R16, copied24
+	MOVWU.P 4(R15), R26
+	MOVW.P R26, 4(R17)
+	SUB $1, R16, R16
+	B copyone23
+copied24:
+	MOVD R14, R13
+	VLD1.P 64(R11), [V20.S4, V21.S4, V22.S4, V23.S4]
+	VLD1.P 64(R13), [V24.S4, V25.S4, V26.S4, V27.S4]
+	WORD $0x4e3cd718 // fadd v24.4s, v24.4s, v28.4s
+	WORD $0x6e38de94 // fmul v20.4s, v20.4s, v24.4s
+	WORD $0x4e3cd739 // fadd v25.4s, v25.4s, v28.4s
+	WORD $0x6e39deb5 // fmul v21.4s, v21.4s, v25.4s
+	WORD $0x4e3cd75a // fadd v26.4s, v26.4s, v28.4s
+	WORD $0x6e3aded6 // fmul v22.4s, v22.4s, v26.4s
+	WORD $0x4e3cd77b // fadd v27.4s, v27.4s, v28.4s
+	WORD $0x6e3bdef7 // fmul v23.4s, v23.4s, v27.4s
+	WORD $0x4e34d400 // fadd v0.4s, v0.4s, v20.4s
+	WORD $0x4e35d421 // fadd v1.4s, v1.4s, v21.4s
+	WORD $0x4e36d442 // fadd v2.4s, v2.4s, v22.4s
+	WORD $0x4e37d463 // fadd v3.4s, v3.4s, v23.4s
+	VLD1.P 64(R11), [V20.S4, V21.S4, V22.S4, V23.S4]
+	VLD1.P 64(R13), [V24.S4, V25.S4, V26.S4, V27.S4]
+	WORD $0x4e3cd718 // fadd v24.4s, v24.4s, v28.4s
+	WORD $0x6e38de94 // fmul v20.4s, v20.4s, v24.4s
+	WORD $0x4e3cd739 // fadd v25.4s, v25.4s, v28.4s
+	WORD $0x6e39deb5 // fmul v21.4s, v21.4s, v25.4s
+	WORD $0x4e3cd75a // fadd v26.4s, v26.4s, v28.4s
+	WORD $0x6e3aded6 // fmul v22.4s, v22.4s, v26.4s
+	WORD $0x4e3cd77b // fadd v27.4s, v27.4s, v28.4s
+	WORD $0x6e3bdef7 // fmul v23.4s, v23.4s, v27.4s
+	WORD $0x4e34d484 // fadd v4.4s, v4.4s, v20.4s
+	WORD $0x4e35d4a5 // fadd v5.4s, v5.4s, v21.4s
+	WORD $0x4e36d4c6 // fadd v6.4s, v6.4s, v22.4s
+	WORD $0x4e37d4e7 // fadd v7.4s, v7.4s, v23.4s
+	VLD1.P 64(R11), [V20.S4, V21.S4, V22.S4, V23.S4]
+	VLD1.P 64(R13), [V24.S4, V25.S4, V26.S4, V27.S4]
+	WORD $0x4e3cd718 // fadd v24.4s, v24.4s, v28.4s
+	WORD $0x6e38de94 // fmul v20.4s, v20.4s, v24.4s
+	WORD $0x4e3cd739 // fadd v25.4s, v25.4s, v28.4s
+	WORD $0x6e39deb5 // fmul v21.4s, v21.4s, v25.4s
+	WORD $0x4e3cd75a // fadd v26.4s, v26.4s, v28.4s
+	WORD $0x6e3aded6 // fmul v22.4s, v22.4s, v26.4s
+	WORD $0x4e3cd77b // fadd v27.4s, v27.4s, v28.4s
+	WORD $0x6e3bdef7 // fmul v23.4s, v23.4s, v27.4s
+	WORD $0x4e34d508 // fadd v8.4s, v8.4s, v20.4s
+	WORD $0x4e35d529 // fadd v9.4s, v9.4s, v21.4s
+	WORD $0x4e36d54a // fadd v10.4s, v10.4s, v22.4s
+	WORD $0x4e37d56b // fadd v11.4s, v11.4s, v23.4s
+	VLD1.P 64(R11), [V20.S4, V21.S4, V22.S4, V23.S4]
+	VLD1.P 64(R13), [V24.S4, V25.S4, V26.S4, V27.S4]
+	WORD $0x4e3cd718 // fadd v24.4s, v24.4s, v28.4s
+	WORD $0x6e38de94 // fmul v20.4s, v20.4s, v24.4s
+	WORD $0x4e3cd739 // fadd v25.4s, v25.4s, v28.4s
+	WORD $0x6e39deb5 // fmul v21.4s, v21.4s, v25.4s
+	WORD $0x4e3cd75a // fadd v26.4s, v26.4s, v28.4s
+	WORD $0x6e3aded6 // fmul v22.4s, v22.4s, v26.4s
+	WORD $0x4e3cd77b // fadd v27.4s, v27.4s, v28.4s
+	WORD $0x6e3bdef7 // fmul v23.4s, v23.4s, v27.4s
+	WORD $0x4e34d58c // fadd v12.4s, v12.4s, v20.4s
+	WORD $0x4e35d5ad // fadd v13.4s, v13.4s, v21.4s
+	WORD $0x4e36d5ce // fadd v14.4s, v14.4s, v22.4s
+	WORD $0x4e37d5ef // fadd v15.4s, v15.4s, v23.4s
+	SUB $64, R12, R12
+lngsumdone:
+
+	// Halving tree: h = 32, 16, 8, 4 on vectors, leaving four partials in V0.
+	WORD $0x4e28d400 // fadd v0.4s, v0.4s, v8.4s
+	WORD $0x4e29d421 // fadd v1.4s, v1.4s, v9.4s
+	WORD $0x4e2ad442 // fadd v2.4s, v2.4s, v10.4s
+	WORD $0x4e2bd463 // fadd v3.4s, v3.4s, v11.4s
+	WORD $0x4e2cd484 // fadd v4.4s, v4.4s, v12.4s
+	WORD $0x4e2dd4a5 // fadd v5.4s, v5.4s, v13.4s
+	WORD $0x4e2ed4c6 // fadd v6.4s, v6.4s, v14.4s
+	WORD $0x4e2fd4e7 // fadd v7.4s, v7.4s, v15.4s
+	WORD $0x4e24d400 // fadd v0.4s, v0.4s, v4.4s
+	WORD $0x4e25d421 // fadd v1.4s, v1.4s, v5.4s
+	WORD $0x4e26d442 // fadd v2.4s, v2.4s, v6.4s
+	WORD $0x4e27d463 // fadd v3.4s, v3.4s, v7.4s
+	WORD $0x4e22d400 // fadd v0.4s, v0.4s, v2.4s
+	WORD $0x4e23d421 // fadd v1.4s, v1.4s, v3.4s
+	WORD $0x4e21d400 // fadd v0.4s, v0.4s, v1.4s
+	VEXT $8, V0.B16, V0.B16, V16.B16
+	WORD $0x4e30d400 // fadd v0.4s, v0.4s, v16.4s
+	WORD $0x7e30d800 // faddp s0, v0.2s
+
+	// a = sum(g)/d, kept on the stack while pass 3 fills V0-V15.
+	TST $256, R8
+	BEQ lnadivide
+	FMOVS 12(RSP), F17
+	FMULS F17, F0, F1
+	B lnadivided
+lnadivide:
+	FMOVS 8(RSP), F17
+	FDIVS F17, F0, F1
+lnadivided:
+	FMOVS F1, 1296(RSP)
+
+	// Pass 3: the sum of g*n, n = (x-m)*inv: the product of element i goes to partial i%64.
+	VEOR V0.B16, V0.B16, V0.B16
+	VEOR V1.B16, V1.B16, V1.B16
+	VEOR V2.B16, V2.B16, V2.B16
+	VEOR V3.B16, V3.B16, V3.B16
+	VEOR V4.B16, V4.B16, V4.B16
+	VEOR V5.B16, V5.B16, V5.B16
+	VEOR V6.B16, V6.B16, V6.B16
+	VEOR V7.B16, V7.B16, V7.B16
+	VEOR V8.B16, V8.B16, V8.B16
+	VEOR V9.B16, V9.B16, V9.B16
+	VEOR V10.B16, V10.B16, V10.B16
+	VEOR V11.B16, V11.B16, V11.B16
+	VEOR V12.B16, V12.B16, V12.B16
+	VEOR V13.B16, V13.B16, V13.B16
+	VEOR V14.B16, V14.B16, V14.B16
+	VEOR V15.B16, V15.B16, V15.B16
+	MOVD R1, R10
+	MOVD R3, R11
+	MOVD R2, R13
+	MOVD R5, R12
+lngnsum64:
+	TBNZ $4, R8, lngnsumloop
+lngnsumloopw:
+	CMP $64, R12
+	BLT lngnsumtail
+	VLD1.P 64(R11), [V20.S4, V21.S4, V22.S4, V23.S4]
+	VLD1.P 64(R13), [V24.S4, V25.S4, V26.S4, V27.S4]
+	WORD $0x6e38de94 // fmul v20.4s, v20.4s, v24.4s
+	WORD $0x6e39deb5 // fmul v21.4s, v21.4s, v25.4s
+	WORD $0x6e3aded6 // fmul v22.4s, v22.4s, v26.4s
+	WORD $0x6e3bdef7 // fmul v23.4s, v23.4s, v27.4s
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	WORD $0x4ebfd610 // fsub v16.4s, v16.4s, v31.4s
+	WORD $0x4ebfd631 // fsub v17.4s, v17.4s, v31.4s
+	WORD $0x4ebfd652 // fsub v18.4s, v18.4s, v31.4s
+	WORD $0x4ebfd673 // fsub v19.4s, v19.4s, v31.4s
+	WORD $0x6e3dde10 // fmul v16.4s, v16.4s, v29.4s
+	WORD $0x6e30de90 // fmul v16.4s, v20.4s, v16.4s
+	WORD $0x6e3dde31 // fmul v17.4s, v17.4s, v29.4s
+	WORD $0x6e31deb1 // fmul v17.4s, v21.4s, v17.4s
+	WORD $0x6e3dde52 // fmul v18.4s, v18.4s, v29.4s
+	WORD $0x6e32ded2 // fmul v18.4s, v22.4s, v18.4s
+	WORD $0x6e3dde73 // fmul v19.4s, v19.4s, v29.4s
+	WORD $0x6e33def3 // fmul v19.4s, v23.4s, v19.4s
+	WORD $0x4e30d400 // fadd v0.4s, v0.4s, v16.4s
+	WORD $0x4e31d421 // fadd v1.4s, v1.4s, v17.4s
+	WORD $0x4e32d442 // fadd v2.4s, v2.4s, v18.4s
+	WORD $0x4e33d463 // fadd v3.4s, v3.4s, v19.4s
+	VLD1.P 64(R11), [V20.S4, V21.S4, V22.S4, V23.S4]
+	VLD1.P 64(R13), [V24.S4, V25.S4, V26.S4, V27.S4]
+	WORD $0x6e38de94 // fmul v20.4s, v20.4s, v24.4s
+	WORD $0x6e39deb5 // fmul v21.4s, v21.4s, v25.4s
+	WORD $0x6e3aded6 // fmul v22.4s, v22.4s, v26.4s
+	WORD $0x6e3bdef7 // fmul v23.4s, v23.4s, v27.4s
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	WORD $0x4ebfd610 // fsub v16.4s, v16.4s, v31.4s
+	WORD $0x4ebfd631 // fsub v17.4s, v17.4s, v31.4s
+	WORD $0x4ebfd652 // fsub v18.4s, v18.4s, v31.4s
+	WORD $0x4ebfd673 // fsub v19.4s, v19.4s, v31.4s
+	WORD $0x6e3dde10 // fmul v16.4s, v16.4s, v29.4s
+	WORD $0x6e30de90 // fmul v16.4s, v20.4s, v16.4s
+	WORD $0x6e3dde31 // fmul v17.4s, v17.4s, v29.4s
+	WORD $0x6e31deb1 // fmul v17.4s, v21.4s, v17.4s
+	WORD $0x6e3dde52 // fmul v18.4s, v18.4s, v29.4s
+	WORD $0x6e32ded2 // fmul v18.4s, v22.4s, v18.4s
+	WORD $0x6e3dde73 // fmul v19.4s, v19.4s, v29.4s
+	WORD $0x6e33def3 // fmul v19.4s, v23.4s, v19.4s
+	WORD $0x4e30d484 // fadd v4.4s, v4.4s, v16.4s
+	WORD $0x4e31d4a5 // fadd v5.4s, v5.4s, v17.4s
+	WORD $0x4e32d4c6 // fadd v6.4s, v6.4s, v18.4s
+	WORD $0x4e33d4e7 // fadd v7.4s, v7.4s, v19.4s
+	VLD1.P 64(R11), [V20.S4, V21.S4, V22.S4, V23.S4]
+	VLD1.P 64(R13), [V24.S4, V25.S4, V26.S4, V27.S4]
+	WORD $0x6e38de94 // fmul v20.4s, v20.4s, v24.4s
+	WORD $0x6e39deb5 // fmul v21.4s, v21.4s, v25.4s
+	WORD $0x6e3aded6 // fmul v22.4s, v22.4s, v26.4s
+	WORD $0x6e3bdef7 // fmul v23.4s, v23.4s, v27.4s
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	WORD $0x4ebfd610 // fsub v16.4s, v16.4s, v31.4s
+	WORD $0x4ebfd631 // fsub v17.4s, v17.4s, v31.4s
+	WORD $0x4ebfd652 // fsub v18.4s, v18.4s, v31.4s
+	WORD $0x4ebfd673 // fsub v19.4s, v19.4s, v31.4s
+	WORD $0x6e3dde10 // fmul v16.4s, v16.4s, v29.4s
+	WORD $0x6e30de90 // fmul v16.4s, v20.4s, v16.4s
+	WORD $0x6e3dde31 // fmul v17.4s, v17.4s, v29.4s
+	WORD $0x6e31deb1 // fmul v17.4s, v21.4s, v17.4s
+	WORD $0x6e3dde52 // fmul v18.4s, v18.4s, v29.4s
+	WORD $0x6e32ded2 // fmul v18.4s, v22.4s, v18.4s
+	WORD $0x6e3dde73 // fmul v19.4s, v19.4s, v29.4s
+	WORD $0x6e33def3 // fmul v19.4s, v23.4s, v19.4s
+	WORD $0x4e30d508 // fadd v8.4s, v8.4s, v16.4s
+	WORD $0x4e31d529 // fadd v9.4s, v9.4s, v17.4s
+	WORD $0x4e32d54a // fadd v10.4s, v10.4s, v18.4s
+	WORD $0x4e33d56b // fadd v11.4s, v11.4s, v19.4s
+	VLD1.P 64(R11), [V20.S4, V21.S4, V22.S4, V23.S4]
+	VLD1.P 64(R13), [V24.S4, V25.S4, V26.S4, V27.S4]
+	WORD $0x6e38de94 // fmul v20.4s, v20.4s, v24.4s
+	WORD $0x6e39deb5 // fmul v21.4s, v21.4s, v25.4s
+	WORD $0x6e3aded6 // fmul v22.4s, v22.4s, v26.4s
+	WORD $0x6e3bdef7 // fmul v23.4s, v23.4s, v27.4s
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	WORD $0x4ebfd610 // fsub v16.4s, v16.4s, v31.4s
+	WORD $0x4ebfd631 // fsub v17.4s, v17.4s, v31.4s
+	WORD $0x4ebfd652 // fsub v18.4s, v18.4s, v31.4s
+	WORD $0x4ebfd673 // fsub v19.4s, v19.4s, v31.4s
+	WORD $0x6e3dde10 // fmul v16.4s, v16.4s, v29.4s
+	WORD $0x6e30de90 // fmul v16.4s, v20.4s, v16.4s
+	WORD $0x6e3dde31 // fmul v17.4s, v17.4s, v29.4s
+	WORD $0x6e31deb1 // fmul v17.4s, v21.4s, v17.4s
+	WORD $0x6e3dde52 // fmul v18.4s, v18.4s, v29.4s
+	WORD $0x6e32ded2 // fmul v18.4s, v22.4s, v18.4s
+	WORD $0x6e3dde73 // fmul v19.4s, v19.4s, v29.4s
+	WORD $0x6e33def3 // fmul v19.4s, v23.4s, v19.4s
+	WORD $0x4e30d58c // fadd v12.4s, v12.4s, v16.4s
+	WORD $0x4e31d5ad // fadd v13.4s, v13.4s, v17.4s
+	WORD $0x4e32d5ce // fadd v14.4s, v14.4s, v18.4s
+	WORD $0x4e33d5ef // fadd v15.4s, v15.4s, v19.4s
+	SUB $64, R12, R12
+	B lngnsumloopw
+lngnsumloop:
+	CMP $64, R12
+	BLT lngnsumtail
+	VLD1.P 64(R11), [V20.S4, V21.S4, V22.S4, V23.S4]
+	VLD1.P 64(R13), [V24.S4, V25.S4, V26.S4, V27.S4]
+	WORD $0x4e3cd718 // fadd v24.4s, v24.4s, v28.4s
+	WORD $0x6e38de94 // fmul v20.4s, v20.4s, v24.4s
+	WORD $0x4e3cd739 // fadd v25.4s, v25.4s, v28.4s
+	WORD $0x6e39deb5 // fmul v21.4s, v21.4s, v25.4s
+	WORD $0x4e3cd75a // fadd v26.4s, v26.4s, v28.4s
+	WORD $0x6e3aded6 // fmul v22.4s, v22.4s, v26.4s
+	WORD $0x4e3cd77b // fadd v27.4s, v27.4s, v28.4s
+	WORD $0x6e3bdef7 // fmul v23.4s, v23.4s, v27.4s
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	WORD $0x4ebfd610 // fsub v16.4s, v16.4s, v31.4s
+	WORD $0x4ebfd631 // fsub v17.4s, v17.4s, v31.4s
+	WORD $0x4ebfd652 // fsub v18.4s, v18.4s, v31.4s
+	WORD $0x4ebfd673 // fsub v19.4s, v19.4s, v31.4s
+	WORD $0x6e3dde10 // fmul v16.4s, v16.4s, v29.4s
+	WORD $0x6e30de90 // fmul v16.4s, v20.4s, v16.4s
+	WORD $0x6e3dde31 // fmul v17.4s, v17.4s, v29.4s
+	WORD $0x6e31deb1 // fmul v17.4s, v21.4s, v17.4s
+	WORD $0x6e3dde52 // fmul v18.4s, v18.4s, v29.4s
+	WORD $0x6e32ded2 // fmul v18.4s, v22.4s, v18.4s
+	WORD $0x6e3dde73 // fmul v19.4s, v19.4s, v29.4s
+	WORD $0x6e33def3 // fmul v19.4s, v23.4s, v19.4s
+	WORD $0x4e30d400 // fadd v0.4s, v0.4s, v16.4s
+	WORD $0x4e31d421 // fadd v1.4s, v1.4s, v17.4s
+	WORD $0x4e32d442 // fadd v2.4s, v2.4s, v18.4s
+	WORD $0x4e33d463 // fadd v3.4s, v3.4s, v19.4s
+	VLD1.P 64(R11), [V20.S4, V21.S4, V22.S4, V23.S4]
+	VLD1.P 64(R13), [V24.S4, V25.S4, V26.S4, V27.S4]
+	WORD $0x4e3cd718 // fadd v24.4s, v24.4s, v28.4s
+	WORD $0x6e38de94 // fmul v20.4s, v20.4s, v24.4s
+	WORD $0x4e3cd739 // fadd v25.4s, v25.4s, v28.4s
+	WORD $0x6e39deb5 // fmul v21.4s, v21.4s, v25.4s
+	WORD $0x4e3cd75a // fadd v26.4s, v26.4s, v28.4s
+	WORD $0x6e3aded6 // fmul v22.4s, v22.4s, v26.4s
+	WORD $0x4e3cd77b // fadd v27.4s, v27.4s, v28.4s
+	WORD $0x6e3bdef7 // fmul v23.4s, v23.4s, v27.4s
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	WORD $0x4ebfd610 // fsub v16.4s, v16.4s, v31.4s
+	WORD $0x4ebfd631 // fsub v17.4s, v17.4s, v31.4s
+	WORD $0x4ebfd652 // fsub v18.4s, v18.4s, v31.4s
+	WORD $0x4ebfd673 // fsub v19.4s, v19.4s, v31.4s
+	WORD $0x6e3dde10 // fmul v16.4s, v16.4s, v29.4s
+	WORD $0x6e30de90 // fmul v16.4s, v20.4s, v16.4s
+	WORD $0x6e3dde31 // fmul v17.4s, v17.4s, v29.4s
+	WORD $0x6e31deb1 // fmul v17.4s, v21.4s, v17.4s
+	WORD $0x6e3dde52 // fmul v18.4s, v18.4s, v29.4s
+	WORD $0x6e32ded2 // fmul v18.4s, v22.4s, v18.4s
+	WORD $0x6e3dde73 // fmul v19.4s, v19.4s, v29.4s
+	WORD $0x6e33def3 // fmul v19.4s, v23.4s, v19.4s
+	WORD $0x4e30d484 // fadd v4.4s, v4.4s, v16.4s
+	WORD $0x4e31d4a5 // fadd v5.4s, v5.4s, v17.4s
+	WORD $0x4e32d4c6 // fadd v6.4s, v6.4s, v18.4s
+	WORD $0x4e33d4e7 // fadd v7.4s, v7.4s, v19.4s
+	VLD1.P 64(R11), [V20.S4, V21.S4, V22.S4, V23.S4]
+	VLD1.P 64(R13), [V24.S4, V25.S4, V26.S4, V27.S4]
+	WORD $0x4e3cd718 // fadd v24.4s, v24.4s, v28.4s
+	WORD $0x6e38de94 // fmul v20.4s, v20.4s, v24.4s
+	WORD $0x4e3cd739 // fadd v25.4s, v25.4s, v28.4s
+	WORD $0x6e39deb5 // fmul v21.4s, v21.4s, v25.4s
+	WORD $0x4e3cd75a // fadd v26.4s, v26.4s, v28.4s
+	WORD $0x6e3aded6 // fmul v22.4s, v22.4s, v26.4s
+	WORD $0x4e3cd77b // fadd v27.4s, v27.4s, v28.4s
+	WORD $0x6e3bdef7 // fmul v23.4s, v23.4s, v27.4s
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	WORD $0x4ebfd610 // fsub v16.4s, v16.4s, v31.4s
+	WORD $0x4ebfd631 // fsub v17.4s, v17.4s, v31.4s
+	WORD $0x4ebfd652 // fsub v18.4s, v18.4s, v31.4s
+	WORD $0x4ebfd673 // fsub v19.4s, v19.4s, v31.4s
+	WORD $0x6e3dde10 // fmul v16.4s, v16.4s, v29.4s
+	WORD $0x6e30de90 // fmul v16.4s, v20.4s, v16.4s
+	WORD $0x6e3dde31 // fmul v17.4s, v17.4s, v29.4s
+	WORD $0x6e31deb1 // fmul v17.4s, v21.4s, v17.4s
+	WORD $0x6e3dde52 // fmul v18.4s, v18.4s, v29.4s
+	WORD $0x6e32ded2 // fmul v18.4s, v22.4s, v18.4s
+	WORD $0x6e3dde73 // fmul v19.4s, v19.4s, v29.4s
+	WORD $0x6e33def3 // fmul v19.4s, v23.4s, v19.4s
+	WORD $0x4e30d508 // fadd v8.4s, v8.4s, v16.4s
+	WORD $0x4e31d529 // fadd v9.4s, v9.4s, v17.4s
+	WORD $0x4e32d54a // fadd v10.4s, v10.4s, v18.4s
+	WORD $0x4e33d56b // fadd v11.4s, v11.4s, v19.4s
+	VLD1.P 64(R11), [V20.S4, V21.S4, V22.S4, V23.S4]
+	VLD1.P 64(R13), [V24.S4, V25.S4, V26.S4, V27.S4]
+	WORD $0x4e3cd718 // fadd v24.4s, v24.4s, v28.4s
+	WORD $0x6e38de94 // fmul v20.4s, v20.4s, v24.4s
+	WORD $0x4e3cd739 // fadd v25.4s, v25.4s, v28.4s
+	WORD $0x6e39deb5 // fmul v21.4s, v21.4s, v25.4s
+	WORD $0x4e3cd75a // fadd v26.4s, v26.4s, v28.4s
+	WORD $0x6e3aded6 // fmul v22.4s, v22.4s, v26.4s
+	WORD $0x4e3cd77b // fadd v27.4s, v27.4s, v28.4s
+	WORD $0x6e3bdef7 // fmul v23.4s, v23.4s, v27.4s
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	WORD $0x4ebfd610 // fsub v16.4s, v16.4s, v31.4s
+	WORD $0x4ebfd631 // fsub v17.4s, v17.4s, v31.4s
+	WORD $0x4ebfd652 // fsub v18.4s, v18.4s, v31.4s
+	WORD $0x4ebfd673 // fsub v19.4s, v19.4s, v31.4s
+	WORD $0x6e3dde10 // fmul v16.4s, v16.4s, v29.4s
+	WORD $0x6e30de90 // fmul v16.4s, v20.4s, v16.4s
+	WORD $0x6e3dde31 // fmul v17.4s, v17.4s, v29.4s
+	WORD $0x6e31deb1 // fmul v17.4s, v21.4s, v17.4s
+	WORD $0x6e3dde52 // fmul v18.4s, v18.4s, v29.4s
+	WORD $0x6e32ded2 // fmul v18.4s, v22.4s, v18.4s
+	WORD $0x6e3dde73 // fmul v19.4s, v19.4s, v29.4s
+	WORD $0x6e33def3 // fmul v19.4s, v23.4s, v19.4s
+	WORD $0x4e30d58c // fadd v12.4s, v12.4s, v16.4s
+	WORD $0x4e31d5ad // fadd v13.4s, v13.4s, v17.4s
+	WORD $0x4e32d5ce // fadd v14.4s, v14.4s, v18.4s
+	WORD $0x4e33d5ef // fadd v15.4s, v15.4s, v19.4s
+	SUB $64, R12, R12
+	B lngnsumloop
+lngnsumtail:
+
+	// Fewer than 64 elements: dy, w (and x, m, inv) copied to zero-padded blocks, summed as a whole block.
+	CBZ R12, lngnsumdone
+	ADD $272, RSP, R14
+	VEOR V16.B16, V16.B16, V16.B16
+	VEOR V17.B16, V17.B16, V17.B16
+	VEOR V18.B16, V18.B16, V18.B16
+	VEOR V19.B16, V19.B16, V19.B16
+	MOVD R14, R17
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	MOVD R11, R15
+	MOVD R14, R17
+	MOVD R12, R16
+copyvec25:
+	CMP $4, R16
+	BLT copyone26
+	VLD1.P 16(R15), [V20.B16]
+	VST1.P [V20.B16], 16(R17)
+	SUB $4, R16, R16
+	B copyvec25
+copyone26:
+	CBZ R16, copied27
+	MOVWU.P 4(R15), R26
+	MOVW.P R26, 4(R17)
+	SUB $1, R16, R16
+	B copyone26
+copied27:
+	MOVD R14, R11
+	ADD $528, RSP, R14
+	VEOR V16.B16, V16.B16, V16.B16
+	VEOR V17.B16, V17.B16, V17.B16
+	VEOR V18.B16, V18.B16, V18.B16
+	VEOR V19.B16, V19.B16, V19.B16
+	MOVD R14, R17
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	MOVD R13, R15
+	MOVD R14, R17
+	MOVD R12, R16
+copyvec28:
+	CMP $4, R16
+	BLT copyone29
+	VLD1.P 16(R15), [V20.B16]
+	VST1.P [V20.B16], 16(R17)
+	SUB $4, R16, R16
+	B copyvec28
+copyone29:
+	CBZ R16, copied30
+	MOVWU.P 4(R15), R26
+	MOVW.P R26, 4(R17)
+	SUB $1, R16, R16
+	B copyone29
+copied30:
+	MOVD R14, R13
+	ADD $16, RSP, R14
+	VEOR V16.B16, V16.B16, V16.B16
+	VEOR V17.B16, V17.B16, V17.B16
+	VEOR V18.B16, V18.B16, V18.B16
+	VEOR V19.B16, V19.B16, V19.B16
+	MOVD R14, R17
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	MOVD R10, R15
+	MOVD R14, R17
+	MOVD R12, R16
+copyvec31:
+	CMP $4, R16
+	BLT copyone32
+	VLD1.P 16(R15), [V20.B16]
+	VST1.P [V20.B16], 16(R17)
+	SUB $4, R16, R16
+	B copyvec31
+copyone32:
+	CBZ R16, copied33
+	MOVWU.P 4(R15), R26
+	MOVW.P R26, 4(R17)
+	SUB $1, R16, R16
+	B copyone32
+copied33:
+	MOVD R14, R10
+	ADD $784, RSP, R14
+	VEOR V16.B16, V16.B16, V16.B16
+	VEOR V17.B16, V17.B16, V17.B16
+	VEOR V18.B16, V18.B16, V18.B16
+	VEOR V19.B16, V19.B16, V19.B16
+	MOVD R14, R17
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	MOVD R14, R17
+	MOVD R12, R16
+fillvec34:
+	CMP $4, R16
+	BLT fillone35
+	VST1.P [V31.S4], 16(R17)
+	SUB $4, R16, R16
+	B fillvec34
+fillone35:
+	CBZ R16, filled36
+	FMOVS F31, (R17)
+	ADD $4, R17, R17
+	SUB $1, R16, R16
+	B fillone35
+filled36:
+	ADD $1040, RSP, R14
+	VEOR V16.B16, V16.B16, V16.B16
+	VEOR V17.B16, V17.B16, V17.B16
+	VEOR V18.B16, V18.B16, V18.B16
+	VEOR V19.B16, V19.B16, V19.B16
+	MOVD R14, R17
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	MOVD R14, R17
+	MOVD R12, R16
+fillvec37:
+	CMP $4, R16
+	BLT fillone38
+	VST1.P [V29.S4], 16(R17)
+	SUB $4, R16, R16
+	B fillvec37
+fillone38:
+	CBZ R16, filled39
+	FMOVS F29, (R17)
+	ADD $4, R17, R17
+	SUB $1, R16, R16
+	B fillone38
+filled39:
+	ADD $784, RSP, R14
+	ADD $1040, RSP, R15
+	VLD1.P 64(R11), [V20.S4, V21.S4, V22.S4, V23.S4]
+	VLD1.P 64(R13), [V24.S4, V25.S4, V26.S4, V27.S4]
+	WORD $0x4e3cd718 // fadd v24.4s, v24.4s, v28.4s
+	WORD $0x6e38de94 // fmul v20.4s, v20.4s, v24.4s
+	WORD $0x4e3cd739 // fadd v25.4s, v25.4s, v28.4s
+	WORD $0x6e39deb5 // fmul v21.4s, v21.4s, v25.4s
+	WORD $0x4e3cd75a // fadd v26.4s, v26.4s, v28.4s
+	WORD $0x6e3aded6 // fmul v22.4s, v22.4s, v26.4s
+	WORD $0x4e3cd77b // fadd v27.4s, v27.4s, v28.4s
+	WORD $0x6e3bdef7 // fmul v23.4s, v23.4s, v27.4s
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	VLD1.P 64(R14), [V24.S4, V25.S4, V26.S4, V27.S4]
+	WORD $0x4eb8d610 // fsub v16.4s, v16.4s, v24.4s
+	WORD $0x4eb9d631 // fsub v17.4s, v17.4s, v25.4s
+	WORD $0x4ebad652 // fsub v18.4s, v18.4s, v26.4s
+	WORD $0x4ebbd673 // fsub v19.4s, v19.4s, v27.4s
+	VLD1.P 64(R15), [V24.S4, V25.S4, V26.S4, V27.S4]
+	WORD $0x6e38de10 // fmul v16.4s, v16.4s, v24.4s
+	WORD $0x6e30de90 // fmul v16.4s, v20.4s, v16.4s
+	WORD $0x6e39de31 // fmul v17.4s, v17.4s, v25.4s
+	WORD $0x6e31deb1 // fmul v17.4s, v21.4s, v17.4s
+	WORD $0x6e3ade52 // fmul v18.4s, v18.4s, v26.4s
+	WORD $0x6e32ded2 // fmul v18.4s, v22.4s, v18.4s
+	WORD $0x6e3bde73 // fmul v19.4s, v19.4s, v27.4s
+	WORD $0x6e33def3 // fmul v19.4s, v23.4s, v19.4s
+	WORD $0x4e30d400 // fadd v0.4s, v0.4s, v16.4s
+	WORD $0x4e31d421 // fadd v1.4s, v1.4s, v17.4s
+	WORD $0x4e32d442 // fadd v2.4s, v2.4s, v18.4s
+	WORD $0x4e33d463 // fadd v3.4s, v3.4s, v19.4s
+	VLD1.P 64(R11), [V20.S4, V21.S4, V22.S4, V23.S4]
+	VLD1.P 64(R13), [V24.S4, V25.S4, V26.S4, V27.S4]
+	WORD $0x4e3cd718 // fadd v24.4s, v24.4s, v28.4s
+	WORD $0x6e38de94 // fmul v20.4s, v20.4s, v24.4s
+	WORD $0x4e3cd739 // fadd v25.4s, v25.4s, v28.4s
+	WORD $0x6e39deb5 // fmul v21.4s, v21.4s, v25.4s
+	WORD $0x4e3cd75a // fadd v26.4s, v26.4s, v28.4s
+	WORD $0x6e3aded6 // fmul v22.4s, v22.4s, v26.4s
+	WORD $0x4e3cd77b // fadd v27.4s, v27.4s, v28.4s
+	WORD $0x6e3bdef7 // fmul v23.4s, v23.4s, v27.4s
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	VLD1.P 64(R14), [V24.S4, V25.S4, V26.S4, V27.S4]
+	WORD $0x4eb8d610 // fsub v16.4s, v16.4s, v24.4s
+	WORD $0x4eb9d631 // fsub v17.4s, v17.4s, v25.4s
+	WORD $0x4ebad652 // fsub v18.4s, v18.4s, v26.4s
+	WORD $0x4ebbd673 // fsub v19.4s, v19.4s, v27.4s
+	VLD1.P 64(R15), [V24.S4, V25.S4, V26.S4, V27.S4]
+	WORD $0x6e38de10 // fmul v16.4s, v16.4s, v24.4s
+	WORD $0x6e30de90 // fmul v16.4s, v20.4s, v16.4s
+	WORD $0x6e39de31 // fmul v17.4s, v17.4s, v25.4s
+	WORD $0x6e31deb1 // fmul v17.4s, v21.4s, v17.4s
+	WORD $0x6e3ade52 // fmul v18.4s, v18.4s, v26.4s
+	WORD $0x6e32ded2 // fmul v18.4s, v22.4s, v18.4s
+	WORD $0x6e3bde73 // fmul v19.4s, v19.4s, v27.4s
+	WORD $0x6e33def3 // fmul v19.4s, v23.4s, v19.4s
+	WORD $0x4e30d484 // fadd v4.4s, v4.4s, v16.4s
+	WORD $0x4e31d4a5 // fadd v5.4s, v5.4s, v17.4s
+	WORD $0x4e32d4c6 // fadd v6.4s, v6.4s, v18.4s
+	WORD $0x4e33d4e7 // fadd v7.4s, v7.4s, v19.4s
+	VLD1.P 64(R11), [V20.S4, V21.S4, V22.S4, V23.S4]
+	VLD1.P 64(R13), [V24.S4, V25.S4, V26.S4, V27.S4]
+	WORD $0x4e3cd718 // fadd v24.4s, v24.4s, v28.4s
+	WORD $0x6e38de94 // fmul v20.4s, v20.4s, v24.4s
+	WORD $0x4e3cd739 // fadd v25.4s, v25.4s, v28.4s
+	WORD $0x6e39deb5 // fmul v21.4s, v21.4s, v25.4s
+	WORD $0x4e3cd75a // fadd v26.4s, v26.4s, v28.4s
+	WORD $0x6e3aded6 // fmul v22.4s, v22.4s, v26.4s
+	WORD $0x4e3cd77b // fadd v27.4s, v27.4s, v28.4s
+	WORD $0x6e3bdef7 // fmul v23.4s, v23.4s, v27.4s
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	VLD1.P 64(R14), [V24.S4, V25.S4, V26.S4, V27.S4]
+	WORD $0x4eb8d610 // fsub v16.4s, v16.4s, v24.4s
+	WORD $0x4eb9d631 // fsub v17.4s, v17.4s, v25.4s
+	WORD $0x4ebad652 // fsub v18.4s, v18.4s, v26.4s
+	WORD $0x4ebbd673 // fsub v19.4s, v19.4s, v27.4s
+	VLD1.P 64(R15), [V24.S4, V25.S4, V26.S4, V27.S4]
+	WORD $0x6e38de10 // fmul v16.4s, v16.4s, v24.4s
+	WORD $0x6e30de90 // fmul v16.4s, v20.4s, v16.4s
+	WORD $0x6e39de31 // fmul v17.4s, v17.4s, v25.4s
+	WORD $0x6e31deb1 // fmul v17.4s, v21.4s, v17.4s
+	WORD $0x6e3ade52 // fmul v18.4s, v18.4s, v26.4s
+	WORD $0x6e32ded2 // fmul v18.4s, v22.4s, v18.4s
+	WORD $0x6e3bde73 // fmul v19.4s, v19.4s, v27.4s
+	WORD $0x6e33def3 // fmul v19.4s, v23.4s, v19.4s
+	WORD $0x4e30d508 // fadd v8.4s, v8.4s, v16.4s
+	WORD $0x4e31d529 // fadd v9.4s, v9.4s, v17.4s
+	WORD $0x4e32d54a // fadd v10.4s, v10.4s, v18.4s
+	WORD $0x4e33d56b // fadd v11.4s, v11.4s, v19.4s
+	VLD1.P 64(R11), [V20.S4, V21.S4, V22.S4, V23.S4]
+	VLD1.P 64(R13), [V24.S4, V25.S4, V26.S4, V27.S4]
+	WORD $0x4e3cd718 // fadd v24.4s, v24.4s, v28.4s
+	WORD $0x6e38de94 // fmul v20.4s, v20.4s, v24.4s
+	WORD $0x4e3cd739 // fadd v25.4s, v25.4s, v28.4s
+	WORD $0x6e39deb5 // fmul v21.4s, v21.4s, v25.4s
+	WORD $0x4e3cd75a // fadd v26.4s, v26.4s, v28.4s
+	WORD $0x6e3aded6 // fmul v22.4s, v22.4s, v26.4s
+	WORD $0x4e3cd77b // fadd v27.4s, v27.4s, v28.4s
+	WORD $0x6e3bdef7 // fmul v23.4s, v23.4s, v27.4s
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	VLD1.P 64(R14), [V24.S4, V25.S4, V26.S4, V27.S4]
+	WORD $0x4eb8d610 // fsub v16.4s, v16.4s, v24.4s
+	WORD $0x4eb9d631 // fsub v17.4s, v17.4s, v25.4s
+	WORD $0x4ebad652 // fsub v18.4s, v18.4s, v26.4s
+	WORD $0x4ebbd673 // fsub v19.4s, v19.4s, v27.4s
+	VLD1.P 64(R15), [V24.S4, V25.S4, V26.S4, V27.S4]
+	WORD $0x6e38de10 // fmul v16.4s, v16.4s, v24.4s
+	WORD $0x6e30de90 // fmul v16.4s, v20.4s, v16.4s
+	WORD $0x6e39de31 // fmul v17.4s, v17.4s, v25.4s
+	WORD $0x6e31deb1 // fmul v17.4s, v21.4s, v17.4s
+	WORD $0x6e3ade52 // fmul v18.4s, v18.4s, v26.4s
+	WORD $0x6e32ded2 // fmul v18.4s, v22.4s, v18.4s
+	WORD $0x6e3bde73 // fmul v19.4s, v19.4s, v27.4s
+	WORD $0x6e33def3 // fmul v19.4s, v23.4s, v19.4s
+	WORD $0x4e30d58c // fadd v12.4s, v12.4s, v16.4s
+	WORD $0x4e31d5ad // fadd v13.4s, v13.4s, v17.4s
+	WORD $0x4e32d5ce // fadd v14.4s, v14.4s, v18.4s
+	WORD $0x4e33d5ef // fadd v15.4s, v15.4s, v19.4s
+	SUB $64, R12, R12
+lngnsumdone:
+
+	// Halving tree: h = 32, 16, 8, 4 on vectors, leaving four partials in V0.
+	WORD $0x4e28d400 // fadd v0.4s, v0.4s, v8.4s
+	WORD $0x4e29d421 // fadd v1.4s, v1.4s, v9.4s
+	WORD $0x4e2ad442 // fadd v2.4s, v2.4s, v10.4s
+	WORD $0x4e2bd463 // fadd v3.4s, v3.4s, v11.4s
+	WORD $0x4e2cd484 // fadd v4.4s, v4.4s, v12.4s
+	WORD $0x4e2dd4a5 // fadd v5.4s, v5.4s, v13.4s
+	WORD $0x4e2ed4c6 // fadd v6.4s, v6.4s, v14.4s
+	WORD $0x4e2fd4e7 // fadd v7.4s, v7.4s, v15.4s
+	WORD $0x4e24d400 // fadd v0.4s, v0.4s, v4.4s
+	WORD $0x4e25d421 // fadd v1.4s, v1.4s, v5.4s
+	WORD $0x4e26d442 // fadd v2.4s, v2.4s, v6.4s
+	WORD $0x4e27d463 // fadd v3.4s, v3.4s, v7.4s
+	WORD $0x4e22d400 // fadd v0.4s, v0.4s, v2.4s
+	WORD $0x4e23d421 // fadd v1.4s, v1.4s, v3.4s
+	WORD $0x4e21d400 // fadd v0.4s, v0.4s, v1.4s
+	VEXT $8, V0.B16, V0.B16, V16.B16
+	WORD $0x4e30d400 // fadd v0.4s, v0.4s, v16.4s
+	WORD $0x7e30d800 // faddp s0, v0.2s
+
+	// b = sum(g*n)/d in all lanes of V30.
+	TST $256, R8
+	BEQ lnbdivide
+	FMOVS 12(RSP), F17
+	FMULS F17, F0, F1
+	B lnbdivided
+lnbdivide:
+	FMOVS 8(RSP), F17
+	FDIVS F17, F0, F1
+lnbdivided:
+	VDUP V1.S[0], V30.S4
+
+	// The bias gradient: dy into DB's block, before dx is written (dx may be dy).
+	MOVD j+0(FP), R16
+	MOVD job_db(R16), R25
+	MOVD job_accB(R16), R26
+	CBZ R25, lndbnone
+
+	// The row's place in its block of 32: first (r%32 == 0), last (r%32 == 31 or the last row).
+	MOVD ZR, R16
+	AND $31, R9, R23
+	TST $4, R8
+	BNE lndbfuse
+
+	// Without flagFuse, P is the block's own slot: acc + (r/32)*d floats.
+	LSR $5, R9, R24
+	MUL R5, R24, R24
+	ADD R24<<2, R26, R15
+	CBZ R23, lndbset
+	B lndbadd
+lndbfuse:
+	MOVD R26, R15
+	ADD $1, R9, R24
+	CMP R22, R24
+	BEQ lndbfuselast
+	CMP $31, R23
+	BEQ lndbfuselast
+	CBZ R23, lndbset
+	B lndbadd
+lndbfuselast:
+	CBNZ R23, lndbfuseclose
+
+	// A block of one row: DB += dy, which is P += dy with DB as P.
+	MOVD R25, R15
+	B lndbadd
+lndbfuseclose:
+
+	// The block's last row: P += dy, then DB += P (R16 not zero).
+	MOVD R25, R16
+	B lndbadd
+lndbset:
+	MOVD R3, R11
+	MOVD R5, R12
+lndbs16:
+	CMP $16, R12
+	BLT lndbs4
+	VLD1.P 64(R11), [V20.S4, V21.S4, V22.S4, V23.S4]
+	VST1.P [V20.S4, V21.S4, V22.S4, V23.S4], 64(R15)
+	SUB $16, R12, R12
+	B lndbs16
+lndbs4:
+	CMP $4, R12
+	BLT lndbs1
+	VLD1.P 16(R11), [V20.S4]
+	VST1.P [V20.S4], 16(R15)
+	SUB $4, R12, R12
+	B lndbs4
+lndbs1:
+
+	// The last 1-3 elements one at a time, the same operations on scalars.
+	CBZ R12, lndbnone
+	FMOVS.P 4(R11), F20
+	FMOVS.P F20, 4(R15)
+	SUB $1, R12, R12
+	B lndbs1
+lndbadd:
+	MOVD R3, R11
+	MOVD R5, R12
+lndba16:
+	CMP $16, R12
+	BLT lndba4
+	VLD1.P 64(R11), [V20.S4, V21.S4, V22.S4, V23.S4]
+	VLD1 (R15), [V8.S4, V9.S4, V10.S4, V11.S4]
+	WORD $0x4e34d508 // fadd v8.4s, v8.4s, v20.4s
+	WORD $0x4e35d529 // fadd v9.4s, v9.4s, v21.4s
+	WORD $0x4e36d54a // fadd v10.4s, v10.4s, v22.4s
+	WORD $0x4e37d56b // fadd v11.4s, v11.4s, v23.4s
+	VST1.P [V8.S4, V9.S4, V10.S4, V11.S4], 64(R15)
+	SUB $16, R12, R12
+	B lndba16
+lndba4:
+	CMP $4, R12
+	BLT lndba1
+	VLD1.P 16(R11), [V20.S4]
+	VLD1 (R15), [V8.S4]
+	WORD $0x4e34d508 // fadd v8.4s, v8.4s, v20.4s
+	VST1.P [V8.S4], 16(R15)
+	SUB $4, R12, R12
+	B lndba4
+lndba1:
+
+	// The last 1-3 elements one at a time, the same operations on scalars.
+	CBZ R12, lndbaddend
+	FMOVS.P 4(R11), F20
+	FMOVS (R15), F8
+	FADDS F20, F8, F8
+	FMOVS.P F8, 4(R15)
+	SUB $1, R12, R12
+	B lndba1
+lndbaddend:
+	CBZ R16, lndbnone
+
+	// The block's last row: DB += P.
+	MOVD R26, R15
+	MOVD R5, R12
+lndbc16:
+	CMP $16, R12
+	BLT lndbc4
+	VLD1.P 64(R15), [V8.S4, V9.S4, V10.S4, V11.S4]
+	VLD1 (R16), [V12.S4, V13.S4, V14.S4, V15.S4]
+	WORD $0x4e28d58c // fadd v12.4s, v12.4s, v8.4s
+	WORD $0x4e29d5ad // fadd v13.4s, v13.4s, v9.4s
+	WORD $0x4e2ad5ce // fadd v14.4s, v14.4s, v10.4s
+	WORD $0x4e2bd5ef // fadd v15.4s, v15.4s, v11.4s
+	VST1.P [V12.S4, V13.S4, V14.S4, V15.S4], 64(R16)
+	SUB $16, R12, R12
+	B lndbc16
+lndbc4:
+	CMP $4, R12
+	BLT lndbc1
+	VLD1.P 16(R15), [V8.S4]
+	VLD1 (R16), [V12.S4]
+	WORD $0x4e28d58c // fadd v12.4s, v12.4s, v8.4s
+	VST1.P [V12.S4], 16(R16)
+	SUB $4, R12, R12
+	B lndbc4
+lndbc1:
+
+	// The last 1-3 elements one at a time, the same operations on scalars.
+	CBZ R12, lndbnone
+	FMOVS.P 4(R15), F8
+	FMOVS (R16), F12
+	FADDS F8, F12, F12
+	FMOVS.P F12, 4(R16)
+	SUB $1, R12, R12
+	B lndbc1
+lndbnone:
+	FMOVS 1296(RSP), F12
+	VDUP V12.S[0], V12.S4
+
+	// Pass 3: dx = inv*(g - x*s), and q = dy*(x*inv) into the weight gradient.
+	MOVD R1, R10
+	MOVD R3, R11
+	MOVD R0, R14
+	MOVD R5, R12
+	MOVD R2, R13
+	CBZ R19, lndxonly
+
+	// The row's place in its block of 32: first (r%32 == 0), last (r%32 == 31 or the last row).
+	MOVD ZR, R16
+	AND $31, R9, R23
+	TST $4, R8
+	BNE lnfuse
+
+	// Without flagFuse, P is the block's own slot: acc + (r/32)*d floats.
+	LSR $5, R9, R24
+	MUL R5, R24, R24
+	ADD R24<<2, R20, R15
+	CBZ R23, lndwset
+	B lndwadd
+lnfuse:
+	MOVD R20, R15
+	ADD $1, R9, R24
+	CMP R22, R24
+	BEQ lnfuselast
+	CMP $31, R23
+	BEQ lnfuselast
+	CBZ R23, lndwset
+	B lndwadd
+lnfuselast:
+	CBNZ R23, lnfuseclose
+
+	// A block of one row: DW += q, which is P += q with DW as P.
+	MOVD R19, R15
+	B lndwadd
+lnfuseclose:
+
+	// The block's last row: P += q, then DW += P (R16 not zero).
+	MOVD R19, R16
+	B lndwadd
+lndxonly:
+	TBNZ $4, R8, lndxonly16
+lndxonly16w:
+	CMP $16, R12
+	BLT lndxonly4
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	VLD1.P 64(R11), [V20.S4, V21.S4, V22.S4, V23.S4]
+	VLD1.P 64(R13), [V24.S4, V25.S4, V26.S4, V27.S4]
+	WORD $0x6e38de98 // fmul v24.4s, v20.4s, v24.4s
+	WORD $0x6e39deb9 // fmul v25.4s, v21.4s, v25.4s
+	WORD $0x6e3adeda // fmul v26.4s, v22.4s, v26.4s
+	WORD $0x6e3bdefb // fmul v27.4s, v23.4s, v27.4s
+	WORD $0x4ebfd610 // fsub v16.4s, v16.4s, v31.4s
+	WORD $0x4ebfd631 // fsub v17.4s, v17.4s, v31.4s
+	WORD $0x4ebfd652 // fsub v18.4s, v18.4s, v31.4s
+	WORD $0x4ebfd673 // fsub v19.4s, v19.4s, v31.4s
+	WORD $0x6e3dde10 // fmul v16.4s, v16.4s, v29.4s
+	WORD $0x6e3dde31 // fmul v17.4s, v17.4s, v29.4s
+	WORD $0x6e3dde52 // fmul v18.4s, v18.4s, v29.4s
+	WORD $0x6e3dde73 // fmul v19.4s, v19.4s, v29.4s
+	WORD $0x4eacd700 // fsub v0.4s, v24.4s, v12.4s
+	WORD $0x4eacd721 // fsub v1.4s, v25.4s, v12.4s
+	WORD $0x4eacd742 // fsub v2.4s, v26.4s, v12.4s
+	WORD $0x4eacd763 // fsub v3.4s, v27.4s, v12.4s
+	WORD $0x6e3ede04 // fmul v4.4s, v16.4s, v30.4s
+	WORD $0x6e3ede25 // fmul v5.4s, v17.4s, v30.4s
+	WORD $0x6e3ede46 // fmul v6.4s, v18.4s, v30.4s
+	WORD $0x6e3ede67 // fmul v7.4s, v19.4s, v30.4s
+	WORD $0x4ea4d400 // fsub v0.4s, v0.4s, v4.4s
+	WORD $0x4ea5d421 // fsub v1.4s, v1.4s, v5.4s
+	WORD $0x4ea6d442 // fsub v2.4s, v2.4s, v6.4s
+	WORD $0x4ea7d463 // fsub v3.4s, v3.4s, v7.4s
+	WORD $0x6e20dfa0 // fmul v0.4s, v29.4s, v0.4s
+	WORD $0x6e21dfa1 // fmul v1.4s, v29.4s, v1.4s
+	WORD $0x6e22dfa2 // fmul v2.4s, v29.4s, v2.4s
+	WORD $0x6e23dfa3 // fmul v3.4s, v29.4s, v3.4s
+	VST1.P [V0.S4, V1.S4, V2.S4, V3.S4], 64(R14)
+	SUB $16, R12, R12
+	B lndxonly16w
+lndxonly16:
+	CMP $16, R12
+	BLT lndxonly4
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	VLD1.P 64(R11), [V20.S4, V21.S4, V22.S4, V23.S4]
+	VLD1.P 64(R13), [V24.S4, V25.S4, V26.S4, V27.S4]
+	WORD $0x4e3cd718 // fadd v24.4s, v24.4s, v28.4s
+	WORD $0x4e3cd739 // fadd v25.4s, v25.4s, v28.4s
+	WORD $0x4e3cd75a // fadd v26.4s, v26.4s, v28.4s
+	WORD $0x4e3cd77b // fadd v27.4s, v27.4s, v28.4s
+	WORD $0x6e38de98 // fmul v24.4s, v20.4s, v24.4s
+	WORD $0x6e39deb9 // fmul v25.4s, v21.4s, v25.4s
+	WORD $0x6e3adeda // fmul v26.4s, v22.4s, v26.4s
+	WORD $0x6e3bdefb // fmul v27.4s, v23.4s, v27.4s
+	WORD $0x4ebfd610 // fsub v16.4s, v16.4s, v31.4s
+	WORD $0x4ebfd631 // fsub v17.4s, v17.4s, v31.4s
+	WORD $0x4ebfd652 // fsub v18.4s, v18.4s, v31.4s
+	WORD $0x4ebfd673 // fsub v19.4s, v19.4s, v31.4s
+	WORD $0x6e3dde10 // fmul v16.4s, v16.4s, v29.4s
+	WORD $0x6e3dde31 // fmul v17.4s, v17.4s, v29.4s
+	WORD $0x6e3dde52 // fmul v18.4s, v18.4s, v29.4s
+	WORD $0x6e3dde73 // fmul v19.4s, v19.4s, v29.4s
+	WORD $0x4eacd700 // fsub v0.4s, v24.4s, v12.4s
+	WORD $0x4eacd721 // fsub v1.4s, v25.4s, v12.4s
+	WORD $0x4eacd742 // fsub v2.4s, v26.4s, v12.4s
+	WORD $0x4eacd763 // fsub v3.4s, v27.4s, v12.4s
+	WORD $0x6e3ede04 // fmul v4.4s, v16.4s, v30.4s
+	WORD $0x6e3ede25 // fmul v5.4s, v17.4s, v30.4s
+	WORD $0x6e3ede46 // fmul v6.4s, v18.4s, v30.4s
+	WORD $0x6e3ede67 // fmul v7.4s, v19.4s, v30.4s
+	WORD $0x4ea4d400 // fsub v0.4s, v0.4s, v4.4s
+	WORD $0x4ea5d421 // fsub v1.4s, v1.4s, v5.4s
+	WORD $0x4ea6d442 // fsub v2.4s, v2.4s, v6.4s
+	WORD $0x4ea7d463 // fsub v3.4s, v3.4s, v7.4s
+	WORD $0x6e20dfa0 // fmul v0.4s, v29.4s, v0.4s
+	WORD $0x6e21dfa1 // fmul v1.4s, v29.4s, v1.4s
+	WORD $0x6e22dfa2 // fmul v2.4s, v29.4s, v2.4s
+	WORD $0x6e23dfa3 // fmul v3.4s, v29.4s, v3.4s
+	VST1.P [V0.S4, V1.S4, V2.S4, V3.S4], 64(R14)
+	SUB $16, R12, R12
+	B lndxonly16
+lndxonly4:
+	CMP $4, R12
+	BLT lndxonly1
+	VLD1.P 16(R10), [V16.S4]
+	VLD1.P 16(R11), [V20.S4]
+	VLD1.P 16(R13), [V24.S4]
+	WORD $0x4e3cd718 // fadd v24.4s, v24.4s, v28.4s
+	WORD $0x6e38de98 // fmul v24.4s, v20.4s, v24.4s
+	WORD $0x4ebfd610 // fsub v16.4s, v16.4s, v31.4s
+	WORD $0x6e3dde10 // fmul v16.4s, v16.4s, v29.4s
+	WORD $0x4eacd700 // fsub v0.4s, v24.4s, v12.4s
+	WORD $0x6e3ede04 // fmul v4.4s, v16.4s, v30.4s
+	WORD $0x4ea4d400 // fsub v0.4s, v0.4s, v4.4s
+	WORD $0x6e20dfa0 // fmul v0.4s, v29.4s, v0.4s
+	VST1.P [V0.S4], 16(R14)
+	SUB $4, R12, R12
+	B lndxonly4
+lndxonly1:
+
+	// The last 1-3 elements one at a time, the same operations on scalars.
+	CBZ R12, next
+	FMOVS.P 4(R10), F16
+	FMOVS.P 4(R11), F20
+	FMOVS.P 4(R13), F24
+	FADDS F28, F24, F24
+	FMULS F24, F20, F24
+	FSUBS F31, F16, F16
+	FMULS F29, F16, F16
+	FSUBS F12, F24, F0
+	FMULS F30, F16, F4
+	FSUBS F4, F0, F0
+	FMULS F0, F29, F0
+	FMOVS.P F0, 4(R14)
+	SUB $1, R12, R12
+	B lndxonly1
+lndwset:
+	TBNZ $4, R8, lndwset16
+lndwset16w:
+	CMP $16, R12
+	BLT lndwset4
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	VLD1.P 64(R11), [V20.S4, V21.S4, V22.S4, V23.S4]
+	VLD1.P 64(R13), [V24.S4, V25.S4, V26.S4, V27.S4]
+	WORD $0x6e38de98 // fmul v24.4s, v20.4s, v24.4s
+	WORD $0x6e39deb9 // fmul v25.4s, v21.4s, v25.4s
+	WORD $0x6e3adeda // fmul v26.4s, v22.4s, v26.4s
+	WORD $0x6e3bdefb // fmul v27.4s, v23.4s, v27.4s
+	WORD $0x4ebfd610 // fsub v16.4s, v16.4s, v31.4s
+	WORD $0x4ebfd631 // fsub v17.4s, v17.4s, v31.4s
+	WORD $0x4ebfd652 // fsub v18.4s, v18.4s, v31.4s
+	WORD $0x4ebfd673 // fsub v19.4s, v19.4s, v31.4s
+	WORD $0x6e3dde10 // fmul v16.4s, v16.4s, v29.4s
+	WORD $0x6e3dde31 // fmul v17.4s, v17.4s, v29.4s
+	WORD $0x6e3dde52 // fmul v18.4s, v18.4s, v29.4s
+	WORD $0x6e3dde73 // fmul v19.4s, v19.4s, v29.4s
+	WORD $0x4eacd700 // fsub v0.4s, v24.4s, v12.4s
+	WORD $0x4eacd721 // fsub v1.4s, v25.4s, v12.4s
+	WORD $0x4eacd742 // fsub v2.4s, v26.4s, v12.4s
+	WORD $0x4eacd763 // fsub v3.4s, v27.4s, v12.4s
+	WORD $0x6e3ede04 // fmul v4.4s, v16.4s, v30.4s
+	WORD $0x6e3ede25 // fmul v5.4s, v17.4s, v30.4s
+	WORD $0x6e3ede46 // fmul v6.4s, v18.4s, v30.4s
+	WORD $0x6e3ede67 // fmul v7.4s, v19.4s, v30.4s
+	WORD $0x4ea4d400 // fsub v0.4s, v0.4s, v4.4s
+	WORD $0x4ea5d421 // fsub v1.4s, v1.4s, v5.4s
+	WORD $0x4ea6d442 // fsub v2.4s, v2.4s, v6.4s
+	WORD $0x4ea7d463 // fsub v3.4s, v3.4s, v7.4s
+	WORD $0x6e20dfa0 // fmul v0.4s, v29.4s, v0.4s
+	WORD $0x6e21dfa1 // fmul v1.4s, v29.4s, v1.4s
+	WORD $0x6e22dfa2 // fmul v2.4s, v29.4s, v2.4s
+	WORD $0x6e23dfa3 // fmul v3.4s, v29.4s, v3.4s
+	VST1.P [V0.S4, V1.S4, V2.S4, V3.S4], 64(R14)
+	WORD $0x6e30de84 // fmul v4.4s, v20.4s, v16.4s
+	WORD $0x6e31dea5 // fmul v5.4s, v21.4s, v17.4s
+	WORD $0x6e32dec6 // fmul v6.4s, v22.4s, v18.4s
+	WORD $0x6e33dee7 // fmul v7.4s, v23.4s, v19.4s
+	VST1.P [V4.S4, V5.S4, V6.S4, V7.S4], 64(R15)
+	SUB $16, R12, R12
+	B lndwset16w
+lndwset16:
+	CMP $16, R12
+	BLT lndwset4
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	VLD1.P 64(R11), [V20.S4, V21.S4, V22.S4, V23.S4]
+	VLD1.P 64(R13), [V24.S4, V25.S4, V26.S4, V27.S4]
+	WORD $0x4e3cd718 // fadd v24.4s, v24.4s, v28.4s
+	WORD $0x4e3cd739 // fadd v25.4s, v25.4s, v28.4s
+	WORD $0x4e3cd75a // fadd v26.4s, v26.4s, v28.4s
+	WORD $0x4e3cd77b // fadd v27.4s, v27.4s, v28.4s
+	WORD $0x6e38de98 // fmul v24.4s, v20.4s, v24.4s
+	WORD $0x6e39deb9 // fmul v25.4s, v21.4s, v25.4s
+	WORD $0x6e3adeda // fmul v26.4s, v22.4s, v26.4s
+	WORD $0x6e3bdefb // fmul v27.4s, v23.4s, v27.4s
+	WORD $0x4ebfd610 // fsub v16.4s, v16.4s, v31.4s
+	WORD $0x4ebfd631 // fsub v17.4s, v17.4s, v31.4s
+	WORD $0x4ebfd652 // fsub v18.4s, v18.4s, v31.4s
+	WORD $0x4ebfd673 // fsub v19.4s, v19.4s, v31.4s
+	WORD $0x6e3dde10 // fmul v16.4s, v16.4s, v29.4s
+	WORD $0x6e3dde31 // fmul v17.4s, v17.4s, v29.4s
+	WORD $0x6e3dde52 // fmul v18.4s, v18.4s, v29.4s
+	WORD $0x6e3dde73 // fmul v19.4s, v19.4s, v29.4s
+	WORD $0x4eacd700 // fsub v0.4s, v24.4s, v12.4s
+	WORD $0x4eacd721 // fsub v1.4s, v25.4s, v12.4s
+	WORD $0x4eacd742 // fsub v2.4s, v26.4s, v12.4s
+	WORD $0x4eacd763 // fsub v3.4s, v27.4s, v12.4s
+	WORD $0x6e3ede04 // fmul v4.4s, v16.4s, v30.4s
+	WORD $0x6e3ede25 // fmul v5.4s, v17.4s, v30.4s
+	WORD $0x6e3ede46 // fmul v6.4s, v18.4s, v30.4s
+	WORD $0x6e3ede67 // fmul v7.4s, v19.4s, v30.4s
+	WORD $0x4ea4d400 // fsub v0.4s, v0.4s, v4.4s
+	WORD $0x4ea5d421 // fsub v1.4s, v1.4s, v5.4s
+	WORD $0x4ea6d442 // fsub v2.4s, v2.4s, v6.4s
+	WORD $0x4ea7d463 // fsub v3.4s, v3.4s, v7.4s
+	WORD $0x6e20dfa0 // fmul v0.4s, v29.4s, v0.4s
+	WORD $0x6e21dfa1 // fmul v1.4s, v29.4s, v1.4s
+	WORD $0x6e22dfa2 // fmul v2.4s, v29.4s, v2.4s
+	WORD $0x6e23dfa3 // fmul v3.4s, v29.4s, v3.4s
+	VST1.P [V0.S4, V1.S4, V2.S4, V3.S4], 64(R14)
+	WORD $0x6e30de84 // fmul v4.4s, v20.4s, v16.4s
+	WORD $0x6e31dea5 // fmul v5.4s, v21.4s, v17.4s
+	WORD $0x6e32dec6 // fmul v6.4s, v22.4s, v18.4s
+	WORD $0x6e33dee7 // fmul v7.4s, v23.4s, v19.4s
+	VST1.P [V4.S4, V5.S4, V6.S4, V7.S4], 64(R15)
+	SUB $16, R12, R12
+	B lndwset16
+lndwset4:
+	CMP $4, R12
+	BLT lndwset1
+	VLD1.P 16(R10), [V16.S4]
+	VLD1.P 16(R11), [V20.S4]
+	VLD1.P 16(R13), [V24.S4]
+	WORD $0x4e3cd718 // fadd v24.4s, v24.4s, v28.4s
+	WORD $0x6e38de98 // fmul v24.4s, v20.4s, v24.4s
+	WORD $0x4ebfd610 // fsub v16.4s, v16.4s, v31.4s
+	WORD $0x6e3dde10 // fmul v16.4s, v16.4s, v29.4s
+	WORD $0x4eacd700 // fsub v0.4s, v24.4s, v12.4s
+	WORD $0x6e3ede04 // fmul v4.4s, v16.4s, v30.4s
+	WORD $0x4ea4d400 // fsub v0.4s, v0.4s, v4.4s
+	WORD $0x6e20dfa0 // fmul v0.4s, v29.4s, v0.4s
+	VST1.P [V0.S4], 16(R14)
+	WORD $0x6e30de84 // fmul v4.4s, v20.4s, v16.4s
+	VST1.P [V4.S4], 16(R15)
+	SUB $4, R12, R12
+	B lndwset4
+lndwset1:
+
+	// The last 1-3 elements one at a time, the same operations on scalars.
+	CBZ R12, next
+	FMOVS.P 4(R10), F16
+	FMOVS.P 4(R11), F20
+	FMOVS.P 4(R13), F24
+	FADDS F28, F24, F24
+	FMULS F24, F20, F24
+	FSUBS F31, F16, F16
+	FMULS F29, F16, F16
+	FSUBS F12, F24, F0
+	FMULS F30, F16, F4
+	FSUBS F4, F0, F0
+	FMULS F0, F29, F0
+	FMOVS.P F0, 4(R14)
+	FMULS F16, F20, F4
+	FMOVS.P F4, 4(R15)
+	SUB $1, R12, R12
+	B lndwset1
+lndwadd:
+	TBNZ $4, R8, lndwadd16
+lndwadd16w:
+	CMP $16, R12
+	BLT lndwadd4
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	VLD1.P 64(R11), [V20.S4, V21.S4, V22.S4, V23.S4]
+	VLD1.P 64(R13), [V24.S4, V25.S4, V26.S4, V27.S4]
+	WORD $0x6e38de98 // fmul v24.4s, v20.4s, v24.4s
+	WORD $0x6e39deb9 // fmul v25.4s, v21.4s, v25.4s
+	WORD $0x6e3adeda // fmul v26.4s, v22.4s, v26.4s
+	WORD $0x6e3bdefb // fmul v27.4s, v23.4s, v27.4s
+	WORD $0x4ebfd610 // fsub v16.4s, v16.4s, v31.4s
+	WORD $0x4ebfd631 // fsub v17.4s, v17.4s, v31.4s
+	WORD $0x4ebfd652 // fsub v18.4s, v18.4s, v31.4s
+	WORD $0x4ebfd673 // fsub v19.4s, v19.4s, v31.4s
+	WORD $0x6e3dde10 // fmul v16.4s, v16.4s, v29.4s
+	WORD $0x6e3dde31 // fmul v17.4s, v17.4s, v29.4s
+	WORD $0x6e3dde52 // fmul v18.4s, v18.4s, v29.4s
+	WORD $0x6e3dde73 // fmul v19.4s, v19.4s, v29.4s
+	WORD $0x4eacd700 // fsub v0.4s, v24.4s, v12.4s
+	WORD $0x4eacd721 // fsub v1.4s, v25.4s, v12.4s
+	WORD $0x4eacd742 // fsub v2.4s, v26.4s, v12.4s
+	WORD $0x4eacd763 // fsub v3.4s, v27.4s, v12.4s
+	WORD $0x6e3ede04 // fmul v4.4s, v16.4s, v30.4s
+	WORD $0x6e3ede25 // fmul v5.4s, v17.4s, v30.4s
+	WORD $0x6e3ede46 // fmul v6.4s, v18.4s, v30.4s
+	WORD $0x6e3ede67 // fmul v7.4s, v19.4s, v30.4s
+	WORD $0x4ea4d400 // fsub v0.4s, v0.4s, v4.4s
+	WORD $0x4ea5d421 // fsub v1.4s, v1.4s, v5.4s
+	WORD $0x4ea6d442 // fsub v2.4s, v2.4s, v6.4s
+	WORD $0x4ea7d463 // fsub v3.4s, v3.4s, v7.4s
+	WORD $0x6e20dfa0 // fmul v0.4s, v29.4s, v0.4s
+	WORD $0x6e21dfa1 // fmul v1.4s, v29.4s, v1.4s
+	WORD $0x6e22dfa2 // fmul v2.4s, v29.4s, v2.4s
+	WORD $0x6e23dfa3 // fmul v3.4s, v29.4s, v3.4s
+	VST1.P [V0.S4, V1.S4, V2.S4, V3.S4], 64(R14)
+	WORD $0x6e30de84 // fmul v4.4s, v20.4s, v16.4s
+	WORD $0x6e31dea5 // fmul v5.4s, v21.4s, v17.4s
+	WORD $0x6e32dec6 // fmul v6.4s, v22.4s, v18.4s
+	WORD $0x6e33dee7 // fmul v7.4s, v23.4s, v19.4s
+	VLD1 (R15), [V8.S4, V9.S4, V10.S4, V11.S4]
+	WORD $0x4e24d508 // fadd v8.4s, v8.4s, v4.4s
+	WORD $0x4e25d529 // fadd v9.4s, v9.4s, v5.4s
+	WORD $0x4e26d54a // fadd v10.4s, v10.4s, v6.4s
+	WORD $0x4e27d56b // fadd v11.4s, v11.4s, v7.4s
+	VST1.P [V8.S4, V9.S4, V10.S4, V11.S4], 64(R15)
+	SUB $16, R12, R12
+	B lndwadd16w
+lndwadd16:
+	CMP $16, R12
+	BLT lndwadd4
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	VLD1.P 64(R11), [V20.S4, V21.S4, V22.S4, V23.S4]
+	VLD1.P 64(R13), [V24.S4, V25.S4, V26.S4, V27.S4]
+	WORD $0x4e3cd718 // fadd v24.4s, v24.4s, v28.4s
+	WORD $0x4e3cd739 // fadd v25.4s, v25.4s, v28.4s
+	WORD $0x4e3cd75a // fadd v26.4s, v26.4s, v28.4s
+	WORD $0x4e3cd77b // fadd v27.4s, v27.4s, v28.4s
+	WORD $0x6e38de98 // fmul v24.4s, v20.4s, v24.4s
+	WORD $0x6e39deb9 // fmul v25.4s, v21.4s, v25.4s
+	WORD $0x6e3adeda // fmul v26.4s, v22.4s, v26.4s
+	WORD $0x6e3bdefb // fmul v27.4s, v23.4s, v27.4s
+	WORD $0x4ebfd610 // fsub v16.4s, v16.4s, v31.4s
+	WORD $0x4ebfd631 // fsub v17.4s, v17.4s, v31.4s
+	WORD $0x4ebfd652 // fsub v18.4s, v18.4s, v31.4s
+	WORD $0x4ebfd673 // fsub v19.4s, v19.4s, v31.4s
+	WORD $0x6e3dde10 // fmul v16.4s, v16.4s, v29.4s
+	WORD $0x6e3dde31 // fmul v17.4s, v17.4s, v29.4s
+	WORD $0x6e3dde52 // fmul v18.4s, v18.4s, v29.4s
+	WORD $0x6e3dde73 // fmul v19.4s, v19.4s, v29.4s
+	WORD $0x4eacd700 // fsub v0.4s, v24.4s, v12.4s
+	WORD $0x4eacd721 // fsub v1.4s, v25.4s, v12.4s
+	WORD $0x4eacd742 // fsub v2.4s, v26.4s, v12.4s
+	WORD $0x4eacd763 // fsub v3.4s, v27.4s, v12.4s
+	WORD $0x6e3ede04 // fmul v4.4s, v16.4s, v30.4s
+	WORD $0x6e3ede25 // fmul v5.4s, v17.4s, v30.4s
+	WORD $0x6e3ede46 // fmul v6.4s, v18.4s, v30.4s
+	WORD $0x6e3ede67 // fmul v7.4s, v19.4s, v30.4s
+	WORD $0x4ea4d400 // fsub v0.4s, v0.4s, v4.4s
+	WORD $0x4ea5d421 // fsub v1.4s, v1.4s, v5.4s
+	WORD $0x4ea6d442 // fsub v2.4s, v2.4s, v6.4s
+	WORD $0x4ea7d463 // fsub v3.4s, v3.4s, v7.4s
+	WORD $0x6e20dfa0 // fmul v0.4s, v29.4s, v0.4s
+	WORD $0x6e21dfa1 // fmul v1.4s, v29.4s, v1.4s
+	WORD $0x6e22dfa2 // fmul v2.4s, v29.4s, v2.4s
+	WORD $0x6e23dfa3 // fmul v3.4s, v29.4s, v3.4s
+	VST1.P [V0.S4, V1.S4, V2.S4, V3.S4], 64(R14)
+	WORD $0x6e30de84 // fmul v4.4s, v20.4s, v16.4s
+	WORD $0x6e31dea5 // fmul v5.4s, v21.4s, v17.4s
+	WORD $0x6e32dec6 // fmul v6.4s, v22.4s, v18.4s
+	WORD $0x6e33dee7 // fmul v7.4s, v23.4s, v19.4s
+	VLD1 (R15), [V8.S4, V9.S4, V10.S4, V11.S4]
+	WORD $0x4e24d508 // fadd v8.4s, v8.4s, v4.4s
+	WORD $0x4e25d529 // fadd v9.4s, v9.4s, v5.4s
+	WORD $0x4e26d54a // fadd v10.4s, v10.4s, v6.4s
+	WORD $0x4e27d56b // fadd v11.4s, v11.4s, v7.4s
+	VST1.P [V8.S4, V9.S4, V10.S4, V11.S4], 64(R15)
+	SUB $16, R12, R12
+	B lndwadd16
+lndwadd4:
+	CMP $4, R12
+	BLT lndwadd1
+	VLD1.P 16(R10), [V16.S4]
+	VLD1.P 16(R11), [V20.S4]
+	VLD1.P 16(R13), [V24.S4]
+	WORD $0x4e3cd718 // fadd v24.4s, v24.4s, v28.4s
+	WORD $0x6e38de98 // fmul v24.4s, v20.4s, v24.4s
+	WORD $0x4ebfd610 // fsub v16.4s, v16.4s, v31.4s
+	WORD $0x6e3dde10 // fmul v16.4s, v16.4s, v29.4s
+	WORD $0x4eacd700 // fsub v0.4s, v24.4s, v12.4s
+	WORD $0x6e3ede04 // fmul v4.4s, v16.4s, v30.4s
+	WORD $0x4ea4d400 // fsub v0.4s, v0.4s, v4.4s
+	WORD $0x6e20dfa0 // fmul v0.4s, v29.4s, v0.4s
+	VST1.P [V0.S4], 16(R14)
+	WORD $0x6e30de84 // fmul v4.4s, v20.4s, v16.4s
+	VLD1 (R15), [V8.S4]
+	WORD $0x4e24d508 // fadd v8.4s, v8.4s, v4.4s
+	VST1.P [V8.S4], 16(R15)
+	SUB $4, R12, R12
+	B lndwadd4
+lndwadd1:
+
+	// The last 1-3 elements one at a time, the same operations on scalars.
+	CBZ R12, lndwaddend
+	FMOVS.P 4(R10), F16
+	FMOVS.P 4(R11), F20
+	FMOVS.P 4(R13), F24
+	FADDS F28, F24, F24
+	FMULS F24, F20, F24
+	FSUBS F31, F16, F16
+	FMULS F29, F16, F16
+	FSUBS F12, F24, F0
+	FMULS F30, F16, F4
+	FSUBS F4, F0, F0
+	FMULS F0, F29, F0
+	FMOVS.P F0, 4(R14)
+	FMULS F16, F20, F4
+	FMOVS (R15), F8
+	FADDS F4, F8, F8
+	FMOVS.P F8, 4(R15)
+	SUB $1, R12, R12
+	B lndwadd1
+lndwaddend:
+	CBZ R16, next
+	MOVD R20, R15
+	MOVD R5, R12
+lnclose16:
+	CMP $16, R12
+	BLT lnclose4
+	VLD1.P 64(R15), [V8.S4, V9.S4, V10.S4, V11.S4]
+	VLD1 (R16), [V12.S4, V13.S4, V14.S4, V15.S4]
+	WORD $0x4e28d58c // fadd v12.4s, v12.4s, v8.4s
+	WORD $0x4e29d5ad // fadd v13.4s, v13.4s, v9.4s
+	WORD $0x4e2ad5ce // fadd v14.4s, v14.4s, v10.4s
+	WORD $0x4e2bd5ef // fadd v15.4s, v15.4s, v11.4s
+	VST1.P [V12.S4, V13.S4, V14.S4, V15.S4], 64(R16)
+	SUB $16, R12, R12
+	B lnclose16
+lnclose4:
+	CMP $4, R12
+	BLT lnclose1
+	VLD1.P 16(R15), [V8.S4]
+	VLD1 (R16), [V12.S4]
+	WORD $0x4e28d58c // fadd v12.4s, v12.4s, v8.4s
+	VST1.P [V12.S4], 16(R16)
+	SUB $4, R12, R12
+	B lnclose4
+lnclose1:
+
+	// The last 1-3 elements one at a time, the same operations on scalars.
+	CBZ R12, next
+	FMOVS.P 4(R15), F8
+	FMOVS (R16), F12
+	FADDS F8, F12, F12
+	FMOVS.P F12, 4(R16)
+	SUB $1, R12, R12
+	B lnclose1
+
+// func neonBackwardLayerUnweighted(j *job, from, to int) int
+TEXT ·neonBackwardLayerUnweighted(SB), $1304-32
+	MOVD j+0(FP), R16
+	MOVD job_dst(R16), R0
+	MOVD job_x(R16), R1
+	MOVD job_dy(R16), R3
+	MOVD job_inv(R16), R4
+	MOVD job_d(R16), R5
+	MOVD job_stride(R16), R7
+	LSL $2, R7, R7
+	MOVD job_dstStride(R16), R21
+	LSL $2, R21, R21
+	MOVWU job_flags(R16), R8
+	MOVD job_w(R16), R2
+	MOVD job_dw(R16), R19
+	MOVD job_acc(R16), R20
+	MOVD job_rows(R16), R22
+
+	// fd = float32(d); rd = 1/d when d is a power of two, so that ss/d is ss*rd exactly.
+	SCVTFS R5, F16
+	FMOVS F16, 8(RSP)
+	SUB $1, R5, R10
+	TST R10, R5
+	BNE notpow2
+	RBIT R5, R10
+	CLZ R10, R10
+	MOVD $127, R11
+	SUB R10, R11, R11
+	LSL $23, R11, R11
+	MOVW R11, 12(RSP)
+	ORR $256, R8, R8
+notpow2:
+
+	// Start at row from.
+	MOVD from+8(FP), R9
+	MOVD to+16(FP), R6
+	MUL R9, R21, R10
+	ADD R10, R0, R0
+	MUL R9, R7, R10
+	ADD R10, R1, R1
+	ADD R10, R3, R3
+row:
+	CMP R6, R9
+	BGE ret
+	TBNZ $5, R8, lncentered
+
+	// Pass 1, the sum of squares: element i goes to partial i%64, lane i%4 of V(i%64/4).
+	VEOR V0.B16, V0.B16, V0.B16
+	VEOR V1.B16, V1.B16, V1.B16
+	VEOR V2.B16, V2.B16, V2.B16
+	VEOR V3.B16, V3.B16, V3.B16
+	VEOR V4.B16, V4.B16, V4.B16
+	VEOR V5.B16, V5.B16, V5.B16
+	VEOR V6.B16, V6.B16, V6.B16
+	VEOR V7.B16, V7.B16, V7.B16
+	VEOR V8.B16, V8.B16, V8.B16
+	VEOR V9.B16, V9.B16, V9.B16
+	VEOR V10.B16, V10.B16, V10.B16
+	VEOR V11.B16, V11.B16, V11.B16
+	VEOR V12.B16, V12.B16, V12.B16
+	VEOR V13.B16, V13.B16, V13.B16
+	VEOR V14.B16, V14.B16, V14.B16
+	VEOR V15.B16, V15.B16, V15.B16
+	MOVD R1, R10
+	MOVD R5, R12
+ss64:
+	CMP $64, R12
+	BLT sstail
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
+	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
+	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
+	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
+	WORD $0x4e30d400 // fadd v0.4s, v0.4s, v16.4s
+	WORD $0x4e31d421 // fadd v1.4s, v1.4s, v17.4s
+	WORD $0x4e32d442 // fadd v2.4s, v2.4s, v18.4s
+	WORD $0x4e33d463 // fadd v3.4s, v3.4s, v19.4s
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
+	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
+	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
+	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
+	WORD $0x4e30d484 // fadd v4.4s, v4.4s, v16.4s
+	WORD $0x4e31d4a5 // fadd v5.4s, v5.4s, v17.4s
+	WORD $0x4e32d4c6 // fadd v6.4s, v6.4s, v18.4s
+	WORD $0x4e33d4e7 // fadd v7.4s, v7.4s, v19.4s
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
+	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
+	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
+	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
+	WORD $0x4e30d508 // fadd v8.4s, v8.4s, v16.4s
+	WORD $0x4e31d529 // fadd v9.4s, v9.4s, v17.4s
+	WORD $0x4e32d54a // fadd v10.4s, v10.4s, v18.4s
+	WORD $0x4e33d56b // fadd v11.4s, v11.4s, v19.4s
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
+	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
+	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
+	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
+	WORD $0x4e30d58c // fadd v12.4s, v12.4s, v16.4s
+	WORD $0x4e31d5ad // fadd v13.4s, v13.4s, v17.4s
+	WORD $0x4e32d5ce // fadd v14.4s, v14.4s, v18.4s
+	WORD $0x4e33d5ef // fadd v15.4s, v15.4s, v19.4s
+	SUB $64, R12, R12
+	B ss64
+sstail:
+
+	// Fewer than 64 elements: copied to a zero-padded block on the stack, summed as a whole block.
+	CBZ R12, ssdone
+	ADD $16, RSP, R13
+	VEOR V16.B16, V16.B16, V16.B16
+	VEOR V17.B16, V17.B16, V17.B16
+	VEOR V18.B16, V18.B16, V18.B16
+	VEOR V19.B16, V19.B16, V19.B16
+	MOVD R13, R17
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	MOVD R10, R15
+	MOVD R13, R17
+	MOVD R12, R16
+copyvec1:
+	CMP $4, R16
+	BLT copyone2
+	VLD1.P 16(R15), [V20.B16]
+	VST1.P [V20.B16], 16(R17)
+	SUB $4, R16, R16
+	B copyvec1
+copyone2:
+	CBZ R16, copied3
+	MOVWU.P 4(R15), R26
+	MOVW.P R26, 4(R17)
+	SUB $1, R16, R16
+	B copyone2
+copied3:
+	ADD $16, RSP, R10
+	MOVD $64, R12
+	B ss64
+ssdone:
+
+	// Halving tree: h = 32, 16, 8, 4 on vectors, leaving four partials in V0.
+	WORD $0x4e28d400 // fadd v0.4s, v0.4s, v8.4s
+	WORD $0x4e29d421 // fadd v1.4s, v1.4s, v9.4s
+	WORD $0x4e2ad442 // fadd v2.4s, v2.4s, v10.4s
+	WORD $0x4e2bd463 // fadd v3.4s, v3.4s, v11.4s
+	WORD $0x4e2cd484 // fadd v4.4s, v4.4s, v12.4s
+	WORD $0x4e2dd4a5 // fadd v5.4s, v5.4s, v13.4s
+	WORD $0x4e2ed4c6 // fadd v6.4s, v6.4s, v14.4s
+	WORD $0x4e2fd4e7 // fadd v7.4s, v7.4s, v15.4s
+	WORD $0x4e24d400 // fadd v0.4s, v0.4s, v4.4s
+	WORD $0x4e25d421 // fadd v1.4s, v1.4s, v5.4s
+	WORD $0x4e26d442 // fadd v2.4s, v2.4s, v6.4s
+	WORD $0x4e27d463 // fadd v3.4s, v3.4s, v7.4s
+	WORD $0x4e22d400 // fadd v0.4s, v0.4s, v2.4s
+	WORD $0x4e23d421 // fadd v1.4s, v1.4s, v3.4s
+	WORD $0x4e21d400 // fadd v0.4s, v0.4s, v1.4s
+	VEXT $8, V0.B16, V0.B16, V16.B16
+	WORD $0x4e30d400 // fadd v0.4s, v0.4s, v16.4s
+	WORD $0x7e30d800 // faddp s0, v0.2s
+
+	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
+	TST $256, R8
+	BEQ tdivide
+	FMOVS 12(RSP), F17
+	FMULS F17, F0, F1
+	B tdivided
+tdivide:
+	FMOVS 8(RSP), F17
+	FDIVS F17, F0, F1
+tdivided:
+	MOVD j+0(FP), R16
+	FMOVS job_eps(R16), F17
+	FADDS F17, F1, F1
+	MOVW $0x0d800000, R16
+	FMOVS R16, F16
+	FCMPS F16, F1
+	BLT ret
+	MOVW $0x7f7fffff, R16
+	FMOVS R16, F16
+	FCMPS F16, F1
+	BGT ret
+
+	// inv = 1/sqrt(t), or Inv[r] when the job has it.
+	CBZ R4, sqrt
+	FMOVS (R4)(R9<<2), F29
+	B haveinv
+sqrt:
+	FSQRTS F1, F1
+	FMOVS $1.0, F16
+	FDIVS F1, F16, F29
+haveinv:
+	VDUP V29.S[0], V29.S4
+
+	// Pass 2, c = the sum of g*x: the product of element i goes to partial i%64.
+	VEOR V0.B16, V0.B16, V0.B16
+	VEOR V1.B16, V1.B16, V1.B16
+	VEOR V2.B16, V2.B16, V2.B16
+	VEOR V3.B16, V3.B16, V3.B16
+	VEOR V4.B16, V4.B16, V4.B16
+	VEOR V5.B16, V5.B16, V5.B16
+	VEOR V6.B16, V6.B16, V6.B16
+	VEOR V7.B16, V7.B16, V7.B16
+	VEOR V8.B16, V8.B16, V8.B16
+	VEOR V9.B16, V9.B16, V9.B16
+	VEOR V10.B16, V10.B16, V10.B16
+	VEOR V11.B16, V11.B16, V11.B16
+	VEOR V12.B16, V12.B16, V12.B16
+	VEOR V13.B16, V13.B16, V13.B16
+	VEOR V14.B16, V14.B16, V14.B16
+	VEOR V15.B16, V15.B16, V15.B16
+	MOVD R1, R10
+	MOVD R3, R11
+	MOVD R5, R12
+dot64:
+dotloop:
+	CMP $64, R12
+	BLT dottail
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	VLD1.P 64(R11), [V20.S4, V21.S4, V22.S4, V23.S4]
+	WORD $0x6e30de90 // fmul v16.4s, v20.4s, v16.4s
+	WORD $0x6e31deb1 // fmul v17.4s, v21.4s, v17.4s
+	WORD $0x6e32ded2 // fmul v18.4s, v22.4s, v18.4s
+	WORD $0x6e33def3 // fmul v19.4s, v23.4s, v19.4s
+	WORD $0x4e30d400 // fadd v0.4s, v0.4s, v16.4s
+	WORD $0x4e31d421 // fadd v1.4s, v1.4s, v17.4s
+	WORD $0x4e32d442 // fadd v2.4s, v2.4s, v18.4s
+	WORD $0x4e33d463 // fadd v3.4s, v3.4s, v19.4s
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	VLD1.P 64(R11), [V20.S4, V21.S4, V22.S4, V23.S4]
+	WORD $0x6e30de90 // fmul v16.4s, v20.4s, v16.4s
+	WORD $0x6e31deb1 // fmul v17.4s, v21.4s, v17.4s
+	WORD $0x6e32ded2 // fmul v18.4s, v22.4s, v18.4s
+	WORD $0x6e33def3 // fmul v19.4s, v23.4s, v19.4s
+	WORD $0x4e30d484 // fadd v4.4s, v4.4s, v16.4s
+	WORD $0x4e31d4a5 // fadd v5.4s, v5.4s, v17.4s
+	WORD $0x4e32d4c6 // fadd v6.4s, v6.4s, v18.4s
+	WORD $0x4e33d4e7 // fadd v7.4s, v7.4s, v19.4s
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	VLD1.P 64(R11), [V20.S4, V21.S4, V22.S4, V23.S4]
+	WORD $0x6e30de90 // fmul v16.4s, v20.4s, v16.4s
+	WORD $0x6e31deb1 // fmul v17.4s, v21.4s, v17.4s
+	WORD $0x6e32ded2 // fmul v18.4s, v22.4s, v18.4s
+	WORD $0x6e33def3 // fmul v19.4s, v23.4s, v19.4s
+	WORD $0x4e30d508 // fadd v8.4s, v8.4s, v16.4s
+	WORD $0x4e31d529 // fadd v9.4s, v9.4s, v17.4s
+	WORD $0x4e32d54a // fadd v10.4s, v10.4s, v18.4s
+	WORD $0x4e33d56b // fadd v11.4s, v11.4s, v19.4s
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	VLD1.P 64(R11), [V20.S4, V21.S4, V22.S4, V23.S4]
+	WORD $0x6e30de90 // fmul v16.4s, v20.4s, v16.4s
+	WORD $0x6e31deb1 // fmul v17.4s, v21.4s, v17.4s
+	WORD $0x6e32ded2 // fmul v18.4s, v22.4s, v18.4s
+	WORD $0x6e33def3 // fmul v19.4s, v23.4s, v19.4s
+	WORD $0x4e30d58c // fadd v12.4s, v12.4s, v16.4s
+	WORD $0x4e31d5ad // fadd v13.4s, v13.4s, v17.4s
+	WORD $0x4e32d5ce // fadd v14.4s, v14.4s, v18.4s
+	WORD $0x4e33d5ef // fadd v15.4s, v15.4s, v19.4s
+	SUB $64, R12, R12
+	B dotloop
+dottail:
+
+	// The tail as in pass 1: dy and w copied to zero-padded blocks; the slot still holds x's.
+	CBZ R12, dotdone
+	ADD $272, RSP, R14
+	VEOR V16.B16, V16.B16, V16.B16
+	VEOR V17.B16, V17.B16, V17.B16
+	VEOR V18.B16, V18.B16, V18.B16
+	VEOR V19.B16, V19.B16, V19.B16
+	MOVD R14, R17
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	MOVD R11, R15
+	MOVD R14, R17
+	MOVD R12, R16
+copyvec4:
+	CMP $4, R16
+	BLT copyone5
+	VLD1.P 16(R15), [V20.B16]
+	VST1.P [V20.B16], 16(R17)
+	SUB $4, R16, R16
+	B copyvec4
+copyone5:
+	CBZ R16, copied6
+	MOVWU.P 4(R15), R26
+	MOVW.P R26, 4(R17)
+	SUB $1, R16, R16
+	B copyone5
+copied6:
+	MOVD R14, R11
+	ADD $16, RSP, R10
+	MOVD $64, R12
+	B dot64
+dotdone:
+
+	// Halving tree: h = 32, 16, 8, 4 on vectors, leaving four partials in V0.
+	WORD $0x4e28d400 // fadd v0.4s, v0.4s, v8.4s
+	WORD $0x4e29d421 // fadd v1.4s, v1.4s, v9.4s
+	WORD $0x4e2ad442 // fadd v2.4s, v2.4s, v10.4s
+	WORD $0x4e2bd463 // fadd v3.4s, v3.4s, v11.4s
+	WORD $0x4e2cd484 // fadd v4.4s, v4.4s, v12.4s
+	WORD $0x4e2dd4a5 // fadd v5.4s, v5.4s, v13.4s
+	WORD $0x4e2ed4c6 // fadd v6.4s, v6.4s, v14.4s
+	WORD $0x4e2fd4e7 // fadd v7.4s, v7.4s, v15.4s
+	WORD $0x4e24d400 // fadd v0.4s, v0.4s, v4.4s
+	WORD $0x4e25d421 // fadd v1.4s, v1.4s, v5.4s
+	WORD $0x4e26d442 // fadd v2.4s, v2.4s, v6.4s
+	WORD $0x4e27d463 // fadd v3.4s, v3.4s, v7.4s
+	WORD $0x4e22d400 // fadd v0.4s, v0.4s, v2.4s
+	WORD $0x4e23d421 // fadd v1.4s, v1.4s, v3.4s
+	WORD $0x4e21d400 // fadd v0.4s, v0.4s, v1.4s
+	VEXT $8, V0.B16, V0.B16, V16.B16
+	WORD $0x4e30d400 // fadd v0.4s, v0.4s, v16.4s
+	WORD $0x7e30d800 // faddp s0, v0.2s
+
+	// s = ((inv*inv)*c)/d, rounded after each operation.
+	FMULS F29, F29, F1
+	FMULS F0, F1, F1
+	TST $256, R8
+	BEQ sdivide
+	FMOVS 12(RSP), F17
+	FMULS F17, F1, F1
+	B sdivided
+sdivide:
+	FMOVS 8(RSP), F17
+	FDIVS F17, F1, F1
+sdivided:
+	VDUP V1.S[0], V30.S4
+
+	// The bias gradient: dy into DB's block, before dx is written (dx may be dy).
+	MOVD j+0(FP), R16
+	MOVD job_db(R16), R25
+	MOVD job_accB(R16), R26
+	CBZ R25, dbnone
+
+	// The row's place in its block of 32: first (r%32 == 0), last (r%32 == 31 or the last row).
+	MOVD ZR, R16
+	AND $31, R9, R23
+	TST $4, R8
+	BNE dbfuse
+
+	// Without flagFuse, P is the block's own slot: acc + (r/32)*d floats.
+	LSR $5, R9, R24
+	MUL R5, R24, R24
+	ADD R24<<2, R26, R15
+	CBZ R23, dbset
+	B dbadd
+dbfuse:
+	MOVD R26, R15
+	ADD $1, R9, R24
+	CMP R22, R24
+	BEQ dbfuselast
+	CMP $31, R23
+	BEQ dbfuselast
+	CBZ R23, dbset
+	B dbadd
+dbfuselast:
+	CBNZ R23, dbfuseclose
+
+	// A block of one row: DB += dy, which is P += dy with DB as P.
+	MOVD R25, R15
+	B dbadd
+dbfuseclose:
+
+	// The block's last row: P += dy, then DB += P (R16 not zero).
+	MOVD R25, R16
+	B dbadd
+dbset:
+	MOVD R3, R11
+	MOVD R5, R12
+dbs16:
+	CMP $16, R12
+	BLT dbs4
+	VLD1.P 64(R11), [V20.S4, V21.S4, V22.S4, V23.S4]
+	VST1.P [V20.S4, V21.S4, V22.S4, V23.S4], 64(R15)
+	SUB $16, R12, R12
+	B dbs16
+dbs4:
+	CMP $4, R12
+	BLT dbs1
+	VLD1.P 16(R11), [V20.S4]
+	VST1.P [V20.S4], 16(R15)
+	SUB $4, R12, R12
+	B dbs4
+dbs1:
+
+	// The last 1-3 elements one at a time, the same operations on scalars.
+	CBZ R12, dbnone
+	FMOVS.P 4(R11), F20
+	FMOVS.P F20, 4(R15)
+	SUB $1, R12, R12
+	B dbs1
+dbadd:
+	MOVD R3, R11
+	MOVD R5, R12
+dba16:
+	CMP $16, R12
+	BLT dba4
+	VLD1.P 64(R11), [V20.S4, V21.S4, V22.S4, V23.S4]
+	VLD1 (R15), [V8.S4, V9.S4, V10.S4, V11.S4]
+	WORD $0x4e34d508 // fadd v8.4s, v8.4s, v20.4s
+	WORD $0x4e35d529 // fadd v9.4s, v9.4s, v21.4s
+	WORD $0x4e36d54a // fadd v10.4s, v10.4s, v22.4s
+	WORD $0x4e37d56b // fadd v11.4s, v11.4s, v23.4s
+	VST1.P [V8.S4, V9.S4, V10.S4, V11.S4], 64(R15)
+	SUB $16, R12, R12
+	B dba16
+dba4:
+	CMP $4, R12
+	BLT dba1
+	VLD1.P 16(R11), [V20.S4]
+	VLD1 (R15), [V8.S4]
+	WORD $0x4e34d508 // fadd v8.4s, v8.4s, v20.4s
+	VST1.P [V8.S4], 16(R15)
+	SUB $4, R12, R12
+	B dba4
+dba1:
+
+	// The last 1-3 elements one at a time, the same operations on scalars.
+	CBZ R12, dbaddend
+	FMOVS.P 4(R11), F20
+	FMOVS (R15), F8
+	FADDS F20, F8, F8
+	FMOVS.P F8, 4(R15)
+	SUB $1, R12, R12
+	B dba1
+dbaddend:
+	CBZ R16, dbnone
+
+	// The block's last row: DB += P.
+	MOVD R26, R15
+	MOVD R5, R12
+dbc16:
+	CMP $16, R12
+	BLT dbc4
+	VLD1.P 64(R15), [V8.S4, V9.S4, V10.S4, V11.S4]
+	VLD1 (R16), [V12.S4, V13.S4, V14.S4, V15.S4]
+	WORD $0x4e28d58c // fadd v12.4s, v12.4s, v8.4s
+	WORD $0x4e29d5ad // fadd v13.4s, v13.4s, v9.4s
+	WORD $0x4e2ad5ce // fadd v14.4s, v14.4s, v10.4s
+	WORD $0x4e2bd5ef // fadd v15.4s, v15.4s, v11.4s
+	VST1.P [V12.S4, V13.S4, V14.S4, V15.S4], 64(R16)
+	SUB $16, R12, R12
+	B dbc16
+dbc4:
+	CMP $4, R12
+	BLT dbc1
+	VLD1.P 16(R15), [V8.S4]
+	VLD1 (R16), [V12.S4]
+	WORD $0x4e28d58c // fadd v12.4s, v12.4s, v8.4s
+	VST1.P [V12.S4], 16(R16)
+	SUB $4, R12, R12
+	B dbc4
+dbc1:
+
+	// The last 1-3 elements one at a time, the same operations on scalars.
+	CBZ R12, dbnone
+	FMOVS.P 4(R15), F8
+	FMOVS (R16), F12
+	FADDS F8, F12, F12
+	FMOVS.P F12, 4(R16)
+	SUB $1, R12, R12
+	B dbc1
+dbnone:
+
+	// Pass 3: dx = inv*(g - x*s), and q = dy*(x*inv) into the weight gradient.
+	MOVD R1, R10
+	MOVD R3, R11
+	MOVD R0, R14
+	MOVD R5, R12
+dxonly:
+dxonly16:
+	CMP $16, R12
+	BLT dxonly4
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	VLD1.P 64(R11), [V20.S4, V21.S4, V22.S4, V23.S4]
+	WORD $0x6e3ede00 // fmul v0.4s, v16.4s, v30.4s
+	WORD $0x6e3ede21 // fmul v1.4s, v17.4s, v30.4s
+	WORD $0x6e3ede42 // fmul v2.4s, v18.4s, v30.4s
+	WORD $0x6e3ede63 // fmul v3.4s, v19.4s, v30.4s
+	WORD $0x4ea0d680 // fsub v0.4s, v20.4s, v0.4s
+	WORD $0x4ea1d6a1 // fsub v1.4s, v21.4s, v1.4s
+	WORD $0x4ea2d6c2 // fsub v2.4s, v22.4s, v2.4s
+	WORD $0x4ea3d6e3 // fsub v3.4s, v23.4s, v3.4s
+	WORD $0x6e20dfa0 // fmul v0.4s, v29.4s, v0.4s
+	WORD $0x6e21dfa1 // fmul v1.4s, v29.4s, v1.4s
+	WORD $0x6e22dfa2 // fmul v2.4s, v29.4s, v2.4s
+	WORD $0x6e23dfa3 // fmul v3.4s, v29.4s, v3.4s
+	VST1.P [V0.S4, V1.S4, V2.S4, V3.S4], 64(R14)
+	SUB $16, R12, R12
+	B dxonly16
+dxonly4:
+	CMP $4, R12
+	BLT dxonly1
+	VLD1.P 16(R10), [V16.S4]
+	VLD1.P 16(R11), [V20.S4]
+	WORD $0x6e3ede00 // fmul v0.4s, v16.4s, v30.4s
+	WORD $0x4ea0d680 // fsub v0.4s, v20.4s, v0.4s
+	WORD $0x6e20dfa0 // fmul v0.4s, v29.4s, v0.4s
+	VST1.P [V0.S4], 16(R14)
+	SUB $4, R12, R12
+	B dxonly4
+dxonly1:
+
+	// The last 1-3 elements one at a time, the same operations on scalars.
+	CBZ R12, next
+	FMOVS.P 4(R10), F16
+	FMOVS.P 4(R11), F20
+	FMULS F30, F16, F0
+	FSUBS F0, F20, F0
+	FMULS F0, F29, F0
+	FMOVS.P F0, 4(R14)
+	SUB $1, R12, R12
+	B dxonly1
+next:
+	ADD R21, R0, R0
+	ADD R7, R1, R1
+	ADD R7, R3, R3
+	ADD $1, R9, R9
+	B row
+ret:
+	MOVD R9, ret+24(FP)
+	RET
+lncentered:
+
+	// The row's mean and inv as the forward computes them, its float64-path tests included.
+	MOVD R1, R10
+
+	// Sum of the elements: element i goes to partial i%64, lane i%4 of V(i%64/4).
+	MOVD R10, R14
+	VEOR V0.B16, V0.B16, V0.B16
+	VEOR V1.B16, V1.B16, V1.B16
+	VEOR V2.B16, V2.B16, V2.B16
+	VEOR V3.B16, V3.B16, V3.B16
+	VEOR V4.B16, V4.B16, V4.B16
+	VEOR V5.B16, V5.B16, V5.B16
+	VEOR V6.B16, V6.B16, V6.B16
+	VEOR V7.B16, V7.B16, V7.B16
+	VEOR V8.B16, V8.B16, V8.B16
+	VEOR V9.B16, V9.B16, V9.B16
+	VEOR V10.B16, V10.B16, V10.B16
+	VEOR V11.B16, V11.B16, V11.B16
+	VEOR V12.B16, V12.B16, V12.B16
+	VEOR V13.B16, V13.B16, V13.B16
+	VEOR V14.B16, V14.B16, V14.B16
+	VEOR V15.B16, V15.B16, V15.B16
+	MOVD R5, R12
+	MOVD $0, R24
+	TST $2, R8
+	ADD R21, R10, R13
+	BNE lnmeansumpf
+lnmeansum64:
+	CMP $64, R12
+	BLT lnmeansumtail
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	WORD $0x4e30d400 // fadd v0.4s, v0.4s, v16.4s
+	WORD $0x4e31d421 // fadd v1.4s, v1.4s, v17.4s
+	WORD $0x4e32d442 // fadd v2.4s, v2.4s, v18.4s
+	WORD $0x4e33d463 // fadd v3.4s, v3.4s, v19.4s
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	WORD $0x4e30d484 // fadd v4.4s, v4.4s, v16.4s
+	WORD $0x4e31d4a5 // fadd v5.4s, v5.4s, v17.4s
+	WORD $0x4e32d4c6 // fadd v6.4s, v6.4s, v18.4s
+	WORD $0x4e33d4e7 // fadd v7.4s, v7.4s, v19.4s
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	WORD $0x4e30d508 // fadd v8.4s, v8.4s, v16.4s
+	WORD $0x4e31d529 // fadd v9.4s, v9.4s, v17.4s
+	WORD $0x4e32d54a // fadd v10.4s, v10.4s, v18.4s
+	WORD $0x4e33d56b // fadd v11.4s, v11.4s, v19.4s
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	WORD $0x4e30d58c // fadd v12.4s, v12.4s, v16.4s
+	WORD $0x4e31d5ad // fadd v13.4s, v13.4s, v17.4s
+	WORD $0x4e32d5ce // fadd v14.4s, v14.4s, v18.4s
+	WORD $0x4e33d5ef // fadd v15.4s, v15.4s, v19.4s
+	SUB $64, R12, R12
+	B lnmeansum64
+lnmeansumpf:
+	CMP $64, R12
+	BLT lnmeansumtail
+	PRFM 0(R13), PLDL1KEEP
+	PRFM 64(R13), PLDL1KEEP
+	PRFM 128(R13), PLDL1KEEP
+	PRFM 192(R13), PLDL1KEEP
+	ADD $256, R13, R13
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	WORD $0x4e30d400 // fadd v0.4s, v0.4s, v16.4s
+	WORD $0x4e31d421 // fadd v1.4s, v1.4s, v17.4s
+	WORD $0x4e32d442 // fadd v2.4s, v2.4s, v18.4s
+	WORD $0x4e33d463 // fadd v3.4s, v3.4s, v19.4s
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	WORD $0x4e30d484 // fadd v4.4s, v4.4s, v16.4s
+	WORD $0x4e31d4a5 // fadd v5.4s, v5.4s, v17.4s
+	WORD $0x4e32d4c6 // fadd v6.4s, v6.4s, v18.4s
+	WORD $0x4e33d4e7 // fadd v7.4s, v7.4s, v19.4s
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	WORD $0x4e30d508 // fadd v8.4s, v8.4s, v16.4s
+	WORD $0x4e31d529 // fadd v9.4s, v9.4s, v17.4s
+	WORD $0x4e32d54a // fadd v10.4s, v10.4s, v18.4s
+	WORD $0x4e33d56b // fadd v11.4s, v11.4s, v19.4s
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	WORD $0x4e30d58c // fadd v12.4s, v12.4s, v16.4s
+	WORD $0x4e31d5ad // fadd v13.4s, v13.4s, v17.4s
+	WORD $0x4e32d5ce // fadd v14.4s, v14.4s, v18.4s
+	WORD $0x4e33d5ef // fadd v15.4s, v15.4s, v19.4s
+	SUB $64, R12, R12
+	B lnmeansumpf
+lnmeansumtail:
+
+	// Fewer than 64 elements: copied to a zero-padded block on the stack, summed as a whole block (zeros add +0).
+	CBZ R12, lnmeansummed
+	ADD $104, RSP, R13
+	VEOR V16.B16, V16.B16, V16.B16
+	VEOR V17.B16, V17.B16, V17.B16
+	VEOR V18.B16, V18.B16, V18.B16
+	VEOR V19.B16, V19.B16, V19.B16
+	MOVD R13, R17
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	MOVD R10, R15
+	MOVD R13, R17
+	MOVD R12, R16
+copyvec7:
+	CMP $4, R16
+	BLT copyone8
+	VLD1.P 16(R15), [V20.B16]
+	VST1.P [V20.B16], 16(R17)
+	SUB $4, R16, R16
+	B copyvec7
+copyone8:
+	CBZ R16, copied9
+	MOVWU.P 4(R15), R26
+	MOVW.P R26, 4(R17)
+	SUB $1, R16, R16
+	B copyone8
+copied9:
+	ADD $104, RSP, R10
+	MOVD $64, R12
+	B lnmeansum64
+lnmeansummed:
+
+	// Halving tree: h = 32, 16, 8, 4 on vectors, leaving four partials in V0.
+	WORD $0x4e28d400 // fadd v0.4s, v0.4s, v8.4s
+	WORD $0x4e29d421 // fadd v1.4s, v1.4s, v9.4s
+	WORD $0x4e2ad442 // fadd v2.4s, v2.4s, v10.4s
+	WORD $0x4e2bd463 // fadd v3.4s, v3.4s, v11.4s
+	WORD $0x4e2cd484 // fadd v4.4s, v4.4s, v12.4s
+	WORD $0x4e2dd4a5 // fadd v5.4s, v5.4s, v13.4s
+	WORD $0x4e2ed4c6 // fadd v6.4s, v6.4s, v14.4s
+	WORD $0x4e2fd4e7 // fadd v7.4s, v7.4s, v15.4s
+	WORD $0x4e24d400 // fadd v0.4s, v0.4s, v4.4s
+	WORD $0x4e25d421 // fadd v1.4s, v1.4s, v5.4s
+	WORD $0x4e26d442 // fadd v2.4s, v2.4s, v6.4s
+	WORD $0x4e27d463 // fadd v3.4s, v3.4s, v7.4s
+	WORD $0x4e22d400 // fadd v0.4s, v0.4s, v2.4s
+	WORD $0x4e23d421 // fadd v1.4s, v1.4s, v3.4s
+	WORD $0x4e21d400 // fadd v0.4s, v0.4s, v1.4s
+	VEXT $8, V0.B16, V0.B16, V16.B16
+	WORD $0x4e30d400 // fadd v0.4s, v0.4s, v16.4s
+	WORD $0x7e30d800 // faddp s0, v0.2s
+	FSUBS F0, F0, F16
+	FCMPS $(0.0), F16
+	BNE ret
+	TST $256, R8
+	BEQ lnmdivide
+	FMOVS 12(RSP), F17
+	FMULS F17, F0, F1
+	B lnmdivided
+lnmdivide:
+	FMOVS 8(RSP), F17
+	FDIVS F17, F0, F1
+lnmdivided:
+	VDUP V1.S[0], V31.S4
+	MOVD R1, R10
+
+	// Sum of the squares of x - m: element i goes to partial i%64, lane i%4 of V(i%64/4).
+	MOVD R10, R14
+	VEOR V0.B16, V0.B16, V0.B16
+	VEOR V1.B16, V1.B16, V1.B16
+	VEOR V2.B16, V2.B16, V2.B16
+	VEOR V3.B16, V3.B16, V3.B16
+	VEOR V4.B16, V4.B16, V4.B16
+	VEOR V5.B16, V5.B16, V5.B16
+	VEOR V6.B16, V6.B16, V6.B16
+	VEOR V7.B16, V7.B16, V7.B16
+	VEOR V8.B16, V8.B16, V8.B16
+	VEOR V9.B16, V9.B16, V9.B16
+	VEOR V10.B16, V10.B16, V10.B16
+	VEOR V11.B16, V11.B16, V11.B16
+	VEOR V12.B16, V12.B16, V12.B16
+	VEOR V13.B16, V13.B16, V13.B16
+	VEOR V14.B16, V14.B16, V14.B16
+	VEOR V15.B16, V15.B16, V15.B16
+	MOVD R5, R12
+	MOVD $0, R24
+	TST $2, R8
+	ADD R21, R10, R13
+	BNE lndevsumpf
+lndevsum64:
+	CMP $64, R12
+	BLT lndevsumtail
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	WORD $0x4ebfd610 // fsub v16.4s, v16.4s, v31.4s
+	WORD $0x4ebfd631 // fsub v17.4s, v17.4s, v31.4s
+	WORD $0x4ebfd652 // fsub v18.4s, v18.4s, v31.4s
+	WORD $0x4ebfd673 // fsub v19.4s, v19.4s, v31.4s
+	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
+	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
+	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
+	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
+	WORD $0x4e30d400 // fadd v0.4s, v0.4s, v16.4s
+	WORD $0x4e31d421 // fadd v1.4s, v1.4s, v17.4s
+	WORD $0x4e32d442 // fadd v2.4s, v2.4s, v18.4s
+	WORD $0x4e33d463 // fadd v3.4s, v3.4s, v19.4s
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	WORD $0x4ebfd610 // fsub v16.4s, v16.4s, v31.4s
+	WORD $0x4ebfd631 // fsub v17.4s, v17.4s, v31.4s
+	WORD $0x4ebfd652 // fsub v18.4s, v18.4s, v31.4s
+	WORD $0x4ebfd673 // fsub v19.4s, v19.4s, v31.4s
+	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
+	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
+	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
+	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
+	WORD $0x4e30d484 // fadd v4.4s, v4.4s, v16.4s
+	WORD $0x4e31d4a5 // fadd v5.4s, v5.4s, v17.4s
+	WORD $0x4e32d4c6 // fadd v6.4s, v6.4s, v18.4s
+	WORD $0x4e33d4e7 // fadd v7.4s, v7.4s, v19.4s
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	WORD $0x4ebfd610 // fsub v16.4s, v16.4s, v31.4s
+	WORD $0x4ebfd631 // fsub v17.4s, v17.4s, v31.4s
+	WORD $0x4ebfd652 // fsub v18.4s, v18.4s, v31.4s
+	WORD $0x4ebfd673 // fsub v19.4s, v19.4s, v31.4s
+	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
+	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
+	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
+	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
+	WORD $0x4e30d508 // fadd v8.4s, v8.4s, v16.4s
+	WORD $0x4e31d529 // fadd v9.4s, v9.4s, v17.4s
+	WORD $0x4e32d54a // fadd v10.4s, v10.4s, v18.4s
+	WORD $0x4e33d56b // fadd v11.4s, v11.4s, v19.4s
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	WORD $0x4ebfd610 // fsub v16.4s, v16.4s, v31.4s
+	WORD $0x4ebfd631 // fsub v17.4s, v17.4s, v31.4s
+	WORD $0x4ebfd652 // fsub v18.4s, v18.4s, v31.4s
+	WORD $0x4ebfd673 // fsub v19.4s, v19.4s, v31.4s
+	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
+	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
+	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
+	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
+	WORD $0x4e30d58c // fadd v12.4s, v12.4s, v16.4s
+	WORD $0x4e31d5ad // fadd v13.4s, v13.4s, v17.4s
+	WORD $0x4e32d5ce // fadd v14.4s, v14.4s, v18.4s
+	WORD $0x4e33d5ef // fadd v15.4s, v15.4s, v19.4s
+	SUB $64, R12, R12
+	B lndevsum64
+lndevsumpf:
+	CMP $64, R12
+	BLT lndevsumtail
+	PRFM 0(R13), PLDL1KEEP
+	PRFM 64(R13), PLDL1KEEP
+	PRFM 128(R13), PLDL1KEEP
+	PRFM 192(R13), PLDL1KEEP
+	ADD $256, R13, R13
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	WORD $0x4ebfd610 // fsub v16.4s, v16.4s, v31.4s
+	WORD $0x4ebfd631 // fsub v17.4s, v17.4s, v31.4s
+	WORD $0x4ebfd652 // fsub v18.4s, v18.4s, v31.4s
+	WORD $0x4ebfd673 // fsub v19.4s, v19.4s, v31.4s
+	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
+	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
+	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
+	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
+	WORD $0x4e30d400 // fadd v0.4s, v0.4s, v16.4s
+	WORD $0x4e31d421 // fadd v1.4s, v1.4s, v17.4s
+	WORD $0x4e32d442 // fadd v2.4s, v2.4s, v18.4s
+	WORD $0x4e33d463 // fadd v3.4s, v3.4s, v19.4s
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	WORD $0x4ebfd610 // fsub v16.4s, v16.4s, v31.4s
+	WORD $0x4ebfd631 // fsub v17.4s, v17.4s, v31.4s
+	WORD $0x4ebfd652 // fsub v18.4s, v18.4s, v31.4s
+	WORD $0x4ebfd673 // fsub v19.4s, v19.4s, v31.4s
+	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
+	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
+	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
+	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
+	WORD $0x4e30d484 // fadd v4.4s, v4.4s, v16.4s
+	WORD $0x4e31d4a5 // fadd v5.4s, v5.4s, v17.4s
+	WORD $0x4e32d4c6 // fadd v6.4s, v6.4s, v18.4s
+	WORD $0x4e33d4e7 // fadd v7.4s, v7.4s, v19.4s
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	WORD $0x4ebfd610 // fsub v16.4s, v16.4s, v31.4s
+	WORD $0x4ebfd631 // fsub v17.4s, v17.4s, v31.4s
+	WORD $0x4ebfd652 // fsub v18.4s, v18.4s, v31.4s
+	WORD $0x4ebfd673 // fsub v19.4s, v19.4s, v31.4s
+	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
+	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
+	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
+	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
+	WORD $0x4e30d508 // fadd v8.4s, v8.4s, v16.4s
+	WORD $0x4e31d529 // fadd v9.4s, v9.4s, v17.4s
+	WORD $0x4e32d54a // fadd v10.4s, v10.4s, v18.4s
+	WORD $0x4e33d56b // fadd v11.4s, v11.4s, v19.4s
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	WORD $0x4ebfd610 // fsub v16.4s, v16.4s, v31.4s
+	WORD $0x4ebfd631 // fsub v17.4s, v17.4s, v31.4s
+	WORD $0x4ebfd652 // fsub v18.4s, v18.4s, v31.4s
+	WORD $0x4ebfd673 // fsub v19.4s, v19.4s, v31.4s
+	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
+	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
+	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
+	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
+	WORD $0x4e30d58c // fadd v12.4s, v12.4s, v16.4s
+	WORD $0x4e31d5ad // fadd v13.4s, v13.4s, v17.4s
+	WORD $0x4e32d5ce // fadd v14.4s, v14.4s, v18.4s
+	WORD $0x4e33d5ef // fadd v15.4s, v15.4s, v19.4s
+	SUB $64, R12, R12
+	B lndevsumpf
+lndevsumtail:
+
+	// Fewer than 64 elements: copied to a zero-padded block on the stack, summed as a whole block (zeros add +0).
+	CBZ R12, lndevsummed
+	ADD $104, RSP, R13
+	VEOR V16.B16, V16.B16, V16.B16
+	VEOR V17.B16, V17.B16, V17.B16
+	VEOR V18.B16, V18.B16, V18.B16
+	VEOR V19.B16, V19.B16, V19.B16
+	MOVD R13, R17
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	MOVD R10, R15
+	MOVD R13, R17
+	MOVD R12, R16
+copyvec10:
+	CMP $4, R16
+	BLT copyone11
+	VLD1.P 16(R15), [V20.B16]
+	VST1.P [V20.B16], 16(R17)
+	SUB $4, R16, R16
+	B copyvec10
+copyone11:
+	CBZ R16, copied12
+	MOVWU.P 4(R15), R26
+	MOVW.P R26, 4(R17)
+	SUB $1, R16, R16
+	B copyone11
+copied12:
+
+	// m in the lanes of the row's elements, +0 in the padding: the block subtracts these.
+	ADD $360, RSP, R11
+	VEOR V16.B16, V16.B16, V16.B16
+	VEOR V17.B16, V17.B16, V17.B16
+	VEOR V18.B16, V18.B16, V18.B16
+	VEOR V19.B16, V19.B16, V19.B16
+	MOVD R11, R17
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	MOVD R11, R17
+	MOVD R12, R16
+fillvec13:
+	CMP $4, R16
+	BLT fillone14
+	VST1.P [V31.S4], 16(R17)
+	SUB $4, R16, R16
+	B fillvec13
+fillone14:
+	CBZ R16, filled15
+	FMOVS F31, (R17)
+	ADD $4, R17, R17
+	SUB $1, R16, R16
+	B fillone14
+filled15:
+	ADD $104, RSP, R10
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	VLD1.P 64(R11), [V20.S4, V21.S4, V22.S4, V23.S4]
+	WORD $0x4eb4d610 // fsub v16.4s, v16.4s, v20.4s
+	WORD $0x4eb5d631 // fsub v17.4s, v17.4s, v21.4s
+	WORD $0x4eb6d652 // fsub v18.4s, v18.4s, v22.4s
+	WORD $0x4eb7d673 // fsub v19.4s, v19.4s, v23.4s
+	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
+	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
+	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
+	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
+	WORD $0x4e30d400 // fadd v0.4s, v0.4s, v16.4s
+	WORD $0x4e31d421 // fadd v1.4s, v1.4s, v17.4s
+	WORD $0x4e32d442 // fadd v2.4s, v2.4s, v18.4s
+	WORD $0x4e33d463 // fadd v3.4s, v3.4s, v19.4s
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	VLD1.P 64(R11), [V20.S4, V21.S4, V22.S4, V23.S4]
+	WORD $0x4eb4d610 // fsub v16.4s, v16.4s, v20.4s
+	WORD $0x4eb5d631 // fsub v17.4s, v17.4s, v21.4s
+	WORD $0x4eb6d652 // fsub v18.4s, v18.4s, v22.4s
+	WORD $0x4eb7d673 // fsub v19.4s, v19.4s, v23.4s
+	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
+	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
+	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
+	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
+	WORD $0x4e30d484 // fadd v4.4s, v4.4s, v16.4s
+	WORD $0x4e31d4a5 // fadd v5.4s, v5.4s, v17.4s
+	WORD $0x4e32d4c6 // fadd v6.4s, v6.4s, v18.4s
+	WORD $0x4e33d4e7 // fadd v7.4s, v7.4s, v19.4s
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	VLD1.P 64(R11), [V20.S4, V21.S4, V22.S4, V23.S4]
+	WORD $0x4eb4d610 // fsub v16.4s, v16.4s, v20.4s
+	WORD $0x4eb5d631 // fsub v17.4s, v17.4s, v21.4s
+	WORD $0x4eb6d652 // fsub v18.4s, v18.4s, v22.4s
+	WORD $0x4eb7d673 // fsub v19.4s, v19.4s, v23.4s
+	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
+	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
+	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
+	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
+	WORD $0x4e30d508 // fadd v8.4s, v8.4s, v16.4s
+	WORD $0x4e31d529 // fadd v9.4s, v9.4s, v17.4s
+	WORD $0x4e32d54a // fadd v10.4s, v10.4s, v18.4s
+	WORD $0x4e33d56b // fadd v11.4s, v11.4s, v19.4s
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	VLD1.P 64(R11), [V20.S4, V21.S4, V22.S4, V23.S4]
+	WORD $0x4eb4d610 // fsub v16.4s, v16.4s, v20.4s
+	WORD $0x4eb5d631 // fsub v17.4s, v17.4s, v21.4s
+	WORD $0x4eb6d652 // fsub v18.4s, v18.4s, v22.4s
+	WORD $0x4eb7d673 // fsub v19.4s, v19.4s, v23.4s
+	WORD $0x6e30de10 // fmul v16.4s, v16.4s, v16.4s
+	WORD $0x6e31de31 // fmul v17.4s, v17.4s, v17.4s
+	WORD $0x6e32de52 // fmul v18.4s, v18.4s, v18.4s
+	WORD $0x6e33de73 // fmul v19.4s, v19.4s, v19.4s
+	WORD $0x4e30d58c // fadd v12.4s, v12.4s, v16.4s
+	WORD $0x4e31d5ad // fadd v13.4s, v13.4s, v17.4s
+	WORD $0x4e32d5ce // fadd v14.4s, v14.4s, v18.4s
+	WORD $0x4e33d5ef // fadd v15.4s, v15.4s, v19.4s
+	SUB $64, R12, R12
+lndevsummed:
+
+	// Halving tree: h = 32, 16, 8, 4 on vectors, leaving four partials in V0.
+	WORD $0x4e28d400 // fadd v0.4s, v0.4s, v8.4s
+	WORD $0x4e29d421 // fadd v1.4s, v1.4s, v9.4s
+	WORD $0x4e2ad442 // fadd v2.4s, v2.4s, v10.4s
+	WORD $0x4e2bd463 // fadd v3.4s, v3.4s, v11.4s
+	WORD $0x4e2cd484 // fadd v4.4s, v4.4s, v12.4s
+	WORD $0x4e2dd4a5 // fadd v5.4s, v5.4s, v13.4s
+	WORD $0x4e2ed4c6 // fadd v6.4s, v6.4s, v14.4s
+	WORD $0x4e2fd4e7 // fadd v7.4s, v7.4s, v15.4s
+	WORD $0x4e24d400 // fadd v0.4s, v0.4s, v4.4s
+	WORD $0x4e25d421 // fadd v1.4s, v1.4s, v5.4s
+	WORD $0x4e26d442 // fadd v2.4s, v2.4s, v6.4s
+	WORD $0x4e27d463 // fadd v3.4s, v3.4s, v7.4s
+	WORD $0x4e22d400 // fadd v0.4s, v0.4s, v2.4s
+	WORD $0x4e23d421 // fadd v1.4s, v1.4s, v3.4s
+	WORD $0x4e21d400 // fadd v0.4s, v0.4s, v1.4s
+	VEXT $8, V0.B16, V0.B16, V16.B16
+	WORD $0x4e30d400 // fadd v0.4s, v0.4s, v16.4s
+	WORD $0x7e30d800 // faddp s0, v0.2s
+
+	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
+	TST $256, R8
+	BEQ lntdivide
+	FMOVS 12(RSP), F17
+	FMULS F17, F0, F1
+	B lntdivided
+lntdivide:
+	FMOVS 8(RSP), F17
+	FDIVS F17, F0, F1
+lntdivided:
+	MOVD j+0(FP), R16
+	FMOVS job_eps(R16), F17
+	FADDS F17, F1, F1
+	MOVW $0x0d800000, R16
+	FMOVS R16, F16
+	FCMPS F16, F1
+	BLT ret
+	MOVW $0x7f7fffff, R16
+	FMOVS R16, F16
+	FCMPS F16, F1
+	BGT ret
+
+	// inv = 1/sqrt(t), or Inv[r] when the job has it.
+	CBZ R4, lnsqrt
+	FMOVS (R4)(R9<<2), F29
+	B lnhaveinv
+lnsqrt:
+	FSQRTS F1, F1
+	FMOVS $1.0, F16
+	FDIVS F1, F16, F29
+lnhaveinv:
+	VDUP V29.S[0], V29.S4
+
+	// Mean[r] in place of m when the job has it.
+	MOVD j+0(FP), R16
+	MOVD job_mean(R16), R17
+	CBZ R17, lnhavemean
+	FMOVS (R17)(R9<<2), F31
+	VDUP V31.S[0], V31.S4
+lnhavemean:
+
+	// Pass 2: the sum of g = dy*w': element i goes to partial i%64.
+	VEOR V0.B16, V0.B16, V0.B16
+	VEOR V1.B16, V1.B16, V1.B16
+	VEOR V2.B16, V2.B16, V2.B16
+	VEOR V3.B16, V3.B16, V3.B16
+	VEOR V4.B16, V4.B16, V4.B16
+	VEOR V5.B16, V5.B16, V5.B16
+	VEOR V6.B16, V6.B16, V6.B16
+	VEOR V7.B16, V7.B16, V7.B16
+	VEOR V8.B16, V8.B16, V8.B16
+	VEOR V9.B16, V9.B16, V9.B16
+	VEOR V10.B16, V10.B16, V10.B16
+	VEOR V11.B16, V11.B16, V11.B16
+	VEOR V12.B16, V12.B16, V12.B16
+	VEOR V13.B16, V13.B16, V13.B16
+	VEOR V14.B16, V14.B16, V14.B16
+	VEOR V15.B16, V15.B16, V15.B16
+	MOVD R1, R10
+	MOVD R3, R11
+	MOVD R5, R12
+lngsum64:
+lngsumloop:
+	CMP $64, R12
+	BLT lngsumtail
+	VLD1.P 64(R11), [V20.S4, V21.S4, V22.S4, V23.S4]
+	WORD $0x4e34d400 // fadd v0.4s, v0.4s, v20.4s
+	WORD $0x4e35d421 // fadd v1.4s, v1.4s, v21.4s
+	WORD $0x4e36d442 // fadd v2.4s, v2.4s, v22.4s
+	WORD $0x4e37d463 // fadd v3.4s, v3.4s, v23.4s
+	VLD1.P 64(R11), [V20.S4, V21.S4, V22.S4, V23.S4]
+	WORD $0x4e34d484 // fadd v4.4s, v4.4s, v20.4s
+	WORD $0x4e35d4a5 // fadd v5.4s, v5.4s, v21.4s
+	WORD $0x4e36d4c6 // fadd v6.4s, v6.4s, v22.4s
+	WORD $0x4e37d4e7 // fadd v7.4s, v7.4s, v23.4s
+	VLD1.P 64(R11), [V20.S4, V21.S4, V22.S4, V23.S4]
+	WORD $0x4e34d508 // fadd v8.4s, v8.4s, v20.4s
+	WORD $0x4e35d529 // fadd v9.4s, v9.4s, v21.4s
+	WORD $0x4e36d54a // fadd v10.4s, v10.4s, v22.4s
+	WORD $0x4e37d56b // fadd v11.4s, v11.4s, v23.4s
+	VLD1.P 64(R11), [V20.S4, V21.S4, V22.S4, V23.S4]
+	WORD $0x4e34d58c // fadd v12.4s, v12.4s, v20.4s
+	WORD $0x4e35d5ad // fadd v13.4s, v13.4s, v21.4s
+	WORD $0x4e36d5ce // fadd v14.4s, v14.4s, v22.4s
+	WORD $0x4e37d5ef // fadd v15.4s, v15.4s, v23.4s
+	SUB $64, R12, R12
+	B lngsumloop
+lngsumtail:
+
+	// Fewer than 64 elements: dy, w (and x, m, inv) copied to zero-padded blocks, summed as a whole block.
+	CBZ R12, lngsumdone
+	ADD $272, RSP, R14
+	VEOR V16.B16, V16.B16, V16.B16
+	VEOR V17.B16, V17.B16, V17.B16
+	VEOR V18.B16, V18.B16, V18.B16
+	VEOR V19.B16, V19.B16, V19.B16
+	MOVD R14, R17
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	MOVD R11, R15
+	MOVD R14, R17
+	MOVD R12, R16
+copyvec16:
+	CMP $4, R16
+	BLT copyone17
+	VLD1.P 16(R15), [V20.B16]
+	VST1.P [V20.B16], 16(R17)
+	SUB $4, R16, R16
+	B copyvec16
+copyone17:
+	CBZ R16, copied18
+	MOVWU.P 4(R15), R26
+	MOVW.P R26, 4(R17)
+	SUB $1, R16, R16
+	B copyone17
+copied18:
+	MOVD R14, R11
+	VLD1.P 64(R11), [V20.S4, V21.S4, V22.S4, V23.S4]
+	WORD $0x4e34d400 // fadd v0.4s, v0.4s, v20.4s
+	WORD $0x4e35d421 // fadd v1.4s, v1.4s, v21.4s
+	WORD $0x4e36d442 // fadd v2.4s, v2.4s, v22.4s
+	WORD $0x4e37d463 // fadd v3.4s, v3.4s, v23.4s
+	VLD1.P 64(R11), [V20.S4, V21.S4, V22.S4, V23.S4]
+	WORD $0x4e34d484 // fadd v4.4s, v4.4s, v20.4s
+	WORD $0x4e35d4a5 // fadd v5.4s, v5.4s, v21.4s
+	WORD $0x4e36d4c6 // fadd v6.4s, v6.4s, v22.4s
+	WORD $0x4e37d4e7 // fadd v7.4s, v7.4s, v23.4s
+	VLD1.P 64(R11), [V20.S4, V21.S4, V22.S4, V23.S4]
+	WORD $0x4e34d508 // fadd v8.4s, v8.4s, v20.4s
+	WORD $0x4e35d529 // fadd v9.4s, v9.4s, v21.4s
+	WORD $0x4e36d54a // fadd v10.4s, v10.4s, v22.4s
+	WORD $0x4e37d56b // fadd v11.4s, v11.4s, v23.4s
+	VLD1.P 64(R11), [V20.S4, V21.S4, V22.S4, V23.S4]
+	WORD $0x4e34d58c // fadd v12.4s, v12.4s, v20.4s
+	WORD $0x4e35d5ad // fadd v13.4s, v13.4s, v21.4s
+	WORD $0x4e36d5ce // fadd v14.4s, v14.4s, v22.4s
+	WORD $0x4e37d5ef // fadd v15.4s, v15.4s, v23.4s
+	SUB $64, R12, R12
+lngsumdone:
+
+	// Halving tree: h = 32, 16, 8, 4 on vectors, leaving four partials in V0.
+	WORD $0x4e28d400 // fadd v0.4s, v0.4s, v8.4s
+	WORD $0x4e29d421 // fadd v1.4s, v1.4s, v9.4s
+	WORD $0x4e2ad442 // fadd v2.4s, v2.4s, v10.4s
+	WORD $0x4e2bd463 // fadd v3.4s, v3.4s, v11.4s
+	WORD $0x4e2cd484 // fadd v4.4s, v4.4s, v12.4s
+	WORD $0x4e2dd4a5 // fadd v5.4s, v5.4s, v13.4s
+	WORD $0x4e2ed4c6 // fadd v6.4s, v6.4s, v14.4s
+	WORD $0x4e2fd4e7 // fadd v7.4s, v7.4s, v15.4s
+	WORD $0x4e24d400 // fadd v0.4s, v0.4s, v4.4s
+	WORD $0x4e25d421 // fadd v1.4s, v1.4s, v5.4s
+	WORD $0x4e26d442 // fadd v2.4s, v2.4s, v6.4s
+	WORD $0x4e27d463 // fadd v3.4s, v3.4s, v7.4s
+	WORD $0x4e22d400 // fadd v0.4s, v0.4s, v2.4s
+	WORD $0x4e23d421 // fadd v1.4s, v1.4s, v3.4s
+	WORD $0x4e21d400 // fadd v0.4s, v0.4s, v1.4s
+	VEXT $8, V0.B16, V0.B16, V16.B16
+	WORD $0x4e30d400 // fadd v0.4s, v0.4s, v16.4s
+	WORD $0x7e30d800 // faddp s0, v0.2s
+
+	// a = sum(g)/d, kept on the stack while pass 3 fills V0-V15.
+	TST $256, R8
+	BEQ lnadivide
+	FMOVS 12(RSP), F17
+	FMULS F17, F0, F1
+	B lnadivided
+lnadivide:
+	FMOVS 8(RSP), F17
+	FDIVS F17, F0, F1
+lnadivided:
+	FMOVS F1, 1296(RSP)
+
+	// Pass 3: the sum of g*n, n = (x-m)*inv: the product of element i goes to partial i%64.
+	VEOR V0.B16, V0.B16, V0.B16
+	VEOR V1.B16, V1.B16, V1.B16
+	VEOR V2.B16, V2.B16, V2.B16
+	VEOR V3.B16, V3.B16, V3.B16
+	VEOR V4.B16, V4.B16, V4.B16
+	VEOR V5.B16, V5.B16, V5.B16
+	VEOR V6.B16, V6.B16, V6.B16
+	VEOR V7.B16, V7.B16, V7.B16
+	VEOR V8.B16, V8.B16, V8.B16
+	VEOR V9.B16, V9.B16, V9.B16
+	VEOR V10.B16, V10.B16, V10.B16
+	VEOR V11.B16, V11.B16, V11.B16
+	VEOR V12.B16, V12.B16, V12.B16
+	VEOR V13.B16, V13.B16, V13.B16
+	VEOR V14.B16, V14.B16, V14.B16
+	VEOR V15.B16, V15.B16, V15.B16
+	MOVD R1, R10
+	MOVD R3, R11
+	MOVD R5, R12
+lngnsum64:
+lngnsumloop:
+	CMP $64, R12
+	BLT lngnsumtail
+	VLD1.P 64(R11), [V20.S4, V21.S4, V22.S4, V23.S4]
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	WORD $0x4ebfd610 // fsub v16.4s, v16.4s, v31.4s
+	WORD $0x4ebfd631 // fsub v17.4s, v17.4s, v31.4s
+	WORD $0x4ebfd652 // fsub v18.4s, v18.4s, v31.4s
+	WORD $0x4ebfd673 // fsub v19.4s, v19.4s, v31.4s
+	WORD $0x6e3dde10 // fmul v16.4s, v16.4s, v29.4s
+	WORD $0x6e30de90 // fmul v16.4s, v20.4s, v16.4s
+	WORD $0x6e3dde31 // fmul v17.4s, v17.4s, v29.4s
+	WORD $0x6e31deb1 // fmul v17.4s, v21.4s, v17.4s
+	WORD $0x6e3dde52 // fmul v18.4s, v18.4s, v29.4s
+	WORD $0x6e32ded2 // fmul v18.4s, v22.4s, v18.4s
+	WORD $0x6e3dde73 // fmul v19.4s, v19.4s, v29.4s
+	WORD $0x6e33def3 // fmul v19.4s, v23.4s, v19.4s
+	WORD $0x4e30d400 // fadd v0.4s, v0.4s, v16.4s
+	WORD $0x4e31d421 // fadd v1.4s, v1.4s, v17.4s
+	WORD $0x4e32d442 // fadd v2.4s, v2.4s, v18.4s
+	WORD $0x4e33d463 // fadd v3.4s, v3.4s, v19.4s
+	VLD1.P 64(R11), [V20.S4, V21.S4, V22.S4, V23.S4]
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	WORD $0x4ebfd610 // fsub v16.4s, v16.4s, v31.4s
+	WORD $0x4ebfd631 // fsub v17.4s, v17.4s, v31.4s
+	WORD $0x4ebfd652 // fsub v18.4s, v18.4s, v31.4s
+	WORD $0x4ebfd673 // fsub v19.4s, v19.4s, v31.4s
+	WORD $0x6e3dde10 // fmul v16.4s, v16.4s, v29.4s
+	WORD $0x6e30de90 // fmul v16.4s, v20.4s, v16.4s
+	WORD $0x6e3dde31 // fmul v17.4s, v17.4s, v29.4s
+	WORD $0x6e31deb1 // fmul v17.4s, v21.4s, v17.4s
+	WORD $0x6e3dde52 // fmul v18.4s, v18.4s, v29.4s
+	WORD $0x6e32ded2 // fmul v18.4s, v22.4s, v18.4s
+	WORD $0x6e3dde73 // fmul v19.4s, v19.4s, v29.4s
+	WORD $0x6e33def3 // fmul v19.4s, v23.4s, v19.4s
+	WORD $0x4e30d484 // fadd v4.4s, v4.4s, v16.4s
+	WORD $0x4e31d4a5 // fadd v5.4s, v5.4s, v17.4s
+	WORD $0x4e32d4c6 // fadd v6.4s, v6.4s, v18.4s
+	WORD $0x4e33d4e7 // fadd v7.4s, v7.4s, v19.4s
+	VLD1.P 64(R11), [V20.S4, V21.S4, V22.S4, V23.S4]
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	WORD $0x4ebfd610 // fsub v16.4s, v16.4s, v31.4s
+	WORD $0x4ebfd631 // fsub v17.4s, v17.4s, v31.4s
+	WORD $0x4ebfd652 // fsub v18.4s, v18.4s, v31.4s
+	WORD $0x4ebfd673 // fsub v19.4s, v19.4s, v31.4s
+	WORD $0x6e3dde10 // fmul v16.4s, v16.4s, v29.4s
+	WORD $0x6e30de90 // fmul v16.4s, v20.4s, v16.4s
+	WORD $0x6e3dde31 // fmul v17.4s, v17.4s, v29.4s
+	WORD $0x6e31deb1 // fmul v17.4s, v21.4s, v17.4s
+	WORD $0x6e3dde52 // fmul v18.4s, v18.4s, v29.4s
+	WORD $0x6e32ded2 // fmul v18.4s, v22.4s, v18.4s
+	WORD $0x6e3dde73 // fmul v19.4s, v19.4s, v29.4s
+	WORD $0x6e33def3 // fmul v19.4s, v23.4s, v19.4s
+	WORD $0x4e30d508 // fadd v8.4s, v8.4s, v16.4s
+	WORD $0x4e31d529 // fadd v9.4s, v9.4s, v17.4s
+	WORD $0x4e32d54a // fadd v10.4s, v10.4s, v18.4s
+	WORD $0x4e33d56b // fadd v11.4s, v11.4s, v19.4s
+	VLD1.P 64(R11), [V20.S4, V21.S4, V22.S4, V23.S4]
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	WORD $0x4ebfd610 // fsub v16.4s, v16.4s, v31.4s
+	WORD $0x4ebfd631 // fsub v17.4s, v17.4s, v31.4s
+	WORD $0x4ebfd652 // fsub v18.4s, v18.4s, v31.4s
+	WORD $0x4ebfd673 // fsub v19.4s, v19.4s, v31.4s
+	WORD $0x6e3dde10 // fmul v16.4s, v16.4s, v29.4s
+	WORD $0x6e30de90 // fmul v16.4s, v20.4s, v16.4s
+	WORD $0x6e3dde31 // fmul v17.4s, v17.4s, v29.4s
+	WORD $0x6e31deb1 // fmul v17.4s, v21.4s, v17.4s
+	WORD $0x6e3dde52 // fmul v18.4s, v18.4s, v29.4s
+	WORD $0x6e32ded2 // fmul v18.4s, v22.4s, v18.4s
+	WORD $0x6e3dde73 // fmul v19.4s, v19.4s, v29.4s
+	WORD $0x6e33def3 // fmul v19.4s, v23.4s, v19.4s
+	WORD $0x4e30d58c // fadd v12.4s, v12.4s, v16.4s
+	WORD $0x4e31d5ad // fadd v13.4s, v13.4s, v17.4s
+	WORD $0x4e32d5ce // fadd v14.4s, v14.4s, v18.4s
+	WORD $0x4e33d5ef // fadd v15.4s, v15.4s, v19.4s
+	SUB $64, R12, R12
+	B lngnsumloop
+lngnsumtail:
+
+	// Fewer than 64 elements: dy, w (and x, m, inv) copied to zero-padded blocks, summed as a whole block.
+	CBZ R12, lngnsumdone
+	ADD $272, RSP, R14
+	VEOR V16.B16, V16.B16, V16.B16
+	VEOR V17.B16, V17.B16, V17.B16
+	VEOR V18.B16, V18.B16, V18.B16
+	VEOR V19.B16, V19.B16, V19.B16
+	MOVD R14, R17
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	MOVD R11, R15
+	MOVD R14, R17
+	MOVD R12, R16
+copyvec19:
+	CMP $4, R16
+	BLT copyone20
+	VLD1.P 16(R15), [V20.B16]
+	VST1.P [V20.B16], 16(R17)
+	SUB $4, R16, R16
+	B copyvec19
+copyone20:
+	CBZ R16, copied21
+	MOVWU.P 4(R15), R26
+	MOVW.P R26, 4(R17)
+	SUB $1, R16, R16
+	B copyone20
+copied21:
+	MOVD R14, R11
+	ADD $16, RSP, R14
+	VEOR V16.B16, V16.B16, V16.B16
+	VEOR V17.B16, V17.B16, V17.B16
+	VEOR V18.B16, V18.B16, V18.B16
+	VEOR V19.B16, V19.B16, V19.B16
+	MOVD R14, R17
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	MOVD R10, R15
+	MOVD R14, R17
+	MOVD R12, R16
+copyvec22:
+	CMP $4, R16
+	BLT copyone23
+	VLD1.P 16(R15), [V20.B16]
+	VST1.P [V20.B16], 16(R17)
+	SUB $4, R16, R16
+	B copyvec22
+copyone23:
+	CBZ R16, copied24
+	MOVWU.P 4(R15), R26
+	MOVW.P R26, 4(R17)
+	SUB $1, R16, R16
+	B copyone23
+copied24:
+	MOVD R14, R10
+	ADD $784, RSP, R14
+	VEOR V16.B16, V16.B16, V16.B16
+	VEOR V17.B16, V17.B16, V17.B16
+	VEOR V18.B16, V18.B16, V18.B16
+	VEOR V19.B16, V19.B16, V19.B16
+	MOVD R14, R17
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	MOVD R14, R17
+	MOVD R12, R16
+fillvec25:
+	CMP $4, R16
+	BLT fillone26
+	VST1.P [V31.S4], 16(R17)
+	SUB $4, R16, R16
+	B fillvec25
+fillone26:
+	CBZ R16, filled27
+	FMOVS F31, (R17)
+	ADD $4, R17, R17
+	SUB $1, R16, R16
+	B fillone26
+filled27:
+	ADD $1040, RSP, R14
+	VEOR V16.B16, V16.B16, V16.B16
+	VEOR V17.B16, V17.B16, V17.B16
+	VEOR V18.B16, V18.B16, V18.B16
+	VEOR V19.B16, V19.B16, V19.B16
+	MOVD R14, R17
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R17)
+	MOVD R14, R17
+	MOVD R12, R16
+fillvec28:
+	CMP $4, R16
+	BLT fillone29
+	VST1.P [V29.S4], 16(R17)
+	SUB $4, R16, R16
+	B fillvec28
+fillone29:
+	CBZ R16, filled30
+	FMOVS F29, (R17)
+	ADD $4, R17, R17
+	SUB $1, R16, R16
+	B fillone29
+filled30:
+	ADD $784, RSP, R14
+	ADD $1040, RSP, R15
+	VLD1.P 64(R11), [V20.S4, V21.S4, V22.S4, V23.S4]
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	VLD1.P 64(R14), [V24.S4, V25.S4, V26.S4, V27.S4]
+	WORD $0x4eb8d610 // fsub v16.4s, v16.4s, v24.4s
+	WORD $0x4eb9d631 // fsub v17.4s, v17.4s, v25.4s
+	WORD $0x4ebad652 // fsub v18.4s, v18.4s, v26.4s
+	WORD $0x4ebbd673 // fsub v19.4s, v19.4s, v27.4s
+	VLD1.P 64(R15), [V24.S4, V25.S4, V26.S4, V27.S4]
+	WORD $0x6e38de10 // fmul v16.4s, v16.4s, v24.4s
+	WORD $0x6e30de90 // fmul v16.4s, v20.4s, v16.4s
+	WORD $0x6e39de31 // fmul v17.4s, v17.4s, v25.4s
+	WORD $0x6e31deb1 // fmul v17.4s, v21.4s, v17.4s
+	WORD $0x6e3ade52 // fmul v18.4s, v18.4s, v26.4s
+	WORD $0x6e32ded2 // fmul v18.4s, v22.4s, v18.4s
+	WORD $0x6e3bde73 // fmul v19.4s, v19.4s, v27.4s
+	WORD $0x6e33def3 // fmul v19.4s, v23.4s, v19.4s
+	WORD $0x4e30d400 // fadd v0.4s, v0.4s, v16.4s
+	WORD $0x4e31d421 // fadd v1.4s, v1.4s, v17.4s
+	WORD $0x4e32d442 // fadd v2.4s, v2.4s, v18.4s
+	WORD $0x4e33d463 // fadd v3.4s, v3.4s, v19.4s
+	VLD1.P 64(R11), [V20.S4, V21.S4, V22.S4, V23.S4]
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	VLD1.P 64(R14), [V24.S4, V25.S4, V26.S4, V27.S4]
+	WORD $0x4eb8d610 // fsub v16.4s, v16.4s, v24.4s
+	WORD $0x4eb9d631 // fsub v17.4s, v17.4s, v25.4s
+	WORD $0x4ebad652 // fsub v18.4s, v18.4s, v26.4s
+	WORD $0x4ebbd673 // fsub v19.4s, v19.4s, v27.4s
+	VLD1.P 64(R15), [V24.S4, V25.S4, V26.S4, V27.S4]
+	WORD $0x6e38de10 // fmul v16.4s, v16.4s, v24.4s
+	WORD $0x6e30de90 // fmul v16.4s, v20.4s, v16.4s
+	WORD $0x6e39de31 // fmul v17.4s, v17.4s, v25.4s
+	WORD $0x6e31deb1 // fmul v17.4s, v21.4s, v17.4s
+	WORD $0x6e3ade52 // fmul v18.4s, v18.4s, v26.4s
+	WORD $0x6e32ded2 // fmul v18.4s, v22.4s, v18.4s
+	WORD $0x6e3bde73 // fmul v19.4s, v19.4s, v27.4s
+	WORD $0x6e33def3 // fmul v19.4s, v23.4s, v19.4s
+	WORD $0x4e30d484 // fadd v4.4s, v4.4s, v16.4s
+	WORD $0x4e31d4a5 // fadd v5.4s, v5.4s, v17.4s
+	WORD $0x4e32d4c6 // fadd v6.4s, v6.4s, v18.4s
+	WORD $0x4e33d4e7 // fadd v7.4s, v7.4s, v19.4s
+	VLD1.P 64(R11), [V20.S4, V21.S4, V22.S4, V23.S4]
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	VLD1.P 64(R14), [V24.S4, V25.S4, V26.S4, V27.S4]
+	WORD $0x4eb8d610 // fsub v16.4s, v16.4s, v24.4s
+	WORD $0x4eb9d631 // fsub v17.4s, v17.4s, v25.4s
+	WORD $0x4ebad652 // fsub v18.4s, v18.4s, v26.4s
+	WORD $0x4ebbd673 // fsub v19.4s, v19.4s, v27.4s
+	VLD1.P 64(R15), [V24.S4, V25.S4, V26.S4, V27.S4]
+	WORD $0x6e38de10 // fmul v16.4s, v16.4s, v24.4s
+	WORD $0x6e30de90 // fmul v16.4s, v20.4s, v16.4s
+	WORD $0x6e39de31 // fmul v17.4s, v17.4s, v25.4s
+	WORD $0x6e31deb1 // fmul v17.4s, v21.4s, v17.4s
+	WORD $0x6e3ade52 // fmul v18.4s, v18.4s, v26.4s
+	WORD $0x6e32ded2 // fmul v18.4s, v22.4s, v18.4s
+	WORD $0x6e3bde73 // fmul v19.4s, v19.4s, v27.4s
+	WORD $0x6e33def3 // fmul v19.4s, v23.4s, v19.4s
+	WORD $0x4e30d508 // fadd v8.4s, v8.4s, v16.4s
+	WORD $0x4e31d529 // fadd v9.4s, v9.4s, v17.4s
+	WORD $0x4e32d54a // fadd v10.4s, v10.4s, v18.4s
+	WORD $0x4e33d56b // fadd v11.4s, v11.4s, v19.4s
+	VLD1.P 64(R11), [V20.S4, V21.S4, V22.S4, V23.S4]
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	VLD1.P 64(R14), [V24.S4, V25.S4, V26.S4, V27.S4]
+	WORD $0x4eb8d610 // fsub v16.4s, v16.4s, v24.4s
+	WORD $0x4eb9d631 // fsub v17.4s, v17.4s, v25.4s
+	WORD $0x4ebad652 // fsub v18.4s, v18.4s, v26.4s
+	WORD $0x4ebbd673 // fsub v19.4s, v19.4s, v27.4s
+	VLD1.P 64(R15), [V24.S4, V25.S4, V26.S4, V27.S4]
+	WORD $0x6e38de10 // fmul v16.4s, v16.4s, v24.4s
+	WORD $0x6e30de90 // fmul v16.4s, v20.4s, v16.4s
+	WORD $0x6e39de31 // fmul v17.4s, v17.4s, v25.4s
+	WORD $0x6e31deb1 // fmul v17.4s, v21.4s, v17.4s
+	WORD $0x6e3ade52 // fmul v18.4s, v18.4s, v26.4s
+	WORD $0x6e32ded2 // fmul v18.4s, v22.4s, v18.4s
+	WORD $0x6e3bde73 // fmul v19.4s, v19.4s, v27.4s
+	WORD $0x6e33def3 // fmul v19.4s, v23.4s, v19.4s
+	WORD $0x4e30d58c // fadd v12.4s, v12.4s, v16.4s
+	WORD $0x4e31d5ad // fadd v13.4s, v13.4s, v17.4s
+	WORD $0x4e32d5ce // fadd v14.4s, v14.4s, v18.4s
+	WORD $0x4e33d5ef // fadd v15.4s, v15.4s, v19.4s
+	SUB $64, R12, R12
+lngnsumdone:
+
+	// Halving tree: h = 32, 16, 8, 4 on vectors, leaving four partials in V0.
+	WORD $0x4e28d400 // fadd v0.4s, v0.4s, v8.4s
+	WORD $0x4e29d421 // fadd v1.4s, v1.4s, v9.4s
+	WORD $0x4e2ad442 // fadd v2.4s, v2.4s, v10.4s
+	WORD $0x4e2bd463 // fadd v3.4s, v3.4s, v11.4s
+	WORD $0x4e2cd484 // fadd v4.4s, v4.4s, v12.4s
+	WORD $0x4e2dd4a5 // fadd v5.4s, v5.4s, v13.4s
+	WORD $0x4e2ed4c6 // fadd v6.4s, v6.4s, v14.4s
+	WORD $0x4e2fd4e7 // fadd v7.4s, v7.4s, v15.4s
+	WORD $0x4e24d400 // fadd v0.4s, v0.4s, v4.4s
+	WORD $0x4e25d421 // fadd v1.4s, v1.4s, v5.4s
+	WORD $0x4e26d442 // fadd v2.4s, v2.4s, v6.4s
+	WORD $0x4e27d463 // fadd v3.4s, v3.4s, v7.4s
+	WORD $0x4e22d400 // fadd v0.4s, v0.4s, v2.4s
+	WORD $0x4e23d421 // fadd v1.4s, v1.4s, v3.4s
+	WORD $0x4e21d400 // fadd v0.4s, v0.4s, v1.4s
+	VEXT $8, V0.B16, V0.B16, V16.B16
+	WORD $0x4e30d400 // fadd v0.4s, v0.4s, v16.4s
+	WORD $0x7e30d800 // faddp s0, v0.2s
+
+	// b = sum(g*n)/d in all lanes of V30.
+	TST $256, R8
+	BEQ lnbdivide
+	FMOVS 12(RSP), F17
+	FMULS F17, F0, F1
+	B lnbdivided
+lnbdivide:
+	FMOVS 8(RSP), F17
+	FDIVS F17, F0, F1
+lnbdivided:
+	VDUP V1.S[0], V30.S4
+
+	// The bias gradient: dy into DB's block, before dx is written (dx may be dy).
+	MOVD j+0(FP), R16
+	MOVD job_db(R16), R25
+	MOVD job_accB(R16), R26
+	CBZ R25, lndbnone
+
+	// The row's place in its block of 32: first (r%32 == 0), last (r%32 == 31 or the last row).
+	MOVD ZR, R16
+	AND $31, R9, R23
+	TST $4, R8
+	BNE lndbfuse
+
+	// Without flagFuse, P is the block's own slot: acc + (r/32)*d floats.
+	LSR $5, R9, R24
+	MUL R5, R24, R24
+	ADD R24<<2, R26, R15
+	CBZ R23, lndbset
+	B lndbadd
+lndbfuse:
+	MOVD R26, R15
+	ADD $1, R9, R24
+	CMP R22, R24
+	BEQ lndbfuselast
+	CMP $31, R23
+	BEQ lndbfuselast
+	CBZ R23, lndbset
+	B lndbadd
+lndbfuselast:
+	CBNZ R23, lndbfuseclose
+
+	// A block of one row: DB += dy, which is P += dy with DB as P.
+	MOVD R25, R15
+	B lndbadd
+lndbfuseclose:
+
+	// The block's last row: P += dy, then DB += P (R16 not zero).
+	MOVD R25, R16
+	B lndbadd
+lndbset:
+	MOVD R3, R11
+	MOVD R5, R12
+lndbs16:
+	CMP $16, R12
+	BLT lndbs4
+	VLD1.P 64(R11), [V20.S4, V21.S4, V22.S4, V23.S4]
+	VST1.P [V20.S4, V21.S4, V22.S4, V23.S4], 64(R15)
+	SUB $16, R12, R12
+	B lndbs16
+lndbs4:
+	CMP $4, R12
+	BLT lndbs1
+	VLD1.P 16(R11), [V20.S4]
+	VST1.P [V20.S4], 16(R15)
+	SUB $4, R12, R12
+	B lndbs4
+lndbs1:
+
+	// The last 1-3 elements one at a time, the same operations on scalars.
+	CBZ R12, lndbnone
+	FMOVS.P 4(R11), F20
+	FMOVS.P F20, 4(R15)
+	SUB $1, R12, R12
+	B lndbs1
+lndbadd:
+	MOVD R3, R11
+	MOVD R5, R12
+lndba16:
+	CMP $16, R12
+	BLT lndba4
+	VLD1.P 64(R11), [V20.S4, V21.S4, V22.S4, V23.S4]
+	VLD1 (R15), [V8.S4, V9.S4, V10.S4, V11.S4]
+	WORD $0x4e34d508 // fadd v8.4s, v8.4s, v20.4s
+	WORD $0x4e35d529 // fadd v9.4s, v9.4s, v21.4s
+	WORD $0x4e36d54a // fadd v10.4s, v10.4s, v22.4s
+	WORD $0x4e37d56b // fadd v11.4s, v11.4s, v23.4s
+	VST1.P [V8.S4, V9.S4, V10.S4, V11.S4], 64(R15)
+	SUB $16, R12, R12
+	B lndba16
+lndba4:
+	CMP $4, R12
+	BLT lndba1
+	VLD1.P 16(R11), [V20.S4]
+	VLD1 (R15), [V8.S4]
+	WORD $0x4e34d508 // fadd v8.4s, v8.4s, v20.4s
+	VST1.P [V8.S4], 16(R15)
+	SUB $4, R12, R12
+	B lndba4
+lndba1:
+
+	// The last 1-3 elements one at a time, the same operations on scalars.
+	CBZ R12, lndbaddend
+	FMOVS.P 4(R11), F20
+	FMOVS (R15), F8
+	FADDS F20, F8, F8
+	FMOVS.P F8, 4(R15)
+	SUB $1, R12, R12
+	B lndba1
+lndbaddend:
+	CBZ R16, lndbnone
+
+	// The block's last row: DB += P.
+	MOVD R26, R15
+	MOVD R5, R12
+lndbc16:
+	CMP $16, R12
+	BLT lndbc4
+	VLD1.P 64(R15), [V8.S4, V9.S4, V10.S4, V11.S4]
+	VLD1 (R16), [V12.S4, V13.S4, V14.S4, V15.S4]
+	WORD $0x4e28d58c // fadd v12.4s, v12.4s, v8.4s
+	WORD $0x4e29d5ad // fadd v13.4s, v13.4s, v9.4s
+	WORD $0x4e2ad5ce // fadd v14.4s, v14.4s, v10.4s
+	WORD $0x4e2bd5ef // fadd v15.4s, v15.4s, v11.4s
+	VST1.P [V12.S4, V13.S4, V14.S4, V15.S4], 64(R16)
+	SUB $16, R12, R12
+	B lndbc16
+lndbc4:
+	CMP $4, R12
+	BLT lndbc1
+	VLD1.P 16(R15), [V8.S4]
+	VLD1 (R16), [V12.S4]
+	WORD $0x4e28d58c // fadd v12.4s, v12.4s, v8.4s
+	VST1.P [V12.S4], 16(R16)
+	SUB $4, R12, R12
+	B lndbc4
+lndbc1:
+
+	// The last 1-3 elements one at a time, the same operations on scalars.
+	CBZ R12, lndbnone
+	FMOVS.P 4(R15), F8
+	FMOVS (R16), F12
+	FADDS F8, F12, F12
+	FMOVS.P F12, 4(R16)
+	SUB $1, R12, R12
+	B lndbc1
+lndbnone:
+	FMOVS 1296(RSP), F12
+	VDUP V12.S[0], V12.S4
+
+	// Pass 3: dx = inv*(g - x*s), and q = dy*(x*inv) into the weight gradient.
+	MOVD R1, R10
+	MOVD R3, R11
+	MOVD R0, R14
+	MOVD R5, R12
+lndxonly:
+lndxonly16:
+	CMP $16, R12
+	BLT lndxonly4
+	VLD1.P 64(R10), [V16.S4, V17.S4, V18.S4, V19.S4]
+	VLD1.P 64(R11), [V20.S4, V21.S4, V22.S4, V23.S4]
+	WORD $0x4ebfd610 // fsub v16.4s, v16.4s, v31.4s
+	WORD $0x4ebfd631 // fsub v17.4s, v17.4s, v31.4s
+	WORD $0x4ebfd652 // fsub v18.4s, v18.4s, v31.4s
+	WORD $0x4ebfd673 // fsub v19.4s, v19.4s, v31.4s
+	WORD $0x6e3dde10 // fmul v16.4s, v16.4s, v29.4s
+	WORD $0x6e3dde31 // fmul v17.4s, v17.4s, v29.4s
+	WORD $0x6e3dde52 // fmul v18.4s, v18.4s, v29.4s
+	WORD $0x6e3dde73 // fmul v19.4s, v19.4s, v29.4s
+	WORD $0x4eacd680 // fsub v0.4s, v20.4s, v12.4s
+	WORD $0x4eacd6a1 // fsub v1.4s, v21.4s, v12.4s
+	WORD $0x4eacd6c2 // fsub v2.4s, v22.4s, v12.4s
+	WORD $0x4eacd6e3 // fsub v3.4s, v23.4s, v12.4s
+	WORD $0x6e3ede04 // fmul v4.4s, v16.4s, v30.4s
+	WORD $0x6e3ede25 // fmul v5.4s, v17.4s, v30.4s
+	WORD $0x6e3ede46 // fmul v6.4s, v18.4s, v30.4s
+	WORD $0x6e3ede67 // fmul v7.4s, v19.4s, v30.4s
+	WORD $0x4ea4d400 // fsub v0.4s, v0.4s, v4.4s
+	WORD $0x4ea5d421 // fsub v1.4s, v1.4s, v5.4s
+	WORD $0x4ea6d442 // fsub v2.4s, v2.4s, v6.4s
+	WORD $0x4ea7d463 // fsub v3.4s, v3.4s, v7.4s
+	WORD $0x6e20dfa0 // fmul v0.4s, v29.4s, v0.4s
+	WORD $0x6e21dfa1 // fmul v1.4s, v29.4s, v1.4s
+	WORD $0x6e22dfa2 // fmul v2.4s, v29.4s, v2.4s
+	WORD $0x6e23dfa3 // fmul v3.4s, v29.4s, v3.4s
+	VST1.P [V0.S4, V1.S4, V2.S4, V3.S4], 64(R14)
+	SUB $16, R12, R12
+	B lndxonly16
+lndxonly4:
+	CMP $4, R12
+	BLT lndxonly1
+	VLD1.P 16(R10), [V16.S4]
+	VLD1.P 16(R11), [V20.S4]
+	WORD $0x4ebfd610 // fsub v16.4s, v16.4s, v31.4s
+	WORD $0x6e3dde10 // fmul v16.4s, v16.4s, v29.4s
+	WORD $0x4eacd680 // fsub v0.4s, v20.4s, v12.4s
+	WORD $0x6e3ede04 // fmul v4.4s, v16.4s, v30.4s
+	WORD $0x4ea4d400 // fsub v0.4s, v0.4s, v4.4s
+	WORD $0x6e20dfa0 // fmul v0.4s, v29.4s, v0.4s
+	VST1.P [V0.S4], 16(R14)
+	SUB $4, R12, R12
+	B lndxonly4
+lndxonly1:
+
+	// The last 1-3 elements one at a time, the same operations on scalars.
+	CBZ R12, next
+	FMOVS.P 4(R10), F16
+	FMOVS.P 4(R11), F20
+	FSUBS F31, F16, F16
+	FMULS F29, F16, F16
+	FSUBS F12, F20, F0
+	FMULS F30, F16, F4
+	FSUBS F4, F0, F0
+	FMULS F0, F29, F0
+	FMOVS.P F0, 4(R14)
+	SUB $1, R12, R12
+	B lndxonly1

@@ -8,8 +8,9 @@ import (
 )
 
 // The backward kernel functions, one with a weight (w + c in place of w serves both forms, c = 1
-// with flagOffset, else -0: spec.BackwardVariant.Body) and one without: the package doc's Backward
-// contract, bit for bit as runGenericBackward, one row at a time in three passes over it:
+// with flagOffset, else -0: spec.BackwardVariant.Body) and one without (and the same two for the
+// Layer variants, layer_backward.go): the package doc's Backward contract, bit for bit as
+// runGenericBackward, one row at a time in three passes over it:
 //
 //  1. the sum of squares, exactly as the forward (V0-V15 the 64 partials, the tail of a row
 //     through the zero-padded slot on the stack), t and its range test (rows outside it return
@@ -51,18 +52,28 @@ const (
 	firstConst = vreg(28)           // V28 and up hold constants: the same register in every lane of a body
 )
 
-func backward(name string, m spec.Mode) string {
-	e := &emitter{v: spec.Variant{Format: spec.F32, Mode: m}, eb: 4, ob: 4}
+func backward(name string, b spec.BackwardVariant) string {
+	e := &emitter{v: spec.Variant{Format: spec.F32, Mode: b.Mode, Layer: b.Layer}, eb: 4, ob: 4}
+	frame := bFrameLen
+	if b.Layer {
+		frame = lFrameLen
+	}
 	fmt.Fprintf(&e.b, "\n// func %s%s\n", name, spec.Signature)
-	fmt.Fprintf(&e.b, "TEXT ·%s(SB), $%d-%d\n", name, bFrameLen, spec.ArgFrameLen)
+	fmt.Fprintf(&e.b, "TEXT ·%s(SB), $%d-%d\n", name, frame, spec.ArgFrameLen)
 	e.bwdPrologue()
 	e.label("row")
 	e.op("CMP %s, %s", rTo, rDone)
 	e.op("BGE ret")
+	if b.Layer {
+		e.op("TBNZ $%d, %s, lncentered", bits.TrailingZeros(spec.FlagCenter), rFlags)
+	}
 	e.bwdSumSquares()
 	e.bwdInv()
 	e.bwdDot()
 	e.bwdS()
+	if b.Layer {
+		e.dbRow()
+	}
 	e.bwdGrad()
 	e.label("next")
 	e.op("ADD %s, %s, %s", rDXStride, rDst, rDst)
@@ -73,6 +84,11 @@ func backward(name string, m spec.Mode) string {
 	e.label("ret")
 	e.op("MOVD %s, ret+24(FP)", rDone)
 	e.op("RET")
+	if b.Layer {
+		e.bp = "ln"
+		e.centeredRow()
+		e.bp = ""
+	}
 	return e.b.String()
 }
 
@@ -92,7 +108,7 @@ func (e *emitter) bwdPrologue() {
 	e.op("MOVD %s(R16), %s", j.DstStride, rDXStride)
 	e.op("LSL $2, %s, %s", rDXStride, rDXStride)
 	e.op("MOVWU %s(R16), %s", j.Flags, rFlags)
-	if e.weighted() {
+	if e.weighted() || e.v.Layer { // Layer: rRows for the bias gradient's blocks too
 		e.op("MOVD %s(R16), %s", j.W, rW)
 		e.op("MOVD %s(R16), %s", j.DW, rDW)
 		e.op("MOVD %s(R16), %s", j.Acc, rAcc)
@@ -154,30 +170,24 @@ func (e *emitter) bwdSumSquares() {
 // 1/sqrt(t), or the job's Inv[r] when it has one.
 func (e *emitter) bwdInv() {
 	e.comment("t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.")
-	e.divD(0, 1, bOffFd, bOffRd, "t")
+	e.divD(0, 1, bOffFd, bOffRd, e.bl("t"))
 	e.tInRange()
 	e.comment("inv = 1/sqrt(t), or Inv[r] when the job has it.")
-	e.op("CBZ %s, sqrt", rInv)
+	e.op("CBZ %s, %s", rInv, e.bl("sqrt"))
 	e.op("FMOVS (%s)(%s<<2), F%d", rInv, rDone, vInv)
-	e.op("B haveinv")
-	e.label("sqrt")
+	e.op("B %s", e.bl("haveinv"))
+	e.label(e.bl("sqrt"))
 	e.op("FSQRTS F1, F1")
 	e.op("FMOVS $1.0, F16")
 	e.op("FDIVS F1, F16, F%d", vInv)
-	e.label("haveinv")
+	e.label(e.bl("haveinv"))
 	e.op("VDUP V%d.S[0], V%d.S4", vInv, vInv)
 }
 
 // bwdDot is pass 2: c, the sum of float32(g*x) in the 64 partials and the tree, into F0.
 func (e *emitter) bwdDot() {
 	e.comment("Pass 2, c = the sum of g*x: the product of element i goes to partial i%64.")
-	e.zeroPartials()
-	e.op("MOVD %s, R10", rX)
-	e.op("MOVD %s, R11", rDY)
-	if e.weighted() {
-		e.op("MOVD %s, R13", rW)
-	}
-	e.op("MOVD %s, R12", rD)
+	e.startSums()
 	e.label("dot64")
 	e.formLoops("dotloop", func(l string) {
 		e.label(l)
@@ -205,6 +215,18 @@ func (e *emitter) bwdDot() {
 	e.label("dotdone")
 	e.tree4()
 	e.tree21()
+}
+
+// startSums clears the partials and points R10, R11 and R13 at the row's x, dy and w, R12 at
+// its length, for a pass that sums over them.
+func (e *emitter) startSums() {
+	e.zeroPartials()
+	e.op("MOVD %s, R10", rX)
+	e.op("MOVD %s, R11", rDY)
+	if e.weighted() {
+		e.op("MOVD %s, R13", rW)
+	}
+	e.op("MOVD %s, R12", rD)
 }
 
 // formLoops emits, in the function with a weight, the main loop at label l twice: first a copy
@@ -289,40 +311,49 @@ func (e *emitter) bwdGrad() {
 		return
 	}
 	e.op("MOVD %s, R13", rW)
-	e.op("CBZ %s, %s", rDW, gradOpLabel[opNone])
-	e.comment("The row's place in its block of 32: first (r%32 == 0), last (r%32 == 31 or the last row).")
-	e.op("MOVD ZR, R16")
-	e.op("AND $%d, %s, R23", spec.GradBlock-1, rDone)
-	e.op("TST $%d, %s", spec.FlagFuse, rFlags)
-	e.op("BNE fuse")
-	e.comment("Without flagFuse, P is the block's own slot: acc + (r/32)*d floats.")
-	e.op("LSR $%d, %s, R24", 5, rDone)
-	e.op("MUL %s, R24, R24", rD)
-	e.op("ADD R24<<2, %s, R15", rAcc)
-	e.op("CBZ R23, %s", gradOpLabel[opSet])
-	e.op("B %s", gradOpLabel[opAdd])
-	e.label("fuse")
-	e.op("MOVD %s, R15", rAcc)
-	e.op("ADD $1, %s, R24", rDone)
-	e.op("CMP %s, R24", rRows)
-	e.op("BEQ fuselast")
-	e.op("CMP $%d, R23", spec.GradBlock-1)
-	e.op("BEQ fuselast")
-	e.op("CBZ R23, %s", gradOpLabel[opSet])
-	e.op("B %s", gradOpLabel[opAdd])
-	e.label("fuselast")
-	e.op("CBNZ R23, fuseclose")
-	e.comment("A block of one row: DW += q, which is P += q with DW as P.")
-	e.op("MOVD %s, R15", rDW)
-	e.op("B %s", gradOpLabel[opAdd])
-	e.label("fuseclose")
-	e.comment("The block's last row: P += q, then DW += P (R16 not zero).")
-	e.op("MOVD %s, R16", rDW)
-	e.op("B %s", gradOpLabel[opAdd])
+	e.pickOp(rDW, rAcc, func(op gradOp) string { return e.bl(gradOpLabel[op]) }, "", func(c string) string { return c })
 	for op := opNone; op <= opAdd; op++ {
 		e.gradLoop(op)
 	}
 	e.closeBlock()
+}
+
+// pickOp branches to the label to gives for the operation the row does with its products for
+// a sum (DW, or DB) at register sum whose partial sums start at register acc: none without the
+// sum (sum is 0); else set or add into P, left in R15, with R16 the sum when the row closes its
+// block with flagFuse (else 0). pre starts its own labels, cm words its comments. It uses R23
+// and R24.
+func (e *emitter) pickOp(sum, acc string, to func(gradOp) string, pre string, cm func(string) string) {
+	e.op("CBZ %s, %s", sum, to(opNone))
+	e.comment("The row's place in its block of 32: first (r%32 == 0), last (r%32 == 31 or the last row).")
+	e.op("MOVD ZR, R16")
+	e.op("AND $%d, %s, R23", spec.GradBlock-1, rDone)
+	e.op("TST $%d, %s", spec.FlagFuse, rFlags)
+	e.op("BNE %s", e.bl(pre+"fuse"))
+	e.comment("Without flagFuse, P is the block's own slot: acc + (r/32)*d floats.")
+	e.op("LSR $%d, %s, R24", 5, rDone)
+	e.op("MUL %s, R24, R24", rD)
+	e.op("ADD R24<<2, %s, R15", acc)
+	e.op("CBZ R23, %s", to(opSet))
+	e.op("B %s", to(opAdd))
+	e.label(e.bl(pre + "fuse"))
+	e.op("MOVD %s, R15", acc)
+	e.op("ADD $1, %s, R24", rDone)
+	e.op("CMP %s, R24", rRows)
+	e.op("BEQ %s", e.bl(pre+"fuselast"))
+	e.op("CMP $%d, R23", spec.GradBlock-1)
+	e.op("BEQ %s", e.bl(pre+"fuselast"))
+	e.op("CBZ R23, %s", to(opSet))
+	e.op("B %s", to(opAdd))
+	e.label(e.bl(pre + "fuselast"))
+	e.op("CBNZ R23, %s", e.bl(pre+"fuseclose"))
+	e.comment(cm("A block of one row: DW += q, which is P += q with DW as P."))
+	e.op("MOVD %s, R15", sum)
+	e.op("B %s", to(opAdd))
+	e.label(e.bl(pre + "fuseclose"))
+	e.comment(cm("The block's last row: P += q, then DW += P (R16 not zero)."))
+	e.op("MOVD %s, R16", sum)
+	e.op("B %s", to(opAdd))
 }
 
 // closeBlock ends pass 3 of a row whose add (opAdd) closes its block with flagFuse, told by R16
@@ -330,7 +361,11 @@ func (e *emitter) bwdGrad() {
 // block of one row, took twice its size; this is one more pass over d floats of P and DW, once per
 // block of 32 rows.
 func (e *emitter) closeBlock() {
-	e.label("dwaddend")
+	// V12 here is DW's first vector, not a centered row's a (vA), which the dx loops are done with.
+	center := e.center
+	e.center = false
+	defer func() { e.center = center }()
+	e.label(e.bl("dwaddend"))
 	e.op("CBZ R16, next")
 	e.op("MOVD %s, R15", rAcc)
 	e.op("MOVD %s, R12", rD)
@@ -341,7 +376,7 @@ func (e *emitter) closeBlock() {
 		e.arith(nv, "add", dw, dw, p)
 		e.store(nv, "R16", dw)
 	}
-	e.loops("close", body, "next", false)
+	e.loops(e.bl("close"), body, "next", false)
 }
 
 // loops emits l's loops over R12 elements: body(4) on 16 floats at a time, then body(1) on 4,
@@ -378,11 +413,11 @@ func (e *emitter) loops(l string, body func(nv int), exit string, forms bool) {
 // gradLoop emits pass 3's loop for op: 16 floats at a time, then 4, then one; it ends at next,
 // or for opAdd at closeBlock.
 func (e *emitter) gradLoop(op gradOp) {
-	l := gradOpLabel[op]
+	l := e.bl(gradOpLabel[op])
 	e.label(l)
 	exit := "next"
 	if op == opAdd {
-		exit = "dwaddend"
+		exit = e.bl("dwaddend")
 	}
 	e.loops(l, func(nv int) { e.gradBody(op, nv) }, exit, true)
 }
@@ -392,7 +427,7 @@ func (e *emitter) gradLoop(op gradOp) {
 // post-incremented. Registers of vector i: x V16+i, dy V20+i, w then g V24+i, dx V0+i, q V4+i,
 // P V8+i (closeBlock: P V8+i, DW V12+i).
 func (e *emitter) gradBody(op gradOp, nv int) {
-	const x, dy, w, dx, q, p = 16, 20, 24, 0, 4, 8
+	const x, dy, w, dx, q = 16, 20, 24, 0, 4
 	e.load(nv, "R10", x, true)
 	e.load(nv, "R11", dy, true)
 	g := vreg(dy)
@@ -404,6 +439,10 @@ func (e *emitter) gradBody(op gradOp, nv int) {
 		e.arith(nv, "mul", w, dy, w) // g = dy*w'
 		g = w
 	}
+	if e.center {
+		e.centeredGrad(op, nv, g)
+		return
+	}
 	e.arith(nv, "mul", dx, x, vS)    // x*s
 	e.arith(nv, "sub", dx, g, dx)    // g - x*s
 	e.arith(nv, "mul", dx, vInv, dx) // inv*(g - x*s)
@@ -413,6 +452,13 @@ func (e *emitter) gradBody(op gradOp, nv int) {
 	}
 	e.arith(nv, "mul", q, x, vInv) // x*inv
 	e.arith(nv, "mul", q, dy, q)   // q = dy*(x*inv)
+	e.gradOut(op, nv, q)
+}
+
+// gradOut does op (set or add) with the products in the registers from q (nv vectors, or one
+// float) and P at R15 (post-incremented), using the registers from V8.
+func (e *emitter) gradOut(op gradOp, nv int, q vreg) {
+	const p = 8
 	switch op {
 	case opSet:
 		e.store(nv, "R15", q)
@@ -434,7 +480,7 @@ func (e *emitter) arith(nv int, op string, d, a, b vreg) {
 	}
 	enc := map[string]func(d, n, m vreg) (uint32, string){"add": fadd4s, "sub": fsub4s, "mul": fmul4s}[op]
 	at := func(r vreg, i int) vreg {
-		if r >= firstConst {
+		if r >= firstConst || (e.center && r == vA) {
 			return r
 		}
 		return r + vreg(i)

@@ -60,7 +60,17 @@ type emitter struct {
 	lp   string
 	res  bool
 	kind passKind
+
+	// bp starts the labels of the backward pieces a Layer function emits twice (its RMSNorm
+	// body and its centered one); "" in the RMSNorm functions.
+	bp string
+	// center: the centered body of a Layer backward function is being emitted (gradBody's
+	// element step; vA holds a as a constant).
+	center bool
 }
+
+// bl returns the label name, with the prefix of the backward body being emitted.
+func (e *emitter) bl(name string) string { return e.bp + name }
 
 // passKind is what a sum pass adds to the 64 partials.
 type passKind int
@@ -547,19 +557,22 @@ func (e *emitter) zeroBytes(p string, n int) {
 
 // fillM stores m (lane 0 of V31) as the first n floats at p, four at a time and then one at a
 // time; it moves neither p nor n (it uses R16 and R17).
-func (e *emitter) fillM(p, n string) {
+func (e *emitter) fillM(p, n string) { e.fill(p, n, 31) }
+
+// fill is fillM for lane 0 of v.
+func (e *emitter) fill(p, n string, v vreg) {
 	vec, one, done := e.fresh("fillvec"), e.fresh("fillone"), e.fresh("filled")
 	e.op("MOVD %s, R17", p)
 	e.op("MOVD %s, R16", n)
 	e.label(vec)
 	e.op("CMP $4, R16")
 	e.op("BLT %s", one)
-	e.op("VST1.P [V31.S4], 16(R17)")
+	e.op("VST1.P [V%d.S4], 16(R17)", v)
 	e.op("SUB $4, R16, R16")
 	e.op("B %s", vec)
 	e.label(one)
 	e.op("CBZ R16, %s", done)
-	e.op("FMOVS F31, (R17)")
+	e.op("FMOVS F%d, (R17)", v)
 	e.op("ADD $4, R17, R17")
 	e.op("SUB $1, R16, R16")
 	e.op("B %s", one)

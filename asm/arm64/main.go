@@ -92,12 +92,7 @@ func main() {
 	var s bytes.Buffer
 	fmt.Fprintf(&s, "%s\n\n//go:build %s\n\n#include \"textflag.h\"\n#include \"go_asm.h\"\n", header, constraint)
 	k := spec.Kernel{ID: "kernelNEON", Prefix: "neon", Variants: spec.Bodies}
-	// No LayerNorm backward functions yet: the table sends those jobs to the generic kernel.
-	for _, b := range spec.BackwardBodies {
-		if !b.Layer {
-			k.Backward = append(k.Backward, b)
-		}
-	}
+	k.Backward = spec.BackwardBodies
 	k.Conversions = spec.Conversions
 	ks := []spec.Kernel{k}
 	s.WriteString("\n// func callKernel(j *job, from, to int) int: jump to the function job.fn selects, with the\n")
@@ -113,7 +108,7 @@ func main() {
 		s.WriteString(convert("neon"+c.Name, c))
 	}
 	for _, b := range k.Backward {
-		s.WriteString(backward("neon"+b.FuncName(), b.Mode))
+		s.WriteString(backward("neon"+b.FuncName(), b))
 	}
 	if err := os.WriteFile(*out, s.Bytes(), 0o644); err != nil {
 		log.Fatal(err)

@@ -3,9 +3,9 @@ package rmsnorm
 import "math"
 
 // The generic kernel of the LayerNorm backward pass with Center: the package documentation's
-// contract in plain Go, the reference of future kernels. (Without Center, a bias only adds DB to
-// RMSNorm's backward pass: runGenericBackward and backwardFloat64 do that.) As elsewhere, every
-// float32(...) around a product forbids a fused multiply-add.
+// contract in plain Go, the reference of the kernels' own functions. (Without Center, a bias only
+// adds DB to RMSNorm's backward pass: runGenericBackward and backwardFloat64 do that.) As
+// elsewhere, every float32(...) around a product forbids a fused multiply-add.
 
 // runGenericBackwardCentered runs rows [from, to) of a backward job with flagCenter and returns
 // the index of the first row that needs the float64 path, or to.

@@ -3,6 +3,7 @@ package rmsnorm
 import (
 	"fmt"
 	"math"
+	"slices"
 	"testing"
 )
 
@@ -16,12 +17,13 @@ type layerGradCase struct {
 	center, bias      bool // Center; Bias set (and DB asked for)
 	withInv, withMean bool
 	withDX, inPlace   bool
+	noDW              bool // a weight, but no DW asked for
 	stride, workers   int
 }
 
 func (c layerGradCase) String() string {
-	return fmt.Sprintf("mode=%d center=%v db=%v inv=%v mean=%v dx=%v inplace=%v stride=%d workers=%d",
-		c.mode, c.center, c.bias, c.withInv, c.withMean, c.withDX, c.inPlace, c.stride, c.workers)
+	return fmt.Sprintf("mode=%d center=%v db=%v inv=%v mean=%v dx=%v inplace=%v nodw=%v stride=%d workers=%d",
+		c.mode, c.center, c.bias, c.withInv, c.withMean, c.withDX, c.inPlace, c.noDW, c.stride, c.workers)
 }
 
 // runLayerGrad runs c with kernel k on rows of d from x and dy (rows back to back, placed at the
@@ -66,7 +68,7 @@ func runLayerGrad(k kernelID, c layerGradCase, d, rows int, x, dy, w, b, dw0, db
 			g.DX = g.DY
 		}
 	}
-	if c.mode != unweighted {
+	if c.mode != unweighted && !c.noDW {
 		g.DW = append([]float32(nil), dw0...)
 	}
 	if c.bias {
@@ -168,7 +170,8 @@ func TestLayerNormBackwardKernelsMatchGeneric(t *testing.T) {
 		i := c.d + 3*c.rows + 7*c.ci
 		lf := layerForms[i%len(layerForms)]
 		bc := layerGradCase{mode: weightMode((i / 3) % 3), center: lf.center, bias: lf.bias,
-			withInv: (i/2)%2 == 0, withMean: (i/4)%2 == 0, withDX: (i/8)%4 != 0, inPlace: (i/8)%4 == 2}
+			withInv: (i/2)%2 == 0, withMean: (i/4)%2 == 0, withDX: (i/8)%4 != 0, inPlace: (i/8)%4 == 2,
+			noDW: (i/32)%3 == 0}
 		if (i/5)%2 == 0 {
 			bc.stride = c.d + 3
 		}
@@ -181,7 +184,12 @@ func TestLayerNormBackwardKernelsMatchGeneric(t *testing.T) {
 		fill(dw0, classNormal, r)
 		fill(db0, classNormal, r)
 		wdx, wdw, wdb := runLayerGrad(kernelGeneric, bc, c.d, c.rows, x, dy, w, b, dw0, db0, c.eps)
-		gdx, gdw, gdb := runLayerGrad(c.k, bc, c.d, c.rows, x, dy, w, b, dw0, db0, c.eps)
+		// Non-temporal stores of dx (the kernels' streaming loops) on every other case that has
+		// a DX of its own.
+		var gdx, gdw, gdb []float32
+		withStreaming((i/64)%2 == 0 && bc.withDX && !bc.inPlace, func() {
+			gdx, gdw, gdb = runLayerGrad(c.k, bc, c.d, c.rows, x, dy, w, b, dw0, db0, c.eps)
+		})
 		for _, p := range []struct {
 			name      string
 			got, want []float32
@@ -197,12 +205,20 @@ func TestLayerNormBackwardKernelsMatchGeneric(t *testing.T) {
 // of 32 rows fix the sums.
 func TestLayerNormBackwardWorkers(t *testing.T) {
 	splitAll(t)
-	const d, rows = 80, 200
+	const rows = 200
+	// d = 80 ends rows on a whole vector of both ISAs, 83 on a partial one; each with a weight form.
+	for _, d := range []int{80, 83} {
+		t.Run(fmt.Sprint(d), func(t *testing.T) { layerBackwardWorkers(t, d, rows, []weightMode{weighted, offset}[d%2]) })
+	}
+}
+
+// layerBackwardWorkers is TestLayerNormBackwardWorkers for rows of d in weight form mode.
+func layerBackwardWorkers(t *testing.T, d, rows int, mode weightMode) {
 	x, dy := normalRows(d, rows, 70), normalRows(d, rows, 71)
 	x[100*d+3] = 3e38 // a row on the float64 path, inside a block
 	w, b, dw0, db0 := normalRows(d, 1, 72), normalRows(d, 1, 73), normalRows(d, 1, 74), normalRows(d, 1, 75)
 	for _, center := range []bool{true, false} {
-		base := layerGradCase{mode: weighted, center: center, bias: true, withInv: true, withMean: true, withDX: true, workers: 1}
+		base := layerGradCase{mode: mode, center: center, bias: true, withInv: true, withMean: true, withDX: true, workers: 1}
 		wdx, wdw, wdb := runLayerGrad(kernelGeneric, base, d, rows, x, dy, w, b, dw0, db0, 1e-5)
 		for _, k := range testKernels() {
 			for _, workers := range []int{1, 2, 3, 7, 64} {
@@ -395,6 +411,46 @@ func TestLayerNormBackwardAccuracy(t *testing.T) {
 				}
 				if fd := diff(&b64[i]); math.Abs(float64(g.DB[i])-fd) > 1e-5*max(1, math.Abs(fd)) {
 					t.Errorf("%s: DB[%d] = %v, central difference %v", ctx, i, g.DB[i], fd)
+				}
+			}
+		}
+	}
+}
+
+// A row whose Inv the caller gives as infinite, or so large that n overflows, runs the kernels'
+// usual path (its own t is in range). The lanes past the end of such a row must add nothing to
+// the sum of g*n, where (0 - m)*inv would be infinite and times g = 0 NaN: a NaN there would turn
+// row 0's dx, infinite by the contract, into NaN. Row 1, with an ordinary Inv and Mean, follows
+// in the same call.
+func TestLayerNormBackwardInfiniteInv(t *testing.T) {
+	for _, d := range []int{1, 2, 7, 8, 9, 15, 16, 17, 31, 33, 63, 65, 79} {
+		x, dy, w := make([]float32, 2*d), make([]float32, 2*d), make([]float32, d)
+		for i := range x {
+			x[i] = float32(1 + i%d)
+			dy[i] = 0.5 + float32(i%3)
+		}
+		for i := range w {
+			w[i] = 1 + 0.25*float32(i%5)
+		}
+		for _, mode := range []weightMode{weighted, offset, unweighted} {
+			n := Norm{Weight: w, Center: true, Eps: 1e-5, UnitOffset: mode == offset}
+			if mode == unweighted {
+				n = Norm{Dim: d, Center: true, Eps: 1e-5}
+			}
+			for _, inv0 := range []float32{float32(math.Inf(1)), float32(math.Inf(-1)), math.MaxFloat32} {
+				run := func(k kernelID) []float32 {
+					g := Grad{DX: make([]float32, 2*d), X: x, DY: dy, Inv: []float32{inv0, 1}, Mean: []float32{0, -1}}
+					backwardWith(k, n, g)
+					return g.DX
+				}
+				want := run(kernelGeneric)
+				if !slices.ContainsFunc(want[:d], func(v float32) bool { return math.IsInf(float64(v), 0) }) {
+					t.Fatalf("d=%d mode=%d Inv[0]=%v: generic's row 0 has no infinite dx (%v): the case tests nothing", d, mode, inv0, want[:d])
+				}
+				for _, k := range testKernels() {
+					if i := firstDiff(run(k), want); i >= 0 {
+						t.Fatalf("%s d=%d mode=%d Inv[0]=%v: DX[%d] = %v, generic gives %v", k, d, mode, inv0, i, run(k)[i], want[i])
+					}
 				}
 			}
 		}

@@ -5068,7 +5068,7 @@ row:
 	JZ    nocenter
 	MOVQ  DX, R8
 
-	// Sum of squares: element i goes to partial i%64.
+	// Sum of the elements: element i goes to partial i%64.
 	MOVQ    job_d+0(AX), R10
 	SUBQ    $0x00000040, R10
 	JGE     firstblock
@@ -5165,7 +5165,7 @@ addsum:
 	MOVQ BX, R8
 	MOVQ DX, R9
 
-	// Sum of squares: element i goes to partial i%64.
+	// Sum of the elements: element i goes to partial i%64.
 	MOVQ    job_d+0(AX), R11
 	SUBQ    $0x00000040, R11
 	JGE     addfirstblock
@@ -5319,7 +5319,7 @@ nocenter:
 centered:
 	MOVQ DX, R8
 
-	// Sum of squares: element i goes to partial i%64.
+	// Sum of the squares of x - m: element i goes to partial i%64.
 	MOVQ    job_d+0(AX), R10
 	SUBQ    $0x00000040, R10
 	JGE     sqfirstblock
@@ -6007,7 +6007,7 @@ row:
 	JZ    nocenter
 	MOVQ  DX, R8
 
-	// Sum of squares: element i goes to partial i%64.
+	// Sum of the elements: element i goes to partial i%64.
 	MOVQ    job_d+0(AX), R10
 	SUBQ    $0x00000040, R10
 	JGE     firstblock
@@ -6137,7 +6137,7 @@ addsum:
 	MOVQ BX, R8
 	MOVQ DX, R9
 
-	// Sum of squares: element i goes to partial i%64.
+	// Sum of the elements: element i goes to partial i%64.
 	MOVQ    job_d+0(AX), R11
 	SUBQ    $0x00000040, R11
 	JGE     addfirstblock
@@ -6440,7 +6440,7 @@ nocenter:
 centered:
 	MOVQ DX, R8
 
-	// Sum of squares: element i goes to partial i%64.
+	// Sum of the squares of x - m: element i goes to partial i%64.
 	MOVQ    job_d+0(AX), R10
 	SUBQ    $0x00000040, R10
 	JGE     sqfirstblock
@@ -7316,7 +7316,7 @@ row:
 	JZ    nocenter
 	MOVQ  DX, R8
 
-	// Sum of squares: element i goes to partial i%64.
+	// Sum of the elements: element i goes to partial i%64.
 	MOVQ    job_d+0(AX), R10
 	SUBQ    $0x00000040, R10
 	JGE     firstblock
@@ -7434,7 +7434,7 @@ addsum:
 	MOVQ BX, R8
 	MOVQ DX, R9
 
-	// Sum of squares: element i goes to partial i%64.
+	// Sum of the elements: element i goes to partial i%64.
 	MOVQ    job_d+0(AX), R11
 	SUBQ    $0x00000040, R11
 	JGE     addfirstblock
@@ -7641,7 +7641,7 @@ nocenter:
 centered:
 	MOVQ DX, R8
 
-	// Sum of squares: element i goes to partial i%64.
+	// Sum of the squares of x - m: element i goes to partial i%64.
 	MOVQ    job_d+0(AX), R10
 	SUBQ    $0x00000040, R10
 	JGE     sqfirstblock
@@ -8316,7 +8316,7 @@ row:
 	JZ    nocenter
 	MOVQ  DX, R8
 
-	// Sum of squares: element i goes to partial i%64.
+	// Sum of the elements: element i goes to partial i%64.
 	MOVQ    job_d+0(AX), R10
 	SUBQ    $0x00000040, R10
 	JGE     firstblock
@@ -8413,7 +8413,7 @@ addsum:
 	MOVQ BX, R8
 	MOVQ DX, R9
 
-	// Sum of squares: element i goes to partial i%64.
+	// Sum of the elements: element i goes to partial i%64.
 	MOVQ    job_d+0(AX), R11
 	SUBQ    $0x00000040, R11
 	JGE     addfirstblock
@@ -8567,7 +8567,7 @@ nocenter:
 centered:
 	MOVQ DX, R8
 
-	// Sum of squares: element i goes to partial i%64.
+	// Sum of the squares of x - m: element i goes to partial i%64.
 	MOVQ    job_d+0(AX), R10
 	SUBQ    $0x00000040, R10
 	JGE     sqfirstblock
@@ -9655,7 +9655,7 @@ row:
 	JZ    nocenter
 	MOVQ  DX, R8
 
-	// Sum of squares: element i goes to partial i%64.
+	// Sum of the elements: element i goes to partial i%64.
 	MOVQ    job_d+0(AX), R10
 	SUBQ    $0x00000040, R10
 	JGE     firstblock
@@ -9752,7 +9752,7 @@ addsum:
 	MOVQ BX, R8
 	MOVQ DX, R9
 
-	// Sum of squares: element i goes to partial i%64.
+	// Sum of the elements: element i goes to partial i%64.
 	MOVQ    job_d+0(AX), R11
 	SUBQ    $0x00000040, R11
 	JGE     addfirstblock
@@ -9906,7 +9906,7 @@ nocenter:
 centered:
 	MOVQ DX, R8
 
-	// Sum of squares: element i goes to partial i%64.
+	// Sum of the squares of x - m: element i goes to partial i%64.
 	MOVQ    job_d+0(AX), R10
 	SUBQ    $0x00000040, R10
 	JGE     sqfirstblock
@@ -13694,12 +13694,7 @@ rowdone:
 
 centered:
 	// The row's mean and inv as the forward computes them, its float64-path tests included.
-	VMOVUPS zero64<>+0(SB), Z0
-	VMOVUPS zero64<>+0(SB), Z1
-	VMOVUPS zero64<>+0(SB), Z2
-	VMOVUPS zero64<>+0(SB), Z3
-
-	// Sum of squares: element i goes to partial i%64.
+	// Sum of the elements: element i goes to partial i%64.
 	MOVQ    job_d+0(AX), R9
 	SUBQ    $0x00000040, R9
 	JGE     lnsfirstblock
@@ -13812,12 +13807,8 @@ divide7:
 
 divided8:
 	VBROADCASTSS X1, Z0
-	VMOVUPS      zero64<>+0(SB), Z1
-	VMOVUPS      zero64<>+0(SB), Z2
-	VMOVUPS      zero64<>+0(SB), Z3
-	VMOVUPS      zero64<>+0(SB), Z4
 
-	// Sum of squares: element i goes to partial i%64.
+	// Sum of the squares of x - m: element i goes to partial i%64.
 	MOVQ    job_d+0(AX), R9
 	SUBQ    $0x00000040, R9
 	JGE     lnqfirstblock
@@ -13996,7 +13987,7 @@ lnhaveinv:
 lnhavemean:
 	VBROADCASTSS X2, Z1
 
-	// Partial sums (ss true, c true): element i goes to partial i%64.
+	// Partial sums (g true, g*n true): element i goes to partial i%64.
 	VMOVUPS      zero64<>+0(SB), Z3
 	VMOVUPS      zero64<>+0(SB), Z4
 	VMOVUPS      zero64<>+0(SB), Z5
@@ -15830,12 +15821,7 @@ rowdonenone:
 
 centered:
 	// The row's mean and inv as the forward computes them, its float64-path tests included.
-	VMOVUPS zero64<>+0(SB), Z0
-	VMOVUPS zero64<>+0(SB), Z1
-	VMOVUPS zero64<>+0(SB), Z2
-	VMOVUPS zero64<>+0(SB), Z3
-
-	// Sum of squares: element i goes to partial i%64.
+	// Sum of the elements: element i goes to partial i%64.
 	MOVQ    job_d+0(AX), R8
 	SUBQ    $0x00000040, R8
 	JGE     lnsfirstblock
@@ -15948,12 +15934,8 @@ divide5:
 
 divided6:
 	VBROADCASTSS X1, Z0
-	VMOVUPS      zero64<>+0(SB), Z1
-	VMOVUPS      zero64<>+0(SB), Z2
-	VMOVUPS      zero64<>+0(SB), Z3
-	VMOVUPS      zero64<>+0(SB), Z4
 
-	// Sum of squares: element i goes to partial i%64.
+	// Sum of the squares of x - m: element i goes to partial i%64.
 	MOVQ    job_d+0(AX), R8
 	SUBQ    $0x00000040, R8
 	JGE     lnqfirstblock
@@ -16132,7 +16114,7 @@ lnhaveinv:
 lnhavemean:
 	VBROADCASTSS X2, Z1
 
-	// Partial sums (ss true, c true): element i goes to partial i%64.
+	// Partial sums (g true, g*n true): element i goes to partial i%64.
 	VMOVUPS zero64<>+0(SB), Z3
 	VMOVUPS zero64<>+0(SB), Z4
 	VMOVUPS zero64<>+0(SB), Z5
@@ -22609,7 +22591,7 @@ row:
 	JZ    nocenter
 	MOVQ  DX, R8
 
-	// Sum of squares: element i goes to partial i%64.
+	// Sum of the elements: element i goes to partial i%64.
 	MOVQ   job_d+0(AX), R10
 	SUBQ   $0x00000040, R10
 	JGE    firstblock
@@ -22741,7 +22723,7 @@ addsum:
 	MOVQ BX, R8
 	MOVQ DX, R9
 
-	// Sum of squares: element i goes to partial i%64.
+	// Sum of the elements: element i goes to partial i%64.
 	MOVQ   job_d+0(AX), R11
 	SUBQ   $0x00000040, R11
 	JGE    addfirstblock
@@ -23010,7 +22992,7 @@ nocenter:
 centered:
 	MOVQ DX, R8
 
-	// Sum of squares: element i goes to partial i%64.
+	// Sum of the squares of x - m: element i goes to partial i%64.
 	MOVQ   job_d+0(AX), R10
 	SUBQ   $0x00000040, R10
 	JGE    sqfirstblock
@@ -23853,7 +23835,7 @@ row:
 	JZ    nocenter
 	MOVQ  DX, R8
 
-	// Sum of squares: element i goes to partial i%64.
+	// Sum of the elements: element i goes to partial i%64.
 	MOVQ   job_d+0(AX), R10
 	SUBQ   $0x00000040, R10
 	JGE    firstblock
@@ -24014,7 +23996,7 @@ addsum:
 	MOVQ BX, R8
 	MOVQ DX, R9
 
-	// Sum of squares: element i goes to partial i%64.
+	// Sum of the elements: element i goes to partial i%64.
 	MOVQ   job_d+0(AX), R11
 	SUBQ   $0x00000040, R11
 	JGE    addfirstblock
@@ -24486,7 +24468,7 @@ nocenter:
 centered:
 	MOVQ DX, R8
 
-	// Sum of squares: element i goes to partial i%64.
+	// Sum of the squares of x - m: element i goes to partial i%64.
 	MOVQ   job_d+0(AX), R10
 	SUBQ   $0x00000040, R10
 	JGE    sqfirstblock
@@ -25569,7 +25551,7 @@ row:
 	JZ    nocenter
 	MOVQ  DX, R8
 
-	// Sum of squares: element i goes to partial i%64.
+	// Sum of the elements: element i goes to partial i%64.
 	MOVQ   job_d+0(AX), R10
 	SUBQ   $0x00000040, R10
 	JGE    firstblock
@@ -25714,7 +25696,7 @@ addsum:
 	MOVQ BX, R8
 	MOVQ DX, R9
 
-	// Sum of squares: element i goes to partial i%64.
+	// Sum of the elements: element i goes to partial i%64.
 	MOVQ   job_d+0(AX), R11
 	SUBQ   $0x00000040, R11
 	JGE    addfirstblock
@@ -26026,7 +26008,7 @@ nocenter:
 centered:
 	MOVQ DX, R8
 
-	// Sum of squares: element i goes to partial i%64.
+	// Sum of the squares of x - m: element i goes to partial i%64.
 	MOVQ   job_d+0(AX), R10
 	SUBQ   $0x00000040, R10
 	JGE    sqfirstblock
@@ -26860,7 +26842,7 @@ row:
 	JZ    nocenter
 	MOVQ  DX, R8
 
-	// Sum of squares: element i goes to partial i%64.
+	// Sum of the elements: element i goes to partial i%64.
 	MOVQ   job_d+0(AX), R10
 	SUBQ   $0x00000040, R10
 	JGE    firstblock
@@ -26992,7 +26974,7 @@ addsum:
 	MOVQ BX, R8
 	MOVQ DX, R9
 
-	// Sum of squares: element i goes to partial i%64.
+	// Sum of the elements: element i goes to partial i%64.
 	MOVQ   job_d+0(AX), R11
 	SUBQ   $0x00000040, R11
 	JGE    addfirstblock
@@ -27261,7 +27243,7 @@ nocenter:
 centered:
 	MOVQ DX, R8
 
-	// Sum of squares: element i goes to partial i%64.
+	// Sum of the squares of x - m: element i goes to partial i%64.
 	MOVQ   job_d+0(AX), R10
 	SUBQ   $0x00000040, R10
 	JGE    sqfirstblock
@@ -28558,7 +28540,7 @@ row:
 	JZ    nocenter
 	MOVQ  DX, R8
 
-	// Sum of squares: element i goes to partial i%64.
+	// Sum of the elements: element i goes to partial i%64.
 	MOVQ   job_d+0(AX), R10
 	SUBQ   $0x00000040, R10
 	JGE    firstblock
@@ -28690,7 +28672,7 @@ addsum:
 	MOVQ BX, R8
 	MOVQ DX, R9
 
-	// Sum of squares: element i goes to partial i%64.
+	// Sum of the elements: element i goes to partial i%64.
 	MOVQ   job_d+0(AX), R11
 	SUBQ   $0x00000040, R11
 	JGE    addfirstblock
@@ -28959,7 +28941,7 @@ nocenter:
 centered:
 	MOVQ DX, R8
 
-	// Sum of squares: element i goes to partial i%64.
+	// Sum of the squares of x - m: element i goes to partial i%64.
 	MOVQ   job_d+0(AX), R10
 	SUBQ   $0x00000040, R10
 	JGE    sqfirstblock
@@ -33772,16 +33754,7 @@ rowdone:
 
 centered:
 	// The row's mean and inv as the forward computes them, its float64-path tests included.
-	VMOVUPS zero64<>+0(SB), Y0
-	VMOVUPS zero64<>+0(SB), Y1
-	VMOVUPS zero64<>+0(SB), Y2
-	VMOVUPS zero64<>+0(SB), Y3
-	VMOVUPS zero64<>+0(SB), Y4
-	VMOVUPS zero64<>+0(SB), Y5
-	VMOVUPS zero64<>+0(SB), Y6
-	VMOVUPS zero64<>+0(SB), Y7
-
-	// Sum of squares: element i goes to partial i%64.
+	// Sum of the elements: element i goes to partial i%64.
 	MOVQ   job_d+0(AX), R9
 	SUBQ   $0x00000040, R9
 	JGE    lnsfirstblock
@@ -33927,16 +33900,8 @@ divide11:
 
 divided12:
 	VBROADCASTSS X0, Y0
-	VMOVUPS      zero64<>+0(SB), Y1
-	VMOVUPS      zero64<>+0(SB), Y2
-	VMOVUPS      zero64<>+0(SB), Y3
-	VMOVUPS      zero64<>+0(SB), Y4
-	VMOVUPS      zero64<>+0(SB), Y5
-	VMOVUPS      zero64<>+0(SB), Y6
-	VMOVUPS      zero64<>+0(SB), Y7
-	VMOVUPS      zero64<>+0(SB), Y8
 
-	// Sum of squares: element i goes to partial i%64.
+	// Sum of the squares of x - m: element i goes to partial i%64.
 	MOVQ   job_d+0(AX), R9
 	SUBQ   $0x00000040, R9
 	JGE    lnqfirstblock
@@ -34175,15 +34140,15 @@ lnhaveinv:
 lnhavemean:
 	VBROADCASTSS X2, Y1
 
-	// Partial sums (ss true, c false): element i goes to partial i%64.
-	VMOVUPS      zero64<>+0(SB), Y3
-	VMOVUPS      zero64<>+0(SB), Y4
-	VMOVUPS      zero64<>+0(SB), Y5
-	VMOVUPS      zero64<>+0(SB), Y6
-	VMOVUPS      zero64<>+0(SB), Y7
-	VMOVUPS      zero64<>+0(SB), Y8
-	VMOVUPS      zero64<>+0(SB), Y9
-	VMOVUPS      zero64<>+0(SB), Y10
+	// Partial sums (g true, g*n false): element i goes to partial i%64.
+	VXORPS       Y3, Y3, Y3
+	VXORPS       Y4, Y4, Y4
+	VXORPS       Y5, Y5, Y5
+	VXORPS       Y6, Y6, Y6
+	VXORPS       Y7, Y7, Y7
+	VXORPS       Y8, Y8, Y8
+	VXORPS       Y9, Y9, Y9
+	VXORPS       Y10, Y10, Y10
 	VBROADCASTSS one<>+0(SB), Y11
 	TESTL        $0x00000010, job_flags+0(AX)
 	JNZ          weightadd20
@@ -34423,15 +34388,15 @@ lngsumdone:
 	VMOVSHDUP    X4, X3
 	VADDSS       X3, X4, X4
 
-	// Partial sums (ss false, c true): element i goes to partial i%64.
-	VMOVUPS      zero64<>+0(SB), Y3
-	VMOVUPS      zero64<>+0(SB), Y5
-	VMOVUPS      zero64<>+0(SB), Y6
-	VMOVUPS      zero64<>+0(SB), Y7
-	VMOVUPS      zero64<>+0(SB), Y8
-	VMOVUPS      zero64<>+0(SB), Y9
-	VMOVUPS      zero64<>+0(SB), Y10
-	VMOVUPS      zero64<>+0(SB), Y11
+	// Partial sums (g false, g*n true): element i goes to partial i%64.
+	VXORPS       Y3, Y3, Y3
+	VXORPS       Y5, Y5, Y5
+	VXORPS       Y6, Y6, Y6
+	VXORPS       Y7, Y7, Y7
+	VXORPS       Y8, Y8, Y8
+	VXORPS       Y9, Y9, Y9
+	VXORPS       Y10, Y10, Y10
+	VXORPS       Y11, Y11, Y11
 	VBROADCASTSS one<>+0(SB), Y12
 	TESTL        $0x00000010, job_flags+0(AX)
 	JNZ          weightadd21
@@ -36572,16 +36537,7 @@ rowdonenone:
 
 centered:
 	// The row's mean and inv as the forward computes them, its float64-path tests included.
-	VMOVUPS zero64<>+0(SB), Y0
-	VMOVUPS zero64<>+0(SB), Y1
-	VMOVUPS zero64<>+0(SB), Y2
-	VMOVUPS zero64<>+0(SB), Y3
-	VMOVUPS zero64<>+0(SB), Y4
-	VMOVUPS zero64<>+0(SB), Y5
-	VMOVUPS zero64<>+0(SB), Y6
-	VMOVUPS zero64<>+0(SB), Y7
-
-	// Sum of squares: element i goes to partial i%64.
+	// Sum of the elements: element i goes to partial i%64.
 	MOVQ   job_d+0(AX), R8
 	SUBQ   $0x00000040, R8
 	JGE    lnsfirstblock
@@ -36727,16 +36683,8 @@ divide9:
 
 divided10:
 	VBROADCASTSS X0, Y0
-	VMOVUPS      zero64<>+0(SB), Y1
-	VMOVUPS      zero64<>+0(SB), Y2
-	VMOVUPS      zero64<>+0(SB), Y3
-	VMOVUPS      zero64<>+0(SB), Y4
-	VMOVUPS      zero64<>+0(SB), Y5
-	VMOVUPS      zero64<>+0(SB), Y6
-	VMOVUPS      zero64<>+0(SB), Y7
-	VMOVUPS      zero64<>+0(SB), Y8
 
-	// Sum of squares: element i goes to partial i%64.
+	// Sum of the squares of x - m: element i goes to partial i%64.
 	MOVQ   job_d+0(AX), R8
 	SUBQ   $0x00000040, R8
 	JGE    lnqfirstblock
@@ -36975,18 +36923,18 @@ lnhaveinv:
 lnhavemean:
 	VBROADCASTSS X2, Y1
 
-	// Partial sums (ss true, c false): element i goes to partial i%64.
-	VMOVUPS zero64<>+0(SB), Y3
-	VMOVUPS zero64<>+0(SB), Y4
-	VMOVUPS zero64<>+0(SB), Y5
-	VMOVUPS zero64<>+0(SB), Y6
-	VMOVUPS zero64<>+0(SB), Y7
-	VMOVUPS zero64<>+0(SB), Y8
-	VMOVUPS zero64<>+0(SB), Y9
-	VMOVUPS zero64<>+0(SB), Y10
-	XORQ    DI, DI
-	MOVQ    job_d+0(AX), R8
-	SUBQ    $0x00000040, R8
+	// Partial sums (g true, g*n false): element i goes to partial i%64.
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	VXORPS Y8, Y8, Y8
+	VXORPS Y9, Y9, Y9
+	VXORPS Y10, Y10, Y10
+	XORQ   DI, DI
+	MOVQ   job_d+0(AX), R8
+	SUBQ   $0x00000040, R8
 
 lngsumloop:
 	CMPQ    DI, R8
@@ -37124,18 +37072,18 @@ lngsumdone:
 	VMOVSHDUP    X4, X3
 	VADDSS       X3, X4, X4
 
-	// Partial sums (ss false, c true): element i goes to partial i%64.
-	VMOVUPS zero64<>+0(SB), Y3
-	VMOVUPS zero64<>+0(SB), Y5
-	VMOVUPS zero64<>+0(SB), Y6
-	VMOVUPS zero64<>+0(SB), Y7
-	VMOVUPS zero64<>+0(SB), Y8
-	VMOVUPS zero64<>+0(SB), Y9
-	VMOVUPS zero64<>+0(SB), Y10
-	VMOVUPS zero64<>+0(SB), Y11
-	XORQ    DI, DI
-	MOVQ    job_d+0(AX), R8
-	SUBQ    $0x00000040, R8
+	// Partial sums (g false, g*n true): element i goes to partial i%64.
+	VXORPS Y3, Y3, Y3
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	VXORPS Y8, Y8, Y8
+	VXORPS Y9, Y9, Y9
+	VXORPS Y10, Y10, Y10
+	VXORPS Y11, Y11, Y11
+	XORQ   DI, DI
+	MOVQ   job_d+0(AX), R8
+	SUBQ   $0x00000040, R8
 
 lngnsumloop:
 	CMPQ    DI, R8
@@ -40575,7 +40523,7 @@ row:
 	JZ    nocenter
 	MOVQ  DX, R8
 
-	// Sum of squares: element i goes to partial i%64.
+	// Sum of the elements: element i goes to partial i%64.
 	MOVQ    job_d+0(AX), R10
 	SUBQ    $0x00000040, R10
 	JGE     firstblock
@@ -40697,7 +40645,7 @@ addsum:
 	MOVQ BX, R8
 	MOVQ DX, R9
 
-	// Sum of squares: element i goes to partial i%64.
+	// Sum of the elements: element i goes to partial i%64.
 	MOVQ    job_d+0(AX), R11
 	SUBQ    $0x00000040, R11
 	JGE     addfirstblock
@@ -40948,7 +40896,7 @@ nocenter:
 centered:
 	MOVQ DX, R8
 
-	// Sum of squares: element i goes to partial i%64.
+	// Sum of the squares of x - m: element i goes to partial i%64.
 	MOVQ    job_d+0(AX), R10
 	SUBQ    $0x00000040, R10
 	JGE     sqfirstblock
@@ -42114,7 +42062,7 @@ row:
 	JZ    nocenter
 	MOVQ  DX, R8
 
-	// Sum of squares: element i goes to partial i%64.
+	// Sum of the elements: element i goes to partial i%64.
 	MOVQ    job_d+0(AX), R10
 	SUBQ    $0x00000040, R10
 	JGE     firstblock
@@ -42211,7 +42159,7 @@ addsum:
 	MOVQ BX, R8
 	MOVQ DX, R9
 
-	// Sum of squares: element i goes to partial i%64.
+	// Sum of the elements: element i goes to partial i%64.
 	MOVQ    job_d+0(AX), R11
 	SUBQ    $0x00000040, R11
 	JGE     addfirstblock
@@ -42365,7 +42313,7 @@ nocenter:
 centered:
 	MOVQ DX, R8
 
-	// Sum of squares: element i goes to partial i%64.
+	// Sum of the squares of x - m: element i goes to partial i%64.
 	MOVQ    job_d+0(AX), R10
 	SUBQ    $0x00000040, R10
 	JGE     sqfirstblock

@@ -186,7 +186,11 @@ func (b *bgen) prologue() {
 // returns the accumulators of each (nil for the one not formed).
 func (b *bgen) sums(name string, withSS, withC bool) [2][]VecVirtual {
 	s := b.s
-	Comment(fmt.Sprintf("Partial sums (ss %v, c %v): element i goes to partial i%%64.", withSS, withC))
+	if b.center {
+		Comment(fmt.Sprintf("Partial sums (g %v, g*n %v): element i goes to partial i%%64.", withSS, withC))
+	} else {
+		Comment(fmt.Sprintf("Partial sums (ss %v, c %v): element i goes to partial i%%64.", withSS, withC))
+	}
 	var acc [2][]VecVirtual
 	for k, on := range []bool{withSS, withC} {
 		if !on {
@@ -195,13 +199,7 @@ func (b *bgen) sums(name string, withSS, withC bool) [2][]VecVirtual {
 		acc[k] = make([]VecVirtual, block/s.lanes)
 		for i := range acc[k] {
 			acc[k][i] = s.vec()
-			if b.center {
-				// A load: AVX2's VXORPS would read the register, which the allocator would
-				// then hold from the function's start, through the other body.
-				VMOVUPS(constZero64, acc[k][i])
-			} else {
-				s.zero(acc[k][i])
-			}
+			s.zero(acc[k][i])
 		}
 	}
 	var one VecVirtual
@@ -437,7 +435,7 @@ func (b *bgen) dxRow(inv, sx VecVirtual) {
 	Label(b.bl("rowdone"))
 }
 
-// pickOp jumps to the label to gives the operation that the row does with its products for a
+// pickOp jumps to the label that to gives for the operation the row does with its products for a
 // sum (DW, or DB) at the job's field sumField whose partial sums are at accField: none without
 // it; set or add into its P, which it leaves in p, with sum left non-zero only when the row
 // closes its block with flagFuse (closeBlock). pre starts its own labels; cm words its comments.

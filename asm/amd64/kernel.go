@@ -371,7 +371,11 @@ func (g *gen) atW(i GPVirtual, disp int) Mem { return Mem{Base: g.w, Index: i, S
 // the 64 partials, held in the 64/lanes accumulators acc, and returns them.
 func (g *gen) sumSquares(acc []VecVirtual, xr, rr GPVirtual) []VecVirtual {
 	s := g.s
-	Comment("Sum of squares: element i goes to partial i%64.")
+	Comment(map[accOp]string{
+		accSquares:  "Sum of squares: element i goes to partial i%64.",
+		accSum:      "Sum of the elements: element i goes to partial i%64.",
+		accCentered: "Sum of the squares of x - m: element i goes to partial i%64.",
+	}[g.op])
 	i, lim := GP64(), GP64()
 	MOVQ(g.d(), lim)
 	SUBQ(U32(block), lim)

@@ -32,10 +32,7 @@ func (b *bgen) centeredRow() {
 	fresh := func() []VecVirtual {
 		acc := make([]VecVirtual, block/s.lanes)
 		for k := range acc {
-			// Written here, so that the allocator does not hold them from the function's start
-			// (AVX2's zeroing, VXORPS, reads them; see sums).
 			acc[k] = s.vec()
-			VMOVUPS(constZero64, acc[k])
 		}
 		return acc
 	}

@@ -318,7 +318,7 @@ func (e *emitter) bwdGrad() {
 	e.closeBlock()
 }
 
-// pickOp branches to the label to gives for the operation the row does with its products for
+// pickOp branches to the label that to gives for the operation the row does with its products for
 // a sum (DW, or DB) at register sum whose partial sums start at register acc: none without the
 // sum (sum is 0); else set or add into P, left in R15, with R16 the sum when the row closes its
 // block with flagFuse (else 0). pre starts its own labels, cm words its comments. It uses R23

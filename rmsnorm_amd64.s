@@ -13837,13 +13837,7 @@ lnqfirstblock:
 	MOVQ    $0x00000040, R8
 
 	// With flagPF, the rows ahead are prefetched: one loop for both, the flag tested per block.
-	MOVQ DI, R10
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows9
-	SHLQ $0x03, R10
-
-longrows9:
-	ADDQ DX, R10
+	MOVQ BX, R10
 	MOVL job_flags+0(AX), R11
 
 lnqsumloop:
@@ -13951,14 +13945,14 @@ lnqsummed:
 
 	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
 	CMPL   20(SP), $0x00
-	JE     divide10
+	JE     divide9
 	VMULSS 20(SP), X1, X1
-	JMP    divided11
+	JMP    divided10
 
-divide10:
+divide9:
 	VDIVSS 16(SP), X1, X1
 
-divided11:
+divided10:
 	VADDSS   job_eps+0(AX), X1, X1
 	VUCOMISS tlo<>+0(SB), X1
 	JCS      ret
@@ -13998,10 +13992,10 @@ lnhavemean:
 	VMOVUPS      zero64<>+0(SB), Z10
 	VBROADCASTSS one<>+0(SB), Z11
 	TESTL        $0x00000010, job_flags+0(AX)
-	JNZ          weightadd12
+	JNZ          weightadd11
 	VBROADCASTSS negzero<>+0(SB), Z11
 
-weightadd12:
+weightadd11:
 	XORQ R8, R8
 	MOVQ job_d+0(AX), R9
 	SUBQ $0x00000040, R9
@@ -14245,23 +14239,23 @@ lngsumdone:
 
 	// a = sum(g)/d and b = sum(g*n)/d
 	CMPL   20(SP), $0x00
-	JE     divide13
+	JE     divide12
 	VMULSS 20(SP), X3, X1
-	JMP    divided14
+	JMP    divided13
 
-divide13:
+divide12:
 	VDIVSS 16(SP), X3, X1
 
-divided14:
+divided13:
 	CMPL   20(SP), $0x00
-	JE     divide15
+	JE     divide14
 	VMULSS 20(SP), X7, X3
-	JMP    divided16
+	JMP    divided15
 
-divide15:
+divide14:
 	VDIVSS 16(SP), X7, X3
 
-divided16:
+divided15:
 	VBROADCASTSS X1, Z1
 
 	// Which bias-gradient operation this row does (dy into DB's blocks, before dx is written).
@@ -14401,10 +14395,10 @@ lndbnone:
 	VBROADCASTSS X3, Z3
 	VBROADCASTSS one<>+0(SB), Z4
 	TESTL        $0x00000010, job_flags+0(AX)
-	JNZ          weightadd17
+	JNZ          weightadd16
 	VBROADCASTSS negzero<>+0(SB), Z4
 
-weightadd17:
+weightadd16:
 	// Which weight-gradient operation this row does.
 	MOVQ  job_dw+0(AX), R8
 	TESTQ R8, R8
@@ -15964,13 +15958,7 @@ lnqfirstblock:
 	MOVQ    $0x00000040, DI
 
 	// With flagPF, the rows ahead are prefetched: one loop for both, the flag tested per block.
-	MOVQ SI, R9
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows7
-	SHLQ $0x03, R9
-
-longrows7:
-	ADDQ DX, R9
+	MOVQ BX, R9
 	MOVL job_flags+0(AX), R10
 
 lnqsumloop:
@@ -16078,14 +16066,14 @@ lnqsummed:
 
 	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
 	CMPL   20(SP), $0x00
-	JE     divide8
+	JE     divide7
 	VMULSS 20(SP), X1, X1
-	JMP    divided9
+	JMP    divided8
 
-divide8:
+divide7:
 	VDIVSS 16(SP), X1, X1
 
-divided9:
+divided8:
 	VADDSS   job_eps+0(AX), X1, X1
 	VUCOMISS tlo<>+0(SB), X1
 	JCS      ret
@@ -16284,23 +16272,23 @@ lngsumdone:
 
 	// a = sum(g)/d and b = sum(g*n)/d
 	CMPL   20(SP), $0x00
-	JE     divide10
+	JE     divide9
 	VMULSS 20(SP), X3, X1
-	JMP    divided11
+	JMP    divided10
 
-divide10:
+divide9:
 	VDIVSS 16(SP), X3, X1
 
-divided11:
+divided10:
 	CMPL   20(SP), $0x00
-	JE     divide12
+	JE     divide11
 	VMULSS 20(SP), X7, X3
-	JMP    divided13
+	JMP    divided12
 
-divide12:
+divide11:
 	VDIVSS 16(SP), X7, X3
 
-divided13:
+divided12:
 	VBROADCASTSS X1, Z1
 
 	// Which bias-gradient operation this row does (dy into DB's blocks, before dx is written).
@@ -33946,13 +33934,7 @@ lnqfirstblock:
 	MOVQ    $0x00000040, R8
 
 	// With flagPF, the rows ahead are prefetched: one loop for both, the flag tested per block.
-	MOVQ DI, R10
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows13
-	SHLQ $0x03, R10
-
-longrows13:
-	ADDQ DX, R10
+	MOVQ BX, R10
 	MOVL job_flags+0(AX), R11
 
 lnqsumloop:
@@ -34016,26 +33998,26 @@ lnqsumtail:
 	XORQ R11, R11
 	SUBQ $0x00000008, R12
 
-copyvec14:
+copyvec13:
 	CMPQ    R11, R12
-	JG      copyone15
+	JG      copyone14
 	VMOVUPS (R8)(R11*4), Y9
 	VMOVUPS Y9, (R10)(R11*4)
 	ADDQ    $0x00000008, R11
-	JMP     copyvec14
+	JMP     copyvec13
 
-copyone15:
+copyone14:
 	ADDQ $0x00000008, R12
 
-copyloop17:
+copyloop16:
 	CMPQ R11, R12
-	JGE  copied16
+	JGE  copied15
 	MOVL (R8)(R11*4), R13
 	MOVL R13, (R10)(R11*4)
 	INCQ R11
-	JMP  copyloop17
+	JMP  copyloop16
 
-copied16:
+copied15:
 	VMOVQ        R9, X9
 	VPBROADCASTD X9, Y9
 	VMOVUPS      (R10), Y10
@@ -34104,14 +34086,14 @@ lnqsummed:
 
 	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
 	CMPL   20(SP), $0x00
-	JE     divide18
+	JE     divide17
 	VMULSS 20(SP), X2, X1
-	JMP    divided19
+	JMP    divided18
 
-divide18:
+divide17:
 	VDIVSS 16(SP), X2, X1
 
-divided19:
+divided18:
 	VADDSS   job_eps+0(AX), X1, X1
 	VUCOMISS tlo<>+0(SB), X1
 	JCS      ret
@@ -34151,10 +34133,10 @@ lnhavemean:
 	VXORPS       Y10, Y10, Y10
 	VBROADCASTSS one<>+0(SB), Y11
 	TESTL        $0x00000010, job_flags+0(AX)
-	JNZ          weightadd20
+	JNZ          weightadd19
 	VBROADCASTSS negzero<>+0(SB), Y11
 
-weightadd20:
+weightadd19:
 	XORQ R8, R8
 	MOVQ job_d+0(AX), R9
 	SUBQ $0x00000040, R9
@@ -34399,10 +34381,10 @@ lngsumdone:
 	VXORPS       Y11, Y11, Y11
 	VBROADCASTSS one<>+0(SB), Y12
 	TESTL        $0x00000010, job_flags+0(AX)
-	JNZ          weightadd21
+	JNZ          weightadd20
 	VBROADCASTSS negzero<>+0(SB), Y12
 
-weightadd21:
+weightadd20:
 	XORQ R8, R8
 	MOVQ job_d+0(AX), R9
 	SUBQ $0x00000040, R9
@@ -34737,23 +34719,23 @@ lngnsumdone:
 
 	// a = sum(g)/d and b = sum(g*n)/d
 	CMPL   20(SP), $0x00
-	JE     divide22
+	JE     divide21
 	VMULSS 20(SP), X4, X3
-	JMP    divided23
+	JMP    divided22
 
-divide22:
+divide21:
 	VDIVSS 16(SP), X4, X3
 
-divided23:
+divided22:
 	CMPL   20(SP), $0x00
-	JE     divide24
+	JE     divide23
 	VMULSS 20(SP), X1, X1
-	JMP    divided25
+	JMP    divided24
 
-divide24:
+divide23:
 	VDIVSS 16(SP), X1, X1
 
-divided25:
+divided24:
 	VBROADCASTSS X3, Y3
 
 	// Which bias-gradient operation this row does (dy into DB's blocks, before dx is written).
@@ -34902,10 +34884,10 @@ lndbnone:
 	VBROADCASTSS X1, Y1
 	VBROADCASTSS one<>+0(SB), Y4
 	TESTL        $0x00000010, job_flags+0(AX)
-	JNZ          weightadd26
+	JNZ          weightadd25
 	VBROADCASTSS negzero<>+0(SB), Y4
 
-weightadd26:
+weightadd25:
 	// Which weight-gradient operation this row does.
 	MOVQ  job_dw+0(AX), R8
 	TESTQ R8, R8
@@ -36729,13 +36711,7 @@ lnqfirstblock:
 	MOVQ    $0x00000040, DI
 
 	// With flagPF, the rows ahead are prefetched: one loop for both, the flag tested per block.
-	MOVQ SI, R9
-	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows11
-	SHLQ $0x03, R9
-
-longrows11:
-	ADDQ DX, R9
+	MOVQ BX, R9
 	MOVL job_flags+0(AX), R10
 
 lnqsumloop:
@@ -36799,26 +36775,26 @@ lnqsumtail:
 	XORQ R10, R10
 	SUBQ $0x00000008, R11
 
-copyvec12:
+copyvec11:
 	CMPQ    R10, R11
-	JG      copyone13
+	JG      copyone12
 	VMOVUPS (DI)(R10*4), Y9
 	VMOVUPS Y9, (R9)(R10*4)
 	ADDQ    $0x00000008, R10
-	JMP     copyvec12
+	JMP     copyvec11
 
-copyone13:
+copyone12:
 	ADDQ $0x00000008, R11
 
-copyloop15:
+copyloop14:
 	CMPQ R10, R11
-	JGE  copied14
+	JGE  copied13
 	MOVL (DI)(R10*4), R12
 	MOVL R12, (R9)(R10*4)
 	INCQ R10
-	JMP  copyloop15
+	JMP  copyloop14
 
-copied14:
+copied13:
 	VMOVQ        R8, X9
 	VPBROADCASTD X9, Y9
 	VMOVUPS      (R9), Y10
@@ -36887,14 +36863,14 @@ lnqsummed:
 
 	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
 	CMPL   20(SP), $0x00
-	JE     divide16
+	JE     divide15
 	VMULSS 20(SP), X2, X1
-	JMP    divided17
+	JMP    divided16
 
-divide16:
+divide15:
 	VDIVSS 16(SP), X2, X1
 
-divided17:
+divided16:
 	VADDSS   job_eps+0(AX), X1, X1
 	VUCOMISS tlo<>+0(SB), X1
 	JCS      ret
@@ -37290,23 +37266,23 @@ lngnsumdone:
 
 	// a = sum(g)/d and b = sum(g*n)/d
 	CMPL   20(SP), $0x00
-	JE     divide18
+	JE     divide17
 	VMULSS 20(SP), X4, X3
-	JMP    divided19
+	JMP    divided18
 
-divide18:
+divide17:
 	VDIVSS 16(SP), X4, X3
 
-divided19:
+divided18:
 	CMPL   20(SP), $0x00
-	JE     divide20
+	JE     divide19
 	VMULSS 20(SP), X1, X1
-	JMP    divided21
+	JMP    divided20
 
-divide20:
+divide19:
 	VDIVSS 16(SP), X1, X1
 
-divided21:
+divided20:
 	VBROADCASTSS X3, Y3
 
 	// Which bias-gradient operation this row does (dy into DB's blocks, before dx is written).

@@ -14591,6 +14591,10 @@ TEXT ·neonBackwardLayer(SB), $1304-32
 	MOVD job_acc(R16), R20
 	MOVD job_rows(R16), R22
 
+	// No flagPF: this function does not prefetch.
+	MOVD $2, R10
+	BIC R10, R8, R8
+
 	// c, added to the weight: 1 with flagOffset, else -0 (spec.BackwardVariant.Body).
 	MOVW $0x80000000, R10
 	TBZ $4, R8, weightadd
@@ -17476,6 +17480,10 @@ TEXT ·neonBackwardLayerUnweighted(SB), $1304-32
 	MOVD job_dw(R16), R19
 	MOVD job_acc(R16), R20
 	MOVD job_rows(R16), R22
+
+	// No flagPF: this function does not prefetch.
+	MOVD $2, R10
+	BIC R10, R8, R8
 
 	// fd = float32(d); rd = 1/d when d is a power of two, so that ss/d is ss*rd exactly.
 	SCVTFS R5, F16

@@ -80,6 +80,9 @@ type gen struct {
 	// pass (layer.go).
 	op accOp
 	mv VecVirtual
+	// pfRow, when set, is the row the centered pass prefetches under flagPF instead of the row
+	// after it: the backward pass's dy (layer_backward.go).
+	pfRow GPVirtual
 
 	bf bfRegs     // AVX-512 bfloat16: the rounding constants
 	c  VecVirtual // AVX-512: what the ends of rows add to w (see weightAdd)
@@ -404,8 +407,14 @@ func (g *gen) sumSquares(acc []VecVirtual, xr, rr GPVirtual) []VecVirtual {
 		if !g.in16() { // the centered pass, the one pass of float32 rows that gets here
 			ahead = 1
 		}
-		pf := g.pfOffset(ahead)
-		ADDQ(xr, pf)
+		var pf GPVirtual
+		if g.pfRow != nil {
+			pf = GP64()
+			MOVQ(g.pfRow, pf)
+		} else {
+			pf = g.pfOffset(ahead)
+			ADDQ(xr, pf)
+		}
 		fl := GP32() // the flags in a register: a test of memory in the loop costs a load per block
 		MOVL(g.flags(), fl)
 		reenter = func() {

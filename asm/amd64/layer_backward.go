@@ -17,7 +17,8 @@ import (
 //
 //	sums:  the row's sum s and, with m = s/d, the sum of (x-m)*(x-m): the forward's own passes
 //	       (gen.sumSquares), so the same float64-path test; inv = 1/sqrt(ss/d + eps) or Inv[r],
-//	       m or Mean[r]
+//	       m or Mean[r]. With flagPF (rows from memory) the second pass, which reads x from the
+//	       cache, prefetches the row's dy (pfRow; see setBackwardMemoryFlags)
 //	grads: with n = (x-m)*inv and g = dy*w', the 64 partials of g and of g*n (AVX-512 in one
 //	       pass, AVX2 in two, as the RMSNorm sums); a = sum(g)/d, b = sum(g*n)/d
 //	dx:    dx = inv*((g - a) - n*b), and q = dy*n into the weight gradient's block: the RMSNorm
@@ -41,9 +42,9 @@ func (b *bgen) centeredRow() {
 	b.lp, b.op = "lns", accSum
 	sum := s.finish1(s.partial(b.sumSquares(fresh(), b.x, nil)))
 	b.meanOf(sum)
-	b.lp, b.op = "lnq", accCentered
+	b.lp, b.op, b.pfRow = "lnq", accCentered, b.dy
 	ss := s.finish1(s.partial(b.sumSquares(fresh(), b.x, nil)))
-	b.lp, b.op = "", accSquares
+	b.lp, b.op, b.pfRow = "", accSquares, nil
 	inv := b.invRow(ss)
 	Comment("Mean[r] in place of m when the job has it.")
 	mp := GP64()

@@ -114,6 +114,13 @@ func (e *emitter) bwdPrologue() {
 		e.op("MOVD %s(R16), %s", j.Acc, rAcc)
 		e.op("MOVD %s(R16), %s", j.Rows, rRows)
 	}
+	if e.v.Layer {
+		// The forward's sum passes, which the centered body shares, would prefetch at the
+		// forward's distance (rPfSum is rDXStride here): no prefetch on NEON's backward pass.
+		e.comment("No flagPF: this function does not prefetch.")
+		e.op("MOVD $%d, R10", spec.FlagPF)
+		e.op("BIC R10, %s, %s", rFlags, rFlags)
+	}
 	if e.v.Mode == spec.Offset {
 		e.comment("c, added to the weight: 1 with flagOffset, else -0 (spec.BackwardVariant.Body).")
 		e.op("MOVW $0x80000000, R10")

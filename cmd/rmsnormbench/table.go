@@ -225,7 +225,11 @@ func (b *bench) printTableNotes() {
 	b.printf("\nns/row of the best of ten rounds and of the median one; GB/s and the ratios use the best.\n")
 	if b.backward {
 		b.printf("GB/s counts x and dy read plus dx written; x copy is the time over copy() of x and dy (lower is better).\n")
-		b.printf("x fwd is the time over Norm.Apply on the same rows (with Inv) and the same kernel.\n")
+		if b.layernorm {
+			b.printf("x fwd is the time over Norm.Apply on the same rows (with Inv and Mean) and the same kernel.\n")
+		} else {
+			b.printf("x fwd is the time over Norm.Apply on the same rows (with Inv) and the same kernel.\n")
+		}
 	} else {
 		b.printf("GB/s counts x read plus y written; x copy is the time over copy() of the same bytes (lower is better).\n")
 	}

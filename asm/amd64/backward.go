@@ -234,15 +234,35 @@ func (b *bgen) sums(name string, withSS, withC bool) [2][]VecVirtual {
 	XORQ(i, i)
 	MOVQ(b.d(), lim)
 	SUBQ(U32(block), lim)
+	var pf GPVirtual // the next row's x, prefetched along the way (see below)
 	loop := func(l string) {
 		Label(l)
 		CMPQ(i, lim)
 		JG(LabelRef(name + "tail"))
+		if pf != nil {
+			for off := 0; off < block*4; off += 64 {
+				prefetch(b.at(pf, i, off))
+			}
+		}
 		for disp := 0; disp < block*4; disp += s.vbytes() {
 			add(i, disp, full, nil)
 		}
 		ADDQ(U32(block), i)
 		JMP(LabelRef(l))
+	}
+	if b.center && withC {
+		// A centered row's pass over x and dy reads them from the cache: under flagPF (rows from
+		// memory) a copy of its loops prefetches the next row's x, which the next row's first
+		// pass would otherwise wait for. A copy rather than a test per block, which measured
+		// 3-4% slower on avx512 rows in L1.
+		TESTL(U32(spec.FlagPF), b.flags())
+		JZ(LabelRef(name + "nopf"))
+		pf = GP64()
+		MOVQ(b.x, pf)
+		ADDQ(b.strideB, pf)
+		b.formLoops(name+"pfloop", loop)
+		pf = nil
+		Label(name + "nopf")
 	}
 	if grads {
 		b.formLoops(name+"loop", loop)

@@ -20,7 +20,8 @@ import (
 //	       m or Mean[r]. With flagPF (rows from memory) the second pass, which reads x from the
 //	       cache, prefetches the row's dy (pfRow; see setBackwardMemoryFlags)
 //	grads: with n = (x-m)*inv and g = dy*w', the 64 partials of g and of g*n (AVX-512 in one
-//	       pass, AVX2 in two, as the RMSNorm sums); a = sum(g)/d, b = sum(g*n)/d
+//	       pass, AVX2 in two, as the RMSNorm sums); a = sum(g)/d, b = sum(g*n)/d. With flagPF
+//	       the pass over x and dy prefetches the next row's x (sums)
 //	dx:    dx = inv*((g - a) - n*b), and q = dy*n into the weight gradient's block: the RMSNorm
 //	       dx loops (dxRow) with a centered element step
 //

@@ -14574,7 +14574,7 @@ ret:
 	RET
 
 // func neonBackwardLayer(j *job, from, to int) int
-TEXT ·neonBackwardLayer(SB), $1304-32
+TEXT ·neonBackwardLayer(SB), $1296-32
 	MOVD j+0(FP), R16
 	MOVD job_dst(R16), R0
 	MOVD job_x(R16), R1
@@ -17464,7 +17464,7 @@ lnclose1:
 	B lnclose1
 
 // func neonBackwardLayerUnweighted(j *job, from, to int) int
-TEXT ·neonBackwardLayerUnweighted(SB), $1304-32
+TEXT ·neonBackwardLayerUnweighted(SB), $1296-32
 	MOVD j+0(FP), R16
 	MOVD job_dst(R16), R0
 	MOVD job_x(R16), R1

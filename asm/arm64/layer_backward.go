@@ -30,8 +30,16 @@ const (
 	lSlotM    = bSlotW + 4*block // 64 floats: m in the row's lanes, +0 in the padding
 	lSlotInv  = lSlotM + 4*block // the same for inv
 	lOffA     = lSlotInv + 4*block
-	lFrameLen = lOffA + 8 // lOffA and 4 bytes of padding, less the 8 bytes at 0(RSP)
-	vA        = vreg(12)  // a in all lanes, in pass 5
+	lFrameLen = lOffA    // up to lOffA+8 (lOffA and 4 bytes of padding), less the 8 bytes at 0(RSP)
+	vA        = vreg(12) // a in all lanes, in pass 5
+)
+
+// The centered body runs the forward's sum passes, whose row ends go through the forward's slots
+// (offSlotX, offSlotR): these must lie inside this frame and above fd and rd, which stay live
+// through them. A constant below zero does not compile.
+const (
+	_ uint = offSlotX - (bOffRd + 4)
+	_ uint = lFrameLen + 8 - (offSlotR + 4*block)
 )
 
 // centeredRow emits the centered body of a row, from the label lncentered to next.

@@ -17000,7 +17000,7 @@ lndbnone:
 	FMOVS 1296(RSP), F12
 	VDUP V12.S[0], V12.S4
 
-	// Pass 3: dx = inv*(g - x*s), and q = dy*(x*inv) into the weight gradient.
+	// Pass 5: dx = inv*((g - a) - n*b), and q = dy*n into the weight gradient.
 	MOVD R1, R10
 	MOVD R3, R11
 	MOVD R0, R14
@@ -19063,7 +19063,7 @@ lndbnone:
 	FMOVS 1296(RSP), F12
 	VDUP V12.S[0], V12.S4
 
-	// Pass 3: dx = inv*(g - x*s), and q = dy*(x*inv) into the weight gradient.
+	// Pass 5: dx = inv*((g - a) - n*b), and q = dy*n into the weight gradient.
 	MOVD R1, R10
 	MOVD R3, R11
 	MOVD R0, R14

@@ -308,7 +308,11 @@ var gradOpLabel = [...]string{"dxonly", "dwset", "dwadd"}
 // bwdGrad is pass 3: it picks the row's gradOp and runs its loop, which ends at next (the add
 // loop through closeBlock).
 func (e *emitter) bwdGrad() {
-	e.comment("Pass 3: dx = inv*(g - x*s), and q = dy*(x*inv) into the weight gradient.")
+	if e.center {
+		e.comment("Pass 5: dx = inv*((g - a) - n*b), and q = dy*n into the weight gradient.")
+	} else {
+		e.comment("Pass 3: dx = inv*(g - x*s), and q = dy*(x*inv) into the weight gradient.")
+	}
 	e.op("MOVD %s, R10", rX)
 	e.op("MOVD %s, R11", rDY)
 	e.op("MOVD %s, R14", rDst)

@@ -5,9 +5,9 @@ import "math"
 // The generic kernel of LayerNorm (the Layer variants: Center, Bias or both), for every format:
 // the contract of the package documentation's LayerNorm in plain Go, the reference of the
 // LayerNorm kernels. A kernel without Layer functions of its own runs these for Layer jobs (the
-// dispatch table points its Layer variants here), and so does every backward pass with Center or
-// DB. As in runGeneric, every float32(...) around a product that meets an addition forbids a fused
-// multiply-add.
+// dispatch table points its Layer variants here); the generic kernel's backward pass with Center
+// takes the row's sums from here too (runGenericBackwardCentered). As in runGeneric, every
+// float32(...) around a product that meets an addition forbids a fused multiply-add.
 //
 // The rows are read a chunk at a time: float32 rows in place, 16-bit rows widened into a buffer on
 // the stack. A chunk is a whole number of blocks of 64, so element i of a chunk goes to partial

@@ -30,8 +30,9 @@ import (
 
 // Registers besides those of the forward (kernel.go): R3 the dy row (the forward's res), R19 DW,
 // R20 acc, R22 rows; in pass 3 R14 the dx pointer, R15 the P pointer (DW for a block of one row),
-// R16 the DW pointer when the row closes its block (else 0). Vector: V29 inv and V30 s (all lanes), V28 c (w + c: 1 with
-// flagOffset, else -0).
+// R16 the DW pointer when the row closes its block (else 0). Vector: V29 inv and V30 s (all
+// lanes), V28 c (w + c: 1 with flagOffset, else -0). The Layer functions (layer_backward.go) add
+// R25 DB and R26 its partial sums in dbRow, V31 m and, in the centered body, V30 b and V12 a.
 const (
 	rDY, rDW, rAcc, rRows = "R3", "R19", "R20", "R22"
 	// rDXStride is the bytes between dx rows: the job's dstStride, 0 when the caller wants no DX

@@ -45,6 +45,9 @@
 // gradient's products added to their block's partial sum (or to DW) in the same loop, one loop
 // per way of adding them; that pass does the last 1-3 elements of a row with scalar instructions
 // instead of a copy on the stack.
+// The Layer functions (layer_backward.go) add a centered body for rows with flagCenter (the
+// forward's two sum passes, the sums of g and of g*n, then dx = inv*((g - a) - n*b)) and a pass
+// that adds dy into the bias gradient's block; they clear flagPF on entry and prefetch nothing.
 //
 // Expected throughput of the inner loops (from the vendors' optimization guides; not measured,
 // since this project's CI has no arm64 hardware):

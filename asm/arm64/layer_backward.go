@@ -106,27 +106,19 @@ func (e *emitter) gradSums(withN bool) {
 	e.label(name + "tail")
 	e.comment("Fewer than 64 elements: dy, w (and x, m, inv) copied to zero-padded blocks, summed as a whole block.")
 	e.op("CBZ R12, %sdone", name)
-	slots := []struct {
-		src  string
-		slot int
-	}{{"R11", bSlotDY}}
+	// toSlot copies the row's end at src into the zero-padded slot and points src at it.
+	toSlot := func(src string, slot int) {
+		e.op("ADD $%d, RSP, R14", slot)
+		e.zeroBlock("R14")
+		e.copyElems(src, "R14", "R12", 4)
+		e.op("MOVD R14, %s", src)
+	}
+	toSlot("R11", bSlotDY)
 	if e.weighted() {
-		slots = append(slots, struct {
-			src  string
-			slot int
-		}{"R13", bSlotW})
+		toSlot("R13", bSlotW)
 	}
 	if withN {
-		slots = append(slots, struct {
-			src  string
-			slot int
-		}{"R10", bSlotX})
-	}
-	for _, sl := range slots {
-		e.op("ADD $%d, RSP, R14", sl.slot)
-		e.zeroBlock("R14")
-		e.copyElems(sl.src, "R14", "R12", 4)
-		e.op("MOVD R14, %s", sl.src)
+		toSlot("R10", bSlotX)
 	}
 	if withN {
 		for _, f := range []struct {

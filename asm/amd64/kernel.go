@@ -445,7 +445,11 @@ func (g *gen) sumSquares(acc []VecVirtual, xr, rr GPVirtual) []VecVirtual {
 		// in (prefetchLines), as the C kernels that stream fastest do; prefetching two rows ahead
 		// here as well kept three rows and the weight in flight, more than L1 holds, and measured
 		// 15-22% slower at 16384x4096 and up to 17% at 2048x4096 (Zen 5, avx512 and avx2; see
-		// memory.go).
+		// memory.go). Prefetching the next row here for the float32 rows normalized into 16-bit
+		// ones alone (ForwardTo*, whose output rows are half as wide) measured mixed too, Zen 5,
+		// ApplyToBF16, min of six to eight interleaved runs: 2048x4096 avx512 1.09-1.15 ->
+		// 0.95-1.02 ms but avx2 1.49 -> 1.66 ms, 16384x4096 avx512 13.6 -> 15.5 ms and avx2
+		// 15.6 -> 19.9 ms; with PREFETCHT1 the same.
 		Label(g.l("sumloop"))
 		CMPQ(i, lim)
 		JG(LabelRef(g.l("sumtail")))

@@ -204,13 +204,12 @@ func layerScale(j *job, r int, x32 []float32, x16 []uint16, m, inv float32, buf 
 		}
 		return
 	}
-	for c := 0; c < j.d; c += chunk { // RoundNormalized: n rounded to the format before the weight
+	// RoundNormalized, which comes with a weight and 16-bit rows out (Norm.flags): n rounded to
+	// the format before the weight.
+	for c := 0; c < j.d; c += chunk {
 		for i, v := range chunkOf(j, x32, x16, c, buf) {
 			e := c + i
-			n := (v - m) * inv
-			if rn {
-				n = f.round(n)
-			}
+			n := f.round((v - m) * inv)
 			switch mode {
 			case weighted:
 				n = float32(n * w[e])
@@ -220,11 +219,7 @@ func layerScale(j *job, r int, x32 []float32, x16 []uint16, m, inv float32, buf 
 			if b != nil {
 				n += b[e]
 			}
-			if d32 != nil {
-				d32[e] = n
-			} else {
-				d16[e] = f.narrow(n)
-			}
+			d16[e] = f.narrow(n)
 		}
 	}
 }

@@ -1,4 +1,4 @@
-# Everyday targets; `make check` runs exactly what CI runs.
+# Everyday targets; `make check` runs .ci/run, the full check (see README: Development).
 .PHONY: generate test bench vet cross check
 
 generate:

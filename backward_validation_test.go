@@ -15,13 +15,7 @@ import (
 const sentinel float32 = -1234.5
 
 // sentinels returns n sentinel values.
-func sentinels(n int) []float32 {
-	s := make([]float32, n)
-	for i := range s {
-		s[i] = sentinel
-	}
-	return s
-}
+func sentinels(n int) []float32 { return slices.Repeat([]float32{sentinel}, n) }
 
 func TestBackwardBadInput(t *testing.T) {
 	nan := float32(math.NaN())

@@ -2,6 +2,7 @@ package rmsnorm
 
 import (
 	"math"
+	"slices"
 	"testing"
 )
 
@@ -37,12 +38,12 @@ func overflowNorms() map[string]Norm {
 func TestForwardSpanOverflow(t *testing.T) {
 	for nname, n := range overflowNorms() {
 		for _, l := range hugeLayouts {
-			x, dst, res := float32s(12, 1), float32s(12, -1), float32s(12, 2)
-			inv, mean := float32s(3, -3), float32s(3, -4)
+			x, dst, res := slices.Repeat([]float32{1}, 12), slices.Repeat([]float32{-1}, 12), slices.Repeat([]float32{2}, 12)
+			inv, mean := slices.Repeat([]float32{-3}, 3), slices.Repeat([]float32{-4}, 3)
 			if !n.Center {
 				mean = nil
 			}
-			x16, dst16 := bf16s(12, 0x3f80), bf16s(12, 0xbf80)
+			x16, dst16 := slices.Repeat([]uint16{0x3f80}, 12), slices.Repeat([]uint16{0xbf80}, 12)
 			name := nname + "/" + l.name
 			mustPanicUnwritten(t, name+"/Apply", []string{"rmsnorm: Norm.Apply: ", wantNoFit}, func() {
 				n.Apply(Rows{Dst: dst, X: x, Residual: res, Inv: inv, Mean: mean, N: l.rows, Stride: l.stride, DstStride: l.dststr})
@@ -77,13 +78,13 @@ func TestBackwardSpanOverflow(t *testing.T) {
 			if l.dststr != 0 {
 				continue // Grad has no DstStride: DX and DY take Stride
 			}
-			dx, dw := float32s(12, sentinel), float32s(4, sentinel)
+			dx, dw := sentinels(12), sentinels(4)
 			var db []float32
 			if n.Bias != nil {
-				db = float32s(4, sentinel)
+				db = sentinels(4)
 			}
 			mustPanicUnwritten(t, nname+"/"+l.name, []string{"rmsnorm: Norm.Backward: ", wantNoFit}, func() {
-				n.Backward(Grad{DX: dx, DY: float32s(12, 1), X: float32s(12, 2), DW: dw, DB: db, N: l.rows, Stride: l.stride})
+				n.Backward(Grad{DX: dx, DY: slices.Repeat([]float32{1}, 12), X: slices.Repeat([]float32{2}, 12), DW: dw, DB: db, N: l.rows, Stride: l.stride})
 			}, dx, dw, db)
 		}
 	}
@@ -106,22 +107,4 @@ func TestQuo(t *testing.T) {
 			t.Errorf("quo(%d, %d) = %d, want %d", a, b, got, want)
 		}
 	}
-}
-
-// float32s returns n copies of v.
-func float32s(n int, v float32) []float32 {
-	s := make([]float32, n)
-	for i := range s {
-		s[i] = v
-	}
-	return s
-}
-
-// bf16s returns n copies of the 16-bit pattern v.
-func bf16s(n int, v uint16) []uint16 {
-	s := make([]uint16, n)
-	for i := range s {
-		s[i] = v
-	}
-	return s
 }

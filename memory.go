@@ -5,7 +5,7 @@ package rmsnorm
 // matmul reading dst) wants dst in cache, so ordinary stores are used. Rows that come from memory
 // are prefetched by the assembly kernels; the generic kernel reads float32 rows without a
 // residual once in order first (touchRow). streamBytes, the threshold, is in memory_asm.go (from
-// cpuid) and memory_noasm.go.
+// cpuid, by the rule of internal/streamrule, with the measurements behind it) and memory_noasm.go.
 //
 // Prefetching (the generator, asm/amd64/kernel.go: prefetch, pfOffset): PREFETCHT0, in the scale
 // pass of a row, of the row after it (eight rows on for rows of at most 512 elements); the sum pass
@@ -15,22 +15,6 @@ package rmsnorm
 // -15% (avx512) and -26% (avx2), 2048x4096 -3% and -5%, 32768x128 and 1x4096 unchanged. On Zen 4
 // (32 KiB of L1d) fewer rows in flight can only leave more of the cache to the row being summed;
 // it was not measured there.
-
-// streamFallback is the threshold when cpuid reports no L3, and in builds without assembly (no
-// cpuid). Measured on an AMD EPYC (Zen 5, 32 MiB of L3) as Forward followed by copy() of its
-// output, the next operation reading y, rows of 4096, streaming forced on against off (ms, best
-// of three):
-//
-//	x + y      float32 rows           bfloat16 rows
-//	 8 MiB     0.35 on, 0.22 off      0.40 on, 0.31 off
-//	16 MiB     0.64 on, 0.50 off      0.81 on, 0.82 off
-//	32 MiB     1.62 on, 1.71 off      1.62 on, 2.19 off
-//	64 MiB     3.54 on, 3.87 off      3.57 on, 4.84 off
-//
-// Streaming starts to win where the rows fill the L3; on a virtual machine without an L3 size
-// (copy() bandwidth dropping past 16-32 MiB), 8 MiB of output streamed took 737 us against 597,
-// and from 16 MiB of output (32 MiB of rows) streaming won. So 32 MiB.
-const streamFallback = 32 << 20
 
 // setMemoryFlags picks how the kernels treat memory for the validated job:
 //   - rows that fill the cache come from memory, so the rows ahead are prefetched while a row is

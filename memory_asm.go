@@ -2,15 +2,24 @@
 
 package rmsnorm
 
-import "github.com/klauspost/cpuid/v2"
+import (
+	"github.com/klauspost/cpuid/v2"
+
+	"github.com/gosimd/rmsnorm/internal/streamrule"
+)
 
 // streamBytes is the size of the rows a call reads and writes (x, dst when it is not x, the
-// residual) from which kernels stream: the last-level cache as cpuid reports it. Virtual machines
-// often report no L3; their L2 would then stream rows of a few MiB around an L3 that holds them,
-// so the fallback is streamFallback instead.
-var streamBytes = func() int { // a variable so that tests can force either kind of store
-	if l3 := cpuid.CPU.Cache.L3; l3 > 0 {
-		return l3
+// residual) from which kernels stream, as streamrule decides from cpuid: the last-level cache,
+// half of it on Zen 3. Virtual machines often report no L3; their L2 would then stream rows of a
+// few MiB around an L3 that holds them, so the fallback is streamrule.Fallback instead.
+var streamBytes, _ = streamrule.Bytes(hostCPU()) // a variable so that tests can force either kind of store
+
+// hostCPU is what streamrule reads of this CPU.
+func hostCPU() streamrule.CPU {
+	return streamrule.CPU{
+		AMD:    cpuid.CPU.VendorID == cpuid.AMD,
+		Family: cpuid.CPU.Family,
+		L2:     cpuid.CPU.Cache.L2,
+		L3:     cpuid.CPU.Cache.L3,
 	}
-	return streamFallback
-}()
+}

@@ -2,7 +2,9 @@
 
 package rmsnorm
 
-// streamBytes is streamFallback: this build has no cpuid to ask for the cache size. Only the
+import "github.com/gosimd/rmsnorm/internal/streamrule"
+
+// streamBytes is streamrule.Fallback: this build has no cpuid to ask for the cache size. Only the
 // generic kernel runs here; of the memory flags it reads flagPF (see touchRow), and flagNT is set
 // but ignored.
-var streamBytes = streamFallback // a variable so that tests can force either way
+var streamBytes = streamrule.Fallback // a variable so that tests can force either way

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/gosimd/rmsnorm"
+	"github.com/gosimd/rmsnorm/internal/streamrule"
 	"github.com/klauspost/cpuid/v2"
 )
 
@@ -25,6 +26,10 @@ type machine struct {
 	L1D       int      `json:"l1d_bytes"`
 	L2        int      `json:"l2_bytes"`
 	L3        int      `json:"l3_bytes"`
+	// StreamBytes is the size of rows, read and written, from which the assembly kernels stream
+	// (internal/streamrule); zero when only the generic kernel runs.
+	StreamBytes int    `json:"stream_bytes,omitempty"`
+	streamWhy   string // why StreamBytes is that
 }
 
 // relevantFeatures are the cpuid features the kernels depend on (dispatch reads AVX, AVX2, F16C,
@@ -47,6 +52,14 @@ func describeMachine() machine {
 		L2:        cpuid.CPU.Cache.L2,
 		L3:        cpuid.CPU.Cache.L3,
 		Module:    "(devel)",
+	}
+	if slices.ContainsFunc(m.Kernels, func(k string) bool { return k != "generic" }) {
+		m.StreamBytes, m.streamWhy = streamrule.Bytes(streamrule.CPU{
+			AMD:    cpuid.CPU.VendorID == cpuid.AMD,
+			Family: cpuid.CPU.Family,
+			L2:     m.L2,
+			L3:     m.L3,
+		})
 	}
 	if m.CPU == "" {
 		m.CPU = "unknown (" + runtime.GOARCH + ")"
@@ -75,8 +88,9 @@ func describeMachine() machine {
 func (b *bench) printMachine() {
 	m := b.rep.Machine
 	b.printf("cpu:      %s (%d cores; %s)\n", m.CPU, m.Cores, caches(m))
-	if m.L3 <= 0 && slices.ContainsFunc(m.Kernels, func(k string) bool { return k != "generic" }) {
-		b.printf("          (with no L3 size, the assembly kernels stream calls whose rows, read and written, add up to 32 MiB or more)\n")
+	if m.StreamBytes > 0 {
+		b.printf("          (the assembly kernels stream calls whose rows, read and written, add up to %s or more: %s)\n",
+			size(m.StreamBytes), m.streamWhy)
 	}
 	b.printf("features: %s\n", strings.Join(m.Features, " "))
 	goamd64 := ""
@@ -94,17 +108,22 @@ func caches(m machine) string {
 		name  string
 		bytes int
 	}{{"L1d", m.L1D}, {"L2", m.L2}, {"L3", m.L3}} {
-		switch {
-		case c.bytes <= 0:
+		if c.bytes <= 0 {
 			missing = append(missing, c.name)
-		case c.bytes%(1<<20) == 0:
-			known = append(known, fmt.Sprintf("%s %d MiB", c.name, c.bytes>>20))
-		default:
-			known = append(known, fmt.Sprintf("%s %d KiB", c.name, c.bytes>>10))
+		} else {
+			known = append(known, c.name+" "+size(c.bytes))
 		}
 	}
 	if len(missing) > 0 {
 		known = append(known, strings.Join(missing, ", ")+" not reported by cpuid")
 	}
 	return strings.Join(known, ", ")
+}
+
+// size gives bytes in MiB when they are a whole number of them, else in KiB.
+func size(bytes int) string {
+	if bytes%(1<<20) == 0 {
+		return fmt.Sprintf("%d MiB", bytes>>20)
+	}
+	return fmt.Sprintf("%d KiB", bytes>>10)
 }

@@ -1,0 +1,62 @@
+// Package streamrule decides, from what cpuid reports, the size of rows (read and written) from
+// which the assembly kernels treat a call's rows as coming from memory: they stream them
+// (non-temporal stores out of place, prefetches of the rows ahead). The package uses it at init,
+// and the bench command prints it; nothing else of the module needs it.
+package streamrule
+
+// Fallback is the threshold when cpuid reports no L3, and in builds without assembly (no cpuid).
+// Measured on an AMD EPYC (Zen 5, 32 MiB of L3) as Forward followed by copy() of its output, the
+// next operation reading y, rows of 4096, streaming forced on against off (ms, best of three):
+//
+//	x + y      float32 rows           bfloat16 rows
+//	 8 MiB     0.35 on, 0.22 off      0.40 on, 0.31 off
+//	16 MiB     0.64 on, 0.50 off      0.81 on, 0.82 off
+//	32 MiB     1.62 on, 1.71 off      1.62 on, 2.19 off
+//	64 MiB     3.54 on, 3.87 off      3.57 on, 4.84 off
+//
+// Streaming starts to win where the rows fill the L3; on a virtual machine without an L3 size
+// (copy() bandwidth dropping past 16-32 MiB), 8 MiB of output streamed took 737 us against 597,
+// and from 16 MiB of output (32 MiB of rows) streaming won. So 32 MiB.
+const Fallback = 32 << 20
+
+// CPU is what the rule reads of cpuid.
+type CPU struct {
+	AMD    bool // the vendor is AMD
+	Family int  // the family, extended family included (0x19 for Zen 3 and Zen 4, 0x1a for Zen 5)
+	L2, L3 int  // cache sizes in bytes; zero when cpuid does not report them
+}
+
+// Bytes returns the threshold for c and why it is that:
+//
+//   - no L3 reported: Fallback;
+//   - Zen 3 (AMD family 0x19 with a 512 KiB L2; Zen 4, the same family, has 1 MiB): half the L3;
+//   - any other CPU: the L3.
+//
+// Zen 3 streams from half its L3 because there, unlike on Zen 5, the rows stop staying in the
+// cache well before they fill it. Measured on an AMD EPYC 7003 (Zen 3, "Milan", a 2-vCPU virtual
+// machine, L2 512 KiB, L3 32 MiB), 2026-12-02, ms, min (median) of five interleaved runs, rows of
+// 4096, streaming forced on against off:
+//
+//	Forward, then copy() of y           Backward (Inv, DW), then copy() of dx
+//	x + y     on            off                x + dy + dx   on            off
+//	 8 MiB    0.63 (0.71)   0.47 (0.52)       10.5 MiB       0.89 (1.08)   0.89 (1.01)
+//	10 MiB    0.84 (0.86)   0.65 (0.68)       13.5 MiB       1.29 (1.54)   1.24 (1.55)
+//	12 MiB    0.98 (1.03)   0.78 (0.83)       16.5 MiB       1.92 (2.19)   2.03 (2.34)
+//	14 MiB    1.17 (1.19)   1.12 (1.57)       21 MiB         2.53 (2.88)   2.89 (3.53)
+//	16 MiB    1.21 (1.49)   1.25 (1.96)       27 MiB         3.36 (3.75)   3.39 (3.99)
+//	20 MiB    1.75 (2.24)   2.25 (2.34)       31.5 MiB       4.02 (4.45)   4.12 (4.99)
+//	24 MiB    2.07 (2.52)   3.20 (3.37)
+//	32 MiB    3.61 (3.65)   4.68 (4.93)       (32 MiB: three runs)
+//
+// So from 16 MiB on that machine, where Zen 5's table above keeps the rows in cache at 16 MiB.
+// Zen 4 has not been measured; it keeps the L3.
+func Bytes(c CPU) (bytes int, why string) {
+	switch {
+	case c.L3 <= 0:
+		return Fallback, "no L3 size reported"
+	case c.AMD && c.Family == 0x19 && c.L2 == 512<<10:
+		return c.L3 / 2, "half the L3, on Zen 3"
+	default:
+		return c.L3, "the L3"
+	}
+}

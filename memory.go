@@ -14,16 +14,19 @@ package rmsnorm
 // well, and dropping that measured, Zen 5, Forward, benchstat of six interleaved runs: 16384x4096
 // -15% (avx512) and -26% (avx2), 2048x4096 -3% and -5%, 32768x128 and 1x4096 unchanged. On Zen 4
 // (32 KiB of L1d) fewer rows in flight can only leave more of the cache to the row being summed;
-// it was not measured there.
+// it was not measured there. On Zen 3 the AVX2 kernel's pipe (flagPipe) sums the next row inside
+// the scale pass instead of prefetching it, so that memory is not idle while a row is summed from
+// the cache (streamrule.Pipe has the measurements).
 
 // setMemoryFlags picks how the kernels treat memory for the validated job:
 //   - rows that fill the cache come from memory, so the rows ahead are prefetched while a row is
 //     summed and scaled; out of place, dst also goes out with non-temporal stores (in place, the
 //     rows are in cache already and ordinary stores write them back at no extra cost);
-//   - rows far apart (a stride) defeat the hardware prefetchers, so they are prefetched too.
+//   - rows far apart (a stride) defeat the hardware prefetchers, so they are prefetched too;
+//   - on Zen 3, streamed float32 rows (out of place) also take the AVX2 kernel's pipe (pipes).
 //
-// The generic kernel ignores flagNT, and for flagPF reads a float32 row without a residual once in
-// order before summing it (touchRow).
+// The generic kernel ignores flagNT and flagPipe, and for flagPF reads a float32 row without a
+// residual once in order before summing it (touchRow).
 func (j *job) setMemoryFlags() {
 	if j.stride != j.d {
 		j.flags |= flagPF
@@ -32,8 +35,19 @@ func (j *job) setMemoryFlags() {
 		j.flags |= flagPF
 		if j.dst != j.x {
 			j.flags |= flagNT
+			if pipeRows && j.pipes() {
+				j.flags |= flagPipe
+			}
 		}
 	}
+}
+
+// pipes reports whether the rows of a streamed job can go through the AVX2 kernel's pipe
+// (flagPipe, on the CPUs of streamrule.Pipe), whose loop has no tail and no residual: d a multiple
+// of 64 above groupMax (one row at a time), dst rows 32-byte aligned for the non-temporal stores,
+// no residual. Only the float32 function has the pipe; the others ignore the flag.
+func (j *job) pipes() bool {
+	return j.res == nil && j.d%64 == 0 && j.d > groupMax && uintptr(j.dst)%32 == 0 && j.dstStride%8 == 0
 }
 
 // rowBytes is the memory one row of a forward job moves: x, dst unless it is x, and the residual.

@@ -14,6 +14,11 @@ import (
 // few MiB around an L3 that holds them, so the fallback is streamrule.Fallback instead.
 var streamBytes, _ = streamrule.Bytes(hostCPU()) // a variable so that tests can force either kind of store
 
+// pipeRows is whether streamed float32 rows go through the AVX2 kernel's pipe (flagPipe; see
+// setMemoryFlags), as streamrule decides from cpuid: on Zen 3. A variable so that tests can run
+// the kernels both ways.
+var pipeRows = streamrule.Pipe(hostCPU())
+
 // hostCPU is what streamrule reads of this CPU.
 func hostCPU() streamrule.CPU {
 	return streamrule.CPU{

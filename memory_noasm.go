@@ -8,3 +8,6 @@ import "github.com/gosimd/rmsnorm/internal/streamrule"
 // generic kernel runs here; of the memory flags it reads flagPF (see touchRow), and flagNT is set
 // but ignored.
 var streamBytes = streamrule.Fallback // a variable so that tests can force either way
+
+// pipeRows is false: flagPipe is for the AVX2 kernel, which this build does not have.
+var pipeRows = false

@@ -28,7 +28,9 @@ import (
 // with non-temporal stores), chosen by the job's flags once per row, and the ordinary and
 // prefetching loops in three weight forms, chosen by w and flagOffset (spec.Variant.Body). The sum
 // pass of 16-bit rows prefetches two rows ahead under flagPF; that of float32 rows never does (the
-// scale pass brings the next row in). Every other piece is shared.
+// scale pass brings the next row in). The AVX2 float32 function has a fourth mode, the pipe
+// (FlagPipe, set on Zen 3): one loop scales a row and sums the next one. Every other piece is
+// shared.
 
 const (
 	block  = 64     // elements of a row that fill the 64 partial sums once
@@ -74,6 +76,9 @@ type gen struct {
 	resTail    Mem // AVX2, residual: where h of the copied end goes back to
 	tailN      Mem // AVX2: elements in the copied end
 	xrRow      Mem // AVX2, 16-bit: the row's x pointer while the sum pass reads the copied end
+
+	// acc are the accumulators of the sum passes, which the pipe fills too.
+	acc []VecVirtual
 
 	// LayerNorm (spec.Variant.Layer): what the sum pass being emitted adds to the partials, and
 	// the row's mean in every lane (+0 without flagCenter) for the centered pass and the scale
@@ -135,6 +140,7 @@ func kernel(s *isa, prefix string, v spec.Variant, cvt bool) {
 	for k := range acc {
 		acc[k] = s.vec()
 	}
+	g.acc = acc
 	var p VecVirtual
 	if v.Layer {
 		p = g.layerSums(acc) // one row at a time: its sum, then its centered squares (layer.go)
@@ -825,6 +831,9 @@ func (g *gen) scaleRows(inv VecVirtual) {
 		one = s.vec()
 		g.setC(one)
 	}
+	if g.pipes() {
+		g.pipe(invv, one)
+	}
 	g.scale(g.x, invv, one) // h with a residual (see prologue)
 	ADDQ(g.strideB, g.x)
 	ADDQ(g.dstStrideB, g.dst)
@@ -1175,4 +1184,69 @@ func (g *gen) partialOut(src, i, n GPVirtual, invv, one VecVirtual) {
 	LEAQ(g.slotX.Offset(2*vb), sl)
 	LEAQ(g.atDst(i, 0), p)
 	g.copyElems(sl, p, n, g.ebOut())
+}
+
+// pipes reports whether the function has the pipe (FlagPipe): AVX2, float32 rows in and out.
+func (g *gen) pipes() bool {
+	return g.s == avx2 && !g.v.Layer && g.v.Format == spec.F32
+}
+
+// pipe is the scale pass of a row under FlagPipe, when the call has a row after it: the loop that
+// writes y = (x*inv)*w with non-temporal stores also sums the squares of the next row, block by
+// block in the order of the sum pass (+0 + square is the square, so the zeroed partials give the
+// sum pass's bits), and the row after goes straight on to invone with its partials. The Go side
+// sets the flag only where the loop needs no tail: d a multiple of the block, rows of dst aligned
+// to the vector, no residual, one row at a time (d above GroupMax).
+func (g *gen) pipe(invv, one VecVirtual) {
+	s := g.s
+	no := "nopipe"
+	TESTL(U32(spec.FlagPipe), g.flags())
+	JZ(LabelRef(no))
+	t := GP64()
+	MOVQ(g.done, t)
+	INCQ(t)
+	CMPQ(t, g.to())
+	JAE(LabelRef(no))
+	nx := GP64() // the next row
+	MOVQ(g.x, nx)
+	ADDQ(g.strideB, nx)
+	for k := range g.acc {
+		s.zero(g.acc[k])
+	}
+	i := GP64()
+	XORQ(i, i)
+	TESTQ(g.w, g.w)
+	JZ(LabelRef("pipenoweight"))
+	TESTL(U32(spec.FlagOffset), g.flags())
+	JNZ(LabelRef("pipeoffset"))
+	for _, f := range []struct {
+		name string
+		form spec.Mode
+	}{{"pipeweighted", spec.Weighted}, {"pipeoffset", spec.Offset}, {"pipenoweight", spec.Unweighted}} {
+		Label(f.name)
+		loop := f.name + "loop"
+		Label(loop)
+		for k, a := range g.acc {
+			off := k * s.vbytes()
+			v := s.vec()
+			VMOVUPS(g.at(nx, i, off), v)
+			VMULPS(v, v, v)
+			VADDPS(v, a, a)
+			y := s.vec()
+			VMULPS(g.at(g.x, i, off), invv, y)
+			g.applyWeightAs(f.form, y, g.atW(i, off), one, nil)
+			VMOVNTPS(y, g.atDst(i, off))
+		}
+		ADDQ(U32(block), i)
+		CMPQ(i, g.d())
+		JB(LabelRef(loop))
+		JMP(LabelRef("piped"))
+	}
+	Label("piped")
+	ADDQ(g.strideB, g.x)
+	ADDQ(g.dstStrideB, g.dst)
+	INCQ(g.done)
+	s.partial(g.acc) // into acc[0], where invone takes the partials of the sum passes
+	JMP(LabelRef("invone"))
+	Label(no)
 }

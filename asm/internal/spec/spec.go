@@ -353,6 +353,10 @@ const (
 	// FlagCenter (Layer variants): Norm.Center, the row's mean is subtracted before the sum of
 	// squares and the scale. A Layer job without it only adds the bias (or sums DB).
 	FlagCenter = 32
+	// FlagPipe (AVX2, float32 rows in and out, no residual, with FlagNT; d a multiple of 64 above
+	// GroupMax, dst rows 32-byte aligned): the scale pass of a row sums the next row's squares in
+	// the same loop, so that loading the next row overlaps storing this one.
+	FlagPipe = 64
 )
 
 // Bounds of t = ss/d + eps outside which a row takes the float64 path.
@@ -379,6 +383,7 @@ func GoSpec(header string) string {
 	fmt.Fprintf(&b, "\tflagRN = %d // 16-bit rows with a weight: round x*inv to the format before the weight (RoundNormalized)\n", FlagRN)
 	fmt.Fprintf(&b, "\tflagOffset = %d // rows with a weight: the weight form is 1+w (one kernel function serves every form)\n", FlagOffset)
 	fmt.Fprintf(&b, "\tflagCenter = %d // Layer variants: subtract the row's mean (Norm.Center)\n", FlagCenter)
+	fmt.Fprintf(&b, "\tflagPipe = %d // AVX2 float32 streaming: the scale pass of a row sums the next row's squares\n", FlagPipe)
 	b.WriteString(")\n\n")
 	fmt.Fprintf(&b, "// gradBlock is the number of rows summed into one partial sum of the weight gradient.\nconst gradBlock = %d\n\n", GradBlock)
 	fmt.Fprintf(&b, "// groupMax is the longest row the kernels normalize four at a time.\nconst groupMax = %d\n\n", GroupMax)

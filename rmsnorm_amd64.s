@@ -17979,6 +17979,7 @@ sum:
 
 sumrow:
 	// Sum of squares: element i goes to partial i%64.
+	VPXOR  Y8, Y8, Y8
 	MOVQ   job_d+0(AX), R11
 	SUBQ   $0x00000040, R11
 	JGE    firstblock
@@ -17995,32 +17996,24 @@ sumrow:
 
 firstblock:
 	// +0 + square is the square itself: the first block initializes the partials.
-	XORQ      R10, R10
-	VPMOVZXWD (R8)(R10*2), Y0
-	VPSLLD    $0x10, Y0, Y0
-	VMULPS    Y0, Y0, Y0
-	VPMOVZXWD 16(R8)(R10*2), Y1
-	VPSLLD    $0x10, Y1, Y1
-	VMULPS    Y1, Y1, Y1
-	VPMOVZXWD 32(R8)(R10*2), Y2
-	VPSLLD    $0x10, Y2, Y2
-	VMULPS    Y2, Y2, Y2
-	VPMOVZXWD 48(R8)(R10*2), Y3
-	VPSLLD    $0x10, Y3, Y3
-	VMULPS    Y3, Y3, Y3
-	VPMOVZXWD 64(R8)(R10*2), Y4
-	VPSLLD    $0x10, Y4, Y4
-	VMULPS    Y4, Y4, Y4
-	VPMOVZXWD 80(R8)(R10*2), Y5
-	VPSLLD    $0x10, Y5, Y5
-	VMULPS    Y5, Y5, Y5
-	VPMOVZXWD 96(R8)(R10*2), Y6
-	VPSLLD    $0x10, Y6, Y6
-	VMULPS    Y6, Y6, Y6
-	VPMOVZXWD 112(R8)(R10*2), Y7
-	VPSLLD    $0x10, Y7, Y7
-	VMULPS    Y7, Y7, Y7
-	MOVQ      $0x00000040, R10
+	XORQ       R10, R10
+	VPUNPCKLWD (R8)(R10*2), Y8, Y0
+	VMULPS     Y0, Y0, Y0
+	VPUNPCKHWD (R8)(R10*2), Y8, Y1
+	VMULPS     Y1, Y1, Y1
+	VPUNPCKLWD 32(R8)(R10*2), Y8, Y2
+	VMULPS     Y2, Y2, Y2
+	VPUNPCKHWD 32(R8)(R10*2), Y8, Y3
+	VMULPS     Y3, Y3, Y3
+	VPUNPCKLWD 64(R8)(R10*2), Y8, Y4
+	VMULPS     Y4, Y4, Y4
+	VPUNPCKHWD 64(R8)(R10*2), Y8, Y5
+	VMULPS     Y5, Y5, Y5
+	VPUNPCKLWD 96(R8)(R10*2), Y8, Y6
+	VMULPS     Y6, Y6, Y6
+	VPUNPCKHWD 96(R8)(R10*2), Y8, Y7
+	VMULPS     Y7, Y7, Y7
+	MOVQ       $0x00000040, R10
 
 	// With flagPF, the rows ahead are prefetched: one loop for both, the flag tested per block.
 	MOVQ DI, R12
@@ -18041,40 +18034,32 @@ sumloop:
 	JNZ   sumpf
 
 sumblock:
-	VPMOVZXWD (R8)(R10*2), Y8
-	VPSLLD    $0x10, Y8, Y8
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y0, Y0
-	VPMOVZXWD 16(R8)(R10*2), Y8
-	VPSLLD    $0x10, Y8, Y8
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y1, Y1
-	VPMOVZXWD 32(R8)(R10*2), Y8
-	VPSLLD    $0x10, Y8, Y8
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y2, Y2
-	VPMOVZXWD 48(R8)(R10*2), Y8
-	VPSLLD    $0x10, Y8, Y8
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y3, Y3
-	VPMOVZXWD 64(R8)(R10*2), Y8
-	VPSLLD    $0x10, Y8, Y8
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y4, Y4
-	VPMOVZXWD 80(R8)(R10*2), Y8
-	VPSLLD    $0x10, Y8, Y8
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y5, Y5
-	VPMOVZXWD 96(R8)(R10*2), Y8
-	VPSLLD    $0x10, Y8, Y8
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y6, Y6
-	VPMOVZXWD 112(R8)(R10*2), Y8
-	VPSLLD    $0x10, Y8, Y8
-	VMULPS    Y8, Y8, Y8
-	VADDPS    Y8, Y7, Y7
-	ADDQ      $0x00000040, R10
-	JMP       sumloop
+	VPUNPCKLWD (R8)(R10*2), Y8, Y9
+	VMULPS     Y9, Y9, Y9
+	VADDPS     Y9, Y0, Y0
+	VPUNPCKHWD (R8)(R10*2), Y8, Y9
+	VMULPS     Y9, Y9, Y9
+	VADDPS     Y9, Y1, Y1
+	VPUNPCKLWD 32(R8)(R10*2), Y8, Y9
+	VMULPS     Y9, Y9, Y9
+	VADDPS     Y9, Y2, Y2
+	VPUNPCKHWD 32(R8)(R10*2), Y8, Y9
+	VMULPS     Y9, Y9, Y9
+	VADDPS     Y9, Y3, Y3
+	VPUNPCKLWD 64(R8)(R10*2), Y8, Y9
+	VMULPS     Y9, Y9, Y9
+	VADDPS     Y9, Y4, Y4
+	VPUNPCKHWD 64(R8)(R10*2), Y8, Y9
+	VMULPS     Y9, Y9, Y9
+	VADDPS     Y9, Y5, Y5
+	VPUNPCKLWD 96(R8)(R10*2), Y8, Y9
+	VMULPS     Y9, Y9, Y9
+	VADDPS     Y9, Y6, Y6
+	VPUNPCKHWD 96(R8)(R10*2), Y8, Y9
+	VMULPS     Y9, Y9, Y9
+	VADDPS     Y9, Y7, Y7
+	ADDQ       $0x00000040, R10
+	JMP        sumloop
 
 	// Out of the loop's way: the prefetches, whose flag is usually clear.
 sumpf:
@@ -18091,11 +18076,11 @@ sumtail:
 	MOVQ    R11, 440(SP)
 	LEAQ    (R8)(R10*2), R11
 	LEAQ    128(SP), R12
-	VXORPS  Y8, Y8, Y8
-	VMOVUPS Y8, (R12)
-	VMOVUPS Y8, 32(R12)
-	VMOVUPS Y8, 64(R12)
-	VMOVUPS Y8, 96(R12)
+	VXORPS  Y9, Y9, Y9
+	VMOVUPS Y9, (R12)
+	VMOVUPS Y9, 32(R12)
+	VMOVUPS Y9, 64(R12)
+	VMOVUPS Y9, 96(R12)
 	MOVQ    440(SP), R14
 	XORQ    R13, R13
 	SUBQ    $0x00000010, R14
@@ -18103,8 +18088,8 @@ sumtail:
 copyvec2:
 	CMPQ    R13, R14
 	JG      copyone3
-	VMOVUPS (R11)(R13*2), Y8
-	VMOVUPS Y8, (R12)(R13*2)
+	VMOVUPS (R11)(R13*2), Y9
+	VMOVUPS Y9, (R12)(R13*2)
 	ADDQ    $0x00000010, R13
 	JMP     copyvec2
 
@@ -18134,21 +18119,34 @@ slotsummed:
 	MOVQ 456(SP), R8
 
 summed:
-	VADDPS  Y4, Y0, Y0
-	VADDPS  Y5, Y1, Y1
-	VADDPS  Y6, Y2, Y2
-	VADDPS  Y7, Y3, Y3
-	VADDPS  Y2, Y0, Y0
-	VADDPS  Y3, Y1, Y1
-	VADDPS  Y1, Y0, Y0
-	CMPQ    424(SP), $0x01
-	JE      invone
-	VMOVUPS Y0, (SP)(R9*1)
-	ADDQ    DI, R8
-	ADDQ    $0x00000020, R9
-	CMPQ    R9, $0x00000080
-	JB      sumrow
-	JMP     invgroup
+	// The partials back in order: 16c..16c+7 in acc[2c], 16c+8..16c+15 in acc[2c+1].
+	VEXTRACTF128 $0x01, Y0, X8
+	VINSERTF128  $0x01, X1, Y0, Y0
+	VINSERTF128  $0x00, X8, Y1, Y1
+	VEXTRACTF128 $0x01, Y2, X8
+	VINSERTF128  $0x01, X3, Y2, Y2
+	VINSERTF128  $0x00, X8, Y3, Y3
+	VEXTRACTF128 $0x01, Y4, X8
+	VINSERTF128  $0x01, X5, Y4, Y4
+	VINSERTF128  $0x00, X8, Y5, Y5
+	VEXTRACTF128 $0x01, Y6, X8
+	VINSERTF128  $0x01, X7, Y6, Y6
+	VINSERTF128  $0x00, X8, Y7, Y7
+	VADDPS       Y4, Y0, Y0
+	VADDPS       Y5, Y1, Y1
+	VADDPS       Y6, Y2, Y2
+	VADDPS       Y7, Y3, Y3
+	VADDPS       Y2, Y0, Y0
+	VADDPS       Y3, Y1, Y1
+	VADDPS       Y1, Y0, Y0
+	CMPQ         424(SP), $0x01
+	JE           invone
+	VMOVUPS      Y0, (SP)(R9*1)
+	ADDQ         DI, R8
+	ADDQ         $0x00000020, R9
+	CMPQ         R9, $0x00000080
+	JB           sumrow
+	JMP          invgroup
 
 addsum:
 	MOVQ BX, R8

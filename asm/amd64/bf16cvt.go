@@ -215,6 +215,10 @@ func (g *gen) loadWidenConsts() {
 // loadAt is load for vector u of an unrolled loop, whose vectors come in pairs (u even, u+1).
 func (g *gen) loadAt(m Mem, u int, v VecVirtual) {
 	switch {
+	case g.zeroW != nil && u%2 == 0:
+		VPUNPCKLWD(m, g.zeroW, v)
+	case g.zeroW != nil:
+		VPUNPCKHWD(m.Offset(-g.vstep()), g.zeroW, v)
 	case g.wide.lo == nil || !g.in16():
 		g.load(m, v)
 	case u%2 == 0:

@@ -18153,6 +18153,7 @@ addsum:
 	MOVQ DX, R9
 
 	// Sum of squares: element i goes to partial i%64.
+	VPXOR  Y8, Y8, Y8
 	MOVQ   job_d+0(AX), R11
 	SUBQ   $0x00000040, R11
 	JGE    addfirstblock
@@ -18169,144 +18170,112 @@ addsum:
 
 addfirstblock:
 	// +0 + square is the square itself: the first block initializes the partials.
-	XORQ         R10, R10
-	VPMOVZXWD    (R8)(R10*2), Y0
-	VPSLLD       $0x10, Y0, Y0
-	VPMOVZXWD    (R9)(R10*2), Y1
-	VPSLLD       $0x10, Y1, Y1
-	VADDPS       Y1, Y0, Y0
-	VPSRLD       $0x10, Y0, Y1
-	VPAND        avx2bfone<>+0(SB), Y1, Y1
-	VPADDD       avx2bfbias<>+0(SB), Y1, Y1
-	VPADDD       Y0, Y1, Y1
-	VPAND        avx2bfhigh<>+0(SB), Y1, Y1
-	VCMPPS       $0x03, Y0, Y0, Y0
-	VBLENDVPS    Y0, avx2bfnanhigh<>+0(SB), Y1, Y1
-	VPSRLD       $0x10, Y1, Y0
-	VEXTRACTI128 $0x01, Y0, X2
-	VPACKUSDW    X2, X0, X2
-	VMOVDQU      X2, (R9)(R10*2)
-	VMULPS       Y1, Y1, Y0
-	VPMOVZXWD    16(R8)(R10*2), Y1
-	VPSLLD       $0x10, Y1, Y1
-	VPMOVZXWD    16(R9)(R10*2), Y2
-	VPSLLD       $0x10, Y2, Y2
-	VADDPS       Y2, Y1, Y1
-	VPSRLD       $0x10, Y1, Y2
-	VPAND        avx2bfone<>+0(SB), Y2, Y2
-	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD       Y1, Y2, Y2
-	VPAND        avx2bfhigh<>+0(SB), Y2, Y2
-	VCMPPS       $0x03, Y1, Y1, Y1
-	VBLENDVPS    Y1, avx2bfnanhigh<>+0(SB), Y2, Y2
-	VPSRLD       $0x10, Y2, Y1
-	VEXTRACTI128 $0x01, Y1, X3
-	VPACKUSDW    X3, X1, X3
-	VMOVDQU      X3, 16(R9)(R10*2)
-	VMULPS       Y2, Y2, Y1
-	VPMOVZXWD    32(R8)(R10*2), Y2
-	VPSLLD       $0x10, Y2, Y2
-	VPMOVZXWD    32(R9)(R10*2), Y3
-	VPSLLD       $0x10, Y3, Y3
-	VADDPS       Y3, Y2, Y2
-	VPSRLD       $0x10, Y2, Y3
-	VPAND        avx2bfone<>+0(SB), Y3, Y3
-	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
-	VPADDD       Y2, Y3, Y3
-	VPAND        avx2bfhigh<>+0(SB), Y3, Y3
-	VCMPPS       $0x03, Y2, Y2, Y2
-	VBLENDVPS    Y2, avx2bfnanhigh<>+0(SB), Y3, Y3
-	VPSRLD       $0x10, Y3, Y2
-	VEXTRACTI128 $0x01, Y2, X4
-	VPACKUSDW    X4, X2, X4
-	VMOVDQU      X4, 32(R9)(R10*2)
-	VMULPS       Y3, Y3, Y2
-	VPMOVZXWD    48(R8)(R10*2), Y3
-	VPSLLD       $0x10, Y3, Y3
-	VPMOVZXWD    48(R9)(R10*2), Y4
-	VPSLLD       $0x10, Y4, Y4
-	VADDPS       Y4, Y3, Y3
-	VPSRLD       $0x10, Y3, Y4
-	VPAND        avx2bfone<>+0(SB), Y4, Y4
-	VPADDD       avx2bfbias<>+0(SB), Y4, Y4
-	VPADDD       Y3, Y4, Y4
-	VPAND        avx2bfhigh<>+0(SB), Y4, Y4
-	VCMPPS       $0x03, Y3, Y3, Y3
-	VBLENDVPS    Y3, avx2bfnanhigh<>+0(SB), Y4, Y4
-	VPSRLD       $0x10, Y4, Y3
-	VEXTRACTI128 $0x01, Y3, X5
-	VPACKUSDW    X5, X3, X5
-	VMOVDQU      X5, 48(R9)(R10*2)
-	VMULPS       Y4, Y4, Y3
-	VPMOVZXWD    64(R8)(R10*2), Y4
-	VPSLLD       $0x10, Y4, Y4
-	VPMOVZXWD    64(R9)(R10*2), Y5
-	VPSLLD       $0x10, Y5, Y5
-	VADDPS       Y5, Y4, Y4
-	VPSRLD       $0x10, Y4, Y5
-	VPAND        avx2bfone<>+0(SB), Y5, Y5
-	VPADDD       avx2bfbias<>+0(SB), Y5, Y5
-	VPADDD       Y4, Y5, Y5
-	VPAND        avx2bfhigh<>+0(SB), Y5, Y5
-	VCMPPS       $0x03, Y4, Y4, Y4
-	VBLENDVPS    Y4, avx2bfnanhigh<>+0(SB), Y5, Y5
-	VPSRLD       $0x10, Y5, Y4
-	VEXTRACTI128 $0x01, Y4, X6
-	VPACKUSDW    X6, X4, X6
-	VMOVDQU      X6, 64(R9)(R10*2)
-	VMULPS       Y5, Y5, Y4
-	VPMOVZXWD    80(R8)(R10*2), Y5
-	VPSLLD       $0x10, Y5, Y5
-	VPMOVZXWD    80(R9)(R10*2), Y6
-	VPSLLD       $0x10, Y6, Y6
-	VADDPS       Y6, Y5, Y5
-	VPSRLD       $0x10, Y5, Y6
-	VPAND        avx2bfone<>+0(SB), Y6, Y6
-	VPADDD       avx2bfbias<>+0(SB), Y6, Y6
-	VPADDD       Y5, Y6, Y6
-	VPAND        avx2bfhigh<>+0(SB), Y6, Y6
-	VCMPPS       $0x03, Y5, Y5, Y5
-	VBLENDVPS    Y5, avx2bfnanhigh<>+0(SB), Y6, Y6
-	VPSRLD       $0x10, Y6, Y5
-	VEXTRACTI128 $0x01, Y5, X7
-	VPACKUSDW    X7, X5, X7
-	VMOVDQU      X7, 80(R9)(R10*2)
-	VMULPS       Y6, Y6, Y5
-	VPMOVZXWD    96(R8)(R10*2), Y6
-	VPSLLD       $0x10, Y6, Y6
-	VPMOVZXWD    96(R9)(R10*2), Y7
-	VPSLLD       $0x10, Y7, Y7
-	VADDPS       Y7, Y6, Y6
-	VPSRLD       $0x10, Y6, Y7
-	VPAND        avx2bfone<>+0(SB), Y7, Y7
-	VPADDD       avx2bfbias<>+0(SB), Y7, Y7
-	VPADDD       Y6, Y7, Y7
-	VPAND        avx2bfhigh<>+0(SB), Y7, Y7
-	VCMPPS       $0x03, Y6, Y6, Y6
-	VBLENDVPS    Y6, avx2bfnanhigh<>+0(SB), Y7, Y7
-	VPSRLD       $0x10, Y7, Y6
-	VEXTRACTI128 $0x01, Y6, X8
-	VPACKUSDW    X8, X6, X8
-	VMOVDQU      X8, 96(R9)(R10*2)
-	VMULPS       Y7, Y7, Y6
-	VPMOVZXWD    112(R8)(R10*2), Y7
-	VPSLLD       $0x10, Y7, Y7
-	VPMOVZXWD    112(R9)(R10*2), Y8
-	VPSLLD       $0x10, Y8, Y8
-	VADDPS       Y8, Y7, Y7
-	VPSRLD       $0x10, Y7, Y8
-	VPAND        avx2bfone<>+0(SB), Y8, Y8
-	VPADDD       avx2bfbias<>+0(SB), Y8, Y8
-	VPADDD       Y7, Y8, Y8
-	VPAND        avx2bfhigh<>+0(SB), Y8, Y8
-	VCMPPS       $0x03, Y7, Y7, Y7
-	VBLENDVPS    Y7, avx2bfnanhigh<>+0(SB), Y8, Y8
-	VPSRLD       $0x10, Y8, Y7
-	VEXTRACTI128 $0x01, Y7, X9
-	VPACKUSDW    X9, X7, X9
-	VMOVDQU      X9, 112(R9)(R10*2)
-	VMULPS       Y8, Y8, Y7
-	MOVQ         $0x00000040, R10
+	XORQ       R10, R10
+	VPUNPCKLWD (R8)(R10*2), Y8, Y0
+	VPUNPCKLWD (R9)(R10*2), Y8, Y1
+	VADDPS     Y1, Y0, Y0
+	VPSRLD     $0x10, Y0, Y2
+	VPAND      avx2bfone<>+0(SB), Y2, Y2
+	VPADDD     avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD     Y0, Y2, Y2
+	VPAND      avx2bfhigh<>+0(SB), Y2, Y2
+	VCMPPS     $0x03, Y0, Y0, Y0
+	VBLENDVPS  Y0, avx2bfnanhigh<>+0(SB), Y2, Y2
+	VPUNPCKHWD (R8)(R10*2), Y8, Y0
+	VPUNPCKHWD (R9)(R10*2), Y8, Y1
+	VADDPS     Y1, Y0, Y0
+	VPSRLD     $0x10, Y0, Y1
+	VPAND      avx2bfone<>+0(SB), Y1, Y1
+	VPADDD     avx2bfbias<>+0(SB), Y1, Y1
+	VPADDD     Y0, Y1, Y1
+	VPAND      avx2bfhigh<>+0(SB), Y1, Y1
+	VCMPPS     $0x03, Y0, Y0, Y0
+	VBLENDVPS  Y0, avx2bfnanhigh<>+0(SB), Y1, Y1
+	VPSRLD     $0x10, Y2, Y0
+	VPSRLD     $0x10, Y1, Y3
+	VPACKUSDW  Y3, Y0, Y0
+	VMOVDQU    Y0, (R9)(R10*2)
+	VMULPS     Y2, Y2, Y0
+	VMULPS     Y1, Y1, Y1
+	VPUNPCKLWD 32(R8)(R10*2), Y8, Y2
+	VPUNPCKLWD 32(R9)(R10*2), Y8, Y3
+	VADDPS     Y3, Y2, Y2
+	VPSRLD     $0x10, Y2, Y4
+	VPAND      avx2bfone<>+0(SB), Y4, Y4
+	VPADDD     avx2bfbias<>+0(SB), Y4, Y4
+	VPADDD     Y2, Y4, Y4
+	VPAND      avx2bfhigh<>+0(SB), Y4, Y4
+	VCMPPS     $0x03, Y2, Y2, Y2
+	VBLENDVPS  Y2, avx2bfnanhigh<>+0(SB), Y4, Y4
+	VPUNPCKHWD 32(R8)(R10*2), Y8, Y2
+	VPUNPCKHWD 32(R9)(R10*2), Y8, Y3
+	VADDPS     Y3, Y2, Y2
+	VPSRLD     $0x10, Y2, Y3
+	VPAND      avx2bfone<>+0(SB), Y3, Y3
+	VPADDD     avx2bfbias<>+0(SB), Y3, Y3
+	VPADDD     Y2, Y3, Y3
+	VPAND      avx2bfhigh<>+0(SB), Y3, Y3
+	VCMPPS     $0x03, Y2, Y2, Y2
+	VBLENDVPS  Y2, avx2bfnanhigh<>+0(SB), Y3, Y3
+	VPSRLD     $0x10, Y4, Y2
+	VPSRLD     $0x10, Y3, Y5
+	VPACKUSDW  Y5, Y2, Y2
+	VMOVDQU    Y2, 32(R9)(R10*2)
+	VMULPS     Y4, Y4, Y2
+	VMULPS     Y3, Y3, Y3
+	VPUNPCKLWD 64(R8)(R10*2), Y8, Y4
+	VPUNPCKLWD 64(R9)(R10*2), Y8, Y5
+	VADDPS     Y5, Y4, Y4
+	VPSRLD     $0x10, Y4, Y6
+	VPAND      avx2bfone<>+0(SB), Y6, Y6
+	VPADDD     avx2bfbias<>+0(SB), Y6, Y6
+	VPADDD     Y4, Y6, Y6
+	VPAND      avx2bfhigh<>+0(SB), Y6, Y6
+	VCMPPS     $0x03, Y4, Y4, Y4
+	VBLENDVPS  Y4, avx2bfnanhigh<>+0(SB), Y6, Y6
+	VPUNPCKHWD 64(R8)(R10*2), Y8, Y4
+	VPUNPCKHWD 64(R9)(R10*2), Y8, Y5
+	VADDPS     Y5, Y4, Y4
+	VPSRLD     $0x10, Y4, Y5
+	VPAND      avx2bfone<>+0(SB), Y5, Y5
+	VPADDD     avx2bfbias<>+0(SB), Y5, Y5
+	VPADDD     Y4, Y5, Y5
+	VPAND      avx2bfhigh<>+0(SB), Y5, Y5
+	VCMPPS     $0x03, Y4, Y4, Y4
+	VBLENDVPS  Y4, avx2bfnanhigh<>+0(SB), Y5, Y5
+	VPSRLD     $0x10, Y6, Y4
+	VPSRLD     $0x10, Y5, Y7
+	VPACKUSDW  Y7, Y4, Y4
+	VMOVDQU    Y4, 64(R9)(R10*2)
+	VMULPS     Y6, Y6, Y4
+	VMULPS     Y5, Y5, Y5
+	VPUNPCKLWD 96(R8)(R10*2), Y8, Y6
+	VPUNPCKLWD 96(R9)(R10*2), Y8, Y7
+	VADDPS     Y7, Y6, Y6
+	VPSRLD     $0x10, Y6, Y9
+	VPAND      avx2bfone<>+0(SB), Y9, Y9
+	VPADDD     avx2bfbias<>+0(SB), Y9, Y9
+	VPADDD     Y6, Y9, Y9
+	VPAND      avx2bfhigh<>+0(SB), Y9, Y9
+	VCMPPS     $0x03, Y6, Y6, Y6
+	VBLENDVPS  Y6, avx2bfnanhigh<>+0(SB), Y9, Y9
+	VPUNPCKHWD 96(R8)(R10*2), Y8, Y6
+	VPUNPCKHWD 96(R9)(R10*2), Y8, Y7
+	VADDPS     Y7, Y6, Y6
+	VPSRLD     $0x10, Y6, Y7
+	VPAND      avx2bfone<>+0(SB), Y7, Y7
+	VPADDD     avx2bfbias<>+0(SB), Y7, Y7
+	VPADDD     Y6, Y7, Y7
+	VPAND      avx2bfhigh<>+0(SB), Y7, Y7
+	VCMPPS     $0x03, Y6, Y6, Y6
+	VBLENDVPS  Y6, avx2bfnanhigh<>+0(SB), Y7, Y7
+	VPSRLD     $0x10, Y9, Y6
+	VPSRLD     $0x10, Y7, Y10
+	VPACKUSDW  Y10, Y6, Y6
+	VMOVDQU    Y6, 96(R9)(R10*2)
+	VMULPS     Y9, Y9, Y6
+	VMULPS     Y7, Y7, Y7
+	MOVQ       $0x00000040, R10
 
 	// With flagPF, the rows ahead are prefetched: one loop for both, the flag tested per block.
 	MOVQ DI, R12
@@ -18327,152 +18296,120 @@ addsumloop:
 	JNZ   addsumpf
 
 addsumblock:
-	VPMOVZXWD    (R8)(R10*2), Y8
-	VPSLLD       $0x10, Y8, Y8
-	VPMOVZXWD    (R9)(R10*2), Y9
-	VPSLLD       $0x10, Y9, Y9
-	VADDPS       Y9, Y8, Y8
-	VPSRLD       $0x10, Y8, Y9
-	VPAND        avx2bfone<>+0(SB), Y9, Y9
-	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
-	VPADDD       Y8, Y9, Y9
-	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
-	VCMPPS       $0x03, Y8, Y8, Y8
-	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
-	VPSRLD       $0x10, Y9, Y8
-	VEXTRACTI128 $0x01, Y8, X10
-	VPACKUSDW    X10, X8, X10
-	VMOVDQU      X10, (R9)(R10*2)
-	VMULPS       Y9, Y9, Y9
-	VADDPS       Y9, Y0, Y0
-	VPMOVZXWD    16(R8)(R10*2), Y8
-	VPSLLD       $0x10, Y8, Y8
-	VPMOVZXWD    16(R9)(R10*2), Y9
-	VPSLLD       $0x10, Y9, Y9
-	VADDPS       Y9, Y8, Y8
-	VPSRLD       $0x10, Y8, Y9
-	VPAND        avx2bfone<>+0(SB), Y9, Y9
-	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
-	VPADDD       Y8, Y9, Y9
-	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
-	VCMPPS       $0x03, Y8, Y8, Y8
-	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
-	VPSRLD       $0x10, Y9, Y8
-	VEXTRACTI128 $0x01, Y8, X10
-	VPACKUSDW    X10, X8, X10
-	VMOVDQU      X10, 16(R9)(R10*2)
-	VMULPS       Y9, Y9, Y9
-	VADDPS       Y9, Y1, Y1
-	VPMOVZXWD    32(R8)(R10*2), Y8
-	VPSLLD       $0x10, Y8, Y8
-	VPMOVZXWD    32(R9)(R10*2), Y9
-	VPSLLD       $0x10, Y9, Y9
-	VADDPS       Y9, Y8, Y8
-	VPSRLD       $0x10, Y8, Y9
-	VPAND        avx2bfone<>+0(SB), Y9, Y9
-	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
-	VPADDD       Y8, Y9, Y9
-	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
-	VCMPPS       $0x03, Y8, Y8, Y8
-	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
-	VPSRLD       $0x10, Y9, Y8
-	VEXTRACTI128 $0x01, Y8, X10
-	VPACKUSDW    X10, X8, X10
-	VMOVDQU      X10, 32(R9)(R10*2)
-	VMULPS       Y9, Y9, Y9
-	VADDPS       Y9, Y2, Y2
-	VPMOVZXWD    48(R8)(R10*2), Y8
-	VPSLLD       $0x10, Y8, Y8
-	VPMOVZXWD    48(R9)(R10*2), Y9
-	VPSLLD       $0x10, Y9, Y9
-	VADDPS       Y9, Y8, Y8
-	VPSRLD       $0x10, Y8, Y9
-	VPAND        avx2bfone<>+0(SB), Y9, Y9
-	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
-	VPADDD       Y8, Y9, Y9
-	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
-	VCMPPS       $0x03, Y8, Y8, Y8
-	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
-	VPSRLD       $0x10, Y9, Y8
-	VEXTRACTI128 $0x01, Y8, X10
-	VPACKUSDW    X10, X8, X10
-	VMOVDQU      X10, 48(R9)(R10*2)
-	VMULPS       Y9, Y9, Y9
-	VADDPS       Y9, Y3, Y3
-	VPMOVZXWD    64(R8)(R10*2), Y8
-	VPSLLD       $0x10, Y8, Y8
-	VPMOVZXWD    64(R9)(R10*2), Y9
-	VPSLLD       $0x10, Y9, Y9
-	VADDPS       Y9, Y8, Y8
-	VPSRLD       $0x10, Y8, Y9
-	VPAND        avx2bfone<>+0(SB), Y9, Y9
-	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
-	VPADDD       Y8, Y9, Y9
-	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
-	VCMPPS       $0x03, Y8, Y8, Y8
-	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
-	VPSRLD       $0x10, Y9, Y8
-	VEXTRACTI128 $0x01, Y8, X10
-	VPACKUSDW    X10, X8, X10
-	VMOVDQU      X10, 64(R9)(R10*2)
-	VMULPS       Y9, Y9, Y9
-	VADDPS       Y9, Y4, Y4
-	VPMOVZXWD    80(R8)(R10*2), Y8
-	VPSLLD       $0x10, Y8, Y8
-	VPMOVZXWD    80(R9)(R10*2), Y9
-	VPSLLD       $0x10, Y9, Y9
-	VADDPS       Y9, Y8, Y8
-	VPSRLD       $0x10, Y8, Y9
-	VPAND        avx2bfone<>+0(SB), Y9, Y9
-	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
-	VPADDD       Y8, Y9, Y9
-	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
-	VCMPPS       $0x03, Y8, Y8, Y8
-	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
-	VPSRLD       $0x10, Y9, Y8
-	VEXTRACTI128 $0x01, Y8, X10
-	VPACKUSDW    X10, X8, X10
-	VMOVDQU      X10, 80(R9)(R10*2)
-	VMULPS       Y9, Y9, Y9
-	VADDPS       Y9, Y5, Y5
-	VPMOVZXWD    96(R8)(R10*2), Y8
-	VPSLLD       $0x10, Y8, Y8
-	VPMOVZXWD    96(R9)(R10*2), Y9
-	VPSLLD       $0x10, Y9, Y9
-	VADDPS       Y9, Y8, Y8
-	VPSRLD       $0x10, Y8, Y9
-	VPAND        avx2bfone<>+0(SB), Y9, Y9
-	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
-	VPADDD       Y8, Y9, Y9
-	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
-	VCMPPS       $0x03, Y8, Y8, Y8
-	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
-	VPSRLD       $0x10, Y9, Y8
-	VEXTRACTI128 $0x01, Y8, X10
-	VPACKUSDW    X10, X8, X10
-	VMOVDQU      X10, 96(R9)(R10*2)
-	VMULPS       Y9, Y9, Y9
-	VADDPS       Y9, Y6, Y6
-	VPMOVZXWD    112(R8)(R10*2), Y8
-	VPSLLD       $0x10, Y8, Y8
-	VPMOVZXWD    112(R9)(R10*2), Y9
-	VPSLLD       $0x10, Y9, Y9
-	VADDPS       Y9, Y8, Y8
-	VPSRLD       $0x10, Y8, Y9
-	VPAND        avx2bfone<>+0(SB), Y9, Y9
-	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
-	VPADDD       Y8, Y9, Y9
-	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
-	VCMPPS       $0x03, Y8, Y8, Y8
-	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
-	VPSRLD       $0x10, Y9, Y8
-	VEXTRACTI128 $0x01, Y8, X10
-	VPACKUSDW    X10, X8, X10
-	VMOVDQU      X10, 112(R9)(R10*2)
-	VMULPS       Y9, Y9, Y9
-	VADDPS       Y9, Y7, Y7
-	ADDQ         $0x00000040, R10
-	JMP          addsumloop
+	VPUNPCKLWD (R8)(R10*2), Y8, Y9
+	VPUNPCKLWD (R9)(R10*2), Y8, Y10
+	VADDPS     Y10, Y9, Y9
+	VPSRLD     $0x10, Y9, Y10
+	VPAND      avx2bfone<>+0(SB), Y10, Y10
+	VPADDD     avx2bfbias<>+0(SB), Y10, Y10
+	VPADDD     Y9, Y10, Y10
+	VPAND      avx2bfhigh<>+0(SB), Y10, Y10
+	VCMPPS     $0x03, Y9, Y9, Y9
+	VBLENDVPS  Y9, avx2bfnanhigh<>+0(SB), Y10, Y10
+	VPUNPCKHWD (R8)(R10*2), Y8, Y9
+	VPUNPCKHWD (R9)(R10*2), Y8, Y11
+	VADDPS     Y11, Y9, Y9
+	VPSRLD     $0x10, Y9, Y11
+	VPAND      avx2bfone<>+0(SB), Y11, Y11
+	VPADDD     avx2bfbias<>+0(SB), Y11, Y11
+	VPADDD     Y9, Y11, Y11
+	VPAND      avx2bfhigh<>+0(SB), Y11, Y11
+	VCMPPS     $0x03, Y9, Y9, Y9
+	VBLENDVPS  Y9, avx2bfnanhigh<>+0(SB), Y11, Y11
+	VPSRLD     $0x10, Y10, Y9
+	VPSRLD     $0x10, Y11, Y12
+	VPACKUSDW  Y12, Y9, Y9
+	VMOVDQU    Y9, (R9)(R10*2)
+	VMULPS     Y10, Y10, Y10
+	VADDPS     Y10, Y0, Y0
+	VMULPS     Y11, Y11, Y11
+	VADDPS     Y11, Y1, Y1
+	VPUNPCKLWD 32(R8)(R10*2), Y8, Y9
+	VPUNPCKLWD 32(R9)(R10*2), Y8, Y10
+	VADDPS     Y10, Y9, Y9
+	VPSRLD     $0x10, Y9, Y10
+	VPAND      avx2bfone<>+0(SB), Y10, Y10
+	VPADDD     avx2bfbias<>+0(SB), Y10, Y10
+	VPADDD     Y9, Y10, Y10
+	VPAND      avx2bfhigh<>+0(SB), Y10, Y10
+	VCMPPS     $0x03, Y9, Y9, Y9
+	VBLENDVPS  Y9, avx2bfnanhigh<>+0(SB), Y10, Y10
+	VPUNPCKHWD 32(R8)(R10*2), Y8, Y9
+	VPUNPCKHWD 32(R9)(R10*2), Y8, Y11
+	VADDPS     Y11, Y9, Y9
+	VPSRLD     $0x10, Y9, Y11
+	VPAND      avx2bfone<>+0(SB), Y11, Y11
+	VPADDD     avx2bfbias<>+0(SB), Y11, Y11
+	VPADDD     Y9, Y11, Y11
+	VPAND      avx2bfhigh<>+0(SB), Y11, Y11
+	VCMPPS     $0x03, Y9, Y9, Y9
+	VBLENDVPS  Y9, avx2bfnanhigh<>+0(SB), Y11, Y11
+	VPSRLD     $0x10, Y10, Y9
+	VPSRLD     $0x10, Y11, Y12
+	VPACKUSDW  Y12, Y9, Y9
+	VMOVDQU    Y9, 32(R9)(R10*2)
+	VMULPS     Y10, Y10, Y10
+	VADDPS     Y10, Y2, Y2
+	VMULPS     Y11, Y11, Y11
+	VADDPS     Y11, Y3, Y3
+	VPUNPCKLWD 64(R8)(R10*2), Y8, Y9
+	VPUNPCKLWD 64(R9)(R10*2), Y8, Y10
+	VADDPS     Y10, Y9, Y9
+	VPSRLD     $0x10, Y9, Y10
+	VPAND      avx2bfone<>+0(SB), Y10, Y10
+	VPADDD     avx2bfbias<>+0(SB), Y10, Y10
+	VPADDD     Y9, Y10, Y10
+	VPAND      avx2bfhigh<>+0(SB), Y10, Y10
+	VCMPPS     $0x03, Y9, Y9, Y9
+	VBLENDVPS  Y9, avx2bfnanhigh<>+0(SB), Y10, Y10
+	VPUNPCKHWD 64(R8)(R10*2), Y8, Y9
+	VPUNPCKHWD 64(R9)(R10*2), Y8, Y11
+	VADDPS     Y11, Y9, Y9
+	VPSRLD     $0x10, Y9, Y11
+	VPAND      avx2bfone<>+0(SB), Y11, Y11
+	VPADDD     avx2bfbias<>+0(SB), Y11, Y11
+	VPADDD     Y9, Y11, Y11
+	VPAND      avx2bfhigh<>+0(SB), Y11, Y11
+	VCMPPS     $0x03, Y9, Y9, Y9
+	VBLENDVPS  Y9, avx2bfnanhigh<>+0(SB), Y11, Y11
+	VPSRLD     $0x10, Y10, Y9
+	VPSRLD     $0x10, Y11, Y12
+	VPACKUSDW  Y12, Y9, Y9
+	VMOVDQU    Y9, 64(R9)(R10*2)
+	VMULPS     Y10, Y10, Y10
+	VADDPS     Y10, Y4, Y4
+	VMULPS     Y11, Y11, Y11
+	VADDPS     Y11, Y5, Y5
+	VPUNPCKLWD 96(R8)(R10*2), Y8, Y9
+	VPUNPCKLWD 96(R9)(R10*2), Y8, Y10
+	VADDPS     Y10, Y9, Y9
+	VPSRLD     $0x10, Y9, Y10
+	VPAND      avx2bfone<>+0(SB), Y10, Y10
+	VPADDD     avx2bfbias<>+0(SB), Y10, Y10
+	VPADDD     Y9, Y10, Y10
+	VPAND      avx2bfhigh<>+0(SB), Y10, Y10
+	VCMPPS     $0x03, Y9, Y9, Y9
+	VBLENDVPS  Y9, avx2bfnanhigh<>+0(SB), Y10, Y10
+	VPUNPCKHWD 96(R8)(R10*2), Y8, Y9
+	VPUNPCKHWD 96(R9)(R10*2), Y8, Y11
+	VADDPS     Y11, Y9, Y9
+	VPSRLD     $0x10, Y9, Y11
+	VPAND      avx2bfone<>+0(SB), Y11, Y11
+	VPADDD     avx2bfbias<>+0(SB), Y11, Y11
+	VPADDD     Y9, Y11, Y11
+	VPAND      avx2bfhigh<>+0(SB), Y11, Y11
+	VCMPPS     $0x03, Y9, Y9, Y9
+	VBLENDVPS  Y9, avx2bfnanhigh<>+0(SB), Y11, Y11
+	VPSRLD     $0x10, Y10, Y9
+	VPSRLD     $0x10, Y11, Y12
+	VPACKUSDW  Y12, Y9, Y9
+	VMOVDQU    Y9, 96(R9)(R10*2)
+	VMULPS     Y10, Y10, Y10
+	VADDPS     Y10, Y6, Y6
+	VMULPS     Y11, Y11, Y11
+	VADDPS     Y11, Y7, Y7
+	ADDQ       $0x00000040, R10
+	JMP        addsumloop
 
 	// Out of the loop's way: the prefetches, whose flag is usually clear.
 addsumpf:
@@ -18491,11 +18428,11 @@ addsumtail:
 	LEAQ    (R9)(R10*2), R9
 	MOVQ    R9, 448(SP)
 	LEAQ    128(SP), R9
-	VXORPS  Y8, Y8, Y8
-	VMOVUPS Y8, (R9)
-	VMOVUPS Y8, 32(R9)
-	VMOVUPS Y8, 64(R9)
-	VMOVUPS Y8, 96(R9)
+	VXORPS  Y9, Y9, Y9
+	VMOVUPS Y9, (R9)
+	VMOVUPS Y9, 32(R9)
+	VMOVUPS Y9, 64(R9)
+	VMOVUPS Y9, 96(R9)
 	MOVQ    440(SP), R13
 	XORQ    R12, R12
 	SUBQ    $0x00000010, R13
@@ -18503,8 +18440,8 @@ addsumtail:
 copyvec7:
 	CMPQ    R12, R13
 	JG      copyone8
-	VMOVUPS (R11)(R12*2), Y8
-	VMOVUPS Y8, (R9)(R12*2)
+	VMOVUPS (R11)(R12*2), Y9
+	VMOVUPS Y9, (R9)(R12*2)
 	ADDQ    $0x00000010, R12
 	JMP     copyvec7
 
@@ -18522,11 +18459,11 @@ copyloop10:
 copied9:
 	MOVQ    448(SP), R11
 	LEAQ    256(SP), R12
-	VXORPS  Y8, Y8, Y8
-	VMOVUPS Y8, (R12)
-	VMOVUPS Y8, 32(R12)
-	VMOVUPS Y8, 64(R12)
-	VMOVUPS Y8, 96(R12)
+	VXORPS  Y9, Y9, Y9
+	VMOVUPS Y9, (R12)
+	VMOVUPS Y9, 32(R12)
+	VMOVUPS Y9, 64(R12)
+	VMOVUPS Y9, 96(R12)
 	MOVQ    440(SP), R14
 	XORQ    R13, R13
 	SUBQ    $0x00000010, R14
@@ -18534,8 +18471,8 @@ copied9:
 copyvec11:
 	CMPQ    R13, R14
 	JG      copyone12
-	VMOVUPS (R11)(R13*2), Y8
-	VMOVUPS Y8, (R12)(R13*2)
+	VMOVUPS (R11)(R13*2), Y9
+	VMOVUPS Y9, (R12)(R13*2)
 	ADDQ    $0x00000010, R13
 	JMP     copyvec11
 
@@ -18592,13 +18529,26 @@ copyloop18:
 
 copied17:
 addsummed:
-	VADDPS Y4, Y0, Y0
-	VADDPS Y5, Y1, Y1
-	VADDPS Y6, Y2, Y2
-	VADDPS Y7, Y3, Y3
-	VADDPS Y2, Y0, Y0
-	VADDPS Y3, Y1, Y1
-	VADDPS Y1, Y0, Y0
+	// The partials back in order: 16c..16c+7 in acc[2c], 16c+8..16c+15 in acc[2c+1].
+	VEXTRACTF128 $0x01, Y0, X8
+	VINSERTF128  $0x01, X1, Y0, Y0
+	VINSERTF128  $0x00, X8, Y1, Y1
+	VEXTRACTF128 $0x01, Y2, X8
+	VINSERTF128  $0x01, X3, Y2, Y2
+	VINSERTF128  $0x00, X8, Y3, Y3
+	VEXTRACTF128 $0x01, Y4, X8
+	VINSERTF128  $0x01, X5, Y4, Y4
+	VINSERTF128  $0x00, X8, Y5, Y5
+	VEXTRACTF128 $0x01, Y6, X8
+	VINSERTF128  $0x01, X7, Y6, Y6
+	VINSERTF128  $0x00, X8, Y7, Y7
+	VADDPS       Y4, Y0, Y0
+	VADDPS       Y5, Y1, Y1
+	VADDPS       Y6, Y2, Y2
+	VADDPS       Y7, Y3, Y3
+	VADDPS       Y2, Y0, Y0
+	VADDPS       Y3, Y1, Y1
+	VADDPS       Y1, Y0, Y0
 
 invone:
 	// Halving tree: p[j] += p[j+h] for the remaining h, down to ss.

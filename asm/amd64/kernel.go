@@ -506,7 +506,7 @@ func (g *gen) sumSquares(acc []VecVirtual, xr, rr GPVirtual) []VecVirtual {
 }
 
 // unpacks reports whether the sum pass being emitted widens bfloat16 words with VPUNPCKLWD and
-// VPUNPCKHWD against zero words (AVX2, bfloat16 rows, the plain sum pass of RMSNorm): one
+// VPUNPCKHWD against zero words (AVX2, bfloat16 rows, RMSNorm's sum passes): one
 // in-lane shuffle per vector from one load per pair, where VPMOVZXWD and VPSLLD take two
 // instructions per vector, both on the two pipes of Zen 3 that shuffle and shift. The shuffle is
 // in-lane: of the 16 elements 16c..16c+15 of a pair, vector 2c gets 16c+0..3 and 16c+8..11, vector
@@ -515,14 +515,17 @@ func (g *gen) sumSquares(acc []VecVirtual, xr, rr GPVirtual) []VecVirtual {
 // VEXTRACTF128 and VINSERTF128, which every Zen runs in one micro-op, where VPERM2F128 takes eight
 // on Zen 2). ForwardBF16 on a Zen 3, min of eight interleaved runs: 1x4096 1267 -> 1048 ns, 1x128
 // 82 -> 74; llvm-mca's cycles per block of 64 elements: Zen 3 17.4 -> 6.7, Zen 2 11.4 -> 8.1,
-// Skylake 12.1 -> 8.1, Haswell 14.1 -> 8.1.
+// Skylake 12.1 -> 8.1, Haswell 14.1 -> 8.1. On the residual pass x and res unpack alike, and h
+// goes back to res with a VPACKUSDW of the pair (blockAddUnpacked), where a store of each vector
+// took a VPSRLD, a VEXTRACTI128 and a VPACKUSDW: ApplyBF16 with a residual, in place, 1x4096 2390
+// -> 1806 ns, 1x128 142 -> 130, 2048x4096 4.79 -> 4.30 ms.
 //
 // The scale pass keeps VPMOVZXWD. Unpacked the same way, it needs the weight in the lanes' order
 // (two VPERM2F128 per pair) and packs back without VPERMQ: another 12% at 1x4096 on the Zen 3
 // (1089 -> 962 ns), but llvm-mca puts that loop 4.4x slower on Zen 2, and still 17% slower with
 // the weight's halves loaded by VINSERTF128 instead; no Zen 2 was at hand to measure.
 func (g *gen) unpacks() bool {
-	return g.s == avx2 && g.in() == spec.BF16 && !g.v.Layer && !g.add() && g.op == accSquares
+	return g.s == avx2 && g.in() == spec.BF16 && !g.v.Layer && g.op == accSquares
 }
 
 // block adds the squares of the 64 elements from element i of the row at xr to the
@@ -533,6 +536,10 @@ func (g *gen) block(acc []VecVirtual, xr, rr, i GPVirtual, first bool) {
 		g.blockAddCvt(acc, xr, rr, i, first)
 		return
 	}
+	if g.add() && g.zeroW != nil {
+		g.blockAddUnpacked(acc, xr, rr, i, first)
+		return
+	}
 	for k := range acc {
 		t := g.s.vec()
 		g.loadAt(g.at(xr, i, k*g.vstep()), k, t)
@@ -540,6 +547,30 @@ func (g *gen) block(acc []VecVirtual, xr, rr, i GPVirtual, first bool) {
 			t = g.addResidual(t, g.at(rr, i, k*g.vstep()), nil)
 		}
 		g.accumulate(acc[k], t, first)
+	}
+}
+
+// blockAddUnpacked is block on the residual pass of bfloat16 rows on AVX2 (unpacks): a pair of
+// vectors of h = round16(x + res) at a time, x and res unpacked alike, stored to res with one
+// VPACKUSDW, which puts the unpacked lanes back in the row's order.
+func (g *gen) blockAddUnpacked(acc []VecVirtual, xr, rr, i GPVirtual, first bool) {
+	for k := 0; k < len(acc); k += 2 {
+		hs := []VecVirtual{g.s.vec(), g.s.vec()}
+		for h, t := range hs {
+			g.loadAt(g.at(xr, i, (k+h)*g.vstep()), k+h, t)
+			r := g.s.vec()
+			g.loadAt(g.at(rr, i, (k+h)*g.vstep()), k+h, r)
+			VADDPS(r, t, t)
+			hs[h] = g.round(t)
+		}
+		lo, hi := g.s.vec(), g.s.vec()
+		VPSRLD(U8(16), hs[0], lo)
+		VPSRLD(U8(16), hs[1], hi)
+		VPACKUSDW(hi, lo, lo)
+		VMOVDQU(lo, g.at(rr, i, k*g.vstep()))
+		for h, t := range hs {
+			g.accumulate(acc[k+h], t, first)
+		}
 	}
 }
 

@@ -17339,6 +17339,13 @@ weightadd21:
 	INCQ   R8
 	CMPQ   R8, to+16(FP)
 	JAE    nopipe
+	MOVQ   job_d+0(AX), R8
+	TESTQ  $0x0000003f, R8
+	JNZ    nopipe
+	TESTQ  $0x0000001f, CX
+	JNZ    nopipe
+	CMPQ   680(SP), $0x01
+	JNE    nopipe
 	MOVQ   DX, R8
 	ADDQ   DI, R8
 	VXORPS Y0, Y0, Y0

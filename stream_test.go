@@ -8,36 +8,91 @@ import (
 )
 
 // withStreaming runs f with the memory flags of rows from memory (non-temporal stores, prefetches,
-// the generic kernel's touchRow) forced on or off, whatever the size. Forced on, it takes the AVX2
-// kernel's pipe (flagPipe) on every other call, whatever the CPU, so that the tests that stream run
-// the kernels both ways.
+// the generic kernel's touchRow) forced on or off, whatever the size. Forced on, it lets the AVX2
+// kernel's pipe (flagPipe) take the rows that qualify on a pseudo-random half of the calls,
+// whatever the CPU, so that the tests that stream run the kernels both ways (a bit that
+// alternated would line up with loops that stream an even number of times per iteration).
 func withStreaming(on bool, f func()) {
 	saved, savedPipe := streamBytes, pipeRows
 	defer func() { streamBytes, pipeRows = saved, savedPipe }()
 	streamBytes = math.MaxInt
 	if on {
 		streamBytes = 0
-		streamCalls++
-		pipeRows = streamCalls%2 == 0
+		streamState = streamState*6364136223846793005 + 1442695040888963407
+		pipeRows = streamState>>63 == 1
 	}
 	f()
 }
 
-// streamCalls counts the calls of withStreaming that stream.
-var streamCalls int
+// streamState is the state of withStreaming's pseudo-random choice of the pipe.
+var streamState uint64
 
-// aligned32 returns n float32s from a 32-byte boundary, the alignment the pipe needs for dst,
-// preceded and followed by guard values (pre elements before, which shift the start).
-func aligned32(n, pre int) (s, all []float32) {
-	all = make([]float32, n+pre+16)
+// aligned32 returns n float32s from a 32-byte boundary, the alignment the pipe needs for dst, with
+// pre elements before them (which shift the start) and 8 after, all set to guardValue, and the
+// window of them all, which starts at the boundary.
+func aligned32(n, pre int) (s, window []float32) {
+	all := make([]float32, n+pre+16)
 	off := 0
 	for uintptr(unsafe.Pointer(&all[off]))%32 != 0 {
 		off++
 	}
-	for i := range all {
-		all[i] = guardValue
+	window = all[off : off+pre+n+8]
+	for i := range window {
+		window[i] = guardValue
 	}
-	return all[off+pre : off+pre+n : off+pre+n], all
+	return window[pre : pre+n : pre+n], window
+}
+
+// TestPipeFlag checks which streamed jobs setMemoryFlags sends through the pipe: float32 rows out
+// of place without a residual, d a multiple of 64 above groupMax, dst and its stride aligned to
+// 32 bytes, on a CPU that pipes (pipeRows), and no others.
+func TestPipeFlag(t *testing.T) {
+	saved, savedPipe := streamBytes, pipeRows
+	defer func() { streamBytes, pipeRows = saved, savedPipe }()
+	const rows = 4
+	for _, c := range []struct {
+		name                string
+		d, dstStride, shift int
+		inPlace, residual   bool
+		small, noPipe       bool
+		want                bool
+	}{
+		{name: "d=4096", d: 4096, want: true},
+		{name: "d=1088", d: 1088, want: true},
+		{name: "d=576", d: 576, want: true},
+		{name: "d=512 (groups)", d: 512},
+		{name: "d=600", d: 600},
+		{name: "dst unaligned", d: 4096, shift: 1},
+		{name: "DstStride not a multiple of 8", d: 4096, dstStride: 4100},
+		{name: "DstStride a multiple of 8", d: 4096, dstStride: 4104, want: true},
+		{name: "in place", d: 4096, inPlace: true},
+		{name: "residual", d: 4096, residual: true},
+		{name: "rows in cache", d: 4096, small: true},
+		{name: "a CPU that does not pipe", d: 4096, noPipe: true},
+	} {
+		ds := c.dstStride
+		if ds == 0 {
+			ds = c.d
+		}
+		x := make([]float32, rows*c.d)
+		dst, _ := aligned32((rows-1)*ds+c.d+c.shift, 0)
+		dst = dst[c.shift:]
+		j := job{dst: ptr(dst), x: ptr(x), d: c.d, stride: c.d, dstStride: ds, rows: rows, format: formatF32}
+		if c.inPlace {
+			j.dst = j.x
+		}
+		if c.residual {
+			j.res = ptr(make([]float32, rows*c.d))
+		}
+		streamBytes, pipeRows = 0, !c.noPipe
+		if c.small {
+			streamBytes = math.MaxInt
+		}
+		j.setMemoryFlags()
+		if got := j.flags&flagPipe != 0; got != c.want {
+			t.Errorf("%s: flagPipe %v, want %v (flags %#x)", c.name, got, c.want, j.flags)
+		}
+	}
 }
 
 // TestPipe runs streamed float32 rows through the pipe (flagPipe) and without it, on every kernel,
@@ -60,7 +115,7 @@ func TestPipe(t *testing.T) {
 	piped := 0
 	for _, k := range testKernels() {
 		for _, sh := range shapes {
-			for _, form := range []string{"weighted", "offset", "noweight"} {
+			for _, form := range []string{"weighted", "offset", "noweight", "residual"} {
 				for _, f64Row := range []int{-1, 1} {
 					if f64Row >= sh.rows {
 						continue
@@ -82,23 +137,29 @@ func TestPipe(t *testing.T) {
 						eps = 0
 					}
 					n := Norm{Eps: eps, Dim: sh.d}
+					var res []float32 // with a residual, never piped: the same bits either way
 					switch form {
 					case "weighted":
 						n.Weight = normalRows(sh.d, 1, 7)
 					case "offset":
 						n.Weight, n.UnitOffset = normalRows(sh.d, 1, 8), true
+					case "residual":
+						n.Weight, res = normalRows(sh.d, 1, 9), normalRows(stride, sh.rows, 10)[:(sh.rows-1)*stride+sh.d]
 					}
+					resFor := func() []float32 { return append([]float32(nil), res...) } // a fresh copy per call
 					span := (sh.rows-1)*dstStride + sh.d
 					want, wantAll := aligned32(span, sh.pre)
 					wantInv := make([]float32, sh.rows)
-					applyWith(kernelGeneric, &n, &Rows{Dst: want, X: x[:(sh.rows-1)*stride+sh.d], N: sh.rows, Stride: stride, DstStride: dstStride, Inv: wantInv})
+					wantRes := resFor()
+					applyWith(kernelGeneric, &n, &Rows{Dst: want, X: x[:(sh.rows-1)*stride+sh.d], Residual: wantRes, N: sh.rows, Stride: stride, DstStride: dstStride, Inv: wantInv})
 					for _, pipe := range []bool{false, true} {
 						got, gotAll := aligned32(span, sh.pre)
 						gotInv := make([]float32, sh.rows)
-						r := Rows{Dst: got, X: x[:(sh.rows-1)*stride+sh.d], N: sh.rows, Stride: stride, DstStride: dstStride, Inv: gotInv}
+						gotRes := resFor()
+						r := Rows{Dst: got, X: x[:(sh.rows-1)*stride+sh.d], Residual: gotRes, N: sh.rows, Stride: stride, DstStride: dstStride, Inv: gotInv}
 						withStreaming(true, func() {
 							pipeRows = pipe
-							if pipe && k == kernelAVX2 && sh.rows > 1 {
+							if pipe && k == kernelAVX2 && sh.rows > 1 && res == nil {
 								j := job{dst: unsafe.Pointer(&got[0]), d: sh.d, dstStride: dstStride}
 								if j.pipes() {
 									piped++
@@ -112,6 +173,9 @@ func TestPipe(t *testing.T) {
 						}
 						if i := firstDiff(gotInv, wantInv); i >= 0 {
 							t.Fatalf("%s pipe=%v: inv[%d] = %v, want %v", name, pipe, i, gotInv[i], wantInv[i])
+						}
+						if i := firstDiff(gotRes, wantRes); i >= 0 {
+							t.Fatalf("%s pipe=%v: residual[%d] = %v, want %v", name, pipe, i, gotRes[i], wantRes[i])
 						}
 					}
 				}

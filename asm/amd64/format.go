@@ -12,7 +12,8 @@ import (
 // lanes; a 16-bit row is widened as it is loaded and narrowed as it is stored:
 //
 //   - bfloat16 widens by a zero extension of each 16-bit lane to 32 bits and a shift left by 16
-//     (in the AVX2 sum pass by interleaving the words with zero words instead: unpacks), and narrows by integer round-to-nearest-even on the float32 bits (add 0x7fff plus the lowest
+//     (in the AVX2 sum passes by interleaving the words with zero words instead: unpacks), and
+//     narrows by integer round-to-nearest-even on the float32 bits (add 0x7fff plus the lowest
 //     kept bit, keep the top half), with NaN replaced by the quiet NaN 0x7fc0 (the generic
 //     kernel's); the avx512bf16 functions narrow with AVX512_BF16's VCVTNE2PS2BF16 instead, and
 //     take the integer rounding only for vectors with a subnormal or NaN lane, which that

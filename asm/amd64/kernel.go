@@ -506,25 +506,26 @@ func (g *gen) sumSquares(acc []VecVirtual, xr, rr GPVirtual) []VecVirtual {
 }
 
 // unpacks reports whether the sum pass being emitted widens bfloat16 words with VPUNPCKLWD and
-// VPUNPCKHWD against zero words (AVX2, bfloat16 rows, RMSNorm's sum passes): one
-// in-lane shuffle per vector from one load per pair, where VPMOVZXWD and VPSLLD take two
-// instructions per vector, both on the two pipes of Zen 3 that shuffle and shift. The shuffle is
-// in-lane: of the 16 elements 16c..16c+15 of a pair, vector 2c gets 16c+0..3 and 16c+8..11, vector
-// 2c+1 16c+4..7 and 16c+12..15. Each lane still takes one partial's elements in order, so the sum
-// is the same once sumSquares puts the partials back in order at the end of the row (with
-// VEXTRACTF128 and VINSERTF128, which every Zen runs in one micro-op, where VPERM2F128 takes eight
-// on Zen 2). ForwardBF16 on a Zen 3, alternated with Forward in one process (41 rounds, two
-// runs): 1x4096 1128-1142 -> 1020-1051 ns, 1.99-2.03x Forward's time -> 1.85-1.86x; 1x1024
-// 2.75-2.78x -> 2.54-2.59x; 1x128 1.56x -> 1.48-1.54x. llvm-mca's cycles per block of 64
-// elements: Zen 3 17.4 -> 6.7, Zen 2 11.4 -> 8.1, Skylake 12.1 -> 8.1, Haswell 14.1 -> 8.1. On the residual pass x and res unpack alike, and h
-// goes back to res with a VPACKUSDW of the pair (blockAddUnpacked), where a store of each vector
-// took a VPSRLD, a VEXTRACTI128 and a VPACKUSDW: ApplyBF16 with a residual, in place, min of
-// twelve interleaved runs, 1x4096 2046 -> 1756 ns, 1x128 unchanged (122 -> 123).
+// VPUNPCKHWD against zero words (AVX2, bfloat16 rows, RMSNorm's sum passes): one in-lane shuffle
+// per vector from one load per pair, where VPMOVZXWD and VPSLLD take two instructions per vector,
+// both on the two pipes of Zen 3 that shuffle and shift. The shuffle is in-lane: of the 16 elements
+// 16c..16c+15 of a pair, vector 2c gets 16c+0..3 and 16c+8..11, vector 2c+1 16c+4..7 and
+// 16c+12..15. Each lane still takes one partial's elements in order, so the sum is the same once
+// sumSquares puts the partials back in order at the end of the row (with VEXTRACTF128 and
+// VINSERTF128, which every Zen runs in one micro-op, where VPERM2F128 takes eight on Zen 2).
+// ForwardBF16 on a Zen 3, alternated with Forward in one process (41 rounds, two runs): 1x4096
+// 1128-1142 -> 1020-1051 ns, 1.99-2.03x Forward's time -> 1.85-1.86x; 1x1024 2.75-2.78x ->
+// 2.54-2.59x; 1x128 1.56x -> 1.48-1.54x. llvm-mca's cycles per block of 64 elements: Zen 3 17.4 ->
+// 6.7, Zen 2 11.4 -> 8.1, Skylake 12.1 -> 8.1, Haswell 14.1 -> 8.1. On the residual pass x and res
+// unpack alike, and h goes back to res with a VPACKUSDW of the pair (blockAddUnpacked), where a
+// store of each vector took a VPSRLD, a VEXTRACTI128 and a VPACKUSDW: ApplyBF16 with a residual, in
+// place, min of twelve interleaved runs, 1x4096 2046 -> 1756 ns, 1x128 unchanged (122 -> 123).
 //
 // The scale pass keeps VPMOVZXWD. Unpacked the same way, it needs the weight in the lanes' order
-// (two VPERM2F128 per pair) and packs back without VPERMQ: 12% less again at 1x4096 on the Zen 3
-// in one run of interleaved binaries (1089 -> 962 ns), but llvm-mca puts that loop 4.4x slower on Zen 2, and still 17% slower with
-// the weight's halves loaded by VINSERTF128 instead; no Zen 2 was at hand to measure.
+// (two VPERM2F128 per pair) and packs back without VPERMQ: 12% less again at 1x4096 on the Zen 3 in
+// one run of interleaved binaries (1089 -> 962 ns), but llvm-mca puts that loop 4.4x slower on Zen
+// 2, and still 17% slower with the weight's halves loaded by VINSERTF128 instead; no Zen 2 was at
+// hand to measure.
 func (g *gen) unpacks() bool {
 	return g.s == avx2 && g.in() == spec.BF16 && !g.v.Layer && g.op == accSquares
 }
@@ -1277,6 +1278,15 @@ func (g *gen) pipe(invv, one VecVirtual) {
 	INCQ(t)
 	CMPQ(t, g.to())
 	JAE(LabelRef(no))
+	// What the Go side guarantees, tested again where a mistake would write outside dst's rows or
+	// fault: a whole number of blocks, dst aligned for VMOVNTPS, one row at a time.
+	MOVQ(g.d(), t)
+	TESTQ(U32(block-1), t)
+	JNZ(LabelRef(no))
+	TESTQ(U32(31), g.dst)
+	JNZ(LabelRef(no))
+	CMPQ(g.pend, U8(1))
+	JNE(LabelRef(no))
 	nx := GP64() // the next row
 	MOVQ(g.x, nx)
 	ADDQ(g.strideB, nx)

@@ -54,6 +54,7 @@ func describeMachine() machine {
 		Module:    "(devel)",
 	}
 	if slices.ContainsFunc(m.Kernels, func(k string) bool { return k != "generic" }) {
+		// The package's own threshold: the same fields of cpuid as its hostCPU (memory_asm.go).
 		m.StreamBytes, m.streamWhy = streamrule.Bytes(streamrule.CPU{
 			AMD:    cpuid.CPU.VendorID == cpuid.AMD,
 			Family: cpuid.CPU.Family,

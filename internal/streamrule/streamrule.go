@@ -24,7 +24,7 @@ const Fallback = 32 << 20
 type CPU struct {
 	AMD    bool // the vendor is AMD
 	Family int  // the family, extended family included (0x19 for Zen 3 and Zen 4, 0x1a for Zen 5)
-	L2, L3 int  // cache sizes in bytes; zero when cpuid does not report them
+	L2, L3 int  // cache sizes in bytes; zero or negative (cpuid's -1) when not reported
 }
 
 // Bytes returns the threshold for c and why it is that:

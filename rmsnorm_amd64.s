@@ -18675,277 +18675,278 @@ weightadd23:
 	SHLQ $0x03, R10
 
 longrows24:
-	ADDQ  DX, R10
-	MOVL  job_flags+0(AX), R11
-	TESTL $0x00000001, R11
-	JNZ   scalent
-	TESTQ SI, SI
-	JZ    scaleloopnoweight
-	TESTL $0x00000010, R11
-	JNZ   scaleloopoffset
+	ADDQ    DX, R10
+	MOVL    job_flags+0(AX), R11
+	TESTL   $0x00000001, R11
+	JNZ     scalent
+	TESTQ   SI, SI
+	JZ      scaleloopnoweight
+	TESTL   $0x00000010, R11
+	JNZ     scaleloopoffset
+	VMOVDQU avx2bfone<>+0(SB), Y2
+	VMOVDQU avx2bfbias<>+0(SB), Y3
+	VMOVDQU avx2bfhigh<>+0(SB), Y4
 
-	PCALIGN $32
-scaleloop:
+scaleloopiter25:
 	CMPQ  R8, R9
 	JG    scaletail
 	TESTL $0x00000002, R11
-	JNZ   scalelooppf25
+	JNZ   scalelooppf26
 
-scaleloopbody26:
-	VPMOVZXWD (DX)(R8*2), Y2
-	VPSLLD    $0x10, Y2, Y2
-	VMULPS    Y1, Y2, Y2
-	VPMOVZXWD 16(DX)(R8*2), Y3
-	VPSLLD    $0x10, Y3, Y3
-	VMULPS    Y1, Y3, Y3
-	VPMOVZXWD 32(DX)(R8*2), Y4
-	VPSLLD    $0x10, Y4, Y4
-	VMULPS    Y1, Y4, Y4
-	VPMOVZXWD 48(DX)(R8*2), Y5
+scaleloopbody27:
+	VPMOVZXWD (DX)(R8*2), Y5
 	VPSLLD    $0x10, Y5, Y5
 	VMULPS    Y1, Y5, Y5
+	VPMOVZXWD 16(DX)(R8*2), Y6
+	VPSLLD    $0x10, Y6, Y6
+	VMULPS    Y1, Y6, Y6
+	VPMOVZXWD 32(DX)(R8*2), Y7
+	VPSLLD    $0x10, Y7, Y7
+	VMULPS    Y1, Y7, Y7
+	VPMOVZXWD 48(DX)(R8*2), Y8
+	VPSLLD    $0x10, Y8, Y8
+	VMULPS    Y1, Y8, Y8
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn27
-	VPSRLD    $0x10, Y2, Y6
-	VPAND     avx2bfone<>+0(SB), Y6, Y6
-	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
-	VPADDD    Y2, Y6, Y6
-	VPAND     avx2bfhigh<>+0(SB), Y6, Y6
-	VCMPPS    $0x03, Y2, Y2, Y2
-	VBLENDVPS Y2, avx2bfnanhigh<>+0(SB), Y6, Y2
-	VPSRLD    $0x10, Y3, Y6
-	VPAND     avx2bfone<>+0(SB), Y6, Y6
-	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
+	JZ        notrn28
+	VPSRLD    $0x10, Y5, Y9
+	VPAND     Y2, Y9, Y9
+	VPADDD    Y3, Y9, Y9
+	VPADDD    Y5, Y9, Y9
+	VPAND     Y4, Y9, Y5
+	VPSRLD    $0x10, Y6, Y9
+	VPAND     Y2, Y9, Y9
+	VPADDD    Y3, Y9, Y9
+	VPADDD    Y6, Y9, Y9
+	VPAND     Y4, Y9, Y6
+	VPSRLD    $0x10, Y7, Y9
+	VPAND     Y2, Y9, Y9
+	VPADDD    Y3, Y9, Y9
+	VPADDD    Y7, Y9, Y9
+	VPAND     Y4, Y9, Y7
+	VPSRLD    $0x10, Y8, Y9
+	VPAND     Y2, Y9, Y9
+	VPADDD    Y3, Y9, Y9
+	VPADDD    Y8, Y9, Y9
+	VPAND     Y4, Y9, Y8
+
+notrn28:
+	VMULPS    (SI)(R8*4), Y5, Y5
+	VMULPS    32(SI)(R8*4), Y6, Y6
+	VCMPPS    $0x03, Y6, Y5, Y9
+	VPTEST    Y9, Y9
+	JNZ       bf16nan29
+	VPSRLD    $0x10, Y5, Y9
+	VPAND     Y2, Y9, Y9
+	VPADDD    Y3, Y9, Y9
+	VPADDD    Y5, Y9, Y9
+	VPSRLD    $0x10, Y9, Y9
+	VPSRLD    $0x10, Y6, Y5
+	VPAND     Y2, Y5, Y5
+	VPADDD    Y3, Y5, Y5
+	VPADDD    Y6, Y5, Y5
+	VPSRLD    $0x10, Y5, Y5
+	VPACKUSDW Y5, Y9, Y9
+
+bf16packed30:
+	VPERMQ    $0xd8, Y9, Y9
+	VMOVDQU   Y9, (CX)(R8*2)
+	VMULPS    64(SI)(R8*4), Y7, Y7
+	VMULPS    96(SI)(R8*4), Y8, Y8
+	VCMPPS    $0x03, Y8, Y7, Y5
+	VPTEST    Y5, Y5
+	JNZ       bf16nan31
+	VPSRLD    $0x10, Y7, Y5
+	VPAND     Y2, Y5, Y5
+	VPADDD    Y3, Y5, Y5
+	VPADDD    Y7, Y5, Y5
+	VPSRLD    $0x10, Y5, Y5
+	VPSRLD    $0x10, Y8, Y6
+	VPAND     Y2, Y6, Y6
 	VPADDD    Y3, Y6, Y6
-	VPAND     avx2bfhigh<>+0(SB), Y6, Y6
-	VCMPPS    $0x03, Y3, Y3, Y3
-	VBLENDVPS Y3, avx2bfnanhigh<>+0(SB), Y6, Y3
-	VPSRLD    $0x10, Y4, Y6
-	VPAND     avx2bfone<>+0(SB), Y6, Y6
-	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
-	VPADDD    Y4, Y6, Y6
-	VPAND     avx2bfhigh<>+0(SB), Y6, Y6
-	VCMPPS    $0x03, Y4, Y4, Y4
-	VBLENDVPS Y4, avx2bfnanhigh<>+0(SB), Y6, Y4
-	VPSRLD    $0x10, Y5, Y6
-	VPAND     avx2bfone<>+0(SB), Y6, Y6
-	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
-	VPADDD    Y5, Y6, Y6
-	VPAND     avx2bfhigh<>+0(SB), Y6, Y6
-	VCMPPS    $0x03, Y5, Y5, Y5
-	VBLENDVPS Y5, avx2bfnanhigh<>+0(SB), Y6, Y5
-
-notrn27:
-	VMULPS    (SI)(R8*4), Y2, Y2
-	VMULPS    32(SI)(R8*4), Y3, Y3
-	VPSRLD    $0x10, Y2, Y6
-	VPAND     avx2bfone<>+0(SB), Y6, Y6
-	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
-	VPADDD    Y2, Y6, Y6
+	VPADDD    Y8, Y6, Y6
 	VPSRLD    $0x10, Y6, Y6
-	VCMPPS    $0x03, Y2, Y2, Y2
-	VBLENDVPS Y2, avx2bfnanlow<>+0(SB), Y6, Y6
-	VPSRLD    $0x10, Y3, Y2
-	VPAND     avx2bfone<>+0(SB), Y2, Y2
-	VPADDD    avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD    Y3, Y2, Y2
-	VPSRLD    $0x10, Y2, Y2
-	VCMPPS    $0x03, Y3, Y3, Y3
-	VBLENDVPS Y3, avx2bfnanlow<>+0(SB), Y2, Y2
-	VPACKUSDW Y2, Y6, Y6
-	VPERMQ    $0xd8, Y6, Y6
-	VMOVDQU   Y6, (CX)(R8*2)
-	VMULPS    64(SI)(R8*4), Y4, Y4
-	VMULPS    96(SI)(R8*4), Y5, Y5
-	VPSRLD    $0x10, Y4, Y2
-	VPAND     avx2bfone<>+0(SB), Y2, Y2
-	VPADDD    avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD    Y4, Y2, Y2
-	VPSRLD    $0x10, Y2, Y2
-	VCMPPS    $0x03, Y4, Y4, Y3
-	VBLENDVPS Y3, avx2bfnanlow<>+0(SB), Y2, Y2
-	VPSRLD    $0x10, Y5, Y3
-	VPAND     avx2bfone<>+0(SB), Y3, Y3
-	VPADDD    avx2bfbias<>+0(SB), Y3, Y3
-	VPADDD    Y5, Y3, Y3
-	VPSRLD    $0x10, Y3, Y3
-	VCMPPS    $0x03, Y5, Y5, Y4
-	VBLENDVPS Y4, avx2bfnanlow<>+0(SB), Y3, Y3
-	VPACKUSDW Y3, Y2, Y2
-	VPERMQ    $0xd8, Y2, Y2
-	VMOVDQU   Y2, 32(CX)(R8*2)
-	ADDQ      $0x00000020, R8
-	JMP       scaleloop
+	VPACKUSDW Y6, Y5, Y5
 
-scalelooppf25:
+bf16packed32:
+	VPERMQ  $0xd8, Y5, Y5
+	VMOVDQU Y5, 32(CX)(R8*2)
+	ADDQ    $0x00000020, R8
+	JMP     scaleloopiter25
+
+scalelooppf26:
 	PREFETCHT0 (R10)(R8*2)
-	JMP        scaleloopbody26
+	JMP        scaleloopbody27
 
 	PCALIGN $32
 scaleloopoffset:
+	VMOVDQU avx2bfone<>+0(SB), Y2
+	VMOVDQU avx2bfbias<>+0(SB), Y3
+	VMOVDQU avx2bfhigh<>+0(SB), Y4
+
+scaleloopoffsetiter33:
 	CMPQ  R8, R9
 	JG    scaletail
 	TESTL $0x00000002, R11
-	JNZ   scaleloopoffsetpf28
+	JNZ   scaleloopoffsetpf34
 
-scaleloopoffsetbody29:
-	VPMOVZXWD (DX)(R8*2), Y2
-	VPSLLD    $0x10, Y2, Y2
-	VMULPS    Y1, Y2, Y2
-	VPMOVZXWD 16(DX)(R8*2), Y3
-	VPSLLD    $0x10, Y3, Y3
-	VMULPS    Y1, Y3, Y3
-	VPMOVZXWD 32(DX)(R8*2), Y4
-	VPSLLD    $0x10, Y4, Y4
-	VMULPS    Y1, Y4, Y4
-	VPMOVZXWD 48(DX)(R8*2), Y5
+scaleloopoffsetbody35:
+	VPMOVZXWD (DX)(R8*2), Y5
 	VPSLLD    $0x10, Y5, Y5
 	VMULPS    Y1, Y5, Y5
+	VPMOVZXWD 16(DX)(R8*2), Y6
+	VPSLLD    $0x10, Y6, Y6
+	VMULPS    Y1, Y6, Y6
+	VPMOVZXWD 32(DX)(R8*2), Y7
+	VPSLLD    $0x10, Y7, Y7
+	VMULPS    Y1, Y7, Y7
+	VPMOVZXWD 48(DX)(R8*2), Y8
+	VPSLLD    $0x10, Y8, Y8
+	VMULPS    Y1, Y8, Y8
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn30
-	VPSRLD    $0x10, Y2, Y6
-	VPAND     avx2bfone<>+0(SB), Y6, Y6
-	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
-	VPADDD    Y2, Y6, Y6
-	VPAND     avx2bfhigh<>+0(SB), Y6, Y6
-	VCMPPS    $0x03, Y2, Y2, Y2
-	VBLENDVPS Y2, avx2bfnanhigh<>+0(SB), Y6, Y2
-	VPSRLD    $0x10, Y3, Y6
-	VPAND     avx2bfone<>+0(SB), Y6, Y6
-	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
+	JZ        notrn36
+	VPSRLD    $0x10, Y5, Y9
+	VPAND     Y2, Y9, Y9
+	VPADDD    Y3, Y9, Y9
+	VPADDD    Y5, Y9, Y9
+	VPAND     Y4, Y9, Y5
+	VPSRLD    $0x10, Y6, Y9
+	VPAND     Y2, Y9, Y9
+	VPADDD    Y3, Y9, Y9
+	VPADDD    Y6, Y9, Y9
+	VPAND     Y4, Y9, Y6
+	VPSRLD    $0x10, Y7, Y9
+	VPAND     Y2, Y9, Y9
+	VPADDD    Y3, Y9, Y9
+	VPADDD    Y7, Y9, Y9
+	VPAND     Y4, Y9, Y7
+	VPSRLD    $0x10, Y8, Y9
+	VPAND     Y2, Y9, Y9
+	VPADDD    Y3, Y9, Y9
+	VPADDD    Y8, Y9, Y9
+	VPAND     Y4, Y9, Y8
+
+notrn36:
+	VMOVUPS   (SI)(R8*4), Y9
+	VADDPS    Y0, Y9, Y9
+	VMULPS    Y9, Y5, Y5
+	VMOVUPS   32(SI)(R8*4), Y9
+	VADDPS    Y0, Y9, Y9
+	VMULPS    Y9, Y6, Y6
+	VCMPPS    $0x03, Y6, Y5, Y9
+	VPTEST    Y9, Y9
+	JNZ       bf16nan37
+	VPSRLD    $0x10, Y5, Y9
+	VPAND     Y2, Y9, Y9
+	VPADDD    Y3, Y9, Y9
+	VPADDD    Y5, Y9, Y9
+	VPSRLD    $0x10, Y9, Y9
+	VPSRLD    $0x10, Y6, Y5
+	VPAND     Y2, Y5, Y5
+	VPADDD    Y3, Y5, Y5
+	VPADDD    Y6, Y5, Y5
+	VPSRLD    $0x10, Y5, Y5
+	VPACKUSDW Y5, Y9, Y9
+
+bf16packed38:
+	VPERMQ    $0xd8, Y9, Y9
+	VMOVDQU   Y9, (CX)(R8*2)
+	VMOVUPS   64(SI)(R8*4), Y5
+	VADDPS    Y0, Y5, Y5
+	VMULPS    Y5, Y7, Y7
+	VMOVUPS   96(SI)(R8*4), Y5
+	VADDPS    Y0, Y5, Y5
+	VMULPS    Y5, Y8, Y8
+	VCMPPS    $0x03, Y8, Y7, Y5
+	VPTEST    Y5, Y5
+	JNZ       bf16nan39
+	VPSRLD    $0x10, Y7, Y5
+	VPAND     Y2, Y5, Y5
+	VPADDD    Y3, Y5, Y5
+	VPADDD    Y7, Y5, Y5
+	VPSRLD    $0x10, Y5, Y5
+	VPSRLD    $0x10, Y8, Y6
+	VPAND     Y2, Y6, Y6
 	VPADDD    Y3, Y6, Y6
-	VPAND     avx2bfhigh<>+0(SB), Y6, Y6
-	VCMPPS    $0x03, Y3, Y3, Y3
-	VBLENDVPS Y3, avx2bfnanhigh<>+0(SB), Y6, Y3
-	VPSRLD    $0x10, Y4, Y6
-	VPAND     avx2bfone<>+0(SB), Y6, Y6
-	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
-	VPADDD    Y4, Y6, Y6
-	VPAND     avx2bfhigh<>+0(SB), Y6, Y6
-	VCMPPS    $0x03, Y4, Y4, Y4
-	VBLENDVPS Y4, avx2bfnanhigh<>+0(SB), Y6, Y4
-	VPSRLD    $0x10, Y5, Y6
-	VPAND     avx2bfone<>+0(SB), Y6, Y6
-	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
-	VPADDD    Y5, Y6, Y6
-	VPAND     avx2bfhigh<>+0(SB), Y6, Y6
-	VCMPPS    $0x03, Y5, Y5, Y5
-	VBLENDVPS Y5, avx2bfnanhigh<>+0(SB), Y6, Y5
-
-notrn30:
-	VMOVUPS   (SI)(R8*4), Y6
-	VADDPS    Y0, Y6, Y6
-	VMULPS    Y6, Y2, Y2
-	VMOVUPS   32(SI)(R8*4), Y6
-	VADDPS    Y0, Y6, Y6
-	VMULPS    Y6, Y3, Y3
-	VPSRLD    $0x10, Y2, Y6
-	VPAND     avx2bfone<>+0(SB), Y6, Y6
-	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
-	VPADDD    Y2, Y6, Y6
+	VPADDD    Y8, Y6, Y6
 	VPSRLD    $0x10, Y6, Y6
-	VCMPPS    $0x03, Y2, Y2, Y2
-	VBLENDVPS Y2, avx2bfnanlow<>+0(SB), Y6, Y6
-	VPSRLD    $0x10, Y3, Y2
-	VPAND     avx2bfone<>+0(SB), Y2, Y2
-	VPADDD    avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD    Y3, Y2, Y2
-	VPSRLD    $0x10, Y2, Y2
-	VCMPPS    $0x03, Y3, Y3, Y3
-	VBLENDVPS Y3, avx2bfnanlow<>+0(SB), Y2, Y2
-	VPACKUSDW Y2, Y6, Y6
-	VPERMQ    $0xd8, Y6, Y6
-	VMOVDQU   Y6, (CX)(R8*2)
-	VMOVUPS   64(SI)(R8*4), Y2
-	VADDPS    Y0, Y2, Y2
-	VMULPS    Y2, Y4, Y4
-	VMOVUPS   96(SI)(R8*4), Y2
-	VADDPS    Y0, Y2, Y2
-	VMULPS    Y2, Y5, Y5
-	VPSRLD    $0x10, Y4, Y2
-	VPAND     avx2bfone<>+0(SB), Y2, Y2
-	VPADDD    avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD    Y4, Y2, Y2
-	VPSRLD    $0x10, Y2, Y2
-	VCMPPS    $0x03, Y4, Y4, Y3
-	VBLENDVPS Y3, avx2bfnanlow<>+0(SB), Y2, Y2
-	VPSRLD    $0x10, Y5, Y3
-	VPAND     avx2bfone<>+0(SB), Y3, Y3
-	VPADDD    avx2bfbias<>+0(SB), Y3, Y3
-	VPADDD    Y5, Y3, Y3
-	VPSRLD    $0x10, Y3, Y3
-	VCMPPS    $0x03, Y5, Y5, Y4
-	VBLENDVPS Y4, avx2bfnanlow<>+0(SB), Y3, Y3
-	VPACKUSDW Y3, Y2, Y2
-	VPERMQ    $0xd8, Y2, Y2
-	VMOVDQU   Y2, 32(CX)(R8*2)
-	ADDQ      $0x00000020, R8
-	JMP       scaleloopoffset
+	VPACKUSDW Y6, Y5, Y5
 
-scaleloopoffsetpf28:
+bf16packed40:
+	VPERMQ  $0xd8, Y5, Y5
+	VMOVDQU Y5, 32(CX)(R8*2)
+	ADDQ    $0x00000020, R8
+	JMP     scaleloopoffsetiter33
+
+scaleloopoffsetpf34:
 	PREFETCHT0 (R10)(R8*2)
-	JMP        scaleloopoffsetbody29
+	JMP        scaleloopoffsetbody35
 
 	PCALIGN $32
 scaleloopnoweight:
+	VMOVDQU avx2bfone<>+0(SB), Y2
+	VMOVDQU avx2bfbias<>+0(SB), Y3
+
+scaleloopnoweightiter41:
 	CMPQ  R8, R9
 	JG    scaletail
 	TESTL $0x00000002, R11
-	JNZ   scaleloopnoweightpf31
+	JNZ   scaleloopnoweightpf42
 
-scaleloopnoweightbody32:
-	VPMOVZXWD (DX)(R8*2), Y2
-	VPSLLD    $0x10, Y2, Y2
-	VMULPS    Y1, Y2, Y2
-	VPMOVZXWD 16(DX)(R8*2), Y3
-	VPSLLD    $0x10, Y3, Y3
-	VMULPS    Y1, Y3, Y3
-	VPMOVZXWD 32(DX)(R8*2), Y4
+scaleloopnoweightbody43:
+	VPMOVZXWD (DX)(R8*2), Y4
 	VPSLLD    $0x10, Y4, Y4
 	VMULPS    Y1, Y4, Y4
-	VPMOVZXWD 48(DX)(R8*2), Y5
+	VPMOVZXWD 16(DX)(R8*2), Y5
 	VPSLLD    $0x10, Y5, Y5
 	VMULPS    Y1, Y5, Y5
-	VPSRLD    $0x10, Y2, Y6
-	VPAND     avx2bfone<>+0(SB), Y6, Y6
-	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
-	VPADDD    Y2, Y6, Y6
-	VPSRLD    $0x10, Y6, Y6
-	VCMPPS    $0x03, Y2, Y2, Y2
-	VBLENDVPS Y2, avx2bfnanlow<>+0(SB), Y6, Y6
-	VPSRLD    $0x10, Y3, Y2
-	VPAND     avx2bfone<>+0(SB), Y2, Y2
-	VPADDD    avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD    Y3, Y2, Y2
-	VPSRLD    $0x10, Y2, Y2
-	VCMPPS    $0x03, Y3, Y3, Y3
-	VBLENDVPS Y3, avx2bfnanlow<>+0(SB), Y2, Y2
-	VPACKUSDW Y2, Y6, Y6
-	VPERMQ    $0xd8, Y6, Y6
-	VMOVDQU   Y6, (CX)(R8*2)
-	VPSRLD    $0x10, Y4, Y2
-	VPAND     avx2bfone<>+0(SB), Y2, Y2
-	VPADDD    avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD    Y4, Y2, Y2
-	VPSRLD    $0x10, Y2, Y2
-	VCMPPS    $0x03, Y4, Y4, Y3
-	VBLENDVPS Y3, avx2bfnanlow<>+0(SB), Y2, Y2
-	VPSRLD    $0x10, Y5, Y3
-	VPAND     avx2bfone<>+0(SB), Y3, Y3
-	VPADDD    avx2bfbias<>+0(SB), Y3, Y3
-	VPADDD    Y5, Y3, Y3
-	VPSRLD    $0x10, Y3, Y3
-	VCMPPS    $0x03, Y5, Y5, Y4
-	VBLENDVPS Y4, avx2bfnanlow<>+0(SB), Y3, Y3
-	VPACKUSDW Y3, Y2, Y2
-	VPERMQ    $0xd8, Y2, Y2
-	VMOVDQU   Y2, 32(CX)(R8*2)
-	ADDQ      $0x00000020, R8
-	JMP       scaleloopnoweight
+	VPMOVZXWD 32(DX)(R8*2), Y6
+	VPSLLD    $0x10, Y6, Y6
+	VMULPS    Y1, Y6, Y6
+	VPMOVZXWD 48(DX)(R8*2), Y7
+	VPSLLD    $0x10, Y7, Y7
+	VMULPS    Y1, Y7, Y7
+	VCMPPS    $0x03, Y5, Y4, Y8
+	VPTEST    Y8, Y8
+	JNZ       bf16nan44
+	VPSRLD    $0x10, Y4, Y8
+	VPAND     Y2, Y8, Y8
+	VPADDD    Y3, Y8, Y8
+	VPADDD    Y4, Y8, Y8
+	VPSRLD    $0x10, Y8, Y8
+	VPSRLD    $0x10, Y5, Y4
+	VPAND     Y2, Y4, Y4
+	VPADDD    Y3, Y4, Y4
+	VPADDD    Y5, Y4, Y4
+	VPSRLD    $0x10, Y4, Y4
+	VPACKUSDW Y4, Y8, Y8
 
-scaleloopnoweightpf31:
+bf16packed45:
+	VPERMQ    $0xd8, Y8, Y8
+	VMOVDQU   Y8, (CX)(R8*2)
+	VCMPPS    $0x03, Y7, Y6, Y4
+	VPTEST    Y4, Y4
+	JNZ       bf16nan46
+	VPSRLD    $0x10, Y6, Y4
+	VPAND     Y2, Y4, Y4
+	VPADDD    Y3, Y4, Y4
+	VPADDD    Y6, Y4, Y4
+	VPSRLD    $0x10, Y4, Y4
+	VPSRLD    $0x10, Y7, Y5
+	VPAND     Y2, Y5, Y5
+	VPADDD    Y3, Y5, Y5
+	VPADDD    Y7, Y5, Y5
+	VPSRLD    $0x10, Y5, Y5
+	VPACKUSDW Y5, Y4, Y4
+
+bf16packed47:
+	VPERMQ  $0xd8, Y4, Y4
+	VMOVDQU Y4, 32(CX)(R8*2)
+	ADDQ    $0x00000020, R8
+	JMP     scaleloopnoweightiter41
+
+scaleloopnoweightpf42:
 	PREFETCHT0 (R10)(R8*2)
-	JMP        scaleloopnoweightbody32
+	JMP        scaleloopnoweightbody43
 
 scalent:
 	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
@@ -18965,7 +18966,7 @@ scalehead:
 	VPSLLD    $0x10, Y2, Y2
 	VMULPS    Y1, Y2, Y2
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn33
+	JZ        notrn48
 	VPSRLD    $0x10, Y2, Y3
 	VPAND     avx2bfone<>+0(SB), Y3, Y3
 	VPADDD    avx2bfbias<>+0(SB), Y3, Y3
@@ -18974,14 +18975,14 @@ scalehead:
 	VCMPPS    $0x03, Y2, Y2, Y2
 	VBLENDVPS Y2, avx2bfnanhigh<>+0(SB), Y3, Y2
 
-notrn33:
+notrn48:
 	TESTQ   SI, SI
-	JZ      noweight34
+	JZ      noweight49
 	VMOVUPS (SI)(R8*4), Y3
 	VADDPS  Y0, Y3, Y3
 	VMULPS  Y3, Y2, Y2
 
-noweight34:
+noweight49:
 	VPSRLD       $0x10, Y2, Y3
 	VPAND        avx2bfone<>+0(SB), Y3, Y3
 	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
@@ -19002,123 +19003,119 @@ scaleheadpart:
 scalentgo:
 	MOVQ DI, R10
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows35
+	JA   longrows50
 	SHLQ $0x03, R10
 
-longrows35:
-	ADDQ DX, R10
-	MOVL job_flags+0(AX), R11
+longrows50:
+	ADDQ    DX, R10
+	MOVL    job_flags+0(AX), R11
+	VMOVDQU avx2bfone<>+0(SB), Y2
+	VMOVDQU avx2bfbias<>+0(SB), Y3
+	VMOVDQU avx2bfhigh<>+0(SB), Y4
 
-	PCALIGN $32
-scalentloop:
+scalentloopiter51:
 	CMPQ       R8, R9
 	JG         scaletail
 	PREFETCHT0 (R10)(R8*2)
-	VPMOVZXWD  (DX)(R8*2), Y2
-	VPSLLD     $0x10, Y2, Y2
-	VMULPS     Y1, Y2, Y2
-	VPMOVZXWD  16(DX)(R8*2), Y3
-	VPSLLD     $0x10, Y3, Y3
-	VMULPS     Y1, Y3, Y3
-	VPMOVZXWD  32(DX)(R8*2), Y4
-	VPSLLD     $0x10, Y4, Y4
-	VMULPS     Y1, Y4, Y4
-	VPMOVZXWD  48(DX)(R8*2), Y5
+	VPMOVZXWD  (DX)(R8*2), Y5
 	VPSLLD     $0x10, Y5, Y5
 	VMULPS     Y1, Y5, Y5
+	VPMOVZXWD  16(DX)(R8*2), Y6
+	VPSLLD     $0x10, Y6, Y6
+	VMULPS     Y1, Y6, Y6
+	VPMOVZXWD  32(DX)(R8*2), Y7
+	VPSLLD     $0x10, Y7, Y7
+	VMULPS     Y1, Y7, Y7
+	VPMOVZXWD  48(DX)(R8*2), Y8
+	VPSLLD     $0x10, Y8, Y8
+	VMULPS     Y1, Y8, Y8
 	TESTL      $0x00000008, job_flags+0(AX)
-	JZ         notrn36
-	VPSRLD     $0x10, Y2, Y6
-	VPAND      avx2bfone<>+0(SB), Y6, Y6
-	VPADDD     avx2bfbias<>+0(SB), Y6, Y6
-	VPADDD     Y2, Y6, Y6
-	VPAND      avx2bfhigh<>+0(SB), Y6, Y6
-	VCMPPS     $0x03, Y2, Y2, Y2
-	VBLENDVPS  Y2, avx2bfnanhigh<>+0(SB), Y6, Y2
-	VPSRLD     $0x10, Y3, Y6
-	VPAND      avx2bfone<>+0(SB), Y6, Y6
-	VPADDD     avx2bfbias<>+0(SB), Y6, Y6
-	VPADDD     Y3, Y6, Y6
-	VPAND      avx2bfhigh<>+0(SB), Y6, Y6
-	VCMPPS     $0x03, Y3, Y3, Y3
-	VBLENDVPS  Y3, avx2bfnanhigh<>+0(SB), Y6, Y3
-	VPSRLD     $0x10, Y4, Y6
-	VPAND      avx2bfone<>+0(SB), Y6, Y6
-	VPADDD     avx2bfbias<>+0(SB), Y6, Y6
-	VPADDD     Y4, Y6, Y6
-	VPAND      avx2bfhigh<>+0(SB), Y6, Y6
-	VCMPPS     $0x03, Y4, Y4, Y4
-	VBLENDVPS  Y4, avx2bfnanhigh<>+0(SB), Y6, Y4
-	VPSRLD     $0x10, Y5, Y6
-	VPAND      avx2bfone<>+0(SB), Y6, Y6
-	VPADDD     avx2bfbias<>+0(SB), Y6, Y6
-	VPADDD     Y5, Y6, Y6
-	VPAND      avx2bfhigh<>+0(SB), Y6, Y6
-	VCMPPS     $0x03, Y5, Y5, Y5
-	VBLENDVPS  Y5, avx2bfnanhigh<>+0(SB), Y6, Y5
+	JZ         notrn52
+	VPSRLD     $0x10, Y5, Y9
+	VPAND      Y2, Y9, Y9
+	VPADDD     Y3, Y9, Y9
+	VPADDD     Y5, Y9, Y9
+	VPAND      Y4, Y9, Y5
+	VPSRLD     $0x10, Y6, Y9
+	VPAND      Y2, Y9, Y9
+	VPADDD     Y3, Y9, Y9
+	VPADDD     Y6, Y9, Y9
+	VPAND      Y4, Y9, Y6
+	VPSRLD     $0x10, Y7, Y9
+	VPAND      Y2, Y9, Y9
+	VPADDD     Y3, Y9, Y9
+	VPADDD     Y7, Y9, Y9
+	VPAND      Y4, Y9, Y7
+	VPSRLD     $0x10, Y8, Y9
+	VPAND      Y2, Y9, Y9
+	VPADDD     Y3, Y9, Y9
+	VPADDD     Y8, Y9, Y9
+	VPAND      Y4, Y9, Y8
 
-notrn36:
+notrn52:
 	TESTQ  SI, SI
-	JZ     weighed38
+	JZ     weighed54
 	TESTL  $0x00000010, R11
-	JNZ    offset37
-	VMULPS (SI)(R8*4), Y2, Y2
-	VMULPS 32(SI)(R8*4), Y3, Y3
-	VMULPS 64(SI)(R8*4), Y4, Y4
-	VMULPS 96(SI)(R8*4), Y5, Y5
+	JNZ    offset53
+	VMULPS (SI)(R8*4), Y5, Y5
+	VMULPS 32(SI)(R8*4), Y6, Y6
+	VMULPS 64(SI)(R8*4), Y7, Y7
+	VMULPS 96(SI)(R8*4), Y8, Y8
 
-weighed38:
-	VPSRLD    $0x10, Y2, Y6
-	VPAND     avx2bfone<>+0(SB), Y6, Y6
-	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
-	VPADDD    Y2, Y6, Y6
+weighed54:
+	VCMPPS    $0x03, Y6, Y5, Y9
+	VPTEST    Y9, Y9
+	JNZ       bf16nan55
+	VPSRLD    $0x10, Y5, Y9
+	VPAND     Y2, Y9, Y9
+	VPADDD    Y3, Y9, Y9
+	VPADDD    Y5, Y9, Y9
+	VPSRLD    $0x10, Y9, Y9
+	VPSRLD    $0x10, Y6, Y5
+	VPAND     Y2, Y5, Y5
+	VPADDD    Y3, Y5, Y5
+	VPADDD    Y6, Y5, Y5
+	VPSRLD    $0x10, Y5, Y5
+	VPACKUSDW Y5, Y9, Y9
+
+bf16packed56:
+	VPERMQ    $0xd8, Y9, Y9
+	VMOVNTDQ  Y9, (CX)(R8*2)
+	VCMPPS    $0x03, Y8, Y7, Y5
+	VPTEST    Y5, Y5
+	JNZ       bf16nan57
+	VPSRLD    $0x10, Y7, Y5
+	VPAND     Y2, Y5, Y5
+	VPADDD    Y3, Y5, Y5
+	VPADDD    Y7, Y5, Y5
+	VPSRLD    $0x10, Y5, Y5
+	VPSRLD    $0x10, Y8, Y6
+	VPAND     Y2, Y6, Y6
+	VPADDD    Y3, Y6, Y6
+	VPADDD    Y8, Y6, Y6
 	VPSRLD    $0x10, Y6, Y6
-	VCMPPS    $0x03, Y2, Y2, Y2
-	VBLENDVPS Y2, avx2bfnanlow<>+0(SB), Y6, Y6
-	VPSRLD    $0x10, Y3, Y2
-	VPAND     avx2bfone<>+0(SB), Y2, Y2
-	VPADDD    avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD    Y3, Y2, Y2
-	VPSRLD    $0x10, Y2, Y2
-	VCMPPS    $0x03, Y3, Y3, Y3
-	VBLENDVPS Y3, avx2bfnanlow<>+0(SB), Y2, Y2
-	VPACKUSDW Y2, Y6, Y6
-	VPERMQ    $0xd8, Y6, Y6
-	VMOVNTDQ  Y6, (CX)(R8*2)
-	VPSRLD    $0x10, Y4, Y2
-	VPAND     avx2bfone<>+0(SB), Y2, Y2
-	VPADDD    avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD    Y4, Y2, Y2
-	VPSRLD    $0x10, Y2, Y2
-	VCMPPS    $0x03, Y4, Y4, Y3
-	VBLENDVPS Y3, avx2bfnanlow<>+0(SB), Y2, Y2
-	VPSRLD    $0x10, Y5, Y3
-	VPAND     avx2bfone<>+0(SB), Y3, Y3
-	VPADDD    avx2bfbias<>+0(SB), Y3, Y3
-	VPADDD    Y5, Y3, Y3
-	VPSRLD    $0x10, Y3, Y3
-	VCMPPS    $0x03, Y5, Y5, Y4
-	VBLENDVPS Y4, avx2bfnanlow<>+0(SB), Y3, Y3
-	VPACKUSDW Y3, Y2, Y2
-	VPERMQ    $0xd8, Y2, Y2
-	VMOVNTDQ  Y2, 32(CX)(R8*2)
-	ADDQ      $0x00000020, R8
-	JMP       scalentloop
+	VPACKUSDW Y6, Y5, Y5
 
-offset37:
-	VMOVUPS (SI)(R8*4), Y6
-	VADDPS  Y0, Y6, Y6
-	VMULPS  Y6, Y2, Y2
-	VMOVUPS 32(SI)(R8*4), Y6
-	VADDPS  Y0, Y6, Y6
-	VMULPS  Y6, Y3, Y3
-	VMOVUPS 64(SI)(R8*4), Y6
-	VADDPS  Y0, Y6, Y6
-	VMULPS  Y6, Y4, Y4
-	VMOVUPS 96(SI)(R8*4), Y6
-	VADDPS  Y0, Y6, Y6
-	VMULPS  Y6, Y5, Y5
-	JMP     weighed38
+bf16packed58:
+	VPERMQ   $0xd8, Y5, Y5
+	VMOVNTDQ Y5, 32(CX)(R8*2)
+	ADDQ     $0x00000020, R8
+	JMP      scalentloopiter51
+
+offset53:
+	VMOVUPS (SI)(R8*4), Y9
+	VADDPS  Y0, Y9, Y9
+	VMULPS  Y9, Y5, Y5
+	VMOVUPS 32(SI)(R8*4), Y9
+	VADDPS  Y0, Y9, Y9
+	VMULPS  Y9, Y6, Y6
+	VMOVUPS 64(SI)(R8*4), Y9
+	VADDPS  Y0, Y9, Y9
+	VMULPS  Y9, Y7, Y7
+	VMOVUPS 96(SI)(R8*4), Y9
+	VADDPS  Y0, Y9, Y9
+	VMULPS  Y9, Y8, Y8
+	JMP     weighed54
 
 scaletail:
 	ADDQ $0x00000018, R9
@@ -19130,7 +19127,7 @@ scaleone:
 	VPSLLD    $0x10, Y2, Y2
 	VMULPS    Y1, Y2, Y2
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn39
+	JZ        notrn59
 	VPSRLD    $0x10, Y2, Y3
 	VPAND     avx2bfone<>+0(SB), Y3, Y3
 	VPADDD    avx2bfbias<>+0(SB), Y3, Y3
@@ -19139,14 +19136,14 @@ scaleone:
 	VCMPPS    $0x03, Y2, Y2, Y2
 	VBLENDVPS Y2, avx2bfnanhigh<>+0(SB), Y3, Y2
 
-notrn39:
+notrn59:
 	TESTQ   SI, SI
-	JZ      noweight40
+	JZ      noweight60
 	VMOVUPS (SI)(R8*4), Y3
 	VADDPS  Y0, Y3, Y3
 	VMULPS  Y3, Y2, Y2
 
-noweight40:
+noweight60:
 	VPSRLD       $0x10, Y2, Y3
 	VPAND        avx2bfone<>+0(SB), Y3, Y3
 	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
@@ -19173,60 +19170,60 @@ partout:
 	XORQ R13, R13
 	SUBQ $0x00000010, R14
 
-copyvec41:
+copyvec61:
 	CMPQ    R13, R14
-	JG      copyone42
+	JG      copyone62
 	VMOVUPS (R11)(R13*2), Y2
 	VMOVUPS Y2, (R12)(R13*2)
 	ADDQ    $0x00000010, R13
-	JMP     copyvec41
+	JMP     copyvec61
 
-copyone42:
+copyone62:
 	ADDQ $0x00000010, R14
 
-copyloop44:
+copyloop64:
 	CMPQ R13, R14
-	JGE  copied43
+	JGE  copied63
 	MOVW (R11)(R13*2), R15
 	MOVW R15, (R12)(R13*2)
 	INCQ R13
-	JMP  copyloop44
+	JMP  copyloop64
 
-copied43:
+copied63:
 	TESTQ SI, SI
-	JZ    nowcopy45
+	JZ    nowcopy65
 	LEAQ  (SI)(R8*4), R11
 	LEAQ  160(SP), R12
 	MOVQ  R10, R14
 	XORQ  R13, R13
 	SUBQ  $0x00000008, R14
 
-copyvec46:
+copyvec66:
 	CMPQ    R13, R14
-	JG      copyone47
+	JG      copyone67
 	VMOVUPS (R11)(R13*4), Y2
 	VMOVUPS Y2, (R12)(R13*4)
 	ADDQ    $0x00000008, R13
-	JMP     copyvec46
+	JMP     copyvec66
 
-copyone47:
+copyone67:
 	ADDQ $0x00000008, R14
 
-copyloop49:
+copyloop69:
 	CMPQ R13, R14
-	JGE  copied48
+	JGE  copied68
 	MOVL (R11)(R13*4), R15
 	MOVL R15, (R12)(R13*4)
 	INCQ R13
-	JMP  copyloop49
+	JMP  copyloop69
 
-copied48:
-nowcopy45:
+copied68:
+nowcopy65:
 	VPMOVZXWD 128(SP), Y2
 	VPSLLD    $0x10, Y2, Y2
 	VMULPS    Y2, Y1, Y2
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn50
+	JZ        notrn70
 	VPSRLD    $0x10, Y2, Y3
 	VPAND     avx2bfone<>+0(SB), Y3, Y3
 	VPADDD    avx2bfbias<>+0(SB), Y3, Y3
@@ -19235,14 +19232,14 @@ nowcopy45:
 	VCMPPS    $0x03, Y2, Y2, Y2
 	VBLENDVPS Y2, avx2bfnanhigh<>+0(SB), Y3, Y2
 
-notrn50:
+notrn70:
 	TESTQ   SI, SI
-	JZ      noweight51
+	JZ      noweight71
 	VMOVUPS 160(SP), Y3
 	VADDPS  Y0, Y3, Y3
 	VMULPS  Y3, Y2, Y2
 
-noweight51:
+noweight71:
 	VPSRLD       $0x10, Y2, Y3
 	VPAND        avx2bfone<>+0(SB), Y3, Y3
 	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
@@ -19259,26 +19256,26 @@ noweight51:
 	XORQ         R13, R13
 	SUBQ         $0x00000010, R14
 
-copyvec52:
+copyvec72:
 	CMPQ    R13, R14
-	JG      copyone53
+	JG      copyone73
 	VMOVUPS (R12)(R13*2), Y2
 	VMOVUPS Y2, (R11)(R13*2)
 	ADDQ    $0x00000010, R13
-	JMP     copyvec52
+	JMP     copyvec72
 
-copyone53:
+copyone73:
 	ADDQ $0x00000010, R14
 
-copyloop55:
+copyloop75:
 	CMPQ R13, R14
-	JGE  copied54
+	JGE  copied74
 	MOVW (R12)(R13*2), R15
 	MOVW R15, (R11)(R13*2)
 	INCQ R13
-	JMP  copyloop55
+	JMP  copyloop75
 
-copied54:
+copied74:
 	ADDQ R10, R8
 	CMPQ R8, job_d+0(AX)
 	JB   scalentgo
@@ -19305,6 +19302,150 @@ vzero:
 	MOVQ 400(SP), AX
 	MOVQ AX, ret+24(FP)
 	RET
+
+bf16nan29:
+	VPSRLD    $0x10, Y5, Y9
+	VPAND     avx2bfone<>+0(SB), Y9, Y9
+	VPADDD    avx2bfbias<>+0(SB), Y9, Y9
+	VPADDD    Y5, Y9, Y9
+	VPSRLD    $0x10, Y9, Y9
+	VCMPPS    $0x03, Y5, Y5, Y5
+	VBLENDVPS Y5, avx2bfnanlow<>+0(SB), Y9, Y9
+	VPSRLD    $0x10, Y6, Y5
+	VPAND     avx2bfone<>+0(SB), Y5, Y5
+	VPADDD    avx2bfbias<>+0(SB), Y5, Y5
+	VPADDD    Y6, Y5, Y5
+	VPSRLD    $0x10, Y5, Y5
+	VCMPPS    $0x03, Y6, Y6, Y6
+	VBLENDVPS Y6, avx2bfnanlow<>+0(SB), Y5, Y5
+	VPACKUSDW Y5, Y9, Y9
+	JMP       bf16packed30
+
+bf16nan31:
+	VPSRLD    $0x10, Y7, Y5
+	VPAND     avx2bfone<>+0(SB), Y5, Y5
+	VPADDD    avx2bfbias<>+0(SB), Y5, Y5
+	VPADDD    Y7, Y5, Y5
+	VPSRLD    $0x10, Y5, Y5
+	VCMPPS    $0x03, Y7, Y7, Y6
+	VBLENDVPS Y6, avx2bfnanlow<>+0(SB), Y5, Y5
+	VPSRLD    $0x10, Y8, Y6
+	VPAND     avx2bfone<>+0(SB), Y6, Y6
+	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
+	VPADDD    Y8, Y6, Y6
+	VPSRLD    $0x10, Y6, Y6
+	VCMPPS    $0x03, Y8, Y8, Y7
+	VBLENDVPS Y7, avx2bfnanlow<>+0(SB), Y6, Y6
+	VPACKUSDW Y6, Y5, Y5
+	JMP       bf16packed32
+
+bf16nan37:
+	VPSRLD    $0x10, Y5, Y9
+	VPAND     avx2bfone<>+0(SB), Y9, Y9
+	VPADDD    avx2bfbias<>+0(SB), Y9, Y9
+	VPADDD    Y5, Y9, Y9
+	VPSRLD    $0x10, Y9, Y9
+	VCMPPS    $0x03, Y5, Y5, Y5
+	VBLENDVPS Y5, avx2bfnanlow<>+0(SB), Y9, Y9
+	VPSRLD    $0x10, Y6, Y5
+	VPAND     avx2bfone<>+0(SB), Y5, Y5
+	VPADDD    avx2bfbias<>+0(SB), Y5, Y5
+	VPADDD    Y6, Y5, Y5
+	VPSRLD    $0x10, Y5, Y5
+	VCMPPS    $0x03, Y6, Y6, Y6
+	VBLENDVPS Y6, avx2bfnanlow<>+0(SB), Y5, Y5
+	VPACKUSDW Y5, Y9, Y9
+	JMP       bf16packed38
+
+bf16nan39:
+	VPSRLD    $0x10, Y7, Y5
+	VPAND     avx2bfone<>+0(SB), Y5, Y5
+	VPADDD    avx2bfbias<>+0(SB), Y5, Y5
+	VPADDD    Y7, Y5, Y5
+	VPSRLD    $0x10, Y5, Y5
+	VCMPPS    $0x03, Y7, Y7, Y6
+	VBLENDVPS Y6, avx2bfnanlow<>+0(SB), Y5, Y5
+	VPSRLD    $0x10, Y8, Y6
+	VPAND     avx2bfone<>+0(SB), Y6, Y6
+	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
+	VPADDD    Y8, Y6, Y6
+	VPSRLD    $0x10, Y6, Y6
+	VCMPPS    $0x03, Y8, Y8, Y7
+	VBLENDVPS Y7, avx2bfnanlow<>+0(SB), Y6, Y6
+	VPACKUSDW Y6, Y5, Y5
+	JMP       bf16packed40
+
+bf16nan44:
+	VPSRLD    $0x10, Y4, Y8
+	VPAND     avx2bfone<>+0(SB), Y8, Y8
+	VPADDD    avx2bfbias<>+0(SB), Y8, Y8
+	VPADDD    Y4, Y8, Y8
+	VPSRLD    $0x10, Y8, Y8
+	VCMPPS    $0x03, Y4, Y4, Y4
+	VBLENDVPS Y4, avx2bfnanlow<>+0(SB), Y8, Y8
+	VPSRLD    $0x10, Y5, Y4
+	VPAND     avx2bfone<>+0(SB), Y4, Y4
+	VPADDD    avx2bfbias<>+0(SB), Y4, Y4
+	VPADDD    Y5, Y4, Y4
+	VPSRLD    $0x10, Y4, Y4
+	VCMPPS    $0x03, Y5, Y5, Y5
+	VBLENDVPS Y5, avx2bfnanlow<>+0(SB), Y4, Y4
+	VPACKUSDW Y4, Y8, Y8
+	JMP       bf16packed45
+
+bf16nan46:
+	VPSRLD    $0x10, Y6, Y4
+	VPAND     avx2bfone<>+0(SB), Y4, Y4
+	VPADDD    avx2bfbias<>+0(SB), Y4, Y4
+	VPADDD    Y6, Y4, Y4
+	VPSRLD    $0x10, Y4, Y4
+	VCMPPS    $0x03, Y6, Y6, Y5
+	VBLENDVPS Y5, avx2bfnanlow<>+0(SB), Y4, Y4
+	VPSRLD    $0x10, Y7, Y5
+	VPAND     avx2bfone<>+0(SB), Y5, Y5
+	VPADDD    avx2bfbias<>+0(SB), Y5, Y5
+	VPADDD    Y7, Y5, Y5
+	VPSRLD    $0x10, Y5, Y5
+	VCMPPS    $0x03, Y7, Y7, Y6
+	VBLENDVPS Y6, avx2bfnanlow<>+0(SB), Y5, Y5
+	VPACKUSDW Y5, Y4, Y4
+	JMP       bf16packed47
+
+bf16nan55:
+	VPSRLD    $0x10, Y5, Y9
+	VPAND     avx2bfone<>+0(SB), Y9, Y9
+	VPADDD    avx2bfbias<>+0(SB), Y9, Y9
+	VPADDD    Y5, Y9, Y9
+	VPSRLD    $0x10, Y9, Y9
+	VCMPPS    $0x03, Y5, Y5, Y5
+	VBLENDVPS Y5, avx2bfnanlow<>+0(SB), Y9, Y9
+	VPSRLD    $0x10, Y6, Y5
+	VPAND     avx2bfone<>+0(SB), Y5, Y5
+	VPADDD    avx2bfbias<>+0(SB), Y5, Y5
+	VPADDD    Y6, Y5, Y5
+	VPSRLD    $0x10, Y5, Y5
+	VCMPPS    $0x03, Y6, Y6, Y6
+	VBLENDVPS Y6, avx2bfnanlow<>+0(SB), Y5, Y5
+	VPACKUSDW Y5, Y9, Y9
+	JMP       bf16packed56
+
+bf16nan57:
+	VPSRLD    $0x10, Y7, Y5
+	VPAND     avx2bfone<>+0(SB), Y5, Y5
+	VPADDD    avx2bfbias<>+0(SB), Y5, Y5
+	VPADDD    Y7, Y5, Y5
+	VPSRLD    $0x10, Y5, Y5
+	VCMPPS    $0x03, Y7, Y7, Y6
+	VBLENDVPS Y6, avx2bfnanlow<>+0(SB), Y5, Y5
+	VPSRLD    $0x10, Y8, Y6
+	VPAND     avx2bfone<>+0(SB), Y6, Y6
+	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
+	VPADDD    Y8, Y6, Y6
+	VPSRLD    $0x10, Y6, Y6
+	VCMPPS    $0x03, Y8, Y8, Y7
+	VBLENDVPS Y7, avx2bfnanlow<>+0(SB), Y6, Y6
+	VPACKUSDW Y6, Y5, Y5
+	JMP       bf16packed58
 
 // func avx2ForwardF16(j uintptr, from int, to int) int
 // Requires: AVX, AVX2, F16C, MMX+
@@ -20945,466 +21086,468 @@ scalebody:
 
 weightadd21:
 	// y = (src*inv)*w, rounded after each multiply.
-	XORQ  R8, R8
-	MOVQ  job_d+0(AX), R9
-	SUBQ  $0x00000020, R9
-	TESTL $0x00000002, job_flags+0(AX)
-	JNZ   scalepf
-	TESTQ SI, SI
-	JZ    scaleloopnoweight
-	TESTL $0x00000010, job_flags+0(AX)
-	JNZ   scaleloopoffset
+	XORQ    R8, R8
+	MOVQ    job_d+0(AX), R9
+	SUBQ    $0x00000020, R9
+	TESTL   $0x00000002, job_flags+0(AX)
+	JNZ     scalepf
+	TESTQ   SI, SI
+	JZ      scaleloopnoweight
+	TESTL   $0x00000010, job_flags+0(AX)
+	JNZ     scaleloopoffset
+	VMOVDQU avx2bfone<>+0(SB), Y2
+	VMOVDQU avx2bfbias<>+0(SB), Y3
+	VMOVDQU avx2bfhigh<>+0(SB), Y4
 
-	PCALIGN $32
-scaleloop:
-	CMPQ      R8, R9
-	JG        scaletail
-	VMULPS    (DX)(R8*4), Y1, Y2
-	VMULPS    32(DX)(R8*4), Y1, Y3
-	VMULPS    64(DX)(R8*4), Y1, Y4
-	VMULPS    96(DX)(R8*4), Y1, Y5
-	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn22
-	VPSRLD    $0x10, Y2, Y6
-	VPAND     avx2bfone<>+0(SB), Y6, Y6
-	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
-	VPADDD    Y2, Y6, Y6
-	VPAND     avx2bfhigh<>+0(SB), Y6, Y6
-	VCMPPS    $0x03, Y2, Y2, Y2
-	VBLENDVPS Y2, avx2bfnanhigh<>+0(SB), Y6, Y2
-	VPSRLD    $0x10, Y3, Y6
-	VPAND     avx2bfone<>+0(SB), Y6, Y6
-	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
+scaleloopiter22:
+	CMPQ   R8, R9
+	JG     scaletail
+	VMULPS (DX)(R8*4), Y1, Y5
+	VMULPS 32(DX)(R8*4), Y1, Y6
+	VMULPS 64(DX)(R8*4), Y1, Y7
+	VMULPS 96(DX)(R8*4), Y1, Y8
+	TESTL  $0x00000008, job_flags+0(AX)
+	JZ     notrn23
+	VPSRLD $0x10, Y5, Y9
+	VPAND  Y2, Y9, Y9
+	VPADDD Y3, Y9, Y9
+	VPADDD Y5, Y9, Y9
+	VPAND  Y4, Y9, Y5
+	VPSRLD $0x10, Y6, Y9
+	VPAND  Y2, Y9, Y9
+	VPADDD Y3, Y9, Y9
+	VPADDD Y6, Y9, Y9
+	VPAND  Y4, Y9, Y6
+	VPSRLD $0x10, Y7, Y9
+	VPAND  Y2, Y9, Y9
+	VPADDD Y3, Y9, Y9
+	VPADDD Y7, Y9, Y9
+	VPAND  Y4, Y9, Y7
+	VPSRLD $0x10, Y8, Y9
+	VPAND  Y2, Y9, Y9
+	VPADDD Y3, Y9, Y9
+	VPADDD Y8, Y9, Y9
+	VPAND  Y4, Y9, Y8
+
+notrn23:
+	VMULPS    (SI)(R8*4), Y5, Y5
+	VMULPS    32(SI)(R8*4), Y6, Y6
+	VCMPPS    $0x03, Y6, Y5, Y9
+	VPTEST    Y9, Y9
+	JNZ       bf16nan24
+	VPSRLD    $0x10, Y5, Y9
+	VPAND     Y2, Y9, Y9
+	VPADDD    Y3, Y9, Y9
+	VPADDD    Y5, Y9, Y9
+	VPSRLD    $0x10, Y9, Y9
+	VPSRLD    $0x10, Y6, Y5
+	VPAND     Y2, Y5, Y5
+	VPADDD    Y3, Y5, Y5
+	VPADDD    Y6, Y5, Y5
+	VPSRLD    $0x10, Y5, Y5
+	VPACKUSDW Y5, Y9, Y9
+
+bf16packed25:
+	VPERMQ    $0xd8, Y9, Y9
+	VMOVDQU   Y9, (CX)(R8*2)
+	VMULPS    64(SI)(R8*4), Y7, Y7
+	VMULPS    96(SI)(R8*4), Y8, Y8
+	VCMPPS    $0x03, Y8, Y7, Y5
+	VPTEST    Y5, Y5
+	JNZ       bf16nan26
+	VPSRLD    $0x10, Y7, Y5
+	VPAND     Y2, Y5, Y5
+	VPADDD    Y3, Y5, Y5
+	VPADDD    Y7, Y5, Y5
+	VPSRLD    $0x10, Y5, Y5
+	VPSRLD    $0x10, Y8, Y6
+	VPAND     Y2, Y6, Y6
 	VPADDD    Y3, Y6, Y6
-	VPAND     avx2bfhigh<>+0(SB), Y6, Y6
-	VCMPPS    $0x03, Y3, Y3, Y3
-	VBLENDVPS Y3, avx2bfnanhigh<>+0(SB), Y6, Y3
-	VPSRLD    $0x10, Y4, Y6
-	VPAND     avx2bfone<>+0(SB), Y6, Y6
-	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
-	VPADDD    Y4, Y6, Y6
-	VPAND     avx2bfhigh<>+0(SB), Y6, Y6
-	VCMPPS    $0x03, Y4, Y4, Y4
-	VBLENDVPS Y4, avx2bfnanhigh<>+0(SB), Y6, Y4
-	VPSRLD    $0x10, Y5, Y6
-	VPAND     avx2bfone<>+0(SB), Y6, Y6
-	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
-	VPADDD    Y5, Y6, Y6
-	VPAND     avx2bfhigh<>+0(SB), Y6, Y6
-	VCMPPS    $0x03, Y5, Y5, Y5
-	VBLENDVPS Y5, avx2bfnanhigh<>+0(SB), Y6, Y5
-
-notrn22:
-	VMULPS    (SI)(R8*4), Y2, Y2
-	VMULPS    32(SI)(R8*4), Y3, Y3
-	VPSRLD    $0x10, Y2, Y6
-	VPAND     avx2bfone<>+0(SB), Y6, Y6
-	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
-	VPADDD    Y2, Y6, Y6
+	VPADDD    Y8, Y6, Y6
 	VPSRLD    $0x10, Y6, Y6
-	VCMPPS    $0x03, Y2, Y2, Y2
-	VBLENDVPS Y2, avx2bfnanlow<>+0(SB), Y6, Y6
-	VPSRLD    $0x10, Y3, Y2
-	VPAND     avx2bfone<>+0(SB), Y2, Y2
-	VPADDD    avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD    Y3, Y2, Y2
-	VPSRLD    $0x10, Y2, Y2
-	VCMPPS    $0x03, Y3, Y3, Y3
-	VBLENDVPS Y3, avx2bfnanlow<>+0(SB), Y2, Y2
-	VPACKUSDW Y2, Y6, Y6
-	VPERMQ    $0xd8, Y6, Y6
-	VMOVDQU   Y6, (CX)(R8*2)
-	VMULPS    64(SI)(R8*4), Y4, Y4
-	VMULPS    96(SI)(R8*4), Y5, Y5
-	VPSRLD    $0x10, Y4, Y2
-	VPAND     avx2bfone<>+0(SB), Y2, Y2
-	VPADDD    avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD    Y4, Y2, Y2
-	VPSRLD    $0x10, Y2, Y2
-	VCMPPS    $0x03, Y4, Y4, Y3
-	VBLENDVPS Y3, avx2bfnanlow<>+0(SB), Y2, Y2
-	VPSRLD    $0x10, Y5, Y3
-	VPAND     avx2bfone<>+0(SB), Y3, Y3
-	VPADDD    avx2bfbias<>+0(SB), Y3, Y3
-	VPADDD    Y5, Y3, Y3
-	VPSRLD    $0x10, Y3, Y3
-	VCMPPS    $0x03, Y5, Y5, Y4
-	VBLENDVPS Y4, avx2bfnanlow<>+0(SB), Y3, Y3
-	VPACKUSDW Y3, Y2, Y2
-	VPERMQ    $0xd8, Y2, Y2
-	VMOVDQU   Y2, 32(CX)(R8*2)
-	ADDQ      $0x00000020, R8
-	JMP       scaleloop
+	VPACKUSDW Y6, Y5, Y5
+
+bf16packed27:
+	VPERMQ  $0xd8, Y5, Y5
+	VMOVDQU Y5, 32(CX)(R8*2)
+	ADDQ    $0x00000020, R8
+	JMP     scaleloopiter22
 
 	PCALIGN $32
 scaleloopoffset:
-	CMPQ      R8, R9
-	JG        scaletail
-	VMULPS    (DX)(R8*4), Y1, Y2
-	VMULPS    32(DX)(R8*4), Y1, Y3
-	VMULPS    64(DX)(R8*4), Y1, Y4
-	VMULPS    96(DX)(R8*4), Y1, Y5
-	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn23
-	VPSRLD    $0x10, Y2, Y6
-	VPAND     avx2bfone<>+0(SB), Y6, Y6
-	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
-	VPADDD    Y2, Y6, Y6
-	VPAND     avx2bfhigh<>+0(SB), Y6, Y6
-	VCMPPS    $0x03, Y2, Y2, Y2
-	VBLENDVPS Y2, avx2bfnanhigh<>+0(SB), Y6, Y2
-	VPSRLD    $0x10, Y3, Y6
-	VPAND     avx2bfone<>+0(SB), Y6, Y6
-	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
-	VPADDD    Y3, Y6, Y6
-	VPAND     avx2bfhigh<>+0(SB), Y6, Y6
-	VCMPPS    $0x03, Y3, Y3, Y3
-	VBLENDVPS Y3, avx2bfnanhigh<>+0(SB), Y6, Y3
-	VPSRLD    $0x10, Y4, Y6
-	VPAND     avx2bfone<>+0(SB), Y6, Y6
-	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
-	VPADDD    Y4, Y6, Y6
-	VPAND     avx2bfhigh<>+0(SB), Y6, Y6
-	VCMPPS    $0x03, Y4, Y4, Y4
-	VBLENDVPS Y4, avx2bfnanhigh<>+0(SB), Y6, Y4
-	VPSRLD    $0x10, Y5, Y6
-	VPAND     avx2bfone<>+0(SB), Y6, Y6
-	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
-	VPADDD    Y5, Y6, Y6
-	VPAND     avx2bfhigh<>+0(SB), Y6, Y6
-	VCMPPS    $0x03, Y5, Y5, Y5
-	VBLENDVPS Y5, avx2bfnanhigh<>+0(SB), Y6, Y5
+	VMOVDQU avx2bfone<>+0(SB), Y2
+	VMOVDQU avx2bfbias<>+0(SB), Y3
+	VMOVDQU avx2bfhigh<>+0(SB), Y4
 
-notrn23:
-	VMOVUPS   (SI)(R8*4), Y6
-	VADDPS    Y0, Y6, Y6
-	VMULPS    Y6, Y2, Y2
-	VMOVUPS   32(SI)(R8*4), Y6
-	VADDPS    Y0, Y6, Y6
-	VMULPS    Y6, Y3, Y3
-	VPSRLD    $0x10, Y2, Y6
-	VPAND     avx2bfone<>+0(SB), Y6, Y6
-	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
-	VPADDD    Y2, Y6, Y6
+scaleloopoffsetiter28:
+	CMPQ   R8, R9
+	JG     scaletail
+	VMULPS (DX)(R8*4), Y1, Y5
+	VMULPS 32(DX)(R8*4), Y1, Y6
+	VMULPS 64(DX)(R8*4), Y1, Y7
+	VMULPS 96(DX)(R8*4), Y1, Y8
+	TESTL  $0x00000008, job_flags+0(AX)
+	JZ     notrn29
+	VPSRLD $0x10, Y5, Y9
+	VPAND  Y2, Y9, Y9
+	VPADDD Y3, Y9, Y9
+	VPADDD Y5, Y9, Y9
+	VPAND  Y4, Y9, Y5
+	VPSRLD $0x10, Y6, Y9
+	VPAND  Y2, Y9, Y9
+	VPADDD Y3, Y9, Y9
+	VPADDD Y6, Y9, Y9
+	VPAND  Y4, Y9, Y6
+	VPSRLD $0x10, Y7, Y9
+	VPAND  Y2, Y9, Y9
+	VPADDD Y3, Y9, Y9
+	VPADDD Y7, Y9, Y9
+	VPAND  Y4, Y9, Y7
+	VPSRLD $0x10, Y8, Y9
+	VPAND  Y2, Y9, Y9
+	VPADDD Y3, Y9, Y9
+	VPADDD Y8, Y9, Y9
+	VPAND  Y4, Y9, Y8
+
+notrn29:
+	VMOVUPS   (SI)(R8*4), Y9
+	VADDPS    Y0, Y9, Y9
+	VMULPS    Y9, Y5, Y5
+	VMOVUPS   32(SI)(R8*4), Y9
+	VADDPS    Y0, Y9, Y9
+	VMULPS    Y9, Y6, Y6
+	VCMPPS    $0x03, Y6, Y5, Y9
+	VPTEST    Y9, Y9
+	JNZ       bf16nan30
+	VPSRLD    $0x10, Y5, Y9
+	VPAND     Y2, Y9, Y9
+	VPADDD    Y3, Y9, Y9
+	VPADDD    Y5, Y9, Y9
+	VPSRLD    $0x10, Y9, Y9
+	VPSRLD    $0x10, Y6, Y5
+	VPAND     Y2, Y5, Y5
+	VPADDD    Y3, Y5, Y5
+	VPADDD    Y6, Y5, Y5
+	VPSRLD    $0x10, Y5, Y5
+	VPACKUSDW Y5, Y9, Y9
+
+bf16packed31:
+	VPERMQ    $0xd8, Y9, Y9
+	VMOVDQU   Y9, (CX)(R8*2)
+	VMOVUPS   64(SI)(R8*4), Y5
+	VADDPS    Y0, Y5, Y5
+	VMULPS    Y5, Y7, Y7
+	VMOVUPS   96(SI)(R8*4), Y5
+	VADDPS    Y0, Y5, Y5
+	VMULPS    Y5, Y8, Y8
+	VCMPPS    $0x03, Y8, Y7, Y5
+	VPTEST    Y5, Y5
+	JNZ       bf16nan32
+	VPSRLD    $0x10, Y7, Y5
+	VPAND     Y2, Y5, Y5
+	VPADDD    Y3, Y5, Y5
+	VPADDD    Y7, Y5, Y5
+	VPSRLD    $0x10, Y5, Y5
+	VPSRLD    $0x10, Y8, Y6
+	VPAND     Y2, Y6, Y6
+	VPADDD    Y3, Y6, Y6
+	VPADDD    Y8, Y6, Y6
 	VPSRLD    $0x10, Y6, Y6
-	VCMPPS    $0x03, Y2, Y2, Y2
-	VBLENDVPS Y2, avx2bfnanlow<>+0(SB), Y6, Y6
-	VPSRLD    $0x10, Y3, Y2
-	VPAND     avx2bfone<>+0(SB), Y2, Y2
-	VPADDD    avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD    Y3, Y2, Y2
-	VPSRLD    $0x10, Y2, Y2
-	VCMPPS    $0x03, Y3, Y3, Y3
-	VBLENDVPS Y3, avx2bfnanlow<>+0(SB), Y2, Y2
-	VPACKUSDW Y2, Y6, Y6
-	VPERMQ    $0xd8, Y6, Y6
-	VMOVDQU   Y6, (CX)(R8*2)
-	VMOVUPS   64(SI)(R8*4), Y2
-	VADDPS    Y0, Y2, Y2
-	VMULPS    Y2, Y4, Y4
-	VMOVUPS   96(SI)(R8*4), Y2
-	VADDPS    Y0, Y2, Y2
-	VMULPS    Y2, Y5, Y5
-	VPSRLD    $0x10, Y4, Y2
-	VPAND     avx2bfone<>+0(SB), Y2, Y2
-	VPADDD    avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD    Y4, Y2, Y2
-	VPSRLD    $0x10, Y2, Y2
-	VCMPPS    $0x03, Y4, Y4, Y3
-	VBLENDVPS Y3, avx2bfnanlow<>+0(SB), Y2, Y2
-	VPSRLD    $0x10, Y5, Y3
-	VPAND     avx2bfone<>+0(SB), Y3, Y3
-	VPADDD    avx2bfbias<>+0(SB), Y3, Y3
-	VPADDD    Y5, Y3, Y3
-	VPSRLD    $0x10, Y3, Y3
-	VCMPPS    $0x03, Y5, Y5, Y4
-	VBLENDVPS Y4, avx2bfnanlow<>+0(SB), Y3, Y3
-	VPACKUSDW Y3, Y2, Y2
-	VPERMQ    $0xd8, Y2, Y2
-	VMOVDQU   Y2, 32(CX)(R8*2)
-	ADDQ      $0x00000020, R8
-	JMP       scaleloopoffset
+	VPACKUSDW Y6, Y5, Y5
+
+bf16packed33:
+	VPERMQ  $0xd8, Y5, Y5
+	VMOVDQU Y5, 32(CX)(R8*2)
+	ADDQ    $0x00000020, R8
+	JMP     scaleloopoffsetiter28
 
 	PCALIGN $32
 scaleloopnoweight:
+	VMOVDQU avx2bfone<>+0(SB), Y2
+	VMOVDQU avx2bfbias<>+0(SB), Y3
+
+scaleloopnoweightiter34:
 	CMPQ      R8, R9
 	JG        scaletail
-	VMULPS    (DX)(R8*4), Y1, Y2
-	VMULPS    32(DX)(R8*4), Y1, Y3
-	VMULPS    64(DX)(R8*4), Y1, Y4
-	VMULPS    96(DX)(R8*4), Y1, Y5
-	VPSRLD    $0x10, Y2, Y6
-	VPAND     avx2bfone<>+0(SB), Y6, Y6
-	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
-	VPADDD    Y2, Y6, Y6
-	VPSRLD    $0x10, Y6, Y6
-	VCMPPS    $0x03, Y2, Y2, Y2
-	VBLENDVPS Y2, avx2bfnanlow<>+0(SB), Y6, Y6
-	VPSRLD    $0x10, Y3, Y2
-	VPAND     avx2bfone<>+0(SB), Y2, Y2
-	VPADDD    avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD    Y3, Y2, Y2
-	VPSRLD    $0x10, Y2, Y2
-	VCMPPS    $0x03, Y3, Y3, Y3
-	VBLENDVPS Y3, avx2bfnanlow<>+0(SB), Y2, Y2
-	VPACKUSDW Y2, Y6, Y6
-	VPERMQ    $0xd8, Y6, Y6
-	VMOVDQU   Y6, (CX)(R8*2)
-	VPSRLD    $0x10, Y4, Y2
-	VPAND     avx2bfone<>+0(SB), Y2, Y2
-	VPADDD    avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD    Y4, Y2, Y2
-	VPSRLD    $0x10, Y2, Y2
-	VCMPPS    $0x03, Y4, Y4, Y3
-	VBLENDVPS Y3, avx2bfnanlow<>+0(SB), Y2, Y2
-	VPSRLD    $0x10, Y5, Y3
-	VPAND     avx2bfone<>+0(SB), Y3, Y3
-	VPADDD    avx2bfbias<>+0(SB), Y3, Y3
-	VPADDD    Y5, Y3, Y3
-	VPSRLD    $0x10, Y3, Y3
-	VCMPPS    $0x03, Y5, Y5, Y4
-	VBLENDVPS Y4, avx2bfnanlow<>+0(SB), Y3, Y3
-	VPACKUSDW Y3, Y2, Y2
-	VPERMQ    $0xd8, Y2, Y2
-	VMOVDQU   Y2, 32(CX)(R8*2)
-	ADDQ      $0x00000020, R8
-	JMP       scaleloopnoweight
+	VMULPS    (DX)(R8*4), Y1, Y4
+	VMULPS    32(DX)(R8*4), Y1, Y5
+	VMULPS    64(DX)(R8*4), Y1, Y6
+	VMULPS    96(DX)(R8*4), Y1, Y7
+	VCMPPS    $0x03, Y5, Y4, Y8
+	VPTEST    Y8, Y8
+	JNZ       bf16nan35
+	VPSRLD    $0x10, Y4, Y8
+	VPAND     Y2, Y8, Y8
+	VPADDD    Y3, Y8, Y8
+	VPADDD    Y4, Y8, Y8
+	VPSRLD    $0x10, Y8, Y8
+	VPSRLD    $0x10, Y5, Y4
+	VPAND     Y2, Y4, Y4
+	VPADDD    Y3, Y4, Y4
+	VPADDD    Y5, Y4, Y4
+	VPSRLD    $0x10, Y4, Y4
+	VPACKUSDW Y4, Y8, Y8
+
+bf16packed36:
+	VPERMQ    $0xd8, Y8, Y8
+	VMOVDQU   Y8, (CX)(R8*2)
+	VCMPPS    $0x03, Y7, Y6, Y4
+	VPTEST    Y4, Y4
+	JNZ       bf16nan37
+	VPSRLD    $0x10, Y6, Y4
+	VPAND     Y2, Y4, Y4
+	VPADDD    Y3, Y4, Y4
+	VPADDD    Y6, Y4, Y4
+	VPSRLD    $0x10, Y4, Y4
+	VPSRLD    $0x10, Y7, Y5
+	VPAND     Y2, Y5, Y5
+	VPADDD    Y3, Y5, Y5
+	VPADDD    Y7, Y5, Y5
+	VPSRLD    $0x10, Y5, Y5
+	VPACKUSDW Y5, Y4, Y4
+
+bf16packed38:
+	VPERMQ  $0xd8, Y4, Y4
+	VMOVDQU Y4, 32(CX)(R8*2)
+	ADDQ    $0x00000020, R8
+	JMP     scaleloopnoweightiter34
 
 scalepf:
 	MOVQ DI, R10
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows24
+	JA   longrows39
 	SHLQ $0x03, R10
 
-longrows24:
-	ADDQ  DX, R10
-	TESTL $0x00000001, job_flags+0(AX)
-	JNZ   scalent
-	TESTQ SI, SI
-	JZ    scalepfloopnoweight
-	TESTL $0x00000010, job_flags+0(AX)
-	JNZ   scalepfloopoffset
+longrows39:
+	ADDQ    DX, R10
+	TESTL   $0x00000001, job_flags+0(AX)
+	JNZ     scalent
+	TESTQ   SI, SI
+	JZ      scalepfloopnoweight
+	TESTL   $0x00000010, job_flags+0(AX)
+	JNZ     scalepfloopoffset
+	VMOVDQU avx2bfone<>+0(SB), Y2
+	VMOVDQU avx2bfbias<>+0(SB), Y3
+	VMOVDQU avx2bfhigh<>+0(SB), Y4
 
-	PCALIGN $32
-scalepfloop:
+scalepfloopiter40:
 	CMPQ       R8, R9
 	JG         scaletail
 	PREFETCHT0 (R10)(R8*4)
 	PREFETCHT0 64(R10)(R8*4)
-	VMULPS     (DX)(R8*4), Y1, Y2
-	VMULPS     32(DX)(R8*4), Y1, Y3
-	VMULPS     64(DX)(R8*4), Y1, Y4
-	VMULPS     96(DX)(R8*4), Y1, Y5
+	VMULPS     (DX)(R8*4), Y1, Y5
+	VMULPS     32(DX)(R8*4), Y1, Y6
+	VMULPS     64(DX)(R8*4), Y1, Y7
+	VMULPS     96(DX)(R8*4), Y1, Y8
 	TESTL      $0x00000008, job_flags+0(AX)
-	JZ         notrn25
-	VPSRLD     $0x10, Y2, Y6
-	VPAND      avx2bfone<>+0(SB), Y6, Y6
-	VPADDD     avx2bfbias<>+0(SB), Y6, Y6
-	VPADDD     Y2, Y6, Y6
-	VPAND      avx2bfhigh<>+0(SB), Y6, Y6
-	VCMPPS     $0x03, Y2, Y2, Y2
-	VBLENDVPS  Y2, avx2bfnanhigh<>+0(SB), Y6, Y2
-	VPSRLD     $0x10, Y3, Y6
-	VPAND      avx2bfone<>+0(SB), Y6, Y6
-	VPADDD     avx2bfbias<>+0(SB), Y6, Y6
-	VPADDD     Y3, Y6, Y6
-	VPAND      avx2bfhigh<>+0(SB), Y6, Y6
-	VCMPPS     $0x03, Y3, Y3, Y3
-	VBLENDVPS  Y3, avx2bfnanhigh<>+0(SB), Y6, Y3
-	VPSRLD     $0x10, Y4, Y6
-	VPAND      avx2bfone<>+0(SB), Y6, Y6
-	VPADDD     avx2bfbias<>+0(SB), Y6, Y6
-	VPADDD     Y4, Y6, Y6
-	VPAND      avx2bfhigh<>+0(SB), Y6, Y6
-	VCMPPS     $0x03, Y4, Y4, Y4
-	VBLENDVPS  Y4, avx2bfnanhigh<>+0(SB), Y6, Y4
-	VPSRLD     $0x10, Y5, Y6
-	VPAND      avx2bfone<>+0(SB), Y6, Y6
-	VPADDD     avx2bfbias<>+0(SB), Y6, Y6
-	VPADDD     Y5, Y6, Y6
-	VPAND      avx2bfhigh<>+0(SB), Y6, Y6
-	VCMPPS     $0x03, Y5, Y5, Y5
-	VBLENDVPS  Y5, avx2bfnanhigh<>+0(SB), Y6, Y5
+	JZ         notrn41
+	VPSRLD     $0x10, Y5, Y9
+	VPAND      Y2, Y9, Y9
+	VPADDD     Y3, Y9, Y9
+	VPADDD     Y5, Y9, Y9
+	VPAND      Y4, Y9, Y5
+	VPSRLD     $0x10, Y6, Y9
+	VPAND      Y2, Y9, Y9
+	VPADDD     Y3, Y9, Y9
+	VPADDD     Y6, Y9, Y9
+	VPAND      Y4, Y9, Y6
+	VPSRLD     $0x10, Y7, Y9
+	VPAND      Y2, Y9, Y9
+	VPADDD     Y3, Y9, Y9
+	VPADDD     Y7, Y9, Y9
+	VPAND      Y4, Y9, Y7
+	VPSRLD     $0x10, Y8, Y9
+	VPAND      Y2, Y9, Y9
+	VPADDD     Y3, Y9, Y9
+	VPADDD     Y8, Y9, Y9
+	VPAND      Y4, Y9, Y8
 
-notrn25:
-	VMULPS    (SI)(R8*4), Y2, Y2
-	VMULPS    32(SI)(R8*4), Y3, Y3
-	VPSRLD    $0x10, Y2, Y6
-	VPAND     avx2bfone<>+0(SB), Y6, Y6
-	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
-	VPADDD    Y2, Y6, Y6
+notrn41:
+	VMULPS    (SI)(R8*4), Y5, Y5
+	VMULPS    32(SI)(R8*4), Y6, Y6
+	VCMPPS    $0x03, Y6, Y5, Y9
+	VPTEST    Y9, Y9
+	JNZ       bf16nan42
+	VPSRLD    $0x10, Y5, Y9
+	VPAND     Y2, Y9, Y9
+	VPADDD    Y3, Y9, Y9
+	VPADDD    Y5, Y9, Y9
+	VPSRLD    $0x10, Y9, Y9
+	VPSRLD    $0x10, Y6, Y5
+	VPAND     Y2, Y5, Y5
+	VPADDD    Y3, Y5, Y5
+	VPADDD    Y6, Y5, Y5
+	VPSRLD    $0x10, Y5, Y5
+	VPACKUSDW Y5, Y9, Y9
+
+bf16packed43:
+	VPERMQ    $0xd8, Y9, Y9
+	VMOVDQU   Y9, (CX)(R8*2)
+	VMULPS    64(SI)(R8*4), Y7, Y7
+	VMULPS    96(SI)(R8*4), Y8, Y8
+	VCMPPS    $0x03, Y8, Y7, Y5
+	VPTEST    Y5, Y5
+	JNZ       bf16nan44
+	VPSRLD    $0x10, Y7, Y5
+	VPAND     Y2, Y5, Y5
+	VPADDD    Y3, Y5, Y5
+	VPADDD    Y7, Y5, Y5
+	VPSRLD    $0x10, Y5, Y5
+	VPSRLD    $0x10, Y8, Y6
+	VPAND     Y2, Y6, Y6
+	VPADDD    Y3, Y6, Y6
+	VPADDD    Y8, Y6, Y6
 	VPSRLD    $0x10, Y6, Y6
-	VCMPPS    $0x03, Y2, Y2, Y2
-	VBLENDVPS Y2, avx2bfnanlow<>+0(SB), Y6, Y6
-	VPSRLD    $0x10, Y3, Y2
-	VPAND     avx2bfone<>+0(SB), Y2, Y2
-	VPADDD    avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD    Y3, Y2, Y2
-	VPSRLD    $0x10, Y2, Y2
-	VCMPPS    $0x03, Y3, Y3, Y3
-	VBLENDVPS Y3, avx2bfnanlow<>+0(SB), Y2, Y2
-	VPACKUSDW Y2, Y6, Y6
-	VPERMQ    $0xd8, Y6, Y6
-	VMOVDQU   Y6, (CX)(R8*2)
-	VMULPS    64(SI)(R8*4), Y4, Y4
-	VMULPS    96(SI)(R8*4), Y5, Y5
-	VPSRLD    $0x10, Y4, Y2
-	VPAND     avx2bfone<>+0(SB), Y2, Y2
-	VPADDD    avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD    Y4, Y2, Y2
-	VPSRLD    $0x10, Y2, Y2
-	VCMPPS    $0x03, Y4, Y4, Y3
-	VBLENDVPS Y3, avx2bfnanlow<>+0(SB), Y2, Y2
-	VPSRLD    $0x10, Y5, Y3
-	VPAND     avx2bfone<>+0(SB), Y3, Y3
-	VPADDD    avx2bfbias<>+0(SB), Y3, Y3
-	VPADDD    Y5, Y3, Y3
-	VPSRLD    $0x10, Y3, Y3
-	VCMPPS    $0x03, Y5, Y5, Y4
-	VBLENDVPS Y4, avx2bfnanlow<>+0(SB), Y3, Y3
-	VPACKUSDW Y3, Y2, Y2
-	VPERMQ    $0xd8, Y2, Y2
-	VMOVDQU   Y2, 32(CX)(R8*2)
-	ADDQ      $0x00000020, R8
-	JMP       scalepfloop
+	VPACKUSDW Y6, Y5, Y5
+
+bf16packed45:
+	VPERMQ  $0xd8, Y5, Y5
+	VMOVDQU Y5, 32(CX)(R8*2)
+	ADDQ    $0x00000020, R8
+	JMP     scalepfloopiter40
 
 	PCALIGN $32
 scalepfloopoffset:
+	VMOVDQU avx2bfone<>+0(SB), Y2
+	VMOVDQU avx2bfbias<>+0(SB), Y3
+	VMOVDQU avx2bfhigh<>+0(SB), Y4
+
+scalepfloopoffsetiter46:
 	CMPQ       R8, R9
 	JG         scaletail
 	PREFETCHT0 (R10)(R8*4)
 	PREFETCHT0 64(R10)(R8*4)
-	VMULPS     (DX)(R8*4), Y1, Y2
-	VMULPS     32(DX)(R8*4), Y1, Y3
-	VMULPS     64(DX)(R8*4), Y1, Y4
-	VMULPS     96(DX)(R8*4), Y1, Y5
+	VMULPS     (DX)(R8*4), Y1, Y5
+	VMULPS     32(DX)(R8*4), Y1, Y6
+	VMULPS     64(DX)(R8*4), Y1, Y7
+	VMULPS     96(DX)(R8*4), Y1, Y8
 	TESTL      $0x00000008, job_flags+0(AX)
-	JZ         notrn26
-	VPSRLD     $0x10, Y2, Y6
-	VPAND      avx2bfone<>+0(SB), Y6, Y6
-	VPADDD     avx2bfbias<>+0(SB), Y6, Y6
-	VPADDD     Y2, Y6, Y6
-	VPAND      avx2bfhigh<>+0(SB), Y6, Y6
-	VCMPPS     $0x03, Y2, Y2, Y2
-	VBLENDVPS  Y2, avx2bfnanhigh<>+0(SB), Y6, Y2
-	VPSRLD     $0x10, Y3, Y6
-	VPAND      avx2bfone<>+0(SB), Y6, Y6
-	VPADDD     avx2bfbias<>+0(SB), Y6, Y6
-	VPADDD     Y3, Y6, Y6
-	VPAND      avx2bfhigh<>+0(SB), Y6, Y6
-	VCMPPS     $0x03, Y3, Y3, Y3
-	VBLENDVPS  Y3, avx2bfnanhigh<>+0(SB), Y6, Y3
-	VPSRLD     $0x10, Y4, Y6
-	VPAND      avx2bfone<>+0(SB), Y6, Y6
-	VPADDD     avx2bfbias<>+0(SB), Y6, Y6
-	VPADDD     Y4, Y6, Y6
-	VPAND      avx2bfhigh<>+0(SB), Y6, Y6
-	VCMPPS     $0x03, Y4, Y4, Y4
-	VBLENDVPS  Y4, avx2bfnanhigh<>+0(SB), Y6, Y4
-	VPSRLD     $0x10, Y5, Y6
-	VPAND      avx2bfone<>+0(SB), Y6, Y6
-	VPADDD     avx2bfbias<>+0(SB), Y6, Y6
-	VPADDD     Y5, Y6, Y6
-	VPAND      avx2bfhigh<>+0(SB), Y6, Y6
-	VCMPPS     $0x03, Y5, Y5, Y5
-	VBLENDVPS  Y5, avx2bfnanhigh<>+0(SB), Y6, Y5
+	JZ         notrn47
+	VPSRLD     $0x10, Y5, Y9
+	VPAND      Y2, Y9, Y9
+	VPADDD     Y3, Y9, Y9
+	VPADDD     Y5, Y9, Y9
+	VPAND      Y4, Y9, Y5
+	VPSRLD     $0x10, Y6, Y9
+	VPAND      Y2, Y9, Y9
+	VPADDD     Y3, Y9, Y9
+	VPADDD     Y6, Y9, Y9
+	VPAND      Y4, Y9, Y6
+	VPSRLD     $0x10, Y7, Y9
+	VPAND      Y2, Y9, Y9
+	VPADDD     Y3, Y9, Y9
+	VPADDD     Y7, Y9, Y9
+	VPAND      Y4, Y9, Y7
+	VPSRLD     $0x10, Y8, Y9
+	VPAND      Y2, Y9, Y9
+	VPADDD     Y3, Y9, Y9
+	VPADDD     Y8, Y9, Y9
+	VPAND      Y4, Y9, Y8
 
-notrn26:
-	VMOVUPS   (SI)(R8*4), Y6
-	VADDPS    Y0, Y6, Y6
-	VMULPS    Y6, Y2, Y2
-	VMOVUPS   32(SI)(R8*4), Y6
-	VADDPS    Y0, Y6, Y6
-	VMULPS    Y6, Y3, Y3
-	VPSRLD    $0x10, Y2, Y6
-	VPAND     avx2bfone<>+0(SB), Y6, Y6
-	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
-	VPADDD    Y2, Y6, Y6
+notrn47:
+	VMOVUPS   (SI)(R8*4), Y9
+	VADDPS    Y0, Y9, Y9
+	VMULPS    Y9, Y5, Y5
+	VMOVUPS   32(SI)(R8*4), Y9
+	VADDPS    Y0, Y9, Y9
+	VMULPS    Y9, Y6, Y6
+	VCMPPS    $0x03, Y6, Y5, Y9
+	VPTEST    Y9, Y9
+	JNZ       bf16nan48
+	VPSRLD    $0x10, Y5, Y9
+	VPAND     Y2, Y9, Y9
+	VPADDD    Y3, Y9, Y9
+	VPADDD    Y5, Y9, Y9
+	VPSRLD    $0x10, Y9, Y9
+	VPSRLD    $0x10, Y6, Y5
+	VPAND     Y2, Y5, Y5
+	VPADDD    Y3, Y5, Y5
+	VPADDD    Y6, Y5, Y5
+	VPSRLD    $0x10, Y5, Y5
+	VPACKUSDW Y5, Y9, Y9
+
+bf16packed49:
+	VPERMQ    $0xd8, Y9, Y9
+	VMOVDQU   Y9, (CX)(R8*2)
+	VMOVUPS   64(SI)(R8*4), Y5
+	VADDPS    Y0, Y5, Y5
+	VMULPS    Y5, Y7, Y7
+	VMOVUPS   96(SI)(R8*4), Y5
+	VADDPS    Y0, Y5, Y5
+	VMULPS    Y5, Y8, Y8
+	VCMPPS    $0x03, Y8, Y7, Y5
+	VPTEST    Y5, Y5
+	JNZ       bf16nan50
+	VPSRLD    $0x10, Y7, Y5
+	VPAND     Y2, Y5, Y5
+	VPADDD    Y3, Y5, Y5
+	VPADDD    Y7, Y5, Y5
+	VPSRLD    $0x10, Y5, Y5
+	VPSRLD    $0x10, Y8, Y6
+	VPAND     Y2, Y6, Y6
+	VPADDD    Y3, Y6, Y6
+	VPADDD    Y8, Y6, Y6
 	VPSRLD    $0x10, Y6, Y6
-	VCMPPS    $0x03, Y2, Y2, Y2
-	VBLENDVPS Y2, avx2bfnanlow<>+0(SB), Y6, Y6
-	VPSRLD    $0x10, Y3, Y2
-	VPAND     avx2bfone<>+0(SB), Y2, Y2
-	VPADDD    avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD    Y3, Y2, Y2
-	VPSRLD    $0x10, Y2, Y2
-	VCMPPS    $0x03, Y3, Y3, Y3
-	VBLENDVPS Y3, avx2bfnanlow<>+0(SB), Y2, Y2
-	VPACKUSDW Y2, Y6, Y6
-	VPERMQ    $0xd8, Y6, Y6
-	VMOVDQU   Y6, (CX)(R8*2)
-	VMOVUPS   64(SI)(R8*4), Y2
-	VADDPS    Y0, Y2, Y2
-	VMULPS    Y2, Y4, Y4
-	VMOVUPS   96(SI)(R8*4), Y2
-	VADDPS    Y0, Y2, Y2
-	VMULPS    Y2, Y5, Y5
-	VPSRLD    $0x10, Y4, Y2
-	VPAND     avx2bfone<>+0(SB), Y2, Y2
-	VPADDD    avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD    Y4, Y2, Y2
-	VPSRLD    $0x10, Y2, Y2
-	VCMPPS    $0x03, Y4, Y4, Y3
-	VBLENDVPS Y3, avx2bfnanlow<>+0(SB), Y2, Y2
-	VPSRLD    $0x10, Y5, Y3
-	VPAND     avx2bfone<>+0(SB), Y3, Y3
-	VPADDD    avx2bfbias<>+0(SB), Y3, Y3
-	VPADDD    Y5, Y3, Y3
-	VPSRLD    $0x10, Y3, Y3
-	VCMPPS    $0x03, Y5, Y5, Y4
-	VBLENDVPS Y4, avx2bfnanlow<>+0(SB), Y3, Y3
-	VPACKUSDW Y3, Y2, Y2
-	VPERMQ    $0xd8, Y2, Y2
-	VMOVDQU   Y2, 32(CX)(R8*2)
-	ADDQ      $0x00000020, R8
-	JMP       scalepfloopoffset
+	VPACKUSDW Y6, Y5, Y5
+
+bf16packed51:
+	VPERMQ  $0xd8, Y5, Y5
+	VMOVDQU Y5, 32(CX)(R8*2)
+	ADDQ    $0x00000020, R8
+	JMP     scalepfloopoffsetiter46
 
 	PCALIGN $32
 scalepfloopnoweight:
+	VMOVDQU avx2bfone<>+0(SB), Y2
+	VMOVDQU avx2bfbias<>+0(SB), Y3
+
+scalepfloopnoweightiter52:
 	CMPQ       R8, R9
 	JG         scaletail
 	PREFETCHT0 (R10)(R8*4)
 	PREFETCHT0 64(R10)(R8*4)
-	VMULPS     (DX)(R8*4), Y1, Y2
-	VMULPS     32(DX)(R8*4), Y1, Y3
-	VMULPS     64(DX)(R8*4), Y1, Y4
-	VMULPS     96(DX)(R8*4), Y1, Y5
-	VPSRLD     $0x10, Y2, Y6
-	VPAND      avx2bfone<>+0(SB), Y6, Y6
-	VPADDD     avx2bfbias<>+0(SB), Y6, Y6
-	VPADDD     Y2, Y6, Y6
-	VPSRLD     $0x10, Y6, Y6
-	VCMPPS     $0x03, Y2, Y2, Y2
-	VBLENDVPS  Y2, avx2bfnanlow<>+0(SB), Y6, Y6
-	VPSRLD     $0x10, Y3, Y2
-	VPAND      avx2bfone<>+0(SB), Y2, Y2
-	VPADDD     avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD     Y3, Y2, Y2
-	VPSRLD     $0x10, Y2, Y2
-	VCMPPS     $0x03, Y3, Y3, Y3
-	VBLENDVPS  Y3, avx2bfnanlow<>+0(SB), Y2, Y2
-	VPACKUSDW  Y2, Y6, Y6
-	VPERMQ     $0xd8, Y6, Y6
-	VMOVDQU    Y6, (CX)(R8*2)
-	VPSRLD     $0x10, Y4, Y2
-	VPAND      avx2bfone<>+0(SB), Y2, Y2
-	VPADDD     avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD     Y4, Y2, Y2
-	VPSRLD     $0x10, Y2, Y2
-	VCMPPS     $0x03, Y4, Y4, Y3
-	VBLENDVPS  Y3, avx2bfnanlow<>+0(SB), Y2, Y2
-	VPSRLD     $0x10, Y5, Y3
-	VPAND      avx2bfone<>+0(SB), Y3, Y3
-	VPADDD     avx2bfbias<>+0(SB), Y3, Y3
-	VPADDD     Y5, Y3, Y3
-	VPSRLD     $0x10, Y3, Y3
-	VCMPPS     $0x03, Y5, Y5, Y4
-	VBLENDVPS  Y4, avx2bfnanlow<>+0(SB), Y3, Y3
-	VPACKUSDW  Y3, Y2, Y2
-	VPERMQ     $0xd8, Y2, Y2
-	VMOVDQU    Y2, 32(CX)(R8*2)
-	ADDQ       $0x00000020, R8
-	JMP        scalepfloopnoweight
+	VMULPS     (DX)(R8*4), Y1, Y4
+	VMULPS     32(DX)(R8*4), Y1, Y5
+	VMULPS     64(DX)(R8*4), Y1, Y6
+	VMULPS     96(DX)(R8*4), Y1, Y7
+	VCMPPS     $0x03, Y5, Y4, Y8
+	VPTEST     Y8, Y8
+	JNZ        bf16nan53
+	VPSRLD     $0x10, Y4, Y8
+	VPAND      Y2, Y8, Y8
+	VPADDD     Y3, Y8, Y8
+	VPADDD     Y4, Y8, Y8
+	VPSRLD     $0x10, Y8, Y8
+	VPSRLD     $0x10, Y5, Y4
+	VPAND      Y2, Y4, Y4
+	VPADDD     Y3, Y4, Y4
+	VPADDD     Y5, Y4, Y4
+	VPSRLD     $0x10, Y4, Y4
+	VPACKUSDW  Y4, Y8, Y8
+
+bf16packed54:
+	VPERMQ    $0xd8, Y8, Y8
+	VMOVDQU   Y8, (CX)(R8*2)
+	VCMPPS    $0x03, Y7, Y6, Y4
+	VPTEST    Y4, Y4
+	JNZ       bf16nan55
+	VPSRLD    $0x10, Y6, Y4
+	VPAND     Y2, Y4, Y4
+	VPADDD    Y3, Y4, Y4
+	VPADDD    Y6, Y4, Y4
+	VPSRLD    $0x10, Y4, Y4
+	VPSRLD    $0x10, Y7, Y5
+	VPAND     Y2, Y5, Y5
+	VPADDD    Y3, Y5, Y5
+	VPADDD    Y7, Y5, Y5
+	VPSRLD    $0x10, Y5, Y5
+	VPACKUSDW Y5, Y4, Y4
+
+bf16packed56:
+	VPERMQ  $0xd8, Y4, Y4
+	VMOVDQU Y4, 32(CX)(R8*2)
+	ADDQ    $0x00000020, R8
+	JMP     scalepfloopnoweightiter52
 
 scalent:
 	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
@@ -21422,7 +21565,7 @@ scalehead:
 	JB        scaleheadpart
 	VMULPS    (DX)(R8*4), Y1, Y2
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn27
+	JZ        notrn57
 	VPSRLD    $0x10, Y2, Y3
 	VPAND     avx2bfone<>+0(SB), Y3, Y3
 	VPADDD    avx2bfbias<>+0(SB), Y3, Y3
@@ -21431,14 +21574,14 @@ scalehead:
 	VCMPPS    $0x03, Y2, Y2, Y2
 	VBLENDVPS Y2, avx2bfnanhigh<>+0(SB), Y3, Y2
 
-notrn27:
+notrn57:
 	TESTQ   SI, SI
-	JZ      noweight28
+	JZ      noweight58
 	VMOVUPS (SI)(R8*4), Y3
 	VADDPS  Y0, Y3, Y3
 	VMULPS  Y3, Y2, Y2
 
-noweight28:
+noweight58:
 	VPSRLD       $0x10, Y2, Y3
 	VPAND        avx2bfone<>+0(SB), Y3, Y3
 	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
@@ -21459,116 +21602,112 @@ scaleheadpart:
 scalentgo:
 	MOVQ DI, R10
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows29
+	JA   longrows59
 	SHLQ $0x03, R10
 
-longrows29:
-	ADDQ DX, R10
-	MOVL job_flags+0(AX), R11
+longrows59:
+	ADDQ    DX, R10
+	MOVL    job_flags+0(AX), R11
+	VMOVDQU avx2bfone<>+0(SB), Y2
+	VMOVDQU avx2bfbias<>+0(SB), Y3
+	VMOVDQU avx2bfhigh<>+0(SB), Y4
 
-	PCALIGN $32
-scalentloop:
+scalentloopiter60:
 	CMPQ       R8, R9
 	JG         scaletail
 	PREFETCHT0 (R10)(R8*4)
 	PREFETCHT0 64(R10)(R8*4)
-	VMULPS     (DX)(R8*4), Y1, Y2
-	VMULPS     32(DX)(R8*4), Y1, Y3
-	VMULPS     64(DX)(R8*4), Y1, Y4
-	VMULPS     96(DX)(R8*4), Y1, Y5
+	VMULPS     (DX)(R8*4), Y1, Y5
+	VMULPS     32(DX)(R8*4), Y1, Y6
+	VMULPS     64(DX)(R8*4), Y1, Y7
+	VMULPS     96(DX)(R8*4), Y1, Y8
 	TESTL      $0x00000008, job_flags+0(AX)
-	JZ         notrn30
-	VPSRLD     $0x10, Y2, Y6
-	VPAND      avx2bfone<>+0(SB), Y6, Y6
-	VPADDD     avx2bfbias<>+0(SB), Y6, Y6
-	VPADDD     Y2, Y6, Y6
-	VPAND      avx2bfhigh<>+0(SB), Y6, Y6
-	VCMPPS     $0x03, Y2, Y2, Y2
-	VBLENDVPS  Y2, avx2bfnanhigh<>+0(SB), Y6, Y2
-	VPSRLD     $0x10, Y3, Y6
-	VPAND      avx2bfone<>+0(SB), Y6, Y6
-	VPADDD     avx2bfbias<>+0(SB), Y6, Y6
-	VPADDD     Y3, Y6, Y6
-	VPAND      avx2bfhigh<>+0(SB), Y6, Y6
-	VCMPPS     $0x03, Y3, Y3, Y3
-	VBLENDVPS  Y3, avx2bfnanhigh<>+0(SB), Y6, Y3
-	VPSRLD     $0x10, Y4, Y6
-	VPAND      avx2bfone<>+0(SB), Y6, Y6
-	VPADDD     avx2bfbias<>+0(SB), Y6, Y6
-	VPADDD     Y4, Y6, Y6
-	VPAND      avx2bfhigh<>+0(SB), Y6, Y6
-	VCMPPS     $0x03, Y4, Y4, Y4
-	VBLENDVPS  Y4, avx2bfnanhigh<>+0(SB), Y6, Y4
-	VPSRLD     $0x10, Y5, Y6
-	VPAND      avx2bfone<>+0(SB), Y6, Y6
-	VPADDD     avx2bfbias<>+0(SB), Y6, Y6
-	VPADDD     Y5, Y6, Y6
-	VPAND      avx2bfhigh<>+0(SB), Y6, Y6
-	VCMPPS     $0x03, Y5, Y5, Y5
-	VBLENDVPS  Y5, avx2bfnanhigh<>+0(SB), Y6, Y5
+	JZ         notrn61
+	VPSRLD     $0x10, Y5, Y9
+	VPAND      Y2, Y9, Y9
+	VPADDD     Y3, Y9, Y9
+	VPADDD     Y5, Y9, Y9
+	VPAND      Y4, Y9, Y5
+	VPSRLD     $0x10, Y6, Y9
+	VPAND      Y2, Y9, Y9
+	VPADDD     Y3, Y9, Y9
+	VPADDD     Y6, Y9, Y9
+	VPAND      Y4, Y9, Y6
+	VPSRLD     $0x10, Y7, Y9
+	VPAND      Y2, Y9, Y9
+	VPADDD     Y3, Y9, Y9
+	VPADDD     Y7, Y9, Y9
+	VPAND      Y4, Y9, Y7
+	VPSRLD     $0x10, Y8, Y9
+	VPAND      Y2, Y9, Y9
+	VPADDD     Y3, Y9, Y9
+	VPADDD     Y8, Y9, Y9
+	VPAND      Y4, Y9, Y8
 
-notrn30:
+notrn61:
 	TESTQ  SI, SI
-	JZ     weighed32
+	JZ     weighed63
 	TESTL  $0x00000010, R11
-	JNZ    offset31
-	VMULPS (SI)(R8*4), Y2, Y2
-	VMULPS 32(SI)(R8*4), Y3, Y3
-	VMULPS 64(SI)(R8*4), Y4, Y4
-	VMULPS 96(SI)(R8*4), Y5, Y5
+	JNZ    offset62
+	VMULPS (SI)(R8*4), Y5, Y5
+	VMULPS 32(SI)(R8*4), Y6, Y6
+	VMULPS 64(SI)(R8*4), Y7, Y7
+	VMULPS 96(SI)(R8*4), Y8, Y8
 
-weighed32:
-	VPSRLD    $0x10, Y2, Y6
-	VPAND     avx2bfone<>+0(SB), Y6, Y6
-	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
-	VPADDD    Y2, Y6, Y6
+weighed63:
+	VCMPPS    $0x03, Y6, Y5, Y9
+	VPTEST    Y9, Y9
+	JNZ       bf16nan64
+	VPSRLD    $0x10, Y5, Y9
+	VPAND     Y2, Y9, Y9
+	VPADDD    Y3, Y9, Y9
+	VPADDD    Y5, Y9, Y9
+	VPSRLD    $0x10, Y9, Y9
+	VPSRLD    $0x10, Y6, Y5
+	VPAND     Y2, Y5, Y5
+	VPADDD    Y3, Y5, Y5
+	VPADDD    Y6, Y5, Y5
+	VPSRLD    $0x10, Y5, Y5
+	VPACKUSDW Y5, Y9, Y9
+
+bf16packed65:
+	VPERMQ    $0xd8, Y9, Y9
+	VMOVNTDQ  Y9, (CX)(R8*2)
+	VCMPPS    $0x03, Y8, Y7, Y5
+	VPTEST    Y5, Y5
+	JNZ       bf16nan66
+	VPSRLD    $0x10, Y7, Y5
+	VPAND     Y2, Y5, Y5
+	VPADDD    Y3, Y5, Y5
+	VPADDD    Y7, Y5, Y5
+	VPSRLD    $0x10, Y5, Y5
+	VPSRLD    $0x10, Y8, Y6
+	VPAND     Y2, Y6, Y6
+	VPADDD    Y3, Y6, Y6
+	VPADDD    Y8, Y6, Y6
 	VPSRLD    $0x10, Y6, Y6
-	VCMPPS    $0x03, Y2, Y2, Y2
-	VBLENDVPS Y2, avx2bfnanlow<>+0(SB), Y6, Y6
-	VPSRLD    $0x10, Y3, Y2
-	VPAND     avx2bfone<>+0(SB), Y2, Y2
-	VPADDD    avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD    Y3, Y2, Y2
-	VPSRLD    $0x10, Y2, Y2
-	VCMPPS    $0x03, Y3, Y3, Y3
-	VBLENDVPS Y3, avx2bfnanlow<>+0(SB), Y2, Y2
-	VPACKUSDW Y2, Y6, Y6
-	VPERMQ    $0xd8, Y6, Y6
-	VMOVNTDQ  Y6, (CX)(R8*2)
-	VPSRLD    $0x10, Y4, Y2
-	VPAND     avx2bfone<>+0(SB), Y2, Y2
-	VPADDD    avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD    Y4, Y2, Y2
-	VPSRLD    $0x10, Y2, Y2
-	VCMPPS    $0x03, Y4, Y4, Y3
-	VBLENDVPS Y3, avx2bfnanlow<>+0(SB), Y2, Y2
-	VPSRLD    $0x10, Y5, Y3
-	VPAND     avx2bfone<>+0(SB), Y3, Y3
-	VPADDD    avx2bfbias<>+0(SB), Y3, Y3
-	VPADDD    Y5, Y3, Y3
-	VPSRLD    $0x10, Y3, Y3
-	VCMPPS    $0x03, Y5, Y5, Y4
-	VBLENDVPS Y4, avx2bfnanlow<>+0(SB), Y3, Y3
-	VPACKUSDW Y3, Y2, Y2
-	VPERMQ    $0xd8, Y2, Y2
-	VMOVNTDQ  Y2, 32(CX)(R8*2)
-	ADDQ      $0x00000020, R8
-	JMP       scalentloop
+	VPACKUSDW Y6, Y5, Y5
 
-offset31:
-	VMOVUPS (SI)(R8*4), Y6
-	VADDPS  Y0, Y6, Y6
-	VMULPS  Y6, Y2, Y2
-	VMOVUPS 32(SI)(R8*4), Y6
-	VADDPS  Y0, Y6, Y6
-	VMULPS  Y6, Y3, Y3
-	VMOVUPS 64(SI)(R8*4), Y6
-	VADDPS  Y0, Y6, Y6
-	VMULPS  Y6, Y4, Y4
-	VMOVUPS 96(SI)(R8*4), Y6
-	VADDPS  Y0, Y6, Y6
-	VMULPS  Y6, Y5, Y5
-	JMP     weighed32
+bf16packed67:
+	VPERMQ   $0xd8, Y5, Y5
+	VMOVNTDQ Y5, 32(CX)(R8*2)
+	ADDQ     $0x00000020, R8
+	JMP      scalentloopiter60
+
+offset62:
+	VMOVUPS (SI)(R8*4), Y9
+	VADDPS  Y0, Y9, Y9
+	VMULPS  Y9, Y5, Y5
+	VMOVUPS 32(SI)(R8*4), Y9
+	VADDPS  Y0, Y9, Y9
+	VMULPS  Y9, Y6, Y6
+	VMOVUPS 64(SI)(R8*4), Y9
+	VADDPS  Y0, Y9, Y9
+	VMULPS  Y9, Y7, Y7
+	VMOVUPS 96(SI)(R8*4), Y9
+	VADDPS  Y0, Y9, Y9
+	VMULPS  Y9, Y8, Y8
+	JMP     weighed63
 
 scaletail:
 	ADDQ $0x00000018, R9
@@ -21578,7 +21717,7 @@ scaleone:
 	JG        scalepart
 	VMULPS    (DX)(R8*4), Y1, Y2
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn33
+	JZ        notrn68
 	VPSRLD    $0x10, Y2, Y3
 	VPAND     avx2bfone<>+0(SB), Y3, Y3
 	VPADDD    avx2bfbias<>+0(SB), Y3, Y3
@@ -21587,14 +21726,14 @@ scaleone:
 	VCMPPS    $0x03, Y2, Y2, Y2
 	VBLENDVPS Y2, avx2bfnanhigh<>+0(SB), Y3, Y2
 
-notrn33:
+notrn68:
 	TESTQ   SI, SI
-	JZ      noweight34
+	JZ      noweight69
 	VMOVUPS (SI)(R8*4), Y3
 	VADDPS  Y0, Y3, Y3
 	VMULPS  Y3, Y2, Y2
 
-noweight34:
+noweight69:
 	VPSRLD       $0x10, Y2, Y3
 	VPAND        avx2bfone<>+0(SB), Y3, Y3
 	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
@@ -21621,59 +21760,59 @@ partout:
 	XORQ R13, R13
 	SUBQ $0x00000008, R14
 
-copyvec35:
+copyvec70:
 	CMPQ    R13, R14
-	JG      copyone36
+	JG      copyone71
 	VMOVUPS (R11)(R13*4), Y2
 	VMOVUPS Y2, (R12)(R13*4)
 	ADDQ    $0x00000008, R13
-	JMP     copyvec35
+	JMP     copyvec70
 
-copyone36:
+copyone71:
 	ADDQ $0x00000008, R14
 
-copyloop38:
+copyloop73:
 	CMPQ R13, R14
-	JGE  copied37
+	JGE  copied72
 	MOVL (R11)(R13*4), R15
 	MOVL R15, (R12)(R13*4)
 	INCQ R13
-	JMP  copyloop38
+	JMP  copyloop73
 
-copied37:
+copied72:
 	TESTQ SI, SI
-	JZ    nowcopy39
+	JZ    nowcopy74
 	LEAQ  (SI)(R8*4), R11
 	LEAQ  160(SP), R12
 	MOVQ  R10, R14
 	XORQ  R13, R13
 	SUBQ  $0x00000008, R14
 
-copyvec40:
+copyvec75:
 	CMPQ    R13, R14
-	JG      copyone41
+	JG      copyone76
 	VMOVUPS (R11)(R13*4), Y2
 	VMOVUPS Y2, (R12)(R13*4)
 	ADDQ    $0x00000008, R13
-	JMP     copyvec40
+	JMP     copyvec75
 
-copyone41:
+copyone76:
 	ADDQ $0x00000008, R14
 
-copyloop43:
+copyloop78:
 	CMPQ R13, R14
-	JGE  copied42
+	JGE  copied77
 	MOVL (R11)(R13*4), R15
 	MOVL R15, (R12)(R13*4)
 	INCQ R13
-	JMP  copyloop43
+	JMP  copyloop78
 
-copied42:
-nowcopy39:
+copied77:
+nowcopy74:
 	VMOVUPS   128(SP), Y2
 	VMULPS    Y2, Y1, Y2
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn44
+	JZ        notrn79
 	VPSRLD    $0x10, Y2, Y3
 	VPAND     avx2bfone<>+0(SB), Y3, Y3
 	VPADDD    avx2bfbias<>+0(SB), Y3, Y3
@@ -21682,14 +21821,14 @@ nowcopy39:
 	VCMPPS    $0x03, Y2, Y2, Y2
 	VBLENDVPS Y2, avx2bfnanhigh<>+0(SB), Y3, Y2
 
-notrn44:
+notrn79:
 	TESTQ   SI, SI
-	JZ      noweight45
+	JZ      noweight80
 	VMOVUPS 160(SP), Y3
 	VADDPS  Y0, Y3, Y3
 	VMULPS  Y3, Y2, Y2
 
-noweight45:
+noweight80:
 	VPSRLD       $0x10, Y2, Y3
 	VPAND        avx2bfone<>+0(SB), Y3, Y3
 	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
@@ -21706,26 +21845,26 @@ noweight45:
 	XORQ         R13, R13
 	SUBQ         $0x00000010, R14
 
-copyvec46:
+copyvec81:
 	CMPQ    R13, R14
-	JG      copyone47
+	JG      copyone82
 	VMOVUPS (R12)(R13*2), Y2
 	VMOVUPS Y2, (R11)(R13*2)
 	ADDQ    $0x00000010, R13
-	JMP     copyvec46
+	JMP     copyvec81
 
-copyone47:
+copyone82:
 	ADDQ $0x00000010, R14
 
-copyloop49:
+copyloop84:
 	CMPQ R13, R14
-	JGE  copied48
+	JGE  copied83
 	MOVW (R12)(R13*2), R15
 	MOVW R15, (R11)(R13*2)
 	INCQ R13
-	JMP  copyloop49
+	JMP  copyloop84
 
-copied48:
+copied83:
 	ADDQ R10, R8
 	CMPQ R8, job_d+0(AX)
 	JB   scalentgo
@@ -21752,6 +21891,258 @@ vzero:
 	MOVQ 656(SP), AX
 	MOVQ AX, ret+24(FP)
 	RET
+
+bf16nan24:
+	VPSRLD    $0x10, Y5, Y9
+	VPAND     avx2bfone<>+0(SB), Y9, Y9
+	VPADDD    avx2bfbias<>+0(SB), Y9, Y9
+	VPADDD    Y5, Y9, Y9
+	VPSRLD    $0x10, Y9, Y9
+	VCMPPS    $0x03, Y5, Y5, Y5
+	VBLENDVPS Y5, avx2bfnanlow<>+0(SB), Y9, Y9
+	VPSRLD    $0x10, Y6, Y5
+	VPAND     avx2bfone<>+0(SB), Y5, Y5
+	VPADDD    avx2bfbias<>+0(SB), Y5, Y5
+	VPADDD    Y6, Y5, Y5
+	VPSRLD    $0x10, Y5, Y5
+	VCMPPS    $0x03, Y6, Y6, Y6
+	VBLENDVPS Y6, avx2bfnanlow<>+0(SB), Y5, Y5
+	VPACKUSDW Y5, Y9, Y9
+	JMP       bf16packed25
+
+bf16nan26:
+	VPSRLD    $0x10, Y7, Y5
+	VPAND     avx2bfone<>+0(SB), Y5, Y5
+	VPADDD    avx2bfbias<>+0(SB), Y5, Y5
+	VPADDD    Y7, Y5, Y5
+	VPSRLD    $0x10, Y5, Y5
+	VCMPPS    $0x03, Y7, Y7, Y6
+	VBLENDVPS Y6, avx2bfnanlow<>+0(SB), Y5, Y5
+	VPSRLD    $0x10, Y8, Y6
+	VPAND     avx2bfone<>+0(SB), Y6, Y6
+	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
+	VPADDD    Y8, Y6, Y6
+	VPSRLD    $0x10, Y6, Y6
+	VCMPPS    $0x03, Y8, Y8, Y7
+	VBLENDVPS Y7, avx2bfnanlow<>+0(SB), Y6, Y6
+	VPACKUSDW Y6, Y5, Y5
+	JMP       bf16packed27
+
+bf16nan30:
+	VPSRLD    $0x10, Y5, Y9
+	VPAND     avx2bfone<>+0(SB), Y9, Y9
+	VPADDD    avx2bfbias<>+0(SB), Y9, Y9
+	VPADDD    Y5, Y9, Y9
+	VPSRLD    $0x10, Y9, Y9
+	VCMPPS    $0x03, Y5, Y5, Y5
+	VBLENDVPS Y5, avx2bfnanlow<>+0(SB), Y9, Y9
+	VPSRLD    $0x10, Y6, Y5
+	VPAND     avx2bfone<>+0(SB), Y5, Y5
+	VPADDD    avx2bfbias<>+0(SB), Y5, Y5
+	VPADDD    Y6, Y5, Y5
+	VPSRLD    $0x10, Y5, Y5
+	VCMPPS    $0x03, Y6, Y6, Y6
+	VBLENDVPS Y6, avx2bfnanlow<>+0(SB), Y5, Y5
+	VPACKUSDW Y5, Y9, Y9
+	JMP       bf16packed31
+
+bf16nan32:
+	VPSRLD    $0x10, Y7, Y5
+	VPAND     avx2bfone<>+0(SB), Y5, Y5
+	VPADDD    avx2bfbias<>+0(SB), Y5, Y5
+	VPADDD    Y7, Y5, Y5
+	VPSRLD    $0x10, Y5, Y5
+	VCMPPS    $0x03, Y7, Y7, Y6
+	VBLENDVPS Y6, avx2bfnanlow<>+0(SB), Y5, Y5
+	VPSRLD    $0x10, Y8, Y6
+	VPAND     avx2bfone<>+0(SB), Y6, Y6
+	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
+	VPADDD    Y8, Y6, Y6
+	VPSRLD    $0x10, Y6, Y6
+	VCMPPS    $0x03, Y8, Y8, Y7
+	VBLENDVPS Y7, avx2bfnanlow<>+0(SB), Y6, Y6
+	VPACKUSDW Y6, Y5, Y5
+	JMP       bf16packed33
+
+bf16nan35:
+	VPSRLD    $0x10, Y4, Y8
+	VPAND     avx2bfone<>+0(SB), Y8, Y8
+	VPADDD    avx2bfbias<>+0(SB), Y8, Y8
+	VPADDD    Y4, Y8, Y8
+	VPSRLD    $0x10, Y8, Y8
+	VCMPPS    $0x03, Y4, Y4, Y4
+	VBLENDVPS Y4, avx2bfnanlow<>+0(SB), Y8, Y8
+	VPSRLD    $0x10, Y5, Y4
+	VPAND     avx2bfone<>+0(SB), Y4, Y4
+	VPADDD    avx2bfbias<>+0(SB), Y4, Y4
+	VPADDD    Y5, Y4, Y4
+	VPSRLD    $0x10, Y4, Y4
+	VCMPPS    $0x03, Y5, Y5, Y5
+	VBLENDVPS Y5, avx2bfnanlow<>+0(SB), Y4, Y4
+	VPACKUSDW Y4, Y8, Y8
+	JMP       bf16packed36
+
+bf16nan37:
+	VPSRLD    $0x10, Y6, Y4
+	VPAND     avx2bfone<>+0(SB), Y4, Y4
+	VPADDD    avx2bfbias<>+0(SB), Y4, Y4
+	VPADDD    Y6, Y4, Y4
+	VPSRLD    $0x10, Y4, Y4
+	VCMPPS    $0x03, Y6, Y6, Y5
+	VBLENDVPS Y5, avx2bfnanlow<>+0(SB), Y4, Y4
+	VPSRLD    $0x10, Y7, Y5
+	VPAND     avx2bfone<>+0(SB), Y5, Y5
+	VPADDD    avx2bfbias<>+0(SB), Y5, Y5
+	VPADDD    Y7, Y5, Y5
+	VPSRLD    $0x10, Y5, Y5
+	VCMPPS    $0x03, Y7, Y7, Y6
+	VBLENDVPS Y6, avx2bfnanlow<>+0(SB), Y5, Y5
+	VPACKUSDW Y5, Y4, Y4
+	JMP       bf16packed38
+
+bf16nan42:
+	VPSRLD    $0x10, Y5, Y9
+	VPAND     avx2bfone<>+0(SB), Y9, Y9
+	VPADDD    avx2bfbias<>+0(SB), Y9, Y9
+	VPADDD    Y5, Y9, Y9
+	VPSRLD    $0x10, Y9, Y9
+	VCMPPS    $0x03, Y5, Y5, Y5
+	VBLENDVPS Y5, avx2bfnanlow<>+0(SB), Y9, Y9
+	VPSRLD    $0x10, Y6, Y5
+	VPAND     avx2bfone<>+0(SB), Y5, Y5
+	VPADDD    avx2bfbias<>+0(SB), Y5, Y5
+	VPADDD    Y6, Y5, Y5
+	VPSRLD    $0x10, Y5, Y5
+	VCMPPS    $0x03, Y6, Y6, Y6
+	VBLENDVPS Y6, avx2bfnanlow<>+0(SB), Y5, Y5
+	VPACKUSDW Y5, Y9, Y9
+	JMP       bf16packed43
+
+bf16nan44:
+	VPSRLD    $0x10, Y7, Y5
+	VPAND     avx2bfone<>+0(SB), Y5, Y5
+	VPADDD    avx2bfbias<>+0(SB), Y5, Y5
+	VPADDD    Y7, Y5, Y5
+	VPSRLD    $0x10, Y5, Y5
+	VCMPPS    $0x03, Y7, Y7, Y6
+	VBLENDVPS Y6, avx2bfnanlow<>+0(SB), Y5, Y5
+	VPSRLD    $0x10, Y8, Y6
+	VPAND     avx2bfone<>+0(SB), Y6, Y6
+	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
+	VPADDD    Y8, Y6, Y6
+	VPSRLD    $0x10, Y6, Y6
+	VCMPPS    $0x03, Y8, Y8, Y7
+	VBLENDVPS Y7, avx2bfnanlow<>+0(SB), Y6, Y6
+	VPACKUSDW Y6, Y5, Y5
+	JMP       bf16packed45
+
+bf16nan48:
+	VPSRLD    $0x10, Y5, Y9
+	VPAND     avx2bfone<>+0(SB), Y9, Y9
+	VPADDD    avx2bfbias<>+0(SB), Y9, Y9
+	VPADDD    Y5, Y9, Y9
+	VPSRLD    $0x10, Y9, Y9
+	VCMPPS    $0x03, Y5, Y5, Y5
+	VBLENDVPS Y5, avx2bfnanlow<>+0(SB), Y9, Y9
+	VPSRLD    $0x10, Y6, Y5
+	VPAND     avx2bfone<>+0(SB), Y5, Y5
+	VPADDD    avx2bfbias<>+0(SB), Y5, Y5
+	VPADDD    Y6, Y5, Y5
+	VPSRLD    $0x10, Y5, Y5
+	VCMPPS    $0x03, Y6, Y6, Y6
+	VBLENDVPS Y6, avx2bfnanlow<>+0(SB), Y5, Y5
+	VPACKUSDW Y5, Y9, Y9
+	JMP       bf16packed49
+
+bf16nan50:
+	VPSRLD    $0x10, Y7, Y5
+	VPAND     avx2bfone<>+0(SB), Y5, Y5
+	VPADDD    avx2bfbias<>+0(SB), Y5, Y5
+	VPADDD    Y7, Y5, Y5
+	VPSRLD    $0x10, Y5, Y5
+	VCMPPS    $0x03, Y7, Y7, Y6
+	VBLENDVPS Y6, avx2bfnanlow<>+0(SB), Y5, Y5
+	VPSRLD    $0x10, Y8, Y6
+	VPAND     avx2bfone<>+0(SB), Y6, Y6
+	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
+	VPADDD    Y8, Y6, Y6
+	VPSRLD    $0x10, Y6, Y6
+	VCMPPS    $0x03, Y8, Y8, Y7
+	VBLENDVPS Y7, avx2bfnanlow<>+0(SB), Y6, Y6
+	VPACKUSDW Y6, Y5, Y5
+	JMP       bf16packed51
+
+bf16nan53:
+	VPSRLD    $0x10, Y4, Y8
+	VPAND     avx2bfone<>+0(SB), Y8, Y8
+	VPADDD    avx2bfbias<>+0(SB), Y8, Y8
+	VPADDD    Y4, Y8, Y8
+	VPSRLD    $0x10, Y8, Y8
+	VCMPPS    $0x03, Y4, Y4, Y4
+	VBLENDVPS Y4, avx2bfnanlow<>+0(SB), Y8, Y8
+	VPSRLD    $0x10, Y5, Y4
+	VPAND     avx2bfone<>+0(SB), Y4, Y4
+	VPADDD    avx2bfbias<>+0(SB), Y4, Y4
+	VPADDD    Y5, Y4, Y4
+	VPSRLD    $0x10, Y4, Y4
+	VCMPPS    $0x03, Y5, Y5, Y5
+	VBLENDVPS Y5, avx2bfnanlow<>+0(SB), Y4, Y4
+	VPACKUSDW Y4, Y8, Y8
+	JMP       bf16packed54
+
+bf16nan55:
+	VPSRLD    $0x10, Y6, Y4
+	VPAND     avx2bfone<>+0(SB), Y4, Y4
+	VPADDD    avx2bfbias<>+0(SB), Y4, Y4
+	VPADDD    Y6, Y4, Y4
+	VPSRLD    $0x10, Y4, Y4
+	VCMPPS    $0x03, Y6, Y6, Y5
+	VBLENDVPS Y5, avx2bfnanlow<>+0(SB), Y4, Y4
+	VPSRLD    $0x10, Y7, Y5
+	VPAND     avx2bfone<>+0(SB), Y5, Y5
+	VPADDD    avx2bfbias<>+0(SB), Y5, Y5
+	VPADDD    Y7, Y5, Y5
+	VPSRLD    $0x10, Y5, Y5
+	VCMPPS    $0x03, Y7, Y7, Y6
+	VBLENDVPS Y6, avx2bfnanlow<>+0(SB), Y5, Y5
+	VPACKUSDW Y5, Y4, Y4
+	JMP       bf16packed56
+
+bf16nan64:
+	VPSRLD    $0x10, Y5, Y9
+	VPAND     avx2bfone<>+0(SB), Y9, Y9
+	VPADDD    avx2bfbias<>+0(SB), Y9, Y9
+	VPADDD    Y5, Y9, Y9
+	VPSRLD    $0x10, Y9, Y9
+	VCMPPS    $0x03, Y5, Y5, Y5
+	VBLENDVPS Y5, avx2bfnanlow<>+0(SB), Y9, Y9
+	VPSRLD    $0x10, Y6, Y5
+	VPAND     avx2bfone<>+0(SB), Y5, Y5
+	VPADDD    avx2bfbias<>+0(SB), Y5, Y5
+	VPADDD    Y6, Y5, Y5
+	VPSRLD    $0x10, Y5, Y5
+	VCMPPS    $0x03, Y6, Y6, Y6
+	VBLENDVPS Y6, avx2bfnanlow<>+0(SB), Y5, Y5
+	VPACKUSDW Y5, Y9, Y9
+	JMP       bf16packed65
+
+bf16nan66:
+	VPSRLD    $0x10, Y7, Y5
+	VPAND     avx2bfone<>+0(SB), Y5, Y5
+	VPADDD    avx2bfbias<>+0(SB), Y5, Y5
+	VPADDD    Y7, Y5, Y5
+	VPSRLD    $0x10, Y5, Y5
+	VCMPPS    $0x03, Y7, Y7, Y6
+	VBLENDVPS Y6, avx2bfnanlow<>+0(SB), Y5, Y5
+	VPSRLD    $0x10, Y8, Y6
+	VPAND     avx2bfone<>+0(SB), Y6, Y6
+	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
+	VPADDD    Y8, Y6, Y6
+	VPSRLD    $0x10, Y6, Y6
+	VCMPPS    $0x03, Y8, Y8, Y7
+	VBLENDVPS Y7, avx2bfnanlow<>+0(SB), Y6, Y6
+	VPACKUSDW Y6, Y5, Y5
+	JMP       bf16packed67
 
 // func avx2ForwardToF16(j uintptr, from int, to int) int
 // Requires: AVX, AVX2, F16C, MMX+
@@ -25055,316 +25446,317 @@ weightadd28:
 	SHLQ $0x03, R10
 
 longrows29:
-	ADDQ  DX, R10
-	MOVL  job_flags+0(AX), R11
-	TESTL $0x00000001, R11
-	JNZ   scalent
-	TESTQ SI, SI
-	JZ    scaleloopnoweight
-	TESTL $0x00000010, R11
-	JNZ   scaleloopoffset
+	ADDQ    DX, R10
+	MOVL    job_flags+0(AX), R11
+	TESTL   $0x00000001, R11
+	JNZ     scalent
+	TESTQ   SI, SI
+	JZ      scaleloopnoweight
+	TESTL   $0x00000010, R11
+	JNZ     scaleloopoffset
+	VMOVDQU avx2bfone<>+0(SB), Y2
+	VMOVDQU avx2bfbias<>+0(SB), Y3
+	VMOVDQU avx2bfhigh<>+0(SB), Y4
 
-	PCALIGN $32
-scaleloop:
+scaleloopiter30:
 	CMPQ  R8, R9
 	JG    scaletail
 	TESTL $0x00000002, R11
-	JNZ   scalelooppf30
+	JNZ   scalelooppf31
 
-scaleloopbody31:
-	VPMOVZXWD (DX)(R8*2), Y2
-	VPSLLD    $0x10, Y2, Y2
-	VSUBPS    Y8, Y2, Y2
-	VMULPS    Y1, Y2, Y2
-	VPMOVZXWD 16(DX)(R8*2), Y3
-	VPSLLD    $0x10, Y3, Y3
-	VSUBPS    Y8, Y3, Y3
-	VMULPS    Y1, Y3, Y3
-	VPMOVZXWD 32(DX)(R8*2), Y4
-	VPSLLD    $0x10, Y4, Y4
-	VSUBPS    Y8, Y4, Y4
-	VMULPS    Y1, Y4, Y4
-	VPMOVZXWD 48(DX)(R8*2), Y5
+scaleloopbody32:
+	VPMOVZXWD (DX)(R8*2), Y5
 	VPSLLD    $0x10, Y5, Y5
 	VSUBPS    Y8, Y5, Y5
 	VMULPS    Y1, Y5, Y5
+	VPMOVZXWD 16(DX)(R8*2), Y6
+	VPSLLD    $0x10, Y6, Y6
+	VSUBPS    Y8, Y6, Y6
+	VMULPS    Y1, Y6, Y6
+	VPMOVZXWD 32(DX)(R8*2), Y7
+	VPSLLD    $0x10, Y7, Y7
+	VSUBPS    Y8, Y7, Y7
+	VMULPS    Y1, Y7, Y7
+	VPMOVZXWD 48(DX)(R8*2), Y9
+	VPSLLD    $0x10, Y9, Y9
+	VSUBPS    Y8, Y9, Y9
+	VMULPS    Y1, Y9, Y9
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn32
-	VPSRLD    $0x10, Y2, Y6
-	VPAND     avx2bfone<>+0(SB), Y6, Y6
-	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
-	VPADDD    Y2, Y6, Y6
-	VPAND     avx2bfhigh<>+0(SB), Y6, Y6
-	VCMPPS    $0x03, Y2, Y2, Y2
-	VBLENDVPS Y2, avx2bfnanhigh<>+0(SB), Y6, Y2
-	VPSRLD    $0x10, Y3, Y6
-	VPAND     avx2bfone<>+0(SB), Y6, Y6
-	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
-	VPADDD    Y3, Y6, Y6
-	VPAND     avx2bfhigh<>+0(SB), Y6, Y6
-	VCMPPS    $0x03, Y3, Y3, Y3
-	VBLENDVPS Y3, avx2bfnanhigh<>+0(SB), Y6, Y3
-	VPSRLD    $0x10, Y4, Y6
-	VPAND     avx2bfone<>+0(SB), Y6, Y6
-	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
-	VPADDD    Y4, Y6, Y6
-	VPAND     avx2bfhigh<>+0(SB), Y6, Y6
-	VCMPPS    $0x03, Y4, Y4, Y4
-	VBLENDVPS Y4, avx2bfnanhigh<>+0(SB), Y6, Y4
-	VPSRLD    $0x10, Y5, Y6
-	VPAND     avx2bfone<>+0(SB), Y6, Y6
-	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
-	VPADDD    Y5, Y6, Y6
-	VPAND     avx2bfhigh<>+0(SB), Y6, Y6
-	VCMPPS    $0x03, Y5, Y5, Y5
-	VBLENDVPS Y5, avx2bfnanhigh<>+0(SB), Y6, Y5
+	JZ        notrn33
+	VPSRLD    $0x10, Y5, Y10
+	VPAND     Y2, Y10, Y10
+	VPADDD    Y3, Y10, Y10
+	VPADDD    Y5, Y10, Y10
+	VPAND     Y4, Y10, Y5
+	VPSRLD    $0x10, Y6, Y10
+	VPAND     Y2, Y10, Y10
+	VPADDD    Y3, Y10, Y10
+	VPADDD    Y6, Y10, Y10
+	VPAND     Y4, Y10, Y6
+	VPSRLD    $0x10, Y7, Y10
+	VPAND     Y2, Y10, Y10
+	VPADDD    Y3, Y10, Y10
+	VPADDD    Y7, Y10, Y10
+	VPAND     Y4, Y10, Y7
+	VPSRLD    $0x10, Y9, Y10
+	VPAND     Y2, Y10, Y10
+	VPADDD    Y3, Y10, Y10
+	VPADDD    Y9, Y10, Y10
+	VPAND     Y4, Y10, Y9
 
-notrn32:
-	VMULPS (SI)(R8*4), Y2, Y2
-	VMULPS 32(SI)(R8*4), Y3, Y3
-	VMULPS 64(SI)(R8*4), Y4, Y4
-	VMULPS 96(SI)(R8*4), Y5, Y5
+notrn33:
+	VMULPS (SI)(R8*4), Y5, Y5
+	VMULPS 32(SI)(R8*4), Y6, Y6
+	VMULPS 64(SI)(R8*4), Y7, Y7
+	VMULPS 96(SI)(R8*4), Y9, Y9
 	MOVQ   job_bias+0(AX), R12
 	TESTQ  R12, R12
-	JZ     nobias33
-	VADDPS (R12)(R8*4), Y2, Y2
-	VADDPS 32(R12)(R8*4), Y3, Y3
-	VADDPS 64(R12)(R8*4), Y4, Y4
-	VADDPS 96(R12)(R8*4), Y5, Y5
+	JZ     nobias34
+	VADDPS (R12)(R8*4), Y5, Y5
+	VADDPS 32(R12)(R8*4), Y6, Y6
+	VADDPS 64(R12)(R8*4), Y7, Y7
+	VADDPS 96(R12)(R8*4), Y9, Y9
 
-nobias33:
-	VPSRLD    $0x10, Y2, Y6
-	VPAND     avx2bfone<>+0(SB), Y6, Y6
-	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
-	VPADDD    Y2, Y6, Y6
+nobias34:
+	VCMPPS    $0x03, Y6, Y5, Y10
+	VPTEST    Y10, Y10
+	JNZ       bf16nan35
+	VPSRLD    $0x10, Y5, Y10
+	VPAND     Y2, Y10, Y10
+	VPADDD    Y3, Y10, Y10
+	VPADDD    Y5, Y10, Y10
+	VPSRLD    $0x10, Y10, Y10
+	VPSRLD    $0x10, Y6, Y5
+	VPAND     Y2, Y5, Y5
+	VPADDD    Y3, Y5, Y5
+	VPADDD    Y6, Y5, Y5
+	VPSRLD    $0x10, Y5, Y5
+	VPACKUSDW Y5, Y10, Y10
+
+bf16packed36:
+	VPERMQ    $0xd8, Y10, Y10
+	VMOVDQU   Y10, (CX)(R8*2)
+	VCMPPS    $0x03, Y9, Y7, Y5
+	VPTEST    Y5, Y5
+	JNZ       bf16nan37
+	VPSRLD    $0x10, Y7, Y5
+	VPAND     Y2, Y5, Y5
+	VPADDD    Y3, Y5, Y5
+	VPADDD    Y7, Y5, Y5
+	VPSRLD    $0x10, Y5, Y5
+	VPSRLD    $0x10, Y9, Y6
+	VPAND     Y2, Y6, Y6
+	VPADDD    Y3, Y6, Y6
+	VPADDD    Y9, Y6, Y6
 	VPSRLD    $0x10, Y6, Y6
-	VCMPPS    $0x03, Y2, Y2, Y2
-	VBLENDVPS Y2, avx2bfnanlow<>+0(SB), Y6, Y6
-	VPSRLD    $0x10, Y3, Y2
-	VPAND     avx2bfone<>+0(SB), Y2, Y2
-	VPADDD    avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD    Y3, Y2, Y2
-	VPSRLD    $0x10, Y2, Y2
-	VCMPPS    $0x03, Y3, Y3, Y3
-	VBLENDVPS Y3, avx2bfnanlow<>+0(SB), Y2, Y2
-	VPACKUSDW Y2, Y6, Y6
-	VPERMQ    $0xd8, Y6, Y6
-	VMOVDQU   Y6, (CX)(R8*2)
-	VPSRLD    $0x10, Y4, Y2
-	VPAND     avx2bfone<>+0(SB), Y2, Y2
-	VPADDD    avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD    Y4, Y2, Y2
-	VPSRLD    $0x10, Y2, Y2
-	VCMPPS    $0x03, Y4, Y4, Y3
-	VBLENDVPS Y3, avx2bfnanlow<>+0(SB), Y2, Y2
-	VPSRLD    $0x10, Y5, Y3
-	VPAND     avx2bfone<>+0(SB), Y3, Y3
-	VPADDD    avx2bfbias<>+0(SB), Y3, Y3
-	VPADDD    Y5, Y3, Y3
-	VPSRLD    $0x10, Y3, Y3
-	VCMPPS    $0x03, Y5, Y5, Y4
-	VBLENDVPS Y4, avx2bfnanlow<>+0(SB), Y3, Y3
-	VPACKUSDW Y3, Y2, Y2
-	VPERMQ    $0xd8, Y2, Y2
-	VMOVDQU   Y2, 32(CX)(R8*2)
-	ADDQ      $0x00000020, R8
-	JMP       scaleloop
+	VPACKUSDW Y6, Y5, Y5
 
-scalelooppf30:
+bf16packed38:
+	VPERMQ  $0xd8, Y5, Y5
+	VMOVDQU Y5, 32(CX)(R8*2)
+	ADDQ    $0x00000020, R8
+	JMP     scaleloopiter30
+
+scalelooppf31:
 	PREFETCHT0 (R10)(R8*2)
-	JMP        scaleloopbody31
+	JMP        scaleloopbody32
 
 	PCALIGN $32
 scaleloopoffset:
+	VMOVDQU avx2bfone<>+0(SB), Y2
+	VMOVDQU avx2bfbias<>+0(SB), Y3
+	VMOVDQU avx2bfhigh<>+0(SB), Y4
+
+scaleloopoffsetiter39:
 	CMPQ  R8, R9
 	JG    scaletail
 	TESTL $0x00000002, R11
-	JNZ   scaleloopoffsetpf34
+	JNZ   scaleloopoffsetpf40
 
-scaleloopoffsetbody35:
-	VPMOVZXWD (DX)(R8*2), Y2
-	VPSLLD    $0x10, Y2, Y2
-	VSUBPS    Y8, Y2, Y2
-	VMULPS    Y1, Y2, Y2
-	VPMOVZXWD 16(DX)(R8*2), Y3
-	VPSLLD    $0x10, Y3, Y3
-	VSUBPS    Y8, Y3, Y3
-	VMULPS    Y1, Y3, Y3
-	VPMOVZXWD 32(DX)(R8*2), Y4
-	VPSLLD    $0x10, Y4, Y4
-	VSUBPS    Y8, Y4, Y4
-	VMULPS    Y1, Y4, Y4
-	VPMOVZXWD 48(DX)(R8*2), Y5
+scaleloopoffsetbody41:
+	VPMOVZXWD (DX)(R8*2), Y5
 	VPSLLD    $0x10, Y5, Y5
 	VSUBPS    Y8, Y5, Y5
 	VMULPS    Y1, Y5, Y5
+	VPMOVZXWD 16(DX)(R8*2), Y6
+	VPSLLD    $0x10, Y6, Y6
+	VSUBPS    Y8, Y6, Y6
+	VMULPS    Y1, Y6, Y6
+	VPMOVZXWD 32(DX)(R8*2), Y7
+	VPSLLD    $0x10, Y7, Y7
+	VSUBPS    Y8, Y7, Y7
+	VMULPS    Y1, Y7, Y7
+	VPMOVZXWD 48(DX)(R8*2), Y9
+	VPSLLD    $0x10, Y9, Y9
+	VSUBPS    Y8, Y9, Y9
+	VMULPS    Y1, Y9, Y9
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn36
-	VPSRLD    $0x10, Y2, Y6
-	VPAND     avx2bfone<>+0(SB), Y6, Y6
-	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
-	VPADDD    Y2, Y6, Y6
-	VPAND     avx2bfhigh<>+0(SB), Y6, Y6
-	VCMPPS    $0x03, Y2, Y2, Y2
-	VBLENDVPS Y2, avx2bfnanhigh<>+0(SB), Y6, Y2
-	VPSRLD    $0x10, Y3, Y6
-	VPAND     avx2bfone<>+0(SB), Y6, Y6
-	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
-	VPADDD    Y3, Y6, Y6
-	VPAND     avx2bfhigh<>+0(SB), Y6, Y6
-	VCMPPS    $0x03, Y3, Y3, Y3
-	VBLENDVPS Y3, avx2bfnanhigh<>+0(SB), Y6, Y3
-	VPSRLD    $0x10, Y4, Y6
-	VPAND     avx2bfone<>+0(SB), Y6, Y6
-	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
-	VPADDD    Y4, Y6, Y6
-	VPAND     avx2bfhigh<>+0(SB), Y6, Y6
-	VCMPPS    $0x03, Y4, Y4, Y4
-	VBLENDVPS Y4, avx2bfnanhigh<>+0(SB), Y6, Y4
-	VPSRLD    $0x10, Y5, Y6
-	VPAND     avx2bfone<>+0(SB), Y6, Y6
-	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
-	VPADDD    Y5, Y6, Y6
-	VPAND     avx2bfhigh<>+0(SB), Y6, Y6
-	VCMPPS    $0x03, Y5, Y5, Y5
-	VBLENDVPS Y5, avx2bfnanhigh<>+0(SB), Y6, Y5
+	JZ        notrn42
+	VPSRLD    $0x10, Y5, Y10
+	VPAND     Y2, Y10, Y10
+	VPADDD    Y3, Y10, Y10
+	VPADDD    Y5, Y10, Y10
+	VPAND     Y4, Y10, Y5
+	VPSRLD    $0x10, Y6, Y10
+	VPAND     Y2, Y10, Y10
+	VPADDD    Y3, Y10, Y10
+	VPADDD    Y6, Y10, Y10
+	VPAND     Y4, Y10, Y6
+	VPSRLD    $0x10, Y7, Y10
+	VPAND     Y2, Y10, Y10
+	VPADDD    Y3, Y10, Y10
+	VPADDD    Y7, Y10, Y10
+	VPAND     Y4, Y10, Y7
+	VPSRLD    $0x10, Y9, Y10
+	VPAND     Y2, Y10, Y10
+	VPADDD    Y3, Y10, Y10
+	VPADDD    Y9, Y10, Y10
+	VPAND     Y4, Y10, Y9
 
-notrn36:
-	VMOVUPS (SI)(R8*4), Y6
-	VADDPS  Y0, Y6, Y6
-	VMULPS  Y6, Y2, Y2
-	VMOVUPS 32(SI)(R8*4), Y6
-	VADDPS  Y0, Y6, Y6
-	VMULPS  Y6, Y3, Y3
-	VMOVUPS 64(SI)(R8*4), Y6
-	VADDPS  Y0, Y6, Y6
-	VMULPS  Y6, Y4, Y4
-	VMOVUPS 96(SI)(R8*4), Y6
-	VADDPS  Y0, Y6, Y6
-	VMULPS  Y6, Y5, Y5
+notrn42:
+	VMOVUPS (SI)(R8*4), Y10
+	VADDPS  Y0, Y10, Y10
+	VMULPS  Y10, Y5, Y5
+	VMOVUPS 32(SI)(R8*4), Y10
+	VADDPS  Y0, Y10, Y10
+	VMULPS  Y10, Y6, Y6
+	VMOVUPS 64(SI)(R8*4), Y10
+	VADDPS  Y0, Y10, Y10
+	VMULPS  Y10, Y7, Y7
+	VMOVUPS 96(SI)(R8*4), Y10
+	VADDPS  Y0, Y10, Y10
+	VMULPS  Y10, Y9, Y9
 	MOVQ    job_bias+0(AX), R12
 	TESTQ   R12, R12
-	JZ      nobias37
-	VADDPS  (R12)(R8*4), Y2, Y2
-	VADDPS  32(R12)(R8*4), Y3, Y3
-	VADDPS  64(R12)(R8*4), Y4, Y4
-	VADDPS  96(R12)(R8*4), Y5, Y5
+	JZ      nobias43
+	VADDPS  (R12)(R8*4), Y5, Y5
+	VADDPS  32(R12)(R8*4), Y6, Y6
+	VADDPS  64(R12)(R8*4), Y7, Y7
+	VADDPS  96(R12)(R8*4), Y9, Y9
 
-nobias37:
-	VPSRLD    $0x10, Y2, Y6
-	VPAND     avx2bfone<>+0(SB), Y6, Y6
-	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
-	VPADDD    Y2, Y6, Y6
+nobias43:
+	VCMPPS    $0x03, Y6, Y5, Y10
+	VPTEST    Y10, Y10
+	JNZ       bf16nan44
+	VPSRLD    $0x10, Y5, Y10
+	VPAND     Y2, Y10, Y10
+	VPADDD    Y3, Y10, Y10
+	VPADDD    Y5, Y10, Y10
+	VPSRLD    $0x10, Y10, Y10
+	VPSRLD    $0x10, Y6, Y5
+	VPAND     Y2, Y5, Y5
+	VPADDD    Y3, Y5, Y5
+	VPADDD    Y6, Y5, Y5
+	VPSRLD    $0x10, Y5, Y5
+	VPACKUSDW Y5, Y10, Y10
+
+bf16packed45:
+	VPERMQ    $0xd8, Y10, Y10
+	VMOVDQU   Y10, (CX)(R8*2)
+	VCMPPS    $0x03, Y9, Y7, Y5
+	VPTEST    Y5, Y5
+	JNZ       bf16nan46
+	VPSRLD    $0x10, Y7, Y5
+	VPAND     Y2, Y5, Y5
+	VPADDD    Y3, Y5, Y5
+	VPADDD    Y7, Y5, Y5
+	VPSRLD    $0x10, Y5, Y5
+	VPSRLD    $0x10, Y9, Y6
+	VPAND     Y2, Y6, Y6
+	VPADDD    Y3, Y6, Y6
+	VPADDD    Y9, Y6, Y6
 	VPSRLD    $0x10, Y6, Y6
-	VCMPPS    $0x03, Y2, Y2, Y2
-	VBLENDVPS Y2, avx2bfnanlow<>+0(SB), Y6, Y6
-	VPSRLD    $0x10, Y3, Y2
-	VPAND     avx2bfone<>+0(SB), Y2, Y2
-	VPADDD    avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD    Y3, Y2, Y2
-	VPSRLD    $0x10, Y2, Y2
-	VCMPPS    $0x03, Y3, Y3, Y3
-	VBLENDVPS Y3, avx2bfnanlow<>+0(SB), Y2, Y2
-	VPACKUSDW Y2, Y6, Y6
-	VPERMQ    $0xd8, Y6, Y6
-	VMOVDQU   Y6, (CX)(R8*2)
-	VPSRLD    $0x10, Y4, Y2
-	VPAND     avx2bfone<>+0(SB), Y2, Y2
-	VPADDD    avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD    Y4, Y2, Y2
-	VPSRLD    $0x10, Y2, Y2
-	VCMPPS    $0x03, Y4, Y4, Y3
-	VBLENDVPS Y3, avx2bfnanlow<>+0(SB), Y2, Y2
-	VPSRLD    $0x10, Y5, Y3
-	VPAND     avx2bfone<>+0(SB), Y3, Y3
-	VPADDD    avx2bfbias<>+0(SB), Y3, Y3
-	VPADDD    Y5, Y3, Y3
-	VPSRLD    $0x10, Y3, Y3
-	VCMPPS    $0x03, Y5, Y5, Y4
-	VBLENDVPS Y4, avx2bfnanlow<>+0(SB), Y3, Y3
-	VPACKUSDW Y3, Y2, Y2
-	VPERMQ    $0xd8, Y2, Y2
-	VMOVDQU   Y2, 32(CX)(R8*2)
-	ADDQ      $0x00000020, R8
-	JMP       scaleloopoffset
+	VPACKUSDW Y6, Y5, Y5
 
-scaleloopoffsetpf34:
+bf16packed47:
+	VPERMQ  $0xd8, Y5, Y5
+	VMOVDQU Y5, 32(CX)(R8*2)
+	ADDQ    $0x00000020, R8
+	JMP     scaleloopoffsetiter39
+
+scaleloopoffsetpf40:
 	PREFETCHT0 (R10)(R8*2)
-	JMP        scaleloopoffsetbody35
+	JMP        scaleloopoffsetbody41
 
 	PCALIGN $32
 scaleloopnoweight:
+	VMOVDQU avx2bfone<>+0(SB), Y2
+	VMOVDQU avx2bfbias<>+0(SB), Y3
+
+scaleloopnoweightiter48:
 	CMPQ  R8, R9
 	JG    scaletail
 	TESTL $0x00000002, R11
-	JNZ   scaleloopnoweightpf38
+	JNZ   scaleloopnoweightpf49
 
-scaleloopnoweightbody39:
-	VPMOVZXWD (DX)(R8*2), Y2
-	VPSLLD    $0x10, Y2, Y2
-	VSUBPS    Y8, Y2, Y2
-	VMULPS    Y1, Y2, Y2
-	VPMOVZXWD 16(DX)(R8*2), Y3
-	VPSLLD    $0x10, Y3, Y3
-	VSUBPS    Y8, Y3, Y3
-	VMULPS    Y1, Y3, Y3
-	VPMOVZXWD 32(DX)(R8*2), Y4
+scaleloopnoweightbody50:
+	VPMOVZXWD (DX)(R8*2), Y4
 	VPSLLD    $0x10, Y4, Y4
 	VSUBPS    Y8, Y4, Y4
 	VMULPS    Y1, Y4, Y4
-	VPMOVZXWD 48(DX)(R8*2), Y5
+	VPMOVZXWD 16(DX)(R8*2), Y5
 	VPSLLD    $0x10, Y5, Y5
 	VSUBPS    Y8, Y5, Y5
 	VMULPS    Y1, Y5, Y5
+	VPMOVZXWD 32(DX)(R8*2), Y6
+	VPSLLD    $0x10, Y6, Y6
+	VSUBPS    Y8, Y6, Y6
+	VMULPS    Y1, Y6, Y6
+	VPMOVZXWD 48(DX)(R8*2), Y7
+	VPSLLD    $0x10, Y7, Y7
+	VSUBPS    Y8, Y7, Y7
+	VMULPS    Y1, Y7, Y7
 	MOVQ      job_bias+0(AX), R12
 	TESTQ     R12, R12
-	JZ        nobias40
-	VADDPS    (R12)(R8*4), Y2, Y2
-	VADDPS    32(R12)(R8*4), Y3, Y3
-	VADDPS    64(R12)(R8*4), Y4, Y4
-	VADDPS    96(R12)(R8*4), Y5, Y5
+	JZ        nobias51
+	VADDPS    (R12)(R8*4), Y4, Y4
+	VADDPS    32(R12)(R8*4), Y5, Y5
+	VADDPS    64(R12)(R8*4), Y6, Y6
+	VADDPS    96(R12)(R8*4), Y7, Y7
 
-nobias40:
-	VPSRLD    $0x10, Y2, Y6
-	VPAND     avx2bfone<>+0(SB), Y6, Y6
-	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
-	VPADDD    Y2, Y6, Y6
-	VPSRLD    $0x10, Y6, Y6
-	VCMPPS    $0x03, Y2, Y2, Y2
-	VBLENDVPS Y2, avx2bfnanlow<>+0(SB), Y6, Y6
-	VPSRLD    $0x10, Y3, Y2
-	VPAND     avx2bfone<>+0(SB), Y2, Y2
-	VPADDD    avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD    Y3, Y2, Y2
-	VPSRLD    $0x10, Y2, Y2
-	VCMPPS    $0x03, Y3, Y3, Y3
-	VBLENDVPS Y3, avx2bfnanlow<>+0(SB), Y2, Y2
-	VPACKUSDW Y2, Y6, Y6
-	VPERMQ    $0xd8, Y6, Y6
-	VMOVDQU   Y6, (CX)(R8*2)
-	VPSRLD    $0x10, Y4, Y2
-	VPAND     avx2bfone<>+0(SB), Y2, Y2
-	VPADDD    avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD    Y4, Y2, Y2
-	VPSRLD    $0x10, Y2, Y2
-	VCMPPS    $0x03, Y4, Y4, Y3
-	VBLENDVPS Y3, avx2bfnanlow<>+0(SB), Y2, Y2
-	VPSRLD    $0x10, Y5, Y3
-	VPAND     avx2bfone<>+0(SB), Y3, Y3
-	VPADDD    avx2bfbias<>+0(SB), Y3, Y3
-	VPADDD    Y5, Y3, Y3
-	VPSRLD    $0x10, Y3, Y3
-	VCMPPS    $0x03, Y5, Y5, Y4
-	VBLENDVPS Y4, avx2bfnanlow<>+0(SB), Y3, Y3
-	VPACKUSDW Y3, Y2, Y2
-	VPERMQ    $0xd8, Y2, Y2
-	VMOVDQU   Y2, 32(CX)(R8*2)
-	ADDQ      $0x00000020, R8
-	JMP       scaleloopnoweight
+nobias51:
+	VCMPPS    $0x03, Y5, Y4, Y9
+	VPTEST    Y9, Y9
+	JNZ       bf16nan52
+	VPSRLD    $0x10, Y4, Y9
+	VPAND     Y2, Y9, Y9
+	VPADDD    Y3, Y9, Y9
+	VPADDD    Y4, Y9, Y9
+	VPSRLD    $0x10, Y9, Y9
+	VPSRLD    $0x10, Y5, Y4
+	VPAND     Y2, Y4, Y4
+	VPADDD    Y3, Y4, Y4
+	VPADDD    Y5, Y4, Y4
+	VPSRLD    $0x10, Y4, Y4
+	VPACKUSDW Y4, Y9, Y9
 
-scaleloopnoweightpf38:
+bf16packed53:
+	VPERMQ    $0xd8, Y9, Y9
+	VMOVDQU   Y9, (CX)(R8*2)
+	VCMPPS    $0x03, Y7, Y6, Y4
+	VPTEST    Y4, Y4
+	JNZ       bf16nan54
+	VPSRLD    $0x10, Y6, Y4
+	VPAND     Y2, Y4, Y4
+	VPADDD    Y3, Y4, Y4
+	VPADDD    Y6, Y4, Y4
+	VPSRLD    $0x10, Y4, Y4
+	VPSRLD    $0x10, Y7, Y5
+	VPAND     Y2, Y5, Y5
+	VPADDD    Y3, Y5, Y5
+	VPADDD    Y7, Y5, Y5
+	VPSRLD    $0x10, Y5, Y5
+	VPACKUSDW Y5, Y4, Y4
+
+bf16packed55:
+	VPERMQ  $0xd8, Y4, Y4
+	VMOVDQU Y4, 32(CX)(R8*2)
+	ADDQ    $0x00000020, R8
+	JMP     scaleloopnoweightiter48
+
+scaleloopnoweightpf49:
 	PREFETCHT0 (R10)(R8*2)
-	JMP        scaleloopnoweightbody39
+	JMP        scaleloopnoweightbody50
 
 scalent:
 	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
@@ -25385,7 +25777,7 @@ scalehead:
 	VSUBPS    Y8, Y2, Y2
 	VMULPS    Y1, Y2, Y2
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn41
+	JZ        notrn56
 	VPSRLD    $0x10, Y2, Y3
 	VPAND     avx2bfone<>+0(SB), Y3, Y3
 	VPADDD    avx2bfbias<>+0(SB), Y3, Y3
@@ -25394,20 +25786,20 @@ scalehead:
 	VCMPPS    $0x03, Y2, Y2, Y2
 	VBLENDVPS Y2, avx2bfnanhigh<>+0(SB), Y3, Y2
 
-notrn41:
+notrn56:
 	TESTQ   SI, SI
-	JZ      noweight42
+	JZ      noweight57
 	VMOVUPS (SI)(R8*4), Y3
 	VADDPS  Y0, Y3, Y3
 	VMULPS  Y3, Y2, Y2
 
-noweight42:
+noweight57:
 	MOVQ   job_bias+0(AX), R11
 	TESTQ  R11, R11
-	JZ     nobias43
+	JZ     nobias58
 	VADDPS (R11)(R8*4), Y2, Y2
 
-nobias43:
+nobias58:
 	VPSRLD       $0x10, Y2, Y3
 	VPAND        avx2bfone<>+0(SB), Y3, Y3
 	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
@@ -25428,136 +25820,132 @@ scaleheadpart:
 scalentgo:
 	MOVQ DI, R10
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows44
+	JA   longrows59
 	SHLQ $0x03, R10
 
-longrows44:
-	ADDQ DX, R10
-	MOVL job_flags+0(AX), R11
+longrows59:
+	ADDQ    DX, R10
+	MOVL    job_flags+0(AX), R11
+	VMOVDQU avx2bfone<>+0(SB), Y2
+	VMOVDQU avx2bfbias<>+0(SB), Y3
+	VMOVDQU avx2bfhigh<>+0(SB), Y4
 
-	PCALIGN $32
-scalentloop:
+scalentloopiter60:
 	CMPQ       R8, R9
 	JG         scaletail
 	PREFETCHT0 (R10)(R8*2)
-	VPMOVZXWD  (DX)(R8*2), Y2
-	VPSLLD     $0x10, Y2, Y2
-	VSUBPS     Y8, Y2, Y2
-	VMULPS     Y1, Y2, Y2
-	VPMOVZXWD  16(DX)(R8*2), Y3
-	VPSLLD     $0x10, Y3, Y3
-	VSUBPS     Y8, Y3, Y3
-	VMULPS     Y1, Y3, Y3
-	VPMOVZXWD  32(DX)(R8*2), Y4
-	VPSLLD     $0x10, Y4, Y4
-	VSUBPS     Y8, Y4, Y4
-	VMULPS     Y1, Y4, Y4
-	VPMOVZXWD  48(DX)(R8*2), Y5
+	VPMOVZXWD  (DX)(R8*2), Y5
 	VPSLLD     $0x10, Y5, Y5
 	VSUBPS     Y8, Y5, Y5
 	VMULPS     Y1, Y5, Y5
+	VPMOVZXWD  16(DX)(R8*2), Y6
+	VPSLLD     $0x10, Y6, Y6
+	VSUBPS     Y8, Y6, Y6
+	VMULPS     Y1, Y6, Y6
+	VPMOVZXWD  32(DX)(R8*2), Y7
+	VPSLLD     $0x10, Y7, Y7
+	VSUBPS     Y8, Y7, Y7
+	VMULPS     Y1, Y7, Y7
+	VPMOVZXWD  48(DX)(R8*2), Y9
+	VPSLLD     $0x10, Y9, Y9
+	VSUBPS     Y8, Y9, Y9
+	VMULPS     Y1, Y9, Y9
 	TESTL      $0x00000008, job_flags+0(AX)
-	JZ         notrn45
-	VPSRLD     $0x10, Y2, Y6
-	VPAND      avx2bfone<>+0(SB), Y6, Y6
-	VPADDD     avx2bfbias<>+0(SB), Y6, Y6
-	VPADDD     Y2, Y6, Y6
-	VPAND      avx2bfhigh<>+0(SB), Y6, Y6
-	VCMPPS     $0x03, Y2, Y2, Y2
-	VBLENDVPS  Y2, avx2bfnanhigh<>+0(SB), Y6, Y2
-	VPSRLD     $0x10, Y3, Y6
-	VPAND      avx2bfone<>+0(SB), Y6, Y6
-	VPADDD     avx2bfbias<>+0(SB), Y6, Y6
-	VPADDD     Y3, Y6, Y6
-	VPAND      avx2bfhigh<>+0(SB), Y6, Y6
-	VCMPPS     $0x03, Y3, Y3, Y3
-	VBLENDVPS  Y3, avx2bfnanhigh<>+0(SB), Y6, Y3
-	VPSRLD     $0x10, Y4, Y6
-	VPAND      avx2bfone<>+0(SB), Y6, Y6
-	VPADDD     avx2bfbias<>+0(SB), Y6, Y6
-	VPADDD     Y4, Y6, Y6
-	VPAND      avx2bfhigh<>+0(SB), Y6, Y6
-	VCMPPS     $0x03, Y4, Y4, Y4
-	VBLENDVPS  Y4, avx2bfnanhigh<>+0(SB), Y6, Y4
-	VPSRLD     $0x10, Y5, Y6
-	VPAND      avx2bfone<>+0(SB), Y6, Y6
-	VPADDD     avx2bfbias<>+0(SB), Y6, Y6
-	VPADDD     Y5, Y6, Y6
-	VPAND      avx2bfhigh<>+0(SB), Y6, Y6
-	VCMPPS     $0x03, Y5, Y5, Y5
-	VBLENDVPS  Y5, avx2bfnanhigh<>+0(SB), Y6, Y5
+	JZ         notrn61
+	VPSRLD     $0x10, Y5, Y10
+	VPAND      Y2, Y10, Y10
+	VPADDD     Y3, Y10, Y10
+	VPADDD     Y5, Y10, Y10
+	VPAND      Y4, Y10, Y5
+	VPSRLD     $0x10, Y6, Y10
+	VPAND      Y2, Y10, Y10
+	VPADDD     Y3, Y10, Y10
+	VPADDD     Y6, Y10, Y10
+	VPAND      Y4, Y10, Y6
+	VPSRLD     $0x10, Y7, Y10
+	VPAND      Y2, Y10, Y10
+	VPADDD     Y3, Y10, Y10
+	VPADDD     Y7, Y10, Y10
+	VPAND      Y4, Y10, Y7
+	VPSRLD     $0x10, Y9, Y10
+	VPAND      Y2, Y10, Y10
+	VPADDD     Y3, Y10, Y10
+	VPADDD     Y9, Y10, Y10
+	VPAND      Y4, Y10, Y9
 
-notrn45:
+notrn61:
 	TESTQ  SI, SI
-	JZ     weighed47
+	JZ     weighed63
 	TESTL  $0x00000010, R11
-	JNZ    offset46
-	VMULPS (SI)(R8*4), Y2, Y2
-	VMULPS 32(SI)(R8*4), Y3, Y3
-	VMULPS 64(SI)(R8*4), Y4, Y4
-	VMULPS 96(SI)(R8*4), Y5, Y5
+	JNZ    offset62
+	VMULPS (SI)(R8*4), Y5, Y5
+	VMULPS 32(SI)(R8*4), Y6, Y6
+	VMULPS 64(SI)(R8*4), Y7, Y7
+	VMULPS 96(SI)(R8*4), Y9, Y9
 
-weighed47:
+weighed63:
 	MOVQ   job_bias+0(AX), R12
 	TESTQ  R12, R12
-	JZ     nobias48
-	VADDPS (R12)(R8*4), Y2, Y2
-	VADDPS 32(R12)(R8*4), Y3, Y3
-	VADDPS 64(R12)(R8*4), Y4, Y4
-	VADDPS 96(R12)(R8*4), Y5, Y5
+	JZ     nobias64
+	VADDPS (R12)(R8*4), Y5, Y5
+	VADDPS 32(R12)(R8*4), Y6, Y6
+	VADDPS 64(R12)(R8*4), Y7, Y7
+	VADDPS 96(R12)(R8*4), Y9, Y9
 
-nobias48:
-	VPSRLD    $0x10, Y2, Y6
-	VPAND     avx2bfone<>+0(SB), Y6, Y6
-	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
-	VPADDD    Y2, Y6, Y6
+nobias64:
+	VCMPPS    $0x03, Y6, Y5, Y10
+	VPTEST    Y10, Y10
+	JNZ       bf16nan65
+	VPSRLD    $0x10, Y5, Y10
+	VPAND     Y2, Y10, Y10
+	VPADDD    Y3, Y10, Y10
+	VPADDD    Y5, Y10, Y10
+	VPSRLD    $0x10, Y10, Y10
+	VPSRLD    $0x10, Y6, Y5
+	VPAND     Y2, Y5, Y5
+	VPADDD    Y3, Y5, Y5
+	VPADDD    Y6, Y5, Y5
+	VPSRLD    $0x10, Y5, Y5
+	VPACKUSDW Y5, Y10, Y10
+
+bf16packed66:
+	VPERMQ    $0xd8, Y10, Y10
+	VMOVNTDQ  Y10, (CX)(R8*2)
+	VCMPPS    $0x03, Y9, Y7, Y5
+	VPTEST    Y5, Y5
+	JNZ       bf16nan67
+	VPSRLD    $0x10, Y7, Y5
+	VPAND     Y2, Y5, Y5
+	VPADDD    Y3, Y5, Y5
+	VPADDD    Y7, Y5, Y5
+	VPSRLD    $0x10, Y5, Y5
+	VPSRLD    $0x10, Y9, Y6
+	VPAND     Y2, Y6, Y6
+	VPADDD    Y3, Y6, Y6
+	VPADDD    Y9, Y6, Y6
 	VPSRLD    $0x10, Y6, Y6
-	VCMPPS    $0x03, Y2, Y2, Y2
-	VBLENDVPS Y2, avx2bfnanlow<>+0(SB), Y6, Y6
-	VPSRLD    $0x10, Y3, Y2
-	VPAND     avx2bfone<>+0(SB), Y2, Y2
-	VPADDD    avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD    Y3, Y2, Y2
-	VPSRLD    $0x10, Y2, Y2
-	VCMPPS    $0x03, Y3, Y3, Y3
-	VBLENDVPS Y3, avx2bfnanlow<>+0(SB), Y2, Y2
-	VPACKUSDW Y2, Y6, Y6
-	VPERMQ    $0xd8, Y6, Y6
-	VMOVNTDQ  Y6, (CX)(R8*2)
-	VPSRLD    $0x10, Y4, Y2
-	VPAND     avx2bfone<>+0(SB), Y2, Y2
-	VPADDD    avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD    Y4, Y2, Y2
-	VPSRLD    $0x10, Y2, Y2
-	VCMPPS    $0x03, Y4, Y4, Y3
-	VBLENDVPS Y3, avx2bfnanlow<>+0(SB), Y2, Y2
-	VPSRLD    $0x10, Y5, Y3
-	VPAND     avx2bfone<>+0(SB), Y3, Y3
-	VPADDD    avx2bfbias<>+0(SB), Y3, Y3
-	VPADDD    Y5, Y3, Y3
-	VPSRLD    $0x10, Y3, Y3
-	VCMPPS    $0x03, Y5, Y5, Y4
-	VBLENDVPS Y4, avx2bfnanlow<>+0(SB), Y3, Y3
-	VPACKUSDW Y3, Y2, Y2
-	VPERMQ    $0xd8, Y2, Y2
-	VMOVNTDQ  Y2, 32(CX)(R8*2)
-	ADDQ      $0x00000020, R8
-	JMP       scalentloop
+	VPACKUSDW Y6, Y5, Y5
 
-offset46:
-	VMOVUPS (SI)(R8*4), Y6
-	VADDPS  Y0, Y6, Y6
-	VMULPS  Y6, Y2, Y2
-	VMOVUPS 32(SI)(R8*4), Y6
-	VADDPS  Y0, Y6, Y6
-	VMULPS  Y6, Y3, Y3
-	VMOVUPS 64(SI)(R8*4), Y6
-	VADDPS  Y0, Y6, Y6
-	VMULPS  Y6, Y4, Y4
-	VMOVUPS 96(SI)(R8*4), Y6
-	VADDPS  Y0, Y6, Y6
-	VMULPS  Y6, Y5, Y5
-	JMP     weighed47
+bf16packed68:
+	VPERMQ   $0xd8, Y5, Y5
+	VMOVNTDQ Y5, 32(CX)(R8*2)
+	ADDQ     $0x00000020, R8
+	JMP      scalentloopiter60
+
+offset62:
+	VMOVUPS (SI)(R8*4), Y10
+	VADDPS  Y0, Y10, Y10
+	VMULPS  Y10, Y5, Y5
+	VMOVUPS 32(SI)(R8*4), Y10
+	VADDPS  Y0, Y10, Y10
+	VMULPS  Y10, Y6, Y6
+	VMOVUPS 64(SI)(R8*4), Y10
+	VADDPS  Y0, Y10, Y10
+	VMULPS  Y10, Y7, Y7
+	VMOVUPS 96(SI)(R8*4), Y10
+	VADDPS  Y0, Y10, Y10
+	VMULPS  Y10, Y9, Y9
+	JMP     weighed63
 
 scaletail:
 	ADDQ $0x00000018, R9
@@ -25570,7 +25958,7 @@ scaleone:
 	VSUBPS    Y8, Y2, Y2
 	VMULPS    Y1, Y2, Y2
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn49
+	JZ        notrn69
 	VPSRLD    $0x10, Y2, Y3
 	VPAND     avx2bfone<>+0(SB), Y3, Y3
 	VPADDD    avx2bfbias<>+0(SB), Y3, Y3
@@ -25579,20 +25967,20 @@ scaleone:
 	VCMPPS    $0x03, Y2, Y2, Y2
 	VBLENDVPS Y2, avx2bfnanhigh<>+0(SB), Y3, Y2
 
-notrn49:
+notrn69:
 	TESTQ   SI, SI
-	JZ      noweight50
+	JZ      noweight70
 	VMOVUPS (SI)(R8*4), Y3
 	VADDPS  Y0, Y3, Y3
 	VMULPS  Y3, Y2, Y2
 
-noweight50:
+noweight70:
 	MOVQ   job_bias+0(AX), R10
 	TESTQ  R10, R10
-	JZ     nobias51
+	JZ     nobias71
 	VADDPS (R10)(R8*4), Y2, Y2
 
-nobias51:
+nobias71:
 	VPSRLD       $0x10, Y2, Y3
 	VPAND        avx2bfone<>+0(SB), Y3, Y3
 	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
@@ -25619,91 +26007,91 @@ partout:
 	XORQ R13, R13
 	SUBQ $0x00000010, R14
 
-copyvec52:
+copyvec72:
 	CMPQ    R13, R14
-	JG      copyone53
+	JG      copyone73
 	VMOVUPS (R11)(R13*2), Y2
 	VMOVUPS Y2, (R12)(R13*2)
 	ADDQ    $0x00000010, R13
-	JMP     copyvec52
+	JMP     copyvec72
 
-copyone53:
+copyone73:
 	ADDQ $0x00000010, R14
 
-copyloop55:
+copyloop75:
 	CMPQ R13, R14
-	JGE  copied54
+	JGE  copied74
 	MOVW (R11)(R13*2), R15
 	MOVW R15, (R12)(R13*2)
 	INCQ R13
-	JMP  copyloop55
+	JMP  copyloop75
 
-copied54:
+copied74:
 	TESTQ SI, SI
-	JZ    nowcopy56
+	JZ    nowcopy76
 	LEAQ  (SI)(R8*4), R11
 	LEAQ  160(SP), R12
 	MOVQ  R10, R14
 	XORQ  R13, R13
 	SUBQ  $0x00000008, R14
 
-copyvec57:
+copyvec77:
 	CMPQ    R13, R14
-	JG      copyone58
+	JG      copyone78
 	VMOVUPS (R11)(R13*4), Y2
 	VMOVUPS Y2, (R12)(R13*4)
 	ADDQ    $0x00000008, R13
-	JMP     copyvec57
+	JMP     copyvec77
 
-copyone58:
+copyone78:
 	ADDQ $0x00000008, R14
 
-copyloop60:
+copyloop80:
 	CMPQ R13, R14
-	JGE  copied59
+	JGE  copied79
 	MOVL (R11)(R13*4), R15
 	MOVL R15, (R12)(R13*4)
 	INCQ R13
-	JMP  copyloop60
+	JMP  copyloop80
 
-copied59:
-nowcopy56:
+copied79:
+nowcopy76:
 	MOVQ  job_bias+0(AX), R11
 	TESTQ R11, R11
-	JZ    nobiascopy61
+	JZ    nobiascopy81
 	LEAQ  (R11)(R8*4), R11
 	LEAQ  224(SP), R12
 	MOVQ  R10, R14
 	XORQ  R13, R13
 	SUBQ  $0x00000008, R14
 
-copyvec62:
+copyvec82:
 	CMPQ    R13, R14
-	JG      copyone63
+	JG      copyone83
 	VMOVUPS (R11)(R13*4), Y2
 	VMOVUPS Y2, (R12)(R13*4)
 	ADDQ    $0x00000008, R13
-	JMP     copyvec62
+	JMP     copyvec82
 
-copyone63:
+copyone83:
 	ADDQ $0x00000008, R14
 
-copyloop65:
+copyloop85:
 	CMPQ R13, R14
-	JGE  copied64
+	JGE  copied84
 	MOVL (R11)(R13*4), R15
 	MOVL R15, (R12)(R13*4)
 	INCQ R13
-	JMP  copyloop65
+	JMP  copyloop85
 
-copied64:
-nobiascopy61:
+copied84:
+nobiascopy81:
 	VPMOVZXWD 128(SP), Y2
 	VPSLLD    $0x10, Y2, Y2
 	VSUBPS    Y8, Y2, Y2
 	VMULPS    Y2, Y1, Y2
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn66
+	JZ        notrn86
 	VPSRLD    $0x10, Y2, Y3
 	VPAND     avx2bfone<>+0(SB), Y3, Y3
 	VPADDD    avx2bfbias<>+0(SB), Y3, Y3
@@ -25712,20 +26100,20 @@ nobiascopy61:
 	VCMPPS    $0x03, Y2, Y2, Y2
 	VBLENDVPS Y2, avx2bfnanhigh<>+0(SB), Y3, Y2
 
-notrn66:
+notrn86:
 	TESTQ   SI, SI
-	JZ      noweight67
+	JZ      noweight87
 	VMOVUPS 160(SP), Y3
 	VADDPS  Y0, Y3, Y3
 	VMULPS  Y3, Y2, Y2
 
-noweight67:
+noweight87:
 	MOVQ   job_bias+0(AX), R11
 	TESTQ  R11, R11
-	JZ     nobias68
+	JZ     nobias88
 	VADDPS 224(SP), Y2, Y2
 
-nobias68:
+nobias88:
 	VPSRLD       $0x10, Y2, Y3
 	VPAND        avx2bfone<>+0(SB), Y3, Y3
 	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
@@ -25742,26 +26130,26 @@ nobias68:
 	XORQ         R13, R13
 	SUBQ         $0x00000010, R14
 
-copyvec69:
+copyvec89:
 	CMPQ    R13, R14
-	JG      copyone70
+	JG      copyone90
 	VMOVUPS (R12)(R13*2), Y2
 	VMOVUPS Y2, (R11)(R13*2)
 	ADDQ    $0x00000010, R13
-	JMP     copyvec69
+	JMP     copyvec89
 
-copyone70:
+copyone90:
 	ADDQ $0x00000010, R14
 
-copyloop72:
+copyloop92:
 	CMPQ R13, R14
-	JGE  copied71
+	JGE  copied91
 	MOVW (R12)(R13*2), R15
 	MOVW R15, (R11)(R13*2)
 	INCQ R13
-	JMP  copyloop72
+	JMP  copyloop92
 
-copied71:
+copied91:
 	ADDQ R10, R8
 	CMPQ R8, job_d+0(AX)
 	JB   scalentgo
@@ -25788,6 +26176,150 @@ vzero:
 	MOVQ 400(SP), AX
 	MOVQ AX, ret+24(FP)
 	RET
+
+bf16nan35:
+	VPSRLD    $0x10, Y5, Y10
+	VPAND     avx2bfone<>+0(SB), Y10, Y10
+	VPADDD    avx2bfbias<>+0(SB), Y10, Y10
+	VPADDD    Y5, Y10, Y10
+	VPSRLD    $0x10, Y10, Y10
+	VCMPPS    $0x03, Y5, Y5, Y5
+	VBLENDVPS Y5, avx2bfnanlow<>+0(SB), Y10, Y10
+	VPSRLD    $0x10, Y6, Y5
+	VPAND     avx2bfone<>+0(SB), Y5, Y5
+	VPADDD    avx2bfbias<>+0(SB), Y5, Y5
+	VPADDD    Y6, Y5, Y5
+	VPSRLD    $0x10, Y5, Y5
+	VCMPPS    $0x03, Y6, Y6, Y6
+	VBLENDVPS Y6, avx2bfnanlow<>+0(SB), Y5, Y5
+	VPACKUSDW Y5, Y10, Y10
+	JMP       bf16packed36
+
+bf16nan37:
+	VPSRLD    $0x10, Y7, Y5
+	VPAND     avx2bfone<>+0(SB), Y5, Y5
+	VPADDD    avx2bfbias<>+0(SB), Y5, Y5
+	VPADDD    Y7, Y5, Y5
+	VPSRLD    $0x10, Y5, Y5
+	VCMPPS    $0x03, Y7, Y7, Y6
+	VBLENDVPS Y6, avx2bfnanlow<>+0(SB), Y5, Y5
+	VPSRLD    $0x10, Y9, Y6
+	VPAND     avx2bfone<>+0(SB), Y6, Y6
+	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
+	VPADDD    Y9, Y6, Y6
+	VPSRLD    $0x10, Y6, Y6
+	VCMPPS    $0x03, Y9, Y9, Y7
+	VBLENDVPS Y7, avx2bfnanlow<>+0(SB), Y6, Y6
+	VPACKUSDW Y6, Y5, Y5
+	JMP       bf16packed38
+
+bf16nan44:
+	VPSRLD    $0x10, Y5, Y10
+	VPAND     avx2bfone<>+0(SB), Y10, Y10
+	VPADDD    avx2bfbias<>+0(SB), Y10, Y10
+	VPADDD    Y5, Y10, Y10
+	VPSRLD    $0x10, Y10, Y10
+	VCMPPS    $0x03, Y5, Y5, Y5
+	VBLENDVPS Y5, avx2bfnanlow<>+0(SB), Y10, Y10
+	VPSRLD    $0x10, Y6, Y5
+	VPAND     avx2bfone<>+0(SB), Y5, Y5
+	VPADDD    avx2bfbias<>+0(SB), Y5, Y5
+	VPADDD    Y6, Y5, Y5
+	VPSRLD    $0x10, Y5, Y5
+	VCMPPS    $0x03, Y6, Y6, Y6
+	VBLENDVPS Y6, avx2bfnanlow<>+0(SB), Y5, Y5
+	VPACKUSDW Y5, Y10, Y10
+	JMP       bf16packed45
+
+bf16nan46:
+	VPSRLD    $0x10, Y7, Y5
+	VPAND     avx2bfone<>+0(SB), Y5, Y5
+	VPADDD    avx2bfbias<>+0(SB), Y5, Y5
+	VPADDD    Y7, Y5, Y5
+	VPSRLD    $0x10, Y5, Y5
+	VCMPPS    $0x03, Y7, Y7, Y6
+	VBLENDVPS Y6, avx2bfnanlow<>+0(SB), Y5, Y5
+	VPSRLD    $0x10, Y9, Y6
+	VPAND     avx2bfone<>+0(SB), Y6, Y6
+	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
+	VPADDD    Y9, Y6, Y6
+	VPSRLD    $0x10, Y6, Y6
+	VCMPPS    $0x03, Y9, Y9, Y7
+	VBLENDVPS Y7, avx2bfnanlow<>+0(SB), Y6, Y6
+	VPACKUSDW Y6, Y5, Y5
+	JMP       bf16packed47
+
+bf16nan52:
+	VPSRLD    $0x10, Y4, Y9
+	VPAND     avx2bfone<>+0(SB), Y9, Y9
+	VPADDD    avx2bfbias<>+0(SB), Y9, Y9
+	VPADDD    Y4, Y9, Y9
+	VPSRLD    $0x10, Y9, Y9
+	VCMPPS    $0x03, Y4, Y4, Y4
+	VBLENDVPS Y4, avx2bfnanlow<>+0(SB), Y9, Y9
+	VPSRLD    $0x10, Y5, Y4
+	VPAND     avx2bfone<>+0(SB), Y4, Y4
+	VPADDD    avx2bfbias<>+0(SB), Y4, Y4
+	VPADDD    Y5, Y4, Y4
+	VPSRLD    $0x10, Y4, Y4
+	VCMPPS    $0x03, Y5, Y5, Y5
+	VBLENDVPS Y5, avx2bfnanlow<>+0(SB), Y4, Y4
+	VPACKUSDW Y4, Y9, Y9
+	JMP       bf16packed53
+
+bf16nan54:
+	VPSRLD    $0x10, Y6, Y4
+	VPAND     avx2bfone<>+0(SB), Y4, Y4
+	VPADDD    avx2bfbias<>+0(SB), Y4, Y4
+	VPADDD    Y6, Y4, Y4
+	VPSRLD    $0x10, Y4, Y4
+	VCMPPS    $0x03, Y6, Y6, Y5
+	VBLENDVPS Y5, avx2bfnanlow<>+0(SB), Y4, Y4
+	VPSRLD    $0x10, Y7, Y5
+	VPAND     avx2bfone<>+0(SB), Y5, Y5
+	VPADDD    avx2bfbias<>+0(SB), Y5, Y5
+	VPADDD    Y7, Y5, Y5
+	VPSRLD    $0x10, Y5, Y5
+	VCMPPS    $0x03, Y7, Y7, Y6
+	VBLENDVPS Y6, avx2bfnanlow<>+0(SB), Y5, Y5
+	VPACKUSDW Y5, Y4, Y4
+	JMP       bf16packed55
+
+bf16nan65:
+	VPSRLD    $0x10, Y5, Y10
+	VPAND     avx2bfone<>+0(SB), Y10, Y10
+	VPADDD    avx2bfbias<>+0(SB), Y10, Y10
+	VPADDD    Y5, Y10, Y10
+	VPSRLD    $0x10, Y10, Y10
+	VCMPPS    $0x03, Y5, Y5, Y5
+	VBLENDVPS Y5, avx2bfnanlow<>+0(SB), Y10, Y10
+	VPSRLD    $0x10, Y6, Y5
+	VPAND     avx2bfone<>+0(SB), Y5, Y5
+	VPADDD    avx2bfbias<>+0(SB), Y5, Y5
+	VPADDD    Y6, Y5, Y5
+	VPSRLD    $0x10, Y5, Y5
+	VCMPPS    $0x03, Y6, Y6, Y6
+	VBLENDVPS Y6, avx2bfnanlow<>+0(SB), Y5, Y5
+	VPACKUSDW Y5, Y10, Y10
+	JMP       bf16packed66
+
+bf16nan67:
+	VPSRLD    $0x10, Y7, Y5
+	VPAND     avx2bfone<>+0(SB), Y5, Y5
+	VPADDD    avx2bfbias<>+0(SB), Y5, Y5
+	VPADDD    Y7, Y5, Y5
+	VPSRLD    $0x10, Y5, Y5
+	VCMPPS    $0x03, Y7, Y7, Y6
+	VBLENDVPS Y6, avx2bfnanlow<>+0(SB), Y5, Y5
+	VPSRLD    $0x10, Y9, Y6
+	VPAND     avx2bfone<>+0(SB), Y6, Y6
+	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
+	VPADDD    Y9, Y6, Y6
+	VPSRLD    $0x10, Y6, Y6
+	VCMPPS    $0x03, Y9, Y9, Y7
+	VBLENDVPS Y7, avx2bfnanlow<>+0(SB), Y6, Y6
+	VPACKUSDW Y6, Y5, Y5
+	JMP       bf16packed68
 
 // func avx2ForwardLayerF16(j uintptr, from int, to int) int
 // Requires: AVX, AVX2, F16C, MMX+
@@ -27798,568 +28330,570 @@ scalebody:
 
 weightadd26:
 	// y = (src*inv)*w, rounded after each multiply.
-	XORQ  R8, R8
-	MOVQ  job_d+0(AX), R9
-	SUBQ  $0x00000020, R9
-	TESTL $0x00000002, job_flags+0(AX)
-	JNZ   scalepf
-	TESTQ SI, SI
-	JZ    scaleloopnoweight
-	TESTL $0x00000010, job_flags+0(AX)
-	JNZ   scaleloopoffset
+	XORQ    R8, R8
+	MOVQ    job_d+0(AX), R9
+	SUBQ    $0x00000020, R9
+	TESTL   $0x00000002, job_flags+0(AX)
+	JNZ     scalepf
+	TESTQ   SI, SI
+	JZ      scaleloopnoweight
+	TESTL   $0x00000010, job_flags+0(AX)
+	JNZ     scaleloopoffset
+	VMOVDQU avx2bfone<>+0(SB), Y2
+	VMOVDQU avx2bfbias<>+0(SB), Y3
+	VMOVDQU avx2bfhigh<>+0(SB), Y4
 
-	PCALIGN $32
-scaleloop:
-	CMPQ      R8, R9
-	JG        scaletail
-	VMOVUPS   (DX)(R8*4), Y2
-	VSUBPS    Y8, Y2, Y2
-	VMULPS    Y1, Y2, Y2
-	VMOVUPS   32(DX)(R8*4), Y3
-	VSUBPS    Y8, Y3, Y3
-	VMULPS    Y1, Y3, Y3
-	VMOVUPS   64(DX)(R8*4), Y4
-	VSUBPS    Y8, Y4, Y4
-	VMULPS    Y1, Y4, Y4
-	VMOVUPS   96(DX)(R8*4), Y5
-	VSUBPS    Y8, Y5, Y5
-	VMULPS    Y1, Y5, Y5
-	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn27
-	VPSRLD    $0x10, Y2, Y6
-	VPAND     avx2bfone<>+0(SB), Y6, Y6
-	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
-	VPADDD    Y2, Y6, Y6
-	VPAND     avx2bfhigh<>+0(SB), Y6, Y6
-	VCMPPS    $0x03, Y2, Y2, Y2
-	VBLENDVPS Y2, avx2bfnanhigh<>+0(SB), Y6, Y2
-	VPSRLD    $0x10, Y3, Y6
-	VPAND     avx2bfone<>+0(SB), Y6, Y6
-	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
-	VPADDD    Y3, Y6, Y6
-	VPAND     avx2bfhigh<>+0(SB), Y6, Y6
-	VCMPPS    $0x03, Y3, Y3, Y3
-	VBLENDVPS Y3, avx2bfnanhigh<>+0(SB), Y6, Y3
-	VPSRLD    $0x10, Y4, Y6
-	VPAND     avx2bfone<>+0(SB), Y6, Y6
-	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
-	VPADDD    Y4, Y6, Y6
-	VPAND     avx2bfhigh<>+0(SB), Y6, Y6
-	VCMPPS    $0x03, Y4, Y4, Y4
-	VBLENDVPS Y4, avx2bfnanhigh<>+0(SB), Y6, Y4
-	VPSRLD    $0x10, Y5, Y6
-	VPAND     avx2bfone<>+0(SB), Y6, Y6
-	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
-	VPADDD    Y5, Y6, Y6
-	VPAND     avx2bfhigh<>+0(SB), Y6, Y6
-	VCMPPS    $0x03, Y5, Y5, Y5
-	VBLENDVPS Y5, avx2bfnanhigh<>+0(SB), Y6, Y5
+scaleloopiter27:
+	CMPQ    R8, R9
+	JG      scaletail
+	VMOVUPS (DX)(R8*4), Y5
+	VSUBPS  Y8, Y5, Y5
+	VMULPS  Y1, Y5, Y5
+	VMOVUPS 32(DX)(R8*4), Y6
+	VSUBPS  Y8, Y6, Y6
+	VMULPS  Y1, Y6, Y6
+	VMOVUPS 64(DX)(R8*4), Y7
+	VSUBPS  Y8, Y7, Y7
+	VMULPS  Y1, Y7, Y7
+	VMOVUPS 96(DX)(R8*4), Y9
+	VSUBPS  Y8, Y9, Y9
+	VMULPS  Y1, Y9, Y9
+	TESTL   $0x00000008, job_flags+0(AX)
+	JZ      notrn28
+	VPSRLD  $0x10, Y5, Y10
+	VPAND   Y2, Y10, Y10
+	VPADDD  Y3, Y10, Y10
+	VPADDD  Y5, Y10, Y10
+	VPAND   Y4, Y10, Y5
+	VPSRLD  $0x10, Y6, Y10
+	VPAND   Y2, Y10, Y10
+	VPADDD  Y3, Y10, Y10
+	VPADDD  Y6, Y10, Y10
+	VPAND   Y4, Y10, Y6
+	VPSRLD  $0x10, Y7, Y10
+	VPAND   Y2, Y10, Y10
+	VPADDD  Y3, Y10, Y10
+	VPADDD  Y7, Y10, Y10
+	VPAND   Y4, Y10, Y7
+	VPSRLD  $0x10, Y9, Y10
+	VPAND   Y2, Y10, Y10
+	VPADDD  Y3, Y10, Y10
+	VPADDD  Y9, Y10, Y10
+	VPAND   Y4, Y10, Y9
 
-notrn27:
-	VMULPS (SI)(R8*4), Y2, Y2
-	VMULPS 32(SI)(R8*4), Y3, Y3
-	VMULPS 64(SI)(R8*4), Y4, Y4
-	VMULPS 96(SI)(R8*4), Y5, Y5
+notrn28:
+	VMULPS (SI)(R8*4), Y5, Y5
+	VMULPS 32(SI)(R8*4), Y6, Y6
+	VMULPS 64(SI)(R8*4), Y7, Y7
+	VMULPS 96(SI)(R8*4), Y9, Y9
 	MOVQ   job_bias+0(AX), R10
 	TESTQ  R10, R10
-	JZ     nobias28
-	VADDPS (R10)(R8*4), Y2, Y2
-	VADDPS 32(R10)(R8*4), Y3, Y3
-	VADDPS 64(R10)(R8*4), Y4, Y4
-	VADDPS 96(R10)(R8*4), Y5, Y5
+	JZ     nobias29
+	VADDPS (R10)(R8*4), Y5, Y5
+	VADDPS 32(R10)(R8*4), Y6, Y6
+	VADDPS 64(R10)(R8*4), Y7, Y7
+	VADDPS 96(R10)(R8*4), Y9, Y9
 
-nobias28:
-	VPSRLD    $0x10, Y2, Y6
-	VPAND     avx2bfone<>+0(SB), Y6, Y6
-	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
-	VPADDD    Y2, Y6, Y6
+nobias29:
+	VCMPPS    $0x03, Y6, Y5, Y10
+	VPTEST    Y10, Y10
+	JNZ       bf16nan30
+	VPSRLD    $0x10, Y5, Y10
+	VPAND     Y2, Y10, Y10
+	VPADDD    Y3, Y10, Y10
+	VPADDD    Y5, Y10, Y10
+	VPSRLD    $0x10, Y10, Y10
+	VPSRLD    $0x10, Y6, Y5
+	VPAND     Y2, Y5, Y5
+	VPADDD    Y3, Y5, Y5
+	VPADDD    Y6, Y5, Y5
+	VPSRLD    $0x10, Y5, Y5
+	VPACKUSDW Y5, Y10, Y10
+
+bf16packed31:
+	VPERMQ    $0xd8, Y10, Y10
+	VMOVDQU   Y10, (CX)(R8*2)
+	VCMPPS    $0x03, Y9, Y7, Y5
+	VPTEST    Y5, Y5
+	JNZ       bf16nan32
+	VPSRLD    $0x10, Y7, Y5
+	VPAND     Y2, Y5, Y5
+	VPADDD    Y3, Y5, Y5
+	VPADDD    Y7, Y5, Y5
+	VPSRLD    $0x10, Y5, Y5
+	VPSRLD    $0x10, Y9, Y6
+	VPAND     Y2, Y6, Y6
+	VPADDD    Y3, Y6, Y6
+	VPADDD    Y9, Y6, Y6
 	VPSRLD    $0x10, Y6, Y6
-	VCMPPS    $0x03, Y2, Y2, Y2
-	VBLENDVPS Y2, avx2bfnanlow<>+0(SB), Y6, Y6
-	VPSRLD    $0x10, Y3, Y2
-	VPAND     avx2bfone<>+0(SB), Y2, Y2
-	VPADDD    avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD    Y3, Y2, Y2
-	VPSRLD    $0x10, Y2, Y2
-	VCMPPS    $0x03, Y3, Y3, Y3
-	VBLENDVPS Y3, avx2bfnanlow<>+0(SB), Y2, Y2
-	VPACKUSDW Y2, Y6, Y6
-	VPERMQ    $0xd8, Y6, Y6
-	VMOVDQU   Y6, (CX)(R8*2)
-	VPSRLD    $0x10, Y4, Y2
-	VPAND     avx2bfone<>+0(SB), Y2, Y2
-	VPADDD    avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD    Y4, Y2, Y2
-	VPSRLD    $0x10, Y2, Y2
-	VCMPPS    $0x03, Y4, Y4, Y3
-	VBLENDVPS Y3, avx2bfnanlow<>+0(SB), Y2, Y2
-	VPSRLD    $0x10, Y5, Y3
-	VPAND     avx2bfone<>+0(SB), Y3, Y3
-	VPADDD    avx2bfbias<>+0(SB), Y3, Y3
-	VPADDD    Y5, Y3, Y3
-	VPSRLD    $0x10, Y3, Y3
-	VCMPPS    $0x03, Y5, Y5, Y4
-	VBLENDVPS Y4, avx2bfnanlow<>+0(SB), Y3, Y3
-	VPACKUSDW Y3, Y2, Y2
-	VPERMQ    $0xd8, Y2, Y2
-	VMOVDQU   Y2, 32(CX)(R8*2)
-	ADDQ      $0x00000020, R8
-	JMP       scaleloop
+	VPACKUSDW Y6, Y5, Y5
+
+bf16packed33:
+	VPERMQ  $0xd8, Y5, Y5
+	VMOVDQU Y5, 32(CX)(R8*2)
+	ADDQ    $0x00000020, R8
+	JMP     scaleloopiter27
 
 	PCALIGN $32
 scaleloopoffset:
-	CMPQ      R8, R9
-	JG        scaletail
-	VMOVUPS   (DX)(R8*4), Y2
-	VSUBPS    Y8, Y2, Y2
-	VMULPS    Y1, Y2, Y2
-	VMOVUPS   32(DX)(R8*4), Y3
-	VSUBPS    Y8, Y3, Y3
-	VMULPS    Y1, Y3, Y3
-	VMOVUPS   64(DX)(R8*4), Y4
-	VSUBPS    Y8, Y4, Y4
-	VMULPS    Y1, Y4, Y4
-	VMOVUPS   96(DX)(R8*4), Y5
-	VSUBPS    Y8, Y5, Y5
-	VMULPS    Y1, Y5, Y5
-	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn29
-	VPSRLD    $0x10, Y2, Y6
-	VPAND     avx2bfone<>+0(SB), Y6, Y6
-	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
-	VPADDD    Y2, Y6, Y6
-	VPAND     avx2bfhigh<>+0(SB), Y6, Y6
-	VCMPPS    $0x03, Y2, Y2, Y2
-	VBLENDVPS Y2, avx2bfnanhigh<>+0(SB), Y6, Y2
-	VPSRLD    $0x10, Y3, Y6
-	VPAND     avx2bfone<>+0(SB), Y6, Y6
-	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
-	VPADDD    Y3, Y6, Y6
-	VPAND     avx2bfhigh<>+0(SB), Y6, Y6
-	VCMPPS    $0x03, Y3, Y3, Y3
-	VBLENDVPS Y3, avx2bfnanhigh<>+0(SB), Y6, Y3
-	VPSRLD    $0x10, Y4, Y6
-	VPAND     avx2bfone<>+0(SB), Y6, Y6
-	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
-	VPADDD    Y4, Y6, Y6
-	VPAND     avx2bfhigh<>+0(SB), Y6, Y6
-	VCMPPS    $0x03, Y4, Y4, Y4
-	VBLENDVPS Y4, avx2bfnanhigh<>+0(SB), Y6, Y4
-	VPSRLD    $0x10, Y5, Y6
-	VPAND     avx2bfone<>+0(SB), Y6, Y6
-	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
-	VPADDD    Y5, Y6, Y6
-	VPAND     avx2bfhigh<>+0(SB), Y6, Y6
-	VCMPPS    $0x03, Y5, Y5, Y5
-	VBLENDVPS Y5, avx2bfnanhigh<>+0(SB), Y6, Y5
+	VMOVDQU avx2bfone<>+0(SB), Y2
+	VMOVDQU avx2bfbias<>+0(SB), Y3
+	VMOVDQU avx2bfhigh<>+0(SB), Y4
 
-notrn29:
-	VMOVUPS (SI)(R8*4), Y6
-	VADDPS  Y0, Y6, Y6
-	VMULPS  Y6, Y2, Y2
-	VMOVUPS 32(SI)(R8*4), Y6
-	VADDPS  Y0, Y6, Y6
-	VMULPS  Y6, Y3, Y3
-	VMOVUPS 64(SI)(R8*4), Y6
-	VADDPS  Y0, Y6, Y6
-	VMULPS  Y6, Y4, Y4
-	VMOVUPS 96(SI)(R8*4), Y6
-	VADDPS  Y0, Y6, Y6
-	VMULPS  Y6, Y5, Y5
+scaleloopoffsetiter34:
+	CMPQ    R8, R9
+	JG      scaletail
+	VMOVUPS (DX)(R8*4), Y5
+	VSUBPS  Y8, Y5, Y5
+	VMULPS  Y1, Y5, Y5
+	VMOVUPS 32(DX)(R8*4), Y6
+	VSUBPS  Y8, Y6, Y6
+	VMULPS  Y1, Y6, Y6
+	VMOVUPS 64(DX)(R8*4), Y7
+	VSUBPS  Y8, Y7, Y7
+	VMULPS  Y1, Y7, Y7
+	VMOVUPS 96(DX)(R8*4), Y9
+	VSUBPS  Y8, Y9, Y9
+	VMULPS  Y1, Y9, Y9
+	TESTL   $0x00000008, job_flags+0(AX)
+	JZ      notrn35
+	VPSRLD  $0x10, Y5, Y10
+	VPAND   Y2, Y10, Y10
+	VPADDD  Y3, Y10, Y10
+	VPADDD  Y5, Y10, Y10
+	VPAND   Y4, Y10, Y5
+	VPSRLD  $0x10, Y6, Y10
+	VPAND   Y2, Y10, Y10
+	VPADDD  Y3, Y10, Y10
+	VPADDD  Y6, Y10, Y10
+	VPAND   Y4, Y10, Y6
+	VPSRLD  $0x10, Y7, Y10
+	VPAND   Y2, Y10, Y10
+	VPADDD  Y3, Y10, Y10
+	VPADDD  Y7, Y10, Y10
+	VPAND   Y4, Y10, Y7
+	VPSRLD  $0x10, Y9, Y10
+	VPAND   Y2, Y10, Y10
+	VPADDD  Y3, Y10, Y10
+	VPADDD  Y9, Y10, Y10
+	VPAND   Y4, Y10, Y9
+
+notrn35:
+	VMOVUPS (SI)(R8*4), Y10
+	VADDPS  Y0, Y10, Y10
+	VMULPS  Y10, Y5, Y5
+	VMOVUPS 32(SI)(R8*4), Y10
+	VADDPS  Y0, Y10, Y10
+	VMULPS  Y10, Y6, Y6
+	VMOVUPS 64(SI)(R8*4), Y10
+	VADDPS  Y0, Y10, Y10
+	VMULPS  Y10, Y7, Y7
+	VMOVUPS 96(SI)(R8*4), Y10
+	VADDPS  Y0, Y10, Y10
+	VMULPS  Y10, Y9, Y9
 	MOVQ    job_bias+0(AX), R10
 	TESTQ   R10, R10
-	JZ      nobias30
-	VADDPS  (R10)(R8*4), Y2, Y2
-	VADDPS  32(R10)(R8*4), Y3, Y3
-	VADDPS  64(R10)(R8*4), Y4, Y4
-	VADDPS  96(R10)(R8*4), Y5, Y5
+	JZ      nobias36
+	VADDPS  (R10)(R8*4), Y5, Y5
+	VADDPS  32(R10)(R8*4), Y6, Y6
+	VADDPS  64(R10)(R8*4), Y7, Y7
+	VADDPS  96(R10)(R8*4), Y9, Y9
 
-nobias30:
-	VPSRLD    $0x10, Y2, Y6
-	VPAND     avx2bfone<>+0(SB), Y6, Y6
-	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
-	VPADDD    Y2, Y6, Y6
+nobias36:
+	VCMPPS    $0x03, Y6, Y5, Y10
+	VPTEST    Y10, Y10
+	JNZ       bf16nan37
+	VPSRLD    $0x10, Y5, Y10
+	VPAND     Y2, Y10, Y10
+	VPADDD    Y3, Y10, Y10
+	VPADDD    Y5, Y10, Y10
+	VPSRLD    $0x10, Y10, Y10
+	VPSRLD    $0x10, Y6, Y5
+	VPAND     Y2, Y5, Y5
+	VPADDD    Y3, Y5, Y5
+	VPADDD    Y6, Y5, Y5
+	VPSRLD    $0x10, Y5, Y5
+	VPACKUSDW Y5, Y10, Y10
+
+bf16packed38:
+	VPERMQ    $0xd8, Y10, Y10
+	VMOVDQU   Y10, (CX)(R8*2)
+	VCMPPS    $0x03, Y9, Y7, Y5
+	VPTEST    Y5, Y5
+	JNZ       bf16nan39
+	VPSRLD    $0x10, Y7, Y5
+	VPAND     Y2, Y5, Y5
+	VPADDD    Y3, Y5, Y5
+	VPADDD    Y7, Y5, Y5
+	VPSRLD    $0x10, Y5, Y5
+	VPSRLD    $0x10, Y9, Y6
+	VPAND     Y2, Y6, Y6
+	VPADDD    Y3, Y6, Y6
+	VPADDD    Y9, Y6, Y6
 	VPSRLD    $0x10, Y6, Y6
-	VCMPPS    $0x03, Y2, Y2, Y2
-	VBLENDVPS Y2, avx2bfnanlow<>+0(SB), Y6, Y6
-	VPSRLD    $0x10, Y3, Y2
-	VPAND     avx2bfone<>+0(SB), Y2, Y2
-	VPADDD    avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD    Y3, Y2, Y2
-	VPSRLD    $0x10, Y2, Y2
-	VCMPPS    $0x03, Y3, Y3, Y3
-	VBLENDVPS Y3, avx2bfnanlow<>+0(SB), Y2, Y2
-	VPACKUSDW Y2, Y6, Y6
-	VPERMQ    $0xd8, Y6, Y6
-	VMOVDQU   Y6, (CX)(R8*2)
-	VPSRLD    $0x10, Y4, Y2
-	VPAND     avx2bfone<>+0(SB), Y2, Y2
-	VPADDD    avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD    Y4, Y2, Y2
-	VPSRLD    $0x10, Y2, Y2
-	VCMPPS    $0x03, Y4, Y4, Y3
-	VBLENDVPS Y3, avx2bfnanlow<>+0(SB), Y2, Y2
-	VPSRLD    $0x10, Y5, Y3
-	VPAND     avx2bfone<>+0(SB), Y3, Y3
-	VPADDD    avx2bfbias<>+0(SB), Y3, Y3
-	VPADDD    Y5, Y3, Y3
-	VPSRLD    $0x10, Y3, Y3
-	VCMPPS    $0x03, Y5, Y5, Y4
-	VBLENDVPS Y4, avx2bfnanlow<>+0(SB), Y3, Y3
-	VPACKUSDW Y3, Y2, Y2
-	VPERMQ    $0xd8, Y2, Y2
-	VMOVDQU   Y2, 32(CX)(R8*2)
-	ADDQ      $0x00000020, R8
-	JMP       scaleloopoffset
+	VPACKUSDW Y6, Y5, Y5
+
+bf16packed40:
+	VPERMQ  $0xd8, Y5, Y5
+	VMOVDQU Y5, 32(CX)(R8*2)
+	ADDQ    $0x00000020, R8
+	JMP     scaleloopoffsetiter34
 
 	PCALIGN $32
 scaleloopnoweight:
+	VMOVDQU avx2bfone<>+0(SB), Y2
+	VMOVDQU avx2bfbias<>+0(SB), Y3
+
+scaleloopnoweightiter41:
 	CMPQ    R8, R9
 	JG      scaletail
-	VMOVUPS (DX)(R8*4), Y2
-	VSUBPS  Y8, Y2, Y2
-	VMULPS  Y1, Y2, Y2
-	VMOVUPS 32(DX)(R8*4), Y3
-	VSUBPS  Y8, Y3, Y3
-	VMULPS  Y1, Y3, Y3
-	VMOVUPS 64(DX)(R8*4), Y4
+	VMOVUPS (DX)(R8*4), Y4
 	VSUBPS  Y8, Y4, Y4
 	VMULPS  Y1, Y4, Y4
-	VMOVUPS 96(DX)(R8*4), Y5
+	VMOVUPS 32(DX)(R8*4), Y5
 	VSUBPS  Y8, Y5, Y5
 	VMULPS  Y1, Y5, Y5
+	VMOVUPS 64(DX)(R8*4), Y6
+	VSUBPS  Y8, Y6, Y6
+	VMULPS  Y1, Y6, Y6
+	VMOVUPS 96(DX)(R8*4), Y7
+	VSUBPS  Y8, Y7, Y7
+	VMULPS  Y1, Y7, Y7
 	MOVQ    job_bias+0(AX), R10
 	TESTQ   R10, R10
-	JZ      nobias31
-	VADDPS  (R10)(R8*4), Y2, Y2
-	VADDPS  32(R10)(R8*4), Y3, Y3
-	VADDPS  64(R10)(R8*4), Y4, Y4
-	VADDPS  96(R10)(R8*4), Y5, Y5
+	JZ      nobias42
+	VADDPS  (R10)(R8*4), Y4, Y4
+	VADDPS  32(R10)(R8*4), Y5, Y5
+	VADDPS  64(R10)(R8*4), Y6, Y6
+	VADDPS  96(R10)(R8*4), Y7, Y7
 
-nobias31:
-	VPSRLD    $0x10, Y2, Y6
-	VPAND     avx2bfone<>+0(SB), Y6, Y6
-	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
-	VPADDD    Y2, Y6, Y6
-	VPSRLD    $0x10, Y6, Y6
-	VCMPPS    $0x03, Y2, Y2, Y2
-	VBLENDVPS Y2, avx2bfnanlow<>+0(SB), Y6, Y6
-	VPSRLD    $0x10, Y3, Y2
-	VPAND     avx2bfone<>+0(SB), Y2, Y2
-	VPADDD    avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD    Y3, Y2, Y2
-	VPSRLD    $0x10, Y2, Y2
-	VCMPPS    $0x03, Y3, Y3, Y3
-	VBLENDVPS Y3, avx2bfnanlow<>+0(SB), Y2, Y2
-	VPACKUSDW Y2, Y6, Y6
-	VPERMQ    $0xd8, Y6, Y6
-	VMOVDQU   Y6, (CX)(R8*2)
-	VPSRLD    $0x10, Y4, Y2
-	VPAND     avx2bfone<>+0(SB), Y2, Y2
-	VPADDD    avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD    Y4, Y2, Y2
-	VPSRLD    $0x10, Y2, Y2
-	VCMPPS    $0x03, Y4, Y4, Y3
-	VBLENDVPS Y3, avx2bfnanlow<>+0(SB), Y2, Y2
-	VPSRLD    $0x10, Y5, Y3
-	VPAND     avx2bfone<>+0(SB), Y3, Y3
-	VPADDD    avx2bfbias<>+0(SB), Y3, Y3
-	VPADDD    Y5, Y3, Y3
-	VPSRLD    $0x10, Y3, Y3
-	VCMPPS    $0x03, Y5, Y5, Y4
-	VBLENDVPS Y4, avx2bfnanlow<>+0(SB), Y3, Y3
-	VPACKUSDW Y3, Y2, Y2
-	VPERMQ    $0xd8, Y2, Y2
-	VMOVDQU   Y2, 32(CX)(R8*2)
-	ADDQ      $0x00000020, R8
-	JMP       scaleloopnoweight
+nobias42:
+	VCMPPS    $0x03, Y5, Y4, Y9
+	VPTEST    Y9, Y9
+	JNZ       bf16nan43
+	VPSRLD    $0x10, Y4, Y9
+	VPAND     Y2, Y9, Y9
+	VPADDD    Y3, Y9, Y9
+	VPADDD    Y4, Y9, Y9
+	VPSRLD    $0x10, Y9, Y9
+	VPSRLD    $0x10, Y5, Y4
+	VPAND     Y2, Y4, Y4
+	VPADDD    Y3, Y4, Y4
+	VPADDD    Y5, Y4, Y4
+	VPSRLD    $0x10, Y4, Y4
+	VPACKUSDW Y4, Y9, Y9
+
+bf16packed44:
+	VPERMQ    $0xd8, Y9, Y9
+	VMOVDQU   Y9, (CX)(R8*2)
+	VCMPPS    $0x03, Y7, Y6, Y4
+	VPTEST    Y4, Y4
+	JNZ       bf16nan45
+	VPSRLD    $0x10, Y6, Y4
+	VPAND     Y2, Y4, Y4
+	VPADDD    Y3, Y4, Y4
+	VPADDD    Y6, Y4, Y4
+	VPSRLD    $0x10, Y4, Y4
+	VPSRLD    $0x10, Y7, Y5
+	VPAND     Y2, Y5, Y5
+	VPADDD    Y3, Y5, Y5
+	VPADDD    Y7, Y5, Y5
+	VPSRLD    $0x10, Y5, Y5
+	VPACKUSDW Y5, Y4, Y4
+
+bf16packed46:
+	VPERMQ  $0xd8, Y4, Y4
+	VMOVDQU Y4, 32(CX)(R8*2)
+	ADDQ    $0x00000020, R8
+	JMP     scaleloopnoweightiter41
 
 scalepf:
 	MOVQ DI, R10
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows32
+	JA   longrows47
 	SHLQ $0x03, R10
 
-longrows32:
-	ADDQ  DX, R10
-	TESTL $0x00000001, job_flags+0(AX)
-	JNZ   scalent
-	TESTQ SI, SI
-	JZ    scalepfloopnoweight
-	TESTL $0x00000010, job_flags+0(AX)
-	JNZ   scalepfloopoffset
+longrows47:
+	ADDQ    DX, R10
+	TESTL   $0x00000001, job_flags+0(AX)
+	JNZ     scalent
+	TESTQ   SI, SI
+	JZ      scalepfloopnoweight
+	TESTL   $0x00000010, job_flags+0(AX)
+	JNZ     scalepfloopoffset
+	VMOVDQU avx2bfone<>+0(SB), Y2
+	VMOVDQU avx2bfbias<>+0(SB), Y3
+	VMOVDQU avx2bfhigh<>+0(SB), Y4
 
-	PCALIGN $32
-scalepfloop:
+scalepfloopiter48:
 	CMPQ       R8, R9
 	JG         scaletail
 	PREFETCHT0 (R10)(R8*4)
 	PREFETCHT0 64(R10)(R8*4)
-	VMOVUPS    (DX)(R8*4), Y2
-	VSUBPS     Y8, Y2, Y2
-	VMULPS     Y1, Y2, Y2
-	VMOVUPS    32(DX)(R8*4), Y3
-	VSUBPS     Y8, Y3, Y3
-	VMULPS     Y1, Y3, Y3
-	VMOVUPS    64(DX)(R8*4), Y4
-	VSUBPS     Y8, Y4, Y4
-	VMULPS     Y1, Y4, Y4
-	VMOVUPS    96(DX)(R8*4), Y5
+	VMOVUPS    (DX)(R8*4), Y5
 	VSUBPS     Y8, Y5, Y5
 	VMULPS     Y1, Y5, Y5
+	VMOVUPS    32(DX)(R8*4), Y6
+	VSUBPS     Y8, Y6, Y6
+	VMULPS     Y1, Y6, Y6
+	VMOVUPS    64(DX)(R8*4), Y7
+	VSUBPS     Y8, Y7, Y7
+	VMULPS     Y1, Y7, Y7
+	VMOVUPS    96(DX)(R8*4), Y9
+	VSUBPS     Y8, Y9, Y9
+	VMULPS     Y1, Y9, Y9
 	TESTL      $0x00000008, job_flags+0(AX)
-	JZ         notrn33
-	VPSRLD     $0x10, Y2, Y6
-	VPAND      avx2bfone<>+0(SB), Y6, Y6
-	VPADDD     avx2bfbias<>+0(SB), Y6, Y6
-	VPADDD     Y2, Y6, Y6
-	VPAND      avx2bfhigh<>+0(SB), Y6, Y6
-	VCMPPS     $0x03, Y2, Y2, Y2
-	VBLENDVPS  Y2, avx2bfnanhigh<>+0(SB), Y6, Y2
-	VPSRLD     $0x10, Y3, Y6
-	VPAND      avx2bfone<>+0(SB), Y6, Y6
-	VPADDD     avx2bfbias<>+0(SB), Y6, Y6
-	VPADDD     Y3, Y6, Y6
-	VPAND      avx2bfhigh<>+0(SB), Y6, Y6
-	VCMPPS     $0x03, Y3, Y3, Y3
-	VBLENDVPS  Y3, avx2bfnanhigh<>+0(SB), Y6, Y3
-	VPSRLD     $0x10, Y4, Y6
-	VPAND      avx2bfone<>+0(SB), Y6, Y6
-	VPADDD     avx2bfbias<>+0(SB), Y6, Y6
-	VPADDD     Y4, Y6, Y6
-	VPAND      avx2bfhigh<>+0(SB), Y6, Y6
-	VCMPPS     $0x03, Y4, Y4, Y4
-	VBLENDVPS  Y4, avx2bfnanhigh<>+0(SB), Y6, Y4
-	VPSRLD     $0x10, Y5, Y6
-	VPAND      avx2bfone<>+0(SB), Y6, Y6
-	VPADDD     avx2bfbias<>+0(SB), Y6, Y6
-	VPADDD     Y5, Y6, Y6
-	VPAND      avx2bfhigh<>+0(SB), Y6, Y6
-	VCMPPS     $0x03, Y5, Y5, Y5
-	VBLENDVPS  Y5, avx2bfnanhigh<>+0(SB), Y6, Y5
+	JZ         notrn49
+	VPSRLD     $0x10, Y5, Y10
+	VPAND      Y2, Y10, Y10
+	VPADDD     Y3, Y10, Y10
+	VPADDD     Y5, Y10, Y10
+	VPAND      Y4, Y10, Y5
+	VPSRLD     $0x10, Y6, Y10
+	VPAND      Y2, Y10, Y10
+	VPADDD     Y3, Y10, Y10
+	VPADDD     Y6, Y10, Y10
+	VPAND      Y4, Y10, Y6
+	VPSRLD     $0x10, Y7, Y10
+	VPAND      Y2, Y10, Y10
+	VPADDD     Y3, Y10, Y10
+	VPADDD     Y7, Y10, Y10
+	VPAND      Y4, Y10, Y7
+	VPSRLD     $0x10, Y9, Y10
+	VPAND      Y2, Y10, Y10
+	VPADDD     Y3, Y10, Y10
+	VPADDD     Y9, Y10, Y10
+	VPAND      Y4, Y10, Y9
 
-notrn33:
-	VMULPS (SI)(R8*4), Y2, Y2
-	VMULPS 32(SI)(R8*4), Y3, Y3
-	VMULPS 64(SI)(R8*4), Y4, Y4
-	VMULPS 96(SI)(R8*4), Y5, Y5
+notrn49:
+	VMULPS (SI)(R8*4), Y5, Y5
+	VMULPS 32(SI)(R8*4), Y6, Y6
+	VMULPS 64(SI)(R8*4), Y7, Y7
+	VMULPS 96(SI)(R8*4), Y9, Y9
 	MOVQ   job_bias+0(AX), R11
 	TESTQ  R11, R11
-	JZ     nobias34
-	VADDPS (R11)(R8*4), Y2, Y2
-	VADDPS 32(R11)(R8*4), Y3, Y3
-	VADDPS 64(R11)(R8*4), Y4, Y4
-	VADDPS 96(R11)(R8*4), Y5, Y5
+	JZ     nobias50
+	VADDPS (R11)(R8*4), Y5, Y5
+	VADDPS 32(R11)(R8*4), Y6, Y6
+	VADDPS 64(R11)(R8*4), Y7, Y7
+	VADDPS 96(R11)(R8*4), Y9, Y9
 
-nobias34:
-	VPSRLD    $0x10, Y2, Y6
-	VPAND     avx2bfone<>+0(SB), Y6, Y6
-	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
-	VPADDD    Y2, Y6, Y6
+nobias50:
+	VCMPPS    $0x03, Y6, Y5, Y10
+	VPTEST    Y10, Y10
+	JNZ       bf16nan51
+	VPSRLD    $0x10, Y5, Y10
+	VPAND     Y2, Y10, Y10
+	VPADDD    Y3, Y10, Y10
+	VPADDD    Y5, Y10, Y10
+	VPSRLD    $0x10, Y10, Y10
+	VPSRLD    $0x10, Y6, Y5
+	VPAND     Y2, Y5, Y5
+	VPADDD    Y3, Y5, Y5
+	VPADDD    Y6, Y5, Y5
+	VPSRLD    $0x10, Y5, Y5
+	VPACKUSDW Y5, Y10, Y10
+
+bf16packed52:
+	VPERMQ    $0xd8, Y10, Y10
+	VMOVDQU   Y10, (CX)(R8*2)
+	VCMPPS    $0x03, Y9, Y7, Y5
+	VPTEST    Y5, Y5
+	JNZ       bf16nan53
+	VPSRLD    $0x10, Y7, Y5
+	VPAND     Y2, Y5, Y5
+	VPADDD    Y3, Y5, Y5
+	VPADDD    Y7, Y5, Y5
+	VPSRLD    $0x10, Y5, Y5
+	VPSRLD    $0x10, Y9, Y6
+	VPAND     Y2, Y6, Y6
+	VPADDD    Y3, Y6, Y6
+	VPADDD    Y9, Y6, Y6
 	VPSRLD    $0x10, Y6, Y6
-	VCMPPS    $0x03, Y2, Y2, Y2
-	VBLENDVPS Y2, avx2bfnanlow<>+0(SB), Y6, Y6
-	VPSRLD    $0x10, Y3, Y2
-	VPAND     avx2bfone<>+0(SB), Y2, Y2
-	VPADDD    avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD    Y3, Y2, Y2
-	VPSRLD    $0x10, Y2, Y2
-	VCMPPS    $0x03, Y3, Y3, Y3
-	VBLENDVPS Y3, avx2bfnanlow<>+0(SB), Y2, Y2
-	VPACKUSDW Y2, Y6, Y6
-	VPERMQ    $0xd8, Y6, Y6
-	VMOVDQU   Y6, (CX)(R8*2)
-	VPSRLD    $0x10, Y4, Y2
-	VPAND     avx2bfone<>+0(SB), Y2, Y2
-	VPADDD    avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD    Y4, Y2, Y2
-	VPSRLD    $0x10, Y2, Y2
-	VCMPPS    $0x03, Y4, Y4, Y3
-	VBLENDVPS Y3, avx2bfnanlow<>+0(SB), Y2, Y2
-	VPSRLD    $0x10, Y5, Y3
-	VPAND     avx2bfone<>+0(SB), Y3, Y3
-	VPADDD    avx2bfbias<>+0(SB), Y3, Y3
-	VPADDD    Y5, Y3, Y3
-	VPSRLD    $0x10, Y3, Y3
-	VCMPPS    $0x03, Y5, Y5, Y4
-	VBLENDVPS Y4, avx2bfnanlow<>+0(SB), Y3, Y3
-	VPACKUSDW Y3, Y2, Y2
-	VPERMQ    $0xd8, Y2, Y2
-	VMOVDQU   Y2, 32(CX)(R8*2)
-	ADDQ      $0x00000020, R8
-	JMP       scalepfloop
+	VPACKUSDW Y6, Y5, Y5
+
+bf16packed54:
+	VPERMQ  $0xd8, Y5, Y5
+	VMOVDQU Y5, 32(CX)(R8*2)
+	ADDQ    $0x00000020, R8
+	JMP     scalepfloopiter48
 
 	PCALIGN $32
 scalepfloopoffset:
+	VMOVDQU avx2bfone<>+0(SB), Y2
+	VMOVDQU avx2bfbias<>+0(SB), Y3
+	VMOVDQU avx2bfhigh<>+0(SB), Y4
+
+scalepfloopoffsetiter55:
 	CMPQ       R8, R9
 	JG         scaletail
 	PREFETCHT0 (R10)(R8*4)
 	PREFETCHT0 64(R10)(R8*4)
-	VMOVUPS    (DX)(R8*4), Y2
-	VSUBPS     Y8, Y2, Y2
-	VMULPS     Y1, Y2, Y2
-	VMOVUPS    32(DX)(R8*4), Y3
-	VSUBPS     Y8, Y3, Y3
-	VMULPS     Y1, Y3, Y3
-	VMOVUPS    64(DX)(R8*4), Y4
-	VSUBPS     Y8, Y4, Y4
-	VMULPS     Y1, Y4, Y4
-	VMOVUPS    96(DX)(R8*4), Y5
+	VMOVUPS    (DX)(R8*4), Y5
 	VSUBPS     Y8, Y5, Y5
 	VMULPS     Y1, Y5, Y5
+	VMOVUPS    32(DX)(R8*4), Y6
+	VSUBPS     Y8, Y6, Y6
+	VMULPS     Y1, Y6, Y6
+	VMOVUPS    64(DX)(R8*4), Y7
+	VSUBPS     Y8, Y7, Y7
+	VMULPS     Y1, Y7, Y7
+	VMOVUPS    96(DX)(R8*4), Y9
+	VSUBPS     Y8, Y9, Y9
+	VMULPS     Y1, Y9, Y9
 	TESTL      $0x00000008, job_flags+0(AX)
-	JZ         notrn35
-	VPSRLD     $0x10, Y2, Y6
-	VPAND      avx2bfone<>+0(SB), Y6, Y6
-	VPADDD     avx2bfbias<>+0(SB), Y6, Y6
-	VPADDD     Y2, Y6, Y6
-	VPAND      avx2bfhigh<>+0(SB), Y6, Y6
-	VCMPPS     $0x03, Y2, Y2, Y2
-	VBLENDVPS  Y2, avx2bfnanhigh<>+0(SB), Y6, Y2
-	VPSRLD     $0x10, Y3, Y6
-	VPAND      avx2bfone<>+0(SB), Y6, Y6
-	VPADDD     avx2bfbias<>+0(SB), Y6, Y6
-	VPADDD     Y3, Y6, Y6
-	VPAND      avx2bfhigh<>+0(SB), Y6, Y6
-	VCMPPS     $0x03, Y3, Y3, Y3
-	VBLENDVPS  Y3, avx2bfnanhigh<>+0(SB), Y6, Y3
-	VPSRLD     $0x10, Y4, Y6
-	VPAND      avx2bfone<>+0(SB), Y6, Y6
-	VPADDD     avx2bfbias<>+0(SB), Y6, Y6
-	VPADDD     Y4, Y6, Y6
-	VPAND      avx2bfhigh<>+0(SB), Y6, Y6
-	VCMPPS     $0x03, Y4, Y4, Y4
-	VBLENDVPS  Y4, avx2bfnanhigh<>+0(SB), Y6, Y4
-	VPSRLD     $0x10, Y5, Y6
-	VPAND      avx2bfone<>+0(SB), Y6, Y6
-	VPADDD     avx2bfbias<>+0(SB), Y6, Y6
-	VPADDD     Y5, Y6, Y6
-	VPAND      avx2bfhigh<>+0(SB), Y6, Y6
-	VCMPPS     $0x03, Y5, Y5, Y5
-	VBLENDVPS  Y5, avx2bfnanhigh<>+0(SB), Y6, Y5
+	JZ         notrn56
+	VPSRLD     $0x10, Y5, Y10
+	VPAND      Y2, Y10, Y10
+	VPADDD     Y3, Y10, Y10
+	VPADDD     Y5, Y10, Y10
+	VPAND      Y4, Y10, Y5
+	VPSRLD     $0x10, Y6, Y10
+	VPAND      Y2, Y10, Y10
+	VPADDD     Y3, Y10, Y10
+	VPADDD     Y6, Y10, Y10
+	VPAND      Y4, Y10, Y6
+	VPSRLD     $0x10, Y7, Y10
+	VPAND      Y2, Y10, Y10
+	VPADDD     Y3, Y10, Y10
+	VPADDD     Y7, Y10, Y10
+	VPAND      Y4, Y10, Y7
+	VPSRLD     $0x10, Y9, Y10
+	VPAND      Y2, Y10, Y10
+	VPADDD     Y3, Y10, Y10
+	VPADDD     Y9, Y10, Y10
+	VPAND      Y4, Y10, Y9
 
-notrn35:
-	VMOVUPS (SI)(R8*4), Y6
-	VADDPS  Y0, Y6, Y6
-	VMULPS  Y6, Y2, Y2
-	VMOVUPS 32(SI)(R8*4), Y6
-	VADDPS  Y0, Y6, Y6
-	VMULPS  Y6, Y3, Y3
-	VMOVUPS 64(SI)(R8*4), Y6
-	VADDPS  Y0, Y6, Y6
-	VMULPS  Y6, Y4, Y4
-	VMOVUPS 96(SI)(R8*4), Y6
-	VADDPS  Y0, Y6, Y6
-	VMULPS  Y6, Y5, Y5
+notrn56:
+	VMOVUPS (SI)(R8*4), Y10
+	VADDPS  Y0, Y10, Y10
+	VMULPS  Y10, Y5, Y5
+	VMOVUPS 32(SI)(R8*4), Y10
+	VADDPS  Y0, Y10, Y10
+	VMULPS  Y10, Y6, Y6
+	VMOVUPS 64(SI)(R8*4), Y10
+	VADDPS  Y0, Y10, Y10
+	VMULPS  Y10, Y7, Y7
+	VMOVUPS 96(SI)(R8*4), Y10
+	VADDPS  Y0, Y10, Y10
+	VMULPS  Y10, Y9, Y9
 	MOVQ    job_bias+0(AX), R11
 	TESTQ   R11, R11
-	JZ      nobias36
-	VADDPS  (R11)(R8*4), Y2, Y2
-	VADDPS  32(R11)(R8*4), Y3, Y3
-	VADDPS  64(R11)(R8*4), Y4, Y4
-	VADDPS  96(R11)(R8*4), Y5, Y5
+	JZ      nobias57
+	VADDPS  (R11)(R8*4), Y5, Y5
+	VADDPS  32(R11)(R8*4), Y6, Y6
+	VADDPS  64(R11)(R8*4), Y7, Y7
+	VADDPS  96(R11)(R8*4), Y9, Y9
 
-nobias36:
-	VPSRLD    $0x10, Y2, Y6
-	VPAND     avx2bfone<>+0(SB), Y6, Y6
-	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
-	VPADDD    Y2, Y6, Y6
+nobias57:
+	VCMPPS    $0x03, Y6, Y5, Y10
+	VPTEST    Y10, Y10
+	JNZ       bf16nan58
+	VPSRLD    $0x10, Y5, Y10
+	VPAND     Y2, Y10, Y10
+	VPADDD    Y3, Y10, Y10
+	VPADDD    Y5, Y10, Y10
+	VPSRLD    $0x10, Y10, Y10
+	VPSRLD    $0x10, Y6, Y5
+	VPAND     Y2, Y5, Y5
+	VPADDD    Y3, Y5, Y5
+	VPADDD    Y6, Y5, Y5
+	VPSRLD    $0x10, Y5, Y5
+	VPACKUSDW Y5, Y10, Y10
+
+bf16packed59:
+	VPERMQ    $0xd8, Y10, Y10
+	VMOVDQU   Y10, (CX)(R8*2)
+	VCMPPS    $0x03, Y9, Y7, Y5
+	VPTEST    Y5, Y5
+	JNZ       bf16nan60
+	VPSRLD    $0x10, Y7, Y5
+	VPAND     Y2, Y5, Y5
+	VPADDD    Y3, Y5, Y5
+	VPADDD    Y7, Y5, Y5
+	VPSRLD    $0x10, Y5, Y5
+	VPSRLD    $0x10, Y9, Y6
+	VPAND     Y2, Y6, Y6
+	VPADDD    Y3, Y6, Y6
+	VPADDD    Y9, Y6, Y6
 	VPSRLD    $0x10, Y6, Y6
-	VCMPPS    $0x03, Y2, Y2, Y2
-	VBLENDVPS Y2, avx2bfnanlow<>+0(SB), Y6, Y6
-	VPSRLD    $0x10, Y3, Y2
-	VPAND     avx2bfone<>+0(SB), Y2, Y2
-	VPADDD    avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD    Y3, Y2, Y2
-	VPSRLD    $0x10, Y2, Y2
-	VCMPPS    $0x03, Y3, Y3, Y3
-	VBLENDVPS Y3, avx2bfnanlow<>+0(SB), Y2, Y2
-	VPACKUSDW Y2, Y6, Y6
-	VPERMQ    $0xd8, Y6, Y6
-	VMOVDQU   Y6, (CX)(R8*2)
-	VPSRLD    $0x10, Y4, Y2
-	VPAND     avx2bfone<>+0(SB), Y2, Y2
-	VPADDD    avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD    Y4, Y2, Y2
-	VPSRLD    $0x10, Y2, Y2
-	VCMPPS    $0x03, Y4, Y4, Y3
-	VBLENDVPS Y3, avx2bfnanlow<>+0(SB), Y2, Y2
-	VPSRLD    $0x10, Y5, Y3
-	VPAND     avx2bfone<>+0(SB), Y3, Y3
-	VPADDD    avx2bfbias<>+0(SB), Y3, Y3
-	VPADDD    Y5, Y3, Y3
-	VPSRLD    $0x10, Y3, Y3
-	VCMPPS    $0x03, Y5, Y5, Y4
-	VBLENDVPS Y4, avx2bfnanlow<>+0(SB), Y3, Y3
-	VPACKUSDW Y3, Y2, Y2
-	VPERMQ    $0xd8, Y2, Y2
-	VMOVDQU   Y2, 32(CX)(R8*2)
-	ADDQ      $0x00000020, R8
-	JMP       scalepfloopoffset
+	VPACKUSDW Y6, Y5, Y5
+
+bf16packed61:
+	VPERMQ  $0xd8, Y5, Y5
+	VMOVDQU Y5, 32(CX)(R8*2)
+	ADDQ    $0x00000020, R8
+	JMP     scalepfloopoffsetiter55
 
 	PCALIGN $32
 scalepfloopnoweight:
+	VMOVDQU avx2bfone<>+0(SB), Y2
+	VMOVDQU avx2bfbias<>+0(SB), Y3
+
+scalepfloopnoweightiter62:
 	CMPQ       R8, R9
 	JG         scaletail
 	PREFETCHT0 (R10)(R8*4)
 	PREFETCHT0 64(R10)(R8*4)
-	VMOVUPS    (DX)(R8*4), Y2
-	VSUBPS     Y8, Y2, Y2
-	VMULPS     Y1, Y2, Y2
-	VMOVUPS    32(DX)(R8*4), Y3
-	VSUBPS     Y8, Y3, Y3
-	VMULPS     Y1, Y3, Y3
-	VMOVUPS    64(DX)(R8*4), Y4
+	VMOVUPS    (DX)(R8*4), Y4
 	VSUBPS     Y8, Y4, Y4
 	VMULPS     Y1, Y4, Y4
-	VMOVUPS    96(DX)(R8*4), Y5
+	VMOVUPS    32(DX)(R8*4), Y5
 	VSUBPS     Y8, Y5, Y5
 	VMULPS     Y1, Y5, Y5
+	VMOVUPS    64(DX)(R8*4), Y6
+	VSUBPS     Y8, Y6, Y6
+	VMULPS     Y1, Y6, Y6
+	VMOVUPS    96(DX)(R8*4), Y7
+	VSUBPS     Y8, Y7, Y7
+	VMULPS     Y1, Y7, Y7
 	MOVQ       job_bias+0(AX), R11
 	TESTQ      R11, R11
-	JZ         nobias37
-	VADDPS     (R11)(R8*4), Y2, Y2
-	VADDPS     32(R11)(R8*4), Y3, Y3
-	VADDPS     64(R11)(R8*4), Y4, Y4
-	VADDPS     96(R11)(R8*4), Y5, Y5
+	JZ         nobias63
+	VADDPS     (R11)(R8*4), Y4, Y4
+	VADDPS     32(R11)(R8*4), Y5, Y5
+	VADDPS     64(R11)(R8*4), Y6, Y6
+	VADDPS     96(R11)(R8*4), Y7, Y7
 
-nobias37:
-	VPSRLD    $0x10, Y2, Y6
-	VPAND     avx2bfone<>+0(SB), Y6, Y6
-	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
-	VPADDD    Y2, Y6, Y6
-	VPSRLD    $0x10, Y6, Y6
-	VCMPPS    $0x03, Y2, Y2, Y2
-	VBLENDVPS Y2, avx2bfnanlow<>+0(SB), Y6, Y6
-	VPSRLD    $0x10, Y3, Y2
-	VPAND     avx2bfone<>+0(SB), Y2, Y2
-	VPADDD    avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD    Y3, Y2, Y2
-	VPSRLD    $0x10, Y2, Y2
-	VCMPPS    $0x03, Y3, Y3, Y3
-	VBLENDVPS Y3, avx2bfnanlow<>+0(SB), Y2, Y2
-	VPACKUSDW Y2, Y6, Y6
-	VPERMQ    $0xd8, Y6, Y6
-	VMOVDQU   Y6, (CX)(R8*2)
-	VPSRLD    $0x10, Y4, Y2
-	VPAND     avx2bfone<>+0(SB), Y2, Y2
-	VPADDD    avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD    Y4, Y2, Y2
-	VPSRLD    $0x10, Y2, Y2
-	VCMPPS    $0x03, Y4, Y4, Y3
-	VBLENDVPS Y3, avx2bfnanlow<>+0(SB), Y2, Y2
-	VPSRLD    $0x10, Y5, Y3
-	VPAND     avx2bfone<>+0(SB), Y3, Y3
-	VPADDD    avx2bfbias<>+0(SB), Y3, Y3
-	VPADDD    Y5, Y3, Y3
-	VPSRLD    $0x10, Y3, Y3
-	VCMPPS    $0x03, Y5, Y5, Y4
-	VBLENDVPS Y4, avx2bfnanlow<>+0(SB), Y3, Y3
-	VPACKUSDW Y3, Y2, Y2
-	VPERMQ    $0xd8, Y2, Y2
-	VMOVDQU   Y2, 32(CX)(R8*2)
-	ADDQ      $0x00000020, R8
-	JMP       scalepfloopnoweight
+nobias63:
+	VCMPPS    $0x03, Y5, Y4, Y9
+	VPTEST    Y9, Y9
+	JNZ       bf16nan64
+	VPSRLD    $0x10, Y4, Y9
+	VPAND     Y2, Y9, Y9
+	VPADDD    Y3, Y9, Y9
+	VPADDD    Y4, Y9, Y9
+	VPSRLD    $0x10, Y9, Y9
+	VPSRLD    $0x10, Y5, Y4
+	VPAND     Y2, Y4, Y4
+	VPADDD    Y3, Y4, Y4
+	VPADDD    Y5, Y4, Y4
+	VPSRLD    $0x10, Y4, Y4
+	VPACKUSDW Y4, Y9, Y9
+
+bf16packed65:
+	VPERMQ    $0xd8, Y9, Y9
+	VMOVDQU   Y9, (CX)(R8*2)
+	VCMPPS    $0x03, Y7, Y6, Y4
+	VPTEST    Y4, Y4
+	JNZ       bf16nan66
+	VPSRLD    $0x10, Y6, Y4
+	VPAND     Y2, Y4, Y4
+	VPADDD    Y3, Y4, Y4
+	VPADDD    Y6, Y4, Y4
+	VPSRLD    $0x10, Y4, Y4
+	VPSRLD    $0x10, Y7, Y5
+	VPAND     Y2, Y5, Y5
+	VPADDD    Y3, Y5, Y5
+	VPADDD    Y7, Y5, Y5
+	VPSRLD    $0x10, Y5, Y5
+	VPACKUSDW Y5, Y4, Y4
+
+bf16packed67:
+	VPERMQ  $0xd8, Y4, Y4
+	VMOVDQU Y4, 32(CX)(R8*2)
+	ADDQ    $0x00000020, R8
+	JMP     scalepfloopnoweightiter62
 
 scalent:
 	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
@@ -28379,7 +28913,7 @@ scalehead:
 	VSUBPS    Y8, Y2, Y2
 	VMULPS    Y1, Y2, Y2
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn38
+	JZ        notrn68
 	VPSRLD    $0x10, Y2, Y3
 	VPAND     avx2bfone<>+0(SB), Y3, Y3
 	VPADDD    avx2bfbias<>+0(SB), Y3, Y3
@@ -28388,20 +28922,20 @@ scalehead:
 	VCMPPS    $0x03, Y2, Y2, Y2
 	VBLENDVPS Y2, avx2bfnanhigh<>+0(SB), Y3, Y2
 
-notrn38:
+notrn68:
 	TESTQ   SI, SI
-	JZ      noweight39
+	JZ      noweight69
 	VMOVUPS (SI)(R8*4), Y3
 	VADDPS  Y0, Y3, Y3
 	VMULPS  Y3, Y2, Y2
 
-noweight39:
+noweight69:
 	MOVQ   job_bias+0(AX), R11
 	TESTQ  R11, R11
-	JZ     nobias40
+	JZ     nobias70
 	VADDPS (R11)(R8*4), Y2, Y2
 
-nobias40:
+nobias70:
 	VPSRLD       $0x10, Y2, Y3
 	VPAND        avx2bfone<>+0(SB), Y3, Y3
 	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
@@ -28422,133 +28956,129 @@ scaleheadpart:
 scalentgo:
 	MOVQ DI, R10
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows41
+	JA   longrows71
 	SHLQ $0x03, R10
 
-longrows41:
-	ADDQ DX, R10
-	MOVL job_flags+0(AX), R11
+longrows71:
+	ADDQ    DX, R10
+	MOVL    job_flags+0(AX), R11
+	VMOVDQU avx2bfone<>+0(SB), Y2
+	VMOVDQU avx2bfbias<>+0(SB), Y3
+	VMOVDQU avx2bfhigh<>+0(SB), Y4
 
-	PCALIGN $32
-scalentloop:
+scalentloopiter72:
 	CMPQ       R8, R9
 	JG         scaletail
 	PREFETCHT0 (R10)(R8*4)
 	PREFETCHT0 64(R10)(R8*4)
-	VMOVUPS    (DX)(R8*4), Y2
-	VSUBPS     Y8, Y2, Y2
-	VMULPS     Y1, Y2, Y2
-	VMOVUPS    32(DX)(R8*4), Y3
-	VSUBPS     Y8, Y3, Y3
-	VMULPS     Y1, Y3, Y3
-	VMOVUPS    64(DX)(R8*4), Y4
-	VSUBPS     Y8, Y4, Y4
-	VMULPS     Y1, Y4, Y4
-	VMOVUPS    96(DX)(R8*4), Y5
+	VMOVUPS    (DX)(R8*4), Y5
 	VSUBPS     Y8, Y5, Y5
 	VMULPS     Y1, Y5, Y5
+	VMOVUPS    32(DX)(R8*4), Y6
+	VSUBPS     Y8, Y6, Y6
+	VMULPS     Y1, Y6, Y6
+	VMOVUPS    64(DX)(R8*4), Y7
+	VSUBPS     Y8, Y7, Y7
+	VMULPS     Y1, Y7, Y7
+	VMOVUPS    96(DX)(R8*4), Y9
+	VSUBPS     Y8, Y9, Y9
+	VMULPS     Y1, Y9, Y9
 	TESTL      $0x00000008, job_flags+0(AX)
-	JZ         notrn42
-	VPSRLD     $0x10, Y2, Y6
-	VPAND      avx2bfone<>+0(SB), Y6, Y6
-	VPADDD     avx2bfbias<>+0(SB), Y6, Y6
-	VPADDD     Y2, Y6, Y6
-	VPAND      avx2bfhigh<>+0(SB), Y6, Y6
-	VCMPPS     $0x03, Y2, Y2, Y2
-	VBLENDVPS  Y2, avx2bfnanhigh<>+0(SB), Y6, Y2
-	VPSRLD     $0x10, Y3, Y6
-	VPAND      avx2bfone<>+0(SB), Y6, Y6
-	VPADDD     avx2bfbias<>+0(SB), Y6, Y6
-	VPADDD     Y3, Y6, Y6
-	VPAND      avx2bfhigh<>+0(SB), Y6, Y6
-	VCMPPS     $0x03, Y3, Y3, Y3
-	VBLENDVPS  Y3, avx2bfnanhigh<>+0(SB), Y6, Y3
-	VPSRLD     $0x10, Y4, Y6
-	VPAND      avx2bfone<>+0(SB), Y6, Y6
-	VPADDD     avx2bfbias<>+0(SB), Y6, Y6
-	VPADDD     Y4, Y6, Y6
-	VPAND      avx2bfhigh<>+0(SB), Y6, Y6
-	VCMPPS     $0x03, Y4, Y4, Y4
-	VBLENDVPS  Y4, avx2bfnanhigh<>+0(SB), Y6, Y4
-	VPSRLD     $0x10, Y5, Y6
-	VPAND      avx2bfone<>+0(SB), Y6, Y6
-	VPADDD     avx2bfbias<>+0(SB), Y6, Y6
-	VPADDD     Y5, Y6, Y6
-	VPAND      avx2bfhigh<>+0(SB), Y6, Y6
-	VCMPPS     $0x03, Y5, Y5, Y5
-	VBLENDVPS  Y5, avx2bfnanhigh<>+0(SB), Y6, Y5
+	JZ         notrn73
+	VPSRLD     $0x10, Y5, Y10
+	VPAND      Y2, Y10, Y10
+	VPADDD     Y3, Y10, Y10
+	VPADDD     Y5, Y10, Y10
+	VPAND      Y4, Y10, Y5
+	VPSRLD     $0x10, Y6, Y10
+	VPAND      Y2, Y10, Y10
+	VPADDD     Y3, Y10, Y10
+	VPADDD     Y6, Y10, Y10
+	VPAND      Y4, Y10, Y6
+	VPSRLD     $0x10, Y7, Y10
+	VPAND      Y2, Y10, Y10
+	VPADDD     Y3, Y10, Y10
+	VPADDD     Y7, Y10, Y10
+	VPAND      Y4, Y10, Y7
+	VPSRLD     $0x10, Y9, Y10
+	VPAND      Y2, Y10, Y10
+	VPADDD     Y3, Y10, Y10
+	VPADDD     Y9, Y10, Y10
+	VPAND      Y4, Y10, Y9
 
-notrn42:
+notrn73:
 	TESTQ  SI, SI
-	JZ     weighed44
+	JZ     weighed75
 	TESTL  $0x00000010, R11
-	JNZ    offset43
-	VMULPS (SI)(R8*4), Y2, Y2
-	VMULPS 32(SI)(R8*4), Y3, Y3
-	VMULPS 64(SI)(R8*4), Y4, Y4
-	VMULPS 96(SI)(R8*4), Y5, Y5
+	JNZ    offset74
+	VMULPS (SI)(R8*4), Y5, Y5
+	VMULPS 32(SI)(R8*4), Y6, Y6
+	VMULPS 64(SI)(R8*4), Y7, Y7
+	VMULPS 96(SI)(R8*4), Y9, Y9
 
-weighed44:
+weighed75:
 	MOVQ   job_bias+0(AX), R12
 	TESTQ  R12, R12
-	JZ     nobias45
-	VADDPS (R12)(R8*4), Y2, Y2
-	VADDPS 32(R12)(R8*4), Y3, Y3
-	VADDPS 64(R12)(R8*4), Y4, Y4
-	VADDPS 96(R12)(R8*4), Y5, Y5
+	JZ     nobias76
+	VADDPS (R12)(R8*4), Y5, Y5
+	VADDPS 32(R12)(R8*4), Y6, Y6
+	VADDPS 64(R12)(R8*4), Y7, Y7
+	VADDPS 96(R12)(R8*4), Y9, Y9
 
-nobias45:
-	VPSRLD    $0x10, Y2, Y6
-	VPAND     avx2bfone<>+0(SB), Y6, Y6
-	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
-	VPADDD    Y2, Y6, Y6
+nobias76:
+	VCMPPS    $0x03, Y6, Y5, Y10
+	VPTEST    Y10, Y10
+	JNZ       bf16nan77
+	VPSRLD    $0x10, Y5, Y10
+	VPAND     Y2, Y10, Y10
+	VPADDD    Y3, Y10, Y10
+	VPADDD    Y5, Y10, Y10
+	VPSRLD    $0x10, Y10, Y10
+	VPSRLD    $0x10, Y6, Y5
+	VPAND     Y2, Y5, Y5
+	VPADDD    Y3, Y5, Y5
+	VPADDD    Y6, Y5, Y5
+	VPSRLD    $0x10, Y5, Y5
+	VPACKUSDW Y5, Y10, Y10
+
+bf16packed78:
+	VPERMQ    $0xd8, Y10, Y10
+	VMOVNTDQ  Y10, (CX)(R8*2)
+	VCMPPS    $0x03, Y9, Y7, Y5
+	VPTEST    Y5, Y5
+	JNZ       bf16nan79
+	VPSRLD    $0x10, Y7, Y5
+	VPAND     Y2, Y5, Y5
+	VPADDD    Y3, Y5, Y5
+	VPADDD    Y7, Y5, Y5
+	VPSRLD    $0x10, Y5, Y5
+	VPSRLD    $0x10, Y9, Y6
+	VPAND     Y2, Y6, Y6
+	VPADDD    Y3, Y6, Y6
+	VPADDD    Y9, Y6, Y6
 	VPSRLD    $0x10, Y6, Y6
-	VCMPPS    $0x03, Y2, Y2, Y2
-	VBLENDVPS Y2, avx2bfnanlow<>+0(SB), Y6, Y6
-	VPSRLD    $0x10, Y3, Y2
-	VPAND     avx2bfone<>+0(SB), Y2, Y2
-	VPADDD    avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD    Y3, Y2, Y2
-	VPSRLD    $0x10, Y2, Y2
-	VCMPPS    $0x03, Y3, Y3, Y3
-	VBLENDVPS Y3, avx2bfnanlow<>+0(SB), Y2, Y2
-	VPACKUSDW Y2, Y6, Y6
-	VPERMQ    $0xd8, Y6, Y6
-	VMOVNTDQ  Y6, (CX)(R8*2)
-	VPSRLD    $0x10, Y4, Y2
-	VPAND     avx2bfone<>+0(SB), Y2, Y2
-	VPADDD    avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD    Y4, Y2, Y2
-	VPSRLD    $0x10, Y2, Y2
-	VCMPPS    $0x03, Y4, Y4, Y3
-	VBLENDVPS Y3, avx2bfnanlow<>+0(SB), Y2, Y2
-	VPSRLD    $0x10, Y5, Y3
-	VPAND     avx2bfone<>+0(SB), Y3, Y3
-	VPADDD    avx2bfbias<>+0(SB), Y3, Y3
-	VPADDD    Y5, Y3, Y3
-	VPSRLD    $0x10, Y3, Y3
-	VCMPPS    $0x03, Y5, Y5, Y4
-	VBLENDVPS Y4, avx2bfnanlow<>+0(SB), Y3, Y3
-	VPACKUSDW Y3, Y2, Y2
-	VPERMQ    $0xd8, Y2, Y2
-	VMOVNTDQ  Y2, 32(CX)(R8*2)
-	ADDQ      $0x00000020, R8
-	JMP       scalentloop
+	VPACKUSDW Y6, Y5, Y5
 
-offset43:
-	VMOVUPS (SI)(R8*4), Y6
-	VADDPS  Y0, Y6, Y6
-	VMULPS  Y6, Y2, Y2
-	VMOVUPS 32(SI)(R8*4), Y6
-	VADDPS  Y0, Y6, Y6
-	VMULPS  Y6, Y3, Y3
-	VMOVUPS 64(SI)(R8*4), Y6
-	VADDPS  Y0, Y6, Y6
-	VMULPS  Y6, Y4, Y4
-	VMOVUPS 96(SI)(R8*4), Y6
-	VADDPS  Y0, Y6, Y6
-	VMULPS  Y6, Y5, Y5
-	JMP     weighed44
+bf16packed80:
+	VPERMQ   $0xd8, Y5, Y5
+	VMOVNTDQ Y5, 32(CX)(R8*2)
+	ADDQ     $0x00000020, R8
+	JMP      scalentloopiter72
+
+offset74:
+	VMOVUPS (SI)(R8*4), Y10
+	VADDPS  Y0, Y10, Y10
+	VMULPS  Y10, Y5, Y5
+	VMOVUPS 32(SI)(R8*4), Y10
+	VADDPS  Y0, Y10, Y10
+	VMULPS  Y10, Y6, Y6
+	VMOVUPS 64(SI)(R8*4), Y10
+	VADDPS  Y0, Y10, Y10
+	VMULPS  Y10, Y7, Y7
+	VMOVUPS 96(SI)(R8*4), Y10
+	VADDPS  Y0, Y10, Y10
+	VMULPS  Y10, Y9, Y9
+	JMP     weighed75
 
 scaletail:
 	ADDQ $0x00000018, R9
@@ -28560,7 +29090,7 @@ scaleone:
 	VSUBPS    Y8, Y2, Y2
 	VMULPS    Y1, Y2, Y2
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn46
+	JZ        notrn81
 	VPSRLD    $0x10, Y2, Y3
 	VPAND     avx2bfone<>+0(SB), Y3, Y3
 	VPADDD    avx2bfbias<>+0(SB), Y3, Y3
@@ -28569,20 +29099,20 @@ scaleone:
 	VCMPPS    $0x03, Y2, Y2, Y2
 	VBLENDVPS Y2, avx2bfnanhigh<>+0(SB), Y3, Y2
 
-notrn46:
+notrn81:
 	TESTQ   SI, SI
-	JZ      noweight47
+	JZ      noweight82
 	VMOVUPS (SI)(R8*4), Y3
 	VADDPS  Y0, Y3, Y3
 	VMULPS  Y3, Y2, Y2
 
-noweight47:
+noweight82:
 	MOVQ   job_bias+0(AX), R10
 	TESTQ  R10, R10
-	JZ     nobias48
+	JZ     nobias83
 	VADDPS (R10)(R8*4), Y2, Y2
 
-nobias48:
+nobias83:
 	VPSRLD       $0x10, Y2, Y3
 	VPAND        avx2bfone<>+0(SB), Y3, Y3
 	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
@@ -28609,90 +29139,90 @@ partout:
 	XORQ R13, R13
 	SUBQ $0x00000008, R14
 
-copyvec49:
+copyvec84:
 	CMPQ    R13, R14
-	JG      copyone50
+	JG      copyone85
 	VMOVUPS (R11)(R13*4), Y2
 	VMOVUPS Y2, (R12)(R13*4)
 	ADDQ    $0x00000008, R13
-	JMP     copyvec49
+	JMP     copyvec84
 
-copyone50:
+copyone85:
 	ADDQ $0x00000008, R14
 
-copyloop52:
+copyloop87:
 	CMPQ R13, R14
-	JGE  copied51
+	JGE  copied86
 	MOVL (R11)(R13*4), R15
 	MOVL R15, (R12)(R13*4)
 	INCQ R13
-	JMP  copyloop52
+	JMP  copyloop87
 
-copied51:
+copied86:
 	TESTQ SI, SI
-	JZ    nowcopy53
+	JZ    nowcopy88
 	LEAQ  (SI)(R8*4), R11
 	LEAQ  160(SP), R12
 	MOVQ  R10, R14
 	XORQ  R13, R13
 	SUBQ  $0x00000008, R14
 
-copyvec54:
+copyvec89:
 	CMPQ    R13, R14
-	JG      copyone55
+	JG      copyone90
 	VMOVUPS (R11)(R13*4), Y2
 	VMOVUPS Y2, (R12)(R13*4)
 	ADDQ    $0x00000008, R13
-	JMP     copyvec54
+	JMP     copyvec89
 
-copyone55:
+copyone90:
 	ADDQ $0x00000008, R14
 
-copyloop57:
+copyloop92:
 	CMPQ R13, R14
-	JGE  copied56
+	JGE  copied91
 	MOVL (R11)(R13*4), R15
 	MOVL R15, (R12)(R13*4)
 	INCQ R13
-	JMP  copyloop57
+	JMP  copyloop92
 
-copied56:
-nowcopy53:
+copied91:
+nowcopy88:
 	MOVQ  job_bias+0(AX), R11
 	TESTQ R11, R11
-	JZ    nobiascopy58
+	JZ    nobiascopy93
 	LEAQ  (R11)(R8*4), R11
 	LEAQ  224(SP), R12
 	MOVQ  R10, R14
 	XORQ  R13, R13
 	SUBQ  $0x00000008, R14
 
-copyvec59:
+copyvec94:
 	CMPQ    R13, R14
-	JG      copyone60
+	JG      copyone95
 	VMOVUPS (R11)(R13*4), Y2
 	VMOVUPS Y2, (R12)(R13*4)
 	ADDQ    $0x00000008, R13
-	JMP     copyvec59
+	JMP     copyvec94
 
-copyone60:
+copyone95:
 	ADDQ $0x00000008, R14
 
-copyloop62:
+copyloop97:
 	CMPQ R13, R14
-	JGE  copied61
+	JGE  copied96
 	MOVL (R11)(R13*4), R15
 	MOVL R15, (R12)(R13*4)
 	INCQ R13
-	JMP  copyloop62
+	JMP  copyloop97
 
-copied61:
-nobiascopy58:
+copied96:
+nobiascopy93:
 	VMOVUPS   128(SP), Y2
 	VSUBPS    Y8, Y2, Y2
 	VMULPS    Y2, Y1, Y2
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn63
+	JZ        notrn98
 	VPSRLD    $0x10, Y2, Y3
 	VPAND     avx2bfone<>+0(SB), Y3, Y3
 	VPADDD    avx2bfbias<>+0(SB), Y3, Y3
@@ -28701,20 +29231,20 @@ nobiascopy58:
 	VCMPPS    $0x03, Y2, Y2, Y2
 	VBLENDVPS Y2, avx2bfnanhigh<>+0(SB), Y3, Y2
 
-notrn63:
+notrn98:
 	TESTQ   SI, SI
-	JZ      noweight64
+	JZ      noweight99
 	VMOVUPS 160(SP), Y3
 	VADDPS  Y0, Y3, Y3
 	VMULPS  Y3, Y2, Y2
 
-noweight64:
+noweight99:
 	MOVQ   job_bias+0(AX), R11
 	TESTQ  R11, R11
-	JZ     nobias65
+	JZ     nobias100
 	VADDPS 224(SP), Y2, Y2
 
-nobias65:
+nobias100:
 	VPSRLD       $0x10, Y2, Y3
 	VPAND        avx2bfone<>+0(SB), Y3, Y3
 	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
@@ -28731,26 +29261,26 @@ nobias65:
 	XORQ         R13, R13
 	SUBQ         $0x00000010, R14
 
-copyvec66:
+copyvec101:
 	CMPQ    R13, R14
-	JG      copyone67
+	JG      copyone102
 	VMOVUPS (R12)(R13*2), Y2
 	VMOVUPS Y2, (R11)(R13*2)
 	ADDQ    $0x00000010, R13
-	JMP     copyvec66
+	JMP     copyvec101
 
-copyone67:
+copyone102:
 	ADDQ $0x00000010, R14
 
-copyloop69:
+copyloop104:
 	CMPQ R13, R14
-	JGE  copied68
+	JGE  copied103
 	MOVW (R12)(R13*2), R15
 	MOVW R15, (R11)(R13*2)
 	INCQ R13
-	JMP  copyloop69
+	JMP  copyloop104
 
-copied68:
+copied103:
 	ADDQ R10, R8
 	CMPQ R8, job_d+0(AX)
 	JB   scalentgo
@@ -28777,6 +29307,258 @@ vzero:
 	MOVQ 656(SP), AX
 	MOVQ AX, ret+24(FP)
 	RET
+
+bf16nan30:
+	VPSRLD    $0x10, Y5, Y10
+	VPAND     avx2bfone<>+0(SB), Y10, Y10
+	VPADDD    avx2bfbias<>+0(SB), Y10, Y10
+	VPADDD    Y5, Y10, Y10
+	VPSRLD    $0x10, Y10, Y10
+	VCMPPS    $0x03, Y5, Y5, Y5
+	VBLENDVPS Y5, avx2bfnanlow<>+0(SB), Y10, Y10
+	VPSRLD    $0x10, Y6, Y5
+	VPAND     avx2bfone<>+0(SB), Y5, Y5
+	VPADDD    avx2bfbias<>+0(SB), Y5, Y5
+	VPADDD    Y6, Y5, Y5
+	VPSRLD    $0x10, Y5, Y5
+	VCMPPS    $0x03, Y6, Y6, Y6
+	VBLENDVPS Y6, avx2bfnanlow<>+0(SB), Y5, Y5
+	VPACKUSDW Y5, Y10, Y10
+	JMP       bf16packed31
+
+bf16nan32:
+	VPSRLD    $0x10, Y7, Y5
+	VPAND     avx2bfone<>+0(SB), Y5, Y5
+	VPADDD    avx2bfbias<>+0(SB), Y5, Y5
+	VPADDD    Y7, Y5, Y5
+	VPSRLD    $0x10, Y5, Y5
+	VCMPPS    $0x03, Y7, Y7, Y6
+	VBLENDVPS Y6, avx2bfnanlow<>+0(SB), Y5, Y5
+	VPSRLD    $0x10, Y9, Y6
+	VPAND     avx2bfone<>+0(SB), Y6, Y6
+	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
+	VPADDD    Y9, Y6, Y6
+	VPSRLD    $0x10, Y6, Y6
+	VCMPPS    $0x03, Y9, Y9, Y7
+	VBLENDVPS Y7, avx2bfnanlow<>+0(SB), Y6, Y6
+	VPACKUSDW Y6, Y5, Y5
+	JMP       bf16packed33
+
+bf16nan37:
+	VPSRLD    $0x10, Y5, Y10
+	VPAND     avx2bfone<>+0(SB), Y10, Y10
+	VPADDD    avx2bfbias<>+0(SB), Y10, Y10
+	VPADDD    Y5, Y10, Y10
+	VPSRLD    $0x10, Y10, Y10
+	VCMPPS    $0x03, Y5, Y5, Y5
+	VBLENDVPS Y5, avx2bfnanlow<>+0(SB), Y10, Y10
+	VPSRLD    $0x10, Y6, Y5
+	VPAND     avx2bfone<>+0(SB), Y5, Y5
+	VPADDD    avx2bfbias<>+0(SB), Y5, Y5
+	VPADDD    Y6, Y5, Y5
+	VPSRLD    $0x10, Y5, Y5
+	VCMPPS    $0x03, Y6, Y6, Y6
+	VBLENDVPS Y6, avx2bfnanlow<>+0(SB), Y5, Y5
+	VPACKUSDW Y5, Y10, Y10
+	JMP       bf16packed38
+
+bf16nan39:
+	VPSRLD    $0x10, Y7, Y5
+	VPAND     avx2bfone<>+0(SB), Y5, Y5
+	VPADDD    avx2bfbias<>+0(SB), Y5, Y5
+	VPADDD    Y7, Y5, Y5
+	VPSRLD    $0x10, Y5, Y5
+	VCMPPS    $0x03, Y7, Y7, Y6
+	VBLENDVPS Y6, avx2bfnanlow<>+0(SB), Y5, Y5
+	VPSRLD    $0x10, Y9, Y6
+	VPAND     avx2bfone<>+0(SB), Y6, Y6
+	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
+	VPADDD    Y9, Y6, Y6
+	VPSRLD    $0x10, Y6, Y6
+	VCMPPS    $0x03, Y9, Y9, Y7
+	VBLENDVPS Y7, avx2bfnanlow<>+0(SB), Y6, Y6
+	VPACKUSDW Y6, Y5, Y5
+	JMP       bf16packed40
+
+bf16nan43:
+	VPSRLD    $0x10, Y4, Y9
+	VPAND     avx2bfone<>+0(SB), Y9, Y9
+	VPADDD    avx2bfbias<>+0(SB), Y9, Y9
+	VPADDD    Y4, Y9, Y9
+	VPSRLD    $0x10, Y9, Y9
+	VCMPPS    $0x03, Y4, Y4, Y4
+	VBLENDVPS Y4, avx2bfnanlow<>+0(SB), Y9, Y9
+	VPSRLD    $0x10, Y5, Y4
+	VPAND     avx2bfone<>+0(SB), Y4, Y4
+	VPADDD    avx2bfbias<>+0(SB), Y4, Y4
+	VPADDD    Y5, Y4, Y4
+	VPSRLD    $0x10, Y4, Y4
+	VCMPPS    $0x03, Y5, Y5, Y5
+	VBLENDVPS Y5, avx2bfnanlow<>+0(SB), Y4, Y4
+	VPACKUSDW Y4, Y9, Y9
+	JMP       bf16packed44
+
+bf16nan45:
+	VPSRLD    $0x10, Y6, Y4
+	VPAND     avx2bfone<>+0(SB), Y4, Y4
+	VPADDD    avx2bfbias<>+0(SB), Y4, Y4
+	VPADDD    Y6, Y4, Y4
+	VPSRLD    $0x10, Y4, Y4
+	VCMPPS    $0x03, Y6, Y6, Y5
+	VBLENDVPS Y5, avx2bfnanlow<>+0(SB), Y4, Y4
+	VPSRLD    $0x10, Y7, Y5
+	VPAND     avx2bfone<>+0(SB), Y5, Y5
+	VPADDD    avx2bfbias<>+0(SB), Y5, Y5
+	VPADDD    Y7, Y5, Y5
+	VPSRLD    $0x10, Y5, Y5
+	VCMPPS    $0x03, Y7, Y7, Y6
+	VBLENDVPS Y6, avx2bfnanlow<>+0(SB), Y5, Y5
+	VPACKUSDW Y5, Y4, Y4
+	JMP       bf16packed46
+
+bf16nan51:
+	VPSRLD    $0x10, Y5, Y10
+	VPAND     avx2bfone<>+0(SB), Y10, Y10
+	VPADDD    avx2bfbias<>+0(SB), Y10, Y10
+	VPADDD    Y5, Y10, Y10
+	VPSRLD    $0x10, Y10, Y10
+	VCMPPS    $0x03, Y5, Y5, Y5
+	VBLENDVPS Y5, avx2bfnanlow<>+0(SB), Y10, Y10
+	VPSRLD    $0x10, Y6, Y5
+	VPAND     avx2bfone<>+0(SB), Y5, Y5
+	VPADDD    avx2bfbias<>+0(SB), Y5, Y5
+	VPADDD    Y6, Y5, Y5
+	VPSRLD    $0x10, Y5, Y5
+	VCMPPS    $0x03, Y6, Y6, Y6
+	VBLENDVPS Y6, avx2bfnanlow<>+0(SB), Y5, Y5
+	VPACKUSDW Y5, Y10, Y10
+	JMP       bf16packed52
+
+bf16nan53:
+	VPSRLD    $0x10, Y7, Y5
+	VPAND     avx2bfone<>+0(SB), Y5, Y5
+	VPADDD    avx2bfbias<>+0(SB), Y5, Y5
+	VPADDD    Y7, Y5, Y5
+	VPSRLD    $0x10, Y5, Y5
+	VCMPPS    $0x03, Y7, Y7, Y6
+	VBLENDVPS Y6, avx2bfnanlow<>+0(SB), Y5, Y5
+	VPSRLD    $0x10, Y9, Y6
+	VPAND     avx2bfone<>+0(SB), Y6, Y6
+	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
+	VPADDD    Y9, Y6, Y6
+	VPSRLD    $0x10, Y6, Y6
+	VCMPPS    $0x03, Y9, Y9, Y7
+	VBLENDVPS Y7, avx2bfnanlow<>+0(SB), Y6, Y6
+	VPACKUSDW Y6, Y5, Y5
+	JMP       bf16packed54
+
+bf16nan58:
+	VPSRLD    $0x10, Y5, Y10
+	VPAND     avx2bfone<>+0(SB), Y10, Y10
+	VPADDD    avx2bfbias<>+0(SB), Y10, Y10
+	VPADDD    Y5, Y10, Y10
+	VPSRLD    $0x10, Y10, Y10
+	VCMPPS    $0x03, Y5, Y5, Y5
+	VBLENDVPS Y5, avx2bfnanlow<>+0(SB), Y10, Y10
+	VPSRLD    $0x10, Y6, Y5
+	VPAND     avx2bfone<>+0(SB), Y5, Y5
+	VPADDD    avx2bfbias<>+0(SB), Y5, Y5
+	VPADDD    Y6, Y5, Y5
+	VPSRLD    $0x10, Y5, Y5
+	VCMPPS    $0x03, Y6, Y6, Y6
+	VBLENDVPS Y6, avx2bfnanlow<>+0(SB), Y5, Y5
+	VPACKUSDW Y5, Y10, Y10
+	JMP       bf16packed59
+
+bf16nan60:
+	VPSRLD    $0x10, Y7, Y5
+	VPAND     avx2bfone<>+0(SB), Y5, Y5
+	VPADDD    avx2bfbias<>+0(SB), Y5, Y5
+	VPADDD    Y7, Y5, Y5
+	VPSRLD    $0x10, Y5, Y5
+	VCMPPS    $0x03, Y7, Y7, Y6
+	VBLENDVPS Y6, avx2bfnanlow<>+0(SB), Y5, Y5
+	VPSRLD    $0x10, Y9, Y6
+	VPAND     avx2bfone<>+0(SB), Y6, Y6
+	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
+	VPADDD    Y9, Y6, Y6
+	VPSRLD    $0x10, Y6, Y6
+	VCMPPS    $0x03, Y9, Y9, Y7
+	VBLENDVPS Y7, avx2bfnanlow<>+0(SB), Y6, Y6
+	VPACKUSDW Y6, Y5, Y5
+	JMP       bf16packed61
+
+bf16nan64:
+	VPSRLD    $0x10, Y4, Y9
+	VPAND     avx2bfone<>+0(SB), Y9, Y9
+	VPADDD    avx2bfbias<>+0(SB), Y9, Y9
+	VPADDD    Y4, Y9, Y9
+	VPSRLD    $0x10, Y9, Y9
+	VCMPPS    $0x03, Y4, Y4, Y4
+	VBLENDVPS Y4, avx2bfnanlow<>+0(SB), Y9, Y9
+	VPSRLD    $0x10, Y5, Y4
+	VPAND     avx2bfone<>+0(SB), Y4, Y4
+	VPADDD    avx2bfbias<>+0(SB), Y4, Y4
+	VPADDD    Y5, Y4, Y4
+	VPSRLD    $0x10, Y4, Y4
+	VCMPPS    $0x03, Y5, Y5, Y5
+	VBLENDVPS Y5, avx2bfnanlow<>+0(SB), Y4, Y4
+	VPACKUSDW Y4, Y9, Y9
+	JMP       bf16packed65
+
+bf16nan66:
+	VPSRLD    $0x10, Y6, Y4
+	VPAND     avx2bfone<>+0(SB), Y4, Y4
+	VPADDD    avx2bfbias<>+0(SB), Y4, Y4
+	VPADDD    Y6, Y4, Y4
+	VPSRLD    $0x10, Y4, Y4
+	VCMPPS    $0x03, Y6, Y6, Y5
+	VBLENDVPS Y5, avx2bfnanlow<>+0(SB), Y4, Y4
+	VPSRLD    $0x10, Y7, Y5
+	VPAND     avx2bfone<>+0(SB), Y5, Y5
+	VPADDD    avx2bfbias<>+0(SB), Y5, Y5
+	VPADDD    Y7, Y5, Y5
+	VPSRLD    $0x10, Y5, Y5
+	VCMPPS    $0x03, Y7, Y7, Y6
+	VBLENDVPS Y6, avx2bfnanlow<>+0(SB), Y5, Y5
+	VPACKUSDW Y5, Y4, Y4
+	JMP       bf16packed67
+
+bf16nan77:
+	VPSRLD    $0x10, Y5, Y10
+	VPAND     avx2bfone<>+0(SB), Y10, Y10
+	VPADDD    avx2bfbias<>+0(SB), Y10, Y10
+	VPADDD    Y5, Y10, Y10
+	VPSRLD    $0x10, Y10, Y10
+	VCMPPS    $0x03, Y5, Y5, Y5
+	VBLENDVPS Y5, avx2bfnanlow<>+0(SB), Y10, Y10
+	VPSRLD    $0x10, Y6, Y5
+	VPAND     avx2bfone<>+0(SB), Y5, Y5
+	VPADDD    avx2bfbias<>+0(SB), Y5, Y5
+	VPADDD    Y6, Y5, Y5
+	VPSRLD    $0x10, Y5, Y5
+	VCMPPS    $0x03, Y6, Y6, Y6
+	VBLENDVPS Y6, avx2bfnanlow<>+0(SB), Y5, Y5
+	VPACKUSDW Y5, Y10, Y10
+	JMP       bf16packed78
+
+bf16nan79:
+	VPSRLD    $0x10, Y7, Y5
+	VPAND     avx2bfone<>+0(SB), Y5, Y5
+	VPADDD    avx2bfbias<>+0(SB), Y5, Y5
+	VPADDD    Y7, Y5, Y5
+	VPSRLD    $0x10, Y5, Y5
+	VCMPPS    $0x03, Y7, Y7, Y6
+	VBLENDVPS Y6, avx2bfnanlow<>+0(SB), Y5, Y5
+	VPSRLD    $0x10, Y9, Y6
+	VPAND     avx2bfone<>+0(SB), Y6, Y6
+	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
+	VPADDD    Y9, Y6, Y6
+	VPSRLD    $0x10, Y6, Y6
+	VCMPPS    $0x03, Y9, Y9, Y7
+	VBLENDVPS Y7, avx2bfnanlow<>+0(SB), Y6, Y6
+	VPACKUSDW Y6, Y5, Y5
+	JMP       bf16packed80
 
 // func avx2ForwardLayerToF16(j uintptr, from int, to int) int
 // Requires: AVX, AVX2, F16C, MMX+
@@ -30354,56 +31136,60 @@ done:
 // Requires: AVX, AVX2
 TEXT ·avx2NarrowBF16(SB), NOSPLIT, $64-24
 	// avx2NarrowBF16 converts n elements: float32 at src rounded to BF16 bits at dst (to nearest, ties to even).
-	MOVQ dst+0(FP), AX
-	MOVQ src+8(FP), CX
-	MOVQ n+16(FP), DX
-	XORQ BX, BX
-	MOVQ DX, SI
-	SUBQ $0x00000020, SI
+	MOVQ    dst+0(FP), AX
+	MOVQ    src+8(FP), CX
+	MOVQ    n+16(FP), DX
+	XORQ    BX, BX
+	MOVQ    DX, SI
+	SUBQ    $0x00000020, SI
+	VMOVDQU avx2bfone<>+0(SB), Y0
+	VMOVDQU avx2bfbias<>+0(SB), Y1
 
 loop4:
 	CMPQ      BX, SI
 	JG        tail
-	VMOVUPS   (CX)(BX*4), Y0
-	VMOVUPS   32(CX)(BX*4), Y1
-	VPSRLD    $0x10, Y0, Y2
-	VPAND     avx2bfone<>+0(SB), Y2, Y2
-	VPADDD    avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD    Y0, Y2, Y2
+	VMOVUPS   (CX)(BX*4), Y2
+	VMOVUPS   32(CX)(BX*4), Y3
+	VCMPPS    $0x03, Y3, Y2, Y4
+	VPTEST    Y4, Y4
+	JNZ       bf16nan1
+	VPSRLD    $0x10, Y2, Y4
+	VPAND     Y0, Y4, Y4
+	VPADDD    Y1, Y4, Y4
+	VPADDD    Y2, Y4, Y4
+	VPSRLD    $0x10, Y4, Y4
+	VPSRLD    $0x10, Y3, Y2
+	VPAND     Y0, Y2, Y2
+	VPADDD    Y1, Y2, Y2
+	VPADDD    Y3, Y2, Y2
 	VPSRLD    $0x10, Y2, Y2
-	VCMPPS    $0x03, Y0, Y0, Y0
-	VBLENDVPS Y0, avx2bfnanlow<>+0(SB), Y2, Y2
-	VPSRLD    $0x10, Y1, Y0
-	VPAND     avx2bfone<>+0(SB), Y0, Y0
-	VPADDD    avx2bfbias<>+0(SB), Y0, Y0
-	VPADDD    Y1, Y0, Y0
-	VPSRLD    $0x10, Y0, Y0
-	VCMPPS    $0x03, Y1, Y1, Y1
-	VBLENDVPS Y1, avx2bfnanlow<>+0(SB), Y0, Y0
-	VPACKUSDW Y0, Y2, Y2
-	VPERMQ    $0xd8, Y2, Y2
-	VMOVDQU   Y2, (AX)(BX*2)
-	VMOVUPS   64(CX)(BX*4), Y0
-	VMOVUPS   96(CX)(BX*4), Y1
-	VPSRLD    $0x10, Y0, Y2
-	VPAND     avx2bfone<>+0(SB), Y2, Y2
-	VPADDD    avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD    Y0, Y2, Y2
+	VPACKUSDW Y2, Y4, Y4
+
+bf16packed2:
+	VPERMQ    $0xd8, Y4, Y4
+	VMOVDQU   Y4, (AX)(BX*2)
+	VMOVUPS   64(CX)(BX*4), Y2
+	VMOVUPS   96(CX)(BX*4), Y3
+	VCMPPS    $0x03, Y3, Y2, Y4
+	VPTEST    Y4, Y4
+	JNZ       bf16nan3
+	VPSRLD    $0x10, Y2, Y4
+	VPAND     Y0, Y4, Y4
+	VPADDD    Y1, Y4, Y4
+	VPADDD    Y2, Y4, Y4
+	VPSRLD    $0x10, Y4, Y4
+	VPSRLD    $0x10, Y3, Y2
+	VPAND     Y0, Y2, Y2
+	VPADDD    Y1, Y2, Y2
+	VPADDD    Y3, Y2, Y2
 	VPSRLD    $0x10, Y2, Y2
-	VCMPPS    $0x03, Y0, Y0, Y0
-	VBLENDVPS Y0, avx2bfnanlow<>+0(SB), Y2, Y2
-	VPSRLD    $0x10, Y1, Y0
-	VPAND     avx2bfone<>+0(SB), Y0, Y0
-	VPADDD    avx2bfbias<>+0(SB), Y0, Y0
-	VPADDD    Y1, Y0, Y0
-	VPSRLD    $0x10, Y0, Y0
-	VCMPPS    $0x03, Y1, Y1, Y1
-	VBLENDVPS Y1, avx2bfnanlow<>+0(SB), Y0, Y0
-	VPACKUSDW Y0, Y2, Y2
-	VPERMQ    $0xd8, Y2, Y2
-	VMOVDQU   Y2, 32(AX)(BX*2)
-	ADDQ      $0x00000020, BX
-	JMP       loop4
+	VPACKUSDW Y2, Y4, Y4
+
+bf16packed4:
+	VPERMQ  $0xd8, Y4, Y4
+	VMOVDQU Y4, 32(AX)(BX*2)
+	ADDQ    $0x00000020, BX
+	JMP     loop4
 
 tail:
 	ADDQ $0x00000018, SI
@@ -30434,26 +31220,26 @@ part:
 	XORQ DI, DI
 	SUBQ $0x00000008, R8
 
-copyvec1:
+copyvec5:
 	CMPQ    DI, R8
-	JG      copyone2
+	JG      copyone6
 	VMOVUPS (CX)(DI*4), Y0
 	VMOVUPS Y0, (SI)(DI*4)
 	ADDQ    $0x00000008, DI
-	JMP     copyvec1
+	JMP     copyvec5
 
-copyone2:
+copyone6:
 	ADDQ $0x00000008, R8
 
-copyloop4:
+copyloop8:
 	CMPQ DI, R8
-	JGE  copied3
+	JGE  copied7
 	MOVL (CX)(DI*4), R9
 	MOVL R9, (SI)(DI*4)
 	INCQ DI
-	JMP  copyloop4
+	JMP  copyloop8
 
-copied3:
+copied7:
 	VMOVUPS      (SP), Y0
 	VPSRLD       $0x10, Y0, Y1
 	VPAND        avx2bfone<>+0(SB), Y1, Y1
@@ -30470,29 +31256,65 @@ copied3:
 	XORQ         AX, AX
 	SUBQ         $0x00000010, DX
 
-copyvec5:
+copyvec9:
 	CMPQ    AX, DX
-	JG      copyone6
+	JG      copyone10
 	VMOVUPS (CX)(AX*2), Y0
 	VMOVUPS Y0, (SI)(AX*2)
 	ADDQ    $0x00000010, AX
-	JMP     copyvec5
+	JMP     copyvec9
 
-copyone6:
+copyone10:
 	ADDQ $0x00000010, DX
 
-copyloop8:
+copyloop12:
 	CMPQ AX, DX
-	JGE  copied7
+	JGE  copied11
 	MOVW (CX)(AX*2), BX
 	MOVW BX, (SI)(AX*2)
 	INCQ AX
-	JMP  copyloop8
+	JMP  copyloop12
 
-copied7:
+copied11:
 done:
 	VZEROUPPER
 	RET
+
+bf16nan1:
+	VPSRLD    $0x10, Y2, Y4
+	VPAND     avx2bfone<>+0(SB), Y4, Y4
+	VPADDD    avx2bfbias<>+0(SB), Y4, Y4
+	VPADDD    Y2, Y4, Y4
+	VPSRLD    $0x10, Y4, Y4
+	VCMPPS    $0x03, Y2, Y2, Y2
+	VBLENDVPS Y2, avx2bfnanlow<>+0(SB), Y4, Y4
+	VPSRLD    $0x10, Y3, Y2
+	VPAND     avx2bfone<>+0(SB), Y2, Y2
+	VPADDD    avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD    Y3, Y2, Y2
+	VPSRLD    $0x10, Y2, Y2
+	VCMPPS    $0x03, Y3, Y3, Y3
+	VBLENDVPS Y3, avx2bfnanlow<>+0(SB), Y2, Y2
+	VPACKUSDW Y2, Y4, Y4
+	JMP       bf16packed2
+
+bf16nan3:
+	VPSRLD    $0x10, Y2, Y4
+	VPAND     avx2bfone<>+0(SB), Y4, Y4
+	VPADDD    avx2bfbias<>+0(SB), Y4, Y4
+	VPADDD    Y2, Y4, Y4
+	VPSRLD    $0x10, Y4, Y4
+	VCMPPS    $0x03, Y2, Y2, Y2
+	VBLENDVPS Y2, avx2bfnanlow<>+0(SB), Y4, Y4
+	VPSRLD    $0x10, Y3, Y2
+	VPAND     avx2bfone<>+0(SB), Y2, Y2
+	VPADDD    avx2bfbias<>+0(SB), Y2, Y2
+	VPADDD    Y3, Y2, Y2
+	VPSRLD    $0x10, Y2, Y2
+	VCMPPS    $0x03, Y3, Y3, Y3
+	VBLENDVPS Y3, avx2bfnanlow<>+0(SB), Y2, Y2
+	VPACKUSDW Y2, Y4, Y4
+	JMP       bf16packed4
 
 // func avx2NarrowF16(dst uintptr, src uintptr, n int)
 // Requires: AVX, AVX2, F16C

@@ -44,6 +44,7 @@ func convert(s *isa, prefix string, c spec.Conversion, cvt bool) {
 	XORQ(i, i)
 	MOVQ(n, lim)
 	SUBQ(U32(unroll*s.lanes), lim)
+	held := !c.Widen && g.holdConsts(false)
 	Label("loop4")
 	CMPQ(i, lim)
 	JG(LabelRef("tail"))
@@ -62,6 +63,9 @@ func convert(s *isa, prefix string, c spec.Conversion, cvt bool) {
 	}
 	ADDQ(U32(unroll*s.lanes), i)
 	JMP(LabelRef("loop4"))
+	if held {
+		g.release()
+	}
 	Label("tail")
 	ADDQ(U32((unroll-1)*s.lanes), lim)
 	Label("loop1")

@@ -94,6 +94,7 @@ type gen struct {
 	pfRow GPVirtual
 
 	bf bfRegs     // AVX-512 bfloat16: the rounding constants
+	rc loopRegs   // AVX2 bfloat16: the rounding constants of a scale or conversion loop (holdConsts)
 	c  VecVirtual // AVX-512: what the ends of rows add to w (see weightAdd)
 
 	// cvt: bfloat16 is rounded with VCVTNE2PS2BF16 (the avx512bf16 functions, bf16cvt.go), whose
@@ -1037,6 +1038,13 @@ func (g *gen) oneLoop() bool { return g.in16() }
 func (g *gen) scaleLoop(name string, src, i, lim, pf, fl GPVirtual, invv, one VecVirtual, nt bool, form spec.Mode) {
 	s := g.s
 	Label(name)
+	head := name
+	if g.holdConsts(form != spec.Unweighted && g.v.Rounds()) {
+		// The constants are loaded on the way in; the iterations go back to head.
+		head = g.label(name + "iter")
+		Label(head)
+		defer g.release()
+	}
 	CMPQ(i, lim)
 	JG(LabelRef("scaletail"))
 	var pfLines, body string
@@ -1089,7 +1097,7 @@ func (g *gen) scaleLoop(name string, src, i, lim, pf, fl GPVirtual, invv, one Ve
 		}
 	}
 	ADDQ(U32(unroll*s.lanes), i)
-	JMP(LabelRef(name))
+	JMP(LabelRef(head))
 	offsetLine()
 	if fl != nil && !nt {
 		// Out of the loop's way: the prefetches, whose flag is usually clear.
@@ -1157,9 +1165,12 @@ func (g *gen) roundIfRN(ts ...VecVirtual) {
 	skip := g.label("notrn")
 	TESTL(U32(spec.FlagRN), g.flags())
 	JZ(LabelRef(skip))
-	if g.cvt {
+	switch {
+	case g.cvt:
 		g.roundCvt(ts)
-	} else {
+	case g.rc.high != nil:
+		g.roundTopAVX2(ts)
+	default:
 		for _, t := range ts {
 			g.roundTo(t, g.s.vec(), t) // in place: the code after skip expects t
 		}

@@ -231,6 +231,16 @@ DATA widehi<>+60(SB)/2, $0x0000
 DATA widehi<>+62(SB)/2, $0x001f
 GLOBL widehi<>(SB), RODATA|NOPTR, $64
 
+DATA avx2widenshuf<>+0(SB)/4, $0x01008080
+DATA avx2widenshuf<>+4(SB)/4, $0x03028080
+DATA avx2widenshuf<>+8(SB)/4, $0x05048080
+DATA avx2widenshuf<>+12(SB)/4, $0x07068080
+DATA avx2widenshuf<>+16(SB)/4, $0x09088080
+DATA avx2widenshuf<>+20(SB)/4, $0x0b0a8080
+DATA avx2widenshuf<>+24(SB)/4, $0x0d0c8080
+DATA avx2widenshuf<>+28(SB)/4, $0x0f0e8080
+GLOBL avx2widenshuf<>(SB), RODATA|NOPTR, $32
+
 DATA iota64<>+0(SB)/4, $0x00000000
 DATA iota64<>+4(SB)/4, $0x00000001
 DATA iota64<>+8(SB)/4, $0x00000002
@@ -18686,6 +18696,7 @@ longrows24:
 	VMOVDQU avx2bfone<>+0(SB), Y2
 	VMOVDQU avx2bfbias<>+0(SB), Y3
 	VMOVDQU avx2bfhigh<>+0(SB), Y4
+	VMOVDQU avx2widenshuf<>+0(SB), Y5
 
 scaleloopiter25:
 	CMPQ  R8, R9
@@ -18694,82 +18705,82 @@ scaleloopiter25:
 	JNZ   scalelooppf26
 
 scaleloopbody27:
-	VPMOVZXWD (DX)(R8*2), Y5
-	VPSLLD    $0x10, Y5, Y5
-	VMULPS    Y1, Y5, Y5
-	VPMOVZXWD 16(DX)(R8*2), Y6
-	VPSLLD    $0x10, Y6, Y6
-	VMULPS    Y1, Y6, Y6
-	VPMOVZXWD 32(DX)(R8*2), Y7
-	VPSLLD    $0x10, Y7, Y7
-	VMULPS    Y1, Y7, Y7
-	VPMOVZXWD 48(DX)(R8*2), Y8
-	VPSLLD    $0x10, Y8, Y8
-	VMULPS    Y1, Y8, Y8
-	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn28
-	VPSRLD    $0x10, Y5, Y9
-	VPAND     Y2, Y9, Y9
-	VPADDD    Y3, Y9, Y9
-	VPADDD    Y5, Y9, Y9
-	VPAND     Y4, Y9, Y5
-	VPSRLD    $0x10, Y6, Y9
-	VPAND     Y2, Y9, Y9
-	VPADDD    Y3, Y9, Y9
-	VPADDD    Y6, Y9, Y9
-	VPAND     Y4, Y9, Y6
-	VPSRLD    $0x10, Y7, Y9
-	VPAND     Y2, Y9, Y9
-	VPADDD    Y3, Y9, Y9
-	VPADDD    Y7, Y9, Y9
-	VPAND     Y4, Y9, Y7
-	VPSRLD    $0x10, Y8, Y9
-	VPAND     Y2, Y9, Y9
-	VPADDD    Y3, Y9, Y9
-	VPADDD    Y8, Y9, Y9
-	VPAND     Y4, Y9, Y8
+	VBROADCASTI128 (DX)(R8*2), Y6
+	VPSHUFB        Y5, Y6, Y6
+	VMULPS         Y1, Y6, Y6
+	VBROADCASTI128 16(DX)(R8*2), Y7
+	VPSHUFB        Y5, Y7, Y7
+	VMULPS         Y1, Y7, Y7
+	VBROADCASTI128 32(DX)(R8*2), Y8
+	VPSHUFB        Y5, Y8, Y8
+	VMULPS         Y1, Y8, Y8
+	VBROADCASTI128 48(DX)(R8*2), Y9
+	VPSHUFB        Y5, Y9, Y9
+	VMULPS         Y1, Y9, Y9
+	TESTL          $0x00000008, job_flags+0(AX)
+	JZ             notrn28
+	VPSRLD         $0x10, Y6, Y10
+	VPAND          Y2, Y10, Y10
+	VPADDD         Y3, Y10, Y10
+	VPADDD         Y6, Y10, Y10
+	VPAND          Y4, Y10, Y6
+	VPSRLD         $0x10, Y7, Y10
+	VPAND          Y2, Y10, Y10
+	VPADDD         Y3, Y10, Y10
+	VPADDD         Y7, Y10, Y10
+	VPAND          Y4, Y10, Y7
+	VPSRLD         $0x10, Y8, Y10
+	VPAND          Y2, Y10, Y10
+	VPADDD         Y3, Y10, Y10
+	VPADDD         Y8, Y10, Y10
+	VPAND          Y4, Y10, Y8
+	VPSRLD         $0x10, Y9, Y10
+	VPAND          Y2, Y10, Y10
+	VPADDD         Y3, Y10, Y10
+	VPADDD         Y9, Y10, Y10
+	VPAND          Y4, Y10, Y9
 
 notrn28:
-	VMULPS    (SI)(R8*4), Y5, Y5
-	VMULPS    32(SI)(R8*4), Y6, Y6
-	VCMPPS    $0x03, Y6, Y5, Y9
-	VPTEST    Y9, Y9
+	VMULPS    (SI)(R8*4), Y6, Y6
+	VMULPS    32(SI)(R8*4), Y7, Y7
+	VCMPPS    $0x03, Y7, Y6, Y10
+	VPTEST    Y10, Y10
 	JNZ       bf16nan29
-	VPSRLD    $0x10, Y5, Y9
-	VPAND     Y2, Y9, Y9
-	VPADDD    Y3, Y9, Y9
-	VPADDD    Y5, Y9, Y9
-	VPSRLD    $0x10, Y9, Y9
-	VPSRLD    $0x10, Y6, Y5
-	VPAND     Y2, Y5, Y5
-	VPADDD    Y3, Y5, Y5
-	VPADDD    Y6, Y5, Y5
-	VPSRLD    $0x10, Y5, Y5
-	VPACKUSDW Y5, Y9, Y9
+	VPSRLD    $0x10, Y6, Y10
+	VPAND     Y2, Y10, Y10
+	VPADDD    Y3, Y10, Y10
+	VPADDD    Y6, Y10, Y10
+	VPSRLD    $0x10, Y10, Y10
+	VPSRLD    $0x10, Y7, Y6
+	VPAND     Y2, Y6, Y6
+	VPADDD    Y3, Y6, Y6
+	VPADDD    Y7, Y6, Y6
+	VPSRLD    $0x10, Y6, Y6
+	VPACKUSDW Y6, Y10, Y10
 
 bf16packed30:
-	VPERMQ    $0xd8, Y9, Y9
-	VMOVDQU   Y9, (CX)(R8*2)
-	VMULPS    64(SI)(R8*4), Y7, Y7
-	VMULPS    96(SI)(R8*4), Y8, Y8
-	VCMPPS    $0x03, Y8, Y7, Y5
-	VPTEST    Y5, Y5
+	VPERMQ    $0xd8, Y10, Y10
+	VMOVDQU   Y10, (CX)(R8*2)
+	VMULPS    64(SI)(R8*4), Y8, Y8
+	VMULPS    96(SI)(R8*4), Y9, Y9
+	VCMPPS    $0x03, Y9, Y8, Y6
+	VPTEST    Y6, Y6
 	JNZ       bf16nan31
-	VPSRLD    $0x10, Y7, Y5
-	VPAND     Y2, Y5, Y5
-	VPADDD    Y3, Y5, Y5
-	VPADDD    Y7, Y5, Y5
-	VPSRLD    $0x10, Y5, Y5
 	VPSRLD    $0x10, Y8, Y6
 	VPAND     Y2, Y6, Y6
 	VPADDD    Y3, Y6, Y6
 	VPADDD    Y8, Y6, Y6
 	VPSRLD    $0x10, Y6, Y6
-	VPACKUSDW Y6, Y5, Y5
+	VPSRLD    $0x10, Y9, Y7
+	VPAND     Y2, Y7, Y7
+	VPADDD    Y3, Y7, Y7
+	VPADDD    Y9, Y7, Y7
+	VPSRLD    $0x10, Y7, Y7
+	VPACKUSDW Y7, Y6, Y6
 
 bf16packed32:
-	VPERMQ  $0xd8, Y5, Y5
-	VMOVDQU Y5, 32(CX)(R8*2)
+	VPERMQ  $0xd8, Y6, Y6
+	VMOVDQU Y6, 32(CX)(R8*2)
 	ADDQ    $0x00000020, R8
 	JMP     scaleloopiter25
 
@@ -18782,6 +18793,7 @@ scaleloopoffset:
 	VMOVDQU avx2bfone<>+0(SB), Y2
 	VMOVDQU avx2bfbias<>+0(SB), Y3
 	VMOVDQU avx2bfhigh<>+0(SB), Y4
+	VMOVDQU avx2widenshuf<>+0(SB), Y5
 
 scaleloopoffsetiter33:
 	CMPQ  R8, R9
@@ -18790,75 +18802,143 @@ scaleloopoffsetiter33:
 	JNZ   scaleloopoffsetpf34
 
 scaleloopoffsetbody35:
-	VPMOVZXWD (DX)(R8*2), Y5
-	VPSLLD    $0x10, Y5, Y5
-	VMULPS    Y1, Y5, Y5
-	VPMOVZXWD 16(DX)(R8*2), Y6
-	VPSLLD    $0x10, Y6, Y6
-	VMULPS    Y1, Y6, Y6
-	VPMOVZXWD 32(DX)(R8*2), Y7
-	VPSLLD    $0x10, Y7, Y7
-	VMULPS    Y1, Y7, Y7
-	VPMOVZXWD 48(DX)(R8*2), Y8
-	VPSLLD    $0x10, Y8, Y8
-	VMULPS    Y1, Y8, Y8
-	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn36
-	VPSRLD    $0x10, Y5, Y9
-	VPAND     Y2, Y9, Y9
-	VPADDD    Y3, Y9, Y9
-	VPADDD    Y5, Y9, Y9
-	VPAND     Y4, Y9, Y5
-	VPSRLD    $0x10, Y6, Y9
-	VPAND     Y2, Y9, Y9
-	VPADDD    Y3, Y9, Y9
-	VPADDD    Y6, Y9, Y9
-	VPAND     Y4, Y9, Y6
-	VPSRLD    $0x10, Y7, Y9
-	VPAND     Y2, Y9, Y9
-	VPADDD    Y3, Y9, Y9
-	VPADDD    Y7, Y9, Y9
-	VPAND     Y4, Y9, Y7
-	VPSRLD    $0x10, Y8, Y9
-	VPAND     Y2, Y9, Y9
-	VPADDD    Y3, Y9, Y9
-	VPADDD    Y8, Y9, Y9
-	VPAND     Y4, Y9, Y8
+	VBROADCASTI128 (DX)(R8*2), Y6
+	VPSHUFB        Y5, Y6, Y6
+	VMULPS         Y1, Y6, Y6
+	VBROADCASTI128 16(DX)(R8*2), Y7
+	VPSHUFB        Y5, Y7, Y7
+	VMULPS         Y1, Y7, Y7
+	VBROADCASTI128 32(DX)(R8*2), Y8
+	VPSHUFB        Y5, Y8, Y8
+	VMULPS         Y1, Y8, Y8
+	VBROADCASTI128 48(DX)(R8*2), Y9
+	VPSHUFB        Y5, Y9, Y9
+	VMULPS         Y1, Y9, Y9
+	TESTL          $0x00000008, job_flags+0(AX)
+	JZ             notrn36
+	VPSRLD         $0x10, Y6, Y10
+	VPAND          Y2, Y10, Y10
+	VPADDD         Y3, Y10, Y10
+	VPADDD         Y6, Y10, Y10
+	VPAND          Y4, Y10, Y6
+	VPSRLD         $0x10, Y7, Y10
+	VPAND          Y2, Y10, Y10
+	VPADDD         Y3, Y10, Y10
+	VPADDD         Y7, Y10, Y10
+	VPAND          Y4, Y10, Y7
+	VPSRLD         $0x10, Y8, Y10
+	VPAND          Y2, Y10, Y10
+	VPADDD         Y3, Y10, Y10
+	VPADDD         Y8, Y10, Y10
+	VPAND          Y4, Y10, Y8
+	VPSRLD         $0x10, Y9, Y10
+	VPAND          Y2, Y10, Y10
+	VPADDD         Y3, Y10, Y10
+	VPADDD         Y9, Y10, Y10
+	VPAND          Y4, Y10, Y9
 
 notrn36:
-	VMOVUPS   (SI)(R8*4), Y9
-	VADDPS    Y0, Y9, Y9
-	VMULPS    Y9, Y5, Y5
-	VMOVUPS   32(SI)(R8*4), Y9
-	VADDPS    Y0, Y9, Y9
-	VMULPS    Y9, Y6, Y6
-	VCMPPS    $0x03, Y6, Y5, Y9
-	VPTEST    Y9, Y9
+	VMOVUPS   (SI)(R8*4), Y10
+	VADDPS    Y0, Y10, Y10
+	VMULPS    Y10, Y6, Y6
+	VMOVUPS   32(SI)(R8*4), Y10
+	VADDPS    Y0, Y10, Y10
+	VMULPS    Y10, Y7, Y7
+	VCMPPS    $0x03, Y7, Y6, Y10
+	VPTEST    Y10, Y10
 	JNZ       bf16nan37
-	VPSRLD    $0x10, Y5, Y9
-	VPAND     Y2, Y9, Y9
-	VPADDD    Y3, Y9, Y9
-	VPADDD    Y5, Y9, Y9
-	VPSRLD    $0x10, Y9, Y9
-	VPSRLD    $0x10, Y6, Y5
-	VPAND     Y2, Y5, Y5
-	VPADDD    Y3, Y5, Y5
-	VPADDD    Y6, Y5, Y5
-	VPSRLD    $0x10, Y5, Y5
-	VPACKUSDW Y5, Y9, Y9
+	VPSRLD    $0x10, Y6, Y10
+	VPAND     Y2, Y10, Y10
+	VPADDD    Y3, Y10, Y10
+	VPADDD    Y6, Y10, Y10
+	VPSRLD    $0x10, Y10, Y10
+	VPSRLD    $0x10, Y7, Y6
+	VPAND     Y2, Y6, Y6
+	VPADDD    Y3, Y6, Y6
+	VPADDD    Y7, Y6, Y6
+	VPSRLD    $0x10, Y6, Y6
+	VPACKUSDW Y6, Y10, Y10
 
 bf16packed38:
+	VPERMQ    $0xd8, Y10, Y10
+	VMOVDQU   Y10, (CX)(R8*2)
+	VMOVUPS   64(SI)(R8*4), Y6
+	VADDPS    Y0, Y6, Y6
+	VMULPS    Y6, Y8, Y8
+	VMOVUPS   96(SI)(R8*4), Y6
+	VADDPS    Y0, Y6, Y6
+	VMULPS    Y6, Y9, Y9
+	VCMPPS    $0x03, Y9, Y8, Y6
+	VPTEST    Y6, Y6
+	JNZ       bf16nan39
+	VPSRLD    $0x10, Y8, Y6
+	VPAND     Y2, Y6, Y6
+	VPADDD    Y3, Y6, Y6
+	VPADDD    Y8, Y6, Y6
+	VPSRLD    $0x10, Y6, Y6
+	VPSRLD    $0x10, Y9, Y7
+	VPAND     Y2, Y7, Y7
+	VPADDD    Y3, Y7, Y7
+	VPADDD    Y9, Y7, Y7
+	VPSRLD    $0x10, Y7, Y7
+	VPACKUSDW Y7, Y6, Y6
+
+bf16packed40:
+	VPERMQ  $0xd8, Y6, Y6
+	VMOVDQU Y6, 32(CX)(R8*2)
+	ADDQ    $0x00000020, R8
+	JMP     scaleloopoffsetiter33
+
+scaleloopoffsetpf34:
+	PREFETCHT0 (R10)(R8*2)
+	JMP        scaleloopoffsetbody35
+
+	PCALIGN $32
+scaleloopnoweight:
+	VMOVDQU avx2bfone<>+0(SB), Y2
+	VMOVDQU avx2bfbias<>+0(SB), Y3
+	VMOVDQU avx2widenshuf<>+0(SB), Y4
+
+scaleloopnoweightiter41:
+	CMPQ  R8, R9
+	JG    scaletail
+	TESTL $0x00000002, R11
+	JNZ   scaleloopnoweightpf42
+
+scaleloopnoweightbody43:
+	VBROADCASTI128 (DX)(R8*2), Y5
+	VPSHUFB        Y4, Y5, Y5
+	VMULPS         Y1, Y5, Y5
+	VBROADCASTI128 16(DX)(R8*2), Y6
+	VPSHUFB        Y4, Y6, Y6
+	VMULPS         Y1, Y6, Y6
+	VBROADCASTI128 32(DX)(R8*2), Y7
+	VPSHUFB        Y4, Y7, Y7
+	VMULPS         Y1, Y7, Y7
+	VBROADCASTI128 48(DX)(R8*2), Y8
+	VPSHUFB        Y4, Y8, Y8
+	VMULPS         Y1, Y8, Y8
+	VCMPPS         $0x03, Y6, Y5, Y9
+	VPTEST         Y9, Y9
+	JNZ            bf16nan44
+	VPSRLD         $0x10, Y5, Y9
+	VPAND          Y2, Y9, Y9
+	VPADDD         Y3, Y9, Y9
+	VPADDD         Y5, Y9, Y9
+	VPSRLD         $0x10, Y9, Y9
+	VPSRLD         $0x10, Y6, Y5
+	VPAND          Y2, Y5, Y5
+	VPADDD         Y3, Y5, Y5
+	VPADDD         Y6, Y5, Y5
+	VPSRLD         $0x10, Y5, Y5
+	VPACKUSDW      Y5, Y9, Y9
+
+bf16packed45:
 	VPERMQ    $0xd8, Y9, Y9
 	VMOVDQU   Y9, (CX)(R8*2)
-	VMOVUPS   64(SI)(R8*4), Y5
-	VADDPS    Y0, Y5, Y5
-	VMULPS    Y5, Y7, Y7
-	VMOVUPS   96(SI)(R8*4), Y5
-	VADDPS    Y0, Y5, Y5
-	VMULPS    Y5, Y8, Y8
 	VCMPPS    $0x03, Y8, Y7, Y5
 	VPTEST    Y5, Y5
-	JNZ       bf16nan39
+	JNZ       bf16nan46
 	VPSRLD    $0x10, Y7, Y5
 	VPAND     Y2, Y5, Y5
 	VPADDD    Y3, Y5, Y5
@@ -18871,76 +18951,9 @@ bf16packed38:
 	VPSRLD    $0x10, Y6, Y6
 	VPACKUSDW Y6, Y5, Y5
 
-bf16packed40:
+bf16packed47:
 	VPERMQ  $0xd8, Y5, Y5
 	VMOVDQU Y5, 32(CX)(R8*2)
-	ADDQ    $0x00000020, R8
-	JMP     scaleloopoffsetiter33
-
-scaleloopoffsetpf34:
-	PREFETCHT0 (R10)(R8*2)
-	JMP        scaleloopoffsetbody35
-
-	PCALIGN $32
-scaleloopnoweight:
-	VMOVDQU avx2bfone<>+0(SB), Y2
-	VMOVDQU avx2bfbias<>+0(SB), Y3
-
-scaleloopnoweightiter41:
-	CMPQ  R8, R9
-	JG    scaletail
-	TESTL $0x00000002, R11
-	JNZ   scaleloopnoweightpf42
-
-scaleloopnoweightbody43:
-	VPMOVZXWD (DX)(R8*2), Y4
-	VPSLLD    $0x10, Y4, Y4
-	VMULPS    Y1, Y4, Y4
-	VPMOVZXWD 16(DX)(R8*2), Y5
-	VPSLLD    $0x10, Y5, Y5
-	VMULPS    Y1, Y5, Y5
-	VPMOVZXWD 32(DX)(R8*2), Y6
-	VPSLLD    $0x10, Y6, Y6
-	VMULPS    Y1, Y6, Y6
-	VPMOVZXWD 48(DX)(R8*2), Y7
-	VPSLLD    $0x10, Y7, Y7
-	VMULPS    Y1, Y7, Y7
-	VCMPPS    $0x03, Y5, Y4, Y8
-	VPTEST    Y8, Y8
-	JNZ       bf16nan44
-	VPSRLD    $0x10, Y4, Y8
-	VPAND     Y2, Y8, Y8
-	VPADDD    Y3, Y8, Y8
-	VPADDD    Y4, Y8, Y8
-	VPSRLD    $0x10, Y8, Y8
-	VPSRLD    $0x10, Y5, Y4
-	VPAND     Y2, Y4, Y4
-	VPADDD    Y3, Y4, Y4
-	VPADDD    Y5, Y4, Y4
-	VPSRLD    $0x10, Y4, Y4
-	VPACKUSDW Y4, Y8, Y8
-
-bf16packed45:
-	VPERMQ    $0xd8, Y8, Y8
-	VMOVDQU   Y8, (CX)(R8*2)
-	VCMPPS    $0x03, Y7, Y6, Y4
-	VPTEST    Y4, Y4
-	JNZ       bf16nan46
-	VPSRLD    $0x10, Y6, Y4
-	VPAND     Y2, Y4, Y4
-	VPADDD    Y3, Y4, Y4
-	VPADDD    Y6, Y4, Y4
-	VPSRLD    $0x10, Y4, Y4
-	VPSRLD    $0x10, Y7, Y5
-	VPAND     Y2, Y5, Y5
-	VPADDD    Y3, Y5, Y5
-	VPADDD    Y7, Y5, Y5
-	VPSRLD    $0x10, Y5, Y5
-	VPACKUSDW Y5, Y4, Y4
-
-bf16packed47:
-	VPERMQ  $0xd8, Y4, Y4
-	VMOVDQU Y4, 32(CX)(R8*2)
 	ADDQ    $0x00000020, R8
 	JMP     scaleloopnoweightiter41
 
@@ -19012,109 +19025,110 @@ longrows50:
 	VMOVDQU avx2bfone<>+0(SB), Y2
 	VMOVDQU avx2bfbias<>+0(SB), Y3
 	VMOVDQU avx2bfhigh<>+0(SB), Y4
+	VMOVDQU avx2widenshuf<>+0(SB), Y5
 
 scalentloopiter51:
-	CMPQ       R8, R9
-	JG         scaletail
-	PREFETCHT0 (R10)(R8*2)
-	VPMOVZXWD  (DX)(R8*2), Y5
-	VPSLLD     $0x10, Y5, Y5
-	VMULPS     Y1, Y5, Y5
-	VPMOVZXWD  16(DX)(R8*2), Y6
-	VPSLLD     $0x10, Y6, Y6
-	VMULPS     Y1, Y6, Y6
-	VPMOVZXWD  32(DX)(R8*2), Y7
-	VPSLLD     $0x10, Y7, Y7
-	VMULPS     Y1, Y7, Y7
-	VPMOVZXWD  48(DX)(R8*2), Y8
-	VPSLLD     $0x10, Y8, Y8
-	VMULPS     Y1, Y8, Y8
-	TESTL      $0x00000008, job_flags+0(AX)
-	JZ         notrn52
-	VPSRLD     $0x10, Y5, Y9
-	VPAND      Y2, Y9, Y9
-	VPADDD     Y3, Y9, Y9
-	VPADDD     Y5, Y9, Y9
-	VPAND      Y4, Y9, Y5
-	VPSRLD     $0x10, Y6, Y9
-	VPAND      Y2, Y9, Y9
-	VPADDD     Y3, Y9, Y9
-	VPADDD     Y6, Y9, Y9
-	VPAND      Y4, Y9, Y6
-	VPSRLD     $0x10, Y7, Y9
-	VPAND      Y2, Y9, Y9
-	VPADDD     Y3, Y9, Y9
-	VPADDD     Y7, Y9, Y9
-	VPAND      Y4, Y9, Y7
-	VPSRLD     $0x10, Y8, Y9
-	VPAND      Y2, Y9, Y9
-	VPADDD     Y3, Y9, Y9
-	VPADDD     Y8, Y9, Y9
-	VPAND      Y4, Y9, Y8
+	CMPQ           R8, R9
+	JG             scaletail
+	PREFETCHT0     (R10)(R8*2)
+	VBROADCASTI128 (DX)(R8*2), Y6
+	VPSHUFB        Y5, Y6, Y6
+	VMULPS         Y1, Y6, Y6
+	VBROADCASTI128 16(DX)(R8*2), Y7
+	VPSHUFB        Y5, Y7, Y7
+	VMULPS         Y1, Y7, Y7
+	VBROADCASTI128 32(DX)(R8*2), Y8
+	VPSHUFB        Y5, Y8, Y8
+	VMULPS         Y1, Y8, Y8
+	VBROADCASTI128 48(DX)(R8*2), Y9
+	VPSHUFB        Y5, Y9, Y9
+	VMULPS         Y1, Y9, Y9
+	TESTL          $0x00000008, job_flags+0(AX)
+	JZ             notrn52
+	VPSRLD         $0x10, Y6, Y10
+	VPAND          Y2, Y10, Y10
+	VPADDD         Y3, Y10, Y10
+	VPADDD         Y6, Y10, Y10
+	VPAND          Y4, Y10, Y6
+	VPSRLD         $0x10, Y7, Y10
+	VPAND          Y2, Y10, Y10
+	VPADDD         Y3, Y10, Y10
+	VPADDD         Y7, Y10, Y10
+	VPAND          Y4, Y10, Y7
+	VPSRLD         $0x10, Y8, Y10
+	VPAND          Y2, Y10, Y10
+	VPADDD         Y3, Y10, Y10
+	VPADDD         Y8, Y10, Y10
+	VPAND          Y4, Y10, Y8
+	VPSRLD         $0x10, Y9, Y10
+	VPAND          Y2, Y10, Y10
+	VPADDD         Y3, Y10, Y10
+	VPADDD         Y9, Y10, Y10
+	VPAND          Y4, Y10, Y9
 
 notrn52:
 	TESTQ  SI, SI
 	JZ     weighed54
 	TESTL  $0x00000010, R11
 	JNZ    offset53
-	VMULPS (SI)(R8*4), Y5, Y5
-	VMULPS 32(SI)(R8*4), Y6, Y6
-	VMULPS 64(SI)(R8*4), Y7, Y7
-	VMULPS 96(SI)(R8*4), Y8, Y8
+	VMULPS (SI)(R8*4), Y6, Y6
+	VMULPS 32(SI)(R8*4), Y7, Y7
+	VMULPS 64(SI)(R8*4), Y8, Y8
+	VMULPS 96(SI)(R8*4), Y9, Y9
 
 weighed54:
-	VCMPPS    $0x03, Y6, Y5, Y9
-	VPTEST    Y9, Y9
+	VCMPPS    $0x03, Y7, Y6, Y10
+	VPTEST    Y10, Y10
 	JNZ       bf16nan55
-	VPSRLD    $0x10, Y5, Y9
-	VPAND     Y2, Y9, Y9
-	VPADDD    Y3, Y9, Y9
-	VPADDD    Y5, Y9, Y9
-	VPSRLD    $0x10, Y9, Y9
-	VPSRLD    $0x10, Y6, Y5
-	VPAND     Y2, Y5, Y5
-	VPADDD    Y3, Y5, Y5
-	VPADDD    Y6, Y5, Y5
-	VPSRLD    $0x10, Y5, Y5
-	VPACKUSDW Y5, Y9, Y9
+	VPSRLD    $0x10, Y6, Y10
+	VPAND     Y2, Y10, Y10
+	VPADDD    Y3, Y10, Y10
+	VPADDD    Y6, Y10, Y10
+	VPSRLD    $0x10, Y10, Y10
+	VPSRLD    $0x10, Y7, Y6
+	VPAND     Y2, Y6, Y6
+	VPADDD    Y3, Y6, Y6
+	VPADDD    Y7, Y6, Y6
+	VPSRLD    $0x10, Y6, Y6
+	VPACKUSDW Y6, Y10, Y10
 
 bf16packed56:
-	VPERMQ    $0xd8, Y9, Y9
-	VMOVNTDQ  Y9, (CX)(R8*2)
-	VCMPPS    $0x03, Y8, Y7, Y5
-	VPTEST    Y5, Y5
+	VPERMQ    $0xd8, Y10, Y10
+	VMOVNTDQ  Y10, (CX)(R8*2)
+	VCMPPS    $0x03, Y9, Y8, Y6
+	VPTEST    Y6, Y6
 	JNZ       bf16nan57
-	VPSRLD    $0x10, Y7, Y5
-	VPAND     Y2, Y5, Y5
-	VPADDD    Y3, Y5, Y5
-	VPADDD    Y7, Y5, Y5
-	VPSRLD    $0x10, Y5, Y5
 	VPSRLD    $0x10, Y8, Y6
 	VPAND     Y2, Y6, Y6
 	VPADDD    Y3, Y6, Y6
 	VPADDD    Y8, Y6, Y6
 	VPSRLD    $0x10, Y6, Y6
-	VPACKUSDW Y6, Y5, Y5
+	VPSRLD    $0x10, Y9, Y7
+	VPAND     Y2, Y7, Y7
+	VPADDD    Y3, Y7, Y7
+	VPADDD    Y9, Y7, Y7
+	VPSRLD    $0x10, Y7, Y7
+	VPACKUSDW Y7, Y6, Y6
 
 bf16packed58:
-	VPERMQ   $0xd8, Y5, Y5
-	VMOVNTDQ Y5, 32(CX)(R8*2)
+	VPERMQ   $0xd8, Y6, Y6
+	VMOVNTDQ Y6, 32(CX)(R8*2)
 	ADDQ     $0x00000020, R8
 	JMP      scalentloopiter51
 
 offset53:
-	VMOVUPS (SI)(R8*4), Y9
-	VADDPS  Y0, Y9, Y9
-	VMULPS  Y9, Y5, Y5
-	VMOVUPS 32(SI)(R8*4), Y9
-	VADDPS  Y0, Y9, Y9
-	VMULPS  Y9, Y6, Y6
-	VMOVUPS 64(SI)(R8*4), Y9
-	VADDPS  Y0, Y9, Y9
-	VMULPS  Y9, Y7, Y7
-	VMOVUPS 96(SI)(R8*4), Y9
-	VADDPS  Y0, Y9, Y9
-	VMULPS  Y9, Y8, Y8
+	VMOVUPS (SI)(R8*4), Y10
+	VADDPS  Y0, Y10, Y10
+	VMULPS  Y10, Y6, Y6
+	VMOVUPS 32(SI)(R8*4), Y10
+	VADDPS  Y0, Y10, Y10
+	VMULPS  Y10, Y7, Y7
+	VMOVUPS 64(SI)(R8*4), Y10
+	VADDPS  Y0, Y10, Y10
+	VMULPS  Y10, Y8, Y8
+	VMOVUPS 96(SI)(R8*4), Y10
+	VADDPS  Y0, Y10, Y10
+	VMULPS  Y10, Y9, Y9
 	JMP     weighed54
 
 scaletail:
@@ -19304,31 +19318,24 @@ vzero:
 	RET
 
 bf16nan29:
-	VPSRLD    $0x10, Y5, Y9
-	VPAND     avx2bfone<>+0(SB), Y9, Y9
-	VPADDD    avx2bfbias<>+0(SB), Y9, Y9
-	VPADDD    Y5, Y9, Y9
-	VPSRLD    $0x10, Y9, Y9
-	VCMPPS    $0x03, Y5, Y5, Y5
-	VBLENDVPS Y5, avx2bfnanlow<>+0(SB), Y9, Y9
-	VPSRLD    $0x10, Y6, Y5
-	VPAND     avx2bfone<>+0(SB), Y5, Y5
-	VPADDD    avx2bfbias<>+0(SB), Y5, Y5
-	VPADDD    Y6, Y5, Y5
-	VPSRLD    $0x10, Y5, Y5
+	VPSRLD    $0x10, Y6, Y10
+	VPAND     avx2bfone<>+0(SB), Y10, Y10
+	VPADDD    avx2bfbias<>+0(SB), Y10, Y10
+	VPADDD    Y6, Y10, Y10
+	VPSRLD    $0x10, Y10, Y10
 	VCMPPS    $0x03, Y6, Y6, Y6
-	VBLENDVPS Y6, avx2bfnanlow<>+0(SB), Y5, Y5
-	VPACKUSDW Y5, Y9, Y9
+	VBLENDVPS Y6, avx2bfnanlow<>+0(SB), Y10, Y10
+	VPSRLD    $0x10, Y7, Y6
+	VPAND     avx2bfone<>+0(SB), Y6, Y6
+	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
+	VPADDD    Y7, Y6, Y6
+	VPSRLD    $0x10, Y6, Y6
+	VCMPPS    $0x03, Y7, Y7, Y7
+	VBLENDVPS Y7, avx2bfnanlow<>+0(SB), Y6, Y6
+	VPACKUSDW Y6, Y10, Y10
 	JMP       bf16packed30
 
 bf16nan31:
-	VPSRLD    $0x10, Y7, Y5
-	VPAND     avx2bfone<>+0(SB), Y5, Y5
-	VPADDD    avx2bfbias<>+0(SB), Y5, Y5
-	VPADDD    Y7, Y5, Y5
-	VPSRLD    $0x10, Y5, Y5
-	VCMPPS    $0x03, Y7, Y7, Y6
-	VBLENDVPS Y6, avx2bfnanlow<>+0(SB), Y5, Y5
 	VPSRLD    $0x10, Y8, Y6
 	VPAND     avx2bfone<>+0(SB), Y6, Y6
 	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
@@ -19336,35 +19343,35 @@ bf16nan31:
 	VPSRLD    $0x10, Y6, Y6
 	VCMPPS    $0x03, Y8, Y8, Y7
 	VBLENDVPS Y7, avx2bfnanlow<>+0(SB), Y6, Y6
-	VPACKUSDW Y6, Y5, Y5
+	VPSRLD    $0x10, Y9, Y7
+	VPAND     avx2bfone<>+0(SB), Y7, Y7
+	VPADDD    avx2bfbias<>+0(SB), Y7, Y7
+	VPADDD    Y9, Y7, Y7
+	VPSRLD    $0x10, Y7, Y7
+	VCMPPS    $0x03, Y9, Y9, Y8
+	VBLENDVPS Y8, avx2bfnanlow<>+0(SB), Y7, Y7
+	VPACKUSDW Y7, Y6, Y6
 	JMP       bf16packed32
 
 bf16nan37:
-	VPSRLD    $0x10, Y5, Y9
-	VPAND     avx2bfone<>+0(SB), Y9, Y9
-	VPADDD    avx2bfbias<>+0(SB), Y9, Y9
-	VPADDD    Y5, Y9, Y9
-	VPSRLD    $0x10, Y9, Y9
-	VCMPPS    $0x03, Y5, Y5, Y5
-	VBLENDVPS Y5, avx2bfnanlow<>+0(SB), Y9, Y9
-	VPSRLD    $0x10, Y6, Y5
-	VPAND     avx2bfone<>+0(SB), Y5, Y5
-	VPADDD    avx2bfbias<>+0(SB), Y5, Y5
-	VPADDD    Y6, Y5, Y5
-	VPSRLD    $0x10, Y5, Y5
+	VPSRLD    $0x10, Y6, Y10
+	VPAND     avx2bfone<>+0(SB), Y10, Y10
+	VPADDD    avx2bfbias<>+0(SB), Y10, Y10
+	VPADDD    Y6, Y10, Y10
+	VPSRLD    $0x10, Y10, Y10
 	VCMPPS    $0x03, Y6, Y6, Y6
-	VBLENDVPS Y6, avx2bfnanlow<>+0(SB), Y5, Y5
-	VPACKUSDW Y5, Y9, Y9
+	VBLENDVPS Y6, avx2bfnanlow<>+0(SB), Y10, Y10
+	VPSRLD    $0x10, Y7, Y6
+	VPAND     avx2bfone<>+0(SB), Y6, Y6
+	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
+	VPADDD    Y7, Y6, Y6
+	VPSRLD    $0x10, Y6, Y6
+	VCMPPS    $0x03, Y7, Y7, Y7
+	VBLENDVPS Y7, avx2bfnanlow<>+0(SB), Y6, Y6
+	VPACKUSDW Y6, Y10, Y10
 	JMP       bf16packed38
 
 bf16nan39:
-	VPSRLD    $0x10, Y7, Y5
-	VPAND     avx2bfone<>+0(SB), Y5, Y5
-	VPADDD    avx2bfbias<>+0(SB), Y5, Y5
-	VPADDD    Y7, Y5, Y5
-	VPSRLD    $0x10, Y5, Y5
-	VCMPPS    $0x03, Y7, Y7, Y6
-	VBLENDVPS Y6, avx2bfnanlow<>+0(SB), Y5, Y5
 	VPSRLD    $0x10, Y8, Y6
 	VPAND     avx2bfone<>+0(SB), Y6, Y6
 	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
@@ -19372,46 +19379,17 @@ bf16nan39:
 	VPSRLD    $0x10, Y6, Y6
 	VCMPPS    $0x03, Y8, Y8, Y7
 	VBLENDVPS Y7, avx2bfnanlow<>+0(SB), Y6, Y6
-	VPACKUSDW Y6, Y5, Y5
+	VPSRLD    $0x10, Y9, Y7
+	VPAND     avx2bfone<>+0(SB), Y7, Y7
+	VPADDD    avx2bfbias<>+0(SB), Y7, Y7
+	VPADDD    Y9, Y7, Y7
+	VPSRLD    $0x10, Y7, Y7
+	VCMPPS    $0x03, Y9, Y9, Y8
+	VBLENDVPS Y8, avx2bfnanlow<>+0(SB), Y7, Y7
+	VPACKUSDW Y7, Y6, Y6
 	JMP       bf16packed40
 
 bf16nan44:
-	VPSRLD    $0x10, Y4, Y8
-	VPAND     avx2bfone<>+0(SB), Y8, Y8
-	VPADDD    avx2bfbias<>+0(SB), Y8, Y8
-	VPADDD    Y4, Y8, Y8
-	VPSRLD    $0x10, Y8, Y8
-	VCMPPS    $0x03, Y4, Y4, Y4
-	VBLENDVPS Y4, avx2bfnanlow<>+0(SB), Y8, Y8
-	VPSRLD    $0x10, Y5, Y4
-	VPAND     avx2bfone<>+0(SB), Y4, Y4
-	VPADDD    avx2bfbias<>+0(SB), Y4, Y4
-	VPADDD    Y5, Y4, Y4
-	VPSRLD    $0x10, Y4, Y4
-	VCMPPS    $0x03, Y5, Y5, Y5
-	VBLENDVPS Y5, avx2bfnanlow<>+0(SB), Y4, Y4
-	VPACKUSDW Y4, Y8, Y8
-	JMP       bf16packed45
-
-bf16nan46:
-	VPSRLD    $0x10, Y6, Y4
-	VPAND     avx2bfone<>+0(SB), Y4, Y4
-	VPADDD    avx2bfbias<>+0(SB), Y4, Y4
-	VPADDD    Y6, Y4, Y4
-	VPSRLD    $0x10, Y4, Y4
-	VCMPPS    $0x03, Y6, Y6, Y5
-	VBLENDVPS Y5, avx2bfnanlow<>+0(SB), Y4, Y4
-	VPSRLD    $0x10, Y7, Y5
-	VPAND     avx2bfone<>+0(SB), Y5, Y5
-	VPADDD    avx2bfbias<>+0(SB), Y5, Y5
-	VPADDD    Y7, Y5, Y5
-	VPSRLD    $0x10, Y5, Y5
-	VCMPPS    $0x03, Y7, Y7, Y6
-	VBLENDVPS Y6, avx2bfnanlow<>+0(SB), Y5, Y5
-	VPACKUSDW Y5, Y4, Y4
-	JMP       bf16packed47
-
-bf16nan55:
 	VPSRLD    $0x10, Y5, Y9
 	VPAND     avx2bfone<>+0(SB), Y9, Y9
 	VPADDD    avx2bfbias<>+0(SB), Y9, Y9
@@ -19427,9 +19405,9 @@ bf16nan55:
 	VCMPPS    $0x03, Y6, Y6, Y6
 	VBLENDVPS Y6, avx2bfnanlow<>+0(SB), Y5, Y5
 	VPACKUSDW Y5, Y9, Y9
-	JMP       bf16packed56
+	JMP       bf16packed45
 
-bf16nan57:
+bf16nan46:
 	VPSRLD    $0x10, Y7, Y5
 	VPAND     avx2bfone<>+0(SB), Y5, Y5
 	VPADDD    avx2bfbias<>+0(SB), Y5, Y5
@@ -19445,6 +19423,42 @@ bf16nan57:
 	VCMPPS    $0x03, Y8, Y8, Y7
 	VBLENDVPS Y7, avx2bfnanlow<>+0(SB), Y6, Y6
 	VPACKUSDW Y6, Y5, Y5
+	JMP       bf16packed47
+
+bf16nan55:
+	VPSRLD    $0x10, Y6, Y10
+	VPAND     avx2bfone<>+0(SB), Y10, Y10
+	VPADDD    avx2bfbias<>+0(SB), Y10, Y10
+	VPADDD    Y6, Y10, Y10
+	VPSRLD    $0x10, Y10, Y10
+	VCMPPS    $0x03, Y6, Y6, Y6
+	VBLENDVPS Y6, avx2bfnanlow<>+0(SB), Y10, Y10
+	VPSRLD    $0x10, Y7, Y6
+	VPAND     avx2bfone<>+0(SB), Y6, Y6
+	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
+	VPADDD    Y7, Y6, Y6
+	VPSRLD    $0x10, Y6, Y6
+	VCMPPS    $0x03, Y7, Y7, Y7
+	VBLENDVPS Y7, avx2bfnanlow<>+0(SB), Y6, Y6
+	VPACKUSDW Y6, Y10, Y10
+	JMP       bf16packed56
+
+bf16nan57:
+	VPSRLD    $0x10, Y8, Y6
+	VPAND     avx2bfone<>+0(SB), Y6, Y6
+	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
+	VPADDD    Y8, Y6, Y6
+	VPSRLD    $0x10, Y6, Y6
+	VCMPPS    $0x03, Y8, Y8, Y7
+	VBLENDVPS Y7, avx2bfnanlow<>+0(SB), Y6, Y6
+	VPSRLD    $0x10, Y9, Y7
+	VPAND     avx2bfone<>+0(SB), Y7, Y7
+	VPADDD    avx2bfbias<>+0(SB), Y7, Y7
+	VPADDD    Y9, Y7, Y7
+	VPSRLD    $0x10, Y7, Y7
+	VCMPPS    $0x03, Y9, Y9, Y8
+	VBLENDVPS Y8, avx2bfnanlow<>+0(SB), Y7, Y7
+	VPACKUSDW Y7, Y6, Y6
 	JMP       bf16packed58
 
 // func avx2ForwardF16(j uintptr, from int, to int) int
@@ -25457,6 +25471,7 @@ longrows29:
 	VMOVDQU avx2bfone<>+0(SB), Y2
 	VMOVDQU avx2bfbias<>+0(SB), Y3
 	VMOVDQU avx2bfhigh<>+0(SB), Y4
+	VMOVDQU avx2widenshuf<>+0(SB), Y5
 
 scaleloopiter30:
 	CMPQ  R8, R9
@@ -25465,95 +25480,95 @@ scaleloopiter30:
 	JNZ   scalelooppf31
 
 scaleloopbody32:
-	VPMOVZXWD (DX)(R8*2), Y5
-	VPSLLD    $0x10, Y5, Y5
-	VSUBPS    Y8, Y5, Y5
-	VMULPS    Y1, Y5, Y5
-	VPMOVZXWD 16(DX)(R8*2), Y6
-	VPSLLD    $0x10, Y6, Y6
-	VSUBPS    Y8, Y6, Y6
-	VMULPS    Y1, Y6, Y6
-	VPMOVZXWD 32(DX)(R8*2), Y7
-	VPSLLD    $0x10, Y7, Y7
-	VSUBPS    Y8, Y7, Y7
-	VMULPS    Y1, Y7, Y7
-	VPMOVZXWD 48(DX)(R8*2), Y9
-	VPSLLD    $0x10, Y9, Y9
-	VSUBPS    Y8, Y9, Y9
-	VMULPS    Y1, Y9, Y9
-	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn33
-	VPSRLD    $0x10, Y5, Y10
-	VPAND     Y2, Y10, Y10
-	VPADDD    Y3, Y10, Y10
-	VPADDD    Y5, Y10, Y10
-	VPAND     Y4, Y10, Y5
-	VPSRLD    $0x10, Y6, Y10
-	VPAND     Y2, Y10, Y10
-	VPADDD    Y3, Y10, Y10
-	VPADDD    Y6, Y10, Y10
-	VPAND     Y4, Y10, Y6
-	VPSRLD    $0x10, Y7, Y10
-	VPAND     Y2, Y10, Y10
-	VPADDD    Y3, Y10, Y10
-	VPADDD    Y7, Y10, Y10
-	VPAND     Y4, Y10, Y7
-	VPSRLD    $0x10, Y9, Y10
-	VPAND     Y2, Y10, Y10
-	VPADDD    Y3, Y10, Y10
-	VPADDD    Y9, Y10, Y10
-	VPAND     Y4, Y10, Y9
+	VBROADCASTI128 (DX)(R8*2), Y6
+	VPSHUFB        Y5, Y6, Y6
+	VSUBPS         Y8, Y6, Y6
+	VMULPS         Y1, Y6, Y6
+	VBROADCASTI128 16(DX)(R8*2), Y7
+	VPSHUFB        Y5, Y7, Y7
+	VSUBPS         Y8, Y7, Y7
+	VMULPS         Y1, Y7, Y7
+	VBROADCASTI128 32(DX)(R8*2), Y9
+	VPSHUFB        Y5, Y9, Y9
+	VSUBPS         Y8, Y9, Y9
+	VMULPS         Y1, Y9, Y9
+	VBROADCASTI128 48(DX)(R8*2), Y10
+	VPSHUFB        Y5, Y10, Y10
+	VSUBPS         Y8, Y10, Y10
+	VMULPS         Y1, Y10, Y10
+	TESTL          $0x00000008, job_flags+0(AX)
+	JZ             notrn33
+	VPSRLD         $0x10, Y6, Y11
+	VPAND          Y2, Y11, Y11
+	VPADDD         Y3, Y11, Y11
+	VPADDD         Y6, Y11, Y11
+	VPAND          Y4, Y11, Y6
+	VPSRLD         $0x10, Y7, Y11
+	VPAND          Y2, Y11, Y11
+	VPADDD         Y3, Y11, Y11
+	VPADDD         Y7, Y11, Y11
+	VPAND          Y4, Y11, Y7
+	VPSRLD         $0x10, Y9, Y11
+	VPAND          Y2, Y11, Y11
+	VPADDD         Y3, Y11, Y11
+	VPADDD         Y9, Y11, Y11
+	VPAND          Y4, Y11, Y9
+	VPSRLD         $0x10, Y10, Y11
+	VPAND          Y2, Y11, Y11
+	VPADDD         Y3, Y11, Y11
+	VPADDD         Y10, Y11, Y11
+	VPAND          Y4, Y11, Y10
 
 notrn33:
-	VMULPS (SI)(R8*4), Y5, Y5
-	VMULPS 32(SI)(R8*4), Y6, Y6
-	VMULPS 64(SI)(R8*4), Y7, Y7
-	VMULPS 96(SI)(R8*4), Y9, Y9
+	VMULPS (SI)(R8*4), Y6, Y6
+	VMULPS 32(SI)(R8*4), Y7, Y7
+	VMULPS 64(SI)(R8*4), Y9, Y9
+	VMULPS 96(SI)(R8*4), Y10, Y10
 	MOVQ   job_bias+0(AX), R12
 	TESTQ  R12, R12
 	JZ     nobias34
-	VADDPS (R12)(R8*4), Y5, Y5
-	VADDPS 32(R12)(R8*4), Y6, Y6
-	VADDPS 64(R12)(R8*4), Y7, Y7
-	VADDPS 96(R12)(R8*4), Y9, Y9
+	VADDPS (R12)(R8*4), Y6, Y6
+	VADDPS 32(R12)(R8*4), Y7, Y7
+	VADDPS 64(R12)(R8*4), Y9, Y9
+	VADDPS 96(R12)(R8*4), Y10, Y10
 
 nobias34:
-	VCMPPS    $0x03, Y6, Y5, Y10
-	VPTEST    Y10, Y10
+	VCMPPS    $0x03, Y7, Y6, Y11
+	VPTEST    Y11, Y11
 	JNZ       bf16nan35
-	VPSRLD    $0x10, Y5, Y10
-	VPAND     Y2, Y10, Y10
-	VPADDD    Y3, Y10, Y10
-	VPADDD    Y5, Y10, Y10
-	VPSRLD    $0x10, Y10, Y10
-	VPSRLD    $0x10, Y6, Y5
-	VPAND     Y2, Y5, Y5
-	VPADDD    Y3, Y5, Y5
-	VPADDD    Y6, Y5, Y5
-	VPSRLD    $0x10, Y5, Y5
-	VPACKUSDW Y5, Y10, Y10
+	VPSRLD    $0x10, Y6, Y11
+	VPAND     Y2, Y11, Y11
+	VPADDD    Y3, Y11, Y11
+	VPADDD    Y6, Y11, Y11
+	VPSRLD    $0x10, Y11, Y11
+	VPSRLD    $0x10, Y7, Y6
+	VPAND     Y2, Y6, Y6
+	VPADDD    Y3, Y6, Y6
+	VPADDD    Y7, Y6, Y6
+	VPSRLD    $0x10, Y6, Y6
+	VPACKUSDW Y6, Y11, Y11
 
 bf16packed36:
-	VPERMQ    $0xd8, Y10, Y10
-	VMOVDQU   Y10, (CX)(R8*2)
-	VCMPPS    $0x03, Y9, Y7, Y5
-	VPTEST    Y5, Y5
+	VPERMQ    $0xd8, Y11, Y11
+	VMOVDQU   Y11, (CX)(R8*2)
+	VCMPPS    $0x03, Y10, Y9, Y6
+	VPTEST    Y6, Y6
 	JNZ       bf16nan37
-	VPSRLD    $0x10, Y7, Y5
-	VPAND     Y2, Y5, Y5
-	VPADDD    Y3, Y5, Y5
-	VPADDD    Y7, Y5, Y5
-	VPSRLD    $0x10, Y5, Y5
 	VPSRLD    $0x10, Y9, Y6
 	VPAND     Y2, Y6, Y6
 	VPADDD    Y3, Y6, Y6
 	VPADDD    Y9, Y6, Y6
 	VPSRLD    $0x10, Y6, Y6
-	VPACKUSDW Y6, Y5, Y5
+	VPSRLD    $0x10, Y10, Y7
+	VPAND     Y2, Y7, Y7
+	VPADDD    Y3, Y7, Y7
+	VPADDD    Y10, Y7, Y7
+	VPSRLD    $0x10, Y7, Y7
+	VPACKUSDW Y7, Y6, Y6
 
 bf16packed38:
-	VPERMQ  $0xd8, Y5, Y5
-	VMOVDQU Y5, 32(CX)(R8*2)
+	VPERMQ  $0xd8, Y6, Y6
+	VMOVDQU Y6, 32(CX)(R8*2)
 	ADDQ    $0x00000020, R8
 	JMP     scaleloopiter30
 
@@ -25566,6 +25581,7 @@ scaleloopoffset:
 	VMOVDQU avx2bfone<>+0(SB), Y2
 	VMOVDQU avx2bfbias<>+0(SB), Y3
 	VMOVDQU avx2bfhigh<>+0(SB), Y4
+	VMOVDQU avx2widenshuf<>+0(SB), Y5
 
 scaleloopoffsetiter39:
 	CMPQ  R8, R9
@@ -25574,70 +25590,151 @@ scaleloopoffsetiter39:
 	JNZ   scaleloopoffsetpf40
 
 scaleloopoffsetbody41:
-	VPMOVZXWD (DX)(R8*2), Y5
-	VPSLLD    $0x10, Y5, Y5
-	VSUBPS    Y8, Y5, Y5
-	VMULPS    Y1, Y5, Y5
-	VPMOVZXWD 16(DX)(R8*2), Y6
-	VPSLLD    $0x10, Y6, Y6
-	VSUBPS    Y8, Y6, Y6
-	VMULPS    Y1, Y6, Y6
-	VPMOVZXWD 32(DX)(R8*2), Y7
-	VPSLLD    $0x10, Y7, Y7
-	VSUBPS    Y8, Y7, Y7
-	VMULPS    Y1, Y7, Y7
-	VPMOVZXWD 48(DX)(R8*2), Y9
-	VPSLLD    $0x10, Y9, Y9
-	VSUBPS    Y8, Y9, Y9
-	VMULPS    Y1, Y9, Y9
-	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn42
-	VPSRLD    $0x10, Y5, Y10
-	VPAND     Y2, Y10, Y10
-	VPADDD    Y3, Y10, Y10
-	VPADDD    Y5, Y10, Y10
-	VPAND     Y4, Y10, Y5
-	VPSRLD    $0x10, Y6, Y10
-	VPAND     Y2, Y10, Y10
-	VPADDD    Y3, Y10, Y10
-	VPADDD    Y6, Y10, Y10
-	VPAND     Y4, Y10, Y6
-	VPSRLD    $0x10, Y7, Y10
-	VPAND     Y2, Y10, Y10
-	VPADDD    Y3, Y10, Y10
-	VPADDD    Y7, Y10, Y10
-	VPAND     Y4, Y10, Y7
-	VPSRLD    $0x10, Y9, Y10
-	VPAND     Y2, Y10, Y10
-	VPADDD    Y3, Y10, Y10
-	VPADDD    Y9, Y10, Y10
-	VPAND     Y4, Y10, Y9
+	VBROADCASTI128 (DX)(R8*2), Y6
+	VPSHUFB        Y5, Y6, Y6
+	VSUBPS         Y8, Y6, Y6
+	VMULPS         Y1, Y6, Y6
+	VBROADCASTI128 16(DX)(R8*2), Y7
+	VPSHUFB        Y5, Y7, Y7
+	VSUBPS         Y8, Y7, Y7
+	VMULPS         Y1, Y7, Y7
+	VBROADCASTI128 32(DX)(R8*2), Y9
+	VPSHUFB        Y5, Y9, Y9
+	VSUBPS         Y8, Y9, Y9
+	VMULPS         Y1, Y9, Y9
+	VBROADCASTI128 48(DX)(R8*2), Y10
+	VPSHUFB        Y5, Y10, Y10
+	VSUBPS         Y8, Y10, Y10
+	VMULPS         Y1, Y10, Y10
+	TESTL          $0x00000008, job_flags+0(AX)
+	JZ             notrn42
+	VPSRLD         $0x10, Y6, Y11
+	VPAND          Y2, Y11, Y11
+	VPADDD         Y3, Y11, Y11
+	VPADDD         Y6, Y11, Y11
+	VPAND          Y4, Y11, Y6
+	VPSRLD         $0x10, Y7, Y11
+	VPAND          Y2, Y11, Y11
+	VPADDD         Y3, Y11, Y11
+	VPADDD         Y7, Y11, Y11
+	VPAND          Y4, Y11, Y7
+	VPSRLD         $0x10, Y9, Y11
+	VPAND          Y2, Y11, Y11
+	VPADDD         Y3, Y11, Y11
+	VPADDD         Y9, Y11, Y11
+	VPAND          Y4, Y11, Y9
+	VPSRLD         $0x10, Y10, Y11
+	VPAND          Y2, Y11, Y11
+	VPADDD         Y3, Y11, Y11
+	VPADDD         Y10, Y11, Y11
+	VPAND          Y4, Y11, Y10
 
 notrn42:
-	VMOVUPS (SI)(R8*4), Y10
-	VADDPS  Y0, Y10, Y10
-	VMULPS  Y10, Y5, Y5
-	VMOVUPS 32(SI)(R8*4), Y10
-	VADDPS  Y0, Y10, Y10
-	VMULPS  Y10, Y6, Y6
-	VMOVUPS 64(SI)(R8*4), Y10
-	VADDPS  Y0, Y10, Y10
-	VMULPS  Y10, Y7, Y7
-	VMOVUPS 96(SI)(R8*4), Y10
-	VADDPS  Y0, Y10, Y10
-	VMULPS  Y10, Y9, Y9
+	VMOVUPS (SI)(R8*4), Y11
+	VADDPS  Y0, Y11, Y11
+	VMULPS  Y11, Y6, Y6
+	VMOVUPS 32(SI)(R8*4), Y11
+	VADDPS  Y0, Y11, Y11
+	VMULPS  Y11, Y7, Y7
+	VMOVUPS 64(SI)(R8*4), Y11
+	VADDPS  Y0, Y11, Y11
+	VMULPS  Y11, Y9, Y9
+	VMOVUPS 96(SI)(R8*4), Y11
+	VADDPS  Y0, Y11, Y11
+	VMULPS  Y11, Y10, Y10
 	MOVQ    job_bias+0(AX), R12
 	TESTQ   R12, R12
 	JZ      nobias43
-	VADDPS  (R12)(R8*4), Y5, Y5
-	VADDPS  32(R12)(R8*4), Y6, Y6
-	VADDPS  64(R12)(R8*4), Y7, Y7
-	VADDPS  96(R12)(R8*4), Y9, Y9
+	VADDPS  (R12)(R8*4), Y6, Y6
+	VADDPS  32(R12)(R8*4), Y7, Y7
+	VADDPS  64(R12)(R8*4), Y9, Y9
+	VADDPS  96(R12)(R8*4), Y10, Y10
 
 nobias43:
+	VCMPPS    $0x03, Y7, Y6, Y11
+	VPTEST    Y11, Y11
+	JNZ       bf16nan44
+	VPSRLD    $0x10, Y6, Y11
+	VPAND     Y2, Y11, Y11
+	VPADDD    Y3, Y11, Y11
+	VPADDD    Y6, Y11, Y11
+	VPSRLD    $0x10, Y11, Y11
+	VPSRLD    $0x10, Y7, Y6
+	VPAND     Y2, Y6, Y6
+	VPADDD    Y3, Y6, Y6
+	VPADDD    Y7, Y6, Y6
+	VPSRLD    $0x10, Y6, Y6
+	VPACKUSDW Y6, Y11, Y11
+
+bf16packed45:
+	VPERMQ    $0xd8, Y11, Y11
+	VMOVDQU   Y11, (CX)(R8*2)
+	VCMPPS    $0x03, Y10, Y9, Y6
+	VPTEST    Y6, Y6
+	JNZ       bf16nan46
+	VPSRLD    $0x10, Y9, Y6
+	VPAND     Y2, Y6, Y6
+	VPADDD    Y3, Y6, Y6
+	VPADDD    Y9, Y6, Y6
+	VPSRLD    $0x10, Y6, Y6
+	VPSRLD    $0x10, Y10, Y7
+	VPAND     Y2, Y7, Y7
+	VPADDD    Y3, Y7, Y7
+	VPADDD    Y10, Y7, Y7
+	VPSRLD    $0x10, Y7, Y7
+	VPACKUSDW Y7, Y6, Y6
+
+bf16packed47:
+	VPERMQ  $0xd8, Y6, Y6
+	VMOVDQU Y6, 32(CX)(R8*2)
+	ADDQ    $0x00000020, R8
+	JMP     scaleloopoffsetiter39
+
+scaleloopoffsetpf40:
+	PREFETCHT0 (R10)(R8*2)
+	JMP        scaleloopoffsetbody41
+
+	PCALIGN $32
+scaleloopnoweight:
+	VMOVDQU avx2bfone<>+0(SB), Y2
+	VMOVDQU avx2bfbias<>+0(SB), Y3
+	VMOVDQU avx2widenshuf<>+0(SB), Y4
+
+scaleloopnoweightiter48:
+	CMPQ  R8, R9
+	JG    scaletail
+	TESTL $0x00000002, R11
+	JNZ   scaleloopnoweightpf49
+
+scaleloopnoweightbody50:
+	VBROADCASTI128 (DX)(R8*2), Y5
+	VPSHUFB        Y4, Y5, Y5
+	VSUBPS         Y8, Y5, Y5
+	VMULPS         Y1, Y5, Y5
+	VBROADCASTI128 16(DX)(R8*2), Y6
+	VPSHUFB        Y4, Y6, Y6
+	VSUBPS         Y8, Y6, Y6
+	VMULPS         Y1, Y6, Y6
+	VBROADCASTI128 32(DX)(R8*2), Y7
+	VPSHUFB        Y4, Y7, Y7
+	VSUBPS         Y8, Y7, Y7
+	VMULPS         Y1, Y7, Y7
+	VBROADCASTI128 48(DX)(R8*2), Y9
+	VPSHUFB        Y4, Y9, Y9
+	VSUBPS         Y8, Y9, Y9
+	VMULPS         Y1, Y9, Y9
+	MOVQ           job_bias+0(AX), R12
+	TESTQ          R12, R12
+	JZ             nobias51
+	VADDPS         (R12)(R8*4), Y5, Y5
+	VADDPS         32(R12)(R8*4), Y6, Y6
+	VADDPS         64(R12)(R8*4), Y7, Y7
+	VADDPS         96(R12)(R8*4), Y9, Y9
+
+nobias51:
 	VCMPPS    $0x03, Y6, Y5, Y10
 	VPTEST    Y10, Y10
-	JNZ       bf16nan44
+	JNZ       bf16nan52
 	VPSRLD    $0x10, Y5, Y10
 	VPAND     Y2, Y10, Y10
 	VPADDD    Y3, Y10, Y10
@@ -25650,12 +25747,12 @@ nobias43:
 	VPSRLD    $0x10, Y5, Y5
 	VPACKUSDW Y5, Y10, Y10
 
-bf16packed45:
+bf16packed53:
 	VPERMQ    $0xd8, Y10, Y10
 	VMOVDQU   Y10, (CX)(R8*2)
 	VCMPPS    $0x03, Y9, Y7, Y5
 	VPTEST    Y5, Y5
-	JNZ       bf16nan46
+	JNZ       bf16nan54
 	VPSRLD    $0x10, Y7, Y5
 	VPAND     Y2, Y5, Y5
 	VPADDD    Y3, Y5, Y5
@@ -25668,89 +25765,9 @@ bf16packed45:
 	VPSRLD    $0x10, Y6, Y6
 	VPACKUSDW Y6, Y5, Y5
 
-bf16packed47:
+bf16packed55:
 	VPERMQ  $0xd8, Y5, Y5
 	VMOVDQU Y5, 32(CX)(R8*2)
-	ADDQ    $0x00000020, R8
-	JMP     scaleloopoffsetiter39
-
-scaleloopoffsetpf40:
-	PREFETCHT0 (R10)(R8*2)
-	JMP        scaleloopoffsetbody41
-
-	PCALIGN $32
-scaleloopnoweight:
-	VMOVDQU avx2bfone<>+0(SB), Y2
-	VMOVDQU avx2bfbias<>+0(SB), Y3
-
-scaleloopnoweightiter48:
-	CMPQ  R8, R9
-	JG    scaletail
-	TESTL $0x00000002, R11
-	JNZ   scaleloopnoweightpf49
-
-scaleloopnoweightbody50:
-	VPMOVZXWD (DX)(R8*2), Y4
-	VPSLLD    $0x10, Y4, Y4
-	VSUBPS    Y8, Y4, Y4
-	VMULPS    Y1, Y4, Y4
-	VPMOVZXWD 16(DX)(R8*2), Y5
-	VPSLLD    $0x10, Y5, Y5
-	VSUBPS    Y8, Y5, Y5
-	VMULPS    Y1, Y5, Y5
-	VPMOVZXWD 32(DX)(R8*2), Y6
-	VPSLLD    $0x10, Y6, Y6
-	VSUBPS    Y8, Y6, Y6
-	VMULPS    Y1, Y6, Y6
-	VPMOVZXWD 48(DX)(R8*2), Y7
-	VPSLLD    $0x10, Y7, Y7
-	VSUBPS    Y8, Y7, Y7
-	VMULPS    Y1, Y7, Y7
-	MOVQ      job_bias+0(AX), R12
-	TESTQ     R12, R12
-	JZ        nobias51
-	VADDPS    (R12)(R8*4), Y4, Y4
-	VADDPS    32(R12)(R8*4), Y5, Y5
-	VADDPS    64(R12)(R8*4), Y6, Y6
-	VADDPS    96(R12)(R8*4), Y7, Y7
-
-nobias51:
-	VCMPPS    $0x03, Y5, Y4, Y9
-	VPTEST    Y9, Y9
-	JNZ       bf16nan52
-	VPSRLD    $0x10, Y4, Y9
-	VPAND     Y2, Y9, Y9
-	VPADDD    Y3, Y9, Y9
-	VPADDD    Y4, Y9, Y9
-	VPSRLD    $0x10, Y9, Y9
-	VPSRLD    $0x10, Y5, Y4
-	VPAND     Y2, Y4, Y4
-	VPADDD    Y3, Y4, Y4
-	VPADDD    Y5, Y4, Y4
-	VPSRLD    $0x10, Y4, Y4
-	VPACKUSDW Y4, Y9, Y9
-
-bf16packed53:
-	VPERMQ    $0xd8, Y9, Y9
-	VMOVDQU   Y9, (CX)(R8*2)
-	VCMPPS    $0x03, Y7, Y6, Y4
-	VPTEST    Y4, Y4
-	JNZ       bf16nan54
-	VPSRLD    $0x10, Y6, Y4
-	VPAND     Y2, Y4, Y4
-	VPADDD    Y3, Y4, Y4
-	VPADDD    Y6, Y4, Y4
-	VPSRLD    $0x10, Y4, Y4
-	VPSRLD    $0x10, Y7, Y5
-	VPAND     Y2, Y5, Y5
-	VPADDD    Y3, Y5, Y5
-	VPADDD    Y7, Y5, Y5
-	VPSRLD    $0x10, Y5, Y5
-	VPACKUSDW Y5, Y4, Y4
-
-bf16packed55:
-	VPERMQ  $0xd8, Y4, Y4
-	VMOVDQU Y4, 32(CX)(R8*2)
 	ADDQ    $0x00000020, R8
 	JMP     scaleloopnoweightiter48
 
@@ -25829,122 +25846,123 @@ longrows59:
 	VMOVDQU avx2bfone<>+0(SB), Y2
 	VMOVDQU avx2bfbias<>+0(SB), Y3
 	VMOVDQU avx2bfhigh<>+0(SB), Y4
+	VMOVDQU avx2widenshuf<>+0(SB), Y5
 
 scalentloopiter60:
-	CMPQ       R8, R9
-	JG         scaletail
-	PREFETCHT0 (R10)(R8*2)
-	VPMOVZXWD  (DX)(R8*2), Y5
-	VPSLLD     $0x10, Y5, Y5
-	VSUBPS     Y8, Y5, Y5
-	VMULPS     Y1, Y5, Y5
-	VPMOVZXWD  16(DX)(R8*2), Y6
-	VPSLLD     $0x10, Y6, Y6
-	VSUBPS     Y8, Y6, Y6
-	VMULPS     Y1, Y6, Y6
-	VPMOVZXWD  32(DX)(R8*2), Y7
-	VPSLLD     $0x10, Y7, Y7
-	VSUBPS     Y8, Y7, Y7
-	VMULPS     Y1, Y7, Y7
-	VPMOVZXWD  48(DX)(R8*2), Y9
-	VPSLLD     $0x10, Y9, Y9
-	VSUBPS     Y8, Y9, Y9
-	VMULPS     Y1, Y9, Y9
-	TESTL      $0x00000008, job_flags+0(AX)
-	JZ         notrn61
-	VPSRLD     $0x10, Y5, Y10
-	VPAND      Y2, Y10, Y10
-	VPADDD     Y3, Y10, Y10
-	VPADDD     Y5, Y10, Y10
-	VPAND      Y4, Y10, Y5
-	VPSRLD     $0x10, Y6, Y10
-	VPAND      Y2, Y10, Y10
-	VPADDD     Y3, Y10, Y10
-	VPADDD     Y6, Y10, Y10
-	VPAND      Y4, Y10, Y6
-	VPSRLD     $0x10, Y7, Y10
-	VPAND      Y2, Y10, Y10
-	VPADDD     Y3, Y10, Y10
-	VPADDD     Y7, Y10, Y10
-	VPAND      Y4, Y10, Y7
-	VPSRLD     $0x10, Y9, Y10
-	VPAND      Y2, Y10, Y10
-	VPADDD     Y3, Y10, Y10
-	VPADDD     Y9, Y10, Y10
-	VPAND      Y4, Y10, Y9
+	CMPQ           R8, R9
+	JG             scaletail
+	PREFETCHT0     (R10)(R8*2)
+	VBROADCASTI128 (DX)(R8*2), Y6
+	VPSHUFB        Y5, Y6, Y6
+	VSUBPS         Y8, Y6, Y6
+	VMULPS         Y1, Y6, Y6
+	VBROADCASTI128 16(DX)(R8*2), Y7
+	VPSHUFB        Y5, Y7, Y7
+	VSUBPS         Y8, Y7, Y7
+	VMULPS         Y1, Y7, Y7
+	VBROADCASTI128 32(DX)(R8*2), Y9
+	VPSHUFB        Y5, Y9, Y9
+	VSUBPS         Y8, Y9, Y9
+	VMULPS         Y1, Y9, Y9
+	VBROADCASTI128 48(DX)(R8*2), Y10
+	VPSHUFB        Y5, Y10, Y10
+	VSUBPS         Y8, Y10, Y10
+	VMULPS         Y1, Y10, Y10
+	TESTL          $0x00000008, job_flags+0(AX)
+	JZ             notrn61
+	VPSRLD         $0x10, Y6, Y11
+	VPAND          Y2, Y11, Y11
+	VPADDD         Y3, Y11, Y11
+	VPADDD         Y6, Y11, Y11
+	VPAND          Y4, Y11, Y6
+	VPSRLD         $0x10, Y7, Y11
+	VPAND          Y2, Y11, Y11
+	VPADDD         Y3, Y11, Y11
+	VPADDD         Y7, Y11, Y11
+	VPAND          Y4, Y11, Y7
+	VPSRLD         $0x10, Y9, Y11
+	VPAND          Y2, Y11, Y11
+	VPADDD         Y3, Y11, Y11
+	VPADDD         Y9, Y11, Y11
+	VPAND          Y4, Y11, Y9
+	VPSRLD         $0x10, Y10, Y11
+	VPAND          Y2, Y11, Y11
+	VPADDD         Y3, Y11, Y11
+	VPADDD         Y10, Y11, Y11
+	VPAND          Y4, Y11, Y10
 
 notrn61:
 	TESTQ  SI, SI
 	JZ     weighed63
 	TESTL  $0x00000010, R11
 	JNZ    offset62
-	VMULPS (SI)(R8*4), Y5, Y5
-	VMULPS 32(SI)(R8*4), Y6, Y6
-	VMULPS 64(SI)(R8*4), Y7, Y7
-	VMULPS 96(SI)(R8*4), Y9, Y9
+	VMULPS (SI)(R8*4), Y6, Y6
+	VMULPS 32(SI)(R8*4), Y7, Y7
+	VMULPS 64(SI)(R8*4), Y9, Y9
+	VMULPS 96(SI)(R8*4), Y10, Y10
 
 weighed63:
 	MOVQ   job_bias+0(AX), R12
 	TESTQ  R12, R12
 	JZ     nobias64
-	VADDPS (R12)(R8*4), Y5, Y5
-	VADDPS 32(R12)(R8*4), Y6, Y6
-	VADDPS 64(R12)(R8*4), Y7, Y7
-	VADDPS 96(R12)(R8*4), Y9, Y9
+	VADDPS (R12)(R8*4), Y6, Y6
+	VADDPS 32(R12)(R8*4), Y7, Y7
+	VADDPS 64(R12)(R8*4), Y9, Y9
+	VADDPS 96(R12)(R8*4), Y10, Y10
 
 nobias64:
-	VCMPPS    $0x03, Y6, Y5, Y10
-	VPTEST    Y10, Y10
+	VCMPPS    $0x03, Y7, Y6, Y11
+	VPTEST    Y11, Y11
 	JNZ       bf16nan65
-	VPSRLD    $0x10, Y5, Y10
-	VPAND     Y2, Y10, Y10
-	VPADDD    Y3, Y10, Y10
-	VPADDD    Y5, Y10, Y10
-	VPSRLD    $0x10, Y10, Y10
-	VPSRLD    $0x10, Y6, Y5
-	VPAND     Y2, Y5, Y5
-	VPADDD    Y3, Y5, Y5
-	VPADDD    Y6, Y5, Y5
-	VPSRLD    $0x10, Y5, Y5
-	VPACKUSDW Y5, Y10, Y10
+	VPSRLD    $0x10, Y6, Y11
+	VPAND     Y2, Y11, Y11
+	VPADDD    Y3, Y11, Y11
+	VPADDD    Y6, Y11, Y11
+	VPSRLD    $0x10, Y11, Y11
+	VPSRLD    $0x10, Y7, Y6
+	VPAND     Y2, Y6, Y6
+	VPADDD    Y3, Y6, Y6
+	VPADDD    Y7, Y6, Y6
+	VPSRLD    $0x10, Y6, Y6
+	VPACKUSDW Y6, Y11, Y11
 
 bf16packed66:
-	VPERMQ    $0xd8, Y10, Y10
-	VMOVNTDQ  Y10, (CX)(R8*2)
-	VCMPPS    $0x03, Y9, Y7, Y5
-	VPTEST    Y5, Y5
+	VPERMQ    $0xd8, Y11, Y11
+	VMOVNTDQ  Y11, (CX)(R8*2)
+	VCMPPS    $0x03, Y10, Y9, Y6
+	VPTEST    Y6, Y6
 	JNZ       bf16nan67
-	VPSRLD    $0x10, Y7, Y5
-	VPAND     Y2, Y5, Y5
-	VPADDD    Y3, Y5, Y5
-	VPADDD    Y7, Y5, Y5
-	VPSRLD    $0x10, Y5, Y5
 	VPSRLD    $0x10, Y9, Y6
 	VPAND     Y2, Y6, Y6
 	VPADDD    Y3, Y6, Y6
 	VPADDD    Y9, Y6, Y6
 	VPSRLD    $0x10, Y6, Y6
-	VPACKUSDW Y6, Y5, Y5
+	VPSRLD    $0x10, Y10, Y7
+	VPAND     Y2, Y7, Y7
+	VPADDD    Y3, Y7, Y7
+	VPADDD    Y10, Y7, Y7
+	VPSRLD    $0x10, Y7, Y7
+	VPACKUSDW Y7, Y6, Y6
 
 bf16packed68:
-	VPERMQ   $0xd8, Y5, Y5
-	VMOVNTDQ Y5, 32(CX)(R8*2)
+	VPERMQ   $0xd8, Y6, Y6
+	VMOVNTDQ Y6, 32(CX)(R8*2)
 	ADDQ     $0x00000020, R8
 	JMP      scalentloopiter60
 
 offset62:
-	VMOVUPS (SI)(R8*4), Y10
-	VADDPS  Y0, Y10, Y10
-	VMULPS  Y10, Y5, Y5
-	VMOVUPS 32(SI)(R8*4), Y10
-	VADDPS  Y0, Y10, Y10
-	VMULPS  Y10, Y6, Y6
-	VMOVUPS 64(SI)(R8*4), Y10
-	VADDPS  Y0, Y10, Y10
-	VMULPS  Y10, Y7, Y7
-	VMOVUPS 96(SI)(R8*4), Y10
-	VADDPS  Y0, Y10, Y10
-	VMULPS  Y10, Y9, Y9
+	VMOVUPS (SI)(R8*4), Y11
+	VADDPS  Y0, Y11, Y11
+	VMULPS  Y11, Y6, Y6
+	VMOVUPS 32(SI)(R8*4), Y11
+	VADDPS  Y0, Y11, Y11
+	VMULPS  Y11, Y7, Y7
+	VMOVUPS 64(SI)(R8*4), Y11
+	VADDPS  Y0, Y11, Y11
+	VMULPS  Y11, Y9, Y9
+	VMOVUPS 96(SI)(R8*4), Y11
+	VADDPS  Y0, Y11, Y11
+	VMULPS  Y11, Y10, Y10
 	JMP     weighed63
 
 scaletail:
@@ -26178,31 +26196,24 @@ vzero:
 	RET
 
 bf16nan35:
-	VPSRLD    $0x10, Y5, Y10
-	VPAND     avx2bfone<>+0(SB), Y10, Y10
-	VPADDD    avx2bfbias<>+0(SB), Y10, Y10
-	VPADDD    Y5, Y10, Y10
-	VPSRLD    $0x10, Y10, Y10
-	VCMPPS    $0x03, Y5, Y5, Y5
-	VBLENDVPS Y5, avx2bfnanlow<>+0(SB), Y10, Y10
-	VPSRLD    $0x10, Y6, Y5
-	VPAND     avx2bfone<>+0(SB), Y5, Y5
-	VPADDD    avx2bfbias<>+0(SB), Y5, Y5
-	VPADDD    Y6, Y5, Y5
-	VPSRLD    $0x10, Y5, Y5
+	VPSRLD    $0x10, Y6, Y11
+	VPAND     avx2bfone<>+0(SB), Y11, Y11
+	VPADDD    avx2bfbias<>+0(SB), Y11, Y11
+	VPADDD    Y6, Y11, Y11
+	VPSRLD    $0x10, Y11, Y11
 	VCMPPS    $0x03, Y6, Y6, Y6
-	VBLENDVPS Y6, avx2bfnanlow<>+0(SB), Y5, Y5
-	VPACKUSDW Y5, Y10, Y10
+	VBLENDVPS Y6, avx2bfnanlow<>+0(SB), Y11, Y11
+	VPSRLD    $0x10, Y7, Y6
+	VPAND     avx2bfone<>+0(SB), Y6, Y6
+	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
+	VPADDD    Y7, Y6, Y6
+	VPSRLD    $0x10, Y6, Y6
+	VCMPPS    $0x03, Y7, Y7, Y7
+	VBLENDVPS Y7, avx2bfnanlow<>+0(SB), Y6, Y6
+	VPACKUSDW Y6, Y11, Y11
 	JMP       bf16packed36
 
 bf16nan37:
-	VPSRLD    $0x10, Y7, Y5
-	VPAND     avx2bfone<>+0(SB), Y5, Y5
-	VPADDD    avx2bfbias<>+0(SB), Y5, Y5
-	VPADDD    Y7, Y5, Y5
-	VPSRLD    $0x10, Y5, Y5
-	VCMPPS    $0x03, Y7, Y7, Y6
-	VBLENDVPS Y6, avx2bfnanlow<>+0(SB), Y5, Y5
 	VPSRLD    $0x10, Y9, Y6
 	VPAND     avx2bfone<>+0(SB), Y6, Y6
 	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
@@ -26210,35 +26221,35 @@ bf16nan37:
 	VPSRLD    $0x10, Y6, Y6
 	VCMPPS    $0x03, Y9, Y9, Y7
 	VBLENDVPS Y7, avx2bfnanlow<>+0(SB), Y6, Y6
-	VPACKUSDW Y6, Y5, Y5
+	VPSRLD    $0x10, Y10, Y7
+	VPAND     avx2bfone<>+0(SB), Y7, Y7
+	VPADDD    avx2bfbias<>+0(SB), Y7, Y7
+	VPADDD    Y10, Y7, Y7
+	VPSRLD    $0x10, Y7, Y7
+	VCMPPS    $0x03, Y10, Y10, Y9
+	VBLENDVPS Y9, avx2bfnanlow<>+0(SB), Y7, Y7
+	VPACKUSDW Y7, Y6, Y6
 	JMP       bf16packed38
 
 bf16nan44:
-	VPSRLD    $0x10, Y5, Y10
-	VPAND     avx2bfone<>+0(SB), Y10, Y10
-	VPADDD    avx2bfbias<>+0(SB), Y10, Y10
-	VPADDD    Y5, Y10, Y10
-	VPSRLD    $0x10, Y10, Y10
-	VCMPPS    $0x03, Y5, Y5, Y5
-	VBLENDVPS Y5, avx2bfnanlow<>+0(SB), Y10, Y10
-	VPSRLD    $0x10, Y6, Y5
-	VPAND     avx2bfone<>+0(SB), Y5, Y5
-	VPADDD    avx2bfbias<>+0(SB), Y5, Y5
-	VPADDD    Y6, Y5, Y5
-	VPSRLD    $0x10, Y5, Y5
+	VPSRLD    $0x10, Y6, Y11
+	VPAND     avx2bfone<>+0(SB), Y11, Y11
+	VPADDD    avx2bfbias<>+0(SB), Y11, Y11
+	VPADDD    Y6, Y11, Y11
+	VPSRLD    $0x10, Y11, Y11
 	VCMPPS    $0x03, Y6, Y6, Y6
-	VBLENDVPS Y6, avx2bfnanlow<>+0(SB), Y5, Y5
-	VPACKUSDW Y5, Y10, Y10
+	VBLENDVPS Y6, avx2bfnanlow<>+0(SB), Y11, Y11
+	VPSRLD    $0x10, Y7, Y6
+	VPAND     avx2bfone<>+0(SB), Y6, Y6
+	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
+	VPADDD    Y7, Y6, Y6
+	VPSRLD    $0x10, Y6, Y6
+	VCMPPS    $0x03, Y7, Y7, Y7
+	VBLENDVPS Y7, avx2bfnanlow<>+0(SB), Y6, Y6
+	VPACKUSDW Y6, Y11, Y11
 	JMP       bf16packed45
 
 bf16nan46:
-	VPSRLD    $0x10, Y7, Y5
-	VPAND     avx2bfone<>+0(SB), Y5, Y5
-	VPADDD    avx2bfbias<>+0(SB), Y5, Y5
-	VPADDD    Y7, Y5, Y5
-	VPSRLD    $0x10, Y5, Y5
-	VCMPPS    $0x03, Y7, Y7, Y6
-	VBLENDVPS Y6, avx2bfnanlow<>+0(SB), Y5, Y5
 	VPSRLD    $0x10, Y9, Y6
 	VPAND     avx2bfone<>+0(SB), Y6, Y6
 	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
@@ -26246,46 +26257,17 @@ bf16nan46:
 	VPSRLD    $0x10, Y6, Y6
 	VCMPPS    $0x03, Y9, Y9, Y7
 	VBLENDVPS Y7, avx2bfnanlow<>+0(SB), Y6, Y6
-	VPACKUSDW Y6, Y5, Y5
+	VPSRLD    $0x10, Y10, Y7
+	VPAND     avx2bfone<>+0(SB), Y7, Y7
+	VPADDD    avx2bfbias<>+0(SB), Y7, Y7
+	VPADDD    Y10, Y7, Y7
+	VPSRLD    $0x10, Y7, Y7
+	VCMPPS    $0x03, Y10, Y10, Y9
+	VBLENDVPS Y9, avx2bfnanlow<>+0(SB), Y7, Y7
+	VPACKUSDW Y7, Y6, Y6
 	JMP       bf16packed47
 
 bf16nan52:
-	VPSRLD    $0x10, Y4, Y9
-	VPAND     avx2bfone<>+0(SB), Y9, Y9
-	VPADDD    avx2bfbias<>+0(SB), Y9, Y9
-	VPADDD    Y4, Y9, Y9
-	VPSRLD    $0x10, Y9, Y9
-	VCMPPS    $0x03, Y4, Y4, Y4
-	VBLENDVPS Y4, avx2bfnanlow<>+0(SB), Y9, Y9
-	VPSRLD    $0x10, Y5, Y4
-	VPAND     avx2bfone<>+0(SB), Y4, Y4
-	VPADDD    avx2bfbias<>+0(SB), Y4, Y4
-	VPADDD    Y5, Y4, Y4
-	VPSRLD    $0x10, Y4, Y4
-	VCMPPS    $0x03, Y5, Y5, Y5
-	VBLENDVPS Y5, avx2bfnanlow<>+0(SB), Y4, Y4
-	VPACKUSDW Y4, Y9, Y9
-	JMP       bf16packed53
-
-bf16nan54:
-	VPSRLD    $0x10, Y6, Y4
-	VPAND     avx2bfone<>+0(SB), Y4, Y4
-	VPADDD    avx2bfbias<>+0(SB), Y4, Y4
-	VPADDD    Y6, Y4, Y4
-	VPSRLD    $0x10, Y4, Y4
-	VCMPPS    $0x03, Y6, Y6, Y5
-	VBLENDVPS Y5, avx2bfnanlow<>+0(SB), Y4, Y4
-	VPSRLD    $0x10, Y7, Y5
-	VPAND     avx2bfone<>+0(SB), Y5, Y5
-	VPADDD    avx2bfbias<>+0(SB), Y5, Y5
-	VPADDD    Y7, Y5, Y5
-	VPSRLD    $0x10, Y5, Y5
-	VCMPPS    $0x03, Y7, Y7, Y6
-	VBLENDVPS Y6, avx2bfnanlow<>+0(SB), Y5, Y5
-	VPACKUSDW Y5, Y4, Y4
-	JMP       bf16packed55
-
-bf16nan65:
 	VPSRLD    $0x10, Y5, Y10
 	VPAND     avx2bfone<>+0(SB), Y10, Y10
 	VPADDD    avx2bfbias<>+0(SB), Y10, Y10
@@ -26301,9 +26283,9 @@ bf16nan65:
 	VCMPPS    $0x03, Y6, Y6, Y6
 	VBLENDVPS Y6, avx2bfnanlow<>+0(SB), Y5, Y5
 	VPACKUSDW Y5, Y10, Y10
-	JMP       bf16packed66
+	JMP       bf16packed53
 
-bf16nan67:
+bf16nan54:
 	VPSRLD    $0x10, Y7, Y5
 	VPAND     avx2bfone<>+0(SB), Y5, Y5
 	VPADDD    avx2bfbias<>+0(SB), Y5, Y5
@@ -26319,6 +26301,42 @@ bf16nan67:
 	VCMPPS    $0x03, Y9, Y9, Y7
 	VBLENDVPS Y7, avx2bfnanlow<>+0(SB), Y6, Y6
 	VPACKUSDW Y6, Y5, Y5
+	JMP       bf16packed55
+
+bf16nan65:
+	VPSRLD    $0x10, Y6, Y11
+	VPAND     avx2bfone<>+0(SB), Y11, Y11
+	VPADDD    avx2bfbias<>+0(SB), Y11, Y11
+	VPADDD    Y6, Y11, Y11
+	VPSRLD    $0x10, Y11, Y11
+	VCMPPS    $0x03, Y6, Y6, Y6
+	VBLENDVPS Y6, avx2bfnanlow<>+0(SB), Y11, Y11
+	VPSRLD    $0x10, Y7, Y6
+	VPAND     avx2bfone<>+0(SB), Y6, Y6
+	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
+	VPADDD    Y7, Y6, Y6
+	VPSRLD    $0x10, Y6, Y6
+	VCMPPS    $0x03, Y7, Y7, Y7
+	VBLENDVPS Y7, avx2bfnanlow<>+0(SB), Y6, Y6
+	VPACKUSDW Y6, Y11, Y11
+	JMP       bf16packed66
+
+bf16nan67:
+	VPSRLD    $0x10, Y9, Y6
+	VPAND     avx2bfone<>+0(SB), Y6, Y6
+	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
+	VPADDD    Y9, Y6, Y6
+	VPSRLD    $0x10, Y6, Y6
+	VCMPPS    $0x03, Y9, Y9, Y7
+	VBLENDVPS Y7, avx2bfnanlow<>+0(SB), Y6, Y6
+	VPSRLD    $0x10, Y10, Y7
+	VPAND     avx2bfone<>+0(SB), Y7, Y7
+	VPADDD    avx2bfbias<>+0(SB), Y7, Y7
+	VPADDD    Y10, Y7, Y7
+	VPSRLD    $0x10, Y7, Y7
+	VCMPPS    $0x03, Y10, Y10, Y9
+	VBLENDVPS Y9, avx2bfnanlow<>+0(SB), Y7, Y7
+	VPACKUSDW Y7, Y6, Y6
 	JMP       bf16packed68
 
 // func avx2ForwardLayerF16(j uintptr, from int, to int) int
@@ -31144,6 +31162,7 @@ TEXT ·avx2NarrowBF16(SB), NOSPLIT, $64-24
 	SUBQ    $0x00000020, SI
 	VMOVDQU avx2bfone<>+0(SB), Y0
 	VMOVDQU avx2bfbias<>+0(SB), Y1
+	VMOVDQU avx2widenshuf<>+0(SB), Y2
 
 loop4:
 	CMPQ      BX, SI

@@ -94,7 +94,7 @@ type gen struct {
 	pfRow GPVirtual
 
 	bf bfRegs     // AVX-512 bfloat16: the rounding constants
-	rc loopRegs   // AVX2 bfloat16: the rounding constants of a scale or conversion loop (holdConsts)
+	rc loopRegs   // AVX2 bfloat16: the constants of a scale or conversion loop (holdConsts)
 	c  VecVirtual // AVX-512: what the ends of rows add to w (see weightAdd)
 
 	// cvt: bfloat16 is rounded with VCVTNE2PS2BF16 (the avx512bf16 functions, bf16cvt.go), whose
@@ -522,11 +522,12 @@ func (g *gen) sumSquares(acc []VecVirtual, xr, rr GPVirtual) []VecVirtual {
 // store of each vector took a VPSRLD, a VEXTRACTI128 and a VPACKUSDW: ApplyBF16 with a residual, in
 // place, min of twelve interleaved runs, 1x4096 2046 -> 1756 ns, 1x128 unchanged (122 -> 123).
 //
-// The scale pass keeps VPMOVZXWD. Unpacked the same way, it needs the weight in the lanes' order
+// The scale pass does not unpack. Unpacked the same way, it needs the weight in the lanes' order
 // (two VPERM2F128 per pair) and packs back without VPERMQ: 12% less again at 1x4096 on the Zen 3 in
 // one run of interleaved binaries (1089 -> 962 ns), but llvm-mca puts that loop 4.4x slower on Zen
 // 2, and still 17% slower with the weight's halves loaded by VINSERTF128 instead; no Zen 2 was at
-// hand to measure.
+// hand to measure. Its main loops widen with VBROADCASTI128 and one VPSHUFB instead (load), which
+// keeps the row's order.
 func (g *gen) unpacks() bool {
 	return g.s == avx2 && g.in() == spec.BF16 && !g.v.Layer && g.op == accSquares
 }

@@ -52,6 +52,7 @@ func main() {
 	declareConstants()
 	declareBF16Constants()
 	declareWidenConstants()
+	declareWidenShuf()
 	declareLayerConstants()
 	var ks []spec.Kernel
 	for _, s := range []*isa{avx512, avx2} {

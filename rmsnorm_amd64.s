@@ -31162,7 +31162,6 @@ TEXT ·avx2NarrowBF16(SB), NOSPLIT, $64-24
 	SUBQ    $0x00000020, SI
 	VMOVDQU avx2bfone<>+0(SB), Y0
 	VMOVDQU avx2bfbias<>+0(SB), Y1
-	VMOVDQU avx2widenshuf<>+0(SB), Y2
 
 loop4:
 	CMPQ      BX, SI

@@ -44,7 +44,7 @@ func convert(s *isa, prefix string, c spec.Conversion, cvt bool) {
 	XORQ(i, i)
 	MOVQ(n, lim)
 	SUBQ(U32(unroll*s.lanes), lim)
-	held := !c.Widen && g.holdConsts(false)
+	held := !c.Widen && g.holdConsts(false, false)
 	Label("loop4")
 	CMPQ(i, lim)
 	JG(LabelRef("tail"))

@@ -13,10 +13,11 @@ import (
 //
 //   - bfloat16 widens by a zero extension of each 16-bit lane to 32 bits and a shift left by 16
 //     (in the AVX2 sum passes by interleaving the words with zero words instead: unpacks; in the
-//     AVX2 scale loops by one VPSHUFB: load), and narrows by integer round-to-nearest-even on the
-//     float32 bits (add 0x7fff plus the lowest kept bit, keep the top half), with NaN replaced by
-//     the quiet NaN 0x7fc0 (the generic kernel's; on AVX2 looked for once per pair of vectors,
-//     packAVX2); the avx512bf16 functions narrow with AVX512_BF16's VCVTNE2PS2BF16 instead, and
+//     unrolled AVX2 scale loops by one VPSHUFB: load), and narrows by integer round-to-nearest-even
+//     on the float32 bits (add 0x7fff plus the lowest kept bit, keep the top half), with NaN
+//     replaced by the quiet NaN 0x7fc0 (the generic kernel's; in the unrolled AVX2 scale and
+//     conversion loops looked for once per pair of vectors, packAVX2, elsewhere blended into each
+//     vector); the avx512bf16 functions narrow with AVX512_BF16's VCVTNE2PS2BF16 instead, and
 //     take the integer rounding only for vectors with a subnormal or NaN lane, which that
 //     instruction would get wrong (bf16cvt.go);
 //   - binary16 uses VCVTPH2PS and VCVTPS2PH with the round-to-nearest-even immediate, which keep
@@ -60,7 +61,7 @@ func (g *gen) load(m Mem, v VecVirtual) {
 	case f == spec.BF16 && g.rc.widen != nil:
 		// Both 128-bit lanes get the 8 words, and VPSHUFB puts each lane's four under zero
 		// words: one shuffle, where VPMOVZXWD and VPSLLD are a shuffle and a shift. ForwardBF16
-		// 1x4096 on a Zen 3, alternated in one process with VPMOVZXWD: 0.96-0.98x the time, with
+		// 1x4096 on a Zen 3, alternated in one process with VPMOVZXWD: 0.955-0.98x the time, with
 		// RoundNormalized 0.93-0.94x; llvm-mca's cycles per iteration of its scale loop: Zen 3
 		// 19.7 -> 16.4, Zen 2 19.1 -> 19.1, Skylake 19.2 -> 16.6.
 		VBROADCASTI128(m, v)
@@ -174,10 +175,12 @@ type loopRegs struct{ one, bias, high, widen VecVirtual }
 
 // holdConsts loads the rounding constants into registers for the loop about to be emitted, when it
 // narrows to bfloat16 on AVX2 with the integer rounding, and returns whether it did; rn says the
-// loop rounds the normalized values too (roundIfRN), which needs 0xffff0000 as well, and rows
-// read in bfloat16 get the VPSHUFB indexes of load. release forgets them when the loop has been
-// emitted. The loads go before the loop's entry label.
-func (g *gen) holdConsts(rn bool) bool {
+// loop rounds the normalized values too (roundIfRN), which needs 0xffff0000 as well, and widen
+// that it reads rows in bfloat16 through load, which then takes the VPSHUFB indexes. release
+// forgets them when the loop has been emitted. The caller emits the loads after the label the
+// loop is entered by and before the label its back edge jumps to (in convert, which has no
+// other way in, before the one label).
+func (g *gen) holdConsts(rn, widen bool) bool {
 	if g.s != avx2 || g.out() != spec.BF16 || g.cvt {
 		return false
 	}
@@ -189,7 +192,7 @@ func (g *gen) holdConsts(rn bool) bool {
 		g.rc.high = YMM() // for roundTopAVX2
 		VMOVDQU(c.high, g.rc.high)
 	}
-	if g.in() == spec.BF16 {
+	if widen {
 		g.rc.widen = YMM() // for load
 		VMOVDQU(widenShuf, g.rc.widen)
 	}
@@ -374,12 +377,14 @@ func (g *gen) pack(a, b VecVirtual) VecVirtual {
 	}
 }
 
-// packAVX2 is pack for bfloat16 on AVX2. A NaN lane, which must become the quiet NaN, is rare (a
-// NaN in the weight, or an infinite weight times zero): one compare of a with b finds whether
-// either has one, and only then does the out-of-line path (in cold) round with bf16Round's blend.
+// packAVX2 is pack for bfloat16 on AVX2. A NaN lane, which must become the quiet NaN, is rare (in
+// the scale pass it comes from a NaN weight or bias, an infinite weight times zero or an infinity
+// plus the opposite bias; in Float32ToBF16 from a NaN input): one compare of a with b finds
+// whether either has one, and only then does the out-of-line path (in cold) round with
+// bf16Round's blend.
 // The common path saves a compare and a blend per vector: with the constants in registers
 // (holdConsts), on a Zen 3 alternated in one process with the code before (4000 pairs of 20
-// calls, median ratio), 1x4096: Float32ToBF16 0.90-0.94x the time, ApplyToBF16 0.91-0.93x,
+// calls, median ratio), 1x4096: Float32ToBF16 0.90-0.95x the time, ApplyToBF16 0.91-0.93x,
 // ForwardBF16 0.95x and with RoundNormalized 0.89x (roundTopAVX2); llvm-mca's cycles per 32
 // elements of the conversion loop: Zen 3 10.4 -> 8.1, Zen 2 12.6 -> 9.3, Skylake 12.4 -> 10.1.
 // In-lane unsigned packs interleave the 128-bit halves of a and b; VPERMQ puts them back.

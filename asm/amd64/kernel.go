@@ -97,8 +97,9 @@ type gen struct {
 	rc loopRegs   // AVX2 bfloat16: the constants of a scale or conversion loop (holdConsts)
 	c  VecVirtual // AVX-512: what the ends of rows add to w (see weightAdd)
 
-	// cvt: bfloat16 is rounded with VCVTNE2PS2BF16 (the avx512bf16 functions, bf16cvt.go), whose
-	// fix-ups wait in cold until flushCold places them after the function's RET.
+	// cvt: bfloat16 is rounded with VCVTNE2PS2BF16 (the avx512bf16 functions, bf16cvt.go). cold
+	// holds out-of-line blocks (its fix-ups, and AVX2's NaN paths: packAVX2) until flushCold
+	// (bf16cvt.go) places them after the function's RET.
 	cvt  bool
 	cold []func()
 	wide wideRegs // avx512bf16, bfloat16 rows: the VPERMW widening (bf16cvt.go)
@@ -820,7 +821,8 @@ func (g *gen) invOne(p, inv VecVirtual) {
 }
 
 // tInRange returns t = ss/d + eps in lane 0 of a new register, or returns from the function (ret)
-// with the row done for the float64 path when t lies outside [2^-100, MaxFloat32] or is NaN.
+// with the row done for the float64 path when t lies outside [2^-100, MaxFloat32] or is NaN. So
+// the scale pass sees only finite rows with a finite inv, which roundTopAVX2 relies on.
 func (g *gen) tInRange(ss VecVirtual) VecVirtual {
 	Comment("t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.")
 	t := XMM()
@@ -1040,7 +1042,7 @@ func (g *gen) scaleLoop(name string, src, i, lim, pf, fl GPVirtual, invv, one Ve
 	s := g.s
 	Label(name)
 	head := name
-	if g.holdConsts(form != spec.Unweighted && g.v.Rounds()) {
+	if g.holdConsts(form != spec.Unweighted && g.v.Rounds(), g.in() == spec.BF16) {
 		// The constants are loaded on the way in; the iterations go back to head.
 		head = g.label(name + "iter")
 		Label(head)
@@ -1169,7 +1171,7 @@ func (g *gen) roundIfRN(ts ...VecVirtual) {
 	switch {
 	case g.cvt:
 		g.roundCvt(ts)
-	case g.rc.high != nil:
+	case g.rc.high != nil: // a loop that holds the constants (holdConsts with rn)
 		g.roundTopAVX2(ts)
 	default:
 		for _, t := range ts {

@@ -68,7 +68,7 @@ func (g *gen) layerSums(acc []VecVirtual) VecVirtual {
 }
 
 // meanOf sets g.mv to m = sum/d in every lane, or returns the row for the float64 path when its
-// sum is not finite.
+// sum is not finite (with tInRange, what lets roundTopAVX2 round without a NaN check).
 func (g *gen) meanOf(sum VecVirtual) {
 	Comment("A row whose sum is not finite (s-s is NaN) takes the float64 path; else m = s/d.")
 	t := XMM()

@@ -16,7 +16,8 @@ package rmsnorm
 // (32 KiB of L1d) fewer rows in flight can only leave more of the cache to the row being summed;
 // it was not measured there. On Zen 3 the AVX2 kernel's pipe (flagPipe) sums the next row inside
 // the scale pass instead of prefetching it, so that memory is not idle while a row is summed from
-// the cache (streamrule.Pipe has the measurements).
+// the cache (streamrule.Pipe has the measurements), and prefetches that row 1 KiB ahead of its
+// loads (pipeAhead in the generator, with its measurements).
 
 // setMemoryFlags picks how the kernels treat memory for the validated job:
 //   - rows that fill the cache come from memory, so the rows ahead are prefetched while a row is

@@ -6,13 +6,14 @@ package rmsnorm
 
 // Flag bits of job.flags.
 const (
-	flagNT     = 1  // write dst with non-temporal stores (the batch is larger than the cache)
-	flagPF     = 2  // the rows come from memory, or lie far apart: prefetch them (the generic kernel: touchRow)
-	flagFuse   = 4  // backward: the last row of a block adds the block's partial sum to DW
-	flagRN     = 8  // 16-bit rows with a weight: round x*inv to the format before the weight (RoundNormalized)
-	flagOffset = 16 // rows with a weight: the weight form is 1+w (one kernel function serves every form)
-	flagCenter = 32 // Layer variants: subtract the row's mean (Norm.Center)
-	flagPipe   = 64 // AVX2 float32 streaming: the scale pass of a row sums the next row's squares
+	flagNT     = 1   // write dst with non-temporal stores (the batch is larger than the cache)
+	flagPF     = 2   // the rows come from memory, or lie far apart: prefetch them (the generic kernel: touchRow)
+	flagFuse   = 4   // backward: the last row of a block adds the block's partial sum to DW
+	flagRN     = 8   // 16-bit rows with a weight: round x*inv to the format before the weight (RoundNormalized)
+	flagOffset = 16  // rows with a weight: the weight form is 1+w (one kernel function serves every form)
+	flagCenter = 32  // Layer variants: subtract the row's mean (Norm.Center)
+	flagPipe   = 64  // AVX2 float32 streaming: the scale pass of a row sums the next row's squares
+	flagAhead  = 128 // AVX2 backward streaming: the sum passes prefetch 1 KiB ahead, the dx pass the next row
 )
 
 // gradBlock is the number of rows summed into one partial sum of the weight gradient.

@@ -11,3 +11,6 @@ var streamBytes = streamrule.Fallback // a variable so that tests can force eith
 
 // pipeRows is false: flagPipe is for the AVX2 kernel, which this build does not have.
 var pipeRows = false
+
+// aheadRows is false: flagAhead is for the AVX2 kernel, which this build does not have.
+var aheadRows = false

@@ -31508,7 +31508,44 @@ row:
 	XORQ   R8, R8
 	MOVQ   job_d+0(AX), R9
 	SUBQ   $0x00000040, R9
+	TESTL  $0x00000080, job_flags+0(AX)
+	JZ     sumssnoahead
 
+sumssaheadloop:
+	CMPQ       R8, R9
+	JG         sumsstail
+	PREFETCHT0 1024(DX)(R8*4)
+	PREFETCHT0 1088(DX)(R8*4)
+	PREFETCHT0 1152(DX)(R8*4)
+	PREFETCHT0 1216(DX)(R8*4)
+	VMOVUPS    (DX)(R8*4), Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y0, Y0
+	VMOVUPS    32(DX)(R8*4), Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y1, Y1
+	VMOVUPS    64(DX)(R8*4), Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y2, Y2
+	VMOVUPS    96(DX)(R8*4), Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y3, Y3
+	VMOVUPS    128(DX)(R8*4), Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y4, Y4
+	VMOVUPS    160(DX)(R8*4), Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y5, Y5
+	VMOVUPS    192(DX)(R8*4), Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y6, Y6
+	VMOVUPS    224(DX)(R8*4), Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y7, Y7
+	ADDQ       $0x00000040, R8
+	JMP        sumssaheadloop
+
+sumssnoahead:
 sumssloop:
 	CMPQ    R8, R9
 	JG      sumsstail
@@ -31704,10 +31741,149 @@ haveinv:
 	VBROADCASTSS negzero<>+0(SB), Y9
 
 weightadd3:
-	XORQ R8, R8
-	MOVQ job_d+0(AX), R9
-	SUBQ $0x00000040, R9
+	XORQ  R8, R8
+	MOVQ  job_d+0(AX), R9
+	SUBQ  $0x00000040, R9
+	TESTL $0x00000080, job_flags+0(AX)
+	JZ    sumcnoahead
 
+	// A plain weight's main loop multiplies by w itself.
+	TESTL $0x00000010, job_flags+0(AX)
+	JNZ   sumcaheadloop
+
+sumcaheadloopw:
+	CMPQ       R8, R9
+	JG         sumctail
+	PREFETCHT0 1024(DX)(R8*4)
+	PREFETCHT0 1088(DX)(R8*4)
+	PREFETCHT0 1152(DX)(R8*4)
+	PREFETCHT0 1216(DX)(R8*4)
+	PREFETCHT0 1024(BX)(R8*4)
+	PREFETCHT0 1088(BX)(R8*4)
+	PREFETCHT0 1152(BX)(R8*4)
+	PREFETCHT0 1216(BX)(R8*4)
+	VMOVUPS    (DX)(R8*4), Y10
+	VMOVUPS    (BX)(R8*4), Y11
+	VMOVUPS    (SI)(R8*4), Y12
+	VMULPS     Y12, Y11, Y11
+	VMULPS     Y10, Y11, Y11
+	VADDPS     Y11, Y0, Y0
+	VMOVUPS    32(DX)(R8*4), Y10
+	VMOVUPS    32(BX)(R8*4), Y11
+	VMOVUPS    32(SI)(R8*4), Y12
+	VMULPS     Y12, Y11, Y11
+	VMULPS     Y10, Y11, Y11
+	VADDPS     Y11, Y2, Y2
+	VMOVUPS    64(DX)(R8*4), Y10
+	VMOVUPS    64(BX)(R8*4), Y11
+	VMOVUPS    64(SI)(R8*4), Y12
+	VMULPS     Y12, Y11, Y11
+	VMULPS     Y10, Y11, Y11
+	VADDPS     Y11, Y3, Y3
+	VMOVUPS    96(DX)(R8*4), Y10
+	VMOVUPS    96(BX)(R8*4), Y11
+	VMOVUPS    96(SI)(R8*4), Y12
+	VMULPS     Y12, Y11, Y11
+	VMULPS     Y10, Y11, Y11
+	VADDPS     Y11, Y4, Y4
+	VMOVUPS    128(DX)(R8*4), Y10
+	VMOVUPS    128(BX)(R8*4), Y11
+	VMOVUPS    128(SI)(R8*4), Y12
+	VMULPS     Y12, Y11, Y11
+	VMULPS     Y10, Y11, Y11
+	VADDPS     Y11, Y5, Y5
+	VMOVUPS    160(DX)(R8*4), Y10
+	VMOVUPS    160(BX)(R8*4), Y11
+	VMOVUPS    160(SI)(R8*4), Y12
+	VMULPS     Y12, Y11, Y11
+	VMULPS     Y10, Y11, Y11
+	VADDPS     Y11, Y6, Y6
+	VMOVUPS    192(DX)(R8*4), Y10
+	VMOVUPS    192(BX)(R8*4), Y11
+	VMOVUPS    192(SI)(R8*4), Y12
+	VMULPS     Y12, Y11, Y11
+	VMULPS     Y10, Y11, Y11
+	VADDPS     Y11, Y7, Y7
+	VMOVUPS    224(DX)(R8*4), Y10
+	VMOVUPS    224(BX)(R8*4), Y11
+	VMOVUPS    224(SI)(R8*4), Y12
+	VMULPS     Y12, Y11, Y11
+	VMULPS     Y10, Y11, Y11
+	VADDPS     Y11, Y8, Y8
+	ADDQ       $0x00000040, R8
+	JMP        sumcaheadloopw
+
+sumcaheadloop:
+	CMPQ       R8, R9
+	JG         sumctail
+	PREFETCHT0 1024(DX)(R8*4)
+	PREFETCHT0 1088(DX)(R8*4)
+	PREFETCHT0 1152(DX)(R8*4)
+	PREFETCHT0 1216(DX)(R8*4)
+	PREFETCHT0 1024(BX)(R8*4)
+	PREFETCHT0 1088(BX)(R8*4)
+	PREFETCHT0 1152(BX)(R8*4)
+	PREFETCHT0 1216(BX)(R8*4)
+	VMOVUPS    (DX)(R8*4), Y10
+	VMOVUPS    (BX)(R8*4), Y11
+	VMOVUPS    (SI)(R8*4), Y12
+	VADDPS     Y9, Y12, Y12
+	VMULPS     Y12, Y11, Y11
+	VMULPS     Y10, Y11, Y11
+	VADDPS     Y11, Y0, Y0
+	VMOVUPS    32(DX)(R8*4), Y10
+	VMOVUPS    32(BX)(R8*4), Y11
+	VMOVUPS    32(SI)(R8*4), Y12
+	VADDPS     Y9, Y12, Y12
+	VMULPS     Y12, Y11, Y11
+	VMULPS     Y10, Y11, Y11
+	VADDPS     Y11, Y2, Y2
+	VMOVUPS    64(DX)(R8*4), Y10
+	VMOVUPS    64(BX)(R8*4), Y11
+	VMOVUPS    64(SI)(R8*4), Y12
+	VADDPS     Y9, Y12, Y12
+	VMULPS     Y12, Y11, Y11
+	VMULPS     Y10, Y11, Y11
+	VADDPS     Y11, Y3, Y3
+	VMOVUPS    96(DX)(R8*4), Y10
+	VMOVUPS    96(BX)(R8*4), Y11
+	VMOVUPS    96(SI)(R8*4), Y12
+	VADDPS     Y9, Y12, Y12
+	VMULPS     Y12, Y11, Y11
+	VMULPS     Y10, Y11, Y11
+	VADDPS     Y11, Y4, Y4
+	VMOVUPS    128(DX)(R8*4), Y10
+	VMOVUPS    128(BX)(R8*4), Y11
+	VMOVUPS    128(SI)(R8*4), Y12
+	VADDPS     Y9, Y12, Y12
+	VMULPS     Y12, Y11, Y11
+	VMULPS     Y10, Y11, Y11
+	VADDPS     Y11, Y5, Y5
+	VMOVUPS    160(DX)(R8*4), Y10
+	VMOVUPS    160(BX)(R8*4), Y11
+	VMOVUPS    160(SI)(R8*4), Y12
+	VADDPS     Y9, Y12, Y12
+	VMULPS     Y12, Y11, Y11
+	VMULPS     Y10, Y11, Y11
+	VADDPS     Y11, Y6, Y6
+	VMOVUPS    192(DX)(R8*4), Y10
+	VMOVUPS    192(BX)(R8*4), Y11
+	VMOVUPS    192(SI)(R8*4), Y12
+	VADDPS     Y9, Y12, Y12
+	VMULPS     Y12, Y11, Y11
+	VMULPS     Y10, Y11, Y11
+	VADDPS     Y11, Y7, Y7
+	VMOVUPS    224(DX)(R8*4), Y10
+	VMOVUPS    224(BX)(R8*4), Y11
+	VMOVUPS    224(SI)(R8*4), Y12
+	VADDPS     Y9, Y12, Y12
+	VMULPS     Y12, Y11, Y11
+	VMULPS     Y10, Y11, Y11
+	VADDPS     Y11, Y8, Y8
+	ADDQ       $0x00000040, R8
+	JMP        sumcaheadloop
+
+sumcnoahead:
 	// A plain weight's main loop multiplies by w itself.
 	TESTL $0x00000010, job_flags+0(AX)
 	JNZ   sumcloop
@@ -32153,7 +32329,7 @@ dxnonent:
 	NEGQ R10
 	ANDQ $0x0000001f, R10
 	SHRQ $0x02, R10
-	JZ   dxnonentloop
+	JZ   dxnonentbody
 	CMPQ R10, job_d+0(AX)
 	JLE  dxnonehead
 	MOVQ job_d+0(AX), R10
@@ -32172,6 +32348,60 @@ dxnoneheadloop:
 	INCQ   R8
 	CMPQ   R8, R10
 	JL     dxnoneheadloop
+
+dxnonentbody:
+	TESTL $0x00000080, job_flags+0(AX)
+	JZ    dxnonentloop
+	MOVQ  DX, R10
+	ADDQ  DI, R10
+	MOVQ  BX, R11
+	ADDQ  DI, R11
+
+dxnonentaheadloop:
+	CMPQ       R8, R9
+	JG         dxnoneone
+	PREFETCHT0 (R10)(R8*4)
+	PREFETCHT0 64(R10)(R8*4)
+	PREFETCHT0 (R11)(R8*4)
+	PREFETCHT0 64(R11)(R8*4)
+	VMOVUPS    (DX)(R8*4), Y3
+	VMOVUPS    (BX)(R8*4), Y4
+	VMOVUPS    (SI)(R8*4), Y5
+	VADDPS     Y2, Y5, Y5
+	VMULPS     Y5, Y4, Y4
+	VMULPS     Y0, Y3, Y3
+	VSUBPS     Y3, Y4, Y4
+	VMULPS     Y1, Y4, Y4
+	VMOVNTPS   Y4, (CX)(R8*4)
+	VMOVUPS    32(DX)(R8*4), Y3
+	VMOVUPS    32(BX)(R8*4), Y4
+	VMOVUPS    32(SI)(R8*4), Y5
+	VADDPS     Y2, Y5, Y5
+	VMULPS     Y5, Y4, Y4
+	VMULPS     Y0, Y3, Y3
+	VSUBPS     Y3, Y4, Y4
+	VMULPS     Y1, Y4, Y4
+	VMOVNTPS   Y4, 32(CX)(R8*4)
+	VMOVUPS    64(DX)(R8*4), Y3
+	VMOVUPS    64(BX)(R8*4), Y4
+	VMOVUPS    64(SI)(R8*4), Y5
+	VADDPS     Y2, Y5, Y5
+	VMULPS     Y5, Y4, Y4
+	VMULPS     Y0, Y3, Y3
+	VSUBPS     Y3, Y4, Y4
+	VMULPS     Y1, Y4, Y4
+	VMOVNTPS   Y4, 64(CX)(R8*4)
+	VMOVUPS    96(DX)(R8*4), Y3
+	VMOVUPS    96(BX)(R8*4), Y4
+	VMOVUPS    96(SI)(R8*4), Y5
+	VADDPS     Y2, Y5, Y5
+	VMULPS     Y5, Y4, Y4
+	VMULPS     Y0, Y3, Y3
+	VSUBPS     Y3, Y4, Y4
+	VMULPS     Y1, Y4, Y4
+	VMOVNTPS   Y4, 96(CX)(R8*4)
+	ADDQ       $0x00000020, R8
+	JMP        dxnonentaheadloop
 
 dxnonentloop:
 	CMPQ     R8, R9
@@ -32376,7 +32606,7 @@ dxsetnt:
 	NEGQ R11
 	ANDQ $0x0000001f, R11
 	SHRQ $0x02, R11
-	JZ   dxsetntloop
+	JZ   dxsetntbody
 	CMPQ R11, job_d+0(AX)
 	JLE  dxsethead
 	MOVQ job_d+0(AX), R11
@@ -32398,6 +32628,72 @@ dxsetheadloop:
 	INCQ   R8
 	CMPQ   R8, R11
 	JL     dxsetheadloop
+
+dxsetntbody:
+	TESTL $0x00000080, job_flags+0(AX)
+	JZ    dxsetntloop
+	MOVQ  DX, R11
+	ADDQ  DI, R11
+	MOVQ  BX, R12
+	ADDQ  DI, R12
+
+dxsetntaheadloop:
+	CMPQ       R8, R10
+	JG         dxsetone
+	PREFETCHT0 (R11)(R8*4)
+	PREFETCHT0 64(R11)(R8*4)
+	PREFETCHT0 (R12)(R8*4)
+	PREFETCHT0 64(R12)(R8*4)
+	VMOVUPS    (DX)(R8*4), Y3
+	VMOVUPS    (BX)(R8*4), Y4
+	VMOVUPS    (SI)(R8*4), Y5
+	VADDPS     Y2, Y5, Y5
+	VMULPS     Y5, Y4, Y5
+	VMULPS     Y0, Y3, Y6
+	VSUBPS     Y6, Y5, Y5
+	VMULPS     Y1, Y5, Y5
+	VMULPS     Y1, Y3, Y3
+	VMULPS     Y3, Y4, Y3
+	VMOVUPS    Y3, (R9)(R8*4)
+	VMOVNTPS   Y5, (CX)(R8*4)
+	VMOVUPS    32(DX)(R8*4), Y3
+	VMOVUPS    32(BX)(R8*4), Y4
+	VMOVUPS    32(SI)(R8*4), Y5
+	VADDPS     Y2, Y5, Y5
+	VMULPS     Y5, Y4, Y5
+	VMULPS     Y0, Y3, Y6
+	VSUBPS     Y6, Y5, Y5
+	VMULPS     Y1, Y5, Y5
+	VMULPS     Y1, Y3, Y3
+	VMULPS     Y3, Y4, Y3
+	VMOVUPS    Y3, 32(R9)(R8*4)
+	VMOVNTPS   Y5, 32(CX)(R8*4)
+	VMOVUPS    64(DX)(R8*4), Y3
+	VMOVUPS    64(BX)(R8*4), Y4
+	VMOVUPS    64(SI)(R8*4), Y5
+	VADDPS     Y2, Y5, Y5
+	VMULPS     Y5, Y4, Y5
+	VMULPS     Y0, Y3, Y6
+	VSUBPS     Y6, Y5, Y5
+	VMULPS     Y1, Y5, Y5
+	VMULPS     Y1, Y3, Y3
+	VMULPS     Y3, Y4, Y3
+	VMOVUPS    Y3, 64(R9)(R8*4)
+	VMOVNTPS   Y5, 64(CX)(R8*4)
+	VMOVUPS    96(DX)(R8*4), Y3
+	VMOVUPS    96(BX)(R8*4), Y4
+	VMOVUPS    96(SI)(R8*4), Y5
+	VADDPS     Y2, Y5, Y5
+	VMULPS     Y5, Y4, Y5
+	VMULPS     Y0, Y3, Y6
+	VSUBPS     Y6, Y5, Y5
+	VMULPS     Y1, Y5, Y5
+	VMULPS     Y1, Y3, Y3
+	VMULPS     Y3, Y4, Y3
+	VMOVUPS    Y3, 96(R9)(R8*4)
+	VMOVNTPS   Y5, 96(CX)(R8*4)
+	ADDQ       $0x00000020, R8
+	JMP        dxsetntaheadloop
 
 dxsetntloop:
 	CMPQ     R8, R10
@@ -32636,7 +32932,7 @@ dxaddnt:
 	NEGQ R12
 	ANDQ $0x0000001f, R12
 	SHRQ $0x02, R12
-	JZ   dxaddntloop
+	JZ   dxaddntbody
 	CMPQ R12, job_d+0(AX)
 	JLE  dxaddhead
 	MOVQ job_d+0(AX), R12
@@ -32659,6 +32955,80 @@ dxaddheadloop:
 	INCQ   R10
 	CMPQ   R10, R12
 	JL     dxaddheadloop
+
+dxaddntbody:
+	TESTL $0x00000080, job_flags+0(AX)
+	JZ    dxaddntloop
+	MOVQ  DX, R12
+	ADDQ  DI, R12
+	MOVQ  BX, R13
+	ADDQ  DI, R13
+
+dxaddntaheadloop:
+	CMPQ       R10, R11
+	JG         dxaddone
+	PREFETCHT0 (R12)(R10*4)
+	PREFETCHT0 64(R12)(R10*4)
+	PREFETCHT0 (R13)(R10*4)
+	PREFETCHT0 64(R13)(R10*4)
+	VMOVUPS    (DX)(R10*4), Y3
+	VMOVUPS    (BX)(R10*4), Y4
+	VMOVUPS    (SI)(R10*4), Y5
+	VADDPS     Y2, Y5, Y5
+	VMULPS     Y5, Y4, Y5
+	VMULPS     Y0, Y3, Y6
+	VSUBPS     Y6, Y5, Y5
+	VMULPS     Y1, Y5, Y5
+	VMULPS     Y1, Y3, Y3
+	VMULPS     Y3, Y4, Y3
+	VMOVUPS    (R9)(R10*4), Y4
+	VADDPS     Y3, Y4, Y4
+	VMOVUPS    Y4, (R9)(R10*4)
+	VMOVNTPS   Y5, (CX)(R10*4)
+	VMOVUPS    32(DX)(R10*4), Y3
+	VMOVUPS    32(BX)(R10*4), Y4
+	VMOVUPS    32(SI)(R10*4), Y5
+	VADDPS     Y2, Y5, Y5
+	VMULPS     Y5, Y4, Y5
+	VMULPS     Y0, Y3, Y6
+	VSUBPS     Y6, Y5, Y5
+	VMULPS     Y1, Y5, Y5
+	VMULPS     Y1, Y3, Y3
+	VMULPS     Y3, Y4, Y3
+	VMOVUPS    32(R9)(R10*4), Y4
+	VADDPS     Y3, Y4, Y4
+	VMOVUPS    Y4, 32(R9)(R10*4)
+	VMOVNTPS   Y5, 32(CX)(R10*4)
+	VMOVUPS    64(DX)(R10*4), Y3
+	VMOVUPS    64(BX)(R10*4), Y4
+	VMOVUPS    64(SI)(R10*4), Y5
+	VADDPS     Y2, Y5, Y5
+	VMULPS     Y5, Y4, Y5
+	VMULPS     Y0, Y3, Y6
+	VSUBPS     Y6, Y5, Y5
+	VMULPS     Y1, Y5, Y5
+	VMULPS     Y1, Y3, Y3
+	VMULPS     Y3, Y4, Y3
+	VMOVUPS    64(R9)(R10*4), Y4
+	VADDPS     Y3, Y4, Y4
+	VMOVUPS    Y4, 64(R9)(R10*4)
+	VMOVNTPS   Y5, 64(CX)(R10*4)
+	VMOVUPS    96(DX)(R10*4), Y3
+	VMOVUPS    96(BX)(R10*4), Y4
+	VMOVUPS    96(SI)(R10*4), Y5
+	VADDPS     Y2, Y5, Y5
+	VMULPS     Y5, Y4, Y5
+	VMULPS     Y0, Y3, Y6
+	VSUBPS     Y6, Y5, Y5
+	VMULPS     Y1, Y5, Y5
+	VMULPS     Y1, Y3, Y3
+	VMULPS     Y3, Y4, Y3
+	VMOVUPS    96(R9)(R10*4), Y4
+	VADDPS     Y3, Y4, Y4
+	VMOVUPS    Y4, 96(R9)(R10*4)
+	VMOVNTPS   Y5, 96(CX)(R10*4)
+	ADDQ       $0x00000020, R10
+	JMP        dxaddntaheadloop
 
 dxaddntloop:
 	CMPQ     R10, R11
@@ -32879,7 +33249,44 @@ row:
 	XORQ   DI, DI
 	MOVQ   job_d+0(AX), R8
 	SUBQ   $0x00000040, R8
+	TESTL  $0x00000080, job_flags+0(AX)
+	JZ     sumssnoahead
 
+sumssaheadloop:
+	CMPQ       DI, R8
+	JG         sumsstail
+	PREFETCHT0 1024(DX)(DI*4)
+	PREFETCHT0 1088(DX)(DI*4)
+	PREFETCHT0 1152(DX)(DI*4)
+	PREFETCHT0 1216(DX)(DI*4)
+	VMOVUPS    (DX)(DI*4), Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y0, Y0
+	VMOVUPS    32(DX)(DI*4), Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y1, Y1
+	VMOVUPS    64(DX)(DI*4), Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y2, Y2
+	VMOVUPS    96(DX)(DI*4), Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y3, Y3
+	VMOVUPS    128(DX)(DI*4), Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y4, Y4
+	VMOVUPS    160(DX)(DI*4), Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y5, Y5
+	VMOVUPS    192(DX)(DI*4), Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y6, Y6
+	VMOVUPS    224(DX)(DI*4), Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y7, Y7
+	ADDQ       $0x00000040, DI
+	JMP        sumssaheadloop
+
+sumssnoahead:
 sumssloop:
 	CMPQ    DI, R8
 	JG      sumsstail
@@ -33072,7 +33479,56 @@ haveinv:
 	XORQ   DI, DI
 	MOVQ   job_d+0(AX), R8
 	SUBQ   $0x00000040, R8
+	TESTL  $0x00000080, job_flags+0(AX)
+	JZ     sumcnoahead
 
+sumcaheadloop:
+	CMPQ       DI, R8
+	JG         sumctail
+	PREFETCHT0 1024(DX)(DI*4)
+	PREFETCHT0 1088(DX)(DI*4)
+	PREFETCHT0 1152(DX)(DI*4)
+	PREFETCHT0 1216(DX)(DI*4)
+	PREFETCHT0 1024(BX)(DI*4)
+	PREFETCHT0 1088(BX)(DI*4)
+	PREFETCHT0 1152(BX)(DI*4)
+	PREFETCHT0 1216(BX)(DI*4)
+	VMOVUPS    (DX)(DI*4), Y9
+	VMOVUPS    (BX)(DI*4), Y10
+	VMULPS     Y9, Y10, Y10
+	VADDPS     Y10, Y0, Y0
+	VMOVUPS    32(DX)(DI*4), Y9
+	VMOVUPS    32(BX)(DI*4), Y10
+	VMULPS     Y9, Y10, Y10
+	VADDPS     Y10, Y2, Y2
+	VMOVUPS    64(DX)(DI*4), Y9
+	VMOVUPS    64(BX)(DI*4), Y10
+	VMULPS     Y9, Y10, Y10
+	VADDPS     Y10, Y3, Y3
+	VMOVUPS    96(DX)(DI*4), Y9
+	VMOVUPS    96(BX)(DI*4), Y10
+	VMULPS     Y9, Y10, Y10
+	VADDPS     Y10, Y4, Y4
+	VMOVUPS    128(DX)(DI*4), Y9
+	VMOVUPS    128(BX)(DI*4), Y10
+	VMULPS     Y9, Y10, Y10
+	VADDPS     Y10, Y5, Y5
+	VMOVUPS    160(DX)(DI*4), Y9
+	VMOVUPS    160(BX)(DI*4), Y10
+	VMULPS     Y9, Y10, Y10
+	VADDPS     Y10, Y6, Y6
+	VMOVUPS    192(DX)(DI*4), Y9
+	VMOVUPS    192(BX)(DI*4), Y10
+	VMULPS     Y9, Y10, Y10
+	VADDPS     Y10, Y7, Y7
+	VMOVUPS    224(DX)(DI*4), Y9
+	VMOVUPS    224(BX)(DI*4), Y10
+	VMULPS     Y9, Y10, Y10
+	VADDPS     Y10, Y8, Y8
+	ADDQ       $0x00000040, DI
+	JMP        sumcaheadloop
+
+sumcnoahead:
 sumcloop:
 	CMPQ    DI, R8
 	JG      sumctail
@@ -33298,7 +33754,7 @@ dxnonent:
 	NEGQ R9
 	ANDQ $0x0000001f, R9
 	SHRQ $0x02, R9
-	JZ   dxnonentloop
+	JZ   dxnonentbody
 	CMPQ R9, job_d+0(AX)
 	JLE  dxnonehead
 	MOVQ job_d+0(AX), R9
@@ -33314,6 +33770,48 @@ dxnoneheadloop:
 	INCQ   DI
 	CMPQ   DI, R9
 	JL     dxnoneheadloop
+
+dxnonentbody:
+	TESTL $0x00000080, job_flags+0(AX)
+	JZ    dxnonentloop
+	MOVQ  DX, R9
+	ADDQ  SI, R9
+	MOVQ  BX, R10
+	ADDQ  SI, R10
+
+dxnonentaheadloop:
+	CMPQ       DI, R8
+	JG         dxnoneone
+	PREFETCHT0 (R9)(DI*4)
+	PREFETCHT0 64(R9)(DI*4)
+	PREFETCHT0 (R10)(DI*4)
+	PREFETCHT0 64(R10)(DI*4)
+	VMOVUPS    (DX)(DI*4), Y2
+	VMOVUPS    (BX)(DI*4), Y3
+	VMULPS     Y0, Y2, Y2
+	VSUBPS     Y2, Y3, Y2
+	VMULPS     Y1, Y2, Y2
+	VMOVNTPS   Y2, (CX)(DI*4)
+	VMOVUPS    32(DX)(DI*4), Y2
+	VMOVUPS    32(BX)(DI*4), Y3
+	VMULPS     Y0, Y2, Y2
+	VSUBPS     Y2, Y3, Y2
+	VMULPS     Y1, Y2, Y2
+	VMOVNTPS   Y2, 32(CX)(DI*4)
+	VMOVUPS    64(DX)(DI*4), Y2
+	VMOVUPS    64(BX)(DI*4), Y3
+	VMULPS     Y0, Y2, Y2
+	VSUBPS     Y2, Y3, Y2
+	VMULPS     Y1, Y2, Y2
+	VMOVNTPS   Y2, 64(CX)(DI*4)
+	VMOVUPS    96(DX)(DI*4), Y2
+	VMOVUPS    96(BX)(DI*4), Y3
+	VMULPS     Y0, Y2, Y2
+	VSUBPS     Y2, Y3, Y2
+	VMULPS     Y1, Y2, Y2
+	VMOVNTPS   Y2, 96(CX)(DI*4)
+	ADDQ       $0x00000020, DI
+	JMP        dxnonentaheadloop
 
 dxnonentloop:
 	CMPQ     DI, R8
@@ -33461,7 +33959,44 @@ row:
 	XORQ   R8, R8
 	MOVQ   job_d+0(AX), R9
 	SUBQ   $0x00000040, R9
+	TESTL  $0x00000080, job_flags+0(AX)
+	JZ     sumssnoahead
 
+sumssaheadloop:
+	CMPQ       R8, R9
+	JG         sumsstail
+	PREFETCHT0 1024(DX)(R8*4)
+	PREFETCHT0 1088(DX)(R8*4)
+	PREFETCHT0 1152(DX)(R8*4)
+	PREFETCHT0 1216(DX)(R8*4)
+	VMOVUPS    (DX)(R8*4), Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y0, Y0
+	VMOVUPS    32(DX)(R8*4), Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y1, Y1
+	VMOVUPS    64(DX)(R8*4), Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y2, Y2
+	VMOVUPS    96(DX)(R8*4), Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y3, Y3
+	VMOVUPS    128(DX)(R8*4), Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y4, Y4
+	VMOVUPS    160(DX)(R8*4), Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y5, Y5
+	VMOVUPS    192(DX)(R8*4), Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y6, Y6
+	VMOVUPS    224(DX)(R8*4), Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y7, Y7
+	ADDQ       $0x00000040, R8
+	JMP        sumssaheadloop
+
+sumssnoahead:
 sumssloop:
 	CMPQ    R8, R9
 	JG      sumsstail
@@ -33657,10 +34192,149 @@ haveinv:
 	VBROADCASTSS negzero<>+0(SB), Y9
 
 weightadd3:
-	XORQ R8, R8
-	MOVQ job_d+0(AX), R9
-	SUBQ $0x00000040, R9
+	XORQ  R8, R8
+	MOVQ  job_d+0(AX), R9
+	SUBQ  $0x00000040, R9
+	TESTL $0x00000080, job_flags+0(AX)
+	JZ    sumcnoahead
 
+	// A plain weight's main loop multiplies by w itself.
+	TESTL $0x00000010, job_flags+0(AX)
+	JNZ   sumcaheadloop
+
+sumcaheadloopw:
+	CMPQ       R8, R9
+	JG         sumctail
+	PREFETCHT0 1024(DX)(R8*4)
+	PREFETCHT0 1088(DX)(R8*4)
+	PREFETCHT0 1152(DX)(R8*4)
+	PREFETCHT0 1216(DX)(R8*4)
+	PREFETCHT0 1024(BX)(R8*4)
+	PREFETCHT0 1088(BX)(R8*4)
+	PREFETCHT0 1152(BX)(R8*4)
+	PREFETCHT0 1216(BX)(R8*4)
+	VMOVUPS    (DX)(R8*4), Y10
+	VMOVUPS    (BX)(R8*4), Y11
+	VMOVUPS    (SI)(R8*4), Y12
+	VMULPS     Y12, Y11, Y11
+	VMULPS     Y10, Y11, Y11
+	VADDPS     Y11, Y0, Y0
+	VMOVUPS    32(DX)(R8*4), Y10
+	VMOVUPS    32(BX)(R8*4), Y11
+	VMOVUPS    32(SI)(R8*4), Y12
+	VMULPS     Y12, Y11, Y11
+	VMULPS     Y10, Y11, Y11
+	VADDPS     Y11, Y2, Y2
+	VMOVUPS    64(DX)(R8*4), Y10
+	VMOVUPS    64(BX)(R8*4), Y11
+	VMOVUPS    64(SI)(R8*4), Y12
+	VMULPS     Y12, Y11, Y11
+	VMULPS     Y10, Y11, Y11
+	VADDPS     Y11, Y3, Y3
+	VMOVUPS    96(DX)(R8*4), Y10
+	VMOVUPS    96(BX)(R8*4), Y11
+	VMOVUPS    96(SI)(R8*4), Y12
+	VMULPS     Y12, Y11, Y11
+	VMULPS     Y10, Y11, Y11
+	VADDPS     Y11, Y4, Y4
+	VMOVUPS    128(DX)(R8*4), Y10
+	VMOVUPS    128(BX)(R8*4), Y11
+	VMOVUPS    128(SI)(R8*4), Y12
+	VMULPS     Y12, Y11, Y11
+	VMULPS     Y10, Y11, Y11
+	VADDPS     Y11, Y5, Y5
+	VMOVUPS    160(DX)(R8*4), Y10
+	VMOVUPS    160(BX)(R8*4), Y11
+	VMOVUPS    160(SI)(R8*4), Y12
+	VMULPS     Y12, Y11, Y11
+	VMULPS     Y10, Y11, Y11
+	VADDPS     Y11, Y6, Y6
+	VMOVUPS    192(DX)(R8*4), Y10
+	VMOVUPS    192(BX)(R8*4), Y11
+	VMOVUPS    192(SI)(R8*4), Y12
+	VMULPS     Y12, Y11, Y11
+	VMULPS     Y10, Y11, Y11
+	VADDPS     Y11, Y7, Y7
+	VMOVUPS    224(DX)(R8*4), Y10
+	VMOVUPS    224(BX)(R8*4), Y11
+	VMOVUPS    224(SI)(R8*4), Y12
+	VMULPS     Y12, Y11, Y11
+	VMULPS     Y10, Y11, Y11
+	VADDPS     Y11, Y8, Y8
+	ADDQ       $0x00000040, R8
+	JMP        sumcaheadloopw
+
+sumcaheadloop:
+	CMPQ       R8, R9
+	JG         sumctail
+	PREFETCHT0 1024(DX)(R8*4)
+	PREFETCHT0 1088(DX)(R8*4)
+	PREFETCHT0 1152(DX)(R8*4)
+	PREFETCHT0 1216(DX)(R8*4)
+	PREFETCHT0 1024(BX)(R8*4)
+	PREFETCHT0 1088(BX)(R8*4)
+	PREFETCHT0 1152(BX)(R8*4)
+	PREFETCHT0 1216(BX)(R8*4)
+	VMOVUPS    (DX)(R8*4), Y10
+	VMOVUPS    (BX)(R8*4), Y11
+	VMOVUPS    (SI)(R8*4), Y12
+	VADDPS     Y9, Y12, Y12
+	VMULPS     Y12, Y11, Y11
+	VMULPS     Y10, Y11, Y11
+	VADDPS     Y11, Y0, Y0
+	VMOVUPS    32(DX)(R8*4), Y10
+	VMOVUPS    32(BX)(R8*4), Y11
+	VMOVUPS    32(SI)(R8*4), Y12
+	VADDPS     Y9, Y12, Y12
+	VMULPS     Y12, Y11, Y11
+	VMULPS     Y10, Y11, Y11
+	VADDPS     Y11, Y2, Y2
+	VMOVUPS    64(DX)(R8*4), Y10
+	VMOVUPS    64(BX)(R8*4), Y11
+	VMOVUPS    64(SI)(R8*4), Y12
+	VADDPS     Y9, Y12, Y12
+	VMULPS     Y12, Y11, Y11
+	VMULPS     Y10, Y11, Y11
+	VADDPS     Y11, Y3, Y3
+	VMOVUPS    96(DX)(R8*4), Y10
+	VMOVUPS    96(BX)(R8*4), Y11
+	VMOVUPS    96(SI)(R8*4), Y12
+	VADDPS     Y9, Y12, Y12
+	VMULPS     Y12, Y11, Y11
+	VMULPS     Y10, Y11, Y11
+	VADDPS     Y11, Y4, Y4
+	VMOVUPS    128(DX)(R8*4), Y10
+	VMOVUPS    128(BX)(R8*4), Y11
+	VMOVUPS    128(SI)(R8*4), Y12
+	VADDPS     Y9, Y12, Y12
+	VMULPS     Y12, Y11, Y11
+	VMULPS     Y10, Y11, Y11
+	VADDPS     Y11, Y5, Y5
+	VMOVUPS    160(DX)(R8*4), Y10
+	VMOVUPS    160(BX)(R8*4), Y11
+	VMOVUPS    160(SI)(R8*4), Y12
+	VADDPS     Y9, Y12, Y12
+	VMULPS     Y12, Y11, Y11
+	VMULPS     Y10, Y11, Y11
+	VADDPS     Y11, Y6, Y6
+	VMOVUPS    192(DX)(R8*4), Y10
+	VMOVUPS    192(BX)(R8*4), Y11
+	VMOVUPS    192(SI)(R8*4), Y12
+	VADDPS     Y9, Y12, Y12
+	VMULPS     Y12, Y11, Y11
+	VMULPS     Y10, Y11, Y11
+	VADDPS     Y11, Y7, Y7
+	VMOVUPS    224(DX)(R8*4), Y10
+	VMOVUPS    224(BX)(R8*4), Y11
+	VMOVUPS    224(SI)(R8*4), Y12
+	VADDPS     Y9, Y12, Y12
+	VMULPS     Y12, Y11, Y11
+	VMULPS     Y10, Y11, Y11
+	VADDPS     Y11, Y8, Y8
+	ADDQ       $0x00000040, R8
+	JMP        sumcaheadloop
+
+sumcnoahead:
 	// A plain weight's main loop multiplies by w itself.
 	TESTL $0x00000010, job_flags+0(AX)
 	JNZ   sumcloop
@@ -34248,7 +34922,7 @@ dxnonent:
 	NEGQ R10
 	ANDQ $0x0000001f, R10
 	SHRQ $0x02, R10
-	JZ   dxnonentloop
+	JZ   dxnonentbody
 	CMPQ R10, job_d+0(AX)
 	JLE  dxnonehead
 	MOVQ job_d+0(AX), R10
@@ -34267,6 +34941,60 @@ dxnoneheadloop:
 	INCQ   R8
 	CMPQ   R8, R10
 	JL     dxnoneheadloop
+
+dxnonentbody:
+	TESTL $0x00000080, job_flags+0(AX)
+	JZ    dxnonentloop
+	MOVQ  DX, R10
+	ADDQ  DI, R10
+	MOVQ  BX, R11
+	ADDQ  DI, R11
+
+dxnonentaheadloop:
+	CMPQ       R8, R9
+	JG         dxnoneone
+	PREFETCHT0 (R10)(R8*4)
+	PREFETCHT0 64(R10)(R8*4)
+	PREFETCHT0 (R11)(R8*4)
+	PREFETCHT0 64(R11)(R8*4)
+	VMOVUPS    (DX)(R8*4), Y3
+	VMOVUPS    (BX)(R8*4), Y4
+	VMOVUPS    (SI)(R8*4), Y5
+	VADDPS     Y2, Y5, Y5
+	VMULPS     Y5, Y4, Y4
+	VMULPS     Y0, Y3, Y3
+	VSUBPS     Y3, Y4, Y4
+	VMULPS     Y1, Y4, Y4
+	VMOVNTPS   Y4, (CX)(R8*4)
+	VMOVUPS    32(DX)(R8*4), Y3
+	VMOVUPS    32(BX)(R8*4), Y4
+	VMOVUPS    32(SI)(R8*4), Y5
+	VADDPS     Y2, Y5, Y5
+	VMULPS     Y5, Y4, Y4
+	VMULPS     Y0, Y3, Y3
+	VSUBPS     Y3, Y4, Y4
+	VMULPS     Y1, Y4, Y4
+	VMOVNTPS   Y4, 32(CX)(R8*4)
+	VMOVUPS    64(DX)(R8*4), Y3
+	VMOVUPS    64(BX)(R8*4), Y4
+	VMOVUPS    64(SI)(R8*4), Y5
+	VADDPS     Y2, Y5, Y5
+	VMULPS     Y5, Y4, Y4
+	VMULPS     Y0, Y3, Y3
+	VSUBPS     Y3, Y4, Y4
+	VMULPS     Y1, Y4, Y4
+	VMOVNTPS   Y4, 64(CX)(R8*4)
+	VMOVUPS    96(DX)(R8*4), Y3
+	VMOVUPS    96(BX)(R8*4), Y4
+	VMOVUPS    96(SI)(R8*4), Y5
+	VADDPS     Y2, Y5, Y5
+	VMULPS     Y5, Y4, Y4
+	VMULPS     Y0, Y3, Y3
+	VSUBPS     Y3, Y4, Y4
+	VMULPS     Y1, Y4, Y4
+	VMOVNTPS   Y4, 96(CX)(R8*4)
+	ADDQ       $0x00000020, R8
+	JMP        dxnonentaheadloop
 
 dxnonentloop:
 	CMPQ     R8, R9
@@ -34471,7 +35199,7 @@ dxsetnt:
 	NEGQ R11
 	ANDQ $0x0000001f, R11
 	SHRQ $0x02, R11
-	JZ   dxsetntloop
+	JZ   dxsetntbody
 	CMPQ R11, job_d+0(AX)
 	JLE  dxsethead
 	MOVQ job_d+0(AX), R11
@@ -34493,6 +35221,72 @@ dxsetheadloop:
 	INCQ   R8
 	CMPQ   R8, R11
 	JL     dxsetheadloop
+
+dxsetntbody:
+	TESTL $0x00000080, job_flags+0(AX)
+	JZ    dxsetntloop
+	MOVQ  DX, R11
+	ADDQ  DI, R11
+	MOVQ  BX, R12
+	ADDQ  DI, R12
+
+dxsetntaheadloop:
+	CMPQ       R8, R10
+	JG         dxsetone
+	PREFETCHT0 (R11)(R8*4)
+	PREFETCHT0 64(R11)(R8*4)
+	PREFETCHT0 (R12)(R8*4)
+	PREFETCHT0 64(R12)(R8*4)
+	VMOVUPS    (DX)(R8*4), Y3
+	VMOVUPS    (BX)(R8*4), Y4
+	VMOVUPS    (SI)(R8*4), Y5
+	VADDPS     Y2, Y5, Y5
+	VMULPS     Y5, Y4, Y5
+	VMULPS     Y0, Y3, Y6
+	VSUBPS     Y6, Y5, Y5
+	VMULPS     Y1, Y5, Y5
+	VMULPS     Y1, Y3, Y3
+	VMULPS     Y3, Y4, Y3
+	VMOVUPS    Y3, (R9)(R8*4)
+	VMOVNTPS   Y5, (CX)(R8*4)
+	VMOVUPS    32(DX)(R8*4), Y3
+	VMOVUPS    32(BX)(R8*4), Y4
+	VMOVUPS    32(SI)(R8*4), Y5
+	VADDPS     Y2, Y5, Y5
+	VMULPS     Y5, Y4, Y5
+	VMULPS     Y0, Y3, Y6
+	VSUBPS     Y6, Y5, Y5
+	VMULPS     Y1, Y5, Y5
+	VMULPS     Y1, Y3, Y3
+	VMULPS     Y3, Y4, Y3
+	VMOVUPS    Y3, 32(R9)(R8*4)
+	VMOVNTPS   Y5, 32(CX)(R8*4)
+	VMOVUPS    64(DX)(R8*4), Y3
+	VMOVUPS    64(BX)(R8*4), Y4
+	VMOVUPS    64(SI)(R8*4), Y5
+	VADDPS     Y2, Y5, Y5
+	VMULPS     Y5, Y4, Y5
+	VMULPS     Y0, Y3, Y6
+	VSUBPS     Y6, Y5, Y5
+	VMULPS     Y1, Y5, Y5
+	VMULPS     Y1, Y3, Y3
+	VMULPS     Y3, Y4, Y3
+	VMOVUPS    Y3, 64(R9)(R8*4)
+	VMOVNTPS   Y5, 64(CX)(R8*4)
+	VMOVUPS    96(DX)(R8*4), Y3
+	VMOVUPS    96(BX)(R8*4), Y4
+	VMOVUPS    96(SI)(R8*4), Y5
+	VADDPS     Y2, Y5, Y5
+	VMULPS     Y5, Y4, Y5
+	VMULPS     Y0, Y3, Y6
+	VSUBPS     Y6, Y5, Y5
+	VMULPS     Y1, Y5, Y5
+	VMULPS     Y1, Y3, Y3
+	VMULPS     Y3, Y4, Y3
+	VMOVUPS    Y3, 96(R9)(R8*4)
+	VMOVNTPS   Y5, 96(CX)(R8*4)
+	ADDQ       $0x00000020, R8
+	JMP        dxsetntaheadloop
 
 dxsetntloop:
 	CMPQ     R8, R10
@@ -34731,7 +35525,7 @@ dxaddnt:
 	NEGQ R12
 	ANDQ $0x0000001f, R12
 	SHRQ $0x02, R12
-	JZ   dxaddntloop
+	JZ   dxaddntbody
 	CMPQ R12, job_d+0(AX)
 	JLE  dxaddhead
 	MOVQ job_d+0(AX), R12
@@ -34754,6 +35548,80 @@ dxaddheadloop:
 	INCQ   R10
 	CMPQ   R10, R12
 	JL     dxaddheadloop
+
+dxaddntbody:
+	TESTL $0x00000080, job_flags+0(AX)
+	JZ    dxaddntloop
+	MOVQ  DX, R12
+	ADDQ  DI, R12
+	MOVQ  BX, R13
+	ADDQ  DI, R13
+
+dxaddntaheadloop:
+	CMPQ       R10, R11
+	JG         dxaddone
+	PREFETCHT0 (R12)(R10*4)
+	PREFETCHT0 64(R12)(R10*4)
+	PREFETCHT0 (R13)(R10*4)
+	PREFETCHT0 64(R13)(R10*4)
+	VMOVUPS    (DX)(R10*4), Y3
+	VMOVUPS    (BX)(R10*4), Y4
+	VMOVUPS    (SI)(R10*4), Y5
+	VADDPS     Y2, Y5, Y5
+	VMULPS     Y5, Y4, Y5
+	VMULPS     Y0, Y3, Y6
+	VSUBPS     Y6, Y5, Y5
+	VMULPS     Y1, Y5, Y5
+	VMULPS     Y1, Y3, Y3
+	VMULPS     Y3, Y4, Y3
+	VMOVUPS    (R9)(R10*4), Y4
+	VADDPS     Y3, Y4, Y4
+	VMOVUPS    Y4, (R9)(R10*4)
+	VMOVNTPS   Y5, (CX)(R10*4)
+	VMOVUPS    32(DX)(R10*4), Y3
+	VMOVUPS    32(BX)(R10*4), Y4
+	VMOVUPS    32(SI)(R10*4), Y5
+	VADDPS     Y2, Y5, Y5
+	VMULPS     Y5, Y4, Y5
+	VMULPS     Y0, Y3, Y6
+	VSUBPS     Y6, Y5, Y5
+	VMULPS     Y1, Y5, Y5
+	VMULPS     Y1, Y3, Y3
+	VMULPS     Y3, Y4, Y3
+	VMOVUPS    32(R9)(R10*4), Y4
+	VADDPS     Y3, Y4, Y4
+	VMOVUPS    Y4, 32(R9)(R10*4)
+	VMOVNTPS   Y5, 32(CX)(R10*4)
+	VMOVUPS    64(DX)(R10*4), Y3
+	VMOVUPS    64(BX)(R10*4), Y4
+	VMOVUPS    64(SI)(R10*4), Y5
+	VADDPS     Y2, Y5, Y5
+	VMULPS     Y5, Y4, Y5
+	VMULPS     Y0, Y3, Y6
+	VSUBPS     Y6, Y5, Y5
+	VMULPS     Y1, Y5, Y5
+	VMULPS     Y1, Y3, Y3
+	VMULPS     Y3, Y4, Y3
+	VMOVUPS    64(R9)(R10*4), Y4
+	VADDPS     Y3, Y4, Y4
+	VMOVUPS    Y4, 64(R9)(R10*4)
+	VMOVNTPS   Y5, 64(CX)(R10*4)
+	VMOVUPS    96(DX)(R10*4), Y3
+	VMOVUPS    96(BX)(R10*4), Y4
+	VMOVUPS    96(SI)(R10*4), Y5
+	VADDPS     Y2, Y5, Y5
+	VMULPS     Y5, Y4, Y5
+	VMULPS     Y0, Y3, Y6
+	VSUBPS     Y6, Y5, Y5
+	VMULPS     Y1, Y5, Y5
+	VMULPS     Y1, Y3, Y3
+	VMULPS     Y3, Y4, Y3
+	VMOVUPS    96(R9)(R10*4), Y4
+	VADDPS     Y3, Y4, Y4
+	VMOVUPS    Y4, 96(R9)(R10*4)
+	VMOVNTPS   Y5, 96(CX)(R10*4)
+	ADDQ       $0x00000020, R10
+	JMP        dxaddntaheadloop
 
 dxaddntloop:
 	CMPQ     R10, R11
@@ -37197,7 +38065,44 @@ row:
 	XORQ   DI, DI
 	MOVQ   job_d+0(AX), R8
 	SUBQ   $0x00000040, R8
+	TESTL  $0x00000080, job_flags+0(AX)
+	JZ     sumssnoahead
 
+sumssaheadloop:
+	CMPQ       DI, R8
+	JG         sumsstail
+	PREFETCHT0 1024(DX)(DI*4)
+	PREFETCHT0 1088(DX)(DI*4)
+	PREFETCHT0 1152(DX)(DI*4)
+	PREFETCHT0 1216(DX)(DI*4)
+	VMOVUPS    (DX)(DI*4), Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y0, Y0
+	VMOVUPS    32(DX)(DI*4), Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y1, Y1
+	VMOVUPS    64(DX)(DI*4), Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y2, Y2
+	VMOVUPS    96(DX)(DI*4), Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y3, Y3
+	VMOVUPS    128(DX)(DI*4), Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y4, Y4
+	VMOVUPS    160(DX)(DI*4), Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y5, Y5
+	VMOVUPS    192(DX)(DI*4), Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y6, Y6
+	VMOVUPS    224(DX)(DI*4), Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y7, Y7
+	ADDQ       $0x00000040, DI
+	JMP        sumssaheadloop
+
+sumssnoahead:
 sumssloop:
 	CMPQ    DI, R8
 	JG      sumsstail
@@ -37390,7 +38295,56 @@ haveinv:
 	XORQ   DI, DI
 	MOVQ   job_d+0(AX), R8
 	SUBQ   $0x00000040, R8
+	TESTL  $0x00000080, job_flags+0(AX)
+	JZ     sumcnoahead
 
+sumcaheadloop:
+	CMPQ       DI, R8
+	JG         sumctail
+	PREFETCHT0 1024(DX)(DI*4)
+	PREFETCHT0 1088(DX)(DI*4)
+	PREFETCHT0 1152(DX)(DI*4)
+	PREFETCHT0 1216(DX)(DI*4)
+	PREFETCHT0 1024(BX)(DI*4)
+	PREFETCHT0 1088(BX)(DI*4)
+	PREFETCHT0 1152(BX)(DI*4)
+	PREFETCHT0 1216(BX)(DI*4)
+	VMOVUPS    (DX)(DI*4), Y9
+	VMOVUPS    (BX)(DI*4), Y10
+	VMULPS     Y9, Y10, Y10
+	VADDPS     Y10, Y0, Y0
+	VMOVUPS    32(DX)(DI*4), Y9
+	VMOVUPS    32(BX)(DI*4), Y10
+	VMULPS     Y9, Y10, Y10
+	VADDPS     Y10, Y2, Y2
+	VMOVUPS    64(DX)(DI*4), Y9
+	VMOVUPS    64(BX)(DI*4), Y10
+	VMULPS     Y9, Y10, Y10
+	VADDPS     Y10, Y3, Y3
+	VMOVUPS    96(DX)(DI*4), Y9
+	VMOVUPS    96(BX)(DI*4), Y10
+	VMULPS     Y9, Y10, Y10
+	VADDPS     Y10, Y4, Y4
+	VMOVUPS    128(DX)(DI*4), Y9
+	VMOVUPS    128(BX)(DI*4), Y10
+	VMULPS     Y9, Y10, Y10
+	VADDPS     Y10, Y5, Y5
+	VMOVUPS    160(DX)(DI*4), Y9
+	VMOVUPS    160(BX)(DI*4), Y10
+	VMULPS     Y9, Y10, Y10
+	VADDPS     Y10, Y6, Y6
+	VMOVUPS    192(DX)(DI*4), Y9
+	VMOVUPS    192(BX)(DI*4), Y10
+	VMULPS     Y9, Y10, Y10
+	VADDPS     Y10, Y7, Y7
+	VMOVUPS    224(DX)(DI*4), Y9
+	VMOVUPS    224(BX)(DI*4), Y10
+	VMULPS     Y9, Y10, Y10
+	VADDPS     Y10, Y8, Y8
+	ADDQ       $0x00000040, DI
+	JMP        sumcaheadloop
+
+sumcnoahead:
 sumcloop:
 	CMPQ    DI, R8
 	JG      sumctail
@@ -37758,7 +38712,7 @@ dxnonent:
 	NEGQ R9
 	ANDQ $0x0000001f, R9
 	SHRQ $0x02, R9
-	JZ   dxnonentloop
+	JZ   dxnonentbody
 	CMPQ R9, job_d+0(AX)
 	JLE  dxnonehead
 	MOVQ job_d+0(AX), R9
@@ -37774,6 +38728,48 @@ dxnoneheadloop:
 	INCQ   DI
 	CMPQ   DI, R9
 	JL     dxnoneheadloop
+
+dxnonentbody:
+	TESTL $0x00000080, job_flags+0(AX)
+	JZ    dxnonentloop
+	MOVQ  DX, R9
+	ADDQ  SI, R9
+	MOVQ  BX, R10
+	ADDQ  SI, R10
+
+dxnonentaheadloop:
+	CMPQ       DI, R8
+	JG         dxnoneone
+	PREFETCHT0 (R9)(DI*4)
+	PREFETCHT0 64(R9)(DI*4)
+	PREFETCHT0 (R10)(DI*4)
+	PREFETCHT0 64(R10)(DI*4)
+	VMOVUPS    (DX)(DI*4), Y2
+	VMOVUPS    (BX)(DI*4), Y3
+	VMULPS     Y0, Y2, Y2
+	VSUBPS     Y2, Y3, Y2
+	VMULPS     Y1, Y2, Y2
+	VMOVNTPS   Y2, (CX)(DI*4)
+	VMOVUPS    32(DX)(DI*4), Y2
+	VMOVUPS    32(BX)(DI*4), Y3
+	VMULPS     Y0, Y2, Y2
+	VSUBPS     Y2, Y3, Y2
+	VMULPS     Y1, Y2, Y2
+	VMOVNTPS   Y2, 32(CX)(DI*4)
+	VMOVUPS    64(DX)(DI*4), Y2
+	VMOVUPS    64(BX)(DI*4), Y3
+	VMULPS     Y0, Y2, Y2
+	VSUBPS     Y2, Y3, Y2
+	VMULPS     Y1, Y2, Y2
+	VMOVNTPS   Y2, 64(CX)(DI*4)
+	VMOVUPS    96(DX)(DI*4), Y2
+	VMOVUPS    96(BX)(DI*4), Y3
+	VMULPS     Y0, Y2, Y2
+	VSUBPS     Y2, Y3, Y2
+	VMULPS     Y1, Y2, Y2
+	VMOVNTPS   Y2, 96(CX)(DI*4)
+	ADDQ       $0x00000020, DI
+	JMP        dxnonentaheadloop
 
 dxnonentloop:
 	CMPQ     DI, R8

@@ -9,22 +9,24 @@ import (
 
 // withStreaming runs f with the memory flags of rows from memory (non-temporal stores, prefetches,
 // the generic kernel's touchRow) forced on or off, whatever the size. Forced on, it lets the AVX2
-// kernel's pipe (flagPipe) take the rows that qualify on a pseudo-random half of the calls,
-// whatever the CPU, so that the tests that stream run the kernels both ways (a bit that
-// alternated would line up with loops that stream an even number of times per iteration).
+// kernel's pipe (flagPipe) take the rows that qualify on a pseudo-random half of the calls, and
+// the AVX2 backward's prefetches ahead (flagAhead) on another, whatever the CPU, so that the tests
+// that stream run the kernels both ways (a bit that alternated would line up with loops that
+// stream an even number of times per iteration).
 func withStreaming(on bool, f func()) {
-	saved, savedPipe := streamBytes, pipeRows
-	defer func() { streamBytes, pipeRows = saved, savedPipe }()
+	saved, savedPipe, savedAhead := streamBytes, pipeRows, aheadRows
+	defer func() { streamBytes, pipeRows, aheadRows = saved, savedPipe, savedAhead }()
 	streamBytes = math.MaxInt
 	if on {
 		streamBytes = 0
 		streamState = streamState*6364136223846793005 + 1442695040888963407
 		pipeRows = streamState>>63 == 1
+		aheadRows = streamState>>62&1 == 1
 	}
 	f()
 }
 
-// streamState is the state of withStreaming's pseudo-random choice of the pipe.
+// streamState is the state of withStreaming's pseudo-random choice of the pipe and the prefetches.
 var streamState uint64
 
 // aligned32 returns n float32s from a 32-byte boundary, the alignment the pipe needs for dst, with
@@ -188,6 +190,41 @@ func TestPipe(t *testing.T) {
 	for _, k := range testKernels() {
 		if k == kernelAVX2 && piped == 0 {
 			t.Fatal("no call on avx2 could take the pipe: the test does not cover it")
+		}
+	}
+}
+
+// TestAheadFlag checks which backward jobs setBackwardMemoryFlags gives flagAhead: those whose
+// rows come from memory, on a CPU that prefetches ahead (aheadRows), with or without DX, and no
+// others.
+func TestAheadFlag(t *testing.T) {
+	saved, savedAhead := streamBytes, aheadRows
+	defer func() { streamBytes, aheadRows = saved, savedAhead }()
+	const rows, d = 4, 256
+	x, dy, dx := make([]float32, rows*d), make([]float32, rows*d), make([]float32, rows*d)
+	for _, c := range []struct {
+		name         string
+		dst          []float32
+		small, ahead bool
+		want         bool
+	}{
+		{name: "rows from memory", dst: dx, ahead: true, want: true},
+		{name: "in place", dst: dy, ahead: true, want: true},
+		{name: "no DX", ahead: true, want: true},
+		{name: "rows in cache", dst: dx, ahead: true, small: true},
+		{name: "a CPU that does not prefetch ahead", dst: dx},
+	} {
+		j := job{dst: ptr(c.dst), x: ptr(x), dy: ptr(dy), d: d, stride: d, dstStride: d, rows: rows}
+		streamBytes, aheadRows = 0, c.ahead
+		if c.small {
+			streamBytes = math.MaxInt
+		}
+		j.setBackwardMemoryFlags()
+		if got := j.flags&flagAhead != 0; got != c.want {
+			t.Errorf("%s: flagAhead %v, want %v (flags %#x)", c.name, got, c.want, j.flags)
+		}
+		if got := j.flags&flagPF != 0; got != !c.small {
+			t.Errorf("%s: flagPF %v, want %v (flags %#x)", c.name, got, !c.small, j.flags)
 		}
 	}
 }

@@ -234,7 +234,8 @@ func (b *bgen) sums(name string, withSS, withC bool) [2][]VecVirtual {
 	XORQ(i, i)
 	MOVQ(b.d(), lim)
 	SUBQ(U32(block), lim)
-	var pf GPVirtual // the next row's x, prefetched along the way (see below)
+	var pf GPVirtual      // the next row's x, prefetched along the way (see below)
+	var ahead []GPVirtual // under flagAhead, the rows this pass reads, prefetched aheadBytes on
 	loop := func(l string) {
 		Label(l)
 		CMPQ(i, lim)
@@ -242,6 +243,11 @@ func (b *bgen) sums(name string, withSS, withC bool) [2][]VecVirtual {
 		if pf != nil {
 			for off := 0; off < block*4; off += 64 {
 				prefetch(b.at(pf, i, off))
+			}
+		}
+		for _, p := range ahead {
+			for off := 0; off < block*4; off += 64 {
+				prefetch(b.at(p, i, aheadBytes+off))
 			}
 		}
 		for disp := 0; disp < block*4; disp += s.vbytes() {
@@ -263,6 +269,25 @@ func (b *bgen) sums(name string, withSS, withC bool) [2][]VecVirtual {
 		b.formLoops(name+"pfloop", loop)
 		pf = nil
 		Label(name + "nopf")
+	}
+	if s == avx2 && !b.center {
+		// Under flagAhead (rows from memory, on Zen 3: see aheadBytes) a copy of the loops
+		// prefetches the rows it reads aheadBytes ahead of its loads: x, and dy when it forms g.
+		// The first pass of a row reads them from memory; a later one finds them in the cache and
+		// its prefetches cost an instruction each.
+		TESTL(U32(spec.FlagAhead), b.flags())
+		JZ(LabelRef(name + "noahead"))
+		ahead = []GPVirtual{b.x}
+		if withC {
+			ahead = append(ahead, b.dy)
+		}
+		if grads {
+			b.formLoops(name+"aheadloop", loop)
+		} else {
+			loop(name + "aheadloop")
+		}
+		ahead = nil
+		Label(name + "noahead")
 	}
 	if grads {
 		b.formLoops(name+"loop", loop)
@@ -572,10 +597,16 @@ func (b *bgen) dxLoop(op gradOp, invv, sv, one VecVirtual) {
 	fullSt := func(v VecVirtual, m Mem) { VMOVUPS(v, m) }
 	TESTL(U32(spec.FlagNT), b.flags())
 	JNZ(LabelRef(name + "nt"))
+	var next []GPVirtual // under flagAhead, the next row's x and dy, prefetched along the way
 	loop := func(l string, dxSt func(VecVirtual, Mem)) {
 		Label(l)
 		CMPQ(i, lim)
 		JG(LabelRef(name + "one"))
+		for _, p := range next {
+			for off := 0; off < unroll*s.vbytes(); off += 64 {
+				prefetch(b.at(p, i, off))
+			}
+		}
 		for u := 0; u < unroll; u++ {
 			b.dxVec(op, i, u*s.vbytes(), invv, sv, one, full, fullSt, dxSt)
 		}
@@ -586,12 +617,21 @@ func (b *bgen) dxLoop(op gradOp, invv, sv, one VecVirtual) {
 
 	Label(name + "nt")
 	Comment("Up to the first vector-aligned element of dx with a partial vector, then non-temporal stores.")
+	// Under flagAhead (rows from memory, on Zen 3: see aheadBytes) the AVX2 loop prefetches the
+	// next row's x and dy while this row's dx goes out, so that memory is not idle while the row
+	// is worked from the cache, as the forward pipe does; that row's sum pass then finds them
+	// there.
+	ahead := s == avx2 && !b.center
+	body := name + "ntloop"
+	if ahead {
+		body = name + "ntbody"
+	}
 	h := GP64()
 	MOVQ(b.dst, h)
 	NEGQ(h)
 	ANDQ(U32(s.vbytes()-1), h)
 	SHRQ(U8(2), h)
-	JZ(LabelRef(name + "ntloop"))
+	JZ(LabelRef(body))
 	CMPQ(h, b.d())
 	JLE(LabelRef(name + "head"))
 	MOVQ(b.d(), h)
@@ -607,7 +647,21 @@ func (b *bgen) dxLoop(op gradOp, invv, sv, one VecVirtual) {
 		CMPQ(i, h)
 		JL(LabelRef(name + "headloop"))
 	}
-	loop(name+"ntloop", func(v VecVirtual, m Mem) { VMOVNTPS(v, m) })
+	ntSt := func(v VecVirtual, m Mem) { VMOVNTPS(v, m) }
+	if ahead {
+		Label(body)
+		TESTL(U32(spec.FlagAhead), b.flags())
+		JZ(LabelRef(name + "ntloop"))
+		px, pdy := GP64(), GP64()
+		MOVQ(b.x, px)
+		ADDQ(b.strideB, px)
+		MOVQ(b.dy, pdy)
+		ADDQ(b.strideB, pdy)
+		next = []GPVirtual{px, pdy}
+		loop(name+"ntaheadloop", ntSt)
+		next = nil
+	}
+	loop(name+"ntloop", ntSt)
 
 	Label(name + "one")
 	ADDQ(U32((unroll-1)*s.lanes), lim)

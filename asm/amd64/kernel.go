@@ -48,15 +48,23 @@ const (
 // five interleaved runs), and PREFETCHNTA 4.5% slower at 32768x128: T0 it is.
 var prefetch = PREFETCHT0
 
-// pipeAhead is how far ahead of its loads the pipe (FlagPipe) prefetches the next row, in bytes.
-// The hardware prefetchers alone leave memory idle part of the time there. Measured on a Zen 3
-// (the only CPU with the pipe), Forward with the avx2 kernel, the function with the prefetch
-// against the one without alternated in one process (60 pairs of calls, the median of the
-// pairs' time ratios, new/old, three runs): PREFETCHT0 1024 bytes ahead 2048x4096 0.894-0.941,
-// 16384x4096 0.946-0.970, 512x8192 0.902-0.921, 8192x1024 0.970-0.982, where the same function
-// against itself gave 0.99-1.02; PREFETCHNTA the same within noise; 512 bytes ahead 0.935 and
-// 0.983, 2048 0.905 and 0.994, 4096 0.991 and 1.037 (2048x4096, 16384x4096).
-const pipeAhead = 1024
+// aheadBytes is how far ahead of its loads a loop that reads rows from memory prefetches them, in
+// bytes, where it does: the pipe (FlagPipe) its next row, and the AVX2 backward's sum passes under
+// FlagAhead (whose dx pass also prefetches the next row; see bgen.dxLoop). The hardware prefetchers alone leave memory idle part of the time there. Measured on a
+// Zen 3 (the only CPU that takes either), the function with the prefetch against the one without,
+// alternated in one process (the median of the pairs' time ratios, new/old; the same function
+// against itself gave 0.99-1.02):
+//
+//   - the pipe, Forward, 60 pairs, three runs: PREFETCHT0 1024 bytes ahead 2048x4096
+//     0.894-0.941, 16384x4096 0.946-0.970, 512x8192 0.902-0.921, 8192x1024 0.970-0.982;
+//     PREFETCHNTA the same within noise; 512 bytes ahead 0.935 and 0.983, 2048 0.905 and 0.994,
+//     4096 0.991 and 1.037 (2048x4096, 16384x4096);
+//   - Backward with Inv, 40 pairs, x and dy prefetched in the pass over both alone, without and
+//     with DW: 1024 bytes ahead 2048x4096 0.938 and 0.947, 16384x4096 0.864 and 0.876, 32768x128
+//     0.886 and 0.919; 2048 ahead 0.960-0.972, 0.860-0.883, 0.838-0.871; 512 ahead 0.992-1.005,
+//     0.913-0.926, 0.964-0.985; PREFETCHNTA 1024 ahead the same as T0 within noise. For the
+//     whole of FlagAhead see streamrule.Ahead.
+const aheadBytes = 1024
 
 // gen builds one kernel function.
 type gen struct {
@@ -1293,7 +1301,7 @@ func (g *gen) pipes() bool {
 // sets the flag only where the loop needs no tail: d a multiple of the block, rows of dst aligned
 // to the vector, no residual, one row at a time (d above GroupMax).
 //
-// Each block also prefetches the lines pipeAhead bytes further on in the next row, past its end
+// Each block also prefetches the lines aheadBytes bytes further on in the next row, past its end
 // the lines after it: the row after next when rows are back to back, the gap of a stride
 // otherwise. A prefetch never faults, so the lines past the last row cost nothing but the load.
 func (g *gen) pipe(invv, one VecVirtual) {
@@ -1335,7 +1343,7 @@ func (g *gen) pipe(invv, one VecVirtual) {
 		loop := f.name + "loop"
 		Label(loop)
 		for l := 0; l < block*g.eb/64; l++ {
-			prefetch(g.at(nx, i, pipeAhead+64*l))
+			prefetch(g.at(nx, i, aheadBytes+64*l))
 		}
 		for k, a := range g.acc {
 			off := k * s.vbytes()

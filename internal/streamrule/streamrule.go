@@ -78,3 +78,23 @@ func zen3(c CPU) bool { return c.AMD && c.Family == 0x19 && c.L2 == 512<<10 }
 // which the L3 partly holds from one call to the next) 1.055, 0.913, 1.202, 0.928, 0.983. The
 // AVX-512 kernels, which no Zen 3 runs, have no such loop.
 func Pipe(c CPU) bool { return zen3(c) }
+
+// Ahead reports whether the AVX2 backward kernels, on rows from memory, prefetch ahead
+// (FlagAhead): each sum pass the rows it reads, 1 KiB ahead of its loads, and the dx pass, which
+// works from the cache, the next row's x and dy. On Zen 3 the hardware prefetchers alone leave
+// memory idle part of the time there. The bits are the same either way. Measured on the Zen 3
+// above, Backward with the avx2 kernel, the functions with the prefetches against those without
+// alternated in one process, 40 pairs of calls, the median of the pairs' time ratios
+// (with/without; the function against itself gave 0.99-1.03), two runs:
+//
+//	            Inv             Inv, DW         DW (inv recomputed)
+//	2048x4096   0.980, 0.962    0.931, 0.883    0.910, 0.910
+//	16384x4096  0.893, 0.870    0.835, 0.841    0.828, 0.845
+//	32768x128   0.930, 0.954    0.983, 0.965    0.945, 0.937
+//
+// The sum passes' prefetches alone gave about 1.0 at 2048x4096 and 0.87-0.89 at 16384x4096; the
+// dx pass's alone 0.84-0.98 with DW and 0.96-1.05 without. Zen 5 measured prefetching the next
+// row while dx goes out no faster (see the package's memory.go), and the forward kernels' sum
+// pass slower with prefetches two rows ahead; none of this has been measured on Zen 4 or Zen 5,
+// so they keep their loops.
+func Ahead(c CPU) bool { return zen3(c) }

@@ -27,5 +27,8 @@ func TestBytes(t *testing.T) {
 		if p := Pipe(c.cpu); p != c.pipe {
 			t.Errorf("%s: Pipe(%+v) = %v; want %v", c.name, c.cpu, p, c.pipe)
 		}
+		if a := Ahead(c.cpu); a != c.pipe { // the same CPUs: Zen 3
+			t.Errorf("%s: Ahead(%+v) = %v; want %v", c.name, c.cpu, a, c.pipe)
+		}
 	}
 }

@@ -13,7 +13,7 @@ const (
 	flagOffset = 16  // rows with a weight: the weight form is 1+w (one kernel function serves every form)
 	flagCenter = 32  // Layer variants: subtract the row's mean (Norm.Center)
 	flagPipe   = 64  // AVX2 float32 streaming: the scale pass of a row sums the next row's squares
-	flagAhead  = 128 // AVX2 backward streaming: the sum passes prefetch 1 KiB ahead, the dx pass the next row
+	flagAhead  = 128 // AVX2 backward streaming: the sum passes prefetch 1 KiB ahead, the dx pass (with flagNT) the next row
 )
 
 // gradBlock is the number of rows summed into one partial sum of the weight gradient.

@@ -15,9 +15,10 @@ package rmsnorm
 // -15% (avx512) and -26% (avx2), 2048x4096 -3% and -5%, 32768x128 and 1x4096 unchanged. On Zen 4
 // (32 KiB of L1d) fewer rows in flight can only leave more of the cache to the row being summed;
 // it was not measured there. On Zen 3 the AVX2 kernel's pipe (flagPipe) sums the next row inside
-// the scale pass instead of prefetching it, so that memory is not idle while a row is summed from
-// the cache (streamrule.Pipe has the measurements), and prefetches that row 1 KiB ahead of its
-// loads (pipeAhead in the generator, with its measurements).
+// the scale pass of the row before, where it would otherwise prefetch it, so that memory is not
+// idle while a row is summed from the cache (streamrule.Pipe has the measurements); the pipe
+// prefetches that row 1 KiB ahead of its own loads (aheadBytes in the generator, with its
+// measurements).
 
 // setMemoryFlags picks how the kernels treat memory for the validated job:
 //   - rows that fill the cache come from memory, so the rows ahead are prefetched while a row is

@@ -20,8 +20,9 @@ var streamBytes, _ = streamrule.Bytes(hostCPU()) // a variable so that tests can
 var pipeRows = streamrule.Pipe(hostCPU())
 
 // aheadRows is whether the AVX2 backward kernels prefetch rows from memory 1 KiB ahead of their
-// sum passes' loads (flagAhead; see setBackwardMemoryFlags), as streamrule decides from cpuid: on
-// Zen 3. A variable so that tests can run the kernels both ways.
+// sum passes' loads, and the next row in the dx pass when dx goes out with non-temporal stores
+// (flagAhead; see setBackwardMemoryFlags), as streamrule decides from cpuid: on Zen 3. A variable
+// so that tests can run the kernels both ways.
 var aheadRows = streamrule.Ahead(hostCPU())
 
 // hostCPU is what streamrule reads of this CPU.

@@ -273,8 +273,8 @@ func (b *bgen) sums(name string, withSS, withC bool) [2][]VecVirtual {
 	if s == avx2 && !b.center {
 		// Under flagAhead (rows from memory, on Zen 3: see aheadBytes) a copy of the loops
 		// prefetches the rows it reads aheadBytes ahead of its loads: x, and dy when it forms g.
-		// The first pass of a row reads them from memory; a later one finds them in the cache and
-		// its prefetches cost an instruction each.
+		// Without Inv the first pass reads only x, from memory; the pass over x and dy then finds
+		// x in the cache (its prefetches of x cost an instruction each) and reads dy from memory.
 		TESTL(U32(spec.FlagAhead), b.flags())
 		JZ(LabelRef(name + "noahead"))
 		ahead = []GPVirtual{b.x}

@@ -50,20 +50,21 @@ var prefetch = PREFETCHT0
 
 // aheadBytes is how far ahead of its loads a loop that reads rows from memory prefetches them, in
 // bytes, where it does: the pipe (FlagPipe) its next row, and the AVX2 backward's sum passes under
-// FlagAhead (whose dx pass also prefetches the next row; see bgen.dxLoop). The hardware prefetchers alone leave memory idle part of the time there. Measured on a
-// Zen 3 (the only CPU that takes either), the function with the prefetch against the one without,
-// alternated in one process (the median of the pairs' time ratios, new/old; the same function
-// against itself gave 0.99-1.02):
+// FlagAhead (whose dx pass, when dx goes out with non-temporal stores, also prefetches the next
+// row; see bgen.dxLoop). The hardware prefetchers alone leave memory idle part of the time there.
+// Measured on a Zen 3 (the only CPU that takes either), the function with the prefetch against
+// the one without, alternated in one process (the median of the pairs' time ratios, new/old; the
+// same function against itself gave 0.99-1.02):
 //
 //   - the pipe, Forward, 60 pairs, three runs: PREFETCHT0 1024 bytes ahead 2048x4096
 //     0.894-0.941, 16384x4096 0.946-0.970, 512x8192 0.902-0.921, 8192x1024 0.970-0.982;
 //     PREFETCHNTA the same within noise; 512 bytes ahead 0.935 and 0.983, 2048 0.905 and 0.994,
 //     4096 0.991 and 1.037 (2048x4096, 16384x4096);
-//   - Backward with Inv, 40 pairs, x and dy prefetched in the pass over both alone, without and
-//     with DW: 1024 bytes ahead 2048x4096 0.938 and 0.947, 16384x4096 0.864 and 0.876, 32768x128
-//     0.886 and 0.919; 2048 ahead 0.960-0.972, 0.860-0.883, 0.838-0.871; 512 ahead 0.992-1.005,
-//     0.913-0.926, 0.964-0.985; PREFETCHNTA 1024 ahead the same as T0 within noise. For the
-//     whole of FlagAhead see streamrule.Ahead.
+//   - Backward with Inv, 40 pairs, the sum pass's prefetches of x and dy alone, without and with
+//     DW: 1024 bytes ahead 2048x4096 0.938 and 0.947 in one run, 0.99-1.07 in three later ones,
+//     16384x4096 0.86-0.92, 32768x128 0.89-1.0; 2048 ahead 0.960-0.972, 0.860-0.883,
+//     0.838-0.871; 512 ahead 0.992-1.005, 0.913-0.926, 0.964-0.985; PREFETCHNTA 1024 ahead the
+//     same as T0 within noise. For the whole of FlagAhead see streamrule.Ahead.
 const aheadBytes = 1024
 
 // gen builds one kernel function.

@@ -1,7 +1,8 @@
 // Package streamrule decides, from what cpuid reports, how the assembly kernels stream a call's
 // rows: from what size of rows (read and written) they treat them as coming from memory
-// (non-temporal stores out of place, prefetches of the rows ahead), and whether the AVX2 kernel
-// sums the next float32 row inside the scale pass of the row before (Pipe). The package uses it
+// (non-temporal stores out of place, prefetches of the rows ahead), whether the AVX2 kernel sums
+// the next float32 row inside the scale pass of the row before (Pipe), and whether the AVX2
+// backward prefetches 1 KiB ahead (Ahead). The package uses it
 // at init, and the bench command prints it; nothing else of the module needs it.
 package streamrule
 
@@ -81,20 +82,22 @@ func Pipe(c CPU) bool { return zen3(c) }
 
 // Ahead reports whether the AVX2 backward kernels, on rows from memory, prefetch ahead
 // (FlagAhead): each sum pass the rows it reads, 1 KiB ahead of its loads, and the dx pass, which
-// works from the cache, the next row's x and dy. On Zen 3 the hardware prefetchers alone leave
-// memory idle part of the time there. The bits are the same either way. Measured on the Zen 3
-// above, Backward with the avx2 kernel, the functions with the prefetches against those without
-// alternated in one process, 40 pairs of calls, the median of the pairs' time ratios
-// (with/without; the function against itself gave 0.99-1.03), two runs:
+// works from the cache, the next row's x and dy when dx goes out with non-temporal stores (out of
+// place; in place and without DX only the sum passes prefetch, and those cases were not
+// measured). On Zen 3 the hardware prefetchers alone leave memory idle part of the time there.
+// The bits are the same either way. Measured on the Zen 3 above, Backward with the avx2 kernel,
+// out of place, the functions with the prefetches against those without alternated in one
+// process, 40 pairs of calls, the median of the pairs' time ratios (with/without; the function
+// against itself gave 0.99-1.03), two runs:
 //
 //	            Inv             Inv, DW         DW (inv recomputed)
 //	2048x4096   0.980, 0.962    0.931, 0.883    0.910, 0.910
 //	16384x4096  0.893, 0.870    0.835, 0.841    0.828, 0.845
 //	32768x128   0.930, 0.954    0.983, 0.965    0.945, 0.937
 //
-// The sum passes' prefetches alone gave about 1.0 at 2048x4096 and 0.87-0.89 at 16384x4096; the
-// dx pass's alone 0.84-0.98 with DW and 0.96-1.05 without. Zen 5 measured prefetching the next
-// row while dx goes out no faster (see the package's memory.go), and the forward kernels' sum
-// pass slower with prefetches two rows ahead; none of this has been measured on Zen 4 or Zen 5,
-// so they keep their loops.
+// The sum passes' prefetches alone gave 0.94-1.07 at 2048x4096 and 0.86-0.92 at 16384x4096; the
+// dx pass's alone 0.80-0.98 with DW and 0.96-1.05 without. On Zen 5 a prefetch of the next row
+// while dx goes out measured no faster (see the package's memory.go), and the forward kernels'
+// sum pass slower with prefetches two rows ahead; these prefetches, 1 KiB ahead, have not been
+// measured on Zen 4 or Zen 5, so those keep their loops.
 func Ahead(c CPU) bool { return zen3(c) }

@@ -421,35 +421,48 @@ func eachBackwardGuardShape(f func(k kernelID, d, rows, stride, span int)) {
 	}
 }
 
-// TestGuardPagesPipe runs rows that the pipe takes with x, the weight and dst against guard pages
-// (at the end of one, then at the start of one), so that the pipe's reads of the next row and its
-// stores stay within the rows: float32 Forward, streamed, pipe forced on, against generic.
+// TestGuardPagesPipe runs rows that the pipe takes with x, the weight and dst (and LayerNorm's
+// bias) against guard pages (at the end of one, then at the start of one), so that the pipe's
+// reads of the next row and its stores stay within the rows: float32 Forward, RMSNorm and
+// LayerNorm (Center, weight, bias), streamed, pipe forced on, against generic.
 func TestGuardPagesPipe(t *testing.T) {
 	const maxRows = 4
 	dims := []int{576, 1088, 4096}
 	maxFloats := dims[len(dims)-1] * maxRows
 	rx, rw, rd := newGuardedRegion(t, maxFloats), newGuardedRegion(t, maxFloats), newGuardedRegion(t, maxFloats)
+	rb := newGuardedRegion(t, maxFloats)
 	for _, k := range testKernels() {
 		for _, d := range dims {
 			for rows := 2; rows <= maxRows; rows++ {
-				x := normalRows(d, rows, 31)
-				w := normalRows(d, 1, 32)
-				want := make([]float32, len(x))
-				forwardWith(kernelGeneric, want, x, w, 1e-6)
-				for _, atEnd := range []bool{true, false} {
-					gx, gw, gd := rx.slice(len(x), atEnd), rw.slice(d, atEnd), rd.slice(len(x), atEnd)
-					copy(gx, x)
-					copy(gw, w)
-					var faulted bool
-					withStreaming(true, func() {
-						pipeRows = true
-						faulted = faults(func() { forwardWith(k, gd, gx, gw, 1e-6) })
-					})
-					if faulted {
-						t.Fatalf("%s d=%d rows=%d atEnd=%v: the kernel touched a guard page", k.name(), d, rows, atEnd)
+				for _, layer := range []bool{false, true} {
+					x := normalRows(d, rows, 31)
+					w, b := normalRows(d, 1, 32), normalRows(d, 1, 33)
+					forward := func(k kernelID, dst, x, w, b []float32) {
+						if !layer {
+							forwardWith(k, dst, x, w, 1e-6)
+							return
+						}
+						n := Norm{Eps: 1e-6, Dim: d, Center: true, Weight: w, Bias: b}
+						applyWith(k, &n, &Rows{Dst: dst, X: x})
 					}
-					if i := firstDiff(gd, want); i >= 0 {
-						t.Fatalf("%s d=%d rows=%d atEnd=%v: y[%d] = %v, generic gives %v", k.name(), d, rows, atEnd, i, gd[i], want[i])
+					want := make([]float32, len(x))
+					forward(kernelGeneric, want, x, w, b)
+					for _, atEnd := range []bool{true, false} {
+						gx, gw, gd, gb := rx.slice(len(x), atEnd), rw.slice(d, atEnd), rd.slice(len(x), atEnd), rb.slice(d, atEnd)
+						copy(gx, x)
+						copy(gw, w)
+						copy(gb, b)
+						var faulted bool
+						withStreaming(true, func() {
+							pipeRows = true
+							faulted = faults(func() { forward(k, gd, gx, gw, gb) })
+						})
+						if faulted {
+							t.Fatalf("%s d=%d rows=%d layer=%v atEnd=%v: the kernel touched a guard page", k.name(), d, rows, layer, atEnd)
+						}
+						if i := firstDiff(gd, want); i >= 0 {
+							t.Fatalf("%s d=%d rows=%d layer=%v atEnd=%v: y[%d] = %v, generic gives %v", k.name(), d, rows, layer, atEnd, i, gd[i], want[i])
+						}
 					}
 				}
 			}

@@ -18,7 +18,9 @@ package rmsnorm
 // the scale pass of the row before, where it would otherwise prefetch it, so that memory is not
 // idle while a row is summed from the cache (streamrule.Pipe has the measurements); the pipe
 // prefetches that row 1 KiB ahead of its own loads (aheadBytes in the generator, with its
-// measurements).
+// measurements). LayerNorm's pipe sums the next row's elements for its mean, and its centered
+// pass, which then reads that row from the cache, prefetches only the first 4 KiB of the row
+// after (pipePrefetch in the generator).
 
 // setMemoryFlags picks how the kernels treat memory for the validated job:
 //   - rows that fill the cache come from memory, so the rows ahead are prefetched while a row is
@@ -47,7 +49,8 @@ func (j *job) setMemoryFlags() {
 // pipes reports whether the rows of a streamed job can go through the AVX2 kernel's pipe
 // (flagPipe, on the CPUs of streamrule.Pipe), whose loop has no tail and no residual: d a multiple
 // of 64 above groupMax (one row at a time), dst rows 32-byte aligned for the non-temporal stores,
-// no residual. Only the float32 function has the pipe; the others ignore the flag.
+// no residual. Only the float32 functions have the pipe, RMSNorm's and LayerNorm's (for a Norm
+// with Center); the others ignore the flag.
 func (j *job) pipes() bool {
 	return j.res == nil && j.d%64 == 0 && j.d > groupMax && uintptr(j.dst)%32 == 0 && j.dstStride%8 == 0
 }

@@ -23806,6 +23806,12 @@ sqsumblock:
 
 	// Out of the loop's way: the prefetches, whose flag is usually clear.
 sqsumpf:
+	TESTL $0x00000040, R12
+	JZ    pipepf20
+	CMPQ  R9, $0x00000400
+	JAE   sqsumblock
+
+pipepf20:
 	PREFETCHT0 (R11)(R9*4)
 	PREFETCHT0 64(R11)(R9*4)
 	PREFETCHT0 128(R11)(R9*4)
@@ -23823,26 +23829,26 @@ sqsumtail:
 	XORQ R11, R11
 	SUBQ $0x00000008, R12
 
-copyvec20:
+copyvec21:
 	CMPQ    R11, R12
-	JG      copyone21
+	JG      copyone22
 	VMOVUPS (R8)(R11*4), Y9
 	VMOVUPS Y9, (R9)(R11*4)
 	ADDQ    $0x00000008, R11
-	JMP     copyvec20
+	JMP     copyvec21
 
-copyone21:
+copyone22:
 	ADDQ $0x00000008, R12
 
-copyloop23:
+copyloop24:
 	CMPQ R11, R12
-	JGE  copied22
+	JGE  copied23
 	MOVL (R8)(R11*4), R13
 	MOVL R13, (R9)(R11*4)
 	INCQ R11
-	JMP  copyloop23
+	JMP  copyloop24
 
-copied22:
+copied23:
 	VMOVQ        R10, X9
 	VPBROADCASTD X9, Y9
 	VMOVUPS      (R9), Y10
@@ -23913,14 +23919,14 @@ sqsummed:
 
 	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
 	CMPL   716(SP), $0x00
-	JE     divide24
+	JE     divide25
 	VMULSS 716(SP), X1, X1
-	JMP    divided25
+	JMP    divided26
 
-divide24:
+divide25:
 	VDIVSS 712(SP), X1, X1
 
-divided25:
+divided26:
 	VADDSS   job_eps+0(AX), X1, X1
 	VUCOMISS tlo<>+0(SB), X1
 	JCS      ret
@@ -23946,7 +23952,7 @@ reportmean:
 	VMOVSS X8, (R8)(R9*4)
 
 scale:
-	VBROADCASTSS X0, Y1
+	VBROADCASTSS X0, Y9
 	MOVQ         $0x00000000, 688(SP)
 	CMPQ         680(SP), $0x01
 	JE           scalebody
@@ -23954,15 +23960,509 @@ scale:
 
 scalerow:
 	MOVQ         688(SP), R8
-	VBROADCASTSS 640(SP)(R8*4), Y1
+	VBROADCASTSS 640(SP)(R8*4), Y9
 
 scalebody:
-	VBROADCASTSS one<>+0(SB), Y0
+	VBROADCASTSS one<>+0(SB), Y10
 	TESTL        $0x00000010, job_flags+0(AX)
-	JNZ          weightadd26
-	VBROADCASTSS negzero<>+0(SB), Y0
+	JNZ          weightadd27
+	VBROADCASTSS negzero<>+0(SB), Y10
 
-weightadd26:
+weightadd27:
+	TESTL  $0x00000040, job_flags+0(AX)
+	JZ     nopipe
+	TESTL  $0x00000020, job_flags+0(AX)
+	JZ     nopipe
+	MOVQ   656(SP), R8
+	INCQ   R8
+	CMPQ   R8, to+16(FP)
+	JAE    nopipe
+	MOVQ   job_d+0(AX), R8
+	TESTQ  $0x0000003f, R8
+	JNZ    nopipe
+	TESTQ  $0x0000001f, CX
+	JNZ    nopipe
+	CMPQ   680(SP), $0x01
+	JNE    nopipe
+	MOVQ   DX, R8
+	ADDQ   DI, R8
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	MOVQ   job_bias+0(AX), R9
+	XORQ   R10, R10
+	TESTQ  SI, SI
+	JZ     pipenoweight
+	TESTL  $0x00000010, job_flags+0(AX)
+	JNZ    pipeoffset
+	TESTQ  R9, R9
+	JZ     pipeweightednobias
+
+pipeweightedloop:
+	PREFETCHT0 1024(R8)(R10*4)
+	PREFETCHT0 1088(R8)(R10*4)
+	PREFETCHT0 1152(R8)(R10*4)
+	PREFETCHT0 1216(R8)(R10*4)
+	VMOVUPS    (R8)(R10*4), Y10
+	VADDPS     Y10, Y0, Y0
+	VMOVUPS    (DX)(R10*4), Y10
+	VSUBPS     Y8, Y10, Y10
+	VMULPS     Y9, Y10, Y10
+	VMULPS     (SI)(R10*4), Y10, Y10
+	VADDPS     (R9)(R10*4), Y10, Y10
+	VMOVNTPS   Y10, (CX)(R10*4)
+	VMOVUPS    32(R8)(R10*4), Y10
+	VADDPS     Y10, Y1, Y1
+	VMOVUPS    32(DX)(R10*4), Y10
+	VSUBPS     Y8, Y10, Y10
+	VMULPS     Y9, Y10, Y10
+	VMULPS     32(SI)(R10*4), Y10, Y10
+	VADDPS     32(R9)(R10*4), Y10, Y10
+	VMOVNTPS   Y10, 32(CX)(R10*4)
+	VMOVUPS    64(R8)(R10*4), Y10
+	VADDPS     Y10, Y2, Y2
+	VMOVUPS    64(DX)(R10*4), Y10
+	VSUBPS     Y8, Y10, Y10
+	VMULPS     Y9, Y10, Y10
+	VMULPS     64(SI)(R10*4), Y10, Y10
+	VADDPS     64(R9)(R10*4), Y10, Y10
+	VMOVNTPS   Y10, 64(CX)(R10*4)
+	VMOVUPS    96(R8)(R10*4), Y10
+	VADDPS     Y10, Y3, Y3
+	VMOVUPS    96(DX)(R10*4), Y10
+	VSUBPS     Y8, Y10, Y10
+	VMULPS     Y9, Y10, Y10
+	VMULPS     96(SI)(R10*4), Y10, Y10
+	VADDPS     96(R9)(R10*4), Y10, Y10
+	VMOVNTPS   Y10, 96(CX)(R10*4)
+	VMOVUPS    128(R8)(R10*4), Y10
+	VADDPS     Y10, Y4, Y4
+	VMOVUPS    128(DX)(R10*4), Y10
+	VSUBPS     Y8, Y10, Y10
+	VMULPS     Y9, Y10, Y10
+	VMULPS     128(SI)(R10*4), Y10, Y10
+	VADDPS     128(R9)(R10*4), Y10, Y10
+	VMOVNTPS   Y10, 128(CX)(R10*4)
+	VMOVUPS    160(R8)(R10*4), Y10
+	VADDPS     Y10, Y5, Y5
+	VMOVUPS    160(DX)(R10*4), Y10
+	VSUBPS     Y8, Y10, Y10
+	VMULPS     Y9, Y10, Y10
+	VMULPS     160(SI)(R10*4), Y10, Y10
+	VADDPS     160(R9)(R10*4), Y10, Y10
+	VMOVNTPS   Y10, 160(CX)(R10*4)
+	VMOVUPS    192(R8)(R10*4), Y10
+	VADDPS     Y10, Y6, Y6
+	VMOVUPS    192(DX)(R10*4), Y10
+	VSUBPS     Y8, Y10, Y10
+	VMULPS     Y9, Y10, Y10
+	VMULPS     192(SI)(R10*4), Y10, Y10
+	VADDPS     192(R9)(R10*4), Y10, Y10
+	VMOVNTPS   Y10, 192(CX)(R10*4)
+	VMOVUPS    224(R8)(R10*4), Y10
+	VADDPS     Y10, Y7, Y7
+	VMOVUPS    224(DX)(R10*4), Y10
+	VSUBPS     Y8, Y10, Y10
+	VMULPS     Y9, Y10, Y10
+	VMULPS     224(SI)(R10*4), Y10, Y10
+	VADDPS     224(R9)(R10*4), Y10, Y10
+	VMOVNTPS   Y10, 224(CX)(R10*4)
+	ADDQ       $0x00000040, R10
+	CMPQ       R10, job_d+0(AX)
+	JB         pipeweightedloop
+	JMP        piped
+
+pipeweightednobias:
+pipeweightednobiasloop:
+	PREFETCHT0 1024(R8)(R10*4)
+	PREFETCHT0 1088(R8)(R10*4)
+	PREFETCHT0 1152(R8)(R10*4)
+	PREFETCHT0 1216(R8)(R10*4)
+	VMOVUPS    (R8)(R10*4), Y10
+	VADDPS     Y10, Y0, Y0
+	VMOVUPS    (DX)(R10*4), Y10
+	VSUBPS     Y8, Y10, Y10
+	VMULPS     Y9, Y10, Y10
+	VMULPS     (SI)(R10*4), Y10, Y10
+	VMOVNTPS   Y10, (CX)(R10*4)
+	VMOVUPS    32(R8)(R10*4), Y10
+	VADDPS     Y10, Y1, Y1
+	VMOVUPS    32(DX)(R10*4), Y10
+	VSUBPS     Y8, Y10, Y10
+	VMULPS     Y9, Y10, Y10
+	VMULPS     32(SI)(R10*4), Y10, Y10
+	VMOVNTPS   Y10, 32(CX)(R10*4)
+	VMOVUPS    64(R8)(R10*4), Y10
+	VADDPS     Y10, Y2, Y2
+	VMOVUPS    64(DX)(R10*4), Y10
+	VSUBPS     Y8, Y10, Y10
+	VMULPS     Y9, Y10, Y10
+	VMULPS     64(SI)(R10*4), Y10, Y10
+	VMOVNTPS   Y10, 64(CX)(R10*4)
+	VMOVUPS    96(R8)(R10*4), Y10
+	VADDPS     Y10, Y3, Y3
+	VMOVUPS    96(DX)(R10*4), Y10
+	VSUBPS     Y8, Y10, Y10
+	VMULPS     Y9, Y10, Y10
+	VMULPS     96(SI)(R10*4), Y10, Y10
+	VMOVNTPS   Y10, 96(CX)(R10*4)
+	VMOVUPS    128(R8)(R10*4), Y10
+	VADDPS     Y10, Y4, Y4
+	VMOVUPS    128(DX)(R10*4), Y10
+	VSUBPS     Y8, Y10, Y10
+	VMULPS     Y9, Y10, Y10
+	VMULPS     128(SI)(R10*4), Y10, Y10
+	VMOVNTPS   Y10, 128(CX)(R10*4)
+	VMOVUPS    160(R8)(R10*4), Y10
+	VADDPS     Y10, Y5, Y5
+	VMOVUPS    160(DX)(R10*4), Y10
+	VSUBPS     Y8, Y10, Y10
+	VMULPS     Y9, Y10, Y10
+	VMULPS     160(SI)(R10*4), Y10, Y10
+	VMOVNTPS   Y10, 160(CX)(R10*4)
+	VMOVUPS    192(R8)(R10*4), Y10
+	VADDPS     Y10, Y6, Y6
+	VMOVUPS    192(DX)(R10*4), Y10
+	VSUBPS     Y8, Y10, Y10
+	VMULPS     Y9, Y10, Y10
+	VMULPS     192(SI)(R10*4), Y10, Y10
+	VMOVNTPS   Y10, 192(CX)(R10*4)
+	VMOVUPS    224(R8)(R10*4), Y10
+	VADDPS     Y10, Y7, Y7
+	VMOVUPS    224(DX)(R10*4), Y10
+	VSUBPS     Y8, Y10, Y10
+	VMULPS     Y9, Y10, Y10
+	VMULPS     224(SI)(R10*4), Y10, Y10
+	VMOVNTPS   Y10, 224(CX)(R10*4)
+	ADDQ       $0x00000040, R10
+	CMPQ       R10, job_d+0(AX)
+	JB         pipeweightednobiasloop
+	JMP        piped
+
+pipeoffset:
+	TESTQ R9, R9
+	JZ    pipeoffsetnobias
+
+pipeoffsetloop:
+	PREFETCHT0 1024(R8)(R10*4)
+	PREFETCHT0 1088(R8)(R10*4)
+	PREFETCHT0 1152(R8)(R10*4)
+	PREFETCHT0 1216(R8)(R10*4)
+	VMOVUPS    (R8)(R10*4), Y11
+	VADDPS     Y11, Y0, Y0
+	VMOVUPS    (DX)(R10*4), Y11
+	VSUBPS     Y8, Y11, Y11
+	VMULPS     Y9, Y11, Y11
+	VMOVUPS    (SI)(R10*4), Y12
+	VADDPS     Y10, Y12, Y12
+	VMULPS     Y12, Y11, Y11
+	VADDPS     (R9)(R10*4), Y11, Y11
+	VMOVNTPS   Y11, (CX)(R10*4)
+	VMOVUPS    32(R8)(R10*4), Y11
+	VADDPS     Y11, Y1, Y1
+	VMOVUPS    32(DX)(R10*4), Y11
+	VSUBPS     Y8, Y11, Y11
+	VMULPS     Y9, Y11, Y11
+	VMOVUPS    32(SI)(R10*4), Y12
+	VADDPS     Y10, Y12, Y12
+	VMULPS     Y12, Y11, Y11
+	VADDPS     32(R9)(R10*4), Y11, Y11
+	VMOVNTPS   Y11, 32(CX)(R10*4)
+	VMOVUPS    64(R8)(R10*4), Y11
+	VADDPS     Y11, Y2, Y2
+	VMOVUPS    64(DX)(R10*4), Y11
+	VSUBPS     Y8, Y11, Y11
+	VMULPS     Y9, Y11, Y11
+	VMOVUPS    64(SI)(R10*4), Y12
+	VADDPS     Y10, Y12, Y12
+	VMULPS     Y12, Y11, Y11
+	VADDPS     64(R9)(R10*4), Y11, Y11
+	VMOVNTPS   Y11, 64(CX)(R10*4)
+	VMOVUPS    96(R8)(R10*4), Y11
+	VADDPS     Y11, Y3, Y3
+	VMOVUPS    96(DX)(R10*4), Y11
+	VSUBPS     Y8, Y11, Y11
+	VMULPS     Y9, Y11, Y11
+	VMOVUPS    96(SI)(R10*4), Y12
+	VADDPS     Y10, Y12, Y12
+	VMULPS     Y12, Y11, Y11
+	VADDPS     96(R9)(R10*4), Y11, Y11
+	VMOVNTPS   Y11, 96(CX)(R10*4)
+	VMOVUPS    128(R8)(R10*4), Y11
+	VADDPS     Y11, Y4, Y4
+	VMOVUPS    128(DX)(R10*4), Y11
+	VSUBPS     Y8, Y11, Y11
+	VMULPS     Y9, Y11, Y11
+	VMOVUPS    128(SI)(R10*4), Y12
+	VADDPS     Y10, Y12, Y12
+	VMULPS     Y12, Y11, Y11
+	VADDPS     128(R9)(R10*4), Y11, Y11
+	VMOVNTPS   Y11, 128(CX)(R10*4)
+	VMOVUPS    160(R8)(R10*4), Y11
+	VADDPS     Y11, Y5, Y5
+	VMOVUPS    160(DX)(R10*4), Y11
+	VSUBPS     Y8, Y11, Y11
+	VMULPS     Y9, Y11, Y11
+	VMOVUPS    160(SI)(R10*4), Y12
+	VADDPS     Y10, Y12, Y12
+	VMULPS     Y12, Y11, Y11
+	VADDPS     160(R9)(R10*4), Y11, Y11
+	VMOVNTPS   Y11, 160(CX)(R10*4)
+	VMOVUPS    192(R8)(R10*4), Y11
+	VADDPS     Y11, Y6, Y6
+	VMOVUPS    192(DX)(R10*4), Y11
+	VSUBPS     Y8, Y11, Y11
+	VMULPS     Y9, Y11, Y11
+	VMOVUPS    192(SI)(R10*4), Y12
+	VADDPS     Y10, Y12, Y12
+	VMULPS     Y12, Y11, Y11
+	VADDPS     192(R9)(R10*4), Y11, Y11
+	VMOVNTPS   Y11, 192(CX)(R10*4)
+	VMOVUPS    224(R8)(R10*4), Y11
+	VADDPS     Y11, Y7, Y7
+	VMOVUPS    224(DX)(R10*4), Y11
+	VSUBPS     Y8, Y11, Y11
+	VMULPS     Y9, Y11, Y11
+	VMOVUPS    224(SI)(R10*4), Y12
+	VADDPS     Y10, Y12, Y12
+	VMULPS     Y12, Y11, Y11
+	VADDPS     224(R9)(R10*4), Y11, Y11
+	VMOVNTPS   Y11, 224(CX)(R10*4)
+	ADDQ       $0x00000040, R10
+	CMPQ       R10, job_d+0(AX)
+	JB         pipeoffsetloop
+	JMP        piped
+
+pipeoffsetnobias:
+pipeoffsetnobiasloop:
+	PREFETCHT0 1024(R8)(R10*4)
+	PREFETCHT0 1088(R8)(R10*4)
+	PREFETCHT0 1152(R8)(R10*4)
+	PREFETCHT0 1216(R8)(R10*4)
+	VMOVUPS    (R8)(R10*4), Y11
+	VADDPS     Y11, Y0, Y0
+	VMOVUPS    (DX)(R10*4), Y11
+	VSUBPS     Y8, Y11, Y11
+	VMULPS     Y9, Y11, Y11
+	VMOVUPS    (SI)(R10*4), Y12
+	VADDPS     Y10, Y12, Y12
+	VMULPS     Y12, Y11, Y11
+	VMOVNTPS   Y11, (CX)(R10*4)
+	VMOVUPS    32(R8)(R10*4), Y11
+	VADDPS     Y11, Y1, Y1
+	VMOVUPS    32(DX)(R10*4), Y11
+	VSUBPS     Y8, Y11, Y11
+	VMULPS     Y9, Y11, Y11
+	VMOVUPS    32(SI)(R10*4), Y12
+	VADDPS     Y10, Y12, Y12
+	VMULPS     Y12, Y11, Y11
+	VMOVNTPS   Y11, 32(CX)(R10*4)
+	VMOVUPS    64(R8)(R10*4), Y11
+	VADDPS     Y11, Y2, Y2
+	VMOVUPS    64(DX)(R10*4), Y11
+	VSUBPS     Y8, Y11, Y11
+	VMULPS     Y9, Y11, Y11
+	VMOVUPS    64(SI)(R10*4), Y12
+	VADDPS     Y10, Y12, Y12
+	VMULPS     Y12, Y11, Y11
+	VMOVNTPS   Y11, 64(CX)(R10*4)
+	VMOVUPS    96(R8)(R10*4), Y11
+	VADDPS     Y11, Y3, Y3
+	VMOVUPS    96(DX)(R10*4), Y11
+	VSUBPS     Y8, Y11, Y11
+	VMULPS     Y9, Y11, Y11
+	VMOVUPS    96(SI)(R10*4), Y12
+	VADDPS     Y10, Y12, Y12
+	VMULPS     Y12, Y11, Y11
+	VMOVNTPS   Y11, 96(CX)(R10*4)
+	VMOVUPS    128(R8)(R10*4), Y11
+	VADDPS     Y11, Y4, Y4
+	VMOVUPS    128(DX)(R10*4), Y11
+	VSUBPS     Y8, Y11, Y11
+	VMULPS     Y9, Y11, Y11
+	VMOVUPS    128(SI)(R10*4), Y12
+	VADDPS     Y10, Y12, Y12
+	VMULPS     Y12, Y11, Y11
+	VMOVNTPS   Y11, 128(CX)(R10*4)
+	VMOVUPS    160(R8)(R10*4), Y11
+	VADDPS     Y11, Y5, Y5
+	VMOVUPS    160(DX)(R10*4), Y11
+	VSUBPS     Y8, Y11, Y11
+	VMULPS     Y9, Y11, Y11
+	VMOVUPS    160(SI)(R10*4), Y12
+	VADDPS     Y10, Y12, Y12
+	VMULPS     Y12, Y11, Y11
+	VMOVNTPS   Y11, 160(CX)(R10*4)
+	VMOVUPS    192(R8)(R10*4), Y11
+	VADDPS     Y11, Y6, Y6
+	VMOVUPS    192(DX)(R10*4), Y11
+	VSUBPS     Y8, Y11, Y11
+	VMULPS     Y9, Y11, Y11
+	VMOVUPS    192(SI)(R10*4), Y12
+	VADDPS     Y10, Y12, Y12
+	VMULPS     Y12, Y11, Y11
+	VMOVNTPS   Y11, 192(CX)(R10*4)
+	VMOVUPS    224(R8)(R10*4), Y11
+	VADDPS     Y11, Y7, Y7
+	VMOVUPS    224(DX)(R10*4), Y11
+	VSUBPS     Y8, Y11, Y11
+	VMULPS     Y9, Y11, Y11
+	VMOVUPS    224(SI)(R10*4), Y12
+	VADDPS     Y10, Y12, Y12
+	VMULPS     Y12, Y11, Y11
+	VMOVNTPS   Y11, 224(CX)(R10*4)
+	ADDQ       $0x00000040, R10
+	CMPQ       R10, job_d+0(AX)
+	JB         pipeoffsetnobiasloop
+	JMP        piped
+
+pipenoweight:
+	TESTQ R9, R9
+	JZ    pipenoweightnobias
+
+pipenoweightloop:
+	PREFETCHT0 1024(R8)(R10*4)
+	PREFETCHT0 1088(R8)(R10*4)
+	PREFETCHT0 1152(R8)(R10*4)
+	PREFETCHT0 1216(R8)(R10*4)
+	VMOVUPS    (R8)(R10*4), Y10
+	VADDPS     Y10, Y0, Y0
+	VMOVUPS    (DX)(R10*4), Y10
+	VSUBPS     Y8, Y10, Y10
+	VMULPS     Y9, Y10, Y10
+	VADDPS     (R9)(R10*4), Y10, Y10
+	VMOVNTPS   Y10, (CX)(R10*4)
+	VMOVUPS    32(R8)(R10*4), Y10
+	VADDPS     Y10, Y1, Y1
+	VMOVUPS    32(DX)(R10*4), Y10
+	VSUBPS     Y8, Y10, Y10
+	VMULPS     Y9, Y10, Y10
+	VADDPS     32(R9)(R10*4), Y10, Y10
+	VMOVNTPS   Y10, 32(CX)(R10*4)
+	VMOVUPS    64(R8)(R10*4), Y10
+	VADDPS     Y10, Y2, Y2
+	VMOVUPS    64(DX)(R10*4), Y10
+	VSUBPS     Y8, Y10, Y10
+	VMULPS     Y9, Y10, Y10
+	VADDPS     64(R9)(R10*4), Y10, Y10
+	VMOVNTPS   Y10, 64(CX)(R10*4)
+	VMOVUPS    96(R8)(R10*4), Y10
+	VADDPS     Y10, Y3, Y3
+	VMOVUPS    96(DX)(R10*4), Y10
+	VSUBPS     Y8, Y10, Y10
+	VMULPS     Y9, Y10, Y10
+	VADDPS     96(R9)(R10*4), Y10, Y10
+	VMOVNTPS   Y10, 96(CX)(R10*4)
+	VMOVUPS    128(R8)(R10*4), Y10
+	VADDPS     Y10, Y4, Y4
+	VMOVUPS    128(DX)(R10*4), Y10
+	VSUBPS     Y8, Y10, Y10
+	VMULPS     Y9, Y10, Y10
+	VADDPS     128(R9)(R10*4), Y10, Y10
+	VMOVNTPS   Y10, 128(CX)(R10*4)
+	VMOVUPS    160(R8)(R10*4), Y10
+	VADDPS     Y10, Y5, Y5
+	VMOVUPS    160(DX)(R10*4), Y10
+	VSUBPS     Y8, Y10, Y10
+	VMULPS     Y9, Y10, Y10
+	VADDPS     160(R9)(R10*4), Y10, Y10
+	VMOVNTPS   Y10, 160(CX)(R10*4)
+	VMOVUPS    192(R8)(R10*4), Y10
+	VADDPS     Y10, Y6, Y6
+	VMOVUPS    192(DX)(R10*4), Y10
+	VSUBPS     Y8, Y10, Y10
+	VMULPS     Y9, Y10, Y10
+	VADDPS     192(R9)(R10*4), Y10, Y10
+	VMOVNTPS   Y10, 192(CX)(R10*4)
+	VMOVUPS    224(R8)(R10*4), Y10
+	VADDPS     Y10, Y7, Y7
+	VMOVUPS    224(DX)(R10*4), Y10
+	VSUBPS     Y8, Y10, Y10
+	VMULPS     Y9, Y10, Y10
+	VADDPS     224(R9)(R10*4), Y10, Y10
+	VMOVNTPS   Y10, 224(CX)(R10*4)
+	ADDQ       $0x00000040, R10
+	CMPQ       R10, job_d+0(AX)
+	JB         pipenoweightloop
+	JMP        piped
+
+pipenoweightnobias:
+pipenoweightnobiasloop:
+	PREFETCHT0 1024(R8)(R10*4)
+	PREFETCHT0 1088(R8)(R10*4)
+	PREFETCHT0 1152(R8)(R10*4)
+	PREFETCHT0 1216(R8)(R10*4)
+	VMOVUPS    (R8)(R10*4), Y10
+	VADDPS     Y10, Y0, Y0
+	VMOVUPS    (DX)(R10*4), Y10
+	VSUBPS     Y8, Y10, Y10
+	VMULPS     Y9, Y10, Y10
+	VMOVNTPS   Y10, (CX)(R10*4)
+	VMOVUPS    32(R8)(R10*4), Y10
+	VADDPS     Y10, Y1, Y1
+	VMOVUPS    32(DX)(R10*4), Y10
+	VSUBPS     Y8, Y10, Y10
+	VMULPS     Y9, Y10, Y10
+	VMOVNTPS   Y10, 32(CX)(R10*4)
+	VMOVUPS    64(R8)(R10*4), Y10
+	VADDPS     Y10, Y2, Y2
+	VMOVUPS    64(DX)(R10*4), Y10
+	VSUBPS     Y8, Y10, Y10
+	VMULPS     Y9, Y10, Y10
+	VMOVNTPS   Y10, 64(CX)(R10*4)
+	VMOVUPS    96(R8)(R10*4), Y10
+	VADDPS     Y10, Y3, Y3
+	VMOVUPS    96(DX)(R10*4), Y10
+	VSUBPS     Y8, Y10, Y10
+	VMULPS     Y9, Y10, Y10
+	VMOVNTPS   Y10, 96(CX)(R10*4)
+	VMOVUPS    128(R8)(R10*4), Y10
+	VADDPS     Y10, Y4, Y4
+	VMOVUPS    128(DX)(R10*4), Y10
+	VSUBPS     Y8, Y10, Y10
+	VMULPS     Y9, Y10, Y10
+	VMOVNTPS   Y10, 128(CX)(R10*4)
+	VMOVUPS    160(R8)(R10*4), Y10
+	VADDPS     Y10, Y5, Y5
+	VMOVUPS    160(DX)(R10*4), Y10
+	VSUBPS     Y8, Y10, Y10
+	VMULPS     Y9, Y10, Y10
+	VMOVNTPS   Y10, 160(CX)(R10*4)
+	VMOVUPS    192(R8)(R10*4), Y10
+	VADDPS     Y10, Y6, Y6
+	VMOVUPS    192(DX)(R10*4), Y10
+	VSUBPS     Y8, Y10, Y10
+	VMULPS     Y9, Y10, Y10
+	VMOVNTPS   Y10, 192(CX)(R10*4)
+	VMOVUPS    224(R8)(R10*4), Y10
+	VADDPS     Y10, Y7, Y7
+	VMOVUPS    224(DX)(R10*4), Y10
+	VSUBPS     Y8, Y10, Y10
+	VMULPS     Y9, Y10, Y10
+	VMOVNTPS   Y10, 224(CX)(R10*4)
+	ADDQ       $0x00000040, R10
+	CMPQ       R10, job_d+0(AX)
+	JB         pipenoweightnobiasloop
+
+piped:
+	ADDQ   DI, DX
+	ADDQ   664(SP), CX
+	INCQ   656(SP)
+	VADDPS Y4, Y0, Y0
+	VADDPS Y5, Y1, Y1
+	VADDPS Y6, Y2, Y2
+	VADDPS Y7, Y3, Y3
+	VADDPS Y2, Y0, Y0
+	VADDPS Y3, Y1, Y1
+	VADDPS Y1, Y0, Y0
+	JMP    mean
+
+nopipe:
 	// y = (src*inv)*w, rounded after each multiply.
 	XORQ  R8, R8
 	MOVQ  job_d+0(AX), R9
@@ -23978,35 +24478,35 @@ weightadd26:
 scaleloop:
 	CMPQ    R8, R9
 	JG      scaletail
-	VMOVUPS (DX)(R8*4), Y2
+	VMOVUPS (DX)(R8*4), Y0
+	VSUBPS  Y8, Y0, Y0
+	VMULPS  Y9, Y0, Y0
+	VMOVUPS 32(DX)(R8*4), Y1
+	VSUBPS  Y8, Y1, Y1
+	VMULPS  Y9, Y1, Y1
+	VMOVUPS 64(DX)(R8*4), Y2
 	VSUBPS  Y8, Y2, Y2
-	VMULPS  Y1, Y2, Y2
-	VMOVUPS 32(DX)(R8*4), Y3
+	VMULPS  Y9, Y2, Y2
+	VMOVUPS 96(DX)(R8*4), Y3
 	VSUBPS  Y8, Y3, Y3
-	VMULPS  Y1, Y3, Y3
-	VMOVUPS 64(DX)(R8*4), Y4
-	VSUBPS  Y8, Y4, Y4
-	VMULPS  Y1, Y4, Y4
-	VMOVUPS 96(DX)(R8*4), Y5
-	VSUBPS  Y8, Y5, Y5
-	VMULPS  Y1, Y5, Y5
-	VMULPS  (SI)(R8*4), Y2, Y2
-	VMULPS  32(SI)(R8*4), Y3, Y3
-	VMULPS  64(SI)(R8*4), Y4, Y4
-	VMULPS  96(SI)(R8*4), Y5, Y5
+	VMULPS  Y9, Y3, Y3
+	VMULPS  (SI)(R8*4), Y0, Y0
+	VMULPS  32(SI)(R8*4), Y1, Y1
+	VMULPS  64(SI)(R8*4), Y2, Y2
+	VMULPS  96(SI)(R8*4), Y3, Y3
 	MOVQ    job_bias+0(AX), R10
 	TESTQ   R10, R10
-	JZ      nobias27
-	VADDPS  (R10)(R8*4), Y2, Y2
-	VADDPS  32(R10)(R8*4), Y3, Y3
-	VADDPS  64(R10)(R8*4), Y4, Y4
-	VADDPS  96(R10)(R8*4), Y5, Y5
+	JZ      nobias28
+	VADDPS  (R10)(R8*4), Y0, Y0
+	VADDPS  32(R10)(R8*4), Y1, Y1
+	VADDPS  64(R10)(R8*4), Y2, Y2
+	VADDPS  96(R10)(R8*4), Y3, Y3
 
-nobias27:
-	VMOVUPS Y2, (CX)(R8*4)
-	VMOVUPS Y3, 32(CX)(R8*4)
-	VMOVUPS Y4, 64(CX)(R8*4)
-	VMOVUPS Y5, 96(CX)(R8*4)
+nobias28:
+	VMOVUPS Y0, (CX)(R8*4)
+	VMOVUPS Y1, 32(CX)(R8*4)
+	VMOVUPS Y2, 64(CX)(R8*4)
+	VMOVUPS Y3, 96(CX)(R8*4)
 	ADDQ    $0x00000020, R8
 	JMP     scaleloop
 
@@ -24014,43 +24514,43 @@ nobias27:
 scaleloopoffset:
 	CMPQ    R8, R9
 	JG      scaletail
-	VMOVUPS (DX)(R8*4), Y2
+	VMOVUPS (DX)(R8*4), Y0
+	VSUBPS  Y8, Y0, Y0
+	VMULPS  Y9, Y0, Y0
+	VMOVUPS 32(DX)(R8*4), Y1
+	VSUBPS  Y8, Y1, Y1
+	VMULPS  Y9, Y1, Y1
+	VMOVUPS 64(DX)(R8*4), Y2
 	VSUBPS  Y8, Y2, Y2
-	VMULPS  Y1, Y2, Y2
-	VMOVUPS 32(DX)(R8*4), Y3
+	VMULPS  Y9, Y2, Y2
+	VMOVUPS 96(DX)(R8*4), Y3
 	VSUBPS  Y8, Y3, Y3
-	VMULPS  Y1, Y3, Y3
-	VMOVUPS 64(DX)(R8*4), Y4
-	VSUBPS  Y8, Y4, Y4
-	VMULPS  Y1, Y4, Y4
-	VMOVUPS 96(DX)(R8*4), Y5
-	VSUBPS  Y8, Y5, Y5
-	VMULPS  Y1, Y5, Y5
-	VMOVUPS (SI)(R8*4), Y6
-	VADDPS  Y0, Y6, Y6
-	VMULPS  Y6, Y2, Y2
-	VMOVUPS 32(SI)(R8*4), Y6
-	VADDPS  Y0, Y6, Y6
-	VMULPS  Y6, Y3, Y3
-	VMOVUPS 64(SI)(R8*4), Y6
-	VADDPS  Y0, Y6, Y6
-	VMULPS  Y6, Y4, Y4
-	VMOVUPS 96(SI)(R8*4), Y6
-	VADDPS  Y0, Y6, Y6
-	VMULPS  Y6, Y5, Y5
+	VMULPS  Y9, Y3, Y3
+	VMOVUPS (SI)(R8*4), Y4
+	VADDPS  Y10, Y4, Y4
+	VMULPS  Y4, Y0, Y0
+	VMOVUPS 32(SI)(R8*4), Y4
+	VADDPS  Y10, Y4, Y4
+	VMULPS  Y4, Y1, Y1
+	VMOVUPS 64(SI)(R8*4), Y4
+	VADDPS  Y10, Y4, Y4
+	VMULPS  Y4, Y2, Y2
+	VMOVUPS 96(SI)(R8*4), Y4
+	VADDPS  Y10, Y4, Y4
+	VMULPS  Y4, Y3, Y3
 	MOVQ    job_bias+0(AX), R10
 	TESTQ   R10, R10
-	JZ      nobias28
-	VADDPS  (R10)(R8*4), Y2, Y2
-	VADDPS  32(R10)(R8*4), Y3, Y3
-	VADDPS  64(R10)(R8*4), Y4, Y4
-	VADDPS  96(R10)(R8*4), Y5, Y5
+	JZ      nobias29
+	VADDPS  (R10)(R8*4), Y0, Y0
+	VADDPS  32(R10)(R8*4), Y1, Y1
+	VADDPS  64(R10)(R8*4), Y2, Y2
+	VADDPS  96(R10)(R8*4), Y3, Y3
 
-nobias28:
-	VMOVUPS Y2, (CX)(R8*4)
-	VMOVUPS Y3, 32(CX)(R8*4)
-	VMOVUPS Y4, 64(CX)(R8*4)
-	VMOVUPS Y5, 96(CX)(R8*4)
+nobias29:
+	VMOVUPS Y0, (CX)(R8*4)
+	VMOVUPS Y1, 32(CX)(R8*4)
+	VMOVUPS Y2, 64(CX)(R8*4)
+	VMOVUPS Y3, 96(CX)(R8*4)
 	ADDQ    $0x00000020, R8
 	JMP     scaleloopoffset
 
@@ -24058,41 +24558,41 @@ nobias28:
 scaleloopnoweight:
 	CMPQ    R8, R9
 	JG      scaletail
-	VMOVUPS (DX)(R8*4), Y2
+	VMOVUPS (DX)(R8*4), Y0
+	VSUBPS  Y8, Y0, Y0
+	VMULPS  Y9, Y0, Y0
+	VMOVUPS 32(DX)(R8*4), Y1
+	VSUBPS  Y8, Y1, Y1
+	VMULPS  Y9, Y1, Y1
+	VMOVUPS 64(DX)(R8*4), Y2
 	VSUBPS  Y8, Y2, Y2
-	VMULPS  Y1, Y2, Y2
-	VMOVUPS 32(DX)(R8*4), Y3
+	VMULPS  Y9, Y2, Y2
+	VMOVUPS 96(DX)(R8*4), Y3
 	VSUBPS  Y8, Y3, Y3
-	VMULPS  Y1, Y3, Y3
-	VMOVUPS 64(DX)(R8*4), Y4
-	VSUBPS  Y8, Y4, Y4
-	VMULPS  Y1, Y4, Y4
-	VMOVUPS 96(DX)(R8*4), Y5
-	VSUBPS  Y8, Y5, Y5
-	VMULPS  Y1, Y5, Y5
+	VMULPS  Y9, Y3, Y3
 	MOVQ    job_bias+0(AX), R10
 	TESTQ   R10, R10
-	JZ      nobias29
-	VADDPS  (R10)(R8*4), Y2, Y2
-	VADDPS  32(R10)(R8*4), Y3, Y3
-	VADDPS  64(R10)(R8*4), Y4, Y4
-	VADDPS  96(R10)(R8*4), Y5, Y5
+	JZ      nobias30
+	VADDPS  (R10)(R8*4), Y0, Y0
+	VADDPS  32(R10)(R8*4), Y1, Y1
+	VADDPS  64(R10)(R8*4), Y2, Y2
+	VADDPS  96(R10)(R8*4), Y3, Y3
 
-nobias29:
-	VMOVUPS Y2, (CX)(R8*4)
-	VMOVUPS Y3, 32(CX)(R8*4)
-	VMOVUPS Y4, 64(CX)(R8*4)
-	VMOVUPS Y5, 96(CX)(R8*4)
+nobias30:
+	VMOVUPS Y0, (CX)(R8*4)
+	VMOVUPS Y1, 32(CX)(R8*4)
+	VMOVUPS Y2, 64(CX)(R8*4)
+	VMOVUPS Y3, 96(CX)(R8*4)
 	ADDQ    $0x00000020, R8
 	JMP     scaleloopnoweight
 
 scalepf:
 	MOVQ DI, R10
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows30
+	JA   longrows31
 	SHLQ $0x03, R10
 
-longrows30:
+longrows31:
 	ADDQ  DX, R10
 	TESTL $0x00000001, job_flags+0(AX)
 	JNZ   scalent
@@ -24107,35 +24607,35 @@ scalepfloop:
 	JG         scaletail
 	PREFETCHT0 (R10)(R8*4)
 	PREFETCHT0 64(R10)(R8*4)
-	VMOVUPS    (DX)(R8*4), Y2
+	VMOVUPS    (DX)(R8*4), Y0
+	VSUBPS     Y8, Y0, Y0
+	VMULPS     Y9, Y0, Y0
+	VMOVUPS    32(DX)(R8*4), Y1
+	VSUBPS     Y8, Y1, Y1
+	VMULPS     Y9, Y1, Y1
+	VMOVUPS    64(DX)(R8*4), Y2
 	VSUBPS     Y8, Y2, Y2
-	VMULPS     Y1, Y2, Y2
-	VMOVUPS    32(DX)(R8*4), Y3
+	VMULPS     Y9, Y2, Y2
+	VMOVUPS    96(DX)(R8*4), Y3
 	VSUBPS     Y8, Y3, Y3
-	VMULPS     Y1, Y3, Y3
-	VMOVUPS    64(DX)(R8*4), Y4
-	VSUBPS     Y8, Y4, Y4
-	VMULPS     Y1, Y4, Y4
-	VMOVUPS    96(DX)(R8*4), Y5
-	VSUBPS     Y8, Y5, Y5
-	VMULPS     Y1, Y5, Y5
-	VMULPS     (SI)(R8*4), Y2, Y2
-	VMULPS     32(SI)(R8*4), Y3, Y3
-	VMULPS     64(SI)(R8*4), Y4, Y4
-	VMULPS     96(SI)(R8*4), Y5, Y5
+	VMULPS     Y9, Y3, Y3
+	VMULPS     (SI)(R8*4), Y0, Y0
+	VMULPS     32(SI)(R8*4), Y1, Y1
+	VMULPS     64(SI)(R8*4), Y2, Y2
+	VMULPS     96(SI)(R8*4), Y3, Y3
 	MOVQ       job_bias+0(AX), R11
 	TESTQ      R11, R11
-	JZ         nobias31
-	VADDPS     (R11)(R8*4), Y2, Y2
-	VADDPS     32(R11)(R8*4), Y3, Y3
-	VADDPS     64(R11)(R8*4), Y4, Y4
-	VADDPS     96(R11)(R8*4), Y5, Y5
+	JZ         nobias32
+	VADDPS     (R11)(R8*4), Y0, Y0
+	VADDPS     32(R11)(R8*4), Y1, Y1
+	VADDPS     64(R11)(R8*4), Y2, Y2
+	VADDPS     96(R11)(R8*4), Y3, Y3
 
-nobias31:
-	VMOVUPS Y2, (CX)(R8*4)
-	VMOVUPS Y3, 32(CX)(R8*4)
-	VMOVUPS Y4, 64(CX)(R8*4)
-	VMOVUPS Y5, 96(CX)(R8*4)
+nobias32:
+	VMOVUPS Y0, (CX)(R8*4)
+	VMOVUPS Y1, 32(CX)(R8*4)
+	VMOVUPS Y2, 64(CX)(R8*4)
+	VMOVUPS Y3, 96(CX)(R8*4)
 	ADDQ    $0x00000020, R8
 	JMP     scalepfloop
 
@@ -24145,43 +24645,43 @@ scalepfloopoffset:
 	JG         scaletail
 	PREFETCHT0 (R10)(R8*4)
 	PREFETCHT0 64(R10)(R8*4)
-	VMOVUPS    (DX)(R8*4), Y2
+	VMOVUPS    (DX)(R8*4), Y0
+	VSUBPS     Y8, Y0, Y0
+	VMULPS     Y9, Y0, Y0
+	VMOVUPS    32(DX)(R8*4), Y1
+	VSUBPS     Y8, Y1, Y1
+	VMULPS     Y9, Y1, Y1
+	VMOVUPS    64(DX)(R8*4), Y2
 	VSUBPS     Y8, Y2, Y2
-	VMULPS     Y1, Y2, Y2
-	VMOVUPS    32(DX)(R8*4), Y3
+	VMULPS     Y9, Y2, Y2
+	VMOVUPS    96(DX)(R8*4), Y3
 	VSUBPS     Y8, Y3, Y3
-	VMULPS     Y1, Y3, Y3
-	VMOVUPS    64(DX)(R8*4), Y4
-	VSUBPS     Y8, Y4, Y4
-	VMULPS     Y1, Y4, Y4
-	VMOVUPS    96(DX)(R8*4), Y5
-	VSUBPS     Y8, Y5, Y5
-	VMULPS     Y1, Y5, Y5
-	VMOVUPS    (SI)(R8*4), Y6
-	VADDPS     Y0, Y6, Y6
-	VMULPS     Y6, Y2, Y2
-	VMOVUPS    32(SI)(R8*4), Y6
-	VADDPS     Y0, Y6, Y6
-	VMULPS     Y6, Y3, Y3
-	VMOVUPS    64(SI)(R8*4), Y6
-	VADDPS     Y0, Y6, Y6
-	VMULPS     Y6, Y4, Y4
-	VMOVUPS    96(SI)(R8*4), Y6
-	VADDPS     Y0, Y6, Y6
-	VMULPS     Y6, Y5, Y5
+	VMULPS     Y9, Y3, Y3
+	VMOVUPS    (SI)(R8*4), Y4
+	VADDPS     Y10, Y4, Y4
+	VMULPS     Y4, Y0, Y0
+	VMOVUPS    32(SI)(R8*4), Y4
+	VADDPS     Y10, Y4, Y4
+	VMULPS     Y4, Y1, Y1
+	VMOVUPS    64(SI)(R8*4), Y4
+	VADDPS     Y10, Y4, Y4
+	VMULPS     Y4, Y2, Y2
+	VMOVUPS    96(SI)(R8*4), Y4
+	VADDPS     Y10, Y4, Y4
+	VMULPS     Y4, Y3, Y3
 	MOVQ       job_bias+0(AX), R11
 	TESTQ      R11, R11
-	JZ         nobias32
-	VADDPS     (R11)(R8*4), Y2, Y2
-	VADDPS     32(R11)(R8*4), Y3, Y3
-	VADDPS     64(R11)(R8*4), Y4, Y4
-	VADDPS     96(R11)(R8*4), Y5, Y5
+	JZ         nobias33
+	VADDPS     (R11)(R8*4), Y0, Y0
+	VADDPS     32(R11)(R8*4), Y1, Y1
+	VADDPS     64(R11)(R8*4), Y2, Y2
+	VADDPS     96(R11)(R8*4), Y3, Y3
 
-nobias32:
-	VMOVUPS Y2, (CX)(R8*4)
-	VMOVUPS Y3, 32(CX)(R8*4)
-	VMOVUPS Y4, 64(CX)(R8*4)
-	VMOVUPS Y5, 96(CX)(R8*4)
+nobias33:
+	VMOVUPS Y0, (CX)(R8*4)
+	VMOVUPS Y1, 32(CX)(R8*4)
+	VMOVUPS Y2, 64(CX)(R8*4)
+	VMOVUPS Y3, 96(CX)(R8*4)
 	ADDQ    $0x00000020, R8
 	JMP     scalepfloopoffset
 
@@ -24191,31 +24691,31 @@ scalepfloopnoweight:
 	JG         scaletail
 	PREFETCHT0 (R10)(R8*4)
 	PREFETCHT0 64(R10)(R8*4)
-	VMOVUPS    (DX)(R8*4), Y2
+	VMOVUPS    (DX)(R8*4), Y0
+	VSUBPS     Y8, Y0, Y0
+	VMULPS     Y9, Y0, Y0
+	VMOVUPS    32(DX)(R8*4), Y1
+	VSUBPS     Y8, Y1, Y1
+	VMULPS     Y9, Y1, Y1
+	VMOVUPS    64(DX)(R8*4), Y2
 	VSUBPS     Y8, Y2, Y2
-	VMULPS     Y1, Y2, Y2
-	VMOVUPS    32(DX)(R8*4), Y3
+	VMULPS     Y9, Y2, Y2
+	VMOVUPS    96(DX)(R8*4), Y3
 	VSUBPS     Y8, Y3, Y3
-	VMULPS     Y1, Y3, Y3
-	VMOVUPS    64(DX)(R8*4), Y4
-	VSUBPS     Y8, Y4, Y4
-	VMULPS     Y1, Y4, Y4
-	VMOVUPS    96(DX)(R8*4), Y5
-	VSUBPS     Y8, Y5, Y5
-	VMULPS     Y1, Y5, Y5
+	VMULPS     Y9, Y3, Y3
 	MOVQ       job_bias+0(AX), R11
 	TESTQ      R11, R11
-	JZ         nobias33
-	VADDPS     (R11)(R8*4), Y2, Y2
-	VADDPS     32(R11)(R8*4), Y3, Y3
-	VADDPS     64(R11)(R8*4), Y4, Y4
-	VADDPS     96(R11)(R8*4), Y5, Y5
+	JZ         nobias34
+	VADDPS     (R11)(R8*4), Y0, Y0
+	VADDPS     32(R11)(R8*4), Y1, Y1
+	VADDPS     64(R11)(R8*4), Y2, Y2
+	VADDPS     96(R11)(R8*4), Y3, Y3
 
-nobias33:
-	VMOVUPS Y2, (CX)(R8*4)
-	VMOVUPS Y3, 32(CX)(R8*4)
-	VMOVUPS Y4, 64(CX)(R8*4)
-	VMOVUPS Y5, 96(CX)(R8*4)
+nobias34:
+	VMOVUPS Y0, (CX)(R8*4)
+	VMOVUPS Y1, 32(CX)(R8*4)
+	VMOVUPS Y2, 64(CX)(R8*4)
+	VMOVUPS Y3, 96(CX)(R8*4)
 	ADDQ    $0x00000020, R8
 	JMP     scalepfloopnoweight
 
@@ -24236,10 +24736,10 @@ scalehead:
 scalentgo:
 	MOVQ DI, R10
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows34
+	JA   longrows35
 	SHLQ $0x03, R10
 
-longrows34:
+longrows35:
 	ADDQ DX, R10
 	MOVL job_flags+0(AX), R11
 
@@ -24249,58 +24749,58 @@ scalentloop:
 	JG         scaletail
 	PREFETCHT0 (R10)(R8*4)
 	PREFETCHT0 64(R10)(R8*4)
-	VMOVUPS    (DX)(R8*4), Y2
+	VMOVUPS    (DX)(R8*4), Y0
+	VSUBPS     Y8, Y0, Y0
+	VMULPS     Y9, Y0, Y0
+	VMOVUPS    32(DX)(R8*4), Y1
+	VSUBPS     Y8, Y1, Y1
+	VMULPS     Y9, Y1, Y1
+	VMOVUPS    64(DX)(R8*4), Y2
 	VSUBPS     Y8, Y2, Y2
-	VMULPS     Y1, Y2, Y2
-	VMOVUPS    32(DX)(R8*4), Y3
+	VMULPS     Y9, Y2, Y2
+	VMOVUPS    96(DX)(R8*4), Y3
 	VSUBPS     Y8, Y3, Y3
-	VMULPS     Y1, Y3, Y3
-	VMOVUPS    64(DX)(R8*4), Y4
-	VSUBPS     Y8, Y4, Y4
-	VMULPS     Y1, Y4, Y4
-	VMOVUPS    96(DX)(R8*4), Y5
-	VSUBPS     Y8, Y5, Y5
-	VMULPS     Y1, Y5, Y5
+	VMULPS     Y9, Y3, Y3
 	TESTQ      SI, SI
-	JZ         weighed36
+	JZ         weighed37
 	TESTL      $0x00000010, R11
-	JNZ        offset35
-	VMULPS     (SI)(R8*4), Y2, Y2
-	VMULPS     32(SI)(R8*4), Y3, Y3
-	VMULPS     64(SI)(R8*4), Y4, Y4
-	VMULPS     96(SI)(R8*4), Y5, Y5
+	JNZ        offset36
+	VMULPS     (SI)(R8*4), Y0, Y0
+	VMULPS     32(SI)(R8*4), Y1, Y1
+	VMULPS     64(SI)(R8*4), Y2, Y2
+	VMULPS     96(SI)(R8*4), Y3, Y3
 
-weighed36:
+weighed37:
 	MOVQ   job_bias+0(AX), R12
 	TESTQ  R12, R12
-	JZ     nobias37
-	VADDPS (R12)(R8*4), Y2, Y2
-	VADDPS 32(R12)(R8*4), Y3, Y3
-	VADDPS 64(R12)(R8*4), Y4, Y4
-	VADDPS 96(R12)(R8*4), Y5, Y5
+	JZ     nobias38
+	VADDPS (R12)(R8*4), Y0, Y0
+	VADDPS 32(R12)(R8*4), Y1, Y1
+	VADDPS 64(R12)(R8*4), Y2, Y2
+	VADDPS 96(R12)(R8*4), Y3, Y3
 
-nobias37:
-	VMOVNTPS Y2, (CX)(R8*4)
-	VMOVNTPS Y3, 32(CX)(R8*4)
-	VMOVNTPS Y4, 64(CX)(R8*4)
-	VMOVNTPS Y5, 96(CX)(R8*4)
+nobias38:
+	VMOVNTPS Y0, (CX)(R8*4)
+	VMOVNTPS Y1, 32(CX)(R8*4)
+	VMOVNTPS Y2, 64(CX)(R8*4)
+	VMOVNTPS Y3, 96(CX)(R8*4)
 	ADDQ     $0x00000020, R8
 	JMP      scalentloop
 
-offset35:
-	VMOVUPS (SI)(R8*4), Y6
-	VADDPS  Y0, Y6, Y6
-	VMULPS  Y6, Y2, Y2
-	VMOVUPS 32(SI)(R8*4), Y6
-	VADDPS  Y0, Y6, Y6
-	VMULPS  Y6, Y3, Y3
-	VMOVUPS 64(SI)(R8*4), Y6
-	VADDPS  Y0, Y6, Y6
-	VMULPS  Y6, Y4, Y4
-	VMOVUPS 96(SI)(R8*4), Y6
-	VADDPS  Y0, Y6, Y6
-	VMULPS  Y6, Y5, Y5
-	JMP     weighed36
+offset36:
+	VMOVUPS (SI)(R8*4), Y4
+	VADDPS  Y10, Y4, Y4
+	VMULPS  Y4, Y0, Y0
+	VMOVUPS 32(SI)(R8*4), Y4
+	VADDPS  Y10, Y4, Y4
+	VMULPS  Y4, Y1, Y1
+	VMOVUPS 64(SI)(R8*4), Y4
+	VADDPS  Y10, Y4, Y4
+	VMULPS  Y4, Y2, Y2
+	VMOVUPS 96(SI)(R8*4), Y4
+	VADDPS  Y10, Y4, Y4
+	VMULPS  Y4, Y3, Y3
+	JMP     weighed37
 
 scaletail:
 	ADDQ $0x00000018, R9
@@ -24308,23 +24808,23 @@ scaletail:
 scaleone:
 	CMPQ    R8, R9
 	JG      scalepart
-	VMOVUPS (DX)(R8*4), Y2
-	VSUBPS  Y8, Y2, Y2
-	VMULPS  Y1, Y2, Y2
+	VMOVUPS (DX)(R8*4), Y0
+	VSUBPS  Y8, Y0, Y0
+	VMULPS  Y9, Y0, Y0
 	TESTQ   SI, SI
-	JZ      noweight38
-	VMOVUPS (SI)(R8*4), Y3
-	VADDPS  Y0, Y3, Y3
-	VMULPS  Y3, Y2, Y2
+	JZ      noweight39
+	VMOVUPS (SI)(R8*4), Y1
+	VADDPS  Y10, Y1, Y1
+	VMULPS  Y1, Y0, Y0
 
-noweight38:
+noweight39:
 	MOVQ   job_bias+0(AX), R10
 	TESTQ  R10, R10
-	JZ     nobias39
-	VADDPS (R10)(R8*4), Y2, Y2
+	JZ     nobias40
+	VADDPS (R10)(R8*4), Y0, Y0
 
-nobias39:
-	VMOVUPS Y2, (CX)(R8*4)
+nobias40:
+	VMOVUPS Y0, (CX)(R8*4)
 	ADDQ    $0x00000008, R8
 	JMP     scaleone
 
@@ -24341,128 +24841,128 @@ partout:
 	XORQ R13, R13
 	SUBQ $0x00000008, R14
 
-copyvec40:
+copyvec41:
 	CMPQ    R13, R14
-	JG      copyone41
-	VMOVUPS (R11)(R13*4), Y2
-	VMOVUPS Y2, (R12)(R13*4)
+	JG      copyone42
+	VMOVUPS (R11)(R13*4), Y0
+	VMOVUPS Y0, (R12)(R13*4)
 	ADDQ    $0x00000008, R13
-	JMP     copyvec40
+	JMP     copyvec41
 
-copyone41:
+copyone42:
 	ADDQ $0x00000008, R14
 
-copyloop43:
+copyloop44:
 	CMPQ R13, R14
-	JGE  copied42
+	JGE  copied43
 	MOVL (R11)(R13*4), R15
 	MOVL R15, (R12)(R13*4)
 	INCQ R13
-	JMP  copyloop43
+	JMP  copyloop44
 
-copied42:
+copied43:
 	TESTQ SI, SI
-	JZ    nowcopy44
+	JZ    nowcopy45
 	LEAQ  (SI)(R8*4), R11
 	LEAQ  160(SP), R12
 	MOVQ  R10, R14
 	XORQ  R13, R13
 	SUBQ  $0x00000008, R14
 
-copyvec45:
+copyvec46:
 	CMPQ    R13, R14
-	JG      copyone46
-	VMOVUPS (R11)(R13*4), Y2
-	VMOVUPS Y2, (R12)(R13*4)
+	JG      copyone47
+	VMOVUPS (R11)(R13*4), Y0
+	VMOVUPS Y0, (R12)(R13*4)
 	ADDQ    $0x00000008, R13
-	JMP     copyvec45
+	JMP     copyvec46
 
-copyone46:
+copyone47:
 	ADDQ $0x00000008, R14
 
-copyloop48:
+copyloop49:
 	CMPQ R13, R14
-	JGE  copied47
+	JGE  copied48
 	MOVL (R11)(R13*4), R15
 	MOVL R15, (R12)(R13*4)
 	INCQ R13
-	JMP  copyloop48
+	JMP  copyloop49
 
-copied47:
-nowcopy44:
+copied48:
+nowcopy45:
 	MOVQ  job_bias+0(AX), R11
 	TESTQ R11, R11
-	JZ    nobiascopy49
+	JZ    nobiascopy50
 	LEAQ  (R11)(R8*4), R11
 	LEAQ  224(SP), R12
 	MOVQ  R10, R14
 	XORQ  R13, R13
 	SUBQ  $0x00000008, R14
 
-copyvec50:
+copyvec51:
 	CMPQ    R13, R14
-	JG      copyone51
-	VMOVUPS (R11)(R13*4), Y2
-	VMOVUPS Y2, (R12)(R13*4)
+	JG      copyone52
+	VMOVUPS (R11)(R13*4), Y0
+	VMOVUPS Y0, (R12)(R13*4)
 	ADDQ    $0x00000008, R13
-	JMP     copyvec50
+	JMP     copyvec51
 
-copyone51:
+copyone52:
 	ADDQ $0x00000008, R14
 
-copyloop53:
+copyloop54:
 	CMPQ R13, R14
-	JGE  copied52
+	JGE  copied53
 	MOVL (R11)(R13*4), R15
 	MOVL R15, (R12)(R13*4)
 	INCQ R13
-	JMP  copyloop53
+	JMP  copyloop54
 
-copied52:
-nobiascopy49:
-	VMOVUPS 128(SP), Y2
-	VSUBPS  Y8, Y2, Y2
-	VMULPS  Y2, Y1, Y2
+copied53:
+nobiascopy50:
+	VMOVUPS 128(SP), Y0
+	VSUBPS  Y8, Y0, Y0
+	VMULPS  Y0, Y9, Y0
 	TESTQ   SI, SI
-	JZ      noweight54
-	VMOVUPS 160(SP), Y3
-	VADDPS  Y0, Y3, Y3
-	VMULPS  Y3, Y2, Y2
+	JZ      noweight55
+	VMOVUPS 160(SP), Y1
+	VADDPS  Y10, Y1, Y1
+	VMULPS  Y1, Y0, Y0
 
-noweight54:
+noweight55:
 	MOVQ   job_bias+0(AX), R11
 	TESTQ  R11, R11
-	JZ     nobias55
-	VADDPS 224(SP), Y2, Y2
+	JZ     nobias56
+	VADDPS 224(SP), Y0, Y0
 
-nobias55:
-	VMOVUPS Y2, 192(SP)
+nobias56:
+	VMOVUPS Y0, 192(SP)
 	LEAQ    192(SP), R12
 	LEAQ    (CX)(R8*4), R11
 	MOVQ    R10, R14
 	XORQ    R13, R13
 	SUBQ    $0x00000008, R14
 
-copyvec56:
+copyvec57:
 	CMPQ    R13, R14
-	JG      copyone57
-	VMOVUPS (R12)(R13*4), Y2
-	VMOVUPS Y2, (R11)(R13*4)
+	JG      copyone58
+	VMOVUPS (R12)(R13*4), Y0
+	VMOVUPS Y0, (R11)(R13*4)
 	ADDQ    $0x00000008, R13
-	JMP     copyvec56
+	JMP     copyvec57
 
-copyone57:
+copyone58:
 	ADDQ $0x00000008, R14
 
-copyloop59:
+copyloop60:
 	CMPQ R13, R14
-	JGE  copied58
+	JGE  copied59
 	MOVL (R12)(R13*4), R15
 	MOVL R15, (R11)(R13*4)
 	INCQ R13
-	JMP  copyloop59
+	JMP  copyloop60
 
-copied58:
+copied59:
 	ADDQ R10, R8
 	CMPQ R8, job_d+0(AX)
 	JB   scalentgo
@@ -36011,6 +36511,12 @@ lnqsumblock:
 
 	// Out of the loop's way: the prefetches, whose flag is usually clear.
 lnqsumpf:
+	TESTL $0x00000040, R11
+	JZ    pipepf13
+	CMPQ  R8, $0x00000400
+	JAE   lnqsumblock
+
+pipepf13:
 	PREFETCHT0 (R10)(R8*4)
 	PREFETCHT0 64(R10)(R8*4)
 	PREFETCHT0 128(R10)(R8*4)
@@ -36028,26 +36534,26 @@ lnqsumtail:
 	XORQ R11, R11
 	SUBQ $0x00000008, R12
 
-copyvec13:
+copyvec14:
 	CMPQ    R11, R12
-	JG      copyone14
+	JG      copyone15
 	VMOVUPS (R8)(R11*4), Y9
 	VMOVUPS Y9, (R10)(R11*4)
 	ADDQ    $0x00000008, R11
-	JMP     copyvec13
+	JMP     copyvec14
 
-copyone14:
+copyone15:
 	ADDQ $0x00000008, R12
 
-copyloop16:
+copyloop17:
 	CMPQ R11, R12
-	JGE  copied15
+	JGE  copied16
 	MOVL (R8)(R11*4), R13
 	MOVL R13, (R10)(R11*4)
 	INCQ R11
-	JMP  copyloop16
+	JMP  copyloop17
 
-copied15:
+copied16:
 	VMOVQ        R9, X9
 	VPBROADCASTD X9, Y9
 	VMOVUPS      (R10), Y10
@@ -36116,14 +36622,14 @@ lnqsummed:
 
 	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
 	CMPL   20(SP), $0x00
-	JE     divide17
+	JE     divide18
 	VMULSS 20(SP), X2, X1
-	JMP    divided18
+	JMP    divided19
 
-divide17:
+divide18:
 	VDIVSS 16(SP), X2, X1
 
-divided18:
+divided19:
 	VADDSS   job_eps+0(AX), X1, X1
 	VUCOMISS tlo<>+0(SB), X1
 	JCS      ret
@@ -36163,10 +36669,10 @@ lnhavemean:
 	VXORPS       Y10, Y10, Y10
 	VBROADCASTSS one<>+0(SB), Y11
 	TESTL        $0x00000010, job_flags+0(AX)
-	JNZ          weightadd19
+	JNZ          weightadd20
 	VBROADCASTSS negzero<>+0(SB), Y11
 
-weightadd19:
+weightadd20:
 	XORQ R8, R8
 	MOVQ job_d+0(AX), R9
 	SUBQ $0x00000040, R9
@@ -36411,10 +36917,10 @@ lngsumdone:
 	VXORPS       Y11, Y11, Y11
 	VBROADCASTSS one<>+0(SB), Y12
 	TESTL        $0x00000010, job_flags+0(AX)
-	JNZ          weightadd20
+	JNZ          weightadd21
 	VBROADCASTSS negzero<>+0(SB), Y12
 
-weightadd20:
+weightadd21:
 	XORQ  R8, R8
 	MOVQ  job_d+0(AX), R9
 	SUBQ  $0x00000040, R9
@@ -36914,23 +37420,23 @@ lngnsumdone:
 
 	// a = sum(g)/d and b = sum(g*n)/d
 	CMPL   20(SP), $0x00
-	JE     divide21
+	JE     divide22
 	VMULSS 20(SP), X4, X3
-	JMP    divided22
+	JMP    divided23
 
-divide21:
+divide22:
 	VDIVSS 16(SP), X4, X3
 
-divided22:
+divided23:
 	CMPL   20(SP), $0x00
-	JE     divide23
+	JE     divide24
 	VMULSS 20(SP), X1, X1
-	JMP    divided24
+	JMP    divided25
 
-divide23:
+divide24:
 	VDIVSS 16(SP), X1, X1
 
-divided24:
+divided25:
 	VBROADCASTSS X3, Y3
 
 	// Which bias-gradient operation this row does (dy into DB's blocks, before dx is written).
@@ -37079,10 +37585,10 @@ lndbnone:
 	VBROADCASTSS X1, Y1
 	VBROADCASTSS one<>+0(SB), Y4
 	TESTL        $0x00000010, job_flags+0(AX)
-	JNZ          weightadd25
+	JNZ          weightadd26
 	VBROADCASTSS negzero<>+0(SB), Y4
 
-weightadd25:
+weightadd26:
 	// Which weight-gradient operation this row does.
 	MOVQ  job_dw+0(AX), R8
 	TESTQ R8, R8
@@ -39081,6 +39587,12 @@ lnqsumblock:
 
 	// Out of the loop's way: the prefetches, whose flag is usually clear.
 lnqsumpf:
+	TESTL $0x00000040, R10
+	JZ    pipepf11
+	CMPQ  DI, $0x00000400
+	JAE   lnqsumblock
+
+pipepf11:
 	PREFETCHT0 (R9)(DI*4)
 	PREFETCHT0 64(R9)(DI*4)
 	PREFETCHT0 128(R9)(DI*4)
@@ -39098,26 +39610,26 @@ lnqsumtail:
 	XORQ R10, R10
 	SUBQ $0x00000008, R11
 
-copyvec11:
+copyvec12:
 	CMPQ    R10, R11
-	JG      copyone12
+	JG      copyone13
 	VMOVUPS (DI)(R10*4), Y9
 	VMOVUPS Y9, (R9)(R10*4)
 	ADDQ    $0x00000008, R10
-	JMP     copyvec11
+	JMP     copyvec12
 
-copyone12:
+copyone13:
 	ADDQ $0x00000008, R11
 
-copyloop14:
+copyloop15:
 	CMPQ R10, R11
-	JGE  copied13
+	JGE  copied14
 	MOVL (DI)(R10*4), R12
 	MOVL R12, (R9)(R10*4)
 	INCQ R10
-	JMP  copyloop14
+	JMP  copyloop15
 
-copied13:
+copied14:
 	VMOVQ        R8, X9
 	VPBROADCASTD X9, Y9
 	VMOVUPS      (R9), Y10
@@ -39186,14 +39698,14 @@ lnqsummed:
 
 	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
 	CMPL   20(SP), $0x00
-	JE     divide15
+	JE     divide16
 	VMULSS 20(SP), X2, X1
-	JMP    divided16
+	JMP    divided17
 
-divide15:
+divide16:
 	VDIVSS 16(SP), X2, X1
 
-divided16:
+divided17:
 	VADDSS   job_eps+0(AX), X1, X1
 	VUCOMISS tlo<>+0(SB), X1
 	JCS      ret
@@ -39652,23 +40164,23 @@ lngnsumdone:
 
 	// a = sum(g)/d and b = sum(g*n)/d
 	CMPL   20(SP), $0x00
-	JE     divide17
+	JE     divide18
 	VMULSS 20(SP), X4, X3
-	JMP    divided18
+	JMP    divided19
 
-divide17:
+divide18:
 	VDIVSS 16(SP), X4, X3
 
-divided18:
+divided19:
 	CMPL   20(SP), $0x00
-	JE     divide19
+	JE     divide20
 	VMULSS 20(SP), X1, X1
-	JMP    divided20
+	JMP    divided21
 
-divide19:
+divide20:
 	VDIVSS 16(SP), X1, X1
 
-divided20:
+divided21:
 	VBROADCASTSS X3, Y3
 
 	// Which bias-gradient operation this row does (dy into DB's blocks, before dx is written).

@@ -159,37 +159,66 @@ func TestPipe(t *testing.T) {
 						gotInv := make([]float32, sh.rows)
 						gotRes := resFor()
 						r := Rows{Dst: got, X: x[:(sh.rows-1)*stride+sh.d], Residual: gotRes, N: sh.rows, Stride: stride, DstStride: dstStride, Inv: gotInv}
-						withStreaming(true, func() {
-							pipeRows = pipe
-							if pipe && k == kernelAVX2 && sh.rows > 1 && res == nil {
-								j := job{dst: unsafe.Pointer(&got[0]), d: sh.d, dstStride: dstStride}
-								if j.pipes() {
-									piped++
-								}
-							}
-							applyWith(k, &n, &r)
-						})
-						if i := firstDiff(gotAll, wantAll); i >= 0 {
-							t.Fatalf("%s pipe=%v: element %d of dst's buffer (guards included) = %#x, want %#x",
-								name, pipe, i, math.Float32bits(gotAll[i]), math.Float32bits(wantAll[i]))
+						if streamPiped(k, pipe, sh.rows > 1 && res == nil, sh.d, dstStride, got, func() { applyWith(k, &n, &r) }) {
+							piped++
 						}
-						if i := firstDiff(gotInv, wantInv); i >= 0 {
-							t.Fatalf("%s pipe=%v: inv[%d] = %v, want %v", name, pipe, i, gotInv[i], wantInv[i])
-						}
-						if i := firstDiff(gotRes, wantRes); i >= 0 {
-							t.Fatalf("%s pipe=%v: residual[%d] = %v, want %v", name, pipe, i, gotRes[i], wantRes[i])
-						}
+						samePiped(t, fmt.Sprintf("%s pipe=%v", name, pipe), gotAll, wantAll,
+							pipeOut{"inv", gotInv, wantInv}, pipeOut{"residual", gotRes, wantRes})
 					}
 				}
 			}
 		}
 	}
+	requirePiped(t, piped)
+}
+
+// streamPiped runs apply with the rows streamed and the pipe on or off, and reports whether the
+// call could take the pipe: on avx2 with it on, a call that qualifies (eligible: more than one row,
+// and whatever else the test's form needs) with dst where the pipe needs it.
+func streamPiped(k kernelID, pipe, eligible bool, d, dstStride int, dst []float32, apply func()) bool {
+	could := false
+	withStreaming(true, func() {
+		pipeRows = pipe
+		if pipe && eligible && k == kernelAVX2 {
+			j := job{dst: unsafe.Pointer(&dst[0]), d: d, dstStride: dstStride}
+			could = j.pipes()
+		}
+		apply()
+	})
+	return could
+}
+
+// requirePiped fails t when avx2 is among the kernels tested and none of its calls could take
+// the pipe: the test would not cover it.
+func requirePiped(t *testing.T, piped int) {
+	t.Helper()
 	if testing.Verbose() {
 		t.Logf("%d calls on avx2 could take the pipe", piped)
 	}
 	for _, k := range testKernels() {
 		if k == kernelAVX2 && piped == 0 {
 			t.Fatal("no call on avx2 could take the pipe: the test does not cover it")
+		}
+	}
+}
+
+// pipeOut is an output of a call besides dst, and generic's.
+type pipeOut struct {
+	name      string
+	got, want []float32
+}
+
+// samePiped fails t unless a call gave generic's bits: in dst's buffer, guards included, and in
+// each of outs.
+func samePiped(t *testing.T, name string, gotAll, wantAll []float32, outs ...pipeOut) {
+	t.Helper()
+	if i := firstDiff(gotAll, wantAll); i >= 0 {
+		t.Fatalf("%s: element %d of dst's buffer (guards included) = %#x, want %#x",
+			name, i, math.Float32bits(gotAll[i]), math.Float32bits(wantAll[i]))
+	}
+	for _, o := range outs {
+		if i := firstDiff(o.got, o.want); i >= 0 {
+			t.Fatalf("%s: %s[%d] = %v, want %v", name, o.name, i, o.got[i], o.want[i])
 		}
 	}
 }

@@ -12,9 +12,10 @@ import (
 // function of their format with a few switches, one row at a time (no groups of four):
 //
 //	sum:      with flagCenter, the sum of x (with a residual, addsum: of h = x + res, stored to
-//	          res) in the 64 partials; a sum that is not finite returns the row for the float64
-//	          path, else m = sum/d, broadcast to g.mv. Without flagCenter m = +0 (x - +0 is x for
-//	          every x, -0 included), and the sum pass of a row without a residual is skipped.
+//	          res) in the 64 partials (under FlagPipe, in the scale loop of the row before: pipe);
+//	          a sum that is not finite returns the row for the float64 path, else m = sum/d,
+//	          broadcast to g.mv. Without flagCenter m = +0 (x - +0 is x for every x, -0
+//	          included), and the sum pass of a row without a residual is skipped.
 //	centered: the sum of (x-m)*(x-m) over x (h), each difference and square rounded, into acc
 //	          for invOne, which reports inv and then the mean.
 //	scale:    y = ((x-m)*inv)*w' (rounded to the format first with flagRN), then + bias when the

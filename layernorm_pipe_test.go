@@ -9,10 +9,11 @@ import (
 // TestPipeLayer is TestPipe for LayerNorm's float32 rows: the pipe (flagPipe) scales a row with
 // the mean subtracted and the bias added while it sums the next row's elements for its mean.
 // Streamed rows with the pipe and without it, on every kernel, against generic: Center on (piped)
-// and off (never piped), with and without a bias, each weight form, Inv and Mean, rows that can
-// take the pipe and rows that cannot, and a row in the middle that takes the float64 path, by its
-// variance (a constant row with eps = 0) or by its sum (an infinity), which the pipe reaches from
-// the row before it.
+// and off (never piped), with and without a bias, each weight form, Inv and Mean or neither, rows
+// that can take the pipe and rows that cannot, a row in the middle of -0 (its sum starts at +0, so
+// its mean is +0), and a row in the middle that takes the float64 path, by its variance (a
+// constant row with eps = 0, or squares that overflow) or by its sum (an infinity), which the pipe
+// reaches from the row before it.
 func TestPipeLayer(t *testing.T) {
 	type shape struct{ d, rows, stride, dstStride, pre int }
 	var shapes []shape
@@ -34,7 +35,7 @@ func TestPipeLayer(t *testing.T) {
 						if !center && !bias {
 							continue // not a LayerNorm
 						}
-						for _, f64 := range []string{"", "constant", "infinite"} {
+						for _, f64 := range []string{"", "negzero", "constant", "overflow", "infinite"} {
 							f64Row := -1
 							if f64 != "" && sh.rows > 1 {
 								f64Row = 1
@@ -63,6 +64,14 @@ func TestPipeLayer(t *testing.T) {
 										row[i] = 2.5
 									}
 									eps = 0
+								case "negzero": // not the float64 path: mean +0, every output -0 times w, plus b
+									for i := range row {
+										row[i] = float32(math.Copysign(0, -1))
+									}
+								case "overflow": // sum 0, squares +Inf: t out of range
+									for i := range row {
+										row[i] = [2]float32{3e38, -3e38}[i%2]
+									}
 								case "infinite": // the sum is not finite
 									row[sh.d/2] = float32(math.Inf(1))
 								}
@@ -80,16 +89,21 @@ func TestPipeLayer(t *testing.T) {
 							span := (sh.rows-1)*dstStride + sh.d
 							xs := x[:(sh.rows-1)*stride+sh.d]
 							want, wantAll := aligned32(span, sh.pre)
-							wantInv := make([]float32, sh.rows)
-							var wantMean, gotMean []float32
-							if center {
+							outs := (si+len(f64))%3 != 0 // Inv and Mean, or neither
+							var wantInv, gotInv, wantMean, gotMean []float32
+							if outs {
+								wantInv = make([]float32, sh.rows)
+							}
+							if outs && center {
 								wantMean = make([]float32, sh.rows)
 							}
 							applyWith(kernelGeneric, &n, &Rows{Dst: want, X: xs, N: sh.rows, Stride: stride, DstStride: dstStride, Inv: wantInv, Mean: wantMean})
 							for _, pipe := range []bool{false, true} {
 								got, gotAll := aligned32(span, sh.pre)
-								gotInv := make([]float32, sh.rows)
-								if center {
+								if outs {
+									gotInv = make([]float32, sh.rows)
+								}
+								if outs && center {
 									gotMean = make([]float32, sh.rows)
 								}
 								r := Rows{Dst: got, X: xs, N: sh.rows, Stride: stride, DstStride: dstStride, Inv: gotInv, Mean: gotMean}

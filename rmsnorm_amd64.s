@@ -23808,6 +23808,8 @@ sqsumblock:
 sqsumpf:
 	TESTL $0x00000040, R12
 	JZ    pipepf20
+	TESTL $0x00000020, R12
+	JZ    pipepf20
 	CMPQ  R9, $0x00000400
 	JAE   sqsumblock
 
@@ -36511,12 +36513,6 @@ lnqsumblock:
 
 	// Out of the loop's way: the prefetches, whose flag is usually clear.
 lnqsumpf:
-	TESTL $0x00000040, R11
-	JZ    pipepf13
-	CMPQ  R8, $0x00000400
-	JAE   lnqsumblock
-
-pipepf13:
 	PREFETCHT0 (R10)(R8*4)
 	PREFETCHT0 64(R10)(R8*4)
 	PREFETCHT0 128(R10)(R8*4)
@@ -36534,26 +36530,26 @@ lnqsumtail:
 	XORQ R11, R11
 	SUBQ $0x00000008, R12
 
-copyvec14:
+copyvec13:
 	CMPQ    R11, R12
-	JG      copyone15
+	JG      copyone14
 	VMOVUPS (R8)(R11*4), Y9
 	VMOVUPS Y9, (R10)(R11*4)
 	ADDQ    $0x00000008, R11
-	JMP     copyvec14
+	JMP     copyvec13
 
-copyone15:
+copyone14:
 	ADDQ $0x00000008, R12
 
-copyloop17:
+copyloop16:
 	CMPQ R11, R12
-	JGE  copied16
+	JGE  copied15
 	MOVL (R8)(R11*4), R13
 	MOVL R13, (R10)(R11*4)
 	INCQ R11
-	JMP  copyloop17
+	JMP  copyloop16
 
-copied16:
+copied15:
 	VMOVQ        R9, X9
 	VPBROADCASTD X9, Y9
 	VMOVUPS      (R10), Y10
@@ -36622,14 +36618,14 @@ lnqsummed:
 
 	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
 	CMPL   20(SP), $0x00
-	JE     divide18
+	JE     divide17
 	VMULSS 20(SP), X2, X1
-	JMP    divided19
+	JMP    divided18
 
-divide18:
+divide17:
 	VDIVSS 16(SP), X2, X1
 
-divided19:
+divided18:
 	VADDSS   job_eps+0(AX), X1, X1
 	VUCOMISS tlo<>+0(SB), X1
 	JCS      ret
@@ -36669,10 +36665,10 @@ lnhavemean:
 	VXORPS       Y10, Y10, Y10
 	VBROADCASTSS one<>+0(SB), Y11
 	TESTL        $0x00000010, job_flags+0(AX)
-	JNZ          weightadd20
+	JNZ          weightadd19
 	VBROADCASTSS negzero<>+0(SB), Y11
 
-weightadd20:
+weightadd19:
 	XORQ R8, R8
 	MOVQ job_d+0(AX), R9
 	SUBQ $0x00000040, R9
@@ -36917,10 +36913,10 @@ lngsumdone:
 	VXORPS       Y11, Y11, Y11
 	VBROADCASTSS one<>+0(SB), Y12
 	TESTL        $0x00000010, job_flags+0(AX)
-	JNZ          weightadd21
+	JNZ          weightadd20
 	VBROADCASTSS negzero<>+0(SB), Y12
 
-weightadd21:
+weightadd20:
 	XORQ  R8, R8
 	MOVQ  job_d+0(AX), R9
 	SUBQ  $0x00000040, R9
@@ -37420,23 +37416,23 @@ lngnsumdone:
 
 	// a = sum(g)/d and b = sum(g*n)/d
 	CMPL   20(SP), $0x00
-	JE     divide22
+	JE     divide21
 	VMULSS 20(SP), X4, X3
-	JMP    divided23
+	JMP    divided22
 
-divide22:
+divide21:
 	VDIVSS 16(SP), X4, X3
 
-divided23:
+divided22:
 	CMPL   20(SP), $0x00
-	JE     divide24
+	JE     divide23
 	VMULSS 20(SP), X1, X1
-	JMP    divided25
+	JMP    divided24
 
-divide24:
+divide23:
 	VDIVSS 16(SP), X1, X1
 
-divided25:
+divided24:
 	VBROADCASTSS X3, Y3
 
 	// Which bias-gradient operation this row does (dy into DB's blocks, before dx is written).
@@ -37585,10 +37581,10 @@ lndbnone:
 	VBROADCASTSS X1, Y1
 	VBROADCASTSS one<>+0(SB), Y4
 	TESTL        $0x00000010, job_flags+0(AX)
-	JNZ          weightadd26
+	JNZ          weightadd25
 	VBROADCASTSS negzero<>+0(SB), Y4
 
-weightadd26:
+weightadd25:
 	// Which weight-gradient operation this row does.
 	MOVQ  job_dw+0(AX), R8
 	TESTQ R8, R8
@@ -39587,12 +39583,6 @@ lnqsumblock:
 
 	// Out of the loop's way: the prefetches, whose flag is usually clear.
 lnqsumpf:
-	TESTL $0x00000040, R10
-	JZ    pipepf11
-	CMPQ  DI, $0x00000400
-	JAE   lnqsumblock
-
-pipepf11:
 	PREFETCHT0 (R9)(DI*4)
 	PREFETCHT0 64(R9)(DI*4)
 	PREFETCHT0 128(R9)(DI*4)
@@ -39610,26 +39600,26 @@ lnqsumtail:
 	XORQ R10, R10
 	SUBQ $0x00000008, R11
 
-copyvec12:
+copyvec11:
 	CMPQ    R10, R11
-	JG      copyone13
+	JG      copyone12
 	VMOVUPS (DI)(R10*4), Y9
 	VMOVUPS Y9, (R9)(R10*4)
 	ADDQ    $0x00000008, R10
-	JMP     copyvec12
+	JMP     copyvec11
 
-copyone13:
+copyone12:
 	ADDQ $0x00000008, R11
 
-copyloop15:
+copyloop14:
 	CMPQ R10, R11
-	JGE  copied14
+	JGE  copied13
 	MOVL (DI)(R10*4), R12
 	MOVL R12, (R9)(R10*4)
 	INCQ R10
-	JMP  copyloop15
+	JMP  copyloop14
 
-copied14:
+copied13:
 	VMOVQ        R8, X9
 	VPBROADCASTD X9, Y9
 	VMOVUPS      (R9), Y10
@@ -39698,14 +39688,14 @@ lnqsummed:
 
 	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
 	CMPL   20(SP), $0x00
-	JE     divide16
+	JE     divide15
 	VMULSS 20(SP), X2, X1
-	JMP    divided17
+	JMP    divided16
 
-divide16:
+divide15:
 	VDIVSS 16(SP), X2, X1
 
-divided17:
+divided16:
 	VADDSS   job_eps+0(AX), X1, X1
 	VUCOMISS tlo<>+0(SB), X1
 	JCS      ret
@@ -40164,23 +40154,23 @@ lngnsumdone:
 
 	// a = sum(g)/d and b = sum(g*n)/d
 	CMPL   20(SP), $0x00
-	JE     divide18
+	JE     divide17
 	VMULSS 20(SP), X4, X3
-	JMP    divided19
+	JMP    divided18
 
-divide18:
+divide17:
 	VDIVSS 16(SP), X4, X3
 
-divided19:
+divided18:
 	CMPL   20(SP), $0x00
-	JE     divide20
+	JE     divide19
 	VMULSS 20(SP), X1, X1
-	JMP    divided21
+	JMP    divided20
 
-divide20:
+divide19:
 	VDIVSS 16(SP), X1, X1
 
-divided21:
+divided20:
 	VBROADCASTSS X3, Y3
 
 	// Which bias-gradient operation this row does (dy into DB's blocks, before dx is written).

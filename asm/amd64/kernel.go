@@ -29,8 +29,8 @@ import (
 // prefetching loops in three weight forms, chosen by w and flagOffset (spec.Variant.Body). The sum
 // pass of 16-bit rows prefetches two rows ahead under flagPF; that of float32 rows never does (the
 // scale pass brings the next row in). The AVX2 float32 functions have a fourth mode, the pipe
-// (FlagPipe, set on Zen 3): one loop scales a row and sums the next one (LayerNorm's: with Center). Every other piece is
-// shared.
+// (FlagPipe, set on Zen 3): one loop scales a row and sums the next one (LayerNorm's: with
+// Center). Every other piece is shared.
 
 const (
 	block  = 64     // elements of a row that fill the 64 partial sums once
@@ -68,8 +68,9 @@ var prefetch = PREFETCHT0
 const aheadBytes = 1024
 
 // pipePrefetch is how much of the next row, in bytes, LayerNorm's centered pass prefetches in a
-// row that the pipe (FlagPipe) reaches: the pipe's own prefetches bring in the rest, 1 KiB ahead
-// of its loads. All of a long row, prefetched while the row before it is read from the cache, is
+// call that pipes (FlagPipe with FlagCenter; every row of it, the first too, is followed by the
+// pipe unless it is the last): the pipe's own prefetches bring in the rest, 1 KiB ahead of its
+// loads. All of a long row, prefetched while the row before it is read from the cache, is
 // more than the 32 KiB L1d of Zen 3 (the only CPU that pipes) holds beside it and the weight and
 // bias; none leaves memory idle through the pass, which on short rows is most of the row's time.
 // Measured on that Zen 3, LayerNorm (Center, weight, bias), Forward, the avx2 kernel, pipe on
@@ -485,10 +486,13 @@ func (g *gen) sumSquares(acc []VecVirtual, xr, rr GPVirtual) []VecVirtual {
 		JMP(LabelRef(g.l("sumloop")))
 		Comment("Out of the loop's way: the prefetches, whose flag is usually clear.")
 		Label(g.l("sumpf"))
-		if g.op == accCentered && g.pipes() {
-			// Under the pipe, the first pipePrefetch bytes of the next row only.
+		if g.op == accCentered && g.pipes() && g.pfRow == nil {
+			// In a piped call (the forward pass, with flagCenter), the first pipePrefetch bytes
+			// of the next row only.
 			all := g.label("pipepf")
 			TESTL(U32(spec.FlagPipe), fl)
+			JZ(LabelRef(all))
+			TESTL(U32(spec.FlagCenter), fl)
 			JZ(LabelRef(all))
 			CMPQ(i, U32(pipePrefetch/4))
 			JAE(LabelRef(g.l("sumblock")))

@@ -79,7 +79,7 @@ func zen3(c CPU) bool { return c.AMD && c.Family == 0x19 && c.L2 == 512<<10 }
 // which the L3 partly holds from one call to the next) 1.055, 0.913, 1.202, 0.928, 0.983. The
 // AVX-512 kernels, which no Zen 3 runs, have no such loop. LayerNorm's float32 function (a Norm
 // with Center) pipes too: its scale loop sums the next row's elements for the mean. Measured the
-// same way, with weight and bias, 60 pairs, two runs: 2048x4096 0.836-0.963, 16384x4096
+// same way, with weight and bias, 60 pairs, three runs: 2048x4096 0.836-0.963, 16384x4096
 // 0.820-0.826, 512x8192 0.802-0.828, 8192x1024 0.858-0.913 (with the centered pass's prefetch
 // of the row after cut to its first 4 KiB; see pipePrefetch in the generator).
 func Pipe(c CPU) bool { return zen3(c) }

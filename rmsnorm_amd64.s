@@ -23248,7 +23248,7 @@ vzero:
 
 // func avx2ForwardLayer(j uintptr, from int, to int) int
 // Requires: AVX, AVX2, MMX+
-TEXT ·avx2ForwardLayer(SB), NOSPLIT, $720-32
+TEXT ·avx2ForwardLayer(SB), NOSPLIT, $736-32
 	// avx2ForwardLayer normalizes rows [from, to) of the job: LayerNorm: y = ((x-m)*inv)*w + b, ((x-m)*inv)*(1+w) + b with flagOffset, or (x-m)*inv + b with w nil, m the row's mean with flagCenter (else +0; stored to mean[r] when mean is not nil), b the bias (nothing added when it is nil), for each row; with res, h = x + res and res = h per element first, and h in place of x.
 	// It stops before the first row that needs the float64 path and returns that row's index, or to.
 	MOVQ  j+0(FP), AX
@@ -23265,13 +23265,13 @@ rowsset:
 	SHLQ $0x02, DI
 	MOVQ job_dstStride+0(AX), R8
 	SHLQ $0x02, R8
-	MOVQ R8, 664(SP)
+	MOVQ R8, 680(SP)
 
 	// fd = float32(d); rd = 1/d when d is a power of two (a/d is then a*rd exactly), else 0.
 	MOVQ       job_d+0(AX), R8
 	VMOVSS     one<>+0(SB), X0
 	VCVTSI2SSQ R8, X0, X0
-	VMOVSS     X0, 712(SP)
+	VMOVSS     X0, 728(SP)
 	XORL       R10, R10
 	LEAQ       -1(R8), R9
 	TESTQ      R8, R9
@@ -23282,157 +23282,211 @@ rowsset:
 	SHLL       $0x17, R10
 
 notpow2:
-	MOVL R10, 716(SP)
+	MOVL R10, 732(SP)
 
 	// Start at row from.
 	MOVQ  from+8(FP), R8
-	MOVQ  R8, 656(SP)
-	MOVQ  $0x00000000, 672(SP)
+	MOVQ  R8, 672(SP)
+	MOVQ  $0x00000000, 688(SP)
 	MOVQ  R8, R9
-	IMULQ 664(SP), R9
+	IMULQ 680(SP), R9
 	ADDQ  R9, CX
 	IMULQ DI, R8
 	ADDQ  R8, DX
 	ADDQ  R8, BX
 
 row:
-	MOVQ  656(SP), R8
-	CMPQ  R8, to+16(FP)
-	JAE   ret
-	MOVQ  $0x00000001, 680(SP)
-	CMPQ  job_res+0(AX), $0x00
-	JNE   addsum
+	MOVQ 672(SP), R8
+	CMPQ R8, to+16(FP)
+	JAE  ret
+	MOVQ $0x00000001, 696(SP)
+	CMPQ job_res+0(AX), $0x00
+	JNE  addsum
+	CMPQ 688(SP), $0x00
+	JE   trygroup
+	DECQ 688(SP)
+	JMP  sum
+
+trygroup:
+	CMPQ job_d+0(AX), $0x00000200
+	JA   sum
+	MOVQ to+16(FP), R8
+	SUBQ 672(SP), R8
+	CMPQ R8, $0x04
+	JB   sum
+	MOVQ $0x00000004, 696(SP)
+
+sum:
 	TESTL $0x00000020, job_flags+0(AX)
 	JZ    nocenter
 	MOVQ  DX, R8
+	XORQ  R9, R9
 
+meanrow:
 	// Sum of the elements: element i goes to partial i%64.
-	MOVQ   job_d+0(AX), R10
-	SUBQ   $0x00000040, R10
+	MOVQ   job_d+0(AX), R11
+	SUBQ   $0x00000040, R11
 	JGE    firstblock
 	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
 	VXORPS Y3, Y3, Y3
 	VXORPS Y4, Y4, Y4
 	VXORPS Y5, Y5, Y5
 	VXORPS Y6, Y6, Y6
 	VXORPS Y7, Y7, Y7
-	XORQ   R9, R9
+	VXORPS Y8, Y8, Y8
+	XORQ   R10, R10
 	JMP    sumtail
 
 firstblock:
 	// +0 + square is the square itself: the first block initializes the partials.
-	XORQ    R9, R9
-	VMOVUPS (R8)(R9*4), Y0
+	XORQ    R10, R10
+	VMOVUPS (R8)(R10*4), Y0
 	VADDPS  zero64<>+0(SB), Y0, Y0
-	VMOVUPS 32(R8)(R9*4), Y1
-	VADDPS  zero64<>+0(SB), Y1, Y1
-	VMOVUPS 64(R8)(R9*4), Y2
+	VMOVUPS 32(R8)(R10*4), Y2
 	VADDPS  zero64<>+0(SB), Y2, Y2
-	VMOVUPS 96(R8)(R9*4), Y3
+	VMOVUPS 64(R8)(R10*4), Y3
 	VADDPS  zero64<>+0(SB), Y3, Y3
-	VMOVUPS 128(R8)(R9*4), Y4
+	VMOVUPS 96(R8)(R10*4), Y4
 	VADDPS  zero64<>+0(SB), Y4, Y4
-	VMOVUPS 160(R8)(R9*4), Y5
+	VMOVUPS 128(R8)(R10*4), Y5
 	VADDPS  zero64<>+0(SB), Y5, Y5
-	VMOVUPS 192(R8)(R9*4), Y6
+	VMOVUPS 160(R8)(R10*4), Y6
 	VADDPS  zero64<>+0(SB), Y6, Y6
-	VMOVUPS 224(R8)(R9*4), Y7
+	VMOVUPS 192(R8)(R10*4), Y7
 	VADDPS  zero64<>+0(SB), Y7, Y7
-	MOVQ    $0x00000040, R9
+	VMOVUPS 224(R8)(R10*4), Y8
+	VADDPS  zero64<>+0(SB), Y8, Y8
+	MOVQ    $0x00000040, R10
 
 	PCALIGN $32
 sumloop:
-	CMPQ    R9, R10
+	CMPQ    R10, R11
 	JG      sumtail
-	VMOVUPS (R8)(R9*4), Y8
-	VADDPS  Y8, Y0, Y0
-	VMOVUPS 32(R8)(R9*4), Y8
-	VADDPS  Y8, Y1, Y1
-	VMOVUPS 64(R8)(R9*4), Y8
-	VADDPS  Y8, Y2, Y2
-	VMOVUPS 96(R8)(R9*4), Y8
-	VADDPS  Y8, Y3, Y3
-	VMOVUPS 128(R8)(R9*4), Y8
-	VADDPS  Y8, Y4, Y4
-	VMOVUPS 160(R8)(R9*4), Y8
-	VADDPS  Y8, Y5, Y5
-	VMOVUPS 192(R8)(R9*4), Y8
-	VADDPS  Y8, Y6, Y6
-	VMOVUPS 224(R8)(R9*4), Y8
-	VADDPS  Y8, Y7, Y7
-	ADDQ    $0x00000040, R9
+	VMOVUPS (R8)(R10*4), Y9
+	VADDPS  Y9, Y0, Y0
+	VMOVUPS 32(R8)(R10*4), Y9
+	VADDPS  Y9, Y2, Y2
+	VMOVUPS 64(R8)(R10*4), Y9
+	VADDPS  Y9, Y3, Y3
+	VMOVUPS 96(R8)(R10*4), Y9
+	VADDPS  Y9, Y4, Y4
+	VMOVUPS 128(R8)(R10*4), Y9
+	VADDPS  Y9, Y5, Y5
+	VMOVUPS 160(R8)(R10*4), Y9
+	VADDPS  Y9, Y6, Y6
+	VMOVUPS 192(R8)(R10*4), Y9
+	VADDPS  Y9, Y7, Y7
+	VMOVUPS 224(R8)(R10*4), Y9
+	VADDPS  Y9, Y8, Y8
+	ADDQ    $0x00000040, R10
 	JMP     sumloop
 
 sumtail:
 	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
-	MOVQ    job_d+0(AX), R10
-	SUBQ    R9, R10
+	MOVQ    job_d+0(AX), R11
+	SUBQ    R10, R11
 	JZ      summed
-	MOVQ    R10, 696(SP)
-	LEAQ    (R8)(R9*4), R8
-	LEAQ    128(SP), R9
-	VXORPS  Y8, Y8, Y8
-	VMOVUPS Y8, (R9)
-	VMOVUPS Y8, 32(R9)
-	VMOVUPS Y8, 64(R9)
-	VMOVUPS Y8, 96(R9)
-	VMOVUPS Y8, 128(R9)
-	VMOVUPS Y8, 160(R9)
-	VMOVUPS Y8, 192(R9)
-	VMOVUPS Y8, 224(R9)
-	MOVQ    696(SP), R11
-	XORQ    R10, R10
-	SUBQ    $0x00000008, R11
+	MOVQ    R11, 712(SP)
+	LEAQ    (R8)(R10*4), R10
+	LEAQ    128(SP), R11
+	VXORPS  Y9, Y9, Y9
+	VMOVUPS Y9, (R11)
+	VMOVUPS Y9, 32(R11)
+	VMOVUPS Y9, 64(R11)
+	VMOVUPS Y9, 96(R11)
+	VMOVUPS Y9, 128(R11)
+	VMOVUPS Y9, 160(R11)
+	VMOVUPS Y9, 192(R11)
+	VMOVUPS Y9, 224(R11)
+	MOVQ    712(SP), R13
+	XORQ    R12, R12
+	SUBQ    $0x00000008, R13
 
 copyvec1:
-	CMPQ    R10, R11
+	CMPQ    R12, R13
 	JG      copyone2
-	VMOVUPS (R8)(R10*4), Y8
-	VMOVUPS Y8, (R9)(R10*4)
-	ADDQ    $0x00000008, R10
+	VMOVUPS (R10)(R12*4), Y9
+	VMOVUPS Y9, (R11)(R12*4)
+	ADDQ    $0x00000008, R12
 	JMP     copyvec1
 
 copyone2:
-	ADDQ $0x00000008, R11
+	ADDQ $0x00000008, R13
 
 copyloop4:
-	CMPQ R10, R11
+	CMPQ R12, R13
 	JGE  copied3
-	MOVL (R8)(R10*4), R12
-	MOVL R12, (R9)(R10*4)
-	INCQ R10
+	MOVL (R10)(R12*4), R14
+	MOVL R14, (R11)(R12*4)
+	INCQ R12
 	JMP  copyloop4
 
 copied3:
-	XORQ    R8, R8
-	VMOVUPS (R9)(R8*4), Y8
-	VADDPS  Y8, Y0, Y0
-	VMOVUPS 32(R9)(R8*4), Y8
-	VADDPS  Y8, Y1, Y1
-	VMOVUPS 64(R9)(R8*4), Y8
-	VADDPS  Y8, Y2, Y2
-	VMOVUPS 96(R9)(R8*4), Y8
-	VADDPS  Y8, Y3, Y3
-	VMOVUPS 128(R9)(R8*4), Y8
-	VADDPS  Y8, Y4, Y4
-	VMOVUPS 160(R9)(R8*4), Y8
-	VADDPS  Y8, Y5, Y5
-	VMOVUPS 192(R9)(R8*4), Y8
-	VADDPS  Y8, Y6, Y6
-	VMOVUPS 224(R9)(R8*4), Y8
-	VADDPS  Y8, Y7, Y7
+	XORQ    R10, R10
+	VMOVUPS (R11)(R10*4), Y9
+	VADDPS  Y9, Y0, Y0
+	VMOVUPS 32(R11)(R10*4), Y9
+	VADDPS  Y9, Y2, Y2
+	VMOVUPS 64(R11)(R10*4), Y9
+	VADDPS  Y9, Y3, Y3
+	VMOVUPS 96(R11)(R10*4), Y9
+	VADDPS  Y9, Y4, Y4
+	VMOVUPS 128(R11)(R10*4), Y9
+	VADDPS  Y9, Y5, Y5
+	VMOVUPS 160(R11)(R10*4), Y9
+	VADDPS  Y9, Y6, Y6
+	VMOVUPS 192(R11)(R10*4), Y9
+	VADDPS  Y9, Y7, Y7
+	VMOVUPS 224(R11)(R10*4), Y9
+	VADDPS  Y9, Y8, Y8
 
 summed:
-	VADDPS Y4, Y0, Y0
-	VADDPS Y5, Y1, Y1
-	VADDPS Y6, Y2, Y2
-	VADDPS Y7, Y3, Y3
-	VADDPS Y2, Y0, Y0
-	VADDPS Y3, Y1, Y1
-	VADDPS Y1, Y0, Y0
-	JMP    mean
+	VADDPS  Y5, Y0, Y0
+	VADDPS  Y6, Y2, Y2
+	VADDPS  Y7, Y3, Y3
+	VADDPS  Y8, Y4, Y4
+	VADDPS  Y3, Y0, Y0
+	VADDPS  Y4, Y2, Y2
+	VADDPS  Y2, Y0, Y0
+	CMPQ    696(SP), $0x01
+	JE      mean
+	VMOVUPS Y0, (SP)(R9*1)
+	ADDQ    DI, R8
+	ADDQ    $0x00000020, R9
+	CMPQ    R9, $0x00000080
+	JB      meanrow
+
+	// The rest of the halving tree for the group's sums, and their means.
+	VMOVUPS      (SP), Y0
+	VMOVUPS      32(SP), Y2
+	VMOVUPS      64(SP), Y3
+	VMOVUPS      96(SP), Y4
+	VPERM2F128   $0x20, Y2, Y0, Y5
+	VPERM2F128   $0x31, Y2, Y0, Y0
+	VADDPS       Y0, Y5, Y5
+	VPERM2F128   $0x20, Y4, Y3, Y0
+	VPERM2F128   $0x31, Y4, Y3, Y2
+	VADDPS       Y2, Y0, Y0
+	VSHUFPS      $0x44, Y0, Y5, Y2
+	VSHUFPS      $0xee, Y0, Y5, Y0
+	VADDPS       Y0, Y2, Y2
+	VHADDPS      Y2, Y2, Y2
+	VEXTRACTF128 $0x01, Y2, X0
+	VUNPCKLPS    X0, X2, X0
+	CMPL         732(SP), $0x00
+	JE           divide5
+	VBROADCASTSS 732(SP), X2
+	VMULPS       X2, X0, X0
+	JMP          divided6
+
+divide5:
+	VBROADCASTSS 728(SP), X2
+	VDIVPS       X2, X0, X0
+
+divided6:
+	VMOVUPS X0, 656(SP)
+	JMP     centered
 
 addsum:
 	MOVQ BX, R8
@@ -23443,13 +23497,13 @@ addsum:
 	SUBQ   $0x00000040, R11
 	JGE    addfirstblock
 	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
 	VXORPS Y3, Y3, Y3
 	VXORPS Y4, Y4, Y4
 	VXORPS Y5, Y5, Y5
 	VXORPS Y6, Y6, Y6
 	VXORPS Y7, Y7, Y7
+	VXORPS Y8, Y8, Y8
 	XORQ   R10, R10
 	JMP    addsumtail
 
@@ -23463,69 +23517,69 @@ addfirstblock:
 	VMOVUPS 32(R8)(R10*4), Y1
 	VADDPS  32(R9)(R10*4), Y1, Y1
 	VMOVUPS Y1, 32(R9)(R10*4)
-	VADDPS  zero64<>+0(SB), Y1, Y1
-	VMOVUPS 64(R8)(R10*4), Y2
-	VADDPS  64(R9)(R10*4), Y2, Y2
-	VMOVUPS Y2, 64(R9)(R10*4)
-	VADDPS  zero64<>+0(SB), Y2, Y2
-	VMOVUPS 96(R8)(R10*4), Y3
-	VADDPS  96(R9)(R10*4), Y3, Y3
-	VMOVUPS Y3, 96(R9)(R10*4)
-	VADDPS  zero64<>+0(SB), Y3, Y3
-	VMOVUPS 128(R8)(R10*4), Y4
-	VADDPS  128(R9)(R10*4), Y4, Y4
-	VMOVUPS Y4, 128(R9)(R10*4)
-	VADDPS  zero64<>+0(SB), Y4, Y4
-	VMOVUPS 160(R8)(R10*4), Y5
-	VADDPS  160(R9)(R10*4), Y5, Y5
-	VMOVUPS Y5, 160(R9)(R10*4)
-	VADDPS  zero64<>+0(SB), Y5, Y5
-	VMOVUPS 192(R8)(R10*4), Y6
-	VADDPS  192(R9)(R10*4), Y6, Y6
-	VMOVUPS Y6, 192(R9)(R10*4)
-	VADDPS  zero64<>+0(SB), Y6, Y6
-	VMOVUPS 224(R8)(R10*4), Y7
-	VADDPS  224(R9)(R10*4), Y7, Y7
-	VMOVUPS Y7, 224(R9)(R10*4)
-	VADDPS  zero64<>+0(SB), Y7, Y7
+	VADDPS  zero64<>+0(SB), Y1, Y2
+	VMOVUPS 64(R8)(R10*4), Y1
+	VADDPS  64(R9)(R10*4), Y1, Y1
+	VMOVUPS Y1, 64(R9)(R10*4)
+	VADDPS  zero64<>+0(SB), Y1, Y3
+	VMOVUPS 96(R8)(R10*4), Y1
+	VADDPS  96(R9)(R10*4), Y1, Y1
+	VMOVUPS Y1, 96(R9)(R10*4)
+	VADDPS  zero64<>+0(SB), Y1, Y4
+	VMOVUPS 128(R8)(R10*4), Y1
+	VADDPS  128(R9)(R10*4), Y1, Y1
+	VMOVUPS Y1, 128(R9)(R10*4)
+	VADDPS  zero64<>+0(SB), Y1, Y5
+	VMOVUPS 160(R8)(R10*4), Y1
+	VADDPS  160(R9)(R10*4), Y1, Y1
+	VMOVUPS Y1, 160(R9)(R10*4)
+	VADDPS  zero64<>+0(SB), Y1, Y6
+	VMOVUPS 192(R8)(R10*4), Y1
+	VADDPS  192(R9)(R10*4), Y1, Y1
+	VMOVUPS Y1, 192(R9)(R10*4)
+	VADDPS  zero64<>+0(SB), Y1, Y7
+	VMOVUPS 224(R8)(R10*4), Y1
+	VADDPS  224(R9)(R10*4), Y1, Y1
+	VMOVUPS Y1, 224(R9)(R10*4)
+	VADDPS  zero64<>+0(SB), Y1, Y8
 	MOVQ    $0x00000040, R10
 
 	PCALIGN $32
 addsumloop:
 	CMPQ    R10, R11
 	JG      addsumtail
-	VMOVUPS (R8)(R10*4), Y8
-	VADDPS  (R9)(R10*4), Y8, Y8
-	VMOVUPS Y8, (R9)(R10*4)
-	VADDPS  Y8, Y0, Y0
-	VMOVUPS 32(R8)(R10*4), Y8
-	VADDPS  32(R9)(R10*4), Y8, Y8
-	VMOVUPS Y8, 32(R9)(R10*4)
-	VADDPS  Y8, Y1, Y1
-	VMOVUPS 64(R8)(R10*4), Y8
-	VADDPS  64(R9)(R10*4), Y8, Y8
-	VMOVUPS Y8, 64(R9)(R10*4)
-	VADDPS  Y8, Y2, Y2
-	VMOVUPS 96(R8)(R10*4), Y8
-	VADDPS  96(R9)(R10*4), Y8, Y8
-	VMOVUPS Y8, 96(R9)(R10*4)
-	VADDPS  Y8, Y3, Y3
-	VMOVUPS 128(R8)(R10*4), Y8
-	VADDPS  128(R9)(R10*4), Y8, Y8
-	VMOVUPS Y8, 128(R9)(R10*4)
-	VADDPS  Y8, Y4, Y4
-	VMOVUPS 160(R8)(R10*4), Y8
-	VADDPS  160(R9)(R10*4), Y8, Y8
-	VMOVUPS Y8, 160(R9)(R10*4)
-	VADDPS  Y8, Y5, Y5
-	VMOVUPS 192(R8)(R10*4), Y8
-	VADDPS  192(R9)(R10*4), Y8, Y8
-	VMOVUPS Y8, 192(R9)(R10*4)
-	VADDPS  Y8, Y6, Y6
-	VMOVUPS 224(R8)(R10*4), Y8
-	VADDPS  224(R9)(R10*4), Y8, Y8
-	VMOVUPS Y8, 224(R9)(R10*4)
-	VADDPS  Y8, Y7, Y7
+	VMOVUPS (R8)(R10*4), Y1
+	VADDPS  (R9)(R10*4), Y1, Y1
+	VMOVUPS Y1, (R9)(R10*4)
+	VADDPS  Y1, Y0, Y0
+	VMOVUPS 32(R8)(R10*4), Y1
+	VADDPS  32(R9)(R10*4), Y1, Y1
+	VMOVUPS Y1, 32(R9)(R10*4)
+	VADDPS  Y1, Y2, Y2
+	VMOVUPS 64(R8)(R10*4), Y1
+	VADDPS  64(R9)(R10*4), Y1, Y1
+	VMOVUPS Y1, 64(R9)(R10*4)
+	VADDPS  Y1, Y3, Y3
+	VMOVUPS 96(R8)(R10*4), Y1
+	VADDPS  96(R9)(R10*4), Y1, Y1
+	VMOVUPS Y1, 96(R9)(R10*4)
+	VADDPS  Y1, Y4, Y4
+	VMOVUPS 128(R8)(R10*4), Y1
+	VADDPS  128(R9)(R10*4), Y1, Y1
+	VMOVUPS Y1, 128(R9)(R10*4)
+	VADDPS  Y1, Y5, Y5
+	VMOVUPS 160(R8)(R10*4), Y1
+	VADDPS  160(R9)(R10*4), Y1, Y1
+	VMOVUPS Y1, 160(R9)(R10*4)
+	VADDPS  Y1, Y6, Y6
+	VMOVUPS 192(R8)(R10*4), Y1
+	VADDPS  192(R9)(R10*4), Y1, Y1
+	VMOVUPS Y1, 192(R9)(R10*4)
+	VADDPS  Y1, Y7, Y7
+	VMOVUPS 224(R8)(R10*4), Y1
+	VADDPS  224(R9)(R10*4), Y1, Y1
+	VMOVUPS Y1, 224(R9)(R10*4)
+	VADDPS  Y1, Y8, Y8
 	ADDQ    $0x00000040, R10
 	JMP     addsumloop
 
@@ -23534,146 +23588,146 @@ addsumtail:
 	MOVQ    job_d+0(AX), R11
 	SUBQ    R10, R11
 	JZ      addsummed
-	MOVQ    R11, 696(SP)
+	MOVQ    R11, 712(SP)
 	LEAQ    (R8)(R10*4), R8
 	LEAQ    (R9)(R10*4), R9
-	MOVQ    R9, 704(SP)
+	MOVQ    R9, 720(SP)
 	LEAQ    128(SP), R9
-	VXORPS  Y8, Y8, Y8
-	VMOVUPS Y8, (R9)
-	VMOVUPS Y8, 32(R9)
-	VMOVUPS Y8, 64(R9)
-	VMOVUPS Y8, 96(R9)
-	VMOVUPS Y8, 128(R9)
-	VMOVUPS Y8, 160(R9)
-	VMOVUPS Y8, 192(R9)
-	VMOVUPS Y8, 224(R9)
-	MOVQ    696(SP), R11
+	VXORPS  Y1, Y1, Y1
+	VMOVUPS Y1, (R9)
+	VMOVUPS Y1, 32(R9)
+	VMOVUPS Y1, 64(R9)
+	VMOVUPS Y1, 96(R9)
+	VMOVUPS Y1, 128(R9)
+	VMOVUPS Y1, 160(R9)
+	VMOVUPS Y1, 192(R9)
+	VMOVUPS Y1, 224(R9)
+	MOVQ    712(SP), R11
 	XORQ    R10, R10
 	SUBQ    $0x00000008, R11
 
-copyvec5:
+copyvec7:
 	CMPQ    R10, R11
-	JG      copyone6
-	VMOVUPS (R8)(R10*4), Y8
-	VMOVUPS Y8, (R9)(R10*4)
+	JG      copyone8
+	VMOVUPS (R8)(R10*4), Y1
+	VMOVUPS Y1, (R9)(R10*4)
 	ADDQ    $0x00000008, R10
-	JMP     copyvec5
+	JMP     copyvec7
 
-copyone6:
+copyone8:
 	ADDQ $0x00000008, R11
 
-copyloop8:
+copyloop10:
 	CMPQ R10, R11
-	JGE  copied7
+	JGE  copied9
 	MOVL (R8)(R10*4), R12
 	MOVL R12, (R9)(R10*4)
 	INCQ R10
-	JMP  copyloop8
+	JMP  copyloop10
 
-copied7:
-	MOVQ    704(SP), R8
+copied9:
+	MOVQ    720(SP), R8
 	LEAQ    384(SP), R10
-	VXORPS  Y8, Y8, Y8
-	VMOVUPS Y8, (R10)
-	VMOVUPS Y8, 32(R10)
-	VMOVUPS Y8, 64(R10)
-	VMOVUPS Y8, 96(R10)
-	VMOVUPS Y8, 128(R10)
-	VMOVUPS Y8, 160(R10)
-	VMOVUPS Y8, 192(R10)
-	VMOVUPS Y8, 224(R10)
-	MOVQ    696(SP), R12
+	VXORPS  Y1, Y1, Y1
+	VMOVUPS Y1, (R10)
+	VMOVUPS Y1, 32(R10)
+	VMOVUPS Y1, 64(R10)
+	VMOVUPS Y1, 96(R10)
+	VMOVUPS Y1, 128(R10)
+	VMOVUPS Y1, 160(R10)
+	VMOVUPS Y1, 192(R10)
+	VMOVUPS Y1, 224(R10)
+	MOVQ    712(SP), R12
 	XORQ    R11, R11
 	SUBQ    $0x00000008, R12
 
-copyvec9:
+copyvec11:
 	CMPQ    R11, R12
-	JG      copyone10
-	VMOVUPS (R8)(R11*4), Y8
-	VMOVUPS Y8, (R10)(R11*4)
+	JG      copyone12
+	VMOVUPS (R8)(R11*4), Y1
+	VMOVUPS Y1, (R10)(R11*4)
 	ADDQ    $0x00000008, R11
-	JMP     copyvec9
+	JMP     copyvec11
 
-copyone10:
+copyone12:
 	ADDQ $0x00000008, R12
 
-copyloop12:
+copyloop14:
 	CMPQ R11, R12
-	JGE  copied11
+	JGE  copied13
 	MOVL (R8)(R11*4), R13
 	MOVL R13, (R10)(R11*4)
 	INCQ R11
-	JMP  copyloop12
+	JMP  copyloop14
 
-copied11:
+copied13:
 	XORQ    R8, R8
-	VMOVUPS (R9)(R8*4), Y8
-	VADDPS  (R10)(R8*4), Y8, Y8
-	VMOVUPS Y8, (R10)(R8*4)
-	VADDPS  Y8, Y0, Y0
-	VMOVUPS 32(R9)(R8*4), Y8
-	VADDPS  32(R10)(R8*4), Y8, Y8
-	VMOVUPS Y8, 32(R10)(R8*4)
-	VADDPS  Y8, Y1, Y1
-	VMOVUPS 64(R9)(R8*4), Y8
-	VADDPS  64(R10)(R8*4), Y8, Y8
-	VMOVUPS Y8, 64(R10)(R8*4)
-	VADDPS  Y8, Y2, Y2
-	VMOVUPS 96(R9)(R8*4), Y8
-	VADDPS  96(R10)(R8*4), Y8, Y8
-	VMOVUPS Y8, 96(R10)(R8*4)
-	VADDPS  Y8, Y3, Y3
-	VMOVUPS 128(R9)(R8*4), Y8
-	VADDPS  128(R10)(R8*4), Y8, Y8
-	VMOVUPS Y8, 128(R10)(R8*4)
-	VADDPS  Y8, Y4, Y4
-	VMOVUPS 160(R9)(R8*4), Y8
-	VADDPS  160(R10)(R8*4), Y8, Y8
-	VMOVUPS Y8, 160(R10)(R8*4)
-	VADDPS  Y8, Y5, Y5
-	VMOVUPS 192(R9)(R8*4), Y8
-	VADDPS  192(R10)(R8*4), Y8, Y8
-	VMOVUPS Y8, 192(R10)(R8*4)
-	VADDPS  Y8, Y6, Y6
-	VMOVUPS 224(R9)(R8*4), Y8
-	VADDPS  224(R10)(R8*4), Y8, Y8
-	VMOVUPS Y8, 224(R10)(R8*4)
-	VADDPS  Y8, Y7, Y7
-	MOVQ    704(SP), R8
+	VMOVUPS (R9)(R8*4), Y1
+	VADDPS  (R10)(R8*4), Y1, Y1
+	VMOVUPS Y1, (R10)(R8*4)
+	VADDPS  Y1, Y0, Y0
+	VMOVUPS 32(R9)(R8*4), Y1
+	VADDPS  32(R10)(R8*4), Y1, Y1
+	VMOVUPS Y1, 32(R10)(R8*4)
+	VADDPS  Y1, Y2, Y2
+	VMOVUPS 64(R9)(R8*4), Y1
+	VADDPS  64(R10)(R8*4), Y1, Y1
+	VMOVUPS Y1, 64(R10)(R8*4)
+	VADDPS  Y1, Y3, Y3
+	VMOVUPS 96(R9)(R8*4), Y1
+	VADDPS  96(R10)(R8*4), Y1, Y1
+	VMOVUPS Y1, 96(R10)(R8*4)
+	VADDPS  Y1, Y4, Y4
+	VMOVUPS 128(R9)(R8*4), Y1
+	VADDPS  128(R10)(R8*4), Y1, Y1
+	VMOVUPS Y1, 128(R10)(R8*4)
+	VADDPS  Y1, Y5, Y5
+	VMOVUPS 160(R9)(R8*4), Y1
+	VADDPS  160(R10)(R8*4), Y1, Y1
+	VMOVUPS Y1, 160(R10)(R8*4)
+	VADDPS  Y1, Y6, Y6
+	VMOVUPS 192(R9)(R8*4), Y1
+	VADDPS  192(R10)(R8*4), Y1, Y1
+	VMOVUPS Y1, 192(R10)(R8*4)
+	VADDPS  Y1, Y7, Y7
+	VMOVUPS 224(R9)(R8*4), Y1
+	VADDPS  224(R10)(R8*4), Y1, Y1
+	VMOVUPS Y1, 224(R10)(R8*4)
+	VADDPS  Y1, Y8, Y8
+	MOVQ    720(SP), R8
 	LEAQ    384(SP), R9
-	MOVQ    696(SP), R11
+	MOVQ    712(SP), R11
 	XORQ    R10, R10
 	SUBQ    $0x00000008, R11
 
-copyvec13:
+copyvec15:
 	CMPQ    R10, R11
-	JG      copyone14
-	VMOVUPS (R9)(R10*4), Y8
-	VMOVUPS Y8, (R8)(R10*4)
+	JG      copyone16
+	VMOVUPS (R9)(R10*4), Y1
+	VMOVUPS Y1, (R8)(R10*4)
 	ADDQ    $0x00000008, R10
-	JMP     copyvec13
+	JMP     copyvec15
 
-copyone14:
+copyone16:
 	ADDQ $0x00000008, R11
 
-copyloop16:
+copyloop18:
 	CMPQ R10, R11
-	JGE  copied15
+	JGE  copied17
 	MOVL (R9)(R10*4), R12
 	MOVL R12, (R8)(R10*4)
 	INCQ R10
-	JMP  copyloop16
+	JMP  copyloop18
 
-copied15:
+copied17:
 addsummed:
-	VADDPS Y4, Y0, Y0
-	VADDPS Y5, Y1, Y1
+	VADDPS Y5, Y0, Y0
 	VADDPS Y6, Y2, Y2
 	VADDPS Y7, Y3, Y3
+	VADDPS Y8, Y4, Y4
+	VADDPS Y3, Y0, Y0
+	VADDPS Y4, Y2, Y2
 	VADDPS Y2, Y0, Y0
-	VADDPS Y3, Y1, Y1
-	VADDPS Y1, Y0, Y0
 
 mean:
 	VEXTRACTF128 $0x01, Y0, X1
@@ -23689,260 +23743,279 @@ mean:
 	VSUBSS   X1, X1, X0
 	VUCOMISS X0, X0
 	JPS      ret
-	CMPL     716(SP), $0x00
-	JE       divide17
-	VMULSS   716(SP), X1, X0
-	JMP      divided18
+	CMPL     732(SP), $0x00
+	JE       divide19
+	VMULSS   732(SP), X1, X0
+	JMP      divided20
 
-divide17:
-	VDIVSS 712(SP), X1, X0
+divide19:
+	VDIVSS 728(SP), X1, X0
 
-divided18:
-	VBROADCASTSS X0, Y8
+divided20:
+	VBROADCASTSS X0, Y1
 	JMP          centered
 
 nocenter:
-	VXORPS Y8, Y8, Y8
+	VXORPS  Y1, Y1, Y1
+	VMOVUPS X1, 656(SP)
 
 centered:
 	MOVQ DX, R8
+	XORQ R9, R9
+	CMPQ 696(SP), $0x01
+	JE   sqrow
 
+sqnext:
+	MOVQ         R9, R10
+	SHRQ         $0x05, R10
+	VBROADCASTSS 656(SP)(R10*4), Y1
+
+sqrow:
 	// Sum of the squares of x - m: element i goes to partial i%64.
-	MOVQ   job_d+0(AX), R10
-	SUBQ   $0x00000040, R10
+	MOVQ   job_d+0(AX), R11
+	SUBQ   $0x00000040, R11
 	JGE    sqfirstblock
 	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
 	VXORPS Y3, Y3, Y3
 	VXORPS Y4, Y4, Y4
 	VXORPS Y5, Y5, Y5
 	VXORPS Y6, Y6, Y6
 	VXORPS Y7, Y7, Y7
-	XORQ   R9, R9
+	VXORPS Y8, Y8, Y8
+	XORQ   R10, R10
 	JMP    sqsumtail
 
 sqfirstblock:
 	// +0 + square is the square itself: the first block initializes the partials.
-	XORQ    R9, R9
-	VMOVUPS (R8)(R9*4), Y0
-	VSUBPS  Y8, Y0, Y0
+	XORQ    R10, R10
+	VMOVUPS (R8)(R10*4), Y0
+	VSUBPS  Y1, Y0, Y0
 	VMULPS  Y0, Y0, Y0
-	VMOVUPS 32(R8)(R9*4), Y1
-	VSUBPS  Y8, Y1, Y1
-	VMULPS  Y1, Y1, Y1
-	VMOVUPS 64(R8)(R9*4), Y2
-	VSUBPS  Y8, Y2, Y2
+	VMOVUPS 32(R8)(R10*4), Y2
+	VSUBPS  Y1, Y2, Y2
 	VMULPS  Y2, Y2, Y2
-	VMOVUPS 96(R8)(R9*4), Y3
-	VSUBPS  Y8, Y3, Y3
+	VMOVUPS 64(R8)(R10*4), Y3
+	VSUBPS  Y1, Y3, Y3
 	VMULPS  Y3, Y3, Y3
-	VMOVUPS 128(R8)(R9*4), Y4
-	VSUBPS  Y8, Y4, Y4
+	VMOVUPS 96(R8)(R10*4), Y4
+	VSUBPS  Y1, Y4, Y4
 	VMULPS  Y4, Y4, Y4
-	VMOVUPS 160(R8)(R9*4), Y5
-	VSUBPS  Y8, Y5, Y5
+	VMOVUPS 128(R8)(R10*4), Y5
+	VSUBPS  Y1, Y5, Y5
 	VMULPS  Y5, Y5, Y5
-	VMOVUPS 192(R8)(R9*4), Y6
-	VSUBPS  Y8, Y6, Y6
+	VMOVUPS 160(R8)(R10*4), Y6
+	VSUBPS  Y1, Y6, Y6
 	VMULPS  Y6, Y6, Y6
-	VMOVUPS 224(R8)(R9*4), Y7
-	VSUBPS  Y8, Y7, Y7
+	VMOVUPS 192(R8)(R10*4), Y7
+	VSUBPS  Y1, Y7, Y7
 	VMULPS  Y7, Y7, Y7
-	MOVQ    $0x00000040, R9
+	VMOVUPS 224(R8)(R10*4), Y8
+	VSUBPS  Y1, Y8, Y8
+	VMULPS  Y8, Y8, Y8
+	MOVQ    $0x00000040, R10
 
 	// With flagPF, the rows ahead are prefetched: one loop for both, the flag tested per block.
-	MOVQ DI, R11
+	MOVQ DI, R12
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows19
-	SHLQ $0x03, R11
+	JA   longrows21
+	SHLQ $0x03, R12
 
-longrows19:
-	ADDQ R8, R11
-	MOVL job_flags+0(AX), R12
+longrows21:
+	ADDQ R8, R12
+	MOVL job_flags+0(AX), R13
 
 	PCALIGN $32
 sqsumloop:
-	CMPQ  R9, R10
+	CMPQ  R10, R11
 	JG    sqsumtail
-	TESTL $0x00000002, R12
+	TESTL $0x00000002, R13
 	JNZ   sqsumpf
 
 sqsumblock:
-	VMOVUPS (R8)(R9*4), Y9
-	VSUBPS  Y8, Y9, Y9
+	VMOVUPS (R8)(R10*4), Y9
+	VSUBPS  Y1, Y9, Y9
 	VMULPS  Y9, Y9, Y9
 	VADDPS  Y9, Y0, Y0
-	VMOVUPS 32(R8)(R9*4), Y9
-	VSUBPS  Y8, Y9, Y9
-	VMULPS  Y9, Y9, Y9
-	VADDPS  Y9, Y1, Y1
-	VMOVUPS 64(R8)(R9*4), Y9
-	VSUBPS  Y8, Y9, Y9
+	VMOVUPS 32(R8)(R10*4), Y9
+	VSUBPS  Y1, Y9, Y9
 	VMULPS  Y9, Y9, Y9
 	VADDPS  Y9, Y2, Y2
-	VMOVUPS 96(R8)(R9*4), Y9
-	VSUBPS  Y8, Y9, Y9
+	VMOVUPS 64(R8)(R10*4), Y9
+	VSUBPS  Y1, Y9, Y9
 	VMULPS  Y9, Y9, Y9
 	VADDPS  Y9, Y3, Y3
-	VMOVUPS 128(R8)(R9*4), Y9
-	VSUBPS  Y8, Y9, Y9
+	VMOVUPS 96(R8)(R10*4), Y9
+	VSUBPS  Y1, Y9, Y9
 	VMULPS  Y9, Y9, Y9
 	VADDPS  Y9, Y4, Y4
-	VMOVUPS 160(R8)(R9*4), Y9
-	VSUBPS  Y8, Y9, Y9
+	VMOVUPS 128(R8)(R10*4), Y9
+	VSUBPS  Y1, Y9, Y9
 	VMULPS  Y9, Y9, Y9
 	VADDPS  Y9, Y5, Y5
-	VMOVUPS 192(R8)(R9*4), Y9
-	VSUBPS  Y8, Y9, Y9
+	VMOVUPS 160(R8)(R10*4), Y9
+	VSUBPS  Y1, Y9, Y9
 	VMULPS  Y9, Y9, Y9
 	VADDPS  Y9, Y6, Y6
-	VMOVUPS 224(R8)(R9*4), Y9
-	VSUBPS  Y8, Y9, Y9
+	VMOVUPS 192(R8)(R10*4), Y9
+	VSUBPS  Y1, Y9, Y9
 	VMULPS  Y9, Y9, Y9
 	VADDPS  Y9, Y7, Y7
-	ADDQ    $0x00000040, R9
+	VMOVUPS 224(R8)(R10*4), Y9
+	VSUBPS  Y1, Y9, Y9
+	VMULPS  Y9, Y9, Y9
+	VADDPS  Y9, Y8, Y8
+	ADDQ    $0x00000040, R10
 	JMP     sqsumloop
 
 	// Out of the loop's way: the prefetches, whose flag is usually clear.
 sqsumpf:
-	TESTL $0x00000040, R12
-	JZ    pipepf20
-	TESTL $0x00000020, R12
-	JZ    pipepf20
-	CMPQ  R9, $0x00000400
+	TESTL $0x00000040, R13
+	JZ    pipepf22
+	TESTL $0x00000020, R13
+	JZ    pipepf22
+	CMPQ  R10, $0x00000400
 	JAE   sqsumblock
 
-pipepf20:
-	PREFETCHT0 (R11)(R9*4)
-	PREFETCHT0 64(R11)(R9*4)
-	PREFETCHT0 128(R11)(R9*4)
-	PREFETCHT0 192(R11)(R9*4)
+pipepf22:
+	PREFETCHT0 (R12)(R10*4)
+	PREFETCHT0 64(R12)(R10*4)
+	PREFETCHT0 128(R12)(R10*4)
+	PREFETCHT0 192(R12)(R10*4)
 	JMP        sqsumblock
 
 sqsumtail:
 	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
-	MOVQ job_d+0(AX), R10
-	SUBQ R9, R10
+	MOVQ job_d+0(AX), R11
+	SUBQ R10, R11
 	JZ   sqsummed
-	LEAQ (R8)(R9*4), R8
-	LEAQ 128(SP), R9
-	MOVQ R10, R12
-	XORQ R11, R11
-	SUBQ $0x00000008, R12
+	LEAQ (R8)(R10*4), R10
+	LEAQ 128(SP), R12
+	MOVQ R11, R14
+	XORQ R13, R13
+	SUBQ $0x00000008, R14
 
-copyvec21:
-	CMPQ    R11, R12
-	JG      copyone22
-	VMOVUPS (R8)(R11*4), Y9
-	VMOVUPS Y9, (R9)(R11*4)
-	ADDQ    $0x00000008, R11
-	JMP     copyvec21
+copyvec23:
+	CMPQ    R13, R14
+	JG      copyone24
+	VMOVUPS (R10)(R13*4), Y9
+	VMOVUPS Y9, (R12)(R13*4)
+	ADDQ    $0x00000008, R13
+	JMP     copyvec23
 
-copyone22:
-	ADDQ $0x00000008, R12
+copyone24:
+	ADDQ $0x00000008, R14
 
-copyloop24:
-	CMPQ R11, R12
-	JGE  copied23
-	MOVL (R8)(R11*4), R13
-	MOVL R13, (R9)(R11*4)
-	INCQ R11
-	JMP  copyloop24
+copyloop26:
+	CMPQ R13, R14
+	JGE  copied25
+	MOVL (R10)(R13*4), R15
+	MOVL R15, (R12)(R13*4)
+	INCQ R13
+	JMP  copyloop26
 
-copied23:
-	VMOVQ        R10, X9
+copied25:
+	VMOVQ        R11, X9
 	VPBROADCASTD X9, Y9
-	VMOVUPS      (R9), Y10
-	VSUBPS       Y8, Y10, Y10
+	VMOVUPS      (R12), Y10
+	VSUBPS       Y1, Y10, Y10
 	VPCMPGTD     iota64<>+0(SB), Y9, Y11
 	VANDPS       Y11, Y10, Y10
 	VMULPS       Y10, Y10, Y10
 	VADDPS       Y10, Y0, Y0
-	VMOVUPS      32(R9), Y10
-	VSUBPS       Y8, Y10, Y10
+	VMOVUPS      32(R12), Y10
+	VSUBPS       Y1, Y10, Y10
 	VPCMPGTD     iota64<>+32(SB), Y9, Y11
 	VANDPS       Y11, Y10, Y10
 	VMULPS       Y10, Y10, Y10
-	VADDPS       Y10, Y1, Y1
-	VMOVUPS      64(R9), Y10
-	VSUBPS       Y8, Y10, Y10
+	VADDPS       Y10, Y2, Y2
+	VMOVUPS      64(R12), Y10
+	VSUBPS       Y1, Y10, Y10
 	VPCMPGTD     iota64<>+64(SB), Y9, Y11
 	VANDPS       Y11, Y10, Y10
 	VMULPS       Y10, Y10, Y10
-	VADDPS       Y10, Y2, Y2
-	VMOVUPS      96(R9), Y10
-	VSUBPS       Y8, Y10, Y10
+	VADDPS       Y10, Y3, Y3
+	VMOVUPS      96(R12), Y10
+	VSUBPS       Y1, Y10, Y10
 	VPCMPGTD     iota64<>+96(SB), Y9, Y11
 	VANDPS       Y11, Y10, Y10
 	VMULPS       Y10, Y10, Y10
-	VADDPS       Y10, Y3, Y3
-	VMOVUPS      128(R9), Y10
-	VSUBPS       Y8, Y10, Y10
+	VADDPS       Y10, Y4, Y4
+	VMOVUPS      128(R12), Y10
+	VSUBPS       Y1, Y10, Y10
 	VPCMPGTD     iota64<>+128(SB), Y9, Y11
 	VANDPS       Y11, Y10, Y10
 	VMULPS       Y10, Y10, Y10
-	VADDPS       Y10, Y4, Y4
-	VMOVUPS      160(R9), Y10
-	VSUBPS       Y8, Y10, Y10
+	VADDPS       Y10, Y5, Y5
+	VMOVUPS      160(R12), Y10
+	VSUBPS       Y1, Y10, Y10
 	VPCMPGTD     iota64<>+160(SB), Y9, Y11
 	VANDPS       Y11, Y10, Y10
 	VMULPS       Y10, Y10, Y10
-	VADDPS       Y10, Y5, Y5
-	VMOVUPS      192(R9), Y10
-	VSUBPS       Y8, Y10, Y10
+	VADDPS       Y10, Y6, Y6
+	VMOVUPS      192(R12), Y10
+	VSUBPS       Y1, Y10, Y10
 	VPCMPGTD     iota64<>+192(SB), Y9, Y11
 	VANDPS       Y11, Y10, Y10
 	VMULPS       Y10, Y10, Y10
-	VADDPS       Y10, Y6, Y6
-	VMOVUPS      224(R9), Y10
-	VSUBPS       Y8, Y10, Y10
+	VADDPS       Y10, Y7, Y7
+	VMOVUPS      224(R12), Y10
+	VSUBPS       Y1, Y10, Y10
 	VPCMPGTD     iota64<>+224(SB), Y9, Y9
 	VANDPS       Y9, Y10, Y10
 	VMULPS       Y10, Y10, Y10
-	VADDPS       Y10, Y7, Y7
+	VADDPS       Y10, Y8, Y8
 
 sqsummed:
-	VADDPS Y4, Y0, Y0
-	VADDPS Y5, Y1, Y1
-	VADDPS Y6, Y2, Y2
-	VADDPS Y7, Y3, Y3
-	VADDPS Y2, Y0, Y0
-	VADDPS Y3, Y1, Y1
-	VADDPS Y1, Y0, Y0
+	VADDPS  Y5, Y0, Y0
+	VADDPS  Y6, Y2, Y2
+	VADDPS  Y7, Y3, Y3
+	VADDPS  Y8, Y4, Y4
+	VADDPS  Y3, Y0, Y0
+	VADDPS  Y4, Y2, Y2
+	VADDPS  Y2, Y0, Y0
+	CMPQ    696(SP), $0x01
+	JE      invone
+	VMOVUPS Y0, (SP)(R9*1)
+	ADDQ    DI, R8
+	ADDQ    $0x00000020, R9
+	CMPQ    R9, $0x00000080
+	JB      sqnext
+	JMP     invgroup
 
+invone:
 	// Halving tree: p[j] += p[j+h] for the remaining h, down to ss.
-	VEXTRACTF128 $0x01, Y0, X1
-	VADDPS       X1, X0, X1
-	VMOVHLPS     X1, X1, X0
-	VADDPS       X0, X1, X1
-	VMOVSHDUP    X1, X0
-	VADDSS       X0, X1, X1
+	VEXTRACTF128 $0x01, Y0, X2
+	VADDPS       X2, X0, X2
+	VMOVHLPS     X2, X2, X0
+	VADDPS       X0, X2, X2
+	VMOVSHDUP    X2, X0
+	VADDSS       X0, X2, X2
 
 	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
-	CMPL   716(SP), $0x00
-	JE     divide25
-	VMULSS 716(SP), X1, X1
-	JMP    divided26
+	CMPL   732(SP), $0x00
+	JE     divide27
+	VMULSS 732(SP), X2, X2
+	JMP    divided28
 
-divide25:
-	VDIVSS 712(SP), X1, X1
+divide27:
+	VDIVSS 728(SP), X2, X2
 
-divided26:
-	VADDSS   job_eps+0(AX), X1, X1
-	VUCOMISS tlo<>+0(SB), X1
+divided28:
+	VADDSS   job_eps+0(AX), X2, X2
+	VUCOMISS tlo<>+0(SB), X2
 	JCS      ret
-	VUCOMISS tmax<>+0(SB), X1
+	VUCOMISS tmax<>+0(SB), X2
 	JHI      ret
-	VSQRTSS  X1, X1, X1
+	VSQRTSS  X2, X2, X2
 	VMOVSS   one<>+0(SB), X0
-	VDIVSS   X1, X0, X0
+	VDIVSS   X2, X0, X0
 
 	// Report 1/rms if asked.
 	MOVQ   job_inv+0(AX), R8
 	TESTQ  R8, R8
 	JZ     reportmean
-	MOVQ   656(SP), R9
+	MOVQ   672(SP), R9
 	VMOVSS X0, (R8)(R9*4)
 
 reportmean:
@@ -23950,32 +24023,97 @@ reportmean:
 	MOVQ   job_mean+0(AX), R8
 	TESTQ  R8, R8
 	JZ     scale
-	MOVQ   656(SP), R9
-	VMOVSS X8, (R8)(R9*4)
+	MOVQ   672(SP), R9
+	VMOVSS X1, (R8)(R9*4)
+	JMP    scale
+
+invgroup:
+	// The rest of the halving tree, four rows at once.
+	VMOVUPS      (SP), Y0
+	VMOVUPS      32(SP), Y2
+	VMOVUPS      64(SP), Y3
+	VMOVUPS      96(SP), Y4
+	VPERM2F128   $0x20, Y2, Y0, Y5
+	VPERM2F128   $0x31, Y2, Y0, Y0
+	VADDPS       Y0, Y5, Y5
+	VPERM2F128   $0x20, Y4, Y3, Y0
+	VPERM2F128   $0x31, Y4, Y3, Y2
+	VADDPS       Y2, Y0, Y0
+	VSHUFPS      $0x44, Y0, Y5, Y2
+	VSHUFPS      $0xee, Y0, Y5, Y0
+	VADDPS       Y0, Y2, Y2
+	VHADDPS      Y2, Y2, Y2
+	VEXTRACTF128 $0x01, Y2, X0
+	VUNPCKLPS    X0, X2, X0
+
+	// t = ss/d + eps for the four rows; any t outside [2^-100, MaxFloat32] sends the group to the one-row path.
+	CMPL         732(SP), $0x00
+	JE           divide29
+	VBROADCASTSS 732(SP), X2
+	VMULPS       X2, X0, X2
+	JMP          divided30
+
+divide29:
+	VBROADCASTSS 728(SP), X2
+	VDIVPS       X2, X0, X2
+
+divided30:
+	VBROADCASTSS job_eps+0(AX), X0
+	VADDPS       X0, X2, X2
+	VCMPPS       $0x1d, tlo4<>+0(SB), X2, X0
+	VCMPPS       $0x12, tmax4<>+0(SB), X2, X3
+	VANDPS       X3, X0, X0
+	VMOVMSKPS    X0, R8
+	CMPL         R8, $0x0f
+	JE           ginrange
+	MOVQ         $0x00000004, 688(SP)
+	JMP          row
+
+ginrange:
+	VSQRTPS      X2, X2
+	VBROADCASTSS one<>+0(SB), X0
+	VDIVPS       X2, X0, X0
+
+	// Report 1/rms if asked.
+	MOVQ    job_inv+0(AX), R8
+	TESTQ   R8, R8
+	JZ      reportmeans
+	MOVQ    672(SP), R9
+	VMOVUPS X0, (R8)(R9*4)
+
+reportmeans:
+	// Report the group's means if asked.
+	MOVQ    job_mean+0(AX), R8
+	TESTQ   R8, R8
+	JZ      scale
+	MOVQ    672(SP), R9
+	VMOVUPS 656(SP), X2
+	VMOVUPS X2, (R8)(R9*4)
 
 scale:
 	VBROADCASTSS X0, Y9
-	MOVQ         $0x00000000, 688(SP)
-	CMPQ         680(SP), $0x01
+	MOVQ         $0x00000000, 704(SP)
+	CMPQ         696(SP), $0x01
 	JE           scalebody
 	VMOVUPS      X0, 640(SP)
 
 scalerow:
-	MOVQ         688(SP), R8
+	MOVQ         704(SP), R8
 	VBROADCASTSS 640(SP)(R8*4), Y9
+	VBROADCASTSS 656(SP)(R8*4), Y1
 
 scalebody:
 	VBROADCASTSS one<>+0(SB), Y10
 	TESTL        $0x00000010, job_flags+0(AX)
-	JNZ          weightadd27
+	JNZ          weightadd31
 	VBROADCASTSS negzero<>+0(SB), Y10
 
-weightadd27:
+weightadd31:
 	TESTL  $0x00000040, job_flags+0(AX)
 	JZ     nopipe
 	TESTL  $0x00000020, job_flags+0(AX)
 	JZ     nopipe
-	MOVQ   656(SP), R8
+	MOVQ   672(SP), R8
 	INCQ   R8
 	CMPQ   R8, to+16(FP)
 	JAE    nopipe
@@ -23984,18 +24122,18 @@ weightadd27:
 	JNZ    nopipe
 	TESTQ  $0x0000001f, CX
 	JNZ    nopipe
-	CMPQ   680(SP), $0x01
+	CMPQ   696(SP), $0x01
 	JNE    nopipe
 	MOVQ   DX, R8
 	ADDQ   DI, R8
 	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
 	VXORPS Y3, Y3, Y3
 	VXORPS Y4, Y4, Y4
 	VXORPS Y5, Y5, Y5
 	VXORPS Y6, Y6, Y6
 	VXORPS Y7, Y7, Y7
+	VXORPS Y8, Y8, Y8
 	MOVQ   job_bias+0(AX), R9
 	XORQ   R10, R10
 	TESTQ  SI, SI
@@ -24013,63 +24151,63 @@ pipeweightedloop:
 	VMOVUPS    (R8)(R10*4), Y10
 	VADDPS     Y10, Y0, Y0
 	VMOVUPS    (DX)(R10*4), Y10
-	VSUBPS     Y8, Y10, Y10
+	VSUBPS     Y1, Y10, Y10
 	VMULPS     Y9, Y10, Y10
 	VMULPS     (SI)(R10*4), Y10, Y10
 	VADDPS     (R9)(R10*4), Y10, Y10
 	VMOVNTPS   Y10, (CX)(R10*4)
 	VMOVUPS    32(R8)(R10*4), Y10
-	VADDPS     Y10, Y1, Y1
+	VADDPS     Y10, Y2, Y2
 	VMOVUPS    32(DX)(R10*4), Y10
-	VSUBPS     Y8, Y10, Y10
+	VSUBPS     Y1, Y10, Y10
 	VMULPS     Y9, Y10, Y10
 	VMULPS     32(SI)(R10*4), Y10, Y10
 	VADDPS     32(R9)(R10*4), Y10, Y10
 	VMOVNTPS   Y10, 32(CX)(R10*4)
 	VMOVUPS    64(R8)(R10*4), Y10
-	VADDPS     Y10, Y2, Y2
+	VADDPS     Y10, Y3, Y3
 	VMOVUPS    64(DX)(R10*4), Y10
-	VSUBPS     Y8, Y10, Y10
+	VSUBPS     Y1, Y10, Y10
 	VMULPS     Y9, Y10, Y10
 	VMULPS     64(SI)(R10*4), Y10, Y10
 	VADDPS     64(R9)(R10*4), Y10, Y10
 	VMOVNTPS   Y10, 64(CX)(R10*4)
 	VMOVUPS    96(R8)(R10*4), Y10
-	VADDPS     Y10, Y3, Y3
+	VADDPS     Y10, Y4, Y4
 	VMOVUPS    96(DX)(R10*4), Y10
-	VSUBPS     Y8, Y10, Y10
+	VSUBPS     Y1, Y10, Y10
 	VMULPS     Y9, Y10, Y10
 	VMULPS     96(SI)(R10*4), Y10, Y10
 	VADDPS     96(R9)(R10*4), Y10, Y10
 	VMOVNTPS   Y10, 96(CX)(R10*4)
 	VMOVUPS    128(R8)(R10*4), Y10
-	VADDPS     Y10, Y4, Y4
+	VADDPS     Y10, Y5, Y5
 	VMOVUPS    128(DX)(R10*4), Y10
-	VSUBPS     Y8, Y10, Y10
+	VSUBPS     Y1, Y10, Y10
 	VMULPS     Y9, Y10, Y10
 	VMULPS     128(SI)(R10*4), Y10, Y10
 	VADDPS     128(R9)(R10*4), Y10, Y10
 	VMOVNTPS   Y10, 128(CX)(R10*4)
 	VMOVUPS    160(R8)(R10*4), Y10
-	VADDPS     Y10, Y5, Y5
+	VADDPS     Y10, Y6, Y6
 	VMOVUPS    160(DX)(R10*4), Y10
-	VSUBPS     Y8, Y10, Y10
+	VSUBPS     Y1, Y10, Y10
 	VMULPS     Y9, Y10, Y10
 	VMULPS     160(SI)(R10*4), Y10, Y10
 	VADDPS     160(R9)(R10*4), Y10, Y10
 	VMOVNTPS   Y10, 160(CX)(R10*4)
 	VMOVUPS    192(R8)(R10*4), Y10
-	VADDPS     Y10, Y6, Y6
+	VADDPS     Y10, Y7, Y7
 	VMOVUPS    192(DX)(R10*4), Y10
-	VSUBPS     Y8, Y10, Y10
+	VSUBPS     Y1, Y10, Y10
 	VMULPS     Y9, Y10, Y10
 	VMULPS     192(SI)(R10*4), Y10, Y10
 	VADDPS     192(R9)(R10*4), Y10, Y10
 	VMOVNTPS   Y10, 192(CX)(R10*4)
 	VMOVUPS    224(R8)(R10*4), Y10
-	VADDPS     Y10, Y7, Y7
+	VADDPS     Y10, Y8, Y8
 	VMOVUPS    224(DX)(R10*4), Y10
-	VSUBPS     Y8, Y10, Y10
+	VSUBPS     Y1, Y10, Y10
 	VMULPS     Y9, Y10, Y10
 	VMULPS     224(SI)(R10*4), Y10, Y10
 	VADDPS     224(R9)(R10*4), Y10, Y10
@@ -24088,56 +24226,56 @@ pipeweightednobiasloop:
 	VMOVUPS    (R8)(R10*4), Y10
 	VADDPS     Y10, Y0, Y0
 	VMOVUPS    (DX)(R10*4), Y10
-	VSUBPS     Y8, Y10, Y10
+	VSUBPS     Y1, Y10, Y10
 	VMULPS     Y9, Y10, Y10
 	VMULPS     (SI)(R10*4), Y10, Y10
 	VMOVNTPS   Y10, (CX)(R10*4)
 	VMOVUPS    32(R8)(R10*4), Y10
-	VADDPS     Y10, Y1, Y1
+	VADDPS     Y10, Y2, Y2
 	VMOVUPS    32(DX)(R10*4), Y10
-	VSUBPS     Y8, Y10, Y10
+	VSUBPS     Y1, Y10, Y10
 	VMULPS     Y9, Y10, Y10
 	VMULPS     32(SI)(R10*4), Y10, Y10
 	VMOVNTPS   Y10, 32(CX)(R10*4)
 	VMOVUPS    64(R8)(R10*4), Y10
-	VADDPS     Y10, Y2, Y2
+	VADDPS     Y10, Y3, Y3
 	VMOVUPS    64(DX)(R10*4), Y10
-	VSUBPS     Y8, Y10, Y10
+	VSUBPS     Y1, Y10, Y10
 	VMULPS     Y9, Y10, Y10
 	VMULPS     64(SI)(R10*4), Y10, Y10
 	VMOVNTPS   Y10, 64(CX)(R10*4)
 	VMOVUPS    96(R8)(R10*4), Y10
-	VADDPS     Y10, Y3, Y3
+	VADDPS     Y10, Y4, Y4
 	VMOVUPS    96(DX)(R10*4), Y10
-	VSUBPS     Y8, Y10, Y10
+	VSUBPS     Y1, Y10, Y10
 	VMULPS     Y9, Y10, Y10
 	VMULPS     96(SI)(R10*4), Y10, Y10
 	VMOVNTPS   Y10, 96(CX)(R10*4)
 	VMOVUPS    128(R8)(R10*4), Y10
-	VADDPS     Y10, Y4, Y4
+	VADDPS     Y10, Y5, Y5
 	VMOVUPS    128(DX)(R10*4), Y10
-	VSUBPS     Y8, Y10, Y10
+	VSUBPS     Y1, Y10, Y10
 	VMULPS     Y9, Y10, Y10
 	VMULPS     128(SI)(R10*4), Y10, Y10
 	VMOVNTPS   Y10, 128(CX)(R10*4)
 	VMOVUPS    160(R8)(R10*4), Y10
-	VADDPS     Y10, Y5, Y5
+	VADDPS     Y10, Y6, Y6
 	VMOVUPS    160(DX)(R10*4), Y10
-	VSUBPS     Y8, Y10, Y10
+	VSUBPS     Y1, Y10, Y10
 	VMULPS     Y9, Y10, Y10
 	VMULPS     160(SI)(R10*4), Y10, Y10
 	VMOVNTPS   Y10, 160(CX)(R10*4)
 	VMOVUPS    192(R8)(R10*4), Y10
-	VADDPS     Y10, Y6, Y6
+	VADDPS     Y10, Y7, Y7
 	VMOVUPS    192(DX)(R10*4), Y10
-	VSUBPS     Y8, Y10, Y10
+	VSUBPS     Y1, Y10, Y10
 	VMULPS     Y9, Y10, Y10
 	VMULPS     192(SI)(R10*4), Y10, Y10
 	VMOVNTPS   Y10, 192(CX)(R10*4)
 	VMOVUPS    224(R8)(R10*4), Y10
-	VADDPS     Y10, Y7, Y7
+	VADDPS     Y10, Y8, Y8
 	VMOVUPS    224(DX)(R10*4), Y10
-	VSUBPS     Y8, Y10, Y10
+	VSUBPS     Y1, Y10, Y10
 	VMULPS     Y9, Y10, Y10
 	VMULPS     224(SI)(R10*4), Y10, Y10
 	VMOVNTPS   Y10, 224(CX)(R10*4)
@@ -24158,7 +24296,7 @@ pipeoffsetloop:
 	VMOVUPS    (R8)(R10*4), Y11
 	VADDPS     Y11, Y0, Y0
 	VMOVUPS    (DX)(R10*4), Y11
-	VSUBPS     Y8, Y11, Y11
+	VSUBPS     Y1, Y11, Y11
 	VMULPS     Y9, Y11, Y11
 	VMOVUPS    (SI)(R10*4), Y12
 	VADDPS     Y10, Y12, Y12
@@ -24166,9 +24304,9 @@ pipeoffsetloop:
 	VADDPS     (R9)(R10*4), Y11, Y11
 	VMOVNTPS   Y11, (CX)(R10*4)
 	VMOVUPS    32(R8)(R10*4), Y11
-	VADDPS     Y11, Y1, Y1
+	VADDPS     Y11, Y2, Y2
 	VMOVUPS    32(DX)(R10*4), Y11
-	VSUBPS     Y8, Y11, Y11
+	VSUBPS     Y1, Y11, Y11
 	VMULPS     Y9, Y11, Y11
 	VMOVUPS    32(SI)(R10*4), Y12
 	VADDPS     Y10, Y12, Y12
@@ -24176,9 +24314,9 @@ pipeoffsetloop:
 	VADDPS     32(R9)(R10*4), Y11, Y11
 	VMOVNTPS   Y11, 32(CX)(R10*4)
 	VMOVUPS    64(R8)(R10*4), Y11
-	VADDPS     Y11, Y2, Y2
+	VADDPS     Y11, Y3, Y3
 	VMOVUPS    64(DX)(R10*4), Y11
-	VSUBPS     Y8, Y11, Y11
+	VSUBPS     Y1, Y11, Y11
 	VMULPS     Y9, Y11, Y11
 	VMOVUPS    64(SI)(R10*4), Y12
 	VADDPS     Y10, Y12, Y12
@@ -24186,9 +24324,9 @@ pipeoffsetloop:
 	VADDPS     64(R9)(R10*4), Y11, Y11
 	VMOVNTPS   Y11, 64(CX)(R10*4)
 	VMOVUPS    96(R8)(R10*4), Y11
-	VADDPS     Y11, Y3, Y3
+	VADDPS     Y11, Y4, Y4
 	VMOVUPS    96(DX)(R10*4), Y11
-	VSUBPS     Y8, Y11, Y11
+	VSUBPS     Y1, Y11, Y11
 	VMULPS     Y9, Y11, Y11
 	VMOVUPS    96(SI)(R10*4), Y12
 	VADDPS     Y10, Y12, Y12
@@ -24196,9 +24334,9 @@ pipeoffsetloop:
 	VADDPS     96(R9)(R10*4), Y11, Y11
 	VMOVNTPS   Y11, 96(CX)(R10*4)
 	VMOVUPS    128(R8)(R10*4), Y11
-	VADDPS     Y11, Y4, Y4
+	VADDPS     Y11, Y5, Y5
 	VMOVUPS    128(DX)(R10*4), Y11
-	VSUBPS     Y8, Y11, Y11
+	VSUBPS     Y1, Y11, Y11
 	VMULPS     Y9, Y11, Y11
 	VMOVUPS    128(SI)(R10*4), Y12
 	VADDPS     Y10, Y12, Y12
@@ -24206,9 +24344,9 @@ pipeoffsetloop:
 	VADDPS     128(R9)(R10*4), Y11, Y11
 	VMOVNTPS   Y11, 128(CX)(R10*4)
 	VMOVUPS    160(R8)(R10*4), Y11
-	VADDPS     Y11, Y5, Y5
+	VADDPS     Y11, Y6, Y6
 	VMOVUPS    160(DX)(R10*4), Y11
-	VSUBPS     Y8, Y11, Y11
+	VSUBPS     Y1, Y11, Y11
 	VMULPS     Y9, Y11, Y11
 	VMOVUPS    160(SI)(R10*4), Y12
 	VADDPS     Y10, Y12, Y12
@@ -24216,9 +24354,9 @@ pipeoffsetloop:
 	VADDPS     160(R9)(R10*4), Y11, Y11
 	VMOVNTPS   Y11, 160(CX)(R10*4)
 	VMOVUPS    192(R8)(R10*4), Y11
-	VADDPS     Y11, Y6, Y6
+	VADDPS     Y11, Y7, Y7
 	VMOVUPS    192(DX)(R10*4), Y11
-	VSUBPS     Y8, Y11, Y11
+	VSUBPS     Y1, Y11, Y11
 	VMULPS     Y9, Y11, Y11
 	VMOVUPS    192(SI)(R10*4), Y12
 	VADDPS     Y10, Y12, Y12
@@ -24226,9 +24364,9 @@ pipeoffsetloop:
 	VADDPS     192(R9)(R10*4), Y11, Y11
 	VMOVNTPS   Y11, 192(CX)(R10*4)
 	VMOVUPS    224(R8)(R10*4), Y11
-	VADDPS     Y11, Y7, Y7
+	VADDPS     Y11, Y8, Y8
 	VMOVUPS    224(DX)(R10*4), Y11
-	VSUBPS     Y8, Y11, Y11
+	VSUBPS     Y1, Y11, Y11
 	VMULPS     Y9, Y11, Y11
 	VMOVUPS    224(SI)(R10*4), Y12
 	VADDPS     Y10, Y12, Y12
@@ -24249,70 +24387,70 @@ pipeoffsetnobiasloop:
 	VMOVUPS    (R8)(R10*4), Y11
 	VADDPS     Y11, Y0, Y0
 	VMOVUPS    (DX)(R10*4), Y11
-	VSUBPS     Y8, Y11, Y11
+	VSUBPS     Y1, Y11, Y11
 	VMULPS     Y9, Y11, Y11
 	VMOVUPS    (SI)(R10*4), Y12
 	VADDPS     Y10, Y12, Y12
 	VMULPS     Y12, Y11, Y11
 	VMOVNTPS   Y11, (CX)(R10*4)
 	VMOVUPS    32(R8)(R10*4), Y11
-	VADDPS     Y11, Y1, Y1
+	VADDPS     Y11, Y2, Y2
 	VMOVUPS    32(DX)(R10*4), Y11
-	VSUBPS     Y8, Y11, Y11
+	VSUBPS     Y1, Y11, Y11
 	VMULPS     Y9, Y11, Y11
 	VMOVUPS    32(SI)(R10*4), Y12
 	VADDPS     Y10, Y12, Y12
 	VMULPS     Y12, Y11, Y11
 	VMOVNTPS   Y11, 32(CX)(R10*4)
 	VMOVUPS    64(R8)(R10*4), Y11
-	VADDPS     Y11, Y2, Y2
+	VADDPS     Y11, Y3, Y3
 	VMOVUPS    64(DX)(R10*4), Y11
-	VSUBPS     Y8, Y11, Y11
+	VSUBPS     Y1, Y11, Y11
 	VMULPS     Y9, Y11, Y11
 	VMOVUPS    64(SI)(R10*4), Y12
 	VADDPS     Y10, Y12, Y12
 	VMULPS     Y12, Y11, Y11
 	VMOVNTPS   Y11, 64(CX)(R10*4)
 	VMOVUPS    96(R8)(R10*4), Y11
-	VADDPS     Y11, Y3, Y3
+	VADDPS     Y11, Y4, Y4
 	VMOVUPS    96(DX)(R10*4), Y11
-	VSUBPS     Y8, Y11, Y11
+	VSUBPS     Y1, Y11, Y11
 	VMULPS     Y9, Y11, Y11
 	VMOVUPS    96(SI)(R10*4), Y12
 	VADDPS     Y10, Y12, Y12
 	VMULPS     Y12, Y11, Y11
 	VMOVNTPS   Y11, 96(CX)(R10*4)
 	VMOVUPS    128(R8)(R10*4), Y11
-	VADDPS     Y11, Y4, Y4
+	VADDPS     Y11, Y5, Y5
 	VMOVUPS    128(DX)(R10*4), Y11
-	VSUBPS     Y8, Y11, Y11
+	VSUBPS     Y1, Y11, Y11
 	VMULPS     Y9, Y11, Y11
 	VMOVUPS    128(SI)(R10*4), Y12
 	VADDPS     Y10, Y12, Y12
 	VMULPS     Y12, Y11, Y11
 	VMOVNTPS   Y11, 128(CX)(R10*4)
 	VMOVUPS    160(R8)(R10*4), Y11
-	VADDPS     Y11, Y5, Y5
+	VADDPS     Y11, Y6, Y6
 	VMOVUPS    160(DX)(R10*4), Y11
-	VSUBPS     Y8, Y11, Y11
+	VSUBPS     Y1, Y11, Y11
 	VMULPS     Y9, Y11, Y11
 	VMOVUPS    160(SI)(R10*4), Y12
 	VADDPS     Y10, Y12, Y12
 	VMULPS     Y12, Y11, Y11
 	VMOVNTPS   Y11, 160(CX)(R10*4)
 	VMOVUPS    192(R8)(R10*4), Y11
-	VADDPS     Y11, Y6, Y6
+	VADDPS     Y11, Y7, Y7
 	VMOVUPS    192(DX)(R10*4), Y11
-	VSUBPS     Y8, Y11, Y11
+	VSUBPS     Y1, Y11, Y11
 	VMULPS     Y9, Y11, Y11
 	VMOVUPS    192(SI)(R10*4), Y12
 	VADDPS     Y10, Y12, Y12
 	VMULPS     Y12, Y11, Y11
 	VMOVNTPS   Y11, 192(CX)(R10*4)
 	VMOVUPS    224(R8)(R10*4), Y11
-	VADDPS     Y11, Y7, Y7
+	VADDPS     Y11, Y8, Y8
 	VMOVUPS    224(DX)(R10*4), Y11
-	VSUBPS     Y8, Y11, Y11
+	VSUBPS     Y1, Y11, Y11
 	VMULPS     Y9, Y11, Y11
 	VMOVUPS    224(SI)(R10*4), Y12
 	VADDPS     Y10, Y12, Y12
@@ -24335,56 +24473,56 @@ pipenoweightloop:
 	VMOVUPS    (R8)(R10*4), Y10
 	VADDPS     Y10, Y0, Y0
 	VMOVUPS    (DX)(R10*4), Y10
-	VSUBPS     Y8, Y10, Y10
+	VSUBPS     Y1, Y10, Y10
 	VMULPS     Y9, Y10, Y10
 	VADDPS     (R9)(R10*4), Y10, Y10
 	VMOVNTPS   Y10, (CX)(R10*4)
 	VMOVUPS    32(R8)(R10*4), Y10
-	VADDPS     Y10, Y1, Y1
+	VADDPS     Y10, Y2, Y2
 	VMOVUPS    32(DX)(R10*4), Y10
-	VSUBPS     Y8, Y10, Y10
+	VSUBPS     Y1, Y10, Y10
 	VMULPS     Y9, Y10, Y10
 	VADDPS     32(R9)(R10*4), Y10, Y10
 	VMOVNTPS   Y10, 32(CX)(R10*4)
 	VMOVUPS    64(R8)(R10*4), Y10
-	VADDPS     Y10, Y2, Y2
+	VADDPS     Y10, Y3, Y3
 	VMOVUPS    64(DX)(R10*4), Y10
-	VSUBPS     Y8, Y10, Y10
+	VSUBPS     Y1, Y10, Y10
 	VMULPS     Y9, Y10, Y10
 	VADDPS     64(R9)(R10*4), Y10, Y10
 	VMOVNTPS   Y10, 64(CX)(R10*4)
 	VMOVUPS    96(R8)(R10*4), Y10
-	VADDPS     Y10, Y3, Y3
+	VADDPS     Y10, Y4, Y4
 	VMOVUPS    96(DX)(R10*4), Y10
-	VSUBPS     Y8, Y10, Y10
+	VSUBPS     Y1, Y10, Y10
 	VMULPS     Y9, Y10, Y10
 	VADDPS     96(R9)(R10*4), Y10, Y10
 	VMOVNTPS   Y10, 96(CX)(R10*4)
 	VMOVUPS    128(R8)(R10*4), Y10
-	VADDPS     Y10, Y4, Y4
+	VADDPS     Y10, Y5, Y5
 	VMOVUPS    128(DX)(R10*4), Y10
-	VSUBPS     Y8, Y10, Y10
+	VSUBPS     Y1, Y10, Y10
 	VMULPS     Y9, Y10, Y10
 	VADDPS     128(R9)(R10*4), Y10, Y10
 	VMOVNTPS   Y10, 128(CX)(R10*4)
 	VMOVUPS    160(R8)(R10*4), Y10
-	VADDPS     Y10, Y5, Y5
+	VADDPS     Y10, Y6, Y6
 	VMOVUPS    160(DX)(R10*4), Y10
-	VSUBPS     Y8, Y10, Y10
+	VSUBPS     Y1, Y10, Y10
 	VMULPS     Y9, Y10, Y10
 	VADDPS     160(R9)(R10*4), Y10, Y10
 	VMOVNTPS   Y10, 160(CX)(R10*4)
 	VMOVUPS    192(R8)(R10*4), Y10
-	VADDPS     Y10, Y6, Y6
+	VADDPS     Y10, Y7, Y7
 	VMOVUPS    192(DX)(R10*4), Y10
-	VSUBPS     Y8, Y10, Y10
+	VSUBPS     Y1, Y10, Y10
 	VMULPS     Y9, Y10, Y10
 	VADDPS     192(R9)(R10*4), Y10, Y10
 	VMOVNTPS   Y10, 192(CX)(R10*4)
 	VMOVUPS    224(R8)(R10*4), Y10
-	VADDPS     Y10, Y7, Y7
+	VADDPS     Y10, Y8, Y8
 	VMOVUPS    224(DX)(R10*4), Y10
-	VSUBPS     Y8, Y10, Y10
+	VSUBPS     Y1, Y10, Y10
 	VMULPS     Y9, Y10, Y10
 	VADDPS     224(R9)(R10*4), Y10, Y10
 	VMOVNTPS   Y10, 224(CX)(R10*4)
@@ -24402,49 +24540,49 @@ pipenoweightnobiasloop:
 	VMOVUPS    (R8)(R10*4), Y10
 	VADDPS     Y10, Y0, Y0
 	VMOVUPS    (DX)(R10*4), Y10
-	VSUBPS     Y8, Y10, Y10
+	VSUBPS     Y1, Y10, Y10
 	VMULPS     Y9, Y10, Y10
 	VMOVNTPS   Y10, (CX)(R10*4)
 	VMOVUPS    32(R8)(R10*4), Y10
-	VADDPS     Y10, Y1, Y1
+	VADDPS     Y10, Y2, Y2
 	VMOVUPS    32(DX)(R10*4), Y10
-	VSUBPS     Y8, Y10, Y10
+	VSUBPS     Y1, Y10, Y10
 	VMULPS     Y9, Y10, Y10
 	VMOVNTPS   Y10, 32(CX)(R10*4)
 	VMOVUPS    64(R8)(R10*4), Y10
-	VADDPS     Y10, Y2, Y2
+	VADDPS     Y10, Y3, Y3
 	VMOVUPS    64(DX)(R10*4), Y10
-	VSUBPS     Y8, Y10, Y10
+	VSUBPS     Y1, Y10, Y10
 	VMULPS     Y9, Y10, Y10
 	VMOVNTPS   Y10, 64(CX)(R10*4)
 	VMOVUPS    96(R8)(R10*4), Y10
-	VADDPS     Y10, Y3, Y3
+	VADDPS     Y10, Y4, Y4
 	VMOVUPS    96(DX)(R10*4), Y10
-	VSUBPS     Y8, Y10, Y10
+	VSUBPS     Y1, Y10, Y10
 	VMULPS     Y9, Y10, Y10
 	VMOVNTPS   Y10, 96(CX)(R10*4)
 	VMOVUPS    128(R8)(R10*4), Y10
-	VADDPS     Y10, Y4, Y4
+	VADDPS     Y10, Y5, Y5
 	VMOVUPS    128(DX)(R10*4), Y10
-	VSUBPS     Y8, Y10, Y10
+	VSUBPS     Y1, Y10, Y10
 	VMULPS     Y9, Y10, Y10
 	VMOVNTPS   Y10, 128(CX)(R10*4)
 	VMOVUPS    160(R8)(R10*4), Y10
-	VADDPS     Y10, Y5, Y5
+	VADDPS     Y10, Y6, Y6
 	VMOVUPS    160(DX)(R10*4), Y10
-	VSUBPS     Y8, Y10, Y10
+	VSUBPS     Y1, Y10, Y10
 	VMULPS     Y9, Y10, Y10
 	VMOVNTPS   Y10, 160(CX)(R10*4)
 	VMOVUPS    192(R8)(R10*4), Y10
-	VADDPS     Y10, Y6, Y6
+	VADDPS     Y10, Y7, Y7
 	VMOVUPS    192(DX)(R10*4), Y10
-	VSUBPS     Y8, Y10, Y10
+	VSUBPS     Y1, Y10, Y10
 	VMULPS     Y9, Y10, Y10
 	VMOVNTPS   Y10, 192(CX)(R10*4)
 	VMOVUPS    224(R8)(R10*4), Y10
-	VADDPS     Y10, Y7, Y7
+	VADDPS     Y10, Y8, Y8
 	VMOVUPS    224(DX)(R10*4), Y10
-	VSUBPS     Y8, Y10, Y10
+	VSUBPS     Y1, Y10, Y10
 	VMULPS     Y9, Y10, Y10
 	VMOVNTPS   Y10, 224(CX)(R10*4)
 	ADDQ       $0x00000040, R10
@@ -24453,15 +24591,15 @@ pipenoweightnobiasloop:
 
 piped:
 	ADDQ   DI, DX
-	ADDQ   664(SP), CX
-	INCQ   656(SP)
-	VADDPS Y4, Y0, Y0
-	VADDPS Y5, Y1, Y1
+	ADDQ   680(SP), CX
+	INCQ   672(SP)
+	VADDPS Y5, Y0, Y0
 	VADDPS Y6, Y2, Y2
 	VADDPS Y7, Y3, Y3
+	VADDPS Y8, Y4, Y4
+	VADDPS Y3, Y0, Y0
+	VADDPS Y4, Y2, Y2
 	VADDPS Y2, Y0, Y0
-	VADDPS Y3, Y1, Y1
-	VADDPS Y1, Y0, Y0
 	JMP    mean
 
 nopipe:
@@ -24481,34 +24619,34 @@ scaleloop:
 	CMPQ    R8, R9
 	JG      scaletail
 	VMOVUPS (DX)(R8*4), Y0
-	VSUBPS  Y8, Y0, Y0
+	VSUBPS  Y1, Y0, Y0
 	VMULPS  Y9, Y0, Y0
-	VMOVUPS 32(DX)(R8*4), Y1
-	VSUBPS  Y8, Y1, Y1
-	VMULPS  Y9, Y1, Y1
-	VMOVUPS 64(DX)(R8*4), Y2
-	VSUBPS  Y8, Y2, Y2
+	VMOVUPS 32(DX)(R8*4), Y2
+	VSUBPS  Y1, Y2, Y2
 	VMULPS  Y9, Y2, Y2
-	VMOVUPS 96(DX)(R8*4), Y3
-	VSUBPS  Y8, Y3, Y3
+	VMOVUPS 64(DX)(R8*4), Y3
+	VSUBPS  Y1, Y3, Y3
 	VMULPS  Y9, Y3, Y3
+	VMOVUPS 96(DX)(R8*4), Y4
+	VSUBPS  Y1, Y4, Y4
+	VMULPS  Y9, Y4, Y4
 	VMULPS  (SI)(R8*4), Y0, Y0
-	VMULPS  32(SI)(R8*4), Y1, Y1
-	VMULPS  64(SI)(R8*4), Y2, Y2
-	VMULPS  96(SI)(R8*4), Y3, Y3
+	VMULPS  32(SI)(R8*4), Y2, Y2
+	VMULPS  64(SI)(R8*4), Y3, Y3
+	VMULPS  96(SI)(R8*4), Y4, Y4
 	MOVQ    job_bias+0(AX), R10
 	TESTQ   R10, R10
-	JZ      nobias28
+	JZ      nobias32
 	VADDPS  (R10)(R8*4), Y0, Y0
-	VADDPS  32(R10)(R8*4), Y1, Y1
-	VADDPS  64(R10)(R8*4), Y2, Y2
-	VADDPS  96(R10)(R8*4), Y3, Y3
+	VADDPS  32(R10)(R8*4), Y2, Y2
+	VADDPS  64(R10)(R8*4), Y3, Y3
+	VADDPS  96(R10)(R8*4), Y4, Y4
 
-nobias28:
+nobias32:
 	VMOVUPS Y0, (CX)(R8*4)
-	VMOVUPS Y1, 32(CX)(R8*4)
-	VMOVUPS Y2, 64(CX)(R8*4)
-	VMOVUPS Y3, 96(CX)(R8*4)
+	VMOVUPS Y2, 32(CX)(R8*4)
+	VMOVUPS Y3, 64(CX)(R8*4)
+	VMOVUPS Y4, 96(CX)(R8*4)
 	ADDQ    $0x00000020, R8
 	JMP     scaleloop
 
@@ -24517,42 +24655,42 @@ scaleloopoffset:
 	CMPQ    R8, R9
 	JG      scaletail
 	VMOVUPS (DX)(R8*4), Y0
-	VSUBPS  Y8, Y0, Y0
+	VSUBPS  Y1, Y0, Y0
 	VMULPS  Y9, Y0, Y0
-	VMOVUPS 32(DX)(R8*4), Y1
-	VSUBPS  Y8, Y1, Y1
-	VMULPS  Y9, Y1, Y1
-	VMOVUPS 64(DX)(R8*4), Y2
-	VSUBPS  Y8, Y2, Y2
+	VMOVUPS 32(DX)(R8*4), Y2
+	VSUBPS  Y1, Y2, Y2
 	VMULPS  Y9, Y2, Y2
-	VMOVUPS 96(DX)(R8*4), Y3
-	VSUBPS  Y8, Y3, Y3
+	VMOVUPS 64(DX)(R8*4), Y3
+	VSUBPS  Y1, Y3, Y3
 	VMULPS  Y9, Y3, Y3
-	VMOVUPS (SI)(R8*4), Y4
-	VADDPS  Y10, Y4, Y4
-	VMULPS  Y4, Y0, Y0
-	VMOVUPS 32(SI)(R8*4), Y4
-	VADDPS  Y10, Y4, Y4
-	VMULPS  Y4, Y1, Y1
-	VMOVUPS 64(SI)(R8*4), Y4
-	VADDPS  Y10, Y4, Y4
-	VMULPS  Y4, Y2, Y2
-	VMOVUPS 96(SI)(R8*4), Y4
-	VADDPS  Y10, Y4, Y4
-	VMULPS  Y4, Y3, Y3
+	VMOVUPS 96(DX)(R8*4), Y4
+	VSUBPS  Y1, Y4, Y4
+	VMULPS  Y9, Y4, Y4
+	VMOVUPS (SI)(R8*4), Y5
+	VADDPS  Y10, Y5, Y5
+	VMULPS  Y5, Y0, Y0
+	VMOVUPS 32(SI)(R8*4), Y5
+	VADDPS  Y10, Y5, Y5
+	VMULPS  Y5, Y2, Y2
+	VMOVUPS 64(SI)(R8*4), Y5
+	VADDPS  Y10, Y5, Y5
+	VMULPS  Y5, Y3, Y3
+	VMOVUPS 96(SI)(R8*4), Y5
+	VADDPS  Y10, Y5, Y5
+	VMULPS  Y5, Y4, Y4
 	MOVQ    job_bias+0(AX), R10
 	TESTQ   R10, R10
-	JZ      nobias29
+	JZ      nobias33
 	VADDPS  (R10)(R8*4), Y0, Y0
-	VADDPS  32(R10)(R8*4), Y1, Y1
-	VADDPS  64(R10)(R8*4), Y2, Y2
-	VADDPS  96(R10)(R8*4), Y3, Y3
+	VADDPS  32(R10)(R8*4), Y2, Y2
+	VADDPS  64(R10)(R8*4), Y3, Y3
+	VADDPS  96(R10)(R8*4), Y4, Y4
 
-nobias29:
+nobias33:
 	VMOVUPS Y0, (CX)(R8*4)
-	VMOVUPS Y1, 32(CX)(R8*4)
-	VMOVUPS Y2, 64(CX)(R8*4)
-	VMOVUPS Y3, 96(CX)(R8*4)
+	VMOVUPS Y2, 32(CX)(R8*4)
+	VMOVUPS Y3, 64(CX)(R8*4)
+	VMOVUPS Y4, 96(CX)(R8*4)
 	ADDQ    $0x00000020, R8
 	JMP     scaleloopoffset
 
@@ -24561,40 +24699,40 @@ scaleloopnoweight:
 	CMPQ    R8, R9
 	JG      scaletail
 	VMOVUPS (DX)(R8*4), Y0
-	VSUBPS  Y8, Y0, Y0
+	VSUBPS  Y1, Y0, Y0
 	VMULPS  Y9, Y0, Y0
-	VMOVUPS 32(DX)(R8*4), Y1
-	VSUBPS  Y8, Y1, Y1
-	VMULPS  Y9, Y1, Y1
-	VMOVUPS 64(DX)(R8*4), Y2
-	VSUBPS  Y8, Y2, Y2
+	VMOVUPS 32(DX)(R8*4), Y2
+	VSUBPS  Y1, Y2, Y2
 	VMULPS  Y9, Y2, Y2
-	VMOVUPS 96(DX)(R8*4), Y3
-	VSUBPS  Y8, Y3, Y3
+	VMOVUPS 64(DX)(R8*4), Y3
+	VSUBPS  Y1, Y3, Y3
 	VMULPS  Y9, Y3, Y3
+	VMOVUPS 96(DX)(R8*4), Y4
+	VSUBPS  Y1, Y4, Y4
+	VMULPS  Y9, Y4, Y4
 	MOVQ    job_bias+0(AX), R10
 	TESTQ   R10, R10
-	JZ      nobias30
+	JZ      nobias34
 	VADDPS  (R10)(R8*4), Y0, Y0
-	VADDPS  32(R10)(R8*4), Y1, Y1
-	VADDPS  64(R10)(R8*4), Y2, Y2
-	VADDPS  96(R10)(R8*4), Y3, Y3
+	VADDPS  32(R10)(R8*4), Y2, Y2
+	VADDPS  64(R10)(R8*4), Y3, Y3
+	VADDPS  96(R10)(R8*4), Y4, Y4
 
-nobias30:
+nobias34:
 	VMOVUPS Y0, (CX)(R8*4)
-	VMOVUPS Y1, 32(CX)(R8*4)
-	VMOVUPS Y2, 64(CX)(R8*4)
-	VMOVUPS Y3, 96(CX)(R8*4)
+	VMOVUPS Y2, 32(CX)(R8*4)
+	VMOVUPS Y3, 64(CX)(R8*4)
+	VMOVUPS Y4, 96(CX)(R8*4)
 	ADDQ    $0x00000020, R8
 	JMP     scaleloopnoweight
 
 scalepf:
 	MOVQ DI, R10
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows31
+	JA   longrows35
 	SHLQ $0x03, R10
 
-longrows31:
+longrows35:
 	ADDQ  DX, R10
 	TESTL $0x00000001, job_flags+0(AX)
 	JNZ   scalent
@@ -24610,34 +24748,34 @@ scalepfloop:
 	PREFETCHT0 (R10)(R8*4)
 	PREFETCHT0 64(R10)(R8*4)
 	VMOVUPS    (DX)(R8*4), Y0
-	VSUBPS     Y8, Y0, Y0
+	VSUBPS     Y1, Y0, Y0
 	VMULPS     Y9, Y0, Y0
-	VMOVUPS    32(DX)(R8*4), Y1
-	VSUBPS     Y8, Y1, Y1
-	VMULPS     Y9, Y1, Y1
-	VMOVUPS    64(DX)(R8*4), Y2
-	VSUBPS     Y8, Y2, Y2
+	VMOVUPS    32(DX)(R8*4), Y2
+	VSUBPS     Y1, Y2, Y2
 	VMULPS     Y9, Y2, Y2
-	VMOVUPS    96(DX)(R8*4), Y3
-	VSUBPS     Y8, Y3, Y3
+	VMOVUPS    64(DX)(R8*4), Y3
+	VSUBPS     Y1, Y3, Y3
 	VMULPS     Y9, Y3, Y3
+	VMOVUPS    96(DX)(R8*4), Y4
+	VSUBPS     Y1, Y4, Y4
+	VMULPS     Y9, Y4, Y4
 	VMULPS     (SI)(R8*4), Y0, Y0
-	VMULPS     32(SI)(R8*4), Y1, Y1
-	VMULPS     64(SI)(R8*4), Y2, Y2
-	VMULPS     96(SI)(R8*4), Y3, Y3
+	VMULPS     32(SI)(R8*4), Y2, Y2
+	VMULPS     64(SI)(R8*4), Y3, Y3
+	VMULPS     96(SI)(R8*4), Y4, Y4
 	MOVQ       job_bias+0(AX), R11
 	TESTQ      R11, R11
-	JZ         nobias32
+	JZ         nobias36
 	VADDPS     (R11)(R8*4), Y0, Y0
-	VADDPS     32(R11)(R8*4), Y1, Y1
-	VADDPS     64(R11)(R8*4), Y2, Y2
-	VADDPS     96(R11)(R8*4), Y3, Y3
+	VADDPS     32(R11)(R8*4), Y2, Y2
+	VADDPS     64(R11)(R8*4), Y3, Y3
+	VADDPS     96(R11)(R8*4), Y4, Y4
 
-nobias32:
+nobias36:
 	VMOVUPS Y0, (CX)(R8*4)
-	VMOVUPS Y1, 32(CX)(R8*4)
-	VMOVUPS Y2, 64(CX)(R8*4)
-	VMOVUPS Y3, 96(CX)(R8*4)
+	VMOVUPS Y2, 32(CX)(R8*4)
+	VMOVUPS Y3, 64(CX)(R8*4)
+	VMOVUPS Y4, 96(CX)(R8*4)
 	ADDQ    $0x00000020, R8
 	JMP     scalepfloop
 
@@ -24648,42 +24786,42 @@ scalepfloopoffset:
 	PREFETCHT0 (R10)(R8*4)
 	PREFETCHT0 64(R10)(R8*4)
 	VMOVUPS    (DX)(R8*4), Y0
-	VSUBPS     Y8, Y0, Y0
+	VSUBPS     Y1, Y0, Y0
 	VMULPS     Y9, Y0, Y0
-	VMOVUPS    32(DX)(R8*4), Y1
-	VSUBPS     Y8, Y1, Y1
-	VMULPS     Y9, Y1, Y1
-	VMOVUPS    64(DX)(R8*4), Y2
-	VSUBPS     Y8, Y2, Y2
+	VMOVUPS    32(DX)(R8*4), Y2
+	VSUBPS     Y1, Y2, Y2
 	VMULPS     Y9, Y2, Y2
-	VMOVUPS    96(DX)(R8*4), Y3
-	VSUBPS     Y8, Y3, Y3
+	VMOVUPS    64(DX)(R8*4), Y3
+	VSUBPS     Y1, Y3, Y3
 	VMULPS     Y9, Y3, Y3
-	VMOVUPS    (SI)(R8*4), Y4
-	VADDPS     Y10, Y4, Y4
-	VMULPS     Y4, Y0, Y0
-	VMOVUPS    32(SI)(R8*4), Y4
-	VADDPS     Y10, Y4, Y4
-	VMULPS     Y4, Y1, Y1
-	VMOVUPS    64(SI)(R8*4), Y4
-	VADDPS     Y10, Y4, Y4
-	VMULPS     Y4, Y2, Y2
-	VMOVUPS    96(SI)(R8*4), Y4
-	VADDPS     Y10, Y4, Y4
-	VMULPS     Y4, Y3, Y3
+	VMOVUPS    96(DX)(R8*4), Y4
+	VSUBPS     Y1, Y4, Y4
+	VMULPS     Y9, Y4, Y4
+	VMOVUPS    (SI)(R8*4), Y5
+	VADDPS     Y10, Y5, Y5
+	VMULPS     Y5, Y0, Y0
+	VMOVUPS    32(SI)(R8*4), Y5
+	VADDPS     Y10, Y5, Y5
+	VMULPS     Y5, Y2, Y2
+	VMOVUPS    64(SI)(R8*4), Y5
+	VADDPS     Y10, Y5, Y5
+	VMULPS     Y5, Y3, Y3
+	VMOVUPS    96(SI)(R8*4), Y5
+	VADDPS     Y10, Y5, Y5
+	VMULPS     Y5, Y4, Y4
 	MOVQ       job_bias+0(AX), R11
 	TESTQ      R11, R11
-	JZ         nobias33
+	JZ         nobias37
 	VADDPS     (R11)(R8*4), Y0, Y0
-	VADDPS     32(R11)(R8*4), Y1, Y1
-	VADDPS     64(R11)(R8*4), Y2, Y2
-	VADDPS     96(R11)(R8*4), Y3, Y3
+	VADDPS     32(R11)(R8*4), Y2, Y2
+	VADDPS     64(R11)(R8*4), Y3, Y3
+	VADDPS     96(R11)(R8*4), Y4, Y4
 
-nobias33:
+nobias37:
 	VMOVUPS Y0, (CX)(R8*4)
-	VMOVUPS Y1, 32(CX)(R8*4)
-	VMOVUPS Y2, 64(CX)(R8*4)
-	VMOVUPS Y3, 96(CX)(R8*4)
+	VMOVUPS Y2, 32(CX)(R8*4)
+	VMOVUPS Y3, 64(CX)(R8*4)
+	VMOVUPS Y4, 96(CX)(R8*4)
 	ADDQ    $0x00000020, R8
 	JMP     scalepfloopoffset
 
@@ -24694,30 +24832,30 @@ scalepfloopnoweight:
 	PREFETCHT0 (R10)(R8*4)
 	PREFETCHT0 64(R10)(R8*4)
 	VMOVUPS    (DX)(R8*4), Y0
-	VSUBPS     Y8, Y0, Y0
+	VSUBPS     Y1, Y0, Y0
 	VMULPS     Y9, Y0, Y0
-	VMOVUPS    32(DX)(R8*4), Y1
-	VSUBPS     Y8, Y1, Y1
-	VMULPS     Y9, Y1, Y1
-	VMOVUPS    64(DX)(R8*4), Y2
-	VSUBPS     Y8, Y2, Y2
+	VMOVUPS    32(DX)(R8*4), Y2
+	VSUBPS     Y1, Y2, Y2
 	VMULPS     Y9, Y2, Y2
-	VMOVUPS    96(DX)(R8*4), Y3
-	VSUBPS     Y8, Y3, Y3
+	VMOVUPS    64(DX)(R8*4), Y3
+	VSUBPS     Y1, Y3, Y3
 	VMULPS     Y9, Y3, Y3
+	VMOVUPS    96(DX)(R8*4), Y4
+	VSUBPS     Y1, Y4, Y4
+	VMULPS     Y9, Y4, Y4
 	MOVQ       job_bias+0(AX), R11
 	TESTQ      R11, R11
-	JZ         nobias34
+	JZ         nobias38
 	VADDPS     (R11)(R8*4), Y0, Y0
-	VADDPS     32(R11)(R8*4), Y1, Y1
-	VADDPS     64(R11)(R8*4), Y2, Y2
-	VADDPS     96(R11)(R8*4), Y3, Y3
+	VADDPS     32(R11)(R8*4), Y2, Y2
+	VADDPS     64(R11)(R8*4), Y3, Y3
+	VADDPS     96(R11)(R8*4), Y4, Y4
 
-nobias34:
+nobias38:
 	VMOVUPS Y0, (CX)(R8*4)
-	VMOVUPS Y1, 32(CX)(R8*4)
-	VMOVUPS Y2, 64(CX)(R8*4)
-	VMOVUPS Y3, 96(CX)(R8*4)
+	VMOVUPS Y2, 32(CX)(R8*4)
+	VMOVUPS Y3, 64(CX)(R8*4)
+	VMOVUPS Y4, 96(CX)(R8*4)
 	ADDQ    $0x00000020, R8
 	JMP     scalepfloopnoweight
 
@@ -24738,10 +24876,10 @@ scalehead:
 scalentgo:
 	MOVQ DI, R10
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows35
+	JA   longrows39
 	SHLQ $0x03, R10
 
-longrows35:
+longrows39:
 	ADDQ DX, R10
 	MOVL job_flags+0(AX), R11
 
@@ -24752,57 +24890,57 @@ scalentloop:
 	PREFETCHT0 (R10)(R8*4)
 	PREFETCHT0 64(R10)(R8*4)
 	VMOVUPS    (DX)(R8*4), Y0
-	VSUBPS     Y8, Y0, Y0
+	VSUBPS     Y1, Y0, Y0
 	VMULPS     Y9, Y0, Y0
-	VMOVUPS    32(DX)(R8*4), Y1
-	VSUBPS     Y8, Y1, Y1
-	VMULPS     Y9, Y1, Y1
-	VMOVUPS    64(DX)(R8*4), Y2
-	VSUBPS     Y8, Y2, Y2
+	VMOVUPS    32(DX)(R8*4), Y2
+	VSUBPS     Y1, Y2, Y2
 	VMULPS     Y9, Y2, Y2
-	VMOVUPS    96(DX)(R8*4), Y3
-	VSUBPS     Y8, Y3, Y3
+	VMOVUPS    64(DX)(R8*4), Y3
+	VSUBPS     Y1, Y3, Y3
 	VMULPS     Y9, Y3, Y3
+	VMOVUPS    96(DX)(R8*4), Y4
+	VSUBPS     Y1, Y4, Y4
+	VMULPS     Y9, Y4, Y4
 	TESTQ      SI, SI
-	JZ         weighed37
+	JZ         weighed41
 	TESTL      $0x00000010, R11
-	JNZ        offset36
+	JNZ        offset40
 	VMULPS     (SI)(R8*4), Y0, Y0
-	VMULPS     32(SI)(R8*4), Y1, Y1
-	VMULPS     64(SI)(R8*4), Y2, Y2
-	VMULPS     96(SI)(R8*4), Y3, Y3
+	VMULPS     32(SI)(R8*4), Y2, Y2
+	VMULPS     64(SI)(R8*4), Y3, Y3
+	VMULPS     96(SI)(R8*4), Y4, Y4
 
-weighed37:
+weighed41:
 	MOVQ   job_bias+0(AX), R12
 	TESTQ  R12, R12
-	JZ     nobias38
+	JZ     nobias42
 	VADDPS (R12)(R8*4), Y0, Y0
-	VADDPS 32(R12)(R8*4), Y1, Y1
-	VADDPS 64(R12)(R8*4), Y2, Y2
-	VADDPS 96(R12)(R8*4), Y3, Y3
+	VADDPS 32(R12)(R8*4), Y2, Y2
+	VADDPS 64(R12)(R8*4), Y3, Y3
+	VADDPS 96(R12)(R8*4), Y4, Y4
 
-nobias38:
+nobias42:
 	VMOVNTPS Y0, (CX)(R8*4)
-	VMOVNTPS Y1, 32(CX)(R8*4)
-	VMOVNTPS Y2, 64(CX)(R8*4)
-	VMOVNTPS Y3, 96(CX)(R8*4)
+	VMOVNTPS Y2, 32(CX)(R8*4)
+	VMOVNTPS Y3, 64(CX)(R8*4)
+	VMOVNTPS Y4, 96(CX)(R8*4)
 	ADDQ     $0x00000020, R8
 	JMP      scalentloop
 
-offset36:
-	VMOVUPS (SI)(R8*4), Y4
-	VADDPS  Y10, Y4, Y4
-	VMULPS  Y4, Y0, Y0
-	VMOVUPS 32(SI)(R8*4), Y4
-	VADDPS  Y10, Y4, Y4
-	VMULPS  Y4, Y1, Y1
-	VMOVUPS 64(SI)(R8*4), Y4
-	VADDPS  Y10, Y4, Y4
-	VMULPS  Y4, Y2, Y2
-	VMOVUPS 96(SI)(R8*4), Y4
-	VADDPS  Y10, Y4, Y4
-	VMULPS  Y4, Y3, Y3
-	JMP     weighed37
+offset40:
+	VMOVUPS (SI)(R8*4), Y5
+	VADDPS  Y10, Y5, Y5
+	VMULPS  Y5, Y0, Y0
+	VMOVUPS 32(SI)(R8*4), Y5
+	VADDPS  Y10, Y5, Y5
+	VMULPS  Y5, Y2, Y2
+	VMOVUPS 64(SI)(R8*4), Y5
+	VADDPS  Y10, Y5, Y5
+	VMULPS  Y5, Y3, Y3
+	VMOVUPS 96(SI)(R8*4), Y5
+	VADDPS  Y10, Y5, Y5
+	VMULPS  Y5, Y4, Y4
+	JMP     weighed41
 
 scaletail:
 	ADDQ $0x00000018, R9
@@ -24811,21 +24949,21 @@ scaleone:
 	CMPQ    R8, R9
 	JG      scalepart
 	VMOVUPS (DX)(R8*4), Y0
-	VSUBPS  Y8, Y0, Y0
+	VSUBPS  Y1, Y0, Y0
 	VMULPS  Y9, Y0, Y0
 	TESTQ   SI, SI
-	JZ      noweight39
-	VMOVUPS (SI)(R8*4), Y1
-	VADDPS  Y10, Y1, Y1
-	VMULPS  Y1, Y0, Y0
+	JZ      noweight43
+	VMOVUPS (SI)(R8*4), Y2
+	VADDPS  Y10, Y2, Y2
+	VMULPS  Y2, Y0, Y0
 
-noweight39:
+noweight43:
 	MOVQ   job_bias+0(AX), R10
 	TESTQ  R10, R10
-	JZ     nobias40
+	JZ     nobias44
 	VADDPS (R10)(R8*4), Y0, Y0
 
-nobias40:
+nobias44:
 	VMOVUPS Y0, (CX)(R8*4)
 	ADDQ    $0x00000008, R8
 	JMP     scaleone
@@ -24843,101 +24981,101 @@ partout:
 	XORQ R13, R13
 	SUBQ $0x00000008, R14
 
-copyvec41:
+copyvec45:
 	CMPQ    R13, R14
-	JG      copyone42
+	JG      copyone46
 	VMOVUPS (R11)(R13*4), Y0
 	VMOVUPS Y0, (R12)(R13*4)
 	ADDQ    $0x00000008, R13
-	JMP     copyvec41
+	JMP     copyvec45
 
-copyone42:
+copyone46:
 	ADDQ $0x00000008, R14
 
-copyloop44:
+copyloop48:
 	CMPQ R13, R14
-	JGE  copied43
+	JGE  copied47
 	MOVL (R11)(R13*4), R15
 	MOVL R15, (R12)(R13*4)
 	INCQ R13
-	JMP  copyloop44
+	JMP  copyloop48
 
-copied43:
+copied47:
 	TESTQ SI, SI
-	JZ    nowcopy45
+	JZ    nowcopy49
 	LEAQ  (SI)(R8*4), R11
 	LEAQ  160(SP), R12
 	MOVQ  R10, R14
 	XORQ  R13, R13
 	SUBQ  $0x00000008, R14
 
-copyvec46:
+copyvec50:
 	CMPQ    R13, R14
-	JG      copyone47
+	JG      copyone51
 	VMOVUPS (R11)(R13*4), Y0
 	VMOVUPS Y0, (R12)(R13*4)
 	ADDQ    $0x00000008, R13
-	JMP     copyvec46
+	JMP     copyvec50
 
-copyone47:
+copyone51:
 	ADDQ $0x00000008, R14
 
-copyloop49:
+copyloop53:
 	CMPQ R13, R14
-	JGE  copied48
+	JGE  copied52
 	MOVL (R11)(R13*4), R15
 	MOVL R15, (R12)(R13*4)
 	INCQ R13
-	JMP  copyloop49
+	JMP  copyloop53
 
-copied48:
-nowcopy45:
+copied52:
+nowcopy49:
 	MOVQ  job_bias+0(AX), R11
 	TESTQ R11, R11
-	JZ    nobiascopy50
+	JZ    nobiascopy54
 	LEAQ  (R11)(R8*4), R11
 	LEAQ  224(SP), R12
 	MOVQ  R10, R14
 	XORQ  R13, R13
 	SUBQ  $0x00000008, R14
 
-copyvec51:
+copyvec55:
 	CMPQ    R13, R14
-	JG      copyone52
+	JG      copyone56
 	VMOVUPS (R11)(R13*4), Y0
 	VMOVUPS Y0, (R12)(R13*4)
 	ADDQ    $0x00000008, R13
-	JMP     copyvec51
+	JMP     copyvec55
 
-copyone52:
+copyone56:
 	ADDQ $0x00000008, R14
 
-copyloop54:
+copyloop58:
 	CMPQ R13, R14
-	JGE  copied53
+	JGE  copied57
 	MOVL (R11)(R13*4), R15
 	MOVL R15, (R12)(R13*4)
 	INCQ R13
-	JMP  copyloop54
+	JMP  copyloop58
 
-copied53:
-nobiascopy50:
+copied57:
+nobiascopy54:
 	VMOVUPS 128(SP), Y0
-	VSUBPS  Y8, Y0, Y0
+	VSUBPS  Y1, Y0, Y0
 	VMULPS  Y0, Y9, Y0
 	TESTQ   SI, SI
-	JZ      noweight55
-	VMOVUPS 160(SP), Y1
-	VADDPS  Y10, Y1, Y1
-	VMULPS  Y1, Y0, Y0
+	JZ      noweight59
+	VMOVUPS 160(SP), Y2
+	VADDPS  Y10, Y2, Y2
+	VMULPS  Y2, Y0, Y0
 
-noweight55:
+noweight59:
 	MOVQ   job_bias+0(AX), R11
 	TESTQ  R11, R11
-	JZ     nobias56
+	JZ     nobias60
 	VADDPS 224(SP), Y0, Y0
 
-nobias56:
+nobias60:
 	VMOVUPS Y0, 192(SP)
 	LEAQ    192(SP), R12
 	LEAQ    (CX)(R8*4), R11
@@ -24945,39 +25083,39 @@ nobias56:
 	XORQ    R13, R13
 	SUBQ    $0x00000008, R14
 
-copyvec57:
+copyvec61:
 	CMPQ    R13, R14
-	JG      copyone58
+	JG      copyone62
 	VMOVUPS (R12)(R13*4), Y0
 	VMOVUPS Y0, (R11)(R13*4)
 	ADDQ    $0x00000008, R13
-	JMP     copyvec57
+	JMP     copyvec61
 
-copyone58:
+copyone62:
 	ADDQ $0x00000008, R14
 
-copyloop60:
+copyloop64:
 	CMPQ R13, R14
-	JGE  copied59
+	JGE  copied63
 	MOVL (R12)(R13*4), R15
 	MOVL R15, (R11)(R13*4)
 	INCQ R13
-	JMP  copyloop60
+	JMP  copyloop64
 
-copied59:
+copied63:
 	ADDQ R10, R8
 	CMPQ R8, job_d+0(AX)
 	JB   scalentgo
 
 scaled:
 	ADDQ DI, DX
-	ADDQ 664(SP), CX
+	ADDQ 680(SP), CX
 	ADDQ DI, BX
-	INCQ 656(SP)
-	MOVQ 688(SP), R8
+	INCQ 672(SP)
+	MOVQ 704(SP), R8
 	INCQ R8
-	MOVQ R8, 688(SP)
-	CMPQ R8, 680(SP)
+	MOVQ R8, 704(SP)
+	CMPQ R8, 696(SP)
 	JB   scalerow
 	JMP  row
 
@@ -24988,13 +25126,13 @@ ret:
 
 vzero:
 	VZEROUPPER
-	MOVQ 656(SP), AX
+	MOVQ 672(SP), AX
 	MOVQ AX, ret+24(FP)
 	RET
 
 // func avx2ForwardLayerBF16(j uintptr, from int, to int) int
 // Requires: AVX, AVX2, MMX+
-TEXT ·avx2ForwardLayerBF16(SB), NOSPLIT, $472-32
+TEXT ·avx2ForwardLayerBF16(SB), NOSPLIT, $488-32
 	// avx2ForwardLayerBF16 normalizes rows [from, to) of the job: LayerNorm on BF16 rows: y = round16(((x-m)*inv)*w + b), round16(((x-m)*inv)*(1+w) + b) with flagOffset, or round16((x-m)*inv + b) with w nil (with flagRN and a weight, round16((x-m)*inv) in place of ((x-m)*inv)), m the row's mean with flagCenter (else +0; stored to mean[r] when mean is not nil), b the bias (nothing added when it is nil), for each row; with res, h = round16(x + res) and res = h per element first, and h in place of x.
 	// It stops before the first row that needs the float64 path and returns that row's index, or to.
 	MOVQ  j+0(FP), AX
@@ -25011,13 +25149,13 @@ rowsset:
 	SHLQ $0x01, DI
 	MOVQ job_dstStride+0(AX), R8
 	SHLQ $0x01, R8
-	MOVQ R8, 408(SP)
+	MOVQ R8, 424(SP)
 
 	// fd = float32(d); rd = 1/d when d is a power of two (a/d is then a*rd exactly), else 0.
 	MOVQ       job_d+0(AX), R8
 	VMOVSS     one<>+0(SB), X0
 	VCVTSI2SSQ R8, X0, X0
-	VMOVSS     X0, 464(SP)
+	VMOVSS     X0, 480(SP)
 	XORL       R10, R10
 	LEAQ       -1(R8), R9
 	TESTQ      R8, R9
@@ -25028,186 +25166,240 @@ rowsset:
 	SHLL       $0x17, R10
 
 notpow2:
-	MOVL R10, 468(SP)
+	MOVL R10, 484(SP)
 
 	// Start at row from.
 	MOVQ  from+8(FP), R8
-	MOVQ  R8, 400(SP)
-	MOVQ  $0x00000000, 416(SP)
+	MOVQ  R8, 416(SP)
+	MOVQ  $0x00000000, 432(SP)
 	MOVQ  R8, R9
-	IMULQ 408(SP), R9
+	IMULQ 424(SP), R9
 	ADDQ  R9, CX
 	IMULQ DI, R8
 	ADDQ  R8, DX
 	ADDQ  R8, BX
 
 row:
-	MOVQ  400(SP), R8
-	CMPQ  R8, to+16(FP)
-	JAE   ret
-	MOVQ  $0x00000001, 424(SP)
-	CMPQ  job_res+0(AX), $0x00
-	JNE   addsum
+	MOVQ 416(SP), R8
+	CMPQ R8, to+16(FP)
+	JAE  ret
+	MOVQ $0x00000001, 440(SP)
+	CMPQ job_res+0(AX), $0x00
+	JNE  addsum
+	CMPQ 432(SP), $0x00
+	JE   trygroup
+	DECQ 432(SP)
+	JMP  sum
+
+trygroup:
+	CMPQ job_d+0(AX), $0x00000200
+	JA   sum
+	MOVQ to+16(FP), R8
+	SUBQ 416(SP), R8
+	CMPQ R8, $0x04
+	JB   sum
+	MOVQ $0x00000004, 440(SP)
+
+sum:
 	TESTL $0x00000020, job_flags+0(AX)
 	JZ    nocenter
 	MOVQ  DX, R8
+	XORQ  R9, R9
 
+meanrow:
 	// Sum of the elements: element i goes to partial i%64.
-	MOVQ   job_d+0(AX), R10
-	SUBQ   $0x00000040, R10
+	MOVQ   job_d+0(AX), R11
+	SUBQ   $0x00000040, R11
 	JGE    firstblock
 	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
 	VXORPS Y3, Y3, Y3
 	VXORPS Y4, Y4, Y4
 	VXORPS Y5, Y5, Y5
 	VXORPS Y6, Y6, Y6
 	VXORPS Y7, Y7, Y7
-	XORQ   R9, R9
+	VXORPS Y8, Y8, Y8
+	XORQ   R10, R10
 	JMP    sumtail
 
 firstblock:
 	// +0 + square is the square itself: the first block initializes the partials.
-	XORQ      R9, R9
-	VPMOVZXWD (R8)(R9*2), Y0
+	XORQ      R10, R10
+	VPMOVZXWD (R8)(R10*2), Y0
 	VPSLLD    $0x10, Y0, Y0
 	VADDPS    zero64<>+0(SB), Y0, Y0
-	VPMOVZXWD 16(R8)(R9*2), Y1
-	VPSLLD    $0x10, Y1, Y1
-	VADDPS    zero64<>+0(SB), Y1, Y1
-	VPMOVZXWD 32(R8)(R9*2), Y2
+	VPMOVZXWD 16(R8)(R10*2), Y2
 	VPSLLD    $0x10, Y2, Y2
 	VADDPS    zero64<>+0(SB), Y2, Y2
-	VPMOVZXWD 48(R8)(R9*2), Y3
+	VPMOVZXWD 32(R8)(R10*2), Y3
 	VPSLLD    $0x10, Y3, Y3
 	VADDPS    zero64<>+0(SB), Y3, Y3
-	VPMOVZXWD 64(R8)(R9*2), Y4
+	VPMOVZXWD 48(R8)(R10*2), Y4
 	VPSLLD    $0x10, Y4, Y4
 	VADDPS    zero64<>+0(SB), Y4, Y4
-	VPMOVZXWD 80(R8)(R9*2), Y5
+	VPMOVZXWD 64(R8)(R10*2), Y5
 	VPSLLD    $0x10, Y5, Y5
 	VADDPS    zero64<>+0(SB), Y5, Y5
-	VPMOVZXWD 96(R8)(R9*2), Y6
+	VPMOVZXWD 80(R8)(R10*2), Y6
 	VPSLLD    $0x10, Y6, Y6
 	VADDPS    zero64<>+0(SB), Y6, Y6
-	VPMOVZXWD 112(R8)(R9*2), Y7
+	VPMOVZXWD 96(R8)(R10*2), Y7
 	VPSLLD    $0x10, Y7, Y7
 	VADDPS    zero64<>+0(SB), Y7, Y7
-	MOVQ      $0x00000040, R9
+	VPMOVZXWD 112(R8)(R10*2), Y8
+	VPSLLD    $0x10, Y8, Y8
+	VADDPS    zero64<>+0(SB), Y8, Y8
+	MOVQ      $0x00000040, R10
 
 	// With flagPF, the rows ahead are prefetched: one loop for both, the flag tested per block.
-	MOVQ DI, R11
-	SHLQ $0x01, R11
+	MOVQ DI, R12
+	SHLQ $0x01, R12
 	CMPQ job_d+0(AX), $0x00000200
 	JA   longrows1
-	SHLQ $0x03, R11
+	SHLQ $0x03, R12
 
 longrows1:
-	ADDQ R8, R11
-	MOVL job_flags+0(AX), R12
+	ADDQ R8, R12
+	MOVL job_flags+0(AX), R13
 
 	PCALIGN $32
 sumloop:
-	CMPQ  R9, R10
+	CMPQ  R10, R11
 	JG    sumtail
-	TESTL $0x00000002, R12
+	TESTL $0x00000002, R13
 	JNZ   sumpf
 
 sumblock:
-	VPMOVZXWD (R8)(R9*2), Y8
-	VPSLLD    $0x10, Y8, Y8
-	VADDPS    Y8, Y0, Y0
-	VPMOVZXWD 16(R8)(R9*2), Y8
-	VPSLLD    $0x10, Y8, Y8
-	VADDPS    Y8, Y1, Y1
-	VPMOVZXWD 32(R8)(R9*2), Y8
-	VPSLLD    $0x10, Y8, Y8
-	VADDPS    Y8, Y2, Y2
-	VPMOVZXWD 48(R8)(R9*2), Y8
-	VPSLLD    $0x10, Y8, Y8
-	VADDPS    Y8, Y3, Y3
-	VPMOVZXWD 64(R8)(R9*2), Y8
-	VPSLLD    $0x10, Y8, Y8
-	VADDPS    Y8, Y4, Y4
-	VPMOVZXWD 80(R8)(R9*2), Y8
-	VPSLLD    $0x10, Y8, Y8
-	VADDPS    Y8, Y5, Y5
-	VPMOVZXWD 96(R8)(R9*2), Y8
-	VPSLLD    $0x10, Y8, Y8
-	VADDPS    Y8, Y6, Y6
-	VPMOVZXWD 112(R8)(R9*2), Y8
-	VPSLLD    $0x10, Y8, Y8
-	VADDPS    Y8, Y7, Y7
-	ADDQ      $0x00000040, R9
+	VPMOVZXWD (R8)(R10*2), Y9
+	VPSLLD    $0x10, Y9, Y9
+	VADDPS    Y9, Y0, Y0
+	VPMOVZXWD 16(R8)(R10*2), Y9
+	VPSLLD    $0x10, Y9, Y9
+	VADDPS    Y9, Y2, Y2
+	VPMOVZXWD 32(R8)(R10*2), Y9
+	VPSLLD    $0x10, Y9, Y9
+	VADDPS    Y9, Y3, Y3
+	VPMOVZXWD 48(R8)(R10*2), Y9
+	VPSLLD    $0x10, Y9, Y9
+	VADDPS    Y9, Y4, Y4
+	VPMOVZXWD 64(R8)(R10*2), Y9
+	VPSLLD    $0x10, Y9, Y9
+	VADDPS    Y9, Y5, Y5
+	VPMOVZXWD 80(R8)(R10*2), Y9
+	VPSLLD    $0x10, Y9, Y9
+	VADDPS    Y9, Y6, Y6
+	VPMOVZXWD 96(R8)(R10*2), Y9
+	VPSLLD    $0x10, Y9, Y9
+	VADDPS    Y9, Y7, Y7
+	VPMOVZXWD 112(R8)(R10*2), Y9
+	VPSLLD    $0x10, Y9, Y9
+	VADDPS    Y9, Y8, Y8
+	ADDQ      $0x00000040, R10
 	JMP       sumloop
 
 	// Out of the loop's way: the prefetches, whose flag is usually clear.
 sumpf:
-	PREFETCHT0 (R11)(R9*2)
-	PREFETCHT0 64(R11)(R9*2)
+	PREFETCHT0 (R12)(R10*2)
+	PREFETCHT0 64(R12)(R10*2)
 	JMP        sumblock
 
 sumtail:
 	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
-	MOVQ    job_d+0(AX), R10
-	SUBQ    R9, R10
+	MOVQ    job_d+0(AX), R11
+	SUBQ    R10, R11
 	JZ      summed
 	JL      slotsummed
-	MOVQ    R10, 440(SP)
-	LEAQ    (R8)(R9*2), R10
-	LEAQ    128(SP), R11
-	VXORPS  Y8, Y8, Y8
-	VMOVUPS Y8, (R11)
-	VMOVUPS Y8, 32(R11)
-	VMOVUPS Y8, 64(R11)
-	VMOVUPS Y8, 96(R11)
-	MOVQ    440(SP), R13
-	XORQ    R12, R12
-	SUBQ    $0x00000010, R13
+	MOVQ    R11, 456(SP)
+	LEAQ    (R8)(R10*2), R11
+	LEAQ    128(SP), R12
+	VXORPS  Y9, Y9, Y9
+	VMOVUPS Y9, (R12)
+	VMOVUPS Y9, 32(R12)
+	VMOVUPS Y9, 64(R12)
+	VMOVUPS Y9, 96(R12)
+	MOVQ    456(SP), R14
+	XORQ    R13, R13
+	SUBQ    $0x00000010, R14
 
 copyvec2:
-	CMPQ    R12, R13
+	CMPQ    R13, R14
 	JG      copyone3
-	VMOVUPS (R10)(R12*2), Y8
-	VMOVUPS Y8, (R11)(R12*2)
-	ADDQ    $0x00000010, R12
+	VMOVUPS (R11)(R13*2), Y9
+	VMOVUPS Y9, (R12)(R13*2)
+	ADDQ    $0x00000010, R13
 	JMP     copyvec2
 
 copyone3:
-	ADDQ $0x00000010, R13
+	ADDQ $0x00000010, R14
 
 copyloop5:
-	CMPQ R12, R13
+	CMPQ R13, R14
 	JGE  copied4
-	MOVW (R10)(R12*2), R14
-	MOVW R14, (R11)(R12*2)
-	INCQ R12
+	MOVW (R11)(R13*2), R15
+	MOVW R15, (R12)(R13*2)
+	INCQ R13
 	JMP  copyloop5
 
 copied4:
-	MOVQ R9, R10
-	SHLQ $0x01, R10
-	MOVQ R8, 456(SP)
-	MOVQ R11, R8
-	SUBQ R10, R8
-	MOVQ R9, R10
-	MOVQ R8, R11
-	XORL R12, R12
+	MOVQ R10, R11
+	SHLQ $0x01, R11
+	MOVQ R8, 472(SP)
+	MOVQ R12, R8
+	SUBQ R11, R8
+	MOVQ R10, R11
+	MOVQ R8, R12
+	XORL R13, R13
 	JMP  sumblock
 
 slotsummed:
-	MOVQ 456(SP), R8
+	MOVQ 472(SP), R8
 
 summed:
-	VADDPS Y4, Y0, Y0
-	VADDPS Y5, Y1, Y1
-	VADDPS Y6, Y2, Y2
-	VADDPS Y7, Y3, Y3
-	VADDPS Y2, Y0, Y0
-	VADDPS Y3, Y1, Y1
-	VADDPS Y1, Y0, Y0
-	JMP    mean
+	VADDPS  Y5, Y0, Y0
+	VADDPS  Y6, Y2, Y2
+	VADDPS  Y7, Y3, Y3
+	VADDPS  Y8, Y4, Y4
+	VADDPS  Y3, Y0, Y0
+	VADDPS  Y4, Y2, Y2
+	VADDPS  Y2, Y0, Y0
+	CMPQ    440(SP), $0x01
+	JE      mean
+	VMOVUPS Y0, (SP)(R9*1)
+	ADDQ    DI, R8
+	ADDQ    $0x00000020, R9
+	CMPQ    R9, $0x00000080
+	JB      meanrow
+
+	// The rest of the halving tree for the group's sums, and their means.
+	VMOVUPS      (SP), Y0
+	VMOVUPS      32(SP), Y2
+	VMOVUPS      64(SP), Y3
+	VMOVUPS      96(SP), Y4
+	VPERM2F128   $0x20, Y2, Y0, Y5
+	VPERM2F128   $0x31, Y2, Y0, Y0
+	VADDPS       Y0, Y5, Y5
+	VPERM2F128   $0x20, Y4, Y3, Y0
+	VPERM2F128   $0x31, Y4, Y3, Y2
+	VADDPS       Y2, Y0, Y0
+	VSHUFPS      $0x44, Y0, Y5, Y2
+	VSHUFPS      $0xee, Y0, Y5, Y0
+	VADDPS       Y0, Y2, Y2
+	VHADDPS      Y2, Y2, Y2
+	VEXTRACTF128 $0x01, Y2, X0
+	VUNPCKLPS    X0, X2, X0
+	CMPL         484(SP), $0x00
+	JE           divide6
+	VBROADCASTSS 484(SP), X2
+	VMULPS       X2, X0, X0
+	JMP          divided7
+
+divide6:
+	VBROADCASTSS 480(SP), X2
+	VDIVPS       X2, X0, X0
+
+divided7:
+	VMOVUPS X0, 400(SP)
+	JMP     centered
 
 addsum:
 	MOVQ BX, R8
@@ -25218,13 +25410,13 @@ addsum:
 	SUBQ   $0x00000040, R11
 	JGE    addfirstblock
 	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
 	VXORPS Y3, Y3, Y3
 	VXORPS Y4, Y4, Y4
 	VXORPS Y5, Y5, Y5
 	VXORPS Y6, Y6, Y6
 	VXORPS Y7, Y7, Y7
+	VXORPS Y8, Y8, Y8
 	XORQ   R10, R10
 	JMP    addsumtail
 
@@ -25264,119 +25456,119 @@ addfirstblock:
 	VEXTRACTI128 $0x01, Y1, X3
 	VPACKUSDW    X3, X1, X3
 	VMOVDQU      X3, 16(R9)(R10*2)
-	VADDPS       zero64<>+0(SB), Y2, Y1
-	VPMOVZXWD    32(R8)(R10*2), Y2
-	VPSLLD       $0x10, Y2, Y2
+	VADDPS       zero64<>+0(SB), Y2, Y2
+	VPMOVZXWD    32(R8)(R10*2), Y1
+	VPSLLD       $0x10, Y1, Y1
 	VPMOVZXWD    32(R9)(R10*2), Y3
 	VPSLLD       $0x10, Y3, Y3
-	VADDPS       Y3, Y2, Y2
-	VPSRLD       $0x10, Y2, Y3
+	VADDPS       Y3, Y1, Y1
+	VPSRLD       $0x10, Y1, Y3
 	VPAND        avx2bfone<>+0(SB), Y3, Y3
 	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
-	VPADDD       Y2, Y3, Y3
+	VPADDD       Y1, Y3, Y3
 	VPAND        avx2bfhigh<>+0(SB), Y3, Y3
-	VCMPPS       $0x03, Y2, Y2, Y2
-	VBLENDVPS    Y2, avx2bfnanhigh<>+0(SB), Y3, Y3
-	VPSRLD       $0x10, Y3, Y2
-	VEXTRACTI128 $0x01, Y2, X4
-	VPACKUSDW    X4, X2, X4
+	VCMPPS       $0x03, Y1, Y1, Y1
+	VBLENDVPS    Y1, avx2bfnanhigh<>+0(SB), Y3, Y3
+	VPSRLD       $0x10, Y3, Y1
+	VEXTRACTI128 $0x01, Y1, X4
+	VPACKUSDW    X4, X1, X4
 	VMOVDQU      X4, 32(R9)(R10*2)
-	VADDPS       zero64<>+0(SB), Y3, Y2
-	VPMOVZXWD    48(R8)(R10*2), Y3
-	VPSLLD       $0x10, Y3, Y3
+	VADDPS       zero64<>+0(SB), Y3, Y3
+	VPMOVZXWD    48(R8)(R10*2), Y1
+	VPSLLD       $0x10, Y1, Y1
 	VPMOVZXWD    48(R9)(R10*2), Y4
 	VPSLLD       $0x10, Y4, Y4
-	VADDPS       Y4, Y3, Y3
-	VPSRLD       $0x10, Y3, Y4
+	VADDPS       Y4, Y1, Y1
+	VPSRLD       $0x10, Y1, Y4
 	VPAND        avx2bfone<>+0(SB), Y4, Y4
 	VPADDD       avx2bfbias<>+0(SB), Y4, Y4
-	VPADDD       Y3, Y4, Y4
+	VPADDD       Y1, Y4, Y4
 	VPAND        avx2bfhigh<>+0(SB), Y4, Y4
-	VCMPPS       $0x03, Y3, Y3, Y3
-	VBLENDVPS    Y3, avx2bfnanhigh<>+0(SB), Y4, Y4
-	VPSRLD       $0x10, Y4, Y3
-	VEXTRACTI128 $0x01, Y3, X5
-	VPACKUSDW    X5, X3, X5
+	VCMPPS       $0x03, Y1, Y1, Y1
+	VBLENDVPS    Y1, avx2bfnanhigh<>+0(SB), Y4, Y4
+	VPSRLD       $0x10, Y4, Y1
+	VEXTRACTI128 $0x01, Y1, X5
+	VPACKUSDW    X5, X1, X5
 	VMOVDQU      X5, 48(R9)(R10*2)
-	VADDPS       zero64<>+0(SB), Y4, Y3
-	VPMOVZXWD    64(R8)(R10*2), Y4
-	VPSLLD       $0x10, Y4, Y4
+	VADDPS       zero64<>+0(SB), Y4, Y4
+	VPMOVZXWD    64(R8)(R10*2), Y1
+	VPSLLD       $0x10, Y1, Y1
 	VPMOVZXWD    64(R9)(R10*2), Y5
 	VPSLLD       $0x10, Y5, Y5
-	VADDPS       Y5, Y4, Y4
-	VPSRLD       $0x10, Y4, Y5
+	VADDPS       Y5, Y1, Y1
+	VPSRLD       $0x10, Y1, Y5
 	VPAND        avx2bfone<>+0(SB), Y5, Y5
 	VPADDD       avx2bfbias<>+0(SB), Y5, Y5
-	VPADDD       Y4, Y5, Y5
+	VPADDD       Y1, Y5, Y5
 	VPAND        avx2bfhigh<>+0(SB), Y5, Y5
-	VCMPPS       $0x03, Y4, Y4, Y4
-	VBLENDVPS    Y4, avx2bfnanhigh<>+0(SB), Y5, Y5
-	VPSRLD       $0x10, Y5, Y4
-	VEXTRACTI128 $0x01, Y4, X6
-	VPACKUSDW    X6, X4, X6
+	VCMPPS       $0x03, Y1, Y1, Y1
+	VBLENDVPS    Y1, avx2bfnanhigh<>+0(SB), Y5, Y5
+	VPSRLD       $0x10, Y5, Y1
+	VEXTRACTI128 $0x01, Y1, X6
+	VPACKUSDW    X6, X1, X6
 	VMOVDQU      X6, 64(R9)(R10*2)
-	VADDPS       zero64<>+0(SB), Y5, Y4
-	VPMOVZXWD    80(R8)(R10*2), Y5
-	VPSLLD       $0x10, Y5, Y5
+	VADDPS       zero64<>+0(SB), Y5, Y5
+	VPMOVZXWD    80(R8)(R10*2), Y1
+	VPSLLD       $0x10, Y1, Y1
 	VPMOVZXWD    80(R9)(R10*2), Y6
 	VPSLLD       $0x10, Y6, Y6
-	VADDPS       Y6, Y5, Y5
-	VPSRLD       $0x10, Y5, Y6
+	VADDPS       Y6, Y1, Y1
+	VPSRLD       $0x10, Y1, Y6
 	VPAND        avx2bfone<>+0(SB), Y6, Y6
 	VPADDD       avx2bfbias<>+0(SB), Y6, Y6
-	VPADDD       Y5, Y6, Y6
+	VPADDD       Y1, Y6, Y6
 	VPAND        avx2bfhigh<>+0(SB), Y6, Y6
-	VCMPPS       $0x03, Y5, Y5, Y5
-	VBLENDVPS    Y5, avx2bfnanhigh<>+0(SB), Y6, Y6
-	VPSRLD       $0x10, Y6, Y5
-	VEXTRACTI128 $0x01, Y5, X7
-	VPACKUSDW    X7, X5, X7
+	VCMPPS       $0x03, Y1, Y1, Y1
+	VBLENDVPS    Y1, avx2bfnanhigh<>+0(SB), Y6, Y6
+	VPSRLD       $0x10, Y6, Y1
+	VEXTRACTI128 $0x01, Y1, X7
+	VPACKUSDW    X7, X1, X7
 	VMOVDQU      X7, 80(R9)(R10*2)
-	VADDPS       zero64<>+0(SB), Y6, Y5
-	VPMOVZXWD    96(R8)(R10*2), Y6
-	VPSLLD       $0x10, Y6, Y6
+	VADDPS       zero64<>+0(SB), Y6, Y6
+	VPMOVZXWD    96(R8)(R10*2), Y1
+	VPSLLD       $0x10, Y1, Y1
 	VPMOVZXWD    96(R9)(R10*2), Y7
 	VPSLLD       $0x10, Y7, Y7
-	VADDPS       Y7, Y6, Y6
-	VPSRLD       $0x10, Y6, Y7
+	VADDPS       Y7, Y1, Y1
+	VPSRLD       $0x10, Y1, Y7
 	VPAND        avx2bfone<>+0(SB), Y7, Y7
 	VPADDD       avx2bfbias<>+0(SB), Y7, Y7
-	VPADDD       Y6, Y7, Y7
+	VPADDD       Y1, Y7, Y7
 	VPAND        avx2bfhigh<>+0(SB), Y7, Y7
-	VCMPPS       $0x03, Y6, Y6, Y6
-	VBLENDVPS    Y6, avx2bfnanhigh<>+0(SB), Y7, Y7
-	VPSRLD       $0x10, Y7, Y6
-	VEXTRACTI128 $0x01, Y6, X8
-	VPACKUSDW    X8, X6, X8
+	VCMPPS       $0x03, Y1, Y1, Y1
+	VBLENDVPS    Y1, avx2bfnanhigh<>+0(SB), Y7, Y7
+	VPSRLD       $0x10, Y7, Y1
+	VEXTRACTI128 $0x01, Y1, X8
+	VPACKUSDW    X8, X1, X8
 	VMOVDQU      X8, 96(R9)(R10*2)
-	VADDPS       zero64<>+0(SB), Y7, Y6
-	VPMOVZXWD    112(R8)(R10*2), Y7
-	VPSLLD       $0x10, Y7, Y7
+	VADDPS       zero64<>+0(SB), Y7, Y7
+	VPMOVZXWD    112(R8)(R10*2), Y1
+	VPSLLD       $0x10, Y1, Y1
 	VPMOVZXWD    112(R9)(R10*2), Y8
 	VPSLLD       $0x10, Y8, Y8
-	VADDPS       Y8, Y7, Y7
-	VPSRLD       $0x10, Y7, Y8
+	VADDPS       Y8, Y1, Y1
+	VPSRLD       $0x10, Y1, Y8
 	VPAND        avx2bfone<>+0(SB), Y8, Y8
 	VPADDD       avx2bfbias<>+0(SB), Y8, Y8
-	VPADDD       Y7, Y8, Y8
+	VPADDD       Y1, Y8, Y8
 	VPAND        avx2bfhigh<>+0(SB), Y8, Y8
-	VCMPPS       $0x03, Y7, Y7, Y7
-	VBLENDVPS    Y7, avx2bfnanhigh<>+0(SB), Y8, Y8
-	VPSRLD       $0x10, Y8, Y7
-	VEXTRACTI128 $0x01, Y7, X9
-	VPACKUSDW    X9, X7, X9
+	VCMPPS       $0x03, Y1, Y1, Y1
+	VBLENDVPS    Y1, avx2bfnanhigh<>+0(SB), Y8, Y8
+	VPSRLD       $0x10, Y8, Y1
+	VEXTRACTI128 $0x01, Y1, X9
+	VPACKUSDW    X9, X1, X9
 	VMOVDQU      X9, 112(R9)(R10*2)
-	VADDPS       zero64<>+0(SB), Y8, Y7
+	VADDPS       zero64<>+0(SB), Y8, Y8
 	MOVQ         $0x00000040, R10
 
 	// With flagPF, the rows ahead are prefetched: one loop for both, the flag tested per block.
 	MOVQ DI, R12
 	SHLQ $0x01, R12
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows6
+	JA   longrows8
 	SHLQ $0x03, R12
 
-longrows6:
+longrows8:
 	ADDQ R8, R12
 	MOVL job_flags+0(AX), R13
 
@@ -25388,142 +25580,142 @@ addsumloop:
 	JNZ   addsumpf
 
 addsumblock:
-	VPMOVZXWD    (R8)(R10*2), Y8
-	VPSLLD       $0x10, Y8, Y8
+	VPMOVZXWD    (R8)(R10*2), Y1
+	VPSLLD       $0x10, Y1, Y1
 	VPMOVZXWD    (R9)(R10*2), Y9
 	VPSLLD       $0x10, Y9, Y9
-	VADDPS       Y9, Y8, Y8
-	VPSRLD       $0x10, Y8, Y9
+	VADDPS       Y9, Y1, Y1
+	VPSRLD       $0x10, Y1, Y9
 	VPAND        avx2bfone<>+0(SB), Y9, Y9
 	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
-	VPADDD       Y8, Y9, Y9
+	VPADDD       Y1, Y9, Y9
 	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
-	VCMPPS       $0x03, Y8, Y8, Y8
-	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
-	VPSRLD       $0x10, Y9, Y8
-	VEXTRACTI128 $0x01, Y8, X10
-	VPACKUSDW    X10, X8, X10
+	VCMPPS       $0x03, Y1, Y1, Y1
+	VBLENDVPS    Y1, avx2bfnanhigh<>+0(SB), Y9, Y9
+	VPSRLD       $0x10, Y9, Y1
+	VEXTRACTI128 $0x01, Y1, X10
+	VPACKUSDW    X10, X1, X10
 	VMOVDQU      X10, (R9)(R10*2)
 	VADDPS       Y9, Y0, Y0
-	VPMOVZXWD    16(R8)(R10*2), Y8
-	VPSLLD       $0x10, Y8, Y8
+	VPMOVZXWD    16(R8)(R10*2), Y1
+	VPSLLD       $0x10, Y1, Y1
 	VPMOVZXWD    16(R9)(R10*2), Y9
 	VPSLLD       $0x10, Y9, Y9
-	VADDPS       Y9, Y8, Y8
-	VPSRLD       $0x10, Y8, Y9
+	VADDPS       Y9, Y1, Y1
+	VPSRLD       $0x10, Y1, Y9
 	VPAND        avx2bfone<>+0(SB), Y9, Y9
 	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
-	VPADDD       Y8, Y9, Y9
+	VPADDD       Y1, Y9, Y9
 	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
-	VCMPPS       $0x03, Y8, Y8, Y8
-	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
-	VPSRLD       $0x10, Y9, Y8
-	VEXTRACTI128 $0x01, Y8, X10
-	VPACKUSDW    X10, X8, X10
+	VCMPPS       $0x03, Y1, Y1, Y1
+	VBLENDVPS    Y1, avx2bfnanhigh<>+0(SB), Y9, Y9
+	VPSRLD       $0x10, Y9, Y1
+	VEXTRACTI128 $0x01, Y1, X10
+	VPACKUSDW    X10, X1, X10
 	VMOVDQU      X10, 16(R9)(R10*2)
-	VADDPS       Y9, Y1, Y1
-	VPMOVZXWD    32(R8)(R10*2), Y8
-	VPSLLD       $0x10, Y8, Y8
+	VADDPS       Y9, Y2, Y2
+	VPMOVZXWD    32(R8)(R10*2), Y1
+	VPSLLD       $0x10, Y1, Y1
 	VPMOVZXWD    32(R9)(R10*2), Y9
 	VPSLLD       $0x10, Y9, Y9
-	VADDPS       Y9, Y8, Y8
-	VPSRLD       $0x10, Y8, Y9
+	VADDPS       Y9, Y1, Y1
+	VPSRLD       $0x10, Y1, Y9
 	VPAND        avx2bfone<>+0(SB), Y9, Y9
 	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
-	VPADDD       Y8, Y9, Y9
+	VPADDD       Y1, Y9, Y9
 	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
-	VCMPPS       $0x03, Y8, Y8, Y8
-	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
-	VPSRLD       $0x10, Y9, Y8
-	VEXTRACTI128 $0x01, Y8, X10
-	VPACKUSDW    X10, X8, X10
+	VCMPPS       $0x03, Y1, Y1, Y1
+	VBLENDVPS    Y1, avx2bfnanhigh<>+0(SB), Y9, Y9
+	VPSRLD       $0x10, Y9, Y1
+	VEXTRACTI128 $0x01, Y1, X10
+	VPACKUSDW    X10, X1, X10
 	VMOVDQU      X10, 32(R9)(R10*2)
-	VADDPS       Y9, Y2, Y2
-	VPMOVZXWD    48(R8)(R10*2), Y8
-	VPSLLD       $0x10, Y8, Y8
+	VADDPS       Y9, Y3, Y3
+	VPMOVZXWD    48(R8)(R10*2), Y1
+	VPSLLD       $0x10, Y1, Y1
 	VPMOVZXWD    48(R9)(R10*2), Y9
 	VPSLLD       $0x10, Y9, Y9
-	VADDPS       Y9, Y8, Y8
-	VPSRLD       $0x10, Y8, Y9
+	VADDPS       Y9, Y1, Y1
+	VPSRLD       $0x10, Y1, Y9
 	VPAND        avx2bfone<>+0(SB), Y9, Y9
 	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
-	VPADDD       Y8, Y9, Y9
+	VPADDD       Y1, Y9, Y9
 	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
-	VCMPPS       $0x03, Y8, Y8, Y8
-	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
-	VPSRLD       $0x10, Y9, Y8
-	VEXTRACTI128 $0x01, Y8, X10
-	VPACKUSDW    X10, X8, X10
+	VCMPPS       $0x03, Y1, Y1, Y1
+	VBLENDVPS    Y1, avx2bfnanhigh<>+0(SB), Y9, Y9
+	VPSRLD       $0x10, Y9, Y1
+	VEXTRACTI128 $0x01, Y1, X10
+	VPACKUSDW    X10, X1, X10
 	VMOVDQU      X10, 48(R9)(R10*2)
-	VADDPS       Y9, Y3, Y3
-	VPMOVZXWD    64(R8)(R10*2), Y8
-	VPSLLD       $0x10, Y8, Y8
+	VADDPS       Y9, Y4, Y4
+	VPMOVZXWD    64(R8)(R10*2), Y1
+	VPSLLD       $0x10, Y1, Y1
 	VPMOVZXWD    64(R9)(R10*2), Y9
 	VPSLLD       $0x10, Y9, Y9
-	VADDPS       Y9, Y8, Y8
-	VPSRLD       $0x10, Y8, Y9
+	VADDPS       Y9, Y1, Y1
+	VPSRLD       $0x10, Y1, Y9
 	VPAND        avx2bfone<>+0(SB), Y9, Y9
 	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
-	VPADDD       Y8, Y9, Y9
+	VPADDD       Y1, Y9, Y9
 	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
-	VCMPPS       $0x03, Y8, Y8, Y8
-	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
-	VPSRLD       $0x10, Y9, Y8
-	VEXTRACTI128 $0x01, Y8, X10
-	VPACKUSDW    X10, X8, X10
+	VCMPPS       $0x03, Y1, Y1, Y1
+	VBLENDVPS    Y1, avx2bfnanhigh<>+0(SB), Y9, Y9
+	VPSRLD       $0x10, Y9, Y1
+	VEXTRACTI128 $0x01, Y1, X10
+	VPACKUSDW    X10, X1, X10
 	VMOVDQU      X10, 64(R9)(R10*2)
-	VADDPS       Y9, Y4, Y4
-	VPMOVZXWD    80(R8)(R10*2), Y8
-	VPSLLD       $0x10, Y8, Y8
+	VADDPS       Y9, Y5, Y5
+	VPMOVZXWD    80(R8)(R10*2), Y1
+	VPSLLD       $0x10, Y1, Y1
 	VPMOVZXWD    80(R9)(R10*2), Y9
 	VPSLLD       $0x10, Y9, Y9
-	VADDPS       Y9, Y8, Y8
-	VPSRLD       $0x10, Y8, Y9
+	VADDPS       Y9, Y1, Y1
+	VPSRLD       $0x10, Y1, Y9
 	VPAND        avx2bfone<>+0(SB), Y9, Y9
 	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
-	VPADDD       Y8, Y9, Y9
+	VPADDD       Y1, Y9, Y9
 	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
-	VCMPPS       $0x03, Y8, Y8, Y8
-	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
-	VPSRLD       $0x10, Y9, Y8
-	VEXTRACTI128 $0x01, Y8, X10
-	VPACKUSDW    X10, X8, X10
+	VCMPPS       $0x03, Y1, Y1, Y1
+	VBLENDVPS    Y1, avx2bfnanhigh<>+0(SB), Y9, Y9
+	VPSRLD       $0x10, Y9, Y1
+	VEXTRACTI128 $0x01, Y1, X10
+	VPACKUSDW    X10, X1, X10
 	VMOVDQU      X10, 80(R9)(R10*2)
-	VADDPS       Y9, Y5, Y5
-	VPMOVZXWD    96(R8)(R10*2), Y8
-	VPSLLD       $0x10, Y8, Y8
+	VADDPS       Y9, Y6, Y6
+	VPMOVZXWD    96(R8)(R10*2), Y1
+	VPSLLD       $0x10, Y1, Y1
 	VPMOVZXWD    96(R9)(R10*2), Y9
 	VPSLLD       $0x10, Y9, Y9
-	VADDPS       Y9, Y8, Y8
-	VPSRLD       $0x10, Y8, Y9
+	VADDPS       Y9, Y1, Y1
+	VPSRLD       $0x10, Y1, Y9
 	VPAND        avx2bfone<>+0(SB), Y9, Y9
 	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
-	VPADDD       Y8, Y9, Y9
+	VPADDD       Y1, Y9, Y9
 	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
-	VCMPPS       $0x03, Y8, Y8, Y8
-	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
-	VPSRLD       $0x10, Y9, Y8
-	VEXTRACTI128 $0x01, Y8, X10
-	VPACKUSDW    X10, X8, X10
+	VCMPPS       $0x03, Y1, Y1, Y1
+	VBLENDVPS    Y1, avx2bfnanhigh<>+0(SB), Y9, Y9
+	VPSRLD       $0x10, Y9, Y1
+	VEXTRACTI128 $0x01, Y1, X10
+	VPACKUSDW    X10, X1, X10
 	VMOVDQU      X10, 96(R9)(R10*2)
-	VADDPS       Y9, Y6, Y6
-	VPMOVZXWD    112(R8)(R10*2), Y8
-	VPSLLD       $0x10, Y8, Y8
+	VADDPS       Y9, Y7, Y7
+	VPMOVZXWD    112(R8)(R10*2), Y1
+	VPSLLD       $0x10, Y1, Y1
 	VPMOVZXWD    112(R9)(R10*2), Y9
 	VPSLLD       $0x10, Y9, Y9
-	VADDPS       Y9, Y8, Y8
-	VPSRLD       $0x10, Y8, Y9
+	VADDPS       Y9, Y1, Y1
+	VPSRLD       $0x10, Y1, Y9
 	VPAND        avx2bfone<>+0(SB), Y9, Y9
 	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
-	VPADDD       Y8, Y9, Y9
+	VPADDD       Y1, Y9, Y9
 	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
-	VCMPPS       $0x03, Y8, Y8, Y8
-	VBLENDVPS    Y8, avx2bfnanhigh<>+0(SB), Y9, Y9
-	VPSRLD       $0x10, Y9, Y8
-	VEXTRACTI128 $0x01, Y8, X10
-	VPACKUSDW    X10, X8, X10
+	VCMPPS       $0x03, Y1, Y1, Y1
+	VBLENDVPS    Y1, avx2bfnanhigh<>+0(SB), Y9, Y9
+	VPSRLD       $0x10, Y9, Y1
+	VEXTRACTI128 $0x01, Y1, X10
+	VPACKUSDW    X10, X1, X10
 	VMOVDQU      X10, 112(R9)(R10*2)
-	VADDPS       Y9, Y7, Y7
+	VADDPS       Y9, Y8, Y8
 	ADDQ         $0x00000040, R10
 	JMP          addsumloop
 
@@ -25539,74 +25731,74 @@ addsumtail:
 	SUBQ    R10, R11
 	JZ      addsummed
 	JL      addslotsummed
-	MOVQ    R11, 440(SP)
+	MOVQ    R11, 456(SP)
 	LEAQ    (R8)(R10*2), R11
 	LEAQ    (R9)(R10*2), R9
-	MOVQ    R9, 448(SP)
+	MOVQ    R9, 464(SP)
 	LEAQ    128(SP), R9
-	VXORPS  Y8, Y8, Y8
-	VMOVUPS Y8, (R9)
-	VMOVUPS Y8, 32(R9)
-	VMOVUPS Y8, 64(R9)
-	VMOVUPS Y8, 96(R9)
-	MOVQ    440(SP), R13
+	VXORPS  Y1, Y1, Y1
+	VMOVUPS Y1, (R9)
+	VMOVUPS Y1, 32(R9)
+	VMOVUPS Y1, 64(R9)
+	VMOVUPS Y1, 96(R9)
+	MOVQ    456(SP), R13
 	XORQ    R12, R12
 	SUBQ    $0x00000010, R13
 
-copyvec7:
+copyvec9:
 	CMPQ    R12, R13
-	JG      copyone8
-	VMOVUPS (R11)(R12*2), Y8
-	VMOVUPS Y8, (R9)(R12*2)
+	JG      copyone10
+	VMOVUPS (R11)(R12*2), Y1
+	VMOVUPS Y1, (R9)(R12*2)
 	ADDQ    $0x00000010, R12
-	JMP     copyvec7
+	JMP     copyvec9
 
-copyone8:
+copyone10:
 	ADDQ $0x00000010, R13
 
-copyloop10:
+copyloop12:
 	CMPQ R12, R13
-	JGE  copied9
+	JGE  copied11
 	MOVW (R11)(R12*2), R14
 	MOVW R14, (R9)(R12*2)
 	INCQ R12
-	JMP  copyloop10
+	JMP  copyloop12
 
-copied9:
-	MOVQ    448(SP), R11
+copied11:
+	MOVQ    464(SP), R11
 	LEAQ    256(SP), R12
-	VXORPS  Y8, Y8, Y8
-	VMOVUPS Y8, (R12)
-	VMOVUPS Y8, 32(R12)
-	VMOVUPS Y8, 64(R12)
-	VMOVUPS Y8, 96(R12)
-	MOVQ    440(SP), R14
+	VXORPS  Y1, Y1, Y1
+	VMOVUPS Y1, (R12)
+	VMOVUPS Y1, 32(R12)
+	VMOVUPS Y1, 64(R12)
+	VMOVUPS Y1, 96(R12)
+	MOVQ    456(SP), R14
 	XORQ    R13, R13
 	SUBQ    $0x00000010, R14
 
-copyvec11:
+copyvec13:
 	CMPQ    R13, R14
-	JG      copyone12
-	VMOVUPS (R11)(R13*2), Y8
-	VMOVUPS Y8, (R12)(R13*2)
+	JG      copyone14
+	VMOVUPS (R11)(R13*2), Y1
+	VMOVUPS Y1, (R12)(R13*2)
 	ADDQ    $0x00000010, R13
-	JMP     copyvec11
+	JMP     copyvec13
 
-copyone12:
+copyone14:
 	ADDQ $0x00000010, R14
 
-copyloop14:
+copyloop16:
 	CMPQ R13, R14
-	JGE  copied13
+	JGE  copied15
 	MOVW (R11)(R13*2), R15
 	MOVW R15, (R12)(R13*2)
 	INCQ R13
-	JMP  copyloop14
+	JMP  copyloop16
 
-copied13:
+copied15:
 	MOVQ R10, R11
 	SHLQ $0x01, R11
-	MOVQ R8, 456(SP)
+	MOVQ R8, 472(SP)
 	MOVQ R9, R8
 	SUBQ R11, R8
 	MOVQ R12, R9
@@ -25617,41 +25809,41 @@ copied13:
 	JMP  addsumblock
 
 addslotsummed:
-	MOVQ 456(SP), R8
-	MOVQ 448(SP), R8
+	MOVQ 472(SP), R8
+	MOVQ 464(SP), R8
 	LEAQ 256(SP), R9
-	MOVQ 440(SP), R11
+	MOVQ 456(SP), R11
 	XORQ R10, R10
 	SUBQ $0x00000010, R11
 
-copyvec15:
+copyvec17:
 	CMPQ    R10, R11
-	JG      copyone16
-	VMOVUPS (R9)(R10*2), Y8
-	VMOVUPS Y8, (R8)(R10*2)
+	JG      copyone18
+	VMOVUPS (R9)(R10*2), Y1
+	VMOVUPS Y1, (R8)(R10*2)
 	ADDQ    $0x00000010, R10
-	JMP     copyvec15
+	JMP     copyvec17
 
-copyone16:
+copyone18:
 	ADDQ $0x00000010, R11
 
-copyloop18:
+copyloop20:
 	CMPQ R10, R11
-	JGE  copied17
+	JGE  copied19
 	MOVW (R9)(R10*2), R12
 	MOVW R12, (R8)(R10*2)
 	INCQ R10
-	JMP  copyloop18
+	JMP  copyloop20
 
-copied17:
+copied19:
 addsummed:
-	VADDPS Y4, Y0, Y0
-	VADDPS Y5, Y1, Y1
+	VADDPS Y5, Y0, Y0
 	VADDPS Y6, Y2, Y2
 	VADDPS Y7, Y3, Y3
+	VADDPS Y8, Y4, Y4
+	VADDPS Y3, Y0, Y0
+	VADDPS Y4, Y2, Y2
 	VADDPS Y2, Y0, Y0
-	VADDPS Y3, Y1, Y1
-	VADDPS Y1, Y0, Y0
 
 mean:
 	VEXTRACTF128 $0x01, Y0, X1
@@ -25667,275 +25859,294 @@ mean:
 	VSUBSS   X1, X1, X0
 	VUCOMISS X0, X0
 	JPS      ret
-	CMPL     468(SP), $0x00
-	JE       divide19
-	VMULSS   468(SP), X1, X0
-	JMP      divided20
+	CMPL     484(SP), $0x00
+	JE       divide21
+	VMULSS   484(SP), X1, X0
+	JMP      divided22
 
-divide19:
-	VDIVSS 464(SP), X1, X0
+divide21:
+	VDIVSS 480(SP), X1, X0
 
-divided20:
-	VBROADCASTSS X0, Y8
+divided22:
+	VBROADCASTSS X0, Y1
 	JMP          centered
 
 nocenter:
-	VXORPS Y8, Y8, Y8
+	VXORPS  Y1, Y1, Y1
+	VMOVUPS X1, 400(SP)
 
 centered:
 	MOVQ DX, R8
+	XORQ R9, R9
+	CMPQ 440(SP), $0x01
+	JE   sqrow
 
+sqnext:
+	MOVQ         R9, R10
+	SHRQ         $0x05, R10
+	VBROADCASTSS 400(SP)(R10*4), Y1
+
+sqrow:
 	// Sum of the squares of x - m: element i goes to partial i%64.
-	MOVQ   job_d+0(AX), R10
-	SUBQ   $0x00000040, R10
+	MOVQ   job_d+0(AX), R11
+	SUBQ   $0x00000040, R11
 	JGE    sqfirstblock
 	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
 	VXORPS Y3, Y3, Y3
 	VXORPS Y4, Y4, Y4
 	VXORPS Y5, Y5, Y5
 	VXORPS Y6, Y6, Y6
 	VXORPS Y7, Y7, Y7
-	XORQ   R9, R9
+	VXORPS Y8, Y8, Y8
+	XORQ   R10, R10
 	JMP    sqsumtail
 
 sqfirstblock:
 	// +0 + square is the square itself: the first block initializes the partials.
-	XORQ      R9, R9
-	VPMOVZXWD (R8)(R9*2), Y0
+	XORQ      R10, R10
+	VPMOVZXWD (R8)(R10*2), Y0
 	VPSLLD    $0x10, Y0, Y0
-	VSUBPS    Y8, Y0, Y0
+	VSUBPS    Y1, Y0, Y0
 	VMULPS    Y0, Y0, Y0
-	VPMOVZXWD 16(R8)(R9*2), Y1
-	VPSLLD    $0x10, Y1, Y1
-	VSUBPS    Y8, Y1, Y1
-	VMULPS    Y1, Y1, Y1
-	VPMOVZXWD 32(R8)(R9*2), Y2
+	VPMOVZXWD 16(R8)(R10*2), Y2
 	VPSLLD    $0x10, Y2, Y2
-	VSUBPS    Y8, Y2, Y2
+	VSUBPS    Y1, Y2, Y2
 	VMULPS    Y2, Y2, Y2
-	VPMOVZXWD 48(R8)(R9*2), Y3
+	VPMOVZXWD 32(R8)(R10*2), Y3
 	VPSLLD    $0x10, Y3, Y3
-	VSUBPS    Y8, Y3, Y3
+	VSUBPS    Y1, Y3, Y3
 	VMULPS    Y3, Y3, Y3
-	VPMOVZXWD 64(R8)(R9*2), Y4
+	VPMOVZXWD 48(R8)(R10*2), Y4
 	VPSLLD    $0x10, Y4, Y4
-	VSUBPS    Y8, Y4, Y4
+	VSUBPS    Y1, Y4, Y4
 	VMULPS    Y4, Y4, Y4
-	VPMOVZXWD 80(R8)(R9*2), Y5
+	VPMOVZXWD 64(R8)(R10*2), Y5
 	VPSLLD    $0x10, Y5, Y5
-	VSUBPS    Y8, Y5, Y5
+	VSUBPS    Y1, Y5, Y5
 	VMULPS    Y5, Y5, Y5
-	VPMOVZXWD 96(R8)(R9*2), Y6
+	VPMOVZXWD 80(R8)(R10*2), Y6
 	VPSLLD    $0x10, Y6, Y6
-	VSUBPS    Y8, Y6, Y6
+	VSUBPS    Y1, Y6, Y6
 	VMULPS    Y6, Y6, Y6
-	VPMOVZXWD 112(R8)(R9*2), Y7
+	VPMOVZXWD 96(R8)(R10*2), Y7
 	VPSLLD    $0x10, Y7, Y7
-	VSUBPS    Y8, Y7, Y7
+	VSUBPS    Y1, Y7, Y7
 	VMULPS    Y7, Y7, Y7
-	MOVQ      $0x00000040, R9
+	VPMOVZXWD 112(R8)(R10*2), Y8
+	VPSLLD    $0x10, Y8, Y8
+	VSUBPS    Y1, Y8, Y8
+	VMULPS    Y8, Y8, Y8
+	MOVQ      $0x00000040, R10
 
 	// With flagPF, the rows ahead are prefetched: one loop for both, the flag tested per block.
-	MOVQ DI, R11
-	SHLQ $0x01, R11
+	MOVQ DI, R12
+	SHLQ $0x01, R12
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows21
-	SHLQ $0x03, R11
+	JA   longrows23
+	SHLQ $0x03, R12
 
-longrows21:
-	ADDQ R8, R11
-	MOVL job_flags+0(AX), R12
+longrows23:
+	ADDQ R8, R12
+	MOVL job_flags+0(AX), R13
 
 	PCALIGN $32
 sqsumloop:
-	CMPQ  R9, R10
+	CMPQ  R10, R11
 	JG    sqsumtail
-	TESTL $0x00000002, R12
+	TESTL $0x00000002, R13
 	JNZ   sqsumpf
 
 sqsumblock:
-	VPMOVZXWD (R8)(R9*2), Y9
+	VPMOVZXWD (R8)(R10*2), Y9
 	VPSLLD    $0x10, Y9, Y9
-	VSUBPS    Y8, Y9, Y9
+	VSUBPS    Y1, Y9, Y9
 	VMULPS    Y9, Y9, Y9
 	VADDPS    Y9, Y0, Y0
-	VPMOVZXWD 16(R8)(R9*2), Y9
+	VPMOVZXWD 16(R8)(R10*2), Y9
 	VPSLLD    $0x10, Y9, Y9
-	VSUBPS    Y8, Y9, Y9
-	VMULPS    Y9, Y9, Y9
-	VADDPS    Y9, Y1, Y1
-	VPMOVZXWD 32(R8)(R9*2), Y9
-	VPSLLD    $0x10, Y9, Y9
-	VSUBPS    Y8, Y9, Y9
+	VSUBPS    Y1, Y9, Y9
 	VMULPS    Y9, Y9, Y9
 	VADDPS    Y9, Y2, Y2
-	VPMOVZXWD 48(R8)(R9*2), Y9
+	VPMOVZXWD 32(R8)(R10*2), Y9
 	VPSLLD    $0x10, Y9, Y9
-	VSUBPS    Y8, Y9, Y9
+	VSUBPS    Y1, Y9, Y9
 	VMULPS    Y9, Y9, Y9
 	VADDPS    Y9, Y3, Y3
-	VPMOVZXWD 64(R8)(R9*2), Y9
+	VPMOVZXWD 48(R8)(R10*2), Y9
 	VPSLLD    $0x10, Y9, Y9
-	VSUBPS    Y8, Y9, Y9
+	VSUBPS    Y1, Y9, Y9
 	VMULPS    Y9, Y9, Y9
 	VADDPS    Y9, Y4, Y4
-	VPMOVZXWD 80(R8)(R9*2), Y9
+	VPMOVZXWD 64(R8)(R10*2), Y9
 	VPSLLD    $0x10, Y9, Y9
-	VSUBPS    Y8, Y9, Y9
+	VSUBPS    Y1, Y9, Y9
 	VMULPS    Y9, Y9, Y9
 	VADDPS    Y9, Y5, Y5
-	VPMOVZXWD 96(R8)(R9*2), Y9
+	VPMOVZXWD 80(R8)(R10*2), Y9
 	VPSLLD    $0x10, Y9, Y9
-	VSUBPS    Y8, Y9, Y9
+	VSUBPS    Y1, Y9, Y9
 	VMULPS    Y9, Y9, Y9
 	VADDPS    Y9, Y6, Y6
-	VPMOVZXWD 112(R8)(R9*2), Y9
+	VPMOVZXWD 96(R8)(R10*2), Y9
 	VPSLLD    $0x10, Y9, Y9
-	VSUBPS    Y8, Y9, Y9
+	VSUBPS    Y1, Y9, Y9
 	VMULPS    Y9, Y9, Y9
 	VADDPS    Y9, Y7, Y7
-	ADDQ      $0x00000040, R9
+	VPMOVZXWD 112(R8)(R10*2), Y9
+	VPSLLD    $0x10, Y9, Y9
+	VSUBPS    Y1, Y9, Y9
+	VMULPS    Y9, Y9, Y9
+	VADDPS    Y9, Y8, Y8
+	ADDQ      $0x00000040, R10
 	JMP       sqsumloop
 
 	// Out of the loop's way: the prefetches, whose flag is usually clear.
 sqsumpf:
-	PREFETCHT0 (R11)(R9*2)
-	PREFETCHT0 64(R11)(R9*2)
+	PREFETCHT0 (R12)(R10*2)
+	PREFETCHT0 64(R12)(R10*2)
 	JMP        sqsumblock
 
 sqsumtail:
 	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
-	MOVQ job_d+0(AX), R10
-	SUBQ R9, R10
+	MOVQ job_d+0(AX), R11
+	SUBQ R10, R11
 	JZ   sqsummed
-	LEAQ (R8)(R9*2), R8
-	LEAQ 128(SP), R9
-	MOVQ R10, R12
-	XORQ R11, R11
-	SUBQ $0x00000010, R12
+	LEAQ (R8)(R10*2), R10
+	LEAQ 128(SP), R12
+	MOVQ R11, R14
+	XORQ R13, R13
+	SUBQ $0x00000010, R14
 
-copyvec22:
-	CMPQ    R11, R12
-	JG      copyone23
-	VMOVUPS (R8)(R11*2), Y9
-	VMOVUPS Y9, (R9)(R11*2)
-	ADDQ    $0x00000010, R11
-	JMP     copyvec22
+copyvec24:
+	CMPQ    R13, R14
+	JG      copyone25
+	VMOVUPS (R10)(R13*2), Y9
+	VMOVUPS Y9, (R12)(R13*2)
+	ADDQ    $0x00000010, R13
+	JMP     copyvec24
 
-copyone23:
-	ADDQ $0x00000010, R12
+copyone25:
+	ADDQ $0x00000010, R14
 
-copyloop25:
-	CMPQ R11, R12
-	JGE  copied24
-	MOVW (R8)(R11*2), R13
-	MOVW R13, (R9)(R11*2)
-	INCQ R11
-	JMP  copyloop25
+copyloop27:
+	CMPQ R13, R14
+	JGE  copied26
+	MOVW (R10)(R13*2), R15
+	MOVW R15, (R12)(R13*2)
+	INCQ R13
+	JMP  copyloop27
 
-copied24:
-	VMOVQ        R10, X9
+copied26:
+	VMOVQ        R11, X9
 	VPBROADCASTD X9, Y9
-	VPMOVZXWD    (R9), Y10
+	VPMOVZXWD    (R12), Y10
 	VPSLLD       $0x10, Y10, Y10
-	VSUBPS       Y8, Y10, Y10
+	VSUBPS       Y1, Y10, Y10
 	VPCMPGTD     iota64<>+0(SB), Y9, Y11
 	VANDPS       Y11, Y10, Y10
 	VMULPS       Y10, Y10, Y10
 	VADDPS       Y10, Y0, Y0
-	VPMOVZXWD    16(R9), Y10
+	VPMOVZXWD    16(R12), Y10
 	VPSLLD       $0x10, Y10, Y10
-	VSUBPS       Y8, Y10, Y10
+	VSUBPS       Y1, Y10, Y10
 	VPCMPGTD     iota64<>+32(SB), Y9, Y11
 	VANDPS       Y11, Y10, Y10
 	VMULPS       Y10, Y10, Y10
-	VADDPS       Y10, Y1, Y1
-	VPMOVZXWD    32(R9), Y10
+	VADDPS       Y10, Y2, Y2
+	VPMOVZXWD    32(R12), Y10
 	VPSLLD       $0x10, Y10, Y10
-	VSUBPS       Y8, Y10, Y10
+	VSUBPS       Y1, Y10, Y10
 	VPCMPGTD     iota64<>+64(SB), Y9, Y11
 	VANDPS       Y11, Y10, Y10
 	VMULPS       Y10, Y10, Y10
-	VADDPS       Y10, Y2, Y2
-	VPMOVZXWD    48(R9), Y10
+	VADDPS       Y10, Y3, Y3
+	VPMOVZXWD    48(R12), Y10
 	VPSLLD       $0x10, Y10, Y10
-	VSUBPS       Y8, Y10, Y10
+	VSUBPS       Y1, Y10, Y10
 	VPCMPGTD     iota64<>+96(SB), Y9, Y11
 	VANDPS       Y11, Y10, Y10
 	VMULPS       Y10, Y10, Y10
-	VADDPS       Y10, Y3, Y3
-	VPMOVZXWD    64(R9), Y10
+	VADDPS       Y10, Y4, Y4
+	VPMOVZXWD    64(R12), Y10
 	VPSLLD       $0x10, Y10, Y10
-	VSUBPS       Y8, Y10, Y10
+	VSUBPS       Y1, Y10, Y10
 	VPCMPGTD     iota64<>+128(SB), Y9, Y11
 	VANDPS       Y11, Y10, Y10
 	VMULPS       Y10, Y10, Y10
-	VADDPS       Y10, Y4, Y4
-	VPMOVZXWD    80(R9), Y10
+	VADDPS       Y10, Y5, Y5
+	VPMOVZXWD    80(R12), Y10
 	VPSLLD       $0x10, Y10, Y10
-	VSUBPS       Y8, Y10, Y10
+	VSUBPS       Y1, Y10, Y10
 	VPCMPGTD     iota64<>+160(SB), Y9, Y11
 	VANDPS       Y11, Y10, Y10
 	VMULPS       Y10, Y10, Y10
-	VADDPS       Y10, Y5, Y5
-	VPMOVZXWD    96(R9), Y10
+	VADDPS       Y10, Y6, Y6
+	VPMOVZXWD    96(R12), Y10
 	VPSLLD       $0x10, Y10, Y10
-	VSUBPS       Y8, Y10, Y10
+	VSUBPS       Y1, Y10, Y10
 	VPCMPGTD     iota64<>+192(SB), Y9, Y11
 	VANDPS       Y11, Y10, Y10
 	VMULPS       Y10, Y10, Y10
-	VADDPS       Y10, Y6, Y6
-	VPMOVZXWD    112(R9), Y10
+	VADDPS       Y10, Y7, Y7
+	VPMOVZXWD    112(R12), Y10
 	VPSLLD       $0x10, Y10, Y10
-	VSUBPS       Y8, Y10, Y10
+	VSUBPS       Y1, Y10, Y10
 	VPCMPGTD     iota64<>+224(SB), Y9, Y9
 	VANDPS       Y9, Y10, Y10
 	VMULPS       Y10, Y10, Y10
-	VADDPS       Y10, Y7, Y7
+	VADDPS       Y10, Y8, Y8
 
 sqsummed:
-	VADDPS Y4, Y0, Y0
-	VADDPS Y5, Y1, Y1
-	VADDPS Y6, Y2, Y2
-	VADDPS Y7, Y3, Y3
-	VADDPS Y2, Y0, Y0
-	VADDPS Y3, Y1, Y1
-	VADDPS Y1, Y0, Y0
+	VADDPS  Y5, Y0, Y0
+	VADDPS  Y6, Y2, Y2
+	VADDPS  Y7, Y3, Y3
+	VADDPS  Y8, Y4, Y4
+	VADDPS  Y3, Y0, Y0
+	VADDPS  Y4, Y2, Y2
+	VADDPS  Y2, Y0, Y0
+	CMPQ    440(SP), $0x01
+	JE      invone
+	VMOVUPS Y0, (SP)(R9*1)
+	ADDQ    DI, R8
+	ADDQ    $0x00000020, R9
+	CMPQ    R9, $0x00000080
+	JB      sqnext
+	JMP     invgroup
 
+invone:
 	// Halving tree: p[j] += p[j+h] for the remaining h, down to ss.
-	VEXTRACTF128 $0x01, Y0, X1
-	VADDPS       X1, X0, X1
-	VMOVHLPS     X1, X1, X0
-	VADDPS       X0, X1, X1
-	VMOVSHDUP    X1, X0
-	VADDSS       X0, X1, X1
+	VEXTRACTF128 $0x01, Y0, X2
+	VADDPS       X2, X0, X2
+	VMOVHLPS     X2, X2, X0
+	VADDPS       X0, X2, X2
+	VMOVSHDUP    X2, X0
+	VADDSS       X0, X2, X2
 
 	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
-	CMPL   468(SP), $0x00
-	JE     divide26
-	VMULSS 468(SP), X1, X1
-	JMP    divided27
+	CMPL   484(SP), $0x00
+	JE     divide28
+	VMULSS 484(SP), X2, X2
+	JMP    divided29
 
-divide26:
-	VDIVSS 464(SP), X1, X1
+divide28:
+	VDIVSS 480(SP), X2, X2
 
-divided27:
-	VADDSS   job_eps+0(AX), X1, X1
-	VUCOMISS tlo<>+0(SB), X1
+divided29:
+	VADDSS   job_eps+0(AX), X2, X2
+	VUCOMISS tlo<>+0(SB), X2
 	JCS      ret
-	VUCOMISS tmax<>+0(SB), X1
+	VUCOMISS tmax<>+0(SB), X2
 	JHI      ret
-	VSQRTSS  X1, X1, X1
+	VSQRTSS  X2, X2, X2
 	VMOVSS   one<>+0(SB), X0
-	VDIVSS   X1, X0, X0
+	VDIVSS   X2, X0, X0
 
 	// Report 1/rms if asked.
 	MOVQ   job_inv+0(AX), R8
 	TESTQ  R8, R8
 	JZ     reportmean
-	MOVQ   400(SP), R9
+	MOVQ   416(SP), R9
 	VMOVSS X0, (R8)(R9*4)
 
 reportmean:
@@ -25943,37 +26154,102 @@ reportmean:
 	MOVQ   job_mean+0(AX), R8
 	TESTQ  R8, R8
 	JZ     scale
-	MOVQ   400(SP), R9
-	VMOVSS X8, (R8)(R9*4)
+	MOVQ   416(SP), R9
+	VMOVSS X1, (R8)(R9*4)
+	JMP    scale
+
+invgroup:
+	// The rest of the halving tree, four rows at once.
+	VMOVUPS      (SP), Y0
+	VMOVUPS      32(SP), Y2
+	VMOVUPS      64(SP), Y3
+	VMOVUPS      96(SP), Y4
+	VPERM2F128   $0x20, Y2, Y0, Y5
+	VPERM2F128   $0x31, Y2, Y0, Y0
+	VADDPS       Y0, Y5, Y5
+	VPERM2F128   $0x20, Y4, Y3, Y0
+	VPERM2F128   $0x31, Y4, Y3, Y2
+	VADDPS       Y2, Y0, Y0
+	VSHUFPS      $0x44, Y0, Y5, Y2
+	VSHUFPS      $0xee, Y0, Y5, Y0
+	VADDPS       Y0, Y2, Y2
+	VHADDPS      Y2, Y2, Y2
+	VEXTRACTF128 $0x01, Y2, X0
+	VUNPCKLPS    X0, X2, X0
+
+	// t = ss/d + eps for the four rows; any t outside [2^-100, MaxFloat32] sends the group to the one-row path.
+	CMPL         484(SP), $0x00
+	JE           divide30
+	VBROADCASTSS 484(SP), X2
+	VMULPS       X2, X0, X2
+	JMP          divided31
+
+divide30:
+	VBROADCASTSS 480(SP), X2
+	VDIVPS       X2, X0, X2
+
+divided31:
+	VBROADCASTSS job_eps+0(AX), X0
+	VADDPS       X0, X2, X2
+	VCMPPS       $0x1d, tlo4<>+0(SB), X2, X0
+	VCMPPS       $0x12, tmax4<>+0(SB), X2, X3
+	VANDPS       X3, X0, X0
+	VMOVMSKPS    X0, R8
+	CMPL         R8, $0x0f
+	JE           ginrange
+	MOVQ         $0x00000004, 432(SP)
+	JMP          row
+
+ginrange:
+	VSQRTPS      X2, X2
+	VBROADCASTSS one<>+0(SB), X0
+	VDIVPS       X2, X0, X0
+
+	// Report 1/rms if asked.
+	MOVQ    job_inv+0(AX), R8
+	TESTQ   R8, R8
+	JZ      reportmeans
+	MOVQ    416(SP), R9
+	VMOVUPS X0, (R8)(R9*4)
+
+reportmeans:
+	// Report the group's means if asked.
+	MOVQ    job_mean+0(AX), R8
+	TESTQ   R8, R8
+	JZ      scale
+	MOVQ    416(SP), R9
+	VMOVUPS 400(SP), X2
+	VMOVUPS X2, (R8)(R9*4)
 
 scale:
-	VBROADCASTSS X0, Y1
-	MOVQ         $0x00000000, 432(SP)
-	CMPQ         424(SP), $0x01
+	VBROADCASTSS X0, Y2
+	MOVQ         $0x00000000, 448(SP)
+	CMPQ         440(SP), $0x01
 	JE           scalebody
 	VMOVUPS      X0, 384(SP)
 
 scalerow:
-	MOVQ         432(SP), R8
-	VBROADCASTSS 384(SP)(R8*4), Y1
+	MOVQ         448(SP), R8
+	VBROADCASTSS 384(SP)(R8*4), Y2
+	VBROADCASTSS 400(SP)(R8*4), Y1
 
 scalebody:
 	VBROADCASTSS one<>+0(SB), Y0
 	TESTL        $0x00000010, job_flags+0(AX)
-	JNZ          weightadd28
+	JNZ          weightadd32
 	VBROADCASTSS negzero<>+0(SB), Y0
 
-weightadd28:
+weightadd32:
 	// y = (src*inv)*w, rounded after each multiply.
 	XORQ R8, R8
 	MOVQ job_d+0(AX), R9
 	SUBQ $0x00000020, R9
 	MOVQ DI, R10
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows29
+	JA   longrows33
 	SHLQ $0x03, R10
 
-longrows29:
+longrows33:
 	ADDQ    DX, R10
 	MOVL    job_flags+0(AX), R11
 	TESTL   $0x00000001, R11
@@ -25982,174 +26258,174 @@ longrows29:
 	JZ      scaleloopnoweight
 	TESTL   $0x00000010, R11
 	JNZ     scaleloopoffset
-	VMOVDQU avx2bfone<>+0(SB), Y2
-	VMOVDQU avx2bfbias<>+0(SB), Y3
-	VMOVDQU avx2bfhigh<>+0(SB), Y4
-	VMOVDQU avx2widenshuf<>+0(SB), Y5
+	VMOVDQU avx2bfone<>+0(SB), Y3
+	VMOVDQU avx2bfbias<>+0(SB), Y4
+	VMOVDQU avx2bfhigh<>+0(SB), Y5
+	VMOVDQU avx2widenshuf<>+0(SB), Y6
 
-scaleloopiter30:
+scaleloopiter34:
 	CMPQ  R8, R9
 	JG    scaletail
 	TESTL $0x00000002, R11
-	JNZ   scalelooppf31
+	JNZ   scalelooppf35
 
-scaleloopbody32:
-	VBROADCASTI128 (DX)(R8*2), Y6
-	VPSHUFB        Y5, Y6, Y6
-	VSUBPS         Y8, Y6, Y6
-	VMULPS         Y1, Y6, Y6
-	VBROADCASTI128 16(DX)(R8*2), Y7
-	VPSHUFB        Y5, Y7, Y7
-	VSUBPS         Y8, Y7, Y7
-	VMULPS         Y1, Y7, Y7
+scaleloopbody36:
+	VBROADCASTI128 (DX)(R8*2), Y7
+	VPSHUFB        Y6, Y7, Y7
+	VSUBPS         Y1, Y7, Y7
+	VMULPS         Y2, Y7, Y7
+	VBROADCASTI128 16(DX)(R8*2), Y8
+	VPSHUFB        Y6, Y8, Y8
+	VSUBPS         Y1, Y8, Y8
+	VMULPS         Y2, Y8, Y8
 	VBROADCASTI128 32(DX)(R8*2), Y9
-	VPSHUFB        Y5, Y9, Y9
-	VSUBPS         Y8, Y9, Y9
-	VMULPS         Y1, Y9, Y9
+	VPSHUFB        Y6, Y9, Y9
+	VSUBPS         Y1, Y9, Y9
+	VMULPS         Y2, Y9, Y9
 	VBROADCASTI128 48(DX)(R8*2), Y10
-	VPSHUFB        Y5, Y10, Y10
-	VSUBPS         Y8, Y10, Y10
-	VMULPS         Y1, Y10, Y10
+	VPSHUFB        Y6, Y10, Y10
+	VSUBPS         Y1, Y10, Y10
+	VMULPS         Y2, Y10, Y10
 	TESTL          $0x00000008, job_flags+0(AX)
-	JZ             notrn33
-	VPSRLD         $0x10, Y6, Y11
-	VPAND          Y2, Y11, Y11
-	VPADDD         Y3, Y11, Y11
-	VPADDD         Y6, Y11, Y11
-	VPAND          Y4, Y11, Y6
+	JZ             notrn37
 	VPSRLD         $0x10, Y7, Y11
-	VPAND          Y2, Y11, Y11
-	VPADDD         Y3, Y11, Y11
+	VPAND          Y3, Y11, Y11
+	VPADDD         Y4, Y11, Y11
 	VPADDD         Y7, Y11, Y11
-	VPAND          Y4, Y11, Y7
+	VPAND          Y5, Y11, Y7
+	VPSRLD         $0x10, Y8, Y11
+	VPAND          Y3, Y11, Y11
+	VPADDD         Y4, Y11, Y11
+	VPADDD         Y8, Y11, Y11
+	VPAND          Y5, Y11, Y8
 	VPSRLD         $0x10, Y9, Y11
-	VPAND          Y2, Y11, Y11
-	VPADDD         Y3, Y11, Y11
+	VPAND          Y3, Y11, Y11
+	VPADDD         Y4, Y11, Y11
 	VPADDD         Y9, Y11, Y11
-	VPAND          Y4, Y11, Y9
+	VPAND          Y5, Y11, Y9
 	VPSRLD         $0x10, Y10, Y11
-	VPAND          Y2, Y11, Y11
-	VPADDD         Y3, Y11, Y11
+	VPAND          Y3, Y11, Y11
+	VPADDD         Y4, Y11, Y11
 	VPADDD         Y10, Y11, Y11
-	VPAND          Y4, Y11, Y10
+	VPAND          Y5, Y11, Y10
 
-notrn33:
-	VMULPS (SI)(R8*4), Y6, Y6
-	VMULPS 32(SI)(R8*4), Y7, Y7
+notrn37:
+	VMULPS (SI)(R8*4), Y7, Y7
+	VMULPS 32(SI)(R8*4), Y8, Y8
 	VMULPS 64(SI)(R8*4), Y9, Y9
 	VMULPS 96(SI)(R8*4), Y10, Y10
 	MOVQ   job_bias+0(AX), R12
 	TESTQ  R12, R12
-	JZ     nobias34
-	VADDPS (R12)(R8*4), Y6, Y6
-	VADDPS 32(R12)(R8*4), Y7, Y7
+	JZ     nobias38
+	VADDPS (R12)(R8*4), Y7, Y7
+	VADDPS 32(R12)(R8*4), Y8, Y8
 	VADDPS 64(R12)(R8*4), Y9, Y9
 	VADDPS 96(R12)(R8*4), Y10, Y10
 
-nobias34:
-	VCMPPS    $0x03, Y7, Y6, Y11
+nobias38:
+	VCMPPS    $0x03, Y8, Y7, Y11
 	VPTEST    Y11, Y11
-	JNZ       bf16nan35
-	VPSRLD    $0x10, Y6, Y11
-	VPAND     Y2, Y11, Y11
-	VPADDD    Y3, Y11, Y11
-	VPADDD    Y6, Y11, Y11
+	JNZ       bf16nan39
+	VPSRLD    $0x10, Y7, Y11
+	VPAND     Y3, Y11, Y11
+	VPADDD    Y4, Y11, Y11
+	VPADDD    Y7, Y11, Y11
 	VPSRLD    $0x10, Y11, Y11
-	VPSRLD    $0x10, Y7, Y6
-	VPAND     Y2, Y6, Y6
-	VPADDD    Y3, Y6, Y6
-	VPADDD    Y7, Y6, Y6
-	VPSRLD    $0x10, Y6, Y6
-	VPACKUSDW Y6, Y11, Y11
+	VPSRLD    $0x10, Y8, Y7
+	VPAND     Y3, Y7, Y7
+	VPADDD    Y4, Y7, Y7
+	VPADDD    Y8, Y7, Y7
+	VPSRLD    $0x10, Y7, Y7
+	VPACKUSDW Y7, Y11, Y11
 
-bf16packed36:
+bf16packed40:
 	VPERMQ    $0xd8, Y11, Y11
 	VMOVDQU   Y11, (CX)(R8*2)
-	VCMPPS    $0x03, Y10, Y9, Y6
-	VPTEST    Y6, Y6
-	JNZ       bf16nan37
-	VPSRLD    $0x10, Y9, Y6
-	VPAND     Y2, Y6, Y6
-	VPADDD    Y3, Y6, Y6
-	VPADDD    Y9, Y6, Y6
-	VPSRLD    $0x10, Y6, Y6
-	VPSRLD    $0x10, Y10, Y7
-	VPAND     Y2, Y7, Y7
-	VPADDD    Y3, Y7, Y7
-	VPADDD    Y10, Y7, Y7
+	VCMPPS    $0x03, Y10, Y9, Y7
+	VPTEST    Y7, Y7
+	JNZ       bf16nan41
+	VPSRLD    $0x10, Y9, Y7
+	VPAND     Y3, Y7, Y7
+	VPADDD    Y4, Y7, Y7
+	VPADDD    Y9, Y7, Y7
 	VPSRLD    $0x10, Y7, Y7
-	VPACKUSDW Y7, Y6, Y6
+	VPSRLD    $0x10, Y10, Y8
+	VPAND     Y3, Y8, Y8
+	VPADDD    Y4, Y8, Y8
+	VPADDD    Y10, Y8, Y8
+	VPSRLD    $0x10, Y8, Y8
+	VPACKUSDW Y8, Y7, Y7
 
-bf16packed38:
-	VPERMQ  $0xd8, Y6, Y6
-	VMOVDQU Y6, 32(CX)(R8*2)
+bf16packed42:
+	VPERMQ  $0xd8, Y7, Y7
+	VMOVDQU Y7, 32(CX)(R8*2)
 	ADDQ    $0x00000020, R8
-	JMP     scaleloopiter30
+	JMP     scaleloopiter34
 
-scalelooppf31:
+scalelooppf35:
 	PREFETCHT0 (R10)(R8*2)
-	JMP        scaleloopbody32
+	JMP        scaleloopbody36
 
 	PCALIGN $32
 scaleloopoffset:
-	VMOVDQU avx2bfone<>+0(SB), Y2
-	VMOVDQU avx2bfbias<>+0(SB), Y3
-	VMOVDQU avx2bfhigh<>+0(SB), Y4
-	VMOVDQU avx2widenshuf<>+0(SB), Y5
+	VMOVDQU avx2bfone<>+0(SB), Y3
+	VMOVDQU avx2bfbias<>+0(SB), Y4
+	VMOVDQU avx2bfhigh<>+0(SB), Y5
+	VMOVDQU avx2widenshuf<>+0(SB), Y6
 
-scaleloopoffsetiter39:
+scaleloopoffsetiter43:
 	CMPQ  R8, R9
 	JG    scaletail
 	TESTL $0x00000002, R11
-	JNZ   scaleloopoffsetpf40
+	JNZ   scaleloopoffsetpf44
 
-scaleloopoffsetbody41:
-	VBROADCASTI128 (DX)(R8*2), Y6
-	VPSHUFB        Y5, Y6, Y6
-	VSUBPS         Y8, Y6, Y6
-	VMULPS         Y1, Y6, Y6
-	VBROADCASTI128 16(DX)(R8*2), Y7
-	VPSHUFB        Y5, Y7, Y7
-	VSUBPS         Y8, Y7, Y7
-	VMULPS         Y1, Y7, Y7
+scaleloopoffsetbody45:
+	VBROADCASTI128 (DX)(R8*2), Y7
+	VPSHUFB        Y6, Y7, Y7
+	VSUBPS         Y1, Y7, Y7
+	VMULPS         Y2, Y7, Y7
+	VBROADCASTI128 16(DX)(R8*2), Y8
+	VPSHUFB        Y6, Y8, Y8
+	VSUBPS         Y1, Y8, Y8
+	VMULPS         Y2, Y8, Y8
 	VBROADCASTI128 32(DX)(R8*2), Y9
-	VPSHUFB        Y5, Y9, Y9
-	VSUBPS         Y8, Y9, Y9
-	VMULPS         Y1, Y9, Y9
+	VPSHUFB        Y6, Y9, Y9
+	VSUBPS         Y1, Y9, Y9
+	VMULPS         Y2, Y9, Y9
 	VBROADCASTI128 48(DX)(R8*2), Y10
-	VPSHUFB        Y5, Y10, Y10
-	VSUBPS         Y8, Y10, Y10
-	VMULPS         Y1, Y10, Y10
+	VPSHUFB        Y6, Y10, Y10
+	VSUBPS         Y1, Y10, Y10
+	VMULPS         Y2, Y10, Y10
 	TESTL          $0x00000008, job_flags+0(AX)
-	JZ             notrn42
-	VPSRLD         $0x10, Y6, Y11
-	VPAND          Y2, Y11, Y11
-	VPADDD         Y3, Y11, Y11
-	VPADDD         Y6, Y11, Y11
-	VPAND          Y4, Y11, Y6
+	JZ             notrn46
 	VPSRLD         $0x10, Y7, Y11
-	VPAND          Y2, Y11, Y11
-	VPADDD         Y3, Y11, Y11
+	VPAND          Y3, Y11, Y11
+	VPADDD         Y4, Y11, Y11
 	VPADDD         Y7, Y11, Y11
-	VPAND          Y4, Y11, Y7
+	VPAND          Y5, Y11, Y7
+	VPSRLD         $0x10, Y8, Y11
+	VPAND          Y3, Y11, Y11
+	VPADDD         Y4, Y11, Y11
+	VPADDD         Y8, Y11, Y11
+	VPAND          Y5, Y11, Y8
 	VPSRLD         $0x10, Y9, Y11
-	VPAND          Y2, Y11, Y11
-	VPADDD         Y3, Y11, Y11
+	VPAND          Y3, Y11, Y11
+	VPADDD         Y4, Y11, Y11
 	VPADDD         Y9, Y11, Y11
-	VPAND          Y4, Y11, Y9
+	VPAND          Y5, Y11, Y9
 	VPSRLD         $0x10, Y10, Y11
-	VPAND          Y2, Y11, Y11
-	VPADDD         Y3, Y11, Y11
+	VPAND          Y3, Y11, Y11
+	VPADDD         Y4, Y11, Y11
 	VPADDD         Y10, Y11, Y11
-	VPAND          Y4, Y11, Y10
+	VPAND          Y5, Y11, Y10
 
-notrn42:
+notrn46:
 	VMOVUPS (SI)(R8*4), Y11
 	VADDPS  Y0, Y11, Y11
-	VMULPS  Y11, Y6, Y6
+	VMULPS  Y11, Y7, Y7
 	VMOVUPS 32(SI)(R8*4), Y11
 	VADDPS  Y0, Y11, Y11
-	VMULPS  Y11, Y7, Y7
+	VMULPS  Y11, Y8, Y8
 	VMOVUPS 64(SI)(R8*4), Y11
 	VADDPS  Y0, Y11, Y11
 	VMULPS  Y11, Y9, Y9
@@ -26158,136 +26434,136 @@ notrn42:
 	VMULPS  Y11, Y10, Y10
 	MOVQ    job_bias+0(AX), R12
 	TESTQ   R12, R12
-	JZ      nobias43
-	VADDPS  (R12)(R8*4), Y6, Y6
-	VADDPS  32(R12)(R8*4), Y7, Y7
+	JZ      nobias47
+	VADDPS  (R12)(R8*4), Y7, Y7
+	VADDPS  32(R12)(R8*4), Y8, Y8
 	VADDPS  64(R12)(R8*4), Y9, Y9
 	VADDPS  96(R12)(R8*4), Y10, Y10
 
-nobias43:
-	VCMPPS    $0x03, Y7, Y6, Y11
+nobias47:
+	VCMPPS    $0x03, Y8, Y7, Y11
 	VPTEST    Y11, Y11
-	JNZ       bf16nan44
-	VPSRLD    $0x10, Y6, Y11
-	VPAND     Y2, Y11, Y11
-	VPADDD    Y3, Y11, Y11
-	VPADDD    Y6, Y11, Y11
+	JNZ       bf16nan48
+	VPSRLD    $0x10, Y7, Y11
+	VPAND     Y3, Y11, Y11
+	VPADDD    Y4, Y11, Y11
+	VPADDD    Y7, Y11, Y11
 	VPSRLD    $0x10, Y11, Y11
-	VPSRLD    $0x10, Y7, Y6
-	VPAND     Y2, Y6, Y6
-	VPADDD    Y3, Y6, Y6
-	VPADDD    Y7, Y6, Y6
-	VPSRLD    $0x10, Y6, Y6
-	VPACKUSDW Y6, Y11, Y11
+	VPSRLD    $0x10, Y8, Y7
+	VPAND     Y3, Y7, Y7
+	VPADDD    Y4, Y7, Y7
+	VPADDD    Y8, Y7, Y7
+	VPSRLD    $0x10, Y7, Y7
+	VPACKUSDW Y7, Y11, Y11
 
-bf16packed45:
+bf16packed49:
 	VPERMQ    $0xd8, Y11, Y11
 	VMOVDQU   Y11, (CX)(R8*2)
-	VCMPPS    $0x03, Y10, Y9, Y6
-	VPTEST    Y6, Y6
-	JNZ       bf16nan46
-	VPSRLD    $0x10, Y9, Y6
-	VPAND     Y2, Y6, Y6
-	VPADDD    Y3, Y6, Y6
-	VPADDD    Y9, Y6, Y6
-	VPSRLD    $0x10, Y6, Y6
-	VPSRLD    $0x10, Y10, Y7
-	VPAND     Y2, Y7, Y7
-	VPADDD    Y3, Y7, Y7
-	VPADDD    Y10, Y7, Y7
+	VCMPPS    $0x03, Y10, Y9, Y7
+	VPTEST    Y7, Y7
+	JNZ       bf16nan50
+	VPSRLD    $0x10, Y9, Y7
+	VPAND     Y3, Y7, Y7
+	VPADDD    Y4, Y7, Y7
+	VPADDD    Y9, Y7, Y7
 	VPSRLD    $0x10, Y7, Y7
-	VPACKUSDW Y7, Y6, Y6
+	VPSRLD    $0x10, Y10, Y8
+	VPAND     Y3, Y8, Y8
+	VPADDD    Y4, Y8, Y8
+	VPADDD    Y10, Y8, Y8
+	VPSRLD    $0x10, Y8, Y8
+	VPACKUSDW Y8, Y7, Y7
 
-bf16packed47:
-	VPERMQ  $0xd8, Y6, Y6
-	VMOVDQU Y6, 32(CX)(R8*2)
+bf16packed51:
+	VPERMQ  $0xd8, Y7, Y7
+	VMOVDQU Y7, 32(CX)(R8*2)
 	ADDQ    $0x00000020, R8
-	JMP     scaleloopoffsetiter39
+	JMP     scaleloopoffsetiter43
 
-scaleloopoffsetpf40:
+scaleloopoffsetpf44:
 	PREFETCHT0 (R10)(R8*2)
-	JMP        scaleloopoffsetbody41
+	JMP        scaleloopoffsetbody45
 
 	PCALIGN $32
 scaleloopnoweight:
-	VMOVDQU avx2bfone<>+0(SB), Y2
-	VMOVDQU avx2bfbias<>+0(SB), Y3
-	VMOVDQU avx2widenshuf<>+0(SB), Y4
+	VMOVDQU avx2bfone<>+0(SB), Y3
+	VMOVDQU avx2bfbias<>+0(SB), Y4
+	VMOVDQU avx2widenshuf<>+0(SB), Y5
 
-scaleloopnoweightiter48:
+scaleloopnoweightiter52:
 	CMPQ  R8, R9
 	JG    scaletail
 	TESTL $0x00000002, R11
-	JNZ   scaleloopnoweightpf49
+	JNZ   scaleloopnoweightpf53
 
-scaleloopnoweightbody50:
-	VBROADCASTI128 (DX)(R8*2), Y5
-	VPSHUFB        Y4, Y5, Y5
-	VSUBPS         Y8, Y5, Y5
-	VMULPS         Y1, Y5, Y5
-	VBROADCASTI128 16(DX)(R8*2), Y6
-	VPSHUFB        Y4, Y6, Y6
-	VSUBPS         Y8, Y6, Y6
-	VMULPS         Y1, Y6, Y6
-	VBROADCASTI128 32(DX)(R8*2), Y7
-	VPSHUFB        Y4, Y7, Y7
-	VSUBPS         Y8, Y7, Y7
-	VMULPS         Y1, Y7, Y7
+scaleloopnoweightbody54:
+	VBROADCASTI128 (DX)(R8*2), Y6
+	VPSHUFB        Y5, Y6, Y6
+	VSUBPS         Y1, Y6, Y6
+	VMULPS         Y2, Y6, Y6
+	VBROADCASTI128 16(DX)(R8*2), Y7
+	VPSHUFB        Y5, Y7, Y7
+	VSUBPS         Y1, Y7, Y7
+	VMULPS         Y2, Y7, Y7
+	VBROADCASTI128 32(DX)(R8*2), Y8
+	VPSHUFB        Y5, Y8, Y8
+	VSUBPS         Y1, Y8, Y8
+	VMULPS         Y2, Y8, Y8
 	VBROADCASTI128 48(DX)(R8*2), Y9
-	VPSHUFB        Y4, Y9, Y9
-	VSUBPS         Y8, Y9, Y9
-	VMULPS         Y1, Y9, Y9
+	VPSHUFB        Y5, Y9, Y9
+	VSUBPS         Y1, Y9, Y9
+	VMULPS         Y2, Y9, Y9
 	MOVQ           job_bias+0(AX), R12
 	TESTQ          R12, R12
-	JZ             nobias51
-	VADDPS         (R12)(R8*4), Y5, Y5
-	VADDPS         32(R12)(R8*4), Y6, Y6
-	VADDPS         64(R12)(R8*4), Y7, Y7
+	JZ             nobias55
+	VADDPS         (R12)(R8*4), Y6, Y6
+	VADDPS         32(R12)(R8*4), Y7, Y7
+	VADDPS         64(R12)(R8*4), Y8, Y8
 	VADDPS         96(R12)(R8*4), Y9, Y9
 
-nobias51:
-	VCMPPS    $0x03, Y6, Y5, Y10
+nobias55:
+	VCMPPS    $0x03, Y7, Y6, Y10
 	VPTEST    Y10, Y10
-	JNZ       bf16nan52
-	VPSRLD    $0x10, Y5, Y10
-	VPAND     Y2, Y10, Y10
-	VPADDD    Y3, Y10, Y10
-	VPADDD    Y5, Y10, Y10
+	JNZ       bf16nan56
+	VPSRLD    $0x10, Y6, Y10
+	VPAND     Y3, Y10, Y10
+	VPADDD    Y4, Y10, Y10
+	VPADDD    Y6, Y10, Y10
 	VPSRLD    $0x10, Y10, Y10
-	VPSRLD    $0x10, Y6, Y5
-	VPAND     Y2, Y5, Y5
-	VPADDD    Y3, Y5, Y5
-	VPADDD    Y6, Y5, Y5
-	VPSRLD    $0x10, Y5, Y5
-	VPACKUSDW Y5, Y10, Y10
+	VPSRLD    $0x10, Y7, Y6
+	VPAND     Y3, Y6, Y6
+	VPADDD    Y4, Y6, Y6
+	VPADDD    Y7, Y6, Y6
+	VPSRLD    $0x10, Y6, Y6
+	VPACKUSDW Y6, Y10, Y10
 
-bf16packed53:
+bf16packed57:
 	VPERMQ    $0xd8, Y10, Y10
 	VMOVDQU   Y10, (CX)(R8*2)
-	VCMPPS    $0x03, Y9, Y7, Y5
-	VPTEST    Y5, Y5
-	JNZ       bf16nan54
-	VPSRLD    $0x10, Y7, Y5
-	VPAND     Y2, Y5, Y5
-	VPADDD    Y3, Y5, Y5
-	VPADDD    Y7, Y5, Y5
-	VPSRLD    $0x10, Y5, Y5
-	VPSRLD    $0x10, Y9, Y6
-	VPAND     Y2, Y6, Y6
-	VPADDD    Y3, Y6, Y6
-	VPADDD    Y9, Y6, Y6
+	VCMPPS    $0x03, Y9, Y8, Y6
+	VPTEST    Y6, Y6
+	JNZ       bf16nan58
+	VPSRLD    $0x10, Y8, Y6
+	VPAND     Y3, Y6, Y6
+	VPADDD    Y4, Y6, Y6
+	VPADDD    Y8, Y6, Y6
 	VPSRLD    $0x10, Y6, Y6
-	VPACKUSDW Y6, Y5, Y5
+	VPSRLD    $0x10, Y9, Y7
+	VPAND     Y3, Y7, Y7
+	VPADDD    Y4, Y7, Y7
+	VPADDD    Y9, Y7, Y7
+	VPSRLD    $0x10, Y7, Y7
+	VPACKUSDW Y7, Y6, Y6
 
-bf16packed55:
-	VPERMQ  $0xd8, Y5, Y5
-	VMOVDQU Y5, 32(CX)(R8*2)
+bf16packed59:
+	VPERMQ  $0xd8, Y6, Y6
+	VMOVDQU Y6, 32(CX)(R8*2)
 	ADDQ    $0x00000020, R8
-	JMP     scaleloopnoweightiter48
+	JMP     scaleloopnoweightiter52
 
-scaleloopnoweightpf49:
+scaleloopnoweightpf53:
 	PREFETCHT0 (R10)(R8*2)
-	JMP        scaleloopnoweightbody50
+	JMP        scaleloopnoweightbody54
 
 scalent:
 	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
@@ -26303,44 +26579,44 @@ scalent:
 scalehead:
 	CMPQ      R10, $0x00000008
 	JB        scaleheadpart
-	VPMOVZXWD (DX)(R8*2), Y2
-	VPSLLD    $0x10, Y2, Y2
-	VSUBPS    Y8, Y2, Y2
-	VMULPS    Y1, Y2, Y2
+	VPMOVZXWD (DX)(R8*2), Y3
+	VPSLLD    $0x10, Y3, Y3
+	VSUBPS    Y1, Y3, Y3
+	VMULPS    Y2, Y3, Y3
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn56
-	VPSRLD    $0x10, Y2, Y3
-	VPAND     avx2bfone<>+0(SB), Y3, Y3
-	VPADDD    avx2bfbias<>+0(SB), Y3, Y3
-	VPADDD    Y2, Y3, Y3
-	VPAND     avx2bfhigh<>+0(SB), Y3, Y3
-	VCMPPS    $0x03, Y2, Y2, Y2
-	VBLENDVPS Y2, avx2bfnanhigh<>+0(SB), Y3, Y2
+	JZ        notrn60
+	VPSRLD    $0x10, Y3, Y4
+	VPAND     avx2bfone<>+0(SB), Y4, Y4
+	VPADDD    avx2bfbias<>+0(SB), Y4, Y4
+	VPADDD    Y3, Y4, Y4
+	VPAND     avx2bfhigh<>+0(SB), Y4, Y4
+	VCMPPS    $0x03, Y3, Y3, Y3
+	VBLENDVPS Y3, avx2bfnanhigh<>+0(SB), Y4, Y3
 
-notrn56:
+notrn60:
 	TESTQ   SI, SI
-	JZ      noweight57
-	VMOVUPS (SI)(R8*4), Y3
-	VADDPS  Y0, Y3, Y3
-	VMULPS  Y3, Y2, Y2
+	JZ      noweight61
+	VMOVUPS (SI)(R8*4), Y4
+	VADDPS  Y0, Y4, Y4
+	VMULPS  Y4, Y3, Y3
 
-noweight57:
+noweight61:
 	MOVQ   job_bias+0(AX), R11
 	TESTQ  R11, R11
-	JZ     nobias58
-	VADDPS (R11)(R8*4), Y2, Y2
+	JZ     nobias62
+	VADDPS (R11)(R8*4), Y3, Y3
 
-nobias58:
-	VPSRLD       $0x10, Y2, Y3
-	VPAND        avx2bfone<>+0(SB), Y3, Y3
-	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
-	VPADDD       Y2, Y3, Y3
-	VPSRLD       $0x10, Y3, Y3
-	VCMPPS       $0x03, Y2, Y2, Y2
-	VBLENDVPS    Y2, avx2bfnanlow<>+0(SB), Y3, Y3
-	VEXTRACTI128 $0x01, Y3, X2
-	VPACKUSDW    X2, X3, X2
-	VMOVDQU      X2, (CX)(R8*2)
+nobias62:
+	VPSRLD       $0x10, Y3, Y4
+	VPAND        avx2bfone<>+0(SB), Y4, Y4
+	VPADDD       avx2bfbias<>+0(SB), Y4, Y4
+	VPADDD       Y3, Y4, Y4
+	VPSRLD       $0x10, Y4, Y4
+	VCMPPS       $0x03, Y3, Y3, Y3
+	VBLENDVPS    Y3, avx2bfnanlow<>+0(SB), Y4, Y4
+	VEXTRACTI128 $0x01, Y4, X3
+	VPACKUSDW    X3, X4, X3
+	VMOVDQU      X3, (CX)(R8*2)
 	ADDQ         $0x00000008, R8
 	SUBQ         $0x00000008, R10
 	JZ           scalentgo
@@ -26351,133 +26627,133 @@ scaleheadpart:
 scalentgo:
 	MOVQ DI, R10
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows59
+	JA   longrows63
 	SHLQ $0x03, R10
 
-longrows59:
+longrows63:
 	ADDQ    DX, R10
 	MOVL    job_flags+0(AX), R11
-	VMOVDQU avx2bfone<>+0(SB), Y2
-	VMOVDQU avx2bfbias<>+0(SB), Y3
-	VMOVDQU avx2bfhigh<>+0(SB), Y4
-	VMOVDQU avx2widenshuf<>+0(SB), Y5
+	VMOVDQU avx2bfone<>+0(SB), Y3
+	VMOVDQU avx2bfbias<>+0(SB), Y4
+	VMOVDQU avx2bfhigh<>+0(SB), Y5
+	VMOVDQU avx2widenshuf<>+0(SB), Y6
 
-scalentloopiter60:
+scalentloopiter64:
 	CMPQ           R8, R9
 	JG             scaletail
 	PREFETCHT0     (R10)(R8*2)
-	VBROADCASTI128 (DX)(R8*2), Y6
-	VPSHUFB        Y5, Y6, Y6
-	VSUBPS         Y8, Y6, Y6
-	VMULPS         Y1, Y6, Y6
-	VBROADCASTI128 16(DX)(R8*2), Y7
-	VPSHUFB        Y5, Y7, Y7
-	VSUBPS         Y8, Y7, Y7
-	VMULPS         Y1, Y7, Y7
+	VBROADCASTI128 (DX)(R8*2), Y7
+	VPSHUFB        Y6, Y7, Y7
+	VSUBPS         Y1, Y7, Y7
+	VMULPS         Y2, Y7, Y7
+	VBROADCASTI128 16(DX)(R8*2), Y8
+	VPSHUFB        Y6, Y8, Y8
+	VSUBPS         Y1, Y8, Y8
+	VMULPS         Y2, Y8, Y8
 	VBROADCASTI128 32(DX)(R8*2), Y9
-	VPSHUFB        Y5, Y9, Y9
-	VSUBPS         Y8, Y9, Y9
-	VMULPS         Y1, Y9, Y9
+	VPSHUFB        Y6, Y9, Y9
+	VSUBPS         Y1, Y9, Y9
+	VMULPS         Y2, Y9, Y9
 	VBROADCASTI128 48(DX)(R8*2), Y10
-	VPSHUFB        Y5, Y10, Y10
-	VSUBPS         Y8, Y10, Y10
-	VMULPS         Y1, Y10, Y10
+	VPSHUFB        Y6, Y10, Y10
+	VSUBPS         Y1, Y10, Y10
+	VMULPS         Y2, Y10, Y10
 	TESTL          $0x00000008, job_flags+0(AX)
-	JZ             notrn61
-	VPSRLD         $0x10, Y6, Y11
-	VPAND          Y2, Y11, Y11
-	VPADDD         Y3, Y11, Y11
-	VPADDD         Y6, Y11, Y11
-	VPAND          Y4, Y11, Y6
+	JZ             notrn65
 	VPSRLD         $0x10, Y7, Y11
-	VPAND          Y2, Y11, Y11
-	VPADDD         Y3, Y11, Y11
+	VPAND          Y3, Y11, Y11
+	VPADDD         Y4, Y11, Y11
 	VPADDD         Y7, Y11, Y11
-	VPAND          Y4, Y11, Y7
+	VPAND          Y5, Y11, Y7
+	VPSRLD         $0x10, Y8, Y11
+	VPAND          Y3, Y11, Y11
+	VPADDD         Y4, Y11, Y11
+	VPADDD         Y8, Y11, Y11
+	VPAND          Y5, Y11, Y8
 	VPSRLD         $0x10, Y9, Y11
-	VPAND          Y2, Y11, Y11
-	VPADDD         Y3, Y11, Y11
+	VPAND          Y3, Y11, Y11
+	VPADDD         Y4, Y11, Y11
 	VPADDD         Y9, Y11, Y11
-	VPAND          Y4, Y11, Y9
+	VPAND          Y5, Y11, Y9
 	VPSRLD         $0x10, Y10, Y11
-	VPAND          Y2, Y11, Y11
-	VPADDD         Y3, Y11, Y11
+	VPAND          Y3, Y11, Y11
+	VPADDD         Y4, Y11, Y11
 	VPADDD         Y10, Y11, Y11
-	VPAND          Y4, Y11, Y10
+	VPAND          Y5, Y11, Y10
 
-notrn61:
+notrn65:
 	TESTQ  SI, SI
-	JZ     weighed63
+	JZ     weighed67
 	TESTL  $0x00000010, R11
-	JNZ    offset62
-	VMULPS (SI)(R8*4), Y6, Y6
-	VMULPS 32(SI)(R8*4), Y7, Y7
+	JNZ    offset66
+	VMULPS (SI)(R8*4), Y7, Y7
+	VMULPS 32(SI)(R8*4), Y8, Y8
 	VMULPS 64(SI)(R8*4), Y9, Y9
 	VMULPS 96(SI)(R8*4), Y10, Y10
 
-weighed63:
+weighed67:
 	MOVQ   job_bias+0(AX), R12
 	TESTQ  R12, R12
-	JZ     nobias64
-	VADDPS (R12)(R8*4), Y6, Y6
-	VADDPS 32(R12)(R8*4), Y7, Y7
+	JZ     nobias68
+	VADDPS (R12)(R8*4), Y7, Y7
+	VADDPS 32(R12)(R8*4), Y8, Y8
 	VADDPS 64(R12)(R8*4), Y9, Y9
 	VADDPS 96(R12)(R8*4), Y10, Y10
 
-nobias64:
-	VCMPPS    $0x03, Y7, Y6, Y11
+nobias68:
+	VCMPPS    $0x03, Y8, Y7, Y11
 	VPTEST    Y11, Y11
-	JNZ       bf16nan65
-	VPSRLD    $0x10, Y6, Y11
-	VPAND     Y2, Y11, Y11
-	VPADDD    Y3, Y11, Y11
-	VPADDD    Y6, Y11, Y11
+	JNZ       bf16nan69
+	VPSRLD    $0x10, Y7, Y11
+	VPAND     Y3, Y11, Y11
+	VPADDD    Y4, Y11, Y11
+	VPADDD    Y7, Y11, Y11
 	VPSRLD    $0x10, Y11, Y11
-	VPSRLD    $0x10, Y7, Y6
-	VPAND     Y2, Y6, Y6
-	VPADDD    Y3, Y6, Y6
-	VPADDD    Y7, Y6, Y6
-	VPSRLD    $0x10, Y6, Y6
-	VPACKUSDW Y6, Y11, Y11
+	VPSRLD    $0x10, Y8, Y7
+	VPAND     Y3, Y7, Y7
+	VPADDD    Y4, Y7, Y7
+	VPADDD    Y8, Y7, Y7
+	VPSRLD    $0x10, Y7, Y7
+	VPACKUSDW Y7, Y11, Y11
 
-bf16packed66:
+bf16packed70:
 	VPERMQ    $0xd8, Y11, Y11
 	VMOVNTDQ  Y11, (CX)(R8*2)
-	VCMPPS    $0x03, Y10, Y9, Y6
-	VPTEST    Y6, Y6
-	JNZ       bf16nan67
-	VPSRLD    $0x10, Y9, Y6
-	VPAND     Y2, Y6, Y6
-	VPADDD    Y3, Y6, Y6
-	VPADDD    Y9, Y6, Y6
-	VPSRLD    $0x10, Y6, Y6
-	VPSRLD    $0x10, Y10, Y7
-	VPAND     Y2, Y7, Y7
-	VPADDD    Y3, Y7, Y7
-	VPADDD    Y10, Y7, Y7
+	VCMPPS    $0x03, Y10, Y9, Y7
+	VPTEST    Y7, Y7
+	JNZ       bf16nan71
+	VPSRLD    $0x10, Y9, Y7
+	VPAND     Y3, Y7, Y7
+	VPADDD    Y4, Y7, Y7
+	VPADDD    Y9, Y7, Y7
 	VPSRLD    $0x10, Y7, Y7
-	VPACKUSDW Y7, Y6, Y6
+	VPSRLD    $0x10, Y10, Y8
+	VPAND     Y3, Y8, Y8
+	VPADDD    Y4, Y8, Y8
+	VPADDD    Y10, Y8, Y8
+	VPSRLD    $0x10, Y8, Y8
+	VPACKUSDW Y8, Y7, Y7
 
-bf16packed68:
-	VPERMQ   $0xd8, Y6, Y6
-	VMOVNTDQ Y6, 32(CX)(R8*2)
+bf16packed72:
+	VPERMQ   $0xd8, Y7, Y7
+	VMOVNTDQ Y7, 32(CX)(R8*2)
 	ADDQ     $0x00000020, R8
-	JMP      scalentloopiter60
+	JMP      scalentloopiter64
 
-offset62:
+offset66:
 	VMOVUPS (SI)(R8*4), Y11
 	VADDPS  Y0, Y11, Y11
-	VMULPS  Y11, Y6, Y6
+	VMULPS  Y11, Y7, Y7
 	VMOVUPS 32(SI)(R8*4), Y11
 	VADDPS  Y0, Y11, Y11
-	VMULPS  Y11, Y7, Y7
+	VMULPS  Y11, Y8, Y8
 	VMOVUPS 64(SI)(R8*4), Y11
 	VADDPS  Y0, Y11, Y11
 	VMULPS  Y11, Y9, Y9
 	VMOVUPS 96(SI)(R8*4), Y11
 	VADDPS  Y0, Y11, Y11
 	VMULPS  Y11, Y10, Y10
-	JMP     weighed63
+	JMP     weighed67
 
 scaletail:
 	ADDQ $0x00000018, R9
@@ -26485,44 +26761,44 @@ scaletail:
 scaleone:
 	CMPQ      R8, R9
 	JG        scalepart
-	VPMOVZXWD (DX)(R8*2), Y2
-	VPSLLD    $0x10, Y2, Y2
-	VSUBPS    Y8, Y2, Y2
-	VMULPS    Y1, Y2, Y2
+	VPMOVZXWD (DX)(R8*2), Y3
+	VPSLLD    $0x10, Y3, Y3
+	VSUBPS    Y1, Y3, Y3
+	VMULPS    Y2, Y3, Y3
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn69
-	VPSRLD    $0x10, Y2, Y3
-	VPAND     avx2bfone<>+0(SB), Y3, Y3
-	VPADDD    avx2bfbias<>+0(SB), Y3, Y3
-	VPADDD    Y2, Y3, Y3
-	VPAND     avx2bfhigh<>+0(SB), Y3, Y3
-	VCMPPS    $0x03, Y2, Y2, Y2
-	VBLENDVPS Y2, avx2bfnanhigh<>+0(SB), Y3, Y2
+	JZ        notrn73
+	VPSRLD    $0x10, Y3, Y4
+	VPAND     avx2bfone<>+0(SB), Y4, Y4
+	VPADDD    avx2bfbias<>+0(SB), Y4, Y4
+	VPADDD    Y3, Y4, Y4
+	VPAND     avx2bfhigh<>+0(SB), Y4, Y4
+	VCMPPS    $0x03, Y3, Y3, Y3
+	VBLENDVPS Y3, avx2bfnanhigh<>+0(SB), Y4, Y3
 
-notrn69:
+notrn73:
 	TESTQ   SI, SI
-	JZ      noweight70
-	VMOVUPS (SI)(R8*4), Y3
-	VADDPS  Y0, Y3, Y3
-	VMULPS  Y3, Y2, Y2
+	JZ      noweight74
+	VMOVUPS (SI)(R8*4), Y4
+	VADDPS  Y0, Y4, Y4
+	VMULPS  Y4, Y3, Y3
 
-noweight70:
+noweight74:
 	MOVQ   job_bias+0(AX), R10
 	TESTQ  R10, R10
-	JZ     nobias71
-	VADDPS (R10)(R8*4), Y2, Y2
+	JZ     nobias75
+	VADDPS (R10)(R8*4), Y3, Y3
 
-nobias71:
-	VPSRLD       $0x10, Y2, Y3
-	VPAND        avx2bfone<>+0(SB), Y3, Y3
-	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
-	VPADDD       Y2, Y3, Y3
-	VPSRLD       $0x10, Y3, Y3
-	VCMPPS       $0x03, Y2, Y2, Y2
-	VBLENDVPS    Y2, avx2bfnanlow<>+0(SB), Y3, Y3
-	VEXTRACTI128 $0x01, Y3, X2
-	VPACKUSDW    X2, X3, X2
-	VMOVDQU      X2, (CX)(R8*2)
+nobias75:
+	VPSRLD       $0x10, Y3, Y4
+	VPAND        avx2bfone<>+0(SB), Y4, Y4
+	VPADDD       avx2bfbias<>+0(SB), Y4, Y4
+	VPADDD       Y3, Y4, Y4
+	VPSRLD       $0x10, Y4, Y4
+	VCMPPS       $0x03, Y3, Y3, Y3
+	VBLENDVPS    Y3, avx2bfnanlow<>+0(SB), Y4, Y4
+	VEXTRACTI128 $0x01, Y4, X3
+	VPACKUSDW    X3, X4, X3
+	VMOVDQU      X3, (CX)(R8*2)
 	ADDQ         $0x00000008, R8
 	JMP          scaleone
 
@@ -26539,162 +26815,162 @@ partout:
 	XORQ R13, R13
 	SUBQ $0x00000010, R14
 
-copyvec72:
+copyvec76:
 	CMPQ    R13, R14
-	JG      copyone73
-	VMOVUPS (R11)(R13*2), Y2
-	VMOVUPS Y2, (R12)(R13*2)
+	JG      copyone77
+	VMOVUPS (R11)(R13*2), Y3
+	VMOVUPS Y3, (R12)(R13*2)
 	ADDQ    $0x00000010, R13
-	JMP     copyvec72
+	JMP     copyvec76
 
-copyone73:
+copyone77:
 	ADDQ $0x00000010, R14
 
-copyloop75:
+copyloop79:
 	CMPQ R13, R14
-	JGE  copied74
+	JGE  copied78
 	MOVW (R11)(R13*2), R15
 	MOVW R15, (R12)(R13*2)
 	INCQ R13
-	JMP  copyloop75
+	JMP  copyloop79
 
-copied74:
+copied78:
 	TESTQ SI, SI
-	JZ    nowcopy76
+	JZ    nowcopy80
 	LEAQ  (SI)(R8*4), R11
 	LEAQ  160(SP), R12
 	MOVQ  R10, R14
 	XORQ  R13, R13
 	SUBQ  $0x00000008, R14
 
-copyvec77:
+copyvec81:
 	CMPQ    R13, R14
-	JG      copyone78
-	VMOVUPS (R11)(R13*4), Y2
-	VMOVUPS Y2, (R12)(R13*4)
+	JG      copyone82
+	VMOVUPS (R11)(R13*4), Y3
+	VMOVUPS Y3, (R12)(R13*4)
 	ADDQ    $0x00000008, R13
-	JMP     copyvec77
+	JMP     copyvec81
 
-copyone78:
+copyone82:
 	ADDQ $0x00000008, R14
 
-copyloop80:
+copyloop84:
 	CMPQ R13, R14
-	JGE  copied79
+	JGE  copied83
 	MOVL (R11)(R13*4), R15
 	MOVL R15, (R12)(R13*4)
 	INCQ R13
-	JMP  copyloop80
+	JMP  copyloop84
 
-copied79:
-nowcopy76:
+copied83:
+nowcopy80:
 	MOVQ  job_bias+0(AX), R11
 	TESTQ R11, R11
-	JZ    nobiascopy81
+	JZ    nobiascopy85
 	LEAQ  (R11)(R8*4), R11
 	LEAQ  224(SP), R12
 	MOVQ  R10, R14
 	XORQ  R13, R13
 	SUBQ  $0x00000008, R14
 
-copyvec82:
+copyvec86:
 	CMPQ    R13, R14
-	JG      copyone83
-	VMOVUPS (R11)(R13*4), Y2
-	VMOVUPS Y2, (R12)(R13*4)
+	JG      copyone87
+	VMOVUPS (R11)(R13*4), Y3
+	VMOVUPS Y3, (R12)(R13*4)
 	ADDQ    $0x00000008, R13
-	JMP     copyvec82
+	JMP     copyvec86
 
-copyone83:
+copyone87:
 	ADDQ $0x00000008, R14
 
-copyloop85:
+copyloop89:
 	CMPQ R13, R14
-	JGE  copied84
+	JGE  copied88
 	MOVL (R11)(R13*4), R15
 	MOVL R15, (R12)(R13*4)
 	INCQ R13
-	JMP  copyloop85
+	JMP  copyloop89
 
-copied84:
-nobiascopy81:
-	VPMOVZXWD 128(SP), Y2
-	VPSLLD    $0x10, Y2, Y2
-	VSUBPS    Y8, Y2, Y2
-	VMULPS    Y2, Y1, Y2
+copied88:
+nobiascopy85:
+	VPMOVZXWD 128(SP), Y3
+	VPSLLD    $0x10, Y3, Y3
+	VSUBPS    Y1, Y3, Y3
+	VMULPS    Y3, Y2, Y3
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn86
-	VPSRLD    $0x10, Y2, Y3
-	VPAND     avx2bfone<>+0(SB), Y3, Y3
-	VPADDD    avx2bfbias<>+0(SB), Y3, Y3
-	VPADDD    Y2, Y3, Y3
-	VPAND     avx2bfhigh<>+0(SB), Y3, Y3
-	VCMPPS    $0x03, Y2, Y2, Y2
-	VBLENDVPS Y2, avx2bfnanhigh<>+0(SB), Y3, Y2
+	JZ        notrn90
+	VPSRLD    $0x10, Y3, Y4
+	VPAND     avx2bfone<>+0(SB), Y4, Y4
+	VPADDD    avx2bfbias<>+0(SB), Y4, Y4
+	VPADDD    Y3, Y4, Y4
+	VPAND     avx2bfhigh<>+0(SB), Y4, Y4
+	VCMPPS    $0x03, Y3, Y3, Y3
+	VBLENDVPS Y3, avx2bfnanhigh<>+0(SB), Y4, Y3
 
-notrn86:
+notrn90:
 	TESTQ   SI, SI
-	JZ      noweight87
-	VMOVUPS 160(SP), Y3
-	VADDPS  Y0, Y3, Y3
-	VMULPS  Y3, Y2, Y2
+	JZ      noweight91
+	VMOVUPS 160(SP), Y4
+	VADDPS  Y0, Y4, Y4
+	VMULPS  Y4, Y3, Y3
 
-noweight87:
+noweight91:
 	MOVQ   job_bias+0(AX), R11
 	TESTQ  R11, R11
-	JZ     nobias88
-	VADDPS 224(SP), Y2, Y2
+	JZ     nobias92
+	VADDPS 224(SP), Y3, Y3
 
-nobias88:
-	VPSRLD       $0x10, Y2, Y3
-	VPAND        avx2bfone<>+0(SB), Y3, Y3
-	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
-	VPADDD       Y2, Y3, Y3
-	VPSRLD       $0x10, Y3, Y3
-	VCMPPS       $0x03, Y2, Y2, Y2
-	VBLENDVPS    Y2, avx2bfnanlow<>+0(SB), Y3, Y3
-	VEXTRACTI128 $0x01, Y3, X2
-	VPACKUSDW    X2, X3, X2
-	VMOVDQU      X2, 192(SP)
+nobias92:
+	VPSRLD       $0x10, Y3, Y4
+	VPAND        avx2bfone<>+0(SB), Y4, Y4
+	VPADDD       avx2bfbias<>+0(SB), Y4, Y4
+	VPADDD       Y3, Y4, Y4
+	VPSRLD       $0x10, Y4, Y4
+	VCMPPS       $0x03, Y3, Y3, Y3
+	VBLENDVPS    Y3, avx2bfnanlow<>+0(SB), Y4, Y4
+	VEXTRACTI128 $0x01, Y4, X3
+	VPACKUSDW    X3, X4, X3
+	VMOVDQU      X3, 192(SP)
 	LEAQ         192(SP), R12
 	LEAQ         (CX)(R8*2), R11
 	MOVQ         R10, R14
 	XORQ         R13, R13
 	SUBQ         $0x00000010, R14
 
-copyvec89:
+copyvec93:
 	CMPQ    R13, R14
-	JG      copyone90
-	VMOVUPS (R12)(R13*2), Y2
-	VMOVUPS Y2, (R11)(R13*2)
+	JG      copyone94
+	VMOVUPS (R12)(R13*2), Y3
+	VMOVUPS Y3, (R11)(R13*2)
 	ADDQ    $0x00000010, R13
-	JMP     copyvec89
+	JMP     copyvec93
 
-copyone90:
+copyone94:
 	ADDQ $0x00000010, R14
 
-copyloop92:
+copyloop96:
 	CMPQ R13, R14
-	JGE  copied91
+	JGE  copied95
 	MOVW (R12)(R13*2), R15
 	MOVW R15, (R11)(R13*2)
 	INCQ R13
-	JMP  copyloop92
+	JMP  copyloop96
 
-copied91:
+copied95:
 	ADDQ R10, R8
 	CMPQ R8, job_d+0(AX)
 	JB   scalentgo
 
 scaled:
 	ADDQ DI, DX
-	ADDQ 408(SP), CX
+	ADDQ 424(SP), CX
 	ADDQ DI, BX
-	INCQ 400(SP)
-	MOVQ 432(SP), R8
+	INCQ 416(SP)
+	MOVQ 448(SP), R8
 	INCQ R8
-	MOVQ R8, 432(SP)
-	CMPQ R8, 424(SP)
+	MOVQ R8, 448(SP)
+	CMPQ R8, 440(SP)
 	JB   scalerow
 	JMP  row
 
@@ -26705,126 +26981,90 @@ ret:
 
 vzero:
 	VZEROUPPER
-	MOVQ 400(SP), AX
+	MOVQ 416(SP), AX
 	MOVQ AX, ret+24(FP)
 	RET
 
-bf16nan35:
-	VPSRLD    $0x10, Y6, Y11
+bf16nan39:
+	VPSRLD    $0x10, Y7, Y11
 	VPAND     avx2bfone<>+0(SB), Y11, Y11
 	VPADDD    avx2bfbias<>+0(SB), Y11, Y11
-	VPADDD    Y6, Y11, Y11
+	VPADDD    Y7, Y11, Y11
 	VPSRLD    $0x10, Y11, Y11
-	VCMPPS    $0x03, Y6, Y6, Y6
-	VBLENDVPS Y6, avx2bfnanlow<>+0(SB), Y11, Y11
-	VPSRLD    $0x10, Y7, Y6
-	VPAND     avx2bfone<>+0(SB), Y6, Y6
-	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
-	VPADDD    Y7, Y6, Y6
-	VPSRLD    $0x10, Y6, Y6
 	VCMPPS    $0x03, Y7, Y7, Y7
-	VBLENDVPS Y7, avx2bfnanlow<>+0(SB), Y6, Y6
-	VPACKUSDW Y6, Y11, Y11
-	JMP       bf16packed36
-
-bf16nan37:
-	VPSRLD    $0x10, Y9, Y6
-	VPAND     avx2bfone<>+0(SB), Y6, Y6
-	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
-	VPADDD    Y9, Y6, Y6
-	VPSRLD    $0x10, Y6, Y6
-	VCMPPS    $0x03, Y9, Y9, Y7
-	VBLENDVPS Y7, avx2bfnanlow<>+0(SB), Y6, Y6
-	VPSRLD    $0x10, Y10, Y7
+	VBLENDVPS Y7, avx2bfnanlow<>+0(SB), Y11, Y11
+	VPSRLD    $0x10, Y8, Y7
 	VPAND     avx2bfone<>+0(SB), Y7, Y7
 	VPADDD    avx2bfbias<>+0(SB), Y7, Y7
-	VPADDD    Y10, Y7, Y7
+	VPADDD    Y8, Y7, Y7
 	VPSRLD    $0x10, Y7, Y7
-	VCMPPS    $0x03, Y10, Y10, Y9
-	VBLENDVPS Y9, avx2bfnanlow<>+0(SB), Y7, Y7
-	VPACKUSDW Y7, Y6, Y6
-	JMP       bf16packed38
+	VCMPPS    $0x03, Y8, Y8, Y8
+	VBLENDVPS Y8, avx2bfnanlow<>+0(SB), Y7, Y7
+	VPACKUSDW Y7, Y11, Y11
+	JMP       bf16packed40
 
-bf16nan44:
-	VPSRLD    $0x10, Y6, Y11
+bf16nan41:
+	VPSRLD    $0x10, Y9, Y7
+	VPAND     avx2bfone<>+0(SB), Y7, Y7
+	VPADDD    avx2bfbias<>+0(SB), Y7, Y7
+	VPADDD    Y9, Y7, Y7
+	VPSRLD    $0x10, Y7, Y7
+	VCMPPS    $0x03, Y9, Y9, Y8
+	VBLENDVPS Y8, avx2bfnanlow<>+0(SB), Y7, Y7
+	VPSRLD    $0x10, Y10, Y8
+	VPAND     avx2bfone<>+0(SB), Y8, Y8
+	VPADDD    avx2bfbias<>+0(SB), Y8, Y8
+	VPADDD    Y10, Y8, Y8
+	VPSRLD    $0x10, Y8, Y8
+	VCMPPS    $0x03, Y10, Y10, Y9
+	VBLENDVPS Y9, avx2bfnanlow<>+0(SB), Y8, Y8
+	VPACKUSDW Y8, Y7, Y7
+	JMP       bf16packed42
+
+bf16nan48:
+	VPSRLD    $0x10, Y7, Y11
 	VPAND     avx2bfone<>+0(SB), Y11, Y11
 	VPADDD    avx2bfbias<>+0(SB), Y11, Y11
-	VPADDD    Y6, Y11, Y11
+	VPADDD    Y7, Y11, Y11
 	VPSRLD    $0x10, Y11, Y11
-	VCMPPS    $0x03, Y6, Y6, Y6
-	VBLENDVPS Y6, avx2bfnanlow<>+0(SB), Y11, Y11
-	VPSRLD    $0x10, Y7, Y6
-	VPAND     avx2bfone<>+0(SB), Y6, Y6
-	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
-	VPADDD    Y7, Y6, Y6
-	VPSRLD    $0x10, Y6, Y6
 	VCMPPS    $0x03, Y7, Y7, Y7
-	VBLENDVPS Y7, avx2bfnanlow<>+0(SB), Y6, Y6
-	VPACKUSDW Y6, Y11, Y11
-	JMP       bf16packed45
-
-bf16nan46:
-	VPSRLD    $0x10, Y9, Y6
-	VPAND     avx2bfone<>+0(SB), Y6, Y6
-	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
-	VPADDD    Y9, Y6, Y6
-	VPSRLD    $0x10, Y6, Y6
-	VCMPPS    $0x03, Y9, Y9, Y7
-	VBLENDVPS Y7, avx2bfnanlow<>+0(SB), Y6, Y6
-	VPSRLD    $0x10, Y10, Y7
+	VBLENDVPS Y7, avx2bfnanlow<>+0(SB), Y11, Y11
+	VPSRLD    $0x10, Y8, Y7
 	VPAND     avx2bfone<>+0(SB), Y7, Y7
 	VPADDD    avx2bfbias<>+0(SB), Y7, Y7
-	VPADDD    Y10, Y7, Y7
+	VPADDD    Y8, Y7, Y7
 	VPSRLD    $0x10, Y7, Y7
-	VCMPPS    $0x03, Y10, Y10, Y9
-	VBLENDVPS Y9, avx2bfnanlow<>+0(SB), Y7, Y7
-	VPACKUSDW Y7, Y6, Y6
-	JMP       bf16packed47
+	VCMPPS    $0x03, Y8, Y8, Y8
+	VBLENDVPS Y8, avx2bfnanlow<>+0(SB), Y7, Y7
+	VPACKUSDW Y7, Y11, Y11
+	JMP       bf16packed49
 
-bf16nan52:
-	VPSRLD    $0x10, Y5, Y10
+bf16nan50:
+	VPSRLD    $0x10, Y9, Y7
+	VPAND     avx2bfone<>+0(SB), Y7, Y7
+	VPADDD    avx2bfbias<>+0(SB), Y7, Y7
+	VPADDD    Y9, Y7, Y7
+	VPSRLD    $0x10, Y7, Y7
+	VCMPPS    $0x03, Y9, Y9, Y8
+	VBLENDVPS Y8, avx2bfnanlow<>+0(SB), Y7, Y7
+	VPSRLD    $0x10, Y10, Y8
+	VPAND     avx2bfone<>+0(SB), Y8, Y8
+	VPADDD    avx2bfbias<>+0(SB), Y8, Y8
+	VPADDD    Y10, Y8, Y8
+	VPSRLD    $0x10, Y8, Y8
+	VCMPPS    $0x03, Y10, Y10, Y9
+	VBLENDVPS Y9, avx2bfnanlow<>+0(SB), Y8, Y8
+	VPACKUSDW Y8, Y7, Y7
+	JMP       bf16packed51
+
+bf16nan56:
+	VPSRLD    $0x10, Y6, Y10
 	VPAND     avx2bfone<>+0(SB), Y10, Y10
 	VPADDD    avx2bfbias<>+0(SB), Y10, Y10
-	VPADDD    Y5, Y10, Y10
+	VPADDD    Y6, Y10, Y10
 	VPSRLD    $0x10, Y10, Y10
-	VCMPPS    $0x03, Y5, Y5, Y5
-	VBLENDVPS Y5, avx2bfnanlow<>+0(SB), Y10, Y10
-	VPSRLD    $0x10, Y6, Y5
-	VPAND     avx2bfone<>+0(SB), Y5, Y5
-	VPADDD    avx2bfbias<>+0(SB), Y5, Y5
-	VPADDD    Y6, Y5, Y5
-	VPSRLD    $0x10, Y5, Y5
 	VCMPPS    $0x03, Y6, Y6, Y6
-	VBLENDVPS Y6, avx2bfnanlow<>+0(SB), Y5, Y5
-	VPACKUSDW Y5, Y10, Y10
-	JMP       bf16packed53
-
-bf16nan54:
-	VPSRLD    $0x10, Y7, Y5
-	VPAND     avx2bfone<>+0(SB), Y5, Y5
-	VPADDD    avx2bfbias<>+0(SB), Y5, Y5
-	VPADDD    Y7, Y5, Y5
-	VPSRLD    $0x10, Y5, Y5
-	VCMPPS    $0x03, Y7, Y7, Y6
-	VBLENDVPS Y6, avx2bfnanlow<>+0(SB), Y5, Y5
-	VPSRLD    $0x10, Y9, Y6
-	VPAND     avx2bfone<>+0(SB), Y6, Y6
-	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
-	VPADDD    Y9, Y6, Y6
-	VPSRLD    $0x10, Y6, Y6
-	VCMPPS    $0x03, Y9, Y9, Y7
-	VBLENDVPS Y7, avx2bfnanlow<>+0(SB), Y6, Y6
-	VPACKUSDW Y6, Y5, Y5
-	JMP       bf16packed55
-
-bf16nan65:
-	VPSRLD    $0x10, Y6, Y11
-	VPAND     avx2bfone<>+0(SB), Y11, Y11
-	VPADDD    avx2bfbias<>+0(SB), Y11, Y11
-	VPADDD    Y6, Y11, Y11
-	VPSRLD    $0x10, Y11, Y11
-	VCMPPS    $0x03, Y6, Y6, Y6
-	VBLENDVPS Y6, avx2bfnanlow<>+0(SB), Y11, Y11
+	VBLENDVPS Y6, avx2bfnanlow<>+0(SB), Y10, Y10
 	VPSRLD    $0x10, Y7, Y6
 	VPAND     avx2bfone<>+0(SB), Y6, Y6
 	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
@@ -26832,30 +27072,66 @@ bf16nan65:
 	VPSRLD    $0x10, Y6, Y6
 	VCMPPS    $0x03, Y7, Y7, Y7
 	VBLENDVPS Y7, avx2bfnanlow<>+0(SB), Y6, Y6
-	VPACKUSDW Y6, Y11, Y11
-	JMP       bf16packed66
+	VPACKUSDW Y6, Y10, Y10
+	JMP       bf16packed57
 
-bf16nan67:
-	VPSRLD    $0x10, Y9, Y6
+bf16nan58:
+	VPSRLD    $0x10, Y8, Y6
 	VPAND     avx2bfone<>+0(SB), Y6, Y6
 	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
-	VPADDD    Y9, Y6, Y6
+	VPADDD    Y8, Y6, Y6
 	VPSRLD    $0x10, Y6, Y6
-	VCMPPS    $0x03, Y9, Y9, Y7
+	VCMPPS    $0x03, Y8, Y8, Y7
 	VBLENDVPS Y7, avx2bfnanlow<>+0(SB), Y6, Y6
-	VPSRLD    $0x10, Y10, Y7
+	VPSRLD    $0x10, Y9, Y7
 	VPAND     avx2bfone<>+0(SB), Y7, Y7
 	VPADDD    avx2bfbias<>+0(SB), Y7, Y7
-	VPADDD    Y10, Y7, Y7
+	VPADDD    Y9, Y7, Y7
 	VPSRLD    $0x10, Y7, Y7
-	VCMPPS    $0x03, Y10, Y10, Y9
-	VBLENDVPS Y9, avx2bfnanlow<>+0(SB), Y7, Y7
+	VCMPPS    $0x03, Y9, Y9, Y8
+	VBLENDVPS Y8, avx2bfnanlow<>+0(SB), Y7, Y7
 	VPACKUSDW Y7, Y6, Y6
-	JMP       bf16packed68
+	JMP       bf16packed59
+
+bf16nan69:
+	VPSRLD    $0x10, Y7, Y11
+	VPAND     avx2bfone<>+0(SB), Y11, Y11
+	VPADDD    avx2bfbias<>+0(SB), Y11, Y11
+	VPADDD    Y7, Y11, Y11
+	VPSRLD    $0x10, Y11, Y11
+	VCMPPS    $0x03, Y7, Y7, Y7
+	VBLENDVPS Y7, avx2bfnanlow<>+0(SB), Y11, Y11
+	VPSRLD    $0x10, Y8, Y7
+	VPAND     avx2bfone<>+0(SB), Y7, Y7
+	VPADDD    avx2bfbias<>+0(SB), Y7, Y7
+	VPADDD    Y8, Y7, Y7
+	VPSRLD    $0x10, Y7, Y7
+	VCMPPS    $0x03, Y8, Y8, Y8
+	VBLENDVPS Y8, avx2bfnanlow<>+0(SB), Y7, Y7
+	VPACKUSDW Y7, Y11, Y11
+	JMP       bf16packed70
+
+bf16nan71:
+	VPSRLD    $0x10, Y9, Y7
+	VPAND     avx2bfone<>+0(SB), Y7, Y7
+	VPADDD    avx2bfbias<>+0(SB), Y7, Y7
+	VPADDD    Y9, Y7, Y7
+	VPSRLD    $0x10, Y7, Y7
+	VCMPPS    $0x03, Y9, Y9, Y8
+	VBLENDVPS Y8, avx2bfnanlow<>+0(SB), Y7, Y7
+	VPSRLD    $0x10, Y10, Y8
+	VPAND     avx2bfone<>+0(SB), Y8, Y8
+	VPADDD    avx2bfbias<>+0(SB), Y8, Y8
+	VPADDD    Y10, Y8, Y8
+	VPSRLD    $0x10, Y8, Y8
+	VCMPPS    $0x03, Y10, Y10, Y9
+	VBLENDVPS Y9, avx2bfnanlow<>+0(SB), Y8, Y8
+	VPACKUSDW Y8, Y7, Y7
+	JMP       bf16packed72
 
 // func avx2ForwardLayerF16(j uintptr, from int, to int) int
 // Requires: AVX, AVX2, F16C, MMX+
-TEXT ·avx2ForwardLayerF16(SB), NOSPLIT, $472-32
+TEXT ·avx2ForwardLayerF16(SB), NOSPLIT, $488-32
 	// avx2ForwardLayerF16 normalizes rows [from, to) of the job: LayerNorm on F16 rows: y = round16(((x-m)*inv)*w + b), round16(((x-m)*inv)*(1+w) + b) with flagOffset, or round16((x-m)*inv + b) with w nil (with flagRN and a weight, round16((x-m)*inv) in place of ((x-m)*inv)), m the row's mean with flagCenter (else +0; stored to mean[r] when mean is not nil), b the bias (nothing added when it is nil), for each row; with res, h = round16(x + res) and res = h per element first, and h in place of x.
 	// It stops before the first row that needs the float64 path and returns that row's index, or to.
 	MOVQ  j+0(FP), AX
@@ -26872,13 +27148,13 @@ rowsset:
 	SHLQ $0x01, DI
 	MOVQ job_dstStride+0(AX), R8
 	SHLQ $0x01, R8
-	MOVQ R8, 408(SP)
+	MOVQ R8, 424(SP)
 
 	// fd = float32(d); rd = 1/d when d is a power of two (a/d is then a*rd exactly), else 0.
 	MOVQ       job_d+0(AX), R8
 	VMOVSS     one<>+0(SB), X0
 	VCVTSI2SSQ R8, X0, X0
-	VMOVSS     X0, 464(SP)
+	VMOVSS     X0, 480(SP)
 	XORL       R10, R10
 	LEAQ       -1(R8), R9
 	TESTQ      R8, R9
@@ -26889,170 +27165,224 @@ rowsset:
 	SHLL       $0x17, R10
 
 notpow2:
-	MOVL R10, 468(SP)
+	MOVL R10, 484(SP)
 
 	// Start at row from.
 	MOVQ  from+8(FP), R8
-	MOVQ  R8, 400(SP)
-	MOVQ  $0x00000000, 416(SP)
+	MOVQ  R8, 416(SP)
+	MOVQ  $0x00000000, 432(SP)
 	MOVQ  R8, R9
-	IMULQ 408(SP), R9
+	IMULQ 424(SP), R9
 	ADDQ  R9, CX
 	IMULQ DI, R8
 	ADDQ  R8, DX
 	ADDQ  R8, BX
 
 row:
-	MOVQ  400(SP), R8
-	CMPQ  R8, to+16(FP)
-	JAE   ret
-	MOVQ  $0x00000001, 424(SP)
-	CMPQ  job_res+0(AX), $0x00
-	JNE   addsum
+	MOVQ 416(SP), R8
+	CMPQ R8, to+16(FP)
+	JAE  ret
+	MOVQ $0x00000001, 440(SP)
+	CMPQ job_res+0(AX), $0x00
+	JNE  addsum
+	CMPQ 432(SP), $0x00
+	JE   trygroup
+	DECQ 432(SP)
+	JMP  sum
+
+trygroup:
+	CMPQ job_d+0(AX), $0x00000200
+	JA   sum
+	MOVQ to+16(FP), R8
+	SUBQ 416(SP), R8
+	CMPQ R8, $0x04
+	JB   sum
+	MOVQ $0x00000004, 440(SP)
+
+sum:
 	TESTL $0x00000020, job_flags+0(AX)
 	JZ    nocenter
 	MOVQ  DX, R8
+	XORQ  R9, R9
 
+meanrow:
 	// Sum of the elements: element i goes to partial i%64.
-	MOVQ   job_d+0(AX), R10
-	SUBQ   $0x00000040, R10
+	MOVQ   job_d+0(AX), R11
+	SUBQ   $0x00000040, R11
 	JGE    firstblock
 	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
 	VXORPS Y3, Y3, Y3
 	VXORPS Y4, Y4, Y4
 	VXORPS Y5, Y5, Y5
 	VXORPS Y6, Y6, Y6
 	VXORPS Y7, Y7, Y7
-	XORQ   R9, R9
+	VXORPS Y8, Y8, Y8
+	XORQ   R10, R10
 	JMP    sumtail
 
 firstblock:
 	// +0 + square is the square itself: the first block initializes the partials.
-	XORQ      R9, R9
-	VCVTPH2PS (R8)(R9*2), Y0
+	XORQ      R10, R10
+	VCVTPH2PS (R8)(R10*2), Y0
 	VADDPS    zero64<>+0(SB), Y0, Y0
-	VCVTPH2PS 16(R8)(R9*2), Y1
-	VADDPS    zero64<>+0(SB), Y1, Y1
-	VCVTPH2PS 32(R8)(R9*2), Y2
+	VCVTPH2PS 16(R8)(R10*2), Y2
 	VADDPS    zero64<>+0(SB), Y2, Y2
-	VCVTPH2PS 48(R8)(R9*2), Y3
+	VCVTPH2PS 32(R8)(R10*2), Y3
 	VADDPS    zero64<>+0(SB), Y3, Y3
-	VCVTPH2PS 64(R8)(R9*2), Y4
+	VCVTPH2PS 48(R8)(R10*2), Y4
 	VADDPS    zero64<>+0(SB), Y4, Y4
-	VCVTPH2PS 80(R8)(R9*2), Y5
+	VCVTPH2PS 64(R8)(R10*2), Y5
 	VADDPS    zero64<>+0(SB), Y5, Y5
-	VCVTPH2PS 96(R8)(R9*2), Y6
+	VCVTPH2PS 80(R8)(R10*2), Y6
 	VADDPS    zero64<>+0(SB), Y6, Y6
-	VCVTPH2PS 112(R8)(R9*2), Y7
+	VCVTPH2PS 96(R8)(R10*2), Y7
 	VADDPS    zero64<>+0(SB), Y7, Y7
-	MOVQ      $0x00000040, R9
+	VCVTPH2PS 112(R8)(R10*2), Y8
+	VADDPS    zero64<>+0(SB), Y8, Y8
+	MOVQ      $0x00000040, R10
 
 	// With flagPF, the rows ahead are prefetched: one loop for both, the flag tested per block.
-	MOVQ DI, R11
-	SHLQ $0x01, R11
+	MOVQ DI, R12
+	SHLQ $0x01, R12
 	CMPQ job_d+0(AX), $0x00000200
 	JA   longrows1
-	SHLQ $0x03, R11
+	SHLQ $0x03, R12
 
 longrows1:
-	ADDQ R8, R11
-	MOVL job_flags+0(AX), R12
+	ADDQ R8, R12
+	MOVL job_flags+0(AX), R13
 
 	PCALIGN $32
 sumloop:
-	CMPQ  R9, R10
+	CMPQ  R10, R11
 	JG    sumtail
-	TESTL $0x00000002, R12
+	TESTL $0x00000002, R13
 	JNZ   sumpf
 
 sumblock:
-	VCVTPH2PS (R8)(R9*2), Y8
-	VADDPS    Y8, Y0, Y0
-	VCVTPH2PS 16(R8)(R9*2), Y8
-	VADDPS    Y8, Y1, Y1
-	VCVTPH2PS 32(R8)(R9*2), Y8
-	VADDPS    Y8, Y2, Y2
-	VCVTPH2PS 48(R8)(R9*2), Y8
-	VADDPS    Y8, Y3, Y3
-	VCVTPH2PS 64(R8)(R9*2), Y8
-	VADDPS    Y8, Y4, Y4
-	VCVTPH2PS 80(R8)(R9*2), Y8
-	VADDPS    Y8, Y5, Y5
-	VCVTPH2PS 96(R8)(R9*2), Y8
-	VADDPS    Y8, Y6, Y6
-	VCVTPH2PS 112(R8)(R9*2), Y8
-	VADDPS    Y8, Y7, Y7
-	ADDQ      $0x00000040, R9
+	VCVTPH2PS (R8)(R10*2), Y9
+	VADDPS    Y9, Y0, Y0
+	VCVTPH2PS 16(R8)(R10*2), Y9
+	VADDPS    Y9, Y2, Y2
+	VCVTPH2PS 32(R8)(R10*2), Y9
+	VADDPS    Y9, Y3, Y3
+	VCVTPH2PS 48(R8)(R10*2), Y9
+	VADDPS    Y9, Y4, Y4
+	VCVTPH2PS 64(R8)(R10*2), Y9
+	VADDPS    Y9, Y5, Y5
+	VCVTPH2PS 80(R8)(R10*2), Y9
+	VADDPS    Y9, Y6, Y6
+	VCVTPH2PS 96(R8)(R10*2), Y9
+	VADDPS    Y9, Y7, Y7
+	VCVTPH2PS 112(R8)(R10*2), Y9
+	VADDPS    Y9, Y8, Y8
+	ADDQ      $0x00000040, R10
 	JMP       sumloop
 
 	// Out of the loop's way: the prefetches, whose flag is usually clear.
 sumpf:
-	PREFETCHT0 (R11)(R9*2)
-	PREFETCHT0 64(R11)(R9*2)
+	PREFETCHT0 (R12)(R10*2)
+	PREFETCHT0 64(R12)(R10*2)
 	JMP        sumblock
 
 sumtail:
 	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
-	MOVQ    job_d+0(AX), R10
-	SUBQ    R9, R10
+	MOVQ    job_d+0(AX), R11
+	SUBQ    R10, R11
 	JZ      summed
 	JL      slotsummed
-	MOVQ    R10, 440(SP)
-	LEAQ    (R8)(R9*2), R10
-	LEAQ    128(SP), R11
-	VXORPS  Y8, Y8, Y8
-	VMOVUPS Y8, (R11)
-	VMOVUPS Y8, 32(R11)
-	VMOVUPS Y8, 64(R11)
-	VMOVUPS Y8, 96(R11)
-	MOVQ    440(SP), R13
-	XORQ    R12, R12
-	SUBQ    $0x00000010, R13
+	MOVQ    R11, 456(SP)
+	LEAQ    (R8)(R10*2), R11
+	LEAQ    128(SP), R12
+	VXORPS  Y9, Y9, Y9
+	VMOVUPS Y9, (R12)
+	VMOVUPS Y9, 32(R12)
+	VMOVUPS Y9, 64(R12)
+	VMOVUPS Y9, 96(R12)
+	MOVQ    456(SP), R14
+	XORQ    R13, R13
+	SUBQ    $0x00000010, R14
 
 copyvec2:
-	CMPQ    R12, R13
+	CMPQ    R13, R14
 	JG      copyone3
-	VMOVUPS (R10)(R12*2), Y8
-	VMOVUPS Y8, (R11)(R12*2)
-	ADDQ    $0x00000010, R12
+	VMOVUPS (R11)(R13*2), Y9
+	VMOVUPS Y9, (R12)(R13*2)
+	ADDQ    $0x00000010, R13
 	JMP     copyvec2
 
 copyone3:
-	ADDQ $0x00000010, R13
+	ADDQ $0x00000010, R14
 
 copyloop5:
-	CMPQ R12, R13
+	CMPQ R13, R14
 	JGE  copied4
-	MOVW (R10)(R12*2), R14
-	MOVW R14, (R11)(R12*2)
-	INCQ R12
+	MOVW (R11)(R13*2), R15
+	MOVW R15, (R12)(R13*2)
+	INCQ R13
 	JMP  copyloop5
 
 copied4:
-	MOVQ R9, R10
-	SHLQ $0x01, R10
-	MOVQ R8, 456(SP)
-	MOVQ R11, R8
-	SUBQ R10, R8
-	MOVQ R9, R10
-	MOVQ R8, R11
-	XORL R12, R12
+	MOVQ R10, R11
+	SHLQ $0x01, R11
+	MOVQ R8, 472(SP)
+	MOVQ R12, R8
+	SUBQ R11, R8
+	MOVQ R10, R11
+	MOVQ R8, R12
+	XORL R13, R13
 	JMP  sumblock
 
 slotsummed:
-	MOVQ 456(SP), R8
+	MOVQ 472(SP), R8
 
 summed:
-	VADDPS Y4, Y0, Y0
-	VADDPS Y5, Y1, Y1
-	VADDPS Y6, Y2, Y2
-	VADDPS Y7, Y3, Y3
-	VADDPS Y2, Y0, Y0
-	VADDPS Y3, Y1, Y1
-	VADDPS Y1, Y0, Y0
-	JMP    mean
+	VADDPS  Y5, Y0, Y0
+	VADDPS  Y6, Y2, Y2
+	VADDPS  Y7, Y3, Y3
+	VADDPS  Y8, Y4, Y4
+	VADDPS  Y3, Y0, Y0
+	VADDPS  Y4, Y2, Y2
+	VADDPS  Y2, Y0, Y0
+	CMPQ    440(SP), $0x01
+	JE      mean
+	VMOVUPS Y0, (SP)(R9*1)
+	ADDQ    DI, R8
+	ADDQ    $0x00000020, R9
+	CMPQ    R9, $0x00000080
+	JB      meanrow
+
+	// The rest of the halving tree for the group's sums, and their means.
+	VMOVUPS      (SP), Y0
+	VMOVUPS      32(SP), Y2
+	VMOVUPS      64(SP), Y3
+	VMOVUPS      96(SP), Y4
+	VPERM2F128   $0x20, Y2, Y0, Y5
+	VPERM2F128   $0x31, Y2, Y0, Y0
+	VADDPS       Y0, Y5, Y5
+	VPERM2F128   $0x20, Y4, Y3, Y0
+	VPERM2F128   $0x31, Y4, Y3, Y2
+	VADDPS       Y2, Y0, Y0
+	VSHUFPS      $0x44, Y0, Y5, Y2
+	VSHUFPS      $0xee, Y0, Y5, Y0
+	VADDPS       Y0, Y2, Y2
+	VHADDPS      Y2, Y2, Y2
+	VEXTRACTF128 $0x01, Y2, X0
+	VUNPCKLPS    X0, X2, X0
+	CMPL         484(SP), $0x00
+	JE           divide6
+	VBROADCASTSS 484(SP), X2
+	VMULPS       X2, X0, X0
+	JMP          divided7
+
+divide6:
+	VBROADCASTSS 480(SP), X2
+	VDIVPS       X2, X0, X0
+
+divided7:
+	VMOVUPS X0, 400(SP)
+	JMP     centered
 
 addsum:
 	MOVQ BX, R8
@@ -27063,13 +27393,13 @@ addsum:
 	SUBQ   $0x00000040, R11
 	JGE    addfirstblock
 	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
 	VXORPS Y3, Y3, Y3
 	VXORPS Y4, Y4, Y4
 	VXORPS Y5, Y5, Y5
 	VXORPS Y6, Y6, Y6
 	VXORPS Y7, Y7, Y7
+	VXORPS Y8, Y8, Y8
 	XORQ   R10, R10
 	JMP    addsumtail
 
@@ -27089,59 +27419,59 @@ addfirstblock:
 	VCVTPS2PH $0x00, Y1, X1
 	VCVTPH2PS X1, Y1
 	VCVTPS2PH $0x00, Y1, 16(R9)(R10*2)
-	VADDPS    zero64<>+0(SB), Y1, Y1
-	VCVTPH2PS 32(R8)(R10*2), Y2
+	VADDPS    zero64<>+0(SB), Y1, Y2
+	VCVTPH2PS 32(R8)(R10*2), Y1
 	VCVTPH2PS 32(R9)(R10*2), Y3
-	VADDPS    Y3, Y2, Y2
-	VCVTPS2PH $0x00, Y2, X2
-	VCVTPH2PS X2, Y2
-	VCVTPS2PH $0x00, Y2, 32(R9)(R10*2)
-	VADDPS    zero64<>+0(SB), Y2, Y2
-	VCVTPH2PS 48(R8)(R10*2), Y3
+	VADDPS    Y3, Y1, Y1
+	VCVTPS2PH $0x00, Y1, X1
+	VCVTPH2PS X1, Y1
+	VCVTPS2PH $0x00, Y1, 32(R9)(R10*2)
+	VADDPS    zero64<>+0(SB), Y1, Y3
+	VCVTPH2PS 48(R8)(R10*2), Y1
 	VCVTPH2PS 48(R9)(R10*2), Y4
-	VADDPS    Y4, Y3, Y3
-	VCVTPS2PH $0x00, Y3, X3
-	VCVTPH2PS X3, Y3
-	VCVTPS2PH $0x00, Y3, 48(R9)(R10*2)
-	VADDPS    zero64<>+0(SB), Y3, Y3
-	VCVTPH2PS 64(R8)(R10*2), Y4
+	VADDPS    Y4, Y1, Y1
+	VCVTPS2PH $0x00, Y1, X1
+	VCVTPH2PS X1, Y1
+	VCVTPS2PH $0x00, Y1, 48(R9)(R10*2)
+	VADDPS    zero64<>+0(SB), Y1, Y4
+	VCVTPH2PS 64(R8)(R10*2), Y1
 	VCVTPH2PS 64(R9)(R10*2), Y5
-	VADDPS    Y5, Y4, Y4
-	VCVTPS2PH $0x00, Y4, X4
-	VCVTPH2PS X4, Y4
-	VCVTPS2PH $0x00, Y4, 64(R9)(R10*2)
-	VADDPS    zero64<>+0(SB), Y4, Y4
-	VCVTPH2PS 80(R8)(R10*2), Y5
+	VADDPS    Y5, Y1, Y1
+	VCVTPS2PH $0x00, Y1, X1
+	VCVTPH2PS X1, Y1
+	VCVTPS2PH $0x00, Y1, 64(R9)(R10*2)
+	VADDPS    zero64<>+0(SB), Y1, Y5
+	VCVTPH2PS 80(R8)(R10*2), Y1
 	VCVTPH2PS 80(R9)(R10*2), Y6
-	VADDPS    Y6, Y5, Y5
-	VCVTPS2PH $0x00, Y5, X5
-	VCVTPH2PS X5, Y5
-	VCVTPS2PH $0x00, Y5, 80(R9)(R10*2)
-	VADDPS    zero64<>+0(SB), Y5, Y5
-	VCVTPH2PS 96(R8)(R10*2), Y6
+	VADDPS    Y6, Y1, Y1
+	VCVTPS2PH $0x00, Y1, X1
+	VCVTPH2PS X1, Y1
+	VCVTPS2PH $0x00, Y1, 80(R9)(R10*2)
+	VADDPS    zero64<>+0(SB), Y1, Y6
+	VCVTPH2PS 96(R8)(R10*2), Y1
 	VCVTPH2PS 96(R9)(R10*2), Y7
-	VADDPS    Y7, Y6, Y6
-	VCVTPS2PH $0x00, Y6, X6
-	VCVTPH2PS X6, Y6
-	VCVTPS2PH $0x00, Y6, 96(R9)(R10*2)
-	VADDPS    zero64<>+0(SB), Y6, Y6
-	VCVTPH2PS 112(R8)(R10*2), Y7
+	VADDPS    Y7, Y1, Y1
+	VCVTPS2PH $0x00, Y1, X1
+	VCVTPH2PS X1, Y1
+	VCVTPS2PH $0x00, Y1, 96(R9)(R10*2)
+	VADDPS    zero64<>+0(SB), Y1, Y7
+	VCVTPH2PS 112(R8)(R10*2), Y1
 	VCVTPH2PS 112(R9)(R10*2), Y8
-	VADDPS    Y8, Y7, Y7
-	VCVTPS2PH $0x00, Y7, X7
-	VCVTPH2PS X7, Y7
-	VCVTPS2PH $0x00, Y7, 112(R9)(R10*2)
-	VADDPS    zero64<>+0(SB), Y7, Y7
+	VADDPS    Y8, Y1, Y1
+	VCVTPS2PH $0x00, Y1, X1
+	VCVTPH2PS X1, Y1
+	VCVTPS2PH $0x00, Y1, 112(R9)(R10*2)
+	VADDPS    zero64<>+0(SB), Y1, Y8
 	MOVQ      $0x00000040, R10
 
 	// With flagPF, the rows ahead are prefetched: one loop for both, the flag tested per block.
 	MOVQ DI, R12
 	SHLQ $0x01, R12
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows6
+	JA   longrows8
 	SHLQ $0x03, R12
 
-longrows6:
+longrows8:
 	ADDQ R8, R12
 	MOVL job_flags+0(AX), R13
 
@@ -27153,62 +27483,62 @@ addsumloop:
 	JNZ   addsumpf
 
 addsumblock:
-	VCVTPH2PS (R8)(R10*2), Y8
+	VCVTPH2PS (R8)(R10*2), Y1
 	VCVTPH2PS (R9)(R10*2), Y9
-	VADDPS    Y9, Y8, Y8
-	VCVTPS2PH $0x00, Y8, X8
-	VCVTPH2PS X8, Y8
-	VCVTPS2PH $0x00, Y8, (R9)(R10*2)
-	VADDPS    Y8, Y0, Y0
-	VCVTPH2PS 16(R8)(R10*2), Y8
+	VADDPS    Y9, Y1, Y1
+	VCVTPS2PH $0x00, Y1, X1
+	VCVTPH2PS X1, Y1
+	VCVTPS2PH $0x00, Y1, (R9)(R10*2)
+	VADDPS    Y1, Y0, Y0
+	VCVTPH2PS 16(R8)(R10*2), Y1
 	VCVTPH2PS 16(R9)(R10*2), Y9
-	VADDPS    Y9, Y8, Y8
-	VCVTPS2PH $0x00, Y8, X8
-	VCVTPH2PS X8, Y8
-	VCVTPS2PH $0x00, Y8, 16(R9)(R10*2)
-	VADDPS    Y8, Y1, Y1
-	VCVTPH2PS 32(R8)(R10*2), Y8
+	VADDPS    Y9, Y1, Y1
+	VCVTPS2PH $0x00, Y1, X1
+	VCVTPH2PS X1, Y1
+	VCVTPS2PH $0x00, Y1, 16(R9)(R10*2)
+	VADDPS    Y1, Y2, Y2
+	VCVTPH2PS 32(R8)(R10*2), Y1
 	VCVTPH2PS 32(R9)(R10*2), Y9
-	VADDPS    Y9, Y8, Y8
-	VCVTPS2PH $0x00, Y8, X8
-	VCVTPH2PS X8, Y8
-	VCVTPS2PH $0x00, Y8, 32(R9)(R10*2)
-	VADDPS    Y8, Y2, Y2
-	VCVTPH2PS 48(R8)(R10*2), Y8
+	VADDPS    Y9, Y1, Y1
+	VCVTPS2PH $0x00, Y1, X1
+	VCVTPH2PS X1, Y1
+	VCVTPS2PH $0x00, Y1, 32(R9)(R10*2)
+	VADDPS    Y1, Y3, Y3
+	VCVTPH2PS 48(R8)(R10*2), Y1
 	VCVTPH2PS 48(R9)(R10*2), Y9
-	VADDPS    Y9, Y8, Y8
-	VCVTPS2PH $0x00, Y8, X8
-	VCVTPH2PS X8, Y8
-	VCVTPS2PH $0x00, Y8, 48(R9)(R10*2)
-	VADDPS    Y8, Y3, Y3
-	VCVTPH2PS 64(R8)(R10*2), Y8
+	VADDPS    Y9, Y1, Y1
+	VCVTPS2PH $0x00, Y1, X1
+	VCVTPH2PS X1, Y1
+	VCVTPS2PH $0x00, Y1, 48(R9)(R10*2)
+	VADDPS    Y1, Y4, Y4
+	VCVTPH2PS 64(R8)(R10*2), Y1
 	VCVTPH2PS 64(R9)(R10*2), Y9
-	VADDPS    Y9, Y8, Y8
-	VCVTPS2PH $0x00, Y8, X8
-	VCVTPH2PS X8, Y8
-	VCVTPS2PH $0x00, Y8, 64(R9)(R10*2)
-	VADDPS    Y8, Y4, Y4
-	VCVTPH2PS 80(R8)(R10*2), Y8
+	VADDPS    Y9, Y1, Y1
+	VCVTPS2PH $0x00, Y1, X1
+	VCVTPH2PS X1, Y1
+	VCVTPS2PH $0x00, Y1, 64(R9)(R10*2)
+	VADDPS    Y1, Y5, Y5
+	VCVTPH2PS 80(R8)(R10*2), Y1
 	VCVTPH2PS 80(R9)(R10*2), Y9
-	VADDPS    Y9, Y8, Y8
-	VCVTPS2PH $0x00, Y8, X8
-	VCVTPH2PS X8, Y8
-	VCVTPS2PH $0x00, Y8, 80(R9)(R10*2)
-	VADDPS    Y8, Y5, Y5
-	VCVTPH2PS 96(R8)(R10*2), Y8
+	VADDPS    Y9, Y1, Y1
+	VCVTPS2PH $0x00, Y1, X1
+	VCVTPH2PS X1, Y1
+	VCVTPS2PH $0x00, Y1, 80(R9)(R10*2)
+	VADDPS    Y1, Y6, Y6
+	VCVTPH2PS 96(R8)(R10*2), Y1
 	VCVTPH2PS 96(R9)(R10*2), Y9
-	VADDPS    Y9, Y8, Y8
-	VCVTPS2PH $0x00, Y8, X8
-	VCVTPH2PS X8, Y8
-	VCVTPS2PH $0x00, Y8, 96(R9)(R10*2)
-	VADDPS    Y8, Y6, Y6
-	VCVTPH2PS 112(R8)(R10*2), Y8
+	VADDPS    Y9, Y1, Y1
+	VCVTPS2PH $0x00, Y1, X1
+	VCVTPH2PS X1, Y1
+	VCVTPS2PH $0x00, Y1, 96(R9)(R10*2)
+	VADDPS    Y1, Y7, Y7
+	VCVTPH2PS 112(R8)(R10*2), Y1
 	VCVTPH2PS 112(R9)(R10*2), Y9
-	VADDPS    Y9, Y8, Y8
-	VCVTPS2PH $0x00, Y8, X8
-	VCVTPH2PS X8, Y8
-	VCVTPS2PH $0x00, Y8, 112(R9)(R10*2)
-	VADDPS    Y8, Y7, Y7
+	VADDPS    Y9, Y1, Y1
+	VCVTPS2PH $0x00, Y1, X1
+	VCVTPH2PS X1, Y1
+	VCVTPS2PH $0x00, Y1, 112(R9)(R10*2)
+	VADDPS    Y1, Y8, Y8
 	ADDQ      $0x00000040, R10
 	JMP       addsumloop
 
@@ -27224,74 +27554,74 @@ addsumtail:
 	SUBQ    R10, R11
 	JZ      addsummed
 	JL      addslotsummed
-	MOVQ    R11, 440(SP)
+	MOVQ    R11, 456(SP)
 	LEAQ    (R8)(R10*2), R11
 	LEAQ    (R9)(R10*2), R9
-	MOVQ    R9, 448(SP)
+	MOVQ    R9, 464(SP)
 	LEAQ    128(SP), R9
-	VXORPS  Y8, Y8, Y8
-	VMOVUPS Y8, (R9)
-	VMOVUPS Y8, 32(R9)
-	VMOVUPS Y8, 64(R9)
-	VMOVUPS Y8, 96(R9)
-	MOVQ    440(SP), R13
+	VXORPS  Y1, Y1, Y1
+	VMOVUPS Y1, (R9)
+	VMOVUPS Y1, 32(R9)
+	VMOVUPS Y1, 64(R9)
+	VMOVUPS Y1, 96(R9)
+	MOVQ    456(SP), R13
 	XORQ    R12, R12
 	SUBQ    $0x00000010, R13
 
-copyvec7:
+copyvec9:
 	CMPQ    R12, R13
-	JG      copyone8
-	VMOVUPS (R11)(R12*2), Y8
-	VMOVUPS Y8, (R9)(R12*2)
+	JG      copyone10
+	VMOVUPS (R11)(R12*2), Y1
+	VMOVUPS Y1, (R9)(R12*2)
 	ADDQ    $0x00000010, R12
-	JMP     copyvec7
+	JMP     copyvec9
 
-copyone8:
+copyone10:
 	ADDQ $0x00000010, R13
 
-copyloop10:
+copyloop12:
 	CMPQ R12, R13
-	JGE  copied9
+	JGE  copied11
 	MOVW (R11)(R12*2), R14
 	MOVW R14, (R9)(R12*2)
 	INCQ R12
-	JMP  copyloop10
+	JMP  copyloop12
 
-copied9:
-	MOVQ    448(SP), R11
+copied11:
+	MOVQ    464(SP), R11
 	LEAQ    256(SP), R12
-	VXORPS  Y8, Y8, Y8
-	VMOVUPS Y8, (R12)
-	VMOVUPS Y8, 32(R12)
-	VMOVUPS Y8, 64(R12)
-	VMOVUPS Y8, 96(R12)
-	MOVQ    440(SP), R14
+	VXORPS  Y1, Y1, Y1
+	VMOVUPS Y1, (R12)
+	VMOVUPS Y1, 32(R12)
+	VMOVUPS Y1, 64(R12)
+	VMOVUPS Y1, 96(R12)
+	MOVQ    456(SP), R14
 	XORQ    R13, R13
 	SUBQ    $0x00000010, R14
 
-copyvec11:
+copyvec13:
 	CMPQ    R13, R14
-	JG      copyone12
-	VMOVUPS (R11)(R13*2), Y8
-	VMOVUPS Y8, (R12)(R13*2)
+	JG      copyone14
+	VMOVUPS (R11)(R13*2), Y1
+	VMOVUPS Y1, (R12)(R13*2)
 	ADDQ    $0x00000010, R13
-	JMP     copyvec11
+	JMP     copyvec13
 
-copyone12:
+copyone14:
 	ADDQ $0x00000010, R14
 
-copyloop14:
+copyloop16:
 	CMPQ R13, R14
-	JGE  copied13
+	JGE  copied15
 	MOVW (R11)(R13*2), R15
 	MOVW R15, (R12)(R13*2)
 	INCQ R13
-	JMP  copyloop14
+	JMP  copyloop16
 
-copied13:
+copied15:
 	MOVQ R10, R11
 	SHLQ $0x01, R11
-	MOVQ R8, 456(SP)
+	MOVQ R8, 472(SP)
 	MOVQ R9, R8
 	SUBQ R11, R8
 	MOVQ R12, R9
@@ -27302,41 +27632,41 @@ copied13:
 	JMP  addsumblock
 
 addslotsummed:
-	MOVQ 456(SP), R8
-	MOVQ 448(SP), R8
+	MOVQ 472(SP), R8
+	MOVQ 464(SP), R8
 	LEAQ 256(SP), R9
-	MOVQ 440(SP), R11
+	MOVQ 456(SP), R11
 	XORQ R10, R10
 	SUBQ $0x00000010, R11
 
-copyvec15:
+copyvec17:
 	CMPQ    R10, R11
-	JG      copyone16
-	VMOVUPS (R9)(R10*2), Y8
-	VMOVUPS Y8, (R8)(R10*2)
+	JG      copyone18
+	VMOVUPS (R9)(R10*2), Y1
+	VMOVUPS Y1, (R8)(R10*2)
 	ADDQ    $0x00000010, R10
-	JMP     copyvec15
+	JMP     copyvec17
 
-copyone16:
+copyone18:
 	ADDQ $0x00000010, R11
 
-copyloop18:
+copyloop20:
 	CMPQ R10, R11
-	JGE  copied17
+	JGE  copied19
 	MOVW (R9)(R10*2), R12
 	MOVW R12, (R8)(R10*2)
 	INCQ R10
-	JMP  copyloop18
+	JMP  copyloop20
 
-copied17:
+copied19:
 addsummed:
-	VADDPS Y4, Y0, Y0
-	VADDPS Y5, Y1, Y1
+	VADDPS Y5, Y0, Y0
 	VADDPS Y6, Y2, Y2
 	VADDPS Y7, Y3, Y3
+	VADDPS Y8, Y4, Y4
+	VADDPS Y3, Y0, Y0
+	VADDPS Y4, Y2, Y2
 	VADDPS Y2, Y0, Y0
-	VADDPS Y3, Y1, Y1
-	VADDPS Y1, Y0, Y0
 
 mean:
 	VEXTRACTF128 $0x01, Y0, X1
@@ -27352,251 +27682,270 @@ mean:
 	VSUBSS   X1, X1, X0
 	VUCOMISS X0, X0
 	JPS      ret
-	CMPL     468(SP), $0x00
-	JE       divide19
-	VMULSS   468(SP), X1, X0
-	JMP      divided20
+	CMPL     484(SP), $0x00
+	JE       divide21
+	VMULSS   484(SP), X1, X0
+	JMP      divided22
 
-divide19:
-	VDIVSS 464(SP), X1, X0
+divide21:
+	VDIVSS 480(SP), X1, X0
 
-divided20:
-	VBROADCASTSS X0, Y8
+divided22:
+	VBROADCASTSS X0, Y1
 	JMP          centered
 
 nocenter:
-	VXORPS Y8, Y8, Y8
+	VXORPS  Y1, Y1, Y1
+	VMOVUPS X1, 400(SP)
 
 centered:
 	MOVQ DX, R8
+	XORQ R9, R9
+	CMPQ 440(SP), $0x01
+	JE   sqrow
 
+sqnext:
+	MOVQ         R9, R10
+	SHRQ         $0x05, R10
+	VBROADCASTSS 400(SP)(R10*4), Y1
+
+sqrow:
 	// Sum of the squares of x - m: element i goes to partial i%64.
-	MOVQ   job_d+0(AX), R10
-	SUBQ   $0x00000040, R10
+	MOVQ   job_d+0(AX), R11
+	SUBQ   $0x00000040, R11
 	JGE    sqfirstblock
 	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
 	VXORPS Y3, Y3, Y3
 	VXORPS Y4, Y4, Y4
 	VXORPS Y5, Y5, Y5
 	VXORPS Y6, Y6, Y6
 	VXORPS Y7, Y7, Y7
-	XORQ   R9, R9
+	VXORPS Y8, Y8, Y8
+	XORQ   R10, R10
 	JMP    sqsumtail
 
 sqfirstblock:
 	// +0 + square is the square itself: the first block initializes the partials.
-	XORQ      R9, R9
-	VCVTPH2PS (R8)(R9*2), Y0
-	VSUBPS    Y8, Y0, Y0
+	XORQ      R10, R10
+	VCVTPH2PS (R8)(R10*2), Y0
+	VSUBPS    Y1, Y0, Y0
 	VMULPS    Y0, Y0, Y0
-	VCVTPH2PS 16(R8)(R9*2), Y1
-	VSUBPS    Y8, Y1, Y1
-	VMULPS    Y1, Y1, Y1
-	VCVTPH2PS 32(R8)(R9*2), Y2
-	VSUBPS    Y8, Y2, Y2
+	VCVTPH2PS 16(R8)(R10*2), Y2
+	VSUBPS    Y1, Y2, Y2
 	VMULPS    Y2, Y2, Y2
-	VCVTPH2PS 48(R8)(R9*2), Y3
-	VSUBPS    Y8, Y3, Y3
+	VCVTPH2PS 32(R8)(R10*2), Y3
+	VSUBPS    Y1, Y3, Y3
 	VMULPS    Y3, Y3, Y3
-	VCVTPH2PS 64(R8)(R9*2), Y4
-	VSUBPS    Y8, Y4, Y4
+	VCVTPH2PS 48(R8)(R10*2), Y4
+	VSUBPS    Y1, Y4, Y4
 	VMULPS    Y4, Y4, Y4
-	VCVTPH2PS 80(R8)(R9*2), Y5
-	VSUBPS    Y8, Y5, Y5
+	VCVTPH2PS 64(R8)(R10*2), Y5
+	VSUBPS    Y1, Y5, Y5
 	VMULPS    Y5, Y5, Y5
-	VCVTPH2PS 96(R8)(R9*2), Y6
-	VSUBPS    Y8, Y6, Y6
+	VCVTPH2PS 80(R8)(R10*2), Y6
+	VSUBPS    Y1, Y6, Y6
 	VMULPS    Y6, Y6, Y6
-	VCVTPH2PS 112(R8)(R9*2), Y7
-	VSUBPS    Y8, Y7, Y7
+	VCVTPH2PS 96(R8)(R10*2), Y7
+	VSUBPS    Y1, Y7, Y7
 	VMULPS    Y7, Y7, Y7
-	MOVQ      $0x00000040, R9
+	VCVTPH2PS 112(R8)(R10*2), Y8
+	VSUBPS    Y1, Y8, Y8
+	VMULPS    Y8, Y8, Y8
+	MOVQ      $0x00000040, R10
 
 	// With flagPF, the rows ahead are prefetched: one loop for both, the flag tested per block.
-	MOVQ DI, R11
-	SHLQ $0x01, R11
+	MOVQ DI, R12
+	SHLQ $0x01, R12
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows21
-	SHLQ $0x03, R11
+	JA   longrows23
+	SHLQ $0x03, R12
 
-longrows21:
-	ADDQ R8, R11
-	MOVL job_flags+0(AX), R12
+longrows23:
+	ADDQ R8, R12
+	MOVL job_flags+0(AX), R13
 
 	PCALIGN $32
 sqsumloop:
-	CMPQ  R9, R10
+	CMPQ  R10, R11
 	JG    sqsumtail
-	TESTL $0x00000002, R12
+	TESTL $0x00000002, R13
 	JNZ   sqsumpf
 
 sqsumblock:
-	VCVTPH2PS (R8)(R9*2), Y9
-	VSUBPS    Y8, Y9, Y9
+	VCVTPH2PS (R8)(R10*2), Y9
+	VSUBPS    Y1, Y9, Y9
 	VMULPS    Y9, Y9, Y9
 	VADDPS    Y9, Y0, Y0
-	VCVTPH2PS 16(R8)(R9*2), Y9
-	VSUBPS    Y8, Y9, Y9
-	VMULPS    Y9, Y9, Y9
-	VADDPS    Y9, Y1, Y1
-	VCVTPH2PS 32(R8)(R9*2), Y9
-	VSUBPS    Y8, Y9, Y9
+	VCVTPH2PS 16(R8)(R10*2), Y9
+	VSUBPS    Y1, Y9, Y9
 	VMULPS    Y9, Y9, Y9
 	VADDPS    Y9, Y2, Y2
-	VCVTPH2PS 48(R8)(R9*2), Y9
-	VSUBPS    Y8, Y9, Y9
+	VCVTPH2PS 32(R8)(R10*2), Y9
+	VSUBPS    Y1, Y9, Y9
 	VMULPS    Y9, Y9, Y9
 	VADDPS    Y9, Y3, Y3
-	VCVTPH2PS 64(R8)(R9*2), Y9
-	VSUBPS    Y8, Y9, Y9
+	VCVTPH2PS 48(R8)(R10*2), Y9
+	VSUBPS    Y1, Y9, Y9
 	VMULPS    Y9, Y9, Y9
 	VADDPS    Y9, Y4, Y4
-	VCVTPH2PS 80(R8)(R9*2), Y9
-	VSUBPS    Y8, Y9, Y9
+	VCVTPH2PS 64(R8)(R10*2), Y9
+	VSUBPS    Y1, Y9, Y9
 	VMULPS    Y9, Y9, Y9
 	VADDPS    Y9, Y5, Y5
-	VCVTPH2PS 96(R8)(R9*2), Y9
-	VSUBPS    Y8, Y9, Y9
+	VCVTPH2PS 80(R8)(R10*2), Y9
+	VSUBPS    Y1, Y9, Y9
 	VMULPS    Y9, Y9, Y9
 	VADDPS    Y9, Y6, Y6
-	VCVTPH2PS 112(R8)(R9*2), Y9
-	VSUBPS    Y8, Y9, Y9
+	VCVTPH2PS 96(R8)(R10*2), Y9
+	VSUBPS    Y1, Y9, Y9
 	VMULPS    Y9, Y9, Y9
 	VADDPS    Y9, Y7, Y7
-	ADDQ      $0x00000040, R9
+	VCVTPH2PS 112(R8)(R10*2), Y9
+	VSUBPS    Y1, Y9, Y9
+	VMULPS    Y9, Y9, Y9
+	VADDPS    Y9, Y8, Y8
+	ADDQ      $0x00000040, R10
 	JMP       sqsumloop
 
 	// Out of the loop's way: the prefetches, whose flag is usually clear.
 sqsumpf:
-	PREFETCHT0 (R11)(R9*2)
-	PREFETCHT0 64(R11)(R9*2)
+	PREFETCHT0 (R12)(R10*2)
+	PREFETCHT0 64(R12)(R10*2)
 	JMP        sqsumblock
 
 sqsumtail:
 	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
-	MOVQ job_d+0(AX), R10
-	SUBQ R9, R10
+	MOVQ job_d+0(AX), R11
+	SUBQ R10, R11
 	JZ   sqsummed
-	LEAQ (R8)(R9*2), R8
-	LEAQ 128(SP), R9
-	MOVQ R10, R12
-	XORQ R11, R11
-	SUBQ $0x00000010, R12
+	LEAQ (R8)(R10*2), R10
+	LEAQ 128(SP), R12
+	MOVQ R11, R14
+	XORQ R13, R13
+	SUBQ $0x00000010, R14
 
-copyvec22:
-	CMPQ    R11, R12
-	JG      copyone23
-	VMOVUPS (R8)(R11*2), Y9
-	VMOVUPS Y9, (R9)(R11*2)
-	ADDQ    $0x00000010, R11
-	JMP     copyvec22
+copyvec24:
+	CMPQ    R13, R14
+	JG      copyone25
+	VMOVUPS (R10)(R13*2), Y9
+	VMOVUPS Y9, (R12)(R13*2)
+	ADDQ    $0x00000010, R13
+	JMP     copyvec24
 
-copyone23:
-	ADDQ $0x00000010, R12
+copyone25:
+	ADDQ $0x00000010, R14
 
-copyloop25:
-	CMPQ R11, R12
-	JGE  copied24
-	MOVW (R8)(R11*2), R13
-	MOVW R13, (R9)(R11*2)
-	INCQ R11
-	JMP  copyloop25
+copyloop27:
+	CMPQ R13, R14
+	JGE  copied26
+	MOVW (R10)(R13*2), R15
+	MOVW R15, (R12)(R13*2)
+	INCQ R13
+	JMP  copyloop27
 
-copied24:
-	VMOVQ        R10, X9
+copied26:
+	VMOVQ        R11, X9
 	VPBROADCASTD X9, Y9
-	VCVTPH2PS    (R9), Y10
-	VSUBPS       Y8, Y10, Y10
+	VCVTPH2PS    (R12), Y10
+	VSUBPS       Y1, Y10, Y10
 	VPCMPGTD     iota64<>+0(SB), Y9, Y11
 	VANDPS       Y11, Y10, Y10
 	VMULPS       Y10, Y10, Y10
 	VADDPS       Y10, Y0, Y0
-	VCVTPH2PS    16(R9), Y10
-	VSUBPS       Y8, Y10, Y10
+	VCVTPH2PS    16(R12), Y10
+	VSUBPS       Y1, Y10, Y10
 	VPCMPGTD     iota64<>+32(SB), Y9, Y11
 	VANDPS       Y11, Y10, Y10
 	VMULPS       Y10, Y10, Y10
-	VADDPS       Y10, Y1, Y1
-	VCVTPH2PS    32(R9), Y10
-	VSUBPS       Y8, Y10, Y10
+	VADDPS       Y10, Y2, Y2
+	VCVTPH2PS    32(R12), Y10
+	VSUBPS       Y1, Y10, Y10
 	VPCMPGTD     iota64<>+64(SB), Y9, Y11
 	VANDPS       Y11, Y10, Y10
 	VMULPS       Y10, Y10, Y10
-	VADDPS       Y10, Y2, Y2
-	VCVTPH2PS    48(R9), Y10
-	VSUBPS       Y8, Y10, Y10
+	VADDPS       Y10, Y3, Y3
+	VCVTPH2PS    48(R12), Y10
+	VSUBPS       Y1, Y10, Y10
 	VPCMPGTD     iota64<>+96(SB), Y9, Y11
 	VANDPS       Y11, Y10, Y10
 	VMULPS       Y10, Y10, Y10
-	VADDPS       Y10, Y3, Y3
-	VCVTPH2PS    64(R9), Y10
-	VSUBPS       Y8, Y10, Y10
+	VADDPS       Y10, Y4, Y4
+	VCVTPH2PS    64(R12), Y10
+	VSUBPS       Y1, Y10, Y10
 	VPCMPGTD     iota64<>+128(SB), Y9, Y11
 	VANDPS       Y11, Y10, Y10
 	VMULPS       Y10, Y10, Y10
-	VADDPS       Y10, Y4, Y4
-	VCVTPH2PS    80(R9), Y10
-	VSUBPS       Y8, Y10, Y10
+	VADDPS       Y10, Y5, Y5
+	VCVTPH2PS    80(R12), Y10
+	VSUBPS       Y1, Y10, Y10
 	VPCMPGTD     iota64<>+160(SB), Y9, Y11
 	VANDPS       Y11, Y10, Y10
 	VMULPS       Y10, Y10, Y10
-	VADDPS       Y10, Y5, Y5
-	VCVTPH2PS    96(R9), Y10
-	VSUBPS       Y8, Y10, Y10
+	VADDPS       Y10, Y6, Y6
+	VCVTPH2PS    96(R12), Y10
+	VSUBPS       Y1, Y10, Y10
 	VPCMPGTD     iota64<>+192(SB), Y9, Y11
 	VANDPS       Y11, Y10, Y10
 	VMULPS       Y10, Y10, Y10
-	VADDPS       Y10, Y6, Y6
-	VCVTPH2PS    112(R9), Y10
-	VSUBPS       Y8, Y10, Y10
+	VADDPS       Y10, Y7, Y7
+	VCVTPH2PS    112(R12), Y10
+	VSUBPS       Y1, Y10, Y10
 	VPCMPGTD     iota64<>+224(SB), Y9, Y9
 	VANDPS       Y9, Y10, Y10
 	VMULPS       Y10, Y10, Y10
-	VADDPS       Y10, Y7, Y7
+	VADDPS       Y10, Y8, Y8
 
 sqsummed:
-	VADDPS Y4, Y0, Y0
-	VADDPS Y5, Y1, Y1
-	VADDPS Y6, Y2, Y2
-	VADDPS Y7, Y3, Y3
-	VADDPS Y2, Y0, Y0
-	VADDPS Y3, Y1, Y1
-	VADDPS Y1, Y0, Y0
+	VADDPS  Y5, Y0, Y0
+	VADDPS  Y6, Y2, Y2
+	VADDPS  Y7, Y3, Y3
+	VADDPS  Y8, Y4, Y4
+	VADDPS  Y3, Y0, Y0
+	VADDPS  Y4, Y2, Y2
+	VADDPS  Y2, Y0, Y0
+	CMPQ    440(SP), $0x01
+	JE      invone
+	VMOVUPS Y0, (SP)(R9*1)
+	ADDQ    DI, R8
+	ADDQ    $0x00000020, R9
+	CMPQ    R9, $0x00000080
+	JB      sqnext
+	JMP     invgroup
 
+invone:
 	// Halving tree: p[j] += p[j+h] for the remaining h, down to ss.
-	VEXTRACTF128 $0x01, Y0, X1
-	VADDPS       X1, X0, X1
-	VMOVHLPS     X1, X1, X0
-	VADDPS       X0, X1, X1
-	VMOVSHDUP    X1, X0
-	VADDSS       X0, X1, X1
+	VEXTRACTF128 $0x01, Y0, X2
+	VADDPS       X2, X0, X2
+	VMOVHLPS     X2, X2, X0
+	VADDPS       X0, X2, X2
+	VMOVSHDUP    X2, X0
+	VADDSS       X0, X2, X2
 
 	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
-	CMPL   468(SP), $0x00
-	JE     divide26
-	VMULSS 468(SP), X1, X1
-	JMP    divided27
+	CMPL   484(SP), $0x00
+	JE     divide28
+	VMULSS 484(SP), X2, X2
+	JMP    divided29
 
-divide26:
-	VDIVSS 464(SP), X1, X1
+divide28:
+	VDIVSS 480(SP), X2, X2
 
-divided27:
-	VADDSS   job_eps+0(AX), X1, X1
-	VUCOMISS tlo<>+0(SB), X1
+divided29:
+	VADDSS   job_eps+0(AX), X2, X2
+	VUCOMISS tlo<>+0(SB), X2
 	JCS      ret
-	VUCOMISS tmax<>+0(SB), X1
+	VUCOMISS tmax<>+0(SB), X2
 	JHI      ret
-	VSQRTSS  X1, X1, X1
+	VSQRTSS  X2, X2, X2
 	VMOVSS   one<>+0(SB), X0
-	VDIVSS   X1, X0, X0
+	VDIVSS   X2, X0, X0
 
 	// Report 1/rms if asked.
 	MOVQ   job_inv+0(AX), R8
 	TESTQ  R8, R8
 	JZ     reportmean
-	MOVQ   400(SP), R9
+	MOVQ   416(SP), R9
 	VMOVSS X0, (R8)(R9*4)
 
 reportmean:
@@ -27604,37 +27953,102 @@ reportmean:
 	MOVQ   job_mean+0(AX), R8
 	TESTQ  R8, R8
 	JZ     scale
-	MOVQ   400(SP), R9
-	VMOVSS X8, (R8)(R9*4)
+	MOVQ   416(SP), R9
+	VMOVSS X1, (R8)(R9*4)
+	JMP    scale
+
+invgroup:
+	// The rest of the halving tree, four rows at once.
+	VMOVUPS      (SP), Y0
+	VMOVUPS      32(SP), Y2
+	VMOVUPS      64(SP), Y3
+	VMOVUPS      96(SP), Y4
+	VPERM2F128   $0x20, Y2, Y0, Y5
+	VPERM2F128   $0x31, Y2, Y0, Y0
+	VADDPS       Y0, Y5, Y5
+	VPERM2F128   $0x20, Y4, Y3, Y0
+	VPERM2F128   $0x31, Y4, Y3, Y2
+	VADDPS       Y2, Y0, Y0
+	VSHUFPS      $0x44, Y0, Y5, Y2
+	VSHUFPS      $0xee, Y0, Y5, Y0
+	VADDPS       Y0, Y2, Y2
+	VHADDPS      Y2, Y2, Y2
+	VEXTRACTF128 $0x01, Y2, X0
+	VUNPCKLPS    X0, X2, X0
+
+	// t = ss/d + eps for the four rows; any t outside [2^-100, MaxFloat32] sends the group to the one-row path.
+	CMPL         484(SP), $0x00
+	JE           divide30
+	VBROADCASTSS 484(SP), X2
+	VMULPS       X2, X0, X2
+	JMP          divided31
+
+divide30:
+	VBROADCASTSS 480(SP), X2
+	VDIVPS       X2, X0, X2
+
+divided31:
+	VBROADCASTSS job_eps+0(AX), X0
+	VADDPS       X0, X2, X2
+	VCMPPS       $0x1d, tlo4<>+0(SB), X2, X0
+	VCMPPS       $0x12, tmax4<>+0(SB), X2, X3
+	VANDPS       X3, X0, X0
+	VMOVMSKPS    X0, R8
+	CMPL         R8, $0x0f
+	JE           ginrange
+	MOVQ         $0x00000004, 432(SP)
+	JMP          row
+
+ginrange:
+	VSQRTPS      X2, X2
+	VBROADCASTSS one<>+0(SB), X0
+	VDIVPS       X2, X0, X0
+
+	// Report 1/rms if asked.
+	MOVQ    job_inv+0(AX), R8
+	TESTQ   R8, R8
+	JZ      reportmeans
+	MOVQ    416(SP), R9
+	VMOVUPS X0, (R8)(R9*4)
+
+reportmeans:
+	// Report the group's means if asked.
+	MOVQ    job_mean+0(AX), R8
+	TESTQ   R8, R8
+	JZ      scale
+	MOVQ    416(SP), R9
+	VMOVUPS 400(SP), X2
+	VMOVUPS X2, (R8)(R9*4)
 
 scale:
-	VBROADCASTSS X0, Y1
-	MOVQ         $0x00000000, 432(SP)
-	CMPQ         424(SP), $0x01
+	VBROADCASTSS X0, Y2
+	MOVQ         $0x00000000, 448(SP)
+	CMPQ         440(SP), $0x01
 	JE           scalebody
 	VMOVUPS      X0, 384(SP)
 
 scalerow:
-	MOVQ         432(SP), R8
-	VBROADCASTSS 384(SP)(R8*4), Y1
+	MOVQ         448(SP), R8
+	VBROADCASTSS 384(SP)(R8*4), Y2
+	VBROADCASTSS 400(SP)(R8*4), Y1
 
 scalebody:
 	VBROADCASTSS one<>+0(SB), Y0
 	TESTL        $0x00000010, job_flags+0(AX)
-	JNZ          weightadd28
+	JNZ          weightadd32
 	VBROADCASTSS negzero<>+0(SB), Y0
 
-weightadd28:
+weightadd32:
 	// y = (src*inv)*w, rounded after each multiply.
 	XORQ R8, R8
 	MOVQ job_d+0(AX), R9
 	SUBQ $0x00000020, R9
 	MOVQ DI, R10
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows29
+	JA   longrows33
 	SHLQ $0x03, R10
 
-longrows29:
+longrows33:
 	ADDQ  DX, R10
 	MOVL  job_flags+0(AX), R11
 	TESTL $0x00000001, R11
@@ -27649,172 +28063,172 @@ scaleloop:
 	CMPQ  R8, R9
 	JG    scaletail
 	TESTL $0x00000002, R11
-	JNZ   scalelooppf30
+	JNZ   scalelooppf34
 
-scaleloopbody31:
-	VCVTPH2PS (DX)(R8*2), Y2
-	VSUBPS    Y8, Y2, Y2
-	VMULPS    Y1, Y2, Y2
-	VCVTPH2PS 16(DX)(R8*2), Y3
-	VSUBPS    Y8, Y3, Y3
-	VMULPS    Y1, Y3, Y3
-	VCVTPH2PS 32(DX)(R8*2), Y4
-	VSUBPS    Y8, Y4, Y4
-	VMULPS    Y1, Y4, Y4
-	VCVTPH2PS 48(DX)(R8*2), Y5
-	VSUBPS    Y8, Y5, Y5
-	VMULPS    Y1, Y5, Y5
+scaleloopbody35:
+	VCVTPH2PS (DX)(R8*2), Y3
+	VSUBPS    Y1, Y3, Y3
+	VMULPS    Y2, Y3, Y3
+	VCVTPH2PS 16(DX)(R8*2), Y4
+	VSUBPS    Y1, Y4, Y4
+	VMULPS    Y2, Y4, Y4
+	VCVTPH2PS 32(DX)(R8*2), Y5
+	VSUBPS    Y1, Y5, Y5
+	VMULPS    Y2, Y5, Y5
+	VCVTPH2PS 48(DX)(R8*2), Y6
+	VSUBPS    Y1, Y6, Y6
+	VMULPS    Y2, Y6, Y6
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn32
-	VCVTPS2PH $0x00, Y2, X2
-	VCVTPH2PS X2, Y2
+	JZ        notrn36
 	VCVTPS2PH $0x00, Y3, X3
 	VCVTPH2PS X3, Y3
 	VCVTPS2PH $0x00, Y4, X4
 	VCVTPH2PS X4, Y4
 	VCVTPS2PH $0x00, Y5, X5
 	VCVTPH2PS X5, Y5
+	VCVTPS2PH $0x00, Y6, X6
+	VCVTPH2PS X6, Y6
 
-notrn32:
-	VMULPS (SI)(R8*4), Y2, Y2
-	VMULPS 32(SI)(R8*4), Y3, Y3
-	VMULPS 64(SI)(R8*4), Y4, Y4
-	VMULPS 96(SI)(R8*4), Y5, Y5
+notrn36:
+	VMULPS (SI)(R8*4), Y3, Y3
+	VMULPS 32(SI)(R8*4), Y4, Y4
+	VMULPS 64(SI)(R8*4), Y5, Y5
+	VMULPS 96(SI)(R8*4), Y6, Y6
 	MOVQ   job_bias+0(AX), R12
 	TESTQ  R12, R12
-	JZ     nobias33
-	VADDPS (R12)(R8*4), Y2, Y2
-	VADDPS 32(R12)(R8*4), Y3, Y3
-	VADDPS 64(R12)(R8*4), Y4, Y4
-	VADDPS 96(R12)(R8*4), Y5, Y5
+	JZ     nobias37
+	VADDPS (R12)(R8*4), Y3, Y3
+	VADDPS 32(R12)(R8*4), Y4, Y4
+	VADDPS 64(R12)(R8*4), Y5, Y5
+	VADDPS 96(R12)(R8*4), Y6, Y6
 
-nobias33:
-	VCVTPS2PH   $0x00, Y2, X2
+nobias37:
 	VCVTPS2PH   $0x00, Y3, X3
-	VINSERTI128 $0x01, X3, Y2, Y2
-	VMOVDQU     Y2, (CX)(R8*2)
 	VCVTPS2PH   $0x00, Y4, X4
+	VINSERTI128 $0x01, X4, Y3, Y3
+	VMOVDQU     Y3, (CX)(R8*2)
 	VCVTPS2PH   $0x00, Y5, X5
-	VINSERTI128 $0x01, X5, Y4, Y4
-	VMOVDQU     Y4, 32(CX)(R8*2)
+	VCVTPS2PH   $0x00, Y6, X6
+	VINSERTI128 $0x01, X6, Y5, Y5
+	VMOVDQU     Y5, 32(CX)(R8*2)
 	ADDQ        $0x00000020, R8
 	JMP         scaleloop
 
-scalelooppf30:
+scalelooppf34:
 	PREFETCHT0 (R10)(R8*2)
-	JMP        scaleloopbody31
+	JMP        scaleloopbody35
 
 	PCALIGN $32
 scaleloopoffset:
 	CMPQ  R8, R9
 	JG    scaletail
 	TESTL $0x00000002, R11
-	JNZ   scaleloopoffsetpf34
+	JNZ   scaleloopoffsetpf38
 
-scaleloopoffsetbody35:
-	VCVTPH2PS (DX)(R8*2), Y2
-	VSUBPS    Y8, Y2, Y2
-	VMULPS    Y1, Y2, Y2
-	VCVTPH2PS 16(DX)(R8*2), Y3
-	VSUBPS    Y8, Y3, Y3
-	VMULPS    Y1, Y3, Y3
-	VCVTPH2PS 32(DX)(R8*2), Y4
-	VSUBPS    Y8, Y4, Y4
-	VMULPS    Y1, Y4, Y4
-	VCVTPH2PS 48(DX)(R8*2), Y5
-	VSUBPS    Y8, Y5, Y5
-	VMULPS    Y1, Y5, Y5
+scaleloopoffsetbody39:
+	VCVTPH2PS (DX)(R8*2), Y3
+	VSUBPS    Y1, Y3, Y3
+	VMULPS    Y2, Y3, Y3
+	VCVTPH2PS 16(DX)(R8*2), Y4
+	VSUBPS    Y1, Y4, Y4
+	VMULPS    Y2, Y4, Y4
+	VCVTPH2PS 32(DX)(R8*2), Y5
+	VSUBPS    Y1, Y5, Y5
+	VMULPS    Y2, Y5, Y5
+	VCVTPH2PS 48(DX)(R8*2), Y6
+	VSUBPS    Y1, Y6, Y6
+	VMULPS    Y2, Y6, Y6
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn36
-	VCVTPS2PH $0x00, Y2, X2
-	VCVTPH2PS X2, Y2
+	JZ        notrn40
 	VCVTPS2PH $0x00, Y3, X3
 	VCVTPH2PS X3, Y3
 	VCVTPS2PH $0x00, Y4, X4
 	VCVTPH2PS X4, Y4
 	VCVTPS2PH $0x00, Y5, X5
 	VCVTPH2PS X5, Y5
+	VCVTPS2PH $0x00, Y6, X6
+	VCVTPH2PS X6, Y6
 
-notrn36:
-	VMOVUPS (SI)(R8*4), Y6
-	VADDPS  Y0, Y6, Y6
-	VMULPS  Y6, Y2, Y2
-	VMOVUPS 32(SI)(R8*4), Y6
-	VADDPS  Y0, Y6, Y6
-	VMULPS  Y6, Y3, Y3
-	VMOVUPS 64(SI)(R8*4), Y6
-	VADDPS  Y0, Y6, Y6
-	VMULPS  Y6, Y4, Y4
-	VMOVUPS 96(SI)(R8*4), Y6
-	VADDPS  Y0, Y6, Y6
-	VMULPS  Y6, Y5, Y5
+notrn40:
+	VMOVUPS (SI)(R8*4), Y7
+	VADDPS  Y0, Y7, Y7
+	VMULPS  Y7, Y3, Y3
+	VMOVUPS 32(SI)(R8*4), Y7
+	VADDPS  Y0, Y7, Y7
+	VMULPS  Y7, Y4, Y4
+	VMOVUPS 64(SI)(R8*4), Y7
+	VADDPS  Y0, Y7, Y7
+	VMULPS  Y7, Y5, Y5
+	VMOVUPS 96(SI)(R8*4), Y7
+	VADDPS  Y0, Y7, Y7
+	VMULPS  Y7, Y6, Y6
 	MOVQ    job_bias+0(AX), R12
 	TESTQ   R12, R12
-	JZ      nobias37
-	VADDPS  (R12)(R8*4), Y2, Y2
-	VADDPS  32(R12)(R8*4), Y3, Y3
-	VADDPS  64(R12)(R8*4), Y4, Y4
-	VADDPS  96(R12)(R8*4), Y5, Y5
+	JZ      nobias41
+	VADDPS  (R12)(R8*4), Y3, Y3
+	VADDPS  32(R12)(R8*4), Y4, Y4
+	VADDPS  64(R12)(R8*4), Y5, Y5
+	VADDPS  96(R12)(R8*4), Y6, Y6
 
-nobias37:
-	VCVTPS2PH   $0x00, Y2, X2
+nobias41:
 	VCVTPS2PH   $0x00, Y3, X3
-	VINSERTI128 $0x01, X3, Y2, Y2
-	VMOVDQU     Y2, (CX)(R8*2)
 	VCVTPS2PH   $0x00, Y4, X4
+	VINSERTI128 $0x01, X4, Y3, Y3
+	VMOVDQU     Y3, (CX)(R8*2)
 	VCVTPS2PH   $0x00, Y5, X5
-	VINSERTI128 $0x01, X5, Y4, Y4
-	VMOVDQU     Y4, 32(CX)(R8*2)
+	VCVTPS2PH   $0x00, Y6, X6
+	VINSERTI128 $0x01, X6, Y5, Y5
+	VMOVDQU     Y5, 32(CX)(R8*2)
 	ADDQ        $0x00000020, R8
 	JMP         scaleloopoffset
 
-scaleloopoffsetpf34:
+scaleloopoffsetpf38:
 	PREFETCHT0 (R10)(R8*2)
-	JMP        scaleloopoffsetbody35
+	JMP        scaleloopoffsetbody39
 
 	PCALIGN $32
 scaleloopnoweight:
 	CMPQ  R8, R9
 	JG    scaletail
 	TESTL $0x00000002, R11
-	JNZ   scaleloopnoweightpf38
+	JNZ   scaleloopnoweightpf42
 
-scaleloopnoweightbody39:
-	VCVTPH2PS (DX)(R8*2), Y2
-	VSUBPS    Y8, Y2, Y2
-	VMULPS    Y1, Y2, Y2
-	VCVTPH2PS 16(DX)(R8*2), Y3
-	VSUBPS    Y8, Y3, Y3
-	VMULPS    Y1, Y3, Y3
-	VCVTPH2PS 32(DX)(R8*2), Y4
-	VSUBPS    Y8, Y4, Y4
-	VMULPS    Y1, Y4, Y4
-	VCVTPH2PS 48(DX)(R8*2), Y5
-	VSUBPS    Y8, Y5, Y5
-	VMULPS    Y1, Y5, Y5
+scaleloopnoweightbody43:
+	VCVTPH2PS (DX)(R8*2), Y3
+	VSUBPS    Y1, Y3, Y3
+	VMULPS    Y2, Y3, Y3
+	VCVTPH2PS 16(DX)(R8*2), Y4
+	VSUBPS    Y1, Y4, Y4
+	VMULPS    Y2, Y4, Y4
+	VCVTPH2PS 32(DX)(R8*2), Y5
+	VSUBPS    Y1, Y5, Y5
+	VMULPS    Y2, Y5, Y5
+	VCVTPH2PS 48(DX)(R8*2), Y6
+	VSUBPS    Y1, Y6, Y6
+	VMULPS    Y2, Y6, Y6
 	MOVQ      job_bias+0(AX), R12
 	TESTQ     R12, R12
-	JZ        nobias40
-	VADDPS    (R12)(R8*4), Y2, Y2
-	VADDPS    32(R12)(R8*4), Y3, Y3
-	VADDPS    64(R12)(R8*4), Y4, Y4
-	VADDPS    96(R12)(R8*4), Y5, Y5
+	JZ        nobias44
+	VADDPS    (R12)(R8*4), Y3, Y3
+	VADDPS    32(R12)(R8*4), Y4, Y4
+	VADDPS    64(R12)(R8*4), Y5, Y5
+	VADDPS    96(R12)(R8*4), Y6, Y6
 
-nobias40:
-	VCVTPS2PH   $0x00, Y2, X2
+nobias44:
 	VCVTPS2PH   $0x00, Y3, X3
-	VINSERTI128 $0x01, X3, Y2, Y2
-	VMOVDQU     Y2, (CX)(R8*2)
 	VCVTPS2PH   $0x00, Y4, X4
+	VINSERTI128 $0x01, X4, Y3, Y3
+	VMOVDQU     Y3, (CX)(R8*2)
 	VCVTPS2PH   $0x00, Y5, X5
-	VINSERTI128 $0x01, X5, Y4, Y4
-	VMOVDQU     Y4, 32(CX)(R8*2)
+	VCVTPS2PH   $0x00, Y6, X6
+	VINSERTI128 $0x01, X6, Y5, Y5
+	VMOVDQU     Y5, 32(CX)(R8*2)
 	ADDQ        $0x00000020, R8
 	JMP         scaleloopnoweight
 
-scaleloopnoweightpf38:
+scaleloopnoweightpf42:
 	PREFETCHT0 (R10)(R8*2)
-	JMP        scaleloopnoweightbody39
+	JMP        scaleloopnoweightbody43
 
 scalent:
 	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
@@ -27830,29 +28244,29 @@ scalent:
 scalehead:
 	CMPQ      R10, $0x00000008
 	JB        scaleheadpart
-	VCVTPH2PS (DX)(R8*2), Y2
-	VSUBPS    Y8, Y2, Y2
-	VMULPS    Y1, Y2, Y2
+	VCVTPH2PS (DX)(R8*2), Y3
+	VSUBPS    Y1, Y3, Y3
+	VMULPS    Y2, Y3, Y3
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn41
-	VCVTPS2PH $0x00, Y2, X2
-	VCVTPH2PS X2, Y2
+	JZ        notrn45
+	VCVTPS2PH $0x00, Y3, X3
+	VCVTPH2PS X3, Y3
 
-notrn41:
+notrn45:
 	TESTQ   SI, SI
-	JZ      noweight42
-	VMOVUPS (SI)(R8*4), Y3
-	VADDPS  Y0, Y3, Y3
-	VMULPS  Y3, Y2, Y2
+	JZ      noweight46
+	VMOVUPS (SI)(R8*4), Y4
+	VADDPS  Y0, Y4, Y4
+	VMULPS  Y4, Y3, Y3
 
-noweight42:
+noweight46:
 	MOVQ   job_bias+0(AX), R11
 	TESTQ  R11, R11
-	JZ     nobias43
-	VADDPS (R11)(R8*4), Y2, Y2
+	JZ     nobias47
+	VADDPS (R11)(R8*4), Y3, Y3
 
-nobias43:
-	VCVTPS2PH $0x00, Y2, (CX)(R8*2)
+nobias47:
+	VCVTPS2PH $0x00, Y3, (CX)(R8*2)
 	ADDQ      $0x00000008, R8
 	SUBQ      $0x00000008, R10
 	JZ        scalentgo
@@ -27863,10 +28277,10 @@ scaleheadpart:
 scalentgo:
 	MOVQ DI, R10
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows44
+	JA   longrows48
 	SHLQ $0x03, R10
 
-longrows44:
+longrows48:
 	ADDQ DX, R10
 	MOVL job_flags+0(AX), R11
 
@@ -27875,74 +28289,74 @@ scalentloop:
 	CMPQ       R8, R9
 	JG         scaletail
 	PREFETCHT0 (R10)(R8*2)
-	VCVTPH2PS  (DX)(R8*2), Y2
-	VSUBPS     Y8, Y2, Y2
-	VMULPS     Y1, Y2, Y2
-	VCVTPH2PS  16(DX)(R8*2), Y3
-	VSUBPS     Y8, Y3, Y3
-	VMULPS     Y1, Y3, Y3
-	VCVTPH2PS  32(DX)(R8*2), Y4
-	VSUBPS     Y8, Y4, Y4
-	VMULPS     Y1, Y4, Y4
-	VCVTPH2PS  48(DX)(R8*2), Y5
-	VSUBPS     Y8, Y5, Y5
-	VMULPS     Y1, Y5, Y5
+	VCVTPH2PS  (DX)(R8*2), Y3
+	VSUBPS     Y1, Y3, Y3
+	VMULPS     Y2, Y3, Y3
+	VCVTPH2PS  16(DX)(R8*2), Y4
+	VSUBPS     Y1, Y4, Y4
+	VMULPS     Y2, Y4, Y4
+	VCVTPH2PS  32(DX)(R8*2), Y5
+	VSUBPS     Y1, Y5, Y5
+	VMULPS     Y2, Y5, Y5
+	VCVTPH2PS  48(DX)(R8*2), Y6
+	VSUBPS     Y1, Y6, Y6
+	VMULPS     Y2, Y6, Y6
 	TESTL      $0x00000008, job_flags+0(AX)
-	JZ         notrn45
-	VCVTPS2PH  $0x00, Y2, X2
-	VCVTPH2PS  X2, Y2
+	JZ         notrn49
 	VCVTPS2PH  $0x00, Y3, X3
 	VCVTPH2PS  X3, Y3
 	VCVTPS2PH  $0x00, Y4, X4
 	VCVTPH2PS  X4, Y4
 	VCVTPS2PH  $0x00, Y5, X5
 	VCVTPH2PS  X5, Y5
+	VCVTPS2PH  $0x00, Y6, X6
+	VCVTPH2PS  X6, Y6
 
-notrn45:
+notrn49:
 	TESTQ  SI, SI
-	JZ     weighed47
+	JZ     weighed51
 	TESTL  $0x00000010, R11
-	JNZ    offset46
-	VMULPS (SI)(R8*4), Y2, Y2
-	VMULPS 32(SI)(R8*4), Y3, Y3
-	VMULPS 64(SI)(R8*4), Y4, Y4
-	VMULPS 96(SI)(R8*4), Y5, Y5
+	JNZ    offset50
+	VMULPS (SI)(R8*4), Y3, Y3
+	VMULPS 32(SI)(R8*4), Y4, Y4
+	VMULPS 64(SI)(R8*4), Y5, Y5
+	VMULPS 96(SI)(R8*4), Y6, Y6
 
-weighed47:
+weighed51:
 	MOVQ   job_bias+0(AX), R12
 	TESTQ  R12, R12
-	JZ     nobias48
-	VADDPS (R12)(R8*4), Y2, Y2
-	VADDPS 32(R12)(R8*4), Y3, Y3
-	VADDPS 64(R12)(R8*4), Y4, Y4
-	VADDPS 96(R12)(R8*4), Y5, Y5
+	JZ     nobias52
+	VADDPS (R12)(R8*4), Y3, Y3
+	VADDPS 32(R12)(R8*4), Y4, Y4
+	VADDPS 64(R12)(R8*4), Y5, Y5
+	VADDPS 96(R12)(R8*4), Y6, Y6
 
-nobias48:
-	VCVTPS2PH   $0x00, Y2, X2
+nobias52:
 	VCVTPS2PH   $0x00, Y3, X3
-	VINSERTI128 $0x01, X3, Y2, Y2
-	VMOVNTDQ    Y2, (CX)(R8*2)
 	VCVTPS2PH   $0x00, Y4, X4
+	VINSERTI128 $0x01, X4, Y3, Y3
+	VMOVNTDQ    Y3, (CX)(R8*2)
 	VCVTPS2PH   $0x00, Y5, X5
-	VINSERTI128 $0x01, X5, Y4, Y4
-	VMOVNTDQ    Y4, 32(CX)(R8*2)
+	VCVTPS2PH   $0x00, Y6, X6
+	VINSERTI128 $0x01, X6, Y5, Y5
+	VMOVNTDQ    Y5, 32(CX)(R8*2)
 	ADDQ        $0x00000020, R8
 	JMP         scalentloop
 
-offset46:
-	VMOVUPS (SI)(R8*4), Y6
-	VADDPS  Y0, Y6, Y6
-	VMULPS  Y6, Y2, Y2
-	VMOVUPS 32(SI)(R8*4), Y6
-	VADDPS  Y0, Y6, Y6
-	VMULPS  Y6, Y3, Y3
-	VMOVUPS 64(SI)(R8*4), Y6
-	VADDPS  Y0, Y6, Y6
-	VMULPS  Y6, Y4, Y4
-	VMOVUPS 96(SI)(R8*4), Y6
-	VADDPS  Y0, Y6, Y6
-	VMULPS  Y6, Y5, Y5
-	JMP     weighed47
+offset50:
+	VMOVUPS (SI)(R8*4), Y7
+	VADDPS  Y0, Y7, Y7
+	VMULPS  Y7, Y3, Y3
+	VMOVUPS 32(SI)(R8*4), Y7
+	VADDPS  Y0, Y7, Y7
+	VMULPS  Y7, Y4, Y4
+	VMOVUPS 64(SI)(R8*4), Y7
+	VADDPS  Y0, Y7, Y7
+	VMULPS  Y7, Y5, Y5
+	VMOVUPS 96(SI)(R8*4), Y7
+	VADDPS  Y0, Y7, Y7
+	VMULPS  Y7, Y6, Y6
+	JMP     weighed51
 
 scaletail:
 	ADDQ $0x00000018, R9
@@ -27950,29 +28364,29 @@ scaletail:
 scaleone:
 	CMPQ      R8, R9
 	JG        scalepart
-	VCVTPH2PS (DX)(R8*2), Y2
-	VSUBPS    Y8, Y2, Y2
-	VMULPS    Y1, Y2, Y2
+	VCVTPH2PS (DX)(R8*2), Y3
+	VSUBPS    Y1, Y3, Y3
+	VMULPS    Y2, Y3, Y3
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn49
-	VCVTPS2PH $0x00, Y2, X2
-	VCVTPH2PS X2, Y2
+	JZ        notrn53
+	VCVTPS2PH $0x00, Y3, X3
+	VCVTPH2PS X3, Y3
 
-notrn49:
+notrn53:
 	TESTQ   SI, SI
-	JZ      noweight50
-	VMOVUPS (SI)(R8*4), Y3
-	VADDPS  Y0, Y3, Y3
-	VMULPS  Y3, Y2, Y2
+	JZ      noweight54
+	VMOVUPS (SI)(R8*4), Y4
+	VADDPS  Y0, Y4, Y4
+	VMULPS  Y4, Y3, Y3
 
-noweight50:
+noweight54:
 	MOVQ   job_bias+0(AX), R10
 	TESTQ  R10, R10
-	JZ     nobias51
-	VADDPS (R10)(R8*4), Y2, Y2
+	JZ     nobias55
+	VADDPS (R10)(R8*4), Y3, Y3
 
-nobias51:
-	VCVTPS2PH $0x00, Y2, (CX)(R8*2)
+nobias55:
+	VCVTPS2PH $0x00, Y3, (CX)(R8*2)
 	ADDQ      $0x00000008, R8
 	JMP       scaleone
 
@@ -27989,147 +28403,147 @@ partout:
 	XORQ R13, R13
 	SUBQ $0x00000010, R14
 
-copyvec52:
+copyvec56:
 	CMPQ    R13, R14
-	JG      copyone53
-	VMOVUPS (R11)(R13*2), Y2
-	VMOVUPS Y2, (R12)(R13*2)
+	JG      copyone57
+	VMOVUPS (R11)(R13*2), Y3
+	VMOVUPS Y3, (R12)(R13*2)
 	ADDQ    $0x00000010, R13
-	JMP     copyvec52
+	JMP     copyvec56
 
-copyone53:
+copyone57:
 	ADDQ $0x00000010, R14
 
-copyloop55:
+copyloop59:
 	CMPQ R13, R14
-	JGE  copied54
+	JGE  copied58
 	MOVW (R11)(R13*2), R15
 	MOVW R15, (R12)(R13*2)
 	INCQ R13
-	JMP  copyloop55
+	JMP  copyloop59
 
-copied54:
+copied58:
 	TESTQ SI, SI
-	JZ    nowcopy56
+	JZ    nowcopy60
 	LEAQ  (SI)(R8*4), R11
 	LEAQ  160(SP), R12
 	MOVQ  R10, R14
 	XORQ  R13, R13
 	SUBQ  $0x00000008, R14
 
-copyvec57:
+copyvec61:
 	CMPQ    R13, R14
-	JG      copyone58
-	VMOVUPS (R11)(R13*4), Y2
-	VMOVUPS Y2, (R12)(R13*4)
+	JG      copyone62
+	VMOVUPS (R11)(R13*4), Y3
+	VMOVUPS Y3, (R12)(R13*4)
 	ADDQ    $0x00000008, R13
-	JMP     copyvec57
+	JMP     copyvec61
 
-copyone58:
+copyone62:
 	ADDQ $0x00000008, R14
 
-copyloop60:
+copyloop64:
 	CMPQ R13, R14
-	JGE  copied59
+	JGE  copied63
 	MOVL (R11)(R13*4), R15
 	MOVL R15, (R12)(R13*4)
 	INCQ R13
-	JMP  copyloop60
+	JMP  copyloop64
 
-copied59:
-nowcopy56:
+copied63:
+nowcopy60:
 	MOVQ  job_bias+0(AX), R11
 	TESTQ R11, R11
-	JZ    nobiascopy61
+	JZ    nobiascopy65
 	LEAQ  (R11)(R8*4), R11
 	LEAQ  224(SP), R12
 	MOVQ  R10, R14
 	XORQ  R13, R13
 	SUBQ  $0x00000008, R14
 
-copyvec62:
+copyvec66:
 	CMPQ    R13, R14
-	JG      copyone63
-	VMOVUPS (R11)(R13*4), Y2
-	VMOVUPS Y2, (R12)(R13*4)
+	JG      copyone67
+	VMOVUPS (R11)(R13*4), Y3
+	VMOVUPS Y3, (R12)(R13*4)
 	ADDQ    $0x00000008, R13
-	JMP     copyvec62
+	JMP     copyvec66
 
-copyone63:
+copyone67:
 	ADDQ $0x00000008, R14
 
-copyloop65:
+copyloop69:
 	CMPQ R13, R14
-	JGE  copied64
+	JGE  copied68
 	MOVL (R11)(R13*4), R15
 	MOVL R15, (R12)(R13*4)
 	INCQ R13
-	JMP  copyloop65
+	JMP  copyloop69
 
-copied64:
-nobiascopy61:
-	VCVTPH2PS 128(SP), Y2
-	VSUBPS    Y8, Y2, Y2
-	VMULPS    Y2, Y1, Y2
+copied68:
+nobiascopy65:
+	VCVTPH2PS 128(SP), Y3
+	VSUBPS    Y1, Y3, Y3
+	VMULPS    Y3, Y2, Y3
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn66
-	VCVTPS2PH $0x00, Y2, X2
-	VCVTPH2PS X2, Y2
+	JZ        notrn70
+	VCVTPS2PH $0x00, Y3, X3
+	VCVTPH2PS X3, Y3
 
-notrn66:
+notrn70:
 	TESTQ   SI, SI
-	JZ      noweight67
-	VMOVUPS 160(SP), Y3
-	VADDPS  Y0, Y3, Y3
-	VMULPS  Y3, Y2, Y2
+	JZ      noweight71
+	VMOVUPS 160(SP), Y4
+	VADDPS  Y0, Y4, Y4
+	VMULPS  Y4, Y3, Y3
 
-noweight67:
+noweight71:
 	MOVQ   job_bias+0(AX), R11
 	TESTQ  R11, R11
-	JZ     nobias68
-	VADDPS 224(SP), Y2, Y2
+	JZ     nobias72
+	VADDPS 224(SP), Y3, Y3
 
-nobias68:
-	VCVTPS2PH $0x00, Y2, 192(SP)
+nobias72:
+	VCVTPS2PH $0x00, Y3, 192(SP)
 	LEAQ      192(SP), R12
 	LEAQ      (CX)(R8*2), R11
 	MOVQ      R10, R14
 	XORQ      R13, R13
 	SUBQ      $0x00000010, R14
 
-copyvec69:
+copyvec73:
 	CMPQ    R13, R14
-	JG      copyone70
-	VMOVUPS (R12)(R13*2), Y2
-	VMOVUPS Y2, (R11)(R13*2)
+	JG      copyone74
+	VMOVUPS (R12)(R13*2), Y3
+	VMOVUPS Y3, (R11)(R13*2)
 	ADDQ    $0x00000010, R13
-	JMP     copyvec69
+	JMP     copyvec73
 
-copyone70:
+copyone74:
 	ADDQ $0x00000010, R14
 
-copyloop72:
+copyloop76:
 	CMPQ R13, R14
-	JGE  copied71
+	JGE  copied75
 	MOVW (R12)(R13*2), R15
 	MOVW R15, (R11)(R13*2)
 	INCQ R13
-	JMP  copyloop72
+	JMP  copyloop76
 
-copied71:
+copied75:
 	ADDQ R10, R8
 	CMPQ R8, job_d+0(AX)
 	JB   scalentgo
 
 scaled:
 	ADDQ DI, DX
-	ADDQ 408(SP), CX
+	ADDQ 424(SP), CX
 	ADDQ DI, BX
-	INCQ 400(SP)
-	MOVQ 432(SP), R8
+	INCQ 416(SP)
+	MOVQ 448(SP), R8
 	INCQ R8
-	MOVQ R8, 432(SP)
-	CMPQ R8, 424(SP)
+	MOVQ R8, 448(SP)
+	CMPQ R8, 440(SP)
 	JB   scalerow
 	JMP  row
 
@@ -28140,13 +28554,13 @@ ret:
 
 vzero:
 	VZEROUPPER
-	MOVQ 400(SP), AX
+	MOVQ 416(SP), AX
 	MOVQ AX, ret+24(FP)
 	RET
 
 // func avx2ForwardLayerToBF16(j uintptr, from int, to int) int
 // Requires: AVX, AVX2, MMX+
-TEXT ·avx2ForwardLayerToBF16(SB), NOSPLIT, $720-32
+TEXT ·avx2ForwardLayerToBF16(SB), NOSPLIT, $736-32
 	// avx2ForwardLayerToBF16 normalizes rows [from, to) of the job: LayerNorm on float32 rows into BF16 rows: y = round16(((x-m)*inv)*w + b), round16(((x-m)*inv)*(1+w) + b) with flagOffset, or round16((x-m)*inv + b) with w nil (with flagRN and a weight, round16((x-m)*inv) in place of ((x-m)*inv)), m the row's mean with flagCenter (else +0; stored to mean[r] when mean is not nil), b the bias (nothing added when it is nil), for each row; with res, h = x + res and res = h per element first, and h in place of x.
 	// It stops before the first row that needs the float64 path and returns that row's index, or to.
 	MOVQ  j+0(FP), AX
@@ -28163,13 +28577,13 @@ rowsset:
 	SHLQ $0x02, DI
 	MOVQ job_dstStride+0(AX), R8
 	SHLQ $0x01, R8
-	MOVQ R8, 664(SP)
+	MOVQ R8, 680(SP)
 
 	// fd = float32(d); rd = 1/d when d is a power of two (a/d is then a*rd exactly), else 0.
 	MOVQ       job_d+0(AX), R8
 	VMOVSS     one<>+0(SB), X0
 	VCVTSI2SSQ R8, X0, X0
-	VMOVSS     X0, 712(SP)
+	VMOVSS     X0, 728(SP)
 	XORL       R10, R10
 	LEAQ       -1(R8), R9
 	TESTQ      R8, R9
@@ -28180,157 +28594,211 @@ rowsset:
 	SHLL       $0x17, R10
 
 notpow2:
-	MOVL R10, 716(SP)
+	MOVL R10, 732(SP)
 
 	// Start at row from.
 	MOVQ  from+8(FP), R8
-	MOVQ  R8, 656(SP)
-	MOVQ  $0x00000000, 672(SP)
+	MOVQ  R8, 672(SP)
+	MOVQ  $0x00000000, 688(SP)
 	MOVQ  R8, R9
-	IMULQ 664(SP), R9
+	IMULQ 680(SP), R9
 	ADDQ  R9, CX
 	IMULQ DI, R8
 	ADDQ  R8, DX
 	ADDQ  R8, BX
 
 row:
-	MOVQ  656(SP), R8
-	CMPQ  R8, to+16(FP)
-	JAE   ret
-	MOVQ  $0x00000001, 680(SP)
-	CMPQ  job_res+0(AX), $0x00
-	JNE   addsum
+	MOVQ 672(SP), R8
+	CMPQ R8, to+16(FP)
+	JAE  ret
+	MOVQ $0x00000001, 696(SP)
+	CMPQ job_res+0(AX), $0x00
+	JNE  addsum
+	CMPQ 688(SP), $0x00
+	JE   trygroup
+	DECQ 688(SP)
+	JMP  sum
+
+trygroup:
+	CMPQ job_d+0(AX), $0x00000200
+	JA   sum
+	MOVQ to+16(FP), R8
+	SUBQ 672(SP), R8
+	CMPQ R8, $0x04
+	JB   sum
+	MOVQ $0x00000004, 696(SP)
+
+sum:
 	TESTL $0x00000020, job_flags+0(AX)
 	JZ    nocenter
 	MOVQ  DX, R8
+	XORQ  R9, R9
 
+meanrow:
 	// Sum of the elements: element i goes to partial i%64.
-	MOVQ   job_d+0(AX), R10
-	SUBQ   $0x00000040, R10
+	MOVQ   job_d+0(AX), R11
+	SUBQ   $0x00000040, R11
 	JGE    firstblock
 	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
 	VXORPS Y3, Y3, Y3
 	VXORPS Y4, Y4, Y4
 	VXORPS Y5, Y5, Y5
 	VXORPS Y6, Y6, Y6
 	VXORPS Y7, Y7, Y7
-	XORQ   R9, R9
+	VXORPS Y8, Y8, Y8
+	XORQ   R10, R10
 	JMP    sumtail
 
 firstblock:
 	// +0 + square is the square itself: the first block initializes the partials.
-	XORQ    R9, R9
-	VMOVUPS (R8)(R9*4), Y0
+	XORQ    R10, R10
+	VMOVUPS (R8)(R10*4), Y0
 	VADDPS  zero64<>+0(SB), Y0, Y0
-	VMOVUPS 32(R8)(R9*4), Y1
-	VADDPS  zero64<>+0(SB), Y1, Y1
-	VMOVUPS 64(R8)(R9*4), Y2
+	VMOVUPS 32(R8)(R10*4), Y2
 	VADDPS  zero64<>+0(SB), Y2, Y2
-	VMOVUPS 96(R8)(R9*4), Y3
+	VMOVUPS 64(R8)(R10*4), Y3
 	VADDPS  zero64<>+0(SB), Y3, Y3
-	VMOVUPS 128(R8)(R9*4), Y4
+	VMOVUPS 96(R8)(R10*4), Y4
 	VADDPS  zero64<>+0(SB), Y4, Y4
-	VMOVUPS 160(R8)(R9*4), Y5
+	VMOVUPS 128(R8)(R10*4), Y5
 	VADDPS  zero64<>+0(SB), Y5, Y5
-	VMOVUPS 192(R8)(R9*4), Y6
+	VMOVUPS 160(R8)(R10*4), Y6
 	VADDPS  zero64<>+0(SB), Y6, Y6
-	VMOVUPS 224(R8)(R9*4), Y7
+	VMOVUPS 192(R8)(R10*4), Y7
 	VADDPS  zero64<>+0(SB), Y7, Y7
-	MOVQ    $0x00000040, R9
+	VMOVUPS 224(R8)(R10*4), Y8
+	VADDPS  zero64<>+0(SB), Y8, Y8
+	MOVQ    $0x00000040, R10
 
 	PCALIGN $32
 sumloop:
-	CMPQ    R9, R10
+	CMPQ    R10, R11
 	JG      sumtail
-	VMOVUPS (R8)(R9*4), Y8
-	VADDPS  Y8, Y0, Y0
-	VMOVUPS 32(R8)(R9*4), Y8
-	VADDPS  Y8, Y1, Y1
-	VMOVUPS 64(R8)(R9*4), Y8
-	VADDPS  Y8, Y2, Y2
-	VMOVUPS 96(R8)(R9*4), Y8
-	VADDPS  Y8, Y3, Y3
-	VMOVUPS 128(R8)(R9*4), Y8
-	VADDPS  Y8, Y4, Y4
-	VMOVUPS 160(R8)(R9*4), Y8
-	VADDPS  Y8, Y5, Y5
-	VMOVUPS 192(R8)(R9*4), Y8
-	VADDPS  Y8, Y6, Y6
-	VMOVUPS 224(R8)(R9*4), Y8
-	VADDPS  Y8, Y7, Y7
-	ADDQ    $0x00000040, R9
+	VMOVUPS (R8)(R10*4), Y9
+	VADDPS  Y9, Y0, Y0
+	VMOVUPS 32(R8)(R10*4), Y9
+	VADDPS  Y9, Y2, Y2
+	VMOVUPS 64(R8)(R10*4), Y9
+	VADDPS  Y9, Y3, Y3
+	VMOVUPS 96(R8)(R10*4), Y9
+	VADDPS  Y9, Y4, Y4
+	VMOVUPS 128(R8)(R10*4), Y9
+	VADDPS  Y9, Y5, Y5
+	VMOVUPS 160(R8)(R10*4), Y9
+	VADDPS  Y9, Y6, Y6
+	VMOVUPS 192(R8)(R10*4), Y9
+	VADDPS  Y9, Y7, Y7
+	VMOVUPS 224(R8)(R10*4), Y9
+	VADDPS  Y9, Y8, Y8
+	ADDQ    $0x00000040, R10
 	JMP     sumloop
 
 sumtail:
 	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
-	MOVQ    job_d+0(AX), R10
-	SUBQ    R9, R10
+	MOVQ    job_d+0(AX), R11
+	SUBQ    R10, R11
 	JZ      summed
-	MOVQ    R10, 696(SP)
-	LEAQ    (R8)(R9*4), R8
-	LEAQ    128(SP), R9
-	VXORPS  Y8, Y8, Y8
-	VMOVUPS Y8, (R9)
-	VMOVUPS Y8, 32(R9)
-	VMOVUPS Y8, 64(R9)
-	VMOVUPS Y8, 96(R9)
-	VMOVUPS Y8, 128(R9)
-	VMOVUPS Y8, 160(R9)
-	VMOVUPS Y8, 192(R9)
-	VMOVUPS Y8, 224(R9)
-	MOVQ    696(SP), R11
-	XORQ    R10, R10
-	SUBQ    $0x00000008, R11
+	MOVQ    R11, 712(SP)
+	LEAQ    (R8)(R10*4), R10
+	LEAQ    128(SP), R11
+	VXORPS  Y9, Y9, Y9
+	VMOVUPS Y9, (R11)
+	VMOVUPS Y9, 32(R11)
+	VMOVUPS Y9, 64(R11)
+	VMOVUPS Y9, 96(R11)
+	VMOVUPS Y9, 128(R11)
+	VMOVUPS Y9, 160(R11)
+	VMOVUPS Y9, 192(R11)
+	VMOVUPS Y9, 224(R11)
+	MOVQ    712(SP), R13
+	XORQ    R12, R12
+	SUBQ    $0x00000008, R13
 
 copyvec1:
-	CMPQ    R10, R11
+	CMPQ    R12, R13
 	JG      copyone2
-	VMOVUPS (R8)(R10*4), Y8
-	VMOVUPS Y8, (R9)(R10*4)
-	ADDQ    $0x00000008, R10
+	VMOVUPS (R10)(R12*4), Y9
+	VMOVUPS Y9, (R11)(R12*4)
+	ADDQ    $0x00000008, R12
 	JMP     copyvec1
 
 copyone2:
-	ADDQ $0x00000008, R11
+	ADDQ $0x00000008, R13
 
 copyloop4:
-	CMPQ R10, R11
+	CMPQ R12, R13
 	JGE  copied3
-	MOVL (R8)(R10*4), R12
-	MOVL R12, (R9)(R10*4)
-	INCQ R10
+	MOVL (R10)(R12*4), R14
+	MOVL R14, (R11)(R12*4)
+	INCQ R12
 	JMP  copyloop4
 
 copied3:
-	XORQ    R8, R8
-	VMOVUPS (R9)(R8*4), Y8
-	VADDPS  Y8, Y0, Y0
-	VMOVUPS 32(R9)(R8*4), Y8
-	VADDPS  Y8, Y1, Y1
-	VMOVUPS 64(R9)(R8*4), Y8
-	VADDPS  Y8, Y2, Y2
-	VMOVUPS 96(R9)(R8*4), Y8
-	VADDPS  Y8, Y3, Y3
-	VMOVUPS 128(R9)(R8*4), Y8
-	VADDPS  Y8, Y4, Y4
-	VMOVUPS 160(R9)(R8*4), Y8
-	VADDPS  Y8, Y5, Y5
-	VMOVUPS 192(R9)(R8*4), Y8
-	VADDPS  Y8, Y6, Y6
-	VMOVUPS 224(R9)(R8*4), Y8
-	VADDPS  Y8, Y7, Y7
+	XORQ    R10, R10
+	VMOVUPS (R11)(R10*4), Y9
+	VADDPS  Y9, Y0, Y0
+	VMOVUPS 32(R11)(R10*4), Y9
+	VADDPS  Y9, Y2, Y2
+	VMOVUPS 64(R11)(R10*4), Y9
+	VADDPS  Y9, Y3, Y3
+	VMOVUPS 96(R11)(R10*4), Y9
+	VADDPS  Y9, Y4, Y4
+	VMOVUPS 128(R11)(R10*4), Y9
+	VADDPS  Y9, Y5, Y5
+	VMOVUPS 160(R11)(R10*4), Y9
+	VADDPS  Y9, Y6, Y6
+	VMOVUPS 192(R11)(R10*4), Y9
+	VADDPS  Y9, Y7, Y7
+	VMOVUPS 224(R11)(R10*4), Y9
+	VADDPS  Y9, Y8, Y8
 
 summed:
-	VADDPS Y4, Y0, Y0
-	VADDPS Y5, Y1, Y1
-	VADDPS Y6, Y2, Y2
-	VADDPS Y7, Y3, Y3
-	VADDPS Y2, Y0, Y0
-	VADDPS Y3, Y1, Y1
-	VADDPS Y1, Y0, Y0
-	JMP    mean
+	VADDPS  Y5, Y0, Y0
+	VADDPS  Y6, Y2, Y2
+	VADDPS  Y7, Y3, Y3
+	VADDPS  Y8, Y4, Y4
+	VADDPS  Y3, Y0, Y0
+	VADDPS  Y4, Y2, Y2
+	VADDPS  Y2, Y0, Y0
+	CMPQ    696(SP), $0x01
+	JE      mean
+	VMOVUPS Y0, (SP)(R9*1)
+	ADDQ    DI, R8
+	ADDQ    $0x00000020, R9
+	CMPQ    R9, $0x00000080
+	JB      meanrow
+
+	// The rest of the halving tree for the group's sums, and their means.
+	VMOVUPS      (SP), Y0
+	VMOVUPS      32(SP), Y2
+	VMOVUPS      64(SP), Y3
+	VMOVUPS      96(SP), Y4
+	VPERM2F128   $0x20, Y2, Y0, Y5
+	VPERM2F128   $0x31, Y2, Y0, Y0
+	VADDPS       Y0, Y5, Y5
+	VPERM2F128   $0x20, Y4, Y3, Y0
+	VPERM2F128   $0x31, Y4, Y3, Y2
+	VADDPS       Y2, Y0, Y0
+	VSHUFPS      $0x44, Y0, Y5, Y2
+	VSHUFPS      $0xee, Y0, Y5, Y0
+	VADDPS       Y0, Y2, Y2
+	VHADDPS      Y2, Y2, Y2
+	VEXTRACTF128 $0x01, Y2, X0
+	VUNPCKLPS    X0, X2, X0
+	CMPL         732(SP), $0x00
+	JE           divide5
+	VBROADCASTSS 732(SP), X2
+	VMULPS       X2, X0, X0
+	JMP          divided6
+
+divide5:
+	VBROADCASTSS 728(SP), X2
+	VDIVPS       X2, X0, X0
+
+divided6:
+	VMOVUPS X0, 656(SP)
+	JMP     centered
 
 addsum:
 	MOVQ BX, R8
@@ -28341,13 +28809,13 @@ addsum:
 	SUBQ   $0x00000040, R11
 	JGE    addfirstblock
 	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
 	VXORPS Y3, Y3, Y3
 	VXORPS Y4, Y4, Y4
 	VXORPS Y5, Y5, Y5
 	VXORPS Y6, Y6, Y6
 	VXORPS Y7, Y7, Y7
+	VXORPS Y8, Y8, Y8
 	XORQ   R10, R10
 	JMP    addsumtail
 
@@ -28361,69 +28829,69 @@ addfirstblock:
 	VMOVUPS 32(R8)(R10*4), Y1
 	VADDPS  32(R9)(R10*4), Y1, Y1
 	VMOVUPS Y1, 32(R9)(R10*4)
-	VADDPS  zero64<>+0(SB), Y1, Y1
-	VMOVUPS 64(R8)(R10*4), Y2
-	VADDPS  64(R9)(R10*4), Y2, Y2
-	VMOVUPS Y2, 64(R9)(R10*4)
-	VADDPS  zero64<>+0(SB), Y2, Y2
-	VMOVUPS 96(R8)(R10*4), Y3
-	VADDPS  96(R9)(R10*4), Y3, Y3
-	VMOVUPS Y3, 96(R9)(R10*4)
-	VADDPS  zero64<>+0(SB), Y3, Y3
-	VMOVUPS 128(R8)(R10*4), Y4
-	VADDPS  128(R9)(R10*4), Y4, Y4
-	VMOVUPS Y4, 128(R9)(R10*4)
-	VADDPS  zero64<>+0(SB), Y4, Y4
-	VMOVUPS 160(R8)(R10*4), Y5
-	VADDPS  160(R9)(R10*4), Y5, Y5
-	VMOVUPS Y5, 160(R9)(R10*4)
-	VADDPS  zero64<>+0(SB), Y5, Y5
-	VMOVUPS 192(R8)(R10*4), Y6
-	VADDPS  192(R9)(R10*4), Y6, Y6
-	VMOVUPS Y6, 192(R9)(R10*4)
-	VADDPS  zero64<>+0(SB), Y6, Y6
-	VMOVUPS 224(R8)(R10*4), Y7
-	VADDPS  224(R9)(R10*4), Y7, Y7
-	VMOVUPS Y7, 224(R9)(R10*4)
-	VADDPS  zero64<>+0(SB), Y7, Y7
+	VADDPS  zero64<>+0(SB), Y1, Y2
+	VMOVUPS 64(R8)(R10*4), Y1
+	VADDPS  64(R9)(R10*4), Y1, Y1
+	VMOVUPS Y1, 64(R9)(R10*4)
+	VADDPS  zero64<>+0(SB), Y1, Y3
+	VMOVUPS 96(R8)(R10*4), Y1
+	VADDPS  96(R9)(R10*4), Y1, Y1
+	VMOVUPS Y1, 96(R9)(R10*4)
+	VADDPS  zero64<>+0(SB), Y1, Y4
+	VMOVUPS 128(R8)(R10*4), Y1
+	VADDPS  128(R9)(R10*4), Y1, Y1
+	VMOVUPS Y1, 128(R9)(R10*4)
+	VADDPS  zero64<>+0(SB), Y1, Y5
+	VMOVUPS 160(R8)(R10*4), Y1
+	VADDPS  160(R9)(R10*4), Y1, Y1
+	VMOVUPS Y1, 160(R9)(R10*4)
+	VADDPS  zero64<>+0(SB), Y1, Y6
+	VMOVUPS 192(R8)(R10*4), Y1
+	VADDPS  192(R9)(R10*4), Y1, Y1
+	VMOVUPS Y1, 192(R9)(R10*4)
+	VADDPS  zero64<>+0(SB), Y1, Y7
+	VMOVUPS 224(R8)(R10*4), Y1
+	VADDPS  224(R9)(R10*4), Y1, Y1
+	VMOVUPS Y1, 224(R9)(R10*4)
+	VADDPS  zero64<>+0(SB), Y1, Y8
 	MOVQ    $0x00000040, R10
 
 	PCALIGN $32
 addsumloop:
 	CMPQ    R10, R11
 	JG      addsumtail
-	VMOVUPS (R8)(R10*4), Y8
-	VADDPS  (R9)(R10*4), Y8, Y8
-	VMOVUPS Y8, (R9)(R10*4)
-	VADDPS  Y8, Y0, Y0
-	VMOVUPS 32(R8)(R10*4), Y8
-	VADDPS  32(R9)(R10*4), Y8, Y8
-	VMOVUPS Y8, 32(R9)(R10*4)
-	VADDPS  Y8, Y1, Y1
-	VMOVUPS 64(R8)(R10*4), Y8
-	VADDPS  64(R9)(R10*4), Y8, Y8
-	VMOVUPS Y8, 64(R9)(R10*4)
-	VADDPS  Y8, Y2, Y2
-	VMOVUPS 96(R8)(R10*4), Y8
-	VADDPS  96(R9)(R10*4), Y8, Y8
-	VMOVUPS Y8, 96(R9)(R10*4)
-	VADDPS  Y8, Y3, Y3
-	VMOVUPS 128(R8)(R10*4), Y8
-	VADDPS  128(R9)(R10*4), Y8, Y8
-	VMOVUPS Y8, 128(R9)(R10*4)
-	VADDPS  Y8, Y4, Y4
-	VMOVUPS 160(R8)(R10*4), Y8
-	VADDPS  160(R9)(R10*4), Y8, Y8
-	VMOVUPS Y8, 160(R9)(R10*4)
-	VADDPS  Y8, Y5, Y5
-	VMOVUPS 192(R8)(R10*4), Y8
-	VADDPS  192(R9)(R10*4), Y8, Y8
-	VMOVUPS Y8, 192(R9)(R10*4)
-	VADDPS  Y8, Y6, Y6
-	VMOVUPS 224(R8)(R10*4), Y8
-	VADDPS  224(R9)(R10*4), Y8, Y8
-	VMOVUPS Y8, 224(R9)(R10*4)
-	VADDPS  Y8, Y7, Y7
+	VMOVUPS (R8)(R10*4), Y1
+	VADDPS  (R9)(R10*4), Y1, Y1
+	VMOVUPS Y1, (R9)(R10*4)
+	VADDPS  Y1, Y0, Y0
+	VMOVUPS 32(R8)(R10*4), Y1
+	VADDPS  32(R9)(R10*4), Y1, Y1
+	VMOVUPS Y1, 32(R9)(R10*4)
+	VADDPS  Y1, Y2, Y2
+	VMOVUPS 64(R8)(R10*4), Y1
+	VADDPS  64(R9)(R10*4), Y1, Y1
+	VMOVUPS Y1, 64(R9)(R10*4)
+	VADDPS  Y1, Y3, Y3
+	VMOVUPS 96(R8)(R10*4), Y1
+	VADDPS  96(R9)(R10*4), Y1, Y1
+	VMOVUPS Y1, 96(R9)(R10*4)
+	VADDPS  Y1, Y4, Y4
+	VMOVUPS 128(R8)(R10*4), Y1
+	VADDPS  128(R9)(R10*4), Y1, Y1
+	VMOVUPS Y1, 128(R9)(R10*4)
+	VADDPS  Y1, Y5, Y5
+	VMOVUPS 160(R8)(R10*4), Y1
+	VADDPS  160(R9)(R10*4), Y1, Y1
+	VMOVUPS Y1, 160(R9)(R10*4)
+	VADDPS  Y1, Y6, Y6
+	VMOVUPS 192(R8)(R10*4), Y1
+	VADDPS  192(R9)(R10*4), Y1, Y1
+	VMOVUPS Y1, 192(R9)(R10*4)
+	VADDPS  Y1, Y7, Y7
+	VMOVUPS 224(R8)(R10*4), Y1
+	VADDPS  224(R9)(R10*4), Y1, Y1
+	VMOVUPS Y1, 224(R9)(R10*4)
+	VADDPS  Y1, Y8, Y8
 	ADDQ    $0x00000040, R10
 	JMP     addsumloop
 
@@ -28432,146 +28900,146 @@ addsumtail:
 	MOVQ    job_d+0(AX), R11
 	SUBQ    R10, R11
 	JZ      addsummed
-	MOVQ    R11, 696(SP)
+	MOVQ    R11, 712(SP)
 	LEAQ    (R8)(R10*4), R8
 	LEAQ    (R9)(R10*4), R9
-	MOVQ    R9, 704(SP)
+	MOVQ    R9, 720(SP)
 	LEAQ    128(SP), R9
-	VXORPS  Y8, Y8, Y8
-	VMOVUPS Y8, (R9)
-	VMOVUPS Y8, 32(R9)
-	VMOVUPS Y8, 64(R9)
-	VMOVUPS Y8, 96(R9)
-	VMOVUPS Y8, 128(R9)
-	VMOVUPS Y8, 160(R9)
-	VMOVUPS Y8, 192(R9)
-	VMOVUPS Y8, 224(R9)
-	MOVQ    696(SP), R11
+	VXORPS  Y1, Y1, Y1
+	VMOVUPS Y1, (R9)
+	VMOVUPS Y1, 32(R9)
+	VMOVUPS Y1, 64(R9)
+	VMOVUPS Y1, 96(R9)
+	VMOVUPS Y1, 128(R9)
+	VMOVUPS Y1, 160(R9)
+	VMOVUPS Y1, 192(R9)
+	VMOVUPS Y1, 224(R9)
+	MOVQ    712(SP), R11
 	XORQ    R10, R10
 	SUBQ    $0x00000008, R11
 
-copyvec5:
+copyvec7:
 	CMPQ    R10, R11
-	JG      copyone6
-	VMOVUPS (R8)(R10*4), Y8
-	VMOVUPS Y8, (R9)(R10*4)
+	JG      copyone8
+	VMOVUPS (R8)(R10*4), Y1
+	VMOVUPS Y1, (R9)(R10*4)
 	ADDQ    $0x00000008, R10
-	JMP     copyvec5
+	JMP     copyvec7
 
-copyone6:
+copyone8:
 	ADDQ $0x00000008, R11
 
-copyloop8:
+copyloop10:
 	CMPQ R10, R11
-	JGE  copied7
+	JGE  copied9
 	MOVL (R8)(R10*4), R12
 	MOVL R12, (R9)(R10*4)
 	INCQ R10
-	JMP  copyloop8
+	JMP  copyloop10
 
-copied7:
-	MOVQ    704(SP), R8
+copied9:
+	MOVQ    720(SP), R8
 	LEAQ    384(SP), R10
-	VXORPS  Y8, Y8, Y8
-	VMOVUPS Y8, (R10)
-	VMOVUPS Y8, 32(R10)
-	VMOVUPS Y8, 64(R10)
-	VMOVUPS Y8, 96(R10)
-	VMOVUPS Y8, 128(R10)
-	VMOVUPS Y8, 160(R10)
-	VMOVUPS Y8, 192(R10)
-	VMOVUPS Y8, 224(R10)
-	MOVQ    696(SP), R12
+	VXORPS  Y1, Y1, Y1
+	VMOVUPS Y1, (R10)
+	VMOVUPS Y1, 32(R10)
+	VMOVUPS Y1, 64(R10)
+	VMOVUPS Y1, 96(R10)
+	VMOVUPS Y1, 128(R10)
+	VMOVUPS Y1, 160(R10)
+	VMOVUPS Y1, 192(R10)
+	VMOVUPS Y1, 224(R10)
+	MOVQ    712(SP), R12
 	XORQ    R11, R11
 	SUBQ    $0x00000008, R12
 
-copyvec9:
+copyvec11:
 	CMPQ    R11, R12
-	JG      copyone10
-	VMOVUPS (R8)(R11*4), Y8
-	VMOVUPS Y8, (R10)(R11*4)
+	JG      copyone12
+	VMOVUPS (R8)(R11*4), Y1
+	VMOVUPS Y1, (R10)(R11*4)
 	ADDQ    $0x00000008, R11
-	JMP     copyvec9
+	JMP     copyvec11
 
-copyone10:
+copyone12:
 	ADDQ $0x00000008, R12
 
-copyloop12:
+copyloop14:
 	CMPQ R11, R12
-	JGE  copied11
+	JGE  copied13
 	MOVL (R8)(R11*4), R13
 	MOVL R13, (R10)(R11*4)
 	INCQ R11
-	JMP  copyloop12
+	JMP  copyloop14
 
-copied11:
+copied13:
 	XORQ    R8, R8
-	VMOVUPS (R9)(R8*4), Y8
-	VADDPS  (R10)(R8*4), Y8, Y8
-	VMOVUPS Y8, (R10)(R8*4)
-	VADDPS  Y8, Y0, Y0
-	VMOVUPS 32(R9)(R8*4), Y8
-	VADDPS  32(R10)(R8*4), Y8, Y8
-	VMOVUPS Y8, 32(R10)(R8*4)
-	VADDPS  Y8, Y1, Y1
-	VMOVUPS 64(R9)(R8*4), Y8
-	VADDPS  64(R10)(R8*4), Y8, Y8
-	VMOVUPS Y8, 64(R10)(R8*4)
-	VADDPS  Y8, Y2, Y2
-	VMOVUPS 96(R9)(R8*4), Y8
-	VADDPS  96(R10)(R8*4), Y8, Y8
-	VMOVUPS Y8, 96(R10)(R8*4)
-	VADDPS  Y8, Y3, Y3
-	VMOVUPS 128(R9)(R8*4), Y8
-	VADDPS  128(R10)(R8*4), Y8, Y8
-	VMOVUPS Y8, 128(R10)(R8*4)
-	VADDPS  Y8, Y4, Y4
-	VMOVUPS 160(R9)(R8*4), Y8
-	VADDPS  160(R10)(R8*4), Y8, Y8
-	VMOVUPS Y8, 160(R10)(R8*4)
-	VADDPS  Y8, Y5, Y5
-	VMOVUPS 192(R9)(R8*4), Y8
-	VADDPS  192(R10)(R8*4), Y8, Y8
-	VMOVUPS Y8, 192(R10)(R8*4)
-	VADDPS  Y8, Y6, Y6
-	VMOVUPS 224(R9)(R8*4), Y8
-	VADDPS  224(R10)(R8*4), Y8, Y8
-	VMOVUPS Y8, 224(R10)(R8*4)
-	VADDPS  Y8, Y7, Y7
-	MOVQ    704(SP), R8
+	VMOVUPS (R9)(R8*4), Y1
+	VADDPS  (R10)(R8*4), Y1, Y1
+	VMOVUPS Y1, (R10)(R8*4)
+	VADDPS  Y1, Y0, Y0
+	VMOVUPS 32(R9)(R8*4), Y1
+	VADDPS  32(R10)(R8*4), Y1, Y1
+	VMOVUPS Y1, 32(R10)(R8*4)
+	VADDPS  Y1, Y2, Y2
+	VMOVUPS 64(R9)(R8*4), Y1
+	VADDPS  64(R10)(R8*4), Y1, Y1
+	VMOVUPS Y1, 64(R10)(R8*4)
+	VADDPS  Y1, Y3, Y3
+	VMOVUPS 96(R9)(R8*4), Y1
+	VADDPS  96(R10)(R8*4), Y1, Y1
+	VMOVUPS Y1, 96(R10)(R8*4)
+	VADDPS  Y1, Y4, Y4
+	VMOVUPS 128(R9)(R8*4), Y1
+	VADDPS  128(R10)(R8*4), Y1, Y1
+	VMOVUPS Y1, 128(R10)(R8*4)
+	VADDPS  Y1, Y5, Y5
+	VMOVUPS 160(R9)(R8*4), Y1
+	VADDPS  160(R10)(R8*4), Y1, Y1
+	VMOVUPS Y1, 160(R10)(R8*4)
+	VADDPS  Y1, Y6, Y6
+	VMOVUPS 192(R9)(R8*4), Y1
+	VADDPS  192(R10)(R8*4), Y1, Y1
+	VMOVUPS Y1, 192(R10)(R8*4)
+	VADDPS  Y1, Y7, Y7
+	VMOVUPS 224(R9)(R8*4), Y1
+	VADDPS  224(R10)(R8*4), Y1, Y1
+	VMOVUPS Y1, 224(R10)(R8*4)
+	VADDPS  Y1, Y8, Y8
+	MOVQ    720(SP), R8
 	LEAQ    384(SP), R9
-	MOVQ    696(SP), R11
+	MOVQ    712(SP), R11
 	XORQ    R10, R10
 	SUBQ    $0x00000008, R11
 
-copyvec13:
+copyvec15:
 	CMPQ    R10, R11
-	JG      copyone14
-	VMOVUPS (R9)(R10*4), Y8
-	VMOVUPS Y8, (R8)(R10*4)
+	JG      copyone16
+	VMOVUPS (R9)(R10*4), Y1
+	VMOVUPS Y1, (R8)(R10*4)
 	ADDQ    $0x00000008, R10
-	JMP     copyvec13
+	JMP     copyvec15
 
-copyone14:
+copyone16:
 	ADDQ $0x00000008, R11
 
-copyloop16:
+copyloop18:
 	CMPQ R10, R11
-	JGE  copied15
+	JGE  copied17
 	MOVL (R9)(R10*4), R12
 	MOVL R12, (R8)(R10*4)
 	INCQ R10
-	JMP  copyloop16
+	JMP  copyloop18
 
-copied15:
+copied17:
 addsummed:
-	VADDPS Y4, Y0, Y0
-	VADDPS Y5, Y1, Y1
+	VADDPS Y5, Y0, Y0
 	VADDPS Y6, Y2, Y2
 	VADDPS Y7, Y3, Y3
+	VADDPS Y8, Y4, Y4
+	VADDPS Y3, Y0, Y0
+	VADDPS Y4, Y2, Y2
 	VADDPS Y2, Y0, Y0
-	VADDPS Y3, Y1, Y1
-	VADDPS Y1, Y0, Y0
 
 mean:
 	VEXTRACTF128 $0x01, Y0, X1
@@ -28587,252 +29055,271 @@ mean:
 	VSUBSS   X1, X1, X0
 	VUCOMISS X0, X0
 	JPS      ret
-	CMPL     716(SP), $0x00
-	JE       divide17
-	VMULSS   716(SP), X1, X0
-	JMP      divided18
+	CMPL     732(SP), $0x00
+	JE       divide19
+	VMULSS   732(SP), X1, X0
+	JMP      divided20
 
-divide17:
-	VDIVSS 712(SP), X1, X0
+divide19:
+	VDIVSS 728(SP), X1, X0
 
-divided18:
-	VBROADCASTSS X0, Y8
+divided20:
+	VBROADCASTSS X0, Y1
 	JMP          centered
 
 nocenter:
-	VXORPS Y8, Y8, Y8
+	VXORPS  Y1, Y1, Y1
+	VMOVUPS X1, 656(SP)
 
 centered:
 	MOVQ DX, R8
+	XORQ R9, R9
+	CMPQ 696(SP), $0x01
+	JE   sqrow
 
+sqnext:
+	MOVQ         R9, R10
+	SHRQ         $0x05, R10
+	VBROADCASTSS 656(SP)(R10*4), Y1
+
+sqrow:
 	// Sum of the squares of x - m: element i goes to partial i%64.
-	MOVQ   job_d+0(AX), R10
-	SUBQ   $0x00000040, R10
+	MOVQ   job_d+0(AX), R11
+	SUBQ   $0x00000040, R11
 	JGE    sqfirstblock
 	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
 	VXORPS Y3, Y3, Y3
 	VXORPS Y4, Y4, Y4
 	VXORPS Y5, Y5, Y5
 	VXORPS Y6, Y6, Y6
 	VXORPS Y7, Y7, Y7
-	XORQ   R9, R9
+	VXORPS Y8, Y8, Y8
+	XORQ   R10, R10
 	JMP    sqsumtail
 
 sqfirstblock:
 	// +0 + square is the square itself: the first block initializes the partials.
-	XORQ    R9, R9
-	VMOVUPS (R8)(R9*4), Y0
-	VSUBPS  Y8, Y0, Y0
+	XORQ    R10, R10
+	VMOVUPS (R8)(R10*4), Y0
+	VSUBPS  Y1, Y0, Y0
 	VMULPS  Y0, Y0, Y0
-	VMOVUPS 32(R8)(R9*4), Y1
-	VSUBPS  Y8, Y1, Y1
-	VMULPS  Y1, Y1, Y1
-	VMOVUPS 64(R8)(R9*4), Y2
-	VSUBPS  Y8, Y2, Y2
+	VMOVUPS 32(R8)(R10*4), Y2
+	VSUBPS  Y1, Y2, Y2
 	VMULPS  Y2, Y2, Y2
-	VMOVUPS 96(R8)(R9*4), Y3
-	VSUBPS  Y8, Y3, Y3
+	VMOVUPS 64(R8)(R10*4), Y3
+	VSUBPS  Y1, Y3, Y3
 	VMULPS  Y3, Y3, Y3
-	VMOVUPS 128(R8)(R9*4), Y4
-	VSUBPS  Y8, Y4, Y4
+	VMOVUPS 96(R8)(R10*4), Y4
+	VSUBPS  Y1, Y4, Y4
 	VMULPS  Y4, Y4, Y4
-	VMOVUPS 160(R8)(R9*4), Y5
-	VSUBPS  Y8, Y5, Y5
+	VMOVUPS 128(R8)(R10*4), Y5
+	VSUBPS  Y1, Y5, Y5
 	VMULPS  Y5, Y5, Y5
-	VMOVUPS 192(R8)(R9*4), Y6
-	VSUBPS  Y8, Y6, Y6
+	VMOVUPS 160(R8)(R10*4), Y6
+	VSUBPS  Y1, Y6, Y6
 	VMULPS  Y6, Y6, Y6
-	VMOVUPS 224(R8)(R9*4), Y7
-	VSUBPS  Y8, Y7, Y7
+	VMOVUPS 192(R8)(R10*4), Y7
+	VSUBPS  Y1, Y7, Y7
 	VMULPS  Y7, Y7, Y7
-	MOVQ    $0x00000040, R9
+	VMOVUPS 224(R8)(R10*4), Y8
+	VSUBPS  Y1, Y8, Y8
+	VMULPS  Y8, Y8, Y8
+	MOVQ    $0x00000040, R10
 
 	// With flagPF, the rows ahead are prefetched: one loop for both, the flag tested per block.
-	MOVQ DI, R11
+	MOVQ DI, R12
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows19
-	SHLQ $0x03, R11
+	JA   longrows21
+	SHLQ $0x03, R12
 
-longrows19:
-	ADDQ R8, R11
-	MOVL job_flags+0(AX), R12
+longrows21:
+	ADDQ R8, R12
+	MOVL job_flags+0(AX), R13
 
 	PCALIGN $32
 sqsumloop:
-	CMPQ  R9, R10
+	CMPQ  R10, R11
 	JG    sqsumtail
-	TESTL $0x00000002, R12
+	TESTL $0x00000002, R13
 	JNZ   sqsumpf
 
 sqsumblock:
-	VMOVUPS (R8)(R9*4), Y9
-	VSUBPS  Y8, Y9, Y9
+	VMOVUPS (R8)(R10*4), Y9
+	VSUBPS  Y1, Y9, Y9
 	VMULPS  Y9, Y9, Y9
 	VADDPS  Y9, Y0, Y0
-	VMOVUPS 32(R8)(R9*4), Y9
-	VSUBPS  Y8, Y9, Y9
-	VMULPS  Y9, Y9, Y9
-	VADDPS  Y9, Y1, Y1
-	VMOVUPS 64(R8)(R9*4), Y9
-	VSUBPS  Y8, Y9, Y9
+	VMOVUPS 32(R8)(R10*4), Y9
+	VSUBPS  Y1, Y9, Y9
 	VMULPS  Y9, Y9, Y9
 	VADDPS  Y9, Y2, Y2
-	VMOVUPS 96(R8)(R9*4), Y9
-	VSUBPS  Y8, Y9, Y9
+	VMOVUPS 64(R8)(R10*4), Y9
+	VSUBPS  Y1, Y9, Y9
 	VMULPS  Y9, Y9, Y9
 	VADDPS  Y9, Y3, Y3
-	VMOVUPS 128(R8)(R9*4), Y9
-	VSUBPS  Y8, Y9, Y9
+	VMOVUPS 96(R8)(R10*4), Y9
+	VSUBPS  Y1, Y9, Y9
 	VMULPS  Y9, Y9, Y9
 	VADDPS  Y9, Y4, Y4
-	VMOVUPS 160(R8)(R9*4), Y9
-	VSUBPS  Y8, Y9, Y9
+	VMOVUPS 128(R8)(R10*4), Y9
+	VSUBPS  Y1, Y9, Y9
 	VMULPS  Y9, Y9, Y9
 	VADDPS  Y9, Y5, Y5
-	VMOVUPS 192(R8)(R9*4), Y9
-	VSUBPS  Y8, Y9, Y9
+	VMOVUPS 160(R8)(R10*4), Y9
+	VSUBPS  Y1, Y9, Y9
 	VMULPS  Y9, Y9, Y9
 	VADDPS  Y9, Y6, Y6
-	VMOVUPS 224(R8)(R9*4), Y9
-	VSUBPS  Y8, Y9, Y9
+	VMOVUPS 192(R8)(R10*4), Y9
+	VSUBPS  Y1, Y9, Y9
 	VMULPS  Y9, Y9, Y9
 	VADDPS  Y9, Y7, Y7
-	ADDQ    $0x00000040, R9
+	VMOVUPS 224(R8)(R10*4), Y9
+	VSUBPS  Y1, Y9, Y9
+	VMULPS  Y9, Y9, Y9
+	VADDPS  Y9, Y8, Y8
+	ADDQ    $0x00000040, R10
 	JMP     sqsumloop
 
 	// Out of the loop's way: the prefetches, whose flag is usually clear.
 sqsumpf:
-	PREFETCHT0 (R11)(R9*4)
-	PREFETCHT0 64(R11)(R9*4)
-	PREFETCHT0 128(R11)(R9*4)
-	PREFETCHT0 192(R11)(R9*4)
+	PREFETCHT0 (R12)(R10*4)
+	PREFETCHT0 64(R12)(R10*4)
+	PREFETCHT0 128(R12)(R10*4)
+	PREFETCHT0 192(R12)(R10*4)
 	JMP        sqsumblock
 
 sqsumtail:
 	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
-	MOVQ job_d+0(AX), R10
-	SUBQ R9, R10
+	MOVQ job_d+0(AX), R11
+	SUBQ R10, R11
 	JZ   sqsummed
-	LEAQ (R8)(R9*4), R8
-	LEAQ 128(SP), R9
-	MOVQ R10, R12
-	XORQ R11, R11
-	SUBQ $0x00000008, R12
+	LEAQ (R8)(R10*4), R10
+	LEAQ 128(SP), R12
+	MOVQ R11, R14
+	XORQ R13, R13
+	SUBQ $0x00000008, R14
 
-copyvec20:
-	CMPQ    R11, R12
-	JG      copyone21
-	VMOVUPS (R8)(R11*4), Y9
-	VMOVUPS Y9, (R9)(R11*4)
-	ADDQ    $0x00000008, R11
-	JMP     copyvec20
+copyvec22:
+	CMPQ    R13, R14
+	JG      copyone23
+	VMOVUPS (R10)(R13*4), Y9
+	VMOVUPS Y9, (R12)(R13*4)
+	ADDQ    $0x00000008, R13
+	JMP     copyvec22
 
-copyone21:
-	ADDQ $0x00000008, R12
+copyone23:
+	ADDQ $0x00000008, R14
 
-copyloop23:
-	CMPQ R11, R12
-	JGE  copied22
-	MOVL (R8)(R11*4), R13
-	MOVL R13, (R9)(R11*4)
-	INCQ R11
-	JMP  copyloop23
+copyloop25:
+	CMPQ R13, R14
+	JGE  copied24
+	MOVL (R10)(R13*4), R15
+	MOVL R15, (R12)(R13*4)
+	INCQ R13
+	JMP  copyloop25
 
-copied22:
-	VMOVQ        R10, X9
+copied24:
+	VMOVQ        R11, X9
 	VPBROADCASTD X9, Y9
-	VMOVUPS      (R9), Y10
-	VSUBPS       Y8, Y10, Y10
+	VMOVUPS      (R12), Y10
+	VSUBPS       Y1, Y10, Y10
 	VPCMPGTD     iota64<>+0(SB), Y9, Y11
 	VANDPS       Y11, Y10, Y10
 	VMULPS       Y10, Y10, Y10
 	VADDPS       Y10, Y0, Y0
-	VMOVUPS      32(R9), Y10
-	VSUBPS       Y8, Y10, Y10
+	VMOVUPS      32(R12), Y10
+	VSUBPS       Y1, Y10, Y10
 	VPCMPGTD     iota64<>+32(SB), Y9, Y11
 	VANDPS       Y11, Y10, Y10
 	VMULPS       Y10, Y10, Y10
-	VADDPS       Y10, Y1, Y1
-	VMOVUPS      64(R9), Y10
-	VSUBPS       Y8, Y10, Y10
+	VADDPS       Y10, Y2, Y2
+	VMOVUPS      64(R12), Y10
+	VSUBPS       Y1, Y10, Y10
 	VPCMPGTD     iota64<>+64(SB), Y9, Y11
 	VANDPS       Y11, Y10, Y10
 	VMULPS       Y10, Y10, Y10
-	VADDPS       Y10, Y2, Y2
-	VMOVUPS      96(R9), Y10
-	VSUBPS       Y8, Y10, Y10
+	VADDPS       Y10, Y3, Y3
+	VMOVUPS      96(R12), Y10
+	VSUBPS       Y1, Y10, Y10
 	VPCMPGTD     iota64<>+96(SB), Y9, Y11
 	VANDPS       Y11, Y10, Y10
 	VMULPS       Y10, Y10, Y10
-	VADDPS       Y10, Y3, Y3
-	VMOVUPS      128(R9), Y10
-	VSUBPS       Y8, Y10, Y10
+	VADDPS       Y10, Y4, Y4
+	VMOVUPS      128(R12), Y10
+	VSUBPS       Y1, Y10, Y10
 	VPCMPGTD     iota64<>+128(SB), Y9, Y11
 	VANDPS       Y11, Y10, Y10
 	VMULPS       Y10, Y10, Y10
-	VADDPS       Y10, Y4, Y4
-	VMOVUPS      160(R9), Y10
-	VSUBPS       Y8, Y10, Y10
+	VADDPS       Y10, Y5, Y5
+	VMOVUPS      160(R12), Y10
+	VSUBPS       Y1, Y10, Y10
 	VPCMPGTD     iota64<>+160(SB), Y9, Y11
 	VANDPS       Y11, Y10, Y10
 	VMULPS       Y10, Y10, Y10
-	VADDPS       Y10, Y5, Y5
-	VMOVUPS      192(R9), Y10
-	VSUBPS       Y8, Y10, Y10
+	VADDPS       Y10, Y6, Y6
+	VMOVUPS      192(R12), Y10
+	VSUBPS       Y1, Y10, Y10
 	VPCMPGTD     iota64<>+192(SB), Y9, Y11
 	VANDPS       Y11, Y10, Y10
 	VMULPS       Y10, Y10, Y10
-	VADDPS       Y10, Y6, Y6
-	VMOVUPS      224(R9), Y10
-	VSUBPS       Y8, Y10, Y10
+	VADDPS       Y10, Y7, Y7
+	VMOVUPS      224(R12), Y10
+	VSUBPS       Y1, Y10, Y10
 	VPCMPGTD     iota64<>+224(SB), Y9, Y9
 	VANDPS       Y9, Y10, Y10
 	VMULPS       Y10, Y10, Y10
-	VADDPS       Y10, Y7, Y7
+	VADDPS       Y10, Y8, Y8
 
 sqsummed:
-	VADDPS Y4, Y0, Y0
-	VADDPS Y5, Y1, Y1
-	VADDPS Y6, Y2, Y2
-	VADDPS Y7, Y3, Y3
-	VADDPS Y2, Y0, Y0
-	VADDPS Y3, Y1, Y1
-	VADDPS Y1, Y0, Y0
+	VADDPS  Y5, Y0, Y0
+	VADDPS  Y6, Y2, Y2
+	VADDPS  Y7, Y3, Y3
+	VADDPS  Y8, Y4, Y4
+	VADDPS  Y3, Y0, Y0
+	VADDPS  Y4, Y2, Y2
+	VADDPS  Y2, Y0, Y0
+	CMPQ    696(SP), $0x01
+	JE      invone
+	VMOVUPS Y0, (SP)(R9*1)
+	ADDQ    DI, R8
+	ADDQ    $0x00000020, R9
+	CMPQ    R9, $0x00000080
+	JB      sqnext
+	JMP     invgroup
 
+invone:
 	// Halving tree: p[j] += p[j+h] for the remaining h, down to ss.
-	VEXTRACTF128 $0x01, Y0, X1
-	VADDPS       X1, X0, X1
-	VMOVHLPS     X1, X1, X0
-	VADDPS       X0, X1, X1
-	VMOVSHDUP    X1, X0
-	VADDSS       X0, X1, X1
+	VEXTRACTF128 $0x01, Y0, X2
+	VADDPS       X2, X0, X2
+	VMOVHLPS     X2, X2, X0
+	VADDPS       X0, X2, X2
+	VMOVSHDUP    X2, X0
+	VADDSS       X0, X2, X2
 
 	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
-	CMPL   716(SP), $0x00
-	JE     divide24
-	VMULSS 716(SP), X1, X1
-	JMP    divided25
+	CMPL   732(SP), $0x00
+	JE     divide26
+	VMULSS 732(SP), X2, X2
+	JMP    divided27
 
-divide24:
-	VDIVSS 712(SP), X1, X1
+divide26:
+	VDIVSS 728(SP), X2, X2
 
-divided25:
-	VADDSS   job_eps+0(AX), X1, X1
-	VUCOMISS tlo<>+0(SB), X1
+divided27:
+	VADDSS   job_eps+0(AX), X2, X2
+	VUCOMISS tlo<>+0(SB), X2
 	JCS      ret
-	VUCOMISS tmax<>+0(SB), X1
+	VUCOMISS tmax<>+0(SB), X2
 	JHI      ret
-	VSQRTSS  X1, X1, X1
+	VSQRTSS  X2, X2, X2
 	VMOVSS   one<>+0(SB), X0
-	VDIVSS   X1, X0, X0
+	VDIVSS   X2, X0, X0
 
 	// Report 1/rms if asked.
 	MOVQ   job_inv+0(AX), R8
 	TESTQ  R8, R8
 	JZ     reportmean
-	MOVQ   656(SP), R9
+	MOVQ   672(SP), R9
 	VMOVSS X0, (R8)(R9*4)
 
 reportmean:
@@ -28840,27 +29327,92 @@ reportmean:
 	MOVQ   job_mean+0(AX), R8
 	TESTQ  R8, R8
 	JZ     scale
-	MOVQ   656(SP), R9
-	VMOVSS X8, (R8)(R9*4)
+	MOVQ   672(SP), R9
+	VMOVSS X1, (R8)(R9*4)
+	JMP    scale
+
+invgroup:
+	// The rest of the halving tree, four rows at once.
+	VMOVUPS      (SP), Y0
+	VMOVUPS      32(SP), Y2
+	VMOVUPS      64(SP), Y3
+	VMOVUPS      96(SP), Y4
+	VPERM2F128   $0x20, Y2, Y0, Y5
+	VPERM2F128   $0x31, Y2, Y0, Y0
+	VADDPS       Y0, Y5, Y5
+	VPERM2F128   $0x20, Y4, Y3, Y0
+	VPERM2F128   $0x31, Y4, Y3, Y2
+	VADDPS       Y2, Y0, Y0
+	VSHUFPS      $0x44, Y0, Y5, Y2
+	VSHUFPS      $0xee, Y0, Y5, Y0
+	VADDPS       Y0, Y2, Y2
+	VHADDPS      Y2, Y2, Y2
+	VEXTRACTF128 $0x01, Y2, X0
+	VUNPCKLPS    X0, X2, X0
+
+	// t = ss/d + eps for the four rows; any t outside [2^-100, MaxFloat32] sends the group to the one-row path.
+	CMPL         732(SP), $0x00
+	JE           divide28
+	VBROADCASTSS 732(SP), X2
+	VMULPS       X2, X0, X2
+	JMP          divided29
+
+divide28:
+	VBROADCASTSS 728(SP), X2
+	VDIVPS       X2, X0, X2
+
+divided29:
+	VBROADCASTSS job_eps+0(AX), X0
+	VADDPS       X0, X2, X2
+	VCMPPS       $0x1d, tlo4<>+0(SB), X2, X0
+	VCMPPS       $0x12, tmax4<>+0(SB), X2, X3
+	VANDPS       X3, X0, X0
+	VMOVMSKPS    X0, R8
+	CMPL         R8, $0x0f
+	JE           ginrange
+	MOVQ         $0x00000004, 688(SP)
+	JMP          row
+
+ginrange:
+	VSQRTPS      X2, X2
+	VBROADCASTSS one<>+0(SB), X0
+	VDIVPS       X2, X0, X0
+
+	// Report 1/rms if asked.
+	MOVQ    job_inv+0(AX), R8
+	TESTQ   R8, R8
+	JZ      reportmeans
+	MOVQ    672(SP), R9
+	VMOVUPS X0, (R8)(R9*4)
+
+reportmeans:
+	// Report the group's means if asked.
+	MOVQ    job_mean+0(AX), R8
+	TESTQ   R8, R8
+	JZ      scale
+	MOVQ    672(SP), R9
+	VMOVUPS 656(SP), X2
+	VMOVUPS X2, (R8)(R9*4)
 
 scale:
-	VBROADCASTSS X0, Y1
-	MOVQ         $0x00000000, 688(SP)
-	CMPQ         680(SP), $0x01
+	VBROADCASTSS X0, Y2
+	MOVQ         $0x00000000, 704(SP)
+	CMPQ         696(SP), $0x01
 	JE           scalebody
 	VMOVUPS      X0, 640(SP)
 
 scalerow:
-	MOVQ         688(SP), R8
-	VBROADCASTSS 640(SP)(R8*4), Y1
+	MOVQ         704(SP), R8
+	VBROADCASTSS 640(SP)(R8*4), Y2
+	VBROADCASTSS 656(SP)(R8*4), Y1
 
 scalebody:
 	VBROADCASTSS one<>+0(SB), Y0
 	TESTL        $0x00000010, job_flags+0(AX)
-	JNZ          weightadd26
+	JNZ          weightadd30
 	VBROADCASTSS negzero<>+0(SB), Y0
 
-weightadd26:
+weightadd30:
 	// y = (src*inv)*w, rounded after each multiply.
 	XORQ    R8, R8
 	MOVQ    job_d+0(AX), R9
@@ -28871,281 +29423,281 @@ weightadd26:
 	JZ      scaleloopnoweight
 	TESTL   $0x00000010, job_flags+0(AX)
 	JNZ     scaleloopoffset
-	VMOVDQU avx2bfone<>+0(SB), Y2
-	VMOVDQU avx2bfbias<>+0(SB), Y3
-	VMOVDQU avx2bfhigh<>+0(SB), Y4
+	VMOVDQU avx2bfone<>+0(SB), Y3
+	VMOVDQU avx2bfbias<>+0(SB), Y4
+	VMOVDQU avx2bfhigh<>+0(SB), Y5
 
-scaleloopiter27:
+scaleloopiter31:
 	CMPQ    R8, R9
 	JG      scaletail
-	VMOVUPS (DX)(R8*4), Y5
-	VSUBPS  Y8, Y5, Y5
-	VMULPS  Y1, Y5, Y5
-	VMOVUPS 32(DX)(R8*4), Y6
-	VSUBPS  Y8, Y6, Y6
-	VMULPS  Y1, Y6, Y6
-	VMOVUPS 64(DX)(R8*4), Y7
-	VSUBPS  Y8, Y7, Y7
-	VMULPS  Y1, Y7, Y7
+	VMOVUPS (DX)(R8*4), Y6
+	VSUBPS  Y1, Y6, Y6
+	VMULPS  Y2, Y6, Y6
+	VMOVUPS 32(DX)(R8*4), Y7
+	VSUBPS  Y1, Y7, Y7
+	VMULPS  Y2, Y7, Y7
+	VMOVUPS 64(DX)(R8*4), Y8
+	VSUBPS  Y1, Y8, Y8
+	VMULPS  Y2, Y8, Y8
 	VMOVUPS 96(DX)(R8*4), Y9
-	VSUBPS  Y8, Y9, Y9
-	VMULPS  Y1, Y9, Y9
+	VSUBPS  Y1, Y9, Y9
+	VMULPS  Y2, Y9, Y9
 	TESTL   $0x00000008, job_flags+0(AX)
-	JZ      notrn28
-	VPSRLD  $0x10, Y5, Y10
-	VPAND   Y2, Y10, Y10
-	VPADDD  Y3, Y10, Y10
-	VPADDD  Y5, Y10, Y10
-	VPAND   Y4, Y10, Y5
+	JZ      notrn32
 	VPSRLD  $0x10, Y6, Y10
-	VPAND   Y2, Y10, Y10
-	VPADDD  Y3, Y10, Y10
+	VPAND   Y3, Y10, Y10
+	VPADDD  Y4, Y10, Y10
 	VPADDD  Y6, Y10, Y10
-	VPAND   Y4, Y10, Y6
+	VPAND   Y5, Y10, Y6
 	VPSRLD  $0x10, Y7, Y10
-	VPAND   Y2, Y10, Y10
-	VPADDD  Y3, Y10, Y10
+	VPAND   Y3, Y10, Y10
+	VPADDD  Y4, Y10, Y10
 	VPADDD  Y7, Y10, Y10
-	VPAND   Y4, Y10, Y7
+	VPAND   Y5, Y10, Y7
+	VPSRLD  $0x10, Y8, Y10
+	VPAND   Y3, Y10, Y10
+	VPADDD  Y4, Y10, Y10
+	VPADDD  Y8, Y10, Y10
+	VPAND   Y5, Y10, Y8
 	VPSRLD  $0x10, Y9, Y10
-	VPAND   Y2, Y10, Y10
-	VPADDD  Y3, Y10, Y10
+	VPAND   Y3, Y10, Y10
+	VPADDD  Y4, Y10, Y10
 	VPADDD  Y9, Y10, Y10
-	VPAND   Y4, Y10, Y9
+	VPAND   Y5, Y10, Y9
 
-notrn28:
-	VMULPS (SI)(R8*4), Y5, Y5
-	VMULPS 32(SI)(R8*4), Y6, Y6
-	VMULPS 64(SI)(R8*4), Y7, Y7
+notrn32:
+	VMULPS (SI)(R8*4), Y6, Y6
+	VMULPS 32(SI)(R8*4), Y7, Y7
+	VMULPS 64(SI)(R8*4), Y8, Y8
 	VMULPS 96(SI)(R8*4), Y9, Y9
 	MOVQ   job_bias+0(AX), R10
 	TESTQ  R10, R10
-	JZ     nobias29
-	VADDPS (R10)(R8*4), Y5, Y5
-	VADDPS 32(R10)(R8*4), Y6, Y6
-	VADDPS 64(R10)(R8*4), Y7, Y7
+	JZ     nobias33
+	VADDPS (R10)(R8*4), Y6, Y6
+	VADDPS 32(R10)(R8*4), Y7, Y7
+	VADDPS 64(R10)(R8*4), Y8, Y8
 	VADDPS 96(R10)(R8*4), Y9, Y9
 
-nobias29:
-	VCMPPS    $0x03, Y6, Y5, Y10
+nobias33:
+	VCMPPS    $0x03, Y7, Y6, Y10
 	VPTEST    Y10, Y10
-	JNZ       bf16nan30
-	VPSRLD    $0x10, Y5, Y10
-	VPAND     Y2, Y10, Y10
-	VPADDD    Y3, Y10, Y10
-	VPADDD    Y5, Y10, Y10
+	JNZ       bf16nan34
+	VPSRLD    $0x10, Y6, Y10
+	VPAND     Y3, Y10, Y10
+	VPADDD    Y4, Y10, Y10
+	VPADDD    Y6, Y10, Y10
 	VPSRLD    $0x10, Y10, Y10
-	VPSRLD    $0x10, Y6, Y5
-	VPAND     Y2, Y5, Y5
-	VPADDD    Y3, Y5, Y5
-	VPADDD    Y6, Y5, Y5
-	VPSRLD    $0x10, Y5, Y5
-	VPACKUSDW Y5, Y10, Y10
+	VPSRLD    $0x10, Y7, Y6
+	VPAND     Y3, Y6, Y6
+	VPADDD    Y4, Y6, Y6
+	VPADDD    Y7, Y6, Y6
+	VPSRLD    $0x10, Y6, Y6
+	VPACKUSDW Y6, Y10, Y10
 
-bf16packed31:
+bf16packed35:
 	VPERMQ    $0xd8, Y10, Y10
 	VMOVDQU   Y10, (CX)(R8*2)
-	VCMPPS    $0x03, Y9, Y7, Y5
-	VPTEST    Y5, Y5
-	JNZ       bf16nan32
-	VPSRLD    $0x10, Y7, Y5
-	VPAND     Y2, Y5, Y5
-	VPADDD    Y3, Y5, Y5
-	VPADDD    Y7, Y5, Y5
-	VPSRLD    $0x10, Y5, Y5
-	VPSRLD    $0x10, Y9, Y6
-	VPAND     Y2, Y6, Y6
-	VPADDD    Y3, Y6, Y6
-	VPADDD    Y9, Y6, Y6
+	VCMPPS    $0x03, Y9, Y8, Y6
+	VPTEST    Y6, Y6
+	JNZ       bf16nan36
+	VPSRLD    $0x10, Y8, Y6
+	VPAND     Y3, Y6, Y6
+	VPADDD    Y4, Y6, Y6
+	VPADDD    Y8, Y6, Y6
 	VPSRLD    $0x10, Y6, Y6
-	VPACKUSDW Y6, Y5, Y5
+	VPSRLD    $0x10, Y9, Y7
+	VPAND     Y3, Y7, Y7
+	VPADDD    Y4, Y7, Y7
+	VPADDD    Y9, Y7, Y7
+	VPSRLD    $0x10, Y7, Y7
+	VPACKUSDW Y7, Y6, Y6
 
-bf16packed33:
-	VPERMQ  $0xd8, Y5, Y5
-	VMOVDQU Y5, 32(CX)(R8*2)
+bf16packed37:
+	VPERMQ  $0xd8, Y6, Y6
+	VMOVDQU Y6, 32(CX)(R8*2)
 	ADDQ    $0x00000020, R8
-	JMP     scaleloopiter27
+	JMP     scaleloopiter31
 
 	PCALIGN $32
 scaleloopoffset:
-	VMOVDQU avx2bfone<>+0(SB), Y2
-	VMOVDQU avx2bfbias<>+0(SB), Y3
-	VMOVDQU avx2bfhigh<>+0(SB), Y4
+	VMOVDQU avx2bfone<>+0(SB), Y3
+	VMOVDQU avx2bfbias<>+0(SB), Y4
+	VMOVDQU avx2bfhigh<>+0(SB), Y5
 
-scaleloopoffsetiter34:
+scaleloopoffsetiter38:
 	CMPQ    R8, R9
 	JG      scaletail
-	VMOVUPS (DX)(R8*4), Y5
-	VSUBPS  Y8, Y5, Y5
-	VMULPS  Y1, Y5, Y5
-	VMOVUPS 32(DX)(R8*4), Y6
-	VSUBPS  Y8, Y6, Y6
-	VMULPS  Y1, Y6, Y6
-	VMOVUPS 64(DX)(R8*4), Y7
-	VSUBPS  Y8, Y7, Y7
-	VMULPS  Y1, Y7, Y7
+	VMOVUPS (DX)(R8*4), Y6
+	VSUBPS  Y1, Y6, Y6
+	VMULPS  Y2, Y6, Y6
+	VMOVUPS 32(DX)(R8*4), Y7
+	VSUBPS  Y1, Y7, Y7
+	VMULPS  Y2, Y7, Y7
+	VMOVUPS 64(DX)(R8*4), Y8
+	VSUBPS  Y1, Y8, Y8
+	VMULPS  Y2, Y8, Y8
 	VMOVUPS 96(DX)(R8*4), Y9
-	VSUBPS  Y8, Y9, Y9
-	VMULPS  Y1, Y9, Y9
+	VSUBPS  Y1, Y9, Y9
+	VMULPS  Y2, Y9, Y9
 	TESTL   $0x00000008, job_flags+0(AX)
-	JZ      notrn35
-	VPSRLD  $0x10, Y5, Y10
-	VPAND   Y2, Y10, Y10
-	VPADDD  Y3, Y10, Y10
-	VPADDD  Y5, Y10, Y10
-	VPAND   Y4, Y10, Y5
+	JZ      notrn39
 	VPSRLD  $0x10, Y6, Y10
-	VPAND   Y2, Y10, Y10
-	VPADDD  Y3, Y10, Y10
+	VPAND   Y3, Y10, Y10
+	VPADDD  Y4, Y10, Y10
 	VPADDD  Y6, Y10, Y10
-	VPAND   Y4, Y10, Y6
+	VPAND   Y5, Y10, Y6
 	VPSRLD  $0x10, Y7, Y10
-	VPAND   Y2, Y10, Y10
-	VPADDD  Y3, Y10, Y10
+	VPAND   Y3, Y10, Y10
+	VPADDD  Y4, Y10, Y10
 	VPADDD  Y7, Y10, Y10
-	VPAND   Y4, Y10, Y7
+	VPAND   Y5, Y10, Y7
+	VPSRLD  $0x10, Y8, Y10
+	VPAND   Y3, Y10, Y10
+	VPADDD  Y4, Y10, Y10
+	VPADDD  Y8, Y10, Y10
+	VPAND   Y5, Y10, Y8
 	VPSRLD  $0x10, Y9, Y10
-	VPAND   Y2, Y10, Y10
-	VPADDD  Y3, Y10, Y10
+	VPAND   Y3, Y10, Y10
+	VPADDD  Y4, Y10, Y10
 	VPADDD  Y9, Y10, Y10
-	VPAND   Y4, Y10, Y9
+	VPAND   Y5, Y10, Y9
 
-notrn35:
+notrn39:
 	VMOVUPS (SI)(R8*4), Y10
 	VADDPS  Y0, Y10, Y10
-	VMULPS  Y10, Y5, Y5
+	VMULPS  Y10, Y6, Y6
 	VMOVUPS 32(SI)(R8*4), Y10
 	VADDPS  Y0, Y10, Y10
-	VMULPS  Y10, Y6, Y6
+	VMULPS  Y10, Y7, Y7
 	VMOVUPS 64(SI)(R8*4), Y10
 	VADDPS  Y0, Y10, Y10
-	VMULPS  Y10, Y7, Y7
+	VMULPS  Y10, Y8, Y8
 	VMOVUPS 96(SI)(R8*4), Y10
 	VADDPS  Y0, Y10, Y10
 	VMULPS  Y10, Y9, Y9
 	MOVQ    job_bias+0(AX), R10
 	TESTQ   R10, R10
-	JZ      nobias36
-	VADDPS  (R10)(R8*4), Y5, Y5
-	VADDPS  32(R10)(R8*4), Y6, Y6
-	VADDPS  64(R10)(R8*4), Y7, Y7
+	JZ      nobias40
+	VADDPS  (R10)(R8*4), Y6, Y6
+	VADDPS  32(R10)(R8*4), Y7, Y7
+	VADDPS  64(R10)(R8*4), Y8, Y8
 	VADDPS  96(R10)(R8*4), Y9, Y9
 
-nobias36:
-	VCMPPS    $0x03, Y6, Y5, Y10
+nobias40:
+	VCMPPS    $0x03, Y7, Y6, Y10
 	VPTEST    Y10, Y10
-	JNZ       bf16nan37
-	VPSRLD    $0x10, Y5, Y10
-	VPAND     Y2, Y10, Y10
-	VPADDD    Y3, Y10, Y10
-	VPADDD    Y5, Y10, Y10
+	JNZ       bf16nan41
+	VPSRLD    $0x10, Y6, Y10
+	VPAND     Y3, Y10, Y10
+	VPADDD    Y4, Y10, Y10
+	VPADDD    Y6, Y10, Y10
 	VPSRLD    $0x10, Y10, Y10
-	VPSRLD    $0x10, Y6, Y5
-	VPAND     Y2, Y5, Y5
-	VPADDD    Y3, Y5, Y5
-	VPADDD    Y6, Y5, Y5
-	VPSRLD    $0x10, Y5, Y5
-	VPACKUSDW Y5, Y10, Y10
+	VPSRLD    $0x10, Y7, Y6
+	VPAND     Y3, Y6, Y6
+	VPADDD    Y4, Y6, Y6
+	VPADDD    Y7, Y6, Y6
+	VPSRLD    $0x10, Y6, Y6
+	VPACKUSDW Y6, Y10, Y10
 
-bf16packed38:
+bf16packed42:
 	VPERMQ    $0xd8, Y10, Y10
 	VMOVDQU   Y10, (CX)(R8*2)
-	VCMPPS    $0x03, Y9, Y7, Y5
-	VPTEST    Y5, Y5
-	JNZ       bf16nan39
-	VPSRLD    $0x10, Y7, Y5
-	VPAND     Y2, Y5, Y5
-	VPADDD    Y3, Y5, Y5
-	VPADDD    Y7, Y5, Y5
-	VPSRLD    $0x10, Y5, Y5
-	VPSRLD    $0x10, Y9, Y6
-	VPAND     Y2, Y6, Y6
-	VPADDD    Y3, Y6, Y6
-	VPADDD    Y9, Y6, Y6
+	VCMPPS    $0x03, Y9, Y8, Y6
+	VPTEST    Y6, Y6
+	JNZ       bf16nan43
+	VPSRLD    $0x10, Y8, Y6
+	VPAND     Y3, Y6, Y6
+	VPADDD    Y4, Y6, Y6
+	VPADDD    Y8, Y6, Y6
 	VPSRLD    $0x10, Y6, Y6
-	VPACKUSDW Y6, Y5, Y5
+	VPSRLD    $0x10, Y9, Y7
+	VPAND     Y3, Y7, Y7
+	VPADDD    Y4, Y7, Y7
+	VPADDD    Y9, Y7, Y7
+	VPSRLD    $0x10, Y7, Y7
+	VPACKUSDW Y7, Y6, Y6
 
-bf16packed40:
-	VPERMQ  $0xd8, Y5, Y5
-	VMOVDQU Y5, 32(CX)(R8*2)
+bf16packed44:
+	VPERMQ  $0xd8, Y6, Y6
+	VMOVDQU Y6, 32(CX)(R8*2)
 	ADDQ    $0x00000020, R8
-	JMP     scaleloopoffsetiter34
+	JMP     scaleloopoffsetiter38
 
 	PCALIGN $32
 scaleloopnoweight:
-	VMOVDQU avx2bfone<>+0(SB), Y2
-	VMOVDQU avx2bfbias<>+0(SB), Y3
+	VMOVDQU avx2bfone<>+0(SB), Y3
+	VMOVDQU avx2bfbias<>+0(SB), Y4
 
-scaleloopnoweightiter41:
+scaleloopnoweightiter45:
 	CMPQ    R8, R9
 	JG      scaletail
-	VMOVUPS (DX)(R8*4), Y4
-	VSUBPS  Y8, Y4, Y4
-	VMULPS  Y1, Y4, Y4
-	VMOVUPS 32(DX)(R8*4), Y5
-	VSUBPS  Y8, Y5, Y5
-	VMULPS  Y1, Y5, Y5
-	VMOVUPS 64(DX)(R8*4), Y6
-	VSUBPS  Y8, Y6, Y6
-	VMULPS  Y1, Y6, Y6
-	VMOVUPS 96(DX)(R8*4), Y7
-	VSUBPS  Y8, Y7, Y7
-	VMULPS  Y1, Y7, Y7
+	VMOVUPS (DX)(R8*4), Y5
+	VSUBPS  Y1, Y5, Y5
+	VMULPS  Y2, Y5, Y5
+	VMOVUPS 32(DX)(R8*4), Y6
+	VSUBPS  Y1, Y6, Y6
+	VMULPS  Y2, Y6, Y6
+	VMOVUPS 64(DX)(R8*4), Y7
+	VSUBPS  Y1, Y7, Y7
+	VMULPS  Y2, Y7, Y7
+	VMOVUPS 96(DX)(R8*4), Y8
+	VSUBPS  Y1, Y8, Y8
+	VMULPS  Y2, Y8, Y8
 	MOVQ    job_bias+0(AX), R10
 	TESTQ   R10, R10
-	JZ      nobias42
-	VADDPS  (R10)(R8*4), Y4, Y4
-	VADDPS  32(R10)(R8*4), Y5, Y5
-	VADDPS  64(R10)(R8*4), Y6, Y6
-	VADDPS  96(R10)(R8*4), Y7, Y7
+	JZ      nobias46
+	VADDPS  (R10)(R8*4), Y5, Y5
+	VADDPS  32(R10)(R8*4), Y6, Y6
+	VADDPS  64(R10)(R8*4), Y7, Y7
+	VADDPS  96(R10)(R8*4), Y8, Y8
 
-nobias42:
-	VCMPPS    $0x03, Y5, Y4, Y9
+nobias46:
+	VCMPPS    $0x03, Y6, Y5, Y9
 	VPTEST    Y9, Y9
-	JNZ       bf16nan43
-	VPSRLD    $0x10, Y4, Y9
-	VPAND     Y2, Y9, Y9
-	VPADDD    Y3, Y9, Y9
+	JNZ       bf16nan47
+	VPSRLD    $0x10, Y5, Y9
+	VPAND     Y3, Y9, Y9
 	VPADDD    Y4, Y9, Y9
+	VPADDD    Y5, Y9, Y9
 	VPSRLD    $0x10, Y9, Y9
-	VPSRLD    $0x10, Y5, Y4
-	VPAND     Y2, Y4, Y4
-	VPADDD    Y3, Y4, Y4
-	VPADDD    Y5, Y4, Y4
-	VPSRLD    $0x10, Y4, Y4
-	VPACKUSDW Y4, Y9, Y9
+	VPSRLD    $0x10, Y6, Y5
+	VPAND     Y3, Y5, Y5
+	VPADDD    Y4, Y5, Y5
+	VPADDD    Y6, Y5, Y5
+	VPSRLD    $0x10, Y5, Y5
+	VPACKUSDW Y5, Y9, Y9
 
-bf16packed44:
+bf16packed48:
 	VPERMQ    $0xd8, Y9, Y9
 	VMOVDQU   Y9, (CX)(R8*2)
-	VCMPPS    $0x03, Y7, Y6, Y4
-	VPTEST    Y4, Y4
-	JNZ       bf16nan45
-	VPSRLD    $0x10, Y6, Y4
-	VPAND     Y2, Y4, Y4
-	VPADDD    Y3, Y4, Y4
-	VPADDD    Y6, Y4, Y4
-	VPSRLD    $0x10, Y4, Y4
+	VCMPPS    $0x03, Y8, Y7, Y5
+	VPTEST    Y5, Y5
+	JNZ       bf16nan49
 	VPSRLD    $0x10, Y7, Y5
-	VPAND     Y2, Y5, Y5
-	VPADDD    Y3, Y5, Y5
+	VPAND     Y3, Y5, Y5
+	VPADDD    Y4, Y5, Y5
 	VPADDD    Y7, Y5, Y5
 	VPSRLD    $0x10, Y5, Y5
-	VPACKUSDW Y5, Y4, Y4
+	VPSRLD    $0x10, Y8, Y6
+	VPAND     Y3, Y6, Y6
+	VPADDD    Y4, Y6, Y6
+	VPADDD    Y8, Y6, Y6
+	VPSRLD    $0x10, Y6, Y6
+	VPACKUSDW Y6, Y5, Y5
 
-bf16packed46:
-	VPERMQ  $0xd8, Y4, Y4
-	VMOVDQU Y4, 32(CX)(R8*2)
+bf16packed50:
+	VPERMQ  $0xd8, Y5, Y5
+	VMOVDQU Y5, 32(CX)(R8*2)
 	ADDQ    $0x00000020, R8
-	JMP     scaleloopnoweightiter41
+	JMP     scaleloopnoweightiter45
 
 scalepf:
 	MOVQ DI, R10
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows47
+	JA   longrows51
 	SHLQ $0x03, R10
 
-longrows47:
+longrows51:
 	ADDQ    DX, R10
 	TESTL   $0x00000001, job_flags+0(AX)
 	JNZ     scalent
@@ -29153,279 +29705,279 @@ longrows47:
 	JZ      scalepfloopnoweight
 	TESTL   $0x00000010, job_flags+0(AX)
 	JNZ     scalepfloopoffset
-	VMOVDQU avx2bfone<>+0(SB), Y2
-	VMOVDQU avx2bfbias<>+0(SB), Y3
-	VMOVDQU avx2bfhigh<>+0(SB), Y4
+	VMOVDQU avx2bfone<>+0(SB), Y3
+	VMOVDQU avx2bfbias<>+0(SB), Y4
+	VMOVDQU avx2bfhigh<>+0(SB), Y5
 
-scalepfloopiter48:
+scalepfloopiter52:
 	CMPQ       R8, R9
 	JG         scaletail
 	PREFETCHT0 (R10)(R8*4)
 	PREFETCHT0 64(R10)(R8*4)
-	VMOVUPS    (DX)(R8*4), Y5
-	VSUBPS     Y8, Y5, Y5
-	VMULPS     Y1, Y5, Y5
-	VMOVUPS    32(DX)(R8*4), Y6
-	VSUBPS     Y8, Y6, Y6
-	VMULPS     Y1, Y6, Y6
-	VMOVUPS    64(DX)(R8*4), Y7
-	VSUBPS     Y8, Y7, Y7
-	VMULPS     Y1, Y7, Y7
+	VMOVUPS    (DX)(R8*4), Y6
+	VSUBPS     Y1, Y6, Y6
+	VMULPS     Y2, Y6, Y6
+	VMOVUPS    32(DX)(R8*4), Y7
+	VSUBPS     Y1, Y7, Y7
+	VMULPS     Y2, Y7, Y7
+	VMOVUPS    64(DX)(R8*4), Y8
+	VSUBPS     Y1, Y8, Y8
+	VMULPS     Y2, Y8, Y8
 	VMOVUPS    96(DX)(R8*4), Y9
-	VSUBPS     Y8, Y9, Y9
-	VMULPS     Y1, Y9, Y9
+	VSUBPS     Y1, Y9, Y9
+	VMULPS     Y2, Y9, Y9
 	TESTL      $0x00000008, job_flags+0(AX)
-	JZ         notrn49
-	VPSRLD     $0x10, Y5, Y10
-	VPAND      Y2, Y10, Y10
-	VPADDD     Y3, Y10, Y10
-	VPADDD     Y5, Y10, Y10
-	VPAND      Y4, Y10, Y5
+	JZ         notrn53
 	VPSRLD     $0x10, Y6, Y10
-	VPAND      Y2, Y10, Y10
-	VPADDD     Y3, Y10, Y10
+	VPAND      Y3, Y10, Y10
+	VPADDD     Y4, Y10, Y10
 	VPADDD     Y6, Y10, Y10
-	VPAND      Y4, Y10, Y6
+	VPAND      Y5, Y10, Y6
 	VPSRLD     $0x10, Y7, Y10
-	VPAND      Y2, Y10, Y10
-	VPADDD     Y3, Y10, Y10
+	VPAND      Y3, Y10, Y10
+	VPADDD     Y4, Y10, Y10
 	VPADDD     Y7, Y10, Y10
-	VPAND      Y4, Y10, Y7
+	VPAND      Y5, Y10, Y7
+	VPSRLD     $0x10, Y8, Y10
+	VPAND      Y3, Y10, Y10
+	VPADDD     Y4, Y10, Y10
+	VPADDD     Y8, Y10, Y10
+	VPAND      Y5, Y10, Y8
 	VPSRLD     $0x10, Y9, Y10
-	VPAND      Y2, Y10, Y10
-	VPADDD     Y3, Y10, Y10
+	VPAND      Y3, Y10, Y10
+	VPADDD     Y4, Y10, Y10
 	VPADDD     Y9, Y10, Y10
-	VPAND      Y4, Y10, Y9
+	VPAND      Y5, Y10, Y9
 
-notrn49:
-	VMULPS (SI)(R8*4), Y5, Y5
-	VMULPS 32(SI)(R8*4), Y6, Y6
-	VMULPS 64(SI)(R8*4), Y7, Y7
+notrn53:
+	VMULPS (SI)(R8*4), Y6, Y6
+	VMULPS 32(SI)(R8*4), Y7, Y7
+	VMULPS 64(SI)(R8*4), Y8, Y8
 	VMULPS 96(SI)(R8*4), Y9, Y9
 	MOVQ   job_bias+0(AX), R11
 	TESTQ  R11, R11
-	JZ     nobias50
-	VADDPS (R11)(R8*4), Y5, Y5
-	VADDPS 32(R11)(R8*4), Y6, Y6
-	VADDPS 64(R11)(R8*4), Y7, Y7
+	JZ     nobias54
+	VADDPS (R11)(R8*4), Y6, Y6
+	VADDPS 32(R11)(R8*4), Y7, Y7
+	VADDPS 64(R11)(R8*4), Y8, Y8
 	VADDPS 96(R11)(R8*4), Y9, Y9
 
-nobias50:
-	VCMPPS    $0x03, Y6, Y5, Y10
+nobias54:
+	VCMPPS    $0x03, Y7, Y6, Y10
 	VPTEST    Y10, Y10
-	JNZ       bf16nan51
-	VPSRLD    $0x10, Y5, Y10
-	VPAND     Y2, Y10, Y10
-	VPADDD    Y3, Y10, Y10
-	VPADDD    Y5, Y10, Y10
+	JNZ       bf16nan55
+	VPSRLD    $0x10, Y6, Y10
+	VPAND     Y3, Y10, Y10
+	VPADDD    Y4, Y10, Y10
+	VPADDD    Y6, Y10, Y10
 	VPSRLD    $0x10, Y10, Y10
-	VPSRLD    $0x10, Y6, Y5
-	VPAND     Y2, Y5, Y5
-	VPADDD    Y3, Y5, Y5
-	VPADDD    Y6, Y5, Y5
-	VPSRLD    $0x10, Y5, Y5
-	VPACKUSDW Y5, Y10, Y10
+	VPSRLD    $0x10, Y7, Y6
+	VPAND     Y3, Y6, Y6
+	VPADDD    Y4, Y6, Y6
+	VPADDD    Y7, Y6, Y6
+	VPSRLD    $0x10, Y6, Y6
+	VPACKUSDW Y6, Y10, Y10
 
-bf16packed52:
+bf16packed56:
 	VPERMQ    $0xd8, Y10, Y10
 	VMOVDQU   Y10, (CX)(R8*2)
-	VCMPPS    $0x03, Y9, Y7, Y5
-	VPTEST    Y5, Y5
-	JNZ       bf16nan53
-	VPSRLD    $0x10, Y7, Y5
-	VPAND     Y2, Y5, Y5
-	VPADDD    Y3, Y5, Y5
-	VPADDD    Y7, Y5, Y5
-	VPSRLD    $0x10, Y5, Y5
-	VPSRLD    $0x10, Y9, Y6
-	VPAND     Y2, Y6, Y6
-	VPADDD    Y3, Y6, Y6
-	VPADDD    Y9, Y6, Y6
+	VCMPPS    $0x03, Y9, Y8, Y6
+	VPTEST    Y6, Y6
+	JNZ       bf16nan57
+	VPSRLD    $0x10, Y8, Y6
+	VPAND     Y3, Y6, Y6
+	VPADDD    Y4, Y6, Y6
+	VPADDD    Y8, Y6, Y6
 	VPSRLD    $0x10, Y6, Y6
-	VPACKUSDW Y6, Y5, Y5
+	VPSRLD    $0x10, Y9, Y7
+	VPAND     Y3, Y7, Y7
+	VPADDD    Y4, Y7, Y7
+	VPADDD    Y9, Y7, Y7
+	VPSRLD    $0x10, Y7, Y7
+	VPACKUSDW Y7, Y6, Y6
 
-bf16packed54:
-	VPERMQ  $0xd8, Y5, Y5
-	VMOVDQU Y5, 32(CX)(R8*2)
+bf16packed58:
+	VPERMQ  $0xd8, Y6, Y6
+	VMOVDQU Y6, 32(CX)(R8*2)
 	ADDQ    $0x00000020, R8
-	JMP     scalepfloopiter48
+	JMP     scalepfloopiter52
 
 	PCALIGN $32
 scalepfloopoffset:
-	VMOVDQU avx2bfone<>+0(SB), Y2
-	VMOVDQU avx2bfbias<>+0(SB), Y3
-	VMOVDQU avx2bfhigh<>+0(SB), Y4
+	VMOVDQU avx2bfone<>+0(SB), Y3
+	VMOVDQU avx2bfbias<>+0(SB), Y4
+	VMOVDQU avx2bfhigh<>+0(SB), Y5
 
-scalepfloopoffsetiter55:
+scalepfloopoffsetiter59:
 	CMPQ       R8, R9
 	JG         scaletail
 	PREFETCHT0 (R10)(R8*4)
 	PREFETCHT0 64(R10)(R8*4)
-	VMOVUPS    (DX)(R8*4), Y5
-	VSUBPS     Y8, Y5, Y5
-	VMULPS     Y1, Y5, Y5
-	VMOVUPS    32(DX)(R8*4), Y6
-	VSUBPS     Y8, Y6, Y6
-	VMULPS     Y1, Y6, Y6
-	VMOVUPS    64(DX)(R8*4), Y7
-	VSUBPS     Y8, Y7, Y7
-	VMULPS     Y1, Y7, Y7
+	VMOVUPS    (DX)(R8*4), Y6
+	VSUBPS     Y1, Y6, Y6
+	VMULPS     Y2, Y6, Y6
+	VMOVUPS    32(DX)(R8*4), Y7
+	VSUBPS     Y1, Y7, Y7
+	VMULPS     Y2, Y7, Y7
+	VMOVUPS    64(DX)(R8*4), Y8
+	VSUBPS     Y1, Y8, Y8
+	VMULPS     Y2, Y8, Y8
 	VMOVUPS    96(DX)(R8*4), Y9
-	VSUBPS     Y8, Y9, Y9
-	VMULPS     Y1, Y9, Y9
+	VSUBPS     Y1, Y9, Y9
+	VMULPS     Y2, Y9, Y9
 	TESTL      $0x00000008, job_flags+0(AX)
-	JZ         notrn56
-	VPSRLD     $0x10, Y5, Y10
-	VPAND      Y2, Y10, Y10
-	VPADDD     Y3, Y10, Y10
-	VPADDD     Y5, Y10, Y10
-	VPAND      Y4, Y10, Y5
+	JZ         notrn60
 	VPSRLD     $0x10, Y6, Y10
-	VPAND      Y2, Y10, Y10
-	VPADDD     Y3, Y10, Y10
+	VPAND      Y3, Y10, Y10
+	VPADDD     Y4, Y10, Y10
 	VPADDD     Y6, Y10, Y10
-	VPAND      Y4, Y10, Y6
+	VPAND      Y5, Y10, Y6
 	VPSRLD     $0x10, Y7, Y10
-	VPAND      Y2, Y10, Y10
-	VPADDD     Y3, Y10, Y10
+	VPAND      Y3, Y10, Y10
+	VPADDD     Y4, Y10, Y10
 	VPADDD     Y7, Y10, Y10
-	VPAND      Y4, Y10, Y7
+	VPAND      Y5, Y10, Y7
+	VPSRLD     $0x10, Y8, Y10
+	VPAND      Y3, Y10, Y10
+	VPADDD     Y4, Y10, Y10
+	VPADDD     Y8, Y10, Y10
+	VPAND      Y5, Y10, Y8
 	VPSRLD     $0x10, Y9, Y10
-	VPAND      Y2, Y10, Y10
-	VPADDD     Y3, Y10, Y10
+	VPAND      Y3, Y10, Y10
+	VPADDD     Y4, Y10, Y10
 	VPADDD     Y9, Y10, Y10
-	VPAND      Y4, Y10, Y9
+	VPAND      Y5, Y10, Y9
 
-notrn56:
+notrn60:
 	VMOVUPS (SI)(R8*4), Y10
 	VADDPS  Y0, Y10, Y10
-	VMULPS  Y10, Y5, Y5
+	VMULPS  Y10, Y6, Y6
 	VMOVUPS 32(SI)(R8*4), Y10
 	VADDPS  Y0, Y10, Y10
-	VMULPS  Y10, Y6, Y6
+	VMULPS  Y10, Y7, Y7
 	VMOVUPS 64(SI)(R8*4), Y10
 	VADDPS  Y0, Y10, Y10
-	VMULPS  Y10, Y7, Y7
+	VMULPS  Y10, Y8, Y8
 	VMOVUPS 96(SI)(R8*4), Y10
 	VADDPS  Y0, Y10, Y10
 	VMULPS  Y10, Y9, Y9
 	MOVQ    job_bias+0(AX), R11
 	TESTQ   R11, R11
-	JZ      nobias57
-	VADDPS  (R11)(R8*4), Y5, Y5
-	VADDPS  32(R11)(R8*4), Y6, Y6
-	VADDPS  64(R11)(R8*4), Y7, Y7
+	JZ      nobias61
+	VADDPS  (R11)(R8*4), Y6, Y6
+	VADDPS  32(R11)(R8*4), Y7, Y7
+	VADDPS  64(R11)(R8*4), Y8, Y8
 	VADDPS  96(R11)(R8*4), Y9, Y9
 
-nobias57:
-	VCMPPS    $0x03, Y6, Y5, Y10
+nobias61:
+	VCMPPS    $0x03, Y7, Y6, Y10
 	VPTEST    Y10, Y10
-	JNZ       bf16nan58
-	VPSRLD    $0x10, Y5, Y10
-	VPAND     Y2, Y10, Y10
-	VPADDD    Y3, Y10, Y10
-	VPADDD    Y5, Y10, Y10
+	JNZ       bf16nan62
+	VPSRLD    $0x10, Y6, Y10
+	VPAND     Y3, Y10, Y10
+	VPADDD    Y4, Y10, Y10
+	VPADDD    Y6, Y10, Y10
 	VPSRLD    $0x10, Y10, Y10
-	VPSRLD    $0x10, Y6, Y5
-	VPAND     Y2, Y5, Y5
-	VPADDD    Y3, Y5, Y5
-	VPADDD    Y6, Y5, Y5
-	VPSRLD    $0x10, Y5, Y5
-	VPACKUSDW Y5, Y10, Y10
+	VPSRLD    $0x10, Y7, Y6
+	VPAND     Y3, Y6, Y6
+	VPADDD    Y4, Y6, Y6
+	VPADDD    Y7, Y6, Y6
+	VPSRLD    $0x10, Y6, Y6
+	VPACKUSDW Y6, Y10, Y10
 
-bf16packed59:
+bf16packed63:
 	VPERMQ    $0xd8, Y10, Y10
 	VMOVDQU   Y10, (CX)(R8*2)
-	VCMPPS    $0x03, Y9, Y7, Y5
-	VPTEST    Y5, Y5
-	JNZ       bf16nan60
-	VPSRLD    $0x10, Y7, Y5
-	VPAND     Y2, Y5, Y5
-	VPADDD    Y3, Y5, Y5
-	VPADDD    Y7, Y5, Y5
-	VPSRLD    $0x10, Y5, Y5
-	VPSRLD    $0x10, Y9, Y6
-	VPAND     Y2, Y6, Y6
-	VPADDD    Y3, Y6, Y6
-	VPADDD    Y9, Y6, Y6
+	VCMPPS    $0x03, Y9, Y8, Y6
+	VPTEST    Y6, Y6
+	JNZ       bf16nan64
+	VPSRLD    $0x10, Y8, Y6
+	VPAND     Y3, Y6, Y6
+	VPADDD    Y4, Y6, Y6
+	VPADDD    Y8, Y6, Y6
 	VPSRLD    $0x10, Y6, Y6
-	VPACKUSDW Y6, Y5, Y5
+	VPSRLD    $0x10, Y9, Y7
+	VPAND     Y3, Y7, Y7
+	VPADDD    Y4, Y7, Y7
+	VPADDD    Y9, Y7, Y7
+	VPSRLD    $0x10, Y7, Y7
+	VPACKUSDW Y7, Y6, Y6
 
-bf16packed61:
-	VPERMQ  $0xd8, Y5, Y5
-	VMOVDQU Y5, 32(CX)(R8*2)
+bf16packed65:
+	VPERMQ  $0xd8, Y6, Y6
+	VMOVDQU Y6, 32(CX)(R8*2)
 	ADDQ    $0x00000020, R8
-	JMP     scalepfloopoffsetiter55
+	JMP     scalepfloopoffsetiter59
 
 	PCALIGN $32
 scalepfloopnoweight:
-	VMOVDQU avx2bfone<>+0(SB), Y2
-	VMOVDQU avx2bfbias<>+0(SB), Y3
+	VMOVDQU avx2bfone<>+0(SB), Y3
+	VMOVDQU avx2bfbias<>+0(SB), Y4
 
-scalepfloopnoweightiter62:
+scalepfloopnoweightiter66:
 	CMPQ       R8, R9
 	JG         scaletail
 	PREFETCHT0 (R10)(R8*4)
 	PREFETCHT0 64(R10)(R8*4)
-	VMOVUPS    (DX)(R8*4), Y4
-	VSUBPS     Y8, Y4, Y4
-	VMULPS     Y1, Y4, Y4
-	VMOVUPS    32(DX)(R8*4), Y5
-	VSUBPS     Y8, Y5, Y5
-	VMULPS     Y1, Y5, Y5
-	VMOVUPS    64(DX)(R8*4), Y6
-	VSUBPS     Y8, Y6, Y6
-	VMULPS     Y1, Y6, Y6
-	VMOVUPS    96(DX)(R8*4), Y7
-	VSUBPS     Y8, Y7, Y7
-	VMULPS     Y1, Y7, Y7
+	VMOVUPS    (DX)(R8*4), Y5
+	VSUBPS     Y1, Y5, Y5
+	VMULPS     Y2, Y5, Y5
+	VMOVUPS    32(DX)(R8*4), Y6
+	VSUBPS     Y1, Y6, Y6
+	VMULPS     Y2, Y6, Y6
+	VMOVUPS    64(DX)(R8*4), Y7
+	VSUBPS     Y1, Y7, Y7
+	VMULPS     Y2, Y7, Y7
+	VMOVUPS    96(DX)(R8*4), Y8
+	VSUBPS     Y1, Y8, Y8
+	VMULPS     Y2, Y8, Y8
 	MOVQ       job_bias+0(AX), R11
 	TESTQ      R11, R11
-	JZ         nobias63
-	VADDPS     (R11)(R8*4), Y4, Y4
-	VADDPS     32(R11)(R8*4), Y5, Y5
-	VADDPS     64(R11)(R8*4), Y6, Y6
-	VADDPS     96(R11)(R8*4), Y7, Y7
+	JZ         nobias67
+	VADDPS     (R11)(R8*4), Y5, Y5
+	VADDPS     32(R11)(R8*4), Y6, Y6
+	VADDPS     64(R11)(R8*4), Y7, Y7
+	VADDPS     96(R11)(R8*4), Y8, Y8
 
-nobias63:
-	VCMPPS    $0x03, Y5, Y4, Y9
+nobias67:
+	VCMPPS    $0x03, Y6, Y5, Y9
 	VPTEST    Y9, Y9
-	JNZ       bf16nan64
-	VPSRLD    $0x10, Y4, Y9
-	VPAND     Y2, Y9, Y9
-	VPADDD    Y3, Y9, Y9
+	JNZ       bf16nan68
+	VPSRLD    $0x10, Y5, Y9
+	VPAND     Y3, Y9, Y9
 	VPADDD    Y4, Y9, Y9
+	VPADDD    Y5, Y9, Y9
 	VPSRLD    $0x10, Y9, Y9
-	VPSRLD    $0x10, Y5, Y4
-	VPAND     Y2, Y4, Y4
-	VPADDD    Y3, Y4, Y4
-	VPADDD    Y5, Y4, Y4
-	VPSRLD    $0x10, Y4, Y4
-	VPACKUSDW Y4, Y9, Y9
+	VPSRLD    $0x10, Y6, Y5
+	VPAND     Y3, Y5, Y5
+	VPADDD    Y4, Y5, Y5
+	VPADDD    Y6, Y5, Y5
+	VPSRLD    $0x10, Y5, Y5
+	VPACKUSDW Y5, Y9, Y9
 
-bf16packed65:
+bf16packed69:
 	VPERMQ    $0xd8, Y9, Y9
 	VMOVDQU   Y9, (CX)(R8*2)
-	VCMPPS    $0x03, Y7, Y6, Y4
-	VPTEST    Y4, Y4
-	JNZ       bf16nan66
-	VPSRLD    $0x10, Y6, Y4
-	VPAND     Y2, Y4, Y4
-	VPADDD    Y3, Y4, Y4
-	VPADDD    Y6, Y4, Y4
-	VPSRLD    $0x10, Y4, Y4
+	VCMPPS    $0x03, Y8, Y7, Y5
+	VPTEST    Y5, Y5
+	JNZ       bf16nan70
 	VPSRLD    $0x10, Y7, Y5
-	VPAND     Y2, Y5, Y5
-	VPADDD    Y3, Y5, Y5
+	VPAND     Y3, Y5, Y5
+	VPADDD    Y4, Y5, Y5
 	VPADDD    Y7, Y5, Y5
 	VPSRLD    $0x10, Y5, Y5
-	VPACKUSDW Y5, Y4, Y4
+	VPSRLD    $0x10, Y8, Y6
+	VPAND     Y3, Y6, Y6
+	VPADDD    Y4, Y6, Y6
+	VPADDD    Y8, Y6, Y6
+	VPSRLD    $0x10, Y6, Y6
+	VPACKUSDW Y6, Y5, Y5
 
-bf16packed67:
-	VPERMQ  $0xd8, Y4, Y4
-	VMOVDQU Y4, 32(CX)(R8*2)
+bf16packed71:
+	VPERMQ  $0xd8, Y5, Y5
+	VMOVDQU Y5, 32(CX)(R8*2)
 	ADDQ    $0x00000020, R8
-	JMP     scalepfloopnoweightiter62
+	JMP     scalepfloopnoweightiter66
 
 scalent:
 	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
@@ -29441,43 +29993,43 @@ scalent:
 scalehead:
 	CMPQ      R10, $0x00000008
 	JB        scaleheadpart
-	VMOVUPS   (DX)(R8*4), Y2
-	VSUBPS    Y8, Y2, Y2
-	VMULPS    Y1, Y2, Y2
+	VMOVUPS   (DX)(R8*4), Y3
+	VSUBPS    Y1, Y3, Y3
+	VMULPS    Y2, Y3, Y3
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn68
-	VPSRLD    $0x10, Y2, Y3
-	VPAND     avx2bfone<>+0(SB), Y3, Y3
-	VPADDD    avx2bfbias<>+0(SB), Y3, Y3
-	VPADDD    Y2, Y3, Y3
-	VPAND     avx2bfhigh<>+0(SB), Y3, Y3
-	VCMPPS    $0x03, Y2, Y2, Y2
-	VBLENDVPS Y2, avx2bfnanhigh<>+0(SB), Y3, Y2
+	JZ        notrn72
+	VPSRLD    $0x10, Y3, Y4
+	VPAND     avx2bfone<>+0(SB), Y4, Y4
+	VPADDD    avx2bfbias<>+0(SB), Y4, Y4
+	VPADDD    Y3, Y4, Y4
+	VPAND     avx2bfhigh<>+0(SB), Y4, Y4
+	VCMPPS    $0x03, Y3, Y3, Y3
+	VBLENDVPS Y3, avx2bfnanhigh<>+0(SB), Y4, Y3
 
-notrn68:
+notrn72:
 	TESTQ   SI, SI
-	JZ      noweight69
-	VMOVUPS (SI)(R8*4), Y3
-	VADDPS  Y0, Y3, Y3
-	VMULPS  Y3, Y2, Y2
+	JZ      noweight73
+	VMOVUPS (SI)(R8*4), Y4
+	VADDPS  Y0, Y4, Y4
+	VMULPS  Y4, Y3, Y3
 
-noweight69:
+noweight73:
 	MOVQ   job_bias+0(AX), R11
 	TESTQ  R11, R11
-	JZ     nobias70
-	VADDPS (R11)(R8*4), Y2, Y2
+	JZ     nobias74
+	VADDPS (R11)(R8*4), Y3, Y3
 
-nobias70:
-	VPSRLD       $0x10, Y2, Y3
-	VPAND        avx2bfone<>+0(SB), Y3, Y3
-	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
-	VPADDD       Y2, Y3, Y3
-	VPSRLD       $0x10, Y3, Y3
-	VCMPPS       $0x03, Y2, Y2, Y2
-	VBLENDVPS    Y2, avx2bfnanlow<>+0(SB), Y3, Y3
-	VEXTRACTI128 $0x01, Y3, X2
-	VPACKUSDW    X2, X3, X2
-	VMOVDQU      X2, (CX)(R8*2)
+nobias74:
+	VPSRLD       $0x10, Y3, Y4
+	VPAND        avx2bfone<>+0(SB), Y4, Y4
+	VPADDD       avx2bfbias<>+0(SB), Y4, Y4
+	VPADDD       Y3, Y4, Y4
+	VPSRLD       $0x10, Y4, Y4
+	VCMPPS       $0x03, Y3, Y3, Y3
+	VBLENDVPS    Y3, avx2bfnanlow<>+0(SB), Y4, Y4
+	VEXTRACTI128 $0x01, Y4, X3
+	VPACKUSDW    X3, X4, X3
+	VMOVDQU      X3, (CX)(R8*2)
 	ADDQ         $0x00000008, R8
 	SUBQ         $0x00000008, R10
 	JZ           scalentgo
@@ -29488,129 +30040,129 @@ scaleheadpart:
 scalentgo:
 	MOVQ DI, R10
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows71
+	JA   longrows75
 	SHLQ $0x03, R10
 
-longrows71:
+longrows75:
 	ADDQ    DX, R10
 	MOVL    job_flags+0(AX), R11
-	VMOVDQU avx2bfone<>+0(SB), Y2
-	VMOVDQU avx2bfbias<>+0(SB), Y3
-	VMOVDQU avx2bfhigh<>+0(SB), Y4
+	VMOVDQU avx2bfone<>+0(SB), Y3
+	VMOVDQU avx2bfbias<>+0(SB), Y4
+	VMOVDQU avx2bfhigh<>+0(SB), Y5
 
-scalentloopiter72:
+scalentloopiter76:
 	CMPQ       R8, R9
 	JG         scaletail
 	PREFETCHT0 (R10)(R8*4)
 	PREFETCHT0 64(R10)(R8*4)
-	VMOVUPS    (DX)(R8*4), Y5
-	VSUBPS     Y8, Y5, Y5
-	VMULPS     Y1, Y5, Y5
-	VMOVUPS    32(DX)(R8*4), Y6
-	VSUBPS     Y8, Y6, Y6
-	VMULPS     Y1, Y6, Y6
-	VMOVUPS    64(DX)(R8*4), Y7
-	VSUBPS     Y8, Y7, Y7
-	VMULPS     Y1, Y7, Y7
+	VMOVUPS    (DX)(R8*4), Y6
+	VSUBPS     Y1, Y6, Y6
+	VMULPS     Y2, Y6, Y6
+	VMOVUPS    32(DX)(R8*4), Y7
+	VSUBPS     Y1, Y7, Y7
+	VMULPS     Y2, Y7, Y7
+	VMOVUPS    64(DX)(R8*4), Y8
+	VSUBPS     Y1, Y8, Y8
+	VMULPS     Y2, Y8, Y8
 	VMOVUPS    96(DX)(R8*4), Y9
-	VSUBPS     Y8, Y9, Y9
-	VMULPS     Y1, Y9, Y9
+	VSUBPS     Y1, Y9, Y9
+	VMULPS     Y2, Y9, Y9
 	TESTL      $0x00000008, job_flags+0(AX)
-	JZ         notrn73
-	VPSRLD     $0x10, Y5, Y10
-	VPAND      Y2, Y10, Y10
-	VPADDD     Y3, Y10, Y10
-	VPADDD     Y5, Y10, Y10
-	VPAND      Y4, Y10, Y5
+	JZ         notrn77
 	VPSRLD     $0x10, Y6, Y10
-	VPAND      Y2, Y10, Y10
-	VPADDD     Y3, Y10, Y10
+	VPAND      Y3, Y10, Y10
+	VPADDD     Y4, Y10, Y10
 	VPADDD     Y6, Y10, Y10
-	VPAND      Y4, Y10, Y6
+	VPAND      Y5, Y10, Y6
 	VPSRLD     $0x10, Y7, Y10
-	VPAND      Y2, Y10, Y10
-	VPADDD     Y3, Y10, Y10
+	VPAND      Y3, Y10, Y10
+	VPADDD     Y4, Y10, Y10
 	VPADDD     Y7, Y10, Y10
-	VPAND      Y4, Y10, Y7
+	VPAND      Y5, Y10, Y7
+	VPSRLD     $0x10, Y8, Y10
+	VPAND      Y3, Y10, Y10
+	VPADDD     Y4, Y10, Y10
+	VPADDD     Y8, Y10, Y10
+	VPAND      Y5, Y10, Y8
 	VPSRLD     $0x10, Y9, Y10
-	VPAND      Y2, Y10, Y10
-	VPADDD     Y3, Y10, Y10
+	VPAND      Y3, Y10, Y10
+	VPADDD     Y4, Y10, Y10
 	VPADDD     Y9, Y10, Y10
-	VPAND      Y4, Y10, Y9
+	VPAND      Y5, Y10, Y9
 
-notrn73:
+notrn77:
 	TESTQ  SI, SI
-	JZ     weighed75
+	JZ     weighed79
 	TESTL  $0x00000010, R11
-	JNZ    offset74
-	VMULPS (SI)(R8*4), Y5, Y5
-	VMULPS 32(SI)(R8*4), Y6, Y6
-	VMULPS 64(SI)(R8*4), Y7, Y7
+	JNZ    offset78
+	VMULPS (SI)(R8*4), Y6, Y6
+	VMULPS 32(SI)(R8*4), Y7, Y7
+	VMULPS 64(SI)(R8*4), Y8, Y8
 	VMULPS 96(SI)(R8*4), Y9, Y9
 
-weighed75:
+weighed79:
 	MOVQ   job_bias+0(AX), R12
 	TESTQ  R12, R12
-	JZ     nobias76
-	VADDPS (R12)(R8*4), Y5, Y5
-	VADDPS 32(R12)(R8*4), Y6, Y6
-	VADDPS 64(R12)(R8*4), Y7, Y7
+	JZ     nobias80
+	VADDPS (R12)(R8*4), Y6, Y6
+	VADDPS 32(R12)(R8*4), Y7, Y7
+	VADDPS 64(R12)(R8*4), Y8, Y8
 	VADDPS 96(R12)(R8*4), Y9, Y9
 
-nobias76:
-	VCMPPS    $0x03, Y6, Y5, Y10
+nobias80:
+	VCMPPS    $0x03, Y7, Y6, Y10
 	VPTEST    Y10, Y10
-	JNZ       bf16nan77
-	VPSRLD    $0x10, Y5, Y10
-	VPAND     Y2, Y10, Y10
-	VPADDD    Y3, Y10, Y10
-	VPADDD    Y5, Y10, Y10
+	JNZ       bf16nan81
+	VPSRLD    $0x10, Y6, Y10
+	VPAND     Y3, Y10, Y10
+	VPADDD    Y4, Y10, Y10
+	VPADDD    Y6, Y10, Y10
 	VPSRLD    $0x10, Y10, Y10
-	VPSRLD    $0x10, Y6, Y5
-	VPAND     Y2, Y5, Y5
-	VPADDD    Y3, Y5, Y5
-	VPADDD    Y6, Y5, Y5
-	VPSRLD    $0x10, Y5, Y5
-	VPACKUSDW Y5, Y10, Y10
+	VPSRLD    $0x10, Y7, Y6
+	VPAND     Y3, Y6, Y6
+	VPADDD    Y4, Y6, Y6
+	VPADDD    Y7, Y6, Y6
+	VPSRLD    $0x10, Y6, Y6
+	VPACKUSDW Y6, Y10, Y10
 
-bf16packed78:
+bf16packed82:
 	VPERMQ    $0xd8, Y10, Y10
 	VMOVNTDQ  Y10, (CX)(R8*2)
-	VCMPPS    $0x03, Y9, Y7, Y5
-	VPTEST    Y5, Y5
-	JNZ       bf16nan79
-	VPSRLD    $0x10, Y7, Y5
-	VPAND     Y2, Y5, Y5
-	VPADDD    Y3, Y5, Y5
-	VPADDD    Y7, Y5, Y5
-	VPSRLD    $0x10, Y5, Y5
-	VPSRLD    $0x10, Y9, Y6
-	VPAND     Y2, Y6, Y6
-	VPADDD    Y3, Y6, Y6
-	VPADDD    Y9, Y6, Y6
+	VCMPPS    $0x03, Y9, Y8, Y6
+	VPTEST    Y6, Y6
+	JNZ       bf16nan83
+	VPSRLD    $0x10, Y8, Y6
+	VPAND     Y3, Y6, Y6
+	VPADDD    Y4, Y6, Y6
+	VPADDD    Y8, Y6, Y6
 	VPSRLD    $0x10, Y6, Y6
-	VPACKUSDW Y6, Y5, Y5
+	VPSRLD    $0x10, Y9, Y7
+	VPAND     Y3, Y7, Y7
+	VPADDD    Y4, Y7, Y7
+	VPADDD    Y9, Y7, Y7
+	VPSRLD    $0x10, Y7, Y7
+	VPACKUSDW Y7, Y6, Y6
 
-bf16packed80:
-	VPERMQ   $0xd8, Y5, Y5
-	VMOVNTDQ Y5, 32(CX)(R8*2)
+bf16packed84:
+	VPERMQ   $0xd8, Y6, Y6
+	VMOVNTDQ Y6, 32(CX)(R8*2)
 	ADDQ     $0x00000020, R8
-	JMP      scalentloopiter72
+	JMP      scalentloopiter76
 
-offset74:
+offset78:
 	VMOVUPS (SI)(R8*4), Y10
 	VADDPS  Y0, Y10, Y10
-	VMULPS  Y10, Y5, Y5
+	VMULPS  Y10, Y6, Y6
 	VMOVUPS 32(SI)(R8*4), Y10
 	VADDPS  Y0, Y10, Y10
-	VMULPS  Y10, Y6, Y6
+	VMULPS  Y10, Y7, Y7
 	VMOVUPS 64(SI)(R8*4), Y10
 	VADDPS  Y0, Y10, Y10
-	VMULPS  Y10, Y7, Y7
+	VMULPS  Y10, Y8, Y8
 	VMOVUPS 96(SI)(R8*4), Y10
 	VADDPS  Y0, Y10, Y10
 	VMULPS  Y10, Y9, Y9
-	JMP     weighed75
+	JMP     weighed79
 
 scaletail:
 	ADDQ $0x00000018, R9
@@ -29618,43 +30170,43 @@ scaletail:
 scaleone:
 	CMPQ      R8, R9
 	JG        scalepart
-	VMOVUPS   (DX)(R8*4), Y2
-	VSUBPS    Y8, Y2, Y2
-	VMULPS    Y1, Y2, Y2
+	VMOVUPS   (DX)(R8*4), Y3
+	VSUBPS    Y1, Y3, Y3
+	VMULPS    Y2, Y3, Y3
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn81
-	VPSRLD    $0x10, Y2, Y3
-	VPAND     avx2bfone<>+0(SB), Y3, Y3
-	VPADDD    avx2bfbias<>+0(SB), Y3, Y3
-	VPADDD    Y2, Y3, Y3
-	VPAND     avx2bfhigh<>+0(SB), Y3, Y3
-	VCMPPS    $0x03, Y2, Y2, Y2
-	VBLENDVPS Y2, avx2bfnanhigh<>+0(SB), Y3, Y2
+	JZ        notrn85
+	VPSRLD    $0x10, Y3, Y4
+	VPAND     avx2bfone<>+0(SB), Y4, Y4
+	VPADDD    avx2bfbias<>+0(SB), Y4, Y4
+	VPADDD    Y3, Y4, Y4
+	VPAND     avx2bfhigh<>+0(SB), Y4, Y4
+	VCMPPS    $0x03, Y3, Y3, Y3
+	VBLENDVPS Y3, avx2bfnanhigh<>+0(SB), Y4, Y3
 
-notrn81:
+notrn85:
 	TESTQ   SI, SI
-	JZ      noweight82
-	VMOVUPS (SI)(R8*4), Y3
-	VADDPS  Y0, Y3, Y3
-	VMULPS  Y3, Y2, Y2
+	JZ      noweight86
+	VMOVUPS (SI)(R8*4), Y4
+	VADDPS  Y0, Y4, Y4
+	VMULPS  Y4, Y3, Y3
 
-noweight82:
+noweight86:
 	MOVQ   job_bias+0(AX), R10
 	TESTQ  R10, R10
-	JZ     nobias83
-	VADDPS (R10)(R8*4), Y2, Y2
+	JZ     nobias87
+	VADDPS (R10)(R8*4), Y3, Y3
 
-nobias83:
-	VPSRLD       $0x10, Y2, Y3
-	VPAND        avx2bfone<>+0(SB), Y3, Y3
-	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
-	VPADDD       Y2, Y3, Y3
-	VPSRLD       $0x10, Y3, Y3
-	VCMPPS       $0x03, Y2, Y2, Y2
-	VBLENDVPS    Y2, avx2bfnanlow<>+0(SB), Y3, Y3
-	VEXTRACTI128 $0x01, Y3, X2
-	VPACKUSDW    X2, X3, X2
-	VMOVDQU      X2, (CX)(R8*2)
+nobias87:
+	VPSRLD       $0x10, Y3, Y4
+	VPAND        avx2bfone<>+0(SB), Y4, Y4
+	VPADDD       avx2bfbias<>+0(SB), Y4, Y4
+	VPADDD       Y3, Y4, Y4
+	VPSRLD       $0x10, Y4, Y4
+	VCMPPS       $0x03, Y3, Y3, Y3
+	VBLENDVPS    Y3, avx2bfnanlow<>+0(SB), Y4, Y4
+	VEXTRACTI128 $0x01, Y4, X3
+	VPACKUSDW    X3, X4, X3
+	VMOVDQU      X3, (CX)(R8*2)
 	ADDQ         $0x00000008, R8
 	JMP          scaleone
 
@@ -29671,161 +30223,161 @@ partout:
 	XORQ R13, R13
 	SUBQ $0x00000008, R14
 
-copyvec84:
+copyvec88:
 	CMPQ    R13, R14
-	JG      copyone85
-	VMOVUPS (R11)(R13*4), Y2
-	VMOVUPS Y2, (R12)(R13*4)
+	JG      copyone89
+	VMOVUPS (R11)(R13*4), Y3
+	VMOVUPS Y3, (R12)(R13*4)
 	ADDQ    $0x00000008, R13
-	JMP     copyvec84
+	JMP     copyvec88
 
-copyone85:
+copyone89:
 	ADDQ $0x00000008, R14
 
-copyloop87:
+copyloop91:
 	CMPQ R13, R14
-	JGE  copied86
+	JGE  copied90
 	MOVL (R11)(R13*4), R15
 	MOVL R15, (R12)(R13*4)
 	INCQ R13
-	JMP  copyloop87
+	JMP  copyloop91
 
-copied86:
+copied90:
 	TESTQ SI, SI
-	JZ    nowcopy88
+	JZ    nowcopy92
 	LEAQ  (SI)(R8*4), R11
 	LEAQ  160(SP), R12
 	MOVQ  R10, R14
 	XORQ  R13, R13
 	SUBQ  $0x00000008, R14
 
-copyvec89:
+copyvec93:
 	CMPQ    R13, R14
-	JG      copyone90
-	VMOVUPS (R11)(R13*4), Y2
-	VMOVUPS Y2, (R12)(R13*4)
+	JG      copyone94
+	VMOVUPS (R11)(R13*4), Y3
+	VMOVUPS Y3, (R12)(R13*4)
 	ADDQ    $0x00000008, R13
-	JMP     copyvec89
+	JMP     copyvec93
 
-copyone90:
+copyone94:
 	ADDQ $0x00000008, R14
 
-copyloop92:
+copyloop96:
 	CMPQ R13, R14
-	JGE  copied91
+	JGE  copied95
 	MOVL (R11)(R13*4), R15
 	MOVL R15, (R12)(R13*4)
 	INCQ R13
-	JMP  copyloop92
+	JMP  copyloop96
 
-copied91:
-nowcopy88:
+copied95:
+nowcopy92:
 	MOVQ  job_bias+0(AX), R11
 	TESTQ R11, R11
-	JZ    nobiascopy93
+	JZ    nobiascopy97
 	LEAQ  (R11)(R8*4), R11
 	LEAQ  224(SP), R12
 	MOVQ  R10, R14
 	XORQ  R13, R13
 	SUBQ  $0x00000008, R14
 
-copyvec94:
+copyvec98:
 	CMPQ    R13, R14
-	JG      copyone95
-	VMOVUPS (R11)(R13*4), Y2
-	VMOVUPS Y2, (R12)(R13*4)
+	JG      copyone99
+	VMOVUPS (R11)(R13*4), Y3
+	VMOVUPS Y3, (R12)(R13*4)
 	ADDQ    $0x00000008, R13
-	JMP     copyvec94
+	JMP     copyvec98
 
-copyone95:
+copyone99:
 	ADDQ $0x00000008, R14
 
-copyloop97:
+copyloop101:
 	CMPQ R13, R14
-	JGE  copied96
+	JGE  copied100
 	MOVL (R11)(R13*4), R15
 	MOVL R15, (R12)(R13*4)
 	INCQ R13
-	JMP  copyloop97
+	JMP  copyloop101
 
-copied96:
-nobiascopy93:
-	VMOVUPS   128(SP), Y2
-	VSUBPS    Y8, Y2, Y2
-	VMULPS    Y2, Y1, Y2
+copied100:
+nobiascopy97:
+	VMOVUPS   128(SP), Y3
+	VSUBPS    Y1, Y3, Y3
+	VMULPS    Y3, Y2, Y3
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn98
-	VPSRLD    $0x10, Y2, Y3
-	VPAND     avx2bfone<>+0(SB), Y3, Y3
-	VPADDD    avx2bfbias<>+0(SB), Y3, Y3
-	VPADDD    Y2, Y3, Y3
-	VPAND     avx2bfhigh<>+0(SB), Y3, Y3
-	VCMPPS    $0x03, Y2, Y2, Y2
-	VBLENDVPS Y2, avx2bfnanhigh<>+0(SB), Y3, Y2
+	JZ        notrn102
+	VPSRLD    $0x10, Y3, Y4
+	VPAND     avx2bfone<>+0(SB), Y4, Y4
+	VPADDD    avx2bfbias<>+0(SB), Y4, Y4
+	VPADDD    Y3, Y4, Y4
+	VPAND     avx2bfhigh<>+0(SB), Y4, Y4
+	VCMPPS    $0x03, Y3, Y3, Y3
+	VBLENDVPS Y3, avx2bfnanhigh<>+0(SB), Y4, Y3
 
-notrn98:
+notrn102:
 	TESTQ   SI, SI
-	JZ      noweight99
-	VMOVUPS 160(SP), Y3
-	VADDPS  Y0, Y3, Y3
-	VMULPS  Y3, Y2, Y2
+	JZ      noweight103
+	VMOVUPS 160(SP), Y4
+	VADDPS  Y0, Y4, Y4
+	VMULPS  Y4, Y3, Y3
 
-noweight99:
+noweight103:
 	MOVQ   job_bias+0(AX), R11
 	TESTQ  R11, R11
-	JZ     nobias100
-	VADDPS 224(SP), Y2, Y2
+	JZ     nobias104
+	VADDPS 224(SP), Y3, Y3
 
-nobias100:
-	VPSRLD       $0x10, Y2, Y3
-	VPAND        avx2bfone<>+0(SB), Y3, Y3
-	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
-	VPADDD       Y2, Y3, Y3
-	VPSRLD       $0x10, Y3, Y3
-	VCMPPS       $0x03, Y2, Y2, Y2
-	VBLENDVPS    Y2, avx2bfnanlow<>+0(SB), Y3, Y3
-	VEXTRACTI128 $0x01, Y3, X2
-	VPACKUSDW    X2, X3, X2
-	VMOVDQU      X2, 192(SP)
+nobias104:
+	VPSRLD       $0x10, Y3, Y4
+	VPAND        avx2bfone<>+0(SB), Y4, Y4
+	VPADDD       avx2bfbias<>+0(SB), Y4, Y4
+	VPADDD       Y3, Y4, Y4
+	VPSRLD       $0x10, Y4, Y4
+	VCMPPS       $0x03, Y3, Y3, Y3
+	VBLENDVPS    Y3, avx2bfnanlow<>+0(SB), Y4, Y4
+	VEXTRACTI128 $0x01, Y4, X3
+	VPACKUSDW    X3, X4, X3
+	VMOVDQU      X3, 192(SP)
 	LEAQ         192(SP), R12
 	LEAQ         (CX)(R8*2), R11
 	MOVQ         R10, R14
 	XORQ         R13, R13
 	SUBQ         $0x00000010, R14
 
-copyvec101:
+copyvec105:
 	CMPQ    R13, R14
-	JG      copyone102
-	VMOVUPS (R12)(R13*2), Y2
-	VMOVUPS Y2, (R11)(R13*2)
+	JG      copyone106
+	VMOVUPS (R12)(R13*2), Y3
+	VMOVUPS Y3, (R11)(R13*2)
 	ADDQ    $0x00000010, R13
-	JMP     copyvec101
+	JMP     copyvec105
 
-copyone102:
+copyone106:
 	ADDQ $0x00000010, R14
 
-copyloop104:
+copyloop108:
 	CMPQ R13, R14
-	JGE  copied103
+	JGE  copied107
 	MOVW (R12)(R13*2), R15
 	MOVW R15, (R11)(R13*2)
 	INCQ R13
-	JMP  copyloop104
+	JMP  copyloop108
 
-copied103:
+copied107:
 	ADDQ R10, R8
 	CMPQ R8, job_d+0(AX)
 	JB   scalentgo
 
 scaled:
 	ADDQ DI, DX
-	ADDQ 664(SP), CX
+	ADDQ 680(SP), CX
 	ADDQ DI, BX
-	INCQ 656(SP)
-	MOVQ 688(SP), R8
+	INCQ 672(SP)
+	MOVQ 704(SP), R8
 	INCQ R8
-	MOVQ R8, 688(SP)
-	CMPQ R8, 680(SP)
+	MOVQ R8, 704(SP)
+	CMPQ R8, 696(SP)
 	JB   scalerow
 	JMP  row
 
@@ -29836,234 +30388,90 @@ ret:
 
 vzero:
 	VZEROUPPER
-	MOVQ 656(SP), AX
+	MOVQ 672(SP), AX
 	MOVQ AX, ret+24(FP)
 	RET
 
-bf16nan30:
-	VPSRLD    $0x10, Y5, Y10
+bf16nan34:
+	VPSRLD    $0x10, Y6, Y10
 	VPAND     avx2bfone<>+0(SB), Y10, Y10
 	VPADDD    avx2bfbias<>+0(SB), Y10, Y10
-	VPADDD    Y5, Y10, Y10
+	VPADDD    Y6, Y10, Y10
 	VPSRLD    $0x10, Y10, Y10
-	VCMPPS    $0x03, Y5, Y5, Y5
-	VBLENDVPS Y5, avx2bfnanlow<>+0(SB), Y10, Y10
-	VPSRLD    $0x10, Y6, Y5
-	VPAND     avx2bfone<>+0(SB), Y5, Y5
-	VPADDD    avx2bfbias<>+0(SB), Y5, Y5
-	VPADDD    Y6, Y5, Y5
-	VPSRLD    $0x10, Y5, Y5
 	VCMPPS    $0x03, Y6, Y6, Y6
-	VBLENDVPS Y6, avx2bfnanlow<>+0(SB), Y5, Y5
-	VPACKUSDW Y5, Y10, Y10
-	JMP       bf16packed31
-
-bf16nan32:
-	VPSRLD    $0x10, Y7, Y5
-	VPAND     avx2bfone<>+0(SB), Y5, Y5
-	VPADDD    avx2bfbias<>+0(SB), Y5, Y5
-	VPADDD    Y7, Y5, Y5
-	VPSRLD    $0x10, Y5, Y5
-	VCMPPS    $0x03, Y7, Y7, Y6
-	VBLENDVPS Y6, avx2bfnanlow<>+0(SB), Y5, Y5
-	VPSRLD    $0x10, Y9, Y6
+	VBLENDVPS Y6, avx2bfnanlow<>+0(SB), Y10, Y10
+	VPSRLD    $0x10, Y7, Y6
 	VPAND     avx2bfone<>+0(SB), Y6, Y6
 	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
-	VPADDD    Y9, Y6, Y6
+	VPADDD    Y7, Y6, Y6
 	VPSRLD    $0x10, Y6, Y6
-	VCMPPS    $0x03, Y9, Y9, Y7
+	VCMPPS    $0x03, Y7, Y7, Y7
 	VBLENDVPS Y7, avx2bfnanlow<>+0(SB), Y6, Y6
-	VPACKUSDW Y6, Y5, Y5
-	JMP       bf16packed33
+	VPACKUSDW Y6, Y10, Y10
+	JMP       bf16packed35
 
-bf16nan37:
-	VPSRLD    $0x10, Y5, Y10
+bf16nan36:
+	VPSRLD    $0x10, Y8, Y6
+	VPAND     avx2bfone<>+0(SB), Y6, Y6
+	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
+	VPADDD    Y8, Y6, Y6
+	VPSRLD    $0x10, Y6, Y6
+	VCMPPS    $0x03, Y8, Y8, Y7
+	VBLENDVPS Y7, avx2bfnanlow<>+0(SB), Y6, Y6
+	VPSRLD    $0x10, Y9, Y7
+	VPAND     avx2bfone<>+0(SB), Y7, Y7
+	VPADDD    avx2bfbias<>+0(SB), Y7, Y7
+	VPADDD    Y9, Y7, Y7
+	VPSRLD    $0x10, Y7, Y7
+	VCMPPS    $0x03, Y9, Y9, Y8
+	VBLENDVPS Y8, avx2bfnanlow<>+0(SB), Y7, Y7
+	VPACKUSDW Y7, Y6, Y6
+	JMP       bf16packed37
+
+bf16nan41:
+	VPSRLD    $0x10, Y6, Y10
 	VPAND     avx2bfone<>+0(SB), Y10, Y10
 	VPADDD    avx2bfbias<>+0(SB), Y10, Y10
-	VPADDD    Y5, Y10, Y10
+	VPADDD    Y6, Y10, Y10
 	VPSRLD    $0x10, Y10, Y10
-	VCMPPS    $0x03, Y5, Y5, Y5
-	VBLENDVPS Y5, avx2bfnanlow<>+0(SB), Y10, Y10
-	VPSRLD    $0x10, Y6, Y5
-	VPAND     avx2bfone<>+0(SB), Y5, Y5
-	VPADDD    avx2bfbias<>+0(SB), Y5, Y5
-	VPADDD    Y6, Y5, Y5
-	VPSRLD    $0x10, Y5, Y5
 	VCMPPS    $0x03, Y6, Y6, Y6
-	VBLENDVPS Y6, avx2bfnanlow<>+0(SB), Y5, Y5
-	VPACKUSDW Y5, Y10, Y10
-	JMP       bf16packed38
-
-bf16nan39:
-	VPSRLD    $0x10, Y7, Y5
-	VPAND     avx2bfone<>+0(SB), Y5, Y5
-	VPADDD    avx2bfbias<>+0(SB), Y5, Y5
-	VPADDD    Y7, Y5, Y5
-	VPSRLD    $0x10, Y5, Y5
-	VCMPPS    $0x03, Y7, Y7, Y6
-	VBLENDVPS Y6, avx2bfnanlow<>+0(SB), Y5, Y5
-	VPSRLD    $0x10, Y9, Y6
+	VBLENDVPS Y6, avx2bfnanlow<>+0(SB), Y10, Y10
+	VPSRLD    $0x10, Y7, Y6
 	VPAND     avx2bfone<>+0(SB), Y6, Y6
 	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
-	VPADDD    Y9, Y6, Y6
+	VPADDD    Y7, Y6, Y6
 	VPSRLD    $0x10, Y6, Y6
-	VCMPPS    $0x03, Y9, Y9, Y7
+	VCMPPS    $0x03, Y7, Y7, Y7
 	VBLENDVPS Y7, avx2bfnanlow<>+0(SB), Y6, Y6
-	VPACKUSDW Y6, Y5, Y5
-	JMP       bf16packed40
+	VPACKUSDW Y6, Y10, Y10
+	JMP       bf16packed42
 
 bf16nan43:
-	VPSRLD    $0x10, Y4, Y9
-	VPAND     avx2bfone<>+0(SB), Y9, Y9
-	VPADDD    avx2bfbias<>+0(SB), Y9, Y9
-	VPADDD    Y4, Y9, Y9
-	VPSRLD    $0x10, Y9, Y9
-	VCMPPS    $0x03, Y4, Y4, Y4
-	VBLENDVPS Y4, avx2bfnanlow<>+0(SB), Y9, Y9
-	VPSRLD    $0x10, Y5, Y4
-	VPAND     avx2bfone<>+0(SB), Y4, Y4
-	VPADDD    avx2bfbias<>+0(SB), Y4, Y4
-	VPADDD    Y5, Y4, Y4
-	VPSRLD    $0x10, Y4, Y4
-	VCMPPS    $0x03, Y5, Y5, Y5
-	VBLENDVPS Y5, avx2bfnanlow<>+0(SB), Y4, Y4
-	VPACKUSDW Y4, Y9, Y9
+	VPSRLD    $0x10, Y8, Y6
+	VPAND     avx2bfone<>+0(SB), Y6, Y6
+	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
+	VPADDD    Y8, Y6, Y6
+	VPSRLD    $0x10, Y6, Y6
+	VCMPPS    $0x03, Y8, Y8, Y7
+	VBLENDVPS Y7, avx2bfnanlow<>+0(SB), Y6, Y6
+	VPSRLD    $0x10, Y9, Y7
+	VPAND     avx2bfone<>+0(SB), Y7, Y7
+	VPADDD    avx2bfbias<>+0(SB), Y7, Y7
+	VPADDD    Y9, Y7, Y7
+	VPSRLD    $0x10, Y7, Y7
+	VCMPPS    $0x03, Y9, Y9, Y8
+	VBLENDVPS Y8, avx2bfnanlow<>+0(SB), Y7, Y7
+	VPACKUSDW Y7, Y6, Y6
 	JMP       bf16packed44
 
-bf16nan45:
-	VPSRLD    $0x10, Y6, Y4
-	VPAND     avx2bfone<>+0(SB), Y4, Y4
-	VPADDD    avx2bfbias<>+0(SB), Y4, Y4
-	VPADDD    Y6, Y4, Y4
-	VPSRLD    $0x10, Y4, Y4
-	VCMPPS    $0x03, Y6, Y6, Y5
-	VBLENDVPS Y5, avx2bfnanlow<>+0(SB), Y4, Y4
-	VPSRLD    $0x10, Y7, Y5
-	VPAND     avx2bfone<>+0(SB), Y5, Y5
-	VPADDD    avx2bfbias<>+0(SB), Y5, Y5
-	VPADDD    Y7, Y5, Y5
-	VPSRLD    $0x10, Y5, Y5
-	VCMPPS    $0x03, Y7, Y7, Y6
-	VBLENDVPS Y6, avx2bfnanlow<>+0(SB), Y5, Y5
-	VPACKUSDW Y5, Y4, Y4
-	JMP       bf16packed46
-
-bf16nan51:
-	VPSRLD    $0x10, Y5, Y10
-	VPAND     avx2bfone<>+0(SB), Y10, Y10
-	VPADDD    avx2bfbias<>+0(SB), Y10, Y10
-	VPADDD    Y5, Y10, Y10
-	VPSRLD    $0x10, Y10, Y10
-	VCMPPS    $0x03, Y5, Y5, Y5
-	VBLENDVPS Y5, avx2bfnanlow<>+0(SB), Y10, Y10
-	VPSRLD    $0x10, Y6, Y5
-	VPAND     avx2bfone<>+0(SB), Y5, Y5
-	VPADDD    avx2bfbias<>+0(SB), Y5, Y5
-	VPADDD    Y6, Y5, Y5
-	VPSRLD    $0x10, Y5, Y5
-	VCMPPS    $0x03, Y6, Y6, Y6
-	VBLENDVPS Y6, avx2bfnanlow<>+0(SB), Y5, Y5
-	VPACKUSDW Y5, Y10, Y10
-	JMP       bf16packed52
-
-bf16nan53:
-	VPSRLD    $0x10, Y7, Y5
-	VPAND     avx2bfone<>+0(SB), Y5, Y5
-	VPADDD    avx2bfbias<>+0(SB), Y5, Y5
-	VPADDD    Y7, Y5, Y5
-	VPSRLD    $0x10, Y5, Y5
-	VCMPPS    $0x03, Y7, Y7, Y6
-	VBLENDVPS Y6, avx2bfnanlow<>+0(SB), Y5, Y5
-	VPSRLD    $0x10, Y9, Y6
-	VPAND     avx2bfone<>+0(SB), Y6, Y6
-	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
-	VPADDD    Y9, Y6, Y6
-	VPSRLD    $0x10, Y6, Y6
-	VCMPPS    $0x03, Y9, Y9, Y7
-	VBLENDVPS Y7, avx2bfnanlow<>+0(SB), Y6, Y6
-	VPACKUSDW Y6, Y5, Y5
-	JMP       bf16packed54
-
-bf16nan58:
-	VPSRLD    $0x10, Y5, Y10
-	VPAND     avx2bfone<>+0(SB), Y10, Y10
-	VPADDD    avx2bfbias<>+0(SB), Y10, Y10
-	VPADDD    Y5, Y10, Y10
-	VPSRLD    $0x10, Y10, Y10
-	VCMPPS    $0x03, Y5, Y5, Y5
-	VBLENDVPS Y5, avx2bfnanlow<>+0(SB), Y10, Y10
-	VPSRLD    $0x10, Y6, Y5
-	VPAND     avx2bfone<>+0(SB), Y5, Y5
-	VPADDD    avx2bfbias<>+0(SB), Y5, Y5
-	VPADDD    Y6, Y5, Y5
-	VPSRLD    $0x10, Y5, Y5
-	VCMPPS    $0x03, Y6, Y6, Y6
-	VBLENDVPS Y6, avx2bfnanlow<>+0(SB), Y5, Y5
-	VPACKUSDW Y5, Y10, Y10
-	JMP       bf16packed59
-
-bf16nan60:
-	VPSRLD    $0x10, Y7, Y5
-	VPAND     avx2bfone<>+0(SB), Y5, Y5
-	VPADDD    avx2bfbias<>+0(SB), Y5, Y5
-	VPADDD    Y7, Y5, Y5
-	VPSRLD    $0x10, Y5, Y5
-	VCMPPS    $0x03, Y7, Y7, Y6
-	VBLENDVPS Y6, avx2bfnanlow<>+0(SB), Y5, Y5
-	VPSRLD    $0x10, Y9, Y6
-	VPAND     avx2bfone<>+0(SB), Y6, Y6
-	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
-	VPADDD    Y9, Y6, Y6
-	VPSRLD    $0x10, Y6, Y6
-	VCMPPS    $0x03, Y9, Y9, Y7
-	VBLENDVPS Y7, avx2bfnanlow<>+0(SB), Y6, Y6
-	VPACKUSDW Y6, Y5, Y5
-	JMP       bf16packed61
-
-bf16nan64:
-	VPSRLD    $0x10, Y4, Y9
+bf16nan47:
+	VPSRLD    $0x10, Y5, Y9
 	VPAND     avx2bfone<>+0(SB), Y9, Y9
 	VPADDD    avx2bfbias<>+0(SB), Y9, Y9
-	VPADDD    Y4, Y9, Y9
+	VPADDD    Y5, Y9, Y9
 	VPSRLD    $0x10, Y9, Y9
-	VCMPPS    $0x03, Y4, Y4, Y4
-	VBLENDVPS Y4, avx2bfnanlow<>+0(SB), Y9, Y9
-	VPSRLD    $0x10, Y5, Y4
-	VPAND     avx2bfone<>+0(SB), Y4, Y4
-	VPADDD    avx2bfbias<>+0(SB), Y4, Y4
-	VPADDD    Y5, Y4, Y4
-	VPSRLD    $0x10, Y4, Y4
 	VCMPPS    $0x03, Y5, Y5, Y5
-	VBLENDVPS Y5, avx2bfnanlow<>+0(SB), Y4, Y4
-	VPACKUSDW Y4, Y9, Y9
-	JMP       bf16packed65
-
-bf16nan66:
-	VPSRLD    $0x10, Y6, Y4
-	VPAND     avx2bfone<>+0(SB), Y4, Y4
-	VPADDD    avx2bfbias<>+0(SB), Y4, Y4
-	VPADDD    Y6, Y4, Y4
-	VPSRLD    $0x10, Y4, Y4
-	VCMPPS    $0x03, Y6, Y6, Y5
-	VBLENDVPS Y5, avx2bfnanlow<>+0(SB), Y4, Y4
-	VPSRLD    $0x10, Y7, Y5
-	VPAND     avx2bfone<>+0(SB), Y5, Y5
-	VPADDD    avx2bfbias<>+0(SB), Y5, Y5
-	VPADDD    Y7, Y5, Y5
-	VPSRLD    $0x10, Y5, Y5
-	VCMPPS    $0x03, Y7, Y7, Y6
-	VBLENDVPS Y6, avx2bfnanlow<>+0(SB), Y5, Y5
-	VPACKUSDW Y5, Y4, Y4
-	JMP       bf16packed67
-
-bf16nan77:
-	VPSRLD    $0x10, Y5, Y10
-	VPAND     avx2bfone<>+0(SB), Y10, Y10
-	VPADDD    avx2bfbias<>+0(SB), Y10, Y10
-	VPADDD    Y5, Y10, Y10
-	VPSRLD    $0x10, Y10, Y10
-	VCMPPS    $0x03, Y5, Y5, Y5
-	VBLENDVPS Y5, avx2bfnanlow<>+0(SB), Y10, Y10
+	VBLENDVPS Y5, avx2bfnanlow<>+0(SB), Y9, Y9
 	VPSRLD    $0x10, Y6, Y5
 	VPAND     avx2bfone<>+0(SB), Y5, Y5
 	VPADDD    avx2bfbias<>+0(SB), Y5, Y5
@@ -30071,10 +30479,10 @@ bf16nan77:
 	VPSRLD    $0x10, Y5, Y5
 	VCMPPS    $0x03, Y6, Y6, Y6
 	VBLENDVPS Y6, avx2bfnanlow<>+0(SB), Y5, Y5
-	VPACKUSDW Y5, Y10, Y10
-	JMP       bf16packed78
+	VPACKUSDW Y5, Y9, Y9
+	JMP       bf16packed48
 
-bf16nan79:
+bf16nan49:
 	VPSRLD    $0x10, Y7, Y5
 	VPAND     avx2bfone<>+0(SB), Y5, Y5
 	VPADDD    avx2bfbias<>+0(SB), Y5, Y5
@@ -30082,19 +30490,163 @@ bf16nan79:
 	VPSRLD    $0x10, Y5, Y5
 	VCMPPS    $0x03, Y7, Y7, Y6
 	VBLENDVPS Y6, avx2bfnanlow<>+0(SB), Y5, Y5
-	VPSRLD    $0x10, Y9, Y6
+	VPSRLD    $0x10, Y8, Y6
 	VPAND     avx2bfone<>+0(SB), Y6, Y6
 	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
-	VPADDD    Y9, Y6, Y6
+	VPADDD    Y8, Y6, Y6
 	VPSRLD    $0x10, Y6, Y6
-	VCMPPS    $0x03, Y9, Y9, Y7
+	VCMPPS    $0x03, Y8, Y8, Y7
 	VBLENDVPS Y7, avx2bfnanlow<>+0(SB), Y6, Y6
 	VPACKUSDW Y6, Y5, Y5
-	JMP       bf16packed80
+	JMP       bf16packed50
+
+bf16nan55:
+	VPSRLD    $0x10, Y6, Y10
+	VPAND     avx2bfone<>+0(SB), Y10, Y10
+	VPADDD    avx2bfbias<>+0(SB), Y10, Y10
+	VPADDD    Y6, Y10, Y10
+	VPSRLD    $0x10, Y10, Y10
+	VCMPPS    $0x03, Y6, Y6, Y6
+	VBLENDVPS Y6, avx2bfnanlow<>+0(SB), Y10, Y10
+	VPSRLD    $0x10, Y7, Y6
+	VPAND     avx2bfone<>+0(SB), Y6, Y6
+	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
+	VPADDD    Y7, Y6, Y6
+	VPSRLD    $0x10, Y6, Y6
+	VCMPPS    $0x03, Y7, Y7, Y7
+	VBLENDVPS Y7, avx2bfnanlow<>+0(SB), Y6, Y6
+	VPACKUSDW Y6, Y10, Y10
+	JMP       bf16packed56
+
+bf16nan57:
+	VPSRLD    $0x10, Y8, Y6
+	VPAND     avx2bfone<>+0(SB), Y6, Y6
+	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
+	VPADDD    Y8, Y6, Y6
+	VPSRLD    $0x10, Y6, Y6
+	VCMPPS    $0x03, Y8, Y8, Y7
+	VBLENDVPS Y7, avx2bfnanlow<>+0(SB), Y6, Y6
+	VPSRLD    $0x10, Y9, Y7
+	VPAND     avx2bfone<>+0(SB), Y7, Y7
+	VPADDD    avx2bfbias<>+0(SB), Y7, Y7
+	VPADDD    Y9, Y7, Y7
+	VPSRLD    $0x10, Y7, Y7
+	VCMPPS    $0x03, Y9, Y9, Y8
+	VBLENDVPS Y8, avx2bfnanlow<>+0(SB), Y7, Y7
+	VPACKUSDW Y7, Y6, Y6
+	JMP       bf16packed58
+
+bf16nan62:
+	VPSRLD    $0x10, Y6, Y10
+	VPAND     avx2bfone<>+0(SB), Y10, Y10
+	VPADDD    avx2bfbias<>+0(SB), Y10, Y10
+	VPADDD    Y6, Y10, Y10
+	VPSRLD    $0x10, Y10, Y10
+	VCMPPS    $0x03, Y6, Y6, Y6
+	VBLENDVPS Y6, avx2bfnanlow<>+0(SB), Y10, Y10
+	VPSRLD    $0x10, Y7, Y6
+	VPAND     avx2bfone<>+0(SB), Y6, Y6
+	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
+	VPADDD    Y7, Y6, Y6
+	VPSRLD    $0x10, Y6, Y6
+	VCMPPS    $0x03, Y7, Y7, Y7
+	VBLENDVPS Y7, avx2bfnanlow<>+0(SB), Y6, Y6
+	VPACKUSDW Y6, Y10, Y10
+	JMP       bf16packed63
+
+bf16nan64:
+	VPSRLD    $0x10, Y8, Y6
+	VPAND     avx2bfone<>+0(SB), Y6, Y6
+	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
+	VPADDD    Y8, Y6, Y6
+	VPSRLD    $0x10, Y6, Y6
+	VCMPPS    $0x03, Y8, Y8, Y7
+	VBLENDVPS Y7, avx2bfnanlow<>+0(SB), Y6, Y6
+	VPSRLD    $0x10, Y9, Y7
+	VPAND     avx2bfone<>+0(SB), Y7, Y7
+	VPADDD    avx2bfbias<>+0(SB), Y7, Y7
+	VPADDD    Y9, Y7, Y7
+	VPSRLD    $0x10, Y7, Y7
+	VCMPPS    $0x03, Y9, Y9, Y8
+	VBLENDVPS Y8, avx2bfnanlow<>+0(SB), Y7, Y7
+	VPACKUSDW Y7, Y6, Y6
+	JMP       bf16packed65
+
+bf16nan68:
+	VPSRLD    $0x10, Y5, Y9
+	VPAND     avx2bfone<>+0(SB), Y9, Y9
+	VPADDD    avx2bfbias<>+0(SB), Y9, Y9
+	VPADDD    Y5, Y9, Y9
+	VPSRLD    $0x10, Y9, Y9
+	VCMPPS    $0x03, Y5, Y5, Y5
+	VBLENDVPS Y5, avx2bfnanlow<>+0(SB), Y9, Y9
+	VPSRLD    $0x10, Y6, Y5
+	VPAND     avx2bfone<>+0(SB), Y5, Y5
+	VPADDD    avx2bfbias<>+0(SB), Y5, Y5
+	VPADDD    Y6, Y5, Y5
+	VPSRLD    $0x10, Y5, Y5
+	VCMPPS    $0x03, Y6, Y6, Y6
+	VBLENDVPS Y6, avx2bfnanlow<>+0(SB), Y5, Y5
+	VPACKUSDW Y5, Y9, Y9
+	JMP       bf16packed69
+
+bf16nan70:
+	VPSRLD    $0x10, Y7, Y5
+	VPAND     avx2bfone<>+0(SB), Y5, Y5
+	VPADDD    avx2bfbias<>+0(SB), Y5, Y5
+	VPADDD    Y7, Y5, Y5
+	VPSRLD    $0x10, Y5, Y5
+	VCMPPS    $0x03, Y7, Y7, Y6
+	VBLENDVPS Y6, avx2bfnanlow<>+0(SB), Y5, Y5
+	VPSRLD    $0x10, Y8, Y6
+	VPAND     avx2bfone<>+0(SB), Y6, Y6
+	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
+	VPADDD    Y8, Y6, Y6
+	VPSRLD    $0x10, Y6, Y6
+	VCMPPS    $0x03, Y8, Y8, Y7
+	VBLENDVPS Y7, avx2bfnanlow<>+0(SB), Y6, Y6
+	VPACKUSDW Y6, Y5, Y5
+	JMP       bf16packed71
+
+bf16nan81:
+	VPSRLD    $0x10, Y6, Y10
+	VPAND     avx2bfone<>+0(SB), Y10, Y10
+	VPADDD    avx2bfbias<>+0(SB), Y10, Y10
+	VPADDD    Y6, Y10, Y10
+	VPSRLD    $0x10, Y10, Y10
+	VCMPPS    $0x03, Y6, Y6, Y6
+	VBLENDVPS Y6, avx2bfnanlow<>+0(SB), Y10, Y10
+	VPSRLD    $0x10, Y7, Y6
+	VPAND     avx2bfone<>+0(SB), Y6, Y6
+	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
+	VPADDD    Y7, Y6, Y6
+	VPSRLD    $0x10, Y6, Y6
+	VCMPPS    $0x03, Y7, Y7, Y7
+	VBLENDVPS Y7, avx2bfnanlow<>+0(SB), Y6, Y6
+	VPACKUSDW Y6, Y10, Y10
+	JMP       bf16packed82
+
+bf16nan83:
+	VPSRLD    $0x10, Y8, Y6
+	VPAND     avx2bfone<>+0(SB), Y6, Y6
+	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
+	VPADDD    Y8, Y6, Y6
+	VPSRLD    $0x10, Y6, Y6
+	VCMPPS    $0x03, Y8, Y8, Y7
+	VBLENDVPS Y7, avx2bfnanlow<>+0(SB), Y6, Y6
+	VPSRLD    $0x10, Y9, Y7
+	VPAND     avx2bfone<>+0(SB), Y7, Y7
+	VPADDD    avx2bfbias<>+0(SB), Y7, Y7
+	VPADDD    Y9, Y7, Y7
+	VPSRLD    $0x10, Y7, Y7
+	VCMPPS    $0x03, Y9, Y9, Y8
+	VBLENDVPS Y8, avx2bfnanlow<>+0(SB), Y7, Y7
+	VPACKUSDW Y7, Y6, Y6
+	JMP       bf16packed84
 
 // func avx2ForwardLayerToF16(j uintptr, from int, to int) int
 // Requires: AVX, AVX2, F16C, MMX+
-TEXT ·avx2ForwardLayerToF16(SB), NOSPLIT, $720-32
+TEXT ·avx2ForwardLayerToF16(SB), NOSPLIT, $736-32
 	// avx2ForwardLayerToF16 normalizes rows [from, to) of the job: LayerNorm on float32 rows into F16 rows: y = round16(((x-m)*inv)*w + b), round16(((x-m)*inv)*(1+w) + b) with flagOffset, or round16((x-m)*inv + b) with w nil (with flagRN and a weight, round16((x-m)*inv) in place of ((x-m)*inv)), m the row's mean with flagCenter (else +0; stored to mean[r] when mean is not nil), b the bias (nothing added when it is nil), for each row; with res, h = x + res and res = h per element first, and h in place of x.
 	// It stops before the first row that needs the float64 path and returns that row's index, or to.
 	MOVQ  j+0(FP), AX
@@ -30111,13 +30663,13 @@ rowsset:
 	SHLQ $0x02, DI
 	MOVQ job_dstStride+0(AX), R8
 	SHLQ $0x01, R8
-	MOVQ R8, 664(SP)
+	MOVQ R8, 680(SP)
 
 	// fd = float32(d); rd = 1/d when d is a power of two (a/d is then a*rd exactly), else 0.
 	MOVQ       job_d+0(AX), R8
 	VMOVSS     one<>+0(SB), X0
 	VCVTSI2SSQ R8, X0, X0
-	VMOVSS     X0, 712(SP)
+	VMOVSS     X0, 728(SP)
 	XORL       R10, R10
 	LEAQ       -1(R8), R9
 	TESTQ      R8, R9
@@ -30128,157 +30680,211 @@ rowsset:
 	SHLL       $0x17, R10
 
 notpow2:
-	MOVL R10, 716(SP)
+	MOVL R10, 732(SP)
 
 	// Start at row from.
 	MOVQ  from+8(FP), R8
-	MOVQ  R8, 656(SP)
-	MOVQ  $0x00000000, 672(SP)
+	MOVQ  R8, 672(SP)
+	MOVQ  $0x00000000, 688(SP)
 	MOVQ  R8, R9
-	IMULQ 664(SP), R9
+	IMULQ 680(SP), R9
 	ADDQ  R9, CX
 	IMULQ DI, R8
 	ADDQ  R8, DX
 	ADDQ  R8, BX
 
 row:
-	MOVQ  656(SP), R8
-	CMPQ  R8, to+16(FP)
-	JAE   ret
-	MOVQ  $0x00000001, 680(SP)
-	CMPQ  job_res+0(AX), $0x00
-	JNE   addsum
+	MOVQ 672(SP), R8
+	CMPQ R8, to+16(FP)
+	JAE  ret
+	MOVQ $0x00000001, 696(SP)
+	CMPQ job_res+0(AX), $0x00
+	JNE  addsum
+	CMPQ 688(SP), $0x00
+	JE   trygroup
+	DECQ 688(SP)
+	JMP  sum
+
+trygroup:
+	CMPQ job_d+0(AX), $0x00000200
+	JA   sum
+	MOVQ to+16(FP), R8
+	SUBQ 672(SP), R8
+	CMPQ R8, $0x04
+	JB   sum
+	MOVQ $0x00000004, 696(SP)
+
+sum:
 	TESTL $0x00000020, job_flags+0(AX)
 	JZ    nocenter
 	MOVQ  DX, R8
+	XORQ  R9, R9
 
+meanrow:
 	// Sum of the elements: element i goes to partial i%64.
-	MOVQ   job_d+0(AX), R10
-	SUBQ   $0x00000040, R10
+	MOVQ   job_d+0(AX), R11
+	SUBQ   $0x00000040, R11
 	JGE    firstblock
 	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
 	VXORPS Y3, Y3, Y3
 	VXORPS Y4, Y4, Y4
 	VXORPS Y5, Y5, Y5
 	VXORPS Y6, Y6, Y6
 	VXORPS Y7, Y7, Y7
-	XORQ   R9, R9
+	VXORPS Y8, Y8, Y8
+	XORQ   R10, R10
 	JMP    sumtail
 
 firstblock:
 	// +0 + square is the square itself: the first block initializes the partials.
-	XORQ    R9, R9
-	VMOVUPS (R8)(R9*4), Y0
+	XORQ    R10, R10
+	VMOVUPS (R8)(R10*4), Y0
 	VADDPS  zero64<>+0(SB), Y0, Y0
-	VMOVUPS 32(R8)(R9*4), Y1
-	VADDPS  zero64<>+0(SB), Y1, Y1
-	VMOVUPS 64(R8)(R9*4), Y2
+	VMOVUPS 32(R8)(R10*4), Y2
 	VADDPS  zero64<>+0(SB), Y2, Y2
-	VMOVUPS 96(R8)(R9*4), Y3
+	VMOVUPS 64(R8)(R10*4), Y3
 	VADDPS  zero64<>+0(SB), Y3, Y3
-	VMOVUPS 128(R8)(R9*4), Y4
+	VMOVUPS 96(R8)(R10*4), Y4
 	VADDPS  zero64<>+0(SB), Y4, Y4
-	VMOVUPS 160(R8)(R9*4), Y5
+	VMOVUPS 128(R8)(R10*4), Y5
 	VADDPS  zero64<>+0(SB), Y5, Y5
-	VMOVUPS 192(R8)(R9*4), Y6
+	VMOVUPS 160(R8)(R10*4), Y6
 	VADDPS  zero64<>+0(SB), Y6, Y6
-	VMOVUPS 224(R8)(R9*4), Y7
+	VMOVUPS 192(R8)(R10*4), Y7
 	VADDPS  zero64<>+0(SB), Y7, Y7
-	MOVQ    $0x00000040, R9
+	VMOVUPS 224(R8)(R10*4), Y8
+	VADDPS  zero64<>+0(SB), Y8, Y8
+	MOVQ    $0x00000040, R10
 
 	PCALIGN $32
 sumloop:
-	CMPQ    R9, R10
+	CMPQ    R10, R11
 	JG      sumtail
-	VMOVUPS (R8)(R9*4), Y8
-	VADDPS  Y8, Y0, Y0
-	VMOVUPS 32(R8)(R9*4), Y8
-	VADDPS  Y8, Y1, Y1
-	VMOVUPS 64(R8)(R9*4), Y8
-	VADDPS  Y8, Y2, Y2
-	VMOVUPS 96(R8)(R9*4), Y8
-	VADDPS  Y8, Y3, Y3
-	VMOVUPS 128(R8)(R9*4), Y8
-	VADDPS  Y8, Y4, Y4
-	VMOVUPS 160(R8)(R9*4), Y8
-	VADDPS  Y8, Y5, Y5
-	VMOVUPS 192(R8)(R9*4), Y8
-	VADDPS  Y8, Y6, Y6
-	VMOVUPS 224(R8)(R9*4), Y8
-	VADDPS  Y8, Y7, Y7
-	ADDQ    $0x00000040, R9
+	VMOVUPS (R8)(R10*4), Y9
+	VADDPS  Y9, Y0, Y0
+	VMOVUPS 32(R8)(R10*4), Y9
+	VADDPS  Y9, Y2, Y2
+	VMOVUPS 64(R8)(R10*4), Y9
+	VADDPS  Y9, Y3, Y3
+	VMOVUPS 96(R8)(R10*4), Y9
+	VADDPS  Y9, Y4, Y4
+	VMOVUPS 128(R8)(R10*4), Y9
+	VADDPS  Y9, Y5, Y5
+	VMOVUPS 160(R8)(R10*4), Y9
+	VADDPS  Y9, Y6, Y6
+	VMOVUPS 192(R8)(R10*4), Y9
+	VADDPS  Y9, Y7, Y7
+	VMOVUPS 224(R8)(R10*4), Y9
+	VADDPS  Y9, Y8, Y8
+	ADDQ    $0x00000040, R10
 	JMP     sumloop
 
 sumtail:
 	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
-	MOVQ    job_d+0(AX), R10
-	SUBQ    R9, R10
+	MOVQ    job_d+0(AX), R11
+	SUBQ    R10, R11
 	JZ      summed
-	MOVQ    R10, 696(SP)
-	LEAQ    (R8)(R9*4), R8
-	LEAQ    128(SP), R9
-	VXORPS  Y8, Y8, Y8
-	VMOVUPS Y8, (R9)
-	VMOVUPS Y8, 32(R9)
-	VMOVUPS Y8, 64(R9)
-	VMOVUPS Y8, 96(R9)
-	VMOVUPS Y8, 128(R9)
-	VMOVUPS Y8, 160(R9)
-	VMOVUPS Y8, 192(R9)
-	VMOVUPS Y8, 224(R9)
-	MOVQ    696(SP), R11
-	XORQ    R10, R10
-	SUBQ    $0x00000008, R11
+	MOVQ    R11, 712(SP)
+	LEAQ    (R8)(R10*4), R10
+	LEAQ    128(SP), R11
+	VXORPS  Y9, Y9, Y9
+	VMOVUPS Y9, (R11)
+	VMOVUPS Y9, 32(R11)
+	VMOVUPS Y9, 64(R11)
+	VMOVUPS Y9, 96(R11)
+	VMOVUPS Y9, 128(R11)
+	VMOVUPS Y9, 160(R11)
+	VMOVUPS Y9, 192(R11)
+	VMOVUPS Y9, 224(R11)
+	MOVQ    712(SP), R13
+	XORQ    R12, R12
+	SUBQ    $0x00000008, R13
 
 copyvec1:
-	CMPQ    R10, R11
+	CMPQ    R12, R13
 	JG      copyone2
-	VMOVUPS (R8)(R10*4), Y8
-	VMOVUPS Y8, (R9)(R10*4)
-	ADDQ    $0x00000008, R10
+	VMOVUPS (R10)(R12*4), Y9
+	VMOVUPS Y9, (R11)(R12*4)
+	ADDQ    $0x00000008, R12
 	JMP     copyvec1
 
 copyone2:
-	ADDQ $0x00000008, R11
+	ADDQ $0x00000008, R13
 
 copyloop4:
-	CMPQ R10, R11
+	CMPQ R12, R13
 	JGE  copied3
-	MOVL (R8)(R10*4), R12
-	MOVL R12, (R9)(R10*4)
-	INCQ R10
+	MOVL (R10)(R12*4), R14
+	MOVL R14, (R11)(R12*4)
+	INCQ R12
 	JMP  copyloop4
 
 copied3:
-	XORQ    R8, R8
-	VMOVUPS (R9)(R8*4), Y8
-	VADDPS  Y8, Y0, Y0
-	VMOVUPS 32(R9)(R8*4), Y8
-	VADDPS  Y8, Y1, Y1
-	VMOVUPS 64(R9)(R8*4), Y8
-	VADDPS  Y8, Y2, Y2
-	VMOVUPS 96(R9)(R8*4), Y8
-	VADDPS  Y8, Y3, Y3
-	VMOVUPS 128(R9)(R8*4), Y8
-	VADDPS  Y8, Y4, Y4
-	VMOVUPS 160(R9)(R8*4), Y8
-	VADDPS  Y8, Y5, Y5
-	VMOVUPS 192(R9)(R8*4), Y8
-	VADDPS  Y8, Y6, Y6
-	VMOVUPS 224(R9)(R8*4), Y8
-	VADDPS  Y8, Y7, Y7
+	XORQ    R10, R10
+	VMOVUPS (R11)(R10*4), Y9
+	VADDPS  Y9, Y0, Y0
+	VMOVUPS 32(R11)(R10*4), Y9
+	VADDPS  Y9, Y2, Y2
+	VMOVUPS 64(R11)(R10*4), Y9
+	VADDPS  Y9, Y3, Y3
+	VMOVUPS 96(R11)(R10*4), Y9
+	VADDPS  Y9, Y4, Y4
+	VMOVUPS 128(R11)(R10*4), Y9
+	VADDPS  Y9, Y5, Y5
+	VMOVUPS 160(R11)(R10*4), Y9
+	VADDPS  Y9, Y6, Y6
+	VMOVUPS 192(R11)(R10*4), Y9
+	VADDPS  Y9, Y7, Y7
+	VMOVUPS 224(R11)(R10*4), Y9
+	VADDPS  Y9, Y8, Y8
 
 summed:
-	VADDPS Y4, Y0, Y0
-	VADDPS Y5, Y1, Y1
-	VADDPS Y6, Y2, Y2
-	VADDPS Y7, Y3, Y3
-	VADDPS Y2, Y0, Y0
-	VADDPS Y3, Y1, Y1
-	VADDPS Y1, Y0, Y0
-	JMP    mean
+	VADDPS  Y5, Y0, Y0
+	VADDPS  Y6, Y2, Y2
+	VADDPS  Y7, Y3, Y3
+	VADDPS  Y8, Y4, Y4
+	VADDPS  Y3, Y0, Y0
+	VADDPS  Y4, Y2, Y2
+	VADDPS  Y2, Y0, Y0
+	CMPQ    696(SP), $0x01
+	JE      mean
+	VMOVUPS Y0, (SP)(R9*1)
+	ADDQ    DI, R8
+	ADDQ    $0x00000020, R9
+	CMPQ    R9, $0x00000080
+	JB      meanrow
+
+	// The rest of the halving tree for the group's sums, and their means.
+	VMOVUPS      (SP), Y0
+	VMOVUPS      32(SP), Y2
+	VMOVUPS      64(SP), Y3
+	VMOVUPS      96(SP), Y4
+	VPERM2F128   $0x20, Y2, Y0, Y5
+	VPERM2F128   $0x31, Y2, Y0, Y0
+	VADDPS       Y0, Y5, Y5
+	VPERM2F128   $0x20, Y4, Y3, Y0
+	VPERM2F128   $0x31, Y4, Y3, Y2
+	VADDPS       Y2, Y0, Y0
+	VSHUFPS      $0x44, Y0, Y5, Y2
+	VSHUFPS      $0xee, Y0, Y5, Y0
+	VADDPS       Y0, Y2, Y2
+	VHADDPS      Y2, Y2, Y2
+	VEXTRACTF128 $0x01, Y2, X0
+	VUNPCKLPS    X0, X2, X0
+	CMPL         732(SP), $0x00
+	JE           divide5
+	VBROADCASTSS 732(SP), X2
+	VMULPS       X2, X0, X0
+	JMP          divided6
+
+divide5:
+	VBROADCASTSS 728(SP), X2
+	VDIVPS       X2, X0, X0
+
+divided6:
+	VMOVUPS X0, 656(SP)
+	JMP     centered
 
 addsum:
 	MOVQ BX, R8
@@ -30289,13 +30895,13 @@ addsum:
 	SUBQ   $0x00000040, R11
 	JGE    addfirstblock
 	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
 	VXORPS Y3, Y3, Y3
 	VXORPS Y4, Y4, Y4
 	VXORPS Y5, Y5, Y5
 	VXORPS Y6, Y6, Y6
 	VXORPS Y7, Y7, Y7
+	VXORPS Y8, Y8, Y8
 	XORQ   R10, R10
 	JMP    addsumtail
 
@@ -30309,69 +30915,69 @@ addfirstblock:
 	VMOVUPS 32(R8)(R10*4), Y1
 	VADDPS  32(R9)(R10*4), Y1, Y1
 	VMOVUPS Y1, 32(R9)(R10*4)
-	VADDPS  zero64<>+0(SB), Y1, Y1
-	VMOVUPS 64(R8)(R10*4), Y2
-	VADDPS  64(R9)(R10*4), Y2, Y2
-	VMOVUPS Y2, 64(R9)(R10*4)
-	VADDPS  zero64<>+0(SB), Y2, Y2
-	VMOVUPS 96(R8)(R10*4), Y3
-	VADDPS  96(R9)(R10*4), Y3, Y3
-	VMOVUPS Y3, 96(R9)(R10*4)
-	VADDPS  zero64<>+0(SB), Y3, Y3
-	VMOVUPS 128(R8)(R10*4), Y4
-	VADDPS  128(R9)(R10*4), Y4, Y4
-	VMOVUPS Y4, 128(R9)(R10*4)
-	VADDPS  zero64<>+0(SB), Y4, Y4
-	VMOVUPS 160(R8)(R10*4), Y5
-	VADDPS  160(R9)(R10*4), Y5, Y5
-	VMOVUPS Y5, 160(R9)(R10*4)
-	VADDPS  zero64<>+0(SB), Y5, Y5
-	VMOVUPS 192(R8)(R10*4), Y6
-	VADDPS  192(R9)(R10*4), Y6, Y6
-	VMOVUPS Y6, 192(R9)(R10*4)
-	VADDPS  zero64<>+0(SB), Y6, Y6
-	VMOVUPS 224(R8)(R10*4), Y7
-	VADDPS  224(R9)(R10*4), Y7, Y7
-	VMOVUPS Y7, 224(R9)(R10*4)
-	VADDPS  zero64<>+0(SB), Y7, Y7
+	VADDPS  zero64<>+0(SB), Y1, Y2
+	VMOVUPS 64(R8)(R10*4), Y1
+	VADDPS  64(R9)(R10*4), Y1, Y1
+	VMOVUPS Y1, 64(R9)(R10*4)
+	VADDPS  zero64<>+0(SB), Y1, Y3
+	VMOVUPS 96(R8)(R10*4), Y1
+	VADDPS  96(R9)(R10*4), Y1, Y1
+	VMOVUPS Y1, 96(R9)(R10*4)
+	VADDPS  zero64<>+0(SB), Y1, Y4
+	VMOVUPS 128(R8)(R10*4), Y1
+	VADDPS  128(R9)(R10*4), Y1, Y1
+	VMOVUPS Y1, 128(R9)(R10*4)
+	VADDPS  zero64<>+0(SB), Y1, Y5
+	VMOVUPS 160(R8)(R10*4), Y1
+	VADDPS  160(R9)(R10*4), Y1, Y1
+	VMOVUPS Y1, 160(R9)(R10*4)
+	VADDPS  zero64<>+0(SB), Y1, Y6
+	VMOVUPS 192(R8)(R10*4), Y1
+	VADDPS  192(R9)(R10*4), Y1, Y1
+	VMOVUPS Y1, 192(R9)(R10*4)
+	VADDPS  zero64<>+0(SB), Y1, Y7
+	VMOVUPS 224(R8)(R10*4), Y1
+	VADDPS  224(R9)(R10*4), Y1, Y1
+	VMOVUPS Y1, 224(R9)(R10*4)
+	VADDPS  zero64<>+0(SB), Y1, Y8
 	MOVQ    $0x00000040, R10
 
 	PCALIGN $32
 addsumloop:
 	CMPQ    R10, R11
 	JG      addsumtail
-	VMOVUPS (R8)(R10*4), Y8
-	VADDPS  (R9)(R10*4), Y8, Y8
-	VMOVUPS Y8, (R9)(R10*4)
-	VADDPS  Y8, Y0, Y0
-	VMOVUPS 32(R8)(R10*4), Y8
-	VADDPS  32(R9)(R10*4), Y8, Y8
-	VMOVUPS Y8, 32(R9)(R10*4)
-	VADDPS  Y8, Y1, Y1
-	VMOVUPS 64(R8)(R10*4), Y8
-	VADDPS  64(R9)(R10*4), Y8, Y8
-	VMOVUPS Y8, 64(R9)(R10*4)
-	VADDPS  Y8, Y2, Y2
-	VMOVUPS 96(R8)(R10*4), Y8
-	VADDPS  96(R9)(R10*4), Y8, Y8
-	VMOVUPS Y8, 96(R9)(R10*4)
-	VADDPS  Y8, Y3, Y3
-	VMOVUPS 128(R8)(R10*4), Y8
-	VADDPS  128(R9)(R10*4), Y8, Y8
-	VMOVUPS Y8, 128(R9)(R10*4)
-	VADDPS  Y8, Y4, Y4
-	VMOVUPS 160(R8)(R10*4), Y8
-	VADDPS  160(R9)(R10*4), Y8, Y8
-	VMOVUPS Y8, 160(R9)(R10*4)
-	VADDPS  Y8, Y5, Y5
-	VMOVUPS 192(R8)(R10*4), Y8
-	VADDPS  192(R9)(R10*4), Y8, Y8
-	VMOVUPS Y8, 192(R9)(R10*4)
-	VADDPS  Y8, Y6, Y6
-	VMOVUPS 224(R8)(R10*4), Y8
-	VADDPS  224(R9)(R10*4), Y8, Y8
-	VMOVUPS Y8, 224(R9)(R10*4)
-	VADDPS  Y8, Y7, Y7
+	VMOVUPS (R8)(R10*4), Y1
+	VADDPS  (R9)(R10*4), Y1, Y1
+	VMOVUPS Y1, (R9)(R10*4)
+	VADDPS  Y1, Y0, Y0
+	VMOVUPS 32(R8)(R10*4), Y1
+	VADDPS  32(R9)(R10*4), Y1, Y1
+	VMOVUPS Y1, 32(R9)(R10*4)
+	VADDPS  Y1, Y2, Y2
+	VMOVUPS 64(R8)(R10*4), Y1
+	VADDPS  64(R9)(R10*4), Y1, Y1
+	VMOVUPS Y1, 64(R9)(R10*4)
+	VADDPS  Y1, Y3, Y3
+	VMOVUPS 96(R8)(R10*4), Y1
+	VADDPS  96(R9)(R10*4), Y1, Y1
+	VMOVUPS Y1, 96(R9)(R10*4)
+	VADDPS  Y1, Y4, Y4
+	VMOVUPS 128(R8)(R10*4), Y1
+	VADDPS  128(R9)(R10*4), Y1, Y1
+	VMOVUPS Y1, 128(R9)(R10*4)
+	VADDPS  Y1, Y5, Y5
+	VMOVUPS 160(R8)(R10*4), Y1
+	VADDPS  160(R9)(R10*4), Y1, Y1
+	VMOVUPS Y1, 160(R9)(R10*4)
+	VADDPS  Y1, Y6, Y6
+	VMOVUPS 192(R8)(R10*4), Y1
+	VADDPS  192(R9)(R10*4), Y1, Y1
+	VMOVUPS Y1, 192(R9)(R10*4)
+	VADDPS  Y1, Y7, Y7
+	VMOVUPS 224(R8)(R10*4), Y1
+	VADDPS  224(R9)(R10*4), Y1, Y1
+	VMOVUPS Y1, 224(R9)(R10*4)
+	VADDPS  Y1, Y8, Y8
 	ADDQ    $0x00000040, R10
 	JMP     addsumloop
 
@@ -30380,146 +30986,146 @@ addsumtail:
 	MOVQ    job_d+0(AX), R11
 	SUBQ    R10, R11
 	JZ      addsummed
-	MOVQ    R11, 696(SP)
+	MOVQ    R11, 712(SP)
 	LEAQ    (R8)(R10*4), R8
 	LEAQ    (R9)(R10*4), R9
-	MOVQ    R9, 704(SP)
+	MOVQ    R9, 720(SP)
 	LEAQ    128(SP), R9
-	VXORPS  Y8, Y8, Y8
-	VMOVUPS Y8, (R9)
-	VMOVUPS Y8, 32(R9)
-	VMOVUPS Y8, 64(R9)
-	VMOVUPS Y8, 96(R9)
-	VMOVUPS Y8, 128(R9)
-	VMOVUPS Y8, 160(R9)
-	VMOVUPS Y8, 192(R9)
-	VMOVUPS Y8, 224(R9)
-	MOVQ    696(SP), R11
+	VXORPS  Y1, Y1, Y1
+	VMOVUPS Y1, (R9)
+	VMOVUPS Y1, 32(R9)
+	VMOVUPS Y1, 64(R9)
+	VMOVUPS Y1, 96(R9)
+	VMOVUPS Y1, 128(R9)
+	VMOVUPS Y1, 160(R9)
+	VMOVUPS Y1, 192(R9)
+	VMOVUPS Y1, 224(R9)
+	MOVQ    712(SP), R11
 	XORQ    R10, R10
 	SUBQ    $0x00000008, R11
 
-copyvec5:
+copyvec7:
 	CMPQ    R10, R11
-	JG      copyone6
-	VMOVUPS (R8)(R10*4), Y8
-	VMOVUPS Y8, (R9)(R10*4)
+	JG      copyone8
+	VMOVUPS (R8)(R10*4), Y1
+	VMOVUPS Y1, (R9)(R10*4)
 	ADDQ    $0x00000008, R10
-	JMP     copyvec5
+	JMP     copyvec7
 
-copyone6:
+copyone8:
 	ADDQ $0x00000008, R11
 
-copyloop8:
+copyloop10:
 	CMPQ R10, R11
-	JGE  copied7
+	JGE  copied9
 	MOVL (R8)(R10*4), R12
 	MOVL R12, (R9)(R10*4)
 	INCQ R10
-	JMP  copyloop8
+	JMP  copyloop10
 
-copied7:
-	MOVQ    704(SP), R8
+copied9:
+	MOVQ    720(SP), R8
 	LEAQ    384(SP), R10
-	VXORPS  Y8, Y8, Y8
-	VMOVUPS Y8, (R10)
-	VMOVUPS Y8, 32(R10)
-	VMOVUPS Y8, 64(R10)
-	VMOVUPS Y8, 96(R10)
-	VMOVUPS Y8, 128(R10)
-	VMOVUPS Y8, 160(R10)
-	VMOVUPS Y8, 192(R10)
-	VMOVUPS Y8, 224(R10)
-	MOVQ    696(SP), R12
+	VXORPS  Y1, Y1, Y1
+	VMOVUPS Y1, (R10)
+	VMOVUPS Y1, 32(R10)
+	VMOVUPS Y1, 64(R10)
+	VMOVUPS Y1, 96(R10)
+	VMOVUPS Y1, 128(R10)
+	VMOVUPS Y1, 160(R10)
+	VMOVUPS Y1, 192(R10)
+	VMOVUPS Y1, 224(R10)
+	MOVQ    712(SP), R12
 	XORQ    R11, R11
 	SUBQ    $0x00000008, R12
 
-copyvec9:
+copyvec11:
 	CMPQ    R11, R12
-	JG      copyone10
-	VMOVUPS (R8)(R11*4), Y8
-	VMOVUPS Y8, (R10)(R11*4)
+	JG      copyone12
+	VMOVUPS (R8)(R11*4), Y1
+	VMOVUPS Y1, (R10)(R11*4)
 	ADDQ    $0x00000008, R11
-	JMP     copyvec9
+	JMP     copyvec11
 
-copyone10:
+copyone12:
 	ADDQ $0x00000008, R12
 
-copyloop12:
+copyloop14:
 	CMPQ R11, R12
-	JGE  copied11
+	JGE  copied13
 	MOVL (R8)(R11*4), R13
 	MOVL R13, (R10)(R11*4)
 	INCQ R11
-	JMP  copyloop12
+	JMP  copyloop14
 
-copied11:
+copied13:
 	XORQ    R8, R8
-	VMOVUPS (R9)(R8*4), Y8
-	VADDPS  (R10)(R8*4), Y8, Y8
-	VMOVUPS Y8, (R10)(R8*4)
-	VADDPS  Y8, Y0, Y0
-	VMOVUPS 32(R9)(R8*4), Y8
-	VADDPS  32(R10)(R8*4), Y8, Y8
-	VMOVUPS Y8, 32(R10)(R8*4)
-	VADDPS  Y8, Y1, Y1
-	VMOVUPS 64(R9)(R8*4), Y8
-	VADDPS  64(R10)(R8*4), Y8, Y8
-	VMOVUPS Y8, 64(R10)(R8*4)
-	VADDPS  Y8, Y2, Y2
-	VMOVUPS 96(R9)(R8*4), Y8
-	VADDPS  96(R10)(R8*4), Y8, Y8
-	VMOVUPS Y8, 96(R10)(R8*4)
-	VADDPS  Y8, Y3, Y3
-	VMOVUPS 128(R9)(R8*4), Y8
-	VADDPS  128(R10)(R8*4), Y8, Y8
-	VMOVUPS Y8, 128(R10)(R8*4)
-	VADDPS  Y8, Y4, Y4
-	VMOVUPS 160(R9)(R8*4), Y8
-	VADDPS  160(R10)(R8*4), Y8, Y8
-	VMOVUPS Y8, 160(R10)(R8*4)
-	VADDPS  Y8, Y5, Y5
-	VMOVUPS 192(R9)(R8*4), Y8
-	VADDPS  192(R10)(R8*4), Y8, Y8
-	VMOVUPS Y8, 192(R10)(R8*4)
-	VADDPS  Y8, Y6, Y6
-	VMOVUPS 224(R9)(R8*4), Y8
-	VADDPS  224(R10)(R8*4), Y8, Y8
-	VMOVUPS Y8, 224(R10)(R8*4)
-	VADDPS  Y8, Y7, Y7
-	MOVQ    704(SP), R8
+	VMOVUPS (R9)(R8*4), Y1
+	VADDPS  (R10)(R8*4), Y1, Y1
+	VMOVUPS Y1, (R10)(R8*4)
+	VADDPS  Y1, Y0, Y0
+	VMOVUPS 32(R9)(R8*4), Y1
+	VADDPS  32(R10)(R8*4), Y1, Y1
+	VMOVUPS Y1, 32(R10)(R8*4)
+	VADDPS  Y1, Y2, Y2
+	VMOVUPS 64(R9)(R8*4), Y1
+	VADDPS  64(R10)(R8*4), Y1, Y1
+	VMOVUPS Y1, 64(R10)(R8*4)
+	VADDPS  Y1, Y3, Y3
+	VMOVUPS 96(R9)(R8*4), Y1
+	VADDPS  96(R10)(R8*4), Y1, Y1
+	VMOVUPS Y1, 96(R10)(R8*4)
+	VADDPS  Y1, Y4, Y4
+	VMOVUPS 128(R9)(R8*4), Y1
+	VADDPS  128(R10)(R8*4), Y1, Y1
+	VMOVUPS Y1, 128(R10)(R8*4)
+	VADDPS  Y1, Y5, Y5
+	VMOVUPS 160(R9)(R8*4), Y1
+	VADDPS  160(R10)(R8*4), Y1, Y1
+	VMOVUPS Y1, 160(R10)(R8*4)
+	VADDPS  Y1, Y6, Y6
+	VMOVUPS 192(R9)(R8*4), Y1
+	VADDPS  192(R10)(R8*4), Y1, Y1
+	VMOVUPS Y1, 192(R10)(R8*4)
+	VADDPS  Y1, Y7, Y7
+	VMOVUPS 224(R9)(R8*4), Y1
+	VADDPS  224(R10)(R8*4), Y1, Y1
+	VMOVUPS Y1, 224(R10)(R8*4)
+	VADDPS  Y1, Y8, Y8
+	MOVQ    720(SP), R8
 	LEAQ    384(SP), R9
-	MOVQ    696(SP), R11
+	MOVQ    712(SP), R11
 	XORQ    R10, R10
 	SUBQ    $0x00000008, R11
 
-copyvec13:
+copyvec15:
 	CMPQ    R10, R11
-	JG      copyone14
-	VMOVUPS (R9)(R10*4), Y8
-	VMOVUPS Y8, (R8)(R10*4)
+	JG      copyone16
+	VMOVUPS (R9)(R10*4), Y1
+	VMOVUPS Y1, (R8)(R10*4)
 	ADDQ    $0x00000008, R10
-	JMP     copyvec13
+	JMP     copyvec15
 
-copyone14:
+copyone16:
 	ADDQ $0x00000008, R11
 
-copyloop16:
+copyloop18:
 	CMPQ R10, R11
-	JGE  copied15
+	JGE  copied17
 	MOVL (R9)(R10*4), R12
 	MOVL R12, (R8)(R10*4)
 	INCQ R10
-	JMP  copyloop16
+	JMP  copyloop18
 
-copied15:
+copied17:
 addsummed:
-	VADDPS Y4, Y0, Y0
-	VADDPS Y5, Y1, Y1
+	VADDPS Y5, Y0, Y0
 	VADDPS Y6, Y2, Y2
 	VADDPS Y7, Y3, Y3
+	VADDPS Y8, Y4, Y4
+	VADDPS Y3, Y0, Y0
+	VADDPS Y4, Y2, Y2
 	VADDPS Y2, Y0, Y0
-	VADDPS Y3, Y1, Y1
-	VADDPS Y1, Y0, Y0
 
 mean:
 	VEXTRACTF128 $0x01, Y0, X1
@@ -30535,252 +31141,271 @@ mean:
 	VSUBSS   X1, X1, X0
 	VUCOMISS X0, X0
 	JPS      ret
-	CMPL     716(SP), $0x00
-	JE       divide17
-	VMULSS   716(SP), X1, X0
-	JMP      divided18
+	CMPL     732(SP), $0x00
+	JE       divide19
+	VMULSS   732(SP), X1, X0
+	JMP      divided20
 
-divide17:
-	VDIVSS 712(SP), X1, X0
+divide19:
+	VDIVSS 728(SP), X1, X0
 
-divided18:
-	VBROADCASTSS X0, Y8
+divided20:
+	VBROADCASTSS X0, Y1
 	JMP          centered
 
 nocenter:
-	VXORPS Y8, Y8, Y8
+	VXORPS  Y1, Y1, Y1
+	VMOVUPS X1, 656(SP)
 
 centered:
 	MOVQ DX, R8
+	XORQ R9, R9
+	CMPQ 696(SP), $0x01
+	JE   sqrow
 
+sqnext:
+	MOVQ         R9, R10
+	SHRQ         $0x05, R10
+	VBROADCASTSS 656(SP)(R10*4), Y1
+
+sqrow:
 	// Sum of the squares of x - m: element i goes to partial i%64.
-	MOVQ   job_d+0(AX), R10
-	SUBQ   $0x00000040, R10
+	MOVQ   job_d+0(AX), R11
+	SUBQ   $0x00000040, R11
 	JGE    sqfirstblock
 	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
 	VXORPS Y3, Y3, Y3
 	VXORPS Y4, Y4, Y4
 	VXORPS Y5, Y5, Y5
 	VXORPS Y6, Y6, Y6
 	VXORPS Y7, Y7, Y7
-	XORQ   R9, R9
+	VXORPS Y8, Y8, Y8
+	XORQ   R10, R10
 	JMP    sqsumtail
 
 sqfirstblock:
 	// +0 + square is the square itself: the first block initializes the partials.
-	XORQ    R9, R9
-	VMOVUPS (R8)(R9*4), Y0
-	VSUBPS  Y8, Y0, Y0
+	XORQ    R10, R10
+	VMOVUPS (R8)(R10*4), Y0
+	VSUBPS  Y1, Y0, Y0
 	VMULPS  Y0, Y0, Y0
-	VMOVUPS 32(R8)(R9*4), Y1
-	VSUBPS  Y8, Y1, Y1
-	VMULPS  Y1, Y1, Y1
-	VMOVUPS 64(R8)(R9*4), Y2
-	VSUBPS  Y8, Y2, Y2
+	VMOVUPS 32(R8)(R10*4), Y2
+	VSUBPS  Y1, Y2, Y2
 	VMULPS  Y2, Y2, Y2
-	VMOVUPS 96(R8)(R9*4), Y3
-	VSUBPS  Y8, Y3, Y3
+	VMOVUPS 64(R8)(R10*4), Y3
+	VSUBPS  Y1, Y3, Y3
 	VMULPS  Y3, Y3, Y3
-	VMOVUPS 128(R8)(R9*4), Y4
-	VSUBPS  Y8, Y4, Y4
+	VMOVUPS 96(R8)(R10*4), Y4
+	VSUBPS  Y1, Y4, Y4
 	VMULPS  Y4, Y4, Y4
-	VMOVUPS 160(R8)(R9*4), Y5
-	VSUBPS  Y8, Y5, Y5
+	VMOVUPS 128(R8)(R10*4), Y5
+	VSUBPS  Y1, Y5, Y5
 	VMULPS  Y5, Y5, Y5
-	VMOVUPS 192(R8)(R9*4), Y6
-	VSUBPS  Y8, Y6, Y6
+	VMOVUPS 160(R8)(R10*4), Y6
+	VSUBPS  Y1, Y6, Y6
 	VMULPS  Y6, Y6, Y6
-	VMOVUPS 224(R8)(R9*4), Y7
-	VSUBPS  Y8, Y7, Y7
+	VMOVUPS 192(R8)(R10*4), Y7
+	VSUBPS  Y1, Y7, Y7
 	VMULPS  Y7, Y7, Y7
-	MOVQ    $0x00000040, R9
+	VMOVUPS 224(R8)(R10*4), Y8
+	VSUBPS  Y1, Y8, Y8
+	VMULPS  Y8, Y8, Y8
+	MOVQ    $0x00000040, R10
 
 	// With flagPF, the rows ahead are prefetched: one loop for both, the flag tested per block.
-	MOVQ DI, R11
+	MOVQ DI, R12
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows19
-	SHLQ $0x03, R11
+	JA   longrows21
+	SHLQ $0x03, R12
 
-longrows19:
-	ADDQ R8, R11
-	MOVL job_flags+0(AX), R12
+longrows21:
+	ADDQ R8, R12
+	MOVL job_flags+0(AX), R13
 
 	PCALIGN $32
 sqsumloop:
-	CMPQ  R9, R10
+	CMPQ  R10, R11
 	JG    sqsumtail
-	TESTL $0x00000002, R12
+	TESTL $0x00000002, R13
 	JNZ   sqsumpf
 
 sqsumblock:
-	VMOVUPS (R8)(R9*4), Y9
-	VSUBPS  Y8, Y9, Y9
+	VMOVUPS (R8)(R10*4), Y9
+	VSUBPS  Y1, Y9, Y9
 	VMULPS  Y9, Y9, Y9
 	VADDPS  Y9, Y0, Y0
-	VMOVUPS 32(R8)(R9*4), Y9
-	VSUBPS  Y8, Y9, Y9
-	VMULPS  Y9, Y9, Y9
-	VADDPS  Y9, Y1, Y1
-	VMOVUPS 64(R8)(R9*4), Y9
-	VSUBPS  Y8, Y9, Y9
+	VMOVUPS 32(R8)(R10*4), Y9
+	VSUBPS  Y1, Y9, Y9
 	VMULPS  Y9, Y9, Y9
 	VADDPS  Y9, Y2, Y2
-	VMOVUPS 96(R8)(R9*4), Y9
-	VSUBPS  Y8, Y9, Y9
+	VMOVUPS 64(R8)(R10*4), Y9
+	VSUBPS  Y1, Y9, Y9
 	VMULPS  Y9, Y9, Y9
 	VADDPS  Y9, Y3, Y3
-	VMOVUPS 128(R8)(R9*4), Y9
-	VSUBPS  Y8, Y9, Y9
+	VMOVUPS 96(R8)(R10*4), Y9
+	VSUBPS  Y1, Y9, Y9
 	VMULPS  Y9, Y9, Y9
 	VADDPS  Y9, Y4, Y4
-	VMOVUPS 160(R8)(R9*4), Y9
-	VSUBPS  Y8, Y9, Y9
+	VMOVUPS 128(R8)(R10*4), Y9
+	VSUBPS  Y1, Y9, Y9
 	VMULPS  Y9, Y9, Y9
 	VADDPS  Y9, Y5, Y5
-	VMOVUPS 192(R8)(R9*4), Y9
-	VSUBPS  Y8, Y9, Y9
+	VMOVUPS 160(R8)(R10*4), Y9
+	VSUBPS  Y1, Y9, Y9
 	VMULPS  Y9, Y9, Y9
 	VADDPS  Y9, Y6, Y6
-	VMOVUPS 224(R8)(R9*4), Y9
-	VSUBPS  Y8, Y9, Y9
+	VMOVUPS 192(R8)(R10*4), Y9
+	VSUBPS  Y1, Y9, Y9
 	VMULPS  Y9, Y9, Y9
 	VADDPS  Y9, Y7, Y7
-	ADDQ    $0x00000040, R9
+	VMOVUPS 224(R8)(R10*4), Y9
+	VSUBPS  Y1, Y9, Y9
+	VMULPS  Y9, Y9, Y9
+	VADDPS  Y9, Y8, Y8
+	ADDQ    $0x00000040, R10
 	JMP     sqsumloop
 
 	// Out of the loop's way: the prefetches, whose flag is usually clear.
 sqsumpf:
-	PREFETCHT0 (R11)(R9*4)
-	PREFETCHT0 64(R11)(R9*4)
-	PREFETCHT0 128(R11)(R9*4)
-	PREFETCHT0 192(R11)(R9*4)
+	PREFETCHT0 (R12)(R10*4)
+	PREFETCHT0 64(R12)(R10*4)
+	PREFETCHT0 128(R12)(R10*4)
+	PREFETCHT0 192(R12)(R10*4)
 	JMP        sqsumblock
 
 sqsumtail:
 	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
-	MOVQ job_d+0(AX), R10
-	SUBQ R9, R10
+	MOVQ job_d+0(AX), R11
+	SUBQ R10, R11
 	JZ   sqsummed
-	LEAQ (R8)(R9*4), R8
-	LEAQ 128(SP), R9
-	MOVQ R10, R12
-	XORQ R11, R11
-	SUBQ $0x00000008, R12
+	LEAQ (R8)(R10*4), R10
+	LEAQ 128(SP), R12
+	MOVQ R11, R14
+	XORQ R13, R13
+	SUBQ $0x00000008, R14
 
-copyvec20:
-	CMPQ    R11, R12
-	JG      copyone21
-	VMOVUPS (R8)(R11*4), Y9
-	VMOVUPS Y9, (R9)(R11*4)
-	ADDQ    $0x00000008, R11
-	JMP     copyvec20
+copyvec22:
+	CMPQ    R13, R14
+	JG      copyone23
+	VMOVUPS (R10)(R13*4), Y9
+	VMOVUPS Y9, (R12)(R13*4)
+	ADDQ    $0x00000008, R13
+	JMP     copyvec22
 
-copyone21:
-	ADDQ $0x00000008, R12
+copyone23:
+	ADDQ $0x00000008, R14
 
-copyloop23:
-	CMPQ R11, R12
-	JGE  copied22
-	MOVL (R8)(R11*4), R13
-	MOVL R13, (R9)(R11*4)
-	INCQ R11
-	JMP  copyloop23
+copyloop25:
+	CMPQ R13, R14
+	JGE  copied24
+	MOVL (R10)(R13*4), R15
+	MOVL R15, (R12)(R13*4)
+	INCQ R13
+	JMP  copyloop25
 
-copied22:
-	VMOVQ        R10, X9
+copied24:
+	VMOVQ        R11, X9
 	VPBROADCASTD X9, Y9
-	VMOVUPS      (R9), Y10
-	VSUBPS       Y8, Y10, Y10
+	VMOVUPS      (R12), Y10
+	VSUBPS       Y1, Y10, Y10
 	VPCMPGTD     iota64<>+0(SB), Y9, Y11
 	VANDPS       Y11, Y10, Y10
 	VMULPS       Y10, Y10, Y10
 	VADDPS       Y10, Y0, Y0
-	VMOVUPS      32(R9), Y10
-	VSUBPS       Y8, Y10, Y10
+	VMOVUPS      32(R12), Y10
+	VSUBPS       Y1, Y10, Y10
 	VPCMPGTD     iota64<>+32(SB), Y9, Y11
 	VANDPS       Y11, Y10, Y10
 	VMULPS       Y10, Y10, Y10
-	VADDPS       Y10, Y1, Y1
-	VMOVUPS      64(R9), Y10
-	VSUBPS       Y8, Y10, Y10
+	VADDPS       Y10, Y2, Y2
+	VMOVUPS      64(R12), Y10
+	VSUBPS       Y1, Y10, Y10
 	VPCMPGTD     iota64<>+64(SB), Y9, Y11
 	VANDPS       Y11, Y10, Y10
 	VMULPS       Y10, Y10, Y10
-	VADDPS       Y10, Y2, Y2
-	VMOVUPS      96(R9), Y10
-	VSUBPS       Y8, Y10, Y10
+	VADDPS       Y10, Y3, Y3
+	VMOVUPS      96(R12), Y10
+	VSUBPS       Y1, Y10, Y10
 	VPCMPGTD     iota64<>+96(SB), Y9, Y11
 	VANDPS       Y11, Y10, Y10
 	VMULPS       Y10, Y10, Y10
-	VADDPS       Y10, Y3, Y3
-	VMOVUPS      128(R9), Y10
-	VSUBPS       Y8, Y10, Y10
+	VADDPS       Y10, Y4, Y4
+	VMOVUPS      128(R12), Y10
+	VSUBPS       Y1, Y10, Y10
 	VPCMPGTD     iota64<>+128(SB), Y9, Y11
 	VANDPS       Y11, Y10, Y10
 	VMULPS       Y10, Y10, Y10
-	VADDPS       Y10, Y4, Y4
-	VMOVUPS      160(R9), Y10
-	VSUBPS       Y8, Y10, Y10
+	VADDPS       Y10, Y5, Y5
+	VMOVUPS      160(R12), Y10
+	VSUBPS       Y1, Y10, Y10
 	VPCMPGTD     iota64<>+160(SB), Y9, Y11
 	VANDPS       Y11, Y10, Y10
 	VMULPS       Y10, Y10, Y10
-	VADDPS       Y10, Y5, Y5
-	VMOVUPS      192(R9), Y10
-	VSUBPS       Y8, Y10, Y10
+	VADDPS       Y10, Y6, Y6
+	VMOVUPS      192(R12), Y10
+	VSUBPS       Y1, Y10, Y10
 	VPCMPGTD     iota64<>+192(SB), Y9, Y11
 	VANDPS       Y11, Y10, Y10
 	VMULPS       Y10, Y10, Y10
-	VADDPS       Y10, Y6, Y6
-	VMOVUPS      224(R9), Y10
-	VSUBPS       Y8, Y10, Y10
+	VADDPS       Y10, Y7, Y7
+	VMOVUPS      224(R12), Y10
+	VSUBPS       Y1, Y10, Y10
 	VPCMPGTD     iota64<>+224(SB), Y9, Y9
 	VANDPS       Y9, Y10, Y10
 	VMULPS       Y10, Y10, Y10
-	VADDPS       Y10, Y7, Y7
+	VADDPS       Y10, Y8, Y8
 
 sqsummed:
-	VADDPS Y4, Y0, Y0
-	VADDPS Y5, Y1, Y1
-	VADDPS Y6, Y2, Y2
-	VADDPS Y7, Y3, Y3
-	VADDPS Y2, Y0, Y0
-	VADDPS Y3, Y1, Y1
-	VADDPS Y1, Y0, Y0
+	VADDPS  Y5, Y0, Y0
+	VADDPS  Y6, Y2, Y2
+	VADDPS  Y7, Y3, Y3
+	VADDPS  Y8, Y4, Y4
+	VADDPS  Y3, Y0, Y0
+	VADDPS  Y4, Y2, Y2
+	VADDPS  Y2, Y0, Y0
+	CMPQ    696(SP), $0x01
+	JE      invone
+	VMOVUPS Y0, (SP)(R9*1)
+	ADDQ    DI, R8
+	ADDQ    $0x00000020, R9
+	CMPQ    R9, $0x00000080
+	JB      sqnext
+	JMP     invgroup
 
+invone:
 	// Halving tree: p[j] += p[j+h] for the remaining h, down to ss.
-	VEXTRACTF128 $0x01, Y0, X1
-	VADDPS       X1, X0, X1
-	VMOVHLPS     X1, X1, X0
-	VADDPS       X0, X1, X1
-	VMOVSHDUP    X1, X0
-	VADDSS       X0, X1, X1
+	VEXTRACTF128 $0x01, Y0, X2
+	VADDPS       X2, X0, X2
+	VMOVHLPS     X2, X2, X0
+	VADDPS       X0, X2, X2
+	VMOVSHDUP    X2, X0
+	VADDSS       X0, X2, X2
 
 	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
-	CMPL   716(SP), $0x00
-	JE     divide24
-	VMULSS 716(SP), X1, X1
-	JMP    divided25
+	CMPL   732(SP), $0x00
+	JE     divide26
+	VMULSS 732(SP), X2, X2
+	JMP    divided27
 
-divide24:
-	VDIVSS 712(SP), X1, X1
+divide26:
+	VDIVSS 728(SP), X2, X2
 
-divided25:
-	VADDSS   job_eps+0(AX), X1, X1
-	VUCOMISS tlo<>+0(SB), X1
+divided27:
+	VADDSS   job_eps+0(AX), X2, X2
+	VUCOMISS tlo<>+0(SB), X2
 	JCS      ret
-	VUCOMISS tmax<>+0(SB), X1
+	VUCOMISS tmax<>+0(SB), X2
 	JHI      ret
-	VSQRTSS  X1, X1, X1
+	VSQRTSS  X2, X2, X2
 	VMOVSS   one<>+0(SB), X0
-	VDIVSS   X1, X0, X0
+	VDIVSS   X2, X0, X0
 
 	// Report 1/rms if asked.
 	MOVQ   job_inv+0(AX), R8
 	TESTQ  R8, R8
 	JZ     reportmean
-	MOVQ   656(SP), R9
+	MOVQ   672(SP), R9
 	VMOVSS X0, (R8)(R9*4)
 
 reportmean:
@@ -30788,27 +31413,92 @@ reportmean:
 	MOVQ   job_mean+0(AX), R8
 	TESTQ  R8, R8
 	JZ     scale
-	MOVQ   656(SP), R9
-	VMOVSS X8, (R8)(R9*4)
+	MOVQ   672(SP), R9
+	VMOVSS X1, (R8)(R9*4)
+	JMP    scale
+
+invgroup:
+	// The rest of the halving tree, four rows at once.
+	VMOVUPS      (SP), Y0
+	VMOVUPS      32(SP), Y2
+	VMOVUPS      64(SP), Y3
+	VMOVUPS      96(SP), Y4
+	VPERM2F128   $0x20, Y2, Y0, Y5
+	VPERM2F128   $0x31, Y2, Y0, Y0
+	VADDPS       Y0, Y5, Y5
+	VPERM2F128   $0x20, Y4, Y3, Y0
+	VPERM2F128   $0x31, Y4, Y3, Y2
+	VADDPS       Y2, Y0, Y0
+	VSHUFPS      $0x44, Y0, Y5, Y2
+	VSHUFPS      $0xee, Y0, Y5, Y0
+	VADDPS       Y0, Y2, Y2
+	VHADDPS      Y2, Y2, Y2
+	VEXTRACTF128 $0x01, Y2, X0
+	VUNPCKLPS    X0, X2, X0
+
+	// t = ss/d + eps for the four rows; any t outside [2^-100, MaxFloat32] sends the group to the one-row path.
+	CMPL         732(SP), $0x00
+	JE           divide28
+	VBROADCASTSS 732(SP), X2
+	VMULPS       X2, X0, X2
+	JMP          divided29
+
+divide28:
+	VBROADCASTSS 728(SP), X2
+	VDIVPS       X2, X0, X2
+
+divided29:
+	VBROADCASTSS job_eps+0(AX), X0
+	VADDPS       X0, X2, X2
+	VCMPPS       $0x1d, tlo4<>+0(SB), X2, X0
+	VCMPPS       $0x12, tmax4<>+0(SB), X2, X3
+	VANDPS       X3, X0, X0
+	VMOVMSKPS    X0, R8
+	CMPL         R8, $0x0f
+	JE           ginrange
+	MOVQ         $0x00000004, 688(SP)
+	JMP          row
+
+ginrange:
+	VSQRTPS      X2, X2
+	VBROADCASTSS one<>+0(SB), X0
+	VDIVPS       X2, X0, X0
+
+	// Report 1/rms if asked.
+	MOVQ    job_inv+0(AX), R8
+	TESTQ   R8, R8
+	JZ      reportmeans
+	MOVQ    672(SP), R9
+	VMOVUPS X0, (R8)(R9*4)
+
+reportmeans:
+	// Report the group's means if asked.
+	MOVQ    job_mean+0(AX), R8
+	TESTQ   R8, R8
+	JZ      scale
+	MOVQ    672(SP), R9
+	VMOVUPS 656(SP), X2
+	VMOVUPS X2, (R8)(R9*4)
 
 scale:
-	VBROADCASTSS X0, Y1
-	MOVQ         $0x00000000, 688(SP)
-	CMPQ         680(SP), $0x01
+	VBROADCASTSS X0, Y2
+	MOVQ         $0x00000000, 704(SP)
+	CMPQ         696(SP), $0x01
 	JE           scalebody
 	VMOVUPS      X0, 640(SP)
 
 scalerow:
-	MOVQ         688(SP), R8
-	VBROADCASTSS 640(SP)(R8*4), Y1
+	MOVQ         704(SP), R8
+	VBROADCASTSS 640(SP)(R8*4), Y2
+	VBROADCASTSS 656(SP)(R8*4), Y1
 
 scalebody:
 	VBROADCASTSS one<>+0(SB), Y0
 	TESTL        $0x00000010, job_flags+0(AX)
-	JNZ          weightadd26
+	JNZ          weightadd30
 	VBROADCASTSS negzero<>+0(SB), Y0
 
-weightadd26:
+weightadd30:
 	// y = (src*inv)*w, rounded after each multiply.
 	XORQ  R8, R8
 	MOVQ  job_d+0(AX), R9
@@ -30824,51 +31514,51 @@ weightadd26:
 scaleloop:
 	CMPQ      R8, R9
 	JG        scaletail
-	VMOVUPS   (DX)(R8*4), Y2
-	VSUBPS    Y8, Y2, Y2
-	VMULPS    Y1, Y2, Y2
-	VMOVUPS   32(DX)(R8*4), Y3
-	VSUBPS    Y8, Y3, Y3
-	VMULPS    Y1, Y3, Y3
-	VMOVUPS   64(DX)(R8*4), Y4
-	VSUBPS    Y8, Y4, Y4
-	VMULPS    Y1, Y4, Y4
-	VMOVUPS   96(DX)(R8*4), Y5
-	VSUBPS    Y8, Y5, Y5
-	VMULPS    Y1, Y5, Y5
+	VMOVUPS   (DX)(R8*4), Y3
+	VSUBPS    Y1, Y3, Y3
+	VMULPS    Y2, Y3, Y3
+	VMOVUPS   32(DX)(R8*4), Y4
+	VSUBPS    Y1, Y4, Y4
+	VMULPS    Y2, Y4, Y4
+	VMOVUPS   64(DX)(R8*4), Y5
+	VSUBPS    Y1, Y5, Y5
+	VMULPS    Y2, Y5, Y5
+	VMOVUPS   96(DX)(R8*4), Y6
+	VSUBPS    Y1, Y6, Y6
+	VMULPS    Y2, Y6, Y6
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn27
-	VCVTPS2PH $0x00, Y2, X2
-	VCVTPH2PS X2, Y2
+	JZ        notrn31
 	VCVTPS2PH $0x00, Y3, X3
 	VCVTPH2PS X3, Y3
 	VCVTPS2PH $0x00, Y4, X4
 	VCVTPH2PS X4, Y4
 	VCVTPS2PH $0x00, Y5, X5
 	VCVTPH2PS X5, Y5
+	VCVTPS2PH $0x00, Y6, X6
+	VCVTPH2PS X6, Y6
 
-notrn27:
-	VMULPS (SI)(R8*4), Y2, Y2
-	VMULPS 32(SI)(R8*4), Y3, Y3
-	VMULPS 64(SI)(R8*4), Y4, Y4
-	VMULPS 96(SI)(R8*4), Y5, Y5
+notrn31:
+	VMULPS (SI)(R8*4), Y3, Y3
+	VMULPS 32(SI)(R8*4), Y4, Y4
+	VMULPS 64(SI)(R8*4), Y5, Y5
+	VMULPS 96(SI)(R8*4), Y6, Y6
 	MOVQ   job_bias+0(AX), R10
 	TESTQ  R10, R10
-	JZ     nobias28
-	VADDPS (R10)(R8*4), Y2, Y2
-	VADDPS 32(R10)(R8*4), Y3, Y3
-	VADDPS 64(R10)(R8*4), Y4, Y4
-	VADDPS 96(R10)(R8*4), Y5, Y5
+	JZ     nobias32
+	VADDPS (R10)(R8*4), Y3, Y3
+	VADDPS 32(R10)(R8*4), Y4, Y4
+	VADDPS 64(R10)(R8*4), Y5, Y5
+	VADDPS 96(R10)(R8*4), Y6, Y6
 
-nobias28:
-	VCVTPS2PH   $0x00, Y2, X2
+nobias32:
 	VCVTPS2PH   $0x00, Y3, X3
-	VINSERTI128 $0x01, X3, Y2, Y2
-	VMOVDQU     Y2, (CX)(R8*2)
 	VCVTPS2PH   $0x00, Y4, X4
+	VINSERTI128 $0x01, X4, Y3, Y3
+	VMOVDQU     Y3, (CX)(R8*2)
 	VCVTPS2PH   $0x00, Y5, X5
-	VINSERTI128 $0x01, X5, Y4, Y4
-	VMOVDQU     Y4, 32(CX)(R8*2)
+	VCVTPS2PH   $0x00, Y6, X6
+	VINSERTI128 $0x01, X6, Y5, Y5
+	VMOVDQU     Y5, 32(CX)(R8*2)
 	ADDQ        $0x00000020, R8
 	JMP         scaleloop
 
@@ -30876,59 +31566,59 @@ nobias28:
 scaleloopoffset:
 	CMPQ      R8, R9
 	JG        scaletail
-	VMOVUPS   (DX)(R8*4), Y2
-	VSUBPS    Y8, Y2, Y2
-	VMULPS    Y1, Y2, Y2
-	VMOVUPS   32(DX)(R8*4), Y3
-	VSUBPS    Y8, Y3, Y3
-	VMULPS    Y1, Y3, Y3
-	VMOVUPS   64(DX)(R8*4), Y4
-	VSUBPS    Y8, Y4, Y4
-	VMULPS    Y1, Y4, Y4
-	VMOVUPS   96(DX)(R8*4), Y5
-	VSUBPS    Y8, Y5, Y5
-	VMULPS    Y1, Y5, Y5
+	VMOVUPS   (DX)(R8*4), Y3
+	VSUBPS    Y1, Y3, Y3
+	VMULPS    Y2, Y3, Y3
+	VMOVUPS   32(DX)(R8*4), Y4
+	VSUBPS    Y1, Y4, Y4
+	VMULPS    Y2, Y4, Y4
+	VMOVUPS   64(DX)(R8*4), Y5
+	VSUBPS    Y1, Y5, Y5
+	VMULPS    Y2, Y5, Y5
+	VMOVUPS   96(DX)(R8*4), Y6
+	VSUBPS    Y1, Y6, Y6
+	VMULPS    Y2, Y6, Y6
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn29
-	VCVTPS2PH $0x00, Y2, X2
-	VCVTPH2PS X2, Y2
+	JZ        notrn33
 	VCVTPS2PH $0x00, Y3, X3
 	VCVTPH2PS X3, Y3
 	VCVTPS2PH $0x00, Y4, X4
 	VCVTPH2PS X4, Y4
 	VCVTPS2PH $0x00, Y5, X5
 	VCVTPH2PS X5, Y5
+	VCVTPS2PH $0x00, Y6, X6
+	VCVTPH2PS X6, Y6
 
-notrn29:
-	VMOVUPS (SI)(R8*4), Y6
-	VADDPS  Y0, Y6, Y6
-	VMULPS  Y6, Y2, Y2
-	VMOVUPS 32(SI)(R8*4), Y6
-	VADDPS  Y0, Y6, Y6
-	VMULPS  Y6, Y3, Y3
-	VMOVUPS 64(SI)(R8*4), Y6
-	VADDPS  Y0, Y6, Y6
-	VMULPS  Y6, Y4, Y4
-	VMOVUPS 96(SI)(R8*4), Y6
-	VADDPS  Y0, Y6, Y6
-	VMULPS  Y6, Y5, Y5
+notrn33:
+	VMOVUPS (SI)(R8*4), Y7
+	VADDPS  Y0, Y7, Y7
+	VMULPS  Y7, Y3, Y3
+	VMOVUPS 32(SI)(R8*4), Y7
+	VADDPS  Y0, Y7, Y7
+	VMULPS  Y7, Y4, Y4
+	VMOVUPS 64(SI)(R8*4), Y7
+	VADDPS  Y0, Y7, Y7
+	VMULPS  Y7, Y5, Y5
+	VMOVUPS 96(SI)(R8*4), Y7
+	VADDPS  Y0, Y7, Y7
+	VMULPS  Y7, Y6, Y6
 	MOVQ    job_bias+0(AX), R10
 	TESTQ   R10, R10
-	JZ      nobias30
-	VADDPS  (R10)(R8*4), Y2, Y2
-	VADDPS  32(R10)(R8*4), Y3, Y3
-	VADDPS  64(R10)(R8*4), Y4, Y4
-	VADDPS  96(R10)(R8*4), Y5, Y5
+	JZ      nobias34
+	VADDPS  (R10)(R8*4), Y3, Y3
+	VADDPS  32(R10)(R8*4), Y4, Y4
+	VADDPS  64(R10)(R8*4), Y5, Y5
+	VADDPS  96(R10)(R8*4), Y6, Y6
 
-nobias30:
-	VCVTPS2PH   $0x00, Y2, X2
+nobias34:
 	VCVTPS2PH   $0x00, Y3, X3
-	VINSERTI128 $0x01, X3, Y2, Y2
-	VMOVDQU     Y2, (CX)(R8*2)
 	VCVTPS2PH   $0x00, Y4, X4
+	VINSERTI128 $0x01, X4, Y3, Y3
+	VMOVDQU     Y3, (CX)(R8*2)
 	VCVTPS2PH   $0x00, Y5, X5
-	VINSERTI128 $0x01, X5, Y4, Y4
-	VMOVDQU     Y4, 32(CX)(R8*2)
+	VCVTPS2PH   $0x00, Y6, X6
+	VINSERTI128 $0x01, X6, Y5, Y5
+	VMOVDQU     Y5, 32(CX)(R8*2)
 	ADDQ        $0x00000020, R8
 	JMP         scaleloopoffset
 
@@ -30936,45 +31626,45 @@ nobias30:
 scaleloopnoweight:
 	CMPQ    R8, R9
 	JG      scaletail
-	VMOVUPS (DX)(R8*4), Y2
-	VSUBPS  Y8, Y2, Y2
-	VMULPS  Y1, Y2, Y2
-	VMOVUPS 32(DX)(R8*4), Y3
-	VSUBPS  Y8, Y3, Y3
-	VMULPS  Y1, Y3, Y3
-	VMOVUPS 64(DX)(R8*4), Y4
-	VSUBPS  Y8, Y4, Y4
-	VMULPS  Y1, Y4, Y4
-	VMOVUPS 96(DX)(R8*4), Y5
-	VSUBPS  Y8, Y5, Y5
-	VMULPS  Y1, Y5, Y5
+	VMOVUPS (DX)(R8*4), Y3
+	VSUBPS  Y1, Y3, Y3
+	VMULPS  Y2, Y3, Y3
+	VMOVUPS 32(DX)(R8*4), Y4
+	VSUBPS  Y1, Y4, Y4
+	VMULPS  Y2, Y4, Y4
+	VMOVUPS 64(DX)(R8*4), Y5
+	VSUBPS  Y1, Y5, Y5
+	VMULPS  Y2, Y5, Y5
+	VMOVUPS 96(DX)(R8*4), Y6
+	VSUBPS  Y1, Y6, Y6
+	VMULPS  Y2, Y6, Y6
 	MOVQ    job_bias+0(AX), R10
 	TESTQ   R10, R10
-	JZ      nobias31
-	VADDPS  (R10)(R8*4), Y2, Y2
-	VADDPS  32(R10)(R8*4), Y3, Y3
-	VADDPS  64(R10)(R8*4), Y4, Y4
-	VADDPS  96(R10)(R8*4), Y5, Y5
+	JZ      nobias35
+	VADDPS  (R10)(R8*4), Y3, Y3
+	VADDPS  32(R10)(R8*4), Y4, Y4
+	VADDPS  64(R10)(R8*4), Y5, Y5
+	VADDPS  96(R10)(R8*4), Y6, Y6
 
-nobias31:
-	VCVTPS2PH   $0x00, Y2, X2
+nobias35:
 	VCVTPS2PH   $0x00, Y3, X3
-	VINSERTI128 $0x01, X3, Y2, Y2
-	VMOVDQU     Y2, (CX)(R8*2)
 	VCVTPS2PH   $0x00, Y4, X4
+	VINSERTI128 $0x01, X4, Y3, Y3
+	VMOVDQU     Y3, (CX)(R8*2)
 	VCVTPS2PH   $0x00, Y5, X5
-	VINSERTI128 $0x01, X5, Y4, Y4
-	VMOVDQU     Y4, 32(CX)(R8*2)
+	VCVTPS2PH   $0x00, Y6, X6
+	VINSERTI128 $0x01, X6, Y5, Y5
+	VMOVDQU     Y5, 32(CX)(R8*2)
 	ADDQ        $0x00000020, R8
 	JMP         scaleloopnoweight
 
 scalepf:
 	MOVQ DI, R10
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows32
+	JA   longrows36
 	SHLQ $0x03, R10
 
-longrows32:
+longrows36:
 	ADDQ  DX, R10
 	TESTL $0x00000001, job_flags+0(AX)
 	JNZ   scalent
@@ -30989,51 +31679,51 @@ scalepfloop:
 	JG         scaletail
 	PREFETCHT0 (R10)(R8*4)
 	PREFETCHT0 64(R10)(R8*4)
-	VMOVUPS    (DX)(R8*4), Y2
-	VSUBPS     Y8, Y2, Y2
-	VMULPS     Y1, Y2, Y2
-	VMOVUPS    32(DX)(R8*4), Y3
-	VSUBPS     Y8, Y3, Y3
-	VMULPS     Y1, Y3, Y3
-	VMOVUPS    64(DX)(R8*4), Y4
-	VSUBPS     Y8, Y4, Y4
-	VMULPS     Y1, Y4, Y4
-	VMOVUPS    96(DX)(R8*4), Y5
-	VSUBPS     Y8, Y5, Y5
-	VMULPS     Y1, Y5, Y5
+	VMOVUPS    (DX)(R8*4), Y3
+	VSUBPS     Y1, Y3, Y3
+	VMULPS     Y2, Y3, Y3
+	VMOVUPS    32(DX)(R8*4), Y4
+	VSUBPS     Y1, Y4, Y4
+	VMULPS     Y2, Y4, Y4
+	VMOVUPS    64(DX)(R8*4), Y5
+	VSUBPS     Y1, Y5, Y5
+	VMULPS     Y2, Y5, Y5
+	VMOVUPS    96(DX)(R8*4), Y6
+	VSUBPS     Y1, Y6, Y6
+	VMULPS     Y2, Y6, Y6
 	TESTL      $0x00000008, job_flags+0(AX)
-	JZ         notrn33
-	VCVTPS2PH  $0x00, Y2, X2
-	VCVTPH2PS  X2, Y2
+	JZ         notrn37
 	VCVTPS2PH  $0x00, Y3, X3
 	VCVTPH2PS  X3, Y3
 	VCVTPS2PH  $0x00, Y4, X4
 	VCVTPH2PS  X4, Y4
 	VCVTPS2PH  $0x00, Y5, X5
 	VCVTPH2PS  X5, Y5
+	VCVTPS2PH  $0x00, Y6, X6
+	VCVTPH2PS  X6, Y6
 
-notrn33:
-	VMULPS (SI)(R8*4), Y2, Y2
-	VMULPS 32(SI)(R8*4), Y3, Y3
-	VMULPS 64(SI)(R8*4), Y4, Y4
-	VMULPS 96(SI)(R8*4), Y5, Y5
+notrn37:
+	VMULPS (SI)(R8*4), Y3, Y3
+	VMULPS 32(SI)(R8*4), Y4, Y4
+	VMULPS 64(SI)(R8*4), Y5, Y5
+	VMULPS 96(SI)(R8*4), Y6, Y6
 	MOVQ   job_bias+0(AX), R11
 	TESTQ  R11, R11
-	JZ     nobias34
-	VADDPS (R11)(R8*4), Y2, Y2
-	VADDPS 32(R11)(R8*4), Y3, Y3
-	VADDPS 64(R11)(R8*4), Y4, Y4
-	VADDPS 96(R11)(R8*4), Y5, Y5
+	JZ     nobias38
+	VADDPS (R11)(R8*4), Y3, Y3
+	VADDPS 32(R11)(R8*4), Y4, Y4
+	VADDPS 64(R11)(R8*4), Y5, Y5
+	VADDPS 96(R11)(R8*4), Y6, Y6
 
-nobias34:
-	VCVTPS2PH   $0x00, Y2, X2
+nobias38:
 	VCVTPS2PH   $0x00, Y3, X3
-	VINSERTI128 $0x01, X3, Y2, Y2
-	VMOVDQU     Y2, (CX)(R8*2)
 	VCVTPS2PH   $0x00, Y4, X4
+	VINSERTI128 $0x01, X4, Y3, Y3
+	VMOVDQU     Y3, (CX)(R8*2)
 	VCVTPS2PH   $0x00, Y5, X5
-	VINSERTI128 $0x01, X5, Y4, Y4
-	VMOVDQU     Y4, 32(CX)(R8*2)
+	VCVTPS2PH   $0x00, Y6, X6
+	VINSERTI128 $0x01, X6, Y5, Y5
+	VMOVDQU     Y5, 32(CX)(R8*2)
 	ADDQ        $0x00000020, R8
 	JMP         scalepfloop
 
@@ -31043,59 +31733,59 @@ scalepfloopoffset:
 	JG         scaletail
 	PREFETCHT0 (R10)(R8*4)
 	PREFETCHT0 64(R10)(R8*4)
-	VMOVUPS    (DX)(R8*4), Y2
-	VSUBPS     Y8, Y2, Y2
-	VMULPS     Y1, Y2, Y2
-	VMOVUPS    32(DX)(R8*4), Y3
-	VSUBPS     Y8, Y3, Y3
-	VMULPS     Y1, Y3, Y3
-	VMOVUPS    64(DX)(R8*4), Y4
-	VSUBPS     Y8, Y4, Y4
-	VMULPS     Y1, Y4, Y4
-	VMOVUPS    96(DX)(R8*4), Y5
-	VSUBPS     Y8, Y5, Y5
-	VMULPS     Y1, Y5, Y5
+	VMOVUPS    (DX)(R8*4), Y3
+	VSUBPS     Y1, Y3, Y3
+	VMULPS     Y2, Y3, Y3
+	VMOVUPS    32(DX)(R8*4), Y4
+	VSUBPS     Y1, Y4, Y4
+	VMULPS     Y2, Y4, Y4
+	VMOVUPS    64(DX)(R8*4), Y5
+	VSUBPS     Y1, Y5, Y5
+	VMULPS     Y2, Y5, Y5
+	VMOVUPS    96(DX)(R8*4), Y6
+	VSUBPS     Y1, Y6, Y6
+	VMULPS     Y2, Y6, Y6
 	TESTL      $0x00000008, job_flags+0(AX)
-	JZ         notrn35
-	VCVTPS2PH  $0x00, Y2, X2
-	VCVTPH2PS  X2, Y2
+	JZ         notrn39
 	VCVTPS2PH  $0x00, Y3, X3
 	VCVTPH2PS  X3, Y3
 	VCVTPS2PH  $0x00, Y4, X4
 	VCVTPH2PS  X4, Y4
 	VCVTPS2PH  $0x00, Y5, X5
 	VCVTPH2PS  X5, Y5
+	VCVTPS2PH  $0x00, Y6, X6
+	VCVTPH2PS  X6, Y6
 
-notrn35:
-	VMOVUPS (SI)(R8*4), Y6
-	VADDPS  Y0, Y6, Y6
-	VMULPS  Y6, Y2, Y2
-	VMOVUPS 32(SI)(R8*4), Y6
-	VADDPS  Y0, Y6, Y6
-	VMULPS  Y6, Y3, Y3
-	VMOVUPS 64(SI)(R8*4), Y6
-	VADDPS  Y0, Y6, Y6
-	VMULPS  Y6, Y4, Y4
-	VMOVUPS 96(SI)(R8*4), Y6
-	VADDPS  Y0, Y6, Y6
-	VMULPS  Y6, Y5, Y5
+notrn39:
+	VMOVUPS (SI)(R8*4), Y7
+	VADDPS  Y0, Y7, Y7
+	VMULPS  Y7, Y3, Y3
+	VMOVUPS 32(SI)(R8*4), Y7
+	VADDPS  Y0, Y7, Y7
+	VMULPS  Y7, Y4, Y4
+	VMOVUPS 64(SI)(R8*4), Y7
+	VADDPS  Y0, Y7, Y7
+	VMULPS  Y7, Y5, Y5
+	VMOVUPS 96(SI)(R8*4), Y7
+	VADDPS  Y0, Y7, Y7
+	VMULPS  Y7, Y6, Y6
 	MOVQ    job_bias+0(AX), R11
 	TESTQ   R11, R11
-	JZ      nobias36
-	VADDPS  (R11)(R8*4), Y2, Y2
-	VADDPS  32(R11)(R8*4), Y3, Y3
-	VADDPS  64(R11)(R8*4), Y4, Y4
-	VADDPS  96(R11)(R8*4), Y5, Y5
+	JZ      nobias40
+	VADDPS  (R11)(R8*4), Y3, Y3
+	VADDPS  32(R11)(R8*4), Y4, Y4
+	VADDPS  64(R11)(R8*4), Y5, Y5
+	VADDPS  96(R11)(R8*4), Y6, Y6
 
-nobias36:
-	VCVTPS2PH   $0x00, Y2, X2
+nobias40:
 	VCVTPS2PH   $0x00, Y3, X3
-	VINSERTI128 $0x01, X3, Y2, Y2
-	VMOVDQU     Y2, (CX)(R8*2)
 	VCVTPS2PH   $0x00, Y4, X4
+	VINSERTI128 $0x01, X4, Y3, Y3
+	VMOVDQU     Y3, (CX)(R8*2)
 	VCVTPS2PH   $0x00, Y5, X5
-	VINSERTI128 $0x01, X5, Y4, Y4
-	VMOVDQU     Y4, 32(CX)(R8*2)
+	VCVTPS2PH   $0x00, Y6, X6
+	VINSERTI128 $0x01, X6, Y5, Y5
+	VMOVDQU     Y5, 32(CX)(R8*2)
 	ADDQ        $0x00000020, R8
 	JMP         scalepfloopoffset
 
@@ -31105,35 +31795,35 @@ scalepfloopnoweight:
 	JG         scaletail
 	PREFETCHT0 (R10)(R8*4)
 	PREFETCHT0 64(R10)(R8*4)
-	VMOVUPS    (DX)(R8*4), Y2
-	VSUBPS     Y8, Y2, Y2
-	VMULPS     Y1, Y2, Y2
-	VMOVUPS    32(DX)(R8*4), Y3
-	VSUBPS     Y8, Y3, Y3
-	VMULPS     Y1, Y3, Y3
-	VMOVUPS    64(DX)(R8*4), Y4
-	VSUBPS     Y8, Y4, Y4
-	VMULPS     Y1, Y4, Y4
-	VMOVUPS    96(DX)(R8*4), Y5
-	VSUBPS     Y8, Y5, Y5
-	VMULPS     Y1, Y5, Y5
+	VMOVUPS    (DX)(R8*4), Y3
+	VSUBPS     Y1, Y3, Y3
+	VMULPS     Y2, Y3, Y3
+	VMOVUPS    32(DX)(R8*4), Y4
+	VSUBPS     Y1, Y4, Y4
+	VMULPS     Y2, Y4, Y4
+	VMOVUPS    64(DX)(R8*4), Y5
+	VSUBPS     Y1, Y5, Y5
+	VMULPS     Y2, Y5, Y5
+	VMOVUPS    96(DX)(R8*4), Y6
+	VSUBPS     Y1, Y6, Y6
+	VMULPS     Y2, Y6, Y6
 	MOVQ       job_bias+0(AX), R11
 	TESTQ      R11, R11
-	JZ         nobias37
-	VADDPS     (R11)(R8*4), Y2, Y2
-	VADDPS     32(R11)(R8*4), Y3, Y3
-	VADDPS     64(R11)(R8*4), Y4, Y4
-	VADDPS     96(R11)(R8*4), Y5, Y5
+	JZ         nobias41
+	VADDPS     (R11)(R8*4), Y3, Y3
+	VADDPS     32(R11)(R8*4), Y4, Y4
+	VADDPS     64(R11)(R8*4), Y5, Y5
+	VADDPS     96(R11)(R8*4), Y6, Y6
 
-nobias37:
-	VCVTPS2PH   $0x00, Y2, X2
+nobias41:
 	VCVTPS2PH   $0x00, Y3, X3
-	VINSERTI128 $0x01, X3, Y2, Y2
-	VMOVDQU     Y2, (CX)(R8*2)
 	VCVTPS2PH   $0x00, Y4, X4
+	VINSERTI128 $0x01, X4, Y3, Y3
+	VMOVDQU     Y3, (CX)(R8*2)
 	VCVTPS2PH   $0x00, Y5, X5
-	VINSERTI128 $0x01, X5, Y4, Y4
-	VMOVDQU     Y4, 32(CX)(R8*2)
+	VCVTPS2PH   $0x00, Y6, X6
+	VINSERTI128 $0x01, X6, Y5, Y5
+	VMOVDQU     Y5, 32(CX)(R8*2)
 	ADDQ        $0x00000020, R8
 	JMP         scalepfloopnoweight
 
@@ -31151,29 +31841,29 @@ scalent:
 scalehead:
 	CMPQ      R10, $0x00000008
 	JB        scaleheadpart
-	VMOVUPS   (DX)(R8*4), Y2
-	VSUBPS    Y8, Y2, Y2
-	VMULPS    Y1, Y2, Y2
+	VMOVUPS   (DX)(R8*4), Y3
+	VSUBPS    Y1, Y3, Y3
+	VMULPS    Y2, Y3, Y3
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn38
-	VCVTPS2PH $0x00, Y2, X2
-	VCVTPH2PS X2, Y2
+	JZ        notrn42
+	VCVTPS2PH $0x00, Y3, X3
+	VCVTPH2PS X3, Y3
 
-notrn38:
+notrn42:
 	TESTQ   SI, SI
-	JZ      noweight39
-	VMOVUPS (SI)(R8*4), Y3
-	VADDPS  Y0, Y3, Y3
-	VMULPS  Y3, Y2, Y2
+	JZ      noweight43
+	VMOVUPS (SI)(R8*4), Y4
+	VADDPS  Y0, Y4, Y4
+	VMULPS  Y4, Y3, Y3
 
-noweight39:
+noweight43:
 	MOVQ   job_bias+0(AX), R11
 	TESTQ  R11, R11
-	JZ     nobias40
-	VADDPS (R11)(R8*4), Y2, Y2
+	JZ     nobias44
+	VADDPS (R11)(R8*4), Y3, Y3
 
-nobias40:
-	VCVTPS2PH $0x00, Y2, (CX)(R8*2)
+nobias44:
+	VCVTPS2PH $0x00, Y3, (CX)(R8*2)
 	ADDQ      $0x00000008, R8
 	SUBQ      $0x00000008, R10
 	JZ        scalentgo
@@ -31184,10 +31874,10 @@ scaleheadpart:
 scalentgo:
 	MOVQ DI, R10
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows41
+	JA   longrows45
 	SHLQ $0x03, R10
 
-longrows41:
+longrows45:
 	ADDQ DX, R10
 	MOVL job_flags+0(AX), R11
 
@@ -31197,74 +31887,74 @@ scalentloop:
 	JG         scaletail
 	PREFETCHT0 (R10)(R8*4)
 	PREFETCHT0 64(R10)(R8*4)
-	VMOVUPS    (DX)(R8*4), Y2
-	VSUBPS     Y8, Y2, Y2
-	VMULPS     Y1, Y2, Y2
-	VMOVUPS    32(DX)(R8*4), Y3
-	VSUBPS     Y8, Y3, Y3
-	VMULPS     Y1, Y3, Y3
-	VMOVUPS    64(DX)(R8*4), Y4
-	VSUBPS     Y8, Y4, Y4
-	VMULPS     Y1, Y4, Y4
-	VMOVUPS    96(DX)(R8*4), Y5
-	VSUBPS     Y8, Y5, Y5
-	VMULPS     Y1, Y5, Y5
+	VMOVUPS    (DX)(R8*4), Y3
+	VSUBPS     Y1, Y3, Y3
+	VMULPS     Y2, Y3, Y3
+	VMOVUPS    32(DX)(R8*4), Y4
+	VSUBPS     Y1, Y4, Y4
+	VMULPS     Y2, Y4, Y4
+	VMOVUPS    64(DX)(R8*4), Y5
+	VSUBPS     Y1, Y5, Y5
+	VMULPS     Y2, Y5, Y5
+	VMOVUPS    96(DX)(R8*4), Y6
+	VSUBPS     Y1, Y6, Y6
+	VMULPS     Y2, Y6, Y6
 	TESTL      $0x00000008, job_flags+0(AX)
-	JZ         notrn42
-	VCVTPS2PH  $0x00, Y2, X2
-	VCVTPH2PS  X2, Y2
+	JZ         notrn46
 	VCVTPS2PH  $0x00, Y3, X3
 	VCVTPH2PS  X3, Y3
 	VCVTPS2PH  $0x00, Y4, X4
 	VCVTPH2PS  X4, Y4
 	VCVTPS2PH  $0x00, Y5, X5
 	VCVTPH2PS  X5, Y5
+	VCVTPS2PH  $0x00, Y6, X6
+	VCVTPH2PS  X6, Y6
 
-notrn42:
+notrn46:
 	TESTQ  SI, SI
-	JZ     weighed44
+	JZ     weighed48
 	TESTL  $0x00000010, R11
-	JNZ    offset43
-	VMULPS (SI)(R8*4), Y2, Y2
-	VMULPS 32(SI)(R8*4), Y3, Y3
-	VMULPS 64(SI)(R8*4), Y4, Y4
-	VMULPS 96(SI)(R8*4), Y5, Y5
+	JNZ    offset47
+	VMULPS (SI)(R8*4), Y3, Y3
+	VMULPS 32(SI)(R8*4), Y4, Y4
+	VMULPS 64(SI)(R8*4), Y5, Y5
+	VMULPS 96(SI)(R8*4), Y6, Y6
 
-weighed44:
+weighed48:
 	MOVQ   job_bias+0(AX), R12
 	TESTQ  R12, R12
-	JZ     nobias45
-	VADDPS (R12)(R8*4), Y2, Y2
-	VADDPS 32(R12)(R8*4), Y3, Y3
-	VADDPS 64(R12)(R8*4), Y4, Y4
-	VADDPS 96(R12)(R8*4), Y5, Y5
+	JZ     nobias49
+	VADDPS (R12)(R8*4), Y3, Y3
+	VADDPS 32(R12)(R8*4), Y4, Y4
+	VADDPS 64(R12)(R8*4), Y5, Y5
+	VADDPS 96(R12)(R8*4), Y6, Y6
 
-nobias45:
-	VCVTPS2PH   $0x00, Y2, X2
+nobias49:
 	VCVTPS2PH   $0x00, Y3, X3
-	VINSERTI128 $0x01, X3, Y2, Y2
-	VMOVNTDQ    Y2, (CX)(R8*2)
 	VCVTPS2PH   $0x00, Y4, X4
+	VINSERTI128 $0x01, X4, Y3, Y3
+	VMOVNTDQ    Y3, (CX)(R8*2)
 	VCVTPS2PH   $0x00, Y5, X5
-	VINSERTI128 $0x01, X5, Y4, Y4
-	VMOVNTDQ    Y4, 32(CX)(R8*2)
+	VCVTPS2PH   $0x00, Y6, X6
+	VINSERTI128 $0x01, X6, Y5, Y5
+	VMOVNTDQ    Y5, 32(CX)(R8*2)
 	ADDQ        $0x00000020, R8
 	JMP         scalentloop
 
-offset43:
-	VMOVUPS (SI)(R8*4), Y6
-	VADDPS  Y0, Y6, Y6
-	VMULPS  Y6, Y2, Y2
-	VMOVUPS 32(SI)(R8*4), Y6
-	VADDPS  Y0, Y6, Y6
-	VMULPS  Y6, Y3, Y3
-	VMOVUPS 64(SI)(R8*4), Y6
-	VADDPS  Y0, Y6, Y6
-	VMULPS  Y6, Y4, Y4
-	VMOVUPS 96(SI)(R8*4), Y6
-	VADDPS  Y0, Y6, Y6
-	VMULPS  Y6, Y5, Y5
-	JMP     weighed44
+offset47:
+	VMOVUPS (SI)(R8*4), Y7
+	VADDPS  Y0, Y7, Y7
+	VMULPS  Y7, Y3, Y3
+	VMOVUPS 32(SI)(R8*4), Y7
+	VADDPS  Y0, Y7, Y7
+	VMULPS  Y7, Y4, Y4
+	VMOVUPS 64(SI)(R8*4), Y7
+	VADDPS  Y0, Y7, Y7
+	VMULPS  Y7, Y5, Y5
+	VMOVUPS 96(SI)(R8*4), Y7
+	VADDPS  Y0, Y7, Y7
+	VMULPS  Y7, Y6, Y6
+	JMP     weighed48
 
 scaletail:
 	ADDQ $0x00000018, R9
@@ -31272,29 +31962,29 @@ scaletail:
 scaleone:
 	CMPQ      R8, R9
 	JG        scalepart
-	VMOVUPS   (DX)(R8*4), Y2
-	VSUBPS    Y8, Y2, Y2
-	VMULPS    Y1, Y2, Y2
+	VMOVUPS   (DX)(R8*4), Y3
+	VSUBPS    Y1, Y3, Y3
+	VMULPS    Y2, Y3, Y3
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn46
-	VCVTPS2PH $0x00, Y2, X2
-	VCVTPH2PS X2, Y2
+	JZ        notrn50
+	VCVTPS2PH $0x00, Y3, X3
+	VCVTPH2PS X3, Y3
 
-notrn46:
+notrn50:
 	TESTQ   SI, SI
-	JZ      noweight47
-	VMOVUPS (SI)(R8*4), Y3
-	VADDPS  Y0, Y3, Y3
-	VMULPS  Y3, Y2, Y2
+	JZ      noweight51
+	VMOVUPS (SI)(R8*4), Y4
+	VADDPS  Y0, Y4, Y4
+	VMULPS  Y4, Y3, Y3
 
-noweight47:
+noweight51:
 	MOVQ   job_bias+0(AX), R10
 	TESTQ  R10, R10
-	JZ     nobias48
-	VADDPS (R10)(R8*4), Y2, Y2
+	JZ     nobias52
+	VADDPS (R10)(R8*4), Y3, Y3
 
-nobias48:
-	VCVTPS2PH $0x00, Y2, (CX)(R8*2)
+nobias52:
+	VCVTPS2PH $0x00, Y3, (CX)(R8*2)
 	ADDQ      $0x00000008, R8
 	JMP       scaleone
 
@@ -31311,147 +32001,147 @@ partout:
 	XORQ R13, R13
 	SUBQ $0x00000008, R14
 
-copyvec49:
+copyvec53:
 	CMPQ    R13, R14
-	JG      copyone50
-	VMOVUPS (R11)(R13*4), Y2
-	VMOVUPS Y2, (R12)(R13*4)
+	JG      copyone54
+	VMOVUPS (R11)(R13*4), Y3
+	VMOVUPS Y3, (R12)(R13*4)
 	ADDQ    $0x00000008, R13
-	JMP     copyvec49
+	JMP     copyvec53
 
-copyone50:
+copyone54:
 	ADDQ $0x00000008, R14
 
-copyloop52:
+copyloop56:
 	CMPQ R13, R14
-	JGE  copied51
+	JGE  copied55
 	MOVL (R11)(R13*4), R15
 	MOVL R15, (R12)(R13*4)
 	INCQ R13
-	JMP  copyloop52
+	JMP  copyloop56
 
-copied51:
+copied55:
 	TESTQ SI, SI
-	JZ    nowcopy53
+	JZ    nowcopy57
 	LEAQ  (SI)(R8*4), R11
 	LEAQ  160(SP), R12
 	MOVQ  R10, R14
 	XORQ  R13, R13
 	SUBQ  $0x00000008, R14
 
-copyvec54:
+copyvec58:
 	CMPQ    R13, R14
-	JG      copyone55
-	VMOVUPS (R11)(R13*4), Y2
-	VMOVUPS Y2, (R12)(R13*4)
+	JG      copyone59
+	VMOVUPS (R11)(R13*4), Y3
+	VMOVUPS Y3, (R12)(R13*4)
 	ADDQ    $0x00000008, R13
-	JMP     copyvec54
+	JMP     copyvec58
 
-copyone55:
+copyone59:
 	ADDQ $0x00000008, R14
 
-copyloop57:
+copyloop61:
 	CMPQ R13, R14
-	JGE  copied56
+	JGE  copied60
 	MOVL (R11)(R13*4), R15
 	MOVL R15, (R12)(R13*4)
 	INCQ R13
-	JMP  copyloop57
+	JMP  copyloop61
 
-copied56:
-nowcopy53:
+copied60:
+nowcopy57:
 	MOVQ  job_bias+0(AX), R11
 	TESTQ R11, R11
-	JZ    nobiascopy58
+	JZ    nobiascopy62
 	LEAQ  (R11)(R8*4), R11
 	LEAQ  224(SP), R12
 	MOVQ  R10, R14
 	XORQ  R13, R13
 	SUBQ  $0x00000008, R14
 
-copyvec59:
+copyvec63:
 	CMPQ    R13, R14
-	JG      copyone60
-	VMOVUPS (R11)(R13*4), Y2
-	VMOVUPS Y2, (R12)(R13*4)
+	JG      copyone64
+	VMOVUPS (R11)(R13*4), Y3
+	VMOVUPS Y3, (R12)(R13*4)
 	ADDQ    $0x00000008, R13
-	JMP     copyvec59
+	JMP     copyvec63
 
-copyone60:
+copyone64:
 	ADDQ $0x00000008, R14
 
-copyloop62:
+copyloop66:
 	CMPQ R13, R14
-	JGE  copied61
+	JGE  copied65
 	MOVL (R11)(R13*4), R15
 	MOVL R15, (R12)(R13*4)
 	INCQ R13
-	JMP  copyloop62
+	JMP  copyloop66
 
-copied61:
-nobiascopy58:
-	VMOVUPS   128(SP), Y2
-	VSUBPS    Y8, Y2, Y2
-	VMULPS    Y2, Y1, Y2
+copied65:
+nobiascopy62:
+	VMOVUPS   128(SP), Y3
+	VSUBPS    Y1, Y3, Y3
+	VMULPS    Y3, Y2, Y3
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn63
-	VCVTPS2PH $0x00, Y2, X2
-	VCVTPH2PS X2, Y2
+	JZ        notrn67
+	VCVTPS2PH $0x00, Y3, X3
+	VCVTPH2PS X3, Y3
 
-notrn63:
+notrn67:
 	TESTQ   SI, SI
-	JZ      noweight64
-	VMOVUPS 160(SP), Y3
-	VADDPS  Y0, Y3, Y3
-	VMULPS  Y3, Y2, Y2
+	JZ      noweight68
+	VMOVUPS 160(SP), Y4
+	VADDPS  Y0, Y4, Y4
+	VMULPS  Y4, Y3, Y3
 
-noweight64:
+noweight68:
 	MOVQ   job_bias+0(AX), R11
 	TESTQ  R11, R11
-	JZ     nobias65
-	VADDPS 224(SP), Y2, Y2
+	JZ     nobias69
+	VADDPS 224(SP), Y3, Y3
 
-nobias65:
-	VCVTPS2PH $0x00, Y2, 192(SP)
+nobias69:
+	VCVTPS2PH $0x00, Y3, 192(SP)
 	LEAQ      192(SP), R12
 	LEAQ      (CX)(R8*2), R11
 	MOVQ      R10, R14
 	XORQ      R13, R13
 	SUBQ      $0x00000010, R14
 
-copyvec66:
+copyvec70:
 	CMPQ    R13, R14
-	JG      copyone67
-	VMOVUPS (R12)(R13*2), Y2
-	VMOVUPS Y2, (R11)(R13*2)
+	JG      copyone71
+	VMOVUPS (R12)(R13*2), Y3
+	VMOVUPS Y3, (R11)(R13*2)
 	ADDQ    $0x00000010, R13
-	JMP     copyvec66
+	JMP     copyvec70
 
-copyone67:
+copyone71:
 	ADDQ $0x00000010, R14
 
-copyloop69:
+copyloop73:
 	CMPQ R13, R14
-	JGE  copied68
+	JGE  copied72
 	MOVW (R12)(R13*2), R15
 	MOVW R15, (R11)(R13*2)
 	INCQ R13
-	JMP  copyloop69
+	JMP  copyloop73
 
-copied68:
+copied72:
 	ADDQ R10, R8
 	CMPQ R8, job_d+0(AX)
 	JB   scalentgo
 
 scaled:
 	ADDQ DI, DX
-	ADDQ 664(SP), CX
+	ADDQ 680(SP), CX
 	ADDQ DI, BX
-	INCQ 656(SP)
-	MOVQ 688(SP), R8
+	INCQ 672(SP)
+	MOVQ 704(SP), R8
 	INCQ R8
-	MOVQ R8, 688(SP)
-	CMPQ R8, 680(SP)
+	MOVQ R8, 704(SP)
+	CMPQ R8, 696(SP)
 	JB   scalerow
 	JMP  row
 
@@ -31462,7 +32152,7 @@ ret:
 
 vzero:
 	VZEROUPPER
-	MOVQ 656(SP), AX
+	MOVQ 672(SP), AX
 	MOVQ AX, ret+24(FP)
 	RET
 

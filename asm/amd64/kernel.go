@@ -12,8 +12,8 @@ import (
 
 // A kernel function runs rows one at a time, or four at a time when they are short (at most
 // spec.GroupMax floats, and not with a residual: a group that meets a row needing the float64
-// path would have updated res for the rows after it; the Layer functions never group, see
-// layer.go). Its parts are emitted once each, but for the sum pass, which comes in two:
+// path would have updated res for the rows after it; of the Layer functions only AVX2's group,
+// see layer.go). Its parts are emitted once each, but for the sum pass, which comes in two:
 //
 //	row:    pick a group of four rows or one row
 //	sum:    the sum of squares of one row, looped over the rows of a group; each row's partly
@@ -101,6 +101,7 @@ type gen struct {
 	dstStrideB Mem // bytes between row starts in dst (the job's dstStride)
 	fd, rd     Mem // float32(d); 1/d when d is a power of two, else 0
 	invs       Mem // inv of the rows being scaled in lanes 0..3 of one packed register
+	means      Mem // Layer functions with groups (layerGroups): the group's means, lanes 0..3
 	q          Mem // 4 vectors: the partials of a group's rows
 	skip, pend Mem // rows to do one at a time after a failed group; rows to scale
 	k          Mem // the row being scaled, from 0 to pend
@@ -182,7 +183,7 @@ func kernel(s *isa, prefix string, v spec.Variant, cvt bool) {
 	g.acc = acc
 	var p VecVirtual
 	if v.Layer {
-		p = g.layerSums(acc) // one row at a time: its sum, then its centered squares (layer.go)
+		p = g.layerSums(acc) // its sum, then its centered squares (layer.go)
 	} else {
 		p = g.sumRows(acc)
 		g.sumAddRow(acc)
@@ -192,7 +193,7 @@ func kernel(s *isa, prefix string, v spec.Variant, cvt bool) {
 		inv = ZMM()
 	}
 	g.invOne(p, inv)
-	if !v.Layer {
+	if !v.Layer || g.layerGroups() {
 		g.invGroup(inv)
 	}
 	g.scaleRows(inv)
@@ -226,6 +227,9 @@ func (g *gen) locals() {
 		g.slotR = AllocLocal(block * g.eb)
 	}
 	g.invs = AllocLocal(g.s.packedBytes)
+	if g.layerGroups() {
+		g.means = AllocLocal(g.s.packedBytes)
+	}
 	for _, m := range []*Mem{&g.done, &g.dstStrideB, &g.skip, &g.pend, &g.k, &g.tailN, &g.resTail} {
 		*m = AllocLocal(8)
 	}
@@ -329,7 +333,7 @@ func (g *gen) pickRows() {
 	MOVQ(U32(1), g.pend)
 	CMPQ(g.field(spec.Job.Res), U8(0))
 	JNE(LabelRef("addsum"))
-	if g.v.Layer {
+	if g.v.Layer && !g.layerGroups() {
 		return // no groups: the sum pass follows
 	}
 	CMPQ(g.skip, U8(0))
@@ -373,15 +377,23 @@ func (g *gen) sumRows(acc []VecVirtual) VecVirtual {
 	XORQ(k, k)
 	Label("sumrow")
 	p := s.partial(g.sumSquares(acc, xr, nil))
+	g.groupRowDone(p, xr, k, "invone", "sumrow", "invgroup")
+	return p
+}
+
+// groupRowDone ends a sum pass over one row of those the row part picked, its partials in p: one
+// row goes on to one with them; a group's row stores them to its slot in g.q (at byte offset k)
+// and the pass goes on to the next row at again (xr and k moved on), or after the fourth row to
+// next.
+func (g *gen) groupRowDone(p VecVirtual, xr, k GPVirtual, one, again, next string) {
 	CMPQ(g.pend, U8(1))
-	JE(LabelRef("invone"))
+	JE(LabelRef(one))
 	VMOVUPS(p, g.q.Idx(k, 1))
 	ADDQ(g.strideB, xr)
-	ADDQ(U32(s.vbytes()), k)
-	CMPQ(k, U32(group*s.vbytes()))
-	JB(LabelRef("sumrow"))
-	JMP(LabelRef("invgroup"))
-	return p
+	ADDQ(U32(g.s.vbytes()), k)
+	CMPQ(k, U32(group*g.s.vbytes()))
+	JB(LabelRef(again))
+	JMP(LabelRef(next))
 }
 
 // sumAddRow is the sum pass of a row with a residual: h = x + res, stored to res, and the sum of
@@ -858,7 +870,7 @@ func (g *gen) invOne(p, inv VecVirtual) {
 	x := inv.AsX()
 	VMOVSS(constOne, x)
 	VDIVSS(t, x, x)
-	g.reportInv(func(m Mem) { VMOVSS(x, m) })
+	g.reportInv(func(m Mem) { VMOVSS(x, m) }, "reportmean")
 	if g.v.Layer {
 		g.reportMean()
 	}
@@ -881,12 +893,12 @@ func (g *gen) tInRange(ss VecVirtual) VecVirtual {
 }
 
 // reportInv stores inv of the rows from done into the job's inv with store, when the caller asked
-// for it.
-func (g *gen) reportInv(store func(m Mem)) {
+// for it; a Layer function goes on to report the mean at meanLabel either way.
+func (g *gen) reportInv(store func(m Mem), meanLabel string) {
 	Comment("Report 1/rms if asked.")
 	next := "scale"
 	if g.v.Layer {
-		next = "reportmean"
+		next = meanLabel
 	}
 	ip := GP64()
 	MOVQ(g.inv(), ip)
@@ -924,7 +936,10 @@ func (g *gen) invGroup(inv4 VecVirtual) {
 	VSQRTPS(t, t)
 	VBROADCASTSS(constOne, inv4)
 	VDIVPS(t, inv4, inv4)
-	g.reportInv(func(m Mem) { s.storeLanes4(inv4, m) })
+	g.reportInv(func(m Mem) { s.storeLanes4(inv4, m) }, "reportmeans")
+	if g.v.Layer {
+		g.reportMeans() // on to scale
+	}
 }
 
 // scaleRows scales the g.pend rows from row done and moves on to the rows after them. inv holds
@@ -945,6 +960,9 @@ func (g *gen) scaleRows(inv VecVirtual) {
 	k := GP64()
 	MOVQ(g.k, k)
 	VBROADCASTSS(g.invs.Idx(k, 4), invv)
+	if g.layerGroups() {
+		VBROADCASTSS(g.means.Idx(k, 4), g.mv) // a group's row (one row keeps meanOf's)
+	}
 	Label("scalebody")
 	one := g.c
 	if one == nil { // AVX2: c for this row

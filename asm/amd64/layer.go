@@ -9,15 +9,18 @@ import (
 )
 
 // The Layer functions (spec.Variant.Layer: LayerNorm, a Norm with Center or Bias) are the kernel
-// function of their format with a few switches, one row at a time (no groups of four):
+// function of their format with a few switches, one row at a time, or on AVX2 four short rows
+// at a time (layerGroups):
 //
 //	sum:      with flagCenter, the sum of x (with a residual, addsum: of h = x + res, stored to
 //	          res) in the 64 partials (under FlagPipe, in the scale loop of the row before: pipe);
 //	          a sum that is not finite returns the row for the float64 path, else m = sum/d,
-//	          broadcast to g.mv. Without flagCenter m = +0 (x - +0 is x for every x, -0
-//	          included), and the sum pass of a row without a residual is skipped.
+//	          broadcast to g.mv (a group's four in g.means: meanGroup). Without flagCenter
+//	          m = +0 (x - +0 is x for every x, -0 included), and the sum pass of a row without a
+//	          residual is skipped.
 //	centered: the sum of (x-m)*(x-m) over x (h), each difference and square rounded, into acc
-//	          for invOne, which reports inv and then the mean.
+//	          for invOne, which reports inv and then the mean (a group's partials to g.q for
+//	          invGroup, which reports the four invs and means).
 //	scale:    y = ((x-m)*inv)*w' (rounded to the format first with flagRN), then + bias when the
 //	          job has one, in every loop and at the ends of rows.
 //
@@ -33,20 +36,40 @@ const (
 	accCentered              // (x-m)*(x-m), m in g.mv: LayerNorm's sum of squares
 )
 
+// layerGroups reports whether the Layer function takes short rows four at a time, as the RMSNorm
+// functions do (AVX2): the sums of the group's rows, their four means in one register, the
+// centered squares of each row with its mean, then invGroup and the scale pass, each row with its
+// mean from g.means. The latencies of the two reductions and the divisions, which a short row
+// waits on one after the other, overlap across the rows of a group. A group with a sum that is not
+// finite or a t out of range is redone a row at a time, which stops at that row (see meanGroup).
+func (g *gen) layerGroups() bool { return g.v.Layer && g.s == avx2 }
+
 // layerSums emits the sum passes of a Layer function and returns the register holding the
-// partly reduced partials of the centered squares, for invOne.
+// partly reduced partials of the centered squares, for invOne (or for invGroup, through g.q).
 func (g *gen) layerSums(acc []VecVirtual) VecVirtual {
 	s := g.s
 	g.mv = s.vec()
+	groups := g.layerGroups()
 	Label("sum")
 	TESTL(U32(spec.FlagCenter), g.flags())
 	JZ(LabelRef("nocenter"))
 	xr := GP64()
 	MOVQ(g.x, xr)
+	var k GPVirtual // byte offset of the row's slot in g.q (groups)
+	if groups {
+		k = GP64()
+		XORQ(k, k)
+		Label("meanrow")
+	}
 	g.op = accSum
 	p := s.partial(g.sumSquares(acc, xr, nil))
 	g.op = accSquares
-	JMP(LabelRef("mean"))
+	if groups {
+		g.groupRowDone(p, xr, k, "mean", "meanrow", "meangroup")
+		g.meanGroup()
+	} else {
+		JMP(LabelRef("mean"))
+	}
 
 	g.sumAddRow(acc) // the sum of h, on to mean
 
@@ -58,14 +81,51 @@ func (g *gen) layerSums(acc []VecVirtual) VecVirtual {
 	JMP(LabelRef("centered"))
 	Label("nocenter")
 	s.zero(g.mv)
+	if groups {
+		VMOVUPS(g.mv.AsX(), g.means) // a group's means: +0
+	}
 
 	Label("centered")
 	xr = GP64()
 	MOVQ(g.x, xr) // h with a residual (see prologue)
+	if groups {
+		XORQ(k, k)
+		CMPQ(g.pend, U8(1))
+		JE(LabelRef("sqrow"))
+		Label("sqnext")
+		r := GP64() // the row's index in the group: k / vbytes
+		MOVQ(k, r)
+		SHRQ(U8(map[int]uint8{32: 5, 64: 6}[s.vbytes()]), r)
+		VBROADCASTSS(g.means.Idx(r, 4), g.mv)
+		Label("sqrow")
+	}
 	g.lp, g.op = "sq", accCentered
 	p = s.partial(g.sumSquares(acc, xr, nil))
 	g.lp, g.op = "", accSquares
+	if groups {
+		g.groupRowDone(p, xr, k, "invone", "sqnext", "invgroup")
+	}
 	return p
+}
+
+// meanGroup finishes the sums of a group's four rows at once (the rest of the halving tree, as
+// invGroup does), stores the four means m = sum/d to g.means and goes on to the centered squares.
+// A sum that is not finite needs no test here, as meanOf makes for one row: its mean is infinite
+// or NaN, so every centered square of its row is +Inf or NaN, and invGroup's range test sends the
+// group to the one-row path, whose meanOf stops at that row.
+func (g *gen) meanGroup() {
+	s := g.s
+	Label("meangroup")
+	Comment("The rest of the halving tree for the group's sums, and their means.")
+	q := make([]VecVirtual, group)
+	for r := range q {
+		q[r] = s.vec()
+		VMOVUPS(g.q.Offset(r*s.vbytes()), q[r])
+	}
+	means := s.packed()
+	g.divideByD(s.finish4(q), means, true)
+	VMOVUPS(means, g.means)
+	JMP(LabelRef("centered"))
 }
 
 // meanOf sets g.mv to m = sum/d in every lane, or returns the row for the float64 path when its
@@ -144,6 +204,22 @@ func (g *gen) reportMean() {
 	r := GP64()
 	MOVQ(g.done, r)
 	VMOVSS(g.mv.AsX(), Mem{Base: mp, Index: r, Scale: 4})
+}
+
+// reportMeans stores the means of a group's rows (g.means) to the job's mean[done..done+3] when
+// the caller asked for them, and falls through to the scale pass.
+func (g *gen) reportMeans() {
+	Label("reportmeans")
+	Comment("Report the group's means if asked.")
+	mp := GP64()
+	MOVQ(g.field(spec.Job.Mean), mp)
+	TESTQ(mp, mp)
+	JZ(LabelRef("scale"))
+	r := GP64()
+	MOVQ(g.done, r)
+	t := g.s.packed()
+	VMOVUPS(g.means, t)
+	g.s.storeLanes4(t, Mem{Base: mp, Index: r, Scale: 4})
 }
 
 // bias loads the job's bias pointer into a new register and jumps to skip when it is nil: it is

@@ -1,0 +1,75 @@
+package rmsnorm
+
+import (
+	"fmt"
+	"math"
+	"testing"
+)
+
+// TestLayerNormGroups runs short rows (at most groupMax) in batches that the AVX2 Layer functions
+// take four at a time (layerGroups), on every kernel against generic: every format, layer form and
+// weight form, RoundNormalized, Inv and Mean, counts of rows that leave a tail of one to three, and
+// groups with a row that takes the float64 path by its sum (an infinity, a NaN, finite elements
+// whose sum overflows) or by its variance (a constant row with eps = 0), first in its group or
+// inside it, so that the group is redone a row at a time and the rows before that row are written
+// once.
+func TestLayerNormGroups(t *testing.T) {
+	type special struct {
+		name string
+		set  func(row []float32) float32 // sets the row, returns the call's eps
+	}
+	specials := []special{
+		{"", nil},
+		{"inf", func(row []float32) float32 { row[len(row)/2] = float32(math.Inf(-1)); return 1e-5 }},
+		{"nan", func(row []float32) float32 { row[0] = float32(math.NaN()); return 1e-5 }},
+		{"overflow", func(row []float32) float32 {
+			for i := range row {
+				row[i] = 3e38
+			}
+			return 1e-5
+		}},
+		{"constant", func(row []float32) float32 {
+			for i := range row {
+				row[i] = 1.5
+			}
+			return 0
+		}},
+	}
+	n := 0
+	for _, k := range simdKernels() {
+		for _, f := range layerFormats {
+			for _, d := range []int{5, 64, 100, 128, 384, groupMax} {
+				for _, rows := range []int{4, 6, 9} {
+					for si, sp := range specials {
+						for _, at := range []int{0, 2, rows - 1} {
+							if sp.set == nil && at != 0 {
+								continue
+							}
+							n++
+							lf := layerForms[n%len(layerForms)]
+							mode := []weightMode{weighted, offset, unweighted}[n%3]
+							lc := lcase{f: f, mode: mode, center: lf.center, bias: lf.bias,
+								rn: n%2 == 0 && f.out() != formatF32 && mode != unweighted,
+								inv: true, mean: lf.center, gap: [2]int{0, 3}[n%2], dgap: [3]int{0, 5, 0}[n%3],
+								wclass: classNormal, bclass: classNormal, resClass: classNormal}
+							lc.strided = lc.gap != 0
+							x, res, w, b := layerInputs(seedFor(d, rows, si, at, int(f), 35), lc, d, rows, classNormal)
+							for i := range x {
+								x[i] += 2 // a mean to subtract
+							}
+							eps := float32(1e-5)
+							if sp.set != nil {
+								eps = sp.set(x[at*d : (at+1)*d])
+							}
+							off := (d + rows) % 16
+							ctx := fmt.Sprintf("%s %s d=%d rows=%d special=%q at row %d", k, lc, d, rows, sp.name, at)
+							want := runLayer(t, kernelGeneric, lc, d, rows, x, res, w, b, eps, off)
+							got := runLayer(t, k, lc, d, rows, x, res, w, b, eps, off)
+							sameOut(t, ctx, got, want)
+						}
+					}
+				}
+			}
+		}
+	}
+}

@@ -24082,7 +24082,7 @@ ginrange:
 	VMOVUPS X0, (R8)(R9*4)
 
 reportmeans:
-	// Report the group's means if asked.
+	// Report the mean if asked.
 	MOVQ    job_mean+0(AX), R8
 	TESTQ   R8, R8
 	JZ      scale
@@ -26213,7 +26213,7 @@ ginrange:
 	VMOVUPS X0, (R8)(R9*4)
 
 reportmeans:
-	// Report the group's means if asked.
+	// Report the mean if asked.
 	MOVQ    job_mean+0(AX), R8
 	TESTQ   R8, R8
 	JZ      scale
@@ -28012,7 +28012,7 @@ ginrange:
 	VMOVUPS X0, (R8)(R9*4)
 
 reportmeans:
-	// Report the group's means if asked.
+	// Report the mean if asked.
 	MOVQ    job_mean+0(AX), R8
 	TESTQ   R8, R8
 	JZ      scale
@@ -29386,7 +29386,7 @@ ginrange:
 	VMOVUPS X0, (R8)(R9*4)
 
 reportmeans:
-	// Report the group's means if asked.
+	// Report the mean if asked.
 	MOVQ    job_mean+0(AX), R8
 	TESTQ   R8, R8
 	JZ      scale
@@ -31472,7 +31472,7 @@ ginrange:
 	VMOVUPS X0, (R8)(R9*4)
 
 reportmeans:
-	// Report the group's means if asked.
+	// Report the mean if asked.
 	MOVQ    job_mean+0(AX), R8
 	TESTQ   R8, R8
 	JZ      scale

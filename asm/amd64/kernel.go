@@ -909,6 +909,17 @@ func (g *gen) reportInv(store func(m Mem), meanLabel string) {
 	store(Mem{Base: ip, Index: r, Scale: 4})
 }
 
+// finishGroup applies the rest of the halving tree to the partials of a group's four rows in g.q
+// and returns their sums in lanes 0..3 of a packed register.
+func (g *gen) finishGroup() VecVirtual {
+	q := make([]VecVirtual, group)
+	for r := range q {
+		q[r] = g.s.vec()
+		VMOVUPS(g.q.Offset(r*g.s.vbytes()), q[r])
+	}
+	return g.s.finish4(q)
+}
+
 // invGroup finishes a group of four rows at once: the rest of the halving tree for four rows in
 // one register, the range test on all four (a group with a row outside it is redone a row at a
 // time, which stops at that row), and inv = 1/sqrt(t) for all four into g.invs and, when asked,
@@ -917,12 +928,7 @@ func (g *gen) invGroup(inv4 VecVirtual) {
 	s := g.s
 	Label("invgroup")
 	Comment("The rest of the halving tree, four rows at once.")
-	q := make([]VecVirtual, group)
-	for r := range q {
-		q[r] = s.vec()
-		VMOVUPS(g.q.Offset(r*s.vbytes()), q[r])
-	}
-	ss := s.finish4(q)
+	ss := g.finishGroup()
 	Comment("t = ss/d + eps for the four rows; any t outside [2^-100, MaxFloat32] sends the group to the one-row path.")
 	t := s.packed()
 	g.divideByD(ss, t, true)

@@ -117,13 +117,8 @@ func (g *gen) meanGroup() {
 	s := g.s
 	Label("meangroup")
 	Comment("The rest of the halving tree for the group's sums, and their means.")
-	q := make([]VecVirtual, group)
-	for r := range q {
-		q[r] = s.vec()
-		VMOVUPS(g.q.Offset(r*s.vbytes()), q[r])
-	}
 	means := s.packed()
-	g.divideByD(s.finish4(q), means, true)
+	g.divideByD(g.finishGroup(), means, true)
 	VMOVUPS(means, g.means)
 	JMP(LabelRef("centered"))
 }
@@ -195,7 +190,23 @@ func (g *gen) slotTailCentered(acc []VecVirtual, xr, i, rem GPVirtual) {
 // reportMean stores the row's mean (lane 0 of g.mv) to the job's mean[done] when the caller
 // asked for it; the label reportmean is where reportInv goes on in a Layer function.
 func (g *gen) reportMean() {
-	Label("reportmean")
+	g.reportMeansAt("reportmean", func(m Mem) { VMOVSS(g.mv.AsX(), m) })
+}
+
+// reportMeans stores the means of a group's rows (g.means) to the job's mean[done..done+3] when
+// the caller asked for them, and falls through to the scale pass.
+func (g *gen) reportMeans() {
+	g.reportMeansAt("reportmeans", func(m Mem) {
+		t := g.s.packed()
+		VMOVUPS(g.means, t)
+		g.s.storeLanes4(t, m)
+	})
+}
+
+// reportMeansAt emits, at label, the store of the means from row done into the job's mean with
+// store, when the caller asked for them (else on to scale).
+func (g *gen) reportMeansAt(label string, store func(m Mem)) {
+	Label(label)
 	Comment("Report the mean if asked.")
 	mp := GP64()
 	MOVQ(g.field(spec.Job.Mean), mp)
@@ -203,23 +214,7 @@ func (g *gen) reportMean() {
 	JZ(LabelRef("scale"))
 	r := GP64()
 	MOVQ(g.done, r)
-	VMOVSS(g.mv.AsX(), Mem{Base: mp, Index: r, Scale: 4})
-}
-
-// reportMeans stores the means of a group's rows (g.means) to the job's mean[done..done+3] when
-// the caller asked for them, and falls through to the scale pass.
-func (g *gen) reportMeans() {
-	Label("reportmeans")
-	Comment("Report the group's means if asked.")
-	mp := GP64()
-	MOVQ(g.field(spec.Job.Mean), mp)
-	TESTQ(mp, mp)
-	JZ(LabelRef("scale"))
-	r := GP64()
-	MOVQ(g.done, r)
-	t := g.s.packed()
-	VMOVUPS(g.means, t)
-	g.s.storeLanes4(t, Mem{Base: mp, Index: r, Scale: 4})
+	store(Mem{Base: mp, Index: r, Scale: 4})
 }
 
 // bias loads the job's bias pointer into a new register and jumps to skip when it is nil: it is

@@ -12,7 +12,7 @@ import (
 // groups with a row that takes the float64 path by its sum (an infinity, a NaN, finite elements
 // whose sum overflows) or by its variance (a constant row with eps = 0), first in its group or
 // inside it, so that the group is redone a row at a time and the rows before that row are written
-// once.
+// once; half of them with the memory flags of rows from memory (prefetches, non-temporal stores).
 func TestLayerNormGroups(t *testing.T) {
 	type special struct {
 		name string
@@ -65,9 +65,14 @@ func TestLayerNormGroups(t *testing.T) {
 							ctx := fmt.Sprintf("%s %s d=%d rows=%d special=%q at row %d", k, lc, d, rows, sp.name, at)
 							// The kernel first: a call without Center must not read the means a call
 							// with Center left on the stack (the generic kernel would zero them).
-							got := runLayer(t, k, lc, d, rows, x, res, w, b, eps, off)
-							want := runLayer(t, kernelGeneric, lc, d, rows, x, res, w, b, eps, off)
-							sameOut(t, ctx, got, want)
+							// Half the calls with the memory flags of rows from memory: the
+							// groups' scale pass then prefetches and stores non-temporally.
+							var got, want layerOut
+							withStreaming((n/2)%2 == 1, func() {
+								got = runLayer(t, k, lc, d, rows, x, res, w, b, eps, off)
+								want = runLayer(t, kernelGeneric, lc, d, rows, x, res, w, b, eps, off)
+							})
+							sameOut(t, ctx+fmt.Sprintf(" streaming=%v", (n/2)%2 == 1), got, want)
 						}
 					}
 				}

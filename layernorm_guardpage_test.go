@@ -22,16 +22,17 @@ type layerGuardCase struct {
 	f                format
 	mode             weightMode
 	center, bias, rn bool
-	d, gap           int
+	d, gap, rows     int
+	residual         bool
 	atEnd, stream    bool
 	xs, res, w, b    []float32
 }
 
-func (c *layerGuardCase) span() int { return (lgRows-1)*(c.d+c.gap) + c.d }
+func (c *layerGuardCase) span() int { return (c.rows-1)*(c.d+c.gap) + c.d }
 
 func (c *layerGuardCase) String() string {
-	return fmt.Sprintf("%s d=%d gap=%d center=%v bias=%v mode=%d rn=%v atEnd=%v stream=%v",
-		fnameAll(c.f), c.d, c.gap, c.center, c.bias, c.mode, c.rn, c.atEnd, c.stream)
+	return fmt.Sprintf("%s d=%d gap=%d rows=%d residual=%v center=%v bias=%v mode=%d rn=%v atEnd=%v stream=%v",
+		fnameAll(c.f), c.d, c.gap, c.rows, c.residual, c.center, c.bias, c.mode, c.rn, c.atEnd, c.stream)
 }
 
 // runLayerGuarded runs c with kernel k in the regions, D and T the element types of Dst and X,
@@ -45,8 +46,8 @@ func runLayerGuarded[D, T elem](t *testing.T, regions []*guardedRegion, k kernel
 	gr := regionSlice[T](regions[2], span, c.atEnd)
 	gw := regionSlice[float32](regions[3], c.d, c.atEnd)
 	gb := regionSlice[float32](regions[4], c.d, c.atEnd)
-	gi := regionSlice[float32](regions[5], lgRows, c.atEnd)
-	gm := regionSlice[float32](regions[6], lgRows, c.atEnd)
+	gi := regionSlice[float32](regions[5], c.rows, c.atEnd)
+	gm := regionSlice[float32](regions[6], c.rows, c.atEnd)
 	for i := range span {
 		gx[i] = toElem[T](c.f, c.xs[i])
 		gr[i] = toElem[T](c.f, c.res[i])
@@ -61,7 +62,10 @@ func runLayerGuarded[D, T elem](t *testing.T, regions []*guardedRegion, k kernel
 	if c.bias {
 		n.Bias = gb
 	}
-	r := rowsOf[D, T]{Dst: gd, X: gx, N: lgRows, Stride: c.d + c.gap, Residual: gr, Inv: gi}
+	r := rowsOf[D, T]{Dst: gd, X: gx, N: c.rows, Stride: c.d + c.gap, Inv: gi}
+	if c.residual {
+		r.Residual = gr
+	}
 	if c.center {
 		r.Mean = gm
 	}
@@ -79,6 +83,16 @@ func runLayerGuarded[D, T elem](t *testing.T, regions []*guardedRegion, k kernel
 	return out
 }
 
+// layerGuardRegions returns the seven guarded regions of runLayerGuarded (X, Dst, Residual,
+// Weight, Bias, Inv, Mean), each of n float32s.
+func layerGuardRegions(t *testing.T, n int) []*guardedRegion {
+	regions := make([]*guardedRegion, 7)
+	for i := range regions {
+		regions[i] = newGuardedRegion(t, n)
+	}
+	return regions
+}
+
 // run is runLayerGuarded for c's format.
 func (c *layerGuardCase) run(t *testing.T, regions []*guardedRegion, k kernelID) layerOut {
 	t.Helper()
@@ -93,10 +107,7 @@ func (c *layerGuardCase) run(t *testing.T, regions []*guardedRegion, k kernelID)
 
 func TestLayerNormGuardPages(t *testing.T) {
 	const maxD, maxGap = 4097, 3
-	regions := make([]*guardedRegion, 7)
-	for i := range regions {
-		regions[i] = newGuardedRegion(t, (lgRows-1)*(maxD+maxGap)+maxD)
-	}
+	regions := layerGuardRegions(t, (lgRows-1)*(maxD+maxGap)+maxD)
 	runs := 0
 	for _, k := range testKernels() {
 		if k == kernelGeneric {
@@ -120,7 +131,7 @@ func TestLayerNormGuardPages(t *testing.T) {
 								gap    int
 								stream bool
 							}{{0, false}, {0, true}, {maxGap, false}} {
-								c := &layerGuardCase{f: f, mode: mode, center: lf.center, bias: lf.bias,
+								c := &layerGuardCase{f: f, mode: mode, center: lf.center, bias: lf.bias, rows: lgRows, residual: true,
 									rn: f.out() != formatF32 && mode != unweighted && d%2 == 1, d: d, gap: l.gap,
 									atEnd: atEnd, stream: l.stream, xs: xs, res: res, w: w, b: b}
 								want := c.run(t, regions, kernelGeneric)
@@ -135,4 +146,55 @@ func TestLayerNormGuardPages(t *testing.T) {
 		}
 	}
 	t.Logf("%d LayerNorm calls under guard pages (kernels %v)", runs, testKernels())
+}
+
+// TestLayerNormGroupsGuardPages runs the calls that the AVX2 Layer functions take four rows at a
+// time (short rows, no residual: layerGroups) under guard pages: counts of rows that are whole
+// groups and ones that leave a tail, rows back to back or a stride apart, with the memory flags on
+// and off, every format, layer form and weight form, and one row on the float64 path.
+func TestLayerNormGroupsGuardPages(t *testing.T) {
+	const maxRows, maxD, maxGap = 9, groupMax, 3
+	regions := layerGuardRegions(t, (maxRows-1)*(maxD+maxGap)+maxD)
+	runs := 0
+	for _, k := range testKernels() {
+		if k == kernelGeneric {
+			continue // the reference
+		}
+		for _, f := range layerFormats {
+			for _, d := range []int{1, 5, 64, 100, 128, 300, groupMax} {
+				for _, rows := range []int{4, 5, 8, 9} {
+					r := seedFor(d, rows, int(f), 36)
+					span := (rows-1)*(d+maxGap) + d
+					xs := make([]float32, span)
+					fill(xs, classNormal, r)
+					for i := range xs {
+						xs[i] += 3 // a mean to subtract
+					}
+					xs[(rows/2)*(d+maxGap)] = 3e38 // a row that takes the float64 path, with or without the gap
+					w, b := normalRows(d, 1, 37), normalRows(d, 1, 38)
+					for _, lf := range layerForms {
+						for _, mode := range []weightMode{weighted, offset, unweighted} {
+							for _, atEnd := range []bool{true, false} {
+								for _, l := range []struct {
+									gap    int
+									stream bool
+								}{{0, false}, {0, true}, {maxGap, false}, {maxGap, true}} {
+									c := &layerGuardCase{f: f, mode: mode, center: lf.center, bias: lf.bias,
+										rn: f.out() != formatF32 && mode != unweighted && (d+rows)%2 == 1, d: d, gap: l.gap,
+										rows: rows, atEnd: atEnd, stream: l.stream, xs: xs, res: xs, w: w, b: b}
+									// The kernel first, as in TestLayerNormGroups: a call without
+									// Center must not read the means a call before it left on the stack.
+									got := c.run(t, regions, k)
+									want := c.run(t, regions, kernelGeneric)
+									sameOut(t, fmt.Sprintf("%s %s", k, c), got, want)
+									runs++
+								}
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+	t.Logf("%d grouped LayerNorm calls under guard pages (kernels %v)", runs, testKernels())
 }

@@ -16899,6 +16899,46 @@ sumtail:
 	MOVQ    job_d+0(AX), R11
 	SUBQ    R10, R11
 	JZ      summed
+	TESTQ   $0x00000007, R11
+	JNZ     ragged
+	VMOVUPS (R8)(R10*4), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y0, Y0
+	CMPQ    R11, $0x00000008
+	JE      summed
+	VMOVUPS 32(R8)(R10*4), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y1, Y1
+	CMPQ    R11, $0x00000010
+	JE      summed
+	VMOVUPS 64(R8)(R10*4), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y2, Y2
+	CMPQ    R11, $0x00000018
+	JE      summed
+	VMOVUPS 96(R8)(R10*4), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y3, Y3
+	CMPQ    R11, $0x00000020
+	JE      summed
+	VMOVUPS 128(R8)(R10*4), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y4, Y4
+	CMPQ    R11, $0x00000028
+	JE      summed
+	VMOVUPS 160(R8)(R10*4), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y5, Y5
+	CMPQ    R11, $0x00000030
+	JE      summed
+	VMOVUPS 192(R8)(R10*4), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y6, Y6
+	CMPQ    R11, $0x00000038
+	JE      summed
+	JMP     summed
+
+ragged:
 	MOVQ    R11, 696(SP)
 	LEAQ    (R8)(R10*4), R10
 	LEAQ    128(SP), R11
@@ -17086,6 +17126,60 @@ addsumtail:
 	MOVQ    job_d+0(AX), R11
 	SUBQ    R10, R11
 	JZ      addsummed
+	TESTQ   $0x00000007, R11
+	JNZ     addragged
+	VMOVUPS (R8)(R10*4), Y8
+	VADDPS  (R9)(R10*4), Y8, Y8
+	VMOVUPS Y8, (R9)(R10*4)
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y0, Y0
+	CMPQ    R11, $0x00000008
+	JE      addsummed
+	VMOVUPS 32(R8)(R10*4), Y8
+	VADDPS  32(R9)(R10*4), Y8, Y8
+	VMOVUPS Y8, 32(R9)(R10*4)
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y1, Y1
+	CMPQ    R11, $0x00000010
+	JE      addsummed
+	VMOVUPS 64(R8)(R10*4), Y8
+	VADDPS  64(R9)(R10*4), Y8, Y8
+	VMOVUPS Y8, 64(R9)(R10*4)
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y2, Y2
+	CMPQ    R11, $0x00000018
+	JE      addsummed
+	VMOVUPS 96(R8)(R10*4), Y8
+	VADDPS  96(R9)(R10*4), Y8, Y8
+	VMOVUPS Y8, 96(R9)(R10*4)
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y3, Y3
+	CMPQ    R11, $0x00000020
+	JE      addsummed
+	VMOVUPS 128(R8)(R10*4), Y8
+	VADDPS  128(R9)(R10*4), Y8, Y8
+	VMOVUPS Y8, 128(R9)(R10*4)
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y4, Y4
+	CMPQ    R11, $0x00000028
+	JE      addsummed
+	VMOVUPS 160(R8)(R10*4), Y8
+	VADDPS  160(R9)(R10*4), Y8, Y8
+	VMOVUPS Y8, 160(R9)(R10*4)
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y5, Y5
+	CMPQ    R11, $0x00000030
+	JE      addsummed
+	VMOVUPS 192(R8)(R10*4), Y8
+	VADDPS  192(R9)(R10*4), Y8, Y8
+	VMOVUPS Y8, 192(R9)(R10*4)
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y6, Y6
+	CMPQ    R11, $0x00000038
+	JE      addsummed
+	JMP     addsummed
+
+addragged:
 	MOVQ    R11, 696(SP)
 	LEAQ    (R8)(R10*4), R8
 	LEAQ    (R9)(R10*4), R9
@@ -20667,6 +20761,46 @@ sumtail:
 	MOVQ    job_d+0(AX), R11
 	SUBQ    R10, R11
 	JZ      summed
+	TESTQ   $0x00000007, R11
+	JNZ     ragged
+	VMOVUPS (R8)(R10*4), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y0, Y0
+	CMPQ    R11, $0x00000008
+	JE      summed
+	VMOVUPS 32(R8)(R10*4), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y1, Y1
+	CMPQ    R11, $0x00000010
+	JE      summed
+	VMOVUPS 64(R8)(R10*4), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y2, Y2
+	CMPQ    R11, $0x00000018
+	JE      summed
+	VMOVUPS 96(R8)(R10*4), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y3, Y3
+	CMPQ    R11, $0x00000020
+	JE      summed
+	VMOVUPS 128(R8)(R10*4), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y4, Y4
+	CMPQ    R11, $0x00000028
+	JE      summed
+	VMOVUPS 160(R8)(R10*4), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y5, Y5
+	CMPQ    R11, $0x00000030
+	JE      summed
+	VMOVUPS 192(R8)(R10*4), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y6, Y6
+	CMPQ    R11, $0x00000038
+	JE      summed
+	JMP     summed
+
+ragged:
 	MOVQ    R11, 696(SP)
 	LEAQ    (R8)(R10*4), R10
 	LEAQ    128(SP), R11
@@ -20854,6 +20988,60 @@ addsumtail:
 	MOVQ    job_d+0(AX), R11
 	SUBQ    R10, R11
 	JZ      addsummed
+	TESTQ   $0x00000007, R11
+	JNZ     addragged
+	VMOVUPS (R8)(R10*4), Y8
+	VADDPS  (R9)(R10*4), Y8, Y8
+	VMOVUPS Y8, (R9)(R10*4)
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y0, Y0
+	CMPQ    R11, $0x00000008
+	JE      addsummed
+	VMOVUPS 32(R8)(R10*4), Y8
+	VADDPS  32(R9)(R10*4), Y8, Y8
+	VMOVUPS Y8, 32(R9)(R10*4)
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y1, Y1
+	CMPQ    R11, $0x00000010
+	JE      addsummed
+	VMOVUPS 64(R8)(R10*4), Y8
+	VADDPS  64(R9)(R10*4), Y8, Y8
+	VMOVUPS Y8, 64(R9)(R10*4)
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y2, Y2
+	CMPQ    R11, $0x00000018
+	JE      addsummed
+	VMOVUPS 96(R8)(R10*4), Y8
+	VADDPS  96(R9)(R10*4), Y8, Y8
+	VMOVUPS Y8, 96(R9)(R10*4)
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y3, Y3
+	CMPQ    R11, $0x00000020
+	JE      addsummed
+	VMOVUPS 128(R8)(R10*4), Y8
+	VADDPS  128(R9)(R10*4), Y8, Y8
+	VMOVUPS Y8, 128(R9)(R10*4)
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y4, Y4
+	CMPQ    R11, $0x00000028
+	JE      addsummed
+	VMOVUPS 160(R8)(R10*4), Y8
+	VADDPS  160(R9)(R10*4), Y8, Y8
+	VMOVUPS Y8, 160(R9)(R10*4)
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y5, Y5
+	CMPQ    R11, $0x00000030
+	JE      addsummed
+	VMOVUPS 192(R8)(R10*4), Y8
+	VADDPS  192(R9)(R10*4), Y8, Y8
+	VMOVUPS Y8, 192(R9)(R10*4)
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y6, Y6
+	CMPQ    R11, $0x00000038
+	JE      addsummed
+	JMP     addsummed
+
+addragged:
 	MOVQ    R11, 696(SP)
 	LEAQ    (R8)(R10*4), R8
 	LEAQ    (R9)(R10*4), R9
@@ -22317,6 +22505,46 @@ sumtail:
 	MOVQ    job_d+0(AX), R11
 	SUBQ    R10, R11
 	JZ      summed
+	TESTQ   $0x00000007, R11
+	JNZ     ragged
+	VMOVUPS (R8)(R10*4), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y0, Y0
+	CMPQ    R11, $0x00000008
+	JE      summed
+	VMOVUPS 32(R8)(R10*4), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y1, Y1
+	CMPQ    R11, $0x00000010
+	JE      summed
+	VMOVUPS 64(R8)(R10*4), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y2, Y2
+	CMPQ    R11, $0x00000018
+	JE      summed
+	VMOVUPS 96(R8)(R10*4), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y3, Y3
+	CMPQ    R11, $0x00000020
+	JE      summed
+	VMOVUPS 128(R8)(R10*4), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y4, Y4
+	CMPQ    R11, $0x00000028
+	JE      summed
+	VMOVUPS 160(R8)(R10*4), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y5, Y5
+	CMPQ    R11, $0x00000030
+	JE      summed
+	VMOVUPS 192(R8)(R10*4), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y6, Y6
+	CMPQ    R11, $0x00000038
+	JE      summed
+	JMP     summed
+
+ragged:
 	MOVQ    R11, 696(SP)
 	LEAQ    (R8)(R10*4), R10
 	LEAQ    128(SP), R11
@@ -22504,6 +22732,60 @@ addsumtail:
 	MOVQ    job_d+0(AX), R11
 	SUBQ    R10, R11
 	JZ      addsummed
+	TESTQ   $0x00000007, R11
+	JNZ     addragged
+	VMOVUPS (R8)(R10*4), Y8
+	VADDPS  (R9)(R10*4), Y8, Y8
+	VMOVUPS Y8, (R9)(R10*4)
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y0, Y0
+	CMPQ    R11, $0x00000008
+	JE      addsummed
+	VMOVUPS 32(R8)(R10*4), Y8
+	VADDPS  32(R9)(R10*4), Y8, Y8
+	VMOVUPS Y8, 32(R9)(R10*4)
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y1, Y1
+	CMPQ    R11, $0x00000010
+	JE      addsummed
+	VMOVUPS 64(R8)(R10*4), Y8
+	VADDPS  64(R9)(R10*4), Y8, Y8
+	VMOVUPS Y8, 64(R9)(R10*4)
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y2, Y2
+	CMPQ    R11, $0x00000018
+	JE      addsummed
+	VMOVUPS 96(R8)(R10*4), Y8
+	VADDPS  96(R9)(R10*4), Y8, Y8
+	VMOVUPS Y8, 96(R9)(R10*4)
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y3, Y3
+	CMPQ    R11, $0x00000020
+	JE      addsummed
+	VMOVUPS 128(R8)(R10*4), Y8
+	VADDPS  128(R9)(R10*4), Y8, Y8
+	VMOVUPS Y8, 128(R9)(R10*4)
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y4, Y4
+	CMPQ    R11, $0x00000028
+	JE      addsummed
+	VMOVUPS 160(R8)(R10*4), Y8
+	VADDPS  160(R9)(R10*4), Y8, Y8
+	VMOVUPS Y8, 160(R9)(R10*4)
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y5, Y5
+	CMPQ    R11, $0x00000030
+	JE      addsummed
+	VMOVUPS 192(R8)(R10*4), Y8
+	VADDPS  192(R9)(R10*4), Y8, Y8
+	VMOVUPS Y8, 192(R9)(R10*4)
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y6, Y6
+	CMPQ    R11, $0x00000038
+	JE      addsummed
+	JMP     addsummed
+
+addragged:
 	MOVQ    R11, 696(SP)
 	LEAQ    (R8)(R10*4), R8
 	LEAQ    (R9)(R10*4), R9
@@ -23387,6 +23669,39 @@ sumtail:
 	MOVQ    job_d+0(AX), R11
 	SUBQ    R10, R11
 	JZ      summed
+	TESTQ   $0x00000007, R11
+	JNZ     ragged
+	VMOVUPS (R8)(R10*4), Y9
+	VADDPS  Y9, Y0, Y0
+	CMPQ    R11, $0x00000008
+	JE      summed
+	VMOVUPS 32(R8)(R10*4), Y9
+	VADDPS  Y9, Y2, Y2
+	CMPQ    R11, $0x00000010
+	JE      summed
+	VMOVUPS 64(R8)(R10*4), Y9
+	VADDPS  Y9, Y3, Y3
+	CMPQ    R11, $0x00000018
+	JE      summed
+	VMOVUPS 96(R8)(R10*4), Y9
+	VADDPS  Y9, Y4, Y4
+	CMPQ    R11, $0x00000020
+	JE      summed
+	VMOVUPS 128(R8)(R10*4), Y9
+	VADDPS  Y9, Y5, Y5
+	CMPQ    R11, $0x00000028
+	JE      summed
+	VMOVUPS 160(R8)(R10*4), Y9
+	VADDPS  Y9, Y6, Y6
+	CMPQ    R11, $0x00000030
+	JE      summed
+	VMOVUPS 192(R8)(R10*4), Y9
+	VADDPS  Y9, Y7, Y7
+	CMPQ    R11, $0x00000038
+	JE      summed
+	JMP     summed
+
+ragged:
 	MOVQ    R11, 712(SP)
 	LEAQ    (R8)(R10*4), R10
 	LEAQ    128(SP), R11
@@ -23588,6 +23903,53 @@ addsumtail:
 	MOVQ    job_d+0(AX), R11
 	SUBQ    R10, R11
 	JZ      addsummed
+	TESTQ   $0x00000007, R11
+	JNZ     addragged
+	VMOVUPS (R8)(R10*4), Y1
+	VADDPS  (R9)(R10*4), Y1, Y1
+	VMOVUPS Y1, (R9)(R10*4)
+	VADDPS  Y1, Y0, Y0
+	CMPQ    R11, $0x00000008
+	JE      addsummed
+	VMOVUPS 32(R8)(R10*4), Y1
+	VADDPS  32(R9)(R10*4), Y1, Y1
+	VMOVUPS Y1, 32(R9)(R10*4)
+	VADDPS  Y1, Y2, Y2
+	CMPQ    R11, $0x00000010
+	JE      addsummed
+	VMOVUPS 64(R8)(R10*4), Y1
+	VADDPS  64(R9)(R10*4), Y1, Y1
+	VMOVUPS Y1, 64(R9)(R10*4)
+	VADDPS  Y1, Y3, Y3
+	CMPQ    R11, $0x00000018
+	JE      addsummed
+	VMOVUPS 96(R8)(R10*4), Y1
+	VADDPS  96(R9)(R10*4), Y1, Y1
+	VMOVUPS Y1, 96(R9)(R10*4)
+	VADDPS  Y1, Y4, Y4
+	CMPQ    R11, $0x00000020
+	JE      addsummed
+	VMOVUPS 128(R8)(R10*4), Y1
+	VADDPS  128(R9)(R10*4), Y1, Y1
+	VMOVUPS Y1, 128(R9)(R10*4)
+	VADDPS  Y1, Y5, Y5
+	CMPQ    R11, $0x00000028
+	JE      addsummed
+	VMOVUPS 160(R8)(R10*4), Y1
+	VADDPS  160(R9)(R10*4), Y1, Y1
+	VMOVUPS Y1, 160(R9)(R10*4)
+	VADDPS  Y1, Y6, Y6
+	CMPQ    R11, $0x00000030
+	JE      addsummed
+	VMOVUPS 192(R8)(R10*4), Y1
+	VADDPS  192(R9)(R10*4), Y1, Y1
+	VMOVUPS Y1, 192(R9)(R10*4)
+	VADDPS  Y1, Y7, Y7
+	CMPQ    R11, $0x00000038
+	JE      addsummed
+	JMP     addsummed
+
+addragged:
 	MOVQ    R11, 712(SP)
 	LEAQ    (R8)(R10*4), R8
 	LEAQ    (R9)(R10*4), R9
@@ -23886,9 +24248,56 @@ pipepf22:
 
 sqsumtail:
 	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
-	MOVQ job_d+0(AX), R11
-	SUBQ R10, R11
-	JZ   sqsummed
+	MOVQ    job_d+0(AX), R11
+	SUBQ    R10, R11
+	JZ      sqsummed
+	TESTQ   $0x00000007, R11
+	JNZ     sqragged
+	VMOVUPS (R8)(R10*4), Y9
+	VSUBPS  Y1, Y9, Y9
+	VMULPS  Y9, Y9, Y9
+	VADDPS  Y9, Y0, Y0
+	CMPQ    R11, $0x00000008
+	JE      sqsummed
+	VMOVUPS 32(R8)(R10*4), Y9
+	VSUBPS  Y1, Y9, Y9
+	VMULPS  Y9, Y9, Y9
+	VADDPS  Y9, Y2, Y2
+	CMPQ    R11, $0x00000010
+	JE      sqsummed
+	VMOVUPS 64(R8)(R10*4), Y9
+	VSUBPS  Y1, Y9, Y9
+	VMULPS  Y9, Y9, Y9
+	VADDPS  Y9, Y3, Y3
+	CMPQ    R11, $0x00000018
+	JE      sqsummed
+	VMOVUPS 96(R8)(R10*4), Y9
+	VSUBPS  Y1, Y9, Y9
+	VMULPS  Y9, Y9, Y9
+	VADDPS  Y9, Y4, Y4
+	CMPQ    R11, $0x00000020
+	JE      sqsummed
+	VMOVUPS 128(R8)(R10*4), Y9
+	VSUBPS  Y1, Y9, Y9
+	VMULPS  Y9, Y9, Y9
+	VADDPS  Y9, Y5, Y5
+	CMPQ    R11, $0x00000028
+	JE      sqsummed
+	VMOVUPS 160(R8)(R10*4), Y9
+	VSUBPS  Y1, Y9, Y9
+	VMULPS  Y9, Y9, Y9
+	VADDPS  Y9, Y6, Y6
+	CMPQ    R11, $0x00000030
+	JE      sqsummed
+	VMOVUPS 192(R8)(R10*4), Y9
+	VSUBPS  Y1, Y9, Y9
+	VMULPS  Y9, Y9, Y9
+	VADDPS  Y9, Y7, Y7
+	CMPQ    R11, $0x00000038
+	JE      sqsummed
+	JMP     sqsummed
+
+sqragged:
 	LEAQ (R8)(R10*4), R10
 	LEAQ 128(SP), R12
 	MOVQ R11, R14
@@ -28699,6 +29108,39 @@ sumtail:
 	MOVQ    job_d+0(AX), R11
 	SUBQ    R10, R11
 	JZ      summed
+	TESTQ   $0x00000007, R11
+	JNZ     ragged
+	VMOVUPS (R8)(R10*4), Y9
+	VADDPS  Y9, Y0, Y0
+	CMPQ    R11, $0x00000008
+	JE      summed
+	VMOVUPS 32(R8)(R10*4), Y9
+	VADDPS  Y9, Y2, Y2
+	CMPQ    R11, $0x00000010
+	JE      summed
+	VMOVUPS 64(R8)(R10*4), Y9
+	VADDPS  Y9, Y3, Y3
+	CMPQ    R11, $0x00000018
+	JE      summed
+	VMOVUPS 96(R8)(R10*4), Y9
+	VADDPS  Y9, Y4, Y4
+	CMPQ    R11, $0x00000020
+	JE      summed
+	VMOVUPS 128(R8)(R10*4), Y9
+	VADDPS  Y9, Y5, Y5
+	CMPQ    R11, $0x00000028
+	JE      summed
+	VMOVUPS 160(R8)(R10*4), Y9
+	VADDPS  Y9, Y6, Y6
+	CMPQ    R11, $0x00000030
+	JE      summed
+	VMOVUPS 192(R8)(R10*4), Y9
+	VADDPS  Y9, Y7, Y7
+	CMPQ    R11, $0x00000038
+	JE      summed
+	JMP     summed
+
+ragged:
 	MOVQ    R11, 712(SP)
 	LEAQ    (R8)(R10*4), R10
 	LEAQ    128(SP), R11
@@ -28900,6 +29342,53 @@ addsumtail:
 	MOVQ    job_d+0(AX), R11
 	SUBQ    R10, R11
 	JZ      addsummed
+	TESTQ   $0x00000007, R11
+	JNZ     addragged
+	VMOVUPS (R8)(R10*4), Y1
+	VADDPS  (R9)(R10*4), Y1, Y1
+	VMOVUPS Y1, (R9)(R10*4)
+	VADDPS  Y1, Y0, Y0
+	CMPQ    R11, $0x00000008
+	JE      addsummed
+	VMOVUPS 32(R8)(R10*4), Y1
+	VADDPS  32(R9)(R10*4), Y1, Y1
+	VMOVUPS Y1, 32(R9)(R10*4)
+	VADDPS  Y1, Y2, Y2
+	CMPQ    R11, $0x00000010
+	JE      addsummed
+	VMOVUPS 64(R8)(R10*4), Y1
+	VADDPS  64(R9)(R10*4), Y1, Y1
+	VMOVUPS Y1, 64(R9)(R10*4)
+	VADDPS  Y1, Y3, Y3
+	CMPQ    R11, $0x00000018
+	JE      addsummed
+	VMOVUPS 96(R8)(R10*4), Y1
+	VADDPS  96(R9)(R10*4), Y1, Y1
+	VMOVUPS Y1, 96(R9)(R10*4)
+	VADDPS  Y1, Y4, Y4
+	CMPQ    R11, $0x00000020
+	JE      addsummed
+	VMOVUPS 128(R8)(R10*4), Y1
+	VADDPS  128(R9)(R10*4), Y1, Y1
+	VMOVUPS Y1, 128(R9)(R10*4)
+	VADDPS  Y1, Y5, Y5
+	CMPQ    R11, $0x00000028
+	JE      addsummed
+	VMOVUPS 160(R8)(R10*4), Y1
+	VADDPS  160(R9)(R10*4), Y1, Y1
+	VMOVUPS Y1, 160(R9)(R10*4)
+	VADDPS  Y1, Y6, Y6
+	CMPQ    R11, $0x00000030
+	JE      addsummed
+	VMOVUPS 192(R8)(R10*4), Y1
+	VADDPS  192(R9)(R10*4), Y1, Y1
+	VMOVUPS Y1, 192(R9)(R10*4)
+	VADDPS  Y1, Y7, Y7
+	CMPQ    R11, $0x00000038
+	JE      addsummed
+	JMP     addsummed
+
+addragged:
 	MOVQ    R11, 712(SP)
 	LEAQ    (R8)(R10*4), R8
 	LEAQ    (R9)(R10*4), R9
@@ -29190,9 +29679,56 @@ sqsumpf:
 
 sqsumtail:
 	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
-	MOVQ job_d+0(AX), R11
-	SUBQ R10, R11
-	JZ   sqsummed
+	MOVQ    job_d+0(AX), R11
+	SUBQ    R10, R11
+	JZ      sqsummed
+	TESTQ   $0x00000007, R11
+	JNZ     sqragged
+	VMOVUPS (R8)(R10*4), Y9
+	VSUBPS  Y1, Y9, Y9
+	VMULPS  Y9, Y9, Y9
+	VADDPS  Y9, Y0, Y0
+	CMPQ    R11, $0x00000008
+	JE      sqsummed
+	VMOVUPS 32(R8)(R10*4), Y9
+	VSUBPS  Y1, Y9, Y9
+	VMULPS  Y9, Y9, Y9
+	VADDPS  Y9, Y2, Y2
+	CMPQ    R11, $0x00000010
+	JE      sqsummed
+	VMOVUPS 64(R8)(R10*4), Y9
+	VSUBPS  Y1, Y9, Y9
+	VMULPS  Y9, Y9, Y9
+	VADDPS  Y9, Y3, Y3
+	CMPQ    R11, $0x00000018
+	JE      sqsummed
+	VMOVUPS 96(R8)(R10*4), Y9
+	VSUBPS  Y1, Y9, Y9
+	VMULPS  Y9, Y9, Y9
+	VADDPS  Y9, Y4, Y4
+	CMPQ    R11, $0x00000020
+	JE      sqsummed
+	VMOVUPS 128(R8)(R10*4), Y9
+	VSUBPS  Y1, Y9, Y9
+	VMULPS  Y9, Y9, Y9
+	VADDPS  Y9, Y5, Y5
+	CMPQ    R11, $0x00000028
+	JE      sqsummed
+	VMOVUPS 160(R8)(R10*4), Y9
+	VSUBPS  Y1, Y9, Y9
+	VMULPS  Y9, Y9, Y9
+	VADDPS  Y9, Y6, Y6
+	CMPQ    R11, $0x00000030
+	JE      sqsummed
+	VMOVUPS 192(R8)(R10*4), Y9
+	VSUBPS  Y1, Y9, Y9
+	VMULPS  Y9, Y9, Y9
+	VADDPS  Y9, Y7, Y7
+	CMPQ    R11, $0x00000038
+	JE      sqsummed
+	JMP     sqsummed
+
+sqragged:
 	LEAQ (R8)(R10*4), R10
 	LEAQ 128(SP), R12
 	MOVQ R11, R14
@@ -30785,6 +31321,39 @@ sumtail:
 	MOVQ    job_d+0(AX), R11
 	SUBQ    R10, R11
 	JZ      summed
+	TESTQ   $0x00000007, R11
+	JNZ     ragged
+	VMOVUPS (R8)(R10*4), Y9
+	VADDPS  Y9, Y0, Y0
+	CMPQ    R11, $0x00000008
+	JE      summed
+	VMOVUPS 32(R8)(R10*4), Y9
+	VADDPS  Y9, Y2, Y2
+	CMPQ    R11, $0x00000010
+	JE      summed
+	VMOVUPS 64(R8)(R10*4), Y9
+	VADDPS  Y9, Y3, Y3
+	CMPQ    R11, $0x00000018
+	JE      summed
+	VMOVUPS 96(R8)(R10*4), Y9
+	VADDPS  Y9, Y4, Y4
+	CMPQ    R11, $0x00000020
+	JE      summed
+	VMOVUPS 128(R8)(R10*4), Y9
+	VADDPS  Y9, Y5, Y5
+	CMPQ    R11, $0x00000028
+	JE      summed
+	VMOVUPS 160(R8)(R10*4), Y9
+	VADDPS  Y9, Y6, Y6
+	CMPQ    R11, $0x00000030
+	JE      summed
+	VMOVUPS 192(R8)(R10*4), Y9
+	VADDPS  Y9, Y7, Y7
+	CMPQ    R11, $0x00000038
+	JE      summed
+	JMP     summed
+
+ragged:
 	MOVQ    R11, 712(SP)
 	LEAQ    (R8)(R10*4), R10
 	LEAQ    128(SP), R11
@@ -30986,6 +31555,53 @@ addsumtail:
 	MOVQ    job_d+0(AX), R11
 	SUBQ    R10, R11
 	JZ      addsummed
+	TESTQ   $0x00000007, R11
+	JNZ     addragged
+	VMOVUPS (R8)(R10*4), Y1
+	VADDPS  (R9)(R10*4), Y1, Y1
+	VMOVUPS Y1, (R9)(R10*4)
+	VADDPS  Y1, Y0, Y0
+	CMPQ    R11, $0x00000008
+	JE      addsummed
+	VMOVUPS 32(R8)(R10*4), Y1
+	VADDPS  32(R9)(R10*4), Y1, Y1
+	VMOVUPS Y1, 32(R9)(R10*4)
+	VADDPS  Y1, Y2, Y2
+	CMPQ    R11, $0x00000010
+	JE      addsummed
+	VMOVUPS 64(R8)(R10*4), Y1
+	VADDPS  64(R9)(R10*4), Y1, Y1
+	VMOVUPS Y1, 64(R9)(R10*4)
+	VADDPS  Y1, Y3, Y3
+	CMPQ    R11, $0x00000018
+	JE      addsummed
+	VMOVUPS 96(R8)(R10*4), Y1
+	VADDPS  96(R9)(R10*4), Y1, Y1
+	VMOVUPS Y1, 96(R9)(R10*4)
+	VADDPS  Y1, Y4, Y4
+	CMPQ    R11, $0x00000020
+	JE      addsummed
+	VMOVUPS 128(R8)(R10*4), Y1
+	VADDPS  128(R9)(R10*4), Y1, Y1
+	VMOVUPS Y1, 128(R9)(R10*4)
+	VADDPS  Y1, Y5, Y5
+	CMPQ    R11, $0x00000028
+	JE      addsummed
+	VMOVUPS 160(R8)(R10*4), Y1
+	VADDPS  160(R9)(R10*4), Y1, Y1
+	VMOVUPS Y1, 160(R9)(R10*4)
+	VADDPS  Y1, Y6, Y6
+	CMPQ    R11, $0x00000030
+	JE      addsummed
+	VMOVUPS 192(R8)(R10*4), Y1
+	VADDPS  192(R9)(R10*4), Y1, Y1
+	VMOVUPS Y1, 192(R9)(R10*4)
+	VADDPS  Y1, Y7, Y7
+	CMPQ    R11, $0x00000038
+	JE      addsummed
+	JMP     addsummed
+
+addragged:
 	MOVQ    R11, 712(SP)
 	LEAQ    (R8)(R10*4), R8
 	LEAQ    (R9)(R10*4), R9
@@ -31276,9 +31892,56 @@ sqsumpf:
 
 sqsumtail:
 	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
-	MOVQ job_d+0(AX), R11
-	SUBQ R10, R11
-	JZ   sqsummed
+	MOVQ    job_d+0(AX), R11
+	SUBQ    R10, R11
+	JZ      sqsummed
+	TESTQ   $0x00000007, R11
+	JNZ     sqragged
+	VMOVUPS (R8)(R10*4), Y9
+	VSUBPS  Y1, Y9, Y9
+	VMULPS  Y9, Y9, Y9
+	VADDPS  Y9, Y0, Y0
+	CMPQ    R11, $0x00000008
+	JE      sqsummed
+	VMOVUPS 32(R8)(R10*4), Y9
+	VSUBPS  Y1, Y9, Y9
+	VMULPS  Y9, Y9, Y9
+	VADDPS  Y9, Y2, Y2
+	CMPQ    R11, $0x00000010
+	JE      sqsummed
+	VMOVUPS 64(R8)(R10*4), Y9
+	VSUBPS  Y1, Y9, Y9
+	VMULPS  Y9, Y9, Y9
+	VADDPS  Y9, Y3, Y3
+	CMPQ    R11, $0x00000018
+	JE      sqsummed
+	VMOVUPS 96(R8)(R10*4), Y9
+	VSUBPS  Y1, Y9, Y9
+	VMULPS  Y9, Y9, Y9
+	VADDPS  Y9, Y4, Y4
+	CMPQ    R11, $0x00000020
+	JE      sqsummed
+	VMOVUPS 128(R8)(R10*4), Y9
+	VSUBPS  Y1, Y9, Y9
+	VMULPS  Y9, Y9, Y9
+	VADDPS  Y9, Y5, Y5
+	CMPQ    R11, $0x00000028
+	JE      sqsummed
+	VMOVUPS 160(R8)(R10*4), Y9
+	VSUBPS  Y1, Y9, Y9
+	VMULPS  Y9, Y9, Y9
+	VADDPS  Y9, Y6, Y6
+	CMPQ    R11, $0x00000030
+	JE      sqsummed
+	VMOVUPS 192(R8)(R10*4), Y9
+	VSUBPS  Y1, Y9, Y9
+	VMULPS  Y9, Y9, Y9
+	VADDPS  Y9, Y7, Y7
+	CMPQ    R11, $0x00000038
+	JE      sqsummed
+	JMP     sqsummed
+
+sqragged:
 	LEAQ (R8)(R10*4), R10
 	LEAQ 128(SP), R12
 	MOVQ R11, R14
@@ -37027,6 +37690,39 @@ lnssumtail:
 	MOVQ    job_d+0(AX), R9
 	SUBQ    R8, R9
 	JZ      lnssummed
+	TESTQ   $0x00000007, R9
+	JNZ     lnsragged
+	VMOVUPS (DX)(R8*4), Y8
+	VADDPS  Y8, Y0, Y0
+	CMPQ    R9, $0x00000008
+	JE      lnssummed
+	VMOVUPS 32(DX)(R8*4), Y8
+	VADDPS  Y8, Y1, Y1
+	CMPQ    R9, $0x00000010
+	JE      lnssummed
+	VMOVUPS 64(DX)(R8*4), Y8
+	VADDPS  Y8, Y2, Y2
+	CMPQ    R9, $0x00000018
+	JE      lnssummed
+	VMOVUPS 96(DX)(R8*4), Y8
+	VADDPS  Y8, Y3, Y3
+	CMPQ    R9, $0x00000020
+	JE      lnssummed
+	VMOVUPS 128(DX)(R8*4), Y8
+	VADDPS  Y8, Y4, Y4
+	CMPQ    R9, $0x00000028
+	JE      lnssummed
+	VMOVUPS 160(DX)(R8*4), Y8
+	VADDPS  Y8, Y5, Y5
+	CMPQ    R9, $0x00000030
+	JE      lnssummed
+	VMOVUPS 192(DX)(R8*4), Y8
+	VADDPS  Y8, Y6, Y6
+	CMPQ    R9, $0x00000038
+	JE      lnssummed
+	JMP     lnssummed
+
+lnsragged:
 	MOVQ    R9, 536(SP)
 	LEAQ    (DX)(R8*4), R8
 	LEAQ    24(SP), R9
@@ -37211,9 +37907,56 @@ lnqsumpf:
 
 lnqsumtail:
 	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
-	MOVQ job_d+0(AX), R9
-	SUBQ R8, R9
-	JZ   lnqsummed
+	MOVQ    job_d+0(AX), R9
+	SUBQ    R8, R9
+	JZ      lnqsummed
+	TESTQ   $0x00000007, R9
+	JNZ     lnqragged
+	VMOVUPS (DX)(R8*4), Y9
+	VSUBPS  Y0, Y9, Y9
+	VMULPS  Y9, Y9, Y9
+	VADDPS  Y9, Y1, Y1
+	CMPQ    R9, $0x00000008
+	JE      lnqsummed
+	VMOVUPS 32(DX)(R8*4), Y9
+	VSUBPS  Y0, Y9, Y9
+	VMULPS  Y9, Y9, Y9
+	VADDPS  Y9, Y2, Y2
+	CMPQ    R9, $0x00000010
+	JE      lnqsummed
+	VMOVUPS 64(DX)(R8*4), Y9
+	VSUBPS  Y0, Y9, Y9
+	VMULPS  Y9, Y9, Y9
+	VADDPS  Y9, Y3, Y3
+	CMPQ    R9, $0x00000018
+	JE      lnqsummed
+	VMOVUPS 96(DX)(R8*4), Y9
+	VSUBPS  Y0, Y9, Y9
+	VMULPS  Y9, Y9, Y9
+	VADDPS  Y9, Y4, Y4
+	CMPQ    R9, $0x00000020
+	JE      lnqsummed
+	VMOVUPS 128(DX)(R8*4), Y9
+	VSUBPS  Y0, Y9, Y9
+	VMULPS  Y9, Y9, Y9
+	VADDPS  Y9, Y5, Y5
+	CMPQ    R9, $0x00000028
+	JE      lnqsummed
+	VMOVUPS 160(DX)(R8*4), Y9
+	VSUBPS  Y0, Y9, Y9
+	VMULPS  Y9, Y9, Y9
+	VADDPS  Y9, Y6, Y6
+	CMPQ    R9, $0x00000030
+	JE      lnqsummed
+	VMOVUPS 192(DX)(R8*4), Y9
+	VSUBPS  Y0, Y9, Y9
+	VMULPS  Y9, Y9, Y9
+	VADDPS  Y9, Y7, Y7
+	CMPQ    R9, $0x00000038
+	JE      lnqsummed
+	JMP     lnqsummed
+
+lnqragged:
 	LEAQ (DX)(R8*4), R8
 	LEAQ 24(SP), R10
 	MOVQ R9, R12
@@ -40097,6 +40840,39 @@ lnssumtail:
 	MOVQ    job_d+0(AX), R8
 	SUBQ    DI, R8
 	JZ      lnssummed
+	TESTQ   $0x00000007, R8
+	JNZ     lnsragged
+	VMOVUPS (DX)(DI*4), Y8
+	VADDPS  Y8, Y0, Y0
+	CMPQ    R8, $0x00000008
+	JE      lnssummed
+	VMOVUPS 32(DX)(DI*4), Y8
+	VADDPS  Y8, Y1, Y1
+	CMPQ    R8, $0x00000010
+	JE      lnssummed
+	VMOVUPS 64(DX)(DI*4), Y8
+	VADDPS  Y8, Y2, Y2
+	CMPQ    R8, $0x00000018
+	JE      lnssummed
+	VMOVUPS 96(DX)(DI*4), Y8
+	VADDPS  Y8, Y3, Y3
+	CMPQ    R8, $0x00000020
+	JE      lnssummed
+	VMOVUPS 128(DX)(DI*4), Y8
+	VADDPS  Y8, Y4, Y4
+	CMPQ    R8, $0x00000028
+	JE      lnssummed
+	VMOVUPS 160(DX)(DI*4), Y8
+	VADDPS  Y8, Y5, Y5
+	CMPQ    R8, $0x00000030
+	JE      lnssummed
+	VMOVUPS 192(DX)(DI*4), Y8
+	VADDPS  Y8, Y6, Y6
+	CMPQ    R8, $0x00000038
+	JE      lnssummed
+	JMP     lnssummed
+
+lnsragged:
 	MOVQ    R8, 536(SP)
 	LEAQ    (DX)(DI*4), DI
 	LEAQ    24(SP), R8
@@ -40281,9 +41057,56 @@ lnqsumpf:
 
 lnqsumtail:
 	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
-	MOVQ job_d+0(AX), R8
-	SUBQ DI, R8
-	JZ   lnqsummed
+	MOVQ    job_d+0(AX), R8
+	SUBQ    DI, R8
+	JZ      lnqsummed
+	TESTQ   $0x00000007, R8
+	JNZ     lnqragged
+	VMOVUPS (DX)(DI*4), Y9
+	VSUBPS  Y0, Y9, Y9
+	VMULPS  Y9, Y9, Y9
+	VADDPS  Y9, Y1, Y1
+	CMPQ    R8, $0x00000008
+	JE      lnqsummed
+	VMOVUPS 32(DX)(DI*4), Y9
+	VSUBPS  Y0, Y9, Y9
+	VMULPS  Y9, Y9, Y9
+	VADDPS  Y9, Y2, Y2
+	CMPQ    R8, $0x00000010
+	JE      lnqsummed
+	VMOVUPS 64(DX)(DI*4), Y9
+	VSUBPS  Y0, Y9, Y9
+	VMULPS  Y9, Y9, Y9
+	VADDPS  Y9, Y3, Y3
+	CMPQ    R8, $0x00000018
+	JE      lnqsummed
+	VMOVUPS 96(DX)(DI*4), Y9
+	VSUBPS  Y0, Y9, Y9
+	VMULPS  Y9, Y9, Y9
+	VADDPS  Y9, Y4, Y4
+	CMPQ    R8, $0x00000020
+	JE      lnqsummed
+	VMOVUPS 128(DX)(DI*4), Y9
+	VSUBPS  Y0, Y9, Y9
+	VMULPS  Y9, Y9, Y9
+	VADDPS  Y9, Y5, Y5
+	CMPQ    R8, $0x00000028
+	JE      lnqsummed
+	VMOVUPS 160(DX)(DI*4), Y9
+	VSUBPS  Y0, Y9, Y9
+	VMULPS  Y9, Y9, Y9
+	VADDPS  Y9, Y6, Y6
+	CMPQ    R8, $0x00000030
+	JE      lnqsummed
+	VMOVUPS 192(DX)(DI*4), Y9
+	VSUBPS  Y0, Y9, Y9
+	VMULPS  Y9, Y9, Y9
+	VADDPS  Y9, Y7, Y7
+	CMPQ    R8, $0x00000038
+	JE      lnqsummed
+	JMP     lnqsummed
+
+lnqragged:
 	LEAQ (DX)(DI*4), DI
 	LEAQ 24(SP), R9
 	MOVQ R8, R11

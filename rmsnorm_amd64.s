@@ -16900,45 +16900,7 @@ sumtail:
 	SUBQ    R10, R11
 	JZ      summed
 	TESTQ   $0x00000007, R11
-	JNZ     ragged
-	VMOVUPS (R8)(R10*4), Y8
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y0, Y0
-	CMPQ    R11, $0x00000008
-	JE      summed
-	VMOVUPS 32(R8)(R10*4), Y8
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y1, Y1
-	CMPQ    R11, $0x00000010
-	JE      summed
-	VMOVUPS 64(R8)(R10*4), Y8
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y2, Y2
-	CMPQ    R11, $0x00000018
-	JE      summed
-	VMOVUPS 96(R8)(R10*4), Y8
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y3, Y3
-	CMPQ    R11, $0x00000020
-	JE      summed
-	VMOVUPS 128(R8)(R10*4), Y8
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y4, Y4
-	CMPQ    R11, $0x00000028
-	JE      summed
-	VMOVUPS 160(R8)(R10*4), Y8
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y5, Y5
-	CMPQ    R11, $0x00000030
-	JE      summed
-	VMOVUPS 192(R8)(R10*4), Y8
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y6, Y6
-	CMPQ    R11, $0x00000038
-	JE      summed
-	JMP     summed
-
-ragged:
+	JZ      whole
 	MOVQ    R11, 696(SP)
 	LEAQ    (R8)(R10*4), R10
 	LEAQ    128(SP), R11
@@ -17127,59 +17089,7 @@ addsumtail:
 	SUBQ    R10, R11
 	JZ      addsummed
 	TESTQ   $0x00000007, R11
-	JNZ     addragged
-	VMOVUPS (R8)(R10*4), Y8
-	VADDPS  (R9)(R10*4), Y8, Y8
-	VMOVUPS Y8, (R9)(R10*4)
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y0, Y0
-	CMPQ    R11, $0x00000008
-	JE      addsummed
-	VMOVUPS 32(R8)(R10*4), Y8
-	VADDPS  32(R9)(R10*4), Y8, Y8
-	VMOVUPS Y8, 32(R9)(R10*4)
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y1, Y1
-	CMPQ    R11, $0x00000010
-	JE      addsummed
-	VMOVUPS 64(R8)(R10*4), Y8
-	VADDPS  64(R9)(R10*4), Y8, Y8
-	VMOVUPS Y8, 64(R9)(R10*4)
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y2, Y2
-	CMPQ    R11, $0x00000018
-	JE      addsummed
-	VMOVUPS 96(R8)(R10*4), Y8
-	VADDPS  96(R9)(R10*4), Y8, Y8
-	VMOVUPS Y8, 96(R9)(R10*4)
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y3, Y3
-	CMPQ    R11, $0x00000020
-	JE      addsummed
-	VMOVUPS 128(R8)(R10*4), Y8
-	VADDPS  128(R9)(R10*4), Y8, Y8
-	VMOVUPS Y8, 128(R9)(R10*4)
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y4, Y4
-	CMPQ    R11, $0x00000028
-	JE      addsummed
-	VMOVUPS 160(R8)(R10*4), Y8
-	VADDPS  160(R9)(R10*4), Y8, Y8
-	VMOVUPS Y8, 160(R9)(R10*4)
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y5, Y5
-	CMPQ    R11, $0x00000030
-	JE      addsummed
-	VMOVUPS 192(R8)(R10*4), Y8
-	VADDPS  192(R9)(R10*4), Y8, Y8
-	VMOVUPS Y8, 192(R9)(R10*4)
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y6, Y6
-	CMPQ    R11, $0x00000038
-	JE      addsummed
-	JMP     addsummed
-
-addragged:
+	JZ      addwhole
 	MOVQ    R11, 696(SP)
 	LEAQ    (R8)(R10*4), R8
 	LEAQ    (R9)(R10*4), R9
@@ -18026,6 +17936,96 @@ vzero:
 	MOVQ AX, ret+24(FP)
 	RET
 
+whole:
+	VMOVUPS (R8)(R10*4), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y0, Y0
+	CMPQ    R11, $0x00000008
+	JE      summed
+	VMOVUPS 32(R8)(R10*4), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y1, Y1
+	CMPQ    R11, $0x00000010
+	JE      summed
+	VMOVUPS 64(R8)(R10*4), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y2, Y2
+	CMPQ    R11, $0x00000018
+	JE      summed
+	VMOVUPS 96(R8)(R10*4), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y3, Y3
+	CMPQ    R11, $0x00000020
+	JE      summed
+	VMOVUPS 128(R8)(R10*4), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y4, Y4
+	CMPQ    R11, $0x00000028
+	JE      summed
+	VMOVUPS 160(R8)(R10*4), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y5, Y5
+	CMPQ    R11, $0x00000030
+	JE      summed
+	VMOVUPS 192(R8)(R10*4), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y6, Y6
+	CMPQ    R11, $0x00000038
+	JE      summed
+	JMP     summed
+
+addwhole:
+	VMOVUPS (R8)(R10*4), Y8
+	VADDPS  (R9)(R10*4), Y8, Y8
+	VMOVUPS Y8, (R9)(R10*4)
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y0, Y0
+	CMPQ    R11, $0x00000008
+	JE      addsummed
+	VMOVUPS 32(R8)(R10*4), Y8
+	VADDPS  32(R9)(R10*4), Y8, Y8
+	VMOVUPS Y8, 32(R9)(R10*4)
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y1, Y1
+	CMPQ    R11, $0x00000010
+	JE      addsummed
+	VMOVUPS 64(R8)(R10*4), Y8
+	VADDPS  64(R9)(R10*4), Y8, Y8
+	VMOVUPS Y8, 64(R9)(R10*4)
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y2, Y2
+	CMPQ    R11, $0x00000018
+	JE      addsummed
+	VMOVUPS 96(R8)(R10*4), Y8
+	VADDPS  96(R9)(R10*4), Y8, Y8
+	VMOVUPS Y8, 96(R9)(R10*4)
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y3, Y3
+	CMPQ    R11, $0x00000020
+	JE      addsummed
+	VMOVUPS 128(R8)(R10*4), Y8
+	VADDPS  128(R9)(R10*4), Y8, Y8
+	VMOVUPS Y8, 128(R9)(R10*4)
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y4, Y4
+	CMPQ    R11, $0x00000028
+	JE      addsummed
+	VMOVUPS 160(R8)(R10*4), Y8
+	VADDPS  160(R9)(R10*4), Y8, Y8
+	VMOVUPS Y8, 160(R9)(R10*4)
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y5, Y5
+	CMPQ    R11, $0x00000030
+	JE      addsummed
+	VMOVUPS 192(R8)(R10*4), Y8
+	VADDPS  192(R9)(R10*4), Y8, Y8
+	VMOVUPS Y8, 192(R9)(R10*4)
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y6, Y6
+	CMPQ    R11, $0x00000038
+	JE      addsummed
+	JMP     addsummed
+
 // func avx2ForwardBF16(j uintptr, from int, to int) int
 // Requires: AVX, AVX2, MMX+
 TEXT ·avx2ForwardBF16(SB), NOSPLIT, $472-32
@@ -18196,6 +18196,8 @@ sumtail:
 	SUBQ    R10, R11
 	JZ      summed
 	JL      slotsummed
+	TESTQ   $0x0000000f, R11
+	JZ      whole
 	MOVQ    R11, 440(SP)
 	LEAQ    (R8)(R10*2), R11
 	LEAQ    128(SP), R12
@@ -18546,6 +18548,8 @@ addsumtail:
 	SUBQ    R10, R11
 	JZ      addsummed
 	JL      addslotsummed
+	TESTQ   $0x0000000f, R11
+	JZ      addwhole
 	MOVQ    R11, 440(SP)
 	LEAQ    (R8)(R10*2), R11
 	LEAQ    (R9)(R10*2), R9
@@ -19423,6 +19427,126 @@ vzero:
 	MOVQ AX, ret+24(FP)
 	RET
 
+whole:
+	VPUNPCKLWD (R8)(R10*2), Y8, Y9
+	VMULPS     Y9, Y9, Y9
+	VADDPS     Y9, Y0, Y0
+	VPUNPCKHWD (R8)(R10*2), Y8, Y9
+	VMULPS     Y9, Y9, Y9
+	VADDPS     Y9, Y1, Y1
+	CMPQ       R11, $0x00000010
+	JE         summed
+	VPUNPCKLWD 32(R8)(R10*2), Y8, Y9
+	VMULPS     Y9, Y9, Y9
+	VADDPS     Y9, Y2, Y2
+	VPUNPCKHWD 32(R8)(R10*2), Y8, Y9
+	VMULPS     Y9, Y9, Y9
+	VADDPS     Y9, Y3, Y3
+	CMPQ       R11, $0x00000020
+	JE         summed
+	VPUNPCKLWD 64(R8)(R10*2), Y8, Y9
+	VMULPS     Y9, Y9, Y9
+	VADDPS     Y9, Y4, Y4
+	VPUNPCKHWD 64(R8)(R10*2), Y8, Y8
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y5, Y5
+	CMPQ       R11, $0x00000030
+	JE         summed
+	JMP        summed
+
+addwhole:
+	VPUNPCKLWD (R8)(R10*2), Y8, Y9
+	VPUNPCKLWD (R9)(R10*2), Y8, Y10
+	VADDPS     Y10, Y9, Y9
+	VPSRLD     $0x10, Y9, Y10
+	VPAND      avx2bfone<>+0(SB), Y10, Y10
+	VPADDD     avx2bfbias<>+0(SB), Y10, Y10
+	VPADDD     Y9, Y10, Y10
+	VPAND      avx2bfhigh<>+0(SB), Y10, Y10
+	VCMPPS     $0x03, Y9, Y9, Y9
+	VBLENDVPS  Y9, avx2bfnanhigh<>+0(SB), Y10, Y10
+	VPUNPCKHWD (R8)(R10*2), Y8, Y9
+	VPUNPCKHWD (R9)(R10*2), Y8, Y11
+	VADDPS     Y11, Y9, Y9
+	VPSRLD     $0x10, Y9, Y11
+	VPAND      avx2bfone<>+0(SB), Y11, Y11
+	VPADDD     avx2bfbias<>+0(SB), Y11, Y11
+	VPADDD     Y9, Y11, Y11
+	VPAND      avx2bfhigh<>+0(SB), Y11, Y11
+	VCMPPS     $0x03, Y9, Y9, Y9
+	VBLENDVPS  Y9, avx2bfnanhigh<>+0(SB), Y11, Y11
+	VPSRLD     $0x10, Y10, Y9
+	VPSRLD     $0x10, Y11, Y12
+	VPACKUSDW  Y12, Y9, Y9
+	VMOVDQU    Y9, (R9)(R10*2)
+	VMULPS     Y10, Y10, Y10
+	VADDPS     Y10, Y0, Y0
+	VMULPS     Y11, Y11, Y11
+	VADDPS     Y11, Y1, Y1
+	CMPQ       R11, $0x00000010
+	JE         addsummed
+	VPUNPCKLWD 32(R8)(R10*2), Y8, Y9
+	VPUNPCKLWD 32(R9)(R10*2), Y8, Y10
+	VADDPS     Y10, Y9, Y9
+	VPSRLD     $0x10, Y9, Y10
+	VPAND      avx2bfone<>+0(SB), Y10, Y10
+	VPADDD     avx2bfbias<>+0(SB), Y10, Y10
+	VPADDD     Y9, Y10, Y10
+	VPAND      avx2bfhigh<>+0(SB), Y10, Y10
+	VCMPPS     $0x03, Y9, Y9, Y9
+	VBLENDVPS  Y9, avx2bfnanhigh<>+0(SB), Y10, Y10
+	VPUNPCKHWD 32(R8)(R10*2), Y8, Y9
+	VPUNPCKHWD 32(R9)(R10*2), Y8, Y11
+	VADDPS     Y11, Y9, Y9
+	VPSRLD     $0x10, Y9, Y11
+	VPAND      avx2bfone<>+0(SB), Y11, Y11
+	VPADDD     avx2bfbias<>+0(SB), Y11, Y11
+	VPADDD     Y9, Y11, Y11
+	VPAND      avx2bfhigh<>+0(SB), Y11, Y11
+	VCMPPS     $0x03, Y9, Y9, Y9
+	VBLENDVPS  Y9, avx2bfnanhigh<>+0(SB), Y11, Y11
+	VPSRLD     $0x10, Y10, Y9
+	VPSRLD     $0x10, Y11, Y12
+	VPACKUSDW  Y12, Y9, Y9
+	VMOVDQU    Y9, 32(R9)(R10*2)
+	VMULPS     Y10, Y10, Y10
+	VADDPS     Y10, Y2, Y2
+	VMULPS     Y11, Y11, Y11
+	VADDPS     Y11, Y3, Y3
+	CMPQ       R11, $0x00000020
+	JE         addsummed
+	VPUNPCKLWD 64(R8)(R10*2), Y8, Y9
+	VPUNPCKLWD 64(R9)(R10*2), Y8, Y10
+	VADDPS     Y10, Y9, Y9
+	VPSRLD     $0x10, Y9, Y10
+	VPAND      avx2bfone<>+0(SB), Y10, Y10
+	VPADDD     avx2bfbias<>+0(SB), Y10, Y10
+	VPADDD     Y9, Y10, Y10
+	VPAND      avx2bfhigh<>+0(SB), Y10, Y10
+	VCMPPS     $0x03, Y9, Y9, Y9
+	VBLENDVPS  Y9, avx2bfnanhigh<>+0(SB), Y10, Y10
+	VPUNPCKHWD 64(R8)(R10*2), Y8, Y9
+	VPUNPCKHWD 64(R9)(R10*2), Y8, Y8
+	VADDPS     Y8, Y9, Y9
+	VPSRLD     $0x10, Y9, Y8
+	VPAND      avx2bfone<>+0(SB), Y8, Y8
+	VPADDD     avx2bfbias<>+0(SB), Y8, Y8
+	VPADDD     Y9, Y8, Y8
+	VPAND      avx2bfhigh<>+0(SB), Y8, Y8
+	VCMPPS     $0x03, Y9, Y9, Y9
+	VBLENDVPS  Y9, avx2bfnanhigh<>+0(SB), Y8, Y8
+	VPSRLD     $0x10, Y10, Y9
+	VPSRLD     $0x10, Y8, Y11
+	VPACKUSDW  Y11, Y9, Y9
+	VMOVDQU    Y9, 64(R9)(R10*2)
+	VMULPS     Y10, Y10, Y10
+	VADDPS     Y10, Y4, Y4
+	VMULPS     Y8, Y8, Y8
+	VADDPS     Y8, Y5, Y5
+	CMPQ       R11, $0x00000030
+	JE         addsummed
+	JMP        addsummed
+
 bf16nan29:
 	VPSRLD    $0x10, Y6, Y10
 	VPAND     avx2bfone<>+0(SB), Y10, Y10
@@ -19736,6 +19860,8 @@ sumtail:
 	SUBQ    R10, R11
 	JZ      summed
 	JL      slotsummed
+	TESTQ   $0x00000007, R11
+	JZ      whole
 	MOVQ    R11, 440(SP)
 	LEAQ    (R8)(R10*2), R11
 	LEAQ    128(SP), R12
@@ -19976,6 +20102,8 @@ addsumtail:
 	SUBQ    R10, R11
 	JZ      addsummed
 	JL      addslotsummed
+	TESTQ   $0x00000007, R11
+	JZ      addwhole
 	MOVQ    R11, 440(SP)
 	LEAQ    (R8)(R10*2), R11
 	LEAQ    (R9)(R10*2), R9
@@ -20614,6 +20742,117 @@ vzero:
 	MOVQ AX, ret+24(FP)
 	RET
 
+whole:
+	VCVTPH2PS (R8)(R10*2), Y8
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y0, Y0
+	CMPQ      R11, $0x00000008
+	JE        summed
+	VCVTPH2PS 16(R8)(R10*2), Y8
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y1, Y1
+	CMPQ      R11, $0x00000010
+	JE        summed
+	VCVTPH2PS 32(R8)(R10*2), Y8
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y2, Y2
+	CMPQ      R11, $0x00000018
+	JE        summed
+	VCVTPH2PS 48(R8)(R10*2), Y8
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y3, Y3
+	CMPQ      R11, $0x00000020
+	JE        summed
+	VCVTPH2PS 64(R8)(R10*2), Y8
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y4, Y4
+	CMPQ      R11, $0x00000028
+	JE        summed
+	VCVTPH2PS 80(R8)(R10*2), Y8
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y5, Y5
+	CMPQ      R11, $0x00000030
+	JE        summed
+	VCVTPH2PS 96(R8)(R10*2), Y8
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y6, Y6
+	CMPQ      R11, $0x00000038
+	JE        summed
+	JMP       summed
+
+addwhole:
+	VCVTPH2PS (R8)(R10*2), Y8
+	VCVTPH2PS (R9)(R10*2), Y9
+	VADDPS    Y9, Y8, Y8
+	VCVTPS2PH $0x00, Y8, X8
+	VCVTPH2PS X8, Y8
+	VCVTPS2PH $0x00, Y8, (R9)(R10*2)
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y0, Y0
+	CMPQ      R11, $0x00000008
+	JE        addsummed
+	VCVTPH2PS 16(R8)(R10*2), Y8
+	VCVTPH2PS 16(R9)(R10*2), Y9
+	VADDPS    Y9, Y8, Y8
+	VCVTPS2PH $0x00, Y8, X8
+	VCVTPH2PS X8, Y8
+	VCVTPS2PH $0x00, Y8, 16(R9)(R10*2)
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y1, Y1
+	CMPQ      R11, $0x00000010
+	JE        addsummed
+	VCVTPH2PS 32(R8)(R10*2), Y8
+	VCVTPH2PS 32(R9)(R10*2), Y9
+	VADDPS    Y9, Y8, Y8
+	VCVTPS2PH $0x00, Y8, X8
+	VCVTPH2PS X8, Y8
+	VCVTPS2PH $0x00, Y8, 32(R9)(R10*2)
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y2, Y2
+	CMPQ      R11, $0x00000018
+	JE        addsummed
+	VCVTPH2PS 48(R8)(R10*2), Y8
+	VCVTPH2PS 48(R9)(R10*2), Y9
+	VADDPS    Y9, Y8, Y8
+	VCVTPS2PH $0x00, Y8, X8
+	VCVTPH2PS X8, Y8
+	VCVTPS2PH $0x00, Y8, 48(R9)(R10*2)
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y3, Y3
+	CMPQ      R11, $0x00000020
+	JE        addsummed
+	VCVTPH2PS 64(R8)(R10*2), Y8
+	VCVTPH2PS 64(R9)(R10*2), Y9
+	VADDPS    Y9, Y8, Y8
+	VCVTPS2PH $0x00, Y8, X8
+	VCVTPH2PS X8, Y8
+	VCVTPS2PH $0x00, Y8, 64(R9)(R10*2)
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y4, Y4
+	CMPQ      R11, $0x00000028
+	JE        addsummed
+	VCVTPH2PS 80(R8)(R10*2), Y8
+	VCVTPH2PS 80(R9)(R10*2), Y9
+	VADDPS    Y9, Y8, Y8
+	VCVTPS2PH $0x00, Y8, X8
+	VCVTPH2PS X8, Y8
+	VCVTPS2PH $0x00, Y8, 80(R9)(R10*2)
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y5, Y5
+	CMPQ      R11, $0x00000030
+	JE        addsummed
+	VCVTPH2PS 96(R8)(R10*2), Y8
+	VCVTPH2PS 96(R9)(R10*2), Y9
+	VADDPS    Y9, Y8, Y8
+	VCVTPS2PH $0x00, Y8, X8
+	VCVTPH2PS X8, Y8
+	VCVTPS2PH $0x00, Y8, 96(R9)(R10*2)
+	VMULPS    Y8, Y8, Y8
+	VADDPS    Y8, Y6, Y6
+	CMPQ      R11, $0x00000038
+	JE        addsummed
+	JMP       addsummed
+
 // func avx2ForwardToBF16(j uintptr, from int, to int) int
 // Requires: AVX, AVX2, MMX+
 TEXT ·avx2ForwardToBF16(SB), NOSPLIT, $720-32
@@ -20762,45 +21001,7 @@ sumtail:
 	SUBQ    R10, R11
 	JZ      summed
 	TESTQ   $0x00000007, R11
-	JNZ     ragged
-	VMOVUPS (R8)(R10*4), Y8
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y0, Y0
-	CMPQ    R11, $0x00000008
-	JE      summed
-	VMOVUPS 32(R8)(R10*4), Y8
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y1, Y1
-	CMPQ    R11, $0x00000010
-	JE      summed
-	VMOVUPS 64(R8)(R10*4), Y8
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y2, Y2
-	CMPQ    R11, $0x00000018
-	JE      summed
-	VMOVUPS 96(R8)(R10*4), Y8
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y3, Y3
-	CMPQ    R11, $0x00000020
-	JE      summed
-	VMOVUPS 128(R8)(R10*4), Y8
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y4, Y4
-	CMPQ    R11, $0x00000028
-	JE      summed
-	VMOVUPS 160(R8)(R10*4), Y8
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y5, Y5
-	CMPQ    R11, $0x00000030
-	JE      summed
-	VMOVUPS 192(R8)(R10*4), Y8
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y6, Y6
-	CMPQ    R11, $0x00000038
-	JE      summed
-	JMP     summed
-
-ragged:
+	JZ      whole
 	MOVQ    R11, 696(SP)
 	LEAQ    (R8)(R10*4), R10
 	LEAQ    128(SP), R11
@@ -20989,59 +21190,7 @@ addsumtail:
 	SUBQ    R10, R11
 	JZ      addsummed
 	TESTQ   $0x00000007, R11
-	JNZ     addragged
-	VMOVUPS (R8)(R10*4), Y8
-	VADDPS  (R9)(R10*4), Y8, Y8
-	VMOVUPS Y8, (R9)(R10*4)
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y0, Y0
-	CMPQ    R11, $0x00000008
-	JE      addsummed
-	VMOVUPS 32(R8)(R10*4), Y8
-	VADDPS  32(R9)(R10*4), Y8, Y8
-	VMOVUPS Y8, 32(R9)(R10*4)
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y1, Y1
-	CMPQ    R11, $0x00000010
-	JE      addsummed
-	VMOVUPS 64(R8)(R10*4), Y8
-	VADDPS  64(R9)(R10*4), Y8, Y8
-	VMOVUPS Y8, 64(R9)(R10*4)
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y2, Y2
-	CMPQ    R11, $0x00000018
-	JE      addsummed
-	VMOVUPS 96(R8)(R10*4), Y8
-	VADDPS  96(R9)(R10*4), Y8, Y8
-	VMOVUPS Y8, 96(R9)(R10*4)
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y3, Y3
-	CMPQ    R11, $0x00000020
-	JE      addsummed
-	VMOVUPS 128(R8)(R10*4), Y8
-	VADDPS  128(R9)(R10*4), Y8, Y8
-	VMOVUPS Y8, 128(R9)(R10*4)
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y4, Y4
-	CMPQ    R11, $0x00000028
-	JE      addsummed
-	VMOVUPS 160(R8)(R10*4), Y8
-	VADDPS  160(R9)(R10*4), Y8, Y8
-	VMOVUPS Y8, 160(R9)(R10*4)
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y5, Y5
-	CMPQ    R11, $0x00000030
-	JE      addsummed
-	VMOVUPS 192(R8)(R10*4), Y8
-	VADDPS  192(R9)(R10*4), Y8, Y8
-	VMOVUPS Y8, 192(R9)(R10*4)
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y6, Y6
-	CMPQ    R11, $0x00000038
-	JE      addsummed
-	JMP     addsummed
-
-addragged:
+	JZ      addwhole
 	MOVQ    R11, 696(SP)
 	LEAQ    (R8)(R10*4), R8
 	LEAQ    (R9)(R10*4), R9
@@ -22106,6 +22255,96 @@ vzero:
 	MOVQ AX, ret+24(FP)
 	RET
 
+whole:
+	VMOVUPS (R8)(R10*4), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y0, Y0
+	CMPQ    R11, $0x00000008
+	JE      summed
+	VMOVUPS 32(R8)(R10*4), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y1, Y1
+	CMPQ    R11, $0x00000010
+	JE      summed
+	VMOVUPS 64(R8)(R10*4), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y2, Y2
+	CMPQ    R11, $0x00000018
+	JE      summed
+	VMOVUPS 96(R8)(R10*4), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y3, Y3
+	CMPQ    R11, $0x00000020
+	JE      summed
+	VMOVUPS 128(R8)(R10*4), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y4, Y4
+	CMPQ    R11, $0x00000028
+	JE      summed
+	VMOVUPS 160(R8)(R10*4), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y5, Y5
+	CMPQ    R11, $0x00000030
+	JE      summed
+	VMOVUPS 192(R8)(R10*4), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y6, Y6
+	CMPQ    R11, $0x00000038
+	JE      summed
+	JMP     summed
+
+addwhole:
+	VMOVUPS (R8)(R10*4), Y8
+	VADDPS  (R9)(R10*4), Y8, Y8
+	VMOVUPS Y8, (R9)(R10*4)
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y0, Y0
+	CMPQ    R11, $0x00000008
+	JE      addsummed
+	VMOVUPS 32(R8)(R10*4), Y8
+	VADDPS  32(R9)(R10*4), Y8, Y8
+	VMOVUPS Y8, 32(R9)(R10*4)
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y1, Y1
+	CMPQ    R11, $0x00000010
+	JE      addsummed
+	VMOVUPS 64(R8)(R10*4), Y8
+	VADDPS  64(R9)(R10*4), Y8, Y8
+	VMOVUPS Y8, 64(R9)(R10*4)
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y2, Y2
+	CMPQ    R11, $0x00000018
+	JE      addsummed
+	VMOVUPS 96(R8)(R10*4), Y8
+	VADDPS  96(R9)(R10*4), Y8, Y8
+	VMOVUPS Y8, 96(R9)(R10*4)
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y3, Y3
+	CMPQ    R11, $0x00000020
+	JE      addsummed
+	VMOVUPS 128(R8)(R10*4), Y8
+	VADDPS  128(R9)(R10*4), Y8, Y8
+	VMOVUPS Y8, 128(R9)(R10*4)
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y4, Y4
+	CMPQ    R11, $0x00000028
+	JE      addsummed
+	VMOVUPS 160(R8)(R10*4), Y8
+	VADDPS  160(R9)(R10*4), Y8, Y8
+	VMOVUPS Y8, 160(R9)(R10*4)
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y5, Y5
+	CMPQ    R11, $0x00000030
+	JE      addsummed
+	VMOVUPS 192(R8)(R10*4), Y8
+	VADDPS  192(R9)(R10*4), Y8, Y8
+	VMOVUPS Y8, 192(R9)(R10*4)
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y6, Y6
+	CMPQ    R11, $0x00000038
+	JE      addsummed
+	JMP     addsummed
+
 bf16nan24:
 	VPSRLD    $0x10, Y5, Y9
 	VPAND     avx2bfone<>+0(SB), Y9, Y9
@@ -22506,45 +22745,7 @@ sumtail:
 	SUBQ    R10, R11
 	JZ      summed
 	TESTQ   $0x00000007, R11
-	JNZ     ragged
-	VMOVUPS (R8)(R10*4), Y8
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y0, Y0
-	CMPQ    R11, $0x00000008
-	JE      summed
-	VMOVUPS 32(R8)(R10*4), Y8
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y1, Y1
-	CMPQ    R11, $0x00000010
-	JE      summed
-	VMOVUPS 64(R8)(R10*4), Y8
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y2, Y2
-	CMPQ    R11, $0x00000018
-	JE      summed
-	VMOVUPS 96(R8)(R10*4), Y8
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y3, Y3
-	CMPQ    R11, $0x00000020
-	JE      summed
-	VMOVUPS 128(R8)(R10*4), Y8
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y4, Y4
-	CMPQ    R11, $0x00000028
-	JE      summed
-	VMOVUPS 160(R8)(R10*4), Y8
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y5, Y5
-	CMPQ    R11, $0x00000030
-	JE      summed
-	VMOVUPS 192(R8)(R10*4), Y8
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y6, Y6
-	CMPQ    R11, $0x00000038
-	JE      summed
-	JMP     summed
-
-ragged:
+	JZ      whole
 	MOVQ    R11, 696(SP)
 	LEAQ    (R8)(R10*4), R10
 	LEAQ    128(SP), R11
@@ -22733,59 +22934,7 @@ addsumtail:
 	SUBQ    R10, R11
 	JZ      addsummed
 	TESTQ   $0x00000007, R11
-	JNZ     addragged
-	VMOVUPS (R8)(R10*4), Y8
-	VADDPS  (R9)(R10*4), Y8, Y8
-	VMOVUPS Y8, (R9)(R10*4)
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y0, Y0
-	CMPQ    R11, $0x00000008
-	JE      addsummed
-	VMOVUPS 32(R8)(R10*4), Y8
-	VADDPS  32(R9)(R10*4), Y8, Y8
-	VMOVUPS Y8, 32(R9)(R10*4)
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y1, Y1
-	CMPQ    R11, $0x00000010
-	JE      addsummed
-	VMOVUPS 64(R8)(R10*4), Y8
-	VADDPS  64(R9)(R10*4), Y8, Y8
-	VMOVUPS Y8, 64(R9)(R10*4)
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y2, Y2
-	CMPQ    R11, $0x00000018
-	JE      addsummed
-	VMOVUPS 96(R8)(R10*4), Y8
-	VADDPS  96(R9)(R10*4), Y8, Y8
-	VMOVUPS Y8, 96(R9)(R10*4)
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y3, Y3
-	CMPQ    R11, $0x00000020
-	JE      addsummed
-	VMOVUPS 128(R8)(R10*4), Y8
-	VADDPS  128(R9)(R10*4), Y8, Y8
-	VMOVUPS Y8, 128(R9)(R10*4)
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y4, Y4
-	CMPQ    R11, $0x00000028
-	JE      addsummed
-	VMOVUPS 160(R8)(R10*4), Y8
-	VADDPS  160(R9)(R10*4), Y8, Y8
-	VMOVUPS Y8, 160(R9)(R10*4)
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y5, Y5
-	CMPQ    R11, $0x00000030
-	JE      addsummed
-	VMOVUPS 192(R8)(R10*4), Y8
-	VADDPS  192(R9)(R10*4), Y8, Y8
-	VMOVUPS Y8, 192(R9)(R10*4)
-	VMULPS  Y8, Y8, Y8
-	VADDPS  Y8, Y6, Y6
-	CMPQ    R11, $0x00000038
-	JE      addsummed
-	JMP     addsummed
-
-addragged:
+	JZ      addwhole
 	MOVQ    R11, 696(SP)
 	LEAQ    (R8)(R10*4), R8
 	LEAQ    (R9)(R10*4), R9
@@ -23528,6 +23677,96 @@ vzero:
 	MOVQ AX, ret+24(FP)
 	RET
 
+whole:
+	VMOVUPS (R8)(R10*4), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y0, Y0
+	CMPQ    R11, $0x00000008
+	JE      summed
+	VMOVUPS 32(R8)(R10*4), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y1, Y1
+	CMPQ    R11, $0x00000010
+	JE      summed
+	VMOVUPS 64(R8)(R10*4), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y2, Y2
+	CMPQ    R11, $0x00000018
+	JE      summed
+	VMOVUPS 96(R8)(R10*4), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y3, Y3
+	CMPQ    R11, $0x00000020
+	JE      summed
+	VMOVUPS 128(R8)(R10*4), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y4, Y4
+	CMPQ    R11, $0x00000028
+	JE      summed
+	VMOVUPS 160(R8)(R10*4), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y5, Y5
+	CMPQ    R11, $0x00000030
+	JE      summed
+	VMOVUPS 192(R8)(R10*4), Y8
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y6, Y6
+	CMPQ    R11, $0x00000038
+	JE      summed
+	JMP     summed
+
+addwhole:
+	VMOVUPS (R8)(R10*4), Y8
+	VADDPS  (R9)(R10*4), Y8, Y8
+	VMOVUPS Y8, (R9)(R10*4)
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y0, Y0
+	CMPQ    R11, $0x00000008
+	JE      addsummed
+	VMOVUPS 32(R8)(R10*4), Y8
+	VADDPS  32(R9)(R10*4), Y8, Y8
+	VMOVUPS Y8, 32(R9)(R10*4)
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y1, Y1
+	CMPQ    R11, $0x00000010
+	JE      addsummed
+	VMOVUPS 64(R8)(R10*4), Y8
+	VADDPS  64(R9)(R10*4), Y8, Y8
+	VMOVUPS Y8, 64(R9)(R10*4)
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y2, Y2
+	CMPQ    R11, $0x00000018
+	JE      addsummed
+	VMOVUPS 96(R8)(R10*4), Y8
+	VADDPS  96(R9)(R10*4), Y8, Y8
+	VMOVUPS Y8, 96(R9)(R10*4)
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y3, Y3
+	CMPQ    R11, $0x00000020
+	JE      addsummed
+	VMOVUPS 128(R8)(R10*4), Y8
+	VADDPS  128(R9)(R10*4), Y8, Y8
+	VMOVUPS Y8, 128(R9)(R10*4)
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y4, Y4
+	CMPQ    R11, $0x00000028
+	JE      addsummed
+	VMOVUPS 160(R8)(R10*4), Y8
+	VADDPS  160(R9)(R10*4), Y8, Y8
+	VMOVUPS Y8, 160(R9)(R10*4)
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y5, Y5
+	CMPQ    R11, $0x00000030
+	JE      addsummed
+	VMOVUPS 192(R8)(R10*4), Y8
+	VADDPS  192(R9)(R10*4), Y8, Y8
+	VMOVUPS Y8, 192(R9)(R10*4)
+	VMULPS  Y8, Y8, Y8
+	VADDPS  Y8, Y6, Y6
+	CMPQ    R11, $0x00000038
+	JE      addsummed
+	JMP     addsummed
+
 // func avx2ForwardLayer(j uintptr, from int, to int) int
 // Requires: AVX, AVX2, MMX+
 TEXT ·avx2ForwardLayer(SB), NOSPLIT, $736-32
@@ -23670,38 +23909,7 @@ sumtail:
 	SUBQ    R10, R11
 	JZ      summed
 	TESTQ   $0x00000007, R11
-	JNZ     ragged
-	VMOVUPS (R8)(R10*4), Y9
-	VADDPS  Y9, Y0, Y0
-	CMPQ    R11, $0x00000008
-	JE      summed
-	VMOVUPS 32(R8)(R10*4), Y9
-	VADDPS  Y9, Y2, Y2
-	CMPQ    R11, $0x00000010
-	JE      summed
-	VMOVUPS 64(R8)(R10*4), Y9
-	VADDPS  Y9, Y3, Y3
-	CMPQ    R11, $0x00000018
-	JE      summed
-	VMOVUPS 96(R8)(R10*4), Y9
-	VADDPS  Y9, Y4, Y4
-	CMPQ    R11, $0x00000020
-	JE      summed
-	VMOVUPS 128(R8)(R10*4), Y9
-	VADDPS  Y9, Y5, Y5
-	CMPQ    R11, $0x00000028
-	JE      summed
-	VMOVUPS 160(R8)(R10*4), Y9
-	VADDPS  Y9, Y6, Y6
-	CMPQ    R11, $0x00000030
-	JE      summed
-	VMOVUPS 192(R8)(R10*4), Y9
-	VADDPS  Y9, Y7, Y7
-	CMPQ    R11, $0x00000038
-	JE      summed
-	JMP     summed
-
-ragged:
+	JZ      whole
 	MOVQ    R11, 712(SP)
 	LEAQ    (R8)(R10*4), R10
 	LEAQ    128(SP), R11
@@ -23904,52 +24112,7 @@ addsumtail:
 	SUBQ    R10, R11
 	JZ      addsummed
 	TESTQ   $0x00000007, R11
-	JNZ     addragged
-	VMOVUPS (R8)(R10*4), Y1
-	VADDPS  (R9)(R10*4), Y1, Y1
-	VMOVUPS Y1, (R9)(R10*4)
-	VADDPS  Y1, Y0, Y0
-	CMPQ    R11, $0x00000008
-	JE      addsummed
-	VMOVUPS 32(R8)(R10*4), Y1
-	VADDPS  32(R9)(R10*4), Y1, Y1
-	VMOVUPS Y1, 32(R9)(R10*4)
-	VADDPS  Y1, Y2, Y2
-	CMPQ    R11, $0x00000010
-	JE      addsummed
-	VMOVUPS 64(R8)(R10*4), Y1
-	VADDPS  64(R9)(R10*4), Y1, Y1
-	VMOVUPS Y1, 64(R9)(R10*4)
-	VADDPS  Y1, Y3, Y3
-	CMPQ    R11, $0x00000018
-	JE      addsummed
-	VMOVUPS 96(R8)(R10*4), Y1
-	VADDPS  96(R9)(R10*4), Y1, Y1
-	VMOVUPS Y1, 96(R9)(R10*4)
-	VADDPS  Y1, Y4, Y4
-	CMPQ    R11, $0x00000020
-	JE      addsummed
-	VMOVUPS 128(R8)(R10*4), Y1
-	VADDPS  128(R9)(R10*4), Y1, Y1
-	VMOVUPS Y1, 128(R9)(R10*4)
-	VADDPS  Y1, Y5, Y5
-	CMPQ    R11, $0x00000028
-	JE      addsummed
-	VMOVUPS 160(R8)(R10*4), Y1
-	VADDPS  160(R9)(R10*4), Y1, Y1
-	VMOVUPS Y1, 160(R9)(R10*4)
-	VADDPS  Y1, Y6, Y6
-	CMPQ    R11, $0x00000030
-	JE      addsummed
-	VMOVUPS 192(R8)(R10*4), Y1
-	VADDPS  192(R9)(R10*4), Y1, Y1
-	VMOVUPS Y1, 192(R9)(R10*4)
-	VADDPS  Y1, Y7, Y7
-	CMPQ    R11, $0x00000038
-	JE      addsummed
-	JMP     addsummed
-
-addragged:
+	JZ      addwhole
 	MOVQ    R11, 712(SP)
 	LEAQ    (R8)(R10*4), R8
 	LEAQ    (R9)(R10*4), R9
@@ -24248,61 +24411,16 @@ pipepf22:
 
 sqsumtail:
 	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
-	MOVQ    job_d+0(AX), R11
-	SUBQ    R10, R11
-	JZ      sqsummed
-	TESTQ   $0x00000007, R11
-	JNZ     sqragged
-	VMOVUPS (R8)(R10*4), Y9
-	VSUBPS  Y1, Y9, Y9
-	VMULPS  Y9, Y9, Y9
-	VADDPS  Y9, Y0, Y0
-	CMPQ    R11, $0x00000008
-	JE      sqsummed
-	VMOVUPS 32(R8)(R10*4), Y9
-	VSUBPS  Y1, Y9, Y9
-	VMULPS  Y9, Y9, Y9
-	VADDPS  Y9, Y2, Y2
-	CMPQ    R11, $0x00000010
-	JE      sqsummed
-	VMOVUPS 64(R8)(R10*4), Y9
-	VSUBPS  Y1, Y9, Y9
-	VMULPS  Y9, Y9, Y9
-	VADDPS  Y9, Y3, Y3
-	CMPQ    R11, $0x00000018
-	JE      sqsummed
-	VMOVUPS 96(R8)(R10*4), Y9
-	VSUBPS  Y1, Y9, Y9
-	VMULPS  Y9, Y9, Y9
-	VADDPS  Y9, Y4, Y4
-	CMPQ    R11, $0x00000020
-	JE      sqsummed
-	VMOVUPS 128(R8)(R10*4), Y9
-	VSUBPS  Y1, Y9, Y9
-	VMULPS  Y9, Y9, Y9
-	VADDPS  Y9, Y5, Y5
-	CMPQ    R11, $0x00000028
-	JE      sqsummed
-	VMOVUPS 160(R8)(R10*4), Y9
-	VSUBPS  Y1, Y9, Y9
-	VMULPS  Y9, Y9, Y9
-	VADDPS  Y9, Y6, Y6
-	CMPQ    R11, $0x00000030
-	JE      sqsummed
-	VMOVUPS 192(R8)(R10*4), Y9
-	VSUBPS  Y1, Y9, Y9
-	VMULPS  Y9, Y9, Y9
-	VADDPS  Y9, Y7, Y7
-	CMPQ    R11, $0x00000038
-	JE      sqsummed
-	JMP     sqsummed
-
-sqragged:
-	LEAQ (R8)(R10*4), R10
-	LEAQ 128(SP), R12
-	MOVQ R11, R14
-	XORQ R13, R13
-	SUBQ $0x00000008, R14
+	MOVQ  job_d+0(AX), R11
+	SUBQ  R10, R11
+	JZ    sqsummed
+	TESTQ $0x00000007, R11
+	JZ    sqwhole
+	LEAQ  (R8)(R10*4), R10
+	LEAQ  128(SP), R12
+	MOVQ  R11, R14
+	XORQ  R13, R13
+	SUBQ  $0x00000008, R14
 
 copyvec23:
 	CMPQ    R13, R14
@@ -25539,6 +25657,127 @@ vzero:
 	MOVQ AX, ret+24(FP)
 	RET
 
+whole:
+	VMOVUPS (R8)(R10*4), Y9
+	VADDPS  Y9, Y0, Y0
+	CMPQ    R11, $0x00000008
+	JE      summed
+	VMOVUPS 32(R8)(R10*4), Y9
+	VADDPS  Y9, Y2, Y2
+	CMPQ    R11, $0x00000010
+	JE      summed
+	VMOVUPS 64(R8)(R10*4), Y9
+	VADDPS  Y9, Y3, Y3
+	CMPQ    R11, $0x00000018
+	JE      summed
+	VMOVUPS 96(R8)(R10*4), Y9
+	VADDPS  Y9, Y4, Y4
+	CMPQ    R11, $0x00000020
+	JE      summed
+	VMOVUPS 128(R8)(R10*4), Y9
+	VADDPS  Y9, Y5, Y5
+	CMPQ    R11, $0x00000028
+	JE      summed
+	VMOVUPS 160(R8)(R10*4), Y9
+	VADDPS  Y9, Y6, Y6
+	CMPQ    R11, $0x00000030
+	JE      summed
+	VMOVUPS 192(R8)(R10*4), Y9
+	VADDPS  Y9, Y7, Y7
+	CMPQ    R11, $0x00000038
+	JE      summed
+	JMP     summed
+
+addwhole:
+	VMOVUPS (R8)(R10*4), Y1
+	VADDPS  (R9)(R10*4), Y1, Y1
+	VMOVUPS Y1, (R9)(R10*4)
+	VADDPS  Y1, Y0, Y0
+	CMPQ    R11, $0x00000008
+	JE      addsummed
+	VMOVUPS 32(R8)(R10*4), Y1
+	VADDPS  32(R9)(R10*4), Y1, Y1
+	VMOVUPS Y1, 32(R9)(R10*4)
+	VADDPS  Y1, Y2, Y2
+	CMPQ    R11, $0x00000010
+	JE      addsummed
+	VMOVUPS 64(R8)(R10*4), Y1
+	VADDPS  64(R9)(R10*4), Y1, Y1
+	VMOVUPS Y1, 64(R9)(R10*4)
+	VADDPS  Y1, Y3, Y3
+	CMPQ    R11, $0x00000018
+	JE      addsummed
+	VMOVUPS 96(R8)(R10*4), Y1
+	VADDPS  96(R9)(R10*4), Y1, Y1
+	VMOVUPS Y1, 96(R9)(R10*4)
+	VADDPS  Y1, Y4, Y4
+	CMPQ    R11, $0x00000020
+	JE      addsummed
+	VMOVUPS 128(R8)(R10*4), Y1
+	VADDPS  128(R9)(R10*4), Y1, Y1
+	VMOVUPS Y1, 128(R9)(R10*4)
+	VADDPS  Y1, Y5, Y5
+	CMPQ    R11, $0x00000028
+	JE      addsummed
+	VMOVUPS 160(R8)(R10*4), Y1
+	VADDPS  160(R9)(R10*4), Y1, Y1
+	VMOVUPS Y1, 160(R9)(R10*4)
+	VADDPS  Y1, Y6, Y6
+	CMPQ    R11, $0x00000030
+	JE      addsummed
+	VMOVUPS 192(R8)(R10*4), Y1
+	VADDPS  192(R9)(R10*4), Y1, Y1
+	VMOVUPS Y1, 192(R9)(R10*4)
+	VADDPS  Y1, Y7, Y7
+	CMPQ    R11, $0x00000038
+	JE      addsummed
+	JMP     addsummed
+
+sqwhole:
+	VMOVUPS (R8)(R10*4), Y9
+	VSUBPS  Y1, Y9, Y9
+	VMULPS  Y9, Y9, Y9
+	VADDPS  Y9, Y0, Y0
+	CMPQ    R11, $0x00000008
+	JE      sqsummed
+	VMOVUPS 32(R8)(R10*4), Y9
+	VSUBPS  Y1, Y9, Y9
+	VMULPS  Y9, Y9, Y9
+	VADDPS  Y9, Y2, Y2
+	CMPQ    R11, $0x00000010
+	JE      sqsummed
+	VMOVUPS 64(R8)(R10*4), Y9
+	VSUBPS  Y1, Y9, Y9
+	VMULPS  Y9, Y9, Y9
+	VADDPS  Y9, Y3, Y3
+	CMPQ    R11, $0x00000018
+	JE      sqsummed
+	VMOVUPS 96(R8)(R10*4), Y9
+	VSUBPS  Y1, Y9, Y9
+	VMULPS  Y9, Y9, Y9
+	VADDPS  Y9, Y4, Y4
+	CMPQ    R11, $0x00000020
+	JE      sqsummed
+	VMOVUPS 128(R8)(R10*4), Y9
+	VSUBPS  Y1, Y9, Y9
+	VMULPS  Y9, Y9, Y9
+	VADDPS  Y9, Y5, Y5
+	CMPQ    R11, $0x00000028
+	JE      sqsummed
+	VMOVUPS 160(R8)(R10*4), Y9
+	VSUBPS  Y1, Y9, Y9
+	VMULPS  Y9, Y9, Y9
+	VADDPS  Y9, Y6, Y6
+	CMPQ    R11, $0x00000030
+	JE      sqsummed
+	VMOVUPS 192(R8)(R10*4), Y9
+	VSUBPS  Y1, Y9, Y9
+	VMULPS  Y9, Y9, Y9
+	VADDPS  Y9, Y7, Y7
+	CMPQ    R11, $0x00000038
+	JE      sqsummed
+	JMP     sqsummed
+
 // func avx2ForwardLayerBF16(j uintptr, from int, to int) int
 // Requires: AVX, AVX2, MMX+
 TEXT ·avx2ForwardLayerBF16(SB), NOSPLIT, $488-32
@@ -25718,6 +25957,8 @@ sumtail:
 	SUBQ    R10, R11
 	JZ      summed
 	JL      slotsummed
+	TESTQ   $0x00000007, R11
+	JZ      whole
 	MOVQ    R11, 456(SP)
 	LEAQ    (R8)(R10*2), R11
 	LEAQ    128(SP), R12
@@ -26140,6 +26381,8 @@ addsumtail:
 	SUBQ    R10, R11
 	JZ      addsummed
 	JL      addslotsummed
+	TESTQ   $0x00000007, R11
+	JZ      addwhole
 	MOVQ    R11, 456(SP)
 	LEAQ    (R8)(R10*2), R11
 	LEAQ    (R9)(R10*2), R9
@@ -26418,14 +26661,16 @@ sqsumpf:
 
 sqsumtail:
 	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
-	MOVQ job_d+0(AX), R11
-	SUBQ R10, R11
-	JZ   sqsummed
-	LEAQ (R8)(R10*2), R10
-	LEAQ 128(SP), R12
-	MOVQ R11, R14
-	XORQ R13, R13
-	SUBQ $0x00000010, R14
+	MOVQ  job_d+0(AX), R11
+	SUBQ  R10, R11
+	JZ    sqsummed
+	TESTQ $0x00000007, R11
+	JZ    sqwhole
+	LEAQ  (R8)(R10*2), R10
+	LEAQ  128(SP), R12
+	MOVQ  R11, R14
+	XORQ  R13, R13
+	SUBQ  $0x00000010, R14
 
 copyvec24:
 	CMPQ    R13, R14
@@ -27394,6 +27639,232 @@ vzero:
 	MOVQ AX, ret+24(FP)
 	RET
 
+whole:
+	VPMOVZXWD (R8)(R10*2), Y9
+	VPSLLD    $0x10, Y9, Y9
+	VADDPS    Y9, Y0, Y0
+	CMPQ      R11, $0x00000008
+	JE        summed
+	VPMOVZXWD 16(R8)(R10*2), Y9
+	VPSLLD    $0x10, Y9, Y9
+	VADDPS    Y9, Y2, Y2
+	CMPQ      R11, $0x00000010
+	JE        summed
+	VPMOVZXWD 32(R8)(R10*2), Y9
+	VPSLLD    $0x10, Y9, Y9
+	VADDPS    Y9, Y3, Y3
+	CMPQ      R11, $0x00000018
+	JE        summed
+	VPMOVZXWD 48(R8)(R10*2), Y9
+	VPSLLD    $0x10, Y9, Y9
+	VADDPS    Y9, Y4, Y4
+	CMPQ      R11, $0x00000020
+	JE        summed
+	VPMOVZXWD 64(R8)(R10*2), Y9
+	VPSLLD    $0x10, Y9, Y9
+	VADDPS    Y9, Y5, Y5
+	CMPQ      R11, $0x00000028
+	JE        summed
+	VPMOVZXWD 80(R8)(R10*2), Y9
+	VPSLLD    $0x10, Y9, Y9
+	VADDPS    Y9, Y6, Y6
+	CMPQ      R11, $0x00000030
+	JE        summed
+	VPMOVZXWD 96(R8)(R10*2), Y9
+	VPSLLD    $0x10, Y9, Y9
+	VADDPS    Y9, Y7, Y7
+	CMPQ      R11, $0x00000038
+	JE        summed
+	JMP       summed
+
+addwhole:
+	VPMOVZXWD    (R8)(R10*2), Y1
+	VPSLLD       $0x10, Y1, Y1
+	VPMOVZXWD    (R9)(R10*2), Y9
+	VPSLLD       $0x10, Y9, Y9
+	VADDPS       Y9, Y1, Y1
+	VPSRLD       $0x10, Y1, Y9
+	VPAND        avx2bfone<>+0(SB), Y9, Y9
+	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
+	VPADDD       Y1, Y9, Y9
+	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
+	VCMPPS       $0x03, Y1, Y1, Y1
+	VBLENDVPS    Y1, avx2bfnanhigh<>+0(SB), Y9, Y9
+	VPSRLD       $0x10, Y9, Y1
+	VEXTRACTI128 $0x01, Y1, X10
+	VPACKUSDW    X10, X1, X10
+	VMOVDQU      X10, (R9)(R10*2)
+	VADDPS       Y9, Y0, Y0
+	CMPQ         R11, $0x00000008
+	JE           addsummed
+	VPMOVZXWD    16(R8)(R10*2), Y1
+	VPSLLD       $0x10, Y1, Y1
+	VPMOVZXWD    16(R9)(R10*2), Y9
+	VPSLLD       $0x10, Y9, Y9
+	VADDPS       Y9, Y1, Y1
+	VPSRLD       $0x10, Y1, Y9
+	VPAND        avx2bfone<>+0(SB), Y9, Y9
+	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
+	VPADDD       Y1, Y9, Y9
+	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
+	VCMPPS       $0x03, Y1, Y1, Y1
+	VBLENDVPS    Y1, avx2bfnanhigh<>+0(SB), Y9, Y9
+	VPSRLD       $0x10, Y9, Y1
+	VEXTRACTI128 $0x01, Y1, X10
+	VPACKUSDW    X10, X1, X10
+	VMOVDQU      X10, 16(R9)(R10*2)
+	VADDPS       Y9, Y2, Y2
+	CMPQ         R11, $0x00000010
+	JE           addsummed
+	VPMOVZXWD    32(R8)(R10*2), Y1
+	VPSLLD       $0x10, Y1, Y1
+	VPMOVZXWD    32(R9)(R10*2), Y9
+	VPSLLD       $0x10, Y9, Y9
+	VADDPS       Y9, Y1, Y1
+	VPSRLD       $0x10, Y1, Y9
+	VPAND        avx2bfone<>+0(SB), Y9, Y9
+	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
+	VPADDD       Y1, Y9, Y9
+	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
+	VCMPPS       $0x03, Y1, Y1, Y1
+	VBLENDVPS    Y1, avx2bfnanhigh<>+0(SB), Y9, Y9
+	VPSRLD       $0x10, Y9, Y1
+	VEXTRACTI128 $0x01, Y1, X10
+	VPACKUSDW    X10, X1, X10
+	VMOVDQU      X10, 32(R9)(R10*2)
+	VADDPS       Y9, Y3, Y3
+	CMPQ         R11, $0x00000018
+	JE           addsummed
+	VPMOVZXWD    48(R8)(R10*2), Y1
+	VPSLLD       $0x10, Y1, Y1
+	VPMOVZXWD    48(R9)(R10*2), Y9
+	VPSLLD       $0x10, Y9, Y9
+	VADDPS       Y9, Y1, Y1
+	VPSRLD       $0x10, Y1, Y9
+	VPAND        avx2bfone<>+0(SB), Y9, Y9
+	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
+	VPADDD       Y1, Y9, Y9
+	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
+	VCMPPS       $0x03, Y1, Y1, Y1
+	VBLENDVPS    Y1, avx2bfnanhigh<>+0(SB), Y9, Y9
+	VPSRLD       $0x10, Y9, Y1
+	VEXTRACTI128 $0x01, Y1, X10
+	VPACKUSDW    X10, X1, X10
+	VMOVDQU      X10, 48(R9)(R10*2)
+	VADDPS       Y9, Y4, Y4
+	CMPQ         R11, $0x00000020
+	JE           addsummed
+	VPMOVZXWD    64(R8)(R10*2), Y1
+	VPSLLD       $0x10, Y1, Y1
+	VPMOVZXWD    64(R9)(R10*2), Y9
+	VPSLLD       $0x10, Y9, Y9
+	VADDPS       Y9, Y1, Y1
+	VPSRLD       $0x10, Y1, Y9
+	VPAND        avx2bfone<>+0(SB), Y9, Y9
+	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
+	VPADDD       Y1, Y9, Y9
+	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
+	VCMPPS       $0x03, Y1, Y1, Y1
+	VBLENDVPS    Y1, avx2bfnanhigh<>+0(SB), Y9, Y9
+	VPSRLD       $0x10, Y9, Y1
+	VEXTRACTI128 $0x01, Y1, X10
+	VPACKUSDW    X10, X1, X10
+	VMOVDQU      X10, 64(R9)(R10*2)
+	VADDPS       Y9, Y5, Y5
+	CMPQ         R11, $0x00000028
+	JE           addsummed
+	VPMOVZXWD    80(R8)(R10*2), Y1
+	VPSLLD       $0x10, Y1, Y1
+	VPMOVZXWD    80(R9)(R10*2), Y9
+	VPSLLD       $0x10, Y9, Y9
+	VADDPS       Y9, Y1, Y1
+	VPSRLD       $0x10, Y1, Y9
+	VPAND        avx2bfone<>+0(SB), Y9, Y9
+	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
+	VPADDD       Y1, Y9, Y9
+	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
+	VCMPPS       $0x03, Y1, Y1, Y1
+	VBLENDVPS    Y1, avx2bfnanhigh<>+0(SB), Y9, Y9
+	VPSRLD       $0x10, Y9, Y1
+	VEXTRACTI128 $0x01, Y1, X10
+	VPACKUSDW    X10, X1, X10
+	VMOVDQU      X10, 80(R9)(R10*2)
+	VADDPS       Y9, Y6, Y6
+	CMPQ         R11, $0x00000030
+	JE           addsummed
+	VPMOVZXWD    96(R8)(R10*2), Y1
+	VPSLLD       $0x10, Y1, Y1
+	VPMOVZXWD    96(R9)(R10*2), Y9
+	VPSLLD       $0x10, Y9, Y9
+	VADDPS       Y9, Y1, Y1
+	VPSRLD       $0x10, Y1, Y9
+	VPAND        avx2bfone<>+0(SB), Y9, Y9
+	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
+	VPADDD       Y1, Y9, Y9
+	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
+	VCMPPS       $0x03, Y1, Y1, Y1
+	VBLENDVPS    Y1, avx2bfnanhigh<>+0(SB), Y9, Y9
+	VPSRLD       $0x10, Y9, Y1
+	VEXTRACTI128 $0x01, Y1, X10
+	VPACKUSDW    X10, X1, X10
+	VMOVDQU      X10, 96(R9)(R10*2)
+	VADDPS       Y9, Y7, Y7
+	CMPQ         R11, $0x00000038
+	JE           addsummed
+	JMP          addsummed
+
+sqwhole:
+	VPMOVZXWD (R8)(R10*2), Y9
+	VPSLLD    $0x10, Y9, Y9
+	VSUBPS    Y1, Y9, Y9
+	VMULPS    Y9, Y9, Y9
+	VADDPS    Y9, Y0, Y0
+	CMPQ      R11, $0x00000008
+	JE        sqsummed
+	VPMOVZXWD 16(R8)(R10*2), Y9
+	VPSLLD    $0x10, Y9, Y9
+	VSUBPS    Y1, Y9, Y9
+	VMULPS    Y9, Y9, Y9
+	VADDPS    Y9, Y2, Y2
+	CMPQ      R11, $0x00000010
+	JE        sqsummed
+	VPMOVZXWD 32(R8)(R10*2), Y9
+	VPSLLD    $0x10, Y9, Y9
+	VSUBPS    Y1, Y9, Y9
+	VMULPS    Y9, Y9, Y9
+	VADDPS    Y9, Y3, Y3
+	CMPQ      R11, $0x00000018
+	JE        sqsummed
+	VPMOVZXWD 48(R8)(R10*2), Y9
+	VPSLLD    $0x10, Y9, Y9
+	VSUBPS    Y1, Y9, Y9
+	VMULPS    Y9, Y9, Y9
+	VADDPS    Y9, Y4, Y4
+	CMPQ      R11, $0x00000020
+	JE        sqsummed
+	VPMOVZXWD 64(R8)(R10*2), Y9
+	VPSLLD    $0x10, Y9, Y9
+	VSUBPS    Y1, Y9, Y9
+	VMULPS    Y9, Y9, Y9
+	VADDPS    Y9, Y5, Y5
+	CMPQ      R11, $0x00000028
+	JE        sqsummed
+	VPMOVZXWD 80(R8)(R10*2), Y9
+	VPSLLD    $0x10, Y9, Y9
+	VSUBPS    Y1, Y9, Y9
+	VMULPS    Y9, Y9, Y9
+	VADDPS    Y9, Y6, Y6
+	CMPQ      R11, $0x00000030
+	JE        sqsummed
+	VPMOVZXWD 96(R8)(R10*2), Y9
+	VPSLLD    $0x10, Y9, Y9
+	VSUBPS    Y1, Y9, Y9
+	VMULPS    Y9, Y9, Y9
+	VADDPS    Y9, Y7, Y7
+	CMPQ      R11, $0x00000038
+	JE        sqsummed
+	JMP       sqsummed
+
 bf16nan39:
 	VPSRLD    $0x10, Y7, Y11
 	VPAND     avx2bfone<>+0(SB), Y11, Y11
@@ -27701,6 +28172,8 @@ sumtail:
 	SUBQ    R10, R11
 	JZ      summed
 	JL      slotsummed
+	TESTQ   $0x00000007, R11
+	JZ      whole
 	MOVQ    R11, 456(SP)
 	LEAQ    (R8)(R10*2), R11
 	LEAQ    128(SP), R12
@@ -27963,6 +28436,8 @@ addsumtail:
 	SUBQ    R10, R11
 	JZ      addsummed
 	JL      addslotsummed
+	TESTQ   $0x00000007, R11
+	JZ      addwhole
 	MOVQ    R11, 456(SP)
 	LEAQ    (R8)(R10*2), R11
 	LEAQ    (R9)(R10*2), R9
@@ -28225,14 +28700,16 @@ sqsumpf:
 
 sqsumtail:
 	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
-	MOVQ job_d+0(AX), R11
-	SUBQ R10, R11
-	JZ   sqsummed
-	LEAQ (R8)(R10*2), R10
-	LEAQ 128(SP), R12
-	MOVQ R11, R14
-	XORQ R13, R13
-	SUBQ $0x00000010, R14
+	MOVQ  job_d+0(AX), R11
+	SUBQ  R10, R11
+	JZ    sqsummed
+	TESTQ $0x00000007, R11
+	JZ    sqwhole
+	LEAQ  (R8)(R10*2), R10
+	LEAQ  128(SP), R12
+	MOVQ  R11, R14
+	XORQ  R13, R13
+	SUBQ  $0x00000010, R14
 
 copyvec24:
 	CMPQ    R13, R14
@@ -28967,6 +29444,148 @@ vzero:
 	MOVQ AX, ret+24(FP)
 	RET
 
+whole:
+	VCVTPH2PS (R8)(R10*2), Y9
+	VADDPS    Y9, Y0, Y0
+	CMPQ      R11, $0x00000008
+	JE        summed
+	VCVTPH2PS 16(R8)(R10*2), Y9
+	VADDPS    Y9, Y2, Y2
+	CMPQ      R11, $0x00000010
+	JE        summed
+	VCVTPH2PS 32(R8)(R10*2), Y9
+	VADDPS    Y9, Y3, Y3
+	CMPQ      R11, $0x00000018
+	JE        summed
+	VCVTPH2PS 48(R8)(R10*2), Y9
+	VADDPS    Y9, Y4, Y4
+	CMPQ      R11, $0x00000020
+	JE        summed
+	VCVTPH2PS 64(R8)(R10*2), Y9
+	VADDPS    Y9, Y5, Y5
+	CMPQ      R11, $0x00000028
+	JE        summed
+	VCVTPH2PS 80(R8)(R10*2), Y9
+	VADDPS    Y9, Y6, Y6
+	CMPQ      R11, $0x00000030
+	JE        summed
+	VCVTPH2PS 96(R8)(R10*2), Y9
+	VADDPS    Y9, Y7, Y7
+	CMPQ      R11, $0x00000038
+	JE        summed
+	JMP       summed
+
+addwhole:
+	VCVTPH2PS (R8)(R10*2), Y1
+	VCVTPH2PS (R9)(R10*2), Y9
+	VADDPS    Y9, Y1, Y1
+	VCVTPS2PH $0x00, Y1, X1
+	VCVTPH2PS X1, Y1
+	VCVTPS2PH $0x00, Y1, (R9)(R10*2)
+	VADDPS    Y1, Y0, Y0
+	CMPQ      R11, $0x00000008
+	JE        addsummed
+	VCVTPH2PS 16(R8)(R10*2), Y1
+	VCVTPH2PS 16(R9)(R10*2), Y9
+	VADDPS    Y9, Y1, Y1
+	VCVTPS2PH $0x00, Y1, X1
+	VCVTPH2PS X1, Y1
+	VCVTPS2PH $0x00, Y1, 16(R9)(R10*2)
+	VADDPS    Y1, Y2, Y2
+	CMPQ      R11, $0x00000010
+	JE        addsummed
+	VCVTPH2PS 32(R8)(R10*2), Y1
+	VCVTPH2PS 32(R9)(R10*2), Y9
+	VADDPS    Y9, Y1, Y1
+	VCVTPS2PH $0x00, Y1, X1
+	VCVTPH2PS X1, Y1
+	VCVTPS2PH $0x00, Y1, 32(R9)(R10*2)
+	VADDPS    Y1, Y3, Y3
+	CMPQ      R11, $0x00000018
+	JE        addsummed
+	VCVTPH2PS 48(R8)(R10*2), Y1
+	VCVTPH2PS 48(R9)(R10*2), Y9
+	VADDPS    Y9, Y1, Y1
+	VCVTPS2PH $0x00, Y1, X1
+	VCVTPH2PS X1, Y1
+	VCVTPS2PH $0x00, Y1, 48(R9)(R10*2)
+	VADDPS    Y1, Y4, Y4
+	CMPQ      R11, $0x00000020
+	JE        addsummed
+	VCVTPH2PS 64(R8)(R10*2), Y1
+	VCVTPH2PS 64(R9)(R10*2), Y9
+	VADDPS    Y9, Y1, Y1
+	VCVTPS2PH $0x00, Y1, X1
+	VCVTPH2PS X1, Y1
+	VCVTPS2PH $0x00, Y1, 64(R9)(R10*2)
+	VADDPS    Y1, Y5, Y5
+	CMPQ      R11, $0x00000028
+	JE        addsummed
+	VCVTPH2PS 80(R8)(R10*2), Y1
+	VCVTPH2PS 80(R9)(R10*2), Y9
+	VADDPS    Y9, Y1, Y1
+	VCVTPS2PH $0x00, Y1, X1
+	VCVTPH2PS X1, Y1
+	VCVTPS2PH $0x00, Y1, 80(R9)(R10*2)
+	VADDPS    Y1, Y6, Y6
+	CMPQ      R11, $0x00000030
+	JE        addsummed
+	VCVTPH2PS 96(R8)(R10*2), Y1
+	VCVTPH2PS 96(R9)(R10*2), Y9
+	VADDPS    Y9, Y1, Y1
+	VCVTPS2PH $0x00, Y1, X1
+	VCVTPH2PS X1, Y1
+	VCVTPS2PH $0x00, Y1, 96(R9)(R10*2)
+	VADDPS    Y1, Y7, Y7
+	CMPQ      R11, $0x00000038
+	JE        addsummed
+	JMP       addsummed
+
+sqwhole:
+	VCVTPH2PS (R8)(R10*2), Y9
+	VSUBPS    Y1, Y9, Y9
+	VMULPS    Y9, Y9, Y9
+	VADDPS    Y9, Y0, Y0
+	CMPQ      R11, $0x00000008
+	JE        sqsummed
+	VCVTPH2PS 16(R8)(R10*2), Y9
+	VSUBPS    Y1, Y9, Y9
+	VMULPS    Y9, Y9, Y9
+	VADDPS    Y9, Y2, Y2
+	CMPQ      R11, $0x00000010
+	JE        sqsummed
+	VCVTPH2PS 32(R8)(R10*2), Y9
+	VSUBPS    Y1, Y9, Y9
+	VMULPS    Y9, Y9, Y9
+	VADDPS    Y9, Y3, Y3
+	CMPQ      R11, $0x00000018
+	JE        sqsummed
+	VCVTPH2PS 48(R8)(R10*2), Y9
+	VSUBPS    Y1, Y9, Y9
+	VMULPS    Y9, Y9, Y9
+	VADDPS    Y9, Y4, Y4
+	CMPQ      R11, $0x00000020
+	JE        sqsummed
+	VCVTPH2PS 64(R8)(R10*2), Y9
+	VSUBPS    Y1, Y9, Y9
+	VMULPS    Y9, Y9, Y9
+	VADDPS    Y9, Y5, Y5
+	CMPQ      R11, $0x00000028
+	JE        sqsummed
+	VCVTPH2PS 80(R8)(R10*2), Y9
+	VSUBPS    Y1, Y9, Y9
+	VMULPS    Y9, Y9, Y9
+	VADDPS    Y9, Y6, Y6
+	CMPQ      R11, $0x00000030
+	JE        sqsummed
+	VCVTPH2PS 96(R8)(R10*2), Y9
+	VSUBPS    Y1, Y9, Y9
+	VMULPS    Y9, Y9, Y9
+	VADDPS    Y9, Y7, Y7
+	CMPQ      R11, $0x00000038
+	JE        sqsummed
+	JMP       sqsummed
+
 // func avx2ForwardLayerToBF16(j uintptr, from int, to int) int
 // Requires: AVX, AVX2, MMX+
 TEXT ·avx2ForwardLayerToBF16(SB), NOSPLIT, $736-32
@@ -29109,38 +29728,7 @@ sumtail:
 	SUBQ    R10, R11
 	JZ      summed
 	TESTQ   $0x00000007, R11
-	JNZ     ragged
-	VMOVUPS (R8)(R10*4), Y9
-	VADDPS  Y9, Y0, Y0
-	CMPQ    R11, $0x00000008
-	JE      summed
-	VMOVUPS 32(R8)(R10*4), Y9
-	VADDPS  Y9, Y2, Y2
-	CMPQ    R11, $0x00000010
-	JE      summed
-	VMOVUPS 64(R8)(R10*4), Y9
-	VADDPS  Y9, Y3, Y3
-	CMPQ    R11, $0x00000018
-	JE      summed
-	VMOVUPS 96(R8)(R10*4), Y9
-	VADDPS  Y9, Y4, Y4
-	CMPQ    R11, $0x00000020
-	JE      summed
-	VMOVUPS 128(R8)(R10*4), Y9
-	VADDPS  Y9, Y5, Y5
-	CMPQ    R11, $0x00000028
-	JE      summed
-	VMOVUPS 160(R8)(R10*4), Y9
-	VADDPS  Y9, Y6, Y6
-	CMPQ    R11, $0x00000030
-	JE      summed
-	VMOVUPS 192(R8)(R10*4), Y9
-	VADDPS  Y9, Y7, Y7
-	CMPQ    R11, $0x00000038
-	JE      summed
-	JMP     summed
-
-ragged:
+	JZ      whole
 	MOVQ    R11, 712(SP)
 	LEAQ    (R8)(R10*4), R10
 	LEAQ    128(SP), R11
@@ -29343,52 +29931,7 @@ addsumtail:
 	SUBQ    R10, R11
 	JZ      addsummed
 	TESTQ   $0x00000007, R11
-	JNZ     addragged
-	VMOVUPS (R8)(R10*4), Y1
-	VADDPS  (R9)(R10*4), Y1, Y1
-	VMOVUPS Y1, (R9)(R10*4)
-	VADDPS  Y1, Y0, Y0
-	CMPQ    R11, $0x00000008
-	JE      addsummed
-	VMOVUPS 32(R8)(R10*4), Y1
-	VADDPS  32(R9)(R10*4), Y1, Y1
-	VMOVUPS Y1, 32(R9)(R10*4)
-	VADDPS  Y1, Y2, Y2
-	CMPQ    R11, $0x00000010
-	JE      addsummed
-	VMOVUPS 64(R8)(R10*4), Y1
-	VADDPS  64(R9)(R10*4), Y1, Y1
-	VMOVUPS Y1, 64(R9)(R10*4)
-	VADDPS  Y1, Y3, Y3
-	CMPQ    R11, $0x00000018
-	JE      addsummed
-	VMOVUPS 96(R8)(R10*4), Y1
-	VADDPS  96(R9)(R10*4), Y1, Y1
-	VMOVUPS Y1, 96(R9)(R10*4)
-	VADDPS  Y1, Y4, Y4
-	CMPQ    R11, $0x00000020
-	JE      addsummed
-	VMOVUPS 128(R8)(R10*4), Y1
-	VADDPS  128(R9)(R10*4), Y1, Y1
-	VMOVUPS Y1, 128(R9)(R10*4)
-	VADDPS  Y1, Y5, Y5
-	CMPQ    R11, $0x00000028
-	JE      addsummed
-	VMOVUPS 160(R8)(R10*4), Y1
-	VADDPS  160(R9)(R10*4), Y1, Y1
-	VMOVUPS Y1, 160(R9)(R10*4)
-	VADDPS  Y1, Y6, Y6
-	CMPQ    R11, $0x00000030
-	JE      addsummed
-	VMOVUPS 192(R8)(R10*4), Y1
-	VADDPS  192(R9)(R10*4), Y1, Y1
-	VMOVUPS Y1, 192(R9)(R10*4)
-	VADDPS  Y1, Y7, Y7
-	CMPQ    R11, $0x00000038
-	JE      addsummed
-	JMP     addsummed
-
-addragged:
+	JZ      addwhole
 	MOVQ    R11, 712(SP)
 	LEAQ    (R8)(R10*4), R8
 	LEAQ    (R9)(R10*4), R9
@@ -29679,61 +30222,16 @@ sqsumpf:
 
 sqsumtail:
 	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
-	MOVQ    job_d+0(AX), R11
-	SUBQ    R10, R11
-	JZ      sqsummed
-	TESTQ   $0x00000007, R11
-	JNZ     sqragged
-	VMOVUPS (R8)(R10*4), Y9
-	VSUBPS  Y1, Y9, Y9
-	VMULPS  Y9, Y9, Y9
-	VADDPS  Y9, Y0, Y0
-	CMPQ    R11, $0x00000008
-	JE      sqsummed
-	VMOVUPS 32(R8)(R10*4), Y9
-	VSUBPS  Y1, Y9, Y9
-	VMULPS  Y9, Y9, Y9
-	VADDPS  Y9, Y2, Y2
-	CMPQ    R11, $0x00000010
-	JE      sqsummed
-	VMOVUPS 64(R8)(R10*4), Y9
-	VSUBPS  Y1, Y9, Y9
-	VMULPS  Y9, Y9, Y9
-	VADDPS  Y9, Y3, Y3
-	CMPQ    R11, $0x00000018
-	JE      sqsummed
-	VMOVUPS 96(R8)(R10*4), Y9
-	VSUBPS  Y1, Y9, Y9
-	VMULPS  Y9, Y9, Y9
-	VADDPS  Y9, Y4, Y4
-	CMPQ    R11, $0x00000020
-	JE      sqsummed
-	VMOVUPS 128(R8)(R10*4), Y9
-	VSUBPS  Y1, Y9, Y9
-	VMULPS  Y9, Y9, Y9
-	VADDPS  Y9, Y5, Y5
-	CMPQ    R11, $0x00000028
-	JE      sqsummed
-	VMOVUPS 160(R8)(R10*4), Y9
-	VSUBPS  Y1, Y9, Y9
-	VMULPS  Y9, Y9, Y9
-	VADDPS  Y9, Y6, Y6
-	CMPQ    R11, $0x00000030
-	JE      sqsummed
-	VMOVUPS 192(R8)(R10*4), Y9
-	VSUBPS  Y1, Y9, Y9
-	VMULPS  Y9, Y9, Y9
-	VADDPS  Y9, Y7, Y7
-	CMPQ    R11, $0x00000038
-	JE      sqsummed
-	JMP     sqsummed
-
-sqragged:
-	LEAQ (R8)(R10*4), R10
-	LEAQ 128(SP), R12
-	MOVQ R11, R14
-	XORQ R13, R13
-	SUBQ $0x00000008, R14
+	MOVQ  job_d+0(AX), R11
+	SUBQ  R10, R11
+	JZ    sqsummed
+	TESTQ $0x00000007, R11
+	JZ    sqwhole
+	LEAQ  (R8)(R10*4), R10
+	LEAQ  128(SP), R12
+	MOVQ  R11, R14
+	XORQ  R13, R13
+	SUBQ  $0x00000008, R14
 
 copyvec22:
 	CMPQ    R13, R14
@@ -30928,6 +31426,127 @@ vzero:
 	MOVQ AX, ret+24(FP)
 	RET
 
+whole:
+	VMOVUPS (R8)(R10*4), Y9
+	VADDPS  Y9, Y0, Y0
+	CMPQ    R11, $0x00000008
+	JE      summed
+	VMOVUPS 32(R8)(R10*4), Y9
+	VADDPS  Y9, Y2, Y2
+	CMPQ    R11, $0x00000010
+	JE      summed
+	VMOVUPS 64(R8)(R10*4), Y9
+	VADDPS  Y9, Y3, Y3
+	CMPQ    R11, $0x00000018
+	JE      summed
+	VMOVUPS 96(R8)(R10*4), Y9
+	VADDPS  Y9, Y4, Y4
+	CMPQ    R11, $0x00000020
+	JE      summed
+	VMOVUPS 128(R8)(R10*4), Y9
+	VADDPS  Y9, Y5, Y5
+	CMPQ    R11, $0x00000028
+	JE      summed
+	VMOVUPS 160(R8)(R10*4), Y9
+	VADDPS  Y9, Y6, Y6
+	CMPQ    R11, $0x00000030
+	JE      summed
+	VMOVUPS 192(R8)(R10*4), Y9
+	VADDPS  Y9, Y7, Y7
+	CMPQ    R11, $0x00000038
+	JE      summed
+	JMP     summed
+
+addwhole:
+	VMOVUPS (R8)(R10*4), Y1
+	VADDPS  (R9)(R10*4), Y1, Y1
+	VMOVUPS Y1, (R9)(R10*4)
+	VADDPS  Y1, Y0, Y0
+	CMPQ    R11, $0x00000008
+	JE      addsummed
+	VMOVUPS 32(R8)(R10*4), Y1
+	VADDPS  32(R9)(R10*4), Y1, Y1
+	VMOVUPS Y1, 32(R9)(R10*4)
+	VADDPS  Y1, Y2, Y2
+	CMPQ    R11, $0x00000010
+	JE      addsummed
+	VMOVUPS 64(R8)(R10*4), Y1
+	VADDPS  64(R9)(R10*4), Y1, Y1
+	VMOVUPS Y1, 64(R9)(R10*4)
+	VADDPS  Y1, Y3, Y3
+	CMPQ    R11, $0x00000018
+	JE      addsummed
+	VMOVUPS 96(R8)(R10*4), Y1
+	VADDPS  96(R9)(R10*4), Y1, Y1
+	VMOVUPS Y1, 96(R9)(R10*4)
+	VADDPS  Y1, Y4, Y4
+	CMPQ    R11, $0x00000020
+	JE      addsummed
+	VMOVUPS 128(R8)(R10*4), Y1
+	VADDPS  128(R9)(R10*4), Y1, Y1
+	VMOVUPS Y1, 128(R9)(R10*4)
+	VADDPS  Y1, Y5, Y5
+	CMPQ    R11, $0x00000028
+	JE      addsummed
+	VMOVUPS 160(R8)(R10*4), Y1
+	VADDPS  160(R9)(R10*4), Y1, Y1
+	VMOVUPS Y1, 160(R9)(R10*4)
+	VADDPS  Y1, Y6, Y6
+	CMPQ    R11, $0x00000030
+	JE      addsummed
+	VMOVUPS 192(R8)(R10*4), Y1
+	VADDPS  192(R9)(R10*4), Y1, Y1
+	VMOVUPS Y1, 192(R9)(R10*4)
+	VADDPS  Y1, Y7, Y7
+	CMPQ    R11, $0x00000038
+	JE      addsummed
+	JMP     addsummed
+
+sqwhole:
+	VMOVUPS (R8)(R10*4), Y9
+	VSUBPS  Y1, Y9, Y9
+	VMULPS  Y9, Y9, Y9
+	VADDPS  Y9, Y0, Y0
+	CMPQ    R11, $0x00000008
+	JE      sqsummed
+	VMOVUPS 32(R8)(R10*4), Y9
+	VSUBPS  Y1, Y9, Y9
+	VMULPS  Y9, Y9, Y9
+	VADDPS  Y9, Y2, Y2
+	CMPQ    R11, $0x00000010
+	JE      sqsummed
+	VMOVUPS 64(R8)(R10*4), Y9
+	VSUBPS  Y1, Y9, Y9
+	VMULPS  Y9, Y9, Y9
+	VADDPS  Y9, Y3, Y3
+	CMPQ    R11, $0x00000018
+	JE      sqsummed
+	VMOVUPS 96(R8)(R10*4), Y9
+	VSUBPS  Y1, Y9, Y9
+	VMULPS  Y9, Y9, Y9
+	VADDPS  Y9, Y4, Y4
+	CMPQ    R11, $0x00000020
+	JE      sqsummed
+	VMOVUPS 128(R8)(R10*4), Y9
+	VSUBPS  Y1, Y9, Y9
+	VMULPS  Y9, Y9, Y9
+	VADDPS  Y9, Y5, Y5
+	CMPQ    R11, $0x00000028
+	JE      sqsummed
+	VMOVUPS 160(R8)(R10*4), Y9
+	VSUBPS  Y1, Y9, Y9
+	VMULPS  Y9, Y9, Y9
+	VADDPS  Y9, Y6, Y6
+	CMPQ    R11, $0x00000030
+	JE      sqsummed
+	VMOVUPS 192(R8)(R10*4), Y9
+	VSUBPS  Y1, Y9, Y9
+	VMULPS  Y9, Y9, Y9
+	VADDPS  Y9, Y7, Y7
+	CMPQ    R11, $0x00000038
+	JE      sqsummed
+	JMP     sqsummed
+
 bf16nan34:
 	VPSRLD    $0x10, Y6, Y10
 	VPAND     avx2bfone<>+0(SB), Y10, Y10
@@ -31322,38 +31941,7 @@ sumtail:
 	SUBQ    R10, R11
 	JZ      summed
 	TESTQ   $0x00000007, R11
-	JNZ     ragged
-	VMOVUPS (R8)(R10*4), Y9
-	VADDPS  Y9, Y0, Y0
-	CMPQ    R11, $0x00000008
-	JE      summed
-	VMOVUPS 32(R8)(R10*4), Y9
-	VADDPS  Y9, Y2, Y2
-	CMPQ    R11, $0x00000010
-	JE      summed
-	VMOVUPS 64(R8)(R10*4), Y9
-	VADDPS  Y9, Y3, Y3
-	CMPQ    R11, $0x00000018
-	JE      summed
-	VMOVUPS 96(R8)(R10*4), Y9
-	VADDPS  Y9, Y4, Y4
-	CMPQ    R11, $0x00000020
-	JE      summed
-	VMOVUPS 128(R8)(R10*4), Y9
-	VADDPS  Y9, Y5, Y5
-	CMPQ    R11, $0x00000028
-	JE      summed
-	VMOVUPS 160(R8)(R10*4), Y9
-	VADDPS  Y9, Y6, Y6
-	CMPQ    R11, $0x00000030
-	JE      summed
-	VMOVUPS 192(R8)(R10*4), Y9
-	VADDPS  Y9, Y7, Y7
-	CMPQ    R11, $0x00000038
-	JE      summed
-	JMP     summed
-
-ragged:
+	JZ      whole
 	MOVQ    R11, 712(SP)
 	LEAQ    (R8)(R10*4), R10
 	LEAQ    128(SP), R11
@@ -31556,52 +32144,7 @@ addsumtail:
 	SUBQ    R10, R11
 	JZ      addsummed
 	TESTQ   $0x00000007, R11
-	JNZ     addragged
-	VMOVUPS (R8)(R10*4), Y1
-	VADDPS  (R9)(R10*4), Y1, Y1
-	VMOVUPS Y1, (R9)(R10*4)
-	VADDPS  Y1, Y0, Y0
-	CMPQ    R11, $0x00000008
-	JE      addsummed
-	VMOVUPS 32(R8)(R10*4), Y1
-	VADDPS  32(R9)(R10*4), Y1, Y1
-	VMOVUPS Y1, 32(R9)(R10*4)
-	VADDPS  Y1, Y2, Y2
-	CMPQ    R11, $0x00000010
-	JE      addsummed
-	VMOVUPS 64(R8)(R10*4), Y1
-	VADDPS  64(R9)(R10*4), Y1, Y1
-	VMOVUPS Y1, 64(R9)(R10*4)
-	VADDPS  Y1, Y3, Y3
-	CMPQ    R11, $0x00000018
-	JE      addsummed
-	VMOVUPS 96(R8)(R10*4), Y1
-	VADDPS  96(R9)(R10*4), Y1, Y1
-	VMOVUPS Y1, 96(R9)(R10*4)
-	VADDPS  Y1, Y4, Y4
-	CMPQ    R11, $0x00000020
-	JE      addsummed
-	VMOVUPS 128(R8)(R10*4), Y1
-	VADDPS  128(R9)(R10*4), Y1, Y1
-	VMOVUPS Y1, 128(R9)(R10*4)
-	VADDPS  Y1, Y5, Y5
-	CMPQ    R11, $0x00000028
-	JE      addsummed
-	VMOVUPS 160(R8)(R10*4), Y1
-	VADDPS  160(R9)(R10*4), Y1, Y1
-	VMOVUPS Y1, 160(R9)(R10*4)
-	VADDPS  Y1, Y6, Y6
-	CMPQ    R11, $0x00000030
-	JE      addsummed
-	VMOVUPS 192(R8)(R10*4), Y1
-	VADDPS  192(R9)(R10*4), Y1, Y1
-	VMOVUPS Y1, 192(R9)(R10*4)
-	VADDPS  Y1, Y7, Y7
-	CMPQ    R11, $0x00000038
-	JE      addsummed
-	JMP     addsummed
-
-addragged:
+	JZ      addwhole
 	MOVQ    R11, 712(SP)
 	LEAQ    (R8)(R10*4), R8
 	LEAQ    (R9)(R10*4), R9
@@ -31892,61 +32435,16 @@ sqsumpf:
 
 sqsumtail:
 	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
-	MOVQ    job_d+0(AX), R11
-	SUBQ    R10, R11
-	JZ      sqsummed
-	TESTQ   $0x00000007, R11
-	JNZ     sqragged
-	VMOVUPS (R8)(R10*4), Y9
-	VSUBPS  Y1, Y9, Y9
-	VMULPS  Y9, Y9, Y9
-	VADDPS  Y9, Y0, Y0
-	CMPQ    R11, $0x00000008
-	JE      sqsummed
-	VMOVUPS 32(R8)(R10*4), Y9
-	VSUBPS  Y1, Y9, Y9
-	VMULPS  Y9, Y9, Y9
-	VADDPS  Y9, Y2, Y2
-	CMPQ    R11, $0x00000010
-	JE      sqsummed
-	VMOVUPS 64(R8)(R10*4), Y9
-	VSUBPS  Y1, Y9, Y9
-	VMULPS  Y9, Y9, Y9
-	VADDPS  Y9, Y3, Y3
-	CMPQ    R11, $0x00000018
-	JE      sqsummed
-	VMOVUPS 96(R8)(R10*4), Y9
-	VSUBPS  Y1, Y9, Y9
-	VMULPS  Y9, Y9, Y9
-	VADDPS  Y9, Y4, Y4
-	CMPQ    R11, $0x00000020
-	JE      sqsummed
-	VMOVUPS 128(R8)(R10*4), Y9
-	VSUBPS  Y1, Y9, Y9
-	VMULPS  Y9, Y9, Y9
-	VADDPS  Y9, Y5, Y5
-	CMPQ    R11, $0x00000028
-	JE      sqsummed
-	VMOVUPS 160(R8)(R10*4), Y9
-	VSUBPS  Y1, Y9, Y9
-	VMULPS  Y9, Y9, Y9
-	VADDPS  Y9, Y6, Y6
-	CMPQ    R11, $0x00000030
-	JE      sqsummed
-	VMOVUPS 192(R8)(R10*4), Y9
-	VSUBPS  Y1, Y9, Y9
-	VMULPS  Y9, Y9, Y9
-	VADDPS  Y9, Y7, Y7
-	CMPQ    R11, $0x00000038
-	JE      sqsummed
-	JMP     sqsummed
-
-sqragged:
-	LEAQ (R8)(R10*4), R10
-	LEAQ 128(SP), R12
-	MOVQ R11, R14
-	XORQ R13, R13
-	SUBQ $0x00000008, R14
+	MOVQ  job_d+0(AX), R11
+	SUBQ  R10, R11
+	JZ    sqsummed
+	TESTQ $0x00000007, R11
+	JZ    sqwhole
+	LEAQ  (R8)(R10*4), R10
+	LEAQ  128(SP), R12
+	MOVQ  R11, R14
+	XORQ  R13, R13
+	SUBQ  $0x00000008, R14
 
 copyvec22:
 	CMPQ    R13, R14
@@ -32818,6 +33316,127 @@ vzero:
 	MOVQ 672(SP), AX
 	MOVQ AX, ret+24(FP)
 	RET
+
+whole:
+	VMOVUPS (R8)(R10*4), Y9
+	VADDPS  Y9, Y0, Y0
+	CMPQ    R11, $0x00000008
+	JE      summed
+	VMOVUPS 32(R8)(R10*4), Y9
+	VADDPS  Y9, Y2, Y2
+	CMPQ    R11, $0x00000010
+	JE      summed
+	VMOVUPS 64(R8)(R10*4), Y9
+	VADDPS  Y9, Y3, Y3
+	CMPQ    R11, $0x00000018
+	JE      summed
+	VMOVUPS 96(R8)(R10*4), Y9
+	VADDPS  Y9, Y4, Y4
+	CMPQ    R11, $0x00000020
+	JE      summed
+	VMOVUPS 128(R8)(R10*4), Y9
+	VADDPS  Y9, Y5, Y5
+	CMPQ    R11, $0x00000028
+	JE      summed
+	VMOVUPS 160(R8)(R10*4), Y9
+	VADDPS  Y9, Y6, Y6
+	CMPQ    R11, $0x00000030
+	JE      summed
+	VMOVUPS 192(R8)(R10*4), Y9
+	VADDPS  Y9, Y7, Y7
+	CMPQ    R11, $0x00000038
+	JE      summed
+	JMP     summed
+
+addwhole:
+	VMOVUPS (R8)(R10*4), Y1
+	VADDPS  (R9)(R10*4), Y1, Y1
+	VMOVUPS Y1, (R9)(R10*4)
+	VADDPS  Y1, Y0, Y0
+	CMPQ    R11, $0x00000008
+	JE      addsummed
+	VMOVUPS 32(R8)(R10*4), Y1
+	VADDPS  32(R9)(R10*4), Y1, Y1
+	VMOVUPS Y1, 32(R9)(R10*4)
+	VADDPS  Y1, Y2, Y2
+	CMPQ    R11, $0x00000010
+	JE      addsummed
+	VMOVUPS 64(R8)(R10*4), Y1
+	VADDPS  64(R9)(R10*4), Y1, Y1
+	VMOVUPS Y1, 64(R9)(R10*4)
+	VADDPS  Y1, Y3, Y3
+	CMPQ    R11, $0x00000018
+	JE      addsummed
+	VMOVUPS 96(R8)(R10*4), Y1
+	VADDPS  96(R9)(R10*4), Y1, Y1
+	VMOVUPS Y1, 96(R9)(R10*4)
+	VADDPS  Y1, Y4, Y4
+	CMPQ    R11, $0x00000020
+	JE      addsummed
+	VMOVUPS 128(R8)(R10*4), Y1
+	VADDPS  128(R9)(R10*4), Y1, Y1
+	VMOVUPS Y1, 128(R9)(R10*4)
+	VADDPS  Y1, Y5, Y5
+	CMPQ    R11, $0x00000028
+	JE      addsummed
+	VMOVUPS 160(R8)(R10*4), Y1
+	VADDPS  160(R9)(R10*4), Y1, Y1
+	VMOVUPS Y1, 160(R9)(R10*4)
+	VADDPS  Y1, Y6, Y6
+	CMPQ    R11, $0x00000030
+	JE      addsummed
+	VMOVUPS 192(R8)(R10*4), Y1
+	VADDPS  192(R9)(R10*4), Y1, Y1
+	VMOVUPS Y1, 192(R9)(R10*4)
+	VADDPS  Y1, Y7, Y7
+	CMPQ    R11, $0x00000038
+	JE      addsummed
+	JMP     addsummed
+
+sqwhole:
+	VMOVUPS (R8)(R10*4), Y9
+	VSUBPS  Y1, Y9, Y9
+	VMULPS  Y9, Y9, Y9
+	VADDPS  Y9, Y0, Y0
+	CMPQ    R11, $0x00000008
+	JE      sqsummed
+	VMOVUPS 32(R8)(R10*4), Y9
+	VSUBPS  Y1, Y9, Y9
+	VMULPS  Y9, Y9, Y9
+	VADDPS  Y9, Y2, Y2
+	CMPQ    R11, $0x00000010
+	JE      sqsummed
+	VMOVUPS 64(R8)(R10*4), Y9
+	VSUBPS  Y1, Y9, Y9
+	VMULPS  Y9, Y9, Y9
+	VADDPS  Y9, Y3, Y3
+	CMPQ    R11, $0x00000018
+	JE      sqsummed
+	VMOVUPS 96(R8)(R10*4), Y9
+	VSUBPS  Y1, Y9, Y9
+	VMULPS  Y9, Y9, Y9
+	VADDPS  Y9, Y4, Y4
+	CMPQ    R11, $0x00000020
+	JE      sqsummed
+	VMOVUPS 128(R8)(R10*4), Y9
+	VSUBPS  Y1, Y9, Y9
+	VMULPS  Y9, Y9, Y9
+	VADDPS  Y9, Y5, Y5
+	CMPQ    R11, $0x00000028
+	JE      sqsummed
+	VMOVUPS 160(R8)(R10*4), Y9
+	VSUBPS  Y1, Y9, Y9
+	VMULPS  Y9, Y9, Y9
+	VADDPS  Y9, Y6, Y6
+	CMPQ    R11, $0x00000030
+	JE      sqsummed
+	VMOVUPS 192(R8)(R10*4), Y9
+	VSUBPS  Y1, Y9, Y9
+	VMULPS  Y9, Y9, Y9
+	VADDPS  Y9, Y7, Y7
+	CMPQ    R11, $0x00000038
+	JE      sqsummed
+	JMP     sqsummed
 
 // func avx2WidenBF16(dst uintptr, src uintptr, n int)
 // Requires: AVX, AVX2
@@ -37691,38 +38310,7 @@ lnssumtail:
 	SUBQ    R8, R9
 	JZ      lnssummed
 	TESTQ   $0x00000007, R9
-	JNZ     lnsragged
-	VMOVUPS (DX)(R8*4), Y8
-	VADDPS  Y8, Y0, Y0
-	CMPQ    R9, $0x00000008
-	JE      lnssummed
-	VMOVUPS 32(DX)(R8*4), Y8
-	VADDPS  Y8, Y1, Y1
-	CMPQ    R9, $0x00000010
-	JE      lnssummed
-	VMOVUPS 64(DX)(R8*4), Y8
-	VADDPS  Y8, Y2, Y2
-	CMPQ    R9, $0x00000018
-	JE      lnssummed
-	VMOVUPS 96(DX)(R8*4), Y8
-	VADDPS  Y8, Y3, Y3
-	CMPQ    R9, $0x00000020
-	JE      lnssummed
-	VMOVUPS 128(DX)(R8*4), Y8
-	VADDPS  Y8, Y4, Y4
-	CMPQ    R9, $0x00000028
-	JE      lnssummed
-	VMOVUPS 160(DX)(R8*4), Y8
-	VADDPS  Y8, Y5, Y5
-	CMPQ    R9, $0x00000030
-	JE      lnssummed
-	VMOVUPS 192(DX)(R8*4), Y8
-	VADDPS  Y8, Y6, Y6
-	CMPQ    R9, $0x00000038
-	JE      lnssummed
-	JMP     lnssummed
-
-lnsragged:
+	JZ      lnswhole
 	MOVQ    R9, 536(SP)
 	LEAQ    (DX)(R8*4), R8
 	LEAQ    24(SP), R9
@@ -37907,61 +38495,16 @@ lnqsumpf:
 
 lnqsumtail:
 	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
-	MOVQ    job_d+0(AX), R9
-	SUBQ    R8, R9
-	JZ      lnqsummed
-	TESTQ   $0x00000007, R9
-	JNZ     lnqragged
-	VMOVUPS (DX)(R8*4), Y9
-	VSUBPS  Y0, Y9, Y9
-	VMULPS  Y9, Y9, Y9
-	VADDPS  Y9, Y1, Y1
-	CMPQ    R9, $0x00000008
-	JE      lnqsummed
-	VMOVUPS 32(DX)(R8*4), Y9
-	VSUBPS  Y0, Y9, Y9
-	VMULPS  Y9, Y9, Y9
-	VADDPS  Y9, Y2, Y2
-	CMPQ    R9, $0x00000010
-	JE      lnqsummed
-	VMOVUPS 64(DX)(R8*4), Y9
-	VSUBPS  Y0, Y9, Y9
-	VMULPS  Y9, Y9, Y9
-	VADDPS  Y9, Y3, Y3
-	CMPQ    R9, $0x00000018
-	JE      lnqsummed
-	VMOVUPS 96(DX)(R8*4), Y9
-	VSUBPS  Y0, Y9, Y9
-	VMULPS  Y9, Y9, Y9
-	VADDPS  Y9, Y4, Y4
-	CMPQ    R9, $0x00000020
-	JE      lnqsummed
-	VMOVUPS 128(DX)(R8*4), Y9
-	VSUBPS  Y0, Y9, Y9
-	VMULPS  Y9, Y9, Y9
-	VADDPS  Y9, Y5, Y5
-	CMPQ    R9, $0x00000028
-	JE      lnqsummed
-	VMOVUPS 160(DX)(R8*4), Y9
-	VSUBPS  Y0, Y9, Y9
-	VMULPS  Y9, Y9, Y9
-	VADDPS  Y9, Y6, Y6
-	CMPQ    R9, $0x00000030
-	JE      lnqsummed
-	VMOVUPS 192(DX)(R8*4), Y9
-	VSUBPS  Y0, Y9, Y9
-	VMULPS  Y9, Y9, Y9
-	VADDPS  Y9, Y7, Y7
-	CMPQ    R9, $0x00000038
-	JE      lnqsummed
-	JMP     lnqsummed
-
-lnqragged:
-	LEAQ (DX)(R8*4), R8
-	LEAQ 24(SP), R10
-	MOVQ R9, R12
-	XORQ R11, R11
-	SUBQ $0x00000008, R12
+	MOVQ  job_d+0(AX), R9
+	SUBQ  R8, R9
+	JZ    lnqsummed
+	TESTQ $0x00000007, R9
+	JZ    lnqwhole
+	LEAQ  (DX)(R8*4), R8
+	LEAQ  24(SP), R10
+	MOVQ  R9, R12
+	XORQ  R11, R11
+	SUBQ  $0x00000008, R12
 
 copyvec13:
 	CMPQ    R11, R12
@@ -39935,6 +40478,82 @@ vzero:
 	MOVQ AX, ret+24(FP)
 	RET
 
+lnswhole:
+	VMOVUPS (DX)(R8*4), Y8
+	VADDPS  Y8, Y0, Y0
+	CMPQ    R9, $0x00000008
+	JE      lnssummed
+	VMOVUPS 32(DX)(R8*4), Y8
+	VADDPS  Y8, Y1, Y1
+	CMPQ    R9, $0x00000010
+	JE      lnssummed
+	VMOVUPS 64(DX)(R8*4), Y8
+	VADDPS  Y8, Y2, Y2
+	CMPQ    R9, $0x00000018
+	JE      lnssummed
+	VMOVUPS 96(DX)(R8*4), Y8
+	VADDPS  Y8, Y3, Y3
+	CMPQ    R9, $0x00000020
+	JE      lnssummed
+	VMOVUPS 128(DX)(R8*4), Y8
+	VADDPS  Y8, Y4, Y4
+	CMPQ    R9, $0x00000028
+	JE      lnssummed
+	VMOVUPS 160(DX)(R8*4), Y8
+	VADDPS  Y8, Y5, Y5
+	CMPQ    R9, $0x00000030
+	JE      lnssummed
+	VMOVUPS 192(DX)(R8*4), Y8
+	VADDPS  Y8, Y6, Y6
+	CMPQ    R9, $0x00000038
+	JE      lnssummed
+	JMP     lnssummed
+
+lnqwhole:
+	VMOVUPS (DX)(R8*4), Y9
+	VSUBPS  Y0, Y9, Y9
+	VMULPS  Y9, Y9, Y9
+	VADDPS  Y9, Y1, Y1
+	CMPQ    R9, $0x00000008
+	JE      lnqsummed
+	VMOVUPS 32(DX)(R8*4), Y9
+	VSUBPS  Y0, Y9, Y9
+	VMULPS  Y9, Y9, Y9
+	VADDPS  Y9, Y2, Y2
+	CMPQ    R9, $0x00000010
+	JE      lnqsummed
+	VMOVUPS 64(DX)(R8*4), Y9
+	VSUBPS  Y0, Y9, Y9
+	VMULPS  Y9, Y9, Y9
+	VADDPS  Y9, Y3, Y3
+	CMPQ    R9, $0x00000018
+	JE      lnqsummed
+	VMOVUPS 96(DX)(R8*4), Y9
+	VSUBPS  Y0, Y9, Y9
+	VMULPS  Y9, Y9, Y9
+	VADDPS  Y9, Y4, Y4
+	CMPQ    R9, $0x00000020
+	JE      lnqsummed
+	VMOVUPS 128(DX)(R8*4), Y9
+	VSUBPS  Y0, Y9, Y9
+	VMULPS  Y9, Y9, Y9
+	VADDPS  Y9, Y5, Y5
+	CMPQ    R9, $0x00000028
+	JE      lnqsummed
+	VMOVUPS 160(DX)(R8*4), Y9
+	VSUBPS  Y0, Y9, Y9
+	VMULPS  Y9, Y9, Y9
+	VADDPS  Y9, Y6, Y6
+	CMPQ    R9, $0x00000030
+	JE      lnqsummed
+	VMOVUPS 192(DX)(R8*4), Y9
+	VSUBPS  Y0, Y9, Y9
+	VMULPS  Y9, Y9, Y9
+	VADDPS  Y9, Y7, Y7
+	CMPQ    R9, $0x00000038
+	JE      lnqsummed
+	JMP     lnqsummed
+
 // func avx2BackwardLayerUnweighted(j uintptr, from int, to int) int
 // Requires: AVX, AVX2, MMX+
 TEXT ·avx2BackwardLayerUnweighted(SB), NOSPLIT, $544-32
@@ -40841,38 +41460,7 @@ lnssumtail:
 	SUBQ    DI, R8
 	JZ      lnssummed
 	TESTQ   $0x00000007, R8
-	JNZ     lnsragged
-	VMOVUPS (DX)(DI*4), Y8
-	VADDPS  Y8, Y0, Y0
-	CMPQ    R8, $0x00000008
-	JE      lnssummed
-	VMOVUPS 32(DX)(DI*4), Y8
-	VADDPS  Y8, Y1, Y1
-	CMPQ    R8, $0x00000010
-	JE      lnssummed
-	VMOVUPS 64(DX)(DI*4), Y8
-	VADDPS  Y8, Y2, Y2
-	CMPQ    R8, $0x00000018
-	JE      lnssummed
-	VMOVUPS 96(DX)(DI*4), Y8
-	VADDPS  Y8, Y3, Y3
-	CMPQ    R8, $0x00000020
-	JE      lnssummed
-	VMOVUPS 128(DX)(DI*4), Y8
-	VADDPS  Y8, Y4, Y4
-	CMPQ    R8, $0x00000028
-	JE      lnssummed
-	VMOVUPS 160(DX)(DI*4), Y8
-	VADDPS  Y8, Y5, Y5
-	CMPQ    R8, $0x00000030
-	JE      lnssummed
-	VMOVUPS 192(DX)(DI*4), Y8
-	VADDPS  Y8, Y6, Y6
-	CMPQ    R8, $0x00000038
-	JE      lnssummed
-	JMP     lnssummed
-
-lnsragged:
+	JZ      lnswhole
 	MOVQ    R8, 536(SP)
 	LEAQ    (DX)(DI*4), DI
 	LEAQ    24(SP), R8
@@ -41057,61 +41645,16 @@ lnqsumpf:
 
 lnqsumtail:
 	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
-	MOVQ    job_d+0(AX), R8
-	SUBQ    DI, R8
-	JZ      lnqsummed
-	TESTQ   $0x00000007, R8
-	JNZ     lnqragged
-	VMOVUPS (DX)(DI*4), Y9
-	VSUBPS  Y0, Y9, Y9
-	VMULPS  Y9, Y9, Y9
-	VADDPS  Y9, Y1, Y1
-	CMPQ    R8, $0x00000008
-	JE      lnqsummed
-	VMOVUPS 32(DX)(DI*4), Y9
-	VSUBPS  Y0, Y9, Y9
-	VMULPS  Y9, Y9, Y9
-	VADDPS  Y9, Y2, Y2
-	CMPQ    R8, $0x00000010
-	JE      lnqsummed
-	VMOVUPS 64(DX)(DI*4), Y9
-	VSUBPS  Y0, Y9, Y9
-	VMULPS  Y9, Y9, Y9
-	VADDPS  Y9, Y3, Y3
-	CMPQ    R8, $0x00000018
-	JE      lnqsummed
-	VMOVUPS 96(DX)(DI*4), Y9
-	VSUBPS  Y0, Y9, Y9
-	VMULPS  Y9, Y9, Y9
-	VADDPS  Y9, Y4, Y4
-	CMPQ    R8, $0x00000020
-	JE      lnqsummed
-	VMOVUPS 128(DX)(DI*4), Y9
-	VSUBPS  Y0, Y9, Y9
-	VMULPS  Y9, Y9, Y9
-	VADDPS  Y9, Y5, Y5
-	CMPQ    R8, $0x00000028
-	JE      lnqsummed
-	VMOVUPS 160(DX)(DI*4), Y9
-	VSUBPS  Y0, Y9, Y9
-	VMULPS  Y9, Y9, Y9
-	VADDPS  Y9, Y6, Y6
-	CMPQ    R8, $0x00000030
-	JE      lnqsummed
-	VMOVUPS 192(DX)(DI*4), Y9
-	VSUBPS  Y0, Y9, Y9
-	VMULPS  Y9, Y9, Y9
-	VADDPS  Y9, Y7, Y7
-	CMPQ    R8, $0x00000038
-	JE      lnqsummed
-	JMP     lnqsummed
-
-lnqragged:
-	LEAQ (DX)(DI*4), DI
-	LEAQ 24(SP), R9
-	MOVQ R8, R11
-	XORQ R10, R10
-	SUBQ $0x00000008, R11
+	MOVQ  job_d+0(AX), R8
+	SUBQ  DI, R8
+	JZ    lnqsummed
+	TESTQ $0x00000007, R8
+	JZ    lnqwhole
+	LEAQ  (DX)(DI*4), DI
+	LEAQ  24(SP), R9
+	MOVQ  R8, R11
+	XORQ  R10, R10
+	SUBQ  $0x00000008, R11
 
 copyvec11:
 	CMPQ    R10, R11
@@ -42001,6 +42544,82 @@ vzero:
 	MOVQ (SP), AX
 	MOVQ AX, ret+24(FP)
 	RET
+
+lnswhole:
+	VMOVUPS (DX)(DI*4), Y8
+	VADDPS  Y8, Y0, Y0
+	CMPQ    R8, $0x00000008
+	JE      lnssummed
+	VMOVUPS 32(DX)(DI*4), Y8
+	VADDPS  Y8, Y1, Y1
+	CMPQ    R8, $0x00000010
+	JE      lnssummed
+	VMOVUPS 64(DX)(DI*4), Y8
+	VADDPS  Y8, Y2, Y2
+	CMPQ    R8, $0x00000018
+	JE      lnssummed
+	VMOVUPS 96(DX)(DI*4), Y8
+	VADDPS  Y8, Y3, Y3
+	CMPQ    R8, $0x00000020
+	JE      lnssummed
+	VMOVUPS 128(DX)(DI*4), Y8
+	VADDPS  Y8, Y4, Y4
+	CMPQ    R8, $0x00000028
+	JE      lnssummed
+	VMOVUPS 160(DX)(DI*4), Y8
+	VADDPS  Y8, Y5, Y5
+	CMPQ    R8, $0x00000030
+	JE      lnssummed
+	VMOVUPS 192(DX)(DI*4), Y8
+	VADDPS  Y8, Y6, Y6
+	CMPQ    R8, $0x00000038
+	JE      lnssummed
+	JMP     lnssummed
+
+lnqwhole:
+	VMOVUPS (DX)(DI*4), Y9
+	VSUBPS  Y0, Y9, Y9
+	VMULPS  Y9, Y9, Y9
+	VADDPS  Y9, Y1, Y1
+	CMPQ    R8, $0x00000008
+	JE      lnqsummed
+	VMOVUPS 32(DX)(DI*4), Y9
+	VSUBPS  Y0, Y9, Y9
+	VMULPS  Y9, Y9, Y9
+	VADDPS  Y9, Y2, Y2
+	CMPQ    R8, $0x00000010
+	JE      lnqsummed
+	VMOVUPS 64(DX)(DI*4), Y9
+	VSUBPS  Y0, Y9, Y9
+	VMULPS  Y9, Y9, Y9
+	VADDPS  Y9, Y3, Y3
+	CMPQ    R8, $0x00000018
+	JE      lnqsummed
+	VMOVUPS 96(DX)(DI*4), Y9
+	VSUBPS  Y0, Y9, Y9
+	VMULPS  Y9, Y9, Y9
+	VADDPS  Y9, Y4, Y4
+	CMPQ    R8, $0x00000020
+	JE      lnqsummed
+	VMOVUPS 128(DX)(DI*4), Y9
+	VSUBPS  Y0, Y9, Y9
+	VMULPS  Y9, Y9, Y9
+	VADDPS  Y9, Y5, Y5
+	CMPQ    R8, $0x00000028
+	JE      lnqsummed
+	VMOVUPS 160(DX)(DI*4), Y9
+	VSUBPS  Y0, Y9, Y9
+	VMULPS  Y9, Y9, Y9
+	VADDPS  Y9, Y6, Y6
+	CMPQ    R8, $0x00000030
+	JE      lnqsummed
+	VMOVUPS 192(DX)(DI*4), Y9
+	VSUBPS  Y0, Y9, Y9
+	VMULPS  Y9, Y9, Y9
+	VADDPS  Y9, Y7, Y7
+	CMPQ    R8, $0x00000038
+	JE      lnqsummed
+	JMP     lnqsummed
 
 // func avx512bf16ForwardBF16(j uintptr, from int, to int) int
 // Requires: AVX, AVX512BF16, AVX512BW, AVX512DQ, AVX512F, MMX+

@@ -199,11 +199,10 @@ func kernel(s *isa, prefix string, v spec.Variant, cvt bool) {
 	g.scaleRows(inv)
 
 	g.epilogue()
-	g.flushCold()
 }
 
 // epilogue is the label ret: it fences the non-temporal stores when there were any and returns
-// the row done, the first one not done.
+// the row done, the first one not done. The out-of-line blocks follow it (flushCold).
 func (g *gen) epilogue() {
 	Label("ret")
 	TESTL(U32(spec.FlagNT), g.flags())
@@ -215,6 +214,7 @@ func (g *gen) epilogue() {
 	MOVQ(g.done, r)
 	Store(r, ReturnIndex(0))
 	RET()
+	g.flushCold()
 }
 
 func (g *gen) locals() {
@@ -548,9 +548,8 @@ func (g *gen) sumSquares(acc []VecVirtual, xr, rr GPVirtual) []VecVirtual {
 		if reenter != nil {
 			// rem < 0: the loop has just summed the copied end (see slotTail), i being past d.
 			JL(LabelRef(g.l("slotsummed")))
-		} else {
-			g.wholeVectorTail(acc, xr, rr, i, rem)
 		}
+		g.wholeVectorTail(acc, xr, rr, i, rem)
 		g.slotTail(acc, xr, rr, i, lim, rem, reenter)
 		Label(g.l("slotsummed"))
 		g.slotBack(xr, reenter != nil)
@@ -621,22 +620,27 @@ func (g *gen) block(acc []VecVirtual, xr, rr, i GPVirtual, first bool) {
 // VPACKUSDW, which puts the unpacked lanes back in the row's order.
 func (g *gen) blockAddUnpacked(acc []VecVirtual, xr, rr, i GPVirtual, first bool) {
 	for k := 0; k < len(acc); k += 2 {
-		hs := []VecVirtual{g.s.vec(), g.s.vec()}
-		for h, t := range hs {
-			g.loadAt(g.at(xr, i, (k+h)*g.vstep()), k+h, t)
-			r := g.s.vec()
-			g.loadAt(g.at(rr, i, (k+h)*g.vstep()), k+h, r)
-			VADDPS(r, t, t)
-			hs[h] = g.round(t)
-		}
-		lo, hi := g.s.vec(), g.s.vec()
-		VPSRLD(U8(16), hs[0], lo)
-		VPSRLD(U8(16), hs[1], hi)
-		VPACKUSDW(hi, lo, lo)
-		VMOVDQU(lo, g.at(rr, i, k*g.vstep()))
-		for h, t := range hs {
-			g.accumulate(acc[k+h], t, first)
-		}
+		g.addUnpackedPair(acc, xr, rr, i, k, first)
+	}
+}
+
+// addUnpackedPair is blockAddUnpacked for the pair of vectors k and k+1 of the block.
+func (g *gen) addUnpackedPair(acc []VecVirtual, xr, rr, i GPVirtual, k int, first bool) {
+	hs := []VecVirtual{g.s.vec(), g.s.vec()}
+	for h, t := range hs {
+		g.loadAt(g.at(xr, i, (k+h)*g.vstep()), k+h, t)
+		r := g.s.vec()
+		g.loadAt(g.at(rr, i, (k+h)*g.vstep()), k+h, r)
+		VADDPS(r, t, t)
+		hs[h] = g.round(t)
+	}
+	lo, hi := g.s.vec(), g.s.vec()
+	VPSRLD(U8(16), hs[0], lo)
+	VPSRLD(U8(16), hs[1], hi)
+	VPACKUSDW(hi, lo, lo)
+	VMOVDQU(lo, g.at(rr, i, k*g.vstep()))
+	for h, t := range hs {
+		g.accumulate(acc[k+h], t, first)
 	}
 }
 
@@ -728,32 +732,49 @@ func (g *gen) maskedTail(acc []VecVirtual, xr, rr, i, rem GPVirtual) {
 }
 
 // wholeVectorTail adds the last rem (1..63) elements from element i, when rem is a multiple of
-// the lanes (float32 rows on AVX2: every d a multiple of 8, such as the head dimensions 80 and
-// 96), as the loop's block does, a vector into each of the first rem/8 accumulators; other rem
-// fall through to the copies on the stack (slotTail, slotTailCentered). The copies, zeroing and
-// summing a whole block for a few vectors, made avx2 Forward on rows of 96 slower than on rows of
-// 128. Zen 3, 64 rows in cache, six interleaved runs of each build, benchstat: d = 96 RMSNorm
-// 21.6 -> 17.2 ns a row, with a residual 50.1 -> 28.7 (the copy of res and of h back), LayerNorm
-// 38.9 -> 29.9; d = 80 and 160 alike; d = 128 and 320 unchanged.
+// the lanes (AVX2: every d a multiple of 8, such as the head dimensions 80, 96 and 160), as the
+// loop's block does, a vector into each of the first rem/8 accumulators; other rem fall through
+// to the copies on the stack (slotTail, slotTailCentered). The sum passes that unpack bfloat16
+// words (unpacks) take them a pair of vectors at a time, from one load of 16 words, so they need
+// rem a multiple of 16. The copies, zeroing and summing a whole block for a few vectors, made avx2
+// Forward on rows of 96 slower than on rows of 128. Zen 3, 64 rows in cache, six interleaved runs
+// of each build, benchstat: float32 d = 96 RMSNorm 22.2 -> 17.8 ns a row, with a residual 50.4 ->
+// 28.3 (the copy of res and of h back), LayerNorm 38.9 -> 29.7; float16 RMSNorm 25.0 -> 20.0,
+// bfloat16 35.2 -> 29.5; d = 80 and 160 alike; d = 128 and 320 within 2.5% either way.
 func (g *gen) wholeVectorTail(acc []VecVirtual, xr, rr, i, rem GPVirtual) {
-	if g.in16() {
-		return // 16-bit rows sum the copies in the loop's block (slotTail's reenter)
-	}
 	s := g.s
-	TESTQ(U32(s.lanes-1), rem)
-	JNZ(LabelRef(g.l("ragged")))
-	for k := range acc[:len(acc)-1] {
-		t := s.vec()
-		g.loadAt(g.at(xr, i, k*g.vstep()), k, t)
-		if g.add() {
-			t = g.addResidual(t, g.at(rr, i, k*g.vstep()), nil)
-		}
-		g.accumulate(acc[k], t, false)
-		CMPQ(rem, U32((k+1)*s.lanes))
-		JE(LabelRef(g.l("summed")))
+	step := 1 // vectors at a time
+	if g.zeroW != nil {
+		step = 2
 	}
-	JMP(LabelRef(g.l("summed"))) // not reached: fewer than 64 elements remain
-	Label(g.l("ragged"))
+	whole, summed := g.l("whole"), g.l("summed")
+	TESTQ(U32(step*s.lanes-1), rem)
+	JZ(LabelRef(whole))
+	// Out of line, after the function's RET: the code of rows of a multiple of 64, which jump
+	// over the tail, keeps its addresses but for the two instructions of the test.
+	zeroW, op, lp := g.zeroW, g.op, g.lp // the pass's state, which is gone when cold code is emitted
+	g.cold = append(g.cold, func() {
+		defer func(z VecVirtual, o accOp, l string) { g.zeroW, g.op, g.lp = z, o, l }(g.zeroW, g.op, g.lp)
+		g.zeroW, g.op, g.lp = zeroW, op, lp
+		Label(whole)
+		for k := 0; k+step < len(acc); k += step {
+			if g.add() && g.zeroW != nil {
+				g.addUnpackedPair(acc, xr, rr, i, k, false)
+			} else {
+				for u := k; u < k+step; u++ {
+					t := s.vec()
+					g.loadAt(g.at(xr, i, u*g.vstep()), u, t)
+					if g.add() {
+						t = g.addResidual(t, g.at(rr, i, u*g.vstep()), nil)
+					}
+					g.accumulate(acc[u], t, false)
+				}
+			}
+			CMPQ(rem, U32((k+step)*s.lanes))
+			JE(LabelRef(summed))
+		}
+		JMP(LabelRef(summed)) // not reached: fewer than 64 elements remain
+	})
 }
 
 // slotTail sums the last rem (1..63) elements from element i: they are copied to a zero-padded

@@ -53,7 +53,7 @@ func TestGuardPagesTo16(t *testing.T) {
 					runs++
 				}
 			}
-			for _, d := range []int{1, 2, 3, 5, 8, 15, 16, 17, 31, 32, 33, 63, 64, 65, 127, 128, 129, 300, 511, 512, 513, 4097} {
+			for _, d := range []int{1, 2, 3, 5, 8, 15, 16, 17, 31, 32, 33, 48, 63, 64, 65, 120, 127, 128, 129, 300, 511, 512, 513, 4097} {
 				stride := d + gap
 				span := (rows-1)*stride + d
 				r := seedFor(d, 26, int(f))

@@ -114,7 +114,7 @@ func TestLayerNormGuardPages(t *testing.T) {
 			continue // the reference
 		}
 		for _, f := range layerFormats {
-			for _, d := range []int{1, 3, 5, 16, 17, 63, 64, 65, 129, 300, 513, maxD} {
+			for _, d := range []int{1, 3, 5, 16, 17, 48, 63, 64, 65, 120, 129, 300, 513, maxD} {
 				r := seedFor(d, int(f), 33)
 				xs, res := make([]float32, (lgRows-1)*(d+maxGap)+d), make([]float32, (lgRows-1)*(d+maxGap)+d)
 				fill(xs, classNormal, r)
@@ -161,7 +161,7 @@ func TestLayerNormGroupsGuardPages(t *testing.T) {
 			continue // the reference
 		}
 		for _, f := range layerFormats {
-			for _, d := range []int{1, 5, 64, 100, 128, 300, groupMax} {
+			for _, d := range []int{1, 5, 64, 96, 100, 112, 128, 300, groupMax} {
 				for _, rows := range []int{4, 5, 8, 9} {
 					r := seedFor(d, rows, int(f), 36)
 					span := (rows-1)*(d+maxGap) + d

@@ -752,10 +752,11 @@ func (g *gen) wholeVectorTail(acc []VecVirtual, xr, rr, i, rem GPVirtual) {
 	JZ(LabelRef(whole))
 	// Out of line, after the function's RET: the code of rows of a multiple of 64, which jump
 	// over the tail, keeps its addresses but for the two instructions of the test.
-	zeroW, op, lp := g.zeroW, g.op, g.lp // the pass's state, which is gone when cold code is emitted
+	// The pass's state, which may be gone when the cold code is emitted.
+	zeroW, op, lp, mv := g.zeroW, g.op, g.lp, g.mv
 	g.cold = append(g.cold, func() {
-		defer func(z VecVirtual, o accOp, l string) { g.zeroW, g.op, g.lp = z, o, l }(g.zeroW, g.op, g.lp)
-		g.zeroW, g.op, g.lp = zeroW, op, lp
+		defer func(z, m VecVirtual, o accOp, l string) { g.zeroW, g.mv, g.op, g.lp = z, m, o, l }(g.zeroW, g.mv, g.op, g.lp)
+		g.zeroW, g.mv, g.op, g.lp = zeroW, mv, op, lp
 		Label(whole)
 		for k := 0; k+step < len(acc); k += step {
 			if g.add() && g.zeroW != nil {

@@ -579,7 +579,7 @@ func (g *gen) sumSquares(acc []VecVirtual, xr, rr GPVirtual) []VecVirtual {
 // 1128-1142 -> 1020-1051 ns, 1.99-2.03x Forward's time -> 1.85-1.86x; 1x1024 2.75-2.78x ->
 // 2.54-2.59x; 1x128 1.56x -> 1.48-1.54x. llvm-mca's cycles per block of 64 elements: Zen 3 17.4 ->
 // 6.7, Zen 2 11.4 -> 8.1, Skylake 12.1 -> 8.1, Haswell 14.1 -> 8.1. On the residual pass x and res
-// unpack alike, and h goes back to res with a VPACKUSDW of the pair (blockAddUnpacked), where a
+// unpack alike, and h goes back to res with a VPACKUSDW of the pair (addUnpackedPair), where a
 // store of each vector took a VPSRLD, a VEXTRACTI128 and a VPACKUSDW: ApplyBF16 with a residual, in
 // place, min of twelve interleaved runs, 1x4096 2046 -> 1756 ns, 1x128 unchanged (122 -> 123).
 //
@@ -601,11 +601,19 @@ func (g *gen) block(acc []VecVirtual, xr, rr, i GPVirtual, first bool) {
 		g.blockAddCvt(acc, xr, rr, i, first)
 		return
 	}
+	g.blockPart(acc, xr, rr, i, 0, len(acc), first)
+}
+
+// blockPart is block for its vectors from to to (AVX2 and AVX-512 without VCVTNE2PS2BF16; on the
+// residual pass of unpacked bfloat16 words, a whole number of pairs: addUnpackedPair).
+func (g *gen) blockPart(acc []VecVirtual, xr, rr, i GPVirtual, from, to int, first bool) {
 	if g.add() && g.zeroW != nil {
-		g.blockAddUnpacked(acc, xr, rr, i, first)
+		for k := from; k < to; k += 2 {
+			g.addUnpackedPair(acc, xr, rr, i, k, first)
+		}
 		return
 	}
-	for k := range acc {
+	for k := from; k < to; k++ {
 		t := g.s.vec()
 		g.loadAt(g.at(xr, i, k*g.vstep()), k, t)
 		if g.add() {
@@ -615,16 +623,9 @@ func (g *gen) block(acc []VecVirtual, xr, rr, i GPVirtual, first bool) {
 	}
 }
 
-// blockAddUnpacked is block on the residual pass of bfloat16 rows on AVX2 (unpacks): a pair of
-// vectors of h = round16(x + res) at a time, x and res unpacked alike, stored to res with one
-// VPACKUSDW, which puts the unpacked lanes back in the row's order.
-func (g *gen) blockAddUnpacked(acc []VecVirtual, xr, rr, i GPVirtual, first bool) {
-	for k := 0; k < len(acc); k += 2 {
-		g.addUnpackedPair(acc, xr, rr, i, k, first)
-	}
-}
-
-// addUnpackedPair is blockAddUnpacked for the pair of vectors k and k+1 of the block.
+// addUnpackedPair sums the pair of vectors k and k+1 of the block on the residual pass of
+// unpacked bfloat16 words: h = round16(x + res) for both, x and res unpacked alike, stored to res
+// with one VPACKUSDW, which puts the unpacked lanes back in the row's order.
 func (g *gen) addUnpackedPair(acc []VecVirtual, xr, rr, i GPVirtual, k int, first bool) {
 	hs := []VecVirtual{g.s.vec(), g.s.vec()}
 	for h, t := range hs {
@@ -759,18 +760,7 @@ func (g *gen) wholeVectorTail(acc []VecVirtual, xr, rr, i, rem GPVirtual) {
 		g.zeroW, g.mv, g.op, g.lp = zeroW, mv, op, lp
 		Label(whole)
 		for k := 0; k+step < len(acc); k += step {
-			if g.add() && g.zeroW != nil {
-				g.addUnpackedPair(acc, xr, rr, i, k, false)
-			} else {
-				for u := k; u < k+step; u++ {
-					t := s.vec()
-					g.loadAt(g.at(xr, i, u*g.vstep()), u, t)
-					if g.add() {
-						t = g.addResidual(t, g.at(rr, i, u*g.vstep()), nil)
-					}
-					g.accumulate(acc[u], t, false)
-				}
-			}
+			g.blockPart(acc, xr, rr, i, k, k+step, false)
 			CMPQ(rem, U32((k+step)*s.lanes))
 			JE(LabelRef(summed))
 		}

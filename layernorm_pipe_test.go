@@ -15,14 +15,13 @@ import (
 // constant row with eps = 0, or squares that overflow) or by its sum (an infinity), which the pipe
 // reaches from the row before it.
 func TestPipeLayer(t *testing.T) {
-	type shape struct{ d, rows, stride, dstStride, pre int }
-	var shapes []shape
+	var shapes []pipeShape
 	for _, d := range []int{576, 1024, 4096, 600, 512} {
 		for _, rows := range []int{1, 2, 3, 5} {
 			shapes = append(shapes,
-				shape{d, rows, 0, 0, 0},
-				shape{d, rows, d + 3, d + 8, 0}, // x strided, dst rows 32-byte apart
-				shape{d, rows, 0, 0, 1},         // dst not aligned: no pipe
+				pipeShape{d, rows, 0, 0, 0},
+				pipeShape{d, rows, d + 3, d + 8, 0}, // x strided, dst rows 32-byte apart
+				pipeShape{d, rows, 0, 0, 1},         // dst not aligned: no pipe
 			)
 		}
 	}
@@ -42,15 +41,8 @@ func TestPipeLayer(t *testing.T) {
 							} else if f64 != "" {
 								continue
 							}
-							name := fmt.Sprintf("%s/d=%d/rows=%d/stride=%d/dstStride=%d/pre=%d/%s/center=%v/bias=%v/f64=%q",
-								k.name(), sh.d, sh.rows, sh.stride, sh.dstStride, sh.pre, form, center, bias, f64)
-							stride, dstStride := sh.stride, sh.dstStride
-							if stride == 0 {
-								stride = sh.d
-							}
-							if dstStride == 0 {
-								dstStride = stride
-							}
+							name := fmt.Sprintf("%s/%v/%s/center=%v/bias=%v/f64=%q", k.name(), sh, form, center, bias, f64)
+							stride, dstStride := sh.strides()
 							x := normalRows(stride, sh.rows, sh.d+si)
 							for i := range x {
 								x[i] += 3 // a mean to subtract
@@ -88,7 +80,7 @@ func TestPipeLayer(t *testing.T) {
 							}
 							span := (sh.rows-1)*dstStride + sh.d
 							xs := x[:(sh.rows-1)*stride+sh.d]
-							want, wantAll := aligned32(span, sh.pre)
+							want, wantAll := aligned32[float32](span, sh.pre)
 							outs := (si+len(f64))%3 != 0 // Inv and Mean, or neither
 							var wantInv, gotInv, wantMean, gotMean []float32
 							if outs {
@@ -99,7 +91,7 @@ func TestPipeLayer(t *testing.T) {
 							}
 							applyWith(kernelGeneric, &n, &Rows{Dst: want, X: xs, N: sh.rows, Stride: stride, DstStride: dstStride, Inv: wantInv, Mean: wantMean})
 							for _, pipe := range []bool{false, true} {
-								got, gotAll := aligned32(span, sh.pre)
+								got, gotAll := aligned32[float32](span, sh.pre)
 								if outs {
 									gotInv = make([]float32, sh.rows)
 								}

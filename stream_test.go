@@ -29,25 +29,47 @@ func withStreaming(on bool, f func()) {
 // streamState is the state of withStreaming's pseudo-random choice of the pipe and the prefetches.
 var streamState uint64
 
-// aligned32 returns n float32s from a 32-byte boundary, the alignment the pipe needs for dst, with
-// pre elements before them (which shift the start) and 8 after, all set to guardValue, and the
-// window of them all, which starts at the boundary.
-func aligned32(n, pre int) (s, window []float32) {
-	all := make([]float32, n+pre+16)
+// aligned32 returns n elements (float32, or uint16 for float16 rows) from a 32-byte boundary, the
+// alignment the pipe needs for dst, with pre elements before them (which shift the start) and 32
+// bytes after, all set to their type's guard (guardOf), and the window of them all, which starts
+// at the boundary.
+func aligned32[T elem](n, pre int) (s, window []T) {
+	all := make([]T, n+pre+64)
 	off := 0
 	for uintptr(unsafe.Pointer(&all[off]))%32 != 0 {
 		off++
 	}
-	window = all[off : off+pre+n+8]
+	window = all[off : off+pre+n+32/int(unsafe.Sizeof(all[0]))]
 	for i := range window {
-		window[i] = guardValue
+		window[i] = guardOf[T]()
 	}
 	return window[pre : pre+n : pre+n], window
 }
 
+// pipeShape is a layout of the pipe tests' rows: d, rows, the strides of x and dst (zero: the
+// default, d and Stride) and pre, elements dst starts past a 32-byte boundary.
+type pipeShape struct{ d, rows, stride, dstStride, pre int }
+
+// strides returns the row strides of x and dst, the defaults resolved.
+func (sh pipeShape) strides() (stride, dstStride int) {
+	stride, dstStride = sh.stride, sh.dstStride
+	if stride == 0 {
+		stride = sh.d
+	}
+	if dstStride == 0 {
+		dstStride = stride
+	}
+	return stride, dstStride
+}
+
+func (sh pipeShape) String() string {
+	return fmt.Sprintf("d=%d/rows=%d/stride=%d/dstStride=%d/pre=%d", sh.d, sh.rows, sh.stride, sh.dstStride, sh.pre)
+}
+
 // TestPipeFlag checks which streamed jobs setMemoryFlags sends through the pipe: float32 rows out
 // of place without a residual, d a multiple of 64 above groupMax, dst and its stride aligned to
-// 32 bytes, on a CPU that pipes (pipeRows), and no others.
+// 32 bytes, on a CPU that pipes (pipeRows), and no others; float32 rows into float16 alike when d
+// is above pipeMinTo16 too.
 func TestPipeFlag(t *testing.T) {
 	saved, savedPipe := streamBytes, pipeRows
 	defer func() { streamBytes, pipeRows = saved, savedPipe }()
@@ -57,6 +79,7 @@ func TestPipeFlag(t *testing.T) {
 		d, dstStride, shift int
 		inPlace, residual   bool
 		small, noPipe       bool
+		toF16               bool // ApplyToF16's rows: dst holds halves
 		want                bool
 	}{
 		{name: "d=4096", d: 4096, want: true},
@@ -71,15 +94,24 @@ func TestPipeFlag(t *testing.T) {
 		{name: "residual", d: 4096, residual: true},
 		{name: "rows in cache", d: 4096, small: true},
 		{name: "a CPU that does not pipe", d: 4096, noPipe: true},
+		{name: "to float16, d=4096", d: 4096, toF16: true, want: true},
+		{name: "to float16, d=2048", d: 2048, toF16: true},
+		{name: "to float16, d=2112", d: 2112, toF16: true, want: true},
+		{name: "to float16, DstStride a multiple of 8 only", d: 4096, dstStride: 4104, toF16: true},
+		{name: "to float16, DstStride a multiple of 16", d: 4096, dstStride: 4112, toF16: true, want: true},
+		{name: "to float16, residual", d: 4096, residual: true, toF16: true},
 	} {
 		ds := c.dstStride
 		if ds == 0 {
 			ds = c.d
 		}
 		x := make([]float32, rows*c.d)
-		dst, _ := aligned32((rows-1)*ds+c.d+c.shift, 0)
+		dst, _ := aligned32[float32]((rows-1)*ds+c.d+c.shift, 0)
 		dst = dst[c.shift:]
 		j := job{dst: ptr(dst), x: ptr(x), d: c.d, stride: c.d, dstStride: ds, rows: rows, format: formatF32}
+		if c.toF16 {
+			j.format = formatToF16
+		}
 		if c.inPlace {
 			j.dst = j.x
 		}
@@ -102,15 +134,14 @@ func TestPipeFlag(t *testing.T) {
 // that cannot, strides, DstStride, each weight form, Inv, and a row in the middle that takes the
 // float64 path, which the pipe reaches from the row before it.
 func TestPipe(t *testing.T) {
-	type shape struct{ d, rows, stride, dstStride, pre int }
-	var shapes []shape
+	var shapes []pipeShape
 	for _, d := range []int{576, 640, 1024, 1088, 4096, 600, 512} {
 		for _, rows := range []int{1, 2, 3, 7} {
 			shapes = append(shapes,
-				shape{d, rows, 0, 0, 0},
-				shape{d, rows, d + 3, d + 8, 0}, // x strided, dst rows 32-byte apart
-				shape{d, rows, d + 8, d + 5, 0}, // dst rows not all aligned: no pipe
-				shape{d, rows, 0, 0, 1},         // dst not aligned: no pipe
+				pipeShape{d, rows, 0, 0, 0},
+				pipeShape{d, rows, d + 3, d + 8, 0}, // x strided, dst rows 32-byte apart
+				pipeShape{d, rows, d + 8, d + 5, 0}, // dst rows not all aligned: no pipe
+				pipeShape{d, rows, 0, 0, 1},         // dst not aligned: no pipe
 			)
 		}
 	}
@@ -122,15 +153,8 @@ func TestPipe(t *testing.T) {
 					if f64Row >= sh.rows {
 						continue
 					}
-					name := fmt.Sprintf("%s/d=%d/rows=%d/stride=%d/dstStride=%d/pre=%d/%s/f64row=%d",
-						k.name(), sh.d, sh.rows, sh.stride, sh.dstStride, sh.pre, form, f64Row)
-					stride, dstStride := sh.stride, sh.dstStride
-					if stride == 0 {
-						stride = sh.d
-					}
-					if dstStride == 0 {
-						dstStride = stride
-					}
+					name := fmt.Sprintf("%s/%v/%s/f64row=%d", k.name(), sh, form, f64Row)
+					stride, dstStride := sh.strides()
 					x := normalRows(stride, sh.rows, sh.d+sh.pre)
 					eps := float32(1e-6)
 					if f64Row >= 0 {
@@ -150,12 +174,12 @@ func TestPipe(t *testing.T) {
 					}
 					resFor := func() []float32 { return append([]float32(nil), res...) } // a fresh copy per call
 					span := (sh.rows-1)*dstStride + sh.d
-					want, wantAll := aligned32(span, sh.pre)
+					want, wantAll := aligned32[float32](span, sh.pre)
 					wantInv := make([]float32, sh.rows)
 					wantRes := resFor()
 					applyWith(kernelGeneric, &n, &Rows{Dst: want, X: x[:(sh.rows-1)*stride+sh.d], Residual: wantRes, N: sh.rows, Stride: stride, DstStride: dstStride, Inv: wantInv})
 					for _, pipe := range []bool{false, true} {
-						got, gotAll := aligned32(span, sh.pre)
+						got, gotAll := aligned32[float32](span, sh.pre)
 						gotInv := make([]float32, sh.rows)
 						gotRes := resFor()
 						r := Rows{Dst: got, X: x[:(sh.rows-1)*stride+sh.d], Residual: gotRes, N: sh.rows, Stride: stride, DstStride: dstStride, Inv: gotInv}

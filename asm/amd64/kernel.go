@@ -1386,9 +1386,11 @@ func (g *gen) partialOut(src, i, n GPVirtual, invv, one VecVirtual) {
 }
 
 // pipes reports whether the function has the pipe (FlagPipe): AVX2, float32 rows in and out,
-// RMSNorm's function and LayerNorm's.
+// RMSNorm's function and LayerNorm's, and RMSNorm's float32 rows into float16 (ApplyToF16, whose
+// narrowing is one instruction, VCVTPS2PH; the bfloat16 one, done with integer operations, needs
+// more registers than the loop has left beside its eight accumulators).
 func (g *gen) pipes() bool {
-	return g.s == avx2 && g.v.Format == spec.F32
+	return g.s == avx2 && (g.v.Format == spec.F32 || g.v.Format == spec.ToF16 && !g.v.Layer)
 }
 
 // pipe is the scale pass of a row under FlagPipe, when the call has a row after it: the loop that
@@ -1414,6 +1416,10 @@ func (g *gen) pipe(invv, one VecVirtual) {
 	if g.v.Layer {
 		TESTL(U32(spec.FlagCenter), g.flags())
 		JZ(LabelRef(no))
+	}
+	if g.out16() { // float16 out: RoundNormalized's rounding of x*inv is left to the loop without the pipe
+		TESTL(U32(spec.FlagRN), g.flags())
+		JNZ(LabelRef(no))
 	}
 	t := GP64()
 	MOVQ(g.done, t)
@@ -1451,6 +1457,7 @@ func (g *gen) pipe(invv, one VecVirtual) {
 		for l := 0; l < block*g.eb/64; l++ {
 			prefetch(g.at(nx, i, aheadBytes+64*l))
 		}
+		var ys []VecVirtual // float16 out: two vectors of y go out together, as one of 16 halves
 		for k, a := range g.acc {
 			off := k * s.vbytes()
 			v := s.vec()
@@ -1465,7 +1472,14 @@ func (g *gen) pipe(invv, one VecVirtual) {
 			if bias {
 				VADDPS(Mem{Base: b, Index: i, Scale: 4, Disp: off}, y, y)
 			}
-			VMOVNTPS(y, g.atDst(i, off))
+			if !g.out16() {
+				VMOVNTPS(y, g.atDst(i, off))
+				continue
+			}
+			if ys = append(ys, y); len(ys) == 2 {
+				g.storeNT(ys, g.atDst(i, (k-1)*s.vbytes()/2)) // vector k-1 starts (k-1)*8 halves in
+				ys = nil
+			}
 		}
 		ADDQ(U32(block), i)
 		CMPQ(i, g.d())

@@ -1,0 +1,131 @@
+package rmsnorm
+
+import (
+	"fmt"
+	"testing"
+	"unsafe"
+)
+
+// TestPipeTo16 is TestPipe for float32 rows into float16 ones (ApplyToF16), whose avx2 function
+// pipes too: the loop that writes a row's halves with non-temporal stores sums the next row's
+// squares. Every call, pipe on and off, gives generic's bits in dst's buffer (guards included) and
+// in Inv, on rows back to back, strided, with dst rows 32 bytes apart or not (rows that are not
+// all aligned are not piped), with a row on the float64 path, with each weight form and with
+// RoundNormalized (which is not piped). ApplyToBF16, which has no pipe, runs on the same calls:
+// the flag must change nothing there either.
+func TestPipeTo16(t *testing.T) {
+	var shapes []pipeShape
+	for _, d := range []int{576, 1024, 2112, 4096, 600, 512} {
+		for _, rows := range []int{1, 2, 3, 7} {
+			shapes = append(shapes,
+				pipeShape{d, rows, 0, 0, 0},
+				pipeShape{d, rows, d + 3, d + 16, 0}, // x strided, dst rows 32 bytes apart
+				pipeShape{d, rows, d + 8, d + 8, 0},  // dst rows 16 bytes apart: not piped
+				pipeShape{d, rows, 0, 0, 1},          // dst not aligned: no pipe
+			)
+		}
+	}
+	piped := 0
+	for _, k := range testKernels() {
+		for _, f := range []format{formatToF16, formatToBF16} {
+			for _, sh := range shapes {
+				for _, form := range []string{"weighted", "offset", "noweight", "rn"} {
+					for _, f64Row := range []int{-1, 1} {
+						if f64Row >= sh.rows {
+							continue
+						}
+						name := fmt.Sprintf("%s/%s/%v/%s/f64row=%d", k.name(), fname(f), sh, form, f64Row)
+						stride, dstStride := sh.strides()
+						x := normalRows(stride, sh.rows, sh.d+sh.pre)
+						eps := float32(1e-6)
+						if f64Row >= 0 {
+							// A row of zeros with eps = 0: t = 0, below 2^-100, takes the float64 path.
+							clear(x[f64Row*stride : f64Row*stride+sh.d])
+							eps = 0
+						}
+						x = x[:(sh.rows-1)*stride+sh.d]
+						n := Norm{Eps: eps, Dim: sh.d}
+						switch form {
+						case "weighted":
+							n.Weight = normalRows(sh.d, 1, 7)
+						case "offset":
+							n.Weight, n.UnitOffset = normalRows(sh.d, 1, 8), true
+						case "rn":
+							n.Weight, n.RoundNormalized = normalRows(sh.d, 1, 9), true
+						}
+						span := (sh.rows-1)*dstStride + sh.d
+						want, wantAll := aligned32[uint16](span, sh.pre)
+						wantInv := make([]float32, sh.rows)
+						applyKernel(kernelGeneric, &n, f, &rowsOf[uint16, float32]{Dst: want, X: x, N: sh.rows, Stride: stride, DstStride: dstStride, Inv: wantInv})
+						for _, pipe := range []bool{false, true} {
+							got, gotAll := aligned32[uint16](span, sh.pre)
+							gotInv := make([]float32, sh.rows)
+							withStreaming(true, func() {
+								pipeRows = pipe
+								if pipe && sh.rows > 1 && f == formatToF16 && !n.RoundNormalized && k == kernelAVX2 {
+									j := job{dst: unsafe.Pointer(&got[0]), d: sh.d, dstStride: dstStride, format: f}
+									if j.pipes() {
+										piped++
+									}
+								}
+								applyKernel(k, &n, f, &rowsOf[uint16, float32]{Dst: got, X: x, N: sh.rows, Stride: stride, DstStride: dstStride, Inv: gotInv})
+							})
+							for i := range wantAll {
+								if gotAll[i] != wantAll[i] {
+									t.Fatalf("%s pipe=%v: element %d of dst's buffer (guards included) = %#04x, want %#04x",
+										name, pipe, i, gotAll[i], wantAll[i])
+								}
+							}
+							if i := firstDiff(gotInv, wantInv); i >= 0 {
+								t.Fatalf("%s pipe=%v: Inv[%d] = %v, want %v", name, pipe, i, gotInv[i], wantInv[i])
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+	requirePiped(t, piped)
+}
+
+// TestGuardPagesPipeTo16 is TestGuardPagesPipe for ApplyToF16: streamed rows long enough for the
+// pipe, x, the weight and dst against a guard page at their end and at their start, give
+// generic's bits without touching the guard pages (the pipe reads the next row while it writes
+// this one, and a row's halves are written two vectors at a time).
+func TestGuardPagesPipeTo16(t *testing.T) {
+	const maxRows = 4
+	dims := []int{2112, 4096}
+	maxFloats := dims[len(dims)-1] * maxRows
+	rx, rw, rd := newGuardedRegion(t, maxFloats), newGuardedRegion(t, maxFloats), newGuardedRegion(t, maxFloats)
+	for _, k := range testKernels() {
+		for _, d := range dims {
+			for rows := 2; rows <= maxRows; rows++ {
+				x := normalRows(d, rows, 34)
+				n := Norm{Eps: 1e-6, Weight: normalRows(d, 1, 35)}
+				want := make([]uint16, len(x))
+				applyKernel(kernelGeneric, &n, formatToF16, &rowsOf[uint16, float32]{Dst: want, X: x})
+				for _, atEnd := range []bool{true, false} {
+					gx, gw, gd := rx.slice(len(x), atEnd), rw.slice(d, atEnd), regionSlice[uint16](rd, len(x), atEnd)
+					copy(gx, x)
+					copy(gw, n.Weight)
+					gn := Norm{Eps: n.Eps, Weight: gw}
+					var faulted bool
+					withStreaming(true, func() {
+						pipeRows = true
+						faulted = faults(func() {
+							applyKernel(k, &gn, formatToF16, &rowsOf[uint16, float32]{Dst: gd, X: gx})
+						})
+					})
+					if faulted {
+						t.Fatalf("%s d=%d rows=%d atEnd=%v: the kernel touched a guard page", k.name(), d, rows, atEnd)
+					}
+					for i := range want {
+						if gd[i] != want[i] {
+							t.Fatalf("%s d=%d rows=%d atEnd=%v: y[%d] = %#04x, generic gives %#04x", k.name(), d, rows, atEnd, i, gd[i], want[i])
+						}
+					}
+				}
+			}
+		}
+	}
+}

@@ -1,5 +1,7 @@
 package rmsnorm
 
+import "github.com/gosimd/rmsnorm/internal/streamrule"
+
 // How the kernels treat memory. Non-temporal stores write dst around the caches; they pay off
 // only when the rows would not stay in the cache anyway. Below that the next operation (usually a
 // matmul reading dst) wants dst in cache, so ordinary stores are used. Rows that come from memory
@@ -28,7 +30,7 @@ package rmsnorm
 //     rows are in cache already and ordinary stores write them back at no extra cost);
 //   - rows far apart (a stride) defeat the hardware prefetchers, so they are prefetched too;
 //   - on Zen 3, streamed float32 rows (out of place) also take the AVX2 kernel's pipe (pipes),
-//     into float32 rows, and into float16 ones when they are longer than pipeMinTo16.
+//     into float32 rows, and into float16 ones when they are longer than streamrule.PipeMinTo16.
 //
 // The generic kernel ignores flagNT and flagPipe, and for flagPF reads a float32 row without a
 // residual once in order before summing it (touchRow).
@@ -52,17 +54,11 @@ func (j *job) setMemoryFlags() {
 // of 64 above groupMax (one row at a time), dst rows 32-byte aligned for the non-temporal stores,
 // no residual. The float32 functions have the pipe, RMSNorm's and LayerNorm's (for a Norm with
 // Center), and so does RMSNorm's ApplyToF16 (without RoundNormalized) for rows longer than
-// pipeMinTo16; the others ignore the flag.
+// streamrule.PipeMinTo16; the others ignore the flag.
 func (j *job) pipes() bool {
 	return j.res == nil && j.d%64 == 0 && j.d > groupMax && uintptr(j.dst)%32 == 0 &&
-		uintptr(j.dstStride)*j.format.out().size()%32 == 0 && (j.format != formatToF16 || j.d > pipeMinTo16)
+		uintptr(j.dstStride)*j.format.out().size()%32 == 0 && (j.format != formatToF16 || j.d > streamrule.PipeMinTo16)
 }
-
-// pipeMinTo16 is the row length ApplyToF16's rows must exceed to be piped. Measured on Zen 3
-// (avx2, streamed rows, about 48 MiB a call, pipe on against off alternated in one process, 40
-// pairs, the median ratio of two runs): d = 6144 0.84, 4096 0.87-0.92, 3072 0.92-0.98, 8192
-// (512 rows) 0.97-0.98, but 2048 1.00-1.08 and 1024 1.02.
-const pipeMinTo16 = 2048
 
 // rowBytes is the memory one row of a forward job moves: x, dst unless it is x, and the residual.
 func (j *job) rowBytes() uintptr {

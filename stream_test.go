@@ -69,7 +69,7 @@ func (sh pipeShape) String() string {
 // TestPipeFlag checks which streamed jobs setMemoryFlags sends through the pipe: float32 rows out
 // of place without a residual, d a multiple of 64 above groupMax, dst and its stride aligned to
 // 32 bytes, on a CPU that pipes (pipeRows), and no others; float32 rows into float16 alike when d
-// is above pipeMinTo16 too.
+// is above streamrule.PipeMinTo16 too.
 func TestPipeFlag(t *testing.T) {
 	saved, savedPipe := streamBytes, pipeRows
 	defer func() { streamBytes, pipeRows = saved, savedPipe }()

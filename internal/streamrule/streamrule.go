@@ -84,6 +84,14 @@ func zen3(c CPU) bool { return c.AMD && c.Family == 0x19 && c.L2 == 512<<10 }
 // of the row after cut to its first 4 KiB; see pipePrefetch in the generator).
 func Pipe(c CPU) bool { return zen3(c) }
 
+// PipeMinTo16 is the row length above which float32 rows into float16 (ApplyToF16, without
+// RoundNormalized) are piped too where Pipe holds: the same loop, writing halves. Measured on the
+// Zen 3 above, ApplyToF16 with the avx2 kernel, rows of about 48 MiB a call, pipe on against off
+// alternated in one process, 40 pairs, the median ratio in two runs: d = 6144 0.84, 0.84; 4096
+// 0.86-0.92 (four runs); 3072 0.92, 0.98; 8192 (512 rows) 0.97, 0.98; but 2048 1.08, 1.09, 1.04,
+// 1.01 and 1024 1.02, 1.02. So from 2112 (the next multiple of 64) on.
+const PipeMinTo16 = 2048
+
 // Ahead reports whether the AVX2 backward kernels, on rows from memory, prefetch ahead
 // (FlagAhead): each sum pass the rows it reads, 1 KiB ahead of its loads, and the dx pass, which
 // works from the cache, the next row's x and dy when dx goes out with non-temporal stores (out of

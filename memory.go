@@ -53,7 +53,7 @@ func (j *job) setMemoryFlags() {
 // (flagPipe, on the CPUs of streamrule.Pipe), whose loop has no tail and no residual: d a multiple
 // of 64 above groupMax (one row at a time), dst rows 32-byte aligned for the non-temporal stores,
 // no residual. The float32 functions have the pipe, RMSNorm's and LayerNorm's (for a Norm with
-// Center), and so does RMSNorm's ApplyToF16 (without RoundNormalized) for rows longer than
+// Center), and so do the ApplyToF16 ones (without RoundNormalized) for rows longer than
 // streamrule.PipeMinTo16; the others ignore the flag.
 func (j *job) pipes() bool {
 	return j.res == nil && j.d%64 == 0 && j.d > groupMax && uintptr(j.dst)%32 == 0 &&

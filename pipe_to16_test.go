@@ -10,9 +10,11 @@ import (
 // pipes too: the loop that writes a row's halves with non-temporal stores sums the next row's
 // squares. Every call, pipe on and off, gives generic's bits in dst's buffer (guards included) and
 // in Inv, on rows back to back, strided, with dst rows 32 bytes apart or not (rows that are not
-// all aligned are not piped), with a row on the float64 path, with each weight form and with
-// RoundNormalized (which is not piped). ApplyToBF16, which has no pipe, runs on the same calls:
-// the flag must change nothing there either.
+// all aligned are not piped), with a row on the float64 path, with each weight form, with
+// RoundNormalized (which is not piped), and as LayerNorm: Center with and without a bias (piped:
+// the loop subtracts the mean, adds the bias and sums the next row's elements) and a bias alone
+// (not piped). ApplyToBF16, which has no pipe, runs on the same calls: the flag must change
+// nothing there either.
 func TestPipeTo16(t *testing.T) {
 	var shapes []pipeShape
 	for _, d := range []int{576, 1024, 2112, 4096, 600, 512} {
@@ -29,7 +31,7 @@ func TestPipeTo16(t *testing.T) {
 	for _, k := range testKernels() {
 		for _, f := range []format{formatToF16, formatToBF16} {
 			for _, sh := range shapes {
-				for _, form := range []string{"weighted", "offset", "noweight", "rn"} {
+				for _, form := range []string{"weighted", "offset", "noweight", "rn", "layer", "layerNoBias", "biasOnly"} {
 					for _, f64Row := range []int{-1, 1} {
 						if f64Row >= sh.rows {
 							continue
@@ -52,6 +54,17 @@ func TestPipeTo16(t *testing.T) {
 							n.Weight, n.UnitOffset = normalRows(sh.d, 1, 8), true
 						case "rn":
 							n.Weight, n.RoundNormalized = normalRows(sh.d, 1, 9), true
+						case "layer": // LayerNorm: piped too, its loop subtracting the mean and adding the bias
+							n.Weight, n.Bias, n.Center = normalRows(sh.d, 1, 10), normalRows(sh.d, 1, 11), true
+						case "layerNoBias":
+							n.Weight, n.Center = normalRows(sh.d, 1, 12), true
+						case "biasOnly": // a bias without Center: the Layer function, never piped
+							n.Weight, n.Bias = normalRows(sh.d, 1, 13), normalRows(sh.d, 1, 14)
+						}
+						if n.Center {
+							for i := range x {
+								x[i] += 3 // a mean to subtract
+							}
 						}
 						span := (sh.rows-1)*dstStride + sh.d
 						want, wantAll := aligned32[uint16](span, sh.pre)
@@ -62,7 +75,7 @@ func TestPipeTo16(t *testing.T) {
 							gotInv := make([]float32, sh.rows)
 							withStreaming(true, func() {
 								pipeRows = pipe
-								if pipe && sh.rows > 1 && f == formatToF16 && !n.RoundNormalized && k == kernelAVX2 {
+								if pipe && sh.rows > 1 && f == formatToF16 && !n.RoundNormalized && (n.Bias == nil || n.Center) && k == kernelAVX2 {
 									j := job{dst: unsafe.Pointer(&got[0]), d: sh.d, dstStride: dstStride, format: f}
 									if j.pipes() {
 										piped++
@@ -88,8 +101,9 @@ func TestPipeTo16(t *testing.T) {
 	requirePiped(t, piped)
 }
 
-// TestGuardPagesPipeTo16 is TestGuardPagesPipe for ApplyToF16: streamed rows long enough for the
-// pipe, x, the weight and dst against a guard page at their end and at their start, give
+// TestGuardPagesPipeTo16 is TestGuardPagesPipe for ApplyToF16, RMSNorm and LayerNorm: streamed
+// rows long enough for the pipe, x, the weight and dst against a guard page at their end and at
+// their start, give
 // generic's bits without touching the guard pages (the pipe reads the next row while it writes
 // this one, and a row's halves are written two vectors at a time).
 func TestGuardPagesPipeTo16(t *testing.T) {
@@ -100,28 +114,33 @@ func TestGuardPagesPipeTo16(t *testing.T) {
 	for _, k := range testKernels() {
 		for _, d := range dims {
 			for rows := 2; rows <= maxRows; rows++ {
-				x := normalRows(d, rows, 34)
-				n := Norm{Eps: 1e-6, Weight: normalRows(d, 1, 35)}
-				want := make([]uint16, len(x))
-				applyKernel(kernelGeneric, &n, formatToF16, &rowsOf[uint16, float32]{Dst: want, X: x})
-				for _, atEnd := range []bool{true, false} {
-					gx, gw, gd := rx.slice(len(x), atEnd), rw.slice(d, atEnd), regionSlice[uint16](rd, len(x), atEnd)
-					copy(gx, x)
-					copy(gw, n.Weight)
-					gn := Norm{Eps: n.Eps, Weight: gw}
-					var faulted bool
-					withStreaming(true, func() {
-						pipeRows = true
-						faulted = faults(func() {
-							applyKernel(k, &gn, formatToF16, &rowsOf[uint16, float32]{Dst: gd, X: gx})
-						})
-					})
-					if faulted {
-						t.Fatalf("%s d=%d rows=%d atEnd=%v: the kernel touched a guard page", k.name(), d, rows, atEnd)
+				for _, layer := range []bool{false, true} {
+					x := normalRows(d, rows, 34)
+					n := Norm{Eps: 1e-6, Weight: normalRows(d, 1, 35)}
+					if layer {
+						n.Center, n.Bias = true, normalRows(d, 1, 36)
 					}
-					for i := range want {
-						if gd[i] != want[i] {
-							t.Fatalf("%s d=%d rows=%d atEnd=%v: y[%d] = %#04x, generic gives %#04x", k.name(), d, rows, atEnd, i, gd[i], want[i])
+					want := make([]uint16, len(x))
+					applyKernel(kernelGeneric, &n, formatToF16, &rowsOf[uint16, float32]{Dst: want, X: x})
+					for _, atEnd := range []bool{true, false} {
+						gx, gw, gd := rx.slice(len(x), atEnd), rw.slice(d, atEnd), regionSlice[uint16](rd, len(x), atEnd)
+						copy(gx, x)
+						copy(gw, n.Weight)
+						gn := Norm{Eps: n.Eps, Weight: gw, Center: n.Center, Bias: n.Bias}
+						var faulted bool
+						withStreaming(true, func() {
+							pipeRows = true
+							faulted = faults(func() {
+								applyKernel(k, &gn, formatToF16, &rowsOf[uint16, float32]{Dst: gd, X: gx})
+							})
+						})
+						if faulted {
+							t.Fatalf("%s d=%d rows=%d layer=%v atEnd=%v: the kernel touched a guard page", k.name(), d, rows, layer, atEnd)
+						}
+						for i := range want {
+							if gd[i] != want[i] {
+								t.Fatalf("%s d=%d rows=%d layer=%v atEnd=%v: y[%d] = %#04x, generic gives %#04x", k.name(), d, rows, layer, atEnd, i, gd[i], want[i])
+							}
 						}
 					}
 				}

@@ -32679,6 +32679,14 @@ sqsumblock:
 
 	// Out of the loop's way: the prefetches, whose flag is usually clear.
 sqsumpf:
+	TESTL $0x00000040, R13
+	JZ    pipepf22
+	TESTL $0x00000020, R13
+	JZ    pipepf22
+	CMPQ  R10, $0x00000400
+	JAE   sqsumblock
+
+pipepf22:
 	PREFETCHT0 (R12)(R10*4)
 	PREFETCHT0 64(R12)(R10*4)
 	PREFETCHT0 128(R12)(R10*4)
@@ -32698,26 +32706,26 @@ sqsumtail:
 	XORQ  R13, R13
 	SUBQ  $0x00000008, R14
 
-copyvec22:
+copyvec23:
 	CMPQ    R13, R14
-	JG      copyone23
+	JG      copyone24
 	VMOVUPS (R10)(R13*4), Y9
 	VMOVUPS Y9, (R12)(R13*4)
 	ADDQ    $0x00000008, R13
-	JMP     copyvec22
+	JMP     copyvec23
 
-copyone23:
+copyone24:
 	ADDQ $0x00000008, R14
 
-copyloop25:
+copyloop26:
 	CMPQ R13, R14
-	JGE  copied24
+	JGE  copied25
 	MOVL (R10)(R13*4), R15
 	MOVL R15, (R12)(R13*4)
 	INCQ R13
-	JMP  copyloop25
+	JMP  copyloop26
 
-copied24:
+copied25:
 	VMOVQ        R11, X9
 	VPBROADCASTD X9, Y9
 	VMOVUPS      (R12), Y10
@@ -32797,14 +32805,14 @@ invone:
 
 	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
 	CMPL   732(SP), $0x00
-	JE     divide26
+	JE     divide27
 	VMULSS 732(SP), X2, X2
-	JMP    divided27
+	JMP    divided28
 
-divide26:
+divide27:
 	VDIVSS 728(SP), X2, X2
 
-divided27:
+divided28:
 	VADDSS   job_eps+0(AX), X2, X2
 	VUCOMISS tlo<>+0(SB), X2
 	JCS      ret
@@ -32851,16 +32859,16 @@ invgroup:
 
 	// t = ss/d + eps for the four rows; any t outside [2^-100, MaxFloat32] sends the group to the one-row path.
 	CMPL         732(SP), $0x00
-	JE           divide28
+	JE           divide29
 	VBROADCASTSS 732(SP), X2
 	VMULPS       X2, X0, X2
-	JMP          divided29
+	JMP          divided30
 
-divide28:
+divide29:
 	VBROADCASTSS 728(SP), X2
 	VDIVPS       X2, X0, X2
 
-divided29:
+divided30:
 	VBROADCASTSS job_eps+0(AX), X0
 	VADDPS       X0, X2, X2
 	VCMPPS       $0x1d, tlo4<>+0(SB), X2, X0
@@ -32894,7 +32902,7 @@ reportmeans:
 	VMOVUPS X2, (R8)(R9*4)
 
 scale:
-	VBROADCASTSS X0, Y2
+	VBROADCASTSS X0, Y9
 	MOVQ         $0x00000000, 704(SP)
 	CMPQ         696(SP), $0x01
 	JE           scalebody
@@ -32902,16 +32910,560 @@ scale:
 
 scalerow:
 	MOVQ         704(SP), R8
-	VBROADCASTSS 640(SP)(R8*4), Y2
+	VBROADCASTSS 640(SP)(R8*4), Y9
 	VBROADCASTSS 656(SP)(R8*4), Y1
 
 scalebody:
-	VBROADCASTSS one<>+0(SB), Y0
+	VBROADCASTSS one<>+0(SB), Y10
 	TESTL        $0x00000010, job_flags+0(AX)
-	JNZ          weightadd30
-	VBROADCASTSS negzero<>+0(SB), Y0
+	JNZ          weightadd31
+	VBROADCASTSS negzero<>+0(SB), Y10
 
-weightadd30:
+weightadd31:
+	TESTL  $0x00000040, job_flags+0(AX)
+	JZ     nopipe
+	TESTL  $0x00000020, job_flags+0(AX)
+	JZ     nopipe
+	TESTL  $0x00000008, job_flags+0(AX)
+	JNZ    nopipe
+	MOVQ   672(SP), R8
+	INCQ   R8
+	CMPQ   R8, to+16(FP)
+	JAE    nopipe
+	MOVQ   job_d+0(AX), R8
+	TESTQ  $0x0000003f, R8
+	JNZ    nopipe
+	TESTQ  $0x0000001f, CX
+	JNZ    nopipe
+	CMPQ   696(SP), $0x01
+	JNE    nopipe
+	MOVQ   DX, R8
+	ADDQ   DI, R8
+	VXORPS Y0, Y0, Y0
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	VXORPS Y8, Y8, Y8
+	MOVQ   job_bias+0(AX), R9
+	XORQ   R10, R10
+	TESTQ  SI, SI
+	JZ     pipenoweight
+	TESTL  $0x00000010, job_flags+0(AX)
+	JNZ    pipeoffset
+	TESTQ  R9, R9
+	JZ     pipeweightednobias
+
+pipeweightedloop:
+	PREFETCHT0  1024(R8)(R10*4)
+	PREFETCHT0  1088(R8)(R10*4)
+	PREFETCHT0  1152(R8)(R10*4)
+	PREFETCHT0  1216(R8)(R10*4)
+	VMOVUPS     (R8)(R10*4), Y10
+	VADDPS      Y10, Y0, Y0
+	VMOVUPS     (DX)(R10*4), Y10
+	VSUBPS      Y1, Y10, Y10
+	VMULPS      Y9, Y10, Y10
+	VMULPS      (SI)(R10*4), Y10, Y10
+	VADDPS      (R9)(R10*4), Y10, Y10
+	VMOVUPS     32(R8)(R10*4), Y11
+	VADDPS      Y11, Y2, Y2
+	VMOVUPS     32(DX)(R10*4), Y11
+	VSUBPS      Y1, Y11, Y11
+	VMULPS      Y9, Y11, Y11
+	VMULPS      32(SI)(R10*4), Y11, Y11
+	VADDPS      32(R9)(R10*4), Y11, Y11
+	VCVTPS2PH   $0x00, Y10, X10
+	VCVTPS2PH   $0x00, Y11, X11
+	VINSERTI128 $0x01, X11, Y10, Y10
+	VMOVNTDQ    Y10, (CX)(R10*2)
+	VMOVUPS     64(R8)(R10*4), Y10
+	VADDPS      Y10, Y3, Y3
+	VMOVUPS     64(DX)(R10*4), Y10
+	VSUBPS      Y1, Y10, Y10
+	VMULPS      Y9, Y10, Y10
+	VMULPS      64(SI)(R10*4), Y10, Y10
+	VADDPS      64(R9)(R10*4), Y10, Y10
+	VMOVUPS     96(R8)(R10*4), Y11
+	VADDPS      Y11, Y4, Y4
+	VMOVUPS     96(DX)(R10*4), Y11
+	VSUBPS      Y1, Y11, Y11
+	VMULPS      Y9, Y11, Y11
+	VMULPS      96(SI)(R10*4), Y11, Y11
+	VADDPS      96(R9)(R10*4), Y11, Y11
+	VCVTPS2PH   $0x00, Y10, X10
+	VCVTPS2PH   $0x00, Y11, X11
+	VINSERTI128 $0x01, X11, Y10, Y10
+	VMOVNTDQ    Y10, 32(CX)(R10*2)
+	VMOVUPS     128(R8)(R10*4), Y10
+	VADDPS      Y10, Y5, Y5
+	VMOVUPS     128(DX)(R10*4), Y10
+	VSUBPS      Y1, Y10, Y10
+	VMULPS      Y9, Y10, Y10
+	VMULPS      128(SI)(R10*4), Y10, Y10
+	VADDPS      128(R9)(R10*4), Y10, Y10
+	VMOVUPS     160(R8)(R10*4), Y11
+	VADDPS      Y11, Y6, Y6
+	VMOVUPS     160(DX)(R10*4), Y11
+	VSUBPS      Y1, Y11, Y11
+	VMULPS      Y9, Y11, Y11
+	VMULPS      160(SI)(R10*4), Y11, Y11
+	VADDPS      160(R9)(R10*4), Y11, Y11
+	VCVTPS2PH   $0x00, Y10, X10
+	VCVTPS2PH   $0x00, Y11, X11
+	VINSERTI128 $0x01, X11, Y10, Y10
+	VMOVNTDQ    Y10, 64(CX)(R10*2)
+	VMOVUPS     192(R8)(R10*4), Y10
+	VADDPS      Y10, Y7, Y7
+	VMOVUPS     192(DX)(R10*4), Y10
+	VSUBPS      Y1, Y10, Y10
+	VMULPS      Y9, Y10, Y10
+	VMULPS      192(SI)(R10*4), Y10, Y10
+	VADDPS      192(R9)(R10*4), Y10, Y10
+	VMOVUPS     224(R8)(R10*4), Y11
+	VADDPS      Y11, Y8, Y8
+	VMOVUPS     224(DX)(R10*4), Y11
+	VSUBPS      Y1, Y11, Y11
+	VMULPS      Y9, Y11, Y11
+	VMULPS      224(SI)(R10*4), Y11, Y11
+	VADDPS      224(R9)(R10*4), Y11, Y11
+	VCVTPS2PH   $0x00, Y10, X10
+	VCVTPS2PH   $0x00, Y11, X11
+	VINSERTI128 $0x01, X11, Y10, Y10
+	VMOVNTDQ    Y10, 96(CX)(R10*2)
+	ADDQ        $0x00000040, R10
+	CMPQ        R10, job_d+0(AX)
+	JB          pipeweightedloop
+	JMP         piped
+
+pipeweightednobias:
+pipeweightednobiasloop:
+	PREFETCHT0  1024(R8)(R10*4)
+	PREFETCHT0  1088(R8)(R10*4)
+	PREFETCHT0  1152(R8)(R10*4)
+	PREFETCHT0  1216(R8)(R10*4)
+	VMOVUPS     (R8)(R10*4), Y10
+	VADDPS      Y10, Y0, Y0
+	VMOVUPS     (DX)(R10*4), Y10
+	VSUBPS      Y1, Y10, Y10
+	VMULPS      Y9, Y10, Y10
+	VMULPS      (SI)(R10*4), Y10, Y10
+	VMOVUPS     32(R8)(R10*4), Y11
+	VADDPS      Y11, Y2, Y2
+	VMOVUPS     32(DX)(R10*4), Y11
+	VSUBPS      Y1, Y11, Y11
+	VMULPS      Y9, Y11, Y11
+	VMULPS      32(SI)(R10*4), Y11, Y11
+	VCVTPS2PH   $0x00, Y10, X10
+	VCVTPS2PH   $0x00, Y11, X11
+	VINSERTI128 $0x01, X11, Y10, Y10
+	VMOVNTDQ    Y10, (CX)(R10*2)
+	VMOVUPS     64(R8)(R10*4), Y10
+	VADDPS      Y10, Y3, Y3
+	VMOVUPS     64(DX)(R10*4), Y10
+	VSUBPS      Y1, Y10, Y10
+	VMULPS      Y9, Y10, Y10
+	VMULPS      64(SI)(R10*4), Y10, Y10
+	VMOVUPS     96(R8)(R10*4), Y11
+	VADDPS      Y11, Y4, Y4
+	VMOVUPS     96(DX)(R10*4), Y11
+	VSUBPS      Y1, Y11, Y11
+	VMULPS      Y9, Y11, Y11
+	VMULPS      96(SI)(R10*4), Y11, Y11
+	VCVTPS2PH   $0x00, Y10, X10
+	VCVTPS2PH   $0x00, Y11, X11
+	VINSERTI128 $0x01, X11, Y10, Y10
+	VMOVNTDQ    Y10, 32(CX)(R10*2)
+	VMOVUPS     128(R8)(R10*4), Y10
+	VADDPS      Y10, Y5, Y5
+	VMOVUPS     128(DX)(R10*4), Y10
+	VSUBPS      Y1, Y10, Y10
+	VMULPS      Y9, Y10, Y10
+	VMULPS      128(SI)(R10*4), Y10, Y10
+	VMOVUPS     160(R8)(R10*4), Y11
+	VADDPS      Y11, Y6, Y6
+	VMOVUPS     160(DX)(R10*4), Y11
+	VSUBPS      Y1, Y11, Y11
+	VMULPS      Y9, Y11, Y11
+	VMULPS      160(SI)(R10*4), Y11, Y11
+	VCVTPS2PH   $0x00, Y10, X10
+	VCVTPS2PH   $0x00, Y11, X11
+	VINSERTI128 $0x01, X11, Y10, Y10
+	VMOVNTDQ    Y10, 64(CX)(R10*2)
+	VMOVUPS     192(R8)(R10*4), Y10
+	VADDPS      Y10, Y7, Y7
+	VMOVUPS     192(DX)(R10*4), Y10
+	VSUBPS      Y1, Y10, Y10
+	VMULPS      Y9, Y10, Y10
+	VMULPS      192(SI)(R10*4), Y10, Y10
+	VMOVUPS     224(R8)(R10*4), Y11
+	VADDPS      Y11, Y8, Y8
+	VMOVUPS     224(DX)(R10*4), Y11
+	VSUBPS      Y1, Y11, Y11
+	VMULPS      Y9, Y11, Y11
+	VMULPS      224(SI)(R10*4), Y11, Y11
+	VCVTPS2PH   $0x00, Y10, X10
+	VCVTPS2PH   $0x00, Y11, X11
+	VINSERTI128 $0x01, X11, Y10, Y10
+	VMOVNTDQ    Y10, 96(CX)(R10*2)
+	ADDQ        $0x00000040, R10
+	CMPQ        R10, job_d+0(AX)
+	JB          pipeweightednobiasloop
+	JMP         piped
+
+pipeoffset:
+	TESTQ R9, R9
+	JZ    pipeoffsetnobias
+
+pipeoffsetloop:
+	PREFETCHT0  1024(R8)(R10*4)
+	PREFETCHT0  1088(R8)(R10*4)
+	PREFETCHT0  1152(R8)(R10*4)
+	PREFETCHT0  1216(R8)(R10*4)
+	VMOVUPS     (R8)(R10*4), Y11
+	VADDPS      Y11, Y0, Y0
+	VMOVUPS     (DX)(R10*4), Y11
+	VSUBPS      Y1, Y11, Y11
+	VMULPS      Y9, Y11, Y11
+	VMOVUPS     (SI)(R10*4), Y12
+	VADDPS      Y10, Y12, Y12
+	VMULPS      Y12, Y11, Y11
+	VADDPS      (R9)(R10*4), Y11, Y11
+	VMOVUPS     32(R8)(R10*4), Y12
+	VADDPS      Y12, Y2, Y2
+	VMOVUPS     32(DX)(R10*4), Y12
+	VSUBPS      Y1, Y12, Y12
+	VMULPS      Y9, Y12, Y12
+	VMOVUPS     32(SI)(R10*4), Y13
+	VADDPS      Y10, Y13, Y13
+	VMULPS      Y13, Y12, Y12
+	VADDPS      32(R9)(R10*4), Y12, Y12
+	VCVTPS2PH   $0x00, Y11, X11
+	VCVTPS2PH   $0x00, Y12, X12
+	VINSERTI128 $0x01, X12, Y11, Y11
+	VMOVNTDQ    Y11, (CX)(R10*2)
+	VMOVUPS     64(R8)(R10*4), Y11
+	VADDPS      Y11, Y3, Y3
+	VMOVUPS     64(DX)(R10*4), Y11
+	VSUBPS      Y1, Y11, Y11
+	VMULPS      Y9, Y11, Y11
+	VMOVUPS     64(SI)(R10*4), Y12
+	VADDPS      Y10, Y12, Y12
+	VMULPS      Y12, Y11, Y11
+	VADDPS      64(R9)(R10*4), Y11, Y11
+	VMOVUPS     96(R8)(R10*4), Y12
+	VADDPS      Y12, Y4, Y4
+	VMOVUPS     96(DX)(R10*4), Y12
+	VSUBPS      Y1, Y12, Y12
+	VMULPS      Y9, Y12, Y12
+	VMOVUPS     96(SI)(R10*4), Y13
+	VADDPS      Y10, Y13, Y13
+	VMULPS      Y13, Y12, Y12
+	VADDPS      96(R9)(R10*4), Y12, Y12
+	VCVTPS2PH   $0x00, Y11, X11
+	VCVTPS2PH   $0x00, Y12, X12
+	VINSERTI128 $0x01, X12, Y11, Y11
+	VMOVNTDQ    Y11, 32(CX)(R10*2)
+	VMOVUPS     128(R8)(R10*4), Y11
+	VADDPS      Y11, Y5, Y5
+	VMOVUPS     128(DX)(R10*4), Y11
+	VSUBPS      Y1, Y11, Y11
+	VMULPS      Y9, Y11, Y11
+	VMOVUPS     128(SI)(R10*4), Y12
+	VADDPS      Y10, Y12, Y12
+	VMULPS      Y12, Y11, Y11
+	VADDPS      128(R9)(R10*4), Y11, Y11
+	VMOVUPS     160(R8)(R10*4), Y12
+	VADDPS      Y12, Y6, Y6
+	VMOVUPS     160(DX)(R10*4), Y12
+	VSUBPS      Y1, Y12, Y12
+	VMULPS      Y9, Y12, Y12
+	VMOVUPS     160(SI)(R10*4), Y13
+	VADDPS      Y10, Y13, Y13
+	VMULPS      Y13, Y12, Y12
+	VADDPS      160(R9)(R10*4), Y12, Y12
+	VCVTPS2PH   $0x00, Y11, X11
+	VCVTPS2PH   $0x00, Y12, X12
+	VINSERTI128 $0x01, X12, Y11, Y11
+	VMOVNTDQ    Y11, 64(CX)(R10*2)
+	VMOVUPS     192(R8)(R10*4), Y11
+	VADDPS      Y11, Y7, Y7
+	VMOVUPS     192(DX)(R10*4), Y11
+	VSUBPS      Y1, Y11, Y11
+	VMULPS      Y9, Y11, Y11
+	VMOVUPS     192(SI)(R10*4), Y12
+	VADDPS      Y10, Y12, Y12
+	VMULPS      Y12, Y11, Y11
+	VADDPS      192(R9)(R10*4), Y11, Y11
+	VMOVUPS     224(R8)(R10*4), Y12
+	VADDPS      Y12, Y8, Y8
+	VMOVUPS     224(DX)(R10*4), Y12
+	VSUBPS      Y1, Y12, Y12
+	VMULPS      Y9, Y12, Y12
+	VMOVUPS     224(SI)(R10*4), Y13
+	VADDPS      Y10, Y13, Y13
+	VMULPS      Y13, Y12, Y12
+	VADDPS      224(R9)(R10*4), Y12, Y12
+	VCVTPS2PH   $0x00, Y11, X11
+	VCVTPS2PH   $0x00, Y12, X12
+	VINSERTI128 $0x01, X12, Y11, Y11
+	VMOVNTDQ    Y11, 96(CX)(R10*2)
+	ADDQ        $0x00000040, R10
+	CMPQ        R10, job_d+0(AX)
+	JB          pipeoffsetloop
+	JMP         piped
+
+pipeoffsetnobias:
+pipeoffsetnobiasloop:
+	PREFETCHT0  1024(R8)(R10*4)
+	PREFETCHT0  1088(R8)(R10*4)
+	PREFETCHT0  1152(R8)(R10*4)
+	PREFETCHT0  1216(R8)(R10*4)
+	VMOVUPS     (R8)(R10*4), Y11
+	VADDPS      Y11, Y0, Y0
+	VMOVUPS     (DX)(R10*4), Y11
+	VSUBPS      Y1, Y11, Y11
+	VMULPS      Y9, Y11, Y11
+	VMOVUPS     (SI)(R10*4), Y12
+	VADDPS      Y10, Y12, Y12
+	VMULPS      Y12, Y11, Y11
+	VMOVUPS     32(R8)(R10*4), Y12
+	VADDPS      Y12, Y2, Y2
+	VMOVUPS     32(DX)(R10*4), Y12
+	VSUBPS      Y1, Y12, Y12
+	VMULPS      Y9, Y12, Y12
+	VMOVUPS     32(SI)(R10*4), Y13
+	VADDPS      Y10, Y13, Y13
+	VMULPS      Y13, Y12, Y12
+	VCVTPS2PH   $0x00, Y11, X11
+	VCVTPS2PH   $0x00, Y12, X12
+	VINSERTI128 $0x01, X12, Y11, Y11
+	VMOVNTDQ    Y11, (CX)(R10*2)
+	VMOVUPS     64(R8)(R10*4), Y11
+	VADDPS      Y11, Y3, Y3
+	VMOVUPS     64(DX)(R10*4), Y11
+	VSUBPS      Y1, Y11, Y11
+	VMULPS      Y9, Y11, Y11
+	VMOVUPS     64(SI)(R10*4), Y12
+	VADDPS      Y10, Y12, Y12
+	VMULPS      Y12, Y11, Y11
+	VMOVUPS     96(R8)(R10*4), Y12
+	VADDPS      Y12, Y4, Y4
+	VMOVUPS     96(DX)(R10*4), Y12
+	VSUBPS      Y1, Y12, Y12
+	VMULPS      Y9, Y12, Y12
+	VMOVUPS     96(SI)(R10*4), Y13
+	VADDPS      Y10, Y13, Y13
+	VMULPS      Y13, Y12, Y12
+	VCVTPS2PH   $0x00, Y11, X11
+	VCVTPS2PH   $0x00, Y12, X12
+	VINSERTI128 $0x01, X12, Y11, Y11
+	VMOVNTDQ    Y11, 32(CX)(R10*2)
+	VMOVUPS     128(R8)(R10*4), Y11
+	VADDPS      Y11, Y5, Y5
+	VMOVUPS     128(DX)(R10*4), Y11
+	VSUBPS      Y1, Y11, Y11
+	VMULPS      Y9, Y11, Y11
+	VMOVUPS     128(SI)(R10*4), Y12
+	VADDPS      Y10, Y12, Y12
+	VMULPS      Y12, Y11, Y11
+	VMOVUPS     160(R8)(R10*4), Y12
+	VADDPS      Y12, Y6, Y6
+	VMOVUPS     160(DX)(R10*4), Y12
+	VSUBPS      Y1, Y12, Y12
+	VMULPS      Y9, Y12, Y12
+	VMOVUPS     160(SI)(R10*4), Y13
+	VADDPS      Y10, Y13, Y13
+	VMULPS      Y13, Y12, Y12
+	VCVTPS2PH   $0x00, Y11, X11
+	VCVTPS2PH   $0x00, Y12, X12
+	VINSERTI128 $0x01, X12, Y11, Y11
+	VMOVNTDQ    Y11, 64(CX)(R10*2)
+	VMOVUPS     192(R8)(R10*4), Y11
+	VADDPS      Y11, Y7, Y7
+	VMOVUPS     192(DX)(R10*4), Y11
+	VSUBPS      Y1, Y11, Y11
+	VMULPS      Y9, Y11, Y11
+	VMOVUPS     192(SI)(R10*4), Y12
+	VADDPS      Y10, Y12, Y12
+	VMULPS      Y12, Y11, Y11
+	VMOVUPS     224(R8)(R10*4), Y12
+	VADDPS      Y12, Y8, Y8
+	VMOVUPS     224(DX)(R10*4), Y12
+	VSUBPS      Y1, Y12, Y12
+	VMULPS      Y9, Y12, Y12
+	VMOVUPS     224(SI)(R10*4), Y13
+	VADDPS      Y10, Y13, Y13
+	VMULPS      Y13, Y12, Y12
+	VCVTPS2PH   $0x00, Y11, X11
+	VCVTPS2PH   $0x00, Y12, X12
+	VINSERTI128 $0x01, X12, Y11, Y11
+	VMOVNTDQ    Y11, 96(CX)(R10*2)
+	ADDQ        $0x00000040, R10
+	CMPQ        R10, job_d+0(AX)
+	JB          pipeoffsetnobiasloop
+	JMP         piped
+
+pipenoweight:
+	TESTQ R9, R9
+	JZ    pipenoweightnobias
+
+pipenoweightloop:
+	PREFETCHT0  1024(R8)(R10*4)
+	PREFETCHT0  1088(R8)(R10*4)
+	PREFETCHT0  1152(R8)(R10*4)
+	PREFETCHT0  1216(R8)(R10*4)
+	VMOVUPS     (R8)(R10*4), Y10
+	VADDPS      Y10, Y0, Y0
+	VMOVUPS     (DX)(R10*4), Y10
+	VSUBPS      Y1, Y10, Y10
+	VMULPS      Y9, Y10, Y10
+	VADDPS      (R9)(R10*4), Y10, Y10
+	VMOVUPS     32(R8)(R10*4), Y11
+	VADDPS      Y11, Y2, Y2
+	VMOVUPS     32(DX)(R10*4), Y11
+	VSUBPS      Y1, Y11, Y11
+	VMULPS      Y9, Y11, Y11
+	VADDPS      32(R9)(R10*4), Y11, Y11
+	VCVTPS2PH   $0x00, Y10, X10
+	VCVTPS2PH   $0x00, Y11, X11
+	VINSERTI128 $0x01, X11, Y10, Y10
+	VMOVNTDQ    Y10, (CX)(R10*2)
+	VMOVUPS     64(R8)(R10*4), Y10
+	VADDPS      Y10, Y3, Y3
+	VMOVUPS     64(DX)(R10*4), Y10
+	VSUBPS      Y1, Y10, Y10
+	VMULPS      Y9, Y10, Y10
+	VADDPS      64(R9)(R10*4), Y10, Y10
+	VMOVUPS     96(R8)(R10*4), Y11
+	VADDPS      Y11, Y4, Y4
+	VMOVUPS     96(DX)(R10*4), Y11
+	VSUBPS      Y1, Y11, Y11
+	VMULPS      Y9, Y11, Y11
+	VADDPS      96(R9)(R10*4), Y11, Y11
+	VCVTPS2PH   $0x00, Y10, X10
+	VCVTPS2PH   $0x00, Y11, X11
+	VINSERTI128 $0x01, X11, Y10, Y10
+	VMOVNTDQ    Y10, 32(CX)(R10*2)
+	VMOVUPS     128(R8)(R10*4), Y10
+	VADDPS      Y10, Y5, Y5
+	VMOVUPS     128(DX)(R10*4), Y10
+	VSUBPS      Y1, Y10, Y10
+	VMULPS      Y9, Y10, Y10
+	VADDPS      128(R9)(R10*4), Y10, Y10
+	VMOVUPS     160(R8)(R10*4), Y11
+	VADDPS      Y11, Y6, Y6
+	VMOVUPS     160(DX)(R10*4), Y11
+	VSUBPS      Y1, Y11, Y11
+	VMULPS      Y9, Y11, Y11
+	VADDPS      160(R9)(R10*4), Y11, Y11
+	VCVTPS2PH   $0x00, Y10, X10
+	VCVTPS2PH   $0x00, Y11, X11
+	VINSERTI128 $0x01, X11, Y10, Y10
+	VMOVNTDQ    Y10, 64(CX)(R10*2)
+	VMOVUPS     192(R8)(R10*4), Y10
+	VADDPS      Y10, Y7, Y7
+	VMOVUPS     192(DX)(R10*4), Y10
+	VSUBPS      Y1, Y10, Y10
+	VMULPS      Y9, Y10, Y10
+	VADDPS      192(R9)(R10*4), Y10, Y10
+	VMOVUPS     224(R8)(R10*4), Y11
+	VADDPS      Y11, Y8, Y8
+	VMOVUPS     224(DX)(R10*4), Y11
+	VSUBPS      Y1, Y11, Y11
+	VMULPS      Y9, Y11, Y11
+	VADDPS      224(R9)(R10*4), Y11, Y11
+	VCVTPS2PH   $0x00, Y10, X10
+	VCVTPS2PH   $0x00, Y11, X11
+	VINSERTI128 $0x01, X11, Y10, Y10
+	VMOVNTDQ    Y10, 96(CX)(R10*2)
+	ADDQ        $0x00000040, R10
+	CMPQ        R10, job_d+0(AX)
+	JB          pipenoweightloop
+	JMP         piped
+
+pipenoweightnobias:
+pipenoweightnobiasloop:
+	PREFETCHT0  1024(R8)(R10*4)
+	PREFETCHT0  1088(R8)(R10*4)
+	PREFETCHT0  1152(R8)(R10*4)
+	PREFETCHT0  1216(R8)(R10*4)
+	VMOVUPS     (R8)(R10*4), Y10
+	VADDPS      Y10, Y0, Y0
+	VMOVUPS     (DX)(R10*4), Y10
+	VSUBPS      Y1, Y10, Y10
+	VMULPS      Y9, Y10, Y10
+	VMOVUPS     32(R8)(R10*4), Y11
+	VADDPS      Y11, Y2, Y2
+	VMOVUPS     32(DX)(R10*4), Y11
+	VSUBPS      Y1, Y11, Y11
+	VMULPS      Y9, Y11, Y11
+	VCVTPS2PH   $0x00, Y10, X10
+	VCVTPS2PH   $0x00, Y11, X11
+	VINSERTI128 $0x01, X11, Y10, Y10
+	VMOVNTDQ    Y10, (CX)(R10*2)
+	VMOVUPS     64(R8)(R10*4), Y10
+	VADDPS      Y10, Y3, Y3
+	VMOVUPS     64(DX)(R10*4), Y10
+	VSUBPS      Y1, Y10, Y10
+	VMULPS      Y9, Y10, Y10
+	VMOVUPS     96(R8)(R10*4), Y11
+	VADDPS      Y11, Y4, Y4
+	VMOVUPS     96(DX)(R10*4), Y11
+	VSUBPS      Y1, Y11, Y11
+	VMULPS      Y9, Y11, Y11
+	VCVTPS2PH   $0x00, Y10, X10
+	VCVTPS2PH   $0x00, Y11, X11
+	VINSERTI128 $0x01, X11, Y10, Y10
+	VMOVNTDQ    Y10, 32(CX)(R10*2)
+	VMOVUPS     128(R8)(R10*4), Y10
+	VADDPS      Y10, Y5, Y5
+	VMOVUPS     128(DX)(R10*4), Y10
+	VSUBPS      Y1, Y10, Y10
+	VMULPS      Y9, Y10, Y10
+	VMOVUPS     160(R8)(R10*4), Y11
+	VADDPS      Y11, Y6, Y6
+	VMOVUPS     160(DX)(R10*4), Y11
+	VSUBPS      Y1, Y11, Y11
+	VMULPS      Y9, Y11, Y11
+	VCVTPS2PH   $0x00, Y10, X10
+	VCVTPS2PH   $0x00, Y11, X11
+	VINSERTI128 $0x01, X11, Y10, Y10
+	VMOVNTDQ    Y10, 64(CX)(R10*2)
+	VMOVUPS     192(R8)(R10*4), Y10
+	VADDPS      Y10, Y7, Y7
+	VMOVUPS     192(DX)(R10*4), Y10
+	VSUBPS      Y1, Y10, Y10
+	VMULPS      Y9, Y10, Y10
+	VMOVUPS     224(R8)(R10*4), Y11
+	VADDPS      Y11, Y8, Y8
+	VMOVUPS     224(DX)(R10*4), Y11
+	VSUBPS      Y1, Y11, Y11
+	VMULPS      Y9, Y11, Y11
+	VCVTPS2PH   $0x00, Y10, X10
+	VCVTPS2PH   $0x00, Y11, X11
+	VINSERTI128 $0x01, X11, Y10, Y10
+	VMOVNTDQ    Y10, 96(CX)(R10*2)
+	ADDQ        $0x00000040, R10
+	CMPQ        R10, job_d+0(AX)
+	JB          pipenoweightnobiasloop
+
+piped:
+	ADDQ   DI, DX
+	ADDQ   680(SP), CX
+	INCQ   672(SP)
+	VADDPS Y5, Y0, Y0
+	VADDPS Y6, Y2, Y2
+	VADDPS Y7, Y3, Y3
+	VADDPS Y8, Y4, Y4
+	VADDPS Y3, Y0, Y0
+	VADDPS Y4, Y2, Y2
+	VADDPS Y2, Y0, Y0
+	JMP    mean
+
+nopipe:
 	// y = (src*inv)*w, rounded after each multiply.
 	XORQ  R8, R8
 	MOVQ  job_d+0(AX), R9
@@ -32927,51 +33479,51 @@ weightadd30:
 scaleloop:
 	CMPQ      R8, R9
 	JG        scaletail
-	VMOVUPS   (DX)(R8*4), Y3
+	VMOVUPS   (DX)(R8*4), Y0
+	VSUBPS    Y1, Y0, Y0
+	VMULPS    Y9, Y0, Y0
+	VMOVUPS   32(DX)(R8*4), Y2
+	VSUBPS    Y1, Y2, Y2
+	VMULPS    Y9, Y2, Y2
+	VMOVUPS   64(DX)(R8*4), Y3
 	VSUBPS    Y1, Y3, Y3
-	VMULPS    Y2, Y3, Y3
-	VMOVUPS   32(DX)(R8*4), Y4
+	VMULPS    Y9, Y3, Y3
+	VMOVUPS   96(DX)(R8*4), Y4
 	VSUBPS    Y1, Y4, Y4
-	VMULPS    Y2, Y4, Y4
-	VMOVUPS   64(DX)(R8*4), Y5
-	VSUBPS    Y1, Y5, Y5
-	VMULPS    Y2, Y5, Y5
-	VMOVUPS   96(DX)(R8*4), Y6
-	VSUBPS    Y1, Y6, Y6
-	VMULPS    Y2, Y6, Y6
+	VMULPS    Y9, Y4, Y4
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn31
+	JZ        notrn32
+	VCVTPS2PH $0x00, Y0, X0
+	VCVTPH2PS X0, Y0
+	VCVTPS2PH $0x00, Y2, X2
+	VCVTPH2PS X2, Y2
 	VCVTPS2PH $0x00, Y3, X3
 	VCVTPH2PS X3, Y3
 	VCVTPS2PH $0x00, Y4, X4
 	VCVTPH2PS X4, Y4
-	VCVTPS2PH $0x00, Y5, X5
-	VCVTPH2PS X5, Y5
-	VCVTPS2PH $0x00, Y6, X6
-	VCVTPH2PS X6, Y6
 
-notrn31:
-	VMULPS (SI)(R8*4), Y3, Y3
-	VMULPS 32(SI)(R8*4), Y4, Y4
-	VMULPS 64(SI)(R8*4), Y5, Y5
-	VMULPS 96(SI)(R8*4), Y6, Y6
+notrn32:
+	VMULPS (SI)(R8*4), Y0, Y0
+	VMULPS 32(SI)(R8*4), Y2, Y2
+	VMULPS 64(SI)(R8*4), Y3, Y3
+	VMULPS 96(SI)(R8*4), Y4, Y4
 	MOVQ   job_bias+0(AX), R10
 	TESTQ  R10, R10
-	JZ     nobias32
-	VADDPS (R10)(R8*4), Y3, Y3
-	VADDPS 32(R10)(R8*4), Y4, Y4
-	VADDPS 64(R10)(R8*4), Y5, Y5
-	VADDPS 96(R10)(R8*4), Y6, Y6
+	JZ     nobias33
+	VADDPS (R10)(R8*4), Y0, Y0
+	VADDPS 32(R10)(R8*4), Y2, Y2
+	VADDPS 64(R10)(R8*4), Y3, Y3
+	VADDPS 96(R10)(R8*4), Y4, Y4
 
-nobias32:
+nobias33:
+	VCVTPS2PH   $0x00, Y0, X0
+	VCVTPS2PH   $0x00, Y2, X2
+	VINSERTI128 $0x01, X2, Y0, Y0
+	VMOVDQU     Y0, (CX)(R8*2)
 	VCVTPS2PH   $0x00, Y3, X3
 	VCVTPS2PH   $0x00, Y4, X4
 	VINSERTI128 $0x01, X4, Y3, Y3
-	VMOVDQU     Y3, (CX)(R8*2)
-	VCVTPS2PH   $0x00, Y5, X5
-	VCVTPS2PH   $0x00, Y6, X6
-	VINSERTI128 $0x01, X6, Y5, Y5
-	VMOVDQU     Y5, 32(CX)(R8*2)
+	VMOVDQU     Y3, 32(CX)(R8*2)
 	ADDQ        $0x00000020, R8
 	JMP         scaleloop
 
@@ -32979,59 +33531,59 @@ nobias32:
 scaleloopoffset:
 	CMPQ      R8, R9
 	JG        scaletail
-	VMOVUPS   (DX)(R8*4), Y3
+	VMOVUPS   (DX)(R8*4), Y0
+	VSUBPS    Y1, Y0, Y0
+	VMULPS    Y9, Y0, Y0
+	VMOVUPS   32(DX)(R8*4), Y2
+	VSUBPS    Y1, Y2, Y2
+	VMULPS    Y9, Y2, Y2
+	VMOVUPS   64(DX)(R8*4), Y3
 	VSUBPS    Y1, Y3, Y3
-	VMULPS    Y2, Y3, Y3
-	VMOVUPS   32(DX)(R8*4), Y4
+	VMULPS    Y9, Y3, Y3
+	VMOVUPS   96(DX)(R8*4), Y4
 	VSUBPS    Y1, Y4, Y4
-	VMULPS    Y2, Y4, Y4
-	VMOVUPS   64(DX)(R8*4), Y5
-	VSUBPS    Y1, Y5, Y5
-	VMULPS    Y2, Y5, Y5
-	VMOVUPS   96(DX)(R8*4), Y6
-	VSUBPS    Y1, Y6, Y6
-	VMULPS    Y2, Y6, Y6
+	VMULPS    Y9, Y4, Y4
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn33
+	JZ        notrn34
+	VCVTPS2PH $0x00, Y0, X0
+	VCVTPH2PS X0, Y0
+	VCVTPS2PH $0x00, Y2, X2
+	VCVTPH2PS X2, Y2
 	VCVTPS2PH $0x00, Y3, X3
 	VCVTPH2PS X3, Y3
 	VCVTPS2PH $0x00, Y4, X4
 	VCVTPH2PS X4, Y4
-	VCVTPS2PH $0x00, Y5, X5
-	VCVTPH2PS X5, Y5
-	VCVTPS2PH $0x00, Y6, X6
-	VCVTPH2PS X6, Y6
 
-notrn33:
-	VMOVUPS (SI)(R8*4), Y7
-	VADDPS  Y0, Y7, Y7
-	VMULPS  Y7, Y3, Y3
-	VMOVUPS 32(SI)(R8*4), Y7
-	VADDPS  Y0, Y7, Y7
-	VMULPS  Y7, Y4, Y4
-	VMOVUPS 64(SI)(R8*4), Y7
-	VADDPS  Y0, Y7, Y7
-	VMULPS  Y7, Y5, Y5
-	VMOVUPS 96(SI)(R8*4), Y7
-	VADDPS  Y0, Y7, Y7
-	VMULPS  Y7, Y6, Y6
+notrn34:
+	VMOVUPS (SI)(R8*4), Y5
+	VADDPS  Y10, Y5, Y5
+	VMULPS  Y5, Y0, Y0
+	VMOVUPS 32(SI)(R8*4), Y5
+	VADDPS  Y10, Y5, Y5
+	VMULPS  Y5, Y2, Y2
+	VMOVUPS 64(SI)(R8*4), Y5
+	VADDPS  Y10, Y5, Y5
+	VMULPS  Y5, Y3, Y3
+	VMOVUPS 96(SI)(R8*4), Y5
+	VADDPS  Y10, Y5, Y5
+	VMULPS  Y5, Y4, Y4
 	MOVQ    job_bias+0(AX), R10
 	TESTQ   R10, R10
-	JZ      nobias34
-	VADDPS  (R10)(R8*4), Y3, Y3
-	VADDPS  32(R10)(R8*4), Y4, Y4
-	VADDPS  64(R10)(R8*4), Y5, Y5
-	VADDPS  96(R10)(R8*4), Y6, Y6
+	JZ      nobias35
+	VADDPS  (R10)(R8*4), Y0, Y0
+	VADDPS  32(R10)(R8*4), Y2, Y2
+	VADDPS  64(R10)(R8*4), Y3, Y3
+	VADDPS  96(R10)(R8*4), Y4, Y4
 
-nobias34:
+nobias35:
+	VCVTPS2PH   $0x00, Y0, X0
+	VCVTPS2PH   $0x00, Y2, X2
+	VINSERTI128 $0x01, X2, Y0, Y0
+	VMOVDQU     Y0, (CX)(R8*2)
 	VCVTPS2PH   $0x00, Y3, X3
 	VCVTPS2PH   $0x00, Y4, X4
 	VINSERTI128 $0x01, X4, Y3, Y3
-	VMOVDQU     Y3, (CX)(R8*2)
-	VCVTPS2PH   $0x00, Y5, X5
-	VCVTPS2PH   $0x00, Y6, X6
-	VINSERTI128 $0x01, X6, Y5, Y5
-	VMOVDQU     Y5, 32(CX)(R8*2)
+	VMOVDQU     Y3, 32(CX)(R8*2)
 	ADDQ        $0x00000020, R8
 	JMP         scaleloopoffset
 
@@ -33039,45 +33591,45 @@ nobias34:
 scaleloopnoweight:
 	CMPQ    R8, R9
 	JG      scaletail
-	VMOVUPS (DX)(R8*4), Y3
+	VMOVUPS (DX)(R8*4), Y0
+	VSUBPS  Y1, Y0, Y0
+	VMULPS  Y9, Y0, Y0
+	VMOVUPS 32(DX)(R8*4), Y2
+	VSUBPS  Y1, Y2, Y2
+	VMULPS  Y9, Y2, Y2
+	VMOVUPS 64(DX)(R8*4), Y3
 	VSUBPS  Y1, Y3, Y3
-	VMULPS  Y2, Y3, Y3
-	VMOVUPS 32(DX)(R8*4), Y4
+	VMULPS  Y9, Y3, Y3
+	VMOVUPS 96(DX)(R8*4), Y4
 	VSUBPS  Y1, Y4, Y4
-	VMULPS  Y2, Y4, Y4
-	VMOVUPS 64(DX)(R8*4), Y5
-	VSUBPS  Y1, Y5, Y5
-	VMULPS  Y2, Y5, Y5
-	VMOVUPS 96(DX)(R8*4), Y6
-	VSUBPS  Y1, Y6, Y6
-	VMULPS  Y2, Y6, Y6
+	VMULPS  Y9, Y4, Y4
 	MOVQ    job_bias+0(AX), R10
 	TESTQ   R10, R10
-	JZ      nobias35
-	VADDPS  (R10)(R8*4), Y3, Y3
-	VADDPS  32(R10)(R8*4), Y4, Y4
-	VADDPS  64(R10)(R8*4), Y5, Y5
-	VADDPS  96(R10)(R8*4), Y6, Y6
+	JZ      nobias36
+	VADDPS  (R10)(R8*4), Y0, Y0
+	VADDPS  32(R10)(R8*4), Y2, Y2
+	VADDPS  64(R10)(R8*4), Y3, Y3
+	VADDPS  96(R10)(R8*4), Y4, Y4
 
-nobias35:
+nobias36:
+	VCVTPS2PH   $0x00, Y0, X0
+	VCVTPS2PH   $0x00, Y2, X2
+	VINSERTI128 $0x01, X2, Y0, Y0
+	VMOVDQU     Y0, (CX)(R8*2)
 	VCVTPS2PH   $0x00, Y3, X3
 	VCVTPS2PH   $0x00, Y4, X4
 	VINSERTI128 $0x01, X4, Y3, Y3
-	VMOVDQU     Y3, (CX)(R8*2)
-	VCVTPS2PH   $0x00, Y5, X5
-	VCVTPS2PH   $0x00, Y6, X6
-	VINSERTI128 $0x01, X6, Y5, Y5
-	VMOVDQU     Y5, 32(CX)(R8*2)
+	VMOVDQU     Y3, 32(CX)(R8*2)
 	ADDQ        $0x00000020, R8
 	JMP         scaleloopnoweight
 
 scalepf:
 	MOVQ DI, R10
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows36
+	JA   longrows37
 	SHLQ $0x03, R10
 
-longrows36:
+longrows37:
 	ADDQ  DX, R10
 	TESTL $0x00000001, job_flags+0(AX)
 	JNZ   scalent
@@ -33092,51 +33644,51 @@ scalepfloop:
 	JG         scaletail
 	PREFETCHT0 (R10)(R8*4)
 	PREFETCHT0 64(R10)(R8*4)
-	VMOVUPS    (DX)(R8*4), Y3
+	VMOVUPS    (DX)(R8*4), Y0
+	VSUBPS     Y1, Y0, Y0
+	VMULPS     Y9, Y0, Y0
+	VMOVUPS    32(DX)(R8*4), Y2
+	VSUBPS     Y1, Y2, Y2
+	VMULPS     Y9, Y2, Y2
+	VMOVUPS    64(DX)(R8*4), Y3
 	VSUBPS     Y1, Y3, Y3
-	VMULPS     Y2, Y3, Y3
-	VMOVUPS    32(DX)(R8*4), Y4
+	VMULPS     Y9, Y3, Y3
+	VMOVUPS    96(DX)(R8*4), Y4
 	VSUBPS     Y1, Y4, Y4
-	VMULPS     Y2, Y4, Y4
-	VMOVUPS    64(DX)(R8*4), Y5
-	VSUBPS     Y1, Y5, Y5
-	VMULPS     Y2, Y5, Y5
-	VMOVUPS    96(DX)(R8*4), Y6
-	VSUBPS     Y1, Y6, Y6
-	VMULPS     Y2, Y6, Y6
+	VMULPS     Y9, Y4, Y4
 	TESTL      $0x00000008, job_flags+0(AX)
-	JZ         notrn37
+	JZ         notrn38
+	VCVTPS2PH  $0x00, Y0, X0
+	VCVTPH2PS  X0, Y0
+	VCVTPS2PH  $0x00, Y2, X2
+	VCVTPH2PS  X2, Y2
 	VCVTPS2PH  $0x00, Y3, X3
 	VCVTPH2PS  X3, Y3
 	VCVTPS2PH  $0x00, Y4, X4
 	VCVTPH2PS  X4, Y4
-	VCVTPS2PH  $0x00, Y5, X5
-	VCVTPH2PS  X5, Y5
-	VCVTPS2PH  $0x00, Y6, X6
-	VCVTPH2PS  X6, Y6
 
-notrn37:
-	VMULPS (SI)(R8*4), Y3, Y3
-	VMULPS 32(SI)(R8*4), Y4, Y4
-	VMULPS 64(SI)(R8*4), Y5, Y5
-	VMULPS 96(SI)(R8*4), Y6, Y6
+notrn38:
+	VMULPS (SI)(R8*4), Y0, Y0
+	VMULPS 32(SI)(R8*4), Y2, Y2
+	VMULPS 64(SI)(R8*4), Y3, Y3
+	VMULPS 96(SI)(R8*4), Y4, Y4
 	MOVQ   job_bias+0(AX), R11
 	TESTQ  R11, R11
-	JZ     nobias38
-	VADDPS (R11)(R8*4), Y3, Y3
-	VADDPS 32(R11)(R8*4), Y4, Y4
-	VADDPS 64(R11)(R8*4), Y5, Y5
-	VADDPS 96(R11)(R8*4), Y6, Y6
+	JZ     nobias39
+	VADDPS (R11)(R8*4), Y0, Y0
+	VADDPS 32(R11)(R8*4), Y2, Y2
+	VADDPS 64(R11)(R8*4), Y3, Y3
+	VADDPS 96(R11)(R8*4), Y4, Y4
 
-nobias38:
+nobias39:
+	VCVTPS2PH   $0x00, Y0, X0
+	VCVTPS2PH   $0x00, Y2, X2
+	VINSERTI128 $0x01, X2, Y0, Y0
+	VMOVDQU     Y0, (CX)(R8*2)
 	VCVTPS2PH   $0x00, Y3, X3
 	VCVTPS2PH   $0x00, Y4, X4
 	VINSERTI128 $0x01, X4, Y3, Y3
-	VMOVDQU     Y3, (CX)(R8*2)
-	VCVTPS2PH   $0x00, Y5, X5
-	VCVTPS2PH   $0x00, Y6, X6
-	VINSERTI128 $0x01, X6, Y5, Y5
-	VMOVDQU     Y5, 32(CX)(R8*2)
+	VMOVDQU     Y3, 32(CX)(R8*2)
 	ADDQ        $0x00000020, R8
 	JMP         scalepfloop
 
@@ -33146,59 +33698,59 @@ scalepfloopoffset:
 	JG         scaletail
 	PREFETCHT0 (R10)(R8*4)
 	PREFETCHT0 64(R10)(R8*4)
-	VMOVUPS    (DX)(R8*4), Y3
+	VMOVUPS    (DX)(R8*4), Y0
+	VSUBPS     Y1, Y0, Y0
+	VMULPS     Y9, Y0, Y0
+	VMOVUPS    32(DX)(R8*4), Y2
+	VSUBPS     Y1, Y2, Y2
+	VMULPS     Y9, Y2, Y2
+	VMOVUPS    64(DX)(R8*4), Y3
 	VSUBPS     Y1, Y3, Y3
-	VMULPS     Y2, Y3, Y3
-	VMOVUPS    32(DX)(R8*4), Y4
+	VMULPS     Y9, Y3, Y3
+	VMOVUPS    96(DX)(R8*4), Y4
 	VSUBPS     Y1, Y4, Y4
-	VMULPS     Y2, Y4, Y4
-	VMOVUPS    64(DX)(R8*4), Y5
-	VSUBPS     Y1, Y5, Y5
-	VMULPS     Y2, Y5, Y5
-	VMOVUPS    96(DX)(R8*4), Y6
-	VSUBPS     Y1, Y6, Y6
-	VMULPS     Y2, Y6, Y6
+	VMULPS     Y9, Y4, Y4
 	TESTL      $0x00000008, job_flags+0(AX)
-	JZ         notrn39
+	JZ         notrn40
+	VCVTPS2PH  $0x00, Y0, X0
+	VCVTPH2PS  X0, Y0
+	VCVTPS2PH  $0x00, Y2, X2
+	VCVTPH2PS  X2, Y2
 	VCVTPS2PH  $0x00, Y3, X3
 	VCVTPH2PS  X3, Y3
 	VCVTPS2PH  $0x00, Y4, X4
 	VCVTPH2PS  X4, Y4
-	VCVTPS2PH  $0x00, Y5, X5
-	VCVTPH2PS  X5, Y5
-	VCVTPS2PH  $0x00, Y6, X6
-	VCVTPH2PS  X6, Y6
 
-notrn39:
-	VMOVUPS (SI)(R8*4), Y7
-	VADDPS  Y0, Y7, Y7
-	VMULPS  Y7, Y3, Y3
-	VMOVUPS 32(SI)(R8*4), Y7
-	VADDPS  Y0, Y7, Y7
-	VMULPS  Y7, Y4, Y4
-	VMOVUPS 64(SI)(R8*4), Y7
-	VADDPS  Y0, Y7, Y7
-	VMULPS  Y7, Y5, Y5
-	VMOVUPS 96(SI)(R8*4), Y7
-	VADDPS  Y0, Y7, Y7
-	VMULPS  Y7, Y6, Y6
+notrn40:
+	VMOVUPS (SI)(R8*4), Y5
+	VADDPS  Y10, Y5, Y5
+	VMULPS  Y5, Y0, Y0
+	VMOVUPS 32(SI)(R8*4), Y5
+	VADDPS  Y10, Y5, Y5
+	VMULPS  Y5, Y2, Y2
+	VMOVUPS 64(SI)(R8*4), Y5
+	VADDPS  Y10, Y5, Y5
+	VMULPS  Y5, Y3, Y3
+	VMOVUPS 96(SI)(R8*4), Y5
+	VADDPS  Y10, Y5, Y5
+	VMULPS  Y5, Y4, Y4
 	MOVQ    job_bias+0(AX), R11
 	TESTQ   R11, R11
-	JZ      nobias40
-	VADDPS  (R11)(R8*4), Y3, Y3
-	VADDPS  32(R11)(R8*4), Y4, Y4
-	VADDPS  64(R11)(R8*4), Y5, Y5
-	VADDPS  96(R11)(R8*4), Y6, Y6
+	JZ      nobias41
+	VADDPS  (R11)(R8*4), Y0, Y0
+	VADDPS  32(R11)(R8*4), Y2, Y2
+	VADDPS  64(R11)(R8*4), Y3, Y3
+	VADDPS  96(R11)(R8*4), Y4, Y4
 
-nobias40:
+nobias41:
+	VCVTPS2PH   $0x00, Y0, X0
+	VCVTPS2PH   $0x00, Y2, X2
+	VINSERTI128 $0x01, X2, Y0, Y0
+	VMOVDQU     Y0, (CX)(R8*2)
 	VCVTPS2PH   $0x00, Y3, X3
 	VCVTPS2PH   $0x00, Y4, X4
 	VINSERTI128 $0x01, X4, Y3, Y3
-	VMOVDQU     Y3, (CX)(R8*2)
-	VCVTPS2PH   $0x00, Y5, X5
-	VCVTPS2PH   $0x00, Y6, X6
-	VINSERTI128 $0x01, X6, Y5, Y5
-	VMOVDQU     Y5, 32(CX)(R8*2)
+	VMOVDQU     Y3, 32(CX)(R8*2)
 	ADDQ        $0x00000020, R8
 	JMP         scalepfloopoffset
 
@@ -33208,35 +33760,35 @@ scalepfloopnoweight:
 	JG         scaletail
 	PREFETCHT0 (R10)(R8*4)
 	PREFETCHT0 64(R10)(R8*4)
-	VMOVUPS    (DX)(R8*4), Y3
+	VMOVUPS    (DX)(R8*4), Y0
+	VSUBPS     Y1, Y0, Y0
+	VMULPS     Y9, Y0, Y0
+	VMOVUPS    32(DX)(R8*4), Y2
+	VSUBPS     Y1, Y2, Y2
+	VMULPS     Y9, Y2, Y2
+	VMOVUPS    64(DX)(R8*4), Y3
 	VSUBPS     Y1, Y3, Y3
-	VMULPS     Y2, Y3, Y3
-	VMOVUPS    32(DX)(R8*4), Y4
+	VMULPS     Y9, Y3, Y3
+	VMOVUPS    96(DX)(R8*4), Y4
 	VSUBPS     Y1, Y4, Y4
-	VMULPS     Y2, Y4, Y4
-	VMOVUPS    64(DX)(R8*4), Y5
-	VSUBPS     Y1, Y5, Y5
-	VMULPS     Y2, Y5, Y5
-	VMOVUPS    96(DX)(R8*4), Y6
-	VSUBPS     Y1, Y6, Y6
-	VMULPS     Y2, Y6, Y6
+	VMULPS     Y9, Y4, Y4
 	MOVQ       job_bias+0(AX), R11
 	TESTQ      R11, R11
-	JZ         nobias41
-	VADDPS     (R11)(R8*4), Y3, Y3
-	VADDPS     32(R11)(R8*4), Y4, Y4
-	VADDPS     64(R11)(R8*4), Y5, Y5
-	VADDPS     96(R11)(R8*4), Y6, Y6
+	JZ         nobias42
+	VADDPS     (R11)(R8*4), Y0, Y0
+	VADDPS     32(R11)(R8*4), Y2, Y2
+	VADDPS     64(R11)(R8*4), Y3, Y3
+	VADDPS     96(R11)(R8*4), Y4, Y4
 
-nobias41:
+nobias42:
+	VCVTPS2PH   $0x00, Y0, X0
+	VCVTPS2PH   $0x00, Y2, X2
+	VINSERTI128 $0x01, X2, Y0, Y0
+	VMOVDQU     Y0, (CX)(R8*2)
 	VCVTPS2PH   $0x00, Y3, X3
 	VCVTPS2PH   $0x00, Y4, X4
 	VINSERTI128 $0x01, X4, Y3, Y3
-	VMOVDQU     Y3, (CX)(R8*2)
-	VCVTPS2PH   $0x00, Y5, X5
-	VCVTPS2PH   $0x00, Y6, X6
-	VINSERTI128 $0x01, X6, Y5, Y5
-	VMOVDQU     Y5, 32(CX)(R8*2)
+	VMOVDQU     Y3, 32(CX)(R8*2)
 	ADDQ        $0x00000020, R8
 	JMP         scalepfloopnoweight
 
@@ -33254,29 +33806,29 @@ scalent:
 scalehead:
 	CMPQ      R10, $0x00000008
 	JB        scaleheadpart
-	VMOVUPS   (DX)(R8*4), Y3
-	VSUBPS    Y1, Y3, Y3
-	VMULPS    Y2, Y3, Y3
+	VMOVUPS   (DX)(R8*4), Y0
+	VSUBPS    Y1, Y0, Y0
+	VMULPS    Y9, Y0, Y0
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn42
-	VCVTPS2PH $0x00, Y3, X3
-	VCVTPH2PS X3, Y3
+	JZ        notrn43
+	VCVTPS2PH $0x00, Y0, X0
+	VCVTPH2PS X0, Y0
 
-notrn42:
+notrn43:
 	TESTQ   SI, SI
-	JZ      noweight43
-	VMOVUPS (SI)(R8*4), Y4
-	VADDPS  Y0, Y4, Y4
-	VMULPS  Y4, Y3, Y3
+	JZ      noweight44
+	VMOVUPS (SI)(R8*4), Y2
+	VADDPS  Y10, Y2, Y2
+	VMULPS  Y2, Y0, Y0
 
-noweight43:
+noweight44:
 	MOVQ   job_bias+0(AX), R11
 	TESTQ  R11, R11
-	JZ     nobias44
-	VADDPS (R11)(R8*4), Y3, Y3
+	JZ     nobias45
+	VADDPS (R11)(R8*4), Y0, Y0
 
-nobias44:
-	VCVTPS2PH $0x00, Y3, (CX)(R8*2)
+nobias45:
+	VCVTPS2PH $0x00, Y0, (CX)(R8*2)
 	ADDQ      $0x00000008, R8
 	SUBQ      $0x00000008, R10
 	JZ        scalentgo
@@ -33287,10 +33839,10 @@ scaleheadpart:
 scalentgo:
 	MOVQ DI, R10
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows45
+	JA   longrows46
 	SHLQ $0x03, R10
 
-longrows45:
+longrows46:
 	ADDQ DX, R10
 	MOVL job_flags+0(AX), R11
 
@@ -33300,74 +33852,74 @@ scalentloop:
 	JG         scaletail
 	PREFETCHT0 (R10)(R8*4)
 	PREFETCHT0 64(R10)(R8*4)
-	VMOVUPS    (DX)(R8*4), Y3
+	VMOVUPS    (DX)(R8*4), Y0
+	VSUBPS     Y1, Y0, Y0
+	VMULPS     Y9, Y0, Y0
+	VMOVUPS    32(DX)(R8*4), Y2
+	VSUBPS     Y1, Y2, Y2
+	VMULPS     Y9, Y2, Y2
+	VMOVUPS    64(DX)(R8*4), Y3
 	VSUBPS     Y1, Y3, Y3
-	VMULPS     Y2, Y3, Y3
-	VMOVUPS    32(DX)(R8*4), Y4
+	VMULPS     Y9, Y3, Y3
+	VMOVUPS    96(DX)(R8*4), Y4
 	VSUBPS     Y1, Y4, Y4
-	VMULPS     Y2, Y4, Y4
-	VMOVUPS    64(DX)(R8*4), Y5
-	VSUBPS     Y1, Y5, Y5
-	VMULPS     Y2, Y5, Y5
-	VMOVUPS    96(DX)(R8*4), Y6
-	VSUBPS     Y1, Y6, Y6
-	VMULPS     Y2, Y6, Y6
+	VMULPS     Y9, Y4, Y4
 	TESTL      $0x00000008, job_flags+0(AX)
-	JZ         notrn46
+	JZ         notrn47
+	VCVTPS2PH  $0x00, Y0, X0
+	VCVTPH2PS  X0, Y0
+	VCVTPS2PH  $0x00, Y2, X2
+	VCVTPH2PS  X2, Y2
 	VCVTPS2PH  $0x00, Y3, X3
 	VCVTPH2PS  X3, Y3
 	VCVTPS2PH  $0x00, Y4, X4
 	VCVTPH2PS  X4, Y4
-	VCVTPS2PH  $0x00, Y5, X5
-	VCVTPH2PS  X5, Y5
-	VCVTPS2PH  $0x00, Y6, X6
-	VCVTPH2PS  X6, Y6
 
-notrn46:
+notrn47:
 	TESTQ  SI, SI
-	JZ     weighed48
+	JZ     weighed49
 	TESTL  $0x00000010, R11
-	JNZ    offset47
-	VMULPS (SI)(R8*4), Y3, Y3
-	VMULPS 32(SI)(R8*4), Y4, Y4
-	VMULPS 64(SI)(R8*4), Y5, Y5
-	VMULPS 96(SI)(R8*4), Y6, Y6
+	JNZ    offset48
+	VMULPS (SI)(R8*4), Y0, Y0
+	VMULPS 32(SI)(R8*4), Y2, Y2
+	VMULPS 64(SI)(R8*4), Y3, Y3
+	VMULPS 96(SI)(R8*4), Y4, Y4
 
-weighed48:
+weighed49:
 	MOVQ   job_bias+0(AX), R12
 	TESTQ  R12, R12
-	JZ     nobias49
-	VADDPS (R12)(R8*4), Y3, Y3
-	VADDPS 32(R12)(R8*4), Y4, Y4
-	VADDPS 64(R12)(R8*4), Y5, Y5
-	VADDPS 96(R12)(R8*4), Y6, Y6
+	JZ     nobias50
+	VADDPS (R12)(R8*4), Y0, Y0
+	VADDPS 32(R12)(R8*4), Y2, Y2
+	VADDPS 64(R12)(R8*4), Y3, Y3
+	VADDPS 96(R12)(R8*4), Y4, Y4
 
-nobias49:
+nobias50:
+	VCVTPS2PH   $0x00, Y0, X0
+	VCVTPS2PH   $0x00, Y2, X2
+	VINSERTI128 $0x01, X2, Y0, Y0
+	VMOVNTDQ    Y0, (CX)(R8*2)
 	VCVTPS2PH   $0x00, Y3, X3
 	VCVTPS2PH   $0x00, Y4, X4
 	VINSERTI128 $0x01, X4, Y3, Y3
-	VMOVNTDQ    Y3, (CX)(R8*2)
-	VCVTPS2PH   $0x00, Y5, X5
-	VCVTPS2PH   $0x00, Y6, X6
-	VINSERTI128 $0x01, X6, Y5, Y5
-	VMOVNTDQ    Y5, 32(CX)(R8*2)
+	VMOVNTDQ    Y3, 32(CX)(R8*2)
 	ADDQ        $0x00000020, R8
 	JMP         scalentloop
 
-offset47:
-	VMOVUPS (SI)(R8*4), Y7
-	VADDPS  Y0, Y7, Y7
-	VMULPS  Y7, Y3, Y3
-	VMOVUPS 32(SI)(R8*4), Y7
-	VADDPS  Y0, Y7, Y7
-	VMULPS  Y7, Y4, Y4
-	VMOVUPS 64(SI)(R8*4), Y7
-	VADDPS  Y0, Y7, Y7
-	VMULPS  Y7, Y5, Y5
-	VMOVUPS 96(SI)(R8*4), Y7
-	VADDPS  Y0, Y7, Y7
-	VMULPS  Y7, Y6, Y6
-	JMP     weighed48
+offset48:
+	VMOVUPS (SI)(R8*4), Y5
+	VADDPS  Y10, Y5, Y5
+	VMULPS  Y5, Y0, Y0
+	VMOVUPS 32(SI)(R8*4), Y5
+	VADDPS  Y10, Y5, Y5
+	VMULPS  Y5, Y2, Y2
+	VMOVUPS 64(SI)(R8*4), Y5
+	VADDPS  Y10, Y5, Y5
+	VMULPS  Y5, Y3, Y3
+	VMOVUPS 96(SI)(R8*4), Y5
+	VADDPS  Y10, Y5, Y5
+	VMULPS  Y5, Y4, Y4
+	JMP     weighed49
 
 scaletail:
 	ADDQ $0x00000018, R9
@@ -33375,29 +33927,29 @@ scaletail:
 scaleone:
 	CMPQ      R8, R9
 	JG        scalepart
-	VMOVUPS   (DX)(R8*4), Y3
-	VSUBPS    Y1, Y3, Y3
-	VMULPS    Y2, Y3, Y3
+	VMOVUPS   (DX)(R8*4), Y0
+	VSUBPS    Y1, Y0, Y0
+	VMULPS    Y9, Y0, Y0
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn50
-	VCVTPS2PH $0x00, Y3, X3
-	VCVTPH2PS X3, Y3
+	JZ        notrn51
+	VCVTPS2PH $0x00, Y0, X0
+	VCVTPH2PS X0, Y0
 
-notrn50:
+notrn51:
 	TESTQ   SI, SI
-	JZ      noweight51
-	VMOVUPS (SI)(R8*4), Y4
-	VADDPS  Y0, Y4, Y4
-	VMULPS  Y4, Y3, Y3
+	JZ      noweight52
+	VMOVUPS (SI)(R8*4), Y2
+	VADDPS  Y10, Y2, Y2
+	VMULPS  Y2, Y0, Y0
 
-noweight51:
+noweight52:
 	MOVQ   job_bias+0(AX), R10
 	TESTQ  R10, R10
-	JZ     nobias52
-	VADDPS (R10)(R8*4), Y3, Y3
+	JZ     nobias53
+	VADDPS (R10)(R8*4), Y0, Y0
 
-nobias52:
-	VCVTPS2PH $0x00, Y3, (CX)(R8*2)
+nobias53:
+	VCVTPS2PH $0x00, Y0, (CX)(R8*2)
 	ADDQ      $0x00000008, R8
 	JMP       scaleone
 
@@ -33414,134 +33966,134 @@ partout:
 	XORQ R13, R13
 	SUBQ $0x00000008, R14
 
-copyvec53:
+copyvec54:
 	CMPQ    R13, R14
-	JG      copyone54
-	VMOVUPS (R11)(R13*4), Y3
-	VMOVUPS Y3, (R12)(R13*4)
+	JG      copyone55
+	VMOVUPS (R11)(R13*4), Y0
+	VMOVUPS Y0, (R12)(R13*4)
 	ADDQ    $0x00000008, R13
-	JMP     copyvec53
+	JMP     copyvec54
 
-copyone54:
+copyone55:
 	ADDQ $0x00000008, R14
 
-copyloop56:
+copyloop57:
 	CMPQ R13, R14
-	JGE  copied55
+	JGE  copied56
 	MOVL (R11)(R13*4), R15
 	MOVL R15, (R12)(R13*4)
 	INCQ R13
-	JMP  copyloop56
+	JMP  copyloop57
 
-copied55:
+copied56:
 	TESTQ SI, SI
-	JZ    nowcopy57
+	JZ    nowcopy58
 	LEAQ  (SI)(R8*4), R11
 	LEAQ  160(SP), R12
 	MOVQ  R10, R14
 	XORQ  R13, R13
 	SUBQ  $0x00000008, R14
 
-copyvec58:
+copyvec59:
 	CMPQ    R13, R14
-	JG      copyone59
-	VMOVUPS (R11)(R13*4), Y3
-	VMOVUPS Y3, (R12)(R13*4)
+	JG      copyone60
+	VMOVUPS (R11)(R13*4), Y0
+	VMOVUPS Y0, (R12)(R13*4)
 	ADDQ    $0x00000008, R13
-	JMP     copyvec58
+	JMP     copyvec59
 
-copyone59:
+copyone60:
 	ADDQ $0x00000008, R14
 
-copyloop61:
+copyloop62:
 	CMPQ R13, R14
-	JGE  copied60
+	JGE  copied61
 	MOVL (R11)(R13*4), R15
 	MOVL R15, (R12)(R13*4)
 	INCQ R13
-	JMP  copyloop61
+	JMP  copyloop62
 
-copied60:
-nowcopy57:
+copied61:
+nowcopy58:
 	MOVQ  job_bias+0(AX), R11
 	TESTQ R11, R11
-	JZ    nobiascopy62
+	JZ    nobiascopy63
 	LEAQ  (R11)(R8*4), R11
 	LEAQ  224(SP), R12
 	MOVQ  R10, R14
 	XORQ  R13, R13
 	SUBQ  $0x00000008, R14
 
-copyvec63:
+copyvec64:
 	CMPQ    R13, R14
-	JG      copyone64
-	VMOVUPS (R11)(R13*4), Y3
-	VMOVUPS Y3, (R12)(R13*4)
+	JG      copyone65
+	VMOVUPS (R11)(R13*4), Y0
+	VMOVUPS Y0, (R12)(R13*4)
 	ADDQ    $0x00000008, R13
-	JMP     copyvec63
+	JMP     copyvec64
 
-copyone64:
+copyone65:
 	ADDQ $0x00000008, R14
 
-copyloop66:
+copyloop67:
 	CMPQ R13, R14
-	JGE  copied65
+	JGE  copied66
 	MOVL (R11)(R13*4), R15
 	MOVL R15, (R12)(R13*4)
 	INCQ R13
-	JMP  copyloop66
+	JMP  copyloop67
 
-copied65:
-nobiascopy62:
-	VMOVUPS   128(SP), Y3
-	VSUBPS    Y1, Y3, Y3
-	VMULPS    Y3, Y2, Y3
+copied66:
+nobiascopy63:
+	VMOVUPS   128(SP), Y0
+	VSUBPS    Y1, Y0, Y0
+	VMULPS    Y0, Y9, Y0
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn67
-	VCVTPS2PH $0x00, Y3, X3
-	VCVTPH2PS X3, Y3
+	JZ        notrn68
+	VCVTPS2PH $0x00, Y0, X0
+	VCVTPH2PS X0, Y0
 
-notrn67:
+notrn68:
 	TESTQ   SI, SI
-	JZ      noweight68
-	VMOVUPS 160(SP), Y4
-	VADDPS  Y0, Y4, Y4
-	VMULPS  Y4, Y3, Y3
+	JZ      noweight69
+	VMOVUPS 160(SP), Y2
+	VADDPS  Y10, Y2, Y2
+	VMULPS  Y2, Y0, Y0
 
-noweight68:
+noweight69:
 	MOVQ   job_bias+0(AX), R11
 	TESTQ  R11, R11
-	JZ     nobias69
-	VADDPS 224(SP), Y3, Y3
+	JZ     nobias70
+	VADDPS 224(SP), Y0, Y0
 
-nobias69:
-	VCVTPS2PH $0x00, Y3, 192(SP)
+nobias70:
+	VCVTPS2PH $0x00, Y0, 192(SP)
 	LEAQ      192(SP), R12
 	LEAQ      (CX)(R8*2), R11
 	MOVQ      R10, R14
 	XORQ      R13, R13
 	SUBQ      $0x00000010, R14
 
-copyvec70:
+copyvec71:
 	CMPQ    R13, R14
-	JG      copyone71
-	VMOVUPS (R12)(R13*2), Y3
-	VMOVUPS Y3, (R11)(R13*2)
+	JG      copyone72
+	VMOVUPS (R12)(R13*2), Y0
+	VMOVUPS Y0, (R11)(R13*2)
 	ADDQ    $0x00000010, R13
-	JMP     copyvec70
+	JMP     copyvec71
 
-copyone71:
+copyone72:
 	ADDQ $0x00000010, R14
 
-copyloop73:
+copyloop74:
 	CMPQ R13, R14
-	JGE  copied72
+	JGE  copied73
 	MOVW (R12)(R13*2), R15
 	MOVW R15, (R11)(R13*2)
 	INCQ R13
-	JMP  copyloop73
+	JMP  copyloop74
 
-copied72:
+copied73:
 	ADDQ R10, R8
 	CMPQ R8, job_d+0(AX)
 	JB   scalentgo

@@ -1385,12 +1385,12 @@ func (g *gen) partialOut(src, i, n GPVirtual, invv, one VecVirtual) {
 	g.copyElems(sl, p, n, g.ebOut())
 }
 
-// pipes reports whether the function has the pipe (FlagPipe): AVX2, float32 rows in and out,
-// RMSNorm's function and LayerNorm's, and RMSNorm's float32 rows into float16 (ApplyToF16, whose
-// narrowing is one instruction, VCVTPS2PH; the bfloat16 one, done with integer operations, needs
-// more registers than the loop has left beside its eight accumulators).
+// pipes reports whether the function has the pipe (FlagPipe): AVX2, float32 rows in and out, and
+// float32 rows into float16 (ApplyToF16, whose narrowing is one instruction, VCVTPS2PH), RMSNorm's
+// functions and LayerNorm's. Not the bfloat16 ones: their integer rounding already bounds the
+// scale loop, and with the next row's sum in it they measured 3-12% slower (bench/results).
 func (g *gen) pipes() bool {
-	return g.s == avx2 && (g.v.Format == spec.F32 || g.v.Format == spec.ToF16 && !g.v.Layer)
+	return g.s == avx2 && (g.v.Format == spec.F32 || g.v.Format == spec.ToF16)
 }
 
 // pipe is the scale pass of a row under FlagPipe, when the call has a row after it: the loop that

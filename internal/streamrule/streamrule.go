@@ -89,7 +89,10 @@ func Pipe(c CPU) bool { return zen3(c) }
 // Zen 3 above, ApplyToF16 with the avx2 kernel, rows of about 48 MiB a call, pipe on against off
 // alternated in one process, 40 pairs, the median ratio in two runs: d = 6144 0.84, 0.84; 4096
 // 0.86-0.92 (four runs); 3072 0.92, 0.98; 8192 (512 rows) 0.97, 0.98; but 2048 1.08, 1.09, 1.04,
-// 1.01 and 1024 1.02, 1.02. So from 2112 (the next multiple of 64) on.
+// 1.01 and 1024 1.02, 1.02. So from 2112 (the next multiple of 64) on. LayerNorm's (Center,
+// weight and bias) the same way: 4096 0.95, 0.96 (2048 rows) and 0.92, 0.92 (16384); 8192 0.90,
+// 0.92; 3072 0.93, 0.99; 2048 1.01, 1.03; 1024 0.88, 0.92. One rule for both: 2048 is slower in
+// both, and 1024 gains for LayerNorm alone.
 const PipeMinTo16 = 2048
 
 // Ahead reports whether the AVX2 backward kernels, on rows from memory, prefetch ahead

@@ -29,8 +29,9 @@ import "github.com/gosimd/rmsnorm/internal/streamrule"
 //     summed and scaled; out of place, dst also goes out with non-temporal stores (in place, the
 //     rows are in cache already and ordinary stores write them back at no extra cost);
 //   - rows far apart (a stride) defeat the hardware prefetchers, so they are prefetched too;
-//   - on Zen 3, streamed float32 rows (out of place) also take the AVX2 kernel's pipe (pipes),
-//     into float32 rows, and into float16 ones when they are longer than streamrule.PipeMinTo16.
+//   - on Zen 3, streamed float32 rows (out of place) also take the AVX2 kernel's pipe (pipes):
+//     into float32 rows, and into float16 ones (without RoundNormalized) when they are longer
+//     than streamrule.PipeMinTo16.
 //
 // The generic kernel ignores flagNT and flagPipe, and for flagPF reads a float32 row without a
 // residual once in order before summing it (touchRow).

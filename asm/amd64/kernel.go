@@ -28,9 +28,9 @@ import (
 // with non-temporal stores), chosen by the job's flags once per row, and the ordinary and
 // prefetching loops in three weight forms, chosen by w and flagOffset (spec.Variant.Body). The sum
 // pass of 16-bit rows prefetches two rows ahead under flagPF; that of float32 rows never does (the
-// scale pass brings the next row in). The AVX2 float32 functions have a fourth mode, the pipe
-// (FlagPipe, set on Zen 3): one loop scales a row and sums the next one (LayerNorm's: with
-// Center). Every other piece is shared.
+// scale pass brings the next row in). The AVX2 functions of float32 rows into float32 or float16
+// rows have a fourth mode, the pipe (FlagPipe, set on Zen 3): one loop scales a row and sums the
+// next one (LayerNorm's: with Center). Every other piece is shared.
 
 const (
 	block  = 64     // elements of a row that fill the 64 partial sums once
@@ -1427,7 +1427,8 @@ func (g *gen) pipe(invv, one VecVirtual) {
 	CMPQ(t, g.to())
 	JAE(LabelRef(no))
 	// What the Go side guarantees, tested again where a mistake would write outside dst's rows or
-	// fault: a whole number of blocks, dst aligned for VMOVNTPS, one row at a time.
+	// fault: a whole number of blocks, dst aligned for VMOVNTPS (VMOVNTDQ for halves), one row at
+	// a time.
 	MOVQ(g.d(), t)
 	TESTQ(U32(block-1), t)
 	JNZ(LabelRef(no))

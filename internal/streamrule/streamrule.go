@@ -1,8 +1,8 @@
 // Package streamrule decides, from what cpuid reports, how the assembly kernels stream a call's
 // rows: from what size of rows (read and written) they treat them as coming from memory
 // (non-temporal stores out of place, prefetches of the rows ahead), whether the AVX2 kernel sums
-// the next float32 row inside the scale pass of the row before (Pipe), and whether the AVX2
-// backward prefetches 1 KiB ahead (Ahead). The package uses it
+// the next float32 row inside the scale pass of the row before (Pipe; PipeMinTo16 for rows written
+// as float16), and whether the AVX2 backward prefetches 1 KiB ahead (Ahead). The package uses it
 // at init, and the bench command prints it; nothing else of the module needs it.
 package streamrule
 
@@ -89,7 +89,9 @@ func Pipe(c CPU) bool { return zen3(c) }
 // Zen 3 above, ApplyToF16 with the avx2 kernel, rows of about 48 MiB a call, pipe on against off
 // alternated in one process, 40 pairs, the median ratio in two runs: d = 6144 0.84, 0.84; 4096
 // 0.86-0.92 (four runs); 3072 0.92, 0.98; 8192 (512 rows) 0.97, 0.98; but 2048 1.08, 1.09, 1.04,
-// 1.01 and 1024 1.02, 1.02. So from 2112 (the next multiple of 64) on. LayerNorm's (Center,
+// 1.01 and 1024 1.02, 1.02. So from 2112 (the next multiple of 64) on; 640 measured faster
+// (8192 rows: 0.95, 0.95), but one length below the slow ones is not enough to make the rule
+// a band, so it goes without the pipe too. LayerNorm's (Center,
 // weight and bias) the same way: 4096 0.95, 0.96 (2048 rows) and 0.92, 0.92 (16384); 8192 0.90,
 // 0.92; 3072 0.93, 0.99; 2048 1.01, 1.03; 1024 0.88, 0.92. One rule for both: 2048 is slower in
 // both, and 1024 gains for LayerNorm alone.

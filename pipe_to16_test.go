@@ -38,13 +38,7 @@ func TestPipeTo16(t *testing.T) {
 						}
 						name := fmt.Sprintf("%s/%s/%v/%s/f64row=%d", k.name(), fname(f), sh, form, f64Row)
 						stride, dstStride := sh.strides()
-						x := normalRows(stride, sh.rows, sh.d+sh.pre)
-						eps := float32(1e-6)
-						if f64Row >= 0 {
-							// A row of zeros with eps = 0: t = 0, below 2^-100, takes the float64 path.
-							clear(x[f64Row*stride : f64Row*stride+sh.d])
-							eps = 0
-						}
+						x, eps := sh.input(f64Row)
 						x = x[:(sh.rows-1)*stride+sh.d]
 						n := Norm{Eps: eps, Dim: sh.d}
 						switch form {

@@ -62,6 +62,18 @@ func (sh pipeShape) strides() (stride, dstStride int) {
 	return stride, dstStride
 }
 
+// input returns the rows of sh, Stride apart, and eps for them: with f64Row >= 0 that row is zeros
+// and eps 0, so that its t = 0, below 2^-100, sends it to the float64 path.
+func (sh pipeShape) input(f64Row int) (x []float32, eps float32) {
+	stride, _ := sh.strides()
+	x, eps = normalRows(stride, sh.rows, sh.d+sh.pre), 1e-6
+	if f64Row >= 0 {
+		clear(x[f64Row*stride : f64Row*stride+sh.d])
+		eps = 0
+	}
+	return x, eps
+}
+
 func (sh pipeShape) String() string {
 	return fmt.Sprintf("d=%d/rows=%d/stride=%d/dstStride=%d/pre=%d", sh.d, sh.rows, sh.stride, sh.dstStride, sh.pre)
 }
@@ -155,13 +167,7 @@ func TestPipe(t *testing.T) {
 					}
 					name := fmt.Sprintf("%s/%v/%s/f64row=%d", k.name(), sh, form, f64Row)
 					stride, dstStride := sh.strides()
-					x := normalRows(stride, sh.rows, sh.d+sh.pre)
-					eps := float32(1e-6)
-					if f64Row >= 0 {
-						// A row of zeros with eps = 0: t = 0, below 2^-100, takes the float64 path.
-						clear(x[f64Row*stride : f64Row*stride+sh.d])
-						eps = 0
-					}
+					x, eps := sh.input(f64Row)
 					n := Norm{Eps: eps, Dim: sh.d}
 					var res []float32 // with a residual, never piped: the same bits either way
 					switch form {

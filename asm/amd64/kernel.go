@@ -1458,7 +1458,7 @@ func (g *gen) pipe(invv, one VecVirtual) {
 		for l := 0; l < block*g.eb/64; l++ {
 			prefetch(g.at(nx, i, aheadBytes+64*l))
 		}
-		var ys []VecVirtual // float16 out: two vectors of y go out together, as one of 16 halves
+		var pair VecVirtual // float16 rows go out two vectors at a time, as in scaleLoop
 		for k, a := range g.acc {
 			off := k * s.vbytes()
 			v := s.vec()
@@ -1473,13 +1473,13 @@ func (g *gen) pipe(invv, one VecVirtual) {
 			if bias {
 				VADDPS(Mem{Base: b, Index: i, Scale: 4, Disp: off}, y, y)
 			}
-			if !g.out16() {
-				VMOVNTPS(y, g.atDst(i, off))
-				continue
-			}
-			if ys = append(ys, y); len(ys) == 2 {
-				g.storeNT(ys, g.atDst(i, (k-1)*s.vbytes()/2)) // vector k-1 starts (k-1)*8 halves in
-				ys = nil
+			switch {
+			case !g.out16():
+				g.storeNT([]VecVirtual{y}, g.atDst(i, k*g.vstepOut()))
+			case k%2 == 0:
+				pair = y
+			default:
+				g.storeNT([]VecVirtual{pair, y}, g.atDst(i, (k-1)*g.vstepOut()))
 			}
 		}
 		ADDQ(U32(block), i)

@@ -2,15 +2,11 @@
 
 package rmsnorm
 
-import (
-	"github.com/klauspost/cpuid/v2"
-
-	"github.com/gosimd/rmsnorm/internal/streamrule"
-)
+import "github.com/gosimd/rmsnorm/internal/streamrule"
 
 // streamBytes is the size of the rows a call reads and writes (x, dst when it is not x, the
 // residual) from which kernels stream, as streamrule decides from cpuid: the last-level cache,
-// half of it on Zen 3. Virtual machines often report no L3; their L2 would then stream rows of a
+// half of it on Zen 3, four times the L2 on Sapphire Rapids and Emerald Rapids. Virtual machines often report no L3; their L2 would then stream rows of a
 // few MiB around an L3 that holds them, so the fallback is streamrule.Fallback instead.
 var streamBytes, _ = streamrule.Bytes(hostCPU()) // a variable so that tests can force either kind of store
 
@@ -26,11 +22,4 @@ var pipeRows = streamrule.Pipe(hostCPU())
 var aheadRows = streamrule.Ahead(hostCPU())
 
 // hostCPU is what streamrule reads of this CPU.
-func hostCPU() streamrule.CPU {
-	return streamrule.CPU{
-		AMD:    cpuid.CPU.VendorID == cpuid.AMD,
-		Family: cpuid.CPU.Family,
-		L2:     cpuid.CPU.Cache.L2,
-		L3:     cpuid.CPU.Cache.L3,
-	}
-}
+func hostCPU() streamrule.CPU { return streamrule.Host() }

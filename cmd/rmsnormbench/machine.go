@@ -54,13 +54,8 @@ func describeMachine() machine {
 		Module:    "(devel)",
 	}
 	if slices.ContainsFunc(m.Kernels, func(k string) bool { return k != "generic" }) {
-		// The package's own threshold: the same fields of cpuid as its hostCPU (memory_asm.go).
-		m.StreamBytes, m.streamWhy = streamrule.Bytes(streamrule.CPU{
-			AMD:    cpuid.CPU.VendorID == cpuid.AMD,
-			Family: cpuid.CPU.Family,
-			L2:     m.L2,
-			L3:     m.L3,
-		})
+		// The package's own threshold, from the same reading of cpuid (memory_asm.go).
+		m.StreamBytes, m.streamWhy = streamrule.Bytes(streamrule.Host())
 	}
 	if m.CPU == "" {
 		m.CPU = "unknown (" + runtime.GOARCH + ")"

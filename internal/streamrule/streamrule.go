@@ -6,6 +6,8 @@
 // at init, and the bench command prints it; nothing else of the module needs it.
 package streamrule
 
+import "github.com/klauspost/cpuid/v2"
+
 // Fallback is the threshold when cpuid reports no L3, and in builds without assembly (no cpuid).
 // Measured on an AMD EPYC (Zen 5, 32 MiB of L3) as Forward followed by copy() of its output, the
 // next operation reading y, rows of 4096, streaming forced on against off (ms, best of three):
@@ -24,14 +26,30 @@ const Fallback = 32 << 20
 // CPU is what the rule reads of cpuid.
 type CPU struct {
 	AMD    bool // the vendor is AMD
+	Intel  bool // the vendor is Intel
 	Family int  // the family, extended family included (0x19 for Zen 3 and Zen 4, 0x1a for Zen 5)
+	Model  int  // the model, extended model included (0xcf for Emerald Rapids)
 	L2, L3 int  // cache sizes in bytes; zero or negative (cpuid's -1) when not reported
+}
+
+// Host is what the rule reads of this machine's cpuid.
+func Host() CPU {
+	return CPU{
+		AMD:    cpuid.CPU.VendorID == cpuid.AMD,
+		Intel:  cpuid.CPU.VendorID == cpuid.Intel,
+		Family: cpuid.CPU.Family,
+		Model:  cpuid.CPU.Model,
+		L2:     cpuid.CPU.Cache.L2,
+		L3:     cpuid.CPU.Cache.L3,
+	}
 }
 
 // Bytes returns the threshold for c and why it is that:
 //
 //   - no L3 reported: Fallback;
 //   - Zen 3 (AMD family 0x19 with a 512 KiB L2; Zen 4, the same family, has 1 MiB): half the L3;
+//   - Sapphire Rapids and Emerald Rapids (Intel family 6, models 0x8f and 0xcf), with an L2:
+//     four times the L2;
 //   - any other CPU: the L3.
 //
 // Zen 3 streams from half its L3 because there, unlike on Zen 5, the rows stop staying in the
@@ -52,8 +70,38 @@ type CPU struct {
 //
 // So from 16 MiB on that machine, where Zen 5's table above keeps the rows in cache at 16 MiB.
 // Zen 4 has not been measured; it keeps the L3.
+//
+// The Xeons of Sapphire Rapids and Emerald Rapids report an L3 of 100-320 MiB, the whole socket's,
+// shared by its 32-64 cores through a mesh and not inclusive of the L2s, so it keeps far less of a
+// core's rows than its size says; streaming from the L3 would stream nothing below 2048x16384.
+// Measured on an Intel Xeon (Emerald Rapids, family 6 model 0xcf, a 2-vCPU virtual machine, L2
+// 2 MiB, L3 260 MiB), 2026-12-03, Forward then copy() of y, rows of 4096, streaming forced on
+// against off alternated in one process, the median of the pairs' time ratios (on/off), with the
+// avx512 kernel in two runs and the avx2 one in one:
+//
+//	x + y     avx512          avx2
+//	 2 MiB    1.51, 1.48      1.47
+//	 4 MiB    1.10, 1.14      1.06
+//	 6 MiB    1.03, 1.05      0.94
+//	 8 MiB    1.03, 0.93      0.93
+//	10 MiB    0.91, 0.92      0.91
+//	12 MiB    0.81, 0.84      0.81
+//	16 MiB    0.75, 0.74      0.82
+//	32 MiB    0.67
+//	64 MiB    0.74
+//	256 MiB   0.72
+//
+// So from 8 MiB, four times the L2. The same machine and way, one run each: ForwardBF16 (x + y
+// in bfloat16) 1.28 at 4 MiB, 1.20 at 6, 1.07 and 1.14 at 8, 1.04 at 10, 0.99 and 1.02 at 12,
+// 0.97 and 0.96 at 16, 0.84 at 32; Backward (Inv, DW; x + dy + dx, then copy() of dx) 0.96 at
+// 4 MiB, 0.87 at 6, 0.79 at 8, 0.70 at 12, 0.67 at 16, 0.64 at 32. One threshold for all: bfloat16
+// rows of 8-12 MiB give up 3-14% for float32 rows' 7-19% at 10-12 MiB and the backward's 20-30%.
+// Sapphire Rapids has the same cores' L2 and the same mesh; other Intel CPUs have not been
+// measured and keep the L3.
 func Bytes(c CPU) (bytes int, why string) {
 	switch {
+	case meshXeon(c) && c.L2 > 0:
+		return 4 * c.L2, "four times the L2, on Sapphire Rapids and Emerald Rapids"
 	case c.L3 <= 0:
 		return Fallback, "no L3 size reported"
 	case zen3(c):
@@ -66,6 +114,10 @@ func Bytes(c CPU) (bytes int, why string) {
 // zen3 reports whether c is an AMD Zen 3: family 0x19 with a 512 KiB L2 (Zen 4, the same family,
 // has 1 MiB).
 func zen3(c CPU) bool { return c.AMD && c.Family == 0x19 && c.L2 == 512<<10 }
+
+// meshXeon reports whether c is an Intel Xeon of Sapphire Rapids (family 6 model 0x8f) or Emerald
+// Rapids (0xcf).
+func meshXeon(c CPU) bool { return c.Intel && c.Family == 6 && (c.Model == 0x8f || c.Model == 0xcf) }
 
 // Pipe reports whether the AVX2 kernel pipes streamed float32 rows on c: the loop that scales a
 // row (non-temporal stores) also sums the squares of the next one, loaded from memory, so that the

@@ -16,7 +16,12 @@ func TestBytes(t *testing.T) {
 		{"Zen 5 Turin", CPU{AMD: true, Family: 0x1a, L2: 1 * mib, L3: 32 * mib}, 32 * mib, false},
 		{"Zen 2, family 0x17", CPU{AMD: true, Family: 0x17, L2: 512 * kib, L3: 16 * mib}, 16 * mib, false},
 		{"not AMD, family 0x19", CPU{Family: 0x19, L2: 512 * kib, L3: 32 * mib}, 32 * mib, false},
-		{"Intel", CPU{Family: 6, L2: 2 * mib, L3: 60 * mib}, 60 * mib, false},
+		{"Intel", CPU{Intel: true, Family: 6, L2: 2 * mib, L3: 60 * mib}, 60 * mib, false},
+		{"Emerald Rapids", CPU{Intel: true, Family: 6, Model: 0xcf, L2: 2 * mib, L3: 260 * mib}, 8 * mib, false},
+		{"Sapphire Rapids", CPU{Intel: true, Family: 6, Model: 0x8f, L2: 2 * mib, L3: 105 * mib}, 8 * mib, false},
+		{"Emerald Rapids without an L2 size", CPU{Intel: true, Family: 6, Model: 0xcf, L3: 260 * mib}, 260 * mib, false},
+		{"Ice Lake server, not measured", CPU{Intel: true, Family: 6, Model: 0x6a, L2: 1280 * kib, L3: 48 * mib}, 48 * mib, false},
+		{"model 0xcf, not Intel", CPU{AMD: true, Family: 6, Model: 0xcf, L2: 2 * mib, L3: 32 * mib}, 32 * mib, false},
 		{"Zen 3 without an L3 size", CPU{AMD: true, Family: 0x19, L2: 512 * kib}, Fallback, true},
 		{"no caches reported", CPU{}, Fallback, false},
 	} {

@@ -31,7 +31,8 @@ import "github.com/gosimd/rmsnorm/internal/streamrule"
 //   - rows far apart (a stride) defeat the hardware prefetchers, so they are prefetched too;
 //   - on Zen 3, streamed float32 rows (out of place) also take the AVX2 kernel's pipe (pipes):
 //     into float32 rows, and into float16 ones (without RoundNormalized) when they are longer
-//     than streamrule.PipeMinTo16.
+//     than streamrule.PipeMinTo16; on Sapphire Rapids and Emerald Rapids the AVX-512 kernel's,
+//     float32 rows into float32, RMSNorm's longer than pipeAbove.
 //
 // The generic kernel ignores flagNT and flagPipe, and for flagPF reads a float32 row without a
 // residual once in order before summing it (touchRow).
@@ -50,15 +51,19 @@ func (j *job) setMemoryFlags() {
 	}
 }
 
-// pipes reports whether the rows of a streamed job can go through the AVX2 kernel's pipe
-// (flagPipe, on the CPUs of streamrule.Pipe), whose loop has no tail and no residual: d a multiple
-// of 64 above groupMax (one row at a time), dst rows 32-byte aligned for the non-temporal stores,
-// no residual. The float32 functions have the pipe, RMSNorm's and LayerNorm's (for a Norm with
-// Center), and so do the ApplyToF16 ones (without RoundNormalized) for rows longer than
-// streamrule.PipeMinTo16; the others ignore the flag.
+// pipes reports whether the rows of a streamed job can go through the kernels' pipe (flagPipe,
+// on the CPUs of streamrule.Pipe), whose loop has no tail and no residual: d a multiple of 64
+// above groupMax (one row at a time), dst rows 32-byte aligned for the non-temporal stores (the
+// AVX-512 functions pipe the rows whose dst is 64-byte aligned and take the others without it),
+// no residual. The float32 functions have the pipe, LayerNorm's (for a Norm with Center) and
+// RMSNorm's for rows longer than pipeAbove, and so do the AVX2 ApplyToF16 ones (without
+// RoundNormalized) for rows longer than streamrule.PipeMinTo16 as well; the others ignore the
+// flag.
 func (j *job) pipes() bool {
 	return j.res == nil && j.d%64 == 0 && j.d > groupMax && uintptr(j.dst)%32 == 0 &&
-		uintptr(j.dstStride)*j.format.out().size()%32 == 0 && (j.format != formatToF16 || j.d > streamrule.PipeMinTo16)
+		uintptr(j.dstStride)*j.format.out().size()%32 == 0 &&
+		(j.format != formatToF16 || j.d > streamrule.PipeMinTo16) &&
+		(j.flags&flagCenter != 0 || j.d > pipeAbove)
 }
 
 // rowBytes is the memory one row of a forward job moves: x, dst unless it is x, and the residual.

@@ -10,10 +10,14 @@ import "github.com/gosimd/rmsnorm/internal/streamrule"
 // few MiB around an L3 that holds them, so the fallback is streamrule.Fallback instead.
 var streamBytes, _ = streamrule.Bytes(hostCPU()) // a variable so that tests can force either kind of store
 
-// pipeRows is whether streamed float32 rows go through the AVX2 kernel's pipe (flagPipe; see
-// setMemoryFlags), as streamrule decides from cpuid: on Zen 3. A variable so that tests can run
-// the kernels both ways.
+// pipeRows is whether streamed float32 rows go through the kernels' pipe (flagPipe; see
+// setMemoryFlags), as streamrule decides from cpuid: on Zen 3 (AVX2), and on Sapphire Rapids and
+// Emerald Rapids (AVX-512). A variable so that tests can run the kernels both ways.
 var pipeRows = streamrule.Pipe(hostCPU())
+
+// pipeAbove is the row length above which RMSNorm's rows are piped where pipeRows holds:
+// streamrule.PipeAbove. A variable so that tests can set it.
+var pipeAbove = streamrule.PipeAbove(hostCPU())
 
 // aheadRows is whether the AVX2 backward kernels prefetch rows from memory 1 KiB ahead of their
 // sum passes' loads, and the next row in the dx pass when dx goes out with non-temporal stores

@@ -9,8 +9,11 @@ import "github.com/gosimd/rmsnorm/internal/streamrule"
 // but ignored.
 var streamBytes = streamrule.Fallback // a variable so that tests can force either way
 
-// pipeRows is false: flagPipe is for the AVX2 kernel, which this build does not have.
+// pipeRows is false: flagPipe is for the assembly kernels, which this build does not have.
 var pipeRows = false
+
+// pipeAbove goes with pipeRows (see memory_asm.go).
+var pipeAbove = 0
 
 // aheadRows is false: flagAhead is for the AVX2 kernel, which this build does not have.
 var aheadRows = false

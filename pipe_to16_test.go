@@ -27,7 +27,7 @@ func TestPipeTo16(t *testing.T) {
 			)
 		}
 	}
-	piped := 0
+	piped := map[kernelID]int{}
 	for _, k := range testKernels() {
 		for _, f := range []format{formatToF16, formatToBF16} {
 			for _, sh := range shapes {
@@ -72,7 +72,7 @@ func TestPipeTo16(t *testing.T) {
 								if pipe && sh.rows > 1 && f == formatToF16 && !n.RoundNormalized && (n.Bias == nil || n.Center) && k == kernelAVX2 {
 									j := job{dst: unsafe.Pointer(&got[0]), d: sh.d, dstStride: dstStride, format: f}
 									if j.pipes() {
-										piped++
+										piped[k]++
 									}
 								}
 								applyKernel(k, &n, f, &rowsOf[uint16, float32]{Dst: got, X: x, N: sh.rows, Stride: stride, DstStride: dstStride, Inv: gotInv})
@@ -92,7 +92,7 @@ func TestPipeTo16(t *testing.T) {
 			}
 		}
 	}
-	requirePiped(t, piped)
+	requirePiped(t, formatToF16, piped)
 }
 
 // TestGuardPagesPipeTo16 is TestGuardPagesPipe for ApplyToF16, RMSNorm and LayerNorm: streamed

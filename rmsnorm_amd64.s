@@ -729,7 +729,7 @@ ginrange:
 	VMOVUPS Z6, K1, (R8)(R9*4)
 
 scale:
-	VBROADCASTSS X6, Z1
+	VBROADCASTSS X6, Z5
 	MOVQ         $0x00000000, 352(SP)
 	CMPQ         344(SP), $0x01
 	JE           scalebody
@@ -737,9 +737,151 @@ scale:
 
 scalerow:
 	MOVQ         352(SP), R8
-	VBROADCASTSS 256(SP)(R8*4), Z1
+	VBROADCASTSS 256(SP)(R8*4), Z5
 
 scalebody:
+	TESTL   $0x00000040, job_flags+0(AX)
+	JZ      nopipe
+	MOVQ    320(SP), R8
+	INCQ    R8
+	CMPQ    R8, to+16(FP)
+	JAE     nopipe
+	MOVQ    job_d+0(AX), R8
+	TESTQ   $0x0000003f, R8
+	JNZ     nopipe
+	TESTQ   $0x0000003f, CX
+	JNZ     nopipe
+	CMPQ    344(SP), $0x01
+	JNE     nopipe
+	MOVQ    DX, R8
+	ADDQ    DI, R8
+	VMOVUPS zero64<>+0(SB), Z1
+	VMOVUPS zero64<>+0(SB), Z2
+	VMOVUPS zero64<>+0(SB), Z3
+	VMOVUPS zero64<>+0(SB), Z4
+	XORQ    R9, R9
+	TESTQ   SI, SI
+	JZ      pipenoweight
+	TESTL   $0x00000010, job_flags+0(AX)
+	JNZ     pipeoffset
+
+pipeweightedloop:
+	PREFETCHT0 1024(R8)(R9*4)
+	PREFETCHT0 1088(R8)(R9*4)
+	PREFETCHT0 1152(R8)(R9*4)
+	PREFETCHT0 1216(R8)(R9*4)
+	VMOVUPS    (R8)(R9*4), Z7
+	VMULPS     Z7, Z7, Z7
+	VADDPS     Z7, Z1, Z1
+	VMULPS     (DX)(R9*4), Z5, Z7
+	VMULPS     (SI)(R9*4), Z7, Z7
+	VMOVNTPS   Z7, (CX)(R9*4)
+	VMOVUPS    64(R8)(R9*4), Z7
+	VMULPS     Z7, Z7, Z7
+	VADDPS     Z7, Z2, Z2
+	VMULPS     64(DX)(R9*4), Z5, Z7
+	VMULPS     64(SI)(R9*4), Z7, Z7
+	VMOVNTPS   Z7, 64(CX)(R9*4)
+	VMOVUPS    128(R8)(R9*4), Z7
+	VMULPS     Z7, Z7, Z7
+	VADDPS     Z7, Z3, Z3
+	VMULPS     128(DX)(R9*4), Z5, Z7
+	VMULPS     128(SI)(R9*4), Z7, Z7
+	VMOVNTPS   Z7, 128(CX)(R9*4)
+	VMOVUPS    192(R8)(R9*4), Z7
+	VMULPS     Z7, Z7, Z7
+	VADDPS     Z7, Z4, Z4
+	VMULPS     192(DX)(R9*4), Z5, Z7
+	VMULPS     192(SI)(R9*4), Z7, Z7
+	VMOVNTPS   Z7, 192(CX)(R9*4)
+	ADDQ       $0x00000040, R9
+	CMPQ       R9, job_d+0(AX)
+	JB         pipeweightedloop
+	JMP        piped
+
+pipeoffset:
+pipeoffsetloop:
+	PREFETCHT0 1024(R8)(R9*4)
+	PREFETCHT0 1088(R8)(R9*4)
+	PREFETCHT0 1152(R8)(R9*4)
+	PREFETCHT0 1216(R8)(R9*4)
+	VMOVUPS    (R8)(R9*4), Z7
+	VMULPS     Z7, Z7, Z7
+	VADDPS     Z7, Z1, Z1
+	VMULPS     (DX)(R9*4), Z5, Z7
+	VMOVUPS    (SI)(R9*4), Z8
+	VADDPS     Z0, Z8, Z8
+	VMULPS     Z8, Z7, Z7
+	VMOVNTPS   Z7, (CX)(R9*4)
+	VMOVUPS    64(R8)(R9*4), Z7
+	VMULPS     Z7, Z7, Z7
+	VADDPS     Z7, Z2, Z2
+	VMULPS     64(DX)(R9*4), Z5, Z7
+	VMOVUPS    64(SI)(R9*4), Z8
+	VADDPS     Z0, Z8, Z8
+	VMULPS     Z8, Z7, Z7
+	VMOVNTPS   Z7, 64(CX)(R9*4)
+	VMOVUPS    128(R8)(R9*4), Z7
+	VMULPS     Z7, Z7, Z7
+	VADDPS     Z7, Z3, Z3
+	VMULPS     128(DX)(R9*4), Z5, Z7
+	VMOVUPS    128(SI)(R9*4), Z8
+	VADDPS     Z0, Z8, Z8
+	VMULPS     Z8, Z7, Z7
+	VMOVNTPS   Z7, 128(CX)(R9*4)
+	VMOVUPS    192(R8)(R9*4), Z7
+	VMULPS     Z7, Z7, Z7
+	VADDPS     Z7, Z4, Z4
+	VMULPS     192(DX)(R9*4), Z5, Z7
+	VMOVUPS    192(SI)(R9*4), Z8
+	VADDPS     Z0, Z8, Z8
+	VMULPS     Z8, Z7, Z7
+	VMOVNTPS   Z7, 192(CX)(R9*4)
+	ADDQ       $0x00000040, R9
+	CMPQ       R9, job_d+0(AX)
+	JB         pipeoffsetloop
+	JMP        piped
+
+pipenoweight:
+pipenoweightloop:
+	PREFETCHT0 1024(R8)(R9*4)
+	PREFETCHT0 1088(R8)(R9*4)
+	PREFETCHT0 1152(R8)(R9*4)
+	PREFETCHT0 1216(R8)(R9*4)
+	VMOVUPS    (R8)(R9*4), Z7
+	VMULPS     Z7, Z7, Z7
+	VADDPS     Z7, Z1, Z1
+	VMULPS     (DX)(R9*4), Z5, Z7
+	VMOVNTPS   Z7, (CX)(R9*4)
+	VMOVUPS    64(R8)(R9*4), Z7
+	VMULPS     Z7, Z7, Z7
+	VADDPS     Z7, Z2, Z2
+	VMULPS     64(DX)(R9*4), Z5, Z7
+	VMOVNTPS   Z7, 64(CX)(R9*4)
+	VMOVUPS    128(R8)(R9*4), Z7
+	VMULPS     Z7, Z7, Z7
+	VADDPS     Z7, Z3, Z3
+	VMULPS     128(DX)(R9*4), Z5, Z7
+	VMOVNTPS   Z7, 128(CX)(R9*4)
+	VMOVUPS    192(R8)(R9*4), Z7
+	VMULPS     Z7, Z7, Z7
+	VADDPS     Z7, Z4, Z4
+	VMULPS     192(DX)(R9*4), Z5, Z7
+	VMOVNTPS   Z7, 192(CX)(R9*4)
+	ADDQ       $0x00000040, R9
+	CMPQ       R9, job_d+0(AX)
+	JB         pipenoweightloop
+
+piped:
+	ADDQ   DI, DX
+	ADDQ   328(SP), CX
+	INCQ   320(SP)
+	VADDPS Z3, Z1, Z1
+	VADDPS Z4, Z2, Z2
+	VADDPS Z2, Z1, Z1
+	JMP    invone
+
+nopipe:
 	// y = (src*inv)*w, rounded after each multiply.
 	XORQ  R8, R8
 	MOVQ  job_d+0(AX), R9
@@ -755,18 +897,18 @@ scalebody:
 scaleloop:
 	CMPQ    R8, R9
 	JG      scaletail
-	VMULPS  (DX)(R8*4), Z1, Z2
-	VMULPS  64(DX)(R8*4), Z1, Z3
-	VMULPS  128(DX)(R8*4), Z1, Z4
-	VMULPS  192(DX)(R8*4), Z1, Z5
-	VMULPS  (SI)(R8*4), Z2, Z2
-	VMOVUPS Z2, (CX)(R8*4)
-	VMULPS  64(SI)(R8*4), Z3, Z3
-	VMOVUPS Z3, 64(CX)(R8*4)
-	VMULPS  128(SI)(R8*4), Z4, Z4
-	VMOVUPS Z4, 128(CX)(R8*4)
-	VMULPS  192(SI)(R8*4), Z5, Z5
-	VMOVUPS Z5, 192(CX)(R8*4)
+	VMULPS  (DX)(R8*4), Z5, Z1
+	VMULPS  64(DX)(R8*4), Z5, Z2
+	VMULPS  128(DX)(R8*4), Z5, Z3
+	VMULPS  192(DX)(R8*4), Z5, Z4
+	VMULPS  (SI)(R8*4), Z1, Z1
+	VMOVUPS Z1, (CX)(R8*4)
+	VMULPS  64(SI)(R8*4), Z2, Z2
+	VMOVUPS Z2, 64(CX)(R8*4)
+	VMULPS  128(SI)(R8*4), Z3, Z3
+	VMOVUPS Z3, 128(CX)(R8*4)
+	VMULPS  192(SI)(R8*4), Z4, Z4
+	VMOVUPS Z4, 192(CX)(R8*4)
 	ADDQ    $0x00000040, R8
 	JMP     scaleloop
 
@@ -774,26 +916,26 @@ scaleloop:
 scaleloopoffset:
 	CMPQ    R8, R9
 	JG      scaletail
-	VMULPS  (DX)(R8*4), Z1, Z2
-	VMULPS  64(DX)(R8*4), Z1, Z3
-	VMULPS  128(DX)(R8*4), Z1, Z4
-	VMULPS  192(DX)(R8*4), Z1, Z5
+	VMULPS  (DX)(R8*4), Z5, Z1
+	VMULPS  64(DX)(R8*4), Z5, Z2
+	VMULPS  128(DX)(R8*4), Z5, Z3
+	VMULPS  192(DX)(R8*4), Z5, Z4
 	VMOVUPS (SI)(R8*4), Z7
 	VADDPS  Z0, Z7, Z7
-	VMULPS  Z7, Z2, Z2
-	VMOVUPS Z2, (CX)(R8*4)
-	VMOVUPS 64(SI)(R8*4), Z2
-	VADDPS  Z0, Z2, Z2
-	VMULPS  Z2, Z3, Z3
-	VMOVUPS Z3, 64(CX)(R8*4)
-	VMOVUPS 128(SI)(R8*4), Z2
-	VADDPS  Z0, Z2, Z2
-	VMULPS  Z2, Z4, Z4
-	VMOVUPS Z4, 128(CX)(R8*4)
-	VMOVUPS 192(SI)(R8*4), Z2
-	VADDPS  Z0, Z2, Z2
-	VMULPS  Z2, Z5, Z5
-	VMOVUPS Z5, 192(CX)(R8*4)
+	VMULPS  Z7, Z1, Z1
+	VMOVUPS Z1, (CX)(R8*4)
+	VMOVUPS 64(SI)(R8*4), Z1
+	VADDPS  Z0, Z1, Z1
+	VMULPS  Z1, Z2, Z2
+	VMOVUPS Z2, 64(CX)(R8*4)
+	VMOVUPS 128(SI)(R8*4), Z1
+	VADDPS  Z0, Z1, Z1
+	VMULPS  Z1, Z3, Z3
+	VMOVUPS Z3, 128(CX)(R8*4)
+	VMOVUPS 192(SI)(R8*4), Z1
+	VADDPS  Z0, Z1, Z1
+	VMULPS  Z1, Z4, Z4
+	VMOVUPS Z4, 192(CX)(R8*4)
 	ADDQ    $0x00000040, R8
 	JMP     scaleloopoffset
 
@@ -801,14 +943,14 @@ scaleloopoffset:
 scaleloopnoweight:
 	CMPQ    R8, R9
 	JG      scaletail
-	VMULPS  (DX)(R8*4), Z1, Z2
-	VMULPS  64(DX)(R8*4), Z1, Z3
-	VMULPS  128(DX)(R8*4), Z1, Z4
-	VMULPS  192(DX)(R8*4), Z1, Z5
-	VMOVUPS Z2, (CX)(R8*4)
-	VMOVUPS Z3, 64(CX)(R8*4)
-	VMOVUPS Z4, 128(CX)(R8*4)
-	VMOVUPS Z5, 192(CX)(R8*4)
+	VMULPS  (DX)(R8*4), Z5, Z1
+	VMULPS  64(DX)(R8*4), Z5, Z2
+	VMULPS  128(DX)(R8*4), Z5, Z3
+	VMULPS  192(DX)(R8*4), Z5, Z4
+	VMOVUPS Z1, (CX)(R8*4)
+	VMOVUPS Z2, 64(CX)(R8*4)
+	VMOVUPS Z3, 128(CX)(R8*4)
+	VMOVUPS Z4, 192(CX)(R8*4)
 	ADDQ    $0x00000040, R8
 	JMP     scaleloopnoweight
 
@@ -835,18 +977,18 @@ scalepfloop:
 	PREFETCHT0 64(R10)(R8*4)
 	PREFETCHT0 128(R10)(R8*4)
 	PREFETCHT0 192(R10)(R8*4)
-	VMULPS     (DX)(R8*4), Z1, Z2
-	VMULPS     64(DX)(R8*4), Z1, Z3
-	VMULPS     128(DX)(R8*4), Z1, Z4
-	VMULPS     192(DX)(R8*4), Z1, Z5
-	VMULPS     (SI)(R8*4), Z2, Z2
-	VMOVUPS    Z2, (CX)(R8*4)
-	VMULPS     64(SI)(R8*4), Z3, Z3
-	VMOVUPS    Z3, 64(CX)(R8*4)
-	VMULPS     128(SI)(R8*4), Z4, Z4
-	VMOVUPS    Z4, 128(CX)(R8*4)
-	VMULPS     192(SI)(R8*4), Z5, Z5
-	VMOVUPS    Z5, 192(CX)(R8*4)
+	VMULPS     (DX)(R8*4), Z5, Z1
+	VMULPS     64(DX)(R8*4), Z5, Z2
+	VMULPS     128(DX)(R8*4), Z5, Z3
+	VMULPS     192(DX)(R8*4), Z5, Z4
+	VMULPS     (SI)(R8*4), Z1, Z1
+	VMOVUPS    Z1, (CX)(R8*4)
+	VMULPS     64(SI)(R8*4), Z2, Z2
+	VMOVUPS    Z2, 64(CX)(R8*4)
+	VMULPS     128(SI)(R8*4), Z3, Z3
+	VMOVUPS    Z3, 128(CX)(R8*4)
+	VMULPS     192(SI)(R8*4), Z4, Z4
+	VMOVUPS    Z4, 192(CX)(R8*4)
 	ADDQ       $0x00000040, R8
 	JMP        scalepfloop
 
@@ -858,26 +1000,26 @@ scalepfloopoffset:
 	PREFETCHT0 64(R10)(R8*4)
 	PREFETCHT0 128(R10)(R8*4)
 	PREFETCHT0 192(R10)(R8*4)
-	VMULPS     (DX)(R8*4), Z1, Z2
-	VMULPS     64(DX)(R8*4), Z1, Z3
-	VMULPS     128(DX)(R8*4), Z1, Z4
-	VMULPS     192(DX)(R8*4), Z1, Z5
+	VMULPS     (DX)(R8*4), Z5, Z1
+	VMULPS     64(DX)(R8*4), Z5, Z2
+	VMULPS     128(DX)(R8*4), Z5, Z3
+	VMULPS     192(DX)(R8*4), Z5, Z4
 	VMOVUPS    (SI)(R8*4), Z7
 	VADDPS     Z0, Z7, Z7
-	VMULPS     Z7, Z2, Z2
-	VMOVUPS    Z2, (CX)(R8*4)
-	VMOVUPS    64(SI)(R8*4), Z2
-	VADDPS     Z0, Z2, Z2
-	VMULPS     Z2, Z3, Z3
-	VMOVUPS    Z3, 64(CX)(R8*4)
-	VMOVUPS    128(SI)(R8*4), Z2
-	VADDPS     Z0, Z2, Z2
-	VMULPS     Z2, Z4, Z4
-	VMOVUPS    Z4, 128(CX)(R8*4)
-	VMOVUPS    192(SI)(R8*4), Z2
-	VADDPS     Z0, Z2, Z2
-	VMULPS     Z2, Z5, Z5
-	VMOVUPS    Z5, 192(CX)(R8*4)
+	VMULPS     Z7, Z1, Z1
+	VMOVUPS    Z1, (CX)(R8*4)
+	VMOVUPS    64(SI)(R8*4), Z1
+	VADDPS     Z0, Z1, Z1
+	VMULPS     Z1, Z2, Z2
+	VMOVUPS    Z2, 64(CX)(R8*4)
+	VMOVUPS    128(SI)(R8*4), Z1
+	VADDPS     Z0, Z1, Z1
+	VMULPS     Z1, Z3, Z3
+	VMOVUPS    Z3, 128(CX)(R8*4)
+	VMOVUPS    192(SI)(R8*4), Z1
+	VADDPS     Z0, Z1, Z1
+	VMULPS     Z1, Z4, Z4
+	VMOVUPS    Z4, 192(CX)(R8*4)
 	ADDQ       $0x00000040, R8
 	JMP        scalepfloopoffset
 
@@ -889,14 +1031,14 @@ scalepfloopnoweight:
 	PREFETCHT0 64(R10)(R8*4)
 	PREFETCHT0 128(R10)(R8*4)
 	PREFETCHT0 192(R10)(R8*4)
-	VMULPS     (DX)(R8*4), Z1, Z2
-	VMULPS     64(DX)(R8*4), Z1, Z3
-	VMULPS     128(DX)(R8*4), Z1, Z4
-	VMULPS     192(DX)(R8*4), Z1, Z5
-	VMOVUPS    Z2, (CX)(R8*4)
-	VMOVUPS    Z3, 64(CX)(R8*4)
-	VMOVUPS    Z4, 128(CX)(R8*4)
-	VMOVUPS    Z5, 192(CX)(R8*4)
+	VMULPS     (DX)(R8*4), Z5, Z1
+	VMULPS     64(DX)(R8*4), Z5, Z2
+	VMULPS     128(DX)(R8*4), Z5, Z3
+	VMULPS     192(DX)(R8*4), Z5, Z4
+	VMOVUPS    Z1, (CX)(R8*4)
+	VMOVUPS    Z2, 64(CX)(R8*4)
+	VMOVUPS    Z3, 128(CX)(R8*4)
+	VMOVUPS    Z4, 192(CX)(R8*4)
 	ADDQ       $0x00000040, R8
 	JMP        scalepfloopnoweight
 
@@ -932,40 +1074,40 @@ scalentloop:
 	PREFETCHT0 64(R10)(R8*4)
 	PREFETCHT0 128(R10)(R8*4)
 	PREFETCHT0 192(R10)(R8*4)
-	VMULPS     (DX)(R8*4), Z1, Z2
-	VMULPS     64(DX)(R8*4), Z1, Z3
-	VMULPS     128(DX)(R8*4), Z1, Z4
-	VMULPS     192(DX)(R8*4), Z1, Z5
+	VMULPS     (DX)(R8*4), Z5, Z1
+	VMULPS     64(DX)(R8*4), Z5, Z2
+	VMULPS     128(DX)(R8*4), Z5, Z3
+	VMULPS     192(DX)(R8*4), Z5, Z4
 	TESTQ      SI, SI
 	JZ         weighed9
 	TESTL      $0x00000010, R11
 	JNZ        offset8
-	VMULPS     (SI)(R8*4), Z2, Z2
-	VMULPS     64(SI)(R8*4), Z3, Z3
-	VMULPS     128(SI)(R8*4), Z4, Z4
-	VMULPS     192(SI)(R8*4), Z5, Z5
+	VMULPS     (SI)(R8*4), Z1, Z1
+	VMULPS     64(SI)(R8*4), Z2, Z2
+	VMULPS     128(SI)(R8*4), Z3, Z3
+	VMULPS     192(SI)(R8*4), Z4, Z4
 
 weighed9:
-	VMOVNTPS Z2, (CX)(R8*4)
-	VMOVNTPS Z3, 64(CX)(R8*4)
-	VMOVNTPS Z4, 128(CX)(R8*4)
-	VMOVNTPS Z5, 192(CX)(R8*4)
+	VMOVNTPS Z1, (CX)(R8*4)
+	VMOVNTPS Z2, 64(CX)(R8*4)
+	VMOVNTPS Z3, 128(CX)(R8*4)
+	VMOVNTPS Z4, 192(CX)(R8*4)
 	ADDQ     $0x00000040, R8
 	JMP      scalentloop
 
 offset8:
 	VMOVUPS (SI)(R8*4), Z7
 	VADDPS  Z0, Z7, Z7
-	VMULPS  Z7, Z2, Z2
+	VMULPS  Z7, Z1, Z1
 	VMOVUPS 64(SI)(R8*4), Z7
 	VADDPS  Z0, Z7, Z7
-	VMULPS  Z7, Z3, Z3
+	VMULPS  Z7, Z2, Z2
 	VMOVUPS 128(SI)(R8*4), Z7
 	VADDPS  Z0, Z7, Z7
-	VMULPS  Z7, Z4, Z4
+	VMULPS  Z7, Z3, Z3
 	VMOVUPS 192(SI)(R8*4), Z7
 	VADDPS  Z0, Z7, Z7
-	VMULPS  Z7, Z5, Z5
+	VMULPS  Z7, Z4, Z4
 	JMP     weighed9
 
 scaletail:
@@ -974,15 +1116,15 @@ scaletail:
 scaleone:
 	CMPQ    R8, R9
 	JG      scalepart
-	VMULPS  (DX)(R8*4), Z1, Z2
+	VMULPS  (DX)(R8*4), Z5, Z1
 	TESTQ   SI, SI
 	JZ      noweight10
-	VMOVUPS (SI)(R8*4), Z3
-	VADDPS  Z0, Z3, Z3
-	VMULPS  Z3, Z2, Z2
+	VMOVUPS (SI)(R8*4), Z2
+	VADDPS  Z0, Z2, Z2
+	VMULPS  Z2, Z1, Z1
 
 noweight10:
-	VMOVUPS Z2, (CX)(R8*4)
+	VMOVUPS Z1, (CX)(R8*4)
 	ADDQ    $0x00000010, R8
 	JMP     scaleone
 
@@ -995,16 +1137,16 @@ scalepart:
 partout:
 	LEAQ      kmask<>+0(SB), R11
 	KMOVW     (R11)(R10*2), K1
-	VMOVUPS.Z (DX)(R8*4), K1, Z2
-	VMULPS    Z2, Z1, Z2
+	VMOVUPS.Z (DX)(R8*4), K1, Z1
+	VMULPS    Z1, Z5, Z1
 	TESTQ     SI, SI
 	JZ        noweight11
-	VMOVUPS.Z (SI)(R8*4), K1, Z3
-	VADDPS    Z0, Z3, Z3
-	VMULPS    Z3, Z2, Z2
+	VMOVUPS.Z (SI)(R8*4), K1, Z2
+	VADDPS    Z0, Z2, Z2
+	VMULPS    Z2, Z1, Z1
 
 noweight11:
-	VMOVUPS Z2, K1, (CX)(R8*4)
+	VMOVUPS Z1, K1, (CX)(R8*4)
 	ADDQ    R10, R8
 	CMPQ    R8, job_d+0(AX)
 	JB      scalentgo
@@ -5396,6 +5538,14 @@ sqsumblock:
 
 	// Out of the loop's way: the prefetches, whose flag is usually clear.
 sqsumpf:
+	TESTL $0x00000040, R12
+	JZ    pipepf5
+	TESTL $0x00000020, R12
+	JZ    pipepf5
+	CMPQ  R9, $0x00000400
+	JAE   sqsumblock
+
+pipepf5:
 	PREFETCHT0 (R11)(R9*4)
 	PREFETCHT0 64(R11)(R9*4)
 	PREFETCHT0 128(R11)(R9*4)
@@ -5475,14 +5625,14 @@ sqsummed:
 
 	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
 	CMPL   380(SP), $0x00
-	JE     divide5
+	JE     divide6
 	VMULSS 380(SP), X1, X1
-	JMP    divided6
+	JMP    divided7
 
-divide5:
+divide6:
 	VDIVSS 376(SP), X1, X1
 
-divided6:
+divided7:
 	VADDSS   job_eps+0(AX), X1, X1
 	VUCOMISS tlo<>+0(SB), X1
 	JCS      ret
@@ -5508,7 +5658,7 @@ reportmean:
 	VMOVSS X5, (R8)(R9*4)
 
 scale:
-	VBROADCASTSS X7, Z1
+	VBROADCASTSS X7, Z6
 	MOVQ         $0x00000000, 352(SP)
 	CMPQ         344(SP), $0x01
 	JE           scalebody
@@ -5516,9 +5666,307 @@ scale:
 
 scalerow:
 	MOVQ         352(SP), R8
-	VBROADCASTSS 256(SP)(R8*4), Z1
+	VBROADCASTSS 256(SP)(R8*4), Z6
 
 scalebody:
+	TESTL   $0x00000040, job_flags+0(AX)
+	JZ      nopipe
+	TESTL   $0x00000020, job_flags+0(AX)
+	JZ      nopipe
+	MOVQ    320(SP), R8
+	INCQ    R8
+	CMPQ    R8, to+16(FP)
+	JAE     nopipe
+	MOVQ    job_d+0(AX), R8
+	TESTQ   $0x0000003f, R8
+	JNZ     nopipe
+	TESTQ   $0x0000003f, CX
+	JNZ     nopipe
+	CMPQ    344(SP), $0x01
+	JNE     nopipe
+	MOVQ    DX, R8
+	ADDQ    DI, R8
+	VMOVUPS zero64<>+0(SB), Z1
+	VMOVUPS zero64<>+0(SB), Z2
+	VMOVUPS zero64<>+0(SB), Z3
+	VMOVUPS zero64<>+0(SB), Z4
+	MOVQ    job_bias+0(AX), R9
+	XORQ    R10, R10
+	TESTQ   SI, SI
+	JZ      pipenoweight
+	TESTL   $0x00000010, job_flags+0(AX)
+	JNZ     pipeoffset
+	TESTQ   R9, R9
+	JZ      pipeweightednobias
+
+pipeweightedloop:
+	PREFETCHT0 1024(R8)(R10*4)
+	PREFETCHT0 1088(R8)(R10*4)
+	PREFETCHT0 1152(R8)(R10*4)
+	PREFETCHT0 1216(R8)(R10*4)
+	VMOVUPS    (R8)(R10*4), Z8
+	VADDPS     Z8, Z1, Z1
+	VMOVUPS    (DX)(R10*4), Z8
+	VSUBPS     Z5, Z8, Z8
+	VMULPS     Z6, Z8, Z8
+	VMULPS     (SI)(R10*4), Z8, Z8
+	VADDPS     (R9)(R10*4), Z8, Z8
+	VMOVNTPS   Z8, (CX)(R10*4)
+	VMOVUPS    64(R8)(R10*4), Z8
+	VADDPS     Z8, Z2, Z2
+	VMOVUPS    64(DX)(R10*4), Z8
+	VSUBPS     Z5, Z8, Z8
+	VMULPS     Z6, Z8, Z8
+	VMULPS     64(SI)(R10*4), Z8, Z8
+	VADDPS     64(R9)(R10*4), Z8, Z8
+	VMOVNTPS   Z8, 64(CX)(R10*4)
+	VMOVUPS    128(R8)(R10*4), Z8
+	VADDPS     Z8, Z3, Z3
+	VMOVUPS    128(DX)(R10*4), Z8
+	VSUBPS     Z5, Z8, Z8
+	VMULPS     Z6, Z8, Z8
+	VMULPS     128(SI)(R10*4), Z8, Z8
+	VADDPS     128(R9)(R10*4), Z8, Z8
+	VMOVNTPS   Z8, 128(CX)(R10*4)
+	VMOVUPS    192(R8)(R10*4), Z8
+	VADDPS     Z8, Z4, Z4
+	VMOVUPS    192(DX)(R10*4), Z8
+	VSUBPS     Z5, Z8, Z8
+	VMULPS     Z6, Z8, Z8
+	VMULPS     192(SI)(R10*4), Z8, Z8
+	VADDPS     192(R9)(R10*4), Z8, Z8
+	VMOVNTPS   Z8, 192(CX)(R10*4)
+	ADDQ       $0x00000040, R10
+	CMPQ       R10, job_d+0(AX)
+	JB         pipeweightedloop
+	JMP        piped
+
+pipeweightednobias:
+pipeweightednobiasloop:
+	PREFETCHT0 1024(R8)(R10*4)
+	PREFETCHT0 1088(R8)(R10*4)
+	PREFETCHT0 1152(R8)(R10*4)
+	PREFETCHT0 1216(R8)(R10*4)
+	VMOVUPS    (R8)(R10*4), Z8
+	VADDPS     Z8, Z1, Z1
+	VMOVUPS    (DX)(R10*4), Z8
+	VSUBPS     Z5, Z8, Z8
+	VMULPS     Z6, Z8, Z8
+	VMULPS     (SI)(R10*4), Z8, Z8
+	VMOVNTPS   Z8, (CX)(R10*4)
+	VMOVUPS    64(R8)(R10*4), Z8
+	VADDPS     Z8, Z2, Z2
+	VMOVUPS    64(DX)(R10*4), Z8
+	VSUBPS     Z5, Z8, Z8
+	VMULPS     Z6, Z8, Z8
+	VMULPS     64(SI)(R10*4), Z8, Z8
+	VMOVNTPS   Z8, 64(CX)(R10*4)
+	VMOVUPS    128(R8)(R10*4), Z8
+	VADDPS     Z8, Z3, Z3
+	VMOVUPS    128(DX)(R10*4), Z8
+	VSUBPS     Z5, Z8, Z8
+	VMULPS     Z6, Z8, Z8
+	VMULPS     128(SI)(R10*4), Z8, Z8
+	VMOVNTPS   Z8, 128(CX)(R10*4)
+	VMOVUPS    192(R8)(R10*4), Z8
+	VADDPS     Z8, Z4, Z4
+	VMOVUPS    192(DX)(R10*4), Z8
+	VSUBPS     Z5, Z8, Z8
+	VMULPS     Z6, Z8, Z8
+	VMULPS     192(SI)(R10*4), Z8, Z8
+	VMOVNTPS   Z8, 192(CX)(R10*4)
+	ADDQ       $0x00000040, R10
+	CMPQ       R10, job_d+0(AX)
+	JB         pipeweightednobiasloop
+	JMP        piped
+
+pipeoffset:
+	TESTQ R9, R9
+	JZ    pipeoffsetnobias
+
+pipeoffsetloop:
+	PREFETCHT0 1024(R8)(R10*4)
+	PREFETCHT0 1088(R8)(R10*4)
+	PREFETCHT0 1152(R8)(R10*4)
+	PREFETCHT0 1216(R8)(R10*4)
+	VMOVUPS    (R8)(R10*4), Z8
+	VADDPS     Z8, Z1, Z1
+	VMOVUPS    (DX)(R10*4), Z8
+	VSUBPS     Z5, Z8, Z8
+	VMULPS     Z6, Z8, Z8
+	VMOVUPS    (SI)(R10*4), Z9
+	VADDPS     Z0, Z9, Z9
+	VMULPS     Z9, Z8, Z8
+	VADDPS     (R9)(R10*4), Z8, Z8
+	VMOVNTPS   Z8, (CX)(R10*4)
+	VMOVUPS    64(R8)(R10*4), Z8
+	VADDPS     Z8, Z2, Z2
+	VMOVUPS    64(DX)(R10*4), Z8
+	VSUBPS     Z5, Z8, Z8
+	VMULPS     Z6, Z8, Z8
+	VMOVUPS    64(SI)(R10*4), Z9
+	VADDPS     Z0, Z9, Z9
+	VMULPS     Z9, Z8, Z8
+	VADDPS     64(R9)(R10*4), Z8, Z8
+	VMOVNTPS   Z8, 64(CX)(R10*4)
+	VMOVUPS    128(R8)(R10*4), Z8
+	VADDPS     Z8, Z3, Z3
+	VMOVUPS    128(DX)(R10*4), Z8
+	VSUBPS     Z5, Z8, Z8
+	VMULPS     Z6, Z8, Z8
+	VMOVUPS    128(SI)(R10*4), Z9
+	VADDPS     Z0, Z9, Z9
+	VMULPS     Z9, Z8, Z8
+	VADDPS     128(R9)(R10*4), Z8, Z8
+	VMOVNTPS   Z8, 128(CX)(R10*4)
+	VMOVUPS    192(R8)(R10*4), Z8
+	VADDPS     Z8, Z4, Z4
+	VMOVUPS    192(DX)(R10*4), Z8
+	VSUBPS     Z5, Z8, Z8
+	VMULPS     Z6, Z8, Z8
+	VMOVUPS    192(SI)(R10*4), Z9
+	VADDPS     Z0, Z9, Z9
+	VMULPS     Z9, Z8, Z8
+	VADDPS     192(R9)(R10*4), Z8, Z8
+	VMOVNTPS   Z8, 192(CX)(R10*4)
+	ADDQ       $0x00000040, R10
+	CMPQ       R10, job_d+0(AX)
+	JB         pipeoffsetloop
+	JMP        piped
+
+pipeoffsetnobias:
+pipeoffsetnobiasloop:
+	PREFETCHT0 1024(R8)(R10*4)
+	PREFETCHT0 1088(R8)(R10*4)
+	PREFETCHT0 1152(R8)(R10*4)
+	PREFETCHT0 1216(R8)(R10*4)
+	VMOVUPS    (R8)(R10*4), Z8
+	VADDPS     Z8, Z1, Z1
+	VMOVUPS    (DX)(R10*4), Z8
+	VSUBPS     Z5, Z8, Z8
+	VMULPS     Z6, Z8, Z8
+	VMOVUPS    (SI)(R10*4), Z9
+	VADDPS     Z0, Z9, Z9
+	VMULPS     Z9, Z8, Z8
+	VMOVNTPS   Z8, (CX)(R10*4)
+	VMOVUPS    64(R8)(R10*4), Z8
+	VADDPS     Z8, Z2, Z2
+	VMOVUPS    64(DX)(R10*4), Z8
+	VSUBPS     Z5, Z8, Z8
+	VMULPS     Z6, Z8, Z8
+	VMOVUPS    64(SI)(R10*4), Z9
+	VADDPS     Z0, Z9, Z9
+	VMULPS     Z9, Z8, Z8
+	VMOVNTPS   Z8, 64(CX)(R10*4)
+	VMOVUPS    128(R8)(R10*4), Z8
+	VADDPS     Z8, Z3, Z3
+	VMOVUPS    128(DX)(R10*4), Z8
+	VSUBPS     Z5, Z8, Z8
+	VMULPS     Z6, Z8, Z8
+	VMOVUPS    128(SI)(R10*4), Z9
+	VADDPS     Z0, Z9, Z9
+	VMULPS     Z9, Z8, Z8
+	VMOVNTPS   Z8, 128(CX)(R10*4)
+	VMOVUPS    192(R8)(R10*4), Z8
+	VADDPS     Z8, Z4, Z4
+	VMOVUPS    192(DX)(R10*4), Z8
+	VSUBPS     Z5, Z8, Z8
+	VMULPS     Z6, Z8, Z8
+	VMOVUPS    192(SI)(R10*4), Z9
+	VADDPS     Z0, Z9, Z9
+	VMULPS     Z9, Z8, Z8
+	VMOVNTPS   Z8, 192(CX)(R10*4)
+	ADDQ       $0x00000040, R10
+	CMPQ       R10, job_d+0(AX)
+	JB         pipeoffsetnobiasloop
+	JMP        piped
+
+pipenoweight:
+	TESTQ R9, R9
+	JZ    pipenoweightnobias
+
+pipenoweightloop:
+	PREFETCHT0 1024(R8)(R10*4)
+	PREFETCHT0 1088(R8)(R10*4)
+	PREFETCHT0 1152(R8)(R10*4)
+	PREFETCHT0 1216(R8)(R10*4)
+	VMOVUPS    (R8)(R10*4), Z8
+	VADDPS     Z8, Z1, Z1
+	VMOVUPS    (DX)(R10*4), Z8
+	VSUBPS     Z5, Z8, Z8
+	VMULPS     Z6, Z8, Z8
+	VADDPS     (R9)(R10*4), Z8, Z8
+	VMOVNTPS   Z8, (CX)(R10*4)
+	VMOVUPS    64(R8)(R10*4), Z8
+	VADDPS     Z8, Z2, Z2
+	VMOVUPS    64(DX)(R10*4), Z8
+	VSUBPS     Z5, Z8, Z8
+	VMULPS     Z6, Z8, Z8
+	VADDPS     64(R9)(R10*4), Z8, Z8
+	VMOVNTPS   Z8, 64(CX)(R10*4)
+	VMOVUPS    128(R8)(R10*4), Z8
+	VADDPS     Z8, Z3, Z3
+	VMOVUPS    128(DX)(R10*4), Z8
+	VSUBPS     Z5, Z8, Z8
+	VMULPS     Z6, Z8, Z8
+	VADDPS     128(R9)(R10*4), Z8, Z8
+	VMOVNTPS   Z8, 128(CX)(R10*4)
+	VMOVUPS    192(R8)(R10*4), Z8
+	VADDPS     Z8, Z4, Z4
+	VMOVUPS    192(DX)(R10*4), Z8
+	VSUBPS     Z5, Z8, Z8
+	VMULPS     Z6, Z8, Z8
+	VADDPS     192(R9)(R10*4), Z8, Z8
+	VMOVNTPS   Z8, 192(CX)(R10*4)
+	ADDQ       $0x00000040, R10
+	CMPQ       R10, job_d+0(AX)
+	JB         pipenoweightloop
+	JMP        piped
+
+pipenoweightnobias:
+pipenoweightnobiasloop:
+	PREFETCHT0 1024(R8)(R10*4)
+	PREFETCHT0 1088(R8)(R10*4)
+	PREFETCHT0 1152(R8)(R10*4)
+	PREFETCHT0 1216(R8)(R10*4)
+	VMOVUPS    (R8)(R10*4), Z8
+	VADDPS     Z8, Z1, Z1
+	VMOVUPS    (DX)(R10*4), Z8
+	VSUBPS     Z5, Z8, Z8
+	VMULPS     Z6, Z8, Z8
+	VMOVNTPS   Z8, (CX)(R10*4)
+	VMOVUPS    64(R8)(R10*4), Z8
+	VADDPS     Z8, Z2, Z2
+	VMOVUPS    64(DX)(R10*4), Z8
+	VSUBPS     Z5, Z8, Z8
+	VMULPS     Z6, Z8, Z8
+	VMOVNTPS   Z8, 64(CX)(R10*4)
+	VMOVUPS    128(R8)(R10*4), Z8
+	VADDPS     Z8, Z3, Z3
+	VMOVUPS    128(DX)(R10*4), Z8
+	VSUBPS     Z5, Z8, Z8
+	VMULPS     Z6, Z8, Z8
+	VMOVNTPS   Z8, 128(CX)(R10*4)
+	VMOVUPS    192(R8)(R10*4), Z8
+	VADDPS     Z8, Z4, Z4
+	VMOVUPS    192(DX)(R10*4), Z8
+	VSUBPS     Z5, Z8, Z8
+	VMULPS     Z6, Z8, Z8
+	VMOVNTPS   Z8, 192(CX)(R10*4)
+	ADDQ       $0x00000040, R10
+	CMPQ       R10, job_d+0(AX)
+	JB         pipenoweightnobiasloop
+
+piped:
+	ADDQ   DI, DX
+	ADDQ   328(SP), CX
+	INCQ   320(SP)
+	VADDPS Z3, Z1, Z1
+	VADDPS Z4, Z2, Z2
+	VADDPS Z2, Z1, Z1
+	JMP    mean
+
+nopipe:
 	// y = (src*inv)*w, rounded after each multiply.
 	XORQ  R8, R8
 	MOVQ  job_d+0(AX), R9
@@ -5534,35 +5982,35 @@ scalebody:
 scaleloop:
 	CMPQ    R8, R9
 	JG      scaletail
-	VMOVUPS (DX)(R8*4), Z2
+	VMOVUPS (DX)(R8*4), Z1
+	VSUBPS  Z5, Z1, Z1
+	VMULPS  Z6, Z1, Z1
+	VMOVUPS 64(DX)(R8*4), Z2
 	VSUBPS  Z5, Z2, Z2
-	VMULPS  Z1, Z2, Z2
-	VMOVUPS 64(DX)(R8*4), Z3
+	VMULPS  Z6, Z2, Z2
+	VMOVUPS 128(DX)(R8*4), Z3
 	VSUBPS  Z5, Z3, Z3
-	VMULPS  Z1, Z3, Z3
-	VMOVUPS 128(DX)(R8*4), Z4
+	VMULPS  Z6, Z3, Z3
+	VMOVUPS 192(DX)(R8*4), Z4
 	VSUBPS  Z5, Z4, Z4
-	VMULPS  Z1, Z4, Z4
-	VMOVUPS 192(DX)(R8*4), Z6
-	VSUBPS  Z5, Z6, Z6
-	VMULPS  Z1, Z6, Z6
-	VMULPS  (SI)(R8*4), Z2, Z2
-	VMULPS  64(SI)(R8*4), Z3, Z3
-	VMULPS  128(SI)(R8*4), Z4, Z4
-	VMULPS  192(SI)(R8*4), Z6, Z6
+	VMULPS  Z6, Z4, Z4
+	VMULPS  (SI)(R8*4), Z1, Z1
+	VMULPS  64(SI)(R8*4), Z2, Z2
+	VMULPS  128(SI)(R8*4), Z3, Z3
+	VMULPS  192(SI)(R8*4), Z4, Z4
 	MOVQ    job_bias+0(AX), R10
 	TESTQ   R10, R10
-	JZ      nobias7
-	VADDPS  (R10)(R8*4), Z2, Z2
-	VADDPS  64(R10)(R8*4), Z3, Z3
-	VADDPS  128(R10)(R8*4), Z4, Z4
-	VADDPS  192(R10)(R8*4), Z6, Z6
+	JZ      nobias8
+	VADDPS  (R10)(R8*4), Z1, Z1
+	VADDPS  64(R10)(R8*4), Z2, Z2
+	VADDPS  128(R10)(R8*4), Z3, Z3
+	VADDPS  192(R10)(R8*4), Z4, Z4
 
-nobias7:
-	VMOVUPS Z2, (CX)(R8*4)
-	VMOVUPS Z3, 64(CX)(R8*4)
-	VMOVUPS Z4, 128(CX)(R8*4)
-	VMOVUPS Z6, 192(CX)(R8*4)
+nobias8:
+	VMOVUPS Z1, (CX)(R8*4)
+	VMOVUPS Z2, 64(CX)(R8*4)
+	VMOVUPS Z3, 128(CX)(R8*4)
+	VMOVUPS Z4, 192(CX)(R8*4)
 	ADDQ    $0x00000040, R8
 	JMP     scaleloop
 
@@ -5570,43 +6018,43 @@ nobias7:
 scaleloopoffset:
 	CMPQ    R8, R9
 	JG      scaletail
-	VMOVUPS (DX)(R8*4), Z2
+	VMOVUPS (DX)(R8*4), Z1
+	VSUBPS  Z5, Z1, Z1
+	VMULPS  Z6, Z1, Z1
+	VMOVUPS 64(DX)(R8*4), Z2
 	VSUBPS  Z5, Z2, Z2
-	VMULPS  Z1, Z2, Z2
-	VMOVUPS 64(DX)(R8*4), Z3
+	VMULPS  Z6, Z2, Z2
+	VMOVUPS 128(DX)(R8*4), Z3
 	VSUBPS  Z5, Z3, Z3
-	VMULPS  Z1, Z3, Z3
-	VMOVUPS 128(DX)(R8*4), Z4
+	VMULPS  Z6, Z3, Z3
+	VMOVUPS 192(DX)(R8*4), Z4
 	VSUBPS  Z5, Z4, Z4
-	VMULPS  Z1, Z4, Z4
-	VMOVUPS 192(DX)(R8*4), Z6
-	VSUBPS  Z5, Z6, Z6
-	VMULPS  Z1, Z6, Z6
+	VMULPS  Z6, Z4, Z4
 	VMOVUPS (SI)(R8*4), Z8
 	VADDPS  Z0, Z8, Z8
-	VMULPS  Z8, Z2, Z2
+	VMULPS  Z8, Z1, Z1
 	VMOVUPS 64(SI)(R8*4), Z8
 	VADDPS  Z0, Z8, Z8
-	VMULPS  Z8, Z3, Z3
+	VMULPS  Z8, Z2, Z2
 	VMOVUPS 128(SI)(R8*4), Z8
 	VADDPS  Z0, Z8, Z8
-	VMULPS  Z8, Z4, Z4
+	VMULPS  Z8, Z3, Z3
 	VMOVUPS 192(SI)(R8*4), Z8
 	VADDPS  Z0, Z8, Z8
-	VMULPS  Z8, Z6, Z6
+	VMULPS  Z8, Z4, Z4
 	MOVQ    job_bias+0(AX), R10
 	TESTQ   R10, R10
-	JZ      nobias8
-	VADDPS  (R10)(R8*4), Z2, Z2
-	VADDPS  64(R10)(R8*4), Z3, Z3
-	VADDPS  128(R10)(R8*4), Z4, Z4
-	VADDPS  192(R10)(R8*4), Z6, Z6
+	JZ      nobias9
+	VADDPS  (R10)(R8*4), Z1, Z1
+	VADDPS  64(R10)(R8*4), Z2, Z2
+	VADDPS  128(R10)(R8*4), Z3, Z3
+	VADDPS  192(R10)(R8*4), Z4, Z4
 
-nobias8:
-	VMOVUPS Z2, (CX)(R8*4)
-	VMOVUPS Z3, 64(CX)(R8*4)
-	VMOVUPS Z4, 128(CX)(R8*4)
-	VMOVUPS Z6, 192(CX)(R8*4)
+nobias9:
+	VMOVUPS Z1, (CX)(R8*4)
+	VMOVUPS Z2, 64(CX)(R8*4)
+	VMOVUPS Z3, 128(CX)(R8*4)
+	VMOVUPS Z4, 192(CX)(R8*4)
 	ADDQ    $0x00000040, R8
 	JMP     scaleloopoffset
 
@@ -5614,41 +6062,41 @@ nobias8:
 scaleloopnoweight:
 	CMPQ    R8, R9
 	JG      scaletail
-	VMOVUPS (DX)(R8*4), Z2
+	VMOVUPS (DX)(R8*4), Z1
+	VSUBPS  Z5, Z1, Z1
+	VMULPS  Z6, Z1, Z1
+	VMOVUPS 64(DX)(R8*4), Z2
 	VSUBPS  Z5, Z2, Z2
-	VMULPS  Z1, Z2, Z2
-	VMOVUPS 64(DX)(R8*4), Z3
+	VMULPS  Z6, Z2, Z2
+	VMOVUPS 128(DX)(R8*4), Z3
 	VSUBPS  Z5, Z3, Z3
-	VMULPS  Z1, Z3, Z3
-	VMOVUPS 128(DX)(R8*4), Z4
+	VMULPS  Z6, Z3, Z3
+	VMOVUPS 192(DX)(R8*4), Z4
 	VSUBPS  Z5, Z4, Z4
-	VMULPS  Z1, Z4, Z4
-	VMOVUPS 192(DX)(R8*4), Z6
-	VSUBPS  Z5, Z6, Z6
-	VMULPS  Z1, Z6, Z6
+	VMULPS  Z6, Z4, Z4
 	MOVQ    job_bias+0(AX), R10
 	TESTQ   R10, R10
-	JZ      nobias9
-	VADDPS  (R10)(R8*4), Z2, Z2
-	VADDPS  64(R10)(R8*4), Z3, Z3
-	VADDPS  128(R10)(R8*4), Z4, Z4
-	VADDPS  192(R10)(R8*4), Z6, Z6
+	JZ      nobias10
+	VADDPS  (R10)(R8*4), Z1, Z1
+	VADDPS  64(R10)(R8*4), Z2, Z2
+	VADDPS  128(R10)(R8*4), Z3, Z3
+	VADDPS  192(R10)(R8*4), Z4, Z4
 
-nobias9:
-	VMOVUPS Z2, (CX)(R8*4)
-	VMOVUPS Z3, 64(CX)(R8*4)
-	VMOVUPS Z4, 128(CX)(R8*4)
-	VMOVUPS Z6, 192(CX)(R8*4)
+nobias10:
+	VMOVUPS Z1, (CX)(R8*4)
+	VMOVUPS Z2, 64(CX)(R8*4)
+	VMOVUPS Z3, 128(CX)(R8*4)
+	VMOVUPS Z4, 192(CX)(R8*4)
 	ADDQ    $0x00000040, R8
 	JMP     scaleloopnoweight
 
 scalepf:
 	MOVQ DI, R10
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows10
+	JA   longrows11
 	SHLQ $0x03, R10
 
-longrows10:
+longrows11:
 	ADDQ  DX, R10
 	TESTL $0x00000001, job_flags+0(AX)
 	JNZ   scalent
@@ -5665,35 +6113,35 @@ scalepfloop:
 	PREFETCHT0 64(R10)(R8*4)
 	PREFETCHT0 128(R10)(R8*4)
 	PREFETCHT0 192(R10)(R8*4)
-	VMOVUPS    (DX)(R8*4), Z2
+	VMOVUPS    (DX)(R8*4), Z1
+	VSUBPS     Z5, Z1, Z1
+	VMULPS     Z6, Z1, Z1
+	VMOVUPS    64(DX)(R8*4), Z2
 	VSUBPS     Z5, Z2, Z2
-	VMULPS     Z1, Z2, Z2
-	VMOVUPS    64(DX)(R8*4), Z3
+	VMULPS     Z6, Z2, Z2
+	VMOVUPS    128(DX)(R8*4), Z3
 	VSUBPS     Z5, Z3, Z3
-	VMULPS     Z1, Z3, Z3
-	VMOVUPS    128(DX)(R8*4), Z4
+	VMULPS     Z6, Z3, Z3
+	VMOVUPS    192(DX)(R8*4), Z4
 	VSUBPS     Z5, Z4, Z4
-	VMULPS     Z1, Z4, Z4
-	VMOVUPS    192(DX)(R8*4), Z6
-	VSUBPS     Z5, Z6, Z6
-	VMULPS     Z1, Z6, Z6
-	VMULPS     (SI)(R8*4), Z2, Z2
-	VMULPS     64(SI)(R8*4), Z3, Z3
-	VMULPS     128(SI)(R8*4), Z4, Z4
-	VMULPS     192(SI)(R8*4), Z6, Z6
+	VMULPS     Z6, Z4, Z4
+	VMULPS     (SI)(R8*4), Z1, Z1
+	VMULPS     64(SI)(R8*4), Z2, Z2
+	VMULPS     128(SI)(R8*4), Z3, Z3
+	VMULPS     192(SI)(R8*4), Z4, Z4
 	MOVQ       job_bias+0(AX), R11
 	TESTQ      R11, R11
-	JZ         nobias11
-	VADDPS     (R11)(R8*4), Z2, Z2
-	VADDPS     64(R11)(R8*4), Z3, Z3
-	VADDPS     128(R11)(R8*4), Z4, Z4
-	VADDPS     192(R11)(R8*4), Z6, Z6
+	JZ         nobias12
+	VADDPS     (R11)(R8*4), Z1, Z1
+	VADDPS     64(R11)(R8*4), Z2, Z2
+	VADDPS     128(R11)(R8*4), Z3, Z3
+	VADDPS     192(R11)(R8*4), Z4, Z4
 
-nobias11:
-	VMOVUPS Z2, (CX)(R8*4)
-	VMOVUPS Z3, 64(CX)(R8*4)
-	VMOVUPS Z4, 128(CX)(R8*4)
-	VMOVUPS Z6, 192(CX)(R8*4)
+nobias12:
+	VMOVUPS Z1, (CX)(R8*4)
+	VMOVUPS Z2, 64(CX)(R8*4)
+	VMOVUPS Z3, 128(CX)(R8*4)
+	VMOVUPS Z4, 192(CX)(R8*4)
 	ADDQ    $0x00000040, R8
 	JMP     scalepfloop
 
@@ -5705,43 +6153,43 @@ scalepfloopoffset:
 	PREFETCHT0 64(R10)(R8*4)
 	PREFETCHT0 128(R10)(R8*4)
 	PREFETCHT0 192(R10)(R8*4)
-	VMOVUPS    (DX)(R8*4), Z2
+	VMOVUPS    (DX)(R8*4), Z1
+	VSUBPS     Z5, Z1, Z1
+	VMULPS     Z6, Z1, Z1
+	VMOVUPS    64(DX)(R8*4), Z2
 	VSUBPS     Z5, Z2, Z2
-	VMULPS     Z1, Z2, Z2
-	VMOVUPS    64(DX)(R8*4), Z3
+	VMULPS     Z6, Z2, Z2
+	VMOVUPS    128(DX)(R8*4), Z3
 	VSUBPS     Z5, Z3, Z3
-	VMULPS     Z1, Z3, Z3
-	VMOVUPS    128(DX)(R8*4), Z4
+	VMULPS     Z6, Z3, Z3
+	VMOVUPS    192(DX)(R8*4), Z4
 	VSUBPS     Z5, Z4, Z4
-	VMULPS     Z1, Z4, Z4
-	VMOVUPS    192(DX)(R8*4), Z6
-	VSUBPS     Z5, Z6, Z6
-	VMULPS     Z1, Z6, Z6
+	VMULPS     Z6, Z4, Z4
 	VMOVUPS    (SI)(R8*4), Z8
 	VADDPS     Z0, Z8, Z8
-	VMULPS     Z8, Z2, Z2
+	VMULPS     Z8, Z1, Z1
 	VMOVUPS    64(SI)(R8*4), Z8
 	VADDPS     Z0, Z8, Z8
-	VMULPS     Z8, Z3, Z3
+	VMULPS     Z8, Z2, Z2
 	VMOVUPS    128(SI)(R8*4), Z8
 	VADDPS     Z0, Z8, Z8
-	VMULPS     Z8, Z4, Z4
+	VMULPS     Z8, Z3, Z3
 	VMOVUPS    192(SI)(R8*4), Z8
 	VADDPS     Z0, Z8, Z8
-	VMULPS     Z8, Z6, Z6
+	VMULPS     Z8, Z4, Z4
 	MOVQ       job_bias+0(AX), R11
 	TESTQ      R11, R11
-	JZ         nobias12
-	VADDPS     (R11)(R8*4), Z2, Z2
-	VADDPS     64(R11)(R8*4), Z3, Z3
-	VADDPS     128(R11)(R8*4), Z4, Z4
-	VADDPS     192(R11)(R8*4), Z6, Z6
+	JZ         nobias13
+	VADDPS     (R11)(R8*4), Z1, Z1
+	VADDPS     64(R11)(R8*4), Z2, Z2
+	VADDPS     128(R11)(R8*4), Z3, Z3
+	VADDPS     192(R11)(R8*4), Z4, Z4
 
-nobias12:
-	VMOVUPS Z2, (CX)(R8*4)
-	VMOVUPS Z3, 64(CX)(R8*4)
-	VMOVUPS Z4, 128(CX)(R8*4)
-	VMOVUPS Z6, 192(CX)(R8*4)
+nobias13:
+	VMOVUPS Z1, (CX)(R8*4)
+	VMOVUPS Z2, 64(CX)(R8*4)
+	VMOVUPS Z3, 128(CX)(R8*4)
+	VMOVUPS Z4, 192(CX)(R8*4)
 	ADDQ    $0x00000040, R8
 	JMP     scalepfloopoffset
 
@@ -5753,31 +6201,31 @@ scalepfloopnoweight:
 	PREFETCHT0 64(R10)(R8*4)
 	PREFETCHT0 128(R10)(R8*4)
 	PREFETCHT0 192(R10)(R8*4)
-	VMOVUPS    (DX)(R8*4), Z2
+	VMOVUPS    (DX)(R8*4), Z1
+	VSUBPS     Z5, Z1, Z1
+	VMULPS     Z6, Z1, Z1
+	VMOVUPS    64(DX)(R8*4), Z2
 	VSUBPS     Z5, Z2, Z2
-	VMULPS     Z1, Z2, Z2
-	VMOVUPS    64(DX)(R8*4), Z3
+	VMULPS     Z6, Z2, Z2
+	VMOVUPS    128(DX)(R8*4), Z3
 	VSUBPS     Z5, Z3, Z3
-	VMULPS     Z1, Z3, Z3
-	VMOVUPS    128(DX)(R8*4), Z4
+	VMULPS     Z6, Z3, Z3
+	VMOVUPS    192(DX)(R8*4), Z4
 	VSUBPS     Z5, Z4, Z4
-	VMULPS     Z1, Z4, Z4
-	VMOVUPS    192(DX)(R8*4), Z6
-	VSUBPS     Z5, Z6, Z6
-	VMULPS     Z1, Z6, Z6
+	VMULPS     Z6, Z4, Z4
 	MOVQ       job_bias+0(AX), R11
 	TESTQ      R11, R11
-	JZ         nobias13
-	VADDPS     (R11)(R8*4), Z2, Z2
-	VADDPS     64(R11)(R8*4), Z3, Z3
-	VADDPS     128(R11)(R8*4), Z4, Z4
-	VADDPS     192(R11)(R8*4), Z6, Z6
+	JZ         nobias14
+	VADDPS     (R11)(R8*4), Z1, Z1
+	VADDPS     64(R11)(R8*4), Z2, Z2
+	VADDPS     128(R11)(R8*4), Z3, Z3
+	VADDPS     192(R11)(R8*4), Z4, Z4
 
-nobias13:
-	VMOVUPS Z2, (CX)(R8*4)
-	VMOVUPS Z3, 64(CX)(R8*4)
-	VMOVUPS Z4, 128(CX)(R8*4)
-	VMOVUPS Z6, 192(CX)(R8*4)
+nobias14:
+	VMOVUPS Z1, (CX)(R8*4)
+	VMOVUPS Z2, 64(CX)(R8*4)
+	VMOVUPS Z3, 128(CX)(R8*4)
+	VMOVUPS Z4, 192(CX)(R8*4)
 	ADDQ    $0x00000040, R8
 	JMP     scalepfloopnoweight
 
@@ -5798,10 +6246,10 @@ scalehead:
 scalentgo:
 	MOVQ DI, R10
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows14
+	JA   longrows15
 	SHLQ $0x03, R10
 
-longrows14:
+longrows15:
 	ADDQ DX, R10
 	MOVL job_flags+0(AX), R11
 
@@ -5813,58 +6261,58 @@ scalentloop:
 	PREFETCHT0 64(R10)(R8*4)
 	PREFETCHT0 128(R10)(R8*4)
 	PREFETCHT0 192(R10)(R8*4)
-	VMOVUPS    (DX)(R8*4), Z2
+	VMOVUPS    (DX)(R8*4), Z1
+	VSUBPS     Z5, Z1, Z1
+	VMULPS     Z6, Z1, Z1
+	VMOVUPS    64(DX)(R8*4), Z2
 	VSUBPS     Z5, Z2, Z2
-	VMULPS     Z1, Z2, Z2
-	VMOVUPS    64(DX)(R8*4), Z3
+	VMULPS     Z6, Z2, Z2
+	VMOVUPS    128(DX)(R8*4), Z3
 	VSUBPS     Z5, Z3, Z3
-	VMULPS     Z1, Z3, Z3
-	VMOVUPS    128(DX)(R8*4), Z4
+	VMULPS     Z6, Z3, Z3
+	VMOVUPS    192(DX)(R8*4), Z4
 	VSUBPS     Z5, Z4, Z4
-	VMULPS     Z1, Z4, Z4
-	VMOVUPS    192(DX)(R8*4), Z6
-	VSUBPS     Z5, Z6, Z6
-	VMULPS     Z1, Z6, Z6
+	VMULPS     Z6, Z4, Z4
 	TESTQ      SI, SI
-	JZ         weighed16
+	JZ         weighed17
 	TESTL      $0x00000010, R11
-	JNZ        offset15
-	VMULPS     (SI)(R8*4), Z2, Z2
-	VMULPS     64(SI)(R8*4), Z3, Z3
-	VMULPS     128(SI)(R8*4), Z4, Z4
-	VMULPS     192(SI)(R8*4), Z6, Z6
+	JNZ        offset16
+	VMULPS     (SI)(R8*4), Z1, Z1
+	VMULPS     64(SI)(R8*4), Z2, Z2
+	VMULPS     128(SI)(R8*4), Z3, Z3
+	VMULPS     192(SI)(R8*4), Z4, Z4
 
-weighed16:
+weighed17:
 	MOVQ   job_bias+0(AX), R12
 	TESTQ  R12, R12
-	JZ     nobias17
-	VADDPS (R12)(R8*4), Z2, Z2
-	VADDPS 64(R12)(R8*4), Z3, Z3
-	VADDPS 128(R12)(R8*4), Z4, Z4
-	VADDPS 192(R12)(R8*4), Z6, Z6
+	JZ     nobias18
+	VADDPS (R12)(R8*4), Z1, Z1
+	VADDPS 64(R12)(R8*4), Z2, Z2
+	VADDPS 128(R12)(R8*4), Z3, Z3
+	VADDPS 192(R12)(R8*4), Z4, Z4
 
-nobias17:
-	VMOVNTPS Z2, (CX)(R8*4)
-	VMOVNTPS Z3, 64(CX)(R8*4)
-	VMOVNTPS Z4, 128(CX)(R8*4)
-	VMOVNTPS Z6, 192(CX)(R8*4)
+nobias18:
+	VMOVNTPS Z1, (CX)(R8*4)
+	VMOVNTPS Z2, 64(CX)(R8*4)
+	VMOVNTPS Z3, 128(CX)(R8*4)
+	VMOVNTPS Z4, 192(CX)(R8*4)
 	ADDQ     $0x00000040, R8
 	JMP      scalentloop
 
-offset15:
+offset16:
 	VMOVUPS (SI)(R8*4), Z8
 	VADDPS  Z0, Z8, Z8
-	VMULPS  Z8, Z2, Z2
+	VMULPS  Z8, Z1, Z1
 	VMOVUPS 64(SI)(R8*4), Z8
 	VADDPS  Z0, Z8, Z8
-	VMULPS  Z8, Z3, Z3
+	VMULPS  Z8, Z2, Z2
 	VMOVUPS 128(SI)(R8*4), Z8
 	VADDPS  Z0, Z8, Z8
-	VMULPS  Z8, Z4, Z4
+	VMULPS  Z8, Z3, Z3
 	VMOVUPS 192(SI)(R8*4), Z8
 	VADDPS  Z0, Z8, Z8
-	VMULPS  Z8, Z6, Z6
-	JMP     weighed16
+	VMULPS  Z8, Z4, Z4
+	JMP     weighed17
 
 scaletail:
 	ADDQ $0x00000030, R9
@@ -5872,23 +6320,23 @@ scaletail:
 scaleone:
 	CMPQ    R8, R9
 	JG      scalepart
-	VMOVUPS (DX)(R8*4), Z2
-	VSUBPS  Z5, Z2, Z2
-	VMULPS  Z1, Z2, Z2
+	VMOVUPS (DX)(R8*4), Z1
+	VSUBPS  Z5, Z1, Z1
+	VMULPS  Z6, Z1, Z1
 	TESTQ   SI, SI
-	JZ      noweight18
-	VMOVUPS (SI)(R8*4), Z3
-	VADDPS  Z0, Z3, Z3
-	VMULPS  Z3, Z2, Z2
+	JZ      noweight19
+	VMOVUPS (SI)(R8*4), Z2
+	VADDPS  Z0, Z2, Z2
+	VMULPS  Z2, Z1, Z1
 
-noweight18:
+noweight19:
 	MOVQ   job_bias+0(AX), R10
 	TESTQ  R10, R10
-	JZ     nobias19
-	VADDPS (R10)(R8*4), Z2, Z2
+	JZ     nobias20
+	VADDPS (R10)(R8*4), Z1, Z1
 
-nobias19:
-	VMOVUPS Z2, (CX)(R8*4)
+nobias20:
+	VMOVUPS Z1, (CX)(R8*4)
 	ADDQ    $0x00000010, R8
 	JMP     scaleone
 
@@ -5901,24 +6349,24 @@ scalepart:
 partout:
 	LEAQ      kmask<>+0(SB), R11
 	KMOVW     (R11)(R10*2), K1
-	VMOVUPS.Z (DX)(R8*4), K1, Z2
-	VSUBPS    Z5, Z2, Z2
-	VMULPS    Z2, Z1, Z2
+	VMOVUPS.Z (DX)(R8*4), K1, Z1
+	VSUBPS    Z5, Z1, Z1
+	VMULPS    Z1, Z6, Z1
 	TESTQ     SI, SI
-	JZ        noweight20
-	VMOVUPS.Z (SI)(R8*4), K1, Z3
-	VADDPS    Z0, Z3, Z3
-	VMULPS    Z3, Z2, Z2
+	JZ        noweight21
+	VMOVUPS.Z (SI)(R8*4), K1, Z2
+	VADDPS    Z0, Z2, Z2
+	VMULPS    Z2, Z1, Z1
 
-noweight20:
+noweight21:
 	MOVQ      job_bias+0(AX), R11
 	TESTQ     R11, R11
-	JZ        nobias21
-	VMOVUPS.Z (R11)(R8*4), K1, Z3
-	VADDPS    Z3, Z2, Z2
+	JZ        nobias22
+	VMOVUPS.Z (R11)(R8*4), K1, Z2
+	VADDPS    Z2, Z1, Z1
 
-nobias21:
-	VMOVUPS Z2, K1, (CX)(R8*4)
+nobias22:
+	VMOVUPS Z1, K1, (CX)(R8*4)
 	ADDQ    R10, R8
 	CMPQ    R8, job_d+0(AX)
 	JB      scalentgo

@@ -14,11 +14,11 @@ import (
 // that stream run the kernels both ways (a bit that alternated would line up with loops that
 // stream an even number of times per iteration).
 func withStreaming(on bool, f func()) {
-	saved, savedPipe, savedAhead := streamBytes, pipeRows, aheadRows
-	defer func() { streamBytes, pipeRows, aheadRows = saved, savedPipe, savedAhead }()
+	saved, savedPipe, savedAbove, savedAhead := streamBytes, pipeRows, pipeAbove, aheadRows
+	defer func() { streamBytes, pipeRows, pipeAbove, aheadRows = saved, savedPipe, savedAbove, savedAhead }()
 	streamBytes = math.MaxInt
 	if on {
-		streamBytes = 0
+		streamBytes, pipeAbove = 0, 0 // every row length the pipe takes (TestPipeFlag tests pipeAbove)
 		streamState = streamState*6364136223846793005 + 1442695040888963407
 		pipeRows = streamState>>63 == 1
 		aheadRows = streamState>>62&1 == 1
@@ -81,10 +81,11 @@ func (sh pipeShape) String() string {
 // TestPipeFlag checks which streamed jobs setMemoryFlags sends through the pipe: float32 rows out
 // of place without a residual, d a multiple of 64 above groupMax, dst and its stride aligned to
 // 32 bytes, on a CPU that pipes (pipeRows), and no others; float32 rows into float16 alike when d
-// is above streamrule.PipeMinTo16 too.
+// is above streamrule.PipeMinTo16 too; RMSNorm's rows only when d is above pipeAbove, LayerNorm's
+// (Center) whatever it is.
 func TestPipeFlag(t *testing.T) {
-	saved, savedPipe := streamBytes, pipeRows
-	defer func() { streamBytes, pipeRows = saved, savedPipe }()
+	saved, savedPipe, savedAbove := streamBytes, pipeRows, pipeAbove
+	defer func() { streamBytes, pipeRows, pipeAbove = saved, savedPipe, savedAbove }()
 	const rows = 4
 	for _, c := range []struct {
 		name                string
@@ -92,6 +93,8 @@ func TestPipeFlag(t *testing.T) {
 		inPlace, residual   bool
 		small, noPipe       bool
 		toF16               bool // ApplyToF16's rows: dst holds halves
+		above               int  // pipeAbove
+		center              bool // LayerNorm's rows (flagCenter)
 		want                bool
 	}{
 		{name: "d=4096", d: 4096, want: true},
@@ -112,6 +115,12 @@ func TestPipeFlag(t *testing.T) {
 		{name: "to float16, DstStride a multiple of 8 only", d: 4096, dstStride: 4104, toF16: true},
 		{name: "to float16, DstStride a multiple of 16", d: 4096, dstStride: 4112, toF16: true, want: true},
 		{name: "to float16, residual", d: 4096, residual: true, toF16: true},
+		{name: "RMSNorm, d=4096, above 4096", d: 4096, above: 4096},
+		{name: "RMSNorm, d=4160, above 4096", d: 4160, above: 4096, want: true},
+		{name: "LayerNorm, d=4096, above 4096", d: 4096, above: 4096, center: true, want: true},
+		{name: "LayerNorm, d=576, above 4096", d: 576, above: 4096, center: true, want: true},
+		{name: "LayerNorm, d=512 (groups)", d: 512, center: true},
+		{name: "to float16, d=4096, above 4096", d: 4096, above: 4096, toF16: true},
 	} {
 		ds := c.dstStride
 		if ds == 0 {
@@ -130,7 +139,10 @@ func TestPipeFlag(t *testing.T) {
 		if c.residual {
 			j.res = ptr(make([]float32, rows*c.d))
 		}
-		streamBytes, pipeRows = 0, !c.noPipe
+		if c.center {
+			j.flags |= flagCenter
+		}
+		streamBytes, pipeRows, pipeAbove = 0, !c.noPipe, c.above
 		if c.small {
 			streamBytes = math.MaxInt
 		}
@@ -157,7 +169,7 @@ func TestPipe(t *testing.T) {
 			)
 		}
 	}
-	piped := 0
+	piped := map[kernelID]int{}
 	for _, k := range testKernels() {
 		for _, sh := range shapes {
 			for _, form := range []string{"weighted", "offset", "noweight", "residual"} {
@@ -190,7 +202,7 @@ func TestPipe(t *testing.T) {
 						gotRes := resFor()
 						r := Rows{Dst: got, X: x[:(sh.rows-1)*stride+sh.d], Residual: gotRes, N: sh.rows, Stride: stride, DstStride: dstStride, Inv: gotInv}
 						if streamPiped(k, pipe, sh.rows > 1 && res == nil, sh.d, dstStride, got, func() { applyWith(k, &n, &r) }) {
-							piped++
+							piped[k]++
 						}
 						samePiped(t, fmt.Sprintf("%s pipe=%v", name, pipe), gotAll, wantAll,
 							pipeOut{"inv", gotInv, wantInv}, pipeOut{"residual", gotRes, wantRes})
@@ -199,35 +211,48 @@ func TestPipe(t *testing.T) {
 			}
 		}
 	}
-	requirePiped(t, piped)
+	requirePiped(t, formatF32, piped)
 }
 
-// streamPiped runs apply with the rows streamed and the pipe on or off, and reports whether the
-// call could take the pipe: on avx2 with it on, a call that qualifies (eligible: more than one row,
-// and whatever else the test's form needs) with dst where the pipe needs it.
+// streamPiped runs float32 rows into float32 rows (apply) streamed with the pipe on or off, and
+// reports whether the call could take the pipe: on avx2 or avx512 with it on, a call that
+// qualifies (eligible: more than one row, and whatever else the test's form needs) with dst where
+// the pipe needs it (on avx512, aligned to 64 bytes).
 func streamPiped(k kernelID, pipe, eligible bool, d, dstStride int, dst []float32, apply func()) bool {
 	could := false
 	withStreaming(true, func() {
 		pipeRows = pipe
-		if pipe && eligible && k == kernelAVX2 {
+		if pipe && eligible && pipeKernel(k, formatF32) {
 			j := job{dst: unsafe.Pointer(&dst[0]), d: d, dstStride: dstStride}
-			could = j.pipes()
+			could = j.pipes() && (k == kernelAVX2 || uintptr(j.dst)%64 == 0)
 		}
 		apply()
 	})
 	return could
 }
 
-// requirePiped fails t when avx2 is among the kernels tested and none of its calls could take
-// the pipe: the test would not cover it.
-func requirePiped(t *testing.T, piped int) {
-	t.Helper()
-	if testing.Verbose() {
-		t.Logf("%d calls on avx2 could take the pipe", piped)
+// pipeKernel reports whether kernel k's functions for format f have the pipe: avx2's float32
+// and float16-out ones, avx512's float32 ones (see pipes in the generator).
+func pipeKernel(k kernelID, f format) bool {
+	switch k {
+	case kernelAVX2:
+		return f == formatF32 || f == formatToF16
+	case kernelAVX512, kernelAVX512BF16:
+		return f == formatF32
 	}
+	return false
+}
+
+// requirePiped fails t when a kernel with the pipe for format f is among the kernels tested and
+// none of its calls could take the pipe (piped counts them by kernel): the test would not cover it.
+func requirePiped(t *testing.T, f format, piped map[kernelID]int) {
+	t.Helper()
 	for _, k := range testKernels() {
-		if k == kernelAVX2 && piped == 0 {
-			t.Fatal("no call on avx2 could take the pipe: the test does not cover it")
+		if testing.Verbose() {
+			t.Logf("%d calls on %s could take the pipe", piped[k], k)
+		}
+		if pipeKernel(k, f) && piped[k] == 0 {
+			t.Fatalf("no call on %s could take the pipe: the test does not cover it", k)
 		}
 	}
 }

@@ -1385,12 +1385,14 @@ func (g *gen) partialOut(src, i, n GPVirtual, invv, one VecVirtual) {
 	g.copyElems(sl, p, n, g.ebOut())
 }
 
-// pipes reports whether the function has the pipe (FlagPipe): AVX2, float32 rows in and out, and
-// float32 rows into float16 (ApplyToF16, whose narrowing is one instruction, VCVTPS2PH), RMSNorm's
-// functions and LayerNorm's. Not the bfloat16 ones: their integer rounding already bounds the
-// scale loop, and with the next row's sum in it they measured 3-12% slower (bench/results).
+// pipes reports whether the function has the pipe (FlagPipe): float32 rows in and out, and on
+// AVX2 float32 rows into float16 (ApplyToF16, whose narrowing is one instruction, VCVTPS2PH),
+// RMSNorm's functions and LayerNorm's. Not the bfloat16 ones: their integer rounding already
+// bounds the scale loop, and with the next row's sum in it they measured 3-12% slower on Zen 3
+// (bench/results). AVX-512's float32 functions pipe on Sapphire Rapids and Emerald Rapids (see
+// streamrule.Pipe); its ApplyToF16 was not measured with the pipe, so it has none.
 func (g *gen) pipes() bool {
-	return g.s == avx2 && (g.v.Format == spec.F32 || g.v.Format == spec.ToF16)
+	return g.v.Format == spec.F32 || (g.s == avx2 && g.v.Format == spec.ToF16)
 }
 
 // pipe is the scale pass of a row under FlagPipe, when the call has a row after it: the loop that
@@ -1428,11 +1430,12 @@ func (g *gen) pipe(invv, one VecVirtual) {
 	JAE(LabelRef(no))
 	// What the Go side guarantees, tested again where a mistake would write outside dst's rows or
 	// fault: a whole number of blocks, dst aligned for VMOVNTPS (VMOVNTDQ for halves), one row at
-	// a time.
+	// a time. The Go side aligns dst to 32 bytes: a row of AVX-512 whose dst is not aligned to 64
+	// takes the loop without the pipe.
 	MOVQ(g.d(), t)
 	TESTQ(U32(block-1), t)
 	JNZ(LabelRef(no))
-	TESTQ(U32(31), g.dst)
+	TESTQ(U32(s.vbytes()-1), g.dst)
 	JNZ(LabelRef(no))
 	CMPQ(g.pend, U8(1))
 	JNE(LabelRef(no))

@@ -119,7 +119,7 @@ func zen3(c CPU) bool { return c.AMD && c.Family == 0x19 && c.L2 == 512<<10 }
 // Rapids (0xcf).
 func meshXeon(c CPU) bool { return c.Intel && c.Family == 6 && (c.Model == 0x8f || c.Model == 0xcf) }
 
-// Pipe reports whether the AVX2 kernel pipes streamed float32 rows on c: the loop that scales a
+// Pipe reports whether the kernels pipe streamed float32 rows on c: the loop that scales a
 // row (non-temporal stores) also sums the squares of the next one, loaded from memory, so that the
 // next row's loads overlap this row's stores as in a copy, where otherwise the next row is
 // prefetched during the scale pass and summed from the cache, memory idle meanwhile. The bits are
@@ -128,13 +128,44 @@ func meshXeon(c CPU) bool { return c.Intel && c.Family == 6 && (c.Model == 0x8f 
 // the Zen 3 above, Forward with the avx2 kernel, pipe off and on alternated in one process, 25
 // pairs of about 15 ms, the median of the pairs' time ratios (on/off) in three runs: 2048x4096
 // 0.973, 0.925, 0.936; 16384x4096 0.914, 0.922, 0.931; 1024x8192 0.929, 0.860; 512x8192 (32 MiB,
-// which the L3 partly holds from one call to the next) 1.055, 0.913, 1.202, 0.928, 0.983. The
-// AVX-512 kernels, which no Zen 3 runs, have no such loop. LayerNorm's float32 function (a Norm
-// with Center) pipes too: its scale loop sums the next row's elements for the mean. Measured the
-// same way, with weight and bias, 60 pairs, three runs: 2048x4096 0.836-0.963, 16384x4096
-// 0.820-0.826, 512x8192 0.802-0.828, 8192x1024 0.858-0.913 (with the centered pass's prefetch
-// of the row after cut to its first 4 KiB; see pipePrefetch in the generator).
-func Pipe(c CPU) bool { return zen3(c) }
+// which the L3 partly holds from one call to the next) 1.055, 0.913, 1.202, 0.928, 0.983.
+// LayerNorm's float32 function (a Norm with Center) pipes too: its scale loop sums the next row's
+// elements for the mean. Measured the same way, with weight and bias, 60 pairs, three runs:
+// 2048x4096 0.836-0.963, 16384x4096 0.820-0.826, 512x8192 0.802-0.828, 8192x1024 0.858-0.913
+// (with the centered pass's prefetch of the row after cut to its first 4 KiB; see pipePrefetch
+// in the generator).
+//
+// On Sapphire Rapids and Emerald Rapids the AVX-512 kernel's float32 functions pipe too (the
+// AVX2 one's as well, when a user picks it), RMSNorm's only for rows longer than PipeAbove.
+// Measured on the Emerald Rapids above, the avx512 kernel, pipe on against off alternated in one
+// process, 40 pairs, the median ratio (on/off), two runs each:
+//
+//	            RMSNorm (Forward)      LayerNorm (Center, weight, bias)
+//	8192x1024   0.93, 0.97             1.00, 0.97
+//	4096x2048   1.00, 0.97             0.96, 0.97
+//	2730x3072   1.01, 1.01             0.91, 0.93
+//	2048x4096   1.06, 1.07             0.92, 0.94
+//	2048x5120   0.98, 0.99
+//	1408x6144   0.97, 0.95             0.84, 0.83
+//	512x8192    0.97, 0.92             0.82, 0.81
+//	1024x8192   0.93, 0.93
+//	16384x4096  1.06, 1.00
+//	256x16384   0.90, 0.91             0.80, 0.81
+//	128x32768   0.92, 0.91
+//
+// LayerNorm's scale loop, which reads the row a third time, gains from 2048 on; RMSNorm's loses
+// at 4096 and gains above it (the shorter rows' gains at 1024 are one shape in noise).
+func Pipe(c CPU) bool { return zen3(c) || meshXeon(c) }
+
+// PipeAbove is the row length above which RMSNorm's streamed float32 rows are piped where Pipe
+// holds (LayerNorm's are piped at every length the pipe takes): 4096 on Sapphire Rapids and
+// Emerald Rapids, where rows of 4096 measured 6-7% slower with it (see Pipe), and 0 elsewhere.
+func PipeAbove(c CPU) int {
+	if meshXeon(c) {
+		return 4096
+	}
+	return 0
+}
 
 // PipeMinTo16 is the row length above which float32 rows into float16 (ApplyToF16, without
 // RoundNormalized) are piped too where Pipe holds: the same loop, writing halves. Measured on the

@@ -9,21 +9,23 @@ func TestBytes(t *testing.T) {
 		cpu  CPU
 		want int
 		pipe bool
+		// above is PipeAbove; Ahead holds on Zen 3 alone
+		above int
 	}{
-		{"Zen 3 Milan", CPU{AMD: true, Family: 0x19, L2: 512 * kib, L3: 32 * mib}, 16 * mib, true},
-		{"Zen 3 with 16 MiB of L3", CPU{AMD: true, Family: 0x19, L2: 512 * kib, L3: 16 * mib}, 8 * mib, true},
-		{"Zen 4 Genoa", CPU{AMD: true, Family: 0x19, L2: 1 * mib, L3: 32 * mib}, 32 * mib, false},
-		{"Zen 5 Turin", CPU{AMD: true, Family: 0x1a, L2: 1 * mib, L3: 32 * mib}, 32 * mib, false},
-		{"Zen 2, family 0x17", CPU{AMD: true, Family: 0x17, L2: 512 * kib, L3: 16 * mib}, 16 * mib, false},
-		{"not AMD, family 0x19", CPU{Family: 0x19, L2: 512 * kib, L3: 32 * mib}, 32 * mib, false},
-		{"Intel", CPU{Intel: true, Family: 6, L2: 2 * mib, L3: 60 * mib}, 60 * mib, false},
-		{"Emerald Rapids", CPU{Intel: true, Family: 6, Model: 0xcf, L2: 2 * mib, L3: 260 * mib}, 8 * mib, false},
-		{"Sapphire Rapids", CPU{Intel: true, Family: 6, Model: 0x8f, L2: 2 * mib, L3: 105 * mib}, 8 * mib, false},
-		{"Emerald Rapids without an L2 size", CPU{Intel: true, Family: 6, Model: 0xcf, L3: 260 * mib}, 260 * mib, false},
-		{"Ice Lake server, not measured", CPU{Intel: true, Family: 6, Model: 0x6a, L2: 1280 * kib, L3: 48 * mib}, 48 * mib, false},
-		{"model 0xcf, not Intel", CPU{AMD: true, Family: 6, Model: 0xcf, L2: 2 * mib, L3: 32 * mib}, 32 * mib, false},
-		{"Zen 3 without an L3 size", CPU{AMD: true, Family: 0x19, L2: 512 * kib}, Fallback, true},
-		{"no caches reported", CPU{}, Fallback, false},
+		{"Zen 3 Milan", CPU{AMD: true, Family: 0x19, L2: 512 * kib, L3: 32 * mib}, 16 * mib, true, 0},
+		{"Zen 3 with 16 MiB of L3", CPU{AMD: true, Family: 0x19, L2: 512 * kib, L3: 16 * mib}, 8 * mib, true, 0},
+		{"Zen 4 Genoa", CPU{AMD: true, Family: 0x19, L2: 1 * mib, L3: 32 * mib}, 32 * mib, false, 0},
+		{"Zen 5 Turin", CPU{AMD: true, Family: 0x1a, L2: 1 * mib, L3: 32 * mib}, 32 * mib, false, 0},
+		{"Zen 2, family 0x17", CPU{AMD: true, Family: 0x17, L2: 512 * kib, L3: 16 * mib}, 16 * mib, false, 0},
+		{"not AMD, family 0x19", CPU{Family: 0x19, L2: 512 * kib, L3: 32 * mib}, 32 * mib, false, 0},
+		{"Intel", CPU{Intel: true, Family: 6, L2: 2 * mib, L3: 60 * mib}, 60 * mib, false, 0},
+		{"Emerald Rapids", CPU{Intel: true, Family: 6, Model: 0xcf, L2: 2 * mib, L3: 260 * mib}, 8 * mib, true, 4096},
+		{"Sapphire Rapids", CPU{Intel: true, Family: 6, Model: 0x8f, L2: 2 * mib, L3: 105 * mib}, 8 * mib, true, 4096},
+		{"Emerald Rapids without an L2 size", CPU{Intel: true, Family: 6, Model: 0xcf, L3: 260 * mib}, 260 * mib, true, 4096},
+		{"Ice Lake server, not measured", CPU{Intel: true, Family: 6, Model: 0x6a, L2: 1280 * kib, L3: 48 * mib}, 48 * mib, false, 0},
+		{"model 0xcf, not Intel", CPU{AMD: true, Family: 6, Model: 0xcf, L2: 2 * mib, L3: 32 * mib}, 32 * mib, false, 0},
+		{"Zen 3 without an L3 size", CPU{AMD: true, Family: 0x19, L2: 512 * kib}, Fallback, true, 0},
+		{"no caches reported", CPU{}, Fallback, false, 0},
 	} {
 		got, why := Bytes(c.cpu)
 		if got != c.want || why == "" {
@@ -32,8 +34,11 @@ func TestBytes(t *testing.T) {
 		if p := Pipe(c.cpu); p != c.pipe {
 			t.Errorf("%s: Pipe(%+v) = %v; want %v", c.name, c.cpu, p, c.pipe)
 		}
-		if a := Ahead(c.cpu); a != c.pipe { // the same CPUs: Zen 3
-			t.Errorf("%s: Ahead(%+v) = %v; want %v", c.name, c.cpu, a, c.pipe)
+		if a, zen3 := Ahead(c.cpu), c.pipe && !c.cpu.Intel; a != zen3 {
+			t.Errorf("%s: Ahead(%+v) = %v; want %v", c.name, c.cpu, a, zen3)
+		}
+		if a := PipeAbove(c.cpu); a != c.above {
+			t.Errorf("%s: PipeAbove(%+v) = %d; want %d", c.name, c.cpu, a, c.above)
 		}
 	}
 }

@@ -3,6 +3,7 @@
 package rmsnorm
 
 import (
+	"fmt"
 	"os"
 	"regexp"
 	"slices"
@@ -232,5 +233,35 @@ func TestAsmRegisterRules(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestAsmPipe holds the functions that test flagPipe to those pipeKernel names: the float32
+// forward functions of avx2 and avx512 (RMSNorm's and LayerNorm's) and avx2's ApplyToF16 ones.
+// The pipe gives the bits of the loops without it, so no other test notices a function that
+// lost it, or one that tests the flag without having it.
+func TestAsmPipe(t *testing.T) {
+	test := fmt.Sprintf("TESTL $0x%08x, job_flags+0(AX)", flagPipe)
+	var got []string
+	for _, fn := range parseAsm(t) {
+		for _, l := range fn.lines {
+			if strings.Join(strings.Fields(l), " ") == test {
+				got = append(got, fn.name)
+				break
+			}
+		}
+	}
+	var want []string
+	for _, k := range []kernelID{kernelAVX2, kernelAVX512} {
+		for f, suffix := range map[format]string{formatF32: "", formatToF16: "ToF16", formatBF16: "BF16", formatToBF16: "ToBF16"} {
+			if pipeKernel(k, f) {
+				want = append(want, k.name()+"Forward"+suffix, k.name()+"ForwardLayer"+suffix)
+			}
+		}
+	}
+	slices.Sort(got)
+	slices.Sort(want)
+	if len(want) == 0 || !slices.Equal(got, want) {
+		t.Errorf("the functions that test flagPipe (%q) are %q, want %q", test, got, want)
 	}
 }

@@ -16,7 +16,8 @@ import "github.com/gosimd/rmsnorm/internal/streamrule"
 // well, and dropping that measured, Zen 5, Forward, benchstat of six interleaved runs: 16384x4096
 // -15% (avx512) and -26% (avx2), 2048x4096 -3% and -5%, 32768x128 and 1x4096 unchanged. On Zen 4
 // (32 KiB of L1d) fewer rows in flight can only leave more of the cache to the row being summed;
-// it was not measured there. On Zen 3 the AVX2 kernel's pipe (flagPipe) sums the next row inside
+// it was not measured there. On Zen 3 the AVX2 kernel's pipe (flagPipe; AVX-512's on Sapphire
+// Rapids and Emerald Rapids) sums the next row inside
 // the scale pass of the row before, where it would otherwise prefetch it, so that memory is not
 // idle while a row is summed from the cache (streamrule.Pipe has the measurements); the pipe
 // prefetches that row 1 KiB ahead of its own loads (aheadBytes in the generator, with its

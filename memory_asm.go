@@ -6,8 +6,9 @@ import "github.com/gosimd/rmsnorm/internal/streamrule"
 
 // streamBytes is the size of the rows a call reads and writes (x, dst when it is not x, the
 // residual) from which kernels stream, as streamrule decides from cpuid: the last-level cache,
-// half of it on Zen 3, four times the L2 on Sapphire Rapids and Emerald Rapids. Virtual machines often report no L3; their L2 would then stream rows of a
-// few MiB around an L3 that holds them, so the fallback is streamrule.Fallback instead.
+// half of it on Zen 3, four times the L2 on Sapphire Rapids and Emerald Rapids. Virtual machines
+// often report no L3; elsewhere their L2 would then stream rows of a few MiB around an L3 that
+// holds them, so the fallback is streamrule.Fallback instead.
 var streamBytes, _ = streamrule.Bytes(hostCPU()) // a variable so that tests can force either kind of store
 
 // pipeRows is whether streamed float32 rows go through the kernels' pipe (flagPipe; see

@@ -8,8 +8,9 @@ import (
 )
 
 // withStreaming runs f with the memory flags of rows from memory (non-temporal stores, prefetches,
-// the generic kernel's touchRow) forced on or off, whatever the size. Forced on, it lets the AVX2
-// kernel's pipe (flagPipe) take the rows that qualify on a pseudo-random half of the calls, and
+// the generic kernel's touchRow) forced on or off, whatever the size. Forced on, it lets the
+// kernels' pipe (flagPipe) take the rows that qualify, whatever their length (pipeAbove 0), on a
+// pseudo-random half of the calls, and
 // the AVX2 backward's prefetches ahead (flagAhead) on another, whatever the CPU, so that the tests
 // that stream run the kernels both ways (a bit that alternated would line up with loops that
 // stream an even number of times per iteration).
@@ -121,6 +122,8 @@ func TestPipeFlag(t *testing.T) {
 		{name: "LayerNorm, d=576, above 4096", d: 576, above: 4096, center: true, want: true},
 		{name: "LayerNorm, d=512 (groups)", d: 512, center: true},
 		{name: "to float16, d=4096, above 4096", d: 4096, above: 4096, toF16: true},
+		{name: "to float16, LayerNorm, d=4096, above 4096", d: 4096, above: 4096, toF16: true, center: true, want: true},
+		{name: "to float16, LayerNorm, d=2048", d: 2048, toF16: true, center: true},
 	} {
 		ds := c.dstStride
 		if ds == 0 {
@@ -166,6 +169,7 @@ func TestPipe(t *testing.T) {
 				pipeShape{d, rows, d + 3, d + 8, 0}, // x strided, dst rows 32-byte apart
 				pipeShape{d, rows, d + 8, d + 5, 0}, // dst rows not all aligned: no pipe
 				pipeShape{d, rows, 0, 0, 1},         // dst not aligned: no pipe
+				pipeShape{d, rows, d + 3, d + 8, 8}, // dst rows 32-byte aligned, the first 32 bytes past 64: avx512 pipes from the second
 			)
 		}
 	}

@@ -29,8 +29,9 @@ import (
 // prefetching loops in three weight forms, chosen by w and flagOffset (spec.Variant.Body). The sum
 // pass of 16-bit rows prefetches two rows ahead under flagPF; that of float32 rows never does (the
 // scale pass brings the next row in). The AVX2 functions of float32 rows into float32 or float16
-// rows have a fourth mode, the pipe (FlagPipe, set on Zen 3): one loop scales a row and sums the
-// next one (LayerNorm's: with Center). Every other piece is shared.
+// rows, and the AVX-512 ones of float32 rows into float32, have a fourth mode, the pipe (FlagPipe,
+// set on Zen 3 and on Sapphire Rapids and Emerald Rapids; see streamrule.Pipe): one loop scales a
+// row and sums the next one (LayerNorm's: with Center). Every other piece is shared.
 
 const (
 	block  = 64     // elements of a row that fill the 64 partial sums once
@@ -52,7 +53,7 @@ var prefetch = PREFETCHT0
 // bytes, where it does: the pipe (FlagPipe) its next row, and the AVX2 backward's sum passes under
 // FlagAhead (whose dx pass, when dx goes out with non-temporal stores, also prefetches the next
 // row; see bgen.dxLoop). The hardware prefetchers alone leave memory idle part of the time there.
-// Measured on a Zen 3 (the only CPU that takes either), the function with the prefetch against
+// Measured on a Zen 3 (the only CPU that took either then), the function with the prefetch against
 // the one without, alternated in one process (the median of the pairs' time ratios, new/old; the
 // same function against itself gave 0.99-1.02):
 //
@@ -71,7 +72,7 @@ const aheadBytes = 1024
 // call that pipes (FlagPipe with FlagCenter; every row of it, the first too, is followed by the
 // pipe unless it is the last): the pipe's own prefetches bring in the rest, 1 KiB ahead of its
 // loads. All of a long row, prefetched while the row before it is read from the cache, is
-// more than the 32 KiB L1d of Zen 3 (the only CPU that pipes) holds beside it and the weight and
+// more than the 32 KiB L1d of Zen 3 (the CPU this was measured on) holds beside it and the weight and
 // bias; none leaves memory idle through the pass, which on short rows is most of the row's time.
 // Measured on that Zen 3, LayerNorm (Center, weight, bias), Forward, the avx2 kernel, pipe on
 // against off alternated in one process, 60 pairs, the median of the pairs' time ratios (on/off),
@@ -1400,7 +1401,8 @@ func (g *gen) pipes() bool {
 // block in the order of the sum pass (+0 + square is the square, so the zeroed partials give the
 // sum pass's bits), and the row after goes straight on to invone with its partials. The Go side
 // sets the flag only where the loop needs no tail: d a multiple of the block, rows of dst aligned
-// to the vector, no residual, one row at a time (d above GroupMax).
+// to 32 bytes (AVX-512 pipes a row only when its dst is aligned to 64, tested here), no residual,
+// one row at a time (d above GroupMax).
 //
 // In the Layer function (with flagCenter; a row without it is not piped) the loop writes
 // y = ((x-m)*inv)*w + bias and sums the next row's elements instead (+0 + x is the sum pass's

@@ -1,8 +1,9 @@
 // Package streamrule decides, from what cpuid reports, how the assembly kernels stream a call's
 // rows: from what size of rows (read and written) they treat them as coming from memory
-// (non-temporal stores out of place, prefetches of the rows ahead), whether the AVX2 kernel sums
-// the next float32 row inside the scale pass of the row before (Pipe; PipeMinTo16 for rows written
-// as float16), and whether the AVX2 backward prefetches 1 KiB ahead (Ahead). The package uses it
+// (non-temporal stores out of place, prefetches of the rows ahead), whether the kernels sum the
+// next float32 row inside the scale pass of the row before (Pipe; PipeAbove for RMSNorm's rows,
+// PipeMinTo16 for rows written as float16), and whether the AVX2 backward prefetches 1 KiB ahead
+// (Ahead). The package uses it
 // at init, and the bench command prints it; nothing else of the module needs it.
 package streamrule
 
@@ -46,10 +47,10 @@ func Host() CPU {
 
 // Bytes returns the threshold for c and why it is that:
 //
+//   - Sapphire Rapids and Emerald Rapids (Intel family 6, models 0x8f and 0xcf) with an L2 size:
+//     four times the L2, whatever the L3;
 //   - no L3 reported: Fallback;
 //   - Zen 3 (AMD family 0x19 with a 512 KiB L2; Zen 4, the same family, has 1 MiB): half the L3;
-//   - Sapphire Rapids and Emerald Rapids (Intel family 6, models 0x8f and 0xcf), with an L2:
-//     four times the L2;
 //   - any other CPU: the L3.
 //
 // Zen 3 streams from half its L3 because there, unlike on Zen 5, the rows stop staying in the
@@ -71,9 +72,11 @@ func Host() CPU {
 // So from 16 MiB on that machine, where Zen 5's table above keeps the rows in cache at 16 MiB.
 // Zen 4 has not been measured; it keeps the L3.
 //
-// The Xeons of Sapphire Rapids and Emerald Rapids report an L3 of 100-320 MiB, the whole socket's,
-// shared by its 32-64 cores through a mesh and not inclusive of the L2s, so it keeps far less of a
-// core's rows than its size says; streaming from the L3 would stream nothing below 2048x16384.
+// The server Xeons of Sapphire Rapids and Emerald Rapids report an L3 of up to 320 MiB, the whole
+// socket's, shared by its cores through a mesh and not inclusive of the L2s, so it keeps far less
+// of a core's rows than its size says; streaming from the L3 (260 MiB here) would stream nothing
+// below 2048x16384. The workstation and smaller parts of model 0x8f (15-105 MiB of L3) take the
+// same rule unmeasured.
 // Measured on an Intel Xeon (Emerald Rapids, family 6 model 0xcf, a 2-vCPU virtual machine, L2
 // 2 MiB, L3 260 MiB), 2026-12-03, Forward then copy() of y, rows of 4096, streaming forced on
 // against off alternated in one process, the median of the pairs' time ratios (on/off), with the
@@ -95,7 +98,8 @@ func Host() CPU {
 // in bfloat16) 1.28 at 4 MiB, 1.20 at 6, 1.07 and 1.14 at 8, 1.04 at 10, 0.99 and 1.02 at 12,
 // 0.97 and 0.96 at 16, 0.84 at 32; Backward (Inv, DW; x + dy + dx, then copy() of dx) 0.96 at
 // 4 MiB, 0.87 at 6, 0.79 at 8, 0.70 at 12, 0.67 at 16, 0.64 at 32. One threshold for all: bfloat16
-// rows of 8-12 MiB give up 3-14% for float32 rows' 7-19% at 10-12 MiB and the backward's 20-30%.
+// rows of 8-10 MiB give up 4-14% (even at 12) for float32 rows' 8-19% at 10-12 MiB and the
+// backward's 21-30% at 8-12 MiB.
 // Sapphire Rapids has the same cores' L2 and the same mesh; other Intel CPUs have not been
 // measured and keep the L3.
 func Bytes(c CPU) (bytes int, why string) {
@@ -123,8 +127,9 @@ func meshXeon(c CPU) bool { return c.Intel && c.Family == 6 && (c.Model == 0x8f 
 // row (non-temporal stores) also sums the squares of the next one, loaded from memory, so that the
 // next row's loads overlap this row's stores as in a copy, where otherwise the next row is
 // prefetched during the scale pass and summed from the cache, memory idle meanwhile. The bits are
-// the same either way. Zen 3 only, where it measured faster; the C variant that works this way
-// was the fastest in bench-anchors there, and no faster than prefetching on a Zen 4. Measured on
+// the same either way. On Zen 3 (the AVX2 kernel) and on Sapphire Rapids and Emerald Rapids (the
+// AVX-512 one), where it measured faster; the C variant that works this way was the fastest in
+// bench-anchors on both, and no faster than prefetching on a Zen 4. Measured on
 // the Zen 3 above, Forward with the avx2 kernel, pipe off and on alternated in one process, 25
 // pairs of about 15 ms, the median of the pairs' time ratios (on/off) in three runs: 2048x4096
 // 0.973, 0.925, 0.936; 16384x4096 0.914, 0.922, 0.931; 1024x8192 0.929, 0.860; 512x8192 (32 MiB,
@@ -153,8 +158,10 @@ func meshXeon(c CPU) bool { return c.Intel && c.Family == 6 && (c.Model == 0x8f 
 //	256x16384   0.90, 0.91             0.80, 0.81
 //	128x32768   0.92, 0.91
 //
-// LayerNorm's scale loop, which reads the row a third time, gains from 2048 on; RMSNorm's loses
-// at 4096 and gains above it (the shorter rows' gains at 1024 are one shape in noise).
+// LayerNorm's rows, which the pass before the scale loop reads a second time from the cache,
+// gain from 2048 on and are even at 1024, so they pipe at every length the pipe takes (above 512);
+// RMSNorm's lose at 4096 and gain above it (the shorter rows' gains at 1024 are one shape in
+// noise).
 func Pipe(c CPU) bool { return zen3(c) || meshXeon(c) }
 
 // PipeAbove is the row length above which RMSNorm's streamed float32 rows are piped where Pipe

@@ -21,6 +21,7 @@ func TestBytes(t *testing.T) {
 		{"Intel", CPU{Intel: true, Family: 6, L2: 2 * mib, L3: 60 * mib}, 60 * mib, false, 0},
 		{"Emerald Rapids", CPU{Intel: true, Family: 6, Model: 0xcf, L2: 2 * mib, L3: 260 * mib}, 8 * mib, true, 4096},
 		{"Sapphire Rapids", CPU{Intel: true, Family: 6, Model: 0x8f, L2: 2 * mib, L3: 105 * mib}, 8 * mib, true, 4096},
+		{"Emerald Rapids without an L3 size", CPU{Intel: true, Family: 6, Model: 0xcf, L2: 2 * mib}, 8 * mib, true, 4096},
 		{"Emerald Rapids without an L2 size", CPU{Intel: true, Family: 6, Model: 0xcf, L3: 260 * mib}, 260 * mib, true, 4096},
 		{"Ice Lake server, not measured", CPU{Intel: true, Family: 6, Model: 0x6a, L2: 1280 * kib, L3: 48 * mib}, 48 * mib, false, 0},
 		{"model 0xcf, not Intel", CPU{AMD: true, Family: 6, Model: 0xcf, L2: 2 * mib, L3: 32 * mib}, 32 * mib, false, 0},

@@ -236,12 +236,10 @@ func TestAsmRegisterRules(t *testing.T) {
 	}
 }
 
-// TestAsmPipe holds the functions that test flagPipe to those pipeKernel names: the float32
-// forward functions of avx2 and avx512 (RMSNorm's and LayerNorm's) and avx2's ApplyToF16 ones.
-// The pipe gives the bits of the loops without it, so no other test notices a function that
-// lost it, or one that tests the flag without having it.
-func TestAsmPipe(t *testing.T) {
-	test := fmt.Sprintf("TESTL $0x%08x, job_flags+0(AX)", flagPipe)
+// flagTesters returns the functions of rmsnorm_amd64.s that test flag in the job's flags.
+func flagTesters(t *testing.T, flag int) []string {
+	t.Helper()
+	test := fmt.Sprintf("TESTL $0x%08x, job_flags+0(AX)", flag)
 	var got []string
 	for _, fn := range parseAsm(t) {
 		for _, l := range fn.lines {
@@ -251,6 +249,15 @@ func TestAsmPipe(t *testing.T) {
 			}
 		}
 	}
+	slices.Sort(got)
+	return got
+}
+
+// TestAsmPipe holds the functions that test flagPipe to those pipeKernel names: the float32
+// forward functions of avx2 and avx512 (RMSNorm's and LayerNorm's) and avx2's ApplyToF16 ones.
+// The pipe gives the bits of the loops without it, so no other test notices a function that
+// lost it, or one that tests the flag without having it.
+func TestAsmPipe(t *testing.T) {
 	var want []string
 	for _, k := range []kernelID{kernelAVX2, kernelAVX512} {
 		for f, suffix := range map[format]string{formatF32: "", formatToF16: "ToF16", formatBF16: "BF16", formatToBF16: "ToBF16"} {
@@ -259,9 +266,23 @@ func TestAsmPipe(t *testing.T) {
 			}
 		}
 	}
-	slices.Sort(got)
 	slices.Sort(want)
-	if len(want) == 0 || !slices.Equal(got, want) {
-		t.Errorf("the functions that test flagPipe (%q) are %q, want %q", test, got, want)
+	if got := flagTesters(t, flagPipe); len(want) == 0 || !slices.Equal(got, want) {
+		t.Errorf("the functions that test flagPipe are %q, want %q", got, want)
+	}
+}
+
+// TestAsmAhead holds the functions that test flagAhead to the float32 backward functions of avx2
+// and avx512, whose prefetches ahead, like the pipe, change no bit.
+func TestAsmAhead(t *testing.T) {
+	var want []string
+	for _, k := range []kernelID{kernelAVX2, kernelAVX512} {
+		for _, fn := range []string{"Backward", "BackwardUnweighted", "BackwardLayer", "BackwardLayerUnweighted"} {
+			want = append(want, k.name()+fn)
+		}
+	}
+	slices.Sort(want)
+	if got := flagTesters(t, flagAhead); !slices.Equal(got, want) {
+		t.Errorf("the functions that test flagAhead are %q, want %q", got, want)
 	}
 }

@@ -13,7 +13,7 @@ const (
 	flagOffset = 16  // rows with a weight: the weight form is 1+w (one kernel function serves every form)
 	flagCenter = 32  // Layer variants: subtract the row's mean (Norm.Center)
 	flagPipe   = 64  // streaming of float32 rows (AVX2: into float32 or float16; AVX-512: into float32): the scale pass of a row sums the next row's squares (LayerNorm: its elements)
-	flagAhead  = 128 // AVX2 backward streaming: the sum passes prefetch 1 KiB ahead, the dx pass (with flagNT) the next row
+	flagAhead  = 128 // backward streaming: the sum passes prefetch 1 KiB ahead, the dx pass (with flagNT) the next row
 )
 
 // gradBlock is the number of rows summed into one partial sum of the weight gradient.

@@ -20,10 +20,10 @@ var pipeRows = streamrule.Pipe(hostCPU())
 // streamrule.PipeAbove. A variable so that tests can set it.
 var pipeAbove = streamrule.PipeAbove(hostCPU())
 
-// aheadRows is whether the AVX2 backward kernels prefetch rows from memory 1 KiB ahead of their
+// aheadRows is whether the backward kernels prefetch rows from memory 1 KiB ahead of their
 // sum passes' loads, and the next row in the dx pass when dx goes out with non-temporal stores
-// (flagAhead; see setBackwardMemoryFlags), as streamrule decides from cpuid: on Zen 3. A variable
-// so that tests can run the kernels both ways.
+// (flagAhead; see setBackwardMemoryFlags), as streamrule decides from cpuid: on Zen 3, Sapphire
+// Rapids and Emerald Rapids. A variable so that tests can run the kernels both ways.
 var aheadRows = streamrule.Ahead(hostCPU())
 
 // hostCPU is what streamrule reads of this CPU.

@@ -15,5 +15,5 @@ var pipeRows = false
 // pipeAbove goes with pipeRows (see memory_asm.go).
 var pipeAbove = 0
 
-// aheadRows is false: flagAhead is for the AVX2 kernel, which this build does not have.
+// aheadRows is false: flagAhead is for the assembly kernels, which this build does not have.
 var aheadRows = false

@@ -11428,10 +11428,113 @@ row:
 	VBROADCASTSS negzero<>+0(SB), Z8
 
 weightadd1:
-	XORQ R8, R8
-	MOVQ job_d+0(AX), R9
-	SUBQ $0x00000040, R9
+	XORQ  R8, R8
+	MOVQ  job_d+0(AX), R9
+	SUBQ  $0x00000040, R9
+	TESTL $0x00000080, job_flags+0(AX)
+	JZ    sumnoahead
 
+	// A plain weight's main loop multiplies by w itself.
+	TESTL $0x00000010, job_flags+0(AX)
+	JNZ   sumaheadloop
+
+sumaheadloopw:
+	CMPQ       R8, R9
+	JG         sumtail
+	PREFETCHT0 1024(DX)(R8*4)
+	PREFETCHT0 1088(DX)(R8*4)
+	PREFETCHT0 1152(DX)(R8*4)
+	PREFETCHT0 1216(DX)(R8*4)
+	PREFETCHT0 1024(BX)(R8*4)
+	PREFETCHT0 1088(BX)(R8*4)
+	PREFETCHT0 1152(BX)(R8*4)
+	PREFETCHT0 1216(BX)(R8*4)
+	VMOVUPS    (DX)(R8*4), Z9
+	VMULPS     Z9, Z9, Z10
+	VADDPS     Z10, Z0, Z0
+	VMOVUPS    (BX)(R8*4), Z10
+	VMOVUPS    (SI)(R8*4), Z11
+	VMULPS     Z11, Z10, Z10
+	VMULPS     Z9, Z10, Z10
+	VADDPS     Z10, Z4, Z4
+	VMOVUPS    64(DX)(R8*4), Z9
+	VMULPS     Z9, Z9, Z10
+	VADDPS     Z10, Z1, Z1
+	VMOVUPS    64(BX)(R8*4), Z10
+	VMOVUPS    64(SI)(R8*4), Z11
+	VMULPS     Z11, Z10, Z10
+	VMULPS     Z9, Z10, Z10
+	VADDPS     Z10, Z5, Z5
+	VMOVUPS    128(DX)(R8*4), Z9
+	VMULPS     Z9, Z9, Z10
+	VADDPS     Z10, Z2, Z2
+	VMOVUPS    128(BX)(R8*4), Z10
+	VMOVUPS    128(SI)(R8*4), Z11
+	VMULPS     Z11, Z10, Z10
+	VMULPS     Z9, Z10, Z10
+	VADDPS     Z10, Z6, Z6
+	VMOVUPS    192(DX)(R8*4), Z9
+	VMULPS     Z9, Z9, Z10
+	VADDPS     Z10, Z3, Z3
+	VMOVUPS    192(BX)(R8*4), Z10
+	VMOVUPS    192(SI)(R8*4), Z11
+	VMULPS     Z11, Z10, Z10
+	VMULPS     Z9, Z10, Z10
+	VADDPS     Z10, Z7, Z7
+	ADDQ       $0x00000040, R8
+	JMP        sumaheadloopw
+
+sumaheadloop:
+	CMPQ       R8, R9
+	JG         sumtail
+	PREFETCHT0 1024(DX)(R8*4)
+	PREFETCHT0 1088(DX)(R8*4)
+	PREFETCHT0 1152(DX)(R8*4)
+	PREFETCHT0 1216(DX)(R8*4)
+	PREFETCHT0 1024(BX)(R8*4)
+	PREFETCHT0 1088(BX)(R8*4)
+	PREFETCHT0 1152(BX)(R8*4)
+	PREFETCHT0 1216(BX)(R8*4)
+	VMOVUPS    (DX)(R8*4), Z9
+	VMULPS     Z9, Z9, Z10
+	VADDPS     Z10, Z0, Z0
+	VMOVUPS    (BX)(R8*4), Z10
+	VMOVUPS    (SI)(R8*4), Z11
+	VADDPS     Z8, Z11, Z11
+	VMULPS     Z11, Z10, Z10
+	VMULPS     Z9, Z10, Z10
+	VADDPS     Z10, Z4, Z4
+	VMOVUPS    64(DX)(R8*4), Z9
+	VMULPS     Z9, Z9, Z10
+	VADDPS     Z10, Z1, Z1
+	VMOVUPS    64(BX)(R8*4), Z10
+	VMOVUPS    64(SI)(R8*4), Z11
+	VADDPS     Z8, Z11, Z11
+	VMULPS     Z11, Z10, Z10
+	VMULPS     Z9, Z10, Z10
+	VADDPS     Z10, Z5, Z5
+	VMOVUPS    128(DX)(R8*4), Z9
+	VMULPS     Z9, Z9, Z10
+	VADDPS     Z10, Z2, Z2
+	VMOVUPS    128(BX)(R8*4), Z10
+	VMOVUPS    128(SI)(R8*4), Z11
+	VADDPS     Z8, Z11, Z11
+	VMULPS     Z11, Z10, Z10
+	VMULPS     Z9, Z10, Z10
+	VADDPS     Z10, Z6, Z6
+	VMOVUPS    192(DX)(R8*4), Z9
+	VMULPS     Z9, Z9, Z10
+	VADDPS     Z10, Z3, Z3
+	VMOVUPS    192(BX)(R8*4), Z10
+	VMOVUPS    192(SI)(R8*4), Z11
+	VADDPS     Z8, Z11, Z11
+	VMULPS     Z11, Z10, Z10
+	VMULPS     Z9, Z10, Z10
+	VADDPS     Z10, Z7, Z7
+	ADDQ       $0x00000040, R8
+	JMP        sumaheadloop
+
+sumnoahead:
 	// A plain weight's main loop multiplies by w itself.
 	TESTL $0x00000010, job_flags+0(AX)
 	JNZ   sumloop
@@ -11849,7 +11952,7 @@ dxnonent:
 	NEGQ R10
 	ANDQ $0x0000003f, R10
 	SHRQ $0x02, R10
-	JZ   dxnonentloop
+	JZ   dxnonentbody
 	CMPQ R10, job_d+0(AX)
 	JLE  dxnonehead
 	MOVQ job_d+0(AX), R10
@@ -11867,6 +11970,64 @@ dxnonehead:
 	VMULPS    Z1, Z4, Z4
 	VMOVUPS   Z4, K1, (CX)(R8*4)
 	ADDQ      R10, R8
+
+dxnonentbody:
+	TESTL $0x00000080, job_flags+0(AX)
+	JZ    dxnonentloop
+	MOVQ  DX, R10
+	ADDQ  DI, R10
+	MOVQ  BX, R11
+	ADDQ  DI, R11
+
+dxnonentaheadloop:
+	CMPQ       R8, R9
+	JG         dxnoneone
+	PREFETCHT0 (R10)(R8*4)
+	PREFETCHT0 64(R10)(R8*4)
+	PREFETCHT0 128(R10)(R8*4)
+	PREFETCHT0 192(R10)(R8*4)
+	PREFETCHT0 (R11)(R8*4)
+	PREFETCHT0 64(R11)(R8*4)
+	PREFETCHT0 128(R11)(R8*4)
+	PREFETCHT0 192(R11)(R8*4)
+	VMOVUPS    (DX)(R8*4), Z3
+	VMOVUPS    (BX)(R8*4), Z4
+	VMOVUPS    (SI)(R8*4), Z5
+	VADDPS     Z2, Z5, Z5
+	VMULPS     Z5, Z4, Z4
+	VMULPS     Z0, Z3, Z3
+	VSUBPS     Z3, Z4, Z4
+	VMULPS     Z1, Z4, Z4
+	VMOVNTPS   Z4, (CX)(R8*4)
+	VMOVUPS    64(DX)(R8*4), Z3
+	VMOVUPS    64(BX)(R8*4), Z4
+	VMOVUPS    64(SI)(R8*4), Z5
+	VADDPS     Z2, Z5, Z5
+	VMULPS     Z5, Z4, Z4
+	VMULPS     Z0, Z3, Z3
+	VSUBPS     Z3, Z4, Z4
+	VMULPS     Z1, Z4, Z4
+	VMOVNTPS   Z4, 64(CX)(R8*4)
+	VMOVUPS    128(DX)(R8*4), Z3
+	VMOVUPS    128(BX)(R8*4), Z4
+	VMOVUPS    128(SI)(R8*4), Z5
+	VADDPS     Z2, Z5, Z5
+	VMULPS     Z5, Z4, Z4
+	VMULPS     Z0, Z3, Z3
+	VSUBPS     Z3, Z4, Z4
+	VMULPS     Z1, Z4, Z4
+	VMOVNTPS   Z4, 128(CX)(R8*4)
+	VMOVUPS    192(DX)(R8*4), Z3
+	VMOVUPS    192(BX)(R8*4), Z4
+	VMOVUPS    192(SI)(R8*4), Z5
+	VADDPS     Z2, Z5, Z5
+	VMULPS     Z5, Z4, Z4
+	VMULPS     Z0, Z3, Z3
+	VSUBPS     Z3, Z4, Z4
+	VMULPS     Z1, Z4, Z4
+	VMOVNTPS   Z4, 192(CX)(R8*4)
+	ADDQ       $0x00000040, R8
+	JMP        dxnonentaheadloop
 
 dxnonentloop:
 	CMPQ     R8, R9
@@ -12068,7 +12229,7 @@ dxsetnt:
 	NEGQ R11
 	ANDQ $0x0000003f, R11
 	SHRQ $0x02, R11
-	JZ   dxsetntloop
+	JZ   dxsetntbody
 	CMPQ R11, job_d+0(AX)
 	JLE  dxsethead
 	MOVQ job_d+0(AX), R11
@@ -12089,6 +12250,76 @@ dxsethead:
 	VMOVUPS   Z3, K1, (R9)(R8*4)
 	VMOVUPS   Z5, K1, (CX)(R8*4)
 	ADDQ      R11, R8
+
+dxsetntbody:
+	TESTL $0x00000080, job_flags+0(AX)
+	JZ    dxsetntloop
+	MOVQ  DX, R11
+	ADDQ  DI, R11
+	MOVQ  BX, R12
+	ADDQ  DI, R12
+
+dxsetntaheadloop:
+	CMPQ       R8, R10
+	JG         dxsetone
+	PREFETCHT0 (R11)(R8*4)
+	PREFETCHT0 64(R11)(R8*4)
+	PREFETCHT0 128(R11)(R8*4)
+	PREFETCHT0 192(R11)(R8*4)
+	PREFETCHT0 (R12)(R8*4)
+	PREFETCHT0 64(R12)(R8*4)
+	PREFETCHT0 128(R12)(R8*4)
+	PREFETCHT0 192(R12)(R8*4)
+	VMOVUPS    (DX)(R8*4), Z3
+	VMOVUPS    (BX)(R8*4), Z4
+	VMOVUPS    (SI)(R8*4), Z5
+	VADDPS     Z2, Z5, Z5
+	VMULPS     Z5, Z4, Z5
+	VMULPS     Z0, Z3, Z6
+	VSUBPS     Z6, Z5, Z5
+	VMULPS     Z1, Z5, Z5
+	VMULPS     Z1, Z3, Z3
+	VMULPS     Z3, Z4, Z3
+	VMOVUPS    Z3, (R9)(R8*4)
+	VMOVNTPS   Z5, (CX)(R8*4)
+	VMOVUPS    64(DX)(R8*4), Z3
+	VMOVUPS    64(BX)(R8*4), Z4
+	VMOVUPS    64(SI)(R8*4), Z5
+	VADDPS     Z2, Z5, Z5
+	VMULPS     Z5, Z4, Z5
+	VMULPS     Z0, Z3, Z6
+	VSUBPS     Z6, Z5, Z5
+	VMULPS     Z1, Z5, Z5
+	VMULPS     Z1, Z3, Z3
+	VMULPS     Z3, Z4, Z3
+	VMOVUPS    Z3, 64(R9)(R8*4)
+	VMOVNTPS   Z5, 64(CX)(R8*4)
+	VMOVUPS    128(DX)(R8*4), Z3
+	VMOVUPS    128(BX)(R8*4), Z4
+	VMOVUPS    128(SI)(R8*4), Z5
+	VADDPS     Z2, Z5, Z5
+	VMULPS     Z5, Z4, Z5
+	VMULPS     Z0, Z3, Z6
+	VSUBPS     Z6, Z5, Z5
+	VMULPS     Z1, Z5, Z5
+	VMULPS     Z1, Z3, Z3
+	VMULPS     Z3, Z4, Z3
+	VMOVUPS    Z3, 128(R9)(R8*4)
+	VMOVNTPS   Z5, 128(CX)(R8*4)
+	VMOVUPS    192(DX)(R8*4), Z3
+	VMOVUPS    192(BX)(R8*4), Z4
+	VMOVUPS    192(SI)(R8*4), Z5
+	VADDPS     Z2, Z5, Z5
+	VMULPS     Z5, Z4, Z5
+	VMULPS     Z0, Z3, Z6
+	VSUBPS     Z6, Z5, Z5
+	VMULPS     Z1, Z5, Z5
+	VMULPS     Z1, Z3, Z3
+	VMULPS     Z3, Z4, Z3
+	VMOVUPS    Z3, 192(R9)(R8*4)
+	VMOVNTPS   Z5, 192(CX)(R8*4)
+	ADDQ       $0x00000040, R8
+	JMP        dxsetntaheadloop
 
 dxsetntloop:
 	CMPQ     R8, R10
@@ -12324,7 +12555,7 @@ dxaddnt:
 	NEGQ R12
 	ANDQ $0x0000003f, R12
 	SHRQ $0x02, R12
-	JZ   dxaddntloop
+	JZ   dxaddntbody
 	CMPQ R12, job_d+0(AX)
 	JLE  dxaddhead
 	MOVQ job_d+0(AX), R12
@@ -12347,6 +12578,84 @@ dxaddhead:
 	VMOVUPS   Z4, K1, (R9)(R10*4)
 	VMOVUPS   Z5, K1, (CX)(R10*4)
 	ADDQ      R12, R10
+
+dxaddntbody:
+	TESTL $0x00000080, job_flags+0(AX)
+	JZ    dxaddntloop
+	MOVQ  DX, R12
+	ADDQ  DI, R12
+	MOVQ  BX, R13
+	ADDQ  DI, R13
+
+dxaddntaheadloop:
+	CMPQ       R10, R11
+	JG         dxaddone
+	PREFETCHT0 (R12)(R10*4)
+	PREFETCHT0 64(R12)(R10*4)
+	PREFETCHT0 128(R12)(R10*4)
+	PREFETCHT0 192(R12)(R10*4)
+	PREFETCHT0 (R13)(R10*4)
+	PREFETCHT0 64(R13)(R10*4)
+	PREFETCHT0 128(R13)(R10*4)
+	PREFETCHT0 192(R13)(R10*4)
+	VMOVUPS    (DX)(R10*4), Z3
+	VMOVUPS    (BX)(R10*4), Z4
+	VMOVUPS    (SI)(R10*4), Z5
+	VADDPS     Z2, Z5, Z5
+	VMULPS     Z5, Z4, Z5
+	VMULPS     Z0, Z3, Z6
+	VSUBPS     Z6, Z5, Z5
+	VMULPS     Z1, Z5, Z5
+	VMULPS     Z1, Z3, Z3
+	VMULPS     Z3, Z4, Z3
+	VMOVUPS    (R9)(R10*4), Z4
+	VADDPS     Z3, Z4, Z4
+	VMOVUPS    Z4, (R9)(R10*4)
+	VMOVNTPS   Z5, (CX)(R10*4)
+	VMOVUPS    64(DX)(R10*4), Z3
+	VMOVUPS    64(BX)(R10*4), Z4
+	VMOVUPS    64(SI)(R10*4), Z5
+	VADDPS     Z2, Z5, Z5
+	VMULPS     Z5, Z4, Z5
+	VMULPS     Z0, Z3, Z6
+	VSUBPS     Z6, Z5, Z5
+	VMULPS     Z1, Z5, Z5
+	VMULPS     Z1, Z3, Z3
+	VMULPS     Z3, Z4, Z3
+	VMOVUPS    64(R9)(R10*4), Z4
+	VADDPS     Z3, Z4, Z4
+	VMOVUPS    Z4, 64(R9)(R10*4)
+	VMOVNTPS   Z5, 64(CX)(R10*4)
+	VMOVUPS    128(DX)(R10*4), Z3
+	VMOVUPS    128(BX)(R10*4), Z4
+	VMOVUPS    128(SI)(R10*4), Z5
+	VADDPS     Z2, Z5, Z5
+	VMULPS     Z5, Z4, Z5
+	VMULPS     Z0, Z3, Z6
+	VSUBPS     Z6, Z5, Z5
+	VMULPS     Z1, Z5, Z5
+	VMULPS     Z1, Z3, Z3
+	VMULPS     Z3, Z4, Z3
+	VMOVUPS    128(R9)(R10*4), Z4
+	VADDPS     Z3, Z4, Z4
+	VMOVUPS    Z4, 128(R9)(R10*4)
+	VMOVNTPS   Z5, 128(CX)(R10*4)
+	VMOVUPS    192(DX)(R10*4), Z3
+	VMOVUPS    192(BX)(R10*4), Z4
+	VMOVUPS    192(SI)(R10*4), Z5
+	VADDPS     Z2, Z5, Z5
+	VMULPS     Z5, Z4, Z5
+	VMULPS     Z0, Z3, Z6
+	VSUBPS     Z6, Z5, Z5
+	VMULPS     Z1, Z5, Z5
+	VMULPS     Z1, Z3, Z3
+	VMULPS     Z3, Z4, Z3
+	VMOVUPS    192(R9)(R10*4), Z4
+	VADDPS     Z3, Z4, Z4
+	VMOVUPS    Z4, 192(R9)(R10*4)
+	VMOVNTPS   Z5, 192(CX)(R10*4)
+	ADDQ       $0x00000040, R10
+	JMP        dxaddntaheadloop
 
 dxaddntloop:
 	CMPQ     R10, R11
@@ -12563,7 +12872,48 @@ row:
 	XORQ    DI, DI
 	MOVQ    job_d+0(AX), R8
 	SUBQ    $0x00000040, R8
+	TESTL   $0x00000080, job_flags+0(AX)
+	JZ      sumnoahead
 
+sumaheadloop:
+	CMPQ       DI, R8
+	JG         sumtail
+	PREFETCHT0 1024(DX)(DI*4)
+	PREFETCHT0 1088(DX)(DI*4)
+	PREFETCHT0 1152(DX)(DI*4)
+	PREFETCHT0 1216(DX)(DI*4)
+	PREFETCHT0 1024(BX)(DI*4)
+	PREFETCHT0 1088(BX)(DI*4)
+	PREFETCHT0 1152(BX)(DI*4)
+	PREFETCHT0 1216(BX)(DI*4)
+	VMOVUPS    (DX)(DI*4), Z8
+	VMULPS     Z8, Z8, Z9
+	VADDPS     Z9, Z0, Z0
+	VMOVUPS    (BX)(DI*4), Z9
+	VMULPS     Z8, Z9, Z9
+	VADDPS     Z9, Z4, Z4
+	VMOVUPS    64(DX)(DI*4), Z8
+	VMULPS     Z8, Z8, Z9
+	VADDPS     Z9, Z1, Z1
+	VMOVUPS    64(BX)(DI*4), Z9
+	VMULPS     Z8, Z9, Z9
+	VADDPS     Z9, Z5, Z5
+	VMOVUPS    128(DX)(DI*4), Z8
+	VMULPS     Z8, Z8, Z9
+	VADDPS     Z9, Z2, Z2
+	VMOVUPS    128(BX)(DI*4), Z9
+	VMULPS     Z8, Z9, Z9
+	VADDPS     Z9, Z6, Z6
+	VMOVUPS    192(DX)(DI*4), Z8
+	VMULPS     Z8, Z8, Z9
+	VADDPS     Z9, Z3, Z3
+	VMOVUPS    192(BX)(DI*4), Z9
+	VMULPS     Z8, Z9, Z9
+	VADDPS     Z9, Z7, Z7
+	ADDQ       $0x00000040, DI
+	JMP        sumaheadloop
+
+sumnoahead:
 sumloop:
 	CMPQ    DI, R8
 	JG      sumtail
@@ -12792,7 +13142,7 @@ dxnonent:
 	NEGQ R9
 	ANDQ $0x0000003f, R9
 	SHRQ $0x02, R9
-	JZ   dxnonentloop
+	JZ   dxnonentbody
 	CMPQ R9, job_d+0(AX)
 	JLE  dxnonehead
 	MOVQ job_d+0(AX), R9
@@ -12807,6 +13157,52 @@ dxnonehead:
 	VMULPS    Z1, Z2, Z2
 	VMOVUPS   Z2, K1, (CX)(DI*4)
 	ADDQ      R9, DI
+
+dxnonentbody:
+	TESTL $0x00000080, job_flags+0(AX)
+	JZ    dxnonentloop
+	MOVQ  DX, R9
+	ADDQ  SI, R9
+	MOVQ  BX, R10
+	ADDQ  SI, R10
+
+dxnonentaheadloop:
+	CMPQ       DI, R8
+	JG         dxnoneone
+	PREFETCHT0 (R9)(DI*4)
+	PREFETCHT0 64(R9)(DI*4)
+	PREFETCHT0 128(R9)(DI*4)
+	PREFETCHT0 192(R9)(DI*4)
+	PREFETCHT0 (R10)(DI*4)
+	PREFETCHT0 64(R10)(DI*4)
+	PREFETCHT0 128(R10)(DI*4)
+	PREFETCHT0 192(R10)(DI*4)
+	VMOVUPS    (DX)(DI*4), Z2
+	VMOVUPS    (BX)(DI*4), Z3
+	VMULPS     Z0, Z2, Z2
+	VSUBPS     Z2, Z3, Z2
+	VMULPS     Z1, Z2, Z2
+	VMOVNTPS   Z2, (CX)(DI*4)
+	VMOVUPS    64(DX)(DI*4), Z2
+	VMOVUPS    64(BX)(DI*4), Z3
+	VMULPS     Z0, Z2, Z2
+	VSUBPS     Z2, Z3, Z2
+	VMULPS     Z1, Z2, Z2
+	VMOVNTPS   Z2, 64(CX)(DI*4)
+	VMOVUPS    128(DX)(DI*4), Z2
+	VMOVUPS    128(BX)(DI*4), Z3
+	VMULPS     Z0, Z2, Z2
+	VSUBPS     Z2, Z3, Z2
+	VMULPS     Z1, Z2, Z2
+	VMOVNTPS   Z2, 128(CX)(DI*4)
+	VMOVUPS    192(DX)(DI*4), Z2
+	VMOVUPS    192(BX)(DI*4), Z3
+	VMULPS     Z0, Z2, Z2
+	VSUBPS     Z2, Z3, Z2
+	VMULPS     Z1, Z2, Z2
+	VMOVNTPS   Z2, 192(CX)(DI*4)
+	ADDQ       $0x00000040, DI
+	JMP        dxnonentaheadloop
 
 dxnonentloop:
 	CMPQ     DI, R8
@@ -12954,10 +13350,113 @@ row:
 	VBROADCASTSS negzero<>+0(SB), Z8
 
 weightadd1:
-	XORQ R8, R8
-	MOVQ job_d+0(AX), R9
-	SUBQ $0x00000040, R9
+	XORQ  R8, R8
+	MOVQ  job_d+0(AX), R9
+	SUBQ  $0x00000040, R9
+	TESTL $0x00000080, job_flags+0(AX)
+	JZ    sumnoahead
 
+	// A plain weight's main loop multiplies by w itself.
+	TESTL $0x00000010, job_flags+0(AX)
+	JNZ   sumaheadloop
+
+sumaheadloopw:
+	CMPQ       R8, R9
+	JG         sumtail
+	PREFETCHT0 1024(DX)(R8*4)
+	PREFETCHT0 1088(DX)(R8*4)
+	PREFETCHT0 1152(DX)(R8*4)
+	PREFETCHT0 1216(DX)(R8*4)
+	PREFETCHT0 1024(BX)(R8*4)
+	PREFETCHT0 1088(BX)(R8*4)
+	PREFETCHT0 1152(BX)(R8*4)
+	PREFETCHT0 1216(BX)(R8*4)
+	VMOVUPS    (DX)(R8*4), Z9
+	VMULPS     Z9, Z9, Z10
+	VADDPS     Z10, Z0, Z0
+	VMOVUPS    (BX)(R8*4), Z10
+	VMOVUPS    (SI)(R8*4), Z11
+	VMULPS     Z11, Z10, Z10
+	VMULPS     Z9, Z10, Z10
+	VADDPS     Z10, Z4, Z4
+	VMOVUPS    64(DX)(R8*4), Z9
+	VMULPS     Z9, Z9, Z10
+	VADDPS     Z10, Z1, Z1
+	VMOVUPS    64(BX)(R8*4), Z10
+	VMOVUPS    64(SI)(R8*4), Z11
+	VMULPS     Z11, Z10, Z10
+	VMULPS     Z9, Z10, Z10
+	VADDPS     Z10, Z5, Z5
+	VMOVUPS    128(DX)(R8*4), Z9
+	VMULPS     Z9, Z9, Z10
+	VADDPS     Z10, Z2, Z2
+	VMOVUPS    128(BX)(R8*4), Z10
+	VMOVUPS    128(SI)(R8*4), Z11
+	VMULPS     Z11, Z10, Z10
+	VMULPS     Z9, Z10, Z10
+	VADDPS     Z10, Z6, Z6
+	VMOVUPS    192(DX)(R8*4), Z9
+	VMULPS     Z9, Z9, Z10
+	VADDPS     Z10, Z3, Z3
+	VMOVUPS    192(BX)(R8*4), Z10
+	VMOVUPS    192(SI)(R8*4), Z11
+	VMULPS     Z11, Z10, Z10
+	VMULPS     Z9, Z10, Z10
+	VADDPS     Z10, Z7, Z7
+	ADDQ       $0x00000040, R8
+	JMP        sumaheadloopw
+
+sumaheadloop:
+	CMPQ       R8, R9
+	JG         sumtail
+	PREFETCHT0 1024(DX)(R8*4)
+	PREFETCHT0 1088(DX)(R8*4)
+	PREFETCHT0 1152(DX)(R8*4)
+	PREFETCHT0 1216(DX)(R8*4)
+	PREFETCHT0 1024(BX)(R8*4)
+	PREFETCHT0 1088(BX)(R8*4)
+	PREFETCHT0 1152(BX)(R8*4)
+	PREFETCHT0 1216(BX)(R8*4)
+	VMOVUPS    (DX)(R8*4), Z9
+	VMULPS     Z9, Z9, Z10
+	VADDPS     Z10, Z0, Z0
+	VMOVUPS    (BX)(R8*4), Z10
+	VMOVUPS    (SI)(R8*4), Z11
+	VADDPS     Z8, Z11, Z11
+	VMULPS     Z11, Z10, Z10
+	VMULPS     Z9, Z10, Z10
+	VADDPS     Z10, Z4, Z4
+	VMOVUPS    64(DX)(R8*4), Z9
+	VMULPS     Z9, Z9, Z10
+	VADDPS     Z10, Z1, Z1
+	VMOVUPS    64(BX)(R8*4), Z10
+	VMOVUPS    64(SI)(R8*4), Z11
+	VADDPS     Z8, Z11, Z11
+	VMULPS     Z11, Z10, Z10
+	VMULPS     Z9, Z10, Z10
+	VADDPS     Z10, Z5, Z5
+	VMOVUPS    128(DX)(R8*4), Z9
+	VMULPS     Z9, Z9, Z10
+	VADDPS     Z10, Z2, Z2
+	VMOVUPS    128(BX)(R8*4), Z10
+	VMOVUPS    128(SI)(R8*4), Z11
+	VADDPS     Z8, Z11, Z11
+	VMULPS     Z11, Z10, Z10
+	VMULPS     Z9, Z10, Z10
+	VADDPS     Z10, Z6, Z6
+	VMOVUPS    192(DX)(R8*4), Z9
+	VMULPS     Z9, Z9, Z10
+	VADDPS     Z10, Z3, Z3
+	VMOVUPS    192(BX)(R8*4), Z10
+	VMOVUPS    192(SI)(R8*4), Z11
+	VADDPS     Z8, Z11, Z11
+	VMULPS     Z11, Z10, Z10
+	VMULPS     Z9, Z10, Z10
+	VADDPS     Z10, Z7, Z7
+	ADDQ       $0x00000040, R8
+	JMP        sumaheadloop
+
+sumnoahead:
 	// A plain weight's main loop multiplies by w itself.
 	TESTL $0x00000010, job_flags+0(AX)
 	JNZ   sumloop
@@ -13508,7 +14007,7 @@ dxnonent:
 	NEGQ R10
 	ANDQ $0x0000003f, R10
 	SHRQ $0x02, R10
-	JZ   dxnonentloop
+	JZ   dxnonentbody
 	CMPQ R10, job_d+0(AX)
 	JLE  dxnonehead
 	MOVQ job_d+0(AX), R10
@@ -13526,6 +14025,64 @@ dxnonehead:
 	VMULPS    Z1, Z4, Z4
 	VMOVUPS   Z4, K1, (CX)(R8*4)
 	ADDQ      R10, R8
+
+dxnonentbody:
+	TESTL $0x00000080, job_flags+0(AX)
+	JZ    dxnonentloop
+	MOVQ  DX, R10
+	ADDQ  DI, R10
+	MOVQ  BX, R11
+	ADDQ  DI, R11
+
+dxnonentaheadloop:
+	CMPQ       R8, R9
+	JG         dxnoneone
+	PREFETCHT0 (R10)(R8*4)
+	PREFETCHT0 64(R10)(R8*4)
+	PREFETCHT0 128(R10)(R8*4)
+	PREFETCHT0 192(R10)(R8*4)
+	PREFETCHT0 (R11)(R8*4)
+	PREFETCHT0 64(R11)(R8*4)
+	PREFETCHT0 128(R11)(R8*4)
+	PREFETCHT0 192(R11)(R8*4)
+	VMOVUPS    (DX)(R8*4), Z3
+	VMOVUPS    (BX)(R8*4), Z4
+	VMOVUPS    (SI)(R8*4), Z5
+	VADDPS     Z2, Z5, Z5
+	VMULPS     Z5, Z4, Z4
+	VMULPS     Z0, Z3, Z3
+	VSUBPS     Z3, Z4, Z4
+	VMULPS     Z1, Z4, Z4
+	VMOVNTPS   Z4, (CX)(R8*4)
+	VMOVUPS    64(DX)(R8*4), Z3
+	VMOVUPS    64(BX)(R8*4), Z4
+	VMOVUPS    64(SI)(R8*4), Z5
+	VADDPS     Z2, Z5, Z5
+	VMULPS     Z5, Z4, Z4
+	VMULPS     Z0, Z3, Z3
+	VSUBPS     Z3, Z4, Z4
+	VMULPS     Z1, Z4, Z4
+	VMOVNTPS   Z4, 64(CX)(R8*4)
+	VMOVUPS    128(DX)(R8*4), Z3
+	VMOVUPS    128(BX)(R8*4), Z4
+	VMOVUPS    128(SI)(R8*4), Z5
+	VADDPS     Z2, Z5, Z5
+	VMULPS     Z5, Z4, Z4
+	VMULPS     Z0, Z3, Z3
+	VSUBPS     Z3, Z4, Z4
+	VMULPS     Z1, Z4, Z4
+	VMOVNTPS   Z4, 128(CX)(R8*4)
+	VMOVUPS    192(DX)(R8*4), Z3
+	VMOVUPS    192(BX)(R8*4), Z4
+	VMOVUPS    192(SI)(R8*4), Z5
+	VADDPS     Z2, Z5, Z5
+	VMULPS     Z5, Z4, Z4
+	VMULPS     Z0, Z3, Z3
+	VSUBPS     Z3, Z4, Z4
+	VMULPS     Z1, Z4, Z4
+	VMOVNTPS   Z4, 192(CX)(R8*4)
+	ADDQ       $0x00000040, R8
+	JMP        dxnonentaheadloop
 
 dxnonentloop:
 	CMPQ     R8, R9
@@ -13727,7 +14284,7 @@ dxsetnt:
 	NEGQ R11
 	ANDQ $0x0000003f, R11
 	SHRQ $0x02, R11
-	JZ   dxsetntloop
+	JZ   dxsetntbody
 	CMPQ R11, job_d+0(AX)
 	JLE  dxsethead
 	MOVQ job_d+0(AX), R11
@@ -13748,6 +14305,76 @@ dxsethead:
 	VMOVUPS   Z3, K1, (R9)(R8*4)
 	VMOVUPS   Z5, K1, (CX)(R8*4)
 	ADDQ      R11, R8
+
+dxsetntbody:
+	TESTL $0x00000080, job_flags+0(AX)
+	JZ    dxsetntloop
+	MOVQ  DX, R11
+	ADDQ  DI, R11
+	MOVQ  BX, R12
+	ADDQ  DI, R12
+
+dxsetntaheadloop:
+	CMPQ       R8, R10
+	JG         dxsetone
+	PREFETCHT0 (R11)(R8*4)
+	PREFETCHT0 64(R11)(R8*4)
+	PREFETCHT0 128(R11)(R8*4)
+	PREFETCHT0 192(R11)(R8*4)
+	PREFETCHT0 (R12)(R8*4)
+	PREFETCHT0 64(R12)(R8*4)
+	PREFETCHT0 128(R12)(R8*4)
+	PREFETCHT0 192(R12)(R8*4)
+	VMOVUPS    (DX)(R8*4), Z3
+	VMOVUPS    (BX)(R8*4), Z4
+	VMOVUPS    (SI)(R8*4), Z5
+	VADDPS     Z2, Z5, Z5
+	VMULPS     Z5, Z4, Z5
+	VMULPS     Z0, Z3, Z6
+	VSUBPS     Z6, Z5, Z5
+	VMULPS     Z1, Z5, Z5
+	VMULPS     Z1, Z3, Z3
+	VMULPS     Z3, Z4, Z3
+	VMOVUPS    Z3, (R9)(R8*4)
+	VMOVNTPS   Z5, (CX)(R8*4)
+	VMOVUPS    64(DX)(R8*4), Z3
+	VMOVUPS    64(BX)(R8*4), Z4
+	VMOVUPS    64(SI)(R8*4), Z5
+	VADDPS     Z2, Z5, Z5
+	VMULPS     Z5, Z4, Z5
+	VMULPS     Z0, Z3, Z6
+	VSUBPS     Z6, Z5, Z5
+	VMULPS     Z1, Z5, Z5
+	VMULPS     Z1, Z3, Z3
+	VMULPS     Z3, Z4, Z3
+	VMOVUPS    Z3, 64(R9)(R8*4)
+	VMOVNTPS   Z5, 64(CX)(R8*4)
+	VMOVUPS    128(DX)(R8*4), Z3
+	VMOVUPS    128(BX)(R8*4), Z4
+	VMOVUPS    128(SI)(R8*4), Z5
+	VADDPS     Z2, Z5, Z5
+	VMULPS     Z5, Z4, Z5
+	VMULPS     Z0, Z3, Z6
+	VSUBPS     Z6, Z5, Z5
+	VMULPS     Z1, Z5, Z5
+	VMULPS     Z1, Z3, Z3
+	VMULPS     Z3, Z4, Z3
+	VMOVUPS    Z3, 128(R9)(R8*4)
+	VMOVNTPS   Z5, 128(CX)(R8*4)
+	VMOVUPS    192(DX)(R8*4), Z3
+	VMOVUPS    192(BX)(R8*4), Z4
+	VMOVUPS    192(SI)(R8*4), Z5
+	VADDPS     Z2, Z5, Z5
+	VMULPS     Z5, Z4, Z5
+	VMULPS     Z0, Z3, Z6
+	VSUBPS     Z6, Z5, Z5
+	VMULPS     Z1, Z5, Z5
+	VMULPS     Z1, Z3, Z3
+	VMULPS     Z3, Z4, Z3
+	VMOVUPS    Z3, 192(R9)(R8*4)
+	VMOVNTPS   Z5, 192(CX)(R8*4)
+	ADDQ       $0x00000040, R8
+	JMP        dxsetntaheadloop
 
 dxsetntloop:
 	CMPQ     R8, R10
@@ -13983,7 +14610,7 @@ dxaddnt:
 	NEGQ R12
 	ANDQ $0x0000003f, R12
 	SHRQ $0x02, R12
-	JZ   dxaddntloop
+	JZ   dxaddntbody
 	CMPQ R12, job_d+0(AX)
 	JLE  dxaddhead
 	MOVQ job_d+0(AX), R12
@@ -14006,6 +14633,84 @@ dxaddhead:
 	VMOVUPS   Z4, K1, (R9)(R10*4)
 	VMOVUPS   Z5, K1, (CX)(R10*4)
 	ADDQ      R12, R10
+
+dxaddntbody:
+	TESTL $0x00000080, job_flags+0(AX)
+	JZ    dxaddntloop
+	MOVQ  DX, R12
+	ADDQ  DI, R12
+	MOVQ  BX, R13
+	ADDQ  DI, R13
+
+dxaddntaheadloop:
+	CMPQ       R10, R11
+	JG         dxaddone
+	PREFETCHT0 (R12)(R10*4)
+	PREFETCHT0 64(R12)(R10*4)
+	PREFETCHT0 128(R12)(R10*4)
+	PREFETCHT0 192(R12)(R10*4)
+	PREFETCHT0 (R13)(R10*4)
+	PREFETCHT0 64(R13)(R10*4)
+	PREFETCHT0 128(R13)(R10*4)
+	PREFETCHT0 192(R13)(R10*4)
+	VMOVUPS    (DX)(R10*4), Z3
+	VMOVUPS    (BX)(R10*4), Z4
+	VMOVUPS    (SI)(R10*4), Z5
+	VADDPS     Z2, Z5, Z5
+	VMULPS     Z5, Z4, Z5
+	VMULPS     Z0, Z3, Z6
+	VSUBPS     Z6, Z5, Z5
+	VMULPS     Z1, Z5, Z5
+	VMULPS     Z1, Z3, Z3
+	VMULPS     Z3, Z4, Z3
+	VMOVUPS    (R9)(R10*4), Z4
+	VADDPS     Z3, Z4, Z4
+	VMOVUPS    Z4, (R9)(R10*4)
+	VMOVNTPS   Z5, (CX)(R10*4)
+	VMOVUPS    64(DX)(R10*4), Z3
+	VMOVUPS    64(BX)(R10*4), Z4
+	VMOVUPS    64(SI)(R10*4), Z5
+	VADDPS     Z2, Z5, Z5
+	VMULPS     Z5, Z4, Z5
+	VMULPS     Z0, Z3, Z6
+	VSUBPS     Z6, Z5, Z5
+	VMULPS     Z1, Z5, Z5
+	VMULPS     Z1, Z3, Z3
+	VMULPS     Z3, Z4, Z3
+	VMOVUPS    64(R9)(R10*4), Z4
+	VADDPS     Z3, Z4, Z4
+	VMOVUPS    Z4, 64(R9)(R10*4)
+	VMOVNTPS   Z5, 64(CX)(R10*4)
+	VMOVUPS    128(DX)(R10*4), Z3
+	VMOVUPS    128(BX)(R10*4), Z4
+	VMOVUPS    128(SI)(R10*4), Z5
+	VADDPS     Z2, Z5, Z5
+	VMULPS     Z5, Z4, Z5
+	VMULPS     Z0, Z3, Z6
+	VSUBPS     Z6, Z5, Z5
+	VMULPS     Z1, Z5, Z5
+	VMULPS     Z1, Z3, Z3
+	VMULPS     Z3, Z4, Z3
+	VMOVUPS    128(R9)(R10*4), Z4
+	VADDPS     Z3, Z4, Z4
+	VMOVUPS    Z4, 128(R9)(R10*4)
+	VMOVNTPS   Z5, 128(CX)(R10*4)
+	VMOVUPS    192(DX)(R10*4), Z3
+	VMOVUPS    192(BX)(R10*4), Z4
+	VMOVUPS    192(SI)(R10*4), Z5
+	VADDPS     Z2, Z5, Z5
+	VMULPS     Z5, Z4, Z5
+	VMULPS     Z0, Z3, Z6
+	VSUBPS     Z6, Z5, Z5
+	VMULPS     Z1, Z5, Z5
+	VMULPS     Z1, Z3, Z3
+	VMULPS     Z3, Z4, Z3
+	VMOVUPS    192(R9)(R10*4), Z4
+	VADDPS     Z3, Z4, Z4
+	VMOVUPS    Z4, 192(R9)(R10*4)
+	VMOVNTPS   Z5, 192(CX)(R10*4)
+	ADDQ       $0x00000040, R10
+	JMP        dxaddntaheadloop
 
 dxaddntloop:
 	CMPQ     R10, R11
@@ -15932,7 +16637,48 @@ row:
 	XORQ    DI, DI
 	MOVQ    job_d+0(AX), R8
 	SUBQ    $0x00000040, R8
+	TESTL   $0x00000080, job_flags+0(AX)
+	JZ      sumnoahead
 
+sumaheadloop:
+	CMPQ       DI, R8
+	JG         sumtail
+	PREFETCHT0 1024(DX)(DI*4)
+	PREFETCHT0 1088(DX)(DI*4)
+	PREFETCHT0 1152(DX)(DI*4)
+	PREFETCHT0 1216(DX)(DI*4)
+	PREFETCHT0 1024(BX)(DI*4)
+	PREFETCHT0 1088(BX)(DI*4)
+	PREFETCHT0 1152(BX)(DI*4)
+	PREFETCHT0 1216(BX)(DI*4)
+	VMOVUPS    (DX)(DI*4), Z8
+	VMULPS     Z8, Z8, Z9
+	VADDPS     Z9, Z0, Z0
+	VMOVUPS    (BX)(DI*4), Z9
+	VMULPS     Z8, Z9, Z9
+	VADDPS     Z9, Z4, Z4
+	VMOVUPS    64(DX)(DI*4), Z8
+	VMULPS     Z8, Z8, Z9
+	VADDPS     Z9, Z1, Z1
+	VMOVUPS    64(BX)(DI*4), Z9
+	VMULPS     Z8, Z9, Z9
+	VADDPS     Z9, Z5, Z5
+	VMOVUPS    128(DX)(DI*4), Z8
+	VMULPS     Z8, Z8, Z9
+	VADDPS     Z9, Z2, Z2
+	VMOVUPS    128(BX)(DI*4), Z9
+	VMULPS     Z8, Z9, Z9
+	VADDPS     Z9, Z6, Z6
+	VMOVUPS    192(DX)(DI*4), Z8
+	VMULPS     Z8, Z8, Z9
+	VADDPS     Z9, Z3, Z3
+	VMOVUPS    192(BX)(DI*4), Z9
+	VMULPS     Z8, Z9, Z9
+	VADDPS     Z9, Z7, Z7
+	ADDQ       $0x00000040, DI
+	JMP        sumaheadloop
+
+sumnoahead:
 sumloop:
 	CMPQ    DI, R8
 	JG      sumtail
@@ -16294,7 +17040,7 @@ dxnonent:
 	NEGQ R9
 	ANDQ $0x0000003f, R9
 	SHRQ $0x02, R9
-	JZ   dxnonentloop
+	JZ   dxnonentbody
 	CMPQ R9, job_d+0(AX)
 	JLE  dxnonehead
 	MOVQ job_d+0(AX), R9
@@ -16309,6 +17055,52 @@ dxnonehead:
 	VMULPS    Z1, Z2, Z2
 	VMOVUPS   Z2, K1, (CX)(DI*4)
 	ADDQ      R9, DI
+
+dxnonentbody:
+	TESTL $0x00000080, job_flags+0(AX)
+	JZ    dxnonentloop
+	MOVQ  DX, R9
+	ADDQ  SI, R9
+	MOVQ  BX, R10
+	ADDQ  SI, R10
+
+dxnonentaheadloop:
+	CMPQ       DI, R8
+	JG         dxnoneone
+	PREFETCHT0 (R9)(DI*4)
+	PREFETCHT0 64(R9)(DI*4)
+	PREFETCHT0 128(R9)(DI*4)
+	PREFETCHT0 192(R9)(DI*4)
+	PREFETCHT0 (R10)(DI*4)
+	PREFETCHT0 64(R10)(DI*4)
+	PREFETCHT0 128(R10)(DI*4)
+	PREFETCHT0 192(R10)(DI*4)
+	VMOVUPS    (DX)(DI*4), Z2
+	VMOVUPS    (BX)(DI*4), Z3
+	VMULPS     Z0, Z2, Z2
+	VSUBPS     Z2, Z3, Z2
+	VMULPS     Z1, Z2, Z2
+	VMOVNTPS   Z2, (CX)(DI*4)
+	VMOVUPS    64(DX)(DI*4), Z2
+	VMOVUPS    64(BX)(DI*4), Z3
+	VMULPS     Z0, Z2, Z2
+	VSUBPS     Z2, Z3, Z2
+	VMULPS     Z1, Z2, Z2
+	VMOVNTPS   Z2, 64(CX)(DI*4)
+	VMOVUPS    128(DX)(DI*4), Z2
+	VMOVUPS    128(BX)(DI*4), Z3
+	VMULPS     Z0, Z2, Z2
+	VSUBPS     Z2, Z3, Z2
+	VMULPS     Z1, Z2, Z2
+	VMOVNTPS   Z2, 128(CX)(DI*4)
+	VMOVUPS    192(DX)(DI*4), Z2
+	VMOVUPS    192(BX)(DI*4), Z3
+	VMULPS     Z0, Z2, Z2
+	VSUBPS     Z2, Z3, Z2
+	VMULPS     Z1, Z2, Z2
+	VMOVNTPS   Z2, 192(CX)(DI*4)
+	ADDQ       $0x00000040, DI
+	JMP        dxnonentaheadloop
 
 dxnonentloop:
 	CMPQ     DI, R8

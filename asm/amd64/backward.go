@@ -270,8 +270,8 @@ func (b *bgen) sums(name string, withSS, withC bool) [2][]VecVirtual {
 		pf = nil
 		Label(name + "nopf")
 	}
-	if s == avx2 && !b.center {
-		// Under flagAhead (rows from memory, on Zen 3: see aheadBytes) a copy of the loops
+	if !b.center {
+		// Under flagAhead (rows from memory, on the CPUs of streamrule.Ahead: see aheadBytes) a copy of the loops
 		// prefetches the rows it reads aheadBytes ahead of its loads: x, and dy when it forms g.
 		// Without Inv the first pass reads only x, from memory; the pass over x and dy then finds
 		// x in the cache (its prefetches of x cost an instruction each) and reads dy from memory.
@@ -617,11 +617,11 @@ func (b *bgen) dxLoop(op gradOp, invv, sv, one VecVirtual) {
 
 	Label(name + "nt")
 	Comment("Up to the first vector-aligned element of dx with a partial vector, then non-temporal stores.")
-	// Under flagAhead (rows from memory, on Zen 3: see aheadBytes) the AVX2 loop prefetches the
+	// Under flagAhead (rows from memory, on the CPUs of streamrule.Ahead: see aheadBytes) the loop prefetches the
 	// next row's x and dy while this row's dx goes out, so that memory is not idle while the row
 	// is worked from the cache, as the forward pipe does; that row's sum pass then finds them
 	// there.
-	ahead := s == avx2 && !b.center
+	ahead := !b.center
 	body := name + "ntloop"
 	if ahead {
 		body = name + "ntbody"

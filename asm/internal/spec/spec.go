@@ -360,7 +360,7 @@ const (
 	// row overlaps storing this one; in the Layer functions, with FlagCenter, the next row's
 	// elements for its mean.
 	FlagPipe = 64
-	// FlagAhead (AVX2 backward, rows from memory, on the CPUs of streamrule.Ahead): the sum passes
+	// FlagAhead (backward, rows from memory, on the CPUs of streamrule.Ahead): the sum passes
 	// prefetch the rows they read 1 KiB ahead of their loads, and the dx pass, working from the
 	// cache, prefetches the next row's x and dy when dx goes out with non-temporal stores (FlagNT),
 	// where the hardware prefetchers alone leave memory idle part of the time.
@@ -392,7 +392,7 @@ func GoSpec(header string) string {
 	fmt.Fprintf(&b, "\tflagOffset = %d // rows with a weight: the weight form is 1+w (one kernel function serves every form)\n", FlagOffset)
 	fmt.Fprintf(&b, "\tflagCenter = %d // Layer variants: subtract the row's mean (Norm.Center)\n", FlagCenter)
 	fmt.Fprintf(&b, "\tflagPipe = %d // streaming of float32 rows (AVX2: into float32 or float16; AVX-512: into float32): the scale pass of a row sums the next row's squares (LayerNorm: its elements)\n", FlagPipe)
-	fmt.Fprintf(&b, "\tflagAhead = %d // AVX2 backward streaming: the sum passes prefetch 1 KiB ahead, the dx pass (with flagNT) the next row\n", FlagAhead)
+	fmt.Fprintf(&b, "\tflagAhead = %d // backward streaming: the sum passes prefetch 1 KiB ahead, the dx pass (with flagNT) the next row\n", FlagAhead)
 	b.WriteString(")\n\n")
 	fmt.Fprintf(&b, "// gradBlock is the number of rows summed into one partial sum of the weight gradient.\nconst gradBlock = %d\n\n", GradBlock)
 	fmt.Fprintf(&b, "// groupMax is the longest row the kernels normalize four at a time.\nconst groupMax = %d\n\n", GroupMax)

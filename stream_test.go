@@ -11,7 +11,7 @@ import (
 // the generic kernel's touchRow) forced on or off, whatever the size. Forced on, it lets the
 // kernels' pipe (flagPipe) take the rows that qualify, whatever their length (pipeAbove 0), on a
 // pseudo-random half of the calls, and
-// the AVX2 backward's prefetches ahead (flagAhead) on another, whatever the CPU, so that the tests
+// the backward's prefetches ahead (flagAhead) on another, whatever the CPU, so that the tests
 // that stream run the kernels both ways (a bit that alternated would line up with loops that
 // stream an even number of times per iteration).
 func withStreaming(on bool, f func()) {

@@ -273,8 +273,9 @@ func (b *bgen) sums(name string, withSS, withC bool) [2][]VecVirtual {
 	if !b.center {
 		// Under flagAhead (rows from memory, on the CPUs of streamrule.Ahead: see aheadBytes) a copy of the loops
 		// prefetches the rows it reads aheadBytes ahead of its loads: x, and dy when it forms g.
-		// Without Inv the first pass reads only x, from memory; the pass over x and dy then finds
-		// x in the cache (its prefetches of x cost an instruction each) and reads dy from memory.
+		// On AVX2 without Inv the first pass reads only x, from memory; the pass over x and dy
+		// then finds x in the cache (its prefetches of x cost an instruction each) and reads dy
+		// from memory. AVX-512's single pass prefetches both from memory.
 		TESTL(U32(spec.FlagAhead), b.flags())
 		JZ(LabelRef(name + "noahead"))
 		ahead = []GPVirtual{b.x}

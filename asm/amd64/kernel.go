@@ -50,7 +50,7 @@ const (
 var prefetch = PREFETCHT0
 
 // aheadBytes is how far ahead of its loads a loop that reads rows from memory prefetches them, in
-// bytes, where it does: the pipe (FlagPipe) its next row, and the AVX2 backward's sum passes under
+// bytes, where it does: the pipe (FlagPipe) its next row, and the backward's sum passes under
 // FlagAhead (whose dx pass, when dx goes out with non-temporal stores, also prefetches the next
 // row; see bgen.dxLoop). The hardware prefetchers alone leave memory idle part of the time there.
 // Measured on a Zen 3 (the only CPU that took either then), the function with the prefetch against

@@ -9,22 +9,19 @@ import "github.com/gosimd/rmsnorm/internal/streamrule"
 // half of it on Zen 3, four times the L2 on Sapphire Rapids and Emerald Rapids. Virtual machines
 // often report no L3; elsewhere their L2 would then stream rows of a few MiB around an L3 that
 // holds them, so the fallback is streamrule.Fallback instead.
-var streamBytes, _ = streamrule.Bytes(hostCPU()) // a variable so that tests can force either kind of store
+var streamBytes, _ = streamrule.Bytes(streamrule.Host()) // a variable so that tests can force either kind of store
 
 // pipeRows is whether streamed float32 rows go through the kernels' pipe (flagPipe; see
 // setMemoryFlags), as streamrule decides from cpuid: on Zen 3 (AVX2), and on Sapphire Rapids and
 // Emerald Rapids (AVX-512). A variable so that tests can run the kernels both ways.
-var pipeRows = streamrule.Pipe(hostCPU())
+var pipeRows = streamrule.Pipe(streamrule.Host())
 
 // pipeAbove is the row length above which RMSNorm's rows are piped where pipeRows holds:
 // streamrule.PipeAbove. A variable so that tests can set it.
-var pipeAbove = streamrule.PipeAbove(hostCPU())
+var pipeAbove = streamrule.PipeAbove(streamrule.Host())
 
 // aheadRows is whether the backward kernels prefetch rows from memory 1 KiB ahead of their
 // sum passes' loads, and the next row in the dx pass when dx goes out with non-temporal stores
 // (flagAhead; see setBackwardMemoryFlags), as streamrule decides from cpuid: on Zen 3, Sapphire
 // Rapids and Emerald Rapids. A variable so that tests can run the kernels both ways.
-var aheadRows = streamrule.Ahead(hostCPU())
-
-// hostCPU is what streamrule reads of this CPU.
-func hostCPU() streamrule.CPU { return streamrule.Host() }
+var aheadRows = streamrule.Ahead(streamrule.Host())

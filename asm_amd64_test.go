@@ -88,6 +88,69 @@ var (
 	convCase  = regexp.MustCompile(`case uint\((kernel\w+)\)\*numConvOps \+ uint\(conv\w+\):\s+(\w+)\(dst, src, n\)`)
 )
 
+// kernelTable returns the table callKernel jumps through (rmsnorm_amd64.s): for each kernel, the
+// function of each entry (variant).
+func kernelTable(t *testing.T) [][numEntries]string {
+	t.Helper()
+	s, err := os.ReadFile("rmsnorm_amd64.s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	table := make([][numEntries]string, len(kernelNames))
+	rows := 0
+	for _, line := range strings.Split(string(s), "\n") {
+		if m := tableLine.FindStringSubmatch(line); m != nil {
+			off, _ := strconv.Atoi(m[1])
+			table[off/8/numEntries][off/8%numEntries] = m[2]
+			rows++
+		}
+	}
+	if rows != len(kernelNames)*numEntries {
+		t.Fatalf("the table has %d entries, want %d kernels x %d", rows, len(kernelNames), numEntries)
+	}
+	return table
+}
+
+// The core-matrix tests leave out kernelAVX512 where it repeats kernelAVX512BF16 (repeats): on
+// rows of every format but bfloat16 out, float32 and the backward, the two run the same functions.
+// And each kernel runs a function of its own for bfloat16 out, so that where repeats is false the
+// two runs do differ.
+func TestAsmSharedFunctions(t *testing.T) {
+	table := kernelTable(t)
+	a, b := table[kernelAVX512], table[kernelAVX512BF16]
+	saved := slices.Contains(testKernels(), kernelAVX512BF16)
+	for v := range variant(numEntries) {
+		f := formatF32 // the backward entries
+		if v < numVariants {
+			f = variantFormat(t, v)
+		}
+		same := a[v] == b[v]
+		if out := f.out() == formatBF16; same == out {
+			t.Errorf("entry %d (%s rows): avx512 runs %s, avx512+bf16 %s", v, fname(f), a[v], b[v])
+		}
+		if saved && repeats(kernelAVX512, f) != same {
+			t.Errorf("entry %d (%s rows): repeats says %v, but the two functions are the same: %v", v, fname(f), repeats(kernelAVX512, f), same)
+		}
+	}
+}
+
+// variantFormat returns the storage format of forward variant v, from forwardVariant and
+// layerVariant.
+func variantFormat(t *testing.T, v variant) format {
+	t.Helper()
+	for f := range forwardVariant {
+		for _, byWeight := range [][3][2]variant{forwardVariant[f], layerVariant[f]} {
+			for _, pair := range byWeight {
+				if slices.Contains(pair[:], v) {
+					return format(f)
+				}
+			}
+		}
+	}
+	t.Fatalf("variant %d is in neither forwardVariant nor layerVariant", v)
+	return 0
+}
+
 // kernelFuncs returns, for each kernel, the functions it runs: its row of the table callKernel
 // jumps through (rmsnorm_amd64.s) and the conversions convertAsm calls for it (rmsnorm_amd64.go).
 func kernelFuncs(t *testing.T) map[kernelID][]string {
@@ -98,20 +161,10 @@ func kernelFuncs(t *testing.T) map[kernelID][]string {
 			fns[k] = append(fns[k], fn)
 		}
 	}
-	s, err := os.ReadFile("rmsnorm_amd64.s")
-	if err != nil {
-		t.Fatal(err)
-	}
-	rows := 0
-	for _, line := range strings.Split(string(s), "\n") {
-		if m := tableLine.FindStringSubmatch(line); m != nil {
-			off, _ := strconv.Atoi(m[1])
-			add(kernelID(off/8/numEntries), m[2])
-			rows++
+	for k, row := range kernelTable(t) {
+		for _, fn := range row {
+			add(kernelID(k), fn)
 		}
-	}
-	if rows != len(kernelNames)*numEntries {
-		t.Fatalf("the table has %d entries, want %d kernels x %d", rows, len(kernelNames), numEntries)
 	}
 	g, err := os.ReadFile("rmsnorm_amd64.go")
 	if err != nil {

@@ -40,6 +40,33 @@ func testKernels() []kernelID {
 	return ks
 }
 
+// repeats reports whether kernel k, on rows of format f, runs only functions that another kernel
+// under test runs for f: kernelAVX512 beside kernelAVX512BF16, whose functions differ only where
+// rows are narrowed to bfloat16 (TestAsmSharedFunctions holds the table to this). The core-matrix
+// tests leave such a run out: it would repeat the other kernel's, bit for bit. The tests of
+// dispatch, the pipe and the guard pages still run both.
+func repeats(k kernelID, f format) bool {
+	return k == kernelAVX512 && f.out() != formatBF16 && slices.Contains(testKernels(), kernelAVX512BF16)
+}
+
+// kernelsFor returns the kernels under test less those that repeat another for every format of
+// fs (see repeats), and logs the ones it leaves out.
+func kernelsFor(t *testing.T, fs ...format) []kernelID {
+	var ks []kernelID
+	for _, k := range testKernels() {
+		if !slices.ContainsFunc(fs, func(f format) bool { return !repeats(k, f) }) {
+			names := make([]string, len(fs))
+			for i, f := range fs {
+				names[i] = fname(f)
+			}
+			t.Logf("%s is left out: for %s rows it runs the functions of %s", k, strings.Join(names, ", "), kernelAVX512BF16)
+			continue
+		}
+		ks = append(ks, k)
+	}
+	return ks
+}
+
 // simdKernels returns the kernels under test other than generic.
 func simdKernels() []kernelID {
 	var ks []kernelID
@@ -139,6 +166,9 @@ type matrixCase struct {
 	offsets  []int // the matrix's start offsets, for the check to place its buffers at
 }
 
+// repeats reports whether the case's kernel repeats another's for rows of format f (see repeats).
+func (c matrixCase) repeats(f format) bool { return repeats(c.k, f) }
+
 // rand returns the case's random source, seedFor(d, rows, ci, salt...): a test salts it to draw
 // data of its own.
 func (c matrixCase) rand(salt ...int) *rand.Rand {
@@ -164,8 +194,10 @@ func (c matrixCase) String() string {
 // subtest per kernel: every row length, row count and value class, each with the eps of the cycle
 // testEps[(d+rows+ci)%5]. The check makes its inputs from c.rand, computes the generic kernel's
 // result once, and compares kernel c.k's at the offsets (all of c.offsets, or one per sub-case).
-func forEachCase(t *testing.T, check func(t *testing.T, c matrixCase)) {
-	ks := simdKernels()
+// fs are the formats the check covers: a kernel that repeats another for all of them is left out,
+// and a check that covers several skips those where c.repeats.
+func forEachCase(t *testing.T, fs []format, check func(t *testing.T, c matrixCase)) {
+	ks := slices.DeleteFunc(kernelsFor(t, fs...), func(k kernelID) bool { return k == kernelGeneric })
 	if len(ks) == 0 {
 		t.Logf("no SIMD kernel on this CPU (%v); the generic kernel is checked by the other tests", Kernels())
 		return
@@ -193,7 +225,7 @@ func forEachCase(t *testing.T, check func(t *testing.T, c matrixCase)) {
 // Forward on every SIMD kernel over the core matrix (above), at every start offset of
 // the matrix, in place and not, streaming and not, inside guard values.
 func TestKernelsMatchGeneric(t *testing.T) {
-	forEachCase(t, func(t *testing.T, c matrixCase) {
+	forEachCase(t, []format{formatF32}, func(t *testing.T, c matrixCase) {
 		r := c.rand()
 		x := make([]float32, c.rows*c.d)
 		fill(x, c.class, r)
@@ -217,7 +249,7 @@ func TestVariantsMatchGeneric(t *testing.T) {
 	// below.
 	t.Run("combinations", func(t *testing.T) {
 		dims := []int{1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 64, 65, 127, 128, 129, 255, 256, 257, 511, 512, 513, 1023, 4097}
-		for _, k := range testKernels() {
+		for _, k := range kernelsFor(t, formatF32) {
 			t.Run(k.String(), func(t *testing.T) {
 				for _, d := range dims {
 					for _, rows := range []int{1, 4, 9} {
@@ -242,7 +274,7 @@ func TestVariantsMatchGeneric(t *testing.T) {
 	// with the value class and the offset cycling through the matrix's.
 	t.Run("matrix", func(t *testing.T) {
 		cases := allVcases()
-		forEachCase(t, func(t *testing.T, c matrixCase) {
+		forEachCase(t, []format{formatF32}, func(t *testing.T, c matrixCase) {
 			r := c.rand(6)
 			x := make([]float32, c.rows*c.d)
 			fill(x, c.class, r)
@@ -269,8 +301,11 @@ func TestVariantsMatchGeneric(t *testing.T) {
 // rounded to the format, at every start offset, in place and not, streaming and not, inside
 // guards.
 func TestKernelsMatchGeneric16(t *testing.T) {
-	forEachCase(t, func(t *testing.T, c matrixCase) {
+	forEachCase(t, formats16, func(t *testing.T, c matrixCase) {
 		for _, f := range formats16 {
+			if c.repeats(f) {
+				continue
+			}
 			r := c.rand(16, int(f))
 			x32 := make([]float32, c.rows*c.d)
 			fill(x32, c.class, r)
@@ -307,9 +342,12 @@ func TestKernelsMatchGeneric16(t *testing.T) {
 func TestVariantsMatchGeneric16(t *testing.T) {
 	t.Run("combinations", func(t *testing.T) {
 		dims := []int{1, 3, 7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 64, 65, 127, 128, 129, 511, 512, 513, 4097}
-		for _, k := range testKernels() {
+		for _, k := range kernelsFor(t, formats16...) {
 			t.Run(k.String(), func(t *testing.T) {
 				for _, f := range formats16 {
+					if repeats(k, f) {
+						continue
+					}
 					for _, d := range dims {
 						for _, rows := range []int{1, 4, 9} {
 							r := seedFor(d, rows, 16, int(f))
@@ -337,8 +375,11 @@ func TestVariantsMatchGeneric16(t *testing.T) {
 	})
 	t.Run("matrix", func(t *testing.T) {
 		cases := allVcases16()
-		forEachCase(t, func(t *testing.T, c matrixCase) {
+		forEachCase(t, formats16, func(t *testing.T, c matrixCase) {
 			for _, f := range formats16 {
+				if c.repeats(f) {
+					continue
+				}
 				r := c.rand(6, int(f))
 				x32 := make([]float32, c.rows*c.d)
 				fill(x32, c.class, r)
@@ -369,9 +410,12 @@ var formatsTo16 = []format{formatToBF16, formatToF16}
 func TestVariantsMatchGenericTo16(t *testing.T) {
 	t.Run("combinations", func(t *testing.T) {
 		dims := []int{1, 3, 7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 64, 65, 127, 128, 129, 511, 512, 513, 4097}
-		for _, k := range testKernels() {
+		for _, k := range kernelsFor(t, formatsTo16...) {
 			t.Run(k.String(), func(t *testing.T) {
 				for _, f := range formatsTo16 {
+					if repeats(k, f) {
+						continue
+					}
 					for _, d := range dims {
 						for _, rows := range []int{1, 4, 9} {
 							r := seedFor(d, rows, 17, int(f))
@@ -398,8 +442,11 @@ func TestVariantsMatchGenericTo16(t *testing.T) {
 	})
 	t.Run("matrix", func(t *testing.T) {
 		cases := allVcasesTo16()
-		forEachCase(t, func(t *testing.T, c matrixCase) {
+		forEachCase(t, formatsTo16, func(t *testing.T, c matrixCase) {
 			for _, f := range formatsTo16 {
+				if c.repeats(f) {
+					continue
+				}
 				r := c.rand(7, int(f))
 				x := make([]float32, c.rows*c.d)
 				fill(x, c.class, r)
@@ -421,7 +468,7 @@ func TestVariantsMatchGenericTo16(t *testing.T) {
 
 func TestBackwardKernelsMatchGeneric(t *testing.T) {
 	splitAll(t)
-	forEachCase(t, func(t *testing.T, c matrixCase) {
+	forEachCase(t, []format{formatF32}, func(t *testing.T, c matrixCase) {
 		r := c.rand(71)
 		for ci := range 6 {
 			bc := backwardCase{

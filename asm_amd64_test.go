@@ -101,6 +101,9 @@ func kernelTable(t *testing.T) [][numEntries]string {
 	for _, line := range strings.Split(string(s), "\n") {
 		if m := tableLine.FindStringSubmatch(line); m != nil {
 			off, _ := strconv.Atoi(m[1])
+			if off/8 >= len(table)*numEntries {
+				t.Fatalf("the table has an entry at +%d, past %d kernels x %d", off, len(kernelNames), numEntries)
+			}
 			table[off/8/numEntries][off/8%numEntries] = m[2]
 			rows++
 		}
@@ -129,7 +132,7 @@ func TestAsmSharedFunctions(t *testing.T) {
 			t.Errorf("entry %d (%s rows): avx512 runs %s, avx512+bf16 %s", v, fname(f), a[v], b[v])
 		}
 		if saved && repeats(kernelAVX512, f) != same {
-			t.Errorf("entry %d (%s rows): repeats says %v, but the two functions are the same: %v", v, fname(f), repeats(kernelAVX512, f), same)
+			t.Errorf("entry %d (%s rows): repeats(avx512) = %v, but the two kernels' functions same = %v", v, fname(f), repeats(kernelAVX512, f), same)
 		}
 	}
 }

@@ -78,9 +78,7 @@ func (j *job) scaleInto16(dst []uint16, inv float32, x32 []float32, x16 []uint16
 	for c := 0; c < j.d; c += chunk {
 		part := buf[:min(chunk, j.d-c)]
 		if x16 != nil {
-			for i := range part {
-				part[i] = f.widen(x16[c+i])
-			}
+			widenInto(part, x16[c:], f)
 		} else {
 			copy(part, x32[c:])
 		}
@@ -137,36 +135,62 @@ func scale16(x, w []float32, inv float32, mode weightMode, rn bool, f format) {
 // rowFloat64of16 finishes row r of 16-bit output on the float64 path: the float32 contract's
 // float64 path on the row (widened from 16 bits, or float32 for RowsTo16; res already holds h in
 // the residual forms), each output narrowed from its float32 result. With rn, x*inv is rounded to
-// float32 and then to the format before the weight.
+// float32 and then to the format before the weight. As scaleInto16, it works a chunk at a time in
+// a buffer on the stack: the row widened into it, then each y in its place, narrowed at once.
 func (j *job) rowFloat64of16(r int) {
-	f := j.format
+	f, w := j.format, j.weight()
 	x32, x16 := j.normalizedRow(r)
-	at := func(i int) float32 {
-		if x32 != nil {
-			return x32[i]
-		}
-		return f.widen(x16[i])
-	}
+	var buf [chunk]float32
 	var ss float64
-	for i := range j.d {
-		v := float64(at(i))
-		ss += v * v // exact: a float32 square fits a float64
+	for c := 0; c < j.d; c += chunk {
+		part := buf[:min(chunk, j.d-c)]
+		if x16 != nil {
+			widenInto(part, x16[c:], f)
+		} else {
+			part = x32[c : c+len(part)]
+		}
+		for _, v := range part {
+			ss += float64(v) * float64(v) // exact: a float32 square fits a float64
+		}
 	}
 	inv := 1 / math.Sqrt(ss/float64(j.d)+float64(j.eps))
-	dst := j.dstRow16(r)
-	w := j.weight()
-	for i := range j.d {
-		y := float64(at(i)) * inv
-		if j.rn() {
-			y = float64(f.round(float32(y)))
+	dst, rn := j.dstRow16(r), j.rn()
+	for c := 0; c < j.d; c += chunk {
+		part := buf[:min(chunk, j.d-c)]
+		if x16 != nil {
+			widenInto(part, x16[c:], f)
+		} else {
+			copy(part, x32[c:])
 		}
-		switch j.mode {
-		case weighted:
-			y *= float64(w[i])
-		case offset:
-			y *= 1 + float64(w[i])
+		for i, v := range part {
+			y := float64(v) * inv
+			if rn {
+				y = float64(f.round(float32(y)))
+			}
+			switch j.mode {
+			case weighted:
+				y *= float64(w[c+i])
+			case offset:
+				y *= 1 + float64(w[c+i])
+			}
+			part[i] = float32(y)
 		}
-		dst[i] = f.narrow(float32(y))
+		narrowInto(dst[c:c+len(part)], part, f)
 	}
 	j.setInv(r, float32(inv))
+}
+
+// widenInto widens the first len(dst) elements of src, of the 16-bit format f (or f's out), into
+// dst, a loop per format.
+func widenInto(dst []float32, src []uint16, f format) {
+	src = src[:len(dst)]
+	if f.out() == formatBF16 {
+		for i, h := range src {
+			dst[i] = bf16ToFloat32(h)
+		}
+		return
+	}
+	for i, h := range src {
+		dst[i] = f16ToFloat32(h)
+	}
 }

@@ -70,8 +70,8 @@ func runGenericTo16(j *job, from, to int) int {
 }
 
 // scaleInto16 writes the 16-bit output row dst of the row x32 (float32) or x16 (16-bit, widened)
-// with this inv, a chunk at a time: scale16, then one rounding. (Slices, not a function that loads
-// a chunk: the chunk passed to one would move buf to the heap.)
+// with this inv, a chunk at a time: scale16, then one rounding. (Slices, not a func value that
+// loads a chunk: the chunk passed to one would move buf to the heap.)
 func (j *job) scaleInto16(dst []uint16, inv float32, x32 []float32, x16 []uint16) {
 	f, w := j.format, j.weight()
 	var buf [chunk]float32
@@ -136,7 +136,8 @@ func scale16(x, w []float32, inv float32, mode weightMode, rn bool, f format) {
 // float64 path on the row (widened from 16 bits, or float32 for RowsTo16; res already holds h in
 // the residual forms), each output narrowed from its float32 result. With rn, x*inv is rounded to
 // float32 and then to the format before the weight. As scaleInto16, it works a chunk at a time in
-// a buffer on the stack: the row widened into it, then each y in its place, narrowed at once.
+// a buffer on the stack: the row's elements (widened into it when they are 16-bit), then each y in
+// its place, narrowed at once.
 func (j *job) rowFloat64of16(r int) {
 	f, w := j.format, j.weight()
 	x32, x16 := j.normalizedRow(r)

@@ -73,14 +73,11 @@ func convertWith(k kernelID, op convOp, dst, src unsafe.Pointer, n int) {
 func convertGeneric(op convOp, dst, src unsafe.Pointer, n int) {
 	switch op {
 	case convWidenBF16, convWidenF16:
-		d, s := unsafe.Slice((*float32)(dst), n), unsafe.Slice((*uint16)(src), n)
 		f := formatBF16
 		if op == convWidenF16 {
 			f = formatF16
 		}
-		for i, h := range s {
-			d[i] = f.widen(h)
-		}
+		widenInto(unsafe.Slice((*float32)(dst), n), unsafe.Slice((*uint16)(src), n), f)
 	default:
 		f := formatBF16
 		if op == convNarrowF16 {

@@ -135,34 +135,24 @@ func scale16(x, w []float32, inv float32, mode weightMode, rn bool, f format) {
 // rowFloat64of16 finishes row r of 16-bit output on the float64 path: the float32 contract's
 // float64 path on the row (widened from 16 bits, or float32 for RowsTo16; res already holds h in
 // the residual forms), each output narrowed from its float32 result. With rn, x*inv is rounded to
-// float32 and then to the format before the weight. As scaleInto16, it works a chunk at a time in
-// a buffer on the stack: the row's elements (widened into it when they are 16-bit), then each y in
-// its place, narrowed at once.
+// float32 and then to the format before the weight. It works a chunk at a time in a buffer on the
+// stack (chunkOf, as LayerNorm's rows): each y goes into the buffer and the chunk is narrowed at
+// once.
 func (j *job) rowFloat64of16(r int) {
 	f, w := j.format, j.weight()
 	x32, x16 := j.normalizedRow(r)
 	var buf [chunk]float32
 	var ss float64
 	for c := 0; c < j.d; c += chunk {
-		part := buf[:min(chunk, j.d-c)]
-		if x16 != nil {
-			widenInto(part, x16[c:], f)
-		} else {
-			part = x32[c : c+len(part)]
-		}
-		for _, v := range part {
+		for _, v := range chunkOf(j, x32, x16, c, &buf) {
 			ss += float64(v) * float64(v) // exact: a float32 square fits a float64
 		}
 	}
 	inv := 1 / math.Sqrt(ss/float64(j.d)+float64(j.eps))
 	dst, rn := j.dstRow16(r), j.rn()
 	for c := 0; c < j.d; c += chunk {
-		part := buf[:min(chunk, j.d-c)]
-		if x16 != nil {
-			widenInto(part, x16[c:], f)
-		} else {
-			copy(part, x32[c:])
-		}
+		part := chunkOf(j, x32, x16, c, &buf)
+		out := buf[:len(part)] // part itself when widened: each y replaces its x
 		for i, v := range part {
 			y := float64(v) * inv
 			if rn {
@@ -174,9 +164,9 @@ func (j *job) rowFloat64of16(r int) {
 			case offset:
 				y *= 1 + float64(w[c+i])
 			}
-			part[i] = float32(y)
+			out[i] = float32(y)
 		}
-		narrowInto(dst[c:c+len(part)], part, f)
+		narrowInto(dst[c:c+len(out)], out, f)
 	}
 	j.setInv(r, float32(inv))
 }

@@ -68,9 +68,7 @@ func chunkOf(j *job, x32 []float32, x16 []uint16, c int, buf *[chunk]float32) []
 		return x32[c : c+n]
 	}
 	part := buf[:n]
-	for i := range part {
-		part[i] = j.format.widen(x16[c+i])
-	}
+	widenInto(part, x16[c:], j.format)
 	return part
 }
 

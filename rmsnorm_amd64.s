@@ -231,6 +231,75 @@ DATA widehi<>+60(SB)/2, $0x0000
 DATA widehi<>+62(SB)/2, $0x001f
 GLOBL widehi<>(SB), RODATA|NOPTR, $64
 
+DATA kmask32<>+0(SB)/4, $0x00000000
+DATA kmask32<>+4(SB)/4, $0x00000001
+DATA kmask32<>+8(SB)/4, $0x00000003
+DATA kmask32<>+12(SB)/4, $0x00000007
+DATA kmask32<>+16(SB)/4, $0x0000000f
+DATA kmask32<>+20(SB)/4, $0x0000001f
+DATA kmask32<>+24(SB)/4, $0x0000003f
+DATA kmask32<>+28(SB)/4, $0x0000007f
+DATA kmask32<>+32(SB)/4, $0x000000ff
+DATA kmask32<>+36(SB)/4, $0x000001ff
+DATA kmask32<>+40(SB)/4, $0x000003ff
+DATA kmask32<>+44(SB)/4, $0x000007ff
+DATA kmask32<>+48(SB)/4, $0x00000fff
+DATA kmask32<>+52(SB)/4, $0x00001fff
+DATA kmask32<>+56(SB)/4, $0x00003fff
+DATA kmask32<>+60(SB)/4, $0x00007fff
+DATA kmask32<>+64(SB)/4, $0x0000ffff
+DATA kmask32<>+68(SB)/4, $0x0001ffff
+DATA kmask32<>+72(SB)/4, $0x0003ffff
+DATA kmask32<>+76(SB)/4, $0x0007ffff
+DATA kmask32<>+80(SB)/4, $0x000fffff
+DATA kmask32<>+84(SB)/4, $0x001fffff
+DATA kmask32<>+88(SB)/4, $0x003fffff
+DATA kmask32<>+92(SB)/4, $0x007fffff
+DATA kmask32<>+96(SB)/4, $0x00ffffff
+DATA kmask32<>+100(SB)/4, $0x01ffffff
+DATA kmask32<>+104(SB)/4, $0x03ffffff
+DATA kmask32<>+108(SB)/4, $0x07ffffff
+DATA kmask32<>+112(SB)/4, $0x0fffffff
+DATA kmask32<>+116(SB)/4, $0x1fffffff
+DATA kmask32<>+120(SB)/4, $0x3fffffff
+DATA kmask32<>+124(SB)/4, $0x7fffffff
+DATA kmask32<>+128(SB)/4, $0xffffffff
+GLOBL kmask32<>(SB), RODATA|NOPTR, $132
+
+DATA evenoddidx<>+0(SB)/4, $0x00000000
+DATA evenoddidx<>+4(SB)/4, $0x00000010
+DATA evenoddidx<>+8(SB)/4, $0x00000001
+DATA evenoddidx<>+12(SB)/4, $0x00000011
+DATA evenoddidx<>+16(SB)/4, $0x00000002
+DATA evenoddidx<>+20(SB)/4, $0x00000012
+DATA evenoddidx<>+24(SB)/4, $0x00000003
+DATA evenoddidx<>+28(SB)/4, $0x00000013
+DATA evenoddidx<>+32(SB)/4, $0x00000004
+DATA evenoddidx<>+36(SB)/4, $0x00000014
+DATA evenoddidx<>+40(SB)/4, $0x00000005
+DATA evenoddidx<>+44(SB)/4, $0x00000015
+DATA evenoddidx<>+48(SB)/4, $0x00000006
+DATA evenoddidx<>+52(SB)/4, $0x00000016
+DATA evenoddidx<>+56(SB)/4, $0x00000007
+DATA evenoddidx<>+60(SB)/4, $0x00000017
+DATA evenoddidx<>+64(SB)/4, $0x00000008
+DATA evenoddidx<>+68(SB)/4, $0x00000018
+DATA evenoddidx<>+72(SB)/4, $0x00000009
+DATA evenoddidx<>+76(SB)/4, $0x00000019
+DATA evenoddidx<>+80(SB)/4, $0x0000000a
+DATA evenoddidx<>+84(SB)/4, $0x0000001a
+DATA evenoddidx<>+88(SB)/4, $0x0000000b
+DATA evenoddidx<>+92(SB)/4, $0x0000001b
+DATA evenoddidx<>+96(SB)/4, $0x0000000c
+DATA evenoddidx<>+100(SB)/4, $0x0000001c
+DATA evenoddidx<>+104(SB)/4, $0x0000000d
+DATA evenoddidx<>+108(SB)/4, $0x0000001d
+DATA evenoddidx<>+112(SB)/4, $0x0000000e
+DATA evenoddidx<>+116(SB)/4, $0x0000001e
+DATA evenoddidx<>+120(SB)/4, $0x0000000f
+DATA evenoddidx<>+124(SB)/4, $0x0000001f
+GLOBL evenoddidx<>(SB), RODATA|NOPTR, $128
+
 DATA avx2widenshuf<>+0(SB)/4, $0x01008080
 DATA avx2widenshuf<>+4(SB)/4, $0x03028080
 DATA avx2widenshuf<>+8(SB)/4, $0x05048080
@@ -1261,19 +1330,14 @@ sum:
 
 sumrow:
 	// Sum of squares: element i goes to partial i%64.
-	MOVQ    job_d+0(AX), R11
-	SUBQ    $0x00000040, R11
-	JGE     firstblock
-	VMOVUPS zero64<>+0(SB), Z7
-	VMOVUPS zero64<>+0(SB), Z8
-	VMOVUPS zero64<>+0(SB), Z9
-	VMOVUPS zero64<>+0(SB), Z10
-	XORQ    R10, R10
-	JMP     sumtail
+	CMPQ job_d+0(AX), $0x00000080
+	JAE  halves
 
-firstblock:
-	// +0 + square is the square itself: the first block initializes the partials.
+	// Rows shorter than two blocks: widened in order, no permutes.
 	XORQ      R10, R10
+	MOVQ      job_d+0(AX), R11
+	CMPQ      R11, $0x00000040
+	JB        natshort
 	VPMOVZXWD (R8)(R10*2), Z7
 	VPSLLD    $0x10, Z7, Z7
 	VMULPS    Z7, Z7, Z7
@@ -1287,6 +1351,95 @@ firstblock:
 	VPSLLD    $0x10, Z10, Z10
 	VMULPS    Z10, Z10, Z10
 	MOVQ      $0x00000040, R10
+	SUBQ      $0x00000040, R11
+	JZ        ordered
+	JMP       nattail
+
+natshort:
+	VMOVUPS zero64<>+0(SB), Z7
+	VMOVUPS zero64<>+0(SB), Z8
+	VMOVUPS zero64<>+0(SB), Z9
+	VMOVUPS zero64<>+0(SB), Z10
+
+nattail:
+	LEAQ kmask<>+0(SB), R12
+	MOVQ R11, R13
+	CMPQ R13, $0x00000010
+	JLE  nattailmask0
+	MOVQ $0x00000010, R13
+
+nattailmask0:
+	KMOVW       (R12)(R13*2), K1
+	VPMOVZXWD.Z (R8)(R10*2), K1, Z11
+	VPSLLD      $0x10, Z11, Z11
+	VMULPS      Z11, Z11, Z11
+	VADDPS      Z11, Z7, Z7
+	MOVQ        R11, R13
+	SUBQ        $0x00000010, R13
+	JLE         natsummed
+	CMPQ        R13, $0x00000010
+	JLE         nattailmask1
+	MOVQ        $0x00000010, R13
+
+nattailmask1:
+	KMOVW       (R12)(R13*2), K1
+	VPMOVZXWD.Z 32(R8)(R10*2), K1, Z11
+	VPSLLD      $0x10, Z11, Z11
+	VMULPS      Z11, Z11, Z11
+	VADDPS      Z11, Z8, Z8
+	MOVQ        R11, R13
+	SUBQ        $0x00000020, R13
+	JLE         natsummed
+	CMPQ        R13, $0x00000010
+	JLE         nattailmask2
+	MOVQ        $0x00000010, R13
+
+nattailmask2:
+	KMOVW       (R12)(R13*2), K1
+	VPMOVZXWD.Z 64(R8)(R10*2), K1, Z11
+	VPSLLD      $0x10, Z11, Z11
+	VMULPS      Z11, Z11, Z11
+	VADDPS      Z11, Z9, Z9
+	SUBQ        $0x00000030, R11
+	JLE         natsummed
+	CMPQ        R11, $0x00000010
+	JLE         nattailmask3
+	MOVQ        $0x00000010, R11
+
+nattailmask3:
+	KMOVW       (R12)(R11*2), K1
+	VPMOVZXWD.Z 96(R8)(R10*2), K1, Z11
+	VPSLLD      $0x10, Z11, Z11
+	VMULPS      Z11, Z11, Z11
+	VADDPS      Z11, Z10, Z10
+
+natsummed:
+	JMP ordered
+
+halves:
+	VPBROADCASTD avx512bfhigh<>+0(SB), Z11
+	MOVQ         job_d+0(AX), R11
+	SUBQ         $0x00000040, R11
+	JGE          firstblock
+	VMOVUPS      zero64<>+0(SB), Z7
+	VMOVUPS      zero64<>+0(SB), Z8
+	VMOVUPS      zero64<>+0(SB), Z9
+	VMOVUPS      zero64<>+0(SB), Z10
+	XORQ         R10, R10
+	JMP          sumtail
+
+firstblock:
+	// +0 + square is the square itself: the first block initializes the partials.
+	XORQ   R10, R10
+	VPSLLD $0x10, (R8)(R10*2), Z7
+	VPANDD (R8)(R10*2), Z11, Z8
+	VMULPS Z7, Z7, Z7
+	VMULPS Z8, Z8, Z8
+	VPSLLD $0x10, 64(R8)(R10*2), Z9
+	VPANDD 64(R8)(R10*2), Z11, Z10
+	VMULPS Z9, Z9, Z9
+	VMULPS Z10, Z10, Z10
+	MOVQ   $0x00000040, R10
 
 	// With flagPF, the rows ahead are prefetched: one loop for both, the flag tested per block.
 	MOVQ DI, R12
@@ -1307,24 +1460,20 @@ sumloop:
 	JNZ   sumpf
 
 sumblock:
-	VPMOVZXWD (R8)(R10*2), Z11
-	VPSLLD    $0x10, Z11, Z11
-	VMULPS    Z11, Z11, Z11
-	VADDPS    Z11, Z7, Z7
-	VPMOVZXWD 32(R8)(R10*2), Z11
-	VPSLLD    $0x10, Z11, Z11
-	VMULPS    Z11, Z11, Z11
-	VADDPS    Z11, Z8, Z8
-	VPMOVZXWD 64(R8)(R10*2), Z11
-	VPSLLD    $0x10, Z11, Z11
-	VMULPS    Z11, Z11, Z11
-	VADDPS    Z11, Z9, Z9
-	VPMOVZXWD 96(R8)(R10*2), Z11
-	VPSLLD    $0x10, Z11, Z11
-	VMULPS    Z11, Z11, Z11
-	VADDPS    Z11, Z10, Z10
-	ADDQ      $0x00000040, R10
-	JMP       sumloop
+	VPSLLD $0x10, (R8)(R10*2), Z13
+	VPANDD (R8)(R10*2), Z11, Z14
+	VMULPS Z13, Z13, Z13
+	VADDPS Z13, Z7, Z7
+	VMULPS Z14, Z14, Z14
+	VADDPS Z14, Z8, Z8
+	VPSLLD $0x10, 64(R8)(R10*2), Z13
+	VPANDD 64(R8)(R10*2), Z11, Z14
+	VMULPS Z13, Z13, Z13
+	VADDPS Z13, Z9, Z9
+	VMULPS Z14, Z14, Z14
+	VADDPS Z14, Z10, Z10
+	ADDQ   $0x00000040, R10
+	JMP    sumloop
 
 	// Out of the loop's way: the prefetches, whose flag is usually clear.
 sumpf:
@@ -1337,58 +1486,53 @@ sumtail:
 	MOVQ job_d+0(AX), R11
 	SUBQ R10, R11
 	JZ   summed
-	LEAQ kmask<>+0(SB), R12
+	LEAQ kmask32<>+0(SB), R12
 	MOVQ R11, R13
-	CMPQ R13, $0x00000010
-	JLE  tailmask0
-	MOVQ $0x00000010, R13
+	CMPQ R13, $0x00000020
+	JLE  tailwords0
+	MOVQ $0x00000020, R13
 
-tailmask0:
-	KMOVW       (R12)(R13*2), K1
-	VPMOVZXWD.Z (R8)(R10*2), K1, Z11
-	VPSLLD      $0x10, Z11, Z11
-	VMULPS      Z11, Z11, Z11
-	VADDPS      Z11, Z7, Z7
-	MOVQ        R11, R13
-	SUBQ        $0x00000010, R13
+tailwords0:
+	KMOVD       (R12)(R13*4), K1
+	VMOVDQU16.Z (R8)(R10*2), K1, Z13
+	VPSLLD      $0x10, Z13, Z14
+	VPANDD      Z11, Z13, Z13
+	VMULPS      Z14, Z14, Z14
+	VMULPS      Z13, Z13, Z13
+	VADDPS      Z14, Z7, Z7
+	VADDPS      Z13, Z8, Z8
+	SUBQ        $0x00000020, R11
 	JLE         summed
-	CMPQ        R13, $0x00000010
-	JLE         tailmask1
-	MOVQ        $0x00000010, R13
+	CMPQ        R11, $0x00000020
+	JLE         tailwords2
+	MOVQ        $0x00000020, R11
 
-tailmask1:
-	KMOVW       (R12)(R13*2), K1
-	VPMOVZXWD.Z 32(R8)(R10*2), K1, Z11
-	VPSLLD      $0x10, Z11, Z11
+tailwords2:
+	KMOVD       (R12)(R11*4), K1
+	VMOVDQU16.Z 64(R8)(R10*2), K1, Z13
+	VPSLLD      $0x10, Z13, Z14
+	VPANDD      Z11, Z13, Z11
+	VMULPS      Z14, Z14, Z14
 	VMULPS      Z11, Z11, Z11
-	VADDPS      Z11, Z8, Z8
-	MOVQ        R11, R13
-	SUBQ        $0x00000020, R13
-	JLE         summed
-	CMPQ        R13, $0x00000010
-	JLE         tailmask2
-	MOVQ        $0x00000010, R13
-
-tailmask2:
-	KMOVW       (R12)(R13*2), K1
-	VPMOVZXWD.Z 64(R8)(R10*2), K1, Z11
-	VPSLLD      $0x10, Z11, Z11
-	VMULPS      Z11, Z11, Z11
-	VADDPS      Z11, Z9, Z9
-	SUBQ        $0x00000030, R11
-	JLE         summed
-	CMPQ        R11, $0x00000010
-	JLE         tailmask3
-	MOVQ        $0x00000010, R11
-
-tailmask3:
-	KMOVW       (R12)(R11*2), K1
-	VPMOVZXWD.Z 96(R8)(R10*2), K1, Z11
-	VPSLLD      $0x10, Z11, Z11
-	VMULPS      Z11, Z11, Z11
+	VADDPS      Z14, Z9, Z9
 	VADDPS      Z11, Z10, Z10
 
 summed:
+	// The partials back in order: 16k..16k+15 in acc[k] (see evenodd.go).
+	VMOVDQU32 evenoddidx<>+0(SB), Z11
+	VPERMI2PS Z8, Z7, Z11
+	VMOVDQU32 evenoddidx<>+64(SB), Z13
+	VPERMI2PS Z8, Z7, Z13
+	VMOVAPS   Z11, Z7
+	VMOVAPS   Z13, Z8
+	VMOVDQU32 evenoddidx<>+0(SB), Z11
+	VPERMI2PS Z10, Z9, Z11
+	VMOVDQU32 evenoddidx<>+64(SB), Z13
+	VPERMI2PS Z10, Z9, Z13
+	VMOVAPS   Z11, Z9
+	VMOVAPS   Z13, Z10
+
+ordered:
 	VADDPS  Z9, Z7, Z7
 	VADDPS  Z10, Z8, Z8
 	VADDPS  Z8, Z7, Z7
@@ -6466,19 +6610,14 @@ row:
 	MOVQ  DX, R8
 
 	// Sum of the elements: element i goes to partial i%64.
-	MOVQ    job_d+0(AX), R10
-	SUBQ    $0x00000040, R10
-	JGE     firstblock
-	VMOVUPS zero64<>+0(SB), Z7
-	VMOVUPS zero64<>+0(SB), Z8
-	VMOVUPS zero64<>+0(SB), Z9
-	VMOVUPS zero64<>+0(SB), Z10
-	XORQ    R9, R9
-	JMP     sumtail
+	CMPQ job_d+0(AX), $0x00000080
+	JAE  halves
 
-firstblock:
-	// +0 + square is the square itself: the first block initializes the partials.
+	// Rows shorter than two blocks: widened in order, no permutes.
 	XORQ      R9, R9
+	MOVQ      job_d+0(AX), R10
+	CMPQ      R10, $0x00000040
+	JB        natshort
 	VPMOVZXWD (R8)(R9*2), Z7
 	VPSLLD    $0x10, Z7, Z7
 	VADDPS    zero64<>+0(SB), Z7, Z7
@@ -6492,6 +6631,91 @@ firstblock:
 	VPSLLD    $0x10, Z10, Z10
 	VADDPS    zero64<>+0(SB), Z10, Z10
 	MOVQ      $0x00000040, R9
+	SUBQ      $0x00000040, R10
+	JZ        ordered
+	JMP       nattail
+
+natshort:
+	VMOVUPS zero64<>+0(SB), Z7
+	VMOVUPS zero64<>+0(SB), Z8
+	VMOVUPS zero64<>+0(SB), Z9
+	VMOVUPS zero64<>+0(SB), Z10
+
+nattail:
+	LEAQ kmask<>+0(SB), R11
+	MOVQ R10, R12
+	CMPQ R12, $0x00000010
+	JLE  nattailmask0
+	MOVQ $0x00000010, R12
+
+nattailmask0:
+	KMOVW       (R11)(R12*2), K1
+	VPMOVZXWD.Z (R8)(R9*2), K1, Z11
+	VPSLLD      $0x10, Z11, Z11
+	VADDPS      Z11, Z7, Z7
+	MOVQ        R10, R12
+	SUBQ        $0x00000010, R12
+	JLE         natsummed
+	CMPQ        R12, $0x00000010
+	JLE         nattailmask1
+	MOVQ        $0x00000010, R12
+
+nattailmask1:
+	KMOVW       (R11)(R12*2), K1
+	VPMOVZXWD.Z 32(R8)(R9*2), K1, Z11
+	VPSLLD      $0x10, Z11, Z11
+	VADDPS      Z11, Z8, Z8
+	MOVQ        R10, R12
+	SUBQ        $0x00000020, R12
+	JLE         natsummed
+	CMPQ        R12, $0x00000010
+	JLE         nattailmask2
+	MOVQ        $0x00000010, R12
+
+nattailmask2:
+	KMOVW       (R11)(R12*2), K1
+	VPMOVZXWD.Z 64(R8)(R9*2), K1, Z11
+	VPSLLD      $0x10, Z11, Z11
+	VADDPS      Z11, Z9, Z9
+	SUBQ        $0x00000030, R10
+	JLE         natsummed
+	CMPQ        R10, $0x00000010
+	JLE         nattailmask3
+	MOVQ        $0x00000010, R10
+
+nattailmask3:
+	KMOVW       (R11)(R10*2), K1
+	VPMOVZXWD.Z 96(R8)(R9*2), K1, Z11
+	VPSLLD      $0x10, Z11, Z11
+	VADDPS      Z11, Z10, Z10
+
+natsummed:
+	JMP ordered
+
+halves:
+	VPBROADCASTD avx512bfhigh<>+0(SB), Z11
+	MOVQ         job_d+0(AX), R10
+	SUBQ         $0x00000040, R10
+	JGE          firstblock
+	VMOVUPS      zero64<>+0(SB), Z7
+	VMOVUPS      zero64<>+0(SB), Z8
+	VMOVUPS      zero64<>+0(SB), Z9
+	VMOVUPS      zero64<>+0(SB), Z10
+	XORQ         R9, R9
+	JMP          sumtail
+
+firstblock:
+	// +0 + square is the square itself: the first block initializes the partials.
+	XORQ   R9, R9
+	VPSLLD $0x10, (R8)(R9*2), Z7
+	VPANDD (R8)(R9*2), Z11, Z8
+	VADDPS zero64<>+0(SB), Z7, Z7
+	VADDPS zero64<>+0(SB), Z8, Z8
+	VPSLLD $0x10, 64(R8)(R9*2), Z9
+	VPANDD 64(R8)(R9*2), Z11, Z10
+	VADDPS zero64<>+0(SB), Z9, Z9
+	VADDPS zero64<>+0(SB), Z10, Z10
+	MOVQ   $0x00000040, R9
 
 	// With flagPF, the rows ahead are prefetched: one loop for both, the flag tested per block.
 	MOVQ DI, R11
@@ -6512,20 +6736,16 @@ sumloop:
 	JNZ   sumpf
 
 sumblock:
-	VPMOVZXWD (R8)(R9*2), Z11
-	VPSLLD    $0x10, Z11, Z11
-	VADDPS    Z11, Z7, Z7
-	VPMOVZXWD 32(R8)(R9*2), Z11
-	VPSLLD    $0x10, Z11, Z11
-	VADDPS    Z11, Z8, Z8
-	VPMOVZXWD 64(R8)(R9*2), Z11
-	VPSLLD    $0x10, Z11, Z11
-	VADDPS    Z11, Z9, Z9
-	VPMOVZXWD 96(R8)(R9*2), Z11
-	VPSLLD    $0x10, Z11, Z11
-	VADDPS    Z11, Z10, Z10
-	ADDQ      $0x00000040, R9
-	JMP       sumloop
+	VPSLLD $0x10, (R8)(R9*2), Z12
+	VPANDD (R8)(R9*2), Z11, Z14
+	VADDPS Z12, Z7, Z7
+	VADDPS Z14, Z8, Z8
+	VPSLLD $0x10, 64(R8)(R9*2), Z12
+	VPANDD 64(R8)(R9*2), Z11, Z14
+	VADDPS Z12, Z9, Z9
+	VADDPS Z14, Z10, Z10
+	ADDQ   $0x00000040, R9
+	JMP    sumloop
 
 	// Out of the loop's way: the prefetches, whose flag is usually clear.
 sumpf:
@@ -6538,54 +6758,49 @@ sumtail:
 	MOVQ job_d+0(AX), R10
 	SUBQ R9, R10
 	JZ   summed
-	LEAQ kmask<>+0(SB), R11
+	LEAQ kmask32<>+0(SB), R11
 	MOVQ R10, R12
-	CMPQ R12, $0x00000010
-	JLE  tailmask0
-	MOVQ $0x00000010, R12
+	CMPQ R12, $0x00000020
+	JLE  tailwords0
+	MOVQ $0x00000020, R12
 
-tailmask0:
-	KMOVW       (R11)(R12*2), K1
-	VPMOVZXWD.Z (R8)(R9*2), K1, Z11
-	VPSLLD      $0x10, Z11, Z11
-	VADDPS      Z11, Z7, Z7
-	MOVQ        R10, R12
-	SUBQ        $0x00000010, R12
+tailwords0:
+	KMOVD       (R11)(R12*4), K1
+	VMOVDQU16.Z (R8)(R9*2), K1, Z12
+	VPSLLD      $0x10, Z12, Z14
+	VPANDD      Z11, Z12, Z12
+	VADDPS      Z14, Z7, Z7
+	VADDPS      Z12, Z8, Z8
+	SUBQ        $0x00000020, R10
 	JLE         summed
-	CMPQ        R12, $0x00000010
-	JLE         tailmask1
-	MOVQ        $0x00000010, R12
+	CMPQ        R10, $0x00000020
+	JLE         tailwords2
+	MOVQ        $0x00000020, R10
 
-tailmask1:
-	KMOVW       (R11)(R12*2), K1
-	VPMOVZXWD.Z 32(R8)(R9*2), K1, Z11
-	VPSLLD      $0x10, Z11, Z11
-	VADDPS      Z11, Z8, Z8
-	MOVQ        R10, R12
-	SUBQ        $0x00000020, R12
-	JLE         summed
-	CMPQ        R12, $0x00000010
-	JLE         tailmask2
-	MOVQ        $0x00000010, R12
-
-tailmask2:
-	KMOVW       (R11)(R12*2), K1
-	VPMOVZXWD.Z 64(R8)(R9*2), K1, Z11
-	VPSLLD      $0x10, Z11, Z11
-	VADDPS      Z11, Z9, Z9
-	SUBQ        $0x00000030, R10
-	JLE         summed
-	CMPQ        R10, $0x00000010
-	JLE         tailmask3
-	MOVQ        $0x00000010, R10
-
-tailmask3:
-	KMOVW       (R11)(R10*2), K1
-	VPMOVZXWD.Z 96(R8)(R9*2), K1, Z11
-	VPSLLD      $0x10, Z11, Z11
+tailwords2:
+	KMOVD       (R11)(R10*4), K1
+	VMOVDQU16.Z 64(R8)(R9*2), K1, Z12
+	VPSLLD      $0x10, Z12, Z14
+	VPANDD      Z11, Z12, Z11
+	VADDPS      Z14, Z9, Z9
 	VADDPS      Z11, Z10, Z10
 
 summed:
+	// The partials back in order: 16k..16k+15 in acc[k] (see evenodd.go).
+	VMOVDQU32 evenoddidx<>+0(SB), Z11
+	VPERMI2PS Z8, Z7, Z11
+	VMOVDQU32 evenoddidx<>+64(SB), Z12
+	VPERMI2PS Z8, Z7, Z12
+	VMOVAPS   Z11, Z7
+	VMOVAPS   Z12, Z8
+	VMOVDQU32 evenoddidx<>+0(SB), Z11
+	VPERMI2PS Z10, Z9, Z11
+	VMOVDQU32 evenoddidx<>+64(SB), Z12
+	VPERMI2PS Z10, Z9, Z12
+	VMOVAPS   Z11, Z9
+	VMOVAPS   Z12, Z10
+
+ordered:
 	VADDPS Z9, Z7, Z7
 	VADDPS Z10, Z8, Z8
 	VADDPS Z8, Z7, Z7
@@ -6899,19 +7114,14 @@ centered:
 	MOVQ DX, R8
 
 	// Sum of the squares of x - m: element i goes to partial i%64.
-	MOVQ    job_d+0(AX), R10
-	SUBQ    $0x00000040, R10
-	JGE     sqfirstblock
-	VMOVUPS zero64<>+0(SB), Z7
-	VMOVUPS zero64<>+0(SB), Z8
-	VMOVUPS zero64<>+0(SB), Z9
-	VMOVUPS zero64<>+0(SB), Z10
-	XORQ    R9, R9
-	JMP     sqsumtail
+	CMPQ job_d+0(AX), $0x00000080
+	JAE  sqhalves
 
-sqfirstblock:
-	// +0 + square is the square itself: the first block initializes the partials.
+	// Rows shorter than two blocks: widened in order, no permutes.
 	XORQ      R9, R9
+	MOVQ      job_d+0(AX), R10
+	CMPQ      R10, $0x00000040
+	JB        sqnatshort
 	VPMOVZXWD (R8)(R9*2), Z7
 	VPSLLD    $0x10, Z7, Z7
 	VSUBPS    Z11, Z7, Z7
@@ -6929,6 +7139,103 @@ sqfirstblock:
 	VSUBPS    Z11, Z10, Z10
 	VMULPS    Z10, Z10, Z10
 	MOVQ      $0x00000040, R9
+	SUBQ      $0x00000040, R10
+	JZ        sqordered
+	JMP       sqnattail
+
+sqnatshort:
+	VMOVUPS zero64<>+0(SB), Z7
+	VMOVUPS zero64<>+0(SB), Z8
+	VMOVUPS zero64<>+0(SB), Z9
+	VMOVUPS zero64<>+0(SB), Z10
+
+sqnattail:
+	LEAQ kmask<>+0(SB), R11
+	MOVQ R10, R12
+	CMPQ R12, $0x00000010
+	JLE  sqnattailmask0
+	MOVQ $0x00000010, R12
+
+sqnattailmask0:
+	KMOVW       (R11)(R12*2), K1
+	VPMOVZXWD.Z (R8)(R9*2), K1, Z12
+	VPSLLD      $0x10, Z12, Z12
+	VSUBPS.Z    Z11, Z12, K1, Z12
+	VMULPS      Z12, Z12, Z12
+	VADDPS      Z12, Z7, Z7
+	MOVQ        R10, R12
+	SUBQ        $0x00000010, R12
+	JLE         sqnatsummed
+	CMPQ        R12, $0x00000010
+	JLE         sqnattailmask1
+	MOVQ        $0x00000010, R12
+
+sqnattailmask1:
+	KMOVW       (R11)(R12*2), K1
+	VPMOVZXWD.Z 32(R8)(R9*2), K1, Z12
+	VPSLLD      $0x10, Z12, Z12
+	VSUBPS.Z    Z11, Z12, K1, Z12
+	VMULPS      Z12, Z12, Z12
+	VADDPS      Z12, Z8, Z8
+	MOVQ        R10, R12
+	SUBQ        $0x00000020, R12
+	JLE         sqnatsummed
+	CMPQ        R12, $0x00000010
+	JLE         sqnattailmask2
+	MOVQ        $0x00000010, R12
+
+sqnattailmask2:
+	KMOVW       (R11)(R12*2), K1
+	VPMOVZXWD.Z 64(R8)(R9*2), K1, Z12
+	VPSLLD      $0x10, Z12, Z12
+	VSUBPS.Z    Z11, Z12, K1, Z12
+	VMULPS      Z12, Z12, Z12
+	VADDPS      Z12, Z9, Z9
+	SUBQ        $0x00000030, R10
+	JLE         sqnatsummed
+	CMPQ        R10, $0x00000010
+	JLE         sqnattailmask3
+	MOVQ        $0x00000010, R10
+
+sqnattailmask3:
+	KMOVW       (R11)(R10*2), K1
+	VPMOVZXWD.Z 96(R8)(R9*2), K1, Z12
+	VPSLLD      $0x10, Z12, Z12
+	VSUBPS.Z    Z11, Z12, K1, Z12
+	VMULPS      Z12, Z12, Z12
+	VADDPS      Z12, Z10, Z10
+
+sqnatsummed:
+	JMP sqordered
+
+sqhalves:
+	VPBROADCASTD avx512bfhigh<>+0(SB), Z12
+	MOVQ         job_d+0(AX), R10
+	SUBQ         $0x00000040, R10
+	JGE          sqfirstblock
+	VMOVUPS      zero64<>+0(SB), Z7
+	VMOVUPS      zero64<>+0(SB), Z8
+	VMOVUPS      zero64<>+0(SB), Z9
+	VMOVUPS      zero64<>+0(SB), Z10
+	XORQ         R9, R9
+	JMP          sqsumtail
+
+sqfirstblock:
+	// +0 + square is the square itself: the first block initializes the partials.
+	XORQ   R9, R9
+	VPSLLD $0x10, (R8)(R9*2), Z7
+	VPANDD (R8)(R9*2), Z12, Z8
+	VSUBPS Z11, Z7, Z7
+	VMULPS Z7, Z7, Z7
+	VSUBPS Z11, Z8, Z8
+	VMULPS Z8, Z8, Z8
+	VPSLLD $0x10, 64(R8)(R9*2), Z9
+	VPANDD 64(R8)(R9*2), Z12, Z10
+	VSUBPS Z11, Z9, Z9
+	VMULPS Z9, Z9, Z9
+	VSUBPS Z11, Z10, Z10
+	VMULPS Z10, Z10, Z10
+	MOVQ   $0x00000040, R9
 
 	// With flagPF, the rows ahead are prefetched: one loop for both, the flag tested per block.
 	MOVQ DI, R11
@@ -6949,28 +7256,24 @@ sqsumloop:
 	JNZ   sqsumpf
 
 sqsumblock:
-	VPMOVZXWD (R8)(R9*2), Z12
-	VPSLLD    $0x10, Z12, Z12
-	VSUBPS    Z11, Z12, Z12
-	VMULPS    Z12, Z12, Z12
-	VADDPS    Z12, Z7, Z7
-	VPMOVZXWD 32(R8)(R9*2), Z12
-	VPSLLD    $0x10, Z12, Z12
-	VSUBPS    Z11, Z12, Z12
-	VMULPS    Z12, Z12, Z12
-	VADDPS    Z12, Z8, Z8
-	VPMOVZXWD 64(R8)(R9*2), Z12
-	VPSLLD    $0x10, Z12, Z12
-	VSUBPS    Z11, Z12, Z12
-	VMULPS    Z12, Z12, Z12
-	VADDPS    Z12, Z9, Z9
-	VPMOVZXWD 96(R8)(R9*2), Z12
-	VPSLLD    $0x10, Z12, Z12
-	VSUBPS    Z11, Z12, Z12
-	VMULPS    Z12, Z12, Z12
-	VADDPS    Z12, Z10, Z10
-	ADDQ      $0x00000040, R9
-	JMP       sqsumloop
+	VPSLLD $0x10, (R8)(R9*2), Z14
+	VPANDD (R8)(R9*2), Z12, Z15
+	VSUBPS Z11, Z14, Z14
+	VMULPS Z14, Z14, Z14
+	VADDPS Z14, Z7, Z7
+	VSUBPS Z11, Z15, Z15
+	VMULPS Z15, Z15, Z15
+	VADDPS Z15, Z8, Z8
+	VPSLLD $0x10, 64(R8)(R9*2), Z14
+	VPANDD 64(R8)(R9*2), Z12, Z15
+	VSUBPS Z11, Z14, Z14
+	VMULPS Z14, Z14, Z14
+	VADDPS Z14, Z9, Z9
+	VSUBPS Z11, Z15, Z15
+	VMULPS Z15, Z15, Z15
+	VADDPS Z15, Z10, Z10
+	ADDQ   $0x00000040, R9
+	JMP    sqsumloop
 
 	// Out of the loop's way: the prefetches, whose flag is usually clear.
 sqsumpf:
@@ -6983,62 +7286,68 @@ sqsumtail:
 	MOVQ job_d+0(AX), R10
 	SUBQ R9, R10
 	JZ   sqsummed
-	LEAQ kmask<>+0(SB), R11
-	MOVQ R10, R12
-	CMPQ R12, $0x00000010
-	JLE  sqtailmask0
-	MOVQ $0x00000010, R12
+	LEAQ kmask32<>+0(SB), R11
+	LEAQ kmask<>+0(SB), R12
+	MOVQ R10, R13
+	CMPQ R13, $0x00000020
+	JLE  sqtailwords0
+	MOVQ $0x00000020, R13
 
-sqtailmask0:
-	KMOVW       (R11)(R12*2), K1
-	VPMOVZXWD.Z (R8)(R9*2), K1, Z12
-	VPSLLD      $0x10, Z12, Z12
-	VSUBPS.Z    Z11, Z12, K1, Z12
-	VMULPS      Z12, Z12, Z12
-	VADDPS      Z12, Z7, Z7
-	MOVQ        R10, R12
-	SUBQ        $0x00000010, R12
+sqtailwords0:
+	KMOVD       (R11)(R13*4), K1
+	VMOVDQU16.Z (R8)(R9*2), K1, Z14
+	VPSLLD      $0x10, Z14, Z15
+	VPANDD      Z12, Z14, Z14
+	LEAQ        1(R13), R14
+	SHRQ        $0x01, R14
+	SHRQ        $0x01, R13
+	KMOVW       (R12)(R14*2), K1
+	KMOVW       (R12)(R13*2), K2
+	VSUBPS.Z    Z11, Z15, K1, Z15
+	VMULPS      Z15, Z15, Z15
+	VADDPS      Z15, Z7, Z7
+	VSUBPS.Z    Z11, Z14, K2, Z14
+	VMULPS      Z14, Z14, Z14
+	VADDPS      Z14, Z8, Z8
+	SUBQ        $0x00000020, R10
 	JLE         sqsummed
-	CMPQ        R12, $0x00000010
-	JLE         sqtailmask1
-	MOVQ        $0x00000010, R12
+	CMPQ        R10, $0x00000020
+	JLE         sqtailwords2
+	MOVQ        $0x00000020, R10
 
-sqtailmask1:
-	KMOVW       (R11)(R12*2), K1
-	VPMOVZXWD.Z 32(R8)(R9*2), K1, Z12
-	VPSLLD      $0x10, Z12, Z12
-	VSUBPS.Z    Z11, Z12, K1, Z12
-	VMULPS      Z12, Z12, Z12
-	VADDPS      Z12, Z8, Z8
-	MOVQ        R10, R12
-	SUBQ        $0x00000020, R12
-	JLE         sqsummed
-	CMPQ        R12, $0x00000010
-	JLE         sqtailmask2
-	MOVQ        $0x00000010, R12
-
-sqtailmask2:
-	KMOVW       (R11)(R12*2), K1
-	VPMOVZXWD.Z 64(R8)(R9*2), K1, Z12
-	VPSLLD      $0x10, Z12, Z12
-	VSUBPS.Z    Z11, Z12, K1, Z12
-	VMULPS      Z12, Z12, Z12
-	VADDPS      Z12, Z9, Z9
-	SUBQ        $0x00000030, R10
-	JLE         sqsummed
-	CMPQ        R10, $0x00000010
-	JLE         sqtailmask3
-	MOVQ        $0x00000010, R10
-
-sqtailmask3:
-	KMOVW       (R11)(R10*2), K1
-	VPMOVZXWD.Z 96(R8)(R9*2), K1, Z12
-	VPSLLD      $0x10, Z12, Z12
-	VSUBPS.Z    Z11, Z12, K1, Z12
+sqtailwords2:
+	KMOVD       (R11)(R10*4), K1
+	VMOVDQU16.Z 64(R8)(R9*2), K1, Z14
+	VPSLLD      $0x10, Z14, Z15
+	VPANDD      Z12, Z14, Z12
+	LEAQ        1(R10), R8
+	SHRQ        $0x01, R8
+	SHRQ        $0x01, R10
+	KMOVW       (R12)(R8*2), K1
+	KMOVW       (R12)(R10*2), K2
+	VSUBPS.Z    Z11, Z15, K1, Z15
+	VMULPS      Z15, Z15, Z15
+	VADDPS      Z15, Z9, Z9
+	VSUBPS.Z    Z11, Z12, K2, Z12
 	VMULPS      Z12, Z12, Z12
 	VADDPS      Z12, Z10, Z10
 
 sqsummed:
+	// The partials back in order: 16k..16k+15 in acc[k] (see evenodd.go).
+	VMOVDQU32 evenoddidx<>+0(SB), Z12
+	VPERMI2PS Z8, Z7, Z12
+	VMOVDQU32 evenoddidx<>+64(SB), Z14
+	VPERMI2PS Z8, Z7, Z14
+	VMOVAPS   Z12, Z7
+	VMOVAPS   Z14, Z8
+	VMOVDQU32 evenoddidx<>+0(SB), Z12
+	VPERMI2PS Z10, Z9, Z12
+	VMOVDQU32 evenoddidx<>+64(SB), Z14
+	VPERMI2PS Z10, Z9, Z14
+	VMOVAPS   Z12, Z9
+	VMOVAPS   Z14, Z10
+
+sqordered:
 	VADDPS Z9, Z7, Z7
 	VADDPS Z10, Z8, Z8
 	VADDPS Z8, Z7, Z7
@@ -44753,19 +45062,14 @@ sum:
 
 sumrow:
 	// Sum of squares: element i goes to partial i%64.
-	MOVQ    job_d+0(AX), R11
-	SUBQ    $0x00000040, R11
-	JGE     firstblock
-	VMOVUPS zero64<>+0(SB), Z6
-	VMOVUPS zero64<>+0(SB), Z7
-	VMOVUPS zero64<>+0(SB), Z8
-	VMOVUPS zero64<>+0(SB), Z9
-	XORQ    R10, R10
-	JMP     sumtail
+	CMPQ job_d+0(AX), $0x00000080
+	JAE  halves
 
-firstblock:
-	// +0 + square is the square itself: the first block initializes the partials.
+	// Rows shorter than two blocks: widened in order, no permutes.
 	XORQ     R10, R10
+	MOVQ     job_d+0(AX), R11
+	CMPQ     R11, $0x00000040
+	JB       natshort
 	VPERMW.Z (R8)(R10*2), Z3, K1, Z6
 	VMULPS   Z6, Z6, Z6
 	VPERMW.Z (R8)(R10*2), Z4, K1, Z7
@@ -44775,6 +45079,95 @@ firstblock:
 	VPERMW.Z 64(R8)(R10*2), Z4, K1, Z9
 	VMULPS   Z9, Z9, Z9
 	MOVQ     $0x00000040, R10
+	SUBQ     $0x00000040, R11
+	JZ       ordered
+	JMP      nattail
+
+natshort:
+	VMOVUPS zero64<>+0(SB), Z6
+	VMOVUPS zero64<>+0(SB), Z7
+	VMOVUPS zero64<>+0(SB), Z8
+	VMOVUPS zero64<>+0(SB), Z9
+
+nattail:
+	LEAQ kmask<>+0(SB), R12
+	MOVQ R11, R13
+	CMPQ R13, $0x00000010
+	JLE  nattailmask0
+	MOVQ $0x00000010, R13
+
+nattailmask0:
+	KMOVW       (R12)(R13*2), K2
+	VPMOVZXWD.Z (R8)(R10*2), K2, Z10
+	VPSLLD      $0x10, Z10, Z10
+	VMULPS      Z10, Z10, Z10
+	VADDPS      Z10, Z6, Z6
+	MOVQ        R11, R13
+	SUBQ        $0x00000010, R13
+	JLE         natsummed
+	CMPQ        R13, $0x00000010
+	JLE         nattailmask1
+	MOVQ        $0x00000010, R13
+
+nattailmask1:
+	KMOVW       (R12)(R13*2), K2
+	VPMOVZXWD.Z 32(R8)(R10*2), K2, Z10
+	VPSLLD      $0x10, Z10, Z10
+	VMULPS      Z10, Z10, Z10
+	VADDPS      Z10, Z7, Z7
+	MOVQ        R11, R13
+	SUBQ        $0x00000020, R13
+	JLE         natsummed
+	CMPQ        R13, $0x00000010
+	JLE         nattailmask2
+	MOVQ        $0x00000010, R13
+
+nattailmask2:
+	KMOVW       (R12)(R13*2), K2
+	VPMOVZXWD.Z 64(R8)(R10*2), K2, Z10
+	VPSLLD      $0x10, Z10, Z10
+	VMULPS      Z10, Z10, Z10
+	VADDPS      Z10, Z8, Z8
+	SUBQ        $0x00000030, R11
+	JLE         natsummed
+	CMPQ        R11, $0x00000010
+	JLE         nattailmask3
+	MOVQ        $0x00000010, R11
+
+nattailmask3:
+	KMOVW       (R12)(R11*2), K2
+	VPMOVZXWD.Z 96(R8)(R10*2), K2, Z10
+	VPSLLD      $0x10, Z10, Z10
+	VMULPS      Z10, Z10, Z10
+	VADDPS      Z10, Z9, Z9
+
+natsummed:
+	JMP ordered
+
+halves:
+	VPBROADCASTD avx512bfhigh<>+0(SB), Z10
+	MOVQ         job_d+0(AX), R11
+	SUBQ         $0x00000040, R11
+	JGE          firstblock
+	VMOVUPS      zero64<>+0(SB), Z6
+	VMOVUPS      zero64<>+0(SB), Z7
+	VMOVUPS      zero64<>+0(SB), Z8
+	VMOVUPS      zero64<>+0(SB), Z9
+	XORQ         R10, R10
+	JMP          sumtail
+
+firstblock:
+	// +0 + square is the square itself: the first block initializes the partials.
+	XORQ   R10, R10
+	VPSLLD $0x10, (R8)(R10*2), Z6
+	VPANDD (R8)(R10*2), Z10, Z7
+	VMULPS Z6, Z6, Z6
+	VMULPS Z7, Z7, Z7
+	VPSLLD $0x10, 64(R8)(R10*2), Z8
+	VPANDD 64(R8)(R10*2), Z10, Z9
+	VMULPS Z8, Z8, Z8
+	VMULPS Z9, Z9, Z9
+	MOVQ   $0x00000040, R10
 
 	// With flagPF, the rows ahead are prefetched: one loop for both, the flag tested per block.
 	MOVQ DI, R12
@@ -44795,20 +45188,20 @@ sumloop:
 	JNZ   sumpf
 
 sumblock:
-	VPERMW.Z (R8)(R10*2), Z3, K1, Z10
-	VMULPS   Z10, Z10, Z10
-	VADDPS   Z10, Z6, Z6
-	VPERMW.Z (R8)(R10*2), Z4, K1, Z10
-	VMULPS   Z10, Z10, Z10
-	VADDPS   Z10, Z7, Z7
-	VPERMW.Z 64(R8)(R10*2), Z3, K1, Z10
-	VMULPS   Z10, Z10, Z10
-	VADDPS   Z10, Z8, Z8
-	VPERMW.Z 64(R8)(R10*2), Z4, K1, Z10
-	VMULPS   Z10, Z10, Z10
-	VADDPS   Z10, Z9, Z9
-	ADDQ     $0x00000040, R10
-	JMP      sumloop
+	VPSLLD $0x10, (R8)(R10*2), Z12
+	VPANDD (R8)(R10*2), Z10, Z13
+	VMULPS Z12, Z12, Z12
+	VADDPS Z12, Z6, Z6
+	VMULPS Z13, Z13, Z13
+	VADDPS Z13, Z7, Z7
+	VPSLLD $0x10, 64(R8)(R10*2), Z12
+	VPANDD 64(R8)(R10*2), Z10, Z13
+	VMULPS Z12, Z12, Z12
+	VADDPS Z12, Z8, Z8
+	VMULPS Z13, Z13, Z13
+	VADDPS Z13, Z9, Z9
+	ADDQ   $0x00000040, R10
+	JMP    sumloop
 
 	// Out of the loop's way: the prefetches, whose flag is usually clear.
 sumpf:
@@ -44821,58 +45214,53 @@ sumtail:
 	MOVQ job_d+0(AX), R11
 	SUBQ R10, R11
 	JZ   summed
-	LEAQ kmask<>+0(SB), R12
+	LEAQ kmask32<>+0(SB), R12
 	MOVQ R11, R13
-	CMPQ R13, $0x00000010
-	JLE  tailmask0
-	MOVQ $0x00000010, R13
+	CMPQ R13, $0x00000020
+	JLE  tailwords0
+	MOVQ $0x00000020, R13
 
-tailmask0:
-	KMOVW       (R12)(R13*2), K2
-	VPMOVZXWD.Z (R8)(R10*2), K2, Z10
-	VPSLLD      $0x10, Z10, Z10
-	VMULPS      Z10, Z10, Z10
-	VADDPS      Z10, Z6, Z6
-	MOVQ        R11, R13
-	SUBQ        $0x00000010, R13
+tailwords0:
+	KMOVD       (R12)(R13*4), K2
+	VMOVDQU16.Z (R8)(R10*2), K2, Z12
+	VPSLLD      $0x10, Z12, Z13
+	VPANDD      Z10, Z12, Z12
+	VMULPS      Z13, Z13, Z13
+	VMULPS      Z12, Z12, Z12
+	VADDPS      Z13, Z6, Z6
+	VADDPS      Z12, Z7, Z7
+	SUBQ        $0x00000020, R11
 	JLE         summed
-	CMPQ        R13, $0x00000010
-	JLE         tailmask1
-	MOVQ        $0x00000010, R13
+	CMPQ        R11, $0x00000020
+	JLE         tailwords2
+	MOVQ        $0x00000020, R11
 
-tailmask1:
-	KMOVW       (R12)(R13*2), K2
-	VPMOVZXWD.Z 32(R8)(R10*2), K2, Z10
-	VPSLLD      $0x10, Z10, Z10
+tailwords2:
+	KMOVD       (R12)(R11*4), K2
+	VMOVDQU16.Z 64(R8)(R10*2), K2, Z12
+	VPSLLD      $0x10, Z12, Z13
+	VPANDD      Z10, Z12, Z10
+	VMULPS      Z13, Z13, Z13
 	VMULPS      Z10, Z10, Z10
-	VADDPS      Z10, Z7, Z7
-	MOVQ        R11, R13
-	SUBQ        $0x00000020, R13
-	JLE         summed
-	CMPQ        R13, $0x00000010
-	JLE         tailmask2
-	MOVQ        $0x00000010, R13
-
-tailmask2:
-	KMOVW       (R12)(R13*2), K2
-	VPMOVZXWD.Z 64(R8)(R10*2), K2, Z10
-	VPSLLD      $0x10, Z10, Z10
-	VMULPS      Z10, Z10, Z10
-	VADDPS      Z10, Z8, Z8
-	SUBQ        $0x00000030, R11
-	JLE         summed
-	CMPQ        R11, $0x00000010
-	JLE         tailmask3
-	MOVQ        $0x00000010, R11
-
-tailmask3:
-	KMOVW       (R12)(R11*2), K2
-	VPMOVZXWD.Z 96(R8)(R10*2), K2, Z10
-	VPSLLD      $0x10, Z10, Z10
-	VMULPS      Z10, Z10, Z10
+	VADDPS      Z13, Z8, Z8
 	VADDPS      Z10, Z9, Z9
 
 summed:
+	// The partials back in order: 16k..16k+15 in acc[k] (see evenodd.go).
+	VMOVDQU32 evenoddidx<>+0(SB), Z10
+	VPERMI2PS Z7, Z6, Z10
+	VMOVDQU32 evenoddidx<>+64(SB), Z12
+	VPERMI2PS Z7, Z6, Z12
+	VMOVAPS   Z10, Z6
+	VMOVAPS   Z12, Z7
+	VMOVDQU32 evenoddidx<>+0(SB), Z10
+	VPERMI2PS Z9, Z8, Z10
+	VMOVDQU32 evenoddidx<>+64(SB), Z12
+	VPERMI2PS Z9, Z8, Z12
+	VMOVAPS   Z10, Z8
+	VMOVAPS   Z12, Z9
+
+ordered:
 	VADDPS  Z8, Z6, Z6
 	VADDPS  Z9, Z7, Z7
 	VADDPS  Z7, Z6, Z6
@@ -47564,19 +47952,14 @@ row:
 	MOVQ  DX, R8
 
 	// Sum of the elements: element i goes to partial i%64.
-	MOVQ    job_d+0(AX), R10
-	SUBQ    $0x00000040, R10
-	JGE     firstblock
-	VMOVUPS zero64<>+0(SB), Z6
-	VMOVUPS zero64<>+0(SB), Z7
-	VMOVUPS zero64<>+0(SB), Z8
-	VMOVUPS zero64<>+0(SB), Z9
-	XORQ    R9, R9
-	JMP     sumtail
+	CMPQ job_d+0(AX), $0x00000080
+	JAE  halves
 
-firstblock:
-	// +0 + square is the square itself: the first block initializes the partials.
+	// Rows shorter than two blocks: widened in order, no permutes.
 	XORQ     R9, R9
+	MOVQ     job_d+0(AX), R10
+	CMPQ     R10, $0x00000040
+	JB       natshort
 	VPERMW.Z (R8)(R9*2), Z3, K1, Z6
 	VADDPS   zero64<>+0(SB), Z6, Z6
 	VPERMW.Z (R8)(R9*2), Z4, K1, Z7
@@ -47586,6 +47969,91 @@ firstblock:
 	VPERMW.Z 64(R8)(R9*2), Z4, K1, Z9
 	VADDPS   zero64<>+0(SB), Z9, Z9
 	MOVQ     $0x00000040, R9
+	SUBQ     $0x00000040, R10
+	JZ       ordered
+	JMP      nattail
+
+natshort:
+	VMOVUPS zero64<>+0(SB), Z6
+	VMOVUPS zero64<>+0(SB), Z7
+	VMOVUPS zero64<>+0(SB), Z8
+	VMOVUPS zero64<>+0(SB), Z9
+
+nattail:
+	LEAQ kmask<>+0(SB), R11
+	MOVQ R10, R12
+	CMPQ R12, $0x00000010
+	JLE  nattailmask0
+	MOVQ $0x00000010, R12
+
+nattailmask0:
+	KMOVW       (R11)(R12*2), K2
+	VPMOVZXWD.Z (R8)(R9*2), K2, Z10
+	VPSLLD      $0x10, Z10, Z10
+	VADDPS      Z10, Z6, Z6
+	MOVQ        R10, R12
+	SUBQ        $0x00000010, R12
+	JLE         natsummed
+	CMPQ        R12, $0x00000010
+	JLE         nattailmask1
+	MOVQ        $0x00000010, R12
+
+nattailmask1:
+	KMOVW       (R11)(R12*2), K2
+	VPMOVZXWD.Z 32(R8)(R9*2), K2, Z10
+	VPSLLD      $0x10, Z10, Z10
+	VADDPS      Z10, Z7, Z7
+	MOVQ        R10, R12
+	SUBQ        $0x00000020, R12
+	JLE         natsummed
+	CMPQ        R12, $0x00000010
+	JLE         nattailmask2
+	MOVQ        $0x00000010, R12
+
+nattailmask2:
+	KMOVW       (R11)(R12*2), K2
+	VPMOVZXWD.Z 64(R8)(R9*2), K2, Z10
+	VPSLLD      $0x10, Z10, Z10
+	VADDPS      Z10, Z8, Z8
+	SUBQ        $0x00000030, R10
+	JLE         natsummed
+	CMPQ        R10, $0x00000010
+	JLE         nattailmask3
+	MOVQ        $0x00000010, R10
+
+nattailmask3:
+	KMOVW       (R11)(R10*2), K2
+	VPMOVZXWD.Z 96(R8)(R9*2), K2, Z10
+	VPSLLD      $0x10, Z10, Z10
+	VADDPS      Z10, Z9, Z9
+
+natsummed:
+	JMP ordered
+
+halves:
+	VPBROADCASTD avx512bfhigh<>+0(SB), Z10
+	MOVQ         job_d+0(AX), R10
+	SUBQ         $0x00000040, R10
+	JGE          firstblock
+	VMOVUPS      zero64<>+0(SB), Z6
+	VMOVUPS      zero64<>+0(SB), Z7
+	VMOVUPS      zero64<>+0(SB), Z8
+	VMOVUPS      zero64<>+0(SB), Z9
+	XORQ         R9, R9
+	JMP          sumtail
+
+firstblock:
+	// +0 + square is the square itself: the first block initializes the partials.
+	XORQ   R9, R9
+	VPSLLD $0x10, (R8)(R9*2), Z6
+	VPANDD (R8)(R9*2), Z10, Z7
+	VADDPS zero64<>+0(SB), Z6, Z6
+	VADDPS zero64<>+0(SB), Z7, Z7
+	VPSLLD $0x10, 64(R8)(R9*2), Z8
+	VPANDD 64(R8)(R9*2), Z10, Z9
+	VADDPS zero64<>+0(SB), Z8, Z8
+	VADDPS zero64<>+0(SB), Z9, Z9
+	MOVQ   $0x00000040, R9
 
 	// With flagPF, the rows ahead are prefetched: one loop for both, the flag tested per block.
 	MOVQ DI, R11
@@ -47606,16 +48074,16 @@ sumloop:
 	JNZ   sumpf
 
 sumblock:
-	VPERMW.Z (R8)(R9*2), Z3, K1, Z10
-	VADDPS   Z10, Z6, Z6
-	VPERMW.Z (R8)(R9*2), Z4, K1, Z10
-	VADDPS   Z10, Z7, Z7
-	VPERMW.Z 64(R8)(R9*2), Z3, K1, Z10
-	VADDPS   Z10, Z8, Z8
-	VPERMW.Z 64(R8)(R9*2), Z4, K1, Z10
-	VADDPS   Z10, Z9, Z9
-	ADDQ     $0x00000040, R9
-	JMP      sumloop
+	VPSLLD $0x10, (R8)(R9*2), Z11
+	VPANDD (R8)(R9*2), Z10, Z13
+	VADDPS Z11, Z6, Z6
+	VADDPS Z13, Z7, Z7
+	VPSLLD $0x10, 64(R8)(R9*2), Z11
+	VPANDD 64(R8)(R9*2), Z10, Z13
+	VADDPS Z11, Z8, Z8
+	VADDPS Z13, Z9, Z9
+	ADDQ   $0x00000040, R9
+	JMP    sumloop
 
 	// Out of the loop's way: the prefetches, whose flag is usually clear.
 sumpf:
@@ -47628,54 +48096,49 @@ sumtail:
 	MOVQ job_d+0(AX), R10
 	SUBQ R9, R10
 	JZ   summed
-	LEAQ kmask<>+0(SB), R11
+	LEAQ kmask32<>+0(SB), R11
 	MOVQ R10, R12
-	CMPQ R12, $0x00000010
-	JLE  tailmask0
-	MOVQ $0x00000010, R12
+	CMPQ R12, $0x00000020
+	JLE  tailwords0
+	MOVQ $0x00000020, R12
 
-tailmask0:
-	KMOVW       (R11)(R12*2), K2
-	VPMOVZXWD.Z (R8)(R9*2), K2, Z10
-	VPSLLD      $0x10, Z10, Z10
-	VADDPS      Z10, Z6, Z6
-	MOVQ        R10, R12
-	SUBQ        $0x00000010, R12
+tailwords0:
+	KMOVD       (R11)(R12*4), K2
+	VMOVDQU16.Z (R8)(R9*2), K2, Z11
+	VPSLLD      $0x10, Z11, Z13
+	VPANDD      Z10, Z11, Z11
+	VADDPS      Z13, Z6, Z6
+	VADDPS      Z11, Z7, Z7
+	SUBQ        $0x00000020, R10
 	JLE         summed
-	CMPQ        R12, $0x00000010
-	JLE         tailmask1
-	MOVQ        $0x00000010, R12
+	CMPQ        R10, $0x00000020
+	JLE         tailwords2
+	MOVQ        $0x00000020, R10
 
-tailmask1:
-	KMOVW       (R11)(R12*2), K2
-	VPMOVZXWD.Z 32(R8)(R9*2), K2, Z10
-	VPSLLD      $0x10, Z10, Z10
-	VADDPS      Z10, Z7, Z7
-	MOVQ        R10, R12
-	SUBQ        $0x00000020, R12
-	JLE         summed
-	CMPQ        R12, $0x00000010
-	JLE         tailmask2
-	MOVQ        $0x00000010, R12
-
-tailmask2:
-	KMOVW       (R11)(R12*2), K2
-	VPMOVZXWD.Z 64(R8)(R9*2), K2, Z10
-	VPSLLD      $0x10, Z10, Z10
-	VADDPS      Z10, Z8, Z8
-	SUBQ        $0x00000030, R10
-	JLE         summed
-	CMPQ        R10, $0x00000010
-	JLE         tailmask3
-	MOVQ        $0x00000010, R10
-
-tailmask3:
-	KMOVW       (R11)(R10*2), K2
-	VPMOVZXWD.Z 96(R8)(R9*2), K2, Z10
-	VPSLLD      $0x10, Z10, Z10
+tailwords2:
+	KMOVD       (R11)(R10*4), K2
+	VMOVDQU16.Z 64(R8)(R9*2), K2, Z11
+	VPSLLD      $0x10, Z11, Z13
+	VPANDD      Z10, Z11, Z10
+	VADDPS      Z13, Z8, Z8
 	VADDPS      Z10, Z9, Z9
 
 summed:
+	// The partials back in order: 16k..16k+15 in acc[k] (see evenodd.go).
+	VMOVDQU32 evenoddidx<>+0(SB), Z10
+	VPERMI2PS Z7, Z6, Z10
+	VMOVDQU32 evenoddidx<>+64(SB), Z11
+	VPERMI2PS Z7, Z6, Z11
+	VMOVAPS   Z10, Z6
+	VMOVAPS   Z11, Z7
+	VMOVDQU32 evenoddidx<>+0(SB), Z10
+	VPERMI2PS Z9, Z8, Z10
+	VMOVDQU32 evenoddidx<>+64(SB), Z11
+	VPERMI2PS Z9, Z8, Z11
+	VMOVAPS   Z10, Z8
+	VMOVAPS   Z11, Z9
+
+ordered:
 	VADDPS Z8, Z6, Z6
 	VADDPS Z9, Z7, Z7
 	VADDPS Z7, Z6, Z6
@@ -47937,19 +48400,14 @@ centered:
 	MOVQ DX, R8
 
 	// Sum of the squares of x - m: element i goes to partial i%64.
-	MOVQ    job_d+0(AX), R10
-	SUBQ    $0x00000040, R10
-	JGE     sqfirstblock
-	VMOVUPS zero64<>+0(SB), Z6
-	VMOVUPS zero64<>+0(SB), Z7
-	VMOVUPS zero64<>+0(SB), Z8
-	VMOVUPS zero64<>+0(SB), Z9
-	XORQ    R9, R9
-	JMP     sqsumtail
+	CMPQ job_d+0(AX), $0x00000080
+	JAE  sqhalves
 
-sqfirstblock:
-	// +0 + square is the square itself: the first block initializes the partials.
+	// Rows shorter than two blocks: widened in order, no permutes.
 	XORQ     R9, R9
+	MOVQ     job_d+0(AX), R10
+	CMPQ     R10, $0x00000040
+	JB       sqnatshort
 	VPERMW.Z (R8)(R9*2), Z3, K1, Z6
 	VSUBPS   Z10, Z6, Z6
 	VMULPS   Z6, Z6, Z6
@@ -47963,6 +48421,103 @@ sqfirstblock:
 	VSUBPS   Z10, Z9, Z9
 	VMULPS   Z9, Z9, Z9
 	MOVQ     $0x00000040, R9
+	SUBQ     $0x00000040, R10
+	JZ       sqordered
+	JMP      sqnattail
+
+sqnatshort:
+	VMOVUPS zero64<>+0(SB), Z6
+	VMOVUPS zero64<>+0(SB), Z7
+	VMOVUPS zero64<>+0(SB), Z8
+	VMOVUPS zero64<>+0(SB), Z9
+
+sqnattail:
+	LEAQ kmask<>+0(SB), R11
+	MOVQ R10, R12
+	CMPQ R12, $0x00000010
+	JLE  sqnattailmask0
+	MOVQ $0x00000010, R12
+
+sqnattailmask0:
+	KMOVW       (R11)(R12*2), K2
+	VPMOVZXWD.Z (R8)(R9*2), K2, Z11
+	VPSLLD      $0x10, Z11, Z11
+	VSUBPS.Z    Z10, Z11, K2, Z11
+	VMULPS      Z11, Z11, Z11
+	VADDPS      Z11, Z6, Z6
+	MOVQ        R10, R12
+	SUBQ        $0x00000010, R12
+	JLE         sqnatsummed
+	CMPQ        R12, $0x00000010
+	JLE         sqnattailmask1
+	MOVQ        $0x00000010, R12
+
+sqnattailmask1:
+	KMOVW       (R11)(R12*2), K2
+	VPMOVZXWD.Z 32(R8)(R9*2), K2, Z11
+	VPSLLD      $0x10, Z11, Z11
+	VSUBPS.Z    Z10, Z11, K2, Z11
+	VMULPS      Z11, Z11, Z11
+	VADDPS      Z11, Z7, Z7
+	MOVQ        R10, R12
+	SUBQ        $0x00000020, R12
+	JLE         sqnatsummed
+	CMPQ        R12, $0x00000010
+	JLE         sqnattailmask2
+	MOVQ        $0x00000010, R12
+
+sqnattailmask2:
+	KMOVW       (R11)(R12*2), K2
+	VPMOVZXWD.Z 64(R8)(R9*2), K2, Z11
+	VPSLLD      $0x10, Z11, Z11
+	VSUBPS.Z    Z10, Z11, K2, Z11
+	VMULPS      Z11, Z11, Z11
+	VADDPS      Z11, Z8, Z8
+	SUBQ        $0x00000030, R10
+	JLE         sqnatsummed
+	CMPQ        R10, $0x00000010
+	JLE         sqnattailmask3
+	MOVQ        $0x00000010, R10
+
+sqnattailmask3:
+	KMOVW       (R11)(R10*2), K2
+	VPMOVZXWD.Z 96(R8)(R9*2), K2, Z11
+	VPSLLD      $0x10, Z11, Z11
+	VSUBPS.Z    Z10, Z11, K2, Z11
+	VMULPS      Z11, Z11, Z11
+	VADDPS      Z11, Z9, Z9
+
+sqnatsummed:
+	JMP sqordered
+
+sqhalves:
+	VPBROADCASTD avx512bfhigh<>+0(SB), Z11
+	MOVQ         job_d+0(AX), R10
+	SUBQ         $0x00000040, R10
+	JGE          sqfirstblock
+	VMOVUPS      zero64<>+0(SB), Z6
+	VMOVUPS      zero64<>+0(SB), Z7
+	VMOVUPS      zero64<>+0(SB), Z8
+	VMOVUPS      zero64<>+0(SB), Z9
+	XORQ         R9, R9
+	JMP          sqsumtail
+
+sqfirstblock:
+	// +0 + square is the square itself: the first block initializes the partials.
+	XORQ   R9, R9
+	VPSLLD $0x10, (R8)(R9*2), Z6
+	VPANDD (R8)(R9*2), Z11, Z7
+	VSUBPS Z10, Z6, Z6
+	VMULPS Z6, Z6, Z6
+	VSUBPS Z10, Z7, Z7
+	VMULPS Z7, Z7, Z7
+	VPSLLD $0x10, 64(R8)(R9*2), Z8
+	VPANDD 64(R8)(R9*2), Z11, Z9
+	VSUBPS Z10, Z8, Z8
+	VMULPS Z8, Z8, Z8
+	VSUBPS Z10, Z9, Z9
+	VMULPS Z9, Z9, Z9
+	MOVQ   $0x00000040, R9
 
 	// With flagPF, the rows ahead are prefetched: one loop for both, the flag tested per block.
 	MOVQ DI, R11
@@ -47983,24 +48538,24 @@ sqsumloop:
 	JNZ   sqsumpf
 
 sqsumblock:
-	VPERMW.Z (R8)(R9*2), Z3, K1, Z11
-	VSUBPS   Z10, Z11, Z11
-	VMULPS   Z11, Z11, Z11
-	VADDPS   Z11, Z6, Z6
-	VPERMW.Z (R8)(R9*2), Z4, K1, Z11
-	VSUBPS   Z10, Z11, Z11
-	VMULPS   Z11, Z11, Z11
-	VADDPS   Z11, Z7, Z7
-	VPERMW.Z 64(R8)(R9*2), Z3, K1, Z11
-	VSUBPS   Z10, Z11, Z11
-	VMULPS   Z11, Z11, Z11
-	VADDPS   Z11, Z8, Z8
-	VPERMW.Z 64(R8)(R9*2), Z4, K1, Z11
-	VSUBPS   Z10, Z11, Z11
-	VMULPS   Z11, Z11, Z11
-	VADDPS   Z11, Z9, Z9
-	ADDQ     $0x00000040, R9
-	JMP      sqsumloop
+	VPSLLD $0x10, (R8)(R9*2), Z13
+	VPANDD (R8)(R9*2), Z11, Z14
+	VSUBPS Z10, Z13, Z13
+	VMULPS Z13, Z13, Z13
+	VADDPS Z13, Z6, Z6
+	VSUBPS Z10, Z14, Z14
+	VMULPS Z14, Z14, Z14
+	VADDPS Z14, Z7, Z7
+	VPSLLD $0x10, 64(R8)(R9*2), Z13
+	VPANDD 64(R8)(R9*2), Z11, Z14
+	VSUBPS Z10, Z13, Z13
+	VMULPS Z13, Z13, Z13
+	VADDPS Z13, Z8, Z8
+	VSUBPS Z10, Z14, Z14
+	VMULPS Z14, Z14, Z14
+	VADDPS Z14, Z9, Z9
+	ADDQ   $0x00000040, R9
+	JMP    sqsumloop
 
 	// Out of the loop's way: the prefetches, whose flag is usually clear.
 sqsumpf:
@@ -48013,62 +48568,68 @@ sqsumtail:
 	MOVQ job_d+0(AX), R10
 	SUBQ R9, R10
 	JZ   sqsummed
-	LEAQ kmask<>+0(SB), R11
-	MOVQ R10, R12
-	CMPQ R12, $0x00000010
-	JLE  sqtailmask0
-	MOVQ $0x00000010, R12
+	LEAQ kmask32<>+0(SB), R11
+	LEAQ kmask<>+0(SB), R12
+	MOVQ R10, R13
+	CMPQ R13, $0x00000020
+	JLE  sqtailwords0
+	MOVQ $0x00000020, R13
 
-sqtailmask0:
-	KMOVW       (R11)(R12*2), K2
-	VPMOVZXWD.Z (R8)(R9*2), K2, Z11
-	VPSLLD      $0x10, Z11, Z11
-	VSUBPS.Z    Z10, Z11, K2, Z11
-	VMULPS      Z11, Z11, Z11
-	VADDPS      Z11, Z6, Z6
-	MOVQ        R10, R12
-	SUBQ        $0x00000010, R12
+sqtailwords0:
+	KMOVD       (R11)(R13*4), K2
+	VMOVDQU16.Z (R8)(R9*2), K2, Z13
+	VPSLLD      $0x10, Z13, Z14
+	VPANDD      Z11, Z13, Z13
+	LEAQ        1(R13), R14
+	SHRQ        $0x01, R14
+	SHRQ        $0x01, R13
+	KMOVW       (R12)(R14*2), K2
+	KMOVW       (R12)(R13*2), K3
+	VSUBPS.Z    Z10, Z14, K2, Z14
+	VMULPS      Z14, Z14, Z14
+	VADDPS      Z14, Z6, Z6
+	VSUBPS.Z    Z10, Z13, K3, Z13
+	VMULPS      Z13, Z13, Z13
+	VADDPS      Z13, Z7, Z7
+	SUBQ        $0x00000020, R10
 	JLE         sqsummed
-	CMPQ        R12, $0x00000010
-	JLE         sqtailmask1
-	MOVQ        $0x00000010, R12
+	CMPQ        R10, $0x00000020
+	JLE         sqtailwords2
+	MOVQ        $0x00000020, R10
 
-sqtailmask1:
-	KMOVW       (R11)(R12*2), K2
-	VPMOVZXWD.Z 32(R8)(R9*2), K2, Z11
-	VPSLLD      $0x10, Z11, Z11
-	VSUBPS.Z    Z10, Z11, K2, Z11
-	VMULPS      Z11, Z11, Z11
-	VADDPS      Z11, Z7, Z7
-	MOVQ        R10, R12
-	SUBQ        $0x00000020, R12
-	JLE         sqsummed
-	CMPQ        R12, $0x00000010
-	JLE         sqtailmask2
-	MOVQ        $0x00000010, R12
-
-sqtailmask2:
-	KMOVW       (R11)(R12*2), K2
-	VPMOVZXWD.Z 64(R8)(R9*2), K2, Z11
-	VPSLLD      $0x10, Z11, Z11
-	VSUBPS.Z    Z10, Z11, K2, Z11
-	VMULPS      Z11, Z11, Z11
-	VADDPS      Z11, Z8, Z8
-	SUBQ        $0x00000030, R10
-	JLE         sqsummed
-	CMPQ        R10, $0x00000010
-	JLE         sqtailmask3
-	MOVQ        $0x00000010, R10
-
-sqtailmask3:
-	KMOVW       (R11)(R10*2), K2
-	VPMOVZXWD.Z 96(R8)(R9*2), K2, Z11
-	VPSLLD      $0x10, Z11, Z11
-	VSUBPS.Z    Z10, Z11, K2, Z11
+sqtailwords2:
+	KMOVD       (R11)(R10*4), K2
+	VMOVDQU16.Z 64(R8)(R9*2), K2, Z13
+	VPSLLD      $0x10, Z13, Z14
+	VPANDD      Z11, Z13, Z11
+	LEAQ        1(R10), R8
+	SHRQ        $0x01, R8
+	SHRQ        $0x01, R10
+	KMOVW       (R12)(R8*2), K2
+	KMOVW       (R12)(R10*2), K3
+	VSUBPS.Z    Z10, Z14, K2, Z14
+	VMULPS      Z14, Z14, Z14
+	VADDPS      Z14, Z8, Z8
+	VSUBPS.Z    Z10, Z11, K3, Z11
 	VMULPS      Z11, Z11, Z11
 	VADDPS      Z11, Z9, Z9
 
 sqsummed:
+	// The partials back in order: 16k..16k+15 in acc[k] (see evenodd.go).
+	VMOVDQU32 evenoddidx<>+0(SB), Z11
+	VPERMI2PS Z7, Z6, Z11
+	VMOVDQU32 evenoddidx<>+64(SB), Z13
+	VPERMI2PS Z7, Z6, Z13
+	VMOVAPS   Z11, Z6
+	VMOVAPS   Z13, Z7
+	VMOVDQU32 evenoddidx<>+0(SB), Z11
+	VPERMI2PS Z9, Z8, Z11
+	VMOVDQU32 evenoddidx<>+64(SB), Z13
+	VPERMI2PS Z9, Z8, Z13
+	VMOVAPS   Z11, Z8
+	VMOVAPS   Z13, Z9
+
+sqordered:
 	VADDPS Z8, Z6, Z6
 	VADDPS Z9, Z7, Z7
 	VADDPS Z7, Z6, Z6

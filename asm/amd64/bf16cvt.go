@@ -52,8 +52,9 @@ import (
 // bytes (encodeLine), keeping the instruction as a comment that the generator's test decodes
 // back with golang.org/x/arch/x86/x86asm.
 
-// The avx512bf16 functions also widen the full vectors of their unrolled loops (the sum pass's
-// blocks, the scale pass's iterations) with one VPERMW each, where VPMOVZXWD and VPSLLD take two:
+// The avx512bf16 functions also widen the full vectors of their unrolled loops (the residual
+// pass's blocks, the scale pass's iterations; the other sum passes widen in even and odd halves,
+// evenodd.go) with one VPERMW each, where VPMOVZXWD and VPSLLD take two:
 // a zero-masked word permute of 64 bytes of the row that moves word j of the first or the second
 // 32 bytes to the top half of lane j. With the narrowing above it is what these CPUs run faster
 // (1x4096 ForwardBF16 on a Zen 5: 322 ns with the avx512 functions, 256 with VCVTNE2PS2BF16, 226

@@ -118,6 +118,9 @@ type gen struct {
 	// zeroW, while the sum pass of bfloat16 rows on AVX2 is emitted, holds zero words that
 	// VPUNPCKLWD and VPUNPCKHWD put under the row's words (see unpacks).
 	zeroW VecVirtual
+	// highW, while the sum pass of bfloat16 rows on AVX-512 is emitted, holds 0xffff0000 in
+	// every lane, which keeps the odd elements of a pair of vectors (see evenOdd).
+	highW VecVirtual
 
 	// LayerNorm (spec.Variant.Layer): what the sum pass being emitted adds to the partials, and
 	// the row's mean in every lane (+0 without flagCenter) for the centered pass and the scale
@@ -442,6 +445,15 @@ func (g *gen) sumSquares(acc []VecVirtual, xr, rr GPVirtual) []VecVirtual {
 		VPXOR(g.zeroW, g.zeroW, g.zeroW)
 		defer func() { g.zeroW = nil }()
 	}
+	if g.evenOdd() {
+		CMPQ(g.d(), U32(2*block))
+		JAE(LabelRef(g.l("halves")))
+		g.naturalShort(acc, xr, rr)
+		Label(g.l("halves"))
+		g.highW = s.vec()
+		VPBROADCASTD(bfConsts[s.name].high, g.highW)
+		defer func() { g.highW = nil }()
+	}
 	i, lim := GP64(), GP64()
 	MOVQ(g.d(), lim)
 	SUBQ(U32(block), lim)
@@ -540,6 +552,8 @@ func (g *gen) sumSquares(acc []VecVirtual, xr, rr GPVirtual) []VecVirtual {
 	SUBQ(i, rem)
 	JZ(LabelRef(g.l("summed")))
 	switch {
+	case g.highW != nil:
+		g.maskedTailEvenOdd(acc, xr, i, rem)
 	case s.masked:
 		g.maskedTail(acc, xr, rr, i, rem)
 	case g.op == accCentered:
@@ -556,6 +570,10 @@ func (g *gen) sumSquares(acc []VecVirtual, xr, rr GPVirtual) []VecVirtual {
 		g.slotBack(xr, reenter != nil)
 	}
 	Label(g.l("summed"))
+	if g.highW != nil {
+		g.unpermuteEvenOdd(acc)
+		Label(g.l("ordered"))
+	}
 	if g.zeroW != nil {
 		Comment("The partials back in order: 16c..16c+7 in acc[2c], 16c+8..16c+15 in acc[2c+1].")
 		for c := 0; c < len(acc); c += 2 {
@@ -611,6 +629,12 @@ func (g *gen) blockPart(acc []VecVirtual, xr, rr, i GPVirtual, from, to int, fir
 	if g.add() && g.zeroW != nil {
 		for k := from; k < to; k += 2 {
 			g.addUnpackedPair(acc, xr, rr, i, k, first)
+		}
+		return
+	}
+	if g.highW != nil {
+		for k := from; k < to; k += 2 {
+			g.evenOddPair(acc, xr, i, k, first)
 		}
 		return
 	}

@@ -52,6 +52,7 @@ func main() {
 	declareConstants()
 	declareBF16Constants()
 	declareWidenConstants()
+	declareEvenOddConstants()
 	declareWidenShuf()
 	declareLayerConstants()
 	var ks []spec.Kernel

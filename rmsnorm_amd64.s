@@ -266,6 +266,40 @@ DATA kmask32<>+124(SB)/4, $0x7fffffff
 DATA kmask32<>+128(SB)/4, $0xffffffff
 GLOBL kmask32<>(SB), RODATA|NOPTR, $132
 
+DATA interleavewords<>+0(SB)/2, $0x0000
+DATA interleavewords<>+2(SB)/2, $0x0010
+DATA interleavewords<>+4(SB)/2, $0x0001
+DATA interleavewords<>+6(SB)/2, $0x0011
+DATA interleavewords<>+8(SB)/2, $0x0002
+DATA interleavewords<>+10(SB)/2, $0x0012
+DATA interleavewords<>+12(SB)/2, $0x0003
+DATA interleavewords<>+14(SB)/2, $0x0013
+DATA interleavewords<>+16(SB)/2, $0x0004
+DATA interleavewords<>+18(SB)/2, $0x0014
+DATA interleavewords<>+20(SB)/2, $0x0005
+DATA interleavewords<>+22(SB)/2, $0x0015
+DATA interleavewords<>+24(SB)/2, $0x0006
+DATA interleavewords<>+26(SB)/2, $0x0016
+DATA interleavewords<>+28(SB)/2, $0x0007
+DATA interleavewords<>+30(SB)/2, $0x0017
+DATA interleavewords<>+32(SB)/2, $0x0008
+DATA interleavewords<>+34(SB)/2, $0x0018
+DATA interleavewords<>+36(SB)/2, $0x0009
+DATA interleavewords<>+38(SB)/2, $0x0019
+DATA interleavewords<>+40(SB)/2, $0x000a
+DATA interleavewords<>+42(SB)/2, $0x001a
+DATA interleavewords<>+44(SB)/2, $0x000b
+DATA interleavewords<>+46(SB)/2, $0x001b
+DATA interleavewords<>+48(SB)/2, $0x000c
+DATA interleavewords<>+50(SB)/2, $0x001c
+DATA interleavewords<>+52(SB)/2, $0x000d
+DATA interleavewords<>+54(SB)/2, $0x001d
+DATA interleavewords<>+56(SB)/2, $0x000e
+DATA interleavewords<>+58(SB)/2, $0x001e
+DATA interleavewords<>+60(SB)/2, $0x000f
+DATA interleavewords<>+62(SB)/2, $0x001f
+GLOBL interleavewords<>(SB), RODATA|NOPTR, $64
+
 DATA evenoddidx<>+0(SB)/4, $0x00000000
 DATA evenoddidx<>+4(SB)/4, $0x00000010
 DATA evenoddidx<>+8(SB)/4, $0x00000001
@@ -1337,7 +1371,7 @@ sumrow:
 	XORQ      R10, R10
 	MOVQ      job_d+0(AX), R11
 	CMPQ      R11, $0x00000040
-	JB        natshort
+	JB        shortnat
 	VPMOVZXWD (R8)(R10*2), Z7
 	VPSLLD    $0x10, Z7, Z7
 	VMULPS    Z7, Z7, Z7
@@ -1353,22 +1387,22 @@ sumrow:
 	MOVQ      $0x00000040, R10
 	SUBQ      $0x00000040, R11
 	JZ        ordered
-	JMP       nattail
+	JMP       tailnat
 
-natshort:
+shortnat:
 	VMOVUPS zero64<>+0(SB), Z7
 	VMOVUPS zero64<>+0(SB), Z8
 	VMOVUPS zero64<>+0(SB), Z9
 	VMOVUPS zero64<>+0(SB), Z10
 
-nattail:
+tailnat:
 	LEAQ kmask<>+0(SB), R12
 	MOVQ R11, R13
 	CMPQ R13, $0x00000010
-	JLE  nattailmask0
+	JLE  tailmask0nat
 	MOVQ $0x00000010, R13
 
-nattailmask0:
+tailmask0nat:
 	KMOVW       (R12)(R13*2), K1
 	VPMOVZXWD.Z (R8)(R10*2), K1, Z11
 	VPSLLD      $0x10, Z11, Z11
@@ -1376,12 +1410,12 @@ nattailmask0:
 	VADDPS      Z11, Z7, Z7
 	MOVQ        R11, R13
 	SUBQ        $0x00000010, R13
-	JLE         natsummed
+	JLE         summednat
 	CMPQ        R13, $0x00000010
-	JLE         nattailmask1
+	JLE         tailmask1nat
 	MOVQ        $0x00000010, R13
 
-nattailmask1:
+tailmask1nat:
 	KMOVW       (R12)(R13*2), K1
 	VPMOVZXWD.Z 32(R8)(R10*2), K1, Z11
 	VPSLLD      $0x10, Z11, Z11
@@ -1389,31 +1423,31 @@ nattailmask1:
 	VADDPS      Z11, Z8, Z8
 	MOVQ        R11, R13
 	SUBQ        $0x00000020, R13
-	JLE         natsummed
+	JLE         summednat
 	CMPQ        R13, $0x00000010
-	JLE         nattailmask2
+	JLE         tailmask2nat
 	MOVQ        $0x00000010, R13
 
-nattailmask2:
+tailmask2nat:
 	KMOVW       (R12)(R13*2), K1
 	VPMOVZXWD.Z 64(R8)(R10*2), K1, Z11
 	VPSLLD      $0x10, Z11, Z11
 	VMULPS      Z11, Z11, Z11
 	VADDPS      Z11, Z9, Z9
 	SUBQ        $0x00000030, R11
-	JLE         natsummed
+	JLE         summednat
 	CMPQ        R11, $0x00000010
-	JLE         nattailmask3
+	JLE         tailmask3nat
 	MOVQ        $0x00000010, R11
 
-nattailmask3:
+tailmask3nat:
 	KMOVW       (R12)(R11*2), K1
 	VPMOVZXWD.Z 96(R8)(R10*2), K1, Z11
 	VPSLLD      $0x10, Z11, Z11
 	VMULPS      Z11, Z11, Z11
 	VADDPS      Z11, Z10, Z10
 
-natsummed:
+summednat:
 	JMP ordered
 
 halves:
@@ -6617,7 +6651,7 @@ row:
 	XORQ      R9, R9
 	MOVQ      job_d+0(AX), R10
 	CMPQ      R10, $0x00000040
-	JB        natshort
+	JB        shortnat
 	VPMOVZXWD (R8)(R9*2), Z7
 	VPSLLD    $0x10, Z7, Z7
 	VADDPS    zero64<>+0(SB), Z7, Z7
@@ -6633,63 +6667,63 @@ row:
 	MOVQ      $0x00000040, R9
 	SUBQ      $0x00000040, R10
 	JZ        ordered
-	JMP       nattail
+	JMP       tailnat
 
-natshort:
+shortnat:
 	VMOVUPS zero64<>+0(SB), Z7
 	VMOVUPS zero64<>+0(SB), Z8
 	VMOVUPS zero64<>+0(SB), Z9
 	VMOVUPS zero64<>+0(SB), Z10
 
-nattail:
+tailnat:
 	LEAQ kmask<>+0(SB), R11
 	MOVQ R10, R12
 	CMPQ R12, $0x00000010
-	JLE  nattailmask0
+	JLE  tailmask0nat
 	MOVQ $0x00000010, R12
 
-nattailmask0:
+tailmask0nat:
 	KMOVW       (R11)(R12*2), K1
 	VPMOVZXWD.Z (R8)(R9*2), K1, Z11
 	VPSLLD      $0x10, Z11, Z11
 	VADDPS      Z11, Z7, Z7
 	MOVQ        R10, R12
 	SUBQ        $0x00000010, R12
-	JLE         natsummed
+	JLE         summednat
 	CMPQ        R12, $0x00000010
-	JLE         nattailmask1
+	JLE         tailmask1nat
 	MOVQ        $0x00000010, R12
 
-nattailmask1:
+tailmask1nat:
 	KMOVW       (R11)(R12*2), K1
 	VPMOVZXWD.Z 32(R8)(R9*2), K1, Z11
 	VPSLLD      $0x10, Z11, Z11
 	VADDPS      Z11, Z8, Z8
 	MOVQ        R10, R12
 	SUBQ        $0x00000020, R12
-	JLE         natsummed
+	JLE         summednat
 	CMPQ        R12, $0x00000010
-	JLE         nattailmask2
+	JLE         tailmask2nat
 	MOVQ        $0x00000010, R12
 
-nattailmask2:
+tailmask2nat:
 	KMOVW       (R11)(R12*2), K1
 	VPMOVZXWD.Z 64(R8)(R9*2), K1, Z11
 	VPSLLD      $0x10, Z11, Z11
 	VADDPS      Z11, Z9, Z9
 	SUBQ        $0x00000030, R10
-	JLE         natsummed
+	JLE         summednat
 	CMPQ        R10, $0x00000010
-	JLE         nattailmask3
+	JLE         tailmask3nat
 	MOVQ        $0x00000010, R10
 
-nattailmask3:
+tailmask3nat:
 	KMOVW       (R11)(R10*2), K1
 	VPMOVZXWD.Z 96(R8)(R9*2), K1, Z11
 	VPSLLD      $0x10, Z11, Z11
 	VADDPS      Z11, Z10, Z10
 
-natsummed:
+summednat:
 	JMP ordered
 
 halves:
@@ -7121,7 +7155,7 @@ centered:
 	XORQ      R9, R9
 	MOVQ      job_d+0(AX), R10
 	CMPQ      R10, $0x00000040
-	JB        sqnatshort
+	JB        sqshortnat
 	VPMOVZXWD (R8)(R9*2), Z7
 	VPSLLD    $0x10, Z7, Z7
 	VSUBPS    Z11, Z7, Z7
@@ -7141,22 +7175,22 @@ centered:
 	MOVQ      $0x00000040, R9
 	SUBQ      $0x00000040, R10
 	JZ        sqordered
-	JMP       sqnattail
+	JMP       sqtailnat
 
-sqnatshort:
+sqshortnat:
 	VMOVUPS zero64<>+0(SB), Z7
 	VMOVUPS zero64<>+0(SB), Z8
 	VMOVUPS zero64<>+0(SB), Z9
 	VMOVUPS zero64<>+0(SB), Z10
 
-sqnattail:
+sqtailnat:
 	LEAQ kmask<>+0(SB), R11
 	MOVQ R10, R12
 	CMPQ R12, $0x00000010
-	JLE  sqnattailmask0
+	JLE  sqtailmask0nat
 	MOVQ $0x00000010, R12
 
-sqnattailmask0:
+sqtailmask0nat:
 	KMOVW       (R11)(R12*2), K1
 	VPMOVZXWD.Z (R8)(R9*2), K1, Z12
 	VPSLLD      $0x10, Z12, Z12
@@ -7165,12 +7199,12 @@ sqnattailmask0:
 	VADDPS      Z12, Z7, Z7
 	MOVQ        R10, R12
 	SUBQ        $0x00000010, R12
-	JLE         sqnatsummed
+	JLE         sqsummednat
 	CMPQ        R12, $0x00000010
-	JLE         sqnattailmask1
+	JLE         sqtailmask1nat
 	MOVQ        $0x00000010, R12
 
-sqnattailmask1:
+sqtailmask1nat:
 	KMOVW       (R11)(R12*2), K1
 	VPMOVZXWD.Z 32(R8)(R9*2), K1, Z12
 	VPSLLD      $0x10, Z12, Z12
@@ -7179,12 +7213,12 @@ sqnattailmask1:
 	VADDPS      Z12, Z8, Z8
 	MOVQ        R10, R12
 	SUBQ        $0x00000020, R12
-	JLE         sqnatsummed
+	JLE         sqsummednat
 	CMPQ        R12, $0x00000010
-	JLE         sqnattailmask2
+	JLE         sqtailmask2nat
 	MOVQ        $0x00000010, R12
 
-sqnattailmask2:
+sqtailmask2nat:
 	KMOVW       (R11)(R12*2), K1
 	VPMOVZXWD.Z 64(R8)(R9*2), K1, Z12
 	VPSLLD      $0x10, Z12, Z12
@@ -7192,12 +7226,12 @@ sqnattailmask2:
 	VMULPS      Z12, Z12, Z12
 	VADDPS      Z12, Z9, Z9
 	SUBQ        $0x00000030, R10
-	JLE         sqnatsummed
+	JLE         sqsummednat
 	CMPQ        R10, $0x00000010
-	JLE         sqnattailmask3
+	JLE         sqtailmask3nat
 	MOVQ        $0x00000010, R10
 
-sqnattailmask3:
+sqtailmask3nat:
 	KMOVW       (R11)(R10*2), K1
 	VPMOVZXWD.Z 96(R8)(R9*2), K1, Z12
 	VPSLLD      $0x10, Z12, Z12
@@ -7205,7 +7239,7 @@ sqnattailmask3:
 	VMULPS      Z12, Z12, Z12
 	VADDPS      Z12, Z10, Z10
 
-sqnatsummed:
+sqsummednat:
 	JMP sqordered
 
 sqhalves:
@@ -45069,7 +45103,7 @@ sumrow:
 	XORQ     R10, R10
 	MOVQ     job_d+0(AX), R11
 	CMPQ     R11, $0x00000040
-	JB       natshort
+	JB       shortnat
 	VPERMW.Z (R8)(R10*2), Z3, K1, Z6
 	VMULPS   Z6, Z6, Z6
 	VPERMW.Z (R8)(R10*2), Z4, K1, Z7
@@ -45081,22 +45115,22 @@ sumrow:
 	MOVQ     $0x00000040, R10
 	SUBQ     $0x00000040, R11
 	JZ       ordered
-	JMP      nattail
+	JMP      tailnat
 
-natshort:
+shortnat:
 	VMOVUPS zero64<>+0(SB), Z6
 	VMOVUPS zero64<>+0(SB), Z7
 	VMOVUPS zero64<>+0(SB), Z8
 	VMOVUPS zero64<>+0(SB), Z9
 
-nattail:
+tailnat:
 	LEAQ kmask<>+0(SB), R12
 	MOVQ R11, R13
 	CMPQ R13, $0x00000010
-	JLE  nattailmask0
+	JLE  tailmask0nat
 	MOVQ $0x00000010, R13
 
-nattailmask0:
+tailmask0nat:
 	KMOVW       (R12)(R13*2), K2
 	VPMOVZXWD.Z (R8)(R10*2), K2, Z10
 	VPSLLD      $0x10, Z10, Z10
@@ -45104,12 +45138,12 @@ nattailmask0:
 	VADDPS      Z10, Z6, Z6
 	MOVQ        R11, R13
 	SUBQ        $0x00000010, R13
-	JLE         natsummed
+	JLE         summednat
 	CMPQ        R13, $0x00000010
-	JLE         nattailmask1
+	JLE         tailmask1nat
 	MOVQ        $0x00000010, R13
 
-nattailmask1:
+tailmask1nat:
 	KMOVW       (R12)(R13*2), K2
 	VPMOVZXWD.Z 32(R8)(R10*2), K2, Z10
 	VPSLLD      $0x10, Z10, Z10
@@ -45117,31 +45151,31 @@ nattailmask1:
 	VADDPS      Z10, Z7, Z7
 	MOVQ        R11, R13
 	SUBQ        $0x00000020, R13
-	JLE         natsummed
+	JLE         summednat
 	CMPQ        R13, $0x00000010
-	JLE         nattailmask2
+	JLE         tailmask2nat
 	MOVQ        $0x00000010, R13
 
-nattailmask2:
+tailmask2nat:
 	KMOVW       (R12)(R13*2), K2
 	VPMOVZXWD.Z 64(R8)(R10*2), K2, Z10
 	VPSLLD      $0x10, Z10, Z10
 	VMULPS      Z10, Z10, Z10
 	VADDPS      Z10, Z8, Z8
 	SUBQ        $0x00000030, R11
-	JLE         natsummed
+	JLE         summednat
 	CMPQ        R11, $0x00000010
-	JLE         nattailmask3
+	JLE         tailmask3nat
 	MOVQ        $0x00000010, R11
 
-nattailmask3:
+tailmask3nat:
 	KMOVW       (R12)(R11*2), K2
 	VPMOVZXWD.Z 96(R8)(R10*2), K2, Z10
 	VPSLLD      $0x10, Z10, Z10
 	VMULPS      Z10, Z10, Z10
 	VADDPS      Z10, Z9, Z9
 
-natsummed:
+summednat:
 	JMP ordered
 
 halves:
@@ -45278,19 +45312,14 @@ addsum:
 	MOVQ DX, R9
 
 	// Sum of squares: element i goes to partial i%64.
-	MOVQ    job_d+0(AX), R11
-	SUBQ    $0x00000040, R11
-	JGE     addfirstblock
-	VMOVUPS zero64<>+0(SB), Z6
-	VMOVUPS zero64<>+0(SB), Z7
-	VMOVUPS zero64<>+0(SB), Z8
-	VMOVUPS zero64<>+0(SB), Z9
-	XORQ    R10, R10
-	JMP     addsumtail
+	CMPQ job_d+0(AX), $0x00000080
+	JAE  addhalves
 
-addfirstblock:
-	// +0 + square is the square itself: the first block initializes the partials.
+	// Rows shorter than two blocks: widened in order, no permutes.
 	XORQ           R10, R10
+	MOVQ           job_d+0(AX), R11
+	CMPQ           R11, $0x00000040
+	JB             addshortnat
 	VPERMW.Z       (R8)(R10*2), Z3, K1, Z6
 	VPERMW.Z       (R9)(R10*2), Z3, K1, Z7
 	VADDPS         Z7, Z6, Z6
@@ -45328,15 +45357,183 @@ bf16fixed6:
 	VPERMW.Z  Z10, Z4, K1, Z9
 	VMULPS    Z9, Z9, Z9
 	MOVQ      $0x00000040, R10
+	SUBQ      $0x00000040, R11
+	JZ        addordered
+	JMP       addtailnat
+
+addshortnat:
+	VMOVUPS zero64<>+0(SB), Z6
+	VMOVUPS zero64<>+0(SB), Z7
+	VMOVUPS zero64<>+0(SB), Z8
+	VMOVUPS zero64<>+0(SB), Z9
+
+addtailnat:
+	LEAQ kmask<>+0(SB), R12
+	MOVQ R11, R13
+	CMPQ R13, $0x00000010
+	JLE  addtailmask0nat
+	MOVQ $0x00000010, R13
+
+addtailmask0nat:
+	KMOVW          (R12)(R13*2), K2
+	VPMOVZXWD.Z    (R8)(R10*2), K2, Z10
+	VPSLLD         $0x10, Z10, Z10
+	VPMOVZXWD.Z    (R9)(R10*2), K2, Z12
+	VPSLLD         $0x10, Z12, Z12
+	VADDPS         Z12, Z10, Z10
+	VFPCLASSPSZ    $0xa1, Z10, K3
+	KORTESTW       K3, K3
+	JNZ            bf16fix7
+	BYTE $0x62; BYTE $0x52; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xe2 // VCVTNE2PS2BF16 Z10, Z10, Z12
+
+bf16fixed8:
+	VMOVDQU16 Z12, K2, (R9)(R10*2)
+	VPERMW.Z  Z12, Z3, K1, Z10
+	VMULPS    Z10, Z10, Z10
+	VADDPS    Z10, Z6, Z6
+	MOVQ      R11, R13
+	SUBQ      $0x00000010, R13
+	JLE       addsummednat
+	CMPQ      R13, $0x00000010
+	JLE       addtailmask1nat
+	MOVQ      $0x00000010, R13
+
+addtailmask1nat:
+	KMOVW          (R12)(R13*2), K2
+	VPMOVZXWD.Z    32(R8)(R10*2), K2, Z10
+	VPSLLD         $0x10, Z10, Z10
+	VPMOVZXWD.Z    32(R9)(R10*2), K2, Z12
+	VPSLLD         $0x10, Z12, Z12
+	VADDPS         Z12, Z10, Z10
+	VFPCLASSPSZ    $0xa1, Z10, K3
+	KORTESTW       K3, K3
+	JNZ            bf16fix9
+	BYTE $0x62; BYTE $0x52; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xe2 // VCVTNE2PS2BF16 Z10, Z10, Z12
+
+bf16fixed10:
+	VMOVDQU16 Z12, K2, 32(R9)(R10*2)
+	VPERMW.Z  Z12, Z3, K1, Z10
+	VMULPS    Z10, Z10, Z10
+	VADDPS    Z10, Z7, Z7
+	MOVQ      R11, R13
+	SUBQ      $0x00000020, R13
+	JLE       addsummednat
+	CMPQ      R13, $0x00000010
+	JLE       addtailmask2nat
+	MOVQ      $0x00000010, R13
+
+addtailmask2nat:
+	KMOVW          (R12)(R13*2), K2
+	VPMOVZXWD.Z    64(R8)(R10*2), K2, Z10
+	VPSLLD         $0x10, Z10, Z10
+	VPMOVZXWD.Z    64(R9)(R10*2), K2, Z12
+	VPSLLD         $0x10, Z12, Z12
+	VADDPS         Z12, Z10, Z10
+	VFPCLASSPSZ    $0xa1, Z10, K3
+	KORTESTW       K3, K3
+	JNZ            bf16fix11
+	BYTE $0x62; BYTE $0x52; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xe2 // VCVTNE2PS2BF16 Z10, Z10, Z12
+
+bf16fixed12:
+	VMOVDQU16 Z12, K2, 64(R9)(R10*2)
+	VPERMW.Z  Z12, Z3, K1, Z10
+	VMULPS    Z10, Z10, Z10
+	VADDPS    Z10, Z8, Z8
+	SUBQ      $0x00000030, R11
+	JLE       addsummednat
+	CMPQ      R11, $0x00000010
+	JLE       addtailmask3nat
+	MOVQ      $0x00000010, R11
+
+addtailmask3nat:
+	KMOVW          (R12)(R11*2), K2
+	VPMOVZXWD.Z    96(R8)(R10*2), K2, Z10
+	VPSLLD         $0x10, Z10, Z10
+	VPMOVZXWD.Z    96(R9)(R10*2), K2, Z12
+	VPSLLD         $0x10, Z12, Z12
+	VADDPS         Z12, Z10, Z10
+	VFPCLASSPSZ    $0xa1, Z10, K3
+	KORTESTW       K3, K3
+	JNZ            bf16fix13
+	BYTE $0x62; BYTE $0x52; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xe2 // VCVTNE2PS2BF16 Z10, Z10, Z12
+
+bf16fixed14:
+	VMOVDQU16 Z12, K2, 96(R9)(R10*2)
+	VPERMW.Z  Z12, Z3, K1, Z10
+	VMULPS    Z10, Z10, Z10
+	VADDPS    Z10, Z9, Z9
+
+addsummednat:
+	JMP addordered
+
+addhalves:
+	VPBROADCASTD avx512bfhigh<>+0(SB), Z10
+	VMOVDQU64    interleavewords<>+0(SB), Z12
+	MOVQ         job_d+0(AX), R11
+	SUBQ         $0x00000040, R11
+	JGE          addfirstblock
+	VMOVUPS      zero64<>+0(SB), Z6
+	VMOVUPS      zero64<>+0(SB), Z7
+	VMOVUPS      zero64<>+0(SB), Z8
+	VMOVUPS      zero64<>+0(SB), Z9
+	XORQ         R10, R10
+	JMP          addsumtail
+
+addfirstblock:
+	// +0 + square is the square itself: the first block initializes the partials.
+	XORQ           R10, R10
+	VMOVDQU64      (R8)(R10*2), Z6
+	VMOVDQU64      (R9)(R10*2), Z7
+	VPSLLD         $0x10, Z6, Z8
+	VPSLLD         $0x10, Z7, Z9
+	VADDPS         Z9, Z8, Z8
+	VPANDD         Z10, Z6, Z6
+	VPANDD         Z10, Z7, Z7
+	VADDPS         Z7, Z6, Z6
+	VFPCLASSPSZ    $0xa1, Z8, K2
+	VFPCLASSPSZ    $0xa1, Z6, K3
+	KORTESTW       K3, K2
+	JNZ            bf16fix15
+	BYTE $0x62; BYTE $0xd2; BYTE $0x4f; BYTE $0x48; BYTE $0x72; BYTE $0xf8 // VCVTNE2PS2BF16 Z8, Z6, Z7
+
+bf16fixed16:
+	VPERMW         Z7, Z12, Z7
+	VMOVDQU64      Z7, (R9)(R10*2)
+	VPSLLD         $0x10, Z7, Z6
+	VPANDD         Z10, Z7, Z7
+	VMULPS         Z6, Z6, Z6
+	VMULPS         Z7, Z7, Z7
+	VMOVDQU64      64(R8)(R10*2), Z8
+	VMOVDQU64      64(R9)(R10*2), Z9
+	VPSLLD         $0x10, Z8, Z13
+	VPSLLD         $0x10, Z9, Z14
+	VADDPS         Z14, Z13, Z13
+	VPANDD         Z10, Z8, Z8
+	VPANDD         Z10, Z9, Z9
+	VADDPS         Z9, Z8, Z8
+	VFPCLASSPSZ    $0xa1, Z13, K2
+	VFPCLASSPSZ    $0xa1, Z8, K3
+	KORTESTW       K3, K2
+	JNZ            bf16fix17
+	BYTE $0x62; BYTE $0x52; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xcd // VCVTNE2PS2BF16 Z13, Z8, Z9
+
+bf16fixed18:
+	VPERMW    Z9, Z12, Z9
+	VMOVDQU64 Z9, 64(R9)(R10*2)
+	VPSLLD    $0x10, Z9, Z8
+	VPANDD    Z10, Z9, Z9
+	VMULPS    Z8, Z8, Z8
+	VMULPS    Z9, Z9, Z9
+	MOVQ      $0x00000040, R10
 
 	// With flagPF, the rows ahead are prefetched: one loop for both, the flag tested per block.
 	MOVQ DI, R12
 	SHLQ $0x01, R12
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows7
+	JA   longrows19
 	SHLQ $0x03, R12
 
-longrows7:
+longrows19:
 	ADDQ R8, R12
 	MOVL job_flags+0(AX), R13
 
@@ -45348,46 +45545,52 @@ addsumloop:
 	JNZ   addsumpf
 
 addsumblock:
-	VPERMW.Z       (R8)(R10*2), Z3, K1, Z10
-	VPERMW.Z       (R9)(R10*2), Z3, K1, Z12
-	VADDPS         Z12, Z10, Z10
-	VPERMW.Z       (R8)(R10*2), Z4, K1, Z12
-	VPERMW.Z       (R9)(R10*2), Z4, K1, Z13
-	VADDPS         Z13, Z12, Z12
-	VFPCLASSPSZ    $0xa1, Z10, K2
-	VFPCLASSPSZ    $0xa1, Z12, K3
+	VMOVDQU64      (R8)(R10*2), Z13
+	VMOVDQU64      (R9)(R10*2), Z14
+	VPSLLD         $0x10, Z13, Z15
+	VPSLLD         $0x10, Z14, Z16
+	VADDPS         Z16, Z15, Z15
+	VPANDD         Z10, Z13, Z13
+	VPANDD         Z10, Z14, Z14
+	VADDPS         Z14, Z13, Z13
+	VFPCLASSPSZ    $0xa1, Z15, K2
+	VFPCLASSPSZ    $0xa1, Z13, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix8
-	BYTE $0x62; BYTE $0x52; BYTE $0x1f; BYTE $0x48; BYTE $0x72; BYTE $0xea // VCVTNE2PS2BF16 Z10, Z12, Z13
+	JNZ            bf16fix20
+	BYTE $0x62; BYTE $0x52; BYTE $0x17; BYTE $0x48; BYTE $0x72; BYTE $0xf7 // VCVTNE2PS2BF16 Z15, Z13, Z14
 
-bf16fixed9:
+bf16fixed21:
+	VPERMW         Z14, Z12, Z13
 	VMOVDQU64      Z13, (R9)(R10*2)
-	VPERMW.Z       Z13, Z3, K1, Z10
-	VMULPS         Z10, Z10, Z10
-	VADDPS         Z10, Z6, Z6
-	VPERMW.Z       Z13, Z4, K1, Z12
-	VMULPS         Z12, Z12, Z12
-	VADDPS         Z12, Z7, Z7
-	VPERMW.Z       64(R8)(R10*2), Z3, K1, Z10
-	VPERMW.Z       64(R9)(R10*2), Z3, K1, Z12
-	VADDPS         Z12, Z10, Z10
-	VPERMW.Z       64(R8)(R10*2), Z4, K1, Z12
-	VPERMW.Z       64(R9)(R10*2), Z4, K1, Z13
-	VADDPS         Z13, Z12, Z12
-	VFPCLASSPSZ    $0xa1, Z10, K2
-	VFPCLASSPSZ    $0xa1, Z12, K3
+	VPSLLD         $0x10, Z13, Z14
+	VPANDD         Z10, Z13, Z13
+	VMULPS         Z14, Z14, Z14
+	VADDPS         Z14, Z6, Z6
+	VMULPS         Z13, Z13, Z13
+	VADDPS         Z13, Z7, Z7
+	VMOVDQU64      64(R8)(R10*2), Z13
+	VMOVDQU64      64(R9)(R10*2), Z14
+	VPSLLD         $0x10, Z13, Z15
+	VPSLLD         $0x10, Z14, Z16
+	VADDPS         Z16, Z15, Z15
+	VPANDD         Z10, Z13, Z13
+	VPANDD         Z10, Z14, Z14
+	VADDPS         Z14, Z13, Z13
+	VFPCLASSPSZ    $0xa1, Z15, K2
+	VFPCLASSPSZ    $0xa1, Z13, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix10
-	BYTE $0x62; BYTE $0x52; BYTE $0x1f; BYTE $0x48; BYTE $0x72; BYTE $0xea // VCVTNE2PS2BF16 Z10, Z12, Z13
+	JNZ            bf16fix22
+	BYTE $0x62; BYTE $0x52; BYTE $0x17; BYTE $0x48; BYTE $0x72; BYTE $0xf7 // VCVTNE2PS2BF16 Z15, Z13, Z14
 
-bf16fixed11:
+bf16fixed23:
+	VPERMW    Z14, Z12, Z13
 	VMOVDQU64 Z13, 64(R9)(R10*2)
-	VPERMW.Z  Z13, Z3, K1, Z10
-	VMULPS    Z10, Z10, Z10
-	VADDPS    Z10, Z8, Z8
-	VPERMW.Z  Z13, Z4, K1, Z12
-	VMULPS    Z12, Z12, Z12
-	VADDPS    Z12, Z9, Z9
+	VPSLLD    $0x10, Z13, Z14
+	VPANDD    Z10, Z13, Z13
+	VMULPS    Z14, Z14, Z14
+	VADDPS    Z14, Z8, Z8
+	VMULPS    Z13, Z13, Z13
+	VADDPS    Z13, Z9, Z9
 	ADDQ      $0x00000040, R10
 	JMP       addsumloop
 
@@ -45402,102 +45605,85 @@ addsumtail:
 	MOVQ job_d+0(AX), R11
 	SUBQ R10, R11
 	JZ   addsummed
-	LEAQ kmask<>+0(SB), R12
+	LEAQ kmask32<>+0(SB), R12
 	MOVQ R11, R13
-	CMPQ R13, $0x00000010
-	JLE  addtailmask0
-	MOVQ $0x00000010, R13
+	CMPQ R13, $0x00000020
+	JLE  addtailwords0
+	MOVQ $0x00000020, R13
 
-addtailmask0:
-	KMOVW          (R12)(R13*2), K2
-	VPMOVZXWD.Z    (R8)(R10*2), K2, Z10
-	VPSLLD         $0x10, Z10, Z10
-	VPMOVZXWD.Z    (R9)(R10*2), K2, Z12
-	VPSLLD         $0x10, Z12, Z12
-	VADDPS         Z12, Z10, Z10
-	VFPCLASSPSZ    $0xa1, Z10, K3
-	KORTESTW       K3, K3
-	JNZ            bf16fix12
-	BYTE $0x62; BYTE $0x52; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xe2 // VCVTNE2PS2BF16 Z10, Z10, Z12
+addtailwords0:
+	KMOVD          (R12)(R13*4), K2
+	VMOVDQU16.Z    (R8)(R10*2), K2, Z13
+	VMOVDQU16.Z    (R9)(R10*2), K2, Z14
+	VPSLLD         $0x10, Z13, Z15
+	VPSLLD         $0x10, Z14, Z16
+	VADDPS         Z16, Z15, Z15
+	VPANDD         Z10, Z13, Z13
+	VPANDD         Z10, Z14, Z14
+	VADDPS         Z14, Z13, Z13
+	VFPCLASSPSZ    $0xa1, Z15, K3
+	VFPCLASSPSZ    $0xa1, Z13, K4
+	KORTESTW       K4, K3
+	JNZ            bf16fix24
+	BYTE $0x62; BYTE $0x52; BYTE $0x17; BYTE $0x48; BYTE $0x72; BYTE $0xf7 // VCVTNE2PS2BF16 Z15, Z13, Z14
 
-bf16fixed13:
-	VMOVDQU16 Z12, K2, (R9)(R10*2)
-	VPERMW.Z  Z12, Z3, K1, Z10
-	VMULPS    Z10, Z10, Z10
-	VADDPS    Z10, Z6, Z6
-	MOVQ      R11, R13
-	SUBQ      $0x00000010, R13
+bf16fixed25:
+	VPERMW    Z14, Z12, Z13
+	VMOVDQU16 Z13, K2, (R9)(R10*2)
+	VPSLLD    $0x10, Z13, Z14
+	VPANDD    Z10, Z13, Z13
+	VMULPS    Z14, Z14, Z14
+	VMULPS    Z13, Z13, Z13
+	VADDPS    Z14, Z6, Z6
+	VADDPS    Z13, Z7, Z7
+	SUBQ      $0x00000020, R11
 	JLE       addsummed
-	CMPQ      R13, $0x00000010
-	JLE       addtailmask1
-	MOVQ      $0x00000010, R13
+	CMPQ      R11, $0x00000020
+	JLE       addtailwords2
+	MOVQ      $0x00000020, R11
 
-addtailmask1:
-	KMOVW          (R12)(R13*2), K2
-	VPMOVZXWD.Z    32(R8)(R10*2), K2, Z10
-	VPSLLD         $0x10, Z10, Z10
-	VPMOVZXWD.Z    32(R9)(R10*2), K2, Z12
-	VPSLLD         $0x10, Z12, Z12
-	VADDPS         Z12, Z10, Z10
-	VFPCLASSPSZ    $0xa1, Z10, K3
-	KORTESTW       K3, K3
-	JNZ            bf16fix14
-	BYTE $0x62; BYTE $0x52; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xe2 // VCVTNE2PS2BF16 Z10, Z10, Z12
+addtailwords2:
+	KMOVD          (R12)(R11*4), K2
+	VMOVDQU16.Z    64(R8)(R10*2), K2, Z13
+	VMOVDQU16.Z    64(R9)(R10*2), K2, Z14
+	VPSLLD         $0x10, Z13, Z15
+	VPSLLD         $0x10, Z14, Z16
+	VADDPS         Z16, Z15, Z15
+	VPANDD         Z10, Z13, Z13
+	VPANDD         Z10, Z14, Z14
+	VADDPS         Z14, Z13, Z13
+	VFPCLASSPSZ    $0xa1, Z15, K3
+	VFPCLASSPSZ    $0xa1, Z13, K4
+	KORTESTW       K4, K3
+	JNZ            bf16fix26
+	BYTE $0x62; BYTE $0x52; BYTE $0x17; BYTE $0x48; BYTE $0x72; BYTE $0xf7 // VCVTNE2PS2BF16 Z15, Z13, Z14
 
-bf16fixed15:
-	VMOVDQU16 Z12, K2, 32(R9)(R10*2)
-	VPERMW.Z  Z12, Z3, K1, Z10
-	VMULPS    Z10, Z10, Z10
-	VADDPS    Z10, Z7, Z7
-	MOVQ      R11, R13
-	SUBQ      $0x00000020, R13
-	JLE       addsummed
-	CMPQ      R13, $0x00000010
-	JLE       addtailmask2
-	MOVQ      $0x00000010, R13
-
-addtailmask2:
-	KMOVW          (R12)(R13*2), K2
-	VPMOVZXWD.Z    64(R8)(R10*2), K2, Z10
-	VPSLLD         $0x10, Z10, Z10
-	VPMOVZXWD.Z    64(R9)(R10*2), K2, Z12
-	VPSLLD         $0x10, Z12, Z12
-	VADDPS         Z12, Z10, Z10
-	VFPCLASSPSZ    $0xa1, Z10, K3
-	KORTESTW       K3, K3
-	JNZ            bf16fix16
-	BYTE $0x62; BYTE $0x52; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xe2 // VCVTNE2PS2BF16 Z10, Z10, Z12
-
-bf16fixed17:
+bf16fixed27:
+	VPERMW    Z14, Z12, Z12
 	VMOVDQU16 Z12, K2, 64(R9)(R10*2)
-	VPERMW.Z  Z12, Z3, K1, Z10
+	VPSLLD    $0x10, Z12, Z13
+	VPANDD    Z10, Z12, Z10
+	VMULPS    Z13, Z13, Z13
 	VMULPS    Z10, Z10, Z10
-	VADDPS    Z10, Z8, Z8
-	SUBQ      $0x00000030, R11
-	JLE       addsummed
-	CMPQ      R11, $0x00000010
-	JLE       addtailmask3
-	MOVQ      $0x00000010, R11
-
-addtailmask3:
-	KMOVW          (R12)(R11*2), K2
-	VPMOVZXWD.Z    96(R8)(R10*2), K2, Z10
-	VPSLLD         $0x10, Z10, Z10
-	VPMOVZXWD.Z    96(R9)(R10*2), K2, Z12
-	VPSLLD         $0x10, Z12, Z12
-	VADDPS         Z12, Z10, Z10
-	VFPCLASSPSZ    $0xa1, Z10, K3
-	KORTESTW       K3, K3
-	JNZ            bf16fix18
-	BYTE $0x62; BYTE $0x52; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xe2 // VCVTNE2PS2BF16 Z10, Z10, Z12
-
-bf16fixed19:
-	VMOVDQU16 Z12, K2, 96(R9)(R10*2)
-	VPERMW.Z  Z12, Z3, K1, Z10
-	VMULPS    Z10, Z10, Z10
+	VADDPS    Z13, Z8, Z8
 	VADDPS    Z10, Z9, Z9
 
 addsummed:
+	// The partials back in order: 16k..16k+15 in acc[k] (see evenodd.go).
+	VMOVDQU32 evenoddidx<>+0(SB), Z10
+	VPERMI2PS Z7, Z6, Z10
+	VMOVDQU32 evenoddidx<>+64(SB), Z12
+	VPERMI2PS Z7, Z6, Z12
+	VMOVAPS   Z10, Z6
+	VMOVAPS   Z12, Z7
+	VMOVDQU32 evenoddidx<>+0(SB), Z10
+	VPERMI2PS Z9, Z8, Z10
+	VMOVDQU32 evenoddidx<>+64(SB), Z12
+	VPERMI2PS Z9, Z8, Z12
+	VMOVAPS   Z10, Z8
+	VMOVAPS   Z12, Z9
+
+addordered:
 	VADDPS Z8, Z6, Z6
 	VADDPS Z9, Z7, Z7
 	VADDPS Z7, Z6, Z6
@@ -45515,14 +45701,14 @@ invone:
 
 	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
 	CMPL   380(SP), $0x00
-	JE     divide20
+	JE     divide28
 	VMULSS 380(SP), X6, X6
-	JMP    divided21
+	JMP    divided29
 
-divide20:
+divide28:
 	VDIVSS 376(SP), X6, X6
 
-divided21:
+divided29:
 	VADDSS   job_eps+0(AX), X6, X6
 	VUCOMISS tlo<>+0(SB), X6
 	JCS      ret
@@ -45565,16 +45751,16 @@ invgroup:
 
 	// t = ss/d + eps for the four rows; any t outside [2^-100, MaxFloat32] sends the group to the one-row path.
 	CMPL         380(SP), $0x00
-	JE           divide22
+	JE           divide30
 	VBROADCASTSS 380(SP), Z7
 	VMULPS       Z7, Z6, Z6
-	JMP          divided23
+	JMP          divided31
 
-divide22:
+divide30:
 	VBROADCASTSS 376(SP), Z7
 	VDIVPS       Z7, Z6, Z6
 
-divided23:
+divided31:
 	VBROADCASTSS job_eps+0(AX), Z7
 	VADDPS       Z7, Z6, Z6
 	MOVL         $0x0000000f, R8
@@ -45621,10 +45807,10 @@ scalebody:
 	SUBQ $0x00000040, R9
 	MOVQ DI, R10
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows24
+	JA   longrows32
 	SHLQ $0x03, R10
 
-longrows24:
+longrows32:
 	ADDQ  DX, R10
 	MOVL  job_flags+0(AX), R11
 	TESTL $0x00000001, R11
@@ -45639,9 +45825,9 @@ scaleloop:
 	CMPQ  R8, R9
 	JG    scaletail
 	TESTL $0x00000002, R11
-	JNZ   scalelooppf25
+	JNZ   scalelooppf33
 
-scaleloopbody26:
+scaleloopbody34:
 	VPERMW.Z       (DX)(R8*2), Z3, K1, Z7
 	VMULPS         Z6, Z7, Z7
 	VPERMW.Z       (DX)(R8*2), Z4, K1, Z8
@@ -45651,63 +45837,63 @@ scaleloopbody26:
 	VPERMW.Z       64(DX)(R8*2), Z4, K1, Z10
 	VMULPS         Z6, Z10, Z10
 	TESTL          $0x00000008, job_flags+0(AX)
-	JZ             notrn27
+	JZ             notrn35
 	VFPCLASSPSZ    $0xa1, Z7, K2
 	VFPCLASSPSZ    $0xa1, Z8, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix28
+	JNZ            bf16fix36
 	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xe7 // VCVTNE2PS2BF16 Z7, Z8, Z12
 
-bf16fixed29:
+bf16fixed37:
 	VPERMW.Z       Z12, Z3, K1, Z7
 	VPERMW.Z       Z12, Z4, K1, Z8
 	VFPCLASSPSZ    $0xa1, Z9, K2
 	VFPCLASSPSZ    $0xa1, Z10, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix30
+	JNZ            bf16fix38
 	BYTE $0x62; BYTE $0x52; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xe1 // VCVTNE2PS2BF16 Z9, Z10, Z12
 
-bf16fixed31:
+bf16fixed39:
 	VPERMW.Z Z12, Z3, K1, Z9
 	VPERMW.Z Z12, Z4, K1, Z10
 
-notrn27:
+notrn35:
 	VMULPS         (SI)(R8*4), Z7, Z7
 	VMULPS         64(SI)(R8*4), Z8, Z8
 	VFPCLASSPSZ    $0xa1, Z7, K2
 	VFPCLASSPSZ    $0xa1, Z8, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix32
+	JNZ            bf16fix40
 	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xe7 // VCVTNE2PS2BF16 Z7, Z8, Z12
 
-bf16fixed33:
+bf16fixed41:
 	VMOVDQU64      Z12, (CX)(R8*2)
 	VMULPS         128(SI)(R8*4), Z9, Z9
 	VMULPS         192(SI)(R8*4), Z10, Z10
 	VFPCLASSPSZ    $0xa1, Z9, K2
 	VFPCLASSPSZ    $0xa1, Z10, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix34
+	JNZ            bf16fix42
 	BYTE $0x62; BYTE $0xd2; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xf9 // VCVTNE2PS2BF16 Z9, Z10, Z7
 
-bf16fixed35:
+bf16fixed43:
 	VMOVDQU64 Z7, 64(CX)(R8*2)
 	ADDQ      $0x00000040, R8
 	JMP       scaleloop
 
-scalelooppf25:
+scalelooppf33:
 	PREFETCHT0 (R10)(R8*2)
 	PREFETCHT0 64(R10)(R8*2)
-	JMP        scaleloopbody26
+	JMP        scaleloopbody34
 
 	PCALIGN $32
 scaleloopoffset:
 	CMPQ  R8, R9
 	JG    scaletail
 	TESTL $0x00000002, R11
-	JNZ   scaleloopoffsetpf36
+	JNZ   scaleloopoffsetpf44
 
-scaleloopoffsetbody37:
+scaleloopoffsetbody45:
 	VPERMW.Z       (DX)(R8*2), Z3, K1, Z7
 	VMULPS         Z6, Z7, Z7
 	VPERMW.Z       (DX)(R8*2), Z4, K1, Z8
@@ -45717,27 +45903,27 @@ scaleloopoffsetbody37:
 	VPERMW.Z       64(DX)(R8*2), Z4, K1, Z10
 	VMULPS         Z6, Z10, Z10
 	TESTL          $0x00000008, job_flags+0(AX)
-	JZ             notrn38
+	JZ             notrn46
 	VFPCLASSPSZ    $0xa1, Z7, K2
 	VFPCLASSPSZ    $0xa1, Z8, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix39
+	JNZ            bf16fix47
 	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xe7 // VCVTNE2PS2BF16 Z7, Z8, Z12
 
-bf16fixed40:
+bf16fixed48:
 	VPERMW.Z       Z12, Z3, K1, Z7
 	VPERMW.Z       Z12, Z4, K1, Z8
 	VFPCLASSPSZ    $0xa1, Z9, K2
 	VFPCLASSPSZ    $0xa1, Z10, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix41
+	JNZ            bf16fix49
 	BYTE $0x62; BYTE $0x52; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xe1 // VCVTNE2PS2BF16 Z9, Z10, Z12
 
-bf16fixed42:
+bf16fixed50:
 	VPERMW.Z Z12, Z3, K1, Z9
 	VPERMW.Z Z12, Z4, K1, Z10
 
-notrn38:
+notrn46:
 	VMOVUPS        (SI)(R8*4), Z12
 	VADDPS         Z5, Z12, Z12
 	VMULPS         Z12, Z7, Z7
@@ -45747,10 +45933,10 @@ notrn38:
 	VFPCLASSPSZ    $0xa1, Z7, K2
 	VFPCLASSPSZ    $0xa1, Z8, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix43
+	JNZ            bf16fix51
 	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xe7 // VCVTNE2PS2BF16 Z7, Z8, Z12
 
-bf16fixed44:
+bf16fixed52:
 	VMOVDQU64      Z12, (CX)(R8*2)
 	VMOVUPS        128(SI)(R8*4), Z7
 	VADDPS         Z5, Z7, Z7
@@ -45761,27 +45947,27 @@ bf16fixed44:
 	VFPCLASSPSZ    $0xa1, Z9, K2
 	VFPCLASSPSZ    $0xa1, Z10, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix45
+	JNZ            bf16fix53
 	BYTE $0x62; BYTE $0xd2; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xf9 // VCVTNE2PS2BF16 Z9, Z10, Z7
 
-bf16fixed46:
+bf16fixed54:
 	VMOVDQU64 Z7, 64(CX)(R8*2)
 	ADDQ      $0x00000040, R8
 	JMP       scaleloopoffset
 
-scaleloopoffsetpf36:
+scaleloopoffsetpf44:
 	PREFETCHT0 (R10)(R8*2)
 	PREFETCHT0 64(R10)(R8*2)
-	JMP        scaleloopoffsetbody37
+	JMP        scaleloopoffsetbody45
 
 	PCALIGN $32
 scaleloopnoweight:
 	CMPQ  R8, R9
 	JG    scaletail
 	TESTL $0x00000002, R11
-	JNZ   scaleloopnoweightpf47
+	JNZ   scaleloopnoweightpf55
 
-scaleloopnoweightbody48:
+scaleloopnoweightbody56:
 	VPERMW.Z       (DX)(R8*2), Z3, K1, Z7
 	VMULPS         Z6, Z7, Z7
 	VPERMW.Z       (DX)(R8*2), Z4, K1, Z8
@@ -45793,26 +45979,26 @@ scaleloopnoweightbody48:
 	VFPCLASSPSZ    $0xa1, Z7, K2
 	VFPCLASSPSZ    $0xa1, Z8, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix49
+	JNZ            bf16fix57
 	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xe7 // VCVTNE2PS2BF16 Z7, Z8, Z12
 
-bf16fixed50:
+bf16fixed58:
 	VMOVDQU64      Z12, (CX)(R8*2)
 	VFPCLASSPSZ    $0xa1, Z9, K2
 	VFPCLASSPSZ    $0xa1, Z10, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix51
+	JNZ            bf16fix59
 	BYTE $0x62; BYTE $0xd2; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xf9 // VCVTNE2PS2BF16 Z9, Z10, Z7
 
-bf16fixed52:
+bf16fixed60:
 	VMOVDQU64 Z7, 64(CX)(R8*2)
 	ADDQ      $0x00000040, R8
 	JMP       scaleloopnoweight
 
-scaleloopnoweightpf47:
+scaleloopnoweightpf55:
 	PREFETCHT0 (R10)(R8*2)
 	PREFETCHT0 64(R10)(R8*2)
-	JMP        scaleloopnoweightbody48
+	JMP        scaleloopnoweightbody56
 
 scalent:
 	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
@@ -45832,29 +46018,29 @@ scalehead:
 	VPSLLD         $0x10, Z7, Z7
 	VMULPS         Z6, Z7, Z7
 	TESTL          $0x00000008, job_flags+0(AX)
-	JZ             notrn53
+	JZ             notrn61
 	VFPCLASSPSZ    $0xa1, Z7, K2
 	KORTESTW       K2, K2
-	JNZ            bf16fix54
+	JNZ            bf16fix62
 	BYTE $0x62; BYTE $0x72; BYTE $0x47; BYTE $0x48; BYTE $0x72; BYTE $0xc7 // VCVTNE2PS2BF16 Z7, Z7, Z8
 
-bf16fixed55:
+bf16fixed63:
 	VPERMW.Z Z8, Z3, K1, Z7
 
-notrn53:
+notrn61:
 	TESTQ   SI, SI
-	JZ      noweight56
+	JZ      noweight64
 	VMOVUPS (SI)(R8*4), Z8
 	VADDPS  Z5, Z8, Z8
 	VMULPS  Z8, Z7, Z7
 
-noweight56:
+noweight64:
 	VFPCLASSPSZ    $0xa1, Z7, K2
 	KORTESTW       K2, K2
-	JNZ            bf16fix57
+	JNZ            bf16fix65
 	BYTE $0x62; BYTE $0x72; BYTE $0x47; BYTE $0x48; BYTE $0x72; BYTE $0xc7 // VCVTNE2PS2BF16 Z7, Z7, Z8
 
-bf16fixed58:
+bf16fixed66:
 	VEXTRACTI64X4 $0x00, Z8, (CX)(R8*2)
 	ADDQ          $0x00000010, R8
 	SUBQ          $0x00000010, R10
@@ -45866,10 +46052,10 @@ scaleheadpart:
 scalentgo:
 	MOVQ DI, R10
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows59
+	JA   longrows67
 	SHLQ $0x03, R10
 
-longrows59:
+longrows67:
 	ADDQ DX, R10
 	MOVL job_flags+0(AX), R11
 
@@ -45888,57 +46074,57 @@ scalentloop:
 	VPERMW.Z       64(DX)(R8*2), Z4, K1, Z10
 	VMULPS         Z6, Z10, Z10
 	TESTL          $0x00000008, job_flags+0(AX)
-	JZ             notrn60
+	JZ             notrn68
 	VFPCLASSPSZ    $0xa1, Z7, K2
 	VFPCLASSPSZ    $0xa1, Z8, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix61
+	JNZ            bf16fix69
 	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xe7 // VCVTNE2PS2BF16 Z7, Z8, Z12
 
-bf16fixed62:
+bf16fixed70:
 	VPERMW.Z       Z12, Z3, K1, Z7
 	VPERMW.Z       Z12, Z4, K1, Z8
 	VFPCLASSPSZ    $0xa1, Z9, K2
 	VFPCLASSPSZ    $0xa1, Z10, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix63
+	JNZ            bf16fix71
 	BYTE $0x62; BYTE $0x52; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xe1 // VCVTNE2PS2BF16 Z9, Z10, Z12
 
-bf16fixed64:
+bf16fixed72:
 	VPERMW.Z Z12, Z3, K1, Z9
 	VPERMW.Z Z12, Z4, K1, Z10
 
-notrn60:
+notrn68:
 	TESTQ  SI, SI
-	JZ     weighed66
+	JZ     weighed74
 	TESTL  $0x00000010, R11
-	JNZ    offset65
+	JNZ    offset73
 	VMULPS (SI)(R8*4), Z7, Z7
 	VMULPS 64(SI)(R8*4), Z8, Z8
 	VMULPS 128(SI)(R8*4), Z9, Z9
 	VMULPS 192(SI)(R8*4), Z10, Z10
 
-weighed66:
+weighed74:
 	VFPCLASSPSZ    $0xa1, Z7, K2
 	VFPCLASSPSZ    $0xa1, Z8, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix67
+	JNZ            bf16fix75
 	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xe7 // VCVTNE2PS2BF16 Z7, Z8, Z12
 
-bf16fixed68:
+bf16fixed76:
 	VMOVNTDQ       Z12, (CX)(R8*2)
 	VFPCLASSPSZ    $0xa1, Z9, K2
 	VFPCLASSPSZ    $0xa1, Z10, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix69
+	JNZ            bf16fix77
 	BYTE $0x62; BYTE $0xd2; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xf9 // VCVTNE2PS2BF16 Z9, Z10, Z7
 
-bf16fixed70:
+bf16fixed78:
 	VMOVNTDQ Z7, 64(CX)(R8*2)
 	ADDQ     $0x00000040, R8
 	JMP      scalentloop
 
-offset65:
+offset73:
 	VMOVUPS (SI)(R8*4), Z12
 	VADDPS  Z5, Z12, Z12
 	VMULPS  Z12, Z7, Z7
@@ -45951,7 +46137,7 @@ offset65:
 	VMOVUPS 192(SI)(R8*4), Z12
 	VADDPS  Z5, Z12, Z12
 	VMULPS  Z12, Z10, Z10
-	JMP     weighed66
+	JMP     weighed74
 
 scaletail:
 	ADDQ $0x00000030, R9
@@ -45963,29 +46149,29 @@ scaleone:
 	VPSLLD         $0x10, Z7, Z7
 	VMULPS         Z6, Z7, Z7
 	TESTL          $0x00000008, job_flags+0(AX)
-	JZ             notrn71
+	JZ             notrn79
 	VFPCLASSPSZ    $0xa1, Z7, K2
 	KORTESTW       K2, K2
-	JNZ            bf16fix72
+	JNZ            bf16fix80
 	BYTE $0x62; BYTE $0x72; BYTE $0x47; BYTE $0x48; BYTE $0x72; BYTE $0xc7 // VCVTNE2PS2BF16 Z7, Z7, Z8
 
-bf16fixed73:
+bf16fixed81:
 	VPERMW.Z Z8, Z3, K1, Z7
 
-notrn71:
+notrn79:
 	TESTQ   SI, SI
-	JZ      noweight74
+	JZ      noweight82
 	VMOVUPS (SI)(R8*4), Z8
 	VADDPS  Z5, Z8, Z8
 	VMULPS  Z8, Z7, Z7
 
-noweight74:
+noweight82:
 	VFPCLASSPSZ    $0xa1, Z7, K2
 	KORTESTW       K2, K2
-	JNZ            bf16fix75
+	JNZ            bf16fix83
 	BYTE $0x62; BYTE $0x72; BYTE $0x47; BYTE $0x48; BYTE $0x72; BYTE $0xc7 // VCVTNE2PS2BF16 Z7, Z7, Z8
 
-bf16fixed76:
+bf16fixed84:
 	VEXTRACTI64X4 $0x00, Z8, (CX)(R8*2)
 	ADDQ          $0x00000010, R8
 	JMP           scaleone
@@ -46003,29 +46189,29 @@ partout:
 	VPSLLD         $0x10, Z7, Z7
 	VMULPS         Z7, Z6, Z7
 	TESTL          $0x00000008, job_flags+0(AX)
-	JZ             notrn77
+	JZ             notrn85
 	VFPCLASSPSZ    $0xa1, Z7, K3
 	KORTESTW       K3, K3
-	JNZ            bf16fix78
+	JNZ            bf16fix86
 	BYTE $0x62; BYTE $0x72; BYTE $0x47; BYTE $0x48; BYTE $0x72; BYTE $0xc7 // VCVTNE2PS2BF16 Z7, Z7, Z8
 
-bf16fixed79:
+bf16fixed87:
 	VPERMW.Z Z8, Z3, K1, Z7
 
-notrn77:
+notrn85:
 	TESTQ     SI, SI
-	JZ        noweight80
+	JZ        noweight88
 	VMOVUPS.Z (SI)(R8*4), K2, Z8
 	VADDPS    Z5, Z8, Z8
 	VMULPS    Z8, Z7, Z7
 
-noweight80:
+noweight88:
 	VFPCLASSPSZ    $0xa1, Z7, K3
 	KORTESTW       K3, K3
-	JNZ            bf16fix81
+	JNZ            bf16fix89
 	BYTE $0x62; BYTE $0x72; BYTE $0x47; BYTE $0x48; BYTE $0x72; BYTE $0xc7 // VCVTNE2PS2BF16 Z7, Z7, Z8
 
-bf16fixed82:
+bf16fixed90:
 	VMOVDQU16 Z8, K2, (CX)(R8*2)
 	ADDQ      R10, R8
 	CMPQ      R8, job_d+0(AX)
@@ -46086,79 +46272,143 @@ bf16fix5:
 	VPERMT2W     Z8, Z2, Z10
 	JMP          bf16fixed6
 
-bf16fix8:
-	VPSRLD       $0x10, Z10, Z13
+bf16fix7:
+	VPSRLD       $0x10, Z10, Z12
+	VPANDD       Z0, Z12, Z12
+	VPADDD       Z1, Z12, Z12
+	VPADDD       Z10, Z12, Z12
+	VFPCLASSPSZ  $0x81, Z10, K3
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K3, Z12
+	VPERMT2W     Z12, Z2, Z12
+	JMP          bf16fixed8
+
+bf16fix9:
+	VPSRLD       $0x10, Z10, Z12
+	VPANDD       Z0, Z12, Z12
+	VPADDD       Z1, Z12, Z12
+	VPADDD       Z10, Z12, Z12
+	VFPCLASSPSZ  $0x81, Z10, K3
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K3, Z12
+	VPERMT2W     Z12, Z2, Z12
+	JMP          bf16fixed10
+
+bf16fix11:
+	VPSRLD       $0x10, Z10, Z12
+	VPANDD       Z0, Z12, Z12
+	VPADDD       Z1, Z12, Z12
+	VPADDD       Z10, Z12, Z12
+	VFPCLASSPSZ  $0x81, Z10, K3
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K3, Z12
+	VPERMT2W     Z12, Z2, Z12
+	JMP          bf16fixed12
+
+bf16fix13:
+	VPSRLD       $0x10, Z10, Z12
+	VPANDD       Z0, Z12, Z12
+	VPADDD       Z1, Z12, Z12
+	VPADDD       Z10, Z12, Z12
+	VFPCLASSPSZ  $0x81, Z10, K3
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K3, Z12
+	VPERMT2W     Z12, Z2, Z12
+	JMP          bf16fixed14
+
+bf16fix15:
+	VPSRLD       $0x10, Z8, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z8, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z8, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
+	VPSRLD       $0x10, Z6, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z6, Z8, Z8
+	VFPCLASSPSZ  $0x81, Z6, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
+	VPERMT2W     Z8, Z2, Z7
+	JMP          bf16fixed16
+
+bf16fix17:
+	VPSRLD       $0x10, Z13, Z9
+	VPANDD       Z0, Z9, Z9
+	VPADDD       Z1, Z9, Z9
+	VPADDD       Z13, Z9, Z9
+	VFPCLASSPSZ  $0x81, Z13, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
+	VPSRLD       $0x10, Z8, Z13
 	VPANDD       Z0, Z13, Z13
 	VPADDD       Z1, Z13, Z13
-	VPADDD       Z10, Z13, Z13
-	VFPCLASSPSZ  $0x81, Z10, K2
+	VPADDD       Z8, Z13, Z13
+	VFPCLASSPSZ  $0x81, Z8, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z13
-	VPSRLD       $0x10, Z12, Z10
-	VPANDD       Z0, Z10, Z10
-	VPADDD       Z1, Z10, Z10
-	VPADDD       Z12, Z10, Z10
-	VFPCLASSPSZ  $0x81, Z12, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z10
-	VPERMT2W     Z10, Z2, Z13
-	JMP          bf16fixed9
+	VPERMT2W     Z13, Z2, Z9
+	JMP          bf16fixed18
 
-bf16fix10:
-	VPSRLD       $0x10, Z10, Z13
-	VPANDD       Z0, Z13, Z13
-	VPADDD       Z1, Z13, Z13
-	VPADDD       Z10, Z13, Z13
-	VFPCLASSPSZ  $0x81, Z10, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z13
-	VPSRLD       $0x10, Z12, Z10
-	VPANDD       Z0, Z10, Z10
-	VPADDD       Z1, Z10, Z10
-	VPADDD       Z12, Z10, Z10
-	VFPCLASSPSZ  $0x81, Z12, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z10
-	VPERMT2W     Z10, Z2, Z13
-	JMP          bf16fixed11
+bf16fix20:
+	VPSRLD       $0x10, Z15, Z14
+	VPANDD       Z0, Z14, Z14
+	VPADDD       Z1, Z14, Z14
+	VPADDD       Z15, Z14, Z14
+	VFPCLASSPSZ  $0x81, Z15, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z14
+	VPSRLD       $0x10, Z13, Z15
+	VPANDD       Z0, Z15, Z15
+	VPADDD       Z1, Z15, Z15
+	VPADDD       Z13, Z15, Z15
+	VFPCLASSPSZ  $0x81, Z13, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z15
+	VPERMT2W     Z15, Z2, Z14
+	JMP          bf16fixed21
 
-bf16fix12:
-	VPSRLD       $0x10, Z10, Z12
-	VPANDD       Z0, Z12, Z12
-	VPADDD       Z1, Z12, Z12
-	VPADDD       Z10, Z12, Z12
-	VFPCLASSPSZ  $0x81, Z10, K3
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K3, Z12
-	VPERMT2W     Z12, Z2, Z12
-	JMP          bf16fixed13
+bf16fix22:
+	VPSRLD       $0x10, Z15, Z14
+	VPANDD       Z0, Z14, Z14
+	VPADDD       Z1, Z14, Z14
+	VPADDD       Z15, Z14, Z14
+	VFPCLASSPSZ  $0x81, Z15, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z14
+	VPSRLD       $0x10, Z13, Z15
+	VPANDD       Z0, Z15, Z15
+	VPADDD       Z1, Z15, Z15
+	VPADDD       Z13, Z15, Z15
+	VFPCLASSPSZ  $0x81, Z13, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z15
+	VPERMT2W     Z15, Z2, Z14
+	JMP          bf16fixed23
 
-bf16fix14:
-	VPSRLD       $0x10, Z10, Z12
-	VPANDD       Z0, Z12, Z12
-	VPADDD       Z1, Z12, Z12
-	VPADDD       Z10, Z12, Z12
-	VFPCLASSPSZ  $0x81, Z10, K3
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K3, Z12
-	VPERMT2W     Z12, Z2, Z12
-	JMP          bf16fixed15
+bf16fix24:
+	VPSRLD       $0x10, Z15, Z14
+	VPANDD       Z0, Z14, Z14
+	VPADDD       Z1, Z14, Z14
+	VPADDD       Z15, Z14, Z14
+	VFPCLASSPSZ  $0x81, Z15, K3
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K3, Z14
+	VPSRLD       $0x10, Z13, Z15
+	VPANDD       Z0, Z15, Z15
+	VPADDD       Z1, Z15, Z15
+	VPADDD       Z13, Z15, Z15
+	VFPCLASSPSZ  $0x81, Z13, K3
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K3, Z15
+	VPERMT2W     Z15, Z2, Z14
+	JMP          bf16fixed25
 
-bf16fix16:
-	VPSRLD       $0x10, Z10, Z12
-	VPANDD       Z0, Z12, Z12
-	VPADDD       Z1, Z12, Z12
-	VPADDD       Z10, Z12, Z12
-	VFPCLASSPSZ  $0x81, Z10, K3
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K3, Z12
-	VPERMT2W     Z12, Z2, Z12
-	JMP          bf16fixed17
+bf16fix26:
+	VPSRLD       $0x10, Z15, Z14
+	VPANDD       Z0, Z14, Z14
+	VPADDD       Z1, Z14, Z14
+	VPADDD       Z15, Z14, Z14
+	VFPCLASSPSZ  $0x81, Z15, K3
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K3, Z14
+	VPSRLD       $0x10, Z13, Z15
+	VPANDD       Z0, Z15, Z15
+	VPADDD       Z1, Z15, Z15
+	VPADDD       Z13, Z15, Z15
+	VFPCLASSPSZ  $0x81, Z13, K3
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K3, Z15
+	VPERMT2W     Z15, Z2, Z14
+	JMP          bf16fixed27
 
-bf16fix18:
-	VPSRLD       $0x10, Z10, Z12
-	VPANDD       Z0, Z12, Z12
-	VPADDD       Z1, Z12, Z12
-	VPADDD       Z10, Z12, Z12
-	VFPCLASSPSZ  $0x81, Z10, K3
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K3, Z12
-	VPERMT2W     Z12, Z2, Z12
-	JMP          bf16fixed19
-
-bf16fix28:
+bf16fix36:
 	VPSRLD       $0x10, Z7, Z12
 	VPANDD       Z0, Z12, Z12
 	VPADDD       Z1, Z12, Z12
@@ -46172,9 +46422,9 @@ bf16fix28:
 	VFPCLASSPSZ  $0x81, Z8, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
 	VPERMT2W     Z7, Z2, Z12
-	JMP          bf16fixed29
+	JMP          bf16fixed37
 
-bf16fix30:
+bf16fix38:
 	VPSRLD       $0x10, Z9, Z12
 	VPANDD       Z0, Z12, Z12
 	VPADDD       Z1, Z12, Z12
@@ -46188,9 +46438,9 @@ bf16fix30:
 	VFPCLASSPSZ  $0x81, Z10, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
 	VPERMT2W     Z9, Z2, Z12
-	JMP          bf16fixed31
+	JMP          bf16fixed39
 
-bf16fix32:
+bf16fix40:
 	VPSRLD       $0x10, Z7, Z12
 	VPANDD       Z0, Z12, Z12
 	VPADDD       Z1, Z12, Z12
@@ -46204,9 +46454,9 @@ bf16fix32:
 	VFPCLASSPSZ  $0x81, Z8, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
 	VPERMT2W     Z7, Z2, Z12
-	JMP          bf16fixed33
+	JMP          bf16fixed41
 
-bf16fix34:
+bf16fix42:
 	VPSRLD       $0x10, Z9, Z7
 	VPANDD       Z0, Z7, Z7
 	VPADDD       Z1, Z7, Z7
@@ -46220,9 +46470,9 @@ bf16fix34:
 	VFPCLASSPSZ  $0x81, Z10, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
 	VPERMT2W     Z8, Z2, Z7
-	JMP          bf16fixed35
+	JMP          bf16fixed43
 
-bf16fix39:
+bf16fix47:
 	VPSRLD       $0x10, Z7, Z12
 	VPANDD       Z0, Z12, Z12
 	VPADDD       Z1, Z12, Z12
@@ -46236,109 +46486,25 @@ bf16fix39:
 	VFPCLASSPSZ  $0x81, Z8, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
 	VPERMT2W     Z7, Z2, Z12
-	JMP          bf16fixed40
-
-bf16fix41:
-	VPSRLD       $0x10, Z9, Z12
-	VPANDD       Z0, Z12, Z12
-	VPADDD       Z1, Z12, Z12
-	VPADDD       Z9, Z12, Z12
-	VFPCLASSPSZ  $0x81, Z9, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z12
-	VPSRLD       $0x10, Z10, Z9
-	VPANDD       Z0, Z9, Z9
-	VPADDD       Z1, Z9, Z9
-	VPADDD       Z10, Z9, Z9
-	VFPCLASSPSZ  $0x81, Z10, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
-	VPERMT2W     Z9, Z2, Z12
-	JMP          bf16fixed42
-
-bf16fix43:
-	VPSRLD       $0x10, Z7, Z12
-	VPANDD       Z0, Z12, Z12
-	VPADDD       Z1, Z12, Z12
-	VPADDD       Z7, Z12, Z12
-	VFPCLASSPSZ  $0x81, Z7, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z12
-	VPSRLD       $0x10, Z8, Z7
-	VPANDD       Z0, Z7, Z7
-	VPADDD       Z1, Z7, Z7
-	VPADDD       Z8, Z7, Z7
-	VFPCLASSPSZ  $0x81, Z8, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
-	VPERMT2W     Z7, Z2, Z12
-	JMP          bf16fixed44
-
-bf16fix45:
-	VPSRLD       $0x10, Z9, Z7
-	VPANDD       Z0, Z7, Z7
-	VPADDD       Z1, Z7, Z7
-	VPADDD       Z9, Z7, Z7
-	VFPCLASSPSZ  $0x81, Z9, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
-	VPSRLD       $0x10, Z10, Z8
-	VPANDD       Z0, Z8, Z8
-	VPADDD       Z1, Z8, Z8
-	VPADDD       Z10, Z8, Z8
-	VFPCLASSPSZ  $0x81, Z10, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
-	VPERMT2W     Z8, Z2, Z7
-	JMP          bf16fixed46
+	JMP          bf16fixed48
 
 bf16fix49:
-	VPSRLD       $0x10, Z7, Z12
+	VPSRLD       $0x10, Z9, Z12
 	VPANDD       Z0, Z12, Z12
 	VPADDD       Z1, Z12, Z12
-	VPADDD       Z7, Z12, Z12
-	VFPCLASSPSZ  $0x81, Z7, K2
+	VPADDD       Z9, Z12, Z12
+	VFPCLASSPSZ  $0x81, Z9, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z12
-	VPSRLD       $0x10, Z8, Z7
-	VPANDD       Z0, Z7, Z7
-	VPADDD       Z1, Z7, Z7
-	VPADDD       Z8, Z7, Z7
-	VFPCLASSPSZ  $0x81, Z8, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
-	VPERMT2W     Z7, Z2, Z12
+	VPSRLD       $0x10, Z10, Z9
+	VPANDD       Z0, Z9, Z9
+	VPADDD       Z1, Z9, Z9
+	VPADDD       Z10, Z9, Z9
+	VFPCLASSPSZ  $0x81, Z10, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
+	VPERMT2W     Z9, Z2, Z12
 	JMP          bf16fixed50
 
 bf16fix51:
-	VPSRLD       $0x10, Z9, Z7
-	VPANDD       Z0, Z7, Z7
-	VPADDD       Z1, Z7, Z7
-	VPADDD       Z9, Z7, Z7
-	VFPCLASSPSZ  $0x81, Z9, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
-	VPSRLD       $0x10, Z10, Z8
-	VPANDD       Z0, Z8, Z8
-	VPADDD       Z1, Z8, Z8
-	VPADDD       Z10, Z8, Z8
-	VFPCLASSPSZ  $0x81, Z10, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
-	VPERMT2W     Z8, Z2, Z7
-	JMP          bf16fixed52
-
-bf16fix54:
-	VPSRLD       $0x10, Z7, Z8
-	VPANDD       Z0, Z8, Z8
-	VPADDD       Z1, Z8, Z8
-	VPADDD       Z7, Z8, Z8
-	VFPCLASSPSZ  $0x81, Z7, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
-	VPERMT2W     Z8, Z2, Z8
-	JMP          bf16fixed55
-
-bf16fix57:
-	VPSRLD       $0x10, Z7, Z8
-	VPANDD       Z0, Z8, Z8
-	VPADDD       Z1, Z8, Z8
-	VPADDD       Z7, Z8, Z8
-	VFPCLASSPSZ  $0x81, Z7, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
-	VPERMT2W     Z8, Z2, Z8
-	JMP          bf16fixed58
-
-bf16fix61:
 	VPSRLD       $0x10, Z7, Z12
 	VPANDD       Z0, Z12, Z12
 	VPADDD       Z1, Z12, Z12
@@ -46352,9 +46518,93 @@ bf16fix61:
 	VFPCLASSPSZ  $0x81, Z8, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
 	VPERMT2W     Z7, Z2, Z12
-	JMP          bf16fixed62
+	JMP          bf16fixed52
 
-bf16fix63:
+bf16fix53:
+	VPSRLD       $0x10, Z9, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z9, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z9, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
+	VPSRLD       $0x10, Z10, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z10, Z8, Z8
+	VFPCLASSPSZ  $0x81, Z10, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
+	VPERMT2W     Z8, Z2, Z7
+	JMP          bf16fixed54
+
+bf16fix57:
+	VPSRLD       $0x10, Z7, Z12
+	VPANDD       Z0, Z12, Z12
+	VPADDD       Z1, Z12, Z12
+	VPADDD       Z7, Z12, Z12
+	VFPCLASSPSZ  $0x81, Z7, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z12
+	VPSRLD       $0x10, Z8, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z8, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z8, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
+	VPERMT2W     Z7, Z2, Z12
+	JMP          bf16fixed58
+
+bf16fix59:
+	VPSRLD       $0x10, Z9, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z9, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z9, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
+	VPSRLD       $0x10, Z10, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z10, Z8, Z8
+	VFPCLASSPSZ  $0x81, Z10, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
+	VPERMT2W     Z8, Z2, Z7
+	JMP          bf16fixed60
+
+bf16fix62:
+	VPSRLD       $0x10, Z7, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z7, Z8, Z8
+	VFPCLASSPSZ  $0x81, Z7, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
+	VPERMT2W     Z8, Z2, Z8
+	JMP          bf16fixed63
+
+bf16fix65:
+	VPSRLD       $0x10, Z7, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z7, Z8, Z8
+	VFPCLASSPSZ  $0x81, Z7, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
+	VPERMT2W     Z8, Z2, Z8
+	JMP          bf16fixed66
+
+bf16fix69:
+	VPSRLD       $0x10, Z7, Z12
+	VPANDD       Z0, Z12, Z12
+	VPADDD       Z1, Z12, Z12
+	VPADDD       Z7, Z12, Z12
+	VFPCLASSPSZ  $0x81, Z7, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z12
+	VPSRLD       $0x10, Z8, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z8, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z8, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
+	VPERMT2W     Z7, Z2, Z12
+	JMP          bf16fixed70
+
+bf16fix71:
 	VPSRLD       $0x10, Z9, Z12
 	VPANDD       Z0, Z12, Z12
 	VPADDD       Z1, Z12, Z12
@@ -46368,9 +46618,9 @@ bf16fix63:
 	VFPCLASSPSZ  $0x81, Z10, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
 	VPERMT2W     Z9, Z2, Z12
-	JMP          bf16fixed64
+	JMP          bf16fixed72
 
-bf16fix67:
+bf16fix75:
 	VPSRLD       $0x10, Z7, Z12
 	VPANDD       Z0, Z12, Z12
 	VPADDD       Z1, Z12, Z12
@@ -46384,9 +46634,9 @@ bf16fix67:
 	VFPCLASSPSZ  $0x81, Z8, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
 	VPERMT2W     Z7, Z2, Z12
-	JMP          bf16fixed68
+	JMP          bf16fixed76
 
-bf16fix69:
+bf16fix77:
 	VPSRLD       $0x10, Z9, Z7
 	VPANDD       Z0, Z7, Z7
 	VPADDD       Z1, Z7, Z7
@@ -46400,9 +46650,9 @@ bf16fix69:
 	VFPCLASSPSZ  $0x81, Z10, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
 	VPERMT2W     Z8, Z2, Z7
-	JMP          bf16fixed70
+	JMP          bf16fixed78
 
-bf16fix72:
+bf16fix80:
 	VPSRLD       $0x10, Z7, Z8
 	VPANDD       Z0, Z8, Z8
 	VPADDD       Z1, Z8, Z8
@@ -46410,9 +46660,9 @@ bf16fix72:
 	VFPCLASSPSZ  $0x81, Z7, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
 	VPERMT2W     Z8, Z2, Z8
-	JMP          bf16fixed73
+	JMP          bf16fixed81
 
-bf16fix75:
+bf16fix83:
 	VPSRLD       $0x10, Z7, Z8
 	VPANDD       Z0, Z8, Z8
 	VPADDD       Z1, Z8, Z8
@@ -46420,9 +46670,9 @@ bf16fix75:
 	VFPCLASSPSZ  $0x81, Z7, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
 	VPERMT2W     Z8, Z2, Z8
-	JMP          bf16fixed76
+	JMP          bf16fixed84
 
-bf16fix78:
+bf16fix86:
 	VPSRLD       $0x10, Z7, Z8
 	VPANDD       Z0, Z8, Z8
 	VPADDD       Z1, Z8, Z8
@@ -46430,9 +46680,9 @@ bf16fix78:
 	VFPCLASSPSZ  $0x81, Z7, K3
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K3, Z8
 	VPERMT2W     Z8, Z2, Z8
-	JMP          bf16fixed79
+	JMP          bf16fixed87
 
-bf16fix81:
+bf16fix89:
 	VPSRLD       $0x10, Z7, Z8
 	VPANDD       Z0, Z8, Z8
 	VPADDD       Z1, Z8, Z8
@@ -46440,7 +46690,7 @@ bf16fix81:
 	VFPCLASSPSZ  $0x81, Z7, K3
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K3, Z8
 	VPERMT2W     Z8, Z2, Z8
-	JMP          bf16fixed82
+	JMP          bf16fixed90
 
 // func avx512bf16ForwardToBF16(j uintptr, from int, to int) int
 // Requires: AVX, AVX512BF16, AVX512BW, AVX512DQ, AVX512F, MMX+
@@ -47959,7 +48209,7 @@ row:
 	XORQ     R9, R9
 	MOVQ     job_d+0(AX), R10
 	CMPQ     R10, $0x00000040
-	JB       natshort
+	JB       shortnat
 	VPERMW.Z (R8)(R9*2), Z3, K1, Z6
 	VADDPS   zero64<>+0(SB), Z6, Z6
 	VPERMW.Z (R8)(R9*2), Z4, K1, Z7
@@ -47971,63 +48221,63 @@ row:
 	MOVQ     $0x00000040, R9
 	SUBQ     $0x00000040, R10
 	JZ       ordered
-	JMP      nattail
+	JMP      tailnat
 
-natshort:
+shortnat:
 	VMOVUPS zero64<>+0(SB), Z6
 	VMOVUPS zero64<>+0(SB), Z7
 	VMOVUPS zero64<>+0(SB), Z8
 	VMOVUPS zero64<>+0(SB), Z9
 
-nattail:
+tailnat:
 	LEAQ kmask<>+0(SB), R11
 	MOVQ R10, R12
 	CMPQ R12, $0x00000010
-	JLE  nattailmask0
+	JLE  tailmask0nat
 	MOVQ $0x00000010, R12
 
-nattailmask0:
+tailmask0nat:
 	KMOVW       (R11)(R12*2), K2
 	VPMOVZXWD.Z (R8)(R9*2), K2, Z10
 	VPSLLD      $0x10, Z10, Z10
 	VADDPS      Z10, Z6, Z6
 	MOVQ        R10, R12
 	SUBQ        $0x00000010, R12
-	JLE         natsummed
+	JLE         summednat
 	CMPQ        R12, $0x00000010
-	JLE         nattailmask1
+	JLE         tailmask1nat
 	MOVQ        $0x00000010, R12
 
-nattailmask1:
+tailmask1nat:
 	KMOVW       (R11)(R12*2), K2
 	VPMOVZXWD.Z 32(R8)(R9*2), K2, Z10
 	VPSLLD      $0x10, Z10, Z10
 	VADDPS      Z10, Z7, Z7
 	MOVQ        R10, R12
 	SUBQ        $0x00000020, R12
-	JLE         natsummed
+	JLE         summednat
 	CMPQ        R12, $0x00000010
-	JLE         nattailmask2
+	JLE         tailmask2nat
 	MOVQ        $0x00000010, R12
 
-nattailmask2:
+tailmask2nat:
 	KMOVW       (R11)(R12*2), K2
 	VPMOVZXWD.Z 64(R8)(R9*2), K2, Z10
 	VPSLLD      $0x10, Z10, Z10
 	VADDPS      Z10, Z8, Z8
 	SUBQ        $0x00000030, R10
-	JLE         natsummed
+	JLE         summednat
 	CMPQ        R10, $0x00000010
-	JLE         nattailmask3
+	JLE         tailmask3nat
 	MOVQ        $0x00000010, R10
 
-nattailmask3:
+tailmask3nat:
 	KMOVW       (R11)(R10*2), K2
 	VPMOVZXWD.Z 96(R8)(R9*2), K2, Z10
 	VPSLLD      $0x10, Z10, Z10
 	VADDPS      Z10, Z9, Z9
 
-natsummed:
+summednat:
 	JMP ordered
 
 halves:
@@ -48149,19 +48399,14 @@ addsum:
 	MOVQ DX, R9
 
 	// Sum of the elements: element i goes to partial i%64.
-	MOVQ    job_d+0(AX), R11
-	SUBQ    $0x00000040, R11
-	JGE     addfirstblock
-	VMOVUPS zero64<>+0(SB), Z6
-	VMOVUPS zero64<>+0(SB), Z7
-	VMOVUPS zero64<>+0(SB), Z8
-	VMOVUPS zero64<>+0(SB), Z9
-	XORQ    R10, R10
-	JMP     addsumtail
+	CMPQ job_d+0(AX), $0x00000080
+	JAE  addhalves
 
-addfirstblock:
-	// +0 + square is the square itself: the first block initializes the partials.
+	// Rows shorter than two blocks: widened in order, no permutes.
 	XORQ           R10, R10
+	MOVQ           job_d+0(AX), R11
+	CMPQ           R11, $0x00000040
+	JB             addshortnat
 	VPERMW.Z       (R8)(R10*2), Z3, K1, Z6
 	VPERMW.Z       (R9)(R10*2), Z3, K1, Z7
 	VADDPS         Z7, Z6, Z6
@@ -48199,15 +48444,179 @@ bf16fixed6:
 	VPERMW.Z  Z10, Z4, K1, Z9
 	VADDPS    zero64<>+0(SB), Z9, Z9
 	MOVQ      $0x00000040, R10
+	SUBQ      $0x00000040, R11
+	JZ        addordered
+	JMP       addtailnat
+
+addshortnat:
+	VMOVUPS zero64<>+0(SB), Z6
+	VMOVUPS zero64<>+0(SB), Z7
+	VMOVUPS zero64<>+0(SB), Z8
+	VMOVUPS zero64<>+0(SB), Z9
+
+addtailnat:
+	LEAQ kmask<>+0(SB), R12
+	MOVQ R11, R13
+	CMPQ R13, $0x00000010
+	JLE  addtailmask0nat
+	MOVQ $0x00000010, R13
+
+addtailmask0nat:
+	KMOVW          (R12)(R13*2), K2
+	VPMOVZXWD.Z    (R8)(R10*2), K2, Z10
+	VPSLLD         $0x10, Z10, Z10
+	VPMOVZXWD.Z    (R9)(R10*2), K2, Z11
+	VPSLLD         $0x10, Z11, Z11
+	VADDPS         Z11, Z10, Z10
+	VFPCLASSPSZ    $0xa1, Z10, K3
+	KORTESTW       K3, K3
+	JNZ            bf16fix7
+	BYTE $0x62; BYTE $0x52; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xda // VCVTNE2PS2BF16 Z10, Z10, Z11
+
+bf16fixed8:
+	VMOVDQU16 Z11, K2, (R9)(R10*2)
+	VPERMW.Z  Z11, Z3, K1, Z10
+	VADDPS    Z10, Z6, Z6
+	MOVQ      R11, R13
+	SUBQ      $0x00000010, R13
+	JLE       addsummednat
+	CMPQ      R13, $0x00000010
+	JLE       addtailmask1nat
+	MOVQ      $0x00000010, R13
+
+addtailmask1nat:
+	KMOVW          (R12)(R13*2), K2
+	VPMOVZXWD.Z    32(R8)(R10*2), K2, Z10
+	VPSLLD         $0x10, Z10, Z10
+	VPMOVZXWD.Z    32(R9)(R10*2), K2, Z11
+	VPSLLD         $0x10, Z11, Z11
+	VADDPS         Z11, Z10, Z10
+	VFPCLASSPSZ    $0xa1, Z10, K3
+	KORTESTW       K3, K3
+	JNZ            bf16fix9
+	BYTE $0x62; BYTE $0x52; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xda // VCVTNE2PS2BF16 Z10, Z10, Z11
+
+bf16fixed10:
+	VMOVDQU16 Z11, K2, 32(R9)(R10*2)
+	VPERMW.Z  Z11, Z3, K1, Z10
+	VADDPS    Z10, Z7, Z7
+	MOVQ      R11, R13
+	SUBQ      $0x00000020, R13
+	JLE       addsummednat
+	CMPQ      R13, $0x00000010
+	JLE       addtailmask2nat
+	MOVQ      $0x00000010, R13
+
+addtailmask2nat:
+	KMOVW          (R12)(R13*2), K2
+	VPMOVZXWD.Z    64(R8)(R10*2), K2, Z10
+	VPSLLD         $0x10, Z10, Z10
+	VPMOVZXWD.Z    64(R9)(R10*2), K2, Z11
+	VPSLLD         $0x10, Z11, Z11
+	VADDPS         Z11, Z10, Z10
+	VFPCLASSPSZ    $0xa1, Z10, K3
+	KORTESTW       K3, K3
+	JNZ            bf16fix11
+	BYTE $0x62; BYTE $0x52; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xda // VCVTNE2PS2BF16 Z10, Z10, Z11
+
+bf16fixed12:
+	VMOVDQU16 Z11, K2, 64(R9)(R10*2)
+	VPERMW.Z  Z11, Z3, K1, Z10
+	VADDPS    Z10, Z8, Z8
+	SUBQ      $0x00000030, R11
+	JLE       addsummednat
+	CMPQ      R11, $0x00000010
+	JLE       addtailmask3nat
+	MOVQ      $0x00000010, R11
+
+addtailmask3nat:
+	KMOVW          (R12)(R11*2), K2
+	VPMOVZXWD.Z    96(R8)(R10*2), K2, Z10
+	VPSLLD         $0x10, Z10, Z10
+	VPMOVZXWD.Z    96(R9)(R10*2), K2, Z11
+	VPSLLD         $0x10, Z11, Z11
+	VADDPS         Z11, Z10, Z10
+	VFPCLASSPSZ    $0xa1, Z10, K3
+	KORTESTW       K3, K3
+	JNZ            bf16fix13
+	BYTE $0x62; BYTE $0x52; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xda // VCVTNE2PS2BF16 Z10, Z10, Z11
+
+bf16fixed14:
+	VMOVDQU16 Z11, K2, 96(R9)(R10*2)
+	VPERMW.Z  Z11, Z3, K1, Z10
+	VADDPS    Z10, Z9, Z9
+
+addsummednat:
+	JMP addordered
+
+addhalves:
+	VPBROADCASTD avx512bfhigh<>+0(SB), Z10
+	VMOVDQU64    interleavewords<>+0(SB), Z11
+	MOVQ         job_d+0(AX), R11
+	SUBQ         $0x00000040, R11
+	JGE          addfirstblock
+	VMOVUPS      zero64<>+0(SB), Z6
+	VMOVUPS      zero64<>+0(SB), Z7
+	VMOVUPS      zero64<>+0(SB), Z8
+	VMOVUPS      zero64<>+0(SB), Z9
+	XORQ         R10, R10
+	JMP          addsumtail
+
+addfirstblock:
+	// +0 + square is the square itself: the first block initializes the partials.
+	XORQ           R10, R10
+	VMOVDQU64      (R8)(R10*2), Z6
+	VMOVDQU64      (R9)(R10*2), Z7
+	VPSLLD         $0x10, Z6, Z8
+	VPSLLD         $0x10, Z7, Z9
+	VADDPS         Z9, Z8, Z8
+	VPANDD         Z10, Z6, Z6
+	VPANDD         Z10, Z7, Z7
+	VADDPS         Z7, Z6, Z6
+	VFPCLASSPSZ    $0xa1, Z8, K2
+	VFPCLASSPSZ    $0xa1, Z6, K3
+	KORTESTW       K3, K2
+	JNZ            bf16fix15
+	BYTE $0x62; BYTE $0xd2; BYTE $0x4f; BYTE $0x48; BYTE $0x72; BYTE $0xf8 // VCVTNE2PS2BF16 Z8, Z6, Z7
+
+bf16fixed16:
+	VPERMW         Z7, Z11, Z7
+	VMOVDQU64      Z7, (R9)(R10*2)
+	VPSLLD         $0x10, Z7, Z6
+	VPANDD         Z10, Z7, Z7
+	VADDPS         zero64<>+0(SB), Z6, Z6
+	VADDPS         zero64<>+0(SB), Z7, Z7
+	VMOVDQU64      64(R8)(R10*2), Z8
+	VMOVDQU64      64(R9)(R10*2), Z9
+	VPSLLD         $0x10, Z8, Z13
+	VPSLLD         $0x10, Z9, Z14
+	VADDPS         Z14, Z13, Z13
+	VPANDD         Z10, Z8, Z8
+	VPANDD         Z10, Z9, Z9
+	VADDPS         Z9, Z8, Z8
+	VFPCLASSPSZ    $0xa1, Z13, K2
+	VFPCLASSPSZ    $0xa1, Z8, K3
+	KORTESTW       K3, K2
+	JNZ            bf16fix17
+	BYTE $0x62; BYTE $0x52; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xcd // VCVTNE2PS2BF16 Z13, Z8, Z9
+
+bf16fixed18:
+	VPERMW    Z9, Z11, Z9
+	VMOVDQU64 Z9, 64(R9)(R10*2)
+	VPSLLD    $0x10, Z9, Z8
+	VPANDD    Z10, Z9, Z9
+	VADDPS    zero64<>+0(SB), Z8, Z8
+	VADDPS    zero64<>+0(SB), Z9, Z9
+	MOVQ      $0x00000040, R10
 
 	// With flagPF, the rows ahead are prefetched: one loop for both, the flag tested per block.
 	MOVQ DI, R12
 	SHLQ $0x01, R12
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows7
+	JA   longrows19
 	SHLQ $0x03, R12
 
-longrows7:
+longrows19:
 	ADDQ R8, R12
 	MOVL job_flags+0(AX), R13
 
@@ -48219,42 +48628,48 @@ addsumloop:
 	JNZ   addsumpf
 
 addsumblock:
-	VPERMW.Z       (R8)(R10*2), Z3, K1, Z10
-	VPERMW.Z       (R9)(R10*2), Z3, K1, Z11
-	VADDPS         Z11, Z10, Z10
-	VPERMW.Z       (R8)(R10*2), Z4, K1, Z11
-	VPERMW.Z       (R9)(R10*2), Z4, K1, Z13
-	VADDPS         Z13, Z11, Z11
-	VFPCLASSPSZ    $0xa1, Z10, K2
-	VFPCLASSPSZ    $0xa1, Z11, K3
+	VMOVDQU64      (R8)(R10*2), Z13
+	VMOVDQU64      (R9)(R10*2), Z14
+	VPSLLD         $0x10, Z13, Z15
+	VPSLLD         $0x10, Z14, Z16
+	VADDPS         Z16, Z15, Z15
+	VPANDD         Z10, Z13, Z13
+	VPANDD         Z10, Z14, Z14
+	VADDPS         Z14, Z13, Z13
+	VFPCLASSPSZ    $0xa1, Z15, K2
+	VFPCLASSPSZ    $0xa1, Z13, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix8
-	BYTE $0x62; BYTE $0x52; BYTE $0x27; BYTE $0x48; BYTE $0x72; BYTE $0xea // VCVTNE2PS2BF16 Z10, Z11, Z13
+	JNZ            bf16fix20
+	BYTE $0x62; BYTE $0x52; BYTE $0x17; BYTE $0x48; BYTE $0x72; BYTE $0xf7 // VCVTNE2PS2BF16 Z15, Z13, Z14
 
-bf16fixed9:
+bf16fixed21:
+	VPERMW         Z14, Z11, Z13
 	VMOVDQU64      Z13, (R9)(R10*2)
-	VPERMW.Z       Z13, Z3, K1, Z10
-	VADDPS         Z10, Z6, Z6
-	VPERMW.Z       Z13, Z4, K1, Z11
-	VADDPS         Z11, Z7, Z7
-	VPERMW.Z       64(R8)(R10*2), Z3, K1, Z10
-	VPERMW.Z       64(R9)(R10*2), Z3, K1, Z11
-	VADDPS         Z11, Z10, Z10
-	VPERMW.Z       64(R8)(R10*2), Z4, K1, Z11
-	VPERMW.Z       64(R9)(R10*2), Z4, K1, Z13
-	VADDPS         Z13, Z11, Z11
-	VFPCLASSPSZ    $0xa1, Z10, K2
-	VFPCLASSPSZ    $0xa1, Z11, K3
+	VPSLLD         $0x10, Z13, Z14
+	VPANDD         Z10, Z13, Z13
+	VADDPS         Z14, Z6, Z6
+	VADDPS         Z13, Z7, Z7
+	VMOVDQU64      64(R8)(R10*2), Z13
+	VMOVDQU64      64(R9)(R10*2), Z14
+	VPSLLD         $0x10, Z13, Z15
+	VPSLLD         $0x10, Z14, Z16
+	VADDPS         Z16, Z15, Z15
+	VPANDD         Z10, Z13, Z13
+	VPANDD         Z10, Z14, Z14
+	VADDPS         Z14, Z13, Z13
+	VFPCLASSPSZ    $0xa1, Z15, K2
+	VFPCLASSPSZ    $0xa1, Z13, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix10
-	BYTE $0x62; BYTE $0x52; BYTE $0x27; BYTE $0x48; BYTE $0x72; BYTE $0xea // VCVTNE2PS2BF16 Z10, Z11, Z13
+	JNZ            bf16fix22
+	BYTE $0x62; BYTE $0x52; BYTE $0x17; BYTE $0x48; BYTE $0x72; BYTE $0xf7 // VCVTNE2PS2BF16 Z15, Z13, Z14
 
-bf16fixed11:
+bf16fixed23:
+	VPERMW    Z14, Z11, Z13
 	VMOVDQU64 Z13, 64(R9)(R10*2)
-	VPERMW.Z  Z13, Z3, K1, Z10
-	VADDPS    Z10, Z8, Z8
-	VPERMW.Z  Z13, Z4, K1, Z11
-	VADDPS    Z11, Z9, Z9
+	VPSLLD    $0x10, Z13, Z14
+	VPANDD    Z10, Z13, Z13
+	VADDPS    Z14, Z8, Z8
+	VADDPS    Z13, Z9, Z9
 	ADDQ      $0x00000040, R10
 	JMP       addsumloop
 
@@ -48269,98 +48684,81 @@ addsumtail:
 	MOVQ job_d+0(AX), R11
 	SUBQ R10, R11
 	JZ   addsummed
-	LEAQ kmask<>+0(SB), R12
+	LEAQ kmask32<>+0(SB), R12
 	MOVQ R11, R13
-	CMPQ R13, $0x00000010
-	JLE  addtailmask0
-	MOVQ $0x00000010, R13
+	CMPQ R13, $0x00000020
+	JLE  addtailwords0
+	MOVQ $0x00000020, R13
 
-addtailmask0:
-	KMOVW          (R12)(R13*2), K2
-	VPMOVZXWD.Z    (R8)(R10*2), K2, Z10
-	VPSLLD         $0x10, Z10, Z10
-	VPMOVZXWD.Z    (R9)(R10*2), K2, Z11
-	VPSLLD         $0x10, Z11, Z11
-	VADDPS         Z11, Z10, Z10
-	VFPCLASSPSZ    $0xa1, Z10, K3
-	KORTESTW       K3, K3
-	JNZ            bf16fix12
-	BYTE $0x62; BYTE $0x52; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xda // VCVTNE2PS2BF16 Z10, Z10, Z11
+addtailwords0:
+	KMOVD          (R12)(R13*4), K2
+	VMOVDQU16.Z    (R8)(R10*2), K2, Z13
+	VMOVDQU16.Z    (R9)(R10*2), K2, Z14
+	VPSLLD         $0x10, Z13, Z15
+	VPSLLD         $0x10, Z14, Z16
+	VADDPS         Z16, Z15, Z15
+	VPANDD         Z10, Z13, Z13
+	VPANDD         Z10, Z14, Z14
+	VADDPS         Z14, Z13, Z13
+	VFPCLASSPSZ    $0xa1, Z15, K3
+	VFPCLASSPSZ    $0xa1, Z13, K4
+	KORTESTW       K4, K3
+	JNZ            bf16fix24
+	BYTE $0x62; BYTE $0x52; BYTE $0x17; BYTE $0x48; BYTE $0x72; BYTE $0xf7 // VCVTNE2PS2BF16 Z15, Z13, Z14
 
-bf16fixed13:
-	VMOVDQU16 Z11, K2, (R9)(R10*2)
-	VPERMW.Z  Z11, Z3, K1, Z10
-	VADDPS    Z10, Z6, Z6
-	MOVQ      R11, R13
-	SUBQ      $0x00000010, R13
+bf16fixed25:
+	VPERMW    Z14, Z11, Z13
+	VMOVDQU16 Z13, K2, (R9)(R10*2)
+	VPSLLD    $0x10, Z13, Z14
+	VPANDD    Z10, Z13, Z13
+	VADDPS    Z14, Z6, Z6
+	VADDPS    Z13, Z7, Z7
+	SUBQ      $0x00000020, R11
 	JLE       addsummed
-	CMPQ      R13, $0x00000010
-	JLE       addtailmask1
-	MOVQ      $0x00000010, R13
+	CMPQ      R11, $0x00000020
+	JLE       addtailwords2
+	MOVQ      $0x00000020, R11
 
-addtailmask1:
-	KMOVW          (R12)(R13*2), K2
-	VPMOVZXWD.Z    32(R8)(R10*2), K2, Z10
-	VPSLLD         $0x10, Z10, Z10
-	VPMOVZXWD.Z    32(R9)(R10*2), K2, Z11
-	VPSLLD         $0x10, Z11, Z11
-	VADDPS         Z11, Z10, Z10
-	VFPCLASSPSZ    $0xa1, Z10, K3
-	KORTESTW       K3, K3
-	JNZ            bf16fix14
-	BYTE $0x62; BYTE $0x52; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xda // VCVTNE2PS2BF16 Z10, Z10, Z11
+addtailwords2:
+	KMOVD          (R12)(R11*4), K2
+	VMOVDQU16.Z    64(R8)(R10*2), K2, Z13
+	VMOVDQU16.Z    64(R9)(R10*2), K2, Z14
+	VPSLLD         $0x10, Z13, Z15
+	VPSLLD         $0x10, Z14, Z16
+	VADDPS         Z16, Z15, Z15
+	VPANDD         Z10, Z13, Z13
+	VPANDD         Z10, Z14, Z14
+	VADDPS         Z14, Z13, Z13
+	VFPCLASSPSZ    $0xa1, Z15, K3
+	VFPCLASSPSZ    $0xa1, Z13, K4
+	KORTESTW       K4, K3
+	JNZ            bf16fix26
+	BYTE $0x62; BYTE $0x52; BYTE $0x17; BYTE $0x48; BYTE $0x72; BYTE $0xf7 // VCVTNE2PS2BF16 Z15, Z13, Z14
 
-bf16fixed15:
-	VMOVDQU16 Z11, K2, 32(R9)(R10*2)
-	VPERMW.Z  Z11, Z3, K1, Z10
-	VADDPS    Z10, Z7, Z7
-	MOVQ      R11, R13
-	SUBQ      $0x00000020, R13
-	JLE       addsummed
-	CMPQ      R13, $0x00000010
-	JLE       addtailmask2
-	MOVQ      $0x00000010, R13
-
-addtailmask2:
-	KMOVW          (R12)(R13*2), K2
-	VPMOVZXWD.Z    64(R8)(R10*2), K2, Z10
-	VPSLLD         $0x10, Z10, Z10
-	VPMOVZXWD.Z    64(R9)(R10*2), K2, Z11
-	VPSLLD         $0x10, Z11, Z11
-	VADDPS         Z11, Z10, Z10
-	VFPCLASSPSZ    $0xa1, Z10, K3
-	KORTESTW       K3, K3
-	JNZ            bf16fix16
-	BYTE $0x62; BYTE $0x52; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xda // VCVTNE2PS2BF16 Z10, Z10, Z11
-
-bf16fixed17:
+bf16fixed27:
+	VPERMW    Z14, Z11, Z11
 	VMOVDQU16 Z11, K2, 64(R9)(R10*2)
-	VPERMW.Z  Z11, Z3, K1, Z10
-	VADDPS    Z10, Z8, Z8
-	SUBQ      $0x00000030, R11
-	JLE       addsummed
-	CMPQ      R11, $0x00000010
-	JLE       addtailmask3
-	MOVQ      $0x00000010, R11
-
-addtailmask3:
-	KMOVW          (R12)(R11*2), K2
-	VPMOVZXWD.Z    96(R8)(R10*2), K2, Z10
-	VPSLLD         $0x10, Z10, Z10
-	VPMOVZXWD.Z    96(R9)(R10*2), K2, Z11
-	VPSLLD         $0x10, Z11, Z11
-	VADDPS         Z11, Z10, Z10
-	VFPCLASSPSZ    $0xa1, Z10, K3
-	KORTESTW       K3, K3
-	JNZ            bf16fix18
-	BYTE $0x62; BYTE $0x52; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xda // VCVTNE2PS2BF16 Z10, Z10, Z11
-
-bf16fixed19:
-	VMOVDQU16 Z11, K2, 96(R9)(R10*2)
-	VPERMW.Z  Z11, Z3, K1, Z10
+	VPSLLD    $0x10, Z11, Z13
+	VPANDD    Z10, Z11, Z10
+	VADDPS    Z13, Z8, Z8
 	VADDPS    Z10, Z9, Z9
 
 addsummed:
+	// The partials back in order: 16k..16k+15 in acc[k] (see evenodd.go).
+	VMOVDQU32 evenoddidx<>+0(SB), Z10
+	VPERMI2PS Z7, Z6, Z10
+	VMOVDQU32 evenoddidx<>+64(SB), Z11
+	VPERMI2PS Z7, Z6, Z11
+	VMOVAPS   Z10, Z6
+	VMOVAPS   Z11, Z7
+	VMOVDQU32 evenoddidx<>+0(SB), Z10
+	VPERMI2PS Z9, Z8, Z10
+	VMOVDQU32 evenoddidx<>+64(SB), Z11
+	VPERMI2PS Z9, Z8, Z11
+	VMOVAPS   Z10, Z8
+	VMOVAPS   Z11, Z9
+
+addordered:
 	VADDPS Z8, Z6, Z6
 	VADDPS Z9, Z7, Z7
 	VADDPS Z7, Z6, Z6
@@ -48382,14 +48780,14 @@ mean:
 	VUCOMISS X7, X7
 	JPS      ret
 	CMPL     380(SP), $0x00
-	JE       divide20
+	JE       divide28
 	VMULSS   380(SP), X6, X7
-	JMP      divided21
+	JMP      divided29
 
-divide20:
+divide28:
 	VDIVSS 376(SP), X6, X7
 
-divided21:
+divided29:
 	VBROADCASTSS X7, Z10
 	JMP          centered
 
@@ -48407,7 +48805,7 @@ centered:
 	XORQ     R9, R9
 	MOVQ     job_d+0(AX), R10
 	CMPQ     R10, $0x00000040
-	JB       sqnatshort
+	JB       sqshortnat
 	VPERMW.Z (R8)(R9*2), Z3, K1, Z6
 	VSUBPS   Z10, Z6, Z6
 	VMULPS   Z6, Z6, Z6
@@ -48423,22 +48821,22 @@ centered:
 	MOVQ     $0x00000040, R9
 	SUBQ     $0x00000040, R10
 	JZ       sqordered
-	JMP      sqnattail
+	JMP      sqtailnat
 
-sqnatshort:
+sqshortnat:
 	VMOVUPS zero64<>+0(SB), Z6
 	VMOVUPS zero64<>+0(SB), Z7
 	VMOVUPS zero64<>+0(SB), Z8
 	VMOVUPS zero64<>+0(SB), Z9
 
-sqnattail:
+sqtailnat:
 	LEAQ kmask<>+0(SB), R11
 	MOVQ R10, R12
 	CMPQ R12, $0x00000010
-	JLE  sqnattailmask0
+	JLE  sqtailmask0nat
 	MOVQ $0x00000010, R12
 
-sqnattailmask0:
+sqtailmask0nat:
 	KMOVW       (R11)(R12*2), K2
 	VPMOVZXWD.Z (R8)(R9*2), K2, Z11
 	VPSLLD      $0x10, Z11, Z11
@@ -48447,12 +48845,12 @@ sqnattailmask0:
 	VADDPS      Z11, Z6, Z6
 	MOVQ        R10, R12
 	SUBQ        $0x00000010, R12
-	JLE         sqnatsummed
+	JLE         sqsummednat
 	CMPQ        R12, $0x00000010
-	JLE         sqnattailmask1
+	JLE         sqtailmask1nat
 	MOVQ        $0x00000010, R12
 
-sqnattailmask1:
+sqtailmask1nat:
 	KMOVW       (R11)(R12*2), K2
 	VPMOVZXWD.Z 32(R8)(R9*2), K2, Z11
 	VPSLLD      $0x10, Z11, Z11
@@ -48461,12 +48859,12 @@ sqnattailmask1:
 	VADDPS      Z11, Z7, Z7
 	MOVQ        R10, R12
 	SUBQ        $0x00000020, R12
-	JLE         sqnatsummed
+	JLE         sqsummednat
 	CMPQ        R12, $0x00000010
-	JLE         sqnattailmask2
+	JLE         sqtailmask2nat
 	MOVQ        $0x00000010, R12
 
-sqnattailmask2:
+sqtailmask2nat:
 	KMOVW       (R11)(R12*2), K2
 	VPMOVZXWD.Z 64(R8)(R9*2), K2, Z11
 	VPSLLD      $0x10, Z11, Z11
@@ -48474,12 +48872,12 @@ sqnattailmask2:
 	VMULPS      Z11, Z11, Z11
 	VADDPS      Z11, Z8, Z8
 	SUBQ        $0x00000030, R10
-	JLE         sqnatsummed
+	JLE         sqsummednat
 	CMPQ        R10, $0x00000010
-	JLE         sqnattailmask3
+	JLE         sqtailmask3nat
 	MOVQ        $0x00000010, R10
 
-sqnattailmask3:
+sqtailmask3nat:
 	KMOVW       (R11)(R10*2), K2
 	VPMOVZXWD.Z 96(R8)(R9*2), K2, Z11
 	VPSLLD      $0x10, Z11, Z11
@@ -48487,7 +48885,7 @@ sqnattailmask3:
 	VMULPS      Z11, Z11, Z11
 	VADDPS      Z11, Z9, Z9
 
-sqnatsummed:
+sqsummednat:
 	JMP sqordered
 
 sqhalves:
@@ -48523,10 +48921,10 @@ sqfirstblock:
 	MOVQ DI, R11
 	SHLQ $0x01, R11
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows22
+	JA   longrows30
 	SHLQ $0x03, R11
 
-longrows22:
+longrows30:
 	ADDQ R8, R11
 	MOVL job_flags+0(AX), R12
 
@@ -48646,14 +49044,14 @@ sqordered:
 
 	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
 	CMPL   380(SP), $0x00
-	JE     divide23
+	JE     divide31
 	VMULSS 380(SP), X6, X6
-	JMP    divided24
+	JMP    divided32
 
-divide23:
+divide31:
 	VDIVSS 376(SP), X6, X6
 
-divided24:
+divided32:
 	VADDSS   job_eps+0(AX), X6, X6
 	VUCOMISS tlo<>+0(SB), X6
 	JCS      ret
@@ -48696,10 +49094,10 @@ scalebody:
 	SUBQ $0x00000040, R9
 	MOVQ DI, R10
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows25
+	JA   longrows33
 	SHLQ $0x03, R10
 
-longrows25:
+longrows33:
 	ADDQ  DX, R10
 	MOVL  job_flags+0(AX), R11
 	TESTL $0x00000001, R11
@@ -48714,9 +49112,9 @@ scaleloop:
 	CMPQ  R8, R9
 	JG    scaletail
 	TESTL $0x00000002, R11
-	JNZ   scalelooppf26
+	JNZ   scalelooppf34
 
-scaleloopbody27:
+scaleloopbody35:
 	VPERMW.Z       (DX)(R8*2), Z3, K1, Z7
 	VSUBPS         Z10, Z7, Z7
 	VMULPS         Z6, Z7, Z7
@@ -48730,72 +49128,72 @@ scaleloopbody27:
 	VSUBPS         Z10, Z11, Z11
 	VMULPS         Z6, Z11, Z11
 	TESTL          $0x00000008, job_flags+0(AX)
-	JZ             notrn28
+	JZ             notrn36
 	VFPCLASSPSZ    $0xa1, Z7, K2
 	VFPCLASSPSZ    $0xa1, Z8, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix29
+	JNZ            bf16fix37
 	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xef // VCVTNE2PS2BF16 Z7, Z8, Z13
 
-bf16fixed30:
+bf16fixed38:
 	VPERMW.Z       Z13, Z3, K1, Z7
 	VPERMW.Z       Z13, Z4, K1, Z8
 	VFPCLASSPSZ    $0xa1, Z9, K2
 	VFPCLASSPSZ    $0xa1, Z11, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix31
+	JNZ            bf16fix39
 	BYTE $0x62; BYTE $0x52; BYTE $0x27; BYTE $0x48; BYTE $0x72; BYTE $0xe9 // VCVTNE2PS2BF16 Z9, Z11, Z13
 
-bf16fixed32:
+bf16fixed40:
 	VPERMW.Z Z13, Z3, K1, Z9
 	VPERMW.Z Z13, Z4, K1, Z11
 
-notrn28:
+notrn36:
 	VMULPS (SI)(R8*4), Z7, Z7
 	VMULPS 64(SI)(R8*4), Z8, Z8
 	VMULPS 128(SI)(R8*4), Z9, Z9
 	VMULPS 192(SI)(R8*4), Z11, Z11
 	MOVQ   job_bias+0(AX), R12
 	TESTQ  R12, R12
-	JZ     nobias33
+	JZ     nobias41
 	VADDPS (R12)(R8*4), Z7, Z7
 	VADDPS 64(R12)(R8*4), Z8, Z8
 	VADDPS 128(R12)(R8*4), Z9, Z9
 	VADDPS 192(R12)(R8*4), Z11, Z11
 
-nobias33:
+nobias41:
 	VFPCLASSPSZ    $0xa1, Z7, K2
 	VFPCLASSPSZ    $0xa1, Z8, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix34
+	JNZ            bf16fix42
 	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xef // VCVTNE2PS2BF16 Z7, Z8, Z13
 
-bf16fixed35:
+bf16fixed43:
 	VMOVDQU64      Z13, (CX)(R8*2)
 	VFPCLASSPSZ    $0xa1, Z9, K2
 	VFPCLASSPSZ    $0xa1, Z11, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix36
+	JNZ            bf16fix44
 	BYTE $0x62; BYTE $0xd2; BYTE $0x27; BYTE $0x48; BYTE $0x72; BYTE $0xf9 // VCVTNE2PS2BF16 Z9, Z11, Z7
 
-bf16fixed37:
+bf16fixed45:
 	VMOVDQU64 Z7, 64(CX)(R8*2)
 	ADDQ      $0x00000040, R8
 	JMP       scaleloop
 
-scalelooppf26:
+scalelooppf34:
 	PREFETCHT0 (R10)(R8*2)
 	PREFETCHT0 64(R10)(R8*2)
-	JMP        scaleloopbody27
+	JMP        scaleloopbody35
 
 	PCALIGN $32
 scaleloopoffset:
 	CMPQ  R8, R9
 	JG    scaletail
 	TESTL $0x00000002, R11
-	JNZ   scaleloopoffsetpf38
+	JNZ   scaleloopoffsetpf46
 
-scaleloopoffsetbody39:
+scaleloopoffsetbody47:
 	VPERMW.Z       (DX)(R8*2), Z3, K1, Z7
 	VSUBPS         Z10, Z7, Z7
 	VMULPS         Z6, Z7, Z7
@@ -48809,27 +49207,27 @@ scaleloopoffsetbody39:
 	VSUBPS         Z10, Z11, Z11
 	VMULPS         Z6, Z11, Z11
 	TESTL          $0x00000008, job_flags+0(AX)
-	JZ             notrn40
+	JZ             notrn48
 	VFPCLASSPSZ    $0xa1, Z7, K2
 	VFPCLASSPSZ    $0xa1, Z8, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix41
+	JNZ            bf16fix49
 	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xef // VCVTNE2PS2BF16 Z7, Z8, Z13
 
-bf16fixed42:
+bf16fixed50:
 	VPERMW.Z       Z13, Z3, K1, Z7
 	VPERMW.Z       Z13, Z4, K1, Z8
 	VFPCLASSPSZ    $0xa1, Z9, K2
 	VFPCLASSPSZ    $0xa1, Z11, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix43
+	JNZ            bf16fix51
 	BYTE $0x62; BYTE $0x52; BYTE $0x27; BYTE $0x48; BYTE $0x72; BYTE $0xe9 // VCVTNE2PS2BF16 Z9, Z11, Z13
 
-bf16fixed44:
+bf16fixed52:
 	VPERMW.Z Z13, Z3, K1, Z9
 	VPERMW.Z Z13, Z4, K1, Z11
 
-notrn40:
+notrn48:
 	VMOVUPS (SI)(R8*4), Z13
 	VADDPS  Z5, Z13, Z13
 	VMULPS  Z13, Z7, Z7
@@ -48844,45 +49242,45 @@ notrn40:
 	VMULPS  Z13, Z11, Z11
 	MOVQ    job_bias+0(AX), R12
 	TESTQ   R12, R12
-	JZ      nobias45
+	JZ      nobias53
 	VADDPS  (R12)(R8*4), Z7, Z7
 	VADDPS  64(R12)(R8*4), Z8, Z8
 	VADDPS  128(R12)(R8*4), Z9, Z9
 	VADDPS  192(R12)(R8*4), Z11, Z11
 
-nobias45:
+nobias53:
 	VFPCLASSPSZ    $0xa1, Z7, K2
 	VFPCLASSPSZ    $0xa1, Z8, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix46
+	JNZ            bf16fix54
 	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xef // VCVTNE2PS2BF16 Z7, Z8, Z13
 
-bf16fixed47:
+bf16fixed55:
 	VMOVDQU64      Z13, (CX)(R8*2)
 	VFPCLASSPSZ    $0xa1, Z9, K2
 	VFPCLASSPSZ    $0xa1, Z11, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix48
+	JNZ            bf16fix56
 	BYTE $0x62; BYTE $0xd2; BYTE $0x27; BYTE $0x48; BYTE $0x72; BYTE $0xf9 // VCVTNE2PS2BF16 Z9, Z11, Z7
 
-bf16fixed49:
+bf16fixed57:
 	VMOVDQU64 Z7, 64(CX)(R8*2)
 	ADDQ      $0x00000040, R8
 	JMP       scaleloopoffset
 
-scaleloopoffsetpf38:
+scaleloopoffsetpf46:
 	PREFETCHT0 (R10)(R8*2)
 	PREFETCHT0 64(R10)(R8*2)
-	JMP        scaleloopoffsetbody39
+	JMP        scaleloopoffsetbody47
 
 	PCALIGN $32
 scaleloopnoweight:
 	CMPQ  R8, R9
 	JG    scaletail
 	TESTL $0x00000002, R11
-	JNZ   scaleloopnoweightpf50
+	JNZ   scaleloopnoweightpf58
 
-scaleloopnoweightbody51:
+scaleloopnoweightbody59:
 	VPERMW.Z (DX)(R8*2), Z3, K1, Z7
 	VSUBPS   Z10, Z7, Z7
 	VMULPS   Z6, Z7, Z7
@@ -48897,36 +49295,36 @@ scaleloopnoweightbody51:
 	VMULPS   Z6, Z11, Z11
 	MOVQ     job_bias+0(AX), R12
 	TESTQ    R12, R12
-	JZ       nobias52
+	JZ       nobias60
 	VADDPS   (R12)(R8*4), Z7, Z7
 	VADDPS   64(R12)(R8*4), Z8, Z8
 	VADDPS   128(R12)(R8*4), Z9, Z9
 	VADDPS   192(R12)(R8*4), Z11, Z11
 
-nobias52:
+nobias60:
 	VFPCLASSPSZ    $0xa1, Z7, K2
 	VFPCLASSPSZ    $0xa1, Z8, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix53
+	JNZ            bf16fix61
 	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xef // VCVTNE2PS2BF16 Z7, Z8, Z13
 
-bf16fixed54:
+bf16fixed62:
 	VMOVDQU64      Z13, (CX)(R8*2)
 	VFPCLASSPSZ    $0xa1, Z9, K2
 	VFPCLASSPSZ    $0xa1, Z11, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix55
+	JNZ            bf16fix63
 	BYTE $0x62; BYTE $0xd2; BYTE $0x27; BYTE $0x48; BYTE $0x72; BYTE $0xf9 // VCVTNE2PS2BF16 Z9, Z11, Z7
 
-bf16fixed56:
+bf16fixed64:
 	VMOVDQU64 Z7, 64(CX)(R8*2)
 	ADDQ      $0x00000040, R8
 	JMP       scaleloopnoweight
 
-scaleloopnoweightpf50:
+scaleloopnoweightpf58:
 	PREFETCHT0 (R10)(R8*2)
 	PREFETCHT0 64(R10)(R8*2)
-	JMP        scaleloopnoweightbody51
+	JMP        scaleloopnoweightbody59
 
 scalent:
 	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
@@ -48947,35 +49345,35 @@ scalehead:
 	VSUBPS         Z10, Z7, Z7
 	VMULPS         Z6, Z7, Z7
 	TESTL          $0x00000008, job_flags+0(AX)
-	JZ             notrn57
+	JZ             notrn65
 	VFPCLASSPSZ    $0xa1, Z7, K2
 	KORTESTW       K2, K2
-	JNZ            bf16fix58
+	JNZ            bf16fix66
 	BYTE $0x62; BYTE $0x72; BYTE $0x47; BYTE $0x48; BYTE $0x72; BYTE $0xc7 // VCVTNE2PS2BF16 Z7, Z7, Z8
 
-bf16fixed59:
+bf16fixed67:
 	VPERMW.Z Z8, Z3, K1, Z7
 
-notrn57:
+notrn65:
 	TESTQ   SI, SI
-	JZ      noweight60
+	JZ      noweight68
 	VMOVUPS (SI)(R8*4), Z8
 	VADDPS  Z5, Z8, Z8
 	VMULPS  Z8, Z7, Z7
 
-noweight60:
+noweight68:
 	MOVQ   job_bias+0(AX), R11
 	TESTQ  R11, R11
-	JZ     nobias61
+	JZ     nobias69
 	VADDPS (R11)(R8*4), Z7, Z7
 
-nobias61:
+nobias69:
 	VFPCLASSPSZ    $0xa1, Z7, K2
 	KORTESTW       K2, K2
-	JNZ            bf16fix62
+	JNZ            bf16fix70
 	BYTE $0x62; BYTE $0x72; BYTE $0x47; BYTE $0x48; BYTE $0x72; BYTE $0xc7 // VCVTNE2PS2BF16 Z7, Z7, Z8
 
-bf16fixed63:
+bf16fixed71:
 	VEXTRACTI64X4 $0x00, Z8, (CX)(R8*2)
 	ADDQ          $0x00000010, R8
 	SUBQ          $0x00000010, R10
@@ -48987,10 +49385,10 @@ scaleheadpart:
 scalentgo:
 	MOVQ DI, R10
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows64
+	JA   longrows72
 	SHLQ $0x03, R10
 
-longrows64:
+longrows72:
 	ADDQ DX, R10
 	MOVL job_flags+0(AX), R11
 
@@ -49013,66 +49411,66 @@ scalentloop:
 	VSUBPS         Z10, Z11, Z11
 	VMULPS         Z6, Z11, Z11
 	TESTL          $0x00000008, job_flags+0(AX)
-	JZ             notrn65
+	JZ             notrn73
 	VFPCLASSPSZ    $0xa1, Z7, K2
 	VFPCLASSPSZ    $0xa1, Z8, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix66
+	JNZ            bf16fix74
 	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xef // VCVTNE2PS2BF16 Z7, Z8, Z13
 
-bf16fixed67:
+bf16fixed75:
 	VPERMW.Z       Z13, Z3, K1, Z7
 	VPERMW.Z       Z13, Z4, K1, Z8
 	VFPCLASSPSZ    $0xa1, Z9, K2
 	VFPCLASSPSZ    $0xa1, Z11, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix68
+	JNZ            bf16fix76
 	BYTE $0x62; BYTE $0x52; BYTE $0x27; BYTE $0x48; BYTE $0x72; BYTE $0xe9 // VCVTNE2PS2BF16 Z9, Z11, Z13
 
-bf16fixed69:
+bf16fixed77:
 	VPERMW.Z Z13, Z3, K1, Z9
 	VPERMW.Z Z13, Z4, K1, Z11
 
-notrn65:
+notrn73:
 	TESTQ  SI, SI
-	JZ     weighed71
+	JZ     weighed79
 	TESTL  $0x00000010, R11
-	JNZ    offset70
+	JNZ    offset78
 	VMULPS (SI)(R8*4), Z7, Z7
 	VMULPS 64(SI)(R8*4), Z8, Z8
 	VMULPS 128(SI)(R8*4), Z9, Z9
 	VMULPS 192(SI)(R8*4), Z11, Z11
 
-weighed71:
+weighed79:
 	MOVQ   job_bias+0(AX), R12
 	TESTQ  R12, R12
-	JZ     nobias72
+	JZ     nobias80
 	VADDPS (R12)(R8*4), Z7, Z7
 	VADDPS 64(R12)(R8*4), Z8, Z8
 	VADDPS 128(R12)(R8*4), Z9, Z9
 	VADDPS 192(R12)(R8*4), Z11, Z11
 
-nobias72:
+nobias80:
 	VFPCLASSPSZ    $0xa1, Z7, K2
 	VFPCLASSPSZ    $0xa1, Z8, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix73
+	JNZ            bf16fix81
 	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xef // VCVTNE2PS2BF16 Z7, Z8, Z13
 
-bf16fixed74:
+bf16fixed82:
 	VMOVNTDQ       Z13, (CX)(R8*2)
 	VFPCLASSPSZ    $0xa1, Z9, K2
 	VFPCLASSPSZ    $0xa1, Z11, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix75
+	JNZ            bf16fix83
 	BYTE $0x62; BYTE $0xd2; BYTE $0x27; BYTE $0x48; BYTE $0x72; BYTE $0xf9 // VCVTNE2PS2BF16 Z9, Z11, Z7
 
-bf16fixed76:
+bf16fixed84:
 	VMOVNTDQ Z7, 64(CX)(R8*2)
 	ADDQ     $0x00000040, R8
 	JMP      scalentloop
 
-offset70:
+offset78:
 	VMOVUPS (SI)(R8*4), Z13
 	VADDPS  Z5, Z13, Z13
 	VMULPS  Z13, Z7, Z7
@@ -49085,7 +49483,7 @@ offset70:
 	VMOVUPS 192(SI)(R8*4), Z13
 	VADDPS  Z5, Z13, Z13
 	VMULPS  Z13, Z11, Z11
-	JMP     weighed71
+	JMP     weighed79
 
 scaletail:
 	ADDQ $0x00000030, R9
@@ -49098,35 +49496,35 @@ scaleone:
 	VSUBPS         Z10, Z7, Z7
 	VMULPS         Z6, Z7, Z7
 	TESTL          $0x00000008, job_flags+0(AX)
-	JZ             notrn77
+	JZ             notrn85
 	VFPCLASSPSZ    $0xa1, Z7, K2
 	KORTESTW       K2, K2
-	JNZ            bf16fix78
+	JNZ            bf16fix86
 	BYTE $0x62; BYTE $0x72; BYTE $0x47; BYTE $0x48; BYTE $0x72; BYTE $0xc7 // VCVTNE2PS2BF16 Z7, Z7, Z8
 
-bf16fixed79:
+bf16fixed87:
 	VPERMW.Z Z8, Z3, K1, Z7
 
-notrn77:
+notrn85:
 	TESTQ   SI, SI
-	JZ      noweight80
+	JZ      noweight88
 	VMOVUPS (SI)(R8*4), Z8
 	VADDPS  Z5, Z8, Z8
 	VMULPS  Z8, Z7, Z7
 
-noweight80:
+noweight88:
 	MOVQ   job_bias+0(AX), R10
 	TESTQ  R10, R10
-	JZ     nobias81
+	JZ     nobias89
 	VADDPS (R10)(R8*4), Z7, Z7
 
-nobias81:
+nobias89:
 	VFPCLASSPSZ    $0xa1, Z7, K2
 	KORTESTW       K2, K2
-	JNZ            bf16fix82
+	JNZ            bf16fix90
 	BYTE $0x62; BYTE $0x72; BYTE $0x47; BYTE $0x48; BYTE $0x72; BYTE $0xc7 // VCVTNE2PS2BF16 Z7, Z7, Z8
 
-bf16fixed83:
+bf16fixed91:
 	VEXTRACTI64X4 $0x00, Z8, (CX)(R8*2)
 	ADDQ          $0x00000010, R8
 	JMP           scaleone
@@ -49145,36 +49543,36 @@ partout:
 	VSUBPS         Z10, Z7, Z7
 	VMULPS         Z7, Z6, Z7
 	TESTL          $0x00000008, job_flags+0(AX)
-	JZ             notrn84
+	JZ             notrn92
 	VFPCLASSPSZ    $0xa1, Z7, K3
 	KORTESTW       K3, K3
-	JNZ            bf16fix85
+	JNZ            bf16fix93
 	BYTE $0x62; BYTE $0x72; BYTE $0x47; BYTE $0x48; BYTE $0x72; BYTE $0xc7 // VCVTNE2PS2BF16 Z7, Z7, Z8
 
-bf16fixed86:
+bf16fixed94:
 	VPERMW.Z Z8, Z3, K1, Z7
 
-notrn84:
+notrn92:
 	TESTQ     SI, SI
-	JZ        noweight87
+	JZ        noweight95
 	VMOVUPS.Z (SI)(R8*4), K2, Z8
 	VADDPS    Z5, Z8, Z8
 	VMULPS    Z8, Z7, Z7
 
-noweight87:
+noweight95:
 	MOVQ      job_bias+0(AX), R11
 	TESTQ     R11, R11
-	JZ        nobias88
+	JZ        nobias96
 	VMOVUPS.Z (R11)(R8*4), K2, Z8
 	VADDPS    Z8, Z7, Z7
 
-nobias88:
+nobias96:
 	VFPCLASSPSZ    $0xa1, Z7, K3
 	KORTESTW       K3, K3
-	JNZ            bf16fix89
+	JNZ            bf16fix97
 	BYTE $0x62; BYTE $0x72; BYTE $0x47; BYTE $0x48; BYTE $0x72; BYTE $0xc7 // VCVTNE2PS2BF16 Z7, Z7, Z8
 
-bf16fixed90:
+bf16fixed98:
 	VMOVDQU16 Z8, K2, (CX)(R8*2)
 	ADDQ      R10, R8
 	CMPQ      R8, job_d+0(AX)
@@ -49235,79 +49633,143 @@ bf16fix5:
 	VPERMT2W     Z8, Z2, Z10
 	JMP          bf16fixed6
 
-bf16fix8:
-	VPSRLD       $0x10, Z10, Z13
+bf16fix7:
+	VPSRLD       $0x10, Z10, Z11
+	VPANDD       Z0, Z11, Z11
+	VPADDD       Z1, Z11, Z11
+	VPADDD       Z10, Z11, Z11
+	VFPCLASSPSZ  $0x81, Z10, K3
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K3, Z11
+	VPERMT2W     Z11, Z2, Z11
+	JMP          bf16fixed8
+
+bf16fix9:
+	VPSRLD       $0x10, Z10, Z11
+	VPANDD       Z0, Z11, Z11
+	VPADDD       Z1, Z11, Z11
+	VPADDD       Z10, Z11, Z11
+	VFPCLASSPSZ  $0x81, Z10, K3
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K3, Z11
+	VPERMT2W     Z11, Z2, Z11
+	JMP          bf16fixed10
+
+bf16fix11:
+	VPSRLD       $0x10, Z10, Z11
+	VPANDD       Z0, Z11, Z11
+	VPADDD       Z1, Z11, Z11
+	VPADDD       Z10, Z11, Z11
+	VFPCLASSPSZ  $0x81, Z10, K3
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K3, Z11
+	VPERMT2W     Z11, Z2, Z11
+	JMP          bf16fixed12
+
+bf16fix13:
+	VPSRLD       $0x10, Z10, Z11
+	VPANDD       Z0, Z11, Z11
+	VPADDD       Z1, Z11, Z11
+	VPADDD       Z10, Z11, Z11
+	VFPCLASSPSZ  $0x81, Z10, K3
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K3, Z11
+	VPERMT2W     Z11, Z2, Z11
+	JMP          bf16fixed14
+
+bf16fix15:
+	VPSRLD       $0x10, Z8, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z8, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z8, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
+	VPSRLD       $0x10, Z6, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z6, Z8, Z8
+	VFPCLASSPSZ  $0x81, Z6, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
+	VPERMT2W     Z8, Z2, Z7
+	JMP          bf16fixed16
+
+bf16fix17:
+	VPSRLD       $0x10, Z13, Z9
+	VPANDD       Z0, Z9, Z9
+	VPADDD       Z1, Z9, Z9
+	VPADDD       Z13, Z9, Z9
+	VFPCLASSPSZ  $0x81, Z13, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
+	VPSRLD       $0x10, Z8, Z13
 	VPANDD       Z0, Z13, Z13
 	VPADDD       Z1, Z13, Z13
-	VPADDD       Z10, Z13, Z13
-	VFPCLASSPSZ  $0x81, Z10, K2
+	VPADDD       Z8, Z13, Z13
+	VFPCLASSPSZ  $0x81, Z8, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z13
-	VPSRLD       $0x10, Z11, Z10
-	VPANDD       Z0, Z10, Z10
-	VPADDD       Z1, Z10, Z10
-	VPADDD       Z11, Z10, Z10
-	VFPCLASSPSZ  $0x81, Z11, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z10
-	VPERMT2W     Z10, Z2, Z13
-	JMP          bf16fixed9
+	VPERMT2W     Z13, Z2, Z9
+	JMP          bf16fixed18
 
-bf16fix10:
-	VPSRLD       $0x10, Z10, Z13
-	VPANDD       Z0, Z13, Z13
-	VPADDD       Z1, Z13, Z13
-	VPADDD       Z10, Z13, Z13
-	VFPCLASSPSZ  $0x81, Z10, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z13
-	VPSRLD       $0x10, Z11, Z10
-	VPANDD       Z0, Z10, Z10
-	VPADDD       Z1, Z10, Z10
-	VPADDD       Z11, Z10, Z10
-	VFPCLASSPSZ  $0x81, Z11, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z10
-	VPERMT2W     Z10, Z2, Z13
-	JMP          bf16fixed11
+bf16fix20:
+	VPSRLD       $0x10, Z15, Z14
+	VPANDD       Z0, Z14, Z14
+	VPADDD       Z1, Z14, Z14
+	VPADDD       Z15, Z14, Z14
+	VFPCLASSPSZ  $0x81, Z15, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z14
+	VPSRLD       $0x10, Z13, Z15
+	VPANDD       Z0, Z15, Z15
+	VPADDD       Z1, Z15, Z15
+	VPADDD       Z13, Z15, Z15
+	VFPCLASSPSZ  $0x81, Z13, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z15
+	VPERMT2W     Z15, Z2, Z14
+	JMP          bf16fixed21
 
-bf16fix12:
-	VPSRLD       $0x10, Z10, Z11
-	VPANDD       Z0, Z11, Z11
-	VPADDD       Z1, Z11, Z11
-	VPADDD       Z10, Z11, Z11
-	VFPCLASSPSZ  $0x81, Z10, K3
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K3, Z11
-	VPERMT2W     Z11, Z2, Z11
-	JMP          bf16fixed13
+bf16fix22:
+	VPSRLD       $0x10, Z15, Z14
+	VPANDD       Z0, Z14, Z14
+	VPADDD       Z1, Z14, Z14
+	VPADDD       Z15, Z14, Z14
+	VFPCLASSPSZ  $0x81, Z15, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z14
+	VPSRLD       $0x10, Z13, Z15
+	VPANDD       Z0, Z15, Z15
+	VPADDD       Z1, Z15, Z15
+	VPADDD       Z13, Z15, Z15
+	VFPCLASSPSZ  $0x81, Z13, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z15
+	VPERMT2W     Z15, Z2, Z14
+	JMP          bf16fixed23
 
-bf16fix14:
-	VPSRLD       $0x10, Z10, Z11
-	VPANDD       Z0, Z11, Z11
-	VPADDD       Z1, Z11, Z11
-	VPADDD       Z10, Z11, Z11
-	VFPCLASSPSZ  $0x81, Z10, K3
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K3, Z11
-	VPERMT2W     Z11, Z2, Z11
-	JMP          bf16fixed15
+bf16fix24:
+	VPSRLD       $0x10, Z15, Z14
+	VPANDD       Z0, Z14, Z14
+	VPADDD       Z1, Z14, Z14
+	VPADDD       Z15, Z14, Z14
+	VFPCLASSPSZ  $0x81, Z15, K3
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K3, Z14
+	VPSRLD       $0x10, Z13, Z15
+	VPANDD       Z0, Z15, Z15
+	VPADDD       Z1, Z15, Z15
+	VPADDD       Z13, Z15, Z15
+	VFPCLASSPSZ  $0x81, Z13, K3
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K3, Z15
+	VPERMT2W     Z15, Z2, Z14
+	JMP          bf16fixed25
 
-bf16fix16:
-	VPSRLD       $0x10, Z10, Z11
-	VPANDD       Z0, Z11, Z11
-	VPADDD       Z1, Z11, Z11
-	VPADDD       Z10, Z11, Z11
-	VFPCLASSPSZ  $0x81, Z10, K3
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K3, Z11
-	VPERMT2W     Z11, Z2, Z11
-	JMP          bf16fixed17
+bf16fix26:
+	VPSRLD       $0x10, Z15, Z14
+	VPANDD       Z0, Z14, Z14
+	VPADDD       Z1, Z14, Z14
+	VPADDD       Z15, Z14, Z14
+	VFPCLASSPSZ  $0x81, Z15, K3
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K3, Z14
+	VPSRLD       $0x10, Z13, Z15
+	VPANDD       Z0, Z15, Z15
+	VPADDD       Z1, Z15, Z15
+	VPADDD       Z13, Z15, Z15
+	VFPCLASSPSZ  $0x81, Z13, K3
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K3, Z15
+	VPERMT2W     Z15, Z2, Z14
+	JMP          bf16fixed27
 
-bf16fix18:
-	VPSRLD       $0x10, Z10, Z11
-	VPANDD       Z0, Z11, Z11
-	VPADDD       Z1, Z11, Z11
-	VPADDD       Z10, Z11, Z11
-	VFPCLASSPSZ  $0x81, Z10, K3
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K3, Z11
-	VPERMT2W     Z11, Z2, Z11
-	JMP          bf16fixed19
-
-bf16fix29:
+bf16fix37:
 	VPSRLD       $0x10, Z7, Z13
 	VPANDD       Z0, Z13, Z13
 	VPADDD       Z1, Z13, Z13
@@ -49321,9 +49783,9 @@ bf16fix29:
 	VFPCLASSPSZ  $0x81, Z8, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
 	VPERMT2W     Z7, Z2, Z13
-	JMP          bf16fixed30
+	JMP          bf16fixed38
 
-bf16fix31:
+bf16fix39:
 	VPSRLD       $0x10, Z9, Z13
 	VPANDD       Z0, Z13, Z13
 	VPADDD       Z1, Z13, Z13
@@ -49337,9 +49799,9 @@ bf16fix31:
 	VFPCLASSPSZ  $0x81, Z11, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
 	VPERMT2W     Z9, Z2, Z13
-	JMP          bf16fixed32
+	JMP          bf16fixed40
 
-bf16fix34:
+bf16fix42:
 	VPSRLD       $0x10, Z7, Z13
 	VPANDD       Z0, Z13, Z13
 	VPADDD       Z1, Z13, Z13
@@ -49353,9 +49815,9 @@ bf16fix34:
 	VFPCLASSPSZ  $0x81, Z8, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
 	VPERMT2W     Z7, Z2, Z13
-	JMP          bf16fixed35
+	JMP          bf16fixed43
 
-bf16fix36:
+bf16fix44:
 	VPSRLD       $0x10, Z9, Z7
 	VPANDD       Z0, Z7, Z7
 	VPADDD       Z1, Z7, Z7
@@ -49369,9 +49831,9 @@ bf16fix36:
 	VFPCLASSPSZ  $0x81, Z11, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
 	VPERMT2W     Z8, Z2, Z7
-	JMP          bf16fixed37
+	JMP          bf16fixed45
 
-bf16fix41:
+bf16fix49:
 	VPSRLD       $0x10, Z7, Z13
 	VPANDD       Z0, Z13, Z13
 	VPADDD       Z1, Z13, Z13
@@ -49385,9 +49847,9 @@ bf16fix41:
 	VFPCLASSPSZ  $0x81, Z8, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
 	VPERMT2W     Z7, Z2, Z13
-	JMP          bf16fixed42
+	JMP          bf16fixed50
 
-bf16fix43:
+bf16fix51:
 	VPSRLD       $0x10, Z9, Z13
 	VPANDD       Z0, Z13, Z13
 	VPADDD       Z1, Z13, Z13
@@ -49401,9 +49863,9 @@ bf16fix43:
 	VFPCLASSPSZ  $0x81, Z11, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
 	VPERMT2W     Z9, Z2, Z13
-	JMP          bf16fixed44
+	JMP          bf16fixed52
 
-bf16fix46:
+bf16fix54:
 	VPSRLD       $0x10, Z7, Z13
 	VPANDD       Z0, Z13, Z13
 	VPADDD       Z1, Z13, Z13
@@ -49417,9 +49879,9 @@ bf16fix46:
 	VFPCLASSPSZ  $0x81, Z8, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
 	VPERMT2W     Z7, Z2, Z13
-	JMP          bf16fixed47
+	JMP          bf16fixed55
 
-bf16fix48:
+bf16fix56:
 	VPSRLD       $0x10, Z9, Z7
 	VPANDD       Z0, Z7, Z7
 	VPADDD       Z1, Z7, Z7
@@ -49433,9 +49895,9 @@ bf16fix48:
 	VFPCLASSPSZ  $0x81, Z11, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
 	VPERMT2W     Z8, Z2, Z7
-	JMP          bf16fixed49
+	JMP          bf16fixed57
 
-bf16fix53:
+bf16fix61:
 	VPSRLD       $0x10, Z7, Z13
 	VPANDD       Z0, Z13, Z13
 	VPADDD       Z1, Z13, Z13
@@ -49449,9 +49911,9 @@ bf16fix53:
 	VFPCLASSPSZ  $0x81, Z8, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
 	VPERMT2W     Z7, Z2, Z13
-	JMP          bf16fixed54
+	JMP          bf16fixed62
 
-bf16fix55:
+bf16fix63:
 	VPSRLD       $0x10, Z9, Z7
 	VPANDD       Z0, Z7, Z7
 	VPADDD       Z1, Z7, Z7
@@ -49465,29 +49927,29 @@ bf16fix55:
 	VFPCLASSPSZ  $0x81, Z11, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
 	VPERMT2W     Z8, Z2, Z7
-	JMP          bf16fixed56
-
-bf16fix58:
-	VPSRLD       $0x10, Z7, Z8
-	VPANDD       Z0, Z8, Z8
-	VPADDD       Z1, Z8, Z8
-	VPADDD       Z7, Z8, Z8
-	VFPCLASSPSZ  $0x81, Z7, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
-	VPERMT2W     Z8, Z2, Z8
-	JMP          bf16fixed59
-
-bf16fix62:
-	VPSRLD       $0x10, Z7, Z8
-	VPANDD       Z0, Z8, Z8
-	VPADDD       Z1, Z8, Z8
-	VPADDD       Z7, Z8, Z8
-	VFPCLASSPSZ  $0x81, Z7, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
-	VPERMT2W     Z8, Z2, Z8
-	JMP          bf16fixed63
+	JMP          bf16fixed64
 
 bf16fix66:
+	VPSRLD       $0x10, Z7, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z7, Z8, Z8
+	VFPCLASSPSZ  $0x81, Z7, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
+	VPERMT2W     Z8, Z2, Z8
+	JMP          bf16fixed67
+
+bf16fix70:
+	VPSRLD       $0x10, Z7, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z7, Z8, Z8
+	VFPCLASSPSZ  $0x81, Z7, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
+	VPERMT2W     Z8, Z2, Z8
+	JMP          bf16fixed71
+
+bf16fix74:
 	VPSRLD       $0x10, Z7, Z13
 	VPANDD       Z0, Z13, Z13
 	VPADDD       Z1, Z13, Z13
@@ -49501,9 +49963,9 @@ bf16fix66:
 	VFPCLASSPSZ  $0x81, Z8, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
 	VPERMT2W     Z7, Z2, Z13
-	JMP          bf16fixed67
+	JMP          bf16fixed75
 
-bf16fix68:
+bf16fix76:
 	VPSRLD       $0x10, Z9, Z13
 	VPANDD       Z0, Z13, Z13
 	VPADDD       Z1, Z13, Z13
@@ -49517,9 +49979,9 @@ bf16fix68:
 	VFPCLASSPSZ  $0x81, Z11, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
 	VPERMT2W     Z9, Z2, Z13
-	JMP          bf16fixed69
+	JMP          bf16fixed77
 
-bf16fix73:
+bf16fix81:
 	VPSRLD       $0x10, Z7, Z13
 	VPANDD       Z0, Z13, Z13
 	VPADDD       Z1, Z13, Z13
@@ -49533,9 +49995,9 @@ bf16fix73:
 	VFPCLASSPSZ  $0x81, Z8, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
 	VPERMT2W     Z7, Z2, Z13
-	JMP          bf16fixed74
+	JMP          bf16fixed82
 
-bf16fix75:
+bf16fix83:
 	VPSRLD       $0x10, Z9, Z7
 	VPANDD       Z0, Z7, Z7
 	VPADDD       Z1, Z7, Z7
@@ -49549,9 +50011,9 @@ bf16fix75:
 	VFPCLASSPSZ  $0x81, Z11, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
 	VPERMT2W     Z8, Z2, Z7
-	JMP          bf16fixed76
+	JMP          bf16fixed84
 
-bf16fix78:
+bf16fix86:
 	VPSRLD       $0x10, Z7, Z8
 	VPANDD       Z0, Z8, Z8
 	VPADDD       Z1, Z8, Z8
@@ -49559,9 +50021,9 @@ bf16fix78:
 	VFPCLASSPSZ  $0x81, Z7, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
 	VPERMT2W     Z8, Z2, Z8
-	JMP          bf16fixed79
+	JMP          bf16fixed87
 
-bf16fix82:
+bf16fix90:
 	VPSRLD       $0x10, Z7, Z8
 	VPANDD       Z0, Z8, Z8
 	VPADDD       Z1, Z8, Z8
@@ -49569,9 +50031,9 @@ bf16fix82:
 	VFPCLASSPSZ  $0x81, Z7, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
 	VPERMT2W     Z8, Z2, Z8
-	JMP          bf16fixed83
+	JMP          bf16fixed91
 
-bf16fix85:
+bf16fix93:
 	VPSRLD       $0x10, Z7, Z8
 	VPANDD       Z0, Z8, Z8
 	VPADDD       Z1, Z8, Z8
@@ -49579,9 +50041,9 @@ bf16fix85:
 	VFPCLASSPSZ  $0x81, Z7, K3
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K3, Z8
 	VPERMT2W     Z8, Z2, Z8
-	JMP          bf16fixed86
+	JMP          bf16fixed94
 
-bf16fix89:
+bf16fix97:
 	VPSRLD       $0x10, Z7, Z8
 	VPANDD       Z0, Z8, Z8
 	VPADDD       Z1, Z8, Z8
@@ -49589,7 +50051,7 @@ bf16fix89:
 	VFPCLASSPSZ  $0x81, Z7, K3
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K3, Z8
 	VPERMT2W     Z8, Z2, Z8
-	JMP          bf16fixed90
+	JMP          bf16fixed98
 
 // func avx512bf16ForwardLayerToBF16(j uintptr, from int, to int) int
 // Requires: AVX, AVX512BF16, AVX512BW, AVX512DQ, AVX512F, MMX+

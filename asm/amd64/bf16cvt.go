@@ -18,7 +18,9 @@ import (
 // which rounds two vectors to nearest even and packs them into one vector of 16-bit lanes in a
 // single instruction, where the integer rounding of the avx512 functions (format.go) takes five
 // instructions per vector and a permute per pair: the output, RoundNormalized's x*inv and the
-// residual's h (both widened back from the packed words with VPERMW). The instruction departs
+// residual's h (both widened back from the packed words with VPERMW; h of rows of 128 and more
+// is put back in the row's order by one VPERMW and widened by a shift and a mask, evenodd.go).
+// The instruction departs
 // from the contract's round16 in two kinds of lanes only:
 //
 //   - a subnormal float32 is read as zero (±0 out, where round16 keeps the bfloat16 subnormal);
@@ -52,9 +54,10 @@ import (
 // bytes (encodeLine), keeping the instruction as a comment that the generator's test decodes
 // back with golang.org/x/arch/x86/x86asm.
 
-// The avx512bf16 functions also widen the full vectors of their unrolled loops (the residual
-// pass's blocks, the scale pass's iterations; the other sum passes widen in even and odd halves,
-// evenodd.go) with one VPERMW each, where VPMOVZXWD and VPSLLD take two:
+// The avx512bf16 functions also widen the full vectors of their unrolled loops (the scale pass's
+// iterations, and the sum passes' blocks of rows shorter than 128; longer rows' sum passes, the
+// residual pass's included, widen in even and odd halves, evenodd.go) with one VPERMW each, where
+// VPMOVZXWD and VPSLLD take two:
 // a zero-masked word permute of 64 bytes of the row that moves word j of the first or the second
 // 32 bytes to the top half of lane j. With the narrowing above it is what these CPUs run faster
 // (1x4096 ForwardBF16 on a Zen 5: 322 ns with the avx512 functions, 256 with VCVTNE2PS2BF16, 226
@@ -253,7 +256,8 @@ func (g *gen) roundCvt(ts []VecVirtual) {
 	}
 }
 
-// blockAddCvt is block on the residual pass of the avx512bf16 function: two vectors of
+// blockAddCvt is block on the residual pass of the avx512bf16 function (rows shorter than 128:
+// naturalShort; longer ones take addEvenOddPair): two vectors of
 // h = round16(x + res) at a time, which round and pack in one instruction, are stored to res as
 // one vector of bfloat16 words and widened back from it.
 func (g *gen) blockAddCvt(acc []VecVirtual, xr, rr, i GPVirtual, first bool) {

@@ -11,8 +11,8 @@ import (
 )
 
 // The sum passes of bfloat16 rows on AVX-512 (RMSNorm's squares, LayerNorm's sum and centered
-// squares; not the residual pass, which stores h back in the row's order) widen a pair of
-// vectors from one 64-byte load with one instruction each: a 32-bit lane of the loaded words
+// squares, and with VCVTNE2PS2BF16 the residual pass: addEvenOddPair) widen a pair of vectors
+// from one 64-byte load with one instruction each: a 32-bit lane of the loaded words
 // holds elements 2j (low word) and 2j+1 (high word), so VPSLLD by 16 gives the even elements
 // as float32 and VPANDD with 0xffff0000 the odd ones. VPERMW, or VPMOVZXWD and VPSLLD, take one
 // shuffle (and a shift) per vector, and the sum pass of a bfloat16 row was bound by them.
@@ -29,7 +29,7 @@ import (
 
 // evenOdd reports whether the sum pass being emitted widens bfloat16 rows in even and odd halves.
 func (g *gen) evenOdd() bool {
-	return g.s == avx512 && g.in() == spec.BF16 && !g.add()
+	return g.s == avx512 && g.in() == spec.BF16 && (!g.add() || g.cvt)
 }
 
 // naturalShort emits the sum pass of rows shorter than two blocks, which widen in the row's
@@ -40,9 +40,9 @@ func (g *gen) evenOdd() bool {
 // rows 499-515 against 518-525. Rows of 128 were as fast either way, and longer ones faster in
 // halves.
 func (g *gen) naturalShort(acc []VecVirtual, xr, rr GPVirtual) {
-	defer func(l string, h VecVirtual) { g.lp, g.highW = l, h }(g.lp, g.highW)
+	defer func(h VecVirtual) { g.ls, g.highW = "", h }(g.highW)
 	ordered := g.l("ordered")
-	g.lp, g.highW = g.lp+"nat", nil // the labels of the copy: natsummed, nattailmask0, ...
+	g.ls, g.highW = "nat", nil // the labels of the copy: summednat, tailmask0nat, ...
 	Comment("Rows shorter than two blocks: widened in order, no permutes.")
 	i, rem := GP64(), GP64()
 	XORQ(i, i)
@@ -68,12 +68,19 @@ func (g *gen) naturalShort(acc []VecVirtual, xr, rr GPVirtual) {
 var (
 	kmask32AVX512 Mem // uint32 (1<<n)-1 for n = 0..32: the words of a 64-byte tail load
 	evenOddIdx    Mem // unpermuteEvenOdd's VPERMI2PS indexes, two vectors of 16
+	// interleaveWords are the VPERMW indexes that take words 0-15 (the even elements) and 16-31
+	// (the odd ones) of a vector to words 0, 2, ..., 30 and 1, 3, ..., 31.
+	interleaveWords Mem
 )
 
 func declareEvenOddConstants() {
 	kmask32AVX512 = GLOBL("kmask32", RODATA|NOPTR)
 	for n := 0; n <= 32; n++ {
 		DATA(4*n, U32(uint32(1<<n-1)))
+	}
+	interleaveWords = GLOBL("interleavewords", RODATA|NOPTR)
+	for j := 0; j < 32; j++ {
+		DATA(2*j, U16(uint16(j%2*16+j/2)))
 	}
 	evenOddIdx = GLOBL("evenoddidx", RODATA|NOPTR)
 	for h := 0; h < 2; h++ {
@@ -95,11 +102,50 @@ func (g *gen) evenOddPair(acc []VecVirtual, xr, i GPVirtual, k int, first bool) 
 	g.accumulate(acc[k+1], o, first)
 }
 
+// addEvenOddPair is evenOddPair on the residual pass of the avx512bf16 functions: h = x + res for
+// the 32 elements of vectors k and k+1, rounded, stored to res and accumulated (addHalves). The
+// widening in the row's order (blockAddCvt) takes a VPERMW for each vector of x, of res and of h.
+func (g *gen) addEvenOddPair(acc []VecVirtual, xr, rr, i GPVirtual, k int, first bool) {
+	xw, rw := ZMM(), ZMM()
+	VMOVDQU64(g.at(xr, i, k*g.vstep()), xw)
+	VMOVDQU64(g.at(rr, i, k*g.vstep()), rw)
+	w := g.addHalves(xw, rw)
+	VMOVDQU64(w, g.at(rr, i, k*g.vstep()))
+	g.accumulateHalves(acc, k, w, first)
+}
+
+// addHalves returns the words of h = round16(x + res) in the row's order, for the 32 words of x in
+// xw and of res in rw: the halves are added, rounded and packed by one VCVTNE2PS2BF16 (packCvt:
+// the even elements' words, then the odd ones'), and one VPERMW puts the words back in order.
+func (g *gen) addHalves(xw, rw VecVirtual) VecVirtual {
+	he, ho, re, ro := ZMM(), ZMM(), ZMM(), ZMM()
+	VPSLLD(U8(16), xw, he)
+	VPSLLD(U8(16), rw, re)
+	VADDPS(re, he, he)
+	VPANDD(g.highW, xw, ho)
+	VPANDD(g.highW, rw, ro)
+	VADDPS(ro, ho, ho)
+	w := ZMM()
+	VPERMW(g.packCvt(he, ho), g.interW, w)
+	return w
+}
+
+// accumulateHalves widens the 32 words of w (in the row's order) to the even and the odd halves
+// and adds them to acc[k] and acc[k+1] as the pass's op says.
+func (g *gen) accumulateHalves(acc []VecVirtual, k int, w VecVirtual, first bool) {
+	e, o := ZMM(), ZMM()
+	VPSLLD(U8(16), w, e)
+	VPANDD(g.highW, w, o)
+	g.accumulate(acc[k], e, first)
+	g.accumulate(acc[k+1], o, first)
+}
+
 // maskedTailEvenOdd is maskedTail for the even and odd halves: the last rem (1..63) elements
 // from element i, up to 32 words at a time through a k-mask of the words (zero words widen to
-// +0, which the sums add without change; the centered pass clears its lanes past the row's end
-// after the subtraction, ceil(n/2) even lanes and floor(n/2) odd ones of n words).
-func (g *gen) maskedTailEvenOdd(acc []VecVirtual, xr, i, rem GPVirtual) {
+// +0, which the sums add without change, and on the residual pass give h = +0, which is not
+// stored; the centered pass clears its lanes past the row's end after the subtraction, ceil(n/2)
+// even lanes and floor(n/2) odd ones of n words).
+func (g *gen) maskedTailEvenOdd(acc []VecVirtual, xr, rr, i, rem GPVirtual) {
 	words := 2 * g.s.lanes
 	tab := GP64()
 	LEAQ(kmask32AVX512, tab)
@@ -124,6 +170,12 @@ func (g *gen) maskedTailEvenOdd(acc []VecVirtual, xr, i, rem GPVirtual) {
 		KMOVD(Mem{Base: tab, Index: n, Scale: 4}, m)
 		t := ZMM()
 		VMOVDQU16_Z(g.at(xr, i, k*g.vstep()), m, t)
+		if g.add() { // h = round16(x + res), stored to res through the mask
+			r := ZMM()
+			VMOVDQU16_Z(g.at(rr, i, k*g.vstep()), m, r)
+			t = g.addHalves(t, r)
+			VMOVDQU16(t, m, g.at(rr, i, k*g.vstep()))
+		}
 		e, o := ZMM(), ZMM()
 		VPSLLD(U8(16), t, e)
 		VPANDD(g.highW, t, o)

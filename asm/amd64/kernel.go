@@ -88,8 +88,9 @@ type gen struct {
 	v  spec.Variant
 	eb int // bytes per element of x and the residual (4: float32, 2: bfloat16 and binary16); ebOut() for dst
 
-	// lp starts the labels of the sum pass being emitted: "add" for that of residual jobs.
-	lp string
+	// lp starts the labels of the sum pass being emitted: "add" for that of residual jobs. ls
+	// ends them: "nat" in the in-order copy of a pass for short rows (naturalShort).
+	lp, ls string
 
 	// Registers live across the function. With a residual, x holds the job's res and res the
 	// job's x: the scale pass reads its rows at x either way, h being stored to res.
@@ -118,9 +119,13 @@ type gen struct {
 	// zeroW, while the sum pass of bfloat16 rows on AVX2 is emitted, holds zero words that
 	// VPUNPCKLWD and VPUNPCKHWD put under the row's words (see unpacks).
 	zeroW VecVirtual
-	// highW, while the sum pass of bfloat16 rows on AVX-512 is emitted, holds 0xffff0000 in
-	// every lane, which keeps the odd elements of a pair of vectors (see evenOdd).
+	// highW, while a sum pass that widens bfloat16 rows in even and odd halves is emitted
+	// (evenOdd), holds 0xffff0000 in every lane, which keeps the odd elements of a pair of
+	// vectors.
 	highW VecVirtual
+	// interW, on such a residual pass (the avx512bf16 functions'), holds the VPERMW indexes that
+	// interleave the even and odd halves of h back into the row's order (see addHalves).
+	interW VecVirtual
 
 	// LayerNorm (spec.Variant.Layer): what the sum pass being emitted adds to the partials, and
 	// the row's mean in every lane (+0 without flagCenter) for the centered pass and the scale
@@ -152,7 +157,7 @@ func (g *gen) label(p string) string {
 }
 
 // l returns the name of label name in the sum pass being emitted.
-func (g *gen) l(name string) string { return g.lp + name }
+func (g *gen) l(name string) string { return g.lp + name + g.ls }
 
 // add reports whether the sum pass being emitted is that of residual jobs.
 func (g *gen) add() bool { return g.lp == "add" }
@@ -452,7 +457,11 @@ func (g *gen) sumSquares(acc []VecVirtual, xr, rr GPVirtual) []VecVirtual {
 		Label(g.l("halves"))
 		g.highW = s.vec()
 		VPBROADCASTD(bfConsts[s.name].high, g.highW)
-		defer func() { g.highW = nil }()
+		if g.add() {
+			g.interW = s.vec()
+			VMOVDQU64(interleaveWords, g.interW)
+		}
+		defer func() { g.highW, g.interW = nil, nil }()
 	}
 	i, lim := GP64(), GP64()
 	MOVQ(g.d(), lim)
@@ -553,7 +562,7 @@ func (g *gen) sumSquares(acc []VecVirtual, xr, rr GPVirtual) []VecVirtual {
 	JZ(LabelRef(g.l("summed")))
 	switch {
 	case g.highW != nil:
-		g.maskedTailEvenOdd(acc, xr, i, rem)
+		g.maskedTailEvenOdd(acc, xr, rr, i, rem)
 	case s.masked:
 		g.maskedTail(acc, xr, rr, i, rem)
 	case g.op == accCentered:
@@ -617,6 +626,12 @@ func (g *gen) unpacks() bool {
 // to the storage format), stored back to res at rr first.
 func (g *gen) block(acc []VecVirtual, xr, rr, i GPVirtual, first bool) {
 	if g.add() && g.cvt && g.in16() {
+		if g.highW != nil {
+			for k := 0; k < len(acc); k += 2 {
+				g.addEvenOddPair(acc, xr, rr, i, k, first)
+			}
+			return
+		}
 		g.blockAddCvt(acc, xr, rr, i, first)
 		return
 	}

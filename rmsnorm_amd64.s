@@ -1584,19 +1584,14 @@ addsum:
 	MOVQ DX, R9
 
 	// Sum of squares: element i goes to partial i%64.
-	MOVQ    job_d+0(AX), R11
-	SUBQ    $0x00000040, R11
-	JGE     addfirstblock
-	VMOVUPS zero64<>+0(SB), Z7
-	VMOVUPS zero64<>+0(SB), Z8
-	VMOVUPS zero64<>+0(SB), Z9
-	VMOVUPS zero64<>+0(SB), Z10
-	XORQ    R10, R10
-	JMP     addsumtail
+	CMPQ job_d+0(AX), $0x00000080
+	JAE  addhalves
 
-addfirstblock:
-	// +0 + square is the square itself: the first block initializes the partials.
+	// Rows shorter than two blocks: widened in order, no permutes.
 	XORQ        R10, R10
+	MOVQ        job_d+0(AX), R11
+	CMPQ        R11, $0x00000040
+	JB          addshortnat
 	VPMOVZXWD   (R8)(R10*2), Z7
 	VPSLLD      $0x10, Z7, Z7
 	VPMOVZXWD   (R9)(R10*2), Z8
@@ -1658,6 +1653,189 @@ addfirstblock:
 	VPMOVDW     Z11, 96(R9)(R10*2)
 	VMULPS      Z10, Z10, Z10
 	MOVQ        $0x00000040, R10
+	SUBQ        $0x00000040, R11
+	JZ          addordered
+	JMP         addtailnat
+
+addshortnat:
+	VMOVUPS zero64<>+0(SB), Z7
+	VMOVUPS zero64<>+0(SB), Z8
+	VMOVUPS zero64<>+0(SB), Z9
+	VMOVUPS zero64<>+0(SB), Z10
+
+addtailnat:
+	LEAQ kmask<>+0(SB), R12
+	MOVQ R11, R13
+	CMPQ R13, $0x00000010
+	JLE  addtailmask0nat
+	MOVQ $0x00000010, R13
+
+addtailmask0nat:
+	KMOVW       (R12)(R13*2), K1
+	VPMOVZXWD.Z (R8)(R10*2), K1, Z11
+	VPSLLD      $0x10, Z11, Z11
+	VPMOVZXWD.Z (R9)(R10*2), K1, Z13
+	VPSLLD      $0x10, Z13, Z13
+	VADDPS      Z13, Z11, Z11
+	VMOVDQA64   Z3, Z13
+	VFIXUPIMMPS $0x00, Z4, Z11, Z13
+	VPSRLD      $0x10, Z13, Z11
+	VPANDD      Z0, Z11, Z11
+	VPADDD      Z1, Z11, Z11
+	VPADDD      Z13, Z11, Z11
+	VPANDD      Z2, Z11, Z11
+	VPSRLD      $0x10, Z11, Z13
+	VPMOVDW     Z13, K1, (R9)(R10*2)
+	VMULPS      Z11, Z11, Z11
+	VADDPS      Z11, Z7, Z7
+	MOVQ        R11, R13
+	SUBQ        $0x00000010, R13
+	JLE         addsummednat
+	CMPQ        R13, $0x00000010
+	JLE         addtailmask1nat
+	MOVQ        $0x00000010, R13
+
+addtailmask1nat:
+	KMOVW       (R12)(R13*2), K1
+	VPMOVZXWD.Z 32(R8)(R10*2), K1, Z11
+	VPSLLD      $0x10, Z11, Z11
+	VPMOVZXWD.Z 32(R9)(R10*2), K1, Z13
+	VPSLLD      $0x10, Z13, Z13
+	VADDPS      Z13, Z11, Z11
+	VMOVDQA64   Z3, Z13
+	VFIXUPIMMPS $0x00, Z4, Z11, Z13
+	VPSRLD      $0x10, Z13, Z11
+	VPANDD      Z0, Z11, Z11
+	VPADDD      Z1, Z11, Z11
+	VPADDD      Z13, Z11, Z11
+	VPANDD      Z2, Z11, Z11
+	VPSRLD      $0x10, Z11, Z13
+	VPMOVDW     Z13, K1, 32(R9)(R10*2)
+	VMULPS      Z11, Z11, Z11
+	VADDPS      Z11, Z8, Z8
+	MOVQ        R11, R13
+	SUBQ        $0x00000020, R13
+	JLE         addsummednat
+	CMPQ        R13, $0x00000010
+	JLE         addtailmask2nat
+	MOVQ        $0x00000010, R13
+
+addtailmask2nat:
+	KMOVW       (R12)(R13*2), K1
+	VPMOVZXWD.Z 64(R8)(R10*2), K1, Z11
+	VPSLLD      $0x10, Z11, Z11
+	VPMOVZXWD.Z 64(R9)(R10*2), K1, Z13
+	VPSLLD      $0x10, Z13, Z13
+	VADDPS      Z13, Z11, Z11
+	VMOVDQA64   Z3, Z13
+	VFIXUPIMMPS $0x00, Z4, Z11, Z13
+	VPSRLD      $0x10, Z13, Z11
+	VPANDD      Z0, Z11, Z11
+	VPADDD      Z1, Z11, Z11
+	VPADDD      Z13, Z11, Z11
+	VPANDD      Z2, Z11, Z11
+	VPSRLD      $0x10, Z11, Z13
+	VPMOVDW     Z13, K1, 64(R9)(R10*2)
+	VMULPS      Z11, Z11, Z11
+	VADDPS      Z11, Z9, Z9
+	SUBQ        $0x00000030, R11
+	JLE         addsummednat
+	CMPQ        R11, $0x00000010
+	JLE         addtailmask3nat
+	MOVQ        $0x00000010, R11
+
+addtailmask3nat:
+	KMOVW       (R12)(R11*2), K1
+	VPMOVZXWD.Z 96(R8)(R10*2), K1, Z11
+	VPSLLD      $0x10, Z11, Z11
+	VPMOVZXWD.Z 96(R9)(R10*2), K1, Z13
+	VPSLLD      $0x10, Z13, Z13
+	VADDPS      Z13, Z11, Z11
+	VMOVDQA64   Z3, Z13
+	VFIXUPIMMPS $0x00, Z4, Z11, Z13
+	VPSRLD      $0x10, Z13, Z11
+	VPANDD      Z0, Z11, Z11
+	VPADDD      Z1, Z11, Z11
+	VPADDD      Z13, Z11, Z11
+	VPANDD      Z2, Z11, Z11
+	VPSRLD      $0x10, Z11, Z13
+	VPMOVDW     Z13, K1, 96(R9)(R10*2)
+	VMULPS      Z11, Z11, Z11
+	VADDPS      Z11, Z10, Z10
+
+addsummednat:
+	JMP addordered
+
+addhalves:
+	VPBROADCASTD avx512bfhigh<>+0(SB), Z11
+	MOVQ         job_d+0(AX), R11
+	SUBQ         $0x00000040, R11
+	JGE          addfirstblock
+	VMOVUPS      zero64<>+0(SB), Z7
+	VMOVUPS      zero64<>+0(SB), Z8
+	VMOVUPS      zero64<>+0(SB), Z9
+	VMOVUPS      zero64<>+0(SB), Z10
+	XORQ         R10, R10
+	JMP          addsumtail
+
+addfirstblock:
+	// +0 + square is the square itself: the first block initializes the partials.
+	XORQ        R10, R10
+	VMOVDQU64   (R8)(R10*2), Z7
+	VMOVDQU64   (R9)(R10*2), Z9
+	VPSLLD      $0x10, Z7, Z8
+	VPSLLD      $0x10, Z9, Z10
+	VADDPS      Z10, Z8, Z8
+	VPANDD      Z11, Z7, Z7
+	VPANDD      Z11, Z9, Z9
+	VADDPS      Z9, Z7, Z7
+	VMOVDQA64   Z3, Z9
+	VFIXUPIMMPS $0x00, Z4, Z8, Z9
+	VPSRLD      $0x10, Z9, Z8
+	VPANDD      Z0, Z8, Z8
+	VPADDD      Z1, Z8, Z8
+	VPADDD      Z9, Z8, Z8
+	VMOVDQA64   Z3, Z9
+	VFIXUPIMMPS $0x00, Z4, Z7, Z9
+	VPSRLD      $0x10, Z9, Z7
+	VPANDD      Z0, Z7, Z7
+	VPADDD      Z1, Z7, Z7
+	VPADDD      Z9, Z7, Z7
+	VPSRLD      $0x10, Z8, Z8
+	VPTERNLOGD  $0xb8, Z7, Z11, Z8
+	VMOVDQU64   Z8, (R9)(R10*2)
+	VPSLLD      $0x10, Z8, Z7
+	VPANDD      Z11, Z8, Z8
+	VMULPS      Z7, Z7, Z7
+	VMULPS      Z8, Z8, Z8
+	VMOVDQU64   64(R8)(R10*2), Z9
+	VMOVDQU64   64(R9)(R10*2), Z13
+	VPSLLD      $0x10, Z9, Z10
+	VPSLLD      $0x10, Z13, Z14
+	VADDPS      Z14, Z10, Z10
+	VPANDD      Z11, Z9, Z9
+	VPANDD      Z11, Z13, Z13
+	VADDPS      Z13, Z9, Z9
+	VMOVDQA64   Z3, Z13
+	VFIXUPIMMPS $0x00, Z4, Z10, Z13
+	VPSRLD      $0x10, Z13, Z10
+	VPANDD      Z0, Z10, Z10
+	VPADDD      Z1, Z10, Z10
+	VPADDD      Z13, Z10, Z10
+	VMOVDQA64   Z3, Z13
+	VFIXUPIMMPS $0x00, Z4, Z9, Z13
+	VPSRLD      $0x10, Z13, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z13, Z9, Z9
+	VPSRLD      $0x10, Z10, Z10
+	VPTERNLOGD  $0xb8, Z9, Z11, Z10
+	VMOVDQU64   Z10, 64(R9)(R10*2)
+	VPSLLD      $0x10, Z10, Z9
+	VPANDD      Z11, Z10, Z10
+	VMULPS      Z9, Z9, Z9
+	VMULPS      Z10, Z10, Z10
+	MOVQ        $0x00000040, R10
 
 	// With flagPF, the rows ahead are prefetched: one loop for both, the flag tested per block.
 	MOVQ DI, R12
@@ -1678,70 +1856,64 @@ addsumloop:
 	JNZ   addsumpf
 
 addsumblock:
-	VPMOVZXWD   (R8)(R10*2), Z11
-	VPSLLD      $0x10, Z11, Z11
-	VPMOVZXWD   (R9)(R10*2), Z13
-	VPSLLD      $0x10, Z13, Z13
-	VADDPS      Z13, Z11, Z11
-	VMOVDQA64   Z3, Z13
-	VFIXUPIMMPS $0x00, Z4, Z11, Z13
-	VPSRLD      $0x10, Z13, Z11
-	VPANDD      Z0, Z11, Z11
-	VPADDD      Z1, Z11, Z11
-	VPADDD      Z13, Z11, Z11
-	VPANDD      Z2, Z11, Z11
-	VPSRLD      $0x10, Z11, Z13
-	VPMOVDW     Z13, (R9)(R10*2)
-	VMULPS      Z11, Z11, Z11
-	VADDPS      Z11, Z7, Z7
-	VPMOVZXWD   32(R8)(R10*2), Z11
-	VPSLLD      $0x10, Z11, Z11
-	VPMOVZXWD   32(R9)(R10*2), Z13
-	VPSLLD      $0x10, Z13, Z13
-	VADDPS      Z13, Z11, Z11
-	VMOVDQA64   Z3, Z13
-	VFIXUPIMMPS $0x00, Z4, Z11, Z13
-	VPSRLD      $0x10, Z13, Z11
-	VPANDD      Z0, Z11, Z11
-	VPADDD      Z1, Z11, Z11
-	VPADDD      Z13, Z11, Z11
-	VPANDD      Z2, Z11, Z11
-	VPSRLD      $0x10, Z11, Z13
-	VPMOVDW     Z13, 32(R9)(R10*2)
-	VMULPS      Z11, Z11, Z11
-	VADDPS      Z11, Z8, Z8
-	VPMOVZXWD   64(R8)(R10*2), Z11
-	VPSLLD      $0x10, Z11, Z11
-	VPMOVZXWD   64(R9)(R10*2), Z13
-	VPSLLD      $0x10, Z13, Z13
-	VADDPS      Z13, Z11, Z11
-	VMOVDQA64   Z3, Z13
-	VFIXUPIMMPS $0x00, Z4, Z11, Z13
-	VPSRLD      $0x10, Z13, Z11
-	VPANDD      Z0, Z11, Z11
-	VPADDD      Z1, Z11, Z11
-	VPADDD      Z13, Z11, Z11
-	VPANDD      Z2, Z11, Z11
-	VPSRLD      $0x10, Z11, Z13
-	VPMOVDW     Z13, 64(R9)(R10*2)
-	VMULPS      Z11, Z11, Z11
-	VADDPS      Z11, Z9, Z9
-	VPMOVZXWD   96(R8)(R10*2), Z11
-	VPSLLD      $0x10, Z11, Z11
-	VPMOVZXWD   96(R9)(R10*2), Z13
-	VPSLLD      $0x10, Z13, Z13
-	VADDPS      Z13, Z11, Z11
-	VMOVDQA64   Z3, Z13
-	VFIXUPIMMPS $0x00, Z4, Z11, Z13
-	VPSRLD      $0x10, Z13, Z11
-	VPANDD      Z0, Z11, Z11
-	VPADDD      Z1, Z11, Z11
-	VPADDD      Z13, Z11, Z11
-	VPANDD      Z2, Z11, Z11
-	VPSRLD      $0x10, Z11, Z13
-	VPMOVDW     Z13, 96(R9)(R10*2)
-	VMULPS      Z11, Z11, Z11
-	VADDPS      Z11, Z10, Z10
+	VMOVDQU64   (R8)(R10*2), Z13
+	VMOVDQU64   (R9)(R10*2), Z14
+	VPSLLD      $0x10, Z13, Z15
+	VPSLLD      $0x10, Z14, Z16
+	VADDPS      Z16, Z15, Z15
+	VPANDD      Z11, Z13, Z13
+	VPANDD      Z11, Z14, Z14
+	VADDPS      Z14, Z13, Z13
+	VMOVDQA64   Z3, Z14
+	VFIXUPIMMPS $0x00, Z4, Z15, Z14
+	VPSRLD      $0x10, Z14, Z15
+	VPANDD      Z0, Z15, Z15
+	VPADDD      Z1, Z15, Z15
+	VPADDD      Z14, Z15, Z15
+	VMOVDQA64   Z3, Z14
+	VFIXUPIMMPS $0x00, Z4, Z13, Z14
+	VPSRLD      $0x10, Z14, Z13
+	VPANDD      Z0, Z13, Z13
+	VPADDD      Z1, Z13, Z13
+	VPADDD      Z14, Z13, Z13
+	VPSRLD      $0x10, Z15, Z15
+	VPTERNLOGD  $0xb8, Z13, Z11, Z15
+	VMOVDQU64   Z15, (R9)(R10*2)
+	VPSLLD      $0x10, Z15, Z13
+	VPANDD      Z11, Z15, Z14
+	VMULPS      Z13, Z13, Z13
+	VADDPS      Z13, Z7, Z7
+	VMULPS      Z14, Z14, Z14
+	VADDPS      Z14, Z8, Z8
+	VMOVDQU64   64(R8)(R10*2), Z13
+	VMOVDQU64   64(R9)(R10*2), Z14
+	VPSLLD      $0x10, Z13, Z15
+	VPSLLD      $0x10, Z14, Z16
+	VADDPS      Z16, Z15, Z15
+	VPANDD      Z11, Z13, Z13
+	VPANDD      Z11, Z14, Z14
+	VADDPS      Z14, Z13, Z13
+	VMOVDQA64   Z3, Z14
+	VFIXUPIMMPS $0x00, Z4, Z15, Z14
+	VPSRLD      $0x10, Z14, Z15
+	VPANDD      Z0, Z15, Z15
+	VPADDD      Z1, Z15, Z15
+	VPADDD      Z14, Z15, Z15
+	VMOVDQA64   Z3, Z14
+	VFIXUPIMMPS $0x00, Z4, Z13, Z14
+	VPSRLD      $0x10, Z14, Z13
+	VPANDD      Z0, Z13, Z13
+	VPADDD      Z1, Z13, Z13
+	VPADDD      Z14, Z13, Z13
+	VPSRLD      $0x10, Z15, Z15
+	VPTERNLOGD  $0xb8, Z13, Z11, Z15
+	VMOVDQU64   Z15, 64(R9)(R10*2)
+	VPSLLD      $0x10, Z15, Z13
+	VPANDD      Z11, Z15, Z14
+	VMULPS      Z13, Z13, Z13
+	VADDPS      Z13, Z9, Z9
+	VMULPS      Z14, Z14, Z14
+	VADDPS      Z14, Z10, Z10
 	ADDQ        $0x00000040, R10
 	JMP         addsumloop
 
@@ -1756,106 +1928,97 @@ addsumtail:
 	MOVQ job_d+0(AX), R11
 	SUBQ R10, R11
 	JZ   addsummed
-	LEAQ kmask<>+0(SB), R12
+	LEAQ kmask32<>+0(SB), R12
 	MOVQ R11, R13
-	CMPQ R13, $0x00000010
-	JLE  addtailmask0
-	MOVQ $0x00000010, R13
+	CMPQ R13, $0x00000020
+	JLE  addtailwords0
+	MOVQ $0x00000020, R13
 
-addtailmask0:
-	KMOVW       (R12)(R13*2), K1
-	VPMOVZXWD.Z (R8)(R10*2), K1, Z11
-	VPSLLD      $0x10, Z11, Z11
-	VPMOVZXWD.Z (R9)(R10*2), K1, Z13
-	VPSLLD      $0x10, Z13, Z13
-	VADDPS      Z13, Z11, Z11
-	VMOVDQA64   Z3, Z13
-	VFIXUPIMMPS $0x00, Z4, Z11, Z13
-	VPSRLD      $0x10, Z13, Z11
-	VPANDD      Z0, Z11, Z11
-	VPADDD      Z1, Z11, Z11
-	VPADDD      Z13, Z11, Z11
-	VPANDD      Z2, Z11, Z11
-	VPSRLD      $0x10, Z11, Z13
-	VPMOVDW     Z13, K1, (R9)(R10*2)
-	VMULPS      Z11, Z11, Z11
-	VADDPS      Z11, Z7, Z7
-	MOVQ        R11, R13
-	SUBQ        $0x00000010, R13
+addtailwords0:
+	KMOVD       (R12)(R13*4), K1
+	VMOVDQU16.Z (R8)(R10*2), K1, Z13
+	VMOVDQU16.Z (R9)(R10*2), K1, Z14
+	VPSLLD      $0x10, Z13, Z15
+	VPSLLD      $0x10, Z14, Z16
+	VADDPS      Z16, Z15, Z15
+	VPANDD      Z11, Z13, Z13
+	VPANDD      Z11, Z14, Z14
+	VADDPS      Z14, Z13, Z13
+	VMOVDQA64   Z3, Z14
+	VFIXUPIMMPS $0x00, Z4, Z15, Z14
+	VPSRLD      $0x10, Z14, Z15
+	VPANDD      Z0, Z15, Z15
+	VPADDD      Z1, Z15, Z15
+	VPADDD      Z14, Z15, Z15
+	VMOVDQA64   Z3, Z14
+	VFIXUPIMMPS $0x00, Z4, Z13, Z14
+	VPSRLD      $0x10, Z14, Z13
+	VPANDD      Z0, Z13, Z13
+	VPADDD      Z1, Z13, Z13
+	VPADDD      Z14, Z13, Z13
+	VPSRLD      $0x10, Z15, Z15
+	VPTERNLOGD  $0xb8, Z13, Z11, Z15
+	VMOVDQU16   Z15, K1, (R9)(R10*2)
+	VPSLLD      $0x10, Z15, Z13
+	VPANDD      Z11, Z15, Z14
+	VMULPS      Z13, Z13, Z13
+	VMULPS      Z14, Z14, Z14
+	VADDPS      Z13, Z7, Z7
+	VADDPS      Z14, Z8, Z8
+	SUBQ        $0x00000020, R11
 	JLE         addsummed
-	CMPQ        R13, $0x00000010
-	JLE         addtailmask1
-	MOVQ        $0x00000010, R13
+	CMPQ        R11, $0x00000020
+	JLE         addtailwords2
+	MOVQ        $0x00000020, R11
 
-addtailmask1:
-	KMOVW       (R12)(R13*2), K1
-	VPMOVZXWD.Z 32(R8)(R10*2), K1, Z11
-	VPSLLD      $0x10, Z11, Z11
-	VPMOVZXWD.Z 32(R9)(R10*2), K1, Z13
-	VPSLLD      $0x10, Z13, Z13
-	VADDPS      Z13, Z11, Z11
-	VMOVDQA64   Z3, Z13
-	VFIXUPIMMPS $0x00, Z4, Z11, Z13
-	VPSRLD      $0x10, Z13, Z11
-	VPANDD      Z0, Z11, Z11
-	VPADDD      Z1, Z11, Z11
-	VPADDD      Z13, Z11, Z11
-	VPANDD      Z2, Z11, Z11
-	VPSRLD      $0x10, Z11, Z13
-	VPMOVDW     Z13, K1, 32(R9)(R10*2)
+addtailwords2:
+	KMOVD       (R12)(R11*4), K1
+	VMOVDQU16.Z 64(R8)(R10*2), K1, Z13
+	VMOVDQU16.Z 64(R9)(R10*2), K1, Z14
+	VPSLLD      $0x10, Z13, Z15
+	VPSLLD      $0x10, Z14, Z16
+	VADDPS      Z16, Z15, Z15
+	VPANDD      Z11, Z13, Z13
+	VPANDD      Z11, Z14, Z14
+	VADDPS      Z14, Z13, Z13
+	VMOVDQA64   Z3, Z14
+	VFIXUPIMMPS $0x00, Z4, Z15, Z14
+	VPSRLD      $0x10, Z14, Z15
+	VPANDD      Z0, Z15, Z15
+	VPADDD      Z1, Z15, Z15
+	VPADDD      Z14, Z15, Z15
+	VMOVDQA64   Z3, Z14
+	VFIXUPIMMPS $0x00, Z4, Z13, Z14
+	VPSRLD      $0x10, Z14, Z13
+	VPANDD      Z0, Z13, Z13
+	VPADDD      Z1, Z13, Z13
+	VPADDD      Z14, Z13, Z13
+	VPSRLD      $0x10, Z15, Z15
+	VPTERNLOGD  $0xb8, Z13, Z11, Z15
+	VMOVDQU16   Z15, K1, 64(R9)(R10*2)
+	VPSLLD      $0x10, Z15, Z13
+	VPANDD      Z11, Z15, Z11
+	VMULPS      Z13, Z13, Z13
 	VMULPS      Z11, Z11, Z11
-	VADDPS      Z11, Z8, Z8
-	MOVQ        R11, R13
-	SUBQ        $0x00000020, R13
-	JLE         addsummed
-	CMPQ        R13, $0x00000010
-	JLE         addtailmask2
-	MOVQ        $0x00000010, R13
-
-addtailmask2:
-	KMOVW       (R12)(R13*2), K1
-	VPMOVZXWD.Z 64(R8)(R10*2), K1, Z11
-	VPSLLD      $0x10, Z11, Z11
-	VPMOVZXWD.Z 64(R9)(R10*2), K1, Z13
-	VPSLLD      $0x10, Z13, Z13
-	VADDPS      Z13, Z11, Z11
-	VMOVDQA64   Z3, Z13
-	VFIXUPIMMPS $0x00, Z4, Z11, Z13
-	VPSRLD      $0x10, Z13, Z11
-	VPANDD      Z0, Z11, Z11
-	VPADDD      Z1, Z11, Z11
-	VPADDD      Z13, Z11, Z11
-	VPANDD      Z2, Z11, Z11
-	VPSRLD      $0x10, Z11, Z13
-	VPMOVDW     Z13, K1, 64(R9)(R10*2)
-	VMULPS      Z11, Z11, Z11
-	VADDPS      Z11, Z9, Z9
-	SUBQ        $0x00000030, R11
-	JLE         addsummed
-	CMPQ        R11, $0x00000010
-	JLE         addtailmask3
-	MOVQ        $0x00000010, R11
-
-addtailmask3:
-	KMOVW       (R12)(R11*2), K1
-	VPMOVZXWD.Z 96(R8)(R10*2), K1, Z11
-	VPSLLD      $0x10, Z11, Z11
-	VPMOVZXWD.Z 96(R9)(R10*2), K1, Z13
-	VPSLLD      $0x10, Z13, Z13
-	VADDPS      Z13, Z11, Z11
-	VMOVDQA64   Z3, Z13
-	VFIXUPIMMPS $0x00, Z4, Z11, Z13
-	VPSRLD      $0x10, Z13, Z11
-	VPANDD      Z0, Z11, Z11
-	VPADDD      Z1, Z11, Z11
-	VPADDD      Z13, Z11, Z11
-	VPANDD      Z2, Z11, Z11
-	VPSRLD      $0x10, Z11, Z13
-	VPMOVDW     Z13, K1, 96(R9)(R10*2)
-	VMULPS      Z11, Z11, Z11
+	VADDPS      Z13, Z9, Z9
 	VADDPS      Z11, Z10, Z10
 
 addsummed:
+	// The partials back in order: 16k..16k+15 in acc[k] (see evenodd.go).
+	VMOVDQU32 evenoddidx<>+0(SB), Z11
+	VPERMI2PS Z8, Z7, Z11
+	VMOVDQU32 evenoddidx<>+64(SB), Z13
+	VPERMI2PS Z8, Z7, Z13
+	VMOVAPS   Z11, Z7
+	VMOVAPS   Z13, Z8
+	VMOVDQU32 evenoddidx<>+0(SB), Z11
+	VPERMI2PS Z10, Z9, Z11
+	VMOVDQU32 evenoddidx<>+64(SB), Z13
+	VPERMI2PS Z10, Z9, Z13
+	VMOVAPS   Z11, Z9
+	VMOVAPS   Z13, Z10
+
+addordered:
 	VADDPS Z9, Z7, Z7
 	VADDPS Z10, Z8, Z8
 	VADDPS Z8, Z7, Z7
@@ -6845,19 +7008,14 @@ addsum:
 	MOVQ DX, R9
 
 	// Sum of the elements: element i goes to partial i%64.
-	MOVQ    job_d+0(AX), R11
-	SUBQ    $0x00000040, R11
-	JGE     addfirstblock
-	VMOVUPS zero64<>+0(SB), Z7
-	VMOVUPS zero64<>+0(SB), Z8
-	VMOVUPS zero64<>+0(SB), Z9
-	VMOVUPS zero64<>+0(SB), Z10
-	XORQ    R10, R10
-	JMP     addsumtail
+	CMPQ job_d+0(AX), $0x00000080
+	JAE  addhalves
 
-addfirstblock:
-	// +0 + square is the square itself: the first block initializes the partials.
+	// Rows shorter than two blocks: widened in order, no permutes.
 	XORQ        R10, R10
+	MOVQ        job_d+0(AX), R11
+	CMPQ        R11, $0x00000040
+	JB          addshortnat
 	VPMOVZXWD   (R8)(R10*2), Z7
 	VPSLLD      $0x10, Z7, Z7
 	VPMOVZXWD   (R9)(R10*2), Z8
@@ -6919,6 +7077,185 @@ addfirstblock:
 	VPMOVDW     Z11, 96(R9)(R10*2)
 	VADDPS      zero64<>+0(SB), Z10, Z10
 	MOVQ        $0x00000040, R10
+	SUBQ        $0x00000040, R11
+	JZ          addordered
+	JMP         addtailnat
+
+addshortnat:
+	VMOVUPS zero64<>+0(SB), Z7
+	VMOVUPS zero64<>+0(SB), Z8
+	VMOVUPS zero64<>+0(SB), Z9
+	VMOVUPS zero64<>+0(SB), Z10
+
+addtailnat:
+	LEAQ kmask<>+0(SB), R12
+	MOVQ R11, R13
+	CMPQ R13, $0x00000010
+	JLE  addtailmask0nat
+	MOVQ $0x00000010, R13
+
+addtailmask0nat:
+	KMOVW       (R12)(R13*2), K1
+	VPMOVZXWD.Z (R8)(R10*2), K1, Z11
+	VPSLLD      $0x10, Z11, Z11
+	VPMOVZXWD.Z (R9)(R10*2), K1, Z12
+	VPSLLD      $0x10, Z12, Z12
+	VADDPS      Z12, Z11, Z11
+	VMOVDQA64   Z3, Z12
+	VFIXUPIMMPS $0x00, Z4, Z11, Z12
+	VPSRLD      $0x10, Z12, Z11
+	VPANDD      Z0, Z11, Z11
+	VPADDD      Z1, Z11, Z11
+	VPADDD      Z12, Z11, Z11
+	VPANDD      Z2, Z11, Z11
+	VPSRLD      $0x10, Z11, Z12
+	VPMOVDW     Z12, K1, (R9)(R10*2)
+	VADDPS      Z11, Z7, Z7
+	MOVQ        R11, R13
+	SUBQ        $0x00000010, R13
+	JLE         addsummednat
+	CMPQ        R13, $0x00000010
+	JLE         addtailmask1nat
+	MOVQ        $0x00000010, R13
+
+addtailmask1nat:
+	KMOVW       (R12)(R13*2), K1
+	VPMOVZXWD.Z 32(R8)(R10*2), K1, Z11
+	VPSLLD      $0x10, Z11, Z11
+	VPMOVZXWD.Z 32(R9)(R10*2), K1, Z12
+	VPSLLD      $0x10, Z12, Z12
+	VADDPS      Z12, Z11, Z11
+	VMOVDQA64   Z3, Z12
+	VFIXUPIMMPS $0x00, Z4, Z11, Z12
+	VPSRLD      $0x10, Z12, Z11
+	VPANDD      Z0, Z11, Z11
+	VPADDD      Z1, Z11, Z11
+	VPADDD      Z12, Z11, Z11
+	VPANDD      Z2, Z11, Z11
+	VPSRLD      $0x10, Z11, Z12
+	VPMOVDW     Z12, K1, 32(R9)(R10*2)
+	VADDPS      Z11, Z8, Z8
+	MOVQ        R11, R13
+	SUBQ        $0x00000020, R13
+	JLE         addsummednat
+	CMPQ        R13, $0x00000010
+	JLE         addtailmask2nat
+	MOVQ        $0x00000010, R13
+
+addtailmask2nat:
+	KMOVW       (R12)(R13*2), K1
+	VPMOVZXWD.Z 64(R8)(R10*2), K1, Z11
+	VPSLLD      $0x10, Z11, Z11
+	VPMOVZXWD.Z 64(R9)(R10*2), K1, Z12
+	VPSLLD      $0x10, Z12, Z12
+	VADDPS      Z12, Z11, Z11
+	VMOVDQA64   Z3, Z12
+	VFIXUPIMMPS $0x00, Z4, Z11, Z12
+	VPSRLD      $0x10, Z12, Z11
+	VPANDD      Z0, Z11, Z11
+	VPADDD      Z1, Z11, Z11
+	VPADDD      Z12, Z11, Z11
+	VPANDD      Z2, Z11, Z11
+	VPSRLD      $0x10, Z11, Z12
+	VPMOVDW     Z12, K1, 64(R9)(R10*2)
+	VADDPS      Z11, Z9, Z9
+	SUBQ        $0x00000030, R11
+	JLE         addsummednat
+	CMPQ        R11, $0x00000010
+	JLE         addtailmask3nat
+	MOVQ        $0x00000010, R11
+
+addtailmask3nat:
+	KMOVW       (R12)(R11*2), K1
+	VPMOVZXWD.Z 96(R8)(R10*2), K1, Z11
+	VPSLLD      $0x10, Z11, Z11
+	VPMOVZXWD.Z 96(R9)(R10*2), K1, Z12
+	VPSLLD      $0x10, Z12, Z12
+	VADDPS      Z12, Z11, Z11
+	VMOVDQA64   Z3, Z12
+	VFIXUPIMMPS $0x00, Z4, Z11, Z12
+	VPSRLD      $0x10, Z12, Z11
+	VPANDD      Z0, Z11, Z11
+	VPADDD      Z1, Z11, Z11
+	VPADDD      Z12, Z11, Z11
+	VPANDD      Z2, Z11, Z11
+	VPSRLD      $0x10, Z11, Z12
+	VPMOVDW     Z12, K1, 96(R9)(R10*2)
+	VADDPS      Z11, Z10, Z10
+
+addsummednat:
+	JMP addordered
+
+addhalves:
+	VPBROADCASTD avx512bfhigh<>+0(SB), Z11
+	MOVQ         job_d+0(AX), R11
+	SUBQ         $0x00000040, R11
+	JGE          addfirstblock
+	VMOVUPS      zero64<>+0(SB), Z7
+	VMOVUPS      zero64<>+0(SB), Z8
+	VMOVUPS      zero64<>+0(SB), Z9
+	VMOVUPS      zero64<>+0(SB), Z10
+	XORQ         R10, R10
+	JMP          addsumtail
+
+addfirstblock:
+	// +0 + square is the square itself: the first block initializes the partials.
+	XORQ        R10, R10
+	VMOVDQU64   (R8)(R10*2), Z7
+	VMOVDQU64   (R9)(R10*2), Z9
+	VPSLLD      $0x10, Z7, Z8
+	VPSLLD      $0x10, Z9, Z10
+	VADDPS      Z10, Z8, Z8
+	VPANDD      Z11, Z7, Z7
+	VPANDD      Z11, Z9, Z9
+	VADDPS      Z9, Z7, Z7
+	VMOVDQA64   Z3, Z9
+	VFIXUPIMMPS $0x00, Z4, Z8, Z9
+	VPSRLD      $0x10, Z9, Z8
+	VPANDD      Z0, Z8, Z8
+	VPADDD      Z1, Z8, Z8
+	VPADDD      Z9, Z8, Z8
+	VMOVDQA64   Z3, Z9
+	VFIXUPIMMPS $0x00, Z4, Z7, Z9
+	VPSRLD      $0x10, Z9, Z7
+	VPANDD      Z0, Z7, Z7
+	VPADDD      Z1, Z7, Z7
+	VPADDD      Z9, Z7, Z7
+	VPSRLD      $0x10, Z8, Z8
+	VPTERNLOGD  $0xb8, Z7, Z11, Z8
+	VMOVDQU64   Z8, (R9)(R10*2)
+	VPSLLD      $0x10, Z8, Z7
+	VPANDD      Z11, Z8, Z8
+	VADDPS      zero64<>+0(SB), Z7, Z7
+	VADDPS      zero64<>+0(SB), Z8, Z8
+	VMOVDQU64   64(R8)(R10*2), Z9
+	VMOVDQU64   64(R9)(R10*2), Z12
+	VPSLLD      $0x10, Z9, Z10
+	VPSLLD      $0x10, Z12, Z14
+	VADDPS      Z14, Z10, Z10
+	VPANDD      Z11, Z9, Z9
+	VPANDD      Z11, Z12, Z12
+	VADDPS      Z12, Z9, Z9
+	VMOVDQA64   Z3, Z12
+	VFIXUPIMMPS $0x00, Z4, Z10, Z12
+	VPSRLD      $0x10, Z12, Z10
+	VPANDD      Z0, Z10, Z10
+	VPADDD      Z1, Z10, Z10
+	VPADDD      Z12, Z10, Z10
+	VMOVDQA64   Z3, Z12
+	VFIXUPIMMPS $0x00, Z4, Z9, Z12
+	VPSRLD      $0x10, Z12, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z12, Z9, Z9
+	VPSRLD      $0x10, Z10, Z10
+	VPTERNLOGD  $0xb8, Z9, Z11, Z10
+	VMOVDQU64   Z10, 64(R9)(R10*2)
+	VPSLLD      $0x10, Z10, Z9
+	VPANDD      Z11, Z10, Z10
+	VADDPS      zero64<>+0(SB), Z9, Z9
+	VADDPS      zero64<>+0(SB), Z10, Z10
+	MOVQ        $0x00000040, R10
 
 	// With flagPF, the rows ahead are prefetched: one loop for both, the flag tested per block.
 	MOVQ DI, R12
@@ -6939,66 +7276,60 @@ addsumloop:
 	JNZ   addsumpf
 
 addsumblock:
-	VPMOVZXWD   (R8)(R10*2), Z11
-	VPSLLD      $0x10, Z11, Z11
-	VPMOVZXWD   (R9)(R10*2), Z12
-	VPSLLD      $0x10, Z12, Z12
-	VADDPS      Z12, Z11, Z11
-	VMOVDQA64   Z3, Z12
-	VFIXUPIMMPS $0x00, Z4, Z11, Z12
-	VPSRLD      $0x10, Z12, Z11
-	VPANDD      Z0, Z11, Z11
-	VPADDD      Z1, Z11, Z11
-	VPADDD      Z12, Z11, Z11
-	VPANDD      Z2, Z11, Z11
-	VPSRLD      $0x10, Z11, Z12
-	VPMOVDW     Z12, (R9)(R10*2)
-	VADDPS      Z11, Z7, Z7
-	VPMOVZXWD   32(R8)(R10*2), Z11
-	VPSLLD      $0x10, Z11, Z11
-	VPMOVZXWD   32(R9)(R10*2), Z12
-	VPSLLD      $0x10, Z12, Z12
-	VADDPS      Z12, Z11, Z11
-	VMOVDQA64   Z3, Z12
-	VFIXUPIMMPS $0x00, Z4, Z11, Z12
-	VPSRLD      $0x10, Z12, Z11
-	VPANDD      Z0, Z11, Z11
-	VPADDD      Z1, Z11, Z11
-	VPADDD      Z12, Z11, Z11
-	VPANDD      Z2, Z11, Z11
-	VPSRLD      $0x10, Z11, Z12
-	VPMOVDW     Z12, 32(R9)(R10*2)
-	VADDPS      Z11, Z8, Z8
-	VPMOVZXWD   64(R8)(R10*2), Z11
-	VPSLLD      $0x10, Z11, Z11
-	VPMOVZXWD   64(R9)(R10*2), Z12
-	VPSLLD      $0x10, Z12, Z12
-	VADDPS      Z12, Z11, Z11
-	VMOVDQA64   Z3, Z12
-	VFIXUPIMMPS $0x00, Z4, Z11, Z12
-	VPSRLD      $0x10, Z12, Z11
-	VPANDD      Z0, Z11, Z11
-	VPADDD      Z1, Z11, Z11
-	VPADDD      Z12, Z11, Z11
-	VPANDD      Z2, Z11, Z11
-	VPSRLD      $0x10, Z11, Z12
-	VPMOVDW     Z12, 64(R9)(R10*2)
-	VADDPS      Z11, Z9, Z9
-	VPMOVZXWD   96(R8)(R10*2), Z11
-	VPSLLD      $0x10, Z11, Z11
-	VPMOVZXWD   96(R9)(R10*2), Z12
-	VPSLLD      $0x10, Z12, Z12
-	VADDPS      Z12, Z11, Z11
-	VMOVDQA64   Z3, Z12
-	VFIXUPIMMPS $0x00, Z4, Z11, Z12
-	VPSRLD      $0x10, Z12, Z11
-	VPANDD      Z0, Z11, Z11
-	VPADDD      Z1, Z11, Z11
-	VPADDD      Z12, Z11, Z11
-	VPANDD      Z2, Z11, Z11
-	VPSRLD      $0x10, Z11, Z12
-	VPMOVDW     Z12, 96(R9)(R10*2)
-	VADDPS      Z11, Z10, Z10
+	VMOVDQU64   (R8)(R10*2), Z12
+	VMOVDQU64   (R9)(R10*2), Z14
+	VPSLLD      $0x10, Z12, Z15
+	VPSLLD      $0x10, Z14, Z16
+	VADDPS      Z16, Z15, Z15
+	VPANDD      Z11, Z12, Z12
+	VPANDD      Z11, Z14, Z14
+	VADDPS      Z14, Z12, Z12
+	VMOVDQA64   Z3, Z14
+	VFIXUPIMMPS $0x00, Z4, Z15, Z14
+	VPSRLD      $0x10, Z14, Z15
+	VPANDD      Z0, Z15, Z15
+	VPADDD      Z1, Z15, Z15
+	VPADDD      Z14, Z15, Z15
+	VMOVDQA64   Z3, Z14
+	VFIXUPIMMPS $0x00, Z4, Z12, Z14
+	VPSRLD      $0x10, Z14, Z12
+	VPANDD      Z0, Z12, Z12
+	VPADDD      Z1, Z12, Z12
+	VPADDD      Z14, Z12, Z12
+	VPSRLD      $0x10, Z15, Z15
+	VPTERNLOGD  $0xb8, Z12, Z11, Z15
+	VMOVDQU64   Z15, (R9)(R10*2)
+	VPSLLD      $0x10, Z15, Z12
+	VPANDD      Z11, Z15, Z14
+	VADDPS      Z12, Z7, Z7
+	VADDPS      Z14, Z8, Z8
+	VMOVDQU64   64(R8)(R10*2), Z12
+	VMOVDQU64   64(R9)(R10*2), Z14
+	VPSLLD      $0x10, Z12, Z15
+	VPSLLD      $0x10, Z14, Z16
+	VADDPS      Z16, Z15, Z15
+	VPANDD      Z11, Z12, Z12
+	VPANDD      Z11, Z14, Z14
+	VADDPS      Z14, Z12, Z12
+	VMOVDQA64   Z3, Z14
+	VFIXUPIMMPS $0x00, Z4, Z15, Z14
+	VPSRLD      $0x10, Z14, Z15
+	VPANDD      Z0, Z15, Z15
+	VPADDD      Z1, Z15, Z15
+	VPADDD      Z14, Z15, Z15
+	VMOVDQA64   Z3, Z14
+	VFIXUPIMMPS $0x00, Z4, Z12, Z14
+	VPSRLD      $0x10, Z14, Z12
+	VPANDD      Z0, Z12, Z12
+	VPADDD      Z1, Z12, Z12
+	VPADDD      Z14, Z12, Z12
+	VPSRLD      $0x10, Z15, Z15
+	VPTERNLOGD  $0xb8, Z12, Z11, Z15
+	VMOVDQU64   Z15, 64(R9)(R10*2)
+	VPSLLD      $0x10, Z15, Z12
+	VPANDD      Z11, Z15, Z14
+	VADDPS      Z12, Z9, Z9
+	VADDPS      Z14, Z10, Z10
 	ADDQ        $0x00000040, R10
 	JMP         addsumloop
 
@@ -7013,102 +7344,93 @@ addsumtail:
 	MOVQ job_d+0(AX), R11
 	SUBQ R10, R11
 	JZ   addsummed
-	LEAQ kmask<>+0(SB), R12
+	LEAQ kmask32<>+0(SB), R12
 	MOVQ R11, R13
-	CMPQ R13, $0x00000010
-	JLE  addtailmask0
-	MOVQ $0x00000010, R13
+	CMPQ R13, $0x00000020
+	JLE  addtailwords0
+	MOVQ $0x00000020, R13
 
-addtailmask0:
-	KMOVW       (R12)(R13*2), K1
-	VPMOVZXWD.Z (R8)(R10*2), K1, Z11
-	VPSLLD      $0x10, Z11, Z11
-	VPMOVZXWD.Z (R9)(R10*2), K1, Z12
-	VPSLLD      $0x10, Z12, Z12
-	VADDPS      Z12, Z11, Z11
-	VMOVDQA64   Z3, Z12
-	VFIXUPIMMPS $0x00, Z4, Z11, Z12
-	VPSRLD      $0x10, Z12, Z11
-	VPANDD      Z0, Z11, Z11
-	VPADDD      Z1, Z11, Z11
-	VPADDD      Z12, Z11, Z11
-	VPANDD      Z2, Z11, Z11
-	VPSRLD      $0x10, Z11, Z12
-	VPMOVDW     Z12, K1, (R9)(R10*2)
-	VADDPS      Z11, Z7, Z7
-	MOVQ        R11, R13
-	SUBQ        $0x00000010, R13
+addtailwords0:
+	KMOVD       (R12)(R13*4), K1
+	VMOVDQU16.Z (R8)(R10*2), K1, Z12
+	VMOVDQU16.Z (R9)(R10*2), K1, Z14
+	VPSLLD      $0x10, Z12, Z15
+	VPSLLD      $0x10, Z14, Z16
+	VADDPS      Z16, Z15, Z15
+	VPANDD      Z11, Z12, Z12
+	VPANDD      Z11, Z14, Z14
+	VADDPS      Z14, Z12, Z12
+	VMOVDQA64   Z3, Z14
+	VFIXUPIMMPS $0x00, Z4, Z15, Z14
+	VPSRLD      $0x10, Z14, Z15
+	VPANDD      Z0, Z15, Z15
+	VPADDD      Z1, Z15, Z15
+	VPADDD      Z14, Z15, Z15
+	VMOVDQA64   Z3, Z14
+	VFIXUPIMMPS $0x00, Z4, Z12, Z14
+	VPSRLD      $0x10, Z14, Z12
+	VPANDD      Z0, Z12, Z12
+	VPADDD      Z1, Z12, Z12
+	VPADDD      Z14, Z12, Z12
+	VPSRLD      $0x10, Z15, Z15
+	VPTERNLOGD  $0xb8, Z12, Z11, Z15
+	VMOVDQU16   Z15, K1, (R9)(R10*2)
+	VPSLLD      $0x10, Z15, Z12
+	VPANDD      Z11, Z15, Z14
+	VADDPS      Z12, Z7, Z7
+	VADDPS      Z14, Z8, Z8
+	SUBQ        $0x00000020, R11
 	JLE         addsummed
-	CMPQ        R13, $0x00000010
-	JLE         addtailmask1
-	MOVQ        $0x00000010, R13
+	CMPQ        R11, $0x00000020
+	JLE         addtailwords2
+	MOVQ        $0x00000020, R11
 
-addtailmask1:
-	KMOVW       (R12)(R13*2), K1
-	VPMOVZXWD.Z 32(R8)(R10*2), K1, Z11
-	VPSLLD      $0x10, Z11, Z11
-	VPMOVZXWD.Z 32(R9)(R10*2), K1, Z12
-	VPSLLD      $0x10, Z12, Z12
-	VADDPS      Z12, Z11, Z11
-	VMOVDQA64   Z3, Z12
-	VFIXUPIMMPS $0x00, Z4, Z11, Z12
-	VPSRLD      $0x10, Z12, Z11
-	VPANDD      Z0, Z11, Z11
-	VPADDD      Z1, Z11, Z11
-	VPADDD      Z12, Z11, Z11
-	VPANDD      Z2, Z11, Z11
-	VPSRLD      $0x10, Z11, Z12
-	VPMOVDW     Z12, K1, 32(R9)(R10*2)
-	VADDPS      Z11, Z8, Z8
-	MOVQ        R11, R13
-	SUBQ        $0x00000020, R13
-	JLE         addsummed
-	CMPQ        R13, $0x00000010
-	JLE         addtailmask2
-	MOVQ        $0x00000010, R13
-
-addtailmask2:
-	KMOVW       (R12)(R13*2), K1
-	VPMOVZXWD.Z 64(R8)(R10*2), K1, Z11
-	VPSLLD      $0x10, Z11, Z11
-	VPMOVZXWD.Z 64(R9)(R10*2), K1, Z12
-	VPSLLD      $0x10, Z12, Z12
-	VADDPS      Z12, Z11, Z11
-	VMOVDQA64   Z3, Z12
-	VFIXUPIMMPS $0x00, Z4, Z11, Z12
-	VPSRLD      $0x10, Z12, Z11
-	VPANDD      Z0, Z11, Z11
-	VPADDD      Z1, Z11, Z11
-	VPADDD      Z12, Z11, Z11
-	VPANDD      Z2, Z11, Z11
-	VPSRLD      $0x10, Z11, Z12
-	VPMOVDW     Z12, K1, 64(R9)(R10*2)
-	VADDPS      Z11, Z9, Z9
-	SUBQ        $0x00000030, R11
-	JLE         addsummed
-	CMPQ        R11, $0x00000010
-	JLE         addtailmask3
-	MOVQ        $0x00000010, R11
-
-addtailmask3:
-	KMOVW       (R12)(R11*2), K1
-	VPMOVZXWD.Z 96(R8)(R10*2), K1, Z11
-	VPSLLD      $0x10, Z11, Z11
-	VPMOVZXWD.Z 96(R9)(R10*2), K1, Z12
-	VPSLLD      $0x10, Z12, Z12
-	VADDPS      Z12, Z11, Z11
-	VMOVDQA64   Z3, Z12
-	VFIXUPIMMPS $0x00, Z4, Z11, Z12
-	VPSRLD      $0x10, Z12, Z11
-	VPANDD      Z0, Z11, Z11
-	VPADDD      Z1, Z11, Z11
-	VPADDD      Z12, Z11, Z11
-	VPANDD      Z2, Z11, Z11
-	VPSRLD      $0x10, Z11, Z12
-	VPMOVDW     Z12, K1, 96(R9)(R10*2)
+addtailwords2:
+	KMOVD       (R12)(R11*4), K1
+	VMOVDQU16.Z 64(R8)(R10*2), K1, Z12
+	VMOVDQU16.Z 64(R9)(R10*2), K1, Z14
+	VPSLLD      $0x10, Z12, Z15
+	VPSLLD      $0x10, Z14, Z16
+	VADDPS      Z16, Z15, Z15
+	VPANDD      Z11, Z12, Z12
+	VPANDD      Z11, Z14, Z14
+	VADDPS      Z14, Z12, Z12
+	VMOVDQA64   Z3, Z14
+	VFIXUPIMMPS $0x00, Z4, Z15, Z14
+	VPSRLD      $0x10, Z14, Z15
+	VPANDD      Z0, Z15, Z15
+	VPADDD      Z1, Z15, Z15
+	VPADDD      Z14, Z15, Z15
+	VMOVDQA64   Z3, Z14
+	VFIXUPIMMPS $0x00, Z4, Z12, Z14
+	VPSRLD      $0x10, Z14, Z12
+	VPANDD      Z0, Z12, Z12
+	VPADDD      Z1, Z12, Z12
+	VPADDD      Z14, Z12, Z12
+	VPSRLD      $0x10, Z15, Z15
+	VPTERNLOGD  $0xb8, Z12, Z11, Z15
+	VMOVDQU16   Z15, K1, 64(R9)(R10*2)
+	VPSLLD      $0x10, Z15, Z12
+	VPANDD      Z11, Z15, Z11
+	VADDPS      Z12, Z9, Z9
 	VADDPS      Z11, Z10, Z10
 
 addsummed:
+	// The partials back in order: 16k..16k+15 in acc[k] (see evenodd.go).
+	VMOVDQU32 evenoddidx<>+0(SB), Z11
+	VPERMI2PS Z8, Z7, Z11
+	VMOVDQU32 evenoddidx<>+64(SB), Z12
+	VPERMI2PS Z8, Z7, Z12
+	VMOVAPS   Z11, Z7
+	VMOVAPS   Z12, Z8
+	VMOVDQU32 evenoddidx<>+0(SB), Z11
+	VPERMI2PS Z10, Z9, Z11
+	VMOVDQU32 evenoddidx<>+64(SB), Z12
+	VPERMI2PS Z10, Z9, Z12
+	VMOVAPS   Z11, Z9
+	VMOVAPS   Z12, Z10
+
+addordered:
 	VADDPS Z9, Z7, Z7
 	VADDPS Z10, Z8, Z8
 	VADDPS Z8, Z7, Z7

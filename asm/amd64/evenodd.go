@@ -11,11 +11,11 @@ import (
 )
 
 // The sum passes of bfloat16 rows on AVX-512 (RMSNorm's squares, LayerNorm's sum and centered
-// squares, and with VCVTNE2PS2BF16 the residual pass: addEvenOddPair) widen a pair of vectors
-// from one 64-byte load with one instruction each: a 32-bit lane of the loaded words
-// holds elements 2j (low word) and 2j+1 (high word), so VPSLLD by 16 gives the even elements
-// as float32 and VPANDD with 0xffff0000 the odd ones. VPERMW, or VPMOVZXWD and VPSLLD, take one
-// shuffle (and a shift) per vector, and the sum pass of a bfloat16 row was bound by them.
+// squares, and the residual pass: addEvenOddPair) widen a pair of vectors from one 64-byte load
+// with one instruction each: a 32-bit lane of the loaded words holds elements 2j (low word) and
+// 2j+1 (high word), so VPSLLD by 16 gives the even elements as float32 and VPANDD with 0xffff0000
+// the odd ones. VPERMW, or VPMOVZXWD and VPSLLD, take one shuffle (and a shift) per vector, and
+// the sum pass of a bfloat16 row was bound by them.
 //
 // The lanes then hold the partials out of order: for the pair of vectors 2c and 2c+1, vector 2c
 // holds partials 32c+0, 2, ..., 30 and vector 2c+1 partials 32c+1, 3, ..., 31. Each lane still
@@ -29,7 +29,7 @@ import (
 
 // evenOdd reports whether the sum pass being emitted widens bfloat16 rows in even and odd halves.
 func (g *gen) evenOdd() bool {
-	return g.s == avx512 && g.in() == spec.BF16 && (!g.add() || g.cvt)
+	return g.s == avx512 && g.in() == spec.BF16
 }
 
 // naturalShort emits the sum pass of rows shorter than two blocks, which widen in the row's
@@ -102,9 +102,9 @@ func (g *gen) evenOddPair(acc []VecVirtual, xr, i GPVirtual, k int, first bool) 
 	g.accumulate(acc[k+1], o, first)
 }
 
-// addEvenOddPair is evenOddPair on the residual pass of the avx512bf16 functions: h = x + res for
-// the 32 elements of vectors k and k+1, rounded, stored to res and accumulated (addHalves). The
-// widening in the row's order (blockAddCvt) takes a VPERMW for each vector of x, of res and of h.
+// addEvenOddPair is evenOddPair on the residual pass: h = x + res for the 32 elements of vectors k
+// and k+1, rounded, stored to res and accumulated (addHalves). The widening in the row's order
+// (blockAddCvt) takes a VPERMW for each vector of x, of res and of h.
 func (g *gen) addEvenOddPair(acc []VecVirtual, xr, rr, i GPVirtual, k int, first bool) {
 	xw, rw := ZMM(), ZMM()
 	VMOVDQU64(g.at(xr, i, k*g.vstep()), xw)
@@ -115,8 +115,12 @@ func (g *gen) addEvenOddPair(acc []VecVirtual, xr, rr, i GPVirtual, k int, first
 }
 
 // addHalves returns the words of h = round16(x + res) in the row's order, for the 32 words of x in
-// xw and of res in rw: the halves are added, rounded and packed by one VCVTNE2PS2BF16 (packCvt:
-// the even elements' words, then the odd ones'), and one VPERMW puts the words back in order.
+// xw and of res in rw. The avx512bf16 functions round and pack the halves in one VCVTNE2PS2BF16
+// (packCvt: the even elements' words, then the odd ones'), and one VPERMW puts the words back in
+// order. The avx512 functions round each half with the integer rounding, which leaves the word in
+// the top of each lane, and one VPTERNLOGD takes the odd halves' top words and the even halves'
+// shifted down: the words in order, where the widening in the row's order rounds each vector and
+// stores it with a VPMOVDW.
 func (g *gen) addHalves(xw, rw VecVirtual) VecVirtual {
 	he, ho, re, ro := ZMM(), ZMM(), ZMM(), ZMM()
 	VPSLLD(U8(16), xw, he)
@@ -126,8 +130,16 @@ func (g *gen) addHalves(xw, rw VecVirtual) VecVirtual {
 	VPANDD(g.highW, rw, ro)
 	VADDPS(ro, ho, ho)
 	w := ZMM()
-	VPERMW(g.packCvt(he, ho), g.interW, w)
-	return w
+	if g.cvt {
+		VPERMW(g.packCvt(he, ho), g.interW, w)
+		return w
+	}
+	te := ZMM()
+	g.bf16RoundTop(he, te)
+	g.bf16RoundTop(ho, w)
+	VPSRLD(U8(16), te, te)
+	VPTERNLOGD(U8(0xb8), w, g.highW, te) // highW ? w : te, bit by bit
+	return te
 }
 
 // accumulateHalves widens the 32 words of w (in the row's order) to the even and the odd halves

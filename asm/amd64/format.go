@@ -13,9 +13,9 @@ import (
 //
 //   - bfloat16 widens by a zero extension of each 16-bit lane to 32 bits and a shift left by 16
 //     (in the AVX2 sum passes by interleaving the words with zero words instead: unpacks; in the
-//     AVX-512 sum passes of rows of 128 and more, with a residual only in the avx512bf16
-//     functions, by a shift or a mask of the 32-bit lanes, which gives the even and the odd
-//     elements: evenOdd; in the unrolled AVX2 scale loops by one VPSHUFB: load), and narrows by integer round-to-nearest-even
+//     AVX-512 sum passes of rows of 128 and more by a shift or a mask of the 32-bit lanes, which
+//     gives the even and the odd elements: evenOdd; in the unrolled AVX2 scale loops by one
+//     VPSHUFB: load), and narrows by integer round-to-nearest-even
 //     on the float32 bits (add 0x7fff plus the lowest kept bit, keep the top half), with NaN
 //     replaced by the quiet NaN 0x7fc0 (the generic kernel's; in the unrolled AVX2 scale and
 //     conversion loops looked for once per pair of vectors, packAVX2, elsewhere blended into each

@@ -457,7 +457,7 @@ func (g *gen) sumSquares(acc []VecVirtual, xr, rr GPVirtual) []VecVirtual {
 		Label(g.l("halves"))
 		g.highW = s.vec()
 		VPBROADCASTD(bfConsts[s.name].high, g.highW)
-		if g.add() {
+		if g.add() && g.cvt {
 			g.interW = s.vec()
 			VMOVDQU64(interleaveWords, g.interW)
 		}
@@ -625,13 +625,13 @@ func (g *gen) unpacks() bool {
 // accumulators (first: sets them). On the residual pass the elements are h = x + res (rounded
 // to the storage format), stored back to res at rr first.
 func (g *gen) block(acc []VecVirtual, xr, rr, i GPVirtual, first bool) {
-	if g.add() && g.cvt && g.in16() {
-		if g.highW != nil {
-			for k := 0; k < len(acc); k += 2 {
-				g.addEvenOddPair(acc, xr, rr, i, k, first)
-			}
-			return
+	if g.add() && g.highW != nil {
+		for k := 0; k < len(acc); k += 2 {
+			g.addEvenOddPair(acc, xr, rr, i, k, first)
 		}
+		return
+	}
+	if g.add() && g.cvt && g.in16() {
 		g.blockAddCvt(acc, xr, rr, i, first)
 		return
 	}

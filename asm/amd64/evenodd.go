@@ -91,18 +91,24 @@ func declareEvenOddConstants() {
 	}
 }
 
-// evenOddPair adds the 32 elements of vectors k and k+1 of the block from element i of the row
-// at xr to acc[k] (the even ones) and acc[k+1] (the odd ones), as the pass's op says.
-func (g *gen) evenOddPair(acc []VecVirtual, xr, i GPVirtual, k int, first bool) {
-	m := g.at(xr, i, k*g.vstep())
-	e, o := ZMM(), ZMM()
-	VPSLLD(U8(16), m, e)
-	VPANDD(m, g.highW, o)
+// halves widens the 32 bfloat16 words of src (a register, or 64 bytes of a row) into float32
+// vectors of the even elements and of the odd ones.
+func (g *gen) halves(src Op) (e, o VecVirtual) {
+	e, o = ZMM(), ZMM()
+	VPSLLD(U8(16), src, e)
+	VPANDD(src, g.highW, o)
+	return e, o
+}
+
+// accumulateHalves adds the 32 elements of src (the words of vectors k and k+1 of a block, in the
+// row's order) to acc[k] (the even ones) and acc[k+1] (the odd ones), as the pass's op says.
+func (g *gen) accumulateHalves(acc []VecVirtual, k int, src Op, first bool) {
+	e, o := g.halves(src)
 	g.accumulate(acc[k], e, first)
 	g.accumulate(acc[k+1], o, first)
 }
 
-// addEvenOddPair is evenOddPair on the residual pass: h = x + res for the 32 elements of vectors k
+// addEvenOddPair is accumulateHalves on the residual pass: h = x + res for the 32 elements of vectors k
 // and k+1, rounded, stored to res and accumulated (addHalves). The widening in the row's order
 // (blockAddCvt) takes a VPERMW for each vector of x, of res and of h.
 func (g *gen) addEvenOddPair(acc []VecVirtual, xr, rr, i GPVirtual, k int, first bool) {
@@ -122,12 +128,9 @@ func (g *gen) addEvenOddPair(acc []VecVirtual, xr, rr, i GPVirtual, k int, first
 // shifted down: the words in order, where the widening in the row's order rounds each vector and
 // stores it with a VPMOVDW.
 func (g *gen) addHalves(xw, rw VecVirtual) VecVirtual {
-	he, ho, re, ro := ZMM(), ZMM(), ZMM(), ZMM()
-	VPSLLD(U8(16), xw, he)
-	VPSLLD(U8(16), rw, re)
+	he, ho := g.halves(xw)
+	re, ro := g.halves(rw)
 	VADDPS(re, he, he)
-	VPANDD(g.highW, xw, ho)
-	VPANDD(g.highW, rw, ro)
 	VADDPS(ro, ho, ho)
 	w := ZMM()
 	if g.cvt {
@@ -140,16 +143,6 @@ func (g *gen) addHalves(xw, rw VecVirtual) VecVirtual {
 	VPSRLD(U8(16), te, te)
 	VPTERNLOGD(U8(0xb8), w, g.highW, te) // highW ? w : te, bit by bit
 	return te
-}
-
-// accumulateHalves widens the 32 words of w (in the row's order) to the even and the odd halves
-// and adds them to acc[k] and acc[k+1] as the pass's op says.
-func (g *gen) accumulateHalves(acc []VecVirtual, k int, w VecVirtual, first bool) {
-	e, o := ZMM(), ZMM()
-	VPSLLD(U8(16), w, e)
-	VPANDD(g.highW, w, o)
-	g.accumulate(acc[k], e, first)
-	g.accumulate(acc[k+1], o, first)
 }
 
 // maskedTailEvenOdd is maskedTail for the even and odd halves: the last rem (1..63) elements
@@ -188,9 +181,7 @@ func (g *gen) maskedTailEvenOdd(acc []VecVirtual, xr, rr, i, rem GPVirtual) {
 			t = g.addHalves(t, r)
 			VMOVDQU16(t, m, g.at(rr, i, k*g.vstep()))
 		}
-		e, o := ZMM(), ZMM()
-		VPSLLD(U8(16), t, e)
-		VPANDD(g.highW, t, o)
+		e, o := g.halves(t)
 		var ke, ko Op
 		switch g.op {
 		case accSquares:

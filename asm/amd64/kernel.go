@@ -649,7 +649,7 @@ func (g *gen) blockPart(acc []VecVirtual, xr, rr, i GPVirtual, from, to int, fir
 	}
 	if g.highW != nil {
 		for k := from; k < to; k += 2 {
-			g.evenOddPair(acc, xr, i, k, first)
+			g.accumulateHalves(acc, k, g.at(xr, i, k*g.vstep()), first)
 		}
 		return
 	}

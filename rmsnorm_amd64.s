@@ -415,7 +415,139 @@ GLOBL iota64<>(SB), RODATA|NOPTR, $256
 TEXT ·avx512Forward(SB), NOSPLIT, $384-32
 	// avx512Forward normalizes rows [from, to) of the job: y = (x*inv)*w, (x*inv)*(1+w) with flagOffset, or x*inv with w nil, for each row; with res, h = x + res and res = h per element first, and h in place of x.
 	// It stops before the first row that needs the float64 path and returns that row's index, or to.
-	MOVQ  j+0(FP), AX
+	MOVQ j+0(FP), AX
+
+	// One row, d a multiple of 64, a plain weight, no residual, no flags: the short path.
+	MOVQ       from+8(FP), CX
+	MOVQ       to+16(FP), DX
+	SUBQ       CX, DX
+	CMPQ       DX, $0x01
+	JNE        general
+	CMPQ       job_res+0(AX), $0x00
+	JNE        general
+	CMPL       job_flags+0(AX), $0x00
+	JNE        general
+	MOVQ       job_d+0(AX), DX
+	TESTQ      $0x0000003f, DX
+	JNZ        general
+	MOVQ       job_w+0(AX), BX
+	TESTQ      BX, BX
+	JZ         general
+	MOVQ       job_x+0(AX), SI
+	MOVQ       job_stride+0(AX), R8
+	IMULQ      CX, R8
+	LEAQ       (SI)(R8*4), SI
+	MOVQ       job_dst+0(AX), DI
+	MOVQ       job_dstStride+0(AX), R8
+	IMULQ      CX, R8
+	LEAQ       (DI)(R8*4), DI
+	VMOVSS     one<>+0(SB), X4
+	VCVTSI2SSQ DX, X4, X4
+	VMOVSS     one<>+0(SB), X5
+	VDIVSS     X4, X5, X5
+
+	// Sum of squares: element i goes to partial i%64; the first block sets the partials.
+	VMOVUPS (SI), Z0
+	VMULPS  Z0, Z0, Z0
+	VMOVUPS 64(SI), Z1
+	VMULPS  Z1, Z1, Z1
+	VMOVUPS 128(SI), Z2
+	VMULPS  Z2, Z2, Z2
+	VMOVUPS 192(SI), Z3
+	VMULPS  Z3, Z3, Z3
+	MOVQ    $0x00000040, R8
+
+	PCALIGN $32
+onesumloop:
+	CMPQ    R8, DX
+	JAE     onesummed
+	VMOVUPS (SI)(R8*4), Z6
+	VMULPS  Z6, Z6, Z6
+	VADDPS  Z6, Z0, Z0
+	VMOVUPS 64(SI)(R8*4), Z6
+	VMULPS  Z6, Z6, Z6
+	VADDPS  Z6, Z1, Z1
+	VMOVUPS 128(SI)(R8*4), Z6
+	VMULPS  Z6, Z6, Z6
+	VADDPS  Z6, Z2, Z2
+	VMOVUPS 192(SI)(R8*4), Z6
+	VMULPS  Z6, Z6, Z6
+	VADDPS  Z6, Z3, Z3
+	ADDQ    $0x00000040, R8
+	JMP     onesumloop
+
+onesummed:
+	VADDPS     Z2, Z0, Z0
+	VADDPS     Z3, Z1, Z1
+	VADDPS     Z1, Z0, Z0
+	VSHUFF64X2 $0xee, Z0, Z0, Z1
+	VADDPS     Z1, Z0, Z0
+	VSHUFF32X4 $0x01, Z0, Z0, Z1
+	VADDPS     Z1, Z0, Z0
+	VPERMILPS  $0x4e, Z0, Z1
+	VADDPS     Z1, Z0, Z0
+	VPERMILPS  $0xb1, Z0, Z1
+	VADDPS     Z1, Z0, Z0
+
+	// t = ss/d + eps (ss*(1/d) when d is a power of two, the same bits); t outside [2^-100, MaxFloat32] returns from for the float64 path.
+	LEAQ   -1(DX), R8
+	TESTQ  DX, R8
+	JNZ    onediv
+	VMULSS X5, X0, X0
+	JMP    onedivided
+
+onediv:
+	VDIVSS X4, X0, X0
+
+onedivided:
+	VADDSS   job_eps+0(AX), X0, X0
+	VUCOMISS tlo<>+0(SB), X0
+	JCS      onefloat64
+	VUCOMISS tmax<>+0(SB), X0
+	JHI      onefloat64
+	VSQRTSS  X0, X0, X0
+	VMOVSS   one<>+0(SB), X1
+	VDIVSS   X0, X1, X1
+
+	// Report 1/rms if asked.
+	MOVQ   job_inv+0(AX), AX
+	TESTQ  AX, AX
+	JZ     onescale
+	VMOVSS X1, (AX)(CX*4)
+
+onescale:
+	// y = (x*inv)*w, rounded after each multiply.
+	VBROADCASTSS X1, Z0
+	XORQ         R8, R8
+
+	PCALIGN $32
+onescaleloop:
+	VMULPS  (SI)(R8*4), Z0, Z1
+	VMULPS  64(SI)(R8*4), Z0, Z2
+	VMULPS  128(SI)(R8*4), Z0, Z3
+	VMULPS  192(SI)(R8*4), Z0, Z4
+	VMULPS  (BX)(R8*4), Z1, Z1
+	VMOVUPS Z1, (DI)(R8*4)
+	VMULPS  64(BX)(R8*4), Z2, Z2
+	VMOVUPS Z2, 64(DI)(R8*4)
+	VMULPS  128(BX)(R8*4), Z3, Z3
+	VMOVUPS Z3, 128(DI)(R8*4)
+	VMULPS  192(BX)(R8*4), Z4, Z4
+	VMOVUPS Z4, 192(DI)(R8*4)
+	ADDQ    $0x00000040, R8
+	CMPQ    R8, DX
+	JB      onescaleloop
+	VZEROUPPER
+	INCQ    CX
+	MOVQ    CX, ret+24(FP)
+	RET
+
+onefloat64:
+	VZEROUPPER
+	MOVQ CX, ret+24(FP)
+	RET
+
+general:
 	MOVQ  job_dst+0(AX), CX
 	MOVQ  job_x+0(AX), DX
 	MOVQ  job_res+0(AX), BX
@@ -447,10 +579,10 @@ rowsset:
 
 notpow2:
 	MOVL         R10, 380(SP)
-	VBROADCASTSS one<>+0(SB), Z0
+	VBROADCASTSS one<>+0(SB), Z4
 	TESTL        $0x00000010, job_flags+0(AX)
 	JNZ          weightadd1
-	VBROADCASTSS negzero<>+0(SB), Z0
+	VBROADCASTSS negzero<>+0(SB), Z4
 
 weightadd1:
 	// Start at row from.
@@ -494,24 +626,24 @@ sumrow:
 	MOVQ    job_d+0(AX), R11
 	SUBQ    $0x00000040, R11
 	JGE     firstblock
+	VMOVUPS zero64<>+0(SB), Z0
 	VMOVUPS zero64<>+0(SB), Z1
 	VMOVUPS zero64<>+0(SB), Z2
 	VMOVUPS zero64<>+0(SB), Z3
-	VMOVUPS zero64<>+0(SB), Z4
 	XORQ    R10, R10
 	JMP     sumtail
 
 firstblock:
 	// +0 + square is the square itself: the first block initializes the partials.
 	XORQ    R10, R10
-	VMOVUPS (R8)(R10*4), Z1
+	VMOVUPS (R8)(R10*4), Z0
+	VMULPS  Z0, Z0, Z0
+	VMOVUPS 64(R8)(R10*4), Z1
 	VMULPS  Z1, Z1, Z1
-	VMOVUPS 64(R8)(R10*4), Z2
+	VMOVUPS 128(R8)(R10*4), Z2
 	VMULPS  Z2, Z2, Z2
-	VMOVUPS 128(R8)(R10*4), Z3
+	VMOVUPS 192(R8)(R10*4), Z3
 	VMULPS  Z3, Z3, Z3
-	VMOVUPS 192(R8)(R10*4), Z4
-	VMULPS  Z4, Z4, Z4
 	MOVQ    $0x00000040, R10
 
 	PCALIGN $32
@@ -520,16 +652,16 @@ sumloop:
 	JG      sumtail
 	VMOVUPS (R8)(R10*4), Z5
 	VMULPS  Z5, Z5, Z5
-	VADDPS  Z5, Z1, Z1
+	VADDPS  Z5, Z0, Z0
 	VMOVUPS 64(R8)(R10*4), Z5
 	VMULPS  Z5, Z5, Z5
-	VADDPS  Z5, Z2, Z2
+	VADDPS  Z5, Z1, Z1
 	VMOVUPS 128(R8)(R10*4), Z5
 	VMULPS  Z5, Z5, Z5
-	VADDPS  Z5, Z3, Z3
+	VADDPS  Z5, Z2, Z2
 	VMOVUPS 192(R8)(R10*4), Z5
 	VMULPS  Z5, Z5, Z5
-	VADDPS  Z5, Z4, Z4
+	VADDPS  Z5, Z3, Z3
 	ADDQ    $0x00000040, R10
 	JMP     sumloop
 
@@ -548,7 +680,7 @@ tailmask0:
 	KMOVW     (R12)(R13*2), K1
 	VMOVUPS.Z (R8)(R10*4), K1, Z5
 	VMULPS    Z5, Z5, Z5
-	VADDPS    Z5, Z1, Z1
+	VADDPS    Z5, Z0, Z0
 	MOVQ      R11, R13
 	SUBQ      $0x00000010, R13
 	JLE       summed
@@ -560,7 +692,7 @@ tailmask1:
 	KMOVW     (R12)(R13*2), K1
 	VMOVUPS.Z 64(R8)(R10*4), K1, Z5
 	VMULPS    Z5, Z5, Z5
-	VADDPS    Z5, Z2, Z2
+	VADDPS    Z5, Z1, Z1
 	MOVQ      R11, R13
 	SUBQ      $0x00000020, R13
 	JLE       summed
@@ -572,7 +704,7 @@ tailmask2:
 	KMOVW     (R12)(R13*2), K1
 	VMOVUPS.Z 128(R8)(R10*4), K1, Z5
 	VMULPS    Z5, Z5, Z5
-	VADDPS    Z5, Z3, Z3
+	VADDPS    Z5, Z2, Z2
 	SUBQ      $0x00000030, R11
 	JLE       summed
 	CMPQ      R11, $0x00000010
@@ -583,15 +715,15 @@ tailmask3:
 	KMOVW     (R12)(R11*2), K1
 	VMOVUPS.Z 192(R8)(R10*4), K1, Z5
 	VMULPS    Z5, Z5, Z5
-	VADDPS    Z5, Z4, Z4
+	VADDPS    Z5, Z3, Z3
 
 summed:
+	VADDPS  Z2, Z0, Z0
 	VADDPS  Z3, Z1, Z1
-	VADDPS  Z4, Z2, Z2
-	VADDPS  Z2, Z1, Z1
+	VADDPS  Z1, Z0, Z0
 	CMPQ    344(SP), $0x01
 	JE      invone
-	VMOVUPS Z1, (SP)(R9*1)
+	VMOVUPS Z0, (SP)(R9*1)
 	ADDQ    DI, R8
 	ADDQ    $0x00000040, R9
 	CMPQ    R9, $0x00000100
@@ -606,32 +738,32 @@ addsum:
 	MOVQ    job_d+0(AX), R11
 	SUBQ    $0x00000040, R11
 	JGE     addfirstblock
+	VMOVUPS zero64<>+0(SB), Z0
 	VMOVUPS zero64<>+0(SB), Z1
 	VMOVUPS zero64<>+0(SB), Z2
 	VMOVUPS zero64<>+0(SB), Z3
-	VMOVUPS zero64<>+0(SB), Z4
 	XORQ    R10, R10
 	JMP     addsumtail
 
 addfirstblock:
 	// +0 + square is the square itself: the first block initializes the partials.
 	XORQ    R10, R10
-	VMOVUPS (R8)(R10*4), Z1
-	VADDPS  (R9)(R10*4), Z1, Z1
-	VMOVUPS Z1, (R9)(R10*4)
+	VMOVUPS (R8)(R10*4), Z0
+	VADDPS  (R9)(R10*4), Z0, Z0
+	VMOVUPS Z0, (R9)(R10*4)
+	VMULPS  Z0, Z0, Z0
+	VMOVUPS 64(R8)(R10*4), Z1
+	VADDPS  64(R9)(R10*4), Z1, Z1
+	VMOVUPS Z1, 64(R9)(R10*4)
 	VMULPS  Z1, Z1, Z1
-	VMOVUPS 64(R8)(R10*4), Z2
-	VADDPS  64(R9)(R10*4), Z2, Z2
-	VMOVUPS Z2, 64(R9)(R10*4)
+	VMOVUPS 128(R8)(R10*4), Z2
+	VADDPS  128(R9)(R10*4), Z2, Z2
+	VMOVUPS Z2, 128(R9)(R10*4)
 	VMULPS  Z2, Z2, Z2
-	VMOVUPS 128(R8)(R10*4), Z3
-	VADDPS  128(R9)(R10*4), Z3, Z3
-	VMOVUPS Z3, 128(R9)(R10*4)
+	VMOVUPS 192(R8)(R10*4), Z3
+	VADDPS  192(R9)(R10*4), Z3, Z3
+	VMOVUPS Z3, 192(R9)(R10*4)
 	VMULPS  Z3, Z3, Z3
-	VMOVUPS 192(R8)(R10*4), Z4
-	VADDPS  192(R9)(R10*4), Z4, Z4
-	VMOVUPS Z4, 192(R9)(R10*4)
-	VMULPS  Z4, Z4, Z4
 	MOVQ    $0x00000040, R10
 
 	PCALIGN $32
@@ -642,22 +774,22 @@ addsumloop:
 	VADDPS  (R9)(R10*4), Z5, Z5
 	VMOVUPS Z5, (R9)(R10*4)
 	VMULPS  Z5, Z5, Z5
-	VADDPS  Z5, Z1, Z1
+	VADDPS  Z5, Z0, Z0
 	VMOVUPS 64(R8)(R10*4), Z5
 	VADDPS  64(R9)(R10*4), Z5, Z5
 	VMOVUPS Z5, 64(R9)(R10*4)
 	VMULPS  Z5, Z5, Z5
-	VADDPS  Z5, Z2, Z2
+	VADDPS  Z5, Z1, Z1
 	VMOVUPS 128(R8)(R10*4), Z5
 	VADDPS  128(R9)(R10*4), Z5, Z5
 	VMOVUPS Z5, 128(R9)(R10*4)
 	VMULPS  Z5, Z5, Z5
-	VADDPS  Z5, Z3, Z3
+	VADDPS  Z5, Z2, Z2
 	VMOVUPS 192(R8)(R10*4), Z5
 	VADDPS  192(R9)(R10*4), Z5, Z5
 	VMOVUPS Z5, 192(R9)(R10*4)
 	VMULPS  Z5, Z5, Z5
-	VADDPS  Z5, Z4, Z4
+	VADDPS  Z5, Z3, Z3
 	ADDQ    $0x00000040, R10
 	JMP     addsumloop
 
@@ -679,7 +811,7 @@ addtailmask0:
 	VADDPS    Z7, Z5, Z5
 	VMOVUPS   Z5, K1, (R9)(R10*4)
 	VMULPS    Z5, Z5, Z5
-	VADDPS    Z5, Z1, Z1
+	VADDPS    Z5, Z0, Z0
 	MOVQ      R11, R13
 	SUBQ      $0x00000010, R13
 	JLE       addsummed
@@ -694,7 +826,7 @@ addtailmask1:
 	VADDPS    Z7, Z5, Z5
 	VMOVUPS   Z5, K1, 64(R9)(R10*4)
 	VMULPS    Z5, Z5, Z5
-	VADDPS    Z5, Z2, Z2
+	VADDPS    Z5, Z1, Z1
 	MOVQ      R11, R13
 	SUBQ      $0x00000020, R13
 	JLE       addsummed
@@ -709,7 +841,7 @@ addtailmask2:
 	VADDPS    Z7, Z5, Z5
 	VMOVUPS   Z5, K1, 128(R9)(R10*4)
 	VMULPS    Z5, Z5, Z5
-	VADDPS    Z5, Z3, Z3
+	VADDPS    Z5, Z2, Z2
 	SUBQ      $0x00000030, R11
 	JLE       addsummed
 	CMPQ      R11, $0x00000010
@@ -723,42 +855,42 @@ addtailmask3:
 	VADDPS    Z7, Z5, Z5
 	VMOVUPS   Z5, K1, 192(R9)(R10*4)
 	VMULPS    Z5, Z5, Z5
-	VADDPS    Z5, Z4, Z4
+	VADDPS    Z5, Z3, Z3
 
 addsummed:
+	VADDPS Z2, Z0, Z0
 	VADDPS Z3, Z1, Z1
-	VADDPS Z4, Z2, Z2
-	VADDPS Z2, Z1, Z1
+	VADDPS Z1, Z0, Z0
 
 invone:
 	// Halving tree: p[j] += p[j+h] for the remaining h, down to ss.
-	VSHUFF64X2 $0xee, Z1, Z1, Z2
-	VADDPS     Z2, Z1, Z1
-	VSHUFF32X4 $0x01, Z1, Z1, Z2
-	VADDPS     Z2, Z1, Z1
-	VPERMILPS  $0x4e, Z1, Z2
-	VADDPS     Z2, Z1, Z1
-	VPERMILPS  $0xb1, Z1, Z2
-	VADDPS     Z2, Z1, Z1
+	VSHUFF64X2 $0xee, Z0, Z0, Z1
+	VADDPS     Z1, Z0, Z0
+	VSHUFF32X4 $0x01, Z0, Z0, Z1
+	VADDPS     Z1, Z0, Z0
+	VPERMILPS  $0x4e, Z0, Z1
+	VADDPS     Z1, Z0, Z0
+	VPERMILPS  $0xb1, Z0, Z1
+	VADDPS     Z1, Z0, Z0
 
 	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
 	CMPL   380(SP), $0x00
 	JE     divide2
-	VMULSS 380(SP), X1, X1
+	VMULSS 380(SP), X0, X0
 	JMP    divided3
 
 divide2:
-	VDIVSS 376(SP), X1, X1
+	VDIVSS 376(SP), X0, X0
 
 divided3:
-	VADDSS   job_eps+0(AX), X1, X1
-	VUCOMISS tlo<>+0(SB), X1
+	VADDSS   job_eps+0(AX), X0, X0
+	VUCOMISS tlo<>+0(SB), X0
 	JCS      ret
-	VUCOMISS tmax<>+0(SB), X1
+	VUCOMISS tmax<>+0(SB), X0
 	JHI      ret
-	VSQRTSS  X1, X1, X1
+	VSQRTSS  X0, X0, X0
 	VMOVSS   one<>+0(SB), X6
-	VDIVSS   X1, X6, X6
+	VDIVSS   X0, X6, X6
 
 	// Report 1/rms if asked.
 	MOVQ   job_inv+0(AX), R8
@@ -770,47 +902,47 @@ divided3:
 
 invgroup:
 	// The rest of the halving tree, four rows at once.
-	VMOVUPS       (SP), Z1
-	VMOVUPS       64(SP), Z2
-	VMOVUPS       128(SP), Z3
-	VMOVUPS       192(SP), Z4
-	VSHUFF64X2    $0x44, Z2, Z1, Z5
-	VSHUFF64X2    $0xee, Z2, Z1, Z1
-	VADDPS        Z1, Z5, Z5
-	VSHUFF64X2    $0x44, Z4, Z3, Z1
-	VSHUFF64X2    $0xee, Z4, Z3, Z2
-	VADDPS        Z2, Z1, Z1
-	VSHUFF32X4    $0x88, Z1, Z5, Z2
-	VSHUFF32X4    $0xdd, Z1, Z5, Z1
-	VADDPS        Z1, Z2, Z2
-	VPERMILPS     $0x4e, Z2, Z1
-	VADDPS        Z1, Z2, Z2
-	VPERMILPS     $0xb1, Z2, Z1
-	VADDPS        Z1, Z2, Z2
+	VMOVUPS       (SP), Z0
+	VMOVUPS       64(SP), Z1
+	VMOVUPS       128(SP), Z2
+	VMOVUPS       192(SP), Z3
+	VSHUFF64X2    $0x44, Z1, Z0, Z5
+	VSHUFF64X2    $0xee, Z1, Z0, Z0
+	VADDPS        Z0, Z5, Z5
+	VSHUFF64X2    $0x44, Z3, Z2, Z0
+	VSHUFF64X2    $0xee, Z3, Z2, Z1
+	VADDPS        Z1, Z0, Z0
+	VSHUFF32X4    $0x88, Z0, Z5, Z1
+	VSHUFF32X4    $0xdd, Z0, Z5, Z0
+	VADDPS        Z0, Z1, Z1
+	VPERMILPS     $0x4e, Z1, Z0
+	VADDPS        Z0, Z1, Z1
+	VPERMILPS     $0xb1, Z1, Z0
+	VADDPS        Z0, Z1, Z1
 	MOVL          $0x00001111, R8
 	KMOVW         R8, K1
-	VCOMPRESSPS.Z Z2, K1, Z1
+	VCOMPRESSPS.Z Z1, K1, Z0
 
 	// t = ss/d + eps for the four rows; any t outside [2^-100, MaxFloat32] sends the group to the one-row path.
 	CMPL         380(SP), $0x00
 	JE           divide4
-	VBROADCASTSS 380(SP), Z2
-	VMULPS       Z2, Z1, Z1
+	VBROADCASTSS 380(SP), Z1
+	VMULPS       Z1, Z0, Z0
 	JMP          divided5
 
 divide4:
-	VBROADCASTSS 376(SP), Z2
-	VDIVPS       Z2, Z1, Z1
+	VBROADCASTSS 376(SP), Z1
+	VDIVPS       Z1, Z0, Z0
 
 divided5:
-	VBROADCASTSS job_eps+0(AX), Z2
-	VADDPS       Z2, Z1, Z1
+	VBROADCASTSS job_eps+0(AX), Z1
+	VADDPS       Z1, Z0, Z0
 	MOVL         $0x0000000f, R8
 	KMOVW        R8, K1
-	VBROADCASTSS tlo<>+0(SB), Z2
-	VBROADCASTSS tmax<>+0(SB), Z3
-	VCMPPS       $0x1d, Z2, Z1, K1, K1
-	VCMPPS       $0x12, Z3, Z1, K1, K1
+	VBROADCASTSS tlo<>+0(SB), Z1
+	VBROADCASTSS tmax<>+0(SB), Z2
+	VCMPPS       $0x1d, Z1, Z0, K1, K1
+	VCMPPS       $0x12, Z2, Z0, K1, K1
 	KMOVW        K1, R8
 	CMPL         R8, $0x0f
 	JE           ginrange
@@ -818,9 +950,9 @@ divided5:
 	JMP          row
 
 ginrange:
-	VSQRTPS      Z1, Z1
+	VSQRTPS      Z0, Z0
 	VBROADCASTSS one<>+0(SB), Z6
-	VDIVPS       Z1, Z6, Z6
+	VDIVPS       Z0, Z6, Z6
 
 	// Report 1/rms if asked.
 	MOVQ    job_inv+0(AX), R8
@@ -858,10 +990,10 @@ scalebody:
 	JNE     nopipe
 	MOVQ    DX, R8
 	ADDQ    DI, R8
+	VMOVUPS zero64<>+0(SB), Z0
 	VMOVUPS zero64<>+0(SB), Z1
 	VMOVUPS zero64<>+0(SB), Z2
 	VMOVUPS zero64<>+0(SB), Z3
-	VMOVUPS zero64<>+0(SB), Z4
 	XORQ    R9, R9
 	TESTQ   SI, SI
 	JZ      pipenoweight
@@ -875,25 +1007,25 @@ pipeweightedloop:
 	PREFETCHT0 1216(R8)(R9*4)
 	VMOVUPS    (R8)(R9*4), Z7
 	VMULPS     Z7, Z7, Z7
-	VADDPS     Z7, Z1, Z1
+	VADDPS     Z7, Z0, Z0
 	VMULPS     (DX)(R9*4), Z5, Z7
 	VMULPS     (SI)(R9*4), Z7, Z7
 	VMOVNTPS   Z7, (CX)(R9*4)
 	VMOVUPS    64(R8)(R9*4), Z7
 	VMULPS     Z7, Z7, Z7
-	VADDPS     Z7, Z2, Z2
+	VADDPS     Z7, Z1, Z1
 	VMULPS     64(DX)(R9*4), Z5, Z7
 	VMULPS     64(SI)(R9*4), Z7, Z7
 	VMOVNTPS   Z7, 64(CX)(R9*4)
 	VMOVUPS    128(R8)(R9*4), Z7
 	VMULPS     Z7, Z7, Z7
-	VADDPS     Z7, Z3, Z3
+	VADDPS     Z7, Z2, Z2
 	VMULPS     128(DX)(R9*4), Z5, Z7
 	VMULPS     128(SI)(R9*4), Z7, Z7
 	VMOVNTPS   Z7, 128(CX)(R9*4)
 	VMOVUPS    192(R8)(R9*4), Z7
 	VMULPS     Z7, Z7, Z7
-	VADDPS     Z7, Z4, Z4
+	VADDPS     Z7, Z3, Z3
 	VMULPS     192(DX)(R9*4), Z5, Z7
 	VMULPS     192(SI)(R9*4), Z7, Z7
 	VMOVNTPS   Z7, 192(CX)(R9*4)
@@ -910,34 +1042,34 @@ pipeoffsetloop:
 	PREFETCHT0 1216(R8)(R9*4)
 	VMOVUPS    (R8)(R9*4), Z7
 	VMULPS     Z7, Z7, Z7
-	VADDPS     Z7, Z1, Z1
+	VADDPS     Z7, Z0, Z0
 	VMULPS     (DX)(R9*4), Z5, Z7
 	VMOVUPS    (SI)(R9*4), Z8
-	VADDPS     Z0, Z8, Z8
+	VADDPS     Z4, Z8, Z8
 	VMULPS     Z8, Z7, Z7
 	VMOVNTPS   Z7, (CX)(R9*4)
 	VMOVUPS    64(R8)(R9*4), Z7
 	VMULPS     Z7, Z7, Z7
-	VADDPS     Z7, Z2, Z2
+	VADDPS     Z7, Z1, Z1
 	VMULPS     64(DX)(R9*4), Z5, Z7
 	VMOVUPS    64(SI)(R9*4), Z8
-	VADDPS     Z0, Z8, Z8
+	VADDPS     Z4, Z8, Z8
 	VMULPS     Z8, Z7, Z7
 	VMOVNTPS   Z7, 64(CX)(R9*4)
 	VMOVUPS    128(R8)(R9*4), Z7
 	VMULPS     Z7, Z7, Z7
-	VADDPS     Z7, Z3, Z3
+	VADDPS     Z7, Z2, Z2
 	VMULPS     128(DX)(R9*4), Z5, Z7
 	VMOVUPS    128(SI)(R9*4), Z8
-	VADDPS     Z0, Z8, Z8
+	VADDPS     Z4, Z8, Z8
 	VMULPS     Z8, Z7, Z7
 	VMOVNTPS   Z7, 128(CX)(R9*4)
 	VMOVUPS    192(R8)(R9*4), Z7
 	VMULPS     Z7, Z7, Z7
-	VADDPS     Z7, Z4, Z4
+	VADDPS     Z7, Z3, Z3
 	VMULPS     192(DX)(R9*4), Z5, Z7
 	VMOVUPS    192(SI)(R9*4), Z8
-	VADDPS     Z0, Z8, Z8
+	VADDPS     Z4, Z8, Z8
 	VMULPS     Z8, Z7, Z7
 	VMOVNTPS   Z7, 192(CX)(R9*4)
 	ADDQ       $0x00000040, R9
@@ -953,22 +1085,22 @@ pipenoweightloop:
 	PREFETCHT0 1216(R8)(R9*4)
 	VMOVUPS    (R8)(R9*4), Z7
 	VMULPS     Z7, Z7, Z7
-	VADDPS     Z7, Z1, Z1
+	VADDPS     Z7, Z0, Z0
 	VMULPS     (DX)(R9*4), Z5, Z7
 	VMOVNTPS   Z7, (CX)(R9*4)
 	VMOVUPS    64(R8)(R9*4), Z7
 	VMULPS     Z7, Z7, Z7
-	VADDPS     Z7, Z2, Z2
+	VADDPS     Z7, Z1, Z1
 	VMULPS     64(DX)(R9*4), Z5, Z7
 	VMOVNTPS   Z7, 64(CX)(R9*4)
 	VMOVUPS    128(R8)(R9*4), Z7
 	VMULPS     Z7, Z7, Z7
-	VADDPS     Z7, Z3, Z3
+	VADDPS     Z7, Z2, Z2
 	VMULPS     128(DX)(R9*4), Z5, Z7
 	VMOVNTPS   Z7, 128(CX)(R9*4)
 	VMOVUPS    192(R8)(R9*4), Z7
 	VMULPS     Z7, Z7, Z7
-	VADDPS     Z7, Z4, Z4
+	VADDPS     Z7, Z3, Z3
 	VMULPS     192(DX)(R9*4), Z5, Z7
 	VMOVNTPS   Z7, 192(CX)(R9*4)
 	ADDQ       $0x00000040, R9
@@ -979,9 +1111,9 @@ piped:
 	ADDQ   DI, DX
 	ADDQ   328(SP), CX
 	INCQ   320(SP)
+	VADDPS Z2, Z0, Z0
 	VADDPS Z3, Z1, Z1
-	VADDPS Z4, Z2, Z2
-	VADDPS Z2, Z1, Z1
+	VADDPS Z1, Z0, Z0
 	JMP    invone
 
 nopipe:
@@ -1000,18 +1132,18 @@ nopipe:
 scaleloop:
 	CMPQ    R8, R9
 	JG      scaletail
-	VMULPS  (DX)(R8*4), Z5, Z1
-	VMULPS  64(DX)(R8*4), Z5, Z2
-	VMULPS  128(DX)(R8*4), Z5, Z3
-	VMULPS  192(DX)(R8*4), Z5, Z4
-	VMULPS  (SI)(R8*4), Z1, Z1
-	VMOVUPS Z1, (CX)(R8*4)
-	VMULPS  64(SI)(R8*4), Z2, Z2
-	VMOVUPS Z2, 64(CX)(R8*4)
-	VMULPS  128(SI)(R8*4), Z3, Z3
-	VMOVUPS Z3, 128(CX)(R8*4)
-	VMULPS  192(SI)(R8*4), Z4, Z4
-	VMOVUPS Z4, 192(CX)(R8*4)
+	VMULPS  (DX)(R8*4), Z5, Z0
+	VMULPS  64(DX)(R8*4), Z5, Z1
+	VMULPS  128(DX)(R8*4), Z5, Z2
+	VMULPS  192(DX)(R8*4), Z5, Z3
+	VMULPS  (SI)(R8*4), Z0, Z0
+	VMOVUPS Z0, (CX)(R8*4)
+	VMULPS  64(SI)(R8*4), Z1, Z1
+	VMOVUPS Z1, 64(CX)(R8*4)
+	VMULPS  128(SI)(R8*4), Z2, Z2
+	VMOVUPS Z2, 128(CX)(R8*4)
+	VMULPS  192(SI)(R8*4), Z3, Z3
+	VMOVUPS Z3, 192(CX)(R8*4)
 	ADDQ    $0x00000040, R8
 	JMP     scaleloop
 
@@ -1019,26 +1151,26 @@ scaleloop:
 scaleloopoffset:
 	CMPQ    R8, R9
 	JG      scaletail
-	VMULPS  (DX)(R8*4), Z5, Z1
-	VMULPS  64(DX)(R8*4), Z5, Z2
-	VMULPS  128(DX)(R8*4), Z5, Z3
-	VMULPS  192(DX)(R8*4), Z5, Z4
+	VMULPS  (DX)(R8*4), Z5, Z0
+	VMULPS  64(DX)(R8*4), Z5, Z1
+	VMULPS  128(DX)(R8*4), Z5, Z2
+	VMULPS  192(DX)(R8*4), Z5, Z3
 	VMOVUPS (SI)(R8*4), Z7
-	VADDPS  Z0, Z7, Z7
-	VMULPS  Z7, Z1, Z1
-	VMOVUPS Z1, (CX)(R8*4)
-	VMOVUPS 64(SI)(R8*4), Z1
-	VADDPS  Z0, Z1, Z1
-	VMULPS  Z1, Z2, Z2
-	VMOVUPS Z2, 64(CX)(R8*4)
-	VMOVUPS 128(SI)(R8*4), Z1
-	VADDPS  Z0, Z1, Z1
-	VMULPS  Z1, Z3, Z3
-	VMOVUPS Z3, 128(CX)(R8*4)
-	VMOVUPS 192(SI)(R8*4), Z1
-	VADDPS  Z0, Z1, Z1
-	VMULPS  Z1, Z4, Z4
-	VMOVUPS Z4, 192(CX)(R8*4)
+	VADDPS  Z4, Z7, Z7
+	VMULPS  Z7, Z0, Z0
+	VMOVUPS Z0, (CX)(R8*4)
+	VMOVUPS 64(SI)(R8*4), Z0
+	VADDPS  Z4, Z0, Z0
+	VMULPS  Z0, Z1, Z1
+	VMOVUPS Z1, 64(CX)(R8*4)
+	VMOVUPS 128(SI)(R8*4), Z0
+	VADDPS  Z4, Z0, Z0
+	VMULPS  Z0, Z2, Z2
+	VMOVUPS Z2, 128(CX)(R8*4)
+	VMOVUPS 192(SI)(R8*4), Z0
+	VADDPS  Z4, Z0, Z0
+	VMULPS  Z0, Z3, Z3
+	VMOVUPS Z3, 192(CX)(R8*4)
 	ADDQ    $0x00000040, R8
 	JMP     scaleloopoffset
 
@@ -1046,14 +1178,14 @@ scaleloopoffset:
 scaleloopnoweight:
 	CMPQ    R8, R9
 	JG      scaletail
-	VMULPS  (DX)(R8*4), Z5, Z1
-	VMULPS  64(DX)(R8*4), Z5, Z2
-	VMULPS  128(DX)(R8*4), Z5, Z3
-	VMULPS  192(DX)(R8*4), Z5, Z4
-	VMOVUPS Z1, (CX)(R8*4)
-	VMOVUPS Z2, 64(CX)(R8*4)
-	VMOVUPS Z3, 128(CX)(R8*4)
-	VMOVUPS Z4, 192(CX)(R8*4)
+	VMULPS  (DX)(R8*4), Z5, Z0
+	VMULPS  64(DX)(R8*4), Z5, Z1
+	VMULPS  128(DX)(R8*4), Z5, Z2
+	VMULPS  192(DX)(R8*4), Z5, Z3
+	VMOVUPS Z0, (CX)(R8*4)
+	VMOVUPS Z1, 64(CX)(R8*4)
+	VMOVUPS Z2, 128(CX)(R8*4)
+	VMOVUPS Z3, 192(CX)(R8*4)
 	ADDQ    $0x00000040, R8
 	JMP     scaleloopnoweight
 
@@ -1080,18 +1212,18 @@ scalepfloop:
 	PREFETCHT0 64(R10)(R8*4)
 	PREFETCHT0 128(R10)(R8*4)
 	PREFETCHT0 192(R10)(R8*4)
-	VMULPS     (DX)(R8*4), Z5, Z1
-	VMULPS     64(DX)(R8*4), Z5, Z2
-	VMULPS     128(DX)(R8*4), Z5, Z3
-	VMULPS     192(DX)(R8*4), Z5, Z4
-	VMULPS     (SI)(R8*4), Z1, Z1
-	VMOVUPS    Z1, (CX)(R8*4)
-	VMULPS     64(SI)(R8*4), Z2, Z2
-	VMOVUPS    Z2, 64(CX)(R8*4)
-	VMULPS     128(SI)(R8*4), Z3, Z3
-	VMOVUPS    Z3, 128(CX)(R8*4)
-	VMULPS     192(SI)(R8*4), Z4, Z4
-	VMOVUPS    Z4, 192(CX)(R8*4)
+	VMULPS     (DX)(R8*4), Z5, Z0
+	VMULPS     64(DX)(R8*4), Z5, Z1
+	VMULPS     128(DX)(R8*4), Z5, Z2
+	VMULPS     192(DX)(R8*4), Z5, Z3
+	VMULPS     (SI)(R8*4), Z0, Z0
+	VMOVUPS    Z0, (CX)(R8*4)
+	VMULPS     64(SI)(R8*4), Z1, Z1
+	VMOVUPS    Z1, 64(CX)(R8*4)
+	VMULPS     128(SI)(R8*4), Z2, Z2
+	VMOVUPS    Z2, 128(CX)(R8*4)
+	VMULPS     192(SI)(R8*4), Z3, Z3
+	VMOVUPS    Z3, 192(CX)(R8*4)
 	ADDQ       $0x00000040, R8
 	JMP        scalepfloop
 
@@ -1103,26 +1235,26 @@ scalepfloopoffset:
 	PREFETCHT0 64(R10)(R8*4)
 	PREFETCHT0 128(R10)(R8*4)
 	PREFETCHT0 192(R10)(R8*4)
-	VMULPS     (DX)(R8*4), Z5, Z1
-	VMULPS     64(DX)(R8*4), Z5, Z2
-	VMULPS     128(DX)(R8*4), Z5, Z3
-	VMULPS     192(DX)(R8*4), Z5, Z4
+	VMULPS     (DX)(R8*4), Z5, Z0
+	VMULPS     64(DX)(R8*4), Z5, Z1
+	VMULPS     128(DX)(R8*4), Z5, Z2
+	VMULPS     192(DX)(R8*4), Z5, Z3
 	VMOVUPS    (SI)(R8*4), Z7
-	VADDPS     Z0, Z7, Z7
-	VMULPS     Z7, Z1, Z1
-	VMOVUPS    Z1, (CX)(R8*4)
-	VMOVUPS    64(SI)(R8*4), Z1
-	VADDPS     Z0, Z1, Z1
-	VMULPS     Z1, Z2, Z2
-	VMOVUPS    Z2, 64(CX)(R8*4)
-	VMOVUPS    128(SI)(R8*4), Z1
-	VADDPS     Z0, Z1, Z1
-	VMULPS     Z1, Z3, Z3
-	VMOVUPS    Z3, 128(CX)(R8*4)
-	VMOVUPS    192(SI)(R8*4), Z1
-	VADDPS     Z0, Z1, Z1
-	VMULPS     Z1, Z4, Z4
-	VMOVUPS    Z4, 192(CX)(R8*4)
+	VADDPS     Z4, Z7, Z7
+	VMULPS     Z7, Z0, Z0
+	VMOVUPS    Z0, (CX)(R8*4)
+	VMOVUPS    64(SI)(R8*4), Z0
+	VADDPS     Z4, Z0, Z0
+	VMULPS     Z0, Z1, Z1
+	VMOVUPS    Z1, 64(CX)(R8*4)
+	VMOVUPS    128(SI)(R8*4), Z0
+	VADDPS     Z4, Z0, Z0
+	VMULPS     Z0, Z2, Z2
+	VMOVUPS    Z2, 128(CX)(R8*4)
+	VMOVUPS    192(SI)(R8*4), Z0
+	VADDPS     Z4, Z0, Z0
+	VMULPS     Z0, Z3, Z3
+	VMOVUPS    Z3, 192(CX)(R8*4)
 	ADDQ       $0x00000040, R8
 	JMP        scalepfloopoffset
 
@@ -1134,14 +1266,14 @@ scalepfloopnoweight:
 	PREFETCHT0 64(R10)(R8*4)
 	PREFETCHT0 128(R10)(R8*4)
 	PREFETCHT0 192(R10)(R8*4)
-	VMULPS     (DX)(R8*4), Z5, Z1
-	VMULPS     64(DX)(R8*4), Z5, Z2
-	VMULPS     128(DX)(R8*4), Z5, Z3
-	VMULPS     192(DX)(R8*4), Z5, Z4
-	VMOVUPS    Z1, (CX)(R8*4)
-	VMOVUPS    Z2, 64(CX)(R8*4)
-	VMOVUPS    Z3, 128(CX)(R8*4)
-	VMOVUPS    Z4, 192(CX)(R8*4)
+	VMULPS     (DX)(R8*4), Z5, Z0
+	VMULPS     64(DX)(R8*4), Z5, Z1
+	VMULPS     128(DX)(R8*4), Z5, Z2
+	VMULPS     192(DX)(R8*4), Z5, Z3
+	VMOVUPS    Z0, (CX)(R8*4)
+	VMOVUPS    Z1, 64(CX)(R8*4)
+	VMOVUPS    Z2, 128(CX)(R8*4)
+	VMOVUPS    Z3, 192(CX)(R8*4)
 	ADDQ       $0x00000040, R8
 	JMP        scalepfloopnoweight
 
@@ -1177,40 +1309,40 @@ scalentloop:
 	PREFETCHT0 64(R10)(R8*4)
 	PREFETCHT0 128(R10)(R8*4)
 	PREFETCHT0 192(R10)(R8*4)
-	VMULPS     (DX)(R8*4), Z5, Z1
-	VMULPS     64(DX)(R8*4), Z5, Z2
-	VMULPS     128(DX)(R8*4), Z5, Z3
-	VMULPS     192(DX)(R8*4), Z5, Z4
+	VMULPS     (DX)(R8*4), Z5, Z0
+	VMULPS     64(DX)(R8*4), Z5, Z1
+	VMULPS     128(DX)(R8*4), Z5, Z2
+	VMULPS     192(DX)(R8*4), Z5, Z3
 	TESTQ      SI, SI
 	JZ         weighed9
 	TESTL      $0x00000010, R11
 	JNZ        offset8
-	VMULPS     (SI)(R8*4), Z1, Z1
-	VMULPS     64(SI)(R8*4), Z2, Z2
-	VMULPS     128(SI)(R8*4), Z3, Z3
-	VMULPS     192(SI)(R8*4), Z4, Z4
+	VMULPS     (SI)(R8*4), Z0, Z0
+	VMULPS     64(SI)(R8*4), Z1, Z1
+	VMULPS     128(SI)(R8*4), Z2, Z2
+	VMULPS     192(SI)(R8*4), Z3, Z3
 
 weighed9:
-	VMOVNTPS Z1, (CX)(R8*4)
-	VMOVNTPS Z2, 64(CX)(R8*4)
-	VMOVNTPS Z3, 128(CX)(R8*4)
-	VMOVNTPS Z4, 192(CX)(R8*4)
+	VMOVNTPS Z0, (CX)(R8*4)
+	VMOVNTPS Z1, 64(CX)(R8*4)
+	VMOVNTPS Z2, 128(CX)(R8*4)
+	VMOVNTPS Z3, 192(CX)(R8*4)
 	ADDQ     $0x00000040, R8
 	JMP      scalentloop
 
 offset8:
 	VMOVUPS (SI)(R8*4), Z7
-	VADDPS  Z0, Z7, Z7
-	VMULPS  Z7, Z1, Z1
+	VADDPS  Z4, Z7, Z7
+	VMULPS  Z7, Z0, Z0
 	VMOVUPS 64(SI)(R8*4), Z7
-	VADDPS  Z0, Z7, Z7
-	VMULPS  Z7, Z2, Z2
+	VADDPS  Z4, Z7, Z7
+	VMULPS  Z7, Z1, Z1
 	VMOVUPS 128(SI)(R8*4), Z7
-	VADDPS  Z0, Z7, Z7
-	VMULPS  Z7, Z3, Z3
+	VADDPS  Z4, Z7, Z7
+	VMULPS  Z7, Z2, Z2
 	VMOVUPS 192(SI)(R8*4), Z7
-	VADDPS  Z0, Z7, Z7
-	VMULPS  Z7, Z4, Z4
+	VADDPS  Z4, Z7, Z7
+	VMULPS  Z7, Z3, Z3
 	JMP     weighed9
 
 scaletail:
@@ -1219,15 +1351,15 @@ scaletail:
 scaleone:
 	CMPQ    R8, R9
 	JG      scalepart
-	VMULPS  (DX)(R8*4), Z5, Z1
+	VMULPS  (DX)(R8*4), Z5, Z0
 	TESTQ   SI, SI
 	JZ      noweight10
-	VMOVUPS (SI)(R8*4), Z2
-	VADDPS  Z0, Z2, Z2
-	VMULPS  Z2, Z1, Z1
+	VMOVUPS (SI)(R8*4), Z1
+	VADDPS  Z4, Z1, Z1
+	VMULPS  Z1, Z0, Z0
 
 noweight10:
-	VMOVUPS Z1, (CX)(R8*4)
+	VMOVUPS Z0, (CX)(R8*4)
 	ADDQ    $0x00000010, R8
 	JMP     scaleone
 
@@ -1240,16 +1372,16 @@ scalepart:
 partout:
 	LEAQ      kmask<>+0(SB), R11
 	KMOVW     (R11)(R10*2), K1
-	VMOVUPS.Z (DX)(R8*4), K1, Z1
-	VMULPS    Z1, Z5, Z1
+	VMOVUPS.Z (DX)(R8*4), K1, Z0
+	VMULPS    Z0, Z5, Z0
 	TESTQ     SI, SI
 	JZ        noweight11
-	VMOVUPS.Z (SI)(R8*4), K1, Z2
-	VADDPS    Z0, Z2, Z2
-	VMULPS    Z2, Z1, Z1
+	VMOVUPS.Z (SI)(R8*4), K1, Z1
+	VADDPS    Z4, Z1, Z1
+	VMULPS    Z1, Z0, Z0
 
 noweight11:
-	VMOVUPS Z1, K1, (CX)(R8*4)
+	VMOVUPS Z0, K1, (CX)(R8*4)
 	ADDQ    R10, R8
 	CMPQ    R8, job_d+0(AX)
 	JB      scalentgo

@@ -180,16 +180,20 @@ func kernel(s *isa, prefix string, v spec.Variant, cvt bool) {
 	}
 	g := &gen{s: s, v: v, eb: v.Format.Bytes(), cvt: cvt}
 	g.locals()
+	g.j = Load(Param("j"), GP64()).(GPVirtual)
+	if g.hasOneRow() {
+		g.allocAcc()
+		g.oneRow("general")
+		Label("general")
+	}
 	g.prologue()
 
 	Label("row")
 	g.pickRows()
-	// Both sum passes leave their partials in the same registers for invOne.
-	acc := make([]VecVirtual, block/s.lanes)
-	for k := range acc {
-		acc[k] = s.vec()
+	if g.acc == nil {
+		g.allocAcc()
 	}
-	g.acc = acc
+	acc := g.acc
 	var p VecVirtual
 	if v.Layer {
 		p = g.layerSums(acc) // its sum, then its centered squares (layer.go)
@@ -208,6 +212,15 @@ func kernel(s *isa, prefix string, v spec.Variant, cvt bool) {
 	g.scaleRows(inv)
 
 	g.epilogue()
+}
+
+// allocAcc allocates the accumulators of the sum passes. Both leave their partials in the same
+// registers for invOne, and the one-row path (oneRow) uses them too.
+func (g *gen) allocAcc() {
+	g.acc = make([]VecVirtual, block/g.s.lanes)
+	for k := range g.acc {
+		g.acc[k] = g.s.vec()
+	}
 }
 
 // epilogue is the label ret: it fences the non-temporal stores when there were any and returns
@@ -248,9 +261,8 @@ func (g *gen) locals() {
 	g.fd, g.rd = AllocLocal(4), AllocLocal(4)
 }
 
-// prologue loads the job's pointers and sets up the locals.
+// prologue loads the job's pointers (g.j is loaded) and sets up the locals.
 func (g *gen) prologue() {
-	g.j = Load(Param("j"), GP64()).(GPVirtual)
 	g.dst, g.x, g.res = GP64(), GP64(), GP64()
 	MOVQ(g.field(spec.Job.Dst), g.dst)
 	MOVQ(g.field(spec.Job.X), g.x)

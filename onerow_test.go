@@ -7,22 +7,26 @@ import (
 )
 
 // oneRowDims are the row lengths of TestOneRowMatchesGeneric: every multiple of 64 up to 1024,
-// powers of two and not (the AVX-512 one-row path multiplies by 1/d for the first and divides by d
-// for the others), and the model widths above it; and lengths that are not multiples of 64, which
-// the one-row path leaves to the general one.
+// powers of two and not (the one-row path of the amd64 functions multiplies by 1/d for the first
+// and divides by d for the others), and the model widths above it; and lengths that are not
+// multiples of 64, which that path leaves to the general one.
 var oneRowDims = []int{
 	64, 128, 192, 256, 320, 384, 448, 512, 576, 640, 704, 768, 832, 896, 960, 1024,
 	1536, 2048, 2560, 3072, 3584, 4096, 5120, 8192,
 	1, 63, 65, 100, 1000,
 }
 
-// TestOneRowMatchesGeneric runs single rows, the calls the AVX-512 float32 function takes on its
-// one-row path (kernel.go's oneRow) when nothing else is asked: each kernel against generic, bit
-// for bit, on rows of every value class (those whose t leaves [2^-100, MaxFloat32] return to Go
-// for the float64 path), with Inv, and as row r of a job of three rows, from = r, to = r+1, as
-// Workers and the float64 path's restart call it. The matrix tests cover the other forms.
+// TestOneRowMatchesGeneric runs single rows, the calls the float32 functions of amd64 take on
+// their one-row path (asm/amd64/onerow.go) when nothing else is asked: each kernel against
+// generic, bit for bit, on rows of every value class (those whose t leaves [2^-100, MaxFloat32]
+// return to Go for the float64 path), with Inv, and as row r of a job of three rows, from = r,
+// to = r+1, as Workers and the float64 path's restart call it, with strides of x and dst of their
+// own. The matrix tests cover the other forms.
 func TestOneRowMatchesGeneric(t *testing.T) {
 	const rows = 3
+	// Strides of x and of dst, in elements past d: the rows back to back, then apart, each
+	// differently, so that a row offset taken from the wrong one shows.
+	strides := [][2]int{{0, 0}, {16, 0}, {0, 72}, {64, 8}}
 	for _, k := range testKernels() {
 		if k == kernelGeneric {
 			continue
@@ -31,7 +35,9 @@ func TestOneRowMatchesGeneric(t *testing.T) {
 			for ci, c := range valueClasses {
 				for seed := range 6 {
 					r := seedFor(d, ci, seed, 61)
-					x := make([]float32, rows*d)
+					st := strides[seed%len(strides)]
+					stride, dstStride := d+st[0], d+st[1]
+					x := make([]float32, rows*stride)
 					fill(x, c, r)
 					w := make([]float32, d)
 					fill(w, classNormal, r)
@@ -48,10 +54,11 @@ func TestOneRowMatchesGeneric(t *testing.T) {
 
 					// Row r of three, alone, with Inv.
 					for from := range rows {
-						g, wnt := oneRowOf(k, x, w, d, rows, from, eps), oneRowOf(kernelGeneric, x, w, d, rows, from, eps)
+						g := oneRowOf(t, k, x, w, d, stride, dstStride, rows, from, eps)
+						wnt := oneRowOf(t, kernelGeneric, x, w, d, stride, dstStride, rows, from, eps)
 						if i := firstDiff(g, wnt); i >= 0 {
-							t.Fatalf("%s: row %d of %d: element %d = %v (%#08x), generic %v (%#08x) (the last is inv)",
-								name, from, rows, i, g[i], bitsOf(g[i]), wnt[i], bitsOf(wnt[i]))
+							t.Fatalf("%s: row %d of %d, strides %d and %d: element %d = %v (%#08x), generic %v (%#08x) (the last is inv)",
+								name, from, rows, stride, dstStride, i, g[i], bitsOf(g[i]), wnt[i], bitsOf(wnt[i]))
 						}
 					}
 				}
@@ -60,11 +67,13 @@ func TestOneRowMatchesGeneric(t *testing.T) {
 	}
 }
 
-// oneRowOf runs kernel k on row from of the rows x (rows rows of d) alone, as a job of all of
-// them whose call covers [from, from+1), and returns that row of dst followed by inv[from]. The
-// rows of dst and inv the call must not touch hold NaN; oneRowOf panics if one changed.
-func oneRowOf(k kernelID, x, w []float32, d, rows, from int, eps float32) []float32 {
-	dst, inv := make([]float32, len(x)), make([]float32, rows)
+// oneRowOf runs kernel k on row from of the rows x (rows rows of d, stride apart) alone, as a job
+// of all of them with dst rows dstStride apart, whose call covers [from, from+1), and returns that
+// row of dst followed by inv[from]. Every other element of dst and inv holds NaN, and the test
+// fails if the call changed one.
+func oneRowOf(t *testing.T, k kernelID, x, w []float32, d, stride, dstStride, rows, from int, eps float32) []float32 {
+	t.Helper()
+	dst, inv := make([]float32, rows*dstStride), make([]float32, rows)
 	for i := range dst {
 		dst[i] = float32(math.NaN())
 	}
@@ -73,22 +82,83 @@ func oneRowOf(k kernelID, x, w []float32, d, rows, from int, eps float32) []floa
 	}
 	v := forwardVariant[formatF32][weighted][0]
 	var j job
-	j.init(ptr(dst), ptr(x), ptr(w), d, d, d, eps, 0, uint32(k)*numEntries+uint32(v), weighted, formatF32, v, nil, ptr(inv), nil, nil, rows)
+	j.init(ptr(dst), ptr(x), ptr(w), d, stride, dstStride, eps, 0, uint32(k)*numEntries+uint32(v), weighted, formatF32, v, nil, ptr(inv), nil, nil, rows)
 	if r := callKernel(&j, from, from+1); r < from+1 {
 		j.finish(r, from+1)
 	}
-	for r := range rows {
-		if r == from {
-			continue
-		}
-		for i, y := range dst[r*d : (r+1)*d] {
-			if y == y {
-				panic(fmt.Sprintf("the call on row %d wrote row %d, element %d", from, r, i))
-			}
-		}
-		if inv[r] == inv[r] {
-			panic(fmt.Sprintf("the call on row %d wrote inv[%d]", from, r))
+	row := dst[from*dstStride : from*dstStride+d : from*dstStride+d]
+	for i, y := range dst {
+		if (i < from*dstStride || i >= from*dstStride+d) && y == y {
+			t.Fatalf("%s: the call on row %d of %d (strides %d and %d) wrote dst[%d]", k.name(), from, rows, stride, dstStride, i)
 		}
 	}
-	return append(dst[from*d:(from+1)*d:(from+1)*d], inv[from])
+	for r := range rows {
+		if r != from && inv[r] == inv[r] {
+			t.Fatalf("%s: the call on row %d wrote inv[%d]", k.name(), from, r)
+		}
+	}
+	return append(row, inv[from])
+}
+
+// TestRangeEnds puts t = ss/d + eps exactly on the ends of the range the float32 path takes,
+// 2^-100 and MaxFloat32 (both in it), on rows of equal elements whose ss is exact: every kernel
+// must give generic's bits there, which the float64 path (taken for t outside the range) does not
+// give for these rows, as the test checks first. A kernel whose range check were off by the end
+// point would fail: one row of 64 (the one-row path of amd64), one of 100 (the general path), and
+// five rows of each (a group of four and one, on the kernels that group short rows).
+func TestRangeEnds(t *testing.T) {
+	for _, d := range []int{64, 100} {
+		for _, rows := range []int{1, 5} {
+			testRangeEnds(t, d, rows)
+		}
+	}
+}
+
+func testRangeEnds(t *testing.T, d, rows int) {
+	t.Helper()
+	lo, hi := float32(tLow), float32(math.MaxFloat32)
+	for _, c := range []struct {
+		name string
+		x    float32 // every element
+		eps  float32
+		t    float32 // ss/d + eps rounded to float32: one end of the range
+	}{
+		// x^2 = 0.5625*2^-124; ss/d + eps = 2^-100 - 0.4375*2^-124, which rounds up to 2^-100.
+		{"t=2^-100", 0.75 * 0x1p-62, math.Nextafter32(lo, 0), lo},
+		// x^2 = 2^102, far below half an ulp of MaxFloat32: t rounds to MaxFloat32.
+		{"t=MaxFloat32", 0x1p51, hi, hi},
+	} {
+		x := make([]float32, rows*d)
+		for i := range x {
+			x[i] = c.x
+		}
+		w := make([]float32, d)
+		fill(w, classNormal, seedFor(d, 62))
+		// The partials and the tree add squares that are equal, and as many as 2 of them for
+		// d = 100: every sum is exact, and so is ss/d.
+		ss := c.x * c.x * float32(d)
+		if tt := ss/float32(d) + c.eps; tt != c.t {
+			t.Fatalf("%dx%d, %s: t = %v, want %v: the rows do not sit on the end", rows, d, c.name, tt, c.t)
+		}
+		want := make([]float32, rows*d)
+		forwardWith(kernelGeneric, want, x, w, c.eps)
+		// The float64 path's result: inv from the exact t, y rounded once.
+		inv64 := 1 / math.Sqrt(float64(c.x)*float64(c.x)+float64(c.eps))
+		differs := false
+		for i := range x {
+			if float32(float64(c.x)*inv64*float64(w[i%d])) != want[i] {
+				differs = true
+			}
+		}
+		if !differs {
+			t.Fatalf("%dx%d, %s: the float64 path gives generic's bits here: the test cannot tell the paths apart", rows, d, c.name)
+		}
+		for _, k := range testKernels() {
+			got := make([]float32, rows*d)
+			forwardWith(k, got, x, w, c.eps)
+			if i := firstDiff(got, want); i >= 0 {
+				t.Errorf("%dx%d, %s: %s: y[%d] = %v (%#08x), generic %v (%#08x)", rows, d, c.name, k.name(), i, got[i], bitsOf(got[i]), want[i], bitsOf(want[i]))
+			}
+		}
+	}
 }

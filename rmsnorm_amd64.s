@@ -430,6 +430,8 @@ TEXT ·avx512Forward(SB), NOSPLIT, $384-32
 	MOVQ       job_d+0(AX), DX
 	TESTQ      $0x0000003f, DX
 	JNZ        general
+	TESTQ      DX, DX
+	JZ         general
 	MOVQ       job_w+0(AX), BX
 	TESTQ      BX, BX
 	JZ         general
@@ -456,11 +458,11 @@ TEXT ·avx512Forward(SB), NOSPLIT, $384-32
 	VMOVUPS 192(SI), Z3
 	VMULPS  Z3, Z3, Z3
 	MOVQ    $0x00000040, R8
+	CMPQ    R8, DX
+	JAE     onesummed
 
 	PCALIGN $32
 onesumloop:
-	CMPQ    R8, DX
-	JAE     onesummed
 	VMOVUPS (SI)(R8*4), Z6
 	VMULPS  Z6, Z6, Z6
 	VADDPS  Z6, Z0, Z0
@@ -474,7 +476,8 @@ onesumloop:
 	VMULPS  Z6, Z6, Z6
 	VADDPS  Z6, Z3, Z3
 	ADDQ    $0x00000040, R8
-	JMP     onesumloop
+	CMPQ    R8, DX
+	JB      onesumloop
 
 onesummed:
 	VADDPS     Z2, Z0, Z0
@@ -18794,7 +18797,164 @@ vzero:
 TEXT ·avx2Forward(SB), NOSPLIT, $720-32
 	// avx2Forward normalizes rows [from, to) of the job: y = (x*inv)*w, (x*inv)*(1+w) with flagOffset, or x*inv with w nil, for each row; with res, h = x + res and res = h per element first, and h in place of x.
 	// It stops before the first row that needs the float64 path and returns that row's index, or to.
-	MOVQ  j+0(FP), AX
+	MOVQ j+0(FP), AX
+
+	// One row, d a multiple of 64, a plain weight, no residual, no flags: the short path.
+	MOVQ       from+8(FP), CX
+	MOVQ       to+16(FP), DX
+	SUBQ       CX, DX
+	CMPQ       DX, $0x01
+	JNE        general
+	CMPQ       job_res+0(AX), $0x00
+	JNE        general
+	CMPL       job_flags+0(AX), $0x00
+	JNE        general
+	MOVQ       job_d+0(AX), DX
+	TESTQ      $0x0000003f, DX
+	JNZ        general
+	TESTQ      DX, DX
+	JZ         general
+	MOVQ       job_w+0(AX), BX
+	TESTQ      BX, BX
+	JZ         general
+	MOVQ       job_x+0(AX), SI
+	MOVQ       job_stride+0(AX), R8
+	IMULQ      CX, R8
+	LEAQ       (SI)(R8*4), SI
+	MOVQ       job_dst+0(AX), DI
+	MOVQ       job_dstStride+0(AX), R8
+	IMULQ      CX, R8
+	LEAQ       (DI)(R8*4), DI
+	VMOVSS     one<>+0(SB), X8
+	VCVTSI2SSQ DX, X8, X8
+	VMOVSS     one<>+0(SB), X9
+	VDIVSS     X8, X9, X9
+
+	// Sum of squares: element i goes to partial i%64; the first block sets the partials.
+	VMOVUPS (SI), Y0
+	VMULPS  Y0, Y0, Y0
+	VMOVUPS 32(SI), Y1
+	VMULPS  Y1, Y1, Y1
+	VMOVUPS 64(SI), Y2
+	VMULPS  Y2, Y2, Y2
+	VMOVUPS 96(SI), Y3
+	VMULPS  Y3, Y3, Y3
+	VMOVUPS 128(SI), Y4
+	VMULPS  Y4, Y4, Y4
+	VMOVUPS 160(SI), Y5
+	VMULPS  Y5, Y5, Y5
+	VMOVUPS 192(SI), Y6
+	VMULPS  Y6, Y6, Y6
+	VMOVUPS 224(SI), Y7
+	VMULPS  Y7, Y7, Y7
+	MOVQ    $0x00000040, R8
+	CMPQ    R8, DX
+	JAE     onesummed
+
+	PCALIGN $32
+onesumloop:
+	VMOVUPS (SI)(R8*4), Y10
+	VMULPS  Y10, Y10, Y10
+	VADDPS  Y10, Y0, Y0
+	VMOVUPS 32(SI)(R8*4), Y10
+	VMULPS  Y10, Y10, Y10
+	VADDPS  Y10, Y1, Y1
+	VMOVUPS 64(SI)(R8*4), Y10
+	VMULPS  Y10, Y10, Y10
+	VADDPS  Y10, Y2, Y2
+	VMOVUPS 96(SI)(R8*4), Y10
+	VMULPS  Y10, Y10, Y10
+	VADDPS  Y10, Y3, Y3
+	VMOVUPS 128(SI)(R8*4), Y10
+	VMULPS  Y10, Y10, Y10
+	VADDPS  Y10, Y4, Y4
+	VMOVUPS 160(SI)(R8*4), Y10
+	VMULPS  Y10, Y10, Y10
+	VADDPS  Y10, Y5, Y5
+	VMOVUPS 192(SI)(R8*4), Y10
+	VMULPS  Y10, Y10, Y10
+	VADDPS  Y10, Y6, Y6
+	VMOVUPS 224(SI)(R8*4), Y10
+	VMULPS  Y10, Y10, Y10
+	VADDPS  Y10, Y7, Y7
+	ADDQ    $0x00000040, R8
+	CMPQ    R8, DX
+	JB      onesumloop
+
+onesummed:
+	VADDPS       Y4, Y0, Y0
+	VADDPS       Y5, Y1, Y1
+	VADDPS       Y6, Y2, Y2
+	VADDPS       Y7, Y3, Y3
+	VADDPS       Y2, Y0, Y0
+	VADDPS       Y3, Y1, Y1
+	VADDPS       Y1, Y0, Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X1
+	VMOVHLPS     X1, X1, X0
+	VADDPS       X0, X1, X1
+	VMOVSHDUP    X1, X0
+	VADDSS       X0, X1, X1
+
+	// t = ss/d + eps (ss*(1/d) when d is a power of two, the same bits); t outside [2^-100, MaxFloat32] returns from for the float64 path.
+	LEAQ   -1(DX), R8
+	TESTQ  DX, R8
+	JNZ    onediv
+	VMULSS X9, X1, X0
+	JMP    onedivided
+
+onediv:
+	VDIVSS X8, X1, X0
+
+onedivided:
+	VADDSS   job_eps+0(AX), X0, X0
+	VUCOMISS tlo<>+0(SB), X0
+	JCS      onefloat64
+	VUCOMISS tmax<>+0(SB), X0
+	JHI      onefloat64
+	VSQRTSS  X0, X0, X0
+	VMOVSS   one<>+0(SB), X1
+	VDIVSS   X0, X1, X1
+
+	// Report 1/rms if asked.
+	MOVQ   job_inv+0(AX), AX
+	TESTQ  AX, AX
+	JZ     onescale
+	VMOVSS X1, (AX)(CX*4)
+
+onescale:
+	// y = (x*inv)*w, rounded after each multiply.
+	VBROADCASTSS X1, Y0
+	XORQ         R8, R8
+
+	PCALIGN $32
+onescaleloop:
+	VMULPS  (SI)(R8*4), Y0, Y1
+	VMULPS  32(SI)(R8*4), Y0, Y2
+	VMULPS  64(SI)(R8*4), Y0, Y3
+	VMULPS  96(SI)(R8*4), Y0, Y4
+	VMULPS  (BX)(R8*4), Y1, Y1
+	VMOVUPS Y1, (DI)(R8*4)
+	VMULPS  32(BX)(R8*4), Y2, Y2
+	VMOVUPS Y2, 32(DI)(R8*4)
+	VMULPS  64(BX)(R8*4), Y3, Y3
+	VMOVUPS Y3, 64(DI)(R8*4)
+	VMULPS  96(BX)(R8*4), Y4, Y4
+	VMOVUPS Y4, 96(DI)(R8*4)
+	ADDQ    $0x00000020, R8
+	CMPQ    R8, DX
+	JB      onescaleloop
+	VZEROUPPER
+	INCQ    CX
+	MOVQ    CX, ret+24(FP)
+	RET
+
+onefloat64:
+	VZEROUPPER
+	MOVQ CX, ret+24(FP)
+	RET
+
+general:
 	MOVQ  job_dst+0(AX), CX
 	MOVQ  job_x+0(AX), DX
 	MOVQ  job_res+0(AX), BX

@@ -32,6 +32,10 @@ import (
 // rows, and the AVX-512 ones of float32 rows into float32, have a fourth mode, the pipe (FlagPipe,
 // set on Zen 3 and on Sapphire Rapids and Emerald Rapids; see streamrule.Pipe): one loop scales a
 // row and sums the next one (LayerNorm's: with Center). Every other piece is shared.
+//
+// The two functions of float32 rows into float32 rows start with a path of their own for the
+// commonest short call, one row with a plain weight (onerow.go): a second, plainer copy of the
+// sum pass, inv and the scale loop, with the same operations in the same order.
 
 const (
 	block  = 64     // elements of a row that fill the 64 partial sums once
@@ -113,7 +117,8 @@ type gen struct {
 	tailN      Mem // AVX2: elements in the copied end
 	xrRow      Mem // AVX2, 16-bit: the row's x pointer while the sum pass reads the copied end
 
-	// acc are the accumulators of the sum passes, which the pipe fills too.
+	// acc are the accumulators of the sum passes, which the pipe and the one-row path (oneRow)
+	// fill too.
 	acc []VecVirtual
 
 	// zeroW, while the sum pass of bfloat16 rows on AVX2 is emitted, holds zero words that

@@ -9,10 +9,10 @@ import (
 )
 
 // hasOneRow reports whether the function of v starts with the one-row path (oneRow): the
-// AVX-512 function of float32 rows into float32 rows, which Forward, Norm.Forward and the plain
-// Apply reach for a single row.
+// functions of float32 rows into float32 rows, which Forward, Norm.Forward and the plain Apply
+// reach for a single row.
 func (g *gen) hasOneRow() bool {
-	return g.s == avx512 && g.v.Format == spec.F32 && !g.v.Layer && !g.cvt
+	return g.v.Format == spec.F32 && !g.v.Layer && !g.cvt
 }
 
 // oneRow emits the path of the commonest short call: one row (to = from+1), d a multiple of 64,
@@ -20,10 +20,11 @@ func (g *gen) hasOneRow() bool {
 // Anything else jumps to general, the function's usual path. The row takes the same operations in
 // the same order as on that path (the same blocks, partial, finish1, t and its range, inv, and
 // (x*inv)*w), so the bits are the same; what it saves is the bookkeeping of groups, tails, weight
-// forms and memory modes, and the stack slots that carry it. Measured on an Emerald Rapids,
-// Forward's kernel on one row called in a loop took 19.5 ns at 1x128 and 82 at 1x1024 with the
-// general path alone, where a function with this path's loops takes 13.8 and 77 ns, as the
-// bench-anchors C kernel does (13.9 at 1x128).
+// forms and memory modes, and the stack slots that carry it. Measured on an Emerald Rapids (one
+// row called in a loop), the AVX-512 function took 19.5 ns at 1x128 with the general path alone
+// and 15.1 with this one, where a function with only this path's loops takes 13.8 ns and the
+// bench-anchors C kernel 13.9; Forward on the AVX2 function went from 29.1 to 25.2 ns, and from
+// 385 to 368 at 1x4096 (bench/results/intel-emerald-rapids.txt).
 func (g *gen) oneRow(general string) {
 	Comment("One row, d a multiple of 64, a plain weight, no residual, no flags: the short path.")
 	from := Load(Param("from"), GP64()).(GPVirtual)
@@ -40,6 +41,8 @@ func (g *gen) oneRow(general string) {
 	MOVQ(g.d(), d)
 	TESTQ(U32(block-1), d)
 	JNZ(LabelRef(general))
+	TESTQ(d, d) // never 0 here (the entry points reject it), but 0 would pass the test above
+	JZ(LabelRef(general))
 	w := GP64()
 	MOVQ(g.field(spec.Job.W), w)
 	TESTQ(w, w)
@@ -66,24 +69,26 @@ func (g *gen) oneRow(general string) {
 
 	Comment("Sum of squares: element i goes to partial i%64; the first block sets the partials.")
 	acc := g.acc
+	vb := g.s.vbytes()
 	for k, a := range acc {
-		VMOVUPS(Mem{Base: x, Disp: 64 * k}, a)
+		VMOVUPS(Mem{Base: x, Disp: vb * k}, a)
 		VMULPS(a, a, a)
 	}
 	i := GP64()
 	MOVQ(U32(block), i)
 	loop, summed := "onesumloop", "onesummed"
-	Label(loop)
 	CMPQ(i, d)
 	JAE(LabelRef(summed))
-	v := ZMM()
+	Label(loop)
+	v := g.s.vec()
 	for k, a := range acc {
-		VMOVUPS(Mem{Base: x, Index: i, Scale: 4, Disp: 64 * k}, v)
+		VMOVUPS(Mem{Base: x, Index: i, Scale: 4, Disp: vb * k}, v)
 		VMULPS(v, v, v)
 		VADDPS(v, a, a)
 	}
 	ADDQ(U32(block), i)
-	JMP(LabelRef(loop))
+	CMPQ(i, d)
+	JB(LabelRef(loop))
 	Label(summed)
 	ss := g.s.finish1(g.s.partial(acc))
 
@@ -120,21 +125,21 @@ func (g *gen) oneRow(general string) {
 	Label(scale)
 
 	Comment("y = (x*inv)*w, rounded after each multiply.")
-	iv := ZMM()
+	iv := g.s.vec()
 	VBROADCASTSS(inv, iv)
 	XORQ(i, i)
 	sloop := "onescaleloop"
 	Label(sloop)
 	ts := make([]VecVirtual, unroll)
 	for k := range ts {
-		ts[k] = ZMM()
-		VMULPS(Mem{Base: x, Index: i, Scale: 4, Disp: 64 * k}, iv, ts[k])
+		ts[k] = g.s.vec()
+		VMULPS(Mem{Base: x, Index: i, Scale: 4, Disp: vb * k}, iv, ts[k])
 	}
 	for k, tv := range ts {
-		VMULPS(Mem{Base: w, Index: i, Scale: 4, Disp: 64 * k}, tv, tv)
-		VMOVUPS(tv, Mem{Base: dst, Index: i, Scale: 4, Disp: 64 * k})
+		VMULPS(Mem{Base: w, Index: i, Scale: 4, Disp: vb * k}, tv, tv)
+		VMOVUPS(tv, Mem{Base: dst, Index: i, Scale: 4, Disp: vb * k})
 	}
-	ADDQ(U32(block), i)
+	ADDQ(U32(unroll*g.s.lanes), i) // a whole number of steps per row: d is a multiple of 64
 	CMPQ(i, d)
 	JB(LabelRef(sloop))
 	VZEROUPPER()

@@ -20,6 +20,12 @@ var pipeRows = streamrule.Pipe(streamrule.Host())
 // streamrule.PipeAbove. A variable so that tests can set it.
 var pipeAbove = streamrule.PipeAbove(streamrule.Host())
 
+// rowsOneByOne is whether the float32 rows of in-cache calls, at most rowsMax long and d a
+// multiple of 64, go through the kernels' one-row path one at a time (flagRows; see forwardRows),
+// as streamrule decides from cpuid: on Sapphire Rapids and Emerald Rapids. A variable so that
+// tests can run the kernels both ways.
+var rowsOneByOne = streamrule.Rows(streamrule.Host())
+
 // aheadRows is whether the backward kernels prefetch rows from memory 1 KiB ahead of their
 // sum passes' loads, and the next row in the dx pass when dx goes out with non-temporal stores
 // (flagAhead; see setBackwardMemoryFlags), as streamrule decides from cpuid: on Zen 3, Sapphire

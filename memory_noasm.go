@@ -15,5 +15,8 @@ var pipeRows = false
 // pipeAbove goes with pipeRows (see memory_asm.go).
 var pipeAbove = 0
 
+// rowsOneByOne is false: flagRows is for the assembly kernels, which this build does not have.
+var rowsOneByOne = false
+
 // aheadRows is false: flagAhead is for the assembly kernels, which this build does not have.
 var aheadRows = false

@@ -21,7 +21,8 @@ var oneRowDims = []int{
 // generic, bit for bit, on rows of every value class (those whose t leaves [2^-100, MaxFloat32]
 // return to Go for the float64 path), with Inv, and as row r of a job of three rows, from = r,
 // to = r+1, as Workers and the float64 path's restart call it, with strides of x and dst of their
-// own. The matrix tests cover the other forms.
+// own; and with flagRows, which runs every row of a call through that path (streamrule.Rows),
+// over [r, 3). The matrix tests cover the other forms; TestRowsOneByOne, Forward both ways.
 func TestOneRowMatchesGeneric(t *testing.T) {
 	const rows = 3
 	// Strides of x and of dst, in elements past d: the rows back to back, then apart, each
@@ -52,13 +53,22 @@ func TestOneRowMatchesGeneric(t *testing.T) {
 						t.Fatalf("%s: Forward: y[%d] = %v (%#08x), generic %v (%#08x)", name, i, got[i], bitsOf(got[i]), want[i], bitsOf(want[i]))
 					}
 
-					// Row r of three, alone, with Inv.
-					for from := range rows {
-						g := oneRowOf(t, k, x, w, d, stride, dstStride, rows, from, eps)
-						wnt := oneRowOf(t, kernelGeneric, x, w, d, stride, dstStride, rows, from, eps)
-						if i := firstDiff(g, wnt); i >= 0 {
-							t.Fatalf("%s: row %d of %d, strides %d and %d: element %d = %v (%#08x), generic %v (%#08x) (the last is inv)",
-								name, from, rows, stride, dstStride, i, g[i], bitsOf(g[i]), wnt[i], bitsOf(wnt[i]))
+					// Row r of three, alone, with Inv; and with flagRows (the rows one at a time of
+					// streamrule.Rows), the rows [from, 3), the empty range among them.
+					for _, fl := range []uint32{0, flagRows} {
+						for from := range rows + 1 {
+							to := from + 1
+							if fl != 0 {
+								to = rows
+							} else if from == rows {
+								continue
+							}
+							g := runRows(t, k, x, w, d, stride, dstStride, rows, from, to, fl, eps)
+							wnt := runRows(t, kernelGeneric, x, w, d, stride, dstStride, rows, from, to, fl, eps)
+							if i := firstDiff(g, wnt); i >= 0 {
+								t.Fatalf("%s: rows [%d, %d) of %d, flags %#x, strides %d and %d: element %d = %v (%#08x), generic %v (%#08x) (rows of d, then inv)",
+									name, from, to, rows, fl, stride, dstStride, i, g[i], bitsOf(g[i]), wnt[i], bitsOf(wnt[i]))
+							}
 						}
 					}
 				}
@@ -67,11 +77,11 @@ func TestOneRowMatchesGeneric(t *testing.T) {
 	}
 }
 
-// oneRowOf runs kernel k on row from of the rows x (rows rows of d, stride apart) alone, as a job
-// of all of them with dst rows dstStride apart, whose call covers [from, from+1), and returns that
-// row of dst followed by inv[from]. Every other element of dst and inv holds NaN, and the test
-// fails if the call changed one.
-func oneRowOf(t *testing.T, k kernelID, x, w []float32, d, stride, dstStride, rows, from int, eps float32) []float32 {
+// runRows runs kernel k on rows [from, to) of the rows x (rows rows of d, stride apart), as a job
+// of all of them with dst rows dstStride apart and flags fl, whose call covers [from, to), and
+// returns those rows of dst followed by their inv. Every other element of dst and inv holds NaN,
+// and the test fails if the call changed one.
+func runRows(t *testing.T, k kernelID, x, w []float32, d, stride, dstStride, rows, from, to int, fl uint32, eps float32) []float32 {
 	t.Helper()
 	dst, inv := make([]float32, rows*dstStride), make([]float32, rows)
 	for i := range dst {
@@ -82,22 +92,27 @@ func oneRowOf(t *testing.T, k kernelID, x, w []float32, d, stride, dstStride, ro
 	}
 	v := forwardVariant[formatF32][weighted][0]
 	var j job
-	j.init(ptr(dst), ptr(x), ptr(w), d, stride, dstStride, eps, 0, uint32(k)*numEntries+uint32(v), weighted, formatF32, v, nil, ptr(inv), nil, nil, rows)
-	if r := callKernel(&j, from, from+1); r < from+1 {
-		j.finish(r, from+1)
+	j.init(ptr(dst), ptr(x), ptr(w), d, stride, dstStride, eps, fl, uint32(k)*numEntries+uint32(v), weighted, formatF32, v, nil, ptr(inv), nil, nil, rows)
+	if r := callKernel(&j, from, to); r < to {
+		j.finish(r, to)
 	}
-	row := dst[from*dstStride : from*dstStride+d : from*dstStride+d]
+	var out []float32
 	for i, y := range dst {
-		if (i < from*dstStride || i >= from*dstStride+d) && y == y {
-			t.Fatalf("%s: the call on row %d of %d (strides %d and %d) wrote dst[%d]", k.name(), from, rows, stride, dstStride, i)
+		r, e := i/dstStride, i%dstStride
+		if r >= from && r < to && e < d {
+			out = append(out, y)
+		} else if y == y {
+			t.Fatalf("%s: the call on rows [%d, %d) of %d (strides %d and %d) wrote dst[%d]", k.name(), from, to, rows, stride, dstStride, i)
 		}
 	}
 	for r := range rows {
-		if r != from && inv[r] == inv[r] {
-			t.Fatalf("%s: the call on row %d wrote inv[%d]", k.name(), from, r)
+		if r >= from && r < to {
+			out = append(out, inv[r])
+		} else if inv[r] == inv[r] {
+			t.Fatalf("%s: the call on rows [%d, %d) wrote inv[%d]", k.name(), from, to, r)
 		}
 	}
-	return append(row, inv[from])
+	return out
 }
 
 // TestRangeEnds puts t = ss/d + eps exactly on the ends of the range the float32 path takes,
@@ -158,6 +173,40 @@ func testRangeEnds(t *testing.T, d, rows int) {
 			forwardWith(k, got, x, w, c.eps)
 			if i := firstDiff(got, want); i >= 0 {
 				t.Errorf("%dx%d, %s: %s: y[%d] = %v (%#08x), generic %v (%#08x)", rows, d, c.name, k.name(), i, got[i], bitsOf(got[i]), want[i], bitsOf(want[i]))
+			}
+		}
+	}
+}
+
+// TestRowsOneByOne runs Forward on batches of short rows with rowsOneByOne set and unset (flagRows
+// or the groups of four, whichever this CPU's rule picks, and the other), every kernel against
+// generic, in guarded buffers: rows of 64 and 128 (the rows flagRows takes) and of 100, 192 and 256
+// (those it leaves to the groups), from 1 to 9 rows, every value class.
+func TestRowsOneByOne(t *testing.T) {
+	defer func(v bool) { rowsOneByOne = v }(rowsOneByOne)
+	for _, on := range []bool{false, true} {
+		rowsOneByOne = on
+		for _, k := range testKernels() {
+			for _, d := range []int{64, 128, 100, 192, 256} {
+				for rows := 1; rows <= 9; rows++ {
+					for ci, c := range valueClasses {
+						r := seedFor(d, rows, ci, 63)
+						xg := newGuarded[float32]("x", rows*d, 0)
+						fill(xg.s, c, r)
+						w := make([]float32, d)
+						fill(w, classNormal, r)
+						got := newGuarded[float32]("dst", rows*d, 0)
+						want := make([]float32, rows*d)
+						forwardWith(k, got.s, xg.s, w, 1e-6)
+						forwardWith(kernelGeneric, want, xg.s, w, 1e-6)
+						got.check(t, "dst")
+						xg.check(t, "x")
+						if i := firstDiff(got.s, want); i >= 0 {
+							t.Fatalf("one at a time %v, %s, %dx%d, %s: y[%d] = %v (%#08x), generic %v (%#08x)",
+								on, k.name(), rows, d, c.name, i, got.s[i], bitsOf(got.s[i]), want[i], bitsOf(want[i]))
+						}
+					}
+				}
 			}
 		}
 	}

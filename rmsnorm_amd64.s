@@ -417,15 +417,16 @@ TEXT ·avx512Forward(SB), NOSPLIT, $384-32
 	// It stops before the first row that needs the float64 path and returns that row's index, or to.
 	MOVQ j+0(FP), AX
 
-	// One row, d a multiple of 64, a plain weight, no residual, no flags: the short path.
+	// One row (or, with flagRows alone, every row of the call), d a multiple of 64, a plain weight, no residual: the short path.
 	MOVQ       from+8(FP), CX
 	MOVQ       to+16(FP), DX
-	SUBQ       CX, DX
-	CMPQ       DX, $0x01
-	JNE        general
 	CMPQ       job_res+0(AX), $0x00
 	JNE        general
-	CMPL       job_flags+0(AX), $0x00
+	MOVL       job_flags+0(AX), BX
+	TESTL      BX, BX
+	JNZ        rowsflag
+	SUBQ       CX, DX
+	CMPQ       DX, $0x01
 	JNE        general
 	MOVQ       job_d+0(AX), DX
 	TESTQ      $0x0000003f, DX
@@ -436,13 +437,14 @@ TEXT ·avx512Forward(SB), NOSPLIT, $384-32
 	TESTQ      BX, BX
 	JZ         general
 	MOVQ       job_x+0(AX), SI
+	MOVQ       job_dst+0(AX), DI
 	MOVQ       job_stride+0(AX), R8
 	IMULQ      CX, R8
 	LEAQ       (SI)(R8*4), SI
-	MOVQ       job_dst+0(AX), DI
 	MOVQ       job_dstStride+0(AX), R8
 	IMULQ      CX, R8
 	LEAQ       (DI)(R8*4), DI
+	MOVQ       job_inv+0(AX), R8
 	VMOVSS     one<>+0(SB), X4
 	VCVTSI2SSQ DX, X4, X4
 	VMOVSS     one<>+0(SB), X5
@@ -457,26 +459,26 @@ TEXT ·avx512Forward(SB), NOSPLIT, $384-32
 	VMULPS  Z2, Z2, Z2
 	VMOVUPS 192(SI), Z3
 	VMULPS  Z3, Z3, Z3
-	MOVQ    $0x00000040, R8
-	CMPQ    R8, DX
+	MOVQ    $0x00000040, R9
+	CMPQ    R9, DX
 	JAE     onesummed
 
 	PCALIGN $32
 onesumloop:
-	VMOVUPS (SI)(R8*4), Z6
+	VMOVUPS (SI)(R9*4), Z6
 	VMULPS  Z6, Z6, Z6
 	VADDPS  Z6, Z0, Z0
-	VMOVUPS 64(SI)(R8*4), Z6
+	VMOVUPS 64(SI)(R9*4), Z6
 	VMULPS  Z6, Z6, Z6
 	VADDPS  Z6, Z1, Z1
-	VMOVUPS 128(SI)(R8*4), Z6
+	VMOVUPS 128(SI)(R9*4), Z6
 	VMULPS  Z6, Z6, Z6
 	VADDPS  Z6, Z2, Z2
-	VMOVUPS 192(SI)(R8*4), Z6
+	VMOVUPS 192(SI)(R9*4), Z6
 	VMULPS  Z6, Z6, Z6
 	VADDPS  Z6, Z3, Z3
-	ADDQ    $0x00000040, R8
-	CMPQ    R8, DX
+	ADDQ    $0x00000040, R9
+	CMPQ    R9, DX
 	JB      onesumloop
 
 onesummed:
@@ -492,9 +494,9 @@ onesummed:
 	VPERMILPS  $0xb1, Z0, Z1
 	VADDPS     Z1, Z0, Z0
 
-	// t = ss/d + eps (ss*(1/d) when d is a power of two, the same bits); t outside [2^-100, MaxFloat32] returns from for the float64 path.
-	LEAQ   -1(DX), R8
-	TESTQ  DX, R8
+	// t = ss/d + eps (ss*(1/d) when d is a power of two, the same bits); t outside [2^-100, MaxFloat32] returns the row for the float64 path.
+	LEAQ   -1(DX), R9
+	TESTQ  DX, R9
 	JNZ    onediv
 	VMULSS X5, X0, X0
 	JMP    onedivided
@@ -513,39 +515,175 @@ onedivided:
 	VDIVSS   X0, X1, X1
 
 	// Report 1/rms if asked.
-	MOVQ   job_inv+0(AX), AX
-	TESTQ  AX, AX
+	TESTQ  R8, R8
 	JZ     onescale
-	VMOVSS X1, (AX)(CX*4)
+	VMOVSS X1, (R8)(CX*4)
 
 onescale:
 	// y = (x*inv)*w, rounded after each multiply.
 	VBROADCASTSS X1, Z0
-	XORQ         R8, R8
+	XORQ         R9, R9
 
 	PCALIGN $32
 onescaleloop:
-	VMULPS  (SI)(R8*4), Z0, Z1
-	VMULPS  64(SI)(R8*4), Z0, Z2
-	VMULPS  128(SI)(R8*4), Z0, Z3
-	VMULPS  192(SI)(R8*4), Z0, Z4
-	VMULPS  (BX)(R8*4), Z1, Z1
-	VMOVUPS Z1, (DI)(R8*4)
-	VMULPS  64(BX)(R8*4), Z2, Z2
-	VMOVUPS Z2, 64(DI)(R8*4)
-	VMULPS  128(BX)(R8*4), Z3, Z3
-	VMOVUPS Z3, 128(DI)(R8*4)
-	VMULPS  192(BX)(R8*4), Z4, Z4
-	VMOVUPS Z4, 192(DI)(R8*4)
-	ADDQ    $0x00000040, R8
-	CMPQ    R8, DX
+	VMULPS  (SI)(R9*4), Z0, Z1
+	VMULPS  64(SI)(R9*4), Z0, Z2
+	VMULPS  128(SI)(R9*4), Z0, Z3
+	VMULPS  192(SI)(R9*4), Z0, Z4
+	VMULPS  (BX)(R9*4), Z1, Z1
+	VMOVUPS Z1, (DI)(R9*4)
+	VMULPS  64(BX)(R9*4), Z2, Z2
+	VMOVUPS Z2, 64(DI)(R9*4)
+	VMULPS  128(BX)(R9*4), Z3, Z3
+	VMOVUPS Z3, 128(DI)(R9*4)
+	VMULPS  192(BX)(R9*4), Z4, Z4
+	VMOVUPS Z4, 192(DI)(R9*4)
+	ADDQ    $0x00000040, R9
+	CMPQ    R9, DX
 	JB      onescaleloop
-	VZEROUPPER
 	INCQ    CX
+	VZEROUPPER
 	MOVQ    CX, ret+24(FP)
 	RET
 
 onefloat64:
+	VZEROUPPER
+	MOVQ CX, ret+24(FP)
+	RET
+
+rowsflag:
+	CMPL       BX, $0x00000100
+	JNE        general
+	CMPQ       CX, DX
+	JAE        general
+	MOVQ       job_d+0(AX), BX
+	TESTQ      $0x0000003f, BX
+	JNZ        general
+	TESTQ      BX, BX
+	JZ         general
+	MOVQ       job_w+0(AX), SI
+	TESTQ      SI, SI
+	JZ         general
+	MOVQ       job_x+0(AX), DI
+	MOVQ       job_dst+0(AX), R8
+	MOVQ       job_stride+0(AX), R10
+	SHLQ       $0x02, R10
+	MOVQ       R10, R9
+	IMULQ      CX, R9
+	ADDQ       R9, DI
+	MOVQ       job_dstStride+0(AX), R11
+	SHLQ       $0x02, R11
+	MOVQ       R11, R9
+	IMULQ      CX, R9
+	ADDQ       R9, R8
+	MOVQ       job_inv+0(AX), R9
+	VMOVSS     one<>+0(SB), X4
+	VCVTSI2SSQ BX, X4, X4
+	VMOVSS     one<>+0(SB), X5
+	VDIVSS     X4, X5, X5
+
+rowsrow:
+	// Sum of squares: element i goes to partial i%64; the first block sets the partials.
+	VMOVUPS (DI), Z0
+	VMULPS  Z0, Z0, Z0
+	VMOVUPS 64(DI), Z1
+	VMULPS  Z1, Z1, Z1
+	VMOVUPS 128(DI), Z2
+	VMULPS  Z2, Z2, Z2
+	VMOVUPS 192(DI), Z3
+	VMULPS  Z3, Z3, Z3
+	MOVQ    $0x00000040, R12
+	CMPQ    R12, BX
+	JAE     rowssummed
+
+	PCALIGN $32
+rowssumloop:
+	VMOVUPS (DI)(R12*4), Z6
+	VMULPS  Z6, Z6, Z6
+	VADDPS  Z6, Z0, Z0
+	VMOVUPS 64(DI)(R12*4), Z6
+	VMULPS  Z6, Z6, Z6
+	VADDPS  Z6, Z1, Z1
+	VMOVUPS 128(DI)(R12*4), Z6
+	VMULPS  Z6, Z6, Z6
+	VADDPS  Z6, Z2, Z2
+	VMOVUPS 192(DI)(R12*4), Z6
+	VMULPS  Z6, Z6, Z6
+	VADDPS  Z6, Z3, Z3
+	ADDQ    $0x00000040, R12
+	CMPQ    R12, BX
+	JB      rowssumloop
+
+rowssummed:
+	VADDPS     Z2, Z0, Z0
+	VADDPS     Z3, Z1, Z1
+	VADDPS     Z1, Z0, Z0
+	VSHUFF64X2 $0xee, Z0, Z0, Z1
+	VADDPS     Z1, Z0, Z0
+	VSHUFF32X4 $0x01, Z0, Z0, Z1
+	VADDPS     Z1, Z0, Z0
+	VPERMILPS  $0x4e, Z0, Z1
+	VADDPS     Z1, Z0, Z0
+	VPERMILPS  $0xb1, Z0, Z1
+	VADDPS     Z1, Z0, Z0
+
+	// t = ss/d + eps (ss*(1/d) when d is a power of two, the same bits); t outside [2^-100, MaxFloat32] returns the row for the float64 path.
+	LEAQ   -1(BX), R12
+	TESTQ  BX, R12
+	JNZ    rowsdiv
+	VMULSS X5, X0, X0
+	JMP    rowsdivided
+
+rowsdiv:
+	VDIVSS X4, X0, X0
+
+rowsdivided:
+	VADDSS   job_eps+0(AX), X0, X0
+	VUCOMISS tlo<>+0(SB), X0
+	JCS      rowsfloat64
+	VUCOMISS tmax<>+0(SB), X0
+	JHI      rowsfloat64
+	VSQRTSS  X0, X0, X0
+	VMOVSS   one<>+0(SB), X1
+	VDIVSS   X0, X1, X1
+
+	// Report 1/rms if asked.
+	TESTQ  R9, R9
+	JZ     rowsscale
+	VMOVSS X1, (R9)(CX*4)
+
+rowsscale:
+	// y = (x*inv)*w, rounded after each multiply.
+	VBROADCASTSS X1, Z0
+	XORQ         R12, R12
+
+	PCALIGN $32
+rowsscaleloop:
+	VMULPS  (DI)(R12*4), Z0, Z1
+	VMULPS  64(DI)(R12*4), Z0, Z2
+	VMULPS  128(DI)(R12*4), Z0, Z3
+	VMULPS  192(DI)(R12*4), Z0, Z6
+	VMULPS  (SI)(R12*4), Z1, Z1
+	VMOVUPS Z1, (R8)(R12*4)
+	VMULPS  64(SI)(R12*4), Z2, Z2
+	VMOVUPS Z2, 64(R8)(R12*4)
+	VMULPS  128(SI)(R12*4), Z3, Z3
+	VMOVUPS Z3, 128(R8)(R12*4)
+	VMULPS  192(SI)(R12*4), Z6, Z6
+	VMOVUPS Z6, 192(R8)(R12*4)
+	ADDQ    $0x00000040, R12
+	CMPQ    R12, BX
+	JB      rowsscaleloop
+	INCQ    CX
+	ADDQ    R10, DI
+	ADDQ    R11, R8
+	CMPQ    CX, DX
+	JB      rowsrow
+	VZEROUPPER
+	MOVQ    CX, ret+24(FP)
+	RET
+
+rowsfloat64:
 	VZEROUPPER
 	MOVQ CX, ret+24(FP)
 	RET
@@ -18799,15 +18937,16 @@ TEXT ·avx2Forward(SB), NOSPLIT, $720-32
 	// It stops before the first row that needs the float64 path and returns that row's index, or to.
 	MOVQ j+0(FP), AX
 
-	// One row, d a multiple of 64, a plain weight, no residual, no flags: the short path.
+	// One row (or, with flagRows alone, every row of the call), d a multiple of 64, a plain weight, no residual: the short path.
 	MOVQ       from+8(FP), CX
 	MOVQ       to+16(FP), DX
-	SUBQ       CX, DX
-	CMPQ       DX, $0x01
-	JNE        general
 	CMPQ       job_res+0(AX), $0x00
 	JNE        general
-	CMPL       job_flags+0(AX), $0x00
+	MOVL       job_flags+0(AX), BX
+	TESTL      BX, BX
+	JNZ        rowsflag
+	SUBQ       CX, DX
+	CMPQ       DX, $0x01
 	JNE        general
 	MOVQ       job_d+0(AX), DX
 	TESTQ      $0x0000003f, DX
@@ -18818,13 +18957,14 @@ TEXT ·avx2Forward(SB), NOSPLIT, $720-32
 	TESTQ      BX, BX
 	JZ         general
 	MOVQ       job_x+0(AX), SI
+	MOVQ       job_dst+0(AX), DI
 	MOVQ       job_stride+0(AX), R8
 	IMULQ      CX, R8
 	LEAQ       (SI)(R8*4), SI
-	MOVQ       job_dst+0(AX), DI
 	MOVQ       job_dstStride+0(AX), R8
 	IMULQ      CX, R8
 	LEAQ       (DI)(R8*4), DI
+	MOVQ       job_inv+0(AX), R8
 	VMOVSS     one<>+0(SB), X8
 	VCVTSI2SSQ DX, X8, X8
 	VMOVSS     one<>+0(SB), X9
@@ -18847,38 +18987,38 @@ TEXT ·avx2Forward(SB), NOSPLIT, $720-32
 	VMULPS  Y6, Y6, Y6
 	VMOVUPS 224(SI), Y7
 	VMULPS  Y7, Y7, Y7
-	MOVQ    $0x00000040, R8
-	CMPQ    R8, DX
+	MOVQ    $0x00000040, R9
+	CMPQ    R9, DX
 	JAE     onesummed
 
 	PCALIGN $32
 onesumloop:
-	VMOVUPS (SI)(R8*4), Y10
+	VMOVUPS (SI)(R9*4), Y10
 	VMULPS  Y10, Y10, Y10
 	VADDPS  Y10, Y0, Y0
-	VMOVUPS 32(SI)(R8*4), Y10
+	VMOVUPS 32(SI)(R9*4), Y10
 	VMULPS  Y10, Y10, Y10
 	VADDPS  Y10, Y1, Y1
-	VMOVUPS 64(SI)(R8*4), Y10
+	VMOVUPS 64(SI)(R9*4), Y10
 	VMULPS  Y10, Y10, Y10
 	VADDPS  Y10, Y2, Y2
-	VMOVUPS 96(SI)(R8*4), Y10
+	VMOVUPS 96(SI)(R9*4), Y10
 	VMULPS  Y10, Y10, Y10
 	VADDPS  Y10, Y3, Y3
-	VMOVUPS 128(SI)(R8*4), Y10
+	VMOVUPS 128(SI)(R9*4), Y10
 	VMULPS  Y10, Y10, Y10
 	VADDPS  Y10, Y4, Y4
-	VMOVUPS 160(SI)(R8*4), Y10
+	VMOVUPS 160(SI)(R9*4), Y10
 	VMULPS  Y10, Y10, Y10
 	VADDPS  Y10, Y5, Y5
-	VMOVUPS 192(SI)(R8*4), Y10
+	VMOVUPS 192(SI)(R9*4), Y10
 	VMULPS  Y10, Y10, Y10
 	VADDPS  Y10, Y6, Y6
-	VMOVUPS 224(SI)(R8*4), Y10
+	VMOVUPS 224(SI)(R9*4), Y10
 	VMULPS  Y10, Y10, Y10
 	VADDPS  Y10, Y7, Y7
-	ADDQ    $0x00000040, R8
-	CMPQ    R8, DX
+	ADDQ    $0x00000040, R9
+	CMPQ    R9, DX
 	JB      onesumloop
 
 onesummed:
@@ -18896,9 +19036,9 @@ onesummed:
 	VMOVSHDUP    X1, X0
 	VADDSS       X0, X1, X1
 
-	// t = ss/d + eps (ss*(1/d) when d is a power of two, the same bits); t outside [2^-100, MaxFloat32] returns from for the float64 path.
-	LEAQ   -1(DX), R8
-	TESTQ  DX, R8
+	// t = ss/d + eps (ss*(1/d) when d is a power of two, the same bits); t outside [2^-100, MaxFloat32] returns the row for the float64 path.
+	LEAQ   -1(DX), R9
+	TESTQ  DX, R9
 	JNZ    onediv
 	VMULSS X9, X1, X0
 	JMP    onedivided
@@ -18917,39 +19057,197 @@ onedivided:
 	VDIVSS   X0, X1, X1
 
 	// Report 1/rms if asked.
-	MOVQ   job_inv+0(AX), AX
-	TESTQ  AX, AX
+	TESTQ  R8, R8
 	JZ     onescale
-	VMOVSS X1, (AX)(CX*4)
+	VMOVSS X1, (R8)(CX*4)
 
 onescale:
 	// y = (x*inv)*w, rounded after each multiply.
 	VBROADCASTSS X1, Y0
-	XORQ         R8, R8
+	XORQ         R9, R9
 
 	PCALIGN $32
 onescaleloop:
-	VMULPS  (SI)(R8*4), Y0, Y1
-	VMULPS  32(SI)(R8*4), Y0, Y2
-	VMULPS  64(SI)(R8*4), Y0, Y3
-	VMULPS  96(SI)(R8*4), Y0, Y4
-	VMULPS  (BX)(R8*4), Y1, Y1
-	VMOVUPS Y1, (DI)(R8*4)
-	VMULPS  32(BX)(R8*4), Y2, Y2
-	VMOVUPS Y2, 32(DI)(R8*4)
-	VMULPS  64(BX)(R8*4), Y3, Y3
-	VMOVUPS Y3, 64(DI)(R8*4)
-	VMULPS  96(BX)(R8*4), Y4, Y4
-	VMOVUPS Y4, 96(DI)(R8*4)
-	ADDQ    $0x00000020, R8
-	CMPQ    R8, DX
+	VMULPS  (SI)(R9*4), Y0, Y1
+	VMULPS  32(SI)(R9*4), Y0, Y2
+	VMULPS  64(SI)(R9*4), Y0, Y3
+	VMULPS  96(SI)(R9*4), Y0, Y4
+	VMULPS  (BX)(R9*4), Y1, Y1
+	VMOVUPS Y1, (DI)(R9*4)
+	VMULPS  32(BX)(R9*4), Y2, Y2
+	VMOVUPS Y2, 32(DI)(R9*4)
+	VMULPS  64(BX)(R9*4), Y3, Y3
+	VMOVUPS Y3, 64(DI)(R9*4)
+	VMULPS  96(BX)(R9*4), Y4, Y4
+	VMOVUPS Y4, 96(DI)(R9*4)
+	ADDQ    $0x00000020, R9
+	CMPQ    R9, DX
 	JB      onescaleloop
-	VZEROUPPER
 	INCQ    CX
+	VZEROUPPER
 	MOVQ    CX, ret+24(FP)
 	RET
 
 onefloat64:
+	VZEROUPPER
+	MOVQ CX, ret+24(FP)
+	RET
+
+rowsflag:
+	CMPL       BX, $0x00000100
+	JNE        general
+	CMPQ       CX, DX
+	JAE        general
+	MOVQ       job_d+0(AX), BX
+	TESTQ      $0x0000003f, BX
+	JNZ        general
+	TESTQ      BX, BX
+	JZ         general
+	MOVQ       job_w+0(AX), SI
+	TESTQ      SI, SI
+	JZ         general
+	MOVQ       job_x+0(AX), DI
+	MOVQ       job_dst+0(AX), R8
+	MOVQ       job_stride+0(AX), R10
+	SHLQ       $0x02, R10
+	MOVQ       R10, R9
+	IMULQ      CX, R9
+	ADDQ       R9, DI
+	MOVQ       job_dstStride+0(AX), R11
+	SHLQ       $0x02, R11
+	MOVQ       R11, R9
+	IMULQ      CX, R9
+	ADDQ       R9, R8
+	MOVQ       job_inv+0(AX), R9
+	VMOVSS     one<>+0(SB), X8
+	VCVTSI2SSQ BX, X8, X8
+	VMOVSS     one<>+0(SB), X9
+	VDIVSS     X8, X9, X9
+
+rowsrow:
+	// Sum of squares: element i goes to partial i%64; the first block sets the partials.
+	VMOVUPS (DI), Y0
+	VMULPS  Y0, Y0, Y0
+	VMOVUPS 32(DI), Y1
+	VMULPS  Y1, Y1, Y1
+	VMOVUPS 64(DI), Y2
+	VMULPS  Y2, Y2, Y2
+	VMOVUPS 96(DI), Y3
+	VMULPS  Y3, Y3, Y3
+	VMOVUPS 128(DI), Y4
+	VMULPS  Y4, Y4, Y4
+	VMOVUPS 160(DI), Y5
+	VMULPS  Y5, Y5, Y5
+	VMOVUPS 192(DI), Y6
+	VMULPS  Y6, Y6, Y6
+	VMOVUPS 224(DI), Y7
+	VMULPS  Y7, Y7, Y7
+	MOVQ    $0x00000040, R12
+	CMPQ    R12, BX
+	JAE     rowssummed
+
+	PCALIGN $32
+rowssumloop:
+	VMOVUPS (DI)(R12*4), Y10
+	VMULPS  Y10, Y10, Y10
+	VADDPS  Y10, Y0, Y0
+	VMOVUPS 32(DI)(R12*4), Y10
+	VMULPS  Y10, Y10, Y10
+	VADDPS  Y10, Y1, Y1
+	VMOVUPS 64(DI)(R12*4), Y10
+	VMULPS  Y10, Y10, Y10
+	VADDPS  Y10, Y2, Y2
+	VMOVUPS 96(DI)(R12*4), Y10
+	VMULPS  Y10, Y10, Y10
+	VADDPS  Y10, Y3, Y3
+	VMOVUPS 128(DI)(R12*4), Y10
+	VMULPS  Y10, Y10, Y10
+	VADDPS  Y10, Y4, Y4
+	VMOVUPS 160(DI)(R12*4), Y10
+	VMULPS  Y10, Y10, Y10
+	VADDPS  Y10, Y5, Y5
+	VMOVUPS 192(DI)(R12*4), Y10
+	VMULPS  Y10, Y10, Y10
+	VADDPS  Y10, Y6, Y6
+	VMOVUPS 224(DI)(R12*4), Y10
+	VMULPS  Y10, Y10, Y10
+	VADDPS  Y10, Y7, Y7
+	ADDQ    $0x00000040, R12
+	CMPQ    R12, BX
+	JB      rowssumloop
+
+rowssummed:
+	VADDPS       Y4, Y0, Y0
+	VADDPS       Y5, Y1, Y1
+	VADDPS       Y6, Y2, Y2
+	VADDPS       Y7, Y3, Y3
+	VADDPS       Y2, Y0, Y0
+	VADDPS       Y3, Y1, Y1
+	VADDPS       Y1, Y0, Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X1
+	VMOVHLPS     X1, X1, X0
+	VADDPS       X0, X1, X1
+	VMOVSHDUP    X1, X0
+	VADDSS       X0, X1, X1
+
+	// t = ss/d + eps (ss*(1/d) when d is a power of two, the same bits); t outside [2^-100, MaxFloat32] returns the row for the float64 path.
+	LEAQ   -1(BX), R12
+	TESTQ  BX, R12
+	JNZ    rowsdiv
+	VMULSS X9, X1, X0
+	JMP    rowsdivided
+
+rowsdiv:
+	VDIVSS X8, X1, X0
+
+rowsdivided:
+	VADDSS   job_eps+0(AX), X0, X0
+	VUCOMISS tlo<>+0(SB), X0
+	JCS      rowsfloat64
+	VUCOMISS tmax<>+0(SB), X0
+	JHI      rowsfloat64
+	VSQRTSS  X0, X0, X0
+	VMOVSS   one<>+0(SB), X1
+	VDIVSS   X0, X1, X1
+
+	// Report 1/rms if asked.
+	TESTQ  R9, R9
+	JZ     rowsscale
+	VMOVSS X1, (R9)(CX*4)
+
+rowsscale:
+	// y = (x*inv)*w, rounded after each multiply.
+	VBROADCASTSS X1, Y0
+	XORQ         R12, R12
+
+	PCALIGN $32
+rowsscaleloop:
+	VMULPS  (DI)(R12*4), Y0, Y1
+	VMULPS  32(DI)(R12*4), Y0, Y2
+	VMULPS  64(DI)(R12*4), Y0, Y3
+	VMULPS  96(DI)(R12*4), Y0, Y4
+	VMULPS  (SI)(R12*4), Y1, Y1
+	VMOVUPS Y1, (R8)(R12*4)
+	VMULPS  32(SI)(R12*4), Y2, Y2
+	VMOVUPS Y2, 32(R8)(R12*4)
+	VMULPS  64(SI)(R12*4), Y3, Y3
+	VMOVUPS Y3, 64(R8)(R12*4)
+	VMULPS  96(SI)(R12*4), Y4, Y4
+	VMOVUPS Y4, 96(R8)(R12*4)
+	ADDQ    $0x00000020, R12
+	CMPQ    R12, BX
+	JB      rowsscaleloop
+	INCQ    CX
+	ADDQ    R10, DI
+	ADDQ    R11, R8
+	CMPQ    CX, DX
+	JB      rowsrow
+	VZEROUPPER
+	MOVQ    CX, ret+24(FP)
+	RET
+
+rowsfloat64:
 	VZEROUPPER
 	MOVQ CX, ret+24(FP)
 	RET

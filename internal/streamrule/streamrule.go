@@ -164,6 +164,28 @@ func meshXeon(c CPU) bool { return c.Intel && c.Family == 6 && (c.Model == 0x8f 
 // noise).
 func Pipe(c CPU) bool { return zen3(c) || meshXeon(c) }
 
+// Rows reports whether the kernels normalize the float32 rows of an in-cache call one at a time
+// through their one-row path (flagRows) instead of in groups of four, where the rows are at most
+// 128 long and d a multiple of 64: on Sapphire Rapids and Emerald Rapids, whose out-of-order
+// window (512 entries) overlaps the scalar steps of consecutive rows on its own. Measured on the
+// Emerald Rapids above, Forward, groups (rows at most 512 long, four at a time) and rows one at a
+// time in binaries run in turn, twice, each alternating the avx512 and avx2 kernels in one
+// process, min ns per row:
+//
+//	          avx512 groups   one at a time   avx2 groups   one at a time
+//	4x64      11.6-11.8       9.3             12.8          10.8
+//	4x128     15.0            14.8            19.7          18.2
+//	8x128     14.3-14.4       13.5            18.2-18.3     16.8
+//	32x128    13.6-13.7       12.6            17.4-17.7     15.8
+//	256x128   16.5-16.6       14.2-14.3       19.1-19.3     16.0
+//	8x256     23.4-23.5       23.7-23.8       29.4          30.8
+//	8x512     37.3            43.2-43.3       51.9          58.6-58.9
+//
+// so rows of 64 and 128 go one at a time there and longer ones stay in groups. Elsewhere the
+// groups stay: they were chosen to hide that chain on CPUs with smaller windows (Zen 3's holds
+// 256), and no other CPU has been measured this way.
+func Rows(c CPU) bool { return meshXeon(c) }
+
 // PipeAbove is the row length above which RMSNorm's streamed float32 rows are piped where Pipe
 // holds (LayerNorm's are piped at every length the pipe takes): 4096 on Sapphire Rapids and
 // Emerald Rapids, where rows of 4096 measured 6-7% slower with it (see Pipe), and 0 elsewhere.

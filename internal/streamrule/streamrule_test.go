@@ -9,7 +9,7 @@ func TestBytes(t *testing.T) {
 		cpu  CPU
 		want int
 		pipe bool
-		// above is PipeAbove; Ahead holds where Pipe does
+		// above is PipeAbove; Ahead holds where Pipe does, Rows where above is not 0
 		above int
 	}{
 		{"Zen 3 Milan", CPU{AMD: true, Family: 0x19, L2: 512 * kib, L3: 32 * mib}, 16 * mib, true, 0},
@@ -40,6 +40,9 @@ func TestBytes(t *testing.T) {
 		}
 		if a := PipeAbove(c.cpu); a != c.above {
 			t.Errorf("%s: PipeAbove(%+v) = %d; want %d", c.name, c.cpu, a, c.above)
+		}
+		if r := Rows(c.cpu); r != (c.above != 0) { // the same CPUs as PipeAbove: Sapphire Rapids, Emerald Rapids
+			t.Errorf("%s: Rows(%+v) = %v; want %v", c.name, c.cpu, r, c.above != 0)
 		}
 	}
 }

@@ -342,3 +342,23 @@ func TestAsmAhead(t *testing.T) {
 		t.Errorf("the functions that test flagAhead are %q, want %q", got, want)
 	}
 }
+
+// TestAsmRows holds the functions that compare the job's flags with flagRows, the one-row path's
+// loop over every row, to the float32 forward functions of avx2 and avx512 (RMSNorm's), the ones
+// with that path. The loop gives the bits of the groups, so no other test notices a function
+// that lost it.
+func TestAsmRows(t *testing.T) {
+	want := []string{kernelAVX2.name() + "Forward", kernelAVX512.name() + "Forward"}
+	slices.Sort(want)
+	cmp := regexp.MustCompile(fmt.Sprintf(`^CMPL\s+[A-Z0-9]+, \$0x%08x$`, flagRows))
+	var got []string
+	for _, fn := range parseAsm(t) {
+		if slices.ContainsFunc(fn.lines, cmp.MatchString) {
+			got = append(got, fn.name)
+		}
+	}
+	slices.Sort(got)
+	if !slices.Equal(got, want) {
+		t.Errorf("the functions that compare their flags with flagRows are %q, want %q", got, want)
+	}
+}

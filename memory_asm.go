@@ -22,8 +22,10 @@ var pipeAbove = streamrule.PipeAbove(streamrule.Host())
 
 // rowsOneByOne is whether the float32 rows of in-cache calls, at most rowsMax long and d a
 // multiple of 64, go through the kernels' one-row path one at a time (flagRows; see forwardRows),
-// as streamrule decides from cpuid: on Sapphire Rapids and Emerald Rapids. A variable so that
-// tests can run the kernels both ways.
+// as streamrule decides from cpuid: on Sapphire Rapids and Emerald Rapids. Only forwardRows sets
+// the flag (Forward, a plain Norm's Forward, Apply of rows back to back without Inv, residual or
+// UnitOffset, on one goroutine), and only the amd64 functions with the one-row path read it. A
+// variable so that tests can run the kernels both ways.
 var rowsOneByOne = streamrule.Rows(streamrule.Host())
 
 // aheadRows is whether the backward kernels prefetch rows from memory 1 KiB ahead of their

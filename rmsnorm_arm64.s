@@ -373,7 +373,7 @@ TEXT ·neonForward(SB), $608-32
 
 	// With a residual the scale pass reads h from res: res and x trade registers.
 	CBZ R3, rowsset
-	ORR $512, R8, R8
+	ORR $2147483648, R8, R8
 	MOVD R1, R10
 	MOVD R3, R1
 	MOVD R10, R3
@@ -398,7 +398,7 @@ weightadd:
 	SUB R10, R11, R11
 	LSL $23, R11, R11
 	MOVW R11, 92(RSP)
-	ORR $256, R8, R8
+	ORR $1073741824, R8, R8
 notpow2:
 
 	// Rows ahead for prefetching: the next one for long rows, eight for short ones.
@@ -423,7 +423,7 @@ row:
 	CMP R6, R9
 	BGE ret
 	MOVD $1, R20
-	TBNZ $9, R8, addsum
+	TBNZ $31, R8, addsum
 	CBZ R19, trygroup
 	SUB $1, R19, R19
 	B sum
@@ -884,7 +884,7 @@ invone:
 	WORD $0x7e30d800 // faddp s0, v0.2s
 
 	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
-	TST $256, R8
+	TST $1073741824, R8
 	BEQ rdivide
 	FMOVS 92(RSP), F17
 	FMULS F17, F0, F1
@@ -927,7 +927,7 @@ invgroup:
 	WORD $0x6e36d690 // faddp v16.4s, v20.4s, v22.4s
 
 	// t = ss/d + eps for the four rows; any t outside [2^-100, MaxFloat32] leaves the group path.
-	TST $256, R8
+	TST $1073741824, R8
 	BEQ gdivide
 	ADD $92, RSP, R12
 	VLD1R (R12), [V20.S4]
@@ -1202,7 +1202,7 @@ TEXT ·neonForwardBF16(SB), $608-32
 
 	// With a residual the scale pass reads h from res: res and x trade registers.
 	CBZ R3, rowsset
-	ORR $512, R8, R8
+	ORR $2147483648, R8, R8
 	MOVD R1, R10
 	MOVD R3, R1
 	MOVD R10, R3
@@ -1237,7 +1237,7 @@ weightadd:
 	SUB R10, R11, R11
 	LSL $23, R11, R11
 	MOVW R11, 92(RSP)
-	ORR $256, R8, R8
+	ORR $1073741824, R8, R8
 notpow2:
 
 	// Rows ahead for prefetching: the next one for long rows, eight for short ones.
@@ -1262,7 +1262,7 @@ row:
 	CMP R6, R9
 	BGE ret
 	MOVD $1, R20
-	TBNZ $9, R8, addsum
+	TBNZ $31, R8, addsum
 	CBZ R19, trygroup
 	SUB $1, R19, R19
 	B sum
@@ -1821,7 +1821,7 @@ invone:
 	WORD $0x7e30d800 // faddp s0, v0.2s
 
 	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
-	TST $256, R8
+	TST $1073741824, R8
 	BEQ rdivide
 	FMOVS 92(RSP), F17
 	FMULS F17, F0, F1
@@ -1864,7 +1864,7 @@ invgroup:
 	WORD $0x6e36d690 // faddp v16.4s, v20.4s, v22.4s
 
 	// t = ss/d + eps for the four rows; any t outside [2^-100, MaxFloat32] leaves the group path.
-	TST $256, R8
+	TST $1073741824, R8
 	BEQ gdivide
 	ADD $92, RSP, R12
 	VLD1R (R12), [V20.S4]
@@ -2320,7 +2320,7 @@ TEXT ·neonForwardF16(SB), $608-32
 
 	// With a residual the scale pass reads h from res: res and x trade registers.
 	CBZ R3, rowsset
-	ORR $512, R8, R8
+	ORR $2147483648, R8, R8
 	MOVD R1, R10
 	MOVD R3, R1
 	MOVD R10, R3
@@ -2345,7 +2345,7 @@ weightadd:
 	SUB R10, R11, R11
 	LSL $23, R11, R11
 	MOVW R11, 92(RSP)
-	ORR $256, R8, R8
+	ORR $1073741824, R8, R8
 notpow2:
 
 	// Rows ahead for prefetching: the next one for long rows, eight for short ones.
@@ -2370,7 +2370,7 @@ row:
 	CMP R6, R9
 	BGE ret
 	MOVD $1, R20
-	TBNZ $9, R8, addsum
+	TBNZ $31, R8, addsum
 	CBZ R19, trygroup
 	SUB $1, R19, R19
 	B sum
@@ -2817,7 +2817,7 @@ invone:
 	WORD $0x7e30d800 // faddp s0, v0.2s
 
 	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
-	TST $256, R8
+	TST $1073741824, R8
 	BEQ rdivide
 	FMOVS 92(RSP), F17
 	FMULS F17, F0, F1
@@ -2860,7 +2860,7 @@ invgroup:
 	WORD $0x6e36d690 // faddp v16.4s, v20.4s, v22.4s
 
 	// t = ss/d + eps for the four rows; any t outside [2^-100, MaxFloat32] leaves the group path.
-	TST $256, R8
+	TST $1073741824, R8
 	BEQ gdivide
 	ADD $92, RSP, R12
 	VLD1R (R12), [V20.S4]
@@ -3158,7 +3158,7 @@ TEXT ·neonForwardToBF16(SB), $608-32
 
 	// With a residual the scale pass reads h from res: res and x trade registers.
 	CBZ R3, rowsset
-	ORR $512, R8, R8
+	ORR $2147483648, R8, R8
 	MOVD R1, R10
 	MOVD R3, R1
 	MOVD R10, R3
@@ -3193,7 +3193,7 @@ weightadd:
 	SUB R10, R11, R11
 	LSL $23, R11, R11
 	MOVW R11, 92(RSP)
-	ORR $256, R8, R8
+	ORR $1073741824, R8, R8
 notpow2:
 
 	// Rows ahead for prefetching: the next one for long rows, eight for short ones.
@@ -3218,7 +3218,7 @@ row:
 	CMP R6, R9
 	BGE ret
 	MOVD $1, R20
-	TBNZ $9, R8, addsum
+	TBNZ $31, R8, addsum
 	CBZ R19, trygroup
 	SUB $1, R19, R19
 	B sum
@@ -3679,7 +3679,7 @@ invone:
 	WORD $0x7e30d800 // faddp s0, v0.2s
 
 	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
-	TST $256, R8
+	TST $1073741824, R8
 	BEQ rdivide
 	FMOVS 92(RSP), F17
 	FMULS F17, F0, F1
@@ -3722,7 +3722,7 @@ invgroup:
 	WORD $0x6e36d690 // faddp v16.4s, v20.4s, v22.4s
 
 	// t = ss/d + eps for the four rows; any t outside [2^-100, MaxFloat32] leaves the group path.
-	TST $256, R8
+	TST $1073741824, R8
 	BEQ gdivide
 	ADD $92, RSP, R12
 	VLD1R (R12), [V20.S4]
@@ -4164,7 +4164,7 @@ TEXT ·neonForwardToF16(SB), $608-32
 
 	// With a residual the scale pass reads h from res: res and x trade registers.
 	CBZ R3, rowsset
-	ORR $512, R8, R8
+	ORR $2147483648, R8, R8
 	MOVD R1, R10
 	MOVD R3, R1
 	MOVD R10, R3
@@ -4189,7 +4189,7 @@ weightadd:
 	SUB R10, R11, R11
 	LSL $23, R11, R11
 	MOVW R11, 92(RSP)
-	ORR $256, R8, R8
+	ORR $1073741824, R8, R8
 notpow2:
 
 	// Rows ahead for prefetching: the next one for long rows, eight for short ones.
@@ -4214,7 +4214,7 @@ row:
 	CMP R6, R9
 	BGE ret
 	MOVD $1, R20
-	TBNZ $9, R8, addsum
+	TBNZ $31, R8, addsum
 	CBZ R19, trygroup
 	SUB $1, R19, R19
 	B sum
@@ -4675,7 +4675,7 @@ invone:
 	WORD $0x7e30d800 // faddp s0, v0.2s
 
 	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
-	TST $256, R8
+	TST $1073741824, R8
 	BEQ rdivide
 	FMOVS 92(RSP), F17
 	FMULS F17, F0, F1
@@ -4718,7 +4718,7 @@ invgroup:
 	WORD $0x6e36d690 // faddp v16.4s, v20.4s, v22.4s
 
 	// t = ss/d + eps for the four rows; any t outside [2^-100, MaxFloat32] leaves the group path.
-	TST $256, R8
+	TST $1073741824, R8
 	BEQ gdivide
 	ADD $92, RSP, R12
 	VLD1R (R12), [V20.S4]
@@ -5002,7 +5002,7 @@ TEXT ·neonForwardLayer(SB), $608-32
 
 	// With a residual the scale pass reads h from res: res and x trade registers.
 	CBZ R3, rowsset
-	ORR $512, R8, R8
+	ORR $2147483648, R8, R8
 	MOVD R1, R10
 	MOVD R3, R1
 	MOVD R10, R3
@@ -5027,7 +5027,7 @@ weightadd:
 	SUB R10, R11, R11
 	LSL $23, R11, R11
 	MOVW R11, 92(RSP)
-	ORR $256, R8, R8
+	ORR $1073741824, R8, R8
 notpow2:
 
 	// Rows ahead for prefetching: the next one for long rows, eight for short ones.
@@ -5053,10 +5053,10 @@ row:
 	BGE ret
 	MOVD $1, R20
 	TBZ $5, R8, notcentered
-	TBNZ $9, R8, meanaddsum
+	TBNZ $31, R8, meanaddsum
 	B meansum
 notcentered:
-	TBNZ $9, R8, addsum
+	TBNZ $31, R8, addsum
 sum:
 	MOVD R1, R10
 
@@ -5850,7 +5850,7 @@ mean:
 	BNE ret
 
 	// m = s/d in all lanes of V31.
-	TST $256, R8
+	TST $1073741824, R8
 	BEQ mdivide
 	FMOVS 92(RSP), F17
 	FMULS F17, F0, F1
@@ -6147,7 +6147,7 @@ invone:
 	WORD $0x7e30d800 // faddp s0, v0.2s
 
 	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
-	TST $256, R8
+	TST $1073741824, R8
 	BEQ rdivide
 	FMOVS 92(RSP), F17
 	FMULS F17, F0, F1
@@ -6512,7 +6512,7 @@ TEXT ·neonForwardLayerBF16(SB), $608-32
 
 	// With a residual the scale pass reads h from res: res and x trade registers.
 	CBZ R3, rowsset
-	ORR $512, R8, R8
+	ORR $2147483648, R8, R8
 	MOVD R1, R10
 	MOVD R3, R1
 	MOVD R10, R3
@@ -6547,7 +6547,7 @@ weightadd:
 	SUB R10, R11, R11
 	LSL $23, R11, R11
 	MOVW R11, 92(RSP)
-	ORR $256, R8, R8
+	ORR $1073741824, R8, R8
 notpow2:
 
 	// Rows ahead for prefetching: the next one for long rows, eight for short ones.
@@ -6573,10 +6573,10 @@ row:
 	BGE ret
 	MOVD $1, R20
 	TBZ $5, R8, notcentered
-	TBNZ $9, R8, meanaddsum
+	TBNZ $31, R8, meanaddsum
 	B meansum
 notcentered:
-	TBNZ $9, R8, addsum
+	TBNZ $31, R8, addsum
 sum:
 	MOVD R1, R10
 
@@ -7598,7 +7598,7 @@ mean:
 	BNE ret
 
 	// m = s/d in all lanes of V31.
-	TST $256, R8
+	TST $1073741824, R8
 	BEQ mdivide
 	FMOVS 92(RSP), F17
 	FMULS F17, F0, F1
@@ -7869,7 +7869,7 @@ invone:
 	WORD $0x7e30d800 // faddp s0, v0.2s
 
 	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
-	TST $256, R8
+	TST $1073741824, R8
 	BEQ rdivide
 	FMOVS 92(RSP), F17
 	FMULS F17, F0, F1
@@ -8385,7 +8385,7 @@ TEXT ·neonForwardLayerF16(SB), $608-32
 
 	// With a residual the scale pass reads h from res: res and x trade registers.
 	CBZ R3, rowsset
-	ORR $512, R8, R8
+	ORR $2147483648, R8, R8
 	MOVD R1, R10
 	MOVD R3, R1
 	MOVD R10, R3
@@ -8410,7 +8410,7 @@ weightadd:
 	SUB R10, R11, R11
 	LSL $23, R11, R11
 	MOVW R11, 92(RSP)
-	ORR $256, R8, R8
+	ORR $1073741824, R8, R8
 notpow2:
 
 	// Rows ahead for prefetching: the next one for long rows, eight for short ones.
@@ -8436,10 +8436,10 @@ row:
 	BGE ret
 	MOVD $1, R20
 	TBZ $5, R8, notcentered
-	TBNZ $9, R8, meanaddsum
+	TBNZ $31, R8, meanaddsum
 	B meansum
 notcentered:
-	TBNZ $9, R8, addsum
+	TBNZ $31, R8, addsum
 sum:
 	MOVD R1, R10
 
@@ -9237,7 +9237,7 @@ mean:
 	BNE ret
 
 	// m = s/d in all lanes of V31.
-	TST $256, R8
+	TST $1073741824, R8
 	BEQ mdivide
 	FMOVS 92(RSP), F17
 	FMULS F17, F0, F1
@@ -9508,7 +9508,7 @@ invone:
 	WORD $0x7e30d800 // faddp s0, v0.2s
 
 	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
-	TST $256, R8
+	TST $1073741824, R8
 	BEQ rdivide
 	FMOVS 92(RSP), F17
 	FMULS F17, F0, F1
@@ -9866,7 +9866,7 @@ TEXT ·neonForwardLayerToBF16(SB), $608-32
 
 	// With a residual the scale pass reads h from res: res and x trade registers.
 	CBZ R3, rowsset
-	ORR $512, R8, R8
+	ORR $2147483648, R8, R8
 	MOVD R1, R10
 	MOVD R3, R1
 	MOVD R10, R3
@@ -9901,7 +9901,7 @@ weightadd:
 	SUB R10, R11, R11
 	LSL $23, R11, R11
 	MOVW R11, 92(RSP)
-	ORR $256, R8, R8
+	ORR $1073741824, R8, R8
 notpow2:
 
 	// Rows ahead for prefetching: the next one for long rows, eight for short ones.
@@ -9927,10 +9927,10 @@ row:
 	BGE ret
 	MOVD $1, R20
 	TBZ $5, R8, notcentered
-	TBNZ $9, R8, meanaddsum
+	TBNZ $31, R8, meanaddsum
 	B meansum
 notcentered:
-	TBNZ $9, R8, addsum
+	TBNZ $31, R8, addsum
 sum:
 	MOVD R1, R10
 
@@ -10724,7 +10724,7 @@ mean:
 	BNE ret
 
 	// m = s/d in all lanes of V31.
-	TST $256, R8
+	TST $1073741824, R8
 	BEQ mdivide
 	FMOVS 92(RSP), F17
 	FMULS F17, F0, F1
@@ -11021,7 +11021,7 @@ invone:
 	WORD $0x7e30d800 // faddp s0, v0.2s
 
 	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
-	TST $256, R8
+	TST $1073741824, R8
 	BEQ rdivide
 	FMOVS 92(RSP), F17
 	FMULS F17, F0, F1
@@ -11523,7 +11523,7 @@ TEXT ·neonForwardLayerToF16(SB), $608-32
 
 	// With a residual the scale pass reads h from res: res and x trade registers.
 	CBZ R3, rowsset
-	ORR $512, R8, R8
+	ORR $2147483648, R8, R8
 	MOVD R1, R10
 	MOVD R3, R1
 	MOVD R10, R3
@@ -11548,7 +11548,7 @@ weightadd:
 	SUB R10, R11, R11
 	LSL $23, R11, R11
 	MOVW R11, 92(RSP)
-	ORR $256, R8, R8
+	ORR $1073741824, R8, R8
 notpow2:
 
 	// Rows ahead for prefetching: the next one for long rows, eight for short ones.
@@ -11574,10 +11574,10 @@ row:
 	BGE ret
 	MOVD $1, R20
 	TBZ $5, R8, notcentered
-	TBNZ $9, R8, meanaddsum
+	TBNZ $31, R8, meanaddsum
 	B meansum
 notcentered:
-	TBNZ $9, R8, addsum
+	TBNZ $31, R8, addsum
 sum:
 	MOVD R1, R10
 
@@ -12371,7 +12371,7 @@ mean:
 	BNE ret
 
 	// m = s/d in all lanes of V31.
-	TST $256, R8
+	TST $1073741824, R8
 	BEQ mdivide
 	FMOVS 92(RSP), F17
 	FMULS F17, F0, F1
@@ -12668,7 +12668,7 @@ invone:
 	WORD $0x7e30d800 // faddp s0, v0.2s
 
 	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
-	TST $256, R8
+	TST $1073741824, R8
 	BEQ rdivide
 	FMOVS 92(RSP), F17
 	FMULS F17, F0, F1
@@ -13353,7 +13353,7 @@ weightadd:
 	SUB R10, R11, R11
 	LSL $23, R11, R11
 	MOVW R11, 12(RSP)
-	ORR $256, R8, R8
+	ORR $1073741824, R8, R8
 notpow2:
 
 	// Start at row from.
@@ -13485,7 +13485,7 @@ ssdone:
 	WORD $0x7e30d800 // faddp s0, v0.2s
 
 	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
-	TST $256, R8
+	TST $1073741824, R8
 	BEQ tdivide
 	FMOVS 12(RSP), F17
 	FMULS F17, F0, F1
@@ -13774,7 +13774,7 @@ dotdone:
 	// s = ((inv*inv)*c)/d, rounded after each operation.
 	FMULS F29, F29, F1
 	FMULS F0, F1, F1
-	TST $256, R8
+	TST $1073741824, R8
 	BEQ sdivide
 	FMOVS 12(RSP), F17
 	FMULS F17, F1, F1
@@ -14213,7 +14213,7 @@ TEXT ·neonBackwardUnweighted(SB), $776-32
 	SUB R10, R11, R11
 	LSL $23, R11, R11
 	MOVW R11, 12(RSP)
-	ORR $256, R8, R8
+	ORR $1073741824, R8, R8
 notpow2:
 
 	// Start at row from.
@@ -14345,7 +14345,7 @@ ssdone:
 	WORD $0x7e30d800 // faddp s0, v0.2s
 
 	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
-	TST $256, R8
+	TST $1073741824, R8
 	BEQ tdivide
 	FMOVS 12(RSP), F17
 	FMULS F17, F0, F1
@@ -14503,7 +14503,7 @@ dotdone:
 	// s = ((inv*inv)*c)/d, rounded after each operation.
 	FMULS F29, F29, F1
 	FMULS F0, F1, F1
-	TST $256, R8
+	TST $1073741824, R8
 	BEQ sdivide
 	FMOVS 12(RSP), F17
 	FMULS F17, F1, F1
@@ -14614,7 +14614,7 @@ weightadd:
 	SUB R10, R11, R11
 	LSL $23, R11, R11
 	MOVW R11, 12(RSP)
-	ORR $256, R8, R8
+	ORR $1073741824, R8, R8
 notpow2:
 
 	// Start at row from.
@@ -14747,7 +14747,7 @@ ssdone:
 	WORD $0x7e30d800 // faddp s0, v0.2s
 
 	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
-	TST $256, R8
+	TST $1073741824, R8
 	BEQ tdivide
 	FMOVS 12(RSP), F17
 	FMULS F17, F0, F1
@@ -15036,7 +15036,7 @@ dotdone:
 	// s = ((inv*inv)*c)/d, rounded after each operation.
 	FMULS F29, F29, F1
 	FMULS F0, F1, F1
-	TST $256, R8
+	TST $1073741824, R8
 	BEQ sdivide
 	FMOVS 12(RSP), F17
 	FMULS F17, F1, F1
@@ -15725,7 +15725,7 @@ lnmeansummed:
 	FSUBS F0, F0, F16
 	FCMPS $(0.0), F16
 	BNE ret
-	TST $256, R8
+	TST $1073741824, R8
 	BEQ lnmdivide
 	FMOVS 12(RSP), F17
 	FMULS F17, F0, F1
@@ -16018,7 +16018,7 @@ lndevsummed:
 	WORD $0x7e30d800 // faddp s0, v0.2s
 
 	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
-	TST $256, R8
+	TST $1073741824, R8
 	BEQ lntdivide
 	FMOVS 12(RSP), F17
 	FMULS F17, F0, F1
@@ -16327,7 +16327,7 @@ lngsumdone:
 	WORD $0x7e30d800 // faddp s0, v0.2s
 
 	// a = sum(g)/d, kept on the stack while pass 3 fills V0-V15.
-	TST $256, R8
+	TST $1073741824, R8
 	BEQ lnadivide
 	FMOVS 12(RSP), F17
 	FMULS F17, F0, F1
@@ -16851,7 +16851,7 @@ lngnsumdone:
 	WORD $0x7e30d800 // faddp s0, v0.2s
 
 	// b = sum(g*n)/d in all lanes of V30.
-	TST $256, R8
+	TST $1073741824, R8
 	BEQ lnbdivide
 	FMOVS 12(RSP), F17
 	FMULS F17, F0, F1
@@ -17497,7 +17497,7 @@ TEXT ·neonBackwardLayerUnweighted(SB), $1296-32
 	SUB R10, R11, R11
 	LSL $23, R11, R11
 	MOVW R11, 12(RSP)
-	ORR $256, R8, R8
+	ORR $1073741824, R8, R8
 notpow2:
 
 	// Start at row from.
@@ -17630,7 +17630,7 @@ ssdone:
 	WORD $0x7e30d800 // faddp s0, v0.2s
 
 	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
-	TST $256, R8
+	TST $1073741824, R8
 	BEQ tdivide
 	FMOVS 12(RSP), F17
 	FMULS F17, F0, F1
@@ -17788,7 +17788,7 @@ dotdone:
 	// s = ((inv*inv)*c)/d, rounded after each operation.
 	FMULS F29, F29, F1
 	FMULS F0, F1, F1
-	TST $256, R8
+	TST $1073741824, R8
 	BEQ sdivide
 	FMOVS 12(RSP), F17
 	FMULS F17, F1, F1
@@ -18134,7 +18134,7 @@ lnmeansummed:
 	FSUBS F0, F0, F16
 	FCMPS $(0.0), F16
 	BNE ret
-	TST $256, R8
+	TST $1073741824, R8
 	BEQ lnmdivide
 	FMOVS 12(RSP), F17
 	FMULS F17, F0, F1
@@ -18427,7 +18427,7 @@ lndevsummed:
 	WORD $0x7e30d800 // faddp s0, v0.2s
 
 	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
-	TST $256, R8
+	TST $1073741824, R8
 	BEQ lntdivide
 	FMOVS 12(RSP), F17
 	FMULS F17, F0, F1
@@ -18589,7 +18589,7 @@ lngsumdone:
 	WORD $0x7e30d800 // faddp s0, v0.2s
 
 	// a = sum(g)/d, kept on the stack while pass 3 fills V0-V15.
-	TST $256, R8
+	TST $1073741824, R8
 	BEQ lnadivide
 	FMOVS 12(RSP), F17
 	FMULS F17, F0, F1
@@ -18914,7 +18914,7 @@ lngnsumdone:
 	WORD $0x7e30d800 // faddp s0, v0.2s
 
 	// b = sum(g*n)/d in all lanes of V30.
-	TST $256, R8
+	TST $1073741824, R8
 	BEQ lnbdivide
 	FMOVS 12(RSP), F17
 	FMULS F17, F0, F1

@@ -35,13 +35,13 @@ import (
 //
 // The two functions of float32 rows into float32 rows start with a path of their own for the
 // commonest short call, one row with a plain weight (onerow.go): a second, plainer copy of the
-// sum pass, inv and the scale loop, with the same operations in the same order.
+// sum pass, inv and the scale loop, with the same operations in the same order, which also takes
+// every row of a call with flagRows, one at a time.
 
 const (
-	block  = 64     // elements of a row that fill the 64 partial sums once
-	group  = 4      // rows per group on the short-row path
-	unroll = 4      // vectors per iteration of the scale loop
-	flagRD = 1 << 8 // (kernel-internal, in the rd local's place) d is a power of two
+	block  = 64 // elements of a row that fill the 64 partial sums once
+	group  = 4  // rows per group on the short-row path
+	unroll = 4  // vectors per iteration of the scale loop
 
 	// byFlag, as the weight form of a scale loop, tests w and flagOffset per iteration (see
 	// weighLoop).

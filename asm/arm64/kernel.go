@@ -25,10 +25,13 @@ const (
 )
 
 const (
-	block  = 64     // elements of a row that fill the 64 partial sums once
-	group  = 4      // rows per group on the short-row path
-	flagRD = 1 << 8 // d is a power of two: ss/d is ss*rd
-	flagRS = 1 << 9 // the job has a residual (res not nil)
+	block = 64 // elements of a row that fill the 64 partial sums once
+	group = 4  // rows per group on the short-row path
+
+	// Kernel-internal bits of rFlags, above every spec.Flag bit (the Go side's job.flags), which
+	// TestInternalFlags keeps apart.
+	flagRD = 1 << 30 // d is a power of two: ss/d is ss*rd
+	flagRS = 1 << 31 // the job has a residual (res not nil)
 )
 
 // Stack frame: the locals start at 8(RSP) (0(RSP) holds the return address).

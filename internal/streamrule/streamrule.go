@@ -2,8 +2,9 @@
 // rows: from what size of rows (read and written) they treat them as coming from memory
 // (non-temporal stores out of place, prefetches of the rows ahead), whether the kernels sum the
 // next float32 row inside the scale pass of the row before (Pipe; PipeAbove for RMSNorm's rows,
-// PipeMinTo16 for rows written as float16), and whether the backward kernels prefetch 1 KiB
-// ahead (Ahead). The package uses it
+// PipeMinTo16 for rows written as float16), whether the backward kernels prefetch 1 KiB
+// ahead (Ahead), and whether short in-cache float32 rows go one at a time through the kernels'
+// one-row path (Rows). The package uses it
 // at init, and the bench command prints it; nothing else of the module needs it.
 package streamrule
 

@@ -20,13 +20,14 @@ var pipeRows = streamrule.Pipe(streamrule.Host())
 // streamrule.PipeAbove. A variable so that tests can set it.
 var pipeAbove = streamrule.PipeAbove(streamrule.Host())
 
-// rowsOneByOne is whether the float32 rows of in-cache calls, at most rowsMax long and d a
-// multiple of 64, go through the kernels' one-row path one at a time (flagRows; see forwardRows),
-// as streamrule decides from cpuid: on Sapphire Rapids and Emerald Rapids. Only forwardRows sets
+// rowRule says which in-cache calls of float32 rows, at most rowsMax long and d a multiple of 64,
+// go through the kernels' one-row path one row at a time (flagRows; see forwardRows), as
+// streamrule decides from cpuid: every call of two rows or more on Sapphire Rapids and Emerald
+// Rapids, the fewest and the most rows on Zen 3, none elsewhere. Only forwardRows sets
 // the flag (Forward, a plain Norm's Forward, Apply of rows back to back without Inv, residual or
 // UnitOffset, on one goroutine), and only the amd64 functions with the one-row path read it. A
 // variable so that tests can run the kernels both ways.
-var rowsOneByOne = streamrule.Rows(streamrule.Host())
+var rowRule = streamrule.Rows(streamrule.Host())
 
 // aheadRows is whether the backward kernels prefetch rows from memory 1 KiB ahead of their
 // sum passes' loads, and the next row in the dx pass when dx goes out with non-temporal stores

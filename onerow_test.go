@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"testing"
+
+	"github.com/gosimd/rmsnorm/internal/streamrule"
 )
 
 // oneRowDims are the row lengths of TestOneRowMatchesGeneric: every multiple of 64 up to 1024,
@@ -178,14 +180,17 @@ func testRangeEnds(t *testing.T, d, rows int) {
 	}
 }
 
-// TestRowsOneByOne runs Forward on batches of short rows with rowsOneByOne set and unset (flagRows
-// or the groups of four, whichever this CPU's rule picks, and the other), every kernel against
+// TestRowsOneByOne runs Forward on batches of short rows with a rowRule that sends every call one
+// row at a time (flagRows) and one that sends none (the groups of four), every kernel against
 // generic, in guarded buffers: rows of 64 and 128 (the rows flagRows takes) and of 100, 192 and 256
 // (those it leaves to the groups), from 1 to 9 rows, every value class.
 func TestRowsOneByOne(t *testing.T) {
-	defer func(v bool) { rowsOneByOne = v }(rowsOneByOne)
+	defer func(r streamrule.RowRule) { rowRule = r }(rowRule)
 	for _, on := range []bool{false, true} {
-		rowsOneByOne = on
+		rowRule = streamrule.RowRule{}
+		if on {
+			rowRule = streamrule.RowRule{From: 2}
+		}
 		for _, k := range testKernels() {
 			for _, d := range []int{64, 128, 100, 192, 256} {
 				for rows := 1; rows <= 9; rows++ {

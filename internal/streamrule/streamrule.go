@@ -3,8 +3,8 @@
 // (non-temporal stores out of place, prefetches of the rows ahead), whether the kernels sum the
 // next float32 row inside the scale pass of the row before (Pipe; PipeAbove for RMSNorm's rows,
 // PipeMinTo16 for rows written as float16), whether the backward kernels prefetch 1 KiB
-// ahead (Ahead), and whether short in-cache float32 rows go one at a time through the kernels'
-// one-row path (Rows). The package uses it
+// ahead (Ahead), and which calls of short in-cache float32 rows go one at a time through the
+// kernels' one-row path (Rows). The package uses it
 // at init, and the bench command prints it; nothing else of the module needs it.
 package streamrule
 
@@ -165,13 +165,20 @@ func meshXeon(c CPU) bool { return c.Intel && c.Family == 6 && (c.Model == 0x8f 
 // noise).
 func Pipe(c CPU) bool { return zen3(c) || meshXeon(c) }
 
-// Rows reports whether the kernels normalize the float32 rows of an in-cache call one at a time
-// through their one-row path (flagRows) instead of in groups of four, where the rows are at most
-// 128 long and d a multiple of 64: on Sapphire Rapids and Emerald Rapids, whose out-of-order
-// window (512 entries) overlaps the scalar steps of consecutive rows on its own. Measured on the
-// Emerald Rapids above, Forward, groups (rows at most 512 long, four at a time) and rows one at a
-// time in binaries run in turn, twice, each alternating the avx512 and avx2 kernels in one
-// process, min ns per row:
+// RowRule says which in-cache calls of float32 rows, at most 128 long and d a multiple of 64, the
+// kernels normalize one row at a time through their one-row path (flagRows) instead of in groups
+// of four: a call of n rows, n > 1, goes one at a time when n < Below or, with From set, when
+// n >= From. The zero RowRule keeps every call in groups.
+type RowRule struct{ Below, From int }
+
+// OneByOne reports whether a call of n rows (n > 1) goes one at a time under r.
+func (r RowRule) OneByOne(n int) bool { return n < r.Below || (r.From > 0 && n >= r.From) }
+
+// Rows returns the RowRule of c. On Sapphire Rapids and Emerald Rapids, whose out-of-order window
+// (512 entries) overlaps the scalar steps of consecutive rows on its own, every call goes one at a
+// time (From 2). Measured on the Emerald Rapids above, Forward, groups (rows at most 512 long,
+// four at a time) and rows one at a time in binaries run in turn, twice, each alternating the
+// avx512 and avx2 kernels in one process, min ns per row:
 //
 //	          avx512 groups   one at a time   avx2 groups   one at a time
 //	4x64      11.6-11.8       9.3             12.8          10.8
@@ -182,10 +189,47 @@ func Pipe(c CPU) bool { return zen3(c) || meshXeon(c) }
 //	8x256     23.4-23.5       23.7-23.8       29.4          30.8
 //	8x512     37.3            43.2-43.3       51.9          58.6-58.9
 //
-// so rows of 64 and 128 go one at a time there and longer ones stay in groups. Elsewhere the
-// groups stay: they were chosen to hide that chain on CPUs with smaller windows (Zen 3's holds
-// 256), and no other CPU has been measured this way.
-func Rows(c CPU) bool { return meshXeon(c) }
+// so rows of 64 and 128 go one at a time there and longer ones stay in groups.
+//
+// On Zen 3 (the avx2 kernel; Forward, groups and one at a time alternated in one process, min ns
+// per row over 15 rounds, two or three runs) the groups hide the chain at 4 to 32 rows of 128
+// (their window holds 256 entries), and lose below a whole group and in batches that spill
+// the 32 KiB L1d, where the one-row path's lighter bookkeeping wins:
+//
+//	          groups       one at a time   ratio
+//	2x128     29.5-36.4    28.8-30.4       0.84-0.99
+//	3x128     27.7-27.8    26.1-26.4       0.94-0.95
+//	4x128     20.6-20.7    23.4-23.5       1.13-1.14
+//	5x128     21.7-22.7    22.8-24.3       1.05-1.07
+//	8x128     18.6-18.7    20.8-21.0       1.12-1.13
+//	16x128    18.2-18.8    19.6-19.9       1.06-1.08
+//	32x128    17.7-19.8    18.9-19.5       0.98-1.08
+//	48x128    19.5         18.9-19.1       0.97-0.98
+//	64x128    19.4-19.5    18.7-18.9       0.96-0.97
+//	256x128   19.3-21.0    18.4-18.9       0.90-0.95
+//	4096x128  21.2-23.4    18.9-19.8       0.84-0.89
+//	2x64      23.4-24.8    21.9-22.7       0.91-0.94
+//	3x64      20.2-20.4    18.6-19.0       0.92-0.93
+//	4x64      15.8-17.3    16.9-17.4       1.00-1.07
+//	8x64      14.0-15.4    14.2-14.6       0.95-1.03
+//	16x64     13.7-14.9    13.2            0.89-0.96
+//	32x64     13.4-13.7    12.3-12.5       0.89-0.94
+//	64x64     12.4-13.3    12.1-12.2       0.92-0.98
+//	128x64    13.7-14.8    11.8-12.2       0.82-0.86
+//	4096x64   13.9         11.7-12.0       0.84-0.86
+//
+// so there calls of fewer than 4 rows or of 64 rows and more go one at a time (Below 4, From 64),
+// which leaves the gains of 16 and 32 rows of 64 to keep one rule for both lengths.
+// Elsewhere the groups stay: no other CPU has been measured this way.
+func Rows(c CPU) RowRule {
+	switch {
+	case meshXeon(c):
+		return RowRule{From: 2}
+	case zen3(c):
+		return RowRule{Below: 4, From: 64}
+	}
+	return RowRule{}
+}
 
 // PipeAbove is the row length above which RMSNorm's streamed float32 rows are piped where Pipe
 // holds (LayerNorm's are piped at every length the pipe takes): 4096 on Sapphire Rapids and

@@ -9,7 +9,8 @@ func TestBytes(t *testing.T) {
 		cpu  CPU
 		want int
 		pipe bool
-		// above is PipeAbove; Ahead holds where Pipe does, Rows where above is not 0
+		// above is PipeAbove; Ahead holds where Pipe does; Rows sends every call one at a time
+		// where above is not 0, and the others of Pipe's CPUs (Zen 3) the fewest and the most rows
 		above int
 	}{
 		{"Zen 3 Milan", CPU{AMD: true, Family: 0x19, L2: 512 * kib, L3: 32 * mib}, 16 * mib, true, 0},
@@ -41,8 +42,40 @@ func TestBytes(t *testing.T) {
 		if a := PipeAbove(c.cpu); a != c.above {
 			t.Errorf("%s: PipeAbove(%+v) = %d; want %d", c.name, c.cpu, a, c.above)
 		}
-		if r := Rows(c.cpu); r != (c.above != 0) { // the same CPUs as PipeAbove: Sapphire Rapids, Emerald Rapids
-			t.Errorf("%s: Rows(%+v) = %v; want %v", c.name, c.cpu, r, c.above != 0)
+		want := RowRule{}
+		switch {
+		case c.above != 0: // the same CPUs as PipeAbove: Sapphire Rapids, Emerald Rapids
+			want = RowRule{From: 2}
+		case c.pipe: // Zen 3, the other CPUs of Pipe
+			want = RowRule{Below: 4, From: 64}
+		}
+		if r := Rows(c.cpu); r != want {
+			t.Errorf("%s: Rows(%+v) = %+v; want %+v", c.name, c.cpu, r, want)
+		}
+	}
+}
+
+// TestRowRule holds OneByOne to its definition at the ends of each rule's ranges.
+func TestRowRule(t *testing.T) {
+	for _, c := range []struct {
+		r    RowRule
+		one  []int // calls that go one at a time
+		grps []int // calls that stay in groups
+	}{
+		{RowRule{}, nil, []int{2, 3, 4, 63, 64, 1 << 20}},
+		{RowRule{From: 2}, []int{2, 3, 4, 64, 1 << 20}, nil},
+		{RowRule{Below: 4, From: 64}, []int{2, 3, 64, 65, 1 << 20}, []int{4, 5, 32, 63}},
+		{RowRule{Below: 4}, []int{2, 3}, []int{4, 64, 1 << 20}},
+	} {
+		for _, n := range c.one {
+			if !c.r.OneByOne(n) {
+				t.Errorf("%+v.OneByOne(%d) = false, want true", c.r, n)
+			}
+		}
+		for _, n := range c.grps {
+			if c.r.OneByOne(n) {
+				t.Errorf("%+v.OneByOne(%d) = true, want false", c.r, n)
+			}
 		}
 	}
 }

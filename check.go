@@ -94,7 +94,7 @@ func forwardRows[T elem](nm *names, f format, dst, x []T, w []float32, eps float
 	j.init(ptr(dst), ptr(x), ptr(w), d, d, d, eps, 0, uint32(k)*numEntries+uint32(v), weighted, f, v, nil, nil, nil, nil, rows)
 	if 2*nb >= uintptr(streamBytes) { // x and dst could fill the cache
 		j.setMemoryFlags()
-	} else if rows > 1 && rowRule.OneByOne(rows) && f == formatF32 && d <= rowsMax && d%64 == 0 {
+	} else if rows > 1 && f == formatF32 && d%64 == 0 && rowRule.OneByOne(rows, d) {
 		// Rows one at a time (streamrule.Rows), through the float32 functions' one-row path,
 		// which takes a single row without the flag.
 		j.flags |= flagRows

@@ -14,7 +14,7 @@ const (
 	flagCenter = 32  // Layer variants: subtract the row's mean (Norm.Center)
 	flagPipe   = 64  // streaming of float32 rows (AVX2: into float32 or float16; AVX-512: into float32): the scale pass of a row sums the next row's squares (LayerNorm: its elements)
 	flagAhead  = 128 // backward streaming: the sum passes prefetch 1 KiB ahead, the dx pass (with flagNT) the next row
-	flagRows   = 256 // float32 rows of at most rowsMax in cache, one at a time through the one-row path (streamrule.Rows)
+	flagRows   = 256 // in-cache float32 rows of at most rowsMax or above groupMax, one at a time through the one-row path (streamrule.Rows)
 )
 
 // gradBlock is the number of rows summed into one partial sum of the weight gradient.
@@ -23,7 +23,7 @@ const gradBlock = 32
 // groupMax is the longest row the kernels normalize four at a time.
 const groupMax = 512
 
-// rowsMax is the longest row flagRows sends through the one-row path one at a time.
+// rowsMax is the longest row flagRows sends through the one-row path one at a time instead of the groups.
 const rowsMax = 128
 
 // variant numbers the form of a call (format, weight form, residual): its index in spec.Forward.

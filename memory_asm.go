@@ -20,10 +20,11 @@ var pipeRows = streamrule.Pipe(streamrule.Host())
 // streamrule.PipeAbove. A variable so that tests can set it.
 var pipeAbove = streamrule.PipeAbove(streamrule.Host())
 
-// rowRule says which in-cache calls of float32 rows, at most rowsMax long and d a multiple of 64,
-// go through the kernels' one-row path one row at a time (flagRows; see forwardRows), as
-// streamrule decides from cpuid: every call of two rows or more on Sapphire Rapids and Emerald
-// Rapids, the fewest and the most rows on Zen 3, none elsewhere. Only forwardRows sets
+// rowRule says which in-cache calls of float32 rows, d a multiple of 64, go through the kernels'
+// one-row path one row at a time (flagRows; see forwardRows), as streamrule decides from cpuid:
+// on Sapphire Rapids and Emerald Rapids every call of two rows or more of at most rowsMax; on
+// Zen 3 those of fewer than 4 or of 64 rows and more, and every call of rows longer than
+// groupMax; none elsewhere. Only forwardRows sets
 // the flag (Forward, a plain Norm's Forward, Apply of rows back to back without Inv, residual or
 // UnitOffset, on one goroutine), and only the amd64 functions with the one-row path read it. A
 // variable so that tests can run the kernels both ways.

@@ -180,19 +180,20 @@ func testRangeEnds(t *testing.T, d, rows int) {
 	}
 }
 
-// TestRowsOneByOne runs Forward on batches of short rows with a rowRule that sends every call one
-// row at a time (flagRows) and one that sends none (the groups of four), every kernel against
-// generic, in guarded buffers: rows of 64 and 128 (the rows flagRows takes) and of 100, 192 and 256
-// (those it leaves to the groups), from 1 to 9 rows, every value class.
+// TestRowsOneByOne runs Forward on batches of rows with a rowRule that sends every call it can one
+// row at a time (flagRows) and one that sends none (the groups of four, the general path), every
+// kernel against generic, in guarded buffers: rows of 64 and 128, and 576 and 1024 (the rows
+// flagRows takes), and of 100, 192, 256 and 600 (those it leaves to their usual path), from 1 to
+// 9 rows, every value class.
 func TestRowsOneByOne(t *testing.T) {
 	defer func(r streamrule.RowRule) { rowRule = r }(rowRule)
 	for _, on := range []bool{false, true} {
 		rowRule = streamrule.RowRule{}
 		if on {
-			rowRule = streamrule.RowRule{From: 2}
+			rowRule = streamrule.RowRule{From: 2, Long: true}
 		}
 		for _, k := range testKernels() {
-			for _, d := range []int{64, 128, 100, 192, 256} {
+			for _, d := range []int{64, 128, 100, 192, 256, 576, 600, 1024} {
 				for rows := 1; rows <= 9; rows++ {
 					for ci, c := range valueClasses {
 						r := seedFor(d, rows, ci, 63)
@@ -214,5 +215,15 @@ func TestRowsOneByOne(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestRowRuleBounds holds streamrule's row lengths to the kernels': the rows the one-row path takes
+// one at a time instead of the groups are at most rowsMax, and those it takes instead of the
+// general path are longer than groupMax, the longest row of a group.
+func TestRowRuleBounds(t *testing.T) {
+	if streamrule.ShortMax != rowsMax || streamrule.LongAbove != groupMax {
+		t.Errorf("streamrule.ShortMax, LongAbove = %d, %d; want rowsMax %d, groupMax %d",
+			streamrule.ShortMax, streamrule.LongAbove, rowsMax, groupMax)
 	}
 }

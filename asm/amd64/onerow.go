@@ -17,9 +17,9 @@ func (g *gen) hasOneRow() bool {
 
 // oneRow emits the path of the commonest short call: one row (to = from+1), d a multiple of 64,
 // a plain weight, no residual, no flags (no 1+w, no prefetch or non-temporal stores), Inv or not;
-// and, with flagRows alone (the Go side sets it for in-cache rows of at most spec.RowsMax on the
-// CPUs of streamrule.Rows), every row of the call, one at a time, instead of the general path's
-// groups of four. Anything else jumps to general, the function's usual path. The row takes the
+// and, with flagRows alone (the Go side sets it for the in-cache calls streamrule.Rows picks: rows
+// of at most spec.RowsMax, or longer than spec.GroupMax), every row of the call, one at a time,
+// instead of the general path's groups of four or its own rows. Anything else jumps to general, the function's usual path. The row takes the
 // same operations in the same order as on that path (the same blocks, partial, finish1, t and its range, inv, and
 // (x*inv)*w), so the bits are the same; what it saves is the bookkeeping of groups, tails, weight
 // forms and memory modes, and the stack slots that carry it. Measured on an Emerald Rapids (one

@@ -47,7 +47,7 @@ func TestBytes(t *testing.T) {
 		case c.above != 0: // the same CPUs as PipeAbove: Sapphire Rapids, Emerald Rapids
 			want = RowRule{From: 2}
 		case c.pipe: // Zen 3, the other CPUs of Pipe
-			want = RowRule{Below: 4, From: 64}
+			want = RowRule{Below: 4, From: 64, Long: true}
 		}
 		if r := Rows(c.cpu); r != want {
 			t.Errorf("%s: Rows(%+v) = %+v; want %+v", c.name, c.cpu, r, want)
@@ -55,26 +55,30 @@ func TestBytes(t *testing.T) {
 	}
 }
 
-// TestRowRule holds OneByOne to its definition at the ends of each rule's ranges.
+// TestRowRule holds OneByOne to its definition at the ends of each rule's ranges, for short rows
+// (64 and 128), those between (192 to 512, never one at a time) and long ones (576 and more).
 func TestRowRule(t *testing.T) {
+	type call struct{ n, d int }
 	for _, c := range []struct {
 		r    RowRule
-		one  []int // calls that go one at a time
-		grps []int // calls that stay in groups
+		one  []call // calls that go one at a time
+		keep []call // calls that keep their usual path
 	}{
-		{RowRule{}, nil, []int{2, 3, 4, 63, 64, 1 << 20}},
-		{RowRule{From: 2}, []int{2, 3, 4, 64, 1 << 20}, nil},
-		{RowRule{Below: 4, From: 64}, []int{2, 3, 64, 65, 1 << 20}, []int{4, 5, 32, 63}},
-		{RowRule{Below: 4}, []int{2, 3}, []int{4, 64, 1 << 20}},
+		{RowRule{}, nil, []call{{2, 64}, {3, 128}, {64, 128}, {1 << 20, 64}, {2, 576}, {64, 4096}}},
+		{RowRule{From: 2}, []call{{2, 64}, {3, 128}, {4, 128}, {64, 64}, {1 << 20, 128}},
+			[]call{{2, 192}, {64, 512}, {2, 576}, {64, 4096}}},
+		{RowRule{Below: 4, From: 64, Long: true}, []call{{2, 128}, {3, 64}, {64, 128}, {65, 64}, {1 << 20, 128}, {2, 576}, {4, 1024}, {1000, 4096}},
+			[]call{{4, 128}, {5, 64}, {32, 128}, {63, 128}, {2, 192}, {64, 256}, {1 << 20, 512}}},
+		{RowRule{Below: 4}, []call{{2, 64}, {3, 128}}, []call{{4, 128}, {64, 128}, {2, 256}, {2, 1024}}},
 	} {
-		for _, n := range c.one {
-			if !c.r.OneByOne(n) {
-				t.Errorf("%+v.OneByOne(%d) = false, want true", c.r, n)
+		for _, x := range c.one {
+			if !c.r.OneByOne(x.n, x.d) {
+				t.Errorf("%+v.OneByOne(%d, %d) = false, want true", c.r, x.n, x.d)
 			}
 		}
-		for _, n := range c.grps {
-			if c.r.OneByOne(n) {
-				t.Errorf("%+v.OneByOne(%d) = true, want false", c.r, n)
+		for _, x := range c.keep {
+			if c.r.OneByOne(x.n, x.d) {
+				t.Errorf("%+v.OneByOne(%d, %d) = true, want false", c.r, x.n, x.d)
 			}
 		}
 	}

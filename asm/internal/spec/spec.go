@@ -365,14 +365,16 @@ const (
 	// cache, prefetches the next row's x and dy when dx goes out with non-temporal stores (FlagNT),
 	// where the hardware prefetchers alone leave memory idle part of the time.
 	FlagAhead = 128
-	// FlagRows (float32 rows into float32 rows, in cache, d a multiple of 64 and at most
-	// RowsMax, a plain weight, no residual, on the CPUs of streamrule.Rows): the functions with
-	// the one-row path run every row of the call through it, one at a time, instead of in groups
-	// of four. The bits are the same either way; the Go side sets it alone, without other flags.
+	// FlagRows (float32 rows into float32 rows, in cache, d a multiple of 64, a plain weight, no
+	// residual, for the calls streamrule.Rows picks: rows of at most RowsMax, or longer than
+	// GroupMax): the functions with the one-row path run every row of the call through it, one
+	// at a time, instead of in groups of four or through the general path. The bits are the same
+	// either way; the Go side sets it alone, without other flags.
 	FlagRows = 256
 )
 
-// RowsMax is the longest row that FlagRows sends through the one-row path's loop.
+// RowsMax is the longest row that FlagRows sends through the one-row path's loop instead of the
+// groups (streamrule.ShortMax); rows longer than GroupMax (streamrule.LongAbove) may take it too.
 const RowsMax = 128
 
 // Bounds of t = ss/d + eps outside which a row takes the float64 path.
@@ -401,11 +403,11 @@ func GoSpec(header string) string {
 	fmt.Fprintf(&b, "\tflagCenter = %d // Layer variants: subtract the row's mean (Norm.Center)\n", FlagCenter)
 	fmt.Fprintf(&b, "\tflagPipe = %d // streaming of float32 rows (AVX2: into float32 or float16; AVX-512: into float32): the scale pass of a row sums the next row's squares (LayerNorm: its elements)\n", FlagPipe)
 	fmt.Fprintf(&b, "\tflagAhead = %d // backward streaming: the sum passes prefetch 1 KiB ahead, the dx pass (with flagNT) the next row\n", FlagAhead)
-	fmt.Fprintf(&b, "\tflagRows = %d // float32 rows of at most rowsMax in cache, one at a time through the one-row path (streamrule.Rows)\n", FlagRows)
+	fmt.Fprintf(&b, "\tflagRows = %d // in-cache float32 rows of at most rowsMax or above groupMax, one at a time through the one-row path (streamrule.Rows)\n", FlagRows)
 	b.WriteString(")\n\n")
 	fmt.Fprintf(&b, "// gradBlock is the number of rows summed into one partial sum of the weight gradient.\nconst gradBlock = %d\n\n", GradBlock)
 	fmt.Fprintf(&b, "// groupMax is the longest row the kernels normalize four at a time.\nconst groupMax = %d\n\n", GroupMax)
-	fmt.Fprintf(&b, "// rowsMax is the longest row flagRows sends through the one-row path one at a time.\nconst rowsMax = %d\n\n", RowsMax)
+	fmt.Fprintf(&b, "// rowsMax is the longest row flagRows sends through the one-row path one at a time instead of the groups.\nconst rowsMax = %d\n\n", RowsMax)
 	b.WriteString("// variant numbers the form of a call (format, weight form, residual): its index in spec.Forward.\n")
 	b.WriteString("// The generic kernel runs each; the assembly has one forward function per format (spec.Body).\n")
 	b.WriteString("type variant uint8\n\nconst (\n")

@@ -60,6 +60,14 @@ func epsOK(eps float32) bool { return eps >= 0 && eps <= math.MaxFloat32 }
 // call sites, and the tests pass any other kernel.
 const useActive kernelID = 1<<32 - 1
 
+// oneByOne reports whether forwardRows sends an in-cache call of rows rows of d in format f
+// through the float32 functions' one-row path one row at a time (flagRows), as rowRule
+// (streamrule.Rows) says: float32 rows, more than one (that path takes a single row without
+// the flag), d a multiple of 64.
+func oneByOne(rows, d int, f format) bool {
+	return rows > 1 && f == formatF32 && d%64 == 0 && rowRule.OneByOne(rows, d)
+}
+
 // forwardRows validates a Forward call and runs it with kernel k: the rows of x (len(w) long each),
 // stored in format f, into dst. As in applyRows, the streaming decision runs only for rows that
 // could fill the cache, and the kernel is called directly. Norm.Forward and Norm.Apply call it
@@ -94,9 +102,7 @@ func forwardRows[T elem](nm *names, f format, dst, x []T, w []float32, eps float
 	j.init(ptr(dst), ptr(x), ptr(w), d, d, d, eps, 0, uint32(k)*numEntries+uint32(v), weighted, f, v, nil, nil, nil, nil, rows)
 	if 2*nb >= uintptr(streamBytes) { // x and dst could fill the cache
 		j.setMemoryFlags()
-	} else if rows > 1 && f == formatF32 && d%64 == 0 && rowRule.OneByOne(rows, d) {
-		// Rows one at a time (streamrule.Rows), through the float32 functions' one-row path,
-		// which takes a single row without the flag.
+	} else if oneByOne(rows, d, f) {
 		j.flags |= flagRows
 	}
 	// job.run, written out: run is not inlinable, and its call would cost a short row more

@@ -24,10 +24,10 @@ var pipeAbove = streamrule.PipeAbove(streamrule.Host())
 // one-row path one row at a time (flagRows; see forwardRows), as streamrule decides from cpuid:
 // on Sapphire Rapids and Emerald Rapids every call of two rows or more of at most rowsMax; on
 // Zen 3 those of fewer than 4 or of 64 rows and more, and every call of rows longer than
-// groupMax; none elsewhere. Only forwardRows sets
-// the flag (Forward, a plain Norm's Forward, Apply of rows back to back without Inv, residual or
-// UnitOffset, on one goroutine), and only the amd64 functions with the one-row path read it. A
-// variable so that tests can run the kernels both ways.
+// groupMax; none elsewhere. Only forwardRows sets the flag (oneByOne): in Forward, and in
+// Norm.Forward and Apply by a Norm with a weight, neither UnitOffset, Center nor Bias, and Workers
+// 0 or 1, Apply with rows back to back and no Inv, Mean or residual. Only the amd64 functions with
+// the one-row path read it. A variable so that tests can run the kernels both ways.
 var rowRule = streamrule.Rows(streamrule.Host())
 
 // aheadRows is whether the backward kernels prefetch rows from memory 1 KiB ahead of their

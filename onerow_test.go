@@ -184,7 +184,8 @@ func testRangeEnds(t *testing.T, d, rows int) {
 // row at a time (flagRows) and one that sends none (the groups of four, the general path), every
 // kernel against generic, in guarded buffers: rows of 64 and 128, and 576 and 1024 (the rows
 // flagRows takes), and of 100, 192, 256 and 600 (those it leaves to their usual path), from 1 to
-// 9 rows, every value class.
+// 9 rows, every value class; and, with normal rows, in place, and with the middle row scaled so
+// that its squares overflow (the float64 path amid rows the kernel takes, and its restart).
 func TestRowsOneByOne(t *testing.T) {
 	defer func(r streamrule.RowRule) { rowRule = r }(rowRule)
 	for _, on := range []bool{false, true} {
@@ -196,23 +197,83 @@ func TestRowsOneByOne(t *testing.T) {
 			for _, d := range []int{64, 128, 100, 192, 256, 576, 600, 1024} {
 				for rows := 1; rows <= 9; rows++ {
 					for ci, c := range valueClasses {
-						r := seedFor(d, rows, ci, 63)
-						xg := newGuarded[float32]("x", rows*d, 0)
-						fill(xg.s, c, r)
-						w := make([]float32, d)
-						fill(w, classNormal, r)
-						got := newGuarded[float32]("dst", rows*d, 0)
-						want := make([]float32, rows*d)
-						forwardWith(k, got.s, xg.s, w, 1e-6)
-						forwardWith(kernelGeneric, want, xg.s, w, 1e-6)
-						got.check(t, "dst")
-						xg.check(t, "x")
-						if i := firstDiff(got.s, want); i >= 0 {
-							t.Fatalf("one at a time %v, %s, %dx%d, %s: y[%d] = %v (%#08x), generic %v (%#08x)",
-								on, k.name(), rows, d, c.name, i, got.s[i], bitsOf(got.s[i]), want[i], bitsOf(want[i]))
+						for _, how := range []string{"out of place", "in place", "a row of the float64 path"} {
+							if how != "out of place" && c.name != classNormal.name {
+								continue
+							}
+							r := seedFor(d, rows, ci, 63)
+							xg := newGuarded[float32]("x", rows*d, 0)
+							fill(xg.s, c, r)
+							if how == "a row of the float64 path" {
+								for i := range xg.s[rows/2*d : rows/2*d+d] {
+									xg.s[rows/2*d+i] *= 1e20 // finite, but the squares are not
+								}
+							}
+							w := make([]float32, d)
+							fill(w, classNormal, r)
+							want := make([]float32, rows*d)
+							forwardWith(kernelGeneric, want, xg.s, w, 1e-6)
+							got := newGuarded[float32]("dst", rows*d, 0)
+							if how == "in place" {
+								copy(got.s, xg.s)
+								forwardWith(k, got.s, got.s, w, 1e-6)
+							} else {
+								forwardWith(k, got.s, xg.s, w, 1e-6)
+							}
+							got.check(t, "dst")
+							xg.check(t, "x")
+							if i := firstDiff(got.s, want); i >= 0 {
+								t.Fatalf("one at a time %v, %s, %dx%d, %s, %s: y[%d] = %v (%#08x), generic %v (%#08x)",
+									on, k.name(), rows, d, c.name, how, i, got.s[i], bitsOf(got.s[i]), want[i], bitsOf(want[i]))
+							}
 						}
 					}
 				}
+			}
+		}
+	}
+}
+
+// TestOneByOneCalls holds oneByOne, forwardRows's choice of flagRows for an in-cache call, to the
+// rules of streamrule.Rows at their ends: float32 rows only, more than one, d a multiple of 64,
+// at most rowsMax or above groupMax as the CPU's rule says.
+func TestOneByOneCalls(t *testing.T) {
+	defer func(r streamrule.RowRule) { rowRule = r }(rowRule)
+	const kib, mib = 1 << 10, 1 << 20
+	xeon := streamrule.Rows(streamrule.CPU{Intel: true, Family: 6, Model: 0xcf, L2: 2 * mib, L3: 260 * mib})
+	zen3 := streamrule.Rows(streamrule.CPU{AMD: true, Family: 0x19, L2: 512 * kib, L3: 32 * mib})
+	other := streamrule.Rows(streamrule.CPU{AMD: true, Family: 0x1a, L2: 1 * mib, L3: 32 * mib})
+	for _, c := range []struct {
+		rows, d           int
+		f                 format
+		xeon, zen3, other bool
+	}{
+		{1, 128, formatF32, false, false, false},
+		{2, 128, formatF32, true, true, false},
+		{3, 64, formatF32, true, true, false},
+		{4, 128, formatF32, true, false, false},
+		{63, 128, formatF32, true, false, false},
+		{64, 128, formatF32, true, true, false},
+		{64, 64, formatF32, true, true, false},
+		{64, 100, formatF32, false, false, false},
+		{64, 192, formatF32, false, false, false},
+		{64, 512, formatF32, false, false, false},
+		{2, 576, formatF32, false, true, false},
+		{64, 600, formatF32, false, false, false},
+		{64, 4096, formatF32, false, true, false},
+		{1, 4096, formatF32, false, false, false},
+		{64, 128, formatBF16, false, false, false},
+		{64, 128, formatF16, false, false, false},
+		{64, 4096, formatBF16, false, false, false},
+	} {
+		for _, rule := range []struct {
+			name string
+			r    streamrule.RowRule
+			want bool
+		}{{"Emerald Rapids", xeon, c.xeon}, {"Zen 3", zen3, c.zen3}, {"Zen 5", other, c.other}} {
+			rowRule = rule.r
+			if got := oneByOne(c.rows, c.d, c.f); got != rule.want {
+				t.Errorf("%s: oneByOne(%d, %d, format %d) = %v, want %v", rule.name, c.rows, c.d, c.f, got, rule.want)
 			}
 		}
 	}

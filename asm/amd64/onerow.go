@@ -19,14 +19,15 @@ func (g *gen) hasOneRow() bool {
 // a plain weight, no residual, no flags (no 1+w, no prefetch or non-temporal stores), Inv or not;
 // and, with flagRows alone (the Go side sets it for the in-cache calls streamrule.Rows picks: rows
 // of at most spec.RowsMax, or longer than spec.GroupMax), every row of the call, one at a time,
-// instead of the general path's groups of four or its own rows. Anything else jumps to general, the function's usual path. The row takes the
-// same operations in the same order as on that path (the same blocks, partial, finish1, t and its range, inv, and
-// (x*inv)*w), so the bits are the same; what it saves is the bookkeeping of groups, tails, weight
-// forms and memory modes, and the stack slots that carry it. Measured on an Emerald Rapids (one
-// row called in a loop), the AVX-512 function took 19.5 ns at 1x128 with the general path alone
-// and 15.1 with this one, where a function with only this path's loops takes 13.8 ns and the
-// bench-anchors C kernel 13.9; Forward on the AVX2 function went from 29.1 to 25.2 ns, and from
-// 385 to 368 at 1x4096 (bench/results/intel-emerald-rapids.txt).
+// instead of the general path's groups of four or its own rows. Anything else jumps to general,
+// the function's usual path. The row takes the same operations in the same order as on that path
+// (the same blocks, partial, finish1, t and its range, inv, and (x*inv)*w), so the bits are the
+// same; what it saves is the bookkeeping of groups, tails, weight forms and memory modes, and the
+// stack slots that carry it. Measured on an Emerald Rapids (one row called in a loop), the
+// AVX-512 function took 19.5 ns at 1x128 with the general path alone and 15.1 with this one,
+// where a function with only this path's loops takes 13.8 ns and the bench-anchors C kernel
+// 13.9; Forward on the AVX2 function went from 29.1 to 25.2 ns, and from 385 to 368 at 1x4096
+// (bench/results/intel-emerald-rapids.txt).
 func (g *gen) oneRow(general string) {
 	Comment("One row (or, with flagRows alone, every row of the call), d a multiple of 64, a plain weight, no residual: the short path.")
 	from := Load(Param("from"), GP64()).(GPVirtual)

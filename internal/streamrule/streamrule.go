@@ -3,9 +3,9 @@
 // (non-temporal stores out of place, prefetches of the rows ahead), whether the kernels sum the
 // next float32 row inside the scale pass of the row before (Pipe; PipeAbove for RMSNorm's rows,
 // PipeMinTo16 for rows written as float16), whether the backward kernels prefetch 1 KiB
-// ahead (Ahead), and which calls of short in-cache float32 rows go one at a time through the
-// kernels' one-row path (Rows). The package uses it
-// at init, and the bench command prints it; nothing else of the module needs it.
+// ahead (Ahead), and which in-cache calls of float32 rows go one row at a time through the
+// kernels' one-row path (Rows). The package uses it at init, and the bench command prints the
+// streaming threshold (Bytes); nothing else of the module needs it.
 package streamrule
 
 import "github.com/klauspost/cpuid/v2"
@@ -210,7 +210,7 @@ func (r RowRule) OneByOne(n, d int) bool {
 // so rows of 64 and 128 go one at a time there and longer ones stay in groups.
 //
 // On Zen 3 (the avx2 kernel; Forward, groups and one at a time alternated in one process, min ns
-// per row over 15 rounds, two or three runs) the groups hide the chain at 4 to 32 rows of 128
+// per row over 15-25 rounds, two to four runs) the groups hide the chain at 4 to 32 rows of 128
 // (their window holds 256 entries), and lose below a whole group and in batches that spill
 // the 32 KiB L1d, where the one-row path's lighter bookkeeping wins:
 //
@@ -255,8 +255,9 @@ func (r RowRule) OneByOne(n, d int) bool {
 //	128x4096    621.5-693.8    609.4-674.0    0.97-0.98
 //	256x4096    667.3-685.2    656.4-670.6    0.98
 //
-// so on Zen 3 they go one at a time too (Long). On Sapphire Rapids and Emerald Rapids such rows
-// were not measured, and keep the general path. Elsewhere every call keeps its usual path: no
+// so on Zen 3 they go one at a time too (Long). On Emerald Rapids such rows were measured at one
+// shape only, 16x1024 (avx512 1% and avx2 4-7% faster one at a time; bench/results), too little
+// to set Long there; on Sapphire Rapids not at all. Both keep the general path for them. Elsewhere every call keeps its usual path: no
 // other CPU has been measured this way.
 func Rows(c CPU) RowRule {
 	switch {
